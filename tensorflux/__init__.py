@@ -1,1 +1,89 @@
-"""tensorflux: TensorFlow 1.x graph-mode programs, run by a Python runtime."""
+"""tensorflux: TensorFlow 1.x graph-mode programs, run by a Python runtime.
+
+`import tensorflux as tf` gives the TF1 namespace (tf.compat.v1 semantics): graphs, ops,
+sessions, gradients, optimizers. Each op module lists its public names in `__all__`; this
+package re-exports them.
+"""
+
+import tensorflux.kernels.cpu  # noqa: F401,E402 - registers every CPU kernel
+import tensorflux.ops  # noqa: F401,E402 - registers every op
+from tensorflux.framework import errors  # noqa: F401
+from tensorflux.framework.common_shapes import constant_value as _constant_value  # noqa: F401
+from tensorflux.framework.device_spec import DeviceSpec  # noqa: F401
+from tensorflux.framework.dtypes import (  # noqa: F401
+    DType,
+    as_dtype,
+    bfloat16,
+    bool,  # noqa: A004 - tf.bool
+    complex64,
+    complex128,
+    double,
+    float16,
+    float32,
+    float64,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    qint8,
+    qint16,
+    qint32,
+    quint8,
+    quint16,
+    resource,
+    string,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    variant,
+)
+from tensorflux.framework.graph import (  # noqa: F401
+    Graph,
+    GraphKeys,
+    add_to_collection,
+    add_to_collections,
+    colocate_with,
+    container,
+    control_dependencies,
+    device,
+    get_collection,
+    get_collection_ref,
+    get_default_graph,
+    name_scope,
+    reset_default_graph,
+)
+from tensorflux.framework.operation import Operation, Tensor  # noqa: F401
+from tensorflux.framework.tensor_conversion import (  # noqa: F401
+    convert_to_tensor,
+    convert_to_tensor_or_indexed_slices,
+    is_tensor,
+    register_tensor_conversion_function,
+)
+from tensorflux.framework.tensor_shape import Dimension, TensorShape  # noqa: F401
+from tensorflux.framework.tensor_util import MakeNdarray as make_ndarray  # noqa: F401
+from tensorflux.framework.tensor_util import make_tensor_proto  # noqa: F401
+from tensorflux.ops.array_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.constant_op import *  # noqa: F401,F403,E402
+from tensorflux.ops.control_flow_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.math_ops import *  # noqa: F401,F403,E402
+from tensorflux.protos.attr_value_pb2 import AttrValue, NameAttrList  # noqa: F401,E402
+from tensorflux.protos.config_pb2 import (  # noqa: F401,E402
+    ConfigProto,
+    GPUOptions,
+    GraphOptions,
+    OptimizerOptions,
+    RunMetadata,
+    RunOptions,
+)
+from tensorflux.protos.graph_pb2 import GraphDef  # noqa: F401,E402
+from tensorflux.protos.node_def_pb2 import NodeDef  # noqa: F401,E402
+from tensorflux.protos.tensor_pb2 import TensorProto  # noqa: F401,E402
+from tensorflux.runtime.session import (  # noqa: F401,E402
+    InteractiveSession,
+    Session,
+    get_default_session,
+)
+
+__version__ = "0.1.0"

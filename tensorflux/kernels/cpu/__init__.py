@@ -1,0 +1,9 @@
+"""CPU kernels (NumPy), one module per op family, mirroring tensorflux/ops/."""
+
+from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the kernels
+    array_ops,
+    constant_op,
+    control_flow_ops,
+    math_ops,
+    runtime_ops,
+)

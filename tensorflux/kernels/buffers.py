@@ -1,0 +1,39 @@
+"""Who else holds an array? Copy-on-write for tensors, the way TensorFlow's buffers work.
+
+Tensors are immutable once produced, but a variable's storage may be updated in place by
+assign and apply kernels. To keep every tensor a snapshot, an in-place update happens only
+when nobody else holds the stored array (no read of it still alive in a step, no fetch result
+the user kept, no queue element); otherwise the kernel copies first. The same test decides
+whether a fetched array must be copied before the user gets it, so writing into a fetched
+array never changes a variable or a constant.
+
+CPython's reference count answers "who else holds it" exactly. Inside `exclusively_owned`,
+the count is the caller's known holders plus two (our parameter and getrefcount's own
+argument); tests/kernels/test_buffers.py pins this down for the interpreter in use.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+_getrefcount = sys.getrefcount
+
+
+def exclusively_owned(arr, holders: int = 1) -> bool:
+    """True if nothing but the caller's `holders` references keeps `arr` (or its base) alive.
+
+    Args:
+      arr: the array the caller wants to write into or hand out.
+      holders: the references the caller knows of: 1 when called as
+        `exclusively_owned(var.value)` (the variable's slot), 2 if it also holds the array in
+        a local variable, and so on.
+    """
+    if _getrefcount(arr) > holders + 2:
+        return False
+    base = getattr(arr, "base", None)
+    if base is None:
+        return True
+    # `base` is held by our local name, by `arr`, and by getrefcount's argument.
+    return isinstance(base, np.ndarray) and _getrefcount(base) <= 3

@@ -1,0 +1,515 @@
+"""The dataflow executor: runs one partition of a step (paper §3.1, §3.4; DESIGN §5).
+
+Threading. One driver thread (the caller of `run`) owns every piece of per-step state below.
+Cheap kernels run inline on it; expensive ones go to the device's pool when other nodes are
+ready too, and asynchronous kernels (Recv, queue ops) call back whenever they finish. Both
+report through one completion queue that only the driver reads, so pending counts, frames and
+entries are never touched by two threads and need no locks.
+
+Frames and iterations (paper §3.4, whitepaper §4.4). Every node executes in a static frame:
+the root frame "", or the frame named by the `frame_name` of the Enter nodes that lead into a
+while-loop body. At run time a frame is instantiated per (parent frame, parent iteration, name)
+and holds iterations 0, 1, 2, ...; each iteration has its own entries (output values), pending
+counts and dead counts for the frame's nodes. Outputs normally go to the same frame and
+iteration as their node, except:
+  - Enter: into iteration 0 of the child frame, or, with `is_constant`, into every iteration
+    of it, present and future (a loop invariant);
+  - Exit: into the parent frame and iteration; a dead Exit is held until its frame is done and
+    only then propagated as dead (the loop is not over while any iteration is running);
+  - NextIteration: into iteration i+1; a dead NextIteration propagates nothing. At most
+    `parallel_iterations` iterations of a frame are outstanding; a NextIteration that would
+    start one more is held in `next_iter_roots` until the oldest iteration finishes.
+
+Dead values. An output is DEAD when a Switch did not take it. A non-Merge node with a dead data
+or control input is dead: it skips its kernel and all its outputs are DEAD (except _Send, which
+forwards the deadness to its Recv). A Merge is ready once its control inputs have arrived and
+either one live data input has (which it forwards, with the input's index) or all data inputs
+are dead (then it is dead). Pending counts of a Merge start at 2*controls + 1: each control
+edge takes 2, the first live data edge takes the low bit.
+
+Completion. An iteration is done when it has no outstanding nodes or child frames, its
+frame has received all its Enter inputs (iteration 0) or its previous iteration is done;
+finished iterations are dropped at once, freeing their values. A frame is done when all its
+iterations are. The step is done when nothing is ready or in flight.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+import zlib
+from collections import deque
+
+from tensorflux.framework import errors
+from tensorflux.kernels import registry as kernel_registry
+from tensorflux.kernels.registry import DEAD
+from tensorflux.runtime.step_graph import Node
+
+NORMAL, MERGE, ENTER, EXIT, NEXT_ITERATION, DEAD_AWARE = range(6)
+_KINDS = {"Merge": MERGE, "RefMerge": MERGE, "Enter": ENTER, "RefEnter": ENTER,
+          "Exit": EXIT, "RefExit": EXIT, "NextIteration": NEXT_ITERATION,
+          "RefNextIteration": NEXT_ITERATION, "_Send": DEAD_AWARE, "_HostSend": DEAD_AWARE}
+CONTROL_FLOW_OPS = frozenset(("Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter",
+                              "Exit", "RefExit", "NextIteration", "RefNextIteration",
+                              "LoopCond", "ControlTrigger"))
+
+
+class _FrameInfo:
+    """Static facts about one frame name: its nodes' slots and initial pending counts."""
+
+    __slots__ = ("name", "parent", "num_nodes", "num_slots", "pending_init", "num_enters",
+                 "slot_uses")
+
+    def __init__(self, name: str, parent: str | None):
+        self.name = name
+        self.parent = parent
+        self.num_nodes = 0
+        self.num_slots = 0
+        self.pending_init: list[int] = []
+        self.num_enters = 0
+        self.slot_uses: list[int] = []
+
+
+class _Item:
+    """Static facts about one node, prepared once when the executor is built."""
+
+    __slots__ = ("node", "kernel", "is_async", "expensive", "kind", "frame", "out_frame",
+                 "local", "in_slots", "out_base", "num_outputs", "out_edges", "num_data_inputs",
+                 "enter_frame", "is_constant", "parallel_iterations", "is_enter")
+
+    def __init__(self, node: Node):
+        self.node = node
+        self.kind = _KINDS.get(node.op, NORMAL)
+        self.is_enter = self.kind == ENTER
+        self.enter_frame = node.attrs.get("frame_name", "") if self.is_enter else ""
+        self.is_constant = bool(node.attrs.get("is_constant", False))
+        self.parallel_iterations = int(node.attrs.get("parallel_iterations", 10) or 10)
+        self.num_data_inputs = len(node.inputs)
+        self.out_edges: list[tuple[_Item, int]] = []  # (consumer, output index or -1)
+
+
+class _Iteration:
+    __slots__ = ("entries", "pending", "dead", "uses", "outstanding_ops",
+                 "outstanding_frames")
+
+    def __init__(self, info: _FrameInfo):
+        self.entries = [None] * info.num_slots
+        self.pending = list(info.pending_init)
+        self.dead = [0] * info.num_nodes
+        self.uses = list(info.slot_uses)
+        self.outstanding_ops = 0
+        self.outstanding_frames = 0
+
+
+class _Frame:
+    __slots__ = ("info", "parent", "parent_iter", "iterations", "iteration_count",
+                 "outstanding_iterations", "max_parallel", "inv_values", "next_iter_roots",
+                 "pending_inputs", "dead_exits", "key", "frame_id")
+
+    def __init__(self, info: _FrameInfo, parent, parent_iter: int, max_parallel: int, key):
+        self.info = info
+        self.parent = parent
+        self.parent_iter = parent_iter
+        self.iterations = {0: _Iteration(info)}
+        self.iteration_count = 0
+        self.outstanding_iterations = 1
+        self.max_parallel = max_parallel
+        self.inv_values: list[tuple[_Item, object]] = []
+        self.next_iter_roots: list[tuple[_Item, object]] = []
+        self.pending_inputs = info.num_enters
+        self.dead_exits: list[_Item] = []
+        self.key = key
+        # Deterministic across partitions and processes, so Send/Recv keys inside loops match.
+        self.frame_id = 0 if parent is None else zlib.crc32(
+            f"{parent.frame_id};{parent_iter};{info.name}".encode())
+
+
+class ExecutorError(Exception):
+    """A kernel failure, carrying the node it happened in."""
+
+    def __init__(self, node: Node, device: str, cause: BaseException):
+        super().__init__(str(cause))
+        self.node = node
+        self.device = device
+        self.cause = cause
+
+
+class Executor:
+    """Runs the nodes of one partition graph on one device, in dataflow order.
+
+    Args:
+      nodes: the partition's nodes (all placed on `device`).
+      device: the runtime Device.
+      fetches: (node, output index) pairs whose values `run` returns, in order.
+    """
+
+    def __init__(self, nodes: list[Node], device, fetches: list[tuple[Node, int]]):
+        self.device = device
+        self.items = [_Item(n) for n in nodes]
+        item_of = {it.node: it for it in self.items}
+        for it in self.items:
+            kdef = kernel_registry.find_kernel(it.node.op, device.device_type, it.node.attrs)
+            if kdef is None:
+                raise errors.NotFoundError(
+                    None, None, f"No registered '{it.node.op}' OpKernel for "
+                    f"{device.device_type} devices compatible with node {{{{node "
+                    f"{it.node.name}}}}}")
+            it.kernel = kdef.factory(it.node)
+            it.is_async = kdef.is_async
+            it.expensive = kdef.expensive
+        for it in self.items:
+            for src, idx in it.node.inputs:
+                item_of[src].out_edges.append((it, idx))
+            for c in it.node.control_inputs:
+                item_of[c].out_edges.append((it, -1))
+        self.frames = _analyze_frames(self.items, item_of)
+        self.root_info = self.frames[""]
+        self.roots = [it for it in self.items if self.root_info.pending_init[it.local] == 0
+                      and it.frame is self.root_info]
+        self.fetch_slots = [item_of[n].out_base + i for n, i in fetches]
+        for s in self.fetch_slots:  # fetched values are never freed
+            self.root_info.slot_uses[s] += 1
+
+    def run(self, ctx, deadline: float | None = None) -> list:
+        """Runs one step; returns the fetched values. Raises ExecutorError or OpError."""
+        return _Run(self, ctx, deadline).execute()
+
+
+def _analyze_frames(items: list[_Item], item_of: dict[Node, _Item]) -> dict[str, _FrameInfo]:
+    """Assigns every node its static frame, local id and entry slots (breadth first)."""
+    frames: dict[str, _FrameInfo] = {"": _FrameInfo("", None)}
+    seen: set[_Item] = set()
+    work = deque(it for it in items if not it.node.inputs and not it.node.control_inputs)
+    for it in work:
+        it.frame = frames[""]
+        seen.add(it)
+    while work:
+        it = work.popleft()
+        info = it.frame
+        if it.kind == ENTER:
+            out = frames.get(it.enter_frame)
+            if out is None:
+                out = frames[it.enter_frame] = _FrameInfo(it.enter_frame, info.name)
+            out.num_enters += 1
+        elif it.kind == EXIT:
+            if info.parent is None:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Exit node {it.node.name} is not inside a while loop frame")
+            out = frames[info.parent]
+        else:
+            out = info
+        it.out_frame = out
+        for dst, _ in it.out_edges:
+            if dst in seen:
+                if dst.frame is not out and dst.kind != MERGE:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Node {dst.node.name} has inputs from different frames: "
+                        f"'{dst.frame.name}' and '{out.name}'")
+                continue
+            dst.frame = out
+            seen.add(dst)
+            work.append(dst)
+    for it in items:
+        if it not in seen:  # unreachable from any source: part of a cycle without an Enter
+            raise errors.InvalidArgumentError(
+                None, None, f"Node {it.node.name} is not reachable from any source (a cycle "
+                "without a while-loop frame?)")
+    for it in items:
+        info = it.frame
+        it.local = info.num_nodes
+        info.num_nodes += 1
+        n_ctrl = len(it.node.control_inputs)
+        if it.kind == MERGE:
+            info.pending_init.append(2 * n_ctrl + 1)
+        else:
+            info.pending_init.append(it.num_data_inputs + n_ctrl)
+        it.num_outputs = len(it.node.output_dtypes)
+        out = it.out_frame
+        it.out_base = out.num_slots
+        out.num_slots += it.num_outputs
+        out.slot_uses.extend([0] * it.num_outputs)
+    for it in items:
+        it.in_slots = tuple(item_of[src].out_base + i for src, i in it.node.inputs)
+        for src, i in it.node.inputs:
+            it.frame.slot_uses[item_of[src].out_base + i] += 1
+    return frames
+
+
+class _Run:
+    """The state of one step on one executor (owned by the driver thread)."""
+
+    def __init__(self, ex: Executor, ctx, deadline: float | None):
+        self.ex = ex
+        self.ctx = ctx
+        self.deadline = deadline
+        self.ready: deque = deque()
+        self.completions: queue.SimpleQueue = queue.SimpleQueue()
+        self.in_flight = 0
+        self.error: BaseException | None = None
+        self.frames: dict[tuple, _Frame] = {}
+        self.root = _Frame(ex.root_info, None, 0, 1, ("",))
+
+    # ---- the driver loop ----------------------------------------------------------------
+    def execute(self) -> list:
+        root_iter = self.root.iterations[0]
+        for it in self.ex.roots:
+            root_iter.outstanding_ops += 1
+            self.ready.append((it, self.root, 0))
+        while True:
+            while self.ready and self.error is None:
+                it, frame, i = self.ready.popleft()
+                self._process(it, frame, i)
+            if self.in_flight == 0:
+                break
+            self._wait_one()
+        if self.error is not None:
+            raise self.error
+        entries = root_iter.entries
+        values = [entries[s] for s in self.ex.fetch_slots]
+        for v, s in zip(values, self.ex.fetch_slots, strict=True):
+            if v is None or v is DEAD:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Fetched tensor at slot {s} was not computed"
+                    f"{' (dead: on an untaken branch)' if v is DEAD else ''}.")
+        return values
+
+    def _wait_one(self) -> None:
+        timeout = None
+        if self.deadline is not None:
+            timeout = max(0.0, self.deadline - time.monotonic())
+        try:
+            it, frame, i, outputs, err = self.completions.get(timeout=timeout)
+        except queue.Empty:
+            self._fail(errors.DeadlineExceededError(None, None, "Timed out waiting for the "
+                                                    "step to complete"), None)
+            self._drain()
+            return
+        self.in_flight -= 1
+        if err is not None:
+            self._fail(err, it)
+            return
+        if self.error is None:
+            self._complete(it, frame, i, outputs, False)
+
+    def _drain(self) -> None:
+        """After a deadline: wait briefly for cancelled kernels to report back."""
+        end = time.monotonic() + 1.0
+        while self.in_flight:
+            try:
+                self.completions.get(timeout=max(0.0, end - time.monotonic()))
+                self.in_flight -= 1
+            except queue.Empty:
+                break
+        self.in_flight = 0
+
+    def _fail(self, err: BaseException, it: _Item | None) -> None:
+        if self.error is None:
+            if it is not None and not isinstance(err, ExecutorError):
+                err = ExecutorError(it.node, self.ex.device.name, err)
+            self.error = err
+            self.ready.clear()
+            if self.ctx.cancellation is not None:
+                self.ctx.cancellation.start_cancel()
+
+    # ---- running one node ---------------------------------------------------------------
+    def _process(self, it: _Item, frame: _Frame, i: int) -> None:
+        st = frame.iterations[i]
+        entries = st.entries
+        inputs = [entries[s] for s in it.in_slots]
+        kind = it.kind
+        if kind == MERGE:  # ready with one live input, or dead with none
+            is_dead = not any(v is not None and v is not DEAD for v in inputs)
+        else:
+            is_dead = st.dead[it.local] > 0
+        self._release_inputs(it, st)
+        if is_dead and kind != DEAD_AWARE:
+            self._complete(it, frame, i, None, True)
+            return
+        ctx = self.ctx
+        if it.is_async:
+            self.in_flight += 1
+            ctx.frame_iter = (frame.frame_id, i)
+            try:
+                it.kernel(ctx, self._done_callback(it, frame, i), *inputs)
+            except BaseException as e:  # noqa: BLE001 - reported as the step's error
+                self.in_flight -= 1
+                self._fail(e, it)
+            return
+        if it.expensive and (self.ready or self.in_flight):
+            self.in_flight += 1
+            self.ex.device.runner(self._run_on_pool, it, frame, i, inputs)
+            return
+        if kind == DEAD_AWARE or kind == NEXT_ITERATION or kind == EXIT:
+            ctx.frame_iter = (frame.frame_id, i)
+        try:
+            outputs = it.kernel(ctx, *inputs)
+        except BaseException as e:  # noqa: BLE001 - reported as the step's error
+            self._fail(e, it)
+            return
+        self._complete(it, frame, i, outputs, False)
+
+    def _run_on_pool(self, it, frame, i, inputs) -> None:
+        try:
+            outputs = it.kernel(self.ctx, *inputs)
+        except BaseException as e:  # noqa: BLE001
+            self.completions.put((it, frame, i, None, e))
+            return
+        self.completions.put((it, frame, i, outputs, None))
+
+    def _done_callback(self, it, frame, i):
+        def done(outputs=None):
+            if isinstance(outputs, BaseException):
+                self.completions.put((it, frame, i, None, outputs))
+            else:
+                self.completions.put((it, frame, i, outputs, None))
+
+        return done
+
+    def _release_inputs(self, it: _Item, st: _Iteration) -> None:
+        uses = st.uses
+        entries = st.entries
+        for s in it.in_slots:
+            uses[s] -= 1
+            if uses[s] == 0:
+                entries[s] = None
+
+    # ---- propagating outputs ------------------------------------------------------------
+    def _complete(self, it: _Item, frame: _Frame, i: int, outputs, is_dead: bool) -> None:
+        n = it.num_outputs
+        if is_dead:
+            values = (DEAD,) * n
+        elif n == 1:
+            values = (outputs,)
+        elif n == 0:
+            values = ()
+        else:
+            values = tuple(outputs)
+            if len(values) != n:
+                self._fail(errors.InternalError(
+                    None, None, f"Kernel for {it.node.op} returned {len(values)} outputs, "
+                    f"expected {n}"), it)
+                return
+        kind = it.kind
+        if kind == NORMAL or kind == MERGE or kind == DEAD_AWARE:
+            self._propagate(it, frame, i, values, is_dead)
+        elif kind == ENTER:
+            self._enter(it, frame, i, values, is_dead)
+        elif kind == EXIT:
+            if is_dead:
+                frame.dead_exits.append(it)
+            else:
+                self._propagate(it, frame.parent, frame.parent_iter, values, False)
+        else:  # NEXT_ITERATION
+            if not is_dead:
+                self._next_iteration(it, frame, i, values)
+        st = frame.iterations[i]
+        st.outstanding_ops -= 1
+        if st.outstanding_ops == 0 and st.outstanding_frames == 0:
+            self._cleanup_iterations(frame, i)
+
+    def _propagate(self, it: _Item, frame: _Frame, i: int, values, is_dead: bool) -> None:
+        st = frame.iterations[i]
+        base = it.out_base
+        entries = st.entries
+        for k, v in enumerate(values):
+            entries[base + k] = v
+        pending = st.pending
+        ready = self.ready
+        for dst, idx in it.out_edges:
+            d = dst.local
+            if dst.kind == MERGE:
+                if idx < 0:
+                    pending[d] -= 2  # a dead control input does not kill a Merge
+                    go = pending[d] == 0 or (pending[d] == 1 and
+                                             st.dead[d] == dst.num_data_inputs)
+                elif values[idx] is not DEAD:
+                    go = pending[d] == 1
+                    if pending[d] & 1:
+                        pending[d] -= 1
+                else:
+                    st.dead[d] += 1
+                    if it.is_enter:  # a dead Enter: the loop is on an untaken branch
+                        st.dead[d] = dst.num_data_inputs
+                    go = pending[d] == 1 and st.dead[d] == dst.num_data_inputs
+            else:
+                pending[d] -= 1
+                if is_dead or (idx >= 0 and values[idx] is DEAD):
+                    st.dead[d] += 1
+                go = pending[d] == 0
+            if go:
+                st.outstanding_ops += 1
+                ready.append((dst, frame, i))
+
+    def _enter(self, it: _Item, frame: _Frame, i: int, values, is_dead: bool) -> None:
+        key = (id(frame), i, it.enter_frame)
+        child = self.frames.get(key)
+        if child is None:
+            info = self.ex.frames[it.enter_frame]
+            child = _Frame(info, frame, i, it.parallel_iterations, key)
+            self.frames[key] = child
+            frame.iterations[i].outstanding_frames += 1
+        if it.is_constant and not is_dead:
+            child.inv_values.append((it, values))
+            for j in sorted(child.iterations):
+                self._propagate(it, child, j, values, False)
+        else:
+            self._propagate(it, child, 0, values, is_dead)
+        child.pending_inputs -= 1
+        st0 = child.iterations.get(0)
+        if child.pending_inputs == 0 and st0 is not None and st0.outstanding_ops == 0 \
+                and st0.outstanding_frames == 0:
+            self._cleanup_iterations(child, 0)
+
+    def _next_iteration(self, it: _Item, frame: _Frame, i: int, values) -> None:
+        nxt = i + 1
+        if nxt not in frame.iterations:
+            if nxt <= frame.iteration_count:  # that iteration already finished: impossible
+                return
+            if frame.outstanding_iterations >= frame.max_parallel:
+                frame.next_iter_roots.append((it, values))
+                return
+            self._new_iteration(frame)
+        self._propagate(it, frame, nxt, values, False)
+
+    def _new_iteration(self, frame: _Frame) -> None:
+        frame.iteration_count += 1
+        j = frame.iteration_count
+        frame.iterations[j] = _Iteration(frame.info)
+        frame.outstanding_iterations += 1
+        for inv, values in frame.inv_values:
+            self._propagate(inv, frame, j, values, False)
+
+    # ---- finishing iterations and frames ------------------------------------------------
+    def _iteration_done(self, frame: _Frame, i: int) -> bool:
+        st = frame.iterations.get(i)
+        if st is None or st.outstanding_ops or st.outstanding_frames:
+            return False
+        if i == 0:
+            return frame.pending_inputs == 0
+        return (i - 1) not in frame.iterations
+
+    def _cleanup_iterations(self, frame: _Frame, i: int) -> None:
+        if frame is self.root:
+            return  # the root iteration lives until the step ends (fetches read it)
+        while self._iteration_done(frame, i):
+            del frame.iterations[i]
+            frame.outstanding_iterations -= 1
+            if frame.next_iter_roots:
+                roots, frame.next_iter_roots = frame.next_iter_roots, []
+                self._new_iteration(frame)
+                j = frame.iteration_count
+                for it, values in roots:
+                    self._propagate(it, frame, j, values, False)
+            i += 1
+        if not frame.iterations and frame.pending_inputs == 0:
+            self._finish_frame(frame)
+
+    def _finish_frame(self, frame: _Frame) -> None:
+        self.frames.pop(frame.key, None)
+        parent, pi = frame.parent, frame.parent_iter
+        for exit_item in frame.dead_exits:
+            self._propagate(exit_item, parent, pi, (DEAD,) * exit_item.num_outputs, True)
+        st = parent.iterations[pi]
+        st.outstanding_frames -= 1
+        if st.outstanding_ops == 0 and st.outstanding_frames == 0:
+            self._cleanup_iterations(parent, pi)

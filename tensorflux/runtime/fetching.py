@@ -1,0 +1,253 @@
+"""Fetch structures and feed dictionaries of `Session.run`.
+
+A fetch mapper flattens any nesting of lists, tuples, namedtuples and dicts of graph
+elements into one list of unique Tensors and target Operations, and rebuilds the results in
+the same structure. Composite types (SparseTensor, IndexedSlices, ...) register how they
+split into tensors for fetching and feeding with `register_session_run_conversion_functions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.operation import Operation, Tensor
+
+# type -> (fetch_fn(obj) -> (list of elements, rebuild(values) -> result),
+#          feed_fn(obj, value) -> list of (tensor, value))
+_conversions: list[tuple[type, Callable, Callable | None]] = []
+
+
+def register_session_run_conversion_functions(tensor_type, fetch_function,
+                                              feed_function=None,
+                                              feed_function_for_partial_run=None) -> None:
+    """Teaches Session.run to fetch and feed `tensor_type` (TF1's API).
+
+    Args:
+      fetch_function: `fn(obj) -> (list of fetchable elements, fn(list of values) -> value)`.
+      feed_function: `fn(obj, feed_value) -> list of (tensor, value)` pairs.
+    """
+    _conversions.insert(0, (tensor_type, fetch_function, feed_function))
+
+
+def _conversion_for(obj):
+    for t, fetch_fn, feed_fn in _conversions:
+        if isinstance(obj, t):
+            return fetch_fn, feed_fn
+    return None
+
+
+class _Mapper:
+    """Unique fetches plus a function from their values to the user's structure."""
+
+    __slots__ = ("tensors", "targets", "_build")
+
+    def __init__(self, tensors, targets, build):
+        self.tensors = tensors
+        self.targets = targets
+        self._build = build
+
+    def build_results(self, values: list):
+        return self._build(values)
+
+
+def mapper_for(graph: graph_lib.Graph, fetches) -> _Mapper:
+    """The mapper of `fetches` (fast path for a single Tensor)."""
+    if type(fetches) is Tensor:
+        _check_fetch(graph, fetches)
+        return _Mapper([fetches], [], _first)
+    elements: list = []
+    index: dict = {}
+    build = _flatten(graph, fetches, elements, index)
+    tensors = [e for e in elements if isinstance(e, Tensor)]
+    targets = [e for e in elements if isinstance(e, Operation)]
+    pos_of_tensor = {t: k for k, t in enumerate(tensors)}
+    slot = [pos_of_tensor.get(e, -1) for e in elements]
+
+    def build_results(values):
+        flat = [values[s] if s >= 0 else None for s in slot]
+        return build(flat)
+
+    return _Mapper(tensors, targets, build_results)
+
+
+def _first(values):
+    return values[0]
+
+
+def _flatten(graph, fetch, elements: list, index: dict):
+    """Adds the elements of `fetch` to `elements` (deduplicated); returns the rebuilder that
+    turns the flat list of element values into the structure of `fetch`."""
+    if fetch is None:
+        raise TypeError(f"Fetch argument None has invalid type {type(None)}")
+    if isinstance(fetch, (Tensor, Operation, str, bytes)):
+        element = _element(graph, fetch)
+        if element not in index:
+            index[element] = len(elements)
+            elements.append(element)
+        k = index[element]
+        return lambda flat: flat[k]
+    conv = _conversion_for(fetch)
+    if conv is not None:
+        parts, rebuild = conv[0](fetch)
+        subs = [_flatten(graph, p, elements, index) for p in parts]
+        return lambda flat: rebuild([s(flat) for s in subs])
+    if isinstance(fetch, Mapping):
+        keys = list(fetch)
+        subs = [_flatten(graph, fetch[k], elements, index) for k in keys]
+        cls = type(fetch)
+
+        def build_dict(flat):
+            items = [(k, s(flat)) for k, s in zip(keys, subs, strict=True)]
+            try:
+                return cls(items)
+            except TypeError:
+                return dict(items)
+
+        return build_dict
+    if isinstance(fetch, (list, tuple)):
+        subs = [_flatten(graph, f, elements, index) for f in fetch]
+        if isinstance(fetch, tuple) and hasattr(fetch, "_fields"):  # namedtuple
+            cls = type(fetch)
+            return lambda flat: cls(*[s(flat) for s in subs])
+        cls = type(fetch)
+        if cls in (list, tuple):
+            return lambda flat: cls(s(flat) for s in subs)
+        return lambda flat: cls([s(flat) for s in subs])
+    if hasattr(fetch, "_as_graph_element"):
+        element = _element(graph, fetch)
+        if element not in index:
+            index[element] = len(elements)
+            elements.append(element)
+        k = index[element]
+        return lambda flat: flat[k]
+    raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)}, must be a "
+                    "string or Tensor. (Can not convert a "
+                    f"{type(fetch).__name__} into a Tensor or Operation.)")
+
+
+def _element(graph, fetch):
+    try:
+        element = graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
+    except TypeError as e:
+        raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)}, must be a "
+                        f"string or Tensor. ({e})") from None
+    except (ValueError, KeyError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) else str(e)
+        raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. "
+                         f"({msg})") from None
+    _check_fetch(graph, element)
+    return element
+
+
+def _check_fetch(graph, element) -> None:
+    if element.graph is not graph:
+        raise ValueError(f"Fetch argument {element!r} cannot be interpreted as a Tensor. "
+                         f"(Tensor {element!r} is not an element of this graph.)")
+    if not graph.is_fetchable(element):
+        op = element.op if isinstance(element, Tensor) else element
+        raise ValueError(f"Operation '{op.name}' has been marked as not fetchable.")
+
+
+# ------------------------------------------------------------------------------------------
+# Feeds.
+
+
+def feed_tensor(graph: graph_lib.Graph, key) -> Tensor:
+    """The Tensor a feed_dict key names; TypeError/ValueError as TensorFlow raises them."""
+    if type(key) is Tensor:
+        element = key
+    else:
+        try:
+            element = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
+        except TypeError as e:
+            raise TypeError(f"Cannot interpret feed_dict key as Tensor: {e}") from None
+        except (ValueError, KeyError) as e:
+            msg = e.args[0] if isinstance(e, KeyError) else str(e)
+            raise TypeError(f"Cannot interpret feed_dict key as Tensor: {msg}") from None
+    if element.graph is not graph:
+        raise ValueError(f"Cannot interpret feed_dict key as Tensor: Tensor {element!r} is "
+                         "not an element of this graph.")
+    if not graph.is_feedable(element):
+        raise ValueError(f"Tensor {element.name} may not be fed.")
+    return element
+
+
+def process_feeds(graph: graph_lib.Graph, feed_dict) -> dict[Tensor, object]:
+    """feed_dict -> {Tensor: NumPy value}, expanding composite keys and checking values."""
+    out: dict[Tensor, object] = {}
+    for key, value in feed_dict.items():
+        conv = _conversion_for(key) if not isinstance(key, (Tensor, str)) else None
+        if conv is not None and conv[1] is not None:
+            for t, v in conv[1](key, value):
+                t = feed_tensor(graph, t)
+                out[t] = convert_feed(t, v)
+            continue
+        if isinstance(key, tuple) and not hasattr(key, "_as_graph_element"):
+            if not isinstance(value, (tuple, list)) or len(value) != len(key):
+                raise ValueError(f"Feed key {key!r} is a tuple; its value must be a tuple of "
+                                 "the same length")
+            for k, v in zip(key, value, strict=True):
+                t = feed_tensor(graph, k)
+                out[t] = convert_feed(t, v)
+            continue
+        t = feed_tensor(graph, key)
+        out[t] = convert_feed(t, value)
+    return out
+
+
+def convert_feed(t: Tensor, value):
+    """`value` as a NumPy array of `t`'s dtype, checked against `t`'s static shape."""
+    dtype = t.dtype
+    if isinstance(value, Tensor):
+        raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed "
+                        "values include Python scalars, strings, lists, numpy ndarrays, or "
+                        "TensorHandles. For reference, the tensor object was "
+                        f"{value!r} which was passed to the argument `feed_dict` with key "
+                        f"{t!r}.")
+    np_dtype = dtype.as_numpy_dtype
+    if type(value) is np.ndarray and value.dtype == np_dtype:
+        arr = value
+    elif dtype is dtypes.string:
+        arr = _string_feed(value)
+    elif dtype is dtypes.resource or dtype is dtypes.variant:
+        arr = value
+    else:
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                ok = np_dtype(value) == value
+            except (OverflowError, ValueError):
+                ok = False
+            if not ok:
+                raise TypeError(f"Type of feed value {value} with type {type(value)} is not "
+                                f"compatible with Tensor type {dtype!r}. Try explicitly "
+                                "setting the type of the feed tensor to a larger type (e.g. "
+                                "int64).")
+        try:
+            arr = np.asarray(value, dtype=np_dtype)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{e} (while feeding {t.name} of dtype {dtype.name})") from None
+    shape = t._shape
+    if shape._dims_tuple is not None and not tensor_shape.is_compatible_with_numpy_shape(
+            shape, np.shape(arr)):
+        raise ValueError(f"Cannot feed value of shape {tuple(np.shape(arr))!r} for Tensor "
+                         f"{t.name!r}, which has shape {str(shape)!r}")
+    return arr
+
+
+def _string_feed(value) -> np.ndarray:
+    arr = np.asarray(value, dtype=object)
+    flat = arr.reshape(-1)
+    for k, v in enumerate(flat):
+        if isinstance(v, str):
+            flat[k] = v.encode()
+        elif not isinstance(v, bytes):
+            if isinstance(v, np.bytes_):
+                flat[k] = bytes(v)
+            else:
+                raise TypeError(f"Cannot feed {v!r} of type {type(v).__name__} into a string "
+                                "tensor")
+    return arr

@@ -1,0 +1,148 @@
+"""Rendezvous: where a Send leaves a tensor and the matching Recv picks it up (paper §3.3).
+
+A key names one transfer of one step:
+
+    src_device;src_incarnation;dst_device;tensor_name;frame_id:iter_id
+
+e.g. `/job:localhost/replica:0/task:0/device:CPU:0;0000000000000001;
+/job:localhost/replica:0/task:0/device:CPU:1;edge_5_add;0:0`. The incarnation (a random
+64-bit number per device process) keeps a restarted task's tensors apart; the frame and
+iteration keep loop iterations apart.
+
+Invariants of LocalRendezvous, the in-process implementation every step uses:
+- For each key, the table holds either sent items waiting for a Recv, or Recv callbacks
+  waiting for a Send, never both; each Send is matched to exactly one Recv, in order.
+- After `start_abort(error)`, every pending and future Recv completes with that error and
+  every Send raises it; nothing blocks forever.
+- Callbacks run outside the lock.
+
+The gRPC runtime implements the same interface: a remote Recv asks the producer's worker
+(RecvTensor), whose LocalRendezvous answers it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import NamedTuple
+
+from tensorflux.framework import errors
+
+DoneCallback = Callable[[errors.OpError | None, object, bool], None]
+
+
+class ParsedKey(NamedTuple):
+    src_device: str
+    src_incarnation: int
+    dst_device: str
+    edge_name: str
+    frame_iter: tuple[int, int]
+
+
+def create_key(src_device: str, src_incarnation: int, dst_device: str, name: str,
+               frame_iter: tuple[int, int] = (0, 0)) -> str:
+    return (f"{src_device};{src_incarnation:016x};{dst_device};{name};"
+            f"{frame_iter[0]}:{frame_iter[1]}")
+
+
+def parse_key(key: str) -> ParsedKey:
+    """Splits a rendezvous key; InvalidArgumentError if it is malformed."""
+    parts = key.split(";")
+    try:
+        if len(parts) != 5:
+            raise ValueError
+        frame, it = parts[4].split(":")
+        return ParsedKey(parts[0], int(parts[1], 16), parts[2], parts[3], (int(frame), int(it)))
+    except ValueError:
+        raise errors.InvalidArgumentError(None, None, f"Invalid rendezvous key: {key}") from None
+
+
+class Rendezvous:
+    """The interface: Send, asynchronous Recv, and abort."""
+
+    def send(self, key: str, value, is_dead: bool = False) -> None:
+        raise NotImplementedError
+
+    def recv_async(self, key: str, done: DoneCallback) -> None:
+        raise NotImplementedError
+
+    def start_abort(self, error: errors.OpError) -> None:
+        raise NotImplementedError
+
+    def recv(self, key: str, timeout: float | None = None):
+        """Blocks until the tensor for `key` arrives; returns (value, is_dead).
+
+        Raises:
+          DeadlineExceededError: nothing arrived within `timeout` seconds.
+          OpError: the rendezvous was aborted with this error.
+        """
+        event = threading.Event()
+        box: list = []
+
+        def done(err, value, is_dead):
+            box.append((err, value, is_dead))
+            event.set()
+
+        self.recv_async(key, done)
+        if not event.wait(timeout):
+            raise errors.DeadlineExceededError(None, None, f"Timed out waiting for {key}")
+        err, value, is_dead = box[0]
+        if err is not None:
+            raise err
+        return value, is_dead
+
+
+class LocalRendezvous(Rendezvous):
+    __slots__ = ("_lock", "_table", "_status")
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._table: dict[str, deque] = {}
+        self._status: errors.OpError | None = None
+
+    def send(self, key: str, value, is_dead: bool = False) -> None:
+        with self._lock:
+            if self._status is not None:
+                raise self._status
+            q = self._table.get(key)
+            if q and callable(q[0]):
+                waiter = q.popleft()
+                if not q:
+                    del self._table[key]
+            else:
+                self._table.setdefault(key, deque()).append((value, is_dead))
+                return
+        waiter(None, value, is_dead)
+
+    def recv_async(self, key: str, done: DoneCallback) -> None:
+        with self._lock:
+            status = self._status
+            if status is None:
+                q = self._table.get(key)
+                if q and not callable(q[0]):
+                    value, is_dead = q.popleft()
+                    if not q:
+                        del self._table[key]
+                else:
+                    self._table.setdefault(key, deque()).append(done)
+                    return
+        if status is not None:
+            done(status, None, False)
+        else:
+            done(None, value, is_dead)
+
+    def start_abort(self, error: errors.OpError) -> None:
+        with self._lock:
+            if self._status is not None:
+                return
+            self._status = error
+            table, self._table = self._table, {}
+        for q in table.values():
+            for item in q:
+                if callable(item):
+                    item(error, None, False)
+
+    def pending_keys(self) -> list[str]:
+        with self._lock:
+            return list(self._table)

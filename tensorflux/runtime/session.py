@@ -1,0 +1,418 @@
+"""tf.Session: run fetches given feeds (paper §3.2; DESIGN §4).
+
+`run` flattens the fetches, validates and converts the feeds, and looks up a cached Step for
+the signature (feeds, fetches, targets). A Step is built once per signature: the user's graph
+is pruned to what the fetches need, optimized, placed, partitioned per device with
+Send/Recv, and each partition gets an executor (the static one when it qualifies). Every run
+then gets a fresh step id, a Rendezvous when there are several partitions, and runs the
+partitions concurrently. Many threads may call `run` on one Session at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from tensorflux.framework import errors
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.operation import Operation, Tensor
+from tensorflux.kernels.buffers import exclusively_owned
+from tensorflux.kernels.registry import KernelContext
+from tensorflux.runtime import device as device_lib
+from tensorflux.runtime import fetching, graph_optimizer, partition, placer, static_executor
+from tensorflux.runtime import step_graph as step_graph_lib
+from tensorflux.runtime.cancellation import CancellationManager
+from tensorflux.runtime.executor import Executor, ExecutorError
+from tensorflux.runtime.rendezvous import LocalRendezvous
+
+_live_sessions: weakref.WeakSet = weakref.WeakSet()
+_driver_pool = ThreadPoolExecutor(max_workers=256, thread_name_prefix="tfx-partition")
+
+
+class _Step:
+    """Everything needed to run one (feeds, fetches, targets) signature, built once."""
+
+    def __init__(self, session: BaseSession, feeds: list[Tensor], fetches: list[Tensor],
+                 targets: list[Operation]):
+        sg = step_graph_lib.build(feeds, fetches, targets)
+        graph_optimizer.optimize(sg, session._optimizer_options)
+        config = session._config
+        placer.place(sg, session._device_mgr,
+                     allow_soft_placement=bool(config and config.allow_soft_placement),
+                     log_device_placement=bool(config and config.log_device_placement))
+        parts = partition.partition(sg, session._device_mgr)
+        self.num_fetches = len(sg.fetches)
+        self.parts = []
+        for p in parts.values():
+            device = session._device_mgr.lookup(p.device)
+            fetch_pairs = [(n, i) for _, n, i in p.fetches]
+            if session._use_static and static_executor.eligible(p.nodes, device.device_type):
+                ex = static_executor.StaticExecutor(p.nodes, device, fetch_pairs)
+            else:
+                ex = Executor(p.nodes, device, fetch_pairs)
+            self.parts.append((device, ex, [pos for pos, _, _ in p.fetches]))
+        # The partition holding most fetches runs on the caller's thread.
+        self.parts.sort(key=lambda t: -len(t[2]))
+        self.needs_cancellation = any(not isinstance(ex, static_executor.StaticExecutor)
+                                      for _, ex, _ in self.parts)
+        self.partition_graphs = parts
+        self.graph = session._graph
+
+    def run(self, session: BaseSession, args: list, options) -> list:
+        step_id = next(session._step_ids)
+        deadline = None
+        if options is not None and options.timeout_in_ms > 0:
+            deadline = time.monotonic() + options.timeout_in_ms / 1000.0
+        cancellation = CancellationManager() if self.needs_cancellation else None
+        if cancellation is not None:
+            session._register_step(cancellation)
+        try:
+            if len(self.parts) == 1:
+                device, ex, _ = self.parts[0]
+                ctx = KernelContext(step_id, device, None, cancellation, args,
+                                    device.runner, session, options)
+                return ex.run(ctx, deadline)
+            return self._run_partitions(session, step_id, args, options, cancellation,
+                                        deadline)
+        except ExecutorError as e:
+            raise self._annotate(e) from None
+        finally:
+            if cancellation is not None:
+                session._deregister_step(cancellation)
+
+    def _run_partitions(self, session, step_id, args, options, cancellation, deadline):
+        rendezvous = LocalRendezvous()
+        results = [None] * self.num_fetches
+        failures: list[BaseException] = []
+        lock = threading.Lock()
+
+        def run_part(device, ex, positions):
+            ctx = KernelContext(step_id, device, rendezvous, cancellation, args,
+                                device.runner, session, options)
+            try:
+                values = ex.run(ctx, deadline)
+            except BaseException as e:  # noqa: BLE001 - surfaced below
+                with lock:
+                    failures.append(e)
+                aborted = errors.CancelledError(None, None, "Step aborted: another partition "
+                                                "failed")
+                aborted._abort_marker = True
+                rendezvous.start_abort(aborted)
+                if cancellation is not None:
+                    cancellation.start_cancel()
+                return
+            for pos, v in zip(positions, values, strict=True):
+                results[pos] = v
+
+        futures = [_driver_pool.submit(run_part, *p) for p in self.parts[1:]]
+        run_part(*self.parts[0])
+        for f in futures:
+            f.result()
+        if failures:
+            original = [e for e in failures if not _is_abort(e)]
+            err = (original or failures)[0]
+            if isinstance(err, ExecutorError):
+                raise err
+            raise err
+        return results
+
+    def _annotate(self, e: ExecutorError) -> errors.OpError:
+        node = e.node
+        try:
+            op = self.graph._get_operation_by_name_unsafe(node.name)
+        except KeyError:
+            op = None
+        return errors.annotate(e.cause, node.name, node.op, e.device, node.traceback, op=op,
+                               inputs=[f"{s.name}" if i == 0 else f"{s.name}:{i}"
+                                       for s, i in node.inputs])
+
+
+def _is_abort(e: BaseException) -> bool:
+    cause = e.cause if isinstance(e, ExecutorError) else e
+    return getattr(cause, "_abort_marker", False)
+
+
+class BaseSession:
+    """A TF1 session on the local process (the gRPC target arrives with the distributed
+    runtime)."""
+
+    def __init__(self, target: str = "", graph: graph_lib.Graph | None = None, config=None):
+        if graph is not None and not isinstance(graph, graph_lib.Graph):
+            raise TypeError(f"graph must be a tf.Graph, but got {type(graph)}")
+        if isinstance(target, bytes):
+            target = target.decode()
+        if target not in ("", "local") and not target.startswith("grpc://"):
+            raise errors.InvalidArgumentError(None, None, f"Unknown session target: {target}")
+        if target.startswith("grpc://"):
+            raise errors.UnimplementedError(
+                None, None, "The distributed runtime (grpc:// targets) is not available yet")
+        self._target = target
+        self._graph = graph if graph is not None else graph_lib.get_default_graph()
+        self._config = config
+        self._device_mgr = device_lib.DeviceMgr(device_lib.make_local_devices(config))
+        self._optimizer_options = _optimizer_options(config)
+        self._use_static = True
+        self._steps: dict[tuple, _Step] = {}
+        self._build_lock = threading.Lock()
+        self._step_ids = itertools.count(1)
+        self._active_steps: set[CancellationManager] = set()
+        self._active_lock = threading.Lock()
+        self._closed = False
+        self._default_session_context = None
+        _live_sessions.add(self)
+
+    # ---- properties ---------------------------------------------------------------------
+    @property
+    def graph(self) -> graph_lib.Graph:
+        return self._graph
+
+    @property
+    def graph_def(self):
+        return self._graph.as_graph_def()
+
+    @property
+    def sess_str(self) -> str:
+        return self._target
+
+    def list_devices(self) -> list[device_lib.DeviceAttributes]:
+        return [device_lib.DeviceAttributes(d) for d in self._device_mgr.devices]
+
+    # ---- running ------------------------------------------------------------------------
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Runs the ops and evaluates the tensors in `fetches`.
+
+        Args:
+          fetches: a graph element (Tensor, Operation, name, Variable, SparseTensor, ...) or a
+            nested list, tuple, namedtuple or dict of them.
+          feed_dict: maps graph elements (or names) to values that replace them for this run.
+          options: a `RunOptions` proto (`timeout_in_ms`, `trace_level`, ...).
+          run_metadata: a `RunMetadata` proto to fill in.
+
+        Returns:
+          The fetched values in the structure of `fetches`: NumPy arrays (numpy scalars for
+          0-d tensors, bytes for string scalars), None for Operations.
+
+        Raises:
+          RuntimeError: the Session is closed or its graph is empty.
+          TypeError, ValueError: a bad fetch or feed (as TensorFlow raises them).
+          tf.errors.OpError: the step failed (e.g. an unfed placeholder, a kernel error).
+        """
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if not self._graph._ops:
+            raise RuntimeError("The Session graph is empty. Add operations to the graph "
+                               "before calling run().")
+        mapper = fetching.mapper_for(self._graph, fetches)
+        feed_map = fetching.process_feeds(self._graph, feed_dict) if feed_dict else {}
+        values = self._run_flat(mapper.tensors, mapper.targets, feed_map, options,
+                                run_metadata)
+        return mapper.build_results(values)
+
+    def _run_flat(self, fetch_tensors: list[Tensor], targets: list[Operation],
+                  feed_map: dict, options=None, run_metadata=None) -> list:
+        feeds = list(feed_map)
+        key = (tuple(feeds), tuple(fetch_tensors), tuple(targets),
+               self._graph._mutation_version)
+        step = self._steps.get(key)
+        if step is None:
+            step = self._build_step(key, feeds, fetch_tensors, targets)
+        args = list(feed_map.values())
+        raw = step.run(self, args, options)
+        if run_metadata is not None and options is not None and \
+                options.output_partition_graphs:
+            from tensorflux.framework import graph_io
+
+            graph_io.fill_partition_graphs(run_metadata, step.partition_graphs)
+        return _results(fetch_tensors, feed_map, raw)
+
+    def _build_step(self, key, feeds, fetches, targets) -> _Step:
+        with self._build_lock:
+            step = self._steps.get(key)
+            if step is None:
+                step = _Step(self, feeds, fetches, targets)
+                self._steps[key] = step
+        return step
+
+    def make_callable(self, fetches, feed_list=None, accept_options=False):
+        """A function running `fetches` with positional feed values for `feed_list`."""
+        mapper = fetching.mapper_for(self._graph, fetches)
+        feed_tensors = [fetching.feed_tensor(self._graph, f) for f in (feed_list or ())]
+
+        def call(*feed_values, options=None, run_metadata=None):
+            if len(feed_values) != len(feed_tensors):
+                raise TypeError(f"Callable expected {len(feed_tensors)} feed values, got "
+                                f"{len(feed_values)}")
+            feed_map = {t: fetching.convert_feed(t, v)
+                        for t, v in zip(feed_tensors, feed_values, strict=True)}
+            values = self._run_flat(mapper.tensors, mapper.targets, feed_map, options,
+                                    run_metadata)
+            return mapper.build_results(values)
+
+        return call
+
+    # ---- lifetime -----------------------------------------------------------------------
+    def _register_step(self, cm: CancellationManager) -> None:
+        with self._active_lock:
+            self._active_steps.add(cm)
+
+    def _deregister_step(self, cm: CancellationManager) -> None:
+        with self._active_lock:
+            self._active_steps.discard(cm)
+
+    def close(self) -> None:
+        """Cancels running steps (blocked ones fail with CancelledError) and frees resources."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._active_lock:
+            active = list(self._active_steps)
+        for cm in active:
+            cm.start_cancel()
+        self._steps.clear()
+        self._device_mgr.shutdown()
+
+    def __enter__(self):
+        if self._default_session_context is None:
+            self._default_session_context = self.as_default()
+        self._graph_context = self._graph.as_default()
+        self._graph_context.__enter__()
+        return self._default_session_context.__enter__()
+
+    def __exit__(self, exc_type, exc, tb):
+        self._default_session_context.__exit__(exc_type, exc, tb)
+        self._default_session_context = None
+        self._graph_context.__exit__(exc_type, exc, tb)
+        self.close()
+
+    def as_default(self):
+        """A context manager making this the default session (for `Tensor.eval`)."""
+        return _DefaultSessionContext(self)
+
+    def __del__(self):
+        try:
+            if not self._closed:
+                self._closed = True
+                self._device_mgr.shutdown()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    @staticmethod
+    def reset(target: str = "", containers=None, config=None) -> None:
+        """Clears resource containers (default: the default one) in every session on
+        `target` (the local process for "")."""
+        for s in list(_live_sessions):
+            if s._target != target and not (target in ("", "local")
+                                             and s._target in ("", "local")):
+                continue
+            for d in s._device_mgr.devices:
+                if containers:
+                    for c in containers:
+                        d.resource_mgr.cleanup(c)
+                else:
+                    d.resource_mgr.cleanup("")
+
+
+class Session(BaseSession):
+    """`tf.Session(target='', graph=None, config=None)`."""
+
+
+class InteractiveSession(BaseSession):
+    """A Session that installs itself as the default on construction (for shells)."""
+
+    def __init__(self, target: str = "", graph=None, config=None):
+        super().__init__(target, graph, config)
+        self._interactive_ctx = self.as_default()
+        self._interactive_ctx.__enter__()
+        self._interactive_graph_ctx = self._graph.as_default()
+        self._interactive_graph_ctx.__enter__()
+
+    def close(self) -> None:
+        super().close()
+        if self._interactive_ctx is not None:
+            ctx, self._interactive_ctx = self._interactive_ctx, None
+            try:
+                self._interactive_graph_ctx.__exit__(None, None, None)
+                ctx.__exit__(None, None, None)
+            except Exception:  # noqa: BLE001 - closed from another thread
+                pass
+
+
+def _optimizer_options(config):
+    if config is None or not config.HasField("graph_options"):
+        return None
+    return config.graph_options.optimizer_options
+
+
+def _results(fetch_tensors: list[Tensor], feed_map: dict, raw: list) -> list:
+    """Values for `fetch_tensors`: fed ones answer with the feed; arrays that anything else
+    holds (a variable, a constant) are copied, so the caller owns what it gets."""
+    out = []
+    it = iter(raw)
+    for t in fetch_tensors:
+        if t in feed_map:
+            out.append(feed_map[t])
+            continue
+        v = next(it)
+        if type(v) is np.ndarray:
+            if v.ndim == 0:
+                v = v[()]
+            elif not exclusively_owned(v, 2):  # the raw list and our local name
+                v = v.copy()
+        elif not isinstance(v, np.generic):
+            v = np.asarray(v, dtype=t.dtype.as_numpy_dtype)
+            if v.ndim == 0:
+                v = v[()]
+        out.append(v)
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# The default session stack (per thread).
+
+
+class _SessionStack(threading.local):
+    def __init__(self):
+        self.stack: list[BaseSession] = []
+
+
+_session_stack = _SessionStack()
+
+
+class _DefaultSessionContext:
+    def __init__(self, session: BaseSession):
+        self._session = session
+
+    def __enter__(self):
+        _session_stack.stack.append(self._session)
+        return self._session
+
+    def __exit__(self, *exc):
+        stack = _session_stack.stack
+        if stack and stack[-1] is self._session:
+            stack.pop()
+        elif self._session in stack:
+            stack.remove(self._session)
+
+
+def get_default_session() -> BaseSession | None:
+    stack = _session_stack.stack
+    return stack[-1] if stack else None
+
+
+def run_in_session(element, feed_dict=None, session=None):
+    """`Tensor.eval` / `Operation.run`: runs in `session` or the default session."""
+    if session is None:
+        session = get_default_session()
+        if session is None:
+            raise ValueError("Cannot evaluate tensor using `eval()`: No default session is "
+                             "registered. Use `with sess.as_default()` or pass an explicit "
+                             "session to `eval(session=sess)`")
+    if session.graph is not element.graph:
+        raise ValueError("Cannot use the given session to evaluate tensor: the tensor's graph "
+                         "is different from the session's graph.")
+    return session.run(element, feed_dict)

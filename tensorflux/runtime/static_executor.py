@@ -1,0 +1,161 @@
+"""The static fast path: a partition without control flow or asynchronous kernels, compiled
+into one straight-line Python function (DESIGN §5).
+
+For a cached step, dataflow order is fixed, so the executor's per-node bookkeeping (pending
+counts, ready queue) can be done once, at build time: nodes are sorted topologically and
+emitted as one statement each,
+
+    v12 = k12(ctx, v7, c3)        # a kernel call; c3 is a Const's value
+    v13 = v12                     # Identity, from its kernel's inline template
+    del v7                        # v7's last consumer has run
+
+Values live in local variables and are released (`del`) right after their last use. A kernel
+failure is mapped back to its node through the line number in the traceback, so the
+function carries no per-node bookkeeping at all. Results must equal the dataflow executor's;
+tests run both on the same graphs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+
+from tensorflux.kernels import registry as kernel_registry
+from tensorflux.runtime.executor import CONTROL_FLOW_OPS, ExecutorError
+from tensorflux.runtime.step_graph import Node
+
+_counter = itertools.count()
+
+
+def eligible(nodes: Iterable[Node], device_type: str) -> bool:
+    """True when every node has a synchronous kernel and none is a control-flow op."""
+    for n in nodes:
+        if n.op in CONTROL_FLOW_OPS:
+            return False
+        kdef = kernel_registry.find_kernel(n.op, device_type, n.attrs)
+        if kdef is None or kdef.is_async:
+            return False
+    return _topological(list(nodes)) is not None
+
+
+def _topological(nodes: list[Node]) -> list[Node] | None:
+    """Kahn's algorithm, ties broken by node id; None if there is a cycle."""
+    import heapq
+
+    index = {n: k for k, n in enumerate(nodes)}
+    indegree = [0] * len(nodes)
+    consumers: list[list[int]] = [[] for _ in nodes]
+    for k, n in enumerate(nodes):
+        for src in [s for s, _ in n.inputs] + n.control_inputs:
+            indegree[k] += 1
+            consumers[index[src]].append(k)
+    heap = [k for k, d in enumerate(indegree) if d == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        k = heapq.heappop(heap)
+        order.append(nodes[k])
+        for c in consumers[k]:
+            indegree[c] -= 1
+            if indegree[c] == 0:
+                heapq.heappush(heap, c)
+    return order if len(order) == len(nodes) else None
+
+
+class StaticExecutor:
+    """Runs one partition through a generated function; same interface as `Executor`."""
+
+    def __init__(self, nodes: list[Node], device, fetches: list[tuple[Node, int]]):
+        self.device = device
+        order = _topological(nodes)
+        if order is None:
+            raise ValueError("StaticExecutor needs an acyclic partition")
+        self.source, env, self._line_nodes = _generate(order, device.device_type, fetches)
+        filename = f"<tensorflux step {next(_counter)}>"
+        self._filename = filename
+        namespace: dict = {}
+        exec(compile(self.source, filename, "exec"), env, namespace)  # noqa: S102
+        self._fn = namespace["step"]
+
+    def run(self, ctx, deadline: float | None = None) -> list:
+        try:
+            return self._fn(ctx, ctx.args)
+        except Exception as e:  # noqa: BLE001 - re-raised with the failing node attached
+            tb = e.__traceback__
+            line = None
+            while tb is not None:
+                if tb.tb_frame.f_code.co_filename == self._filename:
+                    line = tb.tb_lineno
+                tb = tb.tb_next
+            node = self._line_nodes.get(line)
+            if node is None:
+                raise
+            raise ExecutorError(node, self.device.name, e) from None
+
+
+def _generate(order: list[Node], device_type: str, fetches):
+    """Python source for the step function, its globals, and line number -> node."""
+    env: dict = {}
+    names: dict[tuple[Node, int], str] = {}
+    last_use: dict[str, int] = {}
+    pinned = set()
+    lines = ["def step(ctx, args):"]
+    line_nodes: dict[int, Node] = {}
+    body: list[tuple[str, Node | None, list[str]]] = []
+
+    for pos, n in enumerate(order):
+        kdef = kernel_registry.find_kernel(n.op, device_type, n.attrs)
+        args = [names[(src, i)] for src, i in n.inputs]
+        for a in args:
+            last_use[a] = pos
+        outs = [f"v{n.id}_{k}" if len(n.output_dtypes) > 1 else f"v{n.id}"
+                for k in range(len(n.output_dtypes))]
+        for k, o in enumerate(outs):
+            names[(n, k)] = o
+        if n.op == "Const":
+            env[outs[0]] = n.attrs["value"]
+            pinned.add(outs[0])
+            continue
+        if n.op == "_Arg":
+            body.append((f"{outs[0]} = args[{n.attrs['index']}]", n, outs))
+            continue
+        if kdef.inline is not None:
+            if kdef.inline == "":
+                continue
+            expr = kdef.inline.format(*args)
+        else:
+            kname = f"k{n.id}"
+            env[kname] = kdef.factory(n)
+            expr = f"{kname}(ctx{''.join(', ' + a for a in args)})"
+        if not outs:
+            body.append((expr, n, outs))
+        elif len(outs) == 1:
+            body.append((f"{outs[0]} = {expr}", n, outs))
+        else:
+            body.append((f"{', '.join(outs)}, = {expr}", n, outs))
+
+    pinned |= {names[(n, i)] for n, i in fetches}
+    # Drop each local right after the statement that last reads it (or, if nothing reads it,
+    # right after the statement that makes it).
+    stmt_of = {node: idx for idx, (_, node, _) in enumerate(body)}
+    frees: dict[int, list[str]] = {}
+    for idx, (_, _, outs) in enumerate(body):
+        for o in outs:
+            if o not in last_use and o not in pinned:
+                frees.setdefault(idx, []).append(o)
+    for var, pos in last_use.items():
+        if var in pinned:
+            continue
+        idx = next((stmt_of[m] for m in order[pos:] if m in stmt_of), None)
+        if idx is not None:
+            frees.setdefault(idx, []).append(var)
+    defined = set()
+    for idx, (stmt, node, outs) in enumerate(body):
+        lines.append("    " + stmt)
+        line_nodes[len(lines)] = node
+        defined.update(outs)
+        dead = [v for v in frees.get(idx, ()) if v in defined]
+        if dead:
+            lines.append("    del " + ", ".join(dead))
+    lines.append("    return [" + ", ".join(names[(n, i)] for n, i in fetches) + "]")
+    return "\n".join(lines) + "\n", env, line_nodes

@@ -1,0 +1,118 @@
+"""The runtime's own graph: what one cached step executes.
+
+A Session never runs the user's Graph directly. For each (feeds, fetches, targets) signature
+it builds a StepGraph: the pruned set of nodes the fetches and targets need (paper §3.2), fed
+edges cut and replaced by `_Arg` nodes, which the optimizer, placer and partitioner then
+rewrite freely without touching the user's Graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tensorflux.framework import dtypes
+from tensorflux.framework.operation import Operation, Tensor
+
+
+class Node:
+    """One node of a StepGraph. `inputs` are (producer Node, output index) pairs."""
+
+    __slots__ = ("id", "name", "op", "attrs", "inputs", "control_inputs", "requested_device",
+                 "device", "output_dtypes", "traceback", "colocation", "frame")
+
+    def __init__(self, name: str, op: str, attrs: dict, inputs: list[tuple[Node, int]],
+                 control_inputs: list[Node], output_dtypes: list[dtypes.DType],
+                 requested_device: str = "", traceback=()):
+        self.id = -1
+        self.name = name
+        self.op = op
+        self.attrs = attrs
+        self.inputs = inputs
+        self.control_inputs = control_inputs
+        self.requested_device = requested_device
+        self.device = ""  # full device name, set by the placer
+        self.output_dtypes = output_dtypes
+        self.traceback = traceback
+        self.colocation: list[str] = []
+        self.frame = ""  # while-loop frame, set by the executor's control-flow analysis
+
+    @property
+    def input_dtypes(self) -> list[dtypes.DType]:
+        return [src.output_dtypes[i] for src, i in self.inputs]
+
+    def __repr__(self) -> str:
+        args = [f"{s.name}:{i}" for s, i in self.inputs] + [f"^{c.name}"
+                                                            for c in self.control_inputs]
+        return f"{self.name} = {self.op}({', '.join(args)}) @{self.device or '?'}"
+
+
+class StepGraph:
+    """Nodes of one step, with the step's arguments (feeds) and results (fetches)."""
+
+    def __init__(self):
+        self.nodes: list[Node] = []
+        self.args: list[Node] = []  # one _Arg per feed, in feed order
+        self.fetches: list[tuple[Node, int]] = []  # in fetch order (fed fetches excluded)
+        self.targets: list[Node] = []
+
+    def add(self, node: Node) -> Node:
+        node.id = len(self.nodes)
+        self.nodes.append(node)
+        return node
+
+    def remove(self, dead: Iterable[Node]) -> None:
+        dead = set(dead)
+        self.nodes = [n for n in self.nodes if n not in dead]
+        for i, n in enumerate(self.nodes):
+            n.id = i
+
+    def consumers(self) -> dict[Node, list[Node]]:
+        out: dict[Node, list[Node]] = {n: [] for n in self.nodes}
+        for n in self.nodes:
+            for src, _ in n.inputs:
+                out[src].append(n)
+            for c in n.control_inputs:
+                out[c].append(n)
+        return out
+
+
+def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation]) -> StepGraph:
+    """Prunes the user's graph to what `fetches` and `targets` need, given `feeds`.
+
+    Fed tensors cut their edges: the producer of a fed tensor runs only if something else
+    needs it. Fetched tensors that are also fed are not part of the step (the Session answers
+    them with the fed value).
+    """
+    fed = {t: i for i, t in enumerate(feeds)}
+    needed: set[Operation] = set()
+    stack: list[Operation] = [t.op for t in fetches if t not in fed] + list(targets)
+    while stack:
+        op = stack.pop()
+        if op in needed:
+            continue
+        needed.add(op)
+        for t in op._inputs:
+            if t not in fed:
+                stack.append(t._op)
+        stack.extend(op._control_inputs)
+
+    sg = StepGraph()
+    for i, t in enumerate(feeds):
+        arg = Node(f"_arg_{t.op.name}_{t.value_index}_{i}", "_Arg",
+                   {"T": t.dtype, "index": i}, [], [], [t.dtype])
+        sg.args.append(sg.add(arg))
+    node_of: dict[Operation, Node] = {}
+    ordered = sorted(needed, key=lambda op: op._id)
+    for op in ordered:
+        node_of[op] = sg.add(Node(op._name, op._type, op._attrs, [], [],
+                                  [t._dtype for t in op._outputs], op._device,
+                                  op._traceback))
+    for op in ordered:
+        node = node_of[op]
+        node.inputs = [(sg.args[fed[t]], 0) if t in fed else (node_of[t._op], t._value_index)
+                       for t in op._inputs]
+        node.control_inputs = [node_of[c] for c in op._control_inputs]
+        node.colocation = [c[5:] for c in op._attrs.get("_class", ()) if c.startswith("loc:@")]
+    sg.fetches = [(node_of[t.op], t.value_index) for t in fetches if t not in fed]
+    sg.targets = [node_of[op] for op in targets]
+    return sg
