@@ -68,6 +68,12 @@ from tensorflux.ops.array_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.constant_op import *  # noqa: F401,F403,E402
 from tensorflux.ops.control_flow_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.math_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.gradients import *  # noqa: F401,F403,E402
+from tensorflux.framework.indexed_slices import (  # noqa: F401,E402
+    IndexedSlices,
+    IndexedSlicesValue,
+)
+from tensorflux import test  # noqa: F401,E402
 from tensorflux.protos.attr_value_pb2 import AttrValue, NameAttrList  # noqa: F401,E402
 from tensorflux.protos.config_pb2 import (  # noqa: F401,E402
     ConfigProto,

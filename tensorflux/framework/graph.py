@@ -267,14 +267,15 @@ class Graph:
         """Control inputs a new op takes from the enclosing control_dependencies scopes.
 
         A scope's control ops are skipped when one of the new op's inputs was itself created
-        inside that scope: the dependency already holds through the data edge.
+        inside that scope, and so is a control op that already feeds a data input: in both
+        cases the dependency holds through a data edge.
         """
         ret: list[Operation] = []
         input_ops = {t._op for t in inputs}
         for controller in self._control_dependencies_stack:
             if input_ops.isdisjoint(controller.seen):
                 for op in controller.ops:
-                    if op not in ret:
+                    if op not in ret and op not in input_ops:
                         ret.append(op)
         return ret
 
@@ -471,6 +472,11 @@ class Graph:
         for k, v in (attrs or {}).items():
             kind = opdef.attrs[k].kind if k in opdef.attrs else None
             py_attrs[k] = attr_values.from_proto(v, kind) if hasattr(v, "WhichOneof") else v
+        # Type attributes not given are read off the inputs (single-tensor arguments).
+        if len(opdef.inputs) == len(inputs):
+            for arg, t in zip(opdef.inputs, inputs, strict=True):
+                if arg.type_attr and arg.type_attr not in py_attrs:
+                    py_attrs[arg.type_attr] = t.dtype.base_dtype
         op = self._create_op_internal(op_type, inputs, py_attrs, name or op_type,
                                       output_dtypes=dtypes_, compute_shapes=compute_shapes)
         return op
@@ -505,6 +511,8 @@ class Graph:
                 op_def_library.complete_attrs(opdef, attrs, full_name)
                 if output_dtypes is None:
                     output_dtypes = op_def_library.output_dtypes(opdef, attrs)
+            if self._gradient_override_map and op_type in self._gradient_override_map:
+                attrs["_gradient_op_type"] = self._gradient_override_map[op_type]
             if self._container and opdef is not None and opdef.is_stateful \
                     and "container" in opdef.attrs and not attrs.get("container"):
                 attrs["container"] = self._container
@@ -611,6 +619,7 @@ def _graph_of(values: Iterable) -> Graph | None:
 
 def get_graph_from_inputs(op_input_list, graph: Graph | None = None) -> Graph:
     """The graph that the inputs live in (ValueError if they are from different graphs)."""
+    op_input_list = list(op_input_list)
     found = graph
     for v in op_input_list:
         g = _graph_of([v])

@@ -85,10 +85,10 @@ class OpDef:
     attrs: dict[str, AttrDef]
     shape_fn: Callable | None = None
     is_stateful: bool = False
-    gradient: Callable | str | None = None
     allows_uninitialized_input: bool = False
     is_commutative: bool = False
     control_flow: bool = False  # Switch, Merge, Enter, Exit, NextIteration, LoopCond
+    broadcasts: bool = False  # inputs broadcast: the gradient driver sums grads back
     extras: dict = field(default_factory=dict)
 
     def to_proto(self):
@@ -268,23 +268,35 @@ def registered_ops() -> dict[str, OpDef]:
     return dict(_OPS)
 
 
+# Gradient functions by op type, or by any name a `gradient_override_map` may point to.
+_GRADIENTS: dict[str, Callable | str] = {}
+
+
 def gradient(op_type: str) -> Callable:
-    """Decorator registering `fn(op, *output_grads) -> one entry per input` for `op_type`."""
+    """Decorator registering `fn(op, *output_grads) -> one entry per input` for `op_type`
+    (also `tf.RegisterGradient`: the name need not be an op type)."""
 
     def register(fn):
-        opdef = get(op_type)
-        if opdef.gradient is not None:
-            raise ValueError(f"Gradient for {op_type!r} is already registered")
-        opdef.gradient = fn
+        if op_type in _GRADIENTS:
+            raise KeyError(f"Registering two gradient with name '{op_type}'! (Previous "
+                           f"registration was in {_GRADIENTS[op_type]})")
+        _GRADIENTS[op_type] = fn
         return fn
 
     return register
 
 
 def not_differentiable(*op_types: str) -> None:
-    """Declares that the outputs of each op type carry no gradient."""
+    """Declares that the outputs of each op type carry no gradient (`tf.NotDifferentiable`)."""
     for t in op_types:
-        get(t).gradient = NOT_DIFFERENTIABLE
+        if not isinstance(t, str):
+            raise TypeError("op_type must be a string")
+        _GRADIENTS[t] = NOT_DIFFERENTIABLE
+
+
+def get_gradient(name: str) -> Callable | str | None:
+    """The gradient function registered under `name`, NOT_DIFFERENTIABLE, or None."""
+    return _GRADIENTS.get(name)
 
 
 def set_shape_fn(op_type: str, fn: Callable) -> None:

@@ -1,10 +1,13 @@
-"""Control-flow ops and helpers: NoOp, `tf.group`, `tf.tuple`.
+"""Control-flow ops and helpers: NoOp, `tf.group`, `tf.tuple`, and the primitives of
+dynamic control flow (paper §3.4): Switch, Merge, Enter, Exit, NextIteration, LoopCond,
+ControlTrigger. The executor gives them their meaning (tensorflux/runtime/executor.py).
 
-(Switch, Merge, Enter, Exit, NextIteration, cond and while_loop arrive with issue #4.)
+(The builders tf.cond and tf.while_loop, and gradients through them, arrive with issue #4.)
 """
 
 from __future__ import annotations
 
+from tensorflux.framework import common_shapes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, not_differentiable
@@ -83,3 +86,44 @@ def tuple(tensors, name: str | None = None, control_inputs=None):  # noqa: A001
             with graph_lib.control_dependencies([gate]):
                 out.append(array_ops.identity(t))
         return out
+
+
+# ---- primitives of dynamic control flow ----------------------------------------------------
+
+
+def _merge_shape(op):
+    shape = op.inputs[0].shape
+    for t in op.inputs[1:]:
+        shape = shape.most_specific_compatible_shape(t.shape)
+    return [shape, tensor_shape.TensorShape([])]
+
+
+define_op("Switch", inputs=["data: T", "pred: bool"], outputs=["output_false: T",
+                                                                 "output_true: T"],
+          attrs=["T: type"], shape_fn=lambda op: [op.inputs[0].shape] * 2, control_flow=True)
+define_op("Merge", inputs=["inputs: N * T"], outputs=["output: T", "value_index: int32"],
+          attrs=["T: type", "N: int >= 1"], shape_fn=_merge_shape, control_flow=True)
+define_op("Enter", inputs=["data: T"], outputs=["output: T"],
+          attrs=["T: type", "frame_name: string", "is_constant: bool = false",
+                 "parallel_iterations: int = 10"],
+          shape_fn=common_shapes.unchanged, control_flow=True)
+define_op("Exit", inputs=["data: T"], outputs=["output: T"], attrs=["T: type"],
+          shape_fn=common_shapes.unchanged, control_flow=True)
+define_op("NextIteration", inputs=["data: T"], outputs=["output: T"], attrs=["T: type"],
+          shape_fn=common_shapes.unchanged, control_flow=True)
+define_op("LoopCond", inputs=["input: bool"], outputs=["output: bool"],
+          shape_fn=common_shapes.unchanged, control_flow=True)
+define_op("ControlTrigger", shape_fn=lambda op: [], control_flow=True)
+# Until the cond/while_loop builders (issue #4) register their frame-aware gradients.
+not_differentiable("Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond",
+                   "ControlTrigger")
+
+
+def switch(data, pred, name: str | None = None):
+    """(output_false, output_true): `data` on the side `pred` selects; the other is dead."""
+    return apply_op("Switch", data=data, pred=pred, name=name or "Switch")
+
+
+def merge(inputs, name: str | None = None):
+    """(output, value_index): the first input to become available."""
+    return apply_op("Merge", inputs=list(inputs), name=name or "Merge")

@@ -82,7 +82,7 @@ def _flatten(graph, fetch, elements: list, index: dict):
     """Adds the elements of `fetch` to `elements` (deduplicated); returns the rebuilder that
     turns the flat list of element values into the structure of `fetch`."""
     if fetch is None:
-        raise TypeError(f"Fetch argument None has invalid type {type(None)}")
+        raise TypeError('Argument `fetch` = None has invalid type "NoneType". Cannot be None')
     if isinstance(fetch, (Tensor, Operation, str, bytes)):
         element = _element(graph, fetch)
         if element not in index:
@@ -124,8 +124,8 @@ def _flatten(graph, fetch, elements: list, index: dict):
             elements.append(element)
         k = index[element]
         return lambda flat: flat[k]
-    raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)}, must be a "
-                    "string or Tensor. (Can not convert a "
+    raise TypeError(f"Argument `fetch` = {fetch} has invalid type \"{type(fetch).__name__}\" "
+                    "must be a string or Tensor. (Can not convert a "
                     f"{type(fetch).__name__} into a Tensor or Operation.)")
 
 
@@ -133,11 +133,11 @@ def _element(graph, fetch):
     try:
         element = graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
     except TypeError as e:
-        raise TypeError(f"Fetch argument {fetch!r} has invalid type {type(fetch)}, must be a "
-                        f"string or Tensor. ({e})") from None
+        raise TypeError(f"Argument `fetch` = {fetch} has invalid type "
+                        f"\"{type(fetch).__name__}\" must be a string or Tensor. ({e})") from None
     except (ValueError, KeyError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) else str(e)
-        raise ValueError(f"Fetch argument {fetch!r} cannot be interpreted as a Tensor. "
+        msg = f'"{e.args[0]}"' if isinstance(e, KeyError) else str(e)
+        raise ValueError(f"Argument `fetch` = {fetch} cannot be interpreted as a Tensor. "
                          f"({msg})") from None
     _check_fetch(graph, element)
     return element
@@ -145,8 +145,8 @@ def _element(graph, fetch):
 
 def _check_fetch(graph, element) -> None:
     if element.graph is not graph:
-        raise ValueError(f"Fetch argument {element!r} cannot be interpreted as a Tensor. "
-                         f"(Tensor {element!r} is not an element of this graph.)")
+        raise ValueError(f"Argument `fetch` = {element} cannot be interpreted as a Tensor. "
+                         f"(Tensor {element} is not an element of this graph.)")
     if not graph.is_fetchable(element):
         op = element.op if isinstance(element, Tensor) else element
         raise ValueError(f"Operation '{op.name}' has been marked as not fetchable.")

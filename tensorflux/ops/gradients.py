@@ -1,0 +1,330 @@
+"""tf.gradients: reverse-mode differentiation as a library over the graph (paper §4.1).
+
+Given ys and xs, the driver
+1. finds the ops *between*: reachable forward from the xs (through data edges) and backward
+   from the ys, stopping at `stop_gradients`;
+2. visits them in reverse topological order: an op is ready once every consumer of its
+   outputs that lies between has contributed its gradients (a pending count per op);
+3. for each ready op, sums the partial gradients of each output (AddN for dense tensors,
+   concatenation for IndexedSlices, densifying when they are mixed), calls the gradient
+   function registered for its type (or for `_gradient_op_type`, set by
+   `gradient_override_map`) with one gradient per output, zeros standing in for outputs
+   with none, and gets one gradient per input;
+4. for ops that broadcast their inputs (`broadcasts=True` in define_op), sums each input
+   gradient over the broadcast dimensions back to that input's shape, here and only here.
+
+Gradients flow only through floating, complex and resource tensors; integer paths give
+None, as in TensorFlow. Resource variables in xs stand for their handles: the gradient of
+a ReadVariableOp passes through to the handle.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from tensorflux.framework import dtypes, op_registry
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.indexed_slices import IndexedSlices
+from tensorflux.framework.operation import Operation, Tensor
+from tensorflux.framework.tensor_conversion import convert_to_tensor
+
+__all__ = ["gradients", "hessians", "AggregationMethod", "RegisterGradient",
+           "NotDifferentiable", "NoGradient"]
+
+
+class AggregationMethod:
+    """How partial gradients are summed (all methods give the same values here)."""
+
+    ADD_N = 0
+    DEFAULT = ADD_N
+    EXPERIMENTAL_TREE = 1
+    EXPERIMENTAL_ACCUMULATE_N = 2
+
+
+class RegisterGradient:
+    """`@tf.RegisterGradient("Name")`: registers a gradient function under a name."""
+
+    def __init__(self, op_type: str):
+        if not isinstance(op_type, str):
+            raise TypeError("op_type must be a string")
+        self._op_type = op_type
+
+    def __call__(self, fn):
+        return op_registry.gradient(self._op_type)(fn)
+
+
+def NotDifferentiable(op_type: str) -> None:  # noqa: N802 - TF1 name
+    op_registry.not_differentiable(op_type)
+
+
+NoGradient = NotDifferentiable
+
+
+def _backpropagatable(t: Tensor) -> bool:
+    dt = t.dtype.base_dtype
+    return dt.is_floating or dt.is_complex or dt is dtypes.resource or dt is dtypes.variant
+
+
+def _as_list(x) -> list:
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    return [x]
+
+
+def _as_x_tensor(x) -> Tensor:
+    """Resource variables stand for their handle; other objects convert to tensors."""
+    if getattr(x, "_is_resource_variable", False):
+        return x.handle
+    if isinstance(x, Tensor):
+        return x
+    return convert_to_tensor(x)
+
+
+def gradients(ys, xs, grad_ys=None, name: str = "gradients",
+              colocate_gradients_with_ops: bool = False, gate_gradients: bool = False,
+              aggregation_method=None, stop_gradients=None):
+    """Symbolic partial derivatives of sum(ys) with respect to each x in xs.
+
+    Args:
+      ys: a Tensor or list of Tensors to differentiate.
+      xs: a Tensor, Variable or list of them.
+      grad_ys: initial gradients for each y (default: ones of y's shape).
+      name: name scope of the gradient ops.
+      colocate_gradients_with_ops: place each gradient op with its forward op.
+      gate_gradients: group the gradients of each op's inputs (tf.tuple) before use.
+      aggregation_method: accepted for compatibility; partial gradients are summed.
+      stop_gradients: tensors through which no gradient flows (held constant).
+
+    Returns:
+      A list with one entry per x: a Tensor, an IndexedSlices, or None where ys do not
+      depend on x through differentiable paths.
+
+    Raises:
+      LookupError: an op on the path has no registered gradient (naming op and type).
+      ValueError: grad_ys does not match ys in length or dtype; a gradient function
+        returned the wrong number of gradients.
+    """
+    ys = [convert_to_tensor(y) if not isinstance(y, Tensor) else y for y in _as_list(ys)]
+    xs = [_as_x_tensor(x) for x in _as_list(xs)]
+    stop = [convert_to_tensor(s) if not isinstance(s, Tensor) else s
+            for s in _as_list(stop_gradients or [])]
+    if grad_ys is not None:
+        grad_ys = _as_list(grad_ys)
+        if len(grad_ys) != len(ys):
+            raise ValueError(f"Passed {len(grad_ys)} grad_ys for {len(ys)} ys")
+    g = graph_lib.get_graph_from_inputs(ys + xs + stop)
+    with g.as_default(), g.name_scope(name or "gradients"):
+        grads: dict[Tensor, list] = {}
+        for k, y in enumerate(ys):
+            gy = None if grad_ys is None else grad_ys[k]
+            grads.setdefault(y, []).append(_initial_grad(y, gy, k))
+        between, pending = _between(ys, xs, stop)
+        _backprop(g, ys, xs, stop, between, pending, grads, colocate_gradients_with_ops,
+                  gate_gradients)
+        return [_aggregate(grads.get(x)) for x in xs]
+
+
+def _initial_grad(y: Tensor, gy, k: int):
+    from tensorflux.ops import array_ops, constant_op
+
+    if gy is None:
+        with graph_lib.name_scope(f"grad_ys_{k}"):
+            if y.shape.is_fully_defined():
+                return constant_op.constant(np.ones(y.shape.as_list(),
+                                                    y.dtype.as_numpy_dtype), name="ones")
+            return array_ops.ones_like(y)
+    if isinstance(gy, IndexedSlices):
+        return gy
+    gy = convert_to_tensor(gy, dtype=y.dtype)
+    if gy.dtype.base_dtype != y.dtype.base_dtype:
+        raise ValueError(f"Gradient type {gy.dtype.name} generated for y {y.name} does not "
+                         f"match its type {y.dtype.name}")
+    return gy
+
+
+def _between(ys, xs, stop) -> tuple[set[Operation], dict[Operation, int]]:
+    """Ops on a path from some x to some y, and each one's pending-consumer count."""
+    stop_ops = {t.op for t in stop}
+    reached: set[Operation] = set()
+    work = [x.op for x in xs]
+    while work:
+        op = work.pop()
+        if op in reached:
+            continue
+        reached.add(op)
+        if op in stop_ops:
+            continue
+        for out in op.outputs:
+            work.extend(out._consumers)
+    between: set[Operation] = set()
+    work = [y.op for y in ys]
+    while work:
+        op = work.pop()
+        if op in between or op not in reached:
+            continue
+        between.add(op)
+        if op in stop_ops:
+            continue
+        work.extend(t.op for t in op.inputs)
+    pending: dict[Operation, int] = {}
+    for op in between:
+        if op in stop_ops:
+            continue
+        for t in op.inputs:
+            if t.op in between:
+                pending[t.op] = pending.get(t.op, 0) + 1
+    return between, pending
+
+
+def _backprop(g, ys, xs, stop, between, pending, grads, colocate, gate) -> None:
+    stop_ops = {t.op for t in stop}
+    ready = deque(op for op in dict.fromkeys(y.op for y in ys)
+                  if op in between and pending.get(op, 0) == 0)
+    seen: set[Operation] = set()
+    while ready:
+        op = ready.popleft()
+        if op in seen:
+            continue
+        seen.add(op)
+        if op not in stop_ops and op.inputs:
+            _backprop_op(g, op, between, grads, colocate, gate)
+        if op in stop_ops:
+            continue
+        for t in op.inputs:
+            if t.op in between:
+                pending[t.op] -= 1
+                if pending[t.op] == 0:
+                    ready.append(t.op)
+
+
+def _backprop_op(g, op: Operation, between, grads, colocate, gate) -> None:
+    from tensorflux.ops import array_ops
+
+    out_grads = [_aggregate(grads.get(t)) for t in op.outputs]
+    if all(gr is None for gr in out_grads):
+        return
+    if not any(t.op in between and _backpropagatable(t) for t in op.inputs):
+        return
+    grad_name = op.attrs.get("_gradient_op_type", op.type)
+    grad_fn = op_registry.get_gradient(grad_name)
+    if grad_fn is None:
+        raise LookupError(f"No gradient defined for operation '{op.name}' (op type: "
+                          f"{op.type}). In general every operation must have an associated "
+                          "`@tf.RegisterGradient` for correct autodiff, which this op is "
+                          "lacking.")
+    if grad_fn is op_registry.NOT_DIFFERENTIABLE:
+        return
+    scope = g.colocate_with(op) if colocate else _nullcontext()
+    with scope, g.name_scope(op.name + "_grad"):
+        for i, gr in enumerate(out_grads):
+            if gr is None and _backpropagatable(op.outputs[i]):
+                out_grads[i] = array_ops.zeros_like(op.outputs[i])
+        in_grads = list(grad_fn(op, *out_grads))
+        if len(in_grads) != len(op.inputs):
+            raise ValueError(f"Num gradients {len(in_grads)} generated for op "
+                             f"{op.name} do not match num inputs "
+                             f"{len(op.inputs)}")
+        if op._op_def is not None and op._op_def.broadcasts:
+            in_grads = [None if gr is None else _sum_to_shape(gr, x)
+                        for gr, x in zip(in_grads, op.inputs, strict=True)]
+        if gate and sum(gr is not None for gr in in_grads) > 1:
+            from tensorflux.ops import control_flow_ops
+
+            dense = [gr for gr in in_grads if isinstance(gr, Tensor)]
+            gated = iter(control_flow_ops.tuple(dense))
+            in_grads = [next(gated) if isinstance(gr, Tensor) else gr for gr in in_grads]
+    for x, gr in zip(op.inputs, in_grads, strict=True):
+        if gr is None or not _backpropagatable(x):
+            continue
+        if isinstance(gr, (Tensor, IndexedSlices)):
+            grads.setdefault(x, []).append(gr)
+        else:
+            grads.setdefault(x, []).append(convert_to_tensor(gr, dtype=x.dtype))
+
+
+class _nullcontext:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _sum_to_shape(grad, x: Tensor):
+    """Sums `grad` (shaped like a broadcast output) back to the shape of input `x`.
+
+    Statically when x's shape is fully known (no ops at all when nothing broadcast),
+    otherwise with BroadcastGradientArgs at run time.
+    """
+    from tensorflux.ops import array_ops, math_ops
+
+    if isinstance(grad, IndexedSlices):
+        grad = convert_to_tensor(grad)
+    gshape, xshape = grad.shape, x.shape
+    if xshape.is_fully_defined() and gshape.ndims is not None:
+        xdims = xshape.as_list()
+        gdims = gshape.as_list()
+        lead = len(gdims) - len(xdims)
+        if lead < 0:
+            raise ValueError(f"Gradient of rank {len(gdims)} for input {x.name} of rank "
+                             f"{len(xdims)}")
+        axes = list(range(lead)) + [lead + i for i, d in enumerate(xdims)
+                                    if d == 1 and gdims[lead + i] != 1]
+        if not axes:
+            return grad if gdims == xdims else array_ops.reshape(grad, xdims)
+        summed = math_ops.reduce_sum(grad, axes)
+        return array_ops.reshape(summed, xdims)
+    sx = array_ops.shape(x)
+    sg = array_ops.shape(grad)
+    _, rx = math_ops.broadcast_gradient_args(sg, sx)
+    return array_ops.reshape(math_ops.reduce_sum(grad, rx), sx)
+
+
+def _aggregate(parts):
+    """Sum of partial gradients: AddN, IndexedSlices concatenation, or None."""
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    from tensorflux.ops import array_ops, math_ops
+
+    if all(isinstance(p, IndexedSlices) for p in parts):
+        dense_shape = next((p.dense_shape for p in parts if p.dense_shape is not None), None)
+        return IndexedSlices(array_ops.concat([p.values for p in parts], 0),
+                             array_ops.concat([p.indices for p in parts], 0), dense_shape)
+    dense = [convert_to_tensor(p) if isinstance(p, IndexedSlices) else p for p in parts]
+    return math_ops.add_n(dense)
+
+
+def hessians(ys, xs, name: str = "hessians", colocate_gradients_with_ops: bool = False,
+             gate_gradients: bool = False, aggregation_method=None):
+    """Second derivatives of sum(ys) for each x (`tf.hessians`): for x of shape S, a tensor
+    of shape S + S. Each x needs a fully defined static shape (its gradient is unrolled
+    element by element)."""
+    from tensorflux.ops import array_ops
+
+    xs = _as_list(xs)
+    out = []
+    with graph_lib.name_scope(name):
+        for x in xs:
+            xt = _as_x_tensor(x)
+            if not xt.shape.is_fully_defined():
+                raise ValueError(f"tf.hessians needs a fully defined shape for {xt.name}, got "
+                                 f"{xt.shape}")
+            (grad,) = gradients(ys, [x], colocate_gradients_with_ops=colocate_gradients_with_ops,
+                                gate_gradients=gate_gradients)
+            if grad is None:
+                out.append(None)
+                continue
+            flat = array_ops.reshape(convert_to_tensor(grad), [-1])
+            n = int(np.prod(xt.shape.as_list(), dtype=np.int64))
+            rows = []
+            for i in range(n):
+                (row,) = gradients(flat[i], [x])
+                rows.append(array_ops.zeros_like(xt) if row is None else
+                            convert_to_tensor(row))
+            h = array_ops.stack(rows)
+            out.append(array_ops.reshape(h, xt.shape.as_list() * 2))
+    return out
