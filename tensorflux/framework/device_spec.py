@@ -28,6 +28,7 @@ _Fields = tuple  # (job, replica, task, device_type, device_index)
 _EMPTY: _Fields = (None, None, None, None, None)
 _PARSE_CACHE: dict[str, _Fields] = {}
 _PARSE_CACHE_LIMIT = 4096
+_SHORT_TYPES = ("CPU", "GPU", "TPU", "CUSTOM")  # usable without "device:", any case
 
 
 def _as_int(value: Any, what: str, spec: Any = None) -> int | None:
@@ -76,7 +77,7 @@ def _parse(spec: str) -> _Fields:
             replica = _as_int(items[1], "Replica", spec)
         elif len(items) == 2 and key == "task":
             task = _as_int(items[1], "Task", spec)
-        elif len(items) <= 2 and key.upper() in ("CPU", "GPU"):
+        elif len(items) <= 2 and key.upper() in _SHORT_TYPES:
             # Short forms: cpu, CPU:0, /gpu:*.
             if seen_device:
                 raise ValueError("Multiple device types are not allowed while parsing the "

@@ -4,10 +4,10 @@
 (`InvalidArgumentError(node_def, op, message)`). The runtime names the failing node with
 `annotate`, which returns a new error of the matching class whose message ends in TF's
 node line and which remembers the node, its op type, its device and the Python stack where
-it was created:
+it was created (the second line starts with a tab):
 
     Incompatible shapes: [2] vs. [3]
-    <TAB> [[node add (defined at model.py:17) = AddV2[_device="/job:localhost/..."]]]
+     [[node add (defined at model.py:17) = AddV2[_device="/job:localhost/..."]]]
 
 `str(error)` then adds "Original stack trace for 'add':" and that stack, as TF1 does.
 """

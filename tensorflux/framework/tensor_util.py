@@ -136,6 +136,31 @@ def _to_string_array(arr: np.ndarray, values: Any = None) -> np.ndarray:
     return out.reshape(arr.shape)
 
 
+def _python_strings(values: Any, dtype: DType | None) -> np.ndarray:
+    """Nested lists of str/bytes -> object array of bytes (no trip through NumPy's S/U
+    dtypes, which drop trailing NULs)."""
+    arr = np.array(values, dtype=object)
+    flat = arr.ravel().tolist()
+    out = np.empty(len(flat), dtype=object)
+    for i, x in enumerate(flat):
+        if isinstance(x, str):
+            out[i] = x.encode("utf-8")
+        elif isinstance(x, bytes):
+            out[i] = bytes(x)
+        elif isinstance(x, np.ndarray) and x.dtype.kind in "USO":
+            # Arrays inside the lists: NumPy's S/U conversion is the only way to merge them.
+            return _to_string_array(np.array(values), values)
+        elif isinstance(x, (list, tuple)):
+            raise ValueError(f"Can't convert non-rectangular Python sequence to Tensor: "
+                             f"{values!r}.")
+        elif dtype is None:
+            raise _failed_to_convert(values)
+        else:
+            raise TypeError(f"Expected {dtype.name}, but got {x} of type "
+                            f"'{type(x).__name__}'.")
+    return out.reshape(arr.shape)
+
+
 def _convert_array(arr: np.ndarray, dtype: DType | None) -> np.ndarray:
     """A NumPy array or scalar, cast to `dtype` if given."""
     if dtype is None:
@@ -192,7 +217,7 @@ def _convert_python(values: Any, dtype: DType | None) -> np.ndarray:
         if kind in "OUSV":
             if kind == "V" or any(_leaf_kind(v) not in ("S", "U", "O") for v in _leaves(values)):
                 raise _failed_to_convert(values)
-            return _to_string_array(arr, values)
+            return _python_strings(values, None)
         if arr.dtype == np.float64:
             with np.errstate(over="ignore"):
                 return arr.astype(np.float32)  # overflow gives inf, as in TF
@@ -210,7 +235,7 @@ def _convert_python(values: Any, dtype: DType | None) -> np.ndarray:
     if category == "string" or kind not in accepted:
         _check_leaves(values, dtype)
     if category == "string":
-        return _to_string_array(arr, values)
+        return _python_strings(values, dtype)
     try:
         with np.errstate(over="ignore", invalid="ignore"):  # 1e40 as float16 is inf, as in TF
             return arr.astype(dtype._np_dtype)
@@ -282,8 +307,8 @@ def _convert_scalar(value: Any, kind: type, dtype: DType | None) -> np.ndarray |
         return None
     if dtype is None:
         return np.array(value, np.int32)
-    if dtype.is_floating or dtype.is_complex or (
-            dtype.is_integer and dtype._size >= 4 and not dtype.is_unsigned):
+    if (dtype.is_floating or dtype.is_integer) and dtype._size >= 4 and \
+            not dtype.is_unsigned or dtype.is_complex:
         return np.array(value, dtype._np_dtype)
     return None
 

@@ -208,7 +208,7 @@ def convert_feed(t: Tensor, value):
                         "TensorHandles. For reference, the tensor object was "
                         f"{value!r} which was passed to the argument `feed_dict` with key "
                         f"{t!r}.")
-    np_dtype = dtype.as_numpy_dtype
+    np_dtype = dtype.numpy_dtype  # storage dtype (plain integers for quantized types)
     if type(value) is np.ndarray and value.dtype == np_dtype:
         arr = value
     elif dtype is dtypes.string:
@@ -218,7 +218,7 @@ def convert_feed(t: Tensor, value):
     else:
         if isinstance(value, int) and not isinstance(value, bool):
             try:
-                ok = np_dtype(value) == value
+                ok = np_dtype.type(value) == value
             except (OverflowError, ValueError):
                 ok = False
             if not ok:
