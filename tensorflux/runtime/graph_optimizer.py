@@ -1,15 +1,218 @@
 """Graph optimizations on each cached step graph (whitepaper §5.1).
 
-`optimize` runs the passes that OptimizerOptions selects. Only the entry point exists so far:
-common subexpression elimination, constant folding and dead-code elimination arrive with the
-multi-device issue (#7), and until then every step graph runs as built.
+With OptimizerOptions L1 (TensorFlow's default) the step graph is rewritten by
+1. constant folding: a stateless node whose data inputs are all constants (and which has no
+   control inputs) is computed once, at build time, by its own CPU kernel, and replaced by a
+   Const; Shape, Size and Rank of tensors whose static shape is known fold too. Results larger
+   than `MAX_FOLDED_BYTES` are left alone (a constant that big costs memory for little gain);
+2. common subexpression elimination: stateless nodes with the same op, attributes, inputs
+   (in any order for commutative ops), control inputs and requested device are one node;
+3. dead-code elimination: what no fetch or target needs any more is dropped.
+L0 (or `do_constant_folding` / `do_common_subexpression_elimination` false) turns the
+corresponding pass off. Stateful and control-flow nodes, feeds and fetched nodes keep their
+identity, so no pass can change a step's results.
 """
 
 from __future__ import annotations
 
-from tensorflux.runtime.step_graph import StepGraph
+import numpy as np
+
+from tensorflux.framework import dtypes, op_registry, tensor_shape
+from tensorflux.kernels import registry as kernel_registry
+from tensorflux.kernels.registry import KernelContext
+from tensorflux.runtime.step_graph import Node, StepGraph
+
+MAX_FOLDED_BYTES = 10 * 1024 * 1024
+_NEVER = frozenset(("_Arg", "_Send", "_Recv", "Placeholder", "PlaceholderWithDefault",
+                    "Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond",
+                    "ControlTrigger", "NoOp"))
+
+
+def _levels(options) -> tuple[bool, bool]:
+    """(fold constants?, eliminate common subexpressions?) for an OptimizerOptions."""
+    if options is None or options.opt_level >= 0:  # L1 (the default) turns both on
+        return True, True
+    return bool(options.do_constant_folding), bool(options.do_common_subexpression_elimination)
 
 
 def optimize(sg: StepGraph, options=None) -> None:
     """Rewrites `sg` in place according to `options` (an OptimizerOptions proto or None)."""
-    del sg, options
+    fold, cse = _levels(options)
+    if not (fold or cse):
+        return
+    if fold:
+        fold_constants(sg)
+    if cse:
+        eliminate_common_subexpressions(sg)
+    eliminate_dead_code(sg)
+
+
+def _stateless(n: Node) -> bool:
+    if n.op in _NEVER:
+        return False
+    opdef = op_registry.lookup(n.op)
+    return opdef is not None and not opdef.is_stateful and not opdef.control_flow
+
+
+def _topological(sg: StepGraph) -> list[Node]:
+    order, seen = [], set()
+    for root in sg.nodes:
+        stack = [(root, False)]
+        while stack:
+            n, done = stack.pop()
+            if done:
+                order.append(n)
+                continue
+            if n in seen:
+                continue
+            seen.add(n)
+            stack.append((n, True))
+            for src in reversed([s for s, _ in n.inputs] + n.control_inputs):
+                if src not in seen:
+                    stack.append((src, False))
+    return order
+
+
+def _replace_uses(sg: StepGraph, mapping: dict[tuple[Node, int], tuple[Node, int]]) -> None:
+    if not mapping:
+        return
+    for n in sg.nodes:
+        n.inputs = [mapping.get(e, e) for e in n.inputs]
+    sg.fetches = [mapping.get(e, e) for e in sg.fetches]
+
+
+def fold_constants(sg: StepGraph) -> int:
+    """Replaces foldable nodes by Consts; returns how many were folded."""
+    fetched = {n for n, _ in sg.fetches} | set(sg.targets)
+    values: dict[tuple[Node, int], np.ndarray] = {}
+    for n in sg.nodes:
+        if n.op == "Const":
+            values[(n, 0)] = n.attrs["value"]
+    ctx = KernelContext(0, None)
+    mapping: dict[tuple[Node, int], tuple[Node, int]] = {}
+    folded = 0
+    for n in _topological(sg):
+        if n.op == "Const" or n in fetched or n.control_inputs or not _stateless(n):
+            continue
+        outs = _fold_shape_op(n) if n.op in ("Shape", "Size", "Rank") else None
+        if outs is None:
+            if not n.inputs or not all(e in values for e in n.inputs):
+                continue
+            outs = _evaluate(n, [values[e] for e in n.inputs], ctx)
+        if outs is None or sum(getattr(v, "nbytes", 0) for v in outs) > MAX_FOLDED_BYTES:
+            continue
+        for i, v in enumerate(outs):
+            const = Node(f"{n.name}/_folded_{i}" if len(outs) > 1 else f"{n.name}/_folded",
+                         "Const", {"value": v, "dtype": n.output_dtypes[i]}, [], [],
+                         [n.output_dtypes[i]], n.requested_device, n.traceback)
+            const.colocation = n.colocation
+            sg.add(const)
+            values[(const, 0)] = v
+            mapping[(n, i)] = (const, 0)
+        folded += 1
+    _replace_uses(sg, mapping)
+    return folded
+
+
+def _evaluate(n: Node, inputs: list, ctx) -> list | None:
+    kdef = kernel_registry.find_kernel(n.op, "CPU", n.attrs)
+    if kdef is None or kdef.is_async:
+        return None
+    try:
+        out = kdef.factory(n)(ctx, *inputs)
+    except Exception:  # noqa: BLE001 - an error here is the step's to report at run time
+        return None
+    outs = [out] if len(n.output_dtypes) == 1 else list(out or ())
+    if len(outs) != len(n.output_dtypes):
+        return None
+    result = []
+    for v, dt in zip(outs, n.output_dtypes, strict=True):
+        if dt is dtypes.resource or dt is dtypes.variant:
+            return None
+        arr = np.asarray(v, dtype=dt.numpy_dtype)
+        arr.flags.writeable = False
+        result.append(arr)
+    return result
+
+
+def _fold_shape_op(n: Node) -> list | None:
+    src, idx = n.inputs[0]
+    shape = src.output_shapes[idx] if src.output_shapes else None
+    if shape is None or not isinstance(shape, tensor_shape.TensorShape):
+        return None
+    out_dtype = n.output_dtypes[0].numpy_dtype
+    if n.op == "Rank":
+        if shape.ndims is None:
+            return None
+        return [np.array(shape.ndims, dtype=out_dtype)]
+    if not shape.is_fully_defined():
+        return None
+    if n.op == "Shape":
+        return [np.array(shape.as_list(), dtype=out_dtype)]
+    return [np.array(shape.num_elements(), dtype=out_dtype)]
+
+
+def _attr_key(value):
+    if isinstance(value, np.ndarray):
+        return ("nd", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, list):
+        return tuple(_attr_key(v) for v in value)
+    if isinstance(value, tensor_shape.TensorShape):
+        return ("shape", value._dims_tuple)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _attr_key(v)) for k, v in value.items()))
+    return value
+
+
+def eliminate_common_subexpressions(sg: StepGraph) -> int:
+    """Merges equivalent stateless nodes; returns how many were removed."""
+    canonical: dict[tuple, Node] = {}
+    mapping: dict[tuple[Node, int], tuple[Node, int]] = {}
+    replaced: dict[Node, Node] = {}
+    fetched = set(sg.targets)
+    removed = 0
+    for n in _topological(sg):
+        n.inputs = [mapping.get(e, e) for e in n.inputs]
+        n.control_inputs = list(dict.fromkeys(replaced.get(c, c) for c in n.control_inputs))
+        if not (_stateless(n) or n.op == "Const") or n in fetched:
+            continue
+        if n.op == "Const" and n.attrs["value"].nbytes > MAX_FOLDED_BYTES:
+            continue
+        inputs = [(s.id, i) for s, i in n.inputs]
+        opdef = op_registry.lookup(n.op)
+        if opdef is not None and opdef.is_commutative:
+            inputs.sort()
+        try:
+            key = (n.op, tuple(inputs), tuple(sorted(c.id for c in n.control_inputs)),
+                   n.requested_device, tuple(sorted((k, _attr_key(v))
+                                                    for k, v in n.attrs.items())))
+            hash(key)
+        except TypeError:
+            continue
+        first = canonical.get(key)
+        if first is None:
+            canonical[key] = n
+            continue
+        for i in range(len(n.output_dtypes)):
+            mapping[(n, i)] = (first, i)
+        replaced[n] = first
+        removed += 1
+    sg.fetches = [mapping.get(e, e) for e in sg.fetches]
+    return removed
+
+
+def eliminate_dead_code(sg: StepGraph) -> int:
+    """Drops nodes that no fetch, target, feed or stateful node needs."""
+    keep: set[Node] = set()
+    stack = [n for n, _ in sg.fetches] + list(sg.targets) + list(sg.args)
+    while stack:
+        n = stack.pop()
+        if n in keep:
+            continue
+        keep.add(n)
+        stack.extend(s for s, _ in n.inputs)
+        stack.extend(n.control_inputs)
+    dead = [n for n in sg.nodes if n not in keep]
+    if dead:
+        sg.remove(dead)
+    return len(dead)

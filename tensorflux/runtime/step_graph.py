@@ -18,7 +18,7 @@ class Node:
     """One node of a StepGraph. `inputs` are (producer Node, output index) pairs."""
 
     __slots__ = ("id", "name", "op", "attrs", "inputs", "control_inputs", "requested_device",
-                 "device", "output_dtypes", "traceback", "colocation", "frame")
+                 "device", "output_dtypes", "output_shapes", "traceback", "colocation", "frame")
 
     def __init__(self, name: str, op: str, attrs: dict, inputs: list[tuple[Node, int]],
                  control_inputs: list[Node], output_dtypes: list[dtypes.DType],
@@ -32,6 +32,7 @@ class Node:
         self.requested_device = requested_device
         self.device = ""  # full device name, set by the placer
         self.output_dtypes = output_dtypes
+        self.output_shapes: list | None = None  # static shapes from the user graph, if known
         self.traceback = traceback
         self.colocation: list[str] = []
         self.frame = ""  # while-loop frame, set by the executor's control-flow analysis
@@ -104,9 +105,10 @@ def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation]) 
     node_of: dict[Operation, Node] = {}
     ordered = sorted(needed, key=lambda op: op._id)
     for op in ordered:
-        node_of[op] = sg.add(Node(op._name, op._type, op._attrs, [], [],
-                                  [t._dtype for t in op._outputs], op._device,
-                                  op._traceback))
+        node = Node(op._name, op._type, op._attrs, [], [], [t._dtype for t in op._outputs],
+                    op._device, op._traceback)
+        node.output_shapes = [t._shape for t in op._outputs]
+        node_of[op] = sg.add(node)
     for op in ordered:
         node = node_of[op]
         node.inputs = [(sg.args[fed[t]], 0) if t in fed else (node_of[t._op], t._value_index)

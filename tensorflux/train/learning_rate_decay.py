@@ -1,0 +1,120 @@
+"""Learning-rate schedules as graph computations on the global step (TF1 `tf.train.*_decay`)."""
+
+from __future__ import annotations
+
+import math
+
+from tensorflux.framework import dtypes
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.tensor_conversion import convert_to_tensor
+
+
+def _float_inputs(learning_rate, global_step, *others):
+    from tensorflux.ops import math_ops
+
+    if global_step is None:
+        raise ValueError("global_step is required for the decay functions.")
+    lr = convert_to_tensor(learning_rate, name="learning_rate")
+    if not lr.dtype.is_floating:
+        lr = math_ops.cast(lr, dtypes.float32)
+    step = math_ops.cast(global_step, lr.dtype)
+    return (lr, step) + tuple(math_ops.cast(o, lr.dtype) for o in others)
+
+
+def exponential_decay(learning_rate, global_step, decay_steps, decay_rate,
+                      staircase: bool = False, name=None):
+    """learning_rate * decay_rate ^ (global_step / decay_steps) (the exponent floored when
+    `staircase`)."""
+    from tensorflux.ops import math_ops
+
+    with graph_lib.name_scope(name, "ExponentialDecay", []) as scope:
+        lr, step, steps, rate = _float_inputs(learning_rate, global_step, decay_steps,
+                                              decay_rate)
+        p = step / steps
+        if staircase:
+            p = math_ops.floor(p)
+        return math_ops.multiply(lr, math_ops.pow(rate, p), name=scope)
+
+
+def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate,
+                       staircase: bool = False, name=None):
+    """learning_rate / (1 + decay_rate * global_step / decay_steps)."""
+    from tensorflux.ops import math_ops
+
+    with graph_lib.name_scope(name, "InverseTimeDecay", []) as scope:
+        lr, step, steps, rate = _float_inputs(learning_rate, global_step, decay_steps,
+                                              decay_rate)
+        p = step / steps
+        if staircase:
+            p = math_ops.floor(p)
+        return math_ops.truediv(lr, 1.0 + rate * p, name=scope)
+
+
+def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate,
+                      staircase: bool = False, name=None):
+    """learning_rate * exp(-decay_rate * global_step / decay_steps)."""
+    from tensorflux.ops import math_ops
+
+    with graph_lib.name_scope(name, "NaturalExpDecay", []) as scope:
+        lr, step, steps, rate = _float_inputs(learning_rate, global_step, decay_steps,
+                                              decay_rate)
+        p = step / steps
+        if staircase:
+            p = math_ops.floor(p)
+        return math_ops.multiply(lr, math_ops.exp(-rate * p), name=scope)
+
+
+def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001,
+                     power=1.0, cycle: bool = False, name=None):
+    """(lr - end) * (1 - step / decay_steps) ^ power + end, the step capped at decay_steps
+    (or, with `cycle`, decay_steps stretched to the next multiple past the step)."""
+    from tensorflux.ops import math_ops
+
+    with graph_lib.name_scope(name, "PolynomialDecay", []) as scope:
+        lr, step, steps, end, pw = _float_inputs(learning_rate, global_step, decay_steps,
+                                                 end_learning_rate, power)
+        if cycle:
+            mult = math_ops.maximum(math_ops.ceil(step / steps), 1.0)
+            steps = steps * mult
+        else:
+            step = math_ops.minimum(step, steps)
+        frac = 1.0 - step / steps
+        return math_ops.add((lr - end) * math_ops.pow(frac, pw), end, name=scope)
+
+
+def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None):
+    """Cosine decay from learning_rate to alpha * learning_rate over decay_steps."""
+    from tensorflux.ops import math_ops
+
+    with graph_lib.name_scope(name, "CosineDecay", []) as scope:
+        lr, step, steps, a = _float_inputs(learning_rate, global_step, decay_steps, alpha)
+        step = math_ops.minimum(step, steps)
+        cos = 0.5 * (1.0 + math_ops.cos(math.pi * step / steps))
+        return math_ops.multiply(lr, (1 - a) * cos + a, name=scope)
+
+
+def piecewise_constant(x, boundaries, values, name=None):
+    """values[0] while x <= boundaries[0], values[i] while boundaries[i-1] < x <=
+    boundaries[i], values[-1] after the last boundary.
+
+    Raises:
+      ValueError: len(values) != len(boundaries) + 1, or mixed value dtypes.
+    """
+    from tensorflux.ops import math_ops
+
+    if len(values) != len(boundaries) + 1:
+        raise ValueError("The length of boundaries should be 1 less than the length of "
+                         "values")
+    with graph_lib.name_scope(name, "PiecewiseConstant", []) as scope:
+        x = convert_to_tensor(x)
+        vals = [convert_to_tensor(v) for v in values]
+        if any(v.dtype.base_dtype != vals[0].dtype.base_dtype for v in vals):
+            raise ValueError(f"Values must have elements all with the same dtype "
+                             f"({[v.dtype.name for v in vals]}).")
+        bounds = [math_ops.cast(convert_to_tensor(b), x.dtype.base_dtype) for b in boundaries]
+        result = vals[-1]
+        for b, v in zip(reversed(bounds), reversed(vals[:-1]), strict=True):
+            result = math_ops.select(x <= b, v, result)
+        from tensorflux.ops import array_ops
+
+        return array_ops.identity(result, name=scope)

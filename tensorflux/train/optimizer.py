@@ -1,0 +1,245 @@
+"""tf.train.Optimizer: gradients in, update ops out, built only from graph ops (paper §4.1).
+
+`minimize` = `compute_gradients` (tf.gradients of the loss with respect to each variable's
+handle) + `apply_gradients` (one fused ResourceApply* op per variable, or its sparse form for
+IndexedSlices, grouped into one train op that also increments `global_step`). Subclasses
+provide `_create_slots`, `_prepare`, `_resource_apply_dense` and `_resource_apply_sparse`.
+"""
+
+from __future__ import annotations
+
+from tensorflux.framework import dtypes
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.graph import GraphKeys
+from tensorflux.framework.indexed_slices import IndexedSlices
+from tensorflux.framework.operation import Tensor
+from tensorflux.framework.tensor_conversion import convert_to_tensor
+
+GATE_NONE, GATE_OP, GATE_GRAPH = 0, 1, 2
+
+
+def _var_key(var) -> tuple:
+    return (var.op.graph, var.op.name)
+
+
+class Optimizer:
+    """Base class for optimizers (`tf.train.Optimizer`)."""
+
+    GATE_NONE = GATE_NONE
+    GATE_OP = GATE_OP
+    GATE_GRAPH = GATE_GRAPH
+
+    def __init__(self, use_locking: bool, name: str):
+        if not name:
+            raise ValueError("Must specify the optimizer name")
+        self._use_locking = use_locking
+        self._name = name
+        self._slots: dict[str, dict[tuple, object]] = {}
+        self._non_slot_dict: dict[tuple, object] = {}
+
+    def get_name(self) -> str:
+        return self._name
+
+    # ---- gradients ----------------------------------------------------------------------
+    def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP,
+                          aggregation_method=None, colocate_gradients_with_ops=False,
+                          grad_loss=None):
+        """[(gradient, variable)] for every variable in var_list (default: trainable ones).
+
+        Raises:
+          ValueError: var_list is empty, or gate_gradients is not a GATE_* value.
+          TypeError: the loss is not a floating-point tensor.
+        """
+        from tensorflux.ops import control_flow_ops, gradients
+
+        if callable(loss):
+            loss = loss()
+        if gate_gradients not in (GATE_NONE, GATE_OP, GATE_GRAPH):
+            raise ValueError(f"gate_gradients must be one of: Optimizer.GATE_NONE, "
+                             f"Optimizer.GATE_OP, Optimizer.GATE_GRAPH. Not {gate_gradients}")
+        loss = convert_to_tensor(loss)
+        if not (loss.dtype.is_floating or loss.dtype.is_complex):
+            raise TypeError(f"Loss {loss.name} must be a floating-point tensor, got "
+                            f"{loss.dtype.name}")
+        if var_list is None:
+            g = loss.graph
+            var_list = g.get_collection(GraphKeys.TRAINABLE_VARIABLES) + \
+                g.get_collection(GraphKeys.TRAINABLE_RESOURCE_VARIABLES)
+        else:
+            var_list = list(var_list)
+        var_list = list(dict.fromkeys(var_list))
+        if not var_list:
+            raise ValueError("No variables to optimize.")
+        grads = gradients.gradients(
+            loss, var_list, grad_ys=grad_loss, gate_gradients=(gate_gradients == GATE_OP),
+            aggregation_method=aggregation_method,
+            colocate_gradients_with_ops=colocate_gradients_with_ops)
+        if gate_gradients == GATE_GRAPH:
+            dense = [gr for gr in grads if isinstance(gr, Tensor)]
+            gated = iter(control_flow_ops.tuple(dense))
+            grads = [next(gated) if isinstance(gr, Tensor) else gr for gr in grads]
+        pairs = list(zip(grads, var_list, strict=True))
+        for gr, v in pairs:
+            if gr is not None and gr.dtype.base_dtype is not v.dtype.base_dtype and \
+                    v.dtype.base_dtype is not dtypes.resource:
+                raise ValueError(f"Gradient of {v.name} has dtype {gr.dtype.name}, expected "
+                                 f"{v.dtype.base_dtype.name}")
+        return pairs
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name: str | None = None):
+        """An op applying the gradients; it also increments `global_step` when given.
+
+        Raises:
+          ValueError: no variable has a gradient (TensorFlow's message lists them).
+          TypeError: a gradient that is neither a Tensor nor IndexedSlices.
+        """
+        from tensorflux.ops import control_flow_ops
+
+        grads_and_vars = list(grads_and_vars)
+        if not grads_and_vars:
+            raise ValueError("No variables provided.")
+        for gr, _ in grads_and_vars:
+            if gr is not None and not isinstance(gr, (Tensor, IndexedSlices)):
+                raise TypeError(f"Gradient must be convertible to a Tensor or IndexedSlices, "
+                                f"or None: {gr!r}")
+        with_grad = [v for gr, v in grads_and_vars if gr is not None]
+        if not with_grad:
+            names = [v.name for _, v in grads_and_vars]
+            raise ValueError(f"No gradients provided for any variable, check your graph for "
+                             f"ops that do not support gradients, between variables {names} "
+                             "and loss.")
+        g = graph_lib.get_graph_from_inputs([v.handle for v in with_grad])
+        with g.as_default():
+            with graph_lib.name_scope(None, self._name, []):
+                self._create_slots(with_grad)
+            updates = []
+            with graph_lib.name_scope(name, self._name, []) as scope:
+                self._prepare()
+                for gr, v in grads_and_vars:
+                    if gr is None:
+                        continue
+                    with graph_lib.name_scope("update_" + v.op.name), g.colocate_with(v.handle):
+                        if isinstance(gr, IndexedSlices):
+                            updates.append(self._resource_apply_sparse_duplicate_indices(
+                                gr.values, v, gr.indices))
+                        else:
+                            updates.append(self._resource_apply_dense(gr, v))
+                if global_step is None:
+                    return self._finish(updates, scope)
+                with g.control_dependencies([self._finish(updates, "update")]):
+                    with g.colocate_with(global_step.handle):
+                        inc = global_step.assign_add(1, name=scope, read_value=False)
+                        return inc if not isinstance(inc, Tensor) else control_flow_ops.group(
+                            inc, name=scope)
+
+    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=GATE_OP,
+                 aggregation_method=None, colocate_gradients_with_ops=False,
+                 name: str | None = None, grad_loss=None):
+        """compute_gradients + apply_gradients; returns the train op."""
+        grads_and_vars = self.compute_gradients(
+            loss, var_list=var_list, gate_gradients=gate_gradients,
+            aggregation_method=aggregation_method,
+            colocate_gradients_with_ops=colocate_gradients_with_ops, grad_loss=grad_loss)
+        if not any(gr is not None for gr, _ in grads_and_vars):
+            names = [v.name for _, v in grads_and_vars]
+            loss_name = loss.name if isinstance(loss, Tensor) else loss
+            raise ValueError(f"No gradients provided for any variable, check your graph for "
+                             f"ops that do not support gradients, between variables {names} "
+                             f"and loss {loss_name}.")
+        return self.apply_gradients(grads_and_vars, global_step=global_step, name=name)
+
+    # ---- slots --------------------------------------------------------------------------
+    def get_slot_names(self) -> list[str]:
+        return sorted(self._slots)
+
+    def get_slot(self, var, name: str):
+        slots = self._slots.get(name)
+        return None if slots is None else slots.get(_var_key(var))
+
+    def variables(self) -> list:
+        """Slot and non-slot variables this optimizer created, sorted by name."""
+        out = [v for slots in self._slots.values() for v in slots.values()]
+        out += list(self._non_slot_dict.values())
+        return sorted(out, key=lambda v: v.name)
+
+    def _zeros_slot(self, var, slot_name: str, op_name: str):
+        from tensorflux.ops import array_ops
+
+        return self._slot(var, slot_name, op_name,
+                          lambda: array_ops.zeros(var.shape.as_list(), var.dtype.base_dtype))
+
+    def _get_or_make_slot(self, var, value, slot_name: str, op_name: str):
+        return self._slot(var, slot_name, op_name,
+                          lambda: convert_to_tensor(value, dtype=var.dtype.base_dtype))
+
+    def _slot(self, var, slot_name: str, op_name: str, make_initial):
+        """A slot variable for `var`, named `<var>/<op_name>`, colocated with it."""
+        from tensorflux.ops import variables
+
+        slots = self._slots.setdefault(slot_name, {})
+        key = _var_key(var)
+        if key not in slots:
+            g = var.op.graph
+            with g.as_default(), graph_lib.name_scope(None), g.colocate_with(var.handle):
+                with g.name_scope(var.op.name + "/"):
+                    slots[key] = variables.Variable(make_initial(), trainable=False,
+                                                    name=op_name,
+                                                    dtype=var.dtype.base_dtype)
+        return slots[key]
+
+    def _non_slot_variable(self, initial_value, name: str, colocate_with):
+        """One variable per graph shared by all slots (e.g. Adam's beta powers)."""
+        from tensorflux.ops import variables
+
+        g = colocate_with.op.graph
+        key = (g, name)
+        if key not in self._non_slot_dict:
+            with g.as_default(), graph_lib.name_scope(None), g.colocate_with(
+                    colocate_with.handle):
+                self._non_slot_dict[key] = variables.Variable(initial_value, name=name,
+                                                              trainable=False)
+        return self._non_slot_dict[key]
+
+    def _get_non_slot_variable(self, name: str, graph=None):
+        graph = graph or graph_lib.get_default_graph()
+        return self._non_slot_dict.get((graph, name))
+
+    # ---- subclass hooks -----------------------------------------------------------------
+    def _create_slots(self, var_list) -> None:
+        pass
+
+    def _prepare(self) -> None:
+        pass
+
+    def _resource_apply_dense(self, grad, var):
+        raise NotImplementedError
+
+    def _resource_apply_sparse(self, grad, var, indices):
+        raise NotImplementedError
+
+    def _resource_apply_sparse_duplicate_indices(self, grad, var, indices):
+        """Sums the rows of repeated indices first, then applies the sparse update."""
+        values, unique = _deduplicate(grad, indices)
+        return self._resource_apply_sparse(values, var, unique)
+
+    def _finish(self, update_ops, name_scope: str):
+        from tensorflux.ops import control_flow_ops
+
+        return control_flow_ops.group(*update_ops, name=name_scope)
+
+    def _hyper(self, value, var, name: str):
+        """A hyperparameter as a tensor of the variable's dtype."""
+        from tensorflux.ops import math_ops
+
+        t = convert_to_tensor(value, name=name) if not isinstance(value, Tensor) else value
+        if t.dtype.base_dtype is not var.dtype.base_dtype:
+            t = math_ops.cast(t, var.dtype.base_dtype)
+        return t
+
+
+def _deduplicate(values, indices):
+    from tensorflux.ops import array_ops, math_ops
+
+    unique, positions = array_ops.unique(indices)
+    summed = math_ops.unsorted_segment_sum(values, positions, array_ops.shape(unique)[0])
+    return summed, unique

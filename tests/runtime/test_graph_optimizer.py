@@ -1,0 +1,62 @@
+"""The graph optimizer: folding and CSE are visible in the step graph; results never change."""
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+
+L0 = tf.ConfigProto(graph_options=tf.GraphOptions(
+    optimizer_options=tf.OptimizerOptions(opt_level=tf.OptimizerOptions.L0)))
+
+
+def _step_nodes(sess):
+    (step,) = sess._steps.values()
+    return [n for p in step.partition_graphs.values() for n in p.nodes]
+
+
+def _graph():
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [None], name="p")
+        c = tf.constant(2.0) + tf.constant(3.0)  # folds to one constant
+        a = p + c
+        b = p + c  # the same expression again: CSE keeps one
+        out = tf.identity(a) + tf.identity(b)
+    return g, p, out
+
+
+def test_folding_and_cse_are_visible_and_harmless():
+    g, p, out = _graph()
+    x = np.arange(3, dtype=np.float32)
+    with tf.Session(graph=g) as s1, tf.Session(graph=g, config=L0) as s0:
+        v1, v0 = s1.run(out, {p: x}), s0.run(out, {p: x})
+        np.testing.assert_array_equal(v1, v0)
+        np.testing.assert_array_equal(v1, 2 * (x + 5))
+        ops1 = [n.op for n in _step_nodes(s1)]
+        ops0 = [n.op for n in _step_nodes(s0)]
+    assert ops0.count("AddV2") == 4 and ops1.count("AddV2") == 2
+    assert ops0.count("Identity") == 2 and ops1.count("Identity") == 1
+    assert ops1.count("Const") == 1
+
+
+@pytest.mark.parametrize("flags", [(True, False), (False, True)])
+def test_individual_flags_at_l0(flags):
+    fold, cse = flags
+    g, p, out = _graph()
+    cfg = tf.ConfigProto(graph_options=tf.GraphOptions(optimizer_options=tf.OptimizerOptions(
+        opt_level=tf.OptimizerOptions.L0, do_constant_folding=fold,
+        do_common_subexpression_elimination=cse)))
+    with tf.Session(graph=g, config=cfg) as s:
+        np.testing.assert_array_equal(s.run(out, {p: [1.0]}), [12.0])
+        ops = [n.op for n in _step_nodes(s)]
+    assert (ops.count("Const") == 1) == fold
+    assert (ops.count("Identity") == 1) == cse
+
+
+def test_fed_and_fetched_nodes_keep_identity():
+    g = tf.Graph()
+    with g.as_default():
+        c1 = tf.constant(1.0) + tf.constant(1.0)
+        c2 = tf.constant(1.0) + tf.constant(1.0)
+    with tf.Session(graph=g) as s:
+        assert s.run([c1, c2], {c1: 5.0}) == [5.0, 2.0]
