@@ -240,7 +240,7 @@ class Graph:
             finally:
                 self._control_dependencies_stack = saved
             return
-        ops: list[Operation] = []
+        ops: dict[Operation, None] = {}  # an ordered set
         current = {op for c in self._control_dependencies_stack for op in c.ops}
         for c in control_inputs:
             if hasattr(c, "_as_graph_element") and not isinstance(c, (Tensor, Operation)):
@@ -254,9 +254,9 @@ class Graph:
                 raise TypeError(f"Control input must be Operation or Tensor: {c}")
             if c.graph is not self:
                 raise ValueError(f"Control input {c.name} must be from the same graph.")
-            if c not in current and c not in ops:
-                ops.append(c)
-        controller = _ControlDependencies(ops)
+            if c not in current:
+                ops[c] = None
+        controller = _ControlDependencies(list(ops))
         self._control_dependencies_stack.append(controller)
         try:
             yield None
@@ -270,14 +270,14 @@ class Graph:
         inside that scope, and so is a control op that already feeds a data input: in both
         cases the dependency holds through a data edge.
         """
-        ret: list[Operation] = []
+        ret: dict[Operation, None] = {}  # an ordered set
         input_ops = {t._op for t in inputs}
         for controller in self._control_dependencies_stack:
             if input_ops.isdisjoint(controller.seen):
                 for op in controller.ops:
-                    if op not in ret and op not in input_ops:
-                        ret.append(op)
-        return ret
+                    if op not in input_ops:
+                        ret[op] = None
+        return list(ret)
 
     # ---- devices and colocation ---------------------------------------------------------
     @contextlib.contextmanager

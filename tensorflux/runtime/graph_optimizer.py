@@ -172,8 +172,11 @@ def eliminate_common_subexpressions(sg: StepGraph) -> int:
     fetched = set(sg.targets)
     removed = 0
     for n in _topological(sg):
-        n.inputs = [mapping.get(e, e) for e in n.inputs]
-        n.control_inputs = list(dict.fromkeys(replaced.get(c, c) for c in n.control_inputs))
+        if mapping:
+            n.inputs = [mapping.get(e, e) for e in n.inputs]
+        if replaced and n.control_inputs:
+            n.control_inputs = list(dict.fromkeys(replaced.get(c, c)
+                                                  for c in n.control_inputs))
         if not (_stateless(n) or n.op == "Const") or n in fetched:
             continue
         if n.op == "Const" and n.attrs["value"].nbytes > MAX_FOLDED_BYTES:

@@ -28,14 +28,17 @@ _counter = itertools.count()
 
 
 def eligible(nodes: Iterable[Node], device_type: str) -> bool:
-    """True when every node has a synchronous kernel and none is a control-flow op."""
+    """True when every node has a synchronous kernel and none is a control-flow op.
+
+    (Without control-flow ops a partition is acyclic: only NextIteration edges close loops.)
+    """
     for n in nodes:
         if n.op in CONTROL_FLOW_OPS:
             return False
         kdef = kernel_registry.find_kernel(n.op, device_type, n.attrs)
         if kdef is None or kdef.is_async:
             return False
-    return _topological(list(nodes)) is not None
+    return True
 
 
 def _topological(nodes: list[Node]) -> list[Node] | None:
@@ -138,6 +141,10 @@ def _generate(order: list[Node], device_type: str, fetches):
     # Drop each local right after the statement that last reads it (or, if nothing reads it,
     # right after the statement that makes it).
     stmt_of = {node: idx for idx, (_, node, _) in enumerate(body)}
+    # next_stmt[pos]: the first statement emitted for order[pos] or a later node.
+    next_stmt: list[int | None] = [None] * (len(order) + 1)
+    for pos in range(len(order) - 1, -1, -1):
+        next_stmt[pos] = stmt_of.get(order[pos], next_stmt[pos + 1])
     frees: dict[int, list[str]] = {}
     for idx, (_, _, outs) in enumerate(body):
         for o in outs:
@@ -146,7 +153,7 @@ def _generate(order: list[Node], device_type: str, fetches):
     for var, pos in last_use.items():
         if var in pinned:
             continue
-        idx = next((stmt_of[m] for m in order[pos:] if m in stmt_of), None)
+        idx = next_stmt[pos]
         if idx is not None:
             frees.setdefault(idx, []).append(var)
     defined = set()

@@ -1,0 +1,85 @@
+"""Checks of the benchmark harness's bookkeeping: parsing, best-of, speed-up, the table, and
+crash handling. No timing is asserted. Run with
+
+    .venv/bin/python -m pytest benchmarks/test_harness.py
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
+
+def _fig(name, value, backend, better="higher", **extra):
+    return harness.Figure(name=name, backend=backend, value=value, unit="ops/s",
+                          better=better, extra=extra)
+
+
+def test_parse_output_keeps_json_figures_only():
+    out = "\n".join(["warning: noise", json.dumps({"name": "a", "value": 2.0, "unit": "us",
+                                                   "better": "lower", "target": 2.0}),
+                     "{not json", json.dumps({"name": "b", "error": "no attribute 'nn'"})])
+    figs = harness.parse_output(out, "tensorflux")
+    assert [f.name for f in figs] == ["a", "b"]
+    assert figs[0].value == 2.0 and figs[0].extra == {"target": 2.0}
+    assert figs[1].error == "no attribute 'nn'" and figs[1].value is None
+
+
+@pytest.mark.parametrize("better, tfx, tf, expected", [
+    ("higher", 10.0, 5.0, 2.0),   # twice TF's rate
+    ("lower", 10.0, 5.0, 0.5),    # twice TF's time
+    ("lower", 100.0, 200.0, 2.0),
+])
+def test_speedup_is_how_many_times_faster_tensorflux_is(better, tfx, tf, expected):
+    got = harness.speedup(_fig("x", tfx, "tensorflux", better), _fig("x", tf, "tensorflow",
+                                                                       better))
+    assert got == pytest.approx(expected)
+
+
+def test_results_keep_the_best_value_and_errors_lose():
+    r = harness.Results()
+    r.add("p", harness.Figure(name="t", backend="tensorflux", error="boom"))
+    r.add("p", _fig("t", 3.0, "tensorflux", "lower"))
+    r.add("p", _fig("t", 5.0, "tensorflux", "lower"))
+    r.add("p", _fig("t", 2.0, "tensorflux", "lower"))
+    assert r.get("p", "t", "tensorflux").value == 2.0
+    assert r.order == [("p", "t")]
+
+
+def test_table_marks_targets_errors_and_compare_to():
+    r = harness.Results()
+    r.add("p", _fig("chain", 20.0, "tensorflux", target=1.0, label="chain"))
+    r.add("p", _fig("chain", 10.0, "tensorflow", target=1.0, label="chain"))
+    r.add("p", _fig("chain_df", 5.0, "tensorflux", compare_to="chain", label="dataflow"))
+    r.add("q", harness.Figure(name="mlp", backend="tensorflux", error="AttributeError: nn",
+                              extra={"label": "mlp", "target": 1.0}))
+    r.add("q", _fig("mlp", 4.0, "tensorflow", "lower", label="mlp", target=1.0))
+    rows, notes = harness.table(r, ["p", "q", "gone"], tf_available=True)
+    body = "\n".join(rows)
+    assert "| chain | 20.0 ops/s | 10.0 ops/s | 2.00× | ≥ 1.00× | yes |" in body
+    assert "| dataflow | 5.00 ops/s | 10.0 ops/s | 0.50× | (info) | — |" in body
+    assert "| mlp | n/a (error) | 4.00 ops/s | n/a | ≥ 1.00× | ? |" in body
+    assert "| gone | n/a (no figures) |" in body
+    assert any("AttributeError: nn" in n for n in notes)
+
+
+def test_a_crashing_program_is_reported_not_raised(tmp_path, monkeypatch):
+    (tmp_path / "crash.py").write_text(
+        'import json\nprint(json.dumps({"name": "half", "value": 1, "unit": "s", '
+        '"better": "lower"}))\nraise SystemExit("died here")\n')
+    monkeypatch.setattr(harness, "PROGRAMS", tmp_path)
+    figures, failure = harness.run_program("crash", "tensorflux", timeout=60)
+    assert [f.name for f in figures] == ["half"]
+    assert failure is not None and "died here" in failure
+
+
+def test_session_run_latency_program_prints_a_figure():
+    figures, failure = harness.run_program("session_run_latency", "tensorflux", timeout=120)
+    assert failure is None
+    (fig,) = figures
+    assert fig.name == "session_run_latency" and fig.unit == "us" and fig.better == "lower"
+    assert fig.error is not None or fig.value > 0
