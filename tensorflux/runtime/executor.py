@@ -75,7 +75,8 @@ class _Item:
 
     __slots__ = ("node", "kernel", "is_async", "expensive", "kind", "frame", "out_frame",
                  "local", "in_slots", "out_base", "num_outputs", "out_edges", "num_data_inputs",
-                 "enter_frame", "is_constant", "parallel_iterations", "is_enter")
+                 "enter_frame", "is_constant", "parallel_iterations", "is_enter", "fast",
+                 "fast_edges")
 
     def __init__(self, node: Node):
         self.node = node
@@ -163,6 +164,13 @@ class Executor:
             for c in it.node.control_inputs:
                 item_of[c].out_edges.append((it, -1))
         self.frames = _analyze_frames(self.items, item_of)
+        for it in self.items:
+            # The common case, run by the driver loop without any helper call: a synchronous
+            # kernel of a plain op whose outputs stay in its frame and feed no Merge.
+            it.fast = (it.kind == NORMAL and not it.is_async and not it.expensive
+                       and it.node.op not in CONTROL_FLOW_OPS
+                       and all(dst.kind != MERGE for dst, _ in it.out_edges))
+            it.fast_edges = [(dst, dst.local) for dst, _ in it.out_edges]
         self.root_info = self.frames[""]
         self.roots = [it for it in self.items if self.root_info.pending_init[it.local] == 0
                       and it.frame is self.root_info]
@@ -255,10 +263,53 @@ class _Run:
         for it in self.ex.roots:
             root_iter.outstanding_ops += 1
             self.ready.append((it, self.root, 0))
+        ready = self.ready
+        ctx = self.ctx
         while True:
-            while self.ready and self.error is None:
-                it, frame, i = self.ready.popleft()
-                self._process(it, frame, i)
+            while ready and self.error is None:
+                it, frame, i = ready.popleft()
+                if not it.fast:
+                    self._process(it, frame, i)
+                    continue
+                # Inline fast path (see _Item.fast): gather, release, run, store, propagate.
+                st = frame.iterations[i]
+                entries = st.entries
+                uses = st.uses
+                slots = it.in_slots
+                inputs = [entries[s] for s in slots]
+                for s in slots:
+                    u = uses[s] - 1
+                    uses[s] = u
+                    if u == 0:
+                        entries[s] = None
+                if st.dead[it.local]:
+                    self._complete(it, frame, i, None, True)
+                    continue
+                try:
+                    out = it.kernel(ctx, *inputs)
+                except BaseException as e:  # noqa: BLE001 - reported as the step's error
+                    self._fail(e, it)
+                    continue
+                n = it.num_outputs
+                if n == 1:
+                    entries[it.out_base] = out
+                elif n:
+                    if out is None or len(out) != n:
+                        self._complete(it, frame, i, out, False)  # reports the mismatch
+                        continue
+                    base = it.out_base
+                    for k in range(n):
+                        entries[base + k] = out[k]
+                pending = st.pending
+                for dst, d in it.fast_edges:
+                    p = pending[d] - 1
+                    pending[d] = p
+                    if p == 0:
+                        st.outstanding_ops += 1
+                        ready.append((dst, frame, i))
+                st.outstanding_ops -= 1
+                if st.outstanding_ops == 0 and st.outstanding_frames == 0:
+                    self._cleanup_iterations(frame, i)
             if self.in_flight == 0:
                 break
             self._wait_one()
