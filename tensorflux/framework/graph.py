@@ -483,11 +483,14 @@ class Graph:
 
     def _create_op_internal(self, op_type: str, inputs: tuple[Tensor, ...],
                             attrs: dict[str, Any], name: str,
-                            output_dtypes=None, compute_shapes: bool = True) -> Operation:
+                            output_dtypes=None, compute_shapes: bool = True,
+                            control_inputs: list[Operation] | None = None) -> Operation:
         """Adds an op whose attributes are complete Python values; the one creation path.
 
         `name` is made unique in the current name scope unless it ends with "/", in which case
-        it is taken as an already-unique full name.
+        it is taken as an already-unique full name. `control_inputs`, when given, replace the
+        ones the enclosing control_dependencies scopes imply (graph import passes the node's
+        own plus the scopes'); the op still counts as created inside those scopes.
         """
         from tensorflux.framework import op_def_library
 
@@ -516,7 +519,10 @@ class Graph:
             if self._container and opdef is not None and opdef.is_stateful \
                     and "container" in opdef.attrs and not attrs.get("container"):
                 attrs["container"] = self._container
-            control_inputs = self._control_inputs_for(inputs)
+            if control_inputs is None:
+                control_inputs = self._control_inputs_for(inputs)
+            else:
+                control_inputs = list(control_inputs)
             op = Operation(self, full_name, op_type, opdef, inputs, list(output_dtypes or ()),
                            attrs, control_inputs, len(self._ops))
             self._place(op)

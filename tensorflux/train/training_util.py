@@ -42,7 +42,7 @@ def write_graph(graph_or_graph_def, logdir: str, name: str, as_text: bool = True
     os.makedirs(logdir, exist_ok=True)
     path = os.path.join(logdir, name)
     if as_text:
-        data = text_format.MessageToString(graph_def, float_format="").encode("utf-8")
+        data = text_format.MessageToString(graph_def).encode("utf-8")
     else:
         data = graph_def.SerializeToString(deterministic=True)
     _atomic_write(path, data)
