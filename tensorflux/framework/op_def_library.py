@@ -119,9 +119,8 @@ def _convert_one(op_type, opdef, arg: ArgDef, value, dtype, bound, convert) -> T
     if isinstance(value, Tensor):
         t = value
         if dtype is not None and t.dtype.base_dtype != dtype:
-            other = _bound_by(opdef, arg)
             raise TypeError(f"Input '{arg.name}' of '{op_type}' Op has type {t.dtype.name} that "
-                            f"does not match {other}{dtype.name}.")
+                            f"does not match {_expected(opdef, arg, dtype)}.")
     else:
         try:
             t = convert(value, dtype=dtype, name=arg.name, preferred_dtype=preferred)
@@ -141,13 +140,14 @@ def _convert_one(op_type, opdef, arg: ArgDef, value, dtype, bound, convert) -> T
     return t
 
 
-def _bound_by(opdef: OpDef, arg: ArgDef) -> str:
+def _expected(opdef: OpDef, arg: ArgDef, dtype) -> str:
+    """TensorFlow's wording for what a mismatched input should have been."""
     if arg.dtype is not None:
-        return "expected type of "
+        return f"expected type of {dtype.name}"
     for other in opdef.inputs:
         if other.type_attr == arg.type_attr and other is not arg:
-            return f"type of argument '{other.name}': "
-    return "type "
+            return f"type {dtype.name} of argument '{other.name}'"
+    return f"type {dtype.name}"
 
 
 def _flatten(values):

@@ -52,6 +52,10 @@ class Tensor:
         "__invert__", "__neg__", "__abs__", "__getitem__",
     ))
 
+    # NumPy defers to our reflected operators: `np.ones(3) + t` is `t.__radd__(...)`.
+    __array_priority__ = 100
+    __array_ufunc__ = None
+
     def __init__(self, op: Operation, value_index: int, dtype: dtypes.DType):
         self._op = op
         self._value_index = value_index

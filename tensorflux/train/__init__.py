@@ -25,11 +25,12 @@ from tensorflux.train.learning_rate_decay import (
 from tensorflux.train.momentum import MomentumOptimizer
 from tensorflux.train.optimizer import Optimizer
 from tensorflux.train.rmsprop import RMSPropOptimizer
+from tensorflux.train.training_util import write_graph
 
 __all__ = [
     "AdadeltaOptimizer", "AdagradOptimizer", "AdamOptimizer", "FtrlOptimizer",
     "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer", "RMSPropOptimizer",
     "cosine_decay", "create_global_step", "exponential_decay", "get_global_step",
     "get_or_create_global_step", "global_step", "inverse_time_decay", "natural_exp_decay",
-    "piecewise_constant", "polynomial_decay",
+    "piecewise_constant", "polynomial_decay", "write_graph",
 ]
