@@ -117,42 +117,43 @@ def _takes_index(fn) -> bool:
     return getattr(fn, "_takes_index", False)
 
 
+_shape_evaluators: dict[str, Callable[[Tensor], TensorShape | None]] = {}
+
+
+def shape_evaluator(*op_types: str):
+    """Registers `fn(tensor) -> TensorShape or None`: the partially known value of a
+    shape-valued (1-D integer) output of an op of these types, for `constant_value_as_shape`.
+
+    Shape gives its input's static shape, Pack its scalar dims, ConcatV2 and StridedSlice
+    concatenate and slice partial shapes, and so on (see tensorflux/ops/array_ops.py).
+    """
+
+    def register(fn):
+        for t in op_types:
+            _shape_evaluators[t] = fn
+        return fn
+
+    return register
+
+
 def constant_value_as_shape(tensor: Tensor) -> TensorShape:
     """A shape-valued tensor (e.g. Reshape's `shape`) as a partially known TensorShape.
 
-    -1 entries become unknown dimensions; a fully unknown value gives a shape of the right
-    rank when the tensor's own static shape tells the rank.
+    A fully known value gives its dims (-1 entries become unknown dimensions); otherwise the
+    producing op's registered `shape_evaluator` is asked; failing that, a shape of the right
+    rank when the tensor's own static shape tells the rank, else an unknown shape.
     """
     value = constant_value(tensor)
     if value is not None:
         return TensorShape([None if int(d) < 0 else int(d) for d in np.reshape(value, -1)])
-    op = tensor.op
-    if op.type == "Shape":
-        return op.inputs[0].shape
-    if op.type == "Pack":
-        dims = []
-        for t in op.inputs:
-            v = constant_value(t)
-            dims.append(None if v is None or int(v) < 0 else int(v))
-        return TensorShape(dims)
-    if op.type == "ConcatV2":
-        shape = TensorShape([])
-        for t in op.inputs[:-1]:
-            shape = shape.concatenate(constant_value_as_shape(t))
-        return shape
-    if op.type == "StridedSlice" and op.inputs[0].op.type == "Shape":
-        begin = constant_value(op.inputs[1])
-        end = constant_value(op.inputs[2])
-        strides = constant_value(op.inputs[3])
-        full = op.inputs[0].op.inputs[0].shape
-        masks = [op.attrs.get(k, 0) for k in ("begin_mask", "end_mask", "ellipsis_mask",
-                                              "new_axis_mask", "shrink_axis_mask")]
-        if begin is not None and end is not None and strides is not None and \
-                full.ndims is not None and not any(masks[2:]) and len(begin) == 1:
-            b = None if masks[0] & 1 else int(begin[0])
-            e = None if masks[1] & 1 else int(end[0])
-            dims = full.as_list()[slice(b, e, int(strides[0]))]
-            return TensorShape(dims)
+    fn = _shape_evaluators.get(tensor.op.type)
+    if fn is not None:
+        try:
+            shape = fn(tensor)
+        except (ValueError, TypeError, IndexError):
+            shape = None
+        if shape is not None:
+            return shape
     shape = tensor.shape
     if shape.ndims == 1 and shape.as_list()[0] is not None:
         return tensor_shape.unknown_shape(rank=shape.as_list()[0])

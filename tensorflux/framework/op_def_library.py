@@ -8,6 +8,8 @@ TypeError for dtype mismatches, ValueError for bad attribute values and shape co
 
 from __future__ import annotations
 
+import contextlib
+
 from typing import Any
 
 from tensorflux.framework import attr_values, dtypes, op_registry, tensor_shape
@@ -56,15 +58,21 @@ def apply_op(op_type: str, name: str | None = None, **keywords) -> Any:
 
     inputs: list[Tensor] = []
     with g.as_default():
-        for arg, value in zip(opdef.inputs, input_values, strict=True):
-            inputs.extend(_convert_arg(op_type, opdef, arg, value, bound, attrs,
-                                       convert_to_tensor))
+        # As in TensorFlow, inputs converted from Python values are named inside the op's
+        # own scope ("Reshape/shape"), and the op takes that scope's (unique) name.
+        needs_scope = not all(isinstance(v, Tensor) for v in _flatten(input_values))
+        scope = g.name_scope(name or op_type) if needs_scope else contextlib.nullcontext()
+        with scope as scope_name:
+            for arg, value in zip(opdef.inputs, input_values, strict=True):
+                inputs.extend(_convert_arg(op_type, opdef, arg, value, bound, attrs,
+                                           convert_to_tensor))
     for k, dt in bound.items():
         if k in explicit_types and explicit_types[k] != dt:
             raise TypeError(f"Input of '{op_type}' Op has type {dt.name} that does not match "
                             f"attr {k}={explicit_types[k].name}.")
         attrs[k] = dt
-    op = g._create_op_internal(op_type, tuple(inputs), attrs, name or op_type)
+    op_name = scope_name if needs_scope and scope_name else (name or op_type)
+    op = g._create_op_internal(op_type, tuple(inputs), attrs, op_name)
     return _op_result(opdef, op)
 
 

@@ -7,6 +7,8 @@ ControlTrigger. The executor gives them their meaning (tensorflux/runtime/execut
 
 from __future__ import annotations
 
+import builtins
+
 from tensorflux.framework import common_shapes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
@@ -39,7 +41,7 @@ def _as_op(x) -> Operation:
 
 def _flatten(inputs):
     for x in inputs:
-        if isinstance(x, (list, tuple)):
+        if isinstance(x, (list, builtins.tuple)):  # `tuple` is tf.tuple in this module
             yield from _flatten(x)
         elif isinstance(x, dict):
             yield from _flatten(list(x.values()))

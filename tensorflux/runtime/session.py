@@ -361,7 +361,7 @@ def _results(fetch_tensors: list[Tensor], feed_map: dict, raw: list) -> list:
         if type(v) is np.ndarray:
             if v.ndim == 0:
                 v = v[()]
-            elif not exclusively_owned(v, 2):  # the raw list and our local name
+            elif not v.flags.writeable or not exclusively_owned(v, 2):  # raw list + local
                 v = v.copy()
         elif not isinstance(v, np.generic):
             v = np.asarray(v, dtype=t.dtype.as_numpy_dtype)

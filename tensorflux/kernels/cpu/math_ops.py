@@ -376,6 +376,10 @@ def _add_n(ctx, *xs):
     if len(xs) == 1:
         return first.copy()
     out = np.add(xs[0], xs[1])
+    if type(out) is not np.ndarray:  # 0-d inputs give a NumPy scalar: no buffer to reuse
+        for x in xs[2:]:
+            out = out + x
+        return np.asarray(out, dtype=first.dtype)
     for x in xs[2:]:
         np.add(out, x, out=out)
     return out

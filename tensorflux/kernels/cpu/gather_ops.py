@@ -1,0 +1,312 @@
+"""CPU kernels of the gathering, scattering and selection ops (tensorflux/ops/gather_ops.py).
+
+Indices are validated the way TensorFlow does (NumPy would wrap negative ones around):
+an out-of-range index is an InvalidArgumentError naming its position.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorflux.kernels.cpu.array_ops import _invalid, _shape_str, _zeros
+from tensorflux.kernels.registry import kernel, kernel_factory
+
+
+def _position(shape, flat: int) -> str:
+    return ",".join(str(int(i)) for i in np.unravel_index(flat, shape)) if shape else ""
+
+
+def _check_range(indices: np.ndarray, limit: int, what: str = "indices") -> None:
+    """InvalidArgumentError for the first entry of `indices` outside [0, limit)."""
+    if indices.size == 0:
+        return
+    if indices.min() >= 0 and indices.max() < limit:
+        return
+    flat = int(np.flatnonzero((indices.reshape(-1) < 0) | (indices.reshape(-1) >= limit))[0])
+    pos = _position(indices.shape, flat)
+    name = f"{what}[{pos}]" if indices.ndim else what
+    raise _invalid(f"{name} = {int(indices.reshape(-1)[flat])} is not in [0, {limit})")
+
+
+# ---- Gather, GatherV2 ---------------------------------------------------------------------
+
+
+def _gather(params, indices, axis: int, batch_dims: int):
+    n = params.ndim
+    if not -n <= axis < n:
+        raise _invalid(f"Expected axis in the range [{-n}, {n}), but got {axis}")
+    axis %= n
+    if params.ndim == 0:
+        raise _invalid("params must be at least 1 dimensional")
+    _check_range(indices, params.shape[axis])
+    if batch_dims == 0:
+        return np.take(params, indices, axis=axis)
+    if batch_dims < 0:
+        batch_dims += indices.ndim
+    if params.shape[:batch_dims] != indices.shape[:batch_dims]:
+        raise _invalid(f"params.shape[:{batch_dims}] {_shape_str(params.shape[:batch_dims])} "
+                       f"should equal indices.shape[:{batch_dims}] "
+                       f"{_shape_str(indices.shape[:batch_dims])}")
+    # Flatten the batch dims, gather per batch with one fancy index, restore the batch.
+    batch = params.shape[:batch_dims]
+    b = int(np.prod(batch, dtype=np.int64))
+    p = params.reshape((b,) + params.shape[batch_dims:])
+    idx = indices.reshape((b,) + indices.shape[batch_dims:])
+    a = axis - batch_dims + 1  # the gathered axis of p
+    p = np.moveaxis(p, a, 1)  # (b, N, pre..., post...)
+    rows = np.arange(b).reshape((b,) + (1,) * (idx.ndim - 1))
+    out = p[rows, idx]  # (b, idx..., pre..., post...)
+    k = idx.ndim - 1
+    pre = a - 1
+    order = [0] + list(range(1 + k, 1 + k + pre)) + list(range(1, 1 + k)) + \
+        list(range(1 + k + pre, out.ndim))
+    out = np.transpose(out, order)
+    return out.reshape(batch + out.shape[1:])
+
+
+@kernel_factory("GatherV2")
+def _gather_v2(node):
+    batch_dims = node.attrs["batch_dims"]
+
+    def compute(ctx, params, indices, axis):
+        return _gather(params, indices, int(axis), batch_dims)
+
+    return compute
+
+
+@kernel("Gather")
+def _gather_v1(ctx, params, indices):
+    return _gather(params, indices, 0, 0)
+
+
+# ---- GatherNd, ScatterNd ------------------------------------------------------------------
+
+
+@kernel("GatherNd")
+def _gather_nd(ctx, params, indices):
+    if indices.ndim == 0:
+        raise _invalid("indices must be at least a vector")
+    k = indices.shape[-1]
+    if k > params.ndim:
+        raise _invalid(f"index innermost dimension length must be <= params rank; saw: {k} vs. "
+                       f"{params.ndim}")
+    outer = indices.shape[:-1]
+    flat = indices.reshape(-1, k)
+    limits = np.array(params.shape[:k], dtype=np.int64)
+    bad = (flat < 0) | (flat >= limits)
+    if bad.any():
+        i = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise _invalid(f"indices{_bracket(outer, i)} = [{', '.join(map(str, flat[i].tolist()))}]"
+                       f" does not index into param shape {_shape_str(params.shape)}, node "
+                       "name: GatherNd")
+    if k == 0:
+        return np.array(np.broadcast_to(params, outer + params.shape))
+    out = params[tuple(flat.T)]
+    return out.reshape(outer + params.shape[k:])
+
+
+def _bracket(outer, i: int) -> str:
+    return f"[{_position(outer, i)}]" if outer else ""
+
+
+@kernel("ScatterNd")
+def _scatter_nd(ctx, indices, updates, shape):
+    shape = tuple(shape.tolist())
+    if indices.ndim == 0:
+        raise _invalid("Indices must be at least a vector")
+    k = indices.shape[-1]
+    outer = indices.shape[:-1]
+    if updates.shape[:len(outer)] != outer or updates.shape[len(outer):] != shape[k:]:
+        raise _invalid(f"Dimensions [0,{len(outer)}) of indices[shape="
+                       f"{_shape_str(indices.shape)}] must match dimensions [0,{len(outer)}) "
+                       f"of updates[shape={_shape_str(updates.shape)}]")
+    flat = indices.reshape(-1, k)
+    limits = np.array(shape[:k], dtype=np.int64)
+    bad = (flat < 0) | (flat >= limits)
+    if bad.any():
+        i = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise _invalid(f"indices{_bracket(outer, i)} = [{', '.join(map(str, flat[i].tolist()))}]"
+                       f" does not index into shape {_shape_str(shape)}")
+    out = _zeros(shape, updates.dtype)
+    rows = updates.reshape((-1,) + shape[k:])
+    if k == 1 and flat.shape[0]:
+        # np.add.at is slow; without repeated indices a plain assignment does the same.
+        ids = flat[:, 0]
+        if np.unique(ids).size == ids.size:
+            out[ids] = rows
+            return out
+    np.add.at(out, tuple(flat.T), rows)
+    return out
+
+
+# ---- OneHot --------------------------------------------------------------------------------
+
+
+@kernel_factory("OneHot")
+def _one_hot(node):
+    axis = node.attrs["axis"]
+
+    def compute(ctx, indices, depth, on_value, off_value):
+        depth = int(depth)
+        if depth < 0:
+            raise _invalid(f"depth must be non-negative, got: {depth}")
+        n = indices.ndim
+        if not -1 <= axis <= n:
+            raise _invalid(f"Expected axis to be -1 or between [0, {n + 1}).  But received: "
+                           f"{axis}")
+        hot = indices[..., None] == np.arange(depth, dtype=indices.dtype)
+        out = np.where(hot, on_value, off_value)
+        if axis != -1 and axis != n:
+            out = np.moveaxis(out, -1, axis)
+        return out
+
+    return compute
+
+
+# ---- Unique --------------------------------------------------------------------------------
+
+
+@kernel_factory("Unique")
+def _unique(node):
+    idx_type = node.attrs["out_idx"].as_numpy_dtype
+
+    def compute(ctx, x):
+        if x.ndim != 1:
+            raise _invalid("unique expects a 1D vector.")
+        if x.size == 0:
+            return x.copy(), np.zeros(0, dtype=idx_type)
+        values, first, inverse = np.unique(x, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # by first appearance, as TF orders them
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        return values[order], rank[inverse.reshape(-1)].astype(idx_type)
+
+    return compute
+
+
+# ---- TopKV2 --------------------------------------------------------------------------------
+
+
+def _descending_stable(x: np.ndarray) -> np.ndarray:
+    """argsort of the last axis, largest first, equal values in index order (TF's order)."""
+    n = x.shape[-1]
+    return (n - 1) - np.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+
+
+def _top_k_by_argmax(rows: np.ndarray, k: int) -> np.ndarray | None:
+    """k rounds of argmax (which returns the first, i.e. lowest-index, maximum), each taking
+    the winner out: O(k n) and much faster than sorting for small k. None when a value
+    equals the sentinel used to take winners out (or is NaN): the caller sorts instead."""
+    if rows.dtype.kind == "f":
+        sentinel = -np.inf
+        if not np.isfinite(rows.min()) or np.isnan(rows).any():
+            return None
+    elif rows.dtype.kind in "iu":
+        sentinel = np.iinfo(rows.dtype).min
+        if rows.min() == sentinel:
+            return None
+    else:
+        return None
+    work = rows.copy()
+    r = np.arange(rows.shape[0])
+    out = np.empty((rows.shape[0], k), dtype=np.int64)
+    for j in range(k):
+        a = work.argmax(axis=1)
+        out[:, j] = a
+        work[r, a] = sentinel
+    return out
+
+
+def _top_k_indices(x: np.ndarray, k: int) -> np.ndarray:
+    n = x.shape[-1]
+    if k == 0:
+        return np.zeros(x.shape[:-1] + (0,), dtype=np.int64)
+    if k <= 16 and 2 * k <= n and x.size:
+        got = _top_k_by_argmax(x.reshape(-1, n), k)
+        if got is not None:
+            return got.reshape(x.shape[:-1] + (k,))
+    if 8 * k > n or n < 64 or (x.dtype.kind == "f" and np.isnan(x).any()):
+        return _descending_stable(x)[..., :k]
+    # Large n, small k: select the k largest in O(n) per row (ties at the threshold go to
+    # the lowest indices), then sort only those.
+    rows = x.reshape(-1, n)
+    thr = np.partition(rows, n - k, axis=-1)[:, n - k:n - k + 1]
+    above = rows > thr
+    need = k - above.sum(axis=1, keepdims=True)
+    equal = rows == thr
+    chosen = above | (equal & (np.cumsum(equal, axis=1) <= need))
+    cols = np.nonzero(chosen)[1].reshape(-1, k)
+    order = _descending_stable(np.take_along_axis(rows, cols, axis=1))
+    return np.take_along_axis(cols, order, axis=1).reshape(x.shape[:-1] + (k,))
+
+
+@kernel_factory("TopKV2")
+def _top_k(node):
+    idx_type = node.attrs["index_type"].as_numpy_dtype
+
+    def compute(ctx, x, k):
+        k = int(k)
+        if k < 0:
+            raise _invalid(f"Need k >= 0, got {k}")
+        if x.ndim < 1:
+            raise _invalid(f"input must be >= 1-D, got shape {_shape_str(x.shape)}")
+        if x.shape[-1] < k:
+            raise _invalid(f"input must have at least k columns. Had {x.shape[-1]}, needed {k}")
+        idx = _top_k_indices(x, k)
+        return np.take_along_axis(x, idx, axis=-1), idx.astype(idx_type)
+
+    return compute
+
+
+# ---- DynamicPartition, DynamicStitch -------------------------------------------------------
+
+
+@kernel_factory("DynamicPartition")
+def _dynamic_partition(node):
+    num = node.attrs["num_partitions"]
+
+    def compute(ctx, data, partitions):
+        p = partitions
+        if data.shape[:p.ndim] != p.shape:
+            raise _invalid(f"data.shape must start with partitions.shape, got data.shape = "
+                           f"{_shape_str(data.shape)}, partitions.shape = "
+                           f"{_shape_str(p.shape)}")
+        _check_range(p, num, "partitions")
+        rows = data.reshape((-1,) + data.shape[p.ndim:])
+        flat = p.reshape(-1)
+        if num == 1:
+            return (rows.copy(),)
+        order = np.argsort(flat, kind="stable")
+        counts = np.bincount(flat, minlength=num)
+        return tuple(np.split(rows[order], np.cumsum(counts)[:-1]))
+
+    return compute
+
+
+@kernel_factory("DynamicStitch", "ParallelDynamicStitch")
+def _dynamic_stitch(node):
+    n = node.attrs["N"]
+
+    def compute(ctx, *args):
+        indices, data = args[:n], args[n:]
+        rest = data[0].shape[indices[0].ndim:]
+        size = 0
+        for i, (idx, d) in enumerate(zip(indices, data, strict=True)):
+            if d.shape[:idx.ndim] != idx.shape:
+                raise _invalid(f"data[{i}].shape = {_shape_str(d.shape)} does not start with "
+                               f"indices[{i}].shape = {_shape_str(idx.shape)}")
+            if d.shape[idx.ndim:] != rest:
+                raise _invalid(f"Need data[0].shape[{indices[0].ndim}:] = {_shape_str(rest)} "
+                               f"to match data[{i}].shape[{idx.ndim}:] = "
+                               f"{_shape_str(d.shape[idx.ndim:])}")
+            if idx.size:
+                if idx.min() < 0:
+                    bad = int(np.flatnonzero(idx.reshape(-1) < 0)[0])
+                    raise _invalid(f"indices[{bad}] is out of range")
+                size = max(size, int(idx.max()) + 1)
+        out = _zeros((size,) + rest, data[0].dtype)
+        for idx, d in zip(indices, data, strict=True):
+            out[idx.reshape(-1)] = d.reshape((-1,) + rest)
+        return out
+
+    return compute

@@ -1,0 +1,316 @@
+"""CPU kernels of the joining ops (tensorflux/ops/joining_ops.py): ConcatV2, ConcatOffset,
+Split, SplitV, Pack, Unpack, Tile, Pad, PadV2, MirrorPad, MirrorPadGrad, BroadcastTo,
+BroadcastArgs, ReverseV2.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorflux.framework import errors
+from tensorflux.kernels.cpu.array_ops import _OBJECT, _invalid, _shape_str
+from tensorflux.kernels.registry import kernel, kernel_factory
+
+# ---- ConcatV2, ConcatOffset ------------------------------------------------------------------
+
+
+def _concat_error(values, axis: int) -> errors.InvalidArgumentError:
+    first = values[0]
+    n = first.ndim
+    if n == 0:
+        return _invalid("ConcatOp : Can't concatenate scalars (use tf.stack instead)")
+    if not -n <= axis < n:
+        return _invalid(f"ConcatOp : Expected concatenating dimensions in the range [{-n}, "
+                        f"{n}), but got {axis}")
+    axis %= n
+    for i, v in enumerate(values[1:], 1):
+        if v.ndim != n:
+            return _invalid(f"ConcatOp : Ranks of all input tensors should match: shape[0] = "
+                            f"{_shape_str(first.shape)} vs. shape[{i}] = {_shape_str(v.shape)}")
+        for j in range(n):
+            if j != axis and v.shape[j] != first.shape[j]:
+                return _invalid(f"ConcatOp : Dimension {j} in both shapes must be equal: "
+                                f"shape[0] = {_shape_str(first.shape)} vs. shape[{i}] = "
+                                f"{_shape_str(v.shape)}")
+    return _invalid("ConcatOp : invalid inputs")
+
+
+@kernel("ConcatV2")
+def _concat(ctx, *args):
+    values, axis = args[:-1], int(args[-1])
+    try:
+        if values[0].ndim == 0:
+            raise ValueError
+        return np.concatenate(values, axis=axis)
+    except (ValueError, IndexError):
+        raise _concat_error(values, axis) from None
+
+
+@kernel("ConcatOffset")
+def _concat_offset(ctx, concat_dim, *shapes):
+    axis = int(concat_dim)
+    n = shapes[0].size
+    if not -n <= axis < n:
+        raise _invalid(f"Concat dim is out of range: {axis} vs. {n}")
+    axis %= n
+    out, offset = [], 0
+    for s in shapes:
+        o = np.zeros_like(s)
+        o[axis] = offset
+        offset += int(s[axis])
+        out.append(o)
+    return tuple(out)
+
+
+# ---- Split, SplitV ------------------------------------------------------------------------
+
+
+@kernel_factory("Split", forwards_input=True)
+def _split(node):
+    num = node.attrs["num_split"]
+
+    def compute(ctx, split_dim, value):
+        axis = int(split_dim)
+        n = value.ndim
+        if not -n <= axis < n:
+            raise _invalid(f"-input rank(-{n}) <= split_dim < input rank ({n}), but got {axis}")
+        axis %= n
+        size = value.shape[axis]
+        if size % num:
+            raise _invalid(f"Number of ways to split should evenly divide the split dimension, "
+                           f"but got split_dim {axis} (size = {size}) and num_split {num}")
+        if num == 1:
+            return (value,)
+        return tuple(np.split(value, num, axis=axis))
+
+    return compute
+
+
+@kernel_factory("SplitV", forwards_input=True)
+def _split_v(node):
+    num = node.attrs["num_split"]
+
+    def compute(ctx, value, size_splits, split_dim):
+        axis = int(split_dim)
+        n = value.ndim
+        if not -n <= axis < n:
+            raise _invalid(f"-input rank(-{n}) <= split_dim < input rank ({n}), but got {axis}")
+        axis %= n
+        sizes = size_splits.reshape(-1).tolist()
+        if len(sizes) != num:
+            raise _invalid(f"Number of split sizes ({len(sizes)}) must match num_split "
+                           f"({num})")
+        total = value.shape[axis]
+        unknown = [i for i, s in enumerate(sizes) if s == -1]
+        if len(unknown) > 1:
+            raise _invalid(f"There can only be one -1 in the input, but found {len(unknown)}")
+        known = sum(s for s in sizes if s != -1)
+        if (not unknown and known != total) or (unknown and known > total):
+            raise _invalid("Determined shape must either match input shape along split_dim "
+                           "exactly if fully specified, or be less than the size of the input "
+                           f"along split_dim if not fully specified.  Got: {known}")
+        if unknown:
+            sizes[unknown[0]] = total - known
+        if num == 1:
+            return (value,)
+        return tuple(np.split(value, np.cumsum(sizes[:-1]), axis=axis))
+
+    return compute
+
+
+# ---- Pack, Unpack ------------------------------------------------------------------------
+
+
+@kernel_factory("Pack")
+def _pack(node):
+    axis = node.attrs["axis"]
+
+    def compute(ctx, *values):
+        first = values[0].shape
+        for i, v in enumerate(values[1:], 1):
+            if v.shape != first:
+                raise _invalid(f"Shapes of all inputs must match: values[0].shape = "
+                               f"{_shape_str(first)} != values[{i}].shape = "
+                               f"{_shape_str(v.shape)}")
+        n = len(first) + 1
+        if not -n <= axis < n:
+            raise _invalid(f"axis = {axis} not in [{-n}, {n})")
+        return np.stack(values, axis=axis)
+
+    return compute
+
+
+@kernel_factory("Unpack", forwards_input=True)
+def _unpack(node):
+    num, axis = node.attrs["num"], node.attrs["axis"]
+
+    def compute(ctx, value):
+        n = value.ndim
+        if not -n <= axis < n:
+            raise _invalid(f"axis = {axis} not in [{-n}, {n})")
+        a = axis % n
+        if value.shape[a] != num:
+            raise _invalid(f"Input shape axis {a} must equal {num}, got shape "
+                           f"{_shape_str(value.shape)}")
+        moved = value if a == 0 else np.moveaxis(value, a, 0)
+        return tuple(moved)
+
+    return compute
+
+
+# ---- Tile ---------------------------------------------------------------------------------
+
+
+@kernel("Tile", forwards_input=True)
+def _tile(ctx, x, multiples):
+    if multiples.ndim != 1 or multiples.size != x.ndim:
+        raise _invalid(f"Expected multiples argument to be a vector of length {x.ndim} but got "
+                       f"length {multiples.shape[0] if multiples.ndim else 0}")
+    m = multiples.tolist()
+    for i, k in enumerate(m):
+        if k < 0:
+            raise _invalid(f"Expected multiples[{i}] >= 0, but got {k}")
+    if all(k == 1 for k in m):
+        return x
+    return np.tile(x, m)
+
+
+# ---- Pad, PadV2, MirrorPad, MirrorPadGrad ------------------------------------------------
+
+
+def _paddings(x, paddings) -> list:
+    if paddings.ndim != 2 or paddings.shape[1] != 2:
+        raise _invalid(f"paddings must be a matrix with 2 columns: "
+                       f"{_shape_str(paddings.shape)}")
+    if paddings.shape[0] != x.ndim:
+        raise _invalid(f"The first dimension of paddings must be the rank of inputs"
+                       f"{_shape_str(paddings.shape)} {_shape_str(x.shape)}")
+    pads = paddings.tolist()
+    for before, after in pads:
+        if before < 0 or after < 0:
+            raise _invalid(f"Paddings must be non-negative: {before} {after}")
+    return pads
+
+
+def _pad_constant(x, pads, value) -> np.ndarray:
+    if not any(b or a for b, a in pads):
+        return x
+    shape = [d + b + a for d, (b, a) in zip(x.shape, pads, strict=True)]
+    out = np.full(shape, value, dtype=x.dtype)
+    out[tuple(slice(b, b + d) for d, (b, _) in zip(x.shape, pads, strict=True))] = x
+    return out
+
+
+@kernel("Pad", forwards_input=True)
+def _pad(ctx, x, paddings):
+    return _pad_constant(x, _paddings(x, paddings), b"" if x.dtype == _OBJECT else 0)
+
+
+@kernel("PadV2", forwards_input=True)
+def _pad_v2(ctx, x, paddings, constant_values):
+    if constant_values.ndim != 0:
+        raise _invalid(f"constant_values must be a scalar. Got: "
+                       f"{_shape_str(constant_values.shape)}")
+    return _pad_constant(x, _paddings(x, paddings), constant_values)
+
+
+def _check_mirror(x, pads, mode: str) -> None:
+    offset = 1 if mode == "REFLECT" else 0
+    for d, (b, a) in zip(x.shape, pads, strict=True):
+        if b > d - offset or a > d - offset:
+            if offset:
+                raise _invalid(f"paddings must be less than the dimension size: {b}, {a} not "
+                               f"less than {d}")
+            raise _invalid(f"paddings must be no greater than the dimension size: {b}, {a} "
+                           f"greater than {d}")
+
+
+@kernel_factory("MirrorPad", forwards_input=True)
+def _mirror_pad(node):
+    mode = node.attrs["mode"]
+    np_mode = mode.lower()
+
+    def compute(ctx, x, paddings):
+        pads = _paddings(x, paddings)
+        _check_mirror(x, pads, mode)
+        if not any(b or a for b, a in pads):
+            return x
+        return np.pad(x, pads, mode=np_mode)
+
+    return compute
+
+
+@kernel_factory("MirrorPadGrad")
+def _mirror_pad_grad(node):
+    reflect = node.attrs["mode"] == "REFLECT"
+
+    def compute(ctx, grad, paddings):
+        pads = paddings.tolist()
+        out = grad
+        for axis, (before, after) in enumerate(pads):
+            n = out.shape[axis] - before - after
+            if n < 0:
+                raise _invalid("paddings must be no greater than the dimension size")
+            idx = [slice(None)] * out.ndim
+
+            def take(lo, hi, _axis=axis, _idx=idx):
+                _idx[_axis] = slice(lo, hi)
+                return tuple(_idx)
+
+            center = out[take(before, before + n)].copy()
+            shift = 1 if reflect else 0
+            if before:
+                left = np.flip(out[take(0, before)], axis=axis)
+                center[take(shift, shift + before)] += left
+            if after:
+                right = np.flip(out[take(before + n, before + n + after)], axis=axis)
+                center[take(n - shift - after, n - shift)] += right
+            out = center
+        return out if out is not grad else grad.copy()
+
+    return compute
+
+
+# ---- BroadcastTo, BroadcastArgs ------------------------------------------------------------
+
+
+@kernel("BroadcastTo", forwards_input=True)
+def _broadcast_to(ctx, x, shape):
+    target = tuple(shape.tolist())
+    if x.shape == target:
+        return x
+    if x.ndim > len(target):
+        raise _invalid(f"Rank of input ({x.ndim}) must be no greater than rank of output "
+                       f"shape ({len(target)}).")
+    try:
+        # Materialized: a zero-stride view would be read-only wherever it ends up.
+        return np.array(np.broadcast_to(x, target))
+    except ValueError:
+        raise _invalid(f"Incompatible shapes: {_shape_str(x.shape)} vs. "
+                       f"{_shape_str(target)}") from None
+
+
+@kernel("BroadcastArgs")
+def _broadcast_args(ctx, s0, s1):
+    try:
+        out = np.broadcast_shapes(tuple(s0.tolist()), tuple(s1.tolist()))
+    except ValueError:
+        raise _invalid(f"Incompatible shapes: {_shape_str(s0)} vs. {_shape_str(s1)}") from None
+    return np.array(out, dtype=s0.dtype)
+
+
+# ---- ReverseV2 -----------------------------------------------------------------------------
+
+
+@kernel("ReverseV2", forwards_input=True)
+def _reverse(ctx, x, axis):
+    n = x.ndim
+    axes = []
+    for i, a in enumerate(axis.reshape(-1).tolist()):
+        if not -n <= a < n:
+            raise _invalid(f"'axis'[{i}] = {a} is out of valid range [0, {n - 1}")
+        a %= n
+        if a in axes:
+            raise _invalid(f"axis {a} specified more than once.")
+        axes.append(a)
+    return np.flip(x, axis=tuple(axes)) if axes else x
