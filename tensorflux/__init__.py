@@ -73,7 +73,16 @@ from tensorflux.framework.indexed_slices import (  # noqa: F401,E402
     IndexedSlices,
     IndexedSlicesValue,
 )
+from tensorflux import nn  # noqa: F401,E402 - tf.nn
 from tensorflux import test  # noqa: F401,E402
+from tensorflux import train  # noqa: F401,E402 - tf.train
+from tensorflux.framework.importer import import_graph_def  # noqa: F401,E402
+from tensorflux.ops.clip_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.init_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.random_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.state_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.variable_scope import *  # noqa: F401,F403,E402
+from tensorflux.ops.variables import *  # noqa: F401,F403,E402
 from tensorflux.protos.attr_value_pb2 import AttrValue, NameAttrList  # noqa: F401,E402
 from tensorflux.protos.config_pb2 import (  # noqa: F401,E402
     ConfigProto,

@@ -9,7 +9,6 @@ TypeError for dtype mismatches, ValueError for bad attribute values and shape co
 from __future__ import annotations
 
 import contextlib
-
 from typing import Any
 
 from tensorflux.framework import attr_values, dtypes, op_registry, tensor_shape

@@ -5,5 +5,9 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     constant_op,
     control_flow_ops,
     math_ops,
+    nn_ops,
+    random_ops,
     runtime_ops,
+    state_ops,
+    training_ops,
 )

@@ -1,0 +1,510 @@
+"""CPU kernels of the resource variable ops (tensorflux/ops/state_ops.py).
+
+Handles. The value of a `resource` tensor is a `ResourceHandle`: a small immutable object
+naming the variable (container, name), the device whose ResourceMgr holds it, and its dtype
+and shape. VarHandleOp only makes the handle; AssignVariableOp creates the variable (`Var`) in
+the ResourceMgr when it is absent; every other op looks it up and fails if it is missing.
+
+Snapshots and copy-on-write. A `Var` holds one NumPy array. ReadVariableOp and ResourceGather
+take the array reference under the variable's lock and return it (Read) or a gathered copy
+(Gather) without copying the storage, so a read is O(1). Updates (AssignAdd/Sub, scatters,
+Assign of a same-shaped value) run under the lock and write into the stored array only when
+`buffers.exclusively_owned` says nothing else holds it: no read of it alive in a step, no
+fetched result, no queue element. Otherwise they store an updated copy and leave the old
+array to its holders. So every tensor a read produced stays a snapshot, and since Session.run
+copies any fetched array that a variable still holds, writing into a fetched array never
+changes a variable. AssignVariableOp always stores a private copy of its input: a kernel
+cannot know who else holds an input (a feed from the user, a constant, another consumer).
+
+Locks. Every update holds the variable's lock across its read-modify-write, as TensorFlow's
+resource kernels do whatever `use_locking` says, so concurrent `assign_add` steps never lose
+an update; reads hold it only while taking the reference.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from tensorflux.framework import dtypes, errors
+from tensorflux.kernels.buffers import exclusively_owned
+from tensorflux.kernels.registry import kernel, kernel_factory
+
+VAR_TYPE_NAME = "N10tensorflow3VarE"  # how TensorFlow names the variable resource type
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceHandle:
+    """The value of a `resource` tensor: which resource, where, and of what dtype/shape.
+
+    Attributes:
+      container: the ResourceMgr container ("" means the device's default, "localhost").
+      name: the resource's shared name.
+      device: the full name of the device whose ResourceMgr holds it.
+      dtype: the variable's element type.
+      shape: the variable's static shape as a tuple (None entries unknown), or None.
+    """
+
+    container: str
+    name: str
+    device: str
+    dtype: dtypes.DType
+    shape: tuple | None = None
+
+    def __repr__(self) -> str:
+        return (f"ResourceHandle({self.container or 'localhost'}/{self.name} on {self.device},"
+                f" dtype={self.dtype.name}, shape={self.shape})")
+
+
+class Var:
+    """A variable's storage: one array (None until first assigned), its dtype and lock."""
+
+    __slots__ = ("value", "dtype", "lock", "__weakref__")
+
+    def __init__(self, dtype: dtypes.DType):
+        self.value: np.ndarray | None = None
+        self.dtype = dtype
+        self.lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        state = "uninitialized" if self.value is None else \
+            f"shape={self.value.shape}"
+        return f"<Var dtype={self.dtype.name} {state}>"
+
+
+# ---- helpers -----------------------------------------------------------------------------
+
+
+def _tf_name(dtype: dtypes.DType) -> str:
+    return {"float32": "float", "float64": "double", "float16": "half"}.get(dtype.name,
+                                                                          dtype.name)
+
+
+def _shape_str(shape) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def as_handle(value) -> ResourceHandle:
+    """The ResourceHandle a `resource` tensor holds (a handle, or a 0-d object array)."""
+    if type(value) is ResourceHandle:
+        return value
+    if isinstance(value, np.ndarray) and value.dtype == object and value.size == 1:
+        inner = value.reshape(-1)[0]
+        if type(inner) is ResourceHandle:
+            return inner
+    raise errors.InvalidArgumentError(
+        None, None, f"Expected a resource handle, got {type(value).__name__}: {value!r:.80}")
+
+
+def _container(ctx, h: ResourceHandle) -> str:
+    return h.container or ctx.resource_mgr.default_container
+
+
+def _check_device(ctx, h: ResourceHandle) -> None:
+    if h.device and ctx.device is not None and h.device != ctx.device.name:
+        raise errors.InvalidArgumentError(
+            None, None, f"Trying to access resource {h.name} located in device {h.device} "
+            f"from device {ctx.device.name}")
+
+
+def _find(ctx, h: ResourceHandle) -> Var | None:
+    _check_device(ctx, h)
+    res = ctx.resource_mgr.get(h.container, h.name)
+    if res is not None and not isinstance(res, Var):
+        raise errors.InvalidArgumentError(
+            None, None, f"Trying to access resource {h.name} using the wrong type. Expected "
+            f"{VAR_TYPE_NAME} got {type(res).__name__}")
+    return res
+
+
+def _not_found(ctx, h: ResourceHandle) -> errors.NotFoundError:
+    return errors.NotFoundError(
+        None, None, f"Resource {_container(ctx, h)}/{h.name}/{VAR_TYPE_NAME} does not exist.")
+
+
+def _existing(ctx, h: ResourceHandle, dtype: dtypes.DType, verb: str) -> Var:
+    """The variable `h` names; NotFoundError if absent, InvalidArgumentError on dtype."""
+    var = _find(ctx, h)
+    if var is None:
+        raise _not_found(ctx, h)
+    if var.dtype != dtype:
+        raise errors.InvalidArgumentError(
+            None, None, f"Trying to {verb} variable with wrong dtype. Expected "
+            f"{_tf_name(var.dtype)} got {_tf_name(dtype)}")
+    return var
+
+
+def _private_copy(value, np_dtype) -> np.ndarray:
+    """A fresh, writable ndarray holding `value` (0-d arrays stay arrays)."""
+    return np.array(value, dtype=np_dtype, copy=True)
+
+
+def _writable_alone(arr) -> bool:
+    """True if `arr` (referenced by a Var slot and by the caller's one local name) may be
+    written in place: nothing else holds it or a view of its buffer."""
+    # Known holders: the Var slot, the caller's local and our parameter `arr`.
+    return type(arr) is np.ndarray and arr.flags.writeable and exclusively_owned(arr, 3)
+
+
+# ---- VarHandleOp -------------------------------------------------------------------------
+
+
+@kernel_factory("VarHandleOp")
+def _var_handle(node):
+    a = node.attrs
+    shape = a.get("shape")
+    shape = None if shape is None or shape.ndims is None else tuple(shape.as_list())
+    container, name, dtype = a["container"], a["shared_name"] or node.name, a["dtype"]
+    by_device: dict[str, ResourceHandle] = {}
+
+    def compute(ctx):
+        dev = ctx.device.name if ctx.device is not None else ""
+        h = by_device.get(dev)
+        if h is None:
+            h = by_device[dev] = ResourceHandle(container, name, dev, dtype, shape)
+        return h
+
+    return compute
+
+
+# ---- ReadVariableOp, AssignVariableOp, AssignAdd/SubVariableOp ---------------------------
+
+
+def _uninitialized(ctx, h: ResourceHandle) -> errors.FailedPreconditionError:
+    container = _container(ctx, h)
+    if container in ctx.resource_mgr.containers():
+        status = f"Resource {container}/{h.name}/{VAR_TYPE_NAME} does not exist."
+    else:
+        status = (f"Container {container} does not exist. (Could not find resource: "
+                  f"{container}/{h.name})")
+    return errors.FailedPreconditionError(
+        None, None, f"Could not find variable {h.name}. This could mean that the variable has "
+        "been deleted. In TF1, it can also mean the variable is uninitialized. Debug info: "
+        f"container={container}, status error message={status}")
+
+
+@kernel_factory("ReadVariableOp", forwards_input=True)  # returns the stored array itself
+def _read_variable(node):
+    dtype = node.attrs["dtype"]
+
+    def compute(ctx, handle):
+        h = as_handle(handle)
+        var = _find(ctx, h)
+        if var is None:
+            raise _uninitialized(ctx, h)
+        if var.dtype != dtype:
+            raise errors.InvalidArgumentError(
+                None, None, f"Trying to read variable with wrong dtype. Expected "
+                f"{_tf_name(var.dtype)} got {_tf_name(dtype)}")
+        with var.lock:
+            value = var.value
+        if value is None:
+            raise _uninitialized(ctx, h)
+        return value
+
+    return compute
+
+
+@kernel_factory("AssignVariableOp")
+def _assign_variable(node):
+    dtype = node.attrs["dtype"]
+    np_dtype = dtype.as_numpy_dtype
+    validate_shape = node.attrs["validate_shape"]
+
+    def compute(ctx, handle, value):
+        h = as_handle(handle)
+        _check_device(ctx, h)
+        if h.dtype != dtype:
+            raise errors.InvalidArgumentError(
+                None, None, f"Trying to assign variable with wrong dtype. Expected "
+                f"{_tf_name(h.dtype)} got {_tf_name(dtype)}")
+        var = ctx.resource_mgr.lookup_or_create(h.container, h.name, lambda: Var(dtype))
+        if not isinstance(var, Var) or var.dtype != dtype:
+            _existing(ctx, h, dtype, "assign")  # raises the matching error
+        shape = np.shape(value)
+        with var.lock:
+            old = var.value
+            if validate_shape and old is not None and old.shape != shape:
+                raise errors.InvalidArgumentError(
+                    None, None, "Trying to assign to variable with tensor with wrong shape. "
+                    f"Expected {_shape_str(old.shape)} got {_shape_str(shape)}")
+            if old is not None and old.shape == shape and _writable_alone(old):
+                np.copyto(old, value, casting="unsafe")  # reuse the buffer nobody else holds
+            else:
+                var.value = _private_copy(value, np_dtype)
+            del old
+
+    return compute
+
+
+def _update_kernel(op_type: str, ufunc):
+    @kernel_factory(op_type)
+    def factory(node):
+        dtype = node.attrs["dtype"]
+
+        def compute(ctx, handle, value):
+            var = _existing(ctx, as_handle(handle), dtype, "update")
+            with var.lock:
+                old = var.value
+                if old is None:
+                    raise _not_found(ctx, as_handle(handle))
+                if old.shape != np.shape(value):
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Cannot update variable with shape "
+                        f"{_shape_str(old.shape)} using a Tensor with shape "
+                        f"{_shape_str(np.shape(value))}, shapes must be equal.")
+                if _writable_alone(old):
+                    ufunc(old, value, out=old)
+                else:
+                    var.value = np.asarray(ufunc(old, value), dtype=old.dtype)
+                del old
+
+        return compute
+
+    return factory
+
+
+_update_kernel("AssignAddVariableOp", np.add)
+_update_kernel("AssignSubVariableOp", np.subtract)
+
+
+# ---- VarIsInitializedOp, DestroyResourceOp, VariableShape, ResourceCountUpTo -------------
+
+
+@kernel("VarIsInitializedOp")
+def _var_is_initialized(ctx, handle):
+    h = as_handle(handle)
+    var = ctx.resource_mgr.get(h.container, h.name)
+    return np.bool_(isinstance(var, Var) and var.value is not None)
+
+
+@kernel_factory("DestroyResourceOp")
+def _destroy_resource(node):
+    ignore = node.attrs["ignore_lookup_error"]
+
+    def compute(ctx, handle):
+        h = as_handle(handle)
+        try:
+            ctx.resource_mgr.delete(h.container, h.name)
+        except errors.NotFoundError:
+            if not ignore:
+                raise errors.NotFoundError(
+                    None, None, f"Resource {_container(ctx, h)}/{h.name}/<unknown> does not "
+                    "exist.") from None
+
+    return compute
+
+
+@kernel_factory("VariableShape")
+def _variable_shape(node):
+    np_dtype = node.attrs["out_type"].as_numpy_dtype
+
+    def compute(ctx, handle):
+        h = as_handle(handle)
+        var = _find(ctx, h)
+        value = var.value if var is not None else None
+        if value is None:
+            raise _not_found(ctx, h)
+        return np.array(value.shape, dtype=np_dtype)
+
+    return compute
+
+
+@kernel_factory("ResourceCountUpTo")
+def _count_up_to(node):
+    limit, dtype = node.attrs["limit"], node.attrs["T"]
+
+    def compute(ctx, handle):
+        h = as_handle(handle)
+        var = _existing(ctx, h, dtype, "read")
+        with var.lock:
+            before = var.value
+            if before is None:
+                raise _uninitialized(ctx, h)
+            if before >= limit:
+                raise errors.OutOfRangeError(None, None, f"Reached limit of {limit}")
+            var.value = np.asarray(before + 1, dtype=before.dtype)  # never written in place
+        return before
+
+    return compute
+
+
+# ---- ResourceGather ----------------------------------------------------------------------
+
+
+def _check_indices(indices: np.ndarray, limit: int) -> None:
+    """InvalidArgumentError naming the first index outside [0, limit), as TensorFlow does."""
+    bad = (indices < 0) | (indices >= limit)
+    if bad.any():
+        pos = np.argwhere(bad)[0] if indices.ndim else ()
+        where = ",".join(str(int(p)) for p in pos)
+        raise errors.InvalidArgumentError(
+            None, None, f"indices[{where}] = {int(indices[tuple(pos)])} is not in "
+            f"[0, {limit})")
+
+
+def gather(params: np.ndarray, indices, batch_dims: int = 0) -> np.ndarray:
+    """`params` gathered along axis `batch_dims` (TensorFlow's batched Gather)."""
+    indices = np.asarray(indices)
+    if batch_dims < 0:
+        batch_dims += indices.ndim
+    if params.ndim <= batch_dims:
+        raise errors.InvalidArgumentError(
+            None, None, f"params must be at least {batch_dims + 1} dimensional, got shape "
+            f"{_shape_str(params.shape)}")
+    _check_indices(indices, params.shape[batch_dims])
+    if batch_dims == 0:
+        return np.take(params, indices, axis=0)
+    if params.shape[:batch_dims] != indices.shape[:batch_dims]:
+        raise errors.InvalidArgumentError(
+            None, None, f"params.shape[:{batch_dims}] {_shape_str(params.shape[:batch_dims])} "
+            f"must equal indices.shape[:{batch_dims}] "
+            f"{_shape_str(indices.shape[:batch_dims])}")
+    flat_params = params.reshape((-1,) + params.shape[batch_dims:])
+    flat_indices = indices.reshape((flat_params.shape[0], -1))
+    rows = np.arange(flat_params.shape[0])[:, None]
+    out = flat_params[rows, flat_indices]
+    return out.reshape(indices.shape + params.shape[batch_dims + 1:])
+
+
+@kernel_factory("ResourceGather")
+def _resource_gather(node):
+    dtype, batch_dims = node.attrs["dtype"], node.attrs["batch_dims"]
+
+    def compute(ctx, handle, indices):
+        var = _existing(ctx, as_handle(handle), dtype, "read")
+        with var.lock:
+            params = var.value
+        if params is None:
+            raise _not_found(ctx, as_handle(handle))
+        return gather(params, indices, batch_dims)
+
+    return compute
+
+
+# ---- ResourceScatter* --------------------------------------------------------------------
+
+
+def _trunc_divide(a, b):
+    """Integer division rounding toward zero, as C++ (and TensorFlow's ScatterDiv) does."""
+    q = np.floor_divide(a, b)
+    fix = (q < 0) & (q * b != a)
+    return q + fix
+
+
+def _scatter_apply(target: np.ndarray, op_type: str, indices, updates) -> None:
+    if op_type == "ResourceScatterUpdate":
+        target[indices] = updates
+    elif op_type == "ResourceScatterDiv" and target.dtype.kind in "iu":
+        upd = np.broadcast_to(updates, indices.shape + target.shape[1:])
+        for k, i in enumerate(indices.reshape(-1)):
+            row = upd.reshape((-1,) + target.shape[1:])[k]
+            target[i] = _trunc_divide(target[i], row)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            _SCATTER_UFUNCS[op_type].at(target, indices, updates)
+
+
+_SCATTER_UFUNCS = {"ResourceScatterAdd": np.add, "ResourceScatterSub": np.subtract,
+                   "ResourceScatterMul": np.multiply, "ResourceScatterDiv": np.divide,
+                   "ResourceScatterMin": np.minimum, "ResourceScatterMax": np.maximum}
+
+
+def _scatter_kernel(op_type: str):
+    @kernel_factory(op_type)
+    def factory(node):
+        dtype = node.attrs["dtype"]
+
+        def compute(ctx, handle, indices, updates):
+            h = as_handle(handle)
+            var = _existing(ctx, h, dtype, "update")
+            indices = np.asarray(indices)
+            updates = np.asarray(updates)
+            with var.lock:
+                old = var.value
+                if old is None:
+                    raise _not_found(ctx, h)
+                if old.ndim == 0:
+                    raise errors.InvalidArgumentError(None, None,
+                                                      "params must be at least 1-D, got []")
+                want = indices.shape + old.shape[1:]
+                if updates.ndim != 0 and updates.shape != want:
+                    raise errors.InvalidArgumentError(
+                        None, None, "Must have updates.shape = indices.shape + "
+                        "params.shape[1:] or updates.shape = [], got updates.shape "
+                        f"{_shape_str(updates.shape)}, indices.shape "
+                        f"{_shape_str(indices.shape)}, params.shape {_shape_str(old.shape)}")
+                _check_indices(indices, old.shape[0])
+                target = old if _writable_alone(old) else old.copy()
+                _scatter_apply(target, op_type, indices, updates)
+                var.value = target
+                del old, target
+
+        return compute
+
+    return factory
+
+
+for _op_type in ("ResourceScatterAdd", "ResourceScatterSub", "ResourceScatterMul",
+                 "ResourceScatterDiv", "ResourceScatterMin", "ResourceScatterMax",
+                 "ResourceScatterUpdate"):
+    _scatter_kernel(_op_type)
+
+
+def _scatter_nd_kernel(op_type: str, ufunc):
+    @kernel_factory(op_type)
+    def factory(node):
+        dtype = node.attrs["T"]
+
+        def compute(ctx, handle, indices, updates):
+            h = as_handle(handle)
+            var = _existing(ctx, h, dtype, "update")
+            indices = np.asarray(indices)
+            updates = np.asarray(updates)
+            with var.lock:
+                old = var.value
+                if old is None:
+                    raise _not_found(ctx, h)
+                index = _nd_index(indices, old.shape, updates.shape)
+                target = old if _writable_alone(old) else old.copy()
+                if ufunc is None:
+                    target[index] = updates
+                else:
+                    ufunc.at(target, index, updates)
+                var.value = target
+                del old, target
+
+        return compute
+
+    return factory
+
+
+def _nd_index(indices: np.ndarray, shape: tuple, updates_shape: tuple) -> tuple:
+    """The NumPy index tuple of ScatterNd `indices` [..., depth], checked against `shape`."""
+    if indices.ndim == 0:
+        raise errors.InvalidArgumentError(None, None, "indices must be at least 1-D")
+    depth = indices.shape[-1]
+    if depth > len(shape):
+        raise errors.InvalidArgumentError(
+            None, None, f"The last dimension of indices ({depth}) must be <= the rank of the "
+            f"variable ({len(shape)})")
+    want = indices.shape[:-1] + tuple(shape[depth:])
+    if updates_shape != want:
+        raise errors.InvalidArgumentError(
+            None, None, f"updates.shape {_shape_str(updates_shape)} must equal "
+            f"indices.shape[:-1] + params.shape[indices.shape[-1]:] = {_shape_str(want)}")
+    flat = indices.reshape(-1, depth)
+    bad = ((flat < 0) | (flat >= np.array(shape[:depth], dtype=np.int64))).any(axis=1)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise errors.InvalidArgumentError(
+            None, None, f"indices[{k}] = [{', '.join(str(int(v)) for v in flat[k])}] does not "
+            f"index into param shape {_shape_str(shape)}")
+    return tuple(indices[..., d] for d in range(depth))
+
+
+_scatter_nd_kernel("ResourceScatterNdAdd", np.add)
+_scatter_nd_kernel("ResourceScatterNdSub", np.subtract)
+_scatter_nd_kernel("ResourceScatterNdUpdate", None)

@@ -1,0 +1,248 @@
+"""CPU kernels of the fused optimizer updates (tensorflux/ops/training_ops.py).
+
+Each kernel looks up its variable and slot variables, takes arrays it may write (the stored
+array itself when nothing else holds it, else a fresh copy that replaces it: copy-on-write,
+so earlier reads stay snapshots), and applies the update in place with as few temporaries as
+NumPy allows. With `use_locking` every involved variable's lock is held for the whole update
+(in a fixed order); without it, concurrent steps race as TensorFlow's do (Hogwild).
+
+Sparse kernels update only the rows in `indices` (assumed unique: the optimizer sums
+duplicates first); out-of-range indices are an InvalidArgumentError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from tensorflux.framework import errors
+from tensorflux.kernels.cpu.state_ops import _existing, _writable_alone, as_handle
+from tensorflux.kernels.registry import kernel_factory
+
+
+def _own(var, name: str):
+    """An array of `var`'s value that this update may write into (copy-on-write)."""
+    arr = var.value
+    if arr is None:
+        raise errors.FailedPreconditionError(
+            None, None, f"Attempting to use uninitialized value {name}")
+    if not _writable_alone(arr):
+        arr = arr.copy()
+        var.value = arr
+    return arr
+
+
+@contextlib.contextmanager
+def _locked(vars_, use_locking: bool):
+    if not use_locking:
+        yield
+        return
+    ordered = sorted(set(vars_), key=id)
+    for v in ordered:
+        v.lock.acquire()
+    try:
+        yield
+    finally:
+        for v in reversed(ordered):
+            v.lock.release()
+
+
+def _check_shape(arr, grad, what: str) -> None:
+    if arr.shape != np.shape(grad):
+        raise errors.InvalidArgumentError(
+            None, None, f"{what} and grad do not have the same shape: {list(arr.shape)} vs "
+            f"{list(np.shape(grad))}")
+
+
+def _dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
+    """Registers a dense kernel: `update(var_array, slot_arrays, **hyper, grad)` in place."""
+
+    @kernel_factory(op_type, expensive=True)
+    def factory(node):
+        dtype = node.attrs["T"]
+        lock = node.attrs["use_locking"]
+        np_dtype = dtype.numpy_dtype
+        nslots = len(slot_names)
+        arg_names = [a.name for a in _opdef(op_type).inputs][1 + nslots:]
+        flags = {k: node.attrs[k] for k in ("use_nesterov", "update_slots",
+                                            "multiply_linear_by_lr") if k in node.attrs}
+
+        def compute(ctx, var_h, *rest):
+            handles, args = rest[:nslots], rest[nslots:]
+            hyper = {k: (np.asarray(v, np_dtype) if k != "grad" else v)
+                     for k, v in zip(arg_names, args, strict=True)}
+            var = _existing(ctx, as_handle(var_h), dtype, "update")
+            slot_vars = [_existing(ctx, as_handle(h), dtype, "update") for h in handles]
+            with _locked([var, *slot_vars], lock):
+                w = _own(var, as_handle(var_h).name)
+                slots = [_own(sv, as_handle(h).name) for sv, h in zip(slot_vars, handles,
+                                                                      strict=True)]
+                _check_shape(w, hyper["grad"] if "grad" in hyper else hyper["delta"], "var")
+                update(w, *slots, **hyper, **flags)
+
+        return compute
+
+    return factory
+
+
+def _sparse_kernel(op_type: str, slot_names: tuple[str, ...], update):
+    """Registers a sparse kernel: rows `indices` of var and slots get `update` with grad rows."""
+
+    @kernel_factory(op_type, expensive=True)
+    def factory(node):
+        dtype = node.attrs["T"]
+        lock = node.attrs["use_locking"]
+        np_dtype = dtype.numpy_dtype
+        nslots = len(slot_names)
+        arg_names = [a.name for a in _opdef(op_type).inputs][1 + nslots:]
+        flags = {k: node.attrs[k] for k in ("use_nesterov", "update_slots",
+                                            "multiply_linear_by_lr") if k in node.attrs}
+
+        def compute(ctx, var_h, *rest):
+            handles, args = rest[:nslots], rest[nslots:]
+            hyper = {k: (v if k in ("grad", "indices") else np.asarray(v, np_dtype))
+                     for k, v in zip(arg_names, args, strict=True)}
+            indices = np.asarray(hyper.pop("indices")).astype(np.int64, copy=False)
+            grad = hyper.pop("grad")
+            var = _existing(ctx, as_handle(var_h), dtype, "update")
+            slot_vars = [_existing(ctx, as_handle(h), dtype, "update") for h in handles]
+            with _locked([var, *slot_vars], lock):
+                w = _own(var, as_handle(var_h).name)
+                n = w.shape[0] if w.ndim else 0
+                bad = (indices < 0) | (indices >= n)
+                if bad.any():
+                    k = int(np.argmax(bad))
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Index {int(indices[k])} at offset {k} in indices is out "
+                        f"of range [0, {n})")
+                if np.shape(grad)[1:] != w.shape[1:] or np.shape(grad)[0] != len(indices):
+                    raise errors.InvalidArgumentError(
+                        None, None, f"var and grad do not have the same shape (for the rows "
+                        f"in indices): {list(w.shape)} vs {list(np.shape(grad))}")
+                slots = [_own(sv, as_handle(h).name) for sv, h in zip(slot_vars, handles,
+                                                                      strict=True)]
+                rows = [w[indices]] + [s[indices] for s in slots]
+                update(*rows, grad=np.asarray(grad, np_dtype), **hyper, **flags)
+                w[indices] = rows[0]
+                for s, r in zip(slots, rows[1:], strict=True):
+                    s[indices] = r
+
+        return compute
+
+    return factory
+
+
+def _opdef(op_type):
+    from tensorflux.framework import op_registry
+
+    return op_registry.get(op_type)
+
+
+# ---- the update rules (in place on the arrays given) ---------------------------------------
+
+
+def _gradient_descent(var, *, alpha, delta):
+    var -= alpha * delta
+
+
+def _momentum(var, accum, *, lr, grad, momentum, use_nesterov=False):
+    accum *= momentum
+    accum += grad
+    if use_nesterov:
+        var -= lr * grad + lr * momentum * accum
+    else:
+        var -= lr * accum
+
+
+def _adagrad(var, accum, *, lr, grad, update_slots=True):
+    if update_slots:
+        accum += grad * grad
+    var -= lr * grad / np.sqrt(accum)
+
+
+def _adadelta(var, accum, accum_update, *, lr, rho, epsilon, grad):
+    accum *= rho
+    accum += (1 - rho) * grad * grad
+    update = np.sqrt(accum_update + epsilon) / np.sqrt(accum + epsilon) * grad
+    accum_update *= rho
+    accum_update += (1 - rho) * update * update
+    var -= lr * update
+
+
+def _rms_prop(var, ms, mom, *, lr, rho, momentum, epsilon, grad):
+    ms *= rho
+    ms += (1 - rho) * grad * grad
+    mom *= momentum
+    mom += lr * grad / np.sqrt(ms + epsilon)
+    var -= mom
+
+
+def _centered_rms_prop(var, mg, ms, mom, *, lr, rho, momentum, epsilon, grad):
+    mg *= rho
+    mg += (1 - rho) * grad
+    ms *= rho
+    ms += (1 - rho) * grad * grad
+    mom *= momentum
+    mom += lr * grad / np.sqrt(ms - mg * mg + epsilon)
+    var -= mom
+
+
+def _adam(var, m, v, *, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,
+          use_nesterov=False):
+    lr_t = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
+    m *= beta1
+    m += (1 - beta1) * grad
+    tmp = np.asarray(np.square(grad))  # an array even for 0-d variables (ufuncs give scalars)
+    tmp *= 1 - beta2
+    v *= beta2
+    v += tmp
+    np.sqrt(v, out=tmp)
+    tmp += epsilon
+    if use_nesterov:
+        num = beta1 * m + (1 - beta1) * grad
+        np.divide(num, tmp, out=tmp)
+    else:
+        np.divide(m, tmp, out=tmp)
+    tmp *= lr_t
+    var -= tmp
+
+
+def _ftrl(var, accum, linear, *, grad, lr, l1, l2, lr_power, l2_shrinkage=None,
+          multiply_linear_by_lr=False):
+    shrunk = grad if l2_shrinkage is None else grad + 2 * l2_shrinkage * var
+    new_accum = accum + grad * grad
+    if lr_power == -0.5:
+        sigma = (np.sqrt(new_accum) - np.sqrt(accum)) / lr
+        quadratic = np.sqrt(new_accum) / lr + 2 * l2
+    else:
+        sigma = (new_accum ** -lr_power - accum ** -lr_power) / lr
+        quadratic = new_accum ** -lr_power / lr + 2 * l2
+    linear += shrunk - sigma * var
+    clipped = np.clip(linear, -l1, l1)
+    var[...] = np.where(np.abs(linear) > l1, (clipped - linear) / quadratic, 0)
+    accum[...] = new_accum
+
+
+def _ftrl_v2(var, accum, linear, *, grad, lr, l1, l2, l2_shrinkage, lr_power,
+             multiply_linear_by_lr=False):
+    _ftrl(var, accum, linear, grad=grad, lr=lr, l1=l1, l2=l2, lr_power=lr_power,
+          l2_shrinkage=l2_shrinkage)
+
+
+_RULES = {
+    "GradientDescent": ((), _gradient_descent),
+    "Momentum": (("accum",), _momentum),
+    "Adagrad": (("accum",), _adagrad),
+    "Adadelta": (("accum", "accum_update"), _adadelta),
+    "RMSProp": (("ms", "mom"), _rms_prop),
+    "CenteredRMSProp": (("mg", "ms", "mom"), _centered_rms_prop),
+    "Adam": (("m", "v"), _adam),
+    "Ftrl": (("accum", "linear"), _ftrl),
+    "FtrlV2": (("accum", "linear"), _ftrl_v2),
+}
+
+for _name, (_slots, _rule) in _RULES.items():
+    _dense_kernel(f"ResourceApply{_name}", _slots, _rule)
+    if _name not in ("GradientDescent", "Adam"):
+        _sparse_kernel(f"ResourceSparseApply{_name}", _slots, _rule)
