@@ -82,32 +82,45 @@ def _replace_uses(sg: StepGraph, mapping: dict[tuple[Node, int], tuple[Node, int
 
 
 def fold_constants(sg: StepGraph) -> int:
-    """Replaces foldable nodes by Consts; returns how many were folded."""
+    """Replaces foldable nodes by Consts; returns how many were folded.
+
+    A constant may wait on control inputs (a Const created inside `control_dependencies`).
+    Folding must keep those orderings: the folded Const gets the control inputs of every
+    node in the constant cone it replaces.
+    """
     fetched = {n for n, _ in sg.fetches} | set(sg.targets)
     values: dict[tuple[Node, int], np.ndarray] = {}
+    waits: dict[tuple[Node, int], tuple[Node, ...]] = {}  # control inputs behind a value
     for n in sg.nodes:
         if n.op == "Const":
             values[(n, 0)] = n.attrs["value"]
+            waits[(n, 0)] = tuple(n.control_inputs)
     ctx = KernelContext(0, None)
     mapping: dict[tuple[Node, int], tuple[Node, int]] = {}
     folded = 0
     for n in _topological(sg):
-        if n.op == "Const" or n in fetched or n.control_inputs or not _stateless(n):
+        if n.op == "Const" or n in fetched or not _stateless(n):
             continue
-        outs = _fold_shape_op(n) if n.op in ("Shape", "Size", "Rank") else None
+        if n.op in ("Shape", "Size", "Rank"):
+            outs, cone = _fold_shape_op(n), ()
+        else:
+            outs, cone = None, ()
         if outs is None:
             if not n.inputs or not all(e in values for e in n.inputs):
                 continue
             outs = _evaluate(n, [values[e] for e in n.inputs], ctx)
+            cone = tuple(c for e in n.inputs for c in waits[e])
         if outs is None or sum(getattr(v, "nbytes", 0) for v in outs) > MAX_FOLDED_BYTES:
             continue
+        controls = list(dict.fromkeys(cone + tuple(n.control_inputs)))
         for i, v in enumerate(outs):
             const = Node(f"{n.name}/_folded_{i}" if len(outs) > 1 else f"{n.name}/_folded",
-                         "Const", {"value": v, "dtype": n.output_dtypes[i]}, [], [],
+                         "Const", {"value": v, "dtype": n.output_dtypes[i]}, [], controls,
                          [n.output_dtypes[i]], n.requested_device, n.traceback)
             const.colocation = n.colocation
             sg.add(const)
             values[(const, 0)] = v
+            waits[(const, 0)] = tuple(controls)
             mapping[(n, i)] = (const, 0)
         folded += 1
     _replace_uses(sg, mapping)

@@ -60,3 +60,19 @@ def test_fed_and_fetched_nodes_keep_identity():
         c2 = tf.constant(1.0) + tf.constant(1.0)
     with tf.Session(graph=g) as s:
         assert s.run([c1, c2], {c1: 5.0}) == [5.0, 2.0]
+
+
+def test_folding_keeps_control_dependencies_of_folded_constants():
+    """`1 - beta` inside control_dependencies([assign]) folds to a constant that must still
+    wait for the assign (the Adam sparse update depends on it)."""
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(1.0)
+        assign = v.assign(5.0)
+        with tf.control_dependencies([assign]):
+            k = tf.constant(2.0) - tf.constant(1.0)  # folds; the Const waits on the assign
+        later = v.assign_add(k)  # must see 5.0, not 1.0
+    for cfg in (None, L0):
+        with tf.Session(graph=g, config=cfg) as s:
+            s.run(v.initializer)
+            assert s.run(later) == 6.0
