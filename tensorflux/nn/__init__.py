@@ -1,0 +1,16 @@
+"""`tf.nn`: the neural-network ops and the compositions TF1 keeps under `tf.nn`.
+
+Each op module lists its `tf.nn` names in `__all__`; this package re-exports them.
+"""
+
+from tensorflux.ops import array_ops as _array_ops
+from tensorflux.ops import math_ops as _math_ops
+from tensorflux.ops.nn_impl import *  # noqa: F401,F403
+from tensorflux.ops.nn_ops import *  # noqa: F401,F403
+
+# Names TF1 also exposes under tf.nn but defines elsewhere.
+for _module, _names in ((_math_ops, ("sigmoid", "tanh")), (_array_ops, ("top_k",))):
+    for _name in _names:
+        if hasattr(_module, _name):
+            globals()[_name] = getattr(_module, _name)
+del _module, _names, _name

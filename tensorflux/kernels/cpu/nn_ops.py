@@ -1,0 +1,1009 @@
+"""CPU kernels of the neural-network ops (tensorflux/ops/nn_ops.py).
+
+Precision. half and bfloat16 inputs are computed in float32 and the result is cast back;
+float64 stays float64; integer types stay what they are. No kernel writes into its inputs.
+
+Convolution (Conv2D and its two backprops) is im2col + BLAS. For each batch chunk the
+patches of the padded input are copied, through a zero-copy `as_strided` view of shape
+(n, out_h, out_w, kh, kw, C), into one reused buffer laid out as the rows of a matrix
+(n*out_h*out_w, kh*kw*C); one matrix product with the filter (kh*kw*C, F) gives the chunk's
+output. Chunks are sized so the patch buffer stays in cache (`_CHUNK_BYTES`).
+  - Conv2DBackpropFilter: the same patch matrix, transposed, times out_backprop, summed
+    over chunks.
+  - Conv2DBackpropInput: out_backprop (m, F) times the filter transposed, per tap (F, C) or
+    all at once (F, kh*kw*C); each filter tap's columns are then added into the strided
+    slice of the padded input gradient that the tap read from ("col2im" by taps: kh*kw
+    large adds, no loop over pixels).
+Chunks are capped in number too (`_MAX_CHUNKS`): fewer, larger BLAS calls degrade far less
+when other processes compete for the cores.
+
+Intra-op parallelism. When NumPy's BLAS is single-threaded (OPENBLAS_NUM_THREADS=1, or set
+at run time), the convolution, pooling and big elementwise kernels split their batch into
+one range per core and run the ranges on a shared thread pool (NumPy releases the GIL), so
+the patch copies and adds run in parallel as well as the products, and nothing spin-waits
+when other processes hold a core. With a multi-threaded BLAS they run the batch on the
+calling thread and BLAS parallelizes each product.
+Every kernel works in NHWC; NCHW data is transposed in and out.
+
+Pooling reads the padded input through one strided slice per window tap (i, j): the slice
+holds that tap's element of every window, so a k x k pool is k*k elementwise ops on arrays
+of the output's size, whatever the strides. MaxPool ignores NaN (TF compares with `>`);
+MaxPoolGrad routes each window's gradient to the first maximum in row-major window order
+(TF's CPU kernel, re-deriving the argmax from `orig_input`); AvgPool divides by the number
+of window elements inside the unpadded input.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import ml_dtypes
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from tensorflux.framework import errors
+from tensorflux.kernels.registry import kernel, kernel_factory
+
+_LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_CHUNK_BYTES = 2 << 20  # patch-buffer size per batch chunk (stays in cache with the product)
+# ... but at most this many chunks: every BLAS call hands work to BLAS's threads, and when
+# other processes hold the cores each hand-off can cost a scheduler time slice.
+_MAX_CHUNKS = 8
+_SELU_SCALE = 1.0507009873554804934193349852946
+_SELU_ALPHA = 1.6732632423543772848170429916717
+
+
+def _widen(x: np.ndarray) -> np.ndarray:
+    """`x` in the precision its kernel computes in (float32 for half and bfloat16)."""
+    return x.astype(np.float32) if x.dtype in _LOW_PRECISION else x
+
+
+def _narrow(y, dtype: np.dtype) -> np.ndarray:
+    """`y` cast to the output dtype (no copy when it already is)."""
+    y = np.asarray(y)
+    return y if y.dtype == dtype else y.astype(dtype)
+
+
+def _invalid(message: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(None, None, message)
+
+
+def _checked(make):
+    """A kernel factory whose attribute errors surface when the node runs, where the runtime
+    names the node, rather than when the step is built."""
+
+    def factory(node):
+        try:
+            return make(node)
+        except errors.OpError as e:
+            error = e
+
+            def fail(ctx, *inputs):
+                raise error
+
+            return fail
+
+    return factory
+
+
+# ---- intra-op parallelism ----------------------------------------------------------------
+
+_INTRA_OP_MIN_FLOPS = 2e7  # below this a kernel runs on the calling thread only
+_INTRA_OP_MIN_ELEMENTS = 1 << 18  # the same for memory-bound kernels
+_intra_pool: ThreadPoolExecutor | None = None
+_intra_lock = threading.Lock()
+_blas_get_threads = None
+
+
+def _find_blas_get_threads():
+    """The loaded OpenBLAS's `get_num_threads`, or a function returning 0 (unknown)."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
+        for path in sorted(paths):
+            lib = ctypes.CDLL(path)
+            for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
+                         "openblas_get_num_threads"):
+                fn = getattr(lib, name, None)
+                if fn is not None:
+                    fn.restype = ctypes.c_int
+                    return fn
+    except OSError:
+        pass
+    return lambda: 0
+
+
+def _blas_threads() -> int:
+    """Threads NumPy's BLAS uses per call (0 when it cannot be told)."""
+    global _blas_get_threads
+    if _blas_get_threads is None:
+        _blas_get_threads = _find_blas_get_threads()
+    return _blas_get_threads()
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+
+
+def _workers() -> int:
+    """Threads a big kernel should split its batch over: the usable cores when BLAS is
+    single-threaded, else 1 (BLAS already uses the cores)."""
+    return _cores() if _blas_threads() == 1 else 1
+
+
+def _batch_ranges(n: int, flops: float) -> list[tuple[int, int]]:
+    """Contiguous batch ranges, one per worker (one range for small work)."""
+    workers = min(n, _workers()) if flops >= _INTRA_OP_MIN_FLOPS else 1
+    bounds = [n * i // max(workers, 1) for i in range(workers + 1)]
+    return [(bounds[i], bounds[i + 1]) for i in range(workers) if bounds[i + 1] > bounds[i]] \
+        or [(0, n)]
+
+
+def _elementwise_ranges(n: int, size: int) -> list[tuple[int, int]]:
+    """Batch ranges for memory-bound kernels (pools): split only when big."""
+    return _batch_ranges(n, _INTRA_OP_MIN_FLOPS if size >= _INTRA_OP_MIN_ELEMENTS else 0)
+
+
+def _run_ranges(fn, ranges):
+    """[fn(lo, hi) for each range], the first on this thread and the rest on the pool."""
+    global _intra_pool
+    if len(ranges) == 1:
+        return [fn(*ranges[0])]
+    if _intra_pool is None:
+        with _intra_lock:
+            if _intra_pool is None:
+                _intra_pool = ThreadPoolExecutor(max_workers=_cores(),
+                                                 thread_name_prefix="tfx-intra-op")
+    futures = [_intra_pool.submit(fn, lo, hi) for lo, hi in ranges[1:]]
+    first = fn(*ranges[0])
+    return [first] + [f.result() for f in futures]
+
+
+# ---- elementwise activations and their gradients -----------------------------------------
+
+
+def _split_elementwise(fn, out, *arrays):
+    """Runs `fn(out[lo:hi], *(a[lo:hi] ...))` over batch ranges of big arrays, in parallel
+    when intra-op threads are in use; returns `out`."""
+    if out.ndim == 0 or out.size < _INTRA_OP_MIN_ELEMENTS:
+        fn(out, *arrays)
+        return out
+
+    def work(lo, hi):
+        fn(out[lo:hi], *(a[lo:hi] for a in arrays))
+
+    _run_ranges(work, _elementwise_ranges(out.shape[0], out.size))
+    return out
+
+
+def _relu_into(out, x):
+    np.maximum(x, np.zeros((), x.dtype), out=out)
+
+
+def _relu_grad_into(out, g, x):
+    np.multiply(g, np.greater(x, 0), out=out, dtype=g.dtype)
+
+
+@kernel("Relu")
+def _relu(ctx, x):
+    return _split_elementwise(_relu_into, np.empty(x.shape, x.dtype), x)
+
+
+@kernel("ReluGrad")
+def _relu_grad(ctx, g, x):
+    if g.shape != x.shape:
+        raise _invalid(f"gradients and features must have the same shape: "
+                       f"{list(g.shape)} vs {list(x.shape)}")
+    return _split_elementwise(_relu_grad_into, np.empty(g.shape, g.dtype), g, x)
+
+
+@kernel("Relu6")
+def _relu6(ctx, x):
+    return np.minimum(np.maximum(x, np.zeros((), x.dtype)), np.asarray(6, x.dtype))
+
+
+@kernel("Relu6Grad")
+def _relu6_grad(ctx, g, x):
+    return g * ((x > 0) & (x < 6)).astype(g.dtype)
+
+
+@kernel("Elu")
+def _elu(ctx, x):
+    xf = _widen(x)
+    return _narrow(np.where(xf < 0, np.expm1(np.minimum(xf, 0)), xf), x.dtype)
+
+
+@kernel("EluGrad")
+def _elu_grad(ctx, g, y):
+    gf, yf = _widen(g), _widen(y)
+    return _narrow(np.where(yf < 0, gf * (yf + 1), gf), g.dtype)
+
+
+@kernel("Selu")
+def _selu(ctx, x):
+    xf = _widen(x)
+    neg = (_SELU_SCALE * _SELU_ALPHA) * np.expm1(np.minimum(xf, 0))
+    return _narrow(np.where(xf < 0, neg, _SELU_SCALE * xf), x.dtype)
+
+
+@kernel("SeluGrad")
+def _selu_grad(ctx, g, y):
+    gf, yf = _widen(g), _widen(y)
+    out = np.where(yf < 0, gf * (yf + _SELU_SCALE * _SELU_ALPHA), gf * _SELU_SCALE)
+    return _narrow(out, g.dtype)
+
+
+@kernel("Softplus")
+def _softplus(ctx, x):
+    # TF's thresholds: above -threshold softplus(x) == x and below threshold it is exp(x),
+    # both to the input type's machine epsilon.
+    threshold = np.log(float(ml_dtypes.finfo(x.dtype).eps)) + 2.0
+    xf = _widen(x)
+    with np.errstate(over="ignore"):
+        e = np.exp(xf)
+        mid = np.log1p(e)
+    out = np.where(xf > -threshold, xf, np.where(xf < threshold, e, mid))
+    return _narrow(out, x.dtype)
+
+
+@kernel("SoftplusGrad")
+def _softplus_grad(ctx, g, x):
+    gf, xf = _widen(g), _widen(x)
+    with np.errstate(over="ignore"):
+        return _narrow(gf / (np.exp(-xf) + 1), g.dtype)
+
+
+@kernel_factory("LeakyRelu")
+def _leaky_relu(node):
+    alpha = node.attrs["alpha"]
+
+    def compute(ctx, x):
+        xf = _widen(x)
+        return _narrow(np.where(xf > 0, xf, xf * alpha), x.dtype)
+
+    return compute
+
+
+@kernel_factory("LeakyReluGrad")
+def _leaky_relu_grad(node):
+    alpha = node.attrs["alpha"]
+
+    def compute(ctx, g, x):
+        gf = _widen(g)
+        return _narrow(np.where(x > 0, gf, gf * alpha), g.dtype)
+
+    return compute
+
+
+# ---- softmax and cross entropy ---------------------------------------------------------
+
+
+def _shifted_exp(x):
+    """(x - max, exp(x - max), sum of exp) over the last axis, in compute precision."""
+    xf = _widen(x)
+    shifted = xf - np.max(xf, axis=-1, keepdims=True)
+    e = np.exp(shifted)
+    return shifted, e, np.sum(e, axis=-1, keepdims=True)
+
+
+@kernel("Softmax")
+def _softmax(ctx, x):
+    if x.size == 0:
+        return x.copy()
+    _, e, s = _shifted_exp(x)
+    e /= s
+    return _narrow(e, x.dtype)
+
+
+@kernel("LogSoftmax")
+def _log_softmax(ctx, x):
+    if x.size == 0:
+        return x.copy()
+    shifted, _, s = _shifted_exp(x)
+    shifted -= np.log(s)
+    return _narrow(shifted, x.dtype)
+
+
+@kernel("SoftmaxCrossEntropyWithLogits")
+def _softmax_xent(ctx, features, labels):
+    if features.ndim != 2 or labels.ndim != 2:
+        raise _invalid(f"logits and labels must be either 2-dimensional, or broadcasted to be "
+                       f"2-dimensional: logits={features.shape} labels={labels.shape}")
+    try:
+        f, l = np.broadcast_arrays(features, labels)
+    except ValueError:
+        raise _invalid(f"logits and labels must be broadcastable: logits_size=["
+                       f"{','.join(map(str, features.shape))}] labels_size=["
+                       f"{','.join(map(str, labels.shape))}]") from None
+    dtype = features.dtype
+    if f.shape[1] == 0:
+        return np.zeros(f.shape[0], dtype), np.zeros(f.shape, dtype)
+    shifted, e, s = _shifted_exp(f)
+    lf = _widen(l)
+    loss = np.sum(lf * (np.log(s) - shifted), axis=1)
+    backprop = e / s - lf
+    return _narrow(loss, dtype), _narrow(backprop, dtype)
+
+
+@kernel("SparseSoftmaxCrossEntropyWithLogits")
+def _sparse_softmax_xent(ctx, features, labels):
+    if features.ndim != 2 or labels.ndim != 1 or labels.shape[0] != features.shape[0]:
+        raise _invalid(f"logits and labels must have the same first dimension, got logits "
+                       f"shape {list(features.shape)} and labels shape {list(labels.shape)}")
+    batch, classes = features.shape
+    bad = (labels < 0) | (labels >= classes)
+    if bad.any():
+        first = labels[int(np.argmax(bad))]
+        values = " ".join(str(int(v)) for v in labels.reshape(-1))
+        raise _invalid(f"Received a label value of {first} which is outside the valid range "
+                       f"of [0, {classes}).  Label values: {values}")
+    dtype = features.dtype
+    if classes == 0:
+        return np.zeros(batch, dtype), np.zeros(features.shape, dtype)
+    shifted, e, s = _shifted_exp(features)
+    rows = np.arange(batch)
+    loss = np.log(s[:, 0]) - shifted[rows, labels]
+    e /= s
+    e[rows, labels] -= 1
+    return _narrow(loss, dtype), _narrow(e, dtype)
+
+
+# ---- BiasAdd, L2Loss, LRN, InTopK --------------------------------------------------------
+
+
+def _channel_axis(data_format: str, ndim: int) -> int:
+    return 1 if data_format.startswith("NC") and ndim >= 3 else ndim - 1
+
+
+@kernel_factory("BiasAdd")
+def _bias_add(node):
+    data_format = node.attrs.get("data_format", "NHWC")
+
+    def compute(ctx, value, bias):
+        axis = _channel_axis(data_format, value.ndim)
+        if bias.ndim != 1 or value.ndim < 2 or bias.shape[0] != value.shape[axis]:
+            raise _invalid(f"Must provide as many biases as the last dimension of the input "
+                           f"tensor: {list(bias.shape)} vs. {list(value.shape)}")
+        b = bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
+        out = np.empty(value.shape, value.dtype)
+        return _split_elementwise(lambda o, v: np.add(v, b, out=o, dtype=value.dtype), out,
+                                  value)
+
+    return compute
+
+
+@kernel_factory("BiasAddGrad")
+def _bias_add_grad(node):
+    data_format = node.attrs.get("data_format", "NHWC")
+
+    def compute(ctx, g):
+        axis = _channel_axis(data_format, g.ndim)
+        if axis == g.ndim - 1 and g.dtype in (np.float32, np.float64) and \
+                g.size >= _INTRA_OP_MIN_ELEMENTS:
+            rows = g.reshape(-1, g.shape[-1])
+            parts = _run_ranges(lambda lo, hi: rows[lo:hi].sum(axis=0),
+                                _elementwise_ranges(rows.shape[0], g.size))
+            return parts[0] if len(parts) == 1 else np.sum(parts, axis=0, dtype=g.dtype)
+        axes = tuple(a for a in range(g.ndim) if a != axis)
+        if g.dtype.kind == "f" or g.dtype.kind == "c" or g.dtype in _LOW_PRECISION:
+            return _narrow(np.sum(_widen(g), axis=axes), g.dtype)
+        return np.sum(g, axis=axes, dtype=g.dtype)
+
+    return compute
+
+
+@kernel("L2Loss")
+def _l2_loss(ctx, t):
+    tf_ = _widen(t).reshape(-1)
+    return _narrow(np.dot(tf_, tf_) * 0.5, t.dtype)[()]
+
+
+def _depth_window_sum(a: np.ndarray, radius: int) -> np.ndarray:
+    """sum of a[..., d - radius : d + radius + 1] for each d (zeros beyond the edges)."""
+    depth = a.shape[-1]
+    out = a.copy()
+    for off in range(1, min(radius, depth - 1) + 1):
+        out[..., off:] += a[..., :-off]
+        out[..., :-off] += a[..., off:]
+    return out
+
+
+def _lrn_attrs(node):
+    a = node.attrs
+    return a["depth_radius"], a["bias"], a["alpha"], a["beta"]
+
+
+@kernel_factory("LRN")
+def _lrn(node):
+    radius, bias, alpha, beta = _lrn_attrs(node)
+
+    def compute(ctx, x):
+        if x.ndim != 4:
+            raise _invalid(f"input must be 4-dimensional, got {list(x.shape)}")
+        xf = _widen(x)
+        norm = bias + alpha * _depth_window_sum(xf * xf, radius)
+        return _narrow(xf * norm ** -beta, x.dtype)
+
+    return compute
+
+
+@kernel_factory("LRNGrad")
+def _lrn_grad(node):
+    radius, bias, alpha, beta = _lrn_attrs(node)
+
+    def compute(ctx, g, x, y):
+        if not (g.ndim == x.ndim == y.ndim == 4) or not (g.shape == x.shape == y.shape):
+            raise _invalid("input_grads, input_image, and out_image should have the same "
+                           "shape")
+        gf, xf, yf = _widen(g), _widen(x), _widen(y)
+        norm = bias + alpha * _depth_window_sum(xf * xf, radius)
+        # dx_j = g_j N_j^-beta - 2 alpha beta x_j sum_{i in window(j)} g_i y_i / N_i
+        dx = gf * norm ** -beta
+        dx -= (2 * alpha * beta) * xf * _depth_window_sum(gf * yf / norm, radius)
+        return _narrow(dx, g.dtype)
+
+    return compute
+
+
+@kernel("InTopKV2")
+def _in_top_k(ctx, predictions, targets, k):
+    if predictions.ndim != 2:
+        raise _invalid(f"predictions must be 2-dimensional, got {list(predictions.shape)}")
+    if targets.ndim != 1 or targets.shape[0] != predictions.shape[0]:
+        raise _invalid("First dimension of predictions " f"{predictions.shape[0]} must match "
+                       f"length of targets {targets.shape[0] if targets.ndim else 0}")
+    batch, classes = predictions.shape
+    valid = (targets >= 0) & (targets < classes)
+    target_pred = predictions[np.arange(batch), np.where(valid, targets, 0)]
+    more = np.sum(predictions > target_pred[:, None], axis=1)
+    finite = np.isfinite(predictions).all(axis=1) if classes else np.ones(batch, bool)
+    return valid & finite & (more < int(k))
+
+
+# ---- window geometry shared by convolutions and pools ------------------------------------
+
+
+def _window(size: int, k: int, stride: int, dilation: int, padding: str,
+            explicit=(0, 0)) -> tuple[int, int, int]:
+    """(output size, padding before, padding after) along one dimension, as TF computes
+    them (GetWindowedOutputSizeVerbose)."""
+    if stride <= 0:
+        raise _invalid(f"Stride must be > 0, but got {stride}")
+    if dilation <= 0:
+        raise _invalid(f"Dilation rate must be >= 1, but got {dilation}")
+    eff = (k - 1) * dilation + 1
+    if padding == "VALID":
+        num = size - eff + stride
+        out, before, after = (num // stride if num >= 0 else -((-num) // stride)), 0, 0
+    elif padding == "SAME":
+        out = (size + stride - 1) // stride
+        need = max(0, (out - 1) * stride + eff - size)
+        before, after = need // 2, need - need // 2
+    else:
+        before, after = explicit
+        out = (size + before + after - eff) // stride + 1
+    if out < 0:
+        raise _invalid(f"Computed output size would be negative: {out} [input_size: {size}, "
+                       f"effective_filter_size: {eff}, stride: {stride}]")
+    return out, before, after
+
+
+def _explicit_pairs(attrs, spatial_axes):
+    pads = attrs.get("explicit_paddings") or []
+    if attrs.get("padding") != "EXPLICIT":
+        return [(0, 0)] * len(spatial_axes)
+    return [(pads[2 * a], pads[2 * a + 1]) for a in spatial_axes]
+
+
+def _pad(x: np.ndarray, pads, value=0) -> np.ndarray:
+    """`x` padded on axes 1.. by `pads` [(before, after), ...]; `x` itself when no padding."""
+    if not any(b or a for b, a in pads):
+        return x
+    shape = (x.shape[0],) + tuple(n + b + a for n, (b, a) in zip(x.shape[1:], pads,
+                                                                  strict=False))
+    shape += x.shape[1 + len(pads):]
+    out = np.full(shape, value, dtype=x.dtype)
+    index = (slice(None),) + tuple(slice(b, b + n) for n, (b, _) in zip(x.shape[1:], pads,
+                                                                          strict=False))
+    out[index] = x
+    return out
+
+
+def _to_nhwc(x, data_format):
+    return x.transpose(0, 2, 3, 1) if data_format == "NCHW" else x
+
+
+def _from_nhwc(x, data_format):
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if data_format == "NCHW" else x
+
+
+# ---- Conv2D ------------------------------------------------------------------------------
+
+
+class _ConvGeometry:
+    """Strides, dilations and padding of one Conv2D-family node, resolved per input size."""
+
+    __slots__ = ("sh", "sw", "dh", "dw", "padding", "explicit", "data_format", "name")
+
+    def __init__(self, node):
+        a = node.attrs
+        self.data_format = a.get("data_format", "NHWC")
+        hw = (2, 3) if self.data_format == "NCHW" else (1, 2)
+        strides, dilations = list(a["strides"]), list(a.get("dilations") or [1, 1, 1, 1])
+        if len(strides) != 4 or len(dilations) != 4:
+            raise _invalid("Sliding window strides and dilations must have 4 elements")
+        other = [i for i in range(4) if i not in hw]
+        self.name = node.op
+        if any(strides[i] != 1 for i in other):
+            raise errors.UnimplementedError(
+                None, None, "Current implementation does not yet support strides in the "
+                "batch and depth dimensions.")
+        if any(dilations[i] != 1 for i in other):
+            raise errors.UnimplementedError(
+                None, None, "Current implementation does not yet support dilations in the "
+                "batch and depth dimensions.")
+        self.sh, self.sw = strides[hw[0]], strides[hw[1]]
+        self.dh, self.dw = dilations[hw[0]], dilations[hw[1]]
+        self.padding = a["padding"]
+        self.explicit = _explicit_pairs(a, hw)
+
+    def resolve(self, h, w, kh, kw):
+        """((out_h, out_w), [(top, bottom), (left, right)])."""
+        oh, pt, pb = _window(h, kh, self.sh, self.dh, self.padding, self.explicit[0])
+        ow, pl, pr = _window(w, kw, self.sw, self.dw, self.padding, self.explicit[1])
+        return (oh, ow), [(pt, pb), (pl, pr)]
+
+
+def _patches(xp, kh, kw, oh, ow, g: _ConvGeometry):
+    """Read-only view (N, oh, ow, kh, kw, C) of the windows of padded NHWC `xp`."""
+    s0, s1, s2, s3 = xp.strides
+    n, c = xp.shape[0], xp.shape[3]
+    return as_strided(xp, (n, oh, ow, kh, kw, c),
+                      (s0, s1 * g.sh, s2 * g.sw, s1 * g.dh, s2 * g.dw, s3), writeable=False)
+
+
+def _chunk(n: int, rows_per_image: int, row_bytes: int) -> int:
+    """Images per batch chunk: a cache-sized patch buffer, and with a multi-threaded BLAS
+    at most _MAX_CHUNKS chunks."""
+    by_cache = _CHUNK_BYTES // max(1, rows_per_image * row_bytes)
+    return max(1, by_cache, -(-n // _MAX_CHUNKS) if _blas_threads() != 1 else 1)
+
+
+def _conv_forward(x, w, g: _ConvGeometry):
+    """NHWC conv of compute-precision `x` (N, H, W, C) with `w` (kh, kw, C, F)."""
+    n, h, wd, c = x.shape
+    kh, kw, _, f = w.shape
+    (oh, ow), pads = g.resolve(h, wd, kh, kw)
+    k = kh * kw * c
+    w2 = w.reshape(k, f)
+    if kh == kw == 1 and g.sh == g.sw == 1 and not any(p for pr in pads for p in pr):
+        return np.matmul(x.reshape(-1, c), w2).reshape(n, oh, ow, f)
+    out = np.empty((n, oh, ow, f), dtype=np.result_type(x, w))
+    if out.size == 0:
+        return np.zeros(out.shape, out.dtype)
+    patches = _patches(_pad(x, pads), kh, kw, oh, ow, g)
+    ranges = _batch_ranges(n, 2.0 * out.size * k)
+
+    def work(lo, hi):
+        nb = _chunk(hi - lo, oh * ow, k * x.itemsize)
+        buf = np.empty((min(nb, hi - lo), oh, ow, kh, kw, c), dtype=x.dtype)
+        for n0 in range(lo, hi, nb):
+            n1 = min(hi, n0 + nb)
+            b = buf[:n1 - n0]
+            np.copyto(b, patches[n0:n1])
+            np.matmul(b.reshape(-1, k), w2, out=out[n0:n1].reshape(-1, f))
+
+    _run_ranges(work, ranges)
+    return out
+
+
+def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry):
+    """d(loss)/d(filter) (kh, kw, C, F) from NHWC input `x` and out_backprop `dy`."""
+    n, h, wd, c = x.shape
+    f = dy.shape[3]
+    (oh, ow), pads = g.resolve(h, wd, kh, kw)
+    if dy.shape[1:3] != (oh, ow):
+        raise _invalid(f"{g.name}: Size of out_backprop doesn't match computed: actual = "
+                       f"{dy.shape[1:3]}, computed = {(oh, ow)}")
+    k = kh * kw * c
+    dtype = np.result_type(x, dy)
+    if n * oh * ow == 0:
+        return np.zeros((kh, kw, c, f), dtype)
+    patches = _patches(_pad(x, pads), kh, kw, oh, ow, g)
+    ranges = _batch_ranges(n, 2.0 * n * oh * ow * k * f)
+
+    def work(lo, hi):
+        nb = _chunk(hi - lo, oh * ow, k * x.itemsize)
+        buf = np.empty((min(nb, hi - lo), oh, ow, kh, kw, c), dtype=x.dtype)
+        acc = part = None
+        for n0 in range(lo, hi, nb):
+            n1 = min(hi, n0 + nb)
+            b = buf[:n1 - n0]
+            np.copyto(b, patches[n0:n1])
+            cols, d2 = b.reshape(-1, k), dy[n0:n1].reshape(-1, f)
+            if acc is None:
+                acc = np.matmul(cols.T, d2)
+                part = np.empty_like(acc)
+            else:
+                np.matmul(cols.T, d2, out=part)
+                acc += part
+        return acc
+
+    parts = _run_ranges(work, ranges)
+    total = parts[0]
+    for p in parts[1:]:
+        total += p
+    return total.reshape(kh, kw, c, f)
+
+
+def _conv_backprop_input(shape, w, dy, g: _ConvGeometry):
+    """d(loss)/d(input) of NHWC `shape` from filter `w` and out_backprop `dy`: per chunk one
+    product dy (m, F) x filter^T (F, kh*kw*C), then each tap's columns are added into the
+    strided slice of the padded input gradient that the tap read from."""
+    n, h, wd, c = shape
+    kh, kw, _, f = w.shape
+    (oh, ow), pads = g.resolve(h, wd, kh, kw)
+    if dy.shape[1:3] != (oh, ow) or dy.shape[0] != n:
+        raise _invalid(f"{g.name}: Size of out_backprop doesn't match computed: actual = "
+                       f"{dy.shape[1:3]}, computed = {(oh, ow)}")
+    dtype = np.result_type(w, dy)
+    (pt, pb), (pl, pr) = pads
+    dxp = np.zeros((n, h + pt + pb, wd + pl + pr, c), dtype)
+    if dy.size == 0 or dxp.size == 0:
+        return np.zeros((n, h, wd, c), dtype)
+    k = kh * kw * c
+    hspan, wspan = (oh - 1) * g.sh + 1, (ow - 1) * g.sw + 1
+    ranges = _batch_ranges(n, 2.0 * dy.size * k)
+    # Single-threaded BLAS: one small product per tap (contiguous columns to add);
+    # multi-threaded BLAS: one product per chunk (few BLAS calls, strided columns).
+    by_tap = _blas_threads() == 1
+    wt = np.ascontiguousarray(w.reshape(kh * kw, c, f).transpose(0, 2, 1) if by_tap
+                              else w.reshape(k, f).T)
+
+    def work(lo, hi):
+        nb = _chunk(hi - lo, oh * ow, k * dy.itemsize)
+        rows = min(nb, hi - lo) * oh * ow
+        buf = np.empty((kh * kw, rows, c) if by_tap else (rows, k), dtype)
+        for n0 in range(lo, hi, nb):
+            n1 = min(hi, n0 + nb)
+            m = (n1 - n0) * oh * ow
+            d2 = dy[n0:n1].reshape(-1, f)
+            if by_tap:
+                b = buf[:, :m]
+                np.matmul(d2[None], wt, out=b)
+            else:
+                b = buf[:m]
+                np.matmul(d2, wt, out=b)
+                b = b.reshape(n1 - n0, oh, ow, kh * kw, c)
+            sub = dxp[n0:n1]
+            for i in range(kh):
+                for j in range(kw):
+                    tap = b[i * kw + j] if by_tap else b[:, :, :, i * kw + j]
+                    sub[:, i * g.dh:i * g.dh + hspan:g.sh, j * g.dw:j * g.dw + wspan:g.sw] \
+                        += tap.reshape(n1 - n0, oh, ow, c)
+
+    _run_ranges(work, ranges)
+    if pt or pb or pl or pr:
+        return np.ascontiguousarray(dxp[:, pt:pt + h, pl:pl + wd])
+    return dxp
+
+
+def _groups(c_in: int, filter_depth: int) -> int:
+    if filter_depth <= 0 or c_in % filter_depth:
+        raise _invalid(f"input depth must be evenly divisible by filter depth: {c_in} vs "
+                       f"{filter_depth}")
+    return c_in // filter_depth
+
+
+def _grouped(fn, groups, xs_axes, *arrays):
+    """Applies `fn` per channel group: arrays[i] is split along xs_axes[i] (None: shared)."""
+    if groups == 1:
+        return fn(*arrays)
+    outs = []
+    for gi in range(groups):
+        parts = []
+        for a, axis in zip(arrays, xs_axes, strict=True):
+            if axis is None:
+                parts.append(a)
+            else:
+                size = a.shape[axis] // groups
+                parts.append(np.take(a, range(gi * size, (gi + 1) * size), axis=axis))
+        outs.append(fn(*parts))
+    return np.concatenate(outs, axis=-1)
+
+
+@kernel_factory("Conv2D", expensive=True)
+@_checked
+def _conv2d(node):
+    geom = _ConvGeometry(node)
+
+    def compute(ctx, x, w):
+        if x.ndim != 4 or w.ndim != 4:
+            raise _invalid("input and filter must be 4-dimensional")
+        xh = _to_nhwc(x, geom.data_format)
+        groups = _groups(xh.shape[3], w.shape[2])
+        if w.shape[3] % groups:
+            raise _invalid(f"filter out depth {w.shape[3]} is not a multiple of the number of "
+                           f"groups {groups}")
+        out = _grouped(lambda a, b: _conv_forward(a, b, geom), groups, (3, 3),
+                       _widen(xh), _widen(w))
+        return _from_nhwc(_narrow(out, x.dtype), geom.data_format)
+
+    return compute
+
+
+def _sizes(sizes, what):
+    sizes = [int(s) for s in np.reshape(sizes, -1)]
+    if len(sizes) != 4:
+        raise _invalid(f"{what} must specify 4 dimensions, got {len(sizes)}")
+    return sizes
+
+
+@kernel_factory("Conv2DBackpropInput", expensive=True)
+@_checked
+def _conv2d_backprop_input(node):
+    geom = _ConvGeometry(node)
+
+    def compute(ctx, input_sizes, w, dy):
+        sizes = _sizes(input_sizes, "input_sizes")
+        if geom.data_format == "NCHW":
+            sizes = [sizes[0], sizes[2], sizes[3], sizes[1]]
+        dyh = _to_nhwc(dy, geom.data_format)
+        groups = _groups(sizes[3], w.shape[2])
+        shape = sizes[:3] + [sizes[3] // groups]
+        out = _grouped(lambda ww, d: _conv_backprop_input(shape, ww, d, geom), groups,
+                       (3, 3), _widen(w), _widen(dyh))
+        return _from_nhwc(_narrow(out, dy.dtype), geom.data_format)
+
+    return compute
+
+
+@kernel_factory("Conv2DBackpropFilter", expensive=True)
+@_checked
+def _conv2d_backprop_filter(node):
+    geom = _ConvGeometry(node)
+
+    def compute(ctx, x, filter_sizes, dy):
+        kh, kw, ci, co = _sizes(filter_sizes, "filter_sizes")
+        xh, dyh = _to_nhwc(x, geom.data_format), _to_nhwc(dy, geom.data_format)
+        groups = _groups(xh.shape[3], ci)
+        if dyh.shape[3] != co:
+            raise _invalid(f"Computed out_backprop depth {dyh.shape[3]} does not match "
+                           f"filter_sizes {co}")
+        out = _grouped(lambda a, d: _conv_backprop_filter(a, d, kh, kw, geom), groups,
+                       (3, 3), _widen(xh), _widen(dyh))
+        return _narrow(out, dy.dtype)
+
+    return compute
+
+
+# ---- pooling -----------------------------------------------------------------------------
+
+
+class _PoolGeometry:
+    """ksize/strides/padding of a pooling node over the H, W and C axes of NHWC data."""
+
+    __slots__ = ("k", "s", "padding", "explicit", "data_format")
+
+    def __init__(self, node):
+        a = node.attrs
+        self.data_format = a.get("data_format", "NHWC")
+        order = (0, 2, 3, 1) if self.data_format == "NCHW" else (0, 1, 2, 3)
+        ksize, strides = list(a["ksize"]), list(a["strides"])
+        if len(ksize) != 4 or len(strides) != 4:
+            raise _invalid("Sliding window ksize and strides fields must specify 4 dimensions")
+        if ksize[order[0]] != 1 or strides[order[0]] != 1:
+            raise errors.UnimplementedError(
+                None, None, "Pooling is not yet supported on the batch dimension.")
+        self.k = [ksize[i] for i in order[1:]]
+        self.s = [strides[i] for i in order[1:]]
+        self.padding = a["padding"]
+        self.explicit = _explicit_pairs(a, order[1:]) + [(0, 0)]
+
+    def resolve(self, shape):
+        """(output shape, [(before, after)] for H, W, C) of an NHWC input `shape`."""
+        outs, pads = [shape[0]], []
+        for axis in range(3):
+            o, b, a = _window(shape[axis + 1], self.k[axis], self.s[axis], 1, self.padding,
+                              self.explicit[axis])
+            outs.append(o)
+            pads.append((b, a))
+        return tuple(outs), pads
+
+    def taps(self, out_shape):
+        """Per window tap: the index of its strided slice into the padded input."""
+        spans = [(o - 1) * s + 1 for o, s in zip(out_shape[1:], self.s, strict=True)]
+        for i in range(self.k[0]):
+            for j in range(self.k[1]):
+                for d in range(self.k[2]):
+                    yield (slice(None), slice(i, i + spans[0], self.s[0]),
+                           slice(j, j + spans[1], self.s[1]), slice(d, d + spans[2], self.s[2]))
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" or dtype in _LOW_PRECISION else np.iinfo(dtype).min
+
+
+def _window_max(xp, geom: _PoolGeometry, out):
+    """Writes into `out` the max (NaN ignored) of each window of padded `xp`."""
+    reduce = np.fmax if xp.dtype.kind == "f" else np.maximum
+    for t, index in enumerate(geom.taps(out.shape)):
+        if t == 0:
+            np.copyto(out, xp[index])
+        else:
+            reduce(out, xp[index], out=out)
+
+
+def _max_pool_nhwc(x, geom: _PoolGeometry):
+    """(max of each window, paddings, output shape) of NHWC `x`, batch-parallel when big."""
+    out_shape, pads = geom.resolve(x.shape)
+    out = np.empty(out_shape, x.dtype)
+    if 0 in out_shape:
+        return out, pads, out_shape
+    xp = _pad(x, pads, _lowest(x.dtype))
+
+    def work(lo, hi):
+        _window_max(xp[lo:hi], geom, out[lo:hi])
+
+    _run_ranges(work, _elementwise_ranges(x.shape[0], x.size))
+    return out, pads, out_shape
+
+
+@kernel_factory("MaxPool", expensive=True)
+@_checked
+def _max_pool(node):
+    geom = _PoolGeometry(node)
+
+    def compute(ctx, x):
+        if x.ndim != 4:
+            raise _invalid(f"input must be 4-dimensional, got {list(x.shape)}")
+        xf = _widen(_to_nhwc(x, geom.data_format))
+        out, _, _ = _max_pool_nhwc(xf, geom)
+        return _from_nhwc(_narrow(out, x.dtype), geom.data_format)
+
+    return compute
+
+
+@kernel_factory("MaxPoolGrad", expensive=True)
+@_checked
+def _max_pool_grad(node):
+    geom = _PoolGeometry(node)
+
+    def compute(ctx, orig_input, orig_output, grad):
+        # TF re-derives each window's argmax from orig_input; orig_output is not trusted.
+        x = _widen(_to_nhwc(orig_input, geom.data_format))
+        g = _widen(_to_nhwc(grad, geom.data_format))
+        out_shape, pads = geom.resolve(x.shape)
+        if g.shape != out_shape:
+            raise _invalid(f"Expected grad shape to be {list(out_shape)}, but got "
+                           f"{list(g.shape)}")
+        xp = _pad(x, pads, _lowest(x.dtype))
+        tiles = all(k == s for k, s in zip(geom.k, geom.s, strict=True))
+        covered = tiles and all(o * k == n for o, k, n in
+                                zip(out_shape[1:], geom.k, xp.shape[1:], strict=True))
+        dxp = np.empty(xp.shape, g.dtype) if covered and g.size else \
+            np.zeros(xp.shape, g.dtype)
+        if g.size:
+            def work(lo, hi):
+                m = np.empty((hi - lo,) + out_shape[1:], x.dtype)
+                _window_max(xp[lo:hi], geom, m)
+                _route_to_first_max(xp[lo:hi], m, g[lo:hi], geom, dxp[lo:hi], tiles, covered)
+
+            _run_ranges(work, _elementwise_ranges(x.shape[0], x.size))
+        crop = (slice(None),) + tuple(slice(b, b + n) for (b, _), n in
+                                      zip(pads, x.shape[1:], strict=True))
+        dx = np.ascontiguousarray(dxp[crop]) if any(b or a for b, a in pads) else dxp
+        return _from_nhwc(_narrow(dx, grad.dtype), geom.data_format)
+
+    return compute
+
+
+def _route_to_first_max(xp, m, g, geom: _PoolGeometry, dxp, tiles: bool, covered: bool):
+    """Adds to `dxp` (padded-input-shaped) each window's `g` at the window's first element
+    equal to its max `m` (taps in row-major order). Windows that tile the input without
+    overlap write their taps directly (`dxp` may start uninitialized when they also cover
+    it); overlapping ones accumulate into a zeroed `dxp`."""
+    searching = np.ones(m.shape, bool)  # windows whose first max is not found yet
+    hit = np.empty(m.shape, bool)
+    taps = list(geom.taps(m.shape))
+    for t, index in enumerate(taps):
+        np.equal(xp[index], m, out=hit)
+        if t < len(taps) - 1 or not covered or np.isnan(m).any():
+            hit &= searching
+            searching ^= hit
+        else:
+            hit = searching  # the last tap holds the max of every window still searching
+        if tiles:
+            np.multiply(g, hit, out=dxp[index])
+        else:
+            dxp[index] += g * hit
+
+
+def _avg_counts(geom: _PoolGeometry, in_shape, out_shape, pads):
+    """Number of unpadded input elements in each window, broadcastable to out_shape."""
+    counts = []
+    for axis in range(3):
+        o, s, k = out_shape[axis + 1], geom.s[axis], geom.k[axis]
+        start = np.arange(o) * s - pads[axis][0]
+        c = np.minimum(start + k, in_shape[axis + 1]) - np.maximum(start, 0)
+        counts.append(c)
+    return counts[0][:, None, None] * counts[1][None, :, None] * counts[2][None, None, :]
+
+
+@kernel_factory("AvgPool", expensive=True)
+@_checked
+def _avg_pool(node):
+    geom = _PoolGeometry(node)
+
+    def compute(ctx, x):
+        if x.ndim != 4:
+            raise _invalid(f"input must be 4-dimensional, got {list(x.shape)}")
+        xf = _widen(_to_nhwc(x, geom.data_format))
+        out_shape, pads = geom.resolve(xf.shape)
+        if 0 in out_shape:
+            return _from_nhwc(np.zeros(out_shape, x.dtype), geom.data_format)
+        xp = _pad(xf, pads)
+        acc = None
+        for index in geom.taps(out_shape):
+            acc = xp[index].copy() if acc is None else np.add(acc, xp[index], out=acc)
+        acc /= _avg_counts(geom, xf.shape, out_shape, pads).astype(acc.dtype)
+        return _from_nhwc(_narrow(acc, x.dtype), geom.data_format)
+
+    return compute
+
+
+@kernel_factory("AvgPoolGrad", expensive=True)
+@_checked
+def _avg_pool_grad(node):
+    geom = _PoolGeometry(node)
+
+    def compute(ctx, orig_input_shape, grad):
+        shape = _sizes(orig_input_shape, "orig_input_shape")
+        if geom.data_format == "NCHW":
+            shape = [shape[0], shape[2], shape[3], shape[1]]
+        g = _widen(_to_nhwc(grad, geom.data_format))
+        out_shape, pads = geom.resolve(shape)
+        if g.shape != out_shape:
+            raise _invalid(f"Expected grad shape to be {list(out_shape)}, but got "
+                           f"{list(g.shape)}")
+        padded = [shape[0]] + [n + b + a for n, (b, a) in zip(shape[1:], pads, strict=True)]
+        dxp = np.zeros(padded, g.dtype)
+        share = g / _avg_counts(geom, shape, out_shape, pads).astype(g.dtype)
+        for index in geom.taps(out_shape):
+            dxp[index] += share
+        crop = (slice(None),) + tuple(slice(b, b + n) for (b, _), n in
+                                      zip(pads, shape[1:], strict=True))
+        dx = np.ascontiguousarray(dxp[crop]) if any(b or a for b, a in pads) else dxp
+        return _from_nhwc(_narrow(dx, grad.dtype), geom.data_format)
+
+    return compute
+
+
+@kernel_factory("MaxPoolGradGrad", expensive=True)
+@_checked
+def _max_pool_grad_grad(node):
+    geom = _PoolGeometry(node)
+
+    def compute(ctx, orig_input, orig_output, grad):
+        x = _widen(_to_nhwc(orig_input, geom.data_format))
+        g = _widen(_to_nhwc(grad, geom.data_format))
+        if g.shape != x.shape:
+            raise _invalid(f"grad must have the shape of orig_input {list(x.shape)}, got "
+                           f"{list(g.shape)}")
+        m, pads, out_shape = _max_pool_nhwc(x, geom)
+        xp = _pad(x, pads, _lowest(x.dtype))
+        gp = _pad(g, pads)
+        out = np.zeros(out_shape, g.dtype)
+        taken = np.zeros(out_shape, bool)
+        for index in geom.taps(out_shape):
+            hit = xp[index] == m
+            hit &= ~taken
+            taken |= hit
+            np.add(out, gp[index], out=out, where=hit)
+        return _from_nhwc(_narrow(out, grad.dtype), geom.data_format)
+
+    return compute
