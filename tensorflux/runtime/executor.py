@@ -14,8 +14,9 @@ counts and dead counts for the frame's nodes. Outputs normally go to the same fr
 iteration as their node, except:
   - Enter: into iteration 0 of the child frame, or, with `is_constant`, into every iteration
     of it, present and future (a loop invariant);
-  - Exit: into the parent frame and iteration; a dead Exit is held until its frame is done and
-    only then propagated as dead (the loop is not over while any iteration is running);
+  - Exit: into the parent frame and iteration. An Exit fires once per frame instance: live
+    when the loop ends normally, or, if it never produced a live value, dead when the frame
+    is done (a loop on an untaken branch); the dead Exits of earlier iterations are dropped;
   - NextIteration: into iteration i+1; a dead NextIteration propagates nothing. At most
     `parallel_iterations` iterations of a frame are outstanding; a NextIteration that would
     start one more is held in `next_iter_roots` until the oldest iteration finishes.
@@ -105,7 +106,7 @@ class _Iteration:
 class _Frame:
     __slots__ = ("info", "parent", "parent_iter", "iterations", "iteration_count",
                  "outstanding_iterations", "max_parallel", "inv_values", "next_iter_roots",
-                 "pending_inputs", "dead_exits", "key", "frame_id")
+                 "pending_inputs", "dead_exits", "live_exits", "key", "frame_id")
 
     def __init__(self, info: _FrameInfo, parent, parent_iter: int, max_parallel: int, key):
         self.info = info
@@ -118,7 +119,8 @@ class _Frame:
         self.inv_values: list[tuple[_Item, object]] = []
         self.next_iter_roots: list[tuple[_Item, object]] = []
         self.pending_inputs = info.num_enters
-        self.dead_exits: list[_Item] = []
+        self.dead_exits: dict[_Item, None] = {}  # ordered set
+        self.live_exits: set[_Item] = set()
         self.key = key
         # Deterministic across partitions and processes, so Send/Recv keys inside loops match.
         self.frame_id = 0 if parent is None else zlib.crc32(
@@ -172,8 +174,8 @@ class Executor:
                        and all(dst.kind != MERGE for dst, _ in it.out_edges))
             it.fast_edges = [(dst, dst.local) for dst, _ in it.out_edges]
         self.root_info = self.frames[""]
-        self.roots = [it for it in self.items if self.root_info.pending_init[it.local] == 0
-                      and it.frame is self.root_info]
+        self.roots = [it for it in self.items if it.frame is self.root_info
+                      and self.root_info.pending_init[it.local] == 0]
         self.fetch_slots = [item_of[n].out_base + i for n, i in fetches]
         for s in self.fetch_slots:  # fetched values are never freed
             self.root_info.slot_uses[s] += 1
@@ -447,8 +449,9 @@ class _Run:
             self._enter(it, frame, i, values, is_dead)
         elif kind == EXIT:
             if is_dead:
-                frame.dead_exits.append(it)
+                frame.dead_exits[it] = None
             else:
+                frame.live_exits.add(it)
                 self._propagate(it, frame.parent, frame.parent_iter, values, False)
         else:  # NEXT_ITERATION
             if not is_dead:
@@ -559,7 +562,8 @@ class _Run:
         self.frames.pop(frame.key, None)
         parent, pi = frame.parent, frame.parent_iter
         for exit_item in frame.dead_exits:
-            self._propagate(exit_item, parent, pi, (DEAD,) * exit_item.num_outputs, True)
+            if exit_item not in frame.live_exits:  # an Exit fires once: live, or dead if never
+                self._propagate(exit_item, parent, pi, (DEAD,) * exit_item.num_outputs, True)
         st = parent.iterations[pi]
         st.outstanding_frames -= 1
         if st.outstanding_ops == 0 and st.outstanding_frames == 0:

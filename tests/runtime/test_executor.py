@@ -1,0 +1,238 @@
+"""The dataflow executor's control-flow machinery, on hand-built graphs of primitives:
+dead values through Switch/Merge, frames and iterations through Enter/Exit/NextIteration,
+loop invariants, nested loops, parallel_iterations, asynchronous kernels, deadlines.
+
+(The tf.cond / tf.while_loop builders come with the control-flow issue; these tests pin the
+runtime semantics they will rely on.)
+"""
+
+import threading
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tensorflux.framework import common_shapes, op_registry
+from tensorflux.framework.op_def_library import apply_op
+from tensorflux.kernels import registry as kernel_registry
+from tensorflux.ops import control_flow_ops as cf
+
+
+def _enter(x, frame, is_constant=False, parallel_iterations=10):
+    return apply_op("Enter", data=x, frame_name=frame, is_constant=is_constant,
+                    parallel_iterations=parallel_iterations)
+
+
+def _while(cond_fn, body_fn, init, frame, parallel_iterations=10, invariants=()):
+    """A while loop from primitives (as tf.while_loop builds it) over one loop variable.
+
+    Returns the Exit tensor. `invariants` are tensors entered with is_constant=True and
+    passed to cond_fn/body_fn after the loop variable.
+    """
+    enter = _enter(init, frame, parallel_iterations=parallel_iterations)
+    inv = [_enter(t, frame, is_constant=True, parallel_iterations=parallel_iterations)
+           for t in invariants]
+    # Everything inside the loop is built clear of enclosing control dependencies (they
+    # belong to another frame); ops without inputs (constants) in the condition or the body
+    # get a control edge from the loop's frame instead, as the while_loop builder does.
+    with tf.control_dependencies(None):
+        merge, _ = cf.merge([enter, enter])  # input 1 is rewired to NextIteration below
+        with tf.control_dependencies([merge.op]):
+            pred = apply_op("LoopCond", input=cond_fn(merge, *inv))
+        out_false, out_true = cf.switch(merge, pred)
+        pivot = tf.identity(out_true)
+        with tf.control_dependencies([pivot.op]):
+            body = body_fn(pivot, *inv)
+        nxt = apply_op("NextIteration", data=body)
+        merge.op._update_input(1, nxt)
+        return apply_op("Exit", data=out_false)
+
+
+@pytest.fixture
+def graph():
+    g = tf.Graph()
+    with g.as_default():
+        yield g
+
+
+def test_switch_merge_runs_only_the_taken_branch(graph):
+    pred = tf.placeholder(tf.bool, [])
+    x = tf.constant(3.0)
+    f, t = cf.switch(x, pred)
+    taken_true = t * 10.0
+    taken_false = f - 1.0
+    out, index = cf.merge([taken_false, taken_true])
+    with tf.Session() as s:
+        assert s.run([out, index], {pred: True}) == [30.0, 1]
+        assert s.run([out, index], {pred: False}) == [2.0, 0]
+        # Fetching a tensor on the untaken branch is an error, not a silent None.
+        with pytest.raises(tf.errors.InvalidArgumentError, match="dead"):
+            s.run(taken_true, {pred: False})
+
+
+def test_dead_values_propagate_through_chains_and_control_edges(graph):
+    pred = tf.placeholder(tf.bool, [])
+    f, t = cf.switch(tf.constant(1.0), pred)
+    chain = tf.identity(tf.identity(t) + 1.0)
+    with tf.control_dependencies([chain]):
+        gated = tf.constant(7.0) + 0.0  # dead when the true branch is dead
+    out, _ = cf.merge([gated, f])
+    with tf.Session() as s:
+        assert s.run(out, {pred: True}) == 7.0
+        assert s.run(out, {pred: False}) == 1.0
+
+
+def test_counting_loop(graph):
+    n = tf.placeholder(tf.int32, [])
+    limit_out = _while(lambda i, lim: tf.less(i, lim), lambda i, lim: i + 1,
+                       tf.constant(0), "count", invariants=[n])  # 1000 iterations below
+    with tf.Session() as s:
+        assert s.run(limit_out, {n: 10}) == 10
+        assert s.run(limit_out, {n: 0}) == 0
+        assert s.run(limit_out, {n: 1000}) == 1000
+
+
+@pytest.mark.parametrize("parallel_iterations", [1, 2, 10])
+def test_loop_results_do_not_depend_on_parallel_iterations(graph, parallel_iterations):
+    # x <- x * 1.5 + 1 for 50 iterations; every iteration reads a loop invariant too.
+    scale = tf.constant(1.5)
+    counter_init = tf.constant([0.0, 1.0])  # [i, x] packed to keep one loop variable
+    limit = tf.constant(50.0)
+
+    def cond(v, c, lim):
+        return tf.less(v[0], lim)
+
+    def step(v, c, lim):
+        return tf.stack([v[0] + 1.0, v[1] * c + 1.0])
+
+    out = _while(cond, step, counter_init, "pi", parallel_iterations=parallel_iterations,
+                 invariants=[scale, limit])
+    expected = 1.0
+    for _ in range(50):
+        expected = expected * 1.5 + 1.0
+    with tf.Session() as s:
+        i, x = s.run(out)
+    assert i == 50.0 and x == pytest.approx(expected, rel=1e-5)
+
+
+def test_nested_loops(graph):
+    # for i in range(4): for j in range(3): total += i * j   (sum = 18)
+    def outer_body(v):
+        i, total = v[0], v[1]
+        inner = _while(lambda w, lim: tf.less(w[0], lim),
+                       lambda w, lim: tf.stack([w[0] + 1.0, w[1] + w[2] * w[0], w[2]]),
+                       tf.stack([0.0, total, i]), "inner", invariants=[tf.constant(3.0)])
+        return tf.stack([i + 1.0, inner[1]])
+
+    out = _while(lambda v, lim: tf.less(v[0], lim), lambda v, lim: outer_body(v),
+                 tf.constant([0.0, 0.0]), "outer", invariants=[tf.constant(4.0)])
+    with tf.Session() as s:
+        i, total = s.run(out)
+    assert i == 4.0 and total == 18.0
+
+
+def test_loop_inside_untaken_branch_is_dead_and_finishes(graph):
+    pred = tf.placeholder(tf.bool, [])
+    f, t = cf.switch(tf.constant(0), pred)
+    looped = _while(lambda i, lim: tf.less(i, lim), lambda i, lim: i + 1, t, "branch",
+                    invariants=[tf.constant(5)])
+    out, _ = cf.merge([f, looped])
+    with tf.Session() as s:
+        assert s.run(out, {pred: True}) == 5
+        assert s.run(out, {pred: False}) == 0
+
+
+# ---- asynchronous kernels, cancellation, deadlines -------------------------------------
+
+if op_registry.lookup("_TestBlockForever") is None:
+    op_registry.define_op("_TestBlockForever", inputs=["x: float"], outputs=["y: float"],
+                          shape_fn=common_shapes.unchanged, stateful=True)
+    op_registry.not_differentiable("_TestBlockForever")
+
+    @kernel_registry.kernel_factory("_TestBlockForever", is_async=True)
+    def _block_forever(node):
+        def compute(ctx, done, x):
+            # Never completes by itself; only cancellation finishes it.
+            token = ctx.cancellation.get_token()
+            if not ctx.cancellation.register(
+                    token, lambda: done(tf.errors.CancelledError(None, None, "cancelled"))):
+                done(tf.errors.CancelledError(None, None, "cancelled"))
+
+        return compute
+
+    @kernel_registry.kernel_factory("_TestBlockForever", device="GPU", is_async=True)
+    def _block_forever_gpu(node):
+        return _block_forever(node)
+
+
+def test_deadline_exceeded_and_session_stays_usable(graph):
+    x = tf.placeholder(tf.float32, [])
+    blocked = apply_op("_TestBlockForever", x=x, name="blocked")
+    fine = x + 1.0
+    opts = tf.RunOptions(timeout_in_ms=200)
+    with tf.Session() as s:
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            s.run(blocked, {x: 1.0}, options=opts)
+        assert s.run(fine, {x: 1.0}) == 2.0
+
+
+def test_close_cancels_blocked_steps(graph):
+    x = tf.placeholder(tf.float32, [])
+    blocked = apply_op("_TestBlockForever", x=x, name="blocked")
+    s = tf.Session()
+    caught = []
+
+    def run():
+        try:
+            s.run(blocked, {x: 1.0})
+        except tf.errors.CancelledError as e:
+            caught.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    for _ in range(200):
+        if s._active_steps:
+            break
+        threading.Event().wait(0.01)
+    s.close()
+    t.join(timeout=10)
+    assert not t.is_alive() and len(caught) == 1
+
+
+def test_thousand_blocked_steps_do_not_hold_threads(graph):
+    """Blocked asynchronous kernels hold no pool thread: 200 concurrent blocked steps on a
+    session whose devices have 2 pool threads all get cancelled cleanly."""
+    x = tf.placeholder(tf.float32, [])
+    blocked = apply_op("_TestBlockForever", x=x, name="blocked")
+    s = tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=2))
+    errors_seen = []
+    threads = []
+    for _ in range(200):
+        t = threading.Thread(target=lambda: _expect_cancel(s, blocked, x, errors_seen))
+        t.start()
+        threads.append(t)
+    for _ in range(500):
+        if len(s._active_steps) == 200:
+            break
+        threading.Event().wait(0.01)
+    assert len(s._active_steps) == 200
+    s.close()
+    for t in threads:
+        t.join(timeout=10)
+    assert len(errors_seen) == 200
+
+
+def _expect_cancel(s, blocked, x, out):
+    try:
+        s.run(blocked, {x: 1.0})
+    except tf.errors.CancelledError as e:
+        out.append(e)
+
+
+def test_expensive_kernels_overlap_on_the_pool(graph):
+    a = tf.constant(np.ones((200, 200), np.float32))
+    branches = [tf.matmul(a, a) for _ in range(4)]
+    total = tf.add_n(branches)
+    with tf.Session() as s:
+        s._use_static = False
+        np.testing.assert_allclose(s.run(total), np.full((200, 200), 800.0))
