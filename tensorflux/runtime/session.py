@@ -52,7 +52,8 @@ class _Step:
             device = session._device_mgr.lookup(p.device)
             fetch_pairs = [(n, i) for _, n, i in p.fetches]
             if session._use_static and static_executor.eligible(p.nodes, device.device_type):
-                ex = static_executor.StaticExecutor(p.nodes, device, fetch_pairs)
+                ex = static_executor.StaticExecutor(p.nodes, device, fetch_pairs,
+                                                    inline=session._inline_kernels)
             else:
                 ex = Executor(p.nodes, device, fetch_pairs)
             self.parts.append((device, ex, [pos for pos, _, _ in p.fetches]))
@@ -156,7 +157,8 @@ class BaseSession:
         self._config = config
         self._device_mgr = device_lib.DeviceMgr(device_lib.make_local_devices(config))
         self._optimizer_options = _optimizer_options(config)
-        self._use_static = True
+        self._use_static = True  # private switches, for tests and benchmarks
+        self._inline_kernels = True
         self._steps: dict[tuple, _Step] = {}
         self._build_lock = threading.Lock()
         self._step_ids = itertools.count(1)

@@ -68,12 +68,14 @@ def _topological(nodes: list[Node]) -> list[Node] | None:
 class StaticExecutor:
     """Runs one partition through a generated function; same interface as `Executor`."""
 
-    def __init__(self, nodes: list[Node], device, fetches: list[tuple[Node, int]]):
+    def __init__(self, nodes: list[Node], device, fetches: list[tuple[Node, int]],
+                 inline: bool = True):
         self.device = device
         order = _topological(nodes)
         if order is None:
             raise ValueError("StaticExecutor needs an acyclic partition")
-        self.source, env, self._line_nodes = _generate(order, device.device_type, fetches)
+        self.source, env, self._line_nodes = _generate(order, device.device_type, fetches,
+                                                       inline)
         filename = f"<tensorflux step {next(_counter)}>"
         self._filename = filename
         namespace: dict = {}
@@ -96,8 +98,11 @@ class StaticExecutor:
             raise ExecutorError(node, self.device.name, e) from None
 
 
-def _generate(order: list[Node], device_type: str, fetches):
-    """Python source for the step function, its globals, and line number -> node."""
+def _generate(order: list[Node], device_type: str, fetches, inline: bool = True):
+    """Python source for the step function, its globals, and line number -> node.
+
+    With `inline` false every node but Const and _Arg becomes a kernel call (for measuring
+    per-kernel dispatch; the results are the same)."""
     env: dict = {}
     names: dict[tuple[Node, int], str] = {}
     last_use: dict[str, int] = {}
@@ -122,7 +127,7 @@ def _generate(order: list[Node], device_type: str, fetches):
         if n.op == "_Arg":
             body.append((f"{outs[0]} = args[{n.attrs['index']}]", n, outs))
             continue
-        if kdef.inline is not None:
+        if inline and kdef.inline is not None:
             if kdef.inline == "":
                 continue
             expr = kdef.inline.format(*args)
