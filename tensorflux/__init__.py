@@ -73,6 +73,11 @@ from tensorflux.framework.indexed_slices import (  # noqa: F401,E402
     IndexedSlices,
     IndexedSlicesValue,
 )
+from tensorflux.framework.sparse_tensor import (  # noqa: F401,E402
+    SparseTensor,
+    SparseTensorValue,
+    sparse_placeholder,
+)
 from tensorflux import nn  # noqa: F401,E402 - tf.nn
 from tensorflux import test  # noqa: F401,E402
 from tensorflux import train  # noqa: F401,E402 - tf.train

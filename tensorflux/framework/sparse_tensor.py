@@ -1,0 +1,125 @@
+"""tf.SparseTensor: a sparse tensor as three dense tensors (indices, values, dense_shape).
+
+`indices` is int64 [N, rank], `values` [N], `dense_shape` int64 [rank]. Session.run fetches
+a SparseTensor as a `SparseTensorValue` and accepts one (or a (indices, values, shape)
+tuple) as the feed for a SparseTensor (e.g. a `tf.sparse_placeholder`).
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.runtime import fetching
+
+SparseTensorValue = collections.namedtuple("SparseTensorValue",
+                                           ["indices", "values", "dense_shape"])
+
+
+class SparseTensor:
+    """A sparse tensor: `values[i]` is the element at `indices[i]` of a `dense_shape` tensor."""
+
+    _is_sparse_tensor = True
+
+    def __init__(self, indices, values, dense_shape):
+        """Builds a SparseTensor from its three parts (tensors or Python/NumPy values).
+
+        Raises:
+          ValueError: the parts' static shapes are inconsistent.
+        """
+        from tensorflux.framework import graph as graph_lib
+
+        with graph_lib.name_scope(None, "SparseTensor", [indices, values, dense_shape]):
+            self._indices = convert_to_tensor(indices, dtype=dtypes.int64, name="indices")
+            self._values = convert_to_tensor(values, name="values")
+            self._dense_shape = convert_to_tensor(dense_shape, dtype=dtypes.int64,
+                                                  name="dense_shape")
+        ishape = self._indices.shape.with_rank(2)
+        self._values.shape.with_rank(1).assert_is_compatible_with(ishape[:1])
+        self._dense_shape.shape.with_rank(1).assert_is_compatible_with(ishape[1:])
+
+    @classmethod
+    def from_value(cls, value) -> SparseTensor:
+        if isinstance(value, SparseTensor):
+            return value
+        return cls(value.indices, value.values, value.dense_shape)
+
+    indices = property(lambda self: self._indices)
+    values = property(lambda self: self._values)
+    dense_shape = property(lambda self: self._dense_shape)
+    dtype = property(lambda self: self._values.dtype)
+    op = property(lambda self: self._values.op)
+    graph = property(lambda self: self._indices.graph)
+
+    @property
+    def shape(self) -> tensor_shape.TensorShape:
+        from tensorflux.framework import common_shapes
+
+        return common_shapes.constant_value_as_shape(self._dense_shape)
+
+    def get_shape(self) -> tensor_shape.TensorShape:
+        return self.shape
+
+    def eval(self, feed_dict=None, session=None):
+        from tensorflux.runtime import session as session_lib
+
+        return session_lib.run_in_session(self, feed_dict, session)
+
+    def _map_values(self, fn) -> SparseTensor:
+        return SparseTensor(self._indices, fn(self._values), self._dense_shape)
+
+    def __repr__(self) -> str:
+        return (f"SparseTensor(indices={self._indices}, values={self._values}, "
+                f"dense_shape={self._dense_shape})")
+
+
+def is_sparse(x) -> bool:
+    return isinstance(x, (SparseTensor, SparseTensorValue))
+
+
+def convert_to_tensor_or_sparse_tensor(value, dtype=None, name=None):
+    if isinstance(value, SparseTensorValue):
+        value = SparseTensor.from_value(value)
+    if isinstance(value, SparseTensor):
+        if dtype is not None and not dtypes.as_dtype(dtype).is_compatible_with(value.dtype):
+            raise ValueError(f"Sparse dtype: requested = {dtypes.as_dtype(dtype).name}, "
+                             f"actual = {value.dtype.name}")
+        return value
+    return convert_to_tensor(value, dtype=dtype, name=name)
+
+
+def _fetch(st: SparseTensor):
+    return [st.indices, st.values, st.dense_shape], lambda v: SparseTensorValue(*v)
+
+
+def _feed(st: SparseTensor, value):
+    if isinstance(value, SparseTensorValue) or (isinstance(value, tuple) and len(value) == 3):
+        indices, values, shape = value
+    else:
+        raise TypeError(f"The value fed to a SparseTensor must be a SparseTensorValue or an "
+                        f"(indices, values, dense_shape) tuple, got {type(value).__name__}")
+    return [(st.indices, np.asarray(indices, np.int64)), (st.values, values),
+            (st.dense_shape, np.asarray(shape, np.int64))]
+
+
+fetching.register_session_run_conversion_functions(SparseTensor, _fetch, _feed)
+
+
+def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
+    """A SparseTensor of placeholders (`tf.sparse_placeholder`): feed a SparseTensorValue."""
+    from tensorflux.framework import graph as graph_lib
+    from tensorflux.ops import array_ops
+
+    shape = None if shape is None else tensor_shape.as_shape(shape)
+    rank = shape.ndims if shape is not None else None
+    with graph_lib.name_scope(name, "SparsePlaceholder", []):
+        values = array_ops.placeholder(dtype, [None], name="values")
+        indices = array_ops.placeholder(dtypes.int64, [None, rank], name="indices")
+        if shape is not None and shape.is_fully_defined():
+            dense_shape = convert_to_tensor(np.array(shape.as_list(), np.int64), name="shape")
+        else:
+            dense_shape = array_ops.placeholder(dtypes.int64, [rank], name="shape")
+    return SparseTensor(indices, values, dense_shape)
