@@ -23,7 +23,8 @@ from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.operation import Tensor
-from tensorflux.ops import init_ops, variables
+from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import init_ops, partitioned_variables, variables
 
 # The TF1 public names of this module.
 __all__ = ["get_variable", "get_local_variable", "variable_scope", "get_variable_scope",
@@ -54,6 +55,7 @@ class _VariableStore:
 
     def __init__(self):
         self._vars: dict[str, variables.Variable] = {}
+        self._partitioned_vars: dict[str, partitioned_variables.PartitionedVariable] = {}
 
     def get_variable(self, name, shape=None, dtype=dtypes.float32, initializer=None,
                      regularizer=None, reuse=None, trainable=None, collections=None,
@@ -87,10 +89,16 @@ class _VariableStore:
                      synchronization=variables.VariableSynchronization.AUTO,
                      aggregation=variables.VariableAggregation.NONE):
         is_scalar = shape is not None and isinstance(shape, Sequence) and not shape
+        part_args = (name, shape, dtype, initializer, regularizer, reuse, trainable,
+                     collections, caching_device, validate_shape, constraint,
+                     synchronization, aggregation)
         if partitioner is not None and not is_scalar:
-            raise NotImplementedError(
-                f"Variable {name}: partitioned variables (a `partitioner`) are not supported "
-                "by tensorflux yet; create it without a partitioner")
+            if not callable(partitioner):
+                raise ValueError(f"Partitioner must be callable, but received: {partitioner}")
+            with graph_lib.name_scope(None):
+                return self._get_partitioned_variable(partitioner, *part_args)
+        if reuse is True and partitioner is None and name in self._partitioned_vars:
+            return self._get_partitioned_variable(None, *part_args)
         if f"{name}/part_0" in self._vars:
             raise ValueError("No partitioner was provided, but a partitioned version of the "
                              f"variable was found: {name}/part_0. Perhaps a variable of the "
@@ -99,9 +107,102 @@ class _VariableStore:
             name, shape, dtype, initializer, regularizer, reuse, trainable, collections,
             caching_device, validate_shape, constraint, synchronization, aggregation)
 
+    def _get_partitioned_variable(self, partitioner, name, shape, dtype, initializer,
+                                  regularizer, reuse, trainable, collections, caching_device,
+                                  validate_shape, constraint, synchronization, aggregation):
+        """Gets or creates the shards "name/part_<i>" and their PartitionedVariable."""
+        from_tensor = isinstance(initializer, Tensor)
+        if name in self._vars:
+            raise ValueError("A partitioner was provided, but an unpartitioned version of the "
+                             f"variable was found: {name}.  Perhaps a variable of the same "
+                             "name was already created without partitioning?")
+        shape = tensor_shape.as_shape(shape)
+        if from_tensor:
+            shape = shape.merge_with(initializer.shape)
+        dtype = dtypes.as_dtype(dtype)
+        partitions = None
+        if not reuse or partitioner:
+            partitions = partitioned_variables.call_partitioner(partitioner, shape, dtype)
+        if name in self._partitioned_vars:
+            return self._existing_partitioned(name, shape, dtype, reuse, partitions)
+        if reuse is True:
+            raise ValueError(f"PartitionedVariable {name} does not exist, or was not created "
+                             "with tf.get_variable(). Did you mean to set reuse=False or "
+                             "reuse=tf.AUTO_REUSE in VarScope?")
+        slice_dim, num_slices = partitioned_variables.slice_dim_and_count(partitions)
+        self._check_existing_shards(name, num_slices)
+        full = shape.as_list()
+        shards = []
+        for i, (offset, part_shape) in enumerate(
+                partitioned_variables.iter_slices(full, num_slices, slice_dim)):
+            shard_name = f"{name}/part_{i}"
+            with graph_lib.name_scope(shard_name + "/PartitionedInitializer"):
+                init, init_shape, shard_dtype = self._shard_initializer(
+                    name, initializer, dtype, offset, part_shape)
+            with graph_lib.name_scope(None):
+                v = self._get_single_variable(
+                    shard_name, init_shape, shard_dtype, init, regularizer, reuse, trainable,
+                    collections, caching_device, validate_shape, constraint,
+                    synchronization, aggregation,
+                    partition_info=partitioned_variables.PartitionInfo(full, offset))
+            v._set_save_slice_info(partitioned_variables.SaveSliceInfo(
+                name, full, offset, part_shape))
+            shards.append(v)
+        pv = partitioned_variables.PartitionedVariable(name, shape, shards[0].dtype, shards,
+                                                       partitions)
+        self._partitioned_vars[name] = pv
+        return pv
+
+    def _existing_partitioned(self, name, shape, dtype, reuse, partitions):
+        if reuse is False:
+            raise ValueError(f"Partitioned variable with name {name} already exists. Did you "
+                             "mean to set reuse=True or reuse=tf.AUTO_REUSE in VarScope?")
+        found = self._partitioned_vars[name]
+        if not shape.is_compatible_with(found.get_shape()):
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified "
+                             f"shape {shape} and found shape {found.get_shape()}.")
+        if not dtype.is_compatible_with(found.dtype):
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified "
+                             f"dtype {dtype.name} and found dtype {found.dtype.name}.")
+        if partitions is not None and found._get_partitions() != partitions:
+            raise ValueError(f"Trying to reuse partitioned variable {name}, but specified "
+                             f"partitions {partitions} and found partitions "
+                             f"{found._get_partitions()}.")
+        return found
+
+    def _check_existing_shards(self, name, num_slices):
+        if f"{name}/part_0" not in self._vars:
+            return
+        if f"{name}/part_{num_slices - 1}" not in self._vars:
+            raise ValueError("Partitioner returned a different partitioning than what was "
+                             f"already found.  Partitioner returned {num_slices} shards, and "
+                             f"shard {name}/part_0 was found, but {name}/part_{num_slices - 1}"
+                             " was not.")
+        if f"{name}/part_{num_slices}" in self._vars:
+            raise ValueError("Partitioner returned a different partitioning than what was "
+                             f"already found.  Partitioner returned {num_slices} shards, and "
+                             f"shard {name}/part_0 was found, but so was the extra shard "
+                             f"{name}/part_{num_slices}.")
+
+    @staticmethod
+    def _shard_initializer(name, initializer, dtype, offset, part_shape):
+        """(initializer, shape to pass, dtype) of one shard: a callable initializer is
+        called with the shard's shape; a value is sliced."""
+        from tensorflux.ops import array_ops
+
+        if initializer is None:
+            return _default_initializer(name, dtype), part_shape, dtype
+        if callable(initializer):
+            return initializer, part_shape, dtype
+        if isinstance(initializer, Tensor):
+            init = array_ops.slice(initializer, offset, part_shape)
+            return init, None, init.dtype.base_dtype
+        value = convert_to_tensor(initializer, dtype=dtype)
+        return array_ops.slice(value, offset, part_shape), None, dtype
+
     def _get_single_variable(self, name, shape, dtype, initializer, regularizer, reuse,
                              trainable, collections, caching_device, validate_shape,
-                             constraint, synchronization, aggregation):
+                             constraint, synchronization, aggregation, partition_info=None):
         initializing_from_value = initializer is not None and not callable(initializer)
         if shape is not None and initializing_from_value:
             raise ValueError("If initializer is a constant, do not specify shape.")
@@ -128,7 +229,7 @@ class _VariableStore:
                 dims = shape.as_list()
 
                 def init_val():
-                    return initializer(dims, dtype=dtype, partition_info=None)
+                    return initializer(dims, dtype=dtype, partition_info=partition_info)
 
                 variable_dtype = dtype.base_dtype
             elif _needs_no_arguments(initializer):
@@ -404,7 +505,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         REGULARIZATION_LOSSES.
       trainable, collections, caching_device, validate_shape, constraint,
         synchronization, aggregation: as for `tf.Variable`.
-      partitioner: not supported yet (NotImplementedError).
+      partitioner: `fn(shape, dtype) -> partitions per dimension`; the variable is
+        then created as shards "name/part_<i>" and a PartitionedVariable returned.
       use_resource: ignored (every variable is a resource variable).
       custom_getter: `fn(getter, name, *args, **kwargs)` wrapping the real getter.
 

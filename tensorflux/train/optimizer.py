@@ -46,6 +46,9 @@ class Optimizer:
                           grad_loss=None):
         """[(gradient, variable)] for every variable in var_list (default: trainable ones).
 
+        A PartitionedVariable in var_list stands for its shards (TensorFlow raises
+        AttributeError for it); each shard gets its own pair.
+
         Raises:
           ValueError: var_list is empty, or gate_gradients is not a GATE_* value.
           TypeError: the loss is not a floating-point tensor.
@@ -66,7 +69,12 @@ class Optimizer:
             var_list = g.get_collection(GraphKeys.TRAINABLE_VARIABLES) + \
                 g.get_collection(GraphKeys.TRAINABLE_RESOURCE_VARIABLES)
         else:
-            var_list = list(var_list)
+            from tensorflux.ops import partitioned_variables
+
+            # A PartitionedVariable (or a list holding one) stands for its shards.
+            if isinstance(var_list, partitioned_variables.PartitionedVariable):
+                var_list = [var_list]
+            var_list = partitioned_variables.flatten_variables(var_list)
         var_list = list(dict.fromkeys(var_list))
         if not var_list:
             raise ValueError("No variables to optimize.")
