@@ -28,6 +28,8 @@ import logging
 import os
 import time
 
+import numpy as np
+
 from tensorflux.checkpoint import files as ckpt_files
 from tensorflux.framework import dtypes, errors, tensor_shape
 from tensorflux.framework import graph as graph_lib
@@ -466,7 +468,9 @@ class Saver:
         if isinstance(save_path, bytes):
             save_path = save_path.decode()
         if global_step is not None:
-            if not isinstance(global_step, int) or isinstance(global_step, bool):
+            if isinstance(global_step, (int, np.integer)) and not isinstance(global_step, bool):
+                global_step = int(global_step)
+            else:  # a Tensor, Variable or tensor name
                 global_step = int(sess.run(global_step))
             step = f"{global_step:08d}" if self._pad_step_number else str(global_step)
             checkpoint_file = f"{save_path}-{step}"

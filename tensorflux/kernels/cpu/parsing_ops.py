@@ -1,0 +1,328 @@
+"""CPU kernels of the parsing ops (tensorflux/ops/parsing_ops.py): DecodeCSV, DecodeRaw,
+ParseExampleV2.
+
+CSV follows TensorFlow's dialect: one-character delimiter; with `use_quote_delim` a field
+may be wrapped in double quotes (holding delimiters, "" for a quote), and a quote anywhere
+else is an error; numbers may carry surrounding spaces; an empty field (or one equal to
+`na_value`) takes the column's default, or fails if the default is empty. Every failure is
+an InvalidArgumentError quoting the field and naming its column and record.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorflux.framework import dtypes, errors
+from tensorflux.kernels.registry import kernel_factory
+from tensorflux.protos import example_pb2
+
+# ---- DecodeCSV ---------------------------------------------------------------------------
+
+
+def _split_quoted(record: str, delim: str, index: int) -> list[str]:
+    """The fields of one record holding quotes (TensorFlow's quoting rules)."""
+    fields = []
+    i, n = 0, len(record)
+    while True:
+        if i < n and record[i] == '"':
+            i += 1
+            buf = []
+            while True:
+                j = record.find('"', i)
+                if j < 0:
+                    raise errors.InvalidArgumentError(
+                        None, None, "Quoted field has to end with quote followed by delim or "
+                        f"end (record {index}: {record!r})")
+                buf.append(record[i:j])
+                if j + 1 < n and record[j + 1] == '"':  # an escaped quote
+                    buf.append('"')
+                    i = j + 2
+                    continue
+                i = j + 1
+                break
+            if i < n and record[i] != delim:
+                raise errors.InvalidArgumentError(
+                    None, None, "Quoted field has to end with quote followed by delim or end "
+                    f"(record {index}: {record!r})")
+            fields.append("".join(buf))
+        else:
+            j = record.find(delim, i)
+            field = record[i:] if j < 0 else record[i:j]
+            if '"' in field or "\n" in field or "\r" in field:
+                raise errors.InvalidArgumentError(
+                    None, None, "Unquoted fields cannot have quotes/CRLFs inside (record "
+                    f"{index}, field {field!r})")
+            fields.append(field)
+            i = n if j < 0 else j
+        if i >= n:
+            return fields
+        i += 1  # past the delimiter
+        if i == n:
+            fields.append("")
+            return fields
+
+
+def _split(record: bytes, delim: str, quotes: bool, index: int) -> list[str]:
+    text = record.decode("utf-8", errors="surrogateescape")
+    if quotes and '"' in text:
+        return _split_quoted(text, delim, index)
+    if not quotes and ("\n" in text or "\r" in text):
+        raise errors.InvalidArgumentError(
+            None, None, f"Unquoted fields cannot have quotes/CRLFs inside (record {index})")
+    return text.split(delim)
+
+
+_INT_RANGES = {dtypes.int32: (-(2**31), 2**31 - 1), dtypes.int64: (-(2**63), 2**63 - 1)}
+_TYPE_NAMES = {dtypes.float32: "float", dtypes.float64: "double", dtypes.int32: "int32",
+               dtypes.int64: "int64"}
+
+
+def _convert(field: str, dtype, col: int, rec: int):
+    """One non-empty field as a number of `dtype` (or its bytes for strings)."""
+    if dtype is dtypes.string:
+        return field.encode("utf-8", errors="surrogateescape")
+    text = field.strip()
+    try:
+        if "_" in text or not text:
+            raise ValueError
+        if dtype in _INT_RANGES:
+            value = int(text, 10)
+            lo, hi = _INT_RANGES[dtype]
+            if not lo <= value <= hi:
+                raise ValueError
+            return value
+        return float(text)
+    except ValueError:
+        raise errors.InvalidArgumentError(
+            None, None, f"Field {col} in record {rec} is not a valid {_TYPE_NAMES[dtype]}: "
+            f"{field}") from None
+
+
+@kernel_factory("DecodeCSV")
+def _decode_csv(node):
+    a = node.attrs
+    types = list(a["OUT_TYPE"])
+    delim, quotes, na = a["field_delim"], bool(a["use_quote_delim"]), a["na_value"]
+    select = list(a["select_cols"] or [])
+    if isinstance(delim, bytes):
+        delim = delim.decode()
+    if isinstance(na, bytes):
+        na = na.decode()
+    if len(delim) != 1:
+        raise errors.InvalidArgumentError(None, None, "field_delim should be only 1 char")
+
+    def compute(ctx, records, *defaults):
+        records = np.asarray(records, dtype=object)
+        flat = records.reshape(-1)
+        ncols = len(types)
+        fills = []
+        for i, d in enumerate(defaults):
+            d = np.asarray(d)
+            if d.size > 1:
+                raise errors.InvalidArgumentError(
+                    None, None, f"There should only be 1 default per field but field {i} has "
+                    f"{d.size}")
+            fills.append(None if d.size == 0 else d.reshape(-1)[0])
+        columns = [[None] * len(flat) for _ in range(ncols)]
+        for r, rec in enumerate(flat):
+            fields = _split(rec if isinstance(rec, bytes) else str(rec).encode(), delim,
+                            quotes, r)
+            if select:
+                if len(fields) <= select[-1]:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Expect {select[-1] + 1} fields but have {len(fields)} in "
+                        f"record {r}")
+                fields = [fields[c] for c in select]
+            elif len(fields) != ncols:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Expect {ncols} fields but have {len(fields)} in record {r}")
+            for c, (field, t) in enumerate(zip(fields, types, strict=True)):
+                if field == "" or field == na:
+                    if fills[c] is None:
+                        raise errors.InvalidArgumentError(
+                            None, None, f"Field {c} is required but missing in record {r}!")
+                    columns[c][r] = fills[c]
+                else:
+                    columns[c][r] = _convert(field, t, c, r)
+        out = []
+        for col, t in zip(columns, types, strict=True):
+            if t is dtypes.string:
+                arr = np.empty(len(col), dtype=object)
+                arr[:] = col
+            else:
+                arr = np.array(col, dtype=t.as_numpy_dtype)
+            out.append(arr.reshape(records.shape))
+        return tuple(out) if len(out) > 1 else out[0]
+
+    return compute
+
+
+# ---- DecodeRaw ---------------------------------------------------------------------------
+
+
+@kernel_factory("DecodeRaw")
+def _decode_raw(node):
+    out_type = node.attrs["out_type"]
+    np_dtype = np.dtype(out_type.as_numpy_dtype)
+    if np_dtype.itemsize > 1:
+        np_dtype = np_dtype.newbyteorder("<" if node.attrs["little_endian"] else ">")
+    size = np_dtype.itemsize
+
+    def compute(ctx, data):
+        data = np.asarray(data, dtype=object)
+        flat = data.reshape(-1)
+        if flat.size == 0:
+            return np.empty(data.shape + (0,), dtype=out_type.as_numpy_dtype)
+        length = len(flat[0])
+        for i, s in enumerate(flat):
+            if len(s) != length:
+                raise errors.InvalidArgumentError(
+                    None, None, "DecodeRaw requires input strings to all be the same size, "
+                    f"but element {i} has size {len(s)} != {length}")
+        if length % size:
+            raise errors.InvalidArgumentError(
+                None, None, f"Input to DecodeRaw has length {length} that is not a multiple "
+                f"of {size}, the size of {_tf_name(out_type)}")
+        buf = bytearray(b"".join(flat))
+        out = np.frombuffer(buf, dtype=np_dtype).reshape(data.shape + (length // size,))
+        return out.astype(out_type.as_numpy_dtype, copy=False)
+
+    return compute
+
+
+def _tf_name(dtype) -> str:
+    return {"float32": "float", "float64": "double", "float16": "half"}.get(dtype.name,
+                                                                          dtype.name)
+
+
+# ---- ParseExampleV2 ----------------------------------------------------------------------
+
+_KIND = {dtypes.float32: "float_list", dtypes.int64: "int64_list", dtypes.string: "bytes_list"}
+_KIND_NAME = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}
+
+
+def _values(feature, dtype, key: str, name: str, index: int) -> list:
+    """The values of one Feature, checked against `dtype`."""
+    kind = feature.WhichOneof("kind")
+    if kind is None:
+        return []
+    if kind != _KIND[dtype]:
+        raise errors.InvalidArgumentError(
+            None, None, f"Name: {name}, Key: {key}, Index: {index}.  Data types don't match. "
+            f"Data type: {_KIND_NAME[kind]} but expected type: {_KIND_NAME[_KIND[dtype]]}")
+    return getattr(feature, kind).value
+
+
+def _to_array(values, dtype) -> np.ndarray:
+    if dtype is dtypes.string:
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = list(values)
+        return arr
+    return np.array(values, dtype=dtype.as_numpy_dtype)
+
+
+def _parse_one(data: bytes, name: str) -> dict:
+    try:
+        example = example_pb2.Example.FromString(data)
+    except Exception:  # noqa: BLE001 - the protobuf runtime's DecodeError
+        raise errors.InvalidArgumentError(
+            None, None, f"Name: {name}, Could not parse example input, value: "
+            f"'{data[:80]!r}'") from None
+    return example.features.feature
+
+
+@kernel_factory("ParseExampleV2")
+def _parse_example(node):
+    a = node.attrs
+    sparse_types = list(a["sparse_types"])
+    dense_types = list(a["Tdense"])
+    dense_shapes = [tuple(s.as_list()) for s in a["dense_shapes"]]
+
+    def compute(ctx, serialized, names, sparse_keys, dense_keys, ragged_keys, *defaults):
+        serialized = np.asarray(serialized, dtype=object)
+        scalar = serialized.ndim == 0
+        flat = serialized.reshape(-1)
+        names = [n.decode(errors="replace") if isinstance(n, bytes) else str(n)
+                 for n in np.asarray(names, dtype=object).reshape(-1)]
+        skeys = [k.decode() for k in np.asarray(sparse_keys, dtype=object).reshape(-1)]
+        dkeys = [k.decode() for k in np.asarray(dense_keys, dtype=object).reshape(-1)]
+        if len(skeys) != len(sparse_types) or len(dkeys) != len(dense_types):
+            raise errors.InvalidArgumentError(
+                None, None, "The number of keys does not match the number of types")
+        parsed = [_parse_one(s, names[i] if i < len(names) else "<unknown>")
+                  for i, s in enumerate(flat)]
+        labels = [names[i] if i < len(names) else "<unknown>" for i in range(len(flat))]
+        out_indices, out_values, out_shapes = [], [], []
+        for key, dtype in zip(skeys, sparse_types, strict=True):
+            idx, vals, longest = _sparse(parsed, labels, key, dtype, scalar)
+            out_indices.append(idx)
+            out_values.append(vals)
+            out_shapes.append(np.array([longest] if scalar else [len(flat), longest],
+                                       np.int64))
+        dense = [_dense(parsed, labels, key, dtype, shape, default, serialized.shape)
+                 for key, dtype, shape, default in zip(dkeys, dense_types, dense_shapes,
+                                                       defaults, strict=True)]
+        outputs = out_indices + out_values + out_shapes + dense
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    return compute
+
+
+def _sparse(parsed, labels, key, dtype, scalar: bool):
+    indices, values = [], []
+    longest = 0
+    for b, feats in enumerate(parsed):
+        f = feats.get(key)
+        vals = _values(f, dtype, key, labels[b], b) if f is not None else []
+        n = len(vals)
+        longest = max(longest, n)
+        if n:
+            values.extend(vals)
+            if scalar:
+                indices.extend([j] for j in range(n))
+            else:
+                indices.extend([b, j] for j in range(n))
+    idx = np.array(indices, np.int64).reshape(-1, 1 if scalar else 2)
+    return idx, _to_array(values, dtype), longest
+
+
+def _dense(parsed, labels, key, dtype, shape, default, batch_shape) -> np.ndarray:
+    np_dtype = dtype.as_numpy_dtype
+    variable = len(shape) > 0 and shape[0] is None  # a FixedLenSequenceFeature
+    elem = shape[1:] if variable else shape
+    per = int(np.prod(elem)) if elem else 1
+    default = np.asarray(default)
+    rows = []
+    for b, feats in enumerate(parsed):
+        f = feats.get(key)
+        vals = _values(f, dtype, key, labels[b], b) if f is not None else None
+        if vals is None:
+            if variable:
+                rows.append(_to_array([], dtype))
+                continue
+            if default.size == 0:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Name: {labels[b]}, Feature: {key} (data type: "
+                    f"{_KIND_NAME[_KIND[dtype]]}) is required but could not be found.")
+            rows.append(default.reshape(-1))
+            continue
+        if (variable and len(vals) % per) or (not variable and len(vals) != per):
+            raise errors.InvalidArgumentError(
+                None, None, f"Name: {labels[b]}, Key: {key}, Index: {b}.  Number of "
+                f"{_KIND_NAME[_KIND[dtype]]} values != expected.  Values size: {len(vals)} "
+                f"but output shape: [{','.join('?' if d is None else str(d) for d in shape)}]")
+        rows.append(_to_array(vals, dtype))
+    if variable:
+        longest = max((len(r) // per for r in rows), default=0)
+        pad = default.reshape(-1)[0] if default.size else (b"" if dtype is dtypes.string
+                                                            else 0)
+        out = np.full((len(rows), longest * per), pad, dtype=np_dtype)
+        for b, r in enumerate(rows):
+            out[b, :len(r)] = r
+        full = (longest,) + tuple(elem)
+    else:
+        out = np.empty((len(rows), per), dtype=np_dtype)
+        for b, r in enumerate(rows):
+            out[b] = r
+        full = tuple(shape)
+    return out.reshape(tuple(batch_shape) + full)

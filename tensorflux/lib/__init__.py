@@ -1,0 +1,1 @@
+"""Support libraries that are not ops: file formats (`lib.io`)."""

@@ -1,0 +1,1 @@
+"""File formats: TFRecord framing (`tf.python_io`)."""
