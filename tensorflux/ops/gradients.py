@@ -13,6 +13,14 @@ Given ys and xs, the driver
 4. for ops that broadcast their inputs (`broadcasts=True` in define_op), sums each input
    gradient over the broadcast dimensions back to that input's shape, here and only here.
 
+Control flow (control_flow_grad.py, control_flow_state.py): a cond's gradient is built from
+the Switch/Merge gradients like any other op's. When a while loop's Exit is between ys and
+xs, a ControlFlowState builds one gradient loop per forward loop; each op of a loop has its
+gradient built inside that loop's gradient context (forward values it uses are saved per
+iteration on stacks and popped in reverse), a loop Switch is visited twice (from its Exit,
+then from its body, which closes the gradient loop's back edge), and a loop's Exits enter
+the gradient loop together, zeros standing in for the ones no y uses.
+
 Gradients flow only through floating, complex and resource tensors; integer paths give
 None, as in TensorFlow. Resource variables in xs stand for their handles: the gradient of
 a ReadVariableOp passes through to the handle.
@@ -120,9 +128,9 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
         for k, y in enumerate(ys):
             gy = None if grad_ys is None else grad_ys[k]
             grads.setdefault(y, []).append(_initial_grad(y, gy, k))
-        between, pending = _between(ys, xs, stop)
+        between, pending, loop_state = _between(ys, xs, stop)
         _backprop(g, ys, xs, stop, between, pending, grads, colocate_gradients_with_ops,
-                  gate_gradients)
+                  gate_gradients, loop_state)
         return [_aggregate(grads.get(x)) for x in xs]
 
 
@@ -137,15 +145,30 @@ def _initial_grad(y: Tensor, gy, k: int):
             return array_ops.ones_like(y)
     if isinstance(gy, IndexedSlices):
         return gy
+    # A grad_ys tensor must have y's dtype (TypeError, as TensorFlow's ops raise for it) and
+    # a shape compatible with y's (ValueError; TensorFlow finds it only where a gradient
+    # op's shape function happens to, and may silently broadcast otherwise).
+    if not _backpropagatable(y):  # integer ys get no gradient whatever grad_ys says
+        return gy if isinstance(gy, Tensor) else convert_to_tensor(gy)
+    if isinstance(gy, Tensor) and gy.dtype.base_dtype != y.dtype.base_dtype:
+        raise TypeError(f"Gradient type {gy.dtype.name} of grad_ys[{k}] does not match the "
+                        f"type {y.dtype.name} of y {y.name}")
     gy = convert_to_tensor(gy, dtype=y.dtype)
-    if gy.dtype.base_dtype != y.dtype.base_dtype:
-        raise ValueError(f"Gradient type {gy.dtype.name} generated for y {y.name} does not "
-                         f"match its type {y.dtype.name}")
+    if not gy.shape.is_compatible_with(y.shape):
+        raise ValueError(f"Incompatible shapes between ys[{k}] and grad_ys[{k}]: y {y.name} "
+                         f"has shape {y.shape}, its initial gradient has shape {gy.shape}")
     return gy
 
 
-def _between(ys, xs, stop) -> tuple[set[Operation], dict[Operation, int]]:
-    """Ops on a path from some x to some y, and each one's pending-consumer count."""
+def _between(ys, xs, stop):
+    """Ops on a path from some x to some y (reached forward through differentiable outputs
+    only), in breadth-first order from the ys, and each one's pending-consumer count.
+
+    When a loop Exit is among them, a ControlFlowState is made for the loops
+    (control_flow_state.py), which also adds every other Exit of those loops.
+    """
+    from tensorflux.ops import control_flow_state
+
     stop_ops = {t.op for t in stop}
     reached: set[Operation] = set()
     work = [x.op for x in xs]
@@ -157,52 +180,126 @@ def _between(ys, xs, stop) -> tuple[set[Operation], dict[Operation, int]]:
         if op in stop_ops:
             continue
         for out in op.outputs:
-            work.extend(out._consumers)
+            if _backpropagatable(out):
+                work.extend(out._consumers)
     between: set[Operation] = set()
-    work = [y.op for y in ys]
-    while work:
-        op = work.pop()
+    between_list: list[Operation] = []
+    queue = deque(y.op for y in ys)
+    while queue:
+        op = queue.popleft()
         if op in between or op not in reached:
             continue
         between.add(op)
+        between_list.append(op)
         if op in stop_ops:
             continue
-        work.extend(t.op for t in op.inputs)
+        queue.extend(t.op for t in op.inputs)
+    loop_state = control_flow_state.MaybeCreateControlFlowState(between_list, between, False)
     pending: dict[Operation, int] = {}
-    for op in between:
+    for op in between_list:
         if op in stop_ops:
             continue
         for t in op.inputs:
             if t.op in between:
                 pending[t.op] = pending.get(t.op, 0) + 1
-    return between, pending
+    return between, pending, loop_state
 
 
-def _backprop(g, ys, xs, stop, between, pending, grads, colocate, gate) -> None:
+def _backprop(g, ys, xs, stop, between, pending, grads, colocate, gate,
+              loop_state=None) -> None:
+    """Visits the between ops in reverse dataflow order, calling their gradient functions.
+
+    An op is ready when all its consumers between have contributed (pending count 0). With
+    loops (`loop_state`): a loop Switch is visited twice (from its Exit, then from its body);
+    the Exits of a loop are processed together once all of them are ready; each op's
+    gradient is built in its loop's gradient context.
+    """
     stop_ops = {t.op for t in stop}
-    ready = deque(op for op in dict.fromkeys(y.op for y in ys)
-                  if op in between and pending.get(op, 0) == 0)
-    seen: set[Operation] = set()
-    while ready:
-        op = ready.popleft()
-        if op in seen:
-            continue
-        seen.add(op)
+    queue: deque = deque()
+    to_ops_set: set[Operation] = set()
+    for op in dict.fromkeys(y.op for y in ys):
+        if op in between and pending.get(op, 0) == 0 and op not in to_ops_set:
+            to_ops_set.add(op)
+            queue.append(op)
+    if loop_state is not None:
+        for y in loop_state.ProcessUnusedLoopExits(pending, to_ops_set):
+            if _backpropagatable(y):
+                grads.setdefault(y, []).append(loop_state.ZerosLikeForExit(y))
+            queue.append(y.op)
+    while queue:
+        op = queue.popleft()
         if op not in stop_ops and op.inputs:
-            _backprop_op(g, op, between, grads, colocate, gate)
+            scope = g.colocate_with(op) if colocate else _nullcontext()
+            with scope:
+                _backprop_op(g, op, between, grads, gate, loop_state)
         if op in stop_ops:
             continue
-        for t in op.inputs:
-            if t.op in between:
-                pending[t.op] -= 1
-                if pending[t.op] == 0:
-                    ready.append(t.op)
+        _update_pending_and_enqueue_ready(grads, op, queue, pending, loop_state, between)
+    if loop_state is not None:
+        loop_state.PostProcessing()
 
 
-def _backprop_op(g, op: Operation, between, grads, colocate, gate) -> None:
-    from tensorflux.ops import array_ops
+def _update_pending_and_enqueue_ready(grads, op, queue, pending, loop_state,
+                                      between) -> None:
+    from tensorflux.ops import control_flow_util as cf_util
 
-    out_grads = [_aggregate(grads.get(t)) for t in op.outputs]
+    for t in op.inputs:
+        x = t.op
+        if x not in between:
+            continue
+        pending[x] -= 1
+        ready = pending[x] == 0
+        if loop_state is not None and not ready:
+            ready = pending[x] > 0 and cf_util.IsLoopSwitch(x)
+        if not ready:
+            continue
+        if loop_state is not None and cf_util.IsLoopExit(x):
+            # The exits of a loop enter its gradient loop together, once all are ready.
+            grad_state = loop_state.GetGradState(x, before=False)
+            grad_state.deferred_exits.append(x.outputs[0])
+            grad_state.pending_exits_count -= 1
+            if grad_state.pending_exits_count == 0:
+                has_grad = False
+                for y in grad_state.deferred_exits:
+                    if any(gr is not None for gr in grads.get(y, ())):
+                        has_grad = True
+                        queue.append(y.op)
+                    else:
+                        grad_state.unused_exits.append(y)
+                for y in grad_state.unused_exits:
+                    if has_grad and _backpropagatable(y):
+                        grads.setdefault(y, []).append(loop_state.ZerosLikeForExit(y))
+                    queue.append(y.op)
+        else:
+            queue.append(x)
+
+
+def _zeros_for_output(op: Operation, i: int, loop_state):
+    """A zero gradient for output i of `op` (which got none); dead where the output is."""
+    from tensorflux.ops import array_ops, control_flow_state
+
+    if loop_state is not None:
+        return loop_state.ZerosLike(op, i)
+    if op._control_flow_context is not None or op.type == "Switch":
+        return control_flow_state.ZerosLike(op, i)
+    return array_ops.zeros_like(op.outputs[i])
+
+
+def _backprop_op(g, op: Operation, between, grads, gate, loop_state=None) -> None:
+    from tensorflux.ops import control_flow_util as cf_util
+
+    if loop_state is not None:
+        loop_state.EnterGradWhileContext(op, before=True)
+    try:
+        out_grads = []
+        for t in op.outputs:
+            agg = _aggregate(grads.get(t))
+            if agg is not None and len(grads[t]) > 1:
+                grads[t] = [agg]  # a loop Switch is visited twice: aggregate once
+            out_grads.append(agg)
+    finally:
+        if loop_state is not None:
+            loop_state.ExitGradWhileContext(op, before=True)
     if all(gr is None for gr in out_grads):
         return
     if not any(t.op in between and _backpropagatable(t) for t in op.inputs):
@@ -216,32 +313,41 @@ def _backprop_op(g, op: Operation, between, grads, colocate, gate) -> None:
                           "lacking.")
     if grad_fn is op_registry.NOT_DIFFERENTIABLE:
         return
-    scope = g.colocate_with(op) if colocate else _nullcontext()
-    with scope, g.name_scope(op.name + "_grad"):
-        for i, gr in enumerate(out_grads):
-            if gr is None and _backpropagatable(op.outputs[i]):
-                out_grads[i] = array_ops.zeros_like(op.outputs[i])
-        in_grads = list(grad_fn(op, *out_grads))
-        if len(in_grads) != len(op.inputs):
-            raise ValueError(f"Num gradients {len(in_grads)} generated for op "
-                             f"{op.name} do not match num inputs "
-                             f"{len(op.inputs)}")
-        if op._op_def is not None and op._op_def.broadcasts:
-            in_grads = [None if gr is None else _sum_to_shape(gr, x)
-                        for gr, x in zip(in_grads, op.inputs, strict=True)]
-        if gate and sum(gr is not None for gr in in_grads) > 1:
-            from tensorflux.ops import control_flow_ops
+    if loop_state is not None:
+        loop_state.EnterGradWhileContext(op, before=False)
+    try:
+        is_loop_switch = cf_util.IsLoopSwitch(op)
+        with g.name_scope(op.name + "_grad"):
+            for i, gr in enumerate(out_grads):
+                if gr is None and _backpropagatable(op.outputs[i]) and not is_loop_switch:
+                    out_grads[i] = _zeros_for_output(op, i, loop_state)
+            in_grads = grad_fn(op, *out_grads)
+            in_grads = list(in_grads) if isinstance(in_grads, (list, tuple)) else [in_grads]
+            if len(in_grads) != len(op.inputs):
+                raise ValueError(f"Num gradients {len(in_grads)} generated for op "
+                                 f"{op.name} do not match num inputs "
+                                 f"{len(op.inputs)}")
+            if op._op_def is not None and op._op_def.broadcasts:
+                in_grads = [None if gr is None else _sum_to_shape(gr, x)
+                            for gr, x in zip(in_grads, op.inputs, strict=True)]
+            if gate and sum(gr is not None for gr in in_grads) > 1:
+                from tensorflux.ops import control_flow_ops
 
-            dense = [gr for gr in in_grads if isinstance(gr, Tensor)]
-            gated = iter(control_flow_ops.tuple(dense))
-            in_grads = [next(gated) if isinstance(gr, Tensor) else gr for gr in in_grads]
-    for x, gr in zip(op.inputs, in_grads, strict=True):
-        if gr is None or not _backpropagatable(x):
-            continue
-        if isinstance(gr, (Tensor, IndexedSlices)):
+                dense = [gr for gr in in_grads if isinstance(gr, Tensor)]
+                gated = iter(control_flow_ops.tuple(dense))
+                in_grads = [next(gated) if isinstance(gr, Tensor) else gr for gr in in_grads]
+        for x, gr in zip(op.inputs, in_grads, strict=True):
+            if gr is None or not _backpropagatable(x):
+                continue
+            if not isinstance(gr, (Tensor, IndexedSlices)):
+                gr = convert_to_tensor(gr, dtype=x.dtype)
+            if isinstance(gr, Tensor) and x.dtype.base_dtype is not dtypes.resource and \
+                    gr.shape.is_compatible_with(x.shape):
+                gr.set_shape(x.shape)
             grads.setdefault(x, []).append(gr)
-        else:
-            grads.setdefault(x, []).append(convert_to_tensor(gr, dtype=x.dtype))
+    finally:
+        if loop_state is not None:
+            loop_state.ExitGradWhileContext(op, before=False)
 
 
 class _nullcontext:

@@ -55,6 +55,15 @@ def graph():
         yield g
 
 
+@pytest.fixture(autouse=True)
+def _frames_only(monkeypatch):
+    # These tests pin the frame machinery: cheap loops would otherwise be compiled
+    # (runtime/compiled_loops.py; tests/ops/test_control_flow_ops.py runs both ways).
+    from tensorflux.runtime import compiled_loops
+
+    monkeypatch.setattr(compiled_loops, "ENABLED", False)
+
+
 def test_switch_merge_runs_only_the_taken_branch(graph):
     pred = tf.placeholder(tf.bool, [])
     x = tf.constant(3.0)

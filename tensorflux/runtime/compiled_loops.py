@@ -1,0 +1,441 @@
+"""Compiled while loops: a cheap loop frame run as one Python `while` statement.
+
+The dataflow executor (executor.py) runs a loop iteration by iteration with per-iteration
+pending counts, dead values and frame bookkeeping: a few microseconds of interpreter work
+per node. For a loop whose frame holds only cheap synchronous kernels and no nested control
+flow, one valid schedule is simply sequential: iteration after iteration, each node once,
+in a topological order. `compile_loops` finds such frames in a partition and replaces each
+(its Enters, the nodes of the frame and its Exits) by one `_CompiledLoop` node of the parent
+frame: inputs the Enters' inputs, outputs the Exits' values, control inputs the Enters'.
+Its kernel is generated Python, like the static executor's (static_executor.py):
+
+    def loop(ctx, e0, e1, c0):           # loop variables, then loop invariants
+        m0 = e0; m1 = e1
+        while True:
+            v7 = k7(ctx, m0, c0)          # "head": what runs in every iteration (the
+            if not v7:                    #   condition); then the LoopCond's value
+                return m0, m1             # the Exits' values
+            v9 = k9(ctx, m0, c1)          # "body": everything fed by a Switch's true side
+            m0, m1 = v9, m1               # the NextIterations' values
+
+Eligible frame: Merges of exactly (non-constant Enter, NextIteration), one LoopCond, Switches
+of (Merge, LoopCond) whose false side feeds only Exits, and otherwise nodes whose kernels are
+synchronous, not expensive (an expensive kernel may be worth running several iterations at
+once on the thread pool, which only the dataflow executor does) and not Send/Recv. Inner
+frames are compiled first, so an eligible inner loop becomes one node of its outer loop.
+A loop whose inputs are dead (on an untaken cond branch) is dead as a whole, as its Exits
+would be. Results equal the dataflow executor's; tests run both (`ENABLED`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+
+from tensorflux.framework import errors
+from tensorflux.kernels import registry as kernel_registry
+from tensorflux.runtime.step_graph import Node
+
+ENABLED = True  # tests switch it off to run loops on the frame machinery
+_COMPILED_OP = "_CompiledLoop"
+_CHECK_EVERY = 256  # iterations between cancellation / deadline checks
+_counter = itertools.count()
+_ENTER, _EXIT = ("Enter", "RefEnter"), ("Exit", "RefExit")
+_MERGE, _SWITCH = ("Merge", "RefMerge"), ("Switch", "RefSwitch")
+_NEXT = ("NextIteration", "RefNextIteration")
+# (A ControlTrigger may stay: with no conds inside there are no dead values to ignore.)
+_NEVER = frozenset(("Enter", "RefEnter", "Merge", "RefMerge", "Switch", "RefSwitch",
+                    "_Send", "_Recv", "_HostSend", "_HostRecv"))
+
+
+class _Ineligible(Exception):
+    pass
+
+
+def _frames(nodes: list[Node]):
+    """(static frame of every node, parent of every frame), breadth first from the sources
+    as the executor assigns them; None when the graph is malformed (the executor reports)."""
+    consumers: dict[Node, list[Node]] = {n: [] for n in nodes}
+    for n in nodes:
+        for src, _ in n.inputs:
+            if src in consumers:
+                consumers[src].append(n)
+        for c in n.control_inputs:
+            if c in consumers:
+                consumers[c].append(n)
+    frame_of: dict[Node, str] = {}
+    parent: dict[str, str] = {}
+    work = [n for n in nodes if not n.inputs and not n.control_inputs]
+    for n in work:
+        frame_of[n] = ""
+    k = 0
+    while k < len(work):
+        n = work[k]
+        k += 1
+        f = frame_of[n]
+        if n.op in _ENTER:
+            out = n.attrs.get("frame_name", "")
+            parent.setdefault(out, f)
+        elif n.op in _EXIT:
+            if f not in parent:
+                return None
+            out = parent[f]
+        else:
+            out = f
+        for c in consumers[n]:
+            if c not in frame_of:
+                frame_of[c] = out
+                work.append(c)
+    if len(frame_of) != len(nodes):
+        return None
+    return frame_of, parent, consumers
+
+
+def compile_loops(nodes: list[Node], fetches: list[tuple[Node, int]], device_type: str,
+                  kernel_wrapper=None):
+    """`nodes` and `fetches` with every eligible loop frame replaced by a `_CompiledLoop`
+    node (new Node objects where inputs change; the given ones are not modified)."""
+    if not ENABLED or not any(n.op in _ENTER for n in nodes):
+        return nodes, fetches
+    analysis = _frames(nodes)
+    if analysis is None:
+        return nodes, fetches
+    frame_of, parent, _ = analysis
+    # Work on copies: the partition's nodes are shared with other executors of the step.
+    copy = {n: _clone(n) for n in nodes}
+    for n in copy.values():
+        n.inputs = [(copy[s], i) for s, i in n.inputs]
+        n.control_inputs = [copy[c] for c in n.control_inputs]
+    frame_of = {copy[n]: f for n, f in frame_of.items()}
+    fetches = [(copy[n], i) for n, i in fetches]
+    live = list(copy.values())
+    depth = {f: _depth(f, parent) for f in parent}
+    compiled_any = False
+    for frame in sorted(parent, key=lambda f: -depth[f]):
+        try:
+            loop = _LoopSpec(frame, live, frame_of, device_type)
+        except _Ineligible:
+            continue
+        node = loop.build(kernel_wrapper)
+        frame_of[node] = parent[frame]
+        removed = loop.removed
+        exit_map = {(x, 0): (node, k) for k, x in enumerate(loop.exits)}
+        live = [n for n in live if n not in removed]
+        for n in live:
+            n.inputs = [exit_map.get(e, e) for e in n.inputs]
+            if any(c in removed for c in n.control_inputs):
+                n.control_inputs = list(dict.fromkeys(
+                    node if c in removed else c for c in n.control_inputs))
+        fetches = [exit_map.get(e, e) for e in fetches]
+        live.append(node)
+        compiled_any = True
+    if not compiled_any:
+        return nodes, [(n, i) for n, i in _original(fetches, copy)]
+    return live, fetches
+
+
+def _original(fetches, copy):
+    back = {v: k for k, v in copy.items()}
+    return [(back[n], i) for n, i in fetches]
+
+
+def _clone(n: Node) -> Node:
+    c = Node(n.name, n.op, n.attrs, list(n.inputs), list(n.control_inputs),
+             n.output_dtypes, n.requested_device, n.traceback)
+    c.id = n.id
+    c.device = n.device
+    c.output_shapes = n.output_shapes
+    c.colocation = n.colocation
+    return c
+
+
+def _depth(frame: str, parent: dict) -> int:
+    d = 0
+    while frame:
+        frame = parent.get(frame, "")
+        d += 1
+    return d
+
+
+class _LoopSpec:
+    """The parts of one eligible loop frame (raises _Ineligible otherwise)."""
+
+    def __init__(self, frame: str, nodes: list[Node], frame_of: dict, device_type: str):
+        self.frame = frame
+        members = [n for n in nodes if frame_of.get(n) == frame]
+        enters = [n for n in nodes if n.op in _ENTER and n.attrs.get("frame_name") == frame]
+        consumers: dict[Node, list[tuple[Node, int]]] = {n: [] for n in members + enters}
+        for n in nodes:
+            for src, i in n.inputs:
+                if src in consumers:
+                    consumers[src].append((n, i))
+            for c in n.control_inputs:
+                if c in consumers:
+                    consumers[c].append((n, -1))
+        self.var_enters = [e for e in enters if not e.attrs.get("is_constant")]
+        self.const_enters = [e for e in enters if e.attrs.get("is_constant")]
+        self.exits = [n for n in members if n.op in _EXIT]
+        conds = [n for n in members if n.op == "LoopCond"]
+        if len(conds) != 1:
+            raise _Ineligible
+        (self.loop_cond,) = conds
+        self._check_merges(members, consumers)
+        self._check_switches(members, consumers)
+        structure = set(self.merges) | set(self.switch_merge) | set(self.exits) | set(
+            self.next_of_merge.values()) | {self.loop_cond}
+        plain = [n for n in members if n not in structure]
+        self._check_plain(plain, device_type)
+        self._check_edges(members, enters, consumers)
+        self._classify(plain, consumers)
+        self.removed = set(members) | set(enters)
+
+    def _check_merges(self, members, consumers) -> None:
+        """Each Merge joins one loop variable's Enter and its NextIteration, nothing else."""
+        merges = [n for n in members if n.op in _MERGE]
+        nexts = [n for n in members if n.op in _NEXT]
+        if not merges or len(merges) != len(self.var_enters):
+            raise _Ineligible
+        self.merge_of_enter: dict[Node, Node] = {}
+        self.next_of_merge: dict[Node, Node] = {}
+        for m in merges:
+            if len(m.inputs) != 2 or m.control_inputs:
+                raise _Ineligible
+            (e, ei), (nx, ni) = m.inputs
+            if e not in self.var_enters or nx not in nexts or ei or ni:
+                raise _Ineligible
+            if len(consumers[e]) != 1 or consumers[e][0][0] is not m:
+                raise _Ineligible
+            if any(i == 1 for _, i in consumers[m]):  # value_index is read
+                raise _Ineligible
+            self.merge_of_enter[e] = m
+            self.next_of_merge[m] = nx
+        for nx in nexts:
+            if [c for c, _ in consumers[nx]] != [m for m in merges if m.inputs[1][0] is nx]:
+                raise _Ineligible
+        self.merges = [self.merge_of_enter[e] for e in self.var_enters]
+
+    def _check_switches(self, members, consumers) -> None:
+        """Each Switch splits a Merge on the LoopCond; its false side feeds only Exits."""
+        self.switch_merge: dict[Node, Node] = {}
+        for s in (n for n in members if n.op in _SWITCH):
+            (d, di), (p, pi) = s.inputs
+            if d not in self.merges or di or p is not self.loop_cond or pi:
+                raise _Ineligible
+            if any(i == 0 and c.op not in _EXIT for c, i in consumers[s]):
+                raise _Ineligible
+            self.switch_merge[s] = d
+        for x in self.exits:
+            ((s, si),) = x.inputs
+            if s not in self.switch_merge or si != 0 or x.control_inputs:
+                raise _Ineligible
+
+    def _check_plain(self, plain, device_type: str) -> None:
+        """Everything else: nodes with cheap synchronous kernels."""
+        self.kdefs = {}
+        for n in plain:
+            if n.op in _NEVER or n.op in _EXIT or n.op in _NEXT:
+                raise _Ineligible
+            kdef = kernel_registry.find_kernel(n.op, device_type, n.attrs)
+            if kdef is None or kdef.is_async or kdef.expensive:
+                raise _Ineligible
+            self.kdefs[n] = kdef
+
+    def _check_edges(self, members, enters, consumers) -> None:
+        """The frame talks to the outside through its Enters and Exits only."""
+        inside = set(members)
+        outside_ok = set(enters)
+        exits = set(self.exits)
+        for e in self.const_enters:
+            if any(c not in inside for c, _ in consumers[e]):
+                raise _Ineligible
+        for n in members:
+            if n not in exits and any(c not in inside for c, _ in consumers[n]):
+                raise _Ineligible
+            for src in [s for s, _ in n.inputs] + n.control_inputs:
+                if src not in inside and src not in outside_ok:
+                    raise _Ineligible
+
+    def _classify(self, plain: list[Node], consumers) -> None:
+        """Head (every iteration, before the predicate) and body (after it), each in a
+        topological order."""
+        body: set[Node] = set()
+        work = [c for s in self.switch_merge for c, i in consumers[s] if i == 1]
+        while work:
+            n = work.pop()
+            if n in body or n.op in _NEXT:
+                continue
+            if n not in self.kdefs:
+                raise _Ineligible
+            body.add(n)
+            work.extend(c for c, _ in consumers[n])
+        head = [n for n in plain if n not in body]
+        cond_src = self.loop_cond.inputs[0][0]
+        if cond_src in body:
+            raise _Ineligible
+        for n in head:
+            for src in [s for s, _ in n.inputs] + n.control_inputs:
+                if src in body or src in self.switch_merge:
+                    raise _Ineligible
+        self.head = _topological(head)
+        self.body = _topological([n for n in plain if n in body])
+
+    # ---- code generation ------------------------------------------------------------------
+    def build(self, kernel_wrapper) -> Node:
+        env: dict = {"_time": time, "_errors": errors, "_CHECK": _CHECK_EVERY - 1}
+        names: dict[tuple[Node, int], str] = {}
+        params = []
+        for k, e in enumerate(self.var_enters):
+            m = self.merge_of_enter[e]
+            names[(m, 0)] = f"m{k}"
+            params.append(f"e{k}")
+        for k, e in enumerate(self.const_enters):
+            names[(e, 0)] = f"c{k}"
+            params.append(f"c{k}")
+        for s, m in self.switch_merge.items():
+            names[(s, 0)] = names[(s, 1)] = names[(m, 0)]
+        lines = [f"def loop(ctx{''.join(', ' + p for p in params)}):"]
+        lines += [f"    {p} = _scalar({p})" for p in params]
+        lines += [f"    m{k} = e{k}" for k in range(len(self.var_enters))]
+        lines += ["    cm = ctx.cancellation", "    limit = _deadline(ctx)", "    n = 0",
+                  "    while True:"]
+        line_nodes: dict[int, Node] = {}
+        for n in self.head:
+            self._emit(n, names, env, lines, line_nodes, kernel_wrapper)
+        pred = names[self.loop_cond.inputs[0]]
+        exits = [names[(x.inputs[0][0], 0)] for x in self.exits]
+        ret = exits[0] if len(exits) == 1 else "(" + "".join(e + ", " for e in exits) + ")"
+        lines += [f"        if not {pred}:", f"            return {ret if exits else 'None'}"]
+        for n in self.body:
+            self._emit(n, names, env, lines, line_nodes, kernel_wrapper)
+        nexts = [names[self.next_of_merge[m].inputs[0]] for m in self.merges]
+        lines.append("        " + "".join(f"m{k}, " for k in range(len(nexts))) + "= " +
+                     "".join(v + ", " for v in nexts))
+        lines += ["        n += 1", "        if not n & _CHECK:", "            _check(cm, limit)"]
+        env["_scalar"] = _scalar
+        env["_deadline"] = _deadline
+        env["_check"] = _check
+        source = "\n".join(lines) + "\n"
+        filename = f"<tensorflux loop {self.frame} {next(_counter)}>"
+        namespace: dict = {}
+        exec(compile(source, filename, "exec"), env, namespace)  # noqa: S102
+        fn = _with_node_errors(namespace["loop"], filename, line_nodes)
+        inputs = [e.inputs[0] for e in self.var_enters + self.const_enters]
+        controls = list(dict.fromkeys(c for e in self.var_enters + self.const_enters
+                                      for c in e.control_inputs))
+        first = self.var_enters[0]
+        node = Node(f"{self.frame}/_compiled_loop", _COMPILED_OP, {"_loop": fn,
+                                                                   "_source": source},
+                    inputs, controls, [x.output_dtypes[0] for x in self.exits],
+                    first.requested_device, first.traceback)
+        node.device = first.device
+        node.output_shapes = [x.output_shapes[0] if x.output_shapes else None
+                              for x in self.exits]
+        return node
+
+    def _emit(self, n: Node, names, env, lines, line_nodes, kernel_wrapper) -> None:
+        args = [names[e] for e in n.inputs]
+        outs = [f"v{id(n)}_{k}" for k in range(len(n.output_dtypes))]
+        for k, o in enumerate(outs):
+            names[(n, k)] = o
+        kdef = self.kdefs[n]
+        if n.op == "Const":
+            value = n.attrs["value"]
+            # A 0-d number as a NumPy scalar (the form a ufunc returns for 0-d inputs, so
+            # kernels meet both anyway): scalar kernels take their fast path.
+            if getattr(value, "ndim", None) == 0 and value.dtype.kind in "biufc":
+                value = value[()]
+            env[outs[0]] = value
+            return
+        compute = kdef.factory(n)
+        wrapped = kernel_wrapper(n, kdef, compute) if kernel_wrapper else compute
+        if kdef.inline is not None and wrapped is compute:
+            if kdef.inline == "":
+                return
+            expr = kdef.inline.format(*args)
+        else:
+            kname = f"k{id(n)}"
+            env[kname] = wrapped
+            expr = f"{kname}(ctx{''.join(', ' + a for a in args)})"
+        if not outs:
+            lines.append(f"        {expr}")
+        elif len(outs) == 1:
+            lines.append(f"        {outs[0]} = {expr}")
+        else:
+            lines.append(f"        {', '.join(outs)}, = {expr}")
+        line_nodes[len(lines)] = n
+
+
+def _topological(nodes: list[Node]) -> list[Node]:
+    inside = set(nodes)
+    order, state = [], {}
+    for root in nodes:
+        stack = [(root, False)]
+        while stack:
+            n, done = stack.pop()
+            if done:
+                state[n] = 2
+                order.append(n)
+                continue
+            if state.get(n) == 2:
+                continue
+            if state.get(n) == 1:
+                raise _Ineligible  # a cycle within one iteration
+            state[n] = 1
+            stack.append((n, True))
+            for src in [s for s, _ in n.inputs] + list(n.control_inputs):
+                if src in inside and state.get(src) != 2:
+                    if state.get(src) == 1:
+                        raise _Ineligible
+                    stack.append((src, False))
+    return order
+
+
+def _scalar(x):
+    """A 0-d numeric array as a NumPy scalar (see `_emit`); anything else unchanged."""
+    if type(x) is np.ndarray and x.ndim == 0 and x.dtype.kind in "biufc":
+        return x[()]
+    return x
+
+
+def _deadline(ctx):
+    options = ctx.options
+    if options is not None and options.timeout_in_ms > 0:
+        return time.monotonic() + options.timeout_in_ms / 1000.0
+    return None
+
+
+def _check(cm, limit) -> None:
+    if cm is not None and cm.is_cancelled:
+        raise errors.CancelledError(None, None, "Step was cancelled")
+    if limit is not None and time.monotonic() > limit:
+        raise errors.DeadlineExceededError(None, None, "Timed out waiting for the step to "
+                                           "complete")
+
+
+def _with_node_errors(fn, filename: str, line_nodes: dict):
+    """`fn`, re-raising a kernel failure as ExecutorError naming the inner node."""
+    from tensorflux.runtime.executor import ExecutorError
+
+    def run(ctx, *inputs):
+        try:
+            return fn(ctx, *inputs)
+        except Exception as e:  # noqa: BLE001 - re-raised with the failing node attached
+            tb = e.__traceback__
+            line = None
+            while tb is not None:
+                if tb.tb_frame.f_code.co_filename == filename:
+                    line = tb.tb_lineno
+                tb = tb.tb_next
+            node = line_nodes.get(line)
+            if node is None:
+                raise
+            raise ExecutorError(node, node.device, e) from None
+
+    return run
+
+
+@kernel_registry.kernel_factory(_COMPILED_OP, device=("CPU", "GPU"))
+def _compiled_loop(node: Node):
+    return node.attrs["_loop"]
