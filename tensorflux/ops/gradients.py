@@ -2,7 +2,7 @@
 
 Given ys and xs, the driver
 1. finds the ops *between*: reachable forward from the xs (through data edges) and backward
-   from the ys, stopping at `stop_gradients`;
+   from the ys (a `stop_gradients` op still receives gradients but passes none on);
 2. visits them in reverse topological order: an op is ready once every consumer of its
    outputs that lies between has contributed its gradients (a pending count per op);
 3. for each ready op, sums the partial gradients of each output (AddN for dense tensors,
@@ -117,7 +117,7 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
     ys = [convert_to_tensor(y) if not isinstance(y, Tensor) else y for y in _as_list(ys)]
     xs = [_as_x_tensor(x) for x in _as_list(xs)]
     stop = [convert_to_tensor(s) if not isinstance(s, Tensor) else s
-            for s in _as_list(stop_gradients or [])]
+            for s in (_as_list(stop_gradients) if stop_gradients is not None else [])]
     if grad_ys is not None:
         grad_ys = _as_list(grad_ys)
         if len(grad_ys) != len(ys):
@@ -128,7 +128,7 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
         for k, y in enumerate(ys):
             gy = None if grad_ys is None else grad_ys[k]
             grads.setdefault(y, []).append(_initial_grad(y, gy, k))
-        between, pending, loop_state = _between(ys, xs, stop)
+        between, pending, loop_state = _between(ys, xs)
         _backprop(g, ys, xs, stop, between, pending, grads, colocate_gradients_with_ops,
                   gate_gradients, loop_state)
         return [_aggregate(grads.get(x)) for x in xs]
@@ -160,16 +160,17 @@ def _initial_grad(y: Tensor, gy, k: int):
     return gy
 
 
-def _between(ys, xs, stop):
+def _between(ys, xs):
     """Ops on a path from some x to some y (reached forward through differentiable outputs
     only), in breadth-first order from the ys, and each one's pending-consumer count.
+    (`stop_gradients` do not shorten these paths: a stop op still receives gradients; it
+    only passes none on, which `_backprop` handles.)
 
     When a loop Exit is among them, a ControlFlowState is made for the loops
     (control_flow_state.py), which also adds every other Exit of those loops.
     """
     from tensorflux.ops import control_flow_state
 
-    stop_ops = {t.op for t in stop}
     reached: set[Operation] = set()
     work = [x.op for x in xs]
     while work:
@@ -177,8 +178,6 @@ def _between(ys, xs, stop):
         if op in reached:
             continue
         reached.add(op)
-        if op in stop_ops:
-            continue
         for out in op.outputs:
             if _backpropagatable(out):
                 work.extend(out._consumers)
@@ -191,14 +190,10 @@ def _between(ys, xs, stop):
             continue
         between.add(op)
         between_list.append(op)
-        if op in stop_ops:
-            continue
         queue.extend(t.op for t in op.inputs)
     loop_state = control_flow_state.MaybeCreateControlFlowState(between_list, between, False)
     pending: dict[Operation, int] = {}
     for op in between_list:
-        if op in stop_ops:
-            continue
         for t in op.inputs:
             if t.op in between:
                 pending[t.op] = pending.get(t.op, 0) + 1
@@ -232,8 +227,8 @@ def _backprop(g, ys, xs, stop, between, pending, grads, colocate, gate,
             scope = g.colocate_with(op) if colocate else _nullcontext()
             with scope:
                 _backprop_op(g, op, between, grads, gate, loop_state)
-        if op in stop_ops:
-            continue
+        # A stop op gets gradients but passes none on; its inputs' pending counts still
+        # drop, so what lies behind it on other paths is still visited.
         _update_pending_and_enqueue_ready(grads, op, queue, pending, loop_state, between)
     if loop_state is not None:
         loop_state.PostProcessing()
@@ -416,21 +411,24 @@ def hessians(ys, xs, name: str = "hessians", colocate_gradients_with_ops: bool =
     with graph_lib.name_scope(name):
         for x in xs:
             xt = _as_x_tensor(x)
-            if not xt.shape.is_fully_defined():
+            # A resource variable differentiates through its handle, but is shaped as itself.
+            shape = x.shape if getattr(x, "_is_resource_variable", False) else xt.shape
+            dtype = x.dtype.base_dtype
+            if not shape.is_fully_defined():
                 raise ValueError(f"tf.hessians needs a fully defined shape for {xt.name}, got "
-                                 f"{xt.shape}")
+                                 f"{shape}")
             (grad,) = gradients(ys, [x], colocate_gradients_with_ops=colocate_gradients_with_ops,
                                 gate_gradients=gate_gradients)
             if grad is None:
                 out.append(None)
                 continue
             flat = array_ops.reshape(convert_to_tensor(grad), [-1])
-            n = int(np.prod(xt.shape.as_list(), dtype=np.int64))
+            n = int(np.prod(shape.as_list(), dtype=np.int64))
             rows = []
             for i in range(n):
                 (row,) = gradients(flat[i], [x])
-                rows.append(array_ops.zeros_like(xt) if row is None else
-                            convert_to_tensor(row))
+                rows.append(array_ops.zeros(shape.as_list(), dtype) if row is None else
+                            array_ops.reshape(convert_to_tensor(row), shape.as_list()))
             h = array_ops.stack(rows)
-            out.append(array_ops.reshape(h, xt.shape.as_list() * 2))
+            out.append(array_ops.reshape(h, shape.as_list() * 2))
     return out
