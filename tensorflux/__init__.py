@@ -79,13 +79,23 @@ from tensorflux.framework.sparse_tensor import (  # noqa: F401,E402
     sparse_placeholder,
 )
 from tensorflux import nn  # noqa: F401,E402 - tf.nn
+from tensorflux import sparse  # noqa: F401,E402 - tf.sparse
 from tensorflux import test  # noqa: F401,E402
 from tensorflux import train  # noqa: F401,E402 - tf.train
 from tensorflux.framework.importer import import_graph_def  # noqa: F401,E402
+from tensorflux.lib.io import tf_record as python_io  # noqa: F401,E402 - tf.python_io
 from tensorflux.ops.clip_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.data_flow_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.functional_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.init_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.io_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.logging_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.parsing_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.partitioned_variables import *  # noqa: F401,F403,E402
 from tensorflux.ops.random_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.sparse_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.state_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.tensor_array_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.variable_scope import *  # noqa: F401,F403,E402
 from tensorflux.ops.variables import *  # noqa: F401,F403,E402
 from tensorflux.protos.attr_value_pb2 import AttrValue, NameAttrList  # noqa: F401,E402
@@ -105,5 +115,6 @@ from tensorflux.runtime.session import (  # noqa: F401,E402
     Session,
     get_default_session,
 )
+from tensorflux import client  # noqa: F401,E402 - tf.client.timeline
 
 __version__ = "0.1.0"

@@ -1,8 +1,20 @@
-"""Devices of one task: each has a full name, a resource manager and a thread pool.
+"""Devices of one task: each has a full name, a resource manager, a thread pool and memory
+statistics.
 
 `make_local_devices(config)` creates `device_count["CPU"]` CPU devices (default 1) and, when
 CuPy finds a GPU, `device_count["GPU"]` GPU devices (default: all). Every device of a
 session has its own inter-op thread pool, so partitions on different devices run in parallel.
+
+Memory statistics (`Device.memory_stats()`, TensorFlow's allocator stats). NumPy owns the
+memory, so a device cannot count its allocator's blocks; instead `MemoryTracker` counts the
+arrays that kernels placed on the device *produce*: an output that owns its data and is not
+already tracked adds its `nbytes`, and a weak reference subtracts them when the array dies
+(CPython frees it the moment its last reference goes, wherever that is: an executor's entry
+table, a variable's storage, the caller's fetch). Views and forwarded inputs add nothing.
+Which kernels are tracked (see `tracing.memory_wrapper`): every kernel in traced steps
+(RunOptions.trace_level), and the expensive ones (MatMul, Conv2D, big reductions, ...) in
+every step, where the ~1 µs of bookkeeping is noise next to the kernel itself. The cheap
+kernels of untraced steps are not tracked, so those steps cost nothing extra.
 """
 
 from __future__ import annotations
@@ -10,11 +22,74 @@ from __future__ import annotations
 import os
 import random
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
 
 from tensorflux.framework import device_spec as device_spec_lib
 from tensorflux.framework import errors
 from tensorflux.runtime.resource_mgr import ResourceMgr
+
+# TensorFlow reports this nominal limit for a CPU device in list_devices().
+CPU_MEMORY_LIMIT = 256 << 20
+
+
+class MemoryTracker:
+    """Bytes of live arrays produced on one device, and the peak (thread-safe).
+
+    Invariant: `bytes_in_use` is the sum of `nbytes` over tracked arrays that are still
+    alive; each array is counted once however often it is passed on.
+    """
+
+    __slots__ = ("allocator_name", "_lock", "_live", "bytes_in_use", "peak_bytes_in_use",
+                 "num_allocs", "largest_alloc_size")
+
+    def __init__(self, allocator_name: str):
+        self.allocator_name = allocator_name
+        self._lock = threading.RLock()  # a weakref callback may run while we hold it
+        self._live: dict[int, weakref.ref] = {}
+        self.bytes_in_use = 0
+        self.peak_bytes_in_use = 0
+        self.num_allocs = 0
+        self.largest_alloc_size = 0
+
+    def track(self, value) -> int:
+        """Counts `value` if it is a new array owning its data; returns the bytes added."""
+        if type(value) is not np.ndarray or not value.flags.owndata:
+            return 0
+        key = id(value)
+        nbytes = value.nbytes
+        with self._lock:
+            old = self._live.get(key)
+            if old is not None and old() is value:
+                return 0
+            self._live[key] = weakref.ref(value, lambda _r, k=key, n=nbytes: self._free(k, n))
+            self.bytes_in_use += nbytes
+            self.num_allocs += 1
+            if nbytes > self.largest_alloc_size:
+                self.largest_alloc_size = nbytes
+            if self.bytes_in_use > self.peak_bytes_in_use:
+                self.peak_bytes_in_use = self.bytes_in_use
+        return nbytes
+
+    def _free(self, key: int, nbytes: int) -> None:
+        with self._lock:
+            ref = self._live.get(key)
+            if ref is not None and ref() is None:
+                del self._live[key]
+                self.bytes_in_use -= nbytes
+
+    def reset_peak(self) -> None:
+        with self._lock:
+            self.peak_bytes_in_use = self.bytes_in_use
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {"bytes_in_use": self.bytes_in_use,
+                    "peak_bytes_in_use": self.peak_bytes_in_use,
+                    "num_allocs": self.num_allocs,
+                    "largest_alloc_size": self.largest_alloc_size}
 
 
 class Device:
@@ -29,11 +104,10 @@ class Device:
         self.incarnation = random.getrandbits(63) or 1
         self.resource_mgr = ResourceMgr()
         self.memory_limit = memory_limit
+        self.memory = MemoryTracker(f"{device_type.lower()}_{index}")
         self.num_threads = max(1, num_threads)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
-        self.bytes_in_use = 0
-        self.peak_bytes_in_use = 0
 
     @property
     def pool(self) -> ThreadPoolExecutor:
@@ -48,6 +122,25 @@ class Device:
     def runner(self, fn, *args) -> None:
         """Runs `fn(*args)` on this device's inter-op thread pool."""
         self.pool.submit(fn, *args)
+
+    @property
+    def bytes_in_use(self) -> int:
+        return self.memory.bytes_in_use
+
+    @property
+    def peak_bytes_in_use(self) -> int:
+        return self.memory.peak_bytes_in_use
+
+    def memory_stats(self) -> dict[str, int]:
+        """TensorFlow's allocator statistics for this device.
+
+        Returns:
+          A dict with `bytes_in_use`, `peak_bytes_in_use`, `num_allocs`, `largest_alloc_size`
+          (of the tracked arrays; see the module docstring) and `bytes_limit`.
+        """
+        stats = self.memory.stats()
+        stats["bytes_limit"] = self.memory_limit
+        return stats
 
     def shutdown(self) -> None:
         if self._pool is not None:
@@ -85,17 +178,34 @@ def gpu_count() -> int:
         return 0
 
 
+def _gpu_memory_limit(index: int) -> int:
+    try:
+        import cupy
+
+        with cupy.cuda.Device(index):
+            return int(cupy.cuda.runtime.memGetInfo()[1])
+    except Exception:
+        return 0
+
+
 def make_local_devices(config=None, job: str = "localhost", replica: int = 0,
                        task: int = 0) -> list[Device]:
+    """The devices of this process for a session with `config` (a ConfigProto or None).
+
+    Raises:
+      InvalidArgumentError: if `device_count["CPU"]` is less than 1.
+    """
     counts = dict(config.device_count) if config is not None else {}
     threads = config.inter_op_parallelism_threads if config is not None else 0
     threads = threads if threads > 0 else (os.cpu_count() or 2)
     n_cpu = counts.get("CPU", 1)
     if n_cpu < 1:
         raise errors.InvalidArgumentError(None, None, "device_count['CPU'] must be >= 1")
-    devices = [Device(job, replica, task, "CPU", i, threads) for i in range(n_cpu)]
+    devices = [Device(job, replica, task, "CPU", i, threads, CPU_MEMORY_LIMIT)
+               for i in range(n_cpu)]
     n_gpu = min(counts.get("GPU", 1 << 30), gpu_count())
-    devices += [Device(job, replica, task, "GPU", i, threads) for i in range(n_gpu)]
+    devices += [Device(job, replica, task, "GPU", i, threads, _gpu_memory_limit(i))
+                for i in range(n_gpu)]
     return devices
 
 
@@ -117,6 +227,10 @@ class DeviceMgr:
         if not spec:
             return list(self.devices)
         return [d for d in self.devices if device_spec_lib.is_compatible(spec, d.name)]
+
+    def memory_stats(self) -> dict[str, dict[str, int]]:
+        """Device name -> `Device.memory_stats()`."""
+        return {d.name: d.memory_stats() for d in self.devices}
 
     def shutdown(self) -> None:
         for d in self.devices:

@@ -23,10 +23,11 @@ iteration as their node, except:
 
 Dead values. An output is DEAD when a Switch did not take it. A non-Merge node with a dead data
 or control input is dead: it skips its kernel and all its outputs are DEAD (except _Send, which
-forwards the deadness to its Recv). A Merge is ready once its control inputs have arrived and
-either one live data input has (which it forwards, with the input's index) or all data inputs
-are dead (then it is dead). Pending counts of a Merge start at 2*controls + 1: each control
-edge takes 2, the first live data edge takes the low bit.
+forwards the deadness to its Recv, and ControlTrigger, which is never dead: gradient loops use
+it to wait for ops that may be on an untaken branch). A Merge is ready once its control inputs
+have arrived and either one live data input has (which it forwards, with the input's index) or
+all data inputs are dead (then it is dead). Pending counts of a Merge start at 2*controls + 1:
+each control edge takes 2, the first live data edge takes the low bit.
 
 Completion. An iteration is done when it has no outstanding nodes or child frames, its
 frame has received all its Enter inputs (iteration 0) or its previous iteration is done;
@@ -44,12 +45,14 @@ from collections import deque
 from tensorflux.framework import errors
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.registry import DEAD
+from tensorflux.runtime import compiled_loops
 from tensorflux.runtime.step_graph import Node
 
 NORMAL, MERGE, ENTER, EXIT, NEXT_ITERATION, DEAD_AWARE = range(6)
 _KINDS = {"Merge": MERGE, "RefMerge": MERGE, "Enter": ENTER, "RefEnter": ENTER,
           "Exit": EXIT, "RefExit": EXIT, "NextIteration": NEXT_ITERATION,
-          "RefNextIteration": NEXT_ITERATION, "_Send": DEAD_AWARE, "_HostSend": DEAD_AWARE}
+          "RefNextIteration": NEXT_ITERATION, "_Send": DEAD_AWARE, "_HostSend": DEAD_AWARE,
+          "ControlTrigger": DEAD_AWARE}
 CONTROL_FLOW_OPS = frozenset(("Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter",
                               "Exit", "RefExit", "NextIteration", "RefNextIteration",
                               "LoopCond", "ControlTrigger"))
@@ -77,7 +80,7 @@ class _Item:
     __slots__ = ("node", "kernel", "is_async", "expensive", "kind", "frame", "out_frame",
                  "local", "in_slots", "out_base", "num_outputs", "out_edges", "num_data_inputs",
                  "enter_frame", "is_constant", "parallel_iterations", "is_enter", "fast",
-                 "fast_edges")
+                 "fast_edges", "lone_exit")
 
     def __init__(self, node: Node):
         self.node = node
@@ -144,10 +147,16 @@ class Executor:
       nodes: the partition's nodes (all placed on `device`).
       device: the runtime Device.
       fetches: (node, output index) pairs whose values `run` returns, in order.
+      kernel_wrapper: optional `wrap(node, kdef, compute) -> compute`, applied once per node
+        when the executor is built (tracing and memory accounting; see runtime/tracing.py).
     """
 
-    def __init__(self, nodes: list[Node], device, fetches: list[tuple[Node, int]]):
+    def __init__(self, nodes: list[Node], device, fetches: list[tuple[Node, int]],
+                 kernel_wrapper=None):
         self.device = device
+        # Cheap loop frames run as one generated `while` statement (compiled_loops.py).
+        nodes, fetches = compiled_loops.compile_loops(nodes, fetches, device.device_type,
+                                                      kernel_wrapper)
         self.items = [_Item(n) for n in nodes]
         item_of = {it.node: it for it in self.items}
         for it in self.items:
@@ -158,6 +167,8 @@ class Executor:
                     f"{device.device_type} devices compatible with node {{{{node "
                     f"{it.node.name}}}}}")
             it.kernel = kdef.factory(it.node)
+            if kernel_wrapper is not None:
+                it.kernel = kernel_wrapper(it.node, kdef, it.kernel)
             it.is_async = kdef.is_async
             it.expensive = kdef.expensive
         for it in self.items:
@@ -169,9 +180,14 @@ class Executor:
         for it in self.items:
             # The common case, run by the driver loop without any helper call: a synchronous
             # kernel of a plain op whose outputs stay in its frame and feed no Merge.
+            # (LoopCond qualifies: it forwards its input and cannot make a dead output.)
             it.fast = (it.kind == NORMAL and not it.is_async and not it.expensive
-                       and it.node.op not in CONTROL_FLOW_OPS
+                       and (it.node.op not in CONTROL_FLOW_OPS or it.node.op == "LoopCond")
                        and all(dst.kind != MERGE for dst, _ in it.out_edges))
+            # A dead value reaching an Exit that has no other input is recorded at once:
+            # it happens every iteration, and only the frame's end looks at it.
+            it.lone_exit = (it.kind == EXIT and it.num_data_inputs == 1
+                            and not it.node.control_inputs)
             it.fast_edges = [(dst, dst.local) for dst, _ in it.out_edges]
         self.root_info = self.frames[""]
         self.roots = [it for it in self.items if it.frame is self.root_info
@@ -342,7 +358,10 @@ class _Run:
             self._fail(err, it)
             return
         if self.error is None:
-            self._complete(it, frame, i, outputs, False)
+            # An asynchronous kernel that produced a dead value (a _Recv of a dead tensor) is
+            # dead itself, so its control edges carry the deadness too, as the edge it
+            # replaces would have within one partition.
+            self._complete(it, frame, i, outputs, outputs is DEAD)
 
     def _drain(self) -> None:
         """After a deadline: wait briefly for cancelled kernels to report back."""
@@ -486,9 +505,12 @@ class _Run:
                         st.dead[d] = dst.num_data_inputs
                     go = pending[d] == 1 and st.dead[d] == dst.num_data_inputs
             else:
-                pending[d] -= 1
                 if is_dead or (idx >= 0 and values[idx] is DEAD):
+                    if dst.lone_exit:
+                        frame.dead_exits[dst] = None
+                        continue
                     st.dead[d] += 1
+                pending[d] -= 1
                 go = pending[d] == 0
             if go:
                 st.outstanding_ops += 1

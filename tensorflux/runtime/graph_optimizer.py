@@ -7,7 +7,10 @@ With OptimizerOptions L1 (TensorFlow's default) the step graph is rewritten by
    than `MAX_FOLDED_BYTES` are left alone (a constant that big costs memory for little gain);
 2. common subexpression elimination: stateless nodes with the same op, attributes, inputs
    (in any order for commutative ops), control inputs and requested device are one node;
-3. dead-code elimination: what no fetch or target needs any more is dropped.
+3. dead-code elimination: what no fetch or target needs any more is dropped; a stateless
+   node whose outputs nothing reads, kept only by control edges (tf.tuple's gates in
+   gradients: the input gradient of a first layer), becomes a NoOp waiting on its inputs'
+   producers, as grappler's dependency optimizer does: its kernel never runs.
 L0 (or `do_constant_folding` / `do_common_subexpression_elimination` false) turns the
 corresponding pass off. Stateful and control-flow nodes, feeds and fetched nodes keep their
 identity, so no pass can change a step's results.
@@ -44,6 +47,7 @@ def optimize(sg: StepGraph, options=None) -> None:
         fold_constants(sg)
     if cse:
         eliminate_common_subexpressions(sg)
+    unread_to_no_op(sg)
     eliminate_dead_code(sg)
 
 
@@ -89,6 +93,7 @@ def fold_constants(sg: StepGraph) -> int:
     node in the constant cone it replaces.
     """
     fetched = {n for n, _ in sg.fetches} | set(sg.targets)
+    in_loops = any(n.op in ("Enter", "RefEnter") for n in sg.nodes)
     values: dict[tuple[Node, int], np.ndarray] = {}
     waits: dict[tuple[Node, int], tuple[Node, ...]] = {}  # control inputs behind a value
     for n in sg.nodes:
@@ -102,7 +107,9 @@ def fold_constants(sg: StepGraph) -> int:
         if n.op == "Const" or n in fetched or not _stateless(n):
             continue
         if n.op in ("Shape", "Size", "Rank"):
-            outs, cone = _fold_shape_op(n), ()
+            # In a while loop the folded constant must stay in the loop's frame (and be as
+            # dead as its input): it waits on the producer of the input it replaces.
+            outs, cone = _fold_shape_op(n), (n.inputs[0][0],) if in_loops else ()
         else:
             outs, cone = None, ()
         if outs is None:
@@ -215,6 +222,26 @@ def eliminate_common_subexpressions(sg: StepGraph) -> int:
         removed += 1
     sg.fetches = [mapping.get(e, e) for e in sg.fetches]
     return removed
+
+
+def unread_to_no_op(sg: StepGraph) -> int:
+    """Turns stateless nodes whose outputs no node reads and no fetch takes (only control
+    edges keep them) into NoOps with their inputs' producers as control inputs, so that
+    what waited on them still waits on what they waited on; returns how many."""
+    read = {src for n in sg.nodes for src, _ in n.inputs} | {n for n, _ in sg.fetches}
+    kept = set(sg.targets) | set(sg.args)
+    changed = 0
+    for n in sg.nodes:
+        if n in read or n in kept or not n.output_dtypes or not _stateless(n):
+            continue
+        # A Switch is live while one of its outputs is dead: a control edge from it would
+        # not carry the deadness the data edge does (tf.cond's pivots are such nodes).
+        if any(s.op in ("Switch", "RefSwitch") for s, _ in n.inputs):
+            continue
+        n.control_inputs = list(dict.fromkeys(n.control_inputs + [s for s, _ in n.inputs]))
+        n.op, n.attrs, n.inputs, n.output_dtypes, n.output_shapes = "NoOp", {}, [], [], None
+        changed += 1
+    return changed
 
 
 def eliminate_dead_code(sg: StepGraph) -> int:

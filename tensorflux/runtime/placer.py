@@ -1,4 +1,5 @@
-"""Placement: choose a device for every node of a StepGraph (paper §3.3; whitepaper §3.2.1).
+"""Placement: choose a device for every node of a StepGraph (paper §3.3; whitepaper §3.2.1,
+§4.3).
 
 1. Colocation groups by union-find: a node joins the groups named by its `_class`
    (`loc:@other`) attribute, and every consumer of a resource handle joins the group of the
@@ -6,19 +7,54 @@
 2. Feasible devices per group: those matching every member's requested (partial) device
    spec, on which every member has a registered kernel. With `allow_soft_placement`, a group
    whose request cannot be met falls back to any device where all members have kernels.
-3. Choice: the first feasible device in the session's device order (GPUs before CPUs when
-   nothing narrows the type), the way TensorFlow's default placer does.
+   A group holding a stateful node placed by an earlier step of the session keeps that
+   device (`pinned`): a variable must not move between steps.
+3. Choice, for groups left with several feasible devices: the greedy simulation of the
+   whitepaper. Nodes are visited in topological order; each device is a serial processor
+   with a time at which it becomes free. A node's estimated finish on device d is
+       max(free[d], max over inputs (finish[input] + transfer(input bytes, its device, d)))
+       + compute(node, d)
+   (costs from `cost_model.StepCosts`: measured when a traced step has measured them,
+   static estimates otherwise). The first node of a group reached decides the group's
+   device: the one with the earliest finish, except that the device favoured by its inputs
+   (the one holding most of their bytes, or the first feasible device when it has none)
+   keeps the node unless another finishes it more than `switch_margin_us` sooner. So cheap
+   work stays together on the first device, and heavy independent work spreads out.
+   Groups with one feasible device are simply simulated there. When every kernel already
+   spreads over all cores (ConfigProto.intra_op_parallelism_threads other than 1), the CPU
+   devices of a task share one timeline, so the model spreads nothing across them: they
+   would only compete for the same cores.
 """
 
 from __future__ import annotations
 
-import sys
+import heapq
+from dataclasses import dataclass
 
 from tensorflux.framework import device_spec as device_spec_lib
-from tensorflux.framework import dtypes, errors
+from tensorflux.framework import dtypes, errors, op_registry
 from tensorflux.kernels import registry as kernel_registry
+from tensorflux.runtime.cost_model import CostModel, StepCosts
 from tensorflux.runtime.device import Device, DeviceMgr
 from tensorflux.runtime.step_graph import Node, StepGraph
+
+_FIELD_WORDS = {"job": "jobs", "replica": "replicas", "task": "tasks",
+                "device_type": "types", "device_index": "ids"}
+
+
+@dataclass
+class Placement:
+    """What the placer decided, for tests and the session.
+
+    Attributes:
+      has_choices: some group had more than one feasible device (the cost model chose).
+      makespan_us: the simulated step time (0 when nothing was simulated).
+      device_busy_us: device name -> simulated busy time.
+    """
+
+    has_choices: bool = False
+    makespan_us: float = 0.0
+    device_busy_us: dict | None = None
 
 
 class _UnionFind:
@@ -40,7 +76,63 @@ class _UnionFind:
                 self.parent[ra] = rb
 
 
-def _colocation_groups(sg: StepGraph) -> list[list[Node]]:
+class GraphColocation:
+    """Colocation groups of the whole user graph, kept up to date as ops are added.
+
+    A step graph is pruned, so two nodes can be linked only through nodes another step
+    runs: Adam's update of `w` reads `beta1_power` inside `colocate_with(w)`, so `w` and
+    `beta1_power` belong together, but the initializer step sees neither link. TensorFlow
+    places the whole graph for this reason; here every step's groups are merged along the
+    groups of the whole graph (`root`), so stateful nodes land consistently in all steps.
+    The graph only grows, so new ops are folded in incrementally; a mutation of existing
+    ops (`_mutation_version`) recomputes from scratch.
+    """
+
+    def __init__(self, graph):
+        self._graph = graph
+        self._parent: dict[str, str] = {}
+        self._seen = 0
+        self._version = graph._mutation_version
+
+    def _find(self, name: str) -> str:
+        parent = self._parent
+        root = name
+        while parent.get(root, root) != root:
+            root = parent[root]
+        while parent.get(name, name) != root:
+            parent[name], name = root, parent[name]
+        return root
+
+    def _union(self, a: str, b: str) -> None:
+        ra, rb = self._find(a), self._find(b)
+        if ra != rb:
+            self._parent[rb] = ra
+
+    def update(self) -> None:
+        graph = self._graph
+        if graph._mutation_version != self._version:
+            self._parent, self._seen = {}, 0
+            self._version = graph._mutation_version
+        ops = graph._ops
+        for op in ops[self._seen:]:
+            for c in op._attrs.get("_class", ()):
+                if isinstance(c, bytes):
+                    c = c.decode()
+                if c.startswith("loc:@"):
+                    self._union(c[5:], op._name)
+            for t in op._inputs:
+                if t._dtype is dtypes.resource and t._op._type != "Placeholder":
+                    self._union(t._op._name, op._name)
+        self._seen = len(ops)
+
+    def root(self, name: str) -> str | None:
+        """The group of op `name` (None when it is alone)."""
+        root = self._find(name)
+        return None if root == name and name not in self._parent else root
+
+
+def _colocation_groups(sg: StepGraph,
+                       graph_groups: GraphColocation | None = None) -> list[list[Node]]:
     uf = _UnionFind(sg.nodes)
     by_name = {n.name: n for n in sg.nodes}
     for n in sg.nodes:
@@ -50,6 +142,13 @@ def _colocation_groups(sg: StepGraph) -> list[list[Node]]:
         for src, i in n.inputs:
             if src.output_dtypes[i] is dtypes.resource and src.op != "_Arg":
                 uf.union(n, src)
+    if graph_groups is not None:
+        graph_groups.update()
+        first: dict[str, Node] = {}
+        for n in sg.nodes:
+            root = graph_groups.root(n.name)
+            if root is not None:
+                uf.union(n, first.setdefault(root, n))
     groups: dict[Node, list[Node]] = {}
     for n in sg.nodes:
         groups.setdefault(uf.find(n), []).append(n)
@@ -67,16 +166,17 @@ def _merged_request(group: list[Node], allow_soft: bool) -> str:
         if merged is None:
             merged, first = spec, n
             continue
-        for field in ("job", "replica", "task", "device_type", "device_index"):
+        for field, word in _FIELD_WORDS.items():
             a, b = getattr(merged, field), getattr(spec, field)
             if a is not None and b is not None and a != b:
                 if allow_soft:
                     break
                 raise errors.InvalidArgumentError(
                     None, None,
-                    f"Cannot colocate nodes {{{{colocation_node {first.name}}}}} and "
-                    f"{{{{colocation_node {n.name}}}}}: Cannot merge devices with incompatible "
-                    f"{field}s: '{first.requested_device}' and '{n.requested_device}'")
+                    f"Cannot colocate nodes {{{{colocation_node {n.name}}}}} and "
+                    f"{{{{colocation_node {first.name}}}}}: Cannot merge devices with "
+                    f"incompatible {word}: '{spec.to_string()}' and "
+                    f"'{merged.to_string()}'")
         else:
             merged = merged.make_merged_spec(spec)
     return merged.to_string() if merged is not None else ""
@@ -87,33 +187,235 @@ def _supports(device: Device, group: list[Node]) -> bool:
                for n in group)
 
 
+def _is_stateful(n: Node) -> bool:
+    opdef = op_registry.lookup(n.op)
+    return opdef is not None and opdef.is_stateful
+
+
+def _feasible(group: list[Node], ordered: list[Device], host: Device, allow_soft: bool,
+              pinned: dict[str, str], devices: list[Device]) -> list[Device]:
+    """The devices a group may go to, in preference order."""
+    if all(n.op == "_Arg" for n in group):
+        return [host]
+    pins = {n: pinned[n.name] for n in group if n.name in pinned}
+    if pins:
+        (first, device), *rest = pins.items()
+        other = next(((n, d) for n, d in rest if d != device), None)
+        if other is not None:
+            raise errors.InvalidArgumentError(
+                None, None, f"Cannot colocate nodes {{{{colocation_node {first.name}}}}} and "
+                f"{{{{colocation_node {other[0].name}}}}}: stateful nodes placed on "
+                f"'{device}' and '{other[1]}' by earlier steps of this session must stay "
+                "there.")
+        pin = next((d for d in ordered if d.name == device), None)
+        if pin is not None:
+            return [pin]
+    request = _merged_request(group, allow_soft)
+    matching = [d for d in ordered if device_spec_lib.is_compatible(request, d.name)] \
+        if request else ordered
+    feasible = [d for d in matching if _supports(d, group)]
+    if not feasible and allow_soft:
+        feasible = [d for d in ordered if _supports(d, group)]
+    if not feasible:
+        raise _placement_error(group, request, matching, devices)
+    return feasible
+
+
 def place(sg: StepGraph, device_mgr: DeviceMgr, allow_soft_placement: bool = False,
-          log_device_placement: bool = False) -> None:
-    """Sets `node.device` for every node. Raises InvalidArgumentError naming the node when
-    no device can run it or its group's requests conflict."""
+          log_device_placement: bool = False, costs: StepCosts | None = None,
+          pinned: dict[str, str] | None = None,
+          graph_groups: GraphColocation | None = None) -> Placement:
+    """Sets `node.device` (a full device name) for every node of `sg`.
+
+    Args:
+      sg: the step graph (optimized, not yet partitioned).
+      device_mgr: the session's devices.
+      allow_soft_placement: fall back to any device with kernels when a request cannot be met.
+      log_device_placement: print `name: (Op): device` per node, as TensorFlow does.
+      costs: the step's StepCosts (static estimates of a fresh CostModel when None).
+      pinned: node name -> device of stateful nodes placed by earlier steps; read, and
+        updated with this step's stateful nodes.
+      graph_groups: the colocation groups of the whole graph (see GraphColocation).
+
+    Returns:
+      A Placement summary.
+
+    Raises:
+      InvalidArgumentError: naming the node and devices, when no device can run a node or
+        the requests of a colocation group conflict.
+    """
     devices = device_mgr.devices
     host = devices[0]
     ordered = [d for d in devices if d.device_type == "GPU"] + \
               [d for d in devices if d.device_type != "GPU"]
-    for group in _colocation_groups(sg):
-        if all(n.op == "_Arg" for n in group):
-            for n in group:
-                n.device = host.name
-            continue
-        request = _merged_request(group, allow_soft_placement)
-        matching = [d for d in ordered if device_spec_lib.is_compatible(request, d.name)] \
-            if request else ordered
-        feasible = [d for d in matching if _supports(d, group)]
-        if not feasible and allow_soft_placement:
-            same_type = [d for d in ordered if _supports(d, group)]
-            feasible = same_type
-        if not feasible:
-            raise _placement_error(group, request, matching, devices)
+    pinned = {} if pinned is None else pinned
+    groups = _colocation_groups(sg, graph_groups)
+    candidates = [_feasible(g, ordered, host, allow_soft_placement, pinned, devices)
+                  for g in groups]
+    result = Placement(has_choices=any(len(c) > 1 for c in candidates))
+    if result.has_choices:
+        costs = costs or StepCosts(CostModel())
+        chosen = _simulate(sg, groups, candidates, costs, ordered, host, result)
+    else:
+        chosen = [c[0] for c in candidates]
+    for group, device in zip(groups, chosen, strict=True):
         for n in group:
-            n.device = feasible[0].name
+            n.device = device.name
+            if n.name not in pinned and _is_stateful(n):
+                pinned[n.name] = device.name
     if log_device_placement:
         for n in sg.nodes:
-            print(f"{n.name}: ({n.op}): {n.device}", file=sys.stderr)
+            print(f"{n.name}: ({n.op}): {n.device}", flush=True)
+    return result
+
+
+# ------------------------------------------------------------------------------------------
+# The simulation (whitepaper §3.2.1).
+
+
+def _dependencies(nodes: list[Node]) -> tuple[dict[Node, int], dict[Node, list[Node]]]:
+    """(number of producers, consumers) per node over data and control edges, without the
+    NextIteration -> Merge back edges of loops."""
+    indegree = {n: 0 for n in nodes}
+    consumers: dict[Node, list[Node]] = {n: [] for n in nodes}
+    for n in nodes:
+        for src in [s for s, _ in n.inputs] + n.control_inputs:
+            if src.op in ("NextIteration", "RefNextIteration") or src not in indegree:
+                continue
+            indegree[n] += 1
+            consumers[src].append(n)
+    return indegree, consumers
+
+
+def _topological(nodes: list[Node]) -> list[Node]:
+    """Kahn's order, ties by node id; back edges ignored, nodes left on a cycle last."""
+    indegree, consumers = _dependencies(nodes)
+    ready = [(n.id, n) for n in nodes if indegree[n] == 0]
+    heapq.heapify(ready)
+    order: list[Node] = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        order.append(n)
+        for c in consumers[n]:
+            indegree[c] -= 1
+            if indegree[c] == 0:
+                heapq.heappush(ready, (c.id, c))
+    if len(order) < len(nodes):
+        seen = set(order)
+        order.extend(n for n in nodes if n not in seen)
+    return order
+
+
+class _Simulation:
+    """Device timelines of the greedy placement (see the module docstring)."""
+
+    def __init__(self, costs: StepCosts, devices: list[Device], host: Device):
+        self.costs = costs
+        params = costs.model.params
+        # Which timeline (serial processor) each device runs on: its own, or, when kernels
+        # already use all cores, one per task for all its CPU devices.
+        self.timeline = {d: (("CPU", d.job, d.replica, d.task)
+                             if params.cpu_devices_share_cores and d.device_type == "CPU"
+                             else d) for d in devices}
+        self.free = {self.timeline[d]: (0.0 if d is host else params.device_startup_us)
+                     for d in reversed(devices)}
+        self.busy = {d: 0.0 for d in devices}
+        self.finish: dict[Node, float] = {}
+        self.where: dict[Node, Device] = {}
+
+    def ready_time(self, n: Node, d: Device) -> float:
+        t = 0.0
+        model = self.costs.model
+        for src, i in n.inputs:
+            done = self.finish.get(src)
+            if done is None:
+                continue  # a back edge
+            src_dev = self.where[src]
+            if src_dev is not d:
+                done += model.transfer_micros(self.costs.output_bytes(src, i), src_dev, d)
+            t = max(t, done)
+        for src in n.control_inputs:
+            done = self.finish.get(src)
+            if done is None:
+                continue
+            if self.where[src] is not d:
+                done += model.transfer_micros(0, self.where[src], d)
+            t = max(t, done)
+        return t
+
+    def finish_on(self, n: Node, d: Device) -> float:
+        start = max(self.free[self.timeline[d]], self.ready_time(n, d))
+        return start + self.costs.compute_micros(n, d.device_type)
+
+    def run(self, n: Node, d: Device) -> None:
+        t = self.finish_on(n, d)
+        self.busy[d] += self.costs.compute_micros(n, d.device_type)
+        self.finish[n] = t
+        self.free[self.timeline[d]] = t
+        self.where[n] = d
+
+    def favoured(self, n: Node, candidates: list[Device], consumer_devices) -> Device:
+        """The candidate holding most bytes of `n`'s inputs; for a node without inputs
+        (a constant, a variable handle), the device its consumers are bound to, if any;
+        else the first candidate."""
+        held: dict[Device, int] = {}
+        for src, i in n.inputs:
+            d = self.where.get(src)
+            if d is not None and d in candidates:
+                held[d] = held.get(d, 0) + self.costs.output_bytes(src, i) + 1
+        if held:
+            return max(candidates, key=lambda d: held.get(d, -1))
+        if not n.inputs and not n.control_inputs:
+            for d in consumer_devices:
+                if d in candidates:
+                    return d
+        return candidates[0]
+
+
+def _simulate(sg: StepGraph, groups: list[list[Node]], candidates: list[list[Device]],
+              costs: StepCosts, ordered: list[Device], host: Device,
+              result: Placement) -> list[Device]:
+    """List scheduling: nodes are taken in the order they become ready in simulated time
+    (ties by id), each placed as the module docstring says."""
+    group_of = {n: k for k, g in enumerate(groups) for n in g}
+    chosen: list[Device | None] = [c[0] if len(c) == 1 else None for c in candidates]
+    sim = _Simulation(costs, ordered, host)
+    margin = costs.model.params.switch_margin_us
+    indegree, consumers = _dependencies(sg.nodes)
+    heap = [(0.0, n.id, n) for n in sg.nodes if indegree[n] == 0]
+    heapq.heapify(heap)
+    visited = 0
+    while heap or visited < len(sg.nodes):
+        if heap:
+            _, _, n = heapq.heappop(heap)
+        else:  # a cycle without a NextIteration: finish in id order
+            n = next(m for m in sg.nodes if m not in sim.finish)
+        visited += 1
+        k = group_of[n]
+        d = chosen[k]
+        if d is None:
+            cands = candidates[k]
+            finish = {c: sim.finish_on(n, c) for c in cands}
+            best = min(cands, key=lambda c: finish[c])  # ties: the earlier candidate
+            bound = (chosen[group_of[c]] for c in consumers[n])
+            pref = sim.favoured(n, cands, [b for b in bound if b is not None])
+            d = pref if finish[pref] - finish[best] <= margin else best
+            chosen[k] = d
+        sim.run(n, d)
+        for c in consumers[n]:
+            indegree[c] -= 1
+            if indegree[c] == 0:
+                ready = max([sim.finish[s] for s, _ in c.inputs if s in sim.finish] +
+                            [sim.finish[s] for s in c.control_inputs if s in sim.finish],
+                            default=0.0)
+                heapq.heappush(heap, (ready, c.id, c))
+    result.makespan_us = max(sim.finish.values(), default=0.0)
+    result.device_busy_us = {d.name: t for d, t in sim.busy.items()}
+    return [d if d is not None else candidates[k][0] for k, d in enumerate(chosen)]
+
+
+# ------------------------------------------------------------------------------------------
+# Errors.
 
 
 def _placement_error(group, request, matching, devices) -> errors.InvalidArgumentError:
@@ -132,7 +434,8 @@ def _placement_error(group, request, matching, devices) -> errors.InvalidArgumen
         msg = (f"Cannot assign a device for operation {missing.name}: Could not satisfy "
                f"explicit device specification '{request}' because no supported kernel for "
                f"{'/'.join(kinds)} devices is available (op {missing.op}"
-               f"{', ' + str(dtype_info) if dtype_info else ''}).")
+               f"{', ' + str(dtype_info) if dtype_info else ''}). Devices matching the "
+               f"specification: [ {', '.join(d.name for d in matching)} ].")
         if missing is not node:
             msg += f" The node is colocated with {node.name}."
     return errors.InvalidArgumentError(None, None, msg)

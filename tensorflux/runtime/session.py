@@ -23,8 +23,16 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.kernels.buffers import exclusively_owned
 from tensorflux.kernels.registry import KernelContext
+from tensorflux.runtime import cost_model as cost_model_lib
 from tensorflux.runtime import device as device_lib
-from tensorflux.runtime import fetching, graph_optimizer, partition, placer, static_executor
+from tensorflux.runtime import (
+    fetching,
+    graph_optimizer,
+    partition,
+    placer,
+    static_executor,
+    tracing,
+)
 from tensorflux.runtime import step_graph as step_graph_lib
 from tensorflux.runtime.cancellation import CancellationManager
 from tensorflux.runtime.executor import Executor, ExecutorError
@@ -42,67 +50,108 @@ class _Step:
         sg = step_graph_lib.build(feeds, fetches, targets)
         graph_optimizer.optimize(sg, session._optimizer_options)
         config = session._config
-        placer.place(sg, session._device_mgr,
-                     allow_soft_placement=bool(config and config.allow_soft_placement),
-                     log_device_placement=bool(config and config.log_device_placement))
-        parts = partition.partition(sg, session._device_mgr)
+        graph_options = config.graph_options if config is not None else None
+        # Placement uses the session's cost model as it is now; a traced run that changes
+        # it marks this step for a rebuild (`rebuild_on_new_costs`, `cost_version`).
+        self.cost_version = session._cost_model.version
+        costs = cost_model_lib.StepCosts(session._cost_model,
+                                         {a: t.shape for a, t in zip(sg.args, feeds, strict=True)})
+        self.placement = placer.place(
+            sg, session._device_mgr,
+            allow_soft_placement=bool(config and config.allow_soft_placement),
+            log_device_placement=bool(config and config.log_device_placement),
+            costs=costs, pinned=session._stateful_placements,
+            graph_groups=session._graph_colocation)
+        self.rebuild_on_new_costs = self.placement.has_choices
+        parts = partition.partition(
+            sg, session._device_mgr,
+            bfloat16_sendrecv=bool(graph_options and graph_options.enable_bfloat16_sendrecv),
+            recv_scheduling=bool(graph_options and graph_options.enable_recv_scheduling),
+            costs=costs)
         self.num_fetches = len(sg.fetches)
         self.parts = []
+        self._part_nodes = []  # (device, nodes, fetch pairs, fetch positions) per partition
         for p in parts.values():
             device = session._device_mgr.lookup(p.device)
             fetch_pairs = [(n, i) for _, n, i in p.fetches]
+            positions = [pos for pos, _, _ in p.fetches]
+            memory = tracing.memory_wrapper(device)
             if session._use_static and static_executor.eligible(p.nodes, device.device_type):
                 ex = static_executor.StaticExecutor(p.nodes, device, fetch_pairs,
-                                                    inline=session._inline_kernels)
+                                                    inline=session._inline_kernels,
+                                                    kernel_wrapper=memory)
             else:
-                ex = Executor(p.nodes, device, fetch_pairs)
-            self.parts.append((device, ex, [pos for pos, _, _ in p.fetches]))
+                ex = Executor(p.nodes, device, fetch_pairs, kernel_wrapper=memory)
+            self.parts.append((device, ex, positions))
+            self._part_nodes.append((device, p.nodes, fetch_pairs, positions))
         # The partition holding most fetches runs on the caller's thread.
         self.parts.sort(key=lambda t: -len(t[2]))
+        self._part_nodes.sort(key=lambda t: -len(t[3]))
+        self._traced_parts = None
         self.needs_cancellation = any(not isinstance(ex, static_executor.StaticExecutor)
                                       for _, ex, _ in self.parts)
         self.partition_graphs = parts
         self.graph = session._graph
 
-    def run(self, session: BaseSession, args: list, options) -> list:
+    def traced_parts(self) -> list:
+        """The partitions' traced twins: dataflow executors whose kernels report to the
+        step's StepStatsCollector (built on the first traced run)."""
+        if self._traced_parts is None:
+            self._traced_parts = [
+                (device, Executor(nodes, device, pairs,
+                                  kernel_wrapper=tracing.traced_wrapper(device)), positions)
+                for device, nodes, pairs, positions in self._part_nodes]
+        return self._traced_parts
+
+    def run(self, session: BaseSession, args: list, options, stats=None) -> list:
         step_id = next(session._step_ids)
         deadline = None
         if options is not None and options.timeout_in_ms > 0:
             deadline = time.monotonic() + options.timeout_in_ms / 1000.0
-        cancellation = CancellationManager() if self.needs_cancellation else None
+        parts = self.parts if stats is None else self.traced_parts()
+        cancellation = CancellationManager() if self.needs_cancellation or stats else None
         if cancellation is not None:
             session._register_step(cancellation)
         try:
-            if len(self.parts) == 1:
-                device, ex, _ = self.parts[0]
+            if len(parts) == 1:
+                device, ex, _ = parts[0]
                 ctx = KernelContext(step_id, device, None, cancellation, args,
                                     device.runner, session, options)
+                ctx.stats = stats
                 return ex.run(ctx, deadline)
             return self._run_partitions(session, step_id, args, options, cancellation,
-                                        deadline)
+                                        deadline, parts, stats)
         except ExecutorError as e:
             raise self._annotate(e) from None
         finally:
             if cancellation is not None:
                 session._deregister_step(cancellation)
 
-    def _run_partitions(self, session, step_id, args, options, cancellation, deadline):
+    def _run_partitions(self, session, step_id, args, options, cancellation, deadline,
+                        parts, stats):
         rendezvous = LocalRendezvous()
         results = [None] * self.num_fetches
         failures: list[BaseException] = []
         lock = threading.Lock()
+        aborted = errors.CancelledError(None, None, "Step aborted: another partition failed "
+                                        "or the step was cancelled")
+        aborted._abort_marker = True
+        if cancellation is not None:
+            # A failing executor cancels the step while it still waits for its own
+            # outstanding _Recvs; aborting the rendezvous completes them (and every other
+            # partition's) at once, so no partition waits for a Send that never comes.
+            cancellation.register(cancellation.get_token(),
+                                  lambda: rendezvous.start_abort(aborted))
 
         def run_part(device, ex, positions):
             ctx = KernelContext(step_id, device, rendezvous, cancellation, args,
                                 device.runner, session, options)
+            ctx.stats = stats
             try:
                 values = ex.run(ctx, deadline)
             except BaseException as e:  # noqa: BLE001 - surfaced below
                 with lock:
                     failures.append(e)
-                aborted = errors.CancelledError(None, None, "Step aborted: another partition "
-                                                "failed")
-                aborted._abort_marker = True
                 rendezvous.start_abort(aborted)
                 if cancellation is not None:
                     cancellation.start_cancel()
@@ -110,8 +159,8 @@ class _Step:
             for pos, v in zip(positions, values, strict=True):
                 results[pos] = v
 
-        futures = [_driver_pool.submit(run_part, *p) for p in self.parts[1:]]
-        run_part(*self.parts[0])
+        futures = [_driver_pool.submit(run_part, *p) for p in parts[1:]]
+        run_part(*parts[0])
         for f in futures:
             f.result()
         if failures:
@@ -157,6 +206,13 @@ class BaseSession:
         self._config = config
         self._device_mgr = device_lib.DeviceMgr(device_lib.make_local_devices(config))
         self._optimizer_options = _optimizer_options(config)
+        # intra_op_parallelism_threads 1: one core per kernel, so CPU devices can run side
+        # by side; otherwise each kernel spreads over the cores the devices share.
+        shared = not (config is not None and config.intra_op_parallelism_threads == 1)
+        self._cost_model = cost_model_lib.CostModel(
+            cost_model_lib.CostParams(cpu_devices_share_cores=shared))
+        self._stateful_placements: dict[str, str] = {}  # a variable never changes device
+        self._graph_colocation = placer.GraphColocation(self._graph)
         self._use_static = True  # private switches, for tests and benchmarks
         self._inline_kernels = True
         self._steps: dict[tuple, _Step] = {}
@@ -223,8 +279,15 @@ class BaseSession:
         step = self._steps.get(key)
         if step is None:
             step = self._build_step(key, feeds, fetch_tensors, targets)
+        elif step.rebuild_on_new_costs and step.cost_version != self._cost_model.version:
+            step = self._build_step(key, feeds, fetch_tensors, targets, stale=step)
         args = list(feed_map.values())
-        raw = step.run(self, args, options)
+        stats = None
+        if options is not None and options.trace_level:
+            stats = tracing.StepStatsCollector()
+        raw = step.run(self, args, options, stats)
+        if stats is not None:
+            self._collect_stats(stats, run_metadata)
         if run_metadata is not None and options is not None and \
                 options.output_partition_graphs:
             from tensorflux.framework import graph_io
@@ -232,13 +295,21 @@ class BaseSession:
             graph_io.fill_partition_graphs(run_metadata, step.partition_graphs)
         return _results(fetch_tensors, feed_map, raw)
 
-    def _build_step(self, key, feeds, fetches, targets) -> _Step:
+    def _build_step(self, key, feeds, fetches, targets, stale=None) -> _Step:
         with self._build_lock:
             step = self._steps.get(key)
-            if step is None:
+            if step is None or step is stale:
                 step = _Step(self, feeds, fetches, targets)
                 self._steps[key] = step
         return step
+
+    def _collect_stats(self, stats, run_metadata) -> None:
+        """Fills RunMetadata.step_stats and feeds the measured costs to the cost model."""
+        step_stats = run_metadata.step_stats if run_metadata is not None else \
+            tracing.new_step_stats()
+        devices = self._device_mgr.devices
+        stats.fill(step_stats, {d.name: d.memory.allocator_name for d in devices})
+        self._cost_model.record_step_stats(step_stats, {d.name: d.device_type for d in devices})
 
     def make_callable(self, fetches, feed_list=None, accept_options=False):
         """A function running `fetches` with positional feed values for `feed_list`."""

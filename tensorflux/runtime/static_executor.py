@@ -69,13 +69,13 @@ class StaticExecutor:
     """Runs one partition through a generated function; same interface as `Executor`."""
 
     def __init__(self, nodes: list[Node], device, fetches: list[tuple[Node, int]],
-                 inline: bool = True):
+                 inline: bool = True, kernel_wrapper=None):
         self.device = device
         order = _topological(nodes)
         if order is None:
             raise ValueError("StaticExecutor needs an acyclic partition")
         self.source, env, self._line_nodes = _generate(order, device.device_type, fetches,
-                                                       inline)
+                                                       inline, kernel_wrapper)
         filename = f"<tensorflux step {next(_counter)}>"
         self._filename = filename
         namespace: dict = {}
@@ -98,11 +98,13 @@ class StaticExecutor:
             raise ExecutorError(node, self.device.name, e) from None
 
 
-def _generate(order: list[Node], device_type: str, fetches, inline: bool = True):
+def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
+              kernel_wrapper=None):
     """Python source for the step function, its globals, and line number -> node.
 
     With `inline` false every node but Const and _Arg becomes a kernel call (for measuring
-    per-kernel dispatch; the results are the same)."""
+    per-kernel dispatch; the results are the same). `kernel_wrapper(node, kdef, compute)`,
+    if given, wraps each called kernel once, at build time (as in `Executor`)."""
     env: dict = {}
     names: dict[tuple[Node, int], str] = {}
     last_use: dict[str, int] = {}
@@ -134,6 +136,8 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True)
         else:
             kname = f"k{n.id}"
             env[kname] = kdef.factory(n)
+            if kernel_wrapper is not None:
+                env[kname] = kernel_wrapper(n, kdef, env[kname])
             expr = f"{kname}(ctx{''.join(', ' + a for a in args)})"
         if not outs:
             body.append((expr, n, outs))

@@ -3,9 +3,49 @@
 Everything here is built from graph ops (paper §4): no privileged runtime paths.
 """
 
+from tensorflux.protos.checkpoint_state_pb2 import CheckpointState
+from tensorflux.protos.example_pb2 import Example, SequenceExample
+from tensorflux.protos.feature_pb2 import (
+    BytesList,
+    Feature,
+    FeatureList,
+    FeatureLists,
+    Features,
+    FloatList,
+    Int64List,
+)
+from tensorflux.protos.saver_pb2 import SaverDef
 from tensorflux.train.adadelta import AdadeltaOptimizer
 from tensorflux.train.adagrad import AdagradOptimizer
 from tensorflux.train.adam import AdamOptimizer
+from tensorflux.train.basic_session_run_hooks import (
+    CheckpointSaverHook,
+    CheckpointSaverListener,
+    FeedFnHook,
+    FinalOpsHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    SecondOrStepTimer,
+    StepCounterHook,
+    StopAtStepHook,
+)
+from tensorflux.train.checkpoint_management import (
+    checkpoint_exists,
+    generate_checkpoint_state_proto,
+    get_checkpoint_mtimes,
+    get_checkpoint_state,
+    latest_checkpoint,
+    remove_checkpoint,
+    update_checkpoint_state,
+)
+from tensorflux.train.checkpoint_utils import (
+    NewCheckpointReader,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+)
+from tensorflux.train.coordinator import Coordinator, LooperThread
 from tensorflux.train.ftrl import FtrlOptimizer
 from tensorflux.train.global_step import (
     create_global_step,
@@ -14,6 +54,22 @@ from tensorflux.train.global_step import (
     global_step,
 )
 from tensorflux.train.gradient_descent import GradientDescentOptimizer
+from tensorflux.train.input import (
+    batch,
+    batch_join,
+    input_producer,
+    limit_epochs,
+    match_filenames_once,
+    maybe_batch,
+    maybe_batch_join,
+    maybe_shuffle_batch,
+    maybe_shuffle_batch_join,
+    range_input_producer,
+    shuffle_batch,
+    shuffle_batch_join,
+    slice_input_producer,
+    string_input_producer,
+)
 from tensorflux.train.learning_rate_decay import (
     cosine_decay,
     exponential_decay,
@@ -23,14 +79,48 @@ from tensorflux.train.learning_rate_decay import (
     polynomial_decay,
 )
 from tensorflux.train.momentum import MomentumOptimizer
+from tensorflux.train.monitored_session import (
+    ChiefSessionCreator,
+    MonitoredSession,
+    MonitoredTrainingSession,
+    Scaffold,
+    SessionCreator,
+    SingularMonitoredSession,
+    WorkerSessionCreator,
+)
 from tensorflux.train.optimizer import Optimizer
+from tensorflux.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from tensorflux.train.rmsprop import RMSPropOptimizer
+from tensorflux.train.saver import Saver, export_meta_graph, import_meta_graph
+from tensorflux.train.session_run_hook import (
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+)
 from tensorflux.train.training_util import write_graph
 
 __all__ = [
+    "CheckpointSaverHook", "CheckpointSaverListener", "ChiefSessionCreator", "FeedFnHook",
+    "FinalOpsHook", "LoggingTensorHook", "MonitoredSession", "MonitoredTrainingSession",
+    "NanLossDuringTrainingError", "NanTensorHook", "Scaffold", "SecondOrStepTimer",
+    "SessionCreator", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
+    "SessionRunValues", "SingularMonitoredSession", "StepCounterHook", "StopAtStepHook",
+    "WorkerSessionCreator",
+    "NewCheckpointReader", "Saver", "SaverDef", "CheckpointState", "checkpoint_exists",
+    "export_meta_graph", "generate_checkpoint_state_proto", "get_checkpoint_mtimes",
+    "get_checkpoint_state", "import_meta_graph", "latest_checkpoint", "list_variables",
+    "load_checkpoint", "load_variable", "remove_checkpoint", "update_checkpoint_state",
     "AdadeltaOptimizer", "AdagradOptimizer", "AdamOptimizer", "FtrlOptimizer",
     "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer", "RMSPropOptimizer",
     "cosine_decay", "create_global_step", "exponential_decay", "get_global_step",
     "get_or_create_global_step", "global_step", "inverse_time_decay", "natural_exp_decay",
     "piecewise_constant", "polynomial_decay", "write_graph",
+    "BytesList", "Coordinator", "Example", "Feature", "FeatureList", "FeatureLists",
+    "Features", "FloatList", "Int64List", "LooperThread", "QueueRunner", "SequenceExample",
+    "add_queue_runner", "batch", "batch_join", "input_producer", "limit_epochs",
+    "match_filenames_once", "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch",
+    "maybe_shuffle_batch_join", "range_input_producer", "shuffle_batch",
+    "shuffle_batch_join", "slice_input_producer", "start_queue_runners",
+    "string_input_producer",
 ]

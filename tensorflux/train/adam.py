@@ -35,8 +35,10 @@ class AdamOptimizer(Optimizer):
         b1p, b2p = self._get_beta_accumulators()
         h = self._hyper
         return (var.handle, self.get_slot(var, "m").handle, self.get_slot(var, "v").handle,
-                h(b1p.read_value(), var, "beta1_power"),
-                h(b2p.read_value(), var, "beta2_power"),
+                # value(), not read_value(): the read must not join `var`'s colocation
+                # group, or every variable would be tied to the beta powers' device.
+                h(b1p.value(), var, "beta1_power"),
+                h(b2p.value(), var, "beta2_power"),
                 h(self._lr, var, "learning_rate"), h(self._beta1, var, "beta1"),
                 h(self._beta2, var, "beta2"), h(self._epsilon, var, "epsilon"))
 
@@ -54,7 +56,7 @@ class AdamOptimizer(Optimizer):
         lr = h(self._lr, var, "learning_rate")
         beta1, beta2 = h(self._beta1, var, "beta1"), h(self._beta2, var, "beta2")
         eps = h(self._epsilon, var, "epsilon")
-        b1p, b2p = h(b1p.read_value(), var, "b1p"), h(b2p.read_value(), var, "b2p")
+        b1p, b2p = h(b1p.value(), var, "b1p"), h(b2p.value(), var, "b2p")
         lr_t = lr * math_ops.sqrt(1 - b2p) / (1 - b1p)
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         m_t = m.assign(m.read_value() * beta1, use_locking=self._use_locking)

@@ -1059,3 +1059,75 @@ def test_against_tensorflow():
                                                    atol=tol, equal_nan=True):
             bad.append(f"{k}: {g.tolist()} != {w.tolist()}")
     assert not bad, "\n".join(bad)
+
+
+# ---- the split and fast paths of big float kernels (kernels/cpu/math_ops.py) -------------
+
+
+@pytest.fixture
+def split_everything(monkeypatch):
+    """Every float kernel takes its intra-op path, in many small chunks over two threads."""
+    from tensorflux.kernels import intra_op
+
+    monkeypatch.setattr(intra_op, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
+    monkeypatch.setattr(intra_op, "CHUNK_ELEMENTS", 16)
+    monkeypatch.setattr(intra_op, "workers", lambda ctx=None: 2)
+
+
+@pytest.mark.parametrize("dtype", F32_64)
+@pytest.mark.parametrize("xs, ys", [((6, 5, 4), (4,)), ((4,), (6, 5, 4)), ((6, 5, 4), (1, 1, 4)),
+                                    ((6, 5, 4), (5, 4)), ((6, 5, 4), (6, 5, 4)),
+                                    ((1, 4), (6, 5, 4)), ((6, 5, 4), (6, 1, 4))])
+@pytest.mark.parametrize("op, ref", [(tf.add, np.add), (tf.subtract, np.subtract),
+                                     (tf.multiply, np.multiply)])
+def test_split_binary_arithmetic(split_everything, dtype, xs, ys, op, ref):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(xs).astype(dtype)
+    y = rng.standard_normal(ys).astype(dtype)
+    with tf.Session() as s:
+        got = s.run(op(x, y))
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, ref(x, y))
+
+
+def test_split_binary_on_non_contiguous_inputs(split_everything):
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    t = tf.transpose(tf.constant(x))
+    with tf.Session() as s:
+        np.testing.assert_array_equal(s.run(t + np.float32([1, 2, 3, 4])),
+                                      x.T + np.float32([1, 2, 3, 4]))
+
+
+@pytest.mark.parametrize("axes, keepdims", [([0], False), ([0, 1], False), ([1, 0], True),
+                                            ([0, 1, 2], False), ([], False), ([1], False)])
+def test_sum_over_leading_axes_and_no_axes(axes, keepdims):
+    x = np.random.default_rng(2).standard_normal((64, 8, 16)).astype(np.float32)
+    with tf.Session() as s:
+        got = s.run(tf.reduce_sum(x, axes, keepdims=keepdims))
+    want = np.sum(x.astype(np.float64), axis=tuple(axes), keepdims=keepdims)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+def test_reductions_over_no_axes():
+    x = np.array([[-1.5, 2.0], [3.0, -4.0]], np.float32)
+    with tf.Session() as s:
+        for op in (tf.reduce_sum, tf.reduce_mean, tf.reduce_max, tf.reduce_min,
+                   tf.reduce_prod):
+            np.testing.assert_array_equal(s.run(op(x, [])), x)
+        # EuclideanNorm over no axis is |x|, not x.
+        np.testing.assert_array_equal(s.run(math_ops.reduce_euclidean_norm(x, [])), abs(x))
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("m, k, n", [(70, 30, 200), (300, 20, 50), (1, 5, 1)])
+def test_split_matmul(split_everything, ta, tb, m, k, n):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+    with tf.Session() as s:
+        got = s.run(tf.matmul(a, b, transpose_a=ta, transpose_b=tb))
+    want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -60,11 +60,12 @@ def ref_conv(x, w, strides=(1, 1), padding="SAME", dilations=(1, 1), pads=((0, 0
     return out.astype(x.dtype)
 
 
-def ref_conv_input_grad(shape, w, dy, strides=(1, 1), padding="SAME", dilations=(1, 1)):
+def ref_conv_input_grad(shape, w, dy, strides=(1, 1), padding="SAME", dilations=(1, 1),
+                        pads=((0, 0), (0, 0))):
     n, h, wdt, c = shape
     kh, kw, _, _ = w.shape
-    oh, pt = _geometry(h, kh, strides[0], dilations[0], padding)
-    ow, pl = _geometry(wdt, kw, strides[1], dilations[1], padding)
+    oh, pt = _geometry(h, kh, strides[0], dilations[0], padding, pads[0])
+    ow, pl = _geometry(wdt, kw, strides[1], dilations[1], padding, pads[1])
     dx = np.zeros(shape)
     for i in range(oh):
         for j in range(ow):
@@ -598,10 +599,11 @@ def test_kernels_do_not_write_inputs():
 def test_conv_kernels_chunked_and_parallel(monkeypatch, blas_threads, strides, padding):
     """The batch chunking, the intra-op split and both backprop-input strategies (chosen by
     the BLAS thread count) agree with the loop references."""
+    from tensorflux.kernels import intra_op
     from tensorflux.kernels.cpu import nn_ops as kernels
 
-    monkeypatch.setattr(kernels, "_blas_threads", lambda: blas_threads)
-    monkeypatch.setattr(kernels, "_INTRA_OP_MIN_FLOPS", 0)
+    monkeypatch.setattr(intra_op, "blas_threads", lambda: blas_threads)
+    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
     monkeypatch.setattr(kernels, "_CHUNK_BYTES", 1)  # one image per chunk
     rng = np.random.default_rng(2)
     x = rng.standard_normal((7, 6, 5, 3)).astype(np.float32)
@@ -619,11 +621,11 @@ def test_conv_kernels_chunked_and_parallel(monkeypatch, blas_threads, strides, p
 
 
 def test_memory_bound_kernels_split_over_threads(monkeypatch):
-    from tensorflux.kernels.cpu import nn_ops as kernels
+    from tensorflux.kernels import intra_op
 
-    monkeypatch.setattr(kernels, "_blas_threads", lambda: 1)
-    monkeypatch.setattr(kernels, "_INTRA_OP_MIN_ELEMENTS", 0)
-    monkeypatch.setattr(kernels, "_INTRA_OP_MIN_FLOPS", 0)
+    monkeypatch.setattr(intra_op, "blas_threads", lambda: 1)
+    monkeypatch.setattr(intra_op, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
     rng = np.random.default_rng(4)
     x = _distinct(rng, (5, 6, 4, 3), np.float32)
     g = rng.standard_normal((5, 3, 2, 3)).astype(np.float32)
@@ -639,6 +641,79 @@ def test_memory_bound_kernels_split_over_threads(monkeypatch):
             y * (x > 0), x + b, y.sum(axis=(0, 1, 2))]
     for gv, wv in zip(got, want, strict=True):
         np.testing.assert_allclose(gv, wv, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("padding, dilations, pads, flipped", [
+    ("SAME", (1, 1), None, True), ("VALID", (1, 1), None, True), ("SAME", (2, 1), None, True),
+    ("EXPLICIT", (1, 1), ((1, 0), (1, 1)), True),
+    ("EXPLICIT", (1, 1), ((4, 0), (0, 0)), False),  # padding past the window: scatter path
+])
+def test_backprop_input_as_flipped_conv(monkeypatch, workers, padding, dilations, pads,
+                                        flipped):
+    """Stride-1 backprop-input with many input channels is a forward conv of the padded
+    out_backprop with the flipped filter; it agrees with the loop reference."""
+    from tensorflux.kernels import intra_op
+    from tensorflux.kernels.cpu import nn_ops as kernels
+
+    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
+    monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)
+    monkeypatch.setattr(kernels, "_CHUNK_BYTES", 1)  # one image per chunk
+    if flipped:
+        def no_scatter(*args):
+            raise AssertionError("expected the flipped-conv path")
+
+        monkeypatch.setattr(kernels, "_col2im_backprop_input", no_scatter)
+    rng = np.random.default_rng(5)
+    c = kernels._FLIP_MIN_CHANNELS
+    shape = (3, 6, 5, c)
+    w = rng.standard_normal((3, 2, c, 4)).astype(np.float32)
+    pads = pads or ((0, 0), (0, 0))
+    oh, _ = _geometry(shape[1], 3, 1, dilations[0], padding, pads[0])
+    ow, _ = _geometry(shape[2], 2, 1, dilations[1], padding, pads[1])
+    dy = rng.standard_normal((3, oh, ow, 4)).astype(np.float32)
+    tf_padding = padding if padding != "EXPLICIT" else [[0, 0], list(pads[0]), list(pads[1]),
+                                                        [0, 0]]
+    got = _run(tf.nn.conv2d_backprop_input(list(shape), w, dy, [1, 1, 1, 1], tf_padding,
+                                           dilations=[1, *dilations, 1]))
+    want = ref_conv_input_grad(shape, w, dy, (1, 1), padding, dilations, pads)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("shape, k, padding", [
+    ((3, 6, 8, 16), (2, 2), "VALID"), ((3, 7, 9, 8), (2, 2), "VALID"),
+    ((2, 7, 5, 3), (2, 2), "SAME"), ((2, 9, 6, 8), (3, 3), "VALID"),
+    ((2, 4, 6, 8), (1, 3), "VALID"),
+])
+def test_max_pool_and_grad_in_chunks(monkeypatch, workers, shape, k, padding):
+    """Pools run in cache-sized batch chunks, split over threads or not; they agree with
+    the loop references (ties included) and with an unchunked run (NaNs included)."""
+    from tensorflux.kernels import intra_op
+
+    monkeypatch.setattr(intra_op, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(intra_op, "CHUNK_ELEMENTS", 50)
+    monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)
+    rng = np.random.default_rng(6)
+    x = rng.integers(-2, 3, shape).astype(np.float32)  # many ties, zeros among them
+    ks = [1, *k, 1]
+    y = tf.nn.max_pool(x, ks, ks, padding)
+    g = rng.standard_normal(y.shape.as_list()).astype(np.float32)
+    grad = apply_op("MaxPoolGrad", orig_input=x, orig_output=y, grad=g, ksize=ks, strides=ks,
+                    padding=padding)
+    got_y, got_dx = _run([y, grad])
+    np.testing.assert_array_equal(got_y, ref_pool(x, k, k, padding, "max"))
+    np.testing.assert_array_equal(got_dx, ref_max_pool_grad(x, g, k, k, padding))
+    xn = x.copy()
+    xn.reshape(-1)[::7] = np.nan
+    fetch = [tf.nn.max_pool(xn, ks, ks, padding),
+             apply_op("MaxPoolGrad", orig_input=xn, orig_output=y, grad=g, ksize=ks,
+                      strides=ks, padding=padding)]
+    chunked = _run(fetch)
+    monkeypatch.setattr(intra_op, "MIN_ELEMENTS", 1 << 40)
+    whole = _run(fetch)
+    for a, b in zip(chunked, whole, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 # ---- dropout -----------------------------------------------------------------------------

@@ -76,3 +76,28 @@ def test_folding_keeps_control_dependencies_of_folded_constants():
         with tf.Session(graph=g, config=cfg) as s:
             s.run(v.initializer)
             assert s.run(later) == 6.0
+
+
+def test_unread_nodes_kept_by_control_edges_become_no_ops():
+    """A stateless node whose output nothing reads (tf.tuple's gates keep the input gradient
+    of a first layer) is not computed, as grappler's dependency optimizer does; what waited
+    on it still waits on its inputs."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 4, 4, 1])
+        w = tf.Variable(np.ones((2, 2, 1, 1), np.float32))
+        loss = tf.reduce_sum(tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"))
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        init = tf.global_variables_initializer()
+    feed = {x: np.ones((2, 4, 4, 1), np.float32)}
+    results = []
+    for config in (None, L0):
+        with tf.Session(graph=g, config=config) as s:
+            s.run(init)
+            s._steps.clear()
+            s.run(train, feed)
+            ops = [n.op for n in _step_nodes(s)]
+            results.append(s.run(w))
+        assert ("Conv2DBackpropInput" in ops) == (config is L0)
+        assert "Conv2DBackpropFilter" in ops
+    np.testing.assert_array_equal(*results)

@@ -161,3 +161,30 @@ def test_clipping():
     np.testing.assert_allclose(cb, [[0.0, 6.0]], rtol=1e-6)
     np.testing.assert_allclose(bn, [0.6, 0.8], rtol=1e-6)
     np.testing.assert_allclose(bv, [3.5, 3.8])
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_dense_updates_split_over_threads_change_nothing(monkeypatch, name):
+    """Big dense updates run over chunks on the intra-op threads; the variables end up
+    bitwise equal to an unsplit run (every rule is elementwise)."""
+    from tensorflux.kernels import intra_op
+
+    monkeypatch.setattr(intra_op, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(intra_op, "CHUNK_ELEMENTS", 7)
+
+    def run(workers):
+        monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)
+        g = tf.Graph()
+        with g.as_default():
+            rng = np.random.RandomState(1)
+            w = tf.Variable(rng.randn(9, 5).astype(np.float32))
+            x = tf.constant(rng.randn(4, 9).astype(np.float32))
+            loss = tf.reduce_sum(tf.square(tf.matmul(x, w) - 1.0))
+            train = eval(OPTIMIZERS[name]).minimize(loss)
+            with tf.Session() as s:
+                s.run(tf.global_variables_initializer())
+                for _ in range(3):
+                    s.run(train)
+                return s.run(w)
+
+    np.testing.assert_array_equal(run(1), run(2))

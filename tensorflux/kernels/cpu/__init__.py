@@ -1,13 +1,28 @@
-"""CPU kernels (NumPy), one module per op family, mirroring tensorflux/ops/."""
+"""CPU kernels (NumPy), one module per op family, mirroring tensorflux/ops/.
+
+Once they are imported, `_blas.apply_process_policy()` sets the process-wide BLAS threading
+and malloc policy that the kernels assume (_blas.py explains both).
+"""
 
 from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the kernels
+    _blas,
     array_ops,
     constant_op,
     control_flow_ops,
+    data_flow_ops,
+    io_ops,
+    logging_ops,
     math_ops,
     nn_ops,
+    parsing_ops,
     random_ops,
     runtime_ops,
+    save_restore_ops,
+    sparse_ops,
     state_ops,
+    tensor_array_ops,
     training_ops,
 )
+
+# After the kernel modules: every BLAS they load (NumPy's, SciPy's) is in the process now.
+_blas.apply_process_policy()

@@ -6,23 +6,29 @@ float64 stays float64; integer types stay what they are. No kernel writes into i
 Convolution (Conv2D and its two backprops) is im2col + BLAS. For each batch chunk the
 patches of the padded input are copied, through a zero-copy `as_strided` view of shape
 (n, out_h, out_w, kh, kw, C), into one reused buffer laid out as the rows of a matrix
-(n*out_h*out_w, kh*kw*C); one matrix product with the filter (kh*kw*C, F) gives the chunk's
-output. Chunks are sized so the patch buffer stays in cache (`_CHUNK_BYTES`).
+(n*out_h*out_w, kh*kw*C); one matrix product with the filter (kh*kw*C, F) writes the
+chunk's rows of the output. Chunks are sized so the patch buffer stays in cache
+(`_CHUNK_BYTES`).
   - Conv2DBackpropFilter: the same patch matrix, transposed, times out_backprop, summed
-    over chunks.
-  - Conv2DBackpropInput: out_backprop (m, F) times the filter transposed, per tap (F, C) or
-    all at once (F, kh*kw*C); each filter tap's columns are then added into the strided
-    slice of the padded input gradient that the tap read from ("col2im" by taps: kh*kw
-    large adds, no loop over pixels).
-Chunks are capped in number too (`_MAX_CHUNKS`): fewer, larger BLAS calls degrade far less
-when other processes compete for the cores.
+    over chunks (one running sum per thread).
+  - Conv2DBackpropInput, stride 1 and at least `_FLIP_MIN_CHANNELS` input channels: the
+    forward conv (im2col as above) of out_backprop, padded so that the result has the
+    input's size, with the filter flipped in space and transposed in channels. Otherwise
+    out_backprop (m, F) times the filter transposed, per tap (F, C) or all at once
+    (F, kh*kw*C); each filter tap's columns are then added into the strided slice of the
+    padded input gradient that the tap read from ("col2im" by taps: kh*kw large adds).
+With OpenBLAS at one thread per call (the process-wide policy: kernels/cpu/_blas.py) the
+gemm runs at ~90 GF/s per core on these shapes (about 90% of what OpenBLAS reaches on
+large square products) and the copies cost ~7% more.
 
-Intra-op parallelism. When NumPy's BLAS is single-threaded (OPENBLAS_NUM_THREADS=1, or set
-at run time), the convolution, pooling and big elementwise kernels split their batch into
-one range per core and run the ranges on a shared thread pool (NumPy releases the GIL), so
-the patch copies and adds run in parallel as well as the products, and nothing spin-waits
-when other processes hold a core. With a multi-threaded BLAS they run the batch on the
-calling thread and BLAS parallelizes each product.
+Intra-op parallelism (kernels/intra_op.py). The convolution, pooling, big elementwise and
+matrix kernels cut their work into chunks (batch chunks here) that the calling thread and
+the intra-op pool claim dynamically, so the patch copies, adds and pooling passes run in
+parallel as well as the products, a thread that loses its core to another process just
+claims fewer chunks, and nothing spin-waits. With a multi-threaded BLAS (set by the user)
+they run on the calling thread and BLAS parallelizes each product; chunks are then capped
+in number (`_MAX_CHUNKS`): fewer, larger BLAS calls degrade far less when other processes
+compete for the cores.
 Every kernel works in NHWC; NCHW data is transposed in and out.
 
 Pooling reads the padded input through one strided slice per window tap (i, j): the slice
@@ -30,21 +36,20 @@ holds that tap's element of every window, so a k x k pool is k*k elementwise ops
 of the output's size, whatever the strides. MaxPool ignores NaN (TF compares with `>`);
 MaxPoolGrad routes each window's gradient to the first maximum in row-major window order
 (TF's CPU kernel, re-deriving the argmax from `orig_input`); AvgPool divides by the number
-of window elements inside the unpadded input.
+of window elements inside the unpadded input. Pools run in cache-sized batch chunks
+(several passes over a chunk stay in cache), split over the intra-op threads when big.
 """
 
 from __future__ import annotations
-
-import ctypes
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from tensorflux.framework import errors
+from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu.math_ops import _ADD_KERNEL as _last_axis_add
+from tensorflux.kernels.cpu.math_ops import _sum as _leading_sum
 from tensorflux.kernels.registry import kernel, kernel_factory
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
@@ -52,6 +57,10 @@ _CHUNK_BYTES = 2 << 20  # patch-buffer size per batch chunk (stays in cache with
 # ... but at most this many chunks: every BLAS call hands work to BLAS's threads, and when
 # other processes hold the cores each hand-off can cost a scheduler time slice.
 _MAX_CHUNKS = 8
+# Backprop-input as a flipped forward conv needs this many input channels: its product has
+# one column per input channel, and narrower products run far below BLAS's peak (3 input
+# channels: 2x slower than products-and-scatter).
+_FLIP_MIN_CHANNELS = 16
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SELU_ALPHA = 1.6732632423543772848170429916717
 
@@ -89,95 +98,7 @@ def _checked(make):
     return factory
 
 
-# ---- intra-op parallelism ----------------------------------------------------------------
-
-_INTRA_OP_MIN_FLOPS = 2e7  # below this a kernel runs on the calling thread only
-_INTRA_OP_MIN_ELEMENTS = 1 << 18  # the same for memory-bound kernels
-_intra_pool: ThreadPoolExecutor | None = None
-_intra_lock = threading.Lock()
-_blas_get_threads = None
-
-
-def _find_blas_get_threads():
-    """The loaded OpenBLAS's `get_num_threads`, or a function returning 0 (unknown)."""
-    try:
-        with open("/proc/self/maps") as f:
-            paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
-        for path in sorted(paths):
-            lib = ctypes.CDLL(path)
-            for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
-                         "openblas_get_num_threads"):
-                fn = getattr(lib, name, None)
-                if fn is not None:
-                    fn.restype = ctypes.c_int
-                    return fn
-    except OSError:
-        pass
-    return lambda: 0
-
-
-def _blas_threads() -> int:
-    """Threads NumPy's BLAS uses per call (0 when it cannot be told)."""
-    global _blas_get_threads
-    if _blas_get_threads is None:
-        _blas_get_threads = _find_blas_get_threads()
-    return _blas_get_threads()
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
-        (os.cpu_count() or 1)
-
-
-def _workers() -> int:
-    """Threads a big kernel should split its batch over: the usable cores when BLAS is
-    single-threaded, else 1 (BLAS already uses the cores)."""
-    return _cores() if _blas_threads() == 1 else 1
-
-
-def _batch_ranges(n: int, flops: float) -> list[tuple[int, int]]:
-    """Contiguous batch ranges, one per worker (one range for small work)."""
-    workers = min(n, _workers()) if flops >= _INTRA_OP_MIN_FLOPS else 1
-    bounds = [n * i // max(workers, 1) for i in range(workers + 1)]
-    return [(bounds[i], bounds[i + 1]) for i in range(workers) if bounds[i + 1] > bounds[i]] \
-        or [(0, n)]
-
-
-def _elementwise_ranges(n: int, size: int) -> list[tuple[int, int]]:
-    """Batch ranges for memory-bound kernels (pools): split only when big."""
-    return _batch_ranges(n, _INTRA_OP_MIN_FLOPS if size >= _INTRA_OP_MIN_ELEMENTS else 0)
-
-
-def _run_ranges(fn, ranges):
-    """[fn(lo, hi) for each range], the first on this thread and the rest on the pool."""
-    global _intra_pool
-    if len(ranges) == 1:
-        return [fn(*ranges[0])]
-    if _intra_pool is None:
-        with _intra_lock:
-            if _intra_pool is None:
-                _intra_pool = ThreadPoolExecutor(max_workers=_cores(),
-                                                 thread_name_prefix="tfx-intra-op")
-    futures = [_intra_pool.submit(fn, lo, hi) for lo, hi in ranges[1:]]
-    first = fn(*ranges[0])
-    return [first] + [f.result() for f in futures]
-
-
 # ---- elementwise activations and their gradients -----------------------------------------
-
-
-def _split_elementwise(fn, out, *arrays):
-    """Runs `fn(out[lo:hi], *(a[lo:hi] ...))` over batch ranges of big arrays, in parallel
-    when intra-op threads are in use; returns `out`."""
-    if out.ndim == 0 or out.size < _INTRA_OP_MIN_ELEMENTS:
-        fn(out, *arrays)
-        return out
-
-    def work(lo, hi):
-        fn(out[lo:hi], *(a[lo:hi] for a in arrays))
-
-    _run_ranges(work, _elementwise_ranges(out.shape[0], out.size))
-    return out
 
 
 def _relu_into(out, x):
@@ -190,7 +111,8 @@ def _relu_grad_into(out, g, x):
 
 @kernel("Relu")
 def _relu(ctx, x):
-    return _split_elementwise(_relu_into, np.empty(x.shape, x.dtype), x)
+    return intra_op.split_elementwise(_relu_into, np.empty(x.shape, x.dtype), x,
+                                      parts=intra_op.workers(ctx))
 
 
 @kernel("ReluGrad")
@@ -198,7 +120,8 @@ def _relu_grad(ctx, g, x):
     if g.shape != x.shape:
         raise _invalid(f"gradients and features must have the same shape: "
                        f"{list(g.shape)} vs {list(x.shape)}")
-    return _split_elementwise(_relu_grad_into, np.empty(g.shape, g.dtype), g, x)
+    return intra_op.split_elementwise(_relu_grad_into, np.empty(g.shape, g.dtype), g, x,
+                                      parts=intra_op.workers(ctx))
 
 
 @kernel("Relu6")
@@ -368,10 +291,12 @@ def _bias_add(node):
         if bias.ndim != 1 or value.ndim < 2 or bias.shape[0] != value.shape[axis]:
             raise _invalid(f"Must provide as many biases as the last dimension of the input "
                            f"tensor: {list(bias.shape)} vs. {list(value.shape)}")
+        if axis == value.ndim - 1 and value.dtype == bias.dtype:
+            return _last_axis_add(ctx, value, bias)  # NHWC: x + bias, tiled and split
         b = bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
         out = np.empty(value.shape, value.dtype)
-        return _split_elementwise(lambda o, v: np.add(v, b, out=o, dtype=value.dtype), out,
-                                  value)
+        return intra_op.split_elementwise(lambda o, v: np.add(v, b, out=o, dtype=value.dtype),
+                                          out, value, parts=intra_op.workers(ctx))
 
     return compute
 
@@ -382,13 +307,9 @@ def _bias_add_grad(node):
 
     def compute(ctx, g):
         axis = _channel_axis(data_format, g.ndim)
-        if axis == g.ndim - 1 and g.dtype in (np.float32, np.float64) and \
-                g.size >= _INTRA_OP_MIN_ELEMENTS:
-            rows = g.reshape(-1, g.shape[-1])
-            parts = _run_ranges(lambda lo, hi: rows[lo:hi].sum(axis=0),
-                                _elementwise_ranges(rows.shape[0], g.size))
-            return parts[0] if len(parts) == 1 else np.sum(parts, axis=0, dtype=g.dtype)
         axes = tuple(a for a in range(g.ndim) if a != axis)
+        if axis == g.ndim - 1 and g.dtype in (np.float32, np.float64):
+            return _leading_sum(g, axes, False)  # ones @ rows: one BLAS gemv
         if g.dtype.kind == "f" or g.dtype.kind == "c" or g.dtype in _LOW_PRECISION:
             return _narrow(np.sum(_widen(g), axis=axes), g.dtype)
         return np.sum(g, axis=axes, dtype=g.dtype)
@@ -558,51 +479,71 @@ class _ConvGeometry:
         return (oh, ow), [(pt, pb), (pl, pr)]
 
 
-def _patches(xp, kh, kw, oh, ow, g: _ConvGeometry):
+def _patches(xp, kh, kw, oh, ow, strides, dilations):
     """Read-only view (N, oh, ow, kh, kw, C) of the windows of padded NHWC `xp`."""
     s0, s1, s2, s3 = xp.strides
-    n, c = xp.shape[0], xp.shape[3]
-    return as_strided(xp, (n, oh, ow, kh, kw, c),
-                      (s0, s1 * g.sh, s2 * g.sw, s1 * g.dh, s2 * g.dw, s3), writeable=False)
+    (sh, sw), (dh, dw) = strides, dilations
+    return as_strided(xp, (xp.shape[0], oh, ow, kh, kw, xp.shape[3]),
+                      (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3), writeable=False)
 
 
 def _chunk(n: int, rows_per_image: int, row_bytes: int) -> int:
     """Images per batch chunk: a cache-sized patch buffer, and with a multi-threaded BLAS
     at most _MAX_CHUNKS chunks."""
     by_cache = _CHUNK_BYTES // max(1, rows_per_image * row_bytes)
-    return max(1, by_cache, -(-n // _MAX_CHUNKS) if _blas_threads() != 1 else 1)
+    few = -(-n // _MAX_CHUNKS) if intra_op.blas_threads() != 1 else 1
+    return max(1, by_cache, few)
 
 
-def _conv_forward(x, w, g: _ConvGeometry):
+def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts):
+    """out (N, oh, ow, F) = the windows of padded NHWC `xp` times `w2` (kh*kw*C, F): per
+    batch chunk, the patches are copied into one reused buffer (rows of the patch matrix)
+    and multiplied by `w2` straight into the chunk's rows of `out`."""
+    n, oh, ow, f = out.shape
+    k = w2.shape[0]
+    patches = _patches(xp, kh, kw, oh, ow, strides, dilations)
+
+    nb = _chunk(n, oh * ow, k * xp.itemsize)
+    buffer, _ = intra_op.per_thread(
+        lambda: np.empty((min(nb, n),) + patches.shape[1:], dtype=xp.dtype))
+
+    def work(n0, n1):
+        b = buffer()[:n1 - n0]
+        np.copyto(b, patches[n0:n1])
+        np.matmul(b.reshape(-1, k), w2, out=out[n0:n1].reshape(-1, f))
+
+    intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * out.size * k))
+    return out
+
+
+def _parts(parts: int, flops: float) -> int:
+    """Threads for a kernel of `flops` work: 1 when too small to be worth a split."""
+    return parts if flops >= intra_op.MIN_FLOPS else 1
+
+
+def _conv_forward(x, w, g: _ConvGeometry, parts: int):
     """NHWC conv of compute-precision `x` (N, H, W, C) with `w` (kh, kw, C, F)."""
     n, h, wd, c = x.shape
     kh, kw, _, f = w.shape
     (oh, ow), pads = g.resolve(h, wd, kh, kw)
     k = kh * kw * c
-    w2 = w.reshape(k, f)
-    if kh == kw == 1 and g.sh == g.sw == 1 and not any(p for pr in pads for p in pr):
-        return np.matmul(x.reshape(-1, c), w2).reshape(n, oh, ow, f)
     out = np.empty((n, oh, ow, f), dtype=np.result_type(x, w))
     if out.size == 0:
         return np.zeros(out.shape, out.dtype)
-    patches = _patches(_pad(x, pads), kh, kw, oh, ow, g)
-    ranges = _batch_ranges(n, 2.0 * out.size * k)
-
-    def work(lo, hi):
-        nb = _chunk(hi - lo, oh * ow, k * x.itemsize)
-        buf = np.empty((min(nb, hi - lo), oh, ow, kh, kw, c), dtype=x.dtype)
-        for n0 in range(lo, hi, nb):
-            n1 = min(hi, n0 + nb)
-            b = buf[:n1 - n0]
-            np.copyto(b, patches[n0:n1])
-            np.matmul(b.reshape(-1, k), w2, out=out[n0:n1].reshape(-1, f))
-
-    _run_ranges(work, ranges)
-    return out
+    if kh == kw == 1 and g.sh == g.sw == 1 and not any(p for pr in pads for p in pr):
+        x2, w2, o2 = x.reshape(-1, c), w.reshape(c, f), out.reshape(-1, f)
+        parts = _parts(parts, 2.0 * out.size * c)
+        intra_op.parallel_for(lambda lo, hi: np.matmul(x2[lo:hi], w2, out=o2[lo:hi]),
+                              x2.shape[0], -(-x2.shape[0] // (4 * parts)), parts)
+        return out
+    return _im2col_matmul(_pad(x, pads), w.reshape(k, f), out, kh, kw, (g.sh, g.sw),
+                          (g.dh, g.dw), parts)
 
 
-def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry):
-    """d(loss)/d(filter) (kh, kw, C, F) from NHWC input `x` and out_backprop `dy`."""
+def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int):
+    """d(loss)/d(filter) (kh, kw, C, F) from NHWC input `x` and out_backprop `dy`: per
+    batch chunk, the patch matrix transposed times the chunk's out_backprop rows, summed
+    over chunks (and over the ranges of the intra-op split)."""
     n, h, wd, c = x.shape
     f = dy.shape[3]
     (oh, ow), pads = g.resolve(h, wd, kh, kw)
@@ -613,37 +554,44 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry):
     dtype = np.result_type(x, dy)
     if n * oh * ow == 0:
         return np.zeros((kh, kw, c, f), dtype)
-    patches = _patches(_pad(x, pads), kh, kw, oh, ow, g)
-    ranges = _batch_ranges(n, 2.0 * n * oh * ow * k * f)
+    patches = _patches(_pad(x, pads), kh, kw, oh, ow, (g.sh, g.sw), (g.dh, g.dw))
 
-    def work(lo, hi):
-        nb = _chunk(hi - lo, oh * ow, k * x.itemsize)
-        buf = np.empty((min(nb, hi - lo), oh, ow, kh, kw, c), dtype=x.dtype)
-        acc = part = None
-        for n0 in range(lo, hi, nb):
-            n1 = min(hi, n0 + nb)
-            b = buf[:n1 - n0]
-            np.copyto(b, patches[n0:n1])
-            cols, d2 = b.reshape(-1, k), dy[n0:n1].reshape(-1, f)
-            if acc is None:
-                acc = np.matmul(cols.T, d2)
-                part = np.empty_like(acc)
-            else:
-                np.matmul(cols.T, d2, out=part)
-                acc += part
-        return acc
+    nb = _chunk(n, oh * ow, k * x.itemsize)
+    # Per thread: a patch buffer, the thread's running sum and a product buffer.
+    state, states = intra_op.per_thread(
+        lambda: (np.empty((min(nb, n), oh, ow, kh, kw, c), dtype=x.dtype),
+                 np.zeros((k, f), dtype), np.empty((k, f), dtype)))
 
-    parts = _run_ranges(work, ranges)
-    total = parts[0]
-    for p in parts[1:]:
+    def work(n0, n1):
+        buf, acc, part = state()
+        b = buf[:n1 - n0]
+        np.copyto(b, patches[n0:n1])
+        np.matmul(b.reshape(-1, k).T, dy[n0:n1].reshape(-1, f), out=part)
+        acc += part
+
+    intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * n * oh * ow * k * f))
+    sums = [acc for _, acc, _ in states()]
+    total = sums[0]
+    for p in sums[1:]:
         total += p
     return total.reshape(kh, kw, c, f)
 
 
-def _conv_backprop_input(shape, w, dy, g: _ConvGeometry):
-    """d(loss)/d(input) of NHWC `shape` from filter `w` and out_backprop `dy`: per chunk one
-    product dy (m, F) x filter^T (F, kh*kw*C), then each tap's columns are added into the
-    strided slice of the padded input gradient that the tap read from."""
+def _flipped_pads(h, kh, dh, oh, before):
+    """(before, after) padding of out_backprop along one axis that turns a stride-1
+    backprop-input into a VALID forward conv with the flipped filter, or None when the
+    forward padding exceeds the window (out_backprop would need cropping)."""
+    extent = (kh - 1) * dh
+    pads = (extent - before, h + before - oh)
+    return pads if min(pads) >= 0 else None
+
+
+def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int):
+    """d(loss)/d(input) of NHWC `shape` from filter `w` and out_backprop `dy`.
+
+    Stride 1 with enough input channels: a forward conv (im2col) of the padded
+    out_backprop with the filter flipped in space and transposed in channels (one large
+    product per chunk, no scatter). Otherwise `_col2im_backprop_input`."""
     n, h, wd, c = shape
     kh, kw, _, f = w.shape
     (oh, ow), pads = g.resolve(h, wd, kh, kw)
@@ -651,42 +599,60 @@ def _conv_backprop_input(shape, w, dy, g: _ConvGeometry):
         raise _invalid(f"{g.name}: Size of out_backprop doesn't match computed: actual = "
                        f"{dy.shape[1:3]}, computed = {(oh, ow)}")
     dtype = np.result_type(w, dy)
+    if dy.size == 0 or n * h * wd * c == 0:
+        return np.zeros((n, h, wd, c), dtype)
+    if g.sh == g.sw == 1 and c >= _FLIP_MIN_CHANNELS:
+        ph = _flipped_pads(h, kh, g.dh, oh, pads[0][0])
+        pw = _flipped_pads(wd, kw, g.dw, ow, pads[1][0])
+        if ph is not None and pw is not None:
+            wf = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2)).reshape(-1, c)
+            out = np.empty((n, h, wd, c), dtype)
+            return _im2col_matmul(_pad(dy, [ph, pw]), wf, out, kh, kw, (1, 1),
+                                  (g.dh, g.dw), parts)
+    return _col2im_backprop_input(shape, w, dy, g, pads, (oh, ow), parts)
+
+
+def _col2im_backprop_input(shape, w, dy, g: _ConvGeometry, pads, out_hw, parts: int):
+    """Backprop-input by products and scatter: per chunk, out_backprop (m, F) times the
+    filter transposed gives every tap's contribution, and each tap's columns are added into
+    the strided slice of the padded input gradient that the tap read from."""
+    n, h, wd, c = shape
+    kh, kw, _, f = w.shape
+    oh, ow = out_hw
+    dtype = np.result_type(w, dy)
     (pt, pb), (pl, pr) = pads
     dxp = np.zeros((n, h + pt + pb, wd + pl + pr, c), dtype)
-    if dy.size == 0 or dxp.size == 0:
-        return np.zeros((n, h, wd, c), dtype)
     k = kh * kw * c
     hspan, wspan = (oh - 1) * g.sh + 1, (ow - 1) * g.sw + 1
-    ranges = _batch_ranges(n, 2.0 * dy.size * k)
     # Single-threaded BLAS: one small product per tap (contiguous columns to add);
     # multi-threaded BLAS: one product per chunk (few BLAS calls, strided columns).
-    by_tap = _blas_threads() == 1
+    by_tap = intra_op.blas_threads() == 1
     wt = np.ascontiguousarray(w.reshape(kh * kw, c, f).transpose(0, 2, 1) if by_tap
                               else w.reshape(k, f).T)
 
-    def work(lo, hi):
-        nb = _chunk(hi - lo, oh * ow, k * dy.itemsize)
-        rows = min(nb, hi - lo) * oh * ow
-        buf = np.empty((kh * kw, rows, c) if by_tap else (rows, k), dtype)
-        for n0 in range(lo, hi, nb):
-            n1 = min(hi, n0 + nb)
-            m = (n1 - n0) * oh * ow
-            d2 = dy[n0:n1].reshape(-1, f)
-            if by_tap:
-                b = buf[:, :m]
-                np.matmul(d2[None], wt, out=b)
-            else:
-                b = buf[:m]
-                np.matmul(d2, wt, out=b)
-                b = b.reshape(n1 - n0, oh, ow, kh * kw, c)
-            sub = dxp[n0:n1]
-            for i in range(kh):
-                for j in range(kw):
-                    tap = b[i * kw + j] if by_tap else b[:, :, :, i * kw + j]
-                    sub[:, i * g.dh:i * g.dh + hspan:g.sh, j * g.dw:j * g.dw + wspan:g.sw] \
-                        += tap.reshape(n1 - n0, oh, ow, c)
+    nb = _chunk(n, oh * ow, k * dy.itemsize)
+    rows = min(nb, n) * oh * ow
+    buffer, _ = intra_op.per_thread(
+        lambda: np.empty((kh * kw, rows, c) if by_tap else (rows, k), dtype))
 
-    _run_ranges(work, ranges)
+    def work(n0, n1):
+        m = (n1 - n0) * oh * ow
+        d2 = dy[n0:n1].reshape(-1, f)
+        if by_tap:
+            b = buffer()[:, :m]
+            np.matmul(d2[None], wt, out=b)
+        else:
+            b = buffer()[:m]
+            np.matmul(d2, wt, out=b)
+            b = b.reshape(n1 - n0, oh, ow, kh * kw, c)
+        sub = dxp[n0:n1]
+        for i in range(kh):
+            for j in range(kw):
+                tap = b[i * kw + j] if by_tap else b[:, :, :, i * kw + j]
+                sub[:, i * g.dh:i * g.dh + hspan:g.sh, j * g.dw:j * g.dw + wspan:g.sw] \
+                    += tap.reshape(n1 - n0, oh, ow, c)
+
+    intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * dy.size * k))
     if pt or pb or pl or pr:
         return np.ascontiguousarray(dxp[:, pt:pt + h, pl:pl + wd])
     return dxp
@@ -729,7 +695,8 @@ def _conv2d(node):
         if w.shape[3] % groups:
             raise _invalid(f"filter out depth {w.shape[3]} is not a multiple of the number of "
                            f"groups {groups}")
-        out = _grouped(lambda a, b: _conv_forward(a, b, geom), groups, (3, 3),
+        parts = intra_op.workers(ctx)
+        out = _grouped(lambda a, b: _conv_forward(a, b, geom, parts), groups, (3, 3),
                        _widen(xh), _widen(w))
         return _from_nhwc(_narrow(out, x.dtype), geom.data_format)
 
@@ -755,7 +722,8 @@ def _conv2d_backprop_input(node):
         dyh = _to_nhwc(dy, geom.data_format)
         groups = _groups(sizes[3], w.shape[2])
         shape = sizes[:3] + [sizes[3] // groups]
-        out = _grouped(lambda ww, d: _conv_backprop_input(shape, ww, d, geom), groups,
+        parts = intra_op.workers(ctx)
+        out = _grouped(lambda ww, d: _conv_backprop_input(shape, ww, d, geom, parts), groups,
                        (3, 3), _widen(w), _widen(dyh))
         return _from_nhwc(_narrow(out, dy.dtype), geom.data_format)
 
@@ -774,7 +742,8 @@ def _conv2d_backprop_filter(node):
         if dyh.shape[3] != co:
             raise _invalid(f"Computed out_backprop depth {dyh.shape[3]} does not match "
                            f"filter_sizes {co}")
-        out = _grouped(lambda a, d: _conv_backprop_filter(a, d, kh, kw, geom), groups,
+        parts = intra_op.workers(ctx)
+        out = _grouped(lambda a, d: _conv_backprop_filter(a, d, kh, kw, geom, parts), groups,
                        (3, 3), _widen(xh), _widen(dyh))
         return _narrow(out, dy.dtype)
 
@@ -838,7 +807,7 @@ def _window_max(xp, geom: _PoolGeometry, out):
             reduce(out, xp[index], out=out)
 
 
-def _max_pool_nhwc(x, geom: _PoolGeometry):
+def _max_pool_nhwc(x, geom: _PoolGeometry, parts: int = 1):
     """(max of each window, paddings, output shape) of NHWC `x`, batch-parallel when big."""
     out_shape, pads = geom.resolve(x.shape)
     out = np.empty(out_shape, x.dtype)
@@ -849,7 +818,7 @@ def _max_pool_nhwc(x, geom: _PoolGeometry):
     def work(lo, hi):
         _window_max(xp[lo:hi], geom, out[lo:hi])
 
-    _run_ranges(work, _elementwise_ranges(x.shape[0], x.size))
+    intra_op.parallel_rows(work, x.shape[0], x.size, parts)
     return out, pads, out_shape
 
 
@@ -862,7 +831,7 @@ def _max_pool(node):
         if x.ndim != 4:
             raise _invalid(f"input must be 4-dimensional, got {list(x.shape)}")
         xf = _widen(_to_nhwc(x, geom.data_format))
-        out, _, _ = _max_pool_nhwc(xf, geom)
+        out, _, _ = _max_pool_nhwc(xf, geom, intra_op.workers(ctx))
         return _from_nhwc(_narrow(out, x.dtype), geom.data_format)
 
     return compute
@@ -893,7 +862,7 @@ def _max_pool_grad(node):
                 _window_max(xp[lo:hi], geom, m)
                 _route_to_first_max(xp[lo:hi], m, g[lo:hi], geom, dxp[lo:hi], tiles, covered)
 
-            _run_ranges(work, _elementwise_ranges(x.shape[0], x.size))
+            intra_op.parallel_rows(work, x.shape[0], x.size, intra_op.workers(ctx))
         crop = (slice(None),) + tuple(slice(b, b + n) for (b, _), n in
                                       zip(pads, x.shape[1:], strict=True))
         dx = np.ascontiguousarray(dxp[crop]) if any(b or a for b, a in pads) else dxp

@@ -1,0 +1,196 @@
+"""Intra-op parallelism: one big kernel split over the cores.
+
+BLAS runs single-threaded in a tensorflux process (tensorflux/kernels/cpu/_blas.py says why).
+A kernel with enough work cuts it into chunks (a few images of a batch, a block of matrix
+rows, a slice of a flat array) and `parallel_for` runs them on the calling thread and on up
+to `parts - 1` helper threads of a shared pool. NumPy and BLAS release the GIL, so chunks
+run in parallel.
+
+Chunks are claimed dynamically, one at a time, by whichever thread is free; the caller
+claims them too and waits only for chunks that a helper has claimed and not finished. So
+when another process holds a core, the helper that lost its core simply claims fewer
+chunks (or none, if it never gets to run), and the step slows by at most one chunk, not
+by a static half of every kernel. Waiting is a blocking wait, never a spin.
+
+Workers per kernel (`workers(ctx)`): ConfigProto.intra_op_parallelism_threads of the
+kernel's session when it is > 0, else the cores this process may run on; always 1 while
+BLAS is multi-threaded (someone set it so: BLAS already parallelizes the products) or its
+thread count is unknown. Small work is never split: below `MIN_FLOPS` (compute-bound
+kernels) or `MIN_ELEMENTS` (memory-bound ones) a thread hand-off (~20-50 us) costs more
+than it saves.
+
+Every chunk writes a disjoint part of the output, or adds into a per-thread partial result
+(`per_thread`) that the caller combines afterwards, so the split never changes which
+elements a kernel computes (reductions may differ in the order partial sums are added).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from tensorflux.kernels.cpu import _blas
+
+MIN_FLOPS = 2e7  # below this a compute-bound kernel runs on the calling thread only
+MIN_ELEMENTS = 1 << 18  # the same for memory-bound kernels (elements of the output)
+CHUNK_ELEMENTS = 1 << 17  # chunk size of memory-bound kernels (512 KiB of float32)
+_pool: ThreadPoolExecutor | None = None
+_lock = threading.Lock()
+_cores: int | None = None
+
+
+def blas_threads() -> int:
+    """Threads NumPy's BLAS uses per call (0 when unknown)."""
+    return _blas.blas_threads()
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    global _cores
+    if _cores is None:
+        _cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+            (os.cpu_count() or 1)
+    return _cores
+
+
+def workers(ctx=None) -> int:
+    """How many threads a big kernel running in `ctx` (a KernelContext, or None) may use."""
+    if blas_threads() != 1:
+        return 1
+    config = getattr(getattr(ctx, "session", None), "_config", None)
+    n = getattr(config, "intra_op_parallelism_threads", 0) if config is not None else 0
+    return n if n > 0 else cores()
+
+
+def _get_pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _lock:
+            if _pool is None:
+                # Threads start lazily and idle ones are reused, so the pool grows only to
+                # the widest split actually requested.
+                _pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="tfx-intra-op")
+    return _pool
+
+
+def _forget_pool_in_child() -> None:
+    """A forked child has none of the pool's threads: it starts a pool of its own. (Even
+    with the stale one nothing would hang: the caller runs every chunk no helper claims.)"""
+    global _pool, _lock
+    _pool, _lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
+class _Loop:
+    """The shared state of one `parallel_for`: the next chunk to claim, how many claimed
+    chunks are still running, and the first error (which stops further claims)."""
+
+    __slots__ = ("fn", "n", "grain", "count", "next", "running", "error", "cv")
+
+    def __init__(self, fn, n: int, grain: int):
+        self.fn, self.n, self.grain = fn, n, grain
+        self.count = -(-n // grain)
+        self.next = 0
+        self.running = 0
+        self.error: BaseException | None = None
+        self.cv = threading.Condition(threading.Lock())
+
+    def work(self) -> None:
+        """Claims and runs chunks until none is left or one has failed."""
+        cv = self.cv
+        while True:
+            with cv:
+                if self.error is not None or self.next >= self.count:
+                    return
+                i = self.next
+                self.next += 1
+                self.running += 1
+            lo = i * self.grain
+            try:
+                self.fn(lo, min(self.n, lo + self.grain))
+            except BaseException as e:  # noqa: BLE001 - re-raised by the caller
+                with cv:
+                    if self.error is None:
+                        self.error = e
+            with cv:
+                self.running -= 1
+                if self.running == 0:
+                    cv.notify_all()
+
+    def wait(self) -> None:
+        """After the caller's own `work`: returns when no claimed chunk is running any more
+        (every chunk is then done, unless one failed); raises the first error."""
+        with self.cv:
+            while self.running:
+                self.cv.wait()
+        if self.error is not None:
+            raise self.error
+
+
+def parallel_for(fn, n: int, grain: int, parts: int) -> None:
+    """Runs `fn(lo, hi)` over [0, n) in chunks of `grain` (the last may be shorter), on this
+    thread and up to `parts - 1` pool threads, chunks claimed dynamically."""
+    grain = max(1, grain)
+    if parts <= 1 or n <= grain:
+        for lo in range(0, n, grain):
+            fn(lo, min(n, lo + grain))
+        return
+    loop = _Loop(fn, n, grain)
+    pool = _get_pool()
+    for _ in range(min(parts, loop.count) - 1):
+        pool.submit(loop.work)
+    loop.work()
+    loop.wait()
+
+
+def grain_for(n: int, parts: int, work: float, min_work: float = MIN_FLOPS,
+              chunks_per_part: int = 4) -> int:
+    """A chunk size for `n` items of total `work`: all of them when `work` is below
+    `min_work` (no split), else about `chunks_per_part` chunks per thread (small enough that
+    a thread losing its core costs little, large enough to amortize a chunk's overhead)."""
+    if parts <= 1 or work < min_work:
+        return max(1, n)
+    return max(1, -(-n // (parts * chunks_per_part)))
+
+
+def per_thread(make):
+    """(get, values): `get()` returns the calling thread's own object (made by `make()` on
+    its first call), `values()` all of them; for partial sums inside `parallel_for`."""
+    made: dict[int, object] = {}
+
+    def get():
+        key = threading.get_ident()
+        obj = made.get(key)
+        if obj is None:
+            obj = made[key] = make()
+        return obj
+
+    return get, lambda: list(made.values())
+
+
+def parallel_rows(fn, rows: int, size: int, parts: int) -> None:
+    """`parallel_for` for a memory-bound kernel over `size` elements in `rows` rows (of a
+    leading axis): chunks of about CHUNK_ELEMENTS (cache-sized: a kernel of several passes
+    keeps its temporaries in cache, split or not), one call below MIN_ELEMENTS."""
+    if size < MIN_ELEMENTS:
+        fn(0, rows)
+        return
+    parallel_for(fn, rows, max(1, rows * CHUNK_ELEMENTS // max(1, size)), parts)
+
+
+def split_elementwise(fn, out, *arrays, parts: int):
+    """Runs `fn(out[lo:hi], *(a[lo:hi] ...))` over chunks of the leading axis (in parallel
+    when big and `parts` > 1); returns `out`. Arrays must share `out`'s leading axis."""
+    if out.ndim == 0 or parts <= 1 or out.size < MIN_ELEMENTS:
+        fn(out, *arrays)
+        return out
+
+    def work(lo, hi):
+        fn(out[lo:hi], *(a[lo:hi] for a in arrays))
+
+    parallel_rows(work, out.shape[0], out.size, parts)
+    return out

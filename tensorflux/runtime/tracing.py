@@ -1,0 +1,219 @@
+"""Step statistics: what ran where and when (RunOptions.trace_level; whitepaper §9.2).
+
+A traced step (trace_level other than NO_TRACE) runs every partition on a *traced twin* of
+its executor: a dataflow Executor over the same nodes whose kernels were wrapped once, when
+the twin was built, by `traced_wrapper`. The wrapper times the kernel call and hands the
+node, the times, the thread and the outputs to the step's StepStatsCollector
+(`KernelContext.stats`). Untraced steps run the ordinary executors, whose kernels carry no
+timing code at all, so tracing costs nothing when it is off.
+
+Per node the collector keeps TensorFlow's NodeExecStats fields:
+- `all_start_micros`: wall-clock (epoch) microseconds when the kernel was called;
+- `op_start_rel_micros` = 0, `op_end_rel_micros`: when it returned (for an asynchronous
+  kernel such as _Recv, when it called `done`: the wait is part of the op);
+- `all_end_rel_micros`: the same end (outputs are handed on right after);
+- `thread_id` (the OS thread id) and `DeviceStepStats.thread_names`;
+- `output`: slot, dtype, shape and bytes of each output, `memory`: bytes this node newly
+  allocated on its device's tracker and the device's bytes in use afterwards;
+- `timeline_label`: `name = Op(input, ...)`, and for _Send/_Recv TensorFlow's
+  `name = _Send(tensor_name @recv_device)` / `name = _Recv(tensor_name @send_device)`,
+  which is how the timeline draws transfer arrows.
+
+`memory_wrapper` is the always-on, cheap half: it only counts the outputs of expensive
+kernels on the device's MemoryTracker (see runtime/device.py).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from tensorflux.kernels.registry import DEAD
+from tensorflux.protos import step_stats_pb2
+from tensorflux.runtime.step_graph import Node
+
+_now_ns = time.perf_counter_ns
+# Their outputs are tensors made elsewhere (a feed, another device's tensor).
+_NOT_ALLOCATING = frozenset(("_Arg", "_Recv", "_HostRecv"))
+
+
+def timeline_label(node: Node) -> str:
+    """TensorFlow's NodeExecStats.timeline_label for `node`."""
+    a = node.attrs
+    if node.op in ("_Send", "_HostSend"):
+        return f"{node.name} = {node.op}({a['tensor_name']} @{a['recv_device']})"
+    if node.op in ("_Recv", "_HostRecv"):
+        return f"{node.name} = {node.op}({a['tensor_name']} @{a['send_device']})"
+    inputs = [s.name if i == 0 else f"{s.name}:{i}" for s, i in node.inputs]
+    inputs += [f"^{c.name}" for c in node.control_inputs]
+    return f"{node.name} = {node.op}({', '.join(inputs)})"
+
+
+class StepStatsCollector:
+    """Collects the NodeExecStats of one step across devices (thread-safe)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._records: dict[str, list[tuple]] = {}
+        self._threads: dict[str, dict[int, str]] = {}
+        self._epoch_offset_ns = time.time_ns() - _now_ns()
+
+    def record(self, device, node: Node, label: str, start_ns: int, end_ns: int,
+               outputs, inputs=(), allocates: bool = True) -> None:
+        """Notes one executed node.
+
+        Args:
+          device: the Device it ran on.
+          node: the node; label: its timeline label; start_ns, end_ns: perf_counter times.
+          outputs: the kernel's return value.
+          inputs: the kernel's inputs (an output that is one of them is no allocation).
+          allocates: False for kernels whose outputs are never new memory of this device
+            (_Arg, _Recv, kernels that forward an input).
+        """
+        if len(node.output_dtypes) == 1:
+            values = (outputs,)
+        elif node.output_dtypes and isinstance(outputs, (tuple, list)):
+            values = tuple(outputs)
+        else:
+            values = ()
+        memory = device.memory
+        allocated = 0
+        if allocates:
+            allocated = sum(memory.track(v) for v in values
+                            if not any(v is i for i in inputs))
+        thread = threading.current_thread()
+        tid = threading.get_native_id() & 0xFFFFFFFF
+        outputs = tuple(_describe(v) for v in values)  # never keep the arrays themselves
+        rec = (node, label, start_ns, end_ns, tid, outputs, allocated, memory.bytes_in_use)
+        with self._lock:
+            self._records.setdefault(device.name, []).append(rec)
+            self._threads.setdefault(device.name, {})[tid] = thread.name
+
+    def devices(self) -> list[str]:
+        with self._lock:
+            return list(self._records)
+
+    def fill(self, step_stats, memory_names: dict[str, str] | None = None) -> None:
+        """Writes what was collected into a StepStats proto (replacing its contents).
+
+        Args:
+          step_stats: a `step_stats_pb2.StepStats` (e.g. RunMetadata.step_stats).
+          memory_names: device name -> allocator name for the `memory` entries.
+        """
+        del step_stats.dev_stats[:]
+        memory_names = memory_names or {}
+        with self._lock:
+            records = {d: list(r) for d, r in self._records.items()}
+            threads = {d: dict(t) for d, t in self._threads.items()}
+        for device, recs in records.items():
+            dev = step_stats.dev_stats.add(device=device)
+            for tid, name in threads.get(device, {}).items():
+                dev.thread_names[tid] = name
+            allocator = memory_names.get(device, "cpu")
+            for rec in sorted(recs, key=lambda r: r[2]):
+                _fill_node(dev.node_stats.add(), rec, self._epoch_offset_ns, allocator)
+
+
+def _describe(value) -> tuple | None:
+    """(shape, bytes) of an output value, None when it has no array shape."""
+    if value is None or value is DEAD or not isinstance(value, (np.ndarray, np.generic)):
+        return None
+    return np.shape(value), int(value.nbytes)
+
+
+def _fill_node(ns, rec, offset_ns: int, allocator: str) -> None:
+    node, label, start_ns, end_ns, tid, values, allocated, in_use = rec
+    start = start_ns + offset_ns
+    dur = max(0, end_ns - start_ns)
+    ns.node_name = node.name
+    ns.timeline_label = label
+    ns.thread_id = tid
+    ns.all_start_micros = start // 1000
+    ns.all_start_nanos = start
+    ns.scheduled_micros = start // 1000
+    ns.scheduled_nanos = start
+    ns.op_start_rel_micros = 0
+    ns.op_end_rel_micros = dur // 1000
+    ns.all_end_rel_micros = dur // 1000
+    ns.op_end_rel_nanos = dur
+    ns.all_end_rel_nanos = dur
+    for slot, v in enumerate(values):
+        out = ns.output.add(slot=slot)
+        desc = out.tensor_description
+        desc.dtype = node.output_dtypes[slot].as_datatype_enum
+        if v is not None:
+            shape, nbytes = v
+            for d in shape:
+                desc.shape.dim.add(size=d)
+            desc.allocation_description.requested_bytes = nbytes
+            desc.allocation_description.allocated_bytes = nbytes
+            desc.allocation_description.allocator_name = allocator
+    if allocated or values:
+        ns.memory.add(allocator_name=allocator, total_bytes=allocated, peak_bytes=allocated,
+                      live_bytes=allocated, allocator_bytes_in_use=in_use)
+
+
+def traced_wrapper(device):
+    """A kernel wrapper (for `Executor(kernel_wrapper=...)`) recording every node's run in
+    the step's collector (`ctx.stats`) for `device`."""
+
+    def wrap(node: Node, kdef, compute):
+        label = timeline_label(node)
+        allocates = not (kdef.forwards_input or node.op in _NOT_ALLOCATING)
+        if kdef.is_async:
+            def run_async(ctx, done, *inputs):
+                stats = ctx.stats
+                start = _now_ns()
+
+                def finish(outputs=None):
+                    if stats is not None and not isinstance(outputs, BaseException):
+                        stats.record(device, node, label, start, _now_ns(), outputs, inputs,
+                                     allocates)
+                    done(outputs)
+
+                return compute(ctx, finish, *inputs)
+
+            return run_async
+
+        def run(ctx, *inputs):
+            start = _now_ns()
+            out = compute(ctx, *inputs)
+            end = _now_ns()
+            stats = ctx.stats
+            if stats is not None:
+                stats.record(device, node, label, start, end, out, inputs, allocates)
+            return out
+
+        return run
+
+    return wrap
+
+
+def memory_wrapper(device):
+    """A kernel wrapper counting the outputs of expensive kernels on `device`'s memory
+    tracker (other kernels are returned unchanged)."""
+    track = device.memory.track
+
+    def wrap(node: Node, kdef, compute):
+        if not kdef.expensive or kdef.is_async:
+            return compute
+        many = len(node.output_dtypes) > 1
+
+        def run(ctx, *inputs):
+            out = compute(ctx, *inputs)
+            if many:
+                for v in out:
+                    track(v)
+            else:
+                track(out)
+            return out
+
+        return run
+
+    return wrap
+
+
+def new_step_stats() -> step_stats_pb2.StepStats:
+    return step_stats_pb2.StepStats()

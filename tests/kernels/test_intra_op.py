@@ -1,0 +1,104 @@
+"""The intra-op split (tensorflux/kernels/intra_op.py) and the process-wide BLAS policy
+(tensorflux/kernels/cpu/_blas.py). No timing is asserted."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu import _blas
+
+
+@pytest.mark.parametrize("n, grain, parts", [(0, 3, 2), (1, 3, 2), (10, 3, 1), (10, 3, 2),
+                                             (10, 1, 4), (97, 8, 3), (5, 100, 2)])
+def test_parallel_for_runs_every_chunk_once(n, grain, parts):
+    seen = []
+    lock = threading.Lock()
+
+    def fn(lo, hi):
+        assert 0 <= lo < hi <= n and hi - lo <= grain
+        with lock:
+            seen.extend(range(lo, hi))
+
+    intra_op.parallel_for(fn, n, grain, parts)
+    assert sorted(seen) == list(range(n))
+
+
+@pytest.mark.parametrize("failing", [0, 5, 9])
+def test_parallel_for_raises_the_first_error_and_waits(failing):
+    running = []
+
+    def fn(lo, hi):
+        running.append(lo)
+        if lo == failing:
+            raise ValueError(f"chunk {lo}")
+
+    with pytest.raises(ValueError, match=f"chunk {failing}"):
+        intra_op.parallel_for(fn, 10, 1, 2)
+    intra_op.parallel_for(lambda lo, hi: None, 10, 1, 2)  # the pool is still usable
+
+
+def test_per_thread_gives_each_thread_its_own_object():
+    get, values = intra_op.per_thread(list)
+
+    def fn(lo, hi):
+        get().extend(range(lo, hi))
+
+    intra_op.parallel_for(fn, 50, 1, 2)
+    parts = values()
+    assert 1 <= len(parts) <= 2
+    assert sorted(i for p in parts for i in p) == list(range(50))
+
+
+def test_split_elementwise_and_parallel_rows(monkeypatch):
+    import numpy as np
+
+    monkeypatch.setattr(intra_op, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(intra_op, "CHUNK_ELEMENTS", 7)
+    x = np.arange(60, dtype=np.float32).reshape(20, 3)
+    out = np.empty_like(x)
+    intra_op.split_elementwise(lambda o, a: np.multiply(a, 2, out=o), out, x, parts=2)
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_workers_follow_blas_threads_and_config(monkeypatch):
+    class Config:
+        intra_op_parallelism_threads = 3
+
+    class Session:
+        _config = Config()
+
+    class Ctx:
+        session = Session()
+
+    monkeypatch.setattr(intra_op, "blas_threads", lambda: 1)
+    assert intra_op.workers(None) == intra_op.cores()
+    assert intra_op.workers(Ctx()) == 3
+    monkeypatch.setattr(intra_op, "blas_threads", lambda: 4)  # BLAS parallelizes itself
+    assert intra_op.workers(Ctx()) == 1
+
+
+def _blas_threads_in_child(env_value):
+    env = dict(os.environ)
+    env.pop("TENSORFLUX_BLAS_THREADS", None)
+    if env_value is not None:
+        env["TENSORFLUX_BLAS_THREADS"] = env_value
+    env["OPENBLAS_NUM_THREADS"] = "2"  # what BLAS would use without the policy
+    code = ("import numpy, tensorflux\n"
+            "from tensorflux.kernels.cpu import _blas\n"
+            "print(_blas.blas_threads())")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=60, check=True)
+    return int(out.stdout.split()[-1])
+
+
+@pytest.mark.skipif(_blas.blas_threads() == 0, reason="NumPy's BLAS is not OpenBLAS")
+def test_import_sets_blas_single_threaded_unless_told_otherwise():
+    assert _blas_threads_in_child(None) == 1
+    assert _blas_threads_in_child("0") == 2  # left alone
+    assert _blas_threads_in_child("3") == 3

@@ -1,0 +1,262 @@
+"""The partitioner and the per-step rendezvous: Send/Recv pairs, control edges, bfloat16
+transfers, Recv scheduling, optimized partition graphs, aborts and cleanup."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tensorflux.runtime import rendezvous as rendezvous_lib
+from tensorflux.runtime import session as session_lib
+
+CPU = "/job:localhost/replica:0/task:0/device:CPU:"
+
+
+def _config(n, **graph_options):
+    return tf.ConfigProto(device_count={"CPU": n},
+                          graph_options=tf.GraphOptions(**graph_options))
+
+
+def _partition_graphs(sess, fetches, feeds=None, options=None):
+    md = tf.RunMetadata()
+    opts = options or tf.RunOptions()
+    opts.output_partition_graphs = True
+    value = sess.run(fetches, feeds, options=opts, run_metadata=md)
+    return value, {gd.node[0].device: gd for gd in md.partition_graphs}
+
+
+def _ops(gd, op):
+    return [n for n in gd.node if n.op == op]
+
+
+def test_one_recv_per_tensor_and_destination():
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [3], name="p")
+        with tf.device("/cpu:0"):
+            a = tf.square(p, name="a")
+        with tf.device("/cpu:1"):
+            on1 = [tf.multiply(a, float(i), name=f"m{i}") for i in range(3)]
+        with tf.device("/cpu:2"):
+            on2 = [tf.add(a, float(i), name=f"s{i}") for i in range(2)]
+        with tf.device("/cpu:0"):
+            out = tf.add_n(on1 + on2, name="out")
+    with tf.Session(graph=g, config=_config(3)) as s:
+        x = np.array([1.0, 2.0, 3.0], np.float32)
+        value, graphs = _partition_graphs(s, out, {p: x})
+    np.testing.assert_allclose(value, x ** 2 * 5 + 1)
+    sends = _ops(graphs[CPU + "0"], "_Send")
+    a_sends = [n for n in sends if list(n.input) == ["a"]]
+    assert len(a_sends) == 2  # one per destination device
+    for dev, users in ((CPU + "1", ["m0", "m1", "m2"]), (CPU + "2", ["s0", "s1"])):
+        recvs = _ops(graphs[dev], "_Recv")
+        a_recvs = [r for r in recvs if r.attr["tensor_name"].s.decode().endswith("_a_0")]
+        assert len(a_recvs) == 1, [r.name for r in recvs]
+        inputs = {n.name: list(n.input) for n in graphs[dev].node}
+        for u in users:
+            assert inputs[u][0] == a_recvs[0].name
+        assert a_recvs[0].attr["send_device"].s.decode() == CPU + "0"
+        assert a_recvs[0].attr["recv_device"].s.decode() == dev
+
+
+def test_control_edges_across_devices_order_the_step():
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/cpu:0"):
+            v = tf.Variable(0.0, name="v")
+            bump = v.assign_add(1.0)
+        with tf.device("/cpu:1"), tf.control_dependencies([bump]):
+            seen = tf.identity(tf.constant(5.0), name="seen")
+        with tf.device("/cpu:0"), tf.control_dependencies([seen]):
+            after = v.read_value()
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=g, config=_config(2)) as s:
+        s.run(init)
+        value, graphs = _partition_graphs(s, after)
+        assert value == 1.0
+        assert s.run(after) == 2.0
+    on1 = graphs[CPU + "1"]
+    ctrl = [n for n in _ops(on1, "_Recv") if n.attr["tensor_name"].s.decode().endswith("ctrl")]
+    assert len(ctrl) == 1 and f"^{ctrl[0].name}" in {i for n in on1.node for i in n.input}
+    dummies = [n for n in graphs[CPU + "0"].node if "_ctrl_dummy" in n.name]
+    assert dummies and dummies[0].op == "Const"
+
+
+def _bf16_graph():
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [64], name="p")
+        with tf.device("/cpu:0"):
+            a = tf.sin(p, name="a") * 3.0
+            k = tf.cast(p[:4] * 0.0, tf.int32, name="k") + tf.range(4)
+        with tf.device("/cpu:1"):
+            b = tf.exp(a, name="b")
+            kk = k * 2
+        with tf.device("/cpu:0"):
+            out = tf.identity(b, name="out")
+    return g, p, out, kk
+
+
+def test_bfloat16_transfers_are_cast_nodes_within_bfloat16_tolerance():
+    g, p, out, kk = _bf16_graph()
+    x = np.linspace(-2, 2, 64).astype(np.float32)
+    with tf.Session(graph=g, config=_config(2)) as s:
+        exact = s.run(out, {p: x})
+    with tf.Session(graph=g, config=_config(2, enable_bfloat16_sendrecv=True)) as s:
+        (lossy, ints), graphs = _partition_graphs(s, [out, kk], {p: x})
+    np.testing.assert_allclose(exact, np.exp(np.sin(x) * 3), rtol=1e-5)
+    np.testing.assert_allclose(lossy, exact, rtol=2e-2)  # bf16 tolerance, twice rounded
+    assert not np.array_equal(lossy, exact)
+    assert lossy.dtype == np.float32 and ints.tolist() == [0, 2, 4, 6]
+    casts0 = {n.name: n for n in _ops(graphs[CPU + "0"], "Cast")}
+    casts1 = {n.name: n for n in _ops(graphs[CPU + "1"], "Cast")}
+    narrow = [n for n in casts0.values() if n.attr["DstT"].type == tf.bfloat16.as_datatype_enum]
+    assert narrow and all(n.attr["SrcT"].type == tf.float32.as_datatype_enum for n in narrow)
+    assert any(n.attr["DstT"].type == tf.float32.as_datatype_enum for n in casts1.values())
+    sends = _ops(graphs[CPU + "0"], "_Send")
+    by_input = {n.input[0]: n for n in sends}
+    assert by_input[narrow[0].name].attr["T"].type == tf.bfloat16.as_datatype_enum
+    ints_sent = [n for n in sends if n.attr["T"].type == tf.int32.as_datatype_enum]
+    assert len(ints_sent) == 1 and not ints_sent[0].input[0].startswith("k/_bf16")
+
+
+def test_recv_scheduling_delays_recvs_behind_the_critical_path():
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/cpu:0"):
+            early = tf.identity(tf.constant(np.ones((128, 128), np.float32)) * 2.0,
+                                name="early")
+        with tf.device("/cpu:1"):
+            x = tf.constant(np.ones((128, 128), np.float32), name="x")
+            for i in range(6):
+                x = tf.matmul(x, x, name=f"m{i}") * 0.01
+            out = tf.add(x, early, name="out")
+    l0 = tf.OptimizerOptions(opt_level=tf.OptimizerOptions.L0)
+    with tf.Session(graph=g, config=_config(2, optimizer_options=l0)) as s:
+        plain, graphs_plain = _partition_graphs(s, out)
+    with tf.Session(graph=g, config=_config(2, optimizer_options=l0,
+                                            enable_recv_scheduling=True)) as s:
+        sched, graphs = _partition_graphs(s, out)
+    np.testing.assert_array_equal(plain, sched)
+    (recv,) = _ops(graphs[CPU + "1"], "_Recv")
+    (recv_plain,) = _ops(graphs_plain[CPU + "1"], "_Recv")
+    assert list(recv_plain.input) == []
+    # It waits for a late node of the matmul chain, not for the start of the step.
+    assert len(recv.input) == 1 and recv.input[0] in {"^m4", "^m5", "^mul_4", "^mul_5"}
+
+
+def test_cse_and_folding_are_visible_in_partition_graphs():
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [None], name="p")
+        with tf.device("/cpu:0"):
+            c = tf.constant(2.0) * tf.constant(3.0)  # folds
+            a1, a2 = p + c, p + c  # one survives CSE
+        with tf.device("/cpu:1"):
+            out = tf.identity(a1, name="o1") * tf.identity(a2, name="o2")
+    l0 = tf.OptimizerOptions(opt_level=tf.OptimizerOptions.L0)
+    x = np.arange(3, dtype=np.float32)
+    with tf.Session(graph=g, config=_config(2)) as s:
+        v1, graphs1 = _partition_graphs(s, out, {p: x})
+    with tf.Session(graph=g, config=_config(2, optimizer_options=l0)) as s:
+        v0, graphs0 = _partition_graphs(s, out, {p: x})
+    np.testing.assert_array_equal(v1, v0)
+
+    def count(graphs, op):
+        return sum(len(_ops(gd, op)) for gd in graphs.values())
+
+    assert count(graphs0, "AddV2") == 2 and count(graphs1, "AddV2") == 1
+    assert count(graphs0, "Mul") == 2 and count(graphs1, "Mul") == 1  # 2*3 folded
+    assert count(graphs0, "Identity") == 2 and count(graphs1, "Identity") == 1
+    assert count(graphs1, "_Recv") == 1 and count(graphs0, "_Recv") == 2
+
+
+class _RecordingRendezvous(rendezvous_lib.LocalRendezvous):
+    made: list = []
+
+    def __init__(self):
+        super().__init__()
+        _RecordingRendezvous.made.append(self)
+
+
+@pytest.fixture
+def recording_rendezvous(monkeypatch):
+    _RecordingRendezvous.made = []
+    monkeypatch.setattr(session_lib, "LocalRendezvous", _RecordingRendezvous)
+    return _RecordingRendezvous.made
+
+
+def test_an_error_in_one_partition_aborts_the_others_promptly(recording_rendezvous):
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/cpu:0"):
+            p = tf.placeholder(tf.float32, [None], name="p")
+            first = tf.reshape(p + 1.0, [2], name="bad_reshape")
+        with tf.device("/cpu:1"):
+            middle = first * 2.0
+        with tf.device("/cpu:0"):
+            # cpu:0 fails in bad_reshape (3 values fed) while its _Recv of `middle` is
+            # already waiting; cpu:1 waits for `first`. Only an abort of the rendezvous
+            # ends the step before its deadline.
+            out = tf.add(middle, 1.0, name="out")
+    opts = tf.RunOptions(timeout_in_ms=20_000)
+    with tf.Session(graph=g, config=_config(2)) as s:
+        start = time.monotonic()
+        with pytest.raises(tf.errors.InvalidArgumentError, match="bad_reshape"):
+            s.run(out, {p: [1.0, 2.0, 3.0]}, options=opts)
+        assert time.monotonic() - start < 5.0
+        np.testing.assert_allclose(s.run(out, {p: [1.0, 2.0]}, options=opts), [5.0, 7.0])
+    assert len(recording_rendezvous) == 2
+    assert all(not r.pending_keys() for r in recording_rendezvous)  # nothing left behind
+
+
+def test_concurrent_multi_device_steps_leave_nothing_behind(recording_rendezvous):
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [], name="p")
+        with tf.device("/cpu:0"):
+            a = p + 1.0
+        with tf.device("/cpu:1"):
+            b = a * 3.0
+        with tf.device("/cpu:2"):
+            c = b - a
+    failures = []
+    with tf.Session(graph=g, config=_config(3)) as s:
+        def worker(k):
+            try:
+                for i in range(50):
+                    v = float(k * 100 + i)
+                    if s.run(c, {p: v}) != 2 * (v + 1):
+                        failures.append((k, i))
+            except Exception as e:  # noqa: BLE001
+                failures.append(e)
+
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    assert not failures
+    assert len(recording_rendezvous) == 400
+    assert all(not r.pending_keys() for r in recording_rendezvous)
+
+
+def test_closing_the_session_cancels_a_blocked_multi_device_step(recording_rendezvous):
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/cpu:0"):
+            q = tf.FIFOQueue(2, tf.float32, shapes=[[]])
+            x = q.dequeue()  # blocks: nothing is ever enqueued
+        with tf.device("/cpu:1"):
+            y = x * 2.0  # waits in a _Recv for the dequeued value
+    s = tf.Session(graph=g, config=_config(2))
+    closer = threading.Timer(0.3, s.close)
+    closer.start()
+    start = time.monotonic()
+    with pytest.raises(tf.errors.CancelledError):
+        s.run(y, options=tf.RunOptions(timeout_in_ms=20_000))
+    assert time.monotonic() - start < 5.0
+    closer.join()
+    assert all(not r.pending_keys() for r in recording_rendezvous)
