@@ -42,7 +42,7 @@ class Attempt:
     """A pending enqueue, dequeue or close, with what it needs to resume."""
 
     __slots__ = ("run", "done", "cm", "token", "finished", "result", "error", "n", "got",
-                 "parts", "allow_small", "single", "comps", "count", "index")
+                 "parts", "allow_small", "single", "comps", "count", "index", "assemble")
 
     def __init__(self, run, done):
         self.run = run
@@ -52,6 +52,9 @@ class Attempt:
         self.finished = False
         self.result = None
         self.error = None
+        # (assemble, parts, n, single): the batch is put together by `_finish`, outside the
+        # queue's lock, so concurrent enqueuers never wait behind a concatenation.
+        self.assemble = None
 
 
 def type_name(dtype) -> str:
@@ -197,14 +200,14 @@ class QueueBase:
         """Takes one element; done(list of arrays)."""
         with self._lock:
             if not self._dequeue_attempts and self._available() >= 1:
-                result = self._assemble([self._take(1)], 1, True)
+                taken = [self._take(1)]
                 finished = self._flush_locked() if self._enqueue_attempts else ()
             else:
-                result = None
+                taken = None
                 finished = self._wait_locked(self._dequeue_attempt(1, False, True, done),
                                              self._dequeue_attempts, cm, "Dequeue")
-        if result is not None:
-            done(result)
+        if taken is not None:
+            done(self._assemble(taken, 1, True))  # outside the lock
         _finish(finished)
 
     def dequeue_many(self, cm, n: int, allow_small: bool, done) -> None:
@@ -215,14 +218,14 @@ class QueueBase:
             return
         with self._lock:
             if not self._dequeue_attempts and self._available() >= n:
-                result = self._assemble([self._take(n)], n, False)
+                taken = [self._take(n)]
                 finished = self._flush_locked() if self._enqueue_attempts else ()
             else:
-                result = None
+                taken = None
                 finished = self._wait_locked(self._dequeue_attempt(n, allow_small, False, done),
                                              self._dequeue_attempts, cm, "Dequeue")
-        if result is not None:
-            done(result)
+        if taken is not None:
+            done(self._assemble(taken, n, False))  # outside the lock
         _finish(finished)
 
     def close(self, cm, cancel_pending_enqueues: bool, done) -> None:
@@ -355,7 +358,7 @@ class QueueBase:
                 if a.allow_small and a.got + size > 0:
                     if size:
                         a.parts.append(self._take(size))
-                    a.result = self._assemble(a.parts, a.got + size, False)
+                    a.assemble = (self._assemble, a.parts, a.got + size, False)
                     a.parts = None
                     return COMPLETE
                 if a.parts:
@@ -372,7 +375,7 @@ class QueueBase:
         a.got += k
         if a.got < a.n:
             return PROGRESS
-        a.result = self._assemble(a.parts, a.n, a.single)
+        a.assemble = (self._assemble, a.parts, a.n, a.single)
         a.parts = None
         return COMPLETE
 
@@ -394,6 +397,9 @@ def _finish(attempts) -> None:
     for a in attempts:
         if a.cm is not None:
             a.cm.deregister(a.token)
+        if a.error is None and a.assemble is not None:
+            assemble, parts, n, single = a.assemble
+            a.result = assemble(parts, n, single)
         a.done(a.error if a.error is not None else a.result)
 
 
@@ -588,6 +594,7 @@ class RandomShuffleQueue(_ElementQueue):
         else:
             self._rng = np.random.default_rng([seed & (2**64 - 1), seed2 & (2**64 - 1)])
         self._elements: list[tuple] = []
+        self._uniforms: list[float] = []  # drawn in blocks: one RNG call per 4,096 picks
 
     def check_compatible(self, kind, capacity, dtypes, shapes, min_after=None) -> None:
         super().check_compatible(kind, capacity, dtypes, shapes)
@@ -610,12 +617,19 @@ class RandomShuffleQueue(_ElementQueue):
         self._elements.extend(element_rows(comps, start, stop, self._scalar))
 
     def _take(self, k: int) -> list:
-        """`k` elements drawn uniformly without replacement (swap with the last, pop)."""
+        """`k` elements drawn uniformly without replacement (swap with the last, pop).
+
+        Runs under the queue's lock, often for k = 1 (a waiting dequeue_many takes elements
+        as they arrive), so the random numbers come from a pre-drawn block: a NumPy RNG call
+        per pick would hold the lock for microseconds that every enqueuer waits behind.
+        """
         elements = self._elements
-        size = len(elements)
-        picks = self._rng.integers(0, np.arange(size, size - k, -1)).tolist()
+        uniforms = self._uniforms
         out = []
-        for j in picks:
+        for _ in range(k):
+            if not uniforms:
+                uniforms.extend(self._rng.random(4096).tolist())
+            j = int(uniforms.pop() * len(elements))
             out.append(elements[j])
             elements[j] = elements[-1]
             elements.pop()

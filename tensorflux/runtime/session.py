@@ -218,8 +218,10 @@ class BaseSession:
         self._steps: dict[tuple, _Step] = {}
         self._build_lock = threading.Lock()
         self._step_ids = itertools.count(1)
-        self._active_steps: set[CancellationManager] = set()
-        self._active_lock = threading.Lock()
+        # Steps that can block, for close() to cancel. A dict keyed by identity: insertion
+        # and removal are single atomic operations under the GIL, so the many threads
+        # running steps on one Session never queue on a lock here.
+        self._active_steps: dict[int, CancellationManager] = {}
         self._closed = False
         self._default_session_context = None
         _live_sessions.add(self)
@@ -330,20 +332,17 @@ class BaseSession:
 
     # ---- lifetime -----------------------------------------------------------------------
     def _register_step(self, cm: CancellationManager) -> None:
-        with self._active_lock:
-            self._active_steps.add(cm)
+        self._active_steps[id(cm)] = cm
 
     def _deregister_step(self, cm: CancellationManager) -> None:
-        with self._active_lock:
-            self._active_steps.discard(cm)
+        self._active_steps.pop(id(cm), None)
 
     def close(self) -> None:
         """Cancels running steps (blocked ones fail with CancelledError) and frees resources."""
         if self._closed:
             return
         self._closed = True
-        with self._active_lock:
-            active = list(self._active_steps)
+        active = list(self._active_steps.values())
         for cm in active:
             cm.start_cancel()
         self._steps.clear()
