@@ -148,6 +148,17 @@ def _writable_alone(arr) -> bool:
     return type(arr) is np.ndarray and arr.flags.writeable and exclusively_owned(arr, 3)
 
 
+def own_value(var: Var) -> np.ndarray:
+    """The array an update of `var` (holding `var.lock`) may write into: the stored array
+    when nothing else holds it, else a copy put in its place (copy-on-write, so earlier
+    reads stay snapshots). The caller must hold no other reference to the stored array."""
+    arr = var.value
+    if not _writable_alone(arr):
+        arr = arr.copy()
+        var.value = arr
+    return arr
+
+
 # ---- VarHandleOp -------------------------------------------------------------------------
 
 
@@ -437,10 +448,8 @@ def _scatter_kernel(op_type: str):
                         f"{_shape_str(updates.shape)}, indices.shape "
                         f"{_shape_str(indices.shape)}, params.shape {_shape_str(old.shape)}")
                 _check_indices(indices, old.shape[0])
-                target = old if _writable_alone(old) else old.copy()
-                _scatter_apply(target, op_type, indices, updates)
-                var.value = target
-                del old, target
+                del old  # own_value must see the variable as the array's only holder
+                _scatter_apply(own_value(var), op_type, indices, updates)
 
         return compute
 
@@ -468,13 +477,13 @@ def _scatter_nd_kernel(op_type: str, ufunc):
                 if old is None:
                     raise _not_found(ctx, h)
                 index = _nd_index(indices, old.shape, updates.shape)
-                target = old if _writable_alone(old) else old.copy()
+                del old  # own_value must see the variable as the array's only holder
+                target = own_value(var)
                 if ufunc is None:
                     target[index] = updates
                 else:
                     ufunc.at(target, index, updates)
-                var.value = target
-                del old, target
+                del target
 
         return compute
 

@@ -23,20 +23,16 @@ import numpy as np
 
 from tensorflux.framework import errors
 from tensorflux.kernels import intra_op
-from tensorflux.kernels.cpu.state_ops import _existing, _writable_alone, as_handle
+from tensorflux.kernels.cpu.state_ops import _existing, as_handle, own_value
 from tensorflux.kernels.registry import kernel_factory
 
 
 def _own(var, name: str):
     """An array of `var`'s value that this update may write into (copy-on-write)."""
-    arr = var.value
-    if arr is None:
+    if var.value is None:
         raise errors.FailedPreconditionError(
             None, None, f"Attempting to use uninitialized value {name}")
-    if not _writable_alone(arr):
-        arr = arr.copy()
-        var.value = arr
-    return arr
+    return own_value(var)
 
 
 @contextlib.contextmanager
