@@ -81,3 +81,35 @@ def run_tf(code: str, timeout: float = 90.0):
     if proc.returncode != 0 or "@@RESULT@@" not in proc.stdout:
         raise RuntimeError(f"oracle snippet failed:\n{proc.stderr[-4000:]}")
     return _dec(json.loads(proc.stdout.rsplit("@@RESULT@@", 1)[1]))
+
+
+def run_both(program: str, tensorflux_module, timeout: float = 120.0):
+    """Runs one TF1 `program` (which assigns `result`) under TensorFlow and under tensorflux.
+
+    The program sees `tf`, `np` and `json`; under tensorflux it runs in a fresh default
+    graph. Returns (tensorflux result, TensorFlow result). Skips without the oracle venv.
+    """
+    theirs = run_tf("import json\ng_ = tf.Graph()\nwith g_.as_default():\n" +
+                    textwrap.indent(textwrap.dedent(program), "    "), timeout=timeout)
+    import json
+
+    import numpy as np
+
+    ns = {"tf": tensorflux_module, "np": np, "json": json}
+    with tensorflux_module.Graph().as_default():
+        exec(textwrap.dedent(program), ns)  # noqa: S102 - the shared test program
+    return ns["result"], theirs
+
+
+def assert_results_close(ours: dict, theirs: dict, rtol: float, atol: float) -> None:
+    """Same keys, and per key the same shape and values within tolerance (bools exact)."""
+    import numpy as np
+
+    assert set(ours) == set(theirs)
+    for key in sorted(theirs):
+        w, g = np.asarray(theirs[key]), np.asarray(ours[key])
+        assert g.shape == w.shape, f"{key}: shape {g.shape} vs TF {w.shape}"
+        if w.dtype == bool:
+            np.testing.assert_array_equal(g, w, err_msg=key)
+        else:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=key)

@@ -36,7 +36,7 @@ import numpy as np
 
 from tensorflux.framework import errors
 from tensorflux.kernels import registry as kernel_registry
-from tensorflux.runtime.step_graph import Node
+from tensorflux.runtime.step_graph import Node, topological_order
 
 ENABLED = True  # tests switch it off to run loops on the frame machinery
 _COMPILED_OP = "_CompiledLoop"
@@ -368,27 +368,9 @@ class _LoopSpec:
 
 
 def _topological(nodes: list[Node]) -> list[Node]:
-    inside = set(nodes)
-    order, state = [], {}
-    for root in nodes:
-        stack = [(root, False)]
-        while stack:
-            n, done = stack.pop()
-            if done:
-                state[n] = 2
-                order.append(n)
-                continue
-            if state.get(n) == 2:
-                continue
-            if state.get(n) == 1:
-                raise _Ineligible  # a cycle within one iteration
-            state[n] = 1
-            stack.append((n, True))
-            for src in [s for s, _ in n.inputs] + list(n.control_inputs):
-                if src in inside and state.get(src) != 2:
-                    if state.get(src) == 1:
-                        raise _Ineligible
-                    stack.append((src, False))
+    order, acyclic = topological_order(nodes)
+    if not acyclic:
+        raise _Ineligible  # a cycle within one iteration
     return order
 
 

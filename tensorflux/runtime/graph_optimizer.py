@@ -23,7 +23,7 @@ import numpy as np
 from tensorflux.framework import dtypes, op_registry, tensor_shape
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.registry import KernelContext
-from tensorflux.runtime.step_graph import Node, StepGraph
+from tensorflux.runtime.step_graph import Node, StepGraph, topological_order
 
 MAX_FOLDED_BYTES = 10 * 1024 * 1024
 _NEVER = frozenset(("_Arg", "_Send", "_Recv", "Placeholder", "PlaceholderWithDefault",
@@ -58,25 +58,6 @@ def _stateless(n: Node) -> bool:
     return opdef is not None and not opdef.is_stateful and not opdef.control_flow
 
 
-def _topological(sg: StepGraph) -> list[Node]:
-    order, seen = [], set()
-    for root in sg.nodes:
-        stack = [(root, False)]
-        while stack:
-            n, done = stack.pop()
-            if done:
-                order.append(n)
-                continue
-            if n in seen:
-                continue
-            seen.add(n)
-            stack.append((n, True))
-            for src in reversed([s for s, _ in n.inputs] + n.control_inputs):
-                if src not in seen:
-                    stack.append((src, False))
-    return order
-
-
 def _replace_uses(sg: StepGraph, mapping: dict[tuple[Node, int], tuple[Node, int]]) -> None:
     if not mapping:
         return
@@ -103,7 +84,7 @@ def fold_constants(sg: StepGraph) -> int:
     ctx = KernelContext(0, None)
     mapping: dict[tuple[Node, int], tuple[Node, int]] = {}
     folded = 0
-    for n in _topological(sg):
+    for n in topological_order(sg.nodes, skip_back_edges=True)[0]:
         if n.op == "Const" or n in fetched or not _stateless(n):
             continue
         if n.op in ("Shape", "Size", "Rank"):
@@ -191,7 +172,7 @@ def eliminate_common_subexpressions(sg: StepGraph) -> int:
     replaced: dict[Node, Node] = {}
     fetched = set(sg.targets)
     removed = 0
-    for n in _topological(sg):
+    for n in topological_order(sg.nodes, skip_back_edges=True)[0]:
         if mapping:
             n.inputs = [mapping.get(e, e) for e in n.inputs]
         if replaced and n.control_inputs:

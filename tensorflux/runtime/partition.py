@@ -36,7 +36,7 @@ import numpy as np
 
 from tensorflux.framework import dtypes
 from tensorflux.runtime.device import DeviceMgr
-from tensorflux.runtime.step_graph import Node, StepGraph
+from tensorflux.runtime.step_graph import Node, StepGraph, topological_order
 
 _CONTROL_FLOW = frozenset(("Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter",
                            "Exit", "RefExit", "NextIteration", "RefNextIteration", "LoopCond"))
@@ -361,9 +361,7 @@ def _alap_starts(sg: StepGraph, costs) -> tuple[dict[Node, float], dict[Node, fl
 
 
 def _order(nodes: list[Node]) -> list[Node]:
-    from tensorflux.runtime.placer import _topological
-
-    return _topological(nodes)
+    return topological_order(nodes, skip_back_edges=True)[0]
 
 
 def _device_type(device: str) -> str:

@@ -36,7 +36,7 @@ from tensorflux.framework import dtypes, errors, op_registry
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.runtime.cost_model import CostModel, StepCosts
 from tensorflux.runtime.device import Device, DeviceMgr
-from tensorflux.runtime.step_graph import Node, StepGraph
+from tensorflux.runtime.step_graph import Node, StepGraph, dependencies
 
 _FIELD_WORDS = {"job": "jobs", "replica": "replicas", "task": "tasks",
                 "device_type": "types", "device_index": "ids"}
@@ -273,39 +273,6 @@ def place(sg: StepGraph, device_mgr: DeviceMgr, allow_soft_placement: bool = Fal
 # The simulation (whitepaper §3.2.1).
 
 
-def _dependencies(nodes: list[Node]) -> tuple[dict[Node, int], dict[Node, list[Node]]]:
-    """(number of producers, consumers) per node over data and control edges, without the
-    NextIteration -> Merge back edges of loops."""
-    indegree = {n: 0 for n in nodes}
-    consumers: dict[Node, list[Node]] = {n: [] for n in nodes}
-    for n in nodes:
-        for src in [s for s, _ in n.inputs] + n.control_inputs:
-            if src.op in ("NextIteration", "RefNextIteration") or src not in indegree:
-                continue
-            indegree[n] += 1
-            consumers[src].append(n)
-    return indegree, consumers
-
-
-def _topological(nodes: list[Node]) -> list[Node]:
-    """Kahn's order, ties by node id; back edges ignored, nodes left on a cycle last."""
-    indegree, consumers = _dependencies(nodes)
-    ready = [(n.id, n) for n in nodes if indegree[n] == 0]
-    heapq.heapify(ready)
-    order: list[Node] = []
-    while ready:
-        _, n = heapq.heappop(ready)
-        order.append(n)
-        for c in consumers[n]:
-            indegree[c] -= 1
-            if indegree[c] == 0:
-                heapq.heappush(ready, (c.id, c))
-    if len(order) < len(nodes):
-        seen = set(order)
-        order.extend(n for n in nodes if n not in seen)
-    return order
-
-
 class _Simulation:
     """Device timelines of the greedy placement (see the module docstring)."""
 
@@ -381,7 +348,7 @@ def _simulate(sg: StepGraph, groups: list[list[Node]], candidates: list[list[Dev
     chosen: list[Device | None] = [c[0] if len(c) == 1 else None for c in candidates]
     sim = _Simulation(costs, ordered, host)
     margin = costs.model.params.switch_margin_us
-    indegree, consumers = _dependencies(sg.nodes)
+    indegree, consumers = dependencies(sg.nodes, skip_back_edges=True)
     heap = [(0.0, n.id, n) for n in sg.nodes if indegree[n] == 0]
     heapq.heapify(heap)
     visited = 0

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.runtime.executor import CONTROL_FLOW_OPS, ExecutorError
-from tensorflux.runtime.step_graph import Node
+from tensorflux.runtime.step_graph import Node, topological_order
 
 _counter = itertools.count()
 
@@ -41,38 +41,14 @@ def eligible(nodes: Iterable[Node], device_type: str) -> bool:
     return True
 
 
-def _topological(nodes: list[Node]) -> list[Node] | None:
-    """Kahn's algorithm, ties broken by node id; None if there is a cycle."""
-    import heapq
-
-    index = {n: k for k, n in enumerate(nodes)}
-    indegree = [0] * len(nodes)
-    consumers: list[list[int]] = [[] for _ in nodes]
-    for k, n in enumerate(nodes):
-        for src in [s for s, _ in n.inputs] + n.control_inputs:
-            indegree[k] += 1
-            consumers[index[src]].append(k)
-    heap = [k for k, d in enumerate(indegree) if d == 0]
-    heapq.heapify(heap)
-    order = []
-    while heap:
-        k = heapq.heappop(heap)
-        order.append(nodes[k])
-        for c in consumers[k]:
-            indegree[c] -= 1
-            if indegree[c] == 0:
-                heapq.heappush(heap, c)
-    return order if len(order) == len(nodes) else None
-
-
 class StaticExecutor:
     """Runs one partition through a generated function; same interface as `Executor`."""
 
     def __init__(self, nodes: list[Node], device, fetches: list[tuple[Node, int]],
                  inline: bool = True, kernel_wrapper=None):
         self.device = device
-        order = _topological(nodes)
-        if order is None:
+        order, acyclic = topological_order(nodes)
+        if not acyclic:
             raise ValueError("StaticExecutor needs an acyclic partition")
         self.source, env, self._line_nodes = _generate(order, device.device_type, fetches,
                                                        inline, kernel_wrapper)

@@ -118,3 +118,47 @@ def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation]) 
     sg.fetches = [(node_of[t.op], t.value_index) for t in fetches if t not in fed]
     sg.targets = [node_of[op] for op in targets]
     return sg
+
+
+_BACK_EDGE_SOURCES = frozenset(("NextIteration", "RefNextIteration"))
+
+
+def dependencies(nodes: list[Node], skip_back_edges: bool = False
+                 ) -> tuple[dict[Node, int], dict[Node, list[Node]]]:
+    """(number of producers, consumers) per node, over the data and control edges among
+    `nodes` (edges from outside the list are ignored). With `skip_back_edges`, the
+    NextIteration -> Merge edges that close while loops are left out."""
+    indegree = {n: 0 for n in nodes}
+    consumers: dict[Node, list[Node]] = {n: [] for n in nodes}
+    for n in nodes:
+        for src in [s for s, _ in n.inputs] + n.control_inputs:
+            if src not in indegree or (skip_back_edges and src.op in _BACK_EDGE_SOURCES):
+                continue
+            indegree[n] += 1
+            consumers[src].append(n)
+    return indegree, consumers
+
+
+def topological_order(nodes: list[Node], skip_back_edges: bool = False
+                      ) -> tuple[list[Node], bool]:
+    """Kahn's order of `nodes` (edges as in `dependencies`), ties broken by node id so the
+    order is deterministic. Returns (order, complete): nodes left on a cycle follow the
+    ordered ones, in id order, and `complete` is False."""
+    import heapq
+
+    indegree, consumers = dependencies(nodes, skip_back_edges)
+    ready = [(n.id, n) for n in nodes if indegree[n] == 0]
+    heapq.heapify(ready)
+    order: list[Node] = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        order.append(n)
+        for c in consumers[n]:
+            indegree[c] -= 1
+            if indegree[c] == 0:
+                heapq.heappush(ready, (c.id, c))
+    complete = len(order) == len(nodes)
+    if not complete:
+        seen = set(order)
+        order.extend(sorted((n for n in nodes if n not in seen), key=lambda n: n.id))
+    return order, complete

@@ -400,14 +400,5 @@ result = {k: np.asarray(v) for k, v in vals.items()}
 
 @pytest.mark.oracle
 def test_matches_tensorflow():
-    want = oracle.run_tf("g = tf.Graph()\nwith g.as_default():\n" +
-                         "\n".join("    " + line for line in _SHARED.splitlines()))
-    ns = {"tf": tf, "np": np}
-    with tf.Graph().as_default():
-        exec(_SHARED, ns)  # noqa: S102 - the shared test program
-    got = ns["result"]
-    assert set(got) == set(want)
-    for key in sorted(want):
-        w, g = np.asarray(want[key]), np.asarray(got[key])
-        assert g.shape == w.shape, f"{key}: shape {g.shape} vs TF {w.shape}"
-        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12, err_msg=key)
+    ours, theirs = oracle.run_both(_SHARED, tf)
+    oracle.assert_results_close(ours, theirs, rtol=1e-9, atol=1e-12)

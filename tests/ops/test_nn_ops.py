@@ -1033,65 +1033,8 @@ result = {k: np.asarray(vv) for k, vv in vals.items()}
 """
 
 
-def _tfx_oracle_outputs(inp):
-    out = {}
-    c = lambda k: tf.constant(np.array(inp[k], np.float32))  # noqa: E731
-    x, w = c("x"), c("w")
-    out["conv_same"] = tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME")
-    out["conv_valid_s2"] = tf.nn.conv2d(x, w, [1, 2, 2, 1], "VALID")
-    out["conv_same_s2"] = tf.nn.conv2d(x, w, [1, 2, 2, 1], "SAME")
-    out["conv_dil"] = tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME", dilations=[1, 2, 2, 1])
-    out["conv_explicit"] = tf.nn.conv2d(x, w, [1, 1, 2, 1], [[0, 0], [2, 1], [1, 0], [0, 0]])
-    out["conv_nchw"] = tf.nn.conv2d(c("xc"), c("w2"), [1, 1, 1, 1], "SAME", data_format="NCHW")
-    dy = c("dy_same_s2")
-    out["conv_bi"] = tf.nn.conv2d_backprop_input([2, 7, 6, 3], w, dy, [1, 2, 2, 1], "SAME")
-    out["conv_bf"] = tf.nn.conv2d_backprop_filter(x, [3, 2, 3, 4], dy, [1, 2, 2, 1], "SAME")
-    t = c("ties")
-    mp = tf.nn.max_pool(t, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
-    out["maxpool_ties"] = mp
-    out["maxpool_grad_ties"] = tf.gradients(mp, t, c("gp"))[0]
-    mp3 = tf.nn.max_pool(t, [1, 3, 3, 1], [1, 1, 1, 1], "SAME")
-    out["maxpool_3x3_grad_ties"] = tf.gradients(mp3, t, c("gp3"))[0]
-    out["maxpool_same_s2"] = tf.nn.max_pool(x, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")
-    ap = tf.nn.avg_pool(x, [1, 3, 2, 1], [1, 2, 2, 1], "SAME")
-    out["avgpool_same"] = ap
-    out["avgpool_grad"] = tf.gradients(ap, x, tf.ones_like(ap) * 1.5)[0]
-    lg = c("logits")
-    out["xent"] = tf.nn.softmax_cross_entropy_with_logits_v2(labels=c("soft"), logits=lg)
-    out["xent_grad"] = tf.gradients(out["xent"], lg)[0]
-    sx = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=np.array(inp["labels"]),
-                                                        logits=lg)
-    out["sparse_xent"] = sx
-    out["sparse_xent_grad"] = tf.gradients(sx, lg)[0]
-    lx = c("lrn_x")
-    lr = tf.nn.lrn(lx, 3, 1.5, 0.2, 0.6)
-    out["lrn"] = lr
-    out["lrn_grad"] = tf.gradients(lr, lx, c("lrn_g"))[0]
-    bias = c("bias")
-    ba = tf.nn.bias_add(tf.constant(np.array(inp["vec"], np.float32)[None, :, :4]), bias)
-    out["bias_add"] = ba
-    out["bias_add_grad"] = tf.gradients(ba, bias, tf.ones_like(ba) * 2.0)[0]
-    v = c("vec")
-    out["selu"], out["elu"], out["softplus"] = tf.nn.selu(v), tf.nn.elu(v), tf.nn.softplus(v)
-    out["leaky"], out["relu6"] = tf.nn.leaky_relu(v, 0.1), tf.nn.relu6(v * 5)
-    out["l2"] = tf.nn.l2_loss(v)
-    out["log_softmax"] = tf.nn.log_softmax(v)
-    out["in_top_k"] = tf.nn.in_top_k(lg, [0, 6, 3, 2], 3)
-    with tf.Session() as sess:
-        return sess.run(out)
-
-
 @pytest.mark.oracle
 def test_matches_tensorflow():
     inp = {k: np.asarray(v).tolist() for k, v in _oracle_inputs().items()}
-    text = json.dumps(inp)
-    want = oracle.run_tf(f"import json\nINPUTS = {text!r}\n" + _ORACLE_CODE, timeout=120)
-    got = _tfx_oracle_outputs(inp)
-    assert set(got) == set(want)
-    for key in sorted(want):
-        w, g = np.asarray(want[key]), np.asarray(got[key])
-        assert g.shape == w.shape, f"{key}: shape {g.shape} vs TF {w.shape}"
-        if w.dtype == bool:
-            np.testing.assert_array_equal(g, w, err_msg=key)
-        else:
-            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4, err_msg=key)
+    ours, theirs = oracle.run_both(f"INPUTS = {json.dumps(inp)!r}\n" + _ORACLE_CODE, tf)
+    oracle.assert_results_close(ours, theirs, rtol=1e-4, atol=1e-4)
