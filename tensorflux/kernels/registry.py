@@ -158,11 +158,13 @@ class KernelContext:
       runner: submits a callable to the device's thread pool.
       session: the owning session's runtime state (handles, options).
       options: the RunOptions of this step, or None.
+      stats: the step's StepStatsCollector when traced, else None.
+      deadline: the step's time.monotonic() deadline (RunOptions.timeout_in_ms), or None.
     """
 
     __slots__ = ("step_id", "device", "resource_mgr", "rendezvous", "cancellation", "args",
                  "step_container", "frame_iter", "runner", "session", "options",
-                 "stats", "__weakref__")
+                 "stats", "deadline", "__weakref__")
 
     def __init__(self, step_id: int, device, rendezvous=None, cancellation=None,
                  args=(), runner=None, session=None, options=None):
@@ -178,3 +180,4 @@ class KernelContext:
         self.session = session
         self.options = options
         self.stats = None
+        self.deadline = None  # time.monotonic() bound of the step, for blocking waits

@@ -21,6 +21,7 @@ import numpy as np
 from tensorflux.framework import errors
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor
+from tensorflux.kernels import intra_op
 from tensorflux.kernels.buffers import exclusively_owned
 from tensorflux.kernels.registry import KernelContext
 from tensorflux.runtime import cost_model as cost_model_lib
@@ -71,15 +72,27 @@ class _Step:
         self.num_fetches = len(sg.fetches)
         self.parts = []
         self._part_nodes = []  # (device, nodes, fetch pairs, fetch positions) per partition
-        for p in parts.values():
-            device = session._device_mgr.lookup(p.device)
+        devices = {p.device: session._device_mgr.lookup(p.device) for p in parts.values()}
+        # Several partitions run compiled too when none has control flow or an asynchronous
+        # kernel but _Recv: each runs on a thread of its own and waits for its _Recvs there.
+        orders = None
+        if len(parts) > 1 and session._use_static and all(
+                static_executor.eligible(p.nodes, devices[p.device].device_type,
+                                         blocking_recv=True) for p in parts.values()):
+            orders = static_executor.partition_orders([p.nodes for p in parts.values()])
+        for k, p in enumerate(parts.values()):
+            device = devices[p.device]
             fetch_pairs = [(n, i) for _, n, i in p.fetches]
             positions = [pos for pos, _, _ in p.fetches]
             memory = tracing.memory_wrapper(device)
-            if session._use_static and static_executor.eligible(p.nodes, device.device_type):
-                ex = static_executor.StaticExecutor(p.nodes, device, fetch_pairs,
+            if orders is not None or (session._use_static
+                                      and static_executor.eligible(p.nodes,
+                                                                   device.device_type)):
+                ex = static_executor.StaticExecutor(p.nodes if orders is None else orders[k],
+                                                    device, fetch_pairs,
                                                     inline=session._inline_kernels,
-                                                    kernel_wrapper=memory)
+                                                    kernel_wrapper=memory,
+                                                    ordered=orders is not None)
             else:
                 ex = Executor(p.nodes, device, fetch_pairs, kernel_wrapper=memory)
             self.parts.append((device, ex, positions))
@@ -147,6 +160,11 @@ class _Step:
             ctx = KernelContext(step_id, device, rendezvous, cancellation, args,
                                 device.runner, session, options)
             ctx.stats = stats
+            # A compiled partition computes on this thread: it counts for the cores'
+            # sharing between partitions (kernels/intra_op.py).
+            compiled = isinstance(ex, static_executor.StaticExecutor)
+            if compiled:
+                intra_op.partition_running(+1)
             try:
                 values = ex.run(ctx, deadline)
             except BaseException as e:  # noqa: BLE001 - surfaced below
@@ -156,6 +174,9 @@ class _Step:
                 if cancellation is not None:
                     cancellation.start_cancel()
                 return
+            finally:
+                if compiled:
+                    intra_op.partition_running(-1)
             for pos, v in zip(positions, values, strict=True):
                 results[pos] = v
 

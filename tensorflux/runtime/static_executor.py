@@ -18,23 +18,33 @@ tests run both on the same graphs.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterable
 
+from tensorflux.framework import errors
+from tensorflux.kernels import intra_op
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.runtime.executor import CONTROL_FLOW_OPS, ExecutorError
+from tensorflux.runtime.rendezvous import create_key
 from tensorflux.runtime.step_graph import Node, topological_order
 
 _counter = itertools.count()
 
 
-def eligible(nodes: Iterable[Node], device_type: str) -> bool:
+def eligible(nodes: Iterable[Node], device_type: str, blocking_recv: bool = False) -> bool:
     """True when every node has a synchronous kernel and none is a control-flow op.
 
     (Without control-flow ops a partition is acyclic: only NextIteration edges close loops.)
+    With `blocking_recv`, _Recv is allowed too: the generated function then waits for it on
+    its own thread (`_blocking_recv`). The caller must run every partition of the step on a
+    thread of its own, and only when no partition can send a dead value (no control flow
+    anywhere in the step).
     """
     for n in nodes:
         if n.op in CONTROL_FLOW_OPS:
             return False
+        if blocking_recv and n.op == "_Recv":
+            continue
         kdef = kernel_registry.find_kernel(n.op, device_type, n.attrs)
         if kdef is None or kdef.is_async:
             return False
@@ -45,11 +55,16 @@ class StaticExecutor:
     """Runs one partition through a generated function; same interface as `Executor`."""
 
     def __init__(self, nodes: list[Node], device, fetches: list[tuple[Node, int]],
-                 inline: bool = True, kernel_wrapper=None):
+                 inline: bool = True, kernel_wrapper=None, ordered: bool = False):
+        """With `ordered`, `nodes` run in the order given (the partitions of a step ordered
+        together by `partition_orders`), else in a topological order computed here."""
         self.device = device
-        order, acyclic = topological_order(nodes)
-        if not acyclic:
-            raise ValueError("StaticExecutor needs an acyclic partition")
+        if ordered:
+            order = nodes
+        else:
+            order, acyclic = topological_order(nodes)
+            if not acyclic:
+                raise ValueError("StaticExecutor needs an acyclic partition")
         self.source, env, self._line_nodes = _generate(order, device.device_type, fetches,
                                                        inline, kernel_wrapper)
         filename = f"<tensorflux step {next(_counter)}>"
@@ -59,6 +74,7 @@ class StaticExecutor:
         self._fn = namespace["step"]
 
     def run(self, ctx, deadline: float | None = None) -> list:
+        ctx.deadline = deadline
         try:
             return self._fn(ctx, ctx.args)
         except Exception as e:  # noqa: BLE001 - re-raised with the failing node attached
@@ -72,6 +88,80 @@ class StaticExecutor:
             if node is None:
                 raise
             raise ExecutorError(node, self.device.name, e) from None
+
+
+def partition_orders(partitions: list[list[Node]]) -> list[list[Node]] | None:
+    """The run order of each partition of a step whose partitions all run compiled, each on
+    its own thread, blocking on its _Recvs; None if the partitions form a cycle.
+
+    Each order is the restriction of one topological order of the whole step (with an edge
+    from every _Send to its _Recv), so the partitions cannot deadlock: of the nodes the
+    partitions wait at, the earliest in that order always has all its inputs. Within it
+    each _Send comes as soon as its value exists, then the work that leads to a _Send
+    (another device waits for it), then the rest, and a _Recv only when nothing else is
+    ready."""
+    nodes = [n for p in partitions for n in p]
+    sends = {_transfer_key(n): n for n in nodes if n.op == "_Send"}
+    extra = {n: [sends[_transfer_key(n)]] for n in nodes
+             if n.op == "_Recv" and _transfer_key(n) in sends}
+    rank: dict[Node, int] = {}
+    for p in partitions:
+        rank.update(_transfer_ranks(p))
+    order, acyclic = topological_order(nodes, rank=rank, extra_inputs=extra)
+    if not acyclic:
+        return None
+    position = {n: k for k, n in enumerate(order)}
+    return [sorted(p, key=position.__getitem__) for p in partitions]
+
+
+def _transfer_key(node: Node) -> tuple:
+    a = node.attrs
+    return a["send_device"], a["recv_device"], a["tensor_name"]
+
+
+def _transfer_ranks(nodes: list[Node]) -> dict[Node, int]:
+    """Ranks for the schedule of one partition (see `partition_orders`)."""
+    sends = [n for n in nodes if n.op == "_Send"]
+    inside = set(nodes)
+    rank = {n: 2 for n in nodes}
+    stack = list(sends)
+    while stack:
+        n = stack.pop()
+        for src in [s for s, _ in n.inputs] + n.control_inputs:
+            if src in inside and rank[src] == 2:
+                rank[src] = 1
+                stack.append(src)
+    for n in nodes:
+        if n.op == "_Send":
+            rank[n] = 0
+        elif n.op == "_Recv":
+            rank[n] = 3
+    return rank
+
+
+def _blocking_recv(node: Node):
+    """A _Recv as a synchronous call: waits on the step's rendezvous until the value comes,
+    the step's deadline passes (DeadlineExceededError) or the rendezvous is aborted (the
+    abort's error: another partition failed or the step was cancelled)."""
+    a = node.attrs
+    key = create_key(a["send_device"], a["send_device_incarnation"], a["recv_device"],
+                     a["tensor_name"])
+
+    def compute(ctx):
+        timeout = None
+        if ctx.deadline is not None:
+            timeout = max(0.0, ctx.deadline - time.monotonic())
+        intra_op.partition_running(-1)
+        try:
+            value, is_dead = ctx.rendezvous.recv(key, timeout)
+        finally:
+            intra_op.partition_running(+1)
+        if is_dead:
+            raise errors.InternalError(None, None, f"{node.name} received a dead tensor in "
+                                       "a partition without control flow")
+        return value
+
+    return compute
 
 
 def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
@@ -111,7 +201,7 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
             expr = kdef.inline.format(*args)
         else:
             kname = f"k{n.id}"
-            env[kname] = kdef.factory(n)
+            env[kname] = _blocking_recv(n) if n.op == "_Recv" else kdef.factory(n)
             if kernel_wrapper is not None:
                 env[kname] = kernel_wrapper(n, kdef, env[kname])
             expr = f"{kname}(ctx{''.join(', ' + a for a in args)})"

@@ -123,15 +123,18 @@ def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation]) 
 _BACK_EDGE_SOURCES = frozenset(("NextIteration", "RefNextIteration"))
 
 
-def dependencies(nodes: list[Node], skip_back_edges: bool = False
+def dependencies(nodes: list[Node], skip_back_edges: bool = False,
+                 extra_inputs: dict[Node, list[Node]] | None = None
                  ) -> tuple[dict[Node, int], dict[Node, list[Node]]]:
     """(number of producers, consumers) per node, over the data and control edges among
-    `nodes` (edges from outside the list are ignored). With `skip_back_edges`, the
-    NextIteration -> Merge edges that close while loops are left out."""
+    `nodes` (edges from outside the list are ignored) and the `extra_inputs` edges (e.g.
+    _Send -> _Recv across partitions). With `skip_back_edges`, the NextIteration -> Merge
+    edges that close while loops are left out."""
     indegree = {n: 0 for n in nodes}
     consumers: dict[Node, list[Node]] = {n: [] for n in nodes}
+    extra_inputs = extra_inputs or {}
     for n in nodes:
-        for src in [s for s, _ in n.inputs] + n.control_inputs:
+        for src in [s for s, _ in n.inputs] + n.control_inputs + extra_inputs.get(n, []):
             if src not in indegree or (skip_back_edges and src.op in _BACK_EDGE_SOURCES):
                 continue
             indegree[n] += 1
@@ -139,24 +142,28 @@ def dependencies(nodes: list[Node], skip_back_edges: bool = False
     return indegree, consumers
 
 
-def topological_order(nodes: list[Node], skip_back_edges: bool = False
+def topological_order(nodes: list[Node], skip_back_edges: bool = False,
+                      rank: dict[Node, int] | None = None,
+                      extra_inputs: dict[Node, list[Node]] | None = None
                       ) -> tuple[list[Node], bool]:
-    """Kahn's order of `nodes` (edges as in `dependencies`), ties broken by node id so the
-    order is deterministic. Returns (order, complete): nodes left on a cycle follow the
-    ordered ones, in id order, and `complete` is False."""
+    """Kahn's order of `nodes` (edges as in `dependencies`): of the nodes ready, the one of
+    lowest `rank` (default 0) comes first, ties broken by node id so the order is
+    deterministic. Returns (order, complete): nodes left on a cycle follow the ordered ones,
+    in id order, and `complete` is False."""
     import heapq
 
-    indegree, consumers = dependencies(nodes, skip_back_edges)
-    ready = [(n.id, n) for n in nodes if indegree[n] == 0]
+    rank = rank or {}
+    indegree, consumers = dependencies(nodes, skip_back_edges, extra_inputs)
+    ready = [(rank.get(n, 0), n.id, n) for n in nodes if indegree[n] == 0]
     heapq.heapify(ready)
     order: list[Node] = []
     while ready:
-        _, n = heapq.heappop(ready)
+        n = heapq.heappop(ready)[2]
         order.append(n)
         for c in consumers[n]:
             indegree[c] -= 1
             if indegree[c] == 0:
-                heapq.heappush(ready, (c.id, c))
+                heapq.heappush(ready, (rank.get(c, 0), c.id, c))
     complete = len(order) == len(nodes)
     if not complete:
         seen = set(order)

@@ -260,3 +260,70 @@ def test_closing_the_session_cancels_a_blocked_multi_device_step(recording_rende
     assert time.monotonic() - start < 5.0
     closer.join()
     assert all(not r.pending_keys() for r in recording_rendezvous)
+
+
+def _random_dag(rng, devices: int, size: int):
+    """A random DAG of adds and multiplies over two fed vectors (and control edges), its
+    nodes spread over `devices` devices, and the same computation in NumPy."""
+    p = tf.placeholder(tf.float32, [4], name="p")
+    q = tf.placeholder(tf.float32, [4], name="q")
+    feeds = {p: np.arange(4, dtype=np.float32) / 4, q: np.ones(4, np.float32) / 3}
+    ours, theirs = [p, q], [feeds[p], feeds[q]]
+    # Ops made first but ordered late by control inputs added at the end, so that node ids
+    # do not follow the order of the step.
+    early = []
+    for k in range(4):
+        with tf.device(f"/cpu:{rng.integers(0, devices)}"):
+            early.append(tf.multiply(p, float(k), name=f"early{k}"))
+    for _ in range(size):
+        i, j = rng.integers(0, len(ours), 2)
+        dev = f"/cpu:{rng.integers(0, devices)}"
+        after = [ours[k].op for k in rng.integers(0, len(ours), 2) if k >= 2]
+        with tf.device(dev), tf.control_dependencies(after if rng.random() < 0.3 else []):
+            if rng.random() < 0.5:
+                ours.append(tf.add(ours[i], ours[j]) * 0.5)
+                theirs.append((theirs[i] + theirs[j]) * np.float32(0.5))
+            else:
+                ours.append(tf.tanh(ours[i] * ours[j]))
+                theirs.append(np.tanh(theirs[i] * theirs[j]))
+    for k, e in enumerate(early):
+        for i in rng.integers(2, len(ours), 3):
+            e.op._add_control_input(ours[i].op)
+        theirs.append(feeds[p] * np.float32(k))
+        ours.append(e)
+    return ours[-10:], theirs[-10:], feeds
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_compiled_partitions_of_random_graphs_never_deadlock(seed):
+    """Partitions without control flow run compiled, each on its own thread, blocking in
+    their _Recvs; the run orders come from one order of the whole step, so however the
+    transfers cross, no two partitions wait for each other (a deadlock would hit the
+    step's timeout)."""
+    rng = np.random.default_rng(seed)
+    g = tf.Graph()
+    with g.as_default():
+        fetches, expected, feeds = _random_dag(rng, 3, 60)
+    with tf.Session(graph=g, config=_config(3)) as s:
+        opts = tf.RunOptions(timeout_in_ms=10_000)
+        for _ in range(3):
+            values = s.run(fetches, feeds, options=opts)
+            for v, e in zip(values, expected, strict=True):
+                np.testing.assert_allclose(v, e, rtol=1e-5)
+        (step,) = s._steps.values()
+        kinds = {type(ex).__name__ for _, ex, _ in step.parts}
+        assert len(step.parts) > 1 and kinds == {"StaticExecutor"}
+
+
+def test_partitions_with_control_flow_stay_on_the_dataflow_executor():
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [], name="p")
+        with tf.device("/cpu:0"):
+            a = tf.cond(p > 0, lambda: p * 2.0, lambda: p - 1.0)
+        with tf.device("/cpu:1"):
+            b = a + 1.0
+    with tf.Session(graph=g, config=_config(2)) as s:
+        assert s.run(b, {p: 3.0}) == 7.0 and s.run(b, {p: -3.0}) == -3.0
+        (step,) = s._steps.values()
+        assert "Executor" in {type(ex).__name__ for _, ex, _ in step.parts}
