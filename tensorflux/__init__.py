@@ -68,6 +68,9 @@ from tensorflux.ops.array_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.constant_op import *  # noqa: F401,F403,E402
 from tensorflux.ops.control_flow_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.math_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.matrix_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.reduction_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.sequence_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.gradients import *  # noqa: F401,F403,E402
 from tensorflux.framework.indexed_slices import (  # noqa: F401,E402
     IndexedSlices,
