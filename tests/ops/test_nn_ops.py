@@ -542,6 +542,68 @@ def test_max_pool_grad_routes_ties_to_first():
     np.testing.assert_array_equal(_run(direct).reshape(4, 4), (want > 0).astype(np.float32))
 
 
+_NAN_POOL_INPUT = np.array([[np.nan, 1, 0, 0], [2, 1, np.nan, np.nan], [1, 1, 2, 1],
+                            [np.nan, 2, 2, 2]], np.float32).reshape(1, 4, 4, 1)
+# TensorFlow 2.21's answer (tests/oracle.py) for _NAN_POOL_INPUT and grads 1, 2, 3, 4: the
+# argmax scan starts at each window's first element and moves on only to a strictly
+# greater one, so a NaN first element keeps the gradient and a later NaN never takes it.
+_NAN_POOL_TF = ([2, 0, 2, 2], [[1, 0, 2, 0], [0, 0, 0, 0], [0, 0, 4, 0], [0, 3, 0, 0]])
+
+
+def _nan_pool_code():
+    return """
+x = tf.constant(INPUT)
+y = tf.nn.max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+dx = tf.gradients(y, x, tf.reshape(tf.constant([1.0, 2, 3, 4]), [1, 2, 2, 1]))[0]
+with tf.Session() as s:
+    a, b = s.run([y, dx])
+result = [a.reshape(-1).tolist(), b.reshape(4, 4).tolist()]
+"""
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_max_pool_grad_nan_and_inf_follow_tf(monkeypatch, chunked):
+    from tensorflux.kernels import intra_op
+
+    if chunked:  # the tiled (tap-major) path in one-image chunks, split over two threads
+        monkeypatch.setattr(intra_op, "MIN_ELEMENTS", 0)
+        monkeypatch.setattr(intra_op, "CHUNK_ELEMENTS", 1)
+        monkeypatch.setattr(intra_op, "workers", lambda ctx=None: 2)
+    x = np.concatenate([_NAN_POOL_INPUT] * 3)
+    xt = tf.constant(x)
+    y = tf.nn.max_pool(xt, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    g = np.tile(np.array([1.0, 2, 3, 4], np.float32).reshape(1, 2, 2, 1), (3, 1, 1, 1))
+    g[2] = [[[np.inf], [-np.inf]], [[np.inf], [np.inf]]]  # unrouted: exact zeros, no NaN
+    (dx,) = tf.gradients(y, xt, tf.constant(g))
+    # The same windows overlapping (3x3, stride 1) take the general path.
+    over = apply_op("MaxPoolGrad", orig_input=xt, orig_output=tf.zeros([3, 2, 2, 1]),
+                    grad=tf.ones([3, 2, 2, 1]), ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1],
+                    padding="VALID")
+    got_y, got_dx, got_over = _run([y, dx, over])
+    want_y, want_dx = _NAN_POOL_TF
+    for i in range(3):
+        np.testing.assert_array_equal(got_y[i].reshape(-1), want_y)
+    np.testing.assert_array_equal(got_dx[0].reshape(4, 4), want_dx)
+    np.testing.assert_array_equal(got_dx[1].reshape(4, 4), want_dx)
+    inf_dx = np.array(want_dx, np.float32)
+    inf_dx[inf_dx == 2] = -np.inf
+    inf_dx[inf_dx > 0] = np.inf
+    np.testing.assert_array_equal(got_dx[2].reshape(4, 4), inf_dx)
+    ones = np.ones((1, 2, 2, 1), np.float32)
+    np.testing.assert_array_equal(got_over[:1],
+                                  ref_max_pool_grad(x[:1], ones, (3, 3), (1, 1), "VALID"))
+
+
+@pytest.mark.oracle
+def test_max_pool_grad_nan_oracle():
+    if not oracle.available():
+        pytest.skip("no TensorFlow oracle venv")
+    code = f"INPUT = np.array({_NAN_POOL_INPUT.tolist()!r}, np.float32)\n" + _nan_pool_code()
+    theirs = oracle.run_tf(code.replace("nan", "np.nan").replace("np.np.nan", "np.nan"))
+    assert theirs[0] == _NAN_POOL_TF[0] and theirs[1] == [list(map(float, r))
+                                                          for r in _NAN_POOL_TF[1]]
+
+
 def test_max_pool_grad_grad():
     x = _distinct(np.random.default_rng(3), (1, 4, 4, 2), np.float32)
     g = np.random.default_rng(4).standard_normal((1, 4, 4, 2)).astype(np.float32)

@@ -854,15 +854,16 @@ def _max_pool_grad(node):
         tiles = all(k == s for k, s in zip(geom.k, geom.s, strict=True))
         covered = tiles and all(o * k == n for o, k, n in
                                 zip(out_shape[1:], geom.k, xp.shape[1:], strict=True))
-        dxp = np.empty(xp.shape, g.dtype) if covered and g.size else \
-            np.zeros(xp.shape, g.dtype)
-        if g.size:
-            def work(lo, hi):
-                m = np.empty((hi - lo,) + out_shape[1:], x.dtype)
-                _window_max(xp[lo:hi], geom, m)
-                _route_to_first_max(xp[lo:hi], m, g[lo:hi], geom, dxp[lo:hi], tiles, covered)
+        parts = intra_op.workers(ctx)
+        if covered and g.size:
+            dxp = _tiled_max_pool_grad(xp, g, geom.k, parts)
+        else:
+            dxp = np.zeros(xp.shape, g.dtype)
+            if g.size:
+                def work(lo, hi):
+                    _route_to_first_max(xp[lo:hi], g[lo:hi], geom, dxp[lo:hi], tiles)
 
-            intra_op.parallel_rows(work, x.shape[0], x.size, intra_op.workers(ctx))
+                intra_op.parallel_rows(work, x.shape[0], x.size, parts)
         crop = (slice(None),) + tuple(slice(b, b + n) for (b, _), n in
                                       zip(pads, x.shape[1:], strict=True))
         dx = np.ascontiguousarray(dxp[crop]) if any(b or a for b, a in pads) else dxp
@@ -871,25 +872,104 @@ def _max_pool_grad(node):
     return compute
 
 
-def _route_to_first_max(xp, m, g, geom: _PoolGeometry, dxp, tiles: bool, covered: bool):
-    """Adds to `dxp` (padded-input-shaped) each window's `g` at the window's first element
-    equal to its max `m` (taps in row-major order). Windows that tile the input without
-    overlap write their taps directly (`dxp` may start uninitialized when they also cover
-    it); overlapping ones accumulate into a zeroed `dxp`."""
-    searching = np.ones(m.shape, bool)  # windows whose first max is not found yet
-    hit = np.empty(m.shape, bool)
-    taps = list(geom.taps(m.shape))
+def _first_max_index(taps, m, idx, gt, step):
+    """Writes into `idx` the number of each window's first maximum among `taps` (arrays
+    of the windows' elements, in TF's row-major window order), as TF's CPU argmax scan
+    picks it: the first tap, replaced by a later one only when strictly greater, so a
+    later NaN never takes the gradient and a NaN first tap keeps it. `m`, `gt` and `step`
+    (of idx's dtype) are scratch arrays of the windows' shape. No masked (`where=`)
+    assignments: NumPy runs those element by element."""
+    first = None
+    for t, tap in enumerate(taps):
+        if t == 0:
+            first = tap
+            np.copyto(m, tap)
+            idx.fill(0)
+            continue
+        np.greater(tap, m, out=gt)
+        np.fmax(m, tap, out=m)  # == where(gt, tap, m) while m is not NaN
+        # idx = where(gt, t, idx) as max(idx, t * gt): taps come in increasing order.
+        np.multiply(gt, step.dtype.type(t), out=step)
+        np.maximum(idx, step, out=idx)
+    if m.dtype.kind == "f" and idx.size:
+        np.equal(first, first, out=gt)  # a NaN first tap keeps the gradient
+        np.multiply(idx, gt, out=idx)
+
+
+def _index_dtype(count: int):
+    return np.uint8 if count <= 256 else np.int32
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """`a` viewed as unsigned integers: `bits * mask` routes a value or writes exact zeros,
+    where `a * mask` would turn an unrouted inf or NaN gradient into NaN."""
+    return a.view(f"u{a.dtype.itemsize}")
+
+
+def _tiled_max_pool_grad(xp, g, k, parts: int):
+    """MaxPoolGrad for windows that tile padded `xp` exactly (ksize == strides, no partial
+    windows). Per batch chunk, the input is copied once into tap-major order (one
+    contiguous row per window tap), so the argmax scan and the routing of `g` run on
+    contiguous arrays (NHWC taps are strided slices whose contiguous runs are only the
+    channels long, and NumPy pays per run); the routed taps are copied back in one pass."""
+    n, hp, wp, cp = xp.shape
+    kh, kw, kc = k
+    _, oh, ow, oc = g.shape
+    count = kh * kw * kc
+    dxp = np.empty(xp.shape, g.dtype)
+    rows = max(1, min(n, intra_op.CHUNK_ELEMENTS // max(1, hp * wp * cp)))
+    index_dtype = _index_dtype(count)
+
+    def make():
+        size = rows * oh * ow * oc
+        return (np.empty((count, size), xp.dtype), np.empty((count, size), g.dtype),
+                np.empty(size, xp.dtype), np.empty(size, index_dtype),
+                np.empty(size, index_dtype), np.empty(size, bool))
+
+    state, _ = intra_op.per_thread(make)
+
+    def tap_major(a, lo, hi):
+        """(kh, kw, kc, rows, oh, ow, oc) view of NHWC rows lo:hi of padded-shaped `a`."""
+        return a[lo:hi].reshape(hi - lo, oh, kh, ow, kw, oc, kc).transpose(2, 4, 6, 0, 1, 3, 5)
+
+    def work(lo, hi):
+        xbuf, dbuf, m, idx, step, hit = state()
+        size = (hi - lo) * oh * ow * oc
+        taps, routed = xbuf[:, :size], _bits(dbuf[:, :size])
+        np.copyto(taps.reshape(kh, kw, kc, hi - lo, oh, ow, oc), tap_major(xp, lo, hi))
+        m, idx, step, hit = m[:size], idx[:size], step[:size], hit[:size]
+        _first_max_index(taps, m, idx, hit, step)
+        gbits = _bits(g[lo:hi].reshape(-1))
+        for t in range(count):
+            np.equal(idx, t, out=hit)
+            np.multiply(gbits, hit, out=routed[t])
+        np.copyto(tap_major(dxp, lo, hi), dbuf[:, :size].reshape(kh, kw, kc, hi - lo, oh,
+                                                                   ow, oc))
+
+    if xp.size < intra_op.MIN_ELEMENTS:
+        parts = 1
+    intra_op.parallel_for(work, n, rows, parts)
+    return dxp
+
+
+def _route_to_first_max(xp, g, geom: _PoolGeometry, dxp, tiles: bool):
+    """Adds to zeroed `dxp` (padded-input-shaped) each window's `g` at the window's first
+    maximum (`_first_max_index`). Windows that tile the input without overlap write their
+    taps directly; overlapping ones accumulate."""
+    taps = list(geom.taps(g.shape))
+    index_dtype = _index_dtype(len(taps))
+    m = np.empty(g.shape, xp.dtype)
+    idx, step = np.empty(g.shape, index_dtype), np.empty(g.shape, index_dtype)
+    hit = np.empty(g.shape, bool)
+    _first_max_index([xp[index] for index in taps], m, idx, hit, step)
+    gbits, routed = _bits(g), np.empty(g.shape, g.dtype)
     for t, index in enumerate(taps):
-        np.equal(xp[index], m, out=hit)
-        if t < len(taps) - 1 or not covered or np.isnan(m).any():
-            hit &= searching
-            searching ^= hit
-        else:
-            hit = searching  # the last tap holds the max of every window still searching
+        np.equal(idx, t, out=hit)
+        np.multiply(gbits, hit, out=_bits(routed))
         if tiles:
-            np.multiply(g, hit, out=dxp[index])
+            dxp[index] = routed
         else:
-            dxp[index] += g * hit
+            dxp[index] += routed
 
 
 def _avg_counts(geom: _PoolGeometry, in_shape, out_shape, pads):
