@@ -139,39 +139,34 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
                         transpose_b=transpose_b, name=name)
 
 
+def _product_grads(mm, x, y, grad, tx: bool, ty: bool) -> list:
+    """The gradients of a product of x and y (each transposed, or adjointed, when tx, ty
+    say so), made by `mm(p, q, tp, tq)`: the same product op with its own flags."""
+    if not tx and not ty:
+        return [mm(grad, y, False, True), mm(x, grad, True, False)]
+    if not tx and ty:
+        return [mm(grad, y, False, False), mm(grad, x, True, False)]
+    if tx and not ty:
+        return [mm(y, grad, False, True), mm(x, grad, False, False)]
+    return [mm(y, grad, True, True), mm(grad, x, True, True)]
+
+
 @gradient("MatMul")
 def _matmul_grad(op, grad):
-    t_a, t_b = op.attrs["transpose_a"], op.attrs["transpose_b"]
-    a, b = _conj(op.inputs[0]), _conj(op.inputs[1])
-
-    def mm(x, y, ta=False, tb=False):
+    def mm(x, y, ta, tb):
         return apply_op("MatMul", a=x, b=y, transpose_a=ta, transpose_b=tb)
 
-    if not t_a and not t_b:
-        return [mm(grad, b, tb=True), mm(a, grad, ta=True)]
-    if not t_a and t_b:
-        return [mm(grad, b), mm(grad, a, ta=True)]
-    if t_a and not t_b:
-        return [mm(b, grad, tb=True), mm(a, grad)]
-    return [mm(b, grad, ta=True, tb=True), mm(grad, a, ta=True, tb=True)]
+    return _product_grads(mm, _conj(op.inputs[0]), _conj(op.inputs[1]), grad,
+                          op.attrs["transpose_a"], op.attrs["transpose_b"])
 
 
 def _batch_matmul_grad(op, grad):
     """Gradients shaped like the broadcast batch; for BatchMatMulV2 the driver sums them
     over the batch dimensions each operand was broadcast along."""
-    x, y = op.inputs
-    adj_x, adj_y = op.attrs["adj_x"], op.attrs["adj_y"]
-
-    def bmm(p, q, ap=False, aq=False):
+    def bmm(p, q, ap, aq):
         return apply_op("BatchMatMulV2", x=p, y=q, adj_x=ap, adj_y=aq)
 
-    if not adj_x and not adj_y:
-        return [bmm(grad, y, aq=True), bmm(x, grad, ap=True)]
-    if not adj_x and adj_y:
-        return [bmm(grad, y), bmm(grad, x, ap=True)]
-    if adj_x and not adj_y:
-        return [bmm(y, grad, aq=True), bmm(x, grad)]
-    return [bmm(y, grad, ap=True, aq=True), bmm(grad, x, ap=True, aq=True)]
+    return _product_grads(bmm, *op.inputs, grad, op.attrs["adj_x"], op.attrs["adj_y"])
 
 
 gradient("BatchMatMul")(_batch_matmul_grad)

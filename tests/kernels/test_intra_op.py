@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+from types import SimpleNamespace
 
 import pytest
 
@@ -66,47 +67,34 @@ def test_split_elementwise_and_parallel_rows(monkeypatch):
     np.testing.assert_array_equal(out, 2 * x)
 
 
+def _ctx(intra_op_threads: int):
+    """A stand-in KernelContext whose session has intra_op_parallelism_threads set."""
+    config = SimpleNamespace(intra_op_parallelism_threads=intra_op_threads)
+    return SimpleNamespace(session=SimpleNamespace(_config=config))
+
+
 def test_workers_follow_blas_threads_and_config(monkeypatch):
-    class Config:
-        intra_op_parallelism_threads = 3
-
-    class Session:
-        _config = Config()
-
-    class Ctx:
-        session = Session()
-
     monkeypatch.setattr(intra_op, "blas_threads", lambda: 1)
     assert intra_op.workers(None) == intra_op.cores()
-    assert intra_op.workers(Ctx()) == 3
+    assert intra_op.workers(_ctx(3)) == 3
     monkeypatch.setattr(intra_op, "blas_threads", lambda: 4)  # BLAS parallelizes itself
-    assert intra_op.workers(Ctx()) == 1
+    assert intra_op.workers(_ctx(3)) == 1
 
 
 def test_partitions_computing_at_once_share_the_threads(monkeypatch):
-    class Config:
-        intra_op_parallelism_threads = 8
-
-    class Session:
-        _config = Config()
-
-    class Ctx:
-        session = Session()
-
     monkeypatch.setattr(intra_op, "blas_threads", lambda: 1)
-    assert intra_op.workers(Ctx()) == 8
+    assert intra_op.workers(_ctx(8)) == 8
     try:
         intra_op.partition_running(+1)
-        assert intra_op.workers(Ctx()) == 8  # one partition alone keeps them all
+        assert intra_op.workers(_ctx(8)) == 8  # one partition alone keeps them all
         intra_op.partition_running(+1)
-        assert intra_op.workers(Ctx()) == 4
+        assert intra_op.workers(_ctx(8)) == 4
         intra_op.partition_running(+1)
-        assert intra_op.workers(Ctx()) == 2
-        Config.intra_op_parallelism_threads = 2
-        assert intra_op.workers(Ctx()) == 1  # never fewer than one
+        assert intra_op.workers(_ctx(8)) == 2
+        assert intra_op.workers(_ctx(2)) == 1  # never fewer than one
     finally:
         intra_op.partition_running(-3)
-    assert intra_op.workers(Ctx()) == 2
+    assert intra_op.workers(_ctx(2)) == 2
 
 
 def test_helpers_leave_a_kernel_whose_share_shrank():
