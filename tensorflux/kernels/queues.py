@@ -95,6 +95,7 @@ class QueueBase:
         self.shapes = None if shapes is None else [tuple(s) for s in shapes]
         self.capacity = capacity if capacity > 0 else 2**31 - 1
         self._lock = threading.Lock()
+        self._deferred: deque[tuple] = deque()  # operations left to the lock's holder
         self._closed = False
         self._enqueue_attempts: deque[Attempt] = deque()
         self._dequeue_attempts: deque[Attempt] = deque()
@@ -104,8 +105,10 @@ class QueueBase:
 
     # ---- facts ---------------------------------------------------------------------------
     def size(self) -> int:
-        with self._lock:
-            return self._size()
+        self._lock.acquire()
+        n = self._size()
+        self._release([])
+        return n
 
     def is_closed(self) -> bool:
         return self._closed
@@ -170,45 +173,68 @@ class QueueBase:
             out.append(arr)
         return out, batch or 0
 
-    # ---- operations (each calls done(result or exception) exactly once) ------------------
+    # ---- the lock ------------------------------------------------------------------------
+    # Every change runs under `_lock`, but no thread ever sleeps on it in the common case:
+    # an operation that finds the lock taken is appended to `_deferred` (deque appends are
+    # atomic) and the caller returns at once (the operations are asynchronous). Whoever
+    # holds the lock runs the deferred operations, in arrival order, before letting go, and
+    # looks again after letting go, taking the lock back if one arrived meanwhile; so none
+    # is left behind. Under the GIL this matters: a thread woken on a lock must then wait
+    # for the GIL *while holding the lock*, and every other thread queues behind it (a lock
+    # convoy that took 4 reader threads filling one queue down to a third of 1 thread's
+    # speed).
+    def _call(self, op, *args) -> None:
+        """Runs `op(*args) -> finished` under the lock now, or leaves it to the holder."""
+        if self._deferred or not self._lock.acquire(False):
+            self._deferred.append((op, args))
+            if not self._lock.acquire(False):
+                return  # the holder runs it (see above)
+            finished = []
+        else:
+            finished = op(*args)
+        self._release(finished)
+
+    def _release(self, finished: list) -> None:
+        """Runs the deferred operations, lets go of the lock, then calls back `finished`."""
+        deferred = self._deferred
+        while True:
+            try:
+                while deferred:
+                    op, args = deferred.popleft()
+                    finished += op(*args)
+            finally:
+                self._lock.release()
+            if finished:
+                _finish(finished)
+            if not deferred or not self._lock.acquire(False):
+                return
+            finished = []
+
+    # ---- operations (each calls done(result or exception) exactly once; the result of an
+    # enqueue, enqueue_many or close is None) ------------------------------------------------
     def enqueue(self, cm, comps, done) -> None:
         """Adds one element (as `own` returned it)."""
-        with self._lock:
-            if not self._enqueue_attempts and not self._closed \
-                    and self._size() < self.capacity:
-                self._put(comps)
-                finished = self._flush_locked() if self._dequeue_attempts else ()
-                fast = True
-            else:
-                a = Attempt(self._run_enqueue, done)
-                a.comps, a.count = comps, None
-                fast = False
-                finished = self._wait_locked(a, self._enqueue_attempts, cm, "Enqueue")
-        if fast:
-            done(None)
-        _finish(finished)
+        self._call(self._enqueue_locked, cm, comps, done)
+
+    def _enqueue_locked(self, cm, comps, done) -> list:
+        if not self._enqueue_attempts and not self._closed and self._size() < self.capacity:
+            self._put(comps)
+            if self._dequeue_attempts:
+                return [(done, None)] + self._flush_locked()
+            return [(done, None)]
+        a = Attempt(self._run_enqueue, done)
+        a.comps, a.count = comps, None
+        return self._wait_locked(a, self._enqueue_attempts, cm, "Enqueue")
 
     def enqueue_many(self, cm, comps, count: int, done) -> None:
         """Adds the `count` elements of a batch (as `own_batch` returned it)."""
         a = Attempt(self._run_enqueue, done)
         a.comps, a.count, a.index = comps, count, 0
-        with self._lock:
-            finished = self._wait_locked(a, self._enqueue_attempts, cm, "Enqueue")
-        _finish(finished)
+        self._call(self._wait_locked, a, self._enqueue_attempts, cm, "Enqueue")
 
     def dequeue(self, cm, done) -> None:
         """Takes one element; done(list of arrays)."""
-        with self._lock:
-            if not self._dequeue_attempts and self._available() >= 1:
-                taken = [self._take(1)]
-                finished = self._flush_locked() if self._enqueue_attempts else ()
-            else:
-                taken = None
-                finished = self._wait_locked(self._dequeue_attempt(1, False, True, done),
-                                             self._dequeue_attempts, cm, "Dequeue")
-        if taken is not None:
-            done(self._assemble(taken, 1, True))  # outside the lock
-        _finish(finished)
+        self._call(self._dequeue_locked, cm, 1, False, True, done)
 
     def dequeue_many(self, cm, n: int, allow_small: bool, done) -> None:
         """Takes `n` elements as one batch (fewer, at least one, if `allow_small` and the
@@ -216,43 +242,38 @@ class QueueBase:
         if n == 0:
             done(self._assemble([], 0, False))
             return
-        with self._lock:
-            if not self._dequeue_attempts and self._available() >= n:
-                taken = [self._take(n)]
-                finished = self._flush_locked() if self._enqueue_attempts else ()
-            else:
-                taken = None
-                finished = self._wait_locked(self._dequeue_attempt(n, allow_small, False, done),
-                                             self._dequeue_attempts, cm, "Dequeue")
-        if taken is not None:
-            done(self._assemble(taken, n, False))  # outside the lock
-        _finish(finished)
+        self._call(self._dequeue_locked, cm, n, allow_small, False, done)
+
+    def _dequeue_locked(self, cm, n: int, allow_small: bool, single: bool, done) -> list:
+        a = self._dequeue_attempt(n, allow_small, single, done)
+        if not self._dequeue_attempts and self._available() >= n:
+            a.assemble = (self._assemble, [self._take(n)], n, single)  # done outside the lock
+            a.parts = None
+            return [a] + self._flush_locked() if self._enqueue_attempts else [a]
+        return self._wait_locked(a, self._dequeue_attempts, cm, "Dequeue")
 
     def close(self, cm, cancel_pending_enqueues: bool, done) -> None:
         """Closes the queue. Without `cancel_pending_enqueues` the close waits behind the
         pending enqueues (as TensorFlow's does); with it, they fail with CancelledError."""
         if cancel_pending_enqueues:
-            with self._lock:
-                self._closed = True
-                cancelled = self._drop_all(self._enqueue_attempts, "Enqueue")
-                finished = self._flush_locked()
-            _finish(cancelled)
-            done(None)
-            _finish(finished)
-            return
-        with self._lock:
-            finished = self._wait_locked(Attempt(self._run_close, done),
-                                         self._enqueue_attempts, cm, "Enqueue")
-        _finish(finished)
+            self._call(self._cancel_close_locked, done)
+        else:
+            self._call(self._wait_locked, Attempt(self._run_close, done),
+                       self._enqueue_attempts, cm, "Enqueue")
+
+    def _cancel_close_locked(self, done) -> list:
+        self._closed = True
+        cancelled = self._drop_all(self._enqueue_attempts, "Enqueue")
+        return cancelled + [(done, None)] + self._flush_locked()
 
     def close_resource(self) -> None:
-        """The resource is dropped (Session.reset, close): every waiting attempt fails."""
-        with self._lock:
-            self.dropped = True
-            self._closed = True
-            dropped = (self._drop_all(self._enqueue_attempts, "Enqueue")
-                       + self._drop_all(self._dequeue_attempts, "Dequeue"))
-        _finish(dropped)
+        """The resource is dropped (Session.reset, close): every waiting attempt fails
+        before this returns."""
+        self._lock.acquire()
+        self.dropped = True
+        self._closed = True
+        self._release(self._drop_all(self._enqueue_attempts, "Enqueue")
+                      + self._drop_all(self._dequeue_attempts, "Dequeue"))
 
     # ---- attempts ------------------------------------------------------------------------
     def _dequeue_attempt(self, n: int, allow_small: bool, single: bool, done) -> Attempt:
@@ -298,19 +319,19 @@ class QueueBase:
         return progress
 
     def _cancel(self, a: Attempt, attempts: deque, what: str) -> None:
-        with self._lock:
-            if a.finished:
-                return
-            attempts.remove(a)
-            a.finished = True
-            a.cm = None  # being cancelled: nothing to deregister
-            if a.run == self._run_dequeue and a.parts:
-                self._restore(a.parts)
-                a.parts = []
-            a.error = errors.CancelledError(None, None, f"{what} operation was cancelled")
-            finished = self._flush_locked()
-        _finish([a])
-        _finish(finished)
+        self._call(self._cancel_locked, a, attempts, what)
+
+    def _cancel_locked(self, a: Attempt, attempts: deque, what: str) -> list:
+        if a.finished:
+            return []
+        attempts.remove(a)
+        a.finished = True
+        a.cm = None  # being cancelled: nothing to deregister
+        if a.run == self._run_dequeue and a.parts:
+            self._restore(a.parts)
+            a.parts = []
+        a.error = errors.CancelledError(None, None, f"{what} operation was cancelled")
+        return [a] + self._flush_locked()
 
     def _drop_all(self, attempts: deque, what: str) -> list:
         dropped = []
@@ -393,8 +414,12 @@ def _fits(shape: tuple, want: tuple) -> bool:
 
 
 def _finish(attempts) -> None:
-    """Deregisters and calls back finished attempts (outside the queue's lock)."""
+    """Deregisters and calls back finished attempts (outside the queue's lock); a
+    (done, value) pair is a callback with its value."""
     for a in attempts:
+        if type(a) is tuple:
+            a[0](a[1])
+            continue
         if a.cm is not None:
             a.cm.deregister(a.token)
         if a.error is None and a.assemble is not None:
@@ -557,6 +582,10 @@ class _ElementQueue(QueueBase):
         """One element as a tuple: scalar components as Python objects (bytes, numbers;
         immutable, so no copy is needed), the others as private arrays."""
         if self._all_scalar:
+            if len(comps) == 1:  # the common case: one scalar of the right dtype
+                v = comps[0]
+                if type(v) is np.ndarray and v.dtype is self.np_dtypes[0] and not v.shape:
+                    return (v[()],)
             out = []
             for i, (v, dt) in enumerate(zip(comps, self.np_dtypes, strict=True)):
                 if type(v) is not np.ndarray or v.dtype != dt:

@@ -4,7 +4,9 @@ Threading. One driver thread (the caller of `run`) owns every piece of per-step 
 Cheap kernels run inline on it; expensive ones go to the device's pool when other nodes are
 ready too, and asynchronous kernels (Recv, queue ops) call back whenever they finish. Both
 report through one completion queue that only the driver reads, so pending counts, frames and
-entries are never touched by two threads and need no locks.
+entries are never touched by two threads and need no locks. (An asynchronous kernel that
+calls back on the driver thread before it returns completes inline, without the queue; small
+partitions without control flow run in a fixed order while that holds: `_run_straight`.)
 
 Frames and iterations (paper §3.4, whitepaper §4.4). Every node executes in a static frame:
 the root frame "", or the frame named by the `frame_name` of the Enter nodes that lead into a
@@ -41,6 +43,7 @@ import queue
 import time
 import zlib
 from collections import deque
+from threading import get_ident
 
 from tensorflux.framework import errors
 from tensorflux.kernels import registry as kernel_registry
@@ -49,6 +52,11 @@ from tensorflux.runtime import compiled_loops
 from tensorflux.runtime.step_graph import Node
 
 NORMAL, MERGE, ENTER, EXIT, NEXT_ITERATION, DEAD_AWARE = range(6)
+# Partitions that qualify run their nodes in one precomputed order while every asynchronous
+# kernel completes at once (Executor._run_straight); tests switch it off to compare.
+STRAIGHT_LINE = True
+_CALLING = object()  # an asynchronous kernel call that has not returned or called back yet
+_PENDING = object()  # an asynchronous kernel's result is not (or not only) for the caller
 _KINDS = {"Merge": MERGE, "RefMerge": MERGE, "Enter": ENTER, "RefEnter": ENTER,
           "Exit": EXIT, "RefExit": EXIT, "NextIteration": NEXT_ITERATION,
           "RefNextIteration": NEXT_ITERATION, "_Send": DEAD_AWARE, "_HostSend": DEAD_AWARE,
@@ -80,7 +88,7 @@ class _Item:
     __slots__ = ("node", "kernel", "is_async", "expensive", "kind", "frame", "out_frame",
                  "local", "in_slots", "out_base", "num_outputs", "out_edges", "num_data_inputs",
                  "enter_frame", "is_constant", "parallel_iterations", "is_enter", "fast",
-                 "fast_edges", "lone_exit")
+                 "fast_async", "fast_edges", "lone_exit")
 
     def __init__(self, node: Node):
         self.node = node
@@ -184,6 +192,11 @@ class Executor:
             it.fast = (it.kind == NORMAL and not it.is_async and not it.expensive
                        and (it.node.op not in CONTROL_FLOW_OPS or it.node.op == "LoopCond")
                        and all(dst.kind != MERGE for dst, _ in it.out_edges))
+            # The same for an asynchronous kernel (a queue or reader op, a _Recv): when it
+            # calls back before returning, its outputs are stored and propagated inline.
+            it.fast_async = (it.kind == NORMAL and it.is_async
+                             and it.node.op not in CONTROL_FLOW_OPS
+                             and all(dst.kind != MERGE for dst, _ in it.out_edges))
             # A dead value reaching an Exit that has no other input is recorded at once:
             # it happens every iteration, and only the frame's end looks at it.
             it.lone_exit = (it.kind == EXIT and it.num_data_inputs == 1
@@ -195,10 +208,59 @@ class Executor:
         self.fetch_slots = [item_of[n].out_base + i for n, i in fetches]
         for s in self.fetch_slots:  # fetched values are never freed
             self.root_info.slot_uses[s] += 1
+        self.straight = _straight_schedule(self) if STRAIGHT_LINE else None
 
     def run(self, ctx, deadline: float | None = None) -> list:
         """Runs one step; returns the fetched values. Raises ExecutorError or OpError."""
+        if self.straight is not None:
+            return self._run_straight(ctx, deadline)
         return _Run(self, ctx, deadline).execute()
+
+    # ---- the straight-line path ---------------------------------------------------------
+    # A partition of one frame, without control-flow ops or expensive kernels but with
+    # asynchronous ones (a queue runner's `enqueue(read())`, a dequeue feeding a small
+    # computation) runs its nodes in one order fixed when the executor is built: no pending
+    # counts, ready queue or per-step frame. While every asynchronous kernel calls back
+    # before it returns (a queue with room, a reader with a record at hand), nothing else
+    # is needed; no dead value can arise (no Switch, and a _Recv's dead value falls back
+    # as below). When one does not call back at once (or delivers a dead value), the step
+    # continues on the dataflow path from exactly where it is (`_Run.resume`): the nodes
+    # before it in the order have run, it is in flight, the rest are pending, as if the
+    # dataflow loop had run them in this order; results and blocking behaviour are the
+    # dataflow executor's.
+    def _run_straight(self, ctx, deadline: float | None) -> list:
+        entries = [None] * self.root_info.num_slots
+        completions = queue.SimpleQueue()
+        driver = get_ident()
+        for k, (it, in_slots, base, n, free) in enumerate(self.straight):
+            inputs = [entries[s] for s in in_slots]
+            if it.is_async:
+                out = _call_async(it, ctx, inputs, completions, driver)
+                if out is _PENDING:
+                    return _Run(self, ctx, deadline).resume(k, entries, completions)
+            else:
+                try:
+                    out = it.kernel(ctx, *inputs)
+                except BaseException as e:  # noqa: BLE001 - reported as the step's error
+                    out = e
+            if isinstance(out, BaseException):
+                if ctx.cancellation is not None:
+                    ctx.cancellation.start_cancel()
+                raise out if isinstance(out, ExecutorError) else \
+                    ExecutorError(it.node, self.device.name, out)
+            if n == 1:
+                entries[base] = out
+            elif n:
+                if out is None or len(out) != n:
+                    if ctx.cancellation is not None:
+                        ctx.cancellation.start_cancel()
+                    raise ExecutorError(it.node, self.device.name, errors.InternalError(
+                        None, None, f"Kernel for {it.node.op} returned "
+                        f"{'no' if out is None else len(out)} outputs, expected {n}"))
+                entries[base:base + n] = out
+            for s in free:
+                entries[s] = None
+        return [entries[s] for s in self.fetch_slots]
 
 
 def _analyze_frames(items: list[_Item], item_of: dict[Node, _Item]) -> dict[str, _FrameInfo]:
@@ -261,6 +323,63 @@ def _analyze_frames(items: list[_Item], item_of: dict[Node, _Item]) -> dict[str,
     return frames
 
 
+def _straight_schedule(ex: Executor) -> list | None:
+    """The order of Executor._run_straight, or None when the partition does not qualify:
+    (item, input slots, first output slot, number of outputs, slots freed after it)."""
+    items = ex.items
+    if len(ex.frames) != 1 or not any(it.is_async for it in items) or any(
+            it.expensive or it.node.op in CONTROL_FLOW_OPS for it in items):
+        return None
+    pending = list(ex.root_info.pending_init)
+    order = list(ex.roots)
+    for it in order:  # breadth first, as the dataflow loop would go
+        for dst, _ in it.out_edges:
+            pending[dst.local] -= 1
+            if pending[dst.local] == 0:
+                order.append(dst)
+    if len(order) != len(items):
+        return None
+    last_use: dict[int, int] = {}
+    for k, it in enumerate(order):
+        for s in it.in_slots:
+            last_use[s] = k
+    for s in ex.fetch_slots:
+        last_use.pop(s, None)
+    free: list[list[int]] = [[] for _ in order]
+    for s, k in last_use.items():
+        free[k].append(s)
+    return [(it, it.in_slots, it.out_base, it.num_outputs, tuple(f))
+            for it, f in zip(order, free, strict=True)]
+
+
+def _call_async(it: _Item, ctx, inputs: list, completions, driver: int):
+    """Runs an asynchronous kernel of the root frame for Executor._run_straight: its live
+    outputs or error when it calls back before returning, else _PENDING (its result, or a
+    dead value, then comes through `completions`, as `_Run._run_async` posts it)."""
+    cell = [_CALLING]  # the driver thread alone reads or writes it
+
+    def done(outputs=None):
+        if cell[0] is _CALLING and get_ident() == driver:
+            cell[0] = (outputs,)
+        elif isinstance(outputs, BaseException):
+            completions.put((it, None, 0, None, outputs))
+        else:
+            completions.put((it, None, 0, outputs, None))
+
+    try:
+        it.kernel(ctx, done, *inputs)
+    except BaseException as e:  # noqa: BLE001 - reported as the step's error
+        cell[0] = None
+        return e
+    result, cell[0] = cell[0], None
+    if result is _CALLING:
+        return _PENDING
+    if result[0] is DEAD:
+        completions.put((it, None, 0, DEAD, None))
+        return _PENDING
+    return result[0]
+
+
 class _Run:
     """The state of one step on one executor (owned by the driver thread)."""
 
@@ -274,6 +393,7 @@ class _Run:
         self.error: BaseException | None = None
         self.frames: dict[tuple, _Frame] = {}
         self.root = _Frame(ex.root_info, None, 0, 1, ("",))
+        self.driver = get_ident()  # the thread running `execute`
 
     # ---- the driver loop ----------------------------------------------------------------
     def execute(self) -> list:
@@ -281,12 +401,39 @@ class _Run:
         for it in self.ex.roots:
             root_iter.outstanding_ops += 1
             self.ready.append((it, self.root, 0))
+        return self._loop()
+
+    def resume(self, k: int, entries: list, completions) -> list:
+        """Continues a straight-line step (Executor._run_straight) whose first `k` nodes
+        in its order have run, leaving `entries`, and whose node `k` is in flight, posting
+        to `completions`."""
+        self.completions = completions
+        order = self.ex.straight
+        st = self.root.iterations[0]
+        st.entries = entries
+        uses, pending = st.uses, st.pending
+        for _it, in_slots, _, _, _ in order[:k + 1]:
+            for s in in_slots:  # consumed (and freed once unused, as _run_straight did)
+                uses[s] -= 1
+        for it, _, _, _, _ in order[:k]:
+            for _, d in it.fast_edges:
+                pending[d] -= 1
+        self.in_flight = 1
+        st.outstanding_ops = 1
+        for it, _, _, _, _ in order[k + 1:]:
+            if pending[it.local] == 0:
+                st.outstanding_ops += 1
+                self.ready.append((it, self.root, 0))
+        return self._loop()
+
+    def _loop(self) -> list:
+        root_iter = self.root.iterations[0]
         ready = self.ready
         ctx = self.ctx
         while True:
             while ready and self.error is None:
                 it, frame, i = ready.popleft()
-                if not it.fast:
+                if not it.fast and not it.fast_async:
                     self._process(it, frame, i)
                     continue
                 # Inline fast path (see _Item.fast): gather, release, run, store, propagate.
@@ -303,11 +450,16 @@ class _Run:
                 if st.dead[it.local]:
                     self._complete(it, frame, i, None, True)
                     continue
-                try:
-                    out = it.kernel(ctx, *inputs)
-                except BaseException as e:  # noqa: BLE001 - reported as the step's error
-                    self._fail(e, it)
-                    continue
+                if it.fast_async:
+                    out = self._run_async(it, frame, i, inputs, True)
+                    if out is _PENDING:
+                        continue
+                else:
+                    try:
+                        out = it.kernel(ctx, *inputs)
+                    except BaseException as e:  # noqa: BLE001 - reported as the step's error
+                        self._fail(e, it)
+                        continue
                 n = it.num_outputs
                 if n == 1:
                     entries[it.out_base] = out
@@ -354,6 +506,8 @@ class _Run:
             self._drain()
             return
         self.in_flight -= 1
+        if frame is None:  # posted by a straight-line step before it fell back (resume)
+            frame = self.root
         if err is not None:
             self._fail(err, it)
             return
@@ -399,13 +553,7 @@ class _Run:
             return
         ctx = self.ctx
         if it.is_async:
-            self.in_flight += 1
-            ctx.frame_iter = (frame.frame_id, i)
-            try:
-                it.kernel(ctx, self._done_callback(it, frame, i), *inputs)
-            except BaseException as e:  # noqa: BLE001 - reported as the step's error
-                self.in_flight -= 1
-                self._fail(e, it)
+            self._run_async(it, frame, i, inputs, False)
             return
         if it.expensive and (self.ready or self.in_flight):
             self.in_flight += 1
@@ -420,6 +568,44 @@ class _Run:
             return
         self._complete(it, frame, i, outputs, False)
 
+    def _run_async(self, it: _Item, frame: _Frame, i: int, inputs: list, fast: bool):
+        """Starts an asynchronous kernel. One that calls `done` before it returns, on this
+        thread (a queue with room, a reader with a record at hand), completes inline;
+        otherwise its result arrives through the completion queue. With `fast` (the
+        driver loop's inline path, see _Item.fast_async) a live result is returned for the
+        caller to store and propagate; anything else returns _PENDING."""
+        self.in_flight += 1
+        self.ctx.frame_iter = (frame.frame_id, i)
+        cell = [_CALLING]  # the driver thread alone reads or writes it
+
+        def done(outputs=None):
+            if cell[0] is _CALLING and get_ident() == self.driver:
+                cell[0] = (outputs,)
+            elif isinstance(outputs, BaseException):
+                self.completions.put((it, frame, i, None, outputs))
+            else:
+                self.completions.put((it, frame, i, outputs, None))
+
+        try:
+            it.kernel(self.ctx, done, *inputs)
+        except BaseException as e:  # noqa: BLE001 - reported as the step's error
+            cell[0] = None
+            self.in_flight -= 1
+            self._fail(e, it)
+            return _PENDING
+        result, cell[0] = cell[0], None
+        if result is _CALLING:
+            return _PENDING  # still running: `done` will post to the completion queue
+        self.in_flight -= 1
+        outputs = result[0]
+        if isinstance(outputs, BaseException):
+            self._fail(outputs, it)
+        elif self.error is None:
+            if fast and outputs is not DEAD:
+                return outputs
+            self._complete(it, frame, i, outputs, outputs is DEAD)
+        return _PENDING
+
     def _run_on_pool(self, it, frame, i, inputs) -> None:
         try:
             outputs = it.kernel(self.ctx, *inputs)
@@ -427,15 +613,6 @@ class _Run:
             self.completions.put((it, frame, i, None, e))
             return
         self.completions.put((it, frame, i, outputs, None))
-
-    def _done_callback(self, it, frame, i):
-        def done(outputs=None):
-            if isinstance(outputs, BaseException):
-                self.completions.put((it, frame, i, None, outputs))
-            else:
-                self.completions.put((it, frame, i, outputs, None))
-
-        return done
 
     def _release_inputs(self, it: _Item, st: _Iteration) -> None:
         uses = st.uses

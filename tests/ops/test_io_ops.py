@@ -291,3 +291,71 @@ def test_key_value_outputs_are_string_scalars(graph):
     ks, vs = tf.TFRecordReader().read_up_to(q, 4)
     assert k.dtype == tf.string and k.shape.as_list() == []
     assert ks.shape.as_list() == [None] and vs.dtype == tf.string
+
+
+def test_read_finding_the_reader_busy_is_served_by_the_pump(files):
+    from tensorflux.kernels import queues
+    from tensorflux.kernels.cpu import io_ops
+
+    work = queues.FIFOQueue("work", [tf.string], [()], 10)
+    work.enqueue(None, work.own([files["tfrecord"].encode()]), lambda r: None)
+    reader = io_ops.TFRecordReader("r", "")
+    got = []
+    reader._pump_lock.acquire()  # as if another thread were serving a request
+    reader.read(None, work, None, lambda r: got.append(r))
+    reader.read(None, work, 2, lambda r: got.append(r))
+    assert got == [] and len(reader._requests) == 2  # queued; no thread waits
+    reader._release()  # the pump lets go: it serves what arrived meanwhile first
+    assert [v.tolist() for _, v in got] == [b"hello", [b"", b"x" * 300]]
+    assert reader.records_produced == 3 and not reader._pump_lock.locked()
+    reader.read(None, work, None, lambda r: got.append(r))  # unit done, queue open: waits
+    assert len(got) == 2 and reader._pump_lock.locked()
+    work.close(None, False, lambda r: None)  # ends the wait: the pump resumes and lets go
+    assert isinstance(got[2], tf.errors.OutOfRangeError) and not reader._pump_lock.locked()
+
+
+def test_many_threads_mix_read_and_read_up_to_on_one_reader(graph, tmp_path):
+    import sys
+
+    paths = []
+    for k in range(5):
+        p = str(tmp_path / f"{k}.tfrecord")
+        with tf.python_io.TFRecordWriter(p) as w:
+            for i in range(120):
+                w.write(b"%d" % (k * 120 + i))
+        paths.append(p)
+    q = tf.FIFOQueue(10, tf.string)
+    reader = tf.TFRecordReader()
+    _, one = reader.read(q)
+    _, some = reader.read_up_to(q, 7)
+    seen, lock = [], threading.Lock()
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # interrupt the pump often: requests then queue up
+    try:
+        with tf.Session() as sess:
+            sess.run(q.enqueue_many([paths]))
+            sess.run(q.close())
+
+            def worker(fetch):
+                while True:
+                    try:
+                        value = sess.run(fetch)
+                    except tf.errors.OutOfRangeError:
+                        return
+                    with lock:
+                        seen.extend(int(v) for v in (value.tolist() if fetch is some
+                                                     else [value]))
+
+            threads = [threading.Thread(target=worker, args=(one if k % 3 else some,))
+                       for k in range(12)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+                assert not t.is_alive()
+            counters = sess.run([reader.num_records_produced(),
+                                 reader.num_work_units_completed()])
+    finally:
+        sys.setswitchinterval(before)
+    assert sorted(seen) == list(range(600))
+    assert [int(c) for c in counters] == [600, 5]

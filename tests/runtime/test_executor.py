@@ -7,6 +7,7 @@ runtime semantics they will rely on.)
 """
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -245,3 +246,173 @@ def test_expensive_kernels_overlap_on_the_pool(graph):
     with tf.Session() as s:
         s._use_static = False
         np.testing.assert_allclose(s.run(total), np.full((200, 200), 800.0))
+
+
+# ---- the straight-line path (Executor._run_straight) ---------------------------------------
+
+
+def _executor_of(sess):
+    """The (single) partition executor of the session's latest cached step."""
+    from tensorflux.runtime.executor import Executor
+
+    step = list(sess._steps.values())[-1]
+    (_, ex, _), = step.parts
+    assert isinstance(ex, Executor)
+    return ex
+
+
+def _straight_and_dataflow(monkeypatch, build_and_run):
+    """build_and_run(graph) -> results, once on the straight-line path, once without it."""
+    from tensorflux.runtime import executor
+
+    out = []
+    for straight in (True, False):
+        monkeypatch.setattr(executor, "STRAIGHT_LINE", straight)
+        with tf.Graph().as_default() as g:
+            out.append(build_and_run(g))
+    return out
+
+
+def test_straight_line_results_equal_the_dataflow_executors(monkeypatch):
+    def build_and_run(g):
+        q = tf.FIFOQueue(10, [tf.float32, tf.int32], shapes=[[2], []])
+        x = tf.placeholder(tf.float32, [2])
+        enq = q.enqueue([x * 2.0, tf.size(x)])
+        a, n = q.dequeue()
+        y = a + tf.cast(n, tf.float32)
+        got = []
+        with tf.Session() as s:
+            for i in range(3):
+                s.run(enq, {x: [i, i + 1.0]})
+            straight = _executor_of(s).straight is not None
+            for _ in range(3):
+                v, k = s.run([y, n])
+                got.append((v.tolist(), int(k)))
+            got.append(int(s.run(q.size())))
+        return straight, got
+
+    (on, straight), (off, dataflow) = _straight_and_dataflow(monkeypatch, build_and_run)
+    assert (on, off) == (True, False)
+    assert straight == dataflow == [([2.0, 4.0], 2), ([4.0, 6.0], 2), ([6.0, 8.0], 2), 0]
+
+
+def test_straight_line_is_chosen_only_for_plain_partitions_with_async_kernels(graph):
+    q = tf.FIFOQueue(10, tf.float32)
+    enq = q.enqueue(tf.constant(1.0))
+    pred = tf.placeholder(tf.bool, [])
+    f, t = cf.switch(q.dequeue(), pred)
+    merged, _ = cf.merge([f, t])
+    with tf.Session() as s:
+        s._use_static = False
+        s.run(enq)
+        assert _executor_of(s).straight is not None  # queue ops, no control flow
+        s._steps.clear()
+        assert s.run(merged, {pred: True}) == 1.0
+        assert _executor_of(s).straight is None  # Switch/Merge: the dataflow loop
+
+
+def test_straight_line_step_continues_on_the_dataflow_path_when_a_kernel_waits(
+        graph, monkeypatch):
+    from tensorflux.runtime import executor
+
+    resumed = []
+    resume = executor._Run.resume
+
+    def counting_resume(self, k, entries, completions):
+        resumed.append(self.ex.straight[k][0].node.op)
+        return resume(self, k, entries, completions)
+
+    monkeypatch.setattr(executor._Run, "resume", counting_resume)
+    q = tf.FIFOQueue(10, tf.float32, shapes=[[]])
+    gate = tf.FIFOQueue(10, tf.float32, shapes=[[]])
+    # One step whose dequeue (first in the order: it depends on fewer nodes) can only
+    # complete once the same step's enqueue, which waits for `gate`, has run.
+    deq = q.dequeue() * 10.0
+    enq = q.enqueue(gate.dequeue() + 1.0)
+    with tf.Session() as s:
+        out = []
+        t = threading.Thread(target=lambda: out.append(s.run([deq, enq])))
+        t.start()
+        end = time.monotonic() + 10
+        while not s._active_steps and time.monotonic() < end:
+            time.sleep(0.002)
+        assert t.is_alive()  # blocked: nothing in `gate` yet
+        s.run(gate.enqueue(2.0))
+        t.join(10)
+        assert not t.is_alive()
+        assert out == [[30.0, None]]
+        assert resumed and resumed[0] in ("QueueDequeueV2", "QueueEnqueueV2")
+        # A step that never waits stays on the straight-line path.
+        count = len(resumed)
+        s.run(q.enqueue(5.0))
+        assert s.run(deq) == 50.0
+        assert len(resumed) == count
+
+
+def test_straight_line_kernel_errors_are_typed_and_name_the_node(graph):
+    q = tf.FIFOQueue(10, tf.float32, shapes=[[]])
+    enq = q.enqueue(tf.constant(1.0), name="the_enqueue")
+    q2 = tf.FIFOQueue(10, tf.float32, shapes=[[]])
+    x = tf.placeholder(tf.int32, [None])
+    bad = q2.enqueue(tf.cast(tf.reshape(x, [2], name="the_reshape"), tf.float32)[0])
+    with tf.Session() as s:
+        s.run(q.close())
+        with pytest.raises(tf.errors.CancelledError, match="is closed") as e:
+            s.run(enq)
+        assert "the_enqueue" in str(e.value)
+        assert _executor_of(s).straight is not None
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            s.run(bad, {x: [1, 2, 3]})
+        assert "the_reshape" in str(e.value)
+        s.run(bad, {x: [7, 8]})
+        assert s.run(q2.size()) == 1
+
+
+def test_straight_line_step_blocked_after_falling_back_is_cancelled_by_close(graph):
+    q = tf.FIFOQueue(10, tf.float32, shapes=[[]])
+    y = q.dequeue() + 1.0
+    s = tf.Session()
+    caught = []
+
+    def run():
+        try:
+            s.run(y)
+        except tf.errors.CancelledError as e:
+            caught.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(8)]
+    for t in threads:
+        t.start()
+    end = time.monotonic() + 10
+    while len(s._active_steps) < 8 and time.monotonic() < end:
+        time.sleep(0.002)
+    s.close()
+    for t in threads:
+        t.join(10)
+        assert not t.is_alive()
+    assert len(caught) == 8
+
+
+def test_straight_line_partition_receiving_a_dead_value_matches_dataflow(monkeypatch):
+    from tensorflux.runtime import executor
+
+    def build_and_run(g):
+        pred = tf.placeholder(tf.bool, [])
+        with tf.device("/cpu:0"):
+            x = tf.constant(3.0)
+            f, t = cf.switch(x, pred)
+        with tf.device("/cpu:1"):  # a partition of plain ops: _Recv (maybe dead), _Send
+            doubled = t * 2.0
+        with tf.device("/cpu:0"):
+            out, index = cf.merge([f - 1.0, doubled])
+        config = tf.ConfigProto(device_count={"CPU": 2})
+        with tf.Session(config=config) as s:
+            got = [s.run([out, index], {pred: p}) for p in (True, False, True, False)]
+            modes = sorted(ex.straight is not None for st in s._steps.values()
+                           for _, ex, _ in st.parts if isinstance(ex, executor.Executor))
+        return [(float(o), int(i)) for o, i in got], modes
+
+    (straight, modes_on), (dataflow, modes_off) = _straight_and_dataflow(monkeypatch,
+                                                                         build_and_run)
+    assert straight == dataflow == [(6.0, 1), (2.0, 0), (6.0, 1), (2.0, 0)]
+    assert modes_on == [False, True] and modes_off == [False, False]

@@ -191,13 +191,6 @@ def _check_signature(queue, types: list, output: bool = False) -> None:
             None, None, f"{msg} ({queue.kind} '{queue.name}' holds {want})")
 
 
-def _unit_callback(done):
-    def callback(result):
-        done(result if isinstance(result, BaseException) else None)
-
-    return callback
-
-
 @kernel_factory("QueueEnqueueV2", is_async=True)
 def _enqueue(node):
     types = list(node.attrs["Tcomponents"])
@@ -205,7 +198,7 @@ def _enqueue(node):
     def compute(ctx, done, handle, *comps):
         queue = _queue(ctx, handle)
         _check_signature(queue, types)
-        queue.enqueue(ctx.cancellation, queue.own(comps), _unit_callback(done))
+        queue.enqueue(ctx.cancellation, queue.own(comps), done)  # done(None or an error)
 
     return compute
 
@@ -218,7 +211,7 @@ def _enqueue_many(node):
         queue = _queue(ctx, handle)
         _check_signature(queue, types)
         own, count = queue.own_batch(comps)
-        queue.enqueue_many(ctx.cancellation, own, count, _unit_callback(done))
+        queue.enqueue_many(ctx.cancellation, own, count, done)
 
     return compute
 
@@ -285,7 +278,7 @@ def _close(node):
     cancel = bool(node.attrs["cancel_pending_enqueues"])
 
     def compute(ctx, done, handle):
-        _queue(ctx, handle).close(ctx.cancellation, cancel, _unit_callback(done))
+        _queue(ctx, handle).close(ctx.cancellation, cancel, done)
 
     return compute
 

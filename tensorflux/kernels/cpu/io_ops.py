@@ -2,7 +2,8 @@
 
 A reader resource serves its requests (read, read_up_to, reset, restore) strictly one at a
 time, in arrival order, from a request deque: the thread that finds it idle becomes the
-*pump* and runs requests until none is left or one must wait for a work unit. Waiting is
+*pump* and runs requests until none is left or one must wait for a work unit (a read with
+a record at hand and nobody waiting is served at once, on the calling thread). Waiting is
 an asynchronous dequeue on the work queue whose callback (run by whichever thread enqueues
 the next file name, or by a cancellation) resumes the pump, so a waiting read holds no
 thread. Only the pump touches the current work unit and the open file.
@@ -77,7 +78,20 @@ class _Request:
 
 class ReaderBase:
     """Work units in, records out (TF's ReaderBase). Subclasses implement `_start(work)`,
-    `_read_one() -> (key, value) or None at the end of the unit` and `_stop()`."""
+    `_read_one() -> (key, value) or None at the end of the unit` and `_stop()`.
+
+    Serving requests. `_pump_lock` is held by whoever serves requests (the *pump*) and,
+    while the head request waits for a work unit, by nobody in particular: the dequeue's
+    callback, on whatever thread runs it, resumes the pump and releases the lock in the
+    end (a plain Lock may be released by another thread). Requests that find the reader
+    busy go to `_requests`, which only the pump pops (deque appends and pops are atomic).
+    Whoever releases the lock looks at `_requests` again afterwards and takes the lock back
+    if a request is there, so no request is left behind: a submitter either sees the lock
+    free or appended before the holder's final look.
+
+    The common case, a read with a record at hand in the current unit and nobody queued,
+    is served on the calling thread with one lock round trip and no request object.
+    """
 
     kind = "ReaderBase"
     supports_serialize = False
@@ -85,75 +99,83 @@ class ReaderBase:
 
     def __init__(self, name: str):
         self.name = name
-        self._lock = threading.Lock()
+        self._pump_lock = threading.Lock()
         self._requests: deque[_Request] = deque()
-        self._busy = False
         self.work: bytes | None = None
         self.records_produced = 0
         self.work_started = 0
         self.work_finished = 0
 
     # ---- requests ------------------------------------------------------------------------
+    def read(self, cm, queue, n: int | None, done) -> None:
+        """Reads one record (`n` None) or up to `n`; done((keys, values) or an error)."""
+        if not self._requests and self._pump_lock.acquire(False):
+            if self.work is not None and not (cm is not None and cm.is_cancelled):
+                try:
+                    result = self._produce(n)
+                except errors.OpError as e:
+                    result = e
+                if result is not None:
+                    self._pump_lock.release()
+                    if self._requests:  # arrived meanwhile: see _release
+                        self._release_to_waiting()
+                    done(result)
+                    return
+                self._finish_work()
+            self._requests.appendleft(_Request(cm, queue, n, done))  # the pump's own
+            self._pump()
+            return
+        self.submit(_Request(cm, queue, n, done))
+
     def submit(self, request: _Request) -> None:
-        with self._lock:
-            if self._busy:
-                self._requests.append(request)
-                return
-            self._busy = True
-        # This thread is the pump now. The common case, a record of the current unit,
-        # is served without queueing the request.
-        if request.control is None and self.work is not None and not (
-                request.cm is not None and request.cm.is_cancelled):
-            try:
-                result = self._produce(request.n)
-            except errors.OpError as e:
-                result = e
-            if result is not None:
-                with self._lock:
-                    more = bool(self._requests)
-                    if not more:
-                        self._busy = False
-                request.done(result)
-                if more:
-                    self._pump()
-                return
-            self._finish_work()
-        with self._lock:
-            self._requests.appendleft(request)  # before any that arrived meanwhile
-        self._pump()
+        """Queues `request`; serves it (and any others) now if no one else is serving."""
+        self._requests.append(request)
+        if self._pump_lock.acquire(False):
+            self._pump()
+
+    def _release(self) -> None:
+        """Gives up the pump, taking it back while requests are waiting (see the class
+        docstring)."""
+        self._pump_lock.release()
+        self._release_to_waiting()
+
+    def _release_to_waiting(self) -> None:
+        if self._requests and self._pump_lock.acquire(False):
+            self._pump()
 
     def _pump(self) -> None:
+        """Serves requests in order; called holding `_pump_lock`."""
+        requests = self._requests
         while True:
-            with self._lock:
-                if not self._requests:
-                    self._busy = False
-                    return
-                req = self._requests[0]
-            if req.cm is not None and req.cm.is_cancelled:
-                self._reply(req, errors.CancelledError(None, None,
-                                                       "Read operation was cancelled"))
-            elif req.control is not None:
-                try:
-                    result = req.control()
-                except errors.OpError as e:
-                    result = e
-                self._reply(req, result)
-            elif self.work is None:
-                if not self._next_work(req):
-                    return  # waiting for a work unit; its callback resumes the pump
-            else:
-                try:
-                    result = self._produce(req.n)
-                except errors.OpError as e:
-                    result = e
-                if result is None:  # the unit is exhausted: finish it, fetch the next
-                    self._finish_work()
-                else:
+            while requests:
+                req = requests[0]
+                if req.cm is not None and req.cm.is_cancelled:
+                    self._reply(req, errors.CancelledError(None, None,
+                                                           "Read operation was cancelled"))
+                elif req.control is not None:
+                    try:
+                        result = req.control()
+                    except errors.OpError as e:
+                        result = e
                     self._reply(req, result)
+                elif self.work is None:
+                    if not self._next_work(req):
+                        return  # waiting for a work unit; its callback resumes the pump
+                else:
+                    try:
+                        result = self._produce(req.n)
+                    except errors.OpError as e:
+                        result = e
+                    if result is None:  # the unit is exhausted: finish it, fetch the next
+                        self._finish_work()
+                    else:
+                        self._reply(req, result)
+            self._pump_lock.release()
+            if not requests or not self._pump_lock.acquire(False):
+                return
 
     def _reply(self, req: _Request, value) -> None:
-        with self._lock:
-            self._requests.popleft()
+        self._requests.popleft()
         req.done(value)
 
     def _next_work(self, req: _Request) -> bool:
@@ -254,8 +276,11 @@ class ReaderBase:
 
     def close_resource(self) -> None:
         self.dropped = True
-        if self.work is not None and not self._busy:
-            self._stop()
+        if self._pump_lock.acquire(False):  # else the pump is busy: it owns the file
+            if self.work is not None:
+                self._stop()
+                self.work = None
+            self._release()
 
     # ---- subclasses ----------------------------------------------------------------------
     def _start(self, work: bytes) -> None:
@@ -493,7 +518,7 @@ def _read(node):
     def compute(ctx, done, reader_handle, queue_handle):
         reader = _reader(ctx, reader_handle)
         queue = lookup(ctx, queue_handle, QueueBase, "QueueInterface")
-        reader.submit(_Request(ctx.cancellation, queue, None, done))
+        reader.read(ctx.cancellation, queue, None, done)
 
     return compute
 
@@ -507,7 +532,7 @@ def _read_up_to(node):
                 None, None, f"num_records must be positive, got {n}")
         reader = _reader(ctx, reader_handle)
         queue = lookup(ctx, queue_handle, QueueBase, "QueueInterface")
-        reader.submit(_Request(ctx.cancellation, queue, n, done))
+        reader.read(ctx.cancellation, queue, n, done)
 
     return compute
 
