@@ -55,38 +55,12 @@ def cores() -> int:
 
 
 def workers(ctx=None) -> int:
-    """How many threads a big kernel running in `ctx` (a KernelContext, or None) may use:
-    its share of the intra-op threads while other partitions compute (`partition_running`)."""
+    """How many threads a big kernel running in `ctx` (a KernelContext, or None) may use."""
     if blas_threads() != 1:
         return 1
     config = getattr(getattr(ctx, "session", None), "_config", None)
     n = getattr(config, "intra_op_parallelism_threads", 0) if config is not None else 0
-    return _share(n if n > 0 else cores())
-
-
-# ---- sharing the cores between partitions -------------------------------------------------
-# The partitions of a multi-device step run each on its own thread, and each splits its big
-# kernels. So that they do not oversubscribe the cores (a partition woken by a _Recv would
-# wait for a core while the other's kernel holds both), the threads that are computing a
-# partition right now (not waiting in a _Recv) are counted, and a kernel gets 1/k of the
-# threads when k are; a helper already working on a kernel stops claiming chunks once its
-# kernel's share has shrunk below it.
-
-_active = 0
-_active_lock = threading.Lock()
-
-
-def partition_running(delta: int) -> None:
-    """+1 when a thread starts (or resumes) computing a partition of a multi-partition
-    step, -1 when it stops (or waits for a _Recv)."""
-    global _active
-    with _active_lock:
-        _active += delta
-
-
-def _share(n: int) -> int:
-    active = _active
-    return n if active <= 1 else max(1, n // active)
+    return n if n > 0 else cores()
 
 
 def _get_pool() -> ThreadPoolExecutor:
@@ -115,23 +89,20 @@ class _Loop:
     """The shared state of one `parallel_for`: the next chunk to claim, how many claimed
     chunks are still running, and the first error (which stops further claims)."""
 
-    __slots__ = ("fn", "n", "grain", "count", "next", "running", "error", "cv", "parts")
+    __slots__ = ("fn", "n", "grain", "count", "next", "running", "error", "cv")
 
-    def __init__(self, fn, n: int, grain: int, parts: int):
-        self.fn, self.n, self.grain, self.parts = fn, n, grain, parts
+    def __init__(self, fn, n: int, grain: int):
+        self.fn, self.n, self.grain = fn, n, grain
         self.count = -(-n // grain)
         self.next = 0
         self.running = 0
         self.error: BaseException | None = None
         self.cv = threading.Condition(threading.Lock())
 
-    def work(self, helper: int = 0) -> None:
-        """Claims and runs chunks until none is left or one has failed; helper k (k >= 1)
-        also stops when the kernel's share of the cores is k or fewer threads."""
+    def work(self) -> None:
+        """Claims and runs chunks until none is left or one has failed."""
         cv = self.cv
         while True:
-            if helper and _active > 1 and _share(self.parts) <= helper:
-                return
             with cv:
                 if self.error is not None or self.next >= self.count:
                     return
@@ -168,10 +139,10 @@ def parallel_for(fn, n: int, grain: int, parts: int) -> None:
         for lo in range(0, n, grain):
             fn(lo, min(n, lo + grain))
         return
-    loop = _Loop(fn, n, grain, parts)
+    loop = _Loop(fn, n, grain)
     pool = _get_pool()
-    for k in range(1, min(parts, loop.count)):
-        pool.submit(loop.work, k)
+    for _ in range(min(parts, loop.count) - 1):
+        pool.submit(loop.work)
     loop.work()
     loop.wait()
 

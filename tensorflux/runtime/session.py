@@ -21,7 +21,6 @@ import numpy as np
 from tensorflux.framework import errors
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor
-from tensorflux.kernels import intra_op
 from tensorflux.kernels.buffers import exclusively_owned
 from tensorflux.kernels.registry import KernelContext
 from tensorflux.runtime import cost_model as cost_model_lib
@@ -75,11 +74,21 @@ class _Step:
         devices = {p.device: session._device_mgr.lookup(p.device) for p in parts.values()}
         # Several partitions run compiled too when none has control flow or an asynchronous
         # kernel but _Recv: each runs on a thread of its own and waits for its _Recvs there.
-        orders = None
+        orders = order = None
         if len(parts) > 1 and session._use_static and all(
                 static_executor.eligible(p.nodes, devices[p.device].device_type,
                                          blocking_recv=True) for p in parts.values()):
-            orders = static_executor.partition_orders([p.nodes for p in parts.values()])
+            order = static_executor.step_order([p.nodes for p in parts.values()])
+        if order is not None and session._cpu_devices_share_cores and all(
+                d.device_type == "CPU" for d in devices.values()):
+            # Every kernel already spreads over the cores the CPU devices share, so threads
+            # of their own would only compete for them (and hand values over through the
+            # GIL): the partitions run interleaved on one thread, in one order of the step,
+            # each _Recv reading its _Send's value directly.
+            self._merge(session, parts, devices, order)
+            return
+        if order is not None:
+            orders = static_executor.partition_orders([p.nodes for p in parts.values()], order)
         for k, p in enumerate(parts.values()):
             device = devices[p.device]
             fetch_pairs = [(n, i) for _, n, i in p.fetches]
@@ -103,6 +112,29 @@ class _Step:
         self._traced_parts = None
         self.needs_cancellation = any(not isinstance(ex, static_executor.StaticExecutor)
                                       for _, ex, _ in self.parts)
+        self.partition_graphs = parts
+        self.graph = session._graph
+
+    def _merge(self, session, parts, devices, order) -> None:
+        """The compiled partitions as one executor running `order` on the caller's thread
+        (partition graphs, step statistics and errors still name each node's device)."""
+        fetches = sorted((pos, n, i) for p in parts.values() for pos, n, i in p.fetches)
+        node_devices = {n: devices[p.device] for p in parts.values() for n in p.nodes}
+        memory = {d: tracing.memory_wrapper(d) for d in devices.values()}
+        first = devices[next(iter(parts.values())).device]
+        ex = static_executor.StaticExecutor(
+            order, first, [(n, i) for _, n, i in fetches], inline=session._inline_kernels,
+            kernel_wrapper=lambda n, kdef, compute: memory[node_devices[n]](n, kdef, compute),
+            ordered=True, node_devices=node_devices)
+        self.parts = [(first, ex, [pos for pos, _, _ in fetches])]
+        self._part_nodes = []
+        for p in parts.values():
+            device = devices[p.device]
+            self._part_nodes.append((device, p.nodes, [(n, i) for _, n, i in p.fetches],
+                                     [pos for pos, _, _ in p.fetches]))
+        self._part_nodes.sort(key=lambda t: -len(t[3]))
+        self._traced_parts = None
+        self.needs_cancellation = False
         self.partition_graphs = parts
         self.graph = session._graph
 
@@ -160,11 +192,6 @@ class _Step:
             ctx = KernelContext(step_id, device, rendezvous, cancellation, args,
                                 device.runner, session, options)
             ctx.stats = stats
-            # A compiled partition computes on this thread: it counts for the cores'
-            # sharing between partitions (kernels/intra_op.py).
-            compiled = isinstance(ex, static_executor.StaticExecutor)
-            if compiled:
-                intra_op.partition_running(+1)
             try:
                 values = ex.run(ctx, deadline)
             except BaseException as e:  # noqa: BLE001 - surfaced below
@@ -174,9 +201,6 @@ class _Step:
                 if cancellation is not None:
                     cancellation.start_cancel()
                 return
-            finally:
-                if compiled:
-                    intra_op.partition_running(-1)
             for pos, v in zip(positions, values, strict=True):
                 results[pos] = v
 
@@ -230,6 +254,7 @@ class BaseSession:
         # intra_op_parallelism_threads 1: one core per kernel, so CPU devices can run side
         # by side; otherwise each kernel spreads over the cores the devices share.
         shared = not (config is not None and config.intra_op_parallelism_threads == 1)
+        self._cpu_devices_share_cores = shared
         self._cost_model = cost_model_lib.CostModel(
             cost_model_lib.CostParams(cpu_devices_share_cores=shared))
         self._stateful_placements: dict[str, str] = {}  # a variable never changes device

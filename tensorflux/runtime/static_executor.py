@@ -22,8 +22,8 @@ import time
 from collections.abc import Iterable
 
 from tensorflux.framework import errors
-from tensorflux.kernels import intra_op
 from tensorflux.kernels import registry as kernel_registry
+from tensorflux.kernels.registry import KernelContext
 from tensorflux.runtime.executor import CONTROL_FLOW_OPS, ExecutorError
 from tensorflux.runtime.rendezvous import create_key
 from tensorflux.runtime.step_graph import Node, topological_order
@@ -55,18 +55,26 @@ class StaticExecutor:
     """Runs one partition through a generated function; same interface as `Executor`."""
 
     def __init__(self, nodes: list[Node], device, fetches: list[tuple[Node, int]],
-                 inline: bool = True, kernel_wrapper=None, ordered: bool = False):
-        """With `ordered`, `nodes` run in the order given (the partitions of a step ordered
-        together by `partition_orders`), else in a topological order computed here."""
+                 inline: bool = True, kernel_wrapper=None, ordered: bool = False,
+                 node_devices: dict | None = None):
+        """With `ordered`, `nodes` run in the order given (`step_order`, `partition_orders`),
+        else in a topological order computed here. With `node_devices` (node -> Device)
+        `nodes` are the partitions of a whole step, merged: each kernel runs with its own
+        device's context, and a _Recv takes its _Send's value."""
         self.device = device
+        self.devices = [] if node_devices is None else list(dict.fromkeys(
+            node_devices.values()))
+        self._node_devices = node_devices
         if ordered:
             order = nodes
         else:
             order, acyclic = topological_order(nodes)
             if not acyclic:
                 raise ValueError("StaticExecutor needs an acyclic partition")
+        ctx_names = None if node_devices is None else {
+            n: f"c{self.devices.index(d)}" for n, d in node_devices.items()}
         self.source, env, self._line_nodes = _generate(order, device.device_type, fetches,
-                                                       inline, kernel_wrapper)
+                                                       inline, kernel_wrapper, ctx_names)
         filename = f"<tensorflux step {next(_counter)}>"
         self._filename = filename
         namespace: dict = {}
@@ -75,8 +83,12 @@ class StaticExecutor:
 
     def run(self, ctx, deadline: float | None = None) -> list:
         ctx.deadline = deadline
+        if self._node_devices is not None:  # merged partitions: a context per device
+            ctx = tuple(ctx if d is self.device else KernelContext(
+                ctx.step_id, d, ctx.rendezvous, ctx.cancellation, ctx.args, d.runner,
+                ctx.session, ctx.options) for d in self.devices)
         try:
-            return self._fn(ctx, ctx.args)
+            return self._fn(ctx, ctx[0].args if self._node_devices is not None else ctx.args)
         except Exception as e:  # noqa: BLE001 - re-raised with the failing node attached
             tb = e.__traceback__
             line = None
@@ -87,16 +99,13 @@ class StaticExecutor:
             node = self._line_nodes.get(line)
             if node is None:
                 raise
-            raise ExecutorError(node, self.device.name, e) from None
+            device = self.device if self._node_devices is None else self._node_devices[node]
+            raise ExecutorError(node, device.name, e) from None
 
 
-def partition_orders(partitions: list[list[Node]]) -> list[list[Node]] | None:
-    """The run order of each partition of a step whose partitions all run compiled, each on
-    its own thread, blocking on its _Recvs; None if the partitions form a cycle.
-
-    Each order is the restriction of one topological order of the whole step (with an edge
-    from every _Send to its _Recv), so the partitions cannot deadlock: of the nodes the
-    partitions wait at, the earliest in that order always has all its inputs. Within it
+def step_order(partitions: list[list[Node]]) -> list[Node] | None:
+    """One topological order of the whole step whose partitions are given, with an edge
+    from every _Send to its _Recv; None if the partitions form a cycle. Of the nodes ready,
     each _Send comes as soon as its value exists, then the work that leads to a _Send
     (another device waits for it), then the rest, and a _Recv only when nothing else is
     ready."""
@@ -108,8 +117,13 @@ def partition_orders(partitions: list[list[Node]]) -> list[list[Node]] | None:
     for p in partitions:
         rank.update(_transfer_ranks(p))
     order, acyclic = topological_order(nodes, rank=rank, extra_inputs=extra)
-    if not acyclic:
-        return None
+    return order if acyclic else None
+
+
+def partition_orders(partitions: list[list[Node]], order: list[Node]) -> list[list[Node]]:
+    """The run order of each partition when each runs on its own thread, blocking on its
+    _Recvs: `order` (`step_order`) restricted to the partition. So the partitions cannot
+    deadlock: of the nodes they wait at, the earliest in `order` always has its inputs."""
     position = {n: k for k, n in enumerate(order)}
     return [sorted(p, key=position.__getitem__) for p in partitions]
 
@@ -151,11 +165,7 @@ def _blocking_recv(node: Node):
         timeout = None
         if ctx.deadline is not None:
             timeout = max(0.0, ctx.deadline - time.monotonic())
-        intra_op.partition_running(-1)
-        try:
-            value, is_dead = ctx.rendezvous.recv(key, timeout)
-        finally:
-            intra_op.partition_running(+1)
+        value, is_dead = ctx.rendezvous.recv(key, timeout)
         if is_dead:
             raise errors.InternalError(None, None, f"{node.name} received a dead tensor in "
                                        "a partition without control flow")
@@ -165,23 +175,40 @@ def _blocking_recv(node: Node):
 
 
 def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
-              kernel_wrapper=None):
+              kernel_wrapper=None, ctx_names: dict[Node, str] | None = None):
     """Python source for the step function, its globals, and line number -> node.
 
     With `inline` false every node but Const and _Arg becomes a kernel call (for measuring
     per-kernel dispatch; the results are the same). `kernel_wrapper(node, kdef, compute)`,
-    if given, wraps each called kernel once, at build time (as in `Executor`)."""
+    if given, wraps each called kernel once, at build time (as in `Executor`). With
+    `ctx_names` (merged partitions) the step gets a tuple of contexts, node n's kernel is
+    called with `ctx_names[n]`, a _Send emits nothing and its _Recv copies the sent value's
+    name."""
     env: dict = {}
     names: dict[tuple[Node, int], str] = {}
     last_use: dict[str, int] = {}
     pinned = set()
     lines = ["def step(ctx, args):"]
+    if ctx_names is not None:
+        contexts = sorted(set(ctx_names.values()), key=lambda c: int(c[1:]))
+        lines.append(f"    {', '.join(contexts)}, = ctx")
     line_nodes: dict[int, Node] = {}
     body: list[tuple[str, Node | None, list[str]]] = []
+    sent: dict[tuple, str] = {}  # merged partitions: transfer key -> the sent value's name
 
     for pos, n in enumerate(order):
         kdef = kernel_registry.find_kernel(n.op, device_type, n.attrs)
+        if ctx_names is not None and n.op == "_Recv":
+            value = sent[_transfer_key(n)]
+            last_use[value] = pos
+            names[(n, 0)] = f"v{n.id}"
+            body.append((f"v{n.id} = {value}", n, [f"v{n.id}"]))
+            continue
         args = [names[(src, i)] for src, i in n.inputs]
+        if ctx_names is not None and n.op == "_Send":
+            sent[_transfer_key(n)] = args[0]
+            last_use[args[0]] = pos
+            continue
         for a in args:
             last_use[a] = pos
         outs = [f"v{n.id}_{k}" if len(n.output_dtypes) > 1 else f"v{n.id}"
@@ -204,7 +231,8 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
             env[kname] = _blocking_recv(n) if n.op == "_Recv" else kdef.factory(n)
             if kernel_wrapper is not None:
                 env[kname] = kernel_wrapper(n, kdef, env[kname])
-            expr = f"{kname}(ctx{''.join(', ' + a for a in args)})"
+            c = "ctx" if ctx_names is None else ctx_names[n]
+            expr = f"{kname}({c}{''.join(', ' + a for a in args)})"
         if not outs:
             body.append((expr, n, outs))
         elif len(outs) == 1:

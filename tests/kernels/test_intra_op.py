@@ -81,48 +81,6 @@ def test_workers_follow_blas_threads_and_config(monkeypatch):
     assert intra_op.workers(_ctx(3)) == 1
 
 
-def test_partitions_computing_at_once_share_the_threads(monkeypatch):
-    monkeypatch.setattr(intra_op, "blas_threads", lambda: 1)
-    assert intra_op.workers(_ctx(8)) == 8
-    try:
-        intra_op.partition_running(+1)
-        assert intra_op.workers(_ctx(8)) == 8  # one partition alone keeps them all
-        intra_op.partition_running(+1)
-        assert intra_op.workers(_ctx(8)) == 4
-        intra_op.partition_running(+1)
-        assert intra_op.workers(_ctx(8)) == 2
-        assert intra_op.workers(_ctx(2)) == 1  # never fewer than one
-    finally:
-        intra_op.partition_running(-3)
-    assert intra_op.workers(_ctx(2)) == 2
-
-
-def test_helpers_leave_a_kernel_whose_share_shrank():
-    """Helpers stop claiming chunks once other partitions compute; the calling thread then
-    runs every remaining chunk, each exactly once."""
-    seen = []
-    lock = threading.Lock()
-    started = threading.Event()
-
-    def fn(lo, hi):
-        with lock:
-            seen.append((threading.get_ident(), lo))
-        if lo == 0:
-            intra_op.partition_running(+2)  # two partitions start computing
-            started.set()
-
-    try:
-        intra_op.parallel_for(fn, 200, 1, 4)
-    finally:
-        intra_op.partition_running(-2)
-    assert started.is_set()
-    assert sorted(lo for _, lo in seen) == list(range(200))
-    # With 4 parts and 2 partitions, the kernel's share is 2 threads: helpers 2 and 3 left,
-    # so at most the caller and one helper ran the chunks claimed after the change.
-    late = {t for t, lo in seen[len(seen) // 2:]}
-    assert len(late) <= 2 + 1  # + a helper that had claimed its chunk before it checked
-
-
 def _blas_threads_in_child(env_value):
     env = dict(os.environ)
     env.pop("TENSORFLUX_BLAS_THREADS", None)

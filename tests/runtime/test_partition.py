@@ -14,8 +14,11 @@ from tensorflux.runtime import session as session_lib
 CPU = "/job:localhost/replica:0/task:0/device:CPU:"
 
 
-def _config(n, **graph_options):
-    return tf.ConfigProto(device_count={"CPU": n},
+def _config(n, intra_op_threads=0, **graph_options):
+    """n CPU devices. With intra_op_threads=1 each kernel runs on one core and the compiled
+    partitions of a step each on a thread of its own; otherwise (kernels spread over all the
+    cores) they run merged on the caller's thread."""
+    return tf.ConfigProto(device_count={"CPU": n}, intra_op_parallelism_threads=intra_op_threads,
                           graph_options=tf.GraphOptions(**graph_options))
 
 
@@ -202,7 +205,7 @@ def test_an_error_in_one_partition_aborts_the_others_promptly(recording_rendezvo
             # ends the step before its deadline.
             out = tf.add(middle, 1.0, name="out")
     opts = tf.RunOptions(timeout_in_ms=20_000)
-    with tf.Session(graph=g, config=_config(2)) as s:
+    with tf.Session(graph=g, config=_config(2, 1)) as s:
         start = time.monotonic()
         with pytest.raises(tf.errors.InvalidArgumentError, match="bad_reshape"):
             s.run(out, {p: [1.0, 2.0, 3.0]}, options=opts)
@@ -223,7 +226,7 @@ def test_concurrent_multi_device_steps_leave_nothing_behind(recording_rendezvous
         with tf.device("/cpu:2"):
             c = b - a
     failures = []
-    with tf.Session(graph=g, config=_config(3)) as s:
+    with tf.Session(graph=g, config=_config(3, 1)) as s:
         def worker(k):
             try:
                 for i in range(50):
@@ -294,17 +297,18 @@ def _random_dag(rng, devices: int, size: int):
     return ours[-10:], theirs[-10:], feeds
 
 
+@pytest.mark.parametrize("intra_op_threads", [0, 1])
 @pytest.mark.parametrize("seed", range(16))
-def test_compiled_partitions_of_random_graphs_never_deadlock(seed):
-    """Partitions without control flow run compiled, each on its own thread, blocking in
-    their _Recvs; the run orders come from one order of the whole step, so however the
-    transfers cross, no two partitions wait for each other (a deadlock would hit the
-    step's timeout)."""
+def test_compiled_partitions_of_random_graphs_never_deadlock(seed, intra_op_threads):
+    """Partitions without control flow run compiled: with one core per kernel each on its
+    own thread, blocking in its _Recvs, in orders cut from one order of the whole step, so
+    however the transfers cross, no two partitions wait for each other (a deadlock would
+    hit the step's timeout); otherwise merged into that one order on one thread."""
     rng = np.random.default_rng(seed)
     g = tf.Graph()
     with g.as_default():
         fetches, expected, feeds = _random_dag(rng, 3, 60)
-    with tf.Session(graph=g, config=_config(3)) as s:
+    with tf.Session(graph=g, config=_config(3, intra_op_threads)) as s:
         opts = tf.RunOptions(timeout_in_ms=10_000)
         for _ in range(3):
             values = s.run(fetches, feeds, options=opts)
@@ -312,7 +316,8 @@ def test_compiled_partitions_of_random_graphs_never_deadlock(seed):
                 np.testing.assert_allclose(v, e, rtol=1e-5)
         (step,) = s._steps.values()
         kinds = {type(ex).__name__ for _, ex, _ in step.parts}
-        assert len(step.parts) > 1 and kinds == {"StaticExecutor"}
+        assert kinds == {"StaticExecutor"} and len(step.partition_graphs) > 1
+        assert len(step.parts) == (1 if intra_op_threads == 0 else len(step.partition_graphs))
 
 
 def test_partitions_with_control_flow_stay_on_the_dataflow_executor():
@@ -327,3 +332,22 @@ def test_partitions_with_control_flow_stay_on_the_dataflow_executor():
         assert s.run(b, {p: 3.0}) == 7.0 and s.run(b, {p: -3.0}) == -3.0
         (step,) = s._steps.values()
         assert "Executor" in {type(ex).__name__ for _, ex, _ in step.parts}
+
+
+def test_merged_partitions_name_the_failing_nodes_device():
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [None], name="p")
+        with tf.device("/cpu:0"):
+            a = p * 2.0
+        with tf.device("/cpu:1"):
+            b = tf.reshape(a, [2], name="bad_reshape")
+        with tf.device("/cpu:0"):
+            c = b + 1.0
+    with tf.Session(graph=g, config=_config(2)) as s:
+        np.testing.assert_allclose(s.run(c, {p: [1.0, 2.0]}), [3.0, 5.0])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="bad_reshape") as info:
+            s.run(c, {p: [1.0, 2.0, 3.0]})
+        assert "CPU:1" in str(info.value)
+        (step,) = s._steps.values()
+        assert len(step.parts) == 1 and len(step.partition_graphs) == 2
