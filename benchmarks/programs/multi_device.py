@@ -3,9 +3,8 @@
 1. MLP 784-512-512-10 (ReLU), batch 128, Momentum(0.01, 0.9): one step on one device, and
    model-parallel on two (layer 1 and the output layer on /cpu:0, layer 2 on /cpu:1,
    gradients colocated with their ops). Figures: median step ms over 30 steps after 5
-   warm-up; and their ratio (2 devices / 1 device; target <= 1.10). (Not Adam as in
-   mlp_step.py: tensorflux's Adam reads beta1_power inside colocate_with(var), which ties
-   every variable to one colocation group, so layers on two devices conflict.)
+   warm-up; and their ratio (2 devices / 1 device; target <= 1.10). (Momentum, as the
+   figures of the founding session were measured with; Adam places across devices too.)
 2. Two independent heavy branches: two chains of 3 MatMuls of 1024x1024 float32 (inputs
    fed), summed at the end. Figures: best of 7 step times on one device, on two devices
    with one chain per device (explicit tf.device), and on two devices placed by the cost
