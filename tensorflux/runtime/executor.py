@@ -236,6 +236,9 @@ class Executor:
             inputs = [entries[s] for s in in_slots]
             if it.is_async:
                 out = _call_async(it, ctx, inputs, completions, driver)
+                if out is DEAD:  # the dataflow loop propagates deadness
+                    completions.put((it, None, 0, DEAD, None))
+                    out = _PENDING
                 if out is _PENDING:
                     return _Run(self, ctx, deadline).resume(k, entries, completions)
             else:
@@ -352,19 +355,20 @@ def _straight_schedule(ex: Executor) -> list | None:
             for it, f in zip(order, free, strict=True)]
 
 
-def _call_async(it: _Item, ctx, inputs: list, completions, driver: int):
-    """Runs an asynchronous kernel of the root frame for Executor._run_straight: its live
-    outputs or error when it calls back before returning, else _PENDING (its result, or a
-    dead value, then comes through `completions`, as `_Run._run_async` posts it)."""
+def _call_async(it: _Item, ctx, inputs: list, completions, driver: int, frame=None,
+                i: int = 0):
+    """Runs an asynchronous kernel: its outputs (possibly DEAD) or error when it calls back
+    on this thread before returning, else _PENDING (the result then comes through
+    `completions` as (it, frame, i, outputs, error))."""
     cell = [_CALLING]  # the driver thread alone reads or writes it
 
     def done(outputs=None):
         if cell[0] is _CALLING and get_ident() == driver:
             cell[0] = (outputs,)
         elif isinstance(outputs, BaseException):
-            completions.put((it, None, 0, None, outputs))
+            completions.put((it, frame, i, None, outputs))
         else:
-            completions.put((it, None, 0, outputs, None))
+            completions.put((it, frame, i, outputs, None))
 
     try:
         it.kernel(ctx, done, *inputs)
@@ -372,12 +376,7 @@ def _call_async(it: _Item, ctx, inputs: list, completions, driver: int):
         cell[0] = None
         return e
     result, cell[0] = cell[0], None
-    if result is _CALLING:
-        return _PENDING
-    if result[0] is DEAD:
-        completions.put((it, None, 0, DEAD, None))
-        return _PENDING
-    return result[0]
+    return _PENDING if result is _CALLING else result[0]
 
 
 class _Run:
@@ -576,28 +575,10 @@ class _Run:
         caller to store and propagate; anything else returns _PENDING."""
         self.in_flight += 1
         self.ctx.frame_iter = (frame.frame_id, i)
-        cell = [_CALLING]  # the driver thread alone reads or writes it
-
-        def done(outputs=None):
-            if cell[0] is _CALLING and get_ident() == self.driver:
-                cell[0] = (outputs,)
-            elif isinstance(outputs, BaseException):
-                self.completions.put((it, frame, i, None, outputs))
-            else:
-                self.completions.put((it, frame, i, outputs, None))
-
-        try:
-            it.kernel(self.ctx, done, *inputs)
-        except BaseException as e:  # noqa: BLE001 - reported as the step's error
-            cell[0] = None
-            self.in_flight -= 1
-            self._fail(e, it)
-            return _PENDING
-        result, cell[0] = cell[0], None
-        if result is _CALLING:
+        outputs = _call_async(it, self.ctx, inputs, self.completions, self.driver, frame, i)
+        if outputs is _PENDING:
             return _PENDING  # still running: `done` will post to the completion queue
         self.in_flight -= 1
-        outputs = result[0]
         if isinstance(outputs, BaseException):
             self._fail(outputs, it)
         elif self.error is None:

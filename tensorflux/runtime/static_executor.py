@@ -134,7 +134,7 @@ def _transfer_key(node: Node) -> tuple:
 
 
 def _transfer_ranks(nodes: list[Node]) -> dict[Node, int]:
-    """Ranks for the schedule of one partition (see `partition_orders`)."""
+    """Ranks for the schedule of one partition (see `step_order`)."""
     sends = [n for n in nodes if n.op == "_Send"]
     inside = set(nodes)
     rank = {n: 2 for n in nodes}
