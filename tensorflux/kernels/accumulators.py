@@ -100,11 +100,13 @@ class _Waiting:
         _finish(takers)
 
 
-class ConditionalAccumulator(_Waiting):
-    """A dense gradient accumulator (TF's ConditionalAccumulator)."""
+class _Accumulator(_Waiting):
+    """What the dense and sparse accumulators share: a global step that makes older
+    gradients stale, a count of the gradients applied since the last take, and takers
+    served in order once enough have come (`_result_locked` makes each one's result and
+    starts the next round)."""
 
     kind = "TakeGrad"
-    resource_kind = "ConditionalAccumulator"
 
     def __init__(self, name: str, dtype, shape, reduction_type: str):
         super().__init__()
@@ -115,7 +117,6 @@ class ConditionalAccumulator(_Waiting):
         self.mean = reduction_type == "MEAN"
         self.global_step = 0
         self.count = 0
-        self._sum: np.ndarray | None = None
 
     def check_compatible(self, dtype, shape, reduction_type) -> None:
         if dtype != self.dtype or shape != self.shape or (reduction_type == "MEAN") != \
@@ -131,6 +132,37 @@ class ConditionalAccumulator(_Waiting):
     def set_global_step(self, step: int) -> None:
         with self._lock:
             self.global_step = int(step)
+
+    def take(self, cm, num_required: int, done) -> None:
+        if num_required <= 0:
+            done(errors.InvalidArgumentError(
+                None, None, f"Argument num_required must be positive, but was {num_required}"))
+            return
+        self._wait(cm, _Taker(num_required, done))
+
+    def _serve_locked(self) -> list:
+        finished = []
+        while self._takers and self.count >= self._takers[0].n:
+            t = self._takers.popleft()
+            t.finished = True
+            t.result = self._result_locked()
+            self.count = 0
+            self.global_step += 1
+            finished.append(t)
+        return finished
+
+    def _result_locked(self):
+        raise NotImplementedError
+
+
+class ConditionalAccumulator(_Accumulator):
+    """A dense gradient accumulator (TF's ConditionalAccumulator)."""
+
+    resource_kind = "ConditionalAccumulator"
+
+    def __init__(self, name: str, dtype, shape, reduction_type: str):
+        super().__init__(name, dtype, shape, reduction_type)
+        self._sum: np.ndarray | None = None
 
     def apply(self, local_step: int, grad: np.ndarray) -> None:
         """Adds `grad` unless it is stale. InvalidArgumentError on a shape that does not fit."""
@@ -151,55 +183,26 @@ class ConditionalAccumulator(_Waiting):
             finished = self._serve_locked()
         _finish(finished)
 
-    def take(self, cm, num_required: int, done) -> None:
-        if num_required <= 0:
-            done(errors.InvalidArgumentError(
-                None, None, f"Argument num_required must be positive, but was {num_required}"))
-            return
-        self._wait(cm, _Taker(num_required, done))
-
-    def _serve_locked(self) -> list:
-        finished = []
-        while self._takers and self.count >= self._takers[0].n:
-            t = self._takers.popleft()
-            t.finished = True
-            total, count = self._sum, self.count
-            if self.mean:
-                if total.dtype.kind in "iu":
-                    t.result = (total / count).astype(total.dtype)  # truncates toward zero
-                else:
-                    t.result = (total / count).astype(total.dtype, copy=False)
-            else:
-                t.result = total
-            self._sum, self.count = None, 0
-            self.global_step += 1
-            finished.append(t)
-        return finished
+    def _result_locked(self):
+        total, count, self._sum = self._sum, self.count, None
+        if not self.mean:
+            return total
+        if total.dtype.kind in "iu":
+            return (total / count).astype(total.dtype)  # truncates toward zero
+        return (total / count).astype(total.dtype, copy=False)
 
 
-class SparseConditionalAccumulator(_Waiting):
+class SparseConditionalAccumulator(_Accumulator):
     """A row-indexed gradient accumulator (TF's SparseConditionalAccumulator): the sum and
     the number of contributions per row index."""
 
-    kind = "TakeGrad"
     resource_kind = "SparseConditionalAccumulator"
 
     def __init__(self, name: str, dtype, shape, reduction_type: str):
-        super().__init__()
-        self.name = name
-        self.dtype = dtype
-        self.np_dtype = dtype.numpy_dtype
-        self.shape = shape
-        self.mean = reduction_type == "MEAN"
-        self.global_step = 0
-        self.count = 0
+        super().__init__(name, dtype, shape, reduction_type)
         self._rows: dict[int, list] = {}  # index -> [sum row, contributions]
         self._row_shape: tuple | None = None
         self._dense_shape: tuple | None = None
-
-    check_compatible = ConditionalAccumulator.check_compatible
-    num_accumulated = ConditionalAccumulator.num_accumulated
-    set_global_step = ConditionalAccumulator.set_global_step
 
     def apply(self, local_step, indices, values, dense_shape, has_known_shape) -> None:
         indices = np.asarray(indices, np.int64).reshape(-1)
@@ -239,37 +242,22 @@ class SparseConditionalAccumulator(_Waiting):
             finished = self._serve_locked()
         _finish(finished)
 
-    def take(self, cm, num_required: int, done) -> None:
-        if num_required <= 0:
-            done(errors.InvalidArgumentError(
-                None, None, f"Argument num_required must be positive, but was {num_required}"))
-            return
-        self._wait(cm, _Taker(num_required, done))
-
-    def _serve_locked(self) -> list:
-        finished = []
-        while self._takers and self.count >= self._takers[0].n:
-            t = self._takers.popleft()
-            t.finished = True
-            order = sorted(self._rows)
-            row_shape = self._row_shape or ()
-            values = np.empty((len(order),) + row_shape, self.np_dtype)
-            for k, i in enumerate(order):
-                total, n = self._rows[i]
-                values[k] = total / n if self.mean else total
-            indices = np.array(order, np.int64)
-            if self.shape is not None and all(d is not None for d in self.shape):
-                shape = self.shape
-            elif self._dense_shape is not None:
-                shape = self._dense_shape
-            else:
-                shape = ((order[-1] + 1) if order else 0,) + row_shape
-            t.result = (indices, values, np.array(shape, np.int64))
-            self._rows, self.count = {}, 0
-            self._dense_shape = None
-            self.global_step += 1
-            finished.append(t)
-        return finished
+    def _result_locked(self):
+        order = sorted(self._rows)
+        row_shape = self._row_shape or ()
+        values = np.empty((len(order),) + row_shape, self.np_dtype)
+        for k, i in enumerate(order):
+            total, n = self._rows[i]
+            values[k] = total / n if self.mean else total
+        indices = np.array(order, np.int64)
+        if self.shape is not None and all(d is not None for d in self.shape):
+            shape = self.shape
+        elif self._dense_shape is not None:
+            shape = self._dense_shape
+        else:
+            shape = ((order[-1] + 1) if order else 0,) + row_shape
+        self._rows, self._dense_shape = {}, None
+        return indices, values, np.array(shape, np.int64)
 
 
 class Barrier(_Waiting):
