@@ -429,6 +429,13 @@ def _dense(grad):
     return grad
 
 
+def _written_array_grad(op, flow) -> TensorArray:
+    """The gradient array of the array a write-like op (`op`) wrote into."""
+    return TensorArray(dtype=op.attrs["T"], handle=op.inputs[0], flow=flow,
+                       colocate_with_first_write_call=False).grad(
+        source=_grad_source(flow), flow=flow)
+
+
 @gradient("TensorArrayReadV3")
 def _tensor_array_read_grad(op, grad):
     # The forward flow makes the gradient array wait until the forward array's final size
@@ -441,12 +448,7 @@ def _tensor_array_read_grad(op, grad):
 
 @gradient("TensorArrayWriteV3")
 def _tensor_array_write_grad(op, flow):
-    index = op.inputs[1]
-    g = TensorArray(dtype=op.attrs["T"], handle=op.inputs[0], flow=flow,
-                    colocate_with_first_write_call=False).grad(
-        source=_grad_source(flow), flow=flow)
-    grad = g.read(index)
-    return [None, None, grad, flow]
+    return [None, None, _written_array_grad(op, flow).read(op.inputs[1]), flow]
 
 
 @gradient("TensorArrayGatherV3")
@@ -459,12 +461,7 @@ def _tensor_array_gather_grad(op, grad):
 
 @gradient("TensorArrayScatterV3")
 def _tensor_array_scatter_grad(op, flow):
-    indices = op.inputs[1]
-    g = TensorArray(dtype=op.attrs["T"], handle=op.inputs[0], flow=flow,
-                    colocate_with_first_write_call=False).grad(
-        source=_grad_source(flow), flow=flow)
-    grad = g.gather(indices)
-    return [None, None, grad, flow]
+    return [None, None, _written_array_grad(op, flow).gather(op.inputs[1]), flow]
 
 
 @gradient("TensorArrayConcatV3")
@@ -478,8 +475,4 @@ def _tensor_array_concat_grad(op, grad, unused_lengths_grad):
 
 @gradient("TensorArraySplitV3")
 def _tensor_array_split_grad(op, flow):
-    g = TensorArray(dtype=op.attrs["T"], handle=op.inputs[0], flow=flow,
-                    colocate_with_first_write_call=False).grad(
-        source=_grad_source(flow), flow=flow)
-    grad = g.concat()
-    return [None, grad, None, flow]
+    return [None, _written_array_grad(op, flow).concat(), None, flow]
