@@ -34,15 +34,14 @@ from tensorflux.ops import (
     tensor_array_ops,
 )
 from tensorflux.ops import variable_scope as vs
-from tensorflux.ops.rnn_cell_impl import (
-    _concat,
-    assert_like_rnncell,
+from tensorflux.ops.control_flow_util import (
     assert_same_structure,
     flatten,
     is_nested,
     map_structure,
     pack_sequence_as,
 )
+from tensorflux.ops.rnn_cell_impl import _concat, assert_like_rnncell
 
 # The TF1 public names of this module (tf.nn.*).
 __all__ = ["dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn",

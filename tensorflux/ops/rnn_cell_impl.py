@@ -46,6 +46,7 @@ from tensorflux.ops import (
     nn_ops,
 )
 from tensorflux.ops import variable_scope as vs
+from tensorflux.ops.control_flow_util import flatten, is_nested, map_structure
 
 # The TF1 public names of this module (tf.nn.rnn_cell.*).
 __all__ = ["RNNCell", "LayerRNNCell", "BasicRNNCell", "GRUCell", "LSTMStateTuple",
@@ -54,89 +55,6 @@ __all__ = ["RNNCell", "LayerRNNCell", "BasicRNNCell", "GRUCell", "LSTMStateTuple
 _BIAS_VARIABLE_NAME = "bias"
 _WEIGHTS_VARIABLE_NAME = "kernel"
 ASSERT_LIKE_RNNCELL_ERROR_REGEXP = "is not an RNNCell"
-
-
-# ---- nest: nested structures of tensors -----------------------------------------------------
-
-def is_nested(x) -> bool:
-    """True for the containers `nest` looks into: lists, tuples (namedtuples too), dicts."""
-    return isinstance(x, (list, tuple, dict))
-
-
-def _children(x) -> list:
-    return [x[k] for k in sorted(x)] if isinstance(x, dict) else list(x)
-
-
-def flatten(structure) -> list:
-    """The leaves of `structure` in order (dicts by sorted key); a leaf gives `[leaf]`."""
-    if not is_nested(structure):
-        return [structure]
-    out = []
-    for child in _children(structure):
-        out.extend(flatten(child))
-    return out
-
-
-def _rebuild(like, items):
-    if isinstance(like, dict):
-        return type(like)(zip(sorted(like), items, strict=True))
-    if isinstance(like, tuple) and hasattr(like, "_fields"):  # namedtuple
-        return type(like)(*items)
-    return type(like)(items)
-
-
-def pack_sequence_as(structure, flat_sequence):
-    """`flat_sequence` (as from `flatten`) given the shape of `structure`."""
-    flat_sequence = list(flat_sequence)
-    if not is_nested(structure):
-        if len(flat_sequence) != 1:
-            raise ValueError(f"Structure is a scalar but len(flat_sequence) == "
-                             f"{len(flat_sequence)} > 1")
-        return flat_sequence[0]
-    it = iter(flat_sequence)
-
-    def build(s):
-        if not is_nested(s):
-            return next(it)
-        return _rebuild(s, [build(c) for c in _children(s)])
-
-    try:
-        result = build(structure)
-    except StopIteration:
-        result = None
-    leftover = next(it, None) is not None
-    if result is None and flatten(structure) or leftover:
-        raise ValueError(f"Could not pack sequence. Structure had {len(flatten(structure))} "
-                         f"elements, but flat_sequence had {len(flat_sequence)} elements.")
-    return result
-
-
-def assert_same_structure(a, b) -> None:
-    """Raises ValueError/TypeError when `a` and `b` do not nest the same way."""
-    if is_nested(a) != is_nested(b):
-        raise ValueError(f"The two structures don't have the same nested structure.\n\n"
-                         f"First structure: {a}\n\nSecond structure: {b}")
-    if not is_nested(a):
-        return
-    if len(a) != len(b):
-        raise ValueError(f"The two structures don't have the same sequence length. Input "
-                         f"structure has length {len(a)}, while shallow structure has "
-                         f"length {len(b)}.")
-    named_a, named_b = hasattr(a, "_fields"), hasattr(b, "_fields")
-    if (named_a or named_b) and type(a) is not type(b):
-        raise TypeError(f"The two structures don't have the same sequence type. First "
-                        f"structure has type {type(a)}, while second structure has type "
-                        f"{type(b)}.")
-    for x, y in zip(_children(a), _children(b), strict=True):
-        assert_same_structure(x, y)
-
-
-def map_structure(fn, *structures):
-    """`fn` applied leafwise to `structures` (which must nest alike)."""
-    for s in structures[1:]:
-        assert_same_structure(structures[0], s)
-    flat = [flatten(s) for s in structures]
-    return pack_sequence_as(structures[0], [fn(*leaves) for leaves in zip(*flat, strict=True)])
 
 
 # ---- helpers ------------------------------------------------------------------------------

@@ -14,18 +14,16 @@ from tensorflux.framework import common_shapes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, math_ops, nn_impl, random_ops
-from tensorflux.ops.rnn_cell_impl import (
-    LSTMStateTuple,
-    RNNCell,
+from tensorflux.ops.control_flow_util import (
     _children,
     _rebuild,
-    assert_like_rnncell,
     assert_same_structure,
     flatten,
     is_nested,
     map_structure,
     pack_sequence_as,
 )
+from tensorflux.ops.rnn_cell_impl import LSTMStateTuple, RNNCell, assert_like_rnncell
 
 # The TF1 public names of this module (tf.nn.rnn_cell.*).
 __all__ = ["DropoutWrapper", "ResidualWrapper", "DeviceWrapper"]
