@@ -215,7 +215,11 @@ def test_an_error_in_one_partition_aborts_the_others_promptly(recording_rendezvo
     assert all(not r.pending_keys() for r in recording_rendezvous)  # nothing left behind
 
 
-def test_concurrent_multi_device_steps_leave_nothing_behind(recording_rendezvous):
+@pytest.mark.parametrize("intra_op_threads", [0, 1])
+def test_concurrent_multi_device_steps_leave_nothing_behind(recording_rendezvous,
+                                                             intra_op_threads):
+    """8 threads x 50 steps on one Session: threaded partitions (one rendezvous per step,
+    emptied) and merged ones (no rendezvous at all) give every thread its own results."""
     g = tf.Graph()
     with g.as_default():
         p = tf.placeholder(tf.float32, [], name="p")
@@ -226,7 +230,7 @@ def test_concurrent_multi_device_steps_leave_nothing_behind(recording_rendezvous
         with tf.device("/cpu:2"):
             c = b - a
     failures = []
-    with tf.Session(graph=g, config=_config(3, 1)) as s:
+    with tf.Session(graph=g, config=_config(3, intra_op_threads)) as s:
         def worker(k):
             try:
                 for i in range(50):
@@ -242,7 +246,7 @@ def test_concurrent_multi_device_steps_leave_nothing_behind(recording_rendezvous
         for t in threads:
             t.join(timeout=60)
     assert not failures
-    assert len(recording_rendezvous) == 400
+    assert len(recording_rendezvous) == (400 if intra_op_threads == 1 else 0)
     assert all(not r.pending_keys() for r in recording_rendezvous)
 
 
