@@ -69,43 +69,42 @@ class _Step:
             recv_scheduling=bool(graph_options and graph_options.enable_recv_scheduling),
             costs=costs)
         self.num_fetches = len(sg.fetches)
-        self.parts = []
-        self._part_nodes = []  # (device, nodes, fetch pairs, fetch positions) per partition
         devices = {p.device: session._device_mgr.lookup(p.device) for p in parts.values()}
+        # (device, nodes, fetch pairs, fetch positions) per partition
+        self._part_nodes = [(devices[p.device], p.nodes, [(n, i) for _, n, i in p.fetches],
+                             [pos for pos, _, _ in p.fetches]) for p in parts.values()]
         # Several partitions run compiled too when none has control flow or an asynchronous
-        # kernel but _Recv: each runs on a thread of its own and waits for its _Recvs there.
-        orders = order = None
+        # kernel but _Recv.
+        order = None
         if len(parts) > 1 and session._use_static and all(
-                static_executor.eligible(p.nodes, devices[p.device].device_type,
-                                         blocking_recv=True) for p in parts.values()):
-            order = static_executor.step_order([p.nodes for p in parts.values()])
+                static_executor.eligible(nodes, device.device_type, blocking_recv=True)
+                for device, nodes, _, _ in self._part_nodes):
+            order = static_executor.step_order([nodes for _, nodes, _, _ in self._part_nodes])
         if order is not None and session._cpu_devices_share_cores and all(
                 d.device_type == "CPU" for d in devices.values()):
             # Every kernel already spreads over the cores the CPU devices share, so threads
             # of their own would only compete for them (and hand values over through the
             # GIL): the partitions run interleaved on one thread, in one order of the step,
             # each _Recv reading its _Send's value directly.
-            self._merge(session, parts, devices, order)
-            return
-        if order is not None:
-            orders = static_executor.partition_orders([p.nodes for p in parts.values()], order)
-        for k, p in enumerate(parts.values()):
-            device = devices[p.device]
-            fetch_pairs = [(n, i) for _, n, i in p.fetches]
-            positions = [pos for pos, _, _ in p.fetches]
-            memory = tracing.memory_wrapper(device)
-            if orders is not None or (session._use_static
-                                      and static_executor.eligible(p.nodes,
-                                                                   device.device_type)):
-                ex = static_executor.StaticExecutor(p.nodes if orders is None else orders[k],
-                                                    device, fetch_pairs,
-                                                    inline=session._inline_kernels,
-                                                    kernel_wrapper=memory,
-                                                    ordered=orders is not None)
-            else:
-                ex = Executor(p.nodes, device, fetch_pairs, kernel_wrapper=memory)
-            self.parts.append((device, ex, positions))
-            self._part_nodes.append((device, p.nodes, fetch_pairs, positions))
+            self.parts = [self._merged(session, order)]
+        else:
+            # Otherwise each partition runs on a thread of its own (compiled ones wait for
+            # their _Recvs there, in orders cut from `order`, which cannot deadlock).
+            orders = None if order is None else static_executor.partition_orders(
+                [nodes for _, nodes, _, _ in self._part_nodes], order)
+            self.parts = []
+            for k, (device, nodes, fetch_pairs, positions) in enumerate(self._part_nodes):
+                memory = tracing.memory_wrapper(device)
+                if orders is not None or (session._use_static
+                                          and static_executor.eligible(nodes,
+                                                                       device.device_type)):
+                    ex = static_executor.StaticExecutor(
+                        nodes if orders is None else orders[k], device, fetch_pairs,
+                        inline=session._inline_kernels, kernel_wrapper=memory,
+                        ordered=orders is not None)
+                else:
+                    ex = Executor(nodes, device, fetch_pairs, kernel_wrapper=memory)
+                self.parts.append((device, ex, positions))
         # The partition holding most fetches runs on the caller's thread.
         self.parts.sort(key=lambda t: -len(t[2]))
         self._part_nodes.sort(key=lambda t: -len(t[3]))
@@ -115,28 +114,20 @@ class _Step:
         self.partition_graphs = parts
         self.graph = session._graph
 
-    def _merge(self, session, parts, devices, order) -> None:
-        """The compiled partitions as one executor running `order` on the caller's thread
-        (partition graphs, step statistics and errors still name each node's device)."""
-        fetches = sorted((pos, n, i) for p in parts.values() for pos, n, i in p.fetches)
-        node_devices = {n: devices[p.device] for p in parts.values() for n in p.nodes}
-        memory = {d: tracing.memory_wrapper(d) for d in devices.values()}
-        first = devices[next(iter(parts.values())).device]
+    def _merged(self, session, order) -> tuple:
+        """(device, executor, fetch positions) of the compiled partitions as one executor
+        running `order` on the caller's thread (partition graphs, step statistics and errors
+        still name each node's device)."""
+        fetches = sorted((pos, pair) for _, _, pairs, positions in self._part_nodes
+                         for pos, pair in zip(positions, pairs, strict=True))
+        node_devices = {n: device for device, nodes, _, _ in self._part_nodes for n in nodes}
+        memory = {d: tracing.memory_wrapper(d) for d in set(node_devices.values())}
+        first = self._part_nodes[0][0]
         ex = static_executor.StaticExecutor(
-            order, first, [(n, i) for _, n, i in fetches], inline=session._inline_kernels,
+            order, first, [pair for _, pair in fetches], inline=session._inline_kernels,
             kernel_wrapper=lambda n, kdef, compute: memory[node_devices[n]](n, kdef, compute),
             ordered=True, node_devices=node_devices)
-        self.parts = [(first, ex, [pos for pos, _, _ in fetches])]
-        self._part_nodes = []
-        for p in parts.values():
-            device = devices[p.device]
-            self._part_nodes.append((device, p.nodes, [(n, i) for _, n, i in p.fetches],
-                                     [pos for pos, _, _ in p.fetches]))
-        self._part_nodes.sort(key=lambda t: -len(t[3]))
-        self._traced_parts = None
-        self.needs_cancellation = False
-        self.partition_graphs = parts
-        self.graph = session._graph
+        return first, ex, [pos for pos, _ in fetches]
 
     def traced_parts(self) -> list:
         """The partitions' traced twins: dataflow executors whose kernels report to the
