@@ -12,6 +12,7 @@ import pytest
 
 import tensorflux as tf
 from tests.oracle import run_tf
+from tests.threads_util import blocked_steps, join, start, wait_until
 
 TIMEOUT = tf.RunOptions(timeout_in_ms=300)
 
@@ -21,29 +22,6 @@ def graph():
     g = tf.Graph()
     with g.as_default():
         yield g
-
-
-def _start(fn, *args):
-    t = threading.Thread(target=fn, args=args, daemon=True)
-    t.start()
-    return t
-
-
-def _join(*threads, timeout=20):
-    for t in threads:
-        t.join(timeout)
-        assert not t.is_alive(), "thread did not finish"
-
-
-def _wait_until(cond, timeout=10.0):
-    end = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < end, "condition not reached"
-        time.sleep(0.005)
-
-
-def _blocked_steps(sess, n):
-    return lambda: len(sess._active_steps) >= n
 
 
 # ---- FIFO order and structure ------------------------------------------------------------
@@ -229,12 +207,12 @@ def test_partial_dequeue_many_is_restored_when_closed(graph):
             except tf.errors.OutOfRangeError as e:
                 errors_seen.append(e)
 
-        t = _start(consume)
-        _wait_until(_blocked_steps(sess, 1))
+        t = start(consume)
+        wait_until(blocked_steps(sess, 1))
         sess.run(enq)  # taken by the waiting dequeue_many (2 of 4)
         time.sleep(0.05)
         sess.run(q.close())
-        _join(t)
+        join(t)
         assert len(errors_seen) == 1
         assert sess.run(q.dequeue_up_to(4)).tolist() == [1, 2]
 
@@ -253,10 +231,10 @@ def test_cancel_pending_enqueues(graph):
             except tf.errors.CancelledError as e:
                 caught.append(e)
 
-        t = _start(blocked)
-        _wait_until(_blocked_steps(sess, 1))
+        t = start(blocked)
+        wait_until(blocked_steps(sess, 1))
         sess.run(cancel)
-        _join(t)
+        join(t)
         assert caught and caught[0].message.startswith("Enqueue operation was cancelled")
         assert sess.run(q.size()) == 1
         assert sess.run(q.dequeue()) == 1.0
@@ -267,13 +245,13 @@ def test_close_waits_for_pending_enqueues(graph):
     enq, close, deq = q.enqueue(2.0), q.close(), q.dequeue()
     with tf.Session() as sess:
         sess.run(enq)
-        t1 = _start(sess.run, enq)
-        _wait_until(_blocked_steps(sess, 1))
-        t2 = _start(sess.run, close)
-        _wait_until(_blocked_steps(sess, 2))
+        t1 = start(sess.run, enq)
+        wait_until(blocked_steps(sess, 1))
+        t2 = start(sess.run, close)
+        wait_until(blocked_steps(sess, 2))
         assert not sess.run(q.is_closed())  # the close waits behind the enqueue
         assert sess.run(deq) == 2.0
-        _join(t1, t2)
+        join(t1, t2)
         assert sess.run(q.is_closed())
         assert sess.run(deq) == 2.0
         with pytest.raises(tf.errors.OutOfRangeError):
@@ -295,10 +273,10 @@ def test_session_close_cancels_blocked_dequeue_and_enqueue(graph):
         except tf.errors.CancelledError as e:
             caught.append(e.message.splitlines()[0])
 
-    threads = [_start(run, deq), _start(run, enq2)]
-    _wait_until(_blocked_steps(sess, 2))
+    threads = [start(run, deq), start(run, enq2)]
+    wait_until(blocked_steps(sess, 2))
     sess.close()
-    _join(*threads)
+    join(*threads)
     assert sorted(caught) == ["Dequeue operation was cancelled",
                               "Enqueue operation was cancelled"]
 
@@ -328,11 +306,11 @@ def test_thousand_blocked_dequeues_hold_no_threads(graph):
     sess = tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=2))
     result = []
     before = threading.active_count()
-    t = _start(lambda: result.append(sess.run(total)))
-    _wait_until(lambda: q_waiting(sess) == 1000)
+    t = start(lambda: result.append(sess.run(total)))
+    wait_until(lambda: q_waiting(sess) == 1000)
     assert threading.active_count() <= before + 3  # the caller thread, not 1,000
     sess.run(enq)
-    _join(t)
+    join(t)
     assert result == [sum(range(1000))]
     sess.close()
 
@@ -522,10 +500,10 @@ def test_conditional_accumulator(graph):
         with pytest.raises(tf.errors.DeadlineExceededError):
             sess.run(take, options=TIMEOUT)  # 1 of 2
         result = []
-        t = _start(lambda: result.append(sess.run(take)))
-        _wait_until(_blocked_steps(sess, 1))
+        t = start(lambda: result.append(sess.run(take)))
+        wait_until(blocked_steps(sess, 1))
         sess.run(apply, {g: [3, 3], step: 7})
-        _join(t)
+        join(t)
         assert result[0].tolist() == [2.0, 2.0]
         with pytest.raises(tf.errors.InvalidArgumentError,
                            match="Argument num_required must be positive, but was 0"):
@@ -630,8 +608,8 @@ def test_hogwild_assign_add_with_locking_is_exact(graph):
             for _ in range(500):
                 run()
 
-        threads = [_start(worker) for _ in range(8)]
-        _join(*threads, timeout=50)
+        threads = [start(worker) for _ in range(8)]
+        join(*threads, timeout=50)
         assert sess.run(v) == 4000
 
 
@@ -643,8 +621,8 @@ def test_hundred_threads_run_one_session(graph):
         def worker(i):
             results[i] = [sess.run(y, {x: float(i)}) for _ in range(5)]
 
-        threads = [_start(worker, i) for i in range(100)]
-        _join(*threads, timeout=50)
+        threads = [start(worker, i) for i in range(100)]
+        join(*threads, timeout=50)
     assert all(results[i] == [2.0 * i] * 5 for i in range(100))
 
 
@@ -667,8 +645,8 @@ def test_producers_and_consumers_share_a_queue(graph):
                 with lock:
                     seen.extend(got)
 
-        threads = [_start(produce, k) for k in range(4)] + [_start(consume) for _ in range(4)]
-        _join(*threads, timeout=50)
+        threads = [start(produce, k) for k in range(4)] + [start(consume) for _ in range(4)]
+        join(*threads, timeout=50)
     assert sorted(seen) == list(range(800))
 
 
@@ -679,11 +657,11 @@ def test_one_blocked_step_does_not_stop_others(graph):
     y = x + 1.0
     with tf.Session() as sess:
         out = []
-        t = _start(lambda: out.append(sess.run(deq)))
-        _wait_until(_blocked_steps(sess, 1))
+        t = start(lambda: out.append(sess.run(deq)))
+        wait_until(blocked_steps(sess, 1))
         assert [sess.run(y, {x: float(i)}) for i in range(50)] == [i + 1.0 for i in range(50)]
         sess.run(q.enqueue(3.0))
-        _join(t)
+        join(t)
         assert out == [3.0]
 
 
@@ -699,6 +677,6 @@ def test_concurrent_apply_ops_with_locking_are_exact(graph):
             for _ in range(200):
                 run()
 
-        threads = [_start(worker) for _ in range(8)]
-        _join(*threads, timeout=50)
+        threads = [start(worker) for _ in range(8)]
+        join(*threads, timeout=50)
         assert sess.run(v).tolist() == [-800.0] * 4

@@ -3,12 +3,12 @@ values and counters on the same files."""
 
 import os
 import threading
-import time
 
 import pytest
 
 import tensorflux as tf
 from tests.oracle import run_tf
+from tests.threads_util import assert_close_cancels_blocked_runs
 
 
 @pytest.fixture
@@ -33,6 +33,18 @@ def files(tmp_path):
     binary.write_bytes(bytes(range(23)))
     paths["bin"] = str(binary)
     paths["dir"] = str(tmp_path)
+    return paths
+
+
+def _numbered_record_files(directory, files: int, per_file: int) -> list[str]:
+    """`files` TFRecord files whose records are b"0", b"1", ... in order across the files."""
+    paths = []
+    for k in range(files):
+        p = str(directory / f"{k}.tfrecord")
+        with tf.python_io.TFRecordWriter(p) as w:
+            for i in range(per_file):
+                w.write(b"%d" % (k * per_file + i))
+        paths.append(p)
     return paths
 
 
@@ -180,35 +192,11 @@ def test_blocked_read_holds_no_thread_and_is_cancelled_by_close(graph, files):
     reader = tf.TFRecordReader()
     _, v = reader.read(q)
     sess = tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=1))
-    caught = []
-
-    def read():
-        try:
-            sess.run(v)
-        except tf.errors.CancelledError as e:
-            caught.append(e)
-
-    threads = [threading.Thread(target=read) for _ in range(5)]
-    for t in threads:
-        t.start()
-    end = time.monotonic() + 10
-    while len(sess._active_steps) < 5 and time.monotonic() < end:
-        time.sleep(0.005)
-    sess.close()
-    for t in threads:
-        t.join(10)
-        assert not t.is_alive()
-    assert len(caught) == 5
+    assert_close_cancels_blocked_runs(sess, v, 5)
 
 
 def test_threads_share_one_reader(graph, tmp_path):
-    paths = []
-    for k in range(4):
-        p = str(tmp_path / f"{k}.tfrecord")
-        with tf.python_io.TFRecordWriter(p) as w:
-            for i in range(50):
-                w.write(b"%d" % (k * 50 + i))
-        paths.append(p)
+    paths = _numbered_record_files(tmp_path, 4, 50)
     q = tf.FIFOQueue(10, tf.string)
     _, v = tf.TFRecordReader().read(q)
     seen = []
@@ -317,13 +305,7 @@ def test_read_finding_the_reader_busy_is_served_by_the_pump(files):
 def test_many_threads_mix_read_and_read_up_to_on_one_reader(graph, tmp_path):
     import sys
 
-    paths = []
-    for k in range(5):
-        p = str(tmp_path / f"{k}.tfrecord")
-        with tf.python_io.TFRecordWriter(p) as w:
-            for i in range(120):
-                w.write(b"%d" % (k * 120 + i))
-        paths.append(p)
+    paths = _numbered_record_files(tmp_path, 5, 120)
     q = tf.FIFOQueue(10, tf.string)
     reader = tf.TFRecordReader()
     _, one = reader.read(q)

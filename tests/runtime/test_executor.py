@@ -17,6 +17,7 @@ from tensorflux.framework import common_shapes, op_registry
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.ops import control_flow_ops as cf
+from tests.threads_util import assert_close_cancels_blocked_runs
 
 
 def _enter(x, frame, is_constant=False, parallel_iterations=10):
@@ -371,26 +372,7 @@ def test_straight_line_kernel_errors_are_typed_and_name_the_node(graph):
 def test_straight_line_step_blocked_after_falling_back_is_cancelled_by_close(graph):
     q = tf.FIFOQueue(10, tf.float32, shapes=[[]])
     y = q.dequeue() + 1.0
-    s = tf.Session()
-    caught = []
-
-    def run():
-        try:
-            s.run(y)
-        except tf.errors.CancelledError as e:
-            caught.append(e)
-
-    threads = [threading.Thread(target=run) for _ in range(8)]
-    for t in threads:
-        t.start()
-    end = time.monotonic() + 10
-    while len(s._active_steps) < 8 and time.monotonic() < end:
-        time.sleep(0.002)
-    s.close()
-    for t in threads:
-        t.join(10)
-        assert not t.is_alive()
-    assert len(caught) == 8
+    assert_close_cancels_blocked_runs(tf.Session(), y, 8)
 
 
 def test_straight_line_partition_receiving_a_dead_value_matches_dataflow(monkeypatch):
