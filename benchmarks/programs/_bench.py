@@ -13,7 +13,8 @@ TensorFlow figure this one is compared with, when TensorFlow has no figure of th
 `note`. A figure that could not be measured is printed as `{"name": ..., "error": "..."}`
 instead, so a missing op shows up as "n/a (error)" in the table rather than as a crash.
 
-This module never imports TensorFlow or tensorflux itself.
+This module imports neither TensorFlow nor tensorflux when it is imported (only
+`optimizations_off`, called after the program imported its backend, reaches into it).
 """
 
 from __future__ import annotations
@@ -77,3 +78,22 @@ def guarded(*names: str, **extra):
         traceback.print_exc(file=sys.stderr)
         for name in names:
             emit_error(name, e, **extra)
+
+
+def optimizations_off(tf):
+    """The ConfigProto of the dispatch benchmarks, the same on both backends: graph
+    optimizations off (L0, no CSE, no constant folding, no inlining; TensorFlow's grappler
+    meta optimizer off too, a switch tensorflux accepts and has no use for), one inter-op
+    and one intra-op thread. `tf` is the backend module the program imported."""
+    if BACKEND == "tensorflow":
+        from tensorflow.core.protobuf import rewriter_config_pb2
+    else:
+        from tensorflux.protos import rewriter_config_pb2
+    return tf.ConfigProto(
+        graph_options=tf.GraphOptions(
+            optimizer_options=tf.OptimizerOptions(opt_level=tf.OptimizerOptions.L0,
+                                                  do_common_subexpression_elimination=False,
+                                                  do_constant_folding=False,
+                                                  do_function_inlining=False),
+            rewrite_options=rewriter_config_pb2.RewriterConfig(disable_meta_optimizer=True)),
+        inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)

@@ -14,29 +14,18 @@ the dataflow executor that graphs with control flow or asynchronous kernels use.
 
 import time
 
-from _bench import BACKEND, emit, guarded
+from _bench import BACKEND, emit, guarded, optimizations_off
 
 if BACKEND == "tensorflow":
     import tensorflow.compat.v1 as tf
-    from tensorflow.core.protobuf import rewriter_config_pb2
 
     tf.disable_v2_behavior()
 else:
     import tensorflux as tf
-    from tensorflux.protos import rewriter_config_pb2
 
 N = 10_000
 REPS = 7
-# The same ConfigProto on both backends; tensorflux accepts (and has no use for) the
-# grappler switch.
-OFF = tf.ConfigProto(
-    graph_options=tf.GraphOptions(
-        optimizer_options=tf.OptimizerOptions(opt_level=tf.OptimizerOptions.L0,
-                                              do_common_subexpression_elimination=False,
-                                              do_constant_folding=False,
-                                              do_function_inlining=False),
-        rewrite_options=rewriter_config_pb2.RewriterConfig(disable_meta_optimizer=True)),
-    inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)
+OFF = optimizations_off(tf)
 
 
 def chain(n):

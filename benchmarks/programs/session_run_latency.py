@@ -7,27 +7,18 @@ fed 1.0 on every call. Graph optimizations off, one thread (the same config as n
 
 import time
 
-from _bench import BACKEND, emit, guarded
+from _bench import BACKEND, emit, guarded, optimizations_off
 
 if BACKEND == "tensorflow":
     import tensorflow.compat.v1 as tf
-    from tensorflow.core.protobuf import rewriter_config_pb2
 
     tf.disable_v2_behavior()
 else:
     import tensorflux as tf
-    from tensorflux.protos import rewriter_config_pb2
 
 WARMUP = 200
 RUNS = 3000
-OFF = tf.ConfigProto(
-    graph_options=tf.GraphOptions(
-        optimizer_options=tf.OptimizerOptions(opt_level=tf.OptimizerOptions.L0,
-                                              do_common_subexpression_elimination=False,
-                                              do_constant_folding=False,
-                                              do_function_inlining=False),
-        rewrite_options=rewriter_config_pb2.RewriterConfig(disable_meta_optimizer=True)),
-    inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)
+OFF = optimizations_off(tf)
 
 NAME = "session_run_latency"
 LABEL = "Session.run(b, {a: 1.0}), b = a + 1.0, float32 scalar (3,000 calls)"

@@ -14,27 +14,18 @@ compilation off), the path of loops with conds inside or expensive kernels.
 
 import time
 
-from _bench import BACKEND, emit, guarded
+from _bench import BACKEND, emit, guarded, optimizations_off
 
 if BACKEND == "tensorflow":
     import tensorflow.compat.v1 as tf
-    from tensorflow.core.protobuf import rewriter_config_pb2
 
     tf.disable_v2_behavior()
 else:
     import tensorflux as tf
-    from tensorflux.protos import rewriter_config_pb2
 
 N = 10_000
 REPS = 5
-OFF = tf.ConfigProto(
-    graph_options=tf.GraphOptions(
-        optimizer_options=tf.OptimizerOptions(opt_level=tf.OptimizerOptions.L0,
-                                              do_common_subexpression_elimination=False,
-                                              do_constant_folding=False,
-                                              do_function_inlining=False),
-        rewrite_options=rewriter_config_pb2.RewriterConfig(disable_meta_optimizer=True)),
-    inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)
+OFF = optimizations_off(tf)
 
 
 def per_iteration_us(config) -> float:
