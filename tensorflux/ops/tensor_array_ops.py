@@ -429,6 +429,11 @@ def _dense(grad):
     return grad
 
 
+def _read_array_grad(op, flow, grad) -> TensorArray:
+    """The gradient array of the array a read-like op (`op`, getting `grad`) read from."""
+    return _forward_ta(op, flow).grad(source=_grad_source(grad), flow=flow)
+
+
 def _written_array_grad(op, flow) -> TensorArray:
     """The gradient array of the array a write-like op (`op`) wrote into."""
     return TensorArray(dtype=op.attrs["T"], handle=op.inputs[0], flow=flow,
@@ -441,7 +446,7 @@ def _tensor_array_read_grad(op, grad):
     # The forward flow makes the gradient array wait until the forward array's final size
     # is known (dynamic arrays).
     index, flow = op.inputs[1], op.inputs[2]
-    g = _forward_ta(op, flow).grad(source=_grad_source(grad), flow=flow)
+    g = _read_array_grad(op, flow, grad)
     w_g = g.write(index, _dense(grad))
     return [None, None, w_g.flow]
 
@@ -454,7 +459,7 @@ def _tensor_array_write_grad(op, flow):
 @gradient("TensorArrayGatherV3")
 def _tensor_array_gather_grad(op, grad):
     indices, flow = op.inputs[1], op.inputs[2]
-    g = _forward_ta(op, flow).grad(source=_grad_source(grad), flow=flow)
+    g = _read_array_grad(op, flow, grad)
     u_g = g.scatter(indices, _dense(grad))
     return [None, None, u_g.flow]
 
@@ -468,7 +473,7 @@ def _tensor_array_scatter_grad(op, flow):
 def _tensor_array_concat_grad(op, grad, unused_lengths_grad):
     flow = op.inputs[1]
     lengths = op.outputs[1]
-    g = _forward_ta(op, flow).grad(source=_grad_source(grad), flow=flow)
+    g = _read_array_grad(op, flow, grad)
     u_g = g.split(_dense(grad), lengths=lengths)
     return [None, u_g.flow]
 

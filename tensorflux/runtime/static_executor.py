@@ -35,10 +35,9 @@ def eligible(nodes: Iterable[Node], device_type: str, blocking_recv: bool = Fals
     """True when every node has a synchronous kernel and none is a control-flow op.
 
     (Without control-flow ops a partition is acyclic: only NextIteration edges close loops.)
-    With `blocking_recv`, _Recv is allowed too: the generated function then waits for it on
-    its own thread (`_blocking_recv`). The caller must run every partition of the step on a
-    thread of its own, and only when no partition can send a dead value (no control flow
-    anywhere in the step).
+    With `blocking_recv`, _Recv is allowed too, for steps whose partitions all qualify (so
+    no dead value can cross): they then run merged on one thread, or each on a thread of
+    its own waiting in `_blocking_recv`, in orders from `step_order`.
     """
     for n in nodes:
         if n.op in CONTROL_FLOW_OPS:
