@@ -3,7 +3,11 @@
 Precision. half and bfloat16 inputs are computed in float32 and the result is cast back;
 float64 stays float64; integer types stay what they are. No kernel writes into its inputs.
 
-Convolution (Conv2D and its two backprops) is im2col + BLAS. For each batch chunk the
+Convolution (Conv2D and its two backprops) with stride 1, large windows and many
+channels goes through the frequency domain (kernels/cpu/_fft_conv.py: DFTs as matrix
+products, one product over the channels per frequency) when its flop count says so
+(`_by_fft`): the 5x5 layers of a small CNN cost ~2x less that way. Everything else is
+im2col + BLAS. For each batch chunk the
 patches of the padded input are copied, through a zero-copy `as_strided` view of shape
 (n, out_h, out_w, kh, kw, C), into one reused buffer laid out as the rows of a matrix
 (n*out_h*out_w, kh*kw*C); one matrix product with the filter (kh*kw*C, F) writes the
@@ -48,6 +52,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from tensorflux.framework import errors
 from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu import _fft_conv
 from tensorflux.kernels.cpu.math_ops import _ADD_KERNEL as _last_axis_add
 from tensorflux.kernels.cpu.math_ops import _sum as _leading_sum
 from tensorflux.kernels.registry import kernel, kernel_factory
@@ -521,6 +526,18 @@ def _parts(parts: int, flops: float) -> int:
     return parts if flops >= intra_op.MIN_FLOPS else 1
 
 
+def _by_fft(g: _ConvGeometry, n, hw, c, f, khw, out_hw, pads, *operands) -> bool:
+    """Whether a convolution of these shapes goes through the frequency domain
+    (kernels/cpu/_fft_conv.py): stride 1, fewer flops than im2col by its count, and
+    finite operands. A transform spreads a NaN or an infinity over the whole image, where
+    the direct convolution keeps it to the windows that read it (as TF does), so data with
+    any goes the direct way (one sum of each operand tells)."""
+    return (g.sh == g.sw == 1
+            and _fft_conv.worthwhile(np.result_type(*operands), n, hw, c, f, khw,
+                                     (g.dh, g.dw), out_hw, (pads[0][0], pads[1][0]))
+            and all(np.isfinite(np.add.reduce(a, axis=None)) for a in operands))
+
+
 def _conv_forward(x, w, g: _ConvGeometry, parts: int):
     """NHWC conv of compute-precision `x` (N, H, W, C) with `w` (kh, kw, C, F)."""
     n, h, wd, c = x.shape
@@ -530,6 +547,9 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int):
     out = np.empty((n, oh, ow, f), dtype=np.result_type(x, w))
     if out.size == 0:
         return np.zeros(out.shape, out.dtype)
+    if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, w):
+        return _fft_conv.conv_forward(x, w, (pads[0][0], pads[1][0]), (oh, ow),
+                                      (g.dh, g.dw), parts)
     if kh == kw == 1 and g.sh == g.sw == 1 and not any(p for pr in pads for p in pr):
         x2, w2, o2 = x.reshape(-1, c), w.reshape(c, f), out.reshape(-1, f)
         parts = _parts(parts, 2.0 * out.size * c)
@@ -554,6 +574,9 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int):
     dtype = np.result_type(x, dy)
     if n * oh * ow == 0:
         return np.zeros((kh, kw, c, f), dtype)
+    if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, dy):
+        return _fft_conv.conv_backprop_filter(x, dy, (kh, kw), (pads[0][0], pads[1][0]),
+                                              (g.dh, g.dw), parts)
     patches = _patches(_pad(x, pads), kh, kw, oh, ow, (g.sh, g.sw), (g.dh, g.dw))
 
     nb = _chunk(n, oh * ow, k * x.itemsize)
@@ -601,6 +624,9 @@ def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int):
     dtype = np.result_type(w, dy)
     if dy.size == 0 or n * h * wd * c == 0:
         return np.zeros((n, h, wd, c), dtype)
+    if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, w, dy):
+        return _fft_conv.conv_backprop_input(shape, w, dy, (pads[0][0], pads[1][0]),
+                                             (g.dh, g.dw), parts)
     if g.sh == g.sw == 1 and c >= _FLIP_MIN_CHANNELS:
         ph = _flipped_pads(h, kh, g.dh, oh, pads[0][0])
         pw = _flipped_pads(wd, kw, g.dw, ow, pads[1][0])

@@ -1,0 +1,265 @@
+"""Stride-1 convolutions through the discrete Fourier transform, with the transforms as
+matrix products.
+
+A convolution with a k x k window costs 2*k*k*C*F flops per output position done
+directly (im2col + gemm). In the frequency domain it is one product per frequency over
+the channels: with P x P transforms (only P x (P//2 + 1) frequencies are needed for real
+data) the channel mixing costs 8*P*(P//2+1)*C*F per image (complex multiply-adds), plus
+the transforms in and out. For the 5x5 windows of a typical small CNN (16x16 images, 32
+channels in, 64 out) that is ~4x fewer flops; `worthwhile` compares the two counts for
+each call, so 1x1/3x3 windows and few-channel inputs stay on im2col.
+
+The transforms are tiny (P ~ 20), so they are not FFTs: each is a product with a DFT
+matrix, a real (W_in x 2Q) matrix along the width (real input to the half spectrum,
+complex values interleaved) and a complex (P x H_in) matrix along the height, and the
+inverse ones are restricted to the output positions that are wanted. Everything is BLAS.
+Float32 data is transformed in float32/complex64 (relative error ~1e-6 of the output's
+magnitude, against ~1e-7 for im2col), float64 in float64/complex128.
+
+Circular convolution equals the linear one when the transform size along an axis is at
+least max(in + pad_before, out + (k-1)*dilation - pad_before, (k-1)*dilation + 1): every
+index that wraps around lands on a zero of the padded signal, and the filter taps never
+collide. With the filter placed at positions k*dilation - pad_before (negative positions
+wrap), and X, G, DY the spectra of input, filter and out_backprop:
+    forward:          Y[f]  = sum_c X[f, c] conj(G[f, c, o])
+    backprop input:   DX[f] = sum_o DY[f, o] G[f, c, o]
+    backprop filter:  DG[f] = sum_n X[f, n, c] conj(DY[f, n, o])
+Conjugated spectra of real data come from the conjugated DFT matrices (no extra pass).
+The batch is split in chunks over the intra-op threads; the filter spectrum is computed
+once per call and shared.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from tensorflux.kernels import intra_op
+
+# The transforms and copies run well below the gemm's rate: the frequency-domain count,
+# weighted by this, must still beat the direct count.
+_OVERHEAD = 1.6
+# Below this many direct flops im2col is used whatever the counts say (small calls are
+# dominated by the fixed costs of the transforms).
+_MIN_FLOPS = 5e7
+_COMPLEX = {np.dtype(np.float32): np.complex64, np.dtype(np.float64): np.complex128}
+
+
+def transform_size(n_in: int, n_out: int, k: int, dilation: int, before: int) -> int:
+    """The smallest transform length along one axis for which circular convolution gives
+    the linear result (see the module docstring)."""
+    span = (k - 1) * dilation
+    return max(n_in + before, n_out + span - before, span + 1)
+
+
+def _half(p: int) -> int:
+    return p // 2 + 1
+
+
+def worthwhile(dtype, n, hw, c, f, khw, dil, out_hw, pads) -> bool:
+    """True when the frequency-domain convolution is expected to beat im2col for these
+    shapes (any of the three convolutions: they have the same counts up to the transform
+    of the third operand)."""
+    if np.dtype(dtype) not in _COMPLEX:
+        return False
+    (h, w), (kh, kw), (oh, ow) = hw, khw, out_hw
+    direct = 2.0 * n * oh * ow * kh * kw * c * f
+    if direct < _MIN_FLOPS:
+        return False
+    ph = transform_size(h, oh, kh, dil[0], pads[0])
+    pw = transform_size(w, ow, kw, dil[1], pads[1])
+    q = _half(pw)
+    freqs = ph * q
+    mixing = 8.0 * freqs * n * c * f
+
+    def transform(rows, cols, channels):  # along the width (real), then the height
+        return 2.0 * channels * rows * cols * 2 * q + 8.0 * ph * rows * q * channels
+
+    transforms = (transform(h, w, n * c) + transform(oh, ow, n * f)
+                  + transform(kh, kw, c * f))
+    return _OVERHEAD * (mixing + transforms) < direct
+
+
+# ---- DFT matrices ------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _width_matrix(positions: tuple, p: int, conj: bool, dtype: np.dtype) -> np.ndarray:
+    """(len(positions), 2Q) real: a row of samples at `positions` times this is the
+    half spectrum along the width, each complex value as (re, im)."""
+    ang = -2.0 * np.pi * np.outer(positions, np.arange(_half(p))) / p
+    m = np.empty((len(positions), 2 * _half(p)))
+    m[:, 0::2] = np.cos(ang)
+    m[:, 1::2] = -np.sin(ang) if conj else np.sin(ang)
+    return m.astype(dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _height_matrix(positions: tuple, p: int, conj: bool, dtype: np.dtype) -> np.ndarray:
+    """(P, len(positions)) complex: the full spectrum along the height."""
+    sign = 1.0 if conj else -1.0
+    m = np.exp(sign * 2j * np.pi * np.outer(np.arange(p), positions) / p)
+    return m.astype(_COMPLEX[np.dtype(dtype)])
+
+
+@functools.lru_cache(maxsize=256)
+def _inverse_height(positions: tuple, p: int, dtype: np.dtype) -> np.ndarray:
+    """(len(positions), P) complex: back from the height spectrum, at `positions` only
+    (with the 1/P of the inverse transform)."""
+    m = np.exp(2j * np.pi * np.outer(positions, np.arange(p)) / p) / p
+    return m.astype(_COMPLEX[np.dtype(dtype)])
+
+
+@functools.lru_cache(maxsize=256)
+def _inverse_width(positions: tuple, p: int, dtype: np.dtype) -> np.ndarray:
+    """(2Q, len(positions)) real: from a half spectrum (complex values as (re, im)) of a
+    real signal back to its samples at `positions`: the real part of the inverse, the
+    frequencies that stand for two (f and P - f) counted twice."""
+    q = _half(p)
+    weight = np.full(q, 2.0)
+    weight[0] = 1.0
+    if p % 2 == 0:
+        weight[-1] = 1.0
+    ang = 2.0 * np.pi * np.outer(np.arange(q), positions) / p
+    m = np.empty((2 * q, len(positions)))
+    m[0::2] = weight[:, None] * np.cos(ang) / p
+    m[1::2] = -weight[:, None] * np.sin(ang) / p
+    return m.astype(dtype)
+
+
+def _positions(count: int, step: int = 1, offset: int = 0) -> tuple:
+    return tuple(i * step - offset for i in range(count))
+
+
+# ---- transforms --------------------------------------------------------------------------
+
+
+def _spectrum(a: np.ndarray, fh: np.ndarray, fw: np.ndarray) -> np.ndarray:
+    """Spectrum (P, Q, R) of `a` (H_in, R..., W_in) real: along the last axis by `fw`, then
+    along the first by `fh`; R is everything in between, flattened."""
+    h, w = a.shape[0], a.shape[-1]
+    q = fw.shape[1] // 2
+    rows = np.ascontiguousarray(a).reshape(-1, w)
+    half = (rows @ fw).view(fh.dtype).reshape(h, -1)  # (H_in, R*Q)
+    full = (fh @ half).reshape(fh.shape[0], -1, q)  # (P, R, Q)
+    return np.ascontiguousarray(full.transpose(0, 2, 1))
+
+
+def _samples(spec: np.ndarray, ih: np.ndarray, iw: np.ndarray) -> np.ndarray:
+    """Real samples (H_out, R, W_out) of spectrum (P, Q, R), at the positions `ih` (rows)
+    and `iw` (columns) were made for."""
+    p, q, r = spec.shape
+    part = (ih @ spec.reshape(p, -1)).reshape(-1, q, r)  # (H_out, Q, R)
+    part = np.ascontiguousarray(part.transpose(0, 2, 1))  # (H_out, R, Q)
+    real = part.view(iw.dtype).reshape(-1, 2 * q) @ iw
+    return real.reshape(part.shape[0], r, iw.shape[1])
+
+
+class _Geometry:
+    """Transform sizes and DFT matrices for one call: input (h, w), output (oh, ow),
+    filter (kh, kw) with `dilations`, padding before (pt, pl)."""
+
+    def __init__(self, hw, out_hw, khw, dilations, pads, dtype):
+        (h, w), (oh, ow), (kh, kw), (dh, dw), (pt, pl) = hw, out_hw, khw, dilations, pads
+        self.dtype = np.dtype(dtype)
+        self.ph = ph = transform_size(h, oh, kh, dh, pt)
+        self.pw = pw = transform_size(w, ow, kw, dw, pl)
+        self.freqs = ph * _half(pw)
+        self.data = (_positions(h), _positions(w))
+        self.out = (_positions(oh), _positions(ow))
+        self.taps = (_positions(kh, dh, pt), _positions(kw, dw, pl))
+
+    def forward(self, positions, conj=False):
+        ph, pw = positions
+        return (_height_matrix(ph, self.ph, conj, self.dtype),
+                _width_matrix(pw, self.pw, conj, self.dtype))
+
+    def inverse(self, positions):
+        ph, pw = positions
+        return _inverse_height(ph, self.ph, self.dtype), _inverse_width(pw, self.pw,
+                                                                         self.dtype)
+
+    def filter_spectrum(self, w: np.ndarray, conj: bool) -> np.ndarray:
+        """(F, C, O) spectrum of the filter (kh, kw, C, O) placed at its tap positions."""
+        kh, kw, c, o = w.shape
+        fh, fw = self.forward(self.taps, conj)
+        return _spectrum(w.transpose(0, 2, 3, 1), fh, fw).reshape(self.freqs, c, o)
+
+    def data_spectrum(self, a: np.ndarray, positions, conj=False) -> np.ndarray:
+        """(F, N, C) spectrum of NHWC `a` whose rows/columns sit at `positions`."""
+        n, c = a.shape[0], a.shape[3]
+        fh, fw = self.forward(positions, conj)
+        return _spectrum(a.transpose(1, 0, 3, 2), fh, fw).reshape(self.freqs, n, c)
+
+    def to_nhwc(self, spec: np.ndarray, positions, out: np.ndarray) -> None:
+        """Writes the samples of (F, N, C) `spec` at `positions` into NHWC `out`."""
+        n, _, _, c = out.shape
+        ih, iw = self.inverse(positions)
+        real = _samples(spec.reshape(self.ph, -1, n * c), ih, iw)  # (H, N*C, W)
+        np.copyto(out, real.reshape(real.shape[0], n, c, -1).transpose(1, 0, 3, 2))
+
+
+def _grain(n: int, parts: int) -> int:
+    return max(1, -(-n // (2 * parts))) if parts > 1 else n
+
+
+def conv_forward(x, w, pads, out_hw, dilations, parts: int) -> np.ndarray:
+    """NHWC stride-1 convolution of `x` (N, H, W, C) with `w` (kh, kw, C, F)."""
+    n, h, wd, c = x.shape
+    kh, kw, _, f = w.shape
+    dtype = np.result_type(x, w)
+    geo = _Geometry((h, wd), out_hw, (kh, kw), dilations, pads, dtype)
+    g = geo.filter_spectrum(w, conj=True)
+    out = np.empty((n,) + tuple(out_hw) + (f,), dtype)
+
+    def work(n0, n1):
+        spec = geo.data_spectrum(x[n0:n1], geo.data)
+        geo.to_nhwc(np.matmul(spec, g), geo.out, out[n0:n1])
+
+    intra_op.parallel_for(work, n, _grain(n, parts), parts)
+    return out
+
+
+def conv_backprop_input(shape, w, dy, pads, dilations, parts: int) -> np.ndarray:
+    """d(loss)/d(input) of NHWC `shape` for a stride-1 convolution, from the filter `w`
+    and out_backprop `dy`."""
+    n, h, wd, c = shape
+    kh, kw = w.shape[:2]
+    dtype = np.result_type(w, dy)
+    geo = _Geometry((h, wd), dy.shape[1:3], (kh, kw), dilations, pads, dtype)
+    gt = geo.filter_spectrum(w, conj=False).transpose(0, 2, 1)  # (F, O, C)
+    out = np.empty((n, h, wd, c), dtype)
+
+    def work(n0, n1):
+        spec = geo.data_spectrum(dy[n0:n1], geo.out)
+        geo.to_nhwc(np.matmul(spec, gt), geo.data, out[n0:n1])
+
+    intra_op.parallel_for(work, n, _grain(n, parts), parts)
+    return out
+
+
+def conv_backprop_filter(x, dy, khw, pads, dilations, parts: int) -> np.ndarray:
+    """d(loss)/d(filter) (kh, kw, C, F) of a stride-1 convolution of NHWC `x` whose
+    out_backprop is `dy`."""
+    n, h, wd, c = x.shape
+    f = dy.shape[3]
+    dtype = np.result_type(x, dy)
+    geo = _Geometry((h, wd), dy.shape[1:3], khw, dilations, pads, dtype)
+    sums, all_sums = intra_op.per_thread(
+        lambda: np.zeros((geo.freqs, c, f), _COMPLEX[geo.dtype]))
+
+    def work(n0, n1):
+        xs = geo.data_spectrum(x[n0:n1], geo.data)
+        dys = geo.data_spectrum(dy[n0:n1], geo.out, conj=True)
+        acc = sums()
+        acc += np.matmul(xs.transpose(0, 2, 1), dys)
+
+    intra_op.parallel_for(work, n, _grain(n, parts), parts)
+    parts_sums = all_sums()
+    total = parts_sums[0]
+    for s in parts_sums[1:]:
+        total += s
+    ih, iw = geo.inverse(geo.taps)
+    real = _samples(total.reshape(geo.ph, -1, c * f), ih, iw)  # (kh, C*F, kw)
+    return np.ascontiguousarray(real.reshape(khw[0], c, f, khw[1]).transpose(0, 3, 1, 2))

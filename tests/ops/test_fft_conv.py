@@ -1,0 +1,172 @@
+"""The frequency-domain convolution (tensorflux/kernels/cpu/_fft_conv.py): forced on, every
+convolution case of the nn table (values in float32 and float64, finite-difference
+gradients) goes through it and agrees with the loop references; random geometries
+(padding, dilation, odd and even transform sizes) agree with im2col to rounding; the cost
+model picks it where it pays; NaN and infinity stay local as with the direct convolution."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu import _fft_conv
+from tensorflux.kernels.cpu import nn_ops as kernels
+from tests.op_test_util import check_gradient, check_value
+from tests.ops.test_nn_ops import (
+    CASES,
+    ref_conv,
+    ref_conv_filter_grad,
+    ref_conv_input_grad,
+)
+
+CONV_CASES = [c for c in CASES if c.name.startswith("conv")]
+_FFT_CALLS = ("conv_forward", "conv_backprop_input", "conv_backprop_filter")
+
+
+@pytest.fixture
+def forced(monkeypatch):
+    """Every stride-1 float convolution goes through the transform; returns the number of
+    calls of each transform kernel, counted."""
+    monkeypatch.setattr(_fft_conv, "_MIN_FLOPS", 0)
+    monkeypatch.setattr(_fft_conv, "_OVERHEAD", 0.0)
+    calls = dict.fromkeys(_FFT_CALLS, 0)
+    for name in _FFT_CALLS:
+        real = getattr(_fft_conv, name)
+
+        def counted(*args, _real=real, _name=name):
+            calls[_name] += 1
+            return _real(*args)
+
+        monkeypatch.setattr(_fft_conv, name, counted)
+    return calls
+
+
+def _run(fetches):
+    with tf.Session() as sess:
+        return sess.run(fetches)
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_table_values_through_transform(forced, case, dtype):
+    check_value(case, dtype)
+
+
+@pytest.mark.parametrize("case", [c for c in CONV_CASES if c.grad], ids=lambda c: c.name)
+def test_table_gradients_through_transform(forced, case):
+    check_gradient(case, np.float64)
+
+
+def test_forced_path_is_taken(forced):
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.standard_normal((2, 6, 5, 3)))
+    w = tf.constant(rng.standard_normal((3, 3, 3, 2)))
+    y = tf.nn.conv2d(x, w, 1, "SAME")
+    _run(tf.gradients(tf.reduce_sum(y * y), [x, w]))
+    assert forced == dict.fromkeys(_FFT_CALLS, 1)
+    _run(tf.nn.conv2d(x, w, 2, "SAME"))  # strided: im2col
+    assert forced["conv_forward"] == 1
+
+
+def _random_geometry(rng):
+    while True:
+        n, h, w = rng.integers(1, 4), rng.integers(1, 11), rng.integers(1, 11)
+        c, f = rng.integers(1, 5), rng.integers(1, 5)
+        kh, kw = rng.integers(1, 6), rng.integers(1, 6)
+        dil = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        pads = tuple((int(rng.integers(0, 5)), int(rng.integers(0, 5))) for _ in range(2))
+        oh = h + sum(pads[0]) - (kh - 1) * dil[0]
+        ow = w + sum(pads[1]) - (kw - 1) * dil[1]
+        if oh > 0 and ow > 0:
+            return (n, h, w, c), (kh, kw, c, f), dil, pads, (n, oh, ow, f)
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-11), (np.float32, 2e-5)])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_random_geometries_match_loop_references(dtype, tol, workers):
+    """Explicit padding of every size (past the window too), dilations, one-pixel images:
+    the three kernels against the loop references, relative to the largest value."""
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        xs, ws, dil, pads, ys = _random_geometry(rng)
+        x = rng.standard_normal(xs).astype(dtype)
+        w = rng.standard_normal(ws).astype(dtype)
+        dy = rng.standard_normal(ys).astype(dtype)
+        before = (pads[0][0], pads[1][0])
+        got = [_fft_conv.conv_forward(x, w, before, ys[1:3], dil, workers),
+               _fft_conv.conv_backprop_input(xs, w, dy, before, dil, workers),
+               _fft_conv.conv_backprop_filter(x, dy, ws[:2], before, dil, workers)]
+        want = [ref_conv(x, w, (1, 1), "EXPLICIT", dil, pads),
+                ref_conv_input_grad(xs, w, dy, (1, 1), "EXPLICIT", dil, pads),
+                _filter_grad(x, ws, dy, dil, pads)]
+        for g, wv in zip(got, want, strict=True):
+            assert g.dtype == dtype and g.shape == wv.shape
+            scale = max(1.0, float(np.abs(wv).max()))
+            np.testing.assert_allclose(g / scale, wv / scale, rtol=0, atol=tol,
+                                       err_msg=f"{xs} {ws} dil={dil} pads={pads}")
+
+
+def _filter_grad(x, ws, dy, dil, pads):
+    """ref_conv_filter_grad knows SAME/VALID only: explicit padding as a padded VALID."""
+    xp = np.pad(x, ((0, 0), pads[0], pads[1], (0, 0)))
+    return ref_conv_filter_grad(xp, ws, dy, (1, 1), "VALID", dil)
+
+
+def test_cost_model_choices():
+    """The CNN benchmark's second layer (16x16x32 -> 64, 5x5) goes through the transform;
+    its first layer (3 input channels), 1x1 and small 3x3 convolutions and integer data
+    stay on im2col."""
+    f32 = np.float32
+    assert _fft_conv.worthwhile(f32, 64, (16, 16), 32, 64, (5, 5), (1, 1), (16, 16), (2, 2))
+    assert not _fft_conv.worthwhile(f32, 64, (32, 32), 3, 32, (5, 5), (1, 1), (32, 32), (2, 2))
+    assert not _fft_conv.worthwhile(f32, 64, (16, 16), 64, 64, (1, 1), (1, 1), (16, 16),
+                                    (0, 0))
+    assert not _fft_conv.worthwhile(f32, 8, (8, 8), 16, 16, (3, 3), (1, 1), (8, 8), (1, 1))
+    assert not _fft_conv.worthwhile(np.int32, 64, (16, 16), 32, 64, (5, 5), (1, 1), (16, 16),
+                                    (2, 2))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_values_stay_local(monkeypatch, bad):
+    """A NaN or an infinity in one pixel reaches only the outputs whose windows read it (a
+    transform would spread it over the image): such data goes the direct way."""
+    monkeypatch.setattr(_fft_conv, "_MIN_FLOPS", 0)
+    monkeypatch.setattr(_fft_conv, "_OVERHEAD", 0.0)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 9, 9, 2)).astype(np.float32)
+    x[0, 0, 0, 0] = bad
+    w = rng.standard_normal((3, 3, 2, 2)).astype(np.float32)
+    dy = rng.standard_normal((1, 9, 9, 2)).astype(np.float32)
+    dy[0, 8, 8, 1] = bad
+    y, dx = _run([tf.nn.conv2d(x, w, 1, "SAME"),
+                  tf.nn.conv2d_backprop_input([1, 9, 9, 2], w, dy, [1, 1, 1, 1], "SAME")])
+    assert not np.isfinite(y[0, :2, :2]).all() and np.isfinite(y[0, 3:, 3:]).all()
+    assert not np.isfinite(dx[0, 7:, 7:]).all() and np.isfinite(dx[0, :6, :6]).all()
+
+
+def test_parallel_chunks_agree_with_one_thread(monkeypatch):
+    """The batch split over the intra-op threads (dynamic chunks, one running sum per
+    thread for the filter gradient) gives what one thread gives."""
+    monkeypatch.setattr(intra_op, "blas_threads", lambda: 1)
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((7, 12, 12, 8)).astype(np.float32)
+    w = rng.standard_normal((5, 5, 8, 6)).astype(np.float32)
+    dy = rng.standard_normal((7, 12, 12, 6)).astype(np.float32)
+    args = [((x, w, (2, 2), (12, 12), (1, 1)), "conv_forward"),
+            (((7, 12, 12, 8), w, dy, (2, 2), (1, 1)), "conv_backprop_input"),
+            ((x, dy, (5, 5), (2, 2), (1, 1)), "conv_backprop_filter")]
+    for a, name in args:
+        fn = getattr(_fft_conv, name)
+        one, four = fn(*a, 1), fn(*a, 4)
+        np.testing.assert_allclose(four, one, rtol=1e-5, atol=1e-4)
+
+
+def test_transform_size_rule():
+    # in + pad_before, out + span - pad_before, span + 1
+    assert _fft_conv.transform_size(16, 16, 5, 1, 2) == 18
+    assert _fft_conv.transform_size(16, 12, 5, 1, 0) == 16  # VALID needs no padding
+    assert _fft_conv.transform_size(1, 1, 5, 1, 2) == 5  # taps must not collide
+    assert _fft_conv.transform_size(8, 8, 3, 2, 2) == 10
+    assert kernels._fft_conv is _fft_conv
