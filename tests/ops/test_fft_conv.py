@@ -170,3 +170,122 @@ def test_transform_size_rule():
     assert _fft_conv.transform_size(1, 1, 5, 1, 2) == 5  # taps must not collide
     assert _fft_conv.transform_size(8, 8, 3, 2, 2) == 10
     assert kernels._fft_conv is _fft_conv
+
+
+def _conv_model(seed=0):
+    """A conv layer on a variable filter with its gradients, in a new graph."""
+    rng = np.random.default_rng(seed)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [4, 10, 10, 6])
+        w = tf.Variable(rng.standard_normal((5, 5, 6, 8)).astype(np.float32) * 0.1)
+        y = tf.nn.relu(tf.nn.conv2d(x, w, 1, "SAME"))
+        loss = tf.reduce_mean(tf.square(tf.nn.conv2d(y, tf.ones([3, 3, 8, 2]), 1, "SAME")))
+        train = tf.train.GradientDescentOptimizer(1e-4).minimize(loss)
+        grads = tf.gradients(loss, [x, w])
+        init = tf.global_variables_initializer()
+    return g, x, w, loss, train, grads, init, rng.standard_normal((4, 10, 10, 6))
+
+
+def test_one_step_makes_each_spectrum_once(forced, monkeypatch):
+    """The forward convolution's input and filter spectra and out_backprop's are made once
+    per step and shared by the backprop kernels (three spectra per stride-1 layer)."""
+    made = {"data": 0, "filter": 0}
+    real_data, real_filter = _fft_conv._Geometry.data_spectrum, _fft_conv._Geometry.filter_spectrum
+
+    def data(self, *a):
+        made["data"] += 1
+        return real_data(self, *a)
+
+    def filt(self, *a):
+        made["filter"] += 1
+        return real_filter(self, *a)
+
+    monkeypatch.setattr(_fft_conv._Geometry, "data_spectrum", data)
+    monkeypatch.setattr(_fft_conv._Geometry, "filter_spectrum", filt)
+    g, x, _, loss, _, grads, init, xv = _conv_model()
+    with tf.Session(graph=g) as sess:
+        sess.run(init)
+        sess.run([loss, grads], {x: xv})
+        # two layers: input and out_backprop spectra of each, one filter spectrum each
+        assert made == {"data": 4, "filter": 2}
+        sess.run([loss, grads], {x: xv})  # a new step computes them again
+        assert made == {"data": 8, "filter": 4}
+
+
+def test_training_through_transform_matches_im2col(monkeypatch):
+    """Spectra are shared within a step only: the filter variable is updated between steps
+    (the spectra must not go stale), and the losses and weights follow im2col's."""
+    def train(force):
+        with monkeypatch.context() as m:
+            if force:
+                m.setattr(_fft_conv, "_MIN_FLOPS", 0)
+                m.setattr(_fft_conv, "_OVERHEAD", 0.0)
+            else:
+                m.setattr(_fft_conv, "worthwhile", lambda *a: False)
+            g, x, w, loss, step, _, init, xv = _conv_model(1)
+            with tf.Session(graph=g) as sess:
+                sess.run(init)
+                losses = [sess.run([loss, step], {x: xv})[0] for _ in range(5)]
+                return losses, sess.run(w)
+
+    (l1, w1), (l2, w2) = train(True), train(False)
+    assert l1[0] > l1[-1]
+    np.testing.assert_allclose(l1, l2, rtol=1e-4)
+    np.testing.assert_allclose(w1, w2, rtol=1e-4, atol=1e-5)
+
+
+def test_concurrent_steps_share_nothing(forced):
+    """Sixteen threads run steps of one session at once, each with its own input: every
+    result equals the one-thread result for that input."""
+    from tests.threads_util import join, start
+
+    g, x, _, loss, _, grads, init, _ = _conv_model(2)
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal((4, 10, 10, 6)) for _ in range(16)]
+    with tf.Session(graph=g) as sess:
+        sess.run(init)
+        want = [sess.run([loss, grads], {x: v}) for v in inputs]
+        got = [None] * len(inputs)
+
+        def worker(i):
+            for _ in range(3):
+                got[i] = sess.run([loss, grads], {x: inputs[i]})
+
+        join(*[start(worker, i) for i in range(len(inputs))], timeout=60)
+    for (wl, (wdx, wdw)), (gl, (gdx, gdw)) in zip(want, got, strict=True):
+        np.testing.assert_allclose(gl, wl, rtol=1e-6)
+        np.testing.assert_allclose(gdx, wdx, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(gdw, wdw, rtol=1e-5, atol=1e-7)
+
+
+def test_spectra_store_waits_for_a_spectrum_being_made():
+    """Two kernels asking for the same spectrum at once: one makes it, the other waits and
+    gets the same array; an error in the maker lets the next caller make it again."""
+    import threading
+
+    store = _fft_conv._StepSpectra()
+    a = np.ones((3, 4), np.float32)
+    gate, calls = threading.Event(), []
+
+    def make():
+        calls.append(1)
+        gate.wait(10)
+        return np.zeros(5)
+
+    results = []
+    from tests.threads_util import join, start, wait_until
+
+    threads = [start(lambda: results.append(store.get("t", a, make))) for _ in range(4)]
+    wait_until(lambda: len(calls) == 1)
+    gate.set()
+    join(*threads)
+    assert len(calls) == 1 and all(r is results[0] for r in results)
+    assert store.get("t", a[:, :2], lambda: np.ones(1))[0] == 1  # another view: another key
+
+    def fail():
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError):
+        store.get("u", a, fail)
+    assert store.get("u", a, lambda: np.full(2, 7.0))[0] == 7.0

@@ -32,6 +32,7 @@ once per call and shared.
 from __future__ import annotations
 
 import functools
+import threading
 
 import numpy as np
 
@@ -180,17 +181,26 @@ class _Geometry:
         return _inverse_height(ph, self.ph, self.dtype), _inverse_width(pw, self.pw,
                                                                          self.dtype)
 
-    def filter_spectrum(self, w: np.ndarray, conj: bool) -> np.ndarray:
+    def filter_spectrum(self, w: np.ndarray) -> np.ndarray:
         """(F, C, O) spectrum of the filter (kh, kw, C, O) placed at its tap positions."""
         kh, kw, c, o = w.shape
-        fh, fw = self.forward(self.taps, conj)
+        fh, fw = self.forward(self.taps)
         return _spectrum(w.transpose(0, 2, 3, 1), fh, fw).reshape(self.freqs, c, o)
 
-    def data_spectrum(self, a: np.ndarray, positions, conj=False) -> np.ndarray:
-        """(F, N, C) spectrum of NHWC `a` whose rows/columns sit at `positions`."""
+    def data_spectrum(self, a: np.ndarray, positions, conj: bool, parts: int) -> np.ndarray:
+        """(F, N, C) spectrum of NHWC `a` whose rows/columns sit at `positions` (conjugated
+        if `conj`), computed in batch chunks over the intra-op threads."""
         n, c = a.shape[0], a.shape[3]
         fh, fw = self.forward(positions, conj)
-        return _spectrum(a.transpose(1, 0, 3, 2), fh, fw).reshape(self.freqs, n, c)
+        q = fw.shape[1] // 2
+        out = np.empty((self.ph, q, n, c), fh.dtype)
+
+        def work(n0, n1):
+            spec = _spectrum(a[n0:n1].transpose(1, 0, 3, 2), fh, fw)
+            np.copyto(out[:, :, n0:n1], spec.reshape(self.ph, q, n1 - n0, c))
+
+        intra_op.parallel_for(work, n, _grain(n, parts), parts)
+        return out.reshape(self.freqs, n, c)
 
     def to_nhwc(self, spec: np.ndarray, positions, out: np.ndarray) -> None:
         """Writes the samples of (F, N, C) `spec` at `positions` into NHWC `out`."""
@@ -200,66 +210,143 @@ class _Geometry:
         np.copyto(out, real.reshape(real.shape[0], n, c, -1).transpose(1, 0, 3, 2))
 
 
+def _negated(positions):
+    return tuple(tuple(-i for i in axis) for axis in positions)
+
+
 def _grain(n: int, parts: int) -> int:
     return max(1, -(-n // (2 * parts))) if parts > 1 else n
 
 
-def conv_forward(x, w, pads, out_hw, dilations, parts: int) -> np.ndarray:
+# ---- spectra shared by the kernels of one step -------------------------------------------
+
+_CACHE_KEY = "fft_conv.spectra"
+# Spectra kept per step and device (the rest is recomputed when asked for again).
+_CACHE_BYTES = 256 << 20
+
+
+class _StepSpectra:
+    """The spectra computed in one step, by operand and transform: the forward convolution
+    makes the input's and the filter's, the backprop kernels of the same step reuse them
+    and share out_backprop's. An entry holds its operand, so that operand's buffer cannot
+    be freed, reused or written in place (kernels/buffers.py) while the entry lives: equal
+    (address, shape, strides, dtype) means equal data. A second kernel that asks for a
+    spectrum being made waits for it rather than making it again."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.entries: dict = {}
+        self.bytes = 0
+
+    def get(self, tag, operand: np.ndarray, make):
+        info = operand.__array_interface__
+        key = (tag, info["data"][0], operand.shape, info["strides"], operand.dtype.str)
+        with self.lock:
+            entry = self.entries.get(key)
+            mine = entry is None and self.bytes < _CACHE_BYTES
+            if mine:
+                entry = self.entries[key] = [operand, None, threading.Event()]
+        if entry is None:
+            return make()
+        if not mine:
+            entry[2].wait()
+            return entry[1] if entry[1] is not None else make()
+        try:
+            entry[1] = value = make()
+            with self.lock:
+                self.bytes += value.nbytes
+        except BaseException:
+            with self.lock:
+                del self.entries[key]
+            raise
+        finally:
+            entry[2].set()
+        return value
+
+
+def _spectra(ctx):
+    """This step's shared spectra (a private store when there is no step: no sharing)."""
+    container = getattr(ctx, "step_container", None)
+    if container is None:
+        return _StepSpectra()
+    store = container.get(_CACHE_KEY)
+    return store if store is not None else container.setdefault(_CACHE_KEY, _StepSpectra())
+
+
+# ---- the three convolutions --------------------------------------------------------------
+# They share: X* (conjugated spectrum of the input), G (spectrum of the filter) and DY
+# (spectrum of out_backprop). Forward: conj(Y) = X* G, and y(i) = idft(conj(Y))(-i);
+# backprop input: DX = DY G^T; backprop filter: conj(DG) = X*^T DY, dg(m) = idft(..)(-m).
+
+
+def _input_spectrum(spectra, geo, x, parts):
+    return spectra.get(("x*", geo.ph, geo.pw, geo.data), x,
+                       lambda: geo.data_spectrum(x, geo.data, True, parts))
+
+
+def _filter_spectrum(spectra, geo, w):
+    return spectra.get(("g", geo.ph, geo.pw, geo.taps), w, lambda: geo.filter_spectrum(w))
+
+
+def _out_spectrum(spectra, geo, dy, parts):
+    return spectra.get(("dy", geo.ph, geo.pw, geo.out), dy,
+                       lambda: geo.data_spectrum(dy, geo.out, False, parts))
+
+
+def conv_forward(x, w, pads, out_hw, dilations, parts: int, ctx=None) -> np.ndarray:
     """NHWC stride-1 convolution of `x` (N, H, W, C) with `w` (kh, kw, C, F)."""
     n, h, wd, c = x.shape
     kh, kw, _, f = w.shape
     dtype = np.result_type(x, w)
     geo = _Geometry((h, wd), out_hw, (kh, kw), dilations, pads, dtype)
-    g = geo.filter_spectrum(w, conj=True)
+    spectra = _spectra(ctx)
+    g = _filter_spectrum(spectra, geo, w)
+    xs = _input_spectrum(spectra, geo, x, parts)
     out = np.empty((n,) + tuple(out_hw) + (f,), dtype)
+    at = _negated(geo.out)
 
     def work(n0, n1):
-        spec = geo.data_spectrum(x[n0:n1], geo.data)
-        geo.to_nhwc(np.matmul(spec, g), geo.out, out[n0:n1])
+        geo.to_nhwc(np.matmul(xs[:, n0:n1], g), at, out[n0:n1])
 
     intra_op.parallel_for(work, n, _grain(n, parts), parts)
     return out
 
 
-def conv_backprop_input(shape, w, dy, pads, dilations, parts: int) -> np.ndarray:
+def conv_backprop_input(shape, w, dy, pads, dilations, parts: int, ctx=None) -> np.ndarray:
     """d(loss)/d(input) of NHWC `shape` for a stride-1 convolution, from the filter `w`
     and out_backprop `dy`."""
     n, h, wd, c = shape
     kh, kw = w.shape[:2]
     dtype = np.result_type(w, dy)
     geo = _Geometry((h, wd), dy.shape[1:3], (kh, kw), dilations, pads, dtype)
-    gt = geo.filter_spectrum(w, conj=False).transpose(0, 2, 1)  # (F, O, C)
+    spectra = _spectra(ctx)
+    gt = _filter_spectrum(spectra, geo, w).transpose(0, 2, 1)  # (F, O, C)
+    dys = _out_spectrum(spectra, geo, dy, parts)
     out = np.empty((n, h, wd, c), dtype)
 
     def work(n0, n1):
-        spec = geo.data_spectrum(dy[n0:n1], geo.out)
-        geo.to_nhwc(np.matmul(spec, gt), geo.data, out[n0:n1])
+        geo.to_nhwc(np.matmul(dys[:, n0:n1], gt), geo.data, out[n0:n1])
 
     intra_op.parallel_for(work, n, _grain(n, parts), parts)
     return out
 
 
-def conv_backprop_filter(x, dy, khw, pads, dilations, parts: int) -> np.ndarray:
+def conv_backprop_filter(x, dy, khw, pads, dilations, parts: int, ctx=None) -> np.ndarray:
     """d(loss)/d(filter) (kh, kw, C, F) of a stride-1 convolution of NHWC `x` whose
     out_backprop is `dy`."""
     n, h, wd, c = x.shape
     f = dy.shape[3]
     dtype = np.result_type(x, dy)
     geo = _Geometry((h, wd), dy.shape[1:3], khw, dilations, pads, dtype)
-    sums, all_sums = intra_op.per_thread(
-        lambda: np.zeros((geo.freqs, c, f), _COMPLEX[geo.dtype]))
+    spectra = _spectra(ctx)
+    xs = _input_spectrum(spectra, geo, x, parts).transpose(0, 2, 1)  # (F, C, N)
+    dys = _out_spectrum(spectra, geo, dy, parts)
+    dg = np.empty((geo.freqs, c, f), xs.dtype)
 
-    def work(n0, n1):
-        xs = geo.data_spectrum(x[n0:n1], geo.data)
-        dys = geo.data_spectrum(dy[n0:n1], geo.out, conj=True)
-        acc = sums()
-        acc += np.matmul(xs.transpose(0, 2, 1), dys)
+    def work(f0, f1):
+        np.matmul(xs[f0:f1], dys[f0:f1], out=dg[f0:f1])
 
-    intra_op.parallel_for(work, n, _grain(n, parts), parts)
-    parts_sums = all_sums()
-    total = parts_sums[0]
-    for s in parts_sums[1:]:
-        total += s
-    ih, iw = geo.inverse(geo.taps)
-    real = _samples(total.reshape(geo.ph, -1, c * f), ih, iw)  # (kh, C*F, kw)
+    intra_op.parallel_for(work, geo.freqs, _grain(geo.freqs, parts), parts)
+    ih, iw = geo.inverse(_negated(geo.taps))
+    real = _samples(dg.reshape(geo.ph, -1, c * f), ih, iw)  # (kh, C*F, kw)
     return np.ascontiguousarray(real.reshape(khw[0], c, f, khw[1]).transpose(0, 3, 1, 2))

@@ -538,7 +538,7 @@ def _by_fft(g: _ConvGeometry, n, hw, c, f, khw, out_hw, pads, *operands) -> bool
             and all(np.isfinite(np.add.reduce(a, axis=None)) for a in operands))
 
 
-def _conv_forward(x, w, g: _ConvGeometry, parts: int):
+def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None):
     """NHWC conv of compute-precision `x` (N, H, W, C) with `w` (kh, kw, C, F)."""
     n, h, wd, c = x.shape
     kh, kw, _, f = w.shape
@@ -549,7 +549,7 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int):
         return np.zeros(out.shape, out.dtype)
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, w):
         return _fft_conv.conv_forward(x, w, (pads[0][0], pads[1][0]), (oh, ow),
-                                      (g.dh, g.dw), parts)
+                                      (g.dh, g.dw), parts, ctx)
     if kh == kw == 1 and g.sh == g.sw == 1 and not any(p for pr in pads for p in pr):
         x2, w2, o2 = x.reshape(-1, c), w.reshape(c, f), out.reshape(-1, f)
         parts = _parts(parts, 2.0 * out.size * c)
@@ -560,7 +560,7 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int):
                           (g.dh, g.dw), parts)
 
 
-def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int):
+def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None):
     """d(loss)/d(filter) (kh, kw, C, F) from NHWC input `x` and out_backprop `dy`: per
     batch chunk, the patch matrix transposed times the chunk's out_backprop rows, summed
     over chunks (and over the ranges of the intra-op split)."""
@@ -576,7 +576,7 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int):
         return np.zeros((kh, kw, c, f), dtype)
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, dy):
         return _fft_conv.conv_backprop_filter(x, dy, (kh, kw), (pads[0][0], pads[1][0]),
-                                              (g.dh, g.dw), parts)
+                                              (g.dh, g.dw), parts, ctx)
     patches = _patches(_pad(x, pads), kh, kw, oh, ow, (g.sh, g.sw), (g.dh, g.dw))
 
     nb = _chunk(n, oh * ow, k * x.itemsize)
@@ -609,7 +609,7 @@ def _flipped_pads(h, kh, dh, oh, before):
     return pads if min(pads) >= 0 else None
 
 
-def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int):
+def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int, ctx=None):
     """d(loss)/d(input) of NHWC `shape` from filter `w` and out_backprop `dy`.
 
     Stride 1 with enough input channels: a forward conv (im2col) of the padded
@@ -626,7 +626,7 @@ def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int):
         return np.zeros((n, h, wd, c), dtype)
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, w, dy):
         return _fft_conv.conv_backprop_input(shape, w, dy, (pads[0][0], pads[1][0]),
-                                             (g.dh, g.dw), parts)
+                                             (g.dh, g.dw), parts, ctx)
     if g.sh == g.sw == 1 and c >= _FLIP_MIN_CHANNELS:
         ph = _flipped_pads(h, kh, g.dh, oh, pads[0][0])
         pw = _flipped_pads(wd, kw, g.dw, ow, pads[1][0])
@@ -722,7 +722,7 @@ def _conv2d(node):
             raise _invalid(f"filter out depth {w.shape[3]} is not a multiple of the number of "
                            f"groups {groups}")
         parts = intra_op.workers(ctx)
-        out = _grouped(lambda a, b: _conv_forward(a, b, geom, parts), groups, (3, 3),
+        out = _grouped(lambda a, b: _conv_forward(a, b, geom, parts, ctx), groups, (3, 3),
                        _widen(xh), _widen(w))
         return _from_nhwc(_narrow(out, x.dtype), geom.data_format)
 
@@ -749,7 +749,7 @@ def _conv2d_backprop_input(node):
         groups = _groups(sizes[3], w.shape[2])
         shape = sizes[:3] + [sizes[3] // groups]
         parts = intra_op.workers(ctx)
-        out = _grouped(lambda ww, d: _conv_backprop_input(shape, ww, d, geom, parts), groups,
+        out = _grouped(lambda ww, d: _conv_backprop_input(shape, ww, d, geom, parts, ctx), groups,
                        (3, 3), _widen(w), _widen(dyh))
         return _from_nhwc(_narrow(out, dy.dtype), geom.data_format)
 
@@ -769,7 +769,7 @@ def _conv2d_backprop_filter(node):
             raise _invalid(f"Computed out_backprop depth {dyh.shape[3]} does not match "
                            f"filter_sizes {co}")
         parts = intra_op.workers(ctx)
-        out = _grouped(lambda a, d: _conv_backprop_filter(a, d, kh, kw, geom, parts), groups,
+        out = _grouped(lambda a, d: _conv_backprop_filter(a, d, kh, kw, geom, parts, ctx), groups,
                        (3, 3), _widen(xh), _widen(dyh))
         return _narrow(out, dy.dtype)
 
