@@ -6,8 +6,9 @@ directly (im2col + gemm). In the frequency domain it is one product per frequenc
 the channels: with P x P transforms (only P x (P//2 + 1) frequencies are needed for real
 data) the channel mixing costs 8*P*(P//2+1)*C*F per image (complex multiply-adds), plus
 the transforms in and out. For the 5x5 windows of a typical small CNN (16x16 images, 32
-channels in, 64 out) that is ~4x fewer flops; `worthwhile` compares the two counts for
-each call, so 1x1/3x3 windows and few-channel inputs stay on im2col.
+channels in, 64 out) that is ~4x fewer flops and ~1.7x less time; `worthwhile` weighs the
+two counts by their measured speeds for each call, so 1x1 and most 3x3 windows and
+few-channel inputs stay on im2col.
 
 The transforms are tiny (P ~ 20), so they are not FFTs: each is a product with a DFT
 matrix, a real (W_in x 2Q) matrix along the width (real input to the half spectrum,
@@ -25,8 +26,8 @@ wrap), and X, G, DY the spectra of input, filter and out_backprop:
     backprop input:   DX[f] = sum_o DY[f, o] G[f, c, o]
     backprop filter:  DG[f] = sum_n X[f, n, c] conj(DY[f, n, o])
 Conjugated spectra of real data come from the conjugated DFT matrices (no extra pass).
-The batch is split in chunks over the intra-op threads; the filter spectrum is computed
-once per call and shared.
+Transforms are split over the intra-op threads by batch chunks, the per-frequency products
+by frequency chunks (each product keeps the whole batch: wide products run faster).
 """
 
 from __future__ import annotations
@@ -38,9 +39,16 @@ import numpy as np
 
 from tensorflux.kernels import intra_op
 
-# The transforms and copies run well below the gemm's rate: the frequency-domain count,
-# weighted by this, must still beat the direct count.
-_OVERHEAD = 1.6
+# Time per flop of the channel mixing and of the transforms, relative to im2col's, and the
+# margin by which the frequency domain must win: fitted to the one-thread and two-thread
+# times of eleven layer shapes (3x3 to 7x7 windows, 3 to 128 channels, 8x8 to 64x64
+# images) on the reference machine (2-core AMD EPYC, OpenBLAS). The per-frequency products
+# are small complex gemms and the transforms are products with a short inner dimension, so
+# both run well below im2col's rate. With these weights 3x3 windows stay on im2col unless
+# the images are tiny and the channels many.
+_MIXING_WEIGHT = 3.8
+_TRANSFORM_WEIGHT = 1.3
+_MARGIN = 1.1
 # Below this many direct flops im2col is used whatever the counts say (small calls are
 # dominated by the fixed costs of the transforms).
 _MIN_FLOPS = 5e7
@@ -79,7 +87,7 @@ def worthwhile(dtype, n, hw, c, f, khw, dil, out_hw, pads) -> bool:
 
     transforms = (transform(h, w, n * c) + transform(oh, ow, n * f)
                   + transform(kh, kw, c * f))
-    return _OVERHEAD * (mixing + transforms) < direct
+    return _MARGIN * (_MIXING_WEIGHT * mixing + _TRANSFORM_WEIGHT * transforms) < direct
 
 
 # ---- DFT matrices ------------------------------------------------------------------------
@@ -148,11 +156,11 @@ def _spectrum(a: np.ndarray, fh: np.ndarray, fw: np.ndarray) -> np.ndarray:
 
 
 def _samples(spec: np.ndarray, ih: np.ndarray, iw: np.ndarray) -> np.ndarray:
-    """Real samples (H_out, R, W_out) of spectrum (P, Q, R), at the positions `ih` (rows)
-    and `iw` (columns) were made for."""
+    """Real samples (H_out, R, W_out) of spectrum (P, Q, R) (a view: R's rows may be
+    strided), at the positions `ih` (rows) and `iw` (columns) were made for."""
     p, q, r = spec.shape
-    part = (ih @ spec.reshape(p, -1)).reshape(-1, q, r)  # (H_out, Q, R)
-    part = np.ascontiguousarray(part.transpose(0, 2, 1))  # (H_out, R, Q)
+    part = np.matmul(ih, spec.transpose(1, 0, 2))  # (Q, H_out, R), one product per Q
+    part = np.ascontiguousarray(part.transpose(1, 2, 0))  # (H_out, R, Q)
     real = part.view(iw.dtype).reshape(-1, 2 * q) @ iw
     return real.reshape(part.shape[0], r, iw.shape[1])
 
@@ -202,12 +210,19 @@ class _Geometry:
         intra_op.parallel_for(work, n, _grain(n, parts), parts)
         return out.reshape(self.freqs, n, c)
 
-    def to_nhwc(self, spec: np.ndarray, positions, out: np.ndarray) -> None:
-        """Writes the samples of (F, N, C) `spec` at `positions` into NHWC `out`."""
+    def to_nhwc(self, spec: np.ndarray, positions, out: np.ndarray, parts: int) -> None:
+        """Writes the samples of (F, N, C) `spec` at `positions` into NHWC `out`, in batch
+        chunks over the intra-op threads."""
         n, _, _, c = out.shape
         ih, iw = self.inverse(positions)
-        real = _samples(spec.reshape(self.ph, -1, n * c), ih, iw)  # (H, N*C, W)
-        np.copyto(out, real.reshape(real.shape[0], n, c, -1).transpose(1, 0, 3, 2))
+
+        def work(n0, n1):
+            part = spec[:, n0:n1].reshape(self.ph, -1, (n1 - n0) * c)
+            real = _samples(part, ih, iw)  # (H, nb*C, W)
+            np.copyto(out[n0:n1],
+                      real.reshape(real.shape[0], n1 - n0, c, -1).transpose(1, 0, 3, 2))
+
+        intra_op.parallel_for(work, n, _grain(n, parts), parts)
 
 
 def _negated(positions):
@@ -293,6 +308,19 @@ def _out_spectrum(spectra, geo, dy, parts):
                        lambda: geo.data_spectrum(dy, geo.out, False, parts))
 
 
+def _mix(a: np.ndarray, b: np.ndarray, parts: int) -> np.ndarray:
+    """(F, M, K) @ (F, K, N) per frequency, split over chunks of frequencies (each product
+    keeps all M rows: the batch is not cut, so the products stay wide)."""
+    freqs = a.shape[0]
+    out = np.empty((freqs, a.shape[1], b.shape[2]), np.result_type(a, b))
+
+    def work(f0, f1):
+        np.matmul(a[f0:f1], b[f0:f1], out=out[f0:f1])
+
+    intra_op.parallel_for(work, freqs, _grain(freqs, parts), parts)
+    return out
+
+
 def conv_forward(x, w, pads, out_hw, dilations, parts: int, ctx=None) -> np.ndarray:
     """NHWC stride-1 convolution of `x` (N, H, W, C) with `w` (kh, kw, C, F)."""
     n, h, wd, c = x.shape
@@ -303,12 +331,7 @@ def conv_forward(x, w, pads, out_hw, dilations, parts: int, ctx=None) -> np.ndar
     g = _filter_spectrum(spectra, geo, w)
     xs = _input_spectrum(spectra, geo, x, parts)
     out = np.empty((n,) + tuple(out_hw) + (f,), dtype)
-    at = _negated(geo.out)
-
-    def work(n0, n1):
-        geo.to_nhwc(np.matmul(xs[:, n0:n1], g), at, out[n0:n1])
-
-    intra_op.parallel_for(work, n, _grain(n, parts), parts)
+    geo.to_nhwc(_mix(xs, g, parts), _negated(geo.out), out, parts)
     return out
 
 
@@ -323,11 +346,7 @@ def conv_backprop_input(shape, w, dy, pads, dilations, parts: int, ctx=None) -> 
     gt = _filter_spectrum(spectra, geo, w).transpose(0, 2, 1)  # (F, O, C)
     dys = _out_spectrum(spectra, geo, dy, parts)
     out = np.empty((n, h, wd, c), dtype)
-
-    def work(n0, n1):
-        geo.to_nhwc(np.matmul(dys[:, n0:n1], gt), geo.data, out[n0:n1])
-
-    intra_op.parallel_for(work, n, _grain(n, parts), parts)
+    geo.to_nhwc(_mix(dys, gt, parts), geo.data, out, parts)
     return out
 
 
@@ -341,12 +360,7 @@ def conv_backprop_filter(x, dy, khw, pads, dilations, parts: int, ctx=None) -> n
     spectra = _spectra(ctx)
     xs = _input_spectrum(spectra, geo, x, parts).transpose(0, 2, 1)  # (F, C, N)
     dys = _out_spectrum(spectra, geo, dy, parts)
-    dg = np.empty((geo.freqs, c, f), xs.dtype)
-
-    def work(f0, f1):
-        np.matmul(xs[f0:f1], dys[f0:f1], out=dg[f0:f1])
-
-    intra_op.parallel_for(work, geo.freqs, _grain(geo.freqs, parts), parts)
+    dg = _mix(xs, dys, parts)
     ih, iw = geo.inverse(_negated(geo.taps))
     real = _samples(dg.reshape(geo.ph, -1, c * f), ih, iw)  # (kh, C*F, kw)
     return np.ascontiguousarray(real.reshape(khw[0], c, f, khw[1]).transpose(0, 3, 1, 2))
