@@ -237,7 +237,7 @@ def _grain(n: int, parts: int) -> int:
 
 _CACHE_KEY = "fft_conv.spectra"
 # Spectra kept per step and device (the rest is recomputed when asked for again).
-_CACHE_BYTES = 256 << 20
+_CACHE_BYTES = 64 << 20
 
 
 class _StepSpectra:
