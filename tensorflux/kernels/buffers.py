@@ -37,3 +37,27 @@ def exclusively_owned(arr, holders: int = 1) -> bool:
         return True
     # `base` is held by our local name, by `arr`, and by getrefcount's argument.
     return isinstance(base, np.ndarray) and _getrefcount(base) <= 3
+
+
+# ---- fresh arrays: storage a variable may take without a copy --------------------------
+
+_FRESH_KEY = "buffers.fresh"
+
+
+def mark_fresh(ctx, arr) -> None:
+    """Records that kernel output `arr` was allocated by its kernel in this step (no user
+    code and no earlier step has seen it), so that an assign in the same step may make it
+    a variable's storage instead of copying it (`take_fresh`). Restore kernels mark the
+    tensors they read: a restored checkpoint is then copied once, from the file."""
+    container = getattr(ctx, "step_container", None)
+    if container is not None and type(arr) is np.ndarray and arr.dtype != object:
+        container.setdefault(_FRESH_KEY, {})[id(arr)] = arr
+
+
+def take_fresh(ctx, arr) -> bool:
+    """True, once, if `arr` was marked by `mark_fresh` in this step. Sharing it further is
+    safe under copy-on-write: other holders (a fetch, a queue) keep the variable from
+    being updated in place, and fetched arrays that anything else holds are copied."""
+    fresh = getattr(ctx, "step_container", {}).get(_FRESH_KEY)
+    return fresh is not None and fresh.pop(id(arr), None) is arr
+

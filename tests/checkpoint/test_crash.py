@@ -136,7 +136,9 @@ _TRAINING = textwrap.dedent("""
 
 
 def test_killed_training_loop_resumes_and_reaches_the_same_final_step(tmp_path):
-    last_step = 120
+    # 400 steps take ~0.5 s after "started" here: longer than any of the kill delays below
+    # (120 steps took 0.17 s, and the first delay, 0.16 s, sometimes came too late).
+    last_step = 400
     reference = subprocess.run([sys.executable, "-c", _TRAINING, str(tmp_path / "ref"),
                                 str(last_step)], capture_output=True, text=True, timeout=120,
                                cwd=ROOT)
@@ -151,7 +153,7 @@ def test_killed_training_loop_resumes_and_reaches_the_same_final_step(tmp_path):
                                 cwd=ROOT)
         started = proc.stdout.readline().decode()
         if kills < 4 and started.strip() == "started":
-            time.sleep(rng.uniform(0.05, 0.4))
+            time.sleep(rng.uniform(0.02, 0.25))
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait(timeout=30)

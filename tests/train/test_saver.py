@@ -511,3 +511,64 @@ def test_tensorflow_imports_our_meta_graph_and_checkpoint_state(tmp_path):
                    if op.type == "RestoreV2"]]
     """)
     assert got == [str(tmp_path / "m-1"), ["save/RestoreV2"]]
+
+
+# ---- restored tensors become variable storage without a copy ----------------------------
+
+
+def test_restore_copies_each_tensor_once(tmp_path, monkeypatch):
+    """Restored tensors are read into new buffers that the assigns keep as the variables'
+    storage (no second copy); the variables still behave as snapshots afterwards."""
+    from tensorflux.kernels.cpu import state_ops
+
+    g, (v, w) = _graph_with(("v", np.arange(6.0, dtype=np.float32), None),
+                            ("w", [[1, 2]], tf.int64))
+    with g.as_default():
+        saver = tf.train.Saver()
+        bump = v.assign_add(tf.ones([6]))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            path = saver.save(sess, str(tmp_path / "m"))
+        copies = []
+        real = state_ops._private_copy
+        monkeypatch.setattr(state_ops, "_private_copy",
+                            lambda *a: copies.append(1) or real(*a))
+        with tf.Session() as sess:
+            saver.restore(sess, path)
+            assert copies == []
+            got = sess.run(v)
+            got_again = sess.run(v)
+            assert got is not got_again  # fetched values the variable holds are copies
+            sess.run(bump)
+            assert got.tolist() == list(range(6))  # a snapshot stays a snapshot
+            assert sess.run(v).tolist() == [float(i + 1) for i in range(6)]
+            assert sess.run(w).tolist() == [[1, 2]]
+
+
+def test_one_restored_tensor_assigned_twice_gives_two_variables(tmp_path):
+    """The first assign keeps the restored buffer, the second copies it: updating one
+    variable in place leaves the other alone. A fed value is always copied."""
+    from tensorflux.ops.save_restore_ops import restore_v2
+
+    g, (v,) = _graph_with(("v", [1.0, 2.0, 3.0], None))
+    with g.as_default():
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+        a = tf.Variable(tf.zeros([3]), name="a")
+        b = tf.Variable(tf.zeros([3]), name="b")
+        (value,) = restore_v2(path, ["v"], [""], [tf.float32])
+        both = tf.group(a.assign(value), b.assign(value))
+        fed = tf.placeholder(tf.float32, [3])
+        assign_fed = a.assign(fed)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            restored, _ = sess.run([value, both])
+            sess.run(a.assign_add([10.0, 10.0, 10.0]))
+            assert sess.run(b).tolist() == [1.0, 2.0, 3.0]
+            assert sess.run(a).tolist() == [11.0, 12.0, 13.0]
+            assert restored.tolist() == [1.0, 2.0, 3.0]
+            user = np.array([7.0, 8.0, 9.0], np.float32)
+            sess.run(assign_fed, {fed: user})
+            user[:] = 0
+            assert sess.run(a).tolist() == [7.0, 8.0, 9.0]

@@ -15,6 +15,7 @@ import numpy as np
 from tensorflux import checkpoint
 from tensorflux.checkpoint import format as ckpt_format
 from tensorflux.framework import errors
+from tensorflux.kernels import buffers
 from tensorflux.kernels.registry import kernel, kernel_factory
 
 
@@ -89,6 +90,8 @@ def _restore_v2(node):
                 if shapes and not spec:
                     _check_shape(name, stored_shape, shapes[i])
             values = tuple(reader.read(n, s) for n, s in zip(names, specs, strict=True))
+        for v in values:  # read from the file into new buffers: assigns may keep them
+            buffers.mark_fresh(ctx, v)
         return values[0] if len(values) == 1 else values  # the kernel contract
 
     return compute

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tensorflux.framework import dtypes, errors
-from tensorflux.kernels.buffers import exclusively_owned
+from tensorflux.kernels.buffers import exclusively_owned, take_fresh
 from tensorflux.kernels.registry import kernel, kernel_factory
 
 VAR_TYPE_NAME = "N10tensorflow3VarE"  # how TensorFlow names the variable resource type
@@ -241,7 +241,10 @@ def _assign_variable(node):
                 raise errors.InvalidArgumentError(
                     None, None, "Trying to assign to variable with tensor with wrong shape. "
                     f"Expected {_shape_str(old.shape)} got {_shape_str(shape)}")
-            if old is not None and old.shape == shape and _writable_alone(old):
+            if type(value) is np.ndarray and value.dtype == np_dtype and \
+                    value.flags.writeable and take_fresh(ctx, value):
+                var.value = value  # a restored tensor nothing else has seen: no copy
+            elif old is not None and old.shape == shape and _writable_alone(old):
                 np.copyto(old, value, casting="unsafe")  # reuse the buffer nobody else holds
             else:
                 var.value = _private_copy(value, np_dtype)
