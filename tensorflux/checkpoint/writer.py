@@ -108,10 +108,14 @@ def write_checkpoint(prefix: str, entries: list[Entry], sync: bool = True) -> st
     try:
         try:
             files.write_all(fd, header)
+            written = len(header)
             for part, arr in arrays:
                 part["crc32c"] = format.crc32c(arr)
                 if arr.nbytes:
                     files.write_all(fd, arr.reshape(-1).view(np.uint8))
+                    if sync:
+                        files.start_writeback(fd, written, arr.nbytes)
+                    written += arr.nbytes
             if sync:
                 os.fsync(fd)
         finally:

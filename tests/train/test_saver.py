@@ -572,3 +572,24 @@ def test_one_restored_tensor_assigned_twice_gives_two_variables(tmp_path):
             sess.run(assign_fed, {fed: user})
             user[:] = 0
             assert sess.run(a).tolist() == [7.0, 8.0, 9.0]
+
+
+def test_save_starts_writeback_of_each_tensor_as_it_is_written(tmp_path, monkeypatch):
+    """Each tensor's bytes are handed to the disk right after they are written (the final
+    fsync then waits only for the tail): the ranges follow each other from the header's
+    end to the file's end, and the checkpoint reads back."""
+    from tensorflux.checkpoint import files
+
+    ranges = []
+    real = files.start_writeback
+    monkeypatch.setattr(files, "start_writeback",
+                        lambda fd, off, n: ranges.append((off, n)) or real(fd, off, n))
+    g, (a, b) = _graph_with(("a", np.arange(1000.0), None), ("b", [[1, 2, 3]], tf.int32))
+    with g.as_default(), tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+    data = [f for f in os.listdir(tmp_path) if ".data-" in f]
+    size = os.path.getsize(tmp_path / data[0])
+    assert len(ranges) == 2 and ranges[0][0] + ranges[0][1] == ranges[1][0]
+    assert ranges[1][0] + ranges[1][1] == size
+    assert tf.train.load_variable(path, "a").tolist() == list(np.arange(1000.0))
