@@ -295,3 +295,30 @@ def test_spectra_store_waits_for_a_spectrum_being_made():
     with pytest.raises(ValueError):
         store.get("u", a, fail)
     assert store.get("u", a, lambda: np.full(2, 7.0))[0] == 7.0
+
+
+_ORACLE_CONV = """
+rng = np.random.default_rng(11)
+x = tf.constant(rng.standard_normal((8, 16, 16, 32)).astype(np.float32))
+w = tf.constant(rng.standard_normal((5, 5, 32, 64)).astype(np.float32) * 0.1)
+dy = tf.constant(rng.standard_normal((8, 16, 16, 64)).astype(np.float32))
+y = tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME")
+y_valid = tf.nn.conv2d(x, w, [1, 1, 1, 1], "VALID", dilations=[1, 2, 1, 1])
+dx, dw = tf.gradients(y, [x, w], dy)
+with tf.Session() as s:
+    vals = s.run({"y": y, "y_valid": y_valid, "dx": dx, "dw": dw})
+result = {k: np.asarray(v) for k, v in vals.items()}
+"""
+
+
+@pytest.mark.oracle
+def test_transform_path_matches_tensorflow(monkeypatch):
+    """The CNN's second layer, its gradients and a dilated VALID variant, computed through
+    the transform (the cost model picks it for these shapes; forced here for the batch of
+    8) against TensorFlow 2.21's direct convolution, to float32 rounding."""
+    from tests import oracle
+
+    monkeypatch.setattr(_fft_conv, "_MIN_FLOPS", 0)
+    monkeypatch.setattr(_fft_conv, "_MARGIN", 0.0)
+    ours, theirs = oracle.run_both(_ORACLE_CONV, tf)
+    oracle.assert_results_close(ours, theirs, rtol=1e-4, atol=2e-4)
