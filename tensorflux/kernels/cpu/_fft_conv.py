@@ -93,6 +93,12 @@ def worthwhile(dtype, n, hw, c, f, khw, dil, out_hw, pads) -> bool:
 # ---- DFT matrices ------------------------------------------------------------------------
 
 
+def _frozen(m: np.ndarray) -> np.ndarray:
+    """`m` made read-only: cached matrices are shared by every thread and call."""
+    m.flags.writeable = False
+    return m
+
+
 @functools.lru_cache(maxsize=256)
 def _width_matrix(positions: tuple, p: int, conj: bool, dtype: np.dtype) -> np.ndarray:
     """(len(positions), 2Q) real: a row of samples at `positions` times this is the
@@ -101,7 +107,7 @@ def _width_matrix(positions: tuple, p: int, conj: bool, dtype: np.dtype) -> np.n
     m = np.empty((len(positions), 2 * _half(p)))
     m[:, 0::2] = np.cos(ang)
     m[:, 1::2] = -np.sin(ang) if conj else np.sin(ang)
-    return m.astype(dtype)
+    return _frozen(m.astype(dtype))
 
 
 @functools.lru_cache(maxsize=256)
@@ -109,7 +115,7 @@ def _height_matrix(positions: tuple, p: int, conj: bool, dtype: np.dtype) -> np.
     """(P, len(positions)) complex: the full spectrum along the height."""
     sign = 1.0 if conj else -1.0
     m = np.exp(sign * 2j * np.pi * np.outer(np.arange(p), positions) / p)
-    return m.astype(_COMPLEX[np.dtype(dtype)])
+    return _frozen(m.astype(_COMPLEX[np.dtype(dtype)]))
 
 
 @functools.lru_cache(maxsize=256)
@@ -117,7 +123,7 @@ def _inverse_height(positions: tuple, p: int, dtype: np.dtype) -> np.ndarray:
     """(len(positions), P) complex: back from the height spectrum, at `positions` only
     (with the 1/P of the inverse transform)."""
     m = np.exp(2j * np.pi * np.outer(positions, np.arange(p)) / p) / p
-    return m.astype(_COMPLEX[np.dtype(dtype)])
+    return _frozen(m.astype(_COMPLEX[np.dtype(dtype)]))
 
 
 @functools.lru_cache(maxsize=256)
@@ -134,7 +140,7 @@ def _inverse_width(positions: tuple, p: int, dtype: np.dtype) -> np.ndarray:
     m = np.empty((2 * q, len(positions)))
     m[0::2] = weight[:, None] * np.cos(ang) / p
     m[1::2] = -weight[:, None] * np.sin(ang) / p
-    return m.astype(dtype)
+    return _frozen(m.astype(dtype))
 
 
 def _positions(count: int, step: int = 1, offset: int = 0) -> tuple:
