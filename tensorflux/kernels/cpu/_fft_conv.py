@@ -40,8 +40,8 @@ import numpy as np
 from tensorflux.kernels import intra_op
 
 # Time per flop of the channel mixing and of the transforms, relative to im2col's, and the
-# margin by which the frequency domain must win: fitted to the one-thread and two-thread
-# times of eleven layer shapes (3x3 to 7x7 windows, 3 to 128 channels, 8x8 to 64x64
+# margin by which the frequency domain must win: fitted to the two-thread times (forward
+# and both backprops) of eleven layer shapes (3x3 to 7x7 windows, 3 to 128 channels, 8x8 to 64x64
 # images) on the reference machine (2-core AMD EPYC, OpenBLAS). The per-frequency products
 # are small complex gemms and the transforms are products with a short inner dimension, so
 # both run well below im2col's rate. With these weights 3x3 windows stay on im2col unless
