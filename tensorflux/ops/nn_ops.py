@@ -2,8 +2,9 @@
 L2Loss, LRN, InTopKV2.
 
 Each op's definition, shape function, TF1 wrapper and gradient sit together; kernels are in
-tensorflux/kernels/cpu/nn_ops.py. The TF1 functions that compose these ops with others (the
-cross-entropy wrappers, dropout, moments, ...) are in tensorflux/ops/nn_impl.py. Gradients
+tensorflux/kernels/cpu/nn_ops.py, conv_ops.py and pooling_ops.py. The TF1 functions that
+compose these ops with others (the cross-entropy wrappers, dropout, moments, ...) are in
+tensorflux/ops/nn_impl.py. Gradients
 are real backward ops where TensorFlow has them (ReluGrad, BiasAddGrad, Conv2DBackpropInput,
 MaxPoolGrad, ...).
 """

@@ -12,7 +12,7 @@ import pytest
 import tensorflux as tf
 from tensorflux.kernels import intra_op
 from tensorflux.kernels.cpu import _fft_conv
-from tensorflux.kernels.cpu import nn_ops as kernels
+from tensorflux.kernels.cpu import conv_ops as kernels
 from tests.op_test_util import check_gradient, check_value
 from tests.ops.test_nn_ops import (
     CASES,

@@ -662,7 +662,7 @@ def test_conv_kernels_chunked_and_parallel(monkeypatch, blas_threads, strides, p
     """The batch chunking, the intra-op split and both backprop-input strategies (chosen by
     the BLAS thread count) agree with the loop references."""
     from tensorflux.kernels import intra_op
-    from tensorflux.kernels.cpu import nn_ops as kernels
+    from tensorflux.kernels.cpu import conv_ops as kernels
 
     monkeypatch.setattr(intra_op, "blas_threads", lambda: blas_threads)
     monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
@@ -716,7 +716,7 @@ def test_backprop_input_as_flipped_conv(monkeypatch, workers, padding, dilations
     """Stride-1 backprop-input with many input channels is a forward conv of the padded
     out_backprop with the flipped filter; it agrees with the loop reference."""
     from tensorflux.kernels import intra_op
-    from tensorflux.kernels.cpu import nn_ops as kernels
+    from tensorflux.kernels.cpu import conv_ops as kernels
 
     monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
     monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)

@@ -1,0 +1,388 @@
+"""CPU kernels of Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter.
+
+Convolution (Conv2D and its two backprops) with stride 1, large windows and many
+channels goes through the frequency domain (kernels/cpu/_fft_conv.py: DFTs as matrix
+products, one product over the channels per frequency) when its flop count says so
+(`_by_fft`): the 5x5 layers of a small CNN cost ~2x less that way. Everything else is
+im2col + BLAS. For each batch chunk the
+patches of the padded input are copied, through a zero-copy `as_strided` view of shape
+(n, out_h, out_w, kh, kw, C), into one reused buffer laid out as the rows of a matrix
+(n*out_h*out_w, kh*kw*C); one matrix product with the filter (kh*kw*C, F) writes the
+chunk's rows of the output. Chunks are sized so the patch buffer stays in cache
+(`_CHUNK_BYTES`).
+  - Conv2DBackpropFilter: the same patch matrix, transposed, times out_backprop, summed
+    over chunks (one running sum per thread).
+  - Conv2DBackpropInput, stride 1 and at least `_FLIP_MIN_CHANNELS` input channels: the
+    forward conv (im2col as above) of out_backprop, padded so that the result has the
+    input's size, with the filter flipped in space and transposed in channels. Otherwise
+    out_backprop (m, F) times the filter transposed, per tap (F, C) or all at once
+    (F, kh*kw*C); each filter tap's columns are then added into the strided slice of the
+    padded input gradient that the tap read from ("col2im" by taps: kh*kw large adds).
+With OpenBLAS at one thread per call (the process-wide policy: kernels/cpu/_blas.py) the
+gemm runs at ~90 GF/s per core on these shapes (about 90% of what OpenBLAS reaches on
+large square products) and the copies cost ~7% more.
+
+Intra-op parallelism (kernels/intra_op.py). The convolution, pooling, big elementwise and
+matrix kernels cut their work into chunks (batch chunks here) that the calling thread and
+the intra-op pool claim dynamically, so the patch copies, adds and pooling passes run in
+parallel as well as the products, a thread that loses its core to another process just
+claims fewer chunks, and nothing spin-waits. With a multi-threaded BLAS (set by the user)
+they run on the calling thread and BLAS parallelizes each product; chunks are then capped
+in number (`_MAX_CHUNKS`): fewer, larger BLAS calls degrade far less when other processes
+compete for the cores.
+Every kernel works in NHWC; NCHW data is transposed in and out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from tensorflux.framework import errors
+from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu import _fft_conv
+from tensorflux.kernels.cpu._nn_common import (
+    _checked,
+    _explicit_pairs,
+    _from_nhwc,
+    _invalid,
+    _narrow,
+    _pad,
+    _sizes,
+    _to_nhwc,
+    _widen,
+    _window,
+)
+from tensorflux.kernels.registry import kernel_factory
+
+_CHUNK_BYTES = 2 << 20  # patch-buffer size per batch chunk (stays in cache with the product)
+# ... but at most this many chunks: every BLAS call hands work to BLAS's threads, and when
+# other processes hold the cores each hand-off can cost a scheduler time slice.
+_MAX_CHUNKS = 8
+# Backprop-input as a flipped forward conv needs this many input channels: its product has
+# one column per input channel, and narrower products run far below BLAS's peak (3 input
+# channels: 2x slower than products-and-scatter).
+_FLIP_MIN_CHANNELS = 16
+
+
+# ---- Conv2D ------------------------------------------------------------------------------
+
+
+class _ConvGeometry:
+    """Strides, dilations and padding of one Conv2D-family node, resolved per input size."""
+
+    __slots__ = ("sh", "sw", "dh", "dw", "padding", "explicit", "data_format", "name")
+
+    def __init__(self, node):
+        a = node.attrs
+        self.data_format = a.get("data_format", "NHWC")
+        hw = (2, 3) if self.data_format == "NCHW" else (1, 2)
+        strides, dilations = list(a["strides"]), list(a.get("dilations") or [1, 1, 1, 1])
+        if len(strides) != 4 or len(dilations) != 4:
+            raise _invalid("Sliding window strides and dilations must have 4 elements")
+        other = [i for i in range(4) if i not in hw]
+        self.name = node.op
+        if any(strides[i] != 1 for i in other):
+            raise errors.UnimplementedError(
+                None, None, "Current implementation does not yet support strides in the "
+                "batch and depth dimensions.")
+        if any(dilations[i] != 1 for i in other):
+            raise errors.UnimplementedError(
+                None, None, "Current implementation does not yet support dilations in the "
+                "batch and depth dimensions.")
+        self.sh, self.sw = strides[hw[0]], strides[hw[1]]
+        self.dh, self.dw = dilations[hw[0]], dilations[hw[1]]
+        self.padding = a["padding"]
+        self.explicit = _explicit_pairs(a, hw)
+
+    def resolve(self, h, w, kh, kw):
+        """((out_h, out_w), [(top, bottom), (left, right)])."""
+        oh, pt, pb = _window(h, kh, self.sh, self.dh, self.padding, self.explicit[0])
+        ow, pl, pr = _window(w, kw, self.sw, self.dw, self.padding, self.explicit[1])
+        return (oh, ow), [(pt, pb), (pl, pr)]
+
+
+def _patches(xp, kh, kw, oh, ow, strides, dilations):
+    """Read-only view (N, oh, ow, kh, kw, C) of the windows of padded NHWC `xp`."""
+    s0, s1, s2, s3 = xp.strides
+    (sh, sw), (dh, dw) = strides, dilations
+    return as_strided(xp, (xp.shape[0], oh, ow, kh, kw, xp.shape[3]),
+                      (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3), writeable=False)
+
+
+def _chunk(n: int, rows_per_image: int, row_bytes: int) -> int:
+    """Images per batch chunk: a cache-sized patch buffer, and with a multi-threaded BLAS
+    at most _MAX_CHUNKS chunks."""
+    by_cache = _CHUNK_BYTES // max(1, rows_per_image * row_bytes)
+    few = -(-n // _MAX_CHUNKS) if intra_op.blas_threads() != 1 else 1
+    return max(1, by_cache, few)
+
+
+def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts):
+    """out (N, oh, ow, F) = the windows of padded NHWC `xp` times `w2` (kh*kw*C, F): per
+    batch chunk, the patches are copied into one reused buffer (rows of the patch matrix)
+    and multiplied by `w2` straight into the chunk's rows of `out`."""
+    n, oh, ow, f = out.shape
+    k = w2.shape[0]
+    patches = _patches(xp, kh, kw, oh, ow, strides, dilations)
+
+    nb = _chunk(n, oh * ow, k * xp.itemsize)
+    buffer, _ = intra_op.per_thread(
+        lambda: np.empty((min(nb, n),) + patches.shape[1:], dtype=xp.dtype))
+
+    def work(n0, n1):
+        b = buffer()[:n1 - n0]
+        np.copyto(b, patches[n0:n1])
+        np.matmul(b.reshape(-1, k), w2, out=out[n0:n1].reshape(-1, f))
+
+    intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * out.size * k))
+    return out
+
+
+def _parts(parts: int, flops: float) -> int:
+    """Threads for a kernel of `flops` work: 1 when too small to be worth a split."""
+    return parts if flops >= intra_op.MIN_FLOPS else 1
+
+
+def _by_fft(g: _ConvGeometry, n, hw, c, f, khw, out_hw, pads, *operands) -> bool:
+    """Whether a convolution of these shapes goes through the frequency domain
+    (kernels/cpu/_fft_conv.py): stride 1, fewer flops than im2col by its count, and
+    finite operands. A transform spreads a NaN or an infinity over the whole image, where
+    the direct convolution keeps it to the windows that read it (as TF does), so data with
+    any goes the direct way (one sum of each operand tells)."""
+    return (g.sh == g.sw == 1
+            and _fft_conv.worthwhile(np.result_type(*operands), n, hw, c, f, khw,
+                                     (g.dh, g.dw), out_hw, (pads[0][0], pads[1][0]))
+            and all(np.isfinite(np.add.reduce(a, axis=None)) for a in operands))
+
+
+def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None):
+    """NHWC conv of compute-precision `x` (N, H, W, C) with `w` (kh, kw, C, F)."""
+    n, h, wd, c = x.shape
+    kh, kw, _, f = w.shape
+    (oh, ow), pads = g.resolve(h, wd, kh, kw)
+    k = kh * kw * c
+    out = np.empty((n, oh, ow, f), dtype=np.result_type(x, w))
+    if out.size == 0:
+        return np.zeros(out.shape, out.dtype)
+    if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, w):
+        return _fft_conv.conv_forward(x, w, (pads[0][0], pads[1][0]), (oh, ow),
+                                      (g.dh, g.dw), parts, ctx)
+    if kh == kw == 1 and g.sh == g.sw == 1 and not any(p for pr in pads for p in pr):
+        x2, w2, o2 = x.reshape(-1, c), w.reshape(c, f), out.reshape(-1, f)
+        parts = _parts(parts, 2.0 * out.size * c)
+        intra_op.parallel_for(lambda lo, hi: np.matmul(x2[lo:hi], w2, out=o2[lo:hi]),
+                              x2.shape[0], -(-x2.shape[0] // (4 * parts)), parts)
+        return out
+    return _im2col_matmul(_pad(x, pads), w.reshape(k, f), out, kh, kw, (g.sh, g.sw),
+                          (g.dh, g.dw), parts)
+
+
+def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None):
+    """d(loss)/d(filter) (kh, kw, C, F) from NHWC input `x` and out_backprop `dy`: per
+    batch chunk, the patch matrix transposed times the chunk's out_backprop rows, summed
+    over chunks (and over the ranges of the intra-op split)."""
+    n, h, wd, c = x.shape
+    f = dy.shape[3]
+    (oh, ow), pads = g.resolve(h, wd, kh, kw)
+    if dy.shape[1:3] != (oh, ow):
+        raise _invalid(f"{g.name}: Size of out_backprop doesn't match computed: actual = "
+                       f"{dy.shape[1:3]}, computed = {(oh, ow)}")
+    k = kh * kw * c
+    dtype = np.result_type(x, dy)
+    if n * oh * ow == 0:
+        return np.zeros((kh, kw, c, f), dtype)
+    if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, dy):
+        return _fft_conv.conv_backprop_filter(x, dy, (kh, kw), (pads[0][0], pads[1][0]),
+                                              (g.dh, g.dw), parts, ctx)
+    patches = _patches(_pad(x, pads), kh, kw, oh, ow, (g.sh, g.sw), (g.dh, g.dw))
+
+    nb = _chunk(n, oh * ow, k * x.itemsize)
+    # Per thread: a patch buffer, the thread's running sum and a product buffer.
+    state, states = intra_op.per_thread(
+        lambda: (np.empty((min(nb, n), oh, ow, kh, kw, c), dtype=x.dtype),
+                 np.zeros((k, f), dtype), np.empty((k, f), dtype)))
+
+    def work(n0, n1):
+        buf, acc, part = state()
+        b = buf[:n1 - n0]
+        np.copyto(b, patches[n0:n1])
+        np.matmul(b.reshape(-1, k).T, dy[n0:n1].reshape(-1, f), out=part)
+        acc += part
+
+    intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * n * oh * ow * k * f))
+    sums = [acc for _, acc, _ in states()]
+    total = sums[0]
+    for p in sums[1:]:
+        total += p
+    return total.reshape(kh, kw, c, f)
+
+
+def _flipped_pads(h, kh, dh, oh, before):
+    """(before, after) padding of out_backprop along one axis that turns a stride-1
+    backprop-input into a VALID forward conv with the flipped filter, or None when the
+    forward padding exceeds the window (out_backprop would need cropping)."""
+    extent = (kh - 1) * dh
+    pads = (extent - before, h + before - oh)
+    return pads if min(pads) >= 0 else None
+
+
+def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int, ctx=None):
+    """d(loss)/d(input) of NHWC `shape` from filter `w` and out_backprop `dy`.
+
+    Stride 1 with enough input channels: a forward conv (im2col) of the padded
+    out_backprop with the filter flipped in space and transposed in channels (one large
+    product per chunk, no scatter). Otherwise `_col2im_backprop_input`."""
+    n, h, wd, c = shape
+    kh, kw, _, f = w.shape
+    (oh, ow), pads = g.resolve(h, wd, kh, kw)
+    if dy.shape[1:3] != (oh, ow) or dy.shape[0] != n:
+        raise _invalid(f"{g.name}: Size of out_backprop doesn't match computed: actual = "
+                       f"{dy.shape[1:3]}, computed = {(oh, ow)}")
+    dtype = np.result_type(w, dy)
+    if dy.size == 0 or n * h * wd * c == 0:
+        return np.zeros((n, h, wd, c), dtype)
+    if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, w, dy):
+        return _fft_conv.conv_backprop_input(shape, w, dy, (pads[0][0], pads[1][0]),
+                                             (g.dh, g.dw), parts, ctx)
+    if g.sh == g.sw == 1 and c >= _FLIP_MIN_CHANNELS:
+        ph = _flipped_pads(h, kh, g.dh, oh, pads[0][0])
+        pw = _flipped_pads(wd, kw, g.dw, ow, pads[1][0])
+        if ph is not None and pw is not None:
+            wf = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2)).reshape(-1, c)
+            out = np.empty((n, h, wd, c), dtype)
+            return _im2col_matmul(_pad(dy, [ph, pw]), wf, out, kh, kw, (1, 1),
+                                  (g.dh, g.dw), parts)
+    return _col2im_backprop_input(shape, w, dy, g, pads, (oh, ow), parts)
+
+
+def _col2im_backprop_input(shape, w, dy, g: _ConvGeometry, pads, out_hw, parts: int):
+    """Backprop-input by products and scatter: per chunk, out_backprop (m, F) times the
+    filter transposed gives every tap's contribution, and each tap's columns are added into
+    the strided slice of the padded input gradient that the tap read from."""
+    n, h, wd, c = shape
+    kh, kw, _, f = w.shape
+    oh, ow = out_hw
+    dtype = np.result_type(w, dy)
+    (pt, pb), (pl, pr) = pads
+    dxp = np.zeros((n, h + pt + pb, wd + pl + pr, c), dtype)
+    k = kh * kw * c
+    hspan, wspan = (oh - 1) * g.sh + 1, (ow - 1) * g.sw + 1
+    # Single-threaded BLAS: one small product per tap (contiguous columns to add);
+    # multi-threaded BLAS: one product per chunk (few BLAS calls, strided columns).
+    by_tap = intra_op.blas_threads() == 1
+    wt = np.ascontiguousarray(w.reshape(kh * kw, c, f).transpose(0, 2, 1) if by_tap
+                              else w.reshape(k, f).T)
+
+    nb = _chunk(n, oh * ow, k * dy.itemsize)
+    rows = min(nb, n) * oh * ow
+    buffer, _ = intra_op.per_thread(
+        lambda: np.empty((kh * kw, rows, c) if by_tap else (rows, k), dtype))
+
+    def work(n0, n1):
+        m = (n1 - n0) * oh * ow
+        d2 = dy[n0:n1].reshape(-1, f)
+        if by_tap:
+            b = buffer()[:, :m]
+            np.matmul(d2[None], wt, out=b)
+        else:
+            b = buffer()[:m]
+            np.matmul(d2, wt, out=b)
+            b = b.reshape(n1 - n0, oh, ow, kh * kw, c)
+        sub = dxp[n0:n1]
+        for i in range(kh):
+            for j in range(kw):
+                tap = b[i * kw + j] if by_tap else b[:, :, :, i * kw + j]
+                sub[:, i * g.dh:i * g.dh + hspan:g.sh, j * g.dw:j * g.dw + wspan:g.sw] \
+                    += tap.reshape(n1 - n0, oh, ow, c)
+
+    intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * dy.size * k))
+    if pt or pb or pl or pr:
+        return np.ascontiguousarray(dxp[:, pt:pt + h, pl:pl + wd])
+    return dxp
+
+
+def _groups(c_in: int, filter_depth: int) -> int:
+    if filter_depth <= 0 or c_in % filter_depth:
+        raise _invalid(f"input depth must be evenly divisible by filter depth: {c_in} vs "
+                       f"{filter_depth}")
+    return c_in // filter_depth
+
+
+def _grouped(fn, groups, xs_axes, *arrays):
+    """Applies `fn` per channel group: arrays[i] is split along xs_axes[i] (None: shared)."""
+    if groups == 1:
+        return fn(*arrays)
+    outs = []
+    for gi in range(groups):
+        parts = []
+        for a, axis in zip(arrays, xs_axes, strict=True):
+            if axis is None:
+                parts.append(a)
+            else:
+                size = a.shape[axis] // groups
+                parts.append(np.take(a, range(gi * size, (gi + 1) * size), axis=axis))
+        outs.append(fn(*parts))
+    return np.concatenate(outs, axis=-1)
+
+
+@kernel_factory("Conv2D", expensive=True)
+@_checked
+def _conv2d(node):
+    geom = _ConvGeometry(node)
+
+    def compute(ctx, x, w):
+        if x.ndim != 4 or w.ndim != 4:
+            raise _invalid("input and filter must be 4-dimensional")
+        xh = _to_nhwc(x, geom.data_format)
+        groups = _groups(xh.shape[3], w.shape[2])
+        if w.shape[3] % groups:
+            raise _invalid(f"filter out depth {w.shape[3]} is not a multiple of the number of "
+                           f"groups {groups}")
+        parts = intra_op.workers(ctx)
+        out = _grouped(lambda a, b: _conv_forward(a, b, geom, parts, ctx), groups, (3, 3),
+                       _widen(xh), _widen(w))
+        return _from_nhwc(_narrow(out, x.dtype), geom.data_format)
+
+    return compute
+
+
+@kernel_factory("Conv2DBackpropInput", expensive=True)
+@_checked
+def _conv2d_backprop_input(node):
+    geom = _ConvGeometry(node)
+
+    def compute(ctx, input_sizes, w, dy):
+        sizes = _sizes(input_sizes, "input_sizes")
+        if geom.data_format == "NCHW":
+            sizes = [sizes[0], sizes[2], sizes[3], sizes[1]]
+        dyh = _to_nhwc(dy, geom.data_format)
+        groups = _groups(sizes[3], w.shape[2])
+        shape = sizes[:3] + [sizes[3] // groups]
+        parts = intra_op.workers(ctx)
+        out = _grouped(lambda ww, d: _conv_backprop_input(shape, ww, d, geom, parts, ctx), groups,
+                       (3, 3), _widen(w), _widen(dyh))
+        return _from_nhwc(_narrow(out, dy.dtype), geom.data_format)
+
+    return compute
+
+
+@kernel_factory("Conv2DBackpropFilter", expensive=True)
+@_checked
+def _conv2d_backprop_filter(node):
+    geom = _ConvGeometry(node)
+
+    def compute(ctx, x, filter_sizes, dy):
+        kh, kw, ci, co = _sizes(filter_sizes, "filter_sizes")
+        xh, dyh = _to_nhwc(x, geom.data_format), _to_nhwc(dy, geom.data_format)
+        groups = _groups(xh.shape[3], ci)
+        if dyh.shape[3] != co:
+            raise _invalid(f"Computed out_backprop depth {dyh.shape[3]} does not match "
+                           f"filter_sizes {co}")
+        parts = intra_op.workers(ctx)
+        out = _grouped(lambda a, d: _conv_backprop_filter(a, d, kh, kw, geom, parts, ctx), groups,
+                       (3, 3), _widen(xh), _widen(dyh))
+        return _narrow(out, dy.dtype)
+
+    return compute
+

@@ -1,0 +1,338 @@
+"""CPU kernels of the pools (MaxPool, AvgPool and their gradients, MaxPoolGradGrad).
+
+Pooling reads the padded input through one strided slice per window tap (i, j): the slice
+holds that tap's element of every window, so a k x k pool is k*k elementwise ops on arrays
+of the output's size, whatever the strides. MaxPool ignores NaN (TF compares with `>`);
+MaxPoolGrad routes each window's gradient to the first maximum in row-major window order
+(TF's CPU kernel, re-deriving the argmax from `orig_input`); AvgPool divides by the number
+of window elements inside the unpadded input. Pools run in cache-sized batch chunks
+(several passes over a chunk stay in cache), split over the intra-op threads when big.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorflux.framework import errors
+from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu._nn_common import (
+    _LOW_PRECISION,
+    _checked,
+    _explicit_pairs,
+    _from_nhwc,
+    _invalid,
+    _narrow,
+    _pad,
+    _sizes,
+    _to_nhwc,
+    _widen,
+    _window,
+)
+from tensorflux.kernels.registry import kernel_factory
+
+# ---- pooling -----------------------------------------------------------------------------
+
+
+class _PoolGeometry:
+    """ksize/strides/padding of a pooling node over the H, W and C axes of NHWC data."""
+
+    __slots__ = ("k", "s", "padding", "explicit", "data_format")
+
+    def __init__(self, node):
+        a = node.attrs
+        self.data_format = a.get("data_format", "NHWC")
+        order = (0, 2, 3, 1) if self.data_format == "NCHW" else (0, 1, 2, 3)
+        ksize, strides = list(a["ksize"]), list(a["strides"])
+        if len(ksize) != 4 or len(strides) != 4:
+            raise _invalid("Sliding window ksize and strides fields must specify 4 dimensions")
+        if ksize[order[0]] != 1 or strides[order[0]] != 1:
+            raise errors.UnimplementedError(
+                None, None, "Pooling is not yet supported on the batch dimension.")
+        self.k = [ksize[i] for i in order[1:]]
+        self.s = [strides[i] for i in order[1:]]
+        self.padding = a["padding"]
+        self.explicit = _explicit_pairs(a, order[1:]) + [(0, 0)]
+
+    def resolve(self, shape):
+        """(output shape, [(before, after)] for H, W, C) of an NHWC input `shape`."""
+        outs, pads = [shape[0]], []
+        for axis in range(3):
+            o, b, a = _window(shape[axis + 1], self.k[axis], self.s[axis], 1, self.padding,
+                              self.explicit[axis])
+            outs.append(o)
+            pads.append((b, a))
+        return tuple(outs), pads
+
+    def taps(self, out_shape):
+        """Per window tap: the index of its strided slice into the padded input."""
+        spans = [(o - 1) * s + 1 for o, s in zip(out_shape[1:], self.s, strict=True)]
+        for i in range(self.k[0]):
+            for j in range(self.k[1]):
+                for d in range(self.k[2]):
+                    yield (slice(None), slice(i, i + spans[0], self.s[0]),
+                           slice(j, j + spans[1], self.s[1]), slice(d, d + spans[2], self.s[2]))
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" or dtype in _LOW_PRECISION else np.iinfo(dtype).min
+
+
+def _window_max(xp, geom: _PoolGeometry, out):
+    """Writes into `out` the max (NaN ignored) of each window of padded `xp`."""
+    reduce = np.fmax if xp.dtype.kind == "f" else np.maximum
+    for t, index in enumerate(geom.taps(out.shape)):
+        if t == 0:
+            np.copyto(out, xp[index])
+        else:
+            reduce(out, xp[index], out=out)
+
+
+def _max_pool_nhwc(x, geom: _PoolGeometry, parts: int = 1):
+    """(max of each window, paddings, output shape) of NHWC `x`, batch-parallel when big."""
+    out_shape, pads = geom.resolve(x.shape)
+    out = np.empty(out_shape, x.dtype)
+    if 0 in out_shape:
+        return out, pads, out_shape
+    xp = _pad(x, pads, _lowest(x.dtype))
+
+    def work(lo, hi):
+        _window_max(xp[lo:hi], geom, out[lo:hi])
+
+    intra_op.parallel_rows(work, x.shape[0], x.size, parts)
+    return out, pads, out_shape
+
+
+@kernel_factory("MaxPool", expensive=True)
+@_checked
+def _max_pool(node):
+    geom = _PoolGeometry(node)
+
+    def compute(ctx, x):
+        if x.ndim != 4:
+            raise _invalid(f"input must be 4-dimensional, got {list(x.shape)}")
+        xf = _widen(_to_nhwc(x, geom.data_format))
+        out, _, _ = _max_pool_nhwc(xf, geom, intra_op.workers(ctx))
+        return _from_nhwc(_narrow(out, x.dtype), geom.data_format)
+
+    return compute
+
+
+@kernel_factory("MaxPoolGrad", expensive=True)
+@_checked
+def _max_pool_grad(node):
+    geom = _PoolGeometry(node)
+
+    def compute(ctx, orig_input, orig_output, grad):
+        # TF re-derives each window's argmax from orig_input; orig_output is not trusted.
+        x = _widen(_to_nhwc(orig_input, geom.data_format))
+        g = _widen(_to_nhwc(grad, geom.data_format))
+        out_shape, pads = geom.resolve(x.shape)
+        if g.shape != out_shape:
+            raise _invalid(f"Expected grad shape to be {list(out_shape)}, but got "
+                           f"{list(g.shape)}")
+        xp = _pad(x, pads, _lowest(x.dtype))
+        tiles = all(k == s for k, s in zip(geom.k, geom.s, strict=True))
+        covered = tiles and all(o * k == n for o, k, n in
+                                zip(out_shape[1:], geom.k, xp.shape[1:], strict=True))
+        parts = intra_op.workers(ctx)
+        if covered and g.size:
+            dxp = _tiled_max_pool_grad(xp, g, geom.k, parts)
+        else:
+            dxp = np.zeros(xp.shape, g.dtype)
+            if g.size:
+                def work(lo, hi):
+                    _route_to_first_max(xp[lo:hi], g[lo:hi], geom, dxp[lo:hi], tiles)
+
+                intra_op.parallel_rows(work, x.shape[0], x.size, parts)
+        crop = (slice(None),) + tuple(slice(b, b + n) for (b, _), n in
+                                      zip(pads, x.shape[1:], strict=True))
+        dx = np.ascontiguousarray(dxp[crop]) if any(b or a for b, a in pads) else dxp
+        return _from_nhwc(_narrow(dx, grad.dtype), geom.data_format)
+
+    return compute
+
+
+def _first_max_index(taps, m, idx, gt, step):
+    """Writes into `idx` the number of each window's first maximum among `taps` (arrays
+    of the windows' elements, in TF's row-major window order), as TF's CPU argmax scan
+    picks it: the first tap, replaced by a later one only when strictly greater, so a
+    later NaN never takes the gradient and a NaN first tap keeps it. `m`, `gt` and `step`
+    (of idx's dtype) are scratch arrays of the windows' shape. No masked (`where=`)
+    assignments: NumPy runs those element by element."""
+    first = None
+    for t, tap in enumerate(taps):
+        if t == 0:
+            first = tap
+            np.copyto(m, tap)
+            idx.fill(0)
+            continue
+        np.greater(tap, m, out=gt)
+        np.fmax(m, tap, out=m)  # == where(gt, tap, m) while m is not NaN
+        # idx = where(gt, t, idx) as max(idx, t * gt): taps come in increasing order.
+        np.multiply(gt, step.dtype.type(t), out=step)
+        np.maximum(idx, step, out=idx)
+    if m.dtype.kind == "f" and idx.size:
+        np.equal(first, first, out=gt)  # a NaN first tap keeps the gradient
+        np.multiply(idx, gt, out=idx)
+
+
+def _index_dtype(count: int):
+    return np.uint8 if count <= 256 else np.int32
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """`a` viewed as unsigned integers: `bits * mask` routes a value or writes exact zeros,
+    where `a * mask` would turn an unrouted inf or NaN gradient into NaN."""
+    return a.view(f"u{a.dtype.itemsize}")
+
+
+def _tiled_max_pool_grad(xp, g, k, parts: int):
+    """MaxPoolGrad for windows that tile padded `xp` exactly (ksize == strides, no partial
+    windows). Per batch chunk, the input is copied once into tap-major order (one
+    contiguous row per window tap), so the argmax scan and the routing of `g` run on
+    contiguous arrays (NHWC taps are strided slices whose contiguous runs are only the
+    channels long, and NumPy pays per run); the routed taps are copied back in one pass."""
+    n, hp, wp, cp = xp.shape
+    kh, kw, kc = k
+    _, oh, ow, oc = g.shape
+    count = kh * kw * kc
+    dxp = np.empty(xp.shape, g.dtype)
+    rows = max(1, min(n, intra_op.CHUNK_ELEMENTS // max(1, hp * wp * cp)))
+    index_dtype = _index_dtype(count)
+
+    def make():
+        size = rows * oh * ow * oc
+        return (np.empty((count, size), xp.dtype), np.empty((count, size), g.dtype),
+                np.empty(size, xp.dtype), np.empty(size, index_dtype),
+                np.empty(size, index_dtype), np.empty(size, bool))
+
+    state, _ = intra_op.per_thread(make)
+
+    def tap_major(a, lo, hi):
+        """(kh, kw, kc, rows, oh, ow, oc) view of NHWC rows lo:hi of padded-shaped `a`."""
+        return a[lo:hi].reshape(hi - lo, oh, kh, ow, kw, oc, kc).transpose(2, 4, 6, 0, 1, 3, 5)
+
+    def work(lo, hi):
+        xbuf, dbuf, m, idx, step, hit = state()
+        size = (hi - lo) * oh * ow * oc
+        taps, routed = xbuf[:, :size], _bits(dbuf[:, :size])
+        np.copyto(taps.reshape(kh, kw, kc, hi - lo, oh, ow, oc), tap_major(xp, lo, hi))
+        m, idx, step, hit = m[:size], idx[:size], step[:size], hit[:size]
+        _first_max_index(taps, m, idx, hit, step)
+        gbits = _bits(g[lo:hi].reshape(-1))
+        for t in range(count):
+            np.equal(idx, t, out=hit)
+            np.multiply(gbits, hit, out=routed[t])
+        np.copyto(tap_major(dxp, lo, hi), dbuf[:, :size].reshape(kh, kw, kc, hi - lo, oh,
+                                                                   ow, oc))
+
+    if xp.size < intra_op.MIN_ELEMENTS:
+        parts = 1
+    intra_op.parallel_for(work, n, rows, parts)
+    return dxp
+
+
+def _route_to_first_max(xp, g, geom: _PoolGeometry, dxp, tiles: bool):
+    """Adds to zeroed `dxp` (padded-input-shaped) each window's `g` at the window's first
+    maximum (`_first_max_index`). Windows that tile the input without overlap write their
+    taps directly; overlapping ones accumulate."""
+    taps = list(geom.taps(g.shape))
+    index_dtype = _index_dtype(len(taps))
+    m = np.empty(g.shape, xp.dtype)
+    idx, step = np.empty(g.shape, index_dtype), np.empty(g.shape, index_dtype)
+    hit = np.empty(g.shape, bool)
+    _first_max_index([xp[index] for index in taps], m, idx, hit, step)
+    gbits, routed = _bits(g), np.empty(g.shape, g.dtype)
+    for t, index in enumerate(taps):
+        np.equal(idx, t, out=hit)
+        np.multiply(gbits, hit, out=_bits(routed))
+        if tiles:
+            dxp[index] = routed
+        else:
+            dxp[index] += routed
+
+
+def _avg_counts(geom: _PoolGeometry, in_shape, out_shape, pads):
+    """Number of unpadded input elements in each window, broadcastable to out_shape."""
+    counts = []
+    for axis in range(3):
+        o, s, k = out_shape[axis + 1], geom.s[axis], geom.k[axis]
+        start = np.arange(o) * s - pads[axis][0]
+        c = np.minimum(start + k, in_shape[axis + 1]) - np.maximum(start, 0)
+        counts.append(c)
+    return counts[0][:, None, None] * counts[1][None, :, None] * counts[2][None, None, :]
+
+
+@kernel_factory("AvgPool", expensive=True)
+@_checked
+def _avg_pool(node):
+    geom = _PoolGeometry(node)
+
+    def compute(ctx, x):
+        if x.ndim != 4:
+            raise _invalid(f"input must be 4-dimensional, got {list(x.shape)}")
+        xf = _widen(_to_nhwc(x, geom.data_format))
+        out_shape, pads = geom.resolve(xf.shape)
+        if 0 in out_shape:
+            return _from_nhwc(np.zeros(out_shape, x.dtype), geom.data_format)
+        xp = _pad(xf, pads)
+        acc = None
+        for index in geom.taps(out_shape):
+            acc = xp[index].copy() if acc is None else np.add(acc, xp[index], out=acc)
+        acc /= _avg_counts(geom, xf.shape, out_shape, pads).astype(acc.dtype)
+        return _from_nhwc(_narrow(acc, x.dtype), geom.data_format)
+
+    return compute
+
+
+@kernel_factory("AvgPoolGrad", expensive=True)
+@_checked
+def _avg_pool_grad(node):
+    geom = _PoolGeometry(node)
+
+    def compute(ctx, orig_input_shape, grad):
+        shape = _sizes(orig_input_shape, "orig_input_shape")
+        if geom.data_format == "NCHW":
+            shape = [shape[0], shape[2], shape[3], shape[1]]
+        g = _widen(_to_nhwc(grad, geom.data_format))
+        out_shape, pads = geom.resolve(shape)
+        if g.shape != out_shape:
+            raise _invalid(f"Expected grad shape to be {list(out_shape)}, but got "
+                           f"{list(g.shape)}")
+        padded = [shape[0]] + [n + b + a for n, (b, a) in zip(shape[1:], pads, strict=True)]
+        dxp = np.zeros(padded, g.dtype)
+        share = g / _avg_counts(geom, shape, out_shape, pads).astype(g.dtype)
+        for index in geom.taps(out_shape):
+            dxp[index] += share
+        crop = (slice(None),) + tuple(slice(b, b + n) for (b, _), n in
+                                      zip(pads, shape[1:], strict=True))
+        dx = np.ascontiguousarray(dxp[crop]) if any(b or a for b, a in pads) else dxp
+        return _from_nhwc(_narrow(dx, grad.dtype), geom.data_format)
+
+    return compute
+
+
+@kernel_factory("MaxPoolGradGrad", expensive=True)
+@_checked
+def _max_pool_grad_grad(node):
+    geom = _PoolGeometry(node)
+
+    def compute(ctx, orig_input, orig_output, grad):
+        x = _widen(_to_nhwc(orig_input, geom.data_format))
+        g = _widen(_to_nhwc(grad, geom.data_format))
+        if g.shape != x.shape:
+            raise _invalid(f"grad must have the shape of orig_input {list(x.shape)}, got "
+                           f"{list(g.shape)}")
+        m, pads, out_shape = _max_pool_nhwc(x, geom)
+        xp = _pad(x, pads, _lowest(x.dtype))
+        gp = _pad(g, pads)
+        out = np.zeros(out_shape, g.dtype)
+        taken = np.zeros(out_shape, bool)
+        for index in geom.taps(out_shape):
+            hit = xp[index] == m
+            hit &= ~taken
+            taken |= hit
+            np.add(out, gp[index], out=out, where=hit)
+        return _from_nhwc(_narrow(out, grad.dtype), geom.data_format)
+
+    return compute
