@@ -15,7 +15,10 @@ from tensorflux.kernels.cpu import _fft_conv
 from tensorflux.kernels.cpu import conv_ops as kernels
 from tests.op_test_util import check_gradient, check_value
 from tests.ops.test_nn_ops import (
+    _BY_NAME,
+    BF16,
     CASES,
+    F16,
     ref_conv,
     ref_conv_filter_grad,
     ref_conv_input_grad,
@@ -57,6 +60,17 @@ def test_table_values_through_transform(forced, case, dtype):
 @pytest.mark.parametrize("case", [c for c in CONV_CASES if c.grad], ids=lambda c: c.name)
 def test_table_gradients_through_transform(forced, case):
     check_gradient(case, np.float64)
+
+
+@pytest.mark.parametrize("name", ["conv_same", "conv_backprop_filter"])  # the stride-1 ones
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
+def test_table_low_precision_through_transform(forced, name, dtype):
+    """half and bfloat16 convolutions are transformed in float32 and cast back."""
+    from tests.ops.test_nn_ops import LOW_PRECISION_CASES
+
+    assert name in LOW_PRECISION_CASES
+    check_value(_BY_NAME[name], dtype)
+    assert sum(forced.values()) >= 1
 
 
 def test_forced_path_is_taken(forced):
