@@ -237,3 +237,50 @@ def test_reader_offsets(tmp_path):
         pos += 16 + len(r)
     assert offsets == expected
     assert pos == os.path.getsize(path)
+
+
+@pytest.mark.parametrize("block", [7, 64, 1 << 20])
+def test_read_many_matches_read_across_buffer_refills(tmp_path, block):
+    """Batches of every size, with a read buffer smaller than a record, larger than a few,
+    and larger than the file: the same records and offsets as one `read` at a time, and
+    False only once the file has ended."""
+    records = [bytes([i % 256]) * (i * 7 % 50) for i in range(40)]
+    path = tmp_path / "m.tfrecord"
+    _write(path, records)
+    for n in (1, 3, 16, 100):
+        reader = tf_record.RecordReader(str(path), buffer_size=block)
+        offsets, datas, more = [], [], True
+        while more:
+            before = len(datas)
+            more = reader.read_many(n, offsets, datas)
+            assert more == (len(datas) - before == n)
+        reader.close()
+        assert datas == records
+        one = tf_record.RecordReader(str(path), buffer_size=block)
+        assert offsets == [one.read()[0] for _ in records] and one.read() is None
+        one.close()
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate"])
+def test_read_many_stops_at_a_bad_record_and_stays_there(tmp_path, damage):
+    """The records before a corrupt or truncated one are appended, then DataLossError names
+    the bad record's offset; reading again raises again (the reader does not skip it)."""
+    path = tmp_path / "bad.tfrecord"
+    _write(path, [b"hello", b"world", b"x" * 100])
+    data = bytearray(path.read_bytes())
+    if damage == "flip":
+        data[21 + 12] ^= 0x01  # a byte of the second record's data
+        want = "corrupted record at 33"
+    else:
+        data = data[:-3]
+        want = "truncated record at 42"
+    path.write_bytes(bytes(data))
+    reader = tf_record.RecordReader(str(path), buffer_size=16)
+    offsets, datas = [], []
+    with pytest.raises(tf.errors.DataLossError, match=want):
+        reader.read_many(10, offsets, datas)
+    expected = [b"hello"] if damage == "flip" else [b"hello", b"world"]
+    assert datas == expected and offsets == [0, 21][:len(expected)]
+    with pytest.raises(tf.errors.DataLossError, match=want):
+        reader.read_many(10, [], [])
+    reader.close()

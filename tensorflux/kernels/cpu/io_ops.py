@@ -230,15 +230,10 @@ class ReaderBase:
             self.records_produced += 1
             return np.array(rec[0], dtype=object), np.array(rec[1], dtype=object)
         keys, values = [], []
-        while len(keys) < n:
-            rec = self._read_one()
-            if rec is None:
-                if not keys:
-                    return None
-                self._finish_work()  # as TensorFlow: a unit's last batch ends the unit
-                break
-            keys.append(rec[0])
-            values.append(rec[1])
+        if not self._read_many(n, keys, values):
+            if not keys:
+                return None
+            self._finish_work()  # as TensorFlow: a unit's last batch ends the unit
         self.records_produced += len(keys)
         k = np.empty(len(keys), dtype=object)
         k[:] = keys
@@ -292,6 +287,16 @@ class ReaderBase:
     def _read_one(self):
         raise NotImplementedError
 
+    def _read_many(self, n: int, keys: list, values: list) -> bool:
+        """Appends up to `n` records of the unit; False if the unit ended first."""
+        while len(keys) < n:
+            rec = self._read_one()
+            if rec is None:
+                return False
+            keys.append(rec[0])
+            values.append(rec[1])
+        return True
+
 
 class TFRecordReader(ReaderBase):
     kind = "TFRecordReader"
@@ -314,6 +319,13 @@ class TFRecordReader(ReaderBase):
         if rec is None:
             return None
         return b"%s:%d" % (self.work, rec[0]), rec[1]
+
+    def _read_many(self, n, keys, values):
+        offsets = []
+        more = self._reader.read_many(n - len(keys), offsets, values)
+        work = self.work
+        keys.extend([b"%s:%d" % (work, o) for o in offsets])
+        return more
 
 
 class TextLineReader(ReaderBase):

@@ -345,35 +345,51 @@ class RecordReader:
         return avail
 
     def read(self):
-        pos = self._pos
-        buf = self._buf
-        if len(buf) - pos < 12:
-            avail = self._fill(12)
-            if avail < 12:
-                if avail == 0:
-                    return None
-                raise self._loss(f"truncated record at {self.offset}", _SHORT)
-            pos, buf = self._pos, self._buf
-        length, length_crc = _HEADER.unpack_from(buf, pos)
-        c = crc32c(buf[pos:pos + 8])
-        if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != length_crc:
-            hint = " (Is this even a TFRecord file?)" if self.offset == 0 else ""
-            raise self._loss(f"corrupted record at {self.offset}", hint)
-        end = pos + 16 + length
-        if len(buf) < end:
-            if self._fill(16 + length) < 16 + length:
-                raise self._loss(f"truncated record at {self.offset}", _SHORT)
-            pos, buf = self._pos, self._buf
-            end = pos + 16 + length
-        data = buf[pos + 12:end - 4]
-        c = crc32c(data)
-        if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != \
-                _CRC.unpack_from(buf, end - 4)[0]:
-            raise self._loss(f"corrupted record at {self.offset + 12}")
-        offset = self.offset
-        self.offset = offset + 16 + length
-        self._pos = end
-        return offset, data
+        offsets, datas = [], []
+        self.read_many(1, offsets, datas)
+        return (offsets[0], datas[0]) if offsets else None
+
+    def read_many(self, n: int, offsets: list, datas: list) -> bool:
+        """Appends up to `n` records to `offsets` and `datas`; returns False if the file
+        ended first. One loop with the buffer in locals (per-record cost ~1 us). A corrupt
+        or truncated record raises after the records before it were appended."""
+        unpack, unpack_crc, crc, mask = _HEADER.unpack_from, _CRC.unpack_from, crc32c, \
+            _MASK_DELTA
+        pos, buf, offset = self._pos, self._buf, self.offset
+        try:
+            for _ in range(n):
+                if len(buf) - pos < 12:
+                    self._pos = pos
+                    avail = self._fill(12)
+                    pos, buf = self._pos, self._buf
+                    if avail < 12:
+                        if avail == 0:
+                            return False
+                        raise self._loss(f"truncated record at {offset}", _SHORT)
+                length, length_crc = unpack(buf, pos)
+                c = crc(buf[pos:pos + 8])
+                if (((c >> 15) | (c << 17)) + mask) & 0xFFFFFFFF != length_crc:
+                    hint = " (Is this even a TFRecord file?)" if offset == 0 else ""
+                    raise self._loss(f"corrupted record at {offset}", hint)
+                end = pos + 16 + length
+                if len(buf) < end:
+                    self._pos = pos
+                    avail = self._fill(16 + length)
+                    pos, buf = self._pos, self._buf
+                    if avail < 16 + length:
+                        raise self._loss(f"truncated record at {offset}", _SHORT)
+                    end = pos + 16 + length
+                data = buf[pos + 12:end - 4]
+                c = crc(data)
+                if (((c >> 15) | (c << 17)) + mask) & 0xFFFFFFFF != unpack_crc(buf, end - 4)[0]:
+                    raise self._loss(f"corrupted record at {offset + 12}")
+                offsets.append(offset)
+                datas.append(data)
+                offset += 16 + length
+                pos = end
+            return True
+        finally:
+            self._pos, self.offset = pos, offset
 
     def _loss(self, what: str, hint: str = "") -> errors.DataLossError:
         return errors.DataLossError(None, None, f"{what} in file {self.path}{hint}")
