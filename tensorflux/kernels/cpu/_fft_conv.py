@@ -13,7 +13,8 @@ few-channel inputs stay on im2col.
 The transforms are tiny (P ~ 20), so they are not FFTs: each is a product with a DFT
 matrix, a real (W_in x 2Q) matrix along the width (real input to the half spectrum,
 complex values interleaved) and a complex (P x H_in) matrix along the height, and the
-inverse ones are restricted to the output positions that are wanted. Everything is BLAS.
+inverse ones are restricted to the output positions that are wanted; the filter's few taps
+go through one real product with their 2-D DFT matrix. Everything is BLAS.
 Float32 data is transformed in float32/complex64 (relative error ~1e-6 of the output's
 magnitude, against ~1e-7 for im2col), float64 in float64/complex128.
 
@@ -143,6 +144,17 @@ def _inverse_width(positions: tuple, p: int, dtype: np.dtype) -> np.ndarray:
     return _frozen(m.astype(dtype))
 
 
+@functools.lru_cache(maxsize=64)
+def _filter_matrix(taps: tuple, ph: int, pw: int, dtype: np.dtype) -> np.ndarray:
+    """(kh*kw, 2F) real: the 2-D DFT (full along the height, half along the width) of
+    signals sampled at the `taps` positions, each complex value as (re, im)."""
+    fh = _height_matrix(taps[0], ph, False, np.dtype(np.float64))  # (P, kh)
+    fw = _width_matrix(taps[1], pw, False, np.dtype(np.float64))  # (kw, 2Q)
+    wc = fw[:, 0::2] + 1j * fw[:, 1::2]  # (kw, Q)
+    m = np.einsum("pi,jq->ijpq", fh, wc).reshape(len(taps[0]) * len(taps[1]), -1)
+    return _frozen(m.view(np.float64).astype(dtype))
+
+
 def _positions(count: int, step: int = 1, offset: int = 0) -> tuple:
     return tuple(i * step - offset for i in range(count))
 
@@ -196,10 +208,13 @@ class _Geometry:
                                                                          self.dtype)
 
     def filter_spectrum(self, w: np.ndarray) -> np.ndarray:
-        """(F, C, O) spectrum of the filter (kh, kw, C, O) placed at its tap positions."""
+        """(F, C, O) spectrum of the filter (kh, kw, C, O) placed at its tap positions: one
+        real product of the flattened taps with the (kh*kw, 2F) matrix of the 2-D DFT
+        (complex values interleaved), then one transposing copy."""
         kh, kw, c, o = w.shape
-        fh, fw = self.forward(self.taps)
-        return _spectrum(w.transpose(0, 2, 3, 1), fh, fw).reshape(self.freqs, c, o)
+        m = _filter_matrix(self.taps, self.ph, self.pw, self.dtype)
+        spec = (w.reshape(kh * kw, c * o).T @ m).view(_COMPLEX[self.dtype])  # (C*O, F)
+        return np.ascontiguousarray(spec.T).reshape(self.freqs, c, o)
 
     def data_spectrum(self, a: np.ndarray, positions, conj: bool, parts: int) -> np.ndarray:
         """(F, N, C) spectrum of NHWC `a` whose rows/columns sit at `positions` (conjugated
