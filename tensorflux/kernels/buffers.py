@@ -50,8 +50,12 @@ def mark_fresh(ctx, arr) -> None:
     a variable's storage instead of copying it (`take_fresh`). Restore kernels mark the
     tensors they read: a restored checkpoint is then copied once, from the file."""
     container = getattr(ctx, "step_container", None)
-    if container is not None and type(arr) is np.ndarray and arr.dtype != object:
-        container.setdefault(_FRESH_KEY, {})[id(arr)] = arr
+    if container is None or type(arr) is not np.ndarray or arr.dtype == object:
+        return
+    base = arr.base
+    if base is not None and getattr(base, "nbytes", None) != arr.nbytes:
+        return  # a slice of a larger buffer: kept as storage, it would keep all of it alive
+    container.setdefault(_FRESH_KEY, {})[id(arr)] = arr
 
 
 def take_fresh(ctx, arr) -> bool:

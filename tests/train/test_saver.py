@@ -593,3 +593,26 @@ def test_save_starts_writeback_of_each_tensor_as_it_is_written(tmp_path, monkeyp
     assert len(ranges) == 2 and ranges[0][0] + ranges[0][1] == ranges[1][0]
     assert ranges[1][0] + ranges[1][1] == size
     assert tf.train.load_variable(path, "a").tolist() == list(np.arange(1000.0))
+
+
+def test_a_restored_slice_is_copied_not_kept(tmp_path, monkeypatch):
+    """A slice read from a stored tensor is a view of the whole tensor's buffer: the assign
+    copies it, so the variable does not keep the rest of the tensor alive."""
+    from tensorflux.kernels.cpu import state_ops
+    from tensorflux.ops.save_restore_ops import restore_v2
+
+    g, (v,) = _graph_with(("v", [1.0, 2.0, 3.0, 4.0], None))
+    with g.as_default():
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+        part = tf.Variable(tf.zeros([2]), name="part")
+        (value,) = restore_v2(path, ["v"], ["4 1,2"], [tf.float32])
+        copies = []
+        real = state_ops._private_copy
+        monkeypatch.setattr(state_ops, "_private_copy",
+                            lambda *a: copies.append(1) or real(*a))
+        with tf.Session() as sess:
+            sess.run(part.assign(value))  # `part` is uninitialized: a copy or the buffer
+            assert copies == [1]
+            assert sess.run(part).tolist() == [2.0, 3.0]
