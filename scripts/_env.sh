@@ -8,7 +8,9 @@ if [ ! -x .venv/bin/python ]; then
   "$py" -m venv .venv
 fi
 stamp=.venv/.tensorflux-installed-$TFX_EXTRAS
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+# Reinstall when the package's build inputs change (the C extension is built at install).
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
+    || [ tensorflux/kernels/cpu/_native.c -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$TFX_EXTRAS]"
   touch "$stamp"
 fi

@@ -22,6 +22,7 @@ import numpy as np
 
 from tensorflux.framework import dtypes, errors
 from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu import native
 from tensorflux.kernels.registry import kernel, kernel_factory
 
 try:  # optional: fast, exact special functions
@@ -693,7 +694,8 @@ def _matmul(node):
         parts = intra_op.workers(ctx)
         if parts > 1 and a.dtype in _BLAS_FLOATS and \
                 2.0 * m * n * a2.shape[1] >= intra_op.MIN_FLOPS:
-            return _split_matmul(a2, b2, parts)
+            out = native.gemm(a2, b2, parts)
+            return out if out is not None else _split_matmul(a2, b2, parts)
         return np.matmul(a2, b2)
 
     return compute

@@ -10,6 +10,7 @@ import ml_dtypes
 import numpy as np
 
 from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu._nn_common import _LOW_PRECISION, _invalid, _narrow, _widen
 from tensorflux.kernels.cpu.math_ops import _ADD_KERNEL as _last_axis_add
 from tensorflux.kernels.cpu.math_ops import _sum as _leading_sum
@@ -32,8 +33,11 @@ def _relu_grad_into(out, g, x):
 
 @kernel("Relu")
 def _relu(ctx, x):
-    return intra_op.split_elementwise(_relu_into, np.empty(x.shape, x.dtype), x,
-                                      parts=intra_op.workers(ctx))
+    parts = intra_op.workers(ctx)
+    out = native.relu(x, parts)
+    if out is not None:
+        return out
+    return intra_op.split_elementwise(_relu_into, np.empty(x.shape, x.dtype), x, parts=parts)
 
 
 @kernel("ReluGrad")
@@ -41,8 +45,12 @@ def _relu_grad(ctx, g, x):
     if g.shape != x.shape:
         raise _invalid(f"gradients and features must have the same shape: "
                        f"{list(g.shape)} vs {list(x.shape)}")
+    parts = intra_op.workers(ctx)
+    out = native.relu_grad(g, x, parts)
+    if out is not None:
+        return out
     return intra_op.split_elementwise(_relu_grad_into, np.empty(g.shape, g.dtype), g, x,
-                                      parts=intra_op.workers(ctx))
+                                      parts=parts)
 
 
 @kernel("Relu6")

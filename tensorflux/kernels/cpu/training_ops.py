@@ -23,6 +23,7 @@ import numpy as np
 
 from tensorflux.framework import errors
 from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu.state_ops import _existing, as_handle, own_value
 from tensorflux.kernels.registry import kernel_factory
 
@@ -89,8 +90,12 @@ def _dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
 
 
 def _apply_dense(ctx, update, w, slots, hyper, flags) -> None:
-    """`update(w, *slots, **hyper, **flags)`, over flat chunks in parallel when big."""
+    """`update(w, *slots, **hyper, **flags)`, over flat chunks in parallel when big (or
+    through the rule's fused native loop when it has one and the arrays qualify)."""
     parts = intra_op.workers(ctx)
+    fused = _NATIVE.get(update)
+    if fused is not None and fused(w, *slots, **hyper, **flags, parts=parts):
+        return
     arrays = [w, *slots, *(v for v in hyper.values() if np.ndim(v))]
     if parts <= 1 or w.size < intra_op.MIN_ELEMENTS or \
             not all(type(a) is np.ndarray and a.shape == w.shape and a.flags.c_contiguous
@@ -229,6 +234,14 @@ def _adam(var, m, v, *, beta1_power, beta2_power, lr, beta1, beta2, epsilon, gra
     var -= tmp
 
 
+def _adam_native(var, m, v, *, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,
+                 use_nesterov=False, parts=1) -> bool:
+    """`_adam` in one native pass (the same operations in the same order and type); False
+    when the arrays do not qualify."""
+    lr_t = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
+    return native.adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov, parts)
+
+
 def _ftrl(var, accum, linear, *, grad, lr, l1, l2, lr_power, l2_shrinkage=None,
           multiply_linear_by_lr=False):
     shrunk = grad if l2_shrinkage is None else grad + 2 * l2_shrinkage * var
@@ -262,6 +275,9 @@ _RULES = {
     "Ftrl": (("accum", "linear"), _ftrl),
     "FtrlV2": (("accum", "linear"), _ftrl_v2),
 }
+
+# Rules with a fused native loop (tensorflux/kernels/cpu/native.py), tried first.
+_NATIVE = {_adam: _adam_native}
 
 for _name, (_slots, _rule) in _RULES.items():
     _dense_kernel(f"ResourceApply{_name}", _slots, _rule)

@@ -1,0 +1,538 @@
+/* tensorflux.kernels.cpu._native: the few CPU kernel loops that NumPy cannot run well from
+ * Python, and a thread pool that runs them without the GIL.
+ *
+ * Optional. `pip install` builds it when a C compiler is there (setup.py marks it optional);
+ * without it every kernel takes its NumPy path, which computes the same values
+ * (tensorflux/kernels/cpu/native.py is the Python side and says which kernels use what).
+ *
+ * What is here, and why:
+ *   - A pool of helper threads (pthreads) that never touch Python objects or the GIL. A
+ *     kernel's work is cut into chunks that the caller and the helpers claim one at a time;
+ *     the caller has released the GIL for the whole call. Python-level helper threads lose
+ *     ~0.1 ms per hand-off waiting for the GIL, which is the size of the products they split.
+ *     Helpers sleep on a condition variable between calls (no spinning: the machine may be
+ *     shared), and a helper that never gets a core only means the caller claims its chunks.
+ *     One kernel uses the pool at a time; a call that finds it busy runs on its own thread.
+ *   - gemm: a product split into row or column blocks, each one call of NumPy's own BLAS
+ *     (its cblas_sgemm/dgemm, found by native.py and handed over as a function pointer).
+ *   - Fused optimizer updates (Adam): one pass over var, m, v and grad instead of NumPy's
+ *     twelve. The arithmetic is the NumPy path's, operation for operation, in the variable's
+ *     type (the build turns off FMA contraction), so both paths give identical bits.
+ *   - Relu and ReluGrad, which NumPy runs at ~0.4 ns per float32 element.
+ *
+ * Buffers come in through the buffer protocol (NumPy arrays; C-contiguous, checked here) and
+ * every entry point checks sizes and formats before it releases the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------------------
+ * The pool. */
+
+typedef void (*chunk_fn)(void *arg, int64_t chunk);
+
+#define MAX_HELPERS 63
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;  /* helpers wait for a task */
+static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;  /* the caller waits for chunks */
+static int helpers;                /* helper threads started (under pool_mu) */
+static atomic_int busy;            /* a caller owns the task below */
+static atomic_llong seq;           /* bumped for every task posted */
+static atomic_int closed;          /* the current task is finished: helpers keep out */
+static atomic_int inside;          /* helpers currently inside the task */
+static atomic_int caller_waiting;  /* the caller sleeps on done_cv */
+
+static struct {
+    chunk_fn fn;
+    void *arg;
+    int64_t count;
+    int max_helpers;          /* helpers that may join (the caller's `parts` - 1) */
+    atomic_int joined;
+    atomic_llong next;
+    atomic_llong finished;
+} task;
+
+static void run_chunks(void) {
+    for (;;) {
+        int64_t i = atomic_fetch_add(&task.next, 1);
+        if (i >= task.count) return;
+        task.fn(task.arg, i);
+        if (atomic_fetch_add(&task.finished, 1) + 1 == task.count &&
+                atomic_load(&caller_waiting)) {
+            pthread_mutex_lock(&pool_mu);
+            pthread_cond_broadcast(&done_cv);
+            pthread_mutex_unlock(&pool_mu);
+        }
+    }
+}
+
+static void *helper_main(void *unused) {
+    (void)unused;
+    long long seen = atomic_load(&seq);
+    for (;;) {
+        pthread_mutex_lock(&pool_mu);
+        while (atomic_load(&seq) == seen) pthread_cond_wait(&work_cv, &pool_mu);
+        seen = atomic_load(&seq);
+        pthread_mutex_unlock(&pool_mu);
+        /* Announce before looking: the caller, once every chunk is done, closes the task and
+         * waits until no helper is inside, so a late helper never reads a reused task. */
+        atomic_fetch_add(&inside, 1);
+        if (!atomic_load(&closed) && atomic_load(&seq) == seen &&
+                atomic_fetch_add(&task.joined, 1) < task.max_helpers)
+            run_chunks();
+        atomic_fetch_sub(&inside, 1);
+    }
+    return NULL;
+}
+
+/* Starts helpers up to `n` (called with the GIL held; pool_mu orders it with the helpers). */
+static int ensure_helpers(int n) {
+    if (n > MAX_HELPERS) n = MAX_HELPERS;
+    pthread_mutex_lock(&pool_mu);
+    while (helpers < n) {
+        pthread_t th;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, 256 * 1024);
+        int rc = pthread_create(&th, &attr, helper_main, NULL);
+        pthread_attr_destroy(&attr);
+        if (rc != 0) break;
+        helpers++;
+    }
+    n = helpers;
+    pthread_mutex_unlock(&pool_mu);
+    return n;
+}
+
+/* A forked child has none of the parent's threads: it starts helpers of its own. */
+static void forget_helpers_in_child(void) {
+    pthread_mutex_init(&pool_mu, NULL);
+    pthread_cond_init(&work_cv, NULL);
+    pthread_cond_init(&done_cv, NULL);
+    helpers = 0;
+    atomic_store(&busy, 0);
+    atomic_store(&inside, 0);
+    atomic_store(&caller_waiting, 0);
+}
+
+/* Runs fn(arg, 0..count-1) on this thread and up to parts-1 helpers; false (and nothing
+ * run) when another caller owns the pool or there is no helper, so the caller runs the work
+ * its own way. Called without the GIL (helpers were started by the caller beforehand). */
+static int pool_run(chunk_fn fn, void *arg, int64_t count, int parts) {
+    int expected = 0;
+    if (parts < 2 || count < 2 || helpers == 0 ||
+            !atomic_compare_exchange_strong(&busy, &expected, 1))
+        return 0;
+    task.fn = fn;
+    task.arg = arg;
+    task.count = count;
+    task.max_helpers = parts - 1;
+    atomic_store(&task.joined, 0);
+    atomic_store(&task.next, 0);
+    atomic_store(&task.finished, 0);
+    atomic_store(&closed, 0);
+    pthread_mutex_lock(&pool_mu);
+    atomic_fetch_add(&seq, 1);
+    pthread_cond_broadcast(&work_cv);
+    pthread_mutex_unlock(&pool_mu);
+    run_chunks();
+    if (atomic_load(&task.finished) < count) {
+        for (int spin = 0; spin < 2000 && atomic_load(&task.finished) < count; spin++)
+            sched_yield();
+        if (atomic_load(&task.finished) < count) {
+            pthread_mutex_lock(&pool_mu);
+            atomic_store(&caller_waiting, 1);
+            while (atomic_load(&task.finished) < count) pthread_cond_wait(&done_cv, &pool_mu);
+            atomic_store(&caller_waiting, 0);
+            pthread_mutex_unlock(&pool_mu);
+        }
+    }
+    atomic_store(&closed, 1);
+    while (atomic_load(&inside) > 0) sched_yield();
+    atomic_store(&busy, 0);
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Buffers. */
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} buf_t;
+
+static void release(buf_t *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (b[i].held) PyBuffer_Release(&b[i].view);
+}
+
+/* Type code of a buffer: 'f' (float32), 'd' (float64), 0 for anything else. */
+static char float_code(const Py_buffer *v) {
+    const char *f = v->format ? v->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    if (f[1] != 0) return 0;
+    if (f[0] == 'f' && v->itemsize == 4) return 'f';
+    if (f[0] == 'd' && v->itemsize == 8) return 'd';
+    return 0;
+}
+
+/* Takes C-contiguous float buffers of one type; sets *code. Raises ValueError. */
+static int get_floats(PyObject **objs, const int *writable, buf_t *bufs, int n, char *code) {
+    for (int i = 0; i < n; i++) bufs[i].held = 0;
+    for (int i = 0; i < n; i++) {
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable[i] ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[i], &bufs[i].view, flags) != 0) {
+            release(bufs, i);
+            return -1;
+        }
+        bufs[i].held = 1;
+        char c = float_code(&bufs[i].view);
+        if (c == 0 || (i > 0 && c != *code)) {
+            release(bufs, i + 1);
+            PyErr_SetString(PyExc_ValueError, "native kernels take float32 or float64 "
+                            "buffers of one type");
+            return -1;
+        }
+        *code = c;
+    }
+    return 0;
+}
+
+static int64_t count_of(const Py_buffer *v) { return (int64_t)(v->len / v->itemsize); }
+
+/* ---------------------------------------------------------------------------------------
+ * gemm through NumPy's BLAS. */
+
+enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+
+typedef void (*sgemm64_t)(int, int, int, int64_t, int64_t, int64_t, float, const float *,
+                          int64_t, const float *, int64_t, float, float *, int64_t);
+typedef void (*dgemm64_t)(int, int, int, int64_t, int64_t, int64_t, double, const double *,
+                          int64_t, const double *, int64_t, double, double *, int64_t);
+typedef void (*sgemm32_t)(int, int, int, int32_t, int32_t, int32_t, float, const float *,
+                          int32_t, const float *, int32_t, float, float *, int32_t);
+typedef void (*dgemm32_t)(int, int, int, int32_t, int32_t, int32_t, double, const double *,
+                          int32_t, const double *, int32_t, double, double *, int32_t);
+
+static void *sgemm_ptr, *dgemm_ptr;
+static int blas_ilp64;
+
+typedef struct {
+    char code;
+    int ta, tb, by_rows;
+    int64_t m, n, k, lda, ldb, grain;
+    const char *a, *b;
+    char *c;
+} gemm_t;
+
+/* out[rows or columns of one block] = op(a) op(b), one BLAS call. */
+static void gemm_block(void *p, int64_t i) {
+    gemm_t *g = p;
+    int64_t size = g->code == 'f' ? 4 : 8;
+    int64_t len = g->by_rows ? g->m : g->n;
+    int64_t lo = i * g->grain, hi = lo + g->grain < len ? lo + g->grain : len;
+    int64_t m = g->m, n = g->n;
+    const char *a = g->a, *b = g->b;
+    char *c = g->c;
+    if (g->by_rows) {  /* rows lo..hi of op(a): row lo of a, or column lo of a stored as k x m */
+        m = hi - lo;
+        a += (g->ta ? lo : lo * g->lda) * size;
+        c += lo * g->n * size;
+    } else {           /* columns lo..hi of op(b) */
+        n = hi - lo;
+        b += (g->tb ? lo * g->ldb : lo) * size;
+        c += lo * size;
+    }
+    int ta = g->ta ? TRANS : NO_TRANS, tb = g->tb ? TRANS : NO_TRANS;
+    if (g->code == 'f') {
+        if (blas_ilp64)
+            ((sgemm64_t)sgemm_ptr)(ROW_MAJOR, ta, tb, m, n, g->k, 1.0f, (const float *)a, g->lda,
+                                   (const float *)b, g->ldb, 0.0f, (float *)c, g->n);
+        else
+            ((sgemm32_t)sgemm_ptr)(ROW_MAJOR, ta, tb, (int32_t)m, (int32_t)n, (int32_t)g->k,
+                                   1.0f, (const float *)a, (int32_t)g->lda, (const float *)b,
+                                   (int32_t)g->ldb, 0.0f, (float *)c, (int32_t)g->n);
+    } else {
+        if (blas_ilp64)
+            ((dgemm64_t)dgemm_ptr)(ROW_MAJOR, ta, tb, m, n, g->k, 1.0, (const double *)a,
+                                   g->lda, (const double *)b, g->ldb, 0.0, (double *)c, g->n);
+        else
+            ((dgemm32_t)dgemm_ptr)(ROW_MAJOR, ta, tb, (int32_t)m, (int32_t)n, (int32_t)g->k,
+                                   1.0, (const double *)a, (int32_t)g->lda, (const double *)b,
+                                   (int32_t)g->ldb, 0.0, (double *)c, (int32_t)g->n);
+    }
+}
+
+static PyObject *py_set_blas(PyObject *self, PyObject *args) {
+    unsigned long long s, d;
+    int ilp64;
+    if (!PyArg_ParseTuple(args, "KKp", &s, &d, &ilp64)) return NULL;
+    sgemm_ptr = (void *)(uintptr_t)s;
+    dgemm_ptr = (void *)(uintptr_t)d;
+    blas_ilp64 = ilp64;
+    Py_RETURN_NONE;
+}
+
+static int two_d(const Py_buffer *v, int64_t *rows, int64_t *cols) {
+    if (v->ndim != 2) return 0;
+    *rows = v->shape[0];
+    *cols = v->shape[1];
+    return 1;
+}
+
+/* gemm(a, b, out, transpose_a, transpose_b, parts): out = op(a) @ op(b), all C-contiguous. */
+static PyObject *py_gemm(PyObject *self, PyObject *args) {
+    PyObject *objs[3];
+    int ta, tb, parts;
+    if (!PyArg_ParseTuple(args, "OOOppi", &objs[0], &objs[1], &objs[2], &ta, &tb, &parts))
+        return NULL;
+    static const int writable[3] = {0, 0, 1};
+    buf_t bufs[3];
+    char code;
+    if (get_floats(objs, writable, bufs, 3, &code) != 0) return NULL;
+    int64_t ar, ac, br, bc, cr, cc;
+    if (!two_d(&bufs[0].view, &ar, &ac) || !two_d(&bufs[1].view, &br, &bc) ||
+            !two_d(&bufs[2].view, &cr, &cc)) {
+        release(bufs, 3);
+        PyErr_SetString(PyExc_ValueError, "gemm takes matrices");
+        return NULL;
+    }
+    gemm_t g = {code, ta, tb, 0, ta ? ac : ar, tb ? br : bc, ta ? ar : ac, ac, bc, 0,
+                bufs[0].view.buf, bufs[1].view.buf, bufs[2].view.buf};
+    if ((tb ? bc : br) != g.k || cr != g.m || cc != g.n || g.m == 0 || g.n == 0 || g.k == 0) {
+        release(bufs, 3);
+        PyErr_SetString(PyExc_ValueError, "gemm: shapes do not match (or a dimension is 0)");
+        return NULL;
+    }
+    if ((code == 'f' ? sgemm_ptr : dgemm_ptr) == NULL ||
+            (!blas_ilp64 && (g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX))) {
+        release(bufs, 3);
+        PyErr_SetString(PyExc_RuntimeError, "gemm: no BLAS for this product");
+        return NULL;
+    }
+    g.by_rows = g.m >= g.n;
+    int64_t len = g.by_rows ? g.m : g.n;
+    if (parts < 1) parts = 1;
+    g.grain = (len + parts - 1) / parts;
+    if (g.grain < 64) g.grain = 64;
+    int64_t count = (len + g.grain - 1) / g.grain;
+    if (count > 1) ensure_helpers(parts - 1);
+    Py_BEGIN_ALLOW_THREADS
+    if (!pool_run(gemm_block, &g, count, parts)) {
+        g.grain = len;  /* one call for the whole product */
+        gemm_block(&g, 0);
+    }
+    Py_END_ALLOW_THREADS
+    release(bufs, 3);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Elementwise kernels over chunks of flat arrays. */
+
+#define CHUNK 65536  /* elements per chunk: 256 KiB of float32, cache-sized */
+
+/* x86-64 builds get an AVX2 copy of each loop too, picked at load time by the CPU it runs
+ * on (the baseline build has only SSE2). No FMA either way: -ffp-contract=off. */
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__)
+#define LOOP_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define LOOP_CLONES
+#endif
+
+typedef struct {
+    char code;
+    int64_t n;
+    char *p[5];
+    double s[5];
+    int flag;
+} flat_t;
+
+static void bounds(const flat_t *f, int64_t i, int64_t *lo, int64_t *hi) {
+    *lo = i * CHUNK;
+    *hi = *lo + CHUNK < f->n ? *lo + CHUNK : f->n;
+}
+
+/* Adam, in the variable's type T, exactly as the NumPy path orders it:
+ *   m = m*b1 + (1-b1)*g;  v = v*b2 + (g*g)*(1-b2)
+ *   var -= (m / (sqrt(v) + eps)) * lr_t      (Nesterov: (m*b1 + (1-b1)*g) in place of m) */
+#define ADAM_LOOP(T, SQRT)                                                                  \
+    do {                                                                                    \
+        T *restrict var = (T *)f->p[0], *restrict m = (T *)f->p[1], *restrict v = (T *)f->p[2]; \
+        const T *restrict g = (const T *)f->p[3];                                           \
+        const T lr = (T)f->s[0], b1 = (T)f->s[1], b2 = (T)f->s[2], eps = (T)f->s[3];        \
+        const T c1 = (T)1 - b1, c2 = (T)1 - b2;                                             \
+        if (f->flag) {                                                                      \
+            for (int64_t j = lo; j < hi; j++) {                                             \
+                T gj = g[j], mj = m[j] * b1 + c1 * gj, vj = v[j] * b2 + (gj * gj) * c2;     \
+                m[j] = mj;                                                                  \
+                v[j] = vj;                                                                  \
+                var[j] -= ((b1 * mj + c1 * gj) / (SQRT(vj) + eps)) * lr;                    \
+            }                                                                               \
+        } else {                                                                            \
+            for (int64_t j = lo; j < hi; j++) {                                             \
+                T gj = g[j], mj = m[j] * b1 + c1 * gj, vj = v[j] * b2 + (gj * gj) * c2;     \
+                m[j] = mj;                                                                  \
+                v[j] = vj;                                                                  \
+                var[j] -= (mj / (SQRT(vj) + eps)) * lr;                                     \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+LOOP_CLONES static void adam_chunk(void *p, int64_t i) {
+    const flat_t *f = p;
+    int64_t lo, hi;
+    bounds(f, i, &lo, &hi);
+    if (f->code == 'f')
+        ADAM_LOOP(float, __builtin_sqrtf);
+    else
+        ADAM_LOOP(double, __builtin_sqrt);
+}
+
+/* relu: x < 0 ? 0 : x (NaN stays NaN, as with np.maximum). */
+LOOP_CLONES static void relu_chunk(void *p, int64_t i) {
+    const flat_t *f = p;
+    int64_t lo, hi;
+    bounds(f, i, &lo, &hi);
+    if (f->code == 'f') {
+        float *restrict out = (float *)f->p[0];
+        const float *restrict x = (const float *)f->p[1];
+        for (int64_t j = lo; j < hi; j++) out[j] = x[j] < 0.0f ? 0.0f : x[j];
+    } else {
+        double *restrict out = (double *)f->p[0];
+        const double *restrict x = (const double *)f->p[1];
+        for (int64_t j = lo; j < hi; j++) out[j] = x[j] < 0.0 ? 0.0 : x[j];
+    }
+}
+
+/* relu_grad: g * (x > 0), a product, so that an Inf or NaN gradient stays NaN where x <= 0
+ * (as TensorFlow's and the NumPy path's product do). */
+LOOP_CLONES static void relu_grad_chunk(void *p, int64_t i) {
+    const flat_t *f = p;
+    int64_t lo, hi;
+    bounds(f, i, &lo, &hi);
+    if (f->code == 'f') {
+        float *restrict out = (float *)f->p[0];
+        const float *restrict g = (const float *)f->p[1], *restrict x = (const float *)f->p[2];
+        for (int64_t j = lo; j < hi; j++) out[j] = g[j] * (float)(x[j] > 0.0f);
+    } else {
+        double *restrict out = (double *)f->p[0];
+        const double *restrict g = (const double *)f->p[1], *restrict x = (const double *)f->p[2];
+        for (int64_t j = lo; j < hi; j++) out[j] = g[j] * (double)(x[j] > 0.0);
+    }
+}
+
+/* Runs `fn` over f->n elements: chunks on the pool when there are several and parts > 1. */
+static void run_flat(chunk_fn fn, flat_t *f, int parts) {
+    int64_t count = (f->n + CHUNK - 1) / CHUNK;
+    if (count > 1 && parts > 1) ensure_helpers(parts - 1);
+    Py_BEGIN_ALLOW_THREADS
+    if (!pool_run(fn, f, count, parts))
+        for (int64_t i = 0; i < count; i++) fn(f, i);
+    Py_END_ALLOW_THREADS
+}
+
+static int same_count(buf_t *bufs, int n, int64_t *count) {
+    *count = count_of(&bufs[0].view);
+    for (int i = 1; i < n; i++)
+        if (count_of(&bufs[i].view) != *count) {
+            release(bufs, n);
+            PyErr_SetString(PyExc_ValueError, "native kernel: buffers differ in size");
+            return 0;
+        }
+    return 1;
+}
+
+/* adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov, parts), in place. */
+static PyObject *py_adam(PyObject *self, PyObject *args) {
+    PyObject *objs[4];
+    flat_t f;
+    int parts;
+    if (!PyArg_ParseTuple(args, "OOOOddddpi", &objs[0], &objs[1], &objs[2], &objs[3], &f.s[0],
+                          &f.s[1], &f.s[2], &f.s[3], &f.flag, &parts))
+        return NULL;
+    static const int writable[4] = {1, 1, 1, 0};
+    buf_t bufs[4];
+    if (get_floats(objs, writable, bufs, 4, &f.code) != 0) return NULL;
+    if (!same_count(bufs, 4, &f.n)) return NULL;
+    for (int i = 0; i < 4; i++) f.p[i] = bufs[i].view.buf;
+    run_flat(adam_chunk, &f, parts);
+    release(bufs, 4);
+    Py_RETURN_NONE;
+}
+
+/* relu(out, x, parts) */
+static PyObject *py_relu(PyObject *self, PyObject *args) {
+    PyObject *objs[2];
+    flat_t f;
+    int parts;
+    if (!PyArg_ParseTuple(args, "OOi", &objs[0], &objs[1], &parts)) return NULL;
+    static const int writable[2] = {1, 0};
+    buf_t bufs[2];
+    if (get_floats(objs, writable, bufs, 2, &f.code) != 0) return NULL;
+    if (!same_count(bufs, 2, &f.n)) return NULL;
+    f.p[0] = bufs[0].view.buf;
+    f.p[1] = bufs[1].view.buf;
+    run_flat(relu_chunk, &f, parts);
+    release(bufs, 2);
+    Py_RETURN_NONE;
+}
+
+/* relu_grad(out, g, x, parts) */
+static PyObject *py_relu_grad(PyObject *self, PyObject *args) {
+    PyObject *objs[3];
+    flat_t f;
+    int parts;
+    if (!PyArg_ParseTuple(args, "OOOi", &objs[0], &objs[1], &objs[2], &parts)) return NULL;
+    static const int writable[3] = {1, 0, 0};
+    buf_t bufs[3];
+    if (get_floats(objs, writable, bufs, 3, &f.code) != 0) return NULL;
+    if (!same_count(bufs, 3, &f.n)) return NULL;
+    for (int i = 0; i < 3; i++) f.p[i] = bufs[i].view.buf;
+    run_flat(relu_grad_chunk, &f, parts);
+    release(bufs, 3);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_helpers(PyObject *self, PyObject *unused) {
+    pthread_mutex_lock(&pool_mu);
+    int n = helpers;
+    pthread_mutex_unlock(&pool_mu);
+    return PyLong_FromLong(n);
+}
+
+static PyMethodDef methods[] = {
+    {"set_blas", py_set_blas, METH_VARARGS,
+     "set_blas(sgemm_address, dgemm_address, ilp64): NumPy's cblas_sgemm/dgemm"},
+    {"gemm", py_gemm, METH_VARARGS,
+     "gemm(a, b, out, transpose_a, transpose_b, parts): out = op(a) @ op(b)"},
+    {"adam", py_adam, METH_VARARGS,
+     "adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov, parts): in place"},
+    {"relu", py_relu, METH_VARARGS, "relu(out, x, parts)"},
+    {"relu_grad", py_relu_grad, METH_VARARGS, "relu_grad(out, gradients, features, parts)"},
+    {"helpers", py_helpers, METH_NOARGS, "helper threads started so far"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native",
+    "Fused CPU kernel loops and a GIL-free thread pool (see tensorflux/kernels/cpu/native.py).",
+    -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    static int registered;
+    if (!registered) {
+        pthread_atfork(NULL, NULL, forget_helpers_in_child);
+        registered = 1;
+    }
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,159 @@
+"""The Python side of the optional C extension `_native` (tensorflux/kernels/cpu/_native.c).
+
+Three kinds of CPU work are faster in a few lines of C than in NumPy called from Python:
+
+  - big matrix products split over the cores: a Python helper thread needs the GIL to start
+    its half, and in a training step that costs ~0.1 ms per product; the extension's helper
+    threads never take the GIL (MatMul, kernels/cpu/math_ops.py);
+  - fused optimizer updates: Adam is one pass over var, m, v and grad instead of twelve
+    NumPy passes (ResourceApplyAdam, kernels/cpu/training_ops.py);
+  - Relu and ReluGrad, which NumPy's ufuncs run at ~0.4 ns per float32 element
+    (kernels/cpu/nn_ops.py).
+
+Every function here returns None (or False) when it cannot take the call: no extension (no C
+compiler when tensorflux was installed, or `TENSORFLUX_NATIVE=0`), another dtype than
+float32/float64, or a layout the C loop does not take. The kernel then runs its NumPy path,
+which computes the same values: the updates and activations give identical bits (the C code
+does the NumPy path's operations in the same order and type, without FMA contraction); a
+split product equals NumPy's up to BLAS's blocking, as the Python-thread split does.
+
+Products call NumPy's own BLAS (its OpenBLAS `cblas_sgemm`/`cblas_dgemm`, looked up in the
+library NumPy loaded), so they run the same kernels as `np.matmul`; with another BLAS (or a
+multi-threaded one: `intra_op.workers` is then 1) products stay with NumPy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import numpy as np
+
+from tensorflux.kernels.cpu import _blas
+
+try:
+    from tensorflux.kernels.cpu import _native as _mod
+except ImportError:  # not built (no C compiler at install time)
+    _mod = None
+if os.environ.get("TENSORFLUX_NATIVE", "1").strip() == "0":
+    _mod = None
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_gemm_ready: bool | None = None  # None: not looked up yet
+
+
+def available() -> bool:
+    """True when the extension is loaded (kernels may take its paths)."""
+    return _mod is not None
+
+
+def _find_gemm() -> bool:
+    """Hands NumPy's cblas_sgemm/cblas_dgemm to the extension; False if not found.
+
+    The integer width comes from the symbol's suffix (`64_`: the ILP64 build NumPy's wheels
+    ship) and must agree with the library's own build string when it has one: a product
+    called with the wrong width would read garbage sizes."""
+    for path in _blas._openblas_libraries():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        config = getattr(lib, "scipy_openblas_get_config64_", None) or \
+            getattr(lib, "scipy_openblas_get_config", None) or \
+            getattr(lib, "openblas_get_config", None)
+        built = ""
+        if config is not None:
+            config.restype = ctypes.c_char_p
+            built = (config() or b"").decode("ascii", "replace")
+        for prefix in ("scipy_cblas_", "cblas_"):
+            for suffix, ilp64 in (("64_", True), ("", False)):
+                s = getattr(lib, f"{prefix}sgemm{suffix}", None)
+                d = getattr(lib, f"{prefix}dgemm{suffix}", None)
+                if s is None or d is None:
+                    continue
+                if built and ("USE64BITINT" in built) != ilp64:
+                    continue
+                address = ctypes.cast(s, ctypes.c_void_p).value
+                _mod.set_blas(address, ctypes.cast(d, ctypes.c_void_p).value, ilp64)
+                return _gemm_agrees()
+    return False
+
+
+def _gemm_agrees() -> bool:
+    """A small product through the handed-over pointers equals NumPy's (else they are not
+    used)."""
+    rng = np.random.default_rng(0)
+    for dtype in _FLOATS:
+        a = rng.standard_normal((70, 9)).astype(dtype)
+        b = rng.standard_normal((9, 130)).astype(dtype)
+        out = np.empty((70, 130), dtype)
+        _mod.gemm(a, b, out, False, False, 1)
+        if not np.allclose(out, a @ b, rtol=1e-5, atol=1e-5):
+            return False
+    return True
+
+
+def gemm(a: np.ndarray, b: np.ndarray, parts: int):
+    """a @ b (2-D float32/float64 of one dtype) split over `parts` threads, or None."""
+    global _gemm_ready
+    if _mod is None or a.dtype not in _FLOATS or b.dtype != a.dtype:
+        return None
+    if _gemm_ready is None:
+        _gemm_ready = _find_gemm()
+    if not _gemm_ready or 0 in a.shape or 0 in b.shape:
+        return None
+    # BLAS takes each operand row-major, as stored or transposed: a transposed view (an
+    # F-contiguous array) is its C-contiguous transpose with the flag set.
+    if a.flags.c_contiguous:
+        ta = False
+    elif a.flags.f_contiguous:
+        a, ta = a.T, True
+    else:
+        return None
+    if b.flags.c_contiguous:
+        tb = False
+    elif b.flags.f_contiguous:
+        b, tb = b.T, True
+    else:
+        return None
+    m = a.shape[1] if ta else a.shape[0]
+    n = b.shape[0] if tb else b.shape[1]
+    out = np.empty((m, n), a.dtype)
+    _mod.gemm(a, b, out, ta, tb, parts)
+    return out
+
+
+def _flat_ok(*arrays) -> bool:
+    first = arrays[0]
+    return all(type(x) is np.ndarray and x.dtype == first.dtype and x.shape == first.shape
+               and x.flags.c_contiguous for x in arrays) and first.dtype in _FLOATS
+
+
+def adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov: bool,
+         parts: int) -> bool:
+    """Adam's update of var, m, v in place (hyperparameters already in var's dtype; lr_t the
+    bias-corrected rate); False when the arrays do not qualify."""
+    if _mod is None or not _flat_ok(var, m, v, grad) or not var.flags.writeable or \
+            not m.flags.writeable or not v.flags.writeable:
+        return False
+    _mod.adam(var, m, v, grad, float(lr_t), float(beta1), float(beta2), float(epsilon),
+              bool(use_nesterov), parts)
+    return True
+
+
+def relu(x: np.ndarray, parts: int):
+    """max(x, 0) as a new array, or None."""
+    if _mod is None or not _flat_ok(x):
+        return None
+    out = np.empty(x.shape, x.dtype)
+    _mod.relu(out, x, parts)
+    return out
+
+
+def relu_grad(g: np.ndarray, x: np.ndarray, parts: int):
+    """g * (x > 0) as a new array, or None."""
+    if _mod is None or not _flat_ok(g, x):
+        return None
+    out = np.empty(g.shape, g.dtype)
+    _mod.relu_grad(out, g, x, parts)
+    return out

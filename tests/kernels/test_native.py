@@ -1,0 +1,267 @@
+"""The optional C extension (tensorflux/kernels/cpu/_native.c, native.py): each loop against
+the NumPy path it stands in for (bit for bit where the docs promise it), the layouts and
+dtypes it must refuse, its pool under many threads and across fork. No timing is asserted."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tensorflux.kernels.cpu import native, nn_ops, training_ops
+from tests.threads_util import join, start
+
+needs_native = pytest.mark.skipif(not native.available(),
+                                  reason="the C extension is not built")
+
+
+def test_the_extension_is_built_where_a_compiler_is():
+    """Installing with a C compiler present builds the extension (setup.py marks it optional,
+    so a failed build would otherwise go unnoticed and every test below would skip)."""
+    if os.environ.get("TENSORFLUX_NATIVE", "1").strip() == "0":
+        pytest.skip("TENSORFLUX_NATIVE=0")
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler here")
+    assert native.available()
+
+
+def _operand(rng, shape, dtype, layout):
+    """A (rows, cols) operand stored C-order, as a transposed view (F-order), or strided."""
+    if layout == "c":
+        return rng.standard_normal(shape).astype(dtype)
+    if layout == "f":
+        return rng.standard_normal(shape[::-1]).astype(dtype).T
+    return rng.standard_normal((shape[0], 2 * shape[1])).astype(dtype)[:, ::2]
+
+
+_GEMM_CASES = [  # m, k, n
+    (128, 784, 512), (784, 128, 512), (128, 512, 10), (10, 300, 700), (1, 50, 1000),
+    (1000, 50, 1), (63, 5, 65), (200, 1, 300), (129, 77, 129),
+]
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, k, n", _GEMM_CASES)
+@pytest.mark.parametrize("layout", ["cc", "fc", "cf", "ff"])
+@pytest.mark.parametrize("parts", [1, 2, 3])
+def test_gemm_matches_numpy(dtype, m, k, n, layout, parts):
+    rng = np.random.default_rng(m * 7 + n)
+    a = _operand(rng, (m, k), dtype, layout[0])
+    b = _operand(rng, (k, n), dtype, layout[1])
+    out = native.gemm(a, b, parts)
+    assert out is not None and out.shape == (m, n) and out.dtype == dtype
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out, a @ b, rtol=tol, atol=tol * np.sqrt(k))
+
+
+@needs_native
+@pytest.mark.parametrize("a, b", [
+    (np.ones((3, 4), np.int32), np.ones((4, 5), np.int32)),        # not float
+    (np.ones((3, 4), np.float32), np.ones((4, 5), np.float64)),    # mixed dtypes
+    (np.ones((3, 8), np.float32)[:, ::2], np.ones((4, 5), np.float32)),  # strided
+    (np.ones((0, 4), np.float32), np.ones((4, 5), np.float32)),    # empty
+    (np.ones((3, 0), np.float32), np.ones((0, 5), np.float32)),    # k == 0
+    (np.ones((3, 4), np.float16), np.ones((4, 5), np.float16)),
+])
+def test_gemm_refuses_what_it_does_not_take(a, b):
+    assert native.gemm(a, b, 2) is None
+
+
+@needs_native
+def test_c_entry_points_check_their_buffers():
+    mod = native._mod
+    f32 = np.zeros(10, np.float32)
+    with pytest.raises(ValueError, match="differ in size"):
+        mod.relu(np.zeros(11, np.float32), f32, 2)
+    with pytest.raises(ValueError, match="float32 or float64"):
+        mod.relu(np.zeros(10, np.int32), np.zeros(10, np.int32), 2)
+    with pytest.raises(ValueError, match="one type"):
+        mod.relu(f32, np.zeros(10, np.float64), 2)
+    read_only = np.zeros(10, np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises((BufferError, ValueError)):
+        mod.relu(read_only, f32, 2)
+    with pytest.raises((BufferError, ValueError)):
+        mod.relu(np.zeros((4, 6), np.float32)[:, ::2].copy().T, f32, 2)  # not C-contiguous
+    with pytest.raises(ValueError, match="shapes do not match"):
+        mod.gemm(np.ones((3, 4), np.float32), np.ones((5, 6), np.float32),
+                 np.empty((3, 6), np.float32), False, False, 2)
+    with pytest.raises(ValueError, match="matrices"):
+        mod.gemm(f32, f32, f32, False, False, 2)
+    with pytest.raises(TypeError):
+        mod.adam(f32, f32, f32)
+
+
+_SIZES = [1, 7, 65536, 65536 * 2 + 7, 300_001]
+
+
+def _adam_inputs(rng, n, dtype):
+    var, m, g = (rng.standard_normal(n).astype(dtype) for _ in range(3))
+    v = np.abs(rng.standard_normal(n)).astype(dtype)
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], dtype)
+    k = min(n - n // 2, len(specials))
+    g[n // 2: n // 2 + k] = specials[:k]  # NaN and Inf gradients propagate, as in NumPy
+    return var, m, v, g
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", _SIZES)
+@pytest.mark.parametrize("nesterov", [False, True])
+@pytest.mark.parametrize("parts", [1, 2, 3])
+def test_adam_equals_the_numpy_rule_bit_for_bit(dtype, n, nesterov, parts):
+    rng = np.random.default_rng(n)
+    var, m, v, grad = _adam_inputs(rng, n, dtype)
+    hyper = {k: np.asarray(x, dtype) for k, x in dict(
+        beta1_power=0.9 ** 3, beta2_power=0.999 ** 3, lr=1e-3, beta1=0.9, beta2=0.999,
+        epsilon=1e-7).items()}
+    want = [x.copy() for x in (var, m, v)]
+    training_ops._adam(*want, **hyper, grad=grad, use_nesterov=nesterov)
+    got = [x.copy() for x in (var, m, v)]
+    assert training_ops._adam_native(*got, **hyper, grad=grad, use_nesterov=nesterov,
+                                     parts=parts)
+    for g_, w_ in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g_.view(np.uint8), w_.view(np.uint8))
+
+
+@needs_native
+def test_adam_refuses_what_it_does_not_take():
+    x = np.zeros(8, np.float32)
+    assert not native.adam(x, x.copy(), x.copy(), np.zeros(8, np.float16), 1e-3, .9, .999,
+                           1e-7, False, 2)
+    assert not native.adam(x, x.copy(), x.copy(), np.zeros(9, np.float32), 1e-3, .9, .999,
+                           1e-7, False, 2)
+    assert not native.adam(x, x.copy(), np.zeros(16, np.float32)[::2], x.copy(), 1e-3, .9,
+                           .999, 1e-7, False, 2)
+    read_only = x.copy()
+    read_only.flags.writeable = False
+    assert not native.adam(read_only, x.copy(), x.copy(), x.copy(), 1e-3, .9, .999, 1e-7,
+                           False, 2)
+    h = np.zeros(8, np.float16)
+    assert not native.adam(h, h.copy(), h.copy(), h.copy(), 1e-3, .9, .999, 1e-7, False, 2)
+
+
+def _with_specials(x):
+    x = x.copy()
+    x.reshape(-1)[:6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40]
+    return x
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(), (5,), (128, 512), (3, 65536 + 3)])
+@pytest.mark.parametrize("parts", [1, 2])
+def test_relu_and_grad_equal_the_numpy_paths(dtype, shape, parts):
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    if x.size >= 6:
+        x, g = _with_specials(x), _with_specials(g[::-1] if g.ndim == 1 else g)
+    want = np.empty_like(x)
+    nn_ops._relu_into(want, x)
+    np.testing.assert_array_equal(native.relu(x, parts), want)
+    want = np.empty_like(g)
+    nn_ops._relu_grad_into(want, g, x)
+    np.testing.assert_array_equal(native.relu_grad(g, x, parts), want)
+
+
+@needs_native
+def test_many_threads_share_the_pool():
+    """16 threads run products, updates and activations at once: a caller that finds the pool
+    busy runs on its own thread, and every result is still right."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((300, 200)).astype(np.float32)
+    b = rng.standard_normal((200, 400)).astype(np.float32)
+    want = a @ b
+    x = rng.standard_normal(200_000).astype(np.float32)
+    relu_want = np.maximum(x, np.float32(0))
+    errors = []
+
+    def work(seed):
+        try:
+            for _ in range(30):
+                np.testing.assert_allclose(native.gemm(a, b, 2), want, rtol=1e-5, atol=1e-4)
+                np.testing.assert_array_equal(native.relu(x, 2), relu_want)
+                w, m, v = np.zeros(1000), np.zeros(1000), np.zeros(1000)
+                assert native.adam(w, m, v, np.ones(1000), 0.5, 0.9, 0.999, 1e-8, False, 2)
+                assert np.all(w < 0)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [start(work, i) for i in range(16)]
+    join(*threads, timeout=60)
+    assert not errors, errors[0]
+
+
+@needs_native
+def test_a_forked_child_starts_helpers_of_its_own():
+    script = textwrap.dedent("""
+        import os, numpy as np
+        from tensorflux.kernels.cpu import native
+        a = np.ones((256, 300), np.float32); b = np.ones((300, 256), np.float32)
+        assert (native.gemm(a, b, 2) == 300).all()
+        pid = os.fork()
+        if pid == 0:
+            ok = all((native.gemm(a, b, 2) == 300).all() for _ in range(20))
+            x = np.arange(-5, 300000, dtype=np.float32)
+            ok = ok and (native.relu(x, 2) == np.maximum(x, 0)).all()
+            os._exit(0 if ok and native._mod.helpers() >= 1 else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_tensorflux_native_0_turns_it_off():
+    out = subprocess.run(
+        [sys.executable, "-c", "from tensorflux.kernels.cpu import native; "
+                               "print(native.available())"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "TENSORFLUX_NATIVE": "0"})
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def _train_mlp(steps):
+    rng = np.random.default_rng(1)
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(3)
+        x = tf.placeholder(tf.float32, [None, 300])
+        y = tf.placeholder(tf.int64, [None])
+        h = x
+        for i, (n_in, n_out) in enumerate([(300, 256), (256, 256)]):
+            h = tf.nn.relu(tf.matmul(h, tf.get_variable(f"w{i}", [n_in, n_out])))
+        logits = tf.matmul(h, tf.get_variable("out", [256, 10]))
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=y, logits=logits))
+        train = tf.train.AdamOptimizer(1e-3).minimize(loss)
+        init = tf.global_variables_initializer()
+        weights = tf.trainable_variables()
+    feed = {x: rng.standard_normal((200, 300)).astype(np.float32),
+            y: rng.integers(0, 10, 200)}
+    with tf.Session(graph=g) as sess:
+        sess.run(init)
+        losses = [sess.run([train, loss], feed)[1] for _ in range(steps)]
+        return losses, sess.run(weights)
+
+
+@needs_native
+def test_training_with_and_without_the_extension_agree(monkeypatch):
+    """The same 8 Adam steps of a ReLU network, kernels on the native paths and then on the
+    NumPy paths: products may differ in rounding (BLAS blocking), nothing else."""
+    with_native = _train_mlp(8)
+    monkeypatch.setattr(native, "_mod", None)
+    without = _train_mlp(8)
+    np.testing.assert_allclose(with_native[0], without[0], rtol=1e-5)
+    for a, b in zip(with_native[1], without[1], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
