@@ -4,7 +4,9 @@ BLAS runs single-threaded in a tensorflux process (tensorflux/kernels/cpu/_blas.
 A kernel with enough work cuts it into chunks (a few images of a batch, a block of matrix
 rows, a slice of a flat array) and `parallel_for` runs them on the calling thread and on up
 to `parts - 1` helper threads of a shared pool. NumPy and BLAS release the GIL, so chunks
-run in parallel.
+run in parallel. (A helper needs the GIL to start each chunk, ~0.1 ms in a busy step: the
+loops of the C extension, kernels/cpu/native.py, split over a pool of its own that never
+takes it, with the same `workers(ctx)` count.)
 
 Chunks are claimed dynamically, one at a time, by whichever thread is free; the caller
 claims them too and waits only for chunks that a helper has claimed and not finished. So

@@ -8,7 +8,9 @@ BLAS threading policy
 ---------------------
 NumPy's OpenBLAS runs single-threaded in a tensorflux process; a kernel with enough work
 splits it itself, over tensorflux's own intra-op thread pool (tensorflux/kernels/intra_op.py:
-one contiguous batch or row range per thread, the first on the calling thread).
+one contiguous batch or row range per thread, the first on the calling thread), or, for
+MatMul when the C extension is built, over its GIL-free pool (kernels/cpu/native.py), which
+calls this same OpenBLAS once per block.
 
 Why: OpenBLAS's threads spin-wait for work between and inside calls. On a machine whose
 cores are shared with other processes (the reference machine: 2 cores, shared), a spinning
