@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 
 import numpy as np
@@ -28,6 +29,8 @@ def test_the_extension_is_built_where_a_compiler_is():
         pytest.skip("TENSORFLUX_NATIVE=0")
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler here")
+    if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
+        pytest.skip("no Python headers here")
     assert native.available()
 
 
