@@ -135,6 +135,24 @@ def test_adam_equals_the_numpy_rule_bit_for_bit(dtype, n, nesterov, parts):
 
 
 @needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", _SIZES)
+@pytest.mark.parametrize("nesterov", [False, True])
+@pytest.mark.parametrize("parts", [1, 2])
+def test_momentum_equals_the_numpy_rule_bit_for_bit(dtype, n, nesterov, parts):
+    rng = np.random.default_rng(n + 1)
+    var, accum, _, grad = _adam_inputs(rng, n, dtype)
+    hyper = {"lr": np.asarray(0.01, dtype), "momentum": np.asarray(0.9, dtype)}
+    want = [var.copy(), accum.copy()]
+    training_ops._momentum(*want, **hyper, grad=grad, use_nesterov=nesterov)
+    got = [var.copy(), accum.copy()]
+    assert training_ops._momentum_native(*got, **hyper, grad=grad, use_nesterov=nesterov,
+                                         parts=parts)
+    for g_, w_ in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g_.view(np.uint8), w_.view(np.uint8))
+
+
+@needs_native
 def test_adam_refuses_what_it_does_not_take():
     x = np.zeros(8, np.float32)
     assert not native.adam(x, x.copy(), x.copy(), np.zeros(8, np.float16), 1e-3, .9, .999,

@@ -15,8 +15,8 @@
  *     One kernel uses the pool at a time; a call that finds it busy runs on its own thread.
  *   - gemm: a product split into row or column blocks, each one call of NumPy's own BLAS
  *     (its cblas_sgemm/dgemm, found by native.py and handed over as a function pointer).
- *   - Fused optimizer updates (Adam): one pass over var, m, v and grad instead of NumPy's
- *     twelve. The arithmetic is the NumPy path's, operation for operation, in the variable's
+ *   - Fused optimizer updates: Adam in one pass over var, m, v and grad instead of NumPy's
+ *     twelve; Momentum in one instead of four. The arithmetic is the NumPy path's, operation for operation, in the variable's
  *     type (the build turns off FMA contraction), so both paths give identical bits.
  *   - Relu and ReluGrad, which NumPy runs at ~0.4 ns per float32 element.
  *
@@ -397,6 +397,39 @@ LOOP_CLONES static void adam_chunk(void *p, int64_t i) {
         ADAM_LOOP(double, __builtin_sqrt);
 }
 
+/* Momentum, in T, as the NumPy path orders it:
+ *   accum = accum*momentum + grad;  var -= lr*accum
+ *   (Nesterov: var -= lr*grad + (lr*momentum)*accum) */
+#define MOMENTUM_LOOP(T)                                                                    \
+    do {                                                                                    \
+        T *restrict var = (T *)f->p[0], *restrict accum = (T *)f->p[1];                     \
+        const T *restrict g = (const T *)f->p[2];                                           \
+        const T lr = (T)f->s[0], mom = (T)f->s[1], lr_mom = lr * mom;                       \
+        if (f->flag) {                                                                      \
+            for (int64_t j = lo; j < hi; j++) {                                             \
+                T a = accum[j] * mom + g[j];                                                \
+                accum[j] = a;                                                               \
+                var[j] -= lr * g[j] + lr_mom * a;                                           \
+            }                                                                               \
+        } else {                                                                            \
+            for (int64_t j = lo; j < hi; j++) {                                             \
+                T a = accum[j] * mom + g[j];                                                \
+                accum[j] = a;                                                               \
+                var[j] -= lr * a;                                                           \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+LOOP_CLONES static void momentum_chunk(void *p, int64_t i) {
+    const flat_t *f = p;
+    int64_t lo, hi;
+    bounds(f, i, &lo, &hi);
+    if (f->code == 'f')
+        MOMENTUM_LOOP(float);
+    else
+        MOMENTUM_LOOP(double);
+}
+
 /* relu: x < 0 ? 0 : x (NaN stays NaN, as with np.maximum). */
 LOOP_CLONES static void relu_chunk(void *p, int64_t i) {
     const flat_t *f = p;
@@ -469,6 +502,24 @@ static PyObject *py_adam(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* momentum(var, accum, grad, lr, momentum, use_nesterov, parts), in place. */
+static PyObject *py_momentum(PyObject *self, PyObject *args) {
+    PyObject *objs[3];
+    flat_t f;
+    int parts;
+    if (!PyArg_ParseTuple(args, "OOOddpi", &objs[0], &objs[1], &objs[2], &f.s[0], &f.s[1],
+                          &f.flag, &parts))
+        return NULL;
+    static const int writable[3] = {1, 1, 0};
+    buf_t bufs[3];
+    if (get_floats(objs, writable, bufs, 3, &f.code) != 0) return NULL;
+    if (!same_count(bufs, 3, &f.n)) return NULL;
+    for (int i = 0; i < 3; i++) f.p[i] = bufs[i].view.buf;
+    run_flat(momentum_chunk, &f, parts);
+    release(bufs, 3);
+    Py_RETURN_NONE;
+}
+
 /* relu(out, x, parts) */
 static PyObject *py_relu(PyObject *self, PyObject *args) {
     PyObject *objs[2];
@@ -516,6 +567,8 @@ static PyMethodDef methods[] = {
      "gemm(a, b, out, transpose_a, transpose_b, parts): out = op(a) @ op(b)"},
     {"adam", py_adam, METH_VARARGS,
      "adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov, parts): in place"},
+    {"momentum", py_momentum, METH_VARARGS,
+     "momentum(var, accum, grad, lr, momentum, use_nesterov, parts): in place"},
     {"relu", py_relu, METH_VARARGS, "relu(out, x, parts)"},
     {"relu_grad", py_relu_grad, METH_VARARGS, "relu_grad(out, gradients, features, parts)"},
     {"helpers", py_helpers, METH_NOARGS, "helper threads started so far"},

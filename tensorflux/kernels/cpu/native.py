@@ -6,7 +6,8 @@ Three kinds of CPU work are faster in a few lines of C than in NumPy called from
     its half, and in a training step that costs ~0.1 ms per product; the extension's helper
     threads never take the GIL (MatMul, kernels/cpu/math_ops.py);
   - fused optimizer updates: Adam is one pass over var, m, v and grad instead of twelve
-    NumPy passes (ResourceApplyAdam, kernels/cpu/training_ops.py);
+    NumPy passes, Momentum one instead of four (ResourceApplyAdam, ResourceApplyMomentum,
+    kernels/cpu/training_ops.py);
   - Relu and ReluGrad, which NumPy's ufuncs run at ~0.4 ns per float32 element
     (kernels/cpu/nn_ops.py).
 
@@ -138,6 +139,16 @@ def adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov: bool,
         return False
     _mod.adam(var, m, v, grad, float(lr_t), float(beta1), float(beta2), float(epsilon),
               bool(use_nesterov), parts)
+    return True
+
+
+def momentum(var, accum, grad, lr, momentum_, use_nesterov: bool, parts: int) -> bool:
+    """Momentum's update of var and accum in place (lr and momentum_ in var's dtype); False
+    when the arrays do not qualify."""
+    if _mod is None or not _flat_ok(var, accum, grad) or not var.flags.writeable or \
+            not accum.flags.writeable:
+        return False
+    _mod.momentum(var, accum, grad, float(lr), float(momentum_), bool(use_nesterov), parts)
     return True
 
 

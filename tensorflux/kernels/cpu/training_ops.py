@@ -242,6 +242,11 @@ def _adam_native(var, m, v, *, beta1_power, beta2_power, lr, beta1, beta2, epsil
     return native.adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov, parts)
 
 
+def _momentum_native(var, accum, *, lr, grad, momentum, use_nesterov=False, parts=1) -> bool:
+    """`_momentum` in one native pass; False when the arrays do not qualify."""
+    return native.momentum(var, accum, grad, lr, momentum, use_nesterov, parts)
+
+
 def _ftrl(var, accum, linear, *, grad, lr, l1, l2, lr_power, l2_shrinkage=None,
           multiply_linear_by_lr=False):
     shrunk = grad if l2_shrinkage is None else grad + 2 * l2_shrinkage * var
@@ -277,7 +282,7 @@ _RULES = {
 }
 
 # Rules with a fused native loop (tensorflux/kernels/cpu/native.py), tried first.
-_NATIVE = {_adam: _adam_native}
+_NATIVE = {_adam: _adam_native, _momentum: _momentum_native}
 
 for _name, (_slots, _rule) in _RULES.items():
     _dense_kernel(f"ResourceApply{_name}", _slots, _rule)
