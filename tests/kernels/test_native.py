@@ -10,6 +10,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -286,3 +287,92 @@ def test_training_with_and_without_the_extension_agree(monkeypatch):
     np.testing.assert_allclose(with_native[0], without[0], rtol=1e-5)
     for a, b in zip(with_native[1], without[1], strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def _pool_node(k, s, padding, explicit=None):
+    attrs = {"ksize": [1, k[0], k[1], 1], "strides": [1, s[0], s[1], 1], "padding": padding,
+             "data_format": "NHWC"}
+    if explicit is not None:
+        attrs["explicit_paddings"] = [0, 0, *explicit, 0, 0]
+    return SimpleNamespace(attrs=attrs, name="pool", op="MaxPool")
+
+
+def _pool_cases():
+    rng = np.random.default_rng(7)
+    cases = [((2, 2), (2, 2), "VALID", None, (3, 8, 8, 5)),      # the CNN's: tiles, covered
+             ((2, 2), (2, 2), "SAME", None, (2, 7, 9, 3)),       # tiles, partial windows
+             ((3, 3), (2, 2), "SAME", None, (2, 9, 9, 4)),       # overlapping
+             ((3, 3), (1, 1), "VALID", None, (1, 6, 7, 2)),
+             ((1, 1), (2, 3), "VALID", None, (2, 5, 7, 3)),      # gaps between windows
+             ((2, 3), (3, 1), "EXPLICIT", [2, 1, 0, 3], (2, 6, 5, 6))]
+    for _ in range(14):
+        k = tuple(int(v) for v in rng.integers(1, 5, 2))
+        s = tuple(int(v) for v in rng.integers(1, 4, 2))
+        shape = (int(rng.integers(1, 4)), int(rng.integers(k[0], 12)),
+                 int(rng.integers(k[1], 12)), int(rng.integers(1, 40)))
+        cases.append((k, s, str(rng.choice(["VALID", "SAME"])), None, shape))
+    return cases
+
+
+def _pool_input(rng, shape, dtype):
+    """Values with ties, NaN, +-Inf and signed zeros, so the first-maximum rule and the
+    NaN handling are exercised."""
+    x = rng.integers(-3, 4, shape).astype(dtype)
+    flat = x.reshape(-1)
+    picks = rng.choice(flat.size, size=min(flat.size, max(1, flat.size // 6)), replace=False)
+    flat[picks] = rng.choice(np.array([np.nan, np.inf, -np.inf, -0.0], dtype), len(picks))
+    return x
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("parts", [1, 2])
+@pytest.mark.parametrize("case", range(len(_pool_cases())))
+def test_max_pool_and_grad_equal_the_numpy_path(monkeypatch, dtype, parts, case):
+    from tensorflux.kernels.cpu import pooling_ops
+
+    k, s, padding, explicit, shape = _pool_cases()[case]
+    node = _pool_node(k, s, padding, explicit)
+    rng = np.random.default_rng(case)
+    x = _pool_input(rng, shape, dtype)
+    forward = pooling_ops._max_pool(node)
+    backward = pooling_ops._max_pool_grad(node)
+    ctx = SimpleNamespace(session=SimpleNamespace(
+        _config=SimpleNamespace(intra_op_parallelism_threads=parts)))
+    calls = []
+    for name in ("max_pool", "max_pool_grad"):
+        real = getattr(native, name)
+        monkeypatch.setattr(native, name, lambda *a, _real=real, _name=name:
+                            calls.append(_name) or _real(*a))
+    out = forward(ctx, x)
+    g = rng.standard_normal(out.shape).astype(dtype)
+    g.reshape(-1)[: min(g.size, 3)] = np.array([np.inf, np.nan, -0.0], dtype)[: min(g.size, 3)]
+    dx = backward(ctx, x, out, g)
+    assert calls == ["max_pool", "max_pool_grad"]  # both went to the C loops
+    monkeypatch.setattr(native, "_mod", None)
+    want_out = forward(ctx, x)
+    want_dx = backward(ctx, x, want_out, g)
+    np.testing.assert_array_equal(out, want_out)
+    np.testing.assert_array_equal(dx.view(f"u{dx.itemsize}"),
+                                  want_dx.view(f"u{want_dx.itemsize}"))
+
+
+@needs_native
+def test_max_pool_refuses_what_it_does_not_take():
+    x = np.zeros((1, 4, 4, 3), np.float32)
+    pads = [(0, 0)] * 3
+    assert native.max_pool(x.astype(np.float16), (1, 2, 2, 3), [2, 2, 1], [2, 2, 1], pads,
+                           2) is None
+    assert native.max_pool(x, (1, 2, 2, 1), [2, 2, 3], [2, 2, 3], pads, 2) is None  # depth
+    assert native.max_pool(np.zeros((1, 4, 8, 3), np.float32)[:, :, ::2], (1, 2, 2, 3),
+                           [2, 2, 1], [2, 2, 1], pads, 2) is None
+    assert native.max_pool(np.zeros((1, 2, 2, 5000), np.float32), (1, 1, 1, 5000),
+                           [2, 2, 1], [2, 2, 1], pads, 2) is None
+    with pytest.raises(ValueError, match="shapes do not match"):
+        native._mod.max_pool(x, np.zeros((1, 2, 2, 4), np.float32), 2, 2, 2, 2, 0, 0, 2)
+    with pytest.raises(ValueError, match="shapes do not match"):
+        native._mod.max_pool_grad(x, np.zeros((1, 2, 2, 3), np.float32),
+                                  np.zeros((1, 4, 4, 3), np.float32),
+                                  np.zeros((1, 2, 2, 2), np.int32), 2, 2, 2, 2, 0, 0, True, 2)
+    with pytest.raises(ValueError, match="positive windows"):
+        native._mod.max_pool(x, np.zeros((1, 2, 2, 3), np.float32), 0, 2, 2, 2, 0, 0, 2)

@@ -29,6 +29,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -553,6 +554,215 @@ static PyObject *py_relu_grad(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Max pooling over H and W of NHWC data (pooling_ops.py's NumPy paths, loop for loop).
+ *
+ * A window tap outside the input (padding) counts as -inf, as the NumPy path pads with it.
+ * MaxPool: the fmax of the taps in row-major window order (NaN ignored unless every tap is
+ * NaN). MaxPoolGrad: each window's gradient goes to its first tap in that order that is
+ * strictly greater than every earlier one (TF's CPU argmax scan; a NaN first tap keeps it),
+ * and is dropped when that tap is padding. Every input element then takes the sum of the
+ * gradients routed to it, added in tap order as the NumPy path adds them (`assign`: windows
+ * that tile the input, where the NumPy path stores instead of adding). */
+
+#define MAX_POOL_CHANNELS 4096  /* more channels: the NumPy path */
+
+typedef struct {
+    char code;
+    int64_t n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl;
+    const char *x, *g;
+    char *out;
+    int32_t *idx;   /* MaxPoolGrad: the routed tap of each window, [n, oh, ow, c] */
+    int assign;
+} pool_t;
+
+#define POOL_FWD_LOOP(T)                                                                    \
+    do {                                                                                    \
+        const T *x = (const T *)p->x;                                                       \
+        T *out = (T *)p->out;                                                               \
+        for (int64_t r = 0; r < p->oh; r++)                                                 \
+            for (int64_t q = 0; q < p->ow; q++) {                                           \
+                T *restrict o = out + ((b * p->oh + r) * p->ow + q) * C;                    \
+                for (int64_t i = 0; i < p->kh; i++) {                                       \
+                    int64_t y = r * p->sh + i - p->pt;                                      \
+                    for (int64_t j = 0; j < p->kw; j++) {                                   \
+                        int64_t z = q * p->sw + j - p->pl;                                  \
+                        int inside = y >= 0 && y < p->h && z >= 0 && z < p->w;              \
+                        const T *restrict v = x + ((b * p->h + y) * p->w + z) * C;          \
+                        if (i == 0 && j == 0) {                                             \
+                            for (int64_t k = 0; k < C; k++) o[k] = inside ? v[k] : -(T)INFINITY; \
+                        } else if (inside) {                                                \
+                            for (int64_t k = 0; k < C; k++)                                 \
+                                o[k] = (v[k] > o[k] || o[k] != o[k]) ? v[k] : o[k];         \
+                        } else {  /* fmax(m, -inf): only a NaN m changes */                 \
+                            for (int64_t k = 0; k < C; k++)                                 \
+                                o[k] = o[k] != o[k] ? -(T)INFINITY : o[k];                  \
+                        }                                                                   \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+    } while (0)
+
+/* One image of MaxPool. */
+LOOP_CLONES static void max_pool_image(void *arg, int64_t b) {
+    const pool_t *p = arg;
+    const int64_t C = p->c;
+    if (p->code == 'f')
+        POOL_FWD_LOOP(float);
+    else
+        POOL_FWD_LOOP(double);
+}
+
+#define POOL_ARGMAX_LOOP(T)                                                                 \
+    do {                                                                                    \
+        const T *x = (const T *)p->x;                                                       \
+        for (int64_t r = 0; r < p->oh; r++)                                                 \
+            for (int64_t q = 0; q < p->ow; q++) {                                           \
+                int32_t *restrict id = p->idx + ((b * p->oh + r) * p->ow + q) * C;          \
+                T *restrict m = (T *)scratch;                                               \
+                int32_t t = 0;                                                              \
+                for (int64_t i = 0; i < p->kh; i++) {                                       \
+                    int64_t y = r * p->sh + i - p->pt;                                      \
+                    for (int64_t j = 0; j < p->kw; j++, t++) {                              \
+                        int64_t z = q * p->sw + j - p->pl;                                  \
+                        int inside = y >= 0 && y < p->h && z >= 0 && z < p->w;              \
+                        const T *restrict v = x + ((b * p->h + y) * p->w + z) * C;          \
+                        if (t == 0) {                                                       \
+                            for (int64_t k = 0; k < C; k++) {                               \
+                                m[k] = inside ? v[k] : -(T)INFINITY;                        \
+                                id[k] = 0;                                                  \
+                            }                                                               \
+                        } else if (inside) {                                                \
+                            for (int64_t k = 0; k < C; k++) {                               \
+                                int gt = v[k] > m[k];                                       \
+                                m[k] = gt ? v[k] : m[k];                                    \
+                                id[k] = gt ? t : id[k];                                     \
+                            }                                                               \
+                        }                                                                   \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+    } while (0)
+
+#define POOL_ROUTE_LOOP(T)                                                                  \
+    do {                                                                                    \
+        const T *g = (const T *)p->g;                                                       \
+        T *out = (T *)p->out;                                                               \
+        for (int64_t y = 0; y < p->h; y++)                                                  \
+            for (int64_t z = 0; z < p->w; z++) {                                            \
+                T *restrict o = out + ((b * p->h + y) * p->w + z) * C;                      \
+                for (int64_t k = 0; k < C; k++) o[k] = 0;                                   \
+                for (int64_t i = 0; i < p->kh; i++) {                                       \
+                    int64_t yy = y + p->pt - i;                                             \
+                    if (yy < 0 || yy % p->sh) continue;                                     \
+                    int64_t r = yy / p->sh;                                                 \
+                    if (r >= p->oh) continue;                                               \
+                    for (int64_t j = 0; j < p->kw; j++) {                                   \
+                        int64_t zz = z + p->pl - j;                                         \
+                        if (zz < 0 || zz % p->sw) continue;                                 \
+                        int64_t q = zz / p->sw;                                             \
+                        if (q >= p->ow) continue;                                           \
+                        int32_t t = (int32_t)(i * p->kw + j);                               \
+                        const int32_t *restrict id = p->idx + ((b * p->oh + r) * p->ow + q) * C; \
+                        const T *restrict gv = g + ((b * p->oh + r) * p->ow + q) * C;       \
+                        if (p->assign)                                                      \
+                            for (int64_t k = 0; k < C; k++) o[k] = id[k] == t ? gv[k] : o[k]; \
+                        else                                                                \
+                            for (int64_t k = 0; k < C; k++) o[k] += id[k] == t ? gv[k] : 0; \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+    } while (0)
+
+/* One image of MaxPoolGrad: the argmax scan, then the routing (gathered per input element,
+ * so images are independent chunks). */
+LOOP_CLONES static void max_pool_grad_image(void *arg, int64_t b) {
+    const pool_t *p = arg;
+    const int64_t C = p->c;
+    double scratch[MAX_POOL_CHANNELS];  /* the running maxima of one window's channels */
+    if (p->code == 'f') {
+        POOL_ARGMAX_LOOP(float);
+        POOL_ROUTE_LOOP(float);
+    } else {
+        POOL_ARGMAX_LOOP(double);
+        POOL_ROUTE_LOOP(double);
+    }
+}
+
+/* Parses (x, out, kh, kw, sh, sw, pad_top, pad_left, parts) plus, for the gradient, g and
+ * idx; checks every size against the geometry. */
+static PyObject *pool_call(PyObject *args, int grad) {
+    PyObject *objs[3], *idx_obj = NULL;
+    pool_t p;
+    int parts;
+    memset(&p, 0, sizeof p);
+    if (grad) {
+        if (!PyArg_ParseTuple(args, "OOOOLLLLLLpi", &objs[0], &objs[1], &objs[2], &idx_obj,
+                              &p.kh, &p.kw, &p.sh, &p.sw, &p.pt, &p.pl, &p.assign, &parts))
+            return NULL;
+    } else if (!PyArg_ParseTuple(args, "OOLLLLLLi", &objs[0], &objs[1], &p.kh, &p.kw, &p.sh,
+                                 &p.sw, &p.pt, &p.pl, &parts)) {
+        return NULL;
+    }
+    int n = grad ? 3 : 2;
+    static const int writable_fwd[2] = {0, 1}, writable_grad[3] = {0, 0, 1};
+    buf_t bufs[3];
+    if (get_floats(objs, grad ? writable_grad : writable_fwd, bufs, n, &p.code) != 0)
+        return NULL;
+    /* x, the output-shaped array (out, or grad's g), and what is written */
+    const Py_buffer *xv = &bufs[0].view, *ov = &bufs[1].view;
+    const Py_buffer *outv = &bufs[n - 1].view;
+    if (xv->ndim != 4 || ov->ndim != 4 || outv->ndim != 4 || p.kh < 1 || p.kw < 1 ||
+            p.sh < 1 || p.sw < 1) {
+        release(bufs, n);
+        PyErr_SetString(PyExc_ValueError, "pool: NHWC arrays and positive windows expected");
+        return NULL;
+    }
+    p.n = xv->shape[0]; p.h = xv->shape[1]; p.w = xv->shape[2]; p.c = xv->shape[3];
+    p.oh = ov->shape[1]; p.ow = ov->shape[2];
+    int bad = ov->shape[0] != p.n || ov->shape[3] != p.c || p.c > MAX_POOL_CHANNELS;
+    if (grad)  /* g is [n, oh, ow, c]; out is x's shape */
+        for (int d = 0; d < 4; d++) bad |= outv->shape[d] != xv->shape[d];
+    Py_buffer iv;
+    int have_idx = 0;
+    if (!bad && grad) {
+        if (PyObject_GetBuffer(idx_obj, &iv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
+                != 0) {
+            release(bufs, n);
+            return NULL;
+        }
+        have_idx = 1;
+        bad = iv.itemsize != 4 || iv.len != ov->len / ov->itemsize * 4;
+    }
+    if (bad) {
+        if (have_idx) PyBuffer_Release(&iv);
+        release(bufs, n);
+        PyErr_SetString(PyExc_ValueError, "pool: array shapes do not match");
+        return NULL;
+    }
+    p.x = xv->buf;
+    if (grad) {
+        p.g = ov->buf;
+        p.idx = iv.buf;
+    }
+    p.out = outv->buf;
+    chunk_fn fn = grad ? max_pool_grad_image : max_pool_image;
+    if (p.n > 1 && parts > 1) ensure_helpers(parts - 1);
+    Py_BEGIN_ALLOW_THREADS
+    if (!pool_run(fn, &p, p.n, parts))
+        for (int64_t b = 0; b < p.n; b++) fn(&p, b);
+    Py_END_ALLOW_THREADS
+    if (have_idx) PyBuffer_Release(&iv);
+    release(bufs, n);
+    Py_RETURN_NONE;
+}
+
+/* max_pool(x, out, kh, kw, sh, sw, pad_top, pad_left, parts) */
+static PyObject *py_max_pool(PyObject *self, PyObject *args) { return pool_call(args, 0); }
+
+/* max_pool_grad(x, g, out, idx, kh, kw, sh, sw, pad_top, pad_left, assign, parts) */
+static PyObject *py_max_pool_grad(PyObject *self, PyObject *args) { return pool_call(args, 1); }
+
 static PyObject *py_helpers(PyObject *self, PyObject *unused) {
     pthread_mutex_lock(&pool_mu);
     int n = helpers;
@@ -571,6 +781,10 @@ static PyMethodDef methods[] = {
      "momentum(var, accum, grad, lr, momentum, use_nesterov, parts): in place"},
     {"relu", py_relu, METH_VARARGS, "relu(out, x, parts)"},
     {"relu_grad", py_relu_grad, METH_VARARGS, "relu_grad(out, gradients, features, parts)"},
+    {"max_pool", py_max_pool, METH_VARARGS,
+     "max_pool(x, out, kh, kw, sh, sw, pad_top, pad_left, parts): NHWC"},
+    {"max_pool_grad", py_max_pool_grad, METH_VARARGS,
+     "max_pool_grad(x, grad, out, idx, kh, kw, sh, sw, pad_top, pad_left, assign, parts)"},
     {"helpers", py_helpers, METH_NOARGS, "helper threads started so far"},
     {NULL, NULL, 0, NULL},
 };

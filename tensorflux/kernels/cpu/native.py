@@ -9,7 +9,9 @@ Three kinds of CPU work are faster in a few lines of C than in NumPy called from
     NumPy passes, Momentum one instead of four (ResourceApplyAdam, ResourceApplyMomentum,
     kernels/cpu/training_ops.py);
   - Relu and ReluGrad, which NumPy's ufuncs run at ~0.4 ns per float32 element
-    (kernels/cpu/nn_ops.py).
+    (kernels/cpu/nn_ops.py);
+  - MaxPool and MaxPoolGrad over H and W, one pass over each window instead of NumPy
+    calls per window tap (kernels/cpu/pooling_ops.py).
 
 Every function here returns None (or False) when it cannot take the call: no extension (no C
 compiler when tensorflux was installed, or `TENSORFLUX_NATIVE=0`), another dtype than
@@ -167,4 +169,36 @@ def relu_grad(g: np.ndarray, x: np.ndarray, parts: int):
         return None
     out = np.empty(g.shape, g.dtype)
     _mod.relu_grad(out, g, x, parts)
+    return out
+
+
+_MAX_POOL_CHANNELS = 4096  # the C loops keep one window's maxima on the stack
+
+
+def _pool_ok(x, k, s, pads) -> bool:
+    return (_mod is not None and type(x) is np.ndarray and x.ndim == 4 and
+            x.dtype in _FLOATS and x.flags.c_contiguous and k[2] == 1 and s[2] == 1 and
+            tuple(pads[2]) == (0, 0) and x.shape[3] <= _MAX_POOL_CHANNELS)
+
+
+def max_pool(x, out_shape, k, s, pads, parts: int):
+    """MaxPool of NHWC `x` over H and W (window `k`, strides `s`, `pads` [(before, after)]
+    for H, W, C as `_PoolGeometry.resolve` gives them), or None."""
+    if not _pool_ok(x, k, s, pads):
+        return None
+    out = np.empty(out_shape, x.dtype)
+    _mod.max_pool(x, out, k[0], k[1], s[0], s[1], pads[0][0], pads[1][0], parts)
+    return out
+
+
+def max_pool_grad(x, g, k, s, pads, tiles: bool, parts: int):
+    """MaxPoolGrad of NHWC `x` (the input's shape, routed as pooling_ops' NumPy path does;
+    `tiles`: windows equal to the strides, so every element takes at most one window's
+    gradient), or None."""
+    if not _pool_ok(x, k, s, pads) or type(g) is not np.ndarray or g.dtype != x.dtype or \
+            not g.flags.c_contiguous or g.ndim != 4:
+        return None
+    out = np.empty(x.shape, x.dtype)
+    _mod.max_pool_grad(x, g, out, np.empty(g.shape, np.int32), k[0], k[1], s[0], s[1],
+                       pads[0][0], pads[1][0], bool(tiles), parts)
     return out

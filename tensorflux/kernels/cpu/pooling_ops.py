@@ -15,6 +15,7 @@ import numpy as np
 
 from tensorflux.framework import errors
 from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu._nn_common import (
     _LOW_PRECISION,
     _checked,
@@ -90,6 +91,10 @@ def _window_max(xp, geom: _PoolGeometry, out):
 def _max_pool_nhwc(x, geom: _PoolGeometry, parts: int = 1):
     """(max of each window, paddings, output shape) of NHWC `x`, batch-parallel when big."""
     out_shape, pads = geom.resolve(x.shape)
+    if 0 not in out_shape:
+        out = native.max_pool(x, out_shape, geom.k, geom.s, pads, parts)
+        if out is not None:
+            return out, pads, out_shape
     out = np.empty(out_shape, x.dtype)
     if 0 in out_shape:
         return out, pads, out_shape
@@ -130,11 +135,15 @@ def _max_pool_grad(node):
         if g.shape != out_shape:
             raise _invalid(f"Expected grad shape to be {list(out_shape)}, but got "
                            f"{list(g.shape)}")
-        xp = _pad(x, pads, _lowest(x.dtype))
         tiles = all(k == s for k, s in zip(geom.k, geom.s, strict=True))
+        parts = intra_op.workers(ctx)
+        if g.size:
+            dx = native.max_pool_grad(x, g, geom.k, geom.s, pads, tiles, parts)
+            if dx is not None:
+                return _from_nhwc(_narrow(dx, grad.dtype), geom.data_format)
+        xp = _pad(x, pads, _lowest(x.dtype))
         covered = tiles and all(o * k == n for o, k, n in
                                 zip(out_shape[1:], geom.k, xp.shape[1:], strict=True))
-        parts = intra_op.workers(ctx)
         if covered and g.size:
             dxp = _tiled_max_pool_grad(xp, g, geom.k, parts)
         else:
