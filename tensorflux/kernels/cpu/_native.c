@@ -576,6 +576,22 @@ typedef struct {
     int assign;
 } pool_t;
 
+/* The loops load every operand before selecting (a select between loaded values
+ * vectorizes; a conditional load or a float compare selecting an int does not). */
+#define FIRST_MAX_STEP(v, m, id, k, t)                                                      \
+    do {                                                                                    \
+        __typeof__(m[k]) vk_ = v[k], mk_ = m[k];                                            \
+        int32_t ik_ = id[k], mask_ = -(int32_t)(vk_ > mk_);                                 \
+        id[k] = (ik_ & ~mask_) | ((t) & mask_);                                             \
+        m[k] = vk_ > mk_ ? vk_ : mk_;                                                       \
+    } while (0)
+#define ROUTE_STEP(assign, id, gv, k, t)                                                    \
+    do {                                                                                    \
+        __typeof__(gv[k]) g_ = gv[k];                                                       \
+        int32_t i_ = id[k];                                                                 \
+        assign (i_ == (t) ? g_ : 0);                                                        \
+    } while (0)
+
 #define POOL_FWD_LOOP(T)                                                                    \
     do {                                                                                    \
         const T *x = (const T *)p->x;                                                       \
@@ -592,8 +608,10 @@ typedef struct {
                         if (i == 0 && j == 0) {                                             \
                             for (int64_t k = 0; k < C; k++) o[k] = inside ? v[k] : -(T)INFINITY; \
                         } else if (inside) {                                                \
-                            for (int64_t k = 0; k < C; k++)                                 \
-                                o[k] = (v[k] > o[k] || o[k] != o[k]) ? v[k] : o[k];         \
+                            for (int64_t k = 0; k < C; k++) {                               \
+                                T vk = v[k], ok = o[k];                                     \
+                                o[k] = (vk > ok || ok != ok) ? vk : ok;                     \
+                            }                                                               \
                         } else {  /* fmax(m, -inf): only a NaN m changes */                 \
                             for (int64_t k = 0; k < C; k++)                                 \
                                 o[k] = o[k] != o[k] ? -(T)INFINITY : o[k];                  \
@@ -633,11 +651,8 @@ LOOP_CLONES static void max_pool_image(void *arg, int64_t b) {
                                 id[k] = 0;                                                  \
                             }                                                               \
                         } else if (inside) {                                                \
-                            for (int64_t k = 0; k < C; k++) {                               \
-                                int gt = v[k] > m[k];                                       \
-                                m[k] = gt ? v[k] : m[k];                                    \
-                                id[k] = gt ? t : id[k];                                     \
-                            }                                                               \
+                            for (int64_t k = 0; k < C; k++)                                 \
+                                FIRST_MAX_STEP(v, m, id, k, t);                             \
                         }                                                                   \
                     }                                                                       \
                 }                                                                           \
@@ -665,21 +680,72 @@ LOOP_CLONES static void max_pool_image(void *arg, int64_t b) {
                         int32_t t = (int32_t)(i * p->kw + j);                               \
                         const int32_t *restrict id = p->idx + ((b * p->oh + r) * p->ow + q) * C; \
                         const T *restrict gv = g + ((b * p->oh + r) * p->ow + q) * C;       \
-                        if (p->assign)                                                      \
-                            for (int64_t k = 0; k < C; k++) o[k] = id[k] == t ? gv[k] : o[k]; \
-                        else                                                                \
-                            for (int64_t k = 0; k < C; k++) o[k] += id[k] == t ? gv[k] : 0; \
+                        for (int64_t k = 0; k < C; k++) ROUTE_STEP(o[k] +=, id, gv, k, t);  \
                     }                                                                       \
                 }                                                                           \
             }                                                                               \
     } while (0)
 
-/* One image of MaxPoolGrad: the argmax scan, then the routing (gathered per input element,
- * so images are independent chunks). */
+/* Tiles (windows equal to the strides): one pass per window finds each channel's first
+ * maximum and writes the window's taps at once, every input element written by at most one
+ * window (those outside every window were zeroed first). */
+#define POOL_TILES_LOOP(T)                                                                  \
+    do {                                                                                    \
+        const T *x = (const T *)p->x, *g = (const T *)p->g;                                 \
+        T *out = (T *)p->out;                                                               \
+        T *restrict m = (T *)scratch;                                                       \
+        int32_t *restrict best = (int32_t *)(m + C);                                        \
+        if ((p->h + p->pt + p->sh - 1) / p->sh > p->oh ||                                   \
+                (p->w + p->pl + p->sw - 1) / p->sw > p->ow)                                 \
+            memset(out + b * p->h * p->w * C, 0, (size_t)(p->h * p->w * C) * sizeof(T));   \
+        for (int64_t r = 0; r < p->oh; r++)                                                 \
+            for (int64_t q = 0; q < p->ow; q++) {                                           \
+                const T *restrict gv = g + ((b * p->oh + r) * p->ow + q) * C;               \
+                int32_t t = 0;                                                              \
+                for (int64_t i = 0; i < p->kh; i++) {                                       \
+                    int64_t y = r * p->sh + i - p->pt;                                      \
+                    for (int64_t j = 0; j < p->kw; j++, t++) {                              \
+                        int64_t z = q * p->sw + j - p->pl;                                  \
+                        int inside = y >= 0 && y < p->h && z >= 0 && z < p->w;              \
+                        const T *restrict v = x + ((b * p->h + y) * p->w + z) * C;          \
+                        if (t == 0) {                                                       \
+                            for (int64_t k = 0; k < C; k++) {                               \
+                                m[k] = inside ? v[k] : -(T)INFINITY;                        \
+                                best[k] = 0;                                                \
+                            }                                                               \
+                        } else if (inside) {                                                \
+                            for (int64_t k = 0; k < C; k++)                                 \
+                                FIRST_MAX_STEP(v, m, best, k, t);                           \
+                        }                                                                   \
+                    }                                                                       \
+                }                                                                           \
+                t = 0;                                                                      \
+                for (int64_t i = 0; i < p->kh; i++) {                                       \
+                    int64_t y = r * p->sh + i - p->pt;                                      \
+                    for (int64_t j = 0; j < p->kw; j++, t++) {                              \
+                        int64_t z = q * p->sw + j - p->pl;                                  \
+                        if (y < 0 || y >= p->h || z < 0 || z >= p->w) continue;             \
+                        T *restrict o = out + ((b * p->h + y) * p->w + z) * C;              \
+                        for (int64_t k = 0; k < C; k++) ROUTE_STEP(o[k] =, best, gv, k, t); \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+    } while (0)
+
+/* One image of MaxPoolGrad: tiles in one pass; otherwise the argmax scan, then the routing
+ * (gathered per input element, so images are independent chunks). */
 LOOP_CLONES static void max_pool_grad_image(void *arg, int64_t b) {
     const pool_t *p = arg;
     const int64_t C = p->c;
-    double scratch[MAX_POOL_CHANNELS];  /* the running maxima of one window's channels */
+    /* one window's running maxima (and, for tiles, first-maximum taps) per channel */
+    double scratch[MAX_POOL_CHANNELS * 3 / 2];
+    if (p->assign) {
+        if (p->code == 'f')
+            POOL_TILES_LOOP(float);
+        else
+            POOL_TILES_LOOP(double);
+        return;
+    }
     if (p->code == 'f') {
         POOL_ARGMAX_LOOP(float);
         POOL_ROUTE_LOOP(float);
