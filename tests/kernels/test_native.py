@@ -376,3 +376,7 @@ def test_max_pool_refuses_what_it_does_not_take():
                                   np.zeros((1, 2, 2, 2), np.int32), 2, 2, 2, 2, 0, 0, True, 2)
     with pytest.raises(ValueError, match="positive windows"):
         native._mod.max_pool(x, np.zeros((1, 2, 2, 3), np.float32), 0, 2, 2, 2, 0, 0, 2)
+    with pytest.raises(ValueError, match="tiles"):  # windows that do not tile the input
+        native._mod.max_pool_grad(x, np.zeros((1, 2, 2, 3), np.float32),
+                                  np.zeros((1, 4, 4, 3), np.float32),
+                                  np.zeros((1, 2, 2, 3), np.int32), 3, 3, 2, 2, 0, 0, True, 2)

@@ -43,7 +43,7 @@ typedef void (*chunk_fn)(void *arg, int64_t chunk);
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;  /* helpers wait for a task */
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;  /* the caller waits for chunks */
-static int helpers;                /* helper threads started (under pool_mu) */
+static atomic_int helpers;         /* helper threads started (changed under pool_mu) */
 static atomic_int busy;            /* a caller owns the task below */
 static atomic_llong seq;           /* bumped for every task posted */
 static atomic_int closed;          /* the current task is finished: helpers keep out */
@@ -779,9 +779,9 @@ static PyObject *pool_call(PyObject *args, int grad) {
     const Py_buffer *xv = &bufs[0].view, *ov = &bufs[1].view;
     const Py_buffer *outv = &bufs[n - 1].view;
     if (xv->ndim != 4 || ov->ndim != 4 || outv->ndim != 4 || p.kh < 1 || p.kw < 1 ||
-            p.sh < 1 || p.sw < 1) {
+            p.sh < 1 || p.sw < 1 || (p.assign && (p.kh != p.sh || p.kw != p.sw))) {
         release(bufs, n);
-        PyErr_SetString(PyExc_ValueError, "pool: NHWC arrays and positive windows expected");
+        PyErr_SetString(PyExc_ValueError, "pool: NHWC arrays and positive windows expected (tiles: windows equal to strides)");
         return NULL;
     }
     p.n = xv->shape[0]; p.h = xv->shape[1]; p.w = xv->shape[2]; p.c = xv->shape[3];
