@@ -631,31 +631,37 @@ LOOP_CLONES static void max_pool_image(void *arg, int64_t b) {
         POOL_FWD_LOOP(double);
 }
 
+/* Window (r, q) of image b: the running maxima `m` and each channel's first-maximum tap
+ * `ids` (the first tap, replaced only by a strictly greater one; padding taps are -inf). */
+#define SCAN_WINDOW(T, m, ids)                                                              \
+    do {                                                                                    \
+        int32_t t = 0;                                                                      \
+        for (int64_t i = 0; i < p->kh; i++) {                                               \
+            int64_t y = r * p->sh + i - p->pt;                                              \
+            for (int64_t j = 0; j < p->kw; j++, t++) {                                      \
+                int64_t z = q * p->sw + j - p->pl;                                          \
+                int inside = y >= 0 && y < p->h && z >= 0 && z < p->w;                      \
+                const T *restrict v = x + ((b * p->h + y) * p->w + z) * C;                  \
+                if (t == 0) {                                                               \
+                    for (int64_t k = 0; k < C; k++) {                                       \
+                        m[k] = inside ? v[k] : -(T)INFINITY;                                \
+                        ids[k] = 0;                                                         \
+                    }                                                                       \
+                } else if (inside) {                                                        \
+                    for (int64_t k = 0; k < C; k++) FIRST_MAX_STEP(v, m, ids, k, t);        \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
 #define POOL_ARGMAX_LOOP(T)                                                                 \
     do {                                                                                    \
         const T *x = (const T *)p->x;                                                       \
+        T *restrict m = (T *)scratch;                                                       \
         for (int64_t r = 0; r < p->oh; r++)                                                 \
             for (int64_t q = 0; q < p->ow; q++) {                                           \
                 int32_t *restrict id = p->idx + ((b * p->oh + r) * p->ow + q) * C;          \
-                T *restrict m = (T *)scratch;                                               \
-                int32_t t = 0;                                                              \
-                for (int64_t i = 0; i < p->kh; i++) {                                       \
-                    int64_t y = r * p->sh + i - p->pt;                                      \
-                    for (int64_t j = 0; j < p->kw; j++, t++) {                              \
-                        int64_t z = q * p->sw + j - p->pl;                                  \
-                        int inside = y >= 0 && y < p->h && z >= 0 && z < p->w;              \
-                        const T *restrict v = x + ((b * p->h + y) * p->w + z) * C;          \
-                        if (t == 0) {                                                       \
-                            for (int64_t k = 0; k < C; k++) {                               \
-                                m[k] = inside ? v[k] : -(T)INFINITY;                        \
-                                id[k] = 0;                                                  \
-                            }                                                               \
-                        } else if (inside) {                                                \
-                            for (int64_t k = 0; k < C; k++)                                 \
-                                FIRST_MAX_STEP(v, m, id, k, t);                             \
-                        }                                                                   \
-                    }                                                                       \
-                }                                                                           \
+                SCAN_WINDOW(T, m, id);                                                      \
             }                                                                               \
     } while (0)
 
@@ -701,25 +707,8 @@ LOOP_CLONES static void max_pool_image(void *arg, int64_t b) {
         for (int64_t r = 0; r < p->oh; r++)                                                 \
             for (int64_t q = 0; q < p->ow; q++) {                                           \
                 const T *restrict gv = g + ((b * p->oh + r) * p->ow + q) * C;               \
+                SCAN_WINDOW(T, m, best);                                                    \
                 int32_t t = 0;                                                              \
-                for (int64_t i = 0; i < p->kh; i++) {                                       \
-                    int64_t y = r * p->sh + i - p->pt;                                      \
-                    for (int64_t j = 0; j < p->kw; j++, t++) {                              \
-                        int64_t z = q * p->sw + j - p->pl;                                  \
-                        int inside = y >= 0 && y < p->h && z >= 0 && z < p->w;              \
-                        const T *restrict v = x + ((b * p->h + y) * p->w + z) * C;          \
-                        if (t == 0) {                                                       \
-                            for (int64_t k = 0; k < C; k++) {                               \
-                                m[k] = inside ? v[k] : -(T)INFINITY;                        \
-                                best[k] = 0;                                                \
-                            }                                                               \
-                        } else if (inside) {                                                \
-                            for (int64_t k = 0; k < C; k++)                                 \
-                                FIRST_MAX_STEP(v, m, best, k, t);                           \
-                        }                                                                   \
-                    }                                                                       \
-                }                                                                           \
-                t = 0;                                                                      \
                 for (int64_t i = 0; i < p->kh; i++) {                                       \
                     int64_t y = r * p->sh + i - p->pt;                                      \
                     for (int64_t j = 0; j < p->kw; j++, t++) {                              \

@@ -96,6 +96,17 @@ def _gemm_agrees() -> bool:
     return True
 
 
+def _row_major(x: np.ndarray):
+    """(array, transposed) as BLAS takes an operand: row-major as stored, or a transposed
+    view (an F-contiguous array) as its C-contiguous transpose with the flag set; (None,
+    False) for other layouts."""
+    if x.flags.c_contiguous:
+        return x, False
+    if x.flags.f_contiguous:
+        return x.T, True
+    return None, False
+
+
 def gemm(a: np.ndarray, b: np.ndarray, parts: int):
     """a @ b (2-D float32/float64 of one dtype) split over `parts` threads, or None."""
     global _gemm_ready
@@ -105,19 +116,9 @@ def gemm(a: np.ndarray, b: np.ndarray, parts: int):
         _gemm_ready = _find_gemm()
     if not _gemm_ready or 0 in a.shape or 0 in b.shape:
         return None
-    # BLAS takes each operand row-major, as stored or transposed: a transposed view (an
-    # F-contiguous array) is its C-contiguous transpose with the flag set.
-    if a.flags.c_contiguous:
-        ta = False
-    elif a.flags.f_contiguous:
-        a, ta = a.T, True
-    else:
-        return None
-    if b.flags.c_contiguous:
-        tb = False
-    elif b.flags.f_contiguous:
-        b, tb = b.T, True
-    else:
+    a, ta = _row_major(a)
+    b, tb = _row_major(b)
+    if a is None or b is None:
         return None
     m = a.shape[1] if ta else a.shape[0]
     n = b.shape[0] if tb else b.shape[1]
