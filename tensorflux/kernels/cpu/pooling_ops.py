@@ -91,13 +91,12 @@ def _window_max(xp, geom: _PoolGeometry, out):
 def _max_pool_nhwc(x, geom: _PoolGeometry, parts: int = 1):
     """(max of each window, paddings, output shape) of NHWC `x`, batch-parallel when big."""
     out_shape, pads = geom.resolve(x.shape)
-    if 0 not in out_shape:
-        out = native.max_pool(x, out_shape, geom.k, geom.s, pads, parts)
-        if out is not None:
-            return out, pads, out_shape
-    out = np.empty(out_shape, x.dtype)
     if 0 in out_shape:
+        return np.empty(out_shape, x.dtype), pads, out_shape
+    out = native.max_pool(x, out_shape, geom.k, geom.s, pads, parts)
+    if out is not None:
         return out, pads, out_shape
+    out = np.empty(out_shape, x.dtype)
     xp = _pad(x, pads, _lowest(x.dtype))
 
     def work(lo, hi):
