@@ -380,3 +380,32 @@ def test_max_pool_refuses_what_it_does_not_take():
         native._mod.max_pool_grad(x, np.zeros((1, 2, 2, 3), np.float32),
                                   np.zeros((1, 4, 4, 3), np.float32),
                                   np.zeros((1, 2, 2, 3), np.int32), 3, 3, 2, 2, 0, 0, True, 2)
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kh, kw, sh, sw, dh, dw", [
+    (5, 5, 1, 1, 1, 1), (3, 3, 2, 2, 1, 1), (3, 2, 1, 3, 2, 2), (1, 1, 1, 1, 1, 1),
+    (2, 4, 3, 1, 1, 3)])
+def test_im2col_equals_the_strided_copy(dtype, kh, kw, sh, sw, dh, dw):
+    from tensorflux.kernels.cpu import conv_ops
+
+    rng = np.random.default_rng(kh * 10 + kw)
+    xp = rng.standard_normal((5, 13, 14, 3)).astype(dtype)
+    oh = (13 - (kh - 1) * dh - 1) // sh + 1
+    ow = (14 - (kw - 1) * dw - 1) // sw + 1
+    patches = conv_ops._patches(xp, kh, kw, oh, ow, (sh, sw), (dh, dw))
+    got = np.full((3, oh, ow, kh, kw, 3), np.nan, dtype)
+    assert native.im2col(xp, got, 2, (sh, sw), (dh, dw))
+    np.testing.assert_array_equal(got, patches[2:5])
+
+
+@needs_native
+def test_im2col_refuses_geometry_outside_the_input():
+    xp = np.zeros((2, 6, 6, 3), np.float32)
+    with pytest.raises(ValueError, match="geometry"):  # windows reach past the input
+        native._mod.im2col(xp, np.zeros((2, 3, 3, 5, 5, 3), np.float32), 0, 5, 5, 1, 1, 1, 1)
+    with pytest.raises(ValueError, match="geometry"):  # more images than remain
+        native._mod.im2col(xp, np.zeros((2, 2, 2, 5, 5, 3), np.float32), 1, 5, 5, 1, 1, 1, 1)
+    assert not native.im2col(xp[:, :, ::2], np.zeros((2, 1, 1, 3, 3, 3), np.float32), 0,
+                             (1, 1), (1, 1))  # strided input: the NumPy copy

@@ -18,7 +18,8 @@
  *   - Fused optimizer updates: Adam in one pass over var, m, v and grad instead of NumPy's
  *     twelve; Momentum in one instead of four. The arithmetic is the NumPy path's, operation for operation, in the variable's
  *     type (the build turns off FMA contraction), so both paths give identical bits.
- *   - Relu and ReluGrad, which NumPy runs at ~0.4 ns per float32 element.
+ *   - Relu and ReluGrad, which NumPy runs at ~0.4 ns per float32 element; MaxPool and
+ *     MaxPoolGrad; im2col's copy of convolution patches (NumPy pays per contiguous run).
  *
  * Buffers come in through the buffer protocol (NumPy arrays; C-contiguous, checked here) and
  * every entry point checks sizes and formats before it releases the GIL.
@@ -818,6 +819,62 @@ static PyObject *py_max_pool(PyObject *self, PyObject *args) { return pool_call(
 /* max_pool_grad(x, g, out, idx, kh, kw, sh, sw, pad_top, pad_left, assign, parts) */
 static PyObject *py_max_pool_grad(PyObject *self, PyObject *args) { return pool_call(args, 1); }
 
+/* ---------------------------------------------------------------------------------------
+ * im2col: the patch rows of a convolution (conv_ops.py's `_patches` copied out), for the
+ * caller's own batch chunk: no pool here, the kernels split chunks over their threads and
+ * this call only releases the GIL for the copy. */
+
+/* im2col(xp, out, n0, kh, kw, sh, sw, dh, dw): out[b, r, q, i, j, :] =
+ * xp[n0 + b, r*sh + i*dh, q*sw + j*dw, :] for every b < out.shape[0]. */
+static PyObject *py_im2col(PyObject *self, PyObject *args) {
+    PyObject *objs[2];
+    int64_t n0, kh, kw, sh, sw, dh, dw;
+    if (!PyArg_ParseTuple(args, "OOLLLLLLL", &objs[0], &objs[1], &n0, &kh, &kw, &sh, &sw,
+                          &dh, &dw))
+        return NULL;
+    static const int writable[2] = {0, 1};
+    buf_t bufs[2];
+    char code;
+    if (get_floats(objs, writable, bufs, 2, &code) != 0) return NULL;
+    const Py_buffer *xv = &bufs[0].view, *ov = &bufs[1].view;
+    int bad = xv->ndim != 4 || ov->ndim != 6;
+    int64_t n = 0, h = 0, w = 0, c = 0, nb = 0, oh = 0, ow = 0;
+    if (!bad) {
+        n = xv->shape[0]; h = xv->shape[1]; w = xv->shape[2]; c = xv->shape[3];
+        nb = ov->shape[0]; oh = ov->shape[1]; ow = ov->shape[2];
+        bad = ov->shape[3] != kh || ov->shape[4] != kw || ov->shape[5] != c || n0 < 0 ||
+              n0 + nb > n || kh < 1 || kw < 1 || sh < 1 || sw < 1 || dh < 1 || dw < 1 ||
+              (oh > 0 && (oh - 1) * sh + (kh - 1) * dh >= h) ||
+              (ow > 0 && (ow - 1) * sw + (kw - 1) * dw >= w);
+    }
+    if (bad) {
+        release(bufs, 2);
+        PyErr_SetString(PyExc_ValueError, "im2col: shapes do not match the geometry");
+        return NULL;
+    }
+    const size_t size = (size_t)xv->itemsize;
+    const char *x = xv->buf;
+    char *o = ov->buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t b = 0; b < nb; b++)
+        for (int64_t r = 0; r < oh; r++)
+            for (int64_t q = 0; q < ow; q++)
+                for (int64_t i = 0; i < kh; i++) {
+                    const char *row = x + (((n0 + b) * h + r * sh + i * dh) * w + q * sw) * c *
+                                      (int64_t)size;
+                    if (dw == 1) {  /* the kw taps are one contiguous run */
+                        memcpy(o, row, (size_t)(kw * c) * size);
+                        o += kw * c * (int64_t)size;
+                    } else {
+                        for (int64_t j = 0; j < kw; j++, o += c * (int64_t)size)
+                            memcpy(o, row + j * dw * c * (int64_t)size, (size_t)c * size);
+                    }
+                }
+    Py_END_ALLOW_THREADS
+    release(bufs, 2);
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_helpers(PyObject *self, PyObject *unused) {
     pthread_mutex_lock(&pool_mu);
     int n = helpers;
@@ -840,6 +897,8 @@ static PyMethodDef methods[] = {
      "max_pool(x, out, kh, kw, sh, sw, pad_top, pad_left, parts): NHWC"},
     {"max_pool_grad", py_max_pool_grad, METH_VARARGS,
      "max_pool_grad(x, grad, out, idx, kh, kw, sh, sw, pad_top, pad_left, assign, parts)"},
+    {"im2col", py_im2col, METH_VARARGS,
+     "im2col(xp, out, n0, kh, kw, sh, sw, dh, dw): a batch chunk's convolution patches"},
     {"helpers", py_helpers, METH_NOARGS, "helper threads started so far"},
     {NULL, NULL, 0, NULL},
 };

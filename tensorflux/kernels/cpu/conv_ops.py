@@ -40,7 +40,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from tensorflux.framework import errors
 from tensorflux.kernels import intra_op
-from tensorflux.kernels.cpu import _fft_conv
+from tensorflux.kernels.cpu import _fft_conv, native
 from tensorflux.kernels.cpu._nn_common import (
     _checked,
     _explicit_pairs,
@@ -110,6 +110,13 @@ def _patches(xp, kh, kw, oh, ow, strides, dilations):
                       (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3), writeable=False)
 
 
+def _copy_patches(buf, xp, patches, n0: int, strides, dilations) -> None:
+    """`buf` (N', oh, ow, kh, kw, C) = `patches[n0:n0 + N']` (the windows of padded `xp`),
+    through the C extension's copy when it takes the arrays."""
+    if not native.im2col(xp, buf, n0, strides, dilations):
+        np.copyto(buf, patches[n0:n0 + buf.shape[0]])
+
+
 def _chunk(n: int, rows_per_image: int, row_bytes: int) -> int:
     """Images per batch chunk: a cache-sized patch buffer, and with a multi-threaded BLAS
     at most _MAX_CHUNKS chunks."""
@@ -132,7 +139,7 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts):
 
     def work(n0, n1):
         b = buffer()[:n1 - n0]
-        np.copyto(b, patches[n0:n1])
+        _copy_patches(b, xp, patches, n0, strides, dilations)
         np.matmul(b.reshape(-1, k), w2, out=out[n0:n1].reshape(-1, f))
 
     intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * out.size * k))
@@ -195,7 +202,8 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, dy):
         return _fft_conv.conv_backprop_filter(x, dy, (kh, kw), (pads[0][0], pads[1][0]),
                                               (g.dh, g.dw), parts, ctx)
-    patches = _patches(_pad(x, pads), kh, kw, oh, ow, (g.sh, g.sw), (g.dh, g.dw))
+    xp = _pad(x, pads)
+    patches = _patches(xp, kh, kw, oh, ow, (g.sh, g.sw), (g.dh, g.dw))
 
     nb = _chunk(n, oh * ow, k * x.itemsize)
     # Per thread: a patch buffer, the thread's running sum and a product buffer.
@@ -206,7 +214,7 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
     def work(n0, n1):
         buf, acc, part = state()
         b = buf[:n1 - n0]
-        np.copyto(b, patches[n0:n1])
+        _copy_patches(b, xp, patches, n0, (g.sh, g.sw), (g.dh, g.dw))
         np.matmul(b.reshape(-1, k).T, dy[n0:n1].reshape(-1, f), out=part)
         acc += part
 

@@ -11,7 +11,9 @@ Three kinds of CPU work are faster in a few lines of C than in NumPy called from
   - Relu and ReluGrad, which NumPy's ufuncs run at ~0.4 ns per float32 element
     (kernels/cpu/nn_ops.py);
   - MaxPool and MaxPoolGrad over H and W, one pass over each window instead of NumPy
-    calls per window tap (kernels/cpu/pooling_ops.py).
+    calls per window tap (kernels/cpu/pooling_ops.py);
+  - im2col's copy of convolution patches, which NumPy does at a cost per contiguous run
+    (kh*kw*C elements per window, 15 for a 5x5 layer on 3 channels; conv_ops.py).
 
 Every function here returns None (or False) when it cannot take the call: no extension (no C
 compiler when tensorflux was installed, or `TENSORFLUX_NATIVE=0`), another dtype than
@@ -203,3 +205,15 @@ def max_pool_grad(x, g, k, s, pads, tiles: bool, parts: int):
     _mod.max_pool_grad(x, g, out, np.empty(g.shape, np.int32), k[0], k[1], s[0], s[1],
                        pads[0][0], pads[1][0], bool(tiles), parts)
     return out
+
+
+def im2col(xp: np.ndarray, out: np.ndarray, n0: int, strides, dilations) -> bool:
+    """Copies the convolution patches of images n0.. of padded NHWC `xp` into `out`
+    (N', oh, ow, kh, kw, C), as `np.copyto(out, _patches(xp, ...)[n0:n0 + N'])` does; False
+    when the arrays do not qualify."""
+    if _mod is None or type(xp) is not np.ndarray or xp.dtype not in _FLOATS or \
+            out.dtype != xp.dtype or not xp.flags.c_contiguous or not out.flags.c_contiguous:
+        return False
+    kh, kw = out.shape[3], out.shape[4]
+    _mod.im2col(xp, out, n0, kh, kw, strides[0], strides[1], dilations[0], dilations[1])
+    return True
