@@ -90,10 +90,10 @@ def test_c_entry_points_check_their_buffers():
         mod.relu(f32, np.zeros(10, np.float64), 2)
     read_only = np.zeros(10, np.float32)
     read_only.flags.writeable = False
-    with pytest.raises((BufferError, ValueError)):
+    with pytest.raises(ValueError, match="read-only"):
         mod.relu(read_only, f32, 2)
-    with pytest.raises((BufferError, ValueError)):
-        mod.relu(np.zeros((4, 6), np.float32)[:, ::2].copy().T, f32, 2)  # not C-contiguous
+    with pytest.raises((BufferError, ValueError), match="contiguous"):
+        mod.relu(np.zeros((2, 5), np.float32).T, f32, 2)  # the right size, F-ordered
     with pytest.raises(ValueError, match="shapes do not match"):
         mod.gemm(np.ones((3, 4), np.float32), np.ones((5, 6), np.float32),
                  np.empty((3, 6), np.float32), False, False, 2)
@@ -106,7 +106,7 @@ def test_c_entry_points_check_their_buffers():
 _SIZES = [1, 7, 65536, 65536 * 2 + 7, 300_001]
 
 
-def _adam_inputs(rng, n, dtype):
+def _update_inputs(rng, n, dtype):
     var, m, g = (rng.standard_normal(n).astype(dtype) for _ in range(3))
     v = np.abs(rng.standard_normal(n)).astype(dtype)
     specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], dtype)
@@ -122,7 +122,7 @@ def _adam_inputs(rng, n, dtype):
 @pytest.mark.parametrize("parts", [1, 2, 3])
 def test_adam_equals_the_numpy_rule_bit_for_bit(dtype, n, nesterov, parts):
     rng = np.random.default_rng(n)
-    var, m, v, grad = _adam_inputs(rng, n, dtype)
+    var, m, v, grad = _update_inputs(rng, n, dtype)
     hyper = {k: np.asarray(x, dtype) for k, x in dict(
         beta1_power=0.9 ** 3, beta2_power=0.999 ** 3, lr=1e-3, beta1=0.9, beta2=0.999,
         epsilon=1e-7).items()}
@@ -142,7 +142,7 @@ def test_adam_equals_the_numpy_rule_bit_for_bit(dtype, n, nesterov, parts):
 @pytest.mark.parametrize("parts", [1, 2])
 def test_momentum_equals_the_numpy_rule_bit_for_bit(dtype, n, nesterov, parts):
     rng = np.random.default_rng(n + 1)
-    var, accum, _, grad = _adam_inputs(rng, n, dtype)
+    var, accum, _, grad = _update_inputs(rng, n, dtype)
     hyper = {"lr": np.asarray(0.01, dtype), "momentum": np.asarray(0.9, dtype)}
     want = [var.copy(), accum.copy()]
     training_ops._momentum(*want, **hyper, grad=grad, use_nesterov=nesterov)

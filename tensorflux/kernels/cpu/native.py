@@ -1,6 +1,6 @@
 """The Python side of the optional C extension `_native` (tensorflux/kernels/cpu/_native.c).
 
-Three kinds of CPU work are faster in a few lines of C than in NumPy called from Python:
+Some CPU work is faster in a few lines of C than in NumPy called from Python:
 
   - big matrix products split over the cores: a Python helper thread needs the GIL to start
     its half, and in a training step that costs ~0.1 ms per product; the extension's helper
