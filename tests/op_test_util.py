@@ -1,9 +1,11 @@
 """The table-driven op test harness (STYLE rule 5).
 
 One `OpCase` record per op (or per interesting configuration): how to build it from input
-tensors, a NumPy reference, how to make inputs, which dtypes. `check_value` runs it on both
-executors (the static compiled path and the dataflow executor) with fully known and with
-unknown placeholder shapes, and compares static shape, dtype and value; `check_gradient`
+tensors, a NumPy reference, how to make inputs, which dtypes. `check_value` runs it under
+every execution strategy of `STRATEGIES` (the reference executor, the static compiled path,
+the dataflow executor) with fully known and with unknown placeholder shapes, and compares
+static shape, dtype and value: the reference's with NumPy, every other strategy's with the
+reference's, exactly; `check_gradient`
 compares `tf.gradients` against central finite differences, in float32 and float64.
 
     CASES = [
@@ -27,6 +29,17 @@ import ml_dtypes
 import numpy as np
 
 import tensorflux as tf
+from tensorflux.runtime.exec_options import ExecOptions
+
+# Every way a step can run (runtime/exec_options.py), the reference first: tests run a graph
+# under each and compare with the reference. "auto" is the default (static partitions where
+# they qualify, compiled loops); "frames" keeps every loop on the frame machinery.
+STRATEGIES = {
+    "reference": ExecOptions(strategy="reference"),
+    "auto": ExecOptions(),
+    "dataflow": ExecOptions(strategy="dataflow"),
+    "frames": ExecOptions(strategy="dataflow", compile_loops=False, straight_line=False),
+}
 
 # Tolerances by dtype (absolute and relative), STYLE rule 5.
 TOLERANCE = {
@@ -143,29 +156,31 @@ def assert_close(got, want, dtype, tol=None, what=""):
 
 
 def check_value(case: OpCase, dtype, seed: int = 0) -> None:
-    """Static shape, dtype and value on both executors, with known and unknown shapes."""
+    """Static shape, dtype and value under every strategy, with known and unknown shapes."""
     arrays = case.inputs(dtype, seed)
     want = _as_list(case.ref(*[a.copy() for a in arrays]))
     variants = [True, False] if case.unknown_shapes else [True]
+    # Without control flow "frames" is "dataflow" again.
+    strategies = {k: v for k, v in STRATEGIES.items() if k != "frames"}
     for known in variants:
         g, out, feed = _build(case, arrays, known)
         outs = _as_list(out)
         assert len(outs) == len(want), f"{case.name}: {len(outs)} outputs, expected {len(want)}"
-        results = []
-        for static in (True, False):
-            with tf.Session(graph=g) as sess:
-                sess._use_static = static
-                results.append(sess.run(outs, feed))
-        for got_static, got_dataflow, w, t in zip(*results, want, outs, strict=True):
-            where = f"{case.name}[{np.dtype(dtype).name}, known_shapes={known}]"
+        results = {}
+        for name, options in strategies.items():
+            with tf.Session(graph=g, exec_options=options) as sess:
+                results[name] = sess.run(outs, feed)
+        where = f"{case.name}[{np.dtype(dtype).name}, known_shapes={known}]"
+        for k, (got, w, t) in enumerate(zip(results["reference"], want, outs, strict=True)):
             w = np.asarray(w)
             assert t.shape.is_compatible_with(np.shape(w)), \
                 f"{where}: static shape {t.shape} vs value shape {np.shape(w)}"
             if w.dtype != object:
-                assert np.asarray(got_static).dtype == w.dtype or t.dtype.as_numpy_dtype == \
-                    np.asarray(got_static).dtype, f"{where}: dtype {np.asarray(got_static).dtype}"
-            assert_close(got_static, w, dtype, case.tol, where)
-            assert_close(got_dataflow, got_static, dtype, 0.0, where + " dataflow vs static")
+                assert np.asarray(got).dtype == w.dtype or t.dtype.as_numpy_dtype == \
+                    np.asarray(got).dtype, f"{where}: dtype {np.asarray(got).dtype}"
+            assert_close(got, w, dtype, case.tol, where)
+            for name, values in results.items():
+                assert_close(values[k], got, dtype, 0.0, f"{where} {name} vs reference")
 
 
 def check_gradient(case: OpCase, dtype, seed: int = 0) -> None:

@@ -46,14 +46,16 @@ def fan(n):
 
 
 def best_time(graph, fetch, expected, mode="default"):
-    with tf.Session(graph=graph, config=OFF) as sess:
-        # Private tensorflux switches, read when the first step is built: "dataflow" sends
-        # every node through the dataflow executor; "calls" keeps the compiled schedule but
-        # makes every node a real kernel call (no inlined Identity/NoOp).
-        if mode == "dataflow":
-            sess._use_static = False
-        elif mode == "calls":
-            sess._inline_kernels = False
+    # tensorflux's execution options (runtime/exec_options.py): "dataflow" sends every node
+    # through the dataflow executor; "calls" keeps the compiled schedule but makes every
+    # node a real kernel call (no inlined Identity/NoOp).
+    kwargs = {}
+    if mode != "default":
+        from tensorflux.runtime.exec_options import ExecOptions
+
+        kwargs["exec_options"] = (ExecOptions(strategy="dataflow") if mode == "dataflow"
+                                  else ExecOptions(inline_kernels=False))
+    with tf.Session(graph=graph, config=OFF, **kwargs) as sess:
         got = sess.run(fetch)
         if got != expected:
             raise RuntimeError(f"wrong result: expected {expected!r}, got {got!r}")
@@ -88,10 +90,10 @@ for name, label, build, expected in CASES:
 
 VARIANTS = {
     "calls": ("compiled schedule, one kernel call per node (no inlining)",
-              "tensorflux's static schedule with inlining off (Session._inline_kernels = "
-              "False): a Python call to the Identity/NoOp kernel per node"),
+              "tensorflux's static schedule with inlining off (ExecOptions(inline_kernels="
+              "False)): a Python call to the Identity/NoOp kernel per node"),
     "dataflow": ("dataflow executor, no compiled schedule",
-                 "tensorflux's dataflow executor (Session._use_static = False), the path of "
+                 "tensorflux's dataflow executor (ExecOptions(strategy=\"dataflow\")), the path of "
                  "graphs with control flow or asynchronous kernels"),
 }
 if BACKEND == "tensorflux":

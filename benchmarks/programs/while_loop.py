@@ -28,12 +28,12 @@ REPS = 5
 OFF = optimizations_off(tf)
 
 
-def per_iteration_us(config) -> float:
+def per_iteration_us(config, **session_kwargs) -> float:
     g = tf.Graph()
     with g.as_default():
         n = tf.placeholder(tf.int32, [], name="n")
         out = tf.while_loop(lambda i: i < n, lambda i: i + 1, [tf.constant(0)])
-    with tf.Session(graph=g, config=config) as sess:
+    with tf.Session(graph=g, config=config, **session_kwargs) as sess:
         got = sess.run(out, {n: N})
         if got != N:
             raise RuntimeError(f"wrong result: expected {N}, got {got!r}")
@@ -58,8 +58,8 @@ if BACKEND == "tensorflux":
     LABEL = ("tf.while_loop, 10,000 trivial iterations - dataflow executor frames, loop "
              "compilation off (info)")
     with guarded(NAME, label=LABEL, compare_to="while_loop_iteration"):
-        from tensorflux.runtime import compiled_loops
+        from tensorflux.runtime.exec_options import ExecOptions
 
-        compiled_loops.ENABLED = False
-        emit(NAME, per_iteration_us(None), "us", "lower", label=LABEL,
+        frames = ExecOptions(compile_loops=False)
+        emit(NAME, per_iteration_us(None, exec_options=frames), "us", "lower", label=LABEL,
              compare_to="while_loop_iteration")

@@ -24,7 +24,8 @@ synchronous, not expensive (an expensive kernel may be worth running several ite
 once on the thread pool, which only the dataflow executor does) and not Send/Recv. Inner
 frames are compiled first, so an eligible inner loop becomes one node of its outer loop.
 A loop whose inputs are dead (on an untaken cond branch) is dead as a whole, as its Exits
-would be. Results equal the dataflow executor's; tests run both (`ENABLED`).
+would be. Results equal the dataflow executor's; tests run both (`enabled`, from
+`ExecOptions.compile_loops`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from tensorflux.framework import errors
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.runtime.step_graph import Node, topological_order
 
-ENABLED = True  # tests switch it off to run loops on the frame machinery
 _COMPILED_OP = "_CompiledLoop"
 _CHECK_EVERY = 256  # iterations between cancellation / deadline checks
 _counter = itertools.count()
@@ -94,10 +94,11 @@ def _frames(nodes: list[Node]):
 
 
 def compile_loops(nodes: list[Node], fetches: list[tuple[Node, int]], device_type: str,
-                  kernel_wrapper=None):
+                  kernel_wrapper=None, enabled: bool = True):
     """`nodes` and `fetches` with every eligible loop frame replaced by a `_CompiledLoop`
-    node (new Node objects where inputs change; the given ones are not modified)."""
-    if not ENABLED or not any(n.op in _ENTER for n in nodes):
+    node (new Node objects where inputs change; the given ones are not modified). With
+    `enabled` false they are returned unchanged (every loop on the frame machinery)."""
+    if not enabled or not any(n.op in _ENTER for n in nodes):
         return nodes, fetches
     analysis = _frames(nodes)
     if analysis is None:

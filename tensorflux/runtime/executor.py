@@ -52,9 +52,6 @@ from tensorflux.runtime import compiled_loops
 from tensorflux.runtime.step_graph import Node
 
 NORMAL, MERGE, ENTER, EXIT, NEXT_ITERATION, DEAD_AWARE = range(6)
-# Partitions that qualify run their nodes in one precomputed order while every asynchronous
-# kernel completes at once (Executor._run_straight); tests switch it off to compare.
-STRAIGHT_LINE = True
 _CALLING = object()  # an asynchronous kernel call that has not returned or called back yet
 _PENDING = object()  # an asynchronous kernel's result is not (or not only) for the caller
 _KINDS = {"Merge": MERGE, "RefMerge": MERGE, "Enter": ENTER, "RefEnter": ENTER,
@@ -157,14 +154,17 @@ class Executor:
       fetches: (node, output index) pairs whose values `run` returns, in order.
       kernel_wrapper: optional `wrap(node, kdef, compute) -> compute`, applied once per node
         when the executor is built (tracing and memory accounting; see runtime/tracing.py).
+      straight_line: partitions that qualify run their nodes in one precomputed order
+        while every asynchronous kernel completes at once (`_run_straight`).
+      compile_loops: cheap loop frames run as one generated `while` (compiled_loops.py).
     """
 
     def __init__(self, nodes: list[Node], device, fetches: list[tuple[Node, int]],
-                 kernel_wrapper=None):
+                 kernel_wrapper=None, straight_line: bool = True, compile_loops: bool = True):
         self.device = device
         # Cheap loop frames run as one generated `while` statement (compiled_loops.py).
         nodes, fetches = compiled_loops.compile_loops(nodes, fetches, device.device_type,
-                                                      kernel_wrapper)
+                                                      kernel_wrapper, enabled=compile_loops)
         self.items = [_Item(n) for n in nodes]
         item_of = {it.node: it for it in self.items}
         for it in self.items:
@@ -208,7 +208,7 @@ class Executor:
         self.fetch_slots = [item_of[n].out_base + i for n, i in fetches]
         for s in self.fetch_slots:  # fetched values are never freed
             self.root_info.slot_uses[s] += 1
-        self.straight = _straight_schedule(self) if STRAIGHT_LINE else None
+        self.straight = _straight_schedule(self) if straight_line else None
 
     def run(self, ctx, deadline: float | None = None) -> list:
         """Runs one step; returns the fetched values. Raises ExecutorError or OpError."""

@@ -3,7 +3,9 @@
 `run` flattens the fetches, validates and converts the feeds, and looks up a cached Step for
 the signature (feeds, fetches, targets). A Step is built once per signature: the user's graph
 is pruned to what the fetches need, optimized, placed, partitioned per device with
-Send/Recv, and each partition gets an executor (the static one when it qualifies). Every run
+Send/Recv, and `exec_options.choose_strategies` decides, from the session's ExecOptions,
+which executor each partition gets (or that all run merged as one); traced runs use the
+same plan with traced kernels. Every run
 then gets a fresh step id, a Rendezvous when there are several partitions, and runs the
 partitions concurrently. Many threads may call `run` on one Session at once.
 """
@@ -25,6 +27,7 @@ from tensorflux.kernels.buffers import exclusively_owned
 from tensorflux.kernels.registry import KernelContext
 from tensorflux.runtime import cost_model as cost_model_lib
 from tensorflux.runtime import device as device_lib
+from tensorflux.runtime import exec_options as exec_options_lib
 from tensorflux.runtime import (
     fetching,
     graph_optimizer,
@@ -35,7 +38,9 @@ from tensorflux.runtime import (
 )
 from tensorflux.runtime import step_graph as step_graph_lib
 from tensorflux.runtime.cancellation import CancellationManager
+from tensorflux.runtime.exec_options import ExecOptions
 from tensorflux.runtime.executor import Executor, ExecutorError
+from tensorflux.runtime.reference_executor import ReferenceExecutor
 from tensorflux.runtime.rendezvous import LocalRendezvous
 
 _live_sessions: weakref.WeakSet = weakref.WeakSet()
@@ -73,70 +78,71 @@ class _Step:
         # (device, nodes, fetch pairs, fetch positions) per partition
         self._part_nodes = [(devices[p.device], p.nodes, [(n, i) for _, n, i in p.fetches],
                              [pos for pos, _, _ in p.fetches]) for p in parts.values()]
-        # Several partitions run compiled too when none has control flow or an asynchronous
-        # kernel but _Recv.
-        order = None
-        if len(parts) > 1 and session._use_static and all(
-                static_executor.eligible(nodes, device.device_type, blocking_recv=True)
-                for device, nodes, _, _ in self._part_nodes):
-            order = static_executor.step_order([nodes for _, nodes, _, _ in self._part_nodes])
-        if order is not None and session._cpu_devices_share_cores and all(
-                d.device_type == "CPU" for d in devices.values()):
-            # Every kernel already spreads over the cores the CPU devices share, so threads
-            # of their own would only compete for them (and hand values over through the
-            # GIL): the partitions run interleaved on one thread, in one order of the step,
-            # each _Recv reading its _Send's value directly.
-            self.parts = [self._merged(session, order)]
-        else:
-            # Otherwise each partition runs on a thread of its own (compiled ones wait for
-            # their _Recvs there, in orders cut from `order`, which cannot deadlock).
-            orders = None if order is None else static_executor.partition_orders(
-                [nodes for _, nodes, _, _ in self._part_nodes], order)
-            self.parts = []
-            for k, (device, nodes, fetch_pairs, positions) in enumerate(self._part_nodes):
-                memory = tracing.memory_wrapper(device)
-                if orders is not None or (session._use_static
-                                          and static_executor.eligible(nodes,
-                                                                       device.device_type)):
-                    ex = static_executor.StaticExecutor(
-                        nodes if orders is None else orders[k], device, fetch_pairs,
-                        inline=session._inline_kernels, kernel_wrapper=memory,
-                        ordered=orders is not None)
-                else:
-                    ex = Executor(nodes, device, fetch_pairs, kernel_wrapper=memory)
-                self.parts.append((device, ex, positions))
-        # The partition holding most fetches runs on the caller's thread.
-        self.parts.sort(key=lambda t: -len(t[2]))
-        self._part_nodes.sort(key=lambda t: -len(t[3]))
+        # How the step runs is decided in one place (exec_options.choose_strategies); a
+        # traced run builds the same plan with traced kernels (`traced_parts`).
+        self.plan = exec_options_lib.choose_strategies(
+            [(device, nodes) for device, nodes, _, _ in self._part_nodes],
+            session._exec_options)
+        self.parts = self._build(session._exec_options, tracing.memory_wrapper)
         self._traced_parts = None
         self.needs_cancellation = any(not isinstance(ex, static_executor.StaticExecutor)
                                       for _, ex, _ in self.parts)
         self.partition_graphs = parts
         self.graph = session._graph
+        self._options = session._exec_options
 
-    def _merged(self, session, order) -> tuple:
+    def _build(self, options: ExecOptions, wrapper_for, inline: bool = True) -> list:
+        """(device, executor, fetch positions) per executor of `self.plan`, the partition
+        holding most fetches first (it runs on the caller's thread). `wrapper_for(device)`
+        gives the kernel wrapper of a device's kernels."""
+        inline = inline and options.inline_kernels
+        if self.plan.merged_order is not None:
+            # Every kernel already spreads over the cores the CPU devices share, so threads
+            # of their own would only compete for them (and hand values over through the
+            # GIL): the partitions run interleaved on one thread, in one order of the step,
+            # each _Recv reading its _Send's value directly.
+            parts = [self._merged(self.plan.merged_order, inline, wrapper_for)]
+        else:
+            parts = []
+            for pp, (device, nodes, pairs, positions) in zip(self.plan.parts,
+                                                              self._part_nodes, strict=True):
+                wrapper = wrapper_for(device)
+                if pp.kind == "static":
+                    ex = static_executor.StaticExecutor(
+                        nodes if pp.order is None else pp.order, device, pairs,
+                        inline=inline, kernel_wrapper=wrapper, ordered=pp.order is not None)
+                elif pp.kind == "reference":
+                    ex = ReferenceExecutor(nodes, device, pairs, kernel_wrapper=wrapper)
+                else:
+                    ex = Executor(nodes, device, pairs, kernel_wrapper=wrapper,
+                                  straight_line=options.straight_line,
+                                  compile_loops=options.compile_loops)
+                parts.append((device, ex, positions))
+        parts.sort(key=lambda t: -len(t[2]))
+        return parts
+
+    def _merged(self, order, inline: bool, wrapper_for) -> tuple:
         """(device, executor, fetch positions) of the compiled partitions as one executor
         running `order` on the caller's thread (partition graphs, step statistics and errors
         still name each node's device)."""
         fetches = sorted((pos, pair) for _, _, pairs, positions in self._part_nodes
                          for pos, pair in zip(positions, pairs, strict=True))
         node_devices = {n: device for device, nodes, _, _ in self._part_nodes for n in nodes}
-        memory = {d: tracing.memory_wrapper(d) for d in set(node_devices.values())}
+        wrappers = {d: wrapper_for(d) for d in set(node_devices.values())}
         first = self._part_nodes[0][0]
         ex = static_executor.StaticExecutor(
-            order, first, [pair for _, pair in fetches], inline=session._inline_kernels,
-            kernel_wrapper=lambda n, kdef, compute: memory[node_devices[n]](n, kdef, compute),
+            order, first, [pair for _, pair in fetches], inline=inline,
+            kernel_wrapper=lambda n, kdef, compute: wrappers[node_devices[n]](n, kdef, compute),
             ordered=True, node_devices=node_devices)
         return first, ex, [pos for pos, _ in fetches]
 
     def traced_parts(self) -> list:
-        """The partitions' traced twins: dataflow executors whose kernels report to the
-        step's StepStatsCollector (built on the first traced run)."""
+        """The executors of a traced run (built on the first one): the same plan as
+        untraced runs, every kernel call wrapped to report to the step's
+        StepStatsCollector (inlining off, so that every node is a call and recorded)."""
         if self._traced_parts is None:
-            self._traced_parts = [
-                (device, Executor(nodes, device, pairs,
-                                  kernel_wrapper=tracing.traced_wrapper(device)), positions)
-                for device, nodes, pairs, positions in self._part_nodes]
+            self._traced_parts = self._build(self._options, tracing.traced_wrapper,
+                                             inline=False)
         return self._traced_parts
 
     def run(self, session: BaseSession, args: list, options, stats=None) -> list:
@@ -227,7 +233,10 @@ class BaseSession:
     """A TF1 session on the local process (the gRPC target arrives with the distributed
     runtime)."""
 
-    def __init__(self, target: str = "", graph: graph_lib.Graph | None = None, config=None):
+    def __init__(self, target: str = "", graph: graph_lib.Graph | None = None, config=None,
+                 *, exec_options: ExecOptions | None = None):
+        """Args: TF1's `target`, `graph`, `config`; `exec_options`, how steps run
+        (tests and benchmarks; default: `ExecOptions.from_config(config)`)."""
         if graph is not None and not isinstance(graph, graph_lib.Graph):
             raise TypeError(f"graph must be a tf.Graph, but got {type(graph)}")
         if isinstance(target, bytes):
@@ -242,16 +251,11 @@ class BaseSession:
         self._config = config
         self._device_mgr = device_lib.DeviceMgr(device_lib.make_local_devices(config))
         self._optimizer_options = _optimizer_options(config)
-        # intra_op_parallelism_threads 1: one core per kernel, so CPU devices can run side
-        # by side; otherwise each kernel spreads over the cores the devices share.
-        shared = not (config is not None and config.intra_op_parallelism_threads == 1)
-        self._cpu_devices_share_cores = shared
-        self._cost_model = cost_model_lib.CostModel(
-            cost_model_lib.CostParams(cpu_devices_share_cores=shared))
+        self._exec_options = ExecOptions.from_config(config, exec_options)
+        self._cost_model = cost_model_lib.CostModel(cost_model_lib.CostParams(
+            cpu_devices_share_cores=self._exec_options.cpu_devices_share_cores))
         self._stateful_placements: dict[str, str] = {}  # a variable never changes device
         self._graph_colocation = placer.GraphColocation(self._graph)
-        self._use_static = True  # private switches, for tests and benchmarks
-        self._inline_kernels = True
         self._steps: dict[tuple, _Step] = {}
         self._build_lock = threading.Lock()
         self._step_ids = itertools.count(1)
@@ -433,8 +437,9 @@ class Session(BaseSession):
 class InteractiveSession(BaseSession):
     """A Session that installs itself as the default on construction (for shells)."""
 
-    def __init__(self, target: str = "", graph=None, config=None):
-        super().__init__(target, graph, config)
+    def __init__(self, target: str = "", graph=None, config=None, *,
+                 exec_options: ExecOptions | None = None):
+        super().__init__(target, graph, config, exec_options=exec_options)
         self._interactive_ctx = self.as_default()
         self._interactive_ctx.__enter__()
         self._interactive_graph_ctx = self._graph.as_default()

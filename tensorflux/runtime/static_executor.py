@@ -17,6 +17,7 @@ tests run both on the same graphs.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Iterable
@@ -83,9 +84,8 @@ class StaticExecutor:
     def run(self, ctx, deadline: float | None = None) -> list:
         ctx.deadline = deadline
         if self._node_devices is not None:  # merged partitions: a context per device
-            ctx = tuple(ctx if d is self.device else KernelContext(
-                ctx.step_id, d, ctx.rendezvous, ctx.cancellation, ctx.args, d.runner,
-                ctx.session, ctx.options) for d in self.devices)
+            ctx = tuple(ctx if d is self.device else _device_context(ctx, d)
+                        for d in self.devices)
         try:
             return self._fn(ctx, ctx[0].args if self._node_devices is not None else ctx.args)
         except Exception as e:  # noqa: BLE001 - re-raised with the failing node attached
@@ -100,6 +100,14 @@ class StaticExecutor:
                 raise
             device = self.device if self._node_devices is None else self._node_devices[node]
             raise ExecutorError(node, device.name, e) from None
+
+
+def _device_context(ctx: KernelContext, device) -> KernelContext:
+    """Merged partitions: the step's context for another of its devices."""
+    other = KernelContext(ctx.step_id, device, ctx.rendezvous, ctx.cancellation, ctx.args,
+                          device.runner, ctx.session, ctx.options)
+    other.stats, other.deadline = ctx.stats, ctx.deadline
+    return other
 
 
 def step_order(partitions: list[list[Node]]) -> list[Node] | None:
@@ -173,16 +181,32 @@ def _blocking_recv(node: Node):
     return compute
 
 
+def _transfer_call(node: Node, kdef, kernel_wrapper, env: dict, ctx_names: dict,
+                   value: str) -> str:
+    """Merged partitions, every node a call: a _Send or _Recv as an identity kernel of its
+    own device (so a traced step records the transfer)."""
+    kname = f"k{node.id}"
+    env[kname] = _forward
+    if kernel_wrapper is not None:
+        env[kname] = kernel_wrapper(node, kdef, env[kname])
+    return f"{kname}({ctx_names[node]}, {value})"
+
+
+def _forward(ctx, value):
+    return value
+
+
 def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
               kernel_wrapper=None, ctx_names: dict[Node, str] | None = None):
     """Python source for the step function, its globals, and line number -> node.
 
-    With `inline` false every node but Const and _Arg becomes a kernel call (for measuring
-    per-kernel dispatch; the results are the same). `kernel_wrapper(node, kdef, compute)`,
-    if given, wraps each called kernel once, at build time (as in `Executor`). With
-    `ctx_names` (merged partitions) the step gets a tuple of contexts, node n's kernel is
-    called with `ctx_names[n]`, a _Send emits nothing and its _Recv copies the sent value's
-    name."""
+    With `inline` false every node becomes a kernel call, merged transfers too (for
+    measuring per-kernel dispatch and for traced runs; the results are the same).
+    `kernel_wrapper(node, kdef, compute)`, if given, wraps each called kernel once, at
+    build time (as in `Executor`). With `ctx_names` (merged partitions) the step gets a
+    tuple of contexts, node n's kernel is called with `ctx_names[n]`, a _Send emits nothing
+    and its _Recv copies the sent value's name (with `inline` false: both are identity
+    calls)."""
     env: dict = {}
     names: dict[tuple[Node, int], str] = {}
     last_use: dict[str, int] = {}
@@ -197,16 +221,23 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
 
     for pos, n in enumerate(order):
         kdef = kernel_registry.find_kernel(n.op, device_type, n.attrs)
+        if n.op == "_Recv":  # a blocking call (or, merged, its _Send's value): synchronous
+            kdef = dataclasses.replace(kdef, is_async=False)
         if ctx_names is not None and n.op == "_Recv":
             value = sent[_transfer_key(n)]
             last_use[value] = pos
             names[(n, 0)] = f"v{n.id}"
-            body.append((f"v{n.id} = {value}", n, [f"v{n.id}"]))
+            expr = value if inline else _transfer_call(n, kdef, kernel_wrapper, env, ctx_names,
+                                                      value)
+            body.append((f"v{n.id} = {expr}", n, [f"v{n.id}"]))
             continue
         args = [names[(src, i)] for src, i in n.inputs]
         if ctx_names is not None and n.op == "_Send":
             sent[_transfer_key(n)] = args[0]
             last_use[args[0]] = pos
+            if not inline:
+                body.append((_transfer_call(n, kdef, kernel_wrapper, env, ctx_names, args[0]),
+                             n, []))
             continue
         for a in args:
             last_use[a] = pos
@@ -214,11 +245,11 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
                 for k in range(len(n.output_dtypes))]
         for k, o in enumerate(outs):
             names[(n, k)] = o
-        if n.op == "Const":
+        if n.op == "Const" and inline:
             env[outs[0]] = n.attrs["value"]
             pinned.add(outs[0])
             continue
-        if n.op == "_Arg":
+        if n.op == "_Arg" and inline:
             body.append((f"{outs[0]} = args[{n.attrs['index']}]", n, outs))
             continue
         if inline and kdef.inline is not None:

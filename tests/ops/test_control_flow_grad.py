@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
-from tensorflux.runtime import compiled_loops
+from tests.op_test_util import STRATEGIES
 
 
 @pytest.fixture
@@ -17,10 +17,20 @@ def graph():
         yield g
 
 
-@pytest.fixture(params=["compiled", "frames"])
-def loop_mode(request, monkeypatch):
-    monkeypatch.setattr(compiled_loops, "ENABLED", request.param == "compiled")
+# How the test's sessions run: cheap loops compiled (the default), every loop on the
+# dataflow executor's frames, or the reference executor (the specification).
+LOOP_MODES = {"compiled": STRATEGIES["auto"], "frames": STRATEGIES["frames"],
+              "reference": STRATEGIES["reference"]}
+
+
+@pytest.fixture(params=list(LOOP_MODES))
+def loop_mode(request):
+    """Runs a test with each way of running loops (sessions from `_session(loop_mode)`)."""
     return request.param
+
+
+def _session(loop_mode: str, **kwargs) -> tf.Session:
+    return tf.Session(exec_options=LOOP_MODES[loop_mode], **kwargs)
 
 
 def _fd_check(sess, y, xs, values, feed=None, delta=1e-5, rtol=1e-5, atol=1e-7):
@@ -46,14 +56,14 @@ def _fd_check(sess, y, xs, values, feed=None, delta=1e-5, rtol=1e-5, atol=1e-7):
 # ---- cond ---------------------------------------------------------------------------------
 
 
-def test_cond_gradients_take_the_taken_branch(graph):
+def test_cond_gradients_take_the_taken_branch(graph, loop_mode):
     p = tf.placeholder(tf.bool, [])
     x = tf.placeholder(tf.float64, [3])
     w = tf.placeholder(tf.float64, [3])
     y = tf.reduce_sum(tf.cond(p, lambda: tf.sin(x) * w, lambda: x * x))
     gx, gw = tf.gradients(y, [x, w])
     xv, wv = np.array([0.1, -0.7, 1.3]), np.array([2.0, 3.0, -1.0])
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         a, b = s.run([gx, gw], {p: True, x: xv, w: wv})
         np.testing.assert_allclose(a, np.cos(xv) * wv)
         np.testing.assert_allclose(b, np.sin(xv))
@@ -63,13 +73,13 @@ def test_cond_gradients_take_the_taken_branch(graph):
         _fd_check(s, y, [x, w], [xv, wv], {p: True})
 
 
-def test_nested_cond_gradients(graph):
+def test_nested_cond_gradients(graph, loop_mode):
     p = tf.placeholder(tf.bool, [])
     q = tf.placeholder(tf.bool, [])
     x = tf.placeholder(tf.float64, [])
     y = tf.cond(p, lambda: tf.cond(q, lambda: x ** 3, lambda: tf.exp(x)), lambda: 5.0 * x)
     (g,) = tf.gradients(y, [x])
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         assert s.run(g, {p: True, q: True, x: 2.0}) == pytest.approx(12.0)
         assert s.run(g, {p: True, q: False, x: 2.0}) == pytest.approx(np.exp(2.0))
         assert s.run(g, {p: False, q: True, x: 2.0}) == pytest.approx(5.0)
@@ -84,10 +94,10 @@ def test_gradient_of_x_to_the_n_computed_by_a_loop(graph, loop_mode, n):
     k = tf.placeholder(tf.int32, [])
     _, y = tf.while_loop(lambda i, y: i < k, lambda i, y: (i + 1, y * x), [0, 1.0])
     (g,) = tf.gradients(y, x)
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         yv, gv = s.run([y, g], {x: 1.5, k: n})
         compiled = [it.node.name for step in s._steps.values() for _, ex, _ in step.parts
-                    for it in ex.items if it.node.op == "_CompiledLoop"]
+                    for it in getattr(ex, "items", ()) if it.node.op == "_CompiledLoop"]
     # The forward loop (with its history pushes) and the gradient loop both compile.
     assert len(compiled) == (2 if loop_mode == "compiled" else 0)
     assert yv == pytest.approx(1.5 ** n)
@@ -104,7 +114,7 @@ def test_gradients_of_nested_loops(graph, loop_mode):
 
     _, y = tf.while_loop(lambda i, y: i < 3, outer, [0, x])
     loss = tf.reduce_sum(y * y)
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         _fd_check(s, loss, [x], [np.array([0.4, -1.1])])
 
 
@@ -116,7 +126,7 @@ def test_gradients_through_a_cond_inside_a_loop(graph, loop_mode):
         return i + 1, y
 
     _, y = tf.while_loop(lambda i, y: i < 5, body, [0, tf.constant(1.0, tf.float64)])
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         _fd_check(s, y, [x], [np.array(0.7)])
 
 
@@ -130,7 +140,7 @@ def test_loop_invariant_and_initial_value_gradients(graph, loop_mode):
 
     _, h = tf.while_loop(lambda i, h: i < 4, body, [0, h0])
     loss = tf.reduce_sum(h * tf.constant([1.0, -2.0], tf.float64))
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         _fd_check(s, loss, [a, h0], [np.array([[0.5, -0.3], [0.2, 0.9]]), np.array([0.3, 0.8])])
 
 
@@ -139,7 +149,7 @@ def test_gradient_when_some_loop_outputs_are_unused(graph, loop_mode):
     x = tf.placeholder(tf.float64, [])
     _, a, b = tf.while_loop(lambda i, a, b: i < 3, lambda i, a, b: (i + 1, a + b, b * x),
                             [0, tf.constant(0.0, tf.float64), x])
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         _fd_check(s, a, [x], [np.array(1.3)])
         (gb,) = tf.gradients(b, x)  # and the other way round
         assert s.run(gb, {x: 2.0}) == pytest.approx(4 * 2.0 ** 3)  # b = x ** 4
@@ -162,7 +172,7 @@ def test_gradients_with_maximum_iterations_and_parallel_iterations(graph, loop_m
     y1, y10 = run(1), run(10)
     g1, g10 = tf.gradients(tf.reduce_sum(y1), x)[0], tf.gradients(tf.reduce_sum(y10), x)[0]
     xv = np.array([0.1, 0.5, -0.9])
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         a, b = s.run([g1, g10], {x: xv})
         np.testing.assert_array_equal(a, b)
         _fd_check(s, tf.reduce_sum(y1), [x], [xv])
@@ -190,7 +200,7 @@ def test_lstm_gradient_check(graph, loop_mode):
     outputs = out_ta.stack()
     loss = tf.reduce_sum(outputs * tf.constant(rng.randn(steps, batch, n_hid))) + \
         tf.reduce_sum(c)
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         _fd_check(s, loss, [w, b, inputs],
                   [rng.randn(n_in + n_hid, 4 * n_hid) * 0.5, rng.randn(4 * n_hid) * 0.1,
                    rng.randn(steps, batch, n_in)])
@@ -201,7 +211,7 @@ def test_gradient_loop_runs_after_the_forward_loop_in_one_step(graph, loop_mode)
     x = tf.placeholder(tf.float32, [])
     _, y = tf.while_loop(lambda i, y: i < 4, lambda i, y: (i + 1, tf.sin(y) * x), [0, x])
     (g,) = tf.gradients(y, x)
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         for xv in (0.5, 1.0, -2.0):
             yv, gv = s.run([y, g], {x: xv})
             yp = s.run(y, {x: xv + 1e-3})
@@ -277,7 +287,7 @@ def test_results_and_gradients_match_tensorflow():
 
 
 @pytest.mark.oracle
-def test_tensorflow_graph_def_with_a_loop_and_its_gradient_runs_here():
+def test_tensorflow_graph_def_with_a_loop_and_its_gradient_runs_here(loop_mode):
     # TensorFlow's own GraphDef: Enter/Merge/Switch/Exit, a cond inside the loop, and the
     # gradient loop with its StackV2/StackPushV2/StackPopV2 histories.
     import base64
@@ -302,5 +312,5 @@ result = {"gd": base64.b64encode(g.as_graph_def().SerializeToString()).decode(),
     gd.ParseFromString(base64.b64decode(res["gd"]))
     with tf.Graph().as_default():
         y, gx = tf.import_graph_def(gd, return_elements=res["names"], name="")
-        with tf.Session() as s:
+        with _session(loop_mode) as s:
             np.testing.assert_allclose(s.run([y, gx], {"n:0": 5, "x:0": 1.5}), res["vals"])

@@ -12,7 +12,7 @@ import pytest
 
 import tensorflux as tf
 from tensorflux.ops import control_flow_ops as cf
-from tensorflux.runtime import compiled_loops
+from tests.op_test_util import STRATEGIES
 
 
 @pytest.fixture
@@ -22,11 +22,20 @@ def graph():
         yield g
 
 
-@pytest.fixture(params=["compiled", "frames"])
-def loop_mode(request, monkeypatch):
-    """Runs a test with cheap loops compiled, and again with every loop on the frames."""
-    monkeypatch.setattr(compiled_loops, "ENABLED", request.param == "compiled")
+# How the test's sessions run: cheap loops compiled (the default), every loop on the
+# dataflow executor's frames, or the reference executor (the specification).
+LOOP_MODES = {"compiled": STRATEGIES["auto"], "frames": STRATEGIES["frames"],
+              "reference": STRATEGIES["reference"]}
+
+
+@pytest.fixture(params=list(LOOP_MODES))
+def loop_mode(request):
+    """Runs a test with each way of running loops (sessions from `_session(loop_mode)`)."""
     return request.param
+
+
+def _session(loop_mode: str, **kwargs) -> tf.Session:
+    return tf.Session(exec_options=LOOP_MODES[loop_mode], **kwargs)
 
 
 def _compiled_loops(sess) -> list[str]:
@@ -43,7 +52,7 @@ def _ops(g, prefix=""):
 # ---- tf.cond -----------------------------------------------------------------------------
 
 
-def test_whitepaper_conditional(graph):
+def test_whitepaper_conditional(graph, loop_mode):
     # Paper Figure 2: Switch(x, p) feeds f on the true side and g on the false side; Merge
     # forwards whichever branch was live.
     x = tf.placeholder(tf.float32, [None])
@@ -52,7 +61,7 @@ def test_whitepaper_conditional(graph):
     types = {o.type for o in graph.get_operations()}
     assert {"Switch", "Merge"} <= types
     assert r.op.type == "Merge"
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         np.testing.assert_array_equal(s.run(r, {x: [1, 2, 3], p: True}), [1, 4, 9])
         np.testing.assert_array_equal(s.run(r, {x: [1, 2, 3], p: False}), [0, 1, 2])
 
@@ -79,12 +88,12 @@ def test_cond_builds_the_graph_tensorflow_builds(graph):
     assert len(graph.get_collection(tf.GraphKeys.COND_CONTEXT)) == 2
 
 
-def test_cond_only_the_taken_branch_runs_stateful_ops(graph):
+def test_cond_only_the_taken_branch_runs_stateful_ops(graph, loop_mode):
     a = tf.Variable(0, name="a")
     b = tf.Variable(0, name="b")
     p = tf.placeholder(tf.bool, [])
     r = tf.cond(p, lambda: tf.assign_add(a, 1), lambda: tf.assign_add(b, 10))
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         s.run(tf.global_variables_initializer())
         assert s.run(r, {p: True}) == 1
         assert s.run(r, {p: True}) == 2
@@ -92,25 +101,25 @@ def test_cond_only_the_taken_branch_runs_stateful_ops(graph):
         assert s.run([a, b]) == [2, 10]
 
 
-def test_cond_tensors_made_outside_run_whatever_the_predicate(graph):
+def test_cond_tensors_made_outside_run_whatever_the_predicate(graph, loop_mode):
     # TF1 semantics: an op created outside the cond is not part of either branch.
     v = tf.Variable(0, name="v")
     p = tf.placeholder(tf.bool, [])
     outside = tf.assign_add(v, 1)
     r = tf.cond(p, lambda: outside, lambda: tf.constant(-1))
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         s.run(v.initializer)
         assert s.run(r, {p: False}) == -1
         assert s.run(v) == 1  # ran although its branch was not taken
         assert s.run(r, {p: True}) == 2
 
 
-def test_cond_branches_returning_operations(graph):
+def test_cond_branches_returning_operations(graph, loop_mode):
     v = tf.Variable(0.0, name="v")
     p = tf.placeholder(tf.bool, [])
     r = tf.cond(p, lambda: tf.assign_add(v, 1.0).op, lambda: tf.assign_add(v, 5.0).op)
     assert r.dtype == tf.bool
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         s.run(v.initializer)
         s.run(r, {p: True})
         s.run(r, {p: False})
@@ -120,13 +129,13 @@ def test_cond_branches_returning_operations(graph):
 Point = collections.namedtuple("Point", "x y")
 
 
-def test_cond_nested_structures(graph):
+def test_cond_nested_structures(graph, loop_mode):
     p = tf.placeholder(tf.bool, [])
     x = tf.constant(1.0)
     r = tf.cond(p, lambda: {"a": Point(x, x * 2), "b": [x + 1]},
                 lambda: {"a": Point(x * 3, x * 4), "b": [x - 1]})
     assert isinstance(r["a"], Point) and isinstance(r["b"], list)
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         assert s.run(r, {p: True}) == {"a": Point(1.0, 2.0), "b": [2.0]}
         assert s.run(r, {p: False}) == {"a": Point(3.0, 4.0), "b": [0.0]}
     # Singletons are unpacked unless strict.
@@ -136,21 +145,21 @@ def test_cond_nested_structures(graph):
     assert isinstance(strict, list) and len(strict) == 1
 
 
-def test_nested_conds_and_names(graph):
+def test_nested_conds_and_names(graph, loop_mode):
     p = tf.placeholder(tf.bool, [])
     q = tf.placeholder(tf.bool, [])
     x = tf.placeholder(tf.float32, [])
     r = tf.cond(p, lambda: tf.cond(q, lambda: x + 1, lambda: x + 2), lambda: x * 10,
                 name="outer")
     assert r.name.startswith("outer/")
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         for pv, qv, want in [(True, True, 4), (True, False, 5), (False, True, 30)]:
             assert s.run(r, {p: pv, q: qv, x: 3.0}) == want
     # Only non-nested conds are recorded.
     assert len(graph.get_collection(tf.GraphKeys.COND_CONTEXT)) == 2
 
 
-def test_fetching_or_feeding_inside_a_cond_is_refused(graph):
+def test_fetching_or_feeding_inside_a_cond_is_refused(graph, loop_mode):
     p = tf.placeholder(tf.bool, [])
     inside = []
 
@@ -159,7 +168,7 @@ def test_fetching_or_feeding_inside_a_cond_is_refused(graph):
         return inside[0]
 
     r = tf.cond(p, true_fn, lambda: tf.constant(0.0))
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         with pytest.raises(ValueError, match="not fetchable"):
             s.run(inside[0], {p: True})
         assert s.run(r, {p: True, inside[0]: 7.0}) == 7.0  # feeding is allowed
@@ -195,7 +204,7 @@ def test_cond_errors(graph, build, error, message):
 # ---- tf.case, tf.switch_case ----------------------------------------------------------------
 
 
-def test_case(graph):
+def test_case(graph, loop_mode):
     x = tf.placeholder(tf.int32, [])
     pairs = [(tf.less(x, 0), lambda: tf.constant(-1)), (tf.equal(x, 0), lambda: tf.constant(0))]
     r = tf.case(pairs, default=lambda: tf.constant(1))
@@ -204,7 +213,7 @@ def test_case(graph):
                       (tf.less(x, 10), lambda: tf.constant(2))],
                      default=lambda: tf.constant(3), exclusive=True)
     r_nodefault = tf.case(pairs)
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         assert [s.run(r, {x: v}) for v in (-5, 0, 5)] == [-1, 0, 1]
         assert [s.run(r_dict, {x: v}) for v in (-5, 5)] == [-1, 7]
         assert s.run(r_excl, {x: 7}) == 2
@@ -221,11 +230,11 @@ def test_case(graph):
         tf.case([(x, lambda: x)])
 
 
-def test_switch_case(graph):
+def test_switch_case(graph, loop_mode):
     i = tf.placeholder(tf.int32, [])
     r = tf.switch_case(i, [lambda: tf.constant(10), lambda: tf.constant(20),
                            lambda: tf.constant(30)])
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         assert [s.run(r, {i: k}) for k in (0, 1, 2, 7)] == [10, 20, 30, 30]
 
 
@@ -264,7 +273,7 @@ def test_loop_of_a_thousand_iterations(graph, loop_mode):
     n = tf.placeholder(tf.int32, [])
     i, total = tf.while_loop(lambda i, t: i < n, lambda i, t: (i + 1, t + tf.cast(i, tf.int64)),
                              [tf.constant(0), tf.constant(0, tf.int64)])
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         assert s.run([i, total], {n: 1000}) == [1000, 999 * 1000 // 2]
         assert s.run([i, total], {n: 0}) == [0, 0]
         assert _compiled_loops(s) == (["while/while_context/_compiled_loop"]
@@ -283,7 +292,7 @@ def test_nested_loops(graph, loop_mode):
     _, total = tf.while_loop(lambda i, t: i < 4, outer, [0, 0])
     frames = {o.get_attr("frame_name") for o in graph.get_operations() if o.type == "Enter"}
     assert frames == {b"while/while_context", b"while/while/while_context"}
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         assert s.run(total) == sum(i * j for i in range(4) for j in range(i + 1))
         # The inner loop becomes one node of the outer loop, which is compiled in turn.
         assert _compiled_loops(s) == (["while/while_context/_compiled_loop"]
@@ -303,14 +312,14 @@ def test_loop_with_nested_structures_and_tensor_arrays(graph, loop_mode):
     (out,) = tf.while_loop(lambda v: v["step"] < 3, body, [init])
     assert isinstance(out, dict) and isinstance(out["s"], State)
     assert isinstance(out["ta"], tf.TensorArray)
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         step, h, stacked = s.run([out["step"], out["s"].h, out["ta"].stack()])
     assert step == 3
     np.testing.assert_array_equal(h, [7.0, 7.0])
     np.testing.assert_array_equal(stacked, [[1, 1], [3, 3], [7, 7]])
 
 
-def test_return_same_structure_and_single_variables(graph):
+def test_return_same_structure_and_single_variables(graph, loop_mode):
     single = tf.while_loop(lambda x: x < 10, lambda x: x + 1, [tf.constant(1)])
     assert isinstance(single, tf.Tensor)
     one_tuple = tf.while_loop(lambda x: x < 10, lambda x: x + 1, (tf.constant(1),))
@@ -318,17 +327,17 @@ def test_return_same_structure_and_single_variables(graph):
     same = tf.while_loop(lambda x: x < 10, lambda x: x + 1, [tf.constant(1)],
                          return_same_structure=True)
     assert isinstance(same, list) and len(same) == 1
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         assert s.run([single, one_tuple, same[0]]) == [10, 10, 10]
 
 
-def test_name_and_swap_memory(graph):
+def test_name_and_swap_memory(graph, loop_mode):
     r = tf.while_loop(lambda x: x < 3, lambda x: x + 1, [tf.constant(0)], swap_memory=True,
                       name="count")
     assert r.name == "count/Exit:0"
     enter = graph.get_operation_by_name("count/Enter")
     assert enter.get_attr("frame_name") == b"count/while_context"
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         assert s.run(r) == 3
 
 
@@ -337,7 +346,7 @@ def test_shape_invariants(graph, loop_mode):
     r = tf.while_loop(lambda x: tf.reduce_sum(x) < 10, lambda x: tf.concat([x, x], 0), [x],
                       shape_invariants=[tf.TensorShape([None])])
     assert r.shape.as_list() == [None]
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         np.testing.assert_array_equal(s.run(r), [1] * 16)
 
 
@@ -350,7 +359,7 @@ def test_maximum_iterations_stops_a_loop_whose_condition_stays_true(graph, loop_
                          maximum_iterations=100)
     # As TensorFlow: the counter is a loop variable compared in the condition.
     assert graph.get_operation_by_name("while/iteration_counter").type == "Const"
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         assert s.run(r, {m: 10}) == 1024
         assert s.run(r, {m: 0}) == 1
         assert s.run(both) == [5, 10]
@@ -373,7 +382,7 @@ def test_parallel_iterations_give_the_results_of_one(graph, loop_mode, parallel_
         return acc, out.stack()
 
     one, many = run(1), run(parallel_iterations)
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         a, b = s.run([one, many])
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
@@ -387,7 +396,7 @@ def test_stateful_ops_in_a_loop_run_once_per_iteration(graph, loop_mode):
             return i + 1
 
     r = tf.while_loop(lambda i: i < 25, body, [0])
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         s.run(v.initializer)
         assert s.run(r) == 25
         assert s.run(v) == 25
@@ -398,7 +407,7 @@ def test_loop_waits_for_enclosing_control_dependencies(graph, loop_mode):
     with tf.control_dependencies([tf.assign(v, 10)]):
         r = tf.while_loop(lambda i: i < 3, lambda i: i + 1, [tf.constant(0)])
     read = tf.identity(v.read_value())
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         s.run(v.initializer)
         s.run(r)
         assert s.run(read) == 10
@@ -415,7 +424,7 @@ def test_loop_inside_cond_and_cond_inside_loop(graph, loop_mode):
         return i + 1, acc
 
     _, in_loop = tf.while_loop(lambda i, a: i < n, body, [0, 0])
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         assert s.run(in_cond, {p: True, n: 7}) == 8
         assert s.run(in_cond, {p: False, n: 7}) == -1
         want = sum(i if i % 3 == 0 else -1 for i in range(10))
@@ -438,10 +447,11 @@ def test_loop_agrees_with_the_unrolled_graph_on_the_static_path(graph, loop_mode
         static = s.run(unrolled, {x: xv})
         assert s._steps and any(type(ex).__name__ == "StaticExecutor"
                                 for step_ in s._steps.values() for _, ex, _ in step_.parts)
+    with _session(loop_mode) as s:
         np.testing.assert_array_equal(s.run(looped, {x: xv}), static)
 
 
-def test_loop_results_are_fetchable_and_inside_values_are_not(graph):
+def test_loop_results_are_fetchable_and_inside_values_are_not(graph, loop_mode):
     inside = []
 
     def body(i):
@@ -449,7 +459,7 @@ def test_loop_results_are_fetchable_and_inside_values_are_not(graph):
         return inside[0]
 
     r = tf.while_loop(lambda i: i < 3, body, [0])
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         assert s.run(r) == 3
         with pytest.raises(ValueError, match="not fetchable"):
             s.run(inside[0])
@@ -463,7 +473,7 @@ def test_loop_graph_def_round_trip(graph, loop_mode):
     gd = graph.as_graph_def()
     with tf.Graph().as_default():
         n2, x2 = tf.import_graph_def(gd, return_elements=["n:0", r[1].name], name="")
-        with tf.Session() as s:
+        with _session(loop_mode) as s:
             assert s.run(x2, {n2: 5}) == 32.0
 
 
@@ -481,7 +491,7 @@ def test_kernel_errors_in_loops_name_the_node(graph, loop_mode):
         return i + 1, ta.write(i, tf.cast(i, tf.float32))
 
     _, out = tf.while_loop(lambda i, _: i < 3, body, [0, ta])  # writes past the end
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         with pytest.raises(tf.errors.InvalidArgumentError, match="TensorArrayWrite"):
             s.run(out.stack())
 
@@ -522,11 +532,11 @@ def test_while_loop_errors(graph, build, error, message):
         build()
 
 
-def test_primitive_wrappers(graph):
+def test_primitive_wrappers(graph, loop_mode):
     p = tf.placeholder(tf.bool, [])
     f, t = cf.switch(tf.constant([1.0, 2.0]), p)
     out, index = cf.merge([f * 2.0, t * 3.0])
-    with tf.Session() as s:
+    with _session(loop_mode) as s:
         np.testing.assert_array_equal(s.run(out, {p: True}), [3.0, 6.0])
         assert s.run(index, {p: False}) == 0
     dep = cf.with_dependencies([tf.no_op()], tf.constant(1.0))

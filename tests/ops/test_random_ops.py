@@ -14,6 +14,7 @@ import tensorflux.ops.random_ops as random_ops
 from tensorflux.framework import errors, op_registry, random_seed
 from tensorflux.kernels import registry as kernel_registry
 from tests import oracle
+from tests.op_test_util import STRATEGIES
 
 RANDOM_OPS = ["RandomUniform", "RandomUniformInt", "RandomStandardNormal", "TruncatedNormal",
               "RandomShuffle", "Multinomial"]
@@ -26,9 +27,8 @@ def graph():
         yield g
 
 
-def run(fetches, graph=None, feed_dict=None, static=True):
+def run(fetches, graph=None, feed_dict=None):
     sess = tf.Session(graph=graph or tf.get_default_graph())
-    sess._use_static = static
     with sess:
         return sess.run(fetches, feed_dict)
 
@@ -145,19 +145,18 @@ def test_unseeded_ops_differ_between_sessions(graph):
         assert not np.array_equal(s1.run(x), s2.run(x))
 
 
-def test_static_and_dataflow_executors_give_the_same_sequence(graph):
+def test_every_strategy_gives_the_same_sequence(graph):
     tf.set_random_seed(5)
     ts = [tf.random_uniform([3]), tf.truncated_normal([3]), tf.random_shuffle([0, 1, 2, 3]),
           tf.multinomial([[0.0, 1.0, 2.0]], 4)]
     seqs = []
-    for static in (True, False):
-        sess = tf.Session()
-        sess._use_static = static
-        with sess:
+    for options in STRATEGIES.values():
+        with tf.Session(exec_options=options) as sess:
             seqs.append([sess.run(ts) for _ in range(2)])
-    for a, b in zip(seqs[0], seqs[1], strict=True):
-        for x, y in zip(a, b, strict=True):
-            np.testing.assert_array_equal(x, y)
+    for seq in seqs[1:]:
+        for a, b in zip(seqs[0], seq, strict=True):
+            for x, y in zip(a, b, strict=True):
+                np.testing.assert_array_equal(x, y)
 
 
 # ---- distributions -----------------------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 
 import tensorflux as tf
 from tests import oracle
+from tests.op_test_util import STRATEGIES
 
 rc = tf.nn.rnn_cell
 
@@ -296,22 +297,22 @@ def test_multi_rnn_cell_concatenated_state_matches_tuple_state():
     np.testing.assert_allclose(np.concatenate(got[1], 1), got[3])
 
 
-def test_static_and_dataflow_executors_agree():
-    """static_rnn's graph (no control flow) on the compiled static path and on the plain
-    dataflow executor, forward and backward."""
+def test_every_strategy_agrees():
+    """static_rnn's graph (no control flow) on the compiled static path, on the plain
+    dataflow executor and on the reference executor, forward and backward."""
     with tf.Graph().as_default():
         x, _, outputs, state = _static(CONFIGS["multi"], "s", seq_len=SEQ_LEN)
         loss = tf.reduce_sum(tf.stack(outputs)) + tf.reduce_sum(state[0].c)
         fetches = [outputs, _flat(state), tf.gradients(loss, tf.trainable_variables())]
         got = []
-        for use_static in (True, False):
-            with tf.Session() as sess:
-                sess._use_static = use_static
+        for strategy in ("auto", "dataflow", "reference"):
+            with tf.Session(exec_options=STRATEGIES[strategy]) as sess:
                 sess.run(tf.global_variables_initializer())
                 set_weights(sess)
                 got.append(sess.run(fetches, {x: inputs_array()}))
-    for a, b in zip(_flat(got[0]), _flat(got[1]), strict=True):
-        np.testing.assert_array_equal(a, b)
+    for other in got[1:]:
+        for a, b in zip(_flat(got[0]), _flat(other), strict=True):
+            np.testing.assert_array_equal(a, b)
 
 
 # ---- gradients ----------------------------------------------------------------------------

@@ -16,14 +16,13 @@ from tensorflux.framework import errors, op_registry
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.cpu.state_ops import ResourceHandle
 from tests import oracle
+from tests.op_test_util import STRATEGIES
 
-EXECUTORS = ["static", "dataflow"]
+EXECUTORS = ["auto", "dataflow", "reference"]
 
 
 def make_session(kind: str, graph=None, config=None) -> tf.Session:
-    sess = tf.Session(graph=graph, config=config)
-    sess._use_static = kind == "static"
-    return sess
+    return tf.Session(graph=graph, config=config, exec_options=STRATEGIES[kind])
 
 
 @pytest.fixture(params=EXECUTORS)
@@ -541,10 +540,10 @@ def test_many_threads_reading_and_updating_see_consistent_snapshots(graph):
         np.testing.assert_array_equal(sess.run(v), np.full(64, 3200))
 
 
-# ---- both executors ----------------------------------------------------------------------
+# ---- every strategy ----------------------------------------------------------------------
 
 
-def test_static_and_dataflow_executors_agree(graph):
+def test_every_strategy_agrees(graph):
     v = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2), name="v")
     w = tf.Variable([1.0, -1.0], name="w")
     ops = [v.assign_add(tf.ones([3, 2]) * w.value()), w.assign_sub([0.5, 0.5]),
@@ -555,11 +554,13 @@ def test_static_and_dataflow_executors_agree(graph):
             sess.run([v.initializer, w.initializer])
             results.append([sess.run(op) for _ in range(3) for op in ops])
             ex_types = {type(ex).__name__ for s in sess._steps.values() for _, ex, _ in s.parts}
-            assert ex_types == ({"StaticExecutor"} if kind == "static" else {"Executor"})
-    for a, b in zip(results[0], results[1], strict=True):
-        for x, y in zip(a if isinstance(a, list) else [a], b if isinstance(b, list) else [b],
-                        strict=True):
-            np.testing.assert_array_equal(x, y)
+            assert ex_types == {{"auto": "StaticExecutor", "dataflow": "Executor",
+                                 "reference": "ReferenceExecutor"}[kind]}
+    for other in results[1:]:
+        for a, b in zip(results[0], other, strict=True):
+            for x, y in zip(a if isinstance(a, list) else [a],
+                            b if isinstance(b, list) else [b], strict=True):
+                np.testing.assert_array_equal(x, y)
 
 
 @pytest.mark.oracle

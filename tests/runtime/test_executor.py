@@ -8,6 +8,7 @@ runtime semantics they will rely on.)
 
 import threading
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from tensorflux.framework import common_shapes, op_registry
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.ops import control_flow_ops as cf
+from tensorflux.runtime.exec_options import ExecOptions
 from tests.threads_util import assert_close_cancels_blocked_runs
 
 
@@ -57,13 +59,14 @@ def graph():
         yield g
 
 
-@pytest.fixture(autouse=True)
-def _frames_only(monkeypatch):
-    # These tests pin the frame machinery: cheap loops would otherwise be compiled
-    # (runtime/compiled_loops.py; tests/ops/test_control_flow_ops.py runs both ways).
-    from tensorflux.runtime import compiled_loops
+# These tests pin the frame machinery: cheap loops would otherwise be compiled
+# (runtime/compiled_loops.py; tests/ops/test_control_flow_ops.py runs both ways).
+FRAMES = ExecOptions(compile_loops=False)
 
-    monkeypatch.setattr(compiled_loops, "ENABLED", False)
+
+def _session(config=None, **options) -> tf.Session:
+    """A Session running loops on the frames (`options` change other ExecOptions)."""
+    return tf.Session(config=config, exec_options=replace(FRAMES, **options))
 
 
 def test_switch_merge_runs_only_the_taken_branch(graph):
@@ -73,7 +76,7 @@ def test_switch_merge_runs_only_the_taken_branch(graph):
     taken_true = t * 10.0
     taken_false = f - 1.0
     out, index = cf.merge([taken_false, taken_true])
-    with tf.Session() as s:
+    with _session() as s:
         assert s.run([out, index], {pred: True}) == [30.0, 1]
         assert s.run([out, index], {pred: False}) == [2.0, 0]
         # Fetching a tensor on the untaken branch is an error, not a silent None.
@@ -88,7 +91,7 @@ def test_dead_values_propagate_through_chains_and_control_edges(graph):
     with tf.control_dependencies([chain]):
         gated = tf.constant(7.0) + 0.0  # dead when the true branch is dead
     out, _ = cf.merge([gated, f])
-    with tf.Session() as s:
+    with _session() as s:
         assert s.run(out, {pred: True}) == 7.0
         assert s.run(out, {pred: False}) == 1.0
 
@@ -97,7 +100,7 @@ def test_counting_loop(graph):
     n = tf.placeholder(tf.int32, [])
     limit_out = _while(lambda i, lim: tf.less(i, lim), lambda i, lim: i + 1,
                        tf.constant(0), "count", invariants=[n])  # 1000 iterations below
-    with tf.Session() as s:
+    with _session() as s:
         assert s.run(limit_out, {n: 10}) == 10
         assert s.run(limit_out, {n: 0}) == 0
         assert s.run(limit_out, {n: 1000}) == 1000
@@ -121,7 +124,7 @@ def test_loop_results_do_not_depend_on_parallel_iterations(graph, parallel_itera
     expected = 1.0
     for _ in range(50):
         expected = expected * 1.5 + 1.0
-    with tf.Session() as s:
+    with _session() as s:
         i, x = s.run(out)
     assert i == 50.0 and x == pytest.approx(expected, rel=1e-5)
 
@@ -137,7 +140,7 @@ def test_nested_loops(graph):
 
     out = _while(lambda v, lim: tf.less(v[0], lim), lambda v, lim: outer_body(v),
                  tf.constant([0.0, 0.0]), "outer", invariants=[tf.constant(4.0)])
-    with tf.Session() as s:
+    with _session() as s:
         i, total = s.run(out)
     assert i == 4.0 and total == 18.0
 
@@ -148,7 +151,7 @@ def test_loop_inside_untaken_branch_is_dead_and_finishes(graph):
     looped = _while(lambda i, lim: tf.less(i, lim), lambda i, lim: i + 1, t, "branch",
                     invariants=[tf.constant(5)])
     out, _ = cf.merge([f, looped])
-    with tf.Session() as s:
+    with _session() as s:
         assert s.run(out, {pred: True}) == 5
         assert s.run(out, {pred: False}) == 0
 
@@ -181,7 +184,7 @@ def test_deadline_exceeded_and_session_stays_usable(graph):
     blocked = apply_op("_TestBlockForever", x=x, name="blocked")
     fine = x + 1.0
     opts = tf.RunOptions(timeout_in_ms=200)
-    with tf.Session() as s:
+    with _session() as s:
         with pytest.raises(tf.errors.DeadlineExceededError):
             s.run(blocked, {x: 1.0}, options=opts)
         assert s.run(fine, {x: 1.0}) == 2.0
@@ -190,7 +193,7 @@ def test_deadline_exceeded_and_session_stays_usable(graph):
 def test_close_cancels_blocked_steps(graph):
     x = tf.placeholder(tf.float32, [])
     blocked = apply_op("_TestBlockForever", x=x, name="blocked")
-    s = tf.Session()
+    s = _session()
     caught = []
 
     def run():
@@ -215,7 +218,7 @@ def test_thousand_blocked_steps_do_not_hold_threads(graph):
     session whose devices have 2 pool threads all get cancelled cleanly."""
     x = tf.placeholder(tf.float32, [])
     blocked = apply_op("_TestBlockForever", x=x, name="blocked")
-    s = tf.Session(config=tf.ConfigProto(inter_op_parallelism_threads=2))
+    s = _session(tf.ConfigProto(inter_op_parallelism_threads=2))
     errors_seen = []
     threads = []
     for _ in range(200):
@@ -244,8 +247,7 @@ def test_expensive_kernels_overlap_on_the_pool(graph):
     a = tf.constant(np.ones((200, 200), np.float32))
     branches = [tf.matmul(a, a) for _ in range(4)]
     total = tf.add_n(branches)
-    with tf.Session() as s:
-        s._use_static = False
+    with _session(strategy="dataflow") as s:
         np.testing.assert_allclose(s.run(total), np.full((200, 200), 800.0))
 
 
@@ -262,27 +264,25 @@ def _executor_of(sess):
     return ex
 
 
-def _straight_and_dataflow(monkeypatch, build_and_run):
-    """build_and_run(graph) -> results, once on the straight-line path, once without it."""
-    from tensorflux.runtime import executor
-
+def _straight_and_dataflow(build_and_run):
+    """build_and_run(graph, exec_options) -> results, once on the straight-line path, once
+    without it."""
     out = []
     for straight in (True, False):
-        monkeypatch.setattr(executor, "STRAIGHT_LINE", straight)
         with tf.Graph().as_default() as g:
-            out.append(build_and_run(g))
+            out.append(build_and_run(g, replace(FRAMES, straight_line=straight)))
     return out
 
 
-def test_straight_line_results_equal_the_dataflow_executors(monkeypatch):
-    def build_and_run(g):
+def test_straight_line_results_equal_the_dataflow_executors():
+    def build_and_run(g, options):
         q = tf.FIFOQueue(10, [tf.float32, tf.int32], shapes=[[2], []])
         x = tf.placeholder(tf.float32, [2])
         enq = q.enqueue([x * 2.0, tf.size(x)])
         a, n = q.dequeue()
         y = a + tf.cast(n, tf.float32)
         got = []
-        with tf.Session() as s:
+        with tf.Session(exec_options=options) as s:
             for i in range(3):
                 s.run(enq, {x: [i, i + 1.0]})
             straight = _executor_of(s).straight is not None
@@ -292,7 +292,7 @@ def test_straight_line_results_equal_the_dataflow_executors(monkeypatch):
             got.append(int(s.run(q.size())))
         return straight, got
 
-    (on, straight), (off, dataflow) = _straight_and_dataflow(monkeypatch, build_and_run)
+    (on, straight), (off, dataflow) = _straight_and_dataflow(build_and_run)
     assert (on, off) == (True, False)
     assert straight == dataflow == [([2.0, 4.0], 2), ([4.0, 6.0], 2), ([6.0, 8.0], 2), 0]
 
@@ -303,8 +303,7 @@ def test_straight_line_is_chosen_only_for_plain_partitions_with_async_kernels(gr
     pred = tf.placeholder(tf.bool, [])
     f, t = cf.switch(q.dequeue(), pred)
     merged, _ = cf.merge([f, t])
-    with tf.Session() as s:
-        s._use_static = False
+    with _session(strategy="dataflow") as s:
         s.run(enq)
         assert _executor_of(s).straight is not None  # queue ops, no control flow
         s._steps.clear()
@@ -330,7 +329,7 @@ def test_straight_line_step_continues_on_the_dataflow_path_when_a_kernel_waits(
     # complete once the same step's enqueue, which waits for `gate`, has run.
     deq = q.dequeue() * 10.0
     enq = q.enqueue(gate.dequeue() + 1.0)
-    with tf.Session() as s:
+    with _session() as s:
         out = []
         t = threading.Thread(target=lambda: out.append(s.run([deq, enq])))
         t.start()
@@ -356,7 +355,7 @@ def test_straight_line_kernel_errors_are_typed_and_name_the_node(graph):
     q2 = tf.FIFOQueue(10, tf.float32, shapes=[[]])
     x = tf.placeholder(tf.int32, [None])
     bad = q2.enqueue(tf.cast(tf.reshape(x, [2], name="the_reshape"), tf.float32)[0])
-    with tf.Session() as s:
+    with _session() as s:
         s.run(q.close())
         with pytest.raises(tf.errors.CancelledError, match="is closed") as e:
             s.run(enq)
@@ -372,13 +371,13 @@ def test_straight_line_kernel_errors_are_typed_and_name_the_node(graph):
 def test_straight_line_step_blocked_after_falling_back_is_cancelled_by_close(graph):
     q = tf.FIFOQueue(10, tf.float32, shapes=[[]])
     y = q.dequeue() + 1.0
-    assert_close_cancels_blocked_runs(tf.Session(), y, 8)
+    assert_close_cancels_blocked_runs(_session(), y, 8)
 
 
-def test_straight_line_partition_receiving_a_dead_value_matches_dataflow(monkeypatch):
+def test_straight_line_partition_receiving_a_dead_value_matches_dataflow():
     from tensorflux.runtime import executor
 
-    def build_and_run(g):
+    def build_and_run(g, options):
         pred = tf.placeholder(tf.bool, [])
         with tf.device("/cpu:0"):
             x = tf.constant(3.0)
@@ -388,13 +387,12 @@ def test_straight_line_partition_receiving_a_dead_value_matches_dataflow(monkeyp
         with tf.device("/cpu:0"):
             out, index = cf.merge([f - 1.0, doubled])
         config = tf.ConfigProto(device_count={"CPU": 2})
-        with tf.Session(config=config) as s:
+        with tf.Session(config=config, exec_options=options) as s:
             got = [s.run([out, index], {pred: p}) for p in (True, False, True, False)]
             modes = sorted(ex.straight is not None for st in s._steps.values()
                            for _, ex, _ in st.parts if isinstance(ex, executor.Executor))
         return [(float(o), int(i)) for o, i in got], modes
 
-    (straight, modes_on), (dataflow, modes_off) = _straight_and_dataflow(monkeypatch,
-                                                                         build_and_run)
+    (straight, modes_on), (dataflow, modes_off) = _straight_and_dataflow(build_and_run)
     assert straight == dataflow == [(6.0, 1), (2.0, 0), (6.0, 1), (2.0, 0)]
     assert modes_on == [False, True] and modes_off == [False, False]

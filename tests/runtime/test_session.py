@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
+from tensorflux.runtime.exec_options import ExecOptions
 
 
 @pytest.fixture
@@ -198,8 +199,8 @@ def test_executors_agree(graph):
     for _ in range(20):
         x = tf.identity(x + 1.0)
         outs.append(x)
-    with tf.Session() as s1, tf.Session() as s2:
-        s2._use_static = False
+    dataflow = ExecOptions(strategy="dataflow")
+    with tf.Session() as s1, tf.Session(exec_options=dataflow) as s2:
         v = np.arange(4, dtype=np.float32)
         for a, b in zip(s1.run(outs, {p: v}), s2.run(outs, {p: v}), strict=True):
             np.testing.assert_array_equal(a, b)
