@@ -69,14 +69,20 @@ def _session(config=None, **options) -> tf.Session:
     return tf.Session(config=config, exec_options=replace(FRAMES, **options))
 
 
-def test_switch_merge_runs_only_the_taken_branch(graph):
+@pytest.fixture(params=["dataflow", "reference"])
+def strategy(request):
+    """The semantics tests run on the dataflow executor and on the reference executor."""
+    return request.param
+
+
+def test_switch_merge_runs_only_the_taken_branch(graph, strategy):
     pred = tf.placeholder(tf.bool, [])
     x = tf.constant(3.0)
     f, t = cf.switch(x, pred)
     taken_true = t * 10.0
     taken_false = f - 1.0
     out, index = cf.merge([taken_false, taken_true])
-    with _session() as s:
+    with _session(strategy=strategy) as s:
         assert s.run([out, index], {pred: True}) == [30.0, 1]
         assert s.run([out, index], {pred: False}) == [2.0, 0]
         # Fetching a tensor on the untaken branch is an error, not a silent None.
@@ -84,30 +90,30 @@ def test_switch_merge_runs_only_the_taken_branch(graph):
             s.run(taken_true, {pred: False})
 
 
-def test_dead_values_propagate_through_chains_and_control_edges(graph):
+def test_dead_values_propagate_through_chains_and_control_edges(graph, strategy):
     pred = tf.placeholder(tf.bool, [])
     f, t = cf.switch(tf.constant(1.0), pred)
     chain = tf.identity(tf.identity(t) + 1.0)
     with tf.control_dependencies([chain]):
         gated = tf.constant(7.0) + 0.0  # dead when the true branch is dead
     out, _ = cf.merge([gated, f])
-    with _session() as s:
+    with _session(strategy=strategy) as s:
         assert s.run(out, {pred: True}) == 7.0
         assert s.run(out, {pred: False}) == 1.0
 
 
-def test_counting_loop(graph):
+def test_counting_loop(graph, strategy):
     n = tf.placeholder(tf.int32, [])
     limit_out = _while(lambda i, lim: tf.less(i, lim), lambda i, lim: i + 1,
                        tf.constant(0), "count", invariants=[n])  # 1000 iterations below
-    with _session() as s:
+    with _session(strategy=strategy) as s:
         assert s.run(limit_out, {n: 10}) == 10
         assert s.run(limit_out, {n: 0}) == 0
         assert s.run(limit_out, {n: 1000}) == 1000
 
 
 @pytest.mark.parametrize("parallel_iterations", [1, 2, 10])
-def test_loop_results_do_not_depend_on_parallel_iterations(graph, parallel_iterations):
+def test_loop_results_do_not_depend_on_parallel_iterations(graph, parallel_iterations, strategy):
     # x <- x * 1.5 + 1 for 50 iterations; every iteration reads a loop invariant too.
     scale = tf.constant(1.5)
     counter_init = tf.constant([0.0, 1.0])  # [i, x] packed to keep one loop variable
@@ -124,12 +130,12 @@ def test_loop_results_do_not_depend_on_parallel_iterations(graph, parallel_itera
     expected = 1.0
     for _ in range(50):
         expected = expected * 1.5 + 1.0
-    with _session() as s:
+    with _session(strategy=strategy) as s:
         i, x = s.run(out)
     assert i == 50.0 and x == pytest.approx(expected, rel=1e-5)
 
 
-def test_nested_loops(graph):
+def test_nested_loops(graph, strategy):
     # for i in range(4): for j in range(3): total += i * j   (sum = 18)
     def outer_body(v):
         i, total = v[0], v[1]
@@ -140,18 +146,18 @@ def test_nested_loops(graph):
 
     out = _while(lambda v, lim: tf.less(v[0], lim), lambda v, lim: outer_body(v),
                  tf.constant([0.0, 0.0]), "outer", invariants=[tf.constant(4.0)])
-    with _session() as s:
+    with _session(strategy=strategy) as s:
         i, total = s.run(out)
     assert i == 4.0 and total == 18.0
 
 
-def test_loop_inside_untaken_branch_is_dead_and_finishes(graph):
+def test_loop_inside_untaken_branch_is_dead_and_finishes(graph, strategy):
     pred = tf.placeholder(tf.bool, [])
     f, t = cf.switch(tf.constant(0), pred)
     looped = _while(lambda i, lim: tf.less(i, lim), lambda i, lim: i + 1, t, "branch",
                     invariants=[tf.constant(5)])
     out, _ = cf.merge([f, looped])
-    with _session() as s:
+    with _session(strategy=strategy) as s:
         assert s.run(out, {pred: True}) == 5
         assert s.run(out, {pred: False}) == 0
 
@@ -179,21 +185,21 @@ if op_registry.lookup("_TestBlockForever") is None:
         return _block_forever(node)
 
 
-def test_deadline_exceeded_and_session_stays_usable(graph):
+def test_deadline_exceeded_and_session_stays_usable(graph, strategy):
     x = tf.placeholder(tf.float32, [])
     blocked = apply_op("_TestBlockForever", x=x, name="blocked")
     fine = x + 1.0
     opts = tf.RunOptions(timeout_in_ms=200)
-    with _session() as s:
+    with _session(strategy=strategy) as s:
         with pytest.raises(tf.errors.DeadlineExceededError):
             s.run(blocked, {x: 1.0}, options=opts)
         assert s.run(fine, {x: 1.0}) == 2.0
 
 
-def test_close_cancels_blocked_steps(graph):
+def test_close_cancels_blocked_steps(graph, strategy):
     x = tf.placeholder(tf.float32, [])
     blocked = apply_op("_TestBlockForever", x=x, name="blocked")
-    s = _session()
+    s = _session(strategy=strategy)
     caught = []
 
     def run():

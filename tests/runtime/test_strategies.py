@@ -1,0 +1,232 @@
+"""Every execution strategy against the reference executor (runtime/exec_options.py,
+runtime/reference_executor.py): random graphs over several devices, with and without
+control flow, errors, deadlines, and tracing on the same strategy as untraced runs.
+
+(Op cases run under every strategy in tests/op_test_util.py's `check_value`; the
+control-flow tests in tests/ops/test_control_flow_*.py through their `loop_mode` fixture.)
+"""
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tensorflux.ops import control_flow_ops as cf
+from tensorflux.runtime import exec_options as exec_options_lib
+from tensorflux.runtime.exec_options import ExecOptions
+from tests.op_test_util import STRATEGIES
+from tests.runtime.test_partition import _random_dag
+
+# Multi-device ways to run a step, besides STRATEGIES: compiled partitions each on a
+# thread of its own (as with intra_op_parallelism_threads=1) instead of merged.
+MULTI = dict(STRATEGIES, threads=ExecOptions(cpu_devices_share_cores=False),
+             reference_threads=ExecOptions(strategy="reference",
+                                           cpu_devices_share_cores=False))
+CONFIG = tf.ConfigProto(device_count={"CPU": 3})
+TIMEOUT = tf.RunOptions(timeout_in_ms=20_000)
+
+
+def _run_all(graph, fetches, feeds, strategies=MULTI, config=CONFIG, runs=2):
+    """{strategy: [values of each run]}, and the executor types each strategy built."""
+    results, kinds = {}, {}
+    for name, options in strategies.items():
+        with tf.Session(graph=graph, config=config, exec_options=options) as s:
+            results[name] = [s.run(fetches, feeds, options=TIMEOUT) for _ in range(runs)]
+            kinds[name] = {type(ex).__name__ for st in s._steps.values()
+                           for _, ex, _ in st.parts}
+    return results, kinds
+
+
+def _assert_all_equal_reference(results):
+    want = results["reference"]
+    for name, got in results.items():
+        for w_run, g_run in zip(want, got, strict=True):
+            for w, g in zip(w_run, g_run, strict=True):
+                np.testing.assert_array_equal(g, w, err_msg=name)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_graphs_on_three_devices(seed):
+    rng = np.random.default_rng(seed)
+    g = tf.Graph()
+    with g.as_default():
+        fetches, expected, feeds = _random_dag(rng, 3, 40)
+    results, kinds = _run_all(g, fetches, feeds)
+    for v, e in zip(results["reference"][0], expected, strict=True):
+        np.testing.assert_allclose(v, e, rtol=1e-5)
+    _assert_all_equal_reference(results)
+    assert kinds["reference"] == {"ReferenceExecutor"}
+    assert kinds["auto"] == {"StaticExecutor"} == kinds["threads"]
+    assert kinds["dataflow"] == {"Executor"}
+
+
+def _random_control_flow(rng, devices: int):
+    """A random program of elementwise ops, conds and while loops (loops nested in conds
+    and conds in loops), its ops spread over `devices` devices."""
+    x = tf.placeholder(tf.float32, [3], name="x")
+    feeds = {x: np.array([0.5, -1.0, 2.0], np.float32)}
+
+    def device():
+        return tf.device(f"/cpu:{rng.integers(0, devices)}")
+
+    def plain(v, depth):
+        with device():
+            if rng.random() < 0.5:
+                return tf.tanh(v * float(rng.uniform(0.5, 1.5))) + 0.1
+            return v * 0.5 + tf.reduce_sum(v) * 0.1
+
+    def block(v, depth):
+        kind = rng.integers(0, 3) if depth < 2 else 0
+        if kind == 0:
+            return plain(v, depth)
+        if kind == 1:
+            a, b = rng.integers(0, 2, 2)
+            with device():
+                pred = tf.reduce_sum(v) > float(rng.uniform(-1, 1))
+            # (Work after a loop on a branch, maybe on another device, waits for the loop's
+            # Exits: dead ones too, when the branch is not taken.)
+            return tf.cond(pred, lambda: plain(block(v, depth + 1), depth) if a else v + 1.0,
+                           lambda: block(v * 2.0, depth + 1) if b else v - 1.0)
+        n = int(rng.integers(0, 4))
+        _, out = tf.while_loop(lambda i, u: i < n, lambda i, u: (i + 1, block(u, depth + 1)),
+                               [tf.constant(0), v])
+        return out
+
+    outs = []
+    v = x
+    for _ in range(4):
+        v = block(v, 0)
+        outs.append(v)
+    return outs, feeds
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_control_flow_on_two_devices(seed):
+    rng = np.random.default_rng(100 + seed)
+    g = tf.Graph()
+    with g.as_default():
+        fetches, feeds = _random_control_flow(rng, 2)
+    strategies = {k: MULTI[k] for k in ("reference", "auto", "dataflow", "frames")}
+    results, _ = _run_all(g, fetches, feeds, strategies,
+                          tf.ConfigProto(device_count={"CPU": 2}), runs=1)
+    _assert_all_equal_reference(results)
+
+
+@pytest.mark.parametrize("strategy", list(MULTI))
+def test_errors_are_the_same_under_every_strategy(strategy):
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [None], name="p")
+        with tf.device("/cpu:1"):
+            r = tf.reshape(p * 2.0, [2, 2], name="bad_reshape")
+        with tf.device("/cpu:0"):
+            out = tf.reduce_sum(r) + 1.0
+    with tf.Session(graph=g, config=CONFIG, exec_options=MULTI[strategy]) as s:
+        assert s.run(out, {p: [1.0, 2.0, 3.0, 4.0]}) == 21.0
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            s.run(out, {p: [1.0, 2.0, 3.0]})
+        assert "bad_reshape" in str(e.value) and "CPU:1" in str(e.value)
+        assert e.value.op is not None and e.value.op.name == "bad_reshape"
+        assert s.run(out, {p: [0.0, 0.0, 0.0, 1.0]}) == 3.0  # the session stays usable
+
+
+def test_reference_honours_deadlines_and_queues():
+    g = tf.Graph()
+    with g.as_default():
+        q = tf.FIFOQueue(3, tf.float32, shapes=[[]])
+        enq = q.enqueue(tf.constant(2.0))
+        y = q.dequeue() * 10.0
+    with tf.Session(graph=g, exec_options=STRATEGIES["reference"]) as s:
+        s.run(enq)
+        assert s.run(y) == 20.0
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            s.run(y, options=tf.RunOptions(timeout_in_ms=100))
+        s.run(enq)
+        assert s.run(y) == 20.0
+
+
+def test_reference_fetch_of_an_untaken_branch_is_an_error():
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.bool, [])
+        _, t = cf.switch(tf.constant(1.0), p)
+        taken = t * 2.0
+    with tf.Session(graph=g, exec_options=STRATEGIES["reference"]) as s:
+        assert s.run(taken, {p: True}) == 2.0
+        with pytest.raises(tf.errors.InvalidArgumentError, match="dead"):
+            s.run(taken, {p: False})
+
+
+@pytest.mark.parametrize("strategy", ["auto", "threads", "dataflow", "reference"])
+def test_traced_runs_use_the_untraced_strategy_and_record_every_node(strategy):
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [4], name="p")
+        with tf.device("/cpu:0"):
+            a = tf.square(p, name="a")
+        with tf.device("/cpu:1"):
+            b = tf.identity(a + 1.0, name="b")
+        with tf.device("/cpu:0"):
+            out = tf.reduce_sum(b, name="out")
+    config = tf.ConfigProto(device_count={"CPU": 2})
+    x = np.arange(4, dtype=np.float32)
+    with tf.Session(graph=g, config=config, exec_options=MULTI[strategy]) as s:
+        md = tf.RunMetadata()
+        opts = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE,
+                             output_partition_graphs=True)
+        assert s.run(out, {p: x}, options=opts, run_metadata=md) == s.run(out, {p: x}) == 18.0
+        (step,) = s._steps.values()
+        assert [type(ex) for _, ex, _ in step.traced_parts()] == \
+            [type(ex) for _, ex, _ in step.parts]
+    recorded = {d.device: {ns.node_name for ns in d.node_stats} for d in md.step_stats.dev_stats}
+    for gd in md.partition_graphs:
+        assert {n.name for n in gd.node} == recorded[gd.node[0].device]
+
+
+def test_the_chooser():
+    """choose_strategies on partitions with and without control flow (one place decides)."""
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [], name="p")
+        with tf.device("/cpu:0"):
+            a = p * 2.0
+        with tf.device("/cpu:1"):
+            b = a + 1.0
+        c = tf.cond(p > 0, lambda: b, lambda: b * 3.0)
+    for fetch, want in ((b, {"merged"}), (c, {"dataflow", "static"})):
+        with tf.Session(graph=g, config=tf.ConfigProto(device_count={"CPU": 2})) as s:
+            s.run(fetch, {p: 1.0})
+            (step,) = s._steps.values()
+            plan = step.plan
+            got = {"merged"} if plan.merged_order is not None else {pp.kind for pp in plan.parts}
+            assert got <= want and got
+    parts = [(s._device_mgr.devices[0], [])]
+    plan = exec_options_lib.choose_strategies(parts, ExecOptions(strategy="reference"))
+    assert [pp.kind for pp in plan.parts] == ["reference"]
+    with pytest.raises(ValueError, match="strategy"):
+        ExecOptions(strategy="fast")
+    assert ExecOptions.from_config(
+        tf.ConfigProto(intra_op_parallelism_threads=1)).cpu_devices_share_cores is False
+    assert ExecOptions.from_config(None).cpu_devices_share_cores is True
+
+
+@pytest.mark.parametrize("strategy", list(MULTI))
+def test_work_after_a_loop_on_an_untaken_branch_waits_for_its_dead_exit(strategy):
+    """The loop's Exit fires dead once its frame is done; the op after it, on another
+    device, gets the deadness through _Send/_Recv (otherwise that _Recv would wait)."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [], name="x")
+
+        def loop_then_work():
+            with tf.device("/cpu:0"):
+                _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 2.0),
+                                     [tf.constant(0), x])
+            with tf.device("/cpu:1"):
+                return tf.tanh(y) + 1.0
+
+        with tf.device("/cpu:0"):
+            out = tf.cond(x > 0, loop_then_work, lambda: x - 1.0)
+    options = tf.RunOptions(timeout_in_ms=10_000)
+    with tf.Session(graph=g, config=CONFIG, exec_options=MULTI[strategy]) as s:
+        assert s.run(out, {x: 0.5}, options=options) == pytest.approx(np.tanh(4.0) + 1.0)
+        assert s.run(out, {x: -0.5}, options=options) == -1.5
