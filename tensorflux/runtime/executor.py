@@ -1,5 +1,9 @@
 """The dataflow executor: runs one partition of a step (paper §3.1, §3.4; DESIGN §5).
 
+Chosen by exec_options.choose_strategies for partitions the static path does not take
+(control flow, asynchronous kernels) and everywhere with strategy "dataflow"; its results
+must equal the reference executor's (reference_executor.py).
+
 Threading. One driver thread (the caller of `run`) owns every piece of per-step state below.
 Cheap kernels run inline on it; expensive ones go to the device's pool when other nodes are
 ready too, and asynchronous kernels (Recv, queue ops) call back whenever they finish. Both

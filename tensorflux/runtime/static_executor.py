@@ -13,6 +13,10 @@ Values live in local variables and are released (`del`) right after their last u
 failure is mapped back to its node through the line number in the traceback, so the
 function carries no per-node bookkeeping at all. Results must equal the dataflow executor's;
 tests run both on the same graphs.
+
+Chosen by exec_options.choose_strategies (strategy "auto") for partitions that qualify
+(`eligible`). Not supported: control-flow ops, asynchronous kernels (but _Recv, as a blocking
+call, when every partition of the step qualifies), expensive kernels in parallel.
 """
 
 from __future__ import annotations

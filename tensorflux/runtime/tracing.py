@@ -1,8 +1,12 @@
 """Step statistics: what ran where and when (RunOptions.trace_level; whitepaper §9.2).
 
-A traced step (trace_level other than NO_TRACE) runs every partition on a *traced twin* of
-its executor: a dataflow Executor over the same nodes whose kernels were wrapped once, when
-the twin was built, by `traced_wrapper`. The wrapper times the kernel call and hands the
+A traced step (trace_level other than NO_TRACE) runs on *traced twins* of the step's
+executors: the same strategy (exec_options.choose_strategies' plan: static, merged, compiled
+loops, dataflow or reference) over the same nodes, with every kernel wrapped once, when the
+twin was built, by `traced_wrapper`, and inlining off (so every node is a call). Inside a
+compiled loop each iteration's kernel calls are recorded (its Merge, Switch and NextIteration
+are plain assignments there), and the loop node as a whole. The
+wrapper times the kernel call and hands the
 node, the times, the thread and the outputs to the step's StepStatsCollector
 (`KernelContext.stats`). Untraced steps run the ordinary executors, whose kernels carry no
 timing code at all, so tracing costs nothing when it is off.
@@ -156,7 +160,7 @@ def _fill_node(ns, rec, offset_ns: int, allocator: str) -> None:
 
 
 def traced_wrapper(device):
-    """A kernel wrapper (for `Executor(kernel_wrapper=...)`) recording every node's run in
+    """A kernel wrapper (for any executor's `kernel_wrapper`) recording every node's run in
     the step's collector (`ctx.stats`) for `device`."""
 
     def wrap(node: Node, kdef, compute):
