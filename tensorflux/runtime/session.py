@@ -5,9 +5,9 @@ the signature (feeds, fetches, targets). A Step is built once per signature: the
 is pruned to what the fetches need, optimized, placed, partitioned per device with
 Send/Recv, and `exec_options.choose_strategies` decides, from the session's ExecOptions,
 which executor each partition gets (or that all run merged as one); traced runs use the
-same plan with traced kernels. Every run
-then gets a fresh step id, a Rendezvous when there are several partitions, and runs the
-partitions concurrently. Many threads may call `run` on one Session at once.
+same plan with traced kernels. Every run then gets a fresh step id, a Rendezvous when there
+are several partitions, and runs the partitions concurrently. Many threads may call `run`
+on one Session at once.
 """
 
 from __future__ import annotations
