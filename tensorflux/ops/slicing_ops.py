@@ -2,7 +2,7 @@
 indexing of tensors (`t[1:, ..., tf.newaxis, 0]`) and `tf.boolean_mask`.
 
 Kernels are in tensorflux/kernels/cpu/slicing_ops.py; the index canonicalization both
-sides share is tensorflux/ops/slice_spec.py.
+sides share is tensorflux/framework/slice_spec.py.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from tensorflux.framework.common_shapes import (
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient
 from tensorflux.framework.operation import Tensor
+from tensorflux.framework.slice_spec import strided_slice_spec
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, constant_op
-from tensorflux.ops.slice_spec import strided_slice_spec
 
 __all__ = ["slice", "strided_slice", "boolean_mask"]
 
