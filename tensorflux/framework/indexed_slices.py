@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import collections
 
-from tensorflux.framework import tensor_conversion
+from tensorflux.framework import session_run_conversions, tensor_conversion
 from tensorflux.framework.operation import Tensor
-from tensorflux.runtime import fetching
 
 IndexedSlicesValue = collections.namedtuple("IndexedSlicesValue",
                                             ["values", "indices", "dense_shape"])
@@ -93,4 +92,4 @@ def _feed(key: IndexedSlices, value):
     return pairs
 
 
-fetching.register_session_run_conversion_functions(IndexedSlices, _fetch, _feed)
+session_run_conversions.register_session_run_conversion_functions(IndexedSlices, _fetch, _feed)

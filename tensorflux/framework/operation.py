@@ -8,6 +8,7 @@ code. Each change bumps `graph._mutation_version`, which invalidates Sessions' c
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tensorflux.framework import dtypes, tensor_shape
@@ -15,6 +16,25 @@ from tensorflux.framework import dtypes, tensor_shape
 if TYPE_CHECKING:
     from tensorflux.framework.graph import Graph
     from tensorflux.framework.op_registry import OpDef
+
+# Tensor.eval and Operation.run need a session, and sessions belong to the runtime, a layer
+# above framework. The runtime registers its runner here when it is imported
+# (runtime/session.py: `run_in_session`), so framework imports nothing above it.
+_session_runner: Callable[[Any, Any, Any], Any] | None = None
+
+
+def register_session_runner(runner: Callable[[Any, Any, Any], Any]) -> None:
+    """Sets `runner(element, feed_dict, session)`, what `eval()`/`run()` call."""
+    global _session_runner
+    _session_runner = runner
+
+
+def run_in_session(element, feed_dict=None, session=None):
+    """Runs `element` (a Tensor, Operation or composite) through the registered runner."""
+    if _session_runner is None:
+        raise RuntimeError("No session runtime is loaded: import tensorflux first")
+    return _session_runner(element, feed_dict, session)
+
 
 _PACKAGE_DIR = __file__.rsplit("/framework/", 1)[0]
 _TRACEBACK_DEPTH = 6
@@ -116,9 +136,7 @@ class Tensor:
 
     def eval(self, feed_dict=None, session=None):
         """Runs the graph up to this tensor in `session` (default: the default session)."""
-        from tensorflux.runtime import session as session_lib
-
-        return session_lib.run_in_session(self, feed_dict, session)
+        return run_in_session(self, feed_dict, session)
 
     def __repr__(self) -> str:
         return f"<tf.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
@@ -297,9 +315,7 @@ class Operation:
     # ---- running ------------------------------------------------------------------------
     def run(self, feed_dict=None, session=None) -> None:
         """Runs this operation in `session` (default: the default session)."""
-        from tensorflux.runtime import session as session_lib
-
-        session_lib.run_in_session(self, feed_dict, session)
+        run_in_session(self, feed_dict, session)
 
     def __repr__(self) -> str:
         """Reads like a GraphDef line: `name = Type[attr=value, ...](inputs, ^controls)`."""

@@ -11,9 +11,9 @@ import collections
 
 import numpy as np
 
-from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework import dtypes, session_run_conversions, tensor_shape
+from tensorflux.framework.operation import run_in_session
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.runtime import fetching
 
 SparseTensorValue = collections.namedtuple("SparseTensorValue",
                                            ["indices", "values", "dense_shape"])
@@ -64,9 +64,7 @@ class SparseTensor:
         return self.shape
 
     def eval(self, feed_dict=None, session=None):
-        from tensorflux.runtime import session as session_lib
-
-        return session_lib.run_in_session(self, feed_dict, session)
+        return run_in_session(self, feed_dict, session)
 
     def _map_values(self, fn) -> SparseTensor:
         return SparseTensor(self._indices, fn(self._values), self._dense_shape)
@@ -105,7 +103,7 @@ def _feed(st: SparseTensor, value):
             (st.dense_shape, np.asarray(shape, np.int64))]
 
 
-fetching.register_session_run_conversion_functions(SparseTensor, _fetch, _feed)
+session_run_conversions.register_session_run_conversion_functions(SparseTensor, _fetch, _feed)
 
 
 def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
