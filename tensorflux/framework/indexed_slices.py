@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import collections
 
-from tensorflux.framework import session_run_conversions, tensor_conversion
+from tensorflux.framework import session_run_conversions
 from tensorflux.framework.operation import Tensor
 
 IndexedSlicesValue = collections.namedtuple("IndexedSlicesValue",
@@ -58,23 +58,6 @@ class IndexedSlices:
     def __repr__(self) -> str:
         shape = f", dense_shape={self._dense_shape}" if self._dense_shape is not None else ""
         return f"IndexedSlices(indices={self._indices}, values={self._values}{shape})"
-
-
-def _to_tensor(value: IndexedSlices, dtype=None, name=None, as_ref=False) -> Tensor:
-    """Densifies (sums rows with repeated indices), as TensorFlow does implicitly."""
-    from tensorflux.ops import math_ops
-
-    if dtype is not None and not dtype.is_compatible_with(value.dtype):
-        raise ValueError(f"Tensor conversion requested dtype {dtype.name} for IndexedSlices "
-                         f"with dtype {value.dtype.name}")
-    if value.dense_shape is None:
-        raise ValueError(f"Tensor conversion requested for IndexedSlices without dense_shape: "
-                         f"{value!r}")
-    return math_ops.unsorted_segment_sum(value.values, value.indices, value.dense_shape[0],
-                                         name=name)
-
-
-tensor_conversion.register_tensor_conversion_function(IndexedSlices, _to_tensor)
 
 
 def _fetch(value: IndexedSlices):

@@ -104,20 +104,3 @@ def _feed(st: SparseTensor, value):
 
 
 session_run_conversions.register_session_run_conversion_functions(SparseTensor, _fetch, _feed)
-
-
-def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
-    """A SparseTensor of placeholders (`tf.sparse_placeholder`): feed a SparseTensorValue."""
-    from tensorflux.framework import graph as graph_lib
-    from tensorflux.ops import array_ops
-
-    shape = None if shape is None else tensor_shape.as_shape(shape)
-    rank = shape.ndims if shape is not None else None
-    with graph_lib.name_scope(name, "SparsePlaceholder", []):
-        values = array_ops.placeholder(dtype, [None], name="values")
-        indices = array_ops.placeholder(dtypes.int64, [None, rank], name="indices")
-        if shape is not None and shape.is_fully_defined():
-            dense_shape = convert_to_tensor(np.array(shape.as_list(), np.int64), name="shape")
-        else:
-            dense_shape = array_ops.placeholder(dtypes.int64, [rank], name="shape")
-    return SparseTensor(indices, values, dense_shape)

@@ -800,26 +800,3 @@ def ones_like(tensor, dtype=None, name: str | None = None, optimize: bool = True
         out = ones(dims, dtype=dtype or t.dtype.base_dtype, name=scope)
         out.set_shape(t.shape)
         return out
-
-
-# ------------------------------------------------------------------------------------------
-# `tf.where` is math_ops' (Where, Select, SelectV2); TF code reaches it as array_ops.where.
-
-
-def __getattr__(name: str):
-    if name in ("where", "where_v2"):
-        from tensorflux.ops import math_ops
-
-        return getattr(math_ops, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-# ------------------------------------------------------------------------------------------
-# The joining, slicing and gathering families (registration and public names).
-
-from tensorflux.ops import gather_ops, joining_ops, slicing_ops  # noqa: E402
-
-__all__ += joining_ops.__all__ + slicing_ops.__all__ + gather_ops.__all__
-from tensorflux.ops.gather_ops import *  # noqa: E402,F401,F403
-from tensorflux.ops.joining_ops import *  # noqa: E402,F401,F403
-from tensorflux.ops.slicing_ops import *  # noqa: E402,F401,F403

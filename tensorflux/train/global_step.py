@@ -32,7 +32,7 @@ def get_global_step(graph=None):
 
 def create_global_step(graph=None):
     """Creates the int64 global step variable (ValueError if one exists)."""
-    from tensorflux.ops import init_ops, variables
+    from tensorflux.variables import init_ops, variables
 
     graph = graph or graph_lib.get_default_graph()
     if get_global_step(graph) is not None:

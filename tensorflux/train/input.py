@@ -18,6 +18,7 @@ summaries TF1 adds are written once `tf.summary` exists.
 
 from __future__ import annotations
 
+from tensorflux.control_flow import builders
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
@@ -26,13 +27,15 @@ from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import (
     array_ops,
+    control_flow_ops,
     data_flow_ops,
     logging_ops,
     math_ops,
     random_ops,
-    variables,
+    sequence_ops,
 )
 from tensorflux.train import queue_runner
+from tensorflux.variables import variables
 
 __all__ = ["limit_epochs", "match_filenames_once", "input_producer", "string_input_producer",
            "range_input_producer", "slice_input_producer", "batch", "batch_join", "shuffle_batch",
@@ -153,7 +156,7 @@ def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capaci
                          shared_name=None, name=None):
     """A queue of the integers 0 .. limit-1 (`tf.train.range_input_producer`)."""
     with graph_lib.name_scope(name, "input_producer", [limit]) as scope:
-        range_tensor = math_ops.range(limit)
+        range_tensor = sequence_ops.range(limit)
         return input_producer(range_tensor, [], num_epochs, shuffle, seed, capacity,
                               shared_name, f"fraction_of_{capacity}_full", scope)
 
@@ -293,10 +296,7 @@ def _enqueue_ops(queue, tensor_list, enqueue_many, keep_input) -> object:
     static = _static_true(keep_input)
     if static is True:
         return enqueue(tensor_list)
-    from tensorflux.ops import control_flow_ops
-
-    return control_flow_ops.cond(keep_input, lambda: enqueue(tensor_list),
-                                 control_flow_ops.no_op)
+    return builders.cond(keep_input, lambda: enqueue(tensor_list), control_flow_ops.no_op)
 
 
 def _enqueue(queue, tensor_list, threads, enqueue_many, keep_input) -> None:

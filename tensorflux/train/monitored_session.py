@@ -86,7 +86,7 @@ class Scaffold:
 
     def finalize(self) -> Scaffold:
         """Fills in the defaults and finalizes the graph; returns self."""
-        from tensorflux.ops import variables
+        from tensorflux.variables import variables
 
         if self._init_op is None:
             self._init_op = Scaffold.get_or_default(
@@ -131,7 +131,7 @@ class Scaffold:
     @staticmethod
     def default_local_init_op():
         """The initializer of the local variables."""
-        from tensorflux.ops import variables
+        from tensorflux.variables import variables
 
         return variables.local_variables_initializer()
 

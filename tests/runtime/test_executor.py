@@ -60,7 +60,7 @@ def graph():
 @pytest.fixture(autouse=True)
 def _frames_only(monkeypatch):
     # These tests pin the frame machinery: cheap loops would otherwise be compiled
-    # (runtime/compiled_loops.py; tests/ops/test_control_flow_ops.py runs both ways).
+    # (runtime/compiled_loops.py; tests/control_flow/test_builders.py runs both ways).
     from tensorflux.runtime import compiled_loops
 
     monkeypatch.setattr(compiled_loops, "ENABLED", False)

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorflux.control_flow import control_flow_util as util
 from tensorflux.framework import common_shapes, dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.ops import control_flow_ops as cfo
-from tensorflux.ops import control_flow_util as util
 
 
 class GradLoopState:
@@ -46,7 +46,7 @@ class GradLoopState:
     """
 
     def __init__(self, forward_ctxt, outer_grad_state):
-        from tensorflux.ops.control_flow_context import WhileContext
+        from tensorflux.control_flow.control_flow_context import WhileContext
 
         self._outer_grad_state = outer_grad_state
         self._forward_context = forward_ctxt
@@ -350,8 +350,8 @@ class ControlFlowState:
 
     def ZerosLikeForExit(self, val: Tensor) -> Tensor:  # noqa: N802
         """Zeros for the gradient of an Exit no y uses. Called where gradients() was."""
+        from tensorflux.control_flow.control_flow_context import shape_internal
         from tensorflux.ops import array_ops
-        from tensorflux.ops.control_flow_context import shape_internal
 
         forward_ctxt = util.get_context(val.op)
         outer_forward_ctxt = forward_ctxt.outer_context
@@ -384,8 +384,8 @@ class ControlFlowState:
     def ZerosLike(self, op: Operation, index: int):  # noqa: N802
         """Zeros for output `index` of `op`, for the iteration being differentiated (None
         for a loop Switch). Called in the op's gradient loop context."""
+        from tensorflux.control_flow.control_flow_context import shape_internal
         from tensorflux.ops import array_ops, constant_op
-        from tensorflux.ops.control_flow_context import shape_internal
 
         if util.IsLoopSwitch(op):
             return None
@@ -431,8 +431,8 @@ class ControlFlowState:
     def PostProcessing(self) -> None:  # noqa: N802
         """Patches gradient Merges whose loop variable at i+1 does not depend on its value
         at i: their back edge is still the entry value, so it becomes zeros instead."""
+        from tensorflux.control_flow.control_flow_context import shape_internal
         from tensorflux.ops import array_ops, constant_op
-        from tensorflux.ops.control_flow_context import shape_internal
 
         for grad_state in self._map.values():
             for b_merge in grad_state.switch_map.values():
@@ -481,8 +481,8 @@ def ZerosLike(op: Operation, index: int):  # noqa: N802
     """Zeros for output `index` of `op` outside any differentiated loop; for a cond Switch,
     zeros that exist only when the other branch is taken (so the gradient Merge gets
     exactly one live input)."""
+    from tensorflux.control_flow.control_flow_context import shape_internal
     from tensorflux.ops import array_ops
-    from tensorflux.ops.control_flow_context import shape_internal
 
     val = op.outputs[index]
     is_resource = val.dtype.base_dtype is dtypes.resource

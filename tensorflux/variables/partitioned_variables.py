@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import register_tensor_conversion_function
-from tensorflux.ops import variables
+from tensorflux.ops import joining_ops
+from tensorflux.variables import variables
 
 # The TF1 public names of this module.
 __all__ = ["fixed_size_partitioner", "variable_axis_size_partitioner",
@@ -292,7 +293,7 @@ class PartitionedVariable:
                 return array_ops.identity(self._variable_list[0], name=self._name)
         axis = self._partition_axes()[0]
         with g.as_default(), graph_lib.name_scope(self._name + "/ConcatPartitions/"):
-            concatenated = array_ops.concat(list(self._variable_list), axis)
+            concatenated = joining_ops.concat(list(self._variable_list), axis)
         with g.as_default(), graph_lib.name_scope(None):
             return array_ops.identity(concatenated, name=self._name)
 
@@ -302,7 +303,6 @@ class PartitionedVariable:
             return self._concat()
 
     def _apply_assign_fn(self, assign_fn, value):
-        from tensorflux.ops import array_ops
 
         if isinstance(value, (list, tuple)) and len(value) == len(self._variable_list):
             parts = list(value)
@@ -316,7 +316,7 @@ class PartitionedVariable:
                 value = convert_to_tensor(value, dtype=self._dtype)
             axis = self._partition_axes()[0]
             sizes = [tensor_shape.dimension_value(v.shape[axis]) for v in self._variable_list]
-            parts = array_ops.split(value, sizes, axis=axis)
+            parts = joining_ops.split(value, sizes, axis=axis)
         return [assign_fn(v, part) for v, part in zip(self._variable_list, parts,
                                                        strict=True)]
 

@@ -8,11 +8,11 @@ structures; gradients flow through the loop and the arrays.
 
 from __future__ import annotations
 
+from tensorflux.control_flow import builders
+from tensorflux.control_flow import control_flow_util as nest
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import control_flow_ops
-from tensorflux.ops import control_flow_util as nest
 from tensorflux.ops.tensor_array_ops import TensorArray
 
 __all__ = ["map_fn", "foldl", "foldr", "scan"]
@@ -120,7 +120,7 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop: bool = Tr
                                                             strict=True)])
 
         i = _zero()
-        _, r_a = control_flow_ops.while_loop(
+        _, r_a = builders.while_loop(
             lambda i, _: i < n, compute, (i, accs_ta),
             parallel_iterations=parallel_iterations, back_prop=back_prop,
             swap_memory=swap_memory, maximum_iterations=n)
@@ -161,7 +161,7 @@ def _fold(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, n
         def cond(i, a):
             return i >= 0 if reverse else i < n
 
-        _, r_a = control_flow_ops.while_loop(
+        _, r_a = builders.while_loop(
             cond, compute, [i, a], parallel_iterations=parallel_iterations,
             back_prop=back_prop, swap_memory=swap_memory, maximum_iterations=n)
         return r_a
@@ -257,7 +257,7 @@ def scan(fn, elems, initializer=None, parallel_iterations: int = 10, back_prop: 
 
         if isinstance(initial_i, int):
             initial_i = constant_op.constant(initial_i)
-        _, _, r_a = control_flow_ops.while_loop(
+        _, _, r_a = builders.while_loop(
             condition, compute, (initial_i, a_flat, accs_ta),
             parallel_iterations=parallel_iterations, back_prop=back_prop,
             swap_memory=swap_memory, maximum_iterations=n)

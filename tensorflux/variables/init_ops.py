@@ -329,7 +329,7 @@ glorot_normal_initializer = GlorotNormal
 
 
 def _initializers_namespace() -> types.SimpleNamespace:
-    from tensorflux.ops import variables
+    from tensorflux.variables import variables
 
     return types.SimpleNamespace(
         zeros=Zeros, ones=Ones, constant=Constant, random_uniform=RandomUniform,

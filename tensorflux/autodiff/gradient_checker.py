@@ -34,7 +34,8 @@ def _session():
 
 
 def _jacobians(x, x_shape, x_data, y, y_shape, delta, feed):
-    from tensorflux.ops import array_ops, gradients
+    from tensorflux.autodiff import gradients
+    from tensorflux.ops import array_ops
 
     sess = _session()
     x_size = int(np.prod(x_shape, dtype=np.int64))

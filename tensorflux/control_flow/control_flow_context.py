@@ -33,12 +33,12 @@ are built by the WhileContext methods at the end of this module.
 
 from __future__ import annotations
 
+from tensorflux.control_flow import control_flow_util as util
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import control_flow_ops as cfo
-from tensorflux.ops import control_flow_util as util
 
 
 class ControlFlowContext:
@@ -255,7 +255,9 @@ class CondContext(ControlFlowContext):
         from tensorflux.ops import tensor_array_ops
 
         if isinstance(v, Operation):  # an op as a result: the pivot, after the op
-            return cfo.with_dependencies([v], self._pivot)
+            from tensorflux.control_flow.builders import with_dependencies  # builders import us
+
+            return with_dependencies([v], self._pivot)
         if isinstance(v, tensor_array_ops.TensorArray):
             v = v.flow
         return self._ProcessOutputTensor(convert_to_tensor(v))
