@@ -32,13 +32,24 @@ from collections import deque
 
 import numpy as np
 
-from tensorflux.control_flow import control_flow_grad  # noqa: F401 - control-flow op gradients
+from tensorflux.control_flow import (
+    control_flow_grad,  # noqa: F401 - control-flow op gradients
+    control_flow_state,
+)
+from tensorflux.control_flow import control_flow_util as cf_util
 from tensorflux.framework import dtypes, op_registry
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import joining_ops, reduction_ops, sequence_ops
+from tensorflux.ops import (
+    array_ops,
+    constant_op,
+    joining_ops,
+    math_ops,
+    reduction_ops,
+    sequence_ops,
+)
 
 __all__ = ["gradients", "hessians", "AggregationMethod", "RegisterGradient",
            "NotDifferentiable", "NoGradient"]
@@ -137,8 +148,6 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
 
 
 def _initial_grad(y: Tensor, gy, k: int):
-    from tensorflux.ops import array_ops, constant_op
-
     if gy is None:
         with graph_lib.name_scope(f"grad_ys_{k}"):
             if y.shape.is_fully_defined():
@@ -171,8 +180,6 @@ def _between(ys, xs):
     When a loop Exit is among them, a ControlFlowState is made for the loops
     (control_flow_state.py), which also adds every other Exit of those loops.
     """
-    from tensorflux.control_flow import control_flow_state
-
     reached: set[Operation] = set()
     work = [x.op for x in xs]
     while work:
@@ -238,8 +245,6 @@ def _backprop(g, ys, xs, stop, between, pending, grads, colocate, gate,
 
 def _update_pending_and_enqueue_ready(grads, op, queue, pending, loop_state,
                                       between) -> None:
-    from tensorflux.control_flow import control_flow_util as cf_util
-
     for t in op.inputs:
         x = t.op
         if x not in between:
@@ -273,9 +278,6 @@ def _update_pending_and_enqueue_ready(grads, op, queue, pending, loop_state,
 
 def _zeros_for_output(op: Operation, i: int, loop_state):
     """A zero gradient for output i of `op` (which got none); dead where the output is."""
-    from tensorflux.control_flow import control_flow_state
-    from tensorflux.ops import array_ops
-
     if loop_state is not None:
         return loop_state.ZerosLike(op, i)
     if op._control_flow_context is not None or op.type == "Switch":
@@ -284,8 +286,6 @@ def _zeros_for_output(op: Operation, i: int, loop_state):
 
 
 def _backprop_op(g, op: Operation, between, grads, gate, loop_state=None) -> None:
-    from tensorflux.control_flow import control_flow_util as cf_util
-
     if loop_state is not None:
         loop_state.EnterGradWhileContext(op, before=True)
     try:
@@ -362,8 +362,6 @@ def _sum_to_shape(grad, x: Tensor):
     Statically when x's shape is fully known (no ops at all when nothing broadcast),
     otherwise with BroadcastGradientArgs at run time.
     """
-    from tensorflux.ops import array_ops
-
     if isinstance(grad, IndexedSlices):
         grad = convert_to_tensor(grad)
     gshape, xshape = grad.shape, x.shape
@@ -392,7 +390,6 @@ def _aggregate(parts):
         return None
     if len(parts) == 1:
         return parts[0]
-    from tensorflux.ops import math_ops
 
     if all(isinstance(p, IndexedSlices) for p in parts):
         dense_shape = next((p.dense_shape for p in parts if p.dense_shape is not None), None)
@@ -407,8 +404,6 @@ def hessians(ys, xs, name: str = "hessians", colocate_gradients_with_ops: bool =
     """Second derivatives of sum(ys) for each x (`tf.hessians`): for x of shape S, a tensor
     of shape S + S. Each x needs a fully defined static shape (its gradient is unrolled
     element by element)."""
-    from tensorflux.ops import array_ops
-
     xs = _as_list(xs)
     out = []
     with graph_lib.name_scope(name):

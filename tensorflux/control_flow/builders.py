@@ -12,8 +12,12 @@ from __future__ import annotations
 import builtins
 
 from tensorflux.control_flow import control_flow_util
+from tensorflux.control_flow.control_flow_context import CondContext, WhileContext
 from tensorflux.framework import graph as graph_lib
+from tensorflux.framework import tensor_shape
 from tensorflux.framework.operation import Operation, Tensor
+from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import array_ops, constant_op, math_ops, tensor_array_ops
 from tensorflux.ops.control_flow_ops import (
     merge,
     no_op,
@@ -74,8 +78,6 @@ def group(*inputs, name: str | None = None) -> Operation:
 
 def tuple(tensors, name: str | None = None, control_inputs=None):  # noqa: A001
     """Copies of `tensors` that are available only after all of them are (`tf.tuple`)."""
-    from tensorflux.ops import array_ops
-
     tensors = list(tensors)
     deps = [t for t in tensors if t is not None] + list(control_inputs or ())
     with graph_lib.name_scope(name, "tuple", [t for t in tensors if t is not None]):
@@ -95,8 +97,6 @@ def with_dependencies(dependencies, output_tensor, name: str | None = None):
 
     An Operation as `output_tensor` gives a NoOp with the control inputs instead.
     """
-    from tensorflux.ops import array_ops
-
     with graph_lib.name_scope(name, "control_dependency",
                               list(dependencies) + [output_tensor]) as scope:
         with graph_lib.control_dependencies(dependencies):
@@ -142,9 +142,6 @@ def cond(pred, true_fn=None, false_fn=None, strict: bool = False, name: str | No
       ValueError: a function returns None or nothing, or the branches differ in structure or
         dtypes.
     """
-    from tensorflux.control_flow.control_flow_context import CondContext
-    from tensorflux.ops import array_ops
-
     if fn1 is not None:
         if true_fn is not None:
             raise TypeError("cond(): 'true_fn' and 'fn1' may not be set simultaneously.")
@@ -204,8 +201,6 @@ def cond(pred, true_fn=None, false_fn=None, strict: bool = False, name: str | No
 
 def _restore_tensor_arrays(originals, flows) -> list:
     """TensorArrays among `originals` come back as TensorArrays with the new flows."""
-    from tensorflux.ops import tensor_array_ops
-
     return [tensor_array_ops.build_ta_with_new_flow(o, f)
             if isinstance(o, tensor_array_ops.TensorArray) else f
             for o, f in zip(originals, flows, strict=True)]
@@ -239,8 +234,6 @@ def _case_verify_and_canonicalize_args(pred_fn_pairs, exclusive: bool):
 def _assert_at_most_n_true(predicates, n: int, msg: str):
     """An Assert that at most `n` of the bool scalars `predicates` are true (None if
     tf.Assert is not available)."""
-    from tensorflux.ops import array_ops, math_ops
-
     try:
         from tensorflux.ops.logging_ops import Assert
     except ImportError:  # pragma: no cover - logging ops are another family's
@@ -283,8 +276,6 @@ def case(pred_fn_pairs, default=None, exclusive: bool = False, strict: bool = Fa
 
             def default_action(predicate=predicate, action=action, others=others,
                                predicates=predicates):
-                from tensorflux.ops import array_ops
-
                 deps = []
                 if others:
                     deps.append(_assert_at_most_n_true(
@@ -322,9 +313,6 @@ def switch_case(branch_index, branch_fns, default=None, name: str = "switch_case
       default: callable for out-of-range indices (default: the last branch).
       name: name scope.
     """
-    from tensorflux.framework.tensor_conversion import convert_to_tensor
-    from tensorflux.ops import math_ops
-
     if isinstance(branch_fns, dict):
         branch_fns = sorted(branch_fns.items())
     elif branch_fns and isinstance(branch_fns[0], builtins.tuple):
@@ -388,11 +376,6 @@ def while_loop(cond, body, loop_vars, shape_invariants=None,  # noqa: A002 - TF'
         its invariant, a shape invariant incompatible with the initial value, a
         non-scalar maximum_iterations.
     """
-    from tensorflux.control_flow.control_flow_context import WhileContext
-    from tensorflux.framework import tensor_shape
-    from tensorflux.framework.tensor_conversion import convert_to_tensor
-    from tensorflux.ops import constant_op, math_ops
-
     with graph_lib.name_scope(name, "while", _loop_var_tensors(loop_vars)):
         if not loop_vars:
             raise ValueError("'loop_vars' must be provided.")

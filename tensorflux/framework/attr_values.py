@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.protos import attr_value_pb2
 
 
 def normalize(value, kind: str | None, name: str = "", op_type: str = ""):
@@ -87,8 +88,6 @@ def to_public(value, kind: str | None):
 
 def to_proto(value, kind: str | None = None):
     """The AttrValue message for an internal-form `value` of attribute kind `kind`."""
-    from tensorflux.protos import attr_value_pb2
-
     av = attr_value_pb2.AttrValue()
     if kind is None:
         kind = _infer_kind(value)

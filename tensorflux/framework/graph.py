@@ -14,6 +14,7 @@ from typing import Any
 
 from tensorflux.framework import dtypes, op_registry
 from tensorflux.framework.operation import Operation, Tensor
+from tensorflux.protos import versions_pb2
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
 _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\\/>-]*$")
@@ -443,8 +444,6 @@ class Graph:
 
     @property
     def graph_def_versions(self):
-        from tensorflux.protos import versions_pb2
-
         return versions_pb2.VersionDef(producer=self._graph_def_producer, min_consumer=12)
 
     # ---- op creation --------------------------------------------------------------------

@@ -28,7 +28,7 @@ from google.protobuf import text_format
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework import op_registry, versions
 from tensorflux.framework.graph import GraphKeys
-from tensorflux.protos import meta_graph_pb2, variable_pb2
+from tensorflux.protos import meta_graph_pb2, op_def_pb2, variable_pb2
 
 __all__ = ["export_meta_graph", "import_scoped_meta_graph", "read_meta_graph_file",
            "register_proto_function"]
@@ -145,8 +145,6 @@ def add_collection_def(meta_graph_def, key: str, graph=None, export_scope=None) 
 
 
 def _stripped_op_list(graph_def):
-    from tensorflux.protos import op_def_pb2
-
     ops = op_def_pb2.OpList()
     for op_type in sorted({n.op for n in graph_def.node}):
         opdef = op_registry.lookup(op_type)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tensorflux.framework import dtypes
+from tensorflux.protos import op_def_pb2
 
 NO_DEFAULT = object()
 """Sentinel: the attribute has no default, so every node must set it."""
@@ -94,7 +95,6 @@ class OpDef:
     def to_proto(self):
         """This definition as an `op_def_pb2.OpDef` message."""
         from tensorflux.framework import attr_values
-        from tensorflux.protos import op_def_pb2
 
         proto = op_def_pb2.OpDef(name=self.name, is_stateful=self.is_stateful,
                                  is_commutative=self.is_commutative,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import reduction_ops
+from tensorflux.ops import array_ops, math_ops, reduction_ops
 
 __all__ = ["clip_by_value", "clip_by_norm", "clip_by_global_norm", "global_norm",
            "clip_by_average_norm"]
@@ -27,21 +27,16 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     Raises:
       ValueError: the clip bounds' shapes do not broadcast to t's.
     """
-    from tensorflux.ops import math_ops
-
     with graph_lib.name_scope(name, "clip_by_value", [_values(t)]) as scope:
         values = convert_to_tensor(_values(t))
         clipped = math_ops.minimum(math_ops.maximum(values, clip_value_min), clip_value_max)
         clipped.shape.assert_is_compatible_with(values.shape)
-        from tensorflux.ops import array_ops
 
         return _rewrap(t, array_ops.identity(clipped, name=scope))
 
 
 def clip_by_norm(t, clip_norm, axes=None, name=None):
     """t * clip_norm / max(||t||_2, clip_norm), the norm over `axes` (default: all)."""
-    from tensorflux.ops import array_ops, math_ops
-
     with graph_lib.name_scope(name, "clip_by_norm", [_values(t)]) as scope:
         values = convert_to_tensor(_values(t))
         clip_norm = math_ops.cast(clip_norm, values.dtype)
@@ -55,8 +50,6 @@ def clip_by_norm(t, clip_norm, axes=None, name=None):
 
 def clip_by_average_norm(t, clip_norm, name=None):
     """t * clip_norm / max(||t||_2 / n, clip_norm), n the number of elements."""
-    from tensorflux.ops import array_ops, math_ops
-
     with graph_lib.name_scope(name, "clip_by_average_norm", [t]) as scope:
         t = convert_to_tensor(t)
         n = math_ops.cast(array_ops.size(t), t.dtype)
@@ -71,8 +64,6 @@ def global_norm(t_list, name=None):
     Raises:
       TypeError: t_list is not a sequence.
     """
-    from tensorflux.ops import array_ops, math_ops
-
     if not isinstance(t_list, (list, tuple)):
         raise TypeError("t_list should be a sequence")
     values = [convert_to_tensor(_values(t)) for t in t_list if t is not None]
@@ -89,8 +80,6 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
     Returns:
       (list of clipped tensors (None stays None), the global norm used).
     """
-    from tensorflux.ops import array_ops, math_ops
-
     if not isinstance(t_list, (list, tuple)):
         raise TypeError("t_list should be a sequence")
     t_list = list(t_list)

@@ -20,6 +20,7 @@ from tensorflux.ops import (
     math_ops,
     matrix_ops,
     nn_ops,
+    random_ops,
     reduction_ops,
 )
 
@@ -244,8 +245,6 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
 
 
 def _random_uniform(shape, seed, dtype):
-    from tensorflux.ops import random_ops
-
     return random_ops.random_uniform(shape, seed=seed, dtype=dtype)
 
 

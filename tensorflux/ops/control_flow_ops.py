@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from tensorflux.framework import common_shapes, tensor_shape
 from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, not_differentiable
 from tensorflux.framework.operation import Operation, Tensor
+from tensorflux.framework.tensor_conversion import convert_to_tensor
 
 # The TF1 public names of this module.
 __all__ = ["no_op"]
@@ -94,13 +96,10 @@ not_differentiable("ControlTrigger")
 
 def switch(data, pred, dtype=None, name: str | None = None):
     """(output_false, output_true): `data` on the side `pred` selects; the other is dead."""
-    from tensorflux.framework.tensor_conversion import convert_to_tensor
-
     with graph_lib.name_scope(name, "Switch", [data, pred]) as scope:
         if hasattr(data, "_is_indexed_slices"):
             pairs = [switch(t, pred) if t is not None else (None, None)
                      for t in (data.values, data.indices, data.dense_shape)]
-            from tensorflux.framework.indexed_slices import IndexedSlices
 
             return (IndexedSlices(*[p[0] for p in pairs]), IndexedSlices(*[p[1] for p in pairs]))
         data = convert_to_tensor(data, dtype=dtype, name="data")
@@ -124,8 +123,6 @@ def merge(inputs, name: str | None = None):
     if any(x is None for x in inputs):
         raise ValueError(f"At least one of the merge inputs is None: {inputs}")
     if any(hasattr(x, "_is_indexed_slices") for x in inputs):
-        from tensorflux.framework.tensor_conversion import convert_to_tensor
-
         inputs = [convert_to_tensor(x) for x in inputs]
     with graph_lib.name_scope(name, "Merge", inputs) as scope:
         return apply_op("Merge", inputs=inputs, name=scope)

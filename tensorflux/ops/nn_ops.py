@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorflux.framework import common_shapes, dtypes, tensor_shape
+from tensorflux.framework import common_shapes, dtypes, errors, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
@@ -229,8 +229,6 @@ def _along_axis(op_type, logits, axis, name):
     if ndims is None:
         raise ValueError(f"{op_type} along axis {axis} needs a tensor of known rank")
     if not -ndims <= axis < ndims:
-        from tensorflux.framework import errors
-
         raise errors.InvalidArgumentError(
             None, None, f"`dim` must be in the range [{-ndims}, {ndims}) where {ndims} is the "
             f"number of dimensions in the input. Received: dim={axis}")

@@ -17,6 +17,7 @@ The TF1 functions `tf.assign`, `tf.assign_add`, `tf.scatter_update`, ... at the 
 from __future__ import annotations
 
 from tensorflux.framework import common_shapes, dtypes, tensor_shape
+from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
@@ -240,7 +241,6 @@ def resource_gather(resource, indices, dtype, batch_dims: int = 0,
 @gradient("ResourceGather")
 def _resource_gather_grad(op, grad):
     """IndexedSlices of the incoming gradient's rows, as TensorFlow's `_GatherGrad`."""
-    from tensorflux.framework.indexed_slices import IndexedSlices
     from tensorflux.ops import array_ops
 
     handle, indices = op.inputs

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tensorflux.control_flow import builders
 from tensorflux.framework import graph as graph_lib
-from tensorflux.ops import training_ops
+from tensorflux.ops import math_ops, state_ops, training_ops
 from tensorflux.train.optimizer import Optimizer
 
 
@@ -50,8 +50,6 @@ class AdamOptimizer(Optimizer):
     def _resource_apply_sparse(self, grad, var, indices):
         """Sparse Adam as TensorFlow does it: decay every row of m and v, add the new
         gradient rows with scatter-add, then update the variable densely."""
-        from tensorflux.ops import math_ops, state_ops
-
         b1p, b2p = self._get_beta_accumulators()
         h = self._hyper
         lr = h(self._lr, var, "learning_rate")

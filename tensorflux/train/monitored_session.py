@@ -31,6 +31,8 @@ import time
 from tensorflux.framework import errors
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
+from tensorflux.protos import config_pb2
+from tensorflux.runtime.session import Session
 from tensorflux.train import basic_session_run_hooks as hooks_lib
 from tensorflux.train import checkpoint_management
 from tensorflux.train.session_run_hook import (
@@ -175,8 +177,6 @@ class _SessionManager:
         self._recovery_wait_secs = recovery_wait_secs
 
     def _new_session(self, master):
-        from tensorflux.runtime.session import Session
-
         return Session(master, graph=self._graph, config=self._config)
 
     def _restore(self, sess, checkpoint_dir, checkpoint_filename_with_path) -> bool:
@@ -425,8 +425,6 @@ class _HookedSession(_WrappedSession):
         return self._should_stop
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        from tensorflux.protos import config_pb2
-
         if self.should_stop():
             raise RuntimeError("Run called even after should_stop requested.")
         actual_fetches = {"caller": fetches}

@@ -15,7 +15,7 @@ from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import gather_ops, sequence_ops
+from tensorflux.ops import array_ops, gather_ops, math_ops, sequence_ops
 
 GATE_NONE, GATE_OP, GATE_GRAPH = 0, 1, 2
 
@@ -170,8 +170,6 @@ class Optimizer:
         return sorted(out, key=lambda v: v.name)
 
     def _zeros_slot(self, var, slot_name: str, op_name: str):
-        from tensorflux.ops import array_ops
-
         return self._slot(var, slot_name, op_name,
                           lambda: array_ops.zeros(var.shape.as_list(), var.dtype.base_dtype))
 
@@ -234,8 +232,6 @@ class Optimizer:
 
     def _hyper(self, value, var, name: str):
         """A hyperparameter as a tensor of the variable's dtype."""
-        from tensorflux.ops import math_ops
-
         t = convert_to_tensor(value, name=name) if not isinstance(value, Tensor) else value
         if t.dtype.base_dtype is not var.dtype.base_dtype:
             t = math_ops.cast(t, var.dtype.base_dtype)
@@ -243,8 +239,6 @@ class Optimizer:
 
 
 def _deduplicate(values, indices):
-    from tensorflux.ops import array_ops
-
     unique, positions = gather_ops.unique(indices)
     summed = sequence_ops.unsorted_segment_sum(values, positions, array_ops.shape(unique)[0])
     return summed, unique

@@ -38,6 +38,7 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.device_spec import DeviceSpec
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.operation import Tensor
+from tensorflux.ops import array_ops, constant_op, joining_ops, save_restore_ops, state_ops
 from tensorflux.protos import saver_pb2
 from tensorflux.train import checkpoint_management
 
@@ -158,8 +159,6 @@ class _Builder:
         self.restore_sequentially = restore_sequentially
 
     def build(self, name, filename, max_to_keep, keep_hours) -> saver_pb2.SaverDef:
-        from tensorflux.ops import array_ops, constant_op
-
         graph = graph_lib.get_default_graph()
         with graph.name_scope(None), graph_lib.name_scope(name, "save"):
             default = constant_op.constant(filename or "model", name="filename/input")
@@ -182,8 +181,6 @@ class _Builder:
             version=saver_pb2.SaverDef.V2)
 
     def _save(self, filename_tensor, saveables) -> Tensor:
-        from tensorflux.ops import array_ops, save_restore_ops
-
         graph = graph_lib.get_default_graph()
         save = save_restore_ops.save_v2(filename_tensor, [s.name for s in saveables],
                                         [s.spec for s in saveables],
@@ -192,8 +189,6 @@ class _Builder:
             return array_ops.identity(filename_tensor, name="control_dependency")
 
     def _restore_tensors(self, filename_tensor, saveables, name="RestoreV2") -> list:
-        from tensorflux.ops import save_restore_ops
-
         shapes = []
         for s in saveables:
             if self.reshape or s.var is None or s.spec or not s.var._validate_shape:
@@ -206,8 +201,6 @@ class _Builder:
                                            name=name)
 
     def _assigns(self, saveables, restored) -> list:
-        from tensorflux.ops import array_ops, state_ops
-
         graph = graph_lib.get_default_graph()
         ops = []
         for s, value in zip(saveables, restored, strict=True):
@@ -229,8 +222,6 @@ class _Builder:
         return sorted(per_device.items(), key=lambda kv: kv[0])
 
     def _sharded_save(self, checkpoint_prefix, per_device) -> Tensor:
-        from tensorflux.ops import array_ops, constant_op, joining_ops, save_restore_ops
-
         graph = graph_lib.get_default_graph()
         with graph_lib.device("/device:CPU:0"):
             tmp_prefix = checkpoint_prefix + constant_op.constant(os.path.normpath(

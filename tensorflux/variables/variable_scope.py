@@ -19,7 +19,7 @@ import threading
 import weakref
 from collections.abc import Sequence
 
-from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework import dtypes, tensor_shape, tensor_util
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.operation import Tensor
@@ -430,7 +430,6 @@ class VariableScope:
 def _dtype_of(value) -> dtypes.DType:
     if isinstance(value, Tensor) or hasattr(value, "_should_act_as_resource_variable"):
         return value.dtype.base_dtype
-    from tensorflux.framework import tensor_util
 
     return dtypes.as_dtype(tensor_util.convert_to_numpy(value).dtype)
 

@@ -29,8 +29,17 @@ from tensorflux.framework.tensor_conversion import (
     convert_to_tensor,
     register_tensor_conversion_function,
 )
-from tensorflux.ops import control_flow_ops, joining_ops, slicing_ops, state_ops
+from tensorflux.ops import (
+    array_ops,
+    constant_op,
+    control_flow_ops,
+    joining_ops,
+    math_ops,
+    slicing_ops,
+    state_ops,
+)
 from tensorflux.protos import variable_pb2
+from tensorflux.runtime import session as session_lib
 
 # The TF1 public names of this module.
 __all__ = ["Variable", "VariableSynchronization", "VariableAggregation", "global_variables",
@@ -206,8 +215,6 @@ class Variable:
                 self._graph_element = self._read_variable_op()
             self._caching_device = caching_device
             if caching_device is not None:
-                from tensorflux.ops import array_ops
-
                 with _no_colocation(g), g.device(caching_device):
                     self._cached_value = array_ops.identity(self._graph_element)
             g.add_to_collections(collections, self)
@@ -359,8 +366,6 @@ class Variable:
     def read_value(self) -> Tensor:
         """A new read ("Read/ReadVariableOp") behind an Identity placed by the caller's
         device scope."""
-        from tensorflux.ops import array_ops
-
         with graph_lib.name_scope("Read"):
             value = self._read_variable_op()
         return array_ops.identity(value)
@@ -372,8 +377,6 @@ class Variable:
 
     def sparse_read(self, indices, name: str | None = None) -> Tensor:
         """Rows `indices` of the variable (ResourceGather)."""
-        from tensorflux.ops import array_ops
-
         with graph_lib.name_scope("Gather" if name is None else name) as scope:
             value = state_ops.resource_gather(self._handle, indices, self._dtype, name=scope)
         return array_ops.identity(value)
@@ -399,8 +402,6 @@ class Variable:
 
     def load(self, value, session=None) -> None:
         """Stores `value` by running the initializer with its initial value fed."""
-        from tensorflux.runtime import session as session_lib
-
         session = session or session_lib.get_default_session()
         if session is None:
             raise ValueError("Either session argument should be provided or default session "
@@ -650,8 +651,6 @@ def report_uninitialized_variables(var_list=None,
     Built as TensorFlow builds it: VarIsInitializedOp per variable, then Pack, LogicalNot and
     a boolean mask over the names, on the CPU.
     """
-    from tensorflux.ops import constant_op, math_ops
-
     if var_list is None:
         var_list = global_variables() + local_variables()
     with graph_lib.name_scope(name):
