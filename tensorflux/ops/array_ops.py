@@ -2,8 +2,9 @@
 tiling, broadcasting, filling.
 
 Each op's definition, TF1 wrapper and gradient sit together; kernels are in
-tensorflux/kernels/cpu/array_ops.py. The rest of the family lives beside it, and this module
-re-exports their public names: joining_ops.py (ConcatV2, Split, Pack, Unpack, Tile, Pad,
+tensorflux/kernels/cpu/array_ops.py. The rest of the family lives beside it (callers and
+the public namespace import each module; this one does not re-export them, so the family
+has no import cycle): joining_ops.py (ConcatV2, Split, Pack, Unpack, Tile, Pad,
 BroadcastTo, ReverseV2), slicing_ops.py (Slice, StridedSlice, `Tensor.__getitem__`) and
 gather_ops.py (Gather*, ScatterNd, OneHot, Unique, TopKV2, DynamicPartition/Stitch).
 

@@ -2,7 +2,8 @@
 selection, and the Tensor operators. Each op's definition, TF1 wrapper and gradient sit
 together; kernels are in tensorflux/kernels/cpu/math_ops.py. Reductions, matrices and
 sequences (range, cumsum, segment sums) are in reduction_ops.py, matrix_ops.py and
-sequence_ops.py, whose names this module re-exports, as TensorFlow's math_ops has them.
+sequence_ops.py (callers import those modules; this one does not re-export them, so the
+family has no import cycle).
 
 Gradients of ops defined with `broadcasts=True` return gradients shaped like the op's
 output; the gradient driver (autodiff/gradients.py) sums them back to each input's shape.
