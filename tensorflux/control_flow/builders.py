@@ -17,7 +17,14 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework import tensor_shape
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, constant_op, math_ops, tensor_array_ops
+from tensorflux.ops import (
+    array_ops,
+    constant_op,
+    joining_ops,
+    math_ops,
+    reduction_ops,
+    tensor_array_ops,
+)
 from tensorflux.ops.control_flow_ops import (
     merge,
     no_op,
@@ -238,8 +245,8 @@ def _assert_at_most_n_true(predicates, n: int, msg: str):
         from tensorflux.ops.logging_ops import Assert
     except ImportError:  # pragma: no cover - logging ops are another family's
         return None
-    preds_c = array_ops.stack(predicates, name="preds_c")
-    num_true = math_ops.reduce_sum(math_ops.cast(preds_c, "int32"), name="num_true")
+    preds_c = joining_ops.stack(predicates, name="preds_c")
+    num_true = reduction_ops.reduce_sum(math_ops.cast(preds_c, "int32"), name="num_true")
     condition = math_ops.less_equal(num_true, n, name="n_true_conds")
     preds = [f"(Condition {i})" for i in range(len(predicates))]
     return Assert(condition, data=[msg, "Conditions:", preds[0] if len(preds) == 1 else
@@ -286,7 +293,7 @@ def case(pred_fn_pairs, default=None, exclusive: bool = False, strict: bool = Fa
 
                     deps.append(Assert(predicate, data=[
                         "Input error: None of conditions evaluated as True:",
-                        array_ops.stack(predicates, name="preds_c")]))
+                        joining_ops.stack(predicates, name="preds_c")]))
                 except ImportError:  # pragma: no cover
                     pass
                 with graph_lib.control_dependencies([d for d in deps if d is not None]):

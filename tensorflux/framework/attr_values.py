@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework import dtypes, tensor_shape, tensor_util
 from tensorflux.protos import attr_value_pb2
 
 
@@ -80,8 +80,6 @@ def to_public(value, kind: str | None):
         return tensor_shape.TensorShape(value).as_proto() if value is not None else \
             tensor_shape.unknown_shape().as_proto()
     if kind == "tensor" or isinstance(value, np.ndarray):
-        from tensorflux.framework import tensor_util
-
         return tensor_util.make_tensor_proto(value)
     return value
 
@@ -113,8 +111,6 @@ def to_proto(value, kind: str | None = None):
             tensor_shape.as_shape(value)
         av.shape.CopyFrom(shape.as_proto())
     elif kind == "tensor":
-        from tensorflux.framework import tensor_util
-
         av.tensor.CopyFrom(tensor_util.make_tensor_proto(value))
     elif kind == "func":
         av.func.name = value if isinstance(value, str) else value.get("name", "")
@@ -137,8 +133,6 @@ def _append_list(lst, inner: str, v) -> None:
     elif inner == "shape":
         lst.shape.add().CopyFrom(tensor_shape.as_shape(v).as_proto())
     elif inner == "tensor":
-        from tensorflux.framework import tensor_util
-
         lst.tensor.add().CopyFrom(tensor_util.make_tensor_proto(v))
     else:
         raise TypeError(f"Unsupported list attr kind {inner!r}")
@@ -202,6 +196,4 @@ def _shape_from_proto(p):
 
 
 def _tensor_from_proto(p):
-    from tensorflux.framework import tensor_util
-
     return tensor_util.MakeNdarray(p)

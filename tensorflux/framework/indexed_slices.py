@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import collections
 
-from tensorflux.framework import session_run_conversions
+from tensorflux.framework import common_shapes, session_run_conversions, tensor_shape
 from tensorflux.framework.operation import Tensor
 
 IndexedSlicesValue = collections.namedtuple("IndexedSlicesValue",
@@ -38,11 +38,7 @@ class IndexedSlices:
 
     @property
     def shape(self):
-        from tensorflux.framework import common_shapes
-
         if self._dense_shape is None:
-            from tensorflux.framework import tensor_shape
-
             return tensor_shape.unknown_shape()
         return common_shapes.constant_value_as_shape(self._dense_shape)
 

@@ -28,6 +28,7 @@ from google.protobuf import text_format
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework import op_registry, versions
 from tensorflux.framework.graph import GraphKeys
+from tensorflux.framework.importer import import_graph_def
 from tensorflux.protos import meta_graph_pb2, op_def_pb2, variable_pb2
 
 __all__ = ["export_meta_graph", "import_scoped_meta_graph", "read_meta_graph_file",
@@ -240,7 +241,6 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False, graph=None
     mgd = meta_graph_or_file if isinstance(meta_graph_or_file, meta_graph_pb2.MetaGraphDef) \
         else read_meta_graph_file(meta_graph_or_file)
     graph = graph or graph_lib.get_default_graph()
-    from tensorflux.framework.importer import import_graph_def
 
     with graph.as_default():
         gd = mgd.graph_def

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework import attr_values, dtypes, graph_io, tensor_shape
 
 if TYPE_CHECKING:
     from tensorflux.framework.graph import Graph
@@ -290,8 +290,6 @@ class Operation:
         Raises:
           ValueError: the op has no such attribute.
         """
-        from tensorflux.framework import attr_values
-
         if name not in self._attrs:
             raise ValueError(f"Operation '{self._name}' has no attr named '{name}'.")
         return attr_values.to_public(self._attrs[name], self._attr_kind(name))
@@ -308,8 +306,6 @@ class Operation:
     @property
     def node_def(self):
         """This operation as a `node_def_pb2.NodeDef` message."""
-        from tensorflux.framework import graph_io
-
         return graph_io.node_def_of(self)
 
     # ---- running ------------------------------------------------------------------------

@@ -11,7 +11,8 @@ import collections
 
 import numpy as np
 
-from tensorflux.framework import dtypes, session_run_conversions, tensor_shape
+from tensorflux.framework import common_shapes, dtypes, session_run_conversions, tensor_shape
+from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import run_in_session
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 
@@ -30,8 +31,6 @@ class SparseTensor:
         Raises:
           ValueError: the parts' static shapes are inconsistent.
         """
-        from tensorflux.framework import graph as graph_lib
-
         with graph_lib.name_scope(None, "SparseTensor", [indices, values, dense_shape]):
             self._indices = convert_to_tensor(indices, dtype=dtypes.int64, name="indices")
             self._values = convert_to_tensor(values, name="values")
@@ -56,8 +55,6 @@ class SparseTensor:
 
     @property
     def shape(self) -> tensor_shape.TensorShape:
-        from tensorflux.framework import common_shapes
-
         return common_shapes.constant_value_as_shape(self._dense_shape)
 
     def get_shape(self) -> tensor_shape.TensorShape:

@@ -48,7 +48,7 @@ from tensorflux.ops import (
     nn_ops,
     slicing_ops,
 )
-from tensorflux.variables import init_ops
+from tensorflux.variables import init_ops, partitioned_variables
 from tensorflux.variables import variable_scope as vs
 
 # The TF1 public names of this module (tf.nn.rnn_cell.*).
@@ -588,7 +588,6 @@ def _shards(num_shards):
     """A fixed-size partitioner for `num_shards` shards along axis 0, or None."""
     if num_shards is None:
         return None
-    from tensorflux.variables import partitioned_variables
 
     return partitioned_variables.fixed_size_partitioner(num_shards)
 

@@ -17,7 +17,7 @@ from tensorflux.framework.op_registry import define_op, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.random_seed import get_seed, set_random_seed
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import joining_ops
+from tensorflux.ops import joining_ops, math_ops
 
 # The TF1 public names of this module.
 __all__ = ["random_uniform", "random_normal", "truncated_normal", "random_shuffle",
@@ -68,8 +68,6 @@ def _shape_tensor(shape) -> Tensor:
 
 def _math(fn_name: str):
     """A math_ops wrapper, looked up when first needed (math ops live in another module)."""
-    from tensorflux.ops import math_ops
-
     fn = getattr(math_ops, fn_name, None)
     if fn is None:
         raise NotImplementedError(f"tf.{fn_name} is needed here and tensorflux does not "

@@ -22,7 +22,7 @@ from tensorflux.framework.op_registry import define_op, gradient
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.slice_spec import strided_slice_spec
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, constant_op, joining_ops
+from tensorflux.ops import array_ops, constant_op, gather_ops, joining_ops
 
 __all__ = ["slice", "strided_slice", "boolean_mask"]
 
@@ -357,8 +357,6 @@ def boolean_mask(tensor, mask, name: str = "boolean_mask", axis=None):
       ValueError: `mask` is a scalar or of unknown rank, or its static shape conflicts with
         `tensor`'s.
     """
-    from tensorflux.ops import gather_ops
-
     with graph_lib.name_scope(name, values=[tensor, mask]):
         tensor = convert_to_tensor(tensor, name="tensor")
         mask = convert_to_tensor(mask, name="mask")

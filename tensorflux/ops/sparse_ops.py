@@ -31,7 +31,8 @@ from tensorflux.framework.tensor_conversion import (
     convert_to_tensor,
     register_tensor_conversion_function,
 )
-from tensorflux.ops import array_ops, constant_op, reduction_ops, sequence_ops
+from tensorflux.ops import array_ops, constant_op, gather_ops, math_ops, reduction_ops, sequence_ops
+from tensorflux.ops.gather_ops import indexed_slices_to_tensor
 
 # The TF1 public names of this module (`tf.sparse_*`; `tf.sparse.*` is tensorflux/sparse/).
 __all__ = ["sparse_segment_sum", "sparse_segment_mean", "sparse_segment_sqrt_n",
@@ -159,8 +160,6 @@ def _rows(t):
 
 def _sparse_segment_grad(reduction: str):
     def grad_fn(op, grad):
-        from tensorflux.ops.gather_ops import indexed_slices_to_tensor
-
         data, indices, segment_ids = op.inputs[:3]
         grad = indexed_slices_to_tensor(grad)
         extra = [None] * (len(op.inputs) - 3)
@@ -188,8 +187,6 @@ def _sparse_segment_grad_grad(reduction: str):
     """The gradient op is linear in `grad`; its transpose is the forward op with
     num_segments = rows of `grad`."""
     def grad_fn(op, grad):
-        from tensorflux.ops.gather_ops import indexed_slices_to_tensor
-
         g_in, indices, segment_ids = op.inputs[:3]
         back = apply_op(f"SparseSegment{reduction}WithNumSegments",
                         data=indexed_slices_to_tensor(grad), indices=indices,
@@ -236,8 +233,6 @@ define_op("SparseToDense",
 @gradient("SparseToDense")
 def _sparse_to_dense_grad(op, grad):
     """Values get the gradient at their positions; the default value gets the rest."""
-    from tensorflux.ops import gather_ops
-
     indices, output_shape, values, _ = op.inputs
     grad = gather_ops.indexed_slices_to_tensor(grad)
     nd = _dims(indices)
@@ -328,8 +323,6 @@ define_op("SparseReorder", inputs=["input_indices: int64", "input_values: T",
 @gradient("SparseReorder")
 def _sparse_reorder_grad(op, _, values_grad):
     """The values' gradient gathered back through the inverse of the sorting permutation."""
-    from tensorflux.ops import gather_ops, math_ops
-
     input_indices, _, input_shape = op.inputs
     n = array_ops.shape(input_indices, out_type=dtypes.int64)[0]
     entries = sequence_ops.range(np.int64(0), n, np.int64(1))
@@ -361,8 +354,6 @@ def sparse_reorder(sp_input, name=None) -> SparseTensor:
 def from_dense(tensor, name=None) -> SparseTensor:
     """A SparseTensor of the non-zero entries of a dense tensor (`tf.sparse.from_dense`),
     indices in row-major order."""
-    from tensorflux.ops import gather_ops, math_ops
-
     with graph_lib.name_scope(name, "dense_to_sparse", [tensor]):
         tensor = convert_to_tensor(tensor)
         zero = np.zeros((), tensor.dtype.as_numpy_dtype) if tensor.dtype != dtypes.string \

@@ -22,7 +22,7 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import joining_ops
+from tensorflux.ops import array_ops, joining_ops
 
 # The TF1 public names of this module.
 __all__ = ["assign", "assign_add", "assign_sub", "scatter_add", "scatter_sub",
@@ -241,8 +241,6 @@ def resource_gather(resource, indices, dtype, batch_dims: int = 0,
 @gradient("ResourceGather")
 def _resource_gather_grad(op, grad):
     """IndexedSlices of the incoming gradient's rows, as TensorFlow's `_GatherGrad`."""
-    from tensorflux.ops import array_ops
-
     handle, indices = op.inputs
     params_shape = variable_shape(handle)
     size = array_ops.expand_dims(array_ops.size(indices), 0)

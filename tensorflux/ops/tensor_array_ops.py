@@ -30,7 +30,7 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import sequence_ops
+from tensorflux.ops import array_ops, math_ops, sequence_ops
 
 __all__ = ["TensorArray"]
 
@@ -246,14 +246,10 @@ class TensorArray:
     # ---- operations -----------------------------------------------------------------------
     def identity(self) -> TensorArray:
         """This array with an Identity of its flow (a new point in the ordering)."""
-        from tensorflux.ops import array_ops
-
         return build_ta_with_new_flow(self, array_ops.identity(self._flow))
 
     def grad(self, source: str, flow=None, name: str | None = None) -> TensorArray:
         """The gradient array of this one for gradient source `source`."""
-        from tensorflux.ops import array_ops
-
         if flow is None:
             flow = self.flow
         with graph_lib.name_scope(name, "TensorArrayGrad", [self._handle]):
@@ -335,8 +331,6 @@ class TensorArray:
 
     def unstack(self, value, name: str | None = None) -> TensorArray:
         """This array with the rows of `value` written at 0, 1, ..."""
-        from tensorflux.ops import array_ops
-
         with graph_lib.name_scope(name, "TensorArrayUnstack", [self._handle, value]):
             value = convert_to_tensor(value, preferred_dtype=self._dtype, name="value")
             num_elements = array_ops.shape(value)[0]
@@ -358,8 +352,6 @@ class TensorArray:
 
     def split(self, value, lengths, name: str | None = None) -> TensorArray:
         """This array with `value` split along dimension 0 into pieces of `lengths`."""
-        from tensorflux.ops import math_ops
-
         with graph_lib.name_scope(name, "TensorArraySplit", [self._handle, value, lengths]):
             value = convert_to_tensor(value, dtype=self._dtype, name="value")
             lengths_64 = math_ops.cast(lengths, dtypes.int64)

@@ -35,11 +35,13 @@ from tensorflux.protos import config_pb2
 from tensorflux.runtime.session import Session
 from tensorflux.train import basic_session_run_hooks as hooks_lib
 from tensorflux.train import checkpoint_management
+from tensorflux.train.saver import Saver
 from tensorflux.train.session_run_hook import (
     SessionRunArgs,
     SessionRunContext,
     SessionRunValues,
 )
+from tensorflux.variables import variables
 
 __all__ = ["Scaffold", "SessionCreator", "ChiefSessionCreator", "WorkerSessionCreator",
            "MonitoredSession", "SingularMonitoredSession", "MonitoredTrainingSession"]
@@ -88,8 +90,6 @@ class Scaffold:
 
     def finalize(self) -> Scaffold:
         """Fills in the defaults and finalizes the graph; returns self."""
-        from tensorflux.variables import variables
-
         if self._init_op is None:
             self._init_op = Scaffold.get_or_default(
                 "init_op", GraphKeys.INIT_OP, variables.global_variables_initializer)
@@ -133,8 +133,6 @@ class Scaffold:
     @staticmethod
     def default_local_init_op():
         """The initializer of the local variables."""
-        from tensorflux.variables import variables
-
         return variables.local_variables_initializer()
 
     init_op = property(lambda self: self._init_op)
@@ -149,8 +147,6 @@ class Scaffold:
 
 
 def _get_saver_or_default():
-    from tensorflux.train.saver import Saver
-
     savers = graph_lib.get_collection(GraphKeys.SAVERS)
     if savers:
         if len(savers) > 1:

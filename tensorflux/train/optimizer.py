@@ -8,6 +8,7 @@ provide `_create_slots`, `_prepare`, `_resource_apply_dense` and `_resource_appl
 
 from __future__ import annotations
 
+from tensorflux.autodiff import gradients
 from tensorflux.control_flow import builders
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
@@ -16,6 +17,7 @@ from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, gather_ops, math_ops, sequence_ops
+from tensorflux.variables import partitioned_variables, variables
 
 GATE_NONE, GATE_OP, GATE_GRAPH = 0, 1, 2
 
@@ -55,7 +57,6 @@ class Optimizer:
           ValueError: var_list is empty, or gate_gradients is not a GATE_* value.
           TypeError: the loss is not a floating-point tensor.
         """
-        from tensorflux.autodiff import gradients
         if callable(loss):
             loss = loss()
         if gate_gradients not in (GATE_NONE, GATE_OP, GATE_GRAPH):
@@ -70,8 +71,6 @@ class Optimizer:
             var_list = g.get_collection(GraphKeys.TRAINABLE_VARIABLES) + \
                 g.get_collection(GraphKeys.TRAINABLE_RESOURCE_VARIABLES)
         else:
-            from tensorflux.variables import partitioned_variables
-
             # A PartitionedVariable (or a list holding one) stands for its shards.
             if isinstance(var_list, partitioned_variables.PartitionedVariable):
                 var_list = [var_list]
@@ -179,8 +178,6 @@ class Optimizer:
 
     def _slot(self, var, slot_name: str, op_name: str, make_initial):
         """A slot variable for `var`, named `<var>/<op_name>`, colocated with it."""
-        from tensorflux.variables import variables
-
         slots = self._slots.setdefault(slot_name, {})
         key = _var_key(var)
         if key not in slots:
@@ -194,8 +191,6 @@ class Optimizer:
 
     def _non_slot_variable(self, initial_value, name: str, colocate_with):
         """One variable per graph shared by all slots (e.g. Adam's beta powers)."""
-        from tensorflux.variables import variables
-
         g = colocate_with.op.graph
         key = (g, name)
         if key not in self._non_slot_dict:

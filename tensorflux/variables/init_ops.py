@@ -17,6 +17,7 @@ from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Tensor
 from tensorflux.ops import array_ops, constant_op, random_ops
+from tensorflux.variables import variables
 
 # The TF1 public names of this module.
 __all__ = ["zeros_initializer", "ones_initializer", "constant_initializer",
@@ -327,8 +328,6 @@ glorot_normal_initializer = GlorotNormal
 
 
 def _initializers_namespace() -> types.SimpleNamespace:
-    from tensorflux.variables import variables
-
     return types.SimpleNamespace(
         zeros=Zeros, ones=Ones, constant=Constant, random_uniform=RandomUniform,
         random_normal=RandomNormal, truncated_normal=TruncatedNormal,
