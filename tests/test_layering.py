@@ -144,6 +144,11 @@ def test_every_module_is_in_a_layer():
     assert _layer("tensorflux.framework.slice_spec") < _layer("tensorflux.ops.array_ops") < \
         _layer("tensorflux.runtime.session") < _layer("tensorflux.train.saver") < \
         _layer("tensorflux")
+    assert _upward("tensorflux.framework.operation", "tensorflux.runtime.session")
+    assert _upward("tensorflux.kernels.cpu.slicing_ops", "tensorflux.ops.slicing_ops")
+    assert _upward("tensorflux.ops.slicing_ops", "tensorflux.kernels.cpu.slicing_ops")
+    assert not _upward("tensorflux.train.saver", "tensorflux.variables.variables")
+    assert not _upward("tensorflux.runtime.session", "tensorflux.kernels.registry")
 
 
 def test_no_module_imports_a_layer_above_it():
