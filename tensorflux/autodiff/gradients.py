@@ -33,6 +33,7 @@ from collections import deque
 import numpy as np
 
 from tensorflux.control_flow import (
+    builders,
     control_flow_grad,  # noqa: F401 - control-flow op gradients
     control_flow_state,
 )
@@ -329,8 +330,6 @@ def _backprop_op(g, op: Operation, between, grads, gate, loop_state=None) -> Non
                 in_grads = [None if gr is None else _sum_to_shape(gr, x)
                             for gr, x in zip(in_grads, op.inputs, strict=True)]
             if gate and sum(gr is not None for gr in in_grads) > 1:
-                from tensorflux.control_flow import builders
-
                 dense = [gr for gr in in_grads if isinstance(gr, Tensor)]
                 gated = iter(builders.tuple(dense))
                 in_grads = [next(gated) if isinstance(gr, Tensor) else gr for gr in in_grads]

@@ -30,6 +30,7 @@ from tensorflux.ops.control_flow_ops import (
     no_op,
     switch,
 )
+from tensorflux.ops.logging_ops import Assert
 
 # The TF1 public names of this module.
 __all__ = ["group", "tuple", "cond", "case", "switch_case", "while_loop"]
@@ -239,12 +240,7 @@ def _case_verify_and_canonicalize_args(pred_fn_pairs, exclusive: bool):
 
 
 def _assert_at_most_n_true(predicates, n: int, msg: str):
-    """An Assert that at most `n` of the bool scalars `predicates` are true (None if
-    tf.Assert is not available)."""
-    try:
-        from tensorflux.ops.logging_ops import Assert
-    except ImportError:  # pragma: no cover - logging ops are another family's
-        return None
+    """An Assert that at most `n` of the bool scalars `predicates` are true."""
     preds_c = joining_ops.stack(predicates, name="preds_c")
     num_true = reduction_ops.reduce_sum(math_ops.cast(preds_c, "int32"), name="num_true")
     condition = math_ops.less_equal(num_true, n, name="n_true_conds")
@@ -288,15 +284,10 @@ def case(pred_fn_pairs, default=None, exclusive: bool = False, strict: bool = Fa
                     deps.append(_assert_at_most_n_true(
                         others, 0, f"Implementation error: selected default action #{k} "
                         "was called, but some of other predicates are True: "))
-                try:
-                    from tensorflux.ops.logging_ops import Assert
-
-                    deps.append(Assert(predicate, data=[
-                        "Input error: None of conditions evaluated as True:",
-                        joining_ops.stack(predicates, name="preds_c")]))
-                except ImportError:  # pragma: no cover
-                    pass
-                with graph_lib.control_dependencies([d for d in deps if d is not None]):
+                deps.append(Assert(predicate, data=[
+                    "Input error: None of conditions evaluated as True:",
+                    joining_ops.stack(predicates, name="preds_c")]))
+                with graph_lib.control_dependencies(deps):
                     return action()
 
             default, predicates, actions = default_action, others, other_actions
@@ -306,7 +297,7 @@ def case(pred_fn_pairs, default=None, exclusive: bool = False, strict: bool = Fa
                                    strict=strict)
         if exclusive and predicates:
             check = _assert_at_most_n_true(predicates, 1, "Input error: exclusive=True")
-            with graph_lib.control_dependencies([check] if check is not None else []):
+            with graph_lib.control_dependencies([check]):
                 return fn()
         return fn()
 
