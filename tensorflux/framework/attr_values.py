@@ -59,8 +59,6 @@ def normalize(value, kind: str | None, name: str = "", op_type: str = ""):
             return tensor_shape.as_shape(value)
         if kind == "tensor":
             if hasattr(value, "tensor_content"):
-                from tensorflux.framework import tensor_util
-
                 return tensor_util.MakeNdarray(value)
             return np.asarray(value)
     except TypeError:
