@@ -65,13 +65,17 @@ from tensorflux.framework.tensor_shape import Dimension, TensorShape  # noqa: F4
 from tensorflux.framework.tensor_util import MakeNdarray as make_ndarray  # noqa: F401
 from tensorflux.framework.tensor_util import make_tensor_proto  # noqa: F401
 from tensorflux.ops.array_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.gather_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.joining_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.slicing_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.constant_op import *  # noqa: F401,F403,E402
 from tensorflux.ops.control_flow_ops import *  # noqa: F401,F403,E402
+from tensorflux.control_flow.builders import *  # noqa: F401,F403,E402
 from tensorflux.ops.math_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.matrix_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.reduction_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.sequence_ops import *  # noqa: F401,F403,E402
-from tensorflux.ops.gradients import *  # noqa: F401,F403,E402
+from tensorflux.autodiff.gradients import *  # noqa: F401,F403,E402
 from tensorflux.framework.indexed_slices import (  # noqa: F401,E402
     IndexedSlices,
     IndexedSlicesValue,
@@ -79,7 +83,6 @@ from tensorflux.framework.indexed_slices import (  # noqa: F401,E402
 from tensorflux.framework.sparse_tensor import (  # noqa: F401,E402
     SparseTensor,
     SparseTensorValue,
-    sparse_placeholder,
 )
 from tensorflux import nn  # noqa: F401,E402 - tf.nn
 from tensorflux import sparse  # noqa: F401,E402 - tf.sparse
@@ -87,20 +90,20 @@ from tensorflux import test  # noqa: F401,E402
 from tensorflux import train  # noqa: F401,E402 - tf.train
 from tensorflux.framework.importer import import_graph_def  # noqa: F401,E402
 from tensorflux.lib.io import tf_record as python_io  # noqa: F401,E402 - tf.python_io
-from tensorflux.ops.clip_ops import *  # noqa: F401,F403,E402
+from tensorflux.nn.clip_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.data_flow_ops import *  # noqa: F401,F403,E402
-from tensorflux.ops.functional_ops import *  # noqa: F401,F403,E402
-from tensorflux.ops.init_ops import *  # noqa: F401,F403,E402
+from tensorflux.control_flow.functional_ops import *  # noqa: F401,F403,E402
+from tensorflux.variables.init_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.io_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.logging_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.parsing_ops import *  # noqa: F401,F403,E402
-from tensorflux.ops.partitioned_variables import *  # noqa: F401,F403,E402
+from tensorflux.variables.partitioned_variables import *  # noqa: F401,F403,E402
 from tensorflux.ops.random_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.sparse_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.state_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.tensor_array_ops import *  # noqa: F401,F403,E402
-from tensorflux.ops.variable_scope import *  # noqa: F401,F403,E402
-from tensorflux.ops.variables import *  # noqa: F401,F403,E402
+from tensorflux.variables.variable_scope import *  # noqa: F401,F403,E402
+from tensorflux.variables.variables import *  # noqa: F401,F403,E402
 from tensorflux.protos.attr_value_pb2 import AttrValue, NameAttrList  # noqa: F401,E402
 from tensorflux.protos.config_pb2 import (  # noqa: F401,E402
     ConfigProto,
@@ -120,4 +123,4 @@ from tensorflux.runtime.session import (  # noqa: F401,E402
 )
 from tensorflux import client  # noqa: F401,E402 - tf.client.timeline
 
-__version__ = "0.1.0"
+from tensorflux.framework.versions import __version__  # noqa: E402,F401

@@ -21,6 +21,7 @@ import re
 import secrets
 import threading
 
+from tensorflux.checkpoint import format
 from tensorflux.framework import errors
 
 _TMP_RE = re.compile(r"\.tmp-(\d+)-[0-9a-f]{8}$")
@@ -232,8 +233,6 @@ def remove_unreferenced_data(prefix: str, keep: set[str]) -> None:
     """Deletes tensorflux data files of `prefix` that neither `keep` nor the index now on
     disk names, except those of saves of this process still in flight (a concurrent save
     of the same prefix renames its data files before it commits its index)."""
-    from tensorflux.checkpoint import format
-
     keep = set(keep)
     try:
         with open(prefix + ".index", "rb") as f:

@@ -53,7 +53,7 @@ def open_checkpoint(prefix: str):
         raise _not_found(prefix)
     if format.is_index(data):
         return BundleReader(prefix, format.decode_index(data, index_path))
-    from tensorflux.checkpoint import tf_bundle
+    from tensorflux.checkpoint import tf_bundle  # tf_bundle imports this module
 
     if tf_bundle.is_table(data):
         return tf_bundle.TFBundleReader(prefix, data)

@@ -22,7 +22,7 @@ import struct
 import google_crc32c
 import numpy as np
 
-from tensorflux.checkpoint import files
+from tensorflux.checkpoint import files, format
 from tensorflux.checkpoint.reader import _Reader, key_not_found
 from tensorflux.framework import dtypes, errors
 from tensorflux.framework.tensor_shape import TensorShape
@@ -172,8 +172,6 @@ class TFBundleReader(_Reader):
                     f"tensor '{name}' does not match")
             value = np.frombuffer(raw, dtype=dtype.numpy_dtype).reshape(shape).copy()
         if spec:
-            from tensorflux.checkpoint import format
-
             parsed = format.parse_shape_and_slice(spec)
             value = value[tuple(slice(a, b) for a, b in format.slice_bounds(shape,
                                                                             parsed[1]))]

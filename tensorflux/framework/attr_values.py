@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework import dtypes, tensor_shape, tensor_util
+from tensorflux.protos import attr_value_pb2
 
 
 def normalize(value, kind: str | None, name: str = "", op_type: str = ""):
@@ -58,8 +59,6 @@ def normalize(value, kind: str | None, name: str = "", op_type: str = ""):
             return tensor_shape.as_shape(value)
         if kind == "tensor":
             if hasattr(value, "tensor_content"):
-                from tensorflux.framework import tensor_util
-
                 return tensor_util.MakeNdarray(value)
             return np.asarray(value)
     except TypeError:
@@ -79,16 +78,12 @@ def to_public(value, kind: str | None):
         return tensor_shape.TensorShape(value).as_proto() if value is not None else \
             tensor_shape.unknown_shape().as_proto()
     if kind == "tensor" or isinstance(value, np.ndarray):
-        from tensorflux.framework import tensor_util
-
         return tensor_util.make_tensor_proto(value)
     return value
 
 
 def to_proto(value, kind: str | None = None):
     """The AttrValue message for an internal-form `value` of attribute kind `kind`."""
-    from tensorflux.protos import attr_value_pb2
-
     av = attr_value_pb2.AttrValue()
     if kind is None:
         kind = _infer_kind(value)
@@ -114,8 +109,6 @@ def to_proto(value, kind: str | None = None):
             tensor_shape.as_shape(value)
         av.shape.CopyFrom(shape.as_proto())
     elif kind == "tensor":
-        from tensorflux.framework import tensor_util
-
         av.tensor.CopyFrom(tensor_util.make_tensor_proto(value))
     elif kind == "func":
         av.func.name = value if isinstance(value, str) else value.get("name", "")
@@ -138,8 +131,6 @@ def _append_list(lst, inner: str, v) -> None:
     elif inner == "shape":
         lst.shape.add().CopyFrom(tensor_shape.as_shape(v).as_proto())
     elif inner == "tensor":
-        from tensorflux.framework import tensor_util
-
         lst.tensor.add().CopyFrom(tensor_util.make_tensor_proto(v))
     else:
         raise TypeError(f"Unsupported list attr kind {inner!r}")
@@ -203,6 +194,4 @@ def _shape_from_proto(p):
 
 
 def _tensor_from_proto(p):
-    from tensorflux.framework import tensor_util
-
     return tensor_util.MakeNdarray(p)

@@ -12,8 +12,9 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from tensorflux.framework import dtypes, op_registry
+from tensorflux.framework import attr_values, device_spec, dtypes, graph_io, op_registry
 from tensorflux.framework.operation import Operation, Tensor
+from tensorflux.protos import versions_pb2
 
 _VALID_OP_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\\/>-]*$")
 _VALID_SCOPE_NAME = re.compile(r"^[A-Za-z0-9_.\\/>-]*$")
@@ -286,8 +287,6 @@ class Graph:
 
         Partial specs merge with enclosing ones, inner fields winning; None clears them.
         """
-        from tensorflux.framework import device_spec
-
         fn = device_name_or_function
         if fn is not None and not callable(fn):
             fn = device_spec.merge_device(fn)
@@ -437,14 +436,10 @@ class Graph:
     # ---- serialization ------------------------------------------------------------------
     def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False):
         """This graph as a `graph_pb2.GraphDef` (ops added after `from_version` only, if set)."""
-        from tensorflux.framework import graph_io
-
         return graph_io.graph_to_graph_def(self, from_version, add_shapes)
 
     @property
     def graph_def_versions(self):
-        from tensorflux.protos import versions_pb2
-
         return versions_pb2.VersionDef(producer=self._graph_def_producer, min_consumer=12)
 
     # ---- op creation --------------------------------------------------------------------
@@ -457,8 +452,6 @@ class Graph:
         computed from the op's registered signature. `attrs` values may be Python values or
         `attr_value_pb2.AttrValue` messages.
         """
-        from tensorflux.framework import attr_values
-
         if "dtypes" in kwargs:
             dtypes_ = kwargs.pop("dtypes")
         if kwargs:
@@ -492,7 +485,7 @@ class Graph:
         ones the enclosing control_dependencies scopes imply (graph import passes the node's
         own plus the scopes'); the op still counts as created inside those scopes.
         """
-        from tensorflux.framework import op_def_library
+        from tensorflux.framework import op_def_library  # op_def_library imports graph
 
         self._check_not_finalized()
         opdef = op_registry.lookup(op_type)

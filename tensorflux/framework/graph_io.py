@@ -1,6 +1,7 @@
-"""Graph -> GraphDef: NodeDefs for Operations and for the runtime's partition graphs.
+"""Graph -> GraphDef: NodeDefs for Operations (and the encoder of the runtime's partition
+graphs, which runtime/partition.py drives).
 
-One encoder, `_fill_node_def`, writes every NodeDef, whether it comes from a user's
+One encoder, `fill_node_def`, writes every NodeDef, whether it comes from a user's
 Operation or from a runtime `step_graph.Node` of a partition:
 
 * inputs as TensorFlow writes them: output 0 as plain `"name"`, output i > 0 as
@@ -17,7 +18,6 @@ The reverse direction (GraphDef -> Graph) is `importer.import_graph_def`.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +29,8 @@ from tensorflux.protos import attr_value_pb2, graph_pb2, node_def_pb2
 if TYPE_CHECKING:
     from tensorflux.framework.graph import Graph
     from tensorflux.framework.operation import Operation
-    from tensorflux.runtime.partition import Partition
-    from tensorflux.runtime.step_graph import Node
 
-__all__ = ["node_def_of", "step_node_def", "graph_to_graph_def", "fill_partition_graphs"]
+__all__ = ["node_def_of", "graph_to_graph_def", "fill_node_def"]
 
 OUTPUT_SHAPES_ATTR = "_output_shapes"
 
@@ -62,9 +60,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _fill_node_def(nd: node_def_pb2.NodeDef, name: str, op_type: str, device: str,
-                   attrs: Mapping[str, Any], opdef: op_registry.OpDef | None,
-                   inputs: Iterable[tuple[str, int]], control_inputs: Iterable[str]) -> None:
+def fill_node_def(nd: node_def_pb2.NodeDef, name: str, op_type: str, device: str,
+                  attrs: Mapping[str, Any], opdef: op_registry.OpDef | None,
+                  inputs: Iterable[tuple[str, int]], control_inputs: Iterable[str]) -> None:
     """Writes one node into `nd` (the single encoder for Operations and runtime Nodes)."""
     nd.name = name
     nd.op = op_type
@@ -83,16 +81,9 @@ def _fill_node_def(nd: node_def_pb2.NodeDef, name: str, op_type: str, device: st
 
 
 def _fill_from_op(nd: node_def_pb2.NodeDef, op: Operation) -> None:
-    _fill_node_def(nd, op._name, op._type, op._device, op._attrs, op._op_def,
+    fill_node_def(nd, op._name, op._type, op._device, op._attrs, op._op_def,
                    ((t._op._name, t._value_index) for t in op._inputs),
                    (c._name for c in op._control_inputs))
-
-
-def _fill_from_node(nd: node_def_pb2.NodeDef, node: Node) -> None:
-    _fill_node_def(nd, node.name, node.op, node.device, node.attrs,
-                   op_registry.lookup(node.op),
-                   ((src.name, idx) for src, idx in node.inputs),
-                   (c.name for c in node.control_inputs))
 
 
 def node_def_of(op: Operation) -> node_def_pb2.NodeDef:
@@ -106,13 +97,6 @@ def node_def_of(op: Operation) -> node_def_pb2.NodeDef:
     """
     nd = node_def_pb2.NodeDef()
     _fill_from_op(nd, op)
-    return nd
-
-
-def step_node_def(node: Node) -> node_def_pb2.NodeDef:
-    """A runtime `step_graph.Node` as a NodeDef, its device being the assigned one."""
-    nd = node_def_pb2.NodeDef()
-    _fill_from_node(nd, node)
     return nd
 
 
@@ -144,28 +128,3 @@ def graph_to_graph_def(graph: Graph, from_version: int | None = None,
             del shapes[:]
             shapes.extend(t._shape.as_proto() for t in op._outputs)
     return gd
-
-
-@functools.lru_cache(maxsize=1)
-def _default_versions():
-    from tensorflux.framework.graph import Graph
-
-    return Graph().graph_def_versions
-
-
-def fill_partition_graphs(run_metadata, partitions: Mapping[str, Partition]) -> None:
-    """Puts one GraphDef per device partition into `run_metadata.partition_graphs`.
-
-    What was there before is replaced: TensorFlow fills `run_metadata` afresh on every run,
-    so a RunMetadata reused across runs shows the partition graphs of the last one.
-
-    Args:
-      run_metadata: a `config_pb2.RunMetadata`.
-      partitions: device name -> `runtime.partition.Partition`, in the order to write them.
-    """
-    del run_metadata.partition_graphs[:]
-    for part in partitions.values():
-        gd = run_metadata.partition_graphs.add()
-        gd.versions.CopyFrom(_default_versions())
-        for node in part.nodes:
-            _fill_from_node(gd.node.add(), node)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import collections
 
-from tensorflux.framework import tensor_conversion
+from tensorflux.framework import common_shapes, session_run_conversions, tensor_shape
 from tensorflux.framework.operation import Tensor
-from tensorflux.runtime import fetching
 
 IndexedSlicesValue = collections.namedtuple("IndexedSlicesValue",
                                             ["values", "indices", "dense_shape"])
@@ -39,11 +38,7 @@ class IndexedSlices:
 
     @property
     def shape(self):
-        from tensorflux.framework import common_shapes
-
         if self._dense_shape is None:
-            from tensorflux.framework import tensor_shape
-
             return tensor_shape.unknown_shape()
         return common_shapes.constant_value_as_shape(self._dense_shape)
 
@@ -61,23 +56,6 @@ class IndexedSlices:
         return f"IndexedSlices(indices={self._indices}, values={self._values}{shape})"
 
 
-def _to_tensor(value: IndexedSlices, dtype=None, name=None, as_ref=False) -> Tensor:
-    """Densifies (sums rows with repeated indices), as TensorFlow does implicitly."""
-    from tensorflux.ops import math_ops
-
-    if dtype is not None and not dtype.is_compatible_with(value.dtype):
-        raise ValueError(f"Tensor conversion requested dtype {dtype.name} for IndexedSlices "
-                         f"with dtype {value.dtype.name}")
-    if value.dense_shape is None:
-        raise ValueError(f"Tensor conversion requested for IndexedSlices without dense_shape: "
-                         f"{value!r}")
-    return math_ops.unsorted_segment_sum(value.values, value.indices, value.dense_shape[0],
-                                         name=name)
-
-
-tensor_conversion.register_tensor_conversion_function(IndexedSlices, _to_tensor)
-
-
 def _fetch(value: IndexedSlices):
     parts = [value.values, value.indices]
     if value.dense_shape is not None:
@@ -93,4 +71,4 @@ def _feed(key: IndexedSlices, value):
     return pairs
 
 
-fetching.register_session_run_conversion_functions(IndexedSlices, _fetch, _feed)
+session_run_conversions.register_session_run_conversion_functions(IndexedSlices, _fetch, _feed)

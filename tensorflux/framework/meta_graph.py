@@ -26,9 +26,10 @@ import os
 from google.protobuf import text_format
 
 from tensorflux.framework import graph as graph_lib
-from tensorflux.framework import op_registry
+from tensorflux.framework import op_registry, versions
 from tensorflux.framework.graph import GraphKeys
-from tensorflux.protos import meta_graph_pb2
+from tensorflux.framework.importer import import_graph_def
+from tensorflux.protos import meta_graph_pb2, op_def_pb2, variable_pb2
 
 __all__ = ["export_meta_graph", "import_scoped_meta_graph", "read_meta_graph_file",
            "register_proto_function"]
@@ -52,19 +53,11 @@ def register_proto_function(collection_name: str, proto_type, to_proto, from_pro
 
 
 def _proto_function(key: str):
-    if key in _PROTO_FUNCTIONS:
-        return _PROTO_FUNCTIONS[key]
-    if key in VARIABLE_COLLECTIONS:
-        from tensorflux.ops.variables import Variable
-        from tensorflux.protos import variable_pb2
+    """The registered (proto class, to_proto, from_proto) of a collection, or None.
 
-        return (variable_pb2.VariableDef, Variable.to_proto, Variable.from_proto)
-    if key == GraphKeys.SAVERS:
-        from tensorflux.protos import saver_pb2
-        from tensorflux.train.saver import Saver
-
-        return (saver_pb2.SaverDef, Saver.to_proto, Saver.from_proto)
-    return None
+    The libraries above framework register theirs when they are imported: variables.py for
+    the variable collections, saver.py for `savers` (as TensorFlow's do)."""
+    return _PROTO_FUNCTIONS.get(key)
 
 
 # ---- export ------------------------------------------------------------------------------
@@ -153,8 +146,6 @@ def add_collection_def(meta_graph_def, key: str, graph=None, export_scope=None) 
 
 
 def _stripped_op_list(graph_def):
-    from tensorflux.protos import op_def_pb2
-
     ops = op_def_pb2.OpList()
     for op_type in sorted({n.op for n in graph_def.node}):
         opdef = op_registry.lookup(op_type)
@@ -167,13 +158,13 @@ def _stripped_op_list(graph_def):
     return ops
 
 
-def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_def=None,
-                      collection_list=None, as_text=False, graph=None, export_scope=None,
+def export_meta_graph(meta_info_def=None, graph_def=None, saver_def=None,
+                      collection_list=None, graph=None, export_scope=None,
                       clear_devices=False, strip_default_attrs=False, **kwargs):
-    """The MetaGraphDef of `graph` (default graph), written to `filename` if given.
+    """The MetaGraphDef of `graph` (default graph); `tf.train.export_meta_graph`
+    (train/saver.py) builds it here and writes it to a file.
 
     Args:
-      filename: write the proto there (atomically; text format if `as_text`).
       meta_info_def: a MetaInfoDef to start from.
       graph_def: the GraphDef to use instead of `graph`'s.
       saver_def: the SaverDef to record.
@@ -196,24 +187,13 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
     if not mgd.meta_info_def.HasField("stripped_op_list"):
         mgd.meta_info_def.stripped_op_list.CopyFrom(_stripped_op_list(mgd.graph_def))
     if not mgd.meta_info_def.meta_graph_version:
-        from tensorflux import __version__
-
-        mgd.meta_info_def.meta_graph_version = f"tensorflux-{__version__}"
+        mgd.meta_info_def.meta_graph_version = f"tensorflux-{versions.__version__}"
     if saver_def is not None:
         mgd.saver_def.CopyFrom(saver_def)
     keys = collection_list if collection_list is not None else \
         graph.get_all_collection_keys()
     for key in sorted(keys):
         add_collection_def(mgd, key, graph, export_scope)
-    if filename:
-        from tensorflux.checkpoint import files
-
-        directory = os.path.dirname(filename)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-        data = text_format.MessageToString(mgd).encode("utf-8") if as_text else \
-            mgd.SerializeToString(deterministic=True)
-        files.atomic_write(filename, data)
     return mgd
 
 
@@ -261,7 +241,6 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False, graph=None
     mgd = meta_graph_or_file if isinstance(meta_graph_or_file, meta_graph_pb2.MetaGraphDef) \
         else read_meta_graph_file(meta_graph_or_file)
     graph = graph or graph_lib.get_default_graph()
-    from tensorflux.framework.importer import import_graph_def
 
     with graph.as_default():
         gd = mgd.graph_def
@@ -339,16 +318,16 @@ def _import_collections(mgd, graph, scope, predicate) -> None:
 
 def _variable_for_handle(graph, handle, by_handle):
     """A Variable object for an imported VarHandleOp that no variable collection listed."""
-    from tensorflux.ops.variables import Variable
-    from tensorflux.protos import variable_pb2
-
+    proto_fn = _proto_function(GraphKeys.GLOBAL_VARIABLES)
+    if proto_fn is None:
+        return handle
     name = handle.op.name
     try:
         init = graph.get_operation_by_name(name + "/Assign")
         read = graph.get_tensor_by_name(name + "/Read/ReadVariableOp:0")
     except (KeyError, ValueError):
         return handle
-    var = Variable(variable_def=variable_pb2.VariableDef(
+    var = proto_fn[2](variable_pb2.VariableDef(
         variable_name=handle.name, initializer_name=init.name, snapshot_name=read.name,
         is_resource=True))
     by_handle[handle.name] = var

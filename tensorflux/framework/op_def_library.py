@@ -15,6 +15,7 @@ from tensorflux.framework import attr_values, dtypes, op_registry, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_registry import ArgDef, OpDef
 from tensorflux.framework.operation import Operation, Tensor
+from tensorflux.framework.tensor_conversion import convert_to_tensor
 
 
 def apply_op(op_type: str, name: str | None = None, **keywords) -> Any:
@@ -34,8 +35,6 @@ def apply_op(op_type: str, name: str | None = None, **keywords) -> Any:
       TypeError: a missing input, an unknown keyword, or a dtype that does not fit.
       ValueError: an attribute value that is not allowed, or incompatible shapes.
     """
-    from tensorflux.framework.tensor_conversion import convert_to_tensor
-
     opdef = op_registry.get(op_type)
     input_values = []
     for arg in opdef.inputs:

@@ -27,7 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tensorflux.framework import dtypes
+from tensorflux.framework import attr_values, dtypes, tensor_shape
+from tensorflux.protos import op_def_pb2
 
 NO_DEFAULT = object()
 """Sentinel: the attribute has no default, so every node must set it."""
@@ -93,9 +94,6 @@ class OpDef:
 
     def to_proto(self):
         """This definition as an `op_def_pb2.OpDef` message."""
-        from tensorflux.framework import attr_values
-        from tensorflux.protos import op_def_pb2
-
         proto = op_def_pb2.OpDef(name=self.name, is_stateful=self.is_stateful,
                                  is_commutative=self.is_commutative,
                                  allows_uninitialized_input=self.allows_uninitialized_input)
@@ -166,7 +164,6 @@ def _parse_default(text: str, kind: str):
     if kind == "shape":
         if text in ("unknown", "None"):
             return None
-        from tensorflux.framework import tensor_shape
 
         return tensor_shape.TensorShape(ast.literal_eval(text))
     if kind in ("tensor", "func"):

@@ -8,13 +8,33 @@ code. Each change bumps `graph._mutation_version`, which invalidates Sessions' c
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework import attr_values, dtypes, graph_io, tensor_shape
 
 if TYPE_CHECKING:
     from tensorflux.framework.graph import Graph
     from tensorflux.framework.op_registry import OpDef
+
+# Tensor.eval and Operation.run need a session, and sessions belong to the runtime, a layer
+# above framework. The runtime registers its runner here when it is imported
+# (runtime/session.py: `run_in_session`), so framework imports nothing above it.
+_session_runner: Callable[[Any, Any, Any], Any] | None = None
+
+
+def register_session_runner(runner: Callable[[Any, Any, Any], Any]) -> None:
+    """Sets `runner(element, feed_dict, session)`, what `eval()`/`run()` call."""
+    global _session_runner
+    _session_runner = runner
+
+
+def run_in_session(element, feed_dict=None, session=None):
+    """Runs `element` (a Tensor, Operation or composite) through the registered runner."""
+    if _session_runner is None:
+        raise RuntimeError("No session runtime is loaded: import tensorflux first")
+    return _session_runner(element, feed_dict, session)
+
 
 _PACKAGE_DIR = __file__.rsplit("/framework/", 1)[0]
 _TRACEBACK_DEPTH = 6
@@ -116,9 +136,7 @@ class Tensor:
 
     def eval(self, feed_dict=None, session=None):
         """Runs the graph up to this tensor in `session` (default: the default session)."""
-        from tensorflux.runtime import session as session_lib
-
-        return session_lib.run_in_session(self, feed_dict, session)
+        return run_in_session(self, feed_dict, session)
 
     def __repr__(self) -> str:
         return f"<tf.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
@@ -272,8 +290,6 @@ class Operation:
         Raises:
           ValueError: the op has no such attribute.
         """
-        from tensorflux.framework import attr_values
-
         if name not in self._attrs:
             raise ValueError(f"Operation '{self._name}' has no attr named '{name}'.")
         return attr_values.to_public(self._attrs[name], self._attr_kind(name))
@@ -290,16 +306,12 @@ class Operation:
     @property
     def node_def(self):
         """This operation as a `node_def_pb2.NodeDef` message."""
-        from tensorflux.framework import graph_io
-
         return graph_io.node_def_of(self)
 
     # ---- running ------------------------------------------------------------------------
     def run(self, feed_dict=None, session=None) -> None:
         """Runs this operation in `session` (default: the default session)."""
-        from tensorflux.runtime import session as session_lib
-
-        session_lib.run_in_session(self, feed_dict, session)
+        run_in_session(self, feed_dict, session)
 
     def __repr__(self) -> str:
         """Reads like a GraphDef line: `name = Type[attr=value, ...](inputs, ^controls)`."""

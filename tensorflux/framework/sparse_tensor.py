@@ -11,9 +11,10 @@ import collections
 
 import numpy as np
 
-from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework import common_shapes, dtypes, session_run_conversions, tensor_shape
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.operation import run_in_session
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.runtime import fetching
 
 SparseTensorValue = collections.namedtuple("SparseTensorValue",
                                            ["indices", "values", "dense_shape"])
@@ -30,8 +31,6 @@ class SparseTensor:
         Raises:
           ValueError: the parts' static shapes are inconsistent.
         """
-        from tensorflux.framework import graph as graph_lib
-
         with graph_lib.name_scope(None, "SparseTensor", [indices, values, dense_shape]):
             self._indices = convert_to_tensor(indices, dtype=dtypes.int64, name="indices")
             self._values = convert_to_tensor(values, name="values")
@@ -56,17 +55,13 @@ class SparseTensor:
 
     @property
     def shape(self) -> tensor_shape.TensorShape:
-        from tensorflux.framework import common_shapes
-
         return common_shapes.constant_value_as_shape(self._dense_shape)
 
     def get_shape(self) -> tensor_shape.TensorShape:
         return self.shape
 
     def eval(self, feed_dict=None, session=None):
-        from tensorflux.runtime import session as session_lib
-
-        return session_lib.run_in_session(self, feed_dict, session)
+        return run_in_session(self, feed_dict, session)
 
     def _map_values(self, fn) -> SparseTensor:
         return SparseTensor(self._indices, fn(self._values), self._dense_shape)
@@ -105,21 +100,4 @@ def _feed(st: SparseTensor, value):
             (st.dense_shape, np.asarray(shape, np.int64))]
 
 
-fetching.register_session_run_conversion_functions(SparseTensor, _fetch, _feed)
-
-
-def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
-    """A SparseTensor of placeholders (`tf.sparse_placeholder`): feed a SparseTensorValue."""
-    from tensorflux.framework import graph as graph_lib
-    from tensorflux.ops import array_ops
-
-    shape = None if shape is None else tensor_shape.as_shape(shape)
-    rank = shape.ndims if shape is not None else None
-    with graph_lib.name_scope(name, "SparsePlaceholder", []):
-        values = array_ops.placeholder(dtype, [None], name="values")
-        indices = array_ops.placeholder(dtypes.int64, [None, rank], name="indices")
-        if shape is not None and shape.is_fully_defined():
-            dense_shape = convert_to_tensor(np.array(shape.as_list(), np.int64), name="shape")
-        else:
-            dense_shape = array_ops.placeholder(dtypes.int64, [rank], name="shape")
-    return SparseTensor(indices, values, dense_shape)
+session_run_conversions.register_session_run_conversion_functions(SparseTensor, _fetch, _feed)

@@ -2,7 +2,8 @@
 
 Tensors pass through (checked against the requested dtype); objects of registered types
 (Variables, IndexedSlices, lists holding tensors, ...) are converted by their functions; anything
-else becomes a Const.
+else becomes a Const, through the function ops/constant_op.py registers for `object` last
+(priority 200, as TensorFlow's constant_op does).
 """
 
 from __future__ import annotations
@@ -84,9 +85,8 @@ def _convert(value, dtype, name, as_ref) -> Tensor:
         if dtype is not None and not dtype.is_compatible_with(ret.dtype):
             raise RuntimeError(f"{fn}: conversion to {dtype.name} returned {ret.dtype.name}")
         return ret
-    from tensorflux.ops import constant_op
-
-    return constant_op.constant(value, dtype=dtype, name=name or "Const")
+    raise TypeError(f"Cannot convert {value!r} to a Tensor: no conversion function is "
+                    "registered (is tensorflux.ops imported?)")
 
 
 def convert_n_to_tensor(values, dtype=None, name=None, preferred_dtype=None) -> list[Tensor]:

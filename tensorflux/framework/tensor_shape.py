@@ -16,6 +16,8 @@ import operator
 from collections.abc import Iterator
 from typing import Any
 
+from tensorflux.protos import tensor_shape_pb2
+
 __all__ = [
     "Dimension", "TensorShape", "as_dimension", "as_shape", "dimension_value",
     "dimension_at_index", "unknown_shape", "scalar", "vector", "matrix",
@@ -324,8 +326,6 @@ class TensorShape:
 
     def as_proto(self):
         """This shape as a `tensor_shape_pb2.TensorShapeProto` (unknown sizes are -1)."""
-        from tensorflux.protos import tensor_shape_pb2
-
         if self._dims_tuple is None:
             return tensor_shape_pb2.TensorShapeProto(unknown_rank=True)
         return tensor_shape_pb2.TensorShapeProto(dim=[

@@ -31,6 +31,7 @@ import numpy as np
 from tensorflux.framework import dtypes as _dtypes
 from tensorflux.framework import tensor_shape as _tensor_shape
 from tensorflux.framework.dtypes import DType
+from tensorflux.protos import tensor_pb2
 
 __all__ = ["convert_to_numpy", "make_tensor_proto", "MakeNdarray", "make_ndarray"]
 
@@ -375,8 +376,6 @@ def make_tensor_proto(values: Any, dtype: Any = None, shape: Any = None,
         `allow_broadcast` reject its shape.
       ValueError: if `values` has more elements than `shape`, or is None.
     """
-    from tensorflux.protos import tensor_pb2
-
     if isinstance(values, tensor_pb2.TensorProto):
         return values
     if dtype is not None:

@@ -3,14 +3,14 @@
 Each op module lists its `tf.nn` names in `__all__`; this package re-exports them.
 """
 
-from tensorflux.ops import array_ops as _array_ops
+from tensorflux.nn.embedding_ops import *  # noqa: F401,F403
+from tensorflux.nn.nn_impl import *  # noqa: F401,F403
+from tensorflux.ops import gather_ops as _gather_ops
 from tensorflux.ops import math_ops as _math_ops
-from tensorflux.ops.embedding_ops import *  # noqa: F401,F403
-from tensorflux.ops.nn_impl import *  # noqa: F401,F403
 from tensorflux.ops.nn_ops import *  # noqa: F401,F403
 
 # Names TF1 also exposes under tf.nn but defines elsewhere.
-for _module, _names in ((_math_ops, ("sigmoid", "tanh")), (_array_ops, ("top_k",))):
+for _module, _names in ((_math_ops, ("sigmoid", "tanh")), (_gather_ops, ("top_k",))):
     for _name in _names:
         if hasattr(_module, _name):
             globals()[_name] = getattr(_module, _name)
@@ -18,4 +18,4 @@ del _module, _names, _name
 
 # Recurrent networks (issue 4): tf.nn.rnn_cell.*, tf.nn.dynamic_rnn, tf.nn.static_rnn, ...
 from tensorflux.nn import rnn_cell  # noqa: E402,F401
-from tensorflux.ops.rnn import *  # noqa: E402,F401,F403
+from tensorflux.nn.rnn import *  # noqa: E402,F401,F403

@@ -1,6 +1,6 @@
 """`tf.nn.rnn_cell`: the RNN cells and cell wrappers of TensorFlow 1.x."""
 
-from tensorflux.ops.rnn_cell_impl import (  # noqa: F401
+from tensorflux.nn.rnn_cell_impl import (  # noqa: F401
     BasicLSTMCell,
     BasicRNNCell,
     GRUCell,
@@ -9,7 +9,7 @@ from tensorflux.ops.rnn_cell_impl import (  # noqa: F401
     MultiRNNCell,
     RNNCell,
 )
-from tensorflux.ops.rnn_cell_wrapper_impl import (  # noqa: F401
+from tensorflux.nn.rnn_cell_wrapper_impl import (  # noqa: F401
     DeviceWrapper,
     DropoutWrapper,
     ResidualWrapper,

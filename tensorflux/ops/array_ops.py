@@ -2,8 +2,9 @@
 tiling, broadcasting, filling.
 
 Each op's definition, TF1 wrapper and gradient sit together; kernels are in
-tensorflux/kernels/cpu/array_ops.py. The rest of the family lives beside it, and this module
-re-exports their public names: joining_ops.py (ConcatV2, Split, Pack, Unpack, Tile, Pad,
+tensorflux/kernels/cpu/array_ops.py. The rest of the family lives beside it (callers and
+the public namespace import each module; this one does not re-export them, so the family
+has no import cycle): joining_ops.py (ConcatV2, Split, Pack, Unpack, Tile, Pad,
 BroadcastTo, ReverseV2), slicing_ops.py (Slice, StridedSlice, `Tensor.__getitem__`) and
 gather_ops.py (Gather*, ScatterNd, OneHot, Unique, TopKV2, DynamicPartition/Stitch).
 
@@ -800,26 +801,3 @@ def ones_like(tensor, dtype=None, name: str | None = None, optimize: bool = True
         out = ones(dims, dtype=dtype or t.dtype.base_dtype, name=scope)
         out.set_shape(t.shape)
         return out
-
-
-# ------------------------------------------------------------------------------------------
-# `tf.where` is math_ops' (Where, Select, SelectV2); TF code reaches it as array_ops.where.
-
-
-def __getattr__(name: str):
-    if name in ("where", "where_v2"):
-        from tensorflux.ops import math_ops
-
-        return getattr(math_ops, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-# ------------------------------------------------------------------------------------------
-# The joining, slicing and gathering families (registration and public names).
-
-from tensorflux.ops import gather_ops, joining_ops, slicing_ops  # noqa: E402
-
-__all__ += joining_ops.__all__ + slicing_ops.__all__ + gather_ops.__all__
-from tensorflux.ops.gather_ops import *  # noqa: E402,F401,F403
-from tensorflux.ops.joining_ops import *  # noqa: E402,F401,F403
-from tensorflux.ops.slicing_ops import *  # noqa: E402,F401,F403

@@ -7,6 +7,7 @@ import numpy as np
 from tensorflux.framework import common_shapes, dtypes, tensor_shape, tensor_util
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_registry import define_op, not_differentiable
+from tensorflux.framework.tensor_conversion import register_tensor_conversion_function
 
 # The TF1 public names of this module.
 __all__ = ["constant"]
@@ -67,3 +68,12 @@ def constant(value, dtype=None, shape=None, name: str = "Const", verify_shape: b
         dt = dtypes.string
     return g._create_op_internal("Const", (), {"value": arr, "dtype": dt}, name or "Const",
                                  output_dtypes=[dt]).outputs[0]
+
+
+def _constant_tensor_conversion_function(v, dtype=None, name=None, as_ref=False):
+    """Python and NumPy values become a Const (the last conversion tried)."""
+    del as_ref
+    return constant(v, dtype=dtype, name=name or "Const")
+
+
+register_tensor_conversion_function(object, _constant_tensor_conversion_function, priority=200)

@@ -28,6 +28,7 @@ from tensorflux.framework.op_registry import define_op, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.random_seed import get_seed
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import math_ops
 
 # The TF1 public names of this module.
 __all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
@@ -499,8 +500,6 @@ not_differentiable("ResourceConditionalAccumulator", "ResourceAccumulatorApplyGr
 
 
 def _int64(value, name=None) -> Tensor:
-    from tensorflux.ops import math_ops
-
     return math_ops.cast(convert_to_tensor(value), dtypes.int64, name=name)
 
 

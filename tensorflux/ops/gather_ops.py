@@ -22,7 +22,7 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, constant_op
+from tensorflux.ops import array_ops, constant_op, joining_ops
 
 __all__ = ["gather", "gather_nd", "scatter_nd", "one_hot", "unique", "top_k",
            "dynamic_partition", "dynamic_stitch", "parallel_dynamic_stitch", "sequence_mask"]
@@ -134,7 +134,7 @@ def _axis0_gather_grad(params: Tensor, indices: Tensor, grad) -> IndexedSlices:
         values_shape = _const([-1] + pdims[1:], dtypes.int32)
     else:
         dense_shape = array_ops.shape(params, out_type=dtypes.int32)
-        values_shape = array_ops.concat([[-1], dense_shape[1:]], 0)
+        values_shape = joining_ops.concat([[-1], dense_shape[1:]], 0)
     values = array_ops.reshape(grad, values_shape)
     flat = indices if indices.shape.ndims == 1 else array_ops.reshape(indices, [-1])
     return IndexedSlices(values, flat, dense_shape)
@@ -176,7 +176,7 @@ def _batch_gather_grad(params, indices, grad, axis: int, b: int) -> Tensor:
     def part(lo, hi):
         return np.array(static[lo:hi], dtype=np.int32) if static is not None else pshape[lo:hi]
 
-    values = array_ops.reshape(grad, array_ops.concat([part(0, axis), [-1], part(axis + 1, n)],
+    values = array_ops.reshape(grad, joining_ops.concat([part(0, axis), [-1], part(axis + 1, n)],
                                                       0) if static is None else
                                np.array(static[:axis] + [-1] + static[axis + 1:], np.int32))
     perm = list(range(b)) + [axis] + list(range(b, axis)) + list(range(axis + 1, n))
@@ -199,13 +199,13 @@ def _batch_gather_grad(params, indices, grad, axis: int, b: int) -> Tensor:
         else:
             inner = apply_op("Prod", input=array_ops.shape(indices)[b:],
                              reduction_indices=[0], keep_dims=False, name="Prod")
-            offsets = array_ops.reshape(array_ops.tile(
+            offsets = array_ops.reshape(joining_ops.tile(
                 array_ops.expand_dims(apply_op("Cast", x=offsets, DstT=indices.dtype,
                                                name="Cast"), 1),
-                array_ops.stack([1, apply_op("Cast", x=inner, DstT=dtypes.int32,
+                joining_ops.stack([1, apply_op("Cast", x=inner, DstT=dtypes.int32,
                                              name="Cast")])), [-1])
         flat_indices = apply_op("AddV2", x=flat_indices, y=offsets, name="add")
-        values = array_ops.reshape(values, array_ops.concat([[-1], part(b, axis),
+        values = array_ops.reshape(values, joining_ops.concat([[-1], part(b, axis),
                                                              part(axis + 1, n)], 0)
                                    if static is None else
                                    np.array([-1] + static[b:axis] + static[axis + 1:],
@@ -218,7 +218,7 @@ def _batch_gather_grad(params, indices, grad, axis: int, b: int) -> Tensor:
                    num_segments=num, name="UnsortedSegmentSum")
     if b:
         moved = np.array(static[:b] + [static[axis]] + static[b:axis] + static[axis + 1:],
-                         np.int32) if static is not None else array_ops.concat(
+                         np.int32) if static is not None else joining_ops.concat(
             [part(0, b), array_ops.expand_dims(gather_size, 0), part(b, axis),
              part(axis + 1, n)], 0)
         out = array_ops.reshape(out, moved)
@@ -476,7 +476,7 @@ def _top_k_grad(op, grad, _):
         in_shape = array_ops.shape(x)
         n = apply_op("Cast", x=in_shape[-1], DstT=idx.dtype, name="Cast")
         k = apply_op("Cast", x=array_ops.shape(idx)[-1], DstT=dtypes.int32, name="Cast")
-        idx_2d = array_ops.reshape(idx, array_ops.stack([-1, k]))
+        idx_2d = array_ops.reshape(idx, joining_ops.stack([-1, k]))
         outer = array_ops.shape(idx_2d, out_type=idx.dtype)[0]
         offsets = array_ops.expand_dims(apply_op("Range", start=apply_op(
             "Cast", x=0, DstT=idx.dtype, name="Cast"), limit=apply_op(

@@ -20,6 +20,7 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.lib.io.tf_record import TFRecordOptions
 
 # The TF1 public names of this module.
 __all__ = ["ReaderBase", "TFRecordReader", "TextLineReader", "FixedLengthRecordReader",
@@ -165,8 +166,6 @@ class TFRecordReader(ReaderBase):
     """
 
     def __init__(self, name=None, options=None):
-        from tensorflux.lib.io.tf_record import TFRecordOptions
-
         compression = TFRecordOptions.get_compression_type_string(options)
         ref = apply_op("TFRecordReaderV2", compression_type=compression,
                        name=name or "TFRecordReaderV2")

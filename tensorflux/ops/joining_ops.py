@@ -145,7 +145,7 @@ def _sizes_along(values, axis_t: Tensor):
         sizes = [s[axis] for s in shapes]
         if all(d is not None for d in sizes):
             return axis, np.array(sizes, dtype=np.int32)
-        from tensorflux.ops import slicing_ops
+        from tensorflux.ops import slicing_ops  # slicing_ops imports this module
 
         dims = [d if d is not None else slicing_ops.strided_slice(
             shape(t), [axis], [axis + 1], [1], shrink_axis_mask=1) for d, t in
@@ -155,7 +155,7 @@ def _sizes_along(values, axis_t: Tensor):
     axis_nn = apply_op("FloorMod", x=axis_t, y=apply_op("Cast", x=r, DstT=axis_t.dtype),
                        name="mod")
     shapes_t = shape_n(values)
-    from tensorflux.ops import gather_ops
+    from tensorflux.ops import gather_ops  # gather_ops imports this module
 
     sizes = stack([gather_ops.gather(s, axis_nn) for s in shapes_t])
     return axis_nn, sizes
@@ -165,7 +165,7 @@ def _sizes_along(values, axis_t: Tensor):
 def _concat_grad(op, grad):
     values, axis_t = op.inputs[:-1], op.inputs[-1]
     if hasattr(grad, "_is_indexed_slices"):
-        from tensorflux.ops import gather_ops
+        from tensorflux.ops import gather_ops  # gather_ops imports this module
 
         grad = gather_ops.indexed_slices_to_tensor(grad)
     axis, sizes = _sizes_along(values, axis_t)
@@ -520,7 +520,7 @@ def _tile_grad(op, grad):
     in_dims = _static_shape(x)
     mult = constant_value(multiples)
     if hasattr(grad, "_is_indexed_slices"):
-        from tensorflux.ops import gather_ops
+        from tensorflux.ops import gather_ops  # gather_ops imports this module
 
         grad = gather_ops.indexed_slices_to_tensor(grad)
     if in_dims is not None and mult is not None:
@@ -638,7 +638,7 @@ def pad(tensor, paddings, mode: str = "CONSTANT", name: str | None = None,
 
 def _unpad(grad: Tensor, x: Tensor, paddings: Tensor) -> Tensor:
     """The part of `grad` that lies over the unpadded input `x`: a Slice."""
-    from tensorflux.ops import slicing_ops
+    from tensorflux.ops import slicing_ops  # slicing_ops imports this module
 
     pads = constant_value(paddings)
     if pads is not None:

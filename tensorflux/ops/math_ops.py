@@ -2,10 +2,11 @@
 selection, and the Tensor operators. Each op's definition, TF1 wrapper and gradient sit
 together; kernels are in tensorflux/kernels/cpu/math_ops.py. Reductions, matrices and
 sequences (range, cumsum, segment sums) are in reduction_ops.py, matrix_ops.py and
-sequence_ops.py, whose names this module re-exports, as TensorFlow's math_ops has them.
+sequence_ops.py (callers import those modules; this one does not re-export them, so the
+family has no import cycle).
 
 Gradients of ops defined with `broadcasts=True` return gradients shaped like the op's
-output; the gradient driver (ops/gradients.py) sums them back to each input's shape.
+output; the gradient driver (autodiff/gradients.py) sums them back to each input's shape.
 
 This module defines TF1's `range`, `abs`, `pow`, `round` and `complex`, so inside it the
 Python builtins of those names are reached as `builtins.range` and so on.
@@ -1347,34 +1348,3 @@ Tensor._override_operator("__lt__", lambda self, other: less(self, other))
 Tensor._override_operator("__le__", lambda self, other: less_equal(self, other))
 Tensor._override_operator("__gt__", lambda self, other: greater(self, other))
 Tensor._override_operator("__ge__", lambda self, other: greater_equal(self, other))
-
-
-# Reductions, matrices and sequences have modules of their own; TensorFlow's math_ops has
-# their names too, so they stay reachable here.
-from tensorflux.ops.matrix_ops import (  # noqa: E402,F401
-    cholesky,
-    matmul,
-    matrix_determinant,
-    matrix_inverse,
-)
-from tensorflux.ops.reduction_ops import (  # noqa: E402,F401
-    argmax,
-    argmin,
-    count_nonzero,
-    reduce_all,
-    reduce_any,
-    reduce_euclidean_norm,
-    reduce_logsumexp,
-    reduce_max,
-    reduce_mean,
-    reduce_min,
-    reduce_prod,
-    reduce_sum,
-)
-from tensorflux.ops.sequence_ops import (  # noqa: E402,F401
-    broadcast_gradient_args,
-    cumprod,
-    cumsum,
-    range,
-    unsorted_segment_sum,
-)

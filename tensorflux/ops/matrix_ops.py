@@ -17,6 +17,7 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import joining_ops
 from tensorflux.ops.math_ops import (
     _array_ops,
     _binary_operator,
@@ -231,7 +232,7 @@ def _matrix_determinant_grad(op, grad):
     array_ops = _array_ops()
     a_adj_inv = matrix_inverse(a, adjoint=True)
     multipliers = array_ops.reshape(multiply(grad, c),
-                                    array_ops.concat([array_ops.shape(c), [1, 1]], 0))
+                                    joining_ops.concat([array_ops.shape(c), [1, 1]], 0))
     return [multiply(multipliers, a_adj_inv)]
 
 
@@ -283,7 +284,7 @@ def _adjoint(x):
         perm = list(builtins.range(rank - 2)) + [rank - 1, rank - 2]
     else:
         r = array_ops.rank(x)
-        perm = array_ops.concat([range(0, subtract(r, 2)), array_ops.stack(
+        perm = joining_ops.concat([range(0, subtract(r, 2)), joining_ops.stack(
             [subtract(r, 1), subtract(r, 2)])], 0)
     return _conj(array_ops.transpose(x, perm))
 

@@ -4,7 +4,7 @@ L2Loss, LRN, InTopKV2.
 Each op's definition, shape function, TF1 wrapper and gradient sit together; kernels are in
 tensorflux/kernels/cpu/nn_ops.py, conv_ops.py and pooling_ops.py. The TF1 functions that
 compose these ops with others (the cross-entropy wrappers, dropout, moments, ...) are in
-tensorflux/ops/nn_impl.py. Gradients
+tensorflux/nn/nn_impl.py. Gradients
 are real backward ops where TensorFlow has them (ReluGrad, BiasAddGrad, Conv2DBackpropInput,
 MaxPoolGrad, ...).
 """
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorflux.framework import common_shapes, dtypes, tensor_shape
+from tensorflux.framework import common_shapes, dtypes, errors, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, constant_op, math_ops
+from tensorflux.ops import array_ops, constant_op, math_ops, reduction_ops
 
 # The TF1 public names of this module (tf.nn.*).
 __all__ = [
@@ -229,8 +229,6 @@ def _along_axis(op_type, logits, axis, name):
     if ndims is None:
         raise ValueError(f"{op_type} along axis {axis} needs a tensor of known rank")
     if not -ndims <= axis < ndims:
-        from tensorflux.framework import errors
-
         raise errors.InvalidArgumentError(
             None, None, f"`dim` must be in the range [{-ndims}, {ndims}) where {ndims} is the "
             f"number of dimensions in the input. Received: dim={axis}")
@@ -264,13 +262,13 @@ def log_softmax(logits, axis=None, name: str | None = None, dim=None):
 @gradient("Softmax")
 def _softmax_grad(op, grad):
     y = op.outputs[0]
-    return [(grad - math_ops.reduce_sum(grad * y, -1, keepdims=True)) * y]
+    return [(grad - reduction_ops.reduce_sum(grad * y, -1, keepdims=True)) * y]
 
 
 @gradient("LogSoftmax")
 def _log_softmax_grad(op, grad):
     p = math_ops.exp(op.outputs[0])
-    return [grad - math_ops.reduce_sum(grad, -1, keepdims=True) * p]
+    return [grad - reduction_ops.reduce_sum(grad, -1, keepdims=True) * p]
 
 
 # ---- cross entropy -----------------------------------------------------------------------
@@ -317,7 +315,7 @@ def _xent_logits_grad(op, grad_loss, grad_grad):
     grad = array_ops.expand_dims(grad_loss, -1) * op.outputs[1]
     if not _is_zero(grad_grad):
         p = apply_op("Softmax", logits=op.inputs[0])
-        grad = grad + (grad_grad - math_ops.reduce_sum(grad_grad * p, -1, keepdims=True)) * p
+        grad = grad + (grad_grad - reduction_ops.reduce_sum(grad_grad * p, -1, keepdims=True)) * p
     return grad
 
 

@@ -23,6 +23,7 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, not_differentiable
 from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import array_ops
 
 # The TF1 public names of this module.
 __all__ = ["decode_csv", "decode_raw", "parse_example", "parse_single_example",
@@ -197,8 +198,6 @@ def _check_type(key, dtype):
 
 def _dense_default(key, feature, dtype, shape):
     """The `dense_defaults` input for one dense feature (empty: required)."""
-    from tensorflux.ops import array_ops
-
     name = "key_" + re.sub(r"[^A-Za-z0-9_.\-/]", "_", key)
     if isinstance(feature, FixedLenSequenceFeature):
         if feature.default_value is None:

@@ -17,6 +17,7 @@ from tensorflux.framework.op_registry import define_op, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.random_seed import get_seed, set_random_seed
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import joining_ops, math_ops
 
 # The TF1 public names of this module.
 __all__ = ["random_uniform", "random_normal", "truncated_normal", "random_shuffle",
@@ -58,13 +59,7 @@ def _shape_tensor(shape) -> Tensor:
         shape = shape.as_list()
     if isinstance(shape, (list, tuple)):
         if any(isinstance(d, Tensor) for d in shape):
-            from tensorflux.ops import array_ops
-
-            stack = getattr(array_ops, "stack", None)
-            if stack is None:
-                raise NotImplementedError("A shape holding tensors needs tf.stack, which "
-                                          "tensorflux does not define yet")
-            return stack(list(shape), name="shape")
+            return joining_ops.stack(list(shape), name="shape")
         shape = [int(d) if isinstance(d, tensor_shape.Dimension) else d for d in shape]
         if not shape:
             return convert_to_tensor(shape, dtype=dtypes.int32, name="shape")
@@ -73,8 +68,6 @@ def _shape_tensor(shape) -> Tensor:
 
 def _math(fn_name: str):
     """A math_ops wrapper, looked up when first needed (math ops live in another module)."""
-    from tensorflux.ops import math_ops
-
     fn = getattr(math_ops, fn_name, None)
     if fn is None:
         raise NotImplementedError(f"tf.{fn_name} is needed here and tensorflux does not "

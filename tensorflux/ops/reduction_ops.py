@@ -17,6 +17,7 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import gather_ops, joining_ops
 from tensorflux.ops.math_ops import (
     _ORDERED,
     _REDUCIBLE,
@@ -202,7 +203,7 @@ def _broadcast_back(op, grad):
     target = x.shape.as_list() if x.shape.is_fully_defined() else array_ops.shape(x)
     if isinstance(target, list) and grad.shape.as_list() == target:
         return grad
-    return array_ops.broadcast_to(grad, target)
+    return joining_ops.broadcast_to(grad, target)
 
 
 @gradient("Sum")
@@ -261,8 +262,8 @@ def _prod_grad(op, grad):
         perm = reduced + other
         inverse = [perm.index(i) for i in builtins.range(rank)]
         input_shape = array_ops.shape(x)
-        reduced_num = reduce_prod(array_ops.gather(input_shape, reduced)) if reduced else 1
-        other_num = reduce_prod(array_ops.gather(input_shape, other)) if other else 1
+        reduced_num = reduce_prod(gather_ops.gather(input_shape, reduced)) if reduced else 1
+        other_num = reduce_prod(gather_ops.gather(input_shape, other)) if other else 1
     else:
         input_shape = array_ops.shape(x)
         n = array_ops.size(input_shape)
@@ -271,13 +272,13 @@ def _prod_grad(op, grad):
                                 array_ops.reshape(ax, [1, -1])), axis=1)
         reduced = cast(array_ops.reshape(where(mask), [-1]), dtypes.int32)
         other = cast(array_ops.reshape(where(logical_not(mask)), [-1]), dtypes.int32)
-        perm = array_ops.concat([reduced, other], 0)
+        perm = joining_ops.concat([reduced, other], 0)
         inverse = unsorted_segment_sum(range(0, n), perm, n)
-        reduced_num = reduce_prod(array_ops.gather(input_shape, reduced))
-        other_num = reduce_prod(array_ops.gather(input_shape, other))
+        reduced_num = reduce_prod(gather_ops.gather(input_shape, reduced))
+        other_num = reduce_prod(gather_ops.gather(input_shape, other))
     permuted = array_ops.transpose(x, perm)
     permuted_shape = array_ops.shape(permuted)
-    reshaped = array_ops.reshape(permuted, array_ops.stack([reduced_num, other_num]))
+    reshaped = array_ops.reshape(permuted, joining_ops.stack([reduced_num, other_num]))
     left = cumprod(reshaped, axis=0, exclusive=True)
     right = cumprod(reshaped, axis=0, exclusive=True, reverse=True)
     y = array_ops.reshape(multiply(_conj(left), _conj(right)), permuted_shape)

@@ -17,6 +17,7 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import gather_ops, joining_ops
 from tensorflux.ops.math_ops import (
     _REDUCIBLE,
     _TIDX,
@@ -175,7 +176,7 @@ def _unsorted_segment_sum_grad(op, grad):
     array_ops = _array_ops()
     ids = op.inputs[1]
     clipped = maximum(ids, _zeros(ids))
-    gathered = array_ops.gather(grad, clipped)
+    gathered = gather_ops.gather(grad, clipped)
     is_positive = greater_equal(ids, _zeros(ids))
     extra = None
     if gathered.shape.ndims is not None and ids.shape.ndims is not None:
@@ -185,7 +186,7 @@ def _unsorted_segment_sum_grad(op, grad):
         ones = array_ops.fill(array_ops.reshape(extra, [1]), 1)
     else:
         ones = np.ones([extra], np.int32)
-    mask = array_ops.reshape(is_positive, array_ops.concat([array_ops.shape(ids), ones], 0))
+    mask = array_ops.reshape(is_positive, joining_ops.concat([array_ops.shape(ids), ones], 0))
     return [where_v2(mask, gathered, _zeros(gathered)), None, None]
 
 

@@ -2,7 +2,7 @@
 indexing of tensors (`t[1:, ..., tf.newaxis, 0]`) and `tf.boolean_mask`.
 
 Kernels are in tensorflux/kernels/cpu/slicing_ops.py; the index canonicalization both
-sides share is tensorflux/ops/slice_spec.py.
+sides share is tensorflux/framework/slice_spec.py.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from tensorflux.framework.common_shapes import (
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient
 from tensorflux.framework.operation import Tensor
+from tensorflux.framework.slice_spec import strided_slice_spec
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, constant_op
-from tensorflux.ops.slice_spec import strided_slice_spec
+from tensorflux.ops import array_ops, constant_op, gather_ops, joining_ops
 
 __all__ = ["slice", "strided_slice", "boolean_mask"]
 
@@ -92,14 +92,14 @@ def _slice_grad(op, grad):
         paddings = np.stack([b, after], axis=1).astype(begin.dtype.as_numpy_dtype)
     else:
         r = array_ops.rank(x)
-        before = array_ops.reshape(begin, array_ops.stack([r, 1]))
+        before = array_ops.reshape(begin, joining_ops.stack([r, 1]))
         after = apply_op("Sub", x=apply_op("Sub", x=array_ops.shape(x, out_type=begin.dtype),
                                            y=array_ops.shape(op.outputs[0],
                                                              out_type=begin.dtype),
                                            name="sub"), y=begin, name="sub_1")
-        paddings = array_ops.concat([before, array_ops.reshape(after, array_ops.stack([r, 1]))],
+        paddings = joining_ops.concat([before, array_ops.reshape(after, joining_ops.stack([r, 1]))],
                                     1)
-    out = array_ops.pad(grad, paddings)
+    out = joining_ops.pad(grad, paddings)
     out.set_shape(x.shape)
     return [out, None, None]
 
@@ -330,7 +330,7 @@ def slice_helper(tensor, slice_spec, var=None):
             masks["shrink_axis_mask"] |= bit
     with graph_lib.name_scope(None, "strided_slice", [tensor] + begin + end + strides) as name:
         if begin:
-            packed = [array_ops.stack(v) for v in (begin, end, strides)]
+            packed = [joining_ops.stack(v) for v in (begin, end, strides)]
             if any(p.dtype is dtypes.int64 for p in packed):
                 packed = [p if p.dtype is dtypes.int64 else
                           apply_op("Cast", x=p, DstT=dtypes.int64, name="Cast") for p in packed]
@@ -357,8 +357,6 @@ def boolean_mask(tensor, mask, name: str = "boolean_mask", axis=None):
       ValueError: `mask` is a scalar or of unknown rank, or its static shape conflicts with
         `tensor`'s.
     """
-    from tensorflux.ops import gather_ops
-
     with graph_lib.name_scope(name, values=[tensor, mask]):
         tensor = convert_to_tensor(tensor, name="tensor")
         mask = convert_to_tensor(mask, name="mask")
@@ -395,7 +393,7 @@ def _flatten_masked_dims(tensor: Tensor, axis, k: int) -> Tensor:
     s = array_ops.shape(tensor)
     lead = apply_op("Prod", input=s[axis:axis + k], reduction_indices=[0], keep_dims=False,
                     name="Prod")
-    out = array_ops.reshape(tensor, array_ops.concat([s[:axis], [lead], s[axis + k:]], 0))
+    out = array_ops.reshape(tensor, joining_ops.concat([s[:axis], [lead], s[axis + k:]], 0))
     if dims is not None and not isinstance(axis, Tensor):
         first = tensor.shape[axis:axis + k].num_elements()
         out.set_shape(tensor.shape[:axis].concatenate([first]).concatenate(

@@ -25,13 +25,18 @@ from tensorflux.framework.common_shapes import constant_value_as_shape
 from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient
+from tensorflux.framework.operation import Tensor
 from tensorflux.framework.sparse_tensor import SparseTensor, SparseTensorValue
-from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, constant_op
+from tensorflux.framework.tensor_conversion import (
+    convert_to_tensor,
+    register_tensor_conversion_function,
+)
+from tensorflux.ops import array_ops, constant_op, gather_ops, math_ops, reduction_ops, sequence_ops
+from tensorflux.ops.gather_ops import indexed_slices_to_tensor
 
 # The TF1 public names of this module (`tf.sparse_*`; `tf.sparse.*` is tensorflux/sparse/).
 __all__ = ["sparse_segment_sum", "sparse_segment_mean", "sparse_segment_sqrt_n",
-           "sparse_tensor_to_dense", "sparse_to_dense", "sparse_reorder"]
+           "sparse_tensor_to_dense", "sparse_to_dense", "sparse_reorder", "sparse_placeholder"]
 
 _dims = array_ops._dims
 _REAL = ("T: {float, double, int32, uint8, int16, int8, int64, bfloat16, uint16, half, uint32, "
@@ -155,8 +160,6 @@ def _rows(t):
 
 def _sparse_segment_grad(reduction: str):
     def grad_fn(op, grad):
-        from tensorflux.ops.gather_ops import indexed_slices_to_tensor
-
         data, indices, segment_ids = op.inputs[:3]
         grad = indexed_slices_to_tensor(grad)
         extra = [None] * (len(op.inputs) - 3)
@@ -184,8 +187,6 @@ def _sparse_segment_grad_grad(reduction: str):
     """The gradient op is linear in `grad`; its transpose is the forward op with
     num_segments = rows of `grad`."""
     def grad_fn(op, grad):
-        from tensorflux.ops.gather_ops import indexed_slices_to_tensor
-
         g_in, indices, segment_ids = op.inputs[:3]
         back = apply_op(f"SparseSegment{reduction}WithNumSegments",
                         data=indexed_slices_to_tensor(grad), indices=indices,
@@ -232,8 +233,6 @@ define_op("SparseToDense",
 @gradient("SparseToDense")
 def _sparse_to_dense_grad(op, grad):
     """Values get the gradient at their positions; the default value gets the rest."""
-    from tensorflux.ops import gather_ops, math_ops
-
     indices, output_shape, values, _ = op.inputs
     grad = gather_ops.indexed_slices_to_tensor(grad)
     nd = _dims(indices)
@@ -241,10 +240,10 @@ def _sparse_to_dense_grad(op, grad):
         indices = array_ops.reshape(indices, [-1, 1])
     picked = gather_ops.gather_nd(grad, indices)
     if values.shape.ndims == 0:
-        values_grad = math_ops.reduce_sum(picked)
+        values_grad = reduction_ops.reduce_sum(picked)
     else:
         values_grad = array_ops.reshape(picked, array_ops.shape(values))
-    default_grad = math_ops.reduce_sum(grad) - math_ops.reduce_sum(picked)
+    default_grad = reduction_ops.reduce_sum(grad) - reduction_ops.reduce_sum(picked)
     return [None, None, values_grad, default_grad]
 
 
@@ -324,11 +323,9 @@ define_op("SparseReorder", inputs=["input_indices: int64", "input_values: T",
 @gradient("SparseReorder")
 def _sparse_reorder_grad(op, _, values_grad):
     """The values' gradient gathered back through the inverse of the sorting permutation."""
-    from tensorflux.ops import gather_ops, math_ops
-
     input_indices, _, input_shape = op.inputs
     n = array_ops.shape(input_indices, out_type=dtypes.int64)[0]
-    entries = math_ops.range(np.int64(0), n, np.int64(1))
+    entries = sequence_ops.range(np.int64(0), n, np.int64(1))
     _, order = apply_op("SparseReorder", input_indices=input_indices, input_values=entries,
                         input_shape=input_shape, name="SparseReorder")
     inverse = array_ops.invert_permutation(math_ops.cast(order, dtypes.int32))
@@ -357,8 +354,6 @@ def sparse_reorder(sp_input, name=None) -> SparseTensor:
 def from_dense(tensor, name=None) -> SparseTensor:
     """A SparseTensor of the non-zero entries of a dense tensor (`tf.sparse.from_dense`),
     indices in row-major order."""
-    from tensorflux.ops import gather_ops, math_ops
-
     with graph_lib.name_scope(name, "dense_to_sparse", [tensor]):
         tensor = convert_to_tensor(tensor)
         zero = np.zeros((), tensor.dtype.as_numpy_dtype) if tensor.dtype != dtypes.string \
@@ -367,3 +362,36 @@ def from_dense(tensor, name=None) -> SparseTensor:
         values = gather_ops.gather_nd(tensor, indices)
         shape = array_ops.shape(tensor, out_type=dtypes.int64)
         return SparseTensor(indices, values, shape)
+
+
+# ---- composite tensors' graph-side pieces (their classes are in framework/) ---------------
+
+
+def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
+    """A SparseTensor of placeholders (`tf.sparse_placeholder`): feed a SparseTensorValue."""
+    shape = None if shape is None else tensor_shape.as_shape(shape)
+    rank = shape.ndims if shape is not None else None
+    with graph_lib.name_scope(name, "SparsePlaceholder", []):
+        values = array_ops.placeholder(dtype, [None], name="values")
+        indices = array_ops.placeholder(dtypes.int64, [None, rank], name="indices")
+        if shape is not None and shape.is_fully_defined():
+            dense_shape = convert_to_tensor(np.array(shape.as_list(), np.int64), name="shape")
+        else:
+            dense_shape = array_ops.placeholder(dtypes.int64, [rank], name="shape")
+    return SparseTensor(indices, values, dense_shape)
+
+
+def _indexed_slices_to_tensor(value: IndexedSlices, dtype=None, name=None,
+                              as_ref=False) -> Tensor:
+    """Densifies (sums rows with repeated indices), as TensorFlow does implicitly."""
+    if dtype is not None and not dtype.is_compatible_with(value.dtype):
+        raise ValueError(f"Tensor conversion requested dtype {dtype.name} for IndexedSlices "
+                         f"with dtype {value.dtype.name}")
+    if value.dense_shape is None:
+        raise ValueError(f"Tensor conversion requested for IndexedSlices without dense_shape: "
+                         f"{value!r}")
+    return sequence_ops.unsorted_segment_sum(value.values, value.indices, value.dense_shape[0],
+                                             name=name)
+
+
+register_tensor_conversion_function(IndexedSlices, _indexed_slices_to_tensor)

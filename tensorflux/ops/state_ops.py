@@ -11,16 +11,18 @@ handle's, and values assigned or added must have shapes compatible with the vari
 (ValueError at graph construction, with the node in the message).
 
 The TF1 functions `tf.assign`, `tf.assign_add`, `tf.scatter_update`, ... at the end take a
-`tf.Variable` (tensorflux/ops/variables.py).
+`tf.Variable` (tensorflux/variables/variables.py).
 """
 
 from __future__ import annotations
 
 from tensorflux.framework import common_shapes, dtypes, tensor_shape
+from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import array_ops, joining_ops
 
 # The TF1 public names of this module.
 __all__ = ["assign", "assign_add", "assign_sub", "scatter_add", "scatter_sub",
@@ -239,13 +241,10 @@ def resource_gather(resource, indices, dtype, batch_dims: int = 0,
 @gradient("ResourceGather")
 def _resource_gather_grad(op, grad):
     """IndexedSlices of the incoming gradient's rows, as TensorFlow's `_GatherGrad`."""
-    from tensorflux.framework.indexed_slices import IndexedSlices
-    from tensorflux.ops import array_ops
-
     handle, indices = op.inputs
     params_shape = variable_shape(handle)
     size = array_ops.expand_dims(array_ops.size(indices), 0)
-    values_shape = array_ops.concat([size, params_shape[1:]], 0)
+    values_shape = joining_ops.concat([size, params_shape[1:]], 0)
     values = array_ops.reshape(grad, values_shape)
     indices = array_ops.reshape(indices, size)
     return [IndexedSlices(values, indices, params_shape), None]

@@ -30,6 +30,7 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import array_ops, math_ops, sequence_ops
 
 __all__ = ["TensorArray"]
 
@@ -245,14 +246,10 @@ class TensorArray:
     # ---- operations -----------------------------------------------------------------------
     def identity(self) -> TensorArray:
         """This array with an Identity of its flow (a new point in the ordering)."""
-        from tensorflux.ops import array_ops
-
         return build_ta_with_new_flow(self, array_ops.identity(self._flow))
 
     def grad(self, source: str, flow=None, name: str | None = None) -> TensorArray:
         """The gradient array of this one for gradient source `source`."""
-        from tensorflux.ops import array_ops
-
         if flow is None:
             flow = self.flow
         with graph_lib.name_scope(name, "TensorArrayGrad", [self._handle]):
@@ -294,11 +291,10 @@ class TensorArray:
 
     def stack(self, name: str | None = None) -> Tensor:
         """All elements stacked along a new first dimension."""
-        from tensorflux.ops import math_ops
 
         with graph_lib.colocate_with(self._handle), \
                 graph_lib.name_scope(name, "TensorArrayStack", [self._handle]):
-            value = self.gather(math_ops.range(0, self.size()), name=name)
+            value = self.gather(sequence_ops.range(0, self.size()), name=name)
             if self.element_shape.ndims is not None and not self._dynamic_size and \
                     self._size is not None:
                 size = common_shapes.constant_value(convert_to_tensor(self._size)) \
@@ -335,12 +331,10 @@ class TensorArray:
 
     def unstack(self, value, name: str | None = None) -> TensorArray:
         """This array with the rows of `value` written at 0, 1, ..."""
-        from tensorflux.ops import array_ops, math_ops
-
         with graph_lib.name_scope(name, "TensorArrayUnstack", [self._handle, value]):
             value = convert_to_tensor(value, preferred_dtype=self._dtype, name="value")
             num_elements = array_ops.shape(value)[0]
-            return self.scatter(indices=math_ops.range(0, num_elements), value=value,
+            return self.scatter(indices=sequence_ops.range(0, num_elements), value=value,
                                 name=name)
 
     def scatter(self, indices, value, name: str | None = None) -> TensorArray:
@@ -358,8 +352,6 @@ class TensorArray:
 
     def split(self, value, lengths, name: str | None = None) -> TensorArray:
         """This array with `value` split along dimension 0 into pieces of `lengths`."""
-        from tensorflux.ops import math_ops
-
         with graph_lib.name_scope(name, "TensorArraySplit", [self._handle, value, lengths]):
             value = convert_to_tensor(value, dtype=self._dtype, name="value")
             lengths_64 = math_ops.cast(lengths, dtypes.int64)

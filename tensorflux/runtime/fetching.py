@@ -3,41 +3,19 @@
 A fetch mapper flattens any nesting of lists, tuples, namedtuples and dicts of graph
 elements into one list of unique Tensors and target Operations, and rebuilds the results in
 the same structure. Composite types (SparseTensor, IndexedSlices, ...) register how they
-split into tensors for fetching and feeding with `register_session_run_conversion_functions`.
+split into tensors for fetching and feeding in tensorflux/framework/session_run_conversions.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor
-
-# type -> (fetch_fn(obj) -> (list of elements, rebuild(values) -> result),
-#          feed_fn(obj, value) -> list of (tensor, value))
-_conversions: list[tuple[type, Callable, Callable | None]] = []
-
-
-def register_session_run_conversion_functions(tensor_type, fetch_function,
-                                              feed_function=None,
-                                              feed_function_for_partial_run=None) -> None:
-    """Teaches Session.run to fetch and feed `tensor_type` (TF1's API).
-
-    Args:
-      fetch_function: `fn(obj) -> (list of fetchable elements, fn(list of values) -> value)`.
-      feed_function: `fn(obj, feed_value) -> list of (tensor, value)` pairs.
-    """
-    _conversions.insert(0, (tensor_type, fetch_function, feed_function))
-
-
-def _conversion_for(obj):
-    for t, fetch_fn, feed_fn in _conversions:
-        if isinstance(obj, t):
-            return fetch_fn, feed_fn
-    return None
+from tensorflux.framework.session_run_conversions import conversion_for
 
 
 class _Mapper:
@@ -90,7 +68,7 @@ def _flatten(graph, fetch, elements: list, index: dict):
             elements.append(element)
         k = index[element]
         return lambda flat: flat[k]
-    conv = _conversion_for(fetch)
+    conv = conversion_for(fetch)
     if conv is not None:
         parts, rebuild = conv[0](fetch)
         subs = [_flatten(graph, p, elements, index) for p in parts]
@@ -180,7 +158,7 @@ def process_feeds(graph: graph_lib.Graph, feed_dict) -> dict[Tensor, object]:
     """feed_dict -> {Tensor: NumPy value}, expanding composite keys and checking values."""
     out: dict[Tensor, object] = {}
     for key, value in feed_dict.items():
-        conv = _conversion_for(key) if not isinstance(key, (Tensor, str)) else None
+        conv = conversion_for(key) if not isinstance(key, (Tensor, str)) else None
         if conv is not None and conv[1] is not None:
             for t, v in conv[1](key, value):
                 t = feed_tensor(graph, t)

@@ -30,11 +30,15 @@ Rules (paper §3.3, whitepaper §3.2.2, §5.2, §5.5):
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from tensorflux.framework import dtypes
+from tensorflux.framework import dtypes, graph_io, op_registry
+from tensorflux.framework import graph as graph_lib
+from tensorflux.protos import node_def_pb2
 from tensorflux.runtime.device import DeviceMgr
 from tensorflux.runtime.step_graph import Node, StepGraph, topological_order
 
@@ -422,3 +426,42 @@ def _same_device_preds(n: Node, skip: Node | None) -> list[Node]:
     preds = [s for s, _ in n.inputs if s is not skip] + [c for c in n.control_inputs
                                                           if c is not skip]
     return [p for p in preds if p.device == n.device]
+
+
+# ---- partition graphs (RunOptions.output_partition_graphs) ------------------------------
+
+def _fill_from_node(nd: node_def_pb2.NodeDef, node: Node) -> None:
+    graph_io.fill_node_def(nd, node.name, node.op, node.device, node.attrs,
+                           op_registry.lookup(node.op),
+                           ((src.name, idx) for src, idx in node.inputs),
+                           (c.name for c in node.control_inputs))
+
+
+def step_node_def(node: Node) -> node_def_pb2.NodeDef:
+    """A runtime `step_graph.Node` as a NodeDef, its device being the assigned one."""
+    nd = node_def_pb2.NodeDef()
+    _fill_from_node(nd, node)
+    return nd
+
+
+@functools.lru_cache(maxsize=1)
+def _default_versions():
+    return graph_lib.Graph().graph_def_versions
+
+
+def fill_partition_graphs(run_metadata, partitions: Mapping[str, Partition]) -> None:
+    """Puts one GraphDef per device partition into `run_metadata.partition_graphs`.
+
+    What was there before is replaced: TensorFlow fills `run_metadata` afresh on every run,
+    so a RunMetadata reused across runs shows the partition graphs of the last one.
+
+    Args:
+      run_metadata: a `config_pb2.RunMetadata`.
+      partitions: device name -> `Partition`, in the order to write them.
+    """
+    del run_metadata.partition_graphs[:]
+    for part in partitions.values():
+        gd = run_metadata.partition_graphs.add()
+        gd.versions.CopyFrom(_default_versions())
+        for node in part.nodes:
+            _fill_from_node(gd.node.add(), node)

@@ -1,13 +1,7 @@
 """Rendezvous: where a Send leaves a tensor and the matching Recv picks it up (paper §3.3).
 
-A key names one transfer of one step:
-
-    src_device;src_incarnation;dst_device;tensor_name;frame_id:iter_id
-
-e.g. `/job:localhost/replica:0/task:0/device:CPU:0;0000000000000001;
-/job:localhost/replica:0/task:0/device:CPU:1;edge_5_add;0:0`. The incarnation (a random
-64-bit number per device process) keeps a restarted task's tensors apart; the frame and
-iteration keep loop iterations apart.
+A key names one transfer of one step (tensorflux/framework/rendezvous_key.py makes and
+parses keys; the Send/Recv kernels need them too, and kernels sit below the runtime).
 
 Invariants of LocalRendezvous, the in-process implementation every step uses:
 - For each key, the table holds either sent items waiting for a Recv, or Recv callbacks
@@ -25,37 +19,10 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import NamedTuple
 
 from tensorflux.framework import errors
 
 DoneCallback = Callable[[errors.OpError | None, object, bool], None]
-
-
-class ParsedKey(NamedTuple):
-    src_device: str
-    src_incarnation: int
-    dst_device: str
-    edge_name: str
-    frame_iter: tuple[int, int]
-
-
-def create_key(src_device: str, src_incarnation: int, dst_device: str, name: str,
-               frame_iter: tuple[int, int] = (0, 0)) -> str:
-    return (f"{src_device};{src_incarnation:016x};{dst_device};{name};"
-            f"{frame_iter[0]}:{frame_iter[1]}")
-
-
-def parse_key(key: str) -> ParsedKey:
-    """Splits a rendezvous key; InvalidArgumentError if it is malformed."""
-    parts = key.split(";")
-    try:
-        if len(parts) != 5:
-            raise ValueError
-        frame, it = parts[4].split(":")
-        return ParsedKey(parts[0], int(parts[1], 16), parts[2], parts[3], (int(frame), int(it)))
-    except ValueError:
-        raise errors.InvalidArgumentError(None, None, f"Invalid rendezvous key: {key}") from None
 
 
 class Rendezvous:

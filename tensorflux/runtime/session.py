@@ -22,7 +22,7 @@ import numpy as np
 
 from tensorflux.framework import errors
 from tensorflux.framework import graph as graph_lib
-from tensorflux.framework.operation import Operation, Tensor
+from tensorflux.framework.operation import Operation, Tensor, register_session_runner
 from tensorflux.kernels.buffers import exclusively_owned
 from tensorflux.kernels.registry import KernelContext
 from tensorflux.runtime import cost_model as cost_model_lib
@@ -333,9 +333,7 @@ class BaseSession:
             self._collect_stats(stats, run_metadata)
         if run_metadata is not None and options is not None and \
                 options.output_partition_graphs:
-            from tensorflux.framework import graph_io
-
-            graph_io.fill_partition_graphs(run_metadata, step.partition_graphs)
+            partition.fill_partition_graphs(run_metadata, step.partition_graphs)
         return _results(fetch_tensors, feed_map, raw)
 
     def _build_step(self, key, feeds, fetches, targets, stale=None) -> _Step:
@@ -530,3 +528,6 @@ def run_in_session(element, feed_dict=None, session=None):
         raise ValueError("Cannot use the given session to evaluate tensor: the tensor's graph "
                          "is different from the session's graph.")
     return session.run(element, feed_dict)
+
+
+register_session_runner(run_in_session)

@@ -27,10 +27,10 @@ import time
 from collections.abc import Iterable
 
 from tensorflux.framework import errors
+from tensorflux.framework.rendezvous_key import create_key
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.registry import KernelContext
 from tensorflux.runtime.executor import CONTROL_FLOW_OPS, ExecutorError
-from tensorflux.runtime.rendezvous import create_key
 from tensorflux.runtime.step_graph import Node, topological_order
 
 _counter = itertools.count()

@@ -1,6 +1,6 @@
 """`tf.test`: gradient checking and small helpers."""
 
-from tensorflux.ops.gradient_checker import (  # noqa: F401
+from tensorflux.autodiff.gradient_checker import (  # noqa: F401
     compute_gradient,
     compute_gradient_error,
 )

@@ -7,8 +7,9 @@ beta2^t are two non-slot variables updated once per step, after all variables' u
 
 from __future__ import annotations
 
+from tensorflux.control_flow import builders
 from tensorflux.framework import graph as graph_lib
-from tensorflux.ops import training_ops
+from tensorflux.ops import math_ops, state_ops, training_ops
 from tensorflux.train.optimizer import Optimizer
 
 
@@ -49,8 +50,6 @@ class AdamOptimizer(Optimizer):
     def _resource_apply_sparse(self, grad, var, indices):
         """Sparse Adam as TensorFlow does it: decay every row of m and v, add the new
         gradient rows with scatter-add, then update the variable densely."""
-        from tensorflux.ops import math_ops, state_ops
-
         b1p, b2p = self._get_beta_accumulators()
         h = self._hyper
         lr = h(self._lr, var, "learning_rate")
@@ -71,8 +70,6 @@ class AdamOptimizer(Optimizer):
             return var.assign_sub(step, use_locking=self._use_locking, read_value=False)
 
     def _finish(self, update_ops, name_scope):
-        from tensorflux.ops import control_flow_ops
-
         b1p, b2p = self._get_beta_accumulators()
         with graph_lib.control_dependencies(update_ops):
             g = b1p.op.graph
@@ -81,4 +78,4 @@ class AdamOptimizer(Optimizer):
                                 read_value=False)
                 u2 = b2p.assign(b2p.read_value() * self._beta2, use_locking=self._use_locking,
                                 read_value=False)
-        return control_flow_ops.group(*update_ops, u1, u2, name=name_scope)
+        return builders.group(*update_ops, u1, u2, name=name_scope)

@@ -18,6 +18,7 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.train import global_step as global_step_lib
 from tensorflux.train.session_run_hook import SessionRunArgs, SessionRunHook
+from tensorflux.train.training_util import write_graph
 
 __all__ = ["SecondOrStepTimer", "LoggingTensorHook", "StopAtStepHook", "CheckpointSaverHook",
            "CheckpointSaverListener", "StepCounterHook", "NanLossDuringTrainingError",
@@ -254,8 +255,6 @@ class CheckpointSaverHook(SessionRunHook):
     def after_create_session(self, session, coord) -> None:
         step = int(session.run(self._global_step_tensor))
         if self._save_graph_def:
-            from tensorflux.train.training_util import write_graph
-
             write_graph(session.graph.as_graph_def(add_shapes=True), self._checkpoint_dir,
                         "graph.pbtxt")
         self._save(session, step)

@@ -15,7 +15,7 @@ import os
 
 from google.protobuf import text_format
 
-from tensorflux.checkpoint import files
+from tensorflux.checkpoint import delete_checkpoint, files
 from tensorflux.protos.checkpoint_state_pb2 import CheckpointState
 
 __all__ = ["checkpoint_exists", "generate_checkpoint_state_proto", "get_checkpoint_mtimes",
@@ -151,7 +151,6 @@ def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=None,
                       meta_graph_suffix="meta") -> None:
     """Deletes a checkpoint: index first, then data files and its meta graph."""
     del checkpoint_format_version
-    from tensorflux.checkpoint import delete_checkpoint
 
     delete_checkpoint(os.fspath(checkpoint_prefix), meta_graph_suffix)
 

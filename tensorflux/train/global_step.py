@@ -5,6 +5,7 @@ from __future__ import annotations
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
+from tensorflux.variables import init_ops, variables
 
 
 def get_global_step(graph=None):
@@ -32,8 +33,6 @@ def get_global_step(graph=None):
 
 def create_global_step(graph=None):
     """Creates the int64 global step variable (ValueError if one exists)."""
-    from tensorflux.ops import init_ops, variables
-
     graph = graph or graph_lib.get_default_graph()
     if get_global_step(graph) is not None:
         raise ValueError("\"global_step\" already exists.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tensorflux.ops import training_ops
+from tensorflux.ops import state_ops, training_ops
 from tensorflux.train.optimizer import Optimizer
 
 
@@ -19,7 +19,6 @@ class GradientDescentOptimizer(Optimizer):
 
     def _resource_apply_sparse_duplicate_indices(self, grad, var, indices):
         # Scatter-add handles repeated indices itself: no deduplication needed.
-        from tensorflux.ops import state_ops
 
         lr = self._hyper(self._learning_rate, var, "learning_rate")
         return state_ops.resource_scatter_add(var.handle, indices, -grad * lr)

@@ -18,21 +18,27 @@ summaries TF1 adds are written once `tf.summary` exists.
 
 from __future__ import annotations
 
+from tensorflux.control_flow import builders
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.common_shapes import constant_value
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import (
     array_ops,
+    control_flow_ops,
     data_flow_ops,
+    gather_ops,
+    io_ops,
     logging_ops,
     math_ops,
     random_ops,
-    variables,
+    sequence_ops,
 )
 from tensorflux.train import queue_runner
+from tensorflux.variables import variables
 
 __all__ = ["limit_epochs", "match_filenames_once", "input_producer", "string_input_producer",
            "range_input_producer", "slice_input_producer", "batch", "batch_join", "shuffle_batch",
@@ -74,8 +80,6 @@ def limit_epochs(tensor, num_epochs=None, name=None):
 def match_filenames_once(pattern, name=None):
     """A local variable holding the file names matching `pattern`, computed once when it
     is initialized (`tf.train.match_filenames_once`)."""
-    from tensorflux.ops import io_ops
-
     with graph_lib.name_scope(name, "matching_filenames", [pattern]) as scope:
         return variables.Variable(io_ops.matching_files(pattern), name=scope,
                                   trainable=False, validate_shape=False,
@@ -153,7 +157,7 @@ def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capaci
                          shared_name=None, name=None):
     """A queue of the integers 0 .. limit-1 (`tf.train.range_input_producer`)."""
     with graph_lib.name_scope(name, "input_producer", [limit]) as scope:
-        range_tensor = math_ops.range(limit)
+        range_tensor = sequence_ops.range(limit)
         return input_producer(range_tensor, [], num_epochs, shuffle, seed, capacity,
                               shared_name, f"fraction_of_{capacity}_full", scope)
 
@@ -178,7 +182,6 @@ def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None, 
         queue = range_input_producer(range_size, num_epochs=num_epochs, shuffle=shuffle,
                                      seed=seed, capacity=capacity, shared_name=shared_name)
         index = queue.dequeue()
-        from tensorflux.ops import gather_ops
 
         return [gather_ops.gather(t, index) for t in tensor_list]
 
@@ -275,8 +278,6 @@ def _which_queue(dynamic_pad: bool):
 
 
 def _static_true(keep_input: Tensor) -> bool | None:
-    from tensorflux.framework.common_shapes import constant_value
-
     value = constant_value(keep_input)
     return None if value is None or keep_input.shape.ndims != 0 else bool(value)
 
@@ -286,17 +287,13 @@ def _enqueue_ops(queue, tensor_list, enqueue_many, keep_input) -> object:
     enqueue = queue.enqueue_many if enqueue_many else queue.enqueue
     if keep_input.shape.ndims == 1:
         cases = math_ops.cast(keep_input, dtypes.int32)
-        from tensorflux.ops import gather_ops
 
         kept = [gather_ops.dynamic_partition(t, cases, 2)[1] for t in tensor_list]
         return enqueue(kept)
     static = _static_true(keep_input)
     if static is True:
         return enqueue(tensor_list)
-    from tensorflux.ops import control_flow_ops
-
-    return control_flow_ops.cond(keep_input, lambda: enqueue(tensor_list),
-                                 control_flow_ops.no_op)
+    return builders.cond(keep_input, lambda: enqueue(tensor_list), control_flow_ops.no_op)
 
 
 def _enqueue(queue, tensor_list, threads, enqueue_many, keep_input) -> None:

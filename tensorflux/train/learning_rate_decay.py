@@ -7,11 +7,10 @@ import math
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import array_ops, math_ops
 
 
 def _float_inputs(learning_rate, global_step, *others):
-    from tensorflux.ops import math_ops
-
     if global_step is None:
         raise ValueError("global_step is required for the decay functions.")
     lr = convert_to_tensor(learning_rate, name="learning_rate")
@@ -25,8 +24,6 @@ def exponential_decay(learning_rate, global_step, decay_steps, decay_rate,
                       staircase: bool = False, name=None):
     """learning_rate * decay_rate ^ (global_step / decay_steps) (the exponent floored when
     `staircase`)."""
-    from tensorflux.ops import math_ops
-
     with graph_lib.name_scope(name, "ExponentialDecay", []) as scope:
         lr, step, steps, rate = _float_inputs(learning_rate, global_step, decay_steps,
                                               decay_rate)
@@ -39,8 +36,6 @@ def exponential_decay(learning_rate, global_step, decay_steps, decay_rate,
 def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate,
                        staircase: bool = False, name=None):
     """learning_rate / (1 + decay_rate * global_step / decay_steps)."""
-    from tensorflux.ops import math_ops
-
     with graph_lib.name_scope(name, "InverseTimeDecay", []) as scope:
         lr, step, steps, rate = _float_inputs(learning_rate, global_step, decay_steps,
                                               decay_rate)
@@ -53,8 +48,6 @@ def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate,
 def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate,
                       staircase: bool = False, name=None):
     """learning_rate * exp(-decay_rate * global_step / decay_steps)."""
-    from tensorflux.ops import math_ops
-
     with graph_lib.name_scope(name, "NaturalExpDecay", []) as scope:
         lr, step, steps, rate = _float_inputs(learning_rate, global_step, decay_steps,
                                               decay_rate)
@@ -68,8 +61,6 @@ def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=
                      power=1.0, cycle: bool = False, name=None):
     """(lr - end) * (1 - step / decay_steps) ^ power + end, the step capped at decay_steps
     (or, with `cycle`, decay_steps stretched to the next multiple past the step)."""
-    from tensorflux.ops import math_ops
-
     with graph_lib.name_scope(name, "PolynomialDecay", []) as scope:
         lr, step, steps, end, pw = _float_inputs(learning_rate, global_step, decay_steps,
                                                  end_learning_rate, power)
@@ -84,8 +75,6 @@ def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=
 
 def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None):
     """Cosine decay from learning_rate to alpha * learning_rate over decay_steps."""
-    from tensorflux.ops import math_ops
-
     with graph_lib.name_scope(name, "CosineDecay", []) as scope:
         lr, step, steps, a = _float_inputs(learning_rate, global_step, decay_steps, alpha)
         step = math_ops.minimum(step, steps)
@@ -100,8 +89,6 @@ def piecewise_constant(x, boundaries, values, name=None):
     Raises:
       ValueError: len(values) != len(boundaries) + 1, or mixed value dtypes.
     """
-    from tensorflux.ops import math_ops
-
     if len(values) != len(boundaries) + 1:
         raise ValueError("The length of boundaries should be 1 less than the length of "
                          "values")
@@ -115,6 +102,5 @@ def piecewise_constant(x, boundaries, values, name=None):
         result = vals[-1]
         for b, v in zip(reversed(bounds), reversed(vals[:-1]), strict=True):
             result = math_ops.select(x <= b, v, result)
-        from tensorflux.ops import array_ops
 
         return array_ops.identity(result, name=scope)

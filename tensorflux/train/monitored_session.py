@@ -25,19 +25,24 @@ import inspect
 import logging
 import os
 import sys
-import threading
 import time
 
 from tensorflux.framework import errors
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
+from tensorflux.protos import config_pb2
+from tensorflux.runtime.session import Session
 from tensorflux.train import basic_session_run_hooks as hooks_lib
 from tensorflux.train import checkpoint_management
+from tensorflux.train.coordinator import Coordinator
+from tensorflux.train.queue_runner import start_queue_runners
+from tensorflux.train.saver import Saver
 from tensorflux.train.session_run_hook import (
     SessionRunArgs,
     SessionRunContext,
     SessionRunValues,
 )
+from tensorflux.variables import variables
 
 __all__ = ["Scaffold", "SessionCreator", "ChiefSessionCreator", "WorkerSessionCreator",
            "MonitoredSession", "SingularMonitoredSession", "MonitoredTrainingSession"]
@@ -86,8 +91,6 @@ class Scaffold:
 
     def finalize(self) -> Scaffold:
         """Fills in the defaults and finalizes the graph; returns self."""
-        from tensorflux.ops import variables
-
         if self._init_op is None:
             self._init_op = Scaffold.get_or_default(
                 "init_op", GraphKeys.INIT_OP, variables.global_variables_initializer)
@@ -131,8 +134,6 @@ class Scaffold:
     @staticmethod
     def default_local_init_op():
         """The initializer of the local variables."""
-        from tensorflux.ops import variables
-
         return variables.local_variables_initializer()
 
     init_op = property(lambda self: self._init_op)
@@ -147,8 +148,6 @@ class Scaffold:
 
 
 def _get_saver_or_default():
-    from tensorflux.train.saver import Saver
-
     savers = graph_lib.get_collection(GraphKeys.SAVERS)
     if savers:
         if len(savers) > 1:
@@ -175,8 +174,6 @@ class _SessionManager:
         self._recovery_wait_secs = recovery_wait_secs
 
     def _new_session(self, master):
-        from tensorflux.runtime.session import Session
-
         return Session(master, graph=self._graph, config=self._config)
 
     def _restore(self, sess, checkpoint_dir, checkpoint_filename_with_path) -> bool:
@@ -321,57 +318,12 @@ class WorkerSessionCreator(SessionCreator):
 # ---- the wrapped sessions ----------------------------------------------------------------
 
 
-class _Coordinator:
-    """The part of `tf.train.Coordinator` a monitored session needs (used when the
-    tensorflux.train.coordinator module is not there)."""
-
-    def __init__(self):
-        self._stop = threading.Event()
-        self._exc_info = None
-        self._threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
-
-    def request_stop(self, ex=None) -> None:
-        with self._lock:
-            if ex is not None and self._exc_info is None:
-                self._exc_info = ex if isinstance(ex, tuple) else (type(ex), ex,
-                                                                   ex.__traceback__)
-            self._stop.set()
-
-    def should_stop(self) -> bool:
-        return self._stop.is_set()
-
-    def register_thread(self, thread) -> None:
-        with self._lock:
-            self._threads.append(thread)
-
-    def join(self, threads=None, stop_grace_period_secs=120, ignore_live_threads=False):
-        for t in list(threads or []) + self._threads:
-            t.join(stop_grace_period_secs)
-        self.raise_requested_exception()
-
-    def raise_requested_exception(self) -> None:
-        with self._lock:
-            info, self._exc_info = self._exc_info, None
-        if info is not None:
-            raise info[1].with_traceback(info[2])
-
-
 def _new_coordinator():
-    try:
-        from tensorflux.train.coordinator import Coordinator
-    except ImportError:
-        return _Coordinator()
     return Coordinator(clean_stop_exception_types=[])
 
 
 def _start_queue_runners(sess, coord) -> None:
     if not graph_lib.get_collection(GraphKeys.QUEUE_RUNNERS):
-        return
-    try:
-        from tensorflux.train.queue_runner import start_queue_runners
-    except ImportError:
-        _log.warning("The graph has queue runners, but tensorflux cannot start them yet")
         return
     start_queue_runners(sess=sess, coord=coord)
 
@@ -425,8 +377,6 @@ class _HookedSession(_WrappedSession):
         return self._should_stop
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        from tensorflux.protos import config_pb2
-
         if self.should_stop():
             raise RuntimeError("Run called even after should_stop requested.")
         actual_fetches = {"caller": fetches}

@@ -8,12 +8,16 @@ provide `_create_slots`, `_prepare`, `_resource_apply_dense` and `_resource_appl
 
 from __future__ import annotations
 
+from tensorflux.autodiff import gradients
+from tensorflux.control_flow import builders
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import array_ops, gather_ops, math_ops, sequence_ops
+from tensorflux.variables import partitioned_variables, variables
 
 GATE_NONE, GATE_OP, GATE_GRAPH = 0, 1, 2
 
@@ -53,8 +57,6 @@ class Optimizer:
           ValueError: var_list is empty, or gate_gradients is not a GATE_* value.
           TypeError: the loss is not a floating-point tensor.
         """
-        from tensorflux.ops import control_flow_ops, gradients
-
         if callable(loss):
             loss = loss()
         if gate_gradients not in (GATE_NONE, GATE_OP, GATE_GRAPH):
@@ -69,8 +71,6 @@ class Optimizer:
             var_list = g.get_collection(GraphKeys.TRAINABLE_VARIABLES) + \
                 g.get_collection(GraphKeys.TRAINABLE_RESOURCE_VARIABLES)
         else:
-            from tensorflux.ops import partitioned_variables
-
             # A PartitionedVariable (or a list holding one) stands for its shards.
             if isinstance(var_list, partitioned_variables.PartitionedVariable):
                 var_list = [var_list]
@@ -84,7 +84,7 @@ class Optimizer:
             colocate_gradients_with_ops=colocate_gradients_with_ops)
         if gate_gradients == GATE_GRAPH:
             dense = [gr for gr in grads if isinstance(gr, Tensor)]
-            gated = iter(control_flow_ops.tuple(dense))
+            gated = iter(builders.tuple(dense))
             grads = [next(gated) if isinstance(gr, Tensor) else gr for gr in grads]
         pairs = list(zip(grads, var_list, strict=True))
         for gr, v in pairs:
@@ -101,8 +101,6 @@ class Optimizer:
           ValueError: no variable has a gradient (TensorFlow's message lists them).
           TypeError: a gradient that is neither a Tensor nor IndexedSlices.
         """
-        from tensorflux.ops import control_flow_ops
-
         grads_and_vars = list(grads_and_vars)
         if not grads_and_vars:
             raise ValueError("No variables provided.")
@@ -137,7 +135,7 @@ class Optimizer:
                 with g.control_dependencies([self._finish(updates, "update")]):
                     with g.colocate_with(global_step.handle):
                         inc = global_step.assign_add(1, name=scope, read_value=False)
-                        return inc if not isinstance(inc, Tensor) else control_flow_ops.group(
+                        return inc if not isinstance(inc, Tensor) else builders.group(
                             inc, name=scope)
 
     def minimize(self, loss, global_step=None, var_list=None, gate_gradients=GATE_OP,
@@ -171,8 +169,6 @@ class Optimizer:
         return sorted(out, key=lambda v: v.name)
 
     def _zeros_slot(self, var, slot_name: str, op_name: str):
-        from tensorflux.ops import array_ops
-
         return self._slot(var, slot_name, op_name,
                           lambda: array_ops.zeros(var.shape.as_list(), var.dtype.base_dtype))
 
@@ -182,8 +178,6 @@ class Optimizer:
 
     def _slot(self, var, slot_name: str, op_name: str, make_initial):
         """A slot variable for `var`, named `<var>/<op_name>`, colocated with it."""
-        from tensorflux.ops import variables
-
         slots = self._slots.setdefault(slot_name, {})
         key = _var_key(var)
         if key not in slots:
@@ -197,8 +191,6 @@ class Optimizer:
 
     def _non_slot_variable(self, initial_value, name: str, colocate_with):
         """One variable per graph shared by all slots (e.g. Adam's beta powers)."""
-        from tensorflux.ops import variables
-
         g = colocate_with.op.graph
         key = (g, name)
         if key not in self._non_slot_dict:
@@ -231,14 +223,10 @@ class Optimizer:
         return self._resource_apply_sparse(values, var, unique)
 
     def _finish(self, update_ops, name_scope: str):
-        from tensorflux.ops import control_flow_ops
-
-        return control_flow_ops.group(*update_ops, name=name_scope)
+        return builders.group(*update_ops, name=name_scope)
 
     def _hyper(self, value, var, name: str):
         """A hyperparameter as a tensor of the variable's dtype."""
-        from tensorflux.ops import math_ops
-
         t = convert_to_tensor(value, name=name) if not isinstance(value, Tensor) else value
         if t.dtype.base_dtype is not var.dtype.base_dtype:
             t = math_ops.cast(t, var.dtype.base_dtype)
@@ -246,8 +234,6 @@ class Optimizer:
 
 
 def _deduplicate(values, indices):
-    from tensorflux.ops import array_ops, math_ops
-
-    unique, positions = array_ops.unique(indices)
-    summed = math_ops.unsorted_segment_sum(values, positions, array_ops.shape(unique)[0])
+    unique, positions = gather_ops.unique(indices)
+    summed = sequence_ops.unsorted_segment_sum(values, positions, array_ops.shape(unique)[0])
     return summed, unique

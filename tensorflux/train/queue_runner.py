@@ -21,6 +21,7 @@ import weakref
 from tensorflux.framework import errors
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
+from tensorflux.runtime.session import BaseSession, get_default_session
 
 __all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
 
@@ -203,8 +204,6 @@ def start_queue_runners(sess=None, coord=None, daemon=True, start=True,
       ValueError: no session was given and there is no default one.
       TypeError: `sess` is not a Session.
     """
-    from tensorflux.runtime.session import BaseSession, get_default_session
-
     if sess is None:
         sess = get_default_session()
         if not sess:

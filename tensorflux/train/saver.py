@@ -29,13 +29,16 @@ import os
 import time
 
 import numpy as np
+from google.protobuf import text_format
 
 from tensorflux.checkpoint import files as ckpt_files
-from tensorflux.framework import dtypes, errors, tensor_shape
+from tensorflux.control_flow import builders
+from tensorflux.framework import dtypes, errors, meta_graph, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.device_spec import DeviceSpec
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.operation import Tensor
+from tensorflux.ops import array_ops, constant_op, joining_ops, save_restore_ops, state_ops
 from tensorflux.protos import saver_pb2
 from tensorflux.train import checkpoint_management
 
@@ -156,8 +159,6 @@ class _Builder:
         self.restore_sequentially = restore_sequentially
 
     def build(self, name, filename, max_to_keep, keep_hours) -> saver_pb2.SaverDef:
-        from tensorflux.ops import array_ops, constant_op, control_flow_ops
-
         graph = graph_lib.get_default_graph()
         with graph.name_scope(None), graph_lib.name_scope(name, "save"):
             default = constant_op.constant(filename or "model", name="filename/input")
@@ -172,7 +173,7 @@ class _Builder:
                 with graph_lib.device("/device:CPU:0"):
                     restored = self._restore_tensors(filename_tensor, self.saveables)
                 assigns = self._assigns(self.saveables, restored)
-                restore_op = control_flow_ops.group(*assigns, name="restore_all")
+                restore_op = builders.group(*assigns, name="restore_all")
         return saver_pb2.SaverDef(
             filename_tensor_name=filename_tensor.name, save_tensor_name=save_tensor.name,
             restore_op_name=restore_op.name, max_to_keep=max_to_keep,
@@ -180,8 +181,6 @@ class _Builder:
             version=saver_pb2.SaverDef.V2)
 
     def _save(self, filename_tensor, saveables) -> Tensor:
-        from tensorflux.ops import array_ops, save_restore_ops
-
         graph = graph_lib.get_default_graph()
         save = save_restore_ops.save_v2(filename_tensor, [s.name for s in saveables],
                                         [s.spec for s in saveables],
@@ -190,8 +189,6 @@ class _Builder:
             return array_ops.identity(filename_tensor, name="control_dependency")
 
     def _restore_tensors(self, filename_tensor, saveables, name="RestoreV2") -> list:
-        from tensorflux.ops import save_restore_ops
-
         shapes = []
         for s in saveables:
             if self.reshape or s.var is None or s.spec or not s.var._validate_shape:
@@ -204,8 +201,6 @@ class _Builder:
                                            name=name)
 
     def _assigns(self, saveables, restored) -> list:
-        from tensorflux.ops import array_ops, state_ops
-
         graph = graph_lib.get_default_graph()
         ops = []
         for s, value in zip(saveables, restored, strict=True):
@@ -227,8 +222,6 @@ class _Builder:
         return sorted(per_device.items(), key=lambda kv: kv[0])
 
     def _sharded_save(self, checkpoint_prefix, per_device) -> Tensor:
-        from tensorflux.ops import array_ops, constant_op, joining_ops, save_restore_ops
-
         graph = graph_lib.get_default_graph()
         with graph_lib.device("/device:CPU:0"):
             tmp_prefix = checkpoint_prefix + constant_op.constant(os.path.normpath(
@@ -250,15 +243,13 @@ class _Builder:
                     return array_ops.identity(checkpoint_prefix)
 
     def _sharded_restore(self, filename_tensor, per_device):
-        from tensorflux.ops import control_flow_ops
-
         groups = []
         for device, saveables in per_device:
             with graph_lib.device(device):
                 restored = self._restore_tensors(filename_tensor, saveables)
-                groups.append(control_flow_ops.group(*self._assigns(saveables, restored),
+                groups.append(builders.group(*self._assigns(saveables, restored),
                                                      name="restore_shard"))
-        return control_flow_ops.group(*groups, name="restore_all")
+        return builders.group(*groups, name="restore_all")
 
 
 class Saver:
@@ -554,13 +545,13 @@ class Saver:
                           save_debug_info=False):
         """The MetaGraphDef of the default graph with this saver's SaverDef (written to
         `filename` if given)."""
-        from tensorflux.framework import meta_graph
-
         del save_debug_info, clear_extraneous_savers
-        return meta_graph.export_meta_graph(
-            filename=filename, graph_def=None, saver_def=self.saver_def,
-            collection_list=collection_list, as_text=as_text, export_scope=export_scope,
-            clear_devices=clear_devices, strip_default_attrs=strip_default_attrs)
+        mgd = meta_graph.export_meta_graph(
+            graph_def=None, saver_def=self.saver_def, collection_list=collection_list,
+            export_scope=export_scope, clear_devices=clear_devices,
+            strip_default_attrs=strip_default_attrs)
+        _write_meta_graph(filename, mgd, as_text)
+        return mgd
 
 
 def _wrap_restore_error(err: errors.OpError, what: str) -> errors.OpError:
@@ -592,23 +583,32 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
                       collection_list=None, as_text=False, graph=None, export_scope=None,
                       clear_devices=False, clear_extraneous_savers=False,
                       strip_default_attrs=False, save_debug_info=False, **kwargs):
-    """`tf.train.export_meta_graph`: see tensorflux/framework/meta_graph.py."""
-    from tensorflux.framework import meta_graph
-
+    """`tf.train.export_meta_graph`: the MetaGraphDef (tensorflux/framework/meta_graph.py),
+    written to `filename` (atomically; text format if `as_text`) if given."""
     del clear_extraneous_savers, save_debug_info
-    return meta_graph.export_meta_graph(
-        filename=filename, meta_info_def=meta_info_def, graph_def=graph_def,
-        saver_def=saver_def, collection_list=collection_list, as_text=as_text, graph=graph,
-        export_scope=export_scope, clear_devices=clear_devices,
-        strip_default_attrs=strip_default_attrs, **kwargs)
+    mgd = meta_graph.export_meta_graph(
+        meta_info_def=meta_info_def, graph_def=graph_def, saver_def=saver_def,
+        collection_list=collection_list, graph=graph, export_scope=export_scope,
+        clear_devices=clear_devices, strip_default_attrs=strip_default_attrs, **kwargs)
+    _write_meta_graph(filename, mgd, as_text)
+    return mgd
+
+
+def _write_meta_graph(filename, mgd, as_text: bool) -> None:
+    if not filename:
+        return
+    directory = os.path.dirname(filename)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    data = text_format.MessageToString(mgd).encode("utf-8") if as_text else \
+        mgd.SerializeToString(deterministic=True)
+    ckpt_files.atomic_write(filename, data)
 
 
 def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):
     """`tf.train.import_meta_graph`: imports the graph and collections of a MetaGraphDef
     (or `.meta` file) into the default graph; returns a Saver for its variables (from its
     SaverDef when it has one, else a new one; None when there are no variables)."""
-    from tensorflux.framework import meta_graph
-
     meta_graph_def = meta_graph.read_meta_graph_file(meta_graph_or_file) \
         if not hasattr(meta_graph_or_file, "graph_def") else meta_graph_or_file
     imported_vars = meta_graph.import_scoped_meta_graph(
@@ -624,3 +624,7 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
         return Saver()
     _log.info("Saver not created because there are no variables in the graph to restore")
     return None
+
+
+meta_graph.register_proto_function(GraphKeys.SAVERS, saver_pb2.SaverDef, Saver.to_proto,
+                                   Saver.from_proto)

@@ -7,6 +7,8 @@ import uuid
 
 from google.protobuf import text_format
 
+from tensorflux.framework.graph import Graph
+
 __all__ = ["write_graph"]
 
 
@@ -28,8 +30,6 @@ def write_graph(graph_or_graph_def, logdir: str, name: str, as_text: bool = True
     Raises:
       TypeError: `graph_or_graph_def` is neither a Graph nor a GraphDef.
     """
-    from tensorflux.framework.graph import Graph
-
     if isinstance(graph_or_graph_def, Graph):
         graph_def = graph_or_graph_def.as_graph_def()
     elif hasattr(graph_or_graph_def, "SerializeToString") and \

@@ -12,10 +12,8 @@ import pytest
 from google.protobuf import text_format
 
 import tensorflux as tf
-from tensorflux.framework import graph_io
 from tensorflux.framework.importer import import_graph_def
-from tensorflux.protos import config_pb2, graph_pb2, op_def_pb2
-from tensorflux.runtime.step_graph import Node
+from tensorflux.protos import graph_pb2, op_def_pb2
 from tensorflux.train.training_util import write_graph
 from tests.oracle import run_tf
 
@@ -130,47 +128,6 @@ def test_graph_def_versions_from_version_and_add_shapes():
     assert [d.size for d in x_shape.dim] == [-1, 3]
     assert shaped["p"].attr["_output_shapes"].list.shape[0].unknown_rank
     assert len(shaped["w"].attr["_output_shapes"].list.shape) == 3
-
-
-def test_step_node_def_and_partition_graphs():
-    f32 = tf.float32
-    src = Node("src", "IdentityN", {"T": [f32, f32]}, [], [], [f32, f32])
-    ctrl = Node("ctrl", "NoOp", {}, [], [], [])
-    node = Node("n", "Identity", {"T": f32, "_class": ["loc:@src"]}, [(src, 1)], [ctrl], [f32])
-    node.device = "/job:localhost/replica:0/task:0/device:CPU:0"
-    nd = graph_io.step_node_def(node)
-    assert list(nd.input) == ["src:1", "^ctrl"]
-    assert nd.device == node.device and list(nd.attr["_class"].list.s) == [b"loc:@src"]
-
-    g = tf.Graph()
-    with g.as_default():
-        with tf.device("/cpu:0"):
-            x = tf.placeholder(tf.float32, [2], name="x")
-            n = tf.no_op(name="n")
-        with tf.device("/cpu:1"), tf.control_dependencies([n]):
-            y = tf.identity(x, name="y")
-    opts = config_pb2.RunOptions(output_partition_graphs=True)
-    rm = config_pb2.RunMetadata()
-    with tf.Session(graph=g, config=config_pb2.ConfigProto(device_count={"CPU": 2})) as sess:
-        np.testing.assert_array_equal(sess.run(y, {x: [1.0, 2.0]}, options=opts,
-                                               run_metadata=rm), [1.0, 2.0])
-        parts = list(rm.partition_graphs)
-        assert len(parts) == 2
-        ops = {nd.op for gd in parts for nd in gd.node}
-        assert {"_Send", "_Recv", "Identity"} <= ops
-        for gd in parts:
-            names = {nd.name for nd in gd.node}
-            devices = {nd.device for nd in gd.node}
-            assert len(devices) == 1 and devices.pop().startswith("/job:localhost/")
-            for nd in gd.node:  # every input resolves inside its partition
-                for s in nd.input:
-                    assert s.lstrip("^").split(":")[0] in names
-        sess.run(y, {x: [1.0, 2.0]}, options=opts, run_metadata=rm)
-        assert len(rm.partition_graphs) == 2  # replaced on each run, as in TensorFlow
-
-
-# ------------------------------------------------------------------------------------------
-# Round trips.
 
 
 def test_round_trip_is_lossless_without_and_with_prefix():

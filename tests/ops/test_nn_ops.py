@@ -423,7 +423,7 @@ CASES = [
                                  output_image=tf.nn.lrn(x, 1, 1.0, 0.5, 0.75), depth_radius=1,
                                  bias=1.0, alpha=0.5, beta=0.75),
            ref_lrn_grad, shapes=[(1, 2, 2, 4), (1, 2, 2, 4)], grad=False),
-    # Compositions (tensorflux/ops/nn_impl.py).
+    # Compositions (tensorflux/nn/nn_impl.py).
     OpCase("sigmoid_xent",
            lambda z, x: tf.nn.sigmoid_cross_entropy_with_logits(labels=z, logits=x),
            lambda z, x: (np.maximum(x, 0) - _f64(x) * z + np.log1p(np.exp(-np.abs(_f64(x)))))

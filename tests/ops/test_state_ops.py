@@ -11,7 +11,7 @@ import pytest
 import tensorflux as tf
 import tensorflux.kernels.cpu.state_ops  # noqa: F401 - registers the kernels
 import tensorflux.ops.state_ops as state_ops
-import tensorflux.ops.variables  # noqa: F401
+import tensorflux.variables.variables  # noqa: F401
 from tensorflux.framework import errors, op_registry
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.cpu.state_ops import ResourceHandle

@@ -60,7 +60,7 @@ def graph():
 
 
 # These tests pin the frame machinery: cheap loops would otherwise be compiled
-# (runtime/compiled_loops.py; tests/ops/test_control_flow_ops.py runs both ways).
+# (runtime/compiled_loops.py; tests/control_flow/test_builders.py runs both ways).
 FRAMES = ExecOptions(compile_loops=False)
 
 

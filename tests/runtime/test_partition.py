@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
+from tensorflux.runtime import partition
 from tensorflux.runtime import rendezvous as rendezvous_lib
 from tensorflux.runtime import session as session_lib
+from tensorflux.runtime.step_graph import Node
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:"
 
@@ -355,3 +357,44 @@ def test_merged_partitions_name_the_failing_nodes_device():
         assert "CPU:1" in str(info.value)
         (step,) = s._steps.values()
         assert len(step.parts) == 1 and len(step.partition_graphs) == 2
+
+
+def test_step_node_def_and_partition_graphs():
+    f32 = tf.float32
+    src = Node("src", "IdentityN", {"T": [f32, f32]}, [], [], [f32, f32])
+    ctrl = Node("ctrl", "NoOp", {}, [], [], [])
+    node = Node("n", "Identity", {"T": f32, "_class": ["loc:@src"]}, [(src, 1)], [ctrl], [f32])
+    node.device = "/job:localhost/replica:0/task:0/device:CPU:0"
+    nd = partition.step_node_def(node)
+    assert list(nd.input) == ["src:1", "^ctrl"]
+    assert nd.device == node.device and list(nd.attr["_class"].list.s) == [b"loc:@src"]
+
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/cpu:0"):
+            x = tf.placeholder(tf.float32, [2], name="x")
+            n = tf.no_op(name="n")
+        with tf.device("/cpu:1"), tf.control_dependencies([n]):
+            y = tf.identity(x, name="y")
+    opts = tf.RunOptions(output_partition_graphs=True)
+    rm = tf.RunMetadata()
+    with tf.Session(graph=g, config=tf.ConfigProto(device_count={"CPU": 2})) as sess:
+        np.testing.assert_array_equal(sess.run(y, {x: [1.0, 2.0]}, options=opts,
+                                               run_metadata=rm), [1.0, 2.0])
+        parts = list(rm.partition_graphs)
+        assert len(parts) == 2
+        ops = {nd.op for gd in parts for nd in gd.node}
+        assert {"_Send", "_Recv", "Identity"} <= ops
+        for gd in parts:
+            names = {nd.name for nd in gd.node}
+            devices = {nd.device for nd in gd.node}
+            assert len(devices) == 1 and devices.pop().startswith("/job:localhost/")
+            for nd in gd.node:  # every input resolves inside its partition
+                for s in nd.input:
+                    assert s.lstrip("^").split(":")[0] in names
+        sess.run(y, {x: [1.0, 2.0]}, options=opts, run_metadata=rm)
+        assert len(rm.partition_graphs) == 2  # replaced on each run, as in TensorFlow
+
+
+# ------------------------------------------------------------------------------------------
+# Round trips.

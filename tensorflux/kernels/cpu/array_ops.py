@@ -269,10 +269,3 @@ def _zeros_like(ctx, x):
 @kernel("OnesLike")
 def _ones_like(ctx, x):
     return np.ones_like(x)
-
-
-from tensorflux.kernels.cpu import (  # noqa: E402,F401 - registers the family
-    gather_ops,
-    joining_ops,
-    slicing_ops,
-)

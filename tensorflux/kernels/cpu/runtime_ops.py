@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from tensorflux.framework.rendezvous_key import create_key
 from tensorflux.kernels.registry import DEAD, kernel_factory
-from tensorflux.runtime.rendezvous import create_key
 
 _ALL = ("CPU", "GPU")
 

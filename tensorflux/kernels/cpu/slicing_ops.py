@@ -5,9 +5,9 @@ StridedSliceGrad. Slices are NumPy basic indexing, so the forward kernels return
 from __future__ import annotations
 
 from tensorflux.framework import errors
+from tensorflux.framework.slice_spec import strided_slice_spec
 from tensorflux.kernels.cpu.array_ops import _invalid, _shape_str, _zeros
 from tensorflux.kernels.registry import kernel, kernel_factory
-from tensorflux.ops.slice_spec import strided_slice_spec
 
 _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 _CACHE_LIMIT = 256

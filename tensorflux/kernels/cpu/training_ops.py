@@ -21,7 +21,7 @@ import contextlib
 
 import numpy as np
 
-from tensorflux.framework import errors
+from tensorflux.framework import errors, op_registry
 from tensorflux.kernels import intra_op
 from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu.state_ops import _existing, as_handle, own_value
@@ -160,8 +160,6 @@ def _sparse_kernel(op_type: str, slot_names: tuple[str, ...], update):
 
 
 def _opdef(op_type):
-    from tensorflux.framework import op_registry
-
     return op_registry.get(op_type)
 
 

@@ -8,11 +8,12 @@ structures; gradients flow through the loop and the arrays.
 
 from __future__ import annotations
 
+from tensorflux.control_flow import builders
+from tensorflux.control_flow import control_flow_util as nest
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import control_flow_ops
-from tensorflux.ops import control_flow_util as nest
+from tensorflux.ops import array_ops, constant_op
 from tensorflux.ops.tensor_array_ops import TensorArray
 
 __all__ = ["map_fn", "foldl", "foldr", "scan"]
@@ -26,8 +27,6 @@ def _check_callable(fn) -> None:
 
 def _leading_dim(elems_flat):
     """(static first dimension or None, first dimension as a tensor or int)."""
-    from tensorflux.ops import array_ops
-
     shape = elems_flat[0].shape
     if shape.ndims is not None and shape.ndims < 1:
         if len(elems_flat) == 1:
@@ -120,7 +119,7 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop: bool = Tr
                                                             strict=True)])
 
         i = _zero()
-        _, r_a = control_flow_ops.while_loop(
+        _, r_a = builders.while_loop(
             lambda i, _: i < n, compute, (i, accs_ta),
             parallel_iterations=parallel_iterations, back_prop=back_prop,
             swap_memory=swap_memory, maximum_iterations=n)
@@ -130,15 +129,11 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop: bool = Tr
 
 
 def _zero():
-    from tensorflux.ops import constant_op
-
     return constant_op.constant(0)
 
 
 def _fold(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, name,
           default_name: str, reverse: bool):
-    from tensorflux.ops import constant_op
-
     _check_callable(fn)
     with graph_lib.name_scope(name, default_name, [e for e in nest.flatten(elems)
                                                    if isinstance(e, graph_lib.Tensor)]):
@@ -161,7 +156,7 @@ def _fold(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, n
         def cond(i, a):
             return i >= 0 if reverse else i < n
 
-        _, r_a = control_flow_ops.while_loop(
+        _, r_a = builders.while_loop(
             cond, compute, [i, a], parallel_iterations=parallel_iterations,
             back_prop=back_prop, swap_memory=swap_memory, maximum_iterations=n)
         return r_a
@@ -253,11 +248,9 @@ def scan(fn, elems, initializer=None, parallel_iterations: int = 10, back_prop: 
             def condition(i, _1, _2):
                 return i < n
 
-        from tensorflux.ops import constant_op
-
         if isinstance(initial_i, int):
             initial_i = constant_op.constant(initial_i)
-        _, _, r_a = control_flow_ops.while_loop(
+        _, _, r_a = builders.while_loop(
             condition, compute, (initial_i, a_flat, accs_ta),
             parallel_iterations=parallel_iterations, back_prop=back_prop,
             swap_memory=swap_memory, maximum_iterations=n)

@@ -21,27 +21,31 @@ masking at every step, which gives the same values).
 
 from __future__ import annotations
 
-from tensorflux.framework import common_shapes, dtypes, tensor_shape
-from tensorflux.framework import graph as graph_lib
-from tensorflux.framework.operation import Tensor
-from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import (
-    array_ops,
-    constant_op,
-    control_flow_ops,
-    logging_ops,
-    math_ops,
-    tensor_array_ops,
-)
-from tensorflux.ops import variable_scope as vs
-from tensorflux.ops.control_flow_util import (
+from tensorflux.control_flow import builders
+from tensorflux.control_flow.control_flow_util import (
     assert_same_structure,
     flatten,
     is_nested,
     map_structure,
     pack_sequence_as,
 )
-from tensorflux.ops.rnn_cell_impl import _concat, assert_like_rnncell
+from tensorflux.framework import common_shapes, dtypes, tensor_shape
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.operation import Tensor
+from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.nn.rnn_cell_impl import _concat, assert_like_rnncell
+from tensorflux.ops import (
+    array_ops,
+    constant_op,
+    gather_ops,
+    joining_ops,
+    logging_ops,
+    math_ops,
+    reduction_ops,
+    sequence_ops,
+    tensor_array_ops,
+)
+from tensorflux.variables import variable_scope as vs
 
 # The TF1 public names of this module (tf.nn.*).
 __all__ = ["dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn",
@@ -58,7 +62,7 @@ def _transpose_batch_time(x: Tensor) -> Tensor:
     if shape.ndims is not None:
         perm = [1, 0] + list(range(2, shape.ndims))
     else:
-        perm = array_ops.concat(([1, 0], math_ops.range(2, array_ops.rank(x))), axis=0)
+        perm = joining_ops.concat(([1, 0], sequence_ops.range(2, array_ops.rank(x))), axis=0)
     x_t = array_ops.transpose(x, perm)
     if shape.ndims is not None:
         x_t.set_shape(tensor_shape.TensorShape([shape.dims[1], shape.dims[0]])
@@ -244,9 +248,9 @@ def _reverse_seq(input_seq, lengths):
         for input_ in sequence:
             input_shape.assert_is_compatible_with(input_.shape)
             input_.set_shape(input_shape)
-        s_joined = array_ops.stack(sequence)
+        s_joined = joining_ops.stack(sequence)
         s_reversed = reverse_sequence(s_joined, lengths, 0, 1)
-        for r, flat_result in zip(array_ops.unstack(s_reversed), flat_results, strict=True):
+        for r, flat_result in zip(joining_ops.unstack(s_reversed), flat_results, strict=True):
             r.set_shape(input_shape)
             flat_result.append(r)
     return [pack_sequence_as(input_, flat_result)
@@ -284,7 +288,7 @@ def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None,
     output_bw = _reverse_seq(tmp, sequence_length)
     flat_output_fw = flatten(output_fw)
     flat_output_bw = flatten(output_bw)
-    flat_outputs = tuple(array_ops.concat([fw, bw], 1)
+    flat_outputs = tuple(joining_ops.concat([fw, bw], 1)
                          for fw, bw in zip(flat_output_fw, flat_output_bw, strict=True))
     outputs = pack_sequence_as(output_fw, flat_outputs)
     return outputs, output_state_fw, output_state_bw
@@ -310,12 +314,12 @@ def reverse_sequence(input, seq_lengths, seq_axis, batch_axis, name=None):  # no
         inverse = [perm.index(a) for a in range(rank)]
         xt = array_ops.transpose(x, perm)                       # [T, B, ...]
         shape = array_ops.shape(xt)
-        t = array_ops.expand_dims(math_ops.range(shape[0]), 1)  # [T, 1]
+        t = array_ops.expand_dims(sequence_ops.range(shape[0]), 1)  # [T, 1]
         lengths = array_ops.expand_dims(math_ops.cast(seq_lengths, dtypes.int32), 0)
         inside = math_ops.cast(t < lengths, dtypes.int32)       # [T, B]
         src = t + inside * (lengths - 1 - 2 * t)
-        b = array_ops.zeros_like(src) + math_ops.range(shape[1])
-        out = array_ops.gather_nd(xt, array_ops.stack([src, b], axis=-1))
+        b = array_ops.zeros_like(src) + sequence_ops.range(shape[1])
+        out = gather_ops.gather_nd(xt, joining_ops.stack([src, b], axis=-1))
         out = array_ops.transpose(out, inverse)
         out.set_shape(x.shape)
         return out
@@ -380,8 +384,8 @@ def _check_sequence_length(sequence_length, batch_size):
 def _assert_shape_op(x, batch_size):
     """An Assert op failing the step unless `x` has shape `[batch_size]`."""
     x_shape = array_ops.shape(x)
-    packed_shape = array_ops.stack([batch_size])
-    return logging_ops.Assert(math_ops.reduce_all(math_ops.equal(x_shape, packed_shape)),
+    packed_shape = joining_ops.stack([batch_size])
+    return logging_ops.Assert(reduction_ops.reduce_all(math_ops.equal(x_shape, packed_shape)),
                               [f"Expected shape for Tensor {x.name} is ", packed_shape,
                                " but saw shape: ", x_shape])
 
@@ -423,7 +427,7 @@ def _dynamic_rnn_loop(cell, inputs, initial_state, parallel_iterations, swap_mem
     zero_output = None
     if sequence_length is not None:
         zero_output = _zero_output_like(cell, batch_size, out_dtype)
-        max_sequence_length = math_ops.reduce_max(sequence_length)
+        max_sequence_length = reduction_ops.reduce_max(sequence_length)
     else:
         max_sequence_length = time_steps
     time = constant_op.constant(0, dtype=dtypes.int32, name="time")
@@ -462,7 +466,7 @@ def _dynamic_rnn_loop(cell, inputs, initial_state, parallel_iterations, swap_mem
         return time + 1, output_ta_t, new_state
 
     loop_bound = math_ops.minimum(time_steps, math_ops.maximum(1, max_sequence_length))
-    _, output_final_ta, final_state = control_flow_ops.while_loop(
+    _, output_final_ta, final_state = builders.while_loop(
         cond=lambda time, *_: time < loop_bound, body=time_step,
         loop_vars=(time, output_ta, state), parallel_iterations=parallel_iterations,
         maximum_iterations=time_steps, swap_memory=swap_memory)
@@ -501,7 +505,7 @@ def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
         if sequence_length is not None:
             return reverse_sequence(input_, sequence_length, seq_axis=time_axis,
                                     batch_axis=batch_axis)
-        return array_ops.reverse(input_, axis=[time_axis])
+        return joining_ops.reverse(input_, axis=[time_axis])
 
     with vs.variable_scope(scope or "bidirectional_rnn"):
         with vs.variable_scope("fw") as fw_scope:

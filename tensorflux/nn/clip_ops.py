@@ -5,6 +5,7 @@ from __future__ import annotations
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import array_ops, math_ops, reduction_ops
 
 __all__ = ["clip_by_value", "clip_by_norm", "clip_by_global_norm", "global_norm",
            "clip_by_average_norm"]
@@ -26,25 +27,20 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     Raises:
       ValueError: the clip bounds' shapes do not broadcast to t's.
     """
-    from tensorflux.ops import math_ops
-
     with graph_lib.name_scope(name, "clip_by_value", [_values(t)]) as scope:
         values = convert_to_tensor(_values(t))
         clipped = math_ops.minimum(math_ops.maximum(values, clip_value_min), clip_value_max)
         clipped.shape.assert_is_compatible_with(values.shape)
-        from tensorflux.ops import array_ops
 
         return _rewrap(t, array_ops.identity(clipped, name=scope))
 
 
 def clip_by_norm(t, clip_norm, axes=None, name=None):
     """t * clip_norm / max(||t||_2, clip_norm), the norm over `axes` (default: all)."""
-    from tensorflux.ops import array_ops, math_ops
-
     with graph_lib.name_scope(name, "clip_by_norm", [_values(t)]) as scope:
         values = convert_to_tensor(_values(t))
         clip_norm = math_ops.cast(clip_norm, values.dtype)
-        l2sum = math_ops.reduce_sum(values * values, axes, keepdims=True)
+        l2sum = reduction_ops.reduce_sum(values * values, axes, keepdims=True)
         positive = l2sum > 0
         safe = math_ops.select(positive, l2sum, array_ops.ones_like(l2sum))
         l2norm = math_ops.select(positive, math_ops.sqrt(safe), l2sum)
@@ -54,12 +50,10 @@ def clip_by_norm(t, clip_norm, axes=None, name=None):
 
 def clip_by_average_norm(t, clip_norm, name=None):
     """t * clip_norm / max(||t||_2 / n, clip_norm), n the number of elements."""
-    from tensorflux.ops import array_ops, math_ops
-
     with graph_lib.name_scope(name, "clip_by_average_norm", [t]) as scope:
         t = convert_to_tensor(t)
         n = math_ops.cast(array_ops.size(t), t.dtype)
-        l2norm_inv = math_ops.rsqrt(math_ops.reduce_sum(t * t))
+        l2norm_inv = math_ops.rsqrt(reduction_ops.reduce_sum(t * t))
         tclip = t * clip_norm * math_ops.minimum(l2norm_inv * n, 1.0 / clip_norm)
         return array_ops.identity(tclip, name=scope)
 
@@ -70,13 +64,11 @@ def global_norm(t_list, name=None):
     Raises:
       TypeError: t_list is not a sequence.
     """
-    from tensorflux.ops import array_ops, math_ops
-
     if not isinstance(t_list, (list, tuple)):
         raise TypeError("t_list should be a sequence")
     values = [convert_to_tensor(_values(t)) for t in t_list if t is not None]
     with graph_lib.name_scope(name, "global_norm", values) as scope:
-        squares = [math_ops.reduce_sum(v * v) for v in values]
+        squares = [reduction_ops.reduce_sum(v * v) for v in values]
         total = math_ops.add_n(squares) if len(squares) > 1 else (
             squares[0] if squares else array_ops.zeros([], "float32"))
         return math_ops.sqrt(total, name=scope)
@@ -88,8 +80,6 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
     Returns:
       (list of clipped tensors (None stays None), the global norm used).
     """
-    from tensorflux.ops import array_ops, math_ops
-
     if not isinstance(t_list, (list, tuple)):
         raise TypeError("t_list should be a sequence")
     t_list = list(t_list)

@@ -13,7 +13,16 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, constant_op, math_ops, nn_ops
+from tensorflux.ops import (
+    array_ops,
+    constant_op,
+    joining_ops,
+    math_ops,
+    matrix_ops,
+    nn_ops,
+    random_ops,
+    reduction_ops,
+)
 
 # The TF1 public names of this module (tf.nn.*).
 __all__ = ["softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
@@ -41,7 +50,7 @@ def _flatten_outer_dims(t):
         dims = shape.as_list()
         return array_ops.reshape(t, [int(np.prod(dims[:-1], dtype=np.int64)), dims[-1]])
     last = array_ops.shape(t)[-1:]
-    out = array_ops.reshape(t, array_ops.concat([[-1], last], 0))
+    out = array_ops.reshape(t, joining_ops.concat([[-1], last], 0))
     if shape.ndims is not None and shape.as_list()[-1] is not None:
         out.set_shape([None, shape.as_list()[-1]])
     return out
@@ -236,8 +245,6 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
 
 
 def _random_uniform(shape, seed, dtype):
-    from tensorflux.ops import random_ops
-
     return random_ops.random_uniform(shape, seed=seed, dtype=dtype)
 
 
@@ -314,7 +321,7 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
     axis = nn_ops._axis_arg(axis, dim) if (axis is not None or dim is not None) else None
     with graph_lib.name_scope(name, "l2_normalize", [x]) as scope:
         x = convert_to_tensor(x, name="x")
-        square_sum = math_ops.reduce_sum(math_ops.square(x), axis, keepdims=True)
+        square_sum = reduction_ops.reduce_sum(math_ops.square(x), axis, keepdims=True)
         inv_norm = math_ops.rsqrt(math_ops.maximum(square_sum, epsilon))
         return math_ops.multiply(x, inv_norm, name=scope)
 
@@ -331,8 +338,8 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
     with graph_lib.name_scope(name, "moments", [x, axes]):
         x = convert_to_tensor(x, name="x")
         y = math_ops.cast(x, dtypes.float32) if x.dtype == dtypes.float16 else x
-        mean = math_ops.reduce_mean(y, axes, keepdims=True, name="mean")
-        variance = math_ops.reduce_mean(
+        mean = reduction_ops.reduce_mean(y, axes, keepdims=True, name="mean")
+        variance = reduction_ops.reduce_mean(
             math_ops.squared_difference(y, array_ops.stop_gradient(mean)), axes,
             keepdims=True, name="variance")
         if not keepdims:
@@ -361,4 +368,4 @@ def xw_plus_b(x, weights, biases, name=None):
         x = convert_to_tensor(x, name="x")
         weights = convert_to_tensor(weights, name="weights")
         biases = convert_to_tensor(biases, name="biases")
-        return nn_ops.bias_add(math_ops.matmul(x, weights), biases, name=scope)
+        return nn_ops.bias_add(matrix_ops.matmul(x, weights), biases, name=scope)

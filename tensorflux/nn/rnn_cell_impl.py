@@ -32,21 +32,24 @@ import re
 
 import numpy as np
 
+from tensorflux.control_flow.control_flow_util import flatten, is_nested, map_structure
 from tensorflux.framework import common_shapes, dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.nn import clip_ops
 from tensorflux.ops import (
     array_ops,
-    clip_ops,
     constant_op,
-    init_ops,
+    joining_ops,
     math_ops,
+    matrix_ops,
     nn_ops,
+    slicing_ops,
 )
-from tensorflux.ops import variable_scope as vs
-from tensorflux.ops.control_flow_util import flatten, is_nested, map_structure
+from tensorflux.variables import init_ops, partitioned_variables
+from tensorflux.variables import variable_scope as vs
 
 # The TF1 public names of this module (tf.nn.rnn_cell.*).
 __all__ = ["RNNCell", "LayerRNNCell", "BasicRNNCell", "GRUCell", "LSTMStateTuple",
@@ -121,7 +124,7 @@ def _concat(prefix, suffix, static: bool = False):
     p, s = _size_tensor(prefix), _size_tensor(suffix)
     if p is None or s is None:
         raise ValueError(f"Provided a prefix or suffix of None: {prefix} and {suffix}")
-    return array_ops.concat((p, s), 0)
+    return joining_ops.concat((p, s), 0)
 
 
 def _zero_state_tensors(state_size, batch_size, dtype):
@@ -439,7 +442,7 @@ class BasicRNNCell(LayerRNNCell):
 
     def call(self, inputs, state):
         _check_rnn_cell_input_dtypes([inputs, state])
-        gate_inputs = math_ops.matmul(array_ops.concat([inputs, state], 1), self._kernel)
+        gate_inputs = matrix_ops.matmul(joining_ops.concat([inputs, state], 1), self._kernel)
         gate_inputs = nn_ops.bias_add(gate_inputs, self._bias)
         output = self._activation(gate_inputs)
         return output, output
@@ -493,13 +496,13 @@ class GRUCell(LayerRNNCell):
 
     def call(self, inputs, state):
         _check_rnn_cell_input_dtypes([inputs, state])
-        gate_inputs = math_ops.matmul(array_ops.concat([inputs, state], 1),
+        gate_inputs = matrix_ops.matmul(joining_ops.concat([inputs, state], 1),
                                       self._gate_kernel)
         gate_inputs = nn_ops.bias_add(gate_inputs, self._gate_bias)
         value = math_ops.sigmoid(gate_inputs)
-        r, u = array_ops.split(value=value, num_or_size_splits=2, axis=1)
+        r, u = joining_ops.split(value=value, num_or_size_splits=2, axis=1)
         r_state = r * state
-        candidate = math_ops.matmul(array_ops.concat([inputs, r_state], 1),
+        candidate = matrix_ops.matmul(joining_ops.concat([inputs, r_state], 1),
                                     self._candidate_kernel)
         candidate = nn_ops.bias_add(candidate, self._candidate_bias)
         c = self._activation(candidate)
@@ -568,24 +571,23 @@ class BasicLSTMCell(LayerRNNCell):
         if self._state_is_tuple:
             c, h = state
         else:
-            c, h = array_ops.split(value=state, num_or_size_splits=2, axis=1)
-        gate_inputs = math_ops.matmul(array_ops.concat([inputs, h], 1), self._kernel)
+            c, h = joining_ops.split(value=state, num_or_size_splits=2, axis=1)
+        gate_inputs = matrix_ops.matmul(joining_ops.concat([inputs, h], 1), self._kernel)
         gate_inputs = nn_ops.bias_add(gate_inputs, self._bias)
-        i, j, f, o = array_ops.split(value=gate_inputs, num_or_size_splits=4, axis=1)
+        i, j, f, o = joining_ops.split(value=gate_inputs, num_or_size_splits=4, axis=1)
         forget_bias = constant_op.constant(self._forget_bias, dtype=f.dtype)
         new_c = math_ops.add(math_ops.multiply(c, sigmoid(math_ops.add(f, forget_bias))),
                              math_ops.multiply(sigmoid(i), self._activation(j)))
         new_h = math_ops.multiply(self._activation(new_c), sigmoid(o))
         if self._state_is_tuple:
             return new_h, LSTMStateTuple(new_c, new_h)
-        return new_h, array_ops.concat([new_c, new_h], 1)
+        return new_h, joining_ops.concat([new_c, new_h], 1)
 
 
 def _shards(num_shards):
     """A fixed-size partitioner for `num_shards` shards along axis 0, or None."""
     if num_shards is None:
         return None
-    from tensorflux.ops import partitioned_variables
 
     return partitioned_variables.fixed_size_partitioner(num_shards)
 
@@ -662,13 +664,13 @@ class LSTMCell(LayerRNNCell):
         if self._state_is_tuple:
             c_prev, m_prev = state
         else:
-            c_prev = array_ops.slice(state, [0, 0], [-1, self._num_units])
-            m_prev = array_ops.slice(state, [0, self._num_units], [-1, num_proj])
+            c_prev = slicing_ops.slice(state, [0, 0], [-1, self._num_units])
+            m_prev = slicing_ops.slice(state, [0, self._num_units], [-1, num_proj])
         if tensor_shape.dimension_value(inputs.shape.with_rank(2)[1]) is None:
             raise ValueError("Could not infer input size from inputs.get_shape()[-1]")
-        lstm_matrix = math_ops.matmul(array_ops.concat([inputs, m_prev], 1), self._kernel)
+        lstm_matrix = matrix_ops.matmul(joining_ops.concat([inputs, m_prev], 1), self._kernel)
         lstm_matrix = nn_ops.bias_add(lstm_matrix, self._bias)
-        i, j, f, o = array_ops.split(value=lstm_matrix, num_or_size_splits=4, axis=1)
+        i, j, f, o = joining_ops.split(value=lstm_matrix, num_or_size_splits=4, axis=1)
         if self._use_peepholes:
             c = (sigmoid(f + self._forget_bias + self._w_f_diag * c_prev) * c_prev
                  + sigmoid(i + self._w_i_diag * c_prev) * self._activation(j))
@@ -681,11 +683,11 @@ class LSTMCell(LayerRNNCell):
         else:
             m = sigmoid(o) * self._activation(c)
         if self._num_proj is not None:
-            m = math_ops.matmul(m, self._proj_kernel)
+            m = matrix_ops.matmul(m, self._proj_kernel)
             if self._proj_clip is not None:
                 m = clip_ops.clip_by_value(m, -self._proj_clip, self._proj_clip)
         new_state = LSTMStateTuple(c, m) if self._state_is_tuple else \
-            array_ops.concat([c, m], 1)
+            joining_ops.concat([c, m], 1)
         return m, new_state
 
 
@@ -755,11 +757,11 @@ class MultiRNNCell(RNNCell):
                                          f"{len(self.state_size)}, but received: {state}")
                     cur_state = state[i]
                 else:
-                    cur_state = array_ops.slice(state, [0, cur_state_pos],
+                    cur_state = slicing_ops.slice(state, [0, cur_state_pos],
                                                 [-1, cell.state_size])
                     cur_state_pos += cell.state_size
                 cur_inp, new_state = cell(cur_inp, cur_state)
                 new_states.append(new_state)
         new_states = tuple(new_states) if self._state_is_tuple else \
-            array_ops.concat(new_states, 1)
+            joining_ops.concat(new_states, 1)
         return cur_inp, new_states

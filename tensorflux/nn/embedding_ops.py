@@ -28,17 +28,20 @@ from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.nn import clip_ops
 from tensorflux.ops import (
     array_ops,
-    clip_ops,
     constant_op,
     gather_ops,
+    joining_ops,
     logging_ops,
     math_ops,
+    reduction_ops,
+    sequence_ops,
     sparse_ops,
     state_ops,
 )
-from tensorflux.ops.partitioned_variables import PartitionedVariable
+from tensorflux.variables.partitioned_variables import PartitionedVariable
 
 # The tf.nn names of this module.
 __all__ = ["embedding_lookup", "embedding_lookup_sparse"]
@@ -75,7 +78,7 @@ def _clip(params, ids, max_norm):
     if ids_rank and params_rank:
         axes = list(range(ids_rank, params_rank))
     else:
-        axes = math_ops.range(array_ops.rank(ids), array_ops.rank(params))
+        axes = sequence_ops.range(array_ops.rank(ids), array_ops.rank(params))
     return clip_ops.clip_by_norm(params, max_norm, axes=axes)
 
 
@@ -100,7 +103,7 @@ def _div_assignments(params, flat_ids):
                                                 flat_ids.dtype.as_numpy_dtype))
     else:
         sizes = [_dim0(p, flat_ids.dtype) for p in params]
-        total = math_ops.reduce_sum(array_ops.stack(
+        total = reduction_ops.reduce_sum(joining_ops.stack(
             [convert_to_tensor(np.asarray(s, flat_ids.dtype.as_numpy_dtype))
              if isinstance(s, int) else s for s in sizes]))
     per = total // n
@@ -121,7 +124,7 @@ def _ids_check(params, flat_ids, assignments, new_ids, strategy: str, scope: str
         if all(isinstance(s, int) for s in sizes):
             rows = constant_op.constant(np.asarray(sizes, dt.as_numpy_dtype), name="rows")
         else:
-            rows = array_ops.stack([convert_to_tensor(np.asarray(s, dt.as_numpy_dtype))
+            rows = joining_ops.stack([convert_to_tensor(np.asarray(s, dt.as_numpy_dtype))
                                     if isinstance(s, int) else s for s in sizes])
         shard = math_ops.maximum(math_ops.minimum(assignments, n - 1), 0)
         valid = math_ops.logical_and(flat_ids >= 0,
@@ -135,7 +138,7 @@ def _ids_check(params, flat_ids, assignments, new_ids, strategy: str, scope: str
                 gather_ops.gather(new_ids, bad),
                 f"but the {n} shards have [{described}] rows (partition_strategy "
                 f"'{strategy}')"]
-        return logging_ops.Assert(math_ops.reduce_all(valid), data, summarize=5)
+        return logging_ops.Assert(reduction_ops.reduce_all(valid), data, summarize=5)
 
 
 def _static_element_shape(params) -> tensor_shape.TensorShape:
@@ -185,7 +188,7 @@ def embedding_lookup(params, ids, partition_strategy: str = "mod", name=None,
 def _sharded_lookup(params, ids, strategy, scope, validate_indices, max_norm):
     n = len(params)
     flat_ids = array_ops.reshape(ids, [-1])
-    original_indices = math_ops.range(array_ops.size(flat_ids))
+    original_indices = sequence_ops.range(array_ops.size(flat_ids))
     if strategy == "mod":
         assignments = flat_ids % n
         new_ids = flat_ids // n
@@ -199,13 +202,13 @@ def _sharded_lookup(params, ids, strategy, scope, validate_indices, max_norm):
     checks = [_ids_check(params, flat_ids, assignments, new_ids, strategy, scope)] \
         if validate_indices else []
     with g.control_dependencies(checks):
-        gather_ids = array_ops.dynamic_partition(new_ids, assignments, n)
-        pindices = array_ops.dynamic_partition(original_indices, assignments, n)
+        gather_ids = gather_ops.dynamic_partition(new_ids, assignments, n)
+        pindices = gather_ops.dynamic_partition(original_indices, assignments, n)
     rows = []
     for p in range(n):
         with g.device(None), _colocate(params[p]), g.control_dependencies(checks):
             rows.append(gather_ops.gather(params[p], gather_ids[p]))
-    ret = array_ops.parallel_dynamic_stitch(pindices, rows, name=scope)
+    ret = gather_ops.parallel_dynamic_stitch(pindices, rows, name=scope)
     element_shape = _static_element_shape(params)
     if element_shape.is_fully_defined():
         element_dims = np.asarray(element_shape.as_list(), np.int32)
@@ -215,7 +218,7 @@ def _sharded_lookup(params, ids, strategy, scope, validate_indices, max_norm):
             shape = state_ops.variable_shape(p0.handle) if _is_variable(p0) else \
                 array_ops.shape(p0)
             element_dims = shape[1:]
-    ret = array_ops.reshape(ret, array_ops.concat([array_ops.shape(ids), element_dims], 0))
+    ret = array_ops.reshape(ret, joining_ops.concat([array_ops.shape(ids), element_dims], 0))
     ret.set_shape(ids.shape.concatenate(element_shape))
     return _clip(ret, ids, max_norm)
 
@@ -264,7 +267,7 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy: str 
         sp_ids.dense_shape.shape.assert_is_compatible_with(sp_weights.dense_shape.shape)
     with graph_lib.name_scope(name, "embedding_lookup_sparse", [sp_ids.values]) as scope:
         segment_ids = math_ops.cast(sp_ids.indices[:, 0], dtypes.int32)
-        ids, idx = array_ops.unique(sp_ids.values)
+        ids, idx = gather_ops.unique(sp_ids.values)
         embeddings = embedding_lookup(params, ids, partition_strategy=partition_strategy,
                                       max_norm=max_norm)
         if sp_weights is None:
@@ -288,10 +291,10 @@ def _weighted_combine(embeddings, idx, segment_ids, weights, combiner, scope):
     else:
         ones = array_ops.ones(array_ops.expand_dims(array_ops.rank(embeddings) - 1, 0),
                               dtype=dtypes.int32)
-        weights = array_ops.reshape(weights, array_ops.concat([array_ops.shape(weights), ones],
+        weights = array_ops.reshape(weights, joining_ops.concat([array_ops.shape(weights), ones],
                                                               0))
     embeddings = embeddings * weights
-    positions = math_ops.range(array_ops.size(segment_ids))
+    positions = sequence_ops.range(array_ops.size(segment_ids))
     if combiner == "sum":
         return sparse_ops.sparse_segment_sum(embeddings, positions, segment_ids, name=scope)
     summed = sparse_ops.sparse_segment_sum(embeddings, positions, segment_ids)

@@ -10,11 +10,7 @@ import hashlib
 import itertools
 import numbers
 
-from tensorflux.framework import common_shapes, tensor_shape
-from tensorflux.framework import graph as graph_lib
-from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, math_ops, nn_impl, random_ops
-from tensorflux.ops.control_flow_util import (
+from tensorflux.control_flow.control_flow_util import (
     _children,
     _rebuild,
     assert_same_structure,
@@ -23,7 +19,12 @@ from tensorflux.ops.control_flow_util import (
     map_structure,
     pack_sequence_as,
 )
-from tensorflux.ops.rnn_cell_impl import LSTMStateTuple, RNNCell, assert_like_rnncell
+from tensorflux.framework import common_shapes, tensor_shape
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.nn import nn_impl
+from tensorflux.nn.rnn_cell_impl import LSTMStateTuple, RNNCell, assert_like_rnncell
+from tensorflux.ops import joining_ops, math_ops, random_ops
 
 # The TF1 public names of this module (tf.nn.rnn_cell.*).
 __all__ = ["DropoutWrapper", "ResidualWrapper", "DeviceWrapper"]
@@ -120,7 +121,7 @@ class DropoutWrapper(_RNNCellWrapper):
             counter = itertools.count()
             return map_structure(
                 lambda s: random_ops.random_uniform(
-                    array_ops.concat(([1], tensor_shape.TensorShape(s).as_list()), 0),
+                    joining_ops.concat(([1], tensor_shape.TensorShape(s).as_list()), 0),
                     seed=self._gen_seed(salt, next(counter)), dtype=dtype), sizes)
 
         if not isinstance(self._input_keep_prob, numbers.Real) or self._input_keep_prob < 1:

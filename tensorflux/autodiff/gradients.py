@@ -32,11 +32,25 @@ from collections import deque
 
 import numpy as np
 
+from tensorflux.control_flow import (
+    builders,
+    control_flow_grad,  # noqa: F401 - control-flow op gradients
+    control_flow_state,
+)
+from tensorflux.control_flow import control_flow_util as cf_util
 from tensorflux.framework import dtypes, op_registry
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import (
+    array_ops,
+    constant_op,
+    joining_ops,
+    math_ops,
+    reduction_ops,
+    sequence_ops,
+)
 
 __all__ = ["gradients", "hessians", "AggregationMethod", "RegisterGradient",
            "NotDifferentiable", "NoGradient"]
@@ -135,8 +149,6 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
 
 
 def _initial_grad(y: Tensor, gy, k: int):
-    from tensorflux.ops import array_ops, constant_op
-
     if gy is None:
         with graph_lib.name_scope(f"grad_ys_{k}"):
             if y.shape.is_fully_defined():
@@ -169,8 +181,6 @@ def _between(ys, xs):
     When a loop Exit is among them, a ControlFlowState is made for the loops
     (control_flow_state.py), which also adds every other Exit of those loops.
     """
-    from tensorflux.ops import control_flow_state
-
     reached: set[Operation] = set()
     work = [x.op for x in xs]
     while work:
@@ -236,8 +246,6 @@ def _backprop(g, ys, xs, stop, between, pending, grads, colocate, gate,
 
 def _update_pending_and_enqueue_ready(grads, op, queue, pending, loop_state,
                                       between) -> None:
-    from tensorflux.ops import control_flow_util as cf_util
-
     for t in op.inputs:
         x = t.op
         if x not in between:
@@ -271,8 +279,6 @@ def _update_pending_and_enqueue_ready(grads, op, queue, pending, loop_state,
 
 def _zeros_for_output(op: Operation, i: int, loop_state):
     """A zero gradient for output i of `op` (which got none); dead where the output is."""
-    from tensorflux.ops import array_ops, control_flow_state
-
     if loop_state is not None:
         return loop_state.ZerosLike(op, i)
     if op._control_flow_context is not None or op.type == "Switch":
@@ -281,8 +287,6 @@ def _zeros_for_output(op: Operation, i: int, loop_state):
 
 
 def _backprop_op(g, op: Operation, between, grads, gate, loop_state=None) -> None:
-    from tensorflux.ops import control_flow_util as cf_util
-
     if loop_state is not None:
         loop_state.EnterGradWhileContext(op, before=True)
     try:
@@ -326,10 +330,8 @@ def _backprop_op(g, op: Operation, between, grads, gate, loop_state=None) -> Non
                 in_grads = [None if gr is None else _sum_to_shape(gr, x)
                             for gr, x in zip(in_grads, op.inputs, strict=True)]
             if gate and sum(gr is not None for gr in in_grads) > 1:
-                from tensorflux.ops import control_flow_ops
-
                 dense = [gr for gr in in_grads if isinstance(gr, Tensor)]
-                gated = iter(control_flow_ops.tuple(dense))
+                gated = iter(builders.tuple(dense))
                 in_grads = [next(gated) if isinstance(gr, Tensor) else gr for gr in in_grads]
         for x, gr in zip(op.inputs, in_grads, strict=True):
             if gr is None or not _backpropagatable(x):
@@ -359,8 +361,6 @@ def _sum_to_shape(grad, x: Tensor):
     Statically when x's shape is fully known (no ops at all when nothing broadcast),
     otherwise with BroadcastGradientArgs at run time.
     """
-    from tensorflux.ops import array_ops, math_ops
-
     if isinstance(grad, IndexedSlices):
         grad = convert_to_tensor(grad)
     gshape, xshape = grad.shape, x.shape
@@ -375,12 +375,12 @@ def _sum_to_shape(grad, x: Tensor):
                                     if d == 1 and gdims[lead + i] != 1]
         if not axes:
             return grad if gdims == xdims else array_ops.reshape(grad, xdims)
-        summed = math_ops.reduce_sum(grad, axes)
+        summed = reduction_ops.reduce_sum(grad, axes)
         return array_ops.reshape(summed, xdims)
     sx = array_ops.shape(x)
     sg = array_ops.shape(grad)
-    _, rx = math_ops.broadcast_gradient_args(sg, sx)
-    return array_ops.reshape(math_ops.reduce_sum(grad, rx), sx)
+    _, rx = sequence_ops.broadcast_gradient_args(sg, sx)
+    return array_ops.reshape(reduction_ops.reduce_sum(grad, rx), sx)
 
 
 def _aggregate(parts):
@@ -389,12 +389,11 @@ def _aggregate(parts):
         return None
     if len(parts) == 1:
         return parts[0]
-    from tensorflux.ops import array_ops, math_ops
 
     if all(isinstance(p, IndexedSlices) for p in parts):
         dense_shape = next((p.dense_shape for p in parts if p.dense_shape is not None), None)
-        return IndexedSlices(array_ops.concat([p.values for p in parts], 0),
-                             array_ops.concat([p.indices for p in parts], 0), dense_shape)
+        return IndexedSlices(joining_ops.concat([p.values for p in parts], 0),
+                             joining_ops.concat([p.indices for p in parts], 0), dense_shape)
     dense = [convert_to_tensor(p) if isinstance(p, IndexedSlices) else p for p in parts]
     return math_ops.add_n(dense)
 
@@ -404,8 +403,6 @@ def hessians(ys, xs, name: str = "hessians", colocate_gradients_with_ops: bool =
     """Second derivatives of sum(ys) for each x (`tf.hessians`): for x of shape S, a tensor
     of shape S + S. Each x needs a fully defined static shape (its gradient is unrolled
     element by element)."""
-    from tensorflux.ops import array_ops
-
     xs = _as_list(xs)
     out = []
     with graph_lib.name_scope(name):
@@ -429,6 +426,6 @@ def hessians(ys, xs, name: str = "hessians", colocate_gradients_with_ops: bool =
                 (row,) = gradients(flat[i], [x])
                 rows.append(array_ops.zeros(shape.as_list(), dtype) if row is None else
                             array_ops.reshape(convert_to_tensor(row), shape.as_list()))
-            h = array_ops.stack(rows)
+            h = joining_ops.stack(rows)
             out.append(array_ops.reshape(h, shape.as_list() * 2))
     return out

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorflux.autodiff import gradients
 from tensorflux.framework import dtypes
 from tensorflux.framework.indexed_slices import IndexedSlicesValue
+from tensorflux.ops import array_ops
+from tensorflux.runtime.session import get_default_session
 
 __all__ = ["compute_gradient", "compute_gradient_error"]
 
@@ -24,8 +27,6 @@ def _dense(value, shape) -> np.ndarray:
 
 
 def _session():
-    from tensorflux.runtime.session import get_default_session
-
     sess = get_default_session()
     if sess is None:
         raise ValueError("compute_gradient needs a default session: use "
@@ -34,8 +35,6 @@ def _session():
 
 
 def _jacobians(x, x_shape, x_data, y, y_shape, delta, feed):
-    from tensorflux.ops import array_ops, gradients
-
     sess = _session()
     x_size = int(np.prod(x_shape, dtype=np.int64))
     y_size = int(np.prod(y_shape, dtype=np.int64))

@@ -1,5 +1,5 @@
 """Tests of tf.nn.dynamic_rnn, bidirectional_dynamic_rnn and static_bidirectional_rnn
-(tensorflux/ops/rnn.py): equality with static_rnn on the same weights, sequence-length
+(tensorflux/nn/rnn.py): equality with static_rnn on the same weights, sequence-length
 masking (zero outputs, copied-through states, the loop stopping after the longest
 sequence), time-major layout, unknown batch and time sizes, finite-difference gradients of
 a tiny LSTM through the while loop (issue 4, item 7), errors, and an oracle comparison of
@@ -15,7 +15,7 @@ import pytest
 
 import tensorflux as tf
 from tests import oracle
-from tests.ops.test_rnn_cell import (
+from tests.nn.test_rnn_cell import (
     CONFIGS,
     _flat,
     inputs_array,
@@ -246,7 +246,7 @@ def test_reverse_sequence():
     xs = inputs_array(t=4, b=3)
     w = np.random.RandomState(2).standard_normal(xs.shape)
     with tf.Graph().as_default():
-        from tensorflux.ops import rnn
+        from tensorflux.nn import rnn
 
         x = tf.constant(xs)
         y = rnn.reverse_sequence(x, [4, 0, 2], seq_axis=0, batch_axis=1)

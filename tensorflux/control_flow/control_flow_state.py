@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorflux.control_flow import control_flow_util as util
+from tensorflux.control_flow.control_flow_context import WhileContext, shape_internal
 from tensorflux.framework import common_shapes, dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor
+from tensorflux.ops import array_ops, constant_op, state_ops, tensor_array_ops
 from tensorflux.ops import control_flow_ops as cfo
-from tensorflux.ops import control_flow_util as util
 
 
 class GradLoopState:
@@ -46,8 +48,6 @@ class GradLoopState:
     """
 
     def __init__(self, forward_ctxt, outer_grad_state):
-        from tensorflux.ops.control_flow_context import WhileContext
-
         self._outer_grad_state = outer_grad_state
         self._forward_context = forward_ctxt
         self._forward_sync = None
@@ -178,8 +178,6 @@ class GradLoopState:
         Called in the context where gradients() was called: the stack is created there, the
         push in the forward loop (or in the cond inside it that `value` lives in).
         """
-        from tensorflux.ops import tensor_array_ops
-
         g = value.graph
         curr_ctxt = g._get_control_flow_context()
         with util.outside_control_flow(g):
@@ -219,8 +217,6 @@ class GradLoopState:
                                     dead_branch: bool = False) -> Tensor:
         """Pops the saved `value` in the gradient loop (guarded by the predicate of the
         cond `value` lives in, if any). Called in the gradient loop's context."""
-        from tensorflux.ops import tensor_array_ops
-
         history_ctxt = util.get_context(history_value.op)
         cond_ctxt = None
         value_ctxt = util.get_context(value.op)
@@ -269,8 +265,6 @@ class GradLoopState:
                     real_value = self._grad_context.AddValue(cur_value)
                     break
             elif cur_value.op.type == "Const":
-                from tensorflux.ops import constant_op
-
                 real_value = constant_op.constant(
                     common_shapes.constant_value(cur_value), dtype=cur_value.dtype)
                 break
@@ -350,9 +344,6 @@ class ControlFlowState:
 
     def ZerosLikeForExit(self, val: Tensor) -> Tensor:  # noqa: N802
         """Zeros for the gradient of an Exit no y uses. Called where gradients() was."""
-        from tensorflux.ops import array_ops
-        from tensorflux.ops.control_flow_context import shape_internal
-
         forward_ctxt = util.get_context(val.op)
         outer_forward_ctxt = forward_ctxt.outer_context
         if outer_forward_ctxt is not None:
@@ -384,9 +375,6 @@ class ControlFlowState:
     def ZerosLike(self, op: Operation, index: int):  # noqa: N802
         """Zeros for output `index` of `op`, for the iteration being differentiated (None
         for a loop Switch). Called in the op's gradient loop context."""
-        from tensorflux.ops import array_ops, constant_op
-        from tensorflux.ops.control_flow_context import shape_internal
-
         if util.IsLoopSwitch(op):
             return None
         dead_branch = util.IsSwitch(op)
@@ -431,9 +419,6 @@ class ControlFlowState:
     def PostProcessing(self) -> None:  # noqa: N802
         """Patches gradient Merges whose loop variable at i+1 does not depend on its value
         at i: their back edge is still the entry value, so it becomes zeros instead."""
-        from tensorflux.ops import array_ops, constant_op
-        from tensorflux.ops.control_flow_context import shape_internal
-
         for grad_state in self._map.values():
             for b_merge in grad_state.switch_map.values():
                 if b_merge.op.inputs[0] is not b_merge.op.inputs[1]:
@@ -481,9 +466,6 @@ def ZerosLike(op: Operation, index: int):  # noqa: N802
     """Zeros for output `index` of `op` outside any differentiated loop; for a cond Switch,
     zeros that exist only when the other branch is taken (so the gradient Merge gets
     exactly one live input)."""
-    from tensorflux.ops import array_ops
-    from tensorflux.ops.control_flow_context import shape_internal
-
     val = op.outputs[index]
     is_resource = val.dtype.base_dtype is dtypes.resource
     op_ctxt = util.get_context(op)
@@ -494,7 +476,6 @@ def ZerosLike(op: Operation, index: int):  # noqa: N802
     pivot = array_ops.identity(switch_val)
     if is_resource:
         # A variable switched into the branch: zeros shaped like the variable.
-        from tensorflux.ops import state_ops
 
         dtype = _resource_dtype(op.inputs[0])
         if dtype is None:

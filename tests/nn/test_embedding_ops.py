@@ -1,5 +1,5 @@
-"""Sharded embeddings (tensorflux/ops/embedding_ops.py) and partitioned variables
-(tensorflux/ops/partitioned_variables.py, variable_scope.py): lookups over one tensor, lists
+"""Sharded embeddings (tensorflux/nn/embedding_ops.py) and partitioned variables
+(tensorflux/variables/partitioned_variables.py, variable_scope.py): lookups over one tensor, lists
 of tensor or variable shards and PartitionedVariables with the "mod" and "div" strategies
 against a NumPy reference; gradients reaching each shard as IndexedSlices and optimizers
 updating only the looked-up rows; ids out of range; partitioners and `get_variable(

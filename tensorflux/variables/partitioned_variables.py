@@ -21,8 +21,14 @@ from collections.abc import Sequence
 
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
-from tensorflux.framework.tensor_conversion import register_tensor_conversion_function
-from tensorflux.ops import variables
+from tensorflux.framework.operation import Tensor
+from tensorflux.framework.tensor_conversion import (
+    convert_to_tensor,
+    register_tensor_conversion_function,
+)
+from tensorflux.ops import array_ops, joining_ops
+from tensorflux.protos import variable_pb2
+from tensorflux.variables import variables
 
 # The TF1 public names of this module.
 __all__ = ["fixed_size_partitioner", "variable_axis_size_partitioner",
@@ -150,8 +156,6 @@ class SaveSliceInfo:
         return full + parts
 
     def to_proto(self, export_scope=None):
-        from tensorflux.protos import variable_pb2
-
         name = self.full_name
         if export_scope and name.startswith(export_scope.rstrip("/") + "/"):
             name = name[len(export_scope.rstrip("/")) + 1:]
@@ -284,15 +288,13 @@ class PartitionedVariable:
         return list(self._partitions)
 
     def _concat(self):
-        from tensorflux.ops import array_ops
-
         g = self._variable_list[0].graph
         if len(self._variable_list) == 1:
             with g.as_default(), graph_lib.name_scope(None):
                 return array_ops.identity(self._variable_list[0], name=self._name)
         axis = self._partition_axes()[0]
         with g.as_default(), graph_lib.name_scope(self._name + "/ConcatPartitions/"):
-            concatenated = array_ops.concat(list(self._variable_list), axis)
+            concatenated = joining_ops.concat(list(self._variable_list), axis)
         with g.as_default(), graph_lib.name_scope(None):
             return array_ops.identity(concatenated, name=self._name)
 
@@ -302,21 +304,16 @@ class PartitionedVariable:
             return self._concat()
 
     def _apply_assign_fn(self, assign_fn, value):
-        from tensorflux.ops import array_ops
-
         if isinstance(value, (list, tuple)) and len(value) == len(self._variable_list):
             parts = list(value)
         elif isinstance(value, PartitionedVariable):
             parts = list(value)
         else:
-            from tensorflux.framework.operation import Tensor
-            from tensorflux.framework.tensor_conversion import convert_to_tensor
-
             if not isinstance(value, Tensor):  # Python/NumPy values take the variable's dtype
                 value = convert_to_tensor(value, dtype=self._dtype)
             axis = self._partition_axes()[0]
             sizes = [tensor_shape.dimension_value(v.shape[axis]) for v in self._variable_list]
-            parts = array_ops.split(value, sizes, axis=axis)
+            parts = joining_ops.split(value, sizes, axis=axis)
         return [assign_fn(v, part) for v, part in zip(self._variable_list, parts,
                                                        strict=True)]
 

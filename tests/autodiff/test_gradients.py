@@ -1,4 +1,4 @@
-"""tf.gradients as a library (tensorflux/ops/gradients.py): bad input (integer tensors,
+"""tf.gradients as a library (tensorflux/autodiff/gradients.py): bad input (integer tensors,
 ops without a gradient, grad_ys of the wrong shape or type, nothing to optimize, ids out of
 range, NaNs), tf.hessians against finite differences of the gradient, stop_gradients,
 gradient_override_map with tf.RegisterGradient, colocate_gradients_with_ops,

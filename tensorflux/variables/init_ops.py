@@ -16,7 +16,8 @@ import numpy as np
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Tensor
-from tensorflux.ops import constant_op, random_ops
+from tensorflux.ops import array_ops, constant_op, random_ops
+from tensorflux.variables import variables
 
 # The TF1 public names of this module.
 __all__ = ["zeros_initializer", "ones_initializer", "constant_initializer",
@@ -55,8 +56,6 @@ def _filled(shape, dtype: dtypes.DType, value, scope: str) -> Tensor:
 
 
 def _fill_fn():
-    from tensorflux.ops import array_ops
-
     return getattr(array_ops, "fill", None)
 
 
@@ -329,8 +328,6 @@ glorot_normal_initializer = GlorotNormal
 
 
 def _initializers_namespace() -> types.SimpleNamespace:
-    from tensorflux.ops import variables
-
     return types.SimpleNamespace(
         zeros=Zeros, ones=Ones, constant=Constant, random_uniform=RandomUniform,
         random_normal=RandomNormal, truncated_normal=TruncatedNormal,

@@ -1,4 +1,4 @@
-"""Tests of the RNN cells (tensorflux/ops/rnn_cell_impl.py, rnn_cell_wrapper_impl.py) and
+"""Tests of the RNN cells (tensorflux/nn/rnn_cell_impl.py, rnn_cell_wrapper_impl.py) and
 static_rnn: variable names, shapes and scoping as TensorFlow 1.x makes them, values against
 NumPy references written from the papers' equations (gate orders i, j, f, o and r, u),
 finite-difference gradients, errors, and an oracle comparison that runs the same weights in

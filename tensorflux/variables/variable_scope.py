@@ -19,12 +19,13 @@ import threading
 import weakref
 from collections.abc import Sequence
 
-from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework import dtypes, tensor_shape, tensor_util
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import init_ops, partitioned_variables, variables
+from tensorflux.ops import slicing_ops
+from tensorflux.variables import init_ops, partitioned_variables, variables
 
 # The TF1 public names of this module.
 __all__ = ["get_variable", "get_local_variable", "variable_scope", "get_variable_scope",
@@ -188,17 +189,16 @@ class _VariableStore:
     def _shard_initializer(name, initializer, dtype, offset, part_shape):
         """(initializer, shape to pass, dtype) of one shard: a callable initializer is
         called with the shard's shape; a value is sliced."""
-        from tensorflux.ops import array_ops
 
         if initializer is None:
             return _default_initializer(name, dtype), part_shape, dtype
         if callable(initializer):
             return initializer, part_shape, dtype
         if isinstance(initializer, Tensor):
-            init = array_ops.slice(initializer, offset, part_shape)
+            init = slicing_ops.slice(initializer, offset, part_shape)
             return init, None, init.dtype.base_dtype
         value = convert_to_tensor(initializer, dtype=dtype)
-        return array_ops.slice(value, offset, part_shape), None, dtype
+        return slicing_ops.slice(value, offset, part_shape), None, dtype
 
     def _get_single_variable(self, name, shape, dtype, initializer, regularizer, reuse,
                              trainable, collections, caching_device, validate_shape,
@@ -430,7 +430,6 @@ class VariableScope:
 def _dtype_of(value) -> dtypes.DType:
     if isinstance(value, Tensor) or hasattr(value, "_should_act_as_resource_variable"):
         return value.dtype.base_dtype
-    from tensorflux.framework import tensor_util
 
     return dtypes.as_dtype(tensor_util.convert_to_numpy(value).dtype)
 

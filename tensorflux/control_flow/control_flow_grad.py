@@ -19,12 +19,14 @@ invariant's constant Enter sums the per-iteration gradients in an accumulator lo
 
 from __future__ import annotations
 
+from tensorflux.control_flow import control_flow_util as util
+from tensorflux.control_flow.control_flow_context import _add_next_and_back_edge
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_registry import gradient
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import control_flow_ops as cfo
-from tensorflux.ops import control_flow_util as util
+from tensorflux.ops import math_ops
 
 
 def _dense(grad):
@@ -46,8 +48,6 @@ def _switch_grad(op, *grad):
             # Second visit, from the body: the gradient of the next iteration closes the
             # back edge of the gradient Merge.
             if grad[1] is not None:
-                from tensorflux.ops.control_flow_context import _add_next_and_back_edge
-
                 _add_next_and_back_edge(merge_grad, grad[1], enforce_shape_invariant=False)
             return None, None
         if grad[0] is not None:
@@ -93,7 +93,6 @@ def _merge_grad(op, grad, _):
                 grad_state.history_map[pred] = real_pred
             pred = real_pred
         return cfo._switch_ref_or_tensor(grad, pred, name="cond_grad")
-    from tensorflux.ops import math_ops
 
     n = len(op.inputs)
     conds = [math_ops.equal(op.outputs[1], i) for i in range(n)]

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
-import tensorflux.ops.init_ops as init_ops
-import tensorflux.ops.variable_scope  # noqa: F401
-import tensorflux.ops.variables as variables
+import tensorflux.variables.init_ops as init_ops
+import tensorflux.variables.variable_scope  # noqa: F401
+import tensorflux.variables.variables as variables
 from tensorflux.framework import errors
 from tests import oracle
 
@@ -27,7 +27,7 @@ def _group_works() -> bool:
 
 
 needs_group = pytest.mark.skipif(
-    not _group_works(), reason="tf.group (ops/control_flow_ops.py) is broken: its `_flatten` "
+    not _group_works(), reason="tf.group (control_flow/builders.py) is broken: its `_flatten` "
     "calls isinstance(x, (list, tuple)) where `tuple` is the module's tf.tuple")
 
 
@@ -457,7 +457,7 @@ def test_get_variable_initializers_and_errors(graph):
         tf.get_variable("c", dtype=tf.int32, initializer=tf.constant([1.0, 2.0]))
     with pytest.raises(ValueError, match="The initializer passed is not valid"):
         tf.get_variable("d", shape=[None, 2], initializer=tf.zeros_initializer())
-    # Partitioned variables: tests/ops/test_embedding_ops.py.
+    # Partitioned variables: tests/nn/test_embedding_ops.py.
     assert isinstance(tf.get_variable("e", [4, 2], partitioner=lambda shape, dtype: [2, 1]),
                       tf.PartitionedVariable)
     const = tf.get_variable("f", initializer=np.array([1, 2]))

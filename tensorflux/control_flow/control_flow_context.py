@@ -33,12 +33,14 @@ are built by the WhileContext methods at the end of this module.
 
 from __future__ import annotations
 
+from tensorflux.control_flow import control_flow_util as util
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import array_ops, constant_op, math_ops, state_ops, tensor_array_ops
 from tensorflux.ops import control_flow_ops as cfo
-from tensorflux.ops import control_flow_util as util
 
 
 class ControlFlowContext:
@@ -252,10 +254,11 @@ class CondContext(ControlFlowContext):
         return val if external is None else external
 
     def _BuildCondTensor(self, v):  # noqa: N802
-        from tensorflux.ops import tensor_array_ops
-
         if isinstance(v, Operation):  # an op as a result: the pivot, after the op
-            return cfo.with_dependencies([v], self._pivot)
+            # builders.with_dependencies([v], self._pivot), spelled out: builders import us.
+            with graph_lib.name_scope(None, "control_dependency", [v, self._pivot]) as scope:
+                with graph_lib.control_dependencies([v]):
+                    return array_ops.identity(self._pivot, name=scope)
         if isinstance(v, tensor_array_ops.TensorArray):
             v = v.flow
         return self._ProcessOutputTensor(convert_to_tensor(v))
@@ -447,8 +450,6 @@ class WhileContext(ControlFlowContext):
             with util.outside_control_flow(self._graph):
                 self.Enter()
                 try:
-                    from tensorflux.ops import array_ops
-
                     pulled = [array_ops.identity(x.outputs[0]).op for x in external
                               if x.outputs]
                 finally:
@@ -476,8 +477,6 @@ class WhileContext(ControlFlowContext):
                   return_same_structure: bool = False):
         """Adds the loop to the graph; returns the Exit tensors shaped like the body's
         result (a single tensor for one loop variable unless `return_same_structure`)."""
-        from tensorflux.ops import tensor_array_ops
-
         flat_orig = util.flatten(loop_vars)
         flat_vars = [v.flow if isinstance(v, tensor_array_ops.TensorArray)
                      else convert_to_tensor(v) for v in flat_orig]
@@ -506,8 +505,6 @@ class WhileContext(ControlFlowContext):
 
     def _BuildLoop(self, pred, body, loop_vars, flat_orig, flat_vars,  # noqa: N802
                    flat_invariants):
-        from tensorflux.ops import array_ops, tensor_array_ops
-
         def with_tas(flat):
             return util.pack_sequence_as(loop_vars, [
                 tensor_array_ops.build_ta_with_new_flow(o, t)
@@ -578,8 +575,6 @@ class WhileContext(ControlFlowContext):
         """Adds `n = 0; while (pivot) n++;` to this (forward) loop; called in its outer
         context. Returns (the Exit of n: the iteration count, its NextIteration: the
         forward index that orders the history pushes of each iteration)."""
-        from tensorflux.ops import constant_op, math_ops
-
         n = constant_op.constant(0, name="f_count")
         if outer_grad_state is not None:
             # The pushes of the i-th run of this inner loop precede those of the (i+1)-th.
@@ -605,8 +600,6 @@ class WhileContext(ControlFlowContext):
     def AddBackpropLoopCounter(self, count, outer_grad_state):  # noqa: N802
         """Adds `n = count; while (n >= 1) n--;` as this gradient loop's condition; called
         in its outer context. Returns the NextIteration of n (the backprop index)."""
-        from tensorflux.ops import constant_op, math_ops
-
         one = constant_op.constant(1, name="b_count")
         self.Enter()
         try:
@@ -638,8 +631,6 @@ class WhileContext(ControlFlowContext):
         """Sums the per-iteration gradients of a loop invariant (`op` is its constant
         Enter): `acc = 0; while (pivot) acc += grad;`. Called in this gradient loop;
         returns the Exit of the sum."""
-        from tensorflux.ops import array_ops, constant_op, math_ops
-
         self.Exit()
         shape = grad.shape
         outer = self.outer_context
@@ -691,11 +682,7 @@ class WhileContext(ControlFlowContext):
 def shape_internal(t: Tensor) -> Tensor:
     """A Shape op of `t` (VariableShape for a variable's handle), never folded to a
     constant at construction."""
-    from tensorflux.framework.op_def_library import apply_op
-
     if t.dtype.base_dtype is dtypes.resource:
-        from tensorflux.ops import state_ops
-
         return state_ops.variable_shape(t)
     return apply_op("Shape", input=t, out_type=dtypes.int32, name="Shape")
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import contextlib
 import enum
 
-from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.control_flow import builders
+from tensorflux.framework import dtypes, meta_graph, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.operation import Operation, Tensor
@@ -28,7 +29,17 @@ from tensorflux.framework.tensor_conversion import (
     convert_to_tensor,
     register_tensor_conversion_function,
 )
-from tensorflux.ops import state_ops
+from tensorflux.ops import (
+    array_ops,
+    constant_op,
+    control_flow_ops,
+    joining_ops,
+    math_ops,
+    slicing_ops,
+    state_ops,
+)
+from tensorflux.protos import variable_pb2
+from tensorflux.runtime import session as session_lib
 
 # The TF1 public names of this module.
 __all__ = ["Variable", "VariableSynchronization", "VariableAggregation", "global_variables",
@@ -204,8 +215,6 @@ class Variable:
                 self._graph_element = self._read_variable_op()
             self._caching_device = caching_device
             if caching_device is not None:
-                from tensorflux.ops import array_ops
-
                 with _no_colocation(g), g.device(caching_device):
                     self._cached_value = array_ops.identity(self._graph_element)
             g.add_to_collections(collections, self)
@@ -226,8 +235,6 @@ class Variable:
 
     def _init_from_proto(self, variable_def, import_scope=None) -> None:
         """Re-creates a Variable whose ops are already in the default graph."""
-        from tensorflux.protos import variable_pb2
-
         if isinstance(variable_def, bytes):
             variable_def = variable_pb2.VariableDef.FromString(variable_def)
         g = graph_lib.get_default_graph()
@@ -359,8 +366,6 @@ class Variable:
     def read_value(self) -> Tensor:
         """A new read ("Read/ReadVariableOp") behind an Identity placed by the caller's
         device scope."""
-        from tensorflux.ops import array_ops
-
         with graph_lib.name_scope("Read"):
             value = self._read_variable_op()
         return array_ops.identity(value)
@@ -372,8 +377,6 @@ class Variable:
 
     def sparse_read(self, indices, name: str | None = None) -> Tensor:
         """Rows `indices` of the variable (ResourceGather)."""
-        from tensorflux.ops import array_ops
-
         with graph_lib.name_scope("Gather" if name is None else name) as scope:
             value = state_ops.resource_gather(self._handle, indices, self._dtype, name=scope)
         return array_ops.identity(value)
@@ -385,15 +388,9 @@ class Variable:
         until then the read runs after the initializer (TF's original behaviour), which
         re-runs the initializer whenever the result is evaluated.
         """
-        from tensorflux.ops import control_flow_ops
-
-        cond = getattr(control_flow_ops, "cond", None)
         with _init_scope(self.graph):
-            if cond is not None:
-                return cond(is_variable_initialized(self), self.read_value,
-                            lambda: self.initial_value)
-            with self.graph.control_dependencies([self._initializer_op]):
-                return self.read_value()
+            return builders.cond(is_variable_initialized(self), self.read_value,
+                                 lambda: self.initial_value)
 
     def is_initialized(self, name: str | None = None) -> Tensor:
         """A bool scalar tensor: whether the variable has been initialized."""
@@ -405,8 +402,6 @@ class Variable:
 
     def load(self, value, session=None) -> None:
         """Stores `value` by running the initializer with its initial value fed."""
-        from tensorflux.runtime import session as session_lib
-
         session = session or session_lib.get_default_session()
         if session is None:
             raise ValueError("Either session argument should be provided or default session "
@@ -497,8 +492,6 @@ class Variable:
     # ---- serialization ------------------------------------------------------------------
     def to_proto(self, export_scope=None):
         """This variable as a VariableDef (None if it is outside `export_scope`)."""
-        from tensorflux.protos import variable_pb2
-
         if export_scope is not None and not self._handle.name.startswith(export_scope):
             return None
         d = variable_pb2.VariableDef(
@@ -615,10 +608,8 @@ def moving_average_variables(scope: str | None = None) -> list:
 
 def variables_initializer(var_list, name: str = "init") -> Operation:
     """One op running the initializers of `var_list` (a NoOp when it is empty)."""
-    from tensorflux.ops import control_flow_ops
-
     if var_list:
-        return control_flow_ops.group(*[v.initializer for v in var_list], name=name)
+        return builders.group(*[v.initializer for v in var_list], name=name)
     return control_flow_ops.no_op(name=name)
 
 
@@ -660,8 +651,6 @@ def report_uninitialized_variables(var_list=None,
     Built as TensorFlow builds it: VarIsInitializedOp per variable, then Pack, LogicalNot and
     a boolean mask over the names, on the CPU.
     """
-    from tensorflux.ops import array_ops, constant_op, math_ops
-
     if var_list is None:
         var_list = global_variables() + local_variables()
     with graph_lib.name_scope(name):
@@ -669,6 +658,12 @@ def report_uninitialized_variables(var_list=None,
         with graph_lib.device("/cpu:0"):
             if not var_list:
                 return constant_op.constant([], dtype=dtypes.string)
-            mask = math_ops.logical_not(array_ops.stack(init_vars))
+            mask = math_ops.logical_not(joining_ops.stack(init_vars))
             names = constant_op.constant([v.op.name for v in var_list])
-            return array_ops.boolean_mask(names, mask)
+            return slicing_ops.boolean_mask(names, mask)
+
+
+for _key in meta_graph.VARIABLE_COLLECTIONS:
+    meta_graph.register_proto_function(_key, variable_pb2.VariableDef, Variable.to_proto,
+                                       Variable.from_proto)
+del _key

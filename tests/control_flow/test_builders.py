@@ -1,4 +1,5 @@
-"""tf.cond, tf.case, tf.switch_case and tf.while_loop: graph structure (names as TensorFlow
+"""The control-flow builders (tensorflux/control_flow/builders.py) tf.cond, tf.case,
+tf.switch_case and tf.while_loop: graph structure (names as TensorFlow
 makes them), semantics (only the taken branch runs; loops of many iterations; nesting;
 structures; shape invariants; maximum_iterations), errors at construction (messages
 checked against TensorFlow), and the two ways a loop runs (compiled, and on the executor's
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
+from tensorflux.control_flow import builders
 from tensorflux.ops import control_flow_ops as cf
 from tests.op_test_util import STRATEGIES
 
@@ -539,5 +541,5 @@ def test_primitive_wrappers(graph, loop_mode):
     with _session(loop_mode) as s:
         np.testing.assert_array_equal(s.run(out, {p: True}), [3.0, 6.0])
         assert s.run(index, {p: False}) == 0
-    dep = cf.with_dependencies([tf.no_op()], tf.constant(1.0))
+    dep = builders.with_dependencies([tf.no_op()], tf.constant(1.0))
     assert dep.op.type == "Identity" and dep.op.control_inputs
