@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,6 +91,7 @@ class OpDef:
     control_flow: bool = False  # Switch, Merge, Enter, Exit, NextIteration, LoopCond
     broadcasts: bool = False  # inputs broadcast: the gradient driver sums grads back
     extras: dict = field(default_factory=dict)
+    module: str | None = None  # the module that called define_op: `tensorflux.ops.<family>`
 
     def to_proto(self):
         """This definition as an `op_def_pb2.OpDef` message."""
@@ -232,6 +234,9 @@ def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()
         constant folding.
       **flags: `is_commutative`, `allows_uninitialized_input`, `control_flow`.
 
+    The calling module is recorded as `OpDef.module` (tests/test_layout.py checks that it is
+    `tensorflux.ops.<family>` and that the kernels come from `tensorflux.kernels.cpu.<family>`).
+
     Raises:
       ValueError: the op is already registered or a spec is malformed.
     """
@@ -245,6 +250,7 @@ def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()
         attr_defs,
         shape_fn=shape_fn,
         is_stateful=stateful,
+        module=sys._getframe(1).f_globals.get("__name__"),
         **flags,
     )
     _OPS[name] = opdef
@@ -270,6 +276,8 @@ def registered_ops() -> dict[str, OpDef]:
 
 # Gradient functions by op type, or by any name a `gradient_override_map` may point to.
 _GRADIENTS: dict[str, Callable | str] = {}
+# The module each entry of _GRADIENTS was registered from (tests check it mirrors the op's).
+_GRADIENT_MODULES: dict[str, str | None] = {}
 
 
 def gradient(op_type: str) -> Callable:
@@ -281,6 +289,7 @@ def gradient(op_type: str) -> Callable:
             raise KeyError(f"Registering two gradient with name '{op_type}'! (Previous "
                            f"registration was in {_GRADIENTS[op_type]})")
         _GRADIENTS[op_type] = fn
+        _GRADIENT_MODULES[op_type] = sys._getframe(1).f_globals.get("__name__")
         return fn
 
     return register
@@ -292,11 +301,17 @@ def not_differentiable(*op_types: str) -> None:
         if not isinstance(t, str):
             raise TypeError("op_type must be a string")
         _GRADIENTS[t] = NOT_DIFFERENTIABLE
+        _GRADIENT_MODULES[t] = sys._getframe(1).f_globals.get("__name__")
 
 
 def get_gradient(name: str) -> Callable | str | None:
     """The gradient function registered under `name`, NOT_DIFFERENTIABLE, or None."""
     return _GRADIENTS.get(name)
+
+
+def gradient_module(name: str) -> str | None:
+    """The module that registered the gradient (or `not_differentiable`) under `name`."""
+    return _GRADIENT_MODULES.get(name)
 
 
 def set_shape_fn(op_type: str, fn: Callable) -> None:

@@ -25,6 +25,7 @@ of a call; it must mean exactly what the kernel computes.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,6 +67,7 @@ class KernelDef:
     # The kernel's outputs may be the very arrays it was given (Identity, Reshape views):
     # callers must not mutate outputs in place unless they own them.
     forwards_input: bool = False
+    module: str | None = None  # the module that registered it: `tensorflux.kernels.cpu.<family>`
 
     def matches(self, attrs: dict[str, Any]) -> bool:
         if not self.constraints:
@@ -92,6 +94,8 @@ def _constraints(type_constraints) -> dict[str, frozenset] | None:
 
 def _register(op_types, device: str, factory: Callable, type_constraints, **flags) -> None:
     devices = (device,) if isinstance(device, str) else tuple(device)
+    # The caller of the decorator's `register` (two frames up) is the kernel module.
+    flags["module"] = sys._getframe(2).f_globals.get("__name__")
     with _lock:
         for op_type in op_types:
             for dev in devices:
