@@ -1,6 +1,6 @@
 """Matrix ops: MatMul, BatchMatMul, MatrixInverse, MatrixDeterminant, Cholesky. Each op's
 definition, TF1 wrapper and gradient sit together; kernels are in
-tensorflux/kernels/cpu/math_ops.py. The `@` operator of tensors is registered here.
+tensorflux/kernels/cpu/matrix_ops.py. The `@` operator of tensors is registered here.
 
 `range` here is TF1's (from sequence_ops); the builtin is `builtins.range`.
 """

@@ -1,6 +1,6 @@
 """Reductions (Sum, Mean, Max, Min, Prod, All, Any, logsumexp, norms, count_nonzero) and
 ArgMax/ArgMin. Each op's definition, TF1 wrapper and gradient sit together; kernels are in
-tensorflux/kernels/cpu/math_ops.py.
+tensorflux/kernels/cpu/reduction_ops.py.
 
 `range` here is TF1's (from sequence_ops); the builtin is `builtins.range`.
 """

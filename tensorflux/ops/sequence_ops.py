@@ -1,6 +1,6 @@
 """Range, cumulative sums and products, segment sums and BroadcastGradientArgs. Each op's
 definition, TF1 wrapper and gradient sit together; kernels are in
-tensorflux/kernels/cpu/math_ops.py.
+tensorflux/kernels/cpu/sequence_ops.py.
 
 This module defines TF1's `range`, so inside it the builtin is `builtins.range`.
 """
