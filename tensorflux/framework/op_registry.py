@@ -219,6 +219,19 @@ def _resolve_types(names: Iterable[str]) -> tuple[dtypes.DType, ...]:
 # Registration and lookup.
 
 
+def registering_module() -> str | None:
+    """The module whose top-level code is running the registration that calls this: the
+    innermost `<module>` frame on the stack, so an op, kernel or gradient registered through a
+    helper function (`_binary("Less", ...)`) is recorded under the module that called the
+    helper. None when no module body is running."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>":
+            return frame.f_globals.get("__name__")
+        frame = frame.f_back
+    return None
+
+
 def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = (),
               attrs: Iterable[str] = (), shape_fn: Callable | None = None,
               stateful: bool = False, **flags) -> OpDef:
@@ -250,7 +263,7 @@ def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()
         attr_defs,
         shape_fn=shape_fn,
         is_stateful=stateful,
-        module=sys._getframe(1).f_globals.get("__name__"),
+        module=registering_module(),
         **flags,
     )
     _OPS[name] = opdef
@@ -289,7 +302,7 @@ def gradient(op_type: str) -> Callable:
             raise KeyError(f"Registering two gradient with name '{op_type}'! (Previous "
                            f"registration was in {_GRADIENTS[op_type]})")
         _GRADIENTS[op_type] = fn
-        _GRADIENT_MODULES[op_type] = sys._getframe(1).f_globals.get("__name__")
+        _GRADIENT_MODULES[op_type] = registering_module()
         return fn
 
     return register
@@ -301,7 +314,7 @@ def not_differentiable(*op_types: str) -> None:
         if not isinstance(t, str):
             raise TypeError("op_type must be a string")
         _GRADIENTS[t] = NOT_DIFFERENTIABLE
-        _GRADIENT_MODULES[t] = sys._getframe(1).f_globals.get("__name__")
+        _GRADIENT_MODULES[t] = registering_module()
 
 
 def get_gradient(name: str) -> Callable | str | None:

@@ -25,13 +25,13 @@ of a call; it must mean exactly what the kernel computes.
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from tensorflux.framework import dtypes
+from tensorflux.framework.op_registry import registering_module
 
 
 class _Dead:
@@ -94,8 +94,7 @@ def _constraints(type_constraints) -> dict[str, frozenset] | None:
 
 def _register(op_types, device: str, factory: Callable, type_constraints, **flags) -> None:
     devices = (device,) if isinstance(device, str) else tuple(device)
-    # The caller of the decorator's `register` (two frames up) is the kernel module.
-    flags["module"] = sys._getframe(2).f_globals.get("__name__")
+    flags["module"] = registering_module()
     with _lock:
         for op_type in op_types:
             for dev in devices:

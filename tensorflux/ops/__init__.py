@@ -1,7 +1,11 @@
 """Op definitions, TF1 wrappers and gradients, one module per op family."""
 
+# math_ops first: the other math families (unary_ops, comparison_ops, reduction_ops, ...)
+# import its helpers, and it re-exports their TF1 names once it has defined them.
+from tensorflux.ops import math_ops  # noqa: F401, I001
 from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     array_ops,
+    comparison_ops,
     clip_ops,
     constant_op,
     control_flow_grad,
@@ -12,7 +16,6 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     init_ops,
     io_ops,
     logging_ops,
-    math_ops,
     matrix_ops,
     nn_impl,
     nn_ops,
@@ -27,6 +30,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     state_ops,
     tensor_array_ops,
     training_ops,
+    unary_ops,
     variable_scope,
     variables,
 )

@@ -17,22 +17,26 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops.comparison_ops import (
+    equal,
+    greater,
+)
 from tensorflux.ops.math_ops import (
     _array_ops,
     _binary_operator,
     _conj,
-    _const_like,
     _merge_shapes,
     add,
     cast,
     conj,
-    equal,
-    greater,
     multiply,
-    negative,
     subtract,
 )
 from tensorflux.ops.sequence_ops import range
+from tensorflux.ops.unary_ops import (
+    _const_like,
+    negative,
+)
 
 __all__ = [
     "matmul", "matrix_inverse", "matrix_determinant", "cholesky"
@@ -286,8 +290,6 @@ def _adjoint(x):
         perm = array_ops.concat([range(0, subtract(r, 2)), array_ops.stack(
             [subtract(r, 1), subtract(r, 2)])], 0)
     return _conj(array_ops.transpose(x, perm))
-
-
 
 
 Tensor._override_operator("__matmul__", _binary_operator(matmul, "matmul"))

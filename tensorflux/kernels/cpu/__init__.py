@@ -7,6 +7,7 @@ and malloc policy that the kernels assume (_blas.py explains both).
 from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the kernels
     _blas,
     array_ops,
+    comparison_ops,
     constant_op,
     control_flow_ops,
     conv_ops,
@@ -27,6 +28,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     state_ops,
     tensor_array_ops,
     training_ops,
+    unary_ops,
 )
 
 # After the kernel modules: every BLAS they load (NumPy's, SciPy's) is in the process now.

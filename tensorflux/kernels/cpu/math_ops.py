@@ -10,14 +10,13 @@ Floating-point exceptions (0/0, log(-1), overflow) give NaN/inf as in TensorFlow
 RuntimeWarnings for them are silenced for this module only, which costs nothing per call
 (an `np.errstate` block would cost more than many of these kernels).
 
-Reductions, matrices and sequences have their kernels in reduction_ops.py, matrix_ops.py and
-sequence_ops.py, mirroring tensorflux/ops/; what they share is in _math_common.py.
+The other math families have their kernels in modules named as their ops' modules are
+(unary_ops.py, comparison_ops.py, reduction_ops.py, matrix_ops.py, sequence_ops.py); what
+they share is in _math_common.py.
 """
 
 from __future__ import annotations
 
-import math
-import operator
 import warnings
 
 import numpy as np
@@ -27,71 +26,21 @@ from tensorflux.kernels import intra_op
 from tensorflux.kernels.cpu._math_common import (
     _BF16,
     _BLAS_FLOATS,
-    _LOW_PRECISION,
+    _binary,
+    _check_divisor,
     _incompatible,
     _invalid,
-    _is_int,
     _shape_str,
+    _unary,
 )
 from tensorflux.kernels.registry import kernel, kernel_factory
-
-try:  # optional: fast, exact special functions
-    from scipy import special as _special
-except ImportError:  # pragma: no cover - depends on the environment
-    _special = None
 
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 warnings.filterwarnings("ignore", category=np.exceptions.ComplexWarning, module=__name__)
 
 
-def _check_divisor(y, x=None) -> None:
-    """Integer division by zero is an error, where a zero divisor is used at all (an empty
-    dividend broadcasts to an empty result)."""
-    if not np.all(y) and (x is None or x.size):
-        raise _invalid("Integer division by zero")
-
-
 # ==========================================================================================
 # Elementwise binary ops.
-
-
-# Two NumPy scalars of one type (what a ufunc returns for 0-d inputs: every scalar loop
-# variable after its first iteration) take NumPy's scalar math, which gives the ufunc's result
-# at a twentieth of the cost (~70 ns instead of ~1.5 us a call).
-_SCALAR_OPERATORS = {np.add: operator.add, np.subtract: operator.sub,
-                     np.multiply: operator.mul, np.less: operator.lt,
-                     np.less_equal: operator.le, np.greater: operator.gt,
-                     np.greater_equal: operator.ge}
-_FAST_SCALARS = frozenset((np.float32, np.float64, np.int32, np.int64))
-
-
-def _binary(fn):
-    """A kernel applying `fn(x, y)` with broadcasting, and TF's message for shapes that do
-    not broadcast."""
-    scalar_op = _SCALAR_OPERATORS.get(fn)
-
-    def compute(ctx, x, y):
-        if scalar_op is not None and type(x) is type(y) and type(x) in _FAST_SCALARS:
-            return scalar_op(x, y)
-        try:
-            return fn(x, y)
-        except ValueError:
-            if not _broadcastable(x, y):
-                raise _incompatible(x, y) from None
-            raise
-
-    return compute
-
-
-def _broadcastable(x, y) -> bool:
-    try:
-        np.broadcast_shapes(np.shape(x), np.shape(y))
-    except ValueError:
-        return False
-    return True
-
-
-# Integer division rounds as TensorFlow's functors do, and a zero divisor is an error.
 
 
 def _int_truncate_div(x, y):
@@ -170,9 +119,6 @@ _BINARY = {
     "DivNoNan": _div_no_nan, "Xlogy": _xlogy, "Xdivy": _xdivy, "Atan2": np.arctan2,
     "BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or,
     "BitwiseXor": np.bitwise_xor,
-    "Less": np.less, "LessEqual": np.less_equal, "Greater": np.greater,
-    "GreaterEqual": np.greater_equal, "LogicalAnd": np.logical_and,
-    "LogicalOr": np.logical_or,
 }
 
 
@@ -272,130 +218,7 @@ def _complex(node):
     return compute
 
 
-@kernel_factory("Equal", "NotEqual")
-def _equality(node):
-    fn = np.equal if node.op == "Equal" else np.not_equal
-    strict = node.attrs.get("incompatible_shape_error", True)
-
-    def compute(ctx, x, y):
-        if not _broadcastable(x, y):
-            if strict:
-                raise _incompatible(x, y)
-            return np.asarray(node.op != "Equal")
-        if x.dtype == object:
-            return np.asarray(fn(x, y), dtype=bool)
-        return fn(x, y)
-
-    return compute
-
-
-# ==========================================================================================
-# Elementwise unary ops.
-
-
-def _in_float32(fn):
-    """fn computed in float32 for float16/bfloat16 inputs, cast back to their dtype."""
-
-    def compute(x):
-        if x.dtype in _LOW_PRECISION:
-            return fn(x.astype(np.float32)).astype(x.dtype)
-        return fn(x)
-
-    return compute
-
-
-def _vectorized(scalar_fn):
-    """A float function of arrays from a scalar `math` function (slow: the fallback when
-    SciPy is absent)."""
-    ufunc = np.frompyfunc(scalar_fn, 1, 1)
-
-    def compute(x):
-        return ufunc(x).astype(x.dtype)
-
-    return compute
-
-
-def _sigmoid(x):
-    if x.dtype.kind == "c":
-        return 1 / (1 + np.exp(-x))
-    out = np.exp(np.negative(x))
-    out += 1
-    return np.reciprocal(out, out=out)
-
-
-def _rsqrt(x):
-    out = np.sqrt(x)
-    return np.reciprocal(out, out=out)
-
-
-def _reciprocal(x):
-    if _is_int(x):
-        _check_divisor(x)
-        return np.floor_divide(np.ones((), x.dtype), x) * (np.abs(x) == 1)
-    return np.reciprocal(x)
-
-
-def _digamma_series(x):
-    """psi(x) for float64 x: reflection below 0.5, recurrence up to 6, then the asymptotic
-    series (error below 1e-13)."""
-    x = np.asarray(x, np.float64)
-    out = np.zeros_like(x)
-    neg = x < 0.5
-    if np.any(neg):
-        out[neg] = -np.pi / np.tan(np.pi * x[neg])
-        x = np.where(neg, 1 - x, x)
-    while np.any(x < 6):
-        small = x < 6
-        out[small] -= 1 / x[small]
-        x = np.where(small, x + 1, x)
-    inv2 = 1 / (x * x)
-    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
-        1 / 240 - inv2 / 132))))
-    return out + np.log(x) - 0.5 / x - series
-
-
-if _special is not None:
-    _erf, _erfc, _lgamma, _digamma = (_special.erf, _special.erfc, _special.gammaln,
-                                      _special.psi)
-
-    def _sigmoid(x):  # noqa: F811 - SciPy's is exact and never overflows
-        if x.dtype.kind == "c":
-            return 1 / (1 + np.exp(-x))
-        if x.dtype in _LOW_PRECISION:
-            return _special.expit(x.astype(np.float32)).astype(x.dtype)
-        return _special.expit(x)
-else:  # pragma: no cover - depends on the environment
-    _erf, _erfc, _lgamma = (_vectorized(math.erf), _vectorized(math.erfc),
-                            _vectorized(math.lgamma))
-
-    def _digamma(x):
-        return _digamma_series(x).astype(x.dtype)
-
-
-_UNARY = {
-    "Neg": np.negative, "Abs": np.abs, "ComplexAbs": np.abs, "Sign": np.sign,
-    "Square": np.square, "Sqrt": np.sqrt, "Rsqrt": _rsqrt, "Exp": np.exp,
-    "Expm1": np.expm1, "Log": np.log, "Log1p": np.log1p, "Sin": np.sin, "Cos": np.cos,
-    "Tan": np.tan, "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan,
-    "Sinh": np.sinh, "Cosh": np.cosh, "Asinh": np.arcsinh, "Acosh": np.arccosh,
-    "Atanh": np.arctanh, "Tanh": np.tanh, "Sigmoid": _sigmoid, "Reciprocal": _reciprocal,
-    "Inv": _reciprocal, "Floor": np.floor, "Ceil": np.ceil, "Round": np.round,
-    "Rint": np.rint, "Erf": _in_float32(_erf), "Erfc": _in_float32(_erfc),
-    "Lgamma": _in_float32(_lgamma), "Digamma": _in_float32(_digamma),
-    "IsNan": np.isnan, "IsInf": np.isinf, "IsFinite": np.isfinite,
-    "LogicalNot": np.logical_not, "Invert": np.invert, "Conj": np.conj,
-    "Angle": np.angle,
-}
-
-
-def _unary(fn):
-    def compute(ctx, x):
-        return fn(x)
-
-    return compute
-
-
-for _op_type, _fn in _UNARY.items():
+for _op_type, _fn in (("Invert", np.invert), ("Conj", np.conj), ("Angle", np.angle)):
     kernel(_op_type)(_unary(_fn))
 
 
@@ -407,26 +230,6 @@ def _real(ctx, x):
 @kernel("Imag")
 def _imag(ctx, x):
     return x.imag.copy()
-
-
-# ---- backward ops: f(y, dy) with y the forward op's output -------------------------------
-
-
-def _grad_kernel(fn):
-    def compute(ctx, y, dy):
-        if y.shape != dy.shape:
-            raise _invalid(f"Inputs y and dy must have the same shape: {_shape_str(y.shape)}"
-                           f" vs. {_shape_str(dy.shape)}")
-        return fn(y, dy).astype(y.dtype, copy=False)
-
-    return compute
-
-
-kernel("SqrtGrad")(_grad_kernel(lambda y, dy: dy * y.dtype.type(0.5) / np.conj(y)))
-kernel("RsqrtGrad")(_grad_kernel(lambda y, dy: dy * y.dtype.type(-0.5) * np.conj(y) ** 3))
-kernel("TanhGrad")(_grad_kernel(lambda y, dy: dy * (1 - np.conj(y) * np.conj(y))))
-kernel("SigmoidGrad")(_grad_kernel(lambda y, dy: dy * np.conj(y) * (1 - np.conj(y))))
-kernel("ReciprocalGrad", "InvGrad")(_grad_kernel(lambda y, dy: -dy * np.conj(y * y)))
 
 
 # ==========================================================================================
@@ -476,39 +279,3 @@ def _cast(node):
         return lambda ctx, x: x.real.astype(out)
     return lambda ctx, x: x.astype(out)
 
-
-# ==========================================================================================
-# Select, SelectV2, Where.
-
-
-@kernel("Select")
-def _select(ctx, c, t, e):
-    if t.shape != e.shape:
-        raise _invalid("'then' and 'else' must have the same size.  but received: "
-                       f"{_shape_str(t.shape)} vs. {_shape_str(e.shape)}")
-    if c.ndim == 0:
-        return np.where(c, t, e)
-    if c.ndim == 1 and t.ndim > 1:
-        if c.shape[0] != t.shape[0]:
-            raise _invalid("Number of batches of 'then' must match size of 'cond', but saw: "
-                           f"{t.shape[0]} vs. {c.shape[0]}")
-        return np.where(c.reshape(c.shape + (1,) * (t.ndim - 1)), t, e)
-    if c.shape != t.shape:
-        raise _invalid("Inputs to operation Select of type Select must have the same size and "
-                       f"shape.  Input 0: {_shape_str(c.shape)} != input 1: "
-                       f"{_shape_str(t.shape)}")
-    return np.where(c, t, e)
-
-
-@kernel("SelectV2")
-def _select_v2(ctx, c, t, e):
-    try:
-        return np.where(c, t, e)
-    except ValueError:
-        raise _invalid(f"condition {_shape_str(c.shape)}, then {_shape_str(t.shape)}, and "
-                       f"else {_shape_str(e.shape)} must be broadcastable") from None
-
-
-@kernel("Where")
-def _where(ctx, x):
-    return np.argwhere(x).astype(np.int64, copy=False)
