@@ -92,6 +92,8 @@ class OpDef:
     broadcasts: bool = False  # inputs broadcast: the gradient driver sums grads back
     extras: dict = field(default_factory=dict)
     module: str | None = None  # the module that called define_op: `tensorflux.ops.<family>`
+    cost_free: bool = False  # the cost model charges the per-node overhead only
+    flops: str | None = None  # the cost model's FLOP formula: "matmul", "conv2d", "pool"
 
     def to_proto(self):
         """This definition as an `op_def_pb2.OpDef` message."""
@@ -234,7 +236,8 @@ def registering_module() -> str | None:
 
 def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = (),
               attrs: Iterable[str] = (), shape_fn: Callable | None = None,
-              stateful: bool = False, **flags) -> OpDef:
+              stateful: bool = False, *, cost_free: bool = False, flops: str | None = None,
+              **flags) -> OpDef:
     """Registers the op `name` and returns its OpDef.
 
     Args:
@@ -245,6 +248,10 @@ def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()
         their shapes and constant values, and `op.get_attr`.
       stateful: the op has side effects or reads mutable state; never pruned by CSE or
         constant folding.
+      cost_free: the op hands over references or metadata (Identity, Reshape, Shape, ...):
+        the placer's cost model (runtime/cost_model.py) charges it the per-node overhead only.
+      flops: the name of the cost model's FLOP formula for the op's kernel ("matmul",
+        "conv2d", "pool"); ops without one are costed by the bytes they read and write.
       **flags: `is_commutative`, `allows_uninitialized_input`, `control_flow`.
 
     The calling module is recorded as `OpDef.module` (tests/test_layout.py checks that it is
@@ -264,6 +271,8 @@ def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()
         shape_fn=shape_fn,
         is_stateful=stateful,
         module=registering_module(),
+        cost_free=cost_free,
+        flops=flops,
         **flags,
     )
     _OPS[name] = opdef

@@ -119,7 +119,8 @@ def _placeholder_shape(op):
 
 
 define_op("Placeholder", outputs=["output: dtype"],
-          attrs=["dtype: type", "shape: shape = unknown"], shape_fn=_placeholder_shape)
+          attrs=["dtype: type", "shape: shape = unknown"], shape_fn=_placeholder_shape,
+          cost_free=True)
 not_differentiable("Placeholder")
 
 
@@ -141,7 +142,7 @@ def placeholder(dtype, shape=None, name: str | None = None):
 define_op("PlaceholderWithDefault", inputs=["input: dtype"], outputs=["output: dtype"],
           attrs=["dtype: type", "shape: shape"],
           shape_fn=lambda op: [op.attrs["shape"] if op.attrs["shape"] is not None
-                               else tensor_shape.unknown_shape()])
+                               else tensor_shape.unknown_shape()], cost_free=True)
 
 
 def placeholder_with_default(input, shape, name: str | None = None):  # noqa: A002
@@ -167,7 +168,7 @@ def _placeholder_with_default_grad(op, grad):
 # Identity, IdentityN, StopGradient
 
 define_op("Identity", inputs=["input: T"], outputs=["output: T"], attrs=["T: type"],
-          shape_fn=common_shapes.unchanged)
+          shape_fn=common_shapes.unchanged, cost_free=True)
 
 
 def identity(input, name: str | None = None):  # noqa: A002
@@ -185,7 +186,7 @@ def _identity_grad(op, grad):
 
 
 define_op("IdentityN", inputs=["input: T"], outputs=["output: T"],
-          attrs=["T: list(type) >= 1"], shape_fn=common_shapes.unchanged_all)
+          attrs=["T: list(type) >= 1"], shape_fn=common_shapes.unchanged_all, cost_free=True)
 
 
 def identity_n(input, name: str | None = None):  # noqa: A002
@@ -199,7 +200,7 @@ def _identity_n_grad(op, *grads):
 
 
 define_op("StopGradient", inputs=["input: T"], outputs=["output: T"], attrs=["T: type"],
-          shape_fn=common_shapes.unchanged)
+          shape_fn=common_shapes.unchanged, cost_free=True)
 not_differentiable("StopGradient")
 
 
@@ -230,16 +231,17 @@ def _shape_shape(op):
 
 
 define_op("Shape", inputs=["input: T"], outputs=["output: out_type"],
-          attrs=["T: type", "out_type: {int32, int64} = DT_INT32"], shape_fn=_shape_shape)
+          attrs=["T: type", "out_type: {int32, int64} = DT_INT32"], shape_fn=_shape_shape,
+          cost_free=True)
 define_op("ShapeN", inputs=["input: N * T"], outputs=["output: N * out_type"],
           attrs=["N: int >= 1", "T: type", "out_type: {int32, int64} = DT_INT32"],
           shape_fn=lambda op: [[None if t.shape.ndims is None else t.shape.ndims]
-                               for t in op.inputs])
+                               for t in op.inputs], cost_free=True)
 define_op("Size", inputs=["input: T"], outputs=["output: out_type"],
           attrs=["T: type", "out_type: {int32, int64} = DT_INT32"],
-          shape_fn=common_shapes.scalar)
+          shape_fn=common_shapes.scalar, cost_free=True)
 define_op("Rank", inputs=["input: T"], outputs=["output: int32"], attrs=["T: type"],
-          shape_fn=common_shapes.scalar)
+          shape_fn=common_shapes.scalar, cost_free=True)
 not_differentiable("Shape", "ShapeN", "Size", "Rank")
 
 
@@ -365,7 +367,8 @@ def _reshape_shape(op):
 
 
 define_op("Reshape", inputs=["tensor: T", "shape: Tshape"], outputs=["output: T"],
-          attrs=["T: type", f"Tshape: {_INDEX_TYPES} = DT_INT32"], shape_fn=_reshape_shape)
+          attrs=["T: type", f"Tshape: {_INDEX_TYPES} = DT_INT32"], shape_fn=_reshape_shape,
+          cost_free=True)
 
 
 def reshape(tensor, shape, name: str | None = None):
@@ -428,7 +431,8 @@ def _expand_dims_shape(op):
 
 
 define_op("ExpandDims", inputs=["input: T", "dim: Tdim"], outputs=["output: T"],
-          attrs=["T: type", f"Tdim: {_INDEX_TYPES} = DT_INT32"], shape_fn=_expand_dims_shape)
+          attrs=["T: type", f"Tdim: {_INDEX_TYPES} = DT_INT32"], shape_fn=_expand_dims_shape,
+          cost_free=True)
 
 
 def expand_dims(input, axis=None, name: str | None = None, dim=None):  # noqa: A002
@@ -479,7 +483,8 @@ def _squeeze_shape(op):
 
 
 define_op("Squeeze", inputs=["input: T"], outputs=["output: T"],
-          attrs=["T: type", "squeeze_dims: list(int) >= 0 = []"], shape_fn=_squeeze_shape)
+          attrs=["T: type", "squeeze_dims: list(int) >= 0 = []"], shape_fn=_squeeze_shape,
+          cost_free=True)
 
 
 def squeeze(input, axis=None, name: str | None = None, squeeze_dims=None):  # noqa: A002

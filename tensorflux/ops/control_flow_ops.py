@@ -27,7 +27,7 @@ from tensorflux.ops import control_flow_util
 # The TF1 public names of this module.
 __all__ = ["no_op", "group", "tuple", "cond", "case", "switch_case", "while_loop"]
 
-define_op("NoOp", shape_fn=lambda op: [])
+define_op("NoOp", shape_fn=lambda op: [], cost_free=True)
 not_differentiable("NoOp")
 
 

@@ -165,12 +165,13 @@ def _conv2d_backprop_filter_shape(op):
 
 
 define_op("Conv2D", inputs=["input: T", "filter: T"], outputs=["output: T"],
-          attrs=_CONV_ATTRS, shape_fn=_conv2d_shape)
+          attrs=_CONV_ATTRS, shape_fn=_conv2d_shape, flops="conv2d")
 define_op("Conv2DBackpropInput", inputs=["input_sizes: int32", "filter: T", "out_backprop: T"],
-          outputs=["output: T"], attrs=_CONV_ATTRS, shape_fn=_conv2d_backprop_input_shape)
+          outputs=["output: T"], attrs=_CONV_ATTRS, shape_fn=_conv2d_backprop_input_shape,
+          flops="conv2d")
 define_op("Conv2DBackpropFilter", inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
           outputs=["output: T"], attrs=["T: {half, bfloat16, float, double}"] + _CONV_ATTRS[1:],
-          shape_fn=_conv2d_backprop_filter_shape)
+          shape_fn=_conv2d_backprop_filter_shape, flops="conv2d")
 
 
 def _conv_call_attrs(strides, padding, data_format, dilations, use_cudnn_on_gpu):

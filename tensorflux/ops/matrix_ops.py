@@ -73,7 +73,7 @@ define_op("MatMul", inputs=["a: T", "b: T"], outputs=["product: T"],
                  "T: {bfloat16, float16, float32, float64, int32, int64, uint8, uint16, "
                  "uint32, uint64, complex64, complex128}",
                  "grad_a: bool = false", "grad_b: bool = false"],
-          shape_fn=_matmul_shape)
+          shape_fn=_matmul_shape, flops="matmul")
 
 
 def _batch_matmul_shape(op, broadcast: bool):
@@ -101,11 +101,12 @@ _BMM_ATTRS = ["adj_x: bool = false", "adj_y: bool = false", "grad_x: bool = fals
 define_op("BatchMatMul", inputs=["x: T", "y: T"], outputs=["output: T"],
           attrs=["T: {bfloat16, float16, float32, float64, int32, int64, complex64, "
                  "complex128}", *_BMM_ATTRS],
-          shape_fn=lambda op: _batch_matmul_shape(op, broadcast=False))
+          shape_fn=lambda op: _batch_matmul_shape(op, broadcast=False), flops="matmul")
 define_op("BatchMatMulV2", inputs=["x: T", "y: T"], outputs=["output: T"],
           attrs=["T: {bfloat16, float16, float32, float64, int16, int32, int64, uint8, "
                  "uint16, uint32, uint64, complex64, complex128}", *_BMM_ATTRS],
-          shape_fn=lambda op: _batch_matmul_shape(op, broadcast=True), broadcasts=True)
+          shape_fn=lambda op: _batch_matmul_shape(op, broadcast=True), broadcasts=True,
+          flops="matmul")
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,

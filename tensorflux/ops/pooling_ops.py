@@ -69,20 +69,20 @@ _EXPLICIT_POOL = ["padding: {'SAME', 'VALID', 'EXPLICIT'}", "explicit_paddings: 
 _FORMAT = ["data_format: {'NHWC', 'NCHW'} = \"NHWC\""]
 define_op("MaxPool", inputs=["input: T"], outputs=["output: T"],
           attrs=[_MAX_POOL_TYPES] + _POOL_WINDOW + _EXPLICIT_POOL + _FORMAT,
-          shape_fn=_pool_shape)
+          shape_fn=_pool_shape, flops="pool")
 define_op("MaxPoolGrad", inputs=["orig_input: T", "orig_output: T", "grad: T"],
           outputs=["output: T"], attrs=_POOL_WINDOW + _EXPLICIT_POOL + _FORMAT +
-          [_MAX_POOL_GRAD_TYPES], shape_fn=_max_pool_grad_shape)
+          [_MAX_POOL_GRAD_TYPES], shape_fn=_max_pool_grad_shape, flops="pool")
 define_op("MaxPoolGradGrad", inputs=["orig_input: T", "orig_output: T", "grad: T"],
           outputs=["output: T"], attrs=_POOL_WINDOW + ["padding: {'SAME', 'VALID'}"] + _FORMAT
           + [_MAX_POOL_GRAD_TYPES.replace(" = DT_FLOAT", "")],
           shape_fn=_max_pool_grad_grad_shape)
 define_op("AvgPool", inputs=["value: T"], outputs=["output: T"],
           attrs=_POOL_WINDOW + ["padding: {'SAME', 'VALID'}"] + _FORMAT + [_FLOATS],
-          shape_fn=_pool_shape)
+          shape_fn=_pool_shape, flops="pool")
 define_op("AvgPoolGrad", inputs=["orig_input_shape: int32", "grad: T"], outputs=["output: T"],
           attrs=_POOL_WINDOW + ["padding: {'SAME', 'VALID'}"] + _FORMAT + [_FLOATS],
-          shape_fn=_avg_pool_grad_shape)
+          shape_fn=_avg_pool_grad_shape, flops="pool")
 
 
 def _pool_args(ksize, strides, data_format):
