@@ -15,7 +15,8 @@ Both kinds live here:
   by its memory bandwidth for everything else; plus a fixed per-node overhead (a kernel call
   in the Python executor). Unknown dimensions count as `UNKNOWN_DIM`, an unknown rank as
   `UNKNOWN_ELEMENTS` elements. Ops that only move references (Identity, Reshape, Const,
-  variable reads, ...) cost the overhead alone.
+  variable reads, ...) cost the overhead alone. Both facts are recorded with each op's
+  definition: `define_op(..., cost_free=True)` and `define_op(..., flops="matmul")`.
 - Measured costs (`CostModel.record_step_stats`), from the RunMetadata.step_stats of a traced
   step: each node's kernel time (op_end_rel - op_start_rel) on its device type and the bytes
   of its outputs, averaged over the traced steps. A measured figure, when there is one,
