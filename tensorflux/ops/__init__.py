@@ -5,8 +5,8 @@
 from tensorflux.ops import math_ops  # noqa: F401, I001
 from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     array_ops,
-    comparison_ops,
     clip_ops,
+    comparison_ops,
     constant_op,
     conv_ops,
     control_flow_grad,
