@@ -72,6 +72,8 @@ from tensorflux.ops.constant_op import *  # noqa: F401,F403,E402
 from tensorflux.ops.control_flow_ops import *  # noqa: F401,F403,E402
 from tensorflux.control_flow.builders import *  # noqa: F401,F403,E402
 from tensorflux.ops.math_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.unary_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.comparison_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.matrix_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.reduction_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.sequence_ops import *  # noqa: F401,F403,E402

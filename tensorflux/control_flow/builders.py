@@ -19,6 +19,7 @@ from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import (
     array_ops,
+    comparison_ops,
     constant_op,
     joining_ops,
     math_ops,
@@ -243,7 +244,7 @@ def _assert_at_most_n_true(predicates, n: int, msg: str):
     """An Assert that at most `n` of the bool scalars `predicates` are true."""
     preds_c = joining_ops.stack(predicates, name="preds_c")
     num_true = reduction_ops.reduce_sum(math_ops.cast(preds_c, "int32"), name="num_true")
-    condition = math_ops.less_equal(num_true, n, name="n_true_conds")
+    condition = comparison_ops.less_equal(num_true, n, name="n_true_conds")
     preds = [f"(Condition {i})" for i in range(len(predicates))]
     return Assert(condition, data=[msg, "Conditions:", preds[0] if len(preds) == 1 else
                                    ", ".join(preds), preds_c], summarize=len(predicates))
@@ -329,7 +330,7 @@ def switch_case(branch_index, branch_fns, default=None, name: str = "switch_case
         if default is None:
             default = branch_fns[-1][1]
             branch_fns = branch_fns[:-1]
-        pairs = [(math_ops.equal(index, key), fn) for key, fn in branch_fns]
+        pairs = [(comparison_ops.equal(index, key), fn) for key, fn in branch_fns]
         fn = default
         for pred, action in reversed(pairs):
             fn = _bind_cond(pred, action, fn)
@@ -397,7 +398,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None,  # noqa: A002 - TF'
                 loop_vars = (counter, loop_vars[0])
 
                 def cond(i, lv):
-                    return math_ops.logical_and(i < limit, orig_cond(lv))
+                    return comparison_ops.logical_and(i < limit, orig_cond(lv))
 
                 def body(i, lv):
                     return (i + 1, orig_body(lv))
@@ -405,7 +406,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None,  # noqa: A002 - TF'
                 loop_vars = (counter, loop_vars)
 
                 def cond(i, lv):
-                    return math_ops.logical_and(i < limit, orig_cond(*lv))
+                    return comparison_ops.logical_and(i < limit, orig_cond(*lv))
 
                 def body(i, lv):
                     return (i + 1, orig_body(*lv))

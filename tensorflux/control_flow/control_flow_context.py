@@ -39,7 +39,14 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, constant_op, math_ops, state_ops, tensor_array_ops
+from tensorflux.ops import (
+    array_ops,
+    comparison_ops,
+    constant_op,
+    math_ops,
+    state_ops,
+    tensor_array_ops,
+)
 from tensorflux.ops import control_flow_ops as cfo
 
 
@@ -610,7 +617,7 @@ class WhileContext(ControlFlowContext):
             self._loop_enters.append(enter_count)
             merge_count = cfo.merge([enter_count, enter_count])[0]
             self._pivot_for_pred = merge_count
-            pred = math_ops.greater_equal(merge_count, one)
+            pred = comparison_ops.greater_equal(merge_count, one)
             self._pivot = cfo.loop_cond(pred, name="b_count")
             switch_count = cfo.switch(merge_count, self._pivot)
             index = math_ops.subtract(switch_count[1], one)

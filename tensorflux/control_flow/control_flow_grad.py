@@ -25,8 +25,8 @@ from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_registry import gradient
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import comparison_ops
 from tensorflux.ops import control_flow_ops as cfo
-from tensorflux.ops import math_ops
 
 
 def _dense(grad):
@@ -95,7 +95,7 @@ def _merge_grad(op, grad, _):
         return cfo._switch_ref_or_tensor(grad, pred, name="cond_grad")
 
     n = len(op.inputs)
-    conds = [math_ops.equal(op.outputs[1], i) for i in range(n)]
+    conds = [comparison_ops.equal(op.outputs[1], i) for i in range(n)]
     return [cfo._switch_ref_or_tensor(grad, conds[i])[1] for i in range(n)]
 
 

@@ -175,3 +175,124 @@ def known_axes(op: Operation, tensor: Tensor, rank: int | None) -> list[int] | N
                              "dimensions")
         out.append(a % rank if rank else 0)
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# Dims lists: helpers for shape functions written over `TensorShape.as_list()` (None entries
+# unknown; None for an unknown rank). Messages are those of TensorFlow's C++ InferenceContext.
+
+
+def static_dims(t: Tensor) -> list | None:
+    """The static dims of `t` as a list (None entries unknown), or None if the rank is not
+    known."""
+    s = t.shape
+    return None if s.ndims is None else s.as_list()
+
+
+def checked_dims(t: Tensor, rank: int | None = None, at_least: int | None = None) -> list | None:
+    """The static dims of `t` (None entries unknown), or None for unknown rank.
+
+    Raises:
+      ValueError: the rank is known and is not `rank`, or is below `at_least`.
+    """
+    shape = t.shape
+    if shape.ndims is None:
+        return None
+    if rank is not None and shape.ndims != rank:
+        raise ValueError(f"Shape must be rank {rank} but is rank {shape.ndims}")
+    if at_least is not None and shape.ndims < at_least:
+        raise ValueError(f"Shape must be at least rank {at_least} but is rank {shape.ndims}")
+    return shape.as_list()
+
+
+def static_shape(t: Tensor) -> list | None:
+    """`t`'s dims as a list when its shape is fully defined, else None."""
+    s = t.shape
+    return s.as_list() if s.is_fully_defined() else None
+
+
+def with_rank(dims: list | None, rank: int) -> list:
+    """`dims`, or `rank` unknown dims when the rank is unknown.
+
+    Raises:
+      ValueError: the rank is known and is not `rank`.
+    """
+    if dims is None:
+        return [None] * rank
+    if len(dims) != rank:
+        raise ValueError(f"Shape must be rank {rank} but is rank {len(dims)}")
+    return dims
+
+
+def with_rank_at_least(dims: list | None, rank: int) -> list | None:
+    """`dims` (None if unknown).
+
+    Raises:
+      ValueError: the rank is known and below `rank`.
+    """
+    if dims is not None and len(dims) < rank:
+        raise ValueError(f"Shape must be at least rank {rank} but is rank {len(dims)}")
+    return dims
+
+
+def shape_str(dims) -> str:
+    """A dims list as TensorFlow prints it in messages: `[2,?,3]`, or `?` for unknown rank."""
+    if dims is None:
+        return "?"
+    return "[" + ",".join("?" if d is None else str(d) for d in dims) + "]"
+
+
+def merge_dim(a, b):
+    """Two dimensions that must be equal (either may be unknown, None).
+
+    Raises:
+      ValueError: both are known and differ.
+    """
+    if a is not None and b is not None and a != b:
+        raise ValueError(f"Dimensions must be equal, but are {a} and {b}")
+    return a if a is not None else b
+
+
+def merge_dims(a: list, b: list) -> list:
+    """Two dims lists of one rank merged dimension by dimension.
+
+    Raises:
+      ValueError: a dimension known in both differs, as TF words it.
+    """
+    out = []
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        if x is not None and y is not None and x != y:
+            raise ValueError(f"Dimension {i} in both shapes must be equal, but are {x} and {y}"
+                             f". Shapes are {shape_str(a)} and {shape_str(b)}.")
+        out.append(x if x is not None else y)
+    return out
+
+
+def merge_shapes(a: list | None, b: list | None) -> list | None:
+    """Two dims lists (None for unknown rank) merged: `merge_dims` when both ranks are known.
+
+    Raises:
+      ValueError: the ranks differ, or a dimension known in both differs.
+    """
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if len(a) != len(b):
+        raise ValueError(f"Shapes must be equal rank, but are {len(a)} and {len(b)}")
+    return merge_dims(a, b)
+
+
+def scalar_value(t: Tensor) -> int | None:
+    """The int value of a constant scalar (or 1-element) tensor, else None."""
+    v = constant_value(t)
+    if v is None or np.size(v) != 1:
+        return None
+    return int(np.reshape(v, ()))
+
+
+def num_elements(dims) -> int | None:
+    """The number of elements of a fully known dims list, else None."""
+    if dims is None or any(d is None for d in dims):
+        return None
+    return int(np.prod(dims, dtype=np.int64))

@@ -53,28 +53,6 @@ _LOC = "loc:@"
 _BACK_EDGE_SINKS = frozenset(("Merge", "RefMerge"))
 _BACK_EDGE_SOURCES = frozenset(("NextIteration", "RefNextIteration"))
 
-# Attributes TensorFlow added to existing ops in later releases (TF 2.x writes them into
-# every NodeDef), with the default value they take. When our OpDef lacks one and the
-# NodeDef carries exactly this value, the attribute changes nothing and is dropped; any
-# other value is an error. `producer_op_list` extends this per import.
-_TF_ADDED_ATTRS: dict[str, dict[str, tuple[str, Any]]] = {
-    "MatMul": {"grad_a": ("bool", False), "grad_b": ("bool", False)},
-    "BatchMatMulV2": {"grad_x": ("bool", False), "grad_y": ("bool", False)},
-    "BatchMatMulV3": {"grad_x": ("bool", False), "grad_y": ("bool", False)},
-    "Cast": {"Truncate": ("bool", False)},
-    "Conv2D": {"explicit_paddings": ("list(int)", [])},
-    "Conv2DBackpropInput": {"explicit_paddings": ("list(int)", [])},
-    "Conv2DBackpropFilter": {"explicit_paddings": ("list(int)", [])},
-    "DepthwiseConv2dNative": {"explicit_paddings": ("list(int)", [])},
-    "DepthwiseConv2dNativeBackpropInput": {"explicit_paddings": ("list(int)", [])},
-    "DepthwiseConv2dNativeBackpropFilter": {"explicit_paddings": ("list(int)", [])},
-    "FusedBatchNormV3": {"exponential_avg_factor": ("float", 1.0)},
-    "GatherV2": {"batch_dims": ("int", 0)},
-    "PrintV2": {"end": ("string", "\n")},
-    "TensorArrayV3": {"identical_element_shapes": ("bool", False)},
-    "VarHandleOp": {"allowed_devices": ("list(string)", [])},
-}
-
 # AttrValue oneof field -> the attr kind it holds.
 _FIELD_KIND = {"s": "string", "i": "int", "f": "float", "b": "bool", "type": "type",
                "shape": "shape", "tensor": "tensor", "func": "func"}
@@ -332,13 +310,15 @@ def _resolve_signature(n: _Node, producer_ops: dict) -> None:
 
 
 def _is_added_default(op_type: str, key: str, av, producer_ops: dict) -> bool:
+    """Whether an attribute our OpDef lacks has its default value in the producer's OpDef
+    (`producer_op_list`). Attributes TensorFlow added to ops in later releases (MatMul's
+    `grad_a`, Conv2D's `explicit_paddings`, ...) are in our OpDefs themselves."""
     producer = producer_ops.get(op_type)
     if producer is not None:
         for a in producer.attr:
             if a.name == key and a.HasField("default_value"):
                 return a.default_value == av
-    known = _TF_ADDED_ATTRS.get(op_type, {}).get(key)
-    return known is not None and attr_values.to_proto(known[1], known[0]) == av
+    return False
 
 
 def _attr_from_proto(av, kind: str | None, key: str, n: _Node):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,6 +92,9 @@ class OpDef:
     control_flow: bool = False  # Switch, Merge, Enter, Exit, NextIteration, LoopCond
     broadcasts: bool = False  # inputs broadcast: the gradient driver sums grads back
     extras: dict = field(default_factory=dict)
+    module: str | None = None  # the module that called define_op: `tensorflux.ops.<family>`
+    cost_free: bool = False  # the cost model charges the per-node overhead only
+    flops: str | None = None  # the cost model's FLOP formula: "matmul", "conv2d", "pool"
 
     def to_proto(self):
         """This definition as an `op_def_pb2.OpDef` message."""
@@ -214,9 +218,23 @@ def _resolve_types(names: Iterable[str]) -> tuple[dtypes.DType, ...]:
 # Registration and lookup.
 
 
+def registering_module() -> str | None:
+    """The module whose top-level code is running the registration that calls this: the
+    innermost `<module>` frame on the stack, so an op, kernel or gradient registered through a
+    helper function (`_binary("Less", ...)`) is recorded under the module that called the
+    helper. None when no module body is running."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>":
+            return frame.f_globals.get("__name__")
+        frame = frame.f_back
+    return None
+
+
 def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = (),
               attrs: Iterable[str] = (), shape_fn: Callable | None = None,
-              stateful: bool = False, **flags) -> OpDef:
+              stateful: bool = False, *, cost_free: bool = False, flops: str | None = None,
+              **flags) -> OpDef:
     """Registers the op `name` and returns its OpDef.
 
     Args:
@@ -227,7 +245,14 @@ def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()
         their shapes and constant values, and `op.get_attr`.
       stateful: the op has side effects or reads mutable state; never pruned by CSE or
         constant folding.
+      cost_free: the op hands over references or metadata (Identity, Reshape, Shape, ...):
+        the placer's cost model (runtime/cost_model.py) charges it the per-node overhead only.
+      flops: the name of the cost model's FLOP formula for the op's kernel ("matmul",
+        "conv2d", "pool"); ops without one are costed by the bytes they read and write.
       **flags: `is_commutative`, `allows_uninitialized_input`, `control_flow`.
+
+    The calling module is recorded as `OpDef.module` (tests/test_layout.py checks that it is
+    `tensorflux.ops.<family>` and that the kernels come from `tensorflux.kernels.cpu.<family>`).
 
     Raises:
       ValueError: the op is already registered or a spec is malformed.
@@ -242,6 +267,9 @@ def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()
         attr_defs,
         shape_fn=shape_fn,
         is_stateful=stateful,
+        module=registering_module(),
+        cost_free=cost_free,
+        flops=flops,
         **flags,
     )
     _OPS[name] = opdef
@@ -267,6 +295,8 @@ def registered_ops() -> dict[str, OpDef]:
 
 # Gradient functions by op type, or by any name a `gradient_override_map` may point to.
 _GRADIENTS: dict[str, Callable | str] = {}
+# The module each entry of _GRADIENTS was registered from (tests check it mirrors the op's).
+_GRADIENT_MODULES: dict[str, str | None] = {}
 
 
 def gradient(op_type: str) -> Callable:
@@ -278,6 +308,7 @@ def gradient(op_type: str) -> Callable:
             raise KeyError(f"Registering two gradient with name '{op_type}'! (Previous "
                            f"registration was in {_GRADIENTS[op_type]})")
         _GRADIENTS[op_type] = fn
+        _GRADIENT_MODULES[op_type] = registering_module()
         return fn
 
     return register
@@ -289,11 +320,17 @@ def not_differentiable(*op_types: str) -> None:
         if not isinstance(t, str):
             raise TypeError("op_type must be a string")
         _GRADIENTS[t] = NOT_DIFFERENTIABLE
+        _GRADIENT_MODULES[t] = registering_module()
 
 
 def get_gradient(name: str) -> Callable | str | None:
     """The gradient function registered under `name`, NOT_DIFFERENTIABLE, or None."""
     return _GRADIENTS.get(name)
+
+
+def gradient_module(name: str) -> str | None:
+    """The module that registered the gradient (or `not_differentiable`) under `name`."""
+    return _GRADIENT_MODULES.get(name)
 
 
 def set_shape_fn(op_type: str, fn: Callable) -> None:

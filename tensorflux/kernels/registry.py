@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tensorflux.framework import dtypes
+from tensorflux.framework.op_registry import registering_module
 
 
 class _Dead:
@@ -66,6 +67,7 @@ class KernelDef:
     # The kernel's outputs may be the very arrays it was given (Identity, Reshape views):
     # callers must not mutate outputs in place unless they own them.
     forwards_input: bool = False
+    module: str | None = None  # the module that registered it: `tensorflux.kernels.cpu.<family>`
 
     def matches(self, attrs: dict[str, Any]) -> bool:
         if not self.constraints:
@@ -92,6 +94,7 @@ def _constraints(type_constraints) -> dict[str, frozenset] | None:
 
 def _register(op_types, device: str, factory: Callable, type_constraints, **flags) -> None:
     devices = (device,) if isinstance(device, str) else tuple(device)
+    flags["module"] = registering_module()
     with _lock:
         for op_type in op_types:
             for dev in devices:

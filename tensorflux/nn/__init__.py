@@ -6,11 +6,13 @@ Each op module lists its `tf.nn` names in `__all__`; this package re-exports the
 from tensorflux.nn.embedding_ops import *  # noqa: F401,F403
 from tensorflux.nn.nn_impl import *  # noqa: F401,F403
 from tensorflux.ops import gather_ops as _gather_ops
-from tensorflux.ops import math_ops as _math_ops
+from tensorflux.ops import unary_ops as _unary_ops
+from tensorflux.ops.conv_ops import *  # noqa: F401,F403
 from tensorflux.ops.nn_ops import *  # noqa: F401,F403
+from tensorflux.ops.pooling_ops import *  # noqa: F401,F403
 
 # Names TF1 also exposes under tf.nn but defines elsewhere.
-for _module, _names in ((_math_ops, ("sigmoid", "tanh")), (_gather_ops, ("top_k",))):
+for _module, _names in ((_unary_ops, ("sigmoid", "tanh")), (_gather_ops, ("top_k",))):
     for _name in _names:
         if hasattr(_module, _name):
             globals()[_name] = getattr(_module, _name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, math_ops, reduction_ops
+from tensorflux.ops import array_ops, comparison_ops, math_ops, reduction_ops, unary_ops
 
 __all__ = ["clip_by_value", "clip_by_norm", "clip_by_global_norm", "global_norm",
            "clip_by_average_norm"]
@@ -42,8 +42,8 @@ def clip_by_norm(t, clip_norm, axes=None, name=None):
         clip_norm = math_ops.cast(clip_norm, values.dtype)
         l2sum = reduction_ops.reduce_sum(values * values, axes, keepdims=True)
         positive = l2sum > 0
-        safe = math_ops.select(positive, l2sum, array_ops.ones_like(l2sum))
-        l2norm = math_ops.select(positive, math_ops.sqrt(safe), l2sum)
+        safe = comparison_ops.select(positive, l2sum, array_ops.ones_like(l2sum))
+        l2norm = comparison_ops.select(positive, unary_ops.sqrt(safe), l2sum)
         clipped = values * clip_norm / math_ops.maximum(l2norm, clip_norm)
         return _rewrap(t, array_ops.identity(clipped, name=scope))
 
@@ -53,7 +53,7 @@ def clip_by_average_norm(t, clip_norm, name=None):
     with graph_lib.name_scope(name, "clip_by_average_norm", [t]) as scope:
         t = convert_to_tensor(t)
         n = math_ops.cast(array_ops.size(t), t.dtype)
-        l2norm_inv = math_ops.rsqrt(reduction_ops.reduce_sum(t * t))
+        l2norm_inv = unary_ops.rsqrt(reduction_ops.reduce_sum(t * t))
         tclip = t * clip_norm * math_ops.minimum(l2norm_inv * n, 1.0 / clip_norm)
         return array_ops.identity(tclip, name=scope)
 
@@ -71,7 +71,7 @@ def global_norm(t_list, name=None):
         squares = [reduction_ops.reduce_sum(v * v) for v in values]
         total = math_ops.add_n(squares) if len(squares) > 1 else (
             squares[0] if squares else array_ops.zeros([], "float32"))
-        return math_ops.sqrt(total, name=scope)
+        return unary_ops.sqrt(total, name=scope)
 
 
 def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):

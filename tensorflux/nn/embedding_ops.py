@@ -31,6 +31,7 @@ from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.nn import clip_ops
 from tensorflux.ops import (
     array_ops,
+    comparison_ops,
     constant_op,
     gather_ops,
     joining_ops,
@@ -40,6 +41,7 @@ from tensorflux.ops import (
     sequence_ops,
     sparse_ops,
     state_ops,
+    unary_ops,
 )
 from tensorflux.variables.partitioned_variables import PartitionedVariable
 
@@ -109,7 +111,7 @@ def _div_assignments(params, flat_ids):
     per = total // n
     extras = total % n
     assignments = math_ops.maximum(flat_ids // (per + 1), (flat_ids - extras) // per)
-    new_ids = math_ops.where(assignments < extras, flat_ids % (per + 1),
+    new_ids = comparison_ops.where(assignments < extras, flat_ids % (per + 1),
                              (flat_ids - extras) % per)
     return assignments, new_ids
 
@@ -127,11 +129,11 @@ def _ids_check(params, flat_ids, assignments, new_ids, strategy: str, scope: str
             rows = joining_ops.stack([convert_to_tensor(np.asarray(s, dt.as_numpy_dtype))
                                     if isinstance(s, int) else s for s in sizes])
         shard = math_ops.maximum(math_ops.minimum(assignments, n - 1), 0)
-        valid = math_ops.logical_and(flat_ids >= 0,
+        valid = comparison_ops.logical_and(flat_ids >= 0,
                                      new_ids < gather_ops.gather(rows, shard))
         if strategy == "div":
-            valid = math_ops.logical_and(valid, assignments < n)
-        bad = array_ops.reshape(math_ops.where(math_ops.logical_not(valid)), [-1])
+            valid = comparison_ops.logical_and(valid, assignments < n)
+        bad = array_ops.reshape(comparison_ops.where(comparison_ops.logical_not(valid)), [-1])
         described = ", ".join(str(s) if isinstance(s, int) else "?" for s in sizes)
         data = [f"{scope.rstrip('/')}: ids out of range:", gather_ops.gather(flat_ids, bad),
                 "map to shards", gather_ops.gather(assignments, bad), "rows",
@@ -301,6 +303,6 @@ def _weighted_combine(embeddings, idx, segment_ids, weights, combiner, scope):
     if combiner == "mean":
         norm = sparse_ops.sparse_segment_sum(weights, positions, segment_ids)
     else:
-        norm = math_ops.sqrt(sparse_ops.sparse_segment_sum(math_ops.pow(weights, 2),
+        norm = unary_ops.sqrt(sparse_ops.sparse_segment_sum(math_ops.pow(weights, 2),
                                                            positions, segment_ids))
     return math_ops.div_no_nan(summed, norm, name=scope)

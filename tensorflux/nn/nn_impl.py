@@ -15,6 +15,7 @@ from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import (
     array_ops,
+    comparison_ops,
     constant_op,
     joining_ops,
     math_ops,
@@ -22,6 +23,7 @@ from tensorflux.ops import (
     nn_ops,
     random_ops,
     reduction_ops,
+    unary_ops,
 )
 
 # The TF1 public names of this module (tf.nn.*).
@@ -237,9 +239,9 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
         else:
             raise ValueError(f"`rate` must be a scalar or scalar tensor. Received: rate={rate}")
         random_tensor = _random_uniform(_noise_shape(x, noise_shape), seed, x.dtype)
-        keep_mask = math_ops.greater_equal(random_tensor, rate)
+        keep_mask = comparison_ops.greater_equal(random_tensor, rate)
         zero = constant_op.constant(0, dtype=x.dtype)
-        ret = math_ops.where_v2(keep_mask, ret, zero)
+        ret = comparison_ops.where_v2(keep_mask, ret, zero)
         ret.set_shape(x.shape)
         return ret
 
@@ -287,11 +289,11 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
             raise ValueError("`logits` and `labels` must have the same shape, received "
                              f"({logits.shape} vs {labels.shape}).") from None
         zeros = array_ops.zeros_like(logits, dtype=logits.dtype)
-        cond = math_ops.greater_equal(logits, zeros)
-        relu_logits = math_ops.where(cond, logits, zeros)
-        neg_abs_logits = math_ops.where(cond, math_ops.negative(logits), logits)
+        cond = comparison_ops.greater_equal(logits, zeros)
+        relu_logits = comparison_ops.where(cond, logits, zeros)
+        neg_abs_logits = comparison_ops.where(cond, unary_ops.negative(logits), logits)
         return math_ops.add(relu_logits - logits * labels,
-                            math_ops.log1p(math_ops.exp(neg_abs_logits)), name=scope)
+                            unary_ops.log1p(unary_ops.exp(neg_abs_logits)), name=scope)
 
 
 def weighted_cross_entropy_with_logits(targets=None, logits=None, pos_weight=None, name=None,
@@ -308,7 +310,7 @@ def weighted_cross_entropy_with_logits(targets=None, logits=None, pos_weight=Non
             raise ValueError("logits and targets must have the same shape "
                              f"({logits.shape} vs {targets.shape})") from None
         log_weight = 1 + (pos_weight - 1) * targets
-        softplus_neg = math_ops.log1p(math_ops.exp(-math_ops.abs(logits))) + \
+        softplus_neg = unary_ops.log1p(unary_ops.exp(-unary_ops.abs(logits))) + \
             nn_ops.relu(-logits)
         return math_ops.add((1 - targets) * logits, log_weight * softplus_neg, name=scope)
 
@@ -321,8 +323,8 @@ def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
     axis = nn_ops._axis_arg(axis, dim) if (axis is not None or dim is not None) else None
     with graph_lib.name_scope(name, "l2_normalize", [x]) as scope:
         x = convert_to_tensor(x, name="x")
-        square_sum = reduction_ops.reduce_sum(math_ops.square(x), axis, keepdims=True)
-        inv_norm = math_ops.rsqrt(math_ops.maximum(square_sum, epsilon))
+        square_sum = reduction_ops.reduce_sum(unary_ops.square(x), axis, keepdims=True)
+        inv_norm = unary_ops.rsqrt(math_ops.maximum(square_sum, epsilon))
         return math_ops.multiply(x, inv_norm, name=scope)
 
 
@@ -355,7 +357,7 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
     `offset` and `scale` may be None."""
     with graph_lib.name_scope(name, "batchnorm", [x, mean, variance, scale, offset]):
         x = convert_to_tensor(x, name="x")
-        inv = math_ops.rsqrt(variance + variance_epsilon)
+        inv = unary_ops.rsqrt(variance + variance_epsilon)
         if scale is not None:
             inv = inv * scale
         shift = offset - mean * inv if offset is not None else -mean * inv

@@ -36,6 +36,7 @@ from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.nn.rnn_cell_impl import _concat, assert_like_rnncell
 from tensorflux.ops import (
     array_ops,
+    comparison_ops,
     constant_op,
     gather_ops,
     joining_ops,
@@ -134,7 +135,7 @@ def _rnn_step(time, sequence_length, zero_output, state, call_cell):
         if old.shape.ndims == 0:
             return new
         with graph_lib.colocate_with(new.op):
-            out = math_ops.where(copy_cond, old, new)
+            out = comparison_ops.where(copy_cond, old, new)
         out.set_shape(old.shape)
         return out
 
@@ -385,7 +386,7 @@ def _assert_shape_op(x, batch_size):
     """An Assert op failing the step unless `x` has shape `[batch_size]`."""
     x_shape = array_ops.shape(x)
     packed_shape = joining_ops.stack([batch_size])
-    return logging_ops.Assert(reduction_ops.reduce_all(math_ops.equal(x_shape, packed_shape)),
+    return logging_ops.Assert(reduction_ops.reduce_all(comparison_ops.equal(x_shape, packed_shape)),
                               [f"Expected shape for Tensor {x.name} is ", packed_shape,
                                " but saw shape: ", x_shape])
 

@@ -47,6 +47,7 @@ from tensorflux.ops import (
     matrix_ops,
     nn_ops,
     slicing_ops,
+    unary_ops,
 )
 from tensorflux.variables import init_ops, partitioned_variables
 from tensorflux.variables import variable_scope as vs
@@ -154,7 +155,7 @@ def _check_rnn_cell_input_dtypes(inputs) -> None:
         _check_supported_dtypes(t.dtype)
 
 
-_ACTIVATIONS = {"tanh": math_ops.tanh, "sigmoid": math_ops.sigmoid, "relu": nn_ops.relu,
+_ACTIVATIONS = {"tanh": unary_ops.tanh, "sigmoid": unary_ops.sigmoid, "relu": nn_ops.relu,
                 "relu6": nn_ops.relu6, "elu": nn_ops.elu, "selu": nn_ops.selu,
                 "softplus": nn_ops.softplus, "linear": lambda x: x}
 
@@ -162,7 +163,7 @@ _ACTIVATIONS = {"tanh": math_ops.tanh, "sigmoid": math_ops.sigmoid, "relu": nn_o
 def _get_activation(activation):
     """A callable for `activation` (a callable, a Keras activation name, or None: tanh)."""
     if not activation:
-        return math_ops.tanh
+        return unary_ops.tanh
     if callable(activation):
         return activation
     try:
@@ -499,7 +500,7 @@ class GRUCell(LayerRNNCell):
         gate_inputs = matrix_ops.matmul(joining_ops.concat([inputs, state], 1),
                                       self._gate_kernel)
         gate_inputs = nn_ops.bias_add(gate_inputs, self._gate_bias)
-        value = math_ops.sigmoid(gate_inputs)
+        value = unary_ops.sigmoid(gate_inputs)
         r, u = joining_ops.split(value=value, num_or_size_splits=2, axis=1)
         r_state = r * state
         candidate = matrix_ops.matmul(joining_ops.concat([inputs, r_state], 1),
@@ -567,7 +568,7 @@ class BasicLSTMCell(LayerRNNCell):
 
     def call(self, inputs, state):
         _check_rnn_cell_input_dtypes([inputs, state])
-        sigmoid = math_ops.sigmoid
+        sigmoid = unary_ops.sigmoid
         if self._state_is_tuple:
             c, h = state
         else:
@@ -660,7 +661,7 @@ class LSTMCell(LayerRNNCell):
     def call(self, inputs, state):
         _check_rnn_cell_input_dtypes([inputs, state])
         num_proj = self._num_units if self._num_proj is None else self._num_proj
-        sigmoid = math_ops.sigmoid
+        sigmoid = unary_ops.sigmoid
         if self._state_is_tuple:
             c_prev, m_prev = state
         else:

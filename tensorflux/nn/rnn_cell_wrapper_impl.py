@@ -24,7 +24,7 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.nn import nn_impl
 from tensorflux.nn.rnn_cell_impl import LSTMStateTuple, RNNCell, assert_like_rnncell
-from tensorflux.ops import joining_ops, math_ops, random_ops
+from tensorflux.ops import joining_ops, math_ops, random_ops, unary_ops
 
 # The TF1 public names of this module (tf.nn.rnn_cell.*).
 __all__ = ["DropoutWrapper", "ResidualWrapper", "DeviceWrapper"]
@@ -152,7 +152,7 @@ class DropoutWrapper(_RNNCellWrapper):
                 out.append(nn_impl.dropout(v, rate=1.0 - keep_prob,
                                            seed=self._gen_seed(salt, i)))
             else:
-                kept = math_ops.floor(keep_prob + n)
+                kept = unary_ops.floor(keep_prob + n)
                 r = math_ops.divide(v, keep_prob) * kept
                 r.set_shape(v.shape)
                 out.append(r)

@@ -4,19 +4,24 @@ Only op families live here; the libraries built from them have packages of their
 (tensorflux/variables, control_flow, autodiff, nn).
 """
 
+# math_ops first: the other math families (unary_ops, comparison_ops, reduction_ops, ...)
+# import its helpers.
+from tensorflux.ops import math_ops  # noqa: F401, I001
 from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     array_ops,
+    comparison_ops,
     constant_op,
+    conv_ops,
     control_flow_ops,
     data_flow_ops,
     gather_ops,
     io_ops,
     joining_ops,
     logging_ops,
-    math_ops,
     matrix_ops,
     nn_ops,
     parsing_ops,
+    pooling_ops,
     random_ops,
     reduction_ops,
     runtime_ops,
@@ -27,4 +32,5 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     state_ops,
     tensor_array_ops,
     training_ops,
+    unary_ops,
 )

@@ -25,7 +25,13 @@ from tensorflux.framework.common_shapes import (
     constant_evaluator,
     constant_value,
     constant_value_as_shape,
+    num_elements,
+    scalar_value,
     shape_evaluator,
+    shape_str,
+    static_dims,
+    static_shape,
+    with_rank,
 )
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
@@ -57,66 +63,10 @@ _MAX_CONSTANT_ELEMENTS = 1 << 20
 # Shape-function helpers (messages are those of TensorFlow's C++ InferenceContext).
 
 
-def _dims(t: Tensor) -> list | None:
-    """The static dims of `t` as a list (None entries unknown), or None if the rank is not
-    known."""
-    s = t.shape
-    return None if s.ndims is None else s.as_list()
-
-
-def _with_rank(dims: list | None, rank: int) -> list:
-    if dims is None:
-        return [None] * rank
-    if len(dims) != rank:
-        raise ValueError(f"Shape must be rank {rank} but is rank {len(dims)}")
-    return dims
-
-
-def _with_rank_at_least(dims: list | None, rank: int) -> list | None:
-    if dims is not None and len(dims) < rank:
-        raise ValueError(f"Shape must be at least rank {rank} but is rank {len(dims)}")
-    return dims
-
-
-def _shape_str(dims) -> str:
-    if dims is None:
-        return "?"
-    return "[" + ",".join("?" if d is None else str(d) for d in dims) + "]"
-
-
-def _merge_dims(a: list, b: list) -> list:
-    """Merges two dims lists of one rank; ValueError on a conflict, as TF words it."""
-    out = []
-    for i, (x, y) in enumerate(zip(a, b, strict=True)):
-        if x is not None and y is not None and x != y:
-            raise ValueError(f"Dimension {i} in both shapes must be equal, but are {x} and {y}"
-                             f". Shapes are {_shape_str(a)} and {_shape_str(b)}.")
-        out.append(x if x is not None else y)
-    return out
-
-
-def _merge_shapes(a: list | None, b: list | None) -> list | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if len(a) != len(b):
-        raise ValueError(f"Shapes must be equal rank, but are {len(a)} and {len(b)}")
-    return _merge_dims(a, b)
-
-
-def _scalar_value(t: Tensor) -> int | None:
-    """The int value of a constant scalar (or 1-element) tensor, else None."""
-    v = constant_value(t)
-    if v is None or np.size(v) != 1:
-        return None
-    return int(np.reshape(v, ()))
-
-
 def _partial_scalar(t: Tensor) -> int | None:
     """A scalar dimension value known at graph time, else None: a constant, or one entry
     of a partially known shape vector (`tf.shape(x)[1]` when x's dim 1 is known)."""
-    v = _scalar_value(t)
+    v = scalar_value(t)
     if v is not None:
         return None if v < 0 else v
     if t.op.type == "StridedSlice":
@@ -134,24 +84,13 @@ def _normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
     return axis % rank
 
 
-def _num_elements(dims) -> int | None:
-    if dims is None or any(d is None for d in dims):
-        return None
-    return int(np.prod(dims, dtype=np.int64))
-
-
 # ------------------------------------------------------------------------------------------
 # Helpers for gradients and wrappers: constants where shapes are static, ops otherwise.
 
 
-def _static_shape(t: Tensor) -> list | None:
-    s = t.shape
-    return s.as_list() if s.is_fully_defined() else None
-
-
 def shape_tensor(t: Tensor, out_type=dtypes.int32, name: str | None = None) -> Tensor:
     """`t`'s shape as a tensor: a Const when statically known, else a Shape op."""
-    dims = _static_shape(t)
+    dims = static_shape(t)
     if dims is not None:
         return constant_op.constant(np.array(dims, dtype=out_type.as_numpy_dtype),
                                     name=name or "Shape")
@@ -181,7 +120,8 @@ def _placeholder_shape(op):
 
 
 define_op("Placeholder", outputs=["output: dtype"],
-          attrs=["dtype: type", "shape: shape = unknown"], shape_fn=_placeholder_shape)
+          attrs=["dtype: type", "shape: shape = unknown"], shape_fn=_placeholder_shape,
+          cost_free=True)
 not_differentiable("Placeholder")
 
 
@@ -203,7 +143,7 @@ def placeholder(dtype, shape=None, name: str | None = None):
 define_op("PlaceholderWithDefault", inputs=["input: dtype"], outputs=["output: dtype"],
           attrs=["dtype: type", "shape: shape"],
           shape_fn=lambda op: [op.attrs["shape"] if op.attrs["shape"] is not None
-                               else tensor_shape.unknown_shape()])
+                               else tensor_shape.unknown_shape()], cost_free=True)
 
 
 def placeholder_with_default(input, shape, name: str | None = None):  # noqa: A002
@@ -229,7 +169,7 @@ def _placeholder_with_default_grad(op, grad):
 # Identity, IdentityN, StopGradient
 
 define_op("Identity", inputs=["input: T"], outputs=["output: T"], attrs=["T: type"],
-          shape_fn=common_shapes.unchanged)
+          shape_fn=common_shapes.unchanged, cost_free=True)
 
 
 def identity(input, name: str | None = None):  # noqa: A002
@@ -247,7 +187,7 @@ def _identity_grad(op, grad):
 
 
 define_op("IdentityN", inputs=["input: T"], outputs=["output: T"],
-          attrs=["T: list(type) >= 1"], shape_fn=common_shapes.unchanged_all)
+          attrs=["T: list(type) >= 1"], shape_fn=common_shapes.unchanged_all, cost_free=True)
 
 
 def identity_n(input, name: str | None = None):  # noqa: A002
@@ -261,7 +201,7 @@ def _identity_n_grad(op, *grads):
 
 
 define_op("StopGradient", inputs=["input: T"], outputs=["output: T"], attrs=["T: type"],
-          shape_fn=common_shapes.unchanged)
+          shape_fn=common_shapes.unchanged, cost_free=True)
 not_differentiable("StopGradient")
 
 
@@ -287,26 +227,27 @@ def _identity_partial_shape(t):
 
 
 def _shape_shape(op):
-    dims = _dims(op.inputs[0])
+    dims = static_dims(op.inputs[0])
     return [[None if dims is None else len(dims)]]
 
 
 define_op("Shape", inputs=["input: T"], outputs=["output: out_type"],
-          attrs=["T: type", "out_type: {int32, int64} = DT_INT32"], shape_fn=_shape_shape)
+          attrs=["T: type", "out_type: {int32, int64} = DT_INT32"], shape_fn=_shape_shape,
+          cost_free=True)
 define_op("ShapeN", inputs=["input: N * T"], outputs=["output: N * out_type"],
           attrs=["N: int >= 1", "T: type", "out_type: {int32, int64} = DT_INT32"],
           shape_fn=lambda op: [[None if t.shape.ndims is None else t.shape.ndims]
-                               for t in op.inputs])
+                               for t in op.inputs], cost_free=True)
 define_op("Size", inputs=["input: T"], outputs=["output: out_type"],
           attrs=["T: type", "out_type: {int32, int64} = DT_INT32"],
-          shape_fn=common_shapes.scalar)
+          shape_fn=common_shapes.scalar, cost_free=True)
 define_op("Rank", inputs=["input: T"], outputs=["output: int32"], attrs=["T: type"],
-          shape_fn=common_shapes.scalar)
+          shape_fn=common_shapes.scalar, cost_free=True)
 not_differentiable("Shape", "ShapeN", "Size", "Rank")
 
 
 def _shape_value(t: Tensor, out_type) -> np.ndarray | None:
-    dims = _static_shape(t)
+    dims = static_shape(t)
     if dims is None:
         return None
     return np.array(dims, dtype=out_type.as_numpy_dtype)
@@ -399,23 +340,23 @@ def _as_tensor_or_shaped(value):
 
 
 def _reshape_shape(op):
-    in_dims = _dims(op.inputs[0])
-    _with_rank(_dims(op.inputs[1]), 1)
+    in_dims = static_dims(op.inputs[0])
+    with_rank(static_dims(op.inputs[1]), 1)
     out = constant_value_as_shape(op.inputs[1])
     if out.ndims is None:
         return [out]
     out_dims = out.as_list()
     unknown_out = [i for i, d in enumerate(out_dims) if d is None]
-    known_out = _num_elements([d for d in out_dims if d is not None])
+    known_out = num_elements([d for d in out_dims if d is not None])
     if len(unknown_out) > 1 or in_dims is None:
         return [out_dims]
-    n_in = _num_elements(in_dims)
+    n_in = num_elements(in_dims)
     if n_in is None:
         return [out_dims]
     if not unknown_out:
         if n_in != known_out:
             raise ValueError(f"Cannot reshape a tensor with {n_in} elements to shape "
-                             f"{_shape_str(out_dims)} ({known_out} elements)")
+                             f"{shape_str(out_dims)} ({known_out} elements)")
         return [out_dims]
     if known_out == 0:
         return [out_dims]
@@ -427,7 +368,8 @@ def _reshape_shape(op):
 
 
 define_op("Reshape", inputs=["tensor: T", "shape: Tshape"], outputs=["output: T"],
-          attrs=["T: type", f"Tshape: {_INDEX_TYPES} = DT_INT32"], shape_fn=_reshape_shape)
+          attrs=["T: type", f"Tshape: {_INDEX_TYPES} = DT_INT32"], shape_fn=_reshape_shape,
+          cost_free=True)
 
 
 def reshape(tensor, shape, name: str | None = None):
@@ -443,7 +385,7 @@ def reshape(tensor, shape, name: str | None = None):
 
 def reshape_like(grad: Tensor, like: Tensor) -> Tensor:
     """`grad` reshaped to the shape of `like` (a Const shape when statically known)."""
-    dims = _static_shape(like)
+    dims = static_shape(like)
     if dims is not None and grad.shape.is_fully_defined() and grad.shape.as_list() == dims:
         return grad
     return reshape(grad, shape_tensor(like))
@@ -473,7 +415,7 @@ constant_evaluator("Reshape", "ExpandDims", "Squeeze")(
 
 
 def _expand_dims_shape(op):
-    in_dims = _dims(op.inputs[0])
+    in_dims = static_dims(op.inputs[0])
     d = constant_value(op.inputs[1])
     if in_dims is None or d is None:
         return [None]
@@ -490,7 +432,8 @@ def _expand_dims_shape(op):
 
 
 define_op("ExpandDims", inputs=["input: T", "dim: Tdim"], outputs=["output: T"],
-          attrs=["T: type", f"Tdim: {_INDEX_TYPES} = DT_INT32"], shape_fn=_expand_dims_shape)
+          attrs=["T: type", f"Tdim: {_INDEX_TYPES} = DT_INT32"], shape_fn=_expand_dims_shape,
+          cost_free=True)
 
 
 def expand_dims(input, axis=None, name: str | None = None, dim=None):  # noqa: A002
@@ -514,7 +457,7 @@ def _expand_dims_grad(op, grad):
 
 
 def _squeeze_shape(op):
-    in_dims = _dims(op.inputs[0])
+    in_dims = static_dims(op.inputs[0])
     axes = op.attrs["squeeze_dims"]
     if in_dims is None:
         return [None]
@@ -541,7 +484,8 @@ def _squeeze_shape(op):
 
 
 define_op("Squeeze", inputs=["input: T"], outputs=["output: T"],
-          attrs=["T: type", "squeeze_dims: list(int) >= 0 = []"], shape_fn=_squeeze_shape)
+          attrs=["T: type", "squeeze_dims: list(int) >= 0 = []"], shape_fn=_squeeze_shape,
+          cost_free=True)
 
 
 def squeeze(input, axis=None, name: str | None = None, squeeze_dims=None):  # noqa: A002
@@ -571,8 +515,8 @@ def _squeeze_grad(op, grad):
 
 
 def _transpose_shape(op):
-    in_dims = _dims(op.inputs[0])
-    perm_dims = _with_rank(_dims(op.inputs[1]), 1)
+    in_dims = static_dims(op.inputs[0])
+    perm_dims = with_rank(static_dims(op.inputs[1]), 1)
     n = perm_dims[0]
     if in_dims is not None and n is not None and len(in_dims) != n:
         raise ValueError(f"Dimension must be {len(in_dims)} but is {n}")
@@ -646,7 +590,7 @@ def _transpose_const(op):
 
 define_op("InvertPermutation", inputs=["x: T"], outputs=["y: T"],
           attrs=["T: {int32, int64} = DT_INT32"],
-          shape_fn=lambda op: [_with_rank(_dims(op.inputs[0]), 1)])
+          shape_fn=lambda op: [with_rank(static_dims(op.inputs[0]), 1)])
 not_differentiable("InvertPermutation")
 
 
@@ -666,8 +610,8 @@ def _invert_permutation_const(op):
 
 
 def _fill_shape(op):
-    _with_rank(_dims(op.inputs[0]), 1)
-    _with_rank(_dims(op.inputs[1]), 0)
+    with_rank(static_dims(op.inputs[0]), 1)
+    with_rank(static_dims(op.inputs[1]), 0)
     out = constant_value_as_shape(op.inputs[0])
     value = constant_value(op.inputs[0])
     if value is not None and np.any(np.asarray(value) < 0):

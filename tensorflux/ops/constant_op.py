@@ -18,7 +18,7 @@ def _const_shape(op):
 
 
 define_op("Const", outputs=["output: dtype"], attrs=["value: tensor", "dtype: type"],
-          shape_fn=_const_shape)
+          shape_fn=_const_shape, cost_free=True)
 not_differentiable("Const")
 
 

@@ -16,6 +16,14 @@ from tensorflux.framework.common_shapes import (
     constant_evaluator,
     constant_value,
     constant_value_as_shape,
+    merge_dims,
+    merge_shapes,
+    scalar_value,
+    shape_str,
+    static_dims,
+    static_shape,
+    with_rank,
+    with_rank_at_least,
 )
 from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.op_def_library import apply_op
@@ -27,9 +35,6 @@ from tensorflux.ops import array_ops, constant_op, joining_ops
 __all__ = ["gather", "gather_nd", "scatter_nd", "one_hot", "unique", "top_k",
            "dynamic_partition", "dynamic_stitch", "parallel_dynamic_stitch", "sequence_mask"]
 
-_dims = array_ops._dims
-_with_rank = array_ops._with_rank
-_static_shape = array_ops._static_shape
 
 
 def indexed_slices_to_tensor(value) -> Tensor:
@@ -53,10 +58,10 @@ def _gather_out(params, indices, axis, batch_dims):
 
 
 def _gather_v2_shape(op):
-    params, indices = _dims(op.inputs[0]), _dims(op.inputs[1])
-    _with_rank(_dims(op.inputs[2]), 0)
+    params, indices = static_dims(op.inputs[0]), static_dims(op.inputs[1])
+    with_rank(static_dims(op.inputs[2]), 0)
     batch_dims = op.attrs["batch_dims"]
-    axis = array_ops._scalar_value(op.inputs[2])
+    axis = scalar_value(op.inputs[2])
     if batch_dims < 0:
         if indices is None:
             return [None]
@@ -67,7 +72,7 @@ def _gather_v2_shape(op):
         return [[None] * (len(params) + len(indices) - 1 - batch_dims)]
     if params is None:
         return [None]
-    array_ops._with_rank_at_least(params, axis + 1 if axis >= 0 else -axis)
+    with_rank_at_least(params, axis + 1 if axis >= 0 else -axis)
     axis %= len(params)
     if indices is None:
         return [None]
@@ -78,7 +83,7 @@ def _gather_v2_shape(op):
         raise ValueError(f"batch_dims ({batch_dims}) must be less than or equal to rank("
                          f"indices) ({len(indices)}).")
     if batch_dims:
-        merged = array_ops._merge_dims(params[:batch_dims], indices[:batch_dims])
+        merged = merge_dims(params[:batch_dims], indices[:batch_dims])
         params = merged + params[batch_dims:]
         indices = merged + indices[batch_dims:]
     return [_gather_out(params, indices, axis, batch_dims)]
@@ -91,10 +96,10 @@ define_op("GatherV2", inputs=["params: Tparams", "indices: Tindices", "axis: Tax
 
 
 def _gather_v1_shape(op):
-    params, indices = _dims(op.inputs[0]), _dims(op.inputs[1])
+    params, indices = static_dims(op.inputs[0]), static_dims(op.inputs[1])
     if params is None or indices is None:
         return [None]
-    array_ops._with_rank_at_least(params, 1)
+    with_rank_at_least(params, 1)
     return [indices + params[1:]]
 
 
@@ -128,7 +133,7 @@ def gather(params, indices, validate_indices=None, name: str | None = None, axis
 def _axis0_gather_grad(params: Tensor, indices: Tensor, grad) -> IndexedSlices:
     """IndexedSlices(rows = grad reshaped to [n_indices, params.shape[1:]], indices)."""
     grad = indexed_slices_to_tensor(grad)
-    pdims = _static_shape(params)
+    pdims = static_shape(params)
     if pdims is not None:
         dense_shape = _const(pdims, dtypes.int32)
         values_shape = _const([-1] + pdims[1:], dtypes.int32)
@@ -148,11 +153,11 @@ def _gather_grad(op, grad):
 @gradient("GatherV2")
 def _gather_v2_grad(op, grad):
     params, indices, axis_t = op.inputs
-    axis = array_ops._scalar_value(axis_t)
+    axis = scalar_value(axis_t)
     batch_dims = op.attrs["batch_dims"]
     if axis == 0 and batch_dims == 0:
         return [_axis0_gather_grad(params, indices, grad), None, None]
-    pdims, idims = _dims(params), _dims(indices)
+    pdims, idims = static_dims(params), static_dims(indices)
     if pdims is None or idims is None or axis is None:
         raise NotImplementedError("The gradient of GatherV2 with axis != 0 needs a constant "
                                   "axis and inputs of known rank")
@@ -167,9 +172,9 @@ def _gather_v2_grad(op, grad):
 def _batch_gather_grad(params, indices, grad, axis: int, b: int) -> Tensor:
     """Dense gradient of a gather along `axis` with `b` batch dims: move the gathered axis
     next to the batch dims, segment-sum the rows (offsetting indices by batch), move back."""
-    pdims = _dims(params)
+    pdims = static_dims(params)
     n = len(pdims)
-    static = _static_shape(params)
+    static = static_shape(params)
     pshape = _const(static, dtypes.int32) if static is not None else \
         array_ops.shape(params, out_type=dtypes.int32)
 
@@ -191,7 +196,7 @@ def _batch_gather_grad(params, indices, grad, axis: int, b: int) -> Tensor:
                                              name="Range"),
                            y=gather_size, name="mul") if static is None else \
             np.arange(batch, dtype=np.int64) * static[axis]
-        idims = _dims(indices)
+        idims = static_dims(indices)
         per_batch = int(np.prod(idims[b:])) if all(d is not None for d in idims[b:]) \
             else None
         if static is not None and per_batch is not None:
@@ -229,7 +234,7 @@ def _batch_gather_grad(params, indices, grad, axis: int, b: int) -> Tensor:
 @constant_evaluator("GatherV2")
 def _gather_v2_const(op):
     p, i = constant_value(op.inputs[0]), constant_value(op.inputs[1])
-    axis = array_ops._scalar_value(op.inputs[2])
+    axis = scalar_value(op.inputs[2])
     if p is None or i is None or axis is None or op.attrs["batch_dims"] != 0 or \
             i.size * max(p.size, 1) > (1 << 22):
         return None
@@ -241,19 +246,19 @@ def _gather_v2_const(op):
 
 
 def _gather_nd_shape(op):
-    params, indices = _dims(op.inputs[0]), _dims(op.inputs[1])
+    params, indices = static_dims(op.inputs[0]), static_dims(op.inputs[1])
     if params is None or indices is None:
         return [None]
     if not indices:
         raise ValueError("indices.shape[-1] must be <= params.rank, but saw indices shape: "
-                         "[] and params shape: " + array_ops._shape_str(params))
+                         "[] and params shape: " + shape_str(params))
     k = indices[-1]
     if k is None:
         return [None]
     if k > len(params):
         raise ValueError(f"indices.shape[-1] must be <= params.rank, but saw indices shape: "
-                         f"{array_ops._shape_str(indices)} and params shape: "
-                         f"{array_ops._shape_str(params)}")
+                         f"{shape_str(indices)} and params shape: "
+                         f"{shape_str(params)}")
     return [indices[:-1] + params[k:]]
 
 
@@ -277,18 +282,18 @@ def gather_nd(params, indices, name: str | None = None, batch_dims: int = 0):
 def _gather_nd_grad(op, grad):
     params, indices = op.inputs
     grad = indexed_slices_to_tensor(grad)
-    dims = _static_shape(params)
+    dims = static_shape(params)
     ref_shape = _const(dims, indices.dtype) if dims is not None else \
         array_ops.shape(params, out_type=indices.dtype)
-    idims = _dims(indices)
+    idims = static_dims(indices)
     if idims is not None and len(idims) == 2 and idims[-1] == 1:
         return [IndexedSlices(grad, array_ops.squeeze(indices, axis=[-1]), ref_shape), None]
     return [scatter_nd(indices, grad, ref_shape), None]
 
 
 def _scatter_nd_shape(op):
-    indices, updates = _dims(op.inputs[0]), _dims(op.inputs[1])
-    _with_rank(_dims(op.inputs[2]), 1)
+    indices, updates = static_dims(op.inputs[0]), static_dims(op.inputs[1])
+    with_rank(static_dims(op.inputs[2]), 1)
     out = constant_value_as_shape(op.inputs[2])
     if indices is None or updates is None or out.ndims is None:
         return [out]
@@ -300,19 +305,19 @@ def _scatter_nd_shape(op):
     if len(updates) < outer:
         raise ValueError(f"Shape must be at least rank {outer} but is rank {len(updates)}")
     try:
-        array_ops._merge_dims(indices[:outer], updates[:outer])
+        merge_dims(indices[:outer], updates[:outer])
     except ValueError as e:
         raise ValueError(f"Dimensions [0,{outer}) of indices[shape="
-                         f"{array_ops._shape_str(indices)}] = "
-                         f"{array_ops._shape_str(indices[:outer])} must match dimensions "
-                         f"[0,{outer}) of updates[shape={array_ops._shape_str(updates)}] = "
-                         f"{array_ops._shape_str(updates[:outer])}: {e}") from None
+                         f"{shape_str(indices)}] = "
+                         f"{shape_str(indices[:outer])} must match dimensions "
+                         f"[0,{outer}) of updates[shape={shape_str(updates)}] = "
+                         f"{shape_str(updates[:outer])}: {e}") from None
     inner = updates[outer:]
     if len(inner) != len(out_dims) - k:
         raise ValueError(f"Dimensions [{outer},{len(updates)}) of updates[shape="
-                         f"{array_ops._shape_str(updates)}] must match dimensions [{k},"
-                         f"{len(out_dims)}) of output[shape={array_ops._shape_str(out_dims)}]")
-    array_ops._merge_dims(inner, out_dims[k:])
+                         f"{shape_str(updates)}] must match dimensions [{k},"
+                         f"{len(out_dims)}) of output[shape={shape_str(out_dims)}]")
+    merge_dims(inner, out_dims[k:])
     return [out]
 
 
@@ -342,8 +347,8 @@ def _one_hot_shape(op):
     axis = op.attrs["axis"]
     if axis < -1:
         raise ValueError(f"axis must be >= -1, but got {axis}")
-    indices = _dims(op.inputs[0])
-    depth = array_ops._scalar_value(op.inputs[1])
+    indices = static_dims(op.inputs[0])
+    depth = scalar_value(op.inputs[1])
     if depth is not None and depth < 0:
         raise ValueError(f"Dimension size, given by scalar input 1, must be non-negative but "
                          f"is {depth}")
@@ -404,7 +409,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
 
 
 def _unique_shape(op):
-    _with_rank(_dims(op.inputs[0]), 1)
+    with_rank(static_dims(op.inputs[0]), 1)
     return [[None], op.inputs[0].shape]
 
 
@@ -424,9 +429,9 @@ def unique(x, out_idx=dtypes.int32, name: str | None = None):
 
 
 def _top_k_shape(op):
-    dims = array_ops._with_rank_at_least(_dims(op.inputs[0]), 1)
-    _with_rank(_dims(op.inputs[1]), 0)
-    k = array_ops._scalar_value(op.inputs[1])
+    dims = with_rank_at_least(static_dims(op.inputs[0]), 1)
+    with_rank(static_dims(op.inputs[1]), 0)
+    k = scalar_value(op.inputs[1])
     if k is not None and k < 0:
         raise ValueError(f"Dimension size, given by scalar input 1, must be non-negative but "
                          f"is {k}")
@@ -462,7 +467,7 @@ def _top_k_grad(op, grad, _):
     """Scatters the values' gradient to the input positions the indices name."""
     x, idx = op.inputs[0], op.outputs[1]
     grad = indexed_slices_to_tensor(grad)
-    in_dims, idx_dims = _static_shape(x), _static_shape(idx)
+    in_dims, idx_dims = static_shape(x), static_shape(idx)
     if in_dims is not None and idx_dims is not None:
         n, k = in_dims[-1], idx_dims[-1]
         outer = int(np.prod(in_dims[:-1], dtype=np.int64))
@@ -493,10 +498,10 @@ def _top_k_grad(op, grad, _):
 
 def _dynamic_partition_shape(op):
     num = op.attrs["num_partitions"]
-    data, parts = _dims(op.inputs[0]), _dims(op.inputs[1])
+    data, parts = static_dims(op.inputs[0]), static_dims(op.inputs[1])
     if data is None or parts is None:
         return [None] * num
-    array_ops._with_rank_at_least(data, len(parts))
+    with_rank_at_least(data, len(parts))
     prefix = data[:len(parts)]
     for a, b in zip(prefix, parts, strict=True):
         if a is not None and b is not None and a != b:
@@ -531,7 +536,7 @@ constant_evaluator("DynamicPartition")(_dynamic_partition_const)
 def _dynamic_partition_grad(op, *grads):
     data, partitions = op.inputs
     num = op.attrs["num_partitions"]
-    pdims = _static_shape(partitions)
+    pdims = static_shape(partitions)
     if pdims is not None:
         original = _const(np.arange(int(np.prod(pdims, dtype=np.int64))).reshape(pdims),
                           dtypes.int32)
@@ -553,12 +558,12 @@ def _dynamic_stitch_shape(op):
     indices, data = op.inputs[:n], op.inputs[n:]
     rest = None
     for i, d in zip(indices, data, strict=True):
-        idims, ddims = _dims(i), _dims(d)
+        idims, ddims = static_dims(i), static_dims(d)
         if idims is None or ddims is None:
             continue
-        array_ops._with_rank_at_least(ddims, len(idims))
+        with_rank_at_least(ddims, len(idims))
         tail = ddims[len(idims):]
-        rest = tail if rest is None else array_ops._merge_shapes(rest, tail)
+        rest = tail if rest is None else merge_shapes(rest, tail)
     values = [constant_value(i) for i in indices]
     first = None
     if all(v is not None for v in values):

@@ -16,7 +16,14 @@ from tensorflux.framework.common_shapes import (
     constant_evaluator,
     constant_value,
     constant_value_as_shape,
+    merge_dims,
+    merge_shapes,
+    scalar_value,
     shape_evaluator,
+    static_dims,
+    static_shape,
+    with_rank,
+    with_rank_at_least,
 )
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
@@ -30,16 +37,9 @@ from tensorflux.ops.array_ops import (
     _INDEX_TYPES,
     _MAX_CONSTANT_ELEMENTS,
     TensorShape,
-    _dims,
     _fill_missing_grads,
-    _merge_dims,
-    _merge_shapes,
     _partial_scalar,
     _reduce_sum,
-    _scalar_value,
-    _static_shape,
-    _with_rank,
-    _with_rank_at_least,
     identity,
     rank,
     reshape,
@@ -61,33 +61,33 @@ __all__ = ["concat", "split", "stack", "unstack", "tile", "pad", "broadcast_to",
 
 def _concat_shape(op):
     values, axis_t = op.inputs[:-1], op.inputs[-1]
-    _with_rank(_dims(axis_t), 0)
-    shapes = [_dims(t) for t in values]
-    axis = _scalar_value(axis_t)
+    with_rank(static_dims(axis_t), 0)
+    shapes = [static_dims(t) for t in values]
+    axis = scalar_value(axis_t)
     rank_known = next((s for s in shapes if s is not None), None)
     if axis is None:
         if rank_known is None:
             return [None]
         for s in shapes:
-            _with_rank(s, len(rank_known))
+            with_rank(s, len(rank_known))
         return [[None] * len(rank_known)]
     if rank_known is None:
         return [None]
     n = len(rank_known)
     if axis < 0:
-        _with_rank_at_least(rank_known, -axis)
+        with_rank_at_least(rank_known, -axis)
         axis += n
     else:
-        _with_rank_at_least(rank_known, axis + 1)
+        with_rank_at_least(rank_known, axis + 1)
     prefix = suffix = None
     total: int | None = 0
     for s in shapes:
-        s = _with_rank(s, n)
+        s = with_rank(s, n)
         d = s[axis]
         total = None if total is None or d is None else total + d
         # TF merges the dims before and after the axis separately (and words errors so).
-        prefix = s[:axis] if prefix is None else _merge_dims(prefix, s[:axis])
-        suffix = s[axis + 1:] if suffix is None else _merge_dims(suffix, s[axis + 1:])
+        prefix = s[:axis] if prefix is None else merge_dims(prefix, s[:axis])
+        suffix = s[axis + 1:] if suffix is None else merge_dims(suffix, s[axis + 1:])
     return [prefix + [total] + suffix]
 
 
@@ -118,7 +118,7 @@ def concat(values, axis, name: str = "concat"):
 @constant_evaluator("ConcatV2")
 def _concat_const(op):
     vals = [constant_value(t) for t in op.inputs[:-1]]
-    axis = _scalar_value(op.inputs[-1])
+    axis = scalar_value(op.inputs[-1])
     if axis is None or any(v is None for v in vals):
         return None
     return np.concatenate(vals, axis=axis)
@@ -126,7 +126,7 @@ def _concat_const(op):
 
 @shape_evaluator("ConcatV2")
 def _concat_partial_shape(t):
-    if _scalar_value(t.op.inputs[-1]) not in (0, -1):
+    if scalar_value(t.op.inputs[-1]) not in (0, -1):
         return None
     out = TensorShape([])
     for v in t.op.inputs[:-1]:
@@ -137,8 +137,8 @@ def _concat_partial_shape(t):
 def _sizes_along(values, axis_t: Tensor):
     """For the ConcatV2 gradient: (axis, sizes) with static ints where possible, else
     (axis tensor, sizes tensor)."""
-    axis = _scalar_value(axis_t)
-    shapes = [_dims(t) for t in values]
+    axis = scalar_value(axis_t)
+    shapes = [static_dims(t) for t in values]
     if axis is not None and all(s is not None for s in shapes):
         n = len(shapes[0])
         axis = axis % n
@@ -186,8 +186,8 @@ not_differentiable("ConcatOffset")
 
 def _split_shape(op):
     num = op.attrs["num_split"]
-    in_dims = _dims(op.inputs[1])
-    axis = _scalar_value(op.inputs[0])
+    in_dims = static_dims(op.inputs[1])
+    axis = scalar_value(op.inputs[0])
     if in_dims is None:
         return [None] * num
     if axis is None:
@@ -212,12 +212,12 @@ define_op("Split", inputs=["split_dim: int32", "value: T"], outputs=["output: nu
 
 def _split_v_shape(op):
     num = op.attrs["num_split"]
-    in_dims = _dims(op.inputs[0])
-    sizes_dims = _with_rank(_dims(op.inputs[1]), 1)
+    in_dims = static_dims(op.inputs[0])
+    sizes_dims = with_rank(static_dims(op.inputs[1]), 1)
     if sizes_dims[0] is not None and sizes_dims[0] != num:
         raise ValueError(f"Dimension 0 in both shapes must be equal, but are {sizes_dims[0]} "
                          f"and {num}")
-    axis = _scalar_value(op.inputs[2])
+    axis = scalar_value(op.inputs[2])
     if in_dims is None:
         return [None] * num
     if axis is None:
@@ -286,9 +286,9 @@ def _split_v_grad(op, *grads):
 
 def _split_const(op, index):
     if op.type == "Split":
-        value, axis, sizes = constant_value(op.inputs[1]), _scalar_value(op.inputs[0]), None
+        value, axis, sizes = constant_value(op.inputs[1]), scalar_value(op.inputs[0]), None
     else:
-        value, axis = constant_value(op.inputs[0]), _scalar_value(op.inputs[2])
+        value, axis = constant_value(op.inputs[0]), scalar_value(op.inputs[2])
         sizes = [int(d) for d in op.outputs[index].shape.as_list()] \
             if op.outputs[index].shape.is_fully_defined() else None
         if sizes is None:
@@ -313,9 +313,9 @@ def _pack_shape(op):
     axis = op.attrs["axis"]
     merged = None
     for i, t in enumerate(op.inputs):
-        d = _dims(t)
+        d = static_dims(t)
         try:
-            merged = _merge_shapes(merged, d)
+            merged = merge_shapes(merged, d)
         except ValueError as e:
             raise ValueError(f"{e}\n\tFrom merging shape {i - 1 if i else 0} with other "
                              "shapes.") from None
@@ -373,7 +373,7 @@ def _pack_partial_shape(t):
 
 def _unpack_shape(op):
     num, axis = op.attrs["num"], op.attrs["axis"]
-    dims = _dims(op.inputs[0])
+    dims = static_dims(op.inputs[0])
     if dims is None:
         return [None] * num
     n = len(dims)
@@ -397,7 +397,7 @@ def unstack(value, num: int | None = None, axis: int = 0, name: str = "unstack")
     """
     with graph_lib.name_scope(name, "unstack", [value]) as scope:
         value = convert_to_tensor(value)
-        dims = _dims(value)
+        dims = static_dims(value)
         if dims is not None:
             n = len(dims)
             if axis < -n or axis >= n:
@@ -490,15 +490,15 @@ register_tensor_conversion_function((list, tuple), _autopacking_conversion, prio
 
 
 def _tile_shape(op):
-    mult_dims = _with_rank(_dims(op.inputs[1]), 1)
-    in_dims = _dims(op.inputs[0])
+    mult_dims = with_rank(static_dims(op.inputs[1]), 1)
+    in_dims = static_dims(op.inputs[0])
     n = mult_dims[0]
     if in_dims is None and n is None:
         return [None]
     if n is not None:
         if in_dims is not None and len(in_dims) != n:
             raise ValueError(f"Shape must be rank {len(in_dims)} but is rank {n}")
-        in_dims = _with_rank(in_dims, n)
+        in_dims = with_rank(in_dims, n)
     mult = constant_value_as_shape(op.inputs[1])
     mult = mult.as_list() if mult.ndims is not None else [None] * len(in_dims)
     return [[0 if m == 0 else (None if d is None or m is None else d * m)
@@ -517,7 +517,7 @@ def tile(input, multiples, name: str | None = None):  # noqa: A002
 @gradient("Tile")
 def _tile_grad(op, grad):
     x, multiples = op.inputs
-    in_dims = _static_shape(x)
+    in_dims = static_shape(x)
     mult = constant_value(multiples)
     if hasattr(grad, "_is_indexed_slices"):
         from tensorflux.ops import gather_ops  # gather_ops imports this module
@@ -550,11 +550,11 @@ def _tile_const(op):
 
 
 def _pad_shape(op):
-    in_dims = _dims(op.inputs[0])
-    pad_dims = _dims(op.inputs[1])
+    in_dims = static_dims(op.inputs[0])
+    pad_dims = static_dims(op.inputs[1])
     n = None if in_dims is None else len(in_dims)
     if pad_dims is not None:
-        pad_dims = _with_rank(pad_dims, 2)
+        pad_dims = with_rank(pad_dims, 2)
         if pad_dims[1] is not None and pad_dims[1] != 2:
             raise ValueError(f"Dimension 1 in both shapes must be equal, but are "
                              f"{pad_dims[1]} and 2")
@@ -563,7 +563,7 @@ def _pad_shape(op):
         if n is None:
             n = pad_dims[0]
     if len(op.inputs) == 3:
-        _with_rank(_dims(op.inputs[2]), 0)
+        with_rank(static_dims(op.inputs[2]), 0)
     if n is None:
         return [None]
     if in_dims is None:
@@ -588,7 +588,7 @@ define_op("MirrorPad", inputs=["input: T", "paddings: Tpaddings"], outputs=["out
 
 
 def _mirror_pad_grad_shape(op):
-    in_dims = _dims(op.inputs[0])
+    in_dims = static_dims(op.inputs[0])
     pads = constant_value(op.inputs[1])
     if in_dims is None:
         return [None]
@@ -678,9 +678,9 @@ def _mirror_pad_grad_grad(op, grad):
 
 
 def _broadcast_to_shape(op):
-    _with_rank(_dims(op.inputs[1]), 1)
+    with_rank(static_dims(op.inputs[1]), 1)
     out = constant_value_as_shape(op.inputs[1])
-    in_dims = _dims(op.inputs[0])
+    in_dims = static_dims(op.inputs[0])
     if out.ndims is None or in_dims is None:
         return [out]
     out_dims = out.as_list()
@@ -719,7 +719,7 @@ def broadcast_reduction_axes(in_dims: list, out_dims: list) -> np.ndarray:
 @gradient("BroadcastTo")
 def _broadcast_to_grad(op, grad):
     x = op.inputs[0]
-    in_dims, out_dims = _static_shape(x), _static_shape(op.outputs[0])
+    in_dims, out_dims = static_shape(x), static_shape(op.outputs[0])
     if in_dims is not None and out_dims is not None:
         axes = broadcast_reduction_axes(in_dims, out_dims)
         g = _reduce_sum(grad, axes, keepdims=False) if axes.size else grad
@@ -731,8 +731,8 @@ def _broadcast_to_grad(op, grad):
 
 
 def _broadcast_args_shape(op):
-    a = _with_rank(_dims(op.inputs[0]), 1)[0]
-    b = _with_rank(_dims(op.inputs[1]), 1)[0]
+    a = with_rank(static_dims(op.inputs[0]), 1)[0]
+    b = with_rank(static_dims(op.inputs[1]), 1)[0]
     return [[None if a is None or b is None else max(a, b)]]
 
 
@@ -774,8 +774,8 @@ def _broadcast_args_const(op):
 
 
 def _reverse_shape(op):
-    in_dims = _dims(op.inputs[0])
-    _with_rank(_dims(op.inputs[1]), 1)
+    in_dims = static_dims(op.inputs[0])
+    with_rank(static_dims(op.inputs[1]), 1)
     axes = constant_value(op.inputs[1])
     if in_dims is not None and axes is not None:
         n = len(in_dims)

@@ -1,9 +1,12 @@
-"""Math ops: elementwise arithmetic with NumPy broadcasting, AddN, casts, comparisons and
-selection, and the Tensor operators. Each op's definition, TF1 wrapper and gradient sit
-together; kernels are in tensorflux/kernels/cpu/math_ops.py. Reductions, matrices and
-sequences (range, cumsum, segment sums) are in reduction_ops.py, matrix_ops.py and
-sequence_ops.py (callers import those modules; this one does not re-export them, so the
-family has no import cycle).
+"""Math ops: elementwise binary arithmetic with NumPy broadcasting, bitwise ops, complex
+numbers, AddN, casts, and the arithmetic Tensor operators. Each op's definition, TF1 wrapper
+and gradient sit together; kernels are in tensorflux/kernels/cpu/math_ops.py. The other math
+families have modules of their own, mirrored by name in tensorflux/kernels/cpu/: unary
+functions (unary_ops.py), comparisons, logic and selection (comparison_ops.py), reductions
+(reduction_ops.py), matrices (matrix_ops.py) and sequences (range, cumsum, segment sums:
+sequence_ops.py). They import this module's helpers, so this one does not re-export them
+(callers import the family they use) and its gradients make the unary and comparison ops
+they need by type (`apply_op("Neg", ...)`), as TF's math_grad uses gen_math_ops.
 
 Gradients of ops defined with `broadcasts=True` return gradients shaped like the op's
 output; the gradient driver (autodiff/gradients.py) sums them back to each input's shape.
@@ -14,7 +17,6 @@ Python builtins of those names are reached as `builtins.range` and so on.
 
 from __future__ import annotations
 
-import builtins
 import collections.abc
 
 import numpy as np
@@ -32,17 +34,11 @@ __all__ = [
     "add", "subtract", "multiply", "div", "divide", "truediv", "realdiv", "floordiv",
     "floor_div", "floormod", "mod", "truncatediv", "truncatemod", "pow", "maximum",
     "minimum", "squared_difference", "div_no_nan", "atan2", "scalar_mul",
-    # elementwise unary
-    "negative", "abs", "sign", "square", "sqrt", "rsqrt", "exp", "expm1", "log", "log1p",
-    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-    "atanh", "tanh", "sigmoid", "reciprocal", "floor", "ceil", "round", "rint", "erf",
-    "erfc", "lgamma", "digamma", "is_nan", "is_inf", "is_finite", "real", "imag", "conj",
-    "complex", "angle",
-    # sums, casts, comparisons, selection
+    # complex numbers
+    "real", "imag", "conj", "complex", "angle",
+    # sums and casts
     "add_n", "cast", "to_float", "to_double", "to_int32", "to_int64", "to_bfloat16",
-    "to_complex64", "to_complex128", "equal", "not_equal", "less", "less_equal",
-    "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "logical_xor",
-    "where", "where_v2",
+    "to_complex64", "to_complex128",
 ]
 
 # Type sets, spelled as TensorFlow's registrations spell them.
@@ -158,7 +154,7 @@ subtract = _binary_wrapper("Sub", "subtract", "x - y elementwise, with broadcast
 
 @gradient("Sub")
 def _sub_grad(op, grad):
-    return [grad, negative(grad)]
+    return [grad, apply_op("Neg", x=grad)]
 
 
 _binary("Mul", _NUMERIC, is_commutative=True)
@@ -175,7 +171,8 @@ def _mul_grad(op, grad):
 def _div_grad(op, grad):
     x, y = op.inputs
     cy = _conj(y)
-    return [realdiv(grad, cy), multiply(grad, realdiv(realdiv(negative(_conj(x)), cy), cy))]
+    neg_x = apply_op("Neg", x=_conj(x))
+    return [realdiv(grad, cy), multiply(grad, realdiv(realdiv(neg_x, cy), cy))]
 
 
 _binary("Div", _NUMERIC)
@@ -264,7 +261,7 @@ mod = floormod
 @gradient("FloorMod")
 def _floor_mod_grad(op, grad):
     x, y = op.inputs
-    return [grad, multiply(grad, negative(floordiv(x, y)))]
+    return [grad, multiply(grad, apply_op("Neg", x=floordiv(x, y)))]
 
 
 _binary("TruncateDiv", _NUMERIC)
@@ -280,7 +277,7 @@ truncatemod = _binary_wrapper("TruncateMod", "truncatemod", "The remainder of x 
 @gradient("TruncateMod")
 def _truncate_mod_grad(op, grad):
     x, y = op.inputs
-    return [grad, multiply(grad, negative(truncatediv(x, y)))]
+    return [grad, multiply(grad, apply_op("Neg", x=truncatediv(x, y)))]
 
 
 _binary("Pow", ("{bfloat16, float32, float16, float64, int8, int16, int32, int64, "
@@ -300,11 +297,11 @@ def _pow_grad(op, grad):
     x, y, z = _conj(x), _conj(y), _conj(z)
     gx = multiply(grad, multiply(y, pow(x, subtract(y, _ones(y)))))
     if x.dtype.is_complex:
-        mask = not_equal(x, _zeros(x))
+        mask = apply_op("NotEqual", x=x, y=_zeros(x))
     else:
-        mask = greater(x, _zeros(x))
-    safe_x = where_v2(mask, x, _ones(x))
-    log_x = where_v2(mask, log(safe_x), _zeros(x))
+        mask = apply_op("Greater", x=x, y=_zeros(x))
+    safe_x = apply_op("SelectV2", condition=mask, t=x, e=_ones(x))
+    log_x = apply_op("SelectV2", condition=mask, t=apply_op("Log", x=safe_x), e=_zeros(x))
     gy = multiply(grad, multiply(z, log_x))
     return [gx, gy]
 
@@ -327,12 +324,13 @@ maximum = _binary_wrapper("Maximum", "maximum", "max(x, y) elementwise, with bro
 def _min_or_max_grad(op, grad, select_x):
     x, y = op.inputs
     zeros = _zeros(grad)
-    return [where_v2(select_x, grad, zeros), where_v2(select_x, zeros, grad)]
+    return [apply_op("SelectV2", condition=select_x, t=grad, e=zeros),
+            apply_op("SelectV2", condition=select_x, t=zeros, e=grad)]
 
 
 @gradient("Maximum")
 def _maximum_grad(op, grad):
-    return _min_or_max_grad(op, grad, greater_equal(op.inputs[0], op.inputs[1]))
+    return _min_or_max_grad(op, grad, apply_op("GreaterEqual", x=op.inputs[0], y=op.inputs[1]))
 
 
 _binary("Minimum", _REAL)
@@ -342,7 +340,7 @@ minimum = _binary_wrapper("Minimum", "minimum", "min(x, y) elementwise, with bro
 
 @gradient("Minimum")
 def _minimum_grad(op, grad):
-    return _min_or_max_grad(op, grad, less_equal(op.inputs[0], op.inputs[1]))
+    return _min_or_max_grad(op, grad, apply_op("LessEqual", x=op.inputs[0], y=op.inputs[1]))
 
 
 _binary("SquaredDifference", ("{bfloat16, float16, float32, float64, int32, int64, "
@@ -357,7 +355,7 @@ def _squared_difference_grad(op, grad):
     x, y = op.inputs
     two = convert_to_tensor(np.asarray(2, grad.dtype.base_dtype.as_numpy_dtype), name="two")
     gx = multiply(multiply(two, grad), subtract(x, y))
-    return [_conj(gx), negative(_conj(gx))]
+    return [_conj(gx), apply_op("Neg", x=_conj(gx))]
 
 
 _binary("DivNoNan", "{float16, float32, bfloat16, float64, complex64, complex128}")
@@ -375,7 +373,7 @@ def _div_no_nan_grad(op, grad):
     x, y = op.inputs
     cy = _conj(y)
     return [div_no_nan(grad, cy),
-            multiply(grad, div_no_nan(div_no_nan(negative(_conj(x)), cy), cy))]
+            multiply(grad, div_no_nan(div_no_nan(apply_op("Neg", x=_conj(x)), cy), cy))]
 
 
 _binary("Xlogy", "{float16, bfloat16, float32, float64, complex64, complex128}")
@@ -385,7 +383,7 @@ _binary("Xdivy", "{float16, bfloat16, float32, float64, complex64, complex128}")
 @gradient("Xlogy")
 def _xlogy_grad(op, grad):
     x, y = op.inputs
-    not_zero_x = cast(not_equal(x, _zeros(x)), x.dtype)
+    not_zero_x = cast(apply_op("NotEqual", x=x, y=_zeros(x)), x.dtype)
     return [multiply(grad, apply_op("Xlogy", x=not_zero_x, y=y)),
             multiply(grad, apply_op("Xdivy", x=x, y=y))]
 
@@ -393,9 +391,9 @@ def _xlogy_grad(op, grad):
 @gradient("Xdivy")
 def _xdivy_grad(op, grad):
     x, y = op.inputs
-    not_zero_x = cast(not_equal(x, _zeros(x)), x.dtype)
+    not_zero_x = cast(apply_op("NotEqual", x=x, y=_zeros(x)), x.dtype)
     return [multiply(grad, apply_op("Xdivy", x=not_zero_x, y=y)),
-            multiply(grad, apply_op("Xdivy", x=negative(x), y=square(y)))]
+            multiply(grad, apply_op("Xdivy", x=apply_op("Neg", x=x), y=apply_op("Square", x=y)))]
 
 
 _binary("Atan2", _FLOAT, inputs=("y", "x"))
@@ -409,8 +407,8 @@ def atan2(y, x, name: str | None = None):
 @gradient("Atan2")
 def _atan2_grad(op, grad):
     y, x = op.inputs
-    grad_inv = realdiv(grad, add(square(x), square(y)))
-    return [multiply(x, grad_inv), multiply(negative(y), grad_inv)]
+    grad_inv = realdiv(grad, add(apply_op("Square", x=x), apply_op("Square", x=y)))
+    return [multiply(x, grad_inv), multiply(apply_op("Neg", x=y), grad_inv)]
 
 
 def scalar_mul(scalar, x, name: str | None = None):
@@ -442,390 +440,6 @@ not_differentiable("BitwiseOr")
 not_differentiable("BitwiseXor")
 not_differentiable("Invert")
 
-
-# ==========================================================================================
-# Elementwise unary ops.
-
-
-def _unary(op_type: str, types: str, public: str, doc: str, out: str = "T"):
-    """Defines `op_type` (x: T -> y: out) and returns its TF1 wrapper `fn(x, name=None)`.
-
-    Like TensorFlow's, the wrapper maps an IndexedSlices through its values.
-    """
-    define_op(op_type, inputs=["x: T"], outputs=[f"y: {out}"], attrs=[f"T: {types}"],
-              shape_fn=common_shapes.unchanged)
-
-    def wrapper(x, name=None):
-        if hasattr(x, "_is_indexed_slices"):
-            return x._map_values(lambda v: wrapper(v, name))
-        return apply_op(op_type, x=x, name=name or op_type)
-
-    wrapper.__name__ = wrapper.__qualname__ = public
-    wrapper.__doc__ = doc
-    return wrapper
-
-
-negative = _unary("Neg", _SIGNED_COMPLEX, "negative", "-x elementwise (`tf.negative`).")
-
-
-@gradient("Neg")
-def _neg_grad(op, grad):
-    return [negative(grad)]
-
-
-_abs = _unary("Abs", "{bfloat16, float16, float32, float64, int8, int16, int32, int64}",
-              "abs", "|x| elementwise.")
-define_op("ComplexAbs", inputs=["x: T"], outputs=["y: Tout"],
-          attrs=["T: {complex64, complex128} = DT_COMPLEX64",
-                 "Tout: {float32, float64} = DT_FLOAT"], shape_fn=common_shapes.unchanged)
-
-
-def abs(x, name: str | None = None):  # noqa: A001 - TF1's name
-    """|x| elementwise (`tf.abs`); for complex x the magnitude, of the real dtype."""
-    if hasattr(x, "_is_indexed_slices"):
-        return x._map_values(lambda v: abs(v, name))
-    with graph_lib.name_scope(name, "Abs", [x]) as name:
-        x = convert_to_tensor(x, name="x")
-        if x.dtype.is_complex:
-            return apply_op("ComplexAbs", x=x, Tout=x.dtype.real_dtype, name=name)
-        return _abs(x, name=name)
-
-
-@gradient("Abs")
-def _abs_grad(op, grad):
-    return [multiply(grad, sign(op.inputs[0]))]
-
-
-@gradient("ComplexAbs")
-def _complex_abs_grad(op, grad):
-    x, y = op.inputs[0], op.outputs[0]
-    zeros = _zeros(grad)
-    return [div_no_nan(multiply(complex(grad, zeros), x), complex(y, zeros))]
-
-
-sign = _unary("Sign", _SIGNED_COMPLEX, "sign", "-1, 0 or 1 by the sign of x elementwise "
-              "(x / |x| for complex x) (`tf.sign`).")
-
-
-@gradient("Sign")
-def _sign_grad(op, grad):
-    return [_array_ops().zeros_like(op.inputs[0])]
-
-
-square = _unary("Square", ("{bfloat16, float16, float32, float64, int8, int16, int32, int64, "
-                           "uint8, uint16, uint32, uint64, complex64, complex128}"),
-                "square", "x * x elementwise (`tf.square`).")
-
-
-@gradient("Square")
-def _square_grad(op, grad):
-    x = op.inputs[0]
-    two = convert_to_tensor(np.asarray(2, x.dtype.base_dtype.as_numpy_dtype), name="two")
-    return [multiply(grad, multiply(two, _conj(x)))]
-
-
-def _grad_op(op_type: str, public: str, doc: str):
-    """Defines a backward op `op_type(y, dy) -> z` and returns its wrapper."""
-    define_op(op_type, inputs=["y: T", "dy: T"], outputs=["z: T"],
-              attrs=[f"T: {_FLOAT_COMPLEX}"], shape_fn=_grad_op_shape)
-
-    def wrapper(y, dy, name=None):
-        return apply_op(op_type, y=y, dy=dy, name=name or op_type)
-
-    wrapper.__name__ = wrapper.__qualname__ = public
-    wrapper.__doc__ = doc
-    return wrapper
-
-
-def _grad_op_shape(op):
-    return [_merge_shapes(op.inputs[0].shape, op.inputs[1].shape)]
-
-
-sqrt = _unary("Sqrt", _FLOAT_COMPLEX, "sqrt", "The square root of x elementwise (`tf.sqrt`).")
-sqrt_grad = _grad_op("SqrtGrad", "sqrt_grad", "dy * 0.5 / y, for y = sqrt(x).")
-
-
-@gradient("Sqrt")
-def _sqrt_grad(op, grad):
-    return [sqrt_grad(op.outputs[0], grad)]
-
-
-@gradient("SqrtGrad")
-def _sqrt_grad_grad(op, grad):
-    a = op.inputs[0]
-    y = op.outputs[0]  # y = 0.5 * b / conj(a)
-    ga = realdiv(grad, a)
-    return [multiply(negative(_conj(ga)), y), multiply(_const_like(0.5, ga), ga)]
-
-
-def _const_like(value, x, name="c"):
-    return convert_to_tensor(np.asarray(value, x.dtype.base_dtype.as_numpy_dtype), name=name)
-
-
-rsqrt = _unary("Rsqrt", _FLOAT_COMPLEX, "rsqrt", "1 / sqrt(x) elementwise (`tf.rsqrt`).")
-rsqrt_grad = _grad_op("RsqrtGrad", "rsqrt_grad", "dy * -0.5 * y^3, for y = rsqrt(x).")
-
-
-@gradient("Rsqrt")
-def _rsqrt_grad(op, grad):
-    return [rsqrt_grad(op.outputs[0], grad)]
-
-
-@gradient("RsqrtGrad")
-def _rsqrt_grad_grad(op, grad):
-    a, b = op.inputs
-    ca, cg = _conj(a), _conj(grad)
-    grad_a = multiply(multiply(multiply(_const_like(-1.5, a), cg), b), square(ca))
-    return [grad_a, rsqrt_grad(ca, grad)]
-
-
-exp = _unary("Exp", _FLOAT_COMPLEX, "exp", "e^x elementwise (`tf.exp`).")
-
-
-@gradient("Exp")
-def _exp_grad(op, grad):
-    return [multiply(grad, _conj(op.outputs[0]))]
-
-
-expm1 = _unary("Expm1", _FLOAT_COMPLEX, "expm1", "e^x - 1 elementwise (`tf.expm1`).")
-
-
-@gradient("Expm1")
-def _expm1_grad(op, grad):
-    return [multiply(grad, exp(_conj(op.inputs[0])))]
-
-
-log = _unary("Log", _FLOAT_COMPLEX, "log", "The natural logarithm of x elementwise "
-             "(`tf.log`).")
-
-
-@gradient("Log")
-def _log_grad(op, grad):
-    return [multiply(grad, reciprocal(_conj(op.inputs[0])))]
-
-
-log1p = _unary("Log1p", _FLOAT_COMPLEX, "log1p", "log(1 + x) elementwise (`tf.log1p`).")
-
-
-@gradient("Log1p")
-def _log1p_grad(op, grad):
-    x = _conj(op.inputs[0])
-    return [multiply(grad, reciprocal(add(_ones(x), x)))]
-
-
-sin = _unary("Sin", _FLOAT_COMPLEX, "sin", "sin(x) elementwise (`tf.sin`).")
-cos = _unary("Cos", _FLOAT_COMPLEX, "cos", "cos(x) elementwise (`tf.cos`).")
-tan = _unary("Tan", _FLOAT_COMPLEX, "tan", "tan(x) elementwise (`tf.tan`).")
-
-
-@gradient("Sin")
-def _sin_grad(op, grad):
-    return [multiply(grad, cos(_conj(op.inputs[0])))]
-
-
-@gradient("Cos")
-def _cos_grad(op, grad):
-    return [negative(multiply(grad, sin(_conj(op.inputs[0]))))]
-
-
-@gradient("Tan")
-def _tan_grad(op, grad):
-    return [multiply(grad, square(reciprocal(cos(_conj(op.inputs[0])))))]
-
-
-asin = _unary("Asin", _FLOAT_COMPLEX, "asin", "arcsin(x) elementwise (`tf.asin`).")
-acos = _unary("Acos", _FLOAT_COMPLEX, "acos", "arccos(x) elementwise (`tf.acos`).")
-atan = _unary("Atan", _FLOAT_COMPLEX, "atan", "arctan(x) elementwise (`tf.atan`).")
-
-
-@gradient("Asin")
-def _asin_grad(op, grad):
-    x = _conj(op.inputs[0])
-    return [multiply(grad, rsqrt(subtract(_ones(x), square(x))))]
-
-
-@gradient("Acos")
-def _acos_grad(op, grad):
-    x = _conj(op.inputs[0])
-    return [negative(multiply(grad, rsqrt(subtract(_ones(x), square(x)))))]
-
-
-@gradient("Atan")
-def _atan_grad(op, grad):
-    x = _conj(op.inputs[0])
-    return [multiply(grad, reciprocal(add(_ones(x), square(x))))]
-
-
-sinh = _unary("Sinh", _FLOAT_COMPLEX, "sinh", "sinh(x) elementwise (`tf.sinh`).")
-cosh = _unary("Cosh", _FLOAT_COMPLEX, "cosh", "cosh(x) elementwise (`tf.cosh`).")
-asinh = _unary("Asinh", _FLOAT_COMPLEX, "asinh", "asinh(x) elementwise (`tf.asinh`).")
-acosh = _unary("Acosh", _FLOAT_COMPLEX, "acosh", "acosh(x) elementwise (`tf.acosh`).")
-atanh = _unary("Atanh", _FLOAT_COMPLEX, "atanh", "atanh(x) elementwise (`tf.atanh`).")
-
-
-@gradient("Sinh")
-def _sinh_grad(op, grad):
-    return [multiply(grad, cosh(_conj(op.inputs[0])))]
-
-
-@gradient("Cosh")
-def _cosh_grad(op, grad):
-    return [multiply(grad, sinh(_conj(op.inputs[0])))]
-
-
-@gradient("Asinh")
-def _asinh_grad(op, grad):
-    return [realdiv(grad, cosh(_conj(op.outputs[0])))]
-
-
-@gradient("Acosh")
-def _acosh_grad(op, grad):
-    return [realdiv(grad, sinh(_conj(op.outputs[0])))]
-
-
-@gradient("Atanh")
-def _atanh_grad(op, grad):
-    x = _conj(op.inputs[0])
-    return [multiply(grad, reciprocal(subtract(_ones(x), square(x))))]
-
-
-tanh = _unary("Tanh", _FLOAT_COMPLEX, "tanh", "tanh(x) elementwise (`tf.tanh`).")
-tanh_grad = _grad_op("TanhGrad", "tanh_grad", "dy * (1 - y^2), for y = tanh(x).")
-
-
-@gradient("Tanh")
-def _tanh_grad(op, grad):
-    return [tanh_grad(_conj(op.outputs[0]), grad)]
-
-
-@gradient("TanhGrad")
-def _tanh_grad_grad(op, grad):
-    a, b = _conj(op.inputs[0]), _conj(op.inputs[1])
-    return [multiply(multiply(multiply(grad, _const_like(-2.0, a)), b), a),
-            tanh_grad(a, grad)]
-
-
-sigmoid = _unary("Sigmoid", _FLOAT_COMPLEX, "sigmoid", "1 / (1 + e^-x) elementwise "
-                 "(`tf.sigmoid`).")
-sigmoid_grad = _grad_op("SigmoidGrad", "sigmoid_grad", "dy * y * (1 - y), for y = "
-                        "sigmoid(x).")
-
-
-@gradient("Sigmoid")
-def _sigmoid_grad(op, grad):
-    return [sigmoid_grad(_conj(op.outputs[0]), grad)]
-
-
-@gradient("SigmoidGrad")
-def _sigmoid_grad_grad(op, grad):
-    a, b = _conj(op.inputs[0]), _conj(op.inputs[1])
-    gb = multiply(grad, b)
-    return [subtract(gb, multiply(multiply(_const_like(2.0, a), gb), a)),
-            sigmoid_grad(a, grad)]
-
-
-reciprocal = _unary("Reciprocal", _SIGNED_COMPLEX, "reciprocal", "1 / x elementwise "
-                    "(`tf.reciprocal`).")
-define_op("Inv", inputs=["x: T"], outputs=["y: T"], attrs=[f"T: {_SIGNED_COMPLEX}"],
-          shape_fn=common_shapes.unchanged)
-reciprocal_grad = _grad_op("ReciprocalGrad", "reciprocal_grad", "-dy * y^2, for y = 1 / x.")
-define_op("InvGrad", inputs=["y: T", "dy: T"], outputs=["z: T"],
-          attrs=[f"T: {_FLOAT_COMPLEX}"], shape_fn=_grad_op_shape)
-
-
-@gradient("Reciprocal")
-def _reciprocal_grad(op, grad):
-    return [reciprocal_grad(op.outputs[0], grad)]
-
-
-@gradient("Inv")
-def _inv_grad(op, grad):
-    return [reciprocal_grad(op.outputs[0], grad)]
-
-
-def _reciprocal_grad_grad(op, grad):
-    a, b = op.inputs
-    ca, cg = _conj(a), _conj(grad)
-    return [multiply(multiply(multiply(cg, _const_like(-2.0, a)), b), ca),
-            reciprocal_grad(ca, grad)]
-
-
-gradient("ReciprocalGrad")(_reciprocal_grad_grad)
-gradient("InvGrad")(_reciprocal_grad_grad)
-
-floor = _unary("Floor", _FLOAT, "floor", "The largest integer not greater than x, "
-               "elementwise (`tf.floor`).")
-ceil = _unary("Ceil", _FLOAT, "ceil", "The smallest integer not less than x, elementwise "
-              "(`tf.ceil`).")
-_round = _unary("Round", _SIGNED_COMPLEX, "round", "x rounded half to even.")
-rint = _unary("Rint", _FLOAT, "rint", "x rounded half to even (`tf.rint`).")
-
-
-@gradient("Floor")
-def _floor_grad(op, grad):
-    return [None]
-
-
-@gradient("Ceil")
-def _ceil_grad(op, grad):
-    return [None]
-
-
-@gradient("Round")
-def _round_grad(op, grad):
-    return [None]
-
-
-@gradient("Rint")
-def _rint_grad(op, grad):
-    return [None]
-
-
-def round(x, name: str | None = None):  # noqa: A001 - TF1's name
-    """x rounded half to even, elementwise (`tf.round`); integers are returned as they are."""
-    x = convert_to_tensor(x, name="x")
-    if x.dtype.is_integer:
-        return x
-    return _round(x, name=name)
-
-
-erf = _unary("Erf", _FLOAT, "erf", "The Gauss error function of x elementwise (`tf.erf`).")
-erfc = _unary("Erfc", _FLOAT, "erfc", "1 - erf(x) elementwise (`tf.erfc`).")
-
-
-@gradient("Erf")
-def _erf_grad(op, grad):
-    x = op.inputs[0]
-    two_over_root_pi = _const_like(2.0 / np.sqrt(np.pi), x)
-    return [multiply(grad, multiply(two_over_root_pi, exp(negative(square(x)))))]
-
-
-@gradient("Erfc")
-def _erfc_grad(op, grad):
-    x = op.inputs[0]
-    minus_two_over_root_pi = _const_like(-2.0 / np.sqrt(np.pi), x)
-    return [multiply(grad, multiply(minus_two_over_root_pi, exp(negative(square(x)))))]
-
-
-lgamma = _unary("Lgamma", _FLOAT, "lgamma", "log(|Gamma(x)|) elementwise (`tf.lgamma`).")
-digamma = _unary("Digamma", _FLOAT, "digamma", "The derivative of lgamma, elementwise "
-                 "(`tf.digamma`).")
-
-
-@gradient("Lgamma")
-def _lgamma_grad(op, grad):
-    return [multiply(grad, digamma(op.inputs[0]))]
-
-
-not_differentiable("Digamma")  # its gradient needs Polygamma, which is not implemented
-
-is_nan = _unary("IsNan", _FLOAT, "is_nan", "Which elements of x are NaN (`tf.is_nan`).",
-                out="bool")
-is_inf = _unary("IsInf", _FLOAT, "is_inf", "Which elements of x are +-inf (`tf.is_inf`).",
-                out="bool")
-is_finite = _unary("IsFinite", _FLOAT, "is_finite", "Which elements of x are finite "
-                   "(`tf.is_finite`).", out="bool")
-not_differentiable("IsNan", "IsInf", "IsFinite")
 
 # ---- complex numbers ---------------------------------------------------------------------
 
@@ -920,8 +534,8 @@ def _imag_grad(op, grad):
 @gradient("Angle")
 def _angle_grad(op, grad):
     x = op.inputs[0]
-    z = reciprocal(complex(imag(x), real(x)))
-    return [negative(multiply(complex(grad, _zeros(grad)), z))]
+    z = apply_op("Reciprocal", x=complex(imag(x), real(x)))
+    return [apply_op("Neg", x=multiply(complex(grad, _zeros(grad)), z))]
 
 
 @gradient("Conj")
@@ -1040,179 +654,6 @@ to_complex128 = _to(dtypes.complex128, "to_complex128", "ToComplex128")
 
 
 # ==========================================================================================
-# Comparisons and logic.
-
-
-def _comparison_shape(op):
-    try:
-        return common_shapes.broadcast_binary(op)
-    except ValueError:
-        if op.attrs.get("incompatible_shape_error", True):
-            raise
-        return [tensor_shape.unknown_shape()]
-
-
-for _op_type in ("Equal", "NotEqual"):
-    _binary(_op_type, "type", out="bool",
-            extra_attrs=["incompatible_shape_error: bool = true"],
-            shape_fn=_comparison_shape, is_commutative=True)
-equal = _binary_wrapper("Equal", "equal", "x == y elementwise, with broadcasting "
-                        "(`tf.equal`).")
-not_equal = _binary_wrapper("NotEqual", "not_equal", "x != y elementwise, with "
-                            "broadcasting (`tf.not_equal`).")
-
-_COMPARABLE = ("{float32, float64, int32, uint8, int16, int8, int64, bfloat16, uint16, "
-               "float16, uint32, uint64}")
-for _op_type in ("Less", "LessEqual", "Greater", "GreaterEqual"):
-    _binary(_op_type, _COMPARABLE, out="bool")
-less = _binary_wrapper("Less", "less", "x < y elementwise, with broadcasting (`tf.less`).")
-less_equal = _binary_wrapper("LessEqual", "less_equal", "x <= y elementwise, with "
-                             "broadcasting (`tf.less_equal`).")
-greater = _binary_wrapper("Greater", "greater", "x > y elementwise, with broadcasting "
-                          "(`tf.greater`).")
-greater_equal = _binary_wrapper("GreaterEqual", "greater_equal", "x >= y elementwise, with "
-                                "broadcasting (`tf.greater_equal`).")
-
-for _op_type in ("LogicalAnd", "LogicalOr"):
-    define_op(_op_type, inputs=["x: bool", "y: bool"], outputs=["z: bool"],
-              shape_fn=common_shapes.broadcast_binary, broadcasts=True, is_commutative=True)
-define_op("LogicalNot", inputs=["x: bool"], outputs=["y: bool"],
-          shape_fn=common_shapes.unchanged)
-
-
-def logical_and(x, y, name: str | None = None):
-    """x AND y elementwise, with broadcasting (`tf.logical_and`)."""
-    return apply_op("LogicalAnd", x=x, y=y, name=name or "LogicalAnd")
-
-
-def logical_or(x, y, name: str | None = None):
-    """x OR y elementwise, with broadcasting (`tf.logical_or`)."""
-    return apply_op("LogicalOr", x=x, y=y, name=name or "LogicalOr")
-
-
-def logical_not(x, name: str | None = None):
-    """NOT x elementwise (`tf.logical_not`)."""
-    return apply_op("LogicalNot", x=x, name=name or "LogicalNot")
-
-
-def logical_xor(x, y, name: str = "LogicalXor"):
-    """x XOR y elementwise, with broadcasting (`tf.logical_xor`): (x | y) & !(x & y)."""
-    return logical_and(logical_or(x, y), logical_not(logical_and(x, y)), name=name)
-
-
-not_differentiable("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
-                   "LogicalAnd", "LogicalOr", "LogicalNot")
-
-
-# ---- Select, SelectV2, Where -------------------------------------------------------------
-
-
-def _select_shape(op):
-    cond, t, e = (x.shape for x in op.inputs)
-    out = _merge_shapes(t, e)
-    if cond.ndims is None or out.ndims is None or cond.ndims == 0:
-        return [out]
-    if cond.ndims == 1 and out.ndims > 1:
-        c0, t0 = cond.as_list()[0], out.as_list()[0]
-        if c0 is not None and t0 is not None and c0 != t0:
-            raise ValueError(f"Dimension 0 in both shapes must be equal, but are {c0} and "
-                             f"{t0}. Shapes are {_shape_str([c0])} and {_shape_str([t0])}.")
-        return [tensor_shape.TensorShape([t0 if t0 is not None else c0] +
-                                         out.as_list()[1:])]
-    return [_merge_shapes(out, cond)]
-
-
-define_op("Select", inputs=["condition: bool", "t: T", "e: T"], outputs=["output: T"],
-          attrs=["T: type"], shape_fn=_select_shape)
-
-
-@gradient("Select")
-def _select_grad(op, grad):
-    c = op.inputs[0]
-    zeros = _array_ops().zeros_like(op.inputs[1])
-    return [None, apply_op("Select", condition=c, t=grad, e=zeros),
-            apply_op("Select", condition=c, t=zeros, e=grad)]
-
-
-def _select_v2_shape(op):
-    c, t, e = (x.shape for x in op.inputs)
-    return [common_shapes.broadcast_shapes(common_shapes.broadcast_shapes(t, e), c)]
-
-
-define_op("SelectV2", inputs=["condition: bool", "t: T", "e: T"], outputs=["output: T"],
-          attrs=["T: type"], shape_fn=_select_v2_shape, broadcasts=True)
-
-
-@gradient("SelectV2")
-def _select_v2_grad(op, grad):
-    c = op.inputs[0]
-    zeros = _zeros(grad)
-    return [None, where_v2(c, grad, zeros), where_v2(c, zeros, grad)]
-
-
-def _where_shape(op):
-    rank = op.inputs[0].shape.ndims
-    return [tensor_shape.TensorShape([None, rank]) if rank is not None
-            else tensor_shape.TensorShape([None, None])]
-
-
-define_op("Where", inputs=["input: T"], outputs=["index: int64"],
-          attrs=["T: {float32, float64, int32, uint8, int16, int8, complex64, int64, qint8, "
-                 "quint8, qint32, bfloat16, qint16, quint16, uint16, complex128, float16, "
-                 "uint32, uint64, bool} = DT_BOOL"], shape_fn=_where_shape)
-not_differentiable("Where")
-
-
-def where(condition, x=None, y=None, name: str | None = None):
-    """TF1's `tf.where`.
-
-    With x and y: elements of x where `condition` is true, of y elsewhere (Select). x and y
-    have one shape; `condition` has that shape too, or is a vector matching their first
-    dimension (whole rows are picked), or is a scalar.
-    Without them: the coordinates of the true (non-zero) elements of `condition`, an int64
-    tensor of shape [num_true, rank(condition)] (Where).
-
-    Raises:
-      ValueError: only one of x and y is given, or the shapes do not fit.
-    """
-    if x is None and y is None:
-        with graph_lib.name_scope(name, "Where", [condition]) as name:
-            condition = convert_to_tensor(condition, preferred_dtype=dtypes.bool,
-                                          name="condition")
-            return apply_op("Where", input=condition, name=name)
-    if x is None or y is None:
-        raise ValueError("x and y must both be non-None or both be None.")
-    return apply_op("Select", condition=condition, t=x, e=y, name=name or "Select")
-
-
-select = where  # the pre-1.0 name, still used by library code
-
-
-def where_v2(condition, x=None, y=None, name: str | None = None):
-    """`tf.where_v2`: like `where`, but condition, x and y broadcast together (SelectV2)."""
-    if x is None and y is None:
-        return where(condition, name=name)
-    if x is None or y is None:
-        raise ValueError("x and y must both be non-None or both be None.")
-    return apply_op("SelectV2", condition=condition, t=x, e=y, name=name or "SelectV2")
-
-
-def _range_size(start, limit, delta) -> int:
-    """The number of elements of Range(start, limit, delta); ValueError as TF words it."""
-    if delta == 0:
-        raise ValueError(f"Requires delta != 0: {delta}")
-    if delta > 0 and start > limit:
-        raise ValueError(f"Requires start <= limit when delta > 0: {start}/{limit}")
-    if delta < 0 and start < limit:
-        raise ValueError(f"Requires start >= limit when delta < 0: {start}/{limit}")
-    if isinstance(start, (int, np.integer)) and isinstance(delta, (int, np.integer)) and \
-            isinstance(limit, (int, np.integer)):
-        return int((builtins.abs(int(limit) - int(start)) + builtins.abs(int(delta)) - 1)
-                   // builtins.abs(int(delta)))
-    return int(np.ceil(builtins.abs((float(limit) - float(start)) / float(delta))))
-
-
-# ==========================================================================================
 # Constant evaluation for shape inference: values computable at graph-construction time
 # (shapes computed with arithmetic, ranges, casts, sums and products of static shapes).
 
@@ -1242,12 +683,6 @@ def _binary_value(op):
     return np.asarray(_CONSTANT_BINARY[op.type](x, y), dtype=dt)
 
 
-@common_shapes.constant_evaluator("Neg")
-def _neg_value(op):
-    values = _const_inputs(op)
-    return None if values is None else np.negative(np.asarray(values[0]))
-
-
 @common_shapes.constant_evaluator("Cast")
 def _cast_value(op):
     values = _const_inputs(op)
@@ -1255,33 +690,6 @@ def _cast_value(op):
     if values is None or dst is dtypes.string or op.attrs["SrcT"] is dtypes.string:
         return None
     return np.asarray(values[0]).astype(dst.as_numpy_dtype)
-
-
-@common_shapes.constant_evaluator("Range")
-def _range_value(op):
-    values = _const_inputs(op)
-    if values is None:
-        return None
-    start, limit, delta = (np.asarray(v).item() for v in values)
-    size = _range_size(start, limit, delta)
-    dt = op.attrs["Tidx"].as_numpy_dtype
-    return (np.asarray(start, dt) + np.arange(size) * np.asarray(delta, dt)).astype(dt)
-
-
-_CONSTANT_REDUCTIONS = {"Sum": np.sum, "Prod": np.prod, "Max": np.max, "Min": np.min}
-
-
-@common_shapes.constant_evaluator(*_CONSTANT_REDUCTIONS)
-def _reduction_value(op):
-    values = _const_inputs(op)
-    if values is None:
-        return None
-    x = np.asarray(values[0])
-    axes = tuple(int(a) % builtins.max(x.ndim, 1) for a in np.reshape(values[1], -1))
-    if len(set(axes)) != len(axes) or (op.type in ("Max", "Min") and x.size == 0):
-        return None
-    fn = _CONSTANT_REDUCTIONS[op.type]
-    return np.asarray(fn(x, axis=axes, keepdims=op.attrs["keep_dims"]), dtype=x.dtype)
 
 
 # ==========================================================================================
@@ -1309,42 +717,12 @@ def _add_dispatch(x, y, name=None):
     return apply_op(op_type, x=x, y=y, name=name)
 
 
-def _and(x, y, name=None):
-    if x.dtype.base_dtype is dtypes.bool:
-        return logical_and(x, y, name=name)
-    return apply_op("BitwiseAnd", x=x, y=y, name=name)
-
-
-def _or(x, y, name=None):
-    if x.dtype.base_dtype is dtypes.bool:
-        return logical_or(x, y, name=name)
-    return apply_op("BitwiseOr", x=x, y=y, name=name)
-
-
-def _xor(x, y, name=None):
-    if x.dtype.base_dtype is dtypes.bool:
-        return logical_xor(x, y, name=name)
-    return apply_op("BitwiseXor", x=x, y=y, name=name)
-
-
-def _invert(x, name=None):
-    if x.dtype.base_dtype is dtypes.bool:
-        return logical_not(x, name=name)
-    return apply_op("Invert", x=x, name=name or "Invert")
-
-
 for _name, _fn, _scope in (
         ("add", _add_dispatch, "add"), ("sub", subtract, "sub"), ("mul", multiply, "mul"),
         ("truediv", truediv, "truediv"), ("floordiv", floordiv, "floordiv"),
-        ("mod", floormod, "mod"), ("pow", pow, "pow"), ("and", _and, "and"),
-        ("or", _or, "or"), ("xor", _xor, "xor")):
+        ("mod", floormod, "mod"), ("pow", pow, "pow")):
     Tensor._override_operator(f"__{_name}__", _binary_operator(_fn, _scope))
     Tensor._override_operator(f"__r{_name}__", _binary_operator(_fn, _scope, reverse=True))
 
-Tensor._override_operator("__neg__", lambda self: negative(self))
-Tensor._override_operator("__abs__", lambda self: abs(self))
-Tensor._override_operator("__invert__", lambda self: _invert(self))
-Tensor._override_operator("__lt__", lambda self, other: less(self, other))
-Tensor._override_operator("__le__", lambda self, other: less_equal(self, other))
-Tensor._override_operator("__gt__", lambda self, other: greater(self, other))
-Tensor._override_operator("__ge__", lambda self, other: greater_equal(self, other))
+# (`-x` and `abs(x)` are set in unary_ops.py; `&`, `|`, `^`, `~` and the comparisons in
+# comparison_ops.py, beside the ops they make.)

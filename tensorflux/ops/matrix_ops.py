@@ -1,6 +1,6 @@
 """Matrix ops: MatMul, BatchMatMul, MatrixInverse, MatrixDeterminant, Cholesky. Each op's
 definition, TF1 wrapper and gradient sit together; kernels are in
-tensorflux/kernels/cpu/math_ops.py. The `@` operator of tensors is registered here.
+tensorflux/kernels/cpu/matrix_ops.py. The `@` operator of tensors is registered here.
 
 `range` here is TF1's (from sequence_ops); the builtin is `builtins.range`.
 """
@@ -18,22 +18,26 @@ from tensorflux.framework.op_registry import define_op, gradient
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import joining_ops
+from tensorflux.ops.comparison_ops import (
+    equal,
+    greater,
+)
 from tensorflux.ops.math_ops import (
     _array_ops,
     _binary_operator,
     _conj,
-    _const_like,
     _merge_shapes,
     add,
     cast,
     conj,
-    equal,
-    greater,
     multiply,
-    negative,
     subtract,
 )
 from tensorflux.ops.sequence_ops import range
+from tensorflux.ops.unary_ops import (
+    _const_like,
+    negative,
+)
 
 __all__ = [
     "matmul", "matrix_inverse", "matrix_determinant", "cholesky"
@@ -70,7 +74,7 @@ define_op("MatMul", inputs=["a: T", "b: T"], outputs=["product: T"],
                  "T: {bfloat16, float16, float32, float64, int32, int64, uint8, uint16, "
                  "uint32, uint64, complex64, complex128}",
                  "grad_a: bool = false", "grad_b: bool = false"],
-          shape_fn=_matmul_shape)
+          shape_fn=_matmul_shape, flops="matmul")
 
 
 def _batch_matmul_shape(op, broadcast: bool):
@@ -98,11 +102,12 @@ _BMM_ATTRS = ["adj_x: bool = false", "adj_y: bool = false", "grad_x: bool = fals
 define_op("BatchMatMul", inputs=["x: T", "y: T"], outputs=["output: T"],
           attrs=["T: {bfloat16, float16, float32, float64, int32, int64, complex64, "
                  "complex128}", *_BMM_ATTRS],
-          shape_fn=lambda op: _batch_matmul_shape(op, broadcast=False))
+          shape_fn=lambda op: _batch_matmul_shape(op, broadcast=False), flops="matmul")
 define_op("BatchMatMulV2", inputs=["x: T", "y: T"], outputs=["output: T"],
           attrs=["T: {bfloat16, float16, float32, float64, int16, int32, int64, uint8, "
                  "uint16, uint32, uint64, complex64, complex128}", *_BMM_ATTRS],
-          shape_fn=lambda op: _batch_matmul_shape(op, broadcast=True), broadcasts=True)
+          shape_fn=lambda op: _batch_matmul_shape(op, broadcast=True), broadcasts=True,
+          flops="matmul")
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
@@ -287,8 +292,6 @@ def _adjoint(x):
         perm = joining_ops.concat([range(0, subtract(r, 2)), joining_ops.stack(
             [subtract(r, 1), subtract(r, 2)])], 0)
     return _conj(array_ops.transpose(x, perm))
-
-
 
 
 Tensor._override_operator("__matmul__", _binary_operator(matmul, "matmul"))

@@ -2,7 +2,8 @@
 L2Loss, LRN, InTopKV2.
 
 Each op's definition, shape function, TF1 wrapper and gradient sit together; kernels are in
-tensorflux/kernels/cpu/nn_ops.py, conv_ops.py and pooling_ops.py. The TF1 functions that
+tensorflux/kernels/cpu/nn_ops.py. Convolutions and pools are in conv_ops.py and
+pooling_ops.py (kernels in kernels/cpu/conv_ops.py and pooling_ops.py). The TF1 functions that
 compose these ops with others (the cross-entropy wrappers, dropout, moments, ...) are in
 tensorflux/nn/nn_impl.py. Gradients
 are real backward ops where TensorFlow has them (ReluGrad, BiasAddGrad, Conv2DBackpropInput,
@@ -15,18 +16,17 @@ import numpy as np
 
 from tensorflux.framework import common_shapes, dtypes, errors, tensor_shape
 from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.common_shapes import checked_dims, merge_dim
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, constant_op, math_ops, reduction_ops
+from tensorflux.ops import array_ops, comparison_ops, math_ops, reduction_ops, unary_ops
 
 # The TF1 public names of this module (tf.nn.*).
 __all__ = [
     "relu", "relu6", "elu", "selu", "softplus", "leaky_relu", "softmax", "log_softmax",
-    "bias_add", "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter", "max_pool",
-    "avg_pool", "conv2d_transpose", "l2_loss", "lrn", "local_response_normalization",
-    "in_top_k",
+    "bias_add", "l2_loss", "lrn", "local_response_normalization", "in_top_k",
 ]
 
 _FLOATS = "T: {half, bfloat16, float, double}"
@@ -36,29 +36,6 @@ _BIAS_TYPES = ("T: {float, double, int32, uint8, int16, int8, complex64, int64, 
                "qint32, bfloat16, qint16, quint16, uint16, complex128, half, uint32, uint64}")
 
 # ---- shape helpers (TF's shape-inference messages) ---------------------------------------
-
-
-def _dims(t: Tensor, rank: int | None = None, at_least: int | None = None) -> list | None:
-    """The static dims of `t` (None entries unknown), or None for unknown rank.
-
-    Raises:
-      ValueError: the rank is known and wrong.
-    """
-    shape = t.shape
-    if shape.ndims is None:
-        return None
-    if rank is not None and shape.ndims != rank:
-        raise ValueError(f"Shape must be rank {rank} but is rank {shape.ndims}")
-    if at_least is not None and shape.ndims < at_least:
-        raise ValueError(f"Shape must be at least rank {at_least} but is rank {shape.ndims}")
-    return shape.as_list()
-
-
-def _merge(a, b):
-    """Two dimensions that must be equal (either may be unknown)."""
-    if a is not None and b is not None and a != b:
-        raise ValueError(f"Dimensions must be equal, but are {a} and {b}")
-    return a if a is not None else b
 
 
 def _merge_inputs(op):
@@ -184,16 +161,16 @@ def _leaky_relu_grad_grad(op, grad):
 @gradient("EluGrad")
 def _elu_grad_grad(op, grad):
     y = op.inputs[1]
-    negative = math_ops.less(y, array_ops.zeros_like(y))
-    d_y = math_ops.where(negative, grad * op.inputs[0], array_ops.zeros_like(y))
+    negative = comparison_ops.less(y, array_ops.zeros_like(y))
+    d_y = comparison_ops.where(negative, grad * op.inputs[0], array_ops.zeros_like(y))
     return [apply_op("EluGrad", gradients=grad, outputs=y), d_y]
 
 
 @gradient("SeluGrad")
 def _selu_grad_grad(op, grad):
     y = op.inputs[1]
-    negative = math_ops.less(y, array_ops.zeros_like(y))
-    d_y = math_ops.where(negative, grad * op.inputs[0], array_ops.zeros_like(y))
+    negative = comparison_ops.less(y, array_ops.zeros_like(y))
+    d_y = comparison_ops.where(negative, grad * op.inputs[0], array_ops.zeros_like(y))
     return [apply_op("SeluGrad", gradients=grad, outputs=y), d_y]
 
 
@@ -201,7 +178,7 @@ def _selu_grad_grad(op, grad):
 def _softplus_grad_grad(op, grad):
     dy, x = op.inputs
     ddy = apply_op("SoftplusGrad", gradients=grad, features=x)
-    d2x = grad * dy / (math_ops.exp(-x) + 2.0 + math_ops.exp(x))
+    d2x = grad * dy / (unary_ops.exp(-x) + 2.0 + unary_ops.exp(x))
     return [ddy, d2x]
 
 
@@ -209,7 +186,7 @@ def _softplus_grad_grad(op, grad):
 
 
 def _rank_at_least_1(op):
-    _dims(op.inputs[0], at_least=1)
+    checked_dims(op.inputs[0], at_least=1)
     return [op.inputs[0].shape]
 
 
@@ -267,7 +244,7 @@ def _softmax_grad(op, grad):
 
 @gradient("LogSoftmax")
 def _log_softmax_grad(op, grad):
-    p = math_ops.exp(op.outputs[0])
+    p = unary_ops.exp(op.outputs[0])
     return [grad - reduction_ops.reduce_sum(grad, -1, keepdims=True) * p]
 
 
@@ -275,17 +252,17 @@ def _log_softmax_grad(op, grad):
 
 
 def _xent_shape(op):
-    logits = _dims(op.inputs[0], rank=2)
+    logits = checked_dims(op.inputs[0], rank=2)
     labels = op.inputs[1].shape
     if op.type == "SparseSoftmaxCrossEntropyWithLogits":
-        labels = _dims(op.inputs[1], rank=1)
-        batch = _merge(logits[0] if logits else None, labels[0] if labels else None)
+        labels = checked_dims(op.inputs[1], rank=1)
+        batch = merge_dim(logits[0] if logits else None, labels[0] if labels else None)
         classes = logits[1] if logits else None
     else:
-        labels = _dims(op.inputs[1], rank=2)
+        labels = checked_dims(op.inputs[1], rank=2)
         logits = logits or [None, None]
         labels = labels or [None, None]
-        batch, classes = _merge(logits[0], labels[0]), _merge(logits[1], labels[1])
+        batch, classes = merge_dim(logits[0], labels[0]), merge_dim(logits[1], labels[1])
     return [[batch], [batch, classes]]
 
 
@@ -343,17 +320,17 @@ def _bias_channel(op, dims):
 
 
 def _bias_add_shape(op):
-    value = _dims(op.inputs[0], at_least=2)
-    bias = _dims(op.inputs[1], rank=1)
+    value = checked_dims(op.inputs[0], at_least=2)
+    bias = checked_dims(op.inputs[1], rank=1)
     if value is None:
         return [tensor_shape.unknown_shape()]
     axis = _bias_channel(op, value)
-    value[axis] = _merge(value[axis], bias[0] if bias else None)
+    value[axis] = merge_dim(value[axis], bias[0] if bias else None)
     return [value]
 
 
 def _bias_add_grad_shape(op):
-    dims = _dims(op.inputs[0], at_least=2)
+    dims = checked_dims(op.inputs[0], at_least=2)
     if dims is None:
         return [[None]]
     return [[dims[_bias_channel(op, dims)]]]
@@ -422,7 +399,7 @@ def _l2_loss_grad(op, grad):
 
 
 def _rank4(op):
-    _dims(op.inputs[0], rank=4)
+    checked_dims(op.inputs[0], rank=4)
     return [op.inputs[0].shape.merge_with(_unknown_rank_shape(4))]
 
 
@@ -456,10 +433,10 @@ def _lrn_grad(op, grad):
 
 
 def _in_top_k_shape(op):
-    predictions = _dims(op.inputs[0], rank=2)
-    targets = _dims(op.inputs[1], rank=1)
-    _dims(op.inputs[2], rank=0)
-    batch = _merge(predictions[0] if predictions else None, targets[0] if targets else None)
+    predictions = checked_dims(op.inputs[0], rank=2)
+    targets = checked_dims(op.inputs[1], rank=1)
+    checked_dims(op.inputs[2], rank=0)
+    batch = merge_dim(predictions[0] if predictions else None, targets[0] if targets else None)
     return [[batch]]
 
 
@@ -474,414 +451,3 @@ def in_top_k(predictions, targets, k, name: str | None = None):
     included (`tf.nn.in_top_k`). Out-of-range targets give False."""
     with graph_lib.name_scope(name, "in_top_k"):
         return apply_op("InTopKV2", predictions=predictions, targets=targets, k=k)
-
-
-# ---- window geometry (convolutions and pools) --------------------------------------------
-
-
-def _padding_pairs(op) -> list[tuple[int, int]]:
-    """(before, after) explicit padding per dimension, in data_format order."""
-    pads = list(op.attrs.get("explicit_paddings") or [])
-    if op.attrs["padding"] == "EXPLICIT":
-        if len(pads) != 8:
-            raise ValueError(f"explicit_paddings attribute must contain 8 values, but got: "
-                             f"{len(pads)}")
-        return [(pads[2 * i], pads[2 * i + 1]) for i in range(4)]
-    if pads:
-        raise ValueError("explicit_paddings attribute must be empty if the padding attribute "
-                         "is not EXPLICIT")
-    return [(0, 0)] * 4
-
-
-def _out_dim(size, k, stride, dilation, padding, pair):
-    """One output dimension of a windowed op (None when unknown)."""
-    if size is None or k is None:
-        return None
-    if stride <= 0:
-        raise ValueError(f"Stride must be > 0, but got {stride}")
-    eff = (k - 1) * dilation + 1
-    if padding == "SAME":
-        return (size + stride - 1) // stride
-    padded = size + pair[0] + pair[1] if padding == "EXPLICIT" else size
-    if padded < eff:
-        raise ValueError(f"Negative dimension size caused by subtracting {eff} from {padded}")
-    return (padded - eff) // stride + 1
-
-
-def _four(op, attr, what):
-    values = list(op.attrs[attr])
-    if len(values) != 4:
-        raise ValueError(f"{op.type} requires the {what} attribute to contain 4 values, but "
-                         f"got: {len(values)}")
-    return values
-
-
-def _get_sequence(value, channel_index, name):
-    """TF's `_get_sequence` for 2 spatial dims: an int or a list of 1, 2 or 4 values."""
-    if value is None:
-        return [1, 1, 1, 1]
-    if isinstance(value, (int, np.integer)):
-        value = [int(value)]
-    value = [int(v) for v in value]
-    if len(value) == 4:
-        return value
-    if len(value) == 1:
-        value = value * 2
-    elif len(value) != 2:
-        raise ValueError(f"{name} should be of length 1, 2 or 4. Received: {name}={value} of "
-                         f"length {len(value)}")
-    return [1, 1] + value if channel_index == 1 else [1] + value + [1]
-
-
-def _convert_padding(padding):
-    """("SAME"|"VALID"|"EXPLICIT", explicit_paddings) from a string or a list of 4 pairs."""
-    if padding == "EXPLICIT":
-        raise ValueError("'EXPLICIT' is not a valid value for `padding`. To use explicit "
-                         "padding, `padding` must be a list.")
-    if isinstance(padding, (list, tuple)):
-        flat = []
-        for i, pair in enumerate(padding):
-            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-                raise ValueError("When `padding` is a list, each element of `padding` must be "
-                                 f"a list/tuple of size 2. Received: padding={padding} with "
-                                 f"element at index {i}")
-            flat.extend(int(p) for p in pair)
-        if len(padding) != 4:
-            raise ValueError(f"When padding is a list, it must be of size 4. Received: "
-                             f"padding={padding} of size {len(padding)}")
-        return "EXPLICIT", flat
-    return padding, []
-
-
-def _channel_index(data_format):
-    return 1 if data_format and data_format.startswith("NC") else 3
-
-
-# ---- Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter -----------------------------------
-
-_CONV_ATTRS = ["T: {half, bfloat16, float, double, int32}", "strides: list(int)",
-               "use_cudnn_on_gpu: bool = true", "padding: {'SAME', 'VALID', 'EXPLICIT'}",
-               "explicit_paddings: list(int) = []",
-               "data_format: {'NHWC', 'NCHW'} = \"NHWC\"",
-               "dilations: list(int) = [1, 1, 1, 1]"]
-
-
-def _conv_output(op, x, w):
-    """Output dims of a Conv2D of input dims `x` and filter dims `w` (lists or None)."""
-    strides = _four(op, "strides", "stride")
-    dilations = _four(op, "dilations", "dilation")
-    nchw = op.attrs["data_format"] == "NCHW"
-    x, w = x or [None] * 4, w or [None] * 4
-    c_axis, (h_axis, w_axis) = (1, (2, 3)) if nchw else (3, (1, 2))
-    c, ci, co = x[c_axis], w[2], w[3]
-    if c is not None and ci is not None:
-        if ci == 0 or c % ci:
-            raise ValueError(f"Depth of input ({c}) is not a multiple of input depth of "
-                             f"filter ({ci})")
-        if co is not None and co % (c // ci):
-            raise ValueError(f"Depth of output ({co}) is not a multiple of the number of "
-                             f"groups ({c // ci})")
-    pairs, padding = _padding_pairs(op), op.attrs["padding"]
-    oh = _out_dim(x[h_axis], w[0], strides[h_axis], dilations[h_axis], padding, pairs[h_axis])
-    ow = _out_dim(x[w_axis], w[1], strides[w_axis], dilations[w_axis], padding, pairs[w_axis])
-    return [x[0], co, oh, ow] if nchw else [x[0], oh, ow, co]
-
-
-def _conv2d_shape(op):
-    return [_conv_output(op, _dims(op.inputs[0], rank=4), _dims(op.inputs[1], rank=4))]
-
-
-def _sizes_shape(t):
-    """A 4-element sizes input (input_sizes, filter_sizes, orig_input_shape) as dims."""
-    shape = common_shapes.constant_value_as_shape(t)
-    if shape.ndims is None:
-        return [None] * 4
-    if shape.ndims != 4:
-        raise ValueError(f"Shape must be rank 4 but is rank {shape.ndims}")
-    return shape.as_list()
-
-
-def _conv2d_backprop_input_shape(op):
-    _dims(op.inputs[1], rank=4)
-    dy = _dims(op.inputs[2], rank=4) or [None] * 4
-    sizes = _sizes_shape(op.inputs[0])
-    sizes[0] = _merge(sizes[0], dy[0])
-    return [sizes]
-
-
-def _conv2d_backprop_filter_shape(op):
-    _dims(op.inputs[0], rank=4)
-    _dims(op.inputs[2], rank=4)
-    return [_sizes_shape(op.inputs[1])]
-
-
-define_op("Conv2D", inputs=["input: T", "filter: T"], outputs=["output: T"],
-          attrs=_CONV_ATTRS, shape_fn=_conv2d_shape)
-define_op("Conv2DBackpropInput", inputs=["input_sizes: int32", "filter: T", "out_backprop: T"],
-          outputs=["output: T"], attrs=_CONV_ATTRS, shape_fn=_conv2d_backprop_input_shape)
-define_op("Conv2DBackpropFilter", inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
-          outputs=["output: T"], attrs=["T: {half, bfloat16, float, double}"] + _CONV_ATTRS[1:],
-          shape_fn=_conv2d_backprop_filter_shape)
-
-
-def _conv_call_attrs(strides, padding, data_format, dilations, use_cudnn_on_gpu):
-    if data_format is None:
-        data_format = "NHWC"
-    channel = _channel_index(data_format)
-    padding, explicit = _convert_padding(padding)
-    return dict(strides=_get_sequence(strides, channel, "strides"), padding=padding,
-                explicit_paddings=explicit, data_format=data_format,
-                dilations=_get_sequence(dilations, channel, "dilations"),
-                use_cudnn_on_gpu=bool(use_cudnn_on_gpu))
-
-
-def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,  # noqa: A002
-           data_format="NHWC", dilations=(1, 1, 1, 1), name=None, filters=None):
-    """2-D convolution of a 4-D `input` with a filter [kh, kw, in_channels, out_channels]
-    (`tf.nn.conv2d`, TF1 signature).
-
-    Args:
-      input: [batch, height, width, channels] ("NHWC") or [batch, channels, height, width].
-      filter: the filter; `filters` is an alias.
-      strides: an int or a list of 1, 2 or 4 ints.
-      padding: "SAME", "VALID", or a list of 4 [before, after] pairs (explicit padding).
-      use_cudnn_on_gpu: accepted and recorded; no effect on CPU.
-      data_format: "NHWC" or "NCHW".
-      dilations: an int or a list of 1, 2 or 4 ints.
-      name: the op name.
-
-    Raises:
-      ValueError: a bad padding string (an attribute error), shapes that do not agree
-        (input depth not a multiple of the filter's), or strides of the wrong length.
-    """
-    if filter is not None and filters is not None:
-        raise ValueError("Cannot specify both 'filter' and 'filters'.")
-    filter = filters if filter is None else filter  # noqa: A001
-    attrs = _conv_call_attrs(strides, padding, data_format, dilations, use_cudnn_on_gpu)
-    return apply_op("Conv2D", input=input, filter=filter, name=name or "Conv2D", **attrs)
-
-
-def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None, strides=None,  # noqa: A002
-                          padding=None, use_cudnn_on_gpu=True, data_format="NHWC",
-                          dilations=(1, 1, 1, 1), name=None, filters=None):
-    """The gradient of conv2d w.r.t. its input (`tf.nn.conv2d_backprop_input`)."""
-    filter = filters if filter is None else filter  # noqa: A001
-    attrs = _conv_call_attrs(strides, padding, data_format, dilations, use_cudnn_on_gpu)
-    return apply_op("Conv2DBackpropInput", input_sizes=input_sizes, filter=filter,
-                    out_backprop=out_backprop, name=name or "Conv2DBackpropInput", **attrs)
-
-
-def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,  # noqa: A002
-                           use_cudnn_on_gpu=True, data_format="NHWC", dilations=(1, 1, 1, 1),
-                           name=None):
-    """The gradient of conv2d w.r.t. its filter (`tf.nn.conv2d_backprop_filter`)."""
-    attrs = _conv_call_attrs(strides, padding, data_format, dilations, use_cudnn_on_gpu)
-    return apply_op("Conv2DBackpropFilter", input=input, filter_sizes=filter_sizes,
-                    out_backprop=out_backprop, name=name or "Conv2DBackpropFilter", **attrs)
-
-
-def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None,  # noqa: A002
-                     padding="SAME", data_format="NHWC", name=None, input=None, filters=None,
-                     dilations=None):
-    """The transpose of conv2d, i.e. its input gradient (`tf.nn.conv2d_transpose`).
-
-    Raises:
-      ValueError: the filter's output channels do not match `value`'s channels.
-    """
-    value = input if value is None else value
-    filter = filters if filter is None else filter  # noqa: A001
-    with graph_lib.name_scope(name, "conv2d_transpose", [value, filter, output_shape]) as scope:
-        value = convert_to_tensor(value, name="value")
-        filter = convert_to_tensor(filter, name="filter")  # noqa: A001
-        channel = _channel_index(data_format)
-        vc, fc = value.shape.as_list()[channel] if value.shape.ndims == 4 else None, \
-            filter.shape.as_list()[3] if filter.shape.ndims == 4 else None
-        if vc is not None and fc is not None and vc != fc:
-            raise ValueError(f"Input channels of `value` ({vc}) must match the output "
-                             f"channels of `filter` ({fc}).")
-        attrs = _conv_call_attrs(strides, padding, data_format, dilations, True)
-        return apply_op("Conv2DBackpropInput", input_sizes=output_shape, filter=filter,
-                        out_backprop=value, name=scope, **attrs)
-
-
-def _conv_attrs_of(op):
-    a = op.attrs
-    return {k: a[k] for k in ("strides", "padding", "explicit_paddings", "data_format",
-                              "dilations", "use_cudnn_on_gpu")}
-
-
-def _shape_of(t: Tensor):
-    """The int32 shape of `t`: a constant when static, else a Shape op."""
-    if t.shape.is_fully_defined():
-        return constant_op.constant(t.shape.as_list(), dtype=dtypes.int32)
-    return array_ops.shape(t)
-
-
-@gradient("Conv2D")
-def _conv2d_grad(op, grad):
-    attrs = _conv_attrs_of(op)
-    x, w = op.inputs
-    return [apply_op("Conv2DBackpropInput", input_sizes=_shape_of(x), filter=w,
-                     out_backprop=grad, **attrs),
-            apply_op("Conv2DBackpropFilter", input=x, filter_sizes=_shape_of(w),
-                     out_backprop=grad, **attrs)]
-
-
-@gradient("Conv2DBackpropInput")
-def _conv2d_backprop_input_grad(op, grad):
-    attrs = _conv_attrs_of(op)
-    _, w, dy = op.inputs
-    return [None,
-            apply_op("Conv2DBackpropFilter", input=grad, filter_sizes=_shape_of(w),
-                     out_backprop=dy, **attrs),
-            apply_op("Conv2D", input=grad, filter=w, **attrs)]
-
-
-@gradient("Conv2DBackpropFilter")
-def _conv2d_backprop_filter_grad(op, grad):
-    attrs = _conv_attrs_of(op)
-    x, _, dy = op.inputs
-    return [apply_op("Conv2DBackpropInput", input_sizes=_shape_of(x), filter=grad,
-                     out_backprop=dy, **attrs),
-            None,
-            apply_op("Conv2D", input=x, filter=grad, **attrs)]
-
-
-# ---- MaxPool, AvgPool and their gradients ------------------------------------------------
-
-
-def _pool_output(op, x):
-    ksize = _four(op, "ksize", "ksize")
-    strides = _four(op, "strides", "stride")
-    x = x or [None] * 4
-    padding = op.attrs["padding"]
-    pairs = _padding_pairs(op) if "explicit_paddings" in op.attrs else [(0, 0)] * 4
-    return [_out_dim(x[i], ksize[i], strides[i], 1, padding, pairs[i]) for i in range(4)]
-
-
-def _pool_shape(op):
-    return [_pool_output(op, _dims(op.inputs[0], rank=4))]
-
-
-def _max_pool_grad_shape(op):
-    x = _dims(op.inputs[0], rank=4)
-    _dims(op.inputs[1], rank=4)
-    _dims(op.inputs[2], rank=4)
-    return [op.inputs[0].shape if x is not None else [None] * 4]
-
-
-def _max_pool_grad_grad_shape(op):
-    _dims(op.inputs[0], rank=4)
-    return [op.inputs[1].shape.merge_with(_unknown_rank_shape(4))]
-
-
-def _avg_pool_grad_shape(op):
-    _dims(op.inputs[1], rank=4)
-    return [_sizes_shape(op.inputs[0])]
-
-
-_POOL_WINDOW = ["ksize: list(int) >= 4", "strides: list(int) >= 4"]
-_MAX_POOL_TYPES = ("T: {half, bfloat16, float, double, int32, int64, uint8, int16, int8, "
-                   "uint16, qint8} = DT_FLOAT")
-_MAX_POOL_GRAD_TYPES = ("T: {float, double, int32, uint8, int16, int8, int64, bfloat16, "
-                        "uint16, half, uint32, uint64} = DT_FLOAT")
-_EXPLICIT_POOL = ["padding: {'SAME', 'VALID', 'EXPLICIT'}", "explicit_paddings: list(int) = []"]
-_FORMAT = ["data_format: {'NHWC', 'NCHW'} = \"NHWC\""]
-define_op("MaxPool", inputs=["input: T"], outputs=["output: T"],
-          attrs=[_MAX_POOL_TYPES] + _POOL_WINDOW + _EXPLICIT_POOL + _FORMAT,
-          shape_fn=_pool_shape)
-define_op("MaxPoolGrad", inputs=["orig_input: T", "orig_output: T", "grad: T"],
-          outputs=["output: T"], attrs=_POOL_WINDOW + _EXPLICIT_POOL + _FORMAT +
-          [_MAX_POOL_GRAD_TYPES], shape_fn=_max_pool_grad_shape)
-define_op("MaxPoolGradGrad", inputs=["orig_input: T", "orig_output: T", "grad: T"],
-          outputs=["output: T"], attrs=_POOL_WINDOW + ["padding: {'SAME', 'VALID'}"] + _FORMAT
-          + [_MAX_POOL_GRAD_TYPES.replace(" = DT_FLOAT", "")],
-          shape_fn=_max_pool_grad_grad_shape)
-define_op("AvgPool", inputs=["value: T"], outputs=["output: T"],
-          attrs=_POOL_WINDOW + ["padding: {'SAME', 'VALID'}"] + _FORMAT + [_FLOATS],
-          shape_fn=_pool_shape)
-define_op("AvgPoolGrad", inputs=["orig_input_shape: int32", "grad: T"], outputs=["output: T"],
-          attrs=_POOL_WINDOW + ["padding: {'SAME', 'VALID'}"] + _FORMAT + [_FLOATS],
-          shape_fn=_avg_pool_grad_shape)
-
-
-def _pool_args(ksize, strides, data_format):
-    if data_format is None:
-        data_format = "NHWC"
-    channel = _channel_index(data_format)
-    return (_get_sequence(ksize, channel, "ksize"), _get_sequence(strides, channel, "strides"),
-            data_format)
-
-
-def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None,
-             input=None):  # noqa: A002
-    """Max over each window of a 4-D tensor (`tf.nn.max_pool`).
-
-    Args:
-      value: [batch, height, width, channels] ("NHWC") or "NCHW"; `input` is an alias.
-      ksize, strides: an int or a list of 1, 2 or 4 ints.
-      padding: "SAME", "VALID", or a list of 4 [before, after] pairs.
-      data_format: "NHWC" or "NCHW".
-      name: the op name.
-
-    Raises:
-      ValueError: a zero window, a bad padding, or a window larger than a VALID input.
-    """
-    value = input if value is None else value
-    with graph_lib.name_scope(name, "MaxPool", [value]) as scope:
-        ksize, strides, data_format = _pool_args(ksize, strides, data_format)
-        padding, explicit = _convert_padding(padding)
-        if any(k == 0 for k in ksize):
-            raise ValueError(f"`ksize` cannot be zero. Received: ksize={ksize}")
-        return apply_op("MaxPool", input=value, ksize=ksize, strides=strides, padding=padding,
-                        explicit_paddings=explicit, data_format=data_format, name=scope)
-
-
-def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None,
-             input=None):  # noqa: A002
-    """Mean over each window of a 4-D tensor, counting only elements inside the input
-    (`tf.nn.avg_pool`). Arguments as `max_pool`; padding "SAME" or "VALID"."""
-    value = input if value is None else value
-    with graph_lib.name_scope(name, "AvgPool", [value]) as scope:
-        ksize, strides, data_format = _pool_args(ksize, strides, data_format)
-        return apply_op("AvgPool", value=value, ksize=ksize, strides=strides, padding=padding,
-                        data_format=data_format, name=scope)
-
-
-def _pool_attrs_of(op, explicit=True):
-    keys = ("ksize", "strides", "padding", "data_format") + (
-        ("explicit_paddings",) if explicit and "explicit_paddings" in op.attrs else ())
-    return {k: op.attrs[k] for k in keys}
-
-
-@gradient("MaxPool")
-def _max_pool_grad(op, grad):
-    return [apply_op("MaxPoolGrad", orig_input=op.inputs[0], orig_output=op.outputs[0],
-                     grad=grad, **_pool_attrs_of(op))]
-
-
-@gradient("MaxPoolGrad")
-def _max_pool_grad_grad(op, grad):
-    if op.attrs["padding"] == "EXPLICIT":
-        raise LookupError("No gradient defined for MaxPoolGrad with explicit padding")
-    return [None, None,
-            apply_op("MaxPoolGradGrad", orig_input=op.inputs[0], orig_output=op.inputs[1],
-                     grad=grad, **_pool_attrs_of(op, explicit=False))]
-
-
-@gradient("MaxPoolGradGrad")
-def _max_pool_grad_grad_grad(op, grad):
-    return [None, None,
-            apply_op("MaxPoolGrad", orig_input=op.inputs[0], orig_output=op.inputs[1],
-                     grad=grad, **_pool_attrs_of(op))]
-
-
-@gradient("AvgPool")
-def _avg_pool_grad(op, grad):
-    return [apply_op("AvgPoolGrad", orig_input_shape=_shape_of(op.inputs[0]), grad=grad,
-                     **_pool_attrs_of(op))]
-
-
-@gradient("AvgPoolGrad")
-def _avg_pool_grad_grad(op, grad):
-    return [None, apply_op("AvgPool", value=grad, **_pool_attrs_of(op))]

@@ -1,6 +1,6 @@
 """Reductions (Sum, Mean, Max, Min, Prod, All, Any, logsumexp, norms, count_nonzero) and
 ArgMax/ArgMin. Each op's definition, TF1 wrapper and gradient sit together; kernels are in
-tensorflux/kernels/cpu/math_ops.py.
+tensorflux/kernels/cpu/reduction_ops.py.
 
 `range` here is TF1's (from sequence_ops); the builtin is `builtins.range`.
 """
@@ -18,32 +18,37 @@ from tensorflux.framework.op_registry import define_op, gradient, not_differenti
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import gather_ops, joining_ops
+from tensorflux.ops.comparison_ops import (
+    equal,
+    logical_not,
+    not_equal,
+    where,
+    where_v2,
+)
 from tensorflux.ops.math_ops import (
     _ORDERED,
     _REDUCIBLE,
     _TIDX,
     _array_ops,
     _conj,
-    _const_like,
+    _const_inputs,
     _zeros,
     add,
     cast,
-    equal,
-    exp,
     floordiv,
     floormod,
-    is_finite,
-    log,
-    logical_not,
     maximum,
     multiply,
-    not_equal,
     realdiv,
     subtract,
-    where,
-    where_v2,
 )
 from tensorflux.ops.sequence_ops import cumprod, range, unsorted_segment_sum
+from tensorflux.ops.unary_ops import (
+    _const_like,
+    exp,
+    is_finite,
+    log,
+)
 
 __all__ = [
     "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_all",
@@ -391,3 +396,19 @@ def argmin(input, axis=None, name=None, dimension=None, output_type=dtypes.int64
     return _arg_reduce("ArgMin", input, axis, name, dimension, output_type)
 
 
+# Constant evaluation for shape inference.
+
+_CONSTANT_REDUCTIONS = {"Sum": np.sum, "Prod": np.prod, "Max": np.max, "Min": np.min}
+
+
+@common_shapes.constant_evaluator(*_CONSTANT_REDUCTIONS)
+def _reduction_value(op):
+    values = _const_inputs(op)
+    if values is None:
+        return None
+    x = np.asarray(values[0])
+    axes = tuple(int(a) % builtins.max(x.ndim, 1) for a in np.reshape(values[1], -1))
+    if len(set(axes)) != len(axes) or (op.type in ("Max", "Min") and x.size == 0):
+        return None
+    fn = _CONSTANT_REDUCTIONS[op.type]
+    return np.asarray(fn(x, axis=axes, keepdims=op.attrs["keep_dims"]), dtype=x.dtype)

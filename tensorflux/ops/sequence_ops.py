@@ -1,6 +1,6 @@
 """Range, cumulative sums and products, segment sums and BroadcastGradientArgs. Each op's
 definition, TF1 wrapper and gradient sit together; kernels are in
-tensorflux/kernels/cpu/math_ops.py.
+tensorflux/kernels/cpu/sequence_ops.py.
 
 This module defines TF1's `range`, so inside it the builtin is `builtins.range`.
 """
@@ -18,20 +18,22 @@ from tensorflux.framework.op_registry import define_op, gradient, not_differenti
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import gather_ops, joining_ops
+from tensorflux.ops.comparison_ops import (
+    greater_equal,
+    where_v2,
+)
 from tensorflux.ops.math_ops import (
     _REDUCIBLE,
     _TIDX,
     _array_ops,
+    _const_inputs,
     _merge_shapes,
-    _range_size,
     _zeros,
     cast,
     div_no_nan,
-    greater_equal,
     maximum,
     multiply,
     subtract,
-    where_v2,
 )
 
 __all__ = [
@@ -46,6 +48,19 @@ _RANGE_TYPES = ("{bfloat16, float16, float32, float64, int8, int16, int32, int64
                 "uint32, uint64}")
 
 
+def _range_size(start, limit, delta) -> int:
+    """The number of elements of Range(start, limit, delta); ValueError as TF words it."""
+    if delta == 0:
+        raise ValueError(f"Requires delta != 0: {delta}")
+    if delta > 0 and start > limit:
+        raise ValueError(f"Requires start <= limit when delta > 0: {start}/{limit}")
+    if delta < 0 and start < limit:
+        raise ValueError(f"Requires start >= limit when delta < 0: {start}/{limit}")
+    if isinstance(start, (int, np.integer)) and isinstance(delta, (int, np.integer)) and \
+            isinstance(limit, (int, np.integer)):
+        return int((builtins.abs(int(limit) - int(start)) + builtins.abs(int(delta)) - 1)
+                   // builtins.abs(int(delta)))
+    return int(np.ceil(builtins.abs((float(limit) - float(start)) / float(delta))))
 
 
 def _range_shape(op):
@@ -210,3 +225,15 @@ def broadcast_gradient_args(s0, s1, name=None):
                     name=name or "BroadcastGradientArgs")
 
 
+# Constant evaluation for shape inference.
+
+
+@common_shapes.constant_evaluator("Range")
+def _range_value(op):
+    values = _const_inputs(op)
+    if values is None:
+        return None
+    start, limit, delta = (np.asarray(v).item() for v in values)
+    size = _range_size(start, limit, delta)
+    dt = op.attrs["Tidx"].as_numpy_dtype
+    return (np.asarray(start, dt) + np.arange(size) * np.asarray(delta, dt)).astype(dt)

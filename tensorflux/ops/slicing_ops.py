@@ -15,7 +15,12 @@ from tensorflux.framework.common_shapes import (
     constant_evaluator,
     constant_value,
     constant_value_as_shape,
+    merge_dims,
+    num_elements,
     shape_evaluator,
+    static_dims,
+    static_shape,
+    with_rank,
 )
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient
@@ -34,9 +39,9 @@ _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_ax
 
 
 def _slice_shape(op):
-    in_dims = array_ops._dims(op.inputs[0])
-    b_dims = array_ops._with_rank(array_ops._dims(op.inputs[1]), 1)
-    s_dims = array_ops._with_rank(array_ops._dims(op.inputs[2]), 1)
+    in_dims = static_dims(op.inputs[0])
+    b_dims = with_rank(static_dims(op.inputs[1]), 1)
+    s_dims = with_rank(static_dims(op.inputs[2]), 1)
     n = b_dims[0] if b_dims[0] is not None else s_dims[0]
     if b_dims[0] is not None and s_dims[0] is not None and b_dims[0] != s_dims[0]:
         raise ValueError(f"Dimension 0 in both shapes must be equal, but are {b_dims[0]} and "
@@ -83,8 +88,8 @@ def slice(input_, begin, size, name: str | None = None):  # noqa: A001
 def _slice_grad(op, grad):
     """Pads the gradient back to the input's shape: before = begin, after = the rest."""
     x, begin = op.inputs[0], op.inputs[1]
-    in_dims = array_ops._static_shape(x)
-    out_dims = array_ops._static_shape(op.outputs[0])
+    in_dims = static_shape(x)
+    out_dims = static_shape(op.outputs[0])
     b = constant_value(begin)
     if in_dims is not None and out_dims is not None and b is not None:
         b = np.reshape(b, -1)
@@ -124,11 +129,11 @@ def _masks(op) -> dict:
 
 
 def _strided_slice_shape(op):
-    in_dims = array_ops._dims(op.inputs[0])
-    b_dims = array_ops._with_rank(array_ops._dims(op.inputs[1]), 1)
-    e_dims = array_ops._with_rank(array_ops._dims(op.inputs[2]), 1)
-    s_dims = array_ops._with_rank(array_ops._dims(op.inputs[3]), 1)
-    sparse = array_ops._merge_dims(array_ops._merge_dims(b_dims, e_dims), s_dims)[0]
+    in_dims = static_dims(op.inputs[0])
+    b_dims = with_rank(static_dims(op.inputs[1]), 1)
+    e_dims = with_rank(static_dims(op.inputs[2]), 1)
+    s_dims = with_rank(static_dims(op.inputs[3]), 1)
+    sparse = merge_dims(merge_dims(b_dims, e_dims), s_dims)[0]
     strides = constant_value(op.inputs[3])
     if in_dims is None or sparse is None or strides is None:
         return [None]
@@ -192,7 +197,7 @@ def strided_slice(input_, begin, end, strides=None, begin_mask: int = 0, end_mas
 def _strided_slice_grad(op, grad):
     x, begin, end, strides = op.inputs
     index_type = begin.dtype
-    dims = array_ops._static_shape(x)
+    dims = static_shape(x)
     shape = np.array(dims, dtype=index_type.as_numpy_dtype) if dims is not None else \
         array_ops.shape(x, out_type=index_type)
     return [apply_op("StridedSliceGrad", shape=shape, begin=begin, end=end, strides=strides,
@@ -383,10 +388,10 @@ def boolean_mask(tensor, mask, name: str = "boolean_mask", axis=None):
 
 
 def _flatten_masked_dims(tensor: Tensor, axis, k: int) -> Tensor:
-    dims = array_ops._dims(tensor)
+    dims = static_dims(tensor)
     if dims is not None and not isinstance(axis, Tensor):
         axis %= max(len(dims), 1)
-        lead = array_ops._num_elements(dims[axis:axis + k])
+        lead = num_elements(dims[axis:axis + k])
         if all(d is not None for d in dims[:axis] + dims[axis + k:]):
             new = dims[:axis] + [-1 if lead is None else lead] + dims[axis + k:]
             return array_ops.reshape(tensor, np.array(new, dtype=np.int32))

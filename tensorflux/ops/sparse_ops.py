@@ -21,7 +21,14 @@ import numpy as np
 
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
-from tensorflux.framework.common_shapes import constant_value_as_shape
+from tensorflux.framework.common_shapes import (
+    constant_value_as_shape,
+    merge_dims,
+    scalar_value,
+    static_dims,
+    with_rank,
+    with_rank_at_least,
+)
 from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient
@@ -31,14 +38,21 @@ from tensorflux.framework.tensor_conversion import (
     convert_to_tensor,
     register_tensor_conversion_function,
 )
-from tensorflux.ops import array_ops, constant_op, gather_ops, math_ops, reduction_ops, sequence_ops
+from tensorflux.ops import (
+    array_ops,
+    comparison_ops,
+    constant_op,
+    gather_ops,
+    math_ops,
+    reduction_ops,
+    sequence_ops,
+)
 from tensorflux.ops.gather_ops import indexed_slices_to_tensor
 
 # The TF1 public names of this module (`tf.sparse_*`; `tf.sparse.*` is tensorflux/sparse/).
 __all__ = ["sparse_segment_sum", "sparse_segment_mean", "sparse_segment_sqrt_n",
            "sparse_tensor_to_dense", "sparse_to_dense", "sparse_reorder", "sparse_placeholder"]
 
-_dims = array_ops._dims
 _REAL = ("T: {float, double, int32, uint8, int16, int8, int64, bfloat16, uint16, half, uint32, "
          "uint64}")
 _FLOAT = "T: {bfloat16, half, float, double}"
@@ -55,10 +69,10 @@ _REDUCTIONS = {"Sum": _REAL, "Mean": _FLOAT, "SqrtN": _FLOAT}
 
 def _segment_inputs(op) -> list | None:
     """Checks indices and segment_ids are vectors of one length; data's dims (rank >= 1)."""
-    idx = array_ops._with_rank(_dims(op.inputs[1]), 1)
-    seg = array_ops._with_rank(_dims(op.inputs[2]), 1)
-    array_ops._merge_dims(idx, seg)
-    return array_ops._with_rank_at_least(_dims(op.inputs[0]), 1)
+    idx = with_rank(static_dims(op.inputs[1]), 1)
+    seg = with_rank(static_dims(op.inputs[2]), 1)
+    merge_dims(idx, seg)
+    return with_rank_at_least(static_dims(op.inputs[0]), 1)
 
 
 def _sparse_segment_shape(op):
@@ -68,15 +82,15 @@ def _sparse_segment_shape(op):
 
 def _sparse_segment_num_shape(op):
     data = _segment_inputs(op)
-    array_ops._with_rank(_dims(op.inputs[3]), 0)
-    num = array_ops._scalar_value(op.inputs[3])
+    with_rank(static_dims(op.inputs[3]), 0)
+    num = scalar_value(op.inputs[3])
     return [None if data is None else [num] + data[1:]]
 
 
 def _sparse_segment_grad_shape(op):
     data = _segment_inputs(op)
-    array_ops._with_rank(_dims(op.inputs[3]), 0)
-    dim0 = array_ops._scalar_value(op.inputs[3])
+    with_rank(static_dims(op.inputs[3]), 0)
+    dim0 = scalar_value(op.inputs[3])
     return [None if data is None else [dim0] + data[1:]]
 
 
@@ -152,7 +166,7 @@ def sparse_segment_sqrt_n(data, indices, segment_ids, name=None, num_segments=No
 
 def _rows(t):
     """dim 0 of `t` as an int32 scalar: a Const when static, else Shape(t)[0]."""
-    dims = _dims(t)
+    dims = static_dims(t)
     if dims is not None and dims and dims[0] is not None:
         return constant_op.constant(np.int32(dims[0]))
     return array_ops.shape(t, out_type=dtypes.int32)[0]
@@ -208,14 +222,14 @@ for _red in _REDUCTIONS:
 
 
 def _sparse_to_dense_shape(op):
-    indices = _dims(op.inputs[0])
+    indices = static_dims(op.inputs[0])
     if indices is not None and len(indices) > 2:
         raise ValueError(f"Shape must be at most rank 2 but is rank {len(indices)}")
-    out_dims = array_ops._with_rank(_dims(op.inputs[1]), 1)
-    values = _dims(op.inputs[2])
+    out_dims = with_rank(static_dims(op.inputs[1]), 1)
+    values = static_dims(op.inputs[2])
     if values is not None and len(values) > 1:
         raise ValueError(f"Shape must be at most rank 1 but is rank {len(values)}")
-    array_ops._with_rank(_dims(op.inputs[3]), 0)
+    with_rank(static_dims(op.inputs[3]), 0)
     shape = constant_value_as_shape(op.inputs[1])
     if shape.ndims is None and out_dims[0] is not None:
         shape = tensor_shape.unknown_shape(out_dims[0])
@@ -235,7 +249,7 @@ def _sparse_to_dense_grad(op, grad):
     """Values get the gradient at their positions; the default value gets the rest."""
     indices, output_shape, values, _ = op.inputs
     grad = gather_ops.indexed_slices_to_tensor(grad)
-    nd = _dims(indices)
+    nd = static_dims(indices)
     if nd is None or len(nd) < 2:  # 0-D or 1-D: each entry indexes a 1-D output
         indices = array_ops.reshape(indices, [-1, 1])
     picked = gather_ops.gather_nd(grad, indices)
@@ -307,10 +321,10 @@ def sparse_tensor_to_dense(sp_input, default_value=None, validate_indices=True, 
 
 
 def _sparse_reorder_shape(op):
-    indices = array_ops._with_rank(_dims(op.inputs[0]), 2)
-    values = array_ops._with_rank(_dims(op.inputs[1]), 1)
-    array_ops._with_rank(_dims(op.inputs[2]), 1)
-    n = array_ops._merge_dims(indices[:1], values)
+    indices = with_rank(static_dims(op.inputs[0]), 2)
+    values = with_rank(static_dims(op.inputs[1]), 1)
+    with_rank(static_dims(op.inputs[2]), 1)
+    n = merge_dims(indices[:1], values)
     return [n + indices[1:], n]
 
 
@@ -358,7 +372,7 @@ def from_dense(tensor, name=None) -> SparseTensor:
         tensor = convert_to_tensor(tensor)
         zero = np.zeros((), tensor.dtype.as_numpy_dtype) if tensor.dtype != dtypes.string \
             else b""
-        indices = math_ops.where(math_ops.not_equal(tensor, zero))
+        indices = comparison_ops.where(comparison_ops.not_equal(tensor, zero))
         values = gather_ops.gather_nd(tensor, indices)
         shape = array_ops.shape(tensor, out_type=dtypes.int64)
         return SparseTensor(indices, values, shape)

@@ -116,12 +116,12 @@ define_op("VarHandleOp", outputs=["resource: resource"],
           attrs=["container: string = ''", "shared_name: string = ''",
                  "debug_name: string = ''", "dtype: type", "shape: shape",
                  "allowed_devices: list(string) = []"],
-          shape_fn=common_shapes.scalar, stateful=True)
+          shape_fn=common_shapes.scalar, stateful=True, cost_free=True)
 define_op("ReadVariableOp", inputs=["resource: resource"], outputs=["value: dtype"],
-          attrs=["dtype: type"], shape_fn=_read_shape, stateful=True)
+          attrs=["dtype: type"], shape_fn=_read_shape, stateful=True, cost_free=True)
 define_op("AssignVariableOp", inputs=["resource: resource", "value: dtype"],
           attrs=["dtype: type", "validate_shape: bool = false"], shape_fn=_assign_shape,
-          stateful=True)
+          stateful=True, cost_free=True)
 define_op("AssignAddVariableOp", inputs=["resource: resource", "value: dtype"],
           attrs=["dtype: type"], shape_fn=_assign_shape, stateful=True)
 define_op("AssignSubVariableOp", inputs=["resource: resource", "value: dtype"],
@@ -172,7 +172,8 @@ def assign_sub_variable_op(resource, value, name: str | None = None):
 # ---- VarIsInitializedOp, DestroyResourceOp, VariableShape --------------------------------
 
 define_op("VarIsInitializedOp", inputs=["resource: resource"],
-          outputs=["is_initialized: bool"], shape_fn=common_shapes.scalar, stateful=True)
+          outputs=["is_initialized: bool"], shape_fn=common_shapes.scalar, stateful=True,
+          cost_free=True)
 define_op("DestroyResourceOp", inputs=["resource: resource"],
           attrs=["ignore_lookup_error: bool = true"], shape_fn=lambda op: [], stateful=True)
 

@@ -15,7 +15,8 @@ Both kinds live here:
   by its memory bandwidth for everything else; plus a fixed per-node overhead (a kernel call
   in the Python executor). Unknown dimensions count as `UNKNOWN_DIM`, an unknown rank as
   `UNKNOWN_ELEMENTS` elements. Ops that only move references (Identity, Reshape, Const,
-  variable reads, ...) cost the overhead alone.
+  variable reads, ...) cost the overhead alone. Both facts are recorded with each op's
+  definition: `define_op(..., cost_free=True)` and `define_op(..., flops="matmul")`.
 - Measured costs (`CostModel.record_step_stats`), from the RunMetadata.step_stats of a traced
   step: each node's kernel time (op_end_rel - op_start_rel) on its device type and the bytes
   of its outputs, averaged over the traced steps. A measured figure, when there is one,
@@ -35,6 +36,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 
+from tensorflux.framework import op_registry
 from tensorflux.runtime.step_graph import Node
 
 UNKNOWN_DIM = 32  # a batch dimension left open (None) is usually a modest batch
@@ -75,13 +77,11 @@ class CostParams:
     cpu_devices_share_cores: bool = False
 
 
-# Ops that hand over references or metadata: they cost the per-node overhead only.
-_FREE_OPS = frozenset((
-    "Const", "Identity", "IdentityN", "StopGradient", "PreventGradient", "Reshape", "Squeeze",
-    "ExpandDims", "Shape", "ShapeN", "Size", "Rank", "NoOp", "_Arg", "Placeholder",
-    "PlaceholderWithDefault", "VarHandleOp", "VariableV2", "ReadVariableOp",
-    "AssignVariableOp", "VarIsInitializedOp", "_Send", "_Recv", "Switch", "Merge", "Enter",
-    "Exit", "NextIteration", "LoopCond", "ControlTrigger"))
+# Which ops are free (`define_op(..., cost_free=True)`, and the control-flow primitives, which
+# only route references) and which FLOP formula an op takes (`define_op(..., flops=...)`) is
+# recorded with each op's definition. The runtime's own ops are listed here until their
+# definitions (ops/runtime_ops.py) say `cost_free=True` too.
+_FREE_RUNTIME_OPS = frozenset(("_Arg", "_Send", "_Recv"))
 
 
 def _dims(shape) -> list[int] | None:
@@ -140,13 +140,17 @@ def _pool_flops(node: Node, in_shapes, out_shapes) -> float | None:
     return float(biggest) * math.prod(int(k) for k in ksize)
 
 
-_FLOPS = {
-    "MatMul": _matmul_flops, "BatchMatMul": _matmul_flops, "BatchMatMulV2": _matmul_flops,
-    "BatchMatMulV3": _matmul_flops, "Conv2D": _conv_flops,
-    "Conv2DBackpropInput": _conv_flops, "Conv2DBackpropFilter": _conv_flops,
-    "MaxPool": _pool_flops, "AvgPool": _pool_flops, "MaxPoolGrad": _pool_flops,
-    "AvgPoolGrad": _pool_flops,
-}
+# FLOP formulas by the name an op's definition gives (`define_op(..., flops="matmul")`).
+_FLOP_FORMULAS = {"matmul": _matmul_flops, "conv2d": _conv_flops, "pool": _pool_flops}
+
+
+def _cost_rule(op_type: str) -> tuple[bool, object]:
+    """(free, FLOP formula or None) of an op type, from its definition."""
+    opdef = op_registry.lookup(op_type)
+    if opdef is None:
+        return op_type in _FREE_RUNTIME_OPS, None
+    free = opdef.cost_free or opdef.control_flow or op_type in _FREE_RUNTIME_OPS
+    return free, _FLOP_FORMULAS[opdef.flops] if opdef.flops else None
 
 
 def static_compute_micros(node: Node, in_shapes: list, out_shapes: list,
@@ -162,9 +166,9 @@ def static_compute_micros(node: Node, in_shapes: list, out_shapes: list,
     Returns:
       Microseconds.
     """
-    if node.op in _FREE_OPS:
+    free, flops_fn = _cost_rule(node.op)
+    if free:
         return rates.overhead_us
-    flops_fn = _FLOPS.get(node.op)
     if flops_fn is not None:
         flops = flops_fn(node, in_shapes, out_shapes)
         if flops is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tensorflux.control_flow import builders
 from tensorflux.framework import graph as graph_lib
-from tensorflux.ops import math_ops, state_ops, training_ops
+from tensorflux.ops import state_ops, training_ops, unary_ops
 from tensorflux.train.optimizer import Optimizer
 
 
@@ -56,7 +56,7 @@ class AdamOptimizer(Optimizer):
         beta1, beta2 = h(self._beta1, var, "beta1"), h(self._beta2, var, "beta2")
         eps = h(self._epsilon, var, "epsilon")
         b1p, b2p = h(b1p.value(), var, "b1p"), h(b2p.value(), var, "b2p")
-        lr_t = lr * math_ops.sqrt(1 - b2p) / (1 - b1p)
+        lr_t = lr * unary_ops.sqrt(1 - b2p) / (1 - b1p)
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         m_t = m.assign(m.read_value() * beta1, use_locking=self._use_locking)
         with graph_lib.control_dependencies([m_t]):
@@ -66,7 +66,7 @@ class AdamOptimizer(Optimizer):
             v_t = state_ops.resource_scatter_add(v.handle, indices,
                                                  grad * grad * (1 - beta2))
         with graph_lib.control_dependencies([m_t, v_t]):
-            step = lr_t * m.read_value() / (math_ops.sqrt(v.read_value()) + eps)
+            step = lr_t * m.read_value() / (unary_ops.sqrt(v.read_value()) + eps)
             return var.assign_sub(step, use_locking=self._use_locking, read_value=False)
 
     def _finish(self, update_ops, name_scope):

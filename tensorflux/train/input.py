@@ -28,6 +28,7 @@ from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import (
     array_ops,
+    comparison_ops,
     control_flow_ops,
     data_flow_ops,
     gather_ops,
@@ -142,7 +143,7 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
         raise ValueError(not_null_err)
     with graph_lib.name_scope(name, "input_producer", [string_tensor]) as scope:
         string_tensor = convert_to_tensor(string_tensor, dtype=dtypes.string)
-        check = logging_ops.Assert(math_ops.greater(array_ops.size(string_tensor), 0),
+        check = logging_ops.Assert(comparison_ops.greater(array_ops.size(string_tensor), 0),
                                    [not_null_err])
         with graph_lib.control_dependencies([check]):
             string_tensor = array_ops.identity(string_tensor)

@@ -7,7 +7,7 @@ import math
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, math_ops
+from tensorflux.ops import array_ops, comparison_ops, math_ops, unary_ops
 
 
 def _float_inputs(learning_rate, global_step, *others):
@@ -29,7 +29,7 @@ def exponential_decay(learning_rate, global_step, decay_steps, decay_rate,
                                               decay_rate)
         p = step / steps
         if staircase:
-            p = math_ops.floor(p)
+            p = unary_ops.floor(p)
         return math_ops.multiply(lr, math_ops.pow(rate, p), name=scope)
 
 
@@ -41,7 +41,7 @@ def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate,
                                               decay_rate)
         p = step / steps
         if staircase:
-            p = math_ops.floor(p)
+            p = unary_ops.floor(p)
         return math_ops.truediv(lr, 1.0 + rate * p, name=scope)
 
 
@@ -53,8 +53,8 @@ def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate,
                                               decay_rate)
         p = step / steps
         if staircase:
-            p = math_ops.floor(p)
-        return math_ops.multiply(lr, math_ops.exp(-rate * p), name=scope)
+            p = unary_ops.floor(p)
+        return math_ops.multiply(lr, unary_ops.exp(-rate * p), name=scope)
 
 
 def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001,
@@ -65,7 +65,7 @@ def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=
         lr, step, steps, end, pw = _float_inputs(learning_rate, global_step, decay_steps,
                                                  end_learning_rate, power)
         if cycle:
-            mult = math_ops.maximum(math_ops.ceil(step / steps), 1.0)
+            mult = math_ops.maximum(unary_ops.ceil(step / steps), 1.0)
             steps = steps * mult
         else:
             step = math_ops.minimum(step, steps)
@@ -78,7 +78,7 @@ def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None):
     with graph_lib.name_scope(name, "CosineDecay", []) as scope:
         lr, step, steps, a = _float_inputs(learning_rate, global_step, decay_steps, alpha)
         step = math_ops.minimum(step, steps)
-        cos = 0.5 * (1.0 + math_ops.cos(math.pi * step / steps))
+        cos = 0.5 * (1.0 + unary_ops.cos(math.pi * step / steps))
         return math_ops.multiply(lr, (1 - a) * cos + a, name=scope)
 
 
@@ -101,6 +101,6 @@ def piecewise_constant(x, boundaries, values, name=None):
         bounds = [math_ops.cast(convert_to_tensor(b), x.dtype.base_dtype) for b in boundaries]
         result = vals[-1]
         for b, v in zip(reversed(bounds), reversed(vals[:-1]), strict=True):
-            result = math_ops.select(x <= b, v, result)
+            result = comparison_ops.select(x <= b, v, result)
 
         return array_ops.identity(result, name=scope)

@@ -31,10 +31,10 @@ from tensorflux.framework.tensor_conversion import (
 )
 from tensorflux.ops import (
     array_ops,
+    comparison_ops,
     constant_op,
     control_flow_ops,
     joining_ops,
-    math_ops,
     slicing_ops,
     state_ops,
 )
@@ -658,7 +658,7 @@ def report_uninitialized_variables(var_list=None,
         with graph_lib.device("/cpu:0"):
             if not var_list:
                 return constant_op.constant([], dtype=dtypes.string)
-            mask = math_ops.logical_not(joining_ops.stack(init_vars))
+            mask = comparison_ops.logical_not(joining_ops.stack(init_vars))
             names = constant_op.constant([v.op.name for v in var_list])
             return slicing_ops.boolean_mask(names, mask)
 

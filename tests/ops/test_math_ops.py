@@ -17,7 +17,7 @@ from tests.op_test_util import OpCase, away_from, check_gradient, check_value, p
 
 # The kernels give NaN/inf for 0/0, log(0), NaN casts as TensorFlow does; NumPy's warnings
 # about them are silenced in the kernel module (pytest's own warning filters replace that).
-pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning:tensorflux.kernels.cpu.math_ops")
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning:tensorflux.kernels.cpu")
 
 BF16 = ml_dtypes.bfloat16
 FLOATS = [np.float16, BF16, np.float32, np.float64]
@@ -1061,7 +1061,7 @@ def test_against_tensorflow():
     assert not bad, "\n".join(bad)
 
 
-# ---- the split and fast paths of big float kernels (kernels/cpu/math_ops.py) -------------
+# ---- the split and fast paths of big float kernels (kernels/cpu/math_ops.py, matrix_ops.py) -
 
 
 @pytest.fixture

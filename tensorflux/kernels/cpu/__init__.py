@@ -7,6 +7,7 @@ and malloc policy that the kernels assume (_blas.py explains both).
 from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the kernels
     _blas,
     array_ops,
+    comparison_ops,
     constant_op,
     control_flow_ops,
     conv_ops,
@@ -16,17 +17,21 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     joining_ops,
     logging_ops,
     math_ops,
+    matrix_ops,
     nn_ops,
     parsing_ops,
     pooling_ops,
     random_ops,
+    reduction_ops,
     runtime_ops,
     save_restore_ops,
+    sequence_ops,
     slicing_ops,
     sparse_ops,
     state_ops,
     tensor_array_ops,
     training_ops,
+    unary_ops,
 )
 
 # After the kernel modules: every BLAS they load (NumPy's, SciPy's) is in the process now.

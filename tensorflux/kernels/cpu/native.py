@@ -4,7 +4,7 @@ Some CPU work is faster in a few lines of C than in NumPy called from Python:
 
   - big matrix products split over the cores: a Python helper thread needs the GIL to start
     its half, and in a training step that costs ~0.1 ms per product; the extension's helper
-    threads never take the GIL (MatMul, kernels/cpu/math_ops.py);
+    threads never take the GIL (MatMul, kernels/cpu/matrix_ops.py);
   - fused optimizer updates: Adam is one pass over var, m, v and grad instead of twelve
     NumPy passes, Momentum one instead of four (ResourceApplyAdam, ResourceApplyMomentum,
     kernels/cpu/training_ops.py);

@@ -13,7 +13,7 @@ from tensorflux.kernels import intra_op
 from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu._nn_common import _LOW_PRECISION, _invalid, _narrow, _widen
 from tensorflux.kernels.cpu.math_ops import _ADD_KERNEL as _last_axis_add
-from tensorflux.kernels.cpu.math_ops import _sum as _leading_sum
+from tensorflux.kernels.cpu.reduction_ops import _sum as _leading_sum
 from tensorflux.kernels.registry import kernel, kernel_factory
 
 _SELU_SCALE = 1.0507009873554804934193349852946

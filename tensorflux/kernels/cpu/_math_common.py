@@ -1,0 +1,85 @@
+"""What the math-family CPU kernels share (math_ops.py, unary_ops.py, comparison_ops.py,
+reduction_ops.py, matrix_ops.py, sequence_ops.py): dtype groups, TF's error messages and
+the elementwise wrappers with their broadcasting errors.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import ml_dtypes
+import numpy as np
+
+from tensorflux.framework import errors
+
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+_F16 = np.dtype(np.float16)
+_LOW_PRECISION = (_BF16, _F16)
+_BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _invalid(message: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(None, None, message)
+
+
+def _shape_str(shape) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def _incompatible(x, y) -> errors.InvalidArgumentError:
+    return _invalid(f"Incompatible shapes: {_shape_str(np.shape(x))} vs. "
+                    f"{_shape_str(np.shape(y))}")
+
+
+def _is_int(a) -> bool:
+    return a.dtype.kind in "iu"
+
+
+def _check_divisor(y, x=None) -> None:
+    """Integer division by zero is an error, where a zero divisor is used at all (an empty
+    dividend broadcasts to an empty result)."""
+    if not np.all(y) and (x is None or x.size):
+        raise _invalid("Integer division by zero")
+
+
+# Two NumPy scalars of one type (what a ufunc returns for 0-d inputs: every scalar loop
+# variable after its first iteration) take NumPy's scalar math, which gives the ufunc's result
+# at a twentieth of the cost (~70 ns instead of ~1.5 us a call).
+_SCALAR_OPERATORS = {np.add: operator.add, np.subtract: operator.sub,
+                     np.multiply: operator.mul, np.less: operator.lt,
+                     np.less_equal: operator.le, np.greater: operator.gt,
+                     np.greater_equal: operator.ge}
+_FAST_SCALARS = frozenset((np.float32, np.float64, np.int32, np.int64))
+
+
+def _binary(fn):
+    """A kernel applying `fn(x, y)` with broadcasting, and TF's message for shapes that do
+    not broadcast."""
+    scalar_op = _SCALAR_OPERATORS.get(fn)
+
+    def compute(ctx, x, y):
+        if scalar_op is not None and type(x) is type(y) and type(x) in _FAST_SCALARS:
+            return scalar_op(x, y)
+        try:
+            return fn(x, y)
+        except ValueError:
+            if not _broadcastable(x, y):
+                raise _incompatible(x, y) from None
+            raise
+
+    return compute
+
+
+def _broadcastable(x, y) -> bool:
+    try:
+        np.broadcast_shapes(np.shape(x), np.shape(y))
+    except ValueError:
+        return False
+    return True
+
+
+def _unary(fn):
+    def compute(ctx, x):
+        return fn(x)
+
+    return compute

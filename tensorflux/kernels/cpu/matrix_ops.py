@@ -1,0 +1,162 @@
+"""CPU kernels of the matrix ops (tensorflux/ops/matrix_ops.py), in NumPy.
+
+Floating-point exceptions give NaN/inf as in TensorFlow; NumPy's RuntimeWarnings for them are
+silenced for this module only (see math_ops.py).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu import native
+from tensorflux.kernels.cpu._math_common import _BF16, _BLAS_FLOATS, _F16, _invalid, _shape_str
+from tensorflux.kernels.registry import kernel, kernel_factory
+
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
+warnings.filterwarnings("ignore", category=np.exceptions.ComplexWarning, module=__name__)
+
+
+def _mat_str(shape) -> str:
+    return _shape_str(shape)
+
+
+@kernel_factory("MatMul", expensive=True)
+def _matmul(node):
+    ta, tb = node.attrs["transpose_a"], node.attrs["transpose_b"]
+
+    def compute(ctx, a, b):
+        if a.ndim != 2 or b.ndim != 2:
+            raise _invalid(f"In[0] and In[1] must be matrices: {_shape_str(a.shape)} "
+                           f"{_shape_str(b.shape)}")
+        a2 = a.T if ta else a
+        b2 = b.T if tb else b
+        if a2.shape[1] != b2.shape[0]:
+            raise _invalid(f"Matrix size-incompatible: In[0]: {_mat_str(a.shape)}, In[1]: "
+                           f"{_mat_str(b.shape)}")
+        if a.dtype == _BF16:
+            return np.matmul(a2.astype(np.float32), b2.astype(np.float32)).astype(_BF16)
+        m, n = a2.shape[0], b2.shape[1]
+        parts = intra_op.workers(ctx)
+        if parts > 1 and a.dtype in _BLAS_FLOATS and \
+                2.0 * m * n * a2.shape[1] >= intra_op.MIN_FLOPS:
+            out = native.gemm(a2, b2, parts)
+            return out if out is not None else _split_matmul(a2, b2, parts)
+        return np.matmul(a2, b2)
+
+    return compute
+
+
+def _split_matmul(a, b, parts):
+    """a @ b with the longer of the output's two dimensions cut into one block per thread
+    (at least 64 wide) that the intra-op threads claim (each block one BLAS call writing its
+    part of the output in place; column blocks keep BLAS efficient when there are few rows).
+    One block per thread beat two (MLP step 5.5-5.7 ms vs 5.8-6.1 ms, interleaved runs):
+    every BLAS call packs its operands again."""
+    m, n = a.shape[0], b.shape[1]
+    out = np.empty((m, n), a.dtype)
+    grain = max(64, -(-max(m, n) // parts))
+    if m >= n:
+        def work(lo, hi):
+            np.matmul(a[lo:hi], b, out=out[lo:hi])
+
+        intra_op.parallel_for(work, m, grain, parts)
+    else:
+        def work(lo, hi):
+            np.matmul(a, b[:, lo:hi], out=out[:, lo:hi])
+
+        intra_op.parallel_for(work, n, grain, parts)
+    return out
+
+
+def _adjoint(x, adj: bool):
+    if not adj:
+        return x
+    t = np.swapaxes(x, -1, -2)
+    return np.conj(t) if x.dtype.kind == "c" else t
+
+
+@kernel_factory("BatchMatMul", "BatchMatMulV2", expensive=True)
+def _batch_matmul(node):
+    adj_x, adj_y = node.attrs["adj_x"], node.attrs["adj_y"]
+    broadcast = node.op == "BatchMatMulV2"
+
+    def compute(ctx, x, y):
+        if x.ndim < 2 or y.ndim < 2:
+            raise _invalid(f"In[0] and In[1] ndims must be >= 2: {x.ndim} vs. {y.ndim}")
+        if broadcast:
+            try:
+                np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
+            except ValueError:
+                raise _invalid("In[0] and In[1] must have compatible batch dimensions: "
+                               f"{_shape_str(x.shape)} vs. {_shape_str(y.shape)}") from None
+        elif x.shape[:-2] != y.shape[:-2]:
+            raise _invalid(f"In[0].dim(0) and In[1].dim(0) must be the same: "
+                           f"{_shape_str(x.shape)} vs {_shape_str(y.shape)}")
+        a, b = _adjoint(x, adj_x), _adjoint(y, adj_y)
+        if a.shape[-1] != b.shape[-2]:
+            raise _invalid(f"Matrix size-incompatible: In[0]: {_shape_str(x.shape)}, In[1]: "
+                           f"{_shape_str(y.shape)}")
+        if x.dtype == _BF16:
+            return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(_BF16)
+        return np.matmul(a, b)
+
+    return compute
+
+
+def _check_square(x) -> None:
+    if x.ndim < 2:
+        raise _invalid(f"Input tensor 0 must have rank >= 2, got {x.ndim}")
+    if x.shape[-1] != x.shape[-2]:
+        raise _invalid(f"Input matrices must be squares, got {x.shape[-2]} != {x.shape[-1]}")
+
+
+def _linalg_input(x):
+    """float16 matrices are factored in float32 (LAPACK has no half precision)."""
+    return x.astype(np.float32) if x.dtype == _F16 else x
+
+
+@kernel_factory("MatrixInverse", expensive=True)
+def _matrix_inverse(node):
+    adjoint = node.attrs["adjoint"]
+
+    def compute(ctx, x):
+        _check_square(x)
+        a = _adjoint(_linalg_input(x), adjoint)
+        if a.size == 0:
+            return np.empty(x.shape, x.dtype)
+        try:
+            inv = np.linalg.inv(a)
+        except np.linalg.LinAlgError:
+            raise _invalid("Input is not invertible.") from None
+        if not np.all(np.isfinite(inv)) and np.all(np.isfinite(a)):
+            raise _invalid("Input is not invertible.")
+        return inv.astype(x.dtype, copy=False)
+
+    return compute
+
+
+@kernel("MatrixDeterminant", expensive=True)
+def _matrix_determinant(ctx, x):
+    _check_square(x)
+    if x.shape[-1] == 0:
+        return np.ones(x.shape[:-2], x.dtype)
+    return np.asarray(np.linalg.det(_linalg_input(x))).astype(x.dtype, copy=False)
+
+
+@kernel("Cholesky", expensive=True)
+def _cholesky(ctx, x):
+    _check_square(x)
+    if x.size == 0:
+        return np.empty(x.shape, x.dtype)
+    a = _linalg_input(x)
+    lower = np.tril(a)
+    sym = lower + np.conj(np.swapaxes(np.tril(a, -1), -1, -2))  # only the lower part counts
+    try:
+        out = np.linalg.cholesky(sym)
+    except np.linalg.LinAlgError:
+        raise _invalid("Cholesky decomposition was not successful. The input might not be "
+                       "valid.") from None
+    return out.astype(x.dtype, copy=False)

@@ -1,0 +1,150 @@
+"""CPU kernels of the elementwise unary math ops (tensorflux/ops/unary_ops.py), in NumPy,
+and of the backward ops their gradients use (SqrtGrad, TanhGrad, ...).
+
+Every kernel returns the op's dtype; float16 and bfloat16 inputs of the transcendental
+functions NumPy lacks (erf, lgamma, digamma) are computed in float32. Floating-point
+exceptions give NaN/inf as in TensorFlow; NumPy's RuntimeWarnings for them are silenced for
+this module only (see math_ops.py).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from tensorflux.kernels.cpu._math_common import (
+    _LOW_PRECISION,
+    _check_divisor,
+    _invalid,
+    _is_int,
+    _shape_str,
+    _unary,
+)
+from tensorflux.kernels.registry import kernel
+
+try:  # optional: fast, exact special functions
+    from scipy import special as _special
+except ImportError:  # pragma: no cover - depends on the environment
+    _special = None
+
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
+warnings.filterwarnings("ignore", category=np.exceptions.ComplexWarning, module=__name__)
+
+
+def _in_float32(fn):
+    """fn computed in float32 for float16/bfloat16 inputs, cast back to their dtype."""
+
+    def compute(x):
+        if x.dtype in _LOW_PRECISION:
+            return fn(x.astype(np.float32)).astype(x.dtype)
+        return fn(x)
+
+    return compute
+
+
+def _vectorized(scalar_fn):
+    """A float function of arrays from a scalar `math` function (slow: the fallback when
+    SciPy is absent)."""
+    ufunc = np.frompyfunc(scalar_fn, 1, 1)
+
+    def compute(x):
+        return ufunc(x).astype(x.dtype)
+
+    return compute
+
+
+def _sigmoid(x):
+    if x.dtype.kind == "c":
+        return 1 / (1 + np.exp(-x))
+    out = np.exp(np.negative(x))
+    out += 1
+    return np.reciprocal(out, out=out)
+
+
+def _rsqrt(x):
+    out = np.sqrt(x)
+    return np.reciprocal(out, out=out)
+
+
+def _reciprocal(x):
+    if _is_int(x):
+        _check_divisor(x)
+        return np.floor_divide(np.ones((), x.dtype), x) * (np.abs(x) == 1)
+    return np.reciprocal(x)
+
+
+def _digamma_series(x):
+    """psi(x) for float64 x: reflection below 0.5, recurrence up to 6, then the asymptotic
+    series (error below 1e-13)."""
+    x = np.asarray(x, np.float64)
+    out = np.zeros_like(x)
+    neg = x < 0.5
+    if np.any(neg):
+        out[neg] = -np.pi / np.tan(np.pi * x[neg])
+        x = np.where(neg, 1 - x, x)
+    while np.any(x < 6):
+        small = x < 6
+        out[small] -= 1 / x[small]
+        x = np.where(small, x + 1, x)
+    inv2 = 1 / (x * x)
+    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
+        1 / 240 - inv2 / 132))))
+    return out + np.log(x) - 0.5 / x - series
+
+
+if _special is not None:
+    _erf, _erfc, _lgamma, _digamma = (_special.erf, _special.erfc, _special.gammaln,
+                                      _special.psi)
+
+    def _sigmoid(x):  # noqa: F811 - SciPy's is exact and never overflows
+        if x.dtype.kind == "c":
+            return 1 / (1 + np.exp(-x))
+        if x.dtype in _LOW_PRECISION:
+            return _special.expit(x.astype(np.float32)).astype(x.dtype)
+        return _special.expit(x)
+else:  # pragma: no cover - depends on the environment
+    _erf, _erfc, _lgamma = (_vectorized(math.erf), _vectorized(math.erfc),
+                            _vectorized(math.lgamma))
+
+    def _digamma(x):
+        return _digamma_series(x).astype(x.dtype)
+
+
+_UNARY = {
+    "Neg": np.negative, "Abs": np.abs, "ComplexAbs": np.abs, "Sign": np.sign,
+    "Square": np.square, "Sqrt": np.sqrt, "Rsqrt": _rsqrt, "Exp": np.exp,
+    "Expm1": np.expm1, "Log": np.log, "Log1p": np.log1p, "Sin": np.sin, "Cos": np.cos,
+    "Tan": np.tan, "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan,
+    "Sinh": np.sinh, "Cosh": np.cosh, "Asinh": np.arcsinh, "Acosh": np.arccosh,
+    "Atanh": np.arctanh, "Tanh": np.tanh, "Sigmoid": _sigmoid, "Reciprocal": _reciprocal,
+    "Inv": _reciprocal, "Floor": np.floor, "Ceil": np.ceil, "Round": np.round,
+    "Rint": np.rint, "Erf": _in_float32(_erf), "Erfc": _in_float32(_erfc),
+    "Lgamma": _in_float32(_lgamma), "Digamma": _in_float32(_digamma),
+    "IsNan": np.isnan, "IsInf": np.isinf, "IsFinite": np.isfinite,
+}
+
+
+for _op_type, _fn in _UNARY.items():
+    kernel(_op_type)(_unary(_fn))
+
+
+# ---- backward ops: f(y, dy) with y the forward op's output -------------------------------
+
+
+def _grad_kernel(fn):
+    def compute(ctx, y, dy):
+        if y.shape != dy.shape:
+            raise _invalid(f"Inputs y and dy must have the same shape: {_shape_str(y.shape)}"
+                           f" vs. {_shape_str(dy.shape)}")
+        return fn(y, dy).astype(y.dtype, copy=False)
+
+    return compute
+
+
+kernel("SqrtGrad")(_grad_kernel(lambda y, dy: dy * y.dtype.type(0.5) / np.conj(y)))
+kernel("RsqrtGrad")(_grad_kernel(lambda y, dy: dy * y.dtype.type(-0.5) * np.conj(y) ** 3))
+kernel("TanhGrad")(_grad_kernel(lambda y, dy: dy * (1 - np.conj(y) * np.conj(y))))
+kernel("SigmoidGrad")(_grad_kernel(lambda y, dy: dy * np.conj(y) * (1 - np.conj(y))))
+kernel("ReciprocalGrad", "InvGrad")(_grad_kernel(lambda y, dy: -dy * np.conj(y * y)))
