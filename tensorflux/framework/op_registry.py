@@ -88,6 +88,10 @@ class OpDef:
     allows_uninitialized_input: bool = False
     is_commutative: bool = False
     control_flow: bool = False  # Switch, Merge, Enter, Exit, NextIteration, LoopCond
+    # How the dataflow executor treats the op's outputs (runtime/executor.py's header):
+    # "merge", "enter", "exit", "next_iteration", "dead_aware" (runs on dead inputs: _Send
+    # forwards deadness, ControlTrigger is never dead), or None (an ordinary op).
+    flow_kind: str | None = None
     broadcasts: bool = False  # inputs broadcast: the gradient driver sums grads back
     extras: dict = field(default_factory=dict)
 
@@ -230,7 +234,7 @@ def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()
         their shapes and constant values, and `op.get_attr`.
       stateful: the op has side effects or reads mutable state; never pruned by CSE or
         constant folding.
-      **flags: `is_commutative`, `allows_uninitialized_input`, `control_flow`.
+      **flags: `is_commutative`, `allows_uninitialized_input`, `control_flow`, `flow_kind`.
 
     Raises:
       ValueError: the op is already registered or a spec is malformed.

@@ -48,22 +48,17 @@ from threading import get_ident
 from tensorflux.framework import errors
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.registry import DEAD
-from tensorflux.runtime import compiled_loops
+from tensorflux.runtime import compiled_loops, frame_analysis
+from tensorflux.runtime.codegen import ExecutorError
+from tensorflux.runtime.frame_analysis import flow_kind, is_control_flow
 from tensorflux.runtime.step_graph import Node
 
 NORMAL, MERGE, ENTER, EXIT, NEXT_ITERATION, DEAD_AWARE = range(6)
-# Partitions that qualify run their nodes in one precomputed order while every asynchronous
-# kernel completes at once (Executor._run_straight); tests switch it off to compare.
-STRAIGHT_LINE = True
+# The executor's view of each op's `flow_kind` (its definition's attribute; see above).
+_KIND_OF_FLOW = {None: NORMAL, "merge": MERGE, "enter": ENTER, "exit": EXIT,
+                 "next_iteration": NEXT_ITERATION, "dead_aware": DEAD_AWARE}
 _CALLING = object()  # an asynchronous kernel call that has not returned or called back yet
 _PENDING = object()  # an asynchronous kernel's result is not (or not only) for the caller
-_KINDS = {"Merge": MERGE, "RefMerge": MERGE, "Enter": ENTER, "RefEnter": ENTER,
-          "Exit": EXIT, "RefExit": EXIT, "NextIteration": NEXT_ITERATION,
-          "RefNextIteration": NEXT_ITERATION, "_Send": DEAD_AWARE, "_HostSend": DEAD_AWARE,
-          "ControlTrigger": DEAD_AWARE}
-CONTROL_FLOW_OPS = frozenset(("Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter",
-                              "Exit", "RefExit", "NextIteration", "RefNextIteration",
-                              "LoopCond", "ControlTrigger"))
 
 
 class _FrameInfo:
@@ -92,7 +87,7 @@ class _Item:
 
     def __init__(self, node: Node):
         self.node = node
-        self.kind = _KINDS.get(node.op, NORMAL)
+        self.kind = _KIND_OF_FLOW[flow_kind(node.op)]
         self.is_enter = self.kind == ENTER
         self.enter_frame = node.attrs.get("frame_name", "") if self.is_enter else ""
         self.is_constant = bool(node.attrs.get("is_constant", False))
@@ -138,16 +133,6 @@ class _Frame:
             f"{parent.frame_id};{parent_iter};{info.name}".encode())
 
 
-class ExecutorError(Exception):
-    """A kernel failure, carrying the node it happened in."""
-
-    def __init__(self, node: Node, device: str, cause: BaseException):
-        super().__init__(str(cause))
-        self.node = node
-        self.device = device
-        self.cause = cause
-
-
 class Executor:
     """Runs the nodes of one partition graph on one device, in dataflow order.
 
@@ -157,14 +142,16 @@ class Executor:
       fetches: (node, output index) pairs whose values `run` returns, in order.
       kernel_wrapper: optional `wrap(node, kdef, compute) -> compute`, applied once per node
         when the executor is built (tracing and memory accounting; see runtime/tracing.py).
+      straight_line: run a qualifying partition in one fixed order (`_run_straight`).
+      compile_loops: run cheap loop frames as generated code (compiled_loops.py).
     """
 
     def __init__(self, nodes: list[Node], device, fetches: list[tuple[Node, int]],
-                 kernel_wrapper=None):
+                 kernel_wrapper=None, straight_line: bool = True, compile_loops: bool = True):
         self.device = device
         # Cheap loop frames run as one generated `while` statement (compiled_loops.py).
         nodes, fetches = compiled_loops.compile_loops(nodes, fetches, device.device_type,
-                                                      kernel_wrapper)
+                                                      kernel_wrapper, enabled=compile_loops)
         self.items = [_Item(n) for n in nodes]
         item_of = {it.node: it for it in self.items}
         for it in self.items:
@@ -190,12 +177,12 @@ class Executor:
             # kernel of a plain op whose outputs stay in its frame and feed no Merge.
             # (LoopCond qualifies: it forwards its input and cannot make a dead output.)
             it.fast = (it.kind == NORMAL and not it.is_async and not it.expensive
-                       and (it.node.op not in CONTROL_FLOW_OPS or it.node.op == "LoopCond")
+                       and (not is_control_flow(it.node.op) or it.node.op == "LoopCond")
                        and all(dst.kind != MERGE for dst, _ in it.out_edges))
             # The same for an asynchronous kernel (a queue or reader op, a _Recv): when it
             # calls back before returning, its outputs are stored and propagated inline.
             it.fast_async = (it.kind == NORMAL and it.is_async
-                             and it.node.op not in CONTROL_FLOW_OPS
+                             and not is_control_flow(it.node.op)
                              and all(dst.kind != MERGE for dst, _ in it.out_edges))
             # A dead value reaching an Exit that has no other input is recorded at once:
             # it happens every iteration, and only the frame's end looks at it.
@@ -208,7 +195,7 @@ class Executor:
         self.fetch_slots = [item_of[n].out_base + i for n, i in fetches]
         for s in self.fetch_slots:  # fetched values are never freed
             self.root_info.slot_uses[s] += 1
-        self.straight = _straight_schedule(self) if STRAIGHT_LINE else None
+        self.straight = _straight_schedule(self) if straight_line else None
 
     def run(self, ctx, deadline: float | None = None) -> list:
         """Runs one step; returns the fetched values. Raises ExecutorError or OpError."""
@@ -267,44 +254,17 @@ class Executor:
 
 
 def _analyze_frames(items: list[_Item], item_of: dict[Node, _Item]) -> dict[str, _FrameInfo]:
-    """Assigns every node its static frame, local id and entry slots (breadth first)."""
-    frames: dict[str, _FrameInfo] = {"": _FrameInfo("", None)}
-    seen: set[_Item] = set()
-    work = deque(it for it in items if not it.node.inputs and not it.node.control_inputs)
-    for it in work:
-        it.frame = frames[""]
-        seen.add(it)
-    while work:
-        it = work.popleft()
-        info = it.frame
-        if it.kind == ENTER:
-            out = frames.get(it.enter_frame)
-            if out is None:
-                out = frames[it.enter_frame] = _FrameInfo(it.enter_frame, info.name)
-            out.num_enters += 1
-        elif it.kind == EXIT:
-            if info.parent is None:
-                raise errors.InvalidArgumentError(
-                    None, None, f"Exit node {it.node.name} is not inside a while loop frame")
-            out = frames[info.parent]
-        else:
-            out = info
-        it.out_frame = out
-        for dst, _ in it.out_edges:
-            if dst in seen:
-                if dst.frame is not out and dst.kind != MERGE:
-                    raise errors.InvalidArgumentError(
-                        None, None, f"Node {dst.node.name} has inputs from different frames: "
-                        f"'{dst.frame.name}' and '{out.name}'")
-                continue
-            dst.frame = out
-            seen.add(dst)
-            work.append(dst)
+    """Assigns every node its static frame (frame_analysis.analyze), local id and entry
+    slots."""
+    analysis = frame_analysis.analyze([it.node for it in items])
+    frames: dict[str, _FrameInfo] = {}
+    for name, parent in analysis.parent.items():  # parents first: in order of discovery
+        frames[name] = _FrameInfo(name, parent)
     for it in items:
-        if it not in seen:  # unreachable from any source: part of a cycle without an Enter
-            raise errors.InvalidArgumentError(
-                None, None, f"Node {it.node.name} is not reachable from any source (a cycle "
-                "without a while-loop frame?)")
+        it.frame = frames[analysis.frame_of[it.node]]
+        it.out_frame = frames[analysis.out_frame[it.node]]
+        if it.kind == ENTER:
+            it.out_frame.num_enters += 1
     for it in items:
         info = it.frame
         it.local = info.num_nodes
@@ -331,7 +291,7 @@ def _straight_schedule(ex: Executor) -> list | None:
     (item, input slots, first output slot, number of outputs, slots freed after it)."""
     items = ex.items
     if len(ex.frames) != 1 or not any(it.is_async for it in items) or any(
-            it.expensive or it.node.op in CONTROL_FLOW_OPS for it in items):
+            it.expensive or is_control_flow(it.node.op) for it in items):
         return None
     pending = list(ex.root_info.pending_init)
     order = list(ex.roots)
