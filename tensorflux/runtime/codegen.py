@@ -26,11 +26,18 @@ per node, and compile it. What they share lives here:
   names the node, and the failure is re-raised as `ExecutorError(node, device, cause)`.
   An ExecutorError from an inner generated function (a compiled loop inside a schedule or
   another loop) already names its node and passes through unchanged.
+- `inline_call(caller, callee, name)`: a function written to call `callee` once per turn of
+  a loop, with that call replaced by `callee`'s body (the dataflow executor's driver loop
+  and the method that runs one node: written once, run without a call per node).
 """
 
 from __future__ import annotations
+import __future__
 
+import ast
+import inspect
 import itertools
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -221,3 +228,109 @@ def with_node_errors(fn: Callable, filename: str, line_nodes: dict[int, Node],
             raise mapped from None
 
     return run
+
+
+def inline_call(caller: Callable, callee: Callable, name: str) -> Callable:
+    """`caller` with its one statement `name(a, b, ...)` replaced by the body of
+    `callee(self, a, b, ...)`, every `return` in that body becoming `continue`.
+
+    The statement must be directly inside a loop of `caller`, its arguments the names of
+    `callee`'s parameters after `self`, and `callee`'s returns bare and outside its own
+    loops; both are methods of one class, so `self` is shared. The result is compiled from
+    the two functions' own source lines, so tracebacks show them. Without source (a frozen
+    build) `caller` is returned as it is.
+
+    Raises:
+      ValueError: the functions do not have that form.
+    """
+    try:
+        caller_def = _function_ast(caller)
+        callee_def = _function_ast(callee)
+    except (OSError, TypeError):
+        return caller
+    body = callee_def.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    params = [a.arg for a in callee_def.args.args[1:]]
+    body = [_ReturnToContinue().visit(st) for st in body]
+    splice = _Splice(name, params, body)
+    splice.visit(caller_def)
+    if splice.found != 1:
+        raise ValueError(f"{caller.__qualname__} must call {name}({', '.join(params)}) "
+                         "once, as a statement inside a loop")
+    caller_def.decorator_list = []
+    module = ast.fix_missing_locations(ast.Module(body=[caller_def], type_ignores=[]))
+    code = compile(module, inspect.getsourcefile(caller) or "<inline_call>", "exec",
+                   flags=__future__.annotations.compiler_flag, dont_inherit=True)
+    namespace: dict = {}
+    exec(code, caller.__globals__, namespace)  # noqa: S102
+    fn = namespace[caller_def.name]
+    fn.__qualname__ = caller.__qualname__
+    fn.__doc__ = caller.__doc__
+    return fn
+
+
+def _function_ast(fn: Callable) -> ast.FunctionDef:
+    """The definition of `fn`, at its own lines and columns of its source file."""
+    lines, first = inspect.getsourcelines(fn)
+    source = "".join(lines)
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    tree = ast.parse(textwrap.dedent(source))
+    ast.increment_lineno(tree, first - 1)
+    for node in ast.walk(tree):
+        if hasattr(node, "col_offset"):
+            node.col_offset += indent
+            if getattr(node, "end_col_offset", None) is not None:
+                node.end_col_offset += indent
+    (definition,) = tree.body
+    return definition
+
+
+class _ReturnToContinue(ast.NodeTransformer):
+    """`return` -> `continue` (of the caller's loop); refuses what would change meaning."""
+
+    def visit_Return(self, node: ast.Return) -> ast.AST:
+        if node.value is not None:
+            raise ValueError(f"line {node.lineno}: an inlined body must return nothing")
+        return ast.copy_location(ast.Continue(), node)
+
+    def _refuse_returns(self, node: ast.AST) -> ast.AST:
+        if any(isinstance(n, ast.Return) for n in ast.walk(node)):
+            raise ValueError(f"line {node.lineno}: a return inside a loop of an inlined body")
+        return node
+
+    visit_For = visit_While = _refuse_returns
+
+    def _keep(self, node: ast.AST) -> ast.AST:  # a nested function keeps its returns
+        return node
+
+    visit_FunctionDef = visit_Lambda = visit_AsyncFunctionDef = _keep
+
+
+class _Splice(ast.NodeTransformer):
+    """Replaces the statement `name(params...)` inside a loop by `body`."""
+
+    def __init__(self, name: str, params: list[str], body: list[ast.stmt]):
+        self.name, self.params, self.body = name, params, body
+        self.found = 0
+        self.in_loop = 0
+
+    def _loop(self, node: ast.AST) -> ast.AST:
+        self.in_loop += 1
+        self.generic_visit(node)
+        self.in_loop -= 1
+        return node
+
+    visit_For = visit_While = _loop
+
+    def visit_Expr(self, node: ast.Expr):
+        call = node.value
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                and call.func.id == self.name):
+            return node
+        args = [a.id if isinstance(a, ast.Name) else None for a in call.args]
+        if not self.in_loop or args != self.params or call.keywords:
+            raise ValueError(f"line {node.lineno}: {self.name} must be called as "
+                             f"{self.name}({', '.join(self.params)}) inside a loop")
+        self.found += 1
+        return self.body
