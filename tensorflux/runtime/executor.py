@@ -403,10 +403,11 @@ class _Run:
         ready = self.ready
         popleft = ready.popleft
         process = self._process
+        ctx = self.ctx
         while True:
             while ready and self.error is None:
                 it, frame, i = popleft()
-                process(it, frame, i)
+                process(it, frame, i, ctx, ready)
             if self.in_flight == 0:
                 break
             self._wait_one()
@@ -465,12 +466,13 @@ class _Run:
                 self.ctx.cancellation.start_cancel()
 
     # ---- running one node ---------------------------------------------------------------
-    def _process(self, it: _Item, frame: _Frame, i: int) -> None:
-        """Runs one ready node: takes (and releases) its inputs, runs its kernel unless it
-        is dead, and completes it. A plain node (_Item.plain) runs right here, anything
-        else is started by `_start`; the live outputs of a fast node (_Item.fast) are
-        stored and counted down here, the rest completed by `_complete`. This is the
-        driver loop's hot path, at about 0.7 us a node."""
+    def _process(self, it: _Item, frame: _Frame, i: int, ctx, ready: deque) -> None:
+        """Runs one ready node (`ctx` and `ready` are the step's context and ready queue):
+        takes (and releases) its inputs, runs its kernel unless it is dead, and completes
+        it. A plain node (_Item.plain) runs right here, anything else is started by
+        `_start`; the live outputs of a fast node (_Item.fast) are stored and counted down
+        here, the rest completed by `_complete`. This is the driver loop's hot path, at
+        about 0.7 us a node."""
         st = frame.iterations[i]
         entries = st.entries
         uses = st.uses
@@ -486,7 +488,7 @@ class _Run:
                 self._complete(it, frame, i, None, True)
                 return
             try:
-                out = it.kernel(self.ctx, *inputs)
+                out = it.kernel(ctx, *inputs)
             except BaseException as e:  # noqa: BLE001 - reported as the step's error
                 self._fail(e, it)
                 return
@@ -512,7 +514,7 @@ class _Run:
             pending[d] = p
             if p == 0:
                 started += 1
-                self.ready.append((dst, frame, i))
+                ready.append((dst, frame, i))
         if started:
             st.outstanding_ops += started
             if st.outstanding_ops == 0 and st.outstanding_frames == 0:
