@@ -103,11 +103,14 @@ class Emitter:
         self.line_nodes: dict[int, Node] = {}
         self._sent: dict[tuple, str] = {}
         self._used: set[str] = set()
+        self._fresh = itertools.count()
 
     def _suffix(self, n: Node) -> str:
-        s = str(n.id) if n.id >= 0 else f"x{len(self._used)}"
+        """The node's id (as the step graph numbers it), or a fresh name if that is taken
+        (a node made at run time, or two copies of one node)."""
+        s = str(n.id) if n.id >= 0 else "x0"
         while s in self._used:
-            s = f"x{len(self._used)}"
+            s = f"x{next(self._fresh)}"
         self._used.add(s)
         return s
 

@@ -6,8 +6,9 @@ per node. For a loop whose frame holds only cheap synchronous kernels and no nes
 flow, one valid schedule is simply sequential: iteration after iteration, each node once,
 in a topological order. `compile_loops` finds such frames in a partition and replaces each
 (its Enters, the nodes of the frame and its Exits) by one `_CompiledLoop` node of the parent
-frame: inputs the Enters' inputs, outputs the Exits' values, control inputs the Enters'.
-Its kernel is generated Python, like the static executor's (static_executor.py):
+frame: inputs the Enters' inputs, outputs the Exits' values, control inputs the Enters'
+(the op is defined in ops/runtime_ops.py; its kernel, kernels/cpu/runtime_ops.py, calls the
+node's `body`). The body is generated Python, like the static executor's:
 
     def loop(ctx, e0, e1, c0):           # loop variables, then loop invariants
         m0 = e0; m1 = e1

@@ -13,7 +13,7 @@ from tensorflux.ops import control_flow_ops as cf
 from tensorflux.runtime import codegen, executor, frame_analysis, partition
 from tensorflux.runtime.executor import Executor
 from tensorflux.runtime.static_executor import StaticExecutor
-from tensorflux.runtime.step_graph import StepGraph
+from tensorflux.runtime.step_graph import Node, StepGraph
 
 
 def _parts(sess):
@@ -33,6 +33,36 @@ def _compiled_loop_names(sess):
 
 def _run_direct(ex, device, args=()):
     return ex.run(KernelContext(0, device, args=list(args), runner=device.runner))
+
+
+# ---- the emitter ---------------------------------------------------------------------------
+
+def _node(id_, name, op, inputs=(), attrs=None, outputs=1):
+    n = Node(name, op, dict(attrs or {}), list(inputs), [], [tf.float32] * outputs)
+    n.id = id_
+    return n
+
+
+def test_the_emitter_folds_consts_inlines_templates_and_calls_kernels():
+    f32 = {"T": tf.float32}
+    c = _node(0, "c", "Const", attrs={"value": np.array(2.0, np.float32), "dtype": tf.float32})
+    a = _node(1, "a", "_Arg", attrs={"index": 0, "T": tf.float32})
+    ident = _node(2, "i", "Identity", [(a, 0)], f32)
+    add = _node(3, "s", "Add", [(ident, 0), (c, 0)], f32)
+    wrapped = []
+    for wrapper in (None, lambda n, kdef, compute: (wrapped.append(n.name), compute)[1]):
+        em = codegen.Emitter("CPU", wrapper, scalar_consts=True)
+        em.add("def f(ctx, args):", 0)
+        statements = [st for n in (c, a, ident, add) if (st := em.statement(n)) is not None]
+        assert [st.text for st in statements] == ["v1 = args[0]", "v2 = v1",
+                                                   "v3 = k3(ctx, v2, v0)"]
+        assert type(em.env["v0"]) is np.float32  # a 0-d Const as a NumPy scalar
+        em.add_straight(statements, keep={"v3"})
+        em.add("return v3")
+        fn, source, _ = em.compile("f", "test")
+        assert "del v1" in source and "del v2" in source and "del v3" not in source
+        assert fn(None, [np.float32(1.5)]) == 3.5
+    assert wrapped == ["i", "s"]  # an unchanged kernel is still inlined
 
 
 # ---- the line -> node map ----------------------------------------------------------------
