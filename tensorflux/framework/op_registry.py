@@ -90,6 +90,10 @@ class OpDef:
     allows_uninitialized_input: bool = False
     is_commutative: bool = False
     control_flow: bool = False  # Switch, Merge, Enter, Exit, NextIteration, LoopCond
+    # How the dataflow executor treats the op's outputs (runtime/executor.py's header):
+    # "merge", "enter", "exit", "next_iteration", "dead_aware" (runs on dead inputs: _Send
+    # forwards deadness, ControlTrigger is never dead), or None (an ordinary op).
+    flow_kind: str | None = None
     broadcasts: bool = False  # inputs broadcast: the gradient driver sums grads back
     extras: dict = field(default_factory=dict)
     module: str | None = None  # the module that called define_op: `tensorflux.ops.<family>`
@@ -249,7 +253,7 @@ def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()
         the placer's cost model (runtime/cost_model.py) charges it the per-node overhead only.
       flops: the name of the cost model's FLOP formula for the op's kernel ("matmul",
         "conv2d", "pool"); ops without one are costed by the bytes they read and write.
-      **flags: `is_commutative`, `allows_uninitialized_input`, `control_flow`.
+      **flags: `is_commutative`, `allows_uninitialized_input`, `control_flow`, `flow_kind`.
 
     The calling module is recorded as `OpDef.module` (tests/test_layout.py checks that it is
     `tensorflux.ops.<family>` and that the kernels come from `tensorflux.kernels.cpu.<family>`).

@@ -78,18 +78,20 @@ define_op("Switch", inputs=["data: T", "pred: bool"], outputs=["output_false: T"
                                                                  "output_true: T"],
           attrs=["T: type"], shape_fn=_switch_shape, control_flow=True)
 define_op("Merge", inputs=["inputs: N * T"], outputs=["output: T", "value_index: int32"],
-          attrs=["T: type", "N: int >= 1"], shape_fn=_merge_shape, control_flow=True)
+          attrs=["T: type", "N: int >= 1"], shape_fn=_merge_shape, control_flow=True,
+          flow_kind="merge")
 define_op("Enter", inputs=["data: T"], outputs=["output: T"],
           attrs=["T: type", "frame_name: string", "is_constant: bool = false",
                  "parallel_iterations: int = 10"],
-          shape_fn=_enter_shape, control_flow=True)
+          shape_fn=_enter_shape, control_flow=True, flow_kind="enter")
 define_op("Exit", inputs=["data: T"], outputs=["output: T"], attrs=["T: type"],
-          shape_fn=common_shapes.unchanged, control_flow=True)
+          shape_fn=common_shapes.unchanged, control_flow=True, flow_kind="exit")
 define_op("NextIteration", inputs=["data: T"], outputs=["output: T"], attrs=["T: type"],
-          shape_fn=common_shapes.unchanged, control_flow=True)
+          shape_fn=common_shapes.unchanged, control_flow=True, flow_kind="next_iteration")
 define_op("LoopCond", inputs=["input: bool"], outputs=["output: bool"],
           shape_fn=_loop_cond_shape, control_flow=True)
-define_op("ControlTrigger", shape_fn=lambda op: [], control_flow=True)
+define_op("ControlTrigger", shape_fn=lambda op: [], control_flow=True,
+          flow_kind="dead_aware")
 not_differentiable("ControlTrigger")
 # The gradients of the others are in control_flow_grad.py (they depend on the contexts).
 

@@ -1,6 +1,8 @@
-"""Ops the runtime inserts into step graphs: feeds (_Arg) and transfers (_Send, _Recv).
+"""Ops the runtime inserts into step graphs: feeds (_Arg), transfers (_Send, _Recv) and
+compiled loops (_CompiledLoop).
 
-They never appear in a user's Graph; the Session's step builder and the partitioner add them.
+They never appear in a user's Graph; the Session's step builder, the partitioner and the
+executor's loop compiler (runtime/compiled_loops.py) add them.
 """
 
 from __future__ import annotations
@@ -14,10 +16,16 @@ define_op("_Send", inputs=["tensor: T"],
           attrs=["T: type", "tensor_name: string", "send_device: string",
                  "send_device_incarnation: int", "recv_device: string",
                  "client_terminated: bool = false"],
-          shape_fn=lambda op: [], stateful=True)
+          shape_fn=lambda op: [], stateful=True, flow_kind="dead_aware")
 define_op("_Recv", outputs=["tensor: tensor_type"],
           attrs=["tensor_type: type", "tensor_name: string", "send_device: string",
                  "send_device_incarnation: int", "recv_device: string",
                  "client_terminated: bool = false"],
           shape_fn=common_shapes.unknown, stateful=True)
-not_differentiable("_Arg", "_Send", "_Recv")
+# One cheap while loop (its Enters, frame and Exits) as one node: inputs the loop variables
+# and invariants' Enter inputs, outputs the Exits' values. `body` holds the generated Python
+# function that runs it; the kernel calls it.
+define_op("_CompiledLoop", inputs=["inputs: Tin"], outputs=["outputs: Tout"],
+          attrs=["Tin: list(type) >= 0", "Tout: list(type) >= 0", "body: func"],
+          shape_fn=common_shapes.unknown, stateful=True)
+not_differentiable("_Arg", "_Send", "_Recv", "_CompiledLoop")

@@ -6,8 +6,9 @@ per node. For a loop whose frame holds only cheap synchronous kernels and no nes
 flow, one valid schedule is simply sequential: iteration after iteration, each node once,
 in a topological order. `compile_loops` finds such frames in a partition and replaces each
 (its Enters, the nodes of the frame and its Exits) by one `_CompiledLoop` node of the parent
-frame: inputs the Enters' inputs, outputs the Exits' values, control inputs the Enters'.
-Its kernel is generated Python, like the static executor's (static_executor.py):
+frame: inputs the Enters' inputs, outputs the Exits' values, control inputs the Enters'
+(the op is defined in ops/runtime_ops.py; its kernel, kernels/cpu/runtime_ops.py, calls the
+node's `body`). The body is generated Python, like the static executor's:
 
     def loop(ctx, e0, e1, c0):           # loop variables, then loop invariants
         m0 = e0; m1 = e1
@@ -25,23 +26,24 @@ once on the thread pool, which only the dataflow executor does) and not Send/Rec
 frames are compiled first, so an eligible inner loop becomes one node of its outer loop.
 A loop whose inputs are dead (on an untaken cond branch) is dead as a whole, as its Exits
 would be. Results equal the dataflow executor's; tests run both (`enabled`, from
-`ExecOptions.compile_loops`).
+`ExecOptions.compile_loops`). The statements and the line -> node map of the generated code
+are codegen.py's, shared with the static executor; this module owns which frames qualify
+and the loop's structure.
 """
 
 from __future__ import annotations
 
-import itertools
 import time
 
 import numpy as np
 
 from tensorflux.framework import errors
 from tensorflux.kernels import registry as kernel_registry
+from tensorflux.runtime import codegen, frame_analysis
 from tensorflux.runtime.step_graph import Node, topological_order
 
 _COMPILED_OP = "_CompiledLoop"
 _CHECK_EVERY = 256  # iterations between cancellation / deadline checks
-_counter = itertools.count()
 _ENTER, _EXIT = ("Enter", "RefEnter"), ("Exit", "RefExit")
 _MERGE, _SWITCH = ("Merge", "RefMerge"), ("Switch", "RefSwitch")
 _NEXT = ("NextIteration", "RefNextIteration")
@@ -54,56 +56,20 @@ class _Ineligible(Exception):
     pass
 
 
-def _frames(nodes: list[Node]):
-    """(static frame of every node, parent of every frame), breadth first from the sources
-    as the executor assigns them; None when the graph is malformed (the executor reports)."""
-    consumers: dict[Node, list[Node]] = {n: [] for n in nodes}
-    for n in nodes:
-        for src, _ in n.inputs:
-            if src in consumers:
-                consumers[src].append(n)
-        for c in n.control_inputs:
-            if c in consumers:
-                consumers[c].append(n)
-    frame_of: dict[Node, str] = {}
-    parent: dict[str, str] = {}
-    work = [n for n in nodes if not n.inputs and not n.control_inputs]
-    for n in work:
-        frame_of[n] = ""
-    k = 0
-    while k < len(work):
-        n = work[k]
-        k += 1
-        f = frame_of[n]
-        if n.op in _ENTER:
-            out = n.attrs.get("frame_name", "")
-            parent.setdefault(out, f)
-        elif n.op in _EXIT:
-            if f not in parent:
-                return None
-            out = parent[f]
-        else:
-            out = f
-        for c in consumers[n]:
-            if c not in frame_of:
-                frame_of[c] = out
-                work.append(c)
-    if len(frame_of) != len(nodes):
-        return None
-    return frame_of, parent, consumers
-
-
 def compile_loops(nodes: list[Node], fetches: list[tuple[Node, int]], device_type: str,
                   kernel_wrapper=None, enabled: bool = True):
     """`nodes` and `fetches` with every eligible loop frame replaced by a `_CompiledLoop`
     node (new Node objects where inputs change; the given ones are not modified). With
-    `enabled` false they are returned unchanged (every loop on the frame machinery)."""
+    `enabled` false, or a malformed graph (the executor reports it), they are returned as
+    they are."""
     if not enabled or not any(n.op in _ENTER for n in nodes):
         return nodes, fetches
-    analysis = _frames(nodes)
-    if analysis is None:
+    try:
+        analysis = frame_analysis.analyze(nodes)
+    except errors.InvalidArgumentError:
         return nodes, fetches
-    frame_of, parent, _ = analysis
+    frame_of = analysis.frame_of
+    parent = {f: p for f, p in analysis.parent.items() if p is not None}
     # Work on copies: the partition's nodes are shared with other executors of the step.
     copy = {n: _clone(n) for n in nodes}
     for n in copy.values():
@@ -165,6 +131,7 @@ class _LoopSpec:
 
     def __init__(self, frame: str, nodes: list[Node], frame_of: dict, device_type: str):
         self.frame = frame
+        self.device_type = device_type
         members = [n for n in nodes if frame_of.get(n) == frame]
         enters = [n for n in nodes if n.op in _ENTER and n.attrs.get("frame_name") == frame]
         consumers: dict[Node, list[tuple[Node, int]]] = {n: [] for n in members + enters}
@@ -284,88 +251,65 @@ class _LoopSpec:
 
     # ---- code generation ------------------------------------------------------------------
     def build(self, kernel_wrapper) -> Node:
-        env: dict = {"_time": time, "_errors": errors, "_CHECK": _CHECK_EVERY - 1}
-        names: dict[tuple[Node, int], str] = {}
+        """The `_CompiledLoop` node running this loop: its kernel is the generated `loop`."""
+        em = codegen.Emitter(self.device_type, kernel_wrapper, scalar_consts=True)
+        em.env.update(_CHECK=_CHECK_EVERY - 1, _scalar=_scalar, _deadline=_deadline,
+                      _check=_check)
         params = []
         for k, e in enumerate(self.var_enters):
-            m = self.merge_of_enter[e]
-            names[(m, 0)] = f"m{k}"
+            em.names[(self.merge_of_enter[e], 0)] = f"m{k}"
             params.append(f"e{k}")
         for k, e in enumerate(self.const_enters):
-            names[(e, 0)] = f"c{k}"
+            em.names[(e, 0)] = f"c{k}"
             params.append(f"c{k}")
         for s, m in self.switch_merge.items():
-            names[(s, 0)] = names[(s, 1)] = names[(m, 0)]
-        lines = [f"def loop(ctx{''.join(', ' + p for p in params)}):"]
-        lines += [f"    {p} = _scalar({p})" for p in params]
-        lines += [f"    m{k} = e{k}" for k in range(len(self.var_enters))]
-        lines += ["    cm = ctx.cancellation", "    limit = _deadline(ctx)", "    n = 0",
-                  "    while True:"]
-        line_nodes: dict[int, Node] = {}
-        for n in self.head:
-            self._emit(n, names, env, lines, line_nodes, kernel_wrapper)
-        pred = names[self.loop_cond.inputs[0]]
-        exits = [names[(x.inputs[0][0], 0)] for x in self.exits]
+            em.names[(s, 0)] = em.names[(s, 1)] = em.names[(m, 0)]
+        em.add(f"def loop(ctx{''.join(', ' + p for p in params)}):", 0)
+        for p in params:
+            em.add(f"{p} = _scalar({p})")
+        for k in range(len(self.var_enters)):
+            em.add(f"m{k} = e{k}")
+        for line in ("cm = ctx.cancellation", "limit = _deadline(ctx)", "n = 0",
+                     "while True:"):
+            em.add(line)
+        self._emit(em, self.head)
+        exits = [em.names[(x.inputs[0][0], 0)] for x in self.exits]
         ret = exits[0] if len(exits) == 1 else "(" + "".join(e + ", " for e in exits) + ")"
-        lines += [f"        if not {pred}:", f"            return {ret if exits else 'None'}"]
-        for n in self.body:
-            self._emit(n, names, env, lines, line_nodes, kernel_wrapper)
-        nexts = [names[self.next_of_merge[m].inputs[0]] for m in self.merges]
-        lines.append("        " + "".join(f"m{k}, " for k in range(len(nexts))) + "= " +
-                     "".join(v + ", " for v in nexts))
-        lines += ["        n += 1", "        if not n & _CHECK:", "            _check(cm, limit)"]
-        env["_scalar"] = _scalar
-        env["_deadline"] = _deadline
-        env["_check"] = _check
-        source = "\n".join(lines) + "\n"
-        filename = f"<tensorflux loop {self.frame} {next(_counter)}>"
-        namespace: dict = {}
-        exec(compile(source, filename, "exec"), env, namespace)  # noqa: S102
-        fn = _with_node_errors(namespace["loop"], filename, line_nodes)
-        inputs = [e.inputs[0] for e in self.var_enters + self.const_enters]
-        controls = list(dict.fromkeys(c for e in self.var_enters + self.const_enters
-                                      for c in e.control_inputs))
+        em.add(f"if not {em.names[self.loop_cond.inputs[0]]}:", 2)
+        em.add(f"return {ret if exits else 'None'}", 3)
+        self._emit(em, self.body)
+        nexts = [em.names[self.next_of_merge[m].inputs[0]] for m in self.merges]
+        em.add("".join(f"m{k}, " for k in range(len(nexts))) + "= " +
+               "".join(v + ", " for v in nexts), 2)
+        for line, indent in (("n += 1", 2), ("if not n & _CHECK:", 2),
+                             ("_check(cm, limit)", 3)):
+            em.add(line, indent)
+        fn, source, filename = em.compile("loop", f"loop {self.frame}")
+        fn = codegen.with_node_errors(fn, filename, em.line_nodes, lambda n: n.device)
+        return self._node(fn, source)
+
+    @staticmethod
+    def _emit(em: codegen.Emitter, nodes: list[Node]) -> None:
+        """One statement per node, inside the `while` (no liveness: rebound each time)."""
+        for n in nodes:
+            st = em.statement(n)
+            if st is not None:
+                em.add(st.text, 2, n)
+
+    def _node(self, fn, source: str) -> Node:
+        enters = self.var_enters + self.const_enters
+        inputs = [e.inputs[0] for e in enters]
+        controls = list(dict.fromkeys(c for e in enters for c in e.control_inputs))
         first = self.var_enters[0]
-        node = Node(f"{self.frame}/_compiled_loop", _COMPILED_OP, {"_loop": fn,
-                                                                   "_source": source},
-                    inputs, controls, [x.output_dtypes[0] for x in self.exits],
-                    first.requested_device, first.traceback)
+        out_dtypes = [x.output_dtypes[0] for x in self.exits]
+        attrs = {"Tin": [e.output_dtypes[0] for e in enters], "Tout": out_dtypes,
+                 "body": fn, "_source": source}
+        node = Node(f"{self.frame}/_compiled_loop", _COMPILED_OP, attrs, inputs, controls,
+                    out_dtypes, first.requested_device, first.traceback)
         node.device = first.device
         node.output_shapes = [x.output_shapes[0] if x.output_shapes else None
                               for x in self.exits]
         return node
-
-    def _emit(self, n: Node, names, env, lines, line_nodes, kernel_wrapper) -> None:
-        args = [names[e] for e in n.inputs]
-        outs = [f"v{id(n)}_{k}" for k in range(len(n.output_dtypes))]
-        for k, o in enumerate(outs):
-            names[(n, k)] = o
-        kdef = self.kdefs[n]
-        if n.op == "Const":
-            value = n.attrs["value"]
-            # A 0-d number as a NumPy scalar (the form a ufunc returns for 0-d inputs, so
-            # kernels meet both anyway): scalar kernels take their fast path.
-            if getattr(value, "ndim", None) == 0 and value.dtype.kind in "biufc":
-                value = value[()]
-            env[outs[0]] = value
-            return
-        compute = kdef.factory(n)
-        wrapped = kernel_wrapper(n, kdef, compute) if kernel_wrapper else compute
-        if kdef.inline is not None and wrapped is compute:
-            if kdef.inline == "":
-                return
-            expr = kdef.inline.format(*args)
-        else:
-            kname = f"k{id(n)}"
-            env[kname] = wrapped
-            expr = f"{kname}(ctx{''.join(', ' + a for a in args)})"
-        if not outs:
-            lines.append(f"        {expr}")
-        elif len(outs) == 1:
-            lines.append(f"        {outs[0]} = {expr}")
-        else:
-            lines.append(f"        {', '.join(outs)}, = {expr}")
-        line_nodes[len(lines)] = n
 
 
 def _topological(nodes: list[Node]) -> list[Node]:
@@ -395,30 +339,3 @@ def _check(cm, limit) -> None:
     if limit is not None and time.monotonic() > limit:
         raise errors.DeadlineExceededError(None, None, "Timed out waiting for the step to "
                                            "complete")
-
-
-def _with_node_errors(fn, filename: str, line_nodes: dict):
-    """`fn`, re-raising a kernel failure as ExecutorError naming the inner node."""
-    from tensorflux.runtime.executor import ExecutorError
-
-    def run(ctx, *inputs):
-        try:
-            return fn(ctx, *inputs)
-        except Exception as e:  # noqa: BLE001 - re-raised with the failing node attached
-            tb = e.__traceback__
-            line = None
-            while tb is not None:
-                if tb.tb_frame.f_code.co_filename == filename:
-                    line = tb.tb_lineno
-                tb = tb.tb_next
-            node = line_nodes.get(line)
-            if node is None:
-                raise
-            raise ExecutorError(node, node.device, e) from None
-
-    return run
-
-
-@kernel_registry.kernel_factory(_COMPILED_OP, device=("CPU", "GPU"))
-def _compiled_loop(node: Node):
-    return node.attrs["_loop"]

@@ -27,6 +27,11 @@ iteration as their node, except:
     `parallel_iterations` iterations of a frame are outstanding; a NextIteration that would
     start one more is held in `next_iter_roots` until the oldest iteration finishes.
 
+Op kinds. How a node's outputs travel is its op definition's `flow_kind` (define_op in
+ops/control_flow_ops.py and ops/runtime_ops.py), read once per node when the executor is
+built: "merge", "enter", "exit", "next_iteration", "dead_aware", or none (NORMAL). Frames are
+assigned by frame_analysis.analyze, the analysis the loop compiler reads too.
+
 Dead values. An output is DEAD when a Switch did not take it. A non-Merge node with a dead data
 or control input is dead: it skips its kernel and all its outputs are DEAD (except _Send, which
 forwards the deadness to its Recv, and ControlTrigger, which is never dead: gradient loops use
@@ -39,6 +44,13 @@ Completion. An iteration is done when it has no outstanding nodes or child frame
 frame has received all its Enter inputs (iteration 0) or its previous iteration is done;
 finished iterations are dropped at once, freeing their values. A frame is done when all its
 iterations are. The step is done when nothing is ready or in flight.
+
+The driver loop (`_Run._loop`) pops ready nodes and hands each to `_Run._process`, the one
+place a node runs; `_process` completes the common case itself (a plain op whose live
+outputs stay in its frame and feed no Merge: `_Item.fast`) and everything else through
+`_complete`/`_propagate`. A call per node would cost about a tenth of the executor's time,
+so the loop that runs is generated from the two as written: `_loop` with `_process`'s body
+in place of the call (codegen.inline_call; `_Run._loop_by_calls` is the loop as written).
 """
 
 from __future__ import annotations
@@ -52,19 +64,17 @@ from threading import get_ident
 from tensorflux.framework import errors
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.registry import DEAD
-from tensorflux.runtime import compiled_loops
+from tensorflux.runtime import codegen, compiled_loops, frame_analysis
+from tensorflux.runtime.codegen import ExecutorError
+from tensorflux.runtime.frame_analysis import flow_kind, is_control_flow
 from tensorflux.runtime.step_graph import Node
 
 NORMAL, MERGE, ENTER, EXIT, NEXT_ITERATION, DEAD_AWARE = range(6)
+# The executor's view of each op's `flow_kind` (its definition's attribute; see above).
+_KIND_OF_FLOW = {None: NORMAL, "merge": MERGE, "enter": ENTER, "exit": EXIT,
+                 "next_iteration": NEXT_ITERATION, "dead_aware": DEAD_AWARE}
 _CALLING = object()  # an asynchronous kernel call that has not returned or called back yet
 _PENDING = object()  # an asynchronous kernel's result is not (or not only) for the caller
-_KINDS = {"Merge": MERGE, "RefMerge": MERGE, "Enter": ENTER, "RefEnter": ENTER,
-          "Exit": EXIT, "RefExit": EXIT, "NextIteration": NEXT_ITERATION,
-          "RefNextIteration": NEXT_ITERATION, "_Send": DEAD_AWARE, "_HostSend": DEAD_AWARE,
-          "ControlTrigger": DEAD_AWARE}
-CONTROL_FLOW_OPS = frozenset(("Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter",
-                              "Exit", "RefExit", "NextIteration", "RefNextIteration",
-                              "LoopCond", "ControlTrigger"))
 
 
 class _FrameInfo:
@@ -89,11 +99,11 @@ class _Item:
     __slots__ = ("node", "kernel", "is_async", "expensive", "kind", "frame", "out_frame",
                  "local", "in_slots", "out_base", "num_outputs", "out_edges", "num_data_inputs",
                  "enter_frame", "is_constant", "parallel_iterations", "is_enter", "fast",
-                 "fast_async", "fast_edges", "lone_exit")
+                 "plain", "fast_edges", "lone_exit")
 
     def __init__(self, node: Node):
         self.node = node
-        self.kind = _KINDS.get(node.op, NORMAL)
+        self.kind = _KIND_OF_FLOW[flow_kind(node.op)]
         self.is_enter = self.kind == ENTER
         self.enter_frame = node.attrs.get("frame_name", "") if self.is_enter else ""
         self.is_constant = bool(node.attrs.get("is_constant", False))
@@ -139,16 +149,6 @@ class _Frame:
             f"{parent.frame_id};{parent_iter};{info.name}".encode())
 
 
-class ExecutorError(Exception):
-    """A kernel failure, carrying the node it happened in."""
-
-    def __init__(self, node: Node, device: str, cause: BaseException):
-        super().__init__(str(cause))
-        self.node = node
-        self.device = device
-        self.cause = cause
-
-
 class Executor:
     """Runs the nodes of one partition graph on one device, in dataflow order.
 
@@ -158,9 +158,8 @@ class Executor:
       fetches: (node, output index) pairs whose values `run` returns, in order.
       kernel_wrapper: optional `wrap(node, kdef, compute) -> compute`, applied once per node
         when the executor is built (tracing and memory accounting; see runtime/tracing.py).
-      straight_line: partitions that qualify run their nodes in one precomputed order
-        while every asynchronous kernel completes at once (`_run_straight`).
-      compile_loops: cheap loop frames run as one generated `while` (compiled_loops.py).
+      straight_line: run a qualifying partition in one fixed order (`_run_straight`).
+      compile_loops: run cheap loop frames as generated code (compiled_loops.py).
     """
 
     def __init__(self, nodes: list[Node], device, fetches: list[tuple[Node, int]],
@@ -190,17 +189,16 @@ class Executor:
                 item_of[c].out_edges.append((it, -1))
         self.frames = _analyze_frames(self.items, item_of)
         for it in self.items:
-            # The common case, run by the driver loop without any helper call: a synchronous
-            # kernel of a plain op whose outputs stay in its frame and feed no Merge.
-            # (LoopCond qualifies: it forwards its input and cannot make a dead output.)
-            it.fast = (it.kind == NORMAL and not it.is_async and not it.expensive
-                       and (it.node.op not in CONTROL_FLOW_OPS or it.node.op == "LoopCond")
+            # The common case, completed by `_Run._process` itself: a plain op whose live
+            # outputs stay in its frame and feed no Merge, so they are stored and counted
+            # down without `_complete`/`_propagate`. (LoopCond qualifies: it forwards its
+            # input and cannot make a dead output; an asynchronous kernel does when it calls
+            # back before returning.)
+            it.fast = (it.kind == NORMAL
+                       and (not is_control_flow(it.node.op) or it.node.op == "LoopCond")
                        and all(dst.kind != MERGE for dst, _ in it.out_edges))
-            # The same for an asynchronous kernel (a queue or reader op, a _Recv): when it
-            # calls back before returning, its outputs are stored and propagated inline.
-            it.fast_async = (it.kind == NORMAL and it.is_async
-                             and it.node.op not in CONTROL_FLOW_OPS
-                             and all(dst.kind != MERGE for dst, _ in it.out_edges))
+            # A fast node with a cheap synchronous kernel runs without `_Run._start`.
+            it.plain = it.fast and not it.is_async and not it.expensive
             # A dead value reaching an Exit that has no other input is recorded at once:
             # it happens every iteration, and only the frame's end looks at it.
             it.lone_exit = (it.kind == EXIT and it.num_data_inputs == 1
@@ -271,44 +269,17 @@ class Executor:
 
 
 def _analyze_frames(items: list[_Item], item_of: dict[Node, _Item]) -> dict[str, _FrameInfo]:
-    """Assigns every node its static frame, local id and entry slots (breadth first)."""
-    frames: dict[str, _FrameInfo] = {"": _FrameInfo("", None)}
-    seen: set[_Item] = set()
-    work = deque(it for it in items if not it.node.inputs and not it.node.control_inputs)
-    for it in work:
-        it.frame = frames[""]
-        seen.add(it)
-    while work:
-        it = work.popleft()
-        info = it.frame
-        if it.kind == ENTER:
-            out = frames.get(it.enter_frame)
-            if out is None:
-                out = frames[it.enter_frame] = _FrameInfo(it.enter_frame, info.name)
-            out.num_enters += 1
-        elif it.kind == EXIT:
-            if info.parent is None:
-                raise errors.InvalidArgumentError(
-                    None, None, f"Exit node {it.node.name} is not inside a while loop frame")
-            out = frames[info.parent]
-        else:
-            out = info
-        it.out_frame = out
-        for dst, _ in it.out_edges:
-            if dst in seen:
-                if dst.frame is not out and dst.kind != MERGE:
-                    raise errors.InvalidArgumentError(
-                        None, None, f"Node {dst.node.name} has inputs from different frames: "
-                        f"'{dst.frame.name}' and '{out.name}'")
-                continue
-            dst.frame = out
-            seen.add(dst)
-            work.append(dst)
+    """Assigns every node its static frame (frame_analysis.analyze), local id and entry
+    slots."""
+    analysis = frame_analysis.analyze([it.node for it in items])
+    frames: dict[str, _FrameInfo] = {}
+    for name, parent in analysis.parent.items():  # parents first: in order of discovery
+        frames[name] = _FrameInfo(name, parent)
     for it in items:
-        if it not in seen:  # unreachable from any source: part of a cycle without an Enter
-            raise errors.InvalidArgumentError(
-                None, None, f"Node {it.node.name} is not reachable from any source (a cycle "
-                "without a while-loop frame?)")
+        it.frame = frames[analysis.frame_of[it.node]]
+        it.out_frame = frames[analysis.out_frame[it.node]]
+        if it.kind == ENTER:
+            it.out_frame.num_enters += 1
     for it in items:
         info = it.frame
         it.local = info.num_nodes
@@ -335,7 +306,7 @@ def _straight_schedule(ex: Executor) -> list | None:
     (item, input slots, first output slot, number of outputs, slots freed after it)."""
     items = ex.items
     if len(ex.frames) != 1 or not any(it.is_async for it in items) or any(
-            it.expensive or it.node.op in CONTROL_FLOW_OPS for it in items):
+            it.expensive or is_control_flow(it.node.op) for it in items):
         return None
     pending = list(ex.root_info.pending_init)
     order = list(ex.roots)
@@ -430,59 +401,17 @@ class _Run:
         return self._loop()
 
     def _loop(self) -> list:
+        """Runs ready nodes until none is ready or in flight; the fetched values. (Runs
+        generated with `_process` inlined: see the module docstring.)"""
         root_iter = self.root.iterations[0]
         ready = self.ready
+        popleft = ready.popleft
+        process = self._process
         ctx = self.ctx
         while True:
             while ready and self.error is None:
-                it, frame, i = ready.popleft()
-                if not it.fast and not it.fast_async:
-                    self._process(it, frame, i)
-                    continue
-                # Inline fast path (see _Item.fast): gather, release, run, store, propagate.
-                st = frame.iterations[i]
-                entries = st.entries
-                uses = st.uses
-                slots = it.in_slots
-                inputs = [entries[s] for s in slots]
-                for s in slots:
-                    u = uses[s] - 1
-                    uses[s] = u
-                    if u == 0:
-                        entries[s] = None
-                if st.dead[it.local]:
-                    self._complete(it, frame, i, None, True)
-                    continue
-                if it.fast_async:
-                    out = self._run_async(it, frame, i, inputs, True)
-                    if out is _PENDING:
-                        continue
-                else:
-                    try:
-                        out = it.kernel(ctx, *inputs)
-                    except BaseException as e:  # noqa: BLE001 - reported as the step's error
-                        self._fail(e, it)
-                        continue
-                n = it.num_outputs
-                if n == 1:
-                    entries[it.out_base] = out
-                elif n:
-                    if out is None or len(out) != n:
-                        self._complete(it, frame, i, out, False)  # reports the mismatch
-                        continue
-                    base = it.out_base
-                    for k in range(n):
-                        entries[base + k] = out[k]
-                pending = st.pending
-                for dst, d in it.fast_edges:
-                    p = pending[d] - 1
-                    pending[d] = p
-                    if p == 0:
-                        st.outstanding_ops += 1
-                        ready.append((dst, frame, i))
-                st.outstanding_ops -= 1
-                if st.outstanding_ops == 0 and st.outstanding_frames == 0:
-                    self._cleanup_iterations(frame, i)
+                it, frame, i = popleft()
+                process(it, frame, i, ctx, ready)
             if self.in_flight == 0:
                 break
             self._wait_one()
@@ -541,42 +470,97 @@ class _Run:
                 self.ctx.cancellation.start_cancel()
 
     # ---- running one node ---------------------------------------------------------------
-    def _process(self, it: _Item, frame: _Frame, i: int) -> None:
+    def _process(self, it: _Item, frame: _Frame, i: int, ctx, ready: deque) -> None:
+        """Runs one ready node (`ctx` and `ready` are the step's context and ready queue):
+        takes (and releases) its inputs, runs its kernel unless it is dead, and completes
+        it. A plain node (_Item.plain) runs right here, anything else is started by
+        `_start`; the live outputs of a fast node (_Item.fast) are stored and counted down
+        here, the rest completed by `_complete`. This is the driver loop's hot path, at
+        about 0.7 us a node."""
         st = frame.iterations[i]
         entries = st.entries
-        inputs = [entries[s] for s in it.in_slots]
+        uses = st.uses
+        slots = it.in_slots
+        inputs = [entries[s] for s in slots]
+        for s in slots:
+            u = uses[s] - 1
+            uses[s] = u
+            if u == 0:
+                entries[s] = None
+        if it.plain:
+            if st.dead[it.local]:
+                self._complete(it, frame, i, None, True)
+                return
+            try:
+                out = it.kernel(ctx, *inputs)
+            except BaseException as e:  # noqa: BLE001 - reported as the step's error
+                self._fail(e, it)
+                return
+        else:
+            out = self._start(it, frame, i, st, inputs)
+            if out is _PENDING:
+                return
+        # Live outputs of a fast node: the part of _complete and _propagate that applies.
+        n = it.num_outputs
+        if n == 1:
+            entries[it.out_base] = out
+        elif n:
+            if out is None or len(out) != n:
+                self._complete(it, frame, i, out, False)  # reports the mismatch
+                return
+            base = it.out_base
+            for k in range(n):
+                entries[base + k] = out[k]
+        pending = st.pending
+        started = -1  # this node is done; each consumer it makes ready is outstanding
+        for dst, d in it.fast_edges:
+            p = pending[d] - 1
+            pending[d] = p
+            if p == 0:
+                started += 1
+                ready.append((dst, frame, i))
+        if started:
+            st.outstanding_ops += started
+            if st.outstanding_ops == 0 and st.outstanding_frames == 0:
+                self._cleanup_iterations(frame, i)
+
+    def _start(self, it: _Item, frame: _Frame, i: int, st: _Iteration, inputs: list):
+        """Runs a node that is not plain (`_process` has taken its inputs): a dead one is
+        completed dead, an asynchronous kernel started, an expensive one sent to the pool
+        when other work is ready. Returns the live outputs of a fast node that ran at once,
+        else _PENDING (the node was completed here, or will be when its result comes)."""
         kind = it.kind
         if kind == MERGE:  # ready with one live input, or dead with none
             is_dead = not any(v is not None and v is not DEAD for v in inputs)
         else:
             is_dead = st.dead[it.local] > 0
-        self._release_inputs(it, st)
         if is_dead and kind != DEAD_AWARE:
             self._complete(it, frame, i, None, True)
-            return
-        ctx = self.ctx
+            return _PENDING
         if it.is_async:
-            self._run_async(it, frame, i, inputs, False)
-            return
+            return self._run_async(it, frame, i, inputs, it.fast)
         if it.expensive and (self.ready or self.in_flight):
             self.in_flight += 1
             self.ex.device.runner(self._run_on_pool, it, frame, i, inputs)
-            return
+            return _PENDING
         if kind == DEAD_AWARE or kind == NEXT_ITERATION or kind == EXIT:
-            ctx.frame_iter = (frame.frame_id, i)
+            self.ctx.frame_iter = (frame.frame_id, i)
         try:
-            outputs = it.kernel(ctx, *inputs)
+            outputs = it.kernel(self.ctx, *inputs)
         except BaseException as e:  # noqa: BLE001 - reported as the step's error
             self._fail(e, it)
-            return
+            return _PENDING
+        if it.fast:
+            return outputs
         self._complete(it, frame, i, outputs, False)
+        return _PENDING
 
     def _run_async(self, it: _Item, frame: _Frame, i: int, inputs: list, fast: bool):
         """Starts an asynchronous kernel. One that calls `done` before it returns, on this
         thread (a queue with room, a reader with a record at hand), completes inline;
         otherwise its result arrives through the completion queue. With `fast` (the
-        driver loop's inline path, see _Item.fast_async) a live result is returned for the
-        caller to store and propagate; anything else returns _PENDING."""
+        caller's inline path, see _Item.fast) a live result is returned for the caller to
+        store and propagate; anything else returns _PENDING."""
         self.in_flight += 1
         self.ctx.frame_iter = (frame.frame_id, i)
         outputs = _call_async(it, self.ctx, inputs, self.completions, self.driver, frame, i)
@@ -598,14 +582,6 @@ class _Run:
             self.completions.put((it, frame, i, None, e))
             return
         self.completions.put((it, frame, i, outputs, None))
-
-    def _release_inputs(self, it: _Item, st: _Iteration) -> None:
-        uses = st.uses
-        entries = st.entries
-        for s in it.in_slots:
-            uses[s] -= 1
-            if uses[s] == 0:
-                entries[s] = None
 
     # ---- propagating outputs ------------------------------------------------------------
     def _complete(self, it: _Item, frame: _Frame, i: int, outputs, is_dead: bool) -> None:
@@ -752,3 +728,8 @@ class _Run:
         st.outstanding_frames -= 1
         if st.outstanding_ops == 0 and st.outstanding_frames == 0:
             self._cleanup_iterations(parent, pi)
+
+
+# The driver loop that runs: `_loop` with the body of `_process` in place of its call.
+_Run._loop_by_calls = _Run._loop
+_Run._loop = codegen.inline_call(_Run._loop, _Run._process, "process")

@@ -11,8 +11,11 @@ emitted as one statement each,
 
 Values live in local variables and are released (`del`) right after their last use. A kernel
 failure is mapped back to its node through the line number in the traceback, so the
-function carries no per-node bookkeeping at all. Results must equal the dataflow executor's;
-tests run both on the same graphs.
+function carries no per-node bookkeeping at all. The statements, the liveness and the
+line -> node map are codegen.py's (shared with compiled loops); this module owns which
+partitions qualify (`eligible`) and the orders they run in (`step_order`,
+`partition_orders`). Results must equal the dataflow executor's; tests run both on the
+same graphs.
 
 Chosen by exec_options.choose_strategies (strategy "auto") for partitions that qualify
 (`eligible`). Not supported: control-flow ops, asynchronous kernels (but _Recv, as a blocking
@@ -21,8 +24,6 @@ call, when every partition of the step qualifies), expensive kernels in parallel
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
 import time
 from collections.abc import Iterable
 
@@ -30,10 +31,9 @@ from tensorflux.framework import errors
 from tensorflux.framework.rendezvous_key import create_key
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.registry import KernelContext
-from tensorflux.runtime.executor import CONTROL_FLOW_OPS, ExecutorError
+from tensorflux.runtime import codegen
+from tensorflux.runtime.frame_analysis import is_control_flow
 from tensorflux.runtime.step_graph import Node, topological_order
-
-_counter = itertools.count()
 
 
 def eligible(nodes: Iterable[Node], device_type: str, blocking_recv: bool = False) -> bool:
@@ -45,7 +45,7 @@ def eligible(nodes: Iterable[Node], device_type: str, blocking_recv: bool = Fals
     its own waiting in `_blocking_recv`, in orders from `step_order`.
     """
     for n in nodes:
-        if n.op in CONTROL_FLOW_OPS:
+        if is_control_flow(n.op):
             return False
         if blocking_recv and n.op == "_Recv":
             continue
@@ -77,13 +77,8 @@ class StaticExecutor:
                 raise ValueError("StaticExecutor needs an acyclic partition")
         ctx_names = None if node_devices is None else {
             n: f"c{self.devices.index(d)}" for n, d in node_devices.items()}
-        self.source, env, self._line_nodes = _generate(order, device.device_type, fetches,
-                                                       inline, kernel_wrapper, ctx_names)
-        filename = f"<tensorflux step {next(_counter)}>"
-        self._filename = filename
-        namespace: dict = {}
-        exec(compile(self.source, filename, "exec"), env, namespace)  # noqa: S102
-        self._fn = namespace["step"]
+        self._fn, self.source, self._filename, self._line_nodes = _generate(
+            order, device.device_type, fetches, inline, kernel_wrapper, ctx_names)
 
     def run(self, ctx, deadline: float | None = None) -> list:
         ctx.deadline = deadline
@@ -93,17 +88,15 @@ class StaticExecutor:
         try:
             return self._fn(ctx, ctx[0].args if self._node_devices is not None else ctx.args)
         except Exception as e:  # noqa: BLE001 - re-raised with the failing node attached
-            tb = e.__traceback__
-            line = None
-            while tb is not None:
-                if tb.tb_frame.f_code.co_filename == self._filename:
-                    line = tb.tb_lineno
-                tb = tb.tb_next
-            node = self._line_nodes.get(line)
-            if node is None:
+            mapped = codegen.node_error(e, self._filename, self._line_nodes, self._device_of)
+            if mapped is None:
                 raise
-            device = self.device if self._node_devices is None else self._node_devices[node]
-            raise ExecutorError(node, device.name, e) from None
+            raise mapped from None
+
+    def _device_of(self, node: Node) -> str:
+        if self._node_devices is None:
+            return self.device.name
+        return self._node_devices[node].name
 
 
 def _device_context(ctx: KernelContext, device) -> KernelContext:
@@ -121,9 +114,9 @@ def step_order(partitions: list[list[Node]]) -> list[Node] | None:
     (another device waits for it), then the rest, and a _Recv only when nothing else is
     ready."""
     nodes = [n for p in partitions for n in p]
-    sends = {_transfer_key(n): n for n in nodes if n.op == "_Send"}
-    extra = {n: [sends[_transfer_key(n)]] for n in nodes
-             if n.op == "_Recv" and _transfer_key(n) in sends}
+    sends = {codegen.transfer_key(n): n for n in nodes if n.op == "_Send"}
+    extra = {n: [sends[codegen.transfer_key(n)]] for n in nodes
+             if n.op == "_Recv" and codegen.transfer_key(n) in sends}
     rank: dict[Node, int] = {}
     for p in partitions:
         rank.update(_transfer_ranks(p))
@@ -137,11 +130,6 @@ def partition_orders(partitions: list[list[Node]], order: list[Node]) -> list[li
     deadlock: of the nodes they wait at, the earliest in `order` always has its inputs."""
     position = {n: k for k, n in enumerate(order)}
     return [sorted(p, key=position.__getitem__) for p in partitions]
-
-
-def _transfer_key(node: Node) -> tuple:
-    a = node.attrs
-    return a["send_device"], a["recv_device"], a["tensor_name"]
 
 
 def _transfer_ranks(nodes: list[Node]) -> dict[Node, int]:
@@ -185,121 +173,27 @@ def _blocking_recv(node: Node):
     return compute
 
 
-def _transfer_call(node: Node, kdef, kernel_wrapper, env: dict, ctx_names: dict,
-                   value: str) -> str:
-    """Merged partitions, every node a call: a _Send or _Recv as an identity kernel of its
-    own device (so a traced step records the transfer)."""
-    kname = f"k{node.id}"
-    env[kname] = _forward
-    if kernel_wrapper is not None:
-        env[kname] = kernel_wrapper(node, kdef, env[kname])
-    return f"{kname}({ctx_names[node]}, {value})"
-
-
-def _forward(ctx, value):
-    return value
-
-
 def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
               kernel_wrapper=None, ctx_names: dict[Node, str] | None = None):
-    """Python source for the step function, its globals, and line number -> node.
+    """The step function, its source, filename and line number -> node (codegen.Emitter).
 
-    With `inline` false every node becomes a kernel call, merged transfers too (for
-    measuring per-kernel dispatch and for traced runs; the results are the same).
-    `kernel_wrapper(node, kdef, compute)`, if given, wraps each called kernel once, at
-    build time (as in `Executor`). With `ctx_names` (merged partitions) the step gets a
-    tuple of contexts, node n's kernel is called with `ctx_names[n]`, a _Send emits nothing
-    and its _Recv copies the sent value's name (with `inline` false: both are identity
-    calls)."""
-    env: dict = {}
-    names: dict[tuple[Node, int], str] = {}
-    last_use: dict[str, int] = {}
-    pinned = set()
-    lines = ["def step(ctx, args):"]
+    With `inline` false every node is a kernel call, merged transfers too (for measuring
+    per-kernel dispatch and for traced runs; the results are the same). With `ctx_names`
+    (merged partitions) the step gets a tuple of contexts and node n's kernel is called with
+    `ctx_names[n]`."""
+    em = codegen.Emitter(device_type, kernel_wrapper, inline, merged=ctx_names is not None,
+                         factories={"_Recv": _blocking_recv})
+    em.add("def step(ctx, args):", 0)
     if ctx_names is not None:
         contexts = sorted(set(ctx_names.values()), key=lambda c: int(c[1:]))
-        lines.append(f"    {', '.join(contexts)}, = ctx")
-    line_nodes: dict[int, Node] = {}
-    body: list[tuple[str, Node | None, list[str]]] = []
-    sent: dict[tuple, str] = {}  # merged partitions: transfer key -> the sent value's name
-
-    for pos, n in enumerate(order):
-        kdef = kernel_registry.find_kernel(n.op, device_type, n.attrs)
-        if n.op == "_Recv":  # a blocking call (or, merged, its _Send's value): synchronous
-            kdef = dataclasses.replace(kdef, is_async=False)
-        if ctx_names is not None and n.op == "_Recv":
-            value = sent[_transfer_key(n)]
-            last_use[value] = pos
-            names[(n, 0)] = f"v{n.id}"
-            expr = value if inline else _transfer_call(n, kdef, kernel_wrapper, env, ctx_names,
-                                                      value)
-            body.append((f"v{n.id} = {expr}", n, [f"v{n.id}"]))
-            continue
-        args = [names[(src, i)] for src, i in n.inputs]
-        if ctx_names is not None and n.op == "_Send":
-            sent[_transfer_key(n)] = args[0]
-            last_use[args[0]] = pos
-            if not inline:
-                body.append((_transfer_call(n, kdef, kernel_wrapper, env, ctx_names, args[0]),
-                             n, []))
-            continue
-        for a in args:
-            last_use[a] = pos
-        outs = [f"v{n.id}_{k}" if len(n.output_dtypes) > 1 else f"v{n.id}"
-                for k in range(len(n.output_dtypes))]
-        for k, o in enumerate(outs):
-            names[(n, k)] = o
-        if n.op == "Const" and inline:
-            env[outs[0]] = n.attrs["value"]
-            pinned.add(outs[0])
-            continue
-        if n.op == "_Arg" and inline:
-            body.append((f"{outs[0]} = args[{n.attrs['index']}]", n, outs))
-            continue
-        if inline and kdef.inline is not None:
-            if kdef.inline == "":
-                continue
-            expr = kdef.inline.format(*args)
-        else:
-            kname = f"k{n.id}"
-            env[kname] = _blocking_recv(n) if n.op == "_Recv" else kdef.factory(n)
-            if kernel_wrapper is not None:
-                env[kname] = kernel_wrapper(n, kdef, env[kname])
-            c = "ctx" if ctx_names is None else ctx_names[n]
-            expr = f"{kname}({c}{''.join(', ' + a for a in args)})"
-        if not outs:
-            body.append((expr, n, outs))
-        elif len(outs) == 1:
-            body.append((f"{outs[0]} = {expr}", n, outs))
-        else:
-            body.append((f"{', '.join(outs)}, = {expr}", n, outs))
-
-    pinned |= {names[(n, i)] for n, i in fetches}
-    # Drop each local right after the statement that last reads it (or, if nothing reads it,
-    # right after the statement that makes it).
-    stmt_of = {node: idx for idx, (_, node, _) in enumerate(body)}
-    # next_stmt[pos]: the first statement emitted for order[pos] or a later node.
-    next_stmt: list[int | None] = [None] * (len(order) + 1)
-    for pos in range(len(order) - 1, -1, -1):
-        next_stmt[pos] = stmt_of.get(order[pos], next_stmt[pos + 1])
-    frees: dict[int, list[str]] = {}
-    for idx, (_, _, outs) in enumerate(body):
-        for o in outs:
-            if o not in last_use and o not in pinned:
-                frees.setdefault(idx, []).append(o)
-    for var, pos in last_use.items():
-        if var in pinned:
-            continue
-        idx = next_stmt[pos]
-        if idx is not None:
-            frees.setdefault(idx, []).append(var)
-    defined = set()
-    for idx, (stmt, node, outs) in enumerate(body):
-        lines.append("    " + stmt)
-        line_nodes[len(lines)] = node
-        defined.update(outs)
-        dead = [v for v in frees.get(idx, ()) if v in defined]
-        if dead:
-            lines.append("    del " + ", ".join(dead))
-    lines.append("    return [" + ", ".join(names[(n, i)] for n, i in fetches) + "]")
-    return "\n".join(lines) + "\n", env, line_nodes
+        em.add(f"{', '.join(contexts)}, = ctx")
+    statements = []
+    for n in order:
+        st = em.statement(n, "ctx" if ctx_names is None else ctx_names[n])
+        if st is not None:
+            statements.append(st)
+    results = [em.names[f] for f in fetches]
+    em.add_straight(statements, keep=set(results))
+    em.add("return [" + ", ".join(results) + "]")
+    fn, source, filename = em.compile("step", "step")
+    return fn, source, filename, em.line_nodes

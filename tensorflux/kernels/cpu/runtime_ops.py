@@ -1,4 +1,5 @@
-"""Kernels of _Arg, _Send and _Recv (any device: they only move Python references)."""
+"""Kernels of _Arg, _Send, _Recv and _CompiledLoop (any device: they only move Python
+references, or run a loop whose kernels are already chosen)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,9 @@ def _recv(node):
         ctx.rendezvous.recv_async(key, on_value)
 
     return compute
+
+
+@kernel_factory("_CompiledLoop", device=_ALL)
+def _compiled_loop(node):
+    # The loop's generated function (runtime/compiled_loops.py) is the kernel.
+    return node.attrs["body"]
