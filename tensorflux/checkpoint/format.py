@@ -38,6 +38,8 @@ is a DataLossError, never a silently wrong value.
 from __future__ import annotations
 
 import json
+import os
+import re
 import struct
 
 import google_crc32c
@@ -214,13 +216,15 @@ def is_index(data: bytes) -> bool:
     return data[:len(INDEX_MAGIC)] == INDEX_MAGIC
 
 
-def decode_index(data: bytes, path: str) -> dict:
-    """The JSON body of index file `path` whose bytes are `data`.
+def decode_index(data: bytes, prefix: str) -> dict:
+    """The JSON body of the index `prefix.index` whose bytes are `data`.
 
     Raises:
-      DataLossError: truncated, extended or corrupted (checksum, version, JSON), naming
-        `path`.
+      DataLossError: truncated, extended or corrupted (checksum, version, JSON), or naming a
+        data file that is not one of `prefix`'s own (see `_check_shard_names`), naming the
+        index's path.
     """
+    path = prefix + ".index"
     fixed = _ENVELOPE.size + _TRAILER.size
     if len(data) < fixed:
         raise errors.DataLossError(
@@ -251,7 +255,34 @@ def decode_index(data: bytes, path: str) -> dict:
     if body.get("format") != FORMAT_NAME:
         raise errors.DataLossError(None, None, f"Checkpoint index {path} is not a "
                                    f"{FORMAT_NAME} index")
+    _check_shard_names(body, prefix, path)
     return body
+
+
+# A shard's data file, relative to the index's directory: the prefix's base name, the shard's
+# number and count, the save's random token. Nothing else is read, renamed or deleted.
+_SHARD_NAME = re.compile(r"\.data-(\d{5})-of-(\d{5})\.[0-9a-f]{8}\.safetensors")
+
+
+def _check_shard_names(body: dict, prefix: str, path: str) -> None:
+    """Every shard entry must name `prefix`'s own data file for its position: the index's
+    checksum proves it unchanged, not trustworthy, and a name like `/etc/passwd`, `../x` or a
+    FIFO's would make restore read, block on or rename a file the user never named."""
+    base = os.path.basename(prefix)
+    shards = body.get("shards")
+    if not isinstance(shards, list):
+        raise errors.DataLossError(None, None, f"Checkpoint index {path} is corrupted: no "
+                                   "shard list")
+    for k, shard in enumerate(shards):
+        name = shard.get("file") if isinstance(shard, dict) else None
+        m = None
+        if isinstance(name, str) and name.startswith(base):
+            m = _SHARD_NAME.fullmatch(name, len(base))
+        if m is None or (int(m.group(1)), int(m.group(2))) != (k, len(shards)):
+            raise errors.DataLossError(
+                None, None, f"Checkpoint index {path} is corrupted: shard {k} names the data "
+                f"file {name!r}, not {base}.data-{k:05d}-of-{len(shards):05d}.<token>"
+                ".safetensors beside the index")
 
 
 # ---- safetensors headers -----------------------------------------------------------------

@@ -15,6 +15,7 @@ a missing checkpoint raises NotFoundError as TensorFlow's reader does.
 from __future__ import annotations
 
 import os
+import stat
 import threading
 
 import numpy as np
@@ -52,7 +53,7 @@ def open_checkpoint(prefix: str):
             return SafetensorsFileReader(prefix)
         raise _not_found(prefix)
     if format.is_index(data):
-        return BundleReader(prefix, format.decode_index(data, index_path))
+        return BundleReader(prefix, format.decode_index(data, prefix))
     from tensorflux.checkpoint import tf_bundle  # tf_bundle imports this module
 
     if tf_bundle.is_table(data):
@@ -159,7 +160,8 @@ class BundleReader(_Reader):
             shard = self._shards[index]
             path = os.path.join(self._dir, shard["file"])
             try:
-                fd = os.open(path, os.O_RDONLY)
+                # Non-blocking: a FIFO or device under the name must not block the open.
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
             except FileNotFoundError:
                 if self._reload_if_superseded():
                     raise _Superseded(None, None, "checkpoint rewritten while reading") from None
@@ -169,7 +171,12 @@ class BundleReader(_Reader):
             except OSError as e:
                 raise files.os_error(e, f"Failed to open {path}") from None
             try:
-                size = os.fstat(fd).st_size
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    raise errors.DataLossError(
+                        None, None, f"Checkpoint data file {path} is not a regular file "
+                        f"(reading tensor '{name}')")
+                size = st.st_size
                 if size != shard["size"]:
                     raise errors.DataLossError(
                         None, None, f"Checkpoint data file {path} is truncated or corrupted: "
@@ -223,7 +230,7 @@ class BundleReader(_Reader):
         again since this reader opened it); if so, this reader switches to it."""
         try:
             with open(self.prefix + ".index", "rb") as f:
-                body = format.decode_index(f.read(), self.prefix + ".index")
+                body = format.decode_index(f.read(), self.prefix)
         except (OSError, errors.OpError):
             return False
         if body["shards"] == self._shards:

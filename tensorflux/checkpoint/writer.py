@@ -176,7 +176,7 @@ def read_index(prefix: str) -> dict:
         raise errors.NotFoundError(None, None, f"Checkpoint index {path} not found") from None
     except OSError as e:
         raise files.os_error(e, f"Failed to read {path}") from None
-    return format.decode_index(data, path)
+    return format.decode_index(data, prefix)
 
 
 def merge_checkpoints(part_prefixes: list[str], destination: str, delete_old_dirs: bool = True,

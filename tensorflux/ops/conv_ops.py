@@ -61,6 +61,9 @@ def _four(op, attr, what):
     if len(values) != 4:
         raise ValueError(f"{op.type} requires the {what} attribute to contain 4 values, but "
                          f"got: {len(values)}")
+    for v in values:  # the kernels take them as int32, as TF's do
+        if not -2**31 <= v < 2**31:
+            raise ValueError(f"Attr {attr} has value {v} out of range for an int32")
     return values
 
 

@@ -115,7 +115,19 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None) -> CheckpointStat
     for i, p in enumerate(ckpt.all_model_checkpoint_paths):
         if not os.path.isabs(p):
             ckpt.all_model_checkpoint_paths[i] = os.path.join(checkpoint_dir, p)
+    if not is_inside(ckpt.model_checkpoint_path, checkpoint_dir):
+        _log.warning("%s names the checkpoint %s, outside %s: restoring from there",
+                     path, ckpt.model_checkpoint_path, checkpoint_dir)
     return ckpt
+
+
+def is_inside(checkpoint_prefix: str, directory: str) -> bool:
+    """Whether the checkpoint's files lie in `directory` or below it (symbolic links and
+    `..` resolved). Retention deletes nothing else: a state file may be stale, copied from
+    elsewhere or written by someone else, and names whatever paths it likes."""
+    where = os.path.realpath(os.path.dirname(os.fspath(checkpoint_prefix)) or ".")
+    top = os.path.realpath(os.fspath(directory) or ".")
+    return os.path.commonpath([where, top]) == top
 
 
 def checkpoint_exists(checkpoint_prefix) -> bool:

@@ -411,12 +411,18 @@ class Saver:
         if len(self._last_checkpoints) > self.saver_def.max_to_keep:
             self._checkpoints_to_be_deleted.append(self._last_checkpoints.pop(0))
 
-    def _maybe_delete_old_checkpoints(self, meta_graph_suffix="meta") -> None:
+    def _maybe_delete_old_checkpoints(self, meta_graph_suffix="meta", state_dir="") -> None:
+        """Deletes the oldest checkpoint past `max_to_keep`, if it lies in `state_dir` (the
+        directory of the state file that listed it; TensorFlow deletes wherever it points)."""
         if not self._checkpoints_to_be_deleted:
             return
         path, stamp = self._checkpoints_to_be_deleted.pop(0)
         if stamp > self._next_checkpoint_time:
             self._next_checkpoint_time += self.saver_def.keep_checkpoint_every_n_hours * 3600
+            return
+        if not checkpoint_management.is_inside(path, state_dir):
+            _log.warning("Not deleting the old checkpoint %s: it is outside %s, the directory "
+                         "of the checkpoint state file", path, state_dir or ".")
             return
         try:
             checkpoint_management.remove_checkpoint(path, self.saver_def.version,
@@ -488,7 +494,7 @@ class Saver:
             checkpoint_management.update_checkpoint_state(
                 parent, model_checkpoint_path, self.last_checkpoints, latest_filename,
                 save_relative_paths=self._save_relative_paths)
-            self._maybe_delete_old_checkpoints(meta_graph_suffix)
+            self._maybe_delete_old_checkpoints(meta_graph_suffix, parent)
         return model_checkpoint_path
 
     def _run_save(self, sess, save_path, checkpoint_file, parent) -> str:

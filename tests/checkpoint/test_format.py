@@ -322,3 +322,40 @@ def test_concurrent_saves_of_one_prefix_leave_a_readable_checkpoint(tmp_path):
     assert not failures, [str(f) for f in failures]
     _read_everything(prefix)
     assert len([n for n in os.listdir(tmp_path) if ".data-" in n]) == 1
+
+
+def _rewrite_index(prefix, edit):
+    """Rewrites `prefix.index` with `edit(body)` applied and a valid checksum, as an attacker
+    who controls the file would (the checksum proves integrity, not trust)."""
+    path = prefix + ".index"
+    body = format.decode_index(Path(path).read_bytes(), prefix)
+    edit(body)
+    Path(path).write_bytes(format.encode_index(body))
+
+
+@pytest.mark.parametrize("name", [
+    "/etc/passwd", "../outside.data-00000-of-00001.0123abcd.safetensors",
+    "sub/model.data-00000-of-00001.0123abcd.safetensors", "other.data-00000-of-00001.0123abcd"
+    ".safetensors", "model.data-00001-of-00001.0123abcd.safetensors", "model.index", "", 7])
+def test_index_naming_files_that_are_not_its_shards_is_data_loss(saved, tmp_path, name):
+    victim = tmp_path.parent / "outside.data-00000-of-00001.0123abcd.safetensors"
+    victim.write_bytes(b"secret")
+
+    def edit(body):
+        body["shards"][0]["file"] = name
+
+    _rewrite_index(saved, edit)
+    with pytest.raises(errors.DataLossError, match="shard 0 names the data file"):
+        _read_everything(saved)
+    # Nothing else was touched: a save over the prefix and a merge keep away from it too.
+    checkpoint.write_checkpoint(saved, _entries())
+    _read_everything(saved)
+    assert victim.read_bytes() == b"secret"
+
+
+def test_a_fifo_in_place_of_a_data_file_is_data_loss_not_a_hang(saved, tmp_path):
+    data = next(p for p in tmp_path.iterdir() if p.name.endswith(".safetensors"))
+    data.unlink()
+    os.mkfifo(data)
+    with pytest.raises(errors.DataLossError, match="not a regular file"):
+        _read_everything(saved)

@@ -158,6 +158,29 @@ def test_truncated_file(tmp_path):
         next(it)
 
 
+def test_a_file_cut_inside_the_last_header_ends_like_tensorflow(tmp_path):
+    """TensorFlow's reader: fewer than the 12 header bytes left is the end of the file (a
+    writer may still be appending); a cut after the header is DataLossError."""
+    path = tmp_path / "t.tfrecord"
+    _write(path, [b"hello", b"x" * 100])
+    full = path.read_bytes()
+    for cut in (21 + 1, 21 + 8, 21 + 11):
+        path.write_bytes(full[:cut])
+        assert list(tf.python_io.tf_record_iterator(str(path))) == [b"hello"], cut
+    for cut in (21 + 12, 21 + 13, len(full) - 1):
+        path.write_bytes(full[:cut])
+        with pytest.raises(tf.errors.DataLossError, match="truncated record at 21 in file"):
+            list(tf.python_io.tf_record_iterator(str(path)))
+    # A reader that met the end inside a header reads on once the writer has appended.
+    path.write_bytes(full[:21 + 5])
+    reader = tf_record.RecordReader(str(path), buffer_size=16)
+    assert reader.read() == (0, b"hello") and reader.read() is None
+    with open(path, "ab") as f:
+        f.write(full[21 + 5:])
+    assert reader.read() == (21, b"x" * 100) and reader.read() is None
+    reader.close()
+
+
 def test_every_single_byte_flip_is_detected(tmp_path):
     path = tmp_path / "f.tfrecord"
     _write(path, [b"abcdef", b"ghij"])

@@ -382,6 +382,9 @@ CASES = [
                                     [[0, 0], [1, 0], [0, 1], [0, 0]]),
            lambda x: ref_pool(x, (2, 2), (2, 2), "EXPLICIT", "max", ((1, 0), (0, 1))),
            shapes=[(1, 3, 3, 2)], make=_distinct),
+    # Windows larger than the input: the kernels read only the taps that reach it.
+    _pool_case("max_pool_window_over_input", "max", (1, 4, 5, 2), (9, 300), (1, 2), "SAME"),
+    _pool_case("avg_pool_window_over_input", "avg", (1, 4, 5, 2), (300, 7), (2, 1), "SAME"),
     _pool_case("avg_pool_2x2", "avg", (2, 4, 6, 3), (2, 2), (2, 2), "VALID"),
     _pool_case("avg_pool_same", "avg", (1, 5, 5, 2), (3, 3), (2, 2), "SAME"),
     _pool_case("avg_pool_3x3_s1", "avg", (1, 4, 4, 2), (3, 3), (1, 1), "SAME"),
@@ -548,6 +551,49 @@ _NAN_POOL_INPUT = np.array([[np.nan, 1, 0, 0], [2, 1, np.nan, np.nan], [1, 1, 2,
 # argmax scan starts at each window's first element and moves on only to a strictly
 # greater one, so a NaN first element keeps the gradient and a later NaN never takes it.
 _NAN_POOL_TF = ([2, 0, 2, 2], [[1, 0, 2, 0], [0, 0, 0, 0], [0, 0, 4, 0], [0, 3, 0, 0]])
+
+
+@pytest.mark.parametrize("native_on", [True, False], ids=["native", "numpy"])
+def test_pool_windows_far_larger_than_the_input_take_the_inputs_time(monkeypatch, native_on):
+    """A SAME window of 10^6 or 2^31 - 1 taps on a 4 x 5 input is the global pool, computed
+    in the input's time (it used to loop over every tap, or allocate the padded input)."""
+    from tensorflux.kernels.cpu import native
+
+    if not native_on:
+        monkeypatch.setattr(native, "max_pool", lambda *a, **k: None)
+        monkeypatch.setattr(native, "max_pool_grad", lambda *a, **k: None)
+    x = np.random.default_rng(3).permutation(40).astype(np.float32).reshape(2, 4, 5, 1)
+    xt = tf.constant(x)
+    fetches = []
+    for k in (10**6, 2**31 - 1):
+        for fn in (tf.nn.max_pool, tf.nn.avg_pool):
+            y = fn(xt, [1, k, k, 1], [1, 1, 1, 1], "SAME")
+            fetches += [y, tf.gradients(y, xt)[0]]
+    got = _run(fetches)
+    glob = {"max": x.max(axis=(1, 2), keepdims=True), "avg": x.mean(axis=(1, 2), keepdims=True)}
+    grad = {"max": (x == glob["max"]) * 20.0, "avg": np.ones_like(x)}  # 20 windows each
+    for i, kind in enumerate(["max", "avg"] * 2):
+        np.testing.assert_allclose(got[2 * i], np.broadcast_to(glob[kind], x.shape), rtol=1e-6)
+        np.testing.assert_allclose(got[2 * i + 1], grad[kind], rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [tf.nn.max_pool, tf.nn.avg_pool])
+def test_pool_attrs_out_of_int32_range_are_refused_when_built(fn):
+    x = tf.zeros([1, 4, 4, 1])
+    with pytest.raises(ValueError, match="Attr ksize has value 2147483648 out of range for "
+                                         "an int32"):
+        fn(x, [1, 2**31, 2**31, 1], [1, 1, 1, 1], "SAME")
+    with pytest.raises(ValueError, match="Attr strides has value 4294967296 out of range"):
+        fn(x, [1, 2, 2, 1], [1, 2**32, 1, 1], "SAME")
+
+
+def test_non_positive_pool_windows_fail_when_run():
+    x = tf.zeros([1, 4, 4, 1])
+    for y in (tf.nn.avg_pool(x, [1, 0, 2, 1], [1, 1, 1, 1], "SAME"),
+              tf.nn.max_pool(x, [1, -1, 2, 1], [1, 1, 1, 1], "SAME")):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Sliding window ksize must be positive"):
+            _run(y)
 
 
 def _nan_pool_code():

@@ -257,6 +257,34 @@ def test_recover_last_checkpoints_after_restart(tmp_path):
     assert second.last_checkpoints == [str(tmp_path / f"m-{i}") for i in (1, 2, 3)]
 
 
+def test_a_state_file_naming_another_directory_never_deletes_there(tmp_path, caplog):
+    victim, run = tmp_path / "victim", tmp_path / "run"
+    victim.mkdir()
+    run.mkdir()
+    g, v, inc = _counter_graph()
+    with g.as_default(), tf.Session() as sess:
+        sess.run(v.initializer)
+        theirs = tf.train.Saver().save(sess, str(victim / "model"), global_step=1)
+        before = sorted(os.listdir(victim))
+        # A hostile (or stale, or copied) state file in our directory names their checkpoint.
+        (run / "checkpoint").write_text(
+            'model_checkpoint_path: "../victim/model-1"\n'
+            'all_model_checkpoint_paths: "../victim/model-1"\n')
+        with caplog.at_level("WARNING", logger="tensorflux"):
+            state = tf.train.get_checkpoint_state(str(run))
+        assert "outside" in caplog.text and "victim/model-1" in caplog.text
+        saver = tf.train.Saver(max_to_keep=1)
+        saver.restore(sess, state.model_checkpoint_path)  # restoring from there still works
+        saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths))
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="tensorflux"):
+            ours = [saver.save(sess, str(run / "model"), global_step=s) for s in (2, 3)]
+        assert "Not deleting the old checkpoint" in caplog.text
+    assert tf.train.checkpoint_exists(theirs)  # retention stayed inside run/
+    assert sorted(os.listdir(victim)) == before
+    assert [tf.train.checkpoint_exists(p) for p in ours] == [False, True]
+
+
 def test_relative_paths_and_moving_the_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     os.mkdir("run")

@@ -46,6 +46,13 @@ class _PoolGeometry:
         ksize, strides = list(a["ksize"]), list(a["strides"])
         if len(ksize) != 4 or len(strides) != 4:
             raise _invalid("Sliding window ksize and strides fields must specify 4 dimensions")
+        for name, values in (("ksize", ksize), ("strides", strides)):
+            for v in values:  # a GraphDef's attrs skip the wrapper's and shape fn's checks
+                if v >= 2**31:
+                    raise _invalid(f"Attr {name} has value {v} out of range for an int32")
+        if any(k <= 0 for k in ksize):
+            raise _invalid("Sliding window ksize must be positive. The specified or inferred "
+                           f"ksize is: {','.join(str(k) for k in ksize)}")
         if ksize[order[0]] != 1 or strides[order[0]] != 1:
             raise errors.UnimplementedError(
                 None, None, "Pooling is not yet supported on the batch dimension.")
@@ -55,33 +62,49 @@ class _PoolGeometry:
         self.explicit = _explicit_pairs(a, order[1:]) + [(0, 0)]
 
     def resolve(self, shape):
-        """(output shape, [(before, after)] for H, W, C) of an NHWC input `shape`."""
-        outs, pads = [shape[0]], []
+        """(output shape, [(before, after)] and window sizes for H, W, C) of an NHWC input
+        `shape`, the window cut to the taps that ever read the input.
+
+        A tap i (0 <= i < k) of the window at output o reads padded position o*s + i; taps
+        that read padding for every o (i < before - (out-1)*s, or i >= before + size)
+        change no result (max ignores padding, average counts only input elements, the
+        gradients route nothing there), so they are dropped and the padding shrunk to
+        match: a window larger than its input costs the input's size, not the window's
+        (TF takes 10^6 x 10^6 windows on a 4 x 4 input in milliseconds)."""
+        outs, pads, ks = [shape[0]], [], []
         for axis in range(3):
-            o, b, a = _window(shape[axis + 1], self.k[axis], self.s[axis], 1, self.padding,
-                              self.explicit[axis])
+            n, k, s = shape[axis + 1], self.k[axis], self.s[axis]
+            o, b, a = _window(n, k, s, 1, self.padding, self.explicit[axis])
+            lo = max(0, b - (o - 1) * s) if o > 0 else 0
+            hi = max(min(k, b + n), lo + 1)
+            if (lo, hi) != (0, k):
+                k, b = hi - lo, b - lo
+                a = max(0, (o - 1) * s + k - b - n)
             outs.append(o)
             pads.append((b, a))
-        return tuple(outs), pads
+            ks.append(k)
+        return tuple(outs), pads, ks
 
-    def taps(self, out_shape):
-        """Per window tap: the index of its strided slice into the padded input."""
-        spans = [(o - 1) * s + 1 for o, s in zip(out_shape[1:], self.s, strict=True)]
-        for i in range(self.k[0]):
-            for j in range(self.k[1]):
-                for d in range(self.k[2]):
-                    yield (slice(None), slice(i, i + spans[0], self.s[0]),
-                           slice(j, j + spans[1], self.s[1]), slice(d, d + spans[2], self.s[2]))
+    def taps(self, out_shape, ks):
+        """Per tap of windows of sizes `ks` (from `resolve`): the index of its strided
+        slice into the padded input."""
+        strides = self.s
+        spans = [(o - 1) * s + 1 for o, s in zip(out_shape[1:], strides, strict=True)]
+        for i in range(ks[0]):
+            for j in range(ks[1]):
+                for d in range(ks[2]):
+                    yield (slice(None), slice(i, i + spans[0], strides[0]),
+                           slice(j, j + spans[1], strides[1]), slice(d, d + spans[2], strides[2]))
 
 
 def _lowest(dtype):
     return -np.inf if dtype.kind == "f" or dtype in _LOW_PRECISION else np.iinfo(dtype).min
 
 
-def _window_max(xp, geom: _PoolGeometry, out):
-    """Writes into `out` the max (NaN ignored) of each window of padded `xp`."""
+def _window_max(xp, geom: _PoolGeometry, ks, out):
+    """Writes into `out` the max (NaN ignored) of each window (sizes `ks`) of padded `xp`."""
     reduce = np.fmax if xp.dtype.kind == "f" else np.maximum
-    for t, index in enumerate(geom.taps(out.shape)):
+    for t, index in enumerate(geom.taps(out.shape, ks)):
         if t == 0:
             np.copyto(out, xp[index])
         else:
@@ -89,21 +112,22 @@ def _window_max(xp, geom: _PoolGeometry, out):
 
 
 def _max_pool_nhwc(x, geom: _PoolGeometry, parts: int = 1):
-    """(max of each window, paddings, output shape) of NHWC `x`, batch-parallel when big."""
-    out_shape, pads = geom.resolve(x.shape)
+    """(max of each window, paddings, output shape, window sizes) of NHWC `x` (see
+    `_PoolGeometry.resolve`), batch-parallel when big."""
+    out_shape, pads, ks = geom.resolve(x.shape)
     if 0 in out_shape:
-        return np.empty(out_shape, x.dtype), pads, out_shape
-    out = native.max_pool(x, out_shape, geom.k, geom.s, pads, parts)
+        return np.empty(out_shape, x.dtype), pads, out_shape, ks
+    out = native.max_pool(x, out_shape, ks, geom.s, pads, parts)
     if out is not None:
-        return out, pads, out_shape
+        return out, pads, out_shape, ks
     out = np.empty(out_shape, x.dtype)
     xp = _pad(x, pads, _lowest(x.dtype))
 
     def work(lo, hi):
-        _window_max(xp[lo:hi], geom, out[lo:hi])
+        _window_max(xp[lo:hi], geom, ks, out[lo:hi])
 
     intra_op.parallel_rows(work, x.shape[0], x.size, parts)
-    return out, pads, out_shape
+    return out, pads, out_shape, ks
 
 
 @kernel_factory("MaxPool", expensive=True)
@@ -115,7 +139,7 @@ def _max_pool(node):
         if x.ndim != 4:
             raise _invalid(f"input must be 4-dimensional, got {list(x.shape)}")
         xf = _widen(_to_nhwc(x, geom.data_format))
-        out, _, _ = _max_pool_nhwc(xf, geom, intra_op.workers(ctx))
+        out = _max_pool_nhwc(xf, geom, intra_op.workers(ctx))[0]
         return _from_nhwc(_narrow(out, x.dtype), geom.data_format)
 
     return compute
@@ -130,26 +154,26 @@ def _max_pool_grad(node):
         # TF re-derives each window's argmax from orig_input; orig_output is not trusted.
         x = _widen(_to_nhwc(orig_input, geom.data_format))
         g = _widen(_to_nhwc(grad, geom.data_format))
-        out_shape, pads = geom.resolve(x.shape)
+        out_shape, pads, ks = geom.resolve(x.shape)
         if g.shape != out_shape:
             raise _invalid(f"Expected grad shape to be {list(out_shape)}, but got "
                            f"{list(g.shape)}")
-        tiles = all(k == s for k, s in zip(geom.k, geom.s, strict=True))
+        tiles = all(k == s for k, s in zip(ks, geom.s, strict=True))
         parts = intra_op.workers(ctx)
         if g.size:
-            dx = native.max_pool_grad(x, g, geom.k, geom.s, pads, tiles, parts)
+            dx = native.max_pool_grad(x, g, ks, geom.s, pads, tiles, parts)
             if dx is not None:
                 return _from_nhwc(_narrow(dx, grad.dtype), geom.data_format)
         xp = _pad(x, pads, _lowest(x.dtype))
         covered = tiles and all(o * k == n for o, k, n in
-                                zip(out_shape[1:], geom.k, xp.shape[1:], strict=True))
+                                zip(out_shape[1:], ks, xp.shape[1:], strict=True))
         if covered and g.size:
-            dxp = _tiled_max_pool_grad(xp, g, geom.k, parts)
+            dxp = _tiled_max_pool_grad(xp, g, ks, parts)
         else:
             dxp = np.zeros(xp.shape, g.dtype)
             if g.size:
                 def work(lo, hi):
-                    _route_to_first_max(xp[lo:hi], g[lo:hi], geom, dxp[lo:hi], tiles)
+                    _route_to_first_max(xp[lo:hi], g[lo:hi], geom, ks, dxp[lo:hi], tiles)
 
                 intra_op.parallel_rows(work, x.shape[0], x.size, parts)
         crop = (slice(None),) + tuple(slice(b, b + n) for (b, _), n in
@@ -240,11 +264,11 @@ def _tiled_max_pool_grad(xp, g, k, parts: int):
     return dxp
 
 
-def _route_to_first_max(xp, g, geom: _PoolGeometry, dxp, tiles: bool):
+def _route_to_first_max(xp, g, geom: _PoolGeometry, ks, dxp, tiles: bool):
     """Adds to zeroed `dxp` (padded-input-shaped) each window's `g` at the window's first
     maximum (`_first_max_index`). Windows that tile the input without overlap write their
     taps directly; overlapping ones accumulate."""
-    taps = list(geom.taps(g.shape))
+    taps = list(geom.taps(g.shape, ks))
     index_dtype = _index_dtype(len(taps))
     m = np.empty(g.shape, xp.dtype)
     idx, step = np.empty(g.shape, index_dtype), np.empty(g.shape, index_dtype)
@@ -260,11 +284,11 @@ def _route_to_first_max(xp, g, geom: _PoolGeometry, dxp, tiles: bool):
             dxp[index] += routed
 
 
-def _avg_counts(geom: _PoolGeometry, in_shape, out_shape, pads):
+def _avg_counts(geom: _PoolGeometry, ks, in_shape, out_shape, pads):
     """Number of unpadded input elements in each window, broadcastable to out_shape."""
     counts = []
     for axis in range(3):
-        o, s, k = out_shape[axis + 1], geom.s[axis], geom.k[axis]
+        o, s, k = out_shape[axis + 1], geom.s[axis], ks[axis]
         start = np.arange(o) * s - pads[axis][0]
         c = np.minimum(start + k, in_shape[axis + 1]) - np.maximum(start, 0)
         counts.append(c)
@@ -280,14 +304,14 @@ def _avg_pool(node):
         if x.ndim != 4:
             raise _invalid(f"input must be 4-dimensional, got {list(x.shape)}")
         xf = _widen(_to_nhwc(x, geom.data_format))
-        out_shape, pads = geom.resolve(xf.shape)
+        out_shape, pads, ks = geom.resolve(xf.shape)
         if 0 in out_shape:
             return _from_nhwc(np.zeros(out_shape, x.dtype), geom.data_format)
         xp = _pad(xf, pads)
         acc = None
-        for index in geom.taps(out_shape):
+        for index in geom.taps(out_shape, ks):
             acc = xp[index].copy() if acc is None else np.add(acc, xp[index], out=acc)
-        acc /= _avg_counts(geom, xf.shape, out_shape, pads).astype(acc.dtype)
+        acc /= _avg_counts(geom, ks, xf.shape, out_shape, pads).astype(acc.dtype)
         return _from_nhwc(_narrow(acc, x.dtype), geom.data_format)
 
     return compute
@@ -303,14 +327,14 @@ def _avg_pool_grad(node):
         if geom.data_format == "NCHW":
             shape = [shape[0], shape[2], shape[3], shape[1]]
         g = _widen(_to_nhwc(grad, geom.data_format))
-        out_shape, pads = geom.resolve(shape)
+        out_shape, pads, ks = geom.resolve(shape)
         if g.shape != out_shape:
             raise _invalid(f"Expected grad shape to be {list(out_shape)}, but got "
                            f"{list(g.shape)}")
         padded = [shape[0]] + [n + b + a for n, (b, a) in zip(shape[1:], pads, strict=True)]
         dxp = np.zeros(padded, g.dtype)
-        share = g / _avg_counts(geom, shape, out_shape, pads).astype(g.dtype)
-        for index in geom.taps(out_shape):
+        share = g / _avg_counts(geom, ks, shape, out_shape, pads).astype(g.dtype)
+        for index in geom.taps(out_shape, ks):
             dxp[index] += share
         crop = (slice(None),) + tuple(slice(b, b + n) for (b, _), n in
                                       zip(pads, shape[1:], strict=True))
@@ -331,12 +355,12 @@ def _max_pool_grad_grad(node):
         if g.shape != x.shape:
             raise _invalid(f"grad must have the shape of orig_input {list(x.shape)}, got "
                            f"{list(g.shape)}")
-        m, pads, out_shape = _max_pool_nhwc(x, geom)
+        m, pads, out_shape, ks = _max_pool_nhwc(x, geom)
         xp = _pad(x, pads, _lowest(x.dtype))
         gp = _pad(g, pads)
         out = np.zeros(out_shape, g.dtype)
         taken = np.zeros(out_shape, bool)
-        for index in geom.taps(out_shape):
+        for index in geom.taps(out_shape, ks):
             hit = xp[index] == m
             hit &= ~taken
             taken |= hit

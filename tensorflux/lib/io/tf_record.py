@@ -315,7 +315,7 @@ class RecordReader:
     with `unpack_from`) and its data is the one copy `read` returns.
     """
 
-    __slots__ = ("path", "offset", "_stream", "_buf", "_pos", "_block", "_eof")
+    __slots__ = ("path", "offset", "_stream", "_buf", "_pos", "_block")
 
     def __init__(self, path, compression_type: str = "", buffer_size: int | None = None):
         self.path = _path_str(path)
@@ -324,19 +324,18 @@ class RecordReader:
         self._stream = _open_for_reading(self.path, compression_type, self._block)
         self._buf = b""
         self._pos = 0
-        self._eof = False
 
     def _fill(self, need: int) -> int:
         """Makes at least `need` bytes available from `_pos` if the file has them; returns
-        how many are available."""
+        how many are available. The end of the file is not remembered: a file still being
+        appended to yields its new records on the next read."""
         avail = len(self._buf) - self._pos
-        if avail >= need or self._eof:
+        if avail >= need:
             return avail
         parts = [self._buf[self._pos:]]
         while avail < need:
             chunk = self._stream.read(max(self._block, need - avail))
             if not chunk:
-                self._eof = True
                 break
             parts.append(chunk)
             avail += len(chunk)
@@ -363,9 +362,9 @@ class RecordReader:
                     avail = self._fill(12)
                     pos, buf = self._pos, self._buf
                     if avail < 12:
-                        if avail == 0:
-                            return False
-                        raise self._loss(f"truncated record at {offset}", _SHORT)
+                        # The file ends here, or inside a header (as TensorFlow's reader
+                        # does: a writer may still be appending): no more records.
+                        return False
                 length, length_crc = unpack(buf, pos)
                 c = crc(buf[pos:pos + 8])
                 if (((c >> 15) | (c << 17)) + mask) & 0xFFFFFFFF != length_crc:
