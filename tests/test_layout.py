@@ -28,7 +28,7 @@ MAX_FUNCTION_LINES = 100
 # Ops whose gradient is registered away from their definition, and why.
 GRADIENT_ELSEWHERE = {
     op: "control-flow gradients are built by the control-flow library, which keeps the loop "
-        "state they need (ops/control_flow_grad.py)"
+        "state they need (control_flow/control_flow_grad.py)"
     for op in ("Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond")
 }
 
