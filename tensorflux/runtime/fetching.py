@@ -147,8 +147,8 @@ def feed_tensor(graph: graph_lib.Graph, key) -> Tensor:
             msg = e.args[0] if isinstance(e, KeyError) else str(e)
             raise TypeError(f"Cannot interpret feed_dict key as Tensor: {msg}") from None
     if element.graph is not graph:
-        raise ValueError(f"Cannot interpret feed_dict key as Tensor: Tensor {element!r} is "
-                         "not an element of this graph.")
+        raise TypeError(f"Cannot interpret feed_dict key as Tensor: Tensor {element!r} is "
+                        "not an element of this graph.")
     if not graph.is_feedable(element):
         raise ValueError(f"Tensor {element.name} may not be fed.")
     return element
@@ -156,6 +156,9 @@ def feed_tensor(graph: graph_lib.Graph, key) -> Tensor:
 
 def process_feeds(graph: graph_lib.Graph, feed_dict) -> dict[Tensor, object]:
     """feed_dict -> {Tensor: NumPy value}, expanding composite keys and checking values."""
+    if not isinstance(feed_dict, Mapping):
+        raise TypeError("feed_dict must be a dictionary (or another Mapping) of graph "
+                        f"elements to values, not a {type(feed_dict).__name__}")
     out: dict[Tensor, object] = {}
     for key, value in feed_dict.items():
         conv = conversion_for(key) if not isinstance(key, (Tensor, str)) else None
@@ -206,8 +209,8 @@ def convert_feed(t: Tensor, value):
                                 "int64).")
         try:
             arr = np.asarray(value, dtype=np_dtype)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"{e} (while feeding {t.name} of dtype {dtype.name})") from None
+        except (TypeError, ValueError) as e:  # NumPy's class, as TensorFlow keeps it
+            raise type(e)(f"{e} (while feeding {t.name} of dtype {dtype.name})") from None
     shape = t._shape
     if shape._dims_tuple is not None and not tensor_shape.is_compatible_with_numpy_shape(
             shape, np.shape(arr)):

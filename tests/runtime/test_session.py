@@ -239,3 +239,27 @@ def test_session_reset_and_config(graph):
     tf.Session.reset("")
     with pytest.raises(tf.errors.UnimplementedError):
         tf.Session("grpc://localhost:1")
+
+
+def test_bad_feeds_raise_tensorflows_error_classes(graph):
+    x = tf.placeholder(tf.float32, [2])
+    y = x * 2
+    other = tf.Graph()
+    with other.as_default():
+        z = tf.placeholder(tf.float32, [2])
+    cases = [  # (feed_dict, error class, message) as TensorFlow 2.21 raises them
+        ([1, 2], TypeError, "feed_dict must be a dictionary"),
+        ((1, 2), TypeError, "feed_dict must be a dictionary"),
+        ({z: [1, 2]}, TypeError, "not an element of this graph"),
+        ({3: [1, 2]}, TypeError, "Cannot interpret feed_dict key as Tensor"),
+        ({x: object()}, TypeError, r"float\(\) argument .* \(while feeding Placeholder:0"),
+        ({x: {}}, TypeError, "while feeding Placeholder:0"),
+        ({x: ["a", "b"]}, ValueError, "could not convert string to float"),
+        ({x: [1, [2, 3]]}, ValueError, "inhomogeneous"),
+        ({x: [1, 2, 3]}, ValueError, "Cannot feed value of shape"),
+    ]
+    with tf.Session() as s:
+        for feed, error, message in cases:
+            with pytest.raises(error, match=message):
+                s.run(y, feed)
+        np.testing.assert_array_equal(s.run(y, {x: [1, 2]}), [2, 4])  # still healthy
