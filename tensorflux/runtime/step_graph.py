@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tensorflux.framework import dtypes
+import numpy as np
+
+from tensorflux.framework import dtypes, errors
 from tensorflux.framework.operation import Operation, Tensor
 
 
@@ -105,6 +107,8 @@ def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation]) 
     node_of: dict[Operation, Node] = {}
     ordered = sorted(needed, key=lambda op: op._id)
     for op in ordered:
+        if op._type == "Const":
+            _check_const(op)
         node = Node(op._name, op._type, op._attrs, [], [], [t._dtype for t in op._outputs],
                     op._device, op._traceback)
         node.output_shapes = [t._shape for t in op._outputs]
@@ -169,3 +173,25 @@ def topological_order(nodes: list[Node], skip_back_edges: bool = False,
         seen = set(order)
         order.extend(sorted((n for n in nodes if n not in seen), key=lambda n: n.id))
     return order, complete
+
+
+def _check_const(op: Operation) -> None:
+    """A Const's value must have its `dtype` (an imported GraphDef can say otherwise: the
+    value's TensorProto carries a dtype of its own). Checked when a step first needs it,
+    where TensorFlow's kernel checks it.
+
+    Raises:
+      InvalidArgumentError: naming the node.
+    """
+    value, dtype = op._attrs.get("value"), op._attrs.get("dtype")
+    if not isinstance(value, np.ndarray) or not isinstance(dtype, dtypes.DType) or \
+            value.dtype == dtype.numpy_dtype:
+        return
+    try:
+        got = dtypes.as_dtype(value.dtype).name
+    except TypeError:
+        got = str(value.dtype)
+    raise errors.annotate(
+        errors.InvalidArgumentError(None, None, f"Type mismatch between value ({got}) and "
+                                    f"dtype ({dtype.name})"),
+        op._name, op._type, op._device, op._traceback, op=op)

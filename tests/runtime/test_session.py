@@ -263,3 +263,25 @@ def test_bad_feeds_raise_tensorflows_error_classes(graph):
             with pytest.raises(error, match=message):
                 s.run(y, feed)
         np.testing.assert_array_equal(s.run(y, {x: [1, 2]}), [2, 4])  # still healthy
+
+
+def test_a_const_whose_value_is_not_its_dtype_fails_when_run(graph):
+    from google.protobuf import text_format
+
+    from tensorflux.protos import graph_pb2
+
+    gd = text_format.Parse(
+        'node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } } '
+        'attr { key: "value" value { tensor { dtype: DT_STRING tensor_shape { dim { size: 1 } }'
+        ' string_val: "zz" } } } } '
+        'node { name: "d" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } } '
+        'attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 2 } } } }',
+        graph_pb2.GraphDef())
+    tf.import_graph_def(gd, name="")
+    with tf.Session() as s:
+        assert s.run("d:0") == 2.0  # the bad Const is not in this step
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"Type mismatch between value \(string\) and dtype "
+                                 r"\(float32\)") as info:
+            s.run("c:0")
+        assert "node c" in str(info.value)
