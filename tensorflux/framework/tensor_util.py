@@ -23,12 +23,14 @@ fewer values than the tensor has elements, the last value repeating.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
 from tensorflux.framework import dtypes as _dtypes
+from tensorflux.framework import errors
 from tensorflux.framework import tensor_shape as _tensor_shape
 from tensorflux.framework.dtypes import DType
 from tensorflux.protos import tensor_pb2
@@ -490,6 +492,7 @@ def MakeNdarray(tensor: Any) -> np.ndarray:
     values = _read_vals(tensor, dtype)
     if values.size == num:
         return values.reshape(shape)
+    _check_expansion(shape, num, dtype, values.size)
     if values.size == 0:
         if dtype is _dtypes.string:
             return np.full(shape, b"", dtype=object)
@@ -506,3 +509,32 @@ def MakeNdarray(tensor: Any) -> np.ndarray:
 
 
 make_ndarray = MakeNdarray
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 1 << 34
+
+
+# A TensorProto can describe a huge tensor with one value (the rest repeat it): a few bytes
+# of GraphDef must not make the process allocate more than this. Half the machine's memory by
+# default; `set_max_expanded_bytes` changes it.
+_max_expanded_bytes = _physical_memory() // 2
+
+
+def set_max_expanded_bytes(limit: int) -> None:
+    """Sets how many bytes a TensorProto may expand to from fewer stored values than it has
+    elements (a splat); larger ones raise ResourceExhaustedError instead of allocating."""
+    global _max_expanded_bytes
+    _max_expanded_bytes = int(limit)
+
+
+def _check_expansion(shape, num: int, dtype, stored: int) -> None:
+    itemsize = dtype._size or 8  # object arrays (string, resource): a pointer per element
+    if num * itemsize > _max_expanded_bytes:
+        raise errors.ResourceExhaustedError(
+            None, None, f"A tensor of shape {list(shape)} and dtype {dtype.name} would take "
+            f"{num * itemsize} bytes, expanded from {stored} stored value(s); the limit is "
+            f"{_max_expanded_bytes} bytes (tensor_util.set_max_expanded_bytes)")

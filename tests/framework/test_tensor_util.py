@@ -552,3 +552,32 @@ result = {{"protos": out, "arrays": arrays}}
         assert tf_dtype == dtype and tuple(tf_shape) == shape
         ours = [[v.real, v.imag] if isinstance(v, complex) else v for v in values]
         assert [v.encode() if isinstance(v, str) else v for v in tf_values] == ours
+
+
+def test_a_splat_larger_than_the_bound_is_resource_exhausted_not_allocated(monkeypatch):
+    import tensorflux as tf
+
+    huge = text_format.Parse('dtype: DT_FLOAT tensor_shape { dim { size: 1099511627776 } } '
+                             'float_val: 1.0', tensor_pb2.TensorProto())
+    with pytest.raises(tf.errors.ResourceExhaustedError, match=r"\[1099511627776\].*4398046511104"
+                       r" bytes, expanded from 1 stored value"):
+        tensor_util.MakeNdarray(huge)
+    # The bound is the configured one: 1 KiB refuses 257 float32s, takes 256.
+    monkeypatch.setattr(tensor_util, "_max_expanded_bytes", tensor_util._max_expanded_bytes)
+    tensor_util.set_max_expanded_bytes(1024)  # (monkeypatch restores the default after)
+    small = text_format.Parse('dtype: DT_FLOAT tensor_shape { dim { size: 256 } } float_val: 3',
+                              tensor_pb2.TensorProto())
+    np.testing.assert_array_equal(tensor_util.MakeNdarray(small), np.full(256, 3, np.float32))
+    small.tensor_shape.dim[0].size = 257
+    with pytest.raises(tf.errors.ResourceExhaustedError):
+        tensor_util.MakeNdarray(small)
+    # Values given in full are not an expansion: no bound applies.
+    full = tensor_util.make_tensor_proto(np.arange(300, dtype=np.float32))
+    assert tensor_util.MakeNdarray(full).shape == (300,)
+    # Importing a GraphDef holding such a Const fails the same way, typed.
+    gd = text_format.Parse(
+        'node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } } '
+        'attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: '
+        '1099511627776 } } float_val: 1.0 } } } }', tf.GraphDef())
+    with tf.Graph().as_default(), pytest.raises(tf.errors.ResourceExhaustedError):
+        tf.import_graph_def(gd, name="")
