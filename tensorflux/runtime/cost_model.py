@@ -79,9 +79,7 @@ class CostParams:
 
 # Which ops are free (`define_op(..., cost_free=True)`, and the control-flow primitives, which
 # only route references) and which FLOP formula an op takes (`define_op(..., flops=...)`) is
-# recorded with each op's definition. The runtime's own ops are listed here until their
-# definitions (ops/runtime_ops.py) say `cost_free=True` too.
-_FREE_RUNTIME_OPS = frozenset(("_Arg", "_Send", "_Recv"))
+# recorded with each op's definition (the runtime's own _Arg, _Send and _Recv included).
 
 
 def _dims(shape) -> list[int] | None:
@@ -148,8 +146,8 @@ def _cost_rule(op_type: str) -> tuple[bool, object]:
     """(free, FLOP formula or None) of an op type, from its definition."""
     opdef = op_registry.lookup(op_type)
     if opdef is None:
-        return op_type in _FREE_RUNTIME_OPS, None
-    free = opdef.cost_free or opdef.control_flow or op_type in _FREE_RUNTIME_OPS
+        return False, None
+    free = opdef.cost_free or opdef.control_flow
     return free, _FLOP_FORMULAS[opdef.flops] if opdef.flops else None
 
 
