@@ -50,8 +50,6 @@ __all__ = ["import_graph_def"]
 _OUTPUT_SHAPES = "_output_shapes"
 _COLOCATION = "_class"
 _LOC = "loc:@"
-_BACK_EDGE_SINKS = frozenset(("Merge", "RefMerge"))
-_BACK_EDGE_SOURCES = frozenset(("NextIteration", "RefNextIteration"))
 
 # AttrValue oneof field -> the attr kind it holds.
 _FIELD_KIND = {"s": "string", "i": "int", "f": "float", "b": "bool", "type": "type",
@@ -392,7 +390,8 @@ def _resolve_inputs(n: _Node, nodes: dict[str, _Node], mapped: dict, used: set) 
                                  f"source node {src} which has {len(producer.output_dtypes)} "
                                  "outputs.")
             actual, where = producer.output_dtypes[idx], f"{producer.name}:{idx}"
-            if n.opdef.name in _BACK_EDGE_SINKS and producer.opdef.name in _BACK_EDGE_SOURCES:
+            if n.opdef.flow_kind == "merge" and producer.opdef.flow_kind == "next_iteration":
+                # A NextIteration -> Merge edge closes a while loop (the definitions' flow_kind).
                 n.back_edges.add(i)
         else:
             raise ValueError(f"Node '{n.src_name}': Unknown input node '{n.node_def.input[i]}'")

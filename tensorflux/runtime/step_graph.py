@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from tensorflux.framework import dtypes, errors
+from tensorflux.framework import dtypes, errors, op_registry
 from tensorflux.framework.operation import Operation, Tensor
 
 
@@ -124,7 +124,10 @@ def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation]) 
     return sg
 
 
-_BACK_EDGE_SOURCES = frozenset(("NextIteration", "RefNextIteration"))
+def _closes_loop(node: Node) -> bool:
+    """True for a NextIteration (its definition's flow_kind): its out edges are back edges."""
+    opdef = op_registry.lookup(node.op)
+    return opdef is not None and opdef.flow_kind == "next_iteration"
 
 
 def dependencies(nodes: list[Node], skip_back_edges: bool = False,
@@ -139,7 +142,7 @@ def dependencies(nodes: list[Node], skip_back_edges: bool = False,
     extra_inputs = extra_inputs or {}
     for n in nodes:
         for src in [s for s, _ in n.inputs] + n.control_inputs + extra_inputs.get(n, []):
-            if src not in indegree or (skip_back_edges and src.op in _BACK_EDGE_SOURCES):
+            if src not in indegree or (skip_back_edges and _closes_loop(src)):
                 continue
             indegree[n] += 1
             consumers[src].append(n)
