@@ -7,8 +7,9 @@ outputs live in: an Enter's outputs live in its `frame_name`, an Exit's in the p
 own frame, anything else's in its own frame. The first Enter reaching a frame names its
 parent. A node reached from two frames (a Merge may be: its NextIteration input comes from
 the frame itself, its Enter input from outside) takes the first. `analyze` is the one
-analysis; the dataflow executor (slots and pending counts per frame) and the loop compiler
-(which frames to compile) both read it.
+analysis; the dataflow executor (slots and pending counts per frame), the loop compiler
+(which frames to compile) and the partitioner (which frames span devices and need a control
+loop on each) all read it.
 
 How the executor treats an op is an attribute of its definition (`define_op(..., flow_kind=,
 control_flow=)`, framework/op_registry.py), read here once per node at build time.

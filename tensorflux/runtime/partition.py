@@ -36,14 +36,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tensorflux.framework import dtypes, graph_io, op_registry
+from tensorflux.framework import dtypes, errors, graph_io, op_registry
 from tensorflux.framework import graph as graph_lib
 from tensorflux.protos import node_def_pb2
+from tensorflux.runtime import frame_analysis
 from tensorflux.runtime.device import DeviceMgr
+from tensorflux.runtime.frame_analysis import flow_kind, is_control_flow
 from tensorflux.runtime.step_graph import Node, StepGraph, topological_order
 
-_CONTROL_FLOW = frozenset(("Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter",
-                           "Exit", "RefExit", "NextIteration", "RefNextIteration", "LoopCond"))
 _MAX_ANCESTORS = 10_000  # per _Recv, when searching for the node it should wait for
 _MAX_SCHEDULED_NODES = 20_000  # recv scheduling keeps a reachability bitset per node
 
@@ -77,11 +77,11 @@ def partition(sg: StepGraph, device_mgr: DeviceMgr, bfloat16_sendrecv: bool = Fa
         if n.device not in parts:
             parts[n.device] = Partition(n.device)
     anchors = {}
-    if recv_scheduling and costs is not None and not any(
-            n.op in _CONTROL_FLOW for n in sg.nodes):
+    control_flow = any(is_control_flow(n.op) for n in sg.nodes)
+    if recv_scheduling and costs is not None and not control_flow:
         anchors = _recv_anchors(sg, costs)
     loops = None
-    if any(n.op in _CONTROL_FLOW for n in sg.nodes):
+    if control_flow:
         loops = _ControlLoops(sg)
         loops.add_loops()
     builder = _Builder(device_mgr, bfloat16_sendrecv)
@@ -221,38 +221,32 @@ class _ControlLoops:
 
     def __init__(self, sg: StepGraph):
         self.sg = sg
-        self.frame: dict[Node, str] = {}
-        self.parent: dict[str, str] = {"": ""}
         self.cond: dict[str, Node] = {}
         self.parallel: dict[str, int] = {}
         self.loops: dict[tuple[str, str], _ControlLoop] = {}
-        self._analyze()
-
-    def _analyze(self) -> None:
-        consumers = self.sg.consumers()
-        work = [n for n in self.sg.nodes if not n.inputs and not n.control_inputs]
-        for n in work:
-            self.frame[n] = ""
-        while work:
-            n = work.pop()
-            out = self.out_frame(n)
-            if n.op in ("Enter", "RefEnter"):
-                self.parent.setdefault(out, self.frame[n])
-                self.parallel.setdefault(out, int(n.attrs.get("parallel_iterations") or 10))
-            if n.op == "LoopCond":
+        try:  # the one frame analysis, on the whole placed graph
+            frames = frame_analysis.analyze(sg.nodes)
+        except errors.InvalidArgumentError:  # malformed: each partition's executor reports it
+            self.frame: dict[Node, str] = {}
+            self.parent: dict[str, str | None] = {"": None}
+            return
+        self.frame = dict(frames.frame_of)  # grows with the control loops' nodes
+        self.parent = frames.parent
+        for n in frames.frame_of:  # in the analysis's (breadth-first) order
+            if flow_kind(n.op) == "enter":
+                self.parallel.setdefault(n.attrs["frame_name"],
+                                         int(n.attrs.get("parallel_iterations") or 10))
+            elif n.op == "LoopCond":
                 self.cond.setdefault(self.frame[n], n)
-            for c in consumers[n]:
-                if c not in self.frame:
-                    self.frame[c] = out
-                    work.append(c)
 
     def out_frame(self, n: Node) -> str:
-        """The frame the outputs of `n` live in."""
+        """The frame the outputs of `n` live in ("" for the root frame)."""
         frame = self.frame.get(n, "")
-        if n.op in ("Enter", "RefEnter"):
+        kind = flow_kind(n.op)
+        if kind == "enter":
             return n.attrs["frame_name"]
-        if n.op in ("Exit", "RefExit"):
-            return self.parent.get(frame, "")
+        if kind == "exit":
+            return self.parent.get(frame) or ""
         return frame
 
     def add_loops(self) -> None:
@@ -283,9 +277,10 @@ class _ControlLoops:
         loop = self.loops.get((device, frame)) if frame else None
         if loop is None:
             return None
-        if src.op in ("Enter", "RefEnter") and not src.attrs.get("is_constant"):
+        kind = flow_kind(src.op)
+        if kind == "enter" and not src.attrs.get("is_constant"):
             return loop.enter
-        if src.op in ("NextIteration", "RefNextIteration"):
+        if kind == "next_iteration":
             return loop.next_iteration
         return loop.merge
 
@@ -294,7 +289,7 @@ class _ControlLoops:
         loop = self.loops.get((device, frame))
         if loop is not None:
             return loop
-        parent = self.parent.get(frame, "")
+        parent = self.parent.get(frame) or ""
         anchor = [self.loop_on(device, parent).pivot] if parent else []
         cond = self.cond[frame]
         f32 = dtypes.float32

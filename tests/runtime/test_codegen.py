@@ -259,7 +259,7 @@ def test_one_frame_analysis_for_the_executor_and_the_loop_compiler(build, monkey
             expected = s.run(out, feed)
             ((device, nodes, pairs),) = _parts(s)
     frames = frame_analysis.analyze(nodes)
-    # The partitioner's control-loop analysis, written separately, agrees.
+    # The partitioner's control loops read the same analysis (frames as the executor's).
     sg = StepGraph()
     sg.nodes = list(nodes)
     other = partition._ControlLoops(sg)
