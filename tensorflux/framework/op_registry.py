@@ -91,8 +91,9 @@ class OpDef:
     is_commutative: bool = False
     control_flow: bool = False  # Switch, Merge, Enter, Exit, NextIteration, LoopCond
     # How the dataflow executor treats the op's outputs (runtime/executor.py's header):
-    # "merge", "enter", "exit", "next_iteration", "dead_aware" (runs on dead inputs: _Send
-    # forwards deadness, ControlTrigger is never dead), or None (an ordinary op).
+    # "merge", "enter", "exit", "next_iteration", "switch" (an ordinary node to the executor;
+    # the loop compiler looks for it), "dead_aware" (runs on dead inputs: _Send forwards
+    # deadness, ControlTrigger is never dead), or None (an ordinary op).
     flow_kind: str | None = None
     broadcasts: bool = False  # inputs broadcast: the gradient driver sums grads back
     extras: dict = field(default_factory=dict)

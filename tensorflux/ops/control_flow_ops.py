@@ -76,7 +76,7 @@ def _loop_cond_shape(op):
 
 define_op("Switch", inputs=["data: T", "pred: bool"], outputs=["output_false: T",
                                                                  "output_true: T"],
-          attrs=["T: type"], shape_fn=_switch_shape, control_flow=True)
+          attrs=["T: type"], shape_fn=_switch_shape, control_flow=True, flow_kind="switch")
 define_op("Merge", inputs=["inputs: N * T"], outputs=["output: T", "value_index: int32"],
           attrs=["T: type", "N: int >= 1"], shape_fn=_merge_shape, control_flow=True,
           flow_kind="merge")

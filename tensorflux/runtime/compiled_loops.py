@@ -40,16 +40,14 @@ import numpy as np
 from tensorflux.framework import errors
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.runtime import codegen, frame_analysis
+from tensorflux.runtime.frame_analysis import flow_kind, is_control_flow
 from tensorflux.runtime.step_graph import Node, topological_order
 
 _COMPILED_OP = "_CompiledLoop"
 _CHECK_EVERY = 256  # iterations between cancellation / deadline checks
-_ENTER, _EXIT = ("Enter", "RefEnter"), ("Exit", "RefExit")
-_MERGE, _SWITCH = ("Merge", "RefMerge"), ("Switch", "RefSwitch")
-_NEXT = ("NextIteration", "RefNextIteration")
-# (A ControlTrigger may stay: with no conds inside there are no dead values to ignore.)
-_NEVER = frozenset(("Enter", "RefEnter", "Merge", "RefMerge", "Switch", "RefSwitch",
-                    "_Send", "_Recv", "_HostSend", "_HostRecv"))
+# Transfers never run inside a compiled loop: their rendezvous keys name the frame and
+# iteration, which a compiled loop does not keep.
+_TRANSFERS = ("_Send", "_Recv")
 
 
 class _Ineligible(Exception):
@@ -62,7 +60,7 @@ def compile_loops(nodes: list[Node], fetches: list[tuple[Node, int]], device_typ
     node (new Node objects where inputs change; the given ones are not modified). With
     `enabled` false, or a malformed graph (the executor reports it), they are returned as
     they are."""
-    if not enabled or not any(n.op in _ENTER for n in nodes):
+    if not enabled or not any(flow_kind(n.op) == "enter" for n in nodes):
         return nodes, fetches
     try:
         analysis = frame_analysis.analyze(nodes)
@@ -133,7 +131,8 @@ class _LoopSpec:
         self.frame = frame
         self.device_type = device_type
         members = [n for n in nodes if frame_of.get(n) == frame]
-        enters = [n for n in nodes if n.op in _ENTER and n.attrs.get("frame_name") == frame]
+        enters = [n for n in nodes
+                  if flow_kind(n.op) == "enter" and n.attrs.get("frame_name") == frame]
         consumers: dict[Node, list[tuple[Node, int]]] = {n: [] for n in members + enters}
         for n in nodes:
             for src, i in n.inputs:
@@ -144,7 +143,7 @@ class _LoopSpec:
                     consumers[c].append((n, -1))
         self.var_enters = [e for e in enters if not e.attrs.get("is_constant")]
         self.const_enters = [e for e in enters if e.attrs.get("is_constant")]
-        self.exits = [n for n in members if n.op in _EXIT]
+        self.exits = [n for n in members if flow_kind(n.op) == "exit"]
         conds = [n for n in members if n.op == "LoopCond"]
         if len(conds) != 1:
             raise _Ineligible
@@ -161,8 +160,8 @@ class _LoopSpec:
 
     def _check_merges(self, members, consumers) -> None:
         """Each Merge joins one loop variable's Enter and its NextIteration, nothing else."""
-        merges = [n for n in members if n.op in _MERGE]
-        nexts = [n for n in members if n.op in _NEXT]
+        merges = [n for n in members if flow_kind(n.op) == "merge"]
+        nexts = [n for n in members if flow_kind(n.op) == "next_iteration"]
         if not merges or len(merges) != len(self.var_enters):
             raise _Ineligible
         self.merge_of_enter: dict[Node, Node] = {}
@@ -187,11 +186,11 @@ class _LoopSpec:
     def _check_switches(self, members, consumers) -> None:
         """Each Switch splits a Merge on the LoopCond; its false side feeds only Exits."""
         self.switch_merge: dict[Node, Node] = {}
-        for s in (n for n in members if n.op in _SWITCH):
+        for s in (n for n in members if flow_kind(n.op) == "switch"):
             (d, di), (p, pi) = s.inputs
             if d not in self.merges or di or p is not self.loop_cond or pi:
                 raise _Ineligible
-            if any(i == 0 and c.op not in _EXIT for c, i in consumers[s]):
+            if any(i == 0 and flow_kind(c.op) != "exit" for c, i in consumers[s]):
                 raise _Ineligible
             self.switch_merge[s] = d
         for x in self.exits:
@@ -203,7 +202,10 @@ class _LoopSpec:
         """Everything else: nodes with cheap synchronous kernels."""
         self.kdefs = {}
         for n in plain:
-            if n.op in _NEVER or n.op in _EXIT or n.op in _NEXT:
+            # Control flow outside the loop's structure (a cond, an inner loop left
+            # uncompiled) is the dataflow executor's; a ControlTrigger may stay (with no conds
+            # inside there are no dead values to ignore).
+            if (is_control_flow(n.op) and flow_kind(n.op) != "dead_aware") or n.op in _TRANSFERS:
                 raise _Ineligible
             kdef = kernel_registry.find_kernel(n.op, device_type, n.attrs)
             if kdef is None or kdef.is_async or kdef.expensive:
@@ -232,7 +234,7 @@ class _LoopSpec:
         work = [c for s in self.switch_merge for c, i in consumers[s] if i == 1]
         while work:
             n = work.pop()
-            if n in body or n.op in _NEXT:
+            if n in body or flow_kind(n.op) == "next_iteration":
                 continue
             if n not in self.kdefs:
                 raise _Ineligible

@@ -29,7 +29,8 @@ iteration as their node, except:
 
 Op kinds. How a node's outputs travel is its op definition's `flow_kind` (define_op in
 ops/control_flow_ops.py and ops/runtime_ops.py), read once per node when the executor is
-built: "merge", "enter", "exit", "next_iteration", "dead_aware", or none (NORMAL). Frames are
+built: "merge", "enter", "exit", "next_iteration", "dead_aware", or "switch" and none (both
+NORMAL: a Switch is an ordinary node whose kernel leaves one output DEAD). Frames are
 assigned by frame_analysis.analyze, the analysis the loop compiler reads too.
 
 Dead values. An output is DEAD when a Switch did not take it. A non-Merge node with a dead data
@@ -71,7 +72,7 @@ from tensorflux.runtime.step_graph import Node
 
 NORMAL, MERGE, ENTER, EXIT, NEXT_ITERATION, DEAD_AWARE = range(6)
 # The executor's view of each op's `flow_kind` (its definition's attribute; see above).
-_KIND_OF_FLOW = {None: NORMAL, "merge": MERGE, "enter": ENTER, "exit": EXIT,
+_KIND_OF_FLOW = {None: NORMAL, "switch": NORMAL, "merge": MERGE, "enter": ENTER, "exit": EXIT,
                  "next_iteration": NEXT_ITERATION, "dead_aware": DEAD_AWARE}
 _CALLING = object()  # an asynchronous kernel call that has not returned or called back yet
 _PENDING = object()  # an asynchronous kernel's result is not (or not only) for the caller

@@ -24,8 +24,8 @@ from tensorflux.runtime.step_graph import Node
 
 
 def flow_kind(op_type: str) -> str | None:
-    """The op's `flow_kind` ("merge", "enter", "exit", "next_iteration", "dead_aware"), or
-    None for an ordinary op (or one without a definition)."""
+    """The op's `flow_kind` ("merge", "enter", "exit", "next_iteration", "switch",
+    "dead_aware"), or None for an ordinary op (or one without a definition)."""
     opdef = op_registry.lookup(op_type)
     return None if opdef is None else opdef.flow_kind
 

@@ -305,7 +305,7 @@ def test_flow_kinds_are_attributes_of_the_op_definitions():
         "LoopCond", "Add", "_CompiledLoop")}
     assert kinds == {"Merge": "merge", "Enter": "enter", "Exit": "exit",
                      "NextIteration": "next_iteration", "_Send": "dead_aware",
-                     "ControlTrigger": "dead_aware", "Switch": None, "LoopCond": None,
+                     "ControlTrigger": "dead_aware", "Switch": "switch", "LoopCond": None,
                      "Add": None, "_CompiledLoop": None}
     assert frame_analysis.is_control_flow("Switch")
     assert frame_analysis.is_control_flow("LoopCond")
