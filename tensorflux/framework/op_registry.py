@@ -100,6 +100,7 @@ class OpDef:
     module: str | None = None  # the module that called define_op: `tensorflux.ops.<family>`
     cost_free: bool = False  # the cost model charges the per-node overhead only
     flops: str | None = None  # the cost model's FLOP formula: "matmul", "conv2d", "pool"
+    keep_identity: bool = False  # the graph optimizer never folds, merges or NoOps it away
 
     def to_proto(self):
         """This definition as an `op_def_pb2.OpDef` message."""
@@ -239,7 +240,7 @@ def registering_module() -> str | None:
 def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = (),
               attrs: Iterable[str] = (), shape_fn: Callable | None = None,
               stateful: bool = False, *, cost_free: bool = False, flops: str | None = None,
-              **flags) -> OpDef:
+              keep_identity: bool = False, **flags) -> OpDef:
     """Registers the op `name` and returns its OpDef.
 
     Args:
@@ -254,6 +255,11 @@ def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()
         the placer's cost model (runtime/cost_model.py) charges it the per-node overhead only.
       flops: the name of the cost model's FLOP formula for the op's kernel ("matmul",
         "conv2d", "pool"); ops without one are costed by the bytes they read and write.
+      keep_identity: each node of the op stays itself although the op is stateless
+        (Placeholder and PlaceholderWithDefault stand for feeds, NoOp for its control
+        edges): the graph optimizer (runtime/graph_optimizer.py) never folds it into a
+        constant, merges two of them or turns one into a NoOp, as for stateful and
+        control-flow ops.
       **flags: `is_commutative`, `allows_uninitialized_input`, `control_flow`, `flow_kind`.
 
     The calling module is recorded as `OpDef.module` (tests/test_layout.py checks that it is
@@ -275,6 +281,7 @@ def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()
         module=registering_module(),
         cost_free=cost_free,
         flops=flops,
+        keep_identity=keep_identity,
         **flags,
     )
     _OPS[name] = opdef

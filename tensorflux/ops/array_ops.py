@@ -121,7 +121,7 @@ def _placeholder_shape(op):
 
 define_op("Placeholder", outputs=["output: dtype"],
           attrs=["dtype: type", "shape: shape = unknown"], shape_fn=_placeholder_shape,
-          cost_free=True)
+          cost_free=True, keep_identity=True)
 not_differentiable("Placeholder")
 
 
@@ -143,7 +143,8 @@ def placeholder(dtype, shape=None, name: str | None = None):
 define_op("PlaceholderWithDefault", inputs=["input: dtype"], outputs=["output: dtype"],
           attrs=["dtype: type", "shape: shape"],
           shape_fn=lambda op: [op.attrs["shape"] if op.attrs["shape"] is not None
-                               else tensor_shape.unknown_shape()], cost_free=True)
+                               else tensor_shape.unknown_shape()], cost_free=True,
+          keep_identity=True)
 
 
 def placeholder_with_default(input, shape, name: str | None = None):  # noqa: A002

@@ -28,7 +28,7 @@ from tensorflux.framework.tensor_conversion import convert_to_tensor
 # The TF1 public names of this module.
 __all__ = ["no_op"]
 
-define_op("NoOp", shape_fn=lambda op: [], cost_free=True)
+define_op("NoOp", shape_fn=lambda op: [], cost_free=True, keep_identity=True)
 not_differentiable("NoOp")
 
 

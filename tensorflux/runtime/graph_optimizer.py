@@ -12,8 +12,8 @@ With OptimizerOptions L1 (TensorFlow's default) the step graph is rewritten by
    gradients: the input gradient of a first layer), becomes a NoOp waiting on its inputs'
    producers, as grappler's dependency optimizer does: its kernel never runs.
 L0 (or `do_constant_folding` / `do_common_subexpression_elimination` false) turns the
-corresponding pass off. Stateful and control-flow nodes, feeds and fetched nodes keep their
-identity, so no pass can change a step's results.
+corresponding pass off. Stateful and control-flow nodes, feeds, NoOps (their definitions'
+`keep_identity`) and fetched nodes keep their identity, so no pass can change a step's results.
 """
 
 from __future__ import annotations
@@ -23,12 +23,10 @@ import numpy as np
 from tensorflux.framework import dtypes, op_registry, tensor_shape
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.registry import KernelContext
+from tensorflux.runtime.frame_analysis import flow_kind
 from tensorflux.runtime.step_graph import Node, StepGraph, topological_order
 
 MAX_FOLDED_BYTES = 10 * 1024 * 1024
-_NEVER = frozenset(("_Arg", "_Send", "_Recv", "Placeholder", "PlaceholderWithDefault",
-                    "Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond",
-                    "ControlTrigger", "NoOp"))
 
 
 def _levels(options) -> tuple[bool, bool]:
@@ -52,10 +50,12 @@ def optimize(sg: StepGraph, options=None) -> None:
 
 
 def _stateless(n: Node) -> bool:
-    if n.op in _NEVER:
-        return False
+    """True for a node the passes may fold, merge or replace: its definition says it is
+    neither stateful nor control flow, nor to be kept as itself (`keep_identity`: feeds,
+    NoOp)."""
     opdef = op_registry.lookup(n.op)
-    return opdef is not None and not opdef.is_stateful and not opdef.control_flow
+    return opdef is not None and not (opdef.is_stateful or opdef.control_flow
+                                      or opdef.keep_identity)
 
 
 def _replace_uses(sg: StepGraph, mapping: dict[tuple[Node, int], tuple[Node, int]]) -> None:
@@ -74,7 +74,7 @@ def fold_constants(sg: StepGraph) -> int:
     node in the constant cone it replaces.
     """
     fetched = {n for n, _ in sg.fetches} | set(sg.targets)
-    in_loops = any(n.op in ("Enter", "RefEnter") for n in sg.nodes)
+    in_loops = any(flow_kind(n.op) == "enter" for n in sg.nodes)
     values: dict[tuple[Node, int], np.ndarray] = {}
     waits: dict[tuple[Node, int], tuple[Node, ...]] = {}  # control inputs behind a value
     for n in sg.nodes:
@@ -217,7 +217,7 @@ def unread_to_no_op(sg: StepGraph) -> int:
             continue
         # A Switch is live while one of its outputs is dead: a control edge from it would
         # not carry the deadness the data edge does (tf.cond's pivots are such nodes).
-        if any(s.op in ("Switch", "RefSwitch") for s, _ in n.inputs):
+        if any(flow_kind(s.op) == "switch" for s, _ in n.inputs):
             continue
         n.control_inputs = list(dict.fromkeys(n.control_inputs + [s for s, _ in n.inputs]))
         n.op, n.attrs, n.inputs, n.output_dtypes, n.output_shapes = "NoOp", {}, [], [], None
