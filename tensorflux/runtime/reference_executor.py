@@ -20,9 +20,9 @@ Semantics (paper §3.4; the header of executor.py states the same invariants):
     of it pending or running, no child instance left, and every Enter of F arrived).
   - Dead values. A Switch's untaken output is DEAD. A node other than Merge with a dead data
     input, or a control input from a dead node, is dead: its kernel is skipped and all its
-    outputs are DEAD. Exceptions: _Send and _HostSend run (they forward the deadness to
-    their Recv) and ControlTrigger runs and is live. An asynchronous kernel that delivers
-    DEAD (a _Recv of a dead tensor) makes its node dead.
+    outputs are DEAD. Exceptions (their definitions' flow_kind "dead_aware"): _Send runs (it
+    forwards the deadness to its Recv) and ControlTrigger runs and is live. An asynchronous
+    kernel that delivers DEAD (a _Recv of a dead tensor) makes its node dead.
   - Merge fires once per iteration, when all its control inputs have arrived (dead ones do
     not kill it) and either a live data input has (its kernel forwards it and its index) or
     all its data inputs are dead. A dead value from an Enter counts for all of them: the
@@ -45,13 +45,9 @@ from tensorflux.framework import errors
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.registry import DEAD
 from tensorflux.runtime.executor import ExecutorError
+from tensorflux.runtime.frame_analysis import flow_kind
 from tensorflux.runtime.step_graph import Node
 
-_MERGE = ("Merge", "RefMerge")
-_ENTER = ("Enter", "RefEnter")
-_EXIT = ("Exit", "RefExit")
-_NEXT = ("NextIteration", "RefNextIteration")
-_RUN_WHEN_DEAD = ("_Send", "_HostSend", "ControlTrigger")
 _FIRED = object()  # a Merge that has fired in an iteration
 
 
@@ -87,7 +83,7 @@ class ReferenceExecutor:
                 self.consumers[c].append((n, -1, -1))
         self.roots = [n for n in nodes if not n.inputs and not n.control_inputs]
         self.num_enters = Counter(n.attrs.get("frame_name", "") for n in nodes
-                                  if n.op in _ENTER)
+                                  if flow_kind(n.op) == "enter")
 
     def run(self, ctx, deadline: float | None = None) -> list:
         """Runs one step; returns the fetched values. Raises ExecutorError or OpError."""
@@ -178,14 +174,15 @@ class _Run:
 
     def _run_node(self, n: Node, frame: _Frame, i: int) -> None:
         arrived = frame.iterations[i].pop(n, None)
-        if n.op in _MERGE:
+        kind = flow_kind(n.op)
+        if kind == "merge":
             frame.iterations[i][n] = _FIRED
         inputs = arrived.values if arrived is not None else []
-        if n.op in _MERGE:
+        if kind == "merge":
             dead = arrived.enter_dead or all(v is None or v is DEAD for v in inputs)
         else:
             dead = arrived is not None and arrived.dead
-        if dead and n.op not in _RUN_WHEN_DEAD:
+        if dead and kind != "dead_aware":
             self._complete(n, frame, i, None, True)
             return
         compute, is_async = self.ex.kernels[n]
@@ -220,9 +217,10 @@ class _Run:
                     None, None, f"Kernel for {n.op} returned {len(values)} outputs, "
                     f"expected {count}"))
                 return
-        if n.op in _ENTER:
+        kind = flow_kind(n.op)
+        if kind == "enter":
             self._enter(n, frame, i, values, dead)
-        elif n.op in _EXIT:
+        elif kind == "exit":
             if frame.parent is None:
                 self._fail(None, errors.InvalidArgumentError(
                     None, None, f"Exit node {n.name} is not inside a while loop frame"))
@@ -232,7 +230,7 @@ class _Run:
                 self._deliver(n, frame.parent, frame.parent_iter, values, False)
             else:
                 frame.exits.setdefault(n, False)
-        elif n.op in _NEXT:
+        elif kind == "next_iteration":
             if not dead:
                 self._iteration(frame, i + 1)
                 self._deliver(n, frame, i + 1, values, False)
@@ -283,10 +281,10 @@ class _Run:
                 got.data += 1
                 if values[k] is DEAD:
                     got.dead = True
-                    got.enter_dead |= src.op in _ENTER
+                    got.enter_dead |= flow_kind(src.op) == "enter"
             if got.controls < len(dst.control_inputs):
                 continue
-            if dst.op in _MERGE:
+            if flow_kind(dst.op) == "merge":
                 live = any(v is not None and v is not DEAD for v in got.values)
                 go = live or got.enter_dead or got.data == len(dst.inputs)
             else:
