@@ -192,11 +192,11 @@ class Executor:
         for it in self.items:
             # The common case, completed by `_Run._process` itself: a plain op whose live
             # outputs stay in its frame and feed no Merge, so they are stored and counted
-            # down without `_complete`/`_propagate`. (LoopCond qualifies: it forwards its
-            # input and cannot make a dead output; an asynchronous kernel does when it calls
-            # back before returning.)
-            it.fast = (it.kind == NORMAL
-                       and (not is_control_flow(it.node.op) or it.node.op == "LoopCond")
+            # down without `_complete`/`_propagate`: an op without a flow_kind (not a Switch,
+            # which makes a dead output; LoopCond qualifies: it forwards its input and cannot
+            # make a dead output; an asynchronous kernel does when it calls back before
+            # returning).
+            it.fast = (flow_kind(it.node.op) is None
                        and all(dst.kind != MERGE for dst, _ in it.out_edges))
             # A fast node with a cheap synchronous kernel runs without `_Run._start`.
             it.plain = it.fast and not it.is_async and not it.expensive
