@@ -133,14 +133,8 @@ class _LoopSpec:
         members = [n for n in nodes if frame_of.get(n) == frame]
         enters = [n for n in nodes
                   if flow_kind(n.op) == "enter" and n.attrs.get("frame_name") == frame]
-        consumers: dict[Node, list[tuple[Node, int]]] = {n: [] for n in members + enters}
-        for n in nodes:
-            for src, i in n.inputs:
-                if src in consumers:
-                    consumers[src].append((n, i))
-            for c in n.control_inputs:
-                if c in consumers:
-                    consumers[c].append((n, -1))
+        every = frame_analysis.consumers_of(nodes)
+        consumers = {n: every[n] for n in members + enters}
         self.var_enters = [e for e in enters if not e.attrs.get("is_constant")]
         self.const_enters = [e for e in enters if e.attrs.get("is_constant")]
         self.exits = [n for n in members if flow_kind(n.op) == "exit"]

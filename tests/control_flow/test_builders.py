@@ -14,30 +14,7 @@ import pytest
 import tensorflux as tf
 from tensorflux.control_flow import builders
 from tensorflux.ops import control_flow_ops as cf
-from tests.op_test_util import STRATEGIES
-
-
-@pytest.fixture
-def graph():
-    g = tf.Graph()
-    with g.as_default():
-        yield g
-
-
-# How the test's sessions run: cheap loops compiled (the default), every loop on the
-# dataflow executor's frames, or the reference executor (the specification).
-LOOP_MODES = {"compiled": STRATEGIES["auto"], "frames": STRATEGIES["frames"],
-              "reference": STRATEGIES["reference"]}
-
-
-@pytest.fixture(params=list(LOOP_MODES))
-def loop_mode(request):
-    """Runs a test with each way of running loops (sessions from `_session(loop_mode)`)."""
-    return request.param
-
-
-def _session(loop_mode: str, **kwargs) -> tf.Session:
-    return tf.Session(exec_options=LOOP_MODES[loop_mode], **kwargs)
+from tests.control_flow.conftest import session as _session
 
 
 def _compiled_loops(sess) -> list[str]:

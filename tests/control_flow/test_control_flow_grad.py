@@ -7,30 +7,7 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
-from tests.op_test_util import STRATEGIES
-
-
-@pytest.fixture
-def graph():
-    g = tf.Graph()
-    with g.as_default():
-        yield g
-
-
-# How the test's sessions run: cheap loops compiled (the default), every loop on the
-# dataflow executor's frames, or the reference executor (the specification).
-LOOP_MODES = {"compiled": STRATEGIES["auto"], "frames": STRATEGIES["frames"],
-              "reference": STRATEGIES["reference"]}
-
-
-@pytest.fixture(params=list(LOOP_MODES))
-def loop_mode(request):
-    """Runs a test with each way of running loops (sessions from `_session(loop_mode)`)."""
-    return request.param
-
-
-def _session(loop_mode: str, **kwargs) -> tf.Session:
-    return tf.Session(exec_options=LOOP_MODES[loop_mode], **kwargs)
+from tests.control_flow.conftest import session as _session
 
 
 def _fd_check(sess, y, xs, values, feed=None, delta=1e-5, rtol=1e-5, atol=1e-7):
