@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
-from tensorflux.ops import math_ops, reduction_ops, sequence_ops
+from tensorflux.ops import math_ops, reduction_ops, sequence_ops, unary_ops
 from tests import oracle
 from tests.op_test_util import OpCase, away_from, check_gradient, check_value, positive
 
@@ -1131,3 +1131,47 @@ def test_split_matmul(split_everything, ta, tb, m, k, n):
     want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+# ---- semantics checked against TensorFlow 2.21 (issue 21); expected values from the oracle --
+
+
+def test_tanh_and_sigmoid_grad_kernels_do_not_conjugate():
+    # TF's kernels compute dy * (1 - y*y) and dy * y * (1 - y) as written; the gradients of
+    # Tanh and Sigmoid pass conj(y) themselves.
+    y = np.array([0.5 + 0.5j, 0.2 - 1j], np.complex64)
+    dy = np.array([1 + 2j, 0.3 + 0.1j], np.complex64)
+    tanh_g, sig_g = run([unary_ops.tanh_grad(y, dy), unary_ops.sigmoid_grad(y, dy)])
+    np.testing.assert_allclose(tanh_g, [2 + 1.5j, 0.548 + 0.316j], rtol=1e-6)
+    np.testing.assert_allclose(sig_g, [0.5 + 1j, 0.408 - 0.064j], rtol=1e-6)
+    # tf.gradients of sigmoid(x) for complex x is dy * conj(s * (1 - s)).
+    x = tf.constant(np.array([0.3 - 0.2j], np.complex64))
+    s = tf.sigmoid(x)
+    (g,) = tf.gradients(s, x, grad_ys=tf.constant(np.array([1 + 0j], np.complex64)))
+    sv, gv = run([s, g])
+    np.testing.assert_allclose(gv, np.conj(sv * (1 - sv)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["SqrtGrad", "RsqrtGrad", "ReciprocalGrad", "InvGrad"])
+def test_inverse_grads_are_zero_where_dy_is_zero(op):
+    from tensorflux.framework.op_def_library import apply_op
+
+    y = np.array([0.0, np.inf, np.nan, 0.0, 1.0], np.float32)
+    dy = np.array([0.0, 0.0, -0.0, 1.0, 0.0], np.float32)
+    got = run(apply_op(op, y=y, dy=dy))
+    want = {"SqrtGrad": [0, 0, 0, np.inf, 0]}.get(op, [0, 0, 0, -0.0, 0])
+    np.testing.assert_array_equal(got, np.array(want, np.float32))
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(np.array(want, np.float32)))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16, np.float32, np.float64])
+def test_argmax_argmin_skip_nan(dtype):
+    nan, inf = np.nan, np.inf
+    rows = [([1, nan, 3, 0], 2, 3), ([nan, 1, 3], 2, 1), ([nan, nan], 0, 0),
+            ([1, nan, nan], 0, 0), ([nan, nan, 1], 2, 2), ([nan, -inf], 0, 1),
+            ([nan, inf], 1, 0), ([5, nan, 5], 0, 0)]
+    for values, amax, amin in rows:
+        x = np.array(values, dtype)
+        assert run([tf.argmax(x), tf.argmin(x)]) == [amax, amin], values
+    x = np.array([[nan, 1], [2, nan]], dtype)
+    np.testing.assert_array_equal(run(tf.argmax(x, axis=1)), [1, 0])

@@ -143,8 +143,23 @@ def _grad_kernel(fn):
     return compute
 
 
-kernel("SqrtGrad")(_grad_kernel(lambda y, dy: dy * y.dtype.type(0.5) / np.conj(y)))
-kernel("RsqrtGrad")(_grad_kernel(lambda y, dy: dy * y.dtype.type(-0.5) * np.conj(y) ** 3))
-kernel("TanhGrad")(_grad_kernel(lambda y, dy: dy * (1 - np.conj(y) * np.conj(y))))
-kernel("SigmoidGrad")(_grad_kernel(lambda y, dy: dy * np.conj(y) * (1 - np.conj(y))))
-kernel("ReciprocalGrad", "InvGrad")(_grad_kernel(lambda y, dy: -dy * np.conj(y * y)))
+def _zero_where_dy_zero(fn):
+    """TensorFlow's SqrtGrad, RsqrtGrad and ReciprocalGrad give exactly 0 where dy == 0, even
+    where the formula alone is NaN (y = 0 or inf)."""
+
+    def compute(y, dy):
+        return np.where(dy == 0, np.zeros((), y.dtype), fn(y, dy))
+
+    return compute
+
+
+kernel("SqrtGrad")(_grad_kernel(_zero_where_dy_zero(
+    lambda y, dy: dy * y.dtype.type(0.5) / np.conj(y))))
+kernel("RsqrtGrad")(_grad_kernel(_zero_where_dy_zero(
+    lambda y, dy: dy * y.dtype.type(-0.5) * np.conj(y) ** 3)))
+# TanhGrad and SigmoidGrad do not conjugate y (TF's kernels); the gradients of Tanh and
+# Sigmoid pass conj(y).
+kernel("TanhGrad")(_grad_kernel(lambda y, dy: dy * (1 - y * y)))
+kernel("SigmoidGrad")(_grad_kernel(lambda y, dy: dy * y * (1 - y)))
+kernel("ReciprocalGrad", "InvGrad")(_grad_kernel(_zero_where_dy_zero(
+    lambda y, dy: -dy * np.conj(y * y))))
