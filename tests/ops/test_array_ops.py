@@ -983,3 +983,30 @@ def test_against_tensorflow():
     bad = [f"{src}\n  TF:  {w}\n  TFX: {g}" for src, w, g in zip(ORACLE_EXPRS, want, got,
                                                                 strict=True) if not _same(w, g)]
     assert not bad, "\n".join(bad)
+
+
+# ---- semantics checked against TensorFlow 2.21 (issue 21); expected values from the oracle --
+
+
+def test_unique_keeps_each_nan_apart():
+    x = np.array([np.nan, -0.0, 0.0, np.nan, np.inf, 1.0, 1.0], np.float64)
+    with tf.Session() as s:
+        y, idx = s.run(tf.unique(x))
+    np.testing.assert_array_equal(y, [np.nan, -0.0, np.nan, np.inf, 1.0])
+    np.testing.assert_array_equal(idx, [0, 1, 1, 2, 3, 4, 4])
+
+
+def test_single_output_list_ops_have_no_extra_dimension():
+    p = tf.placeholder(tf.float64, None)
+    q = tf.placeholder(tf.float64, None)
+    x = np.arange(6.0).reshape(2, 3)
+    fetches = {"split": tf.split(p, 1, axis=1)[0], "split_v": tf.split(p, [3], axis=1)[0],
+               "shape_n": tf.shape_n([p])[0], "identity_n": tf.identity_n([p])[0],
+               "unstack": tf.unstack(q, num=1)[0],
+               "dynamic_partition": tf.dynamic_partition(p, [0, 0], 1)[0]}
+    with tf.Session() as s:
+        got = s.run(fetches, {p: x, q: x[:1]})
+    for key, want in {"split": x, "split_v": x, "shape_n": [2, 3], "identity_n": x,
+                      "unstack": x[0], "dynamic_partition": x}.items():
+        np.testing.assert_array_equal(got[key], want, err_msg=key)
+        assert np.shape(got[key]) == np.shape(want), key

@@ -1175,3 +1175,20 @@ def test_argmax_argmin_skip_nan(dtype):
         assert run([tf.argmax(x), tf.argmin(x)]) == [amax, amin], values
     x = np.array([[nan, 1], [2, nan]], dtype)
     np.testing.assert_array_equal(run(tf.argmax(x, axis=1)), [1, 0])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_digamma_is_nan_at_its_poles(dtype):
+    x = np.array([-0.0, 0.0, -1, -2, -np.inf, np.inf, 1, -1.5], dtype)
+    got = run(tf.digamma(x))
+    assert np.isnan(got[:5]).all() and got[5] == np.inf
+    np.testing.assert_allclose(got[6:].astype(np.float64), [-0.5772157, 0.7031566],
+                               rtol=2e-3 if dtype == np.float16 else 1e-6)
+
+
+@pytest.mark.parametrize("dtype, want", [(np.complex64, 0), (np.complex128, 0),
+                                         (np.float32, np.nan), (np.int32, 0)])
+def test_mean_over_an_empty_axis(dtype, want):
+    got = run(tf.reduce_mean(np.zeros((0, 3), dtype), axis=0))
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, np.full(3, want, dtype))

@@ -1146,3 +1146,16 @@ def test_matches_tensorflow():
     inp = {k: np.asarray(v).tolist() for k, v in _oracle_inputs().items()}
     ours, theirs = oracle.run_both(f"INPUTS = {json.dumps(inp)!r}\n" + _ORACLE_CODE, tf)
     oracle.assert_results_close(ours, theirs, rtol=1e-4, atol=1e-4)
+
+
+# ---- semantics checked against TensorFlow 2.21 (issue 21); expected values from the oracle --
+
+
+def test_leaky_relu_applies_alpha_as_float32():
+    x = np.array([-1.3, 2.0, -0.7, -3.3e-5], np.float64)
+    y, g = _run([tf.nn.leaky_relu(x, alpha=0.1),
+                 apply_op("LeakyReluGrad", gradients=tf.constant(np.ones(4)), features=x,
+                          alpha=0.1)])
+    a = float(np.float32(0.1))
+    assert y.tolist() == [-1.3 * a, 2.0, -0.7 * a, -3.3e-5 * a]  # -0.13000000193715097, ...
+    assert g.dtype == np.float64 and g.tolist() == [a, 1.0, a, a]

@@ -59,7 +59,7 @@ def _identity(ctx, x):
 
 @kernel("IdentityN", device=_ALL, forwards_input=True)
 def _identity_n(ctx, *xs):
-    return xs
+    return xs if len(xs) != 1 else xs[0]  # one output: the bare value
 
 
 # ---- Shape, ShapeN, Size, Rank -----------------------------------------------------------
@@ -80,7 +80,8 @@ def _shape_n(node):
     dt = node.attrs["out_type"].as_numpy_dtype
 
     def compute(ctx, *xs):
-        return tuple(np.array(np.shape(x), dtype=dt) for x in xs)
+        out = tuple(np.array(np.shape(x), dtype=dt) for x in xs)
+        return out if len(out) != 1 else out[0]  # one output: the bare value
 
     return compute
 

@@ -175,7 +175,9 @@ def _unique(node):
             raise _invalid("unique expects a 1D vector.")
         if x.size == 0:
             return x.copy(), np.zeros(0, dtype=idx_type)
-        values, first, inverse = np.unique(x, return_index=True, return_inverse=True)
+        # equal_nan=False: every NaN is its own value, as in TF (its hash map never finds NaN).
+        values, first, inverse = np.unique(x, return_index=True, return_inverse=True,
+                                           equal_nan=False)
         order = np.argsort(first, kind="stable")  # by first appearance, as TF orders them
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
@@ -274,8 +276,8 @@ def _dynamic_partition(node):
         _check_range(p, num, "partitions")
         rows = data.reshape((-1,) + data.shape[p.ndim:])
         flat = p.reshape(-1)
-        if num == 1:
-            return (rows.copy(),)
+        if num == 1:  # one output: the bare value
+            return rows.copy()
         order = np.argsort(flat, kind="stable")
         counts = np.bincount(flat, minlength=num)
         return tuple(np.split(rows[order], np.cumsum(counts)[:-1]))

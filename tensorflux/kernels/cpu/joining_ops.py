@@ -79,8 +79,8 @@ def _split(node):
         if size % num:
             raise _invalid(f"Number of ways to split should evenly divide the split dimension, "
                            f"but got split_dim {axis} (size = {size}) and num_split {num}")
-        if num == 1:
-            return (value,)
+        if num == 1:  # one output: the bare value (kernels/registry.py's contract)
+            return value
         return tuple(np.split(value, num, axis=axis))
 
     return compute
@@ -111,8 +111,8 @@ def _split_v(node):
                            f"along split_dim if not fully specified.  Got: {known}")
         if unknown:
             sizes[unknown[0]] = total - known
-        if num == 1:
-            return (value,)
+        if num == 1:  # one output: the bare value
+            return value
         return tuple(np.split(value, np.cumsum(sizes[:-1]), axis=axis))
 
     return compute
@@ -153,7 +153,7 @@ def _unpack(node):
             raise _invalid(f"Input shape axis {a} must equal {num}, got shape "
                            f"{_shape_str(value.shape)}")
         moved = value if a == 0 else np.moveaxis(value, a, 0)
-        return tuple(moved)
+        return tuple(moved) if num != 1 else moved[0]  # one output: the bare value
 
     return compute
 

@@ -85,9 +85,12 @@ def _mean(x, axes, keepdims):
     count = 1
     for a in axes:
         count *= x.shape[a]
-    if _is_int(x):
+    if _is_int(x) or x.dtype.kind == "c":
         total = np.add.reduce(x, axes, x.dtype, keepdims=keepdims)
-        if count == 0:
+        if count == 0:  # TF: 0 for integers and complex numbers, NaN for real floats
+            return np.zeros_like(total)
+        if x.dtype.kind == "c":
+            return total / x.dtype.type(count)
             return np.zeros_like(total)
         q = np.floor_divide(np.abs(total), x.dtype.type(count))
         return np.asarray(np.where(total < 0, -q, q).astype(x.dtype))

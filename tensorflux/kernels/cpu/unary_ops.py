@@ -112,6 +112,13 @@ else:  # pragma: no cover - depends on the environment
         return _digamma_series(x).astype(x.dtype)
 
 
+def _digamma_poles_nan(x):
+    """digamma with TensorFlow's value at its poles: NaN at 0, -0 and the negative integers
+    (SciPy gives -inf at 0 and inf at -0)."""
+    out = _digamma(x)
+    return np.where((x <= 0) & (x == np.floor(x)), np.asarray(np.nan, out.dtype), out)
+
+
 _UNARY = {
     "Neg": np.negative, "Abs": np.abs, "ComplexAbs": np.abs, "Sign": np.sign,
     "Square": np.square, "Sqrt": np.sqrt, "Rsqrt": _rsqrt, "Exp": np.exp,
@@ -121,7 +128,7 @@ _UNARY = {
     "Atanh": np.arctanh, "Tanh": np.tanh, "Sigmoid": _sigmoid, "Reciprocal": _reciprocal,
     "Inv": _reciprocal, "Floor": np.floor, "Ceil": np.ceil, "Round": np.round,
     "Rint": np.rint, "Erf": _in_float32(_erf), "Erfc": _in_float32(_erfc),
-    "Lgamma": _in_float32(_lgamma), "Digamma": _in_float32(_digamma),
+    "Lgamma": _in_float32(_lgamma), "Digamma": _in_float32(_digamma_poles_nan),
     "IsNan": np.isnan, "IsInf": np.isinf, "IsFinite": np.isfinite,
 }
 
