@@ -1192,3 +1192,14 @@ def test_mean_over_an_empty_axis(dtype, want):
     got = run(tf.reduce_mean(np.zeros((0, 3), dtype), axis=0))
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, np.full(3, want, dtype))
+
+
+def test_range_size_is_computed_in_its_dtype():
+    # float32: (0.3 - 0) / 0.1 is exactly 3 (three elements); float64 arithmetic gives 4.
+    f32 = tf.range(0.0, 0.3, 0.1)
+    f64 = tf.range(np.float64(0), np.float64(0.3), np.float64(0.1))
+    p = tf.placeholder(tf.float32, [])
+    dynamic = tf.range(0.0, p, 0.1)
+    assert f32.shape.as_list() == [3] and f64.shape.as_list() == [3]
+    got = run([f32, f64, dynamic, tf.range(1.0, 0.7, -0.1)], {p: 0.3})
+    assert [len(v) for v in got] == [3, 3, 3, 3]
