@@ -1010,3 +1010,44 @@ def test_single_output_list_ops_have_no_extra_dimension():
                       "unstack": x[0], "dynamic_partition": x}.items():
         np.testing.assert_array_equal(got[key], want, err_msg=key)
         assert np.shape(got[key]) == np.shape(want), key
+
+
+@pytest.mark.parametrize("axis, shapes, message", [
+    (1, [[2, 3], [3, 3]], "All dimensions except 1 must match. Input 1 has shape [3 3] and "
+                          "doesn't match input 0 with shape [2 3]."),
+    (1, [[2, 3], [2, 3, 1]], "input 1 should contain 2 elements, but got 3"),
+    (2, [[2, 3], [2, 4]], "Concat dim is out of range: 2 vs. 2"),
+])
+def test_concat_offset_rejects_what_tensorflow_rejects(axis, shapes, message):
+    from tensorflux.framework.op_def_library import apply_op
+
+    offsets = apply_op("ConcatOffset", concat_dim=axis,
+                       shape=[tf.constant(s) for s in shapes])
+    with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError) as info:
+        s.run(offsets)
+    assert message in str(info.value)
+
+
+def test_placeholder_with_default_shape_must_fit_its_default():
+    from tensorflux.framework.op_def_library import apply_op
+
+    x = np.zeros((2, 3), np.float32)
+    # The op's shape function checks it, so apply_op (and GraphDef import) do too.
+    with pytest.raises(ValueError, match="Dimension 1 in both shapes must be equal, but are 3 "
+                                         "and 4"):
+        apply_op("PlaceholderWithDefault", input=x, shape=[2, 4])
+    with pytest.raises(ValueError, match="Shapes must be equal rank, but are 2 and 1"):
+        tf.placeholder_with_default(x, shape=[None])
+    assert tf.placeholder_with_default(x, shape=[None, 3]).shape.as_list() == [None, 3]
+    # At run time TF does not check a default that comes from another tensor.
+    p = tf.placeholder(tf.float32, None)
+    d = tf.placeholder_with_default(p, shape=[2])
+    with tf.Session() as s:
+        assert s.run(d, {p: np.zeros(3, np.float32)}).shape == (3,)
+
+
+def test_where_on_a_scalar_is_an_error():
+    p = tf.placeholder(tf.bool, None)
+    with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError,
+                                          match="WhereOp : Unhandled input dimensions: 0"):
+        s.run(tf.where(p), {p: True})

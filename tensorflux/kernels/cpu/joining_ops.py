@@ -46,6 +46,11 @@ def _concat(ctx, *args):
         raise _concat_error(values, axis) from None
 
 
+def _np_str(v: np.ndarray) -> str:
+    """A vector as TF's messages print it: [2 3]."""
+    return "[" + " ".join(str(int(x)) for x in v.reshape(-1)) + "]"
+
+
 @kernel("ConcatOffset")
 def _concat_offset(ctx, concat_dim, *shapes):
     axis = int(concat_dim)
@@ -54,7 +59,15 @@ def _concat_offset(ctx, concat_dim, *shapes):
         raise _invalid(f"Concat dim is out of range: {axis} vs. {n}")
     axis %= n
     out, offset = [], 0
-    for s in shapes:
+    for i, s in enumerate(shapes):
+        if s.size != n:
+            raise _invalid(f"input {i} should contain {n} elements, but got {s.size}")
+        differs = s != shapes[0]
+        differs[axis] = False
+        if differs.any():
+            raise _invalid(f"All dimensions except {axis} must match. Input {i} has shape "
+                           f"{_np_str(s)} and doesn't match input 0 with shape "
+                           f"{_np_str(shapes[0])}.")
         o = np.zeros_like(s)
         o[axis] = offset
         offset += int(s[axis])
