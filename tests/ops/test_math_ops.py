@@ -1203,3 +1203,30 @@ def test_range_size_is_computed_in_its_dtype():
     assert f32.shape.as_list() == [3] and f64.shape.as_list() == [3]
     got = run([f32, f64, dynamic, tf.range(1.0, 0.7, -0.1)], {p: 0.3})
     assert [len(v) for v in got] == [3, 3, 3, 3]
+
+
+def test_special_functions_on_scalars_without_scipy():
+    # The kernels' NumPy fallbacks (used when SciPy is absent) must take 0-d inputs: a ufunc
+    # gives a bare scalar there, which has no .astype and cannot be an out= argument.
+    import json
+    import subprocess
+    import sys
+
+    program = """if True:
+        import sys
+        sys.modules["scipy"] = None  # import scipy now raises ImportError
+        import numpy as np
+        import tensorflux as tf
+        p = tf.placeholder(tf.float16, [])
+        ops = [tf.erf, tf.erfc, tf.lgamma, tf.rsqrt, tf.sigmoid, tf.digamma]
+        with tf.Session() as s:
+            got = s.run([f(p) for f in ops], {p: np.float16(0.5)})
+        print([float(v) for v in got])
+    """
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=100)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    # float16 values from TF 2.21
+    np.testing.assert_allclose(got, [0.5205, 0.4795, 0.5723, 1.414, 0.6226, -1.964],
+                               rtol=1e-3)

@@ -49,8 +49,8 @@ def _vectorized(scalar_fn):
     SciPy is absent)."""
     ufunc = np.frompyfunc(scalar_fn, 1, 1)
 
-    def compute(x):
-        return ufunc(x).astype(x.dtype)
+    def compute(x):  # asarray: on a 0-d array the ufunc returns a bare Python float
+        return np.asarray(ufunc(x)).astype(x.dtype)
 
     return compute
 
@@ -58,13 +58,13 @@ def _vectorized(scalar_fn):
 def _sigmoid(x):
     if x.dtype.kind == "c":
         return 1 / (1 + np.exp(-x))
-    out = np.exp(np.negative(x))
+    out = np.asarray(np.exp(np.negative(x)))  # a 0-d array, not a NumPy scalar, for out=
     out += 1
     return np.reciprocal(out, out=out)
 
 
 def _rsqrt(x):
-    out = np.sqrt(x)
+    out = np.asarray(np.sqrt(x))  # a 0-d array, not a NumPy scalar, for out=
     return np.reciprocal(out, out=out)
 
 
