@@ -1051,3 +1051,28 @@ def test_where_on_a_scalar_is_an_error():
     with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError,
                                           match="WhereOp : Unhandled input dimensions: 0"):
         s.run(tf.where(p), {p: True})
+
+
+def test_gather_nd_with_empty_index_vectors_takes_all_of_params():
+    params = np.arange(6.0).reshape(2, 3)
+    with tf.Session() as s:
+        got = s.run(tf.gather_nd(params, np.zeros((4, 0), np.int32)))
+        np.testing.assert_array_equal(got, np.broadcast_to(params, (4, 2, 3)))
+        assert s.run(tf.gather_nd(params, np.zeros((0, 0), np.int32))).shape == (0, 2, 3)
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Requested more than 0 entries, but params is empty"):
+            s.run(tf.gather_nd(np.zeros((0, 3)), np.zeros((4, 0), np.int32)))
+
+
+def test_transpose_takes_negative_perm_entries():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    p = tf.placeholder(tf.int32, [3])
+    with tf.Session() as s:
+        np.testing.assert_array_equal(s.run(tf.transpose(x, [-1, 0, -2])),
+                                      np.transpose(x, [2, 0, 1]))
+        np.testing.assert_array_equal(s.run(tf.transpose(x, p), {p: [-1, -3, 1]}),
+                                      np.transpose(x, [2, 0, 1]))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="0 is missing from"):
+            s.run(tf.transpose(x, p), {p: [-1, 1, 1]})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="-4 is out of range"):
+            s.run(tf.transpose(x, p), {p: [-4, 1, 0]})

@@ -1230,3 +1230,28 @@ def test_special_functions_on_scalars_without_scipy():
     # float16 values from TF 2.21
     np.testing.assert_allclose(got, [0.5205, 0.4795, 0.5723, 1.414, 0.6226, -1.964],
                                rtol=1e-3)
+
+
+@pytest.mark.parametrize("op", ["Real", "Imag", "Angle", "ComplexAbs"])
+def test_complex_parts_need_tout_to_be_the_real_dtype(op):
+    from tensorflux.framework.op_def_library import apply_op
+
+    c = np.array([1 + 2j, -3 - 4j], np.complex64)
+    c64, c128 = tf.constant(c), tf.constant(c.astype(np.complex128))
+    arg = "x" if op == "ComplexAbs" else "input"
+    wrong = [apply_op(op, **{arg: c64, "Tout": tf.float64}),
+             apply_op(op, **{arg: c128, "Tout": tf.float32})]
+    message = ("Signature mismatch, have: complex64->double expected: complex64->float"
+               if op == "ComplexAbs" else
+               f"No OpKernel was registered to support Op '{op}' with these attrs: "
+               "[T=DT_COMPLEX64, Tout=DT_DOUBLE]")
+    with tf.Session() as s:
+        for t in wrong:
+            with pytest.raises(tf.errors.InvalidArgumentError) as info:
+                s.run(t)
+            if t is wrong[0]:
+                assert message in str(info.value)
+        right = s.run(apply_op(op, **{arg: c128, "Tout": tf.float64}))
+    assert right.dtype == np.float64
+    want = {"Real": c.real, "Imag": c.imag, "Angle": np.angle(c), "ComplexAbs": np.abs(c)}[op]
+    np.testing.assert_allclose(right, want.astype(np.float64), rtol=1e-6)

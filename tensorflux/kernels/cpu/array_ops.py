@@ -210,11 +210,12 @@ def _check_perm(x, perm) -> tuple:
     if len(p) != n:
         raise _invalid(f"transpose expects a vector of size {n}. But input(1) is a vector of "
                        f"size {len(p)}")
+    for d in p:
+        if not -n <= d < n:
+            raise _invalid(f"{d} is out of range [0 .. {n})")
+    p = [d % n for d in p]  # TF takes entries in [-n, n), negative ones counting from the end
     if sorted(p) != list(range(n)):
         seen = set(p)
-        for d in p:
-            if not 0 <= d < n:
-                raise _invalid(f"{d} is out of range [0 .. {n})")
         missing = next(i for i in range(n) if i not in seen)
         raise _invalid(f"{missing} is missing from {{{','.join(map(str, p))}}}.")
     return tuple(p)

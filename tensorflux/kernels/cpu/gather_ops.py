@@ -91,7 +91,10 @@ def _gather_nd(ctx, params, indices):
         raise _invalid(f"index innermost dimension length must be <= params rank; saw: {k} vs. "
                        f"{params.ndim}")
     outer = indices.shape[:-1]
-    flat = indices.reshape(-1, k)
+    flat = indices.reshape(int(np.prod(outer, dtype=np.int64)), k)  # -1 is ambiguous for k=0
+    if k == 0 and params.size == 0 and flat.shape[0] > 0:
+        raise _invalid(f"Requested more than 0 entries, but params is empty.  Params shape: "
+                       f"{_shape_str(params.shape)}")
     limits = np.array(params.shape[:k], dtype=np.int64)
     bad = (flat < 0) | (flat >= limits)
     if bad.any():

@@ -28,6 +28,7 @@ from tensorflux.kernels.cpu._math_common import (
     _BLAS_FLOATS,
     _binary,
     _check_divisor,
+    _complex_to_real,
     _incompatible,
     _invalid,
     _shape_str,
@@ -218,18 +219,14 @@ def _complex(node):
     return compute
 
 
-for _op_type, _fn in (("Invert", np.invert), ("Conj", np.conj), ("Angle", np.angle)):
+for _op_type, _fn in (("Invert", np.invert), ("Conj", np.conj)):
     kernel(_op_type)(_unary(_fn))
 
-
-@kernel("Real")
-def _real(ctx, x):
-    return x.real.copy()
-
-
-@kernel("Imag")
-def _imag(ctx, x):
-    return x.imag.copy()
+# TF registers no kernel for a Tout other than the input's real dtype.
+_NO_KERNEL = ("No OpKernel was registered to support Op '{op}' with these attrs: "
+              "[T={T}, Tout={Tout}]")
+for _op_type, _fn in (("Real", np.real), ("Imag", np.imag), ("Angle", np.angle)):
+    kernel_factory(_op_type)(_complex_to_real(_fn, _NO_KERNEL))
 
 
 # ==========================================================================================

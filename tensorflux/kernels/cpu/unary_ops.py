@@ -17,12 +17,13 @@ import numpy as np
 from tensorflux.kernels.cpu._math_common import (
     _LOW_PRECISION,
     _check_divisor,
+    _complex_to_real,
     _invalid,
     _is_int,
     _shape_str,
     _unary,
 )
-from tensorflux.kernels.registry import kernel
+from tensorflux.kernels.registry import kernel, kernel_factory
 
 try:  # optional: fast, exact special functions
     from scipy import special as _special
@@ -120,7 +121,7 @@ def _digamma_poles_nan(x):
 
 
 _UNARY = {
-    "Neg": np.negative, "Abs": np.abs, "ComplexAbs": np.abs, "Sign": np.sign,
+    "Neg": np.negative, "Abs": np.abs, "Sign": np.sign,
     "Square": np.square, "Sqrt": np.sqrt, "Rsqrt": _rsqrt, "Exp": np.exp,
     "Expm1": np.expm1, "Log": np.log, "Log1p": np.log1p, "Sin": np.sin, "Cos": np.cos,
     "Tan": np.tan, "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan,
@@ -135,6 +136,8 @@ _UNARY = {
 
 for _op_type, _fn in _UNARY.items():
     kernel(_op_type)(_unary(_fn))
+kernel_factory("ComplexAbs")(_complex_to_real(
+    np.abs, "Signature mismatch, have: {t}->{tout} expected: {t}->{expected}"))
 
 
 # ---- backward ops: f(y, dy) with y the forward op's output -------------------------------
