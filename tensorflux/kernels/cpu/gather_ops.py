@@ -38,6 +38,10 @@ def _gather(params, indices, axis: int, batch_dims: int):
     axis %= n
     if params.ndim == 0:
         raise _invalid("params must be at least 1 dimensional")
+    others = params.shape[:axis] + params.shape[axis + 1:]
+    if batch_dims == 0 and 0 in others:  # empty slices: TF copies nothing, checks nothing
+        return np.empty(params.shape[:axis] + indices.shape + params.shape[axis + 1:],
+                        params.dtype)
     _check_range(indices, params.shape[axis])
     if batch_dims == 0:
         return np.take(params, indices, axis=axis)

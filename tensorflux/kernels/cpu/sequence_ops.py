@@ -62,7 +62,7 @@ def _cumulative(ufunc, identity):
             if reverse:
                 work = np.flip(work, a)
             out = ufunc.accumulate(work, axis=a, dtype=work.dtype)
-            if exclusive:
+            if exclusive and out.shape[a]:  # nothing to shift along an empty axis
                 out = np.roll(out, 1, axis=a)
                 index = [slice(None)] * x.ndim
                 index[a] = 0

@@ -113,6 +113,12 @@ else:  # pragma: no cover - depends on the environment
         return _digamma_series(x).astype(x.dtype)
 
 
+def _lgamma_of_minus_inf_is_inf(x):
+    """lgamma with TF's value at -inf: inf (SciPy's gammaln gives -inf)."""
+    out = np.asarray(_lgamma(x))
+    return np.where(x == -np.inf, np.asarray(np.inf, out.dtype), out)
+
+
 def _digamma_poles_nan(x):
     """digamma with TensorFlow's value at its poles: NaN at 0, -0 and the negative integers
     (SciPy gives -inf at 0 and inf at -0)."""
@@ -129,7 +135,7 @@ _UNARY = {
     "Atanh": np.arctanh, "Tanh": np.tanh, "Sigmoid": _sigmoid, "Reciprocal": _reciprocal,
     "Inv": _reciprocal, "Floor": np.floor, "Ceil": np.ceil, "Round": np.round,
     "Rint": np.rint, "Erf": _in_float32(_erf), "Erfc": _in_float32(_erfc),
-    "Lgamma": _in_float32(_lgamma), "Digamma": _in_float32(_digamma_poles_nan),
+    "Lgamma": _in_float32(_lgamma_of_minus_inf_is_inf), "Digamma": _in_float32(_digamma_poles_nan),
     "IsNan": np.isnan, "IsInf": np.isinf, "IsFinite": np.isfinite,
 }
 
