@@ -1076,3 +1076,11 @@ def test_transpose_takes_negative_perm_entries():
             s.run(tf.transpose(x, p), {p: [-1, 1, 1]})
         with pytest.raises(tf.errors.InvalidArgumentError, match="-4 is out of range"):
             s.run(tf.transpose(x, p), {p: [-4, 1, 0]})
+
+
+def test_gather_of_empty_slices_checks_no_index():
+    params = np.zeros((2, 0, 3), np.float32)
+    with tf.Session() as s:
+        assert s.run(tf.gather(params, [0, 2, 1])).shape == (3, 0, 3)  # 2 is out of range
+        with pytest.raises(tf.errors.InvalidArgumentError, match="is not in"):
+            s.run(tf.gather(np.zeros((2, 1)), [0, 2, 1]))

@@ -1260,3 +1260,20 @@ def test_complex_parts_need_tout_to_be_the_real_dtype(op):
     assert right.dtype == np.float64
     want = {"Real": c.real, "Imag": c.imag, "Angle": np.angle(c), "ComplexAbs": np.abs(c)}[op]
     np.testing.assert_allclose(right, want.astype(np.float64), rtol=1e-6)
+
+
+def test_found_by_the_differential_test():
+    # Each of these differed from TF 2.21 (tests/ops/test_differential.py).
+    with pytest.raises(ValueError, match="Invalid reduction dimension 0 for input with 0"):
+        tf.reduce_sum(tf.constant(1.0), axis=0)
+    scalar = tf.placeholder(tf.float32, [])
+    assert tf.argmax(scalar, 0).shape.as_list() == []  # the kernel rejects it, not the shape
+    x = np.zeros((0,), np.float32)
+    ints = tf.placeholder(tf.int64, [1, 3])
+    got = run([tf.cumsum(x, exclusive=True, reverse=True), tf.cumprod(x, exclusive=True),
+               tf.pow(np.zeros((0, 3), np.int64), ints),
+               tf.lgamma(np.array([-np.inf, np.inf], np.float32))], {ints: [[1, -1, 2]]})
+    assert got[0].shape == got[1].shape == (0,) and got[2].shape == (0, 3)
+    np.testing.assert_array_equal(got[3], [np.inf, np.inf])
+    with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError):
+        s.run(tf.argmax(scalar, 0), {scalar: 1.0})
