@@ -146,9 +146,9 @@ def _placeholder_with_default_shape(op):
     shape = op.attrs["shape"]
     if shape is None:
         return [tensor_shape.unknown_shape()]
+    dims = tensor_shape.as_shape(shape)
     common_shapes.merge_shapes(common_shapes.static_dims(op.inputs[0]),
-                               tensor_shape.as_shape(shape).as_list()
-                               if tensor_shape.as_shape(shape).ndims is not None else None)
+                               dims.as_list() if dims.ndims is not None else None)
     return [shape]
 
 
