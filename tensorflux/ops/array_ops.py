@@ -140,11 +140,21 @@ def placeholder(dtype, shape=None, name: str | None = None):
                     name=name or "Placeholder")
 
 
+def _placeholder_with_default_shape(op):
+    """The `shape` attr, which must be compatible with the default's shape (TF merges the two
+    and raises its ValueError, whatever builds the node)."""
+    shape = op.attrs["shape"]
+    if shape is None:
+        return [tensor_shape.unknown_shape()]
+    dims = tensor_shape.as_shape(shape)
+    common_shapes.merge_shapes(common_shapes.static_dims(op.inputs[0]),
+                               dims.as_list() if dims.ndims is not None else None)
+    return [shape]
+
+
 define_op("PlaceholderWithDefault", inputs=["input: dtype"], outputs=["output: dtype"],
-          attrs=["dtype: type", "shape: shape"],
-          shape_fn=lambda op: [op.attrs["shape"] if op.attrs["shape"] is not None
-                               else tensor_shape.unknown_shape()], cost_free=True,
-          keep_identity=True)
+          attrs=["dtype: type", "shape: shape"], shape_fn=_placeholder_with_default_shape,
+          cost_free=True, keep_identity=True)
 
 
 def placeholder_with_default(input, shape, name: str | None = None):  # noqa: A002
@@ -155,8 +165,6 @@ def placeholder_with_default(input, shape, name: str | None = None):  # noqa: A0
     """
     t = convert_to_tensor(input)
     shape = tensor_shape.as_shape(shape)
-    if not shape.is_compatible_with(t.shape):
-        raise ValueError(f"Shapes {t.shape} and {shape} are incompatible")
     return apply_op("PlaceholderWithDefault", input=t, shape=shape,
                     name=name or "PlaceholderWithDefault")
 

@@ -262,7 +262,13 @@ def _xent_shape(op):
         labels = checked_dims(op.inputs[1], rank=2)
         logits = logits or [None, None]
         labels = labels or [None, None]
-        batch, classes = merge_dim(logits[0], labels[0]), merge_dim(logits[1], labels[1])
+        if None not in logits + labels and all(
+                a == b or 1 in (a, b) for a, b in zip(logits, labels, strict=True)):
+            # Both known and broadcastable (TF's kernel broadcasts, e.g. labels [1, K]).
+            batch, classes = (max(a, b) if 0 not in (a, b) else 0
+                              for a, b in zip(logits, labels, strict=True))
+        else:
+            batch, classes = merge_dim(logits[0], labels[0]), merge_dim(logits[1], labels[1])
     return [[batch], [batch, classes]]
 
 

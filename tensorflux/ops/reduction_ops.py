@@ -88,7 +88,7 @@ def _known_axes(axes_t, rank):
     if axes is not None and rank is not None:
         value = np.reshape(common_shapes.constant_value(axes_t), -1)
         for a in value:
-            if not -rank <= int(a) < builtins.max(rank, 1):
+            if not -rank <= int(a) < rank:  # a scalar has no axis 0 (TF's shape function)
                 raise ValueError(f"Invalid reduction dimension {int(a)} for input with "
                                  f"{rank} dimensions.")
     return axes
@@ -347,6 +347,8 @@ def _arg_reduce_shape(op):
     x, dim_t = op.inputs
     rank = x.shape.ndims
     value = common_shapes.constant_value(dim_t)
+    if rank is not None and rank <= 1:  # as TF: a scalar (the kernel checks the dimension)
+        return [tensor_shape.TensorShape([])]
     if value is None or rank is None:
         return [tensor_shape.unknown_shape(rank=rank - 1) if rank else
                 tensor_shape.unknown_shape()]

@@ -48,8 +48,11 @@ _RANGE_TYPES = ("{bfloat16, float16, float32, float64, int8, int16, int32, int64
                 "uint32, uint64}")
 
 
-def _range_size(start, limit, delta) -> int:
-    """The number of elements of Range(start, limit, delta); ValueError as TF words it."""
+def _range_size(start, limit, delta, dtype=None) -> int:
+    """The number of elements of Range(start, limit, delta); ValueError as TF words it.
+
+    For floats the size is computed in `dtype` as TF does (in float32, (0.3 - 0) / 0.1 is
+    exactly 3: three elements, where float64 arithmetic would give four)."""
     if delta == 0:
         raise ValueError(f"Requires delta != 0: {delta}")
     if delta > 0 and start > limit:
@@ -60,7 +63,11 @@ def _range_size(start, limit, delta) -> int:
             isinstance(limit, (int, np.integer)):
         return int((builtins.abs(int(limit) - int(start)) + builtins.abs(int(delta)) - 1)
                    // builtins.abs(int(delta)))
-    return int(np.ceil(builtins.abs((float(limit) - float(start)) / float(delta))))
+    dt = np.dtype(dtype) if dtype is not None else np.dtype(np.float64)
+    if dt.itemsize < 4:  # half and bfloat16 compute in float32 (the kernel's precision)
+        dt = np.dtype(np.float32)
+    start, limit, delta = (np.asarray(v).astype(dt) for v in (start, limit, delta))
+    return int(np.ceil(builtins.abs(float((limit - start) / delta))))
 
 
 def _range_shape(op):
@@ -70,7 +77,9 @@ def _range_shape(op):
             raise ValueError(f"Shape must be rank 0 but is rank {t.shape.ndims}")
     if any(v is None for v in values):
         return [tensor_shape.TensorShape([None])]
-    return [tensor_shape.TensorShape([_range_size(*(np.asarray(v).item() for v in values))])]
+    dt = op.attrs["Tidx"].as_numpy_dtype
+    size = _range_size(*(np.asarray(v).item() for v in values), dtype=dt)
+    return [tensor_shape.TensorShape([size])]
 
 
 define_op("Range", inputs=["start: Tidx", "limit: Tidx", "delta: Tidx"],
@@ -234,6 +243,6 @@ def _range_value(op):
     if values is None:
         return None
     start, limit, delta = (np.asarray(v).item() for v in values)
-    size = _range_size(start, limit, delta)
     dt = op.attrs["Tidx"].as_numpy_dtype
+    size = _range_size(start, limit, delta, dt)
     return (np.asarray(start, dt) + np.arange(size) * np.asarray(delta, dt)).astype(dt)

@@ -983,3 +983,104 @@ def test_against_tensorflow():
     bad = [f"{src}\n  TF:  {w}\n  TFX: {g}" for src, w, g in zip(ORACLE_EXPRS, want, got,
                                                                 strict=True) if not _same(w, g)]
     assert not bad, "\n".join(bad)
+
+
+# ---- semantics checked against TensorFlow 2.21 (issue 21); expected values from the oracle --
+
+
+def test_unique_keeps_each_nan_apart():
+    x = np.array([np.nan, -0.0, 0.0, np.nan, np.inf, 1.0, 1.0], np.float64)
+    with tf.Session() as s:
+        y, idx = s.run(tf.unique(x))
+    np.testing.assert_array_equal(y, [np.nan, -0.0, np.nan, np.inf, 1.0])
+    np.testing.assert_array_equal(idx, [0, 1, 1, 2, 3, 4, 4])
+
+
+def test_single_output_list_ops_have_no_extra_dimension():
+    p = tf.placeholder(tf.float64, None)
+    q = tf.placeholder(tf.float64, None)
+    x = np.arange(6.0).reshape(2, 3)
+    fetches = {"split": tf.split(p, 1, axis=1)[0], "split_v": tf.split(p, [3], axis=1)[0],
+               "shape_n": tf.shape_n([p])[0], "identity_n": tf.identity_n([p])[0],
+               "unstack": tf.unstack(q, num=1)[0],
+               "dynamic_partition": tf.dynamic_partition(p, [0, 0], 1)[0]}
+    with tf.Session() as s:
+        got = s.run(fetches, {p: x, q: x[:1]})
+    for key, want in {"split": x, "split_v": x, "shape_n": [2, 3], "identity_n": x,
+                      "unstack": x[0], "dynamic_partition": x}.items():
+        np.testing.assert_array_equal(got[key], want, err_msg=key)
+        assert np.shape(got[key]) == np.shape(want), key
+
+
+@pytest.mark.parametrize("axis, shapes, message", [
+    (1, [[2, 3], [3, 3]], "All dimensions except 1 must match. Input 1 has shape [3 3] and "
+                          "doesn't match input 0 with shape [2 3]."),
+    (1, [[2, 3], [2, 3, 1]], "input 1 should contain 2 elements, but got 3"),
+    (2, [[2, 3], [2, 4]], "Concat dim is out of range: 2 vs. 2"),
+])
+def test_concat_offset_rejects_what_tensorflow_rejects(axis, shapes, message):
+    from tensorflux.framework.op_def_library import apply_op
+
+    offsets = apply_op("ConcatOffset", concat_dim=axis,
+                       shape=[tf.constant(s) for s in shapes])
+    with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError) as info:
+        s.run(offsets)
+    assert message in str(info.value)
+
+
+def test_placeholder_with_default_shape_must_fit_its_default():
+    from tensorflux.framework.op_def_library import apply_op
+
+    x = np.zeros((2, 3), np.float32)
+    # The op's shape function checks it, so apply_op (and GraphDef import) do too.
+    with pytest.raises(ValueError, match="Dimension 1 in both shapes must be equal, but are 3 "
+                                         "and 4"):
+        apply_op("PlaceholderWithDefault", input=x, shape=[2, 4])
+    with pytest.raises(ValueError, match="Shapes must be equal rank, but are 2 and 1"):
+        tf.placeholder_with_default(x, shape=[None])
+    assert tf.placeholder_with_default(x, shape=[None, 3]).shape.as_list() == [None, 3]
+    # At run time TF does not check a default that comes from another tensor.
+    p = tf.placeholder(tf.float32, None)
+    d = tf.placeholder_with_default(p, shape=[2])
+    with tf.Session() as s:
+        assert s.run(d, {p: np.zeros(3, np.float32)}).shape == (3,)
+
+
+def test_where_on_a_scalar_is_an_error():
+    p = tf.placeholder(tf.bool, None)
+    with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError,
+                                          match="WhereOp : Unhandled input dimensions: 0"):
+        s.run(tf.where(p), {p: True})
+
+
+def test_gather_nd_with_empty_index_vectors_takes_all_of_params():
+    params = np.arange(6.0).reshape(2, 3)
+    with tf.Session() as s:
+        got = s.run(tf.gather_nd(params, np.zeros((4, 0), np.int32)))
+        np.testing.assert_array_equal(got, np.broadcast_to(params, (4, 2, 3)))
+        assert s.run(tf.gather_nd(params, np.zeros((0, 0), np.int32))).shape == (0, 2, 3)
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Requested more than 0 entries, but params is empty"):
+            s.run(tf.gather_nd(np.zeros((0, 3)), np.zeros((4, 0), np.int32)))
+
+
+def test_transpose_takes_negative_perm_entries():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    p = tf.placeholder(tf.int32, [3])
+    with tf.Session() as s:
+        np.testing.assert_array_equal(s.run(tf.transpose(x, [-1, 0, -2])),
+                                      np.transpose(x, [2, 0, 1]))
+        np.testing.assert_array_equal(s.run(tf.transpose(x, p), {p: [-1, -3, 1]}),
+                                      np.transpose(x, [2, 0, 1]))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="0 is missing from"):
+            s.run(tf.transpose(x, p), {p: [-1, 1, 1]})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="-4 is out of range"):
+            s.run(tf.transpose(x, p), {p: [-4, 1, 0]})
+
+
+def test_gather_of_empty_slices_checks_no_index():
+    params = np.zeros((2, 0, 3), np.float32)
+    with tf.Session() as s:
+        assert s.run(tf.gather(params, [0, 2, 1])).shape == (3, 0, 3)  # 2 is out of range
+        with pytest.raises(tf.errors.InvalidArgumentError, match="is not in"):
+            s.run(tf.gather(np.zeros((2, 1)), [0, 2, 1]))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
-from tensorflux.ops import math_ops, reduction_ops, sequence_ops
+from tensorflux.ops import math_ops, reduction_ops, sequence_ops, unary_ops
 from tests import oracle
 from tests.op_test_util import OpCase, away_from, check_gradient, check_value, positive
 
@@ -548,10 +548,15 @@ def test_integer_division_by_zero_is_an_error_naming_the_node():
     q = tf.floordiv(p, p, name="my_div")
     ok = p + 1
     with tf.Session() as sess:
-        for op in (q, tf.floormod(p, p), tf.truncatediv(p, p), tf.truncatemod(p, p),
-                   tf.div(p, p)):
+        for op in (q, tf.floormod(p, p), tf.div(p, p)):
             with pytest.raises(tf.errors.InvalidArgumentError,
                                match="Integer division by zero") as info:
+                sess.run(op, {p: [3, 0]})
+            assert op.op.name in str(info.value)
+        # TF 2.21's TruncateDiv and TruncateMod report it as an InternalError.
+        for op in (tf.truncatediv(p, p), tf.truncatemod(p, p)):
+            with pytest.raises(tf.errors.InternalError,
+                               match="only integer div and mod should have errors") as info:
                 sess.run(op, {p: [3, 0]})
             assert op.op.name in str(info.value)
         assert "my_div" in str(pytest.raises(tf.errors.InvalidArgumentError, sess.run, q,
@@ -1131,3 +1136,144 @@ def test_split_matmul(split_everything, ta, tb, m, k, n):
     want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+# ---- semantics checked against TensorFlow 2.21 (issue 21); expected values from the oracle --
+
+
+def test_tanh_and_sigmoid_grad_kernels_do_not_conjugate():
+    # TF's kernels compute dy * (1 - y*y) and dy * y * (1 - y) as written; the gradients of
+    # Tanh and Sigmoid pass conj(y) themselves.
+    y = np.array([0.5 + 0.5j, 0.2 - 1j], np.complex64)
+    dy = np.array([1 + 2j, 0.3 + 0.1j], np.complex64)
+    tanh_g, sig_g = run([unary_ops.tanh_grad(y, dy), unary_ops.sigmoid_grad(y, dy)])
+    np.testing.assert_allclose(tanh_g, [2 + 1.5j, 0.548 + 0.316j], rtol=1e-6)
+    np.testing.assert_allclose(sig_g, [0.5 + 1j, 0.408 - 0.064j], rtol=1e-6)
+    # tf.gradients of sigmoid(x) for complex x is dy * conj(s * (1 - s)).
+    x = tf.constant(np.array([0.3 - 0.2j], np.complex64))
+    s = tf.sigmoid(x)
+    (g,) = tf.gradients(s, x, grad_ys=tf.constant(np.array([1 + 0j], np.complex64)))
+    sv, gv = run([s, g])
+    np.testing.assert_allclose(gv, np.conj(sv * (1 - sv)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["SqrtGrad", "RsqrtGrad", "ReciprocalGrad", "InvGrad"])
+def test_inverse_grads_are_zero_where_dy_is_zero(op):
+    from tensorflux.framework.op_def_library import apply_op
+
+    y = np.array([0.0, np.inf, np.nan, 0.0, 1.0], np.float32)
+    dy = np.array([0.0, 0.0, -0.0, 1.0, 0.0], np.float32)
+    got = run(apply_op(op, y=y, dy=dy))
+    want = {"SqrtGrad": [0, 0, 0, np.inf, 0]}.get(op, [0, 0, 0, -0.0, 0])
+    np.testing.assert_array_equal(got, np.array(want, np.float32))
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(np.array(want, np.float32)))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16, np.float32, np.float64])
+def test_argmax_argmin_skip_nan(dtype):
+    nan, inf = np.nan, np.inf
+    rows = [([1, nan, 3, 0], 2, 3), ([nan, 1, 3], 2, 1), ([nan, nan], 0, 0),
+            ([1, nan, nan], 0, 0), ([nan, nan, 1], 2, 2), ([nan, -inf], 0, 1),
+            ([nan, inf], 1, 0), ([5, nan, 5], 0, 0)]
+    for values, amax, amin in rows:
+        x = np.array(values, dtype)
+        assert run([tf.argmax(x), tf.argmin(x)]) == [amax, amin], values
+    x = np.array([[nan, 1], [2, nan]], dtype)
+    np.testing.assert_array_equal(run(tf.argmax(x, axis=1)), [1, 0])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_digamma_is_nan_at_its_poles(dtype):
+    x = np.array([-0.0, 0.0, -1, -2, -np.inf, np.inf, 1, -1.5], dtype)
+    got = run(tf.digamma(x))
+    assert np.isnan(got[:5]).all() and got[5] == np.inf
+    np.testing.assert_allclose(got[6:].astype(np.float64), [-0.5772157, 0.7031566],
+                               rtol=2e-3 if dtype == np.float16 else 1e-6)
+
+
+@pytest.mark.parametrize("dtype, want", [(np.complex64, 0), (np.complex128, 0),
+                                         (np.float32, np.nan), (np.int32, 0)])
+def test_mean_over_an_empty_axis(dtype, want):
+    got = run(tf.reduce_mean(np.zeros((0, 3), dtype), axis=0))
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, np.full(3, want, dtype))
+
+
+def test_range_size_is_computed_in_its_dtype():
+    # float32: (0.3 - 0) / 0.1 is exactly 3 (three elements); float64 arithmetic gives 4.
+    f32 = tf.range(0.0, 0.3, 0.1)
+    f64 = tf.range(np.float64(0), np.float64(0.3), np.float64(0.1))
+    p = tf.placeholder(tf.float32, [])
+    dynamic = tf.range(0.0, p, 0.1)
+    assert f32.shape.as_list() == [3] and f64.shape.as_list() == [3]
+    got = run([f32, f64, dynamic, tf.range(1.0, 0.7, -0.1)], {p: 0.3})
+    assert [len(v) for v in got] == [3, 3, 3, 3]
+
+
+def test_special_functions_on_scalars_without_scipy():
+    # The kernels' NumPy fallbacks (used when SciPy is absent) must take 0-d inputs: a ufunc
+    # gives a bare scalar there, which has no .astype and cannot be an out= argument.
+    import json
+    import subprocess
+    import sys
+
+    program = """if True:
+        import sys
+        sys.modules["scipy"] = None  # import scipy now raises ImportError
+        import numpy as np
+        import tensorflux as tf
+        p = tf.placeholder(tf.float16, [])
+        ops = [tf.erf, tf.erfc, tf.lgamma, tf.rsqrt, tf.sigmoid, tf.digamma]
+        with tf.Session() as s:
+            got = s.run([f(p) for f in ops], {p: np.float16(0.5)})
+        print([float(v) for v in got])
+    """
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=100)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    # float16 values from TF 2.21
+    np.testing.assert_allclose(got, [0.5205, 0.4795, 0.5723, 1.414, 0.6226, -1.964],
+                               rtol=1e-3)
+
+
+@pytest.mark.parametrize("op", ["Real", "Imag", "Angle", "ComplexAbs"])
+def test_complex_parts_need_tout_to_be_the_real_dtype(op):
+    from tensorflux.framework.op_def_library import apply_op
+
+    c = np.array([1 + 2j, -3 - 4j], np.complex64)
+    c64, c128 = tf.constant(c), tf.constant(c.astype(np.complex128))
+    arg = "x" if op == "ComplexAbs" else "input"
+    wrong = [apply_op(op, **{arg: c64, "Tout": tf.float64}),
+             apply_op(op, **{arg: c128, "Tout": tf.float32})]
+    message = ("Signature mismatch, have: complex64->double expected: complex64->float"
+               if op == "ComplexAbs" else
+               f"No OpKernel was registered to support Op '{op}' with these attrs: "
+               "[T=DT_COMPLEX64, Tout=DT_DOUBLE]")
+    with tf.Session() as s:
+        for t in wrong:
+            with pytest.raises(tf.errors.InvalidArgumentError) as info:
+                s.run(t)
+            if t is wrong[0]:
+                assert message in str(info.value)
+        right = s.run(apply_op(op, **{arg: c128, "Tout": tf.float64}))
+    assert right.dtype == np.float64
+    want = {"Real": c.real, "Imag": c.imag, "Angle": np.angle(c), "ComplexAbs": np.abs(c)}[op]
+    np.testing.assert_allclose(right, want.astype(np.float64), rtol=1e-6)
+
+
+def test_found_by_the_differential_test():
+    # Each of these differed from TF 2.21 (tests/ops/test_differential.py).
+    with pytest.raises(ValueError, match="Invalid reduction dimension 0 for input with 0"):
+        tf.reduce_sum(tf.constant(1.0), axis=0)
+    scalar = tf.placeholder(tf.float32, [])
+    assert tf.argmax(scalar, 0).shape.as_list() == []  # the kernel rejects it, not the shape
+    x = np.zeros((0,), np.float32)
+    ints = tf.placeholder(tf.int64, [1, 3])
+    got = run([tf.cumsum(x, exclusive=True, reverse=True), tf.cumprod(x, exclusive=True),
+               tf.pow(np.zeros((0, 3), np.int64), ints),
+               tf.lgamma(np.array([-np.inf, np.inf], np.float32))], {ints: [[1, -1, 2]]})
+    assert got[0].shape == got[1].shape == (0,) and got[2].shape == (0, 3)
+    np.testing.assert_array_equal(got[3], [np.inf, np.inf])
+    with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError):
+        s.run(tf.argmax(scalar, 0), {scalar: 1.0})

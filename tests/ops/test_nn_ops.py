@@ -1146,3 +1146,34 @@ def test_matches_tensorflow():
     inp = {k: np.asarray(v).tolist() for k, v in _oracle_inputs().items()}
     ours, theirs = oracle.run_both(f"INPUTS = {json.dumps(inp)!r}\n" + _ORACLE_CODE, tf)
     oracle.assert_results_close(ours, theirs, rtol=1e-4, atol=1e-4)
+
+
+# ---- semantics checked against TensorFlow 2.21 (issue 21); expected values from the oracle --
+
+
+def test_leaky_relu_applies_alpha_as_float32():
+    x = np.array([-1.3, 2.0, -0.7, -3.3e-5], np.float64)
+    y, g = _run([tf.nn.leaky_relu(x, alpha=0.1),
+                 apply_op("LeakyReluGrad", gradients=tf.constant(np.ones(4)), features=x,
+                          alpha=0.1)])
+    a = float(np.float32(0.1))
+    assert y.tolist() == [-1.3 * a, 2.0, -0.7 * a, -3.3e-5 * a]  # -0.13000000193715097, ...
+    assert g.dtype == np.float64 and g.tolist() == [a, 1.0, a, a]
+
+
+def test_softmax_cross_entropy_broadcasts_labels_and_logits():
+    logits = np.array([[1.0, 2, 3], [1, 1, 1]], np.float32)
+    labels = np.array([[0.2, 0.3, 0.5]], np.float32)
+    loss, backprop = apply_op("SoftmaxCrossEntropyWithLogits", features=logits, labels=labels)
+    assert loss.shape.as_list() == [2] and backprop.shape.as_list() == [2, 3]
+    loss2, _ = apply_op("SoftmaxCrossEntropyWithLogits", features=logits[:1],
+                        labels=np.array([[0.2, 0.3, 0.5], [1, 0, 0]], np.float32))
+    got = _run([loss, backprop, loss2])
+    # Values from TF 2.21.
+    np.testing.assert_allclose(got[0], [1.1076059, 1.0986123], rtol=1e-6)
+    np.testing.assert_allclose(got[1], [[-0.10996943, -0.05527154, 0.16524094],
+                                        [0.13333334, 0.03333333, -0.16666666]], atol=1e-6)
+    np.testing.assert_allclose(got[2], [1.1076059, 2.407606], rtol=1e-6)
+    with pytest.raises(ValueError, match="Dimensions must be equal, but are 2 and 3"):
+        apply_op("SoftmaxCrossEntropyWithLogits", features=np.ones((2, 3), np.float32),
+                 labels=np.ones((3, 3), np.float32))

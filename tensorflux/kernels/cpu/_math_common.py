@@ -83,3 +83,27 @@ def _unary(fn):
         return fn(x)
 
     return compute
+
+
+def _complex_to_real(fn, mismatch: str):
+    """A kernel factory for Real, Imag, Angle and ComplexAbs: `fn(x)` of a complex x, whose
+    real dtype must be Tout (TF has kernels for complex64 -> float32 and complex128 ->
+    float64 only). `mismatch` words the error; it is formatted with op, t and tout (C names:
+    complex64, float, double), expected (the
+    C name of x's real dtype) and T and Tout (enum names: DT_COMPLEX64, DT_FLOAT)."""
+
+    def factory(node):
+        tout = np.dtype(node.attrs["Tout"].as_numpy_dtype)
+
+        def compute(ctx, x):
+            if x.real.dtype != tout:
+                c_name = {"float32": "float", "float64": "double"}
+                raise _invalid(mismatch.format(
+                    op=node.op, t=x.dtype.name, tout=c_name[tout.name],
+                    expected=c_name[x.real.dtype.name],
+                    T=f"DT_{x.dtype.name.upper()}", Tout=f"DT_{c_name[tout.name].upper()}"))
+            return np.asarray(fn(x)).astype(tout, copy=False)
+
+        return compute
+
+    return factory

@@ -59,7 +59,7 @@ def _identity(ctx, x):
 
 @kernel("IdentityN", device=_ALL, forwards_input=True)
 def _identity_n(ctx, *xs):
-    return xs
+    return xs if len(xs) != 1 else xs[0]  # one output: the bare value
 
 
 # ---- Shape, ShapeN, Size, Rank -----------------------------------------------------------
@@ -80,7 +80,8 @@ def _shape_n(node):
     dt = node.attrs["out_type"].as_numpy_dtype
 
     def compute(ctx, *xs):
-        return tuple(np.array(np.shape(x), dtype=dt) for x in xs)
+        out = tuple(np.array(np.shape(x), dtype=dt) for x in xs)
+        return out if len(out) != 1 else out[0]  # one output: the bare value
 
     return compute
 
@@ -209,11 +210,12 @@ def _check_perm(x, perm) -> tuple:
     if len(p) != n:
         raise _invalid(f"transpose expects a vector of size {n}. But input(1) is a vector of "
                        f"size {len(p)}")
+    for d in p:
+        if not -n <= d < n:
+            raise _invalid(f"{d} is out of range [0 .. {n})")
+    p = [d % n for d in p]  # TF takes entries in [-n, n), negative ones counting from the end
     if sorted(p) != list(range(n)):
         seen = set(p)
-        for d in p:
-            if not 0 <= d < n:
-                raise _invalid(f"{d} is out of range [0 .. {n})")
         missing = next(i for i in range(n) if i not in seen)
         raise _invalid(f"{missing} is missing from {{{','.join(map(str, p))}}}.")
     return tuple(p)

@@ -78,4 +78,6 @@ def _select_v2(ctx, c, t, e):
 
 @kernel("Where")
 def _where(ctx, x):
+    if x.ndim == 0:  # TF's kernel takes ranks 1 to 8 only
+        raise _invalid("WhereOp : Unhandled input dimensions: 0")
     return np.argwhere(x).astype(np.int64, copy=False)

@@ -38,6 +38,10 @@ def _gather(params, indices, axis: int, batch_dims: int):
     axis %= n
     if params.ndim == 0:
         raise _invalid("params must be at least 1 dimensional")
+    others = params.shape[:axis] + params.shape[axis + 1:]
+    if batch_dims == 0 and 0 in others:  # empty slices: TF copies nothing, checks nothing
+        return np.empty(params.shape[:axis] + indices.shape + params.shape[axis + 1:],
+                        params.dtype)
     _check_range(indices, params.shape[axis])
     if batch_dims == 0:
         return np.take(params, indices, axis=axis)
@@ -91,7 +95,10 @@ def _gather_nd(ctx, params, indices):
         raise _invalid(f"index innermost dimension length must be <= params rank; saw: {k} vs. "
                        f"{params.ndim}")
     outer = indices.shape[:-1]
-    flat = indices.reshape(-1, k)
+    flat = indices.reshape(int(np.prod(outer, dtype=np.int64)), k)  # -1 is ambiguous for k=0
+    if k == 0 and params.size == 0 and flat.shape[0] > 0:
+        raise _invalid(f"Requested more than 0 entries, but params is empty.  Params shape: "
+                       f"{_shape_str(params.shape)}")
     limits = np.array(params.shape[:k], dtype=np.int64)
     bad = (flat < 0) | (flat >= limits)
     if bad.any():
@@ -175,7 +182,9 @@ def _unique(node):
             raise _invalid("unique expects a 1D vector.")
         if x.size == 0:
             return x.copy(), np.zeros(0, dtype=idx_type)
-        values, first, inverse = np.unique(x, return_index=True, return_inverse=True)
+        # equal_nan=False: every NaN is its own value, as in TF (its hash map never finds NaN).
+        values, first, inverse = np.unique(x, return_index=True, return_inverse=True,
+                                           equal_nan=False)
         order = np.argsort(first, kind="stable")  # by first appearance, as TF orders them
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
@@ -274,8 +283,8 @@ def _dynamic_partition(node):
         _check_range(p, num, "partitions")
         rows = data.reshape((-1,) + data.shape[p.ndim:])
         flat = p.reshape(-1)
-        if num == 1:
-            return (rows.copy(),)
+        if num == 1:  # one output: the bare value
+            return rows.copy()
         order = np.argsort(flat, kind="stable")
         counts = np.bincount(flat, minlength=num)
         return tuple(np.split(rows[order], np.cumsum(counts)[:-1]))

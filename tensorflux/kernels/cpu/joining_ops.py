@@ -46,6 +46,11 @@ def _concat(ctx, *args):
         raise _concat_error(values, axis) from None
 
 
+def _np_str(v: np.ndarray) -> str:
+    """A vector as TF's messages print it: [2 3]."""
+    return "[" + " ".join(str(int(x)) for x in v.reshape(-1)) + "]"
+
+
 @kernel("ConcatOffset")
 def _concat_offset(ctx, concat_dim, *shapes):
     axis = int(concat_dim)
@@ -54,7 +59,15 @@ def _concat_offset(ctx, concat_dim, *shapes):
         raise _invalid(f"Concat dim is out of range: {axis} vs. {n}")
     axis %= n
     out, offset = [], 0
-    for s in shapes:
+    for i, s in enumerate(shapes):
+        if s.size != n:
+            raise _invalid(f"input {i} should contain {n} elements, but got {s.size}")
+        differs = s != shapes[0]
+        differs[axis] = False
+        if differs.any():
+            raise _invalid(f"All dimensions except {axis} must match. Input {i} has shape "
+                           f"{_np_str(s)} and doesn't match input 0 with shape "
+                           f"{_np_str(shapes[0])}.")
         o = np.zeros_like(s)
         o[axis] = offset
         offset += int(s[axis])
@@ -79,8 +92,8 @@ def _split(node):
         if size % num:
             raise _invalid(f"Number of ways to split should evenly divide the split dimension, "
                            f"but got split_dim {axis} (size = {size}) and num_split {num}")
-        if num == 1:
-            return (value,)
+        if num == 1:  # one output: the bare value (kernels/registry.py's contract)
+            return value
         return tuple(np.split(value, num, axis=axis))
 
     return compute
@@ -111,8 +124,8 @@ def _split_v(node):
                            f"along split_dim if not fully specified.  Got: {known}")
         if unknown:
             sizes[unknown[0]] = total - known
-        if num == 1:
-            return (value,)
+        if num == 1:  # one output: the bare value
+            return value
         return tuple(np.split(value, np.cumsum(sizes[:-1]), axis=axis))
 
     return compute
@@ -153,7 +166,7 @@ def _unpack(node):
             raise _invalid(f"Input shape axis {a} must equal {num}, got shape "
                            f"{_shape_str(value.shape)}")
         moved = value if a == 0 else np.moveaxis(value, a, 0)
-        return tuple(moved)
+        return tuple(moved) if num != 1 else moved[0]  # one output: the bare value
 
     return compute
 

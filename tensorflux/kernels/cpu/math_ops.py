@@ -28,6 +28,7 @@ from tensorflux.kernels.cpu._math_common import (
     _BLAS_FLOATS,
     _binary,
     _check_divisor,
+    _complex_to_real,
     _incompatible,
     _invalid,
     _shape_str,
@@ -64,10 +65,27 @@ def _int_truncate_mod(x, y):
     return np.fmod(x, y)
 
 
+def _internal_on_zero_divisor(fn):
+    """TruncateDiv and TruncateMod: TF 2.21's kernels report an integer division by zero as
+    an InternalError with this message (Div, FloorDiv and FloorMod as InvalidArgumentError)."""
+
+    def compute(x, y):
+        try:
+            return fn(x, y)
+        except errors.InvalidArgumentError:
+            raise errors.InternalError(None, None, "Unexpected error in binary operator (only "
+                                       "integer div and mod should have errors)") from None
+
+    return compute
+
+
 def _int_pow(x, y):
-    if x.dtype.kind == "i" and np.any(y < 0):
+    if x.dtype.kind == "i" and np.any(y < 0) and np.broadcast_shapes(x.shape, y.shape) \
+            .count(0) == 0:  # an empty result raises nothing, as in TF
         raise _invalid("Integers to negative integer powers are not allowed")
     return np.power(x, y)
+
+
 
 
 def _float_floor_div(x, y):
@@ -112,8 +130,8 @@ _BINARY = {
     "RealDiv": (np.true_divide, _int_truncate_div),
     "FloorDiv": (_float_floor_div, _int_floor_div),
     "FloorMod": (np.remainder, _int_floor_mod),
-    "TruncateDiv": (_float_truncate_div, _int_truncate_div),
-    "TruncateMod": (np.fmod, _int_truncate_mod),
+    "TruncateDiv": (_float_truncate_div, _internal_on_zero_divisor(_int_truncate_div)),
+    "TruncateMod": (np.fmod, _internal_on_zero_divisor(_int_truncate_mod)),
     "Pow": (np.power, _int_pow),
     "Maximum": np.maximum, "Minimum": np.minimum, "SquaredDifference": _squared_difference,
     "DivNoNan": _div_no_nan, "Xlogy": _xlogy, "Xdivy": _xdivy, "Atan2": np.arctan2,
@@ -218,18 +236,14 @@ def _complex(node):
     return compute
 
 
-for _op_type, _fn in (("Invert", np.invert), ("Conj", np.conj), ("Angle", np.angle)):
+for _op_type, _fn in (("Invert", np.invert), ("Conj", np.conj)):
     kernel(_op_type)(_unary(_fn))
 
-
-@kernel("Real")
-def _real(ctx, x):
-    return x.real.copy()
-
-
-@kernel("Imag")
-def _imag(ctx, x):
-    return x.imag.copy()
+# TF registers no kernel for a Tout other than the input's real dtype.
+_NO_KERNEL = ("No OpKernel was registered to support Op '{op}' with these attrs: "
+              "[T={T}, Tout={Tout}]")
+for _op_type, _fn in (("Real", np.real), ("Imag", np.imag), ("Angle", np.angle)):
+    kernel_factory(_op_type)(_complex_to_real(_fn, _NO_KERNEL))
 
 
 # ==========================================================================================

@@ -109,13 +109,19 @@ def _softplus_grad(ctx, g, x):
         return _narrow(gf / (np.exp(-xf) + 1), g.dtype)
 
 
+def _alpha_as(alpha: float, dtype) -> np.ndarray:
+    """The float attr `alpha` as TF's kernels use it: a float32 cast to T (so float64 results
+    use float32(alpha), not the attr's decimal value), widened to the compute precision."""
+    return _widen(np.asarray(np.float32(alpha)).astype(dtype))
+
+
 @kernel_factory("LeakyRelu")
 def _leaky_relu(node):
     alpha = node.attrs["alpha"]
 
     def compute(ctx, x):
         xf = _widen(x)
-        return _narrow(np.where(xf > 0, xf, xf * alpha), x.dtype)
+        return _narrow(np.where(xf > 0, xf, xf * _alpha_as(alpha, x.dtype)), x.dtype)
 
     return compute
 
@@ -126,7 +132,7 @@ def _leaky_relu_grad(node):
 
     def compute(ctx, g, x):
         gf = _widen(g)
-        return _narrow(np.where(x > 0, gf, gf * alpha), g.dtype)
+        return _narrow(np.where(x > 0, gf, gf * _alpha_as(alpha, g.dtype)), g.dtype)
 
     return compute
 

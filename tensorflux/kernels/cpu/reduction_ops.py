@@ -85,9 +85,12 @@ def _mean(x, axes, keepdims):
     count = 1
     for a in axes:
         count *= x.shape[a]
-    if _is_int(x):
+    if _is_int(x) or x.dtype.kind == "c":
         total = np.add.reduce(x, axes, x.dtype, keepdims=keepdims)
-        if count == 0:
+        if count == 0:  # TF: 0 for integers and complex numbers, NaN for real floats
+            return np.zeros_like(total)
+        if x.dtype.kind == "c":
+            return total / x.dtype.type(count)
             return np.zeros_like(total)
         q = np.floor_divide(np.abs(total), x.dtype.type(count))
         return np.asarray(np.where(total < 0, -q, q).astype(x.dtype))
@@ -140,9 +143,26 @@ for _op_type, _reduce in (("Sum", _sum), ("Prod", _prod), ("Mean", _mean),
 kernel_factory("EuclideanNorm")(_reduction(_euclidean_norm, forward_empty=False))  # |x|
 
 
+def _skip_nan(fn, is_max: bool):
+    """TensorFlow's (Eigen's) arg reduction for floats: it keeps the first index whose value
+    beats the running best, starting from (0, lowest) for ArgMax ((0, highest) for ArgMin).
+    NaN never beats it, so NaN entries are skipped; where nothing beats the start (all NaN,
+    or NaN and -inf for ArgMax) the answer is 0. NaN is replaced by -inf (inf), which
+    NumPy's first-index argmax then never picks unless every entry is -inf (index 0)."""
+
+    def compute(x, axis):
+        if x.dtype.kind != "f" and x.dtype not in _LOW_PRECISION:
+            return fn(x, axis=axis)
+        inf = np.asarray(-np.inf if is_max else np.inf, x.dtype)
+        return fn(np.where(np.isnan(x), inf, x), axis=axis)
+
+    return compute
+
+
 @kernel_factory("ArgMax", "ArgMin")
 def _arg_reduce(node):
-    fn = np.argmax if node.op == "ArgMax" else np.argmin
+    is_max = node.op == "ArgMax"
+    fn = _skip_nan(np.argmax if is_max else np.argmin, is_max)
     out = node.attrs["output_type"].as_numpy_dtype
 
     def compute(ctx, x, dim):

@@ -36,8 +36,10 @@ def _range(node):
             raise _invalid(f"Requires start >= limit when delta < 0: {s}/{l}")
         if isinstance(s, int):
             return np.arange(s, l, d, dtype=dt)
-        size = int(math.ceil(abs((l - s) / d)))
+        # The size is computed in T, as TF does: in float32 (0.3 - 0) / 0.1 is exactly 3.
         work = np.float32 if np.dtype(dt) in _LOW_PRECISION else dt
+        size = int(math.ceil(abs(float((limit.astype(work) - start.astype(work)) /
+                                       delta.astype(work)))))
         return (np.asarray(s, work) + np.arange(size, dtype=work) * np.asarray(d, work)) \
             .astype(dt, copy=False)
 
@@ -60,7 +62,7 @@ def _cumulative(ufunc, identity):
             if reverse:
                 work = np.flip(work, a)
             out = ufunc.accumulate(work, axis=a, dtype=work.dtype)
-            if exclusive:
+            if exclusive and out.shape[a]:  # nothing to shift along an empty axis
                 out = np.roll(out, 1, axis=a)
                 index = [slice(None)] * x.ndim
                 index[a] = 0

@@ -17,12 +17,13 @@ import numpy as np
 from tensorflux.kernels.cpu._math_common import (
     _LOW_PRECISION,
     _check_divisor,
+    _complex_to_real,
     _invalid,
     _is_int,
     _shape_str,
     _unary,
 )
-from tensorflux.kernels.registry import kernel
+from tensorflux.kernels.registry import kernel, kernel_factory
 
 try:  # optional: fast, exact special functions
     from scipy import special as _special
@@ -49,8 +50,8 @@ def _vectorized(scalar_fn):
     SciPy is absent)."""
     ufunc = np.frompyfunc(scalar_fn, 1, 1)
 
-    def compute(x):
-        return ufunc(x).astype(x.dtype)
+    def compute(x):  # asarray: on a 0-d array the ufunc returns a bare Python float
+        return np.asarray(ufunc(x)).astype(x.dtype)
 
     return compute
 
@@ -58,13 +59,13 @@ def _vectorized(scalar_fn):
 def _sigmoid(x):
     if x.dtype.kind == "c":
         return 1 / (1 + np.exp(-x))
-    out = np.exp(np.negative(x))
+    out = np.asarray(np.exp(np.negative(x)))  # a 0-d array, not a NumPy scalar, for out=
     out += 1
     return np.reciprocal(out, out=out)
 
 
 def _rsqrt(x):
-    out = np.sqrt(x)
+    out = np.asarray(np.sqrt(x))  # a 0-d array, not a NumPy scalar, for out=
     return np.reciprocal(out, out=out)
 
 
@@ -112,8 +113,21 @@ else:  # pragma: no cover - depends on the environment
         return _digamma_series(x).astype(x.dtype)
 
 
+def _lgamma_of_minus_inf_is_inf(x):
+    """lgamma with TF's value at -inf: inf (SciPy's gammaln gives -inf)."""
+    out = np.asarray(_lgamma(x))
+    return np.where(x == -np.inf, np.asarray(np.inf, out.dtype), out)
+
+
+def _digamma_poles_nan(x):
+    """digamma with TensorFlow's value at its poles: NaN at 0, -0 and the negative integers
+    (SciPy gives -inf at 0 and inf at -0)."""
+    out = _digamma(x)
+    return np.where((x <= 0) & (x == np.floor(x)), np.asarray(np.nan, out.dtype), out)
+
+
 _UNARY = {
-    "Neg": np.negative, "Abs": np.abs, "ComplexAbs": np.abs, "Sign": np.sign,
+    "Neg": np.negative, "Abs": np.abs, "Sign": np.sign,
     "Square": np.square, "Sqrt": np.sqrt, "Rsqrt": _rsqrt, "Exp": np.exp,
     "Expm1": np.expm1, "Log": np.log, "Log1p": np.log1p, "Sin": np.sin, "Cos": np.cos,
     "Tan": np.tan, "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan,
@@ -121,13 +135,15 @@ _UNARY = {
     "Atanh": np.arctanh, "Tanh": np.tanh, "Sigmoid": _sigmoid, "Reciprocal": _reciprocal,
     "Inv": _reciprocal, "Floor": np.floor, "Ceil": np.ceil, "Round": np.round,
     "Rint": np.rint, "Erf": _in_float32(_erf), "Erfc": _in_float32(_erfc),
-    "Lgamma": _in_float32(_lgamma), "Digamma": _in_float32(_digamma),
+    "Lgamma": _in_float32(_lgamma_of_minus_inf_is_inf), "Digamma": _in_float32(_digamma_poles_nan),
     "IsNan": np.isnan, "IsInf": np.isinf, "IsFinite": np.isfinite,
 }
 
 
 for _op_type, _fn in _UNARY.items():
     kernel(_op_type)(_unary(_fn))
+kernel_factory("ComplexAbs")(_complex_to_real(
+    np.abs, "Signature mismatch, have: {t}->{tout} expected: {t}->{expected}"))
 
 
 # ---- backward ops: f(y, dy) with y the forward op's output -------------------------------
@@ -143,8 +159,23 @@ def _grad_kernel(fn):
     return compute
 
 
-kernel("SqrtGrad")(_grad_kernel(lambda y, dy: dy * y.dtype.type(0.5) / np.conj(y)))
-kernel("RsqrtGrad")(_grad_kernel(lambda y, dy: dy * y.dtype.type(-0.5) * np.conj(y) ** 3))
-kernel("TanhGrad")(_grad_kernel(lambda y, dy: dy * (1 - np.conj(y) * np.conj(y))))
-kernel("SigmoidGrad")(_grad_kernel(lambda y, dy: dy * np.conj(y) * (1 - np.conj(y))))
-kernel("ReciprocalGrad", "InvGrad")(_grad_kernel(lambda y, dy: -dy * np.conj(y * y)))
+def _zero_where_dy_zero(fn):
+    """TensorFlow's SqrtGrad, RsqrtGrad and ReciprocalGrad give exactly 0 where dy == 0, even
+    where the formula alone is NaN (y = 0 or inf)."""
+
+    def compute(y, dy):
+        return np.where(dy == 0, np.zeros((), y.dtype), fn(y, dy))
+
+    return compute
+
+
+kernel("SqrtGrad")(_grad_kernel(_zero_where_dy_zero(
+    lambda y, dy: dy * y.dtype.type(0.5) / np.conj(y))))
+kernel("RsqrtGrad")(_grad_kernel(_zero_where_dy_zero(
+    lambda y, dy: dy * y.dtype.type(-0.5) * np.conj(y) ** 3)))
+# TanhGrad and SigmoidGrad do not conjugate y (TF's kernels); the gradients of Tanh and
+# Sigmoid pass conj(y).
+kernel("TanhGrad")(_grad_kernel(lambda y, dy: dy * (1 - y * y)))
+kernel("SigmoidGrad")(_grad_kernel(lambda y, dy: dy * y * (1 - y)))
+kernel("ReciprocalGrad", "InvGrad")(_grad_kernel(_zero_where_dy_zero(
+    lambda y, dy: -dy * np.conj(y * y))))
