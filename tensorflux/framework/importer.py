@@ -282,7 +282,8 @@ def _resolve_signature(n: _Node, producer_ops: dict) -> None:
                              f"NodeDef: {{{{node {n.name}}}}}. (Check whether your GraphDef-"
                              "interpreting binary is up to date with your GraphDef-generating "
                              "binary.)")
-        attrs[key] = _attr_from_proto(av, adef.kind if adef else None, key, n)
+        kind = adef.kind if adef else "list(string)" if key == _COLOCATION else None
+        attrs[key] = _attr_from_proto(av, kind, key, n)
     try:
         op_def_library.complete_attrs(opdef, attrs, n.name)
         n.output_dtypes = op_def_library.output_dtypes(opdef, attrs)

@@ -385,6 +385,10 @@ _BAD_GRAPHS = [
         inputs='input: "c"',
         attrs=_T_FLOAT + ' attr { key: "_class" value { list { s: "loc:@nothere" } } }'),
      "Node 'i' expects to be colocated with unknown node 'nothere'"),
+    ("colocation not strings", _CONST + _IDENT.format(  # found by tests/fuzz
+        inputs='input: "c"', attrs=_T_FLOAT + ' attr { key: "_class" value { list { i: 0 } } }'),
+     "AttrValue had value with type 'list\\(int\\)' when 'list\\(string\\)' expected for "
+     "attr '_class'"),
     ("min consumer", 'node { name: "x" op: "NoOp" } versions { producer: 5 min_consumer: 99999 }',
      "GraphDef min consumer version 99999 above current version"),
     ("bad consumer", 'node { name: "x" op: "NoOp" } versions { producer: 5 bad_consumers: 1205 }',
