@@ -303,6 +303,9 @@ def _open_for_reading(path: str, compression: str, buffer_size: int | None):
     return raw
 
 
+_MAX_READ = 1 << 26
+
+
 class RecordReader:
     """Reads the records of one TFRecord file in order, verifying each frame.
 
@@ -334,7 +337,9 @@ class RecordReader:
             return avail
         parts = [self._buf[self._pos:]]
         while avail < need:
-            chunk = self._stream.read(max(self._block, need - avail))
+            # At most _MAX_READ at a time: a corrupt length (its CRC matching by chance or
+            # by design) must not allocate its size before the file is known to have it.
+            chunk = self._stream.read(max(self._block, min(need - avail, _MAX_READ)))
             if not chunk:
                 break
             parts.append(chunk)
