@@ -153,6 +153,18 @@ def test_huge_length_with_a_matching_crc_is_truncation_not_an_allocation(tmp_pat
             next(it)
 
 
+@pytest.mark.parametrize("compression", ["ZLIB", "GZIP"])
+def test_corrupt_compressed_stream_is_data_loss(tmp_path, compression):
+    # Found by tests/fuzz: zlib's own error came out.
+    path = tmp_path / "bad.tfrecord"
+    _write(path, [b"hello" * 50, b"world"], compression)
+    data = bytearray(path.read_bytes())
+    data[-8 if compression == "GZIP" else -1] ^= 0x40  # the stream's checksum
+    path.write_bytes(bytes(data))
+    with pytest.raises(tf.errors.DataLossError, match=f"inflate.*in file {path}"):
+        list(tf.python_io.tf_record_iterator(str(path), compression))
+
+
 def _compress(path):
     import zlib
 
