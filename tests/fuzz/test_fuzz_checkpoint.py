@@ -6,10 +6,18 @@ bytes of one of the checkpoint's files (flips, insertions, deletions, truncation
 opens the checkpoint and reads every tensor. Each open and each read either raises a
 `tf.errors.OpError` (DataLossError for corruption) or returns exactly the value that was
 saved: the CRC32Cs cover every byte, so a wrong value is never returned silently.
+
+A second mutator edits the tensorflux index's JSON body (a field set to a huge, negative or
+wrongly typed value, removed, ...) and seals it again with a matching CRC: the checksum
+proves an index unchanged, not well formed. Reading such a checkpoint gives values or
+OpErrors (DataLossError for a malformed index), never another exception, and never
+allocates more than the files hold.
 """
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -21,6 +29,7 @@ from hypothesis import strategies as st
 
 import tensorflux as tf
 from tensorflux import checkpoint
+from tensorflux.checkpoint import format
 from tests.fuzz.fuzz_util import GiB, bounded_memory, byte_mutations, fuzz_settings, mutate_bytes
 
 TF_DATA = Path(__file__).parent.parent / "checkpoint" / "data"
@@ -111,11 +120,49 @@ def _check(case) -> None:
         assert _same(value, want[name]), f"{name!r} read back wrong from corrupted {target}"
 
 
-def _fuzz(n):
+_ODD = st.sampled_from([None, True, -1, 0, 2**31, 2**40, 2**64, -(2**63), 1.5, "x", "0,1:-",
+                        "", [], [2**40], [-1, 3], {}, {"a": 1}])
+
+
+@st.composite
+def resealed_cases(draw):
+    """(index bytes, data file name, data bytes): the tensorflux seed with its index body
+    edited at one to three places and sealed again."""
+    files = SEEDS["tensorflux"][0]
+    index = next(n for n in files if n.endswith(".index"))
+    body = json.loads(files[index][20:-4])
+    for _ in range(draw(st.integers(1, 3))):
+        node = body
+        while True:  # walk down to a random field
+            keys = sorted(node) if isinstance(node, dict) else list(range(len(node)))
+            if not keys:
+                break
+            key = draw(st.sampled_from(keys))
+            child = node[key]
+            if isinstance(child, (dict, list)) and child and draw(st.integers(0, 3)):
+                node = child
+                continue
+            if draw(st.integers(0, 5)) == 0 and isinstance(node, dict):
+                del node[key]
+            else:
+                node[key] = copy.deepcopy(draw(_ODD))
+            break
+    return format.encode_index(body), files
+
+
+def _check_resealed(case) -> None:
+    index_bytes, files = case
+    with tempfile.TemporaryDirectory() as d:
+        for n, data in files.items():
+            Path(d, n).write_bytes(index_bytes if n.endswith(".index") else data)
+        _read_all(os.path.join(d, "model"))  # only OpErrors are caught there
+
+
+def _fuzz(n, strategy=None, check=_check):
     @fuzz_settings(n)
-    @given(cases())
+    @given(cases() if strategy is None else strategy)
     def run(case):
-        _check(case)
+        check(case)
 
     with bounded_memory(GiB):
         run()
@@ -126,7 +173,18 @@ def test_fuzz_checkpoint_bytes():
     _fuzz(150)
 
 
+@pytest.mark.timeout(90)
+def test_fuzz_checkpoint_index_resealed():
+    _fuzz(150, resealed_cases(), _check_resealed)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_fuzz_checkpoint_bytes_long():
     _fuzz(5000)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_fuzz_checkpoint_index_resealed_long():
+    _fuzz(5000, resealed_cases(), _check_resealed)
