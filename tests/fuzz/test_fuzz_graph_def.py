@@ -287,7 +287,7 @@ def test_fuzz_graph_def_fields():
 
 @pytest.mark.timeout(90)
 def test_fuzz_graph_def_bytes():
-    _fuzz(byte_cases(), _check_byte_case, 25)
+    _fuzz(byte_cases(), _check_byte_case, 100)
 
 
 @pytest.mark.slow
@@ -299,4 +299,4 @@ def test_fuzz_graph_def_fields_long():
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_fuzz_graph_def_bytes_long():
-    _fuzz(byte_cases(), _check_byte_case, 800)
+    _fuzz(byte_cases(), _check_byte_case, 3000)
