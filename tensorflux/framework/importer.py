@@ -306,12 +306,12 @@ def _resolve_signature(n: _Node, producer_ops: dict) -> None:
             n.inputs.append(_parse_tensor_name(s))
     # The count first: a number attr of 2**31 must not build a list of that many dtypes.
     count = _input_count(opdef, attrs)
-    n.input_dtypes = _input_dtypes(opdef, attrs) if count == len(n.inputs) else []
-    if len(n.inputs) != len(n.input_dtypes):
+    if count != len(n.inputs):
         expected = ", ".join(_dtype_str(d) for d in _input_dtypes(opdef, attrs)) \
             if count <= 100 else f"{count} inputs"
         raise ValueError(f"NodeDef expected inputs '{expected}' do not match {len(n.inputs)} "
                          f"inputs specified; Op<name={nd.op}>; NodeDef: {{{{node {n.name}}}}}")
+    n.input_dtypes = _input_dtypes(opdef, attrs)
 
 
 def _is_added_default(op_type: str, key: str, av, producer_ops: dict) -> bool:
