@@ -371,6 +371,8 @@ _BAD_GRAPHS = [
      "AttrValue had value with type 'int' when 'type' expected for attr 'T'"),
     ("too many inputs", _CONST + _IDENT.format(inputs='input: "c" input: "c"', attrs=_T_FLOAT),
      "NodeDef expected inputs 'float' do not match 2 inputs specified"),
+    ("no inputs", _CONST + _IDENT.format(inputs="", attrs=_T_FLOAT),
+     "NodeDef expected inputs 'float' do not match 0 inputs specified"),
     ("huge number attr", _CONST + 'node { name: "a" op: "AddN" input: "c" input: "c" '  # fuzz
      'attr { key: "N" value { i: 2147483647 } } ' + _T_FLOAT + ' }',
      "NodeDef expected inputs '2147483647 inputs' do not match 2 inputs specified"),
