@@ -282,7 +282,7 @@ def _fuzz(strategy, check, n):
 
 @pytest.mark.timeout(90)
 def test_fuzz_graph_def_fields():
-    _fuzz(proto_cases(), lambda c: _import_and_run(*c), 40)
+    _fuzz(proto_cases(), lambda c: _import_and_run(*c), 150)
 
 
 @pytest.mark.timeout(90)
