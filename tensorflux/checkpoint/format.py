@@ -256,7 +256,59 @@ def decode_index(data: bytes, prefix: str) -> dict:
         raise errors.DataLossError(None, None, f"Checkpoint index {path} is not a "
                                    f"{FORMAT_NAME} index")
     _check_shard_names(body, prefix, path)
+    try:
+        _check_body(body)
+    except (TypeError, ValueError, KeyError, IndexError) as e:
+        raise errors.DataLossError(None, None, f"Checkpoint index {path} is corrupted: "
+                                   f"{e}") from None
     return body
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_body(body: dict) -> None:
+    """ValueError (or TypeError, KeyError) unless every field a reader uses has its type and
+    a value in range: shard sizes, part offsets inside their shard's data section, slices
+    inside their tensor, and no part with more elements than it stores bytes for (so a
+    reader never allocates more than the files hold)."""
+    sizes = []
+    for shard in body["shards"]:
+        size, header = shard["size"], shard["header_size"]
+        if not (_is_int(size) and _is_int(header) and _is_int(shard["header_crc32c"])
+                and 0 <= header <= size):
+            raise ValueError("bad shard sizes")
+        sizes.append(size - header)
+    if not isinstance(body["tensors"], dict):
+        raise ValueError("no tensor table")
+    for name, entry in body["tensors"].items():
+        dtype = dtypes.as_dtype(entry["dtype_enum"])
+        if dtype.base_dtype.name not in _STORAGE:
+            raise ValueError(f"tensor '{name}' has dtype {dtype.name}")
+        shape, parts = entry["shape"], entry["parts"]
+        if not (isinstance(shape, list) and all(_is_int(d) and d >= 0 for d in shape)
+                and isinstance(parts, list) and parts):
+            raise ValueError(f"tensor '{name}' has a bad shape or part list")
+        per_element = 8 if dtype.base_dtype.name == "string" else dtype.size
+        for part in parts:
+            begin, end, shard = part["begin"], part["end"], part["shard"]
+            if not (_is_int(begin) and _is_int(end) and _is_int(shard) and
+                    _is_int(part["crc32c"]) and 0 <= shard < len(sizes)
+                    and 0 <= begin <= end <= sizes[shard]):
+                raise ValueError(f"tensor '{name}' has a part outside its data file")
+            dims = shape
+            if part["slice"] is not None:
+                if not isinstance(part["slice"], str):
+                    raise ValueError(f"tensor '{name}' has a bad slice")
+                extents = parse_slice_string(part["slice"], len(shape))
+                if len(extents) != len(shape) or any(
+                        e is not None and (len(e) != 2 or e[0] < 0 or e[1] < 0 or e[0] + e[1] > d)
+                        for d, e in zip(shape, extents, strict=True)):
+                    raise ValueError(f"tensor '{name}' has a slice outside its shape")
+                dims = [d if e is None else e[1] for d, e in zip(shape, extents, strict=True)]
+            if per_element * int(np.prod(dims, dtype=object)) > end - begin:
+                raise ValueError(f"tensor '{name}' has more elements than its part stores")
 
 
 # A shard's data file, relative to the index's directory: the prefix's base name, the shard's

@@ -14,6 +14,7 @@ a missing checkpoint raises NotFoundError as TensorFlow's reader does.
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 import threading
@@ -286,6 +287,7 @@ class BundleReader(_Reader):
         shape = entry["shape"]
         bounds = format.slice_bounds(shape, want)
         dtype = dtypes.as_dtype(entry["dtype_enum"])
+        _check_coverage(name, shape, bounds, entry["parts"])
         out = np.empty([b - a for a, b in bounds], dtype=dtype.numpy_dtype)
         covered = np.zeros(out.shape, dtype=bool)
         for part in entry["parts"]:
@@ -321,6 +323,21 @@ class BundleReader(_Reader):
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _check_coverage(name: str, shape, bounds, parts) -> None:
+    """InvalidArgumentError, before anything is allocated, if the stored slices (which never
+    overlap in a save) hold fewer elements of the requested region than it has: a region
+    of a huge tensor of which little was saved is not allocated only to find that out."""
+    held = 0
+    for part in parts:
+        pb = format.slice_bounds(shape, format.parse_slice_string(part["slice"], len(shape)))
+        held += math.prod(max(0, min(b, d) - max(a, c))
+                          for (a, b), (c, d) in zip(bounds, pb, strict=True))
+    if held < math.prod(b - a for a, b in bounds):
+        raise errors.InvalidArgumentError(
+            None, None, f"tensor_name = {name}; the saved slices do not cover the requested "
+            "slice")
 
 
 _SAFETENSORS_DTYPES = {"F16": "float16", "BF16": "bfloat16", "F32": "float32",

@@ -280,9 +280,11 @@ def _resolve_signature(n: _Node, producer_ops: dict) -> None:
                              f"NodeDef: {{{{node {n.name}}}}}. (Check whether your GraphDef-"
                              "interpreting binary is up to date with your GraphDef-generating "
                              "binary.)")
-        attrs[key] = _attr_from_proto(av, adef.kind if adef else None, key, n)
+        kind = adef.kind if adef else "list(string)" if key == _COLOCATION else None
+        attrs[key] = _attr_from_proto(av, kind, key, n)
     try:
         op_def_library.complete_attrs(opdef, attrs, n.name)
+        _check_output_count(opdef, attrs, n)
         n.output_dtypes = op_def_library.output_dtypes(opdef, attrs)
     except (TypeError, ValueError, KeyError) as e:
         msg = str(e)
@@ -290,7 +292,6 @@ def _resolve_signature(n: _Node, producer_ops: dict) -> None:
             msg = f"{msg}; NodeDef: {{{{node {n.name}}}}}"
         raise ValueError(msg) from None
     n.attrs = attrs
-    n.input_dtypes = _input_dtypes(opdef, attrs)
     seen_control = False
     for s in nd.input:
         if s.startswith("^"):
@@ -301,10 +302,14 @@ def _resolve_signature(n: _Node, producer_ops: dict) -> None:
                              "dependencies")
         else:
             n.inputs.append(_parse_tensor_name(s))
-    if len(n.inputs) != len(n.input_dtypes):
-        expected = ", ".join(_dtype_str(d) for d in n.input_dtypes)
+    # The count first: a number attr of 2**31 must not build a list of that many dtypes.
+    count = _input_count(opdef, attrs)
+    if count != len(n.inputs):
+        expected = ", ".join(_dtype_str(d) for d in _input_dtypes(opdef, attrs)) \
+            if count <= 100 else f"{count} inputs"
         raise ValueError(f"NodeDef expected inputs '{expected}' do not match {len(n.inputs)} "
                          f"inputs specified; Op<name={nd.op}>; NodeDef: {{{{node {n.name}}}}}")
+    n.input_dtypes = _input_dtypes(opdef, attrs)
 
 
 def _is_added_default(op_type: str, key: str, av, producer_ops: dict) -> bool:
@@ -354,6 +359,24 @@ def _check_attr_kind(av, kind: str, key: str, n: _Node) -> None:
         got = "list(...)" if which == "list" else _FIELD_KIND.get(which, which)
     raise ValueError(f"AttrValue had value with type '{got}' when '{kind}' expected for attr "
                      f"'{key}'; NodeDef: {{{{node {n.name}}}}}")
+
+
+# The most outputs one imported node may have through a number attr (Split's num_split,
+# Unpack's num): a few bytes of GraphDef must not make a list of 2**31 dtypes.
+_MAX_OUTPUTS = 1 << 20
+
+
+def _input_count(opdef: op_registry.OpDef, attrs: dict) -> int:
+    return sum(len(attrs[a.type_list_attr]) if a.type_list_attr else
+               attrs[a.number_attr] if a.number_attr else 1 for a in opdef.inputs)
+
+
+def _check_output_count(opdef: op_registry.OpDef, attrs: dict, n: _Node) -> None:
+    for a in opdef.outputs:
+        if a.number_attr and attrs[a.number_attr] > _MAX_OUTPUTS:
+            raise ValueError(f"Node '{n.src_name}': attr '{a.number_attr}' asks for "
+                             f"{attrs[a.number_attr]} outputs, more than the {_MAX_OUTPUTS} "
+                             "an imported node may have")
 
 
 def _input_dtypes(opdef: op_registry.OpDef, attrs: dict) -> list[dtypes.DType]:

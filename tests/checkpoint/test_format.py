@@ -359,3 +359,45 @@ def test_a_fifo_in_place_of_a_data_file_is_data_loss_not_a_hang(saved, tmp_path)
     os.mkfifo(data)
     with pytest.raises(errors.DataLossError, match="not a regular file"):
         _read_everything(saved)
+
+
+# A malformed index body sealed with a matching CRC (found by tests/fuzz): each edit of
+# tensor "w" (a whole 3x4 float32) or of the shard is DataLossError at open, never a bare
+# TypeError, IndexError or MemoryError while reading.
+_RESEALED = {
+    "end past the file": lambda b: b["tensors"]["w"]["parts"][0].update(end=2**40),
+    "negative begin": lambda b: b["tensors"]["w"]["parts"][0].update(begin=-5),
+    "shape not a list": lambda b: b["tensors"]["w"].update(shape="ab"),
+    "more elements than bytes": lambda b: b["tensors"]["w"].update(shape=[2**40, 4]),
+    "unknown dtype": lambda b: b["tensors"]["w"].update(dtype_enum=999),
+    "shard out of range": lambda b: b["tensors"]["w"]["parts"][0].update(shard=7),
+    "parts not a list": lambda b: b["tensors"]["w"].update(parts=None),
+    "tensors not a table": lambda b: b.update(tensors=[]),
+    "header past the file": lambda b: b["shards"][0].update(header_size=2**40),
+    "size not a number": lambda b: b["shards"][0].update(size="1"),
+}
+
+
+@pytest.mark.parametrize("edit", list(_RESEALED.values()), ids=list(_RESEALED))
+def test_malformed_index_with_a_valid_checksum_is_data_loss(tmp_path, edit):
+    import json
+
+    prefix = str(tmp_path / "m")
+    checkpoint.write_checkpoint(prefix, [checkpoint.Entry("w", tf.float32, np.ones((3, 4)))])
+    with open(prefix + ".index", "rb") as f:
+        body = json.loads(f.read()[20:-4])
+    edit(body)
+    with open(prefix + ".index", "wb") as f:
+        f.write(format.encode_index(body))
+    with pytest.raises(errors.DataLossError, match="is corrupted"):
+        checkpoint.open_checkpoint(prefix)
+
+
+def test_huge_partitioned_tensor_saved_in_part_is_not_allocated(tmp_path):
+    prefix = str(tmp_path / "m")
+    checkpoint.write_checkpoint(prefix, [
+        checkpoint.Entry("p", tf.float32, np.ones((2, 3), np.float32), f"{2**40} 3 0,2:-")])
+    with checkpoint.open_checkpoint(prefix) as r:
+        np.testing.assert_array_equal(r.read("p", f"{2**40} 3 0,2:-"), np.ones((2, 3)))
+        with pytest.raises(errors.InvalidArgumentError, match="do not cover"):
+            r.read("p")

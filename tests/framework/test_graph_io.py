@@ -371,6 +371,14 @@ _BAD_GRAPHS = [
      "AttrValue had value with type 'int' when 'type' expected for attr 'T'"),
     ("too many inputs", _CONST + _IDENT.format(inputs='input: "c" input: "c"', attrs=_T_FLOAT),
      "NodeDef expected inputs 'float' do not match 2 inputs specified"),
+    ("no inputs", _CONST + _IDENT.format(inputs="", attrs=_T_FLOAT),
+     "NodeDef expected inputs 'float' do not match 0 inputs specified"),
+    ("huge number attr", _CONST + 'node { name: "a" op: "AddN" input: "c" input: "c" '  # fuzz
+     'attr { key: "N" value { i: 2147483647 } } ' + _T_FLOAT + ' }',
+     "NodeDef expected inputs '2147483647 inputs' do not match 2 inputs specified"),
+    ("huge output count", _CONST + 'node { name: "u" op: "Unpack" input: "c" '  # found by fuzz
+     'attr { key: "num" value { i: 2147483647 } } ' + _T_FLOAT + ' }',
+     "Node 'u': attr 'num' asks for 2147483647 outputs, more than the 1048576"),
     ("dtype mismatch", _CONST + _IDENT.format(
         inputs='input: "c"', attrs='attr { key: "T" value { type: DT_INT32 } }'),
      "Input 0 of node import/i was passed float from import/c:0 incompatible with expected "
@@ -385,6 +393,10 @@ _BAD_GRAPHS = [
         inputs='input: "c"',
         attrs=_T_FLOAT + ' attr { key: "_class" value { list { s: "loc:@nothere" } } }'),
      "Node 'i' expects to be colocated with unknown node 'nothere'"),
+    ("colocation not strings", _CONST + _IDENT.format(  # found by tests/fuzz
+        inputs='input: "c"', attrs=_T_FLOAT + ' attr { key: "_class" value { list { i: 0 } } }'),
+     "AttrValue had value with type 'list\\(int\\)' when 'list\\(string\\)' expected for "
+     "attr '_class'"),
     ("min consumer", 'node { name: "x" op: "NoOp" } versions { producer: 5 min_consumer: 99999 }',
      "GraphDef min consumer version 99999 above current version"),
     ("bad consumer", 'node { name: "x" op: "NoOp" } versions { producer: 5 bad_consumers: 1205 }',

@@ -139,6 +139,38 @@ def test_corrupt_data_crc(tmp_path):
     assert str(e.value) == f"corrupted record at 33 in file {path}"
 
 
+@pytest.mark.parametrize("length", [2**33, 2**40, 2**63])
+def test_huge_length_with_a_matching_crc_is_truncation_not_an_allocation(tmp_path, length):
+    # Found by tests/fuzz: the reader asked the file for `length` bytes at once (MemoryError).
+    path = tmp_path / "huge.tfrecord"
+    header = struct.pack("<Q", length)
+    path.write_bytes(header + struct.pack("<I", tf_record.masked_crc32c(header)) + b"abc")
+    for compression in ("", "ZLIB"):
+        if compression:
+            _compress(path)
+        it = tf.python_io.tf_record_iterator(str(path), compression or None)
+        with pytest.raises(tf.errors.DataLossError, match="truncated record at 0"):
+            next(it)
+
+
+@pytest.mark.parametrize("compression", ["ZLIB", "GZIP"])
+def test_corrupt_compressed_stream_is_data_loss(tmp_path, compression):
+    # Found by tests/fuzz: zlib's own error came out.
+    path = tmp_path / "bad.tfrecord"
+    _write(path, [b"hello" * 50, b"world"], compression)
+    data = bytearray(path.read_bytes())
+    data[-8 if compression == "GZIP" else -1] ^= 0x40  # the stream's checksum
+    path.write_bytes(bytes(data))
+    with pytest.raises(tf.errors.DataLossError, match=f"inflate.*in file {path}"):
+        list(tf.python_io.tf_record_iterator(str(path), compression))
+
+
+def _compress(path):
+    import zlib
+
+    path.write_bytes(zlib.compress(path.read_bytes()))
+
+
 def test_corrupt_length_at_start_says_not_a_tfrecord(tmp_path):
     path = tmp_path / "bad.tfrecord"
     path.write_bytes(b"this is not a TFRecord file at all")

@@ -263,8 +263,9 @@ class TFRecordWriter:
 class _InflatingReader:
     """A `read(n)` interface over a zlib or gzip stream in a file."""
 
-    def __init__(self, raw, wbits: int, chunk: int):
+    def __init__(self, raw, wbits: int, chunk: int, path: str):
         self._raw = raw
+        self._path = path
         self._inflater = zlib.decompressobj(wbits)
         self._chunk = chunk
         self._buf = b""
@@ -274,11 +275,15 @@ class _InflatingReader:
     def read(self, n: int) -> bytes:
         while len(self._buf) - self._pos < n and not self._eof:
             data = self._raw.read(self._chunk)
-            if not data:
-                self._eof = True
-                tail = self._inflater.flush()
-            else:
-                tail = self._inflater.decompress(data)
+            try:
+                if not data:
+                    self._eof = True
+                    tail = self._inflater.flush()
+                else:
+                    tail = self._inflater.decompress(data)
+            except zlib.error as e:  # as TensorFlow's ZlibInputStream says of a bad stream
+                raise errors.DataLossError(None, None, f"inflate() failed: {e} in file "
+                                           f"{self._path}") from None
             self._buf = self._buf[self._pos:] + tail
             self._pos = 0
         out = self._buf[self._pos:self._pos + n]
@@ -299,8 +304,11 @@ def _open_for_reading(path: str, compression: str, buffer_size: int | None):
     except PermissionError:
         raise errors.PermissionDeniedError(None, None, f"{path}; Permission denied") from None
     if compression:
-        return _InflatingReader(raw, _WBITS[compression], buffer_size or 1 << 18)
+        return _InflatingReader(raw, _WBITS[compression], buffer_size or 1 << 18, path)
     return raw
+
+
+_MAX_READ = 1 << 26
 
 
 class RecordReader:
@@ -334,7 +342,9 @@ class RecordReader:
             return avail
         parts = [self._buf[self._pos:]]
         while avail < need:
-            chunk = self._stream.read(max(self._block, need - avail))
+            # At most _MAX_READ at a time: a corrupt length (its CRC matching by chance or
+            # by design) must not allocate its size before the file is known to have it.
+            chunk = self._stream.read(max(self._block, min(need - avail, _MAX_READ)))
             if not chunk:
                 break
             parts.append(chunk)
