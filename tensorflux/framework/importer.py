@@ -43,6 +43,7 @@ import numpy as np
 from tensorflux.framework import attr_values, dtypes, op_def_library, op_registry
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor
+from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.protos import graph_pb2
 
 __all__ = ["import_graph_def"]
@@ -165,8 +166,6 @@ def _check_input_map(input_map) -> dict:
 
 def _convert_input_map(graph: graph_lib.Graph, name, input_map: dict) -> dict:
     """Normalized keys -> Tensors (data) or Operations (`^x`), all of `graph`."""
-    from tensorflux.framework.tensor_conversion import convert_to_tensor
-
     needs_conversion = any(not isinstance(v, (Tensor, Operation)) and not k.startswith("^")
                            for k, v in input_map.items())
     if needs_conversion and name == "":

@@ -70,7 +70,7 @@ def _partial_scalar(t: Tensor) -> int | None:
     if v is not None:
         return None if v < 0 else v
     if t.op.type == "StridedSlice":
-        from tensorflux.ops import slicing_ops
+        from tensorflux.ops import slicing_ops  # slicing_ops imports this module
 
         got = slicing_ops.partial_slice_of_shape(t.op)
         if isinstance(got, int):

@@ -12,8 +12,8 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import array_ops
 from tensorflux.ops.math_ops import (
-    _array_ops,
     _binary,
     _binary_operator,
     _binary_wrapper,
@@ -118,7 +118,7 @@ define_op("Select", inputs=["condition: bool", "t: T", "e: T"], outputs=["output
 @gradient("Select")
 def _select_grad(op, grad):
     c = op.inputs[0]
-    zeros = _array_ops().zeros_like(op.inputs[1])
+    zeros = array_ops.zeros_like(op.inputs[1])
     return [None, apply_op("Select", condition=c, t=grad, e=zeros),
             apply_op("Select", condition=c, t=zeros, e=grad)]
 

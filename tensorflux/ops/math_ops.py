@@ -26,7 +26,11 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
-from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.framework.tensor_conversion import (
+    convert_to_tensor,
+    convert_to_tensor_or_indexed_slices,
+)
+from tensorflux.ops import array_ops
 
 # The TF1 public names of this module.
 __all__ = [
@@ -60,12 +64,6 @@ _TIDX = "Tidx: {int32, int64} = DT_INT32"
 def _conj(x):
     """conj(x) for complex tensors; x itself otherwise (as TF's gradients use it)."""
     return conj(x) if x.dtype.is_complex else x
-
-
-def _array_ops():
-    from tensorflux.ops import array_ops
-
-    return array_ops
 
 
 def _shape_str(dims) -> str:
@@ -473,7 +471,7 @@ def imag(input, name: str | None = None):  # noqa: A002
         input = convert_to_tensor(input, name="input")  # noqa: A001
         if input.dtype.is_complex:
             return apply_op("Imag", input=input, Tout=input.dtype.real_dtype, name=name)
-        return _array_ops().zeros_like(input)
+        return array_ops.zeros_like(input)
 
 
 def angle(input, name: str | None = None):  # noqa: A002
@@ -482,7 +480,7 @@ def angle(input, name: str | None = None):  # noqa: A002
         input = convert_to_tensor(input, name="input")  # noqa: A001
         if input.dtype.is_complex:
             return apply_op("Angle", input=input, Tout=input.dtype.real_dtype, name=name)
-        return atan2(_array_ops().zeros_like(input), input, name=name)
+        return atan2(array_ops.zeros_like(input), input, name=name)
 
 
 def conj(x, name: str | None = None):
@@ -580,8 +578,6 @@ def add_n(inputs, name: str | None = None):
       ValueError: `inputs` is not a non-empty list, or the static shapes differ.
       TypeError: the dtypes differ.
     """
-    from tensorflux.framework.tensor_conversion import convert_to_tensor_or_indexed_slices
-
     if not inputs or not isinstance(inputs, collections.abc.Iterable) or \
             isinstance(inputs, Tensor):
         raise ValueError("Inputs must be an iterable of at least one Tensor/IndexedSlices "
@@ -589,7 +585,7 @@ def add_n(inputs, name: str | None = None):
     inputs = [convert_to_tensor_or_indexed_slices(x) for x in inputs]
     inputs = [convert_to_tensor(x) if hasattr(x, "_is_indexed_slices") else x for x in inputs]
     if len(inputs) == 1:
-        return _array_ops().identity(inputs[0], name=name) if name else inputs[0]
+        return array_ops.identity(inputs[0], name=name) if name else inputs[0]
     return apply_op("AddN", inputs=inputs, name=name or "AddN")
 
 

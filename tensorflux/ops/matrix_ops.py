@@ -17,13 +17,12 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import joining_ops
+from tensorflux.ops import array_ops, joining_ops
 from tensorflux.ops.comparison_ops import (
     equal,
     greater,
 )
 from tensorflux.ops.math_ops import (
-    _array_ops,
     _binary_operator,
     _conj,
     _merge_shapes,
@@ -234,7 +233,6 @@ def matrix_determinant(input, name=None):  # noqa: A002
 @gradient("MatrixDeterminant")
 def _matrix_determinant_grad(op, grad):
     a, c = op.inputs[0], op.outputs[0]
-    array_ops = _array_ops()
     a_adj_inv = matrix_inverse(a, adjoint=True)
     multipliers = array_ops.reshape(multiply(grad, c),
                                     joining_ops.concat([array_ops.shape(c), [1, 1]], 0))
@@ -261,7 +259,6 @@ def _cholesky_grad(op, grad):
     grad_A = 0.5 * (S + S^H), S = L^-H Phi(L^H grad) L^-1, where Phi keeps the lower
     triangle and halves the diagonal."""
     l = op.outputs[0]
-    array_ops = _array_ops()
     l_inverse = matrix_inverse(l)
     middle = matmul(l, grad, adjoint_a=True)
     n = array_ops.shape(l)[-1] if l.shape.ndims is None or l.shape.as_list()[-1] is None \
@@ -283,7 +280,6 @@ def _cholesky_grad(op, grad):
 
 def _adjoint(x):
     """The conjugate transpose of the last two dimensions."""
-    array_ops = _array_ops()
     rank = x.shape.ndims
     if rank is not None:
         perm = list(builtins.range(rank - 2)) + [rank - 1, rank - 2]

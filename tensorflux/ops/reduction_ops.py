@@ -17,7 +17,7 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import gather_ops, joining_ops
+from tensorflux.ops import array_ops, gather_ops, joining_ops
 from tensorflux.ops.comparison_ops import (
     equal,
     logical_not,
@@ -29,7 +29,6 @@ from tensorflux.ops.math_ops import (
     _ORDERED,
     _REDUCIBLE,
     _TIDX,
-    _array_ops,
     _conj,
     _const_inputs,
     _zeros,
@@ -115,7 +114,7 @@ def _reduction_dims(x: Tensor, axis):
     rank = x.shape.ndims
     if rank is not None:
         return convert_to_tensor(np.arange(rank, dtype=np.int32), name="Const")
-    return range(0, _array_ops().rank(x), 1)
+    return range(0, array_ops.rank(x), 1)
 
 
 def _reduce(op_type: str, input_tensor, axis, keepdims, name, reduction_indices,
@@ -190,11 +189,11 @@ def _kept_dims_shape(x: Tensor, axes: Tensor):
     known = _known_axes(axes, rank) if rank is not None else None
     if known is not None and x.shape.is_fully_defined():
         return [1 if i in known else d for i, d in enumerate(x.shape.as_list())]
-    input_shape = _array_ops().shape(x)
-    n = _array_ops().size(input_shape)
+    input_shape = array_ops.shape(x)
+    n = array_ops.size(input_shape)
     axes = floormod(add(cast(axes, dtypes.int32), n), n)
-    positions = _array_ops().reshape(range(0, n), [-1, 1])
-    reduced = reduce_any(equal(positions, _array_ops().reshape(axes, [1, -1])), axis=1)
+    positions = array_ops.reshape(range(0, n), [-1, 1])
+    reduced = reduce_any(equal(positions, array_ops.reshape(axes, [1, -1])), axis=1)
     return where_v2(reduced, np.int32(1), input_shape)
 
 
@@ -202,7 +201,6 @@ def _broadcast_back(op, grad):
     """grad of a reduction's output, reshaped with kept dims and broadcast to the input's
     shape."""
     x = op.inputs[0]
-    array_ops = _array_ops()
     if not op.attrs["keep_dims"]:
         grad = array_ops.reshape(grad, _kept_dims_shape(x, op.inputs[1]))
     target = x.shape.as_list() if x.shape.is_fully_defined() else array_ops.shape(x)
@@ -223,7 +221,6 @@ def _num_reduced(op):
         n = int(np.prod(x.shape.as_list(), dtype=np.int64)) // builtins.max(
             int(np.prod(y.shape.as_list(), dtype=np.int64)), 1)
         return _const_like(n, x, name="factor")
-    array_ops = _array_ops()
     factor = floordiv(reduce_prod(array_ops.shape(x)),
                       maximum(reduce_prod(array_ops.shape(y)), np.int32(1)))
     return cast(factor, x.dtype.base_dtype)
@@ -236,7 +233,6 @@ def _mean_grad(op, grad):
 
 def _min_or_max_reduction_grad(op, grad):
     x = op.inputs[0]
-    array_ops = _array_ops()
     y = op.outputs[0]
     if not op.attrs["keep_dims"]:
         kept = _kept_dims_shape(x, op.inputs[1])
@@ -257,7 +253,6 @@ def _prod_grad(op, grad):
     are moved to the front and flattened, and exclusive cumulative products from both ends
     are multiplied (TensorFlow's algorithm)."""
     x, axes = op.inputs
-    array_ops = _array_ops()
     grad = _broadcast_back(op, grad)
     rank = x.shape.ndims
     known = _known_axes(axes, rank) if rank is not None else None
@@ -296,8 +291,8 @@ def _euclidean_norm_grad(op, grad):
     x, output = op.inputs[0], op.outputs[0]
     if not op.attrs["keep_dims"]:
         kept = _kept_dims_shape(x, op.inputs[1])
-        output = _array_ops().reshape(output, kept)
-        grad = _array_ops().reshape(grad, kept)
+        output = array_ops.reshape(output, kept)
+        grad = array_ops.reshape(grad, kept)
     return [realdiv(x, realdiv(output, grad)), None]
 
 
@@ -314,7 +309,6 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None,
     keepdims = _deprecated_lookup("keepdims", keepdims, "keep_dims", keep_dims)
     axis = _deprecated_lookup("axis", axis, "reduction_indices", reduction_indices)
     keepdims = builtins.bool(keepdims)
-    array_ops = _array_ops()
     with graph_lib.name_scope(name, "ReduceLogSumExp", [input_tensor]) as name:
         x = convert_to_tensor(input_tensor, name="input_tensor")
         raw_max = reduce_max(x, axis, keepdims=True)

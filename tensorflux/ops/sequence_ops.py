@@ -17,7 +17,7 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import gather_ops, joining_ops
+from tensorflux.ops import array_ops, gather_ops, joining_ops
 from tensorflux.ops.comparison_ops import (
     greater_equal,
     where_v2,
@@ -25,7 +25,6 @@ from tensorflux.ops.comparison_ops import (
 from tensorflux.ops.math_ops import (
     _REDUCIBLE,
     _TIDX,
-    _array_ops,
     _const_inputs,
     _merge_shapes,
     _zeros,
@@ -197,7 +196,6 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
 @gradient("UnsortedSegmentSum")
 def _unsorted_segment_sum_grad(op, grad):
     """grad gathered at the segment ids; rows of negative ids get zeros."""
-    array_ops = _array_ops()
     ids = op.inputs[1]
     clipped = maximum(ids, _zeros(ids))
     gathered = gather_ops.gather(grad, clipped)

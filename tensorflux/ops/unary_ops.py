@@ -16,11 +16,11 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import array_ops
 from tensorflux.ops.math_ops import (
     _FLOAT,
     _FLOAT_COMPLEX,
     _SIGNED_COMPLEX,
-    _array_ops,
     _conj,
     _const_inputs,
     _merge_shapes,
@@ -105,7 +105,7 @@ sign = _unary("Sign", _SIGNED_COMPLEX, "sign", "-1, 0 or 1 by the sign of x elem
 
 @gradient("Sign")
 def _sign_grad(op, grad):
-    return [_array_ops().zeros_like(op.inputs[0])]
+    return [array_ops.zeros_like(op.inputs[0])]
 
 
 square = _unary("Square", ("{bfloat16, float16, float32, float64, int8, int16, int32, int64, "
