@@ -1,0 +1,100 @@
+"""Comparison, logical and selection ops (tensorflux/ops/comparison_ops.py): values against
+NumPy (table-driven), gradients of Select, and their errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tests.op_test_util import OpCase, check_gradient, check_value
+from tests.ops.math_cases import (
+    BCAST,
+    BCAST3,
+    BF16,
+    F32_64,
+    booleans,
+    check_kernel_dtypes,
+    grad_params,
+    value_params,
+)
+
+# The kernels give NaN/inf for 0/0, log(0), NaN casts as TensorFlow does; NumPy's warnings
+# about them are silenced in the kernel module (pytest's own warning filters replace that).
+# Each test runs on a fresh default graph (tests/ops/conftest.py).
+pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning:tensorflux.kernels.cpu"),
+              pytest.mark.usefixtures("fresh_graph")]
+
+# (case, dtypes to check values for; gradients are checked for float32/float64 when
+# case.grad is set).
+CASES: list[tuple[OpCase, list]] = [
+    (OpCase("equal", tf.equal, np.equal, BCAST, make=lambda rng, s, d: rng.integers(
+        0, 2, s).astype(d), grad=False), [np.float32, np.int32, np.bool_, np.complex64]),
+    (OpCase("not_equal", tf.not_equal, np.not_equal, BCAST, make=lambda rng, s, d:
+            rng.integers(0, 2, s).astype(d), grad=False), [np.float32, np.int64]),
+    (OpCase("less", tf.less, np.less, BCAST, grad=False), [np.float32, np.int32, BF16]),
+    (OpCase("less_equal", tf.less_equal, np.less_equal, BCAST, grad=False),
+     [np.float64, np.int32]),
+    (OpCase("greater", tf.greater, np.greater, BCAST, grad=False), [np.float32, np.uint8]),
+    (OpCase("greater_equal", tf.greater_equal, np.greater_equal, BCAST, grad=False),
+     [np.float16, np.int64]),
+    (OpCase("lt_op", lambda x, y: x < y, np.less, BCAST3, grad=False), [np.float32]),
+    (OpCase("ge_op_python", lambda x: x >= 0.5, lambda x: x >= 0.5, [(4,)], grad=False),
+     [np.float32]),
+    (OpCase("logical_and", tf.logical_and, np.logical_and, BCAST, make=booleans),
+     [np.bool_]),
+    (OpCase("logical_or", tf.logical_or, np.logical_or, BCAST, make=booleans), [np.bool_]),
+    (OpCase("logical_xor", tf.logical_xor, np.logical_xor, BCAST, make=booleans),
+     [np.bool_]),
+    (OpCase("logical_not", tf.logical_not, np.logical_not, [(2, 3)], make=booleans),
+     [np.bool_]),
+    (OpCase("and_or_xor_invert_bool", lambda x, y: [x & y, x | y, x ^ y, ~x],
+            lambda x, y: [x & y, x | y, x ^ y, ~x], [(2, 3)] * 2, make=booleans),
+     [np.bool_]),
+    (OpCase("where_select", lambda c, x, y: tf.where(c, x, y), np.where,
+            [(2, 3)] * 3, input_dtypes=[np.bool_, None, None], grad_inputs=[1, 2]),
+     [np.float32, np.float64, np.int32]),
+    (OpCase("where_select_rows", lambda c, x, y: tf.where(c, x, y),
+            lambda c, x, y: np.where(c[:, None], x, y), [(2,), (2, 3), (2, 3)],
+            input_dtypes=[np.bool_, None, None], grad_inputs=[1, 2]), F32_64),
+    (OpCase("where_select_scalar", lambda c, x, y: tf.where(c, x, y), np.where,
+            [(), (2, 3), (2, 3)], input_dtypes=[np.bool_, None, None], grad=False),
+     [np.float32]),
+    (OpCase("where_v2", tf.where_v2, np.where, [(2, 1), (3,), (2, 3)],
+            input_dtypes=[np.bool_, None, None], grad_inputs=[1, 2]), F32_64),
+    (OpCase("where_coordinates", tf.where, lambda c: np.argwhere(c), [(3, 4)],
+            grad=False, make=booleans), [np.bool_]),
+    (OpCase("where_coordinates_numeric", tf.where, lambda c: np.argwhere(c), [(5,)],
+            grad=False, make=lambda rng, s, d: np.array([0, 2, 0, -1, 3], d)),
+     [np.float32, np.int32]),
+]
+
+CASE_IDS = [c.name for c, _ in CASES]
+assert len(set(CASE_IDS)) == len(CASE_IDS)
+VALUE_PARAMS = value_params(CASES)
+GRAD_PARAMS = grad_params(CASES)
+
+
+@pytest.mark.parametrize("case,dtype", VALUE_PARAMS)
+def test_value(case, dtype):
+    check_value(case, dtype)
+
+
+@pytest.mark.parametrize("case,dtype", GRAD_PARAMS)
+def test_gradient(case, dtype):
+    check_gradient(case, dtype)
+
+
+def test_kernel_dtypes_are_exact():
+    check_kernel_dtypes(CASES)
+
+
+
+def test_select_runtime_errors():
+    c = tf.placeholder(tf.bool)
+    x = tf.placeholder(tf.float32)
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="same size and shape"):
+            sess.run(tf.where(c, x, x), {c: [True, False], x: [1.0, 2.0, 3.0]})
+        np.testing.assert_array_equal(
+            sess.run(tf.where(c, x, -x), {c: True, x: [1.0, 2.0]}), [1.0, 2.0])
