@@ -13,15 +13,15 @@ import tensorflux as tf
 from tensorflux.kernels import intra_op
 from tensorflux.kernels.cpu import _fft_conv
 from tests.op_test_util import check_gradient, check_value
-from tests.ops.test_nn_ops import (
-    _BY_NAME,
+from tests.ops.nn_cases import (
     BF16,
-    CASES,
     F16,
+    LOW_PRECISION_CASES,
     ref_conv,
     ref_conv_filter_grad,
     ref_conv_input_grad,
 )
+from tests.ops.test_conv_ops import _BY_NAME, CASES
 
 CONV_CASES = [c for c in CASES if c.name.startswith("conv")]
 _FFT_CALLS = ("conv_forward", "conv_backprop_input", "conv_backprop_filter")
@@ -65,8 +65,6 @@ def test_table_gradients_through_transform(forced, case):
 @pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
 def test_table_low_precision_through_transform(forced, name, dtype):
     """half and bfloat16 convolutions are transformed in float32 and cast back."""
-    from tests.ops.test_nn_ops import LOW_PRECISION_CASES
-
     assert name in LOW_PRECISION_CASES
     check_value(_BY_NAME[name], dtype)
     assert sum(forced.values()) >= 1

@@ -1,0 +1,157 @@
+"""Convolution ops (tensorflux/ops/conv_ops.py) and their CPU kernels: Conv2D and its
+backprops against explicit-loop NumPy references, finite-difference gradients, the chunked
+and parallel kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tests.op_test_util import OpCase, check_gradient, check_value
+from tests.ops.nn_cases import (
+    BF16,
+    F16,
+    F32_ONLY,
+    LOW_PRECISION_CASES,
+    _conv_case,
+    _geometry,
+    _run,
+    ref_conv,
+    ref_conv_filter_grad,
+    ref_conv_input_grad,
+)
+
+# Each test runs on a fresh default graph (tests/ops/conftest.py).
+pytestmark = pytest.mark.usefixtures("fresh_graph")
+
+CASES = [
+    # Conv2D: padding, strides, dilations, formats, explicit padding, groups.
+    _conv_case("conv_same", (2, 5, 5, 3), (3, 3, 3, 2)),
+    _conv_case("conv_valid", (2, 5, 6, 3), (3, 2, 3, 2), padding="VALID"),
+    _conv_case("conv_same_s2", (1, 5, 6, 2), (3, 3, 2, 2), strides=(2, 2)),
+    _conv_case("conv_valid_s23", (1, 7, 8, 2), (2, 3, 2, 3), strides=(2, 3), padding="VALID"),
+    _conv_case("conv_dilated", (1, 6, 6, 2), (2, 2, 2, 2), dilations=(2, 2)),
+    _conv_case("conv_dilated_valid", (1, 6, 7, 2), (2, 3, 2, 2), dilations=(2, 1),
+               padding="VALID"),
+    _conv_case("conv_nchw", (2, 3, 4, 5), (3, 3, 3, 2), nchw=True),
+    _conv_case("conv_explicit", (1, 4, 5, 2), (3, 3, 2, 2), explicit=((1, 2), (0, 1))),
+    _conv_case("conv_1x1", (2, 3, 3, 4), (1, 1, 4, 3)),
+    _conv_case("conv_grouped", (1, 4, 4, 4), (2, 2, 2, 4), padding="VALID"),
+    _conv_case("conv_big_batch", (40, 4, 4, 2), (3, 3, 2, 2), grad=False),
+    OpCase("conv_backprop_input",
+           lambda w, dy: tf.nn.conv2d_backprop_input([2, 5, 6, 3], w, dy, [1, 2, 2, 1],
+                                                     "SAME"),
+           lambda w, dy: ref_conv_input_grad((2, 5, 6, 3), w, dy, (2, 2), "SAME"),
+           shapes=[(3, 3, 3, 2), (2, 3, 3, 2)]),
+    OpCase("conv_backprop_input_dilated",
+           lambda w, dy: tf.nn.conv2d_backprop_input([1, 5, 5, 2], w, dy, [1, 1, 1, 1],
+                                                     "VALID", dilations=[1, 2, 2, 1]),
+           lambda w, dy: ref_conv_input_grad((1, 5, 5, 2), w, dy, (1, 1), "VALID", (2, 2)),
+           shapes=[(2, 2, 2, 3), (1, 3, 3, 3)]),
+    OpCase("conv_transpose",
+           lambda x, w: tf.nn.conv2d_transpose(x, w, [1, 4, 4, 2], [1, 2, 2, 1]),
+           lambda x, w: ref_conv_input_grad((1, 4, 4, 2), w, x, (2, 2), "SAME"),
+           shapes=[(1, 2, 2, 3), (3, 3, 2, 3)]),
+    OpCase("conv_backprop_filter",
+           lambda x, dy: tf.nn.conv2d_backprop_filter(x, [3, 2, 3, 2], dy, [1, 1, 1, 1],
+                                                      "VALID"),
+           lambda x, dy: ref_conv_filter_grad(x, (3, 2, 3, 2), dy, (1, 1), "VALID"),
+           shapes=[(2, 4, 4, 3), (2, 2, 3, 2)]),
+    OpCase("conv_backprop_filter_s2",
+           lambda x, dy: tf.nn.conv2d_backprop_filter(x, [3, 3, 2, 2], dy, [1, 2, 2, 1],
+                                                      "SAME"),
+           lambda x, dy: ref_conv_filter_grad(x, (3, 3, 2, 2), dy, (2, 2), "SAME"),
+           shapes=[(1, 5, 5, 2), (1, 3, 3, 2)]),
+]
+_BY_NAME = {c.name: c for c in CASES}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_value(case, dtype):
+    if case.name in F32_ONLY and dtype == np.float64:
+        pytest.skip("float32 only")
+    check_value(case, dtype)
+
+
+@pytest.mark.parametrize("name", sorted(LOW_PRECISION_CASES & _BY_NAME.keys()))
+@pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
+def test_value_low_precision(name, dtype):
+    check_value(_BY_NAME[name], dtype)
+
+
+GRAD_CASES = [c for c in CASES if c.grad]
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_gradient(case, dtype):
+    if case.name in F32_ONLY and dtype == np.float64:
+        pytest.skip("float32 only")
+    check_gradient(case, dtype)
+
+
+
+@pytest.mark.parametrize("blas_threads", [1, 2])
+@pytest.mark.parametrize("strides, padding", [((1, 1), "SAME"), ((2, 2), "VALID")])
+def test_conv_kernels_chunked_and_parallel(monkeypatch, blas_threads, strides, padding):
+    """The batch chunking, the intra-op split and both backprop-input strategies (chosen by
+    the BLAS thread count) agree with the loop references."""
+    from tensorflux.kernels import intra_op
+    from tensorflux.kernels.cpu import conv_ops as kernels
+
+    monkeypatch.setattr(intra_op, "blas_threads", lambda: blas_threads)
+    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
+    monkeypatch.setattr(kernels, "_CHUNK_BYTES", 1)  # one image per chunk
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((7, 6, 5, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 3, 4)).astype(np.float32)
+    y = ref_conv(x, w, strides, padding)
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    s4 = [1, *strides, 1]
+    got = _run([tf.nn.conv2d(x, w, s4, padding),
+                tf.nn.conv2d_backprop_input(list(x.shape), w, dy, s4, padding),
+                tf.nn.conv2d_backprop_filter(x, list(w.shape), dy, s4, padding)])
+    want = [y, ref_conv_input_grad(x.shape, w, dy, strides, padding),
+            ref_conv_filter_grad(x, w.shape, dy, strides, padding)]
+    for g, wnt in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, wnt, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("padding, dilations, pads, flipped", [
+    ("SAME", (1, 1), None, True), ("VALID", (1, 1), None, True), ("SAME", (2, 1), None, True),
+    ("EXPLICIT", (1, 1), ((1, 0), (1, 1)), True),
+    ("EXPLICIT", (1, 1), ((4, 0), (0, 0)), False),  # padding past the window: scatter path
+])
+def test_backprop_input_as_flipped_conv(monkeypatch, workers, padding, dilations, pads,
+                                        flipped):
+    """Stride-1 backprop-input with many input channels is a forward conv of the padded
+    out_backprop with the flipped filter; it agrees with the loop reference."""
+    from tensorflux.kernels import intra_op
+    from tensorflux.kernels.cpu import conv_ops as kernels
+
+    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
+    monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)
+    monkeypatch.setattr(kernels, "_CHUNK_BYTES", 1)  # one image per chunk
+    if flipped:
+        def no_scatter(*args):
+            raise AssertionError("expected the flipped-conv path")
+
+        monkeypatch.setattr(kernels, "_col2im_backprop_input", no_scatter)
+    rng = np.random.default_rng(5)
+    c = kernels._FLIP_MIN_CHANNELS
+    shape = (3, 6, 5, c)
+    w = rng.standard_normal((3, 2, c, 4)).astype(np.float32)
+    pads = pads or ((0, 0), (0, 0))
+    oh, _ = _geometry(shape[1], 3, 1, dilations[0], padding, pads[0])
+    ow, _ = _geometry(shape[2], 2, 1, dilations[1], padding, pads[1])
+    dy = rng.standard_normal((3, oh, ow, 4)).astype(np.float32)
+    tf_padding = padding if padding != "EXPLICIT" else [[0, 0], list(pads[0]), list(pads[1]),
+                                                        [0, 0]]
+    got = _run(tf.nn.conv2d_backprop_input(list(shape), w, dy, [1, 1, 1, 1], tf_padding,
+                                           dilations=[1, *dilations, 1]))
+    want = ref_conv_input_grad(shape, w, dy, (1, 1), padding, dilations, pads)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
