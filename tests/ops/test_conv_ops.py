@@ -93,7 +93,6 @@ def test_gradient(case, dtype):
     check_gradient(case, dtype)
 
 
-
 @pytest.mark.parametrize("blas_threads", [1, 2])
 @pytest.mark.parametrize("strides, padding", [((1, 1), "SAME"), ((2, 2), "VALID")])
 def test_conv_kernels_chunked_and_parallel(monkeypatch, blas_threads, strides, padding):
@@ -155,3 +154,38 @@ def test_backprop_input_as_flipped_conv(monkeypatch, workers, padding, dilations
                                            dilations=[1, *dilations, 1]))
     want = ref_conv_input_grad(shape, w, dy, (1, 1), padding, dilations, pads)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+# ---- static shapes and errors ------------------------------------------------------------
+
+
+def test_conv_static_shapes():
+    x = tf.placeholder(tf.float32, [None, 8, 8, 3])
+    w = tf.ones([3, 3, 3, 5])
+    got = [str(tf.nn.conv2d(x, w, s, p).shape) for s in ([1, 1, 1, 1], [1, 2, 2, 1], 3)
+           for p in ("SAME", "VALID")]
+    # From TensorFlow 2.21 (tf.compat.v1) on the same graphs.
+    assert got == ["(?, 8, 8, 5)", "(?, 6, 6, 5)", "(?, 4, 4, 5)", "(?, 3, 3, 5)",
+                   "(?, 3, 3, 5)", "(?, 2, 2, 5)"]
+    got = [str(tf.nn.conv2d(x, w, 1, p, dilations=2).shape) for p in ("SAME", "VALID")]
+    assert got == ["(?, 8, 8, 5)", "(?, 4, 4, 5)"]
+    got = tf.nn.conv2d(x, w, [1, 1, 1, 1], [[0, 0], [1, 2], [0, 1], [0, 0]])
+    assert str(got.shape) == "(?, 9, 7, 5)"
+    assert got.op.get_attr("explicit_paddings") == [0, 0, 1, 2, 0, 1, 0, 0]
+    nchw = tf.nn.conv2d(tf.ones([2, 3, 4, 4]), w, 1, "SAME", data_format="NCHW")
+    assert nchw.shape.as_list() == [2, 5, 4, 4]
+    unknown = tf.nn.conv2d(tf.placeholder(tf.float32), w, 1, "SAME")
+    assert unknown.shape.as_list() == [None, None, None, 5]
+
+
+def test_runtime_errors_are_typed():
+    x = tf.placeholder(tf.float32, [1, 4, 4, 3])
+    y = tf.nn.conv2d(x, tf.ones([2, 2, 3, 1]), [2, 1, 1, 1], "SAME")
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.UnimplementedError, match="strides in the batch and "
+                                                               "depth dimensions"):
+            sess.run(y, {x: np.ones((1, 4, 4, 3))})
+        bad = tf.nn.conv2d(tf.placeholder(tf.float32), tf.ones([2, 2, 3, 1]), 1, "SAME")
+        with pytest.raises(tf.errors.InvalidArgumentError, match="input depth must be evenly "
+                                                                 "divisible by filter depth"):
+            sess.run(bad, {bad.op.inputs[0]: np.ones((1, 4, 4, 4))})

@@ -87,7 +87,6 @@ def test_gradient(case, dtype):
     check_gradient(case, dtype)
 
 
-
 def test_max_pool_grad_routes_ties_to_first():
     x = np.array([[1, 1, 0, 0], [1, 1, 0, 0], [2, 1, 3, 3], [1, 2, 3, 3]],
                  np.float32).reshape(1, 4, 4, 1)
@@ -255,3 +254,16 @@ def test_max_pool_and_grad_in_chunks(monkeypatch, workers, shape, k, padding):
     whole = _run(fetch)
     for a, b in zip(chunked, whole, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+# ---- static shapes -----------------------------------------------------------------------
+
+
+def test_pool_static_shapes():
+    x = tf.placeholder(tf.float32, [None, 8, 8, 3])
+    got = [str(tf.nn.max_pool(x, [1, 3, 3, 1], s, p).shape)
+           for s in ([1, 1, 1, 1], [1, 2, 2, 1], [1, 3, 3, 1]) for p in ("SAME", "VALID")]
+    assert got == ["(?, 8, 8, 3)", "(?, 6, 6, 3)", "(?, 4, 4, 3)", "(?, 3, 3, 3)",
+                   "(?, 3, 3, 3)", "(?, 2, 2, 3)"]
+    assert str(tf.nn.max_pool(x, 2, 2, "VALID").shape) == "(?, 4, 4, 3)"
+    assert str(tf.nn.avg_pool(x, [1, 2, 2, 2], [1, 2, 2, 1], "VALID").shape) == "(?, 4, 4, 2)"
