@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
-from tests.op_test_util import OpCase, away_from
+from tests.op_test_util import OpCase, away_from, check_gradient, check_value
 
 BF16 = ml_dtypes.bfloat16
 FLOATS = [np.float16, BF16, np.float32, np.float64]
@@ -177,3 +177,25 @@ def check_kernel_dtypes(cases: list[tuple[OpCase, list]]):
         for t, v in zip(outs, values, strict=True):
             assert np.asarray(v).dtype == t.dtype.as_numpy_dtype, \
                 f"{case.name}[{np.dtype(dtype).name}]: {np.asarray(v).dtype} != {t.dtype.name}"
+
+
+def table_tests(cases: list[tuple[OpCase, list]]):
+    """The table-driven tests of one op family's `CASES`: values against NumPy for every
+    listed dtype, finite-difference gradients (float32/float64), exact kernel dtypes. A
+    test module binds them: `test_value, test_gradient, test_kernel_dtypes_are_exact =
+    table_tests(CASES)`."""
+    names = [c.name for c, _ in cases]
+    assert len(set(names)) == len(names), "case names must be unique"
+
+    @pytest.mark.parametrize("case,dtype", value_params(cases))
+    def test_value(case, dtype):
+        check_value(case, dtype)
+
+    @pytest.mark.parametrize("case,dtype", grad_params(cases))
+    def test_gradient(case, dtype):
+        check_gradient(case, dtype)
+
+    def test_kernel_dtypes_are_exact():
+        check_kernel_dtypes(cases)
+
+    return test_value, test_gradient, test_kernel_dtypes_are_exact

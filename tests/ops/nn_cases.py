@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 import tensorflux as tf
-from tests.op_test_util import OpCase, away_from
+from tests.op_test_util import OpCase, away_from, check_gradient, check_value
 
 F16, BF16 = np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 
@@ -264,3 +265,33 @@ F32_ONLY = {"lrn", "lrn_defaults", "lrn_grad"}  # LRN has no float64 kernel in T
 def _run(fetches, feed=None):
     with tf.Session() as sess:
         return sess.run(fetches, feed)
+
+
+def table_tests(cases: list):
+    """The table-driven tests of one nn family's `CASES`: values against NumPy (float32 and
+    float64, half types for `LOW_PRECISION_CASES`) and finite-difference gradients. A test
+    module binds them: `test_value, test_value_low_precision, test_gradient =
+    table_tests(CASES)`."""
+    by_name = {c.name: c for c in cases}
+    assert len(by_name) == len(cases), "case names must be unique"
+
+    @pytest.mark.parametrize("case", cases, ids=lambda c: c.name)
+    @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+    def test_value(case, dtype):
+        if case.name in F32_ONLY and dtype == np.float64:
+            pytest.skip("float32 only")
+        check_value(case, dtype)
+
+    @pytest.mark.parametrize("name", sorted(LOW_PRECISION_CASES & by_name.keys()))
+    @pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
+    def test_value_low_precision(name, dtype):
+        check_value(by_name[name], dtype)
+
+    @pytest.mark.parametrize("case", [c for c in cases if c.grad], ids=lambda c: c.name)
+    @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+    def test_gradient(case, dtype):
+        if case.name in F32_ONLY and dtype == np.float64:
+            pytest.skip("float32 only")
+        check_gradient(case, dtype)
+
+    return test_value, test_value_low_precision, test_gradient

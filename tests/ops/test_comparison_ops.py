@@ -7,16 +7,14 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
-from tests.op_test_util import OpCase, check_gradient, check_value
+from tests.op_test_util import OpCase
 from tests.ops.math_cases import (
     BCAST,
     BCAST3,
     BF16,
     F32_64,
     booleans,
-    check_kernel_dtypes,
-    grad_params,
-    value_params,
+    table_tests,
 )
 
 # The kernels give NaN/inf for 0/0, log(0), NaN casts as TensorFlow does; NumPy's warnings
@@ -69,24 +67,7 @@ CASES: list[tuple[OpCase, list]] = [
      [np.float32, np.int32]),
 ]
 
-CASE_IDS = [c.name for c, _ in CASES]
-assert len(set(CASE_IDS)) == len(CASE_IDS)
-VALUE_PARAMS = value_params(CASES)
-GRAD_PARAMS = grad_params(CASES)
-
-
-@pytest.mark.parametrize("case,dtype", VALUE_PARAMS)
-def test_value(case, dtype):
-    check_value(case, dtype)
-
-
-@pytest.mark.parametrize("case,dtype", GRAD_PARAMS)
-def test_gradient(case, dtype):
-    check_gradient(case, dtype)
-
-
-def test_kernel_dtypes_are_exact():
-    check_kernel_dtypes(CASES)
+test_value, test_gradient, test_kernel_dtypes_are_exact = table_tests(CASES)
 
 
 

@@ -21,9 +21,10 @@ from tests.ops.nn_cases import (
     ref_conv_filter_grad,
     ref_conv_input_grad,
 )
-from tests.ops.test_conv_ops import _BY_NAME, CASES
+from tests.ops.test_conv_ops import CASES
 
 CONV_CASES = [c for c in CASES if c.name.startswith("conv")]
+_BY_NAME = {c.name: c for c in CASES}
 _FFT_CALLS = ("conv_forward", "conv_backprop_input", "conv_backprop_filter")
 
 

@@ -12,7 +12,7 @@ import pytest
 import tensorflux as tf
 from tensorflux.ops import math_ops
 from tests import oracle
-from tests.op_test_util import OpCase, check_gradient, check_value, positive
+from tests.op_test_util import OpCase, positive
 from tests.ops.math_cases import (
     BCAST,
     BCAST3,
@@ -21,9 +21,7 @@ from tests.ops.math_cases import (
     FLOATS,
     INTS,
     NUMERIC,
-    check_kernel_dtypes,
     distinct,
-    grad_params,
     in_f64,
     nonzero,
     np_floordiv,
@@ -31,7 +29,7 @@ from tests.ops.math_cases import (
     np_truncdiv,
     run,
     same,
-    value_params,
+    table_tests,
 )
 
 # The kernels give NaN/inf for 0/0, log(0), NaN casts as TensorFlow does; NumPy's warnings
@@ -128,24 +126,7 @@ CASES: list[tuple[OpCase, list]] = [
             lambda x, y: [x & y, x | y, x ^ y, ~x], [(2, 3)] * 2, grad=False), INTS),
 ]
 
-CASE_IDS = [c.name for c, _ in CASES]
-assert len(set(CASE_IDS)) == len(CASE_IDS)
-VALUE_PARAMS = value_params(CASES)
-GRAD_PARAMS = grad_params(CASES)
-
-
-@pytest.mark.parametrize("case,dtype", VALUE_PARAMS)
-def test_value(case, dtype):
-    check_value(case, dtype)
-
-
-@pytest.mark.parametrize("case,dtype", GRAD_PARAMS)
-def test_gradient(case, dtype):
-    check_gradient(case, dtype)
-
-
-def test_kernel_dtypes_are_exact():
-    check_kernel_dtypes(CASES)
+test_value, test_gradient, test_kernel_dtypes_are_exact = table_tests(CASES)
 
 
 

@@ -8,16 +8,14 @@ import pytest
 
 import tensorflux as tf
 from tensorflux.ops import math_ops
-from tests.op_test_util import OpCase, check_gradient, check_value
+from tests.op_test_util import OpCase
 from tests.ops.math_cases import (
     BF16,
     F32_64,
-    check_kernel_dtypes,
-    grad_params,
     in_f64,
     run,
     spd,
-    value_params,
+    table_tests,
     well_conditioned,
 )
 
@@ -69,24 +67,7 @@ CASES: list[tuple[OpCase, list]] = [
      F32_64),
 ]
 
-CASE_IDS = [c.name for c, _ in CASES]
-assert len(set(CASE_IDS)) == len(CASE_IDS)
-VALUE_PARAMS = value_params(CASES)
-GRAD_PARAMS = grad_params(CASES)
-
-
-@pytest.mark.parametrize("case,dtype", VALUE_PARAMS)
-def test_value(case, dtype):
-    check_value(case, dtype)
-
-
-@pytest.mark.parametrize("case,dtype", GRAD_PARAMS)
-def test_gradient(case, dtype):
-    check_gradient(case, dtype)
-
-
-def test_kernel_dtypes_are_exact():
-    check_kernel_dtypes(CASES)
+test_value, test_gradient, test_kernel_dtypes_are_exact = table_tests(CASES)
 
 
 

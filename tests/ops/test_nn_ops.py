@@ -15,12 +15,8 @@ import pytest
 import tensorflux as tf
 from tensorflux.framework.op_def_library import apply_op
 from tests import oracle
-from tests.op_test_util import OpCase, away_from, check_gradient, check_value
+from tests.op_test_util import OpCase, away_from
 from tests.ops.nn_cases import (
-    BF16,
-    F16,
-    F32_ONLY,
-    LOW_PRECISION_CASES,
     SOFT_LABELS,
     LABELS_2x3,
     LABELS_2x5,
@@ -38,6 +34,7 @@ from tests.ops.nn_cases import (
     ref_selu,
     ref_softmax,
     ref_xent,
+    table_tests,
 )
 
 # Each test runs on a fresh default graph (tests/ops/conftest.py).
@@ -167,32 +164,7 @@ CASES = [
            .astype(x.dtype), shapes=[(3, 4), (4,), (4,), (4,), (4,)],
            make=lambda rng, s, d: rng.uniform(0.5, 2.0, s).astype(d)),
 ]
-_BY_NAME = {c.name: c for c in CASES}
-
-
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_value(case, dtype):
-    if case.name in F32_ONLY and dtype == np.float64:
-        pytest.skip("float32 only")
-    check_value(case, dtype)
-
-
-@pytest.mark.parametrize("name", sorted(LOW_PRECISION_CASES & _BY_NAME.keys()))
-@pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
-def test_value_low_precision(name, dtype):
-    check_value(_BY_NAME[name], dtype)
-
-
-GRAD_CASES = [c for c in CASES if c.grad]
-
-
-@pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c.name)
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_gradient(case, dtype):
-    if case.name in F32_ONLY and dtype == np.float64:
-        pytest.skip("float32 only")
-    check_gradient(case, dtype)
+test_value, test_value_low_precision, test_gradient = table_tests(CASES)
 
 
 # ---- integer and special values ----------------------------------------------------------

@@ -11,18 +11,15 @@ import pytest
 import tensorflux as tf
 from tensorflux.framework.op_def_library import apply_op
 from tests import oracle
-from tests.op_test_util import OpCase, check_gradient, check_value
+from tests.op_test_util import OpCase
 from tests.ops.nn_cases import (
-    BF16,
-    F16,
-    F32_ONLY,
-    LOW_PRECISION_CASES,
     _distinct,
     _pool_case,
     _run,
     ref_avg_pool_grad,
     ref_max_pool_grad,
     ref_pool,
+    table_tests,
 )
 
 # Each test runs on a fresh default graph (tests/ops/conftest.py).
@@ -59,32 +56,7 @@ CASES = [
            lambda g: ref_avg_pool_grad((1, 5, 4, 2), g, (3, 3), (2, 2), "SAME"),
            shapes=[(1, 3, 2, 2)]),
 ]
-_BY_NAME = {c.name: c for c in CASES}
-
-
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_value(case, dtype):
-    if case.name in F32_ONLY and dtype == np.float64:
-        pytest.skip("float32 only")
-    check_value(case, dtype)
-
-
-@pytest.mark.parametrize("name", sorted(LOW_PRECISION_CASES & _BY_NAME.keys()))
-@pytest.mark.parametrize("dtype", [F16, BF16], ids=["f16", "bf16"])
-def test_value_low_precision(name, dtype):
-    check_value(_BY_NAME[name], dtype)
-
-
-GRAD_CASES = [c for c in CASES if c.grad]
-
-
-@pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c.name)
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
-def test_gradient(case, dtype):
-    if case.name in F32_ONLY and dtype == np.float64:
-        pytest.skip("float32 only")
-    check_gradient(case, dtype)
+test_value, test_value_low_precision, test_gradient = table_tests(CASES)
 
 
 def test_max_pool_grad_routes_ties_to_first():

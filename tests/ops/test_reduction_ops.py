@@ -8,19 +8,17 @@ import pytest
 
 import tensorflux as tf
 from tensorflux.ops import reduction_ops
-from tests.op_test_util import OpCase, check_gradient, check_value, positive
+from tests.op_test_util import OpCase, positive
 from tests.ops.math_cases import (
     BF16,
     F32_64,
     INTS,
     booleans,
-    check_kernel_dtypes,
     distinct,
-    grad_params,
     np_int_mean,
     run,
+    table_tests,
     tensor_value,
-    value_params,
 )
 
 # The kernels give NaN/inf for 0/0, log(0), NaN casts as TensorFlow does; NumPy's warnings
@@ -108,24 +106,7 @@ CASES: list[tuple[OpCase, list]] = [
      [np.float32, np.int64]),
 ]
 
-CASE_IDS = [c.name for c, _ in CASES]
-assert len(set(CASE_IDS)) == len(CASE_IDS)
-VALUE_PARAMS = value_params(CASES)
-GRAD_PARAMS = grad_params(CASES)
-
-
-@pytest.mark.parametrize("case,dtype", VALUE_PARAMS)
-def test_value(case, dtype):
-    check_value(case, dtype)
-
-
-@pytest.mark.parametrize("case,dtype", GRAD_PARAMS)
-def test_gradient(case, dtype):
-    check_gradient(case, dtype)
-
-
-def test_kernel_dtypes_are_exact():
-    check_kernel_dtypes(CASES)
+test_value, test_gradient, test_kernel_dtypes_are_exact = table_tests(CASES)
 
 
 

@@ -8,15 +8,13 @@ import pytest
 
 import tensorflux as tf
 from tensorflux.ops import sequence_ops
-from tests.op_test_util import OpCase, check_gradient, check_value, positive
+from tests.op_test_util import OpCase, positive
 from tests.ops.math_cases import (
     F32_64,
     SEGMENT_IDS,
-    check_kernel_dtypes,
-    grad_params,
     run,
+    table_tests,
     tensor_value,
-    value_params,
 )
 
 # The kernels give NaN/inf for 0/0, log(0), NaN casts as TensorFlow does; NumPy's warnings
@@ -48,24 +46,7 @@ CASES: list[tuple[OpCase, list]] = [
                 d.dtype), [(2, 3, 2)]), F32_64),
 ]
 
-CASE_IDS = [c.name for c, _ in CASES]
-assert len(set(CASE_IDS)) == len(CASE_IDS)
-VALUE_PARAMS = value_params(CASES)
-GRAD_PARAMS = grad_params(CASES)
-
-
-@pytest.mark.parametrize("case,dtype", VALUE_PARAMS)
-def test_value(case, dtype):
-    check_value(case, dtype)
-
-
-@pytest.mark.parametrize("case,dtype", GRAD_PARAMS)
-def test_gradient(case, dtype):
-    check_gradient(case, dtype)
-
-
-def test_kernel_dtypes_are_exact():
-    check_kernel_dtypes(CASES)
+test_value, test_gradient, test_kernel_dtypes_are_exact = table_tests(CASES)
 
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import tensorflux as tf
 from tensorflux.ops import math_ops, unary_ops
-from tests.op_test_util import OpCase, away_from, check_gradient, check_value, positive
+from tests.op_test_util import OpCase, away_from, positive
 from tests.ops.math_cases import (
     BF16,
     F32_64,
@@ -19,8 +19,6 @@ from tests.ops.math_cases import (
     INTS,
     NUMERIC,
     above_one,
-    check_kernel_dtypes,
-    grad_params,
     half_integers,
     in_f64,
     nonzero,
@@ -28,8 +26,8 @@ from tests.ops.math_cases import (
     np_sigmoid,
     run,
     same,
+    table_tests,
     unit,
-    value_params,
 )
 
 # The kernels give NaN/inf for 0/0, log(0), NaN casts as TensorFlow does; NumPy's warnings
@@ -106,24 +104,7 @@ CASES: list[tuple[OpCase, list]] = [
             make=lambda rng, s, d: np.array([0, np.nan, np.inf, -np.inf, 1], d)), FLOATS),
 ]
 
-CASE_IDS = [c.name for c, _ in CASES]
-assert len(set(CASE_IDS)) == len(CASE_IDS)
-VALUE_PARAMS = value_params(CASES)
-GRAD_PARAMS = grad_params(CASES)
-
-
-@pytest.mark.parametrize("case,dtype", VALUE_PARAMS)
-def test_value(case, dtype):
-    check_value(case, dtype)
-
-
-@pytest.mark.parametrize("case,dtype", GRAD_PARAMS)
-def test_gradient(case, dtype):
-    check_gradient(case, dtype)
-
-
-def test_kernel_dtypes_are_exact():
-    check_kernel_dtypes(CASES)
+test_value, test_gradient, test_kernel_dtypes_are_exact = table_tests(CASES)
 
 
 
