@@ -29,7 +29,8 @@ class ParsedKey(NamedTuple):
 
 def create_key(src_device: str, src_incarnation: int, dst_device: str, name: str,
                frame_iter: tuple[int, int] = (0, 0)) -> str:
-    return (f"{src_device};{src_incarnation:016x};{dst_device};{name};"
+    # Incarnations are unsigned 64-bit numbers (an int attr may hold one as negative).
+    return (f"{src_device};{src_incarnation & 0xFFFFFFFFFFFFFFFF:016x};{dst_device};{name};"
             f"{frame_iter[0]}:{frame_iter[1]}")
 
 

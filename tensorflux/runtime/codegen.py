@@ -109,6 +109,10 @@ class Emitter:
         self.lines: list[str] = []
         self.line_nodes: dict[int, Node] = {}
         self._sent: dict[tuple, str] = {}
+        # Merged partitions: the transfers whose _Recv is among the nodes (set by the
+        # caller); a _Send or _Recv whose other end is elsewhere (another task) stays a
+        # kernel call through the step's Rendezvous.
+        self.received: set[tuple] = set()
         self._used: set[str] = set()
         self._fresh = itertools.count()
 
@@ -123,14 +127,14 @@ class Emitter:
 
     def statement(self, n: Node, ctx: str = "ctx") -> Statement | None:
         """The statement computing `n` (None when it needs none), naming its outputs."""
-        if self.merged and n.op == "_Recv":
+        if self.merged and n.op == "_Recv" and transfer_key(n) in self._sent:
             value = self._sent[transfer_key(n)]
             suffix = self._suffix(n)
             out = self.names[(n, 0)] = f"v{suffix}"
             expr = value if self.inline else self._forward(n, suffix, value, ctx)
             return Statement(f"{out} = {expr}", n, [out], [] if value in self.env else [value])
         args = [self.names[e] for e in n.inputs]
-        if self.merged and n.op == "_Send":
+        if self.merged and n.op == "_Send" and transfer_key(n) in self.received:
             self._sent[transfer_key(n)] = args[0]
             if self.inline:
                 return None

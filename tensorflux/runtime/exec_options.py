@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tensorflux.runtime import static_executor
+from tensorflux.runtime import codegen, static_executor
 from tensorflux.runtime.step_graph import Node
 
 STRATEGIES = ("auto", "reference", "dataflow")
@@ -109,8 +109,11 @@ def choose_strategies(partitions: list[tuple[object, list[Node]]],
     """
     if options.strategy != "auto":
         return StepPlan(None, tuple(PartPlan(options.strategy) for _ in partitions))
+    sent = {codegen.transfer_key(n) for _, nodes in partitions for n in nodes
+            if n.op == "_Send"}
     if len(partitions) > 1 and all(
-            static_executor.eligible(nodes, device.device_type, blocking_recv=True)
+            static_executor.eligible(nodes, device.device_type, blocking_recv=True,
+                                     sent=sent)
             for device, nodes in partitions):
         order = static_executor.step_order([nodes for _, nodes in partitions])
         if order is not None:

@@ -193,8 +193,10 @@ def _is_stateful(n: Node) -> bool:
 
 
 def _feasible(group: list[Node], ordered: list[Device], host: Device, allow_soft: bool,
-              pinned: dict[str, str], devices: list[Device]) -> list[Device]:
-    """The devices a group may go to, in preference order."""
+              pinned: dict[str, str], devices: list[Device],
+              default_task: str | None = None) -> list[Device]:
+    """The devices a group may go to, in preference order (a request naming no job is
+    completed with `default_task`'s job, replica and task)."""
     if all(n.op == "_Arg" for n in group):
         return [host]
     pins = {n: pinned[n.name] for n in group if n.name in pinned}
@@ -211,6 +213,11 @@ def _feasible(group: list[Node], ordered: list[Device], host: Device, allow_soft
         if pin is not None:
             return [pin]
     request = _merged_request(group, allow_soft)
+    if default_task and (not request or
+                         device_spec_lib.DeviceSpecV2.from_string(request).job is None):
+        default = device_spec_lib.DeviceSpecV2.from_string(default_task)
+        request = device_spec_lib.fill_defaults(request or None, default.job, default.replica,
+                                                default.task).to_string()
     matching = [d for d in ordered if device_spec_lib.is_compatible(request, d.name)] \
         if request else ordered
     feasible = [d for d in matching if _supports(d, group)]
@@ -224,7 +231,8 @@ def _feasible(group: list[Node], ordered: list[Device], host: Device, allow_soft
 def place(sg: StepGraph, device_mgr: DeviceMgr, allow_soft_placement: bool = False,
           log_device_placement: bool = False, costs: StepCosts | None = None,
           pinned: dict[str, str] | None = None,
-          graph_groups: GraphColocation | None = None) -> Placement:
+          graph_groups: GraphColocation | None = None,
+          default_task: str | None = None) -> Placement:
     """Sets `node.device` (a full device name) for every node of `sg`.
 
     Args:
@@ -236,6 +244,8 @@ def place(sg: StepGraph, device_mgr: DeviceMgr, allow_soft_placement: bool = Fal
       pinned: node name -> device of stateful nodes placed by earlier steps; read, and
         updated with this step's stateful nodes.
       graph_groups: the colocation groups of the whole graph (see GraphColocation).
+      default_task: in a cluster, the task (`/job:J/replica:R/task:T`) that nodes whose
+        request names no job run on (TensorFlow places them on the master's task).
 
     Returns:
       A Placement summary.
@@ -250,8 +260,8 @@ def place(sg: StepGraph, device_mgr: DeviceMgr, allow_soft_placement: bool = Fal
               [d for d in devices if d.device_type != "GPU"]
     pinned = {} if pinned is None else pinned
     groups = _colocation_groups(sg, graph_groups)
-    candidates = [_feasible(g, ordered, host, allow_soft_placement, pinned, devices)
-                  for g in groups]
+    candidates = [_feasible(g, ordered, host, allow_soft_placement, pinned, devices,
+                            default_task) for g in groups]
     result = Placement(has_choices=any(len(c) > 1 for c in candidates))
     if result.has_choices:
         costs = costs or StepCosts(CostModel())

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -24,31 +22,26 @@ from tensorflux.framework import errors
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor, register_session_runner
 from tensorflux.kernels.buffers import exclusively_owned
-from tensorflux.kernels.registry import KernelContext
 from tensorflux.runtime import cost_model as cost_model_lib
 from tensorflux.runtime import device as device_lib
-from tensorflux.runtime import exec_options as exec_options_lib
 from tensorflux.runtime import (
     fetching,
     graph_optimizer,
     partition,
     placer,
-    static_executor,
     tracing,
 )
 from tensorflux.runtime import step_graph as step_graph_lib
 from tensorflux.runtime.cancellation import CancellationManager
 from tensorflux.runtime.exec_options import ExecOptions
-from tensorflux.runtime.executor import Executor, ExecutorError
-from tensorflux.runtime.reference_executor import ReferenceExecutor
-from tensorflux.runtime.rendezvous import LocalRendezvous
+from tensorflux.runtime.graph_runner import GraphRunner
 
 _live_sessions: weakref.WeakSet = weakref.WeakSet()
-_driver_pool = ThreadPoolExecutor(max_workers=256, thread_name_prefix="tfx-partition")
 
 
-class _Step:
-    """Everything needed to run one (feeds, fetches, targets) signature, built once."""
+class _Step(GraphRunner):
+    """Everything needed to run one (feeds, fetches, targets) signature, built once: the
+    user's graph pruned, optimized, placed and partitioned, then a GraphRunner's executors."""
 
     def __init__(self, session: BaseSession, feeds: list[Tensor], fetches: list[Tensor],
                  targets: list[Operation]):
@@ -73,160 +66,14 @@ class _Step:
             bfloat16_sendrecv=bool(graph_options and graph_options.enable_bfloat16_sendrecv),
             recv_scheduling=bool(graph_options and graph_options.enable_recv_scheduling),
             costs=costs)
-        self.num_fetches = len(sg.fetches)
-        devices = {p.device: session._device_mgr.lookup(p.device) for p in parts.values()}
-        # (device, nodes, fetch pairs, fetch positions) per partition
-        self._part_nodes = [(devices[p.device], p.nodes, [(n, i) for _, n, i in p.fetches],
-                             [pos for pos, _, _ in p.fetches]) for p in parts.values()]
-        # How the step runs is decided in one place (exec_options.choose_strategies); a
-        # traced run builds the same plan with traced kernels (`traced_parts`).
-        self.plan = exec_options_lib.choose_strategies(
-            [(device, nodes) for device, nodes, _, _ in self._part_nodes],
-            session._exec_options)
-        self.parts = self._build(session._exec_options, tracing.memory_wrapper)
-        self._traced_parts = None
-        self.needs_cancellation = any(not isinstance(ex, static_executor.StaticExecutor)
-                                      for _, ex, _ in self.parts)
         self.partition_graphs = parts
-        self.graph = session._graph
-        self._options = session._exec_options
-
-    def _build(self, options: ExecOptions, wrapper_for, inline: bool = True) -> list:
-        """(device, executor, fetch positions) per executor of `self.plan`, the partition
-        holding most fetches first (it runs on the caller's thread). `wrapper_for(device)`
-        gives the kernel wrapper of a device's kernels."""
-        inline = inline and options.inline_kernels
-        if self.plan.merged_order is not None:
-            # Every kernel already spreads over the cores the CPU devices share, so threads
-            # of their own would only compete for them (and hand values over through the
-            # GIL): the partitions run interleaved on one thread, in one order of the step,
-            # each _Recv reading its _Send's value directly.
-            parts = [self._merged(self.plan.merged_order, inline, wrapper_for)]
-        else:
-            parts = []
-            for pp, (device, nodes, pairs, positions) in zip(self.plan.parts,
-                                                              self._part_nodes, strict=True):
-                wrapper = wrapper_for(device)
-                if pp.kind == "static":
-                    ex = static_executor.StaticExecutor(
-                        nodes if pp.order is None else pp.order, device, pairs,
-                        inline=inline, kernel_wrapper=wrapper, ordered=pp.order is not None)
-                elif pp.kind == "reference":
-                    ex = ReferenceExecutor(nodes, device, pairs, kernel_wrapper=wrapper)
-                else:
-                    ex = Executor(nodes, device, pairs, kernel_wrapper=wrapper,
-                                  straight_line=options.straight_line,
-                                  compile_loops=options.compile_loops)
-                parts.append((device, ex, positions))
-        parts.sort(key=lambda t: -len(t[2]))
-        return parts
-
-    def _merged(self, order, inline: bool, wrapper_for) -> tuple:
-        """(device, executor, fetch positions) of the compiled partitions as one executor
-        running `order` on the caller's thread (partition graphs, step statistics and errors
-        still name each node's device)."""
-        fetches = sorted((pos, pair) for _, _, pairs, positions in self._part_nodes
-                         for pos, pair in zip(positions, pairs, strict=True))
-        node_devices = {n: device for device, nodes, _, _ in self._part_nodes for n in nodes}
-        wrappers = {d: wrapper_for(d) for d in set(node_devices.values())}
-        first = self._part_nodes[0][0]
-        ex = static_executor.StaticExecutor(
-            order, first, [pair for _, pair in fetches], inline=inline,
-            kernel_wrapper=lambda n, kdef, compute: wrappers[node_devices[n]](n, kdef, compute),
-            ordered=True, node_devices=node_devices)
-        return first, ex, [pos for pos, _ in fetches]
-
-    def traced_parts(self) -> list:
-        """The executors of a traced run (built on the first one): the same plan as
-        untraced runs, every kernel call wrapped to report to the step's
-        StepStatsCollector (inlining off, so that every node is a call and recorded)."""
-        if self._traced_parts is None:
-            self._traced_parts = self._build(self._options, tracing.traced_wrapper,
-                                             inline=False)
-        return self._traced_parts
+        devices = {p.device: session._device_mgr.lookup(p.device) for p in parts.values()}
+        super().__init__([(devices[p.device], p.nodes, [(n, i) for _, n, i in p.fetches],
+                           [pos for pos, _, _ in p.fetches]) for p in parts.values()],
+                         session._exec_options, len(sg.fetches), session._graph)
 
     def run(self, session: BaseSession, args: list, options, stats=None) -> list:
-        step_id = next(session._step_ids)
-        deadline = None
-        if options is not None and options.timeout_in_ms > 0:
-            deadline = time.monotonic() + options.timeout_in_ms / 1000.0
-        parts = self.parts if stats is None else self.traced_parts()
-        cancellation = CancellationManager() if self.needs_cancellation or stats else None
-        if cancellation is not None:
-            session._register_step(cancellation)
-        try:
-            if len(parts) == 1:
-                device, ex, _ = parts[0]
-                ctx = KernelContext(step_id, device, None, cancellation, args,
-                                    device.runner, session, options)
-                ctx.stats = stats
-                return ex.run(ctx, deadline)
-            return self._run_partitions(session, step_id, args, options, cancellation,
-                                        deadline, parts, stats)
-        except ExecutorError as e:
-            raise self._annotate(e) from None
-        finally:
-            if cancellation is not None:
-                session._deregister_step(cancellation)
-
-    def _run_partitions(self, session, step_id, args, options, cancellation, deadline,
-                        parts, stats):
-        rendezvous = LocalRendezvous()
-        results = [None] * self.num_fetches
-        failures: list[BaseException] = []
-        lock = threading.Lock()
-        aborted = errors.CancelledError(None, None, "Step aborted: another partition failed "
-                                        "or the step was cancelled")
-        aborted._abort_marker = True
-        if cancellation is not None:
-            # A failing executor cancels the step while it still waits for its own
-            # outstanding _Recvs; aborting the rendezvous completes them (and every other
-            # partition's) at once, so no partition waits for a Send that never comes.
-            cancellation.register(cancellation.get_token(),
-                                  lambda: rendezvous.start_abort(aborted))
-
-        def run_part(device, ex, positions):
-            ctx = KernelContext(step_id, device, rendezvous, cancellation, args,
-                                device.runner, session, options)
-            ctx.stats = stats
-            try:
-                values = ex.run(ctx, deadline)
-            except BaseException as e:  # noqa: BLE001 - surfaced below
-                with lock:
-                    failures.append(e)
-                rendezvous.start_abort(aborted)
-                if cancellation is not None:
-                    cancellation.start_cancel()
-                return
-            for pos, v in zip(positions, values, strict=True):
-                results[pos] = v
-
-        futures = [_driver_pool.submit(run_part, *p) for p in parts[1:]]
-        run_part(*parts[0])
-        for f in futures:
-            f.result()
-        if failures:
-            original = [e for e in failures if not _is_abort(e)]
-            err = (original or failures)[0]
-            if isinstance(err, ExecutorError):
-                raise err
-            raise err
-        return results
-
-    def _annotate(self, e: ExecutorError) -> errors.OpError:
-        node = e.node
-        try:
-            op = self.graph._get_operation_by_name_unsafe(node.name)
-        except KeyError:
-            op = None
-        return errors.annotate(e.cause, node.name, node.op, e.device, node.traceback, op=op,
-                               inputs=[f"{s.name}" if i == 0 else f"{s.name}:{i}"
-                                       for s, i in node.inputs])
-
-
-def _is_abort(e: BaseException) -> bool:
-    cause = e.cause if isinstance(e, ExecutorError) else e
-    return getattr(cause, "_abort_marker", False)
+        return super().run(session, next(session._step_ids), args, options, stats)
 
 
 class BaseSession:

@@ -36,18 +36,22 @@ from tensorflux.runtime.frame_analysis import is_control_flow
 from tensorflux.runtime.step_graph import Node, topological_order
 
 
-def eligible(nodes: Iterable[Node], device_type: str, blocking_recv: bool = False) -> bool:
+def eligible(nodes: Iterable[Node], device_type: str, blocking_recv: bool = False,
+             sent: set | None = None) -> bool:
     """True when every node has a synchronous kernel and none is a control-flow op.
 
     (Without control-flow ops a partition is acyclic: only NextIteration edges close loops.)
     With `blocking_recv`, _Recv is allowed too, for steps whose partitions all qualify (so
     no dead value can cross): they then run merged on one thread, or each on a thread of
-    its own waiting in `_blocking_recv`, in orders from `step_order`.
+    its own waiting in `_blocking_recv`, in orders from `step_order`, but only a _Recv
+    whose _Send is in the step (its transfer key in `sent`): an order that blocks on a
+    value from another task could wait for a value that task needs from this one.
     """
     for n in nodes:
         if is_control_flow(n.op):
             return False
-        if blocking_recv and n.op == "_Recv":
+        if blocking_recv and n.op == "_Recv" and (sent is None
+                                                  or codegen.transfer_key(n) in sent):
             continue
         kdef = kernel_registry.find_kernel(n.op, device_type, n.attrs)
         if kdef is None or kdef.is_async:
@@ -184,6 +188,7 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
     em = codegen.Emitter(device_type, kernel_wrapper, inline, merged=ctx_names is not None,
                          factories={"_Recv": _blocking_recv})
     em.add("def step(ctx, args):", 0)
+    em.received = {codegen.transfer_key(n) for n in order if n.op == "_Recv"}
     if ctx_names is not None:
         contexts = sorted(set(ctx_names.values()), key=lambda c: int(c[1:]))
         em.add(f"{', '.join(contexts)}, = ctx")

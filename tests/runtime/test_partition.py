@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
-from tensorflux.runtime import partition
+from tensorflux.runtime import graph_runner, partition
 from tensorflux.runtime import rendezvous as rendezvous_lib
-from tensorflux.runtime import session as session_lib
 from tensorflux.runtime.step_graph import Node
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:"
@@ -189,7 +188,7 @@ class _RecordingRendezvous(rendezvous_lib.LocalRendezvous):
 @pytest.fixture
 def recording_rendezvous(monkeypatch):
     _RecordingRendezvous.made = []
-    monkeypatch.setattr(session_lib, "LocalRendezvous", _RecordingRendezvous)
+    monkeypatch.setattr(graph_runner, "LocalRendezvous", _RecordingRendezvous)
     return _RecordingRendezvous.made
 
 

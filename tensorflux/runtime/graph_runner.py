@@ -1,0 +1,222 @@
+"""GraphRunner: the executors of one partitioned graph, and one run of them.
+
+What a local step (session._Step) and a graph registered on a worker task
+(distributed/worker.py) have in common once their graph is partitioned per device: the
+plan `exec_options.choose_strategies` makes, the executors it names, and a run that gives
+every partition the step's id, arguments, cancellation and Rendezvous, runs them
+concurrently (the one holding most fetches on the caller's thread), and returns the
+fetched values in order.
+
+Invariants of a run:
+- Partitions of one run share one Rendezvous: a fresh LocalRendezvous, or the one the
+  caller passes (a worker's per-step rendezvous, which reaches other tasks).
+- When any partition fails, the Rendezvous is aborted and the step cancelled, so no
+  partition waits for a value that will never come; the first error that is not such an
+  abort is the one raised, annotated with the failing node.
+- _Send/_Recv pairs whose two ends are both in the graph may be compiled away (merged
+  partitions); a transfer with one end elsewhere (another task) always goes through the
+  Rendezvous.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from tensorflux.framework import errors
+from tensorflux.kernels.registry import KernelContext
+from tensorflux.runtime import exec_options as exec_options_lib
+from tensorflux.runtime import static_executor, tracing
+from tensorflux.runtime.cancellation import CancellationManager
+from tensorflux.runtime.exec_options import ExecOptions
+from tensorflux.runtime.executor import Executor, ExecutorError
+from tensorflux.runtime.reference_executor import ReferenceExecutor
+from tensorflux.runtime.rendezvous import LocalRendezvous, Rendezvous
+
+_driver_pool = ThreadPoolExecutor(max_workers=256, thread_name_prefix="tfx-partition")
+
+
+class GraphRunner:
+    """Executors for partitions `(device, nodes, fetch pairs, fetch positions)`.
+
+    Args:
+      part_nodes: per partition, its Device, its nodes, the (node, output) pairs it fetches
+        and the positions of those fetches in the step's fetch list.
+      options: how the step runs (resolved ExecOptions).
+      num_fetches: the length of the fetch list.
+      graph: the user's Graph, to annotate errors with the ops' creation sites (or None).
+    """
+
+    def __init__(self, part_nodes: list[tuple], options: ExecOptions, num_fetches: int,
+                 graph=None):
+        self._part_nodes = part_nodes
+        self.num_fetches = num_fetches
+        self.graph = graph
+        self._options = options
+        # How the step runs is decided in one place (exec_options.choose_strategies); a
+        # traced run builds the same plan with traced kernels (`traced_parts`).
+        self.plan = exec_options_lib.choose_strategies(
+            [(device, nodes) for device, nodes, _, _ in part_nodes], options)
+        self.parts = self._build(options, tracing.memory_wrapper)
+        self._traced_parts = None
+        self.needs_cancellation = any(not isinstance(ex, static_executor.StaticExecutor)
+                                      for _, ex, _ in self.parts)
+
+    def _build(self, options: ExecOptions, wrapper_for, inline: bool = True) -> list:
+        """(device, executor, fetch positions) per executor of `self.plan`, the partition
+        holding most fetches first (it runs on the caller's thread). `wrapper_for(device)`
+        gives the kernel wrapper of a device's kernels."""
+        inline = inline and options.inline_kernels
+        if self.plan.merged_order is not None:
+            # Every kernel already spreads over the cores the CPU devices share, so threads
+            # of their own would only compete for them (and hand values over through the
+            # GIL): the partitions run interleaved on one thread, in one order of the step,
+            # each _Recv reading its _Send's value directly.
+            parts = [self._merged(self.plan.merged_order, inline, wrapper_for)]
+        else:
+            parts = []
+            for pp, (device, nodes, pairs, positions) in zip(self.plan.parts,
+                                                              self._part_nodes, strict=True):
+                wrapper = wrapper_for(device)
+                if pp.kind == "static":
+                    ex = static_executor.StaticExecutor(
+                        nodes if pp.order is None else pp.order, device, pairs,
+                        inline=inline, kernel_wrapper=wrapper, ordered=pp.order is not None)
+                elif pp.kind == "reference":
+                    ex = ReferenceExecutor(nodes, device, pairs, kernel_wrapper=wrapper)
+                else:
+                    ex = Executor(nodes, device, pairs, kernel_wrapper=wrapper,
+                                  straight_line=options.straight_line,
+                                  compile_loops=options.compile_loops)
+                parts.append((device, ex, positions))
+        parts.sort(key=lambda t: -len(t[2]))
+        return parts
+
+    def _merged(self, order, inline: bool, wrapper_for) -> tuple:
+        """(device, executor, fetch positions) of the compiled partitions as one executor
+        running `order` on the caller's thread (partition graphs, step statistics and errors
+        still name each node's device)."""
+        fetches = sorted((pos, pair) for _, _, pairs, positions in self._part_nodes
+                         for pos, pair in zip(positions, pairs, strict=True))
+        node_devices = {n: device for device, nodes, _, _ in self._part_nodes for n in nodes}
+        wrappers = {d: wrapper_for(d) for d in set(node_devices.values())}
+        first = self._part_nodes[0][0]
+        ex = static_executor.StaticExecutor(
+            order, first, [pair for _, pair in fetches], inline=inline,
+            kernel_wrapper=lambda n, kdef, compute: wrappers[node_devices[n]](n, kdef, compute),
+            ordered=True, node_devices=node_devices)
+        return first, ex, [pos for pos, _ in fetches]
+
+    def traced_parts(self) -> list:
+        """The executors of a traced run (built on the first one): the same plan as
+        untraced runs, every kernel call wrapped to report to the step's
+        StepStatsCollector (inlining off, so that every node is a call and recorded)."""
+        if self._traced_parts is None:
+            self._traced_parts = self._build(self._options, tracing.traced_wrapper,
+                                             inline=False)
+        return self._traced_parts
+
+    def run(self, session, step_id: int, args: list, options, stats=None,
+            rendezvous: Rendezvous | None = None,
+            cancellation: CancellationManager | None = None) -> list:
+        """Runs every partition once; returns the fetched values in fetch order.
+
+        Args:
+          session: what kernels see as `ctx.session` (registers blocking steps for close).
+          step_id: the step's id (shared by every task of a distributed step).
+          args: the feed values, by _Arg index.
+          options: the RunOptions (or None); `timeout_in_ms` sets the deadline.
+          stats: a StepStatsCollector for a traced run, or None.
+          rendezvous: the step's Rendezvous (default: a fresh LocalRendezvous when there
+            are several partitions).
+          cancellation: cancels the step when started (default: one of its own when the
+            step can block).
+
+        Raises:
+          OpError: the failing node's error, annotated with its node, op and device.
+        """
+        deadline = None
+        if options is not None and options.timeout_in_ms > 0:
+            deadline = time.monotonic() + options.timeout_in_ms / 1000.0
+        parts = self.parts if stats is None else self.traced_parts()
+        own = cancellation is None and (self.needs_cancellation or stats is not None
+                                        or rendezvous is not None)
+        if own:
+            cancellation = CancellationManager()
+        register = getattr(session, "_register_step", None)
+        if cancellation is not None and register is not None:
+            register(cancellation)
+        try:
+            if len(parts) == 1 and rendezvous is None:
+                device, ex, _ = parts[0]
+                ctx = KernelContext(step_id, device, None, cancellation, args,
+                                    device.runner, session, options)
+                ctx.stats = stats
+                return ex.run(ctx, deadline)
+            return self._run_partitions(session, step_id, args, options, cancellation,
+                                        deadline, parts, stats, rendezvous)
+        except ExecutorError as e:
+            raise self._annotate(e) from None
+        finally:
+            if cancellation is not None and register is not None:
+                session._deregister_step(cancellation)
+
+    def _run_partitions(self, session, step_id, args, options, cancellation, deadline,
+                        parts, stats, rendezvous):
+        rendezvous = rendezvous if rendezvous is not None else LocalRendezvous()
+        results = [None] * self.num_fetches
+        failures: list[BaseException] = []
+        lock = threading.Lock()
+        aborted = errors.CancelledError(None, None, "Step aborted: another partition failed "
+                                        "or the step was cancelled")
+        aborted._abort_marker = True
+        if cancellation is not None:
+            # A failing executor cancels the step while it still waits for its own
+            # outstanding _Recvs; aborting the rendezvous completes them (and every other
+            # partition's) at once, so no partition waits for a Send that never comes.
+            cancellation.register(cancellation.get_token(),
+                                  lambda: rendezvous.start_abort(aborted))
+
+        def run_part(device, ex, positions):
+            ctx = KernelContext(step_id, device, rendezvous, cancellation, args,
+                                device.runner, session, options)
+            ctx.stats = stats
+            try:
+                values = ex.run(ctx, deadline)
+            except BaseException as e:  # noqa: BLE001 - surfaced below
+                with lock:
+                    failures.append(e)
+                rendezvous.start_abort(aborted)
+                if cancellation is not None:
+                    cancellation.start_cancel()
+                return
+            for pos, v in zip(positions, values, strict=True):
+                results[pos] = v
+
+        futures = [_driver_pool.submit(run_part, *p) for p in parts[1:]]
+        run_part(*parts[0])
+        for f in futures:
+            f.result()
+        if failures:
+            original = [e for e in failures if not is_abort(e)]
+            raise (original or failures)[0]
+        return results
+
+    def _annotate(self, e: ExecutorError) -> errors.OpError:
+        node = e.node
+        op = None
+        if self.graph is not None:
+            try:
+                op = self.graph._get_operation_by_name_unsafe(node.name)
+            except KeyError:
+                op = None
+        return errors.annotate(e.cause, node.name, node.op, e.device, node.traceback, op=op,
+                               inputs=[f"{s.name}" if i == 0 else f"{s.name}:{i}"
+                                       for s, i in node.inputs])
+
+
+def is_abort(e: BaseException) -> bool:
+    """True for the error a partition reports because another one failed first."""
+    cause = e.cause if isinstance(e, ExecutorError) else e
+    return getattr(cause, "_abort_marker", False)
