@@ -5,6 +5,12 @@ real messages (a GraphDef of a small graph, RunMetadata of a FULL_TRACE run, a M
 from tf.train.export_meta_graph, ...), parses the messages our classes built, and dumps the
 descriptors of every TensorFlow message we mirror. Serializations are deterministic on both
 sides, so equal messages give equal bytes.
+
+TensorFlow 2.21's wheel has no Python modules for master.proto and worker.proto (the
+distributed runtime's requests and responses); their descriptors exist only compiled into
+libtensorflow_cc.so.2. The TensorFlow side cuts them out of that library and stands in
+`tensorflow.core.protobuf.master_pb2` / `worker_pb2` modules built from them, so they are
+compared and round-tripped like every other module.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import base64
 import importlib
 import json
+import struct
 from pathlib import Path
 
 import pytest
@@ -21,16 +28,22 @@ from tensorflux.protos import (
     attr_value_pb2,
     checkpoint_state_pb2,
     config_pb2,
+    device_attributes_pb2,
+    error_codes_pb2,
     event_pb2,
     example_pb2,
     graph_pb2,
+    master_pb2,
     meta_graph_pb2,
+    named_tensor_pb2,
     rewriter_config_pb2,
     step_stats_pb2,
     summary_pb2,
     tensor_bundle_pb2,
     tensor_pb2,
+    tensorflow_server_pb2,
     types_pb2,
+    worker_pb2,
 )
 from tests.oracle import run_tf
 
@@ -41,13 +54,27 @@ MODULES = sorted(p.stem + "_pb2" for p in PROTO_DIR.glob("*.proto"))
 TF_MODULE = {
     "checkpoint_state_pb2": "tensorflow.python.training.checkpoint_state_pb2",
     "config_pb2": "tensorflow.core.protobuf.config_pb2",
+    "device_attributes_pb2": "tensorflow.core.framework.device_attributes_pb2",
+    "device_filters_pb2": "tensorflow.core.protobuf.device_filters_pb2",
     "event_pb2": "tensorflow.core.util.event_pb2",
     "example_pb2": "tensorflow.core.example.example_pb2",
     "graph_pb2": "tensorflow.core.framework.graph_pb2",
+    "master_pb2": "tensorflow.core.protobuf.master_pb2",  # stood in by the TensorFlow side
     "meta_graph_pb2": "tensorflow.core.protobuf.meta_graph_pb2",
+    "named_tensor_pb2": "tensorflow.core.protobuf.named_tensor_pb2",
     "step_stats_pb2": "tensorflow.core.framework.step_stats_pb2",
     "tensor_bundle_pb2": "tensorflow.core.protobuf.tensor_bundle_pb2",
     "tensor_pb2": "tensorflow.core.framework.tensor_pb2",
+    "tensorflow_server_pb2": "tensorflow.core.protobuf.tensorflow_server_pb2",
+    "worker_pb2": "tensorflow.core.protobuf.worker_pb2",  # stood in by the TensorFlow side
+}
+
+# Where TensorFlow puts names one package below `tensorflow`, ours sit the same level below
+# `tensorflux`, so that full names differ only in their first component.
+SUBPACKAGES = {
+    "error_codes_pb2": "tensorflux.error",  # tensorflow.error.Code
+    "master_service_pb2": "tensorflux.grpc",  # tensorflow.grpc.MasterService
+    "worker_service_pb2": "tensorflux.grpc",  # tensorflow.grpc.WorkerService
 }
 
 
@@ -55,7 +82,7 @@ def test_every_generated_module_imports():
     assert len(MODULES) >= 30
     for name in MODULES:
         module = importlib.import_module(f"tensorflux.protos.{name}")
-        assert module.DESCRIPTOR.package == "tensorflux"
+        assert module.DESCRIPTOR.package == SUBPACKAGES.get(name, "tensorflux"), name
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,6 +226,172 @@ def _our_meta_graph() -> meta_graph_pb2.MetaGraphDef:
     return m
 
 
+def _named(name: str, tensor: tensor_pb2.TensorProto) -> named_tensor_pb2.NamedTensorProto:
+    return named_tensor_pb2.NamedTensorProto(name=name, tensor=tensor)
+
+
+def _float_tensor(*shape: int) -> tensor_pb2.TensorProto:
+    """A DT_FLOAT tensor whose values travel in tensor_content, as Session.run sends them."""
+    count = 1
+    for d in shape:
+        count *= d
+    content = b"".join(struct.pack("<f", 0.5 * i - 1.0) for i in range(count))
+    return tensor_pb2.TensorProto(
+        dtype=types_pb2.DT_FLOAT,
+        tensor_shape={"dim": [{"size": d} for d in shape]},
+        tensor_content=content,
+    )
+
+
+_WORKER0 = "/job:worker/replica:0/task:0/device:CPU:0"
+_WORKER1 = "/job:worker/replica:0/task:1/device:CPU:0"
+_RENDEZVOUS_KEY = f"{_WORKER0};7d3c1a2b4e5f6071;{_WORKER1};edge_4_x;0:0"
+
+
+def _our_device(name: str, incarnation: int) -> device_attributes_pb2.DeviceAttributes:
+    return device_attributes_pb2.DeviceAttributes(
+        name=name,
+        device_type="CPU",
+        memory_limit=268435456,
+        locality={"bus_id": 1, "links": {"link": [{"device_id": 1, "type": "SE", "strength": 2}]}},
+        incarnation=incarnation,
+        physical_device_desc="host cpu",
+        xla_global_id=-1,
+    )
+
+
+def _our_distributed() -> dict[str, tuple[str, str, object]]:
+    """Requests and responses of the master and worker services, built with our classes."""
+    run_step = master_pb2.RunStepRequest(
+        session_handle="8f2a",
+        feed=[
+            _named("x:0", _float_tensor(2, 3)),
+            _named(
+                "k:0",
+                tensor_pb2.TensorProto(
+                    dtype=types_pb2.DT_STRING, tensor_shape={}, string_val=[b"key"]
+                ),
+            ),
+        ],
+        fetch=["y:0", "loss:0"],
+        target=["train_op"],
+        options={"trace_level": config_pb2.RunOptions.SOFTWARE_TRACE, "timeout_in_ms": 500},
+        store_errors_in_response_body=True,
+        request_id=-(1 << 62),
+    )
+    run_step_response = master_pb2.RunStepResponse(
+        tensor=[_named("y:0", _float_tensor(3))],
+        metadata=_our_run_metadata(),
+        status_code=error_codes_pb2.RESOURCE_EXHAUSTED,
+        status_error_message="OOM when allocating tensor",
+    )
+    run_graph = worker_pb2.RunGraphRequest(
+        session_handle="8f2a",
+        create_worker_session_called=True,
+        graph_handle="0000000000000001",
+        step_id=(1 << 62) + 5,
+        exec_opts={"record_timeline": True, "record_partition_graphs": True},
+        send=[_named(_RENDEZVOUS_KEY, _float_tensor(4, 1))],
+        recv_key=[_RENDEZVOUS_KEY.replace("edge_4_x", "edge_9_y")],
+        is_partial=True,
+        is_last_partial_run=True,
+        request_id=77,
+    )
+    recv = worker_pb2.RecvTensorResponse(
+        tensor=_float_tensor(2, 2), send_start_micros=1_700_000_000_000_000, require_ack=True
+    )
+    server_def = tensorflow_server_pb2.ServerDef(
+        cluster={
+            "job": [
+                {"name": "ps", "tasks": {0: "ps0:2222"}},
+                {"name": "worker", "tasks": {0: "w0:2222", 1: "w1:2222"}},
+            ]
+        },
+        job_name="worker",
+        task_index=1,
+        default_session_config={"allow_soft_placement": True, "device_count": {"GPU": 0}},
+        protocol="grpc",
+        port=2222,
+        cluster_device_filters={
+            "jobs": [
+                {
+                    "name": "worker",
+                    "tasks": {1: {"device_filters": ["/job:ps", "/job:worker/task:1"]}},
+                }
+            ]
+        },
+    )
+    return {
+        "run_step_request": ("master_pb2", "RunStepRequest", run_step),
+        "run_step_response": ("master_pb2", "RunStepResponse", run_step_response),
+        "create_session": (
+            "master_pb2",
+            "CreateSessionRequest",
+            master_pb2.CreateSessionRequest(
+                graph_def=_our_graph_def(), config=_our_config(), target="grpc://w0:2222"
+            ),
+        ),
+        "list_devices": (
+            "master_pb2",
+            "ListDevicesResponse",
+            master_pb2.ListDevicesResponse(
+                local_device=[_our_device(_WORKER0, 1 << 63)],
+                remote_device=[_our_device(_WORKER1, 12345)],
+            ),
+        ),
+        "run_graph_request": ("worker_pb2", "RunGraphRequest", run_graph),
+        "recv_tensor_response": ("worker_pb2", "RecvTensorResponse", recv),
+        "get_status": (
+            "worker_pb2",
+            "GetStatusResponse",
+            worker_pb2.GetStatusResponse(device_attributes=[_our_device(_WORKER0, 99)]),
+        ),
+        "create_worker_session": (
+            "worker_pb2",
+            "CreateWorkerSessionRequest",
+            worker_pb2.CreateWorkerSessionRequest(
+                session_handle="8f2a",
+                server_def=server_def,
+                isolate_session_state=True,
+                cluster_device_attributes=[_our_device(_WORKER1, 5)],
+                master_task="/job:worker/replica:0/task:0",
+                master_incarnation=-3,
+            ),
+        ),
+        "recv_buf_request": (
+            "worker_pb2",
+            "RecvBufRequest",
+            worker_pb2.RecvBufRequest(
+                step_id=3,
+                buf_rendezvous_key="k",
+                num_bytes=16,
+                buf_ptr=(1 << 64) - 8,
+                src_device=_WORKER0,
+                dst_device=_WORKER1,
+                src_incarnation=(1 << 64) - 1,
+            ),
+        ),
+        "complete_instance": (
+            "worker_pb2",
+            "CompleteInstanceRequest",
+            worker_pb2.CompleteInstanceRequest(
+                name="allreduce",
+                type=2,
+                data_type=types_pb2.DT_BFLOAT16,
+                shape={"dim": [{"size": 8}]},
+                group_key=1,
+                group_size=2,
+                instance_key=4,
+                device_type="CPU",
+                subdiv_offset=[0, -1],
+                device=_WORKER1,
+                step_id=9,
+            ),
+        ),
+        "server_def": ("tensorflow_server_pb2", "ServerDef", server_def),
+    }
+
+
 def _ours() -> dict[str, tuple[str, str, object]]:
     """What TensorFlow is asked to parse: key -> (our module, class name, message)."""
     bundle = tensor_bundle_pb2.BundleEntryProto(
@@ -229,6 +422,7 @@ def _ours() -> dict[str, tuple[str, str, object]]:
         "meta_graph": ("meta_graph_pb2", "MetaGraphDef", _our_meta_graph()),
         "checkpoint": ("checkpoint_state_pb2", "CheckpointState", checkpoint),
         "bundle_entry": ("tensor_bundle_pb2", "BundleEntryProto", bundle),
+        **_our_distributed(),
     }
 
 
@@ -237,14 +431,68 @@ def _ours() -> dict[str, tuple[str, str, object]]:
 
 _TF_SNIPPET = """
 import importlib
-from google.protobuf import text_format
-from tensorflow.core.framework import attr_value_pb2, summary_pb2
+import mmap
+import types
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
+from tensorflow.core.framework import attr_value_pb2, device_attributes_pb2, summary_pb2
+from tensorflow.core.protobuf import error_codes_pb2, named_tensor_pb2, tensorflow_server_pb2
 from tensorflow.core.util import event_pb2
+from tensorflow.python.client import device_lib
 
 OURS = json.loads(OURS_JSON)
 
 def det(m):
     return m.SerializeToString(deterministic=True)
+
+# --- master.proto and worker.proto, from the C++ library ------------------------------------
+# protoc embeds each file's serialized FileDescriptorProto in the C++ code it generates. Find
+# it by its leading `name` field and take top-level fields while they are FileDescriptorProto
+# fields in increasing number order (protoc's order; singular ones at most once): the first
+# byte that breaks that is past the end. Every dependency is already in the default pool
+# (imported above), so the files can join it and yield ordinary message classes.
+def varint(buf, pos):
+    value = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+
+def embedded_file_proto(blob, name):
+    start = blob.find(bytes([10, len(name)]) + name.encode() + bytes([18]))
+    assert start >= 0, name
+    known = {f.number: f for f in descriptor_pb2.FileDescriptorProto.DESCRIPTOR.fields}
+    pos, last = start, 0
+    while True:
+        tag, body = varint(blob, pos)
+        number, wire = tag >> 3, tag & 7
+        f = known.get(number)
+        if (f is None or wire not in (0, 2) or number < last
+                or (number == last and not f.is_repeated)):
+            break
+        pos = varint(blob, body)[1] if wire == 0 else sum(varint(blob, body))
+        last = number
+    fp = descriptor_pb2.FileDescriptorProto.FromString(blob[start:pos])
+    assert fp.name == name and fp.package == "tensorflow" and fp.syntax == "proto3", fp.name
+    return fp
+
+with open(os.path.join(tf.sysconfig.get_lib(), "libtensorflow_cc.so.2"), "rb") as lib:
+    blob = mmap.mmap(lib.fileno(), 0, access=mmap.ACCESS_READ)
+    runtime_files = [embedded_file_proto(blob, f"tensorflow/core/protobuf/{n}.proto")
+                     for n in ("master", "worker")]
+    blob.close()
+for fp in runtime_files:
+    descriptor_pool.Default().AddSerializedFile(fp.SerializeToString())
+    fd = descriptor_pool.Default().FindFileByName(fp.name)
+    module = types.ModuleType(fp.name[:-len(".proto")].replace("/", ".") + "_pb2")
+    module.DESCRIPTOR = fd
+    for name, md in fd.message_types_by_name.items():
+        setattr(module, name, message_factory.GetMessageClass(md))
+    sys.modules[module.__name__] = module
+master_pb2 = importlib.import_module("tensorflow.core.protobuf.master_pb2")
+worker_pb2 = importlib.import_module("tensorflow.core.protobuf.worker_pb2")
 
 # --- real messages ------------------------------------------------------------------------
 made = {}
@@ -306,7 +554,7 @@ with g.as_default():
     with tf.Session(graph=g, config=tf.ConfigProto(device_count={"CPU": 2})) as sess:
         sess.run(v.initializer)
         feed = {x: np.ones([1, 4, 4, 1], np.float32)}
-        _, summ = sess.run([h, merged], feed, options=opts, run_metadata=md)
+        h_value, summ = sess.run([h, merged], feed, options=opts, run_metadata=md)
     made["run_metadata"] = ("config_pb2", "RunMetadata", md)
     made["run_options"] = ("config_pb2", "RunOptions", opts)
 
@@ -332,6 +580,52 @@ example = tf.train.Example(features=tf.train.Features(feature={
 }))
 made["example"] = ("example_pb2", "Example", example)
 
+# --- distributed runtime ------------------------------------------------------------------
+NT = named_tensor_pb2.NamedTensorProto
+devices = device_lib.list_local_devices()
+w0, w1 = "/job:worker/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:1/device:CPU:0"
+key = f"{w0};0000000000000001;{w1};edge_7_x;0:0"
+cluster = tf.train.ClusterSpec({"ps": ["ps0:2222"], "worker": ["w0:2222", "w1:2222"]})
+filters = tf.config.experimental.ClusterDeviceFilters()
+filters.set_device_filters("worker", 1, ["/job:ps", "/job:worker/task:1"])
+server_def = tensorflow_server_pb2.ServerDef(
+    cluster=cluster.as_cluster_def(), job_name="worker", task_index=1, protocol="grpc",
+    port=2223, default_session_config=config,
+    cluster_device_filters=filters._as_cluster_device_filters())
+made["server_def"] = ("tensorflow_server_pb2", "ServerDef", server_def)
+made["create_session"] = ("master_pb2", "CreateSessionRequest", master_pb2.CreateSessionRequest(
+    graph_def=gd, config=config, target="grpc://w0:2222"))
+made["run_step_request"] = ("master_pb2", "RunStepRequest", master_pb2.RunStepRequest(
+    session_handle="f00d", feed=[NT(name=x.name, tensor=tf.make_tensor_proto(feed[x]))],
+    fetch=[h.name, merged.name], target=[v.initializer.name], options=opts,
+    store_errors_in_response_body=True, request_id=(1 << 62) + 1))
+made["run_step_response"] = ("master_pb2", "RunStepResponse", master_pb2.RunStepResponse(
+    tensor=[NT(name=h.name, tensor=tf.make_tensor_proto(h_value)),
+            NT(name=merged.name, tensor=tf.make_tensor_proto(summ))],
+    metadata=md, status_code=error_codes_pb2.DEADLINE_EXCEEDED, status_error_message="late"))
+made["list_devices"] = ("master_pb2", "ListDevicesResponse",
+                        master_pb2.ListDevicesResponse(local_device=devices))
+made["run_graph_request"] = ("worker_pb2", "RunGraphRequest", worker_pb2.RunGraphRequest(
+    session_handle="f00d", create_worker_session_called=True, graph_handle="0123abcd",
+    step_id=-(1 << 40), exec_opts=worker_pb2.ExecutorOpts(record_costs=True, record_timeline=True),
+    send=[NT(name=key, tensor=tf.make_tensor_proto(np.arange(6, dtype=np.float32).reshape(2, 3))),
+          NT(name=key.replace("7_x", "8_i"), tensor=tf.make_tensor_proto(np.int64(-5)))],
+    recv_key=[key.replace("7_x", "9_y")], is_partial=True))
+made["run_graph_response"] = ("worker_pb2", "RunGraphResponse", worker_pb2.RunGraphResponse(
+    recv=[NT(name=key, tensor=tf.make_tensor_proto(h_value))], step_stats=md.step_stats,
+    cost_graph=md.cost_graph, partition_graph=md.partition_graphs,
+    status_code=error_codes_pb2.ABORTED, status_error_message="retry"))
+made["recv_tensor_response"] = ("worker_pb2", "RecvTensorResponse", worker_pb2.RecvTensorResponse(
+    tensor=tf.make_tensor_proto(np.linspace(0, 1, 8, dtype=np.float16).reshape(2, 4)),
+    send_start_micros=1_700_000_000_123_456, require_ack=True))
+made["get_status"] = ("worker_pb2", "GetStatusResponse",
+                      worker_pb2.GetStatusResponse(device_attributes=devices))
+made["create_worker_session"] = (
+    "worker_pb2", "CreateWorkerSessionRequest", worker_pb2.CreateWorkerSessionRequest(
+        session_handle="f00d", server_def=server_def, isolate_session_state=True,
+        cluster_device_attributes=devices, master_task="/job:worker/replica:0/task:0",
+        master_incarnation=devices[0].incarnation >> 1))
+
 result = {"made": {k: [mod, cls, det(m), text_format.MessageToString(m)]
                    for k, (mod, cls, m) in made.items()}}
 
@@ -344,7 +638,8 @@ result["parsed"] = parsed
 
 # --- descriptors of every message we mirror ------------------------------------------------
 from tensorflow.core.framework import graph_pb2, tensor_slice_pb2
-from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, tensor_bundle_pb2
+from tensorflow.core.protobuf import config_pb2, device_filters_pb2, meta_graph_pb2
+from tensorflow.core.protobuf import tensor_bundle_pb2
 from tensorflow.core.example import example_pb2
 from tensorflow.python.training import checkpoint_state_pb2
 
@@ -377,7 +672,9 @@ def walk_file(fd):
     for e in fd.enum_types_by_name.values():
         enums[strip(e.full_name)] = {v.name: v.number for v in e.values}
 for mod in (graph_pb2, config_pb2, meta_graph_pb2, event_pb2, summary_pb2, example_pb2,
-            checkpoint_state_pb2, tensor_bundle_pb2, tensor_slice_pb2):
+            checkpoint_state_pb2, tensor_bundle_pb2, tensor_slice_pb2, master_pb2, worker_pb2,
+            tensorflow_server_pb2, device_filters_pb2, device_attributes_pb2, named_tensor_pb2,
+            error_codes_pb2):
     walk_file(mod.DESCRIPTOR)
 result["descriptors"] = {"messages": messages, "enums": enums}
 """
@@ -415,6 +712,17 @@ def test_tensorflow_messages_round_trip_through_ours(tf_side):
     value_oneof = attr_value_pb2.AttrValue.DESCRIPTOR.oneofs_by_name["value"]
     assert kinds == {f.name for f in value_oneof.fields}
     assert graph.library.function
+    run_graph = worker_pb2.RunGraphRequest.FromString(made["run_graph_request"][2])
+    assert run_graph.send[0].tensor.tensor_content and run_graph.exec_opts.record_timeline
+    status = worker_pb2.GetStatusResponse.FromString(made["get_status"][2])
+    assert status.device_attributes[0].device_type == "CPU"
+    assert status.device_attributes[0].incarnation
+    run_step = master_pb2.RunStepResponse.FromString(made["run_step_response"][2])
+    assert run_step.status_code == error_codes_pb2.DEADLINE_EXCEEDED
+    assert run_step.metadata.step_stats.dev_stats
+    server_def = tensorflow_server_pb2.ServerDef.FromString(made["server_def"][2])
+    assert [job.name for job in server_def.cluster.job] == ["ps", "worker"]
+    assert server_def.cluster_device_filters.jobs[0].tasks[1].device_filters
 
 
 @pytest.mark.oracle
@@ -459,6 +767,19 @@ def _our_descriptors() -> dict[str, dict]:
 @pytest.mark.oracle
 def test_descriptors_match_tensorflow(tf_side):
     theirs, ours = tf_side["descriptors"], _our_descriptors()
+    # The distributed runtime's files really were walked (master/worker from the C++ library).
+    assert {
+        "RunStepRequest",
+        "ReleaseCallableResponse",
+        "RunGraphRequest",
+        "RecvBufResponse",
+        "GetStepSequenceResponse",
+        "ServerDef",
+        "JobDeviceFilters.TasksEntry",
+        "DeviceAttributes",
+        "NamedTensorProto",
+    } <= set(theirs["messages"])
+    assert "error.Code" in theirs["enums"]
     for kind in ("messages", "enums"):
         assert sorted(ours[kind]) == sorted(theirs[kind]), kind
         for name, fields in theirs[kind].items():
