@@ -3,6 +3,7 @@
 Everything here is built from graph ops (paper §4): no privileged runtime paths.
 """
 
+from tensorflux.distributed.cluster import ClusterSpec
 from tensorflux.protos.checkpoint_state_pb2 import CheckpointState
 from tensorflux.protos.example_pb2 import Example, SequenceExample
 from tensorflux.protos.feature_pb2 import (
@@ -123,4 +124,5 @@ __all__ = [
     "maybe_shuffle_batch_join", "range_input_producer", "shuffle_batch",
     "shuffle_batch_join", "slice_input_producer", "start_queue_runners",
     "string_input_producer",
+    "ClusterSpec",
 ]
