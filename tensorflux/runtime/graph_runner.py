@@ -171,12 +171,16 @@ class GraphRunner:
         aborted = errors.CancelledError(None, None, "Step aborted: another partition failed "
                                         "or the step was cancelled")
         aborted._abort_marker = True
+        token = None
         if cancellation is not None:
             # A failing executor cancels the step while it still waits for its own
             # outstanding _Recvs; aborting the rendezvous completes them (and every other
             # partition's) at once, so no partition waits for a Send that never comes.
-            cancellation.register(cancellation.get_token(),
-                                  lambda: rendezvous.start_abort(aborted))
+            # (Only while the step runs: a worker's rendezvous outlives the run, until
+            # other tasks have received what it sent.)
+            token = cancellation.get_token()
+            if not cancellation.register(token, lambda: rendezvous.start_abort(aborted)):
+                rendezvous.start_abort(aborted)
 
         def run_part(device, ex, positions):
             ctx = KernelContext(step_id, device, rendezvous, cancellation, args,
@@ -198,6 +202,8 @@ class GraphRunner:
         run_part(*parts[0])
         for f in futures:
             f.result()
+        if token is not None:
+            cancellation.deregister(token)
         if failures:
             original = [e for e in failures if not is_abort(e)]
             raise (original or failures)[0]

@@ -329,9 +329,14 @@ def _cast_attrs(src: dtypes.DType, dst: dtypes.DType) -> dict:
 
 
 def _short(device: str) -> str:
-    """`/job:localhost/replica:0/task:0/device:CPU:1` -> `CPU_1` (for readable node names)."""
-    tail = device.rsplit("/device:", 1)[-1]
-    return tail.replace(":", "_")
+    """`/job:localhost/replica:0/task:0/device:CPU:1` -> `CPU_1`, `/job:ps/replica:0/
+    task:2/device:CPU:0` -> `ps_2_CPU_0` (readable node names, unique per device)."""
+    task, _, tail = device.rpartition("/device:")
+    tail = tail.replace(":", "_")
+    if task and not task.startswith("/job:localhost/replica:0/task:0"):
+        fields = dict(p.split(":", 1) for p in task.strip("/").split("/") if ":" in p)
+        tail = f"{fields.get('job', '')}_{fields.get('task', '0')}_{tail}"
+    return tail
 
 
 # ------------------------------------------------------------------------------------------

@@ -77,8 +77,8 @@ class _Step(GraphRunner):
 
 
 class BaseSession:
-    """A TF1 session on the local process (the gRPC target arrives with the distributed
-    runtime)."""
+    """A TF1 session: on this process (target "" or "local"), or on a cluster's master
+    ("grpc://host:port", through the registered remote backend)."""
 
     def __init__(self, target: str = "", graph: graph_lib.Graph | None = None, config=None,
                  *, exec_options: ExecOptions | None = None):
@@ -90,9 +90,14 @@ class BaseSession:
             target = target.decode()
         if target not in ("", "local") and not target.startswith("grpc://"):
             raise errors.InvalidArgumentError(None, None, f"Unknown session target: {target}")
+        self._remote = None
         if target.startswith("grpc://"):
-            raise errors.UnimplementedError(
-                None, None, "The distributed runtime (grpc:// targets) is not available yet")
+            factory = _remote_backends.get("grpc")
+            if factory is None:
+                raise errors.UnimplementedError(
+                    None, None, "grpc:// targets need tensorflux.distributed.client")
+            self._remote = factory(target, graph if graph is not None
+                                   else graph_lib.get_default_graph(), config)
         self._target = target
         self._graph = graph if graph is not None else graph_lib.get_default_graph()
         self._config = config
@@ -128,6 +133,8 @@ class BaseSession:
         return self._target
 
     def list_devices(self) -> list[device_lib.DeviceAttributes]:
+        if self._remote is not None:
+            return self._remote.list_devices()
         return [device_lib.DeviceAttributes(d) for d in self._device_mgr.devices]
 
     # ---- running ------------------------------------------------------------------------
@@ -163,6 +170,9 @@ class BaseSession:
 
     def _run_flat(self, fetch_tensors: list[Tensor], targets: list[Operation],
                   feed_map: dict, options=None, run_metadata=None) -> list:
+        if self._remote is not None:
+            raw = self._remote.run(feed_map, fetch_tensors, targets, options, run_metadata)
+            return _results(fetch_tensors, feed_map, raw)
         feeds = list(feed_map)
         key = (tuple(feeds), tuple(fetch_tensors), tuple(targets),
                self._graph._mutation_version)
@@ -228,6 +238,8 @@ class BaseSession:
         if self._closed:
             return
         self._closed = True
+        if self._remote is not None:
+            self._remote.close()
         active = list(self._active_steps.values())
         for cm in active:
             cm.start_cancel()
@@ -256,13 +268,21 @@ class BaseSession:
             if not self._closed:
                 self._closed = True
                 self._device_mgr.shutdown()
+                if self._remote is not None:
+                    self._remote.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
     @staticmethod
     def reset(target: str = "", containers=None, config=None) -> None:
         """Clears resource containers (default: the default one) in every session on
-        `target` (the local process for "")."""
+        `target` (the local process for ""; a "grpc://" target: every task of that
+        master's cluster, and its sessions are closed)."""
+        if isinstance(target, bytes):
+            target = target.decode()
+        if target.startswith("grpc://") and "grpc" in _remote_backends:
+            _remote_backends["grpc"].reset(target, containers, config)
+            return
         for s in list(_live_sessions):
             if s._target != target and not (target in ("", "local")
                                              and s._target in ("", "local")):
@@ -273,6 +293,17 @@ class BaseSession:
                         d.resource_mgr.cleanup(c)
                 else:
                     d.resource_mgr.cleanup("")
+
+
+# scheme -> factory(target, graph, config) of the backend running a session's steps
+# elsewhere (set by tensorflux.distributed.client for "grpc"); the backend has `run`,
+# `list_devices`, `close` and a static `reset(target, containers, config)`.
+_remote_backends: dict = {}
+
+
+def register_remote_backend(scheme: str, factory) -> None:
+    """Lets `tf.Session("<scheme>://...")` run its steps through `factory`'s backend."""
+    _remote_backends[scheme] = factory
 
 
 class Session(BaseSession):

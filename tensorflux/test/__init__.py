@@ -4,6 +4,7 @@ from tensorflux.autodiff.gradient_checker import (  # noqa: F401
     compute_gradient,
     compute_gradient_error,
 )
+from tensorflux.distributed.server import create_local_cluster  # noqa: F401
 from tensorflux.runtime.device import gpu_count as _gpu_count
 
 

@@ -3,7 +3,9 @@
 Everything here is built from graph ops (paper §4): no privileged runtime paths.
 """
 
+from tensorflux.distributed import client as _grpc_client  # noqa: F401 - grpc:// sessions
 from tensorflux.distributed.cluster import ClusterSpec
+from tensorflux.distributed.server import Server
 from tensorflux.protos.checkpoint_state_pb2 import CheckpointState
 from tensorflux.protos.example_pb2 import Example, SequenceExample
 from tensorflux.protos.feature_pb2 import (
@@ -124,5 +126,5 @@ __all__ = [
     "maybe_shuffle_batch_join", "range_input_producer", "shuffle_batch",
     "shuffle_batch_join", "slice_input_producer", "start_queue_runners",
     "string_input_producer",
-    "ClusterSpec",
+    "ClusterSpec", "Server",
 ]

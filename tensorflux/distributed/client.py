@@ -1,0 +1,154 @@
+"""The client side of `tf.Session("grpc://host:port")`: a session on a remote master.
+
+The Session class is the same as for local sessions (fetch and feed handling are shared);
+what differs is where steps run, which is this backend's job:
+- the first run sends the graph (CreateSession), later runs send only the nodes added
+  since (ExtendSession), as a TensorFlow client does;
+- each run is one RunStep with feeds (NamedTensorProtos), fetch and target names and the
+  RunOptions; errors come back as the status code and message of the master's error, and
+  are raised as that error class;
+- a target served by a Server of this process is called in-process (the same messages,
+  no socket), as TensorFlow's LocalMaster does, unless the ConfigProto sets
+  `rpc_options.use_rpc_for_inprocess_master`.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from tensorflux.distributed import rpc, wire
+from tensorflux.distributed.server import local_master
+from tensorflux.framework import errors
+from tensorflux.protos import master_pb2
+from tensorflux.runtime import device as device_lib
+from tensorflux.runtime import session as session_lib
+
+_METHODS = {
+    "CreateSession": ("create_session", master_pb2.CreateSessionResponse),
+    "ExtendSession": ("extend_session", master_pb2.ExtendSessionResponse),
+    "RunStep": ("run_step", master_pb2.RunStepResponse),
+    "CloseSession": ("close_session", master_pb2.CloseSessionResponse),
+    "ListDevices": ("list_devices", master_pb2.ListDevicesResponse),
+    "Reset": ("reset", master_pb2.ResetResponse),
+    "PartialRunSetup": ("partial_run_setup", master_pb2.PartialRunSetupResponse),
+}
+
+
+class MasterClient:
+    """Calls of one master: in-process when the target is served here, else gRPC."""
+
+    def __init__(self, target: str, rpc_config: rpc.RpcConfig | None = None,
+                 use_rpc: bool = False):
+        self.target = target
+        self._local = None if use_rpc else local_master(target)
+        self._stub = None if self._local is not None else rpc.Stub(
+            target, rpc.MASTER_SERVICE, rpc_config or rpc.RpcConfig.from_env(),
+            task=f"master {target}")
+
+    def call(self, method: str, request, timeout: float | None = None):
+        fn_name, response_cls = _METHODS[method]
+        if self._local is not None:
+            return getattr(self._local, fn_name)(request)
+        return self._stub.call(method, request, response_cls, timeout=timeout)
+
+
+class GrpcSessionBackend:
+    """Steps of one Session on a remote master (see the module docstring)."""
+
+    def __init__(self, target: str, graph, config):
+        self.target = target
+        self.graph = graph
+        self.config = config
+        self.master = MasterClient(target, use_rpc=bool(
+            config is not None and config.rpc_options.use_rpc_for_inprocess_master))
+        self.handle: str | None = None
+        self._sent_version = 0
+        self._lock = threading.Lock()
+
+    def _sync_graph(self) -> None:
+        """Creates the remote session on first use, then extends it with new nodes."""
+        version = self.graph.version
+        if self.handle is not None and version == self._sent_version:
+            return
+        with self._lock:
+            if self.handle is None:
+                request = master_pb2.CreateSessionRequest(
+                    graph_def=self.graph.as_graph_def(), target=self.target)
+                if self.config is not None:
+                    request.config.CopyFrom(self.config)
+                response = self.master.call("CreateSession", request)
+                self.handle = response.session_handle
+                self._graph_version = response.graph_version
+                self._sent_version = version
+            elif version != self._sent_version:
+                request = master_pb2.ExtendSessionRequest(
+                    session_handle=self.handle,
+                    graph_def=self.graph.as_graph_def(from_version=self._sent_version),
+                    current_graph_version=self._graph_version)
+                response = self.master.call("ExtendSession", request)
+                self._graph_version = response.new_graph_version
+                self._sent_version = version
+
+    def run(self, feed_map: dict, fetch_tensors: list, targets: list, options,
+            run_metadata) -> list:
+        """Values of the fetches that are not fed (the Session answers fed ones)."""
+        self._sync_graph()
+        request = master_pb2.RunStepRequest(
+            session_handle=self.handle, store_errors_in_response_body=True,
+            fetch=[t.name for t in fetch_tensors if t not in feed_map],
+            target=[op.name for op in targets])
+        for t, value in feed_map.items():
+            wire.to_tensor_proto(value, request.feed.add(name=t.name).tensor)
+        if options is not None:
+            request.options.CopyFrom(options)
+        response = self.master.call("RunStep", request, timeout=_call_timeout(options))
+        if response.status_code:
+            raise wire.error_from_status(response.status_code, response.status_error_message)
+        if run_metadata is not None and response.HasField("metadata"):
+            run_metadata.CopyFrom(response.metadata)
+        by_name = {t.name: t.tensor for t in response.tensor}
+        return [wire.from_tensor_proto(by_name[name], f"fetch {name}")
+                for name in request.fetch]
+
+    def list_devices(self) -> list:
+        request = master_pb2.ListDevicesRequest(session_handle=self.handle or "")
+        response = self.master.call("ListDevices", request)
+        return [_Attributes(a) for a in list(response.local_device) +
+                list(response.remote_device)]
+
+    def close(self) -> None:
+        if self.handle is None:
+            return
+        handle, self.handle = self.handle, None
+        try:
+            self.master.call("CloseSession",
+                             master_pb2.CloseSessionRequest(session_handle=handle),
+                             timeout=10.0)
+        except errors.OpError:
+            pass  # the master is gone or restarted: nothing is left to free
+
+    @staticmethod
+    def reset(target: str, containers=None, config=None) -> None:
+        request = master_pb2.ResetRequest(container=list(containers or ()))
+        if config is not None:
+            request.device_filters.extend(config.device_filters)
+        MasterClient(target).call("Reset", request)
+
+
+def _call_timeout(options) -> float | None:
+    if options is not None and options.timeout_in_ms > 0:
+        return options.timeout_in_ms / 1000.0 + 5.0  # the master reports the deadline
+    return 7 * 24 * 3600.0
+
+
+class _Attributes(device_lib.DeviceAttributes):
+    """`list_devices()` entries of a remote session."""
+
+    def __init__(self, attrs):  # noqa: D107 - fills the slots from a DeviceAttributes proto
+        self.name = attrs.name
+        self.device_type = attrs.device_type
+        self.memory_limit_bytes = attrs.memory_limit
+        self.incarnation = attrs.incarnation
+
+
+session_lib.register_remote_backend("grpc", GrpcSessionBackend)

@@ -1,0 +1,376 @@
+"""A distributed step: one (feeds, fetches, targets) signature of a master session, built
+once and run many times (paper §3.3).
+
+Building (`DistStep.__init__`): the session's graph is pruned, optimized, placed on the
+devices of the session's tasks (nodes whose device names no job go to the master's task,
+as TensorFlow places them) and partitioned per device with the local runtime's passes.
+The partitions are then grouped per task, and each task's group becomes one GraphDef,
+registered once with that task's worker (RegisterGraph). In that GraphDef:
+- each feed is a client-terminated `_Recv` on the device its `_Arg` was placed on, its
+  rendezvous key `dev;inc;dev;<feed name>;0:0`; RunGraph's `send` carries the value;
+- each fetch is a client-terminated `_Send` on its producer's device, answered in
+  RunGraph's `recv` under its key;
+- edges between tasks are `_Send`/`_Recv` pairs keyed with the real incarnation of the
+  sending device, which the receiving task's RecvTensor call presents (a restarted task
+  has a new incarnation and refuses it: AbortedError).
+These are exactly TensorFlow's conventions, so a TensorFlow worker task can run its part.
+
+Running (`DistStep.run`): one random 56-bit step id; RunGraph on every other task (gRPC,
+in parallel) and on the master's own task (in-process, on the caller's thread). The first
+failure cancels the other tasks' calls and aborts the step's rendezvous on this task; the
+error reported is the first that is not a consequence of another (an abort or a
+cancellation). A step that spans tasks ends with CleanupGraph on each (fire and forget).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from tensorflux.distributed import rpc, wire
+from tensorflux.distributed.worker import Worker, task_of
+from tensorflux.framework import dtypes, errors
+from tensorflux.framework.rendezvous_key import create_key
+from tensorflux.protos import graph_pb2, step_stats_pb2, worker_pb2
+from tensorflux.runtime import cost_model as cost_model_lib
+from tensorflux.runtime import fetching, graph_optimizer, partition, placer
+from tensorflux.runtime import step_graph as step_graph_lib
+from tensorflux.runtime.step_graph import Node
+
+_DEFAULT_STEP_SECONDS = 7 * 24 * 3600.0  # RunGraph's deadline when the step sets none
+_cleanup_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="tfx-cleanup")
+
+
+class TaskClient:
+    """One task's worker service as the master uses it: in-process for the master's own
+    task (`local`), over gRPC for the others (`remote`)."""
+
+    def __init__(self, task: str, worker: Worker | None = None, stub: rpc.Stub | None = None):
+        self.task = task
+        self.worker = worker
+        self.stub = stub
+
+    @classmethod
+    def local(cls, task: str, worker: Worker) -> TaskClient:
+        return cls(task, worker=worker)
+
+    @classmethod
+    def remote(cls, task: str, stub: rpc.Stub) -> TaskClient:
+        return cls(task, stub=stub)
+
+    def _call(self, method: str, request, response_cls, fn_name: str):
+        if self.worker is not None:
+            return getattr(self.worker, fn_name)(request)
+        return self.stub.call(method, request, response_cls)
+
+    def get_status(self):
+        return self._call("GetStatus", worker_pb2.GetStatusRequest(),
+                          worker_pb2.GetStatusResponse, "get_status")
+
+    def create_worker_session(self, handle: str, server_def=None) -> None:
+        request = worker_pb2.CreateWorkerSessionRequest(session_handle=handle)
+        if server_def is not None:
+            request.server_def.CopyFrom(server_def)
+        self._call("CreateWorkerSession", request, worker_pb2.CreateWorkerSessionResponse,
+                   "create_worker_session")
+
+    def delete_worker_session(self, handle: str) -> None:
+        request = worker_pb2.DeleteWorkerSessionRequest(session_handle=handle)
+        try:
+            if self.worker is not None:
+                self.worker.delete_worker_session(request)
+            else:
+                self.stub.call("DeleteWorkerSession", request,
+                               worker_pb2.DeleteWorkerSessionResponse, timeout=5.0,
+                               retry_unavailable=False)
+        except errors.OpError:
+            pass  # a task that is gone has nothing left to free
+
+    def register_graph(self, handle: str, graph_def, graph_options) -> str:
+        request = worker_pb2.RegisterGraphRequest(session_handle=handle, graph_def=graph_def,
+                                                  create_worker_session_called=True)
+        if graph_options is not None:
+            request.graph_options.CopyFrom(graph_options)
+        return self._call("RegisterGraph", request, worker_pb2.RegisterGraphResponse,
+                          "register_graph").graph_handle
+
+    def deregister_graph(self, handle: str, graph_handle: str) -> None:
+        request = worker_pb2.DeregisterGraphRequest(
+            session_handle=handle, graph_handle=graph_handle, create_worker_session_called=True)
+        try:
+            if self.worker is not None:
+                self.worker.deregister_graph(request)
+            else:
+                self.stub.call("DeregisterGraph", request, worker_pb2.DeregisterGraphResponse,
+                               timeout=5.0, retry_unavailable=False)
+        except errors.OpError:
+            pass
+
+    def cleanup_graph(self, step_id: int) -> None:
+        if self.worker is not None:
+            self.worker.rendezvous_mgr.cleanup(step_id)
+            return
+        request = worker_pb2.CleanupGraphRequest(step_id=step_id)
+
+        def send():
+            try:
+                self.stub.call("CleanupGraph", request, worker_pb2.CleanupGraphResponse,
+                               timeout=10.0, retry_unavailable=False)
+            except errors.OpError:
+                pass
+
+        _cleanup_pool.submit(send)
+
+    def cleanup_all(self, request) -> None:
+        self._call("CleanupAll", request, worker_pb2.CleanupAllResponse, "cleanup_all")
+
+
+class _TaskPart:
+    """What one task runs of a step: its registered graph and its feed/fetch keys."""
+
+    def __init__(self, client: TaskClient):
+        self.client = client
+        self.graph_def = graph_pb2.GraphDef()
+        self.feeds: list[tuple[int, str]] = []  # (feed index, key)
+        self.fetches: list[tuple[int, str]] = []  # (fetch position, key)
+        self.graph_handle = ""
+
+
+class DistStep:
+    """One signature of a MasterSession (see the module docstring)."""
+
+    def __init__(self, session, feed_names: list[str], fetch_names: list[str],
+                 target_names: list[str]):
+        self.session = session
+        graph = session.graph
+        self.feed_names = feed_names
+        self.feeds = [_tensor(graph, n, "feed") for n in feed_names]
+        fetches = [_tensor(graph, n, "fetch") for n in fetch_names]
+        targets = [_operation(graph, n) for n in target_names]
+        fed = {t: i for i, t in enumerate(self.feeds)}
+        self.fetch_from_feed = {pos: fed[t] for pos, t in enumerate(fetches) if t in fed}
+        self.num_fetches = len(fetches)
+        sg = step_graph_lib.build(self.feeds, fetches, targets)
+        for index, arg in enumerate(sg.args):
+            # A name a user's op cannot have (a leading "." is unusual, not invalid; the
+            # local runtime's "_arg_..." names do not import).
+            arg.name = f".feed_{index}"
+        config = session.config
+        graph_options = config.graph_options if config.HasField("graph_options") else None
+        graph_optimizer.optimize(sg, graph_options.optimizer_options if graph_options
+                                 else None)
+        costs = cost_model_lib.StepCosts(session.cost_model,
+                                         {a: t.shape for a, t in zip(sg.args, self.feeds,
+                                                                     strict=True)})
+        placer.place(sg, session.device_mgr,
+                     allow_soft_placement=config.allow_soft_placement,
+                     log_device_placement=config.log_device_placement, costs=costs,
+                     pinned=session.stateful_placements,
+                     default_task=session.master.env.task_name)
+        parts = partition.partition(
+            sg, session.device_mgr,
+            bfloat16_sendrecv=bool(graph_options and graph_options.enable_bfloat16_sendrecv),
+            costs=costs)
+        fetch_positions = [pos for pos in range(len(fetches)) if pos not in
+                           self.fetch_from_feed]
+        self.tasks = self._split(parts, fetch_positions, fetch_names, session)
+        self.spans_tasks = len(self.tasks) > 1
+        for task in self.tasks.values():
+            task.graph_handle = task.client.register_graph(session.handle, task.graph_def,
+                                                           graph_options)
+        self.local = self.tasks.get(session.master.env.task_name)
+        self.remote = [t for name, t in self.tasks.items()
+                       if name != session.master.env.task_name]
+
+    def _split(self, parts, fetch_positions, fetch_names, session) -> dict[str, _TaskPart]:
+        """One _TaskPart per task, its GraphDef holding its devices' partitions with the
+        feeds and fetches made client-terminated transfers."""
+        tasks: dict[str, _TaskPart] = {}
+        devices = session.device_mgr
+        for p in parts.values():
+            task = task_of(p.device)
+            tp = tasks.get(task)
+            if tp is None:
+                tp = tasks[task] = _TaskPart(session.tasks[task])
+            inc = devices.lookup(p.device).incarnation
+            for index, arg in p.args:
+                name = self.feed_names[index]
+                arg.op = "_Recv"
+                arg.attrs = _transfer_attrs(name, p.device, inc, tensor_type=arg.attrs["T"])
+                tp.feeds.append((index, create_key(p.device, inc, p.device, name)))
+            nodes = list(p.nodes)
+            for pos, node, idx in p.fetches:
+                real_pos = fetch_positions[pos]
+                name = fetch_names[real_pos]
+                send = Node(f".fetch_{real_pos}", "_Send",
+                            _transfer_attrs(name, p.device, inc,
+                                            T=node.output_dtypes[idx]),
+                            [(node, idx)], [], [])
+                send.device = p.device
+                nodes.append(send)
+                tp.fetches.append((real_pos, create_key(p.device, inc, p.device, name)))
+            for node in nodes:
+                nd = partition.step_node_def(node)
+                if "_class" in nd.attr:
+                    del nd.attr["_class"]  # placed already; colocated nodes may be elsewhere
+                tp.graph_def.node.append(nd)
+        return tasks
+
+    def run(self, feeds: dict, options, run_metadata=None) -> list:
+        """The fetched values of one run. `feeds` maps feed names to arrays."""
+        try:
+            args = [fetching.convert_feed(t, feeds[n])
+                    for t, n in zip(self.feeds, self.feed_names, strict=True)]
+        except (TypeError, ValueError) as e:
+            raise errors.InvalidArgumentError(None, None, str(e)) from None
+        step_id = random.getrandbits(56) or 1
+        timeout = options.timeout_in_ms / 1000.0 if options is not None and \
+            options.timeout_in_ms > 0 else None
+        deadline = time.monotonic() + timeout if timeout else None
+        trace = bool(options is not None and options.trace_level)
+        partitions = bool(options is not None and options.output_partition_graphs)
+        calls = [(t, self._start_remote(t, step_id, args, timeout, trace, partitions))
+                 for t in self.remote]
+        results = [None] * self.num_fetches
+        failures: list[errors.OpError] = []
+        stats: list = []
+        if self.local is not None:
+            try:
+                values, step_stats = self.local.client.worker.run_graph_values(
+                    self.session.handle, True, self.local.graph_handle, step_id,
+                    {key: args[i] for i, key in self.local.feeds},
+                    [key for _, key in self.local.fetches], trace, deadline)
+                for (pos, _), v in zip(self.local.fetches, values, strict=True):
+                    results[pos] = v
+                if step_stats is not None:
+                    stats.append(step_stats)
+            except errors.OpError as e:
+                failures.append(e)
+                self._abort(calls, step_id, e)
+        for task, future in calls:
+            try:
+                response = future.result()
+            except Exception as e:  # noqa: BLE001 - grpc.RpcError or a cancellation
+                err = _call_error(task, e)
+                if not failures:
+                    self._abort(calls, step_id, err)
+                failures.append(err)
+                continue
+            if response.status_code:
+                err = wire.error_from_status(response.status_code,
+                                             response.status_error_message)
+                if not failures:
+                    self._abort(calls, step_id, err)
+                failures.append(err)
+                continue
+            by_key = {t.name: t.tensor for t in response.recv}
+            for pos, key in task.fetches:
+                results[pos] = wire.from_tensor_proto(by_key[key], f"fetch {key}")
+            if response.HasField("step_stats"):
+                stats.append(response.step_stats)
+            if run_metadata is not None:
+                run_metadata.partition_graphs.extend(response.partition_graph)
+        if self.spans_tasks:
+            for t in self.tasks.values():
+                t.client.cleanup_graph(step_id)
+        if failures:
+            raise _first_cause(failures)
+        for pos, index in self.fetch_from_feed.items():
+            results[pos] = args[index]
+        if run_metadata is not None and stats:
+            merged = step_stats_pb2.StepStats()
+            for s in stats:
+                merged.dev_stats.extend(s.dev_stats)
+            run_metadata.step_stats.CopyFrom(merged)
+        if run_metadata is not None and partitions and self.local is not None:
+            for p in self.local.client.worker.session(self.session.handle)._graph_parts(
+                    self.local.graph_handle):
+                run_metadata.partition_graphs.append(p)
+        return results
+
+    def _start_remote(self, task: _TaskPart, step_id: int, args: list, timeout, trace: bool,
+                      partitions: bool):
+        request = worker_pb2.RunGraphRequest(
+            session_handle=self.session.handle, create_worker_session_called=True,
+            graph_handle=task.graph_handle, step_id=step_id,
+            recv_key=[key for _, key in task.fetches], store_errors_in_response_body=True)
+        request.exec_opts.record_timeline = trace
+        request.exec_opts.record_partition_graphs = partitions
+        for index, key in task.feeds:
+            wire.to_tensor_proto(args[index], request.send.add(name=key).tensor)
+        return task.client.stub.future("RunGraph", request,
+                                       worker_pb2.RunGraphResponse.FromString,
+                                       timeout=timeout or _DEFAULT_STEP_SECONDS)
+
+    def _abort(self, calls, step_id: int, error: errors.OpError) -> None:
+        """Stops the rest of a failed step: cancels the other tasks' RunGraph calls and
+        aborts the step's transfers on this task."""
+        for _, future in calls:
+            future.cancel()
+        if self.local is not None:
+            self.local.client.worker.rendezvous_mgr.cleanup(step_id, _as_abort(error))
+
+    def deregister(self) -> None:
+        for t in self.tasks.values():
+            t.client.deregister_graph(self.session.handle, t.graph_handle)
+
+
+_ABORT_PREFIX = "Step aborted"
+
+
+def _as_abort(error: errors.OpError) -> errors.OpError:
+    err = errors.CancelledError(None, None, f"{_ABORT_PREFIX}: another task failed "
+                                f"({error.message.splitlines()[0][:200]})")
+    err._abort_marker = True
+    return err
+
+
+def _is_consequence(e: errors.OpError) -> bool:
+    """An error a task reports because another task or partition failed first."""
+    return getattr(e, "_abort_marker", False) or (
+        isinstance(e, errors.CancelledError) and _ABORT_PREFIX in e.message)
+
+
+def _first_cause(failures: list[errors.OpError]) -> errors.OpError:
+    causes = [e for e in failures if not _is_consequence(e)]
+    return (causes or failures)[0]
+
+
+def _call_error(task: _TaskPart, e: BaseException) -> errors.OpError:
+    import grpc
+
+    if isinstance(e, grpc.FutureCancelledError):
+        err = errors.CancelledError(None, None, f"{_ABORT_PREFIX}: RunGraph on "
+                                    f"{task.client.task} was cancelled")
+        err._abort_marker = True
+        return err
+    if isinstance(e, grpc.RpcError):
+        return task.client.stub.error(e, "RunGraph")
+    return errors.InternalError(None, None, f"RunGraph on {task.client.task}: {e}")
+
+
+def _transfer_attrs(name: str, device: str, incarnation: int, **dtype) -> dict:
+    return {**dtype, "tensor_name": name, "send_device": device, "recv_device": device,
+            "send_device_incarnation": incarnation, "client_terminated": True}
+
+
+def _tensor(graph, name: str, what: str):
+    try:
+        t = graph.as_graph_element(name, allow_tensor=True, allow_operation=False)
+    except (KeyError, ValueError, TypeError) as e:
+        msg = e.args[0] if e.args else str(e)
+        raise errors.NotFoundError(None, None, f"Tensor {name}, specified in either "
+                                   f"feed_devices or fetch_devices was not found in the "
+                                   f"Graph ({what}: {msg})") from None
+    if what == "feed" and t.dtype is dtypes.resource:
+        pass
+    return t
+
+
+def _operation(graph, name: str):
+    try:
+        return graph.as_graph_element(name, allow_tensor=False, allow_operation=True)
+    except (KeyError, ValueError, TypeError):
+        raise errors.NotFoundError(None, None, f"Node '{name}' is not found in the graph "
+                                   "(target)") from None

@@ -1,0 +1,184 @@
+"""The Rendezvous of one step on one worker task, and the table of them (paper §3.3).
+
+A step that spans tasks runs one registered graph per task, all with the same step id. On
+each task, a `RemoteRendezvous` for that step id:
+- keeps what this task's _Sends produce in a LocalRendezvous, where this task's own
+  _Recvs and the RecvTensor calls of other tasks pick them up;
+- answers a _Recv whose key names a device of another task (`src_device` of the key) by
+  calling RecvTensor on that task, with the step id and the key, TensorFlow's protocol.
+A RecvTensor call may arrive before this task has started the step, so the table creates
+a step's rendezvous on first use, whoever comes first. The master ends a step on every task
+with CleanupGraph, which aborts and drops its rendezvous; a rendezvous nobody cleans up
+(its master died) is dropped after `STALE_SECONDS`.
+
+Invariants: after `start_abort(error)` every pending Recv, local or remote, completes with
+that error (in-flight RecvTensor calls are cancelled); the local table is never touched by
+a remote Recv (values from other tasks go straight to the waiting kernel).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tensorflux.distributed import wire
+from tensorflux.framework import errors
+from tensorflux.framework.rendezvous_key import parse_key
+from tensorflux.runtime.rendezvous import DoneCallback, LocalRendezvous, Rendezvous
+
+STALE_SECONDS = 600.0
+
+
+class RemoteRendezvous(Rendezvous):
+    """One step's rendezvous on one task (see the module docstring).
+
+    Args:
+      step_id: the step.
+      is_local: `is_local(device_name)`, True for this task's devices.
+      recv_remote: `recv_remote(step_id, key, done) -> cancel()`: asks the task owning the
+        key's source device for the tensor and calls `done(err, value, is_dead)`.
+    """
+
+    def __init__(self, step_id: int, is_local, recv_remote):
+        self.step_id = step_id
+        self.local = LocalRendezvous()
+        self.created = time.monotonic()
+        self._is_local = is_local
+        self._recv_remote = recv_remote
+        self._lock = threading.Lock()
+        self._inflight: dict[int, object] = {}
+        self._ids = iter(range(1 << 62))
+        self._status: errors.OpError | None = None
+
+    def send(self, key: str, value, is_dead: bool = False) -> None:
+        self.local.send(key, value, is_dead)
+
+    def recv_async(self, key: str, done: DoneCallback) -> None:
+        src = parse_key(key).src_device
+        if self._is_local(src):
+            self.local.recv_async(key, done)
+            return
+        with self._lock:
+            status = self._status
+            call_id = next(self._ids)
+            if status is None:
+                self._inflight[call_id] = None
+        if status is not None:
+            done(status, None, False)
+            return
+        finished = threading.Event()
+
+        def on_value(err, value, is_dead):
+            with self._lock:
+                self._inflight.pop(call_id, None)
+                if finished.is_set():
+                    return
+                finished.set()
+                if err is None and self._status is not None:
+                    err = self._status
+            done(err, value, is_dead)
+
+        cancel = self._recv_remote(self.step_id, key, on_value)
+        with self._lock:
+            if call_id in self._inflight:
+                self._inflight[call_id] = (cancel, on_value)
+
+    def start_abort(self, error: errors.OpError) -> None:
+        with self._lock:
+            if self._status is not None:
+                return
+            self._status = error
+            calls = [c for c in self._inflight.values() if c is not None]
+            self._inflight.clear()
+        self.local.start_abort(error)
+        for cancel, on_value in calls:
+            cancel()
+            on_value(error, None, False)
+
+
+class RendezvousMgr:
+    """Step id -> RemoteRendezvous for one worker task (thread-safe)."""
+
+    def __init__(self, is_local, recv_remote):
+        self._is_local = is_local
+        self._recv_remote = recv_remote
+        self._lock = threading.Lock()
+        self._steps: dict[int, RemoteRendezvous] = {}
+        self._last_sweep = time.monotonic()
+
+    def find_or_create(self, step_id: int) -> RemoteRendezvous:
+        with self._lock:
+            rdv = self._steps.get(step_id)
+            if rdv is None:
+                rdv = self._steps[step_id] = RemoteRendezvous(step_id, self._is_local,
+                                                              self._recv_remote)
+                stale = self._stale_locked()
+            else:
+                stale = []
+        for old in stale:
+            old.start_abort(errors.AbortedError(
+                None, None, f"Step {old.step_id} was never cleaned up by its master; "
+                "its transfers were dropped"))
+        return rdv
+
+    def _stale_locked(self) -> list[RemoteRendezvous]:
+        now = time.monotonic()
+        if now - self._last_sweep < STALE_SECONDS / 10:
+            return []
+        self._last_sweep = now
+        stale = [r for r in self._steps.values() if now - r.created > STALE_SECONDS]
+        for r in stale:
+            del self._steps[r.step_id]
+        return stale
+
+    def cleanup(self, step_id: int, error: errors.OpError | None = None) -> None:
+        """Ends a step here: pending Recvs fail with `error` (default: CancelledError)."""
+        with self._lock:
+            rdv = self._steps.pop(step_id, None)
+        if rdv is not None:
+            rdv.start_abort(error or errors.CancelledError(
+                None, None, f"Step {step_id} was cleaned up"))
+
+    def cleanup_all(self, error: errors.OpError) -> None:
+        with self._lock:
+            steps, self._steps = list(self._steps.values()), {}
+        for rdv in steps:
+            rdv.start_abort(error)
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+
+def recv_tensor_caller(stub_for):
+    """`recv_remote` for RendezvousMgr: RecvTensor on the task owning the key's source
+    device, through `stub_for(device_name) -> rpc.Stub` (worker service)."""
+    from tensorflux.protos import worker_pb2
+
+    def recv_remote(step_id: int, key: str, done: DoneCallback):
+        try:
+            stub = stub_for(parse_key(key).src_device)
+        except errors.OpError as e:
+            done(e, None, False)
+            return lambda: None
+        request = worker_pb2.RecvTensorRequest(step_id=step_id, rendezvous_key=key)
+        future = stub.future("RecvTensor", request, None, timeout=24 * 3600.0)
+
+        def finished(f):
+            if f.cancelled():
+                return
+            try:
+                data = f.result()
+            except Exception as e:  # noqa: BLE001 - grpc.RpcError
+                done(stub.error(e, "RecvTensor"), None, False)
+                return
+            try:
+                value, is_dead = wire.decode_recv_tensor_response(data)
+            except errors.OpError as e:
+                done(e, None, False)
+                return
+            done(None, value, is_dead)
+
+        future.add_done_callback(finished)
+        return future.cancel
+
+    return recv_remote

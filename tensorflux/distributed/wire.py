@@ -1,0 +1,246 @@
+"""What crosses a socket: tensors as dtype + shape + raw bytes, errors as status codes.
+
+Tensors travel as TensorProtos with `tensor_content` (little-endian raw bytes; strings in
+`string_val`), never pickle. A RecvTensorResponse carrying a large tensor is written and
+read here by hand, so that its bytes are copied once on each side (the array into the
+message; the message's bytes are then viewed, not copied, by the array that is read back):
+the protobuf runtime would copy a 100 MB tensor three times on the way out. Readers accept
+fields in any order and skip unknown ones, as protobuf does; anything but the plain case
+(numeric dtypes, content present) falls back to the protobuf classes.
+
+Errors: a gRPC status code is TensorFlow's error code (both use the canonical codes), and
+the message is the error's message, `{{node NAME}}` tags included, so a client can raise
+the same error class with the same text.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorflux.framework import dtypes, errors, tensor_util
+from tensorflux.protos import tensor_pb2
+
+# ---- tensors --------------------------------------------------------------------------
+
+
+def to_tensor_proto(value, proto: tensor_pb2.TensorProto | None = None
+                    ) -> tensor_pb2.TensorProto:
+    """`value` (a NumPy array or scalar) as a TensorProto, content as raw bytes."""
+    arr = np.asarray(value)
+    proto = tensor_pb2.TensorProto() if proto is None else proto
+    dtype = dtypes.as_dtype(arr.dtype)
+    proto.dtype = dtype.as_datatype_enum
+    proto.tensor_shape.SetInParent()
+    for d in arr.shape:
+        proto.tensor_shape.dim.add(size=d)
+    if arr.dtype == object:
+        proto.string_val.extend(s if isinstance(s, bytes) else str(s).encode()
+                                for s in arr.ravel())
+    elif arr.size:
+        proto.tensor_content = _little_endian(arr).tobytes()
+    return proto
+
+
+def from_tensor_proto(proto: tensor_pb2.TensorProto, what: str = "tensor") -> np.ndarray:
+    """The array a TensorProto holds.
+
+    Raises:
+      InvalidArgumentError: the proto is malformed (naming `what`).
+    """
+    try:
+        return tensor_util.MakeNdarray(proto)
+    except (TypeError, ValueError) as e:
+        raise errors.InvalidArgumentError(None, None, f"Malformed {what}: {e}") from None
+
+
+def _little_endian(arr: np.ndarray) -> np.ndarray:
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    return arr if arr.flags.c_contiguous else np.ascontiguousarray(arr).reshape(arr.shape)
+
+
+# ---- protobuf wire format, for RecvTensorResponse ---------------------------------------
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _read_varint(buf, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise ValueError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _field(number: int, payload) -> list:
+    """A length-delimited field: its header, then `payload` (not copied here)."""
+    return [_varint(number << 3 | 2), _varint(len(payload)), payload]
+
+
+def encode_recv_tensor_response(value, is_dead: bool, send_start_micros: int = 0) -> bytes:
+    """A serialized RecvTensorResponse (tensor = 1, is_dead = 2, send_start_micros = 3)."""
+    if is_dead or value is None:
+        tensor = b""
+    else:
+        arr = np.asarray(value)
+        if arr.dtype == object or arr.size == 0:
+            tensor = to_tensor_proto(arr).SerializeToString()
+        else:
+            arr = _little_endian(arr)
+            head = _varint(1 << 3) + _varint(dtypes.as_dtype(arr.dtype).as_datatype_enum)
+            shape = b"".join(b"".join(_field(2, _varint(1 << 3) + _varint(d)))
+                             for d in arr.shape)
+            head += b"".join(_field(2, shape))
+            content = memoryview(arr).cast("B")
+            tensor = b"".join([head, *_field(4, content)])
+    parts = _field(1, tensor)
+    if is_dead:
+        parts.append(_varint(2 << 3) + b"\x01")
+    if send_start_micros:
+        parts.append(_varint(3 << 3) + _varint(send_start_micros))
+    return b"".join(parts)
+
+
+def decode_recv_tensor_response(data: bytes) -> tuple[np.ndarray | None, bool]:
+    """(value, is_dead) of a serialized RecvTensorResponse; the array views `data`.
+
+    Raises:
+      InvalidArgumentError: the message is malformed.
+    """
+    try:
+        tensor, is_dead = _split_response(memoryview(data))
+        if is_dead:
+            return None, True
+        return _decode_tensor(tensor), False
+    except (ValueError, IndexError, TypeError) as e:
+        raise errors.InvalidArgumentError(None, None,
+                                          f"Malformed RecvTensorResponse: {e}") from None
+
+
+def _skip(buf, pos: int, wire: int) -> int:
+    if wire == 0:
+        return _read_varint(buf, pos)[1]
+    if wire == 1:
+        return pos + 8
+    if wire == 5:
+        return pos + 4
+    if wire == 2:
+        n, pos = _read_varint(buf, pos)
+        return pos + n
+    raise ValueError(f"unsupported wire type {wire}")
+
+
+def _split_response(buf: memoryview) -> tuple[memoryview, bool]:
+    pos, tensor, is_dead = 0, buf[0:0], False
+    while pos < len(buf):
+        key, pos = _read_varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if number == 1 and wire == 2:
+            n, pos = _read_varint(buf, pos)
+            if pos + n > len(buf):
+                raise ValueError("truncated tensor")
+            tensor = buf[pos:pos + n]
+            pos += n
+        elif number == 2 and wire == 0:
+            v, pos = _read_varint(buf, pos)
+            is_dead = bool(v)
+        else:
+            pos = _skip(buf, pos, wire)
+    if pos != len(buf):
+        raise ValueError("truncated message")
+    return tensor, is_dead
+
+
+def _decode_tensor(buf: memoryview) -> np.ndarray:
+    """A TensorProto: the fast path reads dtype, shape and content; anything else (values
+    in *_val fields, unknown fields) goes through the protobuf class."""
+    pos, enum, dims, content, plain = 0, 0, [], None, True
+    while pos < len(buf):
+        key, pos = _read_varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if number == 1 and wire == 0:
+            enum, pos = _read_varint(buf, pos)
+        elif number == 2 and wire == 2:
+            n, pos = _read_varint(buf, pos)
+            dims, pos = _read_shape(buf, pos, pos + n), pos + n
+        elif number == 4 and wire == 2:
+            n, pos = _read_varint(buf, pos)
+            content, pos = buf[pos:pos + n], pos + n
+        else:
+            plain = False
+            pos = _skip(buf, pos, wire)
+    if pos != len(buf):
+        raise ValueError("truncated tensor")
+    if not plain or content is None or dims is None:
+        return from_tensor_proto(tensor_pb2.TensorProto.FromString(bytes(buf)))
+    dtype = dtypes.as_dtype(enum)
+    np_dtype = dtype.as_numpy_dtype
+    np_dtype = np.dtype(np_dtype)
+    if dtype.size == 0 or any(d < 0 for d in dims) or \
+            len(content) != int(np.prod(dims, dtype=np.int64)) * np_dtype.itemsize:
+        return from_tensor_proto(tensor_pb2.TensorProto.FromString(bytes(buf)))
+    arr = np.frombuffer(content, dtype=np_dtype.newbyteorder("<")).reshape(dims)
+    return arr if np_dtype.byteorder in "=|<" or np_dtype.itemsize == 1 else \
+        arr.astype(np_dtype)
+
+
+def _read_shape(buf, pos: int, end: int) -> list[int] | None:
+    """The dims of a TensorShapeProto (None when its rank is unknown)."""
+    dims: list[int] | None = []
+    while pos < end:
+        key, pos = _read_varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if number == 2 and wire == 2:
+            n, pos = _read_varint(buf, pos)
+            dim_end, size = pos + n, 0
+            while pos < dim_end:
+                k, pos = _read_varint(buf, pos)
+                if k == 1 << 3:
+                    size, pos = _read_varint(buf, pos)
+                    if size >= 1 << 63:
+                        size -= 1 << 64
+                else:
+                    pos = _skip(buf, pos, k & 7)
+            dims.append(size)
+        elif number == 3 and wire == 0:
+            unknown, pos = _read_varint(buf, pos)
+            if unknown:
+                dims = None
+        else:
+            pos = _skip(buf, pos, wire)
+    return dims
+
+
+# ---- errors ---------------------------------------------------------------------------
+
+def error_from_status(code: int, message: str, default=errors.UnknownError
+                      ) -> errors.OpError:
+    """The OpError of a status code (an unknown code: `default`)."""
+    try:
+        cls = errors.exception_type_from_error_code(int(code))
+    except (KeyError, ValueError):
+        cls = default
+    return cls(None, None, message)
+
+
+def status_of(error: BaseException) -> tuple[int, str]:
+    """(code, message) of an exception: an OpError's own, else the code TensorFlow gives
+    that Python exception (`errors.error_code_for_exception`)."""
+    if isinstance(error, errors.OpError):
+        return error.error_code, error.message
+    return errors.error_code_for_exception(error), f"{type(error).__name__}: {error}"

@@ -1,0 +1,344 @@
+"""The worker service of one task (paper §3.3 and §5; TensorFlow's worker.proto).
+
+A master registers, once per graph version, the part of a step that runs on this task
+(`RegisterGraph`: a GraphDef whose nodes are placed on this task's devices, with _Send/
+_Recv nodes at the edges that cross to other tasks), then runs it once per step
+(`RunGraph`), all tasks with the same step id. Tensors cross between tasks through
+`RecvTensor` (remote_rendezvous.py).
+
+A registered graph is built once into a GraphRunner, like a local step:
+- its client-terminated _Recv nodes (the step's feeds) become `_Arg`s, so a RunGraph's
+  `send` tensors are arguments, and its client-terminated _Send nodes (fetches) become
+  fetched outputs answered in the response's `recv`; no rendezvous is involved, and a
+  graph that does not cross tasks runs as fast as a local step;
+- the rest is placed on this task's devices as the master assigned them and partitioned
+  per device (edges between them become local _Send/_Recv pairs).
+A step that crosses tasks gets the task's RemoteRendezvous for its step id.
+
+Sessions: a master creates a worker session (`CreateWorkerSession`) and registers its
+graphs in it; `DeleteWorkerSession` drops them. Unknown session or graph handles mean the
+master is talking to a task that restarted (or was never told): AbortedError, TensorFlow's
+code for a lost session. Variables and queues live in the devices' resource managers,
+which outlive sessions (a parameter server keeps its variables) until `CleanupAll` or a
+master's Reset clears their containers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+
+from tensorflux.distributed import wire
+from tensorflux.distributed.remote_rendezvous import RendezvousMgr, recv_tensor_caller
+from tensorflux.framework import errors, importer
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.rendezvous_key import create_key, parse_key
+from tensorflux.protos import config_pb2, device_attributes_pb2, worker_pb2
+from tensorflux.runtime import partition, placer, tracing
+from tensorflux.runtime import step_graph as step_graph_lib
+from tensorflux.runtime.cancellation import CancellationManager
+from tensorflux.runtime.exec_options import ExecOptions
+from tensorflux.runtime.graph_runner import GraphRunner
+
+
+class WorkerEnv:
+    """What a task's services share: its name, its devices, the cluster, the channels.
+
+    Args:
+      job, task_index, replica: this task.
+      device_mgr: this task's devices (named `/job:J/replica:R/task:T/device:...`).
+      cluster: job -> {task index -> "host:port"}.
+      stub_for_task: `stub_for_task(task_name) -> rpc.Stub` of another task's worker
+        service (None: a single-task environment).
+    """
+
+    def __init__(self, job: str, task_index: int, device_mgr, cluster: dict,
+                 stub_for_task=None, replica: int = 0):
+        self.job, self.task_index, self.replica = job, task_index, replica
+        self.task_name = f"/job:{job}/replica:{replica}/task:{task_index}"
+        self.device_mgr = device_mgr
+        self.cluster = cluster
+        self.stub_for_task = stub_for_task
+
+    def is_local(self, device: str) -> bool:
+        return task_of(device) == self.task_name
+
+    def stub_for_device(self, device: str):
+        task = task_of(device)
+        if self.stub_for_task is None:
+            raise errors.InvalidArgumentError(None, None, f"No route to task {task}")
+        return self.stub_for_task(task)
+
+
+def task_of(device: str) -> str:
+    """`/job:w/replica:0/task:1/device:CPU:0` -> `/job:w/replica:0/task:1`."""
+    return device.split("/device:", 1)[0]
+
+
+def device_attributes(device) -> device_attributes_pb2.DeviceAttributes:
+    return device_attributes_pb2.DeviceAttributes(
+        name=device.name, device_type=device.device_type, memory_limit=device.memory_limit,
+        incarnation=device.incarnation)
+
+
+class RegisteredGraph:
+    """One registered graph, built into a GraphRunner (see the module docstring).
+
+    Raises:
+      InvalidArgumentError: the GraphDef does not import, or names devices this task does
+        not have.
+    """
+
+    def __init__(self, env: WorkerEnv, graph_def, options: ExecOptions):
+        graph = graph_lib.Graph()
+        with graph.as_default():
+            importer.import_graph_def(graph_def, name="")
+        feeds, fetches, targets = [], [], []
+        self.feed_keys: list[str] = []
+        fetch_keys: list[str] = []
+        for op in graph.get_operations():
+            terminated = op.type in ("_Send", "_Recv") and op._attrs.get("client_terminated")
+            if terminated and op.type == "_Recv":
+                feeds.append(op.outputs[0])
+                self.feed_keys.append(_key_of(op._attrs))
+            elif terminated:
+                fetches.append(op.inputs[0])
+                fetch_keys.append(_key_of(op._attrs))
+            else:
+                targets.append(op)
+        sg = step_graph_lib.build(feeds, fetches, targets)
+        for arg, t in zip(sg.args, feeds, strict=True):
+            arg.requested_device = t.op.device
+        for n in sg.nodes:
+            if n.requested_device and not env.is_local(n.requested_device):
+                raise errors.InvalidArgumentError(
+                    None, None, f"Node {n.name} of a graph registered on {env.task_name} is "
+                    f"placed on {n.requested_device}, another task")
+        placer.place(sg, env.device_mgr, pinned={})
+        parts = partition.partition(sg, env.device_mgr)
+        self.crosses_tasks = any(
+            n.op in ("_Send", "_Recv") and not (env.is_local(n.attrs["send_device"]) and
+                                                env.is_local(n.attrs["recv_device"]))
+            for p in parts.values() for n in p.nodes)
+        self.fetch_index = {k: i for i, k in enumerate(fetch_keys)}
+        self.partition_graphs = parts
+        self.runner = GraphRunner(
+            [(env.device_mgr.lookup(p.device), p.nodes, [(n, i) for _, n, i in p.fetches],
+              [pos for pos, _, _ in p.fetches]) for p in parts.values()],
+            options, len(sg.fetches), graph)
+
+
+def _key_of(attrs: dict) -> str:
+    return create_key(attrs["send_device"], attrs["send_device_incarnation"],
+                      attrs["recv_device"], attrs["tensor_name"])
+
+
+class WorkerSession:
+    """The graphs one master registered, and the steps it runs (for cancellation)."""
+
+    def __init__(self, handle: str):
+        self.handle = handle
+        self.graphs: dict[str, RegisteredGraph] = {}
+        self._active: dict[int, CancellationManager] = {}
+
+    # GraphRunner registers its cancellable steps with the "session" it is given.
+    def _register_step(self, cm: CancellationManager) -> None:
+        self._active[id(cm)] = cm
+
+    def _deregister_step(self, cm: CancellationManager) -> None:
+        self._active.pop(id(cm), None)
+
+    def cancel_all(self) -> None:
+        for cm in list(self._active.values()):
+            cm.start_cancel()
+
+
+class Worker:
+    """The worker service's methods, as Python calls (the master calls its own task's
+    worker directly; `WorkerServicer` puts them on gRPC)."""
+
+    def __init__(self, env: WorkerEnv, exec_options: ExecOptions | None = None):
+        self.env = env
+        self.exec_options = ExecOptions.from_config(None, exec_options)
+        self.rendezvous_mgr = RendezvousMgr(env.is_local,
+                                            recv_tensor_caller(env.stub_for_device))
+        self._lock = threading.Lock()
+        # "" is the session of masters that register graphs without creating one.
+        self._sessions: dict[str, WorkerSession] = {"": WorkerSession("")}
+        self._graph_ids = itertools.count(1)
+        self._log_steps = False
+        self.logged_steps: list = []
+
+    # ---- sessions and graphs ----------------------------------------------------------
+    def get_status(self, request=None) -> worker_pb2.GetStatusResponse:
+        return worker_pb2.GetStatusResponse(
+            device_attributes=[device_attributes(d) for d in self.env.device_mgr.devices])
+
+    def create_worker_session(self, request) -> worker_pb2.CreateWorkerSessionResponse:
+        with self._lock:
+            self._sessions.setdefault(request.session_handle,
+                                      WorkerSession(request.session_handle))
+        return worker_pb2.CreateWorkerSessionResponse()
+
+    def delete_worker_session(self, request) -> worker_pb2.DeleteWorkerSessionResponse:
+        with self._lock:
+            session = self._sessions.pop(request.session_handle, None) \
+                if request.session_handle else None
+        if session is not None:
+            session.cancel_all()
+        return worker_pb2.DeleteWorkerSessionResponse()
+
+    def session(self, handle: str, called: bool = True) -> WorkerSession:
+        s = self._sessions.get(handle if called else "")
+        if s is None:
+            raise errors.AbortedError(
+                None, None, f"Session {handle} is not found on {self.env.task_name}: the "
+                "task may have restarted since the session was created")
+        return s
+
+    def register_graph(self, request) -> worker_pb2.RegisterGraphResponse:
+        session = self.session(request.session_handle, request.create_worker_session_called)
+        graph = RegisteredGraph(self.env, request.graph_def, self.exec_options)
+        handle = f"{self.env.task_name}/graph_{next(self._graph_ids)}"
+        with self._lock:
+            session.graphs[handle] = graph
+        return worker_pb2.RegisterGraphResponse(graph_handle=handle)
+
+    def deregister_graph(self, request) -> worker_pb2.DeregisterGraphResponse:
+        session = self.session(request.session_handle, request.create_worker_session_called)
+        with self._lock:
+            session.graphs.pop(request.graph_handle, None)
+        return worker_pb2.DeregisterGraphResponse()
+
+    def _graph(self, session: WorkerSession, handle: str) -> RegisteredGraph:
+        g = session.graphs.get(handle)
+        if g is None:
+            raise errors.AbortedError(None, None, f"Graph handle {handle} is not found on "
+                                      f"{self.env.task_name}: the task may have restarted")
+        return g
+
+    # ---- steps ------------------------------------------------------------------------
+    def run_graph_values(self, session_handle: str, called: bool, graph_handle: str,
+                         step_id: int, sends: dict, recv_keys, trace: bool = False,
+                         deadline: float | None = None, cancellation=None):
+        """Runs a registered graph once. Returns (values by `recv_keys`, StepStats or None).
+
+        Raises:
+          AbortedError: unknown session or graph handle.
+          InvalidArgumentError: a feed key is missing or a recv key unknown.
+          OpError: the step failed (the failing node named).
+        """
+        session = self.session(session_handle, called)
+        graph = self._graph(session, graph_handle)
+        try:
+            args = [sends[k] for k in graph.feed_keys]
+        except KeyError as e:
+            raise errors.InvalidArgumentError(
+                None, None, f"RunGraph on {self.env.task_name} lacks the tensor for feed key "
+                f"{e.args[0]}") from None
+        try:
+            positions = [graph.fetch_index[k] for k in recv_keys]
+        except KeyError as e:
+            raise errors.InvalidArgumentError(
+                None, None, f"RunGraph on {self.env.task_name}: unknown recv key "
+                f"{e.args[0]}") from None
+        options = None
+        if deadline is not None:
+            options = config_pb2.RunOptions(
+                timeout_in_ms=max(1, int((deadline - time.monotonic()) * 1000)))
+        stats = tracing.StepStatsCollector() if trace else None
+        rendezvous = self.rendezvous_mgr.find_or_create(step_id) if graph.crosses_tasks \
+            else None
+        values = graph.runner.run(session, step_id, args, options, stats,
+                                  rendezvous=rendezvous, cancellation=cancellation)
+        step_stats = None
+        if stats is not None:
+            step_stats = tracing.new_step_stats()
+            stats.fill(step_stats, {d.name: d.memory.allocator_name
+                                    for d in self.env.device_mgr.devices})
+            if self._log_steps:
+                self.logged_steps.append((step_id, step_stats))
+        return [values[p] for p in positions], step_stats
+
+    def run_graph(self, request, deadline: float | None = None, cancellation=None
+                  ) -> worker_pb2.RunGraphResponse:
+        """RunGraph with TensorFlow's messages (`store_errors_in_response_body` honoured)."""
+        response = worker_pb2.RunGraphResponse()
+        try:
+            sends = {t.name: wire.from_tensor_proto(t.tensor, f"tensor for {t.name}")
+                     for t in request.send}
+            values, step_stats = self.run_graph_values(
+                request.session_handle, request.create_worker_session_called,
+                request.graph_handle, request.step_id, sends, list(request.recv_key),
+                request.exec_opts.record_timeline or request.exec_opts.record_costs,
+                deadline, cancellation)
+        except errors.OpError as e:
+            if not request.store_errors_in_response_body:
+                raise
+            response.status_code, response.status_error_message = e.error_code, e.message
+            return response
+        for key, value in zip(request.recv_key, values, strict=True):
+            wire.to_tensor_proto(value, response.recv.add(name=key).tensor)
+        if step_stats is not None:
+            response.step_stats.CopyFrom(step_stats)
+        if request.exec_opts.record_partition_graphs:
+            graph = self._graph(self.session(request.session_handle,
+                                             request.create_worker_session_called),
+                                request.graph_handle)
+            for p in graph.partition_graphs.values():
+                gd = response.partition_graph.add()
+                for node in p.nodes:
+                    gd.node.append(partition.step_node_def(node))
+        return response
+
+    def recv_value(self, step_id: int, key: str, timeout: float | None):
+        """(value, is_dead) this task's _Send left under `key` in step `step_id`.
+
+        Raises:
+          InvalidArgumentError: a malformed key, or a device this task does not have.
+          AbortedError: the key names an earlier incarnation of the device (a restart).
+          DeadlineExceededError: nothing was sent within `timeout` seconds.
+        """
+        parsed = parse_key(key)
+        device = self.env.device_mgr.lookup(parsed.src_device)
+        if device.incarnation != parsed.src_incarnation:
+            raise errors.AbortedError(
+                None, None, f"RecvTensor expects a different device incarnation: "
+                f"{parsed.src_incarnation} vs. {device.incarnation} for {device.name}. "
+                "The task was most likely restarted; the session must be recreated.")
+        return self.rendezvous_mgr.find_or_create(step_id).local.recv(key, timeout)
+
+    def cleanup_graph(self, request) -> worker_pb2.CleanupGraphResponse:
+        self.rendezvous_mgr.cleanup(request.step_id)
+        return worker_pb2.CleanupGraphResponse()
+
+    def cleanup_all(self, request) -> worker_pb2.CleanupAllResponse:
+        containers = list(request.container) or [""]
+        for d in self.env.device_mgr.devices:
+            for c in containers:
+                d.resource_mgr.cleanup(c)
+        return worker_pb2.CleanupAllResponse()
+
+    def logging(self, request) -> worker_pb2.LoggingResponse:
+        if request.enable_rpc_logging:
+            self._log_steps = True
+        if request.disable_rpc_logging:
+            self._log_steps = False
+        response = worker_pb2.LoggingResponse()
+        wanted = set(request.fetch_step_id)
+        for step_id, stats in self.logged_steps:
+            if step_id in wanted:
+                response.step.add(step_id=step_id).step_stats.CopyFrom(stats)
+        if request.clear:
+            self.logged_steps = []
+        return response
+
+    def tracing(self, request) -> worker_pb2.TracingResponse:
+        return worker_pb2.TracingResponse()
+
+    def shutdown(self) -> None:
+        err = errors.CancelledError(None, None, f"Task {self.env.task_name} is shutting down")
+        for s in list(self._sessions.values()):
+            s.cancel_all()
+        self.rendezvous_mgr.cleanup_all(err)
