@@ -284,9 +284,9 @@ class DistStep:
                 merged.dev_stats.extend(s.dev_stats)
             run_metadata.step_stats.CopyFrom(merged)
         if run_metadata is not None and partitions and self.local is not None:
-            for p in self.local.client.worker.session(self.session.handle)._graph_parts(
-                    self.local.graph_handle):
-                run_metadata.partition_graphs.append(p)
+            run_metadata.partition_graphs.extend(
+                self.local.client.worker.partition_graph_defs(
+                    self.session.handle, True, self.local.graph_handle))
         return results
 
     def _start_remote(self, task: _TaskPart, step_id: int, args: list, timeout, trace: bool,

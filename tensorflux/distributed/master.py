@@ -100,11 +100,36 @@ class MasterSession:
             return
         with self.graph.as_default():
             try:
-                importer.import_graph_def(graph_def, name="")
+                importer.import_graph_def(graph_def, name="",
+                                          input_map=self._existing_inputs(graph_def))
             except (ValueError, TypeError, KeyError) as e:
                 raise errors.InvalidArgumentError(None, None, f"Invalid GraphDef: {e}") \
                     from None
         self.version += 1
+
+    def _existing_inputs(self, graph_def) -> dict | None:
+        """An input_map for an extension's inputs that name nodes already in the graph
+        (ExtendSession sends only the new nodes)."""
+        new = {nd.name for nd in graph_def.node}
+        mapping = {}
+        for nd in graph_def.node:
+            for inp in nd.input:
+                control = inp.startswith("^")
+                name, _, index = inp.lstrip("^").partition(":")
+                if name in new or inp in mapping:
+                    continue
+                try:
+                    op = self.graph.get_operation_by_name(name)
+                except (KeyError, ValueError):
+                    continue  # the importer reports the unknown input
+                if control:
+                    mapping[inp] = op
+                else:
+                    try:
+                        mapping[f"{name}:{index or 0}"] = op.outputs[int(index or 0)]
+                    except (ValueError, IndexError):
+                        continue
+        return mapping or None
 
     def extend(self, graph_def, current_version: int) -> int:
         with self._lock:

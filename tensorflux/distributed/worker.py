@@ -34,7 +34,7 @@ from tensorflux.distributed.remote_rendezvous import RendezvousMgr, recv_tensor_
 from tensorflux.framework import errors, importer
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.rendezvous_key import create_key, parse_key
-from tensorflux.protos import config_pb2, device_attributes_pb2, worker_pb2
+from tensorflux.protos import config_pb2, device_attributes_pb2, graph_pb2, worker_pb2
 from tensorflux.runtime import partition, placer, tracing
 from tensorflux.runtime import step_graph as step_graph_lib
 from tensorflux.runtime.cancellation import CancellationManager
@@ -283,14 +283,23 @@ class Worker:
         if step_stats is not None:
             response.step_stats.CopyFrom(step_stats)
         if request.exec_opts.record_partition_graphs:
-            graph = self._graph(self.session(request.session_handle,
-                                             request.create_worker_session_called),
-                                request.graph_handle)
-            for p in graph.partition_graphs.values():
-                gd = response.partition_graph.add()
-                for node in p.nodes:
-                    gd.node.append(partition.step_node_def(node))
+            response.partition_graph.extend(self.partition_graph_defs(
+                request.session_handle, request.create_worker_session_called,
+                request.graph_handle))
         return response
+
+    def partition_graph_defs(self, session_handle: str, called: bool,
+                             graph_handle: str) -> list:
+        """The GraphDefs of a registered graph's device partitions, as this task runs
+        them (RunOptions.output_partition_graphs)."""
+        graph = self._graph(self.session(session_handle, called), graph_handle)
+        out = []
+        for p in graph.partition_graphs.values():
+            gd = graph_pb2.GraphDef()
+            for node in p.nodes:
+                gd.node.append(partition.step_node_def(node))
+            out.append(gd)
+        return out
 
     def recv_value(self, step_id: int, key: str, timeout: float | None):
         """(value, is_dead) this task's _Send left under `key` in step `step_id`.

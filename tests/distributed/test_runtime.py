@@ -1,0 +1,351 @@
+"""The distributed runtime in one process: sessions on a master over gRPC, steps placed
+across tasks, errors, timeouts, lost tasks, concurrency. Results are compared with a local
+session running the same graph."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tensorflux.distributed import server as server_lib
+from tests.distributed.conftest import Cluster
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _mlp(seed: int = 1):
+    """A 2-layer MLP with variables on the PS and the model on worker 1."""
+    rng = np.random.RandomState(seed)
+    with tf.device("/job:ps/task:0"):
+        w1 = tf.Variable(rng.randn(8, 16).astype(np.float32) * 0.3, name="w1")
+        b1 = tf.Variable(np.zeros(16, np.float32), name="b1")
+        w2 = tf.Variable(rng.randn(16, 3).astype(np.float32) * 0.3, name="w2")
+        gs = tf.train.get_or_create_global_step()
+    with tf.device("/job:worker/task:1"):
+        x = tf.placeholder(tf.float32, [None, 8], name="x")
+        y = tf.placeholder(tf.int64, [None], name="y")
+        h = tf.nn.relu(tf.matmul(x, w1) + b1)
+        logits = tf.matmul(h, w2)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=y, logits=logits))
+        train = tf.train.AdamOptimizer(0.01).minimize(loss, global_step=gs)
+    return x, y, loss, train, gs
+
+
+def _train(session_factory, steps: int = 20):
+    g = tf.Graph()
+    with g.as_default():
+        x, y, loss, train, gs = _mlp()
+        init = tf.global_variables_initializer()
+        rng = np.random.RandomState(0)
+        xs = rng.randn(steps, 32, 8).astype(np.float32)
+        ys = rng.randint(0, 3, (steps, 32))
+        losses = []
+        with session_factory(g) as s:
+            s.run(init)
+            for i in range(steps):
+                losses.append(s.run([loss, train], {x: xs[i], y: ys[i]})[0])
+            final_step = s.run(gs)
+    return np.array(losses), final_step
+
+
+def test_local_server_runs_a_step_and_lists_its_devices(graph):
+    server = server_lib.Server.create_local_server()
+    try:
+        assert server.target.startswith("grpc://localhost:")
+        assert server.server_def.job_name == "localhost"
+        x = tf.placeholder(tf.float32, [None])
+        y = x * 2.0 + 1.0
+        with tf.Session(server.target) as s:
+            np.testing.assert_allclose(s.run(y, {x: [1.0, 2.0]}), [3.0, 5.0])
+            (dev,) = s.list_devices()
+            assert dev.name == "/job:localhost/replica:0/task:0/device:CPU:0"
+    finally:
+        server.stop(0)
+
+
+@pytest.mark.parametrize("via_rpc", [True, False], ids=["grpc_master", "inprocess_master"])
+def test_training_on_a_cluster_matches_one_process(cluster, via_rpc):
+    local_losses, local_step = _train(lambda g: tf.Session(
+        graph=g, config=tf.ConfigProto(allow_soft_placement=True)))
+
+    def remote(g):
+        config = tf.ConfigProto()
+        config.rpc_options.use_rpc_for_inprocess_master = via_rpc
+        return tf.Session(cluster.target, graph=g, config=config)
+
+    losses, step = _train(remote)
+    assert step == local_step == 20
+    np.testing.assert_allclose(losses, local_losses, rtol=1e-5, atol=1e-6)
+    assert losses[-1] < losses[0]
+
+
+def test_variables_live_on_the_ps_across_sessions(cluster, graph):
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(1.0, name="v")
+    inc = v.assign_add(1.0)
+    with cluster.session(graph) as s:
+        s.run(v.initializer)
+        s.run(inc)
+    config = tf.ConfigProto()
+    with tf.Session(cluster.workers[1].target, graph=graph, config=config) as s:
+        assert s.run(v) == 2.0
+        tf.Session.reset(cluster.workers[1].target)
+    with cluster.session(graph) as s:
+        with pytest.raises(tf.errors.FailedPreconditionError):
+            s.run(v)
+
+
+def test_a_step_spans_three_tasks_with_control_flow(cluster, graph):
+    with tf.device("/job:ps/task:0"):
+        a = tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
+    with tf.device("/job:worker/task:1"):
+        i0 = tf.constant(0)
+
+        def body(i, acc):
+            with tf.device("/job:ps/task:0"):
+                step = tf.reduce_sum(a) * tf.cast(i, tf.float32)
+            return i + 1, acc + step
+
+        _, total = tf.while_loop(lambda i, acc: i < 5, body, [i0, tf.constant(0.0)])
+        pred = tf.placeholder(tf.bool, [])
+        out = tf.cond(pred, lambda: total * 2.0, lambda: total - 1.0)
+    with cluster.session(graph) as s:
+        assert s.run(out, {pred: True}) == pytest.approx(15.0 * 10 * 2)
+        assert s.run(out, {pred: False}) == pytest.approx(15.0 * 10 - 1)
+
+
+def test_large_tensors_cross_tasks_without_a_size_cap(cluster, graph):
+    with tf.device("/job:ps/task:0"):
+        big = tf.random_uniform([6 * 1024 * 1024], seed=3)  # 24 MiB, over gRPC's 4 MiB
+    with tf.device("/job:worker/task:1"):
+        total = tf.reduce_sum(big)
+    with cluster.session(graph) as s:
+        value, summed = s.run([big, total])
+    assert value.shape == (6 * 1024 * 1024,) and value.dtype == np.float32
+    assert summed == pytest.approx(value.sum(dtype=np.float64), rel=1e-4)
+
+
+def test_fetches_feeds_targets_and_fed_fetches(cluster, graph):
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable([1.0, 2.0], name="v")
+    x = tf.placeholder(tf.float32, [2], name="x")
+    y = x + v
+    with cluster.session(graph) as s:
+        s.run(v.initializer)
+        out = s.run({"y": y, "x": x, "op": v.initializer.name}, {x: [10.0, 20.0]})
+        np.testing.assert_allclose(out["y"], [11.0, 22.0])
+        np.testing.assert_allclose(out["x"], [10.0, 20.0])
+        assert out["op"] is None
+        call = s.make_callable(y, [x])
+        np.testing.assert_allclose(call([1.0, 1.0]), [2.0, 3.0])
+
+
+def test_the_graph_grows_between_steps(cluster, graph):
+    a = tf.constant(2.0)
+    with cluster.session(graph) as s:
+        assert s.run(a) == 2.0
+        with tf.device("/job:ps/task:0"):
+            b = a * 3.0
+        assert s.run(b) == 6.0
+
+
+def test_errors_name_the_node_and_keep_their_class(cluster, graph):
+    with tf.device("/job:ps/task:0"):
+        x = tf.placeholder(tf.float32, [None], name="x")
+        bad = tf.reshape(x, [3], name="bad_reshape")
+    with cluster.session(graph) as s:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="bad_reshape"):
+            s.run(bad, {x: [1.0, 2.0]})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="x"):
+            s.run(bad)
+        assert list(s.run(bad, {x: [1.0, 2.0, 3.0]})) == [1.0, 2.0, 3.0]
+
+
+def test_an_unknown_task_lists_the_clusters_tasks(cluster, graph):
+    with tf.device("/job:ps/task:7"):
+        c = tf.constant(1.0)
+    with cluster.session(graph) as s:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="job:ps/replica:0/task:0"):
+            s.run(c)
+
+
+def test_timeouts_cancel_the_step_on_every_task(cluster, graph):
+    with tf.device("/job:ps/task:0"):
+        q = tf.FIFOQueue(4, tf.float32, shared_name="q")
+        item = q.dequeue()
+    with tf.device("/job:worker/task:1"):
+        got = item + 1.0
+    with cluster.session(graph) as s:
+        start = time.monotonic()
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            s.run(got, options=tf.RunOptions(timeout_in_ms=300))
+        assert time.monotonic() - start < 10
+        s.run(q.enqueue(5.0))
+        assert s.run(got) == 6.0
+
+
+def test_close_cancels_a_blocked_remote_step(cluster, graph):
+    with tf.device("/job:ps/task:0"):
+        q = tf.FIFOQueue(4, tf.float32)
+        got = q.dequeue()
+    s = cluster.session(graph, via_rpc=False)
+    s.run(q.size())
+    caught = []
+
+    def blocked():
+        try:
+            s.run(got)
+        except tf.errors.OpError as e:
+            caught.append(e)
+
+    t = threading.Thread(target=blocked)
+    t.start()
+    time.sleep(0.3)
+    s.close()
+    t.join(20)
+    assert not t.is_alive()
+    assert caught and isinstance(caught[0], (tf.errors.CancelledError,
+                                             tf.errors.AbortedError))
+
+
+def test_many_threads_run_steps_on_one_cluster_session(cluster, graph):
+    with tf.device("/job:ps/task:0"):
+        counter = tf.Variable(0, dtype=tf.int64)
+    x = tf.placeholder(tf.float32, [])
+    with tf.device("/job:worker/task:1"):
+        y = x * 2.0
+    inc = counter.assign_add(1, use_locking=True)
+    failures = []
+    with cluster.session(graph) as s:
+        s.run(counter.initializer)
+
+        def work(k):
+            try:
+                for i in range(10):
+                    assert s.run(y, {x: float(k * 100 + i)}) == 2.0 * (k * 100 + i)
+                    s.run(inc)
+            except Exception as e:  # noqa: BLE001 - collected
+                failures.append(e)
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(50)
+        assert not failures
+        assert s.run(counter) == 80
+
+
+def test_run_metadata_merges_every_tasks_step_stats(cluster, graph):
+    with tf.device("/job:ps/task:0"):
+        a = tf.Variable(np.ones((4, 4), np.float32))
+    with tf.device("/job:worker/task:1"):
+        b = tf.matmul(a, a)
+    c = b + 1.0
+    meta = tf.RunMetadata()
+    with cluster.session(graph) as s:
+        s.run(a.initializer)
+        s.run(c, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE,
+                                       output_partition_graphs=True), run_metadata=meta)
+    assert len(meta.partition_graphs) == 3
+    devices = {d.device for d in meta.step_stats.dev_stats}
+    assert any("/job:ps/" in d for d in devices)
+    assert any("/job:worker/replica:0/task:1" in d for d in devices)
+    assert any("/job:worker/replica:0/task:0" in d for d in devices)
+
+
+def test_device_filters_keep_a_session_off_tasks_that_are_down(graph, monkeypatch):
+    monkeypatch.setenv("TENSORFLUX_RPC_UNAVAILABLE_TIMEOUT", "1")
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"localhost:{sock.getsockname()[1]}"
+    spec = tf.train.ClusterSpec({"worker": ["localhost:0"], "ps": [dead]})
+    server = server_lib.Server(spec, "worker", 0)
+    try:
+        c = tf.constant(3.0)
+        config = tf.ConfigProto(device_filters=["/job:worker"])
+        with tf.Session(server.target, config=config) as s:
+            assert s.run(c) == 3.0
+        start = time.monotonic()
+        with pytest.raises(tf.errors.UnavailableError, match="job:ps"):
+            with tf.Session(server.target) as s:
+                s.run(c)
+        assert time.monotonic() - start < 20
+    finally:
+        server.stop(0)
+
+
+def test_a_restarted_task_aborts_the_session(graph):
+    cluster = Cluster(1, 1)
+    try:
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(1.0)
+        with tf.device("/job:worker/task:0"):
+            y = v * 2.0
+        with cluster.session(graph) as s:
+            s.run(v.initializer)
+            assert s.run(y) == 2.0
+            spec = cluster.ps[0].server_def.cluster
+            cluster.ps[0].stop(0)
+            cluster.ps[0] = server_lib.Server(spec, "ps", 0)
+            with pytest.raises(tf.errors.AbortedError):
+                s.run(y)
+        with cluster.session(graph) as s:
+            s.run(v.initializer)
+            assert s.run(y) == 2.0
+    finally:
+        cluster.stop()
+
+
+def test_malformed_requests_get_a_status_and_the_server_keeps_serving(cluster, graph):
+    import grpc
+
+    channel = grpc.insecure_channel(cluster.target[len("grpc://"):])
+    for path in ("/tensorflow.MasterService/RunStep", "/tensorflow.WorkerService/RunGraph",
+                 "/tensorflow.WorkerService/RecvTensor",
+                 "/tensorflow.MasterService/CreateSession"):
+        call = channel.unary_unary(path)
+        with pytest.raises(grpc.RpcError) as info:
+            call(b"\xff\xff\xff\xff garbage", timeout=10)
+        assert info.value.code() in (grpc.StatusCode.INVALID_ARGUMENT,
+                                     grpc.StatusCode.ABORTED,
+                                     grpc.StatusCode.NOT_FOUND), path
+    from tensorflux.protos import master_pb2, worker_pb2
+
+    run = channel.unary_unary("/tensorflow.MasterService/RunStep",
+                              response_deserializer=master_pb2.RunStepResponse.FromString)
+    with pytest.raises(grpc.RpcError) as info:
+        run(master_pb2.RunStepRequest(session_handle="nope").SerializeToString(), timeout=10)
+    assert info.value.code() == grpc.StatusCode.ABORTED
+    recv = channel.unary_unary("/tensorflow.WorkerService/RecvTensor")
+    with pytest.raises(grpc.RpcError) as info:
+        recv(worker_pb2.RecvTensorRequest(step_id=1, rendezvous_key="a;b").SerializeToString(),
+             timeout=10)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    channel.close()
+    c = tf.constant(1.0)
+    with cluster.session(graph) as s:
+        assert s.run(c) == 1.0
+
+
+def test_a_wrong_token_is_unauthenticated(graph):
+    from tensorflux.distributed import rpc
+
+    server = server_lib.Server({"local": ["localhost:0"]}, "local", 0,
+                               rpc_config=rpc.RpcConfig(token="s3cret"))
+    try:
+        c = tf.constant(1.0)
+        config = tf.ConfigProto()
+        config.rpc_options.use_rpc_for_inprocess_master = True
+        with tf.Session(server.target, config=config) as s:
+            with pytest.raises(tf.errors.UnauthenticatedError):
+                s.run(c)
+    finally:
+        server.stop(0)
