@@ -71,7 +71,12 @@ class TaskClient:
     def create_worker_session(self, handle: str, server_def=None) -> None:
         request = worker_pb2.CreateWorkerSessionRequest(session_handle=handle)
         if server_def is not None:
+            # Each task gets the cluster with its own job and index (a TensorFlow worker
+            # names the session's devices after them).
             request.server_def.CopyFrom(server_def)
+            fields = dict(p.split(":", 1) for p in self.task.strip("/").split("/"))
+            request.server_def.job_name = fields["job"]
+            request.server_def.task_index = int(fields["task"])
         self._call("CreateWorkerSession", request, worker_pb2.CreateWorkerSessionResponse,
                    "create_worker_session")
 
@@ -374,3 +379,108 @@ def _operation(graph, name: str):
     except (KeyError, ValueError, TypeError):
         raise errors.NotFoundError(None, None, f"Node '{name}' is not found in the graph "
                                    "(target)") from None
+
+
+class PartialRun:
+    """A partial run (`Session.partial_run_setup` / `partial_run`): one step of the
+    (feeds, fetches, targets) signature given at setup, fed and fetched in pieces.
+
+    Every task's graph runs once, with one step id, from the first call on; each call
+    passes its feeds to the tasks that consume them and waits for its fetches. The call
+    that fetches the last fetch ends the step on every task. TensorFlow's rules: each feed
+    and each fetch at most once, and only those named at setup.
+    """
+
+    def __init__(self, session, feeds: list[str], fetches: list[str], targets: list[str],
+                 on_done):
+        self.step = session.step(tuple(feeds), tuple(fetches), tuple(targets))
+        self.step_id = random.getrandbits(56) or 1
+        self.fed: set[str] = set()
+        self.fetched: set[str] = set()
+        self.fetch_names = fetches
+        self._on_done = on_done
+
+    def run(self, request) -> list:
+        """The values of `request.fetch` after feeding `request.feed`."""
+        step = self.step
+        names = [t.name for t in request.feed]
+        for name in names:
+            if name not in step.feed_names:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Input to feed {name} was not specified in "
+                    "partial_run_setup.")
+            if name in self.fed:
+                raise errors.InvalidArgumentError(None, None, f"Input {name} already fed.")
+        for name in request.fetch:
+            if name not in self.fetch_names:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Fetch {name} was not specified in partial_run_setup.")
+            if name in self.fetched:
+                raise errors.InvalidArgumentError(None, None, f"Fetch {name} already fetched.")
+        feeds = {}
+        for t in request.feed:
+            index = step.feed_names.index(t.name)
+            try:
+                feeds[index] = fetching.convert_feed(
+                    step.feeds[index], wire.from_tensor_proto(t.tensor, f"feed {t.name}"))
+            except (TypeError, ValueError) as e:
+                raise errors.InvalidArgumentError(None, None, str(e)) from None
+        positions = [self.fetch_names.index(n) for n in request.fetch]
+        self.fed.update(names)
+        self.fetched.update(request.fetch)
+        last = len(self.fetched) == len(self.fetch_names)
+        try:
+            return self._exchange(feeds, positions, last)
+        finally:
+            if last:
+                self._on_done()
+
+    def _exchange(self, feeds: dict, positions: list[int], last: bool) -> list:
+        step = self.step
+        results: dict[int, object] = {pos: feeds[step.fetch_from_feed[pos]]
+                                      for pos in positions if pos in step.fetch_from_feed}
+        calls, failures = [], []
+        for task in step.tasks.values():
+            sends = {key: feeds[i] for i, key in task.feeds if i in feeds}
+            wanted = [(pos, key) for pos, key in task.fetches if pos in positions]
+            request = worker_pb2.RunGraphRequest(
+                session_handle=step.session.handle, create_worker_session_called=True,
+                graph_handle=task.graph_handle, step_id=self.step_id,
+                recv_key=[key for _, key in wanted], is_partial=True,
+                is_last_partial_run=last, store_errors_in_response_body=True)
+            if task.client.worker is not None:
+                calls.append((task, wanted, None, (sends, request)))
+                continue
+            for key, value in sends.items():
+                wire.to_tensor_proto(value, request.send.add(name=key).tensor)
+            calls.append((task, wanted, task.client.stub.future(
+                "RunGraph", request, worker_pb2.RunGraphResponse.FromString,
+                timeout=_DEFAULT_STEP_SECONDS), None))
+        for task, wanted, future, local in calls:
+            try:
+                if future is None:
+                    sends, request = local
+                    values = task.client.worker.run_partial(
+                        request.session_handle, True, request.graph_handle, self.step_id,
+                        sends, list(request.recv_key), last)
+                else:
+                    response = future.result()
+                    if response.status_code:
+                        raise wire.error_from_status(response.status_code,
+                                                     response.status_error_message)
+                    by_key = {t.name: t.tensor for t in response.recv}
+                    values = [wire.from_tensor_proto(by_key[k], k) for _, k in wanted]
+            except errors.OpError as e:
+                failures.append(e)
+                continue
+            except Exception as e:  # noqa: BLE001 - grpc.RpcError
+                failures.append(_call_error(task, e))
+                continue
+            for (pos, _), v in zip(wanted, values, strict=True):
+                results[pos] = v
+        if last or failures:
+            for t in step.tasks.values():
+                t.client.cleanup_graph(self.step_id)
+        if failures:
+            raise _first_cause(failures)
+        return [results[pos] for pos in positions]

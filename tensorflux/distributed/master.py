@@ -22,7 +22,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from tensorflux.distributed import wire
-from tensorflux.distributed.dist_step import DistStep, TaskClient
+from tensorflux.distributed.dist_step import DistStep, PartialRun, TaskClient
 from tensorflux.distributed.worker import Worker, device_attributes, task_of
 from tensorflux.framework import device_spec as device_spec_lib
 from tensorflux.framework import errors, importer
@@ -257,8 +257,6 @@ class Master:
         return response
 
     def partial_run_setup(self, request) -> master_pb2.PartialRunSetupResponse:
-        from tensorflux.distributed.dist_step import PartialRun
-
         session = self._session(request.session_handle)
         handle = secrets.token_hex(8)
         session.partial_runs[handle] = PartialRun(session, list(request.feed),
@@ -286,9 +284,7 @@ class Master:
         for d in devices:
             target = response.local_device if task_of(d.name) == self.env.task_name else \
                 response.remote_device
-            attrs = device_attributes(d)
-            attrs.incarnation = d.incarnation & 0xFFFFFFFFFFFFFFFF
-            target.append(attrs)
+            target.append(device_attributes(d))
         return response
 
     def reset(self, request) -> master_pb2.ResetResponse:

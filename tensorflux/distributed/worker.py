@@ -79,7 +79,7 @@ def task_of(device: str) -> str:
 def device_attributes(device) -> device_attributes_pb2.DeviceAttributes:
     return device_attributes_pb2.DeviceAttributes(
         name=device.name, device_type=device.device_type, memory_limit=device.memory_limit,
-        incarnation=device.incarnation)
+        incarnation=device.incarnation & 0xFFFFFFFFFFFFFFFF)
 
 
 class RegisteredGraph:
@@ -90,15 +90,27 @@ class RegisteredGraph:
         not have.
     """
 
-    def __init__(self, env: WorkerEnv, graph_def, options: ExecOptions):
+    def __init__(self, env: WorkerEnv, graph_def, options: ExecOptions,
+                 partial: bool = False):
+        """With `partial`, client-terminated transfers stay rendezvous transfers (a partial
+        run feeds and fetches while the step runs)."""
+        self.graph_def = graph_def
+        self.options = options
+        self.env = env
         graph = graph_lib.Graph()
         with graph.as_default():
-            importer.import_graph_def(graph_def, name="")
+            try:
+                importer.import_graph_def(graph_def, name="")
+            except (ValueError, TypeError, KeyError) as e:
+                raise errors.InvalidArgumentError(
+                    None, None, f"RegisterGraph on {env.task_name}: invalid GraphDef: {e}"
+                ) from None
         feeds, fetches, targets = [], [], []
         self.feed_keys: list[str] = []
         fetch_keys: list[str] = []
         for op in graph.get_operations():
-            terminated = op.type in ("_Send", "_Recv") and op._attrs.get("client_terminated")
+            terminated = not partial and op.type in ("_Send", "_Recv") and \
+                op._attrs.get("client_terminated")
             if terminated and op.type == "_Recv":
                 feeds.append(op.outputs[0])
                 self.feed_keys.append(_key_of(op._attrs))
@@ -108,6 +120,8 @@ class RegisteredGraph:
             else:
                 targets.append(op)
         sg = step_graph_lib.build(feeds, fetches, targets)
+        for n in sg.nodes:
+            n.traceback = ()  # imported here: the creation site is the client's
         for arg, t in zip(sg.args, feeds, strict=True):
             arg.requested_device = t.op.device
         for n in sg.nodes:
@@ -117,7 +131,7 @@ class RegisteredGraph:
                     f"placed on {n.requested_device}, another task")
         placer.place(sg, env.device_mgr, pinned={})
         parts = partition.partition(sg, env.device_mgr)
-        self.crosses_tasks = any(
+        self.crosses_tasks = partial or any(
             n.op in ("_Send", "_Recv") and not (env.is_local(n.attrs["send_device"]) and
                                                 env.is_local(n.attrs["recv_device"]))
             for p in parts.values() for n in p.nodes)
@@ -127,6 +141,57 @@ class RegisteredGraph:
             [(env.device_mgr.lookup(p.device), p.nodes, [(n, i) for _, n, i in p.fetches],
               [pos for pos, _, _ in p.fetches]) for p in parts.values()],
             options, len(sg.fetches), graph)
+        self._partial: RegisteredGraph | None = None
+
+    def partial(self) -> RegisteredGraph:
+        """The variant of this graph for partial runs (built on first use)."""
+        if self._partial is None:
+            self._partial = RegisteredGraph(self.env, self.graph_def, self.options,
+                                            partial=True)
+        return self._partial
+
+
+class _PartialStep:
+    """A partial run's step on this task: the graph runs on a thread of its own while
+    RunGraph calls put feeds into its rendezvous and take fetches out."""
+
+    def __init__(self, worker: Worker, session: WorkerSession, graph: RegisteredGraph,
+                 step_id: int):
+        self.rendezvous = worker.rendezvous_mgr.find_or_create(step_id)
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+        def run():
+            try:
+                graph.runner.run(session, step_id, [], None, rendezvous=self.rendezvous)
+            except BaseException as e:  # noqa: BLE001 - reported to the RunGraph calls
+                self.error = e
+            finally:
+                self.done.set()
+
+        threading.Thread(target=run, name=f"tfx-partial-{step_id}", daemon=True).start()
+
+    def exchange(self, sends: dict, recv_keys: list, last: bool,
+                 deadline: float | None) -> list:
+        for key, value in sends.items():
+            self.rendezvous.send(key, value)
+        values = []
+        for key in recv_keys:
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                value, _ = self.rendezvous.local.recv(key, timeout)
+            except errors.OpError:
+                self.done.wait(5.0)
+                if isinstance(self.error, errors.OpError):
+                    raise self.error from None
+                raise
+            values.append(value)
+        if last:
+            self.done.wait(None if deadline is None else
+                           max(0.0, deadline - time.monotonic()))
+            if self.error is not None:
+                raise self.error
+        return values
 
 
 def _key_of(attrs: dict) -> str:
@@ -167,6 +232,7 @@ class Worker:
         # "" is the session of masters that register graphs without creating one.
         self._sessions: dict[str, WorkerSession] = {"": WorkerSession("")}
         self._graph_ids = itertools.count(1)
+        self._partial_steps: dict[int, _PartialStep] = {}
         self._log_steps = False
         self.logged_steps: list = []
 
@@ -219,6 +285,25 @@ class Worker:
         return g
 
     # ---- steps ------------------------------------------------------------------------
+    def run_partial(self, session_handle: str, called: bool, graph_handle: str,
+                    step_id: int, sends: dict, recv_keys, last: bool,
+                    deadline: float | None = None) -> list:
+        """One RunGraph of a partial run: the first starts the step, each feeds `sends` and
+        returns the values of `recv_keys`; the `last` waits for the step to finish."""
+        session = self.session(session_handle, called)
+        graph = self._graph(session, graph_handle).partial()
+        with self._lock:
+            step = self._partial_steps.get(step_id)
+            if step is None:
+                step = self._partial_steps[step_id] = _PartialStep(self, session, graph,
+                                                                   step_id)
+        try:
+            return step.exchange(sends, list(recv_keys), last, deadline)
+        finally:
+            if last:
+                with self._lock:
+                    self._partial_steps.pop(step_id, None)
+
     def run_graph_values(self, session_handle: str, called: bool, graph_handle: str,
                          step_id: int, sends: dict, recv_keys, trace: bool = False,
                          deadline: float | None = None, cancellation=None):
@@ -268,6 +353,14 @@ class Worker:
         try:
             sends = {t.name: wire.from_tensor_proto(t.tensor, f"tensor for {t.name}")
                      for t in request.send}
+            if request.is_partial:
+                values = self.run_partial(
+                    request.session_handle, request.create_worker_session_called,
+                    request.graph_handle, request.step_id, sends, list(request.recv_key),
+                    request.is_last_partial_run, deadline)
+                for key, value in zip(request.recv_key, values, strict=True):
+                    wire.to_tensor_proto(value, response.recv.add(name=key).tensor)
+                return response
             values, step_stats = self.run_graph_values(
                 request.session_handle, request.create_worker_session_called,
                 request.graph_handle, request.step_id, sends, list(request.recv_key),

@@ -349,7 +349,9 @@ def _node_line(node_name: str, op_type: str | None, device: str | None,
     """TF's node line: `{{node x}}` alone, or TF1's form with creation site, type, device."""
     if not stack and not op_type and not device:
         return f"\t [[{{{{node {node_name}}}}}]]"
-    text = f"node {node_name}"
+    # Without a creation site (a node imported from a GraphDef, e.g. on a worker task)
+    # the name is TF's `{{node x}}` tag, which a TensorFlow client resolves in its graph.
+    text = f"node {node_name}" if stack else f"{{{{node {node_name}}}}}"
     if stack:
         filename, lineno = stack[-1][0], stack[-1][1]
         text += f" (defined at {filename}:{lineno}) "

@@ -79,7 +79,7 @@ ANNOTATE = [
      '[_device="/job:localhost/replica:0/task:0/device:CPU:0"]]]'),
     (errors.InvalidArgumentError(None, None, "x"),
      {"node_name": "mul", "op_type": "Mul", "inputs": ["a", "b:1"]},
-     errors.InvalidArgumentError, "x\n\t [[node mul = Mul(a, b:1)]]"),
+     errors.InvalidArgumentError, "x\n\t [[{{node mul}} = Mul(a, b:1)]]"),
     (ValueError("bad value"), {"node_name": "n"}, errors.InvalidArgumentError,
      "bad value\n\t [[{{node n}}]]"),
     (TypeError("bad type"), {"node_name": "n"}, errors.InvalidArgumentError,
