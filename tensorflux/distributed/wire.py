@@ -106,7 +106,7 @@ def encode_recv_tensor_response(value, is_dead: bool, send_start_micros: int = 0
             shape = b"".join(b"".join(_field(2, _varint(1 << 3) + _varint(d)))
                              for d in arr.shape)
             head += b"".join(_field(2, shape))
-            content = memoryview(arr).cast("B")
+            content = memoryview(arr.reshape(-1).view(np.uint8))  # any dtype, no copy
             tensor = b"".join([head, *_field(4, content)])
     parts = _field(1, tensor)
     if is_dead:

@@ -335,17 +335,50 @@ def test_malformed_requests_get_a_status_and_the_server_keeps_serving(cluster, g
         assert s.run(c) == 1.0
 
 
-def test_a_wrong_token_is_unauthenticated(graph):
-    from tensorflux.distributed import rpc
+def test_bfloat16_transfers_apply_between_tasks(cluster, graph):
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(np.float32([1.0, 1.0 + 2.0 ** -10, 3.14159]))
+    with tf.device("/job:worker/task:1"):
+        y = v * 1.0
+    lossy = tf.ConfigProto(graph_options=tf.GraphOptions(enable_bfloat16_sendrecv=True))
+    lossy.rpc_options.use_rpc_for_inprocess_master = True
+    with tf.Session(cluster.target, graph=graph, config=lossy) as s:
+        s.run(v.initializer)
+        got = s.run(y)
+    exact = np.float32([1.0, 1.0 + 2.0 ** -10, 3.14159])
+    np.testing.assert_allclose(got, exact, rtol=1e-2)
+    assert got[1] == 1.0 and got[2] != exact[2]  # rounded to bfloat16 on the way
 
-    server = server_lib.Server({"local": ["localhost:0"]}, "local", 0,
-                               rpc_config=rpc.RpcConfig(token="s3cret"))
-    try:
-        c = tf.constant(1.0)
-        config = tf.ConfigProto()
-        config.rpc_options.use_rpc_for_inprocess_master = True
-        with tf.Session(server.target, config=config) as s:
-            with pytest.raises(tf.errors.UnauthenticatedError):
-                s.run(c)
-    finally:
-        server.stop(0)
+
+def test_close_frees_the_sessions_state_on_every_task(cluster, graph):
+    with tf.device("/job:ps/task:0"):
+        a = tf.Variable(2.0)
+    with tf.device("/job:worker/task:1"):
+        b = a * 3.0
+    s = cluster.session(graph)
+    s.run(a.initializer)
+    assert s.run(b) == 6.0
+    handle = s._remote.handle
+    workers = [srv._worker for srv in cluster.workers + cluster.ps]
+    assert all(handle in w._sessions for w in workers)
+    assert sum(len(w._sessions[handle].graphs) for w in workers) >= 3
+    s.close()
+    assert not any(handle in w._sessions for w in workers)
+    assert all(len(w.rendezvous_mgr) == 0 for w in workers)
+
+
+def test_a_distributed_timeline_shows_every_task(cluster, graph):
+    from tensorflux.client import timeline
+
+    with tf.device("/job:ps/task:0"):
+        a = tf.Variable(np.ones((8, 8), np.float32))
+    with tf.device("/job:worker/task:1"):
+        b = tf.matmul(a, a)
+    meta = tf.RunMetadata()
+    with cluster.session(graph) as s:
+        s.run(a.initializer)
+        s.run(b, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+              run_metadata=meta)
+    trace = timeline.Timeline(meta.step_stats).generate_chrome_trace_format()
+    for task in ("/job:ps/replica:0/task:0", "/job:worker/replica:0/task:1"):
+        assert task in trace
