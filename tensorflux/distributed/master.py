@@ -132,13 +132,20 @@ class MasterSession:
         return mapping or None
 
     def extend(self, graph_def, current_version: int) -> int:
+        """Adds the nodes of `graph_def` (an extension: the nodes added since the last
+        version); returns the new version."""
         with self._lock:
             if current_version != self.version:
                 raise errors.AbortedError(
                     None, None, f"Current graph version {current_version} does not match "
                     f"the session's graph version {self.version}")
             self._import(graph_def)
-            return self.version
+            # Steps of older versions are never run again: free their registrations.
+            stale = [k for k in self.steps if k[3] != self.version]
+            old = [self.steps.pop(k) for k in stale]
+        for step in old:
+            step.deregister()
+        return self.version
 
     def step(self, feeds: tuple, fetches: tuple, targets: tuple) -> DistStep:
         key = (feeds, fetches, targets, self.version)
