@@ -51,6 +51,14 @@ class MasterClient:
             return getattr(self._local, fn_name)(request)
         return self._stub.call(method, request, response_cls, timeout=timeout)
 
+    def run_step(self, request, feeds: list, timeout: float | None):
+        """RunStep: (response without `tensor`, [(fetch name, array)]); the tensors cross
+        as raw bytes read and written by hand (an in-process master gets the arrays)."""
+        if self._local is not None:
+            return self._local.run_step_values(request, feeds)
+        return self._stub.call("RunStep", wire.encode_with_named_tensors(request, 2, feeds),
+                               _RunStepDecoder, timeout=timeout)
+
 
 class GrpcSessionBackend:
     """Steps of one Session on a remote master (see the module docstring)."""
@@ -97,18 +105,19 @@ class GrpcSessionBackend:
             session_handle=self.handle, store_errors_in_response_body=True,
             fetch=[t.name for t in fetch_tensors if t not in feed_map],
             target=[op.name for op in targets])
-        for t, value in feed_map.items():
-            wire.to_tensor_proto(value, request.feed.add(name=t.name).tensor)
         if options is not None:
             request.options.CopyFrom(options)
-        response = self.master.call("RunStep", request, timeout=_call_timeout(options))
+        response, tensors = self.master.run_step(
+            request, [(t.name, v) for t, v in feed_map.items()], _call_timeout(options))
         if response.status_code:
             raise wire.error_from_status(response.status_code, response.status_error_message)
         if run_metadata is not None and response.HasField("metadata"):
             run_metadata.CopyFrom(response.metadata)
-        by_name = {t.name: t.tensor for t in response.tensor}
-        return [wire.from_tensor_proto(by_name[name], f"fetch {name}")
-                for name in request.fetch]
+        by_name = dict(tensors)
+        try:
+            return [by_name[name] for name in request.fetch]
+        except KeyError as e:
+            raise errors.InternalError(None, None, f"RunStep did not return {e}") from None
 
     def list_devices(self) -> list:
         request = master_pb2.ListDevicesRequest(session_handle=self.handle or "")
@@ -133,6 +142,14 @@ class GrpcSessionBackend:
         if config is not None:
             request.device_filters.extend(config.device_filters)
         MasterClient(target).call("Reset", request)
+
+
+class _RunStepDecoder:
+    """Reads a RunStepResponse with its tensors apart (`wire.decode_with_named_tensors`)."""
+
+    @staticmethod
+    def FromString(data: bytes):  # noqa: N802 - protobuf's name
+        return wire.decode_with_named_tensors(data, 1, master_pb2.RunStepResponse)
 
 
 def _call_timeout(options) -> float | None:

@@ -255,7 +255,10 @@ class DistStep:
                 self._abort(calls, step_id, e)
         for task, future in calls:
             try:
-                response = future.result()
+                response, recvs = future.result()
+            except errors.OpError as e:  # a malformed response
+                failures.append(e)
+                continue
             except Exception as e:  # noqa: BLE001 - grpc.RpcError or a cancellation
                 err = _call_error(task, e)
                 if not failures:
@@ -269,9 +272,13 @@ class DistStep:
                     self._abort(calls, step_id, err)
                 failures.append(err)
                 continue
-            by_key = {t.name: t.tensor for t in response.recv}
+            by_key = dict(recvs)
             for pos, key in task.fetches:
-                results[pos] = wire.from_tensor_proto(by_key[key], f"fetch {key}")
+                if key not in by_key:
+                    failures.append(errors.InternalError(
+                        None, None, f"RunGraph on {task.client.task} did not return {key}"))
+                    continue
+                results[pos] = by_key[key]
             if response.HasField("step_stats"):
                 stats.append(response.step_stats)
             if run_metadata is not None:
@@ -302,10 +309,9 @@ class DistStep:
             recv_key=[key for _, key in task.fetches], store_errors_in_response_body=True)
         request.exec_opts.record_timeline = trace
         request.exec_opts.record_partition_graphs = partitions
-        for index, key in task.feeds:
-            wire.to_tensor_proto(args[index], request.send.add(name=key).tensor)
-        return task.client.stub.future("RunGraph", request,
-                                       worker_pb2.RunGraphResponse.FromString,
+        data = wire.encode_with_named_tensors(
+            request, 3, [(key, args[index]) for index, key in task.feeds])
+        return task.client.stub.future("RunGraph", data, _decode_run_graph_response,
                                        timeout=timeout or _DEFAULT_STEP_SECONDS)
 
     def _abort(self, calls, step_id: int, error: errors.OpError) -> None:
@@ -340,6 +346,11 @@ def _is_consequence(e: errors.OpError) -> bool:
 def _first_cause(failures: list[errors.OpError]) -> errors.OpError:
     causes = [e for e in failures if not _is_consequence(e)]
     return (causes or failures)[0]
+
+
+def _decode_run_graph_response(data: bytes):
+    """(RunGraphResponse without `recv`, [(key, array)]), the arrays viewing `data`."""
+    return wire.decode_with_named_tensors(data, 1, worker_pb2.RunGraphResponse)
 
 
 def _call_error(task: _TaskPart, e: BaseException) -> errors.OpError:
@@ -400,10 +411,10 @@ class PartialRun:
         self.fetch_names = fetches
         self._on_done = on_done
 
-    def run(self, request) -> list:
-        """The values of `request.fetch` after feeding `request.feed`."""
+    def run(self, feeds: dict, fetches: list[str]) -> list:
+        """The values of `fetches` after feeding `feeds` (name -> array)."""
         step = self.step
-        names = [t.name for t in request.feed]
+        names = list(feeds)
         for name in names:
             if name not in step.feed_names:
                 raise errors.InvalidArgumentError(
@@ -411,23 +422,23 @@ class PartialRun:
                     "partial_run_setup.")
             if name in self.fed:
                 raise errors.InvalidArgumentError(None, None, f"Input {name} already fed.")
-        for name in request.fetch:
+        for name in fetches:
             if name not in self.fetch_names:
                 raise errors.InvalidArgumentError(
                     None, None, f"Fetch {name} was not specified in partial_run_setup.")
             if name in self.fetched:
                 raise errors.InvalidArgumentError(None, None, f"Fetch {name} already fetched.")
-        feeds = {}
-        for t in request.feed:
-            index = step.feed_names.index(t.name)
+        converted = {}
+        for name, value in feeds.items():
+            index = step.feed_names.index(name)
             try:
-                feeds[index] = fetching.convert_feed(
-                    step.feeds[index], wire.from_tensor_proto(t.tensor, f"feed {t.name}"))
+                converted[index] = fetching.convert_feed(step.feeds[index], value)
             except (TypeError, ValueError) as e:
                 raise errors.InvalidArgumentError(None, None, str(e)) from None
-        positions = [self.fetch_names.index(n) for n in request.fetch]
+        feeds = converted
+        positions = [self.fetch_names.index(n) for n in fetches]
         self.fed.update(names)
-        self.fetched.update(request.fetch)
+        self.fetched.update(fetches)
         last = len(self.fetched) == len(self.fetch_names)
         try:
             return self._exchange(feeds, positions, last)
@@ -451,11 +462,9 @@ class PartialRun:
             if task.client.worker is not None:
                 calls.append((task, wanted, None, (sends, request)))
                 continue
-            for key, value in sends.items():
-                wire.to_tensor_proto(value, request.send.add(name=key).tensor)
             calls.append((task, wanted, task.client.stub.future(
-                "RunGraph", request, worker_pb2.RunGraphResponse.FromString,
-                timeout=_DEFAULT_STEP_SECONDS), None))
+                "RunGraph", wire.encode_with_named_tensors(request, 3, sends.items()),
+                _decode_run_graph_response, timeout=_DEFAULT_STEP_SECONDS), None))
         for task, wanted, future, local in calls:
             try:
                 if future is None:
@@ -464,12 +473,12 @@ class PartialRun:
                         request.session_handle, True, request.graph_handle, self.step_id,
                         sends, list(request.recv_key), last)
                 else:
-                    response = future.result()
+                    response, recvs = future.result()
                     if response.status_code:
                         raise wire.error_from_status(response.status_code,
                                                      response.status_error_message)
-                    by_key = {t.name: t.tensor for t in response.recv}
-                    values = [wire.from_tensor_proto(by_key[k], k) for _, k in wanted]
+                    by_key = dict(recvs)
+                    values = [by_key[k] for _, k in wanted]
             except errors.OpError as e:
                 failures.append(e)
                 continue

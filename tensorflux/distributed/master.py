@@ -236,20 +236,32 @@ class Master:
         return master_pb2.ExtendSessionResponse(new_graph_version=version)
 
     def run_step(self, request) -> master_pb2.RunStepResponse:
+        """RunStep with TensorFlow's messages (the fetched tensors inside the response)."""
+        response, tensors = self.run_step_values(request)
+        for name, value in tensors:
+            wire.to_tensor_proto(value, response.tensor.add(name=name).tensor)
+        return response
+
+    def run_step_values(self, request, feeds: list | None = None
+                        ) -> tuple[master_pb2.RunStepResponse, list]:
+        """RunStep, the fetched values apart: (response without `tensor`, [(fetch name,
+        array)]). `feeds`, (name, array) pairs, stand for `request.feed` when given (the
+        gRPC adapter reads them by hand; an in-process client passes its arrays)."""
         response = master_pb2.RunStepResponse()
         try:
             session = self._session(request.session_handle)
+            if feeds is None:
+                feeds = [(t.name, wire.from_tensor_proto(t.tensor, f"feed {t.name}"))
+                         for t in request.feed]
+            feeds = dict(feeds)
+            fetches = list(request.fetch)
             if request.partial_run_handle:
-                from_partial = session.partial_runs.get(request.partial_run_handle)
-                if from_partial is None:
+                partial = session.partial_runs.get(request.partial_run_handle)
+                if partial is None:
                     raise errors.InvalidArgumentError(
                         None, None, f"Unknown partial run handle {request.partial_run_handle}")
-                values = from_partial.run(request)
-                fetches = list(request.fetch)
+                values = partial.run(feeds, fetches)
             else:
-                feeds = {t.name: wire.from_tensor_proto(t.tensor, f"feed {t.name}")
-                         for t in request.feed}
-                fetches = list(request.fetch)
                 metadata = response.metadata if request.options.trace_level or \
                     request.options.output_partition_graphs else None
                 values = session.run(feeds, fetches, list(request.target), request.options,
@@ -258,10 +270,8 @@ class Master:
             if not request.store_errors_in_response_body:
                 raise
             response.status_code, response.status_error_message = e.error_code, e.message
-            return response
-        for name, value in zip(fetches, values, strict=True):
-            wire.to_tensor_proto(value, response.tensor.add(name=name).tensor)
-        return response
+            return response, []
+        return response, list(zip(fetches, values, strict=True))
 
     def partial_run_setup(self, request) -> master_pb2.PartialRunSetupResponse:
         session = self._session(request.session_handle)

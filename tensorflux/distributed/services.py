@@ -34,6 +34,17 @@ def _identity(data: bytes) -> bytes:
     return data
 
 
+class _with_tensors:  # noqa: N801 - stands where a message class stands
+    """A request "class" whose FromString reads the repeated NamedTensorProto field
+    `number` by hand (`wire.decode_with_named_tensors`): (message, [(name, array)])."""
+
+    def __init__(self, cls, number: int):
+        self.cls, self.number = cls, number
+
+    def FromString(self, data: bytes):  # noqa: N802 - protobuf's name
+        return wire.decode_with_named_tensors(data, self.number, self.cls)
+
+
 def worker_handler(worker: Worker, config: rpc.RpcConfig):
     """The `/tensorflow.WorkerService/*` handler of `worker`."""
     w = worker_pb2
@@ -41,14 +52,16 @@ def worker_handler(worker: Worker, config: rpc.RpcConfig):
     def plain(fn):
         return lambda request, context: fn(request)
 
-    def run_graph(request, context):
+    def run_graph(parsed, context):
+        request, sends = parsed
         cm = CancellationManager()
         running = [True]  # the callback also runs when the call ends normally
         context.add_callback(lambda: running[0] and cm.start_cancel())
         try:
-            return worker.run_graph(request, _deadline(context), cm)
+            response, recvs = worker.run_graph(request, _deadline(context), cm, sends)
         finally:
             running[0] = False
+        return wire.encode_with_named_tensors(response, 1, recvs)
 
     def recv_tensor(request, context):
         remaining = context.time_remaining()
@@ -75,7 +88,7 @@ def worker_handler(worker: Worker, config: rpc.RpcConfig):
         "RegisterGraph": (plain(worker.register_graph), w.RegisterGraphRequest, _serialize),
         "DeregisterGraph": (plain(worker.deregister_graph), w.DeregisterGraphRequest,
                             _serialize),
-        "RunGraph": (run_graph, w.RunGraphRequest, _serialize),
+        "RunGraph": (run_graph, _with_tensors(w.RunGraphRequest, 3), _identity),
         "CleanupGraph": (plain(worker.cleanup_graph), w.CleanupGraphRequest, _serialize),
         "CleanupAll": (plain(worker.cleanup_all), w.CleanupAllRequest, _serialize),
         "RecvTensor": (recv_tensor, w.RecvTensorRequest, _identity),
@@ -97,18 +110,20 @@ def master_handler(master: Master, config: rpc.RpcConfig):
     def plain(fn):
         return lambda request, context: fn(request)
 
-    def run_step(request, context):
+    def run_step(parsed, context):
+        request, feeds = parsed
         deadline = _deadline(context)
         if deadline is not None and not request.options.timeout_in_ms:
             request.options.timeout_in_ms = max(1, int((deadline - time.monotonic()) * 1000))
-        return master.run_step(request)
+        response, tensors = master.run_step_values(request, feeds)
+        return wire.encode_with_named_tensors(response, 1, tensors)
 
     methods = {
         "CreateSession": (plain(master.create_session), m.CreateSessionRequest, _serialize),
         "ExtendSession": (plain(master.extend_session), m.ExtendSessionRequest, _serialize),
         "PartialRunSetup": (plain(master.partial_run_setup), m.PartialRunSetupRequest,
                             _serialize),
-        "RunStep": (run_step, m.RunStepRequest, _serialize),
+        "RunStep": (run_step, _with_tensors(m.RunStepRequest, 2), _identity),
         "CloseSession": (plain(master.close_session), m.CloseSessionRequest, _serialize),
         "ListDevices": (plain(master.list_devices), m.ListDevicesRequest, _serialize),
         "Reset": (plain(master.reset), m.ResetRequest, _serialize),

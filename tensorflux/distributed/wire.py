@@ -92,28 +92,98 @@ def _field(number: int, payload) -> list:
     return [_varint(number << 3 | 2), _varint(len(payload)), payload]
 
 
+def _message_field(number: int, parts: list) -> list:
+    """A length-delimited field whose payload is the concatenation of `parts`."""
+    return [_varint(number << 3 | 2), _varint(sum(len(p) for p in parts)), *parts]
+
+
+def _tensor_parts(value) -> list:
+    """A serialized TensorProto as chunks; the content chunk views the array's bytes."""
+    arr = np.asarray(value)
+    if arr.dtype == object or arr.size == 0:
+        return [to_tensor_proto(arr).SerializeToString()]
+    arr = _little_endian(arr)
+    head = _varint(1 << 3) + _varint(dtypes.as_dtype(arr.dtype).as_datatype_enum)
+    shape = b"".join(b"".join(_field(2, _varint(1 << 3) + _varint(d))) for d in arr.shape)
+    head += b"".join(_field(2, shape))
+    content = memoryview(arr.reshape(-1).view(np.uint8))  # any dtype, no copy
+    return [head, *_field(4, content)]
+
+
 def encode_recv_tensor_response(value, is_dead: bool, send_start_micros: int = 0) -> bytes:
-    """A serialized RecvTensorResponse (tensor = 1, is_dead = 2, send_start_micros = 3)."""
-    if is_dead or value is None:
-        tensor = b""
-    else:
-        arr = np.asarray(value)
-        if arr.dtype == object or arr.size == 0:
-            tensor = to_tensor_proto(arr).SerializeToString()
-        else:
-            arr = _little_endian(arr)
-            head = _varint(1 << 3) + _varint(dtypes.as_dtype(arr.dtype).as_datatype_enum)
-            shape = b"".join(b"".join(_field(2, _varint(1 << 3) + _varint(d)))
-                             for d in arr.shape)
-            head += b"".join(_field(2, shape))
-            content = memoryview(arr.reshape(-1).view(np.uint8))  # any dtype, no copy
-            tensor = b"".join([head, *_field(4, content)])
-    parts = _field(1, tensor)
+    """A serialized RecvTensorResponse (tensor = 1, is_dead = 2, send_start_micros = 3);
+    the tensor's bytes are copied once, into the result."""
+    parts = _message_field(1, [] if is_dead or value is None else _tensor_parts(value))
     if is_dead:
         parts.append(_varint(2 << 3) + b"\x01")
     if send_start_micros:
         parts.append(_varint(3 << 3) + _varint(send_start_micros))
     return b"".join(parts)
+
+
+def encode_with_named_tensors(message, number: int, pairs) -> bytes:
+    """`message` serialized with `pairs` ((name, array)) as its repeated NamedTensorProto
+    field `number` (RunStepResponse.tensor, RunGraphResponse.recv, RunStepRequest.feed,
+    RunGraphRequest.send). Each tensor's bytes are copied once; the field must be empty in
+    `message` (a message's fields may come in any order, so the concatenation is the
+    message with both)."""
+    parts = []
+    for name, value in pairs:
+        encoded = name.encode()
+        parts += _message_field(number, [*_field(1, encoded),
+                                         *_message_field(2, _tensor_parts(value))])
+    parts.append(message.SerializeToString())
+    return b"".join(parts)
+
+
+def decode_with_named_tensors(data: bytes, number: int, cls):
+    """(message of `cls`, [(name, array)]) from bytes with a repeated NamedTensorProto
+    field `number`: the tensors are read by hand (arrays view `data`), the rest by `cls`.
+
+    Raises:
+      InvalidArgumentError: the message is malformed.
+    """
+    buf = memoryview(data)
+    pairs, rest, pos = [], [], 0
+    try:
+        while pos < len(buf):
+            start = pos
+            key, pos = _read_varint(buf, pos)
+            if key == (number << 3 | 2):
+                n, pos = _read_varint(buf, pos)
+                if pos + n > len(buf):
+                    raise ValueError("truncated NamedTensorProto")
+                pairs.append(_named_tensor(buf[pos:pos + n]))
+                pos += n
+            else:
+                pos = _skip(buf, pos, key & 7)
+                rest.append(buf[start:pos])
+        if pos != len(buf):
+            raise ValueError("truncated message")
+        return cls.FromString(b"".join(rest)), pairs
+    except errors.OpError:
+        raise
+    except Exception as e:  # noqa: BLE001 - ValueError, IndexError, protobuf's DecodeError
+        raise errors.InvalidArgumentError(
+            None, None, f"Malformed {cls.__name__}: {e}") from None
+
+
+def _named_tensor(buf: memoryview) -> tuple[str, np.ndarray]:
+    pos, name, tensor = 0, "", buf[0:0]
+    while pos < len(buf):
+        key, pos = _read_varint(buf, pos)
+        if key in (1 << 3 | 2, 2 << 3 | 2):
+            n, pos = _read_varint(buf, pos)
+            if pos + n > len(buf):
+                raise ValueError("truncated NamedTensorProto field")
+            if key >> 3 == 1:
+                name = bytes(buf[pos:pos + n]).decode()
+            else:
+                tensor = buf[pos:pos + n]
+            pos += n
+        else:
+            pos = _skip(buf, pos, key & 7)
+    return name, _decode_tensor(tensor)
 
 
 def decode_recv_tensor_response(data: bytes) -> tuple[np.ndarray | None, bool]:

@@ -346,21 +346,32 @@ class Worker:
                 self.logged_steps.append((step_id, step_stats))
         return [values[p] for p in positions], step_stats
 
-    def run_graph(self, request, deadline: float | None = None, cancellation=None
-                  ) -> worker_pb2.RunGraphResponse:
-        """RunGraph with TensorFlow's messages (`store_errors_in_response_body` honoured)."""
+    def run_graph(self, request, deadline: float | None = None, cancellation=None,
+                  sends: list | None = None) -> tuple[worker_pb2.RunGraphResponse, list]:
+        """RunGraph with TensorFlow's messages (`store_errors_in_response_body` honoured).
+
+        Args:
+          request: a RunGraphRequest; its `send` tensors, or `sends` ((key, array) pairs
+            read by `wire.decode_with_named_tensors`) when given.
+          deadline: the step's deadline (time.monotonic()), or None.
+          cancellation: a CancellationManager the caller cancels the step with.
+
+        Returns:
+          (the response without its `recv` tensors, [(recv key, array)]): the caller
+          writes them (`wire.encode_with_named_tensors`) with one copy of each tensor.
+        """
         response = worker_pb2.RunGraphResponse()
         try:
-            sends = {t.name: wire.from_tensor_proto(t.tensor, f"tensor for {t.name}")
-                     for t in request.send}
+            if sends is None:
+                sends = [(t.name, wire.from_tensor_proto(t.tensor, f"tensor for {t.name}"))
+                         for t in request.send]
+            sends = dict(sends)
             if request.is_partial:
                 values = self.run_partial(
                     request.session_handle, request.create_worker_session_called,
                     request.graph_handle, request.step_id, sends, list(request.recv_key),
                     request.is_last_partial_run, deadline)
-                for key, value in zip(request.recv_key, values, strict=True):
-                    wire.to_tensor_proto(value, response.recv.add(name=key).tensor)
-                return response
+                return response, list(zip(request.recv_key, values, strict=True))
             values, step_stats = self.run_graph_values(
                 request.session_handle, request.create_worker_session_called,
                 request.graph_handle, request.step_id, sends, list(request.recv_key),
@@ -370,16 +381,14 @@ class Worker:
             if not request.store_errors_in_response_body:
                 raise
             response.status_code, response.status_error_message = e.error_code, e.message
-            return response
-        for key, value in zip(request.recv_key, values, strict=True):
-            wire.to_tensor_proto(value, response.recv.add(name=key).tensor)
+            return response, []
         if step_stats is not None:
             response.step_stats.CopyFrom(step_stats)
         if request.exec_opts.record_partition_graphs:
             response.partition_graph.extend(self.partition_graph_defs(
                 request.session_handle, request.create_worker_session_called,
                 request.graph_handle))
-        return response
+        return response, list(zip(request.recv_key, values, strict=True))
 
     def partition_graph_defs(self, session_handle: str, called: bool,
                              graph_handle: str) -> list:
