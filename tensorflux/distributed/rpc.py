@@ -34,6 +34,13 @@ MASTER_SERVICE = "tensorflow.MasterService"
 WORKER_SERVICE = "tensorflow.WorkerService"
 TOKEN_METADATA = "tensorflux-token"
 _UNLIMITED = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
+# A peer that vanishes without closing its connections (a machine lost, a network split)
+# is noticed by keepalive pings within ~1 minute, failing the calls waiting on it; servers
+# accept the pings of such clients.
+_CHANNEL_OPTIONS = _UNLIMITED + [("grpc.keepalive_time_ms", 30_000),
+                                 ("grpc.keepalive_timeout_ms", 20_000)]
+_SERVER_OPTIONS = [("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
+                   ("grpc.http2.max_ping_strikes", 0)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,7 +165,7 @@ def make_server(handlers: list, bind: str, config: RpcConfig, max_workers: int =
     Raises:
       UnavailableError: the address cannot be bound.
     """
-    options = list(_UNLIMITED)
+    options = list(_UNLIMITED) + _SERVER_OPTIONS
     if config.max_request_bytes:
         options[1] = ("grpc.max_receive_message_length", config.max_request_bytes)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
@@ -196,9 +203,9 @@ class Channels:
                 if config.tls:
                     creds = grpc.ssl_channel_credentials(config.root_ca, config.client_key,
                                                          config.client_cert)
-                    ch = grpc.secure_channel(address, creds, options=_UNLIMITED)
+                    ch = grpc.secure_channel(address, creds, options=_CHANNEL_OPTIONS)
                 else:
-                    ch = grpc.insecure_channel(address, options=_UNLIMITED)
+                    ch = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
                 self._channels[key] = ch
             return ch
 
