@@ -229,77 +229,23 @@ class DistStep:
                     for t, n in zip(self.feeds, self.feed_names, strict=True)]
         except (TypeError, ValueError) as e:
             raise errors.InvalidArgumentError(None, None, str(e)) from None
-        step_id = random.getrandbits(56) or 1
-        timeout = options.timeout_in_ms / 1000.0 if options is not None and \
-            options.timeout_in_ms > 0 else None
-        deadline = time.monotonic() + timeout if timeout else None
-        trace = bool(options is not None and options.trace_level)
-        partitions = bool(options is not None and options.output_partition_graphs)
-        calls = [(t, self._start_remote(t, step_id, args, timeout, trace, partitions))
-                 for t in self.remote]
-        results = [None] * self.num_fetches
-        failures: list[errors.OpError] = []
-        stats: list = []
+        run = _Run(self, args, options)
+        run.calls = [(t, self._start_remote(t, run.step_id, args, run.timeout, run.trace,
+                                            run.partitions)) for t in self.remote]
         if self.local is not None:
-            try:
-                values, step_stats = self.local.client.worker.run_graph_values(
-                    self.session.handle, True, self.local.graph_handle, step_id,
-                    {key: args[i] for i, key in self.local.feeds},
-                    [key for _, key in self.local.fetches], trace, deadline)
-                for (pos, _), v in zip(self.local.fetches, values, strict=True):
-                    results[pos] = v
-                if step_stats is not None:
-                    stats.append(step_stats)
-            except errors.OpError as e:
-                failures.append(e)
-                self._abort(calls, step_id, e)
-        for task, future in calls:
-            try:
-                response, recvs = future.result()
-            except errors.OpError as e:  # a malformed response
-                failures.append(e)
-                continue
-            except Exception as e:  # noqa: BLE001 - grpc.RpcError or a cancellation
-                err = _call_error(task, e)
-                if not failures:
-                    self._abort(calls, step_id, err)
-                failures.append(err)
-                continue
-            if response.status_code:
-                err = wire.error_from_status(response.status_code,
-                                             response.status_error_message)
-                if not failures:
-                    self._abort(calls, step_id, err)
-                failures.append(err)
-                continue
-            by_key = dict(recvs)
-            for pos, key in task.fetches:
-                if key not in by_key:
-                    failures.append(errors.InternalError(
-                        None, None, f"RunGraph on {task.client.task} did not return {key}"))
-                    continue
-                results[pos] = by_key[key]
-            if response.HasField("step_stats"):
-                stats.append(response.step_stats)
-            if run_metadata is not None:
-                run_metadata.partition_graphs.extend(response.partition_graph)
+            run.run_local()
+        for task, future in run.calls:
+            run.collect(task, future)
         if self.spans_tasks:
             for t in self.tasks.values():
-                t.client.cleanup_graph(step_id)
-        if failures:
-            raise _first_cause(failures)
+                t.client.cleanup_graph(run.step_id)
+        if run.failures:
+            raise _first_cause(run.failures)
         for pos, index in self.fetch_from_feed.items():
-            results[pos] = args[index]
-        if run_metadata is not None and stats:
-            merged = step_stats_pb2.StepStats()
-            for s in stats:
-                merged.dev_stats.extend(s.dev_stats)
-            run_metadata.step_stats.CopyFrom(merged)
-        if run_metadata is not None and partitions and self.local is not None:
-            run_metadata.partition_graphs.extend(
-                self.local.client.worker.partition_graph_defs(
-                    self.session.handle, True, self.local.graph_handle))
-        return results
+            run.results[pos] = args[index]
+        if run_metadata is not None:
+            run.fill_metadata(run_metadata)
+        return run.results
 
     def _start_remote(self, task: _TaskPart, step_id: int, args: list, timeout, trace: bool,
                       partitions: bool):
@@ -325,6 +271,87 @@ class DistStep:
     def deregister(self) -> None:
         for t in self.tasks.values():
             t.client.deregister_graph(self.session.handle, t.graph_handle)
+
+
+class _Run:
+    """The state of one run of a DistStep: its step id, the calls in flight, the results
+    and failures gathered so far."""
+
+    def __init__(self, step: DistStep, args: list, options):
+        self.step = step
+        self.args = args
+        self.step_id = random.getrandbits(56) or 1
+        self.timeout = options.timeout_in_ms / 1000.0 if options is not None and \
+            options.timeout_in_ms > 0 else None
+        self.deadline = time.monotonic() + self.timeout if self.timeout else None
+        self.trace = bool(options is not None and options.trace_level)
+        self.partitions = bool(options is not None and options.output_partition_graphs)
+        self.calls: list = []
+        self.results = [None] * step.num_fetches
+        self.failures: list[errors.OpError] = []
+        self.stats: list = []
+        self.partition_graphs: list = []
+
+    def fail(self, error: errors.OpError) -> None:
+        """Records a failure; the first one stops the rest of the step everywhere."""
+        if not self.failures:
+            self.step._abort(self.calls, self.step_id, error)
+        self.failures.append(error)
+
+    def run_local(self) -> None:
+        """The master's own task's part, in-process on this thread."""
+        local = self.step.local
+        try:
+            values, step_stats = local.client.worker.run_graph_values(
+                self.step.session.handle, True, local.graph_handle, self.step_id,
+                {key: self.args[i] for i, key in local.feeds},
+                [key for _, key in local.fetches], self.trace, self.deadline)
+        except errors.OpError as e:
+            self.fail(e)
+            return
+        for (pos, _), v in zip(local.fetches, values, strict=True):
+            self.results[pos] = v
+        if step_stats is not None:
+            self.stats.append(step_stats)
+        if self.partitions:
+            self.partition_graphs.extend(local.client.worker.partition_graph_defs(
+                self.step.session.handle, True, local.graph_handle))
+
+    def collect(self, task: _TaskPart, future) -> None:
+        """Waits for one remote task's RunGraph and takes its results."""
+        try:
+            response, recvs = future.result()
+        except errors.OpError as e:  # a malformed response
+            self.fail(e)
+            return
+        except Exception as e:  # noqa: BLE001 - grpc.RpcError or a cancellation
+            self.fail(_call_error(task, e))
+            return
+        if response.status_code:
+            self.fail(wire.error_from_status(response.status_code,
+                                             response.status_error_message))
+            return
+        by_key = dict(recvs)
+        for pos, key in task.fetches:
+            if key not in by_key:
+                self.fail(errors.InternalError(
+                    None, None, f"RunGraph on {task.client.task} did not return {key}"))
+                return
+            self.results[pos] = by_key[key]
+        if response.HasField("step_stats"):
+            self.stats.append(response.step_stats)
+        self.partition_graphs.extend(response.partition_graph)
+
+    def fill_metadata(self, run_metadata) -> None:
+        """Every task's step stats (one timeline) and partition graphs."""
+        if self.stats:
+            merged = step_stats_pb2.StepStats()
+            for s in self.stats:
+                merged.dev_stats.extend(s.dev_stats)
+            run_metadata.step_stats.CopyFrom(merged)
+        if self.partitions:
+            del run_metadata.partition_graphs[:]
+            run_metadata.partition_graphs.extend(self.partition_graphs)
 
 
 _ABORT_PREFIX = "Step aborted"
