@@ -23,6 +23,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     parsing_ops,
     pooling_ops,
     random_ops,
+    ref_variable_ops,
     reduction_ops,
     runtime_ops,
     save_restore_ops,

@@ -179,6 +179,10 @@ def _placeholder_with_default_grad(op, grad):
 
 define_op("Identity", inputs=["input: T"], outputs=["output: T"], attrs=["T: type"],
           shape_fn=common_shapes.unchanged, cost_free=True)
+# TF1's identity of a reference variable's ref (ops/ref_variable_ops.py).
+define_op("RefIdentity", inputs=["input: Ref(T)"], outputs=["output: Ref(T)"],
+          attrs=["T: type"], shape_fn=common_shapes.unchanged, stateful=True, cost_free=True)
+not_differentiable("RefIdentity")
 
 
 def identity(input, name: str | None = None):  # noqa: A002

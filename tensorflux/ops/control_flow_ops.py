@@ -88,6 +88,24 @@ define_op("Exit", inputs=["data: T"], outputs=["output: T"], attrs=["T: type"],
           shape_fn=common_shapes.unchanged, control_flow=True, flow_kind="exit")
 define_op("NextIteration", inputs=["data: T"], outputs=["output: T"], attrs=["T: type"],
           shape_fn=common_shapes.unchanged, control_flow=True, flow_kind="next_iteration")
+# The ref forms TF1 graphs use on reference variables (ops/ref_variable_ops.py): the same
+# ops with `Ref(T)` data, so a ref can flow into a cond or a loop.
+define_op("RefSwitch", inputs=["data: Ref(T)", "pred: bool"],
+          outputs=["output_false: Ref(T)", "output_true: Ref(T)"], attrs=["T: type"],
+          shape_fn=_switch_shape, control_flow=True, flow_kind="switch")
+define_op("RefMerge", inputs=["inputs: Ref(N * T)"],
+          outputs=["output: Ref(T)", "value_index: int32"], attrs=["T: type", "N: int >= 1"],
+          shape_fn=_merge_shape, control_flow=True, flow_kind="merge")
+define_op("RefEnter", inputs=["data: Ref(T)"], outputs=["output: Ref(T)"],
+          attrs=["T: type", "frame_name: string", "is_constant: bool = false",
+                 "parallel_iterations: int = 10"],
+          shape_fn=_enter_shape, control_flow=True, flow_kind="enter")
+define_op("RefExit", inputs=["data: Ref(T)"], outputs=["output: Ref(T)"], attrs=["T: type"],
+          shape_fn=common_shapes.unchanged, control_flow=True, flow_kind="exit")
+define_op("RefNextIteration", inputs=["data: Ref(T)"], outputs=["output: Ref(T)"],
+          attrs=["T: type"], shape_fn=common_shapes.unchanged, control_flow=True,
+          flow_kind="next_iteration")
+not_differentiable("RefSwitch", "RefMerge", "RefEnter", "RefExit", "RefNextIteration")
 define_op("LoopCond", inputs=["input: bool"], outputs=["output: bool"],
           shape_fn=_loop_cond_shape, control_flow=True)
 define_op("ControlTrigger", shape_fn=lambda op: [], control_flow=True,

@@ -12,12 +12,12 @@ from __future__ import annotations
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, not_differentiable
 
-_T = "T: {bfloat16, half, float, double, complex64, complex128}"
-_TINDICES = "Tindices: {int32, int64}"
-_LOCK = "use_locking: bool = false"
+T_ATTR = "T: {bfloat16, half, float, double, complex64, complex128}"
+TINDICES_ATTR = "Tindices: {int32, int64}"
+LOCK_ATTR = "use_locking: bool = false"
 
 # name -> (resource slots after var, scalar/dense hyperparameter inputs in order, extra attrs)
-_DENSE = {
+DENSE = {
     "ResourceApplyGradientDescent": ([], ["alpha: T", "delta: T"], []),
     "ResourceApplyMomentum": (["accum"], ["lr: T", "grad: T", "momentum: T"],
                               ["use_nesterov: bool = false"]),
@@ -40,7 +40,7 @@ _DENSE = {
                              "lr_power: T"], ["multiply_linear_by_lr: bool = false"]),
 }
 
-_SPARSE = {
+SPARSE = {
     "ResourceSparseApplyMomentum": (["accum"], ["lr: T", "grad: T", "indices: Tindices",
                                                 "momentum: T"], ["use_nesterov: bool = false"]),
     "ResourceSparseApplyAdagrad": (["accum"], ["lr: T", "grad: T", "indices: Tindices"],
@@ -68,11 +68,11 @@ def _no_outputs(op):
     return []
 
 
-for _name, (_slots, _args, _attrs) in {**_DENSE, **_SPARSE}.items():
-    _sparse = _name in _SPARSE
+for _name, (_slots, _args, _attrs) in {**DENSE, **SPARSE}.items():
+    _sparse = _name in SPARSE
     define_op(_name,
               inputs=["var: resource"] + [f"{s}: resource" for s in _slots] + _args,
-              attrs=[_T, _LOCK] + ([_TINDICES] if _sparse else []) + _attrs,
+              attrs=[T_ATTR, LOCK_ATTR] + ([TINDICES_ATTR] if _sparse else []) + _attrs,
               shape_fn=_no_outputs, stateful=True)
     not_differentiable(_name)
 

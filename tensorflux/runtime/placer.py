@@ -140,7 +140,8 @@ def _colocation_groups(sg: StepGraph,
             if other in by_name:
                 uf.union(n, by_name[other])
         for src, i in n.inputs:
-            if src.output_dtypes[i] is dtypes.resource and src.op != "_Arg":
+            dt = src.output_dtypes[i]
+            if (dt is dtypes.resource or dt._is_ref_dtype) and src.op != "_Arg":
                 uf.union(n, src)
     if graph_groups is not None:
         graph_groups.update()

@@ -121,7 +121,60 @@ def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation]) 
         node.colocation = [c[5:] for c in op._attrs.get("_class", ()) if c.startswith("loc:@")]
     sg.fetches = [(node_of[t.op], t.value_index) for t in fetches if t not in fed]
     sg.targets = [node_of[op] for op in targets]
+    if any(dt._is_ref_dtype for n in sg.nodes for dt in n.output_dtypes):
+        _read_refs(sg)
     return sg
+
+
+def _ref_inputs(node: Node) -> set[int]:
+    """Positions of `node`'s inputs that its op declares `Ref(...)`."""
+    opdef = op_registry.lookup(node.op)
+    if opdef is None:
+        return set()
+    out, k = set(), 0
+    for arg in opdef.inputs:
+        if arg.number_attr:
+            count = int(node.attrs.get(arg.number_attr, 1))
+        elif arg.type_list_attr:
+            count = len(node.attrs.get(arg.type_list_attr, ()))
+        else:
+            count = 1
+        if arg.is_ref:
+            out.update(range(k, k + count))
+        k += count
+    return out
+
+
+def _read_refs(sg: StepGraph) -> None:
+    """TF1 reference variables: a consumer that takes a ref (a variable's handle) where
+    its op wants a value reads it through a `_RefRead` node (ops/ref_variable_ops.py), which
+    waits for everything the consumer waits for, so the value is the variable's when the
+    consumer could run. Fetched refs are read the same way."""
+    count = 0
+
+    def read(src: Node, idx: int, after: list[Node]) -> Node:
+        nonlocal count
+        count += 1
+        node = Node(f"{src.name}/_ref_read_{count}", "_RefRead",
+                    {"T": src.output_dtypes[idx].base_dtype}, [(src, idx)], after,
+                    [src.output_dtypes[idx].base_dtype])
+        return sg.add(node)
+
+    for n in list(sg.nodes):
+        if n.op == "_RefRead":
+            continue
+        refs = [k for k, (src, i) in enumerate(n.inputs) if src.output_dtypes[i]._is_ref_dtype]
+        wanted = _ref_inputs(n) if refs else set()
+        values = [k for k in refs if k not in wanted]
+        if not values:
+            continue
+        after = list(n.control_inputs) + [src for k, (src, _) in enumerate(n.inputs)
+                                          if k not in refs]
+        for k in values:
+            src, i = n.inputs[k]
+            n.inputs[k] = (read(src, i, list(dict.fromkeys(after))), 0)
+    sg.fetches = [(read(src, i, []), 0) if src.output_dtypes[i]._is_ref_dtype else (src, i)
+                  for src, i in sg.fetches]
 
 
 def _closes_loop(node: Node) -> bool:

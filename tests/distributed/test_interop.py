@@ -36,9 +36,9 @@ def tf_cluster():
 
 def test_a_tensorflow_client_uses_a_tensorflux_cluster(tf_cluster):
     workers, _ = tf_cluster
+    # TF1's default reference variables (VariableV2, Assign, ...), as a real client has them.
     result = oracle.run_tf(f"""
         import time
-        tf.enable_resource_variables()
         target = {workers[0].target!r}
         out = {{}}
         with tf.device("/job:ps/task:0"):

@@ -23,6 +23,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     pooling_ops,
     random_ops,
     reduction_ops,
+    ref_variable_ops,
     runtime_ops,
     save_restore_ops,
     sequence_ops,

@@ -51,7 +51,7 @@ def _placeholder(node):
     return compute
 
 
-@kernel("Identity", "StopGradient", "PlaceholderWithDefault", device=_ALL,
+@kernel("Identity", "StopGradient", "PlaceholderWithDefault", "RefIdentity", device=_ALL,
         inline="{0}", forwards_input=True)
 def _identity(ctx, x):
     return x

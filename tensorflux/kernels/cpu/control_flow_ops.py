@@ -14,12 +14,12 @@ def _no_op(ctx):
     return None
 
 
-@kernel("Switch", device=_ALL)
+@kernel("Switch", "RefSwitch", device=_ALL)
 def _switch(ctx, data, pred):
     return (DEAD, data) if pred else (data, DEAD)
 
 
-@kernel("Merge", device=_ALL)
+@kernel("Merge", "RefMerge", device=_ALL)
 def _merge(ctx, *inputs):
     # The executor runs a Merge once one input is live (or all are dead, without calling us).
     for i, v in enumerate(inputs):
@@ -28,7 +28,8 @@ def _merge(ctx, *inputs):
     raise AssertionError("Merge ran without a live input")
 
 
-@kernel("Enter", "Exit", "NextIteration", "LoopCond", device=_ALL, forwards_input=True)
+@kernel("Enter", "Exit", "NextIteration", "LoopCond", "RefEnter", "RefExit",
+        "RefNextIteration", device=_ALL, forwards_input=True)
 def _forward(ctx, x):
     return x
 

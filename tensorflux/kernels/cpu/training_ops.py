@@ -282,7 +282,16 @@ _RULES = {
 # Rules with a fused native loop (tensorflux/kernels/cpu/native.py), tried first.
 _NATIVE = {_adam: _adam_native, _momentum: _momentum_native}
 
+_REGISTERED: list[str] = []
 for _name, (_slots, _rule) in _RULES.items():
     _dense_kernel(f"ResourceApply{_name}", _slots, _rule)
+    _REGISTERED.append(f"ResourceApply{_name}")
     if _name not in ("GradientDescent", "Adam"):
         _sparse_kernel(f"ResourceSparseApply{_name}", _slots, _rule)
+        _REGISTERED.append(f"ResourceSparseApply{_name}")
+
+
+def registered_rules() -> list[str]:
+    """The op types of the update kernels registered here (the ref variable ops reuse
+    them: kernels/cpu/ref_variable_ops.py)."""
+    return list(_REGISTERED)
