@@ -183,13 +183,16 @@ class Master:
       worker: this task's Worker (its env names the task and the cluster).
       task_client_factory: `factory(task_name) -> TaskClient` for other tasks.
       server_def: the ServerDef this task runs (sent with CreateWorkerSession).
+      log: `log(event, message)`, told of "session_created", "session_closed" and
+        "step_failed" (the `tensorflux-server` command logs them); None: silent.
     """
 
-    def __init__(self, worker: Worker, task_client_factory, server_def=None):
+    def __init__(self, worker: Worker, task_client_factory, server_def=None, log=None):
         self.worker = worker
         self.env = worker.env
         self.server_def = server_def
         self._task_client_factory = task_client_factory
+        self._log_hook = log
         self._sessions: dict[str, MasterSession] = {}
         self._lock = threading.Lock()
 
@@ -213,6 +216,14 @@ class Master:
                            if task_of(a.name) == t)
         return devices
 
+    def _log(self, event: str, message: str) -> None:
+        """Tells the `log` hook (if any) of an event; a failing hook never fails a call."""
+        if self._log_hook is not None:
+            try:
+                self._log_hook(event, message)
+            except Exception:  # noqa: BLE001 - logging is best-effort
+                pass
+
     def _session(self, handle: str) -> MasterSession:
         s = self._sessions.get(handle)
         if s is None:
@@ -227,6 +238,9 @@ class Master:
         session = MasterSession(self, handle, request.graph_def, config)
         with self._lock:
             self._sessions[handle] = session
+        self._log("session_created", f"session {handle} created: "
+                  f"{len(session.graph.get_operations())} nodes, tasks "
+                  f"{', '.join(session.tasks)}")
         return master_pb2.CreateSessionResponse(session_handle=handle,
                                                 graph_version=session.version)
 
@@ -267,6 +281,8 @@ class Master:
                 values = session.run(feeds, fetches, list(request.target), request.options,
                                      metadata)
         except errors.OpError as e:
+            self._log("step_failed", f"step of session {request.session_handle} failed: "
+                      f"{type(e).__name__}: {e.message.splitlines()[0] if e.message else ''}")
             if not request.store_errors_in_response_body:
                 raise
             response.status_code, response.status_error_message = e.error_code, e.message
@@ -289,6 +305,7 @@ class Master:
             raise errors.AbortedError(None, None,
                                       f"Session {request.session_handle} is not found.")
         session.close()
+        self._log("session_closed", f"session {request.session_handle} closed")
         return master_pb2.CloseSessionResponse()
 
     def list_devices(self, request) -> master_pb2.ListDevicesResponse:

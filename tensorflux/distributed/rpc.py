@@ -36,11 +36,16 @@ TOKEN_METADATA = "tensorflux-token"
 _UNLIMITED = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
 # A peer that vanishes without closing its connections (a machine lost, a network split)
 # is noticed by keepalive pings within ~1 minute, failing the calls waiting on it; servers
-# accept the pings of such clients.
+# accept the pings of such clients. Channels retry a lost task at least once a second
+# (gRPC's default backoff grows to 120 s, so a restarted task would look unavailable for
+# minutes); TensorFlow sets the same.
 _CHANNEL_OPTIONS = _UNLIMITED + [("grpc.keepalive_time_ms", 30_000),
-                                 ("grpc.keepalive_timeout_ms", 20_000)]
+                                 ("grpc.keepalive_timeout_ms", 20_000),
+                                 ("grpc.max_reconnect_backoff_ms", 1000)]
+# No SO_REUSEPORT (TensorFlow's servers disable it too): with it, a second server on a port
+# that is in use binds as well and the kernel splits connections between them.
 _SERVER_OPTIONS = [("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
-                   ("grpc.http2.max_ping_strikes", 0)]
+                   ("grpc.http2.max_ping_strikes", 0), ("grpc.so_reuseport", 0)]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,14 +11,18 @@ The cluster and this task's place in it come from the arguments, else from `TF_C
 (cluster.resolve: TensorFlow's precedence). A task binds its address's port on loopback
 when its host is loopback ("localhost", 127.x, ::1) and on every interface otherwise
 (port 0 picks a free port; `target` then names the real one).
+
+Besides TensorFlow's two services, a server answers `/tensorflux.ServerControl/Shutdown`
+(control.py): `Server.shutdown_job(cluster, "ps")` stops the PS tasks of a finished job.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 
 from tensorflux.distributed import cluster as cluster_lib
-from tensorflux.distributed import rpc, services
+from tensorflux.distributed import control, rpc, services
 from tensorflux.distributed.dist_step import TaskClient
 from tensorflux.distributed.master import Master
 from tensorflux.distributed.worker import Worker, WorkerEnv
@@ -51,6 +55,9 @@ class Server:
         (`device_count`).
       start: start serving now.
       rpc_config: TLS, token and timeouts (default: `RpcConfig.from_env()`).
+      log: `log(event, message)` of the master: "session_created", "session_closed",
+        "step_failed" (default: none).
+      shutdown_grace: the grace period (seconds) of a stop that a Shutdown call asks for.
 
     Raises:
       ValueError: a malformed cluster or TF_CONFIG, or an unknown job/task.
@@ -58,7 +65,8 @@ class Server:
     """
 
     def __init__(self, server_or_cluster_def=None, job_name=None, task_index=None,
-                 protocol=None, config=None, start=True, *, rpc_config=None):
+                 protocol=None, config=None, start=True, *, rpc_config=None, log=None,
+                 shutdown_grace: float = 5.0):
         if isinstance(server_or_cluster_def, tensorflow_server_pb2.ServerDef):
             sd = server_or_cluster_def
             job_name = job_name or sd.job_name
@@ -95,9 +103,11 @@ class Server:
             config, job=self._job, task=self._task))
         env = WorkerEnv(self._job, self._task, devices, jobs, self._stub_for_task)
         self._worker = Worker(env)
-        self._master = Master(self._worker, self._task_client, self._server_def)
+        self._master = Master(self._worker, self._task_client, self._server_def, log=log)
+        self._shutdown_grace = shutdown_grace
         handlers_box.extend([services.worker_handler(self._worker, self._rpc_config),
-                             services.master_handler(self._master, self._rpc_config)])
+                             services.master_handler(self._master, self._rpc_config),
+                             control.control_handler(_stopper(self), self._rpc_config)])
         self._stubs: dict[str, rpc.Stub] = {}
         self._started = False
         self._stopped = threading.Event()
@@ -167,6 +177,12 @@ class Server:
             self._stopped.set()
 
     @staticmethod
+    def shutdown_job(cluster, job_name: str, rpc_config=None) -> list[str]:
+        """Asks every task of `job_name` in `cluster` to stop (control.shutdown_job); tasks
+        already gone are fine. Returns the names of the tasks that accepted."""
+        return control.shutdown_job(cluster, job_name, rpc_config)
+
+    @staticmethod
     def create_local_server(config=None, start=True) -> Server:
         """A one-task cluster on a free loopback port (`tf.train.Server.create_local_server`)."""
         return Server({"localhost": ["localhost:0"]}, job_name="localhost", task_index=0,
@@ -178,6 +194,19 @@ class Server:
                 self.stop(0)
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _stopper(server: Server):
+    """`stop()` of `server` with its shutdown grace, holding it weakly (so an unreferenced
+    server is still collected, and stopped, by `__del__`)."""
+    ref = weakref.ref(server)
+
+    def stop() -> None:
+        s = ref()
+        if s is not None:
+            s.stop(s._shutdown_grace)
+
+    return stop
 
 
 class _Deferred:
