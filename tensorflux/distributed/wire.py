@@ -121,12 +121,21 @@ def encode_recv_tensor_response(value, is_dead: bool, send_start_micros: int = 0
     return b"".join(parts)
 
 
+_SMALL_BYTES = 64 << 10  # below this, messages go through the protobuf classes
+
+
 def encode_with_named_tensors(message, number: int, pairs) -> bytes:
     """`message` serialized with `pairs` ((name, array)) as its repeated NamedTensorProto
     field `number` (RunStepResponse.tensor, RunGraphResponse.recv, RunStepRequest.feed,
     RunGraphRequest.send). Each tensor's bytes are copied once; the field must be empty in
     `message` (a message's fields may come in any order, so the concatenation is the
     message with both)."""
+    pairs = list(pairs)
+    if sum(getattr(v, "nbytes", 64) for _, v in pairs) < _SMALL_BYTES:
+        field = getattr(message, message.DESCRIPTOR.fields_by_number[number].name)
+        for name, value in pairs:  # protobuf's C code is quicker for small tensors
+            to_tensor_proto(value, field.add(name=name).tensor)
+        return message.SerializeToString()
     parts = []
     for name, value in pairs:
         encoded = name.encode()
@@ -143,6 +152,16 @@ def decode_with_named_tensors(data: bytes, number: int, cls):
     Raises:
       InvalidArgumentError: the message is malformed.
     """
+    if len(data) < _SMALL_BYTES:  # protobuf's C parser is quicker for small messages
+        try:
+            message = cls.FromString(data)
+        except Exception as e:  # noqa: BLE001 - protobuf's DecodeError
+            raise errors.InvalidArgumentError(
+                None, None, f"Malformed {cls.__name__}: {e}") from None
+        field = getattr(message, cls.DESCRIPTOR.fields_by_number[number].name)
+        pairs = [(t.name, from_tensor_proto(t.tensor, f"tensor {t.name}")) for t in field]
+        del field[:]
+        return message, pairs
     buf = memoryview(data)
     pairs, rest, pos = [], [], 0
     try:
