@@ -1,5 +1,6 @@
 """`tf.nn` functions built only from other ops (DESIGN §1: no privileged code paths):
-the cross-entropy wrappers, dropout, l2_normalize, moments, batch_normalization, xw_plus_b.
+the cross-entropy wrappers, dropout, l2_normalize, moments, batch_normalization, xw_plus_b,
+and the sampled losses (nce_loss, sampled_softmax_loss) over the candidate samplers.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.nn import embedding_ops
 from tensorflux.ops import (
     array_ops,
+    candidate_sampling_ops,
     comparison_ops,
     constant_op,
     joining_ops,
@@ -23,14 +26,17 @@ from tensorflux.ops import (
     nn_ops,
     random_ops,
     reduction_ops,
+    slicing_ops,
+    sparse_ops,
     unary_ops,
 )
+from tensorflux.variables.partitioned_variables import PartitionedVariable
 
 # The TF1 public names of this module (tf.nn.*).
 __all__ = ["softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
            "weighted_cross_entropy_with_logits", "dropout", "l2_normalize", "moments",
-           "batch_normalization", "xw_plus_b"]
+           "batch_normalization", "xw_plus_b", "nce_loss", "sampled_softmax_loss"]
 
 
 # ---- softmax cross entropy ---------------------------------------------------------------
@@ -371,3 +377,155 @@ def xw_plus_b(x, weights, biases, name=None):
         weights = convert_to_tensor(weights, name="weights")
         biases = convert_to_tensor(biases, name="biases")
         return nn_ops.bias_add(matrix_ops.matmul(x, weights), biases, name=scope)
+
+
+# ---- sampled losses ----------------------------------------------------------------------
+
+
+def _shard_list(params) -> list:
+    if isinstance(params, PartitionedVariable):
+        return list(params)
+    return list(params) if isinstance(params, (list, tuple)) else [params]
+
+
+def _split_rows(all_rows: Tensor, n_true) -> tuple[Tensor, Tensor]:
+    """The first `n_true` rows (entries) of `all_rows` and the rest."""
+    if all_rows.shape.ndims == 1:
+        return (slicing_ops.slice(all_rows, [0], joining_ops.stack([n_true])),
+                slicing_ops.slice(all_rows, joining_ops.stack([n_true]), [-1]))
+    return (slicing_ops.slice(all_rows, [0, 0], joining_ops.stack([n_true, -1])),
+            slicing_ops.slice(all_rows, joining_ops.stack([n_true, 0]), [-1, -1]))
+
+
+def _lookup_rows(params, all_ids, partition_strategy: str, dtype) -> Tensor:
+    rows = embedding_ops.embedding_lookup(params, all_ids, partition_strategy=partition_strategy)
+    return rows if rows.dtype == dtype else math_ops.cast(rows, dtype)
+
+
+def _true_logits(inputs: Tensor, true_w: Tensor, true_b: Tensor, num_true: int) -> Tensor:
+    """[batch, num_true]: each example's input dotted with the rows of its true classes."""
+    dim = array_ops.shape(true_w)[1:2]
+    per_example = array_ops.reshape(true_w, joining_ops.concat([[-1, num_true], dim], 0))
+    dots = reduction_ops.reduce_sum(
+        math_ops.multiply(array_ops.expand_dims(inputs, 1), per_example), axis=2)
+    return dots + array_ops.reshape(true_b, [-1, num_true])
+
+
+def _accidental_hits_mask(labels: Tensor, sampled: Tensor, sampled_logits: Tensor,
+                          num_true: int) -> Tensor:
+    """[batch, num_sampled]: the lowest float where a sampled class is one of the example's
+    true classes, 0 elsewhere."""
+    indices, ids, weights = candidate_sampling_ops.compute_accidental_hits(
+        labels, sampled, num_true=num_true)
+    positions = joining_ops.concat([array_ops.reshape(indices, [-1, 1]),
+                                    array_ops.reshape(math_ops.cast(ids, dtypes.int32),
+                                                      [-1, 1])], 1, name="sparse_indices")
+    return sparse_ops.sparse_to_dense(positions, array_ops.shape(sampled_logits),
+                                      math_ops.cast(weights, sampled_logits.dtype),
+                                      default_value=0.0, validate_indices=False)
+
+
+def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_classes,
+                            num_true=1, sampled_values=None, subtract_log_q=True,
+                            remove_accidental_hits=False, partition_strategy="mod", name=None,
+                            seed=None):
+    """The logits of the true and the sampled classes and their target probabilities: the
+    part `sampled_softmax_loss` and `nce_loss` share.
+
+    Args: as `sampled_softmax_loss`; `subtract_log_q` subtracts the log of each class's
+      expected count from its logit.
+
+    Returns:
+      (logits, labels), both [batch_size, num_true + num_sampled]: true classes first, each
+      with target 1 / num_true, then the sampled ones with target 0.
+    """
+    weights = _shard_list(weights)
+    with graph_lib.name_scope(name, "compute_sampled_logits",
+                              weights + [biases, inputs, labels]):
+        inputs = convert_to_tensor(inputs, name="inputs")
+        labels = convert_to_tensor(labels, name="labels")
+        if labels.dtype != dtypes.int64:
+            labels = math_ops.cast(labels, dtypes.int64)
+        labels_flat = array_ops.reshape(labels, [-1])
+        if sampled_values is None:
+            sampled_values = candidate_sampling_ops.log_uniform_candidate_sampler(
+                true_classes=labels, num_true=num_true, num_sampled=num_sampled, unique=True,
+                range_max=num_classes, seed=seed)
+        sampled, true_count, sampled_count = (array_ops.stop_gradient(s)
+                                              for s in sampled_values)
+        sampled = math_ops.cast(sampled, dtypes.int64)
+        all_ids = joining_ops.concat([labels_flat, sampled], 0)
+        n_true = array_ops.shape(labels_flat)[0]
+        true_w, sampled_w = _split_rows(
+            _lookup_rows(weights, all_ids, partition_strategy, inputs.dtype), n_true)
+        true_b, sampled_b = _split_rows(
+            _lookup_rows(biases, all_ids, partition_strategy, inputs.dtype), n_true)
+        true_logits = _true_logits(inputs, true_w, true_b, num_true)
+        sampled_logits = matrix_ops.matmul(inputs, sampled_w, transpose_b=True) + sampled_b
+        if remove_accidental_hits:
+            sampled_logits += _accidental_hits_mask(labels, sampled, sampled_logits, num_true)
+        if subtract_log_q:
+            true_logits -= unary_ops.log(math_ops.cast(true_count, true_logits.dtype))
+            sampled_logits -= unary_ops.log(math_ops.cast(sampled_count, inputs.dtype))
+        logits = joining_ops.concat([true_logits, sampled_logits], 1)
+        targets = joining_ops.concat([array_ops.ones_like(true_logits) / num_true,
+                                      array_ops.zeros_like(sampled_logits)], 1)
+        return logits, targets
+
+
+def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true=1,
+             sampled_values=None, remove_accidental_hits=False, partition_strategy="mod",
+             name="nce_loss"):
+    """Noise-contrastive estimation loss per example (`tf.nn.nce_loss`): a logistic loss
+    telling each true class (target 1 / num_true) from `num_sampled` sampled ones (target
+    0), logits corrected by the log of the classes' expected counts.
+
+    Args:
+      weights: [num_classes, dim] class embeddings, a list of shards of it or a
+        PartitionedVariable.
+      biases: [num_classes] class biases (or shards, split like `weights`).
+      labels: int [batch_size, num_true] target classes.
+      inputs: [batch_size, dim] activations.
+      num_sampled: the number of classes sampled per batch.
+      num_classes: the number of classes.
+      num_true: target classes per example.
+      sampled_values: a candidate sampler's (sampled_candidates, true_expected_count,
+        sampled_expected_count); default: `log_uniform_candidate_sampler` with unique=True.
+      remove_accidental_hits: give sampled classes that equal a target a logit of about
+        -3.4e38, so they count for nothing.
+      partition_strategy: "mod" or "div", how sharded `weights` and `biases` are split.
+      name: a name scope.
+
+    Returns:
+      [batch_size] losses.
+    """
+    logits, targets = _compute_sampled_logits(
+        weights=weights, biases=biases, labels=labels, inputs=inputs, num_sampled=num_sampled,
+        num_classes=num_classes, num_true=num_true, sampled_values=sampled_values,
+        subtract_log_q=True, remove_accidental_hits=remove_accidental_hits,
+        partition_strategy=partition_strategy, name=name)
+    losses = sigmoid_cross_entropy_with_logits(labels=targets, logits=logits,
+                                               name="sampled_losses")
+    return reduction_ops.reduce_sum(losses, axis=1)
+
+
+def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_classes,
+                         num_true=1, sampled_values=None, remove_accidental_hits=True,
+                         partition_strategy="mod", name="sampled_softmax_loss", seed=None):
+    """Softmax cross-entropy over the true classes and `num_sampled` sampled ones, per
+    example (`tf.nn.sampled_softmax_loss`): a cheap estimate of the full softmax loss for
+    training with many classes; logits are corrected by the log of the expected counts.
+
+    Args: as `nce_loss` (`remove_accidental_hits` defaults to True here); `seed` is the
+      sampler's op-level seed when `sampled_values` is None.
+
+    Returns:
+      [batch_size] losses.
+    """
+    logits, targets = _compute_sampled_logits(
+        weights=weights, biases=biases, labels=labels, inputs=inputs, num_sampled=num_sampled,
+        num_classes=num_classes, num_true=num_true, sampled_values=sampled_values,
+        subtract_log_q=True, remove_accidental_hits=remove_accidental_hits,
+        partition_strategy=partition_strategy, name=name, seed=seed)
+    targets = array_ops.stop_gradient(targets, name="labels_stop_gradient")
+    return softmax_cross_entropy_with_logits_v2(labels=targets, logits=logits)

@@ -2,11 +2,12 @@
 
 Generator state. TensorFlow keeps the kernel of a stateful op alive for the whole Session
 (its OpSegment), so a random op continues one sequence across runs, whichever fetches a run
-asks for. Here each random node owns one NumPy Generator per Session, kept in the device's
-ResourceMgr under the private container `_random_ops` and created on the node's first run:
-seeded from (seed, seed2) when either is non-zero, from OS entropy otherwise. A lock guards
-it, since concurrent steps may run the same node. The values need not equal TensorFlow's
-bits; the seeding rules are TensorFlow's.
+asks for. Here each random node owns one NumPy Generator per Session (`GeneratorState`),
+kept in the device's ResourceMgr under the private container `_random_ops` and created on the
+node's first run: seeded from (seed, seed2) when either is non-zero, from OS entropy
+otherwise. A lock guards it, since concurrent steps may run the same node (the candidate
+samplers keep theirs the same way, through `state_getter`). The values need not equal
+TensorFlow's bits; the seeding rules are TensorFlow's.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from tensorflux.kernels.registry import kernel_factory
 RANDOM_CONTAINER = "_random_ops"
 
 
-class _GeneratorState:
+class GeneratorState:
     """One random node's Generator in one Session, with the lock that guards it."""
 
     __slots__ = ("lock", "gen")
@@ -35,19 +36,25 @@ class _GeneratorState:
             self.gen = np.random.default_rng([seed & mask, seed2 & mask])
 
 
-def _state_getter(node):
-    """A function ctx -> this node's _GeneratorState in ctx's Session (cached per device)."""
+def state_getter(node, make=GeneratorState):
+    """A function ctx -> this node's generator state in ctx's Session (cached per device).
+
+    Args:
+      node: the random node; its `seed` and `seed2` attrs seed the generator.
+      make: `make(seed, seed2)` creates the state on the node's first run in a Session
+        (GeneratorState, or a subclass keeping more per-Session state).
+    """
     seed, seed2 = int(node.attrs.get("seed", 0)), int(node.attrs.get("seed2", 0))
     name = node.name
     last: list = [(None, None)]  # (resource manager, state) of the last lookup, one object
 
-    def get(ctx) -> _GeneratorState:
+    def get(ctx) -> GeneratorState:
         rm = ctx.resource_mgr
         cached_rm, state = last[0]
         if cached_rm is rm:
             return state
         state = rm.lookup_or_create(RANDOM_CONTAINER, name,
-                                    lambda: _GeneratorState(seed, seed2))
+                                    lambda: make(seed, seed2))
         last[0] = (rm, state)
         return state
 
@@ -106,7 +113,7 @@ _SAMPLERS = {"RandomUniform": _uniform, "RandomStandardNormal": _normal,
 def _random_float(node):
     sample = _SAMPLERS[node.op]
     dtype = node.attrs["dtype"]
-    state_of = _state_getter(node)
+    state_of = state_getter(node)
 
     def compute(ctx, shape):
         dims = _dims(shape)
@@ -129,7 +136,7 @@ def _scalar(value, what: str):
 @kernel_factory("RandomUniformInt")
 def _random_uniform_int(node):
     np_dtype = node.attrs["Tout"].as_numpy_dtype
-    state_of = _state_getter(node)
+    state_of = state_getter(node)
 
     def compute(ctx, shape, minval, maxval):
         dims = _dims(shape)
@@ -145,7 +152,7 @@ def _random_uniform_int(node):
 
 @kernel_factory("RandomShuffle")
 def _random_shuffle(node):
-    state_of = _state_getter(node)
+    state_of = state_getter(node)
 
     def compute(ctx, value):
         value = np.asarray(value)
@@ -162,7 +169,7 @@ def _random_shuffle(node):
 @kernel_factory("Multinomial")
 def _multinomial(node):
     np_dtype = node.attrs["output_dtype"].as_numpy_dtype
-    state_of = _state_getter(node)
+    state_of = state_getter(node)
 
     def compute(ctx, logits, num_samples):
         logits = np.asarray(logits)
