@@ -28,14 +28,16 @@ def to_tensor_proto(value, proto: tensor_pb2.TensorProto | None = None
     """`value` (a NumPy array or scalar) as a TensorProto, content as raw bytes."""
     arr = np.asarray(value)
     proto = tensor_pb2.TensorProto() if proto is None else proto
-    dtype = dtypes.as_dtype(arr.dtype)
-    proto.dtype = dtype.as_datatype_enum
+    if arr.dtype.kind in "OSU":  # strings: bytes objects, NumPy's fixed-width bytes/str
+        proto.dtype = dtypes.string.as_datatype_enum
+    else:
+        proto.dtype = dtypes.as_dtype(arr.dtype).as_datatype_enum
     proto.tensor_shape.SetInParent()
     for d in arr.shape:
         proto.tensor_shape.dim.add(size=d)
-    if arr.dtype == object:
+    if arr.dtype.kind in "OSU":
         proto.string_val.extend(s if isinstance(s, bytes) else str(s).encode()
-                                for s in arr.ravel())
+                                for s in arr.ravel().tolist())
     elif arr.size:
         proto.tensor_content = _little_endian(arr).tobytes()
     return proto
@@ -100,7 +102,7 @@ def _message_field(number: int, parts: list) -> list:
 def _tensor_parts(value) -> list:
     """A serialized TensorProto as chunks; the content chunk views the array's bytes."""
     arr = np.asarray(value)
-    if arr.dtype == object or arr.size == 0:
+    if arr.dtype.kind in "OSU" or arr.size == 0:
         return [to_tensor_proto(arr).SerializeToString()]
     arr = _little_endian(arr)
     head = _varint(1 << 3) + _varint(dtypes.as_dtype(arr.dtype).as_datatype_enum)

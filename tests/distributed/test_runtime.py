@@ -382,3 +382,25 @@ def test_a_distributed_timeline_shows_every_task(cluster, graph):
     trace = timeline.Timeline(meta.step_stats).generate_chrome_trace_format()
     for task in ("/job:ps/replica:0/task:0", "/job:worker/replica:0/task:1"):
         assert task in trace
+
+
+def test_a_sharded_saver_writes_one_shard_per_ps_task(graph, tmp_path):
+    import os
+
+    cluster = Cluster(1, 2)
+    try:
+        with tf.device("/job:ps/task:0"):
+            a = tf.Variable(np.ones(3, np.float32), name="a")
+        with tf.device("/job:ps/task:1"):
+            tf.Variable(np.full(2, 2.0, np.float32), name="b")
+        saver = tf.train.Saver(sharded=True)
+        with cluster.session(graph) as s:
+            s.run(tf.global_variables_initializer())
+            path = saver.save(s, str(tmp_path / "model.ckpt"), global_step=1)
+            s.run(a.assign([5.0, 5.0, 5.0]))
+            saver.restore(s, tf.train.latest_checkpoint(str(tmp_path)))
+            np.testing.assert_allclose(s.run(a), [1.0, 1.0, 1.0])
+        data = [f for f in os.listdir(tmp_path) if ".data-" in f]
+        assert len(data) == 2 and path.endswith("model.ckpt-1")
+    finally:
+        cluster.stop()
