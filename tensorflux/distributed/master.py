@@ -100,8 +100,7 @@ class MasterSession:
             return
         with self.graph.as_default():
             try:
-                importer.import_graph_def(graph_def, name="",
-                                          input_map=self._existing_inputs(graph_def))
+                importer.extend_graph(graph_def, input_map=self._existing_inputs(graph_def))
             except (ValueError, TypeError, KeyError) as e:
                 raise errors.InvalidArgumentError(None, None, f"Invalid GraphDef: {e}") \
                     from None

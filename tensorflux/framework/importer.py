@@ -112,6 +112,35 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
                 not all(isinstance(x, str) for x in return_elements):
             raise TypeError("Argument `return_elements` must be a list of strings. Obtained "
                             f"{return_elements!r}.")
+    imported, mapped = _import(graph_def, input_map, return_elements or (), name,
+                               producer_op_list, exact_names=False)
+    if return_elements is None:
+        return None
+    return [_return_element(r, imported, mapped) for r in return_elements]
+
+
+def extend_graph(graph_def, input_map=None) -> None:
+    """Adds the nodes of `graph_def` to the default graph under their own names.
+
+    This is a session's graph extension (TensorFlow's ExtendSession): the nodes keep their
+    names exactly, also when a name is the scope of existing ops (`emb` next to
+    `emb/part_0`), where `import_graph_def(name="")` would rename them.
+
+    Args:
+      graph_def: the new nodes, as a `GraphDef`.
+      input_map: as for `import_graph_def`: the existing tensors and ops the new nodes'
+        inputs name.
+
+    Raises:
+      ValueError: a node's name is already an op's, or `graph_def` is malformed.
+    """
+    _import(_as_graph_def(graph_def), _check_input_map(input_map), (), "", None,
+            exact_names=True)
+
+
+def _import(graph_def, input_map, return_elements, name, producer_op_list,
+            exact_names: bool):
+    """Plans and creates the nodes; returns (imported nodes, converted input_map)."""
     graph = graph_lib.get_default_graph()
     graph._check_not_finalized()
     _check_versions(graph, graph_def.versions)
@@ -122,13 +151,10 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
     with graph._lock, graph.as_default(), \
             graph.name_scope("import" if name is None else name) as prefix:
         mapped = _convert_input_map(graph, name, input_map)
-        nodes = _plan(graph, graph_def, prefix, mapped, producer_op_list)
+        nodes = _plan(graph, graph_def, prefix, mapped, producer_op_list, exact_names)
         order = _topological_order(nodes, mapped)
-        _check_return_elements(nodes, return_elements or (), mapped)
-        imported = _create(graph, nodes, order, mapped)
-    if return_elements is None:
-        return None
-    return [_return_element(r, imported, mapped) for r in return_elements]
+        _check_return_elements(nodes, return_elements, mapped)
+        return _create(graph, nodes, order, mapped), mapped
 
 
 # ------------------------------------------------------------------------------------------
@@ -215,7 +241,8 @@ def _parse_tensor_name(s: str) -> tuple[str, int]:
 # Phase 1: plan.
 
 
-def _plan(graph, graph_def, prefix: str, mapped: dict, producer_op_list) -> dict[str, _Node]:
+def _plan(graph, graph_def, prefix: str, mapped: dict, producer_op_list,
+          exact_names: bool = False) -> dict[str, _Node]:
     nodes: dict[str, _Node] = {}
     for i, nd in enumerate(graph_def.node):
         if not graph_lib._VALID_OP_NAME.match(nd.name):
@@ -223,8 +250,15 @@ def _plan(graph, graph_def, prefix: str, mapped: dict, producer_op_list) -> dict
         if nd.name in nodes:
             raise ValueError(f"Node '{nd.name}' is not unique")
         nodes[nd.name] = _Node(i, nd)
-    for src, new in _assign_names(graph, prefix, list(nodes)).items():
-        nodes[src].name = new
+    if exact_names:
+        taken = [n for n in nodes if n in graph._ops_by_name]
+        if taken:
+            raise ValueError(f"Node '{taken[0]}' is already in the graph")
+        for n in nodes.values():
+            n.name = n.node_def.name
+    else:
+        for src, new in _assign_names(graph, prefix, list(nodes)).items():
+            nodes[src].name = new
     producer_ops = {op.name: op for op in producer_op_list.op} if producer_op_list else {}
     for n in nodes.values():
         _resolve_signature(n, producer_ops)

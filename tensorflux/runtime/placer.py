@@ -3,7 +3,9 @@
 
 1. Colocation groups by union-find: a node joins the groups named by its `_class`
    (`loc:@other`) attribute, and every consumer of a resource handle joins the group of the
-   handle's producer (a variable's reads and updates run where the variable lives).
+   handle's producer (a variable's reads and updates run where the variable lives; a
+   consumer whose requested device conflicts with the group's follows the resource, as in
+   TensorFlow, so a worker's device scope does not pull a ps variable's reads off the ps).
 2. Feasible devices per group: those matching every member's requested (partial) device
    spec, on which every member has a registered kernel. With `allow_soft_placement`, a group
    whose request cannot be met falls back to any device where all members have kernels.
@@ -156,31 +158,48 @@ def _colocation_groups(sg: StepGraph,
     return list(groups.values())
 
 
+def _follows_a_resource(n: Node) -> bool:
+    """Whether `n` consumes a resource handle made in the step (a read or an update)."""
+    return any(src.output_dtypes[i] is dtypes.resource and src.op != "_Arg"
+               for src, i in n.inputs)
+
+
 def _merged_request(group: list[Node], allow_soft: bool) -> str:
-    """The merged device spec of a group; InvalidArgumentError if two requests conflict."""
-    merged = None
-    first = None
-    for n in group:
-        if not n.requested_device:
-            continue
+    """The merged device spec of a group; InvalidArgumentError if two requests conflict.
+
+    A consumer of a resource whose request conflicts with the group's follows the resource
+    instead, as in TensorFlow: a variable read or update built under another device scope
+    (e.g. a worker's, under `replica_device_setter`) runs where the variable lives. The
+    requests of the other members are merged first, so they decide.
+    """
+    followers = [n for n in group if n.requested_device and _follows_a_resource(n)]
+    leaders = [n for n in group if n.requested_device and not _follows_a_resource(n)]
+    merged = first = None
+    for n in leaders + followers:
         spec = device_spec_lib.DeviceSpecV2.from_string(n.requested_device)
         if merged is None:
             merged, first = spec, n
             continue
-        for field, word in _FIELD_WORDS.items():
-            a, b = getattr(merged, field), getattr(spec, field)
-            if a is not None and b is not None and a != b:
-                if allow_soft:
-                    break
-                raise errors.InvalidArgumentError(
-                    None, None,
-                    f"Cannot colocate nodes {{{{colocation_node {n.name}}}}} and "
-                    f"{{{{colocation_node {first.name}}}}}: Cannot merge devices with "
-                    f"incompatible {word}: '{spec.to_string()}' and "
-                    f"'{merged.to_string()}'")
-        else:
+        conflict = _conflicting_field(merged, spec)
+        if conflict is None:
             merged = merged.make_merged_spec(spec)
+        elif not allow_soft and n in leaders:
+            raise errors.InvalidArgumentError(
+                None, None,
+                f"Cannot colocate nodes {{{{colocation_node {n.name}}}}} and "
+                f"{{{{colocation_node {first.name}}}}}: Cannot merge devices with "
+                f"incompatible {conflict}: '{spec.to_string()}' and "
+                f"'{merged.to_string()}'")
     return merged.to_string() if merged is not None else ""
+
+
+def _conflicting_field(a, b) -> str | None:
+    """The plural word of the first field two device specs set differently, or None."""
+    for field, word in _FIELD_WORDS.items():
+        x, y = getattr(a, field), getattr(b, field)
+        if x is not None and y is not None and x != y:
+            return word
+    return None
 
 
 def _supports(device: Device, group: list[Node]) -> bool:

@@ -49,6 +49,11 @@ from tensorflux.train.checkpoint_utils import (
     load_variable,
 )
 from tensorflux.train.coordinator import Coordinator, LooperThread
+from tensorflux.train.device_setter import (
+    GreedyLoadBalancingStrategy,
+    byte_size_load_fn,
+    replica_device_setter,
+)
 from tensorflux.train.ftrl import FtrlOptimizer
 from tensorflux.train.global_step import (
     create_global_step,
@@ -127,4 +132,7 @@ __all__ = [
     "shuffle_batch_join", "slice_input_producer", "start_queue_runners",
     "string_input_producer",
     "ClusterSpec", "Server",
+    # GreedyLoadBalancingStrategy and byte_size_load_fn were tf.contrib.training's in TF1
+    # (TensorFlow 2.x has no contrib; tensorflux has no tf.contrib package).
+    "GreedyLoadBalancingStrategy", "byte_size_load_fn", "replica_device_setter",
 ]

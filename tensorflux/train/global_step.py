@@ -5,7 +5,7 @@ from __future__ import annotations
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
-from tensorflux.variables import init_ops, variables
+from tensorflux.variables import init_ops, variable_scope, variables
 
 
 def get_global_step(graph=None):
@@ -32,14 +32,27 @@ def get_global_step(graph=None):
 
 
 def create_global_step(graph=None):
-    """Creates the int64 global step variable (ValueError if one exists)."""
+    """Creates the int64 scalar global step variable, initialized to 0.
+
+    Args:
+      graph: the graph (default: the default graph).
+
+    Returns:
+      The new variable ("global_step", in GLOBAL_VARIABLES and GLOBAL_STEP).
+
+    Raises:
+      ValueError: the graph already has a global step.
+    """
     graph = graph or graph_lib.get_default_graph()
     if get_global_step(graph) is not None:
         raise ValueError("\"global_step\" already exists.")
+    # Made by get_variable, as TF makes it: in the current variable scope, its zeros
+    # initializer under "global_step/Initializer" and colocated with it (on its ps task).
     with graph.as_default(), graph_lib.name_scope(None):
-        return variables.Variable(
-            init_ops.zeros_initializer()([], dtypes.int64), trainable=False,
-            name="global_step", dtype=dtypes.int64,
+        return variable_scope.get_variable(
+            GraphKeys.GLOBAL_STEP, shape=[], dtype=dtypes.int64,
+            initializer=init_ops.zeros_initializer(), trainable=False,
+            aggregation=variables.VariableAggregation.ONLY_FIRST_REPLICA,
             collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP])
 
 

@@ -116,7 +116,9 @@ class Optimizer:
                              "and loss.")
         g = graph_lib.get_graph_from_inputs([v.handle for v in with_grad])
         with g.as_default():
-            with graph_lib.name_scope(None, self._name, []):
+            # Slots are made in the caller's name scope, as TF's init_scope leaves it, so
+            # the update ops below get the scope "<name>", not "<name>_1".
+            with g.control_dependencies(None):
                 self._create_slots(with_grad)
             updates = []
             with graph_lib.name_scope(name, self._name, []) as scope:

@@ -96,17 +96,6 @@ def _init_scope(g: graph_lib.Graph):
         g._set_control_flow_context(saved_ctx)
 
 
-@contextlib.contextmanager
-def _no_colocation(g: graph_lib.Graph):
-    """Ops created in the block ignore enclosing `colocate_with` blocks (device scopes stay)."""
-    saved = g._colocation_stack
-    g._colocation_stack = []
-    try:
-        yield
-    finally:
-        g._colocation_stack = saved
-
-
 def _colocate_new_ops(g: graph_lib.Graph, first: int, group: str) -> None:
     """Puts ops created since op index `first` in colocation group `group` (TF does this with
     an `_attr_scope({"_class": ...})` around the initial value)."""
@@ -207,15 +196,15 @@ class Variable:
             self._initial_value = initial_value
             with graph_lib.name_scope("IsInitialized"):
                 self._is_initialized_op = state_ops.var_is_initialized_op(handle)
-            with graph_lib.name_scope("Assign") as n, _no_colocation(g), g.device(None), \
-                    g.device(handle.device):
+            with graph_lib.name_scope("Assign") as n, \
+                    g.colocate_with(None, ignore_existing=True), g.device(handle.device):
                 self._initializer_op = state_ops.assign_variable_op(handle, initial_value,
                                                                     name=n)
             with graph_lib.name_scope("Read"), g.device(handle.device):
                 self._graph_element = self._read_variable_op()
             self._caching_device = caching_device
             if caching_device is not None:
-                with _no_colocation(g), g.device(caching_device):
+                with g.colocate_with(None, ignore_existing=True), g.device(caching_device):
                     self._cached_value = array_ops.identity(self._graph_element)
             g.add_to_collections(collections, self)
 
@@ -357,10 +346,15 @@ class Variable:
         return state_ops.read_variable_op(self._handle, self._dtype)
 
     def value(self) -> Tensor:
-        """A new read of the variable (the cached read with a `caching_device`)."""
+        """A new read of the variable (the cached read with a `caching_device`).
+
+        The read has no device of its own (colocation and device scopes are both reset, as
+        TF's `colocate_with(None, ignore_existing=True)` does): the placer puts it with the
+        handle, wherever that is (a parameter server under `replica_device_setter`).
+        """
         if self._cached_value is not None:
             return self._cached_value
-        with _no_colocation(self.graph):
+        with self.graph.colocate_with(None, ignore_existing=True):
             return self._read_variable_op()
 
     def read_value(self) -> Tensor:

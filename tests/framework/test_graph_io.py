@@ -12,7 +12,7 @@ import pytest
 from google.protobuf import text_format
 
 import tensorflux as tf
-from tensorflux.framework.importer import import_graph_def
+from tensorflux.framework.importer import extend_graph, import_graph_def
 from tensorflux.protos import graph_pb2, op_def_pb2
 from tensorflux.train.training_util import write_graph
 from tests.oracle import run_tf
@@ -290,6 +290,20 @@ def test_name_clash_with_existing_scope_and_case():
         (b,) = import_graph_def(gd, return_elements=["x"], name="")
     assert a.name == "x_1"  # "x" is the scope of x/k
     assert b.name == "x"  # names are case-sensitive, as in TensorFlow
+
+
+def test_extend_graph_keeps_names_that_are_scopes_of_existing_ops():
+    # A session's graph extension (the master's ExtendSession): `emb` joins `emb/part_0`
+    # under its own name, where import_graph_def(name="") would make it `emb_1`.
+    gd = _parse('node { name: "emb" op: "NoOp" input: "^emb/part_0" }')
+    g = tf.Graph()
+    with g.as_default():
+        part = tf.no_op(name="emb/part_0")
+        extend_graph(gd, input_map={"^emb/part_0": part})
+        assert g.get_operation_by_name("emb").control_inputs == [part]
+        with pytest.raises(ValueError, match="'emb' is already in the graph"):
+            extend_graph(gd, input_map={"^emb/part_0": part})
+    assert [op.name for op in g.get_operations()] == ["emb/part_0", "emb"]
 
 
 def test_devices_colocation_and_control_dependency_scopes():

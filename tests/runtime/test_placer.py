@@ -221,6 +221,32 @@ def test_variables_live_with_their_reads_and_updates():
     assert all(where[n] == CPU + "1" for n in where if "AssignAddVariableOp" in n)
 
 
+def test_a_resource_consumer_requesting_another_device_follows_the_resource():
+    # TensorFlow 2.21 places these graphs so, with no error, also when the read is the
+    # session's first step (nothing pinned yet): a read of a variable on CPU:0 requested
+    # on CPU:1 runs on CPU:0; two reads of an unplaced variable requesting CPU:1 and CPU:2
+    # both run on CPU:1, with the variable.
+    from tensorflux.ops import state_ops
+
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/cpu:0"):
+            v = tf.Variable([1.0], name="v")
+        with tf.device("/cpu:1"):
+            r = state_ops.read_variable_op(v.handle, tf.float32, name="r")
+        u = tf.Variable([2.0], name="u")
+        with tf.device("/cpu:1"):
+            r1 = state_ops.read_variable_op(u.handle, tf.float32, name="r1")
+        with tf.device("/cpu:2"):
+            r2 = state_ops.read_variable_op(u.handle, tf.float32, name="r2")
+    with tf.Session(graph=g, config=_config(3)) as s:
+        with pytest.raises(tf.errors.FailedPreconditionError):
+            s.run([r, r1, r2])
+        where = _placed(s)
+    assert where["r"] == where["v"] == CPU + "0"
+    assert where["r1"] == where["r2"] == where["u"] == CPU + "1"
+
+
 def test_log_device_placement_prints_tensorflow_lines(capsys):
     g = tf.Graph()
     with g.as_default():
