@@ -5,6 +5,10 @@ A plain TF1 program: change `import tensorflux as tf` to `import tensorflow.comp
 
 At the end it saves the trained model with `tf.train.Saver` (into --checkpoint-dir, a
 directory under the system's temporary directory by default) and prints the checkpoint.
+While training it writes summaries for TensorBoard into <checkpoint-dir>/logs/<run>: the
+loss and the batch accuracy, the weights' histograms and a few input digits every
+--summary-every steps, the graph, and the test accuracy at the end; it prints the
+`tensorboard --logdir` command that shows them.
 
     ./scripts/demo                 # sets up .venv, then runs this
     python examples/digits_cnn.py --epochs 30 --batch-size 64
@@ -72,6 +76,19 @@ def build_model(learning_rate: float):
     return images, labels, loss, train_op, accuracy, global_step
 
 
+def build_summaries(images, loss, accuracy):
+    """The training summaries, merged: loss and batch accuracy, every weight's histogram,
+    the first three input digits."""
+    with tf.name_scope("train"):  # tags train/loss, train/accuracy: one TensorBoard tab
+        tf.summary.scalar("loss", loss)
+        tf.summary.scalar("accuracy", accuracy)
+    with tf.name_scope("weights"):
+        for var in tf.trainable_variables():
+            tf.summary.histogram(var.op.name, var)
+    tf.summary.image("digits", images, max_outputs=3)
+    return tf.summary.merge_all()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=30)
@@ -81,35 +98,48 @@ def main() -> None:
     parser.add_argument("--checkpoint-dir",
                         default=os.path.join(tempfile.gettempdir(), "tensorflux-digits-cnn"),
                         help="where the trained model's checkpoint is written")
+    parser.add_argument("--summary-every", type=int, default=20,
+                        help="write the training summaries every N steps")
     args = parser.parse_args()
 
     (x_train, y_train), (x_test, y_test) = load_data(args.seed)
     tf.set_random_seed(args.seed)
     images, labels, loss, train_op, accuracy, global_step = build_model(args.learning_rate)
+    summaries = build_summaries(images, loss, accuracy)
+    logdir = os.path.join(args.checkpoint_dir, "logs")
     rng = np.random.default_rng(args.seed)
     steps_per_epoch = int(np.ceil(len(x_train) / args.batch_size))
     start = time.perf_counter()
-    with tf.Session() as sess:
+    with tf.Session() as sess, tf.summary.FileWriter(
+            os.path.join(logdir, time.strftime("%Y%m%d-%H%M%S")), sess.graph) as writer:
         sess.run(tf.global_variables_initializer())
         bar = tqdm(total=args.epochs * steps_per_epoch, unit="step", desc="training")
         for epoch in range(args.epochs):
             order = rng.permutation(len(x_train))
             for i in range(steps_per_epoch):
                 idx = order[i * args.batch_size:(i + 1) * args.batch_size]
-                _, loss_value = sess.run([train_op, loss],
-                                         {images: x_train[idx], labels: y_train[idx]})
+                feed = {images: x_train[idx], labels: y_train[idx]}
+                step = epoch * steps_per_epoch + i
+                if step % args.summary_every == 0:
+                    _, loss_value, summary = sess.run([train_op, loss, summaries], feed)
+                    writer.add_summary(summary, step)
+                else:
+                    _, loss_value = sess.run([train_op, loss], feed)
                 bar.update(1)
                 bar.set_postfix(epoch=epoch + 1, loss=f"{loss_value:.4f}")
         bar.close()
         test_acc = sess.run(accuracy, {images: x_test, labels: y_test})
         steps = sess.run(global_step)
         elapsed = time.perf_counter() - start
+        writer.add_summary(tf.Summary(value=[tf.Summary.Value(
+            tag="test/accuracy", simple_value=float(test_acc))]), steps)
         os.makedirs(args.checkpoint_dir, exist_ok=True)
         path = tf.train.Saver().save(sess, os.path.join(args.checkpoint_dir, "model.ckpt"),
                                      global_step=global_step)
     print(f"trained {steps} steps in {elapsed:.1f} s; test accuracy {test_acc:.4f} "
           f"on {len(x_test)} held-out digits")
     print(f"checkpoint: {path} (tf.train.latest_checkpoint({args.checkpoint_dir!r}))")
+    print(f"summaries: tensorboard --logdir {logdir}")
 
 
 if __name__ == "__main__":

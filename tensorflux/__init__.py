@@ -124,5 +124,18 @@ from tensorflux.runtime.session import (  # noqa: F401,E402
     get_default_session,
 )
 from tensorflux import client  # noqa: F401,E402 - tf.client.timeline
+from tensorflux import summary  # noqa: F401,E402 - tf.summary
+from tensorflux.protos.event_pb2 import (  # noqa: F401,E402
+    Event,
+    LogMessage,
+    SessionLog,
+    TaggedRunMetadata,
+)
+from tensorflux.protos.summary_pb2 import (  # noqa: F401,E402
+    HistogramProto,
+    Summary,
+    SummaryDescription,
+    SummaryMetadata,
+)
 
 from tensorflux.framework.versions import __version__  # noqa: E402,F401

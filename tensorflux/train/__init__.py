@@ -18,6 +18,8 @@ from tensorflux.protos.feature_pb2 import (
     Int64List,
 )
 from tensorflux.protos.saver_pb2 import SaverDef
+from tensorflux.summary.summary_iterator import summary_iterator
+from tensorflux.summary.writer_cache import FileWriterCache as SummaryWriterCache
 from tensorflux.train.adadelta import AdadeltaOptimizer
 from tensorflux.train.adagrad import AdagradOptimizer
 from tensorflux.train.adam import AdamOptimizer
@@ -26,6 +28,7 @@ from tensorflux.train.basic_session_run_hooks import (
     CheckpointSaverListener,
     FeedFnHook,
     FinalOpsHook,
+    GlobalStepWaiterHook,
     LoggingTensorHook,
     NanLossDuringTrainingError,
     NanTensorHook,
@@ -106,6 +109,7 @@ from tensorflux.train.session_run_hook import (
     SessionRunHook,
     SessionRunValues,
 )
+from tensorflux.train.summary_hooks import ProfilerHook, SummarySaverHook
 from tensorflux.train.training_util import write_graph
 
 __all__ = [
@@ -114,7 +118,8 @@ __all__ = [
     "NanLossDuringTrainingError", "NanTensorHook", "Scaffold", "SecondOrStepTimer",
     "SessionCreator", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
     "SessionRunValues", "SingularMonitoredSession", "StepCounterHook", "StopAtStepHook",
-    "WorkerSessionCreator",
+    "WorkerSessionCreator", "GlobalStepWaiterHook", "ProfilerHook", "SummarySaverHook",
+    "SummaryWriterCache", "summary_iterator",
     "NewCheckpointReader", "Saver", "SaverDef", "CheckpointState", "checkpoint_exists",
     "export_meta_graph", "generate_checkpoint_state_proto", "get_checkpoint_mtimes",
     "get_checkpoint_state", "import_meta_graph", "latest_checkpoint", "list_variables",

@@ -1,9 +1,11 @@
-"""The standard SessionRunHooks: checkpoints, stopping, NaN checks, logging, step rates.
+"""The standard SessionRunHooks: checkpoints, stopping, NaN checks, logging, step rates,
+waiting for a global step.
 
 Each follows TensorFlow's hook of the same name: what it fetches in `before_run`, when it
-fires (SecondOrStepTimer: every N steps or every N seconds) and its error messages.
-SummarySaverHook is not here (tensorflux has no summary writer yet); StepCounterHook
-logs its rate instead of writing a summary.
+fires (SecondOrStepTimer: every N steps or every N seconds) and its error messages. The
+hooks that write summaries or traces (SummarySaverHook, ProfilerHook) are in
+summary_hooks.py; StepCounterHook and CheckpointSaverHook write to the directory's cached
+`tf.summary.FileWriter` here (the step rate; the graph and a CHECKPOINT session log).
 """
 
 from __future__ import annotations
@@ -15,14 +17,18 @@ import time
 import numpy as np
 
 from tensorflux.framework import graph as graph_lib
+from tensorflux.framework import meta_graph
 from tensorflux.framework.graph import GraphKeys
+from tensorflux.protos.event_pb2 import SessionLog
+from tensorflux.protos.summary_pb2 import Summary
+from tensorflux.summary.writer_cache import FileWriterCache
 from tensorflux.train import global_step as global_step_lib
 from tensorflux.train.session_run_hook import SessionRunArgs, SessionRunHook
 from tensorflux.train.training_util import write_graph
 
 __all__ = ["SecondOrStepTimer", "LoggingTensorHook", "StopAtStepHook", "CheckpointSaverHook",
            "CheckpointSaverListener", "StepCounterHook", "NanLossDuringTrainingError",
-           "NanTensorHook", "FeedFnHook", "FinalOpsHook"]
+           "NanTensorHook", "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook"]
 
 _log = logging.getLogger("tensorflux")
 
@@ -246,6 +252,7 @@ class CheckpointSaverHook(SessionRunHook):
         self._save_graph_def = save_graph_def
 
     def begin(self) -> None:
+        self._summary_writer = FileWriterCache.get(self._checkpoint_dir)
         self._global_step_tensor = _global_step_read()
         if self._global_step_tensor is None:
             raise RuntimeError("Global step should be created to use CheckpointSaverHook.")
@@ -255,8 +262,13 @@ class CheckpointSaverHook(SessionRunHook):
     def after_create_session(self, session, coord) -> None:
         step = int(session.run(self._global_step_tensor))
         if self._save_graph_def:
-            write_graph(session.graph.as_graph_def(add_shapes=True), self._checkpoint_dir,
-                        "graph.pbtxt")
+            graph_def = session.graph.as_graph_def(add_shapes=True)
+            write_graph(graph_def, self._checkpoint_dir, "graph.pbtxt")
+            saver = self._get_saver()
+            self._summary_writer.add_graph(session.graph)
+            self._summary_writer.add_meta_graph(meta_graph.export_meta_graph(
+                graph_def=graph_def, saver_def=saver.saver_def if saver else None,
+                graph=session.graph))
         self._save(session, step)
         self._timer.update_last_triggered_step(step)
 
@@ -285,6 +297,8 @@ class CheckpointSaverHook(SessionRunHook):
             listener.before_save(session, step)
         self._get_saver().save(session, self._save_path, global_step=step,
                                write_meta_graph=self._save_graph_def)
+        self._summary_writer.add_session_log(
+            SessionLog(status=SessionLog.CHECKPOINT, checkpoint_path=self._save_path), step)
         stop = False
         for listener in self._listeners:
             if listener.after_save(session, step):
@@ -308,7 +322,9 @@ class CheckpointSaverHook(SessionRunHook):
 
 
 class StepCounterHook(SessionRunHook):
-    """Logs the global step rate ("global_step/sec") every N steps or seconds."""
+    """Records the global step rate every N steps or seconds: logged, and written as the
+    summary `global_step/sec` (the global step's op name + "/sec") to `summary_writer` or
+    to `output_dir`'s cached FileWriter. The rates are also kept in `rates`."""
 
     def __init__(self, every_n_steps=100, every_n_secs=None, output_dir=None,
                  summary_writer=None):
@@ -318,24 +334,46 @@ class StepCounterHook(SessionRunHook):
         self._timer = SecondOrStepTimer(every_steps=every_n_steps, every_secs=every_n_secs)
         self._output_dir = output_dir
         self._summary_writer = summary_writer
+        self._last_global_step = None
+        self._stalls_logged = 0  # the warning about a global step that does not move: 5 times
+        self._steps_per_run = 1
         self.rates: list[float] = []  # the rates measured, for programs that want them
 
     def begin(self) -> None:
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = FileWriterCache.get(self._output_dir)
         self._global_step_tensor = _global_step_read()
         if self._global_step_tensor is None:
             raise RuntimeError("Global step should be created to use StepCounterHook.")
+        self._summary_tag = global_step_lib.get_global_step().op.name + "/sec"
 
     def before_run(self, run_context):
         return SessionRunArgs(self._global_step_tensor)
 
+    def _log_and_record(self, elapsed_steps, elapsed_time, global_step) -> None:
+        rate = elapsed_steps / elapsed_time
+        self.rates.append(rate)
+        if self._summary_writer is not None:
+            summary = Summary(value=[Summary.Value(tag=self._summary_tag, simple_value=rate)])
+            self._summary_writer.add_summary(summary, global_step)
+        _log.info("%s: %g", self._summary_tag, rate)
+
     def after_run(self, run_context, run_values) -> None:
-        step = int(run_values.results) + 1
-        if self._timer.should_trigger_for_step(step):
-            elapsed_time, elapsed_steps = self._timer.update_last_triggered_step(step)
-            if elapsed_time is not None and elapsed_time > 0:
-                rate = elapsed_steps / elapsed_time
-                self.rates.append(rate)
-                _log.info("global_step/sec: %g", rate)
+        stale = int(run_values.results)
+        if self._timer.should_trigger_for_step(stale + self._steps_per_run):
+            step = int(run_context.session.run(self._global_step_tensor))
+            if self._timer.should_trigger_for_step(step):
+                elapsed_time, elapsed_steps = self._timer.update_last_triggered_step(step)
+                if elapsed_time is not None and elapsed_time > 0:
+                    self._log_and_record(elapsed_steps, elapsed_time, step)
+        if stale == self._last_global_step and self._stalls_logged < 5:
+            self._stalls_logged += 1
+            _log.warning("It seems that global step (tf.train.get_global_step) has not been "
+                         "increased. Current value (could be stable): %s vs previous value: "
+                         "%s. You could increase the global step by passing "
+                         "tf.train.get_global_step() to Optimizer.apply_gradients or "
+                         "Optimizer.minimize.", stale, self._last_global_step)
+        self._last_global_step = stale
 
 
 class NanLossDuringTrainingError(RuntimeError):
@@ -389,3 +427,37 @@ class FinalOpsHook(SessionRunHook):
         if self._final_ops is not None:
             self._final_ops_values = session.run(self._final_ops,
                                                  feed_dict=self._final_ops_feed_dict)
+
+
+class GlobalStepWaiterHook(SessionRunHook):
+    """Holds the first run back until the global step reaches `wait_until_step` (a worker
+    that starts once others have trained a while)."""
+
+    def __init__(self, wait_until_step):
+        self._wait_until_step = wait_until_step
+
+    def begin(self) -> None:
+        self._worker_is_started = False
+        self._global_step_tensor = _global_step_read()
+        if self._global_step_tensor is None:
+            raise RuntimeError("Global step should be created to use _GlobalStepWaiterHook.")
+
+    def before_run(self, run_context):
+        if self._worker_is_started:
+            return None
+        if self._wait_until_step <= 0:
+            self._worker_is_started = True
+            return None
+        _log.info("Waiting for global step %d before starting training.",
+                  self._wait_until_step)
+        last_logged = 0
+        while True:
+            current = int(run_context.session.run(self._global_step_tensor))
+            if current >= self._wait_until_step:
+                self._worker_is_started = True
+                return None
+            if current - last_logged > 1000:
+                _log.info("Waiting for global step %d before starting training. Current "
+                          "step is %d.", self._wait_until_step, current)
+                last_logged = current
+            time.sleep(0.5)

@@ -32,8 +32,9 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.protos import config_pb2
 from tensorflux.runtime.session import Session
+from tensorflux.summary import summary
 from tensorflux.train import basic_session_run_hooks as hooks_lib
-from tensorflux.train import checkpoint_management
+from tensorflux.train import checkpoint_management, summary_hooks
 from tensorflux.train.coordinator import Coordinator
 from tensorflux.train.queue_runner import start_queue_runners
 from tensorflux.train.saver import Saver
@@ -106,8 +107,8 @@ class Scaffold:
             self._local_init_op = Scaffold.get_or_default(
                 "local_init_op", GraphKeys.LOCAL_INIT_OP, Scaffold.default_local_init_op)
         if self._summary_op is None:
-            summaries = graph_lib.get_collection(GraphKeys.SUMMARY_OP)
-            self._summary_op = summaries[0] if summaries else None
+            self._summary_op = Scaffold.get_or_default("summary_op", GraphKeys.SUMMARY_OP,
+                                                       summary.merge_all)
         if self._saver is None:
             self._saver = _get_saver_or_default()
         self._saver.build()
@@ -665,32 +666,38 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,  # n
                              summary_dir=None, save_graph_def=True):
     """A MonitoredSession for training (`tf.train.MonitoredTrainingSession`).
 
-    The chief restores the latest checkpoint of `checkpoint_dir` (or initializes) and, with
-    a `checkpoint_dir`, saves checkpoints every `save_checkpoint_secs` (default 600) or
-    `save_checkpoint_steps`, and logs the step rate every `log_step_count_steps`. Other
-    tasks wait until the model is ready. Summaries are not written (no summary writer yet).
+    The chief restores the latest checkpoint of `checkpoint_dir` (or initializes). With a
+    `summary_dir` (default: `checkpoint_dir`) it logs and writes the step rate every
+    `log_step_count_steps` and writes the scaffold's summary op (default: every summary
+    merged) every `save_summaries_steps` (default 100) or `save_summaries_secs`; with a
+    `checkpoint_dir` it saves checkpoints every `save_checkpoint_secs` (default 600) or
+    `save_checkpoint_steps`. Other tasks wait until the model is ready and add none of
+    these hooks.
     """
-    del save_summaries_steps, save_summaries_secs, summary_dir
-    if save_checkpoint_steps is USE_DEFAULT and save_checkpoint_secs is USE_DEFAULT:
-        save_checkpoint_steps, save_checkpoint_secs = None, 600
-    elif save_checkpoint_secs is USE_DEFAULT:
-        save_checkpoint_secs = None
-    elif save_checkpoint_steps is USE_DEFAULT:
-        save_checkpoint_steps = None
+    save_summaries_steps, save_summaries_secs = _steps_or_secs(
+        save_summaries_steps, save_summaries_secs, 100)
+    save_checkpoint_steps, save_checkpoint_secs = _steps_or_secs(
+        save_checkpoint_steps, save_checkpoint_secs, None, 600)
     scaffold = scaffold or Scaffold()
-    all_hooks = []
     if not is_chief:
         creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config,
                                        max_wait_secs=max_wait_secs)
         return MonitoredSession(session_creator=creator, hooks=list(hooks or []),
                                 stop_grace_period_secs=stop_grace_period_secs)
-    all_hooks.extend(chief_only_hooks or [])
+    all_hooks = list(chief_only_hooks or [])
     creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir,
                                   master=master, config=config)
-    if checkpoint_dir:
+    summary_dir = summary_dir or checkpoint_dir
+    if summary_dir:
         if log_step_count_steps and log_step_count_steps > 0:
             all_hooks.append(hooks_lib.StepCounterHook(every_n_steps=log_step_count_steps,
-                                                       output_dir=checkpoint_dir))
+                                                       output_dir=summary_dir))
+        if (save_summaries_steps and save_summaries_steps > 0) or \
+                (save_summaries_secs and save_summaries_secs > 0):
+            all_hooks.append(summary_hooks.SummarySaverHook(
+                scaffold=scaffold, save_steps=save_summaries_steps,
+                save_secs=save_summaries_secs, output_dir=summary_dir))
+    if checkpoint_dir:
         if (save_checkpoint_secs and save_checkpoint_secs > 0) or \
                 (save_checkpoint_steps and save_checkpoint_steps > 0):
             all_hooks.append(hooks_lib.CheckpointSaverHook(
@@ -701,3 +708,11 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,  # n
     all_hooks.extend(hooks or [])
     return MonitoredSession(session_creator=creator, hooks=all_hooks,
                             stop_grace_period_secs=stop_grace_period_secs)
+
+
+def _steps_or_secs(steps, secs, default_steps, default_secs=None):
+    """TensorFlow's defaults of a (steps, secs) pair: both unset -> the defaults; one set
+    -> the other off."""
+    if steps is USE_DEFAULT and secs is USE_DEFAULT:
+        return default_steps, default_secs
+    return (None if steps is USE_DEFAULT else steps), (None if secs is USE_DEFAULT else secs)
