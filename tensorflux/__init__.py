@@ -98,6 +98,15 @@ from tensorflux.control_flow.functional_ops import *  # noqa: F401,F403,E402
 from tensorflux.variables.init_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.io_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.logging_ops import *  # noqa: F401,F403,E402
+from tensorflux import debugging  # noqa: F401,E402 - tf.debugging
+from tensorflux.debugging.check_ops import *  # noqa: F401,F403,E402
+from tensorflux.debugging.numerics import *  # noqa: F401,F403,E402
+from tensorflux.platform import app  # noqa: F401,E402 - tf.app
+from tensorflux.platform import flags  # noqa: F401,E402 - tf.flags
+from tensorflux.platform import gfile  # noqa: F401,E402 - tf.gfile
+from tensorflux.platform import tf_logging as logging  # noqa: F401,E402 - tf.logging
+from tensorflux.platform.tf_logging import get_logger  # noqa: F401,E402
+from tensorflux import profiler  # noqa: F401,E402 - tf.profiler
 from tensorflux.ops.parsing_ops import *  # noqa: F401,F403,E402
 from tensorflux.variables.partitioned_variables import *  # noqa: F401,F403,E402
 from tensorflux.ops.random_ops import *  # noqa: F401,F403,E402

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tensorflux.framework import attr_values, dtypes, tensor_shape
+from tensorflux.framework import flops as flops_lib
 from tensorflux.protos import op_def_pb2
 
 NO_DEFAULT = object()
@@ -99,7 +100,7 @@ class OpDef:
     extras: dict = field(default_factory=dict)
     module: str | None = None  # the module that called define_op: `tensorflux.ops.<family>`
     cost_free: bool = False  # the cost model charges the per-node overhead only
-    flops: str | None = None  # the cost model's FLOP formula: "matmul", "conv2d", "pool"
+    flops: str | None = None  # its FLOP formula (framework/flops.py): "matmul", "unary:5", ...
     keep_identity: bool = False  # the graph optimizer never folds, merges or NoOps it away
 
     def to_proto(self):
@@ -253,8 +254,10 @@ def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()
         constant folding.
       cost_free: the op hands over references or metadata (Identity, Reshape, Shape, ...):
         the placer's cost model (runtime/cost_model.py) charges it the per-node overhead only.
-      flops: the name of the cost model's FLOP formula for the op's kernel ("matmul",
-        "conv2d", "pool"); ops without one are costed by the bytes they read and write.
+      flops: the formula counting the op's float operations (framework/flops.py:
+        "matmul", "conv2d", "pool", "unary:k", "binary:k", "reduce", "mean", ...), as
+        TensorFlow's profiler counts them; `tf.profiler` reports it, and the placer's cost
+        model costs the compute-bound ones by it (the rest by the bytes they move).
       keep_identity: each node of the op stays itself although the op is stateless
         (Placeholder and PlaceholderWithDefault stand for feeds, NoOp for its control
         edges): the graph optimizer (runtime/graph_optimizer.py) never folds it into a
@@ -270,6 +273,8 @@ def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()
     """
     if name in _OPS:
         raise ValueError(f"Op {name!r} is already registered")
+    if flops is not None:
+        flops_lib.parse(flops)
     attr_defs = {a.name: a for a in map(_parse_attr, attrs)}
     opdef = OpDef(
         name,

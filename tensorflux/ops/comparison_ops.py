@@ -44,7 +44,7 @@ def _comparison_shape(op):
 for _op_type in ("Equal", "NotEqual"):
     _binary(_op_type, "type", out="bool",
             extra_attrs=["incompatible_shape_error: bool = true"],
-            shape_fn=_comparison_shape, is_commutative=True)
+            shape_fn=_comparison_shape, is_commutative=True, flops="binary")
 equal = _binary_wrapper("Equal", "equal", "x == y elementwise, with broadcasting "
                         "(`tf.equal`).")
 not_equal = _binary_wrapper("NotEqual", "not_equal", "x != y elementwise, with "
@@ -53,7 +53,7 @@ not_equal = _binary_wrapper("NotEqual", "not_equal", "x != y elementwise, with "
 _COMPARABLE = ("{float32, float64, int32, uint8, int16, int8, int64, bfloat16, uint16, "
                "float16, uint32, uint64}")
 for _op_type in ("Less", "LessEqual", "Greater", "GreaterEqual"):
-    _binary(_op_type, _COMPARABLE, out="bool")
+    _binary(_op_type, _COMPARABLE, out="bool", flops="binary")
 less = _binary_wrapper("Less", "less", "x < y elementwise, with broadcasting (`tf.less`).")
 less_equal = _binary_wrapper("LessEqual", "less_equal", "x <= y elementwise, with "
                              "broadcasting (`tf.less_equal`).")

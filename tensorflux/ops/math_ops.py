@@ -111,8 +111,8 @@ def _binary_wrapper(op_type: str, public: str, doc: str, default_name: str | Non
 
 
 _binary("Add", ("{bfloat16, float16, float32, float64, uint8, int8, int16, int32, int64, "
-                "complex64, complex128, string}"))
-_binary("AddV2", _NUMERIC, is_commutative=True)
+                "complex64, complex128, string}"), flops="binary")
+_binary("AddV2", _NUMERIC, is_commutative=True, flops="binary")
 
 
 def add(x, y, name: str | None = None):
@@ -145,7 +145,7 @@ def _add_v1_grad(op, grad):
     return [grad, grad]
 
 
-_binary("Sub", _NUMERIC)
+_binary("Sub", _NUMERIC, flops="binary")
 subtract = _binary_wrapper("Sub", "subtract", "x - y elementwise, with broadcasting "
                            "(`tf.subtract`).")
 
@@ -155,7 +155,7 @@ def _sub_grad(op, grad):
     return [grad, apply_op("Neg", x=grad)]
 
 
-_binary("Mul", _NUMERIC, is_commutative=True)
+_binary("Mul", _NUMERIC, is_commutative=True, flops="binary")
 multiply = _binary_wrapper("Mul", "multiply", "x * y elementwise, with broadcasting "
                            "(`tf.multiply`).")
 
@@ -174,7 +174,7 @@ def _div_grad(op, grad):
 
 
 _binary("Div", _NUMERIC)
-_binary("RealDiv", _NUMERIC)
+_binary("RealDiv", _NUMERIC, flops="binary")
 gradient("Div")(_div_grad)
 gradient("RealDiv")(_div_grad)
 realdiv = _binary_wrapper("RealDiv", "realdiv", "x / y elementwise for real types "
@@ -279,7 +279,7 @@ def _truncate_mod_grad(op, grad):
 
 
 _binary("Pow", ("{bfloat16, float32, float16, float64, int8, int16, int32, int64, "
-                "complex64, complex128}"))
+                "complex64, complex128}"), flops="binary")
 
 
 def pow(x, y, name: str | None = None):  # noqa: A001 - TF1's name
@@ -314,7 +314,7 @@ def _ones(x):
     return convert_to_tensor(np.ones((), x.dtype.base_dtype.as_numpy_dtype), name="one")
 
 
-_binary("Maximum", _REAL)
+_binary("Maximum", _REAL, flops="binary")
 maximum = _binary_wrapper("Maximum", "maximum", "max(x, y) elementwise, with broadcasting "
                           "(`tf.maximum`); NaN propagates.")
 
@@ -331,7 +331,7 @@ def _maximum_grad(op, grad):
     return _min_or_max_grad(op, grad, apply_op("GreaterEqual", x=op.inputs[0], y=op.inputs[1]))
 
 
-_binary("Minimum", _REAL)
+_binary("Minimum", _REAL, flops="binary")
 minimum = _binary_wrapper("Minimum", "minimum", "min(x, y) elementwise, with broadcasting "
                           "(`tf.minimum`); NaN propagates.")
 
@@ -342,7 +342,8 @@ def _minimum_grad(op, grad):
 
 
 _binary("SquaredDifference", ("{bfloat16, float16, float32, float64, int32, int64, "
-                              "complex64, complex128}"), is_commutative=True)
+                              "complex64, complex128}"), is_commutative=True,
+        flops="binary:2")
 squared_difference = _binary_wrapper("SquaredDifference", "squared_difference",
                                      "(x - y) * conj(x - y) elementwise "
                                      "(`tf.squared_difference`).")
@@ -554,7 +555,7 @@ define_op("AddN", inputs=["inputs: N * T"], outputs=["sum: T"],
                  "T: {float32, float64, int32, uint8, int16, int8, complex64, int64, qint8, "
                  "quint8, qint32, bfloat16, qint16, quint16, uint16, complex128, float16, "
                  "uint32, uint64, variant}"],
-          shape_fn=lambda op: [_merge_all(op.inputs)], is_commutative=True)
+          shape_fn=lambda op: [_merge_all(op.inputs)], is_commutative=True, flops="add_n")
 
 
 def _merge_all(tensors):

@@ -191,7 +191,7 @@ def _rank_at_least_1(op):
 
 
 define_op("Softmax", inputs=["logits: T"], outputs=["softmax: T"], attrs=[_FLOATS],
-          shape_fn=_rank_at_least_1)
+          shape_fn=_rank_at_least_1, flops="unary:5")
 define_op("LogSoftmax", inputs=["logits: T"], outputs=["logsoftmax: T"], attrs=[_FLOATS],
           shape_fn=_rank_at_least_1)
 
@@ -344,10 +344,10 @@ def _bias_add_grad_shape(op):
 
 define_op("BiasAdd", inputs=["value: T", "bias: T"], outputs=["output: T"],
           attrs=[_BIAS_TYPES, "data_format: {'NHWC', 'NCHW'} = \"NHWC\""],
-          shape_fn=_bias_add_shape)
+          shape_fn=_bias_add_shape, flops="unary")
 define_op("BiasAddGrad", inputs=["out_backprop: T"], outputs=["output: T"],
           attrs=[_BIAS_TYPES, "data_format: {'NHWC', 'NCHW'} = \"NHWC\""],
-          shape_fn=_bias_add_grad_shape)
+          shape_fn=_bias_add_grad_shape, flops="reduce")
 
 
 def bias_add(value, bias, data_format=None, name: str | None = None):
@@ -391,7 +391,7 @@ def _bias_add_grad_grad(op, grad):
 # ---- L2Loss, LRN, InTopKV2 ---------------------------------------------------------------
 
 define_op("L2Loss", inputs=["t: T"], outputs=["output: T"], attrs=[_FLOATS],
-          shape_fn=common_shapes.scalar)
+          shape_fn=common_shapes.scalar, flops="l2_loss")
 
 
 def l2_loss(t, name: str | None = None):

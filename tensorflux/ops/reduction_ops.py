@@ -93,12 +93,14 @@ def _known_axes(axes_t, rank):
     return axes
 
 
-def _reduction(op_type: str, input_type: str = "T", types: str = _REDUCIBLE) -> None:
+def _reduction(op_type: str, input_type: str = "T", types: str = _REDUCIBLE,
+               flops: str | None = None) -> None:
     attrs = ["keep_dims: bool = false", _TIDX]
     if input_type == "T":
         attrs.insert(1, f"T: {types}")
     define_op(op_type, inputs=[f"input: {input_type}", "reduction_indices: Tidx"],
-              outputs=[f"output: {input_type}"], attrs=attrs, shape_fn=_reduction_shape)
+              outputs=[f"output: {input_type}"], attrs=attrs, shape_fn=_reduction_shape,
+              flops=flops)
 
 
 def _deprecated_lookup(new_name, new_value, old_name, old_value):
@@ -152,10 +154,10 @@ def _reduction_wrapper(op_type: str, public: str, doc: str):
     return wrapper
 
 
-_reduction("Sum")
+_reduction("Sum", flops="reduce")
 reduce_sum = _reduction_wrapper("Sum", "reduce_sum", "The sum of elements across axes "
                                 "(`tf.reduce_sum`).")
-_reduction("Mean")
+_reduction("Mean", flops="mean")
 reduce_mean = _reduction_wrapper("Mean", "reduce_mean", "The mean of elements across axes "
                                  "(`tf.reduce_mean`); integer means truncate toward zero.")
 _reduction("Prod")
@@ -358,11 +360,11 @@ _ARG_TYPES = ("{float32, float64, int32, uint8, int16, int8, int64, bfloat16, ui
               "float16, uint32, uint64, qint8, quint8, qint32, qint16, quint16, bool}")
 define_op("ArgMax", inputs=["input: T", "dimension: Tidx"], outputs=["output: output_type"],
           attrs=[f"T: {_ARG_TYPES}", "Tidx: {int16, int32, int64} = DT_INT32",
-                 "output_type: {int16, uint16, int32, int64} = DT_INT64"],
+                 "output_type: {int16, uint16, int32, int64} = DT_INT64"], flops="reduce",
           shape_fn=_arg_reduce_shape)
 define_op("ArgMin", inputs=["input: T", "dimension: Tidx"], outputs=["output: output_type"],
           attrs=[f"T: {_ARG_TYPES}", _TIDX, "output_type: {int32, int64} = DT_INT64"],
-          shape_fn=_arg_reduce_shape)
+          shape_fn=_arg_reduce_shape, flops="reduce")
 not_differentiable("ArgMax", "ArgMin")
 
 

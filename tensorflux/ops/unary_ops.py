@@ -43,13 +43,15 @@ __all__ = [
 ]
 
 
-def _unary(op_type: str, types: str, public: str, doc: str, out: str = "T"):
+def _unary(op_type: str, types: str, public: str, doc: str, out: str = "T",
+           flops: str | None = None):
     """Defines `op_type` (x: T -> y: out) and returns its TF1 wrapper `fn(x, name=None)`.
 
-    Like TensorFlow's, the wrapper maps an IndexedSlices through its values.
+    Like TensorFlow's, the wrapper maps an IndexedSlices through its values. `flops` is
+    the op's FLOP formula (framework/flops.py), for the ops TensorFlow's profiler counts.
     """
     define_op(op_type, inputs=["x: T"], outputs=[f"y: {out}"], attrs=[f"T: {types}"],
-              shape_fn=common_shapes.unchanged)
+              shape_fn=common_shapes.unchanged, flops=flops)
 
     def wrapper(x, name=None):
         if hasattr(x, "_is_indexed_slices"):
@@ -61,7 +63,8 @@ def _unary(op_type: str, types: str, public: str, doc: str, out: str = "T"):
     return wrapper
 
 
-negative = _unary("Neg", _SIGNED_COMPLEX, "negative", "-x elementwise (`tf.negative`).")
+negative = _unary("Neg", _SIGNED_COMPLEX, "negative", "-x elementwise (`tf.negative`).",
+                  flops="unary")
 
 
 @gradient("Neg")
@@ -110,7 +113,7 @@ def _sign_grad(op, grad):
 
 square = _unary("Square", ("{bfloat16, float16, float32, float64, int8, int16, int32, int64, "
                            "uint8, uint16, uint32, uint64, complex64, complex128}"),
-                "square", "x * x elementwise (`tf.square`).")
+                "square", "x * x elementwise (`tf.square`).", flops="unary")
 
 
 @gradient("Square")
@@ -120,10 +123,10 @@ def _square_grad(op, grad):
     return [multiply(grad, multiply(two, _conj(x)))]
 
 
-def _grad_op(op_type: str, public: str, doc: str):
+def _grad_op(op_type: str, public: str, doc: str, flops: str | None = None):
     """Defines a backward op `op_type(y, dy) -> z` and returns its wrapper."""
     define_op(op_type, inputs=["y: T", "dy: T"], outputs=["z: T"],
-              attrs=[f"T: {_FLOAT_COMPLEX}"], shape_fn=_grad_op_shape)
+              attrs=[f"T: {_FLOAT_COMPLEX}"], shape_fn=_grad_op_shape, flops=flops)
 
     def wrapper(y, dy, name=None):
         return apply_op(op_type, y=y, dy=dy, name=name or op_type)
@@ -158,8 +161,10 @@ def _const_like(value, x, name="c"):
     return convert_to_tensor(np.asarray(value, x.dtype.base_dtype.as_numpy_dtype), name=name)
 
 
-rsqrt = _unary("Rsqrt", _FLOAT_COMPLEX, "rsqrt", "1 / sqrt(x) elementwise (`tf.rsqrt`).")
-rsqrt_grad = _grad_op("RsqrtGrad", "rsqrt_grad", "dy * -0.5 * y^3, for y = rsqrt(x).")
+rsqrt = _unary("Rsqrt", _FLOAT_COMPLEX, "rsqrt", "1 / sqrt(x) elementwise (`tf.rsqrt`).",
+               flops="unary:2")
+rsqrt_grad = _grad_op("RsqrtGrad", "rsqrt_grad", "dy * -0.5 * y^3, for y = rsqrt(x).",
+                      flops="binary:4")
 
 
 @gradient("Rsqrt")
@@ -192,7 +197,7 @@ def _expm1_grad(op, grad):
 
 
 log = _unary("Log", _FLOAT_COMPLEX, "log", "The natural logarithm of x elementwise "
-             "(`tf.log`).")
+             "(`tf.log`).", flops="unary")
 
 
 @gradient("Log")
@@ -321,7 +326,7 @@ def _sigmoid_grad_grad(op, grad):
 
 
 reciprocal = _unary("Reciprocal", _SIGNED_COMPLEX, "reciprocal", "1 / x elementwise "
-                    "(`tf.reciprocal`).")
+                    "(`tf.reciprocal`).", flops="unary")
 define_op("Inv", inputs=["x: T"], outputs=["y: T"], attrs=[f"T: {_SIGNED_COMPLEX}"],
           shape_fn=common_shapes.unchanged)
 reciprocal_grad = _grad_op("ReciprocalGrad", "reciprocal_grad", "-dy * y^2, for y = 1 / x.")

@@ -36,6 +36,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 
+from tensorflux.framework import flops as flops_lib
 from tensorflux.framework import op_registry
 from tensorflux.runtime.step_graph import Node
 
@@ -78,8 +79,9 @@ class CostParams:
 
 
 # Which ops are free (`define_op(..., cost_free=True)`, and the control-flow primitives, which
-# only route references) and which FLOP formula an op takes (`define_op(..., flops=...)`) is
-# recorded with each op's definition (the runtime's own _Arg, _Send and _Recv included).
+# only route references) and which FLOP formula an op takes (`define_op(..., flops=...)`,
+# formulas in framework/flops.py) is recorded with each op's definition (the runtime's own
+# _Arg, _Send and _Recv included).
 
 
 def _dims(shape) -> list[int] | None:
@@ -102,53 +104,22 @@ def tensor_bytes(shape, dtype) -> int:
     return _elements(shape) * size
 
 
-def _matmul_flops(node: Node, in_shapes, out_shapes) -> float | None:
-    a = _dims(in_shapes[0])
-    out = _dims(out_shapes[0]) if out_shapes else None
-    if a is None or out is None or len(a) < 2:
-        return None
-    k = a[-2] if node.attrs.get("transpose_a") or node.attrs.get("adj_x") else a[-1]
-    return 2.0 * math.prod(out) * k
+def _flops(node: Node, formula: str, in_shapes, out_shapes) -> float | None:
+    """The node's float operations by its formula (framework/flops.py), unknown dimensions
+    counted as UNKNOWN_DIM."""
+    return flops_lib.count(formula, node.op, node.attrs.get, [_dims(s) for s in in_shapes],
+                           [_dims(s) for s in out_shapes])
 
 
-def _conv_flops(node: Node, in_shapes, out_shapes) -> float | None:
-    """2 x (elements of the forward output) x (filter elements per output channel)."""
-    op = node.op
-    if op == "Conv2D":
-        out, filt = _dims(out_shapes[0]), _dims(in_shapes[1])
-        if out is None or filt is None or len(filt) != 4:
-            return None
-        return 2.0 * math.prod(out) * filt[0] * filt[1] * filt[2]
-    if op == "Conv2DBackpropInput":
-        filt, grad = _dims(in_shapes[1]), _dims(in_shapes[2])
-        if filt is None or grad is None or len(filt) != 4:
-            return None
-        return 2.0 * math.prod(grad) * filt[0] * filt[1] * filt[2]
-    # Conv2DBackpropFilter: inputs (input, filter_sizes, out_backprop), output the filter.
-    filt, grad = _dims(out_shapes[0]), _dims(in_shapes[2])
-    if filt is None or grad is None or len(filt) != 4:
-        return None
-    return 2.0 * math.prod(grad) * filt[0] * filt[1] * filt[2]
-
-
-def _pool_flops(node: Node, in_shapes, out_shapes) -> float | None:
-    ksize = node.attrs.get("ksize") or [1, 1, 1, 1]
-    biggest = max(_elements(s) for s in list(in_shapes) + list(out_shapes)) if (
-        in_shapes or out_shapes) else UNKNOWN_ELEMENTS
-    return float(biggest) * math.prod(int(k) for k in ksize)
-
-
-# FLOP formulas by the name an op's definition gives (`define_op(..., flops="matmul")`).
-_FLOP_FORMULAS = {"matmul": _matmul_flops, "conv2d": _conv_flops, "pool": _pool_flops}
-
-
-def _cost_rule(op_type: str) -> tuple[bool, object]:
-    """(free, FLOP formula or None) of an op type, from its definition."""
+def _cost_rule(op_type: str) -> tuple[bool, str | None]:
+    """(free, FLOP formula or None) of an op type, from its definition; only formulas of
+    compute-bound kernels count here (the others' kernels are limited by memory)."""
     opdef = op_registry.lookup(op_type)
     if opdef is None:
         return False, None
     free = opdef.cost_free or opdef.control_flow
-    return free, _FLOP_FORMULAS[opdef.flops] if opdef.flops else None
+    compute_bound = opdef.flops and opdef.flops.partition(":")[0] in flops_lib.COMPUTE_BOUND
+    return free, opdef.flops if compute_bound else None
 
 
 def static_compute_micros(node: Node, in_shapes: list, out_shapes: list,
@@ -164,11 +135,11 @@ def static_compute_micros(node: Node, in_shapes: list, out_shapes: list,
     Returns:
       Microseconds.
     """
-    free, flops_fn = _cost_rule(node.op)
+    free, formula = _cost_rule(node.op)
     if free:
         return rates.overhead_us
-    if flops_fn is not None:
-        flops = flops_fn(node, in_shapes, out_shapes)
+    if formula is not None:
+        flops = _flops(node, formula, in_shapes, out_shapes)
         if flops is not None:
             return rates.overhead_us + flops / rates.flops_per_us
     moved = 0

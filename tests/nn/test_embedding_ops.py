@@ -197,9 +197,10 @@ def test_optimizer_updates_only_looked_up_rows_of_each_shard(optimizer):
 # ---- ids out of range ----------------------------------------------------------------------
 
 OUT_OF_RANGE = [  # (name, sizes, strategy, ids, message regex)
+    # Assert prints string data C-escaped, as TensorFlow's kernel does (' becomes \').
     ("mod", [4, 4, 4], "mod", [0, 12],
      r"embedding_lookup: ids out of range:\] \[12\] \[map to shards\] \[0\] \[rows\] \[4\] "
-     r"\[but the 3 shards have \[4, 4, 4\] rows \(partition_strategy 'mod'\)"),
+     r"\[but the 3 shards have \[4, 4, 4\] rows \(partition_strategy \\'mod\\'\)"),
     ("div", [4, 4, 4], "div", [13, 1, 12],
      r"ids out of range:\] \[13 12\] \[map to shards\] \[3 3\]"),
     ("negative", [4, 4, 4], "mod", [-1],

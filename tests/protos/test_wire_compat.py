@@ -42,6 +42,7 @@ from tensorflux.protos import (
     tensor_bundle_pb2,
     tensor_pb2,
     tensorflow_server_pb2,
+    tfprof_output_pb2,
     types_pb2,
     worker_pb2,
 )
@@ -66,6 +67,7 @@ TF_MODULE = {
     "tensor_bundle_pb2": "tensorflow.core.protobuf.tensor_bundle_pb2",
     "tensor_pb2": "tensorflow.core.framework.tensor_pb2",
     "tensorflow_server_pb2": "tensorflow.core.protobuf.tensorflow_server_pb2",
+    "tfprof_output_pb2": "tensorflow.core.profiler.tfprof_output_pb2",
     "worker_pb2": "tensorflow.core.protobuf.worker_pb2",  # stood in by the TensorFlow side
 }
 
@@ -73,6 +75,7 @@ TF_MODULE = {
 # `tensorflux`, so that full names differ only in their first component.
 SUBPACKAGES = {
     "error_codes_pb2": "tensorflux.error",  # tensorflow.error.Code
+    "tfprof_output_pb2": "tensorflux.tfprof",  # tensorflow.tfprof.GraphNodeProto
     "master_service_pb2": "tensorflux.grpc",  # tensorflow.grpc.MasterService
     "worker_service_pb2": "tensorflux.grpc",  # tensorflow.grpc.WorkerService
 }
@@ -398,6 +401,13 @@ def _ours() -> dict[str, tuple[str, str, object]]:
         dtype=types_pb2.DT_FLOAT, shape={"dim": [{"size": 3}]}, offset=8, size=12, crc32c=7
     )
     bundle.slices.add(extent=[{"start": 1, "length": 2}, {}])
+    profile = tfprof_output_pb2.GraphNodeProto(
+        name="_TFProfRoot", total_parameters=2762, total_float_ops=49479,
+        total_definition_count=3,
+        children=[{"name": "dense/kernel", "parameters": 2048, "total_parameters": 2048,
+                   "float_ops": 7, "input_shapes": {0: {"dim": [{"size": 1}]}},
+                   "shapes": [{"dim": [{"size": 32}, {"size": 64}]}], "devices": ["/cpu:0"],
+                   "tensor_value": {"dtype": types_pb2.DT_FLOAT, "value_double": [0.5]}}])
     checkpoint = checkpoint_state_pb2.CheckpointState(
         model_checkpoint_path="model.ckpt-2", all_model_checkpoint_paths=["model.ckpt-1"]
     )
@@ -422,6 +432,7 @@ def _ours() -> dict[str, tuple[str, str, object]]:
         "meta_graph": ("meta_graph_pb2", "MetaGraphDef", _our_meta_graph()),
         "checkpoint": ("checkpoint_state_pb2", "CheckpointState", checkpoint),
         "bundle_entry": ("tensor_bundle_pb2", "BundleEntryProto", bundle),
+        "tfprof": ("tfprof_output_pb2", "GraphNodeProto", profile),
         **_our_distributed(),
     }
 
@@ -573,6 +584,11 @@ with g.as_default():
     mg = tf.train.export_meta_graph(saver_def=saver.saver_def)
     made["meta_graph"] = ("meta_graph_pb2", "MetaGraphDef", mg)
 
+    builder = tf.profiler.ProfileOptionBuilder
+    profile = tf.profiler.profile(g, options=builder(builder.float_operation())
+                                  .with_empty_output().build())
+    made["tfprof"] = ("tfprof_output_pb2", "GraphNodeProto", profile)
+
 example = tf.train.Example(features=tf.train.Features(feature={
     "b": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"x", b""])),
     "f": tf.train.Feature(float_list=tf.train.FloatList(value=[0.5, -1e30])),
@@ -641,6 +657,7 @@ from tensorflow.core.framework import graph_pb2, tensor_slice_pb2
 from tensorflow.core.protobuf import config_pb2, device_filters_pb2, meta_graph_pb2
 from tensorflow.core.protobuf import tensor_bundle_pb2
 from tensorflow.core.example import example_pb2
+from tensorflow.core.profiler import tfprof_output_pb2
 from tensorflow.python.training import checkpoint_state_pb2
 
 def strip(full_name):
@@ -674,7 +691,7 @@ def walk_file(fd):
 for mod in (graph_pb2, config_pb2, meta_graph_pb2, event_pb2, summary_pb2, example_pb2,
             checkpoint_state_pb2, tensor_bundle_pb2, tensor_slice_pb2, master_pb2, worker_pb2,
             tensorflow_server_pb2, device_filters_pb2, device_attributes_pb2, named_tensor_pb2,
-            error_codes_pb2):
+            error_codes_pb2, tfprof_output_pb2):
     walk_file(mod.DESCRIPTOR)
 result["descriptors"] = {"messages": messages, "enums": enums}
 """
