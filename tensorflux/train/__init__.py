@@ -95,12 +95,15 @@ from tensorflux.train.optimizer import Optimizer
 from tensorflux.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from tensorflux.train.rmsprop import RMSPropOptimizer
 from tensorflux.train.saver import Saver, export_meta_graph, import_meta_graph
+from tensorflux.train.session_manager import SessionManager
 from tensorflux.train.session_run_hook import (
     SessionRunArgs,
     SessionRunContext,
     SessionRunHook,
     SessionRunValues,
 )
+from tensorflux.train.supervisor import Supervisor
+from tensorflux.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from tensorflux.train.training_util import write_graph
 
 __all__ = [
@@ -127,4 +130,5 @@ __all__ = [
     "shuffle_batch_join", "slice_input_producer", "start_queue_runners",
     "string_input_producer",
     "ClusterSpec", "Server",
+    "SessionManager", "Supervisor", "SyncReplicasOptimizer",
 ]
