@@ -250,7 +250,7 @@ def output_dtypes(opdef: OpDef, attrs: dict[str, Any]) -> list[dtypes.DType]:
             continue
         dt = arg.dtype if arg.dtype is not None else attrs[arg.type_attr]
         if arg.is_ref:
-            dt = dt._as_ref
+            dt = dt._as_ref  # e.g. Barrier's handle: string_ref, as its consumers expect
         out.extend([dt] * (attrs[arg.number_attr] if arg.number_attr else 1))
     return out
 

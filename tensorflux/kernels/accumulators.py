@@ -2,10 +2,10 @@
 
 ConditionalAccumulator (dense) and SparseConditionalAccumulator (row-indexed) sum the
 gradients applied to them, dropping any whose `local_step` is older than their global step
-(stale replicas); a take waits, without holding a thread, until `num_required` gradients
-are in, returns the mean (or sum), resets the sum and increments the global step. Takers
-are served in arrival order. A Barrier collects the components of each key and releases
-complete keys in insertion order.
+(stale replicas; each drop is counted, `num_dropped`); a take waits, without holding a
+thread, until `num_required` gradients are in, returns the mean (or sum), resets the sum
+and increments the global step. Takers are served in arrival order. A Barrier collects the
+components of each key and releases complete keys in insertion order.
 
 As in kernels/queues.py, waiting takes are attempts cancellable through the step's
 CancellationManager, finished exactly once under the resource's lock, with callbacks run
@@ -117,6 +117,7 @@ class _Accumulator(_Waiting):
         self.mean = reduction_type == "MEAN"
         self.global_step = 0
         self.count = 0
+        self.stale_dropped = 0  # stale gradients dropped since creation
 
     def check_compatible(self, dtype, shape, reduction_type) -> None:
         if dtype != self.dtype or shape != self.shape or (reduction_type == "MEAN") != \
@@ -128,6 +129,10 @@ class _Accumulator(_Waiting):
     def num_accumulated(self) -> int:
         with self._lock:
             return self.count
+
+    def num_dropped(self) -> int:
+        with self._lock:
+            return self.stale_dropped
 
     def set_global_step(self, step: int) -> None:
         with self._lock:
@@ -168,7 +173,8 @@ class ConditionalAccumulator(_Accumulator):
         """Adds `grad` unless it is stale. InvalidArgumentError on a shape that does not fit."""
         with self._lock:
             if local_step < self.global_step:
-                return  # stale: dropped, as TensorFlow does (with a log line)
+                self.stale_dropped += 1  # stale: dropped, as TensorFlow does (it only logs)
+                return
             if not _compatible(grad.shape, self.shape) or (
                     self._sum is not None and grad.shape != self._sum.shape):
                 want = self._sum.shape if self._sum is not None else self.shape
@@ -213,6 +219,7 @@ class SparseConditionalAccumulator(_Accumulator):
                 f"gradient_values has shape {shape_str(values.shape)}")
         with self._lock:
             if local_step < self.global_step:
+                self.stale_dropped += 1
                 return
             if has_known_shape:
                 dense = tuple(int(d) for d in np.asarray(dense_shape).reshape(-1))

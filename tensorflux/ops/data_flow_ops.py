@@ -492,11 +492,18 @@ define_op("AccumulatorNumAccumulated", inputs=["handle: Ref(string)"],
           outputs=["num_accumulated: int32"], shape_fn=common_shapes.scalar, stateful=True)
 define_op("AccumulatorSetGlobalStep", inputs=["handle: Ref(string)", "new_global_step: int64"],
           shape_fn=_no_outputs, stateful=True)
+# tensorflux's own (TensorFlow only logs a dropped gradient): how many stale gradients an
+# accumulator has dropped since it was created.
+define_op("ResourceAccumulatorNumDropped", inputs=["handle: resource"],
+          outputs=["num_dropped: int64"], shape_fn=common_shapes.scalar, stateful=True)
+define_op("AccumulatorNumDropped", inputs=["handle: Ref(string)"],
+          outputs=["num_dropped: int64"], shape_fn=common_shapes.scalar, stateful=True)
 not_differentiable("ResourceConditionalAccumulator", "ResourceAccumulatorApplyGradient",
                    "ResourceAccumulatorTakeGradient", "ResourceAccumulatorNumAccumulated",
                    "ResourceAccumulatorSetGlobalStep", "SparseConditionalAccumulator",
                    "SparseAccumulatorApplyGradient", "SparseAccumulatorTakeGradient",
-                   "AccumulatorNumAccumulated", "AccumulatorSetGlobalStep")
+                   "AccumulatorNumAccumulated", "AccumulatorSetGlobalStep",
+                   "ResourceAccumulatorNumDropped", "AccumulatorNumDropped")
 
 
 def _int64(value, name=None) -> Tensor:
@@ -542,6 +549,16 @@ class ConditionalAccumulatorBase:
         with graph_lib.colocate_with(self._accumulator_ref):
             return apply_op("AccumulatorNumAccumulated", handle=self._accumulator_ref,
                             name=name)
+
+    def num_dropped(self, name=None) -> Tensor:
+        """An int64 scalar: how many stale gradients (applied with a `local_step` older than
+        the global step) were dropped since the accumulator was created. A tensorflux
+        extension: TensorFlow only logs each drop."""
+        name = name or f"{self._name}_NumDropped"
+        op_type = "ResourceAccumulatorNumDropped" if self._resource() else \
+            "AccumulatorNumDropped"
+        with graph_lib.colocate_with(self._accumulator_ref):
+            return apply_op(op_type, handle=self._accumulator_ref, name=name)
 
     def set_global_step(self, new_global_step, name=None):
         """Sets the global step that staleness is measured against."""

@@ -103,6 +103,7 @@ from tensorflux.train.optimizer import Optimizer
 from tensorflux.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from tensorflux.train.rmsprop import RMSPropOptimizer
 from tensorflux.train.saver import Saver, export_meta_graph, import_meta_graph
+from tensorflux.train.session_manager import SessionManager
 from tensorflux.train.session_run_hook import (
     SessionRunArgs,
     SessionRunContext,
@@ -110,6 +111,8 @@ from tensorflux.train.session_run_hook import (
     SessionRunValues,
 )
 from tensorflux.train.summary_hooks import ProfilerHook, SummarySaverHook
+from tensorflux.train.supervisor import Supervisor
+from tensorflux.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from tensorflux.train.training_util import write_graph
 
 __all__ = [
@@ -140,4 +143,5 @@ __all__ = [
     # GreedyLoadBalancingStrategy and byte_size_load_fn were tf.contrib.training's in TF1
     # (TensorFlow 2.x has no contrib; tensorflux has no tf.contrib package).
     "GreedyLoadBalancingStrategy", "byte_size_load_fn", "replica_device_setter",
+    "SessionManager", "Supervisor", "SyncReplicasOptimizer",
 ]

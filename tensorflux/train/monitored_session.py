@@ -11,7 +11,7 @@ The layers are TensorFlow's, from the outside in:
                             latest checkpoint of checkpoint_dir) or Worker (waits until
                             the model is ready)
 
-A session is prepared as TensorFlow's SessionManager prepares one: restore from
+A session is prepared by a SessionManager (session_manager.py): restore from
 `checkpoint_filename_with_path` or the latest checkpoint in `checkpoint_dir` (then the
 Saver re-learns which checkpoints it keeps, so retention survives a restart), else run
 `init_op` and `init_fn`; then `local_init_op`; then `ready_op` must report no
@@ -25,19 +25,18 @@ import inspect
 import logging
 import os
 import sys
-import time
 
 from tensorflux.framework import errors
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.protos import config_pb2
-from tensorflux.runtime.session import Session
 from tensorflux.summary import summary
 from tensorflux.train import basic_session_run_hooks as hooks_lib
-from tensorflux.train import checkpoint_management, summary_hooks
+from tensorflux.train import summary_hooks
 from tensorflux.train.coordinator import Coordinator
 from tensorflux.train.queue_runner import start_queue_runners
 from tensorflux.train.saver import Saver
+from tensorflux.train.session_manager import SessionManager
 from tensorflux.train.session_run_hook import (
     SessionRunArgs,
     SessionRunContext,
@@ -160,112 +159,16 @@ def _get_saver_or_default():
     return saver
 
 
-# ---- preparing a session (TensorFlow's SessionManager) -----------------------------------
+# ---- session creators --------------------------------------------------------------------
 
 
-def _op_name(op) -> str | None:
-    return getattr(op, "name", None) if op is not None else None
-
-
-class _SessionManager:
-    def __init__(self, scaffold: Scaffold, graph, config, recovery_wait_secs=30):
-        self._scaffold = scaffold
-        self._graph = graph
-        self._config = config
-        self._recovery_wait_secs = recovery_wait_secs
-
-    def _new_session(self, master):
-        return Session(master, graph=self._graph, config=self._config)
-
-    def _restore(self, sess, checkpoint_dir, checkpoint_filename_with_path) -> bool:
-        saver = self._scaffold.saver
-        if checkpoint_filename_with_path:
-            saver.restore(sess, checkpoint_filename_with_path)
-            return True
-        if saver is None or not checkpoint_dir:
-            return False
-        ckpt = checkpoint_management.get_checkpoint_state(checkpoint_dir)
-        if ckpt is None or not ckpt.model_checkpoint_path or \
-                not checkpoint_management.checkpoint_exists(ckpt.model_checkpoint_path):
-            return False
-        saver.restore(sess, ckpt.model_checkpoint_path)
-        saver.recover_last_checkpoints(list(ckpt.all_model_checkpoint_paths))
-        return True
-
-    def _ready(self, sess, op) -> tuple[bool, str]:
-        if op is None:
-            return True, ""
-        try:
-            names = sess.run(op)
-        except errors.FailedPreconditionError as e:
-            return False, str(e)
-        if names is None or len(names) == 0:
-            return True, ""
-        listed = ", ".join(n.decode() if isinstance(n, bytes) else str(n) for n in names)
-        return False, f"Variables not initialized: {listed}"
-
-    def _local_init(self, sess) -> tuple[bool, str]:
-        s = self._scaffold
-        if s.local_init_op is None:
-            return True, ""
-        ok, msg = self._ready(sess, s.ready_for_local_init_op)
-        if not ok:
-            return False, msg
-        sess.run(s.local_init_op, feed_dict=s.local_init_feed_dict)
-        return True, ""
-
-    def prepare_session(self, master, checkpoint_dir=None, checkpoint_filename_with_path=None):
-        """A session initialized or restored, with local init run and the model ready.
-
-        Raises:
-          RuntimeError: the init ops did not make the model ready.
-        """
-        s = self._scaffold
-        sess = self._new_session(master)
-        try:
-            if not self._restore(sess, checkpoint_dir, checkpoint_filename_with_path):
-                if s.init_op is None and not s.init_fn and s.local_init_op is None:
-                    raise RuntimeError("Model is not initialized and no init_op or init_fn "
-                                       "or local_init_op was given")
-                if s.init_op is not None:
-                    sess.run(s.init_op, feed_dict=s.init_feed_dict)
-                if s.init_fn:
-                    s.init_fn(sess)
-            ok, msg = self._local_init(sess)
-            if not ok:
-                raise RuntimeError("Init operations did not make model ready for local_init."
-                                   f"  Init op: {_op_name(s.init_op)}, init fn: {s.init_fn}, "
-                                   f"error: {msg}")
-            ok, msg = self._ready(sess, s.ready_op)
-            if not ok:
-                raise RuntimeError(f"Init operations did not make model ready.  Init op: "
-                                   f"{_op_name(s.init_op)}, init fn: {s.init_fn}, "
-                                   f"local_init_op: {_op_name(s.local_init_op)}, error: {msg}")
-        except BaseException:
-            sess.close()
-            raise
-        return sess
-
-    def wait_for_session(self, master, max_wait_secs=float("inf")):
-        """A session whose model is ready (another task initializes it), polled.
-
-        Raises:
-          DeadlineExceededError: not ready within `max_wait_secs`.
-        """
-        deadline = time.monotonic() + max_wait_secs
-        while True:
-            sess = self._new_session(master)
-            ok, _ = self._local_init(sess)
-            if ok:
-                ready, _ = self._ready(sess, self._scaffold.ready_op)
-                if ready:
-                    return sess
-            sess.close()
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise errors.DeadlineExceededError(
-                    None, None, f"Session was not ready after waiting {max_wait_secs} secs.")
-            time.sleep(min(self._recovery_wait_secs, remaining))
+def _session_manager(scaffold: Scaffold, recovery_wait_secs=30) -> SessionManager:
+    return SessionManager(local_init_op=scaffold.local_init_op,
+                          ready_op=scaffold.ready_op,
+                          ready_for_local_init_op=scaffold.ready_for_local_init_op,
+                          graph=graph_lib.get_default_graph(),
+                          recovery_wait_secs=recovery_wait_secs,
+                          local_init_feed_dict=scaffold.local_init_feed_dict)
 
 
 class SessionCreator:
@@ -291,11 +194,13 @@ class ChiefSessionCreator(SessionCreator):
     def create_session(self):
         self._scaffold.finalize()
         if self._manager is None:
-            self._manager = _SessionManager(self._scaffold, graph_lib.get_default_graph(),
-                                            self._config)
+            self._manager = _session_manager(self._scaffold)
+        s = self._scaffold
         return self._manager.prepare_session(
-            self._master, checkpoint_dir=self._checkpoint_dir,
-            checkpoint_filename_with_path=self._checkpoint_filename_with_path)
+            self._master, init_op=s.init_op, saver=s.saver,
+            checkpoint_dir=self._checkpoint_dir,
+            checkpoint_filename_with_path=self._checkpoint_filename_with_path,
+            config=self._config, init_feed_dict=s.init_feed_dict, init_fn=s.init_fn)
 
 
 class WorkerSessionCreator(SessionCreator):
@@ -311,9 +216,10 @@ class WorkerSessionCreator(SessionCreator):
     def create_session(self):
         self._scaffold.finalize()
         if self._manager is None:
-            self._manager = _SessionManager(self._scaffold, graph_lib.get_default_graph(),
-                                            self._config, recovery_wait_secs=1)
-        return self._manager.wait_for_session(self._master, self._max_wait_secs)
+            # Polls every second (TensorFlow: every 30): in-process clusters are quick.
+            self._manager = _session_manager(self._scaffold, recovery_wait_secs=1)
+        return self._manager.wait_for_session(self._master, config=self._config,
+                                              max_wait_secs=self._max_wait_secs)
 
 
 # ---- the wrapped sessions ----------------------------------------------------------------

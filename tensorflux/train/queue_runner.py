@@ -122,7 +122,11 @@ class QueueRunner:
                             _log.debug("Ignored exception: %s", e)
                     return
         except Exception as e:  # noqa: BLE001 - reported to the coordinator
-            if coord is not None:
+            if coord is not None and coord.should_stop():
+                # A step cut short by the shutdown (the session closed under it): nothing
+                # to report, and the coordinator may already have been joined.
+                _log.debug("QueueRunner thread ended by the stop: %s", e)
+            elif coord is not None:
                 coord.request_stop(e)
             else:
                 _log.error("Exception in QueueRunner: %s", e)

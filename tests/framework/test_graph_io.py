@@ -151,6 +151,24 @@ def test_round_trip_is_lossless_without_and_with_prefix():
         assert new.device == op.device
 
 
+def test_reference_outputs_are_reference_typed_and_import():
+    # Barrier's and SparseConditionalAccumulator's handles are `Ref(string)` outputs, as
+    # their consumers' inputs are: a GraphDef holding both imports (a master does this).
+    g = tf.Graph()
+    with g.as_default():
+        barrier = tf.Barrier([tf.float32], shapes=[[]])
+        barrier.insert_many(0, ["k"], [1.0])
+        acc = tf.SparseConditionalAccumulator(tf.float32, shape=[3, 2])
+        acc.apply_grad([0], [[1.0, 2.0]])
+    assert barrier.barrier_ref.dtype == tf.string._as_ref
+    assert acc.accumulator_ref.dtype == tf.string._as_ref
+    g2 = tf.Graph()
+    with g2.as_default():
+        import_graph_def(g.as_graph_def(), name="")
+    assert g2.get_operation_by_name(acc.accumulator_ref.op.name).outputs[0].dtype == \
+        tf.string._as_ref
+
+
 def test_import_accepts_nodes_in_any_order_and_runs():
     g = _sample_graph()
     gd = g.as_graph_def()

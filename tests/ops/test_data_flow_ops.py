@@ -497,6 +497,7 @@ def test_conditional_accumulator(graph):
         sess.run(set_step, {gs: 5})
         sess.run(apply, {g: [1, 1], step: 4})  # stale
         sess.run(apply, {g: [1, 1], step: 5})
+        assert sess.run(acc.num_dropped()) == 2  # the stale ones are counted (not in TF)
         with pytest.raises(tf.errors.DeadlineExceededError):
             sess.run(take, options=TIMEOUT)  # 1 of 2
         result = []
@@ -528,10 +529,12 @@ def test_sparse_conditional_accumulator(graph):
         tf.constant([3, 2], tf.int64)))
     a2 = acc.apply_grad(grad_indices=[2], grad_values=[[4.0, 4.0]], grad_shape=[3, 2])
     take = acc.take_indexed_slices_grad(2)
+    stale = acc.apply_grad(grad_indices=[1], grad_values=[[9.0, 9.0]], local_step=-1)
+    assert acc.num_dropped().op.type == "AccumulatorNumDropped"
     with tf.Session() as sess:
         sess.run(a1)
-        sess.run(a2)
-        assert sess.run(acc.num_accumulated()) == 2
+        sess.run([a2, stale])
+        assert sess.run([acc.num_accumulated(), acc.num_dropped()]) == [2, 1]
         idx, vals, shape = sess.run([take.indices, take.values, take.dense_shape])
     assert idx.tolist() == [0, 2]
     assert vals.tolist() == [[1.0, 1.0], [3.0, 3.0]]  # row 2 averaged over its 2 gradients

@@ -382,6 +382,11 @@ def _num_accumulated(ctx, handle):
     return np.int32(_accumulator(ctx, handle).num_accumulated())
 
 
+@kernel("ResourceAccumulatorNumDropped", "AccumulatorNumDropped")
+def _num_dropped(ctx, handle):
+    return np.int64(_accumulator(ctx, handle).num_dropped())
+
+
 @kernel("ResourceAccumulatorSetGlobalStep", "AccumulatorSetGlobalStep")
 def _set_global_step(ctx, handle, step):
     _accumulator(ctx, handle).set_global_step(int(step))
