@@ -41,7 +41,7 @@ BACKENDS = ("tensorflux", "tensorflow")
 # Table order: runtime overhead first, then models; programs not listed follow by name.
 ORDER = ("null_ops", "session_run_latency", "mlp_step", "cnn_step", "lstm_lm",
          "checkpoint_io", "tfrecord_pipeline", "queue_throughput", "multi_device",
-         "graph_optimizer", "while_loop")
+         "distributed", "graph_optimizer", "while_loop")
 
 _VERSIONS = """
 import importlib.metadata as m, json, platform
