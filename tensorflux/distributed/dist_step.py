@@ -29,7 +29,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from tensorflux.distributed import rpc, wire
-from tensorflux.distributed.worker import Worker, task_of
+from tensorflux.distributed.worker import PHYSICAL_DEVICE_DESC, Worker, task_of
 from tensorflux.framework import dtypes, errors
 from tensorflux.framework.rendezvous_key import create_key
 from tensorflux.protos import graph_pb2, step_stats_pb2, worker_pb2
@@ -185,6 +185,8 @@ class DistStep:
             task.graph_handle = task.client.register_graph(session.handle, task.graph_def,
                                                            graph_options)
         self.local = self.tasks.get(session.master.env.task_name)
+        self.need_cleanup = [t for name, t in self.tasks.items()
+                             if not _ends_steps_itself(session.device_mgr, name)]
         self.remote = [t for name, t in self.tasks.items()
                        if name != session.master.env.task_name]
 
@@ -237,7 +239,8 @@ class DistStep:
         for task, future in run.calls:
             run.collect(task, future)
         if self.spans_tasks:
-            for t in self.tasks.values():
+            # tensorflux tasks end a step that went well by themselves (remote_rendezvous.py).
+            for t in self.tasks.values() if run.failures else self.need_cleanup:
                 t.client.cleanup_graph(run.step_id)
         if run.failures:
             raise _first_cause(run.failures)
@@ -373,6 +376,12 @@ def _is_consequence(e: errors.OpError) -> bool:
 def _first_cause(failures: list[errors.OpError]) -> errors.OpError:
     causes = [e for e in failures if not _is_consequence(e)]
     return (causes or failures)[0]
+
+
+def _ends_steps_itself(device_mgr, task: str) -> bool:
+    """True for a tensorflux task (its devices say so): no CleanupGraph after a good step."""
+    return all(getattr(d, "physical_device_desc", PHYSICAL_DEVICE_DESC) ==
+               PHYSICAL_DEVICE_DESC for d in device_mgr.devices if task_of(d.name) == task)
 
 
 def _decode_run_graph_response(data: bytes):

@@ -43,6 +43,7 @@ def remote_device(attrs) -> device_lib.Device:
                           spec.device_index or 0, 1, attrs.memory_limit)
     inc = attrs.incarnation
     d.incarnation = inc - (1 << 64) if inc >= 1 << 63 else inc  # as an int64 attr holds it
+    d.physical_device_desc = attrs.physical_device_desc
     return d
 
 

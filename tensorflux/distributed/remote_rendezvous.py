@@ -7,9 +7,12 @@ each task, a `RemoteRendezvous` for that step id:
 - answers a _Recv whose key names a device of another task (`src_device` of the key) by
   calling RecvTensor on that task, with the step id and the key, TensorFlow's protocol.
 A RecvTensor call may arrive before this task has started the step, so the table creates
-a step's rendezvous on first use, whoever comes first. The master ends a step on every task
-with CleanupGraph, which aborts and drops its rendezvous; a rendezvous nobody cleans up
-(its master died) is dropped after `STALE_SECONDS`.
+a step's rendezvous on first use, whoever comes first. A step ends on a task when its
+RunGraph has finished and every tensor it sent has been received (`finish_run`, `recv`):
+its rendezvous is dropped then, without a CleanupGraph call (a tensorflux master sends
+one only after a failure; a TensorFlow master sends one after every step, which is
+harmless). A rendezvous nobody cleans up is dropped after `STALE_SECONDS` (or
+`DONE_STALE_SECONDS` once its run has finished: a value sent but never received).
 
 Invariants: after `start_abort(error)` every pending Recv, local or remote, completes with
 that error (in-flight RecvTensor calls are cancelled); the local table is never touched by
@@ -27,6 +30,7 @@ from tensorflux.framework.rendezvous_key import parse_key
 from tensorflux.runtime.rendezvous import DoneCallback, LocalRendezvous, Rendezvous
 
 STALE_SECONDS = 600.0
+DONE_STALE_SECONDS = 30.0
 
 
 class RemoteRendezvous(Rendezvous):
@@ -49,6 +53,7 @@ class RemoteRendezvous(Rendezvous):
         self._inflight: dict[int, object] = {}
         self._ids = iter(range(1 << 62))
         self._status: errors.OpError | None = None
+        self.run_done = False  # the task's RunGraph finished (its sends are all made)
 
     def send(self, key: str, value, is_dead: bool = False) -> None:
         self.local.send(key, value, is_dead)
@@ -121,12 +126,35 @@ class RendezvousMgr:
                 "its transfers were dropped"))
         return rdv
 
+    def finish_run(self, step_id: int) -> None:
+        """This task's run of the step ended well: the rendezvous goes once what it sent
+        has been received (at once if nothing is waiting)."""
+        with self._lock:
+            rdv = self._steps.get(step_id)
+            if rdv is None:
+                return
+            rdv.run_done = True
+            if not rdv.local.pending_keys():
+                del self._steps[step_id]
+
+    def recv(self, step_id: int, key: str, timeout: float | None):
+        """(value, is_dead) this task sent under `key` (a RecvTensor call), dropping the
+        step's rendezvous when that was the last value of a finished run."""
+        rdv = self.find_or_create(step_id)
+        result = rdv.local.recv(key, timeout)
+        if rdv.run_done:
+            with self._lock:
+                if self._steps.get(step_id) is rdv and not rdv.local.pending_keys():
+                    del self._steps[step_id]
+        return result
+
     def _stale_locked(self) -> list[RemoteRendezvous]:
         now = time.monotonic()
-        if now - self._last_sweep < STALE_SECONDS / 10:
+        if now - self._last_sweep < DONE_STALE_SECONDS / 10:
             return []
         self._last_sweep = now
-        stale = [r for r in self._steps.values() if now - r.created > STALE_SECONDS]
+        stale = [r for r in self._steps.values() if now - r.created > STALE_SECONDS or
+                 (r.run_done and now - r.created > DONE_STALE_SECONDS)]
         for r in stale:
             del self._steps[r.step_id]
         return stale

@@ -49,16 +49,41 @@ def from_tensor_proto(proto: tensor_pb2.TensorProto, what: str = "tensor") -> np
     Raises:
       InvalidArgumentError: the proto is malformed (naming `what`).
     """
+    content = proto.tensor_content
+    if content:  # the common case: raw little-endian bytes, viewed (no copy)
+        np_dtype = _NUMPY_OF_ENUM.get(proto.dtype)
+        if np_dtype is not None:
+            dims = [d.size for d in proto.tensor_shape.dim]
+            if all(d >= 0 for d in dims) and \
+                    len(content) == int(np.prod(dims, dtype=np.int64)) * np_dtype.itemsize:
+                return np.frombuffer(content, dtype=np_dtype).reshape(dims)
     try:
         return tensor_util.MakeNdarray(proto)
     except (TypeError, ValueError) as e:
         raise errors.InvalidArgumentError(None, None, f"Malformed {what}: {e}") from None
 
 
+def _numpy_of_enum() -> dict[int, np.dtype]:
+    """DataType enum -> NumPy dtype of the numeric types whose bytes NumPy reads as they
+    are on this (little-endian) machine."""
+    out = {}
+    for enum in range(1, 30):
+        try:
+            dt = dtypes.as_dtype(enum)
+        except (TypeError, ValueError, KeyError):
+            continue
+        if dt.is_numpy_compatible and dt.size and not dt.name.startswith(("qint", "quint")):
+            out[enum] = np.dtype(dt.as_numpy_dtype).newbyteorder("<")
+    return out if np.little_endian else {}
+
+
 def _little_endian(arr: np.ndarray) -> np.ndarray:
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
     return arr if arr.flags.c_contiguous else np.ascontiguousarray(arr).reshape(arr.shape)
+
+
+_NUMPY_OF_ENUM = _numpy_of_enum()
 
 
 # ---- protobuf wire format, for RecvTensorResponse ---------------------------------------

@@ -76,10 +76,17 @@ def task_of(device: str) -> str:
     return device.split("/device:", 1)[0]
 
 
+# What a tensorflux worker writes in its devices' physical_device_desc: a master knows
+# from it that the task ends its steps by itself (remote_rendezvous.py) and needs no
+# CleanupGraph after a step that went well.
+PHYSICAL_DEVICE_DESC = "tensorflux"
+
+
 def device_attributes(device) -> device_attributes_pb2.DeviceAttributes:
     return device_attributes_pb2.DeviceAttributes(
         name=device.name, device_type=device.device_type, memory_limit=device.memory_limit,
-        incarnation=device.incarnation & 0xFFFFFFFFFFFFFFFF)
+        incarnation=device.incarnation & 0xFFFFFFFFFFFFFFFF,
+        physical_device_desc=getattr(device, "physical_device_desc", PHYSICAL_DEVICE_DESC))
 
 
 class RegisteredGraph:
@@ -337,6 +344,8 @@ class Worker:
             else None
         values = graph.runner.run(session, step_id, args, options, stats,
                                   rendezvous=rendezvous, cancellation=cancellation)
+        if rendezvous is not None:
+            self.rendezvous_mgr.finish_run(step_id)
         step_stats = None
         if stats is not None:
             step_stats = tracing.new_step_stats()
@@ -418,7 +427,7 @@ class Worker:
                 None, None, f"RecvTensor expects a different device incarnation: "
                 f"{parsed.src_incarnation} vs. {device.incarnation} for {device.name}. "
                 "The task was most likely restarted; the session must be recreated.")
-        return self.rendezvous_mgr.find_or_create(step_id).local.recv(key, timeout)
+        return self.rendezvous_mgr.recv(step_id, key, timeout)
 
     def cleanup_graph(self, request) -> worker_pb2.CleanupGraphResponse:
         self.rendezvous_mgr.cleanup(request.step_id)

@@ -404,3 +404,28 @@ def test_a_sharded_saver_writes_one_shard_per_ps_task(graph, tmp_path):
         assert len(data) == 2 and path.endswith("model.ckpt-1")
     finally:
         cluster.stop()
+
+
+def test_tasks_end_their_steps_without_cleanup_calls(cluster, graph):
+    """A step that went well leaves no rendezvous behind on any task, though the master
+    sends no CleanupGraph to tensorflux tasks."""
+    with tf.device("/job:ps/task:0"):
+        a = tf.Variable(np.ones(4, np.float32))
+    with tf.device("/job:worker/task:1"):
+        b = a * 2.0
+    c = b + a
+    workers = [srv._worker for srv in cluster.workers + cluster.ps]
+    calls = []
+    for w in workers:  # CleanupGraph (and the master's own task) end up here
+        original = w.rendezvous_mgr.cleanup
+        w.rendezvous_mgr.cleanup = lambda step_id, error=None, original=original: (
+            calls.append(step_id), original(step_id, error))[1]
+    with cluster.session(graph) as s:
+        s.run(a.initializer)
+        for _ in range(5):
+            np.testing.assert_allclose(s.run(c), [3.0] * 4)
+        deadline = time.monotonic() + 10
+        while any(len(w.rendezvous_mgr) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert all(len(w.rendezvous_mgr) == 0 for w in workers)
+    assert calls == []
