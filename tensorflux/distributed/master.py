@@ -324,13 +324,7 @@ class Master:
     def reset(self, request) -> master_pb2.ResetResponse:
         """Closes every session of this master and clears the named resource containers
         (default: the default one) on every task the device filters allow."""
-        with self._lock:
-            sessions, self._sessions = list(self._sessions.values()), {}
-        for s in sessions:
-            try:
-                s.close()
-            except errors.OpError:
-                pass
+        self.shutdown()
         cleanup = worker_pb2.CleanupAllRequest(container=list(request.container))
         for t in filtered_tasks(self.env.cluster, list(request.device_filters)):
             self.task_client(t).cleanup_all(cleanup)
@@ -370,6 +364,7 @@ class Master:
         return master_pb2.ReleaseCallableResponse()
 
     def shutdown(self) -> None:
+        """Closes every session of this master (their state on every task is freed)."""
         with self._lock:
             sessions, self._sessions = list(self._sessions.values()), {}
         for s in sessions:

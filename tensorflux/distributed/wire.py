@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.framework import dtypes, errors, tensor_util
+from tensorflux.lib.protowire import read_varint as _read_varint
+from tensorflux.lib.protowire import varint as _varint
 from tensorflux.protos import tensor_pb2
 
 # ---- tensors --------------------------------------------------------------------------
@@ -87,32 +89,6 @@ _NUMPY_OF_ENUM = _numpy_of_enum()
 
 
 # ---- protobuf wire format, for RecvTensorResponse ---------------------------------------
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    n &= (1 << 64) - 1
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _read_varint(buf, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise ValueError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-
 
 def _field(number: int, payload) -> list:
     """A length-delimited field: its header, then `payload` (not copied here)."""

@@ -29,6 +29,7 @@ from tensorflux.kernels.cpu.data_flow_ops import lookup, resource_op
 from tensorflux.kernels.queues import QueueBase
 from tensorflux.kernels.registry import kernel, kernel_factory
 from tensorflux.lib.io.tf_record import RecordReader
+from tensorflux.lib.protowire import varint as _varint
 
 
 def _str(value) -> bytes:
@@ -438,19 +439,6 @@ class IdentityReader(WholeFileReader):
 
 
 # ---- ReaderBaseState, as its protobuf bytes ----------------------------------------------
-
-
-def _varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def _encode_state(started: int, finished: int, produced: int, work: bytes) -> bytes:

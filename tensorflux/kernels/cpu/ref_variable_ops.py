@@ -13,28 +13,14 @@ from types import SimpleNamespace
 from tensorflux.framework import errors
 from tensorflux.kernels import registry
 from tensorflux.kernels.cpu import state_ops, training_ops  # noqa: F401 - registers them
-from tensorflux.kernels.cpu.state_ops import ResourceHandle, Var, as_handle
+from tensorflux.kernels.cpu.state_ops import Var, as_handle
 from tensorflux.kernels.registry import kernel_factory
 
 _ALL = ("CPU", "GPU")
 
 
-@kernel_factory("VariableV2", "Variable", device=_ALL)
-def _variable(node):
-    a = node.attrs
-    shape = a.get("shape")
-    shape = None if shape is None or shape.ndims is None else tuple(shape.as_list())
-    container, name, dtype = a["container"], a["shared_name"] or node.name, a["dtype"]
-    by_device: dict[str, ResourceHandle] = {}
-
-    def compute(ctx):
-        dev = ctx.device.name if ctx.device is not None else ""
-        h = by_device.get(dev)
-        if h is None:
-            h = by_device[dev] = ResourceHandle(container, name, dev, dtype, shape)
-        return h
-
-    return compute
+# A ref is the handle VarHandleOp makes (VariableV2's attrs have VarHandleOp's names).
+kernel_factory("VariableV2", "Variable", device=_ALL)(state_ops._var_handle)
 
 
 def _resource_compute(resource_op: str, node, **renamed):
