@@ -3,10 +3,11 @@
 A session holds one `ExecOptions`, built from its ConfigProto (`ExecOptions.from_config`)
 or passed explicitly by tests and benchmarks (`tf.Session(config=..., exec_options=...)`).
 For every step `choose_strategies` maps the step's partitions and those options to a
-`StepPlan`; `session._Step` builds exactly what the plan says. A traced run
-(RunOptions.trace_level) follows the same plan, only with every kernel wrapped by
-`tracing.traced_wrapper` and inlining off, so a timeline profiles the path untraced runs
-take. Nothing else in the runtime picks a strategy, and no module holds a switch.
+`StepPlan`; `graph_runner.GraphRunner` (a local step, a worker's registered graph) builds
+exactly what the plan says. A traced run (RunOptions.trace_level) follows the same plan,
+only with every kernel wrapped by `tracing.traced_wrapper` and inlining off, so a timeline
+profiles the path untraced runs take. Nothing else in the runtime picks a strategy, and no
+module holds a switch.
 
 The strategies, from plainest to fastest:
 
