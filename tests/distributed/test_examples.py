@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
+import random
 import re
 import subprocess
 import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 
+import tensorflux as tf
 from tensorflux.distributed import launcher
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -65,6 +69,7 @@ class _Tasks:
         self.spec = {"ps": ports[:ps], "worker": ports[ps:]}
         self.args = list(script_args)
         self.lines: list[str] = []
+        self.stamps: list[float] = []  # time.monotonic() at which each line arrived
         self.procs: dict[str, subprocess.Popen] = {}
         for job in ("ps", "worker"):
             for i in range(len(self.spec[job])):
@@ -83,6 +88,7 @@ class _Tasks:
 
         def copy():
             for line in p.stdout:
+                self.stamps.append(time.monotonic())
                 self.lines.append(f"[{name}] {line.rstrip()}")
         threading.Thread(target=copy, daemon=True).start()
 
@@ -132,3 +138,111 @@ def test_digits_survives_kill_and_restart(victim, tmp_path):
         assert chief_accuracy(tasks.output()) > 0.8
     finally:
         tasks.close()
+
+
+_STEP = re.compile(r"^\[(worker:\d)\] worker \d: step (\d+) loss")
+
+
+def _steps_since(tasks: _Tasks, mark: int):
+    """(arrival time, task, global step) of the step lines printed from line `mark` on."""
+    n = len(tasks.lines)  # the lists grow together; stamps first
+    return [(tasks.stamps[i], m.group(1), int(m.group(2)))
+            for i in range(mark, n) if (m := _STEP.match(tasks.lines[i]))]
+
+
+def ps_resume_seconds(tasks: _Tasks, restarted_at: float, mark: int,
+                      timeout: float = 60) -> float:
+    """Seconds from a ps restart (at `restarted_at`, output line `mark`) to the first
+    global-step increase printed after it (two step lines from after the restart, the
+    second higher: a train step ran against the restarted ps)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        seen = _steps_since(tasks, mark)
+        for (_, _, first), (t, _, later) in zip(seen, seen[1:], strict=False):
+            if later > first:
+                return t - restarted_at
+        time.sleep(0.05)
+    raise AssertionError(f"no progress {timeout}s after the ps restart:\n"
+                         f"{tasks.output()[-4000:]}")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_chaos_five_random_kills(tmp_path):
+    """Five kill -9s of random tasks (ps:0, the chief, worker:1) at random moments, each
+    restarted on its port; training reaches its target and the result is right."""
+    seed = int(os.environ.get("TENSORFLUX_CHAOS_SEED", "1234"))
+    rng = random.Random(seed)
+    target = 2500
+    ckpt = tmp_path / "ckpt"
+    tasks = _Tasks(1, 2, ["--steps", str(target), "--log_every", "5", "--checkpoint_dir",
+                          str(ckpt), "--save_checkpoint_steps", "50"])
+    plan, ps_resume = [], []
+    try:
+        deadline = time.monotonic() + 240
+
+        def wait_until(cond, what):
+            while not cond():
+                assert time.monotonic() < deadline, f"{what}:\n{tasks.output()[-4000:]}"
+                for name, p in tasks.procs.items():
+                    assert p.poll() is None, (
+                        f"{name} exited with {p.returncode} while {what}:\n"
+                        f"{tasks.output()[-4000:]}")
+                time.sleep(0.05)
+
+        # past the first checkpoints, so that a restarted chief restores rather than
+        # initializing from scratch
+        wait_until(lambda: _global_step(tasks.lines) >= 150, "waiting for step 150")
+        mark = 0
+        for _ in range(5):
+            victim = rng.choice(["ps:0", "worker:0", "worker:1"])
+            advance = rng.randint(50, 200)  # the random moment: this many steps on
+
+            def advanced(mark=mark, advance=advance):
+                seen = _steps_since(tasks, mark)  # from the first step since the restart
+                return bool(seen) and max(s for _, _, s in seen) >= seen[0][2] + advance
+            wait_until(advanced, f"waiting {advance} steps before killing {victim}")
+            step = _steps_since(tasks, mark)[-1][2]
+            assert step < target - 400, f"too late for another kill ({step}): {plan}"
+            plan.append((victim, step))
+            tasks.kill(victim)
+            assert tasks.procs[victim].returncode == -9
+            time.sleep(rng.uniform(0.2, 1.0))
+            mark = len(tasks.lines)
+            restarted_at = time.monotonic()
+            job, index = victim.split(":")
+            tasks.start(job, int(index))
+            if job == "ps":
+                ps_resume.append(ps_resume_seconds(tasks, restarted_at, mark))
+                print(f"chaos: ps:0 restart -> training resumed in {ps_resume[-1]:.2f}s")
+            else:  # back in training: the restarted worker itself takes steps again
+                wait_until(lambda victim=victim, mark=mark: any(
+                    t == victim for _, t, _ in _steps_since(tasks, mark)),
+                           f"waiting for the restarted {victim} to train")
+        print(f"chaos: seed {seed}, kills (victim, step): {plan}")
+        for w in ("worker:0", "worker:1"):  # the latest incarnation of each
+            code = tasks.procs[w].wait(timeout=max(deadline - time.monotonic(), 1))
+            assert code == 0, f"{w} exited with {code}:\n{tasks.output()[-4000:]}"
+        out = tasks.output()
+        done = [int(g) for g in re.findall(
+            r"^\[worker:\d\] worker \d: done, \d+ local steps, global step (\d+)",
+            out, re.MULTILINE)]
+        assert done and max(done) >= target, out[-3000:]
+        assert chief_accuracy(out) > 0.8
+    finally:
+        tasks.close()
+    for seconds in ps_resume:
+        assert seconds < 30, ps_resume
+
+    # the latest checkpoint holds the final state: the chief saved it at the end
+    latest = tf.train.latest_checkpoint(str(ckpt))
+    assert latest, list(ckpt.iterdir())
+    reader = tf.train.NewCheckpointReader(latest)
+    assert int(reader.get_tensor("global_step")) >= target
+    spec = importlib.util.spec_from_file_location("digits_example", DIGITS)
+    digits = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(digits)
+    _, (x_test, y_test) = digits.load_data()
+    h = np.maximum(x_test @ reader.get_tensor("fc1/w") + reader.get_tensor("fc1/b"), 0)
+    logits = h @ reader.get_tensor("logits/w") + reader.get_tensor("logits/b")
+    assert (logits.argmax(1) == y_test).mean() > 0.8
