@@ -216,9 +216,16 @@ def replica_device_setter(ps_tasks: int = 0, ps_device: str = "/job:ps",
     Raises:
       TypeError: `cluster` is not a ClusterSpec, dict or ClusterDef, or `ps_strategy`
         is not callable.
+      ValueError: `ps_tasks` > 0 with a `cluster` that has no ps job (TF returns None).
     """
     if cluster is not None:
-        ps_tasks = _ps_tasks_of(cluster, ps_device)
+        in_cluster = _ps_tasks_of(cluster, ps_device)
+        if ps_tasks > 0 and in_cluster == 0:
+            # TensorFlow ignores ps_tasks here and places everything on the workers; a
+            # cluster with no ps job contradicts an explicit ps_tasks, so we say so.
+            raise ValueError(f"replica_device_setter was given ps_tasks={ps_tasks} but the "
+                             f"cluster has no tasks in the job of ps_device {ps_device!r}")
+        ps_tasks = in_cluster
     if ps_tasks == 0:
         return None
     if ps_ops is None:
