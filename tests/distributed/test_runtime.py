@@ -441,3 +441,40 @@ def test_tasks_end_their_steps_without_cleanup_calls(cluster, graph):
             time.sleep(0.01)
         assert all(len(w.rendezvous_mgr) == 0 for w in workers)
     assert calls == []
+
+
+@pytest.mark.parametrize("make_opt", [
+    lambda: tf.train.GradientDescentOptimizer(0.1),
+    lambda: tf.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
+    lambda: tf.train.AdagradOptimizer(0.1),
+    lambda: tf.train.AdadeltaOptimizer(1.0),
+    lambda: tf.train.RMSPropOptimizer(0.05, centered=True),
+    lambda: tf.train.AdamOptimizer(0.05),
+    lambda: tf.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01),
+], ids=["sgd", "momentum", "adagrad", "adadelta", "rmsprop", "adam", "ftrl"])
+def test_every_optimizer_trains_variables_on_a_ps_as_in_one_process(cluster, make_opt):
+    """Dense and sparse (embedding) updates applied on the PS equal one process's."""
+
+    def train(session_factory):
+        g = tf.Graph()
+        with g.as_default():
+            with tf.device(tf.train.replica_device_setter(
+                    cluster=tf.train.ClusterSpec({"ps": ["p:1"], "worker": ["w:1", "w:2"]}),
+                    worker_device="/job:worker/task:1")):
+                emb = tf.Variable(np.arange(20, dtype=np.float32).reshape(10, 2) / 10)
+                w = tf.Variable(np.ones((2, 1), np.float32))
+                ids = tf.constant([1, 3, 3, 7])
+                loss = tf.reduce_sum(tf.square(tf.matmul(tf.nn.embedding_lookup(emb, ids),
+                                                         w) - 1.0))
+                step = make_opt().minimize(loss)
+            with session_factory(g) as s:
+                s.run(tf.global_variables_initializer())
+                for _ in range(4):
+                    s.run(step)
+                return s.run([emb, w])
+
+    local = train(lambda g: tf.Session(graph=g, config=tf.ConfigProto(
+        allow_soft_placement=True)))
+    remote = train(lambda g: cluster.session(g))
+    for got, want in zip(remote, local, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
