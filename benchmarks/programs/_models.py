@@ -29,6 +29,25 @@ def conv(tf, h, n, k, act=None):
     return act(o) if act else o
 
 
+def mlp(tf, device_fn=None):
+    """The MLP of ../shared/anchors/tf_models.py: 784-512-512-10 (ReLU), sparse softmax
+    cross-entropy, Adam(1e-3), in a new Graph under `tf.device(device_fn)`.
+
+    Returns (graph, x, y, init, train).
+    """
+    g = tf.Graph()
+    with g.as_default(), tf.device(device_fn):
+        x = tf.placeholder(tf.float32, [None, 784])
+        y = tf.placeholder(tf.int64, [None])
+        h = dense(tf, dense(tf, x, 512, tf.nn.relu), 512, tf.nn.relu)
+        logits = dense(tf, h, 10)
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        train = tf.train.AdamOptimizer(1e-3).minimize(loss)
+        init = tf.global_variables_initializer()
+    return g, x, y, init, train
+
+
 def median_step_ms(sess, op, feed, reps):
     """Median wall time of `sess.run(op, feed)` over `reps` steps after WARMUP steps.
 

@@ -48,7 +48,7 @@ import time
 
 import numpy as np
 from _bench import BACKEND, emit, emit_error, guarded
-from _models import dense, median_step_ms
+from _models import median_step_ms, mlp
 
 if BACKEND == "tensorflow":
     import tensorflow.compat.v1 as tf
@@ -377,16 +377,7 @@ def sparse_gather(target: str, rows: int, task: int, name: str) -> None:
 
 def mlp_graph(device_fn):
     """The MLP of mlp_step.py; device_fn(op) -> device, or None for no placement."""
-    g = tf.Graph()
-    with g.as_default(), tf.device(device_fn):
-        x = tf.placeholder(tf.float32, [None, 784])
-        y = tf.placeholder(tf.int64, [None])
-        h = dense(tf, dense(tf, x, 512, tf.nn.relu), 512, tf.nn.relu)
-        logits = dense(tf, h, 10)
-        loss = tf.reduce_mean(
-            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-        train = tf.train.AdamOptimizer(1e-3).minimize(loss)
-        init = tf.global_variables_initializer()
+    g, x, y, init, train = mlp(tf, device_fn)
     rng = np.random.default_rng(0)
     feed = {x: rng.standard_normal((128, 784)).astype(np.float32),
             y: rng.integers(0, 10, 128)}

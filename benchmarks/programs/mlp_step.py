@@ -7,7 +7,7 @@ after 5 warm-up steps, in ms. The model of ../shared/anchors/tf_models.py.
 
 import numpy as np
 from _bench import BACKEND, emit, guarded
-from _models import dense, median_step_ms
+from _models import median_step_ms, mlp
 
 if BACKEND == "tensorflow":
     import tensorflow.compat.v1 as tf
@@ -21,16 +21,7 @@ LABEL = "MLP 784-512-512-10, batch 128, Adam: one training step (median)"
 TARGET = 1.0  # step time <= 1.0x TensorFlow's
 with guarded(NAME, label=LABEL, target=TARGET):
     rng = np.random.default_rng(0)
-    g = tf.Graph()
-    with g.as_default():
-        x = tf.placeholder(tf.float32, [None, 784])
-        y = tf.placeholder(tf.int64, [None])
-        h = dense(tf, dense(tf, x, 512, tf.nn.relu), 512, tf.nn.relu)
-        logits = dense(tf, h, 10)
-        loss = tf.reduce_mean(
-            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-        train = tf.train.AdamOptimizer(1e-3).minimize(loss)
-        init = tf.global_variables_initializer()
+    g, x, y, init, train = mlp(tf)
     with tf.Session(graph=g) as sess:
         sess.run(init)
         feed = {x: rng.standard_normal((128, 784)).astype(np.float32),

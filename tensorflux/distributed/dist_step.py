@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from tensorflux.distributed import rpc, wire
 from tensorflux.distributed.worker import PHYSICAL_DEVICE_DESC, Worker, task_of
-from tensorflux.framework import dtypes, errors
+from tensorflux.framework import errors
 from tensorflux.framework.rendezvous_key import create_key
 from tensorflux.protos import graph_pb2, step_stats_pb2, worker_pb2
 from tensorflux.runtime import cost_model as cost_model_lib
@@ -415,8 +415,6 @@ def _tensor(graph, name: str, what: str):
         raise errors.NotFoundError(None, None, f"Tensor {name}, specified in either "
                                    f"feed_devices or fetch_devices was not found in the "
                                    f"Graph ({what}: {msg})") from None
-    if what == "feed" and t.dtype is dtypes.resource:
-        pass
     return t
 
 

@@ -27,7 +27,7 @@ from tensorflux.distributed.dist_step import TaskClient
 from tensorflux.distributed.master import Master
 from tensorflux.distributed.worker import Worker, WorkerEnv
 from tensorflux.framework import errors
-from tensorflux.protos import config_pb2, tensorflow_server_pb2
+from tensorflux.protos import tensorflow_server_pb2
 from tensorflux.runtime import device as device_lib
 
 # target -> Master of the servers of this process (a Session on one of them skips gRPC).
@@ -249,5 +249,3 @@ def create_local_cluster(num_workers: int, num_ps: int, protocol: str = "grpc",
     ps = [Server(cluster, "ps", i, protocol, ps_config) for i in range(num_ps)]
     return workers, ps
 
-
-_ = config_pb2

@@ -15,6 +15,7 @@ import time
 from tensorflux.distributed import rpc, wire
 from tensorflux.distributed.master import Master
 from tensorflux.distributed.worker import Worker
+from tensorflux.framework import errors
 from tensorflux.protos import master_pb2, worker_pb2
 from tensorflux.runtime.cancellation import CancellationManager
 
@@ -73,8 +74,6 @@ def worker_handler(worker: Worker, config: rpc.RpcConfig):
 
     def unimplemented(name):
         def fn(request, context):
-            from tensorflux.framework import errors
-
             raise errors.UnimplementedError(None, None, f"WorkerService.{name} is not "
                                             "supported by tensorflux workers")
         return fn
