@@ -21,6 +21,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     linalg_factor_ops,
     linalg_ops,
     logging_ops,
+    math_ext_ops,
     matrix_ops,
     nn_ops,
     parsing_ops,

@@ -20,6 +20,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     linalg_ops,
     logging_ops,
     math_ops,
+    math_ext_ops,
     matrix_ops,
     nn_ops,
     parsing_ops,
