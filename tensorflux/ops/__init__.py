@@ -35,6 +35,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     sequence_ops,
     slicing_ops,
     sparse_ops,
+    special_math_ops,
     state_ops,
     summary_ops,
     tensor_array_ops,

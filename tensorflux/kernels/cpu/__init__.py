@@ -34,6 +34,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     sequence_ops,
     slicing_ops,
     sparse_ops,
+    special_math_ops,
     state_ops,
     summary_ops,
     tensor_array_ops,
