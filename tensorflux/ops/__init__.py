@@ -33,6 +33,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     save_restore_ops,
     segment_ops,
     sequence_ops,
+    set_ops,
     slicing_ops,
     sparse_ops,
     special_math_ops,

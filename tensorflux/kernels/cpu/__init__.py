@@ -32,6 +32,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     save_restore_ops,
     segment_ops,
     sequence_ops,
+    set_ops,
     slicing_ops,
     sparse_ops,
     special_math_ops,
