@@ -148,3 +148,12 @@ from tensorflux.protos.summary_pb2 import (  # noqa: F401,E402
 )
 
 from tensorflux.framework.versions import __version__  # noqa: E402,F401
+# Issue 18: the math and linear-algebra namespaces and their top-level TF1 names.
+from tensorflux import bitwise, dtypes, linalg, manip, math, random, sets  # noqa: E402,F401
+from tensorflux.ops.linalg_factor_ops import *  # noqa: E402,F401,F403
+from tensorflux.ops.linalg_ops import *  # noqa: E402,F401,F403
+from tensorflux.ops.math_ext_ops import *  # noqa: E402,F401,F403
+from tensorflux.ops.segment_ops import *  # noqa: E402,F401,F403
+from tensorflux.ops.special_math_ops import *  # noqa: E402,F401,F403
+from tensorflux.linalg.linalg_impl import *  # noqa: E402,F401,F403
+from tensorflux.math.math_impl import *  # noqa: E402,F401,F403

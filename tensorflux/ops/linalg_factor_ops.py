@@ -19,8 +19,12 @@ from tensorflux.ops import array_ops, joining_ops, reduction_ops
 from tensorflux.ops.comparison_ops import equal
 from tensorflux.ops.gather_ops import gather
 from tensorflux.ops.linalg_ops import adjoint_last_two as _adj
-from tensorflux.ops.linalg_ops import matrix_band_part, matrix_diag, matrix_diag_part
-from tensorflux.ops.linalg_ops import matrix_set_diag
+from tensorflux.ops.linalg_ops import (
+    matrix_band_part,
+    matrix_diag,
+    matrix_diag_part,
+    matrix_set_diag,
+)
 from tensorflux.ops.math_ops import add, cast, multiply, subtract
 from tensorflux.ops.matrix_ops import matmul, matrix_inverse
 from tensorflux.ops.sequence_ops import range as _range

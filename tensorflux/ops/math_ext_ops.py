@@ -22,13 +22,21 @@ from tensorflux.ops import array_ops, reduction_ops
 from tensorflux.ops.comparison_ops import greater, less, where_v2
 from tensorflux.ops.gather_ops import top_k
 from tensorflux.ops.joining_ops import broadcast_to
-from tensorflux.ops.math_ops import _binary, add, cast, maximum, minimum, multiply, subtract
-from tensorflux.ops.math_ops import truediv
+from tensorflux.ops.math_ops import (
+    _binary,
+    add,
+    cast,
+    maximum,
+    minimum,
+    multiply,
+    subtract,
+    truediv,
+)
 from tensorflux.ops.unary_ops import exp, floor, log, negative
 
 __all__ = ["einsum", "tensordot", "sort", "argsort", "searchsorted", "lin_space", "linspace",
            "bincount", "histogram_fixed_width", "histogram_fixed_width_bins",
-           "cumulative_logsumexp"]
+           "roll"]
 
 _FLOAT = "T: {bfloat16, half, float, double}"
 
@@ -51,11 +59,11 @@ def _parse_equation(equation: str, ranks: list[int]):
     if len(ins) != len(ranks):
         raise ValueError(f"Expected {len(ins)} inputs for equation {equation!r}, got "
                          f"{len(ranks)}")
-    ell = builtins.max([r - len(s.replace("...", "")) for s, r in zip(ins, ranks)
+    ell = builtins.max([r - len(s.replace("...", "")) for s, r in zip(ins, ranks, strict=True)
                         if "..." in s], default=0)
     fill = string.ascii_uppercase[:ell]
     ins = [s.replace("...", fill[ell - (r - len(s.replace("...", ""))):]) for s, r in
-           zip(ins, ranks)]
+           zip(ins, ranks, strict=True)]
     return ins, out.replace("...", fill)
 
 
@@ -65,16 +73,18 @@ def _einsum_shape(op):
         return [tensor_shape.unknown_shape()]
     ins, out = _parse_equation(op.attrs["equation"], [len(d) for d in dims])
     sizes: dict[str, int | None] = {}
-    for subs, d in zip(ins, dims):
+    for subs, d in zip(ins, dims, strict=True):
         if len(subs) != len(d):
             raise ValueError(f"Input has rank {len(d)}, equation {op.attrs['equation']!r} "
                              f"has {len(subs)} labels for it")
-        for c, n in zip(subs, d):
-            old = sizes.get(c)
-            if old is None or old == 1:
-                sizes[c] = n if old is None or n is not None else old
-            elif n is not None and n != old and n != 1:
-                raise ValueError(f"Expected dimension {old} at axis of label {c!r}, got {n}")
+        for c, n in zip(subs, d, strict=True):
+            if c not in sizes or sizes[c] == 1:
+                sizes[c] = n if c not in sizes or n is not None else sizes[c]
+            elif n is not None and sizes[c] is not None and n not in (1, sizes[c]):
+                raise ValueError(f"Expected dimension {sizes[c]} at axis of label {c!r}, "
+                                 f"got {n}")
+            elif sizes[c] is None:
+                sizes[c] = n
     return [tensor_shape.TensorShape([sizes.get(c) for c in out])]
 
 
@@ -104,7 +114,7 @@ def _einsum_grad(op, grad):
         raise NotImplementedError("Einsum gradient needs inputs of known rank")
     ins, out = _parse_equation(op.attrs["equation"], ranks)
     grads = []
-    for i, (x, subs) in enumerate(zip(xs, ins)):
+    for i, (x, subs) in enumerate(zip(xs, ins, strict=True)):
         if len(set(subs)) != len(subs):
             raise NotImplementedError("Einsum gradient with a repeated label in one input")
         others = [s for j, s in enumerate(ins) if j != i]
@@ -145,7 +155,7 @@ def tensordot(a, b, axes, name=None):
         letters = iter(string.ascii_letters)
         sa = [next(letters) for _ in builtins.range(ra)]
         sb = [next(letters) for _ in builtins.range(rb)]
-        for i, j in zip(axes_a, axes_b):
+        for i, j in zip(axes_a, axes_b, strict=True):
             sb[j] = sa[i]
         out = [c for k, c in enumerate(sa) if k not in axes_a] + \
             [c for k, c in enumerate(sb) if k not in axes_b]
@@ -383,3 +393,30 @@ def right_shift(x, y, name=None):
     """x >> y elementwise (arithmetic for signed types) (`tf.bitwise.right_shift`)."""
     return apply_op("RightShift", x=x, y=y, name=name or "RightShift")
 
+
+
+# ---- Roll --------------------------------------------------------------------------------
+
+
+def _roll_shape(op):
+    shift = checked_dims(op.inputs[1])
+    axis = checked_dims(op.inputs[2])
+    if shift is not None and len(shift) > 1 or axis is not None and len(axis) > 1:
+        raise ValueError("shift and axis must be scalars or vectors")
+    return [op.inputs[0].shape]
+
+
+define_op("Roll", inputs=["input: T", "shift: Tshift", "axis: Taxis"], outputs=["output: T"],
+          attrs=["T: type", "Tshift: {int32, int64}", "Taxis: {int32, int64}"],
+          shape_fn=_roll_shape)
+
+
+def roll(input, shift, axis, name=None):  # noqa: A002
+    """`input` with its elements shifted cyclically by `shift` along `axis` (either may
+    be a list) (`tf.roll`)."""
+    return apply_op("Roll", input=input, shift=shift, axis=axis, name=name or "Roll")
+
+
+@gradient("Roll")
+def _roll_grad(op, grad):
+    return [roll(grad, negative(op.inputs[1]), op.inputs[2]), None, None]

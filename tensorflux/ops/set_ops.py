@@ -6,8 +6,8 @@ rows hold the sorted result elements. Kernels: tensorflux/kernels/cpu/set_ops.py
 
 from __future__ import annotations
 
-from tensorflux.framework import tensor_shape
 from tensorflux.framework import graph as graph_lib
+from tensorflux.framework import tensor_shape
 from tensorflux.framework.common_shapes import checked_dims
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, not_differentiable

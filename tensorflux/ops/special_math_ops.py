@@ -24,12 +24,11 @@ from tensorflux.ops.unary_ops import (
     log,
     log1p,
     negative,
-
     sign,
     square,
 )
 
-__all__ = ["igamma", "igammac", "betainc", "zeta", "polygamma", "erfinv", "lbeta"]
+__all__ = ["igamma", "igammac", "betainc", "zeta", "polygamma", "lbeta"]
 
 _FLOAT = "{bfloat16, half, float, double}"
 

@@ -29,7 +29,7 @@ def _matrix_band_part(ctx, x, num_lower, num_upper):
 @kernel("Diag")
 def _diag(ctx, d):
     if d.ndim < 1:
-        raise _invalid(f"Input must be at least rank 1, got 0")
+        raise _invalid("Input must be at least rank 1, got 0")
     out = np.zeros((d.size, d.size), d.dtype)
     out[np.arange(d.size), np.arange(d.size)] = d.reshape(-1)
     return out.reshape(d.shape + d.shape)

@@ -150,3 +150,17 @@ def _shift(fn):
 
 kernel("LeftShift")(_binary(_shift(np.left_shift)))
 kernel("RightShift")(_binary(_shift(np.right_shift)))
+
+
+@kernel("Roll")
+def _roll(ctx, x, shift, axis):
+    shifts, axes = np.reshape(shift, [-1]), np.reshape(axis, [-1])
+    if shifts.shape != axes.shape:
+        raise _invalid(f"shift and axis must have the same size: {shifts.size} vs. "
+                       f"{axes.size}")
+    for a in axes:
+        if not -x.ndim <= a < x.ndim:
+            raise _invalid(f"axis {int(a)} is out of range for a tensor of rank {x.ndim}")
+    if not shifts.size:
+        return x
+    return np.roll(x, tuple(int(s) for s in shifts), tuple(int(a) for a in axes))
