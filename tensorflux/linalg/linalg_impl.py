@@ -13,11 +13,10 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, joining_ops, reduction_ops
 from tensorflux.ops.comparison_ops import greater, where_v2
-from tensorflux.ops.gather_ops import gather
 from tensorflux.ops.linalg_factor_ops import (
-    _inverse_permutation,
     log_matrix_determinant,
     matrix_triangular_solve,
+    permutation_matrix,
     svd,
 )
 from tensorflux.ops.linalg_ops import (
@@ -119,14 +118,11 @@ def pinv(a, rcond=None, validate_args=False, name=None):
     rcond * s_max are treated as zero (rcond defaults to 10 eps max(M, N))."""
     with graph_lib.name_scope(name, "pinv", [a]):
         a = convert_to_tensor(a, name="a")
-        dims = a.shape.as_list()[-2:] if a.shape.ndims is not None else [None, None]
-        if rcond is None:
-            if None in dims:
-                raise ValueError("pinv needs static matrix dimensions when rcond is None")
-            rcond = 10.0 * builtins.max(dims) * np.finfo(a.dtype.as_numpy_dtype).eps
         s, u, v = svd(a, full_matrices=False, compute_uv=True)
-        cutoff = multiply(_const_like(rcond, s),
-                          reduction_ops.reduce_max(s, -1, keepdims=True))
+        if rcond is None:
+            size = cast(reduction_ops.reduce_max(array_ops.shape(a)[-2:]), s.dtype)
+            rcond = multiply(_const_like(10 * np.finfo(s.dtype.as_numpy_dtype).eps, s), size)
+        cutoff = multiply(cast(rcond, s.dtype), reduction_ops.reduce_max(s, -1, keepdims=True))
         inv_s = where_v2(greater(s, cutoff), truediv(array_ops.ones_like(s), s),
                          array_ops.zeros_like(s))
         return matmul(multiply(v, array_ops.expand_dims(inv_s, -2)), u, adjoint_b=True)
@@ -153,8 +149,7 @@ def lu_reconstruct(lower_upper, perm, validate_args=False, name=None):
                                 array_ops.ones_like(matrix_diag_part(lower_upper)))
         upper = matrix_band_part(lower_upper, 0, -1)
         product = matmul(lower, upper)
-        return gather(product, _inverse_permutation(perm), axis=-2,
-                      batch_dims=perm.shape.ndims - 1)
+        return matmul(permutation_matrix(perm, product.dtype), product, adjoint_a=True)
 
 
 def lu_solve(lower_upper, perm, rhs, validate_args=False, name=None):
@@ -162,7 +157,7 @@ def lu_solve(lower_upper, perm, rhs, validate_args=False, name=None):
     with graph_lib.name_scope(name, "lu_solve", [lower_upper, perm, rhs]):
         lower_upper = convert_to_tensor(lower_upper, name="lower_upper")
         rhs = convert_to_tensor(rhs, dtype=lower_upper.dtype, name="rhs")
-        permuted = gather(rhs, perm, axis=-2, batch_dims=perm.shape.ndims - 1)
+        permuted = matmul(permutation_matrix(perm, rhs.dtype), rhs)
         lower = matrix_set_diag(matrix_band_part(lower_upper, -1, 0),
                                 array_ops.ones_like(matrix_diag_part(lower_upper)))
         y = matrix_triangular_solve(lower, permuted, lower=True)
@@ -232,9 +227,10 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None,  # noqa: 
         if is_matrix:
             result = _matrix_norm(x, ord, list(axis), rank)
         else:
-            axes = list(builtins.range(rank)) if axis is None else [axis]
             if axis is None and rank is None:
                 x, axes = array_ops.reshape(x, [-1]), [0]
+            else:
+                axes = list(builtins.range(rank)) if axis is None else [axis]
             result = _vector_norm(x, ord, axes)
         if not keepdims:
             squeeze_axes = list(axis) if is_matrix else (
@@ -270,8 +266,12 @@ def _matrix_norm(x, ord, axes, rank):  # noqa: A002
         row = reduction_ops.reduce_sum(a, axes[1], keepdims=True)
         return reduction_ops.reduce_max(row, axes[0], keepdims=True)
     if rank is None:
-        raise ValueError("The 2-norm of a matrix needs a tensor of known rank")
-    axes = [ax % rank for ax in axes]
+        if axes != [-2, -1]:
+            raise ValueError("The 2-norm of a matrix over axes other than [-2, -1] needs a "
+                             "tensor of known rank")
+        s = svd(x, compute_uv=False)
+        return array_ops.expand_dims(reduction_ops.reduce_max(s, -1, keepdims=True), -1)
+    axes = [ax % rank for ax in axes]  # svd works on the last two: move the axes there
     perm = [d for d in builtins.range(rank) if d not in axes] + axes
     s = svd(array_ops.transpose(x, perm), compute_uv=False)
     top = reduction_ops.reduce_max(s, -1, keepdims=True)

@@ -15,9 +15,8 @@ from tensorflux.framework.common_shapes import checked_dims, merge_dim
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, joining_ops, reduction_ops
-from tensorflux.ops.comparison_ops import equal
-from tensorflux.ops.gather_ops import gather
+from tensorflux.ops import array_ops, joining_ops
+from tensorflux.ops.gather_ops import one_hot
 from tensorflux.ops.linalg_ops import adjoint_last_two as _adj
 from tensorflux.ops.linalg_ops import (
     matrix_band_part,
@@ -27,7 +26,6 @@ from tensorflux.ops.linalg_ops import (
 )
 from tensorflux.ops.math_ops import add, cast, multiply, subtract
 from tensorflux.ops.matrix_ops import matmul, matrix_inverse
-from tensorflux.ops.sequence_ops import range as _range
 from tensorflux.ops.slicing_ops import slice as _slice
 from tensorflux.ops.unary_ops import _const_like, negative, reciprocal, square
 
@@ -372,19 +370,12 @@ def _lu_grad(op, grad_lu, grad_p):
     mid = add(mid_l, matrix_band_part(matmul(grad_u, u_mat, adjoint_b=True), 0, -1))
     left = matrix_triangular_solve(l_mat, mid, lower=True, adjoint=True)
     grad_pa = _adj(matrix_triangular_solve(u_mat, _adj(left), lower=False, adjoint=False))
-    inverse = _inverse_permutation(perm)
-    return [_gather_rows(grad_pa, inverse)]
+    return [matmul(permutation_matrix(perm, grad_pa.dtype), grad_pa, adjoint_a=True)]
 
 
-def _inverse_permutation(perm):
-    """The inverse of each permutation in the last dimension: argmax of a one-hot matrix."""
-    n = array_ops.shape(perm)[-1]
-    one_hot = equal(array_ops.expand_dims(perm, -1), cast(_range(0, n), perm.dtype))
-    return reduction_ops.argmax(cast(one_hot, dtypes.int32), axis=-2, output_type=perm.dtype)
-
-
-def _gather_rows(x, rows):
-    return gather(x, rows, axis=-2, batch_dims=rows.shape.ndims - 1)
+def permutation_matrix(perm, dtype):
+    """The matrices P with P @ X = X[..., perm, :] (one-hot rows)."""
+    return one_hot(perm, array_ops.shape(perm)[-1], dtype=dtype)
 
 
 # ---- LogMatrixDeterminant, MatrixExponential, MatrixLogarithm ----------------------------
