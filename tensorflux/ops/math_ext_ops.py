@@ -168,8 +168,10 @@ def tensordot(a, b, axes, name=None):
 
 def _move_axis_last(x, axis):
     rank = x.shape.ndims
+    if rank is None and axis == -1:
+        return x, None
     if rank is None:
-        raise ValueError("sort needs a tensor of known rank")
+        raise ValueError("sort along an axis other than -1 needs a tensor of known rank")
     axis = axis % rank if rank else 0
     if axis == rank - 1:
         return x, None

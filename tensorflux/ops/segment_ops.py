@@ -12,7 +12,7 @@ highest for Min, 1 for Prod).
 
 from __future__ import annotations
 
-from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework import common_shapes, dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.common_shapes import checked_dims
 from tensorflux.framework.op_def_library import apply_op
@@ -36,10 +36,13 @@ _REAL = ("T: {float, double, int32, uint8, int16, int8, int64, bfloat16, uint16,
 
 
 def _segment_shape(op):
+    """[segments, data.shape[1:]]; the segment count is known when the ids are constant."""
     data = checked_dims(op.inputs[0], at_least=1)
     checked_dims(op.inputs[1], rank=1)
+    ids = common_shapes.constant_value(op.inputs[1])
+    n = None if ids is None else (int(ids[-1]) + 1 if len(ids) else 0)
     return [tensor_shape.unknown_shape() if data is None
-            else tensor_shape.TensorShape([None] + data[1:])]
+            else tensor_shape.TensorShape([n] + data[1:])]
 
 
 for _name, _types in [("Sum", _NUMBER), ("Mean", _NUMBER), ("Max", _REAL), ("Min", _REAL),
