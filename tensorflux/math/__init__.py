@@ -8,8 +8,10 @@ from tensorflux.debugging.check_ops import (  # noqa: A004
     is_strictly_increasing,
 )
 from tensorflux.math import special
-from tensorflux.math.math_impl import (  # noqa: A004
+from tensorflux.math.math_impl import (
     accumulate_n,
+    approx_max_k,
+    approx_min_k,  # noqa: A004
     confusion_matrix,
     log_sigmoid,
     multiply_no_nan,

@@ -3,13 +3,15 @@ differentiable through them."""
 
 from __future__ import annotations
 
+import builtins
+
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, reduction_ops
 from tensorflux.ops.comparison_ops import equal, where_v2
-from tensorflux.ops.gather_ops import scatter_nd
+from tensorflux.ops.gather_ops import scatter_nd, top_k
 from tensorflux.ops.joining_ops import stack
 from tensorflux.ops.math_ops import (
     add,
@@ -154,3 +156,22 @@ def saturate_cast(value, dtype, name=None):
         if src.max > dtype.max:
             value = minimum(value, _const_like(dtype.max, value))
         return cast(value, dtype)
+
+
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True, name=None):
+    """The k largest values and their indices along the last dimension, exactly
+    (`tf.math.approx_max_k`; the approximation knobs are accepted and unused)."""
+    if reduction_dimension not in (-1, builtins.max(
+            (convert_to_tensor(operand).shape.ndims or 0) - 1, 0)):
+        raise ValueError("approx_max_k supports the last dimension only")
+    return top_k(operand, k, name=name or "ApproxTopK")
+
+
+def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True, name=None):
+    """The k smallest values and their indices along the last dimension, exactly
+    (`tf.math.approx_min_k`)."""
+    values, indices = approx_max_k(negative(convert_to_tensor(operand)), k,
+                                   reduction_dimension, name=name)
+    return negative(values), indices

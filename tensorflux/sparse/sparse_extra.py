@@ -1,0 +1,232 @@
+"""More `tf.sparse` functions, built from dense ops over a SparseTensor's three tensors
+(indices, values, dense_shape): matmul with a dense matrix (gather rows, scale, segment
+sum), reductions, retain, reset_shape, transpose, expand_dims, concat, slice, reshape,
+to_indicator, eye, and adding a dense tensor. Gradients flow to the values and to dense
+operands through the ops used."""
+
+from __future__ import annotations
+
+from tensorflux.framework import dtypes
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.sparse_tensor import SparseTensor
+from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import array_ops, joining_ops, reduction_ops
+from tensorflux.ops.comparison_ops import greater_equal, less, logical_and
+from tensorflux.ops.gather_ops import gather
+from tensorflux.ops.math_ops import (
+    add,
+    cast,
+    floordiv,
+    floormod,
+    maximum,
+    minimum,
+    multiply,
+    subtract,
+)
+from tensorflux.ops.math_ops import conj as _conj
+from tensorflux.ops.sequence_ops import cumprod, unsorted_segment_sum
+from tensorflux.ops.sequence_ops import range as _range
+from tensorflux.ops.slicing_ops import boolean_mask
+from tensorflux.ops.sparse_ops import _as_sparse, sparse_reorder, sparse_tensor_to_dense
+
+__all__ = ["sparse_tensor_dense_matmul", "sparse_reduce_sum", "sparse_retain",
+           "sparse_reset_shape", "sparse_transpose", "sparse_concat", "sparse_slice",
+           "sparse_reshape", "sparse_to_indicator", "sparse_add"]
+
+
+def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None):
+    """The dense product of a rank-2 SparseTensor and a dense matrix
+    (`tf.sparse.sparse_dense_matmul`): rows of b gathered at the column indices, scaled by
+    the values, summed into the output rows."""
+    sp_a = _as_sparse(sp_a, "sparse.sparse_dense_matmul")
+    with graph_lib.name_scope(name, "SparseTensorDenseMatMul", [sp_a.values, b]):
+        b = convert_to_tensor(b, dtype=sp_a.dtype, name="b")
+        if adjoint_b:
+            b = _conj(array_ops.transpose(b))
+        rows, cols = sp_a.indices[:, 0], sp_a.indices[:, 1]
+        values = sp_a.values
+        num_rows = sp_a.dense_shape[0]
+        if adjoint_a:
+            rows, cols, values = cols, rows, _conj(values)
+            num_rows = sp_a.dense_shape[1]
+        scaled = multiply(gather(b, cols), array_ops.expand_dims(values, 1))
+        return unsorted_segment_sum(scaled, rows, num_rows)
+
+
+def sparse_reduce_sum(sp_input, axis=None, keepdims=None, reduction_axes=None,
+                      keep_dims=None):
+    """The sum of a SparseTensor's entries over `axis` (all by default), as a dense tensor
+    (`tf.sparse.reduce_sum`)."""
+    sp_input = _as_sparse(sp_input, "sparse.reduce_sum")
+    axis = reduction_axes if axis is None else axis
+    keepdims = bool(keep_dims if keepdims is None else keepdims)
+    return reduction_ops.reduce_sum(sparse_tensor_to_dense(sp_input, validate_indices=False),
+                                    axis, keepdims=keepdims)
+
+
+def sparse_retain(sp_input, to_retain):
+    """The entries of sp_input where the boolean vector `to_retain` is true
+    (`tf.sparse.retain`)."""
+    sp_input = _as_sparse(sp_input, "sparse.retain")
+    keep = convert_to_tensor(to_retain, dtype=dtypes.bool, name="to_retain")
+    return SparseTensor(boolean_mask(sp_input.indices, keep),
+                        boolean_mask(sp_input.values, keep), sp_input.dense_shape)
+
+
+def sparse_reset_shape(sp_input, new_shape=None):
+    """sp_input with dense_shape `new_shape`, or the tightest shape holding its indices
+    (`tf.sparse.reset_shape`)."""
+    sp_input = _as_sparse(sp_input, "sparse.reset_shape")
+    if new_shape is None:
+        tight = add(reduction_ops.reduce_max(sp_input.indices, 0),
+                    convert_to_tensor(1, dtypes.int64))
+        rank = array_ops.shape(sp_input.dense_shape, out_type=dtypes.int64)
+        zeros = array_ops.zeros(rank, dtypes.int64)
+        shape = maximum(tight, zeros)
+        return SparseTensor(sp_input.indices, sp_input.values, shape)
+    shape = cast(convert_to_tensor(new_shape), dtypes.int64)
+    return SparseTensor(sp_input.indices, sp_input.values, shape)
+
+
+def sparse_transpose(sp_input, perm=None, name=None):
+    """sp_input with its dimensions permuted (reversed by default), indices reordered
+    (`tf.sparse.transpose`)."""
+    sp_input = _as_sparse(sp_input, "sparse.transpose")
+    with graph_lib.name_scope(name, "SparseTranspose", [sp_input.indices]):
+        if perm is None:
+            rank = array_ops.shape(sp_input.dense_shape)[0]
+            perm = subtract(subtract(rank, 1), _range(0, rank))
+        indices = array_ops.transpose(gather(array_ops.transpose(sp_input.indices), perm))
+        shape = gather(sp_input.dense_shape, perm)
+        return sparse_reorder(SparseTensor(indices, sp_input.values, shape))
+
+
+def sparse_expand_dims(sp_input, axis=None, name=None):
+    """sp_input with a dimension of size 1 inserted at `axis` (`tf.sparse.expand_dims`)."""
+    sp_input = _as_sparse(sp_input, "sparse.expand_dims")
+    with graph_lib.name_scope(name, "ExpandDims", [sp_input.indices]):
+        axis = -1 if axis is None else axis
+        rank = sp_input.dense_shape.shape.as_list()[0]
+        if rank is None:
+            raise ValueError("sparse.expand_dims needs a SparseTensor of known rank")
+        pos = axis if axis >= 0 else rank + 1 + axis
+        n = array_ops.shape(sp_input.indices, out_type=dtypes.int64)[:1]
+        column = array_ops.zeros(joining_ops.concat([n, [1]], 0), dtypes.int64)
+        indices = joining_ops.concat([sp_input.indices[:, :pos], column,
+                                      sp_input.indices[:, pos:]], 1)
+        shape = joining_ops.concat([sp_input.dense_shape[:pos],
+                                    convert_to_tensor([1], dtypes.int64),
+                                    sp_input.dense_shape[pos:]], 0)
+        return SparseTensor(indices, sp_input.values, shape)
+
+
+def sparse_concat(axis, sp_inputs, name=None, expand_nonconcat_dim=False, concat_dim=None,
+                  expand_nonconcat_dims=None):
+    """The SparseTensors joined along `axis` (`tf.sparse.concat`); the other dimensions
+    must agree (or, with expand_nonconcat_dim, grow to the largest)."""
+    axis = concat_dim if concat_dim is not None else axis
+    expand = expand_nonconcat_dim or bool(expand_nonconcat_dims)
+    inputs = [_as_sparse(s, "sparse.concat") for s in sp_inputs]
+    with graph_lib.name_scope(name, "SparseConcat", [s.indices for s in inputs]):
+        rank = inputs[0].dense_shape.shape.as_list()[0]
+        if rank is None:
+            raise ValueError("sparse.concat needs SparseTensors of known rank")
+        axis = axis % rank
+        one_hot = convert_to_tensor([1 if d == axis else 0 for d in range(rank)],
+                                    dtypes.int64)
+        offset = convert_to_tensor(0, dtypes.int64)
+        indices, values = [], []
+        for s in inputs:
+            indices.append(add(s.indices, multiply(offset, one_hot)))
+            values.append(s.values)
+            offset = add(offset, s.dense_shape[axis])
+        shape = inputs[0].dense_shape
+        if expand:
+            for s in inputs[1:]:
+                shape = maximum(shape, s.dense_shape)
+        shape = add(multiply(shape, subtract(convert_to_tensor(1, dtypes.int64), one_hot)),
+                    multiply(offset, one_hot))
+        out = SparseTensor(joining_ops.concat(indices, 0), joining_ops.concat(values, 0),
+                           shape)
+        return sparse_reorder(out)
+
+
+def sparse_slice(sp_input, start, size, name=None):
+    """The entries of sp_input inside the box [start, start + size), shifted to start at
+    0 (`tf.sparse.slice`)."""
+    sp_input = _as_sparse(sp_input, "sparse.slice")
+    with graph_lib.name_scope(name, "SparseSlice", [sp_input.indices]):
+        start = cast(convert_to_tensor(start), dtypes.int64)
+        size = cast(convert_to_tensor(size), dtypes.int64)
+        end = minimum(add(start, size), sp_input.dense_shape)
+        inside = logical_and(greater_equal(sp_input.indices, start),
+                             less(sp_input.indices, end))
+        keep = reduction_ops.reduce_all(inside, 1)
+        indices = subtract(boolean_mask(sp_input.indices, keep), start)
+        shape = maximum(subtract(end, start), array_ops.zeros_like(start))
+        return SparseTensor(indices, boolean_mask(sp_input.values, keep), shape)
+
+
+def sparse_reshape(sp_input, shape, name=None):
+    """sp_input with a new dense shape of the same size, one dimension may be -1
+    (`tf.sparse.reshape`): row-major linear positions are kept."""
+    sp_input = _as_sparse(sp_input, "sparse.reshape")
+    with graph_lib.name_scope(name, "SparseReshape", [sp_input.indices]):
+        old = sp_input.dense_shape
+        new = cast(convert_to_tensor(shape), dtypes.int64)
+        total = reduction_ops.reduce_prod(old)
+        known = reduction_ops.reduce_prod(maximum(new, convert_to_tensor(1, dtypes.int64)))
+        missing = floordiv(total, known)
+        minus_one = cast(less(new, convert_to_tensor(0, dtypes.int64)), dtypes.int64)
+        new = add(multiply(new, subtract(convert_to_tensor(1, dtypes.int64), minus_one)),
+                  multiply(missing, minus_one))
+        old_strides = _strides(old)
+        linear = reduction_ops.reduce_sum(multiply(sp_input.indices, old_strides), 1,
+                                          keepdims=True)
+        new_strides = _strides(new)
+        indices = floormod(floordiv(linear, new_strides), new)
+        return SparseTensor(indices, sp_input.values, new)
+
+
+def _strides(shape):
+    """Row-major strides of a shape vector: exclusive reverse cumulative products."""
+    return cumprod(shape, exclusive=True, reverse=True)
+
+
+def sparse_to_indicator(sp_input, vocab_size, name=None):
+    """A dense bool tensor [..., vocab_size], true at each (row, value) of the int
+    SparseTensor (`tf.sparse.to_indicator`)."""
+    sp_input = _as_sparse(sp_input, "sparse.to_indicator")
+    with graph_lib.name_scope(name, "SparseToIndicator", [sp_input.indices]):
+        ids = array_ops.expand_dims(cast(sp_input.values, dtypes.int64), 1)
+        indices = joining_ops.concat([sp_input.indices[:, :-1], ids], 1)
+        shape = joining_ops.concat([sp_input.dense_shape[:-1],
+                                    cast(convert_to_tensor([vocab_size]), dtypes.int64)], 0)
+        ones = array_ops.ones_like(sp_input.values, dtype=dtypes.bool)
+        dense = sparse_tensor_to_dense(sparse_reorder(SparseTensor(indices, ones, shape)),
+                                       default_value=False, validate_indices=False)
+        return dense
+
+
+def sparse_eye(num_rows, num_columns=None, dtype=dtypes.float32, name=None):
+    """The identity matrix as a SparseTensor (`tf.sparse.eye`)."""
+    with graph_lib.name_scope(name, "eye", [num_rows, num_columns]):
+        rows = cast(convert_to_tensor(num_rows), dtypes.int64)
+        cols = rows if num_columns is None else cast(convert_to_tensor(num_columns),
+                                                     dtypes.int64)
+        diag = _range(minimum(rows, cols), dtype=dtypes.int64)
+        indices = joining_ops.stack([diag, diag], 1)
+        values = array_ops.ones_like(diag, dtype=dtype)
+        return SparseTensor(indices, values, joining_ops.stack([rows, cols]))
+
+
+def sparse_add(a, b, threshold=0, thresh=None):
+    """A SparseTensor plus a dense tensor, as a dense tensor (`tf.sparse.add`; the sum of
+    two SparseTensors is not supported yet)."""
+    if isinstance(a, SparseTensor) and isinstance(b, SparseTensor):
+        raise NotImplementedError("tf.sparse.add of two SparseTensors is not supported yet")
+    sp, dense = (a, b) if isinstance(a, SparseTensor) else (b, a)
+    sp = _as_sparse(sp, "sparse.add")
+    dense = convert_to_tensor(dense, dtype=sp.dtype)
+    return add(sparse_tensor_to_dense(sp, validate_indices=False), dense)
+
