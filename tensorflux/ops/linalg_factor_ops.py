@@ -199,23 +199,34 @@ def _right_triangular_solve(x, r):
     return _adj(matrix_triangular_solve(r, _adj(x), lower=False, adjoint=True))
 
 
-@gradient("Qr")
-def _qr_grad(op, dq, dr):
-    """For tall or square inputs (reduced q): with M = r dr^H - dq^H q, copyltu(M) (the
-    lower triangle mirrored up), grad = (dq + q copyltu(M)) r^-H."""
-    q, r = op.outputs
-    a = op.inputs[0]
-    dims = a.shape.as_list() if a.shape.ndims is not None else None
-    if dims is None or dims[-2] is None or dims[-1] is None or dims[-2] < dims[-1] or \
-            (op.attrs["full_matrices"] and dims[-2] != dims[-1]):
-        raise NotImplementedError("QrGrad not implemented when nrows < ncols, "
-                                  "full_matrices is true and nrows != ncols, or shapes are "
-                                  "unknown")
+def _qr_grad_deep(q, r, dq, dr):
+    """Square or tall input, reduced q: with M = r dr^H - dq^H q and copyltu(M) its lower
+    triangle mirrored up, grad = (dq + q copyltu(M)) r^-H."""
     m = subtract(matmul(r, dr, adjoint_b=True), matmul(dq, q, adjoint_a=True))
     lower = matrix_band_part(m, -1, 0)
     copyltu = subtract(add(lower, _adj(lower)), matrix_diag(matrix_diag_part(m)))
-    return [_adj(matrix_triangular_solve(r, _adj(add(dq, matmul(q, copyltu))), lower=False,
-                                         adjoint=False))]
+    return _adj(matrix_triangular_solve(r, _adj(add(dq, matmul(q, copyltu))), lower=False,
+                                        adjoint=False))
+
+
+@gradient("Qr")
+def _qr_grad(op, dq, dr):
+    """Tall or square inputs directly; wide ones [X Y] (X square) as X = q u, Y = q v:
+    grad_X from the square case with dq + Y dv^H, grad_Y = q dv."""
+    q, r = op.outputs
+    a = op.inputs[0]
+    dims = a.shape.as_list() if a.shape.ndims is not None else None
+    if dims is None or dims[-2] is None or dims[-1] is None or \
+            (op.attrs["full_matrices"] and dims[-2] > dims[-1]):
+        raise NotImplementedError("QrGrad not implemented when full_matrices is true and "
+                                  "nrows > ncols, or for unknown matrix shapes")
+    rows, cols = dims[-2:]
+    if rows >= cols:
+        return [_qr_grad_deep(q, r, dq, dr)]
+    y, u = a[..., :, rows:], r[..., :, :rows]
+    dv, du = dr[..., :, rows:], dr[..., :, :rows]
+    dx = _qr_grad_deep(q, u, add(dq, matmul(y, dv, adjoint_b=True)), du)
+    return [joining_ops.concat([dx, matmul(q, dv)], -1)]
 
 
 # ---- Svd ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Special functions: Igamma, Igammac, Betainc, Zeta, Polygamma, Erfinv, Ndtri, BesselI0e,
+"""Special functions: Igamma (and IgammaGradA, its derivative in a), Igammac, Betainc, Zeta, Polygamma, Erfinv, Ndtri, BesselI0e,
 BesselI1e, BesselI0, BesselI1, with the TF1 wrappers (`tf.math.*`, `tf.math.special.*`),
 gradients where TensorFlow has them, and compositions (`lbeta`, `erfcinv`).
 Lgamma and Digamma are in unary_ops.py. Kernels: tensorflux/kernels/cpu/special_math_ops.py.
@@ -11,7 +11,7 @@ import math
 from tensorflux.framework import common_shapes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
-from tensorflux.framework.op_registry import define_op, gradient
+from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, reduction_ops
 from tensorflux.ops.comparison_ops import equal, where_v2
@@ -42,6 +42,9 @@ def _ternary_shape(op):
     a, b, x = (t.shape for t in op.inputs)
     return [common_shapes.broadcast_shapes(common_shapes.broadcast_shapes(a, b), x)]
 
+
+_binary("IgammaGradA", "{float, double}")
+not_differentiable("IgammaGradA")
 
 define_op("Betainc", inputs=["a: T", "b: T", "x: T"], outputs=["z: T"],
           attrs=["T: {float, double}"], shape_fn=_ternary_shape, broadcasts=True)
@@ -76,18 +79,17 @@ def polygamma(a, x, name=None):
 
 @gradient("Igamma")
 def _igamma_grad(op, grad):
-    """d/dx P(a, x) = exp(-x) x^(a-1) / Gamma(a). The gradient for `a` (TensorFlow's
-    IgammaGradA) is not implemented: None."""
+    """d/dx P(a, x) = exp(-x) x^(a-1) / Gamma(a); d/da P(a, x) is IgammaGradA."""
     a, x = op.inputs
     density = exp(subtract(subtract(multiply(subtract(a, _const_like(1, a)), log(x)), x),
                            lgamma(a)))
-    return [None, multiply(grad, density)]
+    return [multiply(grad, apply_op("IgammaGradA", x=a, y=x)), multiply(grad, density)]
 
 
 @gradient("Igammac")
 def _igammac_grad(op, grad):
-    _, gx = _igamma_grad(op, grad)
-    return [None, negative(gx)]
+    ga, gx = _igamma_grad(op, grad)
+    return [negative(ga), negative(gx)]
 
 
 @gradient("Betainc")

@@ -156,6 +156,9 @@ CASES: list[tuple[OpCase, list]] = [
             .astype(a.dtype), [(2, 4), (2, 3)], make=tall, tol=1e-3), F32_64),
     (OpCase("qr", lambda x: list(tf.qr(x)), lambda x: list(np.linalg.qr(x)), [(2, 4, 3)],
             make=tall), F32_64),
+    (OpCase("qr_wide", lambda x: list(tf.qr(x)), lambda x: list(np.linalg.qr(x)),
+            [(2, 3, 5)], make=lambda rng, s, dt: (rng.standard_normal(s) + np.eye(
+                *s[-2:])).astype(dt)), F32_64),
     (OpCase("qr_full", lambda x: list(tf.linalg.qr(x, full_matrices=True)),
             lambda x: list(np.linalg.qr(x, mode="complete")), [(3, 3)], make=tall), F32_64),
     (OpCase("svd", svd_abs, svd_ref, [(2, 4, 3)], make=tall, grad=False), F32_64),
@@ -304,6 +307,9 @@ exprs["grad_eig"] = tf.gradients(tf.reduce_sum(tf.linalg.eigvalsh(x) ** 2), x)[0
 exprs["grad_svd"] = tf.gradients(tf.reduce_sum(tf.linalg.svd(x, compute_uv=False)), x)[0]
 y = tf.constant(t)
 exprs["grad_qr"] = tf.gradients(tf.reduce_sum(tf.abs(tf.linalg.qr(y)[1])), y)[0]
+yw = tf.constant(t.T)
+exprs["grad_qr_wide"] = tf.gradients(tf.reduce_sum(tf.linalg.qr(yw)[0] * t[:3, :3]) +
+                                     tf.reduce_sum(tf.abs(tf.linalg.qr(yw)[1])), yw)[0]
 exprs["grad_lstsq"] = tf.gradients(tf.reduce_sum(tf.linalg.lstsq(y, t[:, :2], 0.1)), y)[0]
 exprs["grad_tri"] = tf.gradients(tf.reduce_sum(tf.linalg.triangular_solve(x, b)), x)[0]
 with tf.Session() as s:

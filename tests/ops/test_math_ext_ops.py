@@ -91,10 +91,10 @@ CASES: list[tuple[OpCase, list]] = [
         x, exclusive=True, reverse=True)[:-1], lambda x: np_cumlogsumexp(x, True, True)[:-1],
             [(4, 3)]), F32_64),
     # ---- special functions
-    (OpCase("igamma", tf.math.igamma, sp.gammainc, [(4,), (4,)], make=positive,
-            grad_inputs=[1]), F32_64),
-    (OpCase("igammac", tf.igammac, sp.gammaincc, [(4,), (4,)], make=positive,
-            grad_inputs=[1]), F32_64),
+    (OpCase("igamma", tf.math.igamma, sp.gammainc, [(4,), (4,)], make=positive), F32_64),
+    (OpCase("igammac", tf.igammac, sp.gammaincc, [(4,), (4,)], make=positive), F32_64),
+    (OpCase("igamma_large_x", tf.math.igamma, sp.gammainc, [(4,), (4,)],
+            make=lambda rng, s, dt: rng.uniform(2.0, 30.0, s).astype(dt)), F32_64),
     (OpCase("betainc", tf.math.betainc, sp.betainc, [(4,), (4,), (4,)], make=unit_open,
             grad_inputs=[2], grad_tol=2e-2), F32_64),
     (OpCase("zeta", lambda q: tf.math.zeta(q.dtype.as_numpy_dtype(3.0), q),
@@ -317,6 +317,8 @@ exprs["g_sort"] = tf.gradients(tf.sort(x, axis=0) * d, x)[0]
 exprs["g_i1e"] = tf.gradients(tf.math.bessel_i1e(x), x)[0]
 pt = tf.constant(p)
 exprs["g_igamma"] = tf.gradients(tf.math.igamma(p[::-1], pt), pt)[0]
+exprs["g_igamma_a"] = tf.gradients(tf.math.igamma(pt, p[::-1] * 3), pt)[0]
+exprs["g_igammac_a"] = tf.gradients(tf.math.igammac(pt, p[::-1] * 3), pt)[0]
 exprs["g_zeta"] = tf.gradients(tf.math.zeta(p + 1.0, pt), pt)[0]
 with tf.Session() as s:
     result = s.run(exprs)

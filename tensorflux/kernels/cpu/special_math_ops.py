@@ -51,6 +51,27 @@ kernel("Zeta")(_binary(_in_dtype(lambda s, x, q: s.zeta(x, q), "zeta")))
 kernel("Polygamma")(_binary(_in_dtype(_polygamma, "polygamma")))
 
 
+def _igamma_grad_a(special, a, x):
+    """d/da P(a, x) from the series P = sum_n exp((a + n) log x - x - lgamma(a + n + 1)):
+    dP/da = log(x) P - sum_n term_n digamma(a + n + 1). Terms are summed until they no
+    longer change the sums (at most 100000 of them)."""
+    a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
+    safe_x = np.where(x > 0, x, 1.0)
+    log_x = np.log(safe_x)
+    total, weighted = np.zeros(a.shape), np.zeros(a.shape)
+    for n in range(100000):
+        term = np.exp((a + n) * log_x - safe_x - special.gammaln(a + n + 1))
+        total += term
+        weighted += term * special.digamma(a + n + 1)
+        if n > x.max(initial=0.0) and np.all(term <= 1e-17 * np.maximum(total, 1e-300)):
+            break
+    out = log_x * total - weighted
+    return np.where(x > 0, out, 0.0)
+
+
+kernel("IgammaGradA")(_binary(_in_dtype(_igamma_grad_a, "gammaln")))
+
+
 @kernel("Betainc")
 def _betainc(ctx, a, b, x):
     return _in_dtype(lambda s, a, b, x: s.betainc(a, b, x), "betainc")(a, b, x)
