@@ -23,7 +23,7 @@ NOT_YET = {
                "LinearOperatorLowRankUpdate", "LinearOperatorLowerTriangular",
                "LinearOperatorPermutation", "LinearOperatorScaledIdentity",
                "LinearOperatorToeplitz", "LinearOperatorTridiag", "LinearOperatorZeros",
-               "eigh_tridiagonal", "experimental", "sqrtm", "tridiagonal_matmul",
+               "eigh_tridiagonal", "experimental", "tridiagonal_matmul",
                "tridiagonal_solve"},
     "random": {"Algorithm", "Generator", "create_rng_state", "experimental", "fold_in",
                "gamma", "get_global_generator", "poisson", "set_global_generator", "split",

@@ -27,6 +27,7 @@ from tensorflux.ops.linalg_factor_ops import matrix_exponential as expm  # noqa:
 from tensorflux.ops.linalg_factor_ops import matrix_logarithm as logm  # noqa: F401
 from tensorflux.ops.linalg_factor_ops import matrix_solve as solve  # noqa: F401
 from tensorflux.ops.linalg_factor_ops import matrix_solve_ls as lstsq  # noqa: F401
+from tensorflux.ops.linalg_factor_ops import matrix_square_root as sqrtm  # noqa: F401
 from tensorflux.ops.linalg_factor_ops import matrix_triangular_solve as triangular_solve  # noqa: F401,E501
 from tensorflux.ops.linalg_factor_ops import self_adjoint_eig as eigh  # noqa: F401
 from tensorflux.ops.linalg_factor_ops import self_adjoint_eigvals as eigvalsh  # noqa: F401

@@ -1,7 +1,7 @@
 """Dense linear algebra that factors matrices: MatrixSolve, MatrixSolveLs,
 MatrixTriangularSolve, Qr, Svd, SelfAdjointEigV2, Lu, LogMatrixDeterminant,
-MatrixExponential, MatrixLogarithm, with their TF1 wrappers and gradients. Every op works on
-the innermost two dimensions and batches over the rest. Kernels are in
+MatrixExponential, MatrixLogarithm, MatrixSquareRoot, with their TF1 wrappers and
+gradients. Every op works on the innermost two dimensions and batches over the rest. Kernels are in
 tensorflux/kernels/cpu/linalg_factor_ops.py.
 """
 
@@ -24,13 +24,14 @@ from tensorflux.ops.linalg_ops import (
     matrix_diag_part,
     matrix_set_diag,
 )
-from tensorflux.ops.math_ops import add, cast, multiply, subtract
+from tensorflux.ops.math_ext_ops import einsum
+from tensorflux.ops.math_ops import _conj, add, cast, multiply, subtract
 from tensorflux.ops.matrix_ops import matmul, matrix_inverse
 from tensorflux.ops.slicing_ops import slice as _slice
 from tensorflux.ops.unary_ops import _const_like, negative, reciprocal, square
 
 __all__ = ["matrix_solve", "matrix_solve_ls", "matrix_triangular_solve", "qr", "svd",
-           "self_adjoint_eig", "self_adjoint_eigvals"]
+           "matrix_square_root", "self_adjoint_eig", "self_adjoint_eigvals"]
 
 _LINALG = "T: {double, float, half, complex64, complex128}"
 
@@ -423,6 +424,8 @@ define_op("MatrixExponential", inputs=["input: T"], outputs=["output: T"], attrs
 define_op("MatrixLogarithm", inputs=["input: T"], outputs=["output: T"],
           attrs=["T: {complex64, complex128}"], shape_fn=_square_shape)
 not_differentiable("MatrixLogarithm")
+define_op("MatrixSquareRoot", inputs=["input: T"], outputs=["output: T"], attrs=[_LINALG],
+          shape_fn=_square_shape)
 
 
 def matrix_exponential(input, name=None):  # noqa: A002
@@ -450,3 +453,28 @@ def _matrix_exponential_grad(op, grad):
     size = joining_ops.concat([array_ops.fill(array_ops.reshape(rank - 2, [1]), -1),
                                joining_ops.stack([n, n])], 0)
     return [_slice(big, begin, size)]
+
+
+def matrix_square_root(input, name=None):  # noqa: A002
+    """The principal square root S (S @ S = input) of each square matrix
+    (`tf.linalg.sqrtm`)."""
+    return apply_op("MatrixSquareRoot", input=input, name=name or "MatrixSquareRoot")
+
+
+@gradient("MatrixSquareRoot")
+def _matrix_square_root_grad(op, grad):
+    """dA = dS S + S dS, so grad_A = X with S^H X + X S^H = grad: a Sylvester equation,
+    solved as one linear system of size N^2 (row-major vec: (S^H kron I + I kron conj(S)))."""
+    s = op.outputs[0]
+    dims = s.shape.as_list() if s.shape.ndims is not None else None
+    if dims is None or dims[-1] is None:
+        raise NotImplementedError("MatrixSquareRoot gradient needs a static matrix size")
+    n = dims[-1]
+    s_h = _adj(s)
+    eye = matrix_diag(array_ops.ones_like(matrix_diag_part(s)))
+    k = add(einsum("...ij,...kl->...ikjl", s_h, eye),
+            einsum("...ij,...kl->...ikjl", eye, _conj(s)))
+    batch = array_ops.shape(s)[:-2]
+    k = array_ops.reshape(k, joining_ops.concat([batch, [n * n, n * n]], 0))
+    vec = array_ops.reshape(grad, joining_ops.concat([batch, [n * n, 1]], 0))
+    return [array_ops.reshape(matrix_solve(k, vec), array_ops.shape(grad))]

@@ -1,6 +1,7 @@
-"""Special functions: Igamma (and IgammaGradA, its derivative in a), Igammac, Betainc, Zeta, Polygamma, Erfinv, Ndtri, BesselI0e,
-BesselI1e, BesselI0, BesselI1, with the TF1 wrappers (`tf.math.*`, `tf.math.special.*`),
-gradients where TensorFlow has them, and compositions (`lbeta`, `erfcinv`).
+"""Special functions: Igamma (and IgammaGradA, its derivative in a), Igammac, Betainc,
+Zeta, Polygamma, Erfinv, Ndtri, BesselI0e, BesselI1e, BesselI0, BesselI1, with the TF1
+wrappers (`tf.math.*`, `tf.math.special.*`), gradients where TensorFlow has them, and
+compositions (`lbeta`, `erfcinv`).
 Lgamma and Digamma are in unary_ops.py. Kernels: tensorflux/kernels/cpu/special_math_ops.py.
 """
 

@@ -189,6 +189,10 @@ CASES: list[tuple[OpCase, list]] = [
     (OpCase("logm", tf.linalg.logm, lambda x: scipy.linalg.logm(x).astype(x.dtype),
             [(3, 3)], make=lambda rng, s, dt: (spd(rng, s, np.float64) + 0j).astype(dt)),
      C64_128),
+    (OpCase("sqrtm", tf.linalg.sqrtm, lambda x: np.stack([scipy.linalg.sqrtm(m) for m in x])
+            .real.astype(x.dtype), [(2, 3, 3)], make=square_only(spd)), F32_64),
+    (OpCase("sqrtm_complex", tf.linalg.sqrtm, lambda x: scipy.linalg.sqrtm(x).astype(
+        x.dtype), [(3, 3)], make=well_conditioned, grad=False), [np.complex128]),
     (OpCase("trace", tf.linalg.trace, lambda x: np.trace(x, axis1=-2, axis2=-1),
             [(2, 3, 3)]), F32_64),
     (OpCase("cholesky_solve", lambda x, b: tf.linalg.cholesky_solve(tf.cholesky(gram(x)), b),
@@ -301,6 +305,9 @@ exprs = {
 }
 x = tf.constant(a)
 exprs["grad_solve"] = tf.gradients(tf.reduce_sum(tf.linalg.solve(x, b) ** 2), x)[0]
+exprs["sqrtm"] = tf.linalg.sqrtm(tf.matmul(x, x, transpose_b=True))
+gram_x = tf.matmul(x, x, transpose_b=True)
+exprs["grad_sqrtm"] = tf.gradients(tf.reduce_sum(tf.linalg.sqrtm(gram_x) * b[..., :1]), x)[0]
 exprs["grad_slogdet"] = tf.gradients(tf.linalg.slogdet(x)[1], x)[0]
 exprs["grad_expm"] = tf.gradients(tf.reduce_sum(tf.linalg.expm(0.3 * x) * b[..., :1]), x)[0]
 exprs["grad_eig"] = tf.gradients(tf.reduce_sum(tf.linalg.eigvalsh(x) ** 2), x)[0]

@@ -245,3 +245,27 @@ def _matrix_logarithm(ctx, x):
             e, v = np.linalg.eig(m.astype(np.complex128))
             outs.append(v @ np.diag(np.log(e)) @ np.linalg.inv(v))
     return np.stack(outs).reshape(x.shape).astype(x.dtype)
+
+
+def _sqrtm_eig(m):
+    """The principal square root by eigendecomposition (the fallback without SciPy;
+    diagonalizable matrices only)."""
+    e, v = np.linalg.eig(m.astype(np.complex128))
+    return v @ np.diag(np.sqrt(e)) @ np.linalg.inv(v)
+
+
+@kernel("MatrixSquareRoot", expensive=True)
+def _matrix_square_root(ctx, x):
+    _check_matrix(x)
+    if x.size == 0:
+        return np.empty(x.shape, x.dtype)
+    flat = _work(x).reshape((-1,) + x.shape[-2:])
+    outs = []
+    for m in flat:
+        root = _scipy_linalg.sqrtm(m) if _scipy_linalg is not None else _sqrtm_eig(m)
+        if x.dtype.kind != "c" and np.iscomplexobj(root):
+            # No real principal root (negative eigenvalues): NaN, as TensorFlow gives.
+            imag = np.abs(root.imag).max() > 1e-6 * max(np.abs(root.real).max(), 1.0)
+            root = np.full(m.shape, np.nan) if imag else root.real
+        outs.append(root)
+    return np.stack(outs).reshape(x.shape).astype(x.dtype)
