@@ -205,3 +205,26 @@ SP = ([[0, 1], [1, 0], [2, 3]], [3, 5])
 ])
 def test_composition_gradients(name, build, shape):
     assert _grad_error(build, shape) < 1e-6, name
+
+
+def test_new_ops_survive_graph_def_round_trip():
+    """The new ops' attrs (strings, lists, types) go through GraphDef and back."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 3))
+    with tf.Graph().as_default() as g:
+        x = tf.constant(a)
+        outs = [tf.einsum("ij,jk->ik", x, x),
+                tf.linalg.diag_part(x, k=(-1, 1), align="LEFT_LEFT"),
+                tf.linalg.qr(x)[1], tf.math.segment_max(x, [0, 0, 1]), tf.linalg.lu(x)[1],
+                tf.math.cumulative_logsumexp(x, exclusive=True), tf.roll(x, 1, 0),
+                tf.sets.union(tf.constant([[1, 2]]), tf.constant([[3, 2]])).values]
+        names = [t.name for t in outs]
+        with tf.Session() as s:
+            want = s.run(outs)
+        graph_def = g.as_graph_def()
+    with tf.Graph().as_default() as g2:
+        tf.import_graph_def(graph_def, name="")
+        with tf.Session() as s:
+            got = s.run([g2.get_tensor_by_name(n) for n in names])
+    for w, v in zip(want, got, strict=True):
+        np.testing.assert_array_equal(w, v)

@@ -38,15 +38,15 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name
     with graph_lib.name_scope(name, "eye", [num_rows, num_columns, batch_shape]):
         dtype = dtypes.as_dtype(dtype)
         cols = num_rows if num_columns is None else num_columns
-        diag_size = builtins.min(num_rows, cols) if isinstance(num_rows, int) and \
-            isinstance(cols, int) else None
-        if diag_size is None:
-            diag_size = minimum(num_rows, cols)
-        batch = [] if batch_shape is None else batch_shape
-        shape = joining_ops.concat([convert_to_tensor(batch, dtype=dtypes.int32),
-                                    joining_ops.stack([diag_size])], 0) \
-            if not isinstance(diag_size, int) or not isinstance(batch, (list, tuple)) \
-            else list(batch) + [diag_size]
+        static = all(isinstance(d, int) for d in (num_rows, cols)) and \
+            isinstance(batch_shape, (list, tuple, type(None)))
+        if static:  # a constant shape: the result's static shape is fully known
+            shape = list(batch_shape or []) + [builtins.min(num_rows, cols)]
+        else:
+            batch = convert_to_tensor([] if batch_shape is None else batch_shape,
+                                      dtype=dtypes.int32)
+            shape = joining_ops.concat([batch, joining_ops.stack([minimum(num_rows, cols)])],
+                                       0)
         ones = array_ops.ones(shape, dtype)
         return matrix_diag(ones, num_rows=num_rows, num_cols=cols)
 

@@ -77,6 +77,16 @@ def _betainc(ctx, a, b, x):
     return _in_dtype(lambda s, a, b, x: s.betainc(a, b, x), "betainc")(a, b, x)
 
 
+def _unary_special(function_name):
+    """The kernel `compute(ctx, x)` of scipy.special.<function_name>."""
+    fn = _in_dtype(lambda special, x: getattr(special, function_name)(x), function_name)
+
+    def compute(ctx, x):
+        return fn(x)
+
+    return compute
+
+
 for _op, _fn in [("Erfinv", "erfinv"), ("Ndtri", "ndtri"), ("BesselI0e", "i0e"),
                  ("BesselI1e", "i1e"), ("BesselI0", "i0"), ("BesselI1", "i1")]:
-    kernel(_op)((lambda f: lambda ctx, x: _in_dtype(lambda s, v: getattr(s, f)(v), f)(x))(_fn))
+    kernel(_op)(_unary_special(_fn))
