@@ -137,6 +137,15 @@ exprs = {
                                                            np.int64([2, 0, 3]), [2, 2]), 4),
     "sp_eye": tf.sparse.to_dense(tf.sparse.eye(2, 3)),
     "sp_add": tf.sparse.add(sp, v),
+    "sp_add_sparse": tf.sparse.to_dense(tf.sparse.add(sp, tf.SparseTensor(
+        [[0, 1], [0, 2], [2, 4]], np.array([2.0, 5.0, 1.0]), [3, 5]))),
+    "sp_add_threshold": tf.sparse.to_dense(tf.sparse.add(sp, tf.SparseTensor(
+        [[0, 1], [0, 2], [2, 4]], np.array([2.0, 0.5, 1.0]), [3, 5]), threshold=0.75)),
+    "sp_softmax": tf.sparse.to_dense(tf.sparse.softmax(sp)),
+    "sp_fill": tf.sparse.to_dense(tf.sparse.fill_empty_rows(
+        tf.SparseTensor([[1, 0], [3, 2]], np.array([4.0, 5.0]), [4, 3]), -1.0)[0]),
+    "sp_fill_empty": tf.sparse.fill_empty_rows(
+        tf.SparseTensor([[1, 0], [3, 2]], np.array([4.0, 5.0]), [4, 3]), -1.0)[1],
     "saturate": tf.dtypes.saturate_cast(np.array([-3.0, 7.5, 1e4]), tf.uint8),
     "categorical_shape": tf.shape(tf.random.categorical(np.log(np.ones((2, 3))), 4)),
     "bit_and": tf.bitwise.bitwise_and(np.int32([12, 10]), np.int32([10, 6])),
@@ -172,9 +181,9 @@ def _grad_error(build, shape, seed=0):
     with tf.Graph().as_default():
         x = tf.placeholder(tf.float64, shape)
         y = build(x)
-        w = rng.standard_normal(y.shape.as_list())
-        loss = tf.reduce_sum(y * w)
-        with tf.Session():
+        with tf.Session() as sess:
+            w = rng.standard_normal(sess.run(tf.shape(y), {x: value}))
+            loss = tf.reduce_sum(y * w)
             theoretical, numerical = tf.test.compute_gradient(x, shape, loss, [],
                                                               x_init_value=value)
     return float(np.max(np.abs(theoretical - numerical)))
@@ -200,6 +209,11 @@ SP = ([[0, 1], [1, 0], [2, 3]], [3, 5])
         tf.SparseTensor(SP[0], np.array([1.0, 2.0, 3.0]), SP[1]), x), (5, 2)),
     ("sparse_reduce_sum", lambda x: tf.sparse.reduce_sum(
         tf.SparseTensor(SP[0], x, SP[1]), 0), (3,)),
+    ("sparse_softmax", lambda x: tf.sparse.softmax(tf.SparseTensor(
+        [[0, 1], [0, 3], [2, 0]], x, [3, 5])).values, (3,)),
+    ("sparse_add_sparse", lambda x: tf.sparse.add(tf.SparseTensor(SP[0], x, SP[1]),
+                                                  tf.SparseTensor([[0, 1], [1, 1]], x[:2],
+                                                                  SP[1])).values, (3,)),
     ("log_poisson_loss", lambda x: tf.nn.log_poisson_loss(np.array([0.5, 2.0, 4.0]), x,
                                                            compute_full_loss=True), (3,)),
 ])

@@ -18,11 +18,13 @@ from tensorflux.sparse.sparse_extra import sparse_add as add  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_concat as concat  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_expand_dims as expand_dims  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_eye as eye  # noqa: F401,E402
+from tensorflux.sparse.sparse_extra import sparse_fill_empty_rows as fill_empty_rows  # noqa: F401,E402,E501
 from tensorflux.sparse.sparse_extra import sparse_reduce_sum as reduce_sum  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_reset_shape as reset_shape  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_reshape as reshape  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_retain as retain  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_slice as slice  # noqa: F401,E402,A004
+from tensorflux.sparse.sparse_extra import sparse_softmax as softmax  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_tensor_dense_matmul as matmul  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_tensor_dense_matmul as sparse_dense_matmul  # noqa: F401,E402,E501
 from tensorflux.sparse.sparse_extra import sparse_to_indicator as to_indicator  # noqa: F401,E402

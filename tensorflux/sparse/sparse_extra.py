@@ -1,7 +1,7 @@
 """More `tf.sparse` functions, built from dense ops over a SparseTensor's three tensors
 (indices, values, dense_shape): matmul with a dense matrix (gather rows, scale, segment
 sum), reductions, retain, reset_shape, transpose, expand_dims, concat, slice, reshape,
-to_indicator, eye, and adding a dense tensor. Gradients flow to the values and to dense
+to_indicator, eye, add, softmax and fill_empty_rows. Gradients flow to the values and to dense
 operands through the ops used."""
 
 from __future__ import annotations
@@ -11,8 +11,15 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, joining_ops, reduction_ops
-from tensorflux.ops.comparison_ops import greater_equal, less, logical_and
-from tensorflux.ops.gather_ops import gather
+from tensorflux.ops.comparison_ops import (
+    equal,
+    greater_equal,
+    less,
+    logical_and,
+    logical_or,
+    where,
+)
+from tensorflux.ops.gather_ops import gather, unique
 from tensorflux.ops.math_ops import (
     add,
     cast,
@@ -22,16 +29,20 @@ from tensorflux.ops.math_ops import (
     minimum,
     multiply,
     subtract,
+    truediv,
 )
 from tensorflux.ops.math_ops import conj as _conj
+from tensorflux.ops.segment_ops import unsorted_segment_max, unsorted_segment_min
 from tensorflux.ops.sequence_ops import cumprod, unsorted_segment_sum
 from tensorflux.ops.sequence_ops import range as _range
 from tensorflux.ops.slicing_ops import boolean_mask
 from tensorflux.ops.sparse_ops import _as_sparse, sparse_reorder, sparse_tensor_to_dense
+from tensorflux.ops.unary_ops import abs, exp  # noqa: A004
 
 __all__ = ["sparse_tensor_dense_matmul", "sparse_reduce_sum", "sparse_retain",
            "sparse_reset_shape", "sparse_transpose", "sparse_concat", "sparse_slice",
-           "sparse_reshape", "sparse_to_indicator", "sparse_add"]
+           "sparse_reshape", "sparse_to_indicator", "sparse_add", "sparse_softmax",
+           "sparse_fill_empty_rows"]
 
 
 def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None):
@@ -220,13 +231,83 @@ def sparse_eye(num_rows, num_columns=None, dtype=dtypes.float32, name=None):
         return SparseTensor(indices, values, joining_ops.stack([rows, cols]))
 
 
+def _linear_keys(indices, dense_shape):
+    """Row-major positions of `indices` in `dense_shape`, as an int64 vector."""
+    return reduction_ops.reduce_sum(multiply(indices, _strides(dense_shape)), 1)
+
+
 def sparse_add(a, b, threshold=0, thresh=None):
-    """A SparseTensor plus a dense tensor, as a dense tensor (`tf.sparse.add`; the sum of
-    two SparseTensors is not supported yet)."""
+    """a + b (`tf.sparse.add`): a SparseTensor plus a dense tensor is dense; two
+    SparseTensors of one shape give a SparseTensor whose entries at equal indices are
+    summed (sums of two entries with |value| < threshold are dropped)."""
+    threshold = thresh if thresh is not None else threshold
     if isinstance(a, SparseTensor) and isinstance(b, SparseTensor):
-        raise NotImplementedError("tf.sparse.add of two SparseTensors is not supported yet")
+        with graph_lib.name_scope(None, "SparseAdd", [a.values, b.values]):
+            indices = joining_ops.concat([a.indices, b.indices], 0)
+            values = joining_ops.concat([a.values, cast(b.values, a.dtype)], 0)
+            keys, slot = unique(_linear_keys(indices, a.dense_shape), out_idx=dtypes.int64)
+            summed = unsorted_segment_sum(values, slot, array_ops.size(keys,
+                                                                       out_type=dtypes.int64))
+            first = unsorted_segment_min_rows(indices, slot, keys)
+            out = SparseTensor(first, summed, a.dense_shape)
+            if threshold:  # only sums of two entries are dropped, as in TensorFlow
+                count = unsorted_segment_sum(array_ops.ones_like(slot), slot,
+                                             array_ops.size(keys, out_type=dtypes.int64))
+                keep = logical_or(greater_equal(abs(summed), _const(threshold, summed)),
+                                  equal(count, array_ops.ones_like(count)))
+                out = sparse_retain(out, keep)
+            return sparse_reorder(out)
     sp, dense = (a, b) if isinstance(a, SparseTensor) else (b, a)
     sp = _as_sparse(sp, "sparse.add")
     dense = convert_to_tensor(dense, dtype=sp.dtype)
     return add(sparse_tensor_to_dense(sp, validate_indices=False), dense)
 
+
+def unsorted_segment_min_rows(indices, slot, keys):
+    """The index row of each unique key (every row of one slot is the same row)."""
+    n = array_ops.size(keys, out_type=dtypes.int64)
+    position = _range(array_ops.size(slot, out_type=dtypes.int64), dtype=dtypes.int64)
+    first = unsorted_segment_min(position, slot, n)
+    return gather(indices, first)
+
+
+def _const(value, like):
+    return convert_to_tensor(value, dtype=like.dtype.real_dtype if like.dtype.is_complex
+                             else like.dtype)
+
+
+def sparse_softmax(sp_input, name=None):
+    """The softmax over the present entries of each innermost row
+    (`tf.sparse.softmax`); absent entries stay absent."""
+    sp_input = _as_sparse(sp_input, "sparse.softmax")
+    with graph_lib.name_scope(name, "SparseSoftmax", [sp_input.values]):
+        rows_shape = sp_input.dense_shape[:-1]
+        row = _linear_keys(sp_input.indices[:, :-1], rows_shape)
+        n = reduction_ops.reduce_prod(rows_shape)
+        top = unsorted_segment_max(sp_input.values, row, n)
+        e = exp(subtract(sp_input.values, gather(top, row)))
+        total = unsorted_segment_sum(e, row, n)
+        return SparseTensor(sp_input.indices, truediv(e, gather(total, row)),
+                            sp_input.dense_shape)
+
+
+def sparse_fill_empty_rows(sp_input, default_value, name=None):
+    """(sp_input with an entry (row, 0, ...) = default_value added to each empty row, a
+    bool vector marking those rows) (`tf.sparse.fill_empty_rows`)."""
+    sp_input = _as_sparse(sp_input, "sparse.fill_empty_rows")
+    with graph_lib.name_scope(name, "SparseFillEmptyRows", [sp_input.values]):
+        num_rows = sp_input.dense_shape[0]
+        counts = unsorted_segment_sum(array_ops.ones_like(sp_input.indices[:, 0]),
+                                      sp_input.indices[:, 0], num_rows)
+        empty = equal(counts, array_ops.zeros_like(counts))
+        empty_rows = where(empty)  # [k, 1] int64
+        rank = array_ops.shape(sp_input.indices, out_type=dtypes.int64)[1]
+        zeros = array_ops.zeros(joining_ops.stack([array_ops.shape(
+            empty_rows, out_type=dtypes.int64)[0], subtract(rank, 1)]), dtypes.int64)
+        new_indices = joining_ops.concat([empty_rows, zeros], 1)
+        default = convert_to_tensor(default_value, dtype=sp_input.dtype)
+        new_values = array_ops.fill(array_ops.shape(empty_rows)[:1], default)
+        out = SparseTensor(joining_ops.concat([sp_input.indices, new_indices], 0),
+                           joining_ops.concat([sp_input.values, new_values], 0),
+                           sp_input.dense_shape)
+        return sparse_reorder(out), empty
