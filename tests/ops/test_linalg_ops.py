@@ -14,6 +14,7 @@ from tests.op_test_util import OpCase
 from tests.ops.math_cases import F32_64, in_f64, run, spd, table_tests, well_conditioned
 
 pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning:tensorflux.kernels.cpu"),
+              pytest.mark.filterwarnings("ignore:logm result may be inaccurate"),
               pytest.mark.usefixtures("fresh_graph")]
 
 C64_128 = [np.complex64, np.complex128]
@@ -251,6 +252,19 @@ def test_errors():
         run(tf.linalg.band_part(np.ones((2, 2)), 5, 0))
     with pytest.raises(tf.errors.InvalidArgumentError, match="square"):
         run(tf.linalg.expm(tf.placeholder_with_default(np.ones((2, 3)), None)))
+
+
+def test_singular_inputs_as_tensorflow():
+    """Triangular solves give inf (no error), least squares NaN, Lu an error."""
+    got = run(tf.linalg.triangular_solve(np.array([[0.0, 0.0], [1.0, 1.0]]), np.ones((2, 1))))
+    assert np.isinf(got[0, 0]) and np.isinf(got[1, 0])
+    got = run(tf.linalg.triangular_solve(np.array([[1.0, 2.0], [0.0, 0.0]]), np.ones((2, 1)),
+                                         lower=False))
+    assert np.isinf(got).any()
+    assert np.isnan(run(tf.linalg.lstsq(np.ones((3, 2)), np.ones((3, 1))))).all()
+    with pytest.raises(tf.errors.InvalidArgumentError, match="not invertible"):
+        run(tf.linalg.lu(np.zeros((2, 2))))
+    assert np.isnan(run(tf.linalg.sqrtm(np.array([[-1.0, 0.0], [0.0, 1.0]])))).all()
 
 
 def test_static_shapes():

@@ -39,17 +39,43 @@ def _check_matrix(x, square=True, name="input"):
         raise _invalid(f"Input matrix must be square, got {x.shape[-2]} != {x.shape[-1]}")
 
 
-def _solve(a, b):
+def _solve(a, b, singular=None):
+    """a^-1 b; a singular `a` is an InvalidArgumentError, or `singular(a, b)` when given."""
     if a.size == 0 or b.size == 0:
         return np.zeros(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:],
                         np.result_type(a, b))
     try:
         out = np.linalg.solve(a, b)
     except np.linalg.LinAlgError:
-        raise _invalid("Input matrix is not invertible.") from None
-    if not np.all(np.isfinite(out)) and np.all(np.isfinite(a)) and np.all(np.isfinite(b)):
-        raise _invalid("Input matrix is not invertible.")
+        out = None
+    if out is None or (not np.all(np.isfinite(out)) and np.all(np.isfinite(a)) and
+                       np.all(np.isfinite(b))):
+        if singular is None:
+            raise _invalid("Input matrix is not invertible.")
+        return singular(a, b)
     return out
+
+
+def _substitute(tri, rhs, lower: bool):
+    """tri^-1 rhs by forward (lower) or back substitution, batched; a zero on the
+    diagonal gives inf/NaN as TensorFlow's triangular solve does."""
+    n = tri.shape[-1]
+    out = np.zeros(np.broadcast_shapes(tri.shape[:-2], rhs.shape[:-2]) + rhs.shape[-2:],
+                   np.result_type(tri, rhs))
+    order = range(n) if lower else range(n - 1, -1, -1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in order:
+            done = slice(0, i) if lower else slice(i + 1, n)
+            acc = rhs[..., i, :] - np.einsum("...k,...kj->...j", tri[..., i, done],
+                                              out[..., done, :])
+            out[..., i, :] = acc / tri[..., i, i][..., None]
+    return out
+
+
+def _nan_like(a, b):
+    """TensorFlow's result where its Cholesky-based solvers fail: NaN."""
+    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-1], b.shape[-1])
+    return np.full(shape, np.nan, np.result_type(a, b))
 
 
 @kernel_factory("MatrixSolve", expensive=True)
@@ -87,7 +113,9 @@ def _matrix_triangular_solve(node):
         m = _adjoint(tri) if adjoint else tri
         m = np.broadcast_to(m, batch + m.shape[-2:])
         rhs = np.broadcast_to(_work(b), batch + b.shape[-2:])
-        return _solve(m, rhs).astype(a.dtype, copy=False)
+        lower_now = lower != adjoint  # the adjoint of a lower triangle is upper
+        out = _solve(m, rhs, singular=lambda t, r: _substitute(t, r, lower_now))
+        return out.astype(a.dtype, copy=False)
 
     return compute
 
@@ -104,10 +132,10 @@ def _matrix_solve_ls(ctx, a, b, l2):
     reg = float(l2)
     if m >= n:
         gram = _adjoint(x) @ x + reg * np.eye(n, dtype=x.dtype)
-        out = _solve(gram, _adjoint(x) @ y)
+        out = _solve(gram, _adjoint(x) @ y, singular=_nan_like)
     else:
         gram = x @ _adjoint(x) + reg * np.eye(m, dtype=x.dtype)
-        out = _adjoint(x) @ _solve(gram, y)
+        out = _adjoint(x) @ _solve(gram, y, singular=_nan_like)
     return out.astype(a.dtype, copy=False)
 
 

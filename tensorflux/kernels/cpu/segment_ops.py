@@ -52,8 +52,9 @@ def _reduce(reduction, data, ids, n, empty_value=None):
     if reduction == "Mean" or empty_value is not None:
         counts = np.bincount(flat, minlength=n).reshape((n,) + (1,) * len(inner))
         if reduction == "Mean":
-            if work.kind in "iu":
-                out = np.where(counts > 0, out // np.maximum(counts, 1), 0)
+            if work.kind in "iu":  # integer division truncates, as in TensorFlow
+                q = np.abs(out) // np.maximum(counts, 1)
+                out = np.where(counts > 0, np.where(out < 0, -q, q), 0)
             else:
                 out = out / np.maximum(counts, 1)
         if empty_value is not None:
