@@ -11,7 +11,15 @@ import scipy.linalg
 import tensorflux as tf
 from tests import oracle
 from tests.op_test_util import OpCase
-from tests.ops.math_cases import F32_64, in_f64, run, spd, table_tests, well_conditioned
+from tests.ops.math_cases import (
+    BF16,
+    F32_64,
+    in_f64,
+    run,
+    spd,
+    table_tests,
+    well_conditioned,
+)
 
 pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning:tensorflux.kernels.cpu"),
               pytest.mark.filterwarnings("ignore:logm result may be inaccurate"),
@@ -105,7 +113,8 @@ def svd_abs(x):
 
 CASES: list[tuple[OpCase, list]] = [
     (OpCase("band_part", lambda x: tf.linalg.band_part(x, 1, 0),
-            lambda x: np_band(x, 1, 0), [(2, 3, 4)]), F32_64 + [np.int32, np.complex64]),
+            lambda x: np_band(x, 1, 0), [(2, 3, 4)]),
+     F32_64 + [np.float16, BF16, np.int32, np.complex64]),
     (OpCase("band_part_upper", lambda x: tf.matrix_band_part(x, -1, 1),
             lambda x: np_band(x, -1, 1), [(4, 3)]), F32_64),
     (OpCase("diag", tf.diag, lambda d: np.diag(d.ravel()).reshape(d.shape * 2), [(2, 3)]),
@@ -135,13 +144,13 @@ CASES: list[tuple[OpCase, list]] = [
      F32_64),
     (OpCase("cross", tf.cross, np.cross, [(4, 3), (4, 3)]), F32_64 + [np.int32]),
     (OpCase("solve", tf.linalg.solve, in_f64(np.linalg.solve), [(2, 3, 3), (2, 3, 2)],
-            make=square_only(well_conditioned)), F32_64 + [np.complex128]),
+            make=square_only(well_conditioned)), F32_64 + [np.float16, np.complex128]),
     (OpCase("solve_adjoint", lambda a, b: tf.matrix_solve(a, b, adjoint=True),
             lambda a, b: np.linalg.solve(np.swapaxes(a, -1, -2), b), [(3, 3), (3, 2)],
             make=square_only(well_conditioned)), F32_64),
     (OpCase("triangular_solve", tf.linalg.triangular_solve,
             in_f64(lambda a, b: np.linalg.solve(np.tril(a), b)), [(2, 3, 3), (2, 3, 2)],
-            make=square_only(lower_tri)), F32_64),
+            make=square_only(lower_tri)), F32_64 + [np.float16, BF16]),
     (OpCase("triangular_solve_upper_adjoint", lambda a, b: tf.matrix_triangular_solve(
         a, b, lower=False, adjoint=True),
             lambda a, b: np.linalg.solve(np.triu(a).T, b), [(3, 3), (3, 2)],
