@@ -27,6 +27,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     parsing_ops,
     pooling_ops,
     random_ops,
+    random_ext_ops,
     ref_variable_ops,
     reduction_ops,
     runtime_ops,

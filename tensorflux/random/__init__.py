@@ -9,6 +9,8 @@ from tensorflux.ops.candidate_sampling_ops import (  # noqa: F401
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
 )
+from tensorflux.ops.random_ext_ops import random_gamma as gamma  # noqa: F401
+from tensorflux.ops.random_ext_ops import random_poisson as poisson  # noqa: F401
 from tensorflux.ops.random_ops import multinomial, truncated_normal  # noqa: F401
 from tensorflux.ops.random_ops import random_normal as normal  # noqa: F401
 from tensorflux.ops.random_ops import random_shuffle as shuffle  # noqa: F401
