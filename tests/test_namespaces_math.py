@@ -148,6 +148,13 @@ exprs = {
         tf.SparseTensor([[1, 0], [3, 2]], np.array([4.0, 5.0]), [4, 3]), -1.0)[0]),
     "sp_fill_empty": tf.sparse.fill_empty_rows(
         tf.SparseTensor([[1, 0], [3, 2]], np.array([4.0, 5.0]), [4, 3]), -1.0)[1],
+    "safe_lookup": tf.nn.safe_embedding_lookup_sparse(
+        v.T, tf.SparseTensor([[0, 0, 0], [0, 0, 1], [1, 1, 0], [1, 0, 0]],
+                             np.int64([1, 4, -1, 2]), [2, 2, 2])),
+    "safe_lookup_weighted": tf.nn.safe_embedding_lookup_sparse(
+        v.T, tf.SparseTensor([[0, 0], [0, 1], [2, 0], [3, 1]], np.int64([1, 4, 3, 2]), [4, 2]),
+        tf.SparseTensor([[0, 0], [0, 1], [2, 0], [3, 1]], np.array([0.5, 2.0, -1.0, 1.0]),
+                        [4, 2]), combiner="sqrtn", default_id=0),
     "saturate": tf.dtypes.saturate_cast(np.array([-3.0, 7.5, 1e4]), tf.uint8),
     "categorical_shape": tf.shape(tf.random.categorical(np.log(np.ones((2, 3))), 4)),
     "bit_and": tf.bitwise.bitwise_and(np.int32([12, 10]), np.int32([10, 6])),

@@ -25,20 +25,23 @@ from tensorflux.math.math_impl import (  # noqa: F401 - tf.nn names
     softsign,
     zero_fraction,
 )
+from tensorflux.nn.embedding_ops import embedding_lookup_sparse
 from tensorflux.nn.nn_impl import batch_normalization, xw_plus_b
 from tensorflux.ops import array_ops, joining_ops, reduction_ops
-from tensorflux.ops.comparison_ops import greater, where_v2
+from tensorflux.ops.comparison_ops import greater, greater_equal, logical_and, where_v2
 from tensorflux.ops.math_ops import add, cast, multiply, subtract, truediv
 from tensorflux.ops.nn_ops import relu
 from tensorflux.ops.pooling_ops import avg_pool, max_pool
 from tensorflux.ops.unary_ops import _const_like, exp, log, negative, sigmoid, square
+from tensorflux.sparse import sparse_extra
 
 __all__ = ["avg_pool2d", "max_pool2d", "avg_pool1d", "max_pool1d", "avg_pool_v2",
            "max_pool_v2", "crelu", "swish", "silu", "softsign", "relu_layer",
            "sufficient_statistics", "normalize_moments", "weighted_moments",
            "log_poisson_loss", "compute_average_loss", "scale_regularization_loss",
            "batch_norm_with_global_normalization", "approx_max_k", "approx_min_k",
-           "zero_fraction", "space_to_batch", "space_to_depth", "depth_to_space"]
+           "zero_fraction", "space_to_batch", "space_to_depth", "depth_to_space",
+           "safe_embedding_lookup_sparse"]
 
 avg_pool2d = avg_pool
 max_pool2d = max_pool
@@ -215,3 +218,37 @@ def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamm
     return batch_normalization(t, m, v, beta, gamma if scale_after_normalization else None,
                                variance_epsilon, name=name or
                                "batchnorm_with_global_normalization")
+
+
+def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=None,
+                                 combiner="mean", default_id=None, name=None,
+                                 partition_strategy="div", max_norm=None):
+    """embedding_lookup_sparse made safe (`tf.nn.safe_embedding_lookup_sparse`): ids < 0
+    (and, unless combiner is "sum", weights <= 0) are dropped, empty rows get
+    `default_id`'s embedding (zeros when it is None), and ids of rank > 2 are looked up
+    per innermost row, the result shaped [*sparse_ids.dense_shape[:-1], dim]."""
+    with graph_lib.name_scope(name, "embedding_lookup", [sparse_ids, sparse_weights]):
+        original_shape = sparse_ids.dense_shape
+        leading = original_shape[:-1]
+        ids = sparse_extra.sparse_reshape(sparse_ids, joining_ops.stack(
+            [reduction_ops.reduce_prod(leading), original_shape[-1]]))
+        weights = None if sparse_weights is None else type(sparse_ids)(
+            ids.indices, sparse_weights.values, ids.dense_shape)
+        keep = greater_equal(ids.values, array_ops.zeros_like(ids.values))
+        if weights is not None and combiner != "sum":
+            keep = logical_and(keep, greater(weights.values,
+                                             array_ops.zeros_like(weights.values)))
+        ids = sparse_extra.sparse_retain(ids, keep)
+        if weights is not None:
+            weights = sparse_extra.sparse_retain(weights, keep)
+        ids, empty = sparse_extra.sparse_fill_empty_rows(ids, default_id or 0)
+        if weights is not None:
+            weights, _ = sparse_extra.sparse_fill_empty_rows(weights, 1.0)
+        result = embedding_lookup_sparse(embedding_weights, ids, weights,
+                                         partition_strategy=partition_strategy,
+                                         combiner=combiner, max_norm=max_norm)
+        if default_id is None:
+            result = where_v2(array_ops.expand_dims(empty, 1), array_ops.zeros_like(result),
+                              result)
+        return array_ops.reshape(result, joining_ops.concat(
+            [cast(leading, dtypes.int32), array_ops.shape(result)[1:]], 0))
