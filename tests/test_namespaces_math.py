@@ -144,6 +144,16 @@ exprs = {
     "sp_add_threshold": tf.sparse.to_dense(tf.sparse.add(sp, tf.SparseTensor(
         [[0, 1], [0, 2], [2, 4]], np.array([2.0, 0.5, 1.0]), [3, 5]), threshold=0.75)),
     "sp_softmax": tf.sparse.to_dense(tf.sparse.softmax(sp)),
+    "sp_reduce_max": tf.sparse.reduce_max(sp, 1),
+    "sp_reduce_max_all": tf.sparse.reduce_max(sp),
+    "sp_reduce_max_keep": tf.sparse.reduce_max(sp, 0, keepdims=True),
+    "sp_reduce_max_sparse": tf.sparse.to_dense(tf.sparse.reduce_max_sparse(sp, 1)),
+    "sp_reduce_sum_sparse": tf.sparse.to_dense(tf.sparse.reduce_sum_sparse(
+        sp, 0, keepdims=True)),
+    "sp_maximum": tf.sparse.to_dense(tf.sparse.maximum(sp, tf.SparseTensor(
+        [[0, 1], [1, 1]], np.array([2.0, -4.0]), [3, 5]))),
+    "sp_minimum": tf.sparse.to_dense(tf.sparse.minimum(sp, tf.SparseTensor(
+        [[0, 1], [1, 1]], np.array([2.0, -4.0]), [3, 5]))),
     "sp_fill": tf.sparse.to_dense(tf.sparse.fill_empty_rows(
         tf.SparseTensor([[1, 0], [3, 2]], np.array([4.0, 5.0]), [4, 3]), -1.0)[0]),
     "sp_fill_empty": tf.sparse.fill_empty_rows(

@@ -2,6 +2,7 @@
 (the same functions are also `tf.sparse_*`; see tensorflux/ops/sparse_ops.py)."""
 
 from tensorflux.framework.sparse_tensor import SparseTensor, SparseTensorValue  # noqa: F401
+from tensorflux.ops.data_flow_ops import SparseConditionalAccumulator  # noqa: F401,E402
 from tensorflux.ops.sparse_ops import (
     from_dense,  # noqa: F401
     sparse_to_dense,  # noqa: F401
@@ -19,7 +20,16 @@ from tensorflux.sparse.sparse_extra import sparse_concat as concat  # noqa: F401
 from tensorflux.sparse.sparse_extra import sparse_expand_dims as expand_dims  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_eye as eye  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_fill_empty_rows as fill_empty_rows  # noqa: F401,E402,E501
+from tensorflux.sparse.sparse_extra import sparse_maximum as maximum  # noqa: F401,E402
+from tensorflux.sparse.sparse_extra import sparse_minimum as minimum  # noqa: F401,E402
+from tensorflux.sparse.sparse_extra import sparse_reduce_max as reduce_max  # noqa: F401,E402
+from tensorflux.sparse.sparse_extra import (  # noqa: F401,E402
+    sparse_reduce_max_sparse as reduce_max_sparse,
+)
 from tensorflux.sparse.sparse_extra import sparse_reduce_sum as reduce_sum  # noqa: F401,E402
+from tensorflux.sparse.sparse_extra import (  # noqa: F401,E402
+    sparse_reduce_sum_sparse as reduce_sum_sparse,
+)
 from tensorflux.sparse.sparse_extra import sparse_reset_shape as reset_shape  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_reshape as reshape  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_retain as retain  # noqa: F401,E402

@@ -18,6 +18,7 @@ from tensorflux.ops.comparison_ops import (
     logical_and,
     logical_or,
     where,
+    where_v2,
 )
 from tensorflux.ops.gather_ops import gather, unique
 from tensorflux.ops.math_ops import (
@@ -40,6 +41,8 @@ from tensorflux.ops.sparse_ops import _as_sparse, sparse_reorder, sparse_tensor_
 from tensorflux.ops.unary_ops import abs, exp  # noqa: A004
 
 __all__ = ["sparse_tensor_dense_matmul", "sparse_reduce_sum", "sparse_retain",
+           "sparse_reduce_max", "sparse_reduce_max_sparse", "sparse_reduce_sum_sparse",
+           "sparse_maximum", "sparse_minimum",
            "sparse_reset_shape", "sparse_transpose", "sparse_concat", "sparse_slice",
            "sparse_reshape", "sparse_to_indicator", "sparse_add", "sparse_softmax",
            "sparse_fill_empty_rows"]
@@ -311,3 +314,106 @@ def sparse_fill_empty_rows(sp_input, default_value, name=None):
                            joining_ops.concat([sp_input.values, new_values], 0),
                            sp_input.dense_shape)
         return sparse_reorder(out), empty
+
+
+# ---- reductions over the present entries, and elementwise max/min -------------------------
+
+
+def _reduction_groups(sp_input, axis, keepdims):
+    """(group key of each entry, number of groups, the dense result shape with reduced
+    dimensions kept as 1, the axes to squeeze away) for reducing over `axis`."""
+    rank = sp_input.dense_shape.shape.as_list()[0]
+    if rank is None:
+        raise ValueError("sparse reductions need a SparseTensor of known rank")
+    axes = _axes_of(axis, rank)
+    kept = convert_to_tensor([0 if d in axes else 1 for d in range(rank)], dtypes.int64)
+    out_shape = add(multiply(sp_input.dense_shape, kept), subtract(
+        convert_to_tensor(1, dtypes.int64), kept))
+    keys = _linear_keys(multiply(sp_input.indices, kept), out_shape)
+    return keys, reduction_ops.reduce_prod(out_shape), out_shape, \
+        (None if keepdims else axes)
+
+
+def sparse_reduce_max(sp_input, axis=None, keepdims=None, reduction_axes=None,
+                      keep_dims=None):
+    """The max of the present entries over `axis` (all by default), as a dense tensor;
+    groups without entries give 0 (`tf.sparse.reduce_max`)."""
+    sp_input = _as_sparse(sp_input, "sparse.reduce_max")
+    axis = reduction_axes if axis is None else axis
+    keepdims = bool(keep_dims if keepdims is None else keepdims)
+    keys, n, out_shape, squeeze = _reduction_groups(sp_input, axis, keepdims)
+    top = unsorted_segment_max(sp_input.values, keys, n)
+    count = unsorted_segment_sum(array_ops.ones_like(keys), keys, n)
+    top = where_v2(equal(count, array_ops.zeros_like(count)), array_ops.zeros_like(top), top)
+    out = array_ops.reshape(top, out_shape)
+    return out if squeeze is None else array_ops.squeeze(out, squeeze)
+
+
+def _sparse_reduction_sparse(reduce, sp_input, axis, keepdims):
+    """A sparse reduction whose result is a SparseTensor of the non-empty groups."""
+    rank = sp_input.dense_shape.shape.as_list()[0]
+    keys, _, out_shape, squeeze = _reduction_groups(sp_input, axis, keepdims)
+    unique_keys, slot = unique(keys, out_idx=dtypes.int64)
+    n = array_ops.size(unique_keys, out_type=dtypes.int64)
+    values = reduce(sp_input.values, slot, n)
+    reduced = _axes_of(axis, rank)
+    mask = convert_to_tensor([0 if d in reduced else 1 for d in range(rank)], dtypes.int64)
+    indices = unsorted_segment_min_rows(multiply(sp_input.indices, mask), slot, unique_keys)
+    shape = out_shape
+    if squeeze is not None:  # drop the reduced dimensions
+        keep_cols = [d for d in range(rank) if d not in reduced]
+        indices = gather(indices, keep_cols, axis=1)
+        shape = gather(out_shape, keep_cols)
+    return sparse_reorder(SparseTensor(indices, values, shape))
+
+
+def _axes_of(axis, rank):
+    return list(range(rank)) if axis is None else \
+        [a % rank for a in ([axis] if isinstance(axis, int) else axis)]
+
+
+def sparse_reduce_max_sparse(sp_input, axis=None, keepdims=None, reduction_axes=None,
+                             keep_dims=None):
+    """sparse_reduce_max as a SparseTensor of the groups that have entries
+    (`tf.sparse.reduce_max_sparse`)."""
+    sp_input = _as_sparse(sp_input, "sparse.reduce_max_sparse")
+    axis = reduction_axes if axis is None else axis
+    keepdims = bool(keep_dims if keepdims is None else keepdims)
+    return _sparse_reduction_sparse(unsorted_segment_max, sp_input, axis, keepdims)
+
+
+def sparse_reduce_sum_sparse(sp_input, axis=None, keepdims=None, reduction_axes=None,
+                             keep_dims=None):
+    """sparse_reduce_sum as a SparseTensor of the groups that have entries
+    (`tf.sparse.reduce_sum_sparse`)."""
+    sp_input = _as_sparse(sp_input, "sparse.reduce_sum_sparse")
+    axis = reduction_axes if axis is None else axis
+    keepdims = bool(keep_dims if keepdims is None else keepdims)
+    return _sparse_reduction_sparse(unsorted_segment_sum, sp_input, axis, keepdims)
+
+
+def _elementwise(fn, sp_a, sp_b, name):
+    """fn of two SparseTensors of one shape over the union of their indices, an absent
+    entry counting as 0."""
+    sp_a, sp_b = _as_sparse(sp_a, name), _as_sparse(sp_b, name)
+    with graph_lib.name_scope(None, name, [sp_a.values, sp_b.values]):
+        indices = joining_ops.concat([sp_a.indices, sp_b.indices], 0)
+        keys, slot = unique(_linear_keys(indices, sp_a.dense_shape), out_idx=dtypes.int64)
+        n = array_ops.size(keys, out_type=dtypes.int64)
+        zeros_b = array_ops.zeros_like(sp_b.values)
+        zeros_a = array_ops.zeros_like(sp_a.values)
+        from_a = unsorted_segment_sum(joining_ops.concat([sp_a.values, zeros_b], 0), slot, n)
+        from_b = unsorted_segment_sum(joining_ops.concat([zeros_a, sp_b.values], 0), slot, n)
+        out = SparseTensor(unsorted_segment_min_rows(indices, slot, keys), fn(from_a, from_b),
+                           sp_a.dense_shape)
+        return sparse_reorder(out)
+
+
+def sparse_maximum(sp_a, sp_b, name=None):
+    """The elementwise maximum of two SparseTensors of one shape (`tf.sparse.maximum`)."""
+    return _elementwise(maximum, sp_a, sp_b, name or "SparseSparseMaximum")
+
+
+def sparse_minimum(sp_a, sp_b, name=None):
+    """The elementwise minimum of two SparseTensors of one shape (`tf.sparse.minimum`)."""
+    return _elementwise(minimum, sp_a, sp_b, name or "SparseSparseMinimum")
