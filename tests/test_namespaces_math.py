@@ -145,6 +145,10 @@ exprs = {
         [[0, 1], [0, 2], [2, 4]], np.array([2.0, 0.5, 1.0]), [3, 5]), threshold=0.75)),
     "sp_softmax": tf.sparse.to_dense(tf.sparse.softmax(sp)),
     "sp_reduce_max": tf.sparse.reduce_max(sp, 1),
+    "sp_split": [tf.sparse.to_dense(p) for p in tf.sparse.split(sp_input=sp, num_split=2,
+                                                                axis=1)],
+    "sp_mask": tf.convert_to_tensor(tf.sparse.mask(tf.IndexedSlices(
+        tf.constant(v), tf.constant([0, 2, 4]), tf.constant([6, 5])), [2])),
     "sp_reduce_max_all": tf.sparse.reduce_max(sp),
     "sp_reduce_max_keep": tf.sparse.reduce_max(sp, 0, keepdims=True),
     "sp_reduce_max_sparse": tf.sparse.to_dense(tf.sparse.reduce_max_sparse(sp, 1)),

@@ -20,6 +20,7 @@ from tensorflux.sparse.sparse_extra import sparse_concat as concat  # noqa: F401
 from tensorflux.sparse.sparse_extra import sparse_expand_dims as expand_dims  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_eye as eye  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_fill_empty_rows as fill_empty_rows  # noqa: F401,E402,E501
+from tensorflux.sparse.sparse_extra import sparse_mask as mask  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_maximum as maximum  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_minimum as minimum  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_reduce_max as reduce_max  # noqa: F401,E402
@@ -35,6 +36,7 @@ from tensorflux.sparse.sparse_extra import sparse_reshape as reshape  # noqa: F4
 from tensorflux.sparse.sparse_extra import sparse_retain as retain  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_slice as slice  # noqa: F401,E402,A004
 from tensorflux.sparse.sparse_extra import sparse_softmax as softmax  # noqa: F401,E402
+from tensorflux.sparse.sparse_extra import sparse_split as split  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_tensor_dense_matmul as matmul  # noqa: F401,E402
 from tensorflux.sparse.sparse_extra import sparse_tensor_dense_matmul as sparse_dense_matmul  # noqa: F401,E402,E501
 from tensorflux.sparse.sparse_extra import sparse_to_indicator as to_indicator  # noqa: F401,E402

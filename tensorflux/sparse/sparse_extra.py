@@ -1,13 +1,16 @@
 """More `tf.sparse` functions, built from dense ops over a SparseTensor's three tensors
 (indices, values, dense_shape): matmul with a dense matrix (gather rows, scale, segment
-sum), reductions, retain, reset_shape, transpose, expand_dims, concat, slice, reshape,
-to_indicator, eye, add, softmax and fill_empty_rows. Gradients flow to the values and to dense
-operands through the ops used."""
+sum), reductions (reduce_sum/max, their _sparse forms), retain, reset_shape, transpose,
+expand_dims, concat, slice, split, reshape, to_indicator, eye, add, maximum/minimum,
+softmax, fill_empty_rows, and mask (of IndexedSlices). Entries are grouped by their
+row-major linear position where two tensors or a reduction meet (Unique + segment ops).
+Gradients flow to the values and to dense operands through the ops used."""
 
 from __future__ import annotations
 
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, joining_ops, reduction_ops
@@ -16,6 +19,7 @@ from tensorflux.ops.comparison_ops import (
     greater_equal,
     less,
     logical_and,
+    logical_not,
     logical_or,
     where,
     where_v2,
@@ -42,7 +46,7 @@ from tensorflux.ops.unary_ops import abs, exp  # noqa: A004
 
 __all__ = ["sparse_tensor_dense_matmul", "sparse_reduce_sum", "sparse_retain",
            "sparse_reduce_max", "sparse_reduce_max_sparse", "sparse_reduce_sum_sparse",
-           "sparse_maximum", "sparse_minimum",
+           "sparse_maximum", "sparse_minimum", "sparse_split", "sparse_mask",
            "sparse_reset_shape", "sparse_transpose", "sparse_concat", "sparse_slice",
            "sparse_reshape", "sparse_to_indicator", "sparse_add", "sparse_softmax",
            "sparse_fill_empty_rows"]
@@ -417,3 +421,46 @@ def sparse_maximum(sp_a, sp_b, name=None):
 def sparse_minimum(sp_a, sp_b, name=None):
     """The elementwise minimum of two SparseTensors of one shape (`tf.sparse.minimum`)."""
     return _elementwise(minimum, sp_a, sp_b, name or "SparseSparseMinimum")
+
+
+def sparse_split(keyword_required=None, sp_input=None, num_split=None, axis=None, name=None,
+                 split_dim=None):
+    """`num_split` SparseTensors cut from sp_input along `axis` (`tf.sparse.split`); the
+    first size % num_split pieces are one longer."""
+    if keyword_required is not None:
+        raise ValueError("Keyword arguments are required for this function.")
+    axis = split_dim if axis is None else axis
+    if sp_input is None or num_split is None or axis is None:
+        raise ValueError("sp_input, num_split and axis are required")
+    sp_input = _as_sparse(sp_input, "sparse.split")
+    with graph_lib.name_scope(name, "SparseSplit", [sp_input.indices]):
+        rank = sp_input.dense_shape.shape.as_list()[0]
+        if rank is None:
+            raise ValueError("sparse.split needs a SparseTensor of known rank")
+        axis = axis % rank
+        size = sp_input.dense_shape[axis]
+        n = convert_to_tensor(num_split, dtypes.int64)
+        base, extra = floordiv(size, n), floormod(size, n)
+        one_hot = convert_to_tensor([1 if d == axis else 0 for d in range(rank)], dtypes.int64)
+        other = subtract(convert_to_tensor(1, dtypes.int64), one_hot)
+        start = convert_to_tensor(0, dtypes.int64)
+        pieces = []
+        for i in range(num_split):
+            length = add(base, cast(less(convert_to_tensor(i, dtypes.int64), extra),
+                                    dtypes.int64))
+            begin = multiply(start, one_hot)
+            extent = add(multiply(sp_input.dense_shape, other), multiply(length, one_hot))
+            pieces.append(sparse_slice(sp_input, begin, extent))
+            start = add(start, length)
+        return pieces
+
+
+def sparse_mask(a, mask_indices, name=None):
+    """The IndexedSlices `a` without the slices whose index is in `mask_indices`
+    (`tf.sparse.mask`)."""
+    with graph_lib.name_scope(name, "sparse_mask", [a.indices, mask_indices]):
+        mask = convert_to_tensor(mask_indices, dtype=a.indices.dtype)
+        hit = equal(array_ops.expand_dims(a.indices, 1), array_ops.expand_dims(mask, 0))
+        keep = logical_not(reduction_ops.reduce_any(hit, 1))
+        return IndexedSlices(boolean_mask(a.values, keep), boolean_mask(a.indices, keep),
+                             a.dense_shape)
