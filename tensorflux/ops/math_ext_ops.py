@@ -18,10 +18,11 @@ from tensorflux.framework.common_shapes import checked_dims
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, reduction_ops
+from tensorflux.ops import array_ops, joining_ops, reduction_ops
 from tensorflux.ops.comparison_ops import greater, less, where_v2
 from tensorflux.ops.gather_ops import top_k
 from tensorflux.ops.joining_ops import broadcast_to
+from tensorflux.ops.linalg_ops import matrix_diag
 from tensorflux.ops.math_ops import (
     _binary,
     add,
@@ -107,28 +108,48 @@ def einsum(equation, *inputs, **kwargs):
 @gradient("Einsum")
 def _einsum_grad(op, grad):
     """Input i's gradient is the einsum of grad with the other inputs onto input i's
-    labels; labels only input i has (summed away) are broadcast back."""
+    distinct labels; labels only input i has (summed away) are broadcast back, and a label
+    repeated within input i (a diagonal) puts the gradient on that diagonal."""
     xs = list(op.inputs)
     ranks = [x.shape.ndims for x in xs]
     if any(r is None for r in ranks):
         raise NotImplementedError("Einsum gradient needs inputs of known rank")
     ins, out = _parse_equation(op.attrs["equation"], ranks)
+    used = set("".join(ins) + out)
+    fresh = iter(c for c in string.ascii_letters if c not in used)
     grads = []
     for i, (x, subs) in enumerate(zip(xs, ins, strict=True)):
-        if len(set(subs)) != len(subs):
-            raise NotImplementedError("Einsum gradient with a repeated label in one input")
         others = [s for j, s in enumerate(ins) if j != i]
         seen = set(out).union(*others)
-        kept = "".join(c for c in subs if c in seen)
-        eq = ",".join([out] + others) + "->" + kept
-        g = einsum(eq, grad, *[xs[j] for j in range(len(xs)) if j != i])
-        if kept != subs:
-            for axis, c in enumerate(subs):
+        unique = "".join(dict.fromkeys(subs))
+        first_axis = {c: subs.index(c) for c in unique}
+        kept = "".join(c for c in unique if c in seen)
+        g = einsum(",".join([out] + others) + "->" + kept, grad,
+                   *[xs[j] for j in range(len(xs)) if j != i])
+        if kept != unique:
+            for axis, c in enumerate(unique):
                 if c not in seen:
                     g = array_ops.expand_dims(g, axis)
-            g = broadcast_to(g, array_ops.shape(x))
+            shape = array_ops.shape(x)
+            g = broadcast_to(g, joining_ops.stack([shape[first_axis[c]] for c in unique]))
+        if unique != subs:
+            g = _onto_diagonals(g, x, subs, unique, first_axis, fresh)
         grads.append(g)
     return grads
+
+
+def _onto_diagonals(g, x, subs, unique, first_axis, fresh):
+    """g (labelled `unique`) placed on the diagonals of `subs`'s repeated labels: each
+    later occurrence of a label gets a fresh label tied to the first by an identity."""
+    target, eyes, eye_subs = list(subs), [], []
+    for axis, c in enumerate(subs):
+        if axis != first_axis[c]:
+            f = next(fresh)
+            target[axis] = f
+            n = array_ops.shape(x)[first_axis[c]]
+            eyes.append(matrix_diag(array_ops.ones(array_ops.reshape(n, [1]), x.dtype)))
+            eye_subs.append(c + f)
+    return einsum(",".join([unique] + eye_subs) + "->" + "".join(target), g, *eyes)
 
 
 def tensordot(a, b, axes, name=None):

@@ -131,8 +131,11 @@ CASES: list[tuple[OpCase, list]] = [
             lambda a, b: np.einsum("ij,k->jk", a, b), [(2, 3), (4,)]), F32_64),
     (OpCase("einsum_three", lambda a, b, c: tf.einsum("ij,jk,kl->il", a, b, c),
             lambda a, b, c: a @ b @ c, [(2, 3), (3, 4), (4, 2)]), F32_64),
-    (OpCase("einsum_trace", lambda a: tf.einsum("ii->", a), np.trace, [(3, 3)],
-            grad=False), F32_64),
+    (OpCase("einsum_trace", lambda a: tf.einsum("ii->", a), np.trace, [(3, 3)]), F32_64),
+    (OpCase("einsum_diag_batch", lambda a, b: tf.einsum("bii,bj->bij", a, b),
+            lambda a, b: np.einsum("bii,bj->bij", a, b), [(2, 3, 3), (2, 4)]), F32_64),
+    (OpCase("einsum_diag_sum", lambda a: tf.einsum("iji->j", a),
+            lambda a: np.einsum("iji->j", a), [(3, 2, 3)]), F32_64),
     (OpCase("tensordot_int", lambda a, b: tf.tensordot(a, b, 2),
             lambda a, b: np.tensordot(a, b, 2), [(2, 3, 4), (3, 4, 5)],
             unknown_shapes=False), F32_64),
@@ -317,6 +320,8 @@ exprs["g_useg_prod"] = tf.gradients(tf.math.unsorted_segment_prod(x, uids, 5), x
 exprs["g_seg_mean"] = tf.gradients(tf.math.segment_mean(x, ids) * d[:5], x)[0]
 exprs["g_cum_lse"] = tf.gradients(tf.math.cumulative_logsumexp(x) * d, x)[0]
 exprs["g_einsum"] = tf.gradients(tf.einsum("ij,kj->k", x, x), x)[0]
+x3 = tf.constant(rng.randn(3, 3, 2))
+exprs["g_einsum_diag"] = tf.gradients(tf.einsum("iij->j", x3) * np.array([1.0, -2.0]), x3)[0]
 exprs["g_sort"] = tf.gradients(tf.sort(x, axis=0) * d, x)[0]
 exprs["g_i1e"] = tf.gradients(tf.math.bessel_i1e(x), x)[0]
 pt = tf.constant(p)
