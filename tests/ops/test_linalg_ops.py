@@ -353,3 +353,23 @@ def test_against_tensorflow():
     TensorFlow's."""
     ours, theirs = oracle.run_both(ORACLE_PROGRAM, tf)
     oracle.assert_results_close(ours, theirs, rtol=1e-6, atol=1e-8)
+
+
+def test_matrix_functions_without_scipy(monkeypatch):
+    """expm, logm and sqrtm have NumPy fallbacks when SciPy is missing; the special
+    functions then fail with a clear UnimplementedError."""
+    from tensorflux.kernels.cpu import linalg_factor_ops, special_math_ops
+
+    monkeypatch.setattr(linalg_factor_ops, "_scipy_linalg", None)
+    monkeypatch.setattr(special_math_ops, "_special", None)
+    rng = np.random.default_rng(0)
+    a = 0.7 * rng.standard_normal((2, 4, 4))
+    p = spd(rng, (4, 4), np.float64)
+    got = run([tf.linalg.expm(a), tf.linalg.expm(8 * a), tf.linalg.logm(p.astype(np.complex128)),
+               tf.linalg.sqrtm(p)])
+    np.testing.assert_allclose(got[0], [scipy.linalg.expm(m) for m in a], rtol=1e-10)
+    np.testing.assert_allclose(got[1], [scipy.linalg.expm(8 * m) for m in a], rtol=1e-8)
+    np.testing.assert_allclose(got[2], scipy.linalg.logm(p), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got[3], scipy.linalg.sqrtm(p), rtol=1e-10)
+    with pytest.raises(tf.errors.UnimplementedError, match="SciPy"):
+        run(tf.math.igamma(1.0, 2.0))
