@@ -6,6 +6,7 @@ package re-exports them.
 """
 
 import tensorflux.kernels.cpu  # noqa: F401,E402 - registers every CPU kernel
+import tensorflux.kernels.gpu  # noqa: F401,E402 - registers every GPU kernel (used only with a GPU)
 import tensorflux.ops  # noqa: F401,E402 - registers every op
 from tensorflux.framework import errors  # noqa: F401
 from tensorflux.framework.common_shapes import constant_value as _constant_value  # noqa: F401
