@@ -183,6 +183,7 @@ def table1(name, budget):
         out["tensorflux_ms"], out["tensorflux_steps"] = _steps(
             s, train, {x: xs, y: ys}, 1, 8, budget * 0.5, _sync)
         out["loss"] = float(s.run(loss, {x: xs, y: ys}))
+        out["profile"] = _profile(s, g, train, {x: xs, y: ys})
     out["tensorflux_setup_s"] = round(time.time() - t, 1)
     try:
         out["torch_ms"] = _torch_step_ms(name, xs, ys, size)
@@ -190,6 +191,29 @@ def table1(name, budget):
     except Exception as e:  # noqa: BLE001
         out["torch_error"] = f"{type(e).__name__}: {e}"[:500]
     return out
+
+
+def _profile(sess, graph, fetch, feed, top=14):
+    """Op types by device time in one traced step (GPU kernels are synchronized when
+    traced, so each time is the kernel's own): [(op type, count, ms)]."""
+    import tensorflux as tf
+    meta = tf.RunMetadata()
+    t = time.perf_counter()
+    sess.run(fetch, feed, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+             run_metadata=meta)
+    wall = (time.perf_counter() - t) * 1e3
+    by_type: dict = {}
+    for dev in meta.step_stats.dev_stats:
+        for ns in dev.node_stats:
+            try:
+                op = graph.get_operation_by_name(ns.node_name).type
+            except (KeyError, ValueError):
+                op = ns.node_name.split("/")[-1]
+            c, us = by_type.get(op, (0, 0))
+            by_type[op] = (c + 1, us + ns.all_end_rel_micros)
+    rows = sorted(by_type.items(), key=lambda kv: -kv[1][1])[:top]
+    return {"traced_step_ms": round(wall, 1),
+            "top": [(op, c, round(us / 1e3, 2)) for op, (c, us) in rows]}
 
 
 def _torch_step_ms(name, xs, ys, size):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tensorflux.kernels.cpu._nn_common import _invalid, _sizes
 from tensorflux.kernels.cpu.conv_ops import _ConvGeometry
-from tensorflux.kernels.gpu import backend
+from tensorflux.kernels.gpu import _fused, backend
 from tensorflux.kernels.gpu._common import FLOATS, hybrid
 
 
@@ -35,9 +35,16 @@ def _padded(x, pads):
     return out
 
 
+def _pointwise(kh, kw, pads, g: _ConvGeometry) -> bool:
+    """A 1x1 convolution with stride 1 and no padding: a plain matrix product."""
+    return kh == kw == 1 and g.sh == g.sw == 1 and not any(b or a for b, a in pads)
+
+
 def _columns(xp_, kh, kw, oh, ow, g: _ConvGeometry):
     """(N*oh*ow, kh*kw*C) windows of the padded NHWC input."""
     n, _, _, c = xp_.shape
+    if kh == kw == 1 and g.sh == g.sw == 1:
+        return xp_.reshape(n * oh * ow, c)
     s0, s1, s2, s3 = xp_.strides
     view = backend.as_strided(xp_, (n, oh, ow, kh, kw, c),
                               (s0, s1 * g.sh, s2 * g.sw, s1 * g.dh, s2 * g.dw, s3))
@@ -102,8 +109,14 @@ def _conv2d_backprop_input(node):
                            f"{list(dy.shape[1:3])}, expected {[oh, ow]}")
         (pt, pb), (pl, pr) = pads
         xp = backend.xp()
-        dcols = (dy.reshape(-1, f) @ w.reshape(kh * kw * c, f).T).reshape(
-            n, oh, ow, kh, kw, c)
+        dcols = dy.reshape(-1, f) @ w.reshape(kh * kw * c, f).T
+        if _pointwise(kh, kw, pads, g):
+            return _from_nhwc(dcols.reshape(n, h, wd, c), g)
+        out = xp.empty((n, h, wd, c), dtype=dy.dtype)
+        if _fused.run("col2im", dcols, h, wd, c, oh, ow, kh, kw, g.sh, g.sw, g.dh, g.dw,
+                      pt, pl, out) is not None:
+            return _from_nhwc(out, g)
+        dcols = dcols.reshape(n, oh, ow, kh, kw, c)
         dx = xp.zeros((n, h + pt + pb, wd + pl + pr, c), dtype=dy.dtype)
         span_h, span_w = g.sh * (oh - 1) + 1, g.sw * (ow - 1) + 1
         for i in range(kh):

@@ -11,7 +11,7 @@ import numpy as np
 
 from tensorflux.kernels.cpu._nn_common import _invalid, _sizes
 from tensorflux.kernels.cpu.pooling_ops import _avg_counts, _PoolGeometry
-from tensorflux.kernels.gpu import backend
+from tensorflux.kernels.gpu import _fused, backend
 from tensorflux.kernels.gpu._common import FLOATS, hybrid
 
 
@@ -70,6 +70,10 @@ def _max_pool_grad(node):
             raise _invalid(f"Expected grad shape to be {list(out_shape)}, but got "
                            f"{list(dy.shape)}")
         xp = backend.xp()
+        if ks[2] == 1 and geom.s[2] == 1 and 0 not in out_shape:
+            routed = _fused_route(x, dy, out_shape, pads, ks, geom)
+            if routed is not None:
+                return _from_nhwc(routed, geom)
         xpad = _padded(x, pads, -np.inf)
         dxp = xp.zeros(xpad.shape, dtype=dy.dtype)
         open_ = xp.ones(out_shape, dtype=bool)
@@ -81,6 +85,25 @@ def _max_pool_grad(node):
         return _from_nhwc(_crop(dxp, pads, x.shape), geom)
 
     return compute
+
+
+def _fused_route(x, dy, out_shape, pads, ks, geom):
+    """MaxPoolGrad in two CUDA passes (first-max tap per window, then a gather per input
+    element); None without them."""
+    xp = backend.xp()
+    x, dy = xp.ascontiguousarray(x), xp.ascontiguousarray(dy)
+    n, h, w, c = x.shape
+    oh, ow = out_shape[1], out_shape[2]
+    (pt, _), (pl, _) = pads[0], pads[1]
+    arg = xp.empty(out_shape, dtype=np.int32)
+    if _fused.run("pool_argmax", x, h, w, c, oh, ow, ks[0], ks[1], geom.s[0], geom.s[1],
+                  pt, pl, arg) is None:
+        return None
+    dx = xp.empty(x.shape, dtype=dy.dtype)
+    if _fused.run("pool_route", dy, arg, h, w, c, oh, ow, ks[0], ks[1], geom.s[0],
+                  geom.s[1], pt, pl, dx) is None:
+        return None
+    return dx
 
 
 def _avg_pool(node):
