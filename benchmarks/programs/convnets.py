@@ -56,14 +56,22 @@ def spec(name: str):
     return _SPECS[name]
 
 
-def build(tf, name: str, batch: int, lr: float = 0.01):
-    """(graph, images placeholder, labels placeholder, init op, train op, loss) of one
-    SGD training step of net `name` at `batch`."""
+def build(tf, name: str, batch: int, lr: float = 0.01, synthetic: bool = False):
+    """(graph, images, labels, init op, train op, loss) of one SGD training step of net
+    `name` at `batch`. Images and labels are placeholders to feed, or with `synthetic`
+    fixed random tensors held in (untrained) variables where the model runs, as
+    tf_cnn_benchmarks' synthetic data and a PyTorch loop over a tensor already on the GPU."""
     g = tf.Graph()
     size = IMAGE[name]
     with g.as_default():
-        x = tf.placeholder(tf.float32, [batch, size, size, 3])
-        y = tf.placeholder(tf.int64, [batch])
+        if synthetic:
+            x = tf.Variable(tf.random_uniform([batch, size, size, 3], seed=1),
+                            trainable=False)
+            y = tf.Variable(tf.cast(tf.random_uniform([batch], 0, 1000, seed=2), tf.int64),
+                            trainable=False)
+        else:
+            x = tf.placeholder(tf.float32, [batch, size, size, 3])
+            y = tf.placeholder(tf.int64, [batch])
         counter = [0]
 
         def var(shape, fan_in):

@@ -60,6 +60,24 @@ for (long long a = 0; a < KH; ++a) {
 }
 arg = best;
 """),
+    # The max of each window (padding ignored, NaN skipped as by fmax).
+    "pool_max": (
+        "raw T x, int64 H, int64 W, int64 C, int64 OH, int64 OW, int64 KH, int64 KW, "
+        "int64 SH, int64 SW, int64 PT, int64 PL", "T y",
+        """
+long long c = i % C; long long t = i / C; long long ow = t % OW; t /= OW;
+long long oh = t % OH; long long n = t / OH;
+bool any = false; T m = 0;
+for (long long a = 0; a < KH; ++a) {
+  long long h = oh * SH + a - PT; if (h < 0 || h >= H) continue;
+  for (long long b = 0; b < KW; ++b) {
+    long long w = ow * SW + b - PL; if (w < 0 || w >= W) continue;
+    T v = x[((n * H + h) * W + w) * C + c];
+    if (!any || v > m || m != m) { m = v; any = true; }
+  }
+}
+y = any ? m : (T)(-1.0 / 0.0);
+"""),
     # dx[n,h,w,c] = sum of dy over the windows whose first maximum is (h, w).
     "pool_route": (
         "raw T dy, raw int32 arg, int64 H, int64 W, int64 C, int64 OH, int64 OW, int64 KH, "

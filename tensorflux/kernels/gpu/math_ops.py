@@ -255,13 +255,20 @@ def _bias_add_grad(node):
 
     def compute(ctx, g):
         g = backend.to_device(g)
+        xp = _xp()
         if nchw and g.ndim > 2:
-            axes = (0,) + tuple(range(2, g.ndim))
-        else:
-            axes = tuple(range(g.ndim - 1))
-        return g.sum(axis=axes, dtype=g.dtype)
+            return g.sum(axis=(0,) + tuple(range(2, g.ndim)), dtype=g.dtype)
+        # A column sum of the (rows, channels) matrix as one matrix-vector product: the
+        # array module's reduction over the leading axes is ~50x slower on a GPU.
+        g2 = xp.ascontiguousarray(g).reshape(-1, g.shape[-1])
+        return xp.ones((1, g2.shape[0]), dtype=g.dtype) @ g2 if g2.shape[0] else \
+            xp.zeros(g.shape[-1:], dtype=g.dtype)
 
-    return compute
+    def reshaped(ctx, g):
+        out = compute(ctx, g)
+        return out.reshape(-1)
+
+    return reshaped
 
 
 hybrid("BiasAdd", _bias_add, {"T": FLOATS})

@@ -51,6 +51,13 @@ def _max_pool(node):
         xp = backend.xp()
         if 0 in out_shape:
             return _from_nhwc(xp.zeros(out_shape, x.dtype), geom)
+        if ks[2] == 1 and geom.s[2] == 1:
+            xc = xp.ascontiguousarray(x)
+            y = xp.empty(out_shape, dtype=x.dtype)
+            if _fused.run("pool_max", xc, x.shape[1], x.shape[2], x.shape[3], out_shape[1],
+                          out_shape[2], ks[0], ks[1], geom.s[0], geom.s[1], pads[0][0],
+                          pads[1][0], y) is not None:
+                return _from_nhwc(y, geom)
         xpad = _padded(x, pads, -np.inf)
         out = None
         for index in geom.taps(out_shape, ks):
