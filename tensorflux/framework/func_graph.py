@@ -1,0 +1,118 @@
+"""FuncGraph: a Graph holding the body of a graph function (a dataset's map function, a
+one-shot iterator's dataset factory), and FunctionRef, the value of a `func` attribute.
+
+A function body is traced once, when the Python function is called on placeholder
+arguments inside a FuncGraph; the runtime later runs the body as its own small step
+(runtime/functions.py), never the Python function.
+
+Invariants:
+- `inputs` are the argument placeholders, then one placeholder per captured tensor, in
+  capture order; `captures` lists the (outer tensor, inner placeholder) pairs. The op
+  calling the function passes the outer tensors as its extra inputs (TensorFlow's
+  `other_arguments`), so their values are read when that op runs.
+- A tensor of an enclosing graph used inside the body is captured where it is first
+  used (`get_graph_from_inputs` gives the function graph while it is the default graph,
+  and `_create_op_internal` swaps every outside input for its placeholder). A tensor from
+  a graph further out is captured by each graph in between.
+- `outputs` are Identity ops of the body's results, so no output is an argument itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.operation import Tensor
+
+_uids = itertools.count(1)
+
+
+class FunctionRef(dict):
+    """The value of a `func` attr: `{"name": ...}` (what the AttrValue proto holds) with the
+    traced body in `.graph`."""
+
+    def __init__(self, graph: FuncGraph):
+        super().__init__(name=graph.name)
+        self.graph = graph
+
+    @property
+    def name(self) -> str:
+        return self["name"]
+
+
+class FuncGraph(graph_lib.Graph):
+    """The body of one graph function, built inside `outer_graph`.
+
+    Args:
+      name: the function's name (made unique with a counter, as TensorFlow's names are).
+      outer_graph: the graph the function is used in (captures come from it).
+    """
+
+    def __init__(self, name: str, outer_graph: graph_lib.Graph):
+        super().__init__()
+        self.name = f"{name}_{next(_uids)}"
+        self.outer_graph = outer_graph
+        self.inputs: list[Tensor] = []
+        self.outputs: list[Tensor] = []
+        self.captures: list[tuple[Tensor, Tensor]] = []
+        self._captured: dict[Tensor, Tensor] = {}
+        self._seed = outer_graph.seed
+        self._graph_def_producer = outer_graph._graph_def_producer
+
+    @property
+    def building_function(self) -> bool:
+        return True
+
+    def add_argument(self, dtype, shape, name: str = "arg") -> Tensor:
+        """A new placeholder argument of the function."""
+        op = self._create_op_internal("Placeholder", (), {"dtype": dtype, "shape": shape},
+                                      name)
+        self.inputs.append(op.outputs[0])
+        return op.outputs[0]
+
+    def capture(self, tensor: Tensor) -> Tensor:
+        """The placeholder standing for `tensor` of an enclosing graph (made on first use)."""
+        if tensor.graph is self:
+            return tensor
+        inner = self._captured.get(tensor)
+        if inner is not None:
+            return inner
+        outer = tensor
+        if isinstance(self.outer_graph, FuncGraph) and tensor.graph is not self.outer_graph:
+            outer = self.outer_graph.capture(tensor)
+        with self._lock:
+            saved, self._control_dependencies_stack = self._control_dependencies_stack, []
+            try:
+                op = self._create_op_internal(
+                    "Placeholder", (), {"dtype": tensor.dtype.base_dtype,
+                                        "shape": tensor.shape if tensor.shape.ndims is not None
+                                        else None}, "capture")
+            finally:
+                self._control_dependencies_stack = saved
+        inner = op.outputs[0]
+        inner.set_shape(tensor.shape)
+        self._captured[tensor] = inner
+        self.captures.append((outer, inner))
+        self.inputs.append(inner)
+        return inner
+
+    def set_outputs(self, tensors: list[Tensor]) -> None:
+        """Records the results (each behind an Identity)."""
+        outs = []
+        for t in tensors:
+            t = self.capture(t)
+            op = self._create_op_internal("Identity", (t,), {"T": t.dtype.base_dtype},
+                                          "Identity")
+            outs.append(op.outputs[0])
+        self.outputs = outs
+
+    def _create_op_internal(self, op_type, inputs, attrs, name, output_dtypes=None,
+                            compute_shapes=True, control_inputs=None):
+        inputs = tuple(self.capture(t) if t.graph is not self else t for t in inputs)
+        if control_inputs is not None:
+            control_inputs = [c for c in control_inputs if c.graph is self]
+        return super()._create_op_internal(op_type, inputs, attrs, name, output_dtypes,
+                                           compute_shapes, control_inputs)
+
+    def _control_inputs_for(self, inputs):
+        return [c for c in super()._control_inputs_for(inputs) if c.graph is self]
