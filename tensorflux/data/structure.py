@@ -58,7 +58,7 @@ def same_structure(a, b) -> bool:
             all(same_structure(a[k], b[k]) for k in a)
     if isinstance(a, tuple) or isinstance(b, tuple):
         return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and \
-            all(same_structure(x, y) for x, y in zip(a, b))
+            all(same_structure(x, y) for x, y in zip(a, b, strict=True))
     return True
 
 
@@ -102,7 +102,7 @@ def flatten_up_to(like, s) -> list:
         if not isinstance(s, (tuple, list)) or len(s) != len(like):
             raise ValueError(f"The two structures don't have the same sequence length: "
                              f"{like} vs {s}")
-        return [leaf for a, b in zip(like, s) for leaf in flatten_up_to(a, b)]
+        return [leaf for a, b in zip(like, s, strict=True) for leaf in flatten_up_to(a, b)]
     return [s]
 
 
@@ -111,4 +111,4 @@ def most_specific_compatible(a: tensor_shape.TensorShape, b: tensor_shape.Tensor
     if a.ndims is None or b.ndims is None or a.ndims != b.ndims:
         return tensor_shape.unknown_shape()
     return tensor_shape.TensorShape([x if x == y else None
-                                     for x, y in zip(a.as_list(), b.as_list())])
+                                     for x, y in zip(a.as_list(), b.as_list(), strict=True)])

@@ -657,7 +657,7 @@ class PaddedBatchDataset(Dataset):
             biggest = max(s[d] for s in shapes)
             if w >= 0 and biggest > w:
                 raise errors.InvalidArgumentError(
-                    None, None, f"Attempted to pad to a smaller size than the input element.")
+                    None, None, "Attempted to pad to a smaller size than the input element.")
             out_shape.append(w if w >= 0 else biggest)
         fill = np.asarray(self.padding_values[i])
         dtype = np.asarray(rows[0][i]).dtype

@@ -11,6 +11,7 @@ Importing this module registers the instantiator with kernels/functions.py.
 from __future__ import annotations
 
 import itertools
+
 from tensorflux.kernels import functions as kernel_functions
 from tensorflux.runtime import graph_optimizer
 from tensorflux.runtime import step_graph as step_graph_lib

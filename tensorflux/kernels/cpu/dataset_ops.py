@@ -310,7 +310,8 @@ def _fits(got: tuple, want) -> bool:
     dims = want.as_list() if hasattr(want, "as_list") else want
     if dims is None:
         return True
-    return len(got) == len(dims) and all(w is None or w == g for g, w in zip(got, dims))
+    return len(got) == len(dims) and all(w is None or w == g
+                                         for g, w in zip(got, dims, strict=True))
 
 
 @kernel("IteratorToStringHandle")
