@@ -307,6 +307,8 @@ def _iterator_get_next(node):
 
 
 def _fits(got: tuple, want) -> bool:
+    if want is None or getattr(want, "ndims", 0) is None:
+        return True
     dims = want.as_list() if hasattr(want, "as_list") else want
     if dims is None:
         return True
