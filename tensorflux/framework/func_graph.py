@@ -116,3 +116,59 @@ class FuncGraph(graph_lib.Graph):
 
     def _control_inputs_for(self, inputs):
         return [c for c in super()._control_inputs_for(inputs) if c.graph is self]
+
+
+def _output_arg(op, index: int) -> tuple[str, int]:
+    """(output arg name, index within it) of output `index` of `op`, as FunctionDef node
+    inputs name them ("mul:z:0")."""
+    opdef = op._op_def
+    if opdef is None:
+        return "output", index
+    k = 0
+    for arg in opdef.outputs:
+        if arg.number_attr:
+            count = int(op._attrs.get(arg.number_attr, 1))
+        elif arg.type_list_attr:
+            count = len(op._attrs.get(arg.type_list_attr, ()))
+        else:
+            count = 1
+        if index < k + count:
+            return arg.name, index - k
+        k += count
+    return "output", index
+
+
+def to_function_def(graph: FuncGraph):
+    """`graph` as a FunctionDef: arguments as the signature's input args, the body's ops as
+    its nodes (inputs spelled "node:output_arg:index"), the outputs as its return values."""
+    from tensorflux.framework import graph_io
+    from tensorflux.protos import function_pb2
+
+    fd = function_pb2.FunctionDef()
+    fd.signature.name = graph.name
+    args = {}
+    for t in graph.inputs:
+        a = fd.signature.input_arg.add()
+        a.name = t.op.name
+        a.type = t.dtype.base_dtype.as_datatype_enum
+        args[t] = t.op.name
+    arg_ops = {t.op for t in graph.inputs}
+    for op in graph.get_operations():
+        if op in arg_ops:
+            continue
+        nd = fd.node_def.add()
+        graph_io.fill_node_def(nd, op.name, op.type, op.device, op._attrs, op._op_def, [], [])
+        for t in op.inputs:
+            name = args.get(t)
+            if name is None:
+                out_name, i = _output_arg(t.op, t.value_index)
+                name = f"{t.op.name}:{out_name}:{i}"
+            nd.input.append(name)
+        nd.input.extend("^" + c.name for c in sorted(op.control_inputs, key=lambda c: c.name))
+    for i, t in enumerate(graph.outputs):
+        key = "identity" if i == 0 else f"identity_{i}"
+        a = fd.signature.output_arg.add()
+        a.name = key
+        a.type = t.dtype.base_dtype.as_datatype_enum
+        fd.ret[key] = f"{t.op.name}:output:0"
+    return fd

@@ -92,3 +92,39 @@ def test_pipelines_match_tensorflow():
             assert set(flat_a) <= {(i, 2 * i) for i in range(7)}
             continue
         assert a == b, key
+
+
+@pytest.mark.oracle
+def test_exported_graph_def_runs_in_tensorflow():
+    import base64
+
+    from tests.oracle import run_tf
+
+    with tf.Graph().as_default() as g:
+        c = tf.constant(3, tf.int64)
+        ds = tf.data.Dataset.range(6).map(lambda x: x * c).filter(lambda x: x > 2).flat_map(
+            lambda x: tf.data.Dataset.from_tensors(x).repeat(2)).batch(3)
+        it = ds.make_initializable_iterator()
+        it.get_next(name="next")
+        gd = g.as_graph_def()
+        assert len(gd.library.function) == 3
+        nxt = it.get_next()
+        with tf.Session() as sess:
+            sess.run(it.initializer)
+            from tests.data.test_dataset_ops import drain
+            ours = [b.tolist() for b in drain(sess, nxt)]
+    blob = base64.b64encode(gd.SerializeToString()).decode()
+    theirs = run_tf(f"""
+gd = tf.GraphDef()
+gd.ParseFromString(base64.b64decode("{blob}"))
+tf.import_graph_def(gd, name="")
+result = []
+with tf.Session() as s:
+    s.run("MakeIterator")
+    while True:
+        try:
+            result.append(s.run("next:0").tolist())
+        except tf.errors.OutOfRangeError:
+            break
+""")
+    assert ours == theirs == [[3, 3, 6], [6, 9, 9], [12, 12, 15], [15]]
