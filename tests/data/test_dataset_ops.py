@@ -206,3 +206,36 @@ def test_map_with_random_op_and_stateful_capture():
             vals = drain(sess, nxt2)
             assert len(vals) == 4
             assert all(i <= x < i + 1 for i, x in enumerate(vals))
+
+
+@pytest.mark.parametrize("strategy", ["auto", "reference", "dataflow"])
+def test_functions_with_loops_and_nested_captures_under_every_strategy(strategy):
+    from tensorflux.runtime.exec_options import ExecOptions
+
+    with tf.Graph().as_default():
+        c = tf.constant(10, tf.int64)
+
+        def triangle(x):  # 0 + 1 + ... + (x - 1), by a while loop inside the function
+            _, acc = tf.while_loop(lambda i, a: i < x, lambda i, a: (i + 1, a + i),
+                                   [tf.constant(0, tf.int64), tf.constant(0, tf.int64)])
+            return acc
+
+        # The innermost map captures `c` from two graphs out (through flat_map's body).
+        ds = Dataset.range(5).map(triangle).flat_map(
+            lambda x: Dataset.range(2).map(lambda y: y + x + c))
+        nxt = tf.data.make_one_shot_iterator(ds).get_next()
+        with tf.Session(exec_options=ExecOptions(strategy=strategy)) as sess:
+            got = drain(sess, nxt)
+    expected = [t + y + 10 for t in (0, 0, 1, 3, 6) for y in (0, 1)]
+    assert got == expected
+
+
+def test_datasets_on_another_device():
+    with tf.Graph().as_default():
+        with tf.device("/cpu:1"):
+            ds = Dataset.range(5).map(lambda x: x * 2)
+        it = ds.make_initializable_iterator()
+        nxt = it.get_next()
+        with tf.Session(config=tf.ConfigProto(device_count={"CPU": 2})) as sess:
+            sess.run(it.initializer)
+            assert drain(sess, nxt) == [0, 2, 4, 6, 8]
