@@ -8,13 +8,16 @@ are 0-d object arrays holding the record's bytes, as string tensors are at run t
 from __future__ import annotations
 
 import gzip
+import os
+import uuid
 import zlib
 
 import numpy as np
 
-from tensorflux.framework import errors
-from tensorflux.kernels.datasets import Dataset, _GenIterator
-from tensorflux.lib.io.tf_record import RecordReader
+from tensorflux.framework import errors, tensor_util
+from tensorflux.kernels.datasets import Dataset, _drain, _GenIterator
+from tensorflux.lib.io.tf_record import RecordReader, TFRecordWriter
+from tensorflux.protos import tensor_pb2
 
 _COMPRESSIONS = ("", "GZIP", "ZLIB")
 
@@ -118,3 +121,59 @@ class FixedLengthRecordDataset(Dataset):
                 for i in range(0, len(body), record):
                     yield [_scalar(body[i:i + record])]
         return _GenIterator(gen())
+
+
+class FileCacheDataset(Dataset):
+    """`Dataset.cache(filename)`: the first complete pass writes the elements to a file
+    (TFRecord framing, one TensorProto record per component), renamed into place only when
+    the pass reaches the end; any pass that finds the file, in this process or a later one,
+    reads the elements from it instead of from the input."""
+
+    SUFFIX = ".tfxcache"
+
+    def __init__(self, input_ds: Dataset, filename: str, n_components: int):
+        self.input, self.path = input_ds, filename + self.SUFFIX
+        self.n = n_components
+
+    def iterate(self, env):
+        if os.path.exists(self.path):
+            return _GenIterator(self._read())
+        inner = self.input.iterate(env)
+        return _GenIterator(self._write(inner), [inner])
+
+    def _read(self):
+        reader = RecordReader(self.path)
+        try:
+            while True:
+                element = []
+                for _ in range(self.n):
+                    rec = reader.read()
+                    if rec is None:
+                        if element:
+                            raise errors.DataLossError(None, None, f"{self.path}: truncated "
+                                                       "cache file")
+                        return
+                    proto = tensor_pb2.TensorProto()
+                    proto.ParseFromString(rec[1])
+                    element.append(tensor_util.MakeNdarray(proto))
+                yield element
+        finally:
+            reader.close()
+
+    def _write(self, inner):
+        tmp = f"{self.path}.tmp-{uuid.uuid4().hex}"
+        writer = TFRecordWriter(tmp)
+        done = False
+        try:
+            for x in _drain(inner):
+                for c in x:
+                    writer.write(tensor_util.make_tensor_proto(c).SerializeToString())
+                yield x
+            writer.close()
+            os.replace(tmp, self.path)
+            done = True
+        finally:
+            if not done:
+                writer.close()
+                if os.path.exists(tmp):
+                    os.remove(tmp)

@@ -96,6 +96,13 @@ class _GenIterator(Iterator):
     def children(self):
         return self._children
 
+    def close(self):
+        try:
+            self._gen.close()  # runs the generator's `finally` (open files)
+        except (ValueError, AttributeError):  # running on another thread, or not a generator
+            pass
+        super().close()
+
 
 def _drain(it: Iterator):
     while True:

@@ -143,3 +143,27 @@ def test_tfrecord_parse_map_shuffle_batch_prefetch_pipeline(tmp_path):
     for b in batches:
         np.testing.assert_allclose(b["x"], np.stack([b["id"] * 1.0, -2.0 * b["id"]], 1))
         assert b["name"].tolist() == [b"n%d" % i for i in b["id"]]
+
+
+def test_cache_to_a_file_is_reused_by_later_sessions(tmp_path):
+    calls = []
+
+    def gen():
+        calls.append(1)
+        yield from [(1, b"a"), (2, b"bc")]
+
+    prefix = str(tmp_path / "cache")
+    ds = tf.data.Dataset.from_generator(gen, (tf.int64, tf.string)).cache(prefix).repeat(2)
+    nxt = tf.data.make_one_shot_iterator(ds).get_next()
+    partial = tf.data.make_one_shot_iterator(
+        tf.data.Dataset.range(5).cache(str(tmp_path / "partial"))).get_next()
+    expected = [(1, b"a"), (2, b"bc")] * 2
+    for _ in range(2):
+        with tf.Session() as sess:
+            assert [tuple(x.item() if hasattr(x, "item") else x for x in e)
+                    for e in drain(sess, nxt)] == expected
+    assert len(calls) == 1  # the second epoch and the second session read the file
+    with tf.Session() as sess:
+        assert sess.run(partial) == 0
+    # A pass that did not reach the end leaves no cache file behind.
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("partial")]

@@ -217,13 +217,16 @@ def _prefetch_dataset(ctx, input_ds, buffer_size):
     return ds_lib.PrefetchDataset(ds_lib.as_dataset(input_ds), int(buffer_size))
 
 
-@kernel("CacheDataset")
-def _cache_dataset(ctx, input_ds, filename):
-    if _str(filename):
-        raise errors.UnimplementedError(None, None, "Dataset.cache(filename) with a file is "
-                                        "not supported; use the in-memory cache "
-                                        "(filename='').")
-    return ds_lib.CacheDataset(ds_lib.as_dataset(input_ds))
+@kernel_factory("CacheDataset")
+def _cache_dataset(node):
+    n = len(node.attrs["output_types"])
+
+    def compute(ctx, input_ds, filename):
+        filename = _str(filename)
+        if filename:
+            return dataset_files.FileCacheDataset(ds_lib.as_dataset(input_ds), filename, n)
+        return ds_lib.CacheDataset(ds_lib.as_dataset(input_ds))
+    return compute
 
 
 @kernel("ZipDataset")
