@@ -172,3 +172,97 @@ def to_function_def(graph: FuncGraph):
         a.type = t.dtype.base_dtype.as_datatype_enum
         fd.ret[key] = f"{t.op.name}:output:0"
     return fd
+
+
+# ---- FunctionDef -> FuncGraph (GraphDef import) ----------------------------------------------
+
+def _output_counts(nd, opdef) -> list[tuple[str, int]]:
+    """(output arg name, how many tensors) of a NodeDef, from its OpDef and attrs."""
+    out = []
+    for arg in opdef.outputs:
+        if arg.number_attr:
+            av = nd.attr.get(arg.number_attr)
+            count = av.i if av is not None else int(opdef.attrs[arg.number_attr].default or 1)
+        elif arg.type_list_attr:
+            av = nd.attr.get(arg.type_list_attr)
+            count = len(av.list.type) if av is not None else 0
+        else:
+            count = 1
+        out.append((arg.name, count))
+    return out
+
+
+def _flat_input(name: str, body: dict, args: set) -> str:
+    """A FunctionDef input ("args_0", "mul:z:0", "^c") as a GraphDef input ("mul:0")."""
+    from tensorflux.framework import op_registry
+
+    if name.startswith("^") or name in args:
+        return name
+    parts = name.split(":")
+    if len(parts) != 3:
+        return name
+    src, arg_name, idx = parts[0], parts[1], int(parts[2])
+    nd = body.get(src)
+    opdef = op_registry.lookup(nd.op) if nd is not None else None
+    if opdef is None:
+        return f"{src}:{idx}"
+    k = 0
+    for out_name, count in _output_counts(nd, opdef):
+        if out_name == arg_name:
+            return f"{src}:{k + idx}"
+        k += count
+    raise ValueError(f"Function input '{name}': node '{src}' has no output '{arg_name}'")
+
+
+def function_from_def(fdef, library: dict, outer_graph: graph_lib.Graph,
+                      built: dict) -> FuncGraph:
+    """The FuncGraph of FunctionDef `fdef` (functions its body uses are built too, once
+    each, into `built`)."""
+    from tensorflux.framework import dtypes, importer
+    from tensorflux.protos import graph_pb2
+
+    name = fdef.signature.name
+    if name in built:
+        return built[name]
+    g = FuncGraph(name, outer_graph)
+    g.name = name
+    built[name] = g
+    body = {nd.name: nd for nd in fdef.node_def}
+    args = {a.name for a in fdef.signature.input_arg}
+    gd = graph_pb2.GraphDef()
+    gd.versions.CopyFrom(outer_graph.graph_def_versions)
+    for nd in fdef.node_def:
+        new = gd.node.add()
+        new.CopyFrom(nd)
+        del new.input[:]
+        new.input.extend(_flat_input(s, body, args) for s in nd.input)
+    with g.as_default():
+        input_map = {a.name: g.add_argument(dtypes.as_dtype(a.type), None, a.name)
+                     for a in fdef.signature.input_arg}
+        importer.extend_graph(gd, input_map={f"{k}:0": v for k, v in input_map.items()})
+        link_functions(g.get_operations(), library, g, built)
+        outs = []
+        for a in fdef.signature.output_arg:
+            ret = fdef.ret[a.name]
+            if ret in args:
+                outs.append(input_map[ret])
+            else:
+                src, idx = _flat_input(ret, body, args).split(":")
+                outs.append(g.get_operation_by_name(src).outputs[int(idx)])
+        g.set_outputs(outs)
+    return g
+
+
+def link_functions(ops, library: dict, outer_graph: graph_lib.Graph, built: dict) -> None:
+    """Replaces the function names that `ops`' `func` attrs hold with FunctionRefs of the
+    FunctionDefs of `library` (name -> FunctionDef) they name."""
+    for op in ops:
+        opdef = op._op_def
+        if opdef is None:
+            continue
+        for key, value in list(op._attrs.items()):
+            adef = opdef.attrs.get(key)
+            if adef is not None and adef.kind == "func" and isinstance(value, str) and \
+                    value in library:
+                op._attrs[key] = FunctionRef(function_from_def(library[value], library,
+                                                               outer_graph, built))

@@ -128,3 +128,64 @@ with tf.Session() as s:
             break
 """)
     assert ours == theirs == [[3, 3, 6], [6, 9, 9], [12, 12, 15], [15]]
+
+
+def _tf_graph_def(code: str):
+    """The GraphDef TensorFlow builds from `code` (as bytes), and its result."""
+    import base64
+
+    from tests.oracle import run_tf
+
+    out = run_tf(code + """
+import base64
+result = {"gd": base64.b64encode(tf.get_default_graph().as_graph_def()
+                                 .SerializeToString()).decode(), "values": values}
+""")
+    return base64.b64decode(out["gd"]), out["values"]
+
+
+@pytest.mark.oracle
+def test_tensorflow_graph_def_with_dataset_functions_runs_in_tensorflux():
+    from tests.data.test_dataset_ops import drain
+
+    blob, theirs = _tf_graph_def("""
+c = tf.constant(3, tf.int64)
+ds = tf.data.Dataset.range(8).map(lambda x: x * c).filter(lambda x: x % 2 > 0).flat_map(
+    lambda x: tf.data.Dataset.from_tensors(x).repeat(2)).batch(3)
+it = tf.data.make_initializable_iterator(ds)
+nxt = it.get_next(name="next")
+values = []
+with tf.Session() as s:
+    s.run(it.initializer)
+    while True:
+        try:
+            values.append(s.run(nxt).tolist())
+        except tf.errors.OutOfRangeError:
+            break
+""")
+    gd = tf.GraphDef()
+    gd.ParseFromString(blob)
+    with tf.Graph().as_default() as g:
+        tf.import_graph_def(gd, name="")
+        with tf.Session() as sess:
+            sess.run(g.get_operation_by_name("MakeIterator"))
+            ours = [b.tolist() for b in drain(sess, g.get_tensor_by_name("next:0"))]
+    assert ours == theirs == [[3, 3, 9], [9, 15, 15], [21, 21]]
+
+
+def test_graph_def_round_trip_keeps_dataset_functions():
+    from tests.data.test_dataset_ops import drain
+
+    with tf.Graph().as_default() as g:
+        c = tf.constant(10, tf.int64)
+        ds = tf.data.Dataset.range(4).map(lambda x: (x + c, x)).interleave(
+            lambda a, b: tf.data.Dataset.from_tensors(a).repeat(b), cycle_length=2)
+        it = ds.make_initializable_iterator()
+        it.get_next(name="next")
+        gd = g.as_graph_def()
+    with tf.Graph().as_default() as g2:
+        tf.import_graph_def(gd, name="")
+        assert len(g2.as_graph_def().library.function) == len(gd.library.function) == 2
+        with tf.Session() as sess:
+            sess.run(g2.get_operation_by_name("MakeIterator"))
+            assert drain(sess, g2.get_tensor_by_name("next:0")) == [11, 12, 12, 13, 13, 13]
