@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 
+from tensorflux.framework import errors
 from tensorflux.kernels import functions as kernel_functions
 from tensorflux.runtime import graph_optimizer
 from tensorflux.runtime import step_graph as step_graph_lib
@@ -38,6 +39,10 @@ class FunctionCall:
         self.name = graph.name
 
     def __call__(self, args) -> list:
+        if getattr(self._session, "_closed", False):
+            # A background thread (prefetch, parallel map) finishing after Session.close:
+            # its device's thread pool is gone, and nothing may start it again.
+            raise errors.CancelledError(None, None, "Session was closed")
         return self._runner.run(self._session, next(_step_ids), list(args), None)
 
 
