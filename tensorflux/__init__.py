@@ -149,3 +149,4 @@ from tensorflux.protos.summary_pb2 import (  # noqa: F401,E402
 )
 
 from tensorflux.framework.versions import __version__  # noqa: E402,F401
+from tensorflux import data  # noqa: E402,F401 - tf.data

@@ -13,6 +13,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     control_flow_ops,
     conv_ops,
     data_flow_ops,
+    dataset_ops,
     gather_ops,
     io_ops,
     joining_ops,
