@@ -372,3 +372,25 @@ def test_a_traced_gpu_step_reports_the_gpu_kernels():
     assert gpu and any(n.node_name == "MatMul" for n in gpu[0].node_stats)
     mm = next(n for n in gpu[0].node_stats if n.node_name == "MatMul")
     assert list(mm.output[0].tensor_description.shape.dim[0:1])[0].size == 4
+
+
+TRAINING_PATH = ("MatMul", "BatchMatMulV2", "BiasAdd", "BiasAddGrad", "Conv2D",
+                 "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPool", "MaxPoolGrad",
+                 "AvgPool", "AvgPoolGrad", "LRN", "LRNGrad", "Relu", "ReluGrad", "Softmax",
+                 "SparseSoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyWithLogits",
+                 "Sum", "Mean", "AddV2", "Mul", "ConcatV2", "Reshape", "ReadVariableOp",
+                 "AssignVariableOp", "ResourceApplyAdam", "ResourceApplyMomentum",
+                 "ResourceApplyGradientDescent", "RandomStandardNormal", "TruncatedNormal")
+
+
+def test_gpu_kernel_coverage_is_reported_and_covers_the_training_path(capsys):
+    from tensorflux.framework import op_registry
+    from tensorflux.kernels import registry
+
+    ops = sorted(op_registry.registered_ops())
+    on_gpu = [op for op in ops if registry.has_kernel(op, "GPU")]
+    with capsys.disabled():
+        print(f"\nGPU kernels: {len(on_gpu)} of {len(ops)} op types "
+              f"({100 * len(on_gpu) / len(ops):.0f}%)")
+    assert all(registry.has_kernel(op, "GPU") for op in TRAINING_PATH), \
+        [op for op in TRAINING_PATH if not registry.has_kernel(op, "GPU")]
