@@ -76,7 +76,10 @@ def environment():
         env["torch"] = f"unavailable: {e}"
     import google.protobuf
     env["protobuf"] = google.protobuf.__version__
+    from tensorflux.kernels.gpu import backend, cudnn
+    env["gpus"] = backend.gpu_count()
     env["CUPY_TF32"] = os.environ.get("CUPY_TF32")
+    env["cudnn"] = cudnn.available()
     return env
 
 
@@ -126,6 +129,8 @@ def mlp(budget):
             s.run(init)
             out[f"{dev}_ms"], out[f"{dev}_steps"] = _steps(
                 s, train, {x: feed_x, y: feed_y}, 5, 30, budget / 2, _sync)
+            if dev == "gpu":
+                out["profile"] = _profile(s, g, train, {x: feed_x, y: feed_y})
     out["speedup"] = out["cpu_ms"] / out["gpu_ms"]
     return out
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tensorflux.kernels.cpu._nn_common import _invalid, _sizes
 from tensorflux.kernels.cpu.conv_ops import _ConvGeometry
-from tensorflux.kernels.gpu import _fused, backend
+from tensorflux.kernels.gpu import _fused, backend, cudnn
 from tensorflux.kernels.gpu._common import FLOATS, hybrid
 
 
@@ -51,6 +51,20 @@ def _columns(xp_, kh, kw, oh, ow, g: _ConvGeometry):
     return view.reshape(n * oh * ow, kh * kw * c)
 
 
+def _symmetric(x, pads):
+    """(input padded by the asymmetric part of `pads`, the symmetric pads left for cuDNN)."""
+    (pt, pb), (pl, pr) = pads
+    ph, pw = min(pt, pb), min(pl, pr)
+    extra = [(pt - ph, pb - ph), (pl - pw, pr - pw)]
+    if any(b or a for b, a in extra):
+        x = _padded(x, extra)
+    return backend.xp().ascontiguousarray(x), (ph, pw)
+
+
+def _krsc(w):
+    return backend.xp().ascontiguousarray(w.transpose(3, 0, 1, 2))
+
+
 def _check(x, w):
     if x.ndim != 4 or w.ndim != 4:
         raise _invalid(f"input and filter must be 4-dimensional, got {list(x.shape)} and "
@@ -69,6 +83,12 @@ def _conv2d(node):
         _check(x, w)
         kh, kw, c, f = w.shape
         (oh, ow), pads = g.resolve(x.shape[1], x.shape[2], kh, kw)
+        if not _pointwise(kh, kw, pads, g) and cudnn.available():
+            xs, sym = _symmetric(x, pads)
+            y = cudnn.forward(xs, _krsc(w), (x.shape[0], oh, ow, f), sym, (g.sh, g.sw),
+                              (g.dh, g.dw))
+            if y is not None:
+                return _from_nhwc(y, g)
         cols = _columns(_padded(x, pads), kh, kw, oh, ow, g)
         y = (cols @ w.reshape(kh * kw * c, f)).reshape(x.shape[0], oh, ow, f)
         return _from_nhwc(y, g)
@@ -86,6 +106,12 @@ def _conv2d_backprop_filter(node):
         if dy.shape[1:3] != (oh, ow):
             raise _invalid(f"Conv2DBackpropFilter: out_backprop has spatial size "
                            f"{list(dy.shape[1:3])}, expected {[oh, ow]}")
+        if not _pointwise(kh, kw, pads, g) and cudnn.available():
+            xs, sym = _symmetric(x, pads)
+            dw = cudnn.backward_filter(xs, backend.xp().ascontiguousarray(dy),
+                                       (f, kh, kw, c), sym, (g.sh, g.sw), (g.dh, g.dw))
+            if dw is not None:
+                return backend.xp().ascontiguousarray(dw.transpose(1, 2, 3, 0))
         cols = _columns(_padded(x, pads), kh, kw, oh, ow, g)
         dw = cols.T @ dy.reshape(-1, f)
         return dw.reshape(kh, kw, c, f)
@@ -109,6 +135,14 @@ def _conv2d_backprop_input(node):
                            f"{list(dy.shape[1:3])}, expected {[oh, ow]}")
         (pt, pb), (pl, pr) = pads
         xp = backend.xp()
+        if not _pointwise(kh, kw, pads, g) and cudnn.available():
+            ph, pw = min(pt, pb), min(pl, pr)
+            padded = (n, h + pt + pb - 2 * ph, wd + pl + pr - 2 * pw, c)
+            dxs = cudnn.backward_data(_krsc(w), xp.ascontiguousarray(dy), padded, (ph, pw),
+                                      (g.sh, g.sw), (g.dh, g.dw))
+            if dxs is not None:
+                top, left = pt - ph, pl - pw
+                return _from_nhwc(dxs[:, top:top + h, left:left + wd, :], g)
         dcols = dy.reshape(-1, f) @ w.reshape(kh * kw * c, f).T
         if _pointwise(kh, kw, pads, g):
             return _from_nhwc(dcols.reshape(n, h, wd, c), g)
