@@ -83,7 +83,7 @@ def _conv2d(node):
         _check(x, w)
         kh, kw, c, f = w.shape
         (oh, ow), pads = g.resolve(x.shape[1], x.shape[2], kh, kw)
-        if not _pointwise(kh, kw, pads, g) and cudnn.available():
+        if cudnn.available():
             xs, sym = _symmetric(x, pads)
             y = cudnn.forward(xs, _krsc(w), (x.shape[0], oh, ow, f), sym, (g.sh, g.sw),
                               (g.dh, g.dw))
@@ -106,7 +106,7 @@ def _conv2d_backprop_filter(node):
         if dy.shape[1:3] != (oh, ow):
             raise _invalid(f"Conv2DBackpropFilter: out_backprop has spatial size "
                            f"{list(dy.shape[1:3])}, expected {[oh, ow]}")
-        if not _pointwise(kh, kw, pads, g) and cudnn.available():
+        if cudnn.available():
             xs, sym = _symmetric(x, pads)
             dw = cudnn.backward_filter(xs, backend.xp().ascontiguousarray(dy),
                                        (f, kh, kw, c), sym, (g.sh, g.sw), (g.dh, g.dw))
@@ -135,7 +135,7 @@ def _conv2d_backprop_input(node):
                            f"{list(dy.shape[1:3])}, expected {[oh, ow]}")
         (pt, pb), (pl, pr) = pads
         xp = backend.xp()
-        if not _pointwise(kh, kw, pads, g) and cudnn.available():
+        if cudnn.available():
             ph, pw = min(pt, pb), min(pl, pr)
             padded = (n, h + pt + pb - 2 * ph, wd + pl + pr - 2 * pw, c)
             dxs = cudnn.backward_data(_krsc(w), xp.ascontiguousarray(dy), padded, (ph, pw),

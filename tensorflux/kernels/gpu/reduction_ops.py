@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.kernels.cpu._nn_common import _invalid
-from tensorflux.kernels.gpu import backend
+from tensorflux.kernels.gpu import _fused, backend
 from tensorflux.kernels.gpu._common import FLOATS, NUMERIC, host, hybrid
 
 
@@ -43,6 +43,16 @@ def _mean(xp, x, axes, keep):
 
 
 def _sum(xp, x, axes, keep):
+    if axes and axes == tuple(range(len(axes))) and len(axes) < x.ndim and \
+            x.dtype in (np.float32, np.float64) and x.size:
+        # Leading axes (bias gradients, broadcast reductions): column sums in one pass,
+        # far faster on a GPU than the array module's reduction over a non-last axis.
+        rest = x.shape[len(axes):]
+        x2 = xp.ascontiguousarray(x).reshape(-1, int(np.prod(rest)))
+        out = _fused.column_sum(x2)
+        if out is not None:
+            out = out.reshape(rest)
+            return out.reshape((1,) * len(axes) + rest) if keep else out
     acc = np.float32 if x.dtype == np.float16 else x.dtype
     return xp.sum(x, axis=axes, dtype=acc, keepdims=keep).astype(x.dtype, copy=False)
 
