@@ -269,3 +269,68 @@ def backward_filter(x, dy, w_shape, pad, stride, dilation):
     except Exception as e:  # noqa: BLE001
         _disable(e)
         return None
+
+
+# ---- max pooling -------------------------------------------------------------------------
+
+_MAX_DETERMINISTIC, _NOT_PROPAGATE_NAN = 3, 0
+
+
+class _PoolDescs:
+    def __init__(self, lib, dtype, x_shape, y_shape, k, s, pad):
+        self.x = lib.tensor(dtype, *x_shape)
+        self.y = lib.tensor(dtype, *y_shape)
+        d = ctypes.c_void_p()
+        lib.check(lib.lib.cudnnCreatePoolingDescriptor(ctypes.byref(d)), "pooling desc")
+        lib.check(lib.lib.cudnnSetPooling2dDescriptor(
+            d, _MAX_DETERMINISTIC, _NOT_PROPAGATE_NAN, k[0], k[1], pad[0], pad[1], s[0], s[1]),
+            "cudnnSetPooling2dDescriptor")
+        self.pool = d
+        scalar = ctypes.c_double if dtype == np.float64 else ctypes.c_float
+        self.one, self.zero = scalar(1.0), scalar(0.0)
+
+
+def _pool_descs(lib, x, y_shape, k, s, pad) -> _PoolDescs:
+    key = ("pool", x.shape, y_shape, k, s, pad, x.dtype.str)
+    d = lib.algos.get(key)
+    if d is None:
+        with lib._lock:
+            d = lib.algos.get(key)
+            if d is None:
+                d = lib.algos[key] = _PoolDescs(lib, x.dtype, x.shape, y_shape, k, s, pad)
+    return d
+
+
+def max_pool(x, y_shape, k, s, pad):
+    """The max of each window of contiguous NHWC `x` (symmetric padding `pad`, ignored);
+    None when cuDNN is unavailable or fails."""
+    lib = _get()
+    if lib is None or x.dtype not in _DTYPES:
+        return None
+    try:
+        y = backend.xp().empty(y_shape, dtype=x.dtype)
+        d = _pool_descs(lib, x, tuple(y_shape), k, s, pad)
+        lib.check(lib.lib.cudnnPoolingForward(
+            lib.handle(), d.pool, ctypes.byref(d.one), d.x, _ptr(x), ctypes.byref(d.zero),
+            d.y, _ptr(y)), "cudnnPoolingForward")
+        return y
+    except Exception as e:  # noqa: BLE001
+        _disable(e)
+        return None
+
+
+def max_pool_grad(x, y, dy, k, s, pad):
+    """dx of a max pool (contiguous NHWC arrays); None when cuDNN is unavailable or fails."""
+    lib = _get()
+    if lib is None or x.dtype not in _DTYPES:
+        return None
+    try:
+        dx = backend.xp().empty(x.shape, dtype=x.dtype)
+        d = _pool_descs(lib, x, tuple(y.shape), k, s, pad)
+        lib.check(lib.lib.cudnnPoolingBackward(
+            lib.handle(), d.pool, ctypes.byref(d.one), d.y, _ptr(y), d.y, _ptr(dy), d.x,
+            _ptr(x), ctypes.byref(d.zero), d.x, _ptr(dx)), "cudnnPoolingBackward")
+        return dx
+    except Exception as e:  # noqa: BLE001
+        _disable(e)
+        return None
