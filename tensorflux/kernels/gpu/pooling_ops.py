@@ -11,7 +11,7 @@ import numpy as np
 
 from tensorflux.kernels.cpu._nn_common import _invalid, _sizes
 from tensorflux.kernels.cpu.pooling_ops import _avg_counts, _PoolGeometry
-from tensorflux.kernels.gpu import _fused, backend, cudnn
+from tensorflux.kernels.gpu import _fused, backend
 from tensorflux.kernels.gpu._common import FLOATS, hybrid
 
 
@@ -53,12 +53,6 @@ def _max_pool(node):
             return _from_nhwc(xp.zeros(out_shape, x.dtype), geom)
         if ks[2] == 1 and geom.s[2] == 1:
             xc = xp.ascontiguousarray(x)
-            sym = _symmetric(pads)
-            if sym is not None and cudnn.available():
-                y = cudnn.max_pool(xc, tuple(out_shape), (ks[0], ks[1]), tuple(geom.s[:2]),
-                                   sym)
-                if y is not None:
-                    return _from_nhwc(y, geom)
             y = xp.empty(out_shape, dtype=x.dtype)
             if _fused.run("pool_max", xc, x.shape[1], x.shape[2], x.shape[3], out_shape[1],
                           out_shape[2], ks[0], ks[1], geom.s[0], geom.s[1], pads[0][0],
@@ -84,14 +78,6 @@ def _max_pool_grad(node):
                            f"{list(dy.shape)}")
         xp = backend.xp()
         if ks[2] == 1 and geom.s[2] == 1 and 0 not in out_shape:
-            sym = _symmetric(pads)
-            if sym is not None and cudnn.available():
-                routed = cudnn.max_pool_grad(xp.ascontiguousarray(x),
-                                             xp.ascontiguousarray(y),
-                                             xp.ascontiguousarray(dy), (ks[0], ks[1]),
-                                             tuple(geom.s[:2]), sym)
-                if routed is not None:
-                    return _from_nhwc(routed, geom)
             routed = _fused_route(x, dy, out_shape, pads, ks, geom)
             if routed is not None:
                 return _from_nhwc(routed, geom)
@@ -106,13 +92,6 @@ def _max_pool_grad(node):
         return _from_nhwc(_crop(dxp, pads, x.shape), geom)
 
     return compute
-
-
-def _symmetric(pads):
-    """(pad_h, pad_w) when the H and W paddings are symmetric (what cuDNN takes), else
-    None."""
-    (pt, pb), (pl, pr) = pads[0], pads[1]
-    return (pt, pl) if pt == pb and pl == pr else None
 
 
 def _fused_route(x, dy, out_shape, pads, ks, geom):
