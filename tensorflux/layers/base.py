@@ -19,12 +19,12 @@ from __future__ import annotations
 import re
 import weakref
 
+from tensorflux.control_flow import builders as control_flow
 from tensorflux.framework import common_shapes, dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, math_ops
-from tensorflux.control_flow import builders as control_flow
 from tensorflux.variables import variable_scope as vs
 
 __all__ = ["Layer", "InputSpec"]

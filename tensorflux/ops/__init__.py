@@ -13,6 +13,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     comparison_ops,
     constant_op,
     conv_ops,
+    conv3d_ops,
     control_flow_ops,
     data_flow_ops,
     gather_ops,

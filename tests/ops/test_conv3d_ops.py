@@ -1,0 +1,132 @@
+"""Conv3D, its backprops, MaxPool3D and AvgPool3D (tensorflux/ops/conv3d_ops.py) against
+plain NumPy references (tests/ops/nd_reference.py), with finite-difference gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tests import oracle
+from tests.op_test_util import OpCase, check_gradient, check_value
+from tests.ops import nd_reference as ref
+
+pytestmark = pytest.mark.usefixtures("fresh_graph")
+
+
+def _conv3d_case(name, x, w, strides=(1, 1, 1), padding="SAME", dilations=(1, 1, 1)):
+    return OpCase(name, lambda a, b: tf.nn.conv3d(a, b, [1, *strides, 1], padding,
+                                                  dilations=[1, *dilations, 1]),
+                  lambda a, b: ref.conv(a, b, strides, padding, dilations), shapes=[x, w])
+
+
+def _ncdhw(x):
+    return np.moveaxis(x, -1, 1)
+
+
+CASES = [
+    _conv3d_case("conv3d_same", (2, 3, 4, 3, 2), (2, 3, 2, 2, 3)),
+    _conv3d_case("conv3d_valid_strided", (1, 5, 4, 5, 2), (2, 2, 3, 2, 2), (2, 1, 2), "VALID"),
+    _conv3d_case("conv3d_dilated", (1, 5, 5, 4, 1), (2, 2, 2, 1, 2), dilations=(2, 2, 1)),
+    OpCase("conv3d_ncdhw",
+           lambda a, b: tf.nn.conv3d(a, b, [1, 1, 1, 1, 1], "SAME", data_format="NCDHW"),
+           lambda a, b: _ncdhw(ref.conv(np.moveaxis(a, 1, -1), b, (1, 1, 1), "SAME")),
+           shapes=[(1, 2, 3, 3, 3), (2, 2, 2, 2, 2)]),
+    OpCase("conv3d_transpose",
+           lambda v, w: tf.nn.conv3d_transpose(v, w, [1, 4, 3, 4, 2], [1, 2, 1, 2, 1]),
+           lambda v, w: ref.adjoint(lambda x: ref.conv(x, w, (2, 1, 2), "SAME"),
+                                    (1, 4, 3, 4, 2), v),
+           shapes=[(1, 2, 3, 2, 3), (3, 2, 2, 2, 3)]),
+    OpCase("conv3d_backprop_filter",
+           lambda x, dy: tf.nn.conv3d_backprop_filter_v2(x, [2, 2, 2, 2, 3], dy,
+                                                         [1, 1, 1, 1, 1], "VALID"),
+           lambda x, dy: ref.adjoint(lambda w: ref.conv(x, w, (1, 1, 1), "VALID"),
+                                     (2, 2, 2, 2, 3), dy),
+           shapes=[(1, 3, 3, 3, 2), (1, 2, 2, 2, 3)]),
+    OpCase("max_pool3d_same", lambda x: tf.nn.max_pool3d(x, [1, 2, 2, 2, 1], [1, 2, 2, 2, 1],
+                                                         "SAME"),
+           lambda x: ref.pool(x, (2, 2, 2), (2, 2, 2), "SAME", "max"),
+           shapes=[(2, 3, 4, 5, 2)]),
+    OpCase("max_pool3d_valid", lambda x: tf.nn.max_pool3d(x, 3, 1, "VALID"),
+           lambda x: ref.pool(x, (3, 3, 3), (1, 1, 1), "VALID", "max"),
+           shapes=[(1, 4, 4, 3, 2)]),
+    OpCase("avg_pool3d_same", lambda x: tf.nn.avg_pool3d(x, [1, 2, 3, 2, 1], [1, 2, 2, 1, 1],
+                                                         "SAME"),
+           lambda x: ref.pool(x, (2, 3, 2), (2, 2, 1), "SAME", "avg"),
+           shapes=[(2, 3, 5, 3, 2)]),
+    OpCase("avg_pool3d_ncdhw",
+           lambda x: tf.nn.avg_pool3d(x, 2, 2, "VALID", data_format="NCDHW"),
+           lambda x: _ncdhw(ref.pool(np.moveaxis(x, 1, -1), (2, 2, 2), (2, 2, 2), "VALID",
+                                     "avg")),
+           shapes=[(1, 2, 4, 4, 5)]),
+]
+
+
+# MaxPool3D takes half, bfloat16 and float32 only (as TF's).
+F32_ONLY = {"max_pool3d_same", "max_pool3d_valid"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_value(case, dtype):
+    if case.name in F32_ONLY and dtype == np.float64:
+        pytest.skip("float32 only")
+    check_value(case, dtype)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_gradient(case):
+    check_gradient(case, np.float32 if case.name in F32_ONLY else np.float64)
+
+
+def test_max_pool3d_gradient_goes_to_every_tied_maximum():
+    # As TF's CPU kernel: all 27 ones of a 3x3x3 input tie in their windows.
+    x = tf.constant(np.ones((1, 3, 3, 3, 1), np.float32))
+    g = tf.gradients(tf.nn.max_pool3d(x, 2, 2, "SAME"), x)[0]
+    np.testing.assert_array_equal(tf.Session().run(g), np.ones((1, 3, 3, 3, 1)))
+
+
+def test_static_shapes_and_bad_input():
+    x = tf.placeholder(tf.float32, [None, 8, 7, 6, 3])
+    assert tf.nn.conv3d(x, tf.zeros([3, 3, 3, 3, 4]), [1, 2, 2, 2, 1], "SAME").shape.as_list() \
+        == [None, 4, 4, 3, 4]
+    assert tf.nn.max_pool3d(x, 2, 2, "VALID").shape.as_list() == [None, 4, 3, 3, 3]
+    with pytest.raises(ValueError, match="Depth of input"):
+        tf.nn.conv3d(x, tf.zeros([3, 3, 3, 2, 4]), [1, 1, 1, 1, 1], "SAME")
+    with pytest.raises(ValueError, match="rank 5"):
+        tf.nn.conv3d(tf.zeros([2, 3, 3, 3]), tf.zeros([1, 1, 1, 3, 1]), [1, 1, 1, 1, 1],
+                     "SAME")
+    with pytest.raises(ValueError):
+        tf.nn.conv3d(x, tf.zeros([3, 3, 3, 3, 4]), [1, 2], "SAME")
+    with pytest.raises(ValueError, match="must match"):
+        tf.nn.conv3d_transpose(tf.zeros([1, 2, 2, 2, 3]), tf.zeros([2, 2, 2, 4, 5]),
+                               [1, 4, 4, 4, 4], [1, 2, 2, 2, 1])
+    y = tf.nn.max_pool3d(x, 2, 2, "SAME")
+    with pytest.raises(LookupError, match="MaxPool3DGrad"):
+        gx = tf.gradients(y, x)[0]
+        tf.gradients(gx, x)
+
+
+@pytest.mark.oracle
+def test_matches_tensorflow():
+    rng = np.random.RandomState(1)
+    x = rng.randn(2, 4, 5, 3, 2).astype(np.float32)
+    w = rng.randn(2, 3, 2, 2, 3).astype(np.float32)
+    code = f"""
+x = tf.constant(np.array({x.tolist()}, np.float32))
+w = tf.constant(np.array({w.tolist()}, np.float32))
+y = tf.nn.conv3d(x, w, [1, 2, 1, 2, 1], "SAME")
+m = tf.nn.max_pool3d(x, [1, 2, 2, 2, 1], [1, 1, 2, 1, 1], "SAME")
+a = tf.nn.avg_pool3d(x, [1, 3, 2, 2, 1], [1, 2, 2, 2, 1], "SAME")
+loss = tf.reduce_sum(y * y) + tf.reduce_sum(m * a[:, :1, :1, :1, :])
+result = tf.Session().run([y, m, a] + tf.gradients(loss, [x, w]))
+"""
+    theirs = oracle.run_tf(code)
+    xt, wt = tf.constant(x), tf.constant(w)
+    y = tf.nn.conv3d(xt, wt, [1, 2, 1, 2, 1], "SAME")
+    m = tf.nn.max_pool3d(xt, [1, 2, 2, 2, 1], [1, 1, 2, 1, 1], "SAME")
+    a = tf.nn.avg_pool3d(xt, [1, 3, 2, 2, 1], [1, 2, 2, 2, 1], "SAME")
+    loss = tf.reduce_sum(y * y) + tf.reduce_sum(m * a[:, :1, :1, :1, :])
+    ours = tf.Session().run([y, m, a] + tf.gradients(loss, [xt, wt]))
+    for got, want in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
