@@ -7,6 +7,7 @@ and malloc policy that the kernels assume (_blas.py explains both).
 from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the kernels
     _blas,
     array_ops,
+    batch_norm_ops,
     candidate_sampling_ops,
     comparison_ops,
     constant_op,
@@ -14,6 +15,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     conv3d_ops,
     conv_ops,
     data_flow_ops,
+    depthwise_conv_ops,
     gather_ops,
     io_ops,
     joining_ops,
