@@ -157,3 +157,4 @@ from tensorflux import compat  # noqa: E402,F401 - tf.compat
 compat._install_v1(__import__(__name__))
 from tensorflux import losses  # noqa: E402,F401 - tf.losses
 from tensorflux import layers  # noqa: E402,F401 - tf.layers
+from tensorflux import contrib  # noqa: E402,F401 - tf.contrib.layers regularizers

@@ -299,6 +299,33 @@ class GlorotNormal(VarianceScaling):
         return {"seed": self.seed, "dtype": self.dtype.name}
 
 
+class Identity(Initializer):
+    """Initializes a 2-D variable to `gain` times the identity matrix (`tf.initializers.identity`;
+    a partition gets its slice of the full matrix).
+
+    Raises:
+      ValueError: a shape that is not 2-D.
+    """
+
+    def __init__(self, gain=1.0, dtype=dtypes.float32):
+        self.gain = gain
+        self.dtype = _assert_float_dtype(dtype)
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        dtype = _assert_float_dtype(dtype or self.dtype)
+        full = list(partition_info.full_shape if partition_info is not None else shape)
+        if len(full) != 2:
+            raise ValueError("Identity matrix initializer can only be used for 2D matrices.")
+        value = np.eye(*full, dtype=np.float64) * self.gain
+        if partition_info is not None:
+            start = partition_info.var_offset
+            value = value[start[0]:start[0] + shape[0], start[1]:start[1] + shape[1]]
+        return constant_op.constant(value.astype(dtype.as_numpy_dtype), dtype=dtype)
+
+    def get_config(self) -> dict:
+        return {"gain": self.gain, "dtype": self.dtype.name}
+
+
 def he_normal(seed=None) -> VarianceScaling:
     return VarianceScaling(2.0, "fan_in", "truncated_normal", seed)
 
@@ -334,6 +361,7 @@ def _initializers_namespace() -> types.SimpleNamespace:
         uniform_unit_scaling=UniformUnitScaling, variance_scaling=VarianceScaling,
         glorot_uniform=GlorotUniform, glorot_normal=GlorotNormal, he_normal=he_normal,
         he_uniform=he_uniform, lecun_normal=lecun_normal, lecun_uniform=lecun_uniform,
+        identity=Identity,
         global_variables=variables.global_variables_initializer,
         local_variables=variables.local_variables_initializer,
         variables=variables.variables_initializer)
