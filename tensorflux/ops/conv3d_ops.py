@@ -97,6 +97,9 @@ define_op("MaxPool3DGrad", inputs=["orig_input: TInput", "orig_output: TInput", 
               "T: {half, bfloat16, float} = DT_FLOAT",
               "TInput: {half, bfloat16, float} = DT_FLOAT"],
           shape_fn=lambda op: [op.inputs[0].shape])
+define_op("MaxPool3DGradGrad", inputs=["orig_input: T", "orig_output: T", "grad: T"],
+          outputs=["output: T"], attrs=_POOL3D_ATTRS + ["T: {half, bfloat16, float}"],
+          shape_fn=lambda op: [op.inputs[1].shape])
 define_op("AvgPool3D", inputs=["input: T"], outputs=["output: T"],
           attrs=_POOL3D_ATTRS + ["T: {half, bfloat16, float, double}"],
           shape_fn=lambda op: [_pool3d_output(op, checked_dims(op.inputs[0], rank=5))])
@@ -249,7 +252,13 @@ def _avg_pool3d_grad_grad(op, grad):
 
 @gradient("MaxPool3DGrad")
 def _max_pool3d_grad_grad(op, grad):
-    # TF differentiates this with MaxPool3DGradGrad, which tensorflux does not have yet: a
-    # second derivative through MaxPool3D fails as TF's unregistered gradients do.
-    raise LookupError("No gradient defined for operation 'MaxPool3DGrad' (op type: "
-                      "MaxPool3DGrad): MaxPool3DGradGrad is not implemented")
+    return [None, None,
+            apply_op("MaxPool3DGradGrad", orig_input=op.inputs[0], orig_output=op.inputs[1],
+                     grad=grad, **_attrs_of(op, _POOL_KEYS))]
+
+
+@gradient("MaxPool3DGradGrad")
+def _max_pool3d_grad_grad_grad(op, grad):
+    return [None, None,
+            apply_op("MaxPool3DGrad", orig_input=op.inputs[0], orig_output=op.inputs[1],
+                     grad=grad, **_attrs_of(op, _POOL_KEYS))]

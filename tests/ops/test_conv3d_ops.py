@@ -101,10 +101,24 @@ def test_static_shapes_and_bad_input():
     with pytest.raises(ValueError, match="must match"):
         tf.nn.conv3d_transpose(tf.zeros([1, 2, 2, 2, 3]), tf.zeros([2, 2, 2, 4, 5]),
                                [1, 4, 4, 4, 4], [1, 2, 2, 2, 1])
-    y = tf.nn.max_pool3d(x, 2, 2, "SAME")
-    with pytest.raises(LookupError, match="MaxPool3DGrad"):
-        gx = tf.gradients(y, x)[0]
-        tf.gradients(gx, x)
+
+
+def test_max_pool3d_second_derivative():
+    # d/dv of <MaxPool3DGrad(x, y, v), u> is MaxPool3DGradGrad(x, y, u): check the adjoint
+    # identity <MaxPool3DGrad(v), u> == <v, MaxPool3DGradGrad(u)> on random data.
+    rng = np.random.RandomState(0)
+    xv = rng.randn(1, 3, 4, 3, 2).astype(np.float32)
+    x = tf.constant(xv)
+    y = tf.nn.max_pool3d(x, 2, [1, 1, 2, 1, 1], "SAME")
+    v = tf.constant(rng.randn(*y.shape.as_list()).astype(np.float32))
+    u = tf.constant(rng.randn(*xv.shape).astype(np.float32))
+    gx = tf.gradients(y, x, grad_ys=v)[0]
+    gv = tf.gradients(tf.reduce_sum(gx * u), v)[0]
+    assert gv.op.type == "MaxPool3DGradGrad"
+    ggx = tf.gradients(tf.reduce_sum(gv * v), u)[0]  # back through MaxPool3DGradGrad
+    a, b, c, d = tf.Session().run([tf.reduce_sum(gx * u), tf.reduce_sum(gv * v), ggx, gx])
+    np.testing.assert_allclose(a, b, rtol=1e-5)
+    np.testing.assert_allclose(c, d, rtol=1e-5)
 
 
 @pytest.mark.oracle
@@ -119,7 +133,8 @@ y = tf.nn.conv3d(x, w, [1, 2, 1, 2, 1], "SAME")
 m = tf.nn.max_pool3d(x, [1, 2, 2, 2, 1], [1, 1, 2, 1, 1], "SAME")
 a = tf.nn.avg_pool3d(x, [1, 3, 2, 2, 1], [1, 2, 2, 2, 1], "SAME")
 loss = tf.reduce_sum(y * y) + tf.reduce_sum(m * a[:, :1, :1, :1, :])
-result = tf.Session().run([y, m, a] + tf.gradients(loss, [x, w]))
+gx = tf.gradients(loss, [x, w])
+result = tf.Session().run([y, m, a] + gx + tf.gradients(tf.reduce_sum(gx[0] ** 2), [x]))
 """
     theirs = oracle.run_tf(code)
     xt, wt = tf.constant(x), tf.constant(w)
@@ -127,6 +142,7 @@ result = tf.Session().run([y, m, a] + tf.gradients(loss, [x, w]))
     m = tf.nn.max_pool3d(xt, [1, 2, 2, 2, 1], [1, 1, 2, 1, 1], "SAME")
     a = tf.nn.avg_pool3d(xt, [1, 3, 2, 2, 1], [1, 2, 2, 2, 1], "SAME")
     loss = tf.reduce_sum(y * y) + tf.reduce_sum(m * a[:, :1, :1, :1, :])
-    ours = tf.Session().run([y, m, a] + tf.gradients(loss, [xt, wt]))
+    gx = tf.gradients(loss, [xt, wt])
+    ours = tf.Session().run([y, m, a] + gx + tf.gradients(tf.reduce_sum(gx[0] ** 2), [xt]))
     for got, want in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -163,6 +163,26 @@ def _max_pool3d_grad(node):
     return compute
 
 
+@kernel_factory("MaxPool3DGradGrad", expensive=True)
+@_checked
+def _max_pool3d_grad_grad(node):
+    """The adjoint of MaxPool3DGrad: per window, the sum of the input-shaped `grad` over
+    the positions that hold the window's max."""
+    p = _Pool3D(node)
+
+    def compute(ctx, x, y, gg):
+        xl = _widen(win.to_channels_last(x, p.fmt))
+        yl = _widen(win.to_channels_last(y, p.fmt))
+        g = p.geometry(xl.shape)
+        at = (slice(None),) * 4 + (None, None, None)
+        mask = win.patches(xl, g, fill=-np.inf) == yl[at]
+        values = win.patches(_widen(win.to_channels_last(gg, p.fmt)), g)
+        out = np.where(mask, values, 0).sum(axis=_WINDOW_AXES)
+        return win.from_channels_last(_narrow(out, gg.dtype), p.fmt)
+
+    return compute
+
+
 @kernel_factory("AvgPool3D", expensive=True)
 @_checked
 def _avg_pool3d(node):
