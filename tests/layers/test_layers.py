@@ -202,3 +202,18 @@ def test_identity_initializer():
                                       2 * np.eye(2, 3))
     with pytest.raises(ValueError, match="2D"):
         tf.initializers.identity()([2, 2, 2])
+
+
+@pytest.mark.parametrize("shape", [[4, 3], [3, 5], [2, 3, 6], [6, 6]])
+def test_orthogonal_initializer(shape):
+    value = tf.orthogonal_initializer(gain=2.0, seed=1)(shape)
+    with tf.Session() as sess:
+        got = sess.run(value)
+    assert got.shape == tuple(shape) and got.dtype == np.float32
+    flat = got.reshape(-1, shape[-1]) / 2.0
+    gram = flat.T @ flat if flat.shape[0] >= flat.shape[1] else flat @ flat.T
+    np.testing.assert_allclose(gram, np.eye(len(gram)), atol=1e-5)
+    with pytest.raises(ValueError, match="at least two-dimensional"):
+        tf.initializers.orthogonal()([3])
+    layer = tf.layers.Dense(4, kernel_initializer=tf.initializers.orthogonal())
+    layer(tf.zeros([1, 4]))
