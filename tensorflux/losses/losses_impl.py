@@ -14,6 +14,7 @@ all-zero weights give a loss of 0.
 
 from __future__ import annotations
 
+from tensorflux.control_flow import builders as control_flow
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
@@ -22,6 +23,8 @@ from tensorflux.nn import nn_impl
 from tensorflux.ops import (
     array_ops,
     comparison_ops,
+    constant_op,
+    logging_ops,
     math_ops,
     nn_ops,
     reduction_ops,
@@ -64,12 +67,18 @@ class Reduction:
 # ---- weights ------------------------------------------------------------------------------
 
 
-def _assert_broadcastable(weights, values) -> None:
-    """Raises ValueError when the static shapes say `weights` cannot broadcast to `values`
-    (TF's rule: a scalar, or the same rank with each dimension 1 or equal)."""
+def _assert_broadcastable(weights, values):
+    """Checks TF's rule that `weights` broadcasts to `values` (a scalar, or the same rank
+    with each dimension 1 or equal): statically when the shapes tell, else with an Assert
+    op that is returned (None when the static check sufficed).
+
+    Raises:
+      ValueError: the static shapes break the rule."""
     w_shape, v_shape = weights.shape, values.shape
-    if w_shape.ndims is None or v_shape.ndims is None or w_shape.ndims == 0:
-        return
+    if w_shape.ndims == 0:
+        return None
+    if w_shape.ndims is None or v_shape.ndims is None:
+        return _dynamic_broadcast_check(weights, values)
     message = (f"weights can not be broadcast to values. values.rank={v_shape.ndims}. "
                f"weights.rank={w_shape.ndims}. values.shape={v_shape}. "
                f"weights.shape={w_shape}. Received weights={weights}, values={values}")
@@ -78,6 +87,28 @@ def _assert_broadcastable(weights, values) -> None:
     for i, (w, v) in enumerate(zip(w_shape.as_list(), v_shape.as_list(), strict=True)):
         if w is not None and v is not None and w != 1 and w != v:
             raise ValueError(f"{message} Mismatch at dim {i}.")
+    if w_shape.is_fully_defined() and v_shape.is_fully_defined():
+        return None
+    return _dynamic_broadcast_check(weights, values)
+
+
+def _dynamic_broadcast_check(weights, values):
+    """An Assert op failing (InvalidArgumentError) when `weights` does not broadcast to
+    `values` by TF's rule, for shapes known only at run time."""
+    with graph_lib.name_scope(None, "assert_broadcastable", [weights, values]):
+        w_shape, v_shape = array_ops.shape(weights), array_ops.shape(values)
+        same_rank = comparison_ops.equal(array_ops.rank(weights), array_ops.rank(values))
+
+        def dims_ok():
+            return reduction_ops.reduce_all(comparison_ops.logical_or(
+                comparison_ops.equal(w_shape, 1), comparison_ops.equal(w_shape, v_shape)))
+
+        ok = comparison_ops.logical_or(
+            comparison_ops.equal(array_ops.rank(weights), 0),
+            control_flow.cond(same_rank, dims_ok, lambda: constant_op.constant(False)))
+        return logging_ops.Assert(ok, ["weights can not be broadcast to values.",
+                                       "weights.shape=", weights.name, w_shape,
+                                       "values.shape=", values.name, v_shape])
 
 
 def _broadcast_weights(weights, values):
@@ -135,24 +166,30 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=_LOSS
         losses = convert_to_tensor(losses)
         input_dtype = losses.dtype
         weights = convert_to_tensor(weights, name="weights")
-        _assert_broadcastable(weights, losses)
-        losses = math_ops.cast(losses, dtypes.float32)
-        weights = math_ops.cast(weights, dtypes.float32)
-        weighted = math_ops.multiply(losses, weights)
-        if reduction == Reduction.NONE:
-            loss = weighted
-        else:
-            loss = reduction_ops.reduce_sum(weighted)
-            if reduction == Reduction.MEAN:
-                loss = _safe_mean(loss, reduction_ops.reduce_sum(
-                    math_ops.multiply(array_ops.ones_like(losses), weights)))
-            elif reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
-                loss = _safe_mean(loss, _num_present(losses, weights))
-            elif reduction == Reduction.SUM_OVER_BATCH_SIZE:
-                loss = _safe_mean(loss, _num_elements(losses))
-        loss = math_ops.cast(loss, input_dtype)
-        util.add_loss(loss, loss_collection)
-        return loss
+        check = _assert_broadcastable(weights, losses)
+        with graph_lib.control_dependencies([check] if check is not None else []):
+            return _reduce_weighted(losses, weights, reduction, input_dtype, loss_collection)
+
+
+def _reduce_weighted(losses, weights, reduction, input_dtype, loss_collection):
+    """The body of `compute_weighted_loss`, after the broadcast check."""
+    losses = math_ops.cast(losses, dtypes.float32)
+    weights = math_ops.cast(weights, dtypes.float32)
+    weighted = math_ops.multiply(losses, weights)
+    if reduction == Reduction.NONE:
+        loss = weighted
+    else:
+        loss = reduction_ops.reduce_sum(weighted)
+        if reduction == Reduction.MEAN:
+            loss = _safe_mean(loss, reduction_ops.reduce_sum(
+                math_ops.multiply(array_ops.ones_like(losses), weights)))
+        elif reduction == Reduction.SUM_BY_NONZERO_WEIGHTS:
+            loss = _safe_mean(loss, _num_present(losses, weights))
+        elif reduction == Reduction.SUM_OVER_BATCH_SIZE:
+            loss = _safe_mean(loss, _num_elements(losses))
+    loss = math_ops.cast(loss, input_dtype)
+    util.add_loss(loss, loss_collection)
+    return loss
 
 
 # ---- the losses ---------------------------------------------------------------------------
@@ -291,7 +328,10 @@ def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None,
         weights = math_ops.cast(weights, dtypes.float32)
         predictions, labels = _float_pair(predictions, labels)
         diffs = math_ops.subtract(predictions, labels)
-        _assert_broadcastable(weights, diffs)
+        check = _assert_broadcastable(weights, diffs)
+        if check is not None:
+            with graph_lib.control_dependencies([check]):
+                diffs = array_ops.identity(diffs)
         axis = sequence_ops.range(1, array_ops.rank(diffs))
         sum_squares = reduction_ops.reduce_sum(unary_ops.square(diffs), axis=axis,
                                                keepdims=True)

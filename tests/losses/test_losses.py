@@ -191,3 +191,17 @@ def test_dtypes_and_reduction_keys():
     with tf.Graph().as_default():
         loss = tf.losses.mean_squared_error(np.ones(3), np.zeros(3))  # float64 in
         assert loss.dtype == tf.float32 and loss.shape.ndims == 0
+
+
+def test_weights_checked_at_run_time_when_shapes_are_unknown():
+    with tf.Graph().as_default():
+        labels, weights = tf.placeholder(tf.float32), tf.placeholder(tf.float32)
+        loss = tf.losses.mean_squared_error(labels, labels * 2, weights=weights)
+        with tf.Session() as sess:
+            ones = np.ones((3, 3), np.float32)
+            assert sess.run(loss, {labels: ones, weights: np.ones((3, 1))}) == 1.0
+            assert sess.run(loss, {labels: ones, weights: 2.0}) == 2.0
+            for bad in (np.ones(3), np.ones((3, 2)), np.ones((1, 3, 3))):
+                with pytest.raises(tf.errors.InvalidArgumentError,
+                                   match="weights can not be broadcast to values"):
+                    sess.run(loss, {labels: ones, weights: bad})
