@@ -217,3 +217,39 @@ def test_orthogonal_initializer(shape):
         tf.initializers.orthogonal()([3])
     layer = tf.layers.Dense(4, kernel_initializer=tf.initializers.orthogonal())
     layer(tf.zeros([1, 4]))
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda x, fmt: tf.layers.conv1d(x, 3, 2, strides=2, padding="same", data_format=fmt,
+                                     name="l"), (2, 7, 2)),
+    (lambda x, fmt: tf.layers.conv3d(x, 3, 2, data_format=fmt, name="l"), (2, 3, 4, 3, 2)),
+    (lambda x, fmt: tf.layers.separable_conv2d(x, 3, 2, depth_multiplier=2, data_format=fmt,
+                                               name="l"), (2, 5, 4, 2)),
+    (lambda x, fmt: tf.layers.separable_conv1d(x, 3, 3, padding="same", data_format=fmt,
+                                               name="l"), (2, 6, 2)),
+    (lambda x, fmt: tf.layers.conv2d_transpose(x, 3, 3, strides=2, data_format=fmt,
+                                               name="l"), (2, 3, 4, 2)),
+    (lambda x, fmt: tf.layers.conv3d_transpose(x, 3, 2, strides=2, padding="same",
+                                               data_format=fmt, name="l"), (1, 2, 3, 2, 2)),
+    (lambda x, fmt: tf.layers.average_pooling3d(x, 2, 1, data_format=fmt), (2, 3, 4, 3, 2)),
+    (lambda x, fmt: tf.layers.max_pooling1d(x, 2, 1, padding="same", data_format=fmt),
+     (2, 5, 3)),
+    (lambda x, fmt: tf.layers.batch_normalization(
+        x, axis=1 if fmt == "channels_first" else -1, training=True, name="l"), (3, 2, 2, 4)),
+])
+def test_channels_first_layers_match_channels_last(make, shape):
+    """Each layer with channels_first data gives the transpose of its channels_last result
+    (same weights: the same deterministic initializers, a fresh graph each)."""
+    xv = np.random.RandomState(1).randn(*shape).astype(np.float32)
+    to_first = (0, len(shape) - 1) + tuple(range(1, len(shape) - 1))
+    results = []
+    for fmt, data in (("channels_last", xv), ("channels_first", np.transpose(xv, to_first))):
+        with tf.Graph().as_default():
+            with tf.variable_scope("", initializer=tf.random_uniform_initializer(seed=7)):
+                y = make(tf.constant(data), fmt)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                results.append(sess.run(y))
+    back = np.argsort(to_first)
+    np.testing.assert_allclose(np.transpose(results[1], back), results[0], rtol=1e-4,
+                               atol=1e-5)
