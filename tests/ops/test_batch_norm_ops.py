@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
+from tensorflux.framework import op_registry
+from tensorflux.kernels import registry as kernel_registry
 from tests import oracle
 from tests.op_test_util import OpCase, check_gradient, check_value, positive
 
@@ -114,3 +116,13 @@ out = [y, m, v, yi] + tf.gradients(loss, [x, s, o])
     ours = tf.Session().run(scope["out"])
     for got, want in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+MY_OPS = ["FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3"]
+
+
+@pytest.mark.parametrize("op_type", MY_OPS)
+def test_every_op_has_shape_fn_kernel_and_gradient(op_type):
+    assert op_registry.get(op_type).shape_fn is not None
+    assert kernel_registry.has_kernel(op_type, "CPU")
+    assert op_registry.get_gradient(op_type) is not None

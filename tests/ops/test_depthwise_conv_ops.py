@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
+from tensorflux.framework import op_registry
+from tensorflux.kernels import registry as kernel_registry
 from tests import oracle
 from tests.op_test_util import OpCase, check_gradient, check_value
 from tests.ops import nd_reference as ref
@@ -108,3 +110,13 @@ out = [y, z, c] + tf.gradients(loss, [x, d, p])
     ours = tf.Session().run(scope["out"])
     for got, want in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+MY_OPS = ["DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"]
+
+
+@pytest.mark.parametrize("op_type", MY_OPS)
+def test_every_op_has_shape_fn_kernel_and_gradient(op_type):
+    assert op_registry.get(op_type).shape_fn is not None
+    assert kernel_registry.has_kernel(op_type, "CPU")
+    assert op_registry.get_gradient(op_type) is not None
