@@ -118,7 +118,10 @@ out = [y, m, v, yi] + tf.gradients(loss, [x, s, o])
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-MY_OPS = ["FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3"]
+MY_OPS = [
+    "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad",
+    "FusedBatchNormGradV2", "FusedBatchNormGradV3",
+]
 
 
 @pytest.mark.parametrize("op_type", MY_OPS)

@@ -150,7 +150,10 @@ result = tf.Session().run([y, m, a] + gx + tf.gradients(tf.reduce_sum(gx[0] ** 2
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-MY_OPS = ["Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MaxPool3D", "MaxPool3DGrad", "MaxPool3DGradGrad", "AvgPool3D", "AvgPool3DGrad"]
+MY_OPS = [
+    "Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MaxPool3D", "MaxPool3DGrad",
+    "MaxPool3DGradGrad", "AvgPool3D", "AvgPool3DGrad",
+]
 
 
 @pytest.mark.parametrize("op_type", MY_OPS)

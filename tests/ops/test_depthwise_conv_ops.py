@@ -112,7 +112,10 @@ out = [y, z, c] + tf.gradients(loss, [x, d, p])
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-MY_OPS = ["DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"]
+MY_OPS = [
+    "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
+    "DepthwiseConv2dNativeBackpropFilter",
+]
 
 
 @pytest.mark.parametrize("op_type", MY_OPS)
