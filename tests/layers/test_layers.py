@@ -253,3 +253,34 @@ def test_channels_first_layers_match_channels_last(make, shape):
     back = np.argsort(to_first)
     np.testing.assert_allclose(np.transpose(results[1], back), results[0], rtol=1e-4,
                                atol=1e-5)
+
+
+def test_custom_layer_subclass():
+    class Scale(tf.layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight("w", [input_shape[-1].value],
+                                     initializer=tf.ones_initializer(),
+                                     regularizer=lambda w: tf.reduce_sum(w))
+            self.count = self.add_weight("count", [], initializer=tf.zeros_initializer(),
+                                         trainable=False)
+            super().build(input_shape)
+
+        def call(self, inputs):
+            self.add_update(tf.assign_add(self.count, 1.0))
+            self.add_loss(tf.reduce_mean(inputs))
+            return inputs * self.w
+
+        def compute_output_shape(self, input_shape):
+            return input_shape
+
+    layer = Scale(name="scale")
+    assert layer.name == "scale" and not layer.built
+    y = layer(tf.ones([2, 3]))
+    assert layer.built and _names(layer.trainable_weights) == ["scale/w:0"]
+    assert _names(layer.non_trainable_weights) == ["scale/count:0"]
+    assert len(layer.losses) == 2 and len(layer.updates) == 1
+    assert tf.get_collection(tf.GraphKeys.UPDATE_OPS) == layer.updates
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(y), np.ones((2, 3)))
+        assert sess.run(layer.losses) == [3.0, 1.0]
