@@ -20,7 +20,7 @@ import re
 import weakref
 
 from tensorflux.control_flow import builders as control_flow
-from tensorflux.framework import common_shapes, dtypes, tensor_shape
+from tensorflux.framework import common_shapes, dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
@@ -279,13 +279,6 @@ class Layer:
                 "dtype": self._dtype.name if self._dtype is not None else None}
 
 
-def static_or_dynamic_shape(x: Tensor) -> list:
-    """Each dimension of `x`: its static size when known, else a scalar tensor."""
-    static = x.shape.as_list()
-    dynamic = array_ops.shape(x) if any(d is None for d in static) else None
-    return [d if d is not None else dynamic[i] for i, d in enumerate(static)]
-
-
 def constant_bool(value):
     """True/False when `value` is a Python bool or a constant tensor, else None."""
     if isinstance(value, bool):
@@ -294,10 +287,6 @@ def constant_bool(value):
         v = common_shapes.constant_value(value)
         return None if v is None else bool(v)
     return bool(value)
-
-
-def as_shape(input_shape) -> tensor_shape.TensorShape:
-    return tensor_shape.TensorShape(input_shape)
 
 
 def smart_cond(pred, true_fn, false_fn, name=None):
