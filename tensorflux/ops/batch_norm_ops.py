@@ -18,12 +18,12 @@ empty reserve spaces.
 
 from __future__ import annotations
 
-from tensorflux.framework import tensor_shape
+from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework.common_shapes import checked_dims, merge_dim
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import constant_op
+from tensorflux.ops import array_ops, constant_op, math_ops, reduction_ops, unary_ops
 
 __all__ = ["fused_batch_norm"]
 
@@ -164,12 +164,63 @@ for _op in _GRAD_OF:
     gradient(_op)(_fused_batch_norm_grad)
 
 
-def _no_second_derivative(op, *grads):
-    # TF differentiates these with compositions of its own (FusedBatchNormGradGrad);
-    # tensorflux has none yet, so a second derivative fails as TF's unregistered ones do.
-    raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type}): "
-                      "second derivatives of fused batch norm are not implemented")
+def _stats_axes(op, x):
+    fmt = op.attrs["data_format"].decode() if isinstance(op.attrs["data_format"], bytes) \
+        else op.attrs["data_format"]
+    rank = len(fmt)
+    channel = 1 if fmt[1] == "C" else rank - 1
+    shape = [1] * rank
+    shape[channel] = -1
+    return [i for i in range(rank) if i != channel], shape
+
+
+def _fused_batch_norm_grad_grad(op, g_dx, g_dscale, g_doffset, *unused):
+    """Second derivatives: the vector-Jacobian product of the gradient op (dx, dscale,
+    doffset as functions of y_backprop, x and scale; a training node's batch statistics
+    recomputed from x, as TF does) with the incoming (g_dx, g_dscale, g_doffset).
+
+    With per channel a = 1/sqrt(var + eps), xo = x - mean, dyo = dy - mean(dy), N the
+    count: dx = s a (dyo - a^2 mean(dy xo) xo), dscale = a sum(dy xo), doffset = sum(dy).
+    """
+    del unused
+    dy, x, scale = op.inputs[0], op.inputs[1], op.inputs[2]
+    axes, bshape = _stats_axes(op, x)
+    f32 = dtypes.float32
+    dy32, x32 = math_ops.cast(dy, f32), math_ops.cast(x, f32)
+    gx = math_ops.cast(g_dx, f32) if g_dx is not None else array_ops.zeros_like(x32)
+    gs = array_ops.reshape(g_dscale, bshape) if g_dscale is not None else 0.0
+    go = array_ops.reshape(g_doffset, bshape) if g_doffset is not None else 0.0
+    s = array_ops.reshape(scale, bshape)
+    eps = op.attrs["epsilon"]
+
+    def total(t):
+        return reduction_ops.reduce_sum(t, axes, keepdims=True)
+
+    def mean(t):
+        return reduction_ops.reduce_mean(t, axes, keepdims=True)
+
+    if op.attrs["is_training"]:
+        n = math_ops.cast(array_ops.size(x32), f32) / math_ops.cast(array_ops.size(scale), f32)
+        xo = x32 - mean(x32)
+        a = unary_ops.rsqrt(mean(xo * xo) + eps)
+        dyo, gxo = dy32 - mean(dy32), gx - mean(gx)
+        s1, q = total(dy32 * xo), total(gx * xo)
+        a3 = a * a * a
+        d_dy = go + gs * a * xo + s * a * gxo - s * a3 * q * xo / n
+        d_scale = total(gx * a * (dyo - a * a * (s1 / n) * xo))
+        d_a = s * total(gx * dyo) - 3.0 * s * a * a * (s1 / n) * q + gs * s1
+        d_x = (-d_a * a3 * xo / n + (gs * a - s * a3 * q / n) * dyo - s * a3 * s1 / n * gxo)
+    else:
+        a = array_ops.reshape(unary_ops.rsqrt(op.inputs[4] + eps), bshape)
+        centered = x32 - array_ops.reshape(op.inputs[3], bshape)
+        d_dy = gx * s * a + gs * centered * a + go
+        d_scale = total(gx * dy32 * a)
+        d_x = gs * dy32 * a
+    d_scale = array_ops.reshape(d_scale, [-1])
+    nones = [None] * (len(op.inputs) - 3)
+    return [math_ops.cast(d_dy, dy.dtype), math_ops.cast(d_x, x.dtype),
+            math_ops.cast(d_scale, scale.dtype)] + nones
 
 
 for _op in _GRAD_OF.values():
-    gradient(_op)(_no_second_derivative)
+    gradient(_op)(_fused_batch_norm_grad_grad)
