@@ -9,6 +9,7 @@ import pytest
 import tensorflux as tf
 from tensorflux.framework import op_registry
 from tensorflux.kernels import registry as kernel_registry
+from tensorflux.kernels.cpu import _windows_nd
 from tests import oracle
 from tests.op_test_util import OpCase, check_gradient, check_value
 from tests.ops import nd_reference as ref
@@ -161,3 +162,23 @@ def test_every_op_has_shape_fn_kernel_and_gradient(op_type):
     assert op_registry.get(op_type).shape_fn is not None
     assert kernel_registry.has_kernel(op_type, "CPU")
     assert op_registry.get_gradient(op_type) is not None
+
+
+def test_batch_chunks_give_the_same_results(monkeypatch):
+    """The kernels bound their temporaries by cutting the batch into chunks: one item per
+    chunk gives the values of one chunk for all."""
+    rng = np.random.RandomState(4)
+    x = tf.constant(rng.randn(3, 3, 4, 3, 2).astype(np.float32))
+    w = tf.constant(rng.randn(2, 2, 2, 2, 3).astype(np.float32))
+    x4 = tf.constant(rng.randn(3, 5, 4, 2).astype(np.float32))
+    d = tf.constant(rng.randn(2, 3, 2, 2).astype(np.float32))
+    y = tf.nn.conv3d(x, w, [1, 1, 2, 1, 1], "SAME")
+    m = tf.nn.max_pool3d(x, 2, 1, "SAME")
+    z = tf.nn.depthwise_conv2d_native(x4, d, [1, 2, 1, 1], "SAME")
+    loss = tf.reduce_sum(y * y) + tf.reduce_sum(m * m) + tf.reduce_sum(z * z)
+    fetches = [y, m, z] + tf.gradients(loss, [x, w, x4, d])
+    whole = tf.Session().run(fetches)
+    monkeypatch.setattr(_windows_nd, "_CHUNK_BYTES", 1)
+    chunked = tf.Session().run(fetches)
+    for a, b in zip(whole, chunked, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

@@ -97,3 +97,13 @@ def valid_counts(shape, g: WindowGeometry) -> np.ndarray:
     ones = np.ones((1, *shape[1:-1], 1), np.float64)
     view = patches(ones, g)
     return view.sum(axis=tuple(range(1 + len(g.ksize), 1 + 2 * len(g.ksize))))[0, ..., 0]
+
+
+_CHUNK_BYTES = 32 << 20  # bound on the temporaries (patch matrices, masks) of one chunk
+
+
+def batch_chunks(n: int, bytes_per_item: int):
+    """Slices of the batch axis whose temporaries stay under _CHUNK_BYTES each (at least
+    one item per slice)."""
+    step = max(1, _CHUNK_BYTES // max(1, bytes_per_item))
+    return [slice(i, min(n, i + step)) for i in range(0, n, step)]

@@ -65,9 +65,12 @@ def _conv3d(node):
             raise _invalid("input and filter must be 5-dimensional")
         xl = _widen(win.to_channels_last(x, c.fmt))
         g = c.geometry(xl.shape, w.shape)
-        rows = win.patches(xl, g).reshape(-1, int(np.prod(w.shape[:4])))
-        out = (rows @ _widen(w).reshape(rows.shape[1], -1)).reshape(
-            xl.shape[0], *g.out, w.shape[4])
+        k = int(np.prod(w.shape[:4]))
+        w2 = _widen(w).reshape(k, -1)
+        view = win.patches(xl, g)
+        out = np.empty((xl.shape[0], *g.out, w.shape[4]), np.result_type(xl, w2))
+        for b in win.batch_chunks(xl.shape[0], int(np.prod(g.out)) * k * xl.itemsize):
+            out[b] = (view[b].reshape(-1, k) @ w2).reshape(out[b].shape)
         return win.from_channels_last(_narrow(out, x.dtype), c.fmt)
 
     return compute
@@ -83,9 +86,14 @@ def _conv3d_backprop_input(node):
         dyl = _widen(win.to_channels_last(dy, c.fmt))
         g = c.geometry(shape, w.shape)
         _check_dy(dyl, g, shape[0])
-        w2 = _widen(w).reshape(-1, w.shape[4])
-        cols = (dyl.reshape(-1, w.shape[4]) @ w2.T).reshape(shape[0], *g.out, *w.shape[:4])
-        out = win.scatter_taps(cols, shape, g)
+        w2t = _widen(w).reshape(-1, w.shape[4]).T
+        out = np.empty(shape, np.result_type(dyl, w2t))
+        per_item = int(np.prod(g.out)) * w2t.shape[1] * out.itemsize
+        for b in win.batch_chunks(shape[0], per_item):
+            part = dyl[b]
+            cols = (part.reshape(-1, w.shape[4]) @ w2t).reshape(
+                part.shape[0], *g.out, *w.shape[:4])
+            out[b] = win.scatter_taps(cols, [part.shape[0]] + shape[1:], g)
         return win.from_channels_last(_narrow(out, dy.dtype), c.fmt)
 
     return compute
@@ -102,9 +110,12 @@ def _conv3d_backprop_filter(node):
         dyl = _widen(win.to_channels_last(dy, c.fmt))
         g = c.geometry(xl.shape, w_shape)
         _check_dy(dyl, g, xl.shape[0])
-        rows = win.patches(xl, g).reshape(-1, int(np.prod(w_shape[:4])))
-        out = (rows.T @ dyl.reshape(-1, w_shape[4])).reshape(w_shape)
-        return _narrow(out, dy.dtype)
+        k = int(np.prod(w_shape[:4]))
+        view = win.patches(xl, g)
+        out = np.zeros((k, w_shape[4]), np.result_type(xl, dyl))
+        for b in win.batch_chunks(xl.shape[0], int(np.prod(g.out)) * k * xl.itemsize):
+            out += view[b].reshape(-1, k).T @ dyl[b].reshape(-1, w_shape[4])
+        return _narrow(out.reshape(w_shape), dy.dtype)
 
     return compute
 
@@ -156,8 +167,11 @@ def _max_pool3d_grad(node):
         g = p.geometry(xl.shape)
         view = win.patches(xl, g, fill=-np.inf)
         at = (slice(None),) * 4 + (None, None, None)
-        mask = view == yl[at]
-        out = win.scatter_taps(np.where(mask, dyl[at], 0).astype(dyl.dtype), xl.shape, g)
+        out = np.empty(xl.shape, dyl.dtype)
+        per_item = int(np.prod(g.out)) * int(np.prod(g.ksize)) * xl.shape[-1] * 8
+        for b in win.batch_chunks(xl.shape[0], per_item):
+            routed = np.where(view[b] == yl[b][at], dyl[b][at], 0).astype(dyl.dtype)
+            out[b] = win.scatter_taps(routed, (routed.shape[0],) + xl.shape[1:], g)
         return win.from_channels_last(_narrow(out, dy.dtype), p.fmt)
 
     return compute

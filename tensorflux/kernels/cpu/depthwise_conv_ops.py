@@ -48,6 +48,12 @@ class _Depthwise:
         return [s[0], s[2], s[3], s[1]] if self.fmt == "NCHW" else s
 
 
+def _per_item(g, w_shape, itemsize) -> int:
+    """Bytes of the temporaries of one batch item (its patches and products)."""
+    kh, kw, c, m = w_shape
+    return int(np.prod(g.out)) * (kh * kw * c + c * m) * itemsize * 2
+
+
 def _check_dy(dy, g, n, c, m):
     if list(dy.shape) != [n, *g.out, c * m]:
         raise _invalid(f"out_backprop has shape {list(dy.shape)}, expected "
@@ -64,7 +70,10 @@ def _depthwise(node):
             raise _invalid("input and filter must be 4-dimensional")
         xl = d.to_last(x)
         g = d.geometry(xl.shape, w.shape)
-        out = np.einsum("nhwijc,ijcm->nhwcm", win.patches(xl, g), _widen(w), optimize=True)
+        view, ww = win.patches(xl, g), _widen(w)
+        out = np.empty((xl.shape[0], *g.out, w.shape[2], w.shape[3]), np.result_type(xl, ww))
+        for b in win.batch_chunks(xl.shape[0], _per_item(g, w.shape, xl.itemsize)):
+            out[b] = np.einsum("nhwijc,ijcm->nhwcm", view[b], ww, optimize=True)
         out = out.reshape(*out.shape[:3], -1)
         return win.from_channels_last(_narrow(out, x.dtype), d.fmt)
 
@@ -82,9 +91,11 @@ def _depthwise_backprop_input(node):
         g = d.geometry(shape, w.shape)
         kh, kw, c, m = w.shape
         _check_dy(dyl, g, shape[0], c, m)
-        cols = np.einsum("nhwcm,ijcm->nhwijc", dyl.reshape(*dyl.shape[:3], c, m), _widen(w),
-                         optimize=True)
-        out = win.scatter_taps(cols, shape, g)
+        dy5, ww = dyl.reshape(*dyl.shape[:3], c, m), _widen(w)
+        out = np.empty(shape, np.result_type(dy5, ww))
+        for b in win.batch_chunks(shape[0], _per_item(g, w.shape, out.itemsize)):
+            cols = np.einsum("nhwcm,ijcm->nhwijc", dy5[b], ww, optimize=True)
+            out[b] = win.scatter_taps(cols, [cols.shape[0]] + list(shape[1:]), g)
         return win.from_channels_last(_narrow(out, dy.dtype), d.fmt)
 
     return compute
@@ -100,8 +111,10 @@ def _depthwise_backprop_filter(node):
         xl, dyl = d.to_last(x), d.to_last(dy)
         g = d.geometry(xl.shape, (kh, kw, c, m))
         _check_dy(dyl, g, xl.shape[0], c, m)
-        out = np.einsum("nhwijc,nhwcm->ijcm", win.patches(xl, g),
-                        dyl.reshape(*dyl.shape[:3], c, m), optimize=True)
+        view, dy5 = win.patches(xl, g), dyl.reshape(*dyl.shape[:3], c, m)
+        out = np.zeros((kh, kw, c, m), np.result_type(xl, dy5))
+        for b in win.batch_chunks(xl.shape[0], _per_item(g, (kh, kw, c, m), xl.itemsize)):
+            out += np.einsum("nhwijc,nhwcm->ijcm", view[b], dy5[b], optimize=True)
         return _narrow(out, dy.dtype)
 
     return compute
