@@ -13,7 +13,8 @@ Contract (TF's CPU kernels):
 - inference: y uses the `mean` and `variance` inputs, which are also returned.
 The gradient ops take y_backprop, x, scale and the reserve spaces (or, for an inference
 node, the population mean and variance) and return x, scale and offset backprops and
-empty reserve spaces.
+empty reserve spaces; their own gradient (second derivatives) is built from ops, the batch
+statistics recomputed from x as TF does.
 """
 
 from __future__ import annotations
