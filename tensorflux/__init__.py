@@ -6,6 +6,7 @@ package re-exports them.
 """
 
 import tensorflux.kernels.cpu  # noqa: F401,E402 - registers every CPU kernel
+import tensorflux.kernels.gpu  # noqa: F401,E402 - registers every GPU kernel (used only with a GPU)
 import tensorflux.ops  # noqa: F401,E402 - registers every op
 from tensorflux.framework import errors  # noqa: F401
 from tensorflux.framework.common_shapes import constant_value as _constant_value  # noqa: F401
@@ -148,6 +149,7 @@ from tensorflux.protos.summary_pb2 import (  # noqa: F401,E402
 )
 
 from tensorflux.framework.versions import __version__  # noqa: E402,F401
+from tensorflux import data  # noqa: E402,F401 - tf.data
 
 # Issue 17: behaviour switches, tf.version, tf.compat (tf.compat.v1 is this module).
 from tensorflux.compat.switches import *  # noqa: E402,F401,F403

@@ -182,3 +182,33 @@ def test_batch_chunks_give_the_same_results(monkeypatch):
     chunked = tf.Session().run(fetches)
     for a, b in zip(whole, chunked, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("build, feeds", [
+    (lambda p: tf.nn.conv3d(p[0], p[1], [1] * 5, "SAME"),
+     [np.zeros((1, 2, 2, 2, 3)), np.zeros((1, 1, 1, 2, 1))]),
+    (lambda p: tf.nn.conv3d(p[0], p[1], [1] * 5, "VALID"),
+     [np.zeros((1, 2, 2, 2)), np.zeros((1, 1, 1, 2, 1))]),
+    (lambda p: tf.nn.conv3d(p[0], p[1], [1] * 5, "VALID"),
+     [np.zeros((1, 2, 2, 2, 1)), np.zeros((4, 1, 1, 1, 1))]),
+    (lambda p: tf.nn.max_pool3d(p[0], 2, 2, "VALID"), [np.zeros((1, 4, 4, 4))]),
+    (lambda p: tf.nn.avg_pool3d(p[0], 2, 2, "SAME"), [np.zeros((2, 3))]),
+    (lambda p: tf.nn.conv3d_transpose(p[0], p[1], [1, 4, 4, 4, 2], [1, 2, 2, 2, 1]),
+     [np.zeros((1, 3, 2, 2, 1)), np.zeros((2, 2, 2, 2, 1))]),
+    (lambda p: tf.nn.depthwise_conv2d_native(p[0], p[1], [1] * 4, "SAME"),
+     [np.zeros((1, 3, 3, 2)), np.zeros((2, 2, 3, 1))]),
+    (lambda p: tf.nn.depthwise_conv2d_native(p[0], p[1], [1] * 4, "SAME"),
+     [np.zeros((1, 3, 3, 2)), np.zeros((2, 2, 2))]),
+    (lambda p: tf.nn.depthwise_conv2d_native_backprop_input([1, 4, 4, 2], p[0], p[1],
+                                                            [1] * 4, "SAME"),
+     [np.zeros((2, 2, 2, 1)), np.zeros((1, 3, 4, 2))]),
+    (lambda p: tf.nn.fused_batch_norm(p[0], p[1], p[2])[0],
+     [np.zeros((2, 2, 2, 3)), np.ones(2), np.zeros(3)]),
+    (lambda p: tf.nn.fused_batch_norm(p[0], p[1], p[2])[0],
+     [np.zeros((2, 3)), np.ones(3), np.zeros(3)]),
+])
+def test_bad_shapes_at_run_time_are_invalid_argument(build, feeds):
+    placeholders = [tf.placeholder(tf.float32) for _ in feeds]
+    y = build(placeholders)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.Session().run(y, dict(zip(placeholders, feeds, strict=True)))

@@ -15,6 +15,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     conv3d_ops,
     conv_ops,
     data_flow_ops,
+    dataset_ops,
     depthwise_conv_ops,
     gather_ops,
     io_ops,

@@ -42,6 +42,9 @@ class _Conv3D:
         self.padding = a["padding"]
 
     def geometry(self, x_shape, w_shape) -> win.WindowGeometry:
+        if len(x_shape) != 5 or len(w_shape) != 5:
+            raise _invalid(f"input and filter must be 5-dimensional: {list(x_shape)}, "
+                           f"{list(w_shape)}")
         if x_shape[-1] != w_shape[3]:
             raise _invalid(f"Input depth must be equal to filter depth: {x_shape[-1]} vs "
                            f"{w_shape[3]}")
@@ -134,8 +137,16 @@ class _Pool3D:
         self.padding = a["padding"]
 
     def geometry(self, shape) -> win.WindowGeometry:
+        if len(shape) != 5:
+            raise _invalid(f"tensor_in must be 5-dimensional, got shape {list(shape)}")
         return win.WindowGeometry(shape[1:4], self.ksize, self.strides, [1, 1, 1],
                                   self.padding)
+
+
+def _check_pooled(t, g: win.WindowGeometry, n, c, what):
+    if list(t.shape) != [n, *g.out, c]:
+        raise _invalid(f"{what} must have shape {[n, *g.out, c]} (channels last), got "
+                       f"{list(t.shape)}")
 
 
 _WINDOW_AXES = (4, 5, 6)
@@ -162,9 +173,11 @@ def _max_pool3d_grad(node):
 
     def compute(ctx, x, y, dy):
         xl = _widen(win.to_channels_last(x, p.fmt))
+        g = p.geometry(xl.shape)
         yl = _widen(win.to_channels_last(y, p.fmt))
         dyl = _widen(win.to_channels_last(dy, p.fmt))
-        g = p.geometry(xl.shape)
+        _check_pooled(yl, g, xl.shape[0], xl.shape[-1], "orig_output")
+        _check_pooled(dyl, g, xl.shape[0], xl.shape[-1], "grad")
         view = win.patches(xl, g, fill=-np.inf)
         at = (slice(None),) * 4 + (None, None, None)
         out = np.empty(xl.shape, dyl.dtype)
@@ -186,8 +199,12 @@ def _max_pool3d_grad_grad(node):
 
     def compute(ctx, x, y, gg):
         xl = _widen(win.to_channels_last(x, p.fmt))
-        yl = _widen(win.to_channels_last(y, p.fmt))
         g = p.geometry(xl.shape)
+        yl = _widen(win.to_channels_last(y, p.fmt))
+        _check_pooled(yl, g, xl.shape[0], xl.shape[-1], "orig_output")
+        if gg.shape != x.shape:
+            raise _invalid(f"grad must have the shape of orig_input {list(x.shape)}, got "
+                           f"{list(gg.shape)}")
         at = (slice(None),) * 4 + (None, None, None)
         mask = win.patches(xl, g, fill=-np.inf) == yl[at]
         values = win.patches(_widen(win.to_channels_last(gg, p.fmt)), g)
@@ -221,6 +238,7 @@ def _avg_pool3d_grad(node):
         shape = _to_last_shape(_sizes5(orig_input_shape, "orig_input_shape"), p.fmt)
         dyl = _widen(win.to_channels_last(dy, p.fmt))
         g = p.geometry(shape)
+        _check_pooled(dyl, g, shape[0], shape[-1], "grad")
         share = dyl / win.valid_counts(shape, g)[None, ..., None]
         cols = np.broadcast_to(share[(slice(None),) * 4 + (None, None, None)],
                                share.shape[:4] + tuple(g.ksize) + share.shape[4:])

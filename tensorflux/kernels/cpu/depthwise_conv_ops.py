@@ -35,6 +35,9 @@ class _Depthwise:
         self.explicit = _explicit_pairs(a, (2, 3) if self.fmt == "NCHW" else (1, 2))
 
     def geometry(self, x_shape, w_shape) -> win.WindowGeometry:
+        if len(x_shape) != 4 or len(w_shape) != 4:
+            raise _invalid(f"input and filter must be 4-dimensional: {list(x_shape)}, "
+                           f"{list(w_shape)}")
         if x_shape[3] != w_shape[2]:
             raise _invalid(f"input and filter must have the same depth: {x_shape[3]} vs "
                            f"{w_shape[2]}")
@@ -89,8 +92,8 @@ def _depthwise_backprop_input(node):
         shape = d.shape_to_last(_sizes(input_sizes, "input_sizes"))
         dyl = d.to_last(dy)
         g = d.geometry(shape, w.shape)
-        kh, kw, c, m = w.shape
-        _check_dy(dyl, g, shape[0], c, m)
+        _check_dy(dyl, g, shape[0], w.shape[2], w.shape[3])
+        c, m = w.shape[2], w.shape[3]
         dy5, ww = dyl.reshape(*dyl.shape[:3], c, m), _widen(w)
         out = np.empty(shape, np.result_type(dy5, ww))
         for b in win.batch_chunks(shape[0], _per_item(g, w.shape, out.itemsize)):
