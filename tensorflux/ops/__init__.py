@@ -9,12 +9,15 @@ Only op families live here; the libraries built from them have packages of their
 from tensorflux.ops import math_ops  # noqa: F401, I001
 from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     array_ops,
+    batch_norm_ops,
     candidate_sampling_ops,
     comparison_ops,
     constant_op,
     conv_ops,
+    conv3d_ops,
     control_flow_ops,
     data_flow_ops,
+    depthwise_conv_ops,
     gather_ops,
     io_ops,
     joining_ops,
