@@ -148,3 +148,4 @@ from tensorflux.protos.summary_pb2 import (  # noqa: F401,E402
 )
 
 from tensorflux.framework.versions import __version__  # noqa: E402,F401
+from tensorflux import metrics  # noqa: E402,F401 - tf.metrics

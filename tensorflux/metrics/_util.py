@@ -1,0 +1,115 @@
+"""Pieces shared by the streaming metrics: metric variables, shape clean-up, weights.
+
+A streaming metric keeps its running state in LOCAL variables (collections LOCAL_VARIABLES
+and METRIC_VARIABLES, not trainable) named inside the metric's variable scope
+("accuracy/total", "accuracy/count"), and returns `(value, update_op)`: `value` reads the
+state, `update_op` adds one batch to it (AssignAddVariableOp, which holds the variable's
+lock across its read-modify-write, so concurrent steps never lose an update) and returns the
+metric computed from the updated state.
+"""
+
+from __future__ import annotations
+
+from tensorflux.framework import dtypes
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.graph import GraphKeys
+from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import array_ops, comparison_ops, math_ops, reduction_ops
+from tensorflux.variables import variables
+
+LOCAL_METRIC_COLLECTIONS = (GraphKeys.LOCAL_VARIABLES, GraphKeys.METRIC_VARIABLES)
+
+
+def metric_variable(shape, dtype, validate_shape: bool = True, name: str | None = None):
+    """A zero-initialized, non-trainable local variable for a metric's running state."""
+    dtype = dtypes.as_dtype(dtype)
+    return variables.Variable(
+        lambda: array_ops.zeros(shape, dtype), trainable=False,
+        collections=list(LOCAL_METRIC_COLLECTIONS), validate_shape=validate_shape,
+        name=name)
+
+
+def assign_add(var, delta):
+    """Adds `delta` to `var` atomically; returns the value after this update."""
+    return var.assign_add(delta)
+
+
+def read(var, collections=None):
+    """The metric value of a variable that is itself the metric (a fresh read)."""
+    value = array_ops.identity(var.value())
+    add_to(collections, value)
+    return value
+
+
+def add_to(collections, value) -> None:
+    if collections:
+        graph_lib.add_to_collections(collections, value)
+
+
+def check_same_shape(labels, predictions) -> None:
+    """ValueError naming both static shapes when they cannot be the same."""
+    if not predictions.shape.is_compatible_with(labels.shape):
+        raise ValueError(f"Shapes {predictions.shape} and {labels.shape} are incompatible: "
+                         f"predictions have shape {predictions.shape}, labels have shape "
+                         f"{labels.shape}")
+
+
+def remove_squeezable(labels, predictions):
+    """Squeezes a trailing size-1 dimension off whichever of the two has one rank more."""
+    lr, pr = labels.shape.ndims, predictions.shape.ndims
+    if lr is None or pr is None:
+        return labels, predictions
+    if pr - lr == 1 and predictions.shape.as_list()[-1] == 1:
+        predictions = array_ops.squeeze(predictions, [-1])
+    elif lr - pr == 1 and labels.shape.as_list()[-1] == 1:
+        labels = array_ops.squeeze(labels, [-1])
+    return labels, predictions
+
+
+def prepare(predictions, labels=None, weights=None):
+    """Converts, squeezes matching ranks, checks shapes; weights squeezed or expanded to
+    the rank of `predictions` when they differ by one (TF1's `_remove_squeezable_dimensions`).
+
+    Returns (predictions, labels, weights).
+    """
+    predictions = convert_to_tensor(predictions)
+    if labels is not None:
+        labels = convert_to_tensor(labels)
+        labels, predictions = remove_squeezable(labels, predictions)
+        check_same_shape(labels, predictions)
+    if weights is None:
+        return predictions, labels, None
+    weights = convert_to_tensor(weights)
+    wr, pr = weights.shape.ndims, predictions.shape.ndims
+    if wr == 0 or wr is None or pr is None:
+        return predictions, labels, weights
+    if wr - pr == 1:
+        weights = array_ops.squeeze(weights, [-1])
+    elif pr - wr == 1:
+        weights = array_ops.expand_dims(weights, -1)
+    return predictions, labels, weights
+
+
+def broadcast_weights(weights, values):
+    """`weights` broadcast to the shape of `values` (as float of the values' dtype)."""
+    weights = math_ops.cast(weights, values.dtype)
+    if weights.shape.is_fully_defined() and values.shape.is_fully_defined() and \
+            weights.shape == values.shape:
+        return weights
+    return math_ops.multiply(weights, array_ops.ones_like(values))
+
+
+def safe_div(numerator, denominator, name: str | None = None):
+    """numerator / denominator where the denominator is > 0, else 0."""
+    return comparison_ops.where(comparison_ops.greater(denominator, 0),
+                                math_ops.truediv(numerator, denominator),
+                                array_ops.zeros_like(numerator), name=name)
+
+
+def div_no_nan_pos(total, count, name: str | None = None):
+    """total / max(count, 0), 0 where the count is 0 (TF's streaming mean division)."""
+    return math_ops.div_no_nan(total, math_ops.maximum(count, 0), name=name)
+
+
+def sum_all(x, name: str | None = None):
+    return reduction_ops.reduce_sum(x, name=name)
