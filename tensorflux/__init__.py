@@ -149,3 +149,9 @@ from tensorflux.protos.summary_pb2 import (  # noqa: F401,E402
 
 from tensorflux.framework.versions import __version__  # noqa: E402,F401
 from tensorflux import metrics  # noqa: E402,F401 - tf.metrics
+from tensorflux.ops.script_ops import *  # noqa: E402,F401,F403 - tf.py_func, tf.numpy_function
+from tensorflux.autodiff.custom_gradient import *  # noqa: E402,F401,F403 - tf.custom_gradient
+from tensorflux.variables.template import make_template  # noqa: E402,F401
+from tensorflux.variables.creator_scope import *  # noqa: E402,F401,F403 - init_scope, ...
+from tensorflux import lookup  # noqa: E402,F401 - tf.lookup
+from tensorflux.lookup.lookup_ops import initialize_all_tables, tables_initializer  # noqa: E402,F401
