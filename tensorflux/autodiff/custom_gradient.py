@@ -1,7 +1,7 @@
 """`tf.custom_gradient` in graph mode, and `tf.no_gradient`.
 
 The decorated function runs once, building its forward ops, and returns `(y, grad_fn)`.
-Its results and arguments (and the handles of the variables it read) then pass through one
+Its results and arguments (and reads of the variables it read) then pass through one
 IdentityN whose gradient is overridden (`gradient_override_map`) by a function registered
 under a fresh name: that gradient calls `grad_fn` on the gradients of the results and
 returns them for the arguments (and variables), None for the results themselves, so
@@ -127,7 +127,8 @@ def _graph_mode(f, args, kwargs):
                              f"gradients, but returned {len(arg_grads)} instead.")
         return [None] * n_results + arg_grads + var_grads
 
-    inputs = flat_result + list(args) + [v.handle for v in variables]
+    # Variables enter as fresh reads: their gradient passes on to the handle.
+    inputs = flat_result + list(args) + [v.value() for v in variables]
     with g.gradient_override_map({"IdentityN": name}):
         outputs = array_ops.identity_n(inputs)
     return _pack(result, list(outputs[:n_results]))

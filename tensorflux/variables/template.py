@@ -95,14 +95,16 @@ class Template:
 
     @property
     def variable_scope_name(self) -> str | None:
+        """The scope's name with a trailing "/" (None before the scope exists)."""
         if self._variable_scope is None:
             return None
-        return self._variable_scope.name
+        name = self._variable_scope.name
+        return name if not name or name.endswith("/") else name + "/"
 
     def _collection(self, key: str) -> list:
         if self._variable_scope is None:
             return []
-        return graph_lib.get_collection(key, self.variable_scope_name + "/")
+        return graph_lib.get_collection(key, self.variable_scope_name)
 
     @property
     def variables(self) -> list:
