@@ -316,7 +316,8 @@ class StaticVocabularyTable(LookupInterface):
 
     Raises:
       ValueError: `num_oov_buckets` <= 0, or a table whose values are not int64.
-      TypeError: a key dtype other than string, int32 or int64.
+      TypeError: table keys other than string or int64, or lookup keys other than string,
+        int32 or int64.
     """
 
     def __init__(self, initializer, num_oov_buckets, lookup_key_dtype=None, name=None,
@@ -327,6 +328,9 @@ class StaticVocabularyTable(LookupInterface):
             raise ValueError(f"`initializer` must have value_dtype {dtypes.int64}, got "
                              f"{initializer.value_dtype}.")
         key_dtype = initializer.key_dtype if initializer is not None else dtypes.string
+        if key_dtype not in (dtypes.int64, dtypes.string):
+            raise TypeError("Invalid `key_dtype`, expected one of (tf.int64, tf.string), but "
+                            f"got {key_dtype}.")
         if lookup_key_dtype is None:
             lookup_key_dtype = key_dtype
         lookup_key_dtype = dtypes.as_dtype(lookup_key_dtype)

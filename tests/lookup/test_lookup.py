@@ -169,6 +169,12 @@ rev = L.StaticHashTable(L.TextFileInitializer(path, tf.int64, L.TextFileIndex.LI
                                               tf.string, L.TextFileIndex.WHOLE_LINE), "?")
 voc = L.StaticVocabularyTable(L.KeyValueTensorInitializer(["a", "b"], [0, 1],
                                                           value_dtype=tf.int64), 7)
+ivoc = L.StaticVocabularyTable(L.KeyValueTensorInitializer([5, 7], [0, 1], tf.int64, tf.int64),
+                               4, lookup_key_dtype=tf.int32)
+try:
+    L.StaticVocabularyTable(L.KeyValueTensorInitializer([5], [0], value_dtype=tf.int64), 4)
+except TypeError as e:
+    int32_table_error = str(e)
 fetch = {
     "kv": kv.lookup(tf.constant([["a", "x"], ["c", "b"]])), "kv_size": kv.size(),
     "fl": fl.lookup(tf.constant([2, 3, 1])),
@@ -178,6 +184,7 @@ fetch = {
 }
 if EXACT_BUCKETS:
     fetch["voc"] = voc.lookup(tf.constant(["a", "zz", "q", "hello", "", "b"]))
+    fetch["ivoc"] = ivoc.lookup(tf.constant([5, 9, 7, 1000, -3]))
 names = sorted(op.type for op in tf.get_default_graph().get_operations()
                if "Table" in op.type)
 with tf.Session() as sess:
@@ -186,6 +193,7 @@ with tf.Session() as sess:
 result = {k: [x.decode() for x in v.ravel()] if getattr(v, "dtype", None) == object else v
           for k, v in result.items()}
 result["op_types"] = names
+result["int32_table_error"] = int32_table_error
 """
 
 
