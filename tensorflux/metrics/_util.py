@@ -14,7 +14,7 @@ from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, comparison_ops, math_ops, reduction_ops
+from tensorflux.ops import array_ops, comparison_ops, math_ops, reduction_ops, state_ops
 from tensorflux.variables import variables
 
 LOCAL_METRIC_COLLECTIONS = (GraphKeys.LOCAL_VARIABLES, GraphKeys.METRIC_VARIABLES)
@@ -30,8 +30,17 @@ def metric_variable(shape, dtype, validate_shape: bool = True, name: str | None 
 
 
 def assign_add(var, delta):
-    """Adds `delta` to `var` atomically; returns the value after this update."""
-    return var.assign_add(delta)
+    """Adds `delta` to `var` atomically; returns the value after this update (a read named
+    "AssignAdd", where TF1's reference variables have their AssignAdd op)."""
+    op = state_ops.assign_add_variable_op(var.handle, convert_to_tensor(delta, var.dtype))
+    with graph_lib.control_dependencies([op]):
+        return state_ops.read_variable_op(var.handle, var.dtype, name="AssignAdd")
+
+
+def current_scope() -> str:
+    """The current name scope with its trailing "/": an op given this name is named
+    exactly like the scope (TF1 names some metric values so)."""
+    return graph_lib.get_default_graph().get_name_scope() + "/"
 
 
 def read(var, collections=None):

@@ -141,10 +141,10 @@ def _given_top_k(default, labels, predictions_idx, k, class_id, weights, other,
                  metrics_collections, updates_collections, name):
     predictions_idx = convert_to_tensor(predictions_idx)
     with variable_scope(name, _at_k_name(default, k, class_id),
-                        [predictions_idx, labels, weights]) as scope:
+                        [predictions_idx, labels, weights]):
         return _top_k_ratio(labels, predictions_idx, k, class_id, weights, None, other,
                             metrics_collections, updates_collections,
-                            scope.name.split("/")[-1])
+                            _util.current_scope())
 
 
 def precision_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None,
@@ -188,11 +188,11 @@ def precision_at_k(labels, predictions, k, class_id=None, weights=None,
       (precision, update_op): float64 scalars (NaN while nothing was predicted).
     """
     with variable_scope(name, _at_k_name("precision", k, class_id),
-                        [predictions, labels, weights]) as scope:
+                        [predictions, labels, weights]):
         idx, num_classes = _top_k_ids(predictions, k)
         return _top_k_ratio(labels, idx, k, class_id, weights, num_classes, "fp",
                             metrics_collections, updates_collections,
-                            scope.name.split("/")[-1])
+                            _util.current_scope())
 
 
 def recall_at_k(labels, predictions, k, class_id=None, weights=None,
@@ -200,11 +200,11 @@ def recall_at_k(labels, predictions, k, class_id=None, weights=None,
     """Recall of the k highest `predictions` per row (`tf.metrics.recall_at_k`); see
     `precision_at_k` for the arguments."""
     with variable_scope(name, _at_k_name("recall", k, class_id),
-                        [predictions, labels, weights]) as scope:
+                        [predictions, labels, weights]):
         idx, num_classes = _top_k_ids(predictions, k)
         return _top_k_ratio(labels, idx, k, class_id, weights, num_classes, "fn",
                             metrics_collections, updates_collections,
-                            scope.name.split("/")[-1])
+                            _util.current_scope())
 
 
 def average_precision_at_k(labels, predictions, k, weights=None, metrics_collections=None,
@@ -218,7 +218,7 @@ def average_precision_at_k(labels, predictions, k, weights=None, metrics_collect
     if k < 1:
         raise ValueError(f"Invalid k={k}.")
     with variable_scope(name, _at_k_name("average_precision", k),
-                        [predictions, labels, weights]) as scope:
+                        [predictions, labels, weights]):
         # TF1's graph names this variable "max_1" (a "max" name is taken before it).
         max_var = _util.metric_variable([], dtypes.float64, name="max_1")
         idx, num_classes = _top_k_ids(predictions, k)
@@ -244,7 +244,7 @@ def average_precision_at_k(labels, predictions, k, weights=None, metrics_collect
         value = _util.safe_div(total_var.value(), max_var.value(), name="mean")
         update = _util.safe_div(_util.assign_add(total_var, batch_total),
                                 _util.assign_add(max_var, batch_max),
-                                name=scope.name.split("/")[-1])
+                                name=_util.current_scope())
         _util.add_to(metrics_collections, value)
         _util.add_to(updates_collections, update)
         return value, update

@@ -54,7 +54,7 @@ def _confusion_at_thresholds(labels, predictions, thresholds, weights, includes=
         check_ops.assert_less_equal(predictions, math_ops.cast(1.0, predictions.dtype),
                                     message="predictions must be in [0, 1]")]
     with graph_lib.control_dependencies(checks):
-        predictions = array_ops.identity(predictions)
+        predictions = array_ops.identity(predictions, name="checked_predictions")
     n = len(thresholds)
     # [T, 1] thresholds against [1, N] predictions: [T, N] comparisons.
     preds_row = array_ops.reshape(predictions, [1, -1])
@@ -110,7 +110,7 @@ true_negatives_at_thresholds = _count_at_thresholds("true_negatives", "tn")
 false_negatives_at_thresholds = _count_at_thresholds("false_negatives", "fn")
 
 
-def _ratio_at_thresholds(default_name, other):
+def _ratio_at_thresholds(default_name, other, prefix):
     def metric(labels, predictions, thresholds, weights=None, metrics_collections=None,
                updates_collections=None, name=None):
         with variable_scope(name, default_name, [predictions, labels, weights]):
@@ -122,7 +122,8 @@ def _ratio_at_thresholds(default_name, other):
                 tp = counts["tp"]
                 return math_ops.truediv(tp, eps + tp + counts[other], name=name)
 
-            return _finish(ratio(values, "value"), ratio(updates, "update_op"),
+            return _finish(ratio(values, f"{prefix}_value"),
+                           ratio(updates, f"{prefix}_update_op"),
                            metrics_collections, updates_collections)
 
     metric.__name__ = default_name
@@ -131,8 +132,8 @@ def _ratio_at_thresholds(default_name, other):
     return metric
 
 
-precision_at_thresholds = _ratio_at_thresholds("precision_at_thresholds", "fp")
-recall_at_thresholds = _ratio_at_thresholds("recall_at_thresholds", "fn")
+precision_at_thresholds = _ratio_at_thresholds("precision_at_thresholds", "fp", "precision")
+recall_at_thresholds = _ratio_at_thresholds("recall_at_thresholds", "fn", "recall")
 
 
 # ---- AUC --------------------------------------------------------------------------------
@@ -207,8 +208,7 @@ def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collectio
 
         def area(c, name):
             if curve == "PR" and summation_method == "careful_interpolation":
-                return array_ops.identity(_pr_auc_interpolated(c["tp"], c["fp"], c["fn"], n),
-                                          name=name)
+                return _pr_auc_interpolated(c["tp"], c["fp"], c["fn"], n)
             small = 1.0e-6
             rec = math_ops.truediv(c["tp"] + small, c["tp"] + c["fn"] + small)
             if curve == "ROC":

@@ -2,7 +2,7 @@
 the update results of two batches, the final value and the metric's variable names.
 
 It runs unchanged under TensorFlow (the oracle) and tensorflux; `result` maps case name to
-{"updates": [...], "value": ..., "vars": [...]}.
+{"updates": [...], "value": ..., "vars": [...], "scope": [...], "names": [value, update]}.
 """
 
 PROGRAM = r'''
@@ -107,5 +107,6 @@ with tf.Session() as sess:
         result[k] = {"updates": [np.asarray(u, np.float64) for u in ups[k]],
                      "value": np.asarray(sess.run(built[k][0]), np.float64),
                      "vars": [n.split("/")[-1] for n in built[k + "/vars"]],
-                     "scope": sorted(set(n.split("/")[0] for n in built[k + "/vars"]))}
+                     "scope": sorted(set(n.split("/")[0] for n in built[k + "/vars"])),
+                     "names": [built[k][0].name, built[k][1].name]}
 '''

@@ -1,5 +1,6 @@
 """Every streaming metric against TensorFlow on one table of cases (tests/metrics/cases.py):
-values after each of two update batches, the final value, and the variable names."""
+values after each of two update batches, the final value, the variable names and the
+names of the value and update tensors."""
 
 from __future__ import annotations
 
@@ -35,3 +36,4 @@ def test_metric_matches_tensorflow(both, case):
                                rtol=2e-5, atol=1e-6, err_msg=f"{case}: value")
     assert got["scope"] == want["scope"]
     assert got["vars"] == want["vars"]
+    assert got["names"] == want["names"]
