@@ -320,3 +320,20 @@ def test_gradient_registration_names():
             assert sess.run(tf.gradients(y, x)) == [2.0]
         v = tf.get_local_variable("loc", [], initializer=tf.zeros_initializer())
         assert v in tf.local_variables() and v not in tf.global_variables()
+
+
+def test_py_func_gradient_through_custom_gradient():
+    with tf.Graph().as_default():
+        @tf.custom_gradient
+        def cube(x):
+            y = tf.py_func(lambda v: v ** 3, [x], tf.float32)
+
+            def grad(dy):
+                return dy * 3.0 * x * x
+
+            return y, grad
+
+        x = tf.constant([1.0, 2.0])
+        dx, = tf.gradients(cube(x), x)
+        with tf.Session() as sess:
+            np.testing.assert_allclose(sess.run(dx), [3.0, 12.0])

@@ -209,3 +209,13 @@ def test_lookup_tables_match_tensorflow():
             assert got == want, key
         else:
             np.testing.assert_array_equal(got, want, err_msg=key)
+
+
+def test_monitored_session_initializes_tables_and_metrics():
+    with tf.Graph().as_default():
+        t = _kv_table(["a", "b"], [1, 2], -1)
+        ids = t.lookup(tf.constant(["b", "c"]))
+        acc, update = tf.metrics.accuracy([1, 0], [1, 1])
+        with tf.train.MonitoredTrainingSession() as sess:
+            np.testing.assert_array_equal(sess.run(ids), [2, -1])
+            assert sess.run(update) == 0.5
