@@ -1,5 +1,6 @@
 """`tf.lookup`: lookup tables built from the HashTableV2 resource ops."""
 
+from tensorflux.lookup import experimental  # noqa: F401
 from tensorflux.lookup.lookup_ops import (  # noqa: F401
     KeyValueTensorInitializer,
     StaticHashTable,

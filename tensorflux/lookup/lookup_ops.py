@@ -38,7 +38,8 @@ __all__ = ["LookupInterface", "InitializableLookupTableBase", "StaticHashTable",
            "TextFileInitializer", "TextFileStringTableInitializer",
            "TextFileIdTableInitializer", "StaticVocabularyTable", "tables_initializer",
            "initialize_all_tables", "index_table_from_tensor", "index_table_from_file",
-           "index_to_string_table_from_tensor", "index_to_string_table_from_file"]
+           "index_to_string_table_from_tensor", "index_to_string_table_from_file",
+           "MutableHashTable"]
 
 
 def tables_initializer(name: str = "init_all_tables"):
@@ -459,3 +460,74 @@ def index_to_string_table_from_file(vocabulary_file, vocab_size=None, default_va
         init = TextFileStringTableInitializer(vocabulary_file, key_column_index,
                                               value_column_index, vocab_size, delimiter)
         return StaticHashTable(init, default_value, name="hash_table")
+
+
+class MutableHashTable(LookupInterface):
+    """A table that starts empty and changes as ops insert and remove entries
+    (`tf.lookup.experimental.MutableHashTable`, scalar values). Lookups of absent keys give
+    `default_value`. Not saved by `tf.train.Saver` (TensorFlow's `checkpoint=True` is
+    accepted and ignored).
+
+    Args:
+      key_dtype, value_dtype: the dtypes of keys and values.
+      default_value: the value of absent keys.
+      name: the table op's name.
+    """
+
+    def __init__(self, key_dtype, value_dtype, default_value, name="MutableHashTable",
+                 checkpoint=True, experimental_is_anonymous=False):
+        super().__init__(key_dtype, value_dtype)
+        self._default_value = convert_to_tensor(default_value, dtype=self._value_dtype)
+        if self._default_value.shape.ndims not in (0, None):
+            raise ValueError("tensorflux's MutableHashTable holds scalar values only; "
+                             f"got a default value of shape {self._default_value.shape}")
+        self._table_ref = lookup_ops.mutable_hash_table(self._key_dtype, self._value_dtype,
+                                                        name=name)
+        self._name = self._table_ref.op.name.split("/")[-1]
+
+    @property
+    def resource_handle(self):
+        return self._table_ref
+
+    @property
+    def default_value(self):
+        return self._default_value
+
+    def size(self, name=None):
+        with graph_lib.name_scope(name, f"{self.name}_Size", [self._table_ref]):
+            return lookup_ops.lookup_table_size(self._table_ref)
+
+    def lookup(self, keys, dynamic_default_values=None, name=None):
+        """The value of each key, `default_value` for absent keys."""
+        keys = self._check_keys(keys)
+        default = self._default_value if dynamic_default_values is None else \
+            convert_to_tensor(dynamic_default_values, self._value_dtype)
+        with graph_lib.name_scope(name, f"{self.name}_lookup_table_find",
+                                  [self._table_ref, keys, default]):
+            return lookup_ops.lookup_table_find(self._table_ref, keys, default)
+
+    def insert(self, keys, values, name=None):
+        """The op that inserts (or overwrites) the entries keys[i] -> values[i].
+
+        Raises:
+          TypeError: keys or values of the wrong dtype.
+        """
+        keys = self._check_keys(keys)
+        values = convert_to_tensor(values, self._value_dtype)
+        with graph_lib.name_scope(name, f"{self.name}_lookup_table_insert",
+                                  [self._table_ref, keys, values]):
+            return lookup_ops.lookup_table_insert(self._table_ref, keys, values)
+
+    def remove(self, keys, name=None):
+        """The op that removes `keys` (absent ones are ignored)."""
+        keys = self._check_keys(keys)
+        with graph_lib.name_scope(name, f"{self.name}_lookup_table_remove",
+                                  [self._table_ref, keys]):
+            return lookup_ops.lookup_table_remove(self._table_ref, keys)
+
+    def export(self, name=None):
+        """(keys, values): every entry, in no particular order."""
+        with graph_lib.name_scope(name, f"{self.name}_lookup_table_export_values",
+                                  [self._table_ref]):
+            return lookup_ops.lookup_table_export(self._table_ref, self._key_dtype,
+                                                  self._value_dtype)

@@ -1,5 +1,9 @@
 """Lookup tables: ops over a hash table resource (TF's lookup_ops, V2 resource ops).
 
+MutableHashTableV2 makes a table that starts empty and changes at any time:
+LookupTableInsertV2 (overwriting), LookupTableRemoveV2, LookupTableExportV2 (all entries),
+LookupTableImportV2 (replacing all entries).
+
 HashTableV2 outputs a `resource` handle naming a table in the device's ResourceMgr
 (kernels/cpu/lookup_ops.py). A table is filled once, by LookupTableImportV2 or
 InitializeTableV2 (keys and values tensors) or InitializeTableFromTextFileV2 (a vocabulary
@@ -39,6 +43,17 @@ define_op("HashTableV2", outputs=["table_handle: resource"],
           attrs=["container: string = ''", "shared_name: string = ''",
                  "use_node_name_sharing: bool = false", "key_dtype: type", "value_dtype: type"],
           shape_fn=common_shapes.scalar, stateful=True)
+define_op("MutableHashTableV2", outputs=["table_handle: resource"],
+          attrs=["container: string = ''", "shared_name: string = ''",
+                 "use_node_name_sharing: bool = false", "key_dtype: type", "value_dtype: type"],
+          shape_fn=common_shapes.scalar, stateful=True)
+define_op("LookupTableInsertV2", inputs=["table_handle: resource", "keys: Tin", "values: Tout"],
+          attrs=["Tin: type", "Tout: type"], shape_fn=_no_outputs, stateful=True)
+define_op("LookupTableRemoveV2", inputs=["table_handle: resource", "keys: Tin"],
+          attrs=["Tin: type"], shape_fn=_no_outputs, stateful=True)
+define_op("LookupTableExportV2", inputs=["table_handle: resource"],
+          outputs=["keys: Tkeys", "values: Tvalues"], attrs=["Tkeys: type", "Tvalues: type"],
+          shape_fn=lambda op: [tensor_shape.TensorShape([None])] * 2, stateful=True)
 define_op("LookupTableFindV2",
           inputs=["table_handle: resource", "keys: Tin", "default_value: Tout"],
           outputs=["values: Tout"], attrs=["Tin: type", "Tout: type"], shape_fn=_find_shape,
@@ -54,7 +69,9 @@ define_op("InitializeTableFromTextFileV2", inputs=["table_handle: resource", "fi
                  "delimiter: string = '\\t'", "offset: int = 0"],
           shape_fn=_no_outputs, stateful=True)
 not_differentiable("HashTableV2", "LookupTableFindV2", "LookupTableImportV2",
-                   "LookupTableSizeV2", "InitializeTableV2", "InitializeTableFromTextFileV2")
+                   "LookupTableSizeV2", "InitializeTableV2", "InitializeTableFromTextFileV2",
+                   "MutableHashTableV2", "LookupTableInsertV2", "LookupTableRemoveV2",
+                   "LookupTableExportV2")
 
 
 def hash_table(key_dtype, value_dtype, container="", shared_name="",
@@ -65,6 +82,31 @@ def hash_table(key_dtype, value_dtype, container="", shared_name="",
                         container=container, shared_name=shared_name,
                         use_node_name_sharing=use_node_name_sharing,
                         name=name or "HashTableV2")
+
+
+def mutable_hash_table(key_dtype, value_dtype, container="", shared_name="",
+                       use_node_name_sharing=False, name=None):
+    """A MutableHashTableV2 op: the handle of an empty mutable table (on the CPU)."""
+    with graph_lib.device(_DEVICE):
+        return apply_op("MutableHashTableV2", key_dtype=key_dtype, value_dtype=value_dtype,
+                        container=container, shared_name=shared_name,
+                        use_node_name_sharing=use_node_name_sharing,
+                        name=name or "MutableHashTableV2")
+
+
+def lookup_table_insert(table_handle, keys, values, name=None):
+    return apply_op("LookupTableInsertV2", table_handle=table_handle, keys=keys,
+                    values=values, name=name or "LookupTableInsertV2")
+
+
+def lookup_table_remove(table_handle, keys, name=None):
+    return apply_op("LookupTableRemoveV2", table_handle=table_handle, keys=keys,
+                    name=name or "LookupTableRemoveV2")
+
+
+def lookup_table_export(table_handle, key_dtype, value_dtype, name=None):
+    return apply_op("LookupTableExportV2", table_handle=table_handle, Tkeys=key_dtype,
+                    Tvalues=value_dtype, name=name or "LookupTableExportV2")
 
 
 def lookup_table_find(table_handle, keys, default_value, name=None):

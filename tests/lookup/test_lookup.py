@@ -219,3 +219,51 @@ def test_monitored_session_initializes_tables_and_metrics():
         with tf.train.MonitoredTrainingSession() as sess:
             np.testing.assert_array_equal(sess.run(ids), [2, -1])
             assert sess.run(update) == 0.5
+
+
+def test_mutable_hash_table_matches_tensorflow():
+    program = """
+t = tf.lookup.experimental.MutableHashTable(tf.string, tf.int64, -1)
+ins = t.insert(tf.constant(["a", "b", "c"]), tf.constant([1, 2, 3], tf.int64))
+again = t.insert(tf.constant(["a"]), tf.constant([10], tf.int64))
+rm = t.remove(tf.constant(["b", "zz"]))
+keys, values = t.export()
+found = t.lookup(tf.constant([["a", "b"], ["c", "d"]]))
+result = {"names": [ins.name, rm.name, found.name, t.size().name]}
+with tf.Session() as sess:
+    result["empty"] = sess.run([t.size(), found])
+    sess.run(ins)
+    sess.run(again)
+    sess.run(rm)
+    k, v = sess.run([keys, values])
+    result["after"] = sess.run([t.size(), found])
+    result["export"] = sorted([x.decode(), int(y)] for x, y in zip(k, v))
+    try:
+        sess.run(t.insert(tf.constant(["a"]), tf.constant([1, 2], tf.int64)))
+    except tf.errors.InvalidArgumentError:
+        result["bad_insert"] = "InvalidArgumentError"
+"""
+    ours, theirs = oracle.run_both(program, tf)
+    assert ours["names"] == theirs["names"]
+    assert ours["export"] == theirs["export"]
+    for key in ("empty", "after"):
+        for g, w in zip(ours[key], theirs[key], strict=True):
+            np.testing.assert_array_equal(g, w)
+    assert ours["bad_insert"] == theirs["bad_insert"]
+
+
+def test_mutable_hash_table_concurrent_inserts():
+    with tf.Graph().as_default():
+        t = L.experimental.MutableHashTable(tf.int64, tf.int64, -1)
+        keys = tf.placeholder(tf.int64, [None])
+        ins = t.insert(keys, keys * 2)
+        with tf.Session() as sess:
+            def work(i):
+                for j in range(20):
+                    sess.run(ins, {keys: np.arange(10) + 10 * (20 * i + j)})
+
+            threads_util.join(*[threads_util.start(work, i) for i in range(16)], timeout=60)
+            assert sess.run(t.size()) == 16 * 20 * 10
+            np.testing.assert_array_equal(sess.run(t.lookup(tf.constant([0, 3199, 5000],
+                                                                        tf.int64))),
+                                          [0, 6398, -1])

@@ -26,6 +26,7 @@ class HashTable:
     """A static hash table: empty until one initialization fills it."""
 
     dropped = False  # set when the ResourceMgr drops the resource
+    mutable = False
 
     def __init__(self, name: str, key_dtype: dtypes.DType, value_dtype: dtypes.DType):
         self.name = name
@@ -75,6 +76,41 @@ class HashTable:
         return 0 if table is None else len(table)
 
 
+class MutableHashTable(HashTable):
+    """A table that is always usable and changes under its lock; a lookup copies the
+    values it finds while holding the lock, so it sees one state of the table."""
+
+    mutable = True
+
+    def __init__(self, name, key_dtype, value_dtype):
+        super().__init__(name, key_dtype, value_dtype)
+        self.table = {}
+
+    def initialize(self, keys: list, values: list) -> None:
+        """LookupTableImportV2 on a mutable table: the entries become exactly these."""
+        with self.lock:
+            self.table = dict(zip(keys, values, strict=True))
+
+    def insert(self, keys: list, values: list) -> None:
+        with self.lock:
+            self.table.update(zip(keys, values, strict=True))
+
+    def remove(self, keys: list) -> None:
+        with self.lock:
+            for k in keys:
+                self.table.pop(k, None)
+
+    def find(self, keys, default):
+        with self.lock:
+            return super().find(keys, default)
+
+    def export(self):
+        with self.lock:
+            keys, values = list(self.table), list(self.table.values())
+        return (np.array(keys, dtype=_np_dtype(self.key_dtype)).reshape(-1),
+                np.array(values, dtype=_np_dtype(self.value_dtype)).reshape(-1))
+
+
 def _show(x) -> str:
     return x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
 
@@ -87,20 +123,31 @@ def _scalars(arr) -> list:
     return np.asarray(arr).ravel().tolist()
 
 
-@kernel_factory("HashTableV2")
-def _hash_table(node):
+def _table_kernel(op_type: str, cls):
+    @kernel_factory(op_type)
+    def factory(node):
+        return _make_table(node, cls)
+
+    return factory
+
+
+def _make_table(node, cls):
     key_dtype, value_dtype = node.attrs["key_dtype"], node.attrs["value_dtype"]
     if node.attrs.get("use_node_name_sharing") and not node.attrs.get("shared_name"):
         node_attrs = dict(node.attrs, shared_name=node.name)
         node = _NamedNode(node.name, node_attrs)
 
     def check(res):
-        if not isinstance(res, HashTable):
+        if type(res) is not cls:
             raise errors.InvalidArgumentError(
-                None, None, f"Resource {res!r} is not a lookup table")
+                None, None, f"Resource {res!r} is not a {cls.__name__}")
         res.check_types(key_dtype, value_dtype)
 
-    return resource_op(node, lambda name: HashTable(name, key_dtype, value_dtype), check)
+    return resource_op(node, lambda name: cls(name, key_dtype, value_dtype), check)
+
+
+_table_kernel("HashTableV2", HashTable)
+_table_kernel("MutableHashTableV2", MutableHashTable)
 
 
 class _NamedNode:
@@ -165,6 +212,50 @@ def _import_kernel(op_type: str, key_attr: str, value_attr: str):
 
 _import_kernel("LookupTableImportV2", "Tin", "Tout")
 _import_kernel("InitializeTableV2", "Tkey", "Tval")
+
+
+@kernel_factory("LookupTableInsertV2")
+def _insert(node):
+    tin, tout = node.attrs["Tin"], node.attrs["Tout"]
+
+    def compute(ctx, handle, keys, values):
+        table = _mutable(ctx, handle)
+        _check_key_type(table, tin, tout)
+        keys, values = np.asarray(keys), np.asarray(values)
+        if keys.shape != values.shape:
+            raise errors.InvalidArgumentError(
+                None, None, f"Expected shape {list(keys.shape)} for value, got "
+                f"{list(values.shape)}")
+        table.insert(_scalars(keys), _scalars(values))
+
+    return compute
+
+
+@kernel_factory("LookupTableRemoveV2")
+def _remove(node):
+    tin = node.attrs["Tin"]
+
+    def compute(ctx, handle, keys):
+        table = _mutable(ctx, handle)
+        _check_key_type(table, tin, None)
+        table.remove(_scalars(keys))
+
+    return compute
+
+
+@kernel_factory("LookupTableExportV2")
+def _export(node):
+    def compute(ctx, handle):
+        return _mutable(ctx, handle).export()
+
+    return compute
+
+
+def _mutable(ctx, handle) -> MutableHashTable:
+    table = _table(ctx, handle)
+    if not table.mutable:
+        raise errors.UnimplementedError(None, None, f"Table {table.name} is not mutable")
+    return table
 
 
 @kernel("LookupTableSizeV2")
