@@ -267,3 +267,31 @@ def test_mutable_hash_table_concurrent_inserts():
             np.testing.assert_array_equal(sess.run(t.lookup(tf.constant([0, 3199, 5000],
                                                                         tf.int64))),
                                           [0, 6398, -1])
+
+
+def test_index_table_from_file_and_raw_ops(tmp_path):
+    from tensorflux.ops import lookup_ops
+
+    vocab = tmp_path / "words.txt"
+    vocab.write_text("the\nquick\nfox\n")
+    with tf.Graph().as_default():
+        ids = L.index_table_from_file(str(vocab))
+        words = L.index_to_string_table_from_file(str(vocab), default_value="?")
+        found = ids.lookup(tf.constant(["fox", "dog"]))
+        back = words.lookup(tf.constant([1, 9], tf.int64))
+        shared = lookup_ops.hash_table(tf.int64, tf.float32, use_node_name_sharing=True,
+                                       name="by_node")
+        init = lookup_ops.initialize_table(shared, tf.constant([4, 5], tf.int64),
+                                           tf.constant([0.5, 1.5]))
+        got = lookup_ops.lookup_table_find(shared, tf.constant([5, 6], tf.int64),
+                                           tf.constant(-1.0))
+        assert init.type == "InitializeTableV2"
+        with tf.Session() as sess:
+            sess.run(tf.tables_initializer())
+            sess.run(init)
+            np.testing.assert_array_equal(sess.run(found), [2, -1])
+            assert list(sess.run(back)) == [b"quick", b"?"]
+            np.testing.assert_array_equal(sess.run(got), [1.5, -1.0])
+            with pytest.raises(tf.errors.InvalidArgumentError, match="Key must be type"):
+                sess.run(lookup_ops.lookup_table_find(shared, tf.constant([1], tf.int32),
+                                                      tf.constant(-1.0)))
