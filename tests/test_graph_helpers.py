@@ -337,3 +337,25 @@ def test_py_func_gradient_through_custom_gradient():
         dx, = tf.gradients(cube(x), x)
         with tf.Session() as sess:
             np.testing.assert_allclose(sess.run(dx), [3.0, 12.0])
+
+
+@pytest.mark.parametrize("strategy", ["reference", "dataflow", "auto"])
+def test_py_func_tables_and_metrics_under_every_strategy(strategy):
+    from tensorflux.runtime.exec_options import ExecOptions
+
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None])
+        y = tf.py_func(lambda v: v * 2, [x], tf.float32)
+        table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer([1, 2], [3.0, 4.0]), -1.0)
+        found = table.lookup(tf.constant([2, 9]))
+        _, update = tf.metrics.mean(x)
+        bad = tf.py_func(lambda v: 1 / 0, [x], tf.float32)
+        with tf.Session(exec_options=ExecOptions(strategy=strategy)) as sess:
+            sess.run([tf.local_variables_initializer(), tf.tables_initializer()])
+            got = sess.run([y, found, update], {x: [1.0, 2.0]})
+            np.testing.assert_array_equal(got[0], [2.0, 4.0])
+            np.testing.assert_array_equal(got[1], [4.0, -1.0])
+            assert got[2] == 1.5
+            with pytest.raises(tf.errors.UnknownError, match="ZeroDivisionError"):
+                sess.run(bad, {x: [1.0]})
