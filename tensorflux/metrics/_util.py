@@ -99,9 +99,34 @@ def prepare(predictions, labels=None, weights=None):
     return predictions, labels, weights
 
 
+def _np_shape(shape) -> str:
+    return "[" + " ".join("-1" if d is None else str(d) for d in shape.as_list()) + "]"
+
+
+def check_broadcastable(weights, values) -> None:
+    """ValueError unless `weights` is a scalar or has the rank of `values` with each
+    dimension 1 or equal to the values' (checked where the static shapes tell)."""
+    w, v = weights.shape, values.shape
+    if w.ndims is None or v.ndims is None or w.ndims == 0:
+        return
+    if w.ndims != v.ndims:
+        raise ValueError(f"weights can not be broadcast to values. values.rank={v.ndims}. "
+                         f"weights.rank={w.ndims}. values.shape={_np_shape(v)}. "
+                         f"weights.shape={_np_shape(w)}.")
+    for i, (wd, vd) in enumerate(zip(w.as_list(), v.as_list(), strict=True)):
+        if wd is not None and vd is not None and wd not in (1, vd):
+            raise ValueError(f"weights can not be broadcast to values. Mismatch at dim {i}. "
+                             f"values.shape={_np_shape(v)}, weights.shape={_np_shape(w)}.")
+
+
 def broadcast_weights(weights, values):
-    """`weights` broadcast to the shape of `values` (as float of the values' dtype)."""
+    """`weights` broadcast to the shape of `values` (as float of the values' dtype).
+
+    Raises:
+      ValueError: static shapes that cannot broadcast (see `check_broadcastable`).
+    """
     weights = math_ops.cast(weights, values.dtype)
+    check_broadcastable(weights, values)
     if weights.shape.is_fully_defined() and values.shape.is_fully_defined() and \
             weights.shape == values.shape:
         return weights

@@ -103,3 +103,27 @@ def test_mean_iou_and_per_class_against_numpy():
             np.testing.assert_allclose(sess.run(miou), iou.mean(), rtol=1e-6)
             np.testing.assert_allclose(sess.run(pca_update), np.diag(cm) / cm.sum(1))
             np.testing.assert_allclose(sess.run(pca), (np.diag(cm) / cm.sum(1)).mean())
+
+
+@pytest.mark.parametrize("make", [
+    lambda: tf.metrics.mean(tf.zeros([3]), weights=tf.ones([4])),
+    lambda: tf.metrics.mean(tf.zeros([3, 2]), weights=tf.ones([2])),
+    lambda: tf.metrics.accuracy(tf.zeros([3]), tf.zeros([3]), weights=tf.ones([2])),
+    lambda: tf.metrics.auc(tf.zeros([3]), tf.zeros([3]), weights=tf.ones([2])),
+])
+def test_weights_that_cannot_broadcast(make):
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="weights can not be broadcast to values"):
+            make()
+
+
+def test_weights_that_broadcast():
+    with tf.Graph().as_default():
+        _, a = tf.metrics.mean(tf.constant([[1.0, 2.0], [3.0, 4.0]]),
+                               weights=tf.constant([[1.0], [0.0]]))
+        _, b = tf.metrics.mean(tf.constant([[1.0, 2.0], [3.0, 4.0]]),
+                               weights=tf.constant([[0.0, 1.0]]))
+        _, c = tf.metrics.mean(tf.constant([1.0, 2.0]), weights=3.0)
+        with tf.Session() as sess:
+            sess.run(tf.local_variables_initializer())
+            assert sess.run([a, b, c]) == [1.5, 3.0, 1.5]
