@@ -160,3 +160,10 @@ compat._install_v1(__import__(__name__))
 from tensorflux import losses  # noqa: E402,F401 - tf.losses
 from tensorflux import layers  # noqa: E402,F401 - tf.layers
 from tensorflux import contrib  # noqa: E402,F401 - tf.contrib.layers regularizers
+from tensorflux import metrics  # noqa: E402,F401 - tf.metrics
+from tensorflux.ops.script_ops import *  # noqa: E402,F401,F403 - tf.py_func, tf.numpy_function
+from tensorflux.autodiff.custom_gradient import *  # noqa: E402,F401,F403 - tf.custom_gradient
+from tensorflux.variables.template import make_template  # noqa: E402,F401
+from tensorflux.variables.creator_scope import *  # noqa: E402,F401,F403 - init_scope, ...
+from tensorflux import lookup  # noqa: E402,F401 - tf.lookup
+from tensorflux.lookup.lookup_ops import initialize_all_tables, tables_initializer  # noqa: E402,F401
