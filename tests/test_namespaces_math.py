@@ -117,6 +117,7 @@ exprs = {
     "avg_pool1d": tf.nn.avg_pool1d(x[0], 2, 1, "VALID"),
     "max_pool1d": tf.nn.max_pool1d(x[0], 3, 2, "SAME"),
     "max_pool_v2": tf.nn.max_pool_v2(x, 2, 2, "VALID"),
+    "avg_pool_v2_3d": tf.nn.avg_pool_v2(x[..., None].astype(np.float32), 2, 1, "SAME"),
     "suff": tf.nn.sufficient_statistics(v, [0], shift=np.float64(0.5))[1:3],
     "norm_moments": tf.nn.normalize_moments(np.float64(3.0), v[0], v[1] ** 2, np.float64(0.1)),
     "weighted_moments": tf.nn.weighted_moments(v, [1], np.abs(v)),

@@ -3,12 +3,16 @@
 Each op module lists its `tf.nn` names in `__all__`; this package re-exports them.
 """
 
+from tensorflux.nn.conv_impl import *  # noqa: F401,F403
 from tensorflux.nn.embedding_ops import *  # noqa: F401,F403
 from tensorflux.nn.nn_impl import *  # noqa: F401,F403
 from tensorflux.ops import gather_ops as _gather_ops
 from tensorflux.ops import unary_ops as _unary_ops
+from tensorflux.ops.batch_norm_ops import *  # noqa: F401,F403
 from tensorflux.ops.candidate_sampling_ops import *  # noqa: F401,F403
+from tensorflux.ops.conv3d_ops import *  # noqa: F401,F403
 from tensorflux.ops.conv_ops import *  # noqa: F401,F403
+from tensorflux.ops.depthwise_conv_ops import *  # noqa: F401,F403
 from tensorflux.ops.nn_ops import *  # noqa: F401,F403
 from tensorflux.ops.pooling_ops import *  # noqa: F401,F403
 

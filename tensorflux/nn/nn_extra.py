@@ -1,9 +1,10 @@
 """More `tf.nn` names that TF1 builds from existing ops: pooling aliases (`avg_pool2d`,
-`max_pool1d`, `*_pool_v2`), activations (`crelu`, `swish`/`silu`, `softsign`,
-`relu_layer`), statistics (`sufficient_statistics`, `normalize_moments`,
-`weighted_moments`), losses (`log_poisson_loss`, `compute_average_loss`,
-`scale_regularization_loss`), `batch_norm_with_global_normalization`, `approx_max_k` /
-`approx_min_k`, and the block rearrangements of tensorflux/manip/space_batch.py."""
+`max_pool2d`, and `*_pool_v2` choosing the 1-D, 2-D or 3-D pool by rank), activations
+(`crelu`, `swish`/`silu`, `softsign`, `relu_layer`), statistics (`sufficient_statistics`,
+`normalize_moments`, `weighted_moments`), losses (`log_poisson_loss`,
+`compute_average_loss`, `scale_regularization_loss`), `batch_norm_with_global_normalization`,
+`approx_max_k` / `approx_min_k`, `safe_embedding_lookup_sparse`, and the block
+rearrangements of tensorflux/manip/space_batch.py."""
 
 from __future__ import annotations
 
@@ -25,17 +26,19 @@ from tensorflux.math.math_impl import (  # noqa: F401 - tf.nn names
     softsign,
     zero_fraction,
 )
+from tensorflux.nn.conv_impl import avg_pool1d, max_pool1d
 from tensorflux.nn.embedding_ops import embedding_lookup_sparse
 from tensorflux.nn.nn_impl import batch_normalization, xw_plus_b
 from tensorflux.ops import array_ops, joining_ops, reduction_ops
 from tensorflux.ops.comparison_ops import greater, greater_equal, logical_and, where_v2
+from tensorflux.ops.conv3d_ops import avg_pool3d, max_pool3d
 from tensorflux.ops.math_ops import add, cast, multiply, subtract, truediv
 from tensorflux.ops.nn_ops import relu
 from tensorflux.ops.pooling_ops import avg_pool, max_pool
 from tensorflux.ops.unary_ops import _const_like, exp, log, negative, sigmoid, square
 from tensorflux.sparse import sparse_extra
 
-__all__ = ["avg_pool2d", "max_pool2d", "avg_pool1d", "max_pool1d", "avg_pool_v2",
+__all__ = ["avg_pool2d", "max_pool2d", "avg_pool_v2",
            "max_pool_v2", "crelu", "swish", "silu", "softsign", "relu_layer",
            "sufficient_statistics", "normalize_moments", "weighted_moments",
            "log_poisson_loss", "compute_average_loss", "scale_regularization_loss",
@@ -47,56 +50,33 @@ avg_pool2d = avg_pool
 max_pool2d = max_pool
 
 
-def _pool1d(pool, value, ksize, strides, padding, data_format, name):
-    """A 1-D pool as the 2-D pool of a height-1 image."""
-    if data_format not in ("NWC", "NCW"):
-        raise ValueError(f"data_format must be NWC or NCW, got {data_format}")
-    k = ksize if isinstance(ksize, int) else ksize[-2 if data_format == "NWC" else -1]
-    s = strides if isinstance(strides, int) else strides[-2 if data_format == "NWC" else -1]
-    axis = 1 if data_format == "NWC" else 2
-    fmt = "NHWC" if data_format == "NWC" else "NCHW"
-    window = [1, 1, k, 1] if fmt == "NHWC" else [1, 1, 1, k]
-    step = [1, 1, s, 1] if fmt == "NHWC" else [1, 1, 1, s]
-    with graph_lib.name_scope(name, "Pool1D", [value]):
-        x = array_ops.expand_dims(convert_to_tensor(value, name="input"), axis)
-        return array_ops.squeeze(pool(x, window, step, padding, data_format=fmt), [axis])
-
-
-def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
-    """Average pooling over the width of [batch, width, channels] input
-    (`tf.nn.avg_pool1d`)."""
-    return _pool1d(avg_pool, input, ksize, strides, padding, data_format, name)
-
-
-def max_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
-    """Max pooling over the width of [batch, width, channels] input
-    (`tf.nn.max_pool1d`)."""
-    return _pool1d(max_pool, input, ksize, strides, padding, data_format, name)
-
-
 def _expand(v, n):
     return [1] + [v] * n + [1] if isinstance(v, int) else list(v)
 
 
-def _pool_v2(pool1d, pool2d, input, ksize, strides, padding, data_format, name):  # noqa: A002
+def _pool_v2(pools, input, ksize, strides, padding, data_format, name):  # noqa: A002
+    """The 1-D, 2-D or 3-D pool of `pools` that the input's rank (3, 4 or 5) asks for."""
     rank = convert_to_tensor(input).shape.ndims
     if rank == 3:
-        return pool1d(input, ksize, strides, padding, data_format or "NWC", name)
-    if rank == 4:
-        return pool2d(input, _expand(ksize, 2), _expand(strides, 2), padding,
-                      data_format=data_format or "NHWC", name=name)
-    raise ValueError(f"Input tensor must be of rank 3 or 4 here, got {rank} (3-D pooling "
-                     f"is tf.nn.avg_pool3d / max_pool3d)")
+        return pools[0](input, ksize, strides, padding, data_format or "NWC", name=name)
+    if rank in (4, 5):
+        n = rank - 2
+        return pools[n - 1](input, _expand(ksize, n), _expand(strides, n), padding,
+                            data_format=data_format or ("NHWC" if n == 2 else "NDHWC"),
+                            name=name)
+    raise ValueError(f"Input tensor must be of rank 3, 4 or 5, got {rank}")
 
 
 def avg_pool_v2(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
-    """Average pooling of rank-3 or rank-4 input (`tf.nn.avg_pool_v2`)."""
-    return _pool_v2(avg_pool1d, avg_pool, input, ksize, strides, padding, data_format, name)
+    """Average pooling of rank-3, 4 or 5 input (`tf.nn.avg_pool_v2`)."""
+    return _pool_v2((avg_pool1d, avg_pool, avg_pool3d), input, ksize, strides, padding,
+                    data_format, name)
 
 
 def max_pool_v2(input, ksize, strides, padding, data_format=None, name=None):  # noqa: A002
-    """Max pooling of rank-3 or rank-4 input (`tf.nn.max_pool_v2`)."""
-    return _pool_v2(max_pool1d, max_pool, input, ksize, strides, padding, data_format, name)
+    """Max pooling of rank-3, 4 or 5 input (`tf.nn.max_pool_v2`)."""
+    return _pool_v2((max_pool1d, max_pool, max_pool3d), input, ksize, strides, padding,
+                    data_format, name)
 
 
 def crelu(features, name=None, axis=-1):
