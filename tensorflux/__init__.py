@@ -167,3 +167,4 @@ from tensorflux.variables.template import make_template  # noqa: E402,F401
 from tensorflux.variables.creator_scope import *  # noqa: E402,F401,F403 - init_scope, ...
 from tensorflux import lookup  # noqa: E402,F401 - tf.lookup
 from tensorflux.lookup.lookup_ops import initialize_all_tables, tables_initializer  # noqa: E402,F401
+from tensorflux import saved_model  # noqa: E402,F401 - tf.saved_model
