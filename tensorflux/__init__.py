@@ -168,3 +168,4 @@ from tensorflux.variables.creator_scope import *  # noqa: E402,F401,F403 - init_
 from tensorflux import lookup  # noqa: E402,F401 - tf.lookup
 from tensorflux.lookup.lookup_ops import initialize_all_tables, tables_initializer  # noqa: E402,F401
 from tensorflux import saved_model  # noqa: E402,F401 - tf.saved_model
+from tensorflux import graph_util  # noqa: E402,F401 - tf.graph_util
