@@ -180,3 +180,5 @@ from tensorflux.manip.space_batch import *  # noqa: E402,F401,F403
 from tensorflux.sparse.sparse_extra import *  # noqa: E402,F401,F403
 from tensorflux.ops.matrix_ops import matmul as sparse_matmul  # noqa: E402,F401
 from tensorflux.ops.random_ext_ops import *  # noqa: E402,F401,F403
+from tensorflux import saved_model  # noqa: E402,F401 - tf.saved_model
+from tensorflux import graph_util  # noqa: E402,F401 - tf.graph_util

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import os
 
-from google.protobuf import text_format
+from google.protobuf import any_pb2, text_format
 
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework import op_registry, versions
@@ -96,6 +96,8 @@ def _scoped_graph_def(graph, export_scope, clear_devices):
 
 
 def _item_kind(item) -> str | None:
+    if isinstance(item, any_pb2.Any):
+        return "any_list"
     if isinstance(item, (str, bytes)):
         return "bytes_list"
     if isinstance(item, (bool, int)):
@@ -136,6 +138,8 @@ def add_collection_def(meta_graph_def, key: str, graph=None, export_scope=None) 
                                                 else item.encode("utf-8"))
                 elif kind == "int64_list":
                     col.int64_list.value.append(int(item))
+                elif kind == "any_list":
+                    col.any_list.value.add().CopyFrom(item)
                 else:
                     col.float_list.value.append(float(item))
     except Exception as e:  # noqa: BLE001 - TensorFlow skips such collections too
@@ -300,6 +304,9 @@ def _import_collections(mgd, graph, scope, predicate) -> None:
         elif kind == "float_list":
             for value in col.float_list.value:
                 graph.add_to_collection(key, float(value))
+        elif kind == "any_list":
+            for value in col.any_list.value:
+                graph.add_to_collection(key, value)
         elif kind == "bytes_list":
             for value in col.bytes_list.value:
                 graph.add_to_collection(key, _prepend(value.decode("utf-8", "replace"), scope)

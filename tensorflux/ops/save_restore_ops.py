@@ -102,3 +102,16 @@ def sharded_filespec(basename, num_shards, name: str | None = None):
     """`basename-?????-of-<num_shards>`."""
     return apply_op("ShardedFilespec", basename=basename, num_shards=num_shards,
                     name=name or "ShardedFilespec")
+
+
+# TensorFlow's sharded Saver asks StaticRegexFullMatch whether the prefix is an "s3://" path
+# (to pick its temporary directory's name); a SavedModel written by TensorFlow holds it.
+define_op("StaticRegexFullMatch", inputs=["input: string"], outputs=["output: bool"],
+          attrs=["pattern: string"], shape_fn=lambda op: [op.inputs[0].shape])
+not_differentiable("StaticRegexFullMatch")
+
+
+def static_regex_full_match(input, pattern, name: str | None = None):  # noqa: A002 - TF's name
+    """Elementwise: whether each string matches the regex `pattern` entirely."""
+    return apply_op("StaticRegexFullMatch", input=input, pattern=pattern,
+                    name=name or "StaticRegexFullMatch")

@@ -40,7 +40,7 @@ from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.operation import Tensor
 from tensorflux.ops import array_ops, constant_op, joining_ops, save_restore_ops, state_ops
 from tensorflux.protos import saver_pb2
-from tensorflux.train import checkpoint_management
+from tensorflux.train import checkpoint_management, saver_tf_format
 
 __all__ = ["Saver", "import_meta_graph", "export_meta_graph"]
 
@@ -515,6 +515,16 @@ class Saver:
                                  "save.") from None
             raise
         return path.decode() if isinstance(path, bytes) else str(path)
+
+    def save_tf_bundle(self, sess, save_path) -> str | None:
+        """Saves the variables in TensorFlow's own checkpoint format (the tensor bundle that
+        SavedModels hold) at `save_path`; returns it (None for an empty saver). No state
+        file, no meta graph, no retention (see saver_tf_format.py)."""
+        if not self._is_built:
+            raise RuntimeError("`build()` should be called before save if defer_build==True")
+        if self._is_empty:
+            return None
+        return saver_tf_format.save_tf_bundle(sess, self.saver_def, os.fspath(save_path))
 
     # ---- restore ------------------------------------------------------------------------
     def restore(self, sess, save_path) -> None:

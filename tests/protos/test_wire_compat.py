@@ -63,6 +63,7 @@ TF_MODULE = {
     "master_pb2": "tensorflow.core.protobuf.master_pb2",  # stood in by the TensorFlow side
     "meta_graph_pb2": "tensorflow.core.protobuf.meta_graph_pb2",
     "named_tensor_pb2": "tensorflow.core.protobuf.named_tensor_pb2",
+    "saved_model_pb2": "tensorflow.core.protobuf.saved_model_pb2",
     "step_stats_pb2": "tensorflow.core.framework.step_stats_pb2",
     "tensor_bundle_pb2": "tensorflow.core.protobuf.tensor_bundle_pb2",
     "tensor_pb2": "tensorflow.core.framework.tensor_pb2",
@@ -656,6 +657,7 @@ result["parsed"] = parsed
 from tensorflow.core.framework import graph_pb2, tensor_slice_pb2
 from tensorflow.core.protobuf import config_pb2, device_filters_pb2, meta_graph_pb2
 from tensorflow.core.protobuf import tensor_bundle_pb2
+from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.core.example import example_pb2
 from tensorflow.core.profiler import tfprof_output_pb2
 from tensorflow.python.training import checkpoint_state_pb2
@@ -691,7 +693,7 @@ def walk_file(fd):
 for mod in (graph_pb2, config_pb2, meta_graph_pb2, event_pb2, summary_pb2, example_pb2,
             checkpoint_state_pb2, tensor_bundle_pb2, tensor_slice_pb2, master_pb2, worker_pb2,
             tensorflow_server_pb2, device_filters_pb2, device_attributes_pb2, named_tensor_pb2,
-            error_codes_pb2, tfprof_output_pb2):
+            error_codes_pb2, tfprof_output_pb2, saved_model_pb2):
     walk_file(mod.DESCRIPTOR)
 result["descriptors"] = {"messages": messages, "enums": enums}
 """

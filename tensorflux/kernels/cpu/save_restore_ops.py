@@ -10,6 +10,8 @@ missing name.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from tensorflux import checkpoint
@@ -131,3 +133,19 @@ def _sharded_filename(ctx, basename, shard, num_shards):
 @kernel("ShardedFilespec")
 def _sharded_filespec(ctx, basename, num_shards):
     return np.array(f"{_text(basename)}-?????-of-{int(num_shards):05d}".encode(), dtype=object)
+
+
+@kernel_factory("StaticRegexFullMatch")
+def _static_regex_full_match(node):
+    try:
+        regex = re.compile(node.attrs["pattern"])
+    except re.error as e:
+        raise errors.InvalidArgumentError(None, None, f"Invalid pattern: "
+                                          f"{node.attrs['pattern']}, error: {e}") from None
+
+    def compute(ctx, value):
+        flat = [regex.fullmatch(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
+                is not None for v in np.asarray(value, dtype=object).reshape(-1)]
+        return np.array(flat, dtype=bool).reshape(np.shape(value))
+
+    return compute

@@ -1,0 +1,173 @@
+"""Writing TensorFlow's own checkpoint format (the "tensor bundle" V2), readable by
+TensorFlow's RestoreV2 and by tf_bundle.py.
+
+A bundle `P` is one data file `P.data-00000-of-00001` (the tensors' bytes, back to back,
+in the order given) and `P.index`, a LevelDB-style table whose keys are sorted bytewise:
+the empty key maps to a BundleHeaderProto (one shard, little-endian, version 1), every
+tensor name to a BundleEntryProto (dtype, shape, shard 0, offset, size, masked CRC32C of
+the bytes as written). The table layout (see tf_bundle.py for the reading side):
+
+    data block*   entries [varint shared][varint non_shared][varint value_len][key][value]
+                  (shared = prefix length with the previous key, reset every 16 entries at
+                  a restart point), then each restart offset as fixed32, then their count;
+                  each block is followed by a type byte (0, uncompressed) and the masked
+                  CRC32C of block + type byte
+    meta block    an empty block (no filters)
+    index block   for each data block, its last key -> varint (offset, size); restart 1
+    footer        the two block handles padded to 40 bytes, then the magic number
+
+Both files are written under temporary names and renamed into place, data file first, so
+a reader never sees an index that names missing bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import google_crc32c
+import numpy as np
+
+from tensorflux.checkpoint import files
+from tensorflux.checkpoint.tf_bundle import _TABLE_MAGIC, mask
+from tensorflux.framework import dtypes
+from tensorflux.framework.tensor_shape import TensorShape
+from tensorflux.protos import tensor_bundle_pb2
+
+__all__ = ["write_tf_bundle"]
+
+_BLOCK_SIZE = 256 * 1024  # TensorFlow's table block size
+_RESTART_INTERVAL = 16
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+class _BlockBuilder:
+    """Prefix-compressed entries with restart points (LevelDB's block format)."""
+
+    def __init__(self, restart_interval: int):
+        self.restart_interval = restart_interval
+        self.buf = bytearray()
+        self.restarts = [0]
+        self.counter = 0
+        self.last_key = b""
+
+    def add(self, key: bytes, value: bytes) -> None:
+        shared = 0
+        if self.counter < self.restart_interval:
+            limit = min(len(self.last_key), len(key))
+            while shared < limit and self.last_key[shared] == key[shared]:
+                shared += 1
+        else:
+            self.restarts.append(len(self.buf))
+            self.counter = 0
+        self.buf += _varint(shared) + _varint(len(key) - shared) + _varint(len(value))
+        self.buf += key[shared:] + value
+        self.last_key = key
+        self.counter += 1
+
+    def empty(self) -> bool:
+        return not self.buf
+
+    def size(self) -> int:
+        return len(self.buf) + 4 * (len(self.restarts) + 1)
+
+    def finish(self) -> bytes:
+        tail = b"".join(struct.pack("<I", r) for r in self.restarts)
+        return bytes(self.buf) + tail + struct.pack("<I", len(self.restarts))
+
+
+def encode_table(items: list[tuple[bytes, bytes]]) -> bytes:
+    """A table file holding `items` (key, value), whose keys must be sorted and unique."""
+    out = bytearray()
+    index = _BlockBuilder(1)
+
+    def write_block(block: _BlockBuilder) -> bytes:
+        contents = block.finish()
+        handle = _varint(len(out)) + _varint(len(contents))
+        trailer = b"\x00"
+        crc = google_crc32c.value(contents + trailer)
+        out.extend(contents + trailer + struct.pack("<I", mask(crc)))
+        return handle
+
+    block = _BlockBuilder(_RESTART_INTERVAL)
+    for key, value in items:
+        block.add(key, value)
+        if block.size() >= _BLOCK_SIZE:
+            index.add(block.last_key, write_block(block))
+            block = _BlockBuilder(_RESTART_INTERVAL)
+    if not block.empty():
+        index.add(block.last_key, write_block(block))
+    meta_handle = write_block(_BlockBuilder(_RESTART_INTERVAL))
+    index_handle = write_block(index)
+    footer = (meta_handle + index_handle).ljust(40, b"\x00")
+    out.extend(footer + struct.pack("<Q", _TABLE_MAGIC))
+    return bytes(out)
+
+
+def _string_bytes(value: np.ndarray) -> tuple[bytes, int]:
+    """A string tensor as TensorFlow lays it out, and the CRC32C of that layout."""
+    items = [v if isinstance(v, bytes) else str(v).encode("utf-8")
+             for v in np.asarray(value, dtype=object).reshape(-1)]
+    lengths, crc = bytearray(), 0
+    for item in items:
+        lengths += _varint(len(item))
+        width = "<I" if len(item) <= 0xFFFFFFFF else "<Q"
+        crc = google_crc32c.extend(crc, struct.pack(width, len(item)))
+    length_crc = struct.pack("<I", mask(crc))
+    crc = google_crc32c.extend(crc, length_crc)
+    body = b"".join(items)
+    crc = google_crc32c.extend(crc, body)
+    return bytes(lengths) + length_crc + body, crc
+
+
+def _tensor_bytes(value, dtype: dtypes.DType) -> tuple[bytes, int, list[int]]:
+    if dtype.base_dtype == dtypes.string:
+        arr = np.asarray(value, dtype=object)
+        raw, crc = _string_bytes(arr)
+        return raw, crc, list(arr.shape)
+    arr = np.asarray(value, dtype=dtype.base_dtype.numpy_dtype)
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    raw = arr.tobytes(order="C")
+    return raw, google_crc32c.value(raw), list(arr.shape)
+
+
+def write_tf_bundle(prefix: str, tensors: list[tuple[str, dtypes.DType, object]]) -> None:
+    """Writes `tensors` (name, dtype, value) as TensorFlow's checkpoint at `prefix`.
+
+    Args:
+      prefix: the checkpoint prefix; its directory must exist.
+      tensors: (name, dtype, value) per tensor; names must be unique and non-empty.
+
+    Raises:
+      ValueError: a name is empty or repeated.
+      tf.errors.OpError: the files cannot be written (PermissionDeniedError, ...).
+    """
+    prefix = os.fspath(prefix)
+    entries, chunks, offset = {}, [], 0
+    for name, dtype, value in tensors:
+        if not name or name in entries:
+            raise ValueError(f"Tensor names of a bundle must be unique and non-empty: {name!r}")
+        dtype = dtypes.as_dtype(dtype).base_dtype
+        raw, crc, shape = _tensor_bytes(value, dtype)
+        entries[name] = tensor_bundle_pb2.BundleEntryProto(
+            dtype=dtype.as_datatype_enum, shape=TensorShape(shape).as_proto(), shard_id=0,
+            offset=offset, size=len(raw), crc32c=mask(crc))
+        chunks.append(raw)
+        offset += len(raw)
+    header = tensor_bundle_pb2.BundleHeaderProto(num_shards=1)
+    header.version.producer = 1
+    items = [(b"", header.SerializeToString())]
+    for name in sorted(entries, key=lambda n: n.encode("utf-8")):
+        items.append((name.encode("utf-8"), entries[name].SerializeToString(deterministic=True)))
+    data_path = f"{prefix}.data-00000-of-00001"
+    files.atomic_write(data_path, b"".join(chunks))
+    files.atomic_write(prefix + ".index", encode_table(items))

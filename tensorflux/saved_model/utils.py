@@ -1,0 +1,59 @@
+"""`tf.saved_model.utils`: TensorInfo protos for the tensors of a signature, and back."""
+
+from __future__ import annotations
+
+from tensorflux.framework import dtypes
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.sparse_tensor import SparseTensor
+from tensorflux.protos import meta_graph_pb2
+
+__all__ = ["build_tensor_info", "get_tensor_from_tensor_info"]
+
+
+def build_tensor_info(tensor) -> meta_graph_pb2.TensorInfo:
+    """The TensorInfo of `tensor`: its name (or the three names of a SparseTensor), dtype
+    and static shape.
+
+    Args:
+      tensor: a Tensor, SparseTensor or Variable.
+
+    Returns:
+      A meta_graph_pb2.TensorInfo.
+    """
+    info = meta_graph_pb2.TensorInfo(
+        dtype=dtypes.as_dtype(tensor.dtype).base_dtype.as_datatype_enum,
+        tensor_shape=tensor.get_shape().as_proto())
+    if isinstance(tensor, SparseTensor):
+        info.coo_sparse.values_tensor_name = tensor.values.name
+        info.coo_sparse.indices_tensor_name = tensor.indices.name
+        info.coo_sparse.dense_shape_tensor_name = tensor.dense_shape.name
+    else:
+        info.name = tensor.name
+    return info
+
+
+def _prepend(name: str, import_scope: str | None) -> str:
+    return f"{import_scope.rstrip('/')}/{name}" if import_scope else name
+
+
+def get_tensor_from_tensor_info(tensor_info, graph=None, import_scope=None):
+    """The Tensor (or SparseTensor) that `tensor_info` names in `graph` (default graph).
+
+    Raises:
+      KeyError: a named tensor is not in the graph.
+      ValueError: `tensor_info` has no dense or sparse encoding.
+    """
+    graph = graph or graph_lib.get_default_graph()
+
+    def get(name):
+        return graph.get_tensor_by_name(_prepend(name, import_scope))
+
+    encoding = tensor_info.WhichOneof("encoding")
+    if encoding == "name":
+        return get(tensor_info.name)
+    if encoding == "coo_sparse":
+        coo = tensor_info.coo_sparse
+        return SparseTensor(get(coo.indices_tensor_name), get(coo.values_tensor_name),
+                            get(coo.dense_shape_tensor_name))
+    raise ValueError(f"Invalid TensorInfo.encoding: {encoding}. Expected `coo_sparse` or "
+                     "`name` for a dense tensor.")
