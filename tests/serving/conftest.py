@@ -37,14 +37,20 @@ class Client:
 _CACHE: dict[float, str] = {}
 
 
-def write_version(base: str, version: int, bias: float, tmp_root: str) -> str:
-    """Writes version `version` (bias `bias`) under `base` atomically (export beside, then
-    rename, as TF Serving asks of exporters); exports are cached per bias."""
+def exported(bias: float, tmp_root: str) -> str:
+    """A SavedModel with bias `bias` (models.export_model), exported once per session."""
     src = _CACHE.get(bias)
     if src is None or not os.path.isdir(src):
         src = os.path.join(tmp_root, f"export-{bias}")
         models.export_model(src, bias)
         _CACHE[bias] = src
+    return src
+
+
+def write_version(base: str, version: int, bias: float, tmp_root: str) -> str:
+    """Writes version `version` (bias `bias`) under `base` atomically (copied beside, then
+    renamed, as TF Serving asks of exporters)."""
+    src = exported(bias, tmp_root)
     staging = os.path.join(base, f".tmp-{version}")
     shutil.copytree(src, staging)
     final = os.path.join(base, str(version))
