@@ -3,8 +3,11 @@
 A request joins the open batch of its key: (servable, signature, the input aliases and, per
 alias, dtype and shape after dimension 0) — only such requests concatenate along dimension
 0. A batch closes when it holds `max_batch_size` rows or `batch_timeout_micros` after its
-first request arrived, whichever comes first; it then runs once on the thread pool and each
-request gets its own slice of every output back. Requests larger than `max_batch_size` run
+first request arrived, whichever comes first -- or at the end of the current event-loop turn
+when no other request is on its way (`incoming`: requests the server has begun to handle and
+not yet submitted; with none, waiting could only add latency). It then runs once on the
+thread pool and each request gets its own slice of every output back. Requests arriving
+while a batch runs gather into the next one. Requests larger than `max_batch_size` run
 alone. If an output of the merged run does not have the batch's rows along dimension 0 (a
 signature that is not batchable), the batch's requests are run one by one instead. Errors
 of a merged run go to every request of the batch.
@@ -48,6 +51,9 @@ class BatchScheduler:
         self._run_in_pool = run_in_pool
         self._open: dict[tuple, _Batch] = {}
         self.batches_run = 0
+        # Requests announced (being decoded) and not yet submitted; None: not tracked (the
+        # scheduler used alone), so only size and timeout close batches.
+        self.incoming: int | None = None
 
     @staticmethod
     def _rows(inputs: dict) -> int | None:
@@ -75,7 +81,15 @@ class BatchScheduler:
         batch.rows += rows
         if batch.rows >= self.max_batch_size:
             self._close(key, servable, signature_name)
+        elif self.incoming == 0:
+            # Handlers already scheduled in this loop turn still get to join first.
+            asyncio.get_running_loop().call_soon(self._close_if_idle, key, batch, servable,
+                                                 signature_name)
         return await fut
+
+    def _close_if_idle(self, key, batch, servable, signature_name) -> None:
+        if self._open.get(key) is batch and self.incoming == 0:
+            self._close(key, servable, signature_name)
 
     def _close(self, key, servable, signature_name) -> None:
         batch = self._open.pop(key, None)

@@ -55,6 +55,9 @@ _HTTP_STATUS = {
     errors.DEADLINE_EXCEEDED: 504, errors.CANCELLED: 499,
 }
 
+# Request bodies up to this size are decoded on the event loop (tens of microseconds).
+_INLINE_DECODE_BYTES = 16 << 10
+
 _PATH = re.compile(r"^/v1/models/(?P<name>[^/:]+)"
                    r"(?:/versions/(?P<version>[^/:]+)|/labels/(?P<label>[^/:]+))?"
                    r"(?:(?P<metadata>/metadata)|:(?P<verb>[A-Za-z]+))?$")
@@ -88,6 +91,9 @@ class ModelServer:
                                                           thread_name_prefix="serve")
         self.batcher = (BatchScheduler(max_batch_size, batch_timeout_micros, self._in_pool)
                         if enable_batching else None)
+        if self.batcher is not None:
+            self.batcher.incoming = 0
+        self._incoming: set = set()  # handler tasks counted in batcher.incoming
 
     async def _in_pool(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(
@@ -113,6 +119,9 @@ class ModelServer:
         return _error(404, f"Malformed request: {request.method} {request.path}")
 
     async def _models(self, request: web.Request) -> web.Response:
+        if self.batcher is not None and request.method == "POST":
+            self._incoming.add(asyncio.current_task())
+            self.batcher.incoming += 1
         try:
             return await self._dispatch(request)
         except errors.OpError as e:
@@ -125,6 +134,8 @@ class ModelServer:
         except Exception as e:  # noqa: BLE001 - an internal error answers 500, server lives
             _log.exception("Internal error serving %s", request.path)
             return _error(500, f"{type(e).__name__}: {e}")
+        finally:
+            self._arrived()
 
     async def _dispatch(self, request: web.Request) -> web.Response:
         m = _PATH.match(request.path)
@@ -173,23 +184,40 @@ class ModelServer:
             return await self.batcher.submit(servable, signature_name, inputs)
         return await self._in_pool(servable.run, signature_name, inputs)
 
+    async def _decode(self, fn, body: bytes):
+        """fn(body) on the event loop for small bodies (cheaper than a thread hop), on the
+        pool for large ones."""
+        try:
+            if len(body) <= _INLINE_DECODE_BYTES:
+                return fn(body)
+            return await self._in_pool(fn, body)
+        finally:
+            self._arrived()
+
+    def _arrived(self) -> None:
+        """The current request is no longer on its way to the batcher (once per request)."""
+        task = asyncio.current_task()
+        if self.batcher is not None and task in self._incoming:
+            self._incoming.discard(task)
+            self.batcher.incoming -= 1
+
     async def _predict(self, servable, body: bytes) -> dict:
-        def decode():
+        def decode(body):
             doc = codec.parse_json(body)
             name = doc.get("signature_name") or "serving_default"
             inputs, rows = codec.predict_inputs(doc, servable.signature(name))
             return name, inputs, rows
-        name, inputs, rows = await self._in_pool(decode)
+        name, inputs, rows = await self._decode(decode, body)
         outputs = await self._run(servable, name, inputs)
         return codec.predict_response(outputs, rows)
 
     async def _examples(self, servable, body: bytes, input_key):
-        def decode():
+        def decode(body):
             doc = codec.parse_json(body)
             name = doc.get("signature_name") or "serving_default"
             key = input_key(servable.signature(name))
             return name, {key: codec.examples_tensor(doc)}
-        name, inputs = await self._in_pool(decode)
+        name, inputs = await self._decode(decode, body)
         n = len(next(iter(inputs.values())))
         return await self._run(servable, name, inputs), n
 
