@@ -12,6 +12,8 @@ Routes (TF Serving's, https://www.tensorflow.org/tfx/serving/api_rest):
     POST /v1/models/NAME[/versions/V|/labels/L]:regress     examples -> {"result": ...}
     GET  /healthz  (live)   GET /readyz  (200 once a version is AVAILABLE, else 503)
 
+With `--grpc_port`, TF Serving's gRPC `PredictionService/Predict` too (grpc_service.py).
+
 Errors are `{"error": "..."}` with the HTTP code of the TensorFlow error code (400 invalid
 argument, 404 not found, ...). Bodies above `--max_request_bytes` get 413 before they are
 read whole (Content-Length checked first; a chunked body is cut off once it passes the
@@ -39,6 +41,7 @@ from google.protobuf import json_format
 from tensorflux.framework import errors
 from tensorflux.serving import codec
 from tensorflux.serving.batching import BatchScheduler
+from tensorflux.serving.grpc_service import start_grpc_server
 from tensorflux.serving.manager import ModelManager
 
 __all__ = ["BackgroundServer", "ModelServer", "build_app", "main"]
@@ -306,7 +309,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--rest_api_port", type=int, required=True, help="0 picks a free port")
     p.add_argument("--rest_api_host", default="127.0.0.1")
     p.add_argument("--grpc_port", type=int, default=0,
-                   help="accepted for TF Serving compatibility; gRPC is not served yet")
+                   help="serve TF Serving's gRPC PredictionService/Predict on this port too "
+                   "(same host as REST; 0: no gRPC)")
     p.add_argument("--enable_batching", action="store_true")
     p.add_argument("--max_batch_size", type=int, default=32)
     p.add_argument("--batch_timeout_micros", type=int, default=1000)
@@ -343,8 +347,20 @@ async def _serve(args) -> int:
         manager.stop()
         return 1
     port = runner.addresses[0][1]
+    rpc_server = None
     if args.grpc_port:
-        _log.warning("--grpc_port=%d: gRPC is not served by %s yet", args.grpc_port, PROG)
+        try:
+            rpc_server, rpc_port = start_grpc_server(manager, args.rest_api_host,
+                                                     args.grpc_port, args.num_threads,
+                                                     args.max_request_bytes)
+        except (OSError, RuntimeError) as e:
+            print(f"{PROG}: cannot serve gRPC on {args.rest_api_host}:{args.grpc_port}: {e}",
+                  file=sys.stderr)
+            await runner.cleanup()
+            manager.stop()
+            return 1
+        print(f"{PROG}: gRPC PredictionService at {args.rest_api_host}:{rpc_port}",
+              flush=True)
     print(f"{PROG}: model {args.model_name} at http://{args.rest_api_host}:{port}/v1/models/"
           f"{args.model_name}", flush=True)
     stop = asyncio.Event()
@@ -352,6 +368,8 @@ async def _serve(args) -> int:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     _log.info("Shutting down: finishing in-flight requests")
+    if rpc_server is not None:
+        rpc_server.stop(args.shutdown_grace_seconds)
     await runner.cleanup()
     await loop.run_in_executor(None, manager.stop)
     server.pool.shutdown(wait=True)
