@@ -35,6 +35,7 @@ import signal
 import sys
 import threading
 
+import numpy as np
 from aiohttp import web
 from google.protobuf import json_format
 
@@ -58,8 +59,10 @@ _HTTP_STATUS = {
     errors.DEADLINE_EXCEEDED: 504, errors.CANCELLED: 499,
 }
 
-# Request bodies up to this size are decoded on the event loop (tens of microseconds).
+# Request bodies up to this size are decoded, and answers with up to this many values are
+# encoded, on the event loop (tens of microseconds); larger ones on the thread pool.
 _INLINE_DECODE_BYTES = 16 << 10
+_INLINE_ENCODE_VALUES = 4096
 
 _PATH = re.compile(r"^/v1/models/(?P<name>[^/:]+)"
                    r"(?:/versions/(?P<version>[^/:]+)|/labels/(?P<label>[^/:]+))?"
@@ -164,7 +167,8 @@ class ModelServer:
                                        f"{request.path}")
         body = await self._read_body(request)
         with self.manager.acquire(version, label) as servable:
-            return _json(await getattr(self, "_" + verb)(servable, body))
+            answer = await getattr(self, "_" + verb)(servable, body)
+        return web.Response(body=answer, content_type="application/json")
 
     async def _read_body(self, request: web.Request) -> bytes:
         if (request.content_length or 0) > self.max_request_bytes:
@@ -204,7 +208,7 @@ class ModelServer:
             self._incoming.discard(task)
             self.batcher.incoming -= 1
 
-    async def _predict(self, servable, body: bytes) -> dict:
+    async def _predict(self, servable, body: bytes) -> bytes:
         def decode(body):
             doc = codec.parse_json(body)
             name = doc.get("signature_name") or "serving_default"
@@ -212,7 +216,15 @@ class ModelServer:
             return name, inputs, rows
         name, inputs, rows = await self._decode(decode, body)
         outputs = await self._run(servable, name, inputs)
-        return codec.predict_response(outputs, rows)
+        return await self._encode(codec.predict_response, outputs, rows)
+
+    async def _encode(self, fn, outputs, *args) -> bytes:
+        """JSON bytes of fn(outputs, *args): on the loop for small outputs, else the pool."""
+        def encode():
+            return codec.to_json(fn(outputs, *args))
+        if sum(np.size(v) for v in outputs.values()) <= _INLINE_ENCODE_VALUES:
+            return encode()
+        return await self._in_pool(encode)
 
     async def _examples(self, servable, body: bytes, input_key):
         def decode(body):
@@ -224,13 +236,13 @@ class ModelServer:
         n = len(next(iter(inputs.values())))
         return await self._run(servable, name, inputs), n
 
-    async def _classify(self, servable, body: bytes) -> dict:
+    async def _classify(self, servable, body: bytes) -> bytes:
         outputs, n = await self._examples(servable, body, codec.classify_input)
-        return codec.classify_response(outputs, n)
+        return await self._encode(codec.classify_response, outputs, n)
 
-    async def _regress(self, servable, body: bytes) -> dict:
+    async def _regress(self, servable, body: bytes) -> bytes:
         outputs, n = await self._examples(servable, body, codec.regress_input)
-        return codec.regress_response(outputs, n)
+        return await self._encode(codec.regress_response, outputs, n)
 
 
 def build_app(manager: ModelManager, **kwargs) -> tuple[ModelServer, web.Application]:

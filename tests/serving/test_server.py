@@ -157,6 +157,14 @@ def test_request_over_the_limit_is_refused_before_it_is_read(served):
                   b"Content-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n{")
         head = s.recv(4096)
     assert head.startswith(b"HTTP/1.1 413") and b'"error"' in head
+    # A chunked body (no Content-Length) is cut off once it passes the limit.
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(b"POST /v1/models/m:predict HTTP/1.1\r\nHost: x\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n")
+        chunk = b"2000\r\n" + b" " * 0x2000 + b"\r\n"
+        s.sendall(chunk)  # 8 KiB > the 4 KiB limit; the rest is never sent
+        head = s.recv(4096)
+    assert head.startswith(b"HTTP/1.1 413") and b'"error"' in head
     assert client.predict({"instances": X})[0] == 200
 
 
@@ -184,6 +192,12 @@ def test_simple_save_model_is_served(tmp_path):
             np.testing.assert_allclose(body["predictions"], models.expected_y(X, 0.5))
             assert Client(srv.url).call("GET", "/v1/models/s")[1][
                 "model_version_status"][0]["version"] == "3"
+            # Large bodies and answers are decoded and encoded off the event loop.
+            big = np.arange(3000 * 3, dtype=np.float32).reshape(3000, 3) / 100
+            status, body = Client(srv.url).predict({"inputs": big.tolist()}, model="s")
+            assert status == 200
+            np.testing.assert_allclose(body["outputs"], models.expected_y(big, 0.5),
+                                       rtol=1e-6)
     finally:
         manager.stop()
 
