@@ -14,7 +14,10 @@ one keep-alive connection.
   --seconds timed; p50 and p99 of the request round trip in ms (issue 19's targets:
   p50 <= 2 ms, p99 <= 10 ms).
 - throughput: 64 concurrent clients, unbatched and batched, requests per second; and
-  batched / unbatched (target >= 3x).
+  batched / unbatched (target >= 3x). Also the server process's CPU time per request
+  (/proc, all threads) over the same window, and its unbatched / batched ratio: where the
+  load generator shares the server's cores, the requests per second are capped by the
+  client too, and the CPU ratio is what a server with cores of its own would gain.
 
 Client and servers share the machine's cores, so the figures bound what the server does
 alone from below.
@@ -37,7 +40,9 @@ from _bench import BACKEND, emit, emit_error, guarded
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NAMES = ("serving_p50_ms", "serving_p99_ms", "serving_batched_p50_ms",
          "serving_batched_p99_ms", "serving_unbatched_rps_64",
-         "serving_batched_rps_64", "serving_batching_speedup_64")
+         "serving_batched_rps_64", "serving_batching_speedup_64",
+         "serving_unbatched_cpu_us_per_req", "serving_batched_cpu_us_per_req",
+         "serving_batching_cpu_saving_64")
 BATCHING = ("--enable_batching", "--max_batch_size", "64", "--batch_timeout_micros", "1000")
 SECONDS = float(next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1])
                       if a == "--seconds"), 5.0))
@@ -97,10 +102,26 @@ async def load(url: str, clients: int, warmup: float, seconds: float):
     return np.array(latencies), len(latencies)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc), all its threads."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(base: str, clients: int, *flags: str):
+    """(latencies, requests completed, server CPU seconds per request) of one window."""
     proc, url = start_server(base, *flags)
     try:
-        return asyncio.run(load(url, clients, 1.0, SECONDS))
+        async def timed():
+            async def cpu_at(t):
+                await asyncio.sleep(t)
+                return cpu_seconds(proc.pid)
+            window = asyncio.gather(cpu_at(1.0), cpu_at(1.0 + SECONDS))
+            lat, n = await load(url, clients, 1.0, SECONDS)
+            c0, c1 = await window
+            return lat, n, (c1 - c0) / max(n, 1)
+        return asyncio.run(timed())
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -116,15 +137,22 @@ def main() -> None:
         export(base)
         for prefix, flags in (("serving", ()), ("serving_batched", BATCHING)):
             with guarded(f"{prefix}_p50_ms", f"{prefix}_p99_ms"):
-                lat, _ = measure(base, 8, *flags)
+                lat, _, _ = measure(base, 8, *flags)
                 what = "batched" if flags else "unbatched"
                 for q, target in ((50, 2), (99, 10)):
                     emit(f"{prefix}_p{q}_ms", np.percentile(lat, q) * 1e3, "ms", "lower",
                          label=f"digits CNN :predict, 1 instance, 8 clients, {what}, p{q}",
                          note=f"target <= {target} ms")
         with guarded(*NAMES[4:]):
-            _, n_plain = measure(base, 64)
-            _, n_batched = measure(base, 64, *BATCHING)
+            _, n_plain, cpu_plain = measure(base, 64)
+            _, n_batched, cpu_batched = measure(base, 64, *BATCHING)
+            emit("serving_unbatched_cpu_us_per_req", cpu_plain * 1e6, "us", "lower",
+                 label="server CPU time per request, 64 clients, unbatched")
+            emit("serving_batched_cpu_us_per_req", cpu_batched * 1e6, "us", "lower",
+                 label="server CPU time per request, 64 clients, batched")
+            emit("serving_batching_cpu_saving_64", cpu_plain / max(cpu_batched, 1e-9), "x",
+                 "higher", label="unbatched / batched server CPU per request at 64 clients",
+                 note="the throughput ratio a server with its own cores would see")
             emit("serving_unbatched_rps_64", n_plain / SECONDS, "req/s", "higher",
                  label="digits CNN :predict, 64 clients, unbatched")
             emit("serving_batched_rps_64", n_batched / SECONDS, "req/s", "higher",
