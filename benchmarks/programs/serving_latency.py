@@ -10,7 +10,8 @@ depend on them) is exported with `tf.saved_model.simple_save` and served by two
 event loop, each simulated client sending 1-instance row-format requests back to back over
 one keep-alive connection.
 
-- latency: 8 concurrent clients, unbatched and batched servers, 1.0 s warm-up then
+- latency: 8 concurrent clients, unbatched and batched servers (also batched with
+  --batch_close_when_idle), 1.0 s warm-up then
   --seconds timed; p50 and p99 of the request round trip in ms (issue 19's targets:
   p50 <= 2 ms, p99 <= 10 ms).
 - throughput: 64 concurrent clients, unbatched and batched, requests per second; and
@@ -39,7 +40,8 @@ from _bench import BACKEND, emit, emit_error, guarded
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NAMES = ("serving_p50_ms", "serving_p99_ms", "serving_batched_p50_ms",
-         "serving_batched_p99_ms", "serving_unbatched_rps_64",
+         "serving_batched_p99_ms", "serving_batched_idle_p50_ms", "serving_batched_idle_p99_ms",
+         "serving_unbatched_rps_64",
          "serving_batched_rps_64", "serving_batching_speedup_64",
          "serving_unbatched_cpu_us_per_req", "serving_batched_cpu_us_per_req",
          "serving_batching_cpu_saving_64")
@@ -135,15 +137,16 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as base:
         export(base)
-        for prefix, flags in (("serving", ()), ("serving_batched", BATCHING)):
+        for prefix, flags in (("serving", ()), ("serving_batched", BATCHING),
+                              ("serving_batched_idle", BATCHING + ("--batch_close_when_idle",))):
             with guarded(f"{prefix}_p50_ms", f"{prefix}_p99_ms"):
                 lat, _, _ = measure(base, 8, *flags)
-                what = "batched" if flags else "unbatched"
+                what = {0: "unbatched", 6: "batched"}.get(len(flags), "batched, close when idle")
                 for q, target in ((50, 2), (99, 10)):
                     emit(f"{prefix}_p{q}_ms", np.percentile(lat, q) * 1e3, "ms", "lower",
                          label=f"digits CNN :predict, 1 instance, 8 clients, {what}, p{q}",
                          note=f"target <= {target} ms")
-        with guarded(*NAMES[4:]):
+        with guarded(*NAMES[6:]):
             _, n_plain, cpu_plain = measure(base, 64)
             _, n_batched, cpu_batched = measure(base, 64, *BATCHING)
             emit("serving_unbatched_cpu_us_per_req", cpu_plain * 1e6, "us", "lower",

@@ -3,14 +3,15 @@
 A request joins the open batch of its key: (servable, signature, the input aliases and, per
 alias, dtype and shape after dimension 0) — only such requests concatenate along dimension
 0. A batch closes when it holds `max_batch_size` rows or `batch_timeout_micros` after its
-first request arrived, whichever comes first -- or at the end of the current event-loop turn
-when no other request is on its way (`incoming`: requests the server has begun to handle and
-not yet submitted; with none, waiting could only add latency). It then runs once on the
-thread pool and each request gets its own slice of every output back. Requests arriving
-while a batch runs gather into the next one. Requests larger than `max_batch_size` run
-alone. If an output of the merged run does not have the batch's rows along dimension 0 (a
-signature that is not batchable), the batch's requests are run one by one instead. Errors
-of a merged run go to every request of the batch.
+first request arrived, whichever comes first (TF Serving's rule) -- or, when the server
+counts `incoming` requests (`--batch_close_when_idle`), at the end of the current event-loop
+turn if none is on its way (requests it has begun to handle and not yet submitted; with
+none, waiting could only add latency). It then runs once on the thread pool and each
+request gets its own slice of every output back. Requests arriving while a batch runs
+gather into the next one. Requests larger than `max_batch_size` run alone. If an output
+of the merged run does not have the batch's rows along dimension 0 (a signature that is not
+batchable), the batch's requests are run one by one instead. Errors of a merged run go to
+every request of the batch.
 
 All the bookkeeping happens on the event loop thread, so it needs no locks; only the model
 runs leave it.

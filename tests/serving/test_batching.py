@@ -100,8 +100,9 @@ def test_incompatible_shapes_do_not_merge_and_errors_reach_every_waiter():
     assert all(isinstance(e, errors.InvalidArgumentError) for e in out)
 
 
-@pytest.mark.parametrize("batching", [False, True])
-def test_batching_over_http_runs_the_model_fewer_times(tmp_path, export_root, batching):
+@pytest.mark.parametrize("batching,when_idle", [(False, False), (True, False), (True, True)])
+def test_batching_over_http_runs_the_model_fewer_times(tmp_path, export_root, batching,
+                                                       when_idle):
     write_version(str(tmp_path), 1, 1.0, export_root)
     manager = ModelManager("m", str(tmp_path), poll_wait_seconds=0)
     manager.start()
@@ -111,7 +112,8 @@ def test_batching_over_http_runs_the_model_fewer_times(tmp_path, export_root, ba
     barrier = threading.Barrier(n, timeout=30)
     try:
         with BackgroundServer(manager, enable_batching=batching, max_batch_size=n,
-                              batch_timeout_micros=2_000_000) as srv:
+                              batch_timeout_micros=2_000_000,
+                              batch_close_when_idle=when_idle) as srv:
             client = Client(srv.url)
 
             def one(i):
@@ -130,7 +132,11 @@ def test_batching_over_http_runs_the_model_fewer_times(tmp_path, export_root, ba
     for i, (status, body) in enumerate(results):
         assert status == 200
         np.testing.assert_allclose(body["predictions"], models.expected_y(rows[i], 1.0))
-    if batching:
-        assert runs < n
-    else:
+    if not batching:
         assert runs == n
+    elif not when_idle:
+        assert runs < n  # the 8 rows fill one batch unless 2 s pass between arrivals
+    else:
+        assert 1 <= runs <= n  # as many batches as the arrivals' loop turns
+    if when_idle:
+        assert srv.server.batcher.incoming == 0  # every counted request was discounted
