@@ -7,9 +7,11 @@ import base64
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 
 import tensorflux as tf
 from tensorflux import freeze_cli
@@ -223,9 +225,6 @@ def test_freeze_is_a_console_command():
     proc = subprocess.run([sys.executable, "-m", "tensorflux.freeze_cli", "--help"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "--input_saved_model_dir" in proc.stdout
-    import tomllib
-    from pathlib import Path
-
     project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     assert project["project"]["scripts"]["tensorflux-freeze"] == "tensorflux.freeze_cli:main"
 
