@@ -177,3 +177,34 @@ with tf.Graph().as_default() as g:
         result = sess.run("y:0", {"x:0": np.array(cfg["x"], np.float32)})
 """)
     np.testing.assert_allclose(theirs, ref, rtol=RTOL, atol=1e-4)
+
+
+def test_a_training_flag_with_a_default_is_fixed_and_its_branches_pruned():
+    rng = np.random.RandomState(9)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 6, 6, 1], name="x")
+        training = tf.placeholder_with_default(False, [], name="training")
+        h = tf.layers.conv2d(x, 3, 3, name="conv")
+        h = tf.layers.batch_normalization(h, training=training, name="bn")  # tf.cond inside
+        h = tf.layers.dropout(h, 0.5, training=training)  # tf.cond inside
+        h = tf.layers.dense(tf.layers.flatten(h), 2, name="fc")
+        tf.identity(h, name="y")
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            _randomize(sess, rng)
+            xv = rng.randn(2, 6, 6, 1).astype(np.float32)
+            ref = sess.run("y:0", {x: xv})
+            frozen = gu.convert_variables_to_constants(sess, g.as_graph_def(), ["y"])
+    assert {"Switch", "Merge", "RandomUniform"} <= set(_ops(frozen))
+    switches = [n for n in frozen.node if n.op == "Switch"]
+    assert any(n.attr["T"].type == tf.float32.as_datatype_enum for n in switches)  # was resource
+    np.testing.assert_allclose(_run(frozen, xv), ref, rtol=1e-6)
+    opt = inference.optimize_for_inference(frozen, ["x"], ["y"])
+    assert set(_ops(opt)) == {"Placeholder", "Const", "Conv2D", "BiasAdd", "Reshape", "MatMul",
+                              "Identity"}
+    np.testing.assert_allclose(_run(opt, xv), ref, rtol=RTOL, atol=1e-5)
+    # Listed as an input, the flag stays a placeholder and both branches stay.
+    kept = inference.optimize_for_inference(frozen, ["x", "training"], ["y"])
+    assert "Merge" in _ops(kept) and "PlaceholderWithDefault" in _ops(kept)
+    np.testing.assert_allclose(_run(kept, xv), ref, rtol=RTOL, atol=1e-5)
