@@ -63,7 +63,8 @@ def _export_with_assets(export_dir, vocab_path, as_text=False):
             main_op=main_op)
         sig = tf.saved_model.signature_def_utils.predict_signature_def({"x": x}, {"y": y})
         builder.add_meta_graph([tf.saved_model.tag_constants.SERVING, "gpu"],
-                               signature_def_map={"serving_default": sig})
+                               signature_def_map={"serving_default": sig},
+                               strip_default_attrs=True)
         return builder.save(as_text=as_text)
 
 
@@ -164,6 +165,9 @@ def test_two_meta_graphs_assets_and_main_op(tmp_path, vocab, as_text):
         assert (asset.filename, asset.tensor_info.name) == ("vocab.txt", "asset_path:0")
         assert list(sm.meta_graphs[0].collection_def["saved_model_main_op"].node_list.value) \
             == ["main_op"]
+        matmuls = [[n for n in mg.graph_def.node if n.op == "MatMul"][0] for mg in sm.meta_graphs]
+        assert "transpose_a" in matmuls[0].attr and "transpose_a" not in matmuls[1].attr
+        assert sm.meta_graphs[1].meta_info_def.stripped_default_attrs
 
 
 def test_asset_names_are_made_unique(tmp_path):
