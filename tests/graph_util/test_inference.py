@@ -208,3 +208,48 @@ def test_a_training_flag_with_a_default_is_fixed_and_its_branches_pruned():
     kept = inference.optimize_for_inference(frozen, ["x", "training"], ["y"])
     assert "Merge" in _ops(kept) and "PlaceholderWithDefault" in _ops(kept)
     np.testing.assert_allclose(_run(kept, xv), ref, rtol=RTOL, atol=1e-5)
+
+
+@pytest.mark.oracle
+def test_freezing_and_folding_a_tensorflow_saved_model(tmp_path):
+    """TensorFlow writes a TF1 SavedModel of a CNN with both batch-norm forms (ref and
+    resource variables); tensorflux-freeze --optimize_for_inference gives its outputs."""
+    export_dir = str(tmp_path / "tf_cnn")
+    cfg = {"dir": export_dir}
+    theirs = run_tf(f"cfg = json.loads({json.dumps(json.dumps(cfg))})\n" + """
+rng = np.random.RandomState(11)
+def var(name, shape, low=-1.0, resource=False):
+    init = rng.uniform(low, 1.5, shape).astype(np.float32)
+    return tf.get_variable(name, initializer=init, use_resource=resource)
+with tf.Graph().as_default(), tf.Session() as sess:
+    x = tf.placeholder(tf.float32, [None, 6, 6, 2], name="x")
+    h = tf.nn.conv2d(x, var("k1", [3, 3, 2, 4]), [1, 1, 1, 1], "SAME")
+    h, _, _ = tf.nn.fused_batch_norm(h, var("g1", [4], 0.5), var("b1", [4], resource=True),
+                                     var("m1", [4]), var("v1", [4], 0.5), is_training=False)
+    h = tf.nn.relu(h)
+    h = tf.nn.bias_add(tf.nn.conv2d(h, var("k2", [3, 3, 4, 3], resource=True), [1, 1, 1, 1],
+                                    "VALID"), var("c2", [3]))
+    h = tf.nn.batch_normalization(h, var("m2", [3]), var("v2", [3], 0.5), var("b2", [3]),
+                                  var("g2", [3], 0.5), 1e-3)
+    h = tf.reshape(h, [-1, 4 * 4 * 3])
+    y = tf.identity(tf.matmul(h, var("w3", [48, 2])), name="y")
+    sess.run(tf.global_variables_initializer())
+    builder = tf.saved_model.Builder(cfg["dir"])
+    builder.add_meta_graph_and_variables(
+        sess, ["serve"], {"serving_default": tf.saved_model.predict_signature_def({"x": x},
+                                                                                  {"y": y})},
+        saver=tf.train.Saver(sharded=False))
+    builder.save()
+    xv = rng.randn(2, 6, 6, 2).astype(np.float32)
+    result = {"x": xv, "y": sess.run(y, {x: xv})}
+""")
+    out = str(tmp_path / "frozen.pb")
+    from tensorflux import freeze_cli
+
+    assert freeze_cli.main(["--input_saved_model_dir", export_dir, "--output_node_names", "y",
+                            "--output_graph", out, "--optimize_for_inference",
+                            "--input_node_names", "x"]) == 0
+    folded = tf.GraphDef.FromString(open(out, "rb").read())
+    assert not {"FusedBatchNormV3", "FusedBatchNorm", "Rsqrt", "Mul", "VariableV2",
+                "VarHandleOp"} & set(_ops(folded))
+    np.testing.assert_allclose(_run(folded, theirs["x"]), theirs["y"], rtol=RTOL, atol=1e-4)
