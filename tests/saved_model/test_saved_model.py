@@ -498,3 +498,25 @@ def test_tensorflux_loads_a_tensorflow_simple_save(tf_side):
     with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
         mgd = tf.saved_model.loader.load(sess, ["serve"], cfg["tf_simple"] + "_again")
         np.testing.assert_allclose(_run_signature(sess, mgd), theirs["tf_simple"], rtol=1e-6)
+
+
+@pytest.mark.oracle
+def test_a_tensorflow_model_re_exported_by_tensorflux_loads_in_tensorflow(tf_side, tmp_path):
+    """Ref variables (VariableV2) survive the trip TF -> tensorflux -> TF: restored with
+    Assign, exported as non-resource VariableDefs."""
+    cfg, theirs = tf_side
+    again = str(tmp_path / "again")
+    with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+        tf.saved_model.loader.load(sess, ["serve"], cfg["tf_builder"])
+        tf.saved_model.simple_save(sess, again, {"x": g.get_tensor_by_name("x:0")},
+                                   {"y": g.get_tensor_by_name("y:0")})
+    with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+        mgd = tf.saved_model.loader.load(sess, ["serve"], again)
+        np.testing.assert_allclose(_run_signature(sess, mgd), theirs["tf_builder"], rtol=1e-6)
+    y = run_tf(f"d, x = {again!r}, np.array({X.tolist()}, np.float32)\n" + """
+with tf.Session(graph=tf.Graph()) as sess:
+    mgd = tf.saved_model.loader.load(sess, ["serve"], d)
+    sig = mgd.signature_def["serving_default"]
+    result = sess.run(sig.outputs["y"].name, {sig.inputs["x"].name: x})
+""")
+    np.testing.assert_allclose(y, theirs["tf_builder"], rtol=1e-6)
