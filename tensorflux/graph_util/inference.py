@@ -39,6 +39,7 @@ from tensorflux.graph_util.graph_util_impl import (
     remove_training_nodes,
 )
 from tensorflux.protos import attr_value_pb2, graph_pb2, types_pb2
+from tensorflux.runtime.session import Session
 
 __all__ = ["fold_batch_norms", "fold_constants", "freeze_placeholder_defaults",
            "optimize_for_inference", "prune_dead_branches"]
@@ -121,8 +122,6 @@ def fold_constants(graph_def, output_node_names):
     needed = {node_name(i) for n in graph_def.node if n.name not in foldable
               for i in n.input if node_name(i) in foldable}
     needed |= {node_name(o) for o in output_node_names} & foldable
-    from tensorflux.runtime.session import Session  # the runtime computes the values
-
     names = sorted(needed)
     with graph_lib.Graph().as_default() as g:
         import_graph_def(extract_sub_graph(graph_def, names), name="")

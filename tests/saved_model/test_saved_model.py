@@ -242,6 +242,10 @@ def test_unknown_tags_and_corrupt_variables(tmp_path):
     with tf.Session(graph=tf.Graph()) as sess:
         with pytest.raises(tf.errors.DataLossError, match="variables.data-00000-of-00001"):
             tf.saved_model.loader.load(sess, ["serve"], export_dir)
+    os.remove(os.path.join(export_dir, "variables", "variables.index"))
+    with tf.Session(graph=tf.Graph()) as sess:
+        with pytest.raises(ValueError, match="not a valid checkpoint: .*variables/variables"):
+            tf.saved_model.loader.load(sess, ["serve"], export_dir)
 
 
 def test_builder_misuse(tmp_path):
