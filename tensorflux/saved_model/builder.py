@@ -11,6 +11,7 @@ collection as packed AssetFileDefs, as TensorFlow 1.x does.
 
 from __future__ import annotations
 
+import filecmp
 import logging
 import os
 import shutil
@@ -61,14 +62,16 @@ def _asset_path(asset_tensor) -> str:
     return _text(value.reshape(-1)[0])
 
 
-def _unique_filename(source: str, taken: dict[str, str]) -> str:
-    """`source`'s base name, suffixed `_1`, `_2`, ... if another file already took it."""
+def _asset_filename(source: str, taken: dict[str, str]) -> str:
+    """The name `source` gets under `assets/`: its base name, unless a different file
+    already took it, then `<name>_1`, `<name>_2`, ... (TensorFlow's naming)."""
     base = os.path.basename(source)
-    name, n = base, 0
-    while name in taken and taken[name] != source:
-        n += 1
-        stem, ext = os.path.splitext(base)
-        name = f"{stem}_{n}{ext}"
+    other = taken.get(base)
+    if other is None or other == source or filecmp.cmp(source, other, shallow=False):
+        return base
+    name, i = base, 1
+    while name in taken:
+        name, i = f"{base}_{i}", i + 1
     return name
 
 
@@ -143,10 +146,11 @@ class SavedModelBuilder:
         taken: dict[str, str] = {}
         for asset_tensor in assets_collection or []:
             source = _asset_path(asset_tensor)
-            name = _unique_filename(source, taken)
-            if name in taken:
-                continue
-            taken[name] = source
+            if not os.path.isfile(source):
+                raise errors.NotFoundError(None, None, f"Asset file {source} (tensor "
+                                           f"{asset_tensor.name}) does not exist")
+            name = _asset_filename(source, taken)
+            taken[name] = source  # every tensor gets its AssetFileDef, duplicates too
             asset = meta_graph_pb2.AssetFileDef(filename=name)
             asset.tensor_info.name = asset_tensor.name
             # TensorFlow's loader unpacks it by TensorFlow's full message name.

@@ -173,17 +173,28 @@ def test_two_meta_graphs_assets_and_main_op(tmp_path, vocab, as_text):
 def test_asset_names_are_made_unique(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
+    (tmp_path / "c").mkdir()
     (tmp_path / "a" / "v.txt").write_text("1")
     (tmp_path / "b" / "v.txt").write_text("2")
+    (tmp_path / "c" / "v.txt").write_text("1")  # same contents as a/v.txt: shares its name
     export_dir = str(tmp_path / "m")
     with tf.Graph().as_default(), tf.Session() as sess:
-        assets = [tf.constant(str(tmp_path / d / "v.txt")) for d in ("a", "b", "a")]
+        assets = [tf.constant(str(tmp_path / d / "v.txt"), name=f"asset_{d}")
+                  for d in ("a", "b", "c")]
         builder = tf.saved_model.Builder(export_dir)
         builder.add_meta_graph_and_variables(sess, ["t"], assets_collection=assets)
         builder.save()
+        with pytest.raises(tf.errors.NotFoundError, match="missing.txt"):
+            tf.saved_model.Builder(str(tmp_path / "m2")).add_meta_graph_and_variables(
+                sess, ["t"], assets_collection=[tf.constant(str(tmp_path / "missing.txt"))])
     assets_dir = os.path.join(export_dir, "assets")
-    assert sorted(os.listdir(assets_dir)) == ["v.txt", "v_1.txt"]
-    assert open(os.path.join(assets_dir, "v_1.txt")).read() == "2"
+    assert sorted(os.listdir(assets_dir)) == ["v.txt", "v.txt_1"]  # TensorFlow's naming
+    assert open(os.path.join(assets_dir, "v.txt_1")).read() == "2"
+    with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+        mgd = tf.saved_model.loader.load(sess, ["t"], export_dir)
+        fed = tf.saved_model.loader.get_asset_tensors(export_dir, mgd)
+    assert fed == {f"asset_{d}:0": os.path.join(assets_dir, name)
+                   for d, name in (("a", "v.txt"), ("b", "v.txt_1"), ("c", "v.txt"))}
 
 
 def test_a_model_without_variables(tmp_path):
