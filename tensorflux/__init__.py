@@ -180,3 +180,7 @@ from tensorflux.manip.space_batch import *  # noqa: E402,F401,F403
 from tensorflux.sparse.sparse_extra import *  # noqa: E402,F401,F403
 from tensorflux.ops.matrix_ops import matmul as sparse_matmul  # noqa: E402,F401
 from tensorflux.ops.random_ext_ops import *  # noqa: E402,F401,F403
+# TF1 aliases, constants and thin helpers (tf.arg_max, tf.op_scope, tf.OpError, ...), tf.queue.
+from tensorflux.compat.extras import *  # noqa: E402,F401,F403
+from tensorflux import queue  # noqa: E402,F401 - tf.queue
+initializers.tables_initializer = tables_initializer  # noqa: F405 - tf.initializers.tables_initializer
