@@ -148,3 +148,5 @@ from tensorflux.protos.summary_pb2 import (  # noqa: F401,E402
 )
 
 from tensorflux.framework.versions import __version__  # noqa: E402,F401
+from tensorflux import image  # noqa: E402,F401 - tf.image
+from tensorflux.image.image_ops import random_crop  # noqa: E402,F401 - tf.random_crop

@@ -16,6 +16,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     control_flow_ops,
     data_flow_ops,
     gather_ops,
+    image_ops,
     io_ops,
     joining_ops,
     logging_ops,

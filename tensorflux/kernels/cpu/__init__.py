@@ -14,6 +14,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     conv_ops,
     data_flow_ops,
     gather_ops,
+    image_ops,
     io_ops,
     joining_ops,
     logging_ops,

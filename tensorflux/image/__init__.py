@@ -1,0 +1,54 @@
+"""`tf.image`: resizing, crops and pads, flips, colour, dtype conversion, boxes and codecs
+(TF1 names). The compositions are in image_ops.py here; the raw ops in
+tensorflux/ops/image_ops.py."""
+
+from tensorflux.image.image_ops import (  # noqa: F401
+    ResizeMethod,
+    adjust_brightness,
+    adjust_contrast,
+    adjust_gamma,
+    adjust_hue,
+    adjust_saturation,
+    central_crop,
+    convert_image_dtype,
+    crop_to_bounding_box,
+    flip_left_right,
+    flip_up_down,
+    grayscale_to_rgb,
+    hsv_to_rgb,
+    pad_to_bounding_box,
+    per_image_standardization,
+    random_brightness,
+    random_contrast,
+    random_crop,
+    random_flip_left_right,
+    random_flip_up_down,
+    random_hue,
+    random_saturation,
+    resize_area,
+    resize_bicubic,
+    resize_bilinear,
+    resize_image_with_crop_or_pad,
+    resize_images,
+    resize_nearest_neighbor,
+    resize_with_crop_or_pad,
+    rgb_to_grayscale,
+    rgb_to_hsv,
+    rot90,
+    transpose_image,
+)
+from tensorflux.image.image_ops import resize_images as resize  # noqa: F401
+from tensorflux.image.image_ops import transpose_image as transpose  # noqa: F401
+from tensorflux.ops.image_ops import (  # noqa: F401
+    crop_and_resize,
+    decode_bmp,
+    decode_gif,
+    decode_image,
+    decode_jpeg,
+    decode_png,
+    draw_bounding_boxes,
+    encode_jpeg,
+    encode_png,
+    non_max_suppression,
+    sample_distorted_bounding_box,
+)
