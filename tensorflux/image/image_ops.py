@@ -200,9 +200,15 @@ def central_crop(image, central_fraction):
         if central_fraction == 1.0:
             return image
         height, width = _static_or_dynamic(image)
-        fraction_offset = int(1 / ((1 - central_fraction) / 2.0))
-        top = height // fraction_offset
-        left = width // fraction_offset
+        starts = []
+        for size in (height, width):
+            if _known(size):
+                starts.append(int((size - size * central_fraction) / 2))
+            else:
+                size_f = math_ops.cast(size, dtypes.float64)
+                starts.append(math_ops.cast((size_f - size_f * central_fraction) / 2,
+                                            dtypes.int32))
+        top, left = starts
         return crop_to_bounding_box(image, top, left, height - top * 2, width - left * 2)
 
 
