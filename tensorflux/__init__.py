@@ -150,3 +150,6 @@ from tensorflux.protos.summary_pb2 import (  # noqa: F401,E402
 from tensorflux.framework.versions import __version__  # noqa: E402,F401
 from tensorflux import image  # noqa: E402,F401 - tf.image
 from tensorflux.image.image_ops import random_crop  # noqa: E402,F401 - tf.random_crop
+from tensorflux import strings  # noqa: E402,F401 - tf.strings
+from tensorflux.ops.string_ops import *  # noqa: E402,F401,F403 - tf.string_join, tf.substr, ...
+from tensorflux import io  # noqa: E402,F401 - tf.io

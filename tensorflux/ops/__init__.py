@@ -33,6 +33,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     slicing_ops,
     sparse_ops,
     state_ops,
+    string_ops,
     summary_ops,
     tensor_array_ops,
     training_ops,

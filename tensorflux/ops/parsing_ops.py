@@ -286,3 +286,27 @@ def parse_single_example(serialized, features, name=None, example_names=None):
         serialized = convert_to_tensor(serialized, dtype=dtypes.string, name="serialized")
         serialized.shape.assert_has_rank(0)
         return parse_example(serialized, features, example_names=example_names)
+
+
+# ---- SerializeTensor, ParseTensor --------------------------------------------------------
+
+__all__ += ["serialize_tensor", "parse_tensor"]
+
+define_op("SerializeTensor", inputs=["tensor: T"], outputs=["serialized: string"],
+          attrs=["T: type"], shape_fn=lambda op: [TensorShape([])])
+define_op("ParseTensor", inputs=["serialized: string"], outputs=["output: out_type"],
+          attrs=["out_type: type"], shape_fn=lambda op: [None])
+not_differentiable("SerializeTensor")
+not_differentiable("ParseTensor")
+
+
+def serialize_tensor(tensor, name=None):
+    """The TensorProto of `tensor`, serialized (`tf.io.serialize_tensor`)."""
+    return apply_op("SerializeTensor", tensor=convert_to_tensor(tensor),
+                    name=name or "SerializeTensor")
+
+
+def parse_tensor(serialized, out_type, name=None):
+    """The tensor of a serialized TensorProto of type `out_type` (`tf.io.parse_tensor`)."""
+    return apply_op("ParseTensor", serialized=convert_to_tensor(serialized, dtypes.string),
+                    out_type=dtypes.as_dtype(out_type), name=name or "ParseTensor")

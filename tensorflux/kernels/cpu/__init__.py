@@ -32,6 +32,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     slicing_ops,
     sparse_ops,
     state_ops,
+    string_ops,
     summary_ops,
     tensor_array_ops,
     training_ops,

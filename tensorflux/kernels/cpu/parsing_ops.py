@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorflux.framework import dtypes, errors
+from tensorflux.framework import dtypes, errors, tensor_util
 from tensorflux.kernels.registry import kernel_factory
-from tensorflux.protos import example_pb2
+from tensorflux.protos import example_pb2, tensor_pb2
 
 # ---- DecodeCSV ---------------------------------------------------------------------------
 
@@ -326,3 +326,36 @@ def _dense(parsed, labels, key, dtype, shape, default, batch_shape) -> np.ndarra
             out[b] = r
         full = tuple(shape)
     return out.reshape(tuple(batch_shape) + full)
+
+
+# ---- SerializeTensor, ParseTensor --------------------------------------------------------
+
+
+@kernel_factory("SerializeTensor")
+def _serialize_tensor(node):
+    def compute(ctx, tensor):
+        proto = tensor_util.make_tensor_proto(tensor, dtype=node.attrs["T"])
+        return np.array(proto.SerializeToString(), dtype=object)
+
+    return compute
+
+
+@kernel_factory("ParseTensor")
+def _parse_tensor(node):
+    out_type = node.attrs["out_type"]
+
+    def compute(ctx, serialized):
+        proto = tensor_pb2.TensorProto()
+        try:
+            proto.ParseFromString(bytes(np.asarray(serialized, dtype=object).item()))
+        except Exception:  # noqa: BLE001 - protobuf's DecodeError and friends
+            raise errors.InvalidArgumentError(
+                None, None, "Could not parse `serialized` as TensorProto") from None
+        if proto.dtype != out_type.as_datatype_enum:
+            got = dtypes.as_dtype(proto.dtype).name if proto.dtype else "invalid"
+            raise errors.InvalidArgumentError(
+                None, None, f"Type mismatch between parsed tensor ({got}) and dtype "
+                f"({out_type.name})")
+        return tensor_util.MakeNdarray(proto)
+
+    return compute
