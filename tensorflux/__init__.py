@@ -153,3 +153,6 @@ from tensorflux.image.image_ops import random_crop  # noqa: E402,F401 - tf.rando
 from tensorflux import strings  # noqa: E402,F401 - tf.strings
 from tensorflux.ops.string_ops import *  # noqa: E402,F401,F403 - tf.string_join, tf.substr, ...
 from tensorflux import io  # noqa: E402,F401 - tf.io
+from tensorflux import signal  # noqa: E402,F401 - tf.signal
+from tensorflux import spectral  # noqa: E402,F401 - tf.spectral
+from tensorflux.ops.spectral_ops import fft, fft2d, fft3d, ifft, ifft2d, ifft3d  # noqa: E402,F401

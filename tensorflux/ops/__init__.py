@@ -32,6 +32,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     sequence_ops,
     slicing_ops,
     sparse_ops,
+    spectral_ops,
     state_ops,
     string_ops,
     summary_ops,

@@ -31,6 +31,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     sequence_ops,
     slicing_ops,
     sparse_ops,
+    spectral_ops,
     state_ops,
     string_ops,
     summary_ops,
