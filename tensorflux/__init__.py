@@ -156,3 +156,4 @@ from tensorflux import io  # noqa: E402,F401 - tf.io
 from tensorflux import signal  # noqa: E402,F401 - tf.signal
 from tensorflux import spectral  # noqa: E402,F401 - tf.spectral
 from tensorflux.ops.spectral_ops import fft, fft2d, fft3d, ifft, ifft2d, ifft3d  # noqa: E402,F401
+from tensorflux.ops.array_ext_ops import *  # noqa: E402,F401,F403 - tf.roll, tf.space_to_depth, ...

@@ -8,6 +8,7 @@ Only op families live here; the libraries built from them have packages of their
 # import its helpers.
 from tensorflux.ops import math_ops  # noqa: F401, I001
 from tensorflux.ops import (  # noqa: F401 - importing registers the ops
+    array_ext_ops,
     array_ops,
     candidate_sampling_ops,
     comparison_ops,

@@ -6,6 +6,7 @@ and malloc policy that the kernels assume (_blas.py explains both).
 
 from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the kernels
     _blas,
+    array_ext_ops,
     array_ops,
     candidate_sampling_ops,
     comparison_ops,
