@@ -28,6 +28,7 @@ from tensorflux.framework.op_registry import define_op, not_differentiable
 from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.framework.tensor_shape import TensorShape
+from tensorflux.ops import array_ops, joining_ops, math_ops, sequence_ops
 
 __all__ = ["string_join", "string_split", "substr", "string_length", "regex_replace",
            "string_to_number", "string_to_hash_bucket", "string_to_hash_bucket_fast",
@@ -318,8 +319,7 @@ def reduce_join(inputs, axis=None, keep_dims=None, separator="", name=None,
         if axis is None:
             rank = inputs.shape.ndims
             if rank is None:  # all axes of an unknown rank: one axis of the flattened input
-                inputs = apply_op("Reshape", tensor=inputs,
-                                  shape=convert_to_tensor([-1], dtypes.int32))
+                inputs = array_ops.reshape(inputs, [-1])
                 rank = 1
             axis = list(range(rank))
         return apply_op("ReduceJoin", inputs=inputs,
@@ -361,3 +361,65 @@ def encode_base64(input, pad=False, name=None):  # noqa: A002
 def decode_base64(input, name=None):  # noqa: A002
     """Decodes web-safe base64, padded or not (`tf.io.decode_base64`)."""
     return apply_op("DecodeBase64", input=_strings(input), name=name or "DecodeBase64")
+
+
+# ---- UnicodeDecode, UnicodeEncode ---------------------------------------------------------
+
+_ENCODINGS = "{'UTF-8', 'UTF-16-BE', 'UTF-32-BE'}"
+_ERRORS = "errors: {'strict', 'replace', 'ignore'} = 'replace'"
+
+define_op("UnicodeDecode", inputs=["input: string"],
+          outputs=["row_splits: Tsplits", "char_values: int32"],
+          attrs=["input_encoding: string", _ERRORS, "replacement_char: int = 65533",
+                 "replace_control_characters: bool = false",
+                 "Tsplits: {int32, int64} = DT_INT64"],
+          shape_fn=lambda op: [[None], [None]])
+define_op("UnicodeEncode", inputs=["input_values: int32", "input_splits: Tsplits"],
+          outputs=["output: string"],
+          attrs=[_ERRORS, f"output_encoding: {_ENCODINGS}", "replacement_char: int = 65533",
+                 "Tsplits: {int32, int64} = DT_INT64"],
+          shape_fn=lambda op: [[None]])
+not_differentiable("UnicodeDecode")
+not_differentiable("UnicodeEncode")
+
+
+def unicode_decode(input, input_encoding, errors="replace", replacement_char=65533,  # noqa: A002
+                   replace_control_characters=False, name=None):
+    """The code points of a scalar string as an int32 vector (`tf.strings.unicode_decode`).
+
+    Raises:
+      NotImplementedError: a non-scalar input, whose result is a RaggedTensor in TF.
+    """
+    with graph_lib.name_scope(name, "UnicodeDecode", [input]):
+        x = _strings(input)
+        if x.shape.ndims != 0:
+            raise NotImplementedError("unicode_decode of a non-scalar input gives a "
+                                      "RaggedTensor, which tensorflux does not have")
+        _, values = apply_op("UnicodeDecode", input=x, input_encoding=input_encoding,
+                             errors=errors, replacement_char=replacement_char,
+                             replace_control_characters=replace_control_characters)
+        return values
+
+
+def unicode_encode(input, output_encoding, errors="replace", replacement_char=65533,  # noqa: A002
+                   name=None):
+    """Encodes the code points of the innermost dimension of a dense int32 tensor as
+    strings (`tf.strings.unicode_encode`): shape [..., chars] -> [...]."""
+    with graph_lib.name_scope(name, "UnicodeEncode", [input]):
+        x = convert_to_tensor(input, dtype=dtypes.int32, name="input")
+        if x.shape.ndims is None or x.shape.ndims == 0:
+            raise ValueError("unicode_encode needs a dense input of known rank >= 1")
+        shape = array_ops.shape(x, out_type=dtypes.int64)
+        inner = shape[-1]
+        values = array_ops.reshape(x, [-1])
+        total = math_ops.cast(array_ops.size(values, out_type=dtypes.int64), dtypes.int64)
+        splits = sequence_ops.range(math_ops.cast(0, dtypes.int64), total + 1,
+                                    math_ops.maximum(inner, 1))
+        if x.shape.ndims == 1:
+            splits = joining_ops.stack([math_ops.cast(0, dtypes.int64), total])
+        out = apply_op("UnicodeEncode", input_values=values, input_splits=splits,
+                       errors=errors, output_encoding=output_encoding,
+                       replacement_char=replacement_char)
+        result = array_ops.reshape(out, shape[:-1])
+        result.set_shape(x.shape[:-1])
+        return result

@@ -18,4 +18,6 @@ to_hash_bucket = _s.string_to_hash_bucket
 to_hash_bucket_fast = _s.string_to_hash_bucket_fast
 to_hash_bucket_strong = _s.string_to_hash_bucket_strong
 to_number = _s.string_to_number
+unicode_decode = _s.unicode_decode
+unicode_encode = _s.unicode_encode
 upper = _s.upper

@@ -73,6 +73,13 @@ EXPRESSIONS = {
     "b64": "tf.encode_base64(['hello?>', 'ab', ''])",
     "b64_pad": "tf.io.encode_base64(['ab', 'abcd'], pad=True)",
     "b64_dec": "tf.decode_base64(['aGVsbG8_Pg', 'YWI=', 'YWI'])",
+    "udecode": "tf.strings.unicode_decode(u'h\\u00e9llo \\U0001F600'.encode(), 'UTF-8')",
+    "udecode_bad": "tf.strings.unicode_decode(b'a\\xffb', 'UTF-8', replacement_char=63)",
+    "udecode_ctrl": "tf.strings.unicode_decode(b'a\\x01b', 'UTF-8', "
+                    "replace_control_characters=True)",
+    "uencode": "tf.strings.unicode_encode([[104, 233, 108], [128512, 65, 66]], 'UTF-8')",
+    "uencode_1d": "tf.strings.unicode_encode([104, 105], 'UTF-16-BE')",
+    "uencode_bad": "tf.strings.unicode_encode([104, -5, 1114112], 'UTF-8')",
 }
 
 
@@ -172,7 +179,8 @@ def test_dense_from_string_split():
 MY_OPS = ["StringJoin", "StringSplit", "StringSplitV2", "Substr", "StringLength",
           "StringLower", "StringUpper", "StringStrip", "RegexReplace", "StaticRegexReplace",
           "RegexFullMatch", "StringToNumber", "StringToHashBucket", "StringToHashBucketFast",
-          "StringToHashBucketStrong", "ReduceJoin", "AsString", "EncodeBase64", "DecodeBase64"]
+          "StringToHashBucketStrong", "ReduceJoin", "AsString", "EncodeBase64", "DecodeBase64",
+          "UnicodeDecode", "UnicodeEncode"]
 
 
 @pytest.mark.parametrize("op_type", MY_OPS)

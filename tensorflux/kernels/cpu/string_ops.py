@@ -403,3 +403,74 @@ def _decode64(s: bytes) -> bytes:
 @kernel("DecodeBase64")
 def _decode_base64(ctx, x):
     return _map(lambda s: _decode64(_bytes(s)), x)
+
+
+# ---- UnicodeDecode, UnicodeEncode ---------------------------------------------------------
+
+_CODECS = {"UTF-8": "utf-8", "UTF-16-BE": "utf-16-be", "UTF-32-BE": "utf-32-be"}
+
+
+def _codec(name: str) -> str:
+    key = name.upper().replace("_", "-")
+    key = {"UTF8": "UTF-8", "UTF16-BE": "UTF-16-BE", "UTF32-BE": "UTF-32-BE"}.get(key, key)
+    if key not in _CODECS:
+        raise _invalid(f"Could not create converter for input encoding: {name}")
+    return _CODECS[key]
+
+
+def _is_control(cp: int) -> bool:
+    return cp < 0x20 or 0x7F <= cp < 0xA0
+
+
+@kernel_factory("UnicodeDecode")
+def _unicode_decode(node):
+    a = node.attrs
+    errors_mode, repl = a["errors"], chr(a["replacement_char"])
+    split_type = a["Tsplits"].as_numpy_dtype
+    controls = a["replace_control_characters"]
+
+    def compute(ctx, x):
+        codec = _codec(a["input_encoding"])
+        splits, values = [0], []
+        for s in np.asarray(x, object).reshape(-1):
+            try:
+                text = _bytes(s).decode(codec, "strict" if errors_mode == "strict" else
+                                        "replace" if errors_mode == "replace" else "ignore")
+            except UnicodeDecodeError:
+                raise _invalid("Invalid formatting on input string") from None
+            if errors_mode == "replace" and repl != "\ufffd":
+                text = text.replace("\ufffd", repl)
+            points = [ord(c) for c in text]
+            if controls:
+                points = [a["replacement_char"] if _is_control(p) else p for p in points]
+            values.extend(points)
+            splits.append(len(values))
+        return np.array(splits, split_type), np.array(values, np.int32)
+
+    return compute
+
+
+@kernel_factory("UnicodeEncode")
+def _unicode_encode(node):
+    a = node.attrs
+    codec = _codec(a["output_encoding"])
+    errors_mode, repl = a["errors"], a["replacement_char"]
+
+    def char(cp: int) -> str:
+        if 0 <= cp <= 0x10FFFF and not 0xD800 <= cp <= 0xDFFF:
+            return chr(cp)
+        if errors_mode == "strict":
+            raise _invalid(f"Invalid code point: {cp}")
+        return "" if errors_mode == "ignore" else chr(repl)
+
+    def compute(ctx, values, splits):
+        if splits.ndim != 1 or splits.size == 0 or splits[0] != 0 or \
+                splits[-1] != values.size or (np.diff(splits) < 0).any():
+            raise _invalid("Invalid input_splits")
+        out = np.empty(splits.size - 1, dtype=object)
+        for i in range(splits.size - 1):
+            text = "".join(char(int(cp)) for cp in values[splits[i]:splits[i + 1]])
+            out[i] = text.encode(codec)
+        return out
+
+    return compute
