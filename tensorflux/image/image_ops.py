@@ -13,7 +13,7 @@ import enum
 
 import numpy as np
 
-from tensorflux.control_flow.builders import cond, with_dependencies
+from tensorflux.control_flow.builders import case, cond, with_dependencies
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.common_shapes import constant_value
@@ -110,7 +110,7 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
         h, w = images.shape.as_list()[-3:-1]
         if h is not None and w is not None:
             scale = min(size_value[0] / h, size_value[1] / w)
-            size = [max(int(round(h * scale)), 1), max(int(round(w * scale)), 1)]
+            size = [int(round(h * scale)), int(round(w * scale))]
             size_value = size
     if size_value is not None and images.shape.as_list()[-3:-1] == list(size_value):
         return images
@@ -312,24 +312,31 @@ def transpose_image(image):
         return array_ops.transpose(image, [0, 2, 1, 3] if batch else [1, 0, 2])
 
 
+def _rot90_fixed(image, k, batch):
+    h, w = (1, 2) if batch else (0, 1)
+    perm = [0, 2, 1, 3] if batch else [1, 0, 2]
+    if k == 0:
+        return image
+    if k == 1:
+        return array_ops.transpose(joining_ops.reverse(image, [w]), perm)
+    if k == 2:
+        return joining_ops.reverse(image, [h, w])
+    return joining_ops.reverse(array_ops.transpose(image, perm), [w])
+
+
 def rot90(image, k=1, name=None):
-    """Rotates counter-clockwise by k quarter turns (`tf.image.rot90`); `k` a Python or
-    constant integer."""
+    """Rotates counter-clockwise by k quarter turns (`tf.image.rot90`); `k` may be a
+    tensor (then the four rotations are branches of one tf.case)."""
     with graph_lib.name_scope(name, "rot90", [image, k]):
         image, batch = _image(image)
-        value = constant_value(convert_to_tensor(k, dtypes.int32))
-        if value is None:
-            raise NotImplementedError("rot90 with a k known only at run time")
-        k = int(value) % 4
-        h, w = (1, 2) if batch else (0, 1)
-        perm = [0, 2, 1, 3] if batch else [1, 0, 2]
-        if k == 0:
-            return image
-        if k == 1:
-            return array_ops.transpose(joining_ops.reverse(image, [w]), perm)
-        if k == 2:
-            return joining_ops.reverse(image, [h, w])
-        return joining_ops.reverse(array_ops.transpose(image, perm), [w])
+        k_t = convert_to_tensor(k, dtypes.int32, name="k")
+        value = constant_value(k_t)
+        if value is not None:
+            return _rot90_fixed(image, int(value) % 4, batch)
+        k_t = math_ops.floormod(k_t, 4)
+        branches = [(comparison_ops.equal(k_t, i),
+                     (lambda i=i: _rot90_fixed(image, i, batch))) for i in range(3)]
+        return case(branches, default=lambda: _rot90_fixed(image, 3, batch), exclusive=True)
 
 
 # ---- dtype conversion and colour -----------------------------------------------------------

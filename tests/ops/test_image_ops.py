@@ -173,6 +173,9 @@ nms_boxes = np.array([[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10,
                       [0, 10.1, 1, 11.1], [0, 100, 1, 101]], np.float32)
 nms_scores = np.array([0.9, 0.75, 0.6, 0.95, 0.5, 0.3], np.float32)
 canvas = np.zeros((1, 7, 9, 3), np.float32)
+k_ph = tf.placeholder(tf.int32, [])
+dyn = tf.placeholder(tf.float32, [None, None, 3])
+off = tf.placeholder(tf.int32, [])
 dboxes = np.array([[[0.1, 0.1, 0.7, 0.8], [0.0, 0.5, 1.0, 1.0], [-0.2, -0.1, 0.4, 0.3]]],
                   np.float32)
 ex = {
@@ -217,9 +220,17 @@ ex = {
     "nms_score": tf.image.non_max_suppression(nms_boxes, nms_scores, 6, 0.5, 0.55),
     "nms_all": tf.image.non_max_suppression(nms_boxes, nms_scores, 10, 1.0),
     "draw": tf.image.draw_bounding_boxes(canvas, dboxes),
+    "draw_colors": tf.image.draw_bounding_boxes(canvas, dboxes,
+                                                colors=[[0.2, 0.4, 0.6], [1, 1, 1]]),
+    "aspect": tf.image.resize_images(img, [12, 9], preserve_aspect_ratio=True),
+    "rot_k": tf.image.rot90(batch, k_ph), "rot_k3": tf.image.rot90(img, k_ph + 2),
+    "cop_dyn": tf.image.resize_image_with_crop_or_pad(dyn, 5, 9),
+    "central_dyn": tf.image.central_crop(dyn, 0.6),
+    "crop_dyn": tf.image.crop_to_bounding_box(dyn, off, 1, 3, 4),
+    "pad_dyn": tf.image.pad_to_bounding_box(dyn, off, 1, 8, 10),
 }
 with tf.Session() as s:
-    result = s.run(ex)
+    result = s.run(ex, {k_ph: 1, dyn: img, off: 2})
 '''
 
 
