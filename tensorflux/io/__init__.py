@@ -28,6 +28,7 @@ from tensorflux.ops.io_ops import matching_files, read_file, write_file  # noqa:
 from tensorflux.ops.parsing_ops import (  # noqa: F401
     FixedLenFeature,
     FixedLenSequenceFeature,
+    SparseFeature,
     VarLenFeature,
     decode_csv,
     decode_raw,

@@ -23,11 +23,11 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, not_differentiable
 from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops
+from tensorflux.ops import array_ops, joining_ops, math_ops, slicing_ops, sparse_ops
 
 # The TF1 public names of this module.
 __all__ = ["decode_csv", "decode_raw", "parse_example", "parse_single_example",
-           "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature"]
+           "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "SparseFeature"]
 
 TensorShape = tensor_shape.TensorShape
 _CSV_TYPES = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.string)
@@ -159,6 +159,52 @@ class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
     __slots__ = ()
 
 
+class SparseFeature(collections.namedtuple(
+        "SparseFeature", ["index_key", "value_key", "dtype", "size", "already_sorted"])):
+    """A SparseTensor assembled from an index feature (or one per dimension) and a value
+    feature of each Example (`tf.SparseFeature`); `size` is the dense shape."""
+
+    __slots__ = ()
+
+    def __new__(cls, index_key, value_key, dtype, size, already_sorted=False):
+        return super().__new__(cls, index_key, value_key, dtype, size, already_sorted)
+
+
+def _split_sparse_features(features: dict) -> tuple[dict, dict]:
+    """The features with each SparseFeature replaced by VarLenFeatures of its keys, and the
+    SparseFeatures by their keys."""
+    plain = {k: f for k, f in features.items() if not isinstance(f, SparseFeature)}
+    composite = {k: f for k, f in features.items() if isinstance(f, SparseFeature)}
+    for key, f in composite.items():
+        index_keys = [f.index_key] if isinstance(f.index_key, str) else list(f.index_key)
+        sizes = [f.size] if isinstance(f.size, int) else list(f.size)
+        if len(sizes) != len(index_keys):
+            raise ValueError(f"SparseFeature {key!r}: index_key and size have different "
+                             f"lengths: {len(index_keys)} vs {len(sizes)}")
+        for ik in index_keys:
+            plain.setdefault(ik, VarLenFeature(dtypes.int64))
+        plain.setdefault(f.value_key, VarLenFeature(f.dtype))
+    return plain, composite
+
+
+def _assemble_sparse_features(parsed: dict, composite: dict, requested: dict) -> dict:
+    """parsed VarLen keys -> the SparseTensors of the SparseFeatures; drops helper keys."""
+    out = {k: v for k, v in parsed.items() if k in requested}
+    for key, f in composite.items():
+        index_keys = [f.index_key] if isinstance(f.index_key, str) else list(f.index_key)
+        sizes = [f.size] if isinstance(f.size, int) else list(f.size)
+        values = parsed[f.value_key]
+        outer = slicing_ops.strided_slice(values.indices, [0, 0], [0, -1], end_mask=1)
+        columns = [array_ops.reshape(math_ops.cast(parsed[ik].values, dtypes.int64), [-1, 1])
+                   for ik in index_keys]
+        indices = joining_ops.concat([outer] + columns, 1)
+        shape = joining_ops.concat([values.dense_shape[:-1],
+                                    convert_to_tensor(sizes, dtype=dtypes.int64)], 0)
+        sp = SparseTensor(indices, values.values, shape)
+        out[key] = sp if f.already_sorted else sparse_ops.sparse_reorder(sp)
+    return out
+
+
 def _example_shapes(op):
     num_sparse = op.attrs["num_sparse"]
     rank = op.inputs[0].shape.ndims
@@ -230,6 +276,8 @@ def parse_example(serialized, features, name=None, example_names=None):
     """
     if not features:
         raise ValueError(f"Missing: features was {features}.")
+    requested = features
+    features, composite = _split_sparse_features(features)
     sparse_keys, sparse_types, dense_keys, dense_types, dense_shapes = [], [], [], [], []
     for key in sorted(features):
         f = features[key]
@@ -276,7 +324,7 @@ def parse_example(serialized, features, name=None, example_names=None):
         result[k] = SparseTensor(i, v, s)
     for k, d in zip(dense_keys, dense, strict=True):
         result[k] = d
-    return result
+    return _assemble_sparse_features(result, composite, requested) if composite else result
 
 
 def parse_single_example(serialized, features, name=None, example_names=None):

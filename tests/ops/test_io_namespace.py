@@ -80,3 +80,37 @@ def test_io_names_work_together(tmp_path):
                  "decode_raw", "decode_base64", "encode_base64", "decode_jpeg", "matching_files",
                  "TFRecordOptions", "TFRecordCompressionType", "RandomShuffleQueue"):
         assert hasattr(tf.io, name), name
+
+
+SPARSE_FEATURE_PROGRAM = '''
+def ex(idx, idx2, vals):
+    f = {"i": tf.train.Feature(int64_list=tf.train.Int64List(value=idx)),
+         "j": tf.train.Feature(int64_list=tf.train.Int64List(value=idx2)),
+         "v": tf.train.Feature(float_list=tf.train.FloatList(value=vals))}
+    return tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString()
+records = [ex([3, 0], [1, 2], [1.5, 2.5]), ex([], [], []), ex([5], [0], [7.0])]
+feats = {"sp": tf.io.SparseFeature("i", "v", tf.float32, 6),
+         "sp2": tf.io.SparseFeature(["i", "j"], "v", tf.float32, [6, 3]),
+         "v": tf.io.VarLenFeature(tf.float32)}
+batch = tf.io.parse_example(records, feats)
+one = tf.io.parse_single_example(records[0],
+                                 {"sp": tf.io.SparseFeature("i", "v", tf.float32, 6)})
+with tf.Session() as s:
+    b, o = s.run([batch, one])
+result = {}
+for key, value in list(b.items()) + [("one", o["sp"])]:
+    result[key + ".indices"] = value.indices
+    result[key + ".values"] = value.values
+    result[key + ".shape"] = value.dense_shape
+result["keys"] = sorted(b)
+'''
+
+
+@pytest.mark.oracle
+def test_sparse_feature_matches_tensorflow():
+    ours, theirs = oracle.run_both(SPARSE_FEATURE_PROGRAM, tf)
+    assert ours["keys"] == theirs["keys"]
+    for key in theirs:
+        if key != "keys":
+            np.testing.assert_array_equal(np.asarray(ours[key]), np.asarray(theirs[key]),
+                                          err_msg=key)
