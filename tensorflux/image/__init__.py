@@ -41,6 +41,7 @@ from tensorflux.image.image_ops import resize_images as resize  # noqa: F401
 from tensorflux.image.image_ops import transpose_image as transpose  # noqa: F401
 from tensorflux.ops.image_ops import (  # noqa: F401
     crop_and_resize,
+    decode_and_crop_jpeg,
     decode_bmp,
     decode_gif,
     decode_image,
@@ -49,6 +50,8 @@ from tensorflux.ops.image_ops import (  # noqa: F401
     draw_bounding_boxes,
     encode_jpeg,
     encode_png,
+    extract_jpeg_shape,
+    is_jpeg,
     non_max_suppression,
     sample_distorted_bounding_box,
 )

@@ -16,6 +16,7 @@ from tensorflux.ops.data_flow_ops import (  # noqa: F401
     RandomShuffleQueue,
 )
 from tensorflux.ops.image_ops import (  # noqa: F401
+    decode_and_crop_jpeg,
     decode_bmp,
     decode_gif,
     decode_image,
@@ -23,6 +24,8 @@ from tensorflux.ops.image_ops import (  # noqa: F401
     decode_png,
     encode_jpeg,
     encode_png,
+    extract_jpeg_shape,
+    is_jpeg,
 )
 from tensorflux.ops.io_ops import matching_files, read_file, write_file  # noqa: F401
 from tensorflux.ops.parsing_ops import (  # noqa: F401

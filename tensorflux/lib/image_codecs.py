@@ -97,6 +97,29 @@ def decode_jpeg(data: bytes, channels: int = 0, ratio: int = 1) -> np.ndarray:
     return _to_array(img, channels, "uint8")
 
 
+def jpeg_shape(data: bytes) -> tuple[int, int, int]:
+    """(height, width, channels) from a JPEG's header, without decoding it."""
+    from PIL import Image
+
+    if sniff(data) != "jpeg":
+        raise ValueError(f"Invalid JPEG data, size {len(data)}")
+    try:
+        img = Image.open(io.BytesIO(data))
+    except Exception as e:  # noqa: BLE001 - Pillow raises many kinds; all mean bad data
+        raise ValueError(f"Invalid JPEG data, size {len(data)}: {e}") from None
+    return img.size[1], img.size[0], len(img.getbands())
+
+
+def decode_and_crop_jpeg(data: bytes, window, channels: int = 0) -> np.ndarray:
+    """The [y, x, height, width] window of a decoded JPEG."""
+    y, x, h, w = (int(v) for v in window)
+    image = decode_jpeg(data, channels)
+    if y < 0 or x < 0 or h <= 0 or w <= 0 or y + h > image.shape[0] or \
+            x + w > image.shape[1]:
+        raise ValueError(f"Invalid JPEG data or crop window, data size {len(data)}")
+    return np.ascontiguousarray(image[y:y + h, x:x + w])
+
+
 def decode_bmp(data: bytes, channels: int = 0) -> np.ndarray:
     _check_channels(channels, (0, 1, 3, 4))
     if sniff(data) != "bmp":

@@ -20,7 +20,15 @@ from tensorflux.framework.common_shapes import checked_dims, constant_value
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, gather_ops, math_ops, reduction_ops, slicing_ops
+from tensorflux.ops import (
+    array_ops,
+    comparison_ops,
+    gather_ops,
+    math_ops,
+    reduction_ops,
+    slicing_ops,
+    string_ops,
+)
 from tensorflux.ops.random_ops import get_seed
 
 __all__: list[str] = []  # the public names are tf.image's (tensorflux/image)
@@ -408,8 +416,16 @@ define_op("EncodeJpeg", inputs=["image: uint8"], outputs=["contents: string"],
                  "chroma_downsampling: bool = true", "density_unit: {'in', 'cm'} = 'in'",
                  "x_density: int = 300", "y_density: int = 300",
                  "xmp_metadata: string = ''"], shape_fn=_encode_shape)
+define_op("DecodeAndCropJpeg", inputs=["contents: string", "crop_window: int32"],
+          outputs=["image: uint8"],
+          attrs=["channels: int = 0", "ratio: int = 1", "fancy_upscaling: bool = true",
+                 "try_recover_truncated: bool = false", "acceptable_fraction: float = 1",
+                 "dct_method: string = ''"], shape_fn=_decode_shape(3))
+define_op("ExtractJpegShape", inputs=["contents: string"], outputs=["image_shape: output_type"],
+          attrs=["output_type: {int32, int64} = DT_INT32"],
+          shape_fn=lambda op: [checked_dims(op.inputs[0], rank=0) and [3]])
 for _op in ("DecodePng", "DecodeJpeg", "DecodeBmp", "DecodeGif", "DecodeImage", "EncodePng",
-            "EncodeJpeg"):
+            "EncodeJpeg", "DecodeAndCropJpeg", "ExtractJpegShape"):
     not_differentiable(_op)
 
 
@@ -431,6 +447,32 @@ def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True,
                     try_recover_truncated=try_recover_truncated,
                     acceptable_fraction=float(acceptable_fraction), dct_method=dct_method,
                     name=name or "DecodeJpeg")
+
+
+def decode_and_crop_jpeg(contents, crop_window, channels=0, ratio=1, fancy_upscaling=True,
+                         try_recover_truncated=False, acceptable_fraction=1, dct_method="",
+                         name=None):
+    """Decodes the window [y, x, height, width] of a JPEG (`tf.image.decode_and_crop_jpeg`)."""
+    return apply_op("DecodeAndCropJpeg", contents=_contents(contents),
+                    crop_window=convert_to_tensor(crop_window, dtypes.int32),
+                    channels=channels, ratio=ratio, fancy_upscaling=fancy_upscaling,
+                    try_recover_truncated=try_recover_truncated,
+                    acceptable_fraction=float(acceptable_fraction), dct_method=dct_method,
+                    name=name or "DecodeAndCropJpeg")
+
+
+def extract_jpeg_shape(contents, output_type=dtypes.int32, name=None):
+    """[height, width, channels] of a JPEG, read from its header
+    (`tf.image.extract_jpeg_shape`)."""
+    return apply_op("ExtractJpegShape", contents=_contents(contents),
+                    output_type=dtypes.as_dtype(output_type), name=name or "ExtractJpegShape")
+
+
+def is_jpeg(contents, name=None):
+    """Whether `contents` starts with JPEG's magic bytes (`tf.image.is_jpeg`)."""
+    with graph_lib.name_scope(name, "is_jpeg"):
+        head = string_ops.substr(_contents(contents), 0, 3)
+        return comparison_ops.equal(head, b"\xff\xd8\xff", name=name)
 
 
 def decode_bmp(contents, channels=0, name=None):

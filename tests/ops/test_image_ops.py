@@ -361,12 +361,22 @@ with tf.Session() as s:
     png, jpg = s.run([tf.image.encode_png(img), tf.image.encode_jpeg(img, quality=90)])
     result = {"img": img, "png": png, "jpg": jpg,
               "jpg_dec": s.run(tf.image.decode_jpeg(jpg)),
-              "png_gray": s.run(tf.image.decode_png(png, channels=1))}
+              "png_gray": s.run(tf.image.decode_png(png, channels=1)),
+              "jpg_shape": s.run(tf.image.extract_jpeg_shape(jpg)),
+              "jpg_crop": s.run(tf.image.decode_and_crop_jpeg(jpg, [1, 2, 4, 5])),
+              "is_jpeg": s.run([tf.image.is_jpeg(jpg), tf.image.is_jpeg(png)])}
 """)
     ours = _run({"png": tf.image.decode_png(theirs["png"]),
                  "png_gray": tf.image.decode_png(theirs["png"], channels=1),
                  "jpg_dec": tf.image.decode_jpeg(theirs["jpg"]),
-                 "round": tf.image.decode_png(tf.image.encode_png(theirs["img"]))})
+                 "round": tf.image.decode_png(tf.image.encode_png(theirs["img"])),
+                 "jpg_shape": tf.image.extract_jpeg_shape(theirs["jpg"]),
+                 "jpg_crop": tf.image.decode_and_crop_jpeg(theirs["jpg"], [1, 2, 4, 5]),
+                 "is_jpeg": [tf.image.is_jpeg(theirs["jpg"]), tf.image.is_jpeg(theirs["png"])]})
+    np.testing.assert_array_equal(ours["jpg_shape"], theirs["jpg_shape"])
+    assert ours["is_jpeg"] == theirs["is_jpeg"]
+    assert ours["jpg_crop"].shape == theirs["jpg_crop"].shape == (4, 5, 3)
+    assert np.abs(ours["jpg_crop"].astype(int) - theirs["jpg_crop"]).max() <= 4
     np.testing.assert_array_equal(ours["png"], theirs["img"])
     np.testing.assert_array_equal(ours["round"], theirs["img"])
     assert np.abs(ours["png_gray"].astype(int) - theirs["png_gray"]).max() <= 1
@@ -382,7 +392,8 @@ MY_OPS = [
     "AdjustContrastv2", "AdjustSaturation", "AdjustHue", "NonMaxSuppression",
     "NonMaxSuppressionV2", "NonMaxSuppressionV3", "DrawBoundingBoxes", "DrawBoundingBoxesV2",
     "SampleDistortedBoundingBox", "SampleDistortedBoundingBoxV2", "DecodePng", "DecodeJpeg",
-    "DecodeBmp", "DecodeGif", "DecodeImage", "EncodePng", "EncodeJpeg",
+    "DecodeBmp", "DecodeGif", "DecodeImage", "EncodePng", "EncodeJpeg", "DecodeAndCropJpeg",
+    "ExtractJpegShape",
 ]
 
 

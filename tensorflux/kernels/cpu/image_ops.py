@@ -560,6 +560,26 @@ def _decode_jpeg(node):
     return _decoder(lambda data: image_codecs.decode_jpeg(data, channels, ratio))
 
 
+@kernel_factory("DecodeAndCropJpeg")
+def _decode_and_crop_jpeg(node):
+    channels = node.attrs["channels"]
+
+    def compute(ctx, contents, window):
+        if np.shape(window) != (4,):
+            raise _invalid(f"crop_window must be 1-D with 4 elements, got "
+                           f"{list(np.shape(window))}")
+        return _decoder(lambda data: image_codecs.decode_and_crop_jpeg(
+            data, window, channels))(ctx, contents)
+
+    return compute
+
+
+@kernel_factory("ExtractJpegShape")
+def _extract_jpeg_shape(node):
+    dtype = node.attrs["output_type"].as_numpy_dtype
+    return _decoder(lambda data: np.array(image_codecs.jpeg_shape(data), dtype))
+
+
 @kernel_factory("DecodeBmp")
 def _decode_bmp(node):
     channels = node.attrs["channels"]
