@@ -412,3 +412,22 @@ def test_sample_distorted_bounding_box():
     assert b[0] + s[0] <= 20 and b[1] + s[1] <= 30 and bx.shape == (1, 1, 4)
     with pytest.raises(tf.errors.InvalidArgumentError, match="No bounding boxes"):
         _run(tf.image.sample_distorted_bounding_box([20, 30, 3], np.zeros((1, 0, 4))))
+
+
+def test_sample_distorted_bounding_box_constraints():
+    box = [[[0.2, 0.3, 0.7, 0.9]]]
+    begin, size, _ = tf.image.sample_distorted_bounding_box(
+        [40, 60, 3], box, min_object_covered=0.5, aspect_ratio_range=[0.5, 2.0],
+        area_range=[0.1, 0.6], seed=7)
+    with tf.Session() as s:
+        for _ in range(20):
+            b, sz = s.run([begin, size])
+            h, w = int(sz[0]), int(sz[1])
+            area = h * w / (40 * 60)
+            whole = (h, w) == (40, 60)
+            assert whole or (0.1 - 1e-6 <= area <= 0.6 + 1e-6 and 0.4 <= w / h <= 2.5)
+            inter = max(0, min(b[0] + h, 28) - max(b[0], 8)) * \
+                max(0, min(b[1] + w, 54) - max(b[1], 18))
+            assert whole or inter / (20 * 36) >= 0.5
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Invalid bounding box"):
+        _run(tf.image.sample_distorted_bounding_box([20, 30, 3], [[[0.5, 0.1, 0.2, 0.9]]]))

@@ -492,24 +492,67 @@ def _draw_boxes_v2(ctx, images, boxes, colors):
 # ---- SampleDistortedBoundingBox ------------------------------------------------------------
 
 
-def _sample_box(gen, height, width, boxes, min_covered, ratios, areas, attempts):
-    """One random crop [y, x, h, w] covering at least `min_covered` of a random box."""
-    for _ in range(attempts):
-        target = boxes[gen.integers(len(boxes))]
-        ratio = gen.uniform(*ratios)
-        area = gen.uniform(*areas) * height * width
-        ch = int(round(np.sqrt(area / ratio)))
-        cw = int(round(ch * ratio))
-        if not (0 < ch <= height and 0 < cw <= width):
+def _random_crop(gen, width, height, min_area, max_area, ratio):
+    """TF's GenerateRandomCrop: a crop [y, x, h, w] of area in [min_area, max_area] and
+    aspect ratio `ratio`, or None."""
+    h = int(np.rint(np.sqrt(min_area / ratio)))
+    max_h = int(np.rint(np.sqrt(max_area / ratio)))
+    if np.rint(max_h * ratio) > width:
+        max_h = int((width + 0.5 - 1e-7) / ratio)
+    max_h = min(max_h, height)
+    h = min(h, max_h)
+    if h < max_h:
+        h += int(gen.integers(max_h - h + 1))
+    w = int(np.rint(h * ratio))
+    if w * h < min_area:
+        h += 1
+        w = int(np.rint(h * ratio))
+    if w * h > max_area:
+        h -= 1
+        w = int(np.rint(h * ratio))
+    area = w * h
+    if area < min_area or area > max_area or w > width or h > height or w <= 0 or h <= 0:
+        return None
+    y = int(gen.integers(height - h)) if h < height else 0
+    x = int(gen.integers(width - w)) if w < width else 0
+    return y, x, h, w
+
+
+def _covers(crop, boxes, height, width, min_covered) -> bool:
+    """Whether the crop covers at least `min_covered` of some box (TF's overlap test)."""
+    y, x, h, w = crop
+    for box in boxes:
+        by0, bx0 = int(box[0] * height), int(box[1] * width)
+        by1, bx1 = int(box[2] * height), int(box[3] * width)
+        area = (by1 - by0) * (bx1 - bx0)
+        if area <= 0:
             continue
-        y, x = int(gen.integers(height - ch + 1)), int(gen.integers(width - cw + 1))
-        ty0, tx0, ty1, tx1 = target * np.array([height, width, height, width])
-        inter = max(0.0, min(y + ch, ty1) - max(y, ty0)) * max(0.0, min(x + cw, tx1) -
-                                                                 max(x, tx0))
-        target_area = (ty1 - ty0) * (tx1 - tx0)
-        if target_area <= 0 or inter / target_area >= min_covered:
-            return y, x, ch, cw
+        inter = max(0, min(y + h, by1) - max(y, by0)) * max(0, min(x + w, bx1) - max(x, bx0))
+        if inter / area >= min_covered:
+            return True
+    return False
+
+
+def _sample_box(gen, height, width, boxes, min_covered, ratios, areas, attempts):
+    """TF's sampling loop: random aspect ratio and area per attempt, the first crop meeting
+    the overlap constraint, else the whole image."""
+    for _ in range(attempts):
+        ratio = gen.random() * (ratios[1] - ratios[0]) + ratios[0]
+        crop = _random_crop(gen, width, height, areas[0] * height * width,
+                            areas[1] * height * width, ratio)
+        if crop is not None and _covers(crop, boxes, height, width, min_covered):
+            return crop
     return 0, 0, height, width
+
+
+def _check_sdbb(boxes, ratios, areas):
+    for box in boxes:
+        if not (0 <= box[0] < box[2] <= 1 and 0 <= box[1] < box[3] <= 1):
+            raise _invalid(f"Invalid bounding box: {box.tolist()}")
+    if ratios[0] <= 0 or ratios[1] <= 0:
+        raise _invalid("aspect_ratio_range must be positive")
+    if areas[0] <= 0 or areas[1] <= 0 or areas[0] > 1 or areas[1] > 1:
+        raise _invalid("area_range must be in (0, 1]")
 
 
 @kernel_factory("SampleDistortedBoundingBox", "SampleDistortedBoundingBoxV2")
@@ -532,6 +575,9 @@ def _sample_distorted(node):
                                "use_image_if_no_bounding_boxes if you wish to not provide "
                                "any bounding boxes.")
             boxes = np.array([[0.0, 0.0, 1.0, 1.0]])
+        _check_sdbb(boxes, attrs["aspect_ratio_range"], attrs["area_range"])
+        if height <= 0 or width <= 0:
+            raise _invalid(f"image height and width must be positive, got {height}x{width}")
         state = get_state(ctx)
         with state.lock:
             y, x, h, w = _sample_box(state.gen, height, width, boxes, float(min_covered),
