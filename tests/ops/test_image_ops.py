@@ -431,3 +431,42 @@ def test_sample_distorted_bounding_box_constraints():
             assert whole or inter / (20 * 36) >= 0.5
     with pytest.raises(tf.errors.InvalidArgumentError, match="Invalid bounding box"):
         _run(tf.image.sample_distorted_bounding_box([20, 30, 3], [[[0.5, 0.1, 0.2, 0.9]]]))
+
+
+def test_cifar10_input_pipeline_with_queues(tmp_path):
+    """cifar10_input.distorted_inputs as the TF1 tutorial writes it: fixed-length records
+    from a binary file, decode_raw, distortions, shuffle_batch with queue runners."""
+    rng = np.random.default_rng(9)
+    records = [np.concatenate([[k % 10], rng.integers(0, 256, 3072)]).astype(np.uint8)
+               for k in range(20)]
+    path = tmp_path / "data_batch_1.bin"
+    path.write_bytes(b"".join(r.tobytes() for r in records))
+    filename_queue = tf.train.string_input_producer([str(path)])
+    reader = tf.FixedLengthRecordReader(record_bytes=1 + 3072)
+    _, value = reader.read(filename_queue)
+    record_bytes = tf.decode_raw(value, tf.uint8)
+    label = tf.cast(tf.strided_slice(record_bytes, [0], [1]), tf.int32)
+    depth_major = tf.reshape(tf.strided_slice(record_bytes, [1], [3073]), [3, 32, 32])
+    uint8image = tf.transpose(depth_major, [1, 2, 0])
+    reshaped = tf.cast(uint8image, tf.float32)
+    distorted = tf.random_crop(reshaped, [24, 24, 3])
+    distorted = tf.image.random_flip_left_right(distorted)
+    distorted = tf.image.random_brightness(distorted, max_delta=63)
+    distorted = tf.image.random_contrast(distorted, lower=0.2, upper=1.8)
+    float_image = tf.image.per_image_standardization(distorted)
+    float_image.set_shape([24, 24, 3])
+    label.set_shape([1])
+    images, labels = tf.train.shuffle_batch([float_image, label], batch_size=8, num_threads=2,
+                                            capacity=40, min_after_dequeue=10)
+    with tf.Session() as sess:
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess=sess, coord=coord)
+        try:
+            imgs, labs = sess.run([images, labels], options=tf.RunOptions(timeout_in_ms=30000))
+        finally:
+            coord.request_stop()
+            sess.run(filename_queue.close(cancel_pending_enqueues=True))
+            coord.join(threads, stop_grace_period_secs=10)
+    assert imgs.shape == (8, 24, 24, 3) and labs.shape == (8, 1)
+    assert np.all((labs >= 0) & (labs < 10))
+    np.testing.assert_allclose(imgs.mean(axis=(1, 2, 3)), 0, atol=1e-4)
