@@ -2,6 +2,17 @@
 (TF1 names). The compositions are in image_ops.py here; the raw ops in
 tensorflux/ops/image_ops.py."""
 
+from tensorflux.image.filters_and_metrics import (  # noqa: F401
+    image_gradients,
+    psnr,
+    resize_image_with_pad,
+    rgb_to_yiq,
+    rgb_to_yuv,
+    sobel_edges,
+    total_variation,
+    yiq_to_rgb,
+    yuv_to_rgb,
+)
 from tensorflux.image.image_ops import (  # noqa: F401
     ResizeMethod,
     adjust_brightness,
@@ -39,6 +50,8 @@ from tensorflux.image.image_ops import (  # noqa: F401
 )
 from tensorflux.image.image_ops import resize_images as resize  # noqa: F401
 from tensorflux.image.image_ops import transpose_image as transpose  # noqa: F401
+from tensorflux.ops.array_ext_ops import extract_image_patches  # noqa: F401
+from tensorflux.ops.array_ext_ops import extract_image_patches as extract_patches  # noqa: F401
 from tensorflux.ops.image_ops import (  # noqa: F401
     crop_and_resize,
     decode_and_crop_jpeg,

@@ -41,3 +41,4 @@ from tensorflux.ops.parsing_ops import (  # noqa: F401
     serialize_tensor,
 )
 from tensorflux.ops.string_ops import decode_base64, encode_base64  # noqa: F401
+from tensorflux.train import match_filenames_once, write_graph  # noqa: F401

@@ -17,14 +17,19 @@ from tensorflux.ops.spectral_ops import (  # noqa: F401
 )
 from tensorflux.signal.signal_ops import (  # noqa: F401
     dct,
+    fftshift,
     frame,
     hamming_window,
     hann_window,
     idct,
+    ifftshift,
     inverse_stft,
     inverse_stft_window_fn,
+    kaiser_bessel_derived_window,
+    kaiser_window,
     linear_to_mel_weight_matrix,
     mfccs_from_log_mel_spectrograms,
     overlap_and_add,
     stft,
+    vorbis_window,
 )

@@ -15,6 +15,7 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.common_shapes import constant_value
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import (
+    array_ext_ops,
     array_ops,
     gather_ops,
     joining_ops,
@@ -123,6 +124,68 @@ def hann_window(window_length, periodic=True, dtype=dtypes.float32, name=None):
 def hamming_window(window_length, periodic=True, dtype=dtypes.float32, name=None):
     """0.54 - 0.46 cos(2 pi n / N) (`tf.signal.hamming_window`)."""
     return _window(name or "hamming_window", 0.54, 0.46, window_length, periodic, dtype)
+
+
+def kaiser_window(window_length, beta=12.0, dtype=dtypes.float32, name=None):
+    """The Kaiser window I0(beta sqrt(1 - x^2)) / I0(beta) (`tf.signal.kaiser_window`)."""
+    with graph_lib.name_scope(name, "kaiser_window"):
+        n = _int(window_length, "window_length")
+        w = np.kaiser(n, float(beta)) if n > 1 else np.ones(n)
+        return convert_to_tensor(w.astype(dtypes.as_dtype(dtype).as_numpy_dtype))
+
+
+def kaiser_bessel_derived_window(window_length, beta=12.0, dtype=dtypes.float32, name=None):
+    """The Kaiser-Bessel-derived window (`tf.signal.kaiser_bessel_derived_window`)."""
+    with graph_lib.name_scope(name, "kaiser_bessel_derived_window"):
+        n = _int(window_length, "window_length")
+        half = n // 2
+        kaiser = np.kaiser(half + 1, float(beta)) if half > 0 else np.ones(1)
+        csum = np.cumsum(kaiser)
+        half_w = np.sqrt(csum[:-1] / csum[-1])
+        w = np.concatenate([half_w, half_w[::-1]])
+        return convert_to_tensor(w.astype(dtypes.as_dtype(dtype).as_numpy_dtype))
+
+
+def vorbis_window(window_length, dtype=dtypes.float32, name=None):
+    """sin(pi/2 sin^2(pi (n + 1/2) / N)) (`tf.signal.vorbis_window`)."""
+    with graph_lib.name_scope(name, "vorbis_window"):
+        n = _int(window_length, "window_length")
+        k = np.arange(n)
+        w = np.sin(np.pi / 2 * np.sin(np.pi * (k + 0.5) / n) ** 2)
+        return convert_to_tensor(w.astype(dtypes.as_dtype(dtype).as_numpy_dtype))
+
+
+def _shift(x, axes, sign, name):
+    with graph_lib.name_scope(name, name, [x]):
+        x = convert_to_tensor(x, name="x")
+        rank = x.shape.ndims
+        if axes is None:
+            if rank is None:
+                raise ValueError(f"{name} needs an input of known rank")
+            axes = list(range(rank))
+        elif isinstance(axes, int):
+            axes = [axes]
+        shape = array_ops.shape(x)
+        shifts = []
+        for a in axes:
+            size = x.shape.as_list()[a] if rank is not None else None
+            if size is not None:
+                shifts.append(sign * (size // 2))
+            else:
+                shifts.append(sign * (shape[a] // 2))
+        shift = joining_ops.stack(shifts) if any(not isinstance(v, int) for v in shifts) \
+            else shifts
+        return array_ext_ops.roll(x, shift, list(axes))
+
+
+def fftshift(x, axes=None, name=None):
+    """Moves the zero-frequency bin to the centre (`tf.signal.fftshift`)."""
+    return _shift(x, axes, 1, name or "fftshift")
+
+
+def ifftshift(x, axes=None, name=None):
+    """The inverse of fftshift (`tf.signal.ifftshift`)."""
+    return _shift(x, axes, -1, name or "ifftshift")
 
 
 def _next_pow2(n: int) -> int:
@@ -283,4 +346,5 @@ def mfccs_from_log_mel_spectrograms(log_mel_spectrograms, name=None):
 
 __all__ = ["frame", "overlap_and_add", "hann_window", "hamming_window", "stft",
            "inverse_stft", "inverse_stft_window_fn", "linear_to_mel_weight_matrix", "dct",
-           "idct", "mfccs_from_log_mel_spectrograms"]
+           "idct", "mfccs_from_log_mel_spectrograms", "kaiser_window",
+           "kaiser_bessel_derived_window", "vorbis_window", "fftshift", "ifftshift"]

@@ -1,0 +1,167 @@
+"""More `tf.image` compositions: YIQ and YUV colour spaces, image gradients, Sobel edges,
+total variation, PSNR and resize_image_with_pad. Built from ops only; gradients follow."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorflux.framework import dtypes
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.image import image_ops as _image_ops
+from tensorflux.ops import (
+    array_ops,
+    joining_ops,
+    math_ops,
+    matrix_ops,
+    reduction_ops,
+    unary_ops,
+)
+
+_RGB_TO_YIQ = [[0.299, 0.59590059, 0.2115], [0.587, -0.27455667, -0.52273617],
+               [0.114, -0.32134392, 0.31119955]]
+_YIQ_TO_RGB = [[1, 1, 1], [0.95598634, -0.27201283, -1.10674021],
+               [0.6208248, -0.64720424, 1.70423049]]
+_RGB_TO_YUV = [[0.299, -0.14714119, 0.61497538], [0.587, -0.28886916, -0.51496512],
+               [0.114, 0.43601035, -0.10001026]]
+_YUV_TO_RGB = [[1, 1, 1], [0, -0.394642334, 2.03206185], [1.13988303, -0.58062185, 0]]
+
+
+def _channels_times(images, kernel, name):
+    with graph_lib.name_scope(None, name, [images]):
+        images = convert_to_tensor(images, name="images")
+        k = convert_to_tensor(np.array(kernel, images.dtype.as_numpy_dtype), name="kernel")
+        flat = array_ops.reshape(images, [-1, 3])
+        out = array_ops.reshape(matrix_ops.matmul(flat, k), array_ops.shape(images))
+        out.set_shape(images.shape)
+        return out
+
+
+def rgb_to_yiq(images):
+    """RGB to YIQ (`tf.image.rgb_to_yiq`)."""
+    return _channels_times(images, _RGB_TO_YIQ, "rgb_to_yiq")
+
+
+def yiq_to_rgb(images):
+    """YIQ to RGB (`tf.image.yiq_to_rgb`)."""
+    return _channels_times(images, _YIQ_TO_RGB, "yiq_to_rgb")
+
+
+def rgb_to_yuv(images):
+    """RGB to YUV (`tf.image.rgb_to_yuv`)."""
+    return _channels_times(images, _RGB_TO_YUV, "rgb_to_yuv")
+
+
+def yuv_to_rgb(images):
+    """YUV to RGB (`tf.image.yuv_to_rgb`)."""
+    return _channels_times(images, _YUV_TO_RGB, "yuv_to_rgb")
+
+
+def image_gradients(image):
+    """(dy, dx): forward differences of a 4-D batch, zero in the last row / column
+    (`tf.image.image_gradients`).
+
+    Raises:
+      ValueError: the image is not 4-D.
+    """
+    image = convert_to_tensor(image, name="image")
+    if image.shape.ndims != 4:
+        raise ValueError("image_gradients expects a 4D tensor [batch_size, h, w, d], not "
+                         f"{image.shape}.")
+    dy = image[:, 1:, :, :] - image[:, :-1, :, :]
+    dx = image[:, :, 1:, :] - image[:, :, :-1, :]
+    shape = array_ops.shape(image)
+    zero_row = array_ops.zeros(joining_ops.stack([shape[0], 1, shape[2], shape[3]]),
+                               image.dtype)
+    zero_col = array_ops.zeros(joining_ops.stack([shape[0], shape[1], 1, shape[3]]),
+                               image.dtype)
+    dy = joining_ops.concat([dy, zero_row], 1)
+    dx = joining_ops.concat([dx, zero_col], 2)
+    dy.set_shape(image.shape)
+    dx.set_shape(image.shape)
+    return dy, dx
+
+
+_SOBEL = [np.array([[-1, -2, -1], [0, 0, 0], [1, 2, 1]], np.float64),
+          np.array([[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]], np.float64)]
+
+
+def sobel_edges(image):
+    """Vertical and horizontal Sobel responses, [batch, h, w, d, 2], on a reflect-padded
+    4-D batch (`tf.image.sobel_edges`)."""
+    image = convert_to_tensor(image, name="image")
+    padded = joining_ops.pad(image, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="REFLECT")
+    shape = array_ops.shape(image)
+    outs = []
+    for kernel in _SOBEL:
+        total = None
+        for i in range(3):
+            for j in range(3):
+                if kernel[i, j] == 0:
+                    continue
+                window = padded[:, i:, j:, :][:, :shape[1], :shape[2], :]
+                term = window * np.asarray(kernel[i, j], image.dtype.as_numpy_dtype)
+                total = term if total is None else total + term
+        outs.append(total)
+    out = joining_ops.stack(outs, axis=-1)
+    if image.shape.ndims is not None:
+        out.set_shape(image.shape.concatenate([2]))
+    return out
+
+
+def total_variation(images, name=None):
+    """The sum of absolute differences of neighbouring pixels, per image for a batch
+    (`tf.image.total_variation`)."""
+    with graph_lib.name_scope(name, "total_variation", [images]):
+        images = convert_to_tensor(images, name="images")
+        ndims = images.shape.ndims
+        if ndims == 3:
+            dif1 = images[1:, :, :] - images[:-1, :, :]
+            dif2 = images[:, 1:, :] - images[:, :-1, :]
+            axis = None
+        elif ndims == 4:
+            dif1 = images[:, 1:, :, :] - images[:, :-1, :, :]
+            dif2 = images[:, :, 1:, :] - images[:, :, :-1, :]
+            axis = [1, 2, 3]
+        else:
+            raise ValueError("'images' must be either 3 or 4-dimensional.")
+        return reduction_ops.reduce_sum(unary_ops.abs(dif1), axis=axis) + \
+            reduction_ops.reduce_sum(unary_ops.abs(dif2), axis=axis)
+
+
+def psnr(a, b, max_val, name=None):
+    """Peak signal-to-noise ratio over the last three dimensions (`tf.image.psnr`)."""
+    with graph_lib.name_scope(name, "PSNR", [a, b]):
+        a = convert_to_tensor(a, name="a")
+        b = convert_to_tensor(b, name="b")
+        max_val = math_ops.cast(max_val, a.dtype)
+        max_val = _image_ops.convert_image_dtype(max_val, dtypes.float32)
+        a = _image_ops.convert_image_dtype(a, dtypes.float32)
+        b = _image_ops.convert_image_dtype(b, dtypes.float32)
+        mse = reduction_ops.reduce_mean(math_ops.squared_difference(a, b), [-3, -2, -1])
+        return math_ops.subtract(
+            20 * unary_ops.log(max_val) / np.float32(np.log(10.0)),
+            np.float32(10 / np.log(10)) * unary_ops.log(mse), name="psnr")
+
+
+def resize_image_with_pad(image, target_height, target_width,
+                          method=_image_ops.ResizeMethod.BILINEAR, align_corners=False):
+    """Resizes keeping the aspect ratio, then zero-pads to the target size
+    (`tf.image.resize_image_with_pad`); the image's size must be known."""
+    with graph_lib.name_scope(None, "resize_image_with_pad", [image]):
+        image = convert_to_tensor(image, name="image")
+        height, width = image.shape.as_list()[-3:-1]
+        if height is None or width is None:
+            raise ValueError("resize_image_with_pad needs the image's height and width")
+        if target_height <= 0 or target_width <= 0:
+            raise ValueError("target_height and target_width must be > 0.")
+        f32 = np.float32
+        ratio = max(f32(width) / f32(target_width), f32(height) / f32(target_height))
+        resized_h_f, resized_w_f = f32(height) / ratio, f32(width) / f32(ratio)
+        resized_h, resized_w = int(np.floor(resized_h_f)), int(np.floor(resized_w_f))
+        pad_h = max(0, int(np.floor((f32(target_height) - resized_h_f) / f32(2))))
+        pad_w = max(0, int(np.floor((f32(target_width) - resized_w_f) / f32(2))))
+        resized = _image_ops.resize_images(image, [resized_h, resized_w], method,
+                                           align_corners)
+        return _image_ops.pad_to_bounding_box(resized, pad_h, pad_w, target_height,
+                                              target_width)
