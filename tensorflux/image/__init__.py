@@ -9,6 +9,7 @@ from tensorflux.image.filters_and_metrics import (  # noqa: F401
     rgb_to_yiq,
     rgb_to_yuv,
     sobel_edges,
+    ssim,
     total_variation,
     yiq_to_rgb,
     yuv_to_rgb,

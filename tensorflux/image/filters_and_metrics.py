@@ -165,3 +165,57 @@ def resize_image_with_pad(image, target_height, target_width,
                                            align_corners)
         return _image_ops.pad_to_bounding_box(resized, pad_h, pad_w, target_height,
                                               target_width)
+
+
+def _gaussian_valid(x, size: int, sigma: float):
+    """x [..., h, w, c] filtered by a normalized size x size Gaussian, VALID padding (the
+    Gaussian is separable: one pass along each spatial axis)."""
+    coords = np.arange(size, dtype=np.float64) - (size - 1) / 2.0
+    g = np.exp(-0.5 * coords ** 2 / sigma ** 2)
+    g = (g / g.sum()).astype(x.dtype.as_numpy_dtype)
+    rank = x.shape.ndims
+    out = x
+    for axis in (rank - 3, rank - 2):
+        total = None
+        for a in range(size):
+            index = [slice(None)] * rank
+            index[axis] = slice(a, a - size + 1 if a < size - 1 else None)
+            term = out[tuple(index)] * g[a]
+            total = term if total is None else total + term
+        out = total
+    return out
+
+
+def _ssim_per_channel(img1, img2, max_val, filter_size, filter_sigma, k1, k2):
+    c1 = (k1 * max_val) ** 2
+    c2 = (k2 * max_val) ** 2
+
+    def reduce(x):
+        return _gaussian_valid(x, filter_size, filter_sigma)
+
+    mean0, mean1 = reduce(img1), reduce(img2)
+    num0 = mean0 * mean1 * 2.0
+    den0 = unary_ops.square(mean0) + unary_ops.square(mean1)
+    luminance = (num0 + c1) / (den0 + c1)
+    num1 = reduce(img1 * img2) * 2.0
+    den1 = reduce(unary_ops.square(img1) + unary_ops.square(img2))
+    cs = (num1 - num0 + c2) / (den1 - den0 + c2)
+    return (reduction_ops.reduce_mean(luminance * cs, [-3, -2]),
+            reduction_ops.reduce_mean(cs, [-3, -2]))
+
+
+def ssim(img1, img2, max_val, filter_size=11, filter_sigma=1.5, k1=0.01, k2=0.03):
+    """Structural similarity of two images (batches), averaged over channels
+    (`tf.image.ssim`); images must be larger than the filter."""
+    with graph_lib.name_scope(None, "SSIM", [img1, img2]):
+        img1 = convert_to_tensor(img1, name="img1")
+        img2 = convert_to_tensor(img2, name="img2")
+        if img1.shape.ndims is None or img1.shape.ndims < 3:
+            raise ValueError("ssim needs images of known rank of at least 3")
+        max_val = math_ops.cast(max_val, img1.dtype)
+        max_val = _image_ops.convert_image_dtype(max_val, dtypes.float32)
+        img1 = _image_ops.convert_image_dtype(img1, dtypes.float32)
+        img2 = _image_ops.convert_image_dtype(img2, dtypes.float32)
+        per_channel, _ = _ssim_per_channel(img1, img2, max_val, int(filter_size),
+                                           float(filter_sigma), k1, k2)
+        return reduction_ops.reduce_mean(per_channel, [-1])

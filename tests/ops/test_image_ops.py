@@ -174,6 +174,8 @@ nms_boxes = np.array([[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10,
 nms_scores = np.array([0.9, 0.75, 0.6, 0.95, 0.5, 0.3], np.float32)
 canvas = np.zeros((1, 7, 9, 3), np.float32)
 k_ph = tf.placeholder(tf.int32, [])
+big = rng.uniform(0, 1, (2, 16, 14, 3)).astype(np.float32)
+big2 = np.clip(big + rng.normal(0, 0.1, big.shape), 0, 1).astype(np.float32)
 dyn = tf.placeholder(tf.float32, [None, None, 3])
 off = tf.placeholder(tf.int32, [])
 dboxes = np.array([[[0.1, 0.1, 0.7, 0.8], [0.0, 0.5, 1.0, 1.0], [-0.2, -0.1, 0.4, 0.3]]],
@@ -238,6 +240,10 @@ ex = {
     "psnr": tf.image.psnr(batch, batch[::-1] * 0.9, 1.0),
     "psnr_u8": tf.image.psnr(u8, u8 // 2, 255),
     "pad_resize": tf.image.resize_image_with_pad(img, 10, 7),
+    "ssim": tf.image.ssim(tf.constant(big), tf.constant(big2), 1.0),
+    "ssim_u8": tf.image.ssim(tf.constant((big * 255).astype(np.uint8)),
+                             tf.constant((big2 * 255).astype(np.uint8)), 255,
+                             filter_size=7, filter_sigma=1.0),
     "pad_resize_nn": tf.image.resize_image_with_pad(batch, 4, 12,
                                                     tf.image.ResizeMethod.NEAREST_NEIGHBOR),
     "patches": tf.image.extract_image_patches(batch, [1, 2, 2, 1], [1, 1, 2, 1],
