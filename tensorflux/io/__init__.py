@@ -33,6 +33,7 @@ from tensorflux.ops.parsing_ops import (  # noqa: F401
     FixedLenSequenceFeature,
     SparseFeature,
     VarLenFeature,
+    decode_compressed,
     decode_csv,
     decode_raw,
     parse_example,

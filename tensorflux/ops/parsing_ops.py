@@ -358,3 +358,18 @@ def parse_tensor(serialized, out_type, name=None):
     """The tensor of a serialized TensorProto of type `out_type` (`tf.io.parse_tensor`)."""
     return apply_op("ParseTensor", serialized=convert_to_tensor(serialized, dtypes.string),
                     out_type=dtypes.as_dtype(out_type), name=name or "ParseTensor")
+
+
+# ---- DecodeCompressed --------------------------------------------------------------------
+
+__all__ += ["decode_compressed"]
+
+define_op("DecodeCompressed", inputs=["bytes: string"], outputs=["output: string"],
+          attrs=["compression_type: string = ''"], shape_fn=lambda op: [op.inputs[0].shape])
+not_differentiable("DecodeCompressed")
+
+
+def decode_compressed(bytes, compression_type="", name=None):  # noqa: A002
+    """Decompresses each string: '' (none), 'ZLIB' or 'GZIP' (`tf.io.decode_compressed`)."""
+    return apply_op("DecodeCompressed", bytes=convert_to_tensor(bytes, dtype=dtypes.string),
+                    compression_type=compression_type, name=name or "DecodeCompressed")

@@ -423,3 +423,47 @@ def unicode_encode(input, output_encoding, errors="replace", replacement_char=65
         result = array_ops.reshape(out, shape[:-1])
         result.set_shape(x.shape[:-1])
         return result
+
+
+# ---- UnicodeTranscode, UnsortedSegmentJoin ------------------------------------------------
+
+define_op("UnicodeTranscode", inputs=["input: string"], outputs=["output: string"],
+          attrs=["input_encoding: string", f"output_encoding: {_ENCODINGS}", _ERRORS,
+                 "replacement_char: int = 65533", "replace_control_characters: bool = false"],
+          shape_fn=unchanged)
+not_differentiable("UnicodeTranscode")
+
+
+def unicode_transcode(input, input_encoding, output_encoding, errors="replace",  # noqa: A002
+                      replacement_char=65533, replace_control_characters=False, name=None):
+    """Re-encodes each string (`tf.strings.unicode_transcode`)."""
+    return apply_op("UnicodeTranscode", input=_strings(input), input_encoding=input_encoding,
+                    output_encoding=output_encoding, errors=errors,
+                    replacement_char=replacement_char,
+                    replace_control_characters=replace_control_characters,
+                    name=name or "UnicodeTranscode")
+
+
+def _segment_join_shape(op):
+    data = checked_dims(op.inputs[0])
+    ids = checked_dims(op.inputs[1])
+    n = constant_value(op.inputs[2])
+    if data is None or ids is None:
+        return [None]
+    return [[None if n is None else int(n)] + data[len(ids):]]
+
+
+define_op("UnsortedSegmentJoin",
+          inputs=["inputs: string", "segment_ids: Tindices", "num_segments: Tnumsegments"],
+          outputs=["output: string"],
+          attrs=["separator: string = ''", "Tindices: {int32, int64}",
+                 "Tnumsegments: {int32, int64} = DT_INT32"], shape_fn=_segment_join_shape)
+not_differentiable("UnsortedSegmentJoin")
+
+
+def unsorted_segment_join(inputs, segment_ids, num_segments, separator="", name=None):
+    """Joins the strings of each segment, in order (`tf.strings.unsorted_segment_join`)."""
+    return apply_op("UnsortedSegmentJoin", inputs=_strings(inputs, "inputs"),
+                    segment_ids=convert_to_tensor(segment_ids, name="segment_ids"),
+                    num_segments=convert_to_tensor(num_segments, name="num_segments"),
+                    separator=separator, name=name or "UnsortedSegmentJoin")

@@ -20,4 +20,6 @@ to_hash_bucket_strong = _s.string_to_hash_bucket_strong
 to_number = _s.string_to_number
 unicode_decode = _s.unicode_decode
 unicode_encode = _s.unicode_encode
+unicode_transcode = _s.unicode_transcode
+unsorted_segment_join = _s.unsorted_segment_join
 upper = _s.upper

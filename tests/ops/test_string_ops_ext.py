@@ -80,6 +80,13 @@ EXPRESSIONS = {
     "uencode": "tf.strings.unicode_encode([[104, 233, 108], [128512, 65, 66]], 'UTF-8')",
     "uencode_1d": "tf.strings.unicode_encode([104, 105], 'UTF-16-BE')",
     "uencode_bad": "tf.strings.unicode_encode([104, -5, 1114112], 'UTF-8')",
+    "transcode": "tf.strings.unicode_transcode([u'h\\u00e9'.encode(), b'ab'], 'UTF-8', "
+                 "'UTF-16-BE')",
+    "seg_join": "tf.strings.unsorted_segment_join(['a', 'b', 'c', 'd'], [1, 0, 1, 1], 3, "
+                "separator=':')",
+    "seg_join_2d": "tf.strings.unsorted_segment_join([['a', 'b'], ['c', 'd']], [0, 0], 1)",
+    "gzip": "tf.io.decode_compressed([__import__('gzip').compress(b'hello')], 'GZIP')",
+    "zlib": "tf.io.decode_compressed(__import__('zlib').compress(b'abc' * 50), 'ZLIB')",
 }
 
 
@@ -149,6 +156,7 @@ def test_hash_buckets_known_values():
     (lambda: tf.string_join([["a", "b"], tf.placeholder_with_default(["c", "d", "e"], [None])]),
      "Input shapes do not match"),
     (lambda: tf.strings.regex_replace(["a"], "(", "x"), "Invalid pattern"),
+    (lambda: tf.strings.unsorted_segment_join(["a"], [-1], 2), "negative values"),
 ])
 def test_run_time_errors(build, message):
     with pytest.raises(tf.errors.InvalidArgumentError, match=message):
@@ -180,7 +188,8 @@ MY_OPS = ["StringJoin", "StringSplit", "StringSplitV2", "Substr", "StringLength"
           "StringLower", "StringUpper", "StringStrip", "RegexReplace", "StaticRegexReplace",
           "RegexFullMatch", "StringToNumber", "StringToHashBucket", "StringToHashBucketFast",
           "StringToHashBucketStrong", "ReduceJoin", "AsString", "EncodeBase64", "DecodeBase64",
-          "UnicodeDecode", "UnicodeEncode"]
+          "UnicodeDecode", "UnicodeEncode", "UnicodeTranscode", "UnsortedSegmentJoin",
+          "DecodeCompressed"]
 
 
 @pytest.mark.parametrize("op_type", MY_OPS)

@@ -10,6 +10,9 @@ an InvalidArgumentError quoting the field and naming its column and record.
 
 from __future__ import annotations
 
+import gzip
+import zlib
+
 import numpy as np
 
 from tensorflux.framework import dtypes, errors, tensor_util
@@ -357,5 +360,35 @@ def _parse_tensor(node):
                 None, None, f"Type mismatch between parsed tensor ({got}) and dtype "
                 f"({out_type.name})")
         return tensor_util.MakeNdarray(proto)
+
+    return compute
+
+
+# ---- DecodeCompressed --------------------------------------------------------------------
+
+
+@kernel_factory("DecodeCompressed")
+def _decode_compressed(node):
+    kind = node.attrs["compression_type"]
+    if kind not in ("", "ZLIB", "GZIP"):
+        raise errors.InvalidArgumentError(
+            None, None, f"Only ZLIB, GZIP or no compression types are supported, got {kind}")
+
+    def decompress(data: bytes) -> bytes:
+        try:
+            if kind == "ZLIB":
+                return zlib.decompress(data)
+            if kind == "GZIP":
+                return gzip.decompress(data)
+            return data
+        except (OSError, EOFError, zlib.error) as e:
+            raise errors.DataLossError(None, None, f"{kind} decompression failed: {e}") from None
+
+    def compute(ctx, x):
+        out = np.empty(x.shape, dtype=object)
+        flat = out.reshape(-1)
+        for i, v in enumerate(np.asarray(x, dtype=object).reshape(-1)):
+            flat[i] = decompress(bytes(v))
+        return out
 
     return compute

@@ -426,7 +426,7 @@ def _is_control(cp: int) -> bool:
 def _unicode_decode(node):
     a = node.attrs
     errors_mode, repl = a["errors"], chr(a["replacement_char"])
-    split_type = a["Tsplits"].as_numpy_dtype
+    split_type = a["Tsplits"].as_numpy_dtype if a.get("Tsplits") else np.int64
     controls = a["replace_control_characters"]
 
     def compute(ctx, x):
@@ -471,6 +471,50 @@ def _unicode_encode(node):
         for i in range(splits.size - 1):
             text = "".join(char(int(cp)) for cp in values[splits[i]:splits[i + 1]])
             out[i] = text.encode(codec)
+        return out
+
+    return compute
+
+
+@kernel_factory("UnicodeTranscode")
+def _unicode_transcode(node):
+    a = node.attrs
+    decode = _unicode_decode(node)
+    out_codec = _codec(a["output_encoding"])
+
+    def compute(ctx, x):
+        splits, values = decode(ctx, x)
+        out = np.empty(x.shape, dtype=object)
+        flat = out.reshape(-1)
+        for i in range(len(splits) - 1):
+            text = "".join(chr(int(v)) for v in values[splits[i]:splits[i + 1]])
+            flat[i] = text.encode(out_codec, "replace")
+        return out
+
+    return compute
+
+
+@kernel_factory("UnsortedSegmentJoin")
+def _unsorted_segment_join(node):
+    sep = _bytes(node.attrs["separator"])
+
+    def compute(ctx, inputs, segment_ids, num_segments):
+        n = int(num_segments)
+        if segment_ids.shape != inputs.shape[:segment_ids.ndim]:
+            raise _invalid(f"segment_ids.shape = {_shape_str(segment_ids.shape)} does not "
+                           f"prefix inputs.shape = {_shape_str(inputs.shape)}")
+        inner = inputs.shape[segment_ids.ndim:]
+        rows = inputs.reshape((-1,) + inner)
+        parts: list[list] = [[] for _ in range(n)]
+        for k, seg in enumerate(segment_ids.reshape(-1)):
+            if not 0 <= seg < n:
+                raise _invalid("segment_ids are not allowed to exceed num_segments or to have "
+                               "negative values.")
+            parts[int(seg)].append(k)
+        out = np.empty((n,) + inner, dtype=object)
+        for s in range(n):
+            for idx in np.ndindex(*inner):
+                out[(s,) + idx] = sep.join(_bytes(rows[(k,) + idx]) for k in parts[s])
         return out
 
     return compute
