@@ -36,9 +36,12 @@ from tensorflux.ops.parsing_ops import (  # noqa: F401
     decode_compressed,
     decode_csv,
     decode_raw,
+    deserialize_many_sparse,
     parse_example,
     parse_single_example,
     parse_tensor,
+    serialize_many_sparse,
+    serialize_sparse,
     serialize_tensor,
 )
 from tensorflux.ops.string_ops import decode_base64, encode_base64  # noqa: F401

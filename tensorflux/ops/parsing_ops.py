@@ -373,3 +373,56 @@ def decode_compressed(bytes, compression_type="", name=None):  # noqa: A002
     """Decompresses each string: '' (none), 'ZLIB' or 'GZIP' (`tf.io.decode_compressed`)."""
     return apply_op("DecodeCompressed", bytes=convert_to_tensor(bytes, dtype=dtypes.string),
                     compression_type=compression_type, name=name or "DecodeCompressed")
+
+
+# ---- SerializeSparse, SerializeManySparse, DeserializeManySparse -------------------------
+
+__all__ += ["serialize_sparse", "serialize_many_sparse", "deserialize_many_sparse"]
+
+_SPARSE_IN = ["sparse_indices: int64", "sparse_values: T", "sparse_shape: int64"]
+define_op("SerializeSparse", inputs=_SPARSE_IN, outputs=["serialized_sparse: out_type"],
+          attrs=["T: type", "out_type: {string} = DT_STRING"],
+          shape_fn=lambda op: [TensorShape([3])])
+define_op("SerializeManySparse", inputs=_SPARSE_IN, outputs=["serialized_sparse: out_type"],
+          attrs=["T: type", "out_type: {string} = DT_STRING"],
+          shape_fn=lambda op: [TensorShape([None, 3])])
+define_op("DeserializeManySparse", inputs=["serialized_sparse: string"],
+          outputs=["sparse_indices: int64", "sparse_values: dtype", "sparse_shape: int64"],
+          attrs=["dtype: type"],
+          shape_fn=lambda op: [TensorShape([None, None]), TensorShape([None]),
+                               TensorShape([None])])
+for _op in ("SerializeSparse", "SerializeManySparse", "DeserializeManySparse"):
+    not_differentiable(_op)
+
+
+def _sparse_parts(sp_input):
+    if not hasattr(sp_input, "_is_sparse_tensor"):
+        raise TypeError(f"Input must be a SparseTensor, got {type(sp_input).__name__}")
+    return dict(sparse_indices=sp_input.indices, sparse_values=sp_input.values,
+                sparse_shape=sp_input.dense_shape)
+
+
+def serialize_sparse(sp_input, name=None, out_type=dtypes.string):
+    """A SparseTensor as 3 serialized TensorProtos (`tf.io.serialize_sparse`)."""
+    return apply_op("SerializeSparse", out_type=out_type, name=name or "SerializeSparse",
+                    **_sparse_parts(sp_input))
+
+
+def serialize_many_sparse(sp_input, name=None, out_type=dtypes.string):
+    """Each minibatch entry (first dimension) of a SparseTensor serialized, [N, 3]
+    (`tf.io.serialize_many_sparse`)."""
+    return apply_op("SerializeManySparse", out_type=out_type,
+                    name=name or "SerializeManySparse", **_sparse_parts(sp_input))
+
+
+def deserialize_many_sparse(serialized_sparse, dtype, rank=None, name=None):
+    """The SparseTensors of [N, 3] serialized rows stacked along a new first dimension
+    (`tf.io.deserialize_many_sparse`)."""
+    indices, values, shape = apply_op(
+        "DeserializeManySparse", serialized_sparse=convert_to_tensor(serialized_sparse,
+                                                                     dtypes.string),
+        dtype=dtypes.as_dtype(dtype), name=name or "DeserializeManySparse")
+    if rank is not None:
+        indices.set_shape([None, rank])
+        shape.set_shape([rank])
+    return SparseTensor(indices, values, shape)

@@ -392,3 +392,87 @@ def _decode_compressed(node):
         return out
 
     return compute
+
+
+# ---- SerializeSparse, SerializeManySparse, DeserializeManySparse -------------------------
+
+
+def _proto_bytes(array, dtype) -> bytes:
+    return tensor_util.make_tensor_proto(array, dtype=dtype).SerializeToString()
+
+
+def _serialized_triple(indices, values, shape, dtype) -> np.ndarray:
+    out = np.empty(3, dtype=object)
+    out[:] = [_proto_bytes(indices, dtypes.int64), _proto_bytes(values, dtype),
+              _proto_bytes(shape, dtypes.int64)]
+    return out
+
+
+@kernel_factory("SerializeSparse")
+def _serialize_sparse(node):
+    dtype = node.attrs["T"]
+    return lambda ctx, indices, values, shape: _serialized_triple(indices, values, shape,
+                                                                  dtype)
+
+
+@kernel_factory("SerializeManySparse")
+def _serialize_many_sparse(node):
+    dtype = node.attrs["T"]
+
+    def compute(ctx, indices, values, shape):
+        if shape.size < 2:
+            raise errors.InvalidArgumentError(
+                None, None, f"Rank of input SparseTensor should be > 1, but saw rank: "
+                f"{shape.size}")
+        n = int(shape[0])
+        out = np.empty((n, 3), dtype=object)
+        for b in range(n):
+            rows = indices[:, 0] == b
+            out[b] = _serialized_triple(indices[rows][:, 1:], values[rows], shape[1:], dtype)
+        return out
+
+    return compute
+
+
+def _parse_proto(data: bytes) -> np.ndarray:
+    proto = tensor_pb2.TensorProto()
+    try:
+        proto.ParseFromString(bytes(data))
+    except Exception:  # noqa: BLE001 - protobuf's DecodeError and friends
+        raise errors.InvalidArgumentError(
+            None, None, "Could not parse serialized_sparse as a TensorProto") from None
+    return tensor_util.MakeNdarray(proto)
+
+
+@kernel_factory("DeserializeManySparse")
+def _deserialize_many_sparse(node):
+    dtype = node.attrs["dtype"]
+
+    def compute(ctx, serialized):
+        if serialized.ndim != 2 or serialized.shape[1] != 3:
+            raise errors.InvalidArgumentError(
+                None, None, f"Serialized sparse should be a matrix with 3 columns, got "
+                f"shape {list(serialized.shape)}")
+        parts, shapes = [], []
+        for b, (i, v, s) in enumerate(serialized):
+            idx, val, shp = _parse_proto(i), _parse_proto(v), _parse_proto(s)
+            if val.dtype != dtype.as_numpy_dtype:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Requested SparseTensor of type {dtype.name} but "
+                    f"SparseTensor[{b}].values.dtype() == {val.dtype}")
+            idx = idx.reshape(-1, shp.size)
+            parts.append((np.concatenate([np.full((len(idx), 1), b, np.int64), idx], 1),
+                          val))
+            shapes.append(shp)
+        if not parts:
+            return (np.zeros((0, 1), np.int64), np.zeros(0, dtype.as_numpy_dtype),
+                    np.array([0], np.int64))
+        ranks = {s.size for s in shapes}
+        if len(ranks) != 1:
+            raise errors.InvalidArgumentError(
+                None, None, "Inconsistent rank across SparseTensors")
+        shape = np.concatenate([[len(parts)], np.max(np.stack(shapes), axis=0)])
+        return (np.concatenate([p[0] for p in parts]).astype(np.int64),
+                np.concatenate([p[1] for p in parts]), shape.astype(np.int64))
+
+    return compute
