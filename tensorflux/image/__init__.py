@@ -67,5 +67,8 @@ from tensorflux.ops.image_ops import (  # noqa: F401
     extract_jpeg_shape,
     is_jpeg,
     non_max_suppression,
+    non_max_suppression_overlaps,
+    non_max_suppression_padded,
+    non_max_suppression_with_scores,
     sample_distorted_bounding_box,
 )

@@ -292,7 +292,25 @@ define_op("NonMaxSuppressionV3", inputs=["boxes: T", "scores: T", "max_output_si
           outputs=["selected_indices: int32"],
           attrs=["T: {half, float} = DT_FLOAT", "T_threshold: {half, float} = DT_FLOAT"],
           shape_fn=_nms_shape)
-for _op in ("NonMaxSuppression", "NonMaxSuppressionV2", "NonMaxSuppressionV3"):
+_NMS_IN = ["boxes: T", "scores: T", "max_output_size: int32", "iou_threshold: T_threshold",
+           "score_threshold: T_threshold"]
+define_op("NonMaxSuppressionV4", inputs=_NMS_IN,
+          outputs=["selected_indices: int32", "valid_outputs: int32"],
+          attrs=["T: {half, float} = DT_FLOAT", "T_threshold: {half, float} = DT_FLOAT",
+                 "pad_to_max_output_size: bool = false"],
+          shape_fn=lambda op: _nms_shape(op) + [[]])
+define_op("NonMaxSuppressionV5", inputs=_NMS_IN[:3] + ["iou_threshold: T",
+                                                       "score_threshold: T",
+                                                       "soft_nms_sigma: T"],
+          outputs=["selected_indices: int32", "selected_scores: T", "valid_outputs: int32"],
+          attrs=["T: {half, float} = DT_FLOAT", "pad_to_max_output_size: bool = false"],
+          shape_fn=lambda op: _nms_shape(op) * 2 + [[]])
+define_op("NonMaxSuppressionWithOverlaps",
+          inputs=["overlaps: float", "scores: float", "max_output_size: int32",
+                  "overlap_threshold: float", "score_threshold: float"],
+          outputs=["selected_indices: int32"], shape_fn=_nms_shape)
+for _op in ("NonMaxSuppression", "NonMaxSuppressionV2", "NonMaxSuppressionV3",
+            "NonMaxSuppressionV4", "NonMaxSuppressionV5", "NonMaxSuppressionWithOverlaps"):
     not_differentiable(_op)
 
 
@@ -304,6 +322,54 @@ def non_max_suppression(boxes, scores, max_output_size, iou_threshold=0.5,
         return apply_op("NonMaxSuppressionV3", boxes=boxes, scores=scores,
                         max_output_size=convert_to_tensor(max_output_size, dtypes.int32),
                         iou_threshold=convert_to_tensor(iou_threshold, dtypes.float32),
+                        score_threshold=convert_to_tensor(score_threshold, dtypes.float32))
+
+
+def _nms_args(max_output_size, iou_threshold, score_threshold, dtype=dtypes.float32):
+    return dict(max_output_size=convert_to_tensor(max_output_size, dtypes.int32),
+                iou_threshold=convert_to_tensor(iou_threshold, dtype),
+                score_threshold=convert_to_tensor(score_threshold, dtype))
+
+
+def non_max_suppression_with_scores(boxes, scores, max_output_size, iou_threshold=0.5,
+                                    score_threshold=float("-inf"), soft_nms_sigma=0.0,
+                                    name=None):
+    """NMS returning (indices, scores); soft-NMS when `soft_nms_sigma` > 0
+    (`tf.image.non_max_suppression_with_scores`)."""
+    with graph_lib.name_scope(name, "non_max_suppression_with_scores"):
+        scores = convert_to_tensor(scores, dtypes.float32, name="scores")
+        idx, sc, _ = apply_op("NonMaxSuppressionV5", boxes=boxes, scores=scores,
+                              soft_nms_sigma=convert_to_tensor(soft_nms_sigma, dtypes.float32),
+                              pad_to_max_output_size=False,
+                              **_nms_args(max_output_size, iou_threshold, score_threshold))
+        return idx, sc
+
+
+def non_max_suppression_padded(boxes, scores, max_output_size, iou_threshold=0.5,
+                               score_threshold=float("-inf"), pad_to_max_output_size=False,
+                               name=None, sorted_input=False, canonicalized_coordinates=False,
+                               tile_size=512):
+    """NMS of one image returning (indices, number valid), indices zero-padded to
+    max_output_size when asked (`tf.image.non_max_suppression_padded`)."""
+    del sorted_input, canonicalized_coordinates, tile_size  # hints for TF's batched kernel
+    with graph_lib.name_scope(name, "non_max_suppression_padded"):
+        boxes = convert_to_tensor(boxes, name="boxes")
+        if boxes.shape.ndims is not None and boxes.shape.ndims > 2:
+            raise NotImplementedError("non_max_suppression_padded of a batch of images")
+        return tuple(apply_op("NonMaxSuppressionV4", boxes=boxes, scores=scores,
+                              pad_to_max_output_size=pad_to_max_output_size,
+                              **_nms_args(max_output_size, iou_threshold, score_threshold)))
+
+
+def non_max_suppression_overlaps(overlaps, scores, max_output_size, overlap_threshold=0.5,
+                                 score_threshold=float("-inf"), name=None):
+    """Greedy NMS by a given [n, n] overlap matrix
+    (`tf.image.non_max_suppression_overlaps`)."""
+    with graph_lib.name_scope(name, "non_max_suppression_overlaps"):
+        return apply_op("NonMaxSuppressionWithOverlaps", overlaps=overlaps, scores=scores,
+                        max_output_size=convert_to_tensor(max_output_size, dtypes.int32),
+                        overlap_threshold=convert_to_tensor(overlap_threshold,
+                                                            dtypes.float32),
                         score_threshold=convert_to_tensor(score_threshold, dtypes.float32))
 
 

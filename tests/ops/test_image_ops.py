@@ -221,6 +221,19 @@ ex = {
     "nms": tf.image.non_max_suppression(nms_boxes, nms_scores, 3, 0.5),
     "nms_score": tf.image.non_max_suppression(nms_boxes, nms_scores, 6, 0.5, 0.55),
     "nms_all": tf.image.non_max_suppression(nms_boxes, nms_scores, 10, 1.0),
+    "nms_soft": list(tf.image.non_max_suppression_with_scores(nms_boxes, nms_scores, 6, 1.0,
+                                                              0.0, 0.5)),
+    "nms_soft2": list(tf.image.non_max_suppression_with_scores(nms_boxes, nms_scores, 4, 0.3,
+                                                               0.25, 0.2)),
+    "nms_hard_scores": list(tf.image.non_max_suppression_with_scores(nms_boxes, nms_scores,
+                                                                     6, 0.5)),
+    "nms_padded": list(tf.image.non_max_suppression_padded(tf.constant(nms_boxes), nms_scores, 5, 0.5,
+                                                           pad_to_max_output_size=True)),
+    "nms_unpadded": list(tf.image.non_max_suppression_padded(tf.constant(nms_boxes),
+                                                             nms_scores, 5, 0.5)),
+    "nms_overlaps": tf.image.non_max_suppression_overlaps(
+        tf.constant(np.abs(np.sin(np.arange(36.0))).reshape(6, 6).astype(np.float32)),
+        nms_scores, 4, 0.6, 0.35),
     "draw": tf.image.draw_bounding_boxes(canvas, dboxes),
     "draw_colors": tf.image.draw_bounding_boxes(canvas, dboxes,
                                                 colors=[[0.2, 0.4, 0.6], [1, 1, 1]]),
@@ -251,6 +264,10 @@ ex = {
 }
 with tf.Session() as s:
     result = s.run(ex, {k_ph: 1, dyn: img, off: 2})
+for key in list(result):
+    if isinstance(result[key], list):
+        for i, v in enumerate(result.pop(key)):
+            result[f"{key}.{i}"] = v
 '''
 
 
@@ -411,7 +428,8 @@ MY_OPS = [
     "ResizeBilinearGrad", "ResizeNearestNeighborGrad", "ResizeBicubicGrad", "CropAndResize",
     "CropAndResizeGradImage", "CropAndResizeGradBoxes", "RGBToHSV", "HSVToRGB",
     "AdjustContrastv2", "AdjustSaturation", "AdjustHue", "NonMaxSuppression",
-    "NonMaxSuppressionV2", "NonMaxSuppressionV3", "DrawBoundingBoxes", "DrawBoundingBoxesV2",
+    "NonMaxSuppressionV2", "NonMaxSuppressionV3", "NonMaxSuppressionV4", "NonMaxSuppressionV5",
+    "NonMaxSuppressionWithOverlaps", "DrawBoundingBoxes", "DrawBoundingBoxesV2",
     "SampleDistortedBoundingBox", "SampleDistortedBoundingBoxV2", "DecodePng", "DecodeJpeg",
     "DecodeBmp", "DecodeGif", "DecodeImage", "EncodePng", "EncodeJpeg", "DecodeAndCropJpeg",
     "ExtractJpegShape",

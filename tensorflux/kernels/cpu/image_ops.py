@@ -11,6 +11,8 @@ renormalization under half-pixel centres); area integrates the input over each o
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from tensorflux.kernels.cpu.array_ops import _invalid
@@ -390,22 +392,55 @@ def _adjust_hue(ctx, images, delta):
 # ---- boxes ----------------------------------------------------------------------------------
 
 
-def _iou(boxes: np.ndarray, i: int, others: np.ndarray) -> np.ndarray:
-    a, b = boxes[i].astype(np.float64), boxes[others].astype(np.float64)
-    ay0, ay1 = min(a[0], a[2]), max(a[0], a[2])
-    ax0, ax1 = min(a[1], a[3]), max(a[1], a[3])
-    by0, by1 = np.minimum(b[:, 0], b[:, 2]), np.maximum(b[:, 0], b[:, 2])
-    bx0, bx1 = np.minimum(b[:, 1], b[:, 3]), np.maximum(b[:, 1], b[:, 3])
-    area_a = (ay1 - ay0) * (ax1 - ax0)
-    area_b = (by1 - by0) * (bx1 - bx0)
-    inter = np.maximum(np.minimum(ay1, by1) - np.maximum(ay0, by0), 0) * \
-        np.maximum(np.minimum(ax1, bx1) - np.maximum(ax0, bx0), 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        iou = inter / (area_a + area_b - inter)
-    return np.where((area_a <= 0) | (area_b <= 0), 0.0, iou)
+def _greedy_nms(similarity, scores, max_out, threshold, score_threshold, sigma=0.0):
+    """TF's DoNonMaxSuppressionOp: pick the best candidate; it is suppressed by an earlier
+    pick whose similarity exceeds `threshold` (hard), or its score decays by
+    exp(-sim^2 / (2 sigma)) per earlier pick (soft, sigma > 0) and it competes again.
+    Ties go to the lower index. Returns (indices, scores)."""
+    scale = -0.5 / sigma if sigma > 0 else 0.0
+    heap = [(-float(sc), int(i), 0) for i, sc in enumerate(scores) if sc > score_threshold]
+    heapq.heapify(heap)
+    selected: list[int] = []
+    selected_scores: list[float] = []
+    while len(selected) < max_out and heap:
+        neg, index, begin = heapq.heappop(heap)
+        score = original = np.float32(-neg)
+        hard = False
+        for j in range(len(selected) - 1, begin - 1, -1):
+            sim = similarity(index, selected[j])
+            score = np.float32(score * (np.exp(np.float32(scale * sim * sim))
+                                        if sim <= threshold else 0.0))
+            if sigma <= 0 and sim > threshold:
+                hard = True
+                break
+            if score <= score_threshold:
+                break
+        if hard:
+            continue
+        if score == original:
+            selected.append(index)
+            selected_scores.append(float(score))
+        elif score > score_threshold:
+            heapq.heappush(heap, (-float(score), index, len(selected)))
+    return np.array(selected, np.int32), np.array(selected_scores, np.float32)
 
 
-def non_max_suppression(boxes, scores, max_out, iou_threshold, score_threshold):
+def _box_similarity(boxes):
+    b = boxes.astype(np.float32)
+    y0, y1 = np.minimum(b[:, 0], b[:, 2]), np.maximum(b[:, 0], b[:, 2])
+    x0, x1 = np.minimum(b[:, 1], b[:, 3]), np.maximum(b[:, 1], b[:, 3])
+    area = (y1 - y0) * (x1 - x0)
+
+    def iou(i, j):
+        if area[i] <= 0 or area[j] <= 0:
+            return 0.0
+        inter = max(np.float32(0), min(y1[i], y1[j]) - max(y0[i], y0[j])) * \
+            max(np.float32(0), min(x1[i], x1[j]) - max(x0[i], x0[j]))
+        return float(inter / (area[i] + area[j] - inter))
+    return iou
+
+
+def _check_nms(boxes, scores, max_out, iou_threshold):
     if boxes.ndim != 2 or boxes.shape[1] != 4:
         raise _invalid(f"boxes must be 2-D{list(boxes.shape)}")
     if scores.shape != (boxes.shape[0],):
@@ -414,34 +449,73 @@ def non_max_suppression(boxes, scores, max_out, iou_threshold, score_threshold):
         raise _invalid("iou_threshold must be in [0, 1]")
     if max_out < 0:
         raise _invalid("max_output_size must be non-negative")
-    keep = np.flatnonzero(scores > score_threshold)
-    order = keep[np.argsort(-scores[keep].astype(np.float64), kind="stable")]
-    selected: list[int] = []
-    for i in order:
-        if len(selected) >= max_out:
-            break
-        if selected and np.any(_iou(boxes, int(i), np.array(selected)) > iou_threshold):
-            continue
-        selected.append(int(i))
-    return np.array(selected, np.int32)
+
+
+def non_max_suppression(boxes, scores, max_out, iou_threshold, score_threshold, sigma=0.0):
+    _check_nms(boxes, scores, max_out, iou_threshold)
+    return _greedy_nms(_box_similarity(boxes), scores, max_out, iou_threshold,
+                       score_threshold, sigma)
 
 
 @kernel_factory("NonMaxSuppression")
 def _nms_v1(node):
     threshold = node.attrs["iou_threshold"]
     return lambda ctx, boxes, scores, max_out: non_max_suppression(
-        boxes, scores, int(max_out), threshold, -np.inf)
+        boxes, scores, int(max_out), threshold, -np.inf)[0]
 
 
 @kernel("NonMaxSuppressionV2")
 def _nms_v2(ctx, boxes, scores, max_out, iou_threshold):
-    return non_max_suppression(boxes, scores, int(max_out), float(iou_threshold), -np.inf)
+    return non_max_suppression(boxes, scores, int(max_out), float(iou_threshold), -np.inf)[0]
 
 
 @kernel("NonMaxSuppressionV3")
 def _nms_v3(ctx, boxes, scores, max_out, iou_threshold, score_threshold):
     return non_max_suppression(boxes, scores, int(max_out), float(iou_threshold),
-                               float(score_threshold))
+                               float(score_threshold))[0]
+
+
+def _pad(values, size, pad):
+    if not pad or len(values) >= size:
+        return values
+    return np.concatenate([values, np.zeros(size - len(values), values.dtype)])
+
+
+@kernel_factory("NonMaxSuppressionV4")
+def _nms_v4(node):
+    pad = node.attrs["pad_to_max_output_size"]
+
+    def compute(ctx, boxes, scores, max_out, iou_threshold, score_threshold):
+        idx, _ = non_max_suppression(boxes, scores, int(max_out), float(iou_threshold),
+                                     float(score_threshold))
+        return _pad(idx, int(max_out), pad), np.int32(len(idx))
+
+    return compute
+
+
+@kernel_factory("NonMaxSuppressionV5")
+def _nms_v5(node):
+    pad = node.attrs["pad_to_max_output_size"]
+
+    def compute(ctx, boxes, scores, max_out, iou_threshold, score_threshold, sigma):
+        if float(sigma) < 0:
+            raise _invalid("soft_nms_sigma must be non-negative")
+        idx, sc = non_max_suppression(boxes, scores, int(max_out), float(iou_threshold),
+                                      float(score_threshold), float(sigma))
+        return (_pad(idx, int(max_out), pad), _pad(sc.astype(scores.dtype), int(max_out), pad),
+                np.int32(len(idx)))
+
+    return compute
+
+
+@kernel("NonMaxSuppressionWithOverlaps")
+def _nms_overlaps(ctx, overlaps, scores, max_out, overlap_threshold, score_threshold):
+    if overlaps.ndim != 2 or overlaps.shape[0] != overlaps.shape[1]:
+        raise _invalid(f"overlaps must be square, got {list(overlaps.shape)}")
+    if scores.shape != (overlaps.shape[0],):
+        raise _invalid("scores has incompatible shape")
+    return _greedy_nms(lambda i, j: float(overlaps[i, j]), scores, int(max_out),
+                       float(overlap_threshold), float(score_threshold))[0]
 
 
 _COLOR_TABLE = np.array([[1, 1, 0, 1], [0, 0, 1, 1], [1, 0, 0, 1], [0, 1, 0, 1],
