@@ -227,8 +227,8 @@ ex = {
                                                                0.25, 0.2)),
     "nms_hard_scores": list(tf.image.non_max_suppression_with_scores(nms_boxes, nms_scores,
                                                                      6, 0.5)),
-    "nms_padded": list(tf.image.non_max_suppression_padded(tf.constant(nms_boxes), nms_scores, 5, 0.5,
-                                                           pad_to_max_output_size=True)),
+    "nms_padded": list(tf.image.non_max_suppression_padded(
+        tf.constant(nms_boxes), nms_scores, 5, 0.5, pad_to_max_output_size=True)),
     "nms_unpadded": list(tf.image.non_max_suppression_padded(tf.constant(nms_boxes),
                                                              nms_scores, 5, 0.5)),
     "nms_overlaps": tf.image.non_max_suppression_overlaps(
