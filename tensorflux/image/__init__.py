@@ -54,6 +54,7 @@ from tensorflux.image.image_ops import transpose_image as transpose  # noqa: F40
 from tensorflux.ops.array_ext_ops import extract_image_patches  # noqa: F401
 from tensorflux.ops.array_ext_ops import extract_image_patches as extract_patches  # noqa: F401
 from tensorflux.ops.image_ops import (  # noqa: F401
+    combined_non_max_suppression,
     crop_and_resize,
     decode_and_crop_jpeg,
     decode_bmp,

@@ -373,6 +373,47 @@ def non_max_suppression_overlaps(overlaps, scores, max_output_size, overlap_thre
                         score_threshold=convert_to_tensor(score_threshold, dtypes.float32))
 
 
+def _combined_nms_shape(op):
+    boxes = checked_dims(op.inputs[0], rank=4) or [None] * 4
+    scores = checked_dims(op.inputs[1], rank=3) or [None] * 3
+    per_class, total = constant_value(op.inputs[2]), constant_value(op.inputs[3])
+    n = None
+    if total is not None:
+        n = int(total)
+        if op.attrs["pad_per_class"]:
+            n = None if per_class is None or scores[2] is None else \
+                min(n, int(per_class) * scores[2])
+    b = boxes[0] if boxes[0] is not None else scores[0]
+    return [[b, n, 4], [b, n], [b, n], [b]]
+
+
+define_op("CombinedNonMaxSuppression",
+          inputs=["boxes: float", "scores: float", "max_output_size_per_class: int32",
+                  "max_total_size: int32", "iou_threshold: float", "score_threshold: float"],
+          outputs=["nmsed_boxes: float", "nmsed_scores: float", "nmsed_classes: float",
+                   "valid_detections: int32"],
+          attrs=["pad_per_class: bool = false", "clip_boxes: bool = true"],
+          shape_fn=_combined_nms_shape)
+not_differentiable("CombinedNonMaxSuppression")
+
+
+def combined_non_max_suppression(boxes, scores, max_output_size_per_class, max_total_size,
+                                 iou_threshold=0.5, score_threshold=float("-inf"),
+                                 pad_per_class=False, clip_boxes=True, name=None):
+    """Per-class NMS over a batch, then the best `max_total_size` detections across classes
+    (`tf.image.combined_non_max_suppression`): (boxes, scores, classes, valid counts)."""
+    with graph_lib.name_scope(name, "combined_non_max_suppression"):
+        return tuple(apply_op(
+            "CombinedNonMaxSuppression", boxes=convert_to_tensor(boxes, dtypes.float32),
+            scores=convert_to_tensor(scores, dtypes.float32),
+            max_output_size_per_class=convert_to_tensor(max_output_size_per_class,
+                                                        dtypes.int32),
+            max_total_size=convert_to_tensor(max_total_size, dtypes.int32),
+            iou_threshold=convert_to_tensor(iou_threshold, dtypes.float32),
+            score_threshold=convert_to_tensor(score_threshold, dtypes.float32),
+            pad_per_class=pad_per_class, clip_boxes=clip_boxes))
+
+
 define_op("DrawBoundingBoxes", inputs=["images: T", "boxes: float"], outputs=["output: T"],
           attrs=["T: {float, half} = DT_FLOAT"],
           shape_fn=lambda op: [checked_dims(op.inputs[0], rank=4) and op.inputs[0].shape])

@@ -174,6 +174,11 @@ nms_boxes = np.array([[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10,
 nms_scores = np.array([0.9, 0.75, 0.6, 0.95, 0.5, 0.3], np.float32)
 canvas = np.zeros((1, 7, 9, 3), np.float32)
 k_ph = tf.placeholder(tf.int32, [])
+cboxes = np.concatenate([nms_boxes / 12.0, nms_boxes[::-1] / 11.0], 0).reshape(
+    2, 6, 1, 4).astype(np.float32)
+cboxes_q = np.stack([cboxes[:, :, 0], cboxes[:, :, 0] * 0.9 + 0.05, cboxes[:, :, 0] * 1.1],
+                    2).astype(np.float32)
+cscores = rng.permutation(36).reshape(2, 6, 3).astype(np.float32) / 36.0
 big = rng.uniform(0, 1, (2, 16, 14, 3)).astype(np.float32)
 big2 = np.clip(big + rng.normal(0, 0.1, big.shape), 0, 1).astype(np.float32)
 dyn = tf.placeholder(tf.float32, [None, None, 3])
@@ -231,6 +236,10 @@ ex = {
         tf.constant(nms_boxes), nms_scores, 5, 0.5, pad_to_max_output_size=True)),
     "nms_unpadded": list(tf.image.non_max_suppression_padded(tf.constant(nms_boxes),
                                                              nms_scores, 5, 0.5)),
+    "combined": list(tf.image.combined_non_max_suppression(
+        cboxes, cscores, 3, 5, 0.5, 0.1)),
+    "combined_q": list(tf.image.combined_non_max_suppression(
+        cboxes_q, cscores, 2, 10, 0.4, 0.0, pad_per_class=True, clip_boxes=False)),
     "nms_overlaps": tf.image.non_max_suppression_overlaps(
         tf.constant(np.abs(np.sin(np.arange(36.0))).reshape(6, 6).astype(np.float32)),
         nms_scores, 4, 0.6, 0.35),
@@ -429,7 +438,7 @@ MY_OPS = [
     "CropAndResizeGradImage", "CropAndResizeGradBoxes", "RGBToHSV", "HSVToRGB",
     "AdjustContrastv2", "AdjustSaturation", "AdjustHue", "NonMaxSuppression",
     "NonMaxSuppressionV2", "NonMaxSuppressionV3", "NonMaxSuppressionV4", "NonMaxSuppressionV5",
-    "NonMaxSuppressionWithOverlaps", "DrawBoundingBoxes", "DrawBoundingBoxesV2",
+    "NonMaxSuppressionWithOverlaps", "CombinedNonMaxSuppression", "DrawBoundingBoxes", "DrawBoundingBoxesV2",
     "SampleDistortedBoundingBox", "SampleDistortedBoundingBoxV2", "DecodePng", "DecodeJpeg",
     "DecodeBmp", "DecodeGif", "DecodeImage", "EncodePng", "EncodeJpeg", "DecodeAndCropJpeg",
     "ExtractJpegShape",

@@ -518,6 +518,46 @@ def _nms_overlaps(ctx, overlaps, scores, max_out, overlap_threshold, score_thres
                        float(overlap_threshold), float(score_threshold))[0]
 
 
+@kernel_factory("CombinedNonMaxSuppression", expensive=True)
+def _combined_nms(node):
+    pad_per_class, clip = node.attrs["pad_per_class"], node.attrs["clip_boxes"]
+
+    def compute(ctx, boxes, scores, per_class, total, iou_threshold, score_threshold):
+        if boxes.ndim != 4 or boxes.shape[-1] != 4 or scores.ndim != 3 or \
+                scores.shape[:2] != boxes.shape[:2]:
+            raise _invalid("boxes must be [batch, num_boxes, q, 4] and scores [batch, "
+                           "num_boxes, num_classes]")
+        q, classes = boxes.shape[2], scores.shape[2]
+        if q not in (1, classes):
+            raise _invalid("third dimension of boxes must be either 1 or num classes")
+        if not 0 <= float(iou_threshold) <= 1:
+            raise _invalid("iou_threshold must be in [0, 1]")
+        per_class, total = int(per_class), int(total)
+        n = min(total, per_class * classes) if pad_per_class else total
+        batch = boxes.shape[0]
+        out_boxes = np.zeros((batch, n, 4), np.float32)
+        out_scores = np.zeros((batch, n), np.float32)
+        out_classes = np.zeros((batch, n), np.float32)
+        valid = np.zeros(batch, np.int32)
+        for b in range(batch):
+            found = []
+            for c in range(classes):
+                class_boxes = boxes[b, :, c if q > 1 else 0]
+                idx, sc = _greedy_nms(_box_similarity(class_boxes), scores[b, :, c],
+                                      per_class, float(iou_threshold), float(score_threshold))
+                found += [(float(v), int(i), c) for i, v in zip(idx, sc, strict=True)]
+            found.sort(key=lambda r: -r[0])
+            found = found[:n]
+            for k, (score, i, c) in enumerate(found):
+                box = boxes[b, i, c if q > 1 else 0]
+                out_boxes[b, k] = np.clip(box, 0, 1) if clip else box
+                out_scores[b, k], out_classes[b, k] = score, c
+            valid[b] = len(found)
+        return out_boxes, out_scores, out_classes, valid
+
+    return compute
+
+
 _COLOR_TABLE = np.array([[1, 1, 0, 1], [0, 0, 1, 1], [1, 0, 0, 1], [0, 1, 0, 1],
                          [0.5, 0, 0.5, 1], [0.5, 0.5, 0, 1], [0.5, 0, 0, 1], [0, 0, 0.5, 1],
                          [0, 1, 1, 1], [1, 0, 1, 1]], np.float32)
