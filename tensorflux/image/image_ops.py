@@ -514,3 +514,30 @@ def per_image_standardization(image):
         stddev = unary_ops.sqrt(variance)
         min_stddev = unary_ops.rsqrt(math_ops.cast(num_pixels, image.dtype))
         return math_ops.divide(centred, math_ops.maximum(stddev, min_stddev), name=scope)
+
+
+def adjust_jpeg_quality(image, jpeg_quality, dct_method="", name=None):
+    """The image after a JPEG round trip at `jpeg_quality` (`tf.image.adjust_jpeg_quality`)."""
+    with graph_lib.name_scope(name, "adjust_jpeg_quality", [image]):
+        image = convert_to_tensor(image, name="image")
+        channels = image.shape.as_list()[-1] if image.shape.ndims else None
+        orig = image.dtype
+        image = convert_image_dtype(image, dtypes.uint8, saturate=True)
+        encoded = image_ops.encode_jpeg_variable_quality(image, jpeg_quality)
+        decoded = image_ops.decode_jpeg(encoded, channels=channels or 0,
+                                        dct_method=dct_method)
+        decoded.set_shape(image.shape)
+        return convert_image_dtype(decoded, orig, saturate=True)
+
+
+def random_jpeg_quality(image, min_jpeg_quality, max_jpeg_quality, seed=None):
+    """adjust_jpeg_quality at a quality uniform in [min, max)
+    (`tf.image.random_jpeg_quality`)."""
+    if min_jpeg_quality < 0 or max_jpeg_quality < 0 or min_jpeg_quality > 100 or \
+            max_jpeg_quality > 100:
+        raise ValueError("jpeg encoding range must be between 0 and 100.")
+    if min_jpeg_quality >= max_jpeg_quality:
+        raise ValueError("`min_jpeg_quality` must be less than `max_jpeg_quality`.")
+    quality = random_ops.random_uniform([], min_jpeg_quality, max_jpeg_quality, seed=seed,
+                                        dtype=dtypes.int32)
+    return adjust_jpeg_quality(image, quality)

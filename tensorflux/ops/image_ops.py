@@ -531,8 +531,10 @@ define_op("DecodeAndCropJpeg", inputs=["contents: string", "crop_window: int32"]
 define_op("ExtractJpegShape", inputs=["contents: string"], outputs=["image_shape: output_type"],
           attrs=["output_type: {int32, int64} = DT_INT32"],
           shape_fn=lambda op: [checked_dims(op.inputs[0], rank=0) and [3]])
+define_op("EncodeJpegVariableQuality", inputs=["images: uint8", "quality: int32"],
+          outputs=["contents: string"], shape_fn=_encode_shape)
 for _op in ("DecodePng", "DecodeJpeg", "DecodeBmp", "DecodeGif", "DecodeImage", "EncodePng",
-            "EncodeJpeg", "DecodeAndCropJpeg", "ExtractJpegShape"):
+            "EncodeJpeg", "DecodeAndCropJpeg", "ExtractJpegShape", "EncodeJpegVariableQuality"):
     not_differentiable(_op)
 
 
@@ -601,6 +603,13 @@ def decode_image(contents, channels=None, dtype=dtypes.uint8, name=None,
     with graph_lib.name_scope(name, "decode_image"):
         return apply_op("DecodeImage", contents=_contents(contents), channels=channels or 0,
                         dtype=dtype, expand_animations=expand_animations)
+
+
+def encode_jpeg_variable_quality(images, quality, name=None):
+    """encode_jpeg with the quality given as a tensor."""
+    return apply_op("EncodeJpegVariableQuality", images=convert_to_tensor(images, dtypes.uint8),
+                    quality=convert_to_tensor(quality, dtypes.int32),
+                    name=name or "EncodeJpegVariableQuality")
 
 
 def encode_png(image, compression=-1, name=None):

@@ -410,6 +410,7 @@ with tf.Session() as s:
               "jpg_dec": s.run(tf.image.decode_jpeg(jpg)),
               "png_gray": s.run(tf.image.decode_png(png, channels=1)),
               "jpg_shape": s.run(tf.image.extract_jpeg_shape(jpg)),
+              "jpeg_q": s.run(tf.image.adjust_jpeg_quality(img.astype(np.float32) / 255, 40)),
               "jpg_crop": s.run(tf.image.decode_and_crop_jpeg(jpg, [1, 2, 4, 5])),
               "is_jpeg": s.run([tf.image.is_jpeg(jpg), tf.image.is_jpeg(png)])}
 """)
@@ -421,6 +422,9 @@ with tf.Session() as s:
                  "jpg_crop": tf.image.decode_and_crop_jpeg(theirs["jpg"], [1, 2, 4, 5]),
                  "is_jpeg": [tf.image.is_jpeg(theirs["jpg"]), tf.image.is_jpeg(theirs["png"])]})
     np.testing.assert_array_equal(ours["jpg_shape"], theirs["jpg_shape"])
+    q = _run(tf.image.adjust_jpeg_quality(theirs["img"].astype(np.float32) / 255, 40))
+    assert q.dtype == np.float32 and q.shape == theirs["jpeg_q"].shape
+    assert np.abs(q - theirs["jpeg_q"]).max() <= 8 / 255
     assert ours["is_jpeg"] == theirs["is_jpeg"]
     assert ours["jpg_crop"].shape == theirs["jpg_crop"].shape == (4, 5, 3)
     assert np.abs(ours["jpg_crop"].astype(int) - theirs["jpg_crop"]).max() <= 4
@@ -442,6 +446,7 @@ MY_OPS = [
     "DrawBoundingBoxesV2",
     "SampleDistortedBoundingBox", "SampleDistortedBoundingBoxV2", "DecodePng", "DecodeJpeg",
     "DecodeBmp", "DecodeGif", "DecodeImage", "EncodePng", "EncodeJpeg", "DecodeAndCropJpeg",
+    "EncodeJpegVariableQuality",
     "ExtractJpegShape",
 ]
 

@@ -787,3 +787,9 @@ def _encode_jpeg(node):
     return _encoder(lambda image: image_codecs.encode_jpeg(
         image, a["format"], a["quality"], a["progressive"], a["optimize_size"],
         a["chroma_downsampling"], a["density_unit"], a["x_density"], a["y_density"]))
+
+
+@kernel("EncodeJpegVariableQuality")
+def _encode_jpeg_variable_quality(ctx, images, quality):
+    return _encoder(lambda image: image_codecs.encode_jpeg(image, "", int(quality)))(ctx,
+                                                                                     images)
