@@ -6,6 +6,7 @@ package re-exports them.
 """
 
 import tensorflux.kernels.cpu  # noqa: F401,E402 - registers every CPU kernel
+import tensorflux.kernels.gpu  # noqa: F401,E402 - registers every GPU kernel (used only with a GPU)
 import tensorflux.ops  # noqa: F401,E402 - registers every op
 from tensorflux.framework import errors  # noqa: F401
 from tensorflux.framework.common_shapes import constant_value as _constant_value  # noqa: F401
@@ -148,6 +149,38 @@ from tensorflux.protos.summary_pb2 import (  # noqa: F401,E402
 )
 
 from tensorflux.framework.versions import __version__  # noqa: E402,F401
+from tensorflux import data  # noqa: E402,F401 - tf.data
+
+# Issue 17: behaviour switches, tf.version, tf.compat (tf.compat.v1 is this module).
+from tensorflux.compat.switches import *  # noqa: E402,F401,F403
+from tensorflux.compat.version import COMPILER_VERSION, GIT_VERSION, VERSION  # noqa: E402,F401
+from tensorflux.compat import version  # noqa: E402,F401 - tf.version
+from tensorflux import compat  # noqa: E402,F401 - tf.compat
+compat._install_v1(__import__(__name__))
+from tensorflux import losses  # noqa: E402,F401 - tf.losses
+from tensorflux import layers  # noqa: E402,F401 - tf.layers
+from tensorflux import contrib  # noqa: E402,F401 - tf.contrib.layers regularizers
+from tensorflux import metrics  # noqa: E402,F401 - tf.metrics
+from tensorflux.ops.script_ops import *  # noqa: E402,F401,F403 - tf.py_func, tf.numpy_function
+from tensorflux.autodiff.custom_gradient import *  # noqa: E402,F401,F403 - tf.custom_gradient
+from tensorflux.variables.template import make_template  # noqa: E402,F401
+from tensorflux.variables.creator_scope import *  # noqa: E402,F401,F403 - init_scope, ...
+from tensorflux import lookup  # noqa: E402,F401 - tf.lookup
+from tensorflux.lookup.lookup_ops import initialize_all_tables, tables_initializer  # noqa: E402,F401
+# Issue 18: the math and linear-algebra namespaces and their top-level TF1 names.
+from tensorflux import bitwise, dtypes, linalg, manip, math, random, sets  # noqa: E402,F401
+from tensorflux.ops.linalg_factor_ops import *  # noqa: E402,F401,F403
+from tensorflux.ops.linalg_ops import *  # noqa: E402,F401,F403
+from tensorflux.ops.math_ext_ops import *  # noqa: E402,F401,F403
+from tensorflux.ops.segment_ops import *  # noqa: E402,F401,F403
+from tensorflux.ops.special_math_ops import *  # noqa: E402,F401,F403
+from tensorflux.linalg.linalg_impl import *  # noqa: E402,F401,F403
+from tensorflux.math.math_impl import *  # noqa: E402,F401,F403
+from tensorflux.manip.space_batch import *  # noqa: E402,F401,F403
+from tensorflux.sparse.sparse_extra import *  # noqa: E402,F401,F403
+from tensorflux.ops.matrix_ops import matmul as sparse_matmul  # noqa: E402,F401
+from tensorflux.ops.random_ext_ops import *  # noqa: E402,F401,F403
+# Issue 18 parts 3-6: tf.image, tf.strings, tf.io, tf.signal and more array ops.
 from tensorflux import image  # noqa: E402,F401 - tf.image
 from tensorflux.image.image_ops import random_crop  # noqa: E402,F401 - tf.random_crop
 from tensorflux import strings  # noqa: E402,F401 - tf.strings

@@ -617,8 +617,14 @@ def _graph_of(values: Iterable) -> Graph | None:
 
 
 def get_graph_from_inputs(op_input_list, graph: Graph | None = None) -> Graph:
-    """The graph that the inputs live in (ValueError if they are from different graphs)."""
+    """The graph that the inputs live in (ValueError if they are from different graphs).
+    While a function body is being built (framework/func_graph.py), its graph: it
+    captures the tensors of enclosing graphs that its ops use."""
     op_input_list = list(op_input_list)
+    if graph is None:
+        default = get_default_graph()
+        if default.building_function:
+            return default
     found = graph
     for v in op_input_list:
         g = _graph_of([v])

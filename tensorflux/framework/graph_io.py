@@ -127,4 +127,22 @@ def graph_to_graph_def(graph: Graph, from_version: int | None = None,
             shapes = nd.attr[OUTPUT_SHAPES_ATTR].list.shape
             del shapes[:]
             shapes.extend(t._shape.as_proto() for t in op._outputs)
+    _add_function_library(gd, ops)
     return gd
+
+
+def _add_function_library(gd: graph_pb2.GraphDef, ops: list) -> None:
+    """The FunctionDefs of the traced functions (framework/func_graph.py) that `ops`'
+    `func` attrs hold, and of those their bodies use, into `gd.library`."""
+    from tensorflux.framework import func_graph  # func_graph imports graph, which imports us
+
+    seen: set[str] = set()
+    stack = list(ops)
+    while stack:
+        op = stack.pop()
+        for value in op._attrs.values():
+            body = getattr(value, "graph", None)
+            if isinstance(body, func_graph.FuncGraph) and body.name not in seen:
+                seen.add(body.name)
+                gd.library.function.add().CopyFrom(func_graph.to_function_def(body))
+                stack.extend(body.get_operations())

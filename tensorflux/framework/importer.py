@@ -144,17 +144,29 @@ def _import(graph_def, input_map, return_elements, name, producer_op_list,
     graph = graph_lib.get_default_graph()
     graph._check_not_finalized()
     _check_versions(graph, graph_def.versions)
-    if len(graph_def.library.function) or len(graph_def.library.gradient):
-        names = [f.signature.name for f in graph_def.library.function]
-        raise ValueError(f"GraphDef has a function library ({', '.join(names) or 'gradients'})"
-                         "; importing functions is not supported yet.")
+    if len(graph_def.library.gradient):
+        raise ValueError("GraphDef has a function library with gradients; importing "
+                         "gradient functions is not supported yet.")
     with graph._lock, graph.as_default(), \
             graph.name_scope("import" if name is None else name) as prefix:
         mapped = _convert_input_map(graph, name, input_map)
         nodes = _plan(graph, graph_def, prefix, mapped, producer_op_list, exact_names)
         order = _topological_order(nodes, mapped)
         _check_return_elements(nodes, return_elements, mapped)
-        return _create(graph, nodes, order, mapped), mapped
+        n_before, names_before = len(graph._ops), dict(graph._names_in_use)
+        imported = _create(graph, nodes, order, mapped)
+        if len(graph_def.library.function):
+            # The traced functions (dataset map functions, ...) the ops' func attrs name.
+            from tensorflux.framework import func_graph  # func_graph imports this module
+
+            try:
+                func_graph.link_functions(
+                    imported.values(),
+                    {f.signature.name: f for f in graph_def.library.function}, graph, {})
+            except BaseException:
+                _discard(graph, n_before, names_before)
+                raise
+        return imported, mapped
 
 
 # ------------------------------------------------------------------------------------------

@@ -3,12 +3,16 @@
 Each op module lists its `tf.nn` names in `__all__`; this package re-exports them.
 """
 
+from tensorflux.nn.conv_impl import *  # noqa: F401,F403
 from tensorflux.nn.embedding_ops import *  # noqa: F401,F403
 from tensorflux.nn.nn_impl import *  # noqa: F401,F403
 from tensorflux.ops import gather_ops as _gather_ops
 from tensorflux.ops import unary_ops as _unary_ops
+from tensorflux.ops.batch_norm_ops import *  # noqa: F401,F403
 from tensorflux.ops.candidate_sampling_ops import *  # noqa: F401,F403
+from tensorflux.ops.conv3d_ops import *  # noqa: F401,F403
 from tensorflux.ops.conv_ops import *  # noqa: F401,F403
+from tensorflux.ops.depthwise_conv_ops import *  # noqa: F401,F403
 from tensorflux.ops.nn_ops import *  # noqa: F401,F403
 from tensorflux.ops.pooling_ops import *  # noqa: F401,F403
 
@@ -21,4 +25,7 @@ del _module, _names, _name
 
 # Recurrent networks (issue 4): tf.nn.rnn_cell.*, tf.nn.dynamic_rnn, tf.nn.static_rnn, ...
 from tensorflux.nn import rnn_cell  # noqa: E402,F401
+
+# Issue 18: more TF1 tf.nn names built from existing ops (tensorflux/nn/nn_extra.py).
+from tensorflux.nn.nn_extra import *  # noqa: E402,F401,F403
 from tensorflux.nn.rnn import *  # noqa: E402,F401,F403

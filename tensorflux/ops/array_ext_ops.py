@@ -1,12 +1,13 @@
 """More array ops: SpaceToDepth/DepthToSpace, SpaceToBatchND/BatchToSpaceND, ExtractImagePatches,
-ReverseSequence, Roll, UniqueWithCounts, ListDiff, TensorScatterUpdate/Add/Sub, UnravelIndex,
+ReverseSequence, UniqueWithCounts, ListDiff, TensorScatterUpdate/Add/Sub, UnravelIndex,
 Bitcast, EnsureShape, GuaranteeConst and EditDistance, with their TF1 wrappers and the
 compositions `repeat`, `meshgrid`, `batch_gather`, `parallel_stack`, `space_to_batch` and
 `batch_to_space`.
 
-Kernels: tensorflux/kernels/cpu/array_ext_ops.py. Each rearrangement's gradient is its
-inverse rearrangement; ExtractImagePatches' gradient scatters patch gradients back to the
-pixels they were read from (shapes known when the graph is built).
+Kernels: tensorflux/kernels/cpu/array_ext_ops.py (Roll is in math_ext_ops.py). Each
+rearrangement's gradient is its inverse rearrangement; ExtractImagePatches' gradient
+scatters patch gradients back to the pixels they were read from (shapes known when the
+graph is built).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from tensorflux.ops import (
 
 __all__ = ["space_to_depth", "depth_to_space", "space_to_batch_nd", "batch_to_space_nd",
            "space_to_batch", "batch_to_space", "extract_image_patches", "reverse_sequence",
-           "roll", "repeat", "unique_with_counts", "setdiff1d", "meshgrid",
+           "repeat", "unique_with_counts", "setdiff1d", "meshgrid",
            "tensor_scatter_update", "tensor_scatter_add", "tensor_scatter_sub",
            "tensor_scatter_nd_update", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
            "batch_gather", "unravel_index", "bitcast", "ensure_shape", "guarantee_const",
@@ -261,7 +262,7 @@ def extract_image_patches(images, ksizes=None, strides=None, rates=None, padding
                     name=name or "ExtractImagePatches")
 
 
-# ---- ReverseSequence, Roll --------------------------------------------------------------
+# ---- ReverseSequence --------------------------------------------------------------
 
 
 def _reverse_sequence_shape(op):
@@ -304,23 +305,6 @@ def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=No
         lengths = math_ops.cast(lengths, dtypes.int64)
     return apply_op("ReverseSequence", input=x, seq_lengths=lengths, seq_dim=seq_axis,
                     batch_dim=batch_axis, name=name or "ReverseSequence")
-
-
-define_op("Roll", inputs=["input: T", "shift: Tshift", "axis: Taxis"], outputs=["output: T"],
-          attrs=["T: type", "Tshift: {int32, int64}", "Taxis: {int32, int64}"],
-          shape_fn=unchanged)
-
-
-@gradient("Roll")
-def _roll_grad(op, grad):
-    return [apply_op("Roll", input=grad, shift=-op.inputs[1], axis=op.inputs[2]), None, None]
-
-
-def roll(input, shift, axis, name=None):  # noqa: A002
-    """Rolls elements along `axis` by `shift` (both may be lists) (`tf.roll`)."""
-    shift = convert_to_tensor(shift, name="shift")
-    axis = convert_to_tensor(axis, name="axis")
-    return apply_op("Roll", input=input, shift=shift, axis=axis, name=name or "Roll")
 
 
 def repeat(input, repeats, axis=None, name=None):  # noqa: A002

@@ -29,6 +29,7 @@ import numpy as np
 
 from tensorflux.framework import device_spec as device_spec_lib
 from tensorflux.framework import errors
+from tensorflux.kernels.gpu import backend as gpu_backend
 from tensorflux.runtime.resource_mgr import ResourceMgr
 
 # TensorFlow reports this nominal limit for a CPU device in list_devices().
@@ -119,6 +120,14 @@ class Device:
                         thread_name_prefix=f"tfx-{self.device_type}{self.index}")
         return self._pool
 
+    def accept(self, value):
+        """`value`, received from another device, in this device's memory (a CPU takes
+        device arrays back to the host)."""
+        return value if type(value) is np.ndarray else gpu_backend.to_host(value)
+
+    def to_host(self, value):
+        return value
+
     def runner(self, fn, *args) -> None:
         """Runs `fn(*args)` on this device's inter-op thread pool."""
         self.pool.submit(fn, *args)
@@ -169,31 +178,102 @@ class DeviceAttributes:
 
 
 def gpu_count() -> int:
-    """How many GPUs CuPy sees (0 when CuPy or a GPU is absent)."""
-    try:
-        import cupy  # noqa: F401 - optional dependency
-
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:
-        return 0
+    """How many GPUs this process can use: real ones through CuPy, else the simulated ones
+    of `TENSORFLUX_FAKE_GPUS` (kernels/gpu/backend.py); 0 when there are none."""
+    return gpu_backend.gpu_count()
 
 
-def _gpu_memory_limit(index: int) -> int:
-    try:
-        import cupy
+class GpuDevice(Device):
+    """A GPU: kernels registered for "GPU" run here, on arrays in device memory.
 
-        with cupy.cuda.Device(index):
-            return int(cupy.cuda.runtime.memGetInfo()[1])
-    except Exception:
-        return 0
+    Values kept on a GPU device are device arrays, except host-resident small tensors
+    (constants, shapes; see kernels/gpu/backend.py). `accept` moves a value received from
+    another device into device memory; `to_host` is what fetches and sends to a CPU see.
+    Memory: CuPy's caching pool (one per process; `per_process_gpu_memory_fraction` bounds
+    it), reported by `memory_stats()`.
+    """
+
+    def __init__(self, job, replica, task, index, num_threads, physical_index,
+                 memory_fraction: float = 0.0):
+        b = gpu_backend.backend()
+        limit = 0
+        if b.cupy is not None:
+            with b.cupy.cuda.Device(physical_index):
+                total = int(b.cupy.cuda.runtime.memGetInfo()[1])
+                limit = int(total * memory_fraction) if 0 < memory_fraction <= 1 else total
+                if 0 < memory_fraction <= 1:
+                    b.cupy.get_default_memory_pool().set_limit(size=limit)
+        else:
+            limit = 1 << 30  # the simulation's nominal size
+        super().__init__(job, replica, task, "GPU", index, num_threads, limit)
+        self.physical_index = physical_index
+        self.xp = b.xp
+        self._peak = 0
+
+    def accept(self, value):
+        """`value` (received from another device) in this device's memory: float and
+        complex arrays move to the device; integer, bool and string tensors stay in host
+        memory until a kernel needs them there (TensorFlow keeps int32 on the host)."""
+        if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+            return gpu_backend.to_device(value)
+        return value
+
+    def to_host(self, value):
+        return gpu_backend.to_host(value)
+
+    def memory_stats(self) -> dict[str, int]:
+        b = gpu_backend.backend()
+        if b.cupy is not None:
+            pool = b.cupy.get_default_memory_pool()
+            in_use, total = int(pool.used_bytes()), int(pool.total_bytes())
+        else:
+            in_use = total = 0
+        self._peak = max(self._peak, in_use)
+        return {"bytes_in_use": in_use, "peak_bytes_in_use": self._peak,
+                "num_allocs": 0, "largest_alloc_size": 0, "bytes_reserved": total,
+                "bytes_limit": self.memory_limit}
+
+    def note_memory(self) -> None:
+        """Records the pool's bytes in use for the peak (after expensive kernels)."""
+        b = gpu_backend.backend()
+        if b.cupy is not None:
+            used = int(b.cupy.get_default_memory_pool().used_bytes())
+            if used > self._peak:
+                self._peak = used
+
+
+def _visible_gpus(config) -> list[int]:
+    """The physical GPU indices of `gpu_options.visible_device_list` (all when empty).
+
+    Raises:
+      InvalidArgumentError: naming the entry, for an entry that is not a GPU of this machine
+        or appears twice.
+    """
+    n = gpu_count()
+    spec = config.gpu_options.visible_device_list.strip() if config is not None else ""
+    if not spec:
+        return list(range(n))
+    out = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) >= n or int(part) in out:
+            raise errors.InvalidArgumentError(
+                None, None, f"'visible_device_list' listed an invalid GPU id '{part}' (this "
+                f"machine has {n} GPU(s), ids 0-{n - 1}; each may appear once): '{spec}'")
+        out.append(int(part))
+    return out
 
 
 def make_local_devices(config=None, job: str = "localhost", replica: int = 0,
                        task: int = 0) -> list[Device]:
     """The devices of this process for a session with `config` (a ConfigProto or None).
 
+    GPUs: `device_count["GPU"]` of those `gpu_options.visible_device_list` names (default:
+    all), numbered from 0 in that order, as TensorFlow numbers them.
+
     Raises:
-      InvalidArgumentError: if `device_count["CPU"]` is less than 1.
+      InvalidArgumentError: if `device_count["CPU"]` is less than 1, or the visible device
+        list names a GPU that does not exist.
     """
     counts = dict(config.device_count) if config is not None else {}
     threads = config.inter_op_parallelism_threads if config is not None else 0
@@ -203,9 +283,13 @@ def make_local_devices(config=None, job: str = "localhost", replica: int = 0,
         raise errors.InvalidArgumentError(None, None, "device_count['CPU'] must be >= 1")
     devices = [Device(job, replica, task, "CPU", i, threads, CPU_MEMORY_LIMIT)
                for i in range(n_cpu)]
-    n_gpu = min(counts.get("GPU", 1 << 30), gpu_count())
-    devices += [Device(job, replica, task, "GPU", i, threads, _gpu_memory_limit(i))
-                for i in range(n_gpu)]
+    if gpu_count() == 0 or counts.get("GPU", 1) == 0:
+        return devices
+    visible = _visible_gpus(config)[:counts.get("GPU", 1 << 30)]
+    fraction = config.gpu_options.per_process_gpu_memory_fraction if config is not None \
+        else 0.0
+    devices += [GpuDevice(job, replica, task, i, threads, physical, fraction)
+                for i, physical in enumerate(visible)]
     return devices
 
 

@@ -153,7 +153,9 @@ class GraphRunner:
                 ctx = KernelContext(step_id, device, None, cancellation, args,
                                     device.runner, session, options)
                 ctx.stats = stats
-                return ex.run(ctx, deadline)
+                values = ex.run(ctx, deadline)
+                return values if device.device_type == "CPU" else \
+                    [device.to_host(v) for v in values]
             return self._run_partitions(session, step_id, args, options, cancellation,
                                         deadline, parts, stats, rendezvous)
         except ExecutorError as e:
@@ -195,6 +197,8 @@ class GraphRunner:
                 if cancellation is not None:
                     cancellation.start_cancel()
                 return
+            if device.device_type != "CPU":
+                values = [device.to_host(v) for v in values]
             for pos, v in zip(positions, values, strict=True):
                 results[pos] = v
 

@@ -11,6 +11,7 @@
    whose request cannot be met falls back to any device where all members have kernels.
    A group holding a stateful node placed by an earlier step of the session keeps that
    device (`pinned`): a variable must not move between steps.
+   A group that a GPU can run goes to the first such GPU (TensorFlow's preference).
 3. Choice, for groups left with several feasible devices: the greedy simulation of the
    whitepaper. Nodes are visited in topological order; each device is a serial processor
    with a time at which it becomes free. A node's estimated finish on device d is
@@ -245,6 +246,10 @@ def _feasible(group: list[Node], ordered: list[Device], host: Device, allow_soft
         feasible = [d for d in ordered if _supports(d, group)]
     if not feasible:
         raise _placement_error(group, request, matching, devices)
+    if feasible[0].device_type == "GPU":
+        # TensorFlow's preference, not a cost estimate: work that a GPU can run goes to
+        # the first such GPU.
+        return feasible[:1]
     return feasible
 
 

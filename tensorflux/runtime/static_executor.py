@@ -172,7 +172,7 @@ def _blocking_recv(node: Node):
         if is_dead:
             raise errors.InternalError(None, None, f"{node.name} received a dead tensor in "
                                        "a partition without control flow")
-        return value
+        return ctx.device.accept(value)
 
     return compute
 

@@ -34,6 +34,8 @@ import time
 
 import numpy as np
 
+from tensorflux.framework import errors
+from tensorflux.kernels.gpu import backend as gpu_backend
 from tensorflux.kernels.registry import DEAD
 from tensorflux.protos import step_stats_pb2
 from tensorflux.runtime.step_graph import Node
@@ -122,7 +124,8 @@ class StepStatsCollector:
 
 def _describe(value) -> tuple | None:
     """(shape, bytes) of an output value, None when it has no array shape."""
-    if value is None or value is DEAD or not isinstance(value, (np.ndarray, np.generic)):
+    if value is None or value is DEAD or not (isinstance(value, (np.ndarray, np.generic))
+                                              or gpu_backend.is_device_array(value)):
         return None
     return np.shape(value), int(value.nbytes)
 
@@ -163,6 +166,8 @@ def traced_wrapper(device):
     """A kernel wrapper (for any executor's `kernel_wrapper`) recording every node's run in
     the step's collector (`ctx.stats`) for `device`."""
 
+    sync = gpu_backend.synchronize if device.device_type == "GPU" else None
+
     def wrap(node: Node, kdef, compute):
         label = timeline_label(node)
         allocates = not (kdef.forwards_input or node.op in _NOT_ALLOCATING)
@@ -184,6 +189,8 @@ def traced_wrapper(device):
         def run(ctx, *inputs):
             start = _now_ns()
             out = compute(ctx, *inputs)
+            if sync is not None:
+                sync()  # a GPU kernel's time is its device time, not its queueing
             end = _now_ns()
             stats = ctx.stats
             if stats is not None:
@@ -197,7 +204,10 @@ def traced_wrapper(device):
 
 def memory_wrapper(device):
     """A kernel wrapper counting the outputs of expensive kernels on `device`'s memory
-    tracker (other kernels are returned unchanged)."""
+    tracker (other kernels are returned unchanged); on a GPU, the wrapper that turns an
+    allocation failure into ResourceExhaustedError (`gpu_memory_wrapper`)."""
+    if device.device_type == "GPU":
+        return gpu_memory_wrapper(device)
     track = device.memory.track
 
     def wrap(node: Node, kdef, compute):
@@ -221,3 +231,33 @@ def memory_wrapper(device):
 
 def new_step_stats() -> step_stats_pb2.StepStats:
     return step_stats_pb2.StepStats()
+
+
+def gpu_memory_wrapper(device):
+    """A GPU's kernel wrapper: an allocation the device cannot satisfy becomes TensorFlow's
+    ResourceExhaustedError naming the node and the allocator's state (the executor adds
+    the node, op and device to the message), and expensive kernels update the memory
+    peak of `device.memory_stats()`."""
+    oom = gpu_backend.backend().oom_errors
+
+    def wrap(node: Node, kdef, compute):
+        if kdef.is_async:
+            return compute
+        expensive = kdef.expensive
+
+        def run(ctx, *inputs):
+            try:
+                out = compute(ctx, *inputs)
+            except oom as e:
+                stats = device.memory_stats()
+                raise errors.ResourceExhaustedError(
+                    None, None, f"OOM when allocating a tensor for {node.name} ({node.op}) "
+                    f"on {device.name}: {e} (bytes in use {stats['bytes_in_use']}, limit "
+                    f"{stats['bytes_limit']})") from None
+            if expensive:
+                device.note_memory()
+            return out
+
+        return run
+
+    return wrap

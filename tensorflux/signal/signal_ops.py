@@ -15,10 +15,10 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.common_shapes import constant_value
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import (
-    array_ext_ops,
     array_ops,
     gather_ops,
     joining_ops,
+    math_ext_ops,
     matrix_ops,
     slicing_ops,
     spectral_ops,
@@ -175,7 +175,7 @@ def _shift(x, axes, sign, name):
                 shifts.append(sign * (shape[a] // 2))
         shift = joining_ops.stack(shifts) if any(not isinstance(v, int) for v in shifts) \
             else shifts
-        return array_ext_ops.roll(x, shift, list(axes))
+        return math_ext_ops.roll(x, shift, list(axes))
 
 
 def fftshift(x, axes=None, name=None):

@@ -26,9 +26,11 @@ import logging
 import os
 import sys
 
+from tensorflux.control_flow import builders
 from tensorflux.framework import errors
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
+from tensorflux.lookup import lookup_ops
 from tensorflux.protos import config_pb2
 from tensorflux.summary import summary
 from tensorflux.train import basic_session_run_hooks as hooks_lib
@@ -133,8 +135,9 @@ class Scaffold:
 
     @staticmethod
     def default_local_init_op():
-        """The initializer of the local variables."""
-        return variables.local_variables_initializer()
+        """The initializer of the local variables and of the lookup tables, as in TF1."""
+        return builders.group(variables.local_variables_initializer(),
+                              lookup_ops.tables_initializer())
 
     init_op = property(lambda self: self._init_op)
     ready_op = property(lambda self: self._ready_op)

@@ -26,6 +26,7 @@ import os
 from tensorflux.control_flow import builders
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
+from tensorflux.lookup import lookup_ops
 from tensorflux.train import training_util
 from tensorflux.train.coordinator import Coordinator, LooperThread
 from tensorflux.train.global_step import global_step as _read_global_step
@@ -145,7 +146,8 @@ class Supervisor:
         if local_init_op is Supervisor.USE_DEFAULT:
             local_init_op = _first_in_collection(GraphKeys.LOCAL_INIT_OP)
             if local_init_op is None:
-                local_init_op = builders.group(variables.local_variables_initializer())
+                local_init_op = builders.group(variables.local_variables_initializer(),
+                                               lookup_ops.tables_initializer())
                 graph_lib.add_to_collection(GraphKeys.LOCAL_INIT_OP, local_init_op)
         self._local_init_op = local_init_op
 

@@ -16,7 +16,7 @@ import numpy as np
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Tensor
-from tensorflux.ops import array_ops, constant_op, random_ops
+from tensorflux.ops import array_ops, constant_op, math_ops, matrix_ops, random_ops
 from tensorflux.variables import variables
 
 # The TF1 public names of this module.
@@ -24,7 +24,7 @@ __all__ = ["zeros_initializer", "ones_initializer", "constant_initializer",
            "random_uniform_initializer", "random_normal_initializer",
            "truncated_normal_initializer", "uniform_unit_scaling_initializer",
            "variance_scaling_initializer", "glorot_uniform_initializer",
-           "glorot_normal_initializer", "initializers"]
+           "glorot_normal_initializer", "orthogonal_initializer", "initializers"]
 
 _FILL_THRESHOLD = 1000  # TF makes zeros/ones of this many elements or more with Fill
 
@@ -299,6 +299,68 @@ class GlorotNormal(VarianceScaling):
         return {"seed": self.seed, "dtype": self.dtype.name}
 
 
+class Orthogonal(Initializer):
+    """An orthogonal matrix times `gain` (`tf.orthogonal_initializer`): the Q of the QR
+    decomposition (R's diagonal made positive) of a normal [rows, cols] matrix, rows being
+    the product of all dimensions but the last; for rows < cols, of its transpose.
+
+    Q is computed as A L^-T with L L^T = A^T A (Cholesky), in float64: the same Q as
+    Householder QR with a positive R diagonal, from ops tensorflux has.
+
+    Raises:
+      ValueError: a shape of rank below 2.
+    """
+
+    def __init__(self, gain=1.0, seed=None, dtype=dtypes.float32):
+        self.gain, self.seed = gain, seed
+        self.dtype = _assert_float_dtype(dtype)
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        dtype = _assert_float_dtype(dtype or self.dtype)
+        shape = list(shape)
+        if len(shape) < 2:
+            raise ValueError("The tensor to initialize must be at least two-dimensional")
+        rows, cols = int(np.prod(shape[:-1])), shape[-1]
+        flat = (cols, rows) if rows < cols else (rows, cols)
+        a = math_ops.cast(random_ops.random_normal(flat, dtype=dtype, seed=self.seed),
+                          dtypes.float64)
+        chol = matrix_ops.cholesky(matrix_ops.matmul(a, a, transpose_a=True))
+        q = matrix_ops.matmul(a, matrix_ops.matrix_inverse(chol), transpose_b=True)
+        if rows < cols:
+            q = array_ops.transpose(q)
+        return math_ops.cast(self.gain * array_ops.reshape(q, shape), dtype)
+
+    def get_config(self) -> dict:
+        return {"gain": self.gain, "seed": self.seed, "dtype": self.dtype.name}
+
+
+class Identity(Initializer):
+    """Initializes a 2-D variable to `gain` times the identity matrix (`tf.initializers.identity`;
+    a partition gets its slice of the full matrix).
+
+    Raises:
+      ValueError: a shape that is not 2-D.
+    """
+
+    def __init__(self, gain=1.0, dtype=dtypes.float32):
+        self.gain = gain
+        self.dtype = _assert_float_dtype(dtype)
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        dtype = _assert_float_dtype(dtype or self.dtype)
+        full = list(partition_info.full_shape if partition_info is not None else shape)
+        if len(full) != 2:
+            raise ValueError("Identity matrix initializer can only be used for 2D matrices.")
+        value = np.eye(*full, dtype=np.float64) * self.gain
+        if partition_info is not None:
+            start = partition_info.var_offset
+            value = value[start[0]:start[0] + shape[0], start[1]:start[1] + shape[1]]
+        return constant_op.constant(value.astype(dtype.as_numpy_dtype), dtype=dtype)
+
+    def get_config(self) -> dict:
+        return {"gain": self.gain, "dtype": self.dtype.name}
+
+
 def he_normal(seed=None) -> VarianceScaling:
     return VarianceScaling(2.0, "fan_in", "truncated_normal", seed)
 
@@ -325,6 +387,7 @@ uniform_unit_scaling_initializer = UniformUnitScaling
 variance_scaling_initializer = VarianceScaling
 glorot_uniform_initializer = GlorotUniform
 glorot_normal_initializer = GlorotNormal
+orthogonal_initializer = Orthogonal
 
 
 def _initializers_namespace() -> types.SimpleNamespace:
@@ -334,6 +397,7 @@ def _initializers_namespace() -> types.SimpleNamespace:
         uniform_unit_scaling=UniformUnitScaling, variance_scaling=VarianceScaling,
         glorot_uniform=GlorotUniform, glorot_normal=GlorotNormal, he_normal=he_normal,
         he_uniform=he_uniform, lecun_normal=lecun_normal, lecun_uniform=lecun_uniform,
+        identity=Identity, orthogonal=Orthogonal,
         global_variables=variables.global_variables_initializer,
         local_variables=variables.local_variables_initializer,
         variables=variables.variables_initializer)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import inspect
 
 from tensorflux.control_flow import builders
 from tensorflux.framework import dtypes, meta_graph, tensor_shape
@@ -104,7 +105,26 @@ def _colocate_new_ops(g: graph_lib.Graph, first: int, group: str) -> None:
             op._set_attr("_class", [group])
 
 
-class Variable:
+class _VariableMeta(type):
+    """Sends `Variable(...)` through the default graph's variable creators, innermost first
+    (`tf.variable_creator_scope` pushes them on `graph._variable_creator_stack`); each
+    creator gets `next_creator` and the constructor's arguments as keywords."""
+
+    def __call__(cls, *args, **kwargs):
+        stack = getattr(graph_lib.get_default_graph(), "_variable_creator_stack", None)
+        if not stack:
+            return super().__call__(*args, **kwargs)
+        kwargs.update(zip(_VARIABLE_ARGS, args, strict=False))
+
+        def next_creator(level):
+            if level < 0:
+                return lambda **kw: type.__call__(cls, **kw)
+            return lambda **kw: stack[level](next_creator(level - 1), **kw)
+
+        return next_creator(len(stack) - 1)(**kwargs)
+
+
+class Variable(metaclass=_VariableMeta):
     """A variable: state that persists across `Session.run` calls (`tf.Variable`).
 
     Args:
@@ -522,6 +542,7 @@ class Variable:
 
 
 VariableV1 = Variable
+_VARIABLE_ARGS = tuple(inspect.signature(Variable.__init__).parameters)[1:]
 ResourceVariable = Variable  # every tensorflux variable is a resource variable
 
 

@@ -433,8 +433,8 @@ _BAD_GRAPHS = [
      "GraphDef min consumer version 99999 above current version"),
     ("bad consumer", 'node { name: "x" op: "NoOp" } versions { producer: 5 bad_consumers: 1205 }',
      "GraphDef disallows consumer version 1205"),
-    ("function library", 'library { function { signature { name: "fn" } } }',
-     "function library"),
+    ("gradient library", 'library { gradient { function_name: "fn" gradient_func: "g" } }',
+     "function library with gradients"),
 ]
 
 

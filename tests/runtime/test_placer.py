@@ -138,21 +138,20 @@ def test_colocation_conflict_names_both_nodes_and_devices():
 
 
 def test_missing_kernel_on_the_requested_device_type():
-    # A GPU device of an imaginary machine: only a few ops (Identity, NoOp, ...) have
-    # GPU kernels here, Sin has none.
+    # A GPU device of an imaginary machine: Cumsum has no GPU kernel.
     devices = [Device("localhost", 0, 0, "CPU", 0, 1), Device("localhost", 0, 0, "GPU", 0, 1)]
     mgr = DeviceMgr(devices)
     g = tf.Graph()
     with g.as_default():
         with tf.device("/gpu:0"):
-            a = tf.identity(tf.constant(1.0, name="c"), name="a")
+            a = tf.identity(tf.constant([1.0], name="c"), name="a")
             with tf.colocate_with(a):
-                b = tf.sin(a, name="b")
+                b = tf.cumsum(a, name="b")
     with pytest.raises(tf.errors.InvalidArgumentError) as info:
         placer.place(step_graph.build([], [b], []), mgr)
     msg = str(info.value)
     assert "Cannot assign a device for operation b" in msg
-    assert "no supported kernel for GPU devices" in msg and "op Sin" in msg
+    assert "no supported kernel for GPU devices" in msg and "op Cumsum" in msg
     assert "/job:localhost/replica:0/task:0/device:GPU:0" in msg
     assert "colocated with a" in msg
     sg = step_graph.build([], [b], [])

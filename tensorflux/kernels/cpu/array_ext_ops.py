@@ -1,5 +1,5 @@
 """CPU kernels of tensorflux/ops/array_ext_ops.py: block rearrangements (SpaceToDepth,
-DepthToSpace, SpaceToBatchND, BatchToSpaceND), ExtractImagePatches, ReverseSequence, Roll,
+DepthToSpace, SpaceToBatchND, BatchToSpaceND), ExtractImagePatches, ReverseSequence,
 UniqueWithCounts, ListDiff, TensorScatter*, UnravelIndex, Bitcast, EnsureShape,
 GuaranteeConst and EditDistance. Errors are TensorFlow's InvalidArgumentErrors."""
 
@@ -164,7 +164,7 @@ def _extract_patches(node):
     return compute
 
 
-# ---- ReverseSequence, Roll --------------------------------------------------------------
+# ---- ReverseSequence --------------------------------------------------------------
 
 
 @kernel_factory("ReverseSequence")
@@ -193,17 +193,6 @@ def _reverse_sequence(node):
         return out
 
     return compute
-
-
-@kernel("Roll")
-def _roll(ctx, x, shift, axis):
-    shift, axis = np.reshape(shift, -1), np.reshape(axis, -1)
-    if shift.shape != axis.shape:
-        raise _invalid("shift and axis must have the same size")
-    for a in axis:
-        if not -x.ndim <= a < x.ndim:
-            raise _invalid(f"axis {int(a)} is out of range")
-    return np.roll(x, tuple(int(v) for v in shift), tuple(int(a) for a in axis))
 
 
 # ---- UniqueWithCounts, ListDiff ---------------------------------------------------------

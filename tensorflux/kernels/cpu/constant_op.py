@@ -5,7 +5,7 @@ from __future__ import annotations
 from tensorflux.kernels.registry import kernel_factory
 
 
-@kernel_factory("Const", device=("CPU", "GPU"))
+@kernel_factory("Const")
 def _const(node):
     value = node.attrs["value"]
 

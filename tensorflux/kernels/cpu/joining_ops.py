@@ -126,7 +126,7 @@ def _split_v(node):
             sizes[unknown[0]] = total - known
         if num == 1:  # one output: the bare value
             return value
-        return tuple(np.split(value, np.cumsum(sizes[:-1]), axis=axis))
+        return tuple(np.split(value, np.cumsum(sizes[:-1]).tolist(), axis=axis))
 
     return compute
 

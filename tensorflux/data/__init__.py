@@ -1,0 +1,21 @@
+"""tf.data in TF1 graph mode: datasets as graph ops, iterators as resources."""
+
+from types import SimpleNamespace
+
+from tensorflux.data.dataset_ops import AUTOTUNE, Dataset, DatasetV1
+from tensorflux.data.iterator_ops import (
+    Iterator,
+    get_output_classes,
+    get_output_shapes,
+    get_output_types,
+    make_initializable_iterator,
+    make_one_shot_iterator,
+)
+from tensorflux.data.readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
+
+experimental = SimpleNamespace(AUTOTUNE=AUTOTUNE)
+
+__all__ = ["AUTOTUNE", "Dataset", "DatasetV1", "Iterator", "TFRecordDataset",
+           "TextLineDataset", "FixedLengthRecordDataset", "make_one_shot_iterator",
+           "make_initializable_iterator", "get_output_types", "get_output_shapes",
+           "get_output_classes", "experimental"]

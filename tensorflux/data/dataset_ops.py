@@ -1,0 +1,406 @@
+"""tf.data.Dataset (TF1 graph mode): each Dataset is one dataset op's `variant` output
+plus the structure of its elements.
+
+Functions given to map, filter, flat_map and interleave are traced once into a FuncGraph
+(framework/func_graph.py) on placeholder arguments; the tensors they capture become the
+op's `other_arguments`. At run time the traced body runs per element
+(runtime/functions.py); the Python function is never called again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorflux.data import structure as st
+from tensorflux.framework import dtypes, errors, random_seed, tensor_shape
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.func_graph import FuncGraph, FunctionRef
+from tensorflux.framework.op_def_library import apply_op
+from tensorflux.framework.operation import Tensor
+from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.kernels import datasets as ds_kernels
+from tensorflux.ops import dataset_ops as _ops  # noqa: F401 - defines the dataset ops
+from tensorflux.runtime import functions as _functions  # noqa: F401 - runs traced bodies
+
+AUTOTUNE = ds_kernels.AUTOTUNE
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _int64(value, name: str) -> Tensor:
+    return convert_to_tensor(value, dtype=dtypes.int64, name=name)
+
+
+def _to_tensors(value):
+    """`value`'s leaves as tensors (a list is one tensor, as in tf.data)."""
+    return st.map_structure(
+        lambda v: v if isinstance(v, Tensor) else convert_to_tensor(v, name="component"),
+        value)
+
+
+def _fn_name(fn) -> str:
+    name = getattr(fn, "__name__", type(fn).__name__)
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+
+class _Traced:
+    """A traced function: its FunctionRef, captured outer tensors and result structure
+    (leaves: tensors of the body, or Datasets built inside it)."""
+
+    def __init__(self, fn, spec_structure, what: str):
+        outer = graph_lib.get_default_graph()
+        g = FuncGraph(f"__inference_Dataset_{what}_{_fn_name(fn)}", outer)
+        with g.as_default():
+            flat = []
+            for i, spec in enumerate(st.flatten(spec_structure)):
+                t = g.add_argument(spec.dtype, spec.shape if spec.shape.ndims is not None
+                                   else None, f"args_{i}")
+                t.set_shape(spec.shape)
+                flat.append(t)
+            args = st.pack(spec_structure, flat)
+            result = fn(*args) if type(args) is tuple else fn(args)
+            if isinstance(result, list):
+                result = tuple(result)
+            result = st.map_structure(
+                lambda v: v if isinstance(v, (Tensor, DatasetV1)) else
+                convert_to_tensor(v, name="component"), result)
+            g.set_outputs([v._variant_tensor if isinstance(v, DatasetV1) else v
+                           for v in st.flatten(result)])
+        self.ref = FunctionRef(g)
+        self.captured = [outer_t for outer_t, _ in g.captures]
+        self.result = result
+
+    def output_specs(self):
+        return st.map_structure(st.spec_of, self.result)
+
+
+class DatasetV1:
+    """A TF1 dataset: `_variant_tensor` (the dataset op's output) and `_structure`
+    (a structure of st.Spec per element component)."""
+
+    def __init__(self, variant_tensor: Tensor, structure):
+        self._variant_tensor = variant_tensor
+        self._structure = structure
+
+    # ---- element signature ---------------------------------------------------------------
+    @property
+    def output_types(self):
+        return st.types(self._structure)
+
+    @property
+    def output_shapes(self):
+        return st.shapes(self._structure)
+
+    @property
+    def output_classes(self):
+        return st.classes(self._structure)
+
+    def _flat_attrs(self) -> dict:
+        flat = st.flatten(self._structure)
+        return {"output_types": [s.dtype for s in flat],
+                "output_shapes": [s.shape for s in flat]}
+
+    def _derive(self, op_type: str, structure=None, **inputs) -> DatasetV1:
+        structure = self._structure if structure is None else structure
+        flat = st.flatten(structure)
+        v = apply_op(op_type, input_dataset=self._variant_tensor,
+                     output_types=[s.dtype for s in flat],
+                     output_shapes=[s.shape for s in flat], **inputs)
+        return DatasetV1(v, structure)
+
+    def __repr__(self) -> str:
+        return f"<DatasetV1 shapes: {self.output_shapes}, types: {self.output_types}>"
+
+    # ---- sources -------------------------------------------------------------------------
+    @staticmethod
+    def from_tensor_slices(tensors) -> DatasetV1:
+        """Elements are the slices of `tensors` along their first dimension."""
+        with graph_lib.name_scope("TensorSliceDataset"):
+            tensors = _to_tensors(tensors)
+        flat = st.flatten(tensors)
+        first = None
+        for t in flat:
+            if t.shape.ndims == 0:
+                raise ValueError(f"Unbatching a tensor is only supported for rank >= 1: {t}")
+            dim = t.shape.as_list()[0] if t.shape.ndims else None
+            if dim is not None and first is not None and dim != first:
+                raise ValueError(f"Dimensions {first} and {dim} are not compatible")
+            first = dim if dim is not None else first
+        specs = st.map_structure(lambda t: st.Spec(t.dtype.base_dtype, t.shape[1:]
+                                                   if t.shape.ndims is not None
+                                                   else tensor_shape.unknown_shape()),
+                                 tensors)
+        v = apply_op("TensorSliceDataset", components=flat,
+                     output_shapes=[s.shape for s in st.flatten(specs)])
+        return DatasetV1(v, specs)
+
+    @staticmethod
+    def from_tensors(tensors) -> DatasetV1:
+        """One element: `tensors`."""
+        with graph_lib.name_scope("TensorDataset"):
+            tensors = _to_tensors(tensors)
+        specs = st.map_structure(st.spec_of, tensors)
+        v = apply_op("TensorDataset", components=st.flatten(tensors),
+                     output_shapes=[s.shape for s in st.flatten(specs)])
+        return DatasetV1(v, specs)
+
+    @staticmethod
+    def range(*args, output_type=dtypes.int64) -> DatasetV1:  # noqa: A003
+        """`range(stop)`, `range(start, stop)` or `range(start, stop, step)` as int64."""
+        if not 1 <= len(args) <= 3:
+            raise ValueError(f"Invalid arguments to RangeDataset: {args}")
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (
+            (args[0], args[1], 1) if len(args) == 2 else args)
+        output_type = dtypes.as_dtype(output_type)
+        v = apply_op("RangeDataset", start=_int64(start, "start"), stop=_int64(stop, "stop"),
+                     step=_int64(step, "step"), output_types=[output_type],
+                     output_shapes=[tensor_shape.TensorShape([])])
+        return DatasetV1(v, st.Spec(output_type, tensor_shape.TensorShape([])))
+
+    @staticmethod
+    def zip(datasets) -> DatasetV1:  # noqa: A003
+        """Elements are structures (like `datasets`) of the datasets' elements."""
+        flat = st.flatten(datasets)
+        for d in flat:
+            if not isinstance(d, DatasetV1):
+                raise TypeError(f"The argument to `Dataset.zip()` must be a (nested) "
+                                f"structure of `Dataset` objects, got {type(d).__name__}")
+        structure = st.map_structure(lambda d: d._structure, datasets)
+        flat_specs = st.flatten(structure)
+        v = apply_op("ZipDataset", input_datasets=[d._variant_tensor for d in flat],
+                     output_types=[s.dtype for s in flat_specs],
+                     output_shapes=[s.shape for s in flat_specs])
+        return DatasetV1(v, structure)
+
+    @staticmethod
+    def from_generator(generator, output_types, output_shapes=None, args=None) -> DatasetV1:
+        """Elements yielded by `generator()` (called anew for every pass), converted to
+        `output_types` and checked against `output_shapes`. `args` are Python values
+        passed to `generator`."""
+        if not callable(generator):
+            raise TypeError("`generator` must be a Python callable.")
+        specs = st.specs_from(output_types, output_shapes)
+        flat_specs = st.flatten(specs)
+        call_args = tuple(args or ())
+
+        def make():
+            for value in generator(*call_args):
+                yield _generator_element(value, output_types, flat_specs)
+
+        token = ds_kernels.register_generator(make)
+        v = apply_op("PyGeneratorDataset", token=token,
+                     output_types=[s.dtype for s in flat_specs],
+                     output_shapes=[s.shape for s in flat_specs])
+        return DatasetV1(v, specs)
+
+    # ---- transformations -----------------------------------------------------------------
+    def map(self, map_func, num_parallel_calls=None, deterministic=None) -> DatasetV1:  # noqa: A003
+        """`map_func` applied to each element (in order, also with num_parallel_calls)."""
+        traced = _Traced(map_func, self._structure, "map")
+        specs = traced.output_specs()
+        if num_parallel_calls is None:
+            return self._derive("MapDataset", specs, other_arguments=traced.captured,
+                                f=traced.ref)
+        return self._derive("ParallelMapDatasetV2", specs, other_arguments=traced.captured,
+                            f=traced.ref,
+                            num_parallel_calls=_int64(num_parallel_calls,
+                                                      "num_parallel_calls"))
+
+    def filter(self, predicate) -> DatasetV1:  # noqa: A003
+        """The elements for which `predicate` is True."""
+        traced = _Traced(predicate, self._structure, "filter")
+        r = traced.result
+        if not isinstance(r, Tensor) or r.dtype.base_dtype != dtypes.bool or \
+                not r.shape.is_compatible_with(tensor_shape.TensorShape([])):
+            raise ValueError("`predicate` return type must be convertible to a scalar "
+                             f"boolean tensor. Was {r}.")
+        return self._derive("FilterDataset", other_arguments=traced.captured,
+                            predicate=traced.ref)
+
+    def _dataset_fn(self, fn, what: str) -> _Traced:
+        traced = _Traced(fn, self._structure, what)
+        if not isinstance(traced.result, DatasetV1):
+            raise TypeError(f"`map_func` must return a `Dataset` object. Got "
+                            f"{type(traced.result)}.")
+        return traced
+
+    def flat_map(self, map_func) -> DatasetV1:
+        """The elements of the datasets `map_func` returns, one after another."""
+        traced = self._dataset_fn(map_func, "flat_map")
+        return self._derive("FlatMapDataset", traced.result._structure,
+                            other_arguments=traced.captured, f=traced.ref)
+
+    def interleave(self, map_func, cycle_length=None, block_length=None,
+                   num_parallel_calls=None, deterministic=None) -> DatasetV1:
+        """The elements of `cycle_length` datasets of `map_func` at a time, `block_length`
+        from each in turn (TensorFlow's order)."""
+        traced = self._dataset_fn(map_func, "interleave")
+        return self._derive(
+            "InterleaveDataset", traced.result._structure, other_arguments=traced.captured,
+            f=traced.ref,
+            cycle_length=_int64(AUTOTUNE if cycle_length is None else cycle_length,
+                                "cycle_length"),
+            block_length=_int64(1 if block_length is None else block_length, "block_length"))
+
+    def batch(self, batch_size, drop_remainder: bool = False) -> DatasetV1:
+        """Consecutive elements stacked `batch_size` at a time."""
+        size = _int64(batch_size, "batch_size")
+        static = _constant(size) if drop_remainder is True else None
+        specs = st.map_structure(
+            lambda s: st.Spec(s.dtype, tensor_shape.TensorShape([static]).concatenate(s.shape)),
+            self._structure)
+        return self._derive("BatchDatasetV2", specs, batch_size=size,
+                            drop_remainder=convert_to_tensor(drop_remainder,
+                                                             dtype=dtypes.bool,
+                                                             name="drop_remainder"))
+
+    def padded_batch(self, batch_size, padded_shapes=None, padding_values=None,
+                     drop_remainder: bool = False) -> DatasetV1:
+        """Batches with each component padded to `padded_shapes` (None/-1: the batch's
+        longest) with `padding_values` (default 0, or b"" for strings)."""
+        flat_specs = st.flatten(self._structure)
+        if padded_shapes is None:
+            shapes = [s.shape for s in flat_specs]
+        else:
+            shapes = [tensor_shape.as_shape(p) for p in
+                      st.flatten_up_to(self._structure, padded_shapes)]
+        if padding_values is None:
+            values = [b"" if s.dtype == dtypes.string else 0 for s in flat_specs]
+        else:
+            values = st.flatten_up_to(self._structure, padding_values)
+        size = _int64(batch_size, "batch_size")
+        static = _constant(size) if drop_remainder is True else None
+        out_specs = [st.Spec(s.dtype, tensor_shape.TensorShape([static]).concatenate(p))
+                     for s, p in zip(flat_specs, shapes, strict=True)]
+        v = apply_op(
+            "PaddedBatchDatasetV2", input_dataset=self._variant_tensor, batch_size=size,
+            padded_shapes=[_int64([-1 if d is None else d for d in p.as_list()],
+                                  "padded_shapes") for p in shapes],
+            padding_values=[convert_to_tensor(pv, dtype=s.dtype, name="padding_value")
+                            for pv, s in zip(values, flat_specs, strict=True)],
+            drop_remainder=convert_to_tensor(drop_remainder, dtype=dtypes.bool,
+                                             name="drop_remainder"),
+            output_shapes=[s.shape for s in out_specs])
+        return DatasetV1(v, st.pack(self._structure, out_specs))
+
+    def unbatch(self) -> DatasetV1:
+        """The slices of each element along its first dimension."""
+        specs = st.map_structure(lambda s: st.Spec(s.dtype, s.shape[1:] if s.shape.ndims
+                                                   else tensor_shape.unknown_shape()),
+                                 self._structure)
+        return self._derive("UnbatchDataset", specs)
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None) -> DatasetV1:
+        """Elements in a random order drawn through a buffer of `buffer_size`."""
+        seed, seed2 = random_seed.get_seed(seed)
+        return self._derive(
+            "ShuffleDataset", buffer_size=_int64(buffer_size, "buffer_size"),
+            seed=_int64(seed or 0, "seed"), seed2=_int64(seed2 or 0, "seed2"),
+            reshuffle_each_iteration=True if reshuffle_each_iteration is None
+            else bool(reshuffle_each_iteration))
+
+    def repeat(self, count=None) -> DatasetV1:
+        return self._derive("RepeatDataset", count=_int64(-1 if count is None else count,
+                                                          "count"))
+
+    def take(self, count) -> DatasetV1:
+        return self._derive("TakeDataset", count=_int64(count, "count"))
+
+    def skip(self, count) -> DatasetV1:
+        return self._derive("SkipDataset", count=_int64(count, "count"))
+
+    def prefetch(self, buffer_size) -> DatasetV1:
+        """Elements produced ahead by a background thread, up to `buffer_size`."""
+        return self._derive("PrefetchDataset",
+                            buffer_size=_int64(buffer_size, "buffer_size"))
+
+    def cache(self, filename: str = "") -> DatasetV1:
+        return self._derive("CacheDataset",
+                            filename=convert_to_tensor(filename, dtype=dtypes.string,
+                                                       name="filename"))
+
+    def concatenate(self, dataset) -> DatasetV1:
+        """This dataset's elements, then `dataset`'s."""
+        if not st.same_structure(self._structure, dataset._structure) or \
+                st.flatten(self.output_types) != st.flatten(dataset.output_types):
+            raise TypeError(f"Two datasets to concatenate have different types "
+                            f"{self.output_types} and {dataset.output_types}")
+        specs = st.pack(self._structure, [
+            st.Spec(a.dtype, st.most_specific_compatible(a.shape, b.shape))
+            for a, b in zip(st.flatten(self._structure), st.flatten(dataset._structure),
+                            strict=True)])
+        return self._derive("ConcatenateDataset", specs,
+                            another_dataset=dataset._variant_tensor)
+
+    def enumerate(self, start=0) -> DatasetV1:  # noqa: A003
+        return DatasetV1.zip((DatasetV1.range(start, _INT64_MAX), self))
+
+    def apply(self, transformation_func) -> DatasetV1:
+        dataset = transformation_func(self)
+        if not isinstance(dataset, DatasetV1):
+            raise TypeError("`transformation_func` must return a Dataset.")
+        return dataset
+
+    # ---- iterators -----------------------------------------------------------------------
+    def make_one_shot_iterator(self):
+        from tensorflux.data import iterator_ops  # iterator_ops imports this module
+
+        return iterator_ops.make_one_shot_iterator(self)
+
+    def make_initializable_iterator(self, shared_name=None):
+        from tensorflux.data import iterator_ops  # iterator_ops imports this module
+
+        return iterator_ops.make_initializable_iterator(self, shared_name)
+
+
+Dataset = DatasetV1
+
+
+def _constant(t: Tensor):
+    """The static value of a Const int64 tensor, else None."""
+    if t.op.type == "Const":
+        return int(np.asarray(t.op._attrs["value"]))
+    return None
+
+
+def _generator_element(value, output_types, flat_specs) -> list:
+    """One yielded element as a flat list of arrays of the promised dtypes and shapes.
+
+    Raises:
+      InvalidArgumentError: the element does not fit the promised structure, type or shape.
+    """
+    if isinstance(value, list) and isinstance(output_types, tuple):
+        value = tuple(value)
+    try:
+        leaves = st.flatten_up_to(output_types, value)
+    except ValueError as e:
+        raise errors.InvalidArgumentError(
+            None, None, f"`generator` yielded an element that did not match the expected "
+            f"structure. The expected structure was {output_types}, but the yielded element "
+            f"was {value!r}. ({e})") from None
+    out = []
+    for v, spec in zip(leaves, flat_specs, strict=True):
+        try:
+            if spec.dtype == dtypes.string:
+                arr = np.asarray(v, dtype=object)
+                arr = np.vectorize(lambda s: s.encode() if isinstance(s, str) else s,
+                                   otypes=[object])(arr) if arr.size else arr
+            else:
+                arr = np.asarray(v)
+                if arr.dtype.kind in "US" or (arr.dtype.kind == "f" and spec.dtype.is_integer):
+                    raise TypeError
+                arr = arr.astype(spec.dtype.numpy_dtype)
+        except (TypeError, ValueError):
+            raise errors.InvalidArgumentError(
+                None, None, f"TypeError: `generator` yielded an element that could not be "
+                f"converted to the expected type. The expected type was {spec.dtype.name}, "
+                f"but the yielded element was {v!r}.") from None
+        if not spec.shape.is_compatible_with(tensor_shape.TensorShape(arr.shape)):
+            raise errors.InvalidArgumentError(
+                None, None, f"`generator` yielded an element of shape {arr.shape} where an "
+                f"element of shape {_shape_str(spec.shape)} was expected.")
+        out.append(arr)
+    return out
+
+
+def _shape_str(shape: tensor_shape.TensorShape) -> str:
+    return "None" if shape.ndims is None else str(tuple(shape.as_list()))

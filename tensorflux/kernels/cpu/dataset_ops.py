@@ -1,0 +1,360 @@
+"""CPU kernels of dataset and iterator ops (tensorflux/ops/dataset_ops.py).
+
+Dataset kernels return a kernels/datasets.py Dataset (the `variant` value); functions in
+their attrs are instantiated once per kernel, device and session (kernels/functions.py).
+Iterator kernels keep an IteratorResource in the device's ResourceMgr, created like a
+queue's (data_flow_ops.resource_op): per Session, under `shared_name` or a unique name.
+`close_resource` (Session.close, a container reset) closes the current pass, which stops
+its prefetch and parallel-map threads.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from tensorflux.framework import dtypes, errors
+from tensorflux.kernels import dataset_files
+from tensorflux.kernels import datasets as ds_lib
+from tensorflux.kernels import functions as functions_lib
+from tensorflux.kernels.cpu.data_flow_ops import _make_handle, lookup, resource_op
+from tensorflux.kernels.registry import kernel, kernel_factory
+from tensorflux.protos import resource_handle_pb2
+
+ITERATOR_TYPE_NAME = "tensorflow::data::IteratorResource"
+
+
+class IteratorResource:
+    """The state of one iterator: the current pass (None before MakeIterator), its
+    element signature, and a lock that serializes `get_next` across threads."""
+
+    kind = "IteratorResource"
+
+    def __init__(self, name: str, types: list, shapes: list):
+        self.name = name
+        self.types, self.shapes = list(types), list(shapes)
+        self.lock = threading.Lock()
+        self.dropped = False
+        self.factory_done = False  # OneShotIterator: its dataset was made
+        self._iterator: ds_lib.Iterator | None = None
+
+    def set_dataset(self, dataset: ds_lib.Dataset) -> None:
+        """Starts a new pass over `dataset`, closing the previous one."""
+        it = dataset.iterate(ds_lib.Env())
+        with self.lock:
+            old, self._iterator = self._iterator, it
+        if old is not None:
+            old.close()
+
+    def get_next(self) -> list:
+        with self.lock:
+            if self.dropped:
+                raise errors.CancelledError(None, None, "Iterator resource was deleted")
+            if self._iterator is None:
+                raise errors.FailedPreconditionError(
+                    None, None, "GetNext() failed because the iterator has not been "
+                    "initialized. Ensure that you have run the initializer operation for "
+                    "this iterator before getting the next element.")
+            x = self._iterator.next()
+        if x is None:
+            raise errors.OutOfRangeError(None, None, "End of sequence")
+        return x
+
+    def close_resource(self) -> None:
+        self.dropped = True
+        it, self._iterator = self._iterator, None
+        if it is not None:
+            it.close()
+
+
+def _str(v) -> str:
+    v = v.item() if isinstance(v, np.ndarray) else v
+    return os.fsdecode(v) if isinstance(v, bytes) else str(v)
+
+
+def _strings(value) -> list[str]:
+    return [_str(v) for v in np.asarray(value, dtype=object).reshape(-1)]
+
+
+def _function(node, attr: str):
+    """ctx -> the call of `node`'s function `attr` on ctx's device (made once per device
+    and session)."""
+    func = node.attrs[attr]
+    cache: dict = {}
+
+    def get(ctx):
+        key = (id(ctx.device), id(ctx.session))
+        call = cache.get(key)
+        if call is None:
+            call = cache.setdefault(key, functions_lib.instantiate(func, ctx))
+        return call
+
+    return get
+
+
+# ---- sources -----------------------------------------------------------------------------
+
+@kernel("TensorSliceDataset")
+def _tensor_slice_dataset(ctx, *components):
+    return ds_lib.TensorSliceDataset([np.asarray(c) for c in components])
+
+
+@kernel("TensorDataset")
+def _tensor_dataset(ctx, *components):
+    return ds_lib.TensorDataset([np.asarray(c) for c in components])
+
+
+@kernel_factory("RangeDataset")
+def _range_dataset(node):
+    dtype = node.attrs["output_types"][0].numpy_dtype
+
+    def compute(ctx, start, stop, step):
+        return ds_lib.RangeDataset(int(start), int(stop), int(step), dtype)
+    return compute
+
+
+@kernel("TFRecordDataset")
+def _tfrecord_dataset(ctx, filenames, compression, buffer_size):
+    return dataset_files.TFRecordDataset(_strings(filenames), _str(compression),
+                                         int(buffer_size))
+
+
+@kernel("TextLineDataset")
+def _text_line_dataset(ctx, filenames, compression, buffer_size):
+    return dataset_files.TextLineDataset(_strings(filenames), _str(compression))
+
+
+@kernel("FixedLengthRecordDatasetV2")
+def _fixed_length_dataset(ctx, filenames, header, record, footer, buffer_size, compression):
+    return dataset_files.FixedLengthRecordDataset(_strings(filenames), int(header),
+                                                  int(record), int(footer), _str(compression))
+
+
+@kernel_factory("PyGeneratorDataset")
+def _py_generator_dataset(node):
+    token = node.attrs["token"]
+
+    def compute(ctx):
+        make = ds_lib.generator(token)
+        if make is None:
+            raise errors.NotFoundError(None, None, f"Generator {token} is not registered "
+                                       "in this process (from_generator runs in the process "
+                                       "that built the graph).")
+        return ds_lib.ListDataset(make)
+    return compute
+
+
+# ---- transformations ---------------------------------------------------------------------
+
+def _function_kernel(op_type: str, attr: str, make, n_extra: int = 0):
+    """A dataset kernel whose op has `input_dataset, other_arguments..., extras...`."""
+
+    @kernel_factory(op_type)
+    def factory(node):
+        fn = _function(node, attr)
+
+        def compute(ctx, input_ds, *rest):
+            captured = list(rest[:len(rest) - n_extra])
+            extras = [int(x) for x in rest[len(rest) - n_extra:]]
+            return make(ds_lib.as_dataset(input_ds), fn(ctx), captured, *extras)
+        return compute
+    return factory
+
+
+_function_kernel("MapDataset", "f", ds_lib.MapDataset)
+_function_kernel("ParallelMapDatasetV2", "f", ds_lib.MapDataset, 1)
+_function_kernel("FilterDataset", "predicate", ds_lib.FilterDataset)
+_function_kernel("FlatMapDataset", "f", ds_lib.FlatMapDataset)
+_function_kernel("InterleaveDataset", "f", ds_lib.InterleaveDataset, 2)
+
+
+@kernel("BatchDatasetV2")
+def _batch_dataset(ctx, input_ds, batch_size, drop_remainder):
+    return ds_lib.BatchDataset(ds_lib.as_dataset(input_ds), int(batch_size),
+                               bool(drop_remainder))
+
+
+@kernel_factory("PaddedBatchDatasetV2")
+def _padded_batch_dataset(node):
+    n = node.attrs["N"]
+
+    def compute(ctx, input_ds, batch_size, *rest):
+        shapes, values, drop = rest[:n], rest[n:2 * n], rest[2 * n]
+        return ds_lib.PaddedBatchDataset(ds_lib.as_dataset(input_ds), int(batch_size),
+                                         list(shapes), list(values), bool(drop))
+    return compute
+
+
+@kernel_factory("ShuffleDataset")
+def _shuffle_dataset(node):
+    reshuffle = node.attrs["reshuffle_each_iteration"]
+
+    def compute(ctx, input_ds, buffer_size, seed, seed2):
+        return ds_lib.ShuffleDataset(ds_lib.as_dataset(input_ds), int(buffer_size), int(seed),
+                                     int(seed2), reshuffle)
+    return compute
+
+
+@kernel("RepeatDataset")
+def _repeat_dataset(ctx, input_ds, count):
+    return ds_lib.RepeatDataset(ds_lib.as_dataset(input_ds), int(count))
+
+
+@kernel("TakeDataset")
+def _take_dataset(ctx, input_ds, count):
+    return ds_lib.TakeDataset(ds_lib.as_dataset(input_ds), int(count))
+
+
+@kernel("SkipDataset")
+def _skip_dataset(ctx, input_ds, count):
+    return ds_lib.SkipDataset(ds_lib.as_dataset(input_ds), int(count))
+
+
+@kernel("PrefetchDataset")
+def _prefetch_dataset(ctx, input_ds, buffer_size):
+    return ds_lib.PrefetchDataset(ds_lib.as_dataset(input_ds), int(buffer_size))
+
+
+@kernel_factory("CacheDataset")
+def _cache_dataset(node):
+    n = len(node.attrs["output_types"])
+
+    def compute(ctx, input_ds, filename):
+        filename = _str(filename)
+        if filename:
+            return dataset_files.FileCacheDataset(ds_lib.as_dataset(input_ds), filename, n)
+        return ds_lib.CacheDataset(ds_lib.as_dataset(input_ds))
+    return compute
+
+
+@kernel("ZipDataset")
+def _zip_dataset(ctx, *inputs):
+    return ds_lib.ZipDataset([ds_lib.as_dataset(d) for d in inputs])
+
+
+@kernel("ConcatenateDataset")
+def _concatenate_dataset(ctx, first, second):
+    return ds_lib.ConcatenateDataset(ds_lib.as_dataset(first), ds_lib.as_dataset(second))
+
+
+@kernel("UnbatchDataset")
+def _unbatch_dataset(ctx, input_ds):
+    return ds_lib.UnbatchDataset(ds_lib.as_dataset(input_ds))
+
+
+# ---- iterators ---------------------------------------------------------------------------
+
+def _signature(node):
+    return list(node.attrs.get("output_types", ())), list(node.attrs.get("output_shapes", ()))
+
+
+@kernel_factory("IteratorV2")
+def _iterator_v2(node):
+    types, shapes = _signature(node)
+    return resource_op(node, lambda name: IteratorResource(name, types, shapes))
+
+
+@kernel_factory("OneShotIterator")
+def _one_shot_iterator(node):
+    types, shapes = _signature(node)
+    make_handle = resource_op(node, lambda name: IteratorResource(name, types, shapes))
+    factory = _function(node, "dataset_factory")
+
+    def compute(ctx):
+        h = make_handle(ctx)
+        res = h.resource
+        if not res.factory_done:
+            with res.lock:
+                build = not res.factory_done
+                res.factory_done = True
+            if build:
+                (dataset,) = factory(ctx)([])
+                res.set_dataset(ds_lib.as_dataset(dataset))
+        return h
+    return compute
+
+
+def _iterator(ctx, handle) -> IteratorResource:
+    return lookup(ctx, handle, IteratorResource, "IteratorResource")
+
+
+@kernel("MakeIterator")
+def _make_iterator(ctx, dataset, handle):
+    _iterator(ctx, handle).set_dataset(ds_lib.as_dataset(dataset))
+
+
+@kernel_factory("IteratorGetNext")
+def _iterator_get_next(node):
+    types, shapes = _signature(node)
+
+    def compute(ctx, handle):
+        x = _iterator(ctx, handle).get_next()
+        if len(x) != len(types):
+            raise errors.InvalidArgumentError(
+                None, None, f"Number of components of the element ({len(x)}) does not match "
+                f"the iterator's output_types ({len(types)})")
+        out = []
+        for i, (v, dt, shape) in enumerate(zip(x, types, shapes, strict=True)):
+            v = np.asarray(v)
+            if dt.numpy_dtype != v.dtype and dt.is_numpy_compatible:
+                v = v.astype(dt.numpy_dtype)
+            if shape is not None and not _fits(v.shape, shape):
+                raise errors.InvalidArgumentError(
+                    None, None, f"Component {i} of the element has shape {list(v.shape)}, "
+                    f"which is incompatible with the iterator's output shape {shape}")
+            out.append(v)
+        return out[0] if len(out) == 1 else tuple(out)
+    return compute
+
+
+def _fits(got: tuple, want) -> bool:
+    if want is None or getattr(want, "ndims", 0) is None:
+        return True
+    dims = want.as_list() if hasattr(want, "as_list") else want
+    if dims is None:
+        return True
+    return len(got) == len(dims) and all(w is None or w == g
+                                         for g, w in zip(got, dims, strict=True))
+
+
+@kernel("IteratorToStringHandle")
+def _iterator_to_string_handle(ctx, handle):
+    res = _iterator(ctx, handle)
+    proto = resource_handle_pb2.ResourceHandleProto(
+        device=ctx.device.name if ctx.device is not None else "",
+        container=getattr(handle, "container", "") or ctx.resource_mgr.default_container,
+        name=res.name, maybe_type_name=ITERATOR_TYPE_NAME)
+    out = np.empty((), dtype=object)
+    out[()] = proto.SerializeToString()
+    return out
+
+
+@kernel_factory("IteratorFromStringHandleV2")
+def _iterator_from_string_handle(node):
+    types, shapes = _signature(node)
+
+    def compute(ctx, string_handle):
+        proto = resource_handle_pb2.ResourceHandleProto()
+        try:
+            raw = np.asarray(string_handle, dtype=object).item()
+            proto.ParseFromString(raw if isinstance(raw, bytes) else str(raw).encode())
+        except Exception:  # noqa: BLE001 - any undecodable input is the same error
+            proto = None
+        if proto is None or proto.maybe_type_name != ITERATOR_TYPE_NAME:
+            raise errors.InvalidArgumentError(
+                None, None, "Could not parse string_handle as a valid ResourceHandle")
+        res = ctx.resource_mgr.get(proto.container, proto.name)
+        if not isinstance(res, IteratorResource):
+            raise errors.NotFoundError(None, None, f"Resource {proto.container}/"
+                                       f"{proto.name}/IteratorResource does not exist.")
+        if types and [dtypes.as_dtype(t) for t in types] != res.types:
+            want = ", ".join(t.name for t in types)
+            got = ", ".join(t.name for t in res.types)
+            raise errors.InvalidArgumentError(
+                None, None, f"Iterator's output types ({got}) do not match the expected "
+                f"output types ({want})")
+        return _make_handle(proto.container, proto.name, ctx.device.name, res,
+                            ctx.resource_mgr)
+    return compute

@@ -1,0 +1,715 @@
+"""Datasets and iterators at run time: what the `variant` tensors of dataset ops hold.
+
+A dataset op's kernel (kernels/cpu/dataset_ops.py) returns a `Dataset`: an immutable
+description of a sequence of elements (its inputs, functions and parameters), cheap to
+make. `Dataset.iterate(env)` starts one pass over it, an `Iterator` whose `next()` returns
+the next element (a list of arrays, one per component) or None at the end; an iterator
+that has returned None keeps returning None.
+
+Invariants:
+- One `Env` per iterator tree (one MakeIterator): `close()` on the root closes every
+  iterator below it; iterators that own threads (prefetch, parallel map) stop them then,
+  and a thread that finds `env.stopped` set exits without producing more.
+- `next()` is called by one thread at a time (the iterator resource serializes
+  `get_next`); background threads touch only their own buffers, under their own lock.
+- Functions (map, filter, flat_map, interleave) are `call(args) -> outputs` objects from
+  kernels/functions.py: the traced body runs as a small step, never the Python function.
+  A function raising OutOfRangeError ends the sequence, as in TensorFlow.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from tensorflux.framework import errors
+
+AUTOTUNE = -1
+
+
+def autotuned(n: int, default: int | None = None) -> int:
+    """`n`, or a parallelism/buffer size chosen for this machine when `n` is AUTOTUNE."""
+    if n == AUTOTUNE:
+        return default or max(2, os.cpu_count() or 2)
+    return n
+
+
+class Env:
+    """What the iterators of one tree share: the stop flag set when the tree is closed."""
+
+    __slots__ = ("stopped",)
+
+    def __init__(self):
+        self.stopped = threading.Event()
+
+
+class Iterator:
+    """One pass over a dataset; subclasses implement `next()`."""
+
+    def next(self) -> list | None:  # noqa: A003 - TensorFlow's GetNext
+        raise NotImplementedError
+
+    def close(self) -> None:
+        for child in self.children():
+            child.close()
+
+    def children(self) -> list[Iterator]:
+        return []
+
+
+class Dataset:
+    """A sequence of elements: `iterate(env)` starts a pass over it."""
+
+    def iterate(self, env: Env) -> Iterator:
+        raise NotImplementedError
+
+
+def _call(fn, element: list, captured: list) -> list | None:
+    """fn(element + captured), or None when the function ends the sequence."""
+    try:
+        return fn(list(element) + list(captured))
+    except errors.OutOfRangeError:
+        return None
+
+
+class _GenIterator(Iterator):
+    """An iterator over a Python generator of elements (sources and simple transforms)."""
+
+    def __init__(self, gen, children=()):
+        self._gen = gen
+        self._children = list(children)
+        self._done = False
+
+    def next(self):  # noqa: A003
+        if self._done:
+            return None
+        try:
+            return next(self._gen)
+        except StopIteration:
+            self._done = True
+            return None
+
+    def children(self):
+        return self._children
+
+    def close(self):
+        try:
+            self._gen.close()  # runs the generator's `finally` (open files)
+        except (ValueError, AttributeError):  # running on another thread, or not a generator
+            pass
+        super().close()
+
+
+def _drain(it: Iterator):
+    while True:
+        x = it.next()
+        if x is None:
+            return
+        yield x
+
+
+# ---- sources -----------------------------------------------------------------------------
+
+class TensorSliceDataset(Dataset):
+    def __init__(self, components: list[np.ndarray]):
+        n = {c.shape[0] if c.ndim else None for c in components}
+        if None in n:
+            raise errors.InvalidArgumentError(None, None,
+                                              "All components must be at least 1-dimensional")
+        if len(n) > 1:
+            dims = [c.shape[0] for c in components]
+            raise errors.InvalidArgumentError(
+                None, None, f"All components must have the same size in the 0th dimension, "
+                f"got {dims}")
+        self.components = components
+        self.n = n.pop() if n else 0
+
+    def iterate(self, env):
+        comps, n = self.components, self.n
+        return _GenIterator([c[i, ...] for c in comps] for i in range(n))
+
+
+class TensorDataset(Dataset):
+    def __init__(self, components: list[np.ndarray]):
+        self.components = components
+
+    def iterate(self, env):
+        return _GenIterator(iter([list(self.components)]))
+
+
+class RangeDataset(Dataset):
+    def __init__(self, start: int, stop: int, step: int, dtype):
+        if step == 0:
+            raise errors.InvalidArgumentError(None, None, "step must be a non-zero integer.")
+        self.args = (start, stop, step)
+        self.dtype = dtype
+
+    def iterate(self, env):
+        dt = self.dtype
+        return _GenIterator([np.array(v, dtype=dt)] for v in range(*self.args))
+
+
+class ListDataset(Dataset):
+    """A dataset over a fixed list of elements (what a Python generator produced)."""
+
+    def __init__(self, make_gen):
+        self.make_gen = make_gen
+
+    def iterate(self, env):
+        return _GenIterator(iter(self.make_gen()))
+
+
+# ---- element-wise transformations ---------------------------------------------------------
+
+class MapDataset(Dataset):
+    def __init__(self, input_ds: Dataset, fn, captured: list, num_parallel: int = 1):
+        self.input, self.fn, self.captured = input_ds, fn, captured
+        self.num_parallel = autotuned(num_parallel)
+
+    def iterate(self, env):
+        inner = self.input.iterate(env)
+        if self.num_parallel > 1:
+            return _ParallelMapIterator(inner, self.fn, self.captured, self.num_parallel, env)
+        fn, captured = self.fn, self.captured
+
+        def gen():
+            for x in _drain(inner):
+                y = _call(fn, x, captured)
+                if y is None:
+                    return
+                yield y
+        return _GenIterator(gen(), [inner])
+
+
+class _ParallelMapIterator(Iterator):
+    """Up to `n` calls of the function in flight on a pool of `n` threads; results are
+    returned in input order. Inputs are read on the consumer's thread."""
+
+    def __init__(self, inner: Iterator, fn, captured, n: int, env: Env):
+        self._inner, self._fn, self._captured, self._n = inner, fn, captured, n
+        self._pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="tfx-data-map")
+        self._pending: collections.deque = collections.deque()
+        self._exhausted = False
+        self._done = False
+        self._env = env
+
+    def _fill(self) -> None:
+        while not self._exhausted and len(self._pending) < self._n:
+            x = self._inner.next()
+            if x is None:
+                self._exhausted = True
+                return
+            self._pending.append(self._pool.submit(_call, self._fn, x, self._captured))
+
+    def next(self):  # noqa: A003
+        if self._done:
+            return None
+        self._fill()
+        if not self._pending:
+            self._done = True
+            return None
+        y = self._pending.popleft().result()
+        if y is None:
+            self._done = True
+            for f in self._pending:
+                f.cancel()
+            self._pending.clear()
+        return y
+
+    def children(self):
+        return [self._inner]
+
+    def close(self):
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        super().close()
+
+
+class FilterDataset(Dataset):
+    def __init__(self, input_ds: Dataset, predicate, captured: list):
+        self.input, self.predicate, self.captured = input_ds, predicate, captured
+
+    def iterate(self, env):
+        inner = self.input.iterate(env)
+        pred, captured = self.predicate, self.captured
+
+        def gen():
+            for x in _drain(inner):
+                keep = _call(pred, x, captured)
+                if keep is None:
+                    return
+                if np.shape(keep[0]) != ():
+                    raise errors.InvalidArgumentError(
+                        None, None, "Filter predicate `predicate` must return a scalar bool.")
+                if bool(keep[0]):
+                    yield x
+        return _GenIterator(gen(), [inner])
+
+
+class FlatMapDataset(Dataset):
+    def __init__(self, input_ds: Dataset, fn, captured: list):
+        self.input, self.fn, self.captured = input_ds, fn, captured
+
+    def iterate(self, env):
+        inner = self.input.iterate(env)
+        fn, captured = self.fn, self.captured
+        current: list[Iterator] = []
+
+        def gen():
+            for x in _drain(inner):
+                out = _call(fn, x, captured)
+                if out is None:
+                    return
+                sub = as_dataset(out[0]).iterate(env)
+                current[:] = [sub]
+                yield from _drain(sub)
+                sub.close()
+        it = _GenIterator(gen(), [inner])
+        it.children = lambda: [inner] + current
+        return it
+
+
+class InterleaveDataset(Dataset):
+    def __init__(self, input_ds: Dataset, fn, captured: list, cycle_length: int,
+                 block_length: int):
+        if cycle_length == 0 or block_length <= 0:
+            what = "cycle_length" if cycle_length == 0 else "block_length"
+            raise errors.InvalidArgumentError(None, None, f"{what} must be greater than zero.")
+        self.input, self.fn, self.captured = input_ds, fn, captured
+        self.cycle_length = autotuned(cycle_length)
+        self.block_length = block_length
+
+    def iterate(self, env):
+        return _InterleaveIterator(self, self.input.iterate(env), env)
+
+
+class _InterleaveIterator(Iterator):
+    """TensorFlow's order: `cycle_length` open inputs visited in turn, `block_length`
+    elements from each; an exhausted input's slot takes the next input element when the
+    cycle comes back to it."""
+
+    def __init__(self, ds: InterleaveDataset, inner: Iterator, env: Env):
+        self._ds, self._inner, self._env = ds, inner, env
+        self._slots: list[Iterator | None] = [None] * ds.cycle_length
+        self._cycle = self._block = self._open = 0
+        self._end_of_input = False
+
+    def _advance_cycle(self) -> None:
+        self._block = 0
+        self._cycle = (self._cycle + 1) % len(self._slots)
+
+    def next(self):  # noqa: A003
+        while not self._end_of_input or self._open > 0:
+            it = self._slots[self._cycle]
+            if it is not None:
+                x = it.next()
+                if x is not None:
+                    self._block += 1
+                    if self._block == self._ds.block_length:
+                        self._advance_cycle()
+                    return x
+                it.close()
+                self._slots[self._cycle] = None
+                self._open -= 1
+                self._advance_cycle()
+            elif not self._end_of_input:
+                x = self._inner.next()
+                out = None if x is None else _call(self._ds.fn, x, self._ds.captured)
+                if out is None:
+                    self._end_of_input = True
+                    continue
+                self._slots[self._cycle] = as_dataset(out[0]).iterate(self._env)
+                self._open += 1
+            else:
+                self._advance_cycle()
+        return None
+
+    def children(self):
+        return [self._inner] + [s for s in self._slots if s is not None]
+
+
+def as_dataset(value) -> Dataset:
+    """The Dataset a variant value holds (a 0-d object array or the Dataset itself)."""
+    if isinstance(value, np.ndarray) and value.dtype == object and value.size == 1:
+        value = value.reshape(-1)[0]
+    if not isinstance(value, Dataset):
+        raise errors.InvalidArgumentError(None, None, f"Expected a dataset variant, got "
+                                          f"{type(value).__name__}")
+    return value
+
+
+# ---- order and count ----------------------------------------------------------------------
+
+class RepeatDataset(Dataset):
+    def __init__(self, input_ds: Dataset, count: int):
+        self.input, self.count = input_ds, count
+
+    def iterate(self, env):
+        current: list[Iterator] = []
+
+        def gen():
+            epoch = 0
+            while self.count < 0 or epoch < self.count:
+                it = self.input.iterate(env)
+                current[:] = [it]
+                produced = False
+                for x in _drain(it):
+                    produced = True
+                    yield x
+                it.close()
+                epoch += 1
+                if not produced:  # an empty input repeated forever is still empty
+                    return
+        it = _GenIterator(gen())
+        it.children = lambda: list(current)
+        return it
+
+
+class TakeDataset(Dataset):
+    def __init__(self, input_ds: Dataset, count: int):
+        self.input, self.count = input_ds, count
+
+    def iterate(self, env):
+        inner = self.input.iterate(env)
+
+        def gen():
+            n = 0
+            while self.count < 0 or n < self.count:
+                x = inner.next()
+                if x is None:
+                    return
+                n += 1
+                yield x
+        return _GenIterator(gen(), [inner])
+
+
+class SkipDataset(Dataset):
+    def __init__(self, input_ds: Dataset, count: int):
+        self.input, self.count = input_ds, count
+
+    def iterate(self, env):
+        inner = self.input.iterate(env)
+
+        def gen():
+            n = 0
+            while self.count < 0 or n < self.count:
+                if inner.next() is None:
+                    return
+                n += 1
+            yield from _drain(inner)
+        return _GenIterator(gen(), [inner])
+
+
+class ShuffleDataset(Dataset):
+    """TensorFlow's buffered shuffle: fill a buffer of `buffer_size`, then hand out a
+    random buffered element and put the next input in its place. With seeds (seed, seed2)
+    not both 0 the orders are deterministic; each pass (an epoch of a repeat) takes the next
+    seed of the sequence when `reshuffle` is set, else the first again."""
+
+    def __init__(self, input_ds: Dataset, buffer_size: int, seed: int, seed2: int,
+                 reshuffle: bool):
+        if buffer_size <= 0 and buffer_size != AUTOTUNE:
+            raise errors.InvalidArgumentError(None, None,
+                                              "buffer_size must be greater than zero.")
+        self.input, self.buffer_size = input_ds, autotuned(buffer_size, 1024)
+        self.reshuffle = reshuffle
+        if seed == 0 and seed2 == 0:
+            seed, seed2 = np.random.SeedSequence().generate_state(2).tolist()
+        self.seeds = (seed, seed2)
+        self._epochs = 0
+        self._lock = threading.Lock()
+
+    def iterate(self, env):
+        with self._lock:
+            epoch = self._epochs
+            if self.reshuffle:
+                self._epochs += 1
+        rng = np.random.default_rng([*self.seeds, epoch])
+        inner = self.input.iterate(env)
+
+        def gen():
+            buf: list = []
+            for x in _drain(inner):
+                if len(buf) < self.buffer_size:
+                    buf.append(x)
+                    continue
+                i = int(rng.integers(len(buf)))
+                out, buf[i] = buf[i], x
+                yield out
+            while buf:
+                i = int(rng.integers(len(buf)))
+                buf[i], buf[-1] = buf[-1], buf[i]
+                yield buf.pop()
+        return _GenIterator(gen(), [inner])
+
+
+class ZipDataset(Dataset):
+    def __init__(self, inputs: list[Dataset]):
+        self.inputs = inputs
+
+    def iterate(self, env):
+        its = [d.iterate(env) for d in self.inputs]
+
+        def gen():
+            while True:
+                parts = []
+                for it in its:
+                    x = it.next()
+                    if x is None:
+                        return
+                    parts.extend(x)
+                yield parts
+        return _GenIterator(gen(), its)
+
+
+class ConcatenateDataset(Dataset):
+    def __init__(self, first: Dataset, second: Dataset):
+        self.first, self.second = first, second
+
+    def iterate(self, env):
+        current: list[Iterator] = []
+
+        def gen():
+            for d in (self.first, self.second):
+                it = d.iterate(env)
+                current[:] = [it]
+                yield from _drain(it)
+                it.close()
+        it = _GenIterator(gen())
+        it.children = lambda: list(current)
+        return it
+
+
+class CacheDataset(Dataset):
+    """Elements cached in memory during the first complete pass; later passes (the next
+    epochs of a repeat) read the cache."""
+
+    def __init__(self, input_ds: Dataset):
+        self.input = input_ds
+        self._cache: list | None = None
+        self._lock = threading.Lock()
+
+    def iterate(self, env):
+        with self._lock:
+            cache = self._cache
+        if cache is not None:
+            return _GenIterator(iter(cache))
+        inner = self.input.iterate(env)
+
+        def gen():
+            filled = []
+            for x in _drain(inner):
+                filled.append(x)
+                yield x
+            with self._lock:
+                if self._cache is None:
+                    self._cache = filled
+        return _GenIterator(gen(), [inner])
+
+
+# ---- prefetching -----------------------------------------------------------------------
+
+class PrefetchDataset(Dataset):
+    def __init__(self, input_ds: Dataset, buffer_size: int):
+        if buffer_size < 0 and buffer_size != AUTOTUNE:
+            raise errors.InvalidArgumentError(None, None,
+                                              "buffer_size must be >= 0 or set to -1 (AUTOTUNE)")
+        self.input = input_ds
+        self.buffer_size = autotuned(buffer_size, 8)
+
+    def iterate(self, env):
+        inner = self.input.iterate(env)
+        if self.buffer_size == 0:
+            return inner
+        return _PrefetchIterator(inner, self.buffer_size, env)
+
+
+class _PrefetchIterator(Iterator):
+    """A background thread (started on the first `next`) reads ahead up to `capacity`
+    elements. It ends after the input's end or first error (both buffered, so the consumer
+    sees them in order) or as soon as the tree is closed."""
+
+    def __init__(self, inner: Iterator, capacity: int, env: Env):
+        self._inner, self._capacity, self._env = inner, capacity, env
+        self._buf: collections.deque = collections.deque()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def _produce(self) -> None:
+        stopped = self._env.stopped
+        while not stopped.is_set():
+            with self._cond:
+                while len(self._buf) >= self._capacity and not stopped.is_set():
+                    self._cond.wait()
+            if stopped.is_set():
+                break
+            try:
+                x = self._inner.next()
+            except BaseException as e:  # noqa: BLE001 - handed to the consumer
+                x = e
+            with self._cond:
+                self._buf.append(x)
+                self._cond.notify_all()
+            if x is None or isinstance(x, BaseException):
+                break
+
+    def next(self):  # noqa: A003
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._produce, name="tfx-data-prefetch",
+                                            daemon=True)
+            self._thread.start()
+        with self._cond:
+            while not self._buf:
+                if self._env.stopped.is_set():
+                    raise errors.CancelledError(None, None, "Iterator was cancelled")
+                self._cond.wait(0.5)
+            x = self._buf[0]
+            if x is None or isinstance(x, BaseException):
+                if isinstance(x, BaseException):
+                    self._buf[0] = None
+                    raise x
+                return None
+            self._buf.popleft()
+            self._cond.notify_all()
+            return x
+
+    def children(self):
+        return [self._inner]
+
+    def close(self):
+        self._env.stopped.set()
+        with self._cond:
+            self._cond.notify_all()
+        super().close()
+
+
+# ---- batching ----------------------------------------------------------------------------
+
+def _take_batch(it: Iterator, n: int, drop_remainder: bool) -> list | None:
+    rows = []
+    while len(rows) < n:
+        x = it.next()
+        if x is None:
+            break
+        rows.append(x)
+    if not rows or (drop_remainder and len(rows) < n):
+        return None
+    return rows
+
+
+class BatchDataset(Dataset):
+    def __init__(self, input_ds: Dataset, batch_size: int, drop_remainder: bool):
+        if batch_size <= 0:
+            raise errors.InvalidArgumentError(None, None, "Batch size must be greater than "
+                                              "zero.")
+        self.input, self.batch_size, self.drop = input_ds, batch_size, drop_remainder
+
+    def iterate(self, env):
+        inner = self.input.iterate(env)
+
+        def gen():
+            while True:
+                rows = _take_batch(inner, self.batch_size, self.drop)
+                if rows is None:
+                    return
+                yield [_stack(rows, i) for i in range(len(rows[0]))]
+        return _GenIterator(gen(), [inner])
+
+
+def _stack(rows: list, i: int) -> np.ndarray:
+    first = np.shape(rows[0][i])
+    for k, r in enumerate(rows):
+        if np.shape(r[i]) != first:
+            raise errors.InvalidArgumentError(
+                None, None, f"Cannot batch tensors with different shapes in component {i}. "
+                f"First element had shape {list(first)} and element {k} had shape "
+                f"{list(np.shape(r[i]))}.")
+    return np.stack([r[i] for r in rows])
+
+
+class PaddedBatchDataset(Dataset):
+    def __init__(self, input_ds: Dataset, batch_size: int, padded_shapes: list,
+                 padding_values: list, drop_remainder: bool):
+        if batch_size <= 0:
+            raise errors.InvalidArgumentError(None, None, "Batch size must be greater than "
+                                              "zero.")
+        self.input, self.batch_size, self.drop = input_ds, batch_size, drop_remainder
+        self.padded_shapes = [[int(d) for d in np.reshape(s, -1)] for s in padded_shapes]
+        self.padding_values = padding_values
+
+    def iterate(self, env):
+        inner = self.input.iterate(env)
+
+        def gen():
+            while True:
+                rows = _take_batch(inner, self.batch_size, self.drop)
+                if rows is None:
+                    return
+                yield [self._pad(rows, i) for i in range(len(rows[0]))]
+        return _GenIterator(gen(), [inner])
+
+    def _pad(self, rows: list, i: int) -> np.ndarray:
+        want = self.padded_shapes[i]
+        shapes = [np.shape(r[i]) for r in rows]
+        if any(len(s) != len(want) for s in shapes):
+            raise errors.InvalidArgumentError(
+                None, None, f"All elements in a batch must have the same rank as the padded "
+                f"shape for component{i}: expected rank {len(want)} but got element with "
+                f"rank {len(shapes[0])}")
+        out_shape = []
+        for d, w in enumerate(want):
+            biggest = max(s[d] for s in shapes)
+            if w >= 0 and biggest > w:
+                raise errors.InvalidArgumentError(
+                    None, None, "Attempted to pad to a smaller size than the input element.")
+            out_shape.append(w if w >= 0 else biggest)
+        fill = np.asarray(self.padding_values[i])
+        dtype = np.asarray(rows[0][i]).dtype
+        out = np.full([len(rows)] + out_shape, fill.reshape(()) if fill.size else 0,
+                      dtype=dtype)
+        for k, r in enumerate(rows):
+            v = np.asarray(r[i])
+            out[(k,) + tuple(slice(0, n) for n in v.shape)] = v
+        return out
+
+
+class UnbatchDataset(Dataset):
+    def __init__(self, input_ds: Dataset):
+        self.input = input_ds
+
+    def iterate(self, env):
+        inner = self.input.iterate(env)
+
+        def gen():
+            for x in _drain(inner):
+                n = {np.shape(c)[0] if np.ndim(c) else None for c in x}
+                if None in n or len(n) != 1:
+                    raise errors.InvalidArgumentError(
+                        None, None, "Input element must have a non-scalar value in each "
+                        "component and the same size in the 0th dimension.")
+                for j in range(n.pop()):
+                    yield [np.asarray(c)[j, ...] for c in x]
+        return _GenIterator(gen(), [inner])
+
+
+# ---- Python generators (Dataset.from_generator) -------------------------------------------
+
+_generators: dict[str, object] = {}
+_generators_lock = threading.Lock()
+
+
+def register_generator(make) -> str:
+    """Registers `make() -> iterable of elements` (flat lists of arrays); returns its token
+    (what a PyGeneratorDataset op names)."""
+    with _generators_lock:
+        token = f"pygen_{len(_generators)}"
+        _generators[token] = make
+    return token
+
+
+def generator(token: str):
+    """The callable registered under `token`, or None."""
+    return _generators.get(token)

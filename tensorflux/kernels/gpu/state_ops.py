@@ -1,0 +1,118 @@
+"""GPU kernels of the resource variable ops (ops/state_ops.py): the CPU kernels' handles,
+lookups and errors (kernels/cpu/state_ops.py), with the stored array in device memory.
+
+Copy-on-write as on the CPU: a read returns the stored array itself; an update writes into
+it only when nothing else holds it (`exclusively_owned`), else stores an updated copy.
+Every kernel of one GPU is queued on the same stream, so a write queued after a read never
+overtakes it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorflux.framework import errors
+from tensorflux.kernels import registry
+from tensorflux.kernels.buffers import exclusively_owned
+from tensorflux.kernels.cpu import state_ops as cpu_state
+from tensorflux.kernels.gpu import backend
+from tensorflux.kernels.gpu._common import NUMERIC
+
+for _op in ("VarHandleOp", "ReadVariableOp", "VarIsInitializedOp", "DestroyResourceOp",
+            "VariableShape"):
+    _k = registry.registered_kernels()[(_op, "CPU")][0]
+    registry.kernel_factory(_op, device="GPU", forwards_input=_k.forwards_input)(_k.factory)
+
+
+def own_device_value(var) -> object:
+    """The device array an update of `var` (holding its lock) may write into."""
+    arr = var.value
+    if not (backend.is_device_array(arr) and exclusively_owned(arr, 3)):
+        arr = backend.to_device(arr).copy()
+        var.value = arr
+    return arr
+
+
+@registry.kernel_factory("AssignVariableOp", device="GPU", type_constraints={"dtype": NUMERIC})
+def _assign_variable(node):
+    dtype = node.attrs["dtype"]
+    np_dtype = dtype.as_numpy_dtype
+    validate_shape = node.attrs["validate_shape"]
+
+    def compute(ctx, handle, value):
+        h = cpu_state.as_handle(handle)
+        cpu_state._check_device(ctx, h)
+        if h.dtype != dtype:
+            raise errors.InvalidArgumentError(
+                None, None, f"Trying to assign variable with wrong dtype. Expected "
+                f"{cpu_state._tf_name(h.dtype)} got {cpu_state._tf_name(dtype)}")
+        var = ctx.resource_mgr.lookup_or_create(h.container, h.name,
+                                                lambda: cpu_state.Var(dtype))
+        if not isinstance(var, cpu_state.Var) or var.dtype != dtype:
+            cpu_state._existing(ctx, h, dtype, "assign")
+        shape = np.shape(value)
+        with var.lock:
+            old = var.value
+            if validate_shape and old is not None and old.shape != shape:
+                raise errors.InvalidArgumentError(
+                    None, None, "Trying to assign to variable with tensor with wrong shape. "
+                    f"Expected {cpu_state._shape_str(old.shape)} got "
+                    f"{cpu_state._shape_str(shape)}")
+            var.value = backend.xp().array(backend.to_device(value), dtype=np_dtype,
+                                           copy=True)
+            del old
+
+    return compute
+
+
+def _update(op_type: str, sign: int):
+    @registry.kernel_factory(op_type, device="GPU", type_constraints={"dtype": NUMERIC})
+    def factory(node):
+        dtype = node.attrs["dtype"]
+
+        def compute(ctx, handle, value):
+            h = cpu_state.as_handle(handle)
+            var = cpu_state._existing(ctx, h, dtype, "update")
+            value = backend.to_device(value)
+            with var.lock:
+                if var.value is None:
+                    raise cpu_state._not_found(ctx, h)
+                if var.value.shape != value.shape:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Cannot update variable with shape "
+                        f"{cpu_state._shape_str(var.value.shape)} using a Tensor with shape "
+                        f"{cpu_state._shape_str(value.shape)}, shapes must be equal.")
+                arr = own_device_value(var)
+                if sign > 0:
+                    arr += value
+                else:
+                    arr -= value
+
+        return compute
+
+    return factory
+
+
+_update("AssignAddVariableOp", 1)
+_update("AssignSubVariableOp", -1)
+
+
+@registry.kernel_factory("ResourceGather", device="GPU", type_constraints={"dtype": NUMERIC})
+def _resource_gather(node):
+    dtype = node.attrs["dtype"]
+
+    def compute(ctx, handle, indices):
+        h = cpu_state.as_handle(handle)
+        var = cpu_state._existing(ctx, h, dtype, "read")
+        with var.lock:
+            value = var.value
+        if value is None:
+            raise cpu_state._uninitialized(ctx, h)
+        idx = backend.to_host(indices)
+        n = value.shape[0]
+        if isinstance(idx, np.ndarray) and idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise errors.InvalidArgumentError(
+                None, None, f"indices has values outside [0, {n})")
+        return backend.xp().take(value, backend.to_device(idx).astype(np.int64), axis=0)
+
+    return compute

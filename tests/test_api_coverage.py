@@ -1,0 +1,40 @@
+"""TF1 API coverage: the share of tf.compat.v1's public names (tests/api/tf1_names.json,
+made by scripts/gen_tf1_names.py under TensorFlow) that tensorflux has, per namespace.
+
+`pytest tests/test_api_coverage.py -s` prints the table. The test fails when a name listed
+in tests/api/present_names.txt (the names present when the baseline was recorded) is gone.
+After adding names, record them: `python scripts/gen_tf1_names.py --baseline`, or run this
+test with TENSORFLUX_UPDATE_API_BASELINE=1.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gen_tf1_names.py"
+_spec = importlib.util.spec_from_file_location("gen_tf1_names", _SCRIPT)
+gen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gen)
+
+
+def test_api_coverage_table_and_baseline():
+    names = gen.load_names()
+    have = gen.present(names)
+    rows = gen.table(names, have)
+    print("\nTF1 API coverage (tf.compat.v1 names tensorflux has)\n" + gen.format_table(rows))
+    if os.environ.get("TENSORFLUX_UPDATE_API_BASELINE"):
+        gen.write_baseline(have)
+    now = {gen.full_name(ns, n) for ns, ns_names in have.items() for n in ns_names}
+    lost = sorted(gen.load_baseline() - now)
+    assert not lost, (f"{len(lost)} TF1 names that tensorflux had are gone: {lost[:20]}"
+                      " (if on purpose: python scripts/gen_tf1_names.py --baseline)")
+    assert rows[-1][2] > 1000  # the name list is tf.compat.v1's, not an empty file
+
+
+def test_name_list_covers_the_namespaces():
+    names = gen.load_names()
+    assert set(names) == set(gen.NAMESPACES)
+    assert {"Session", "placeholder", "Variable"} <= set(names[""])
+    assert "accuracy" in names["metrics"] and "StaticHashTable" in names["lookup"]
