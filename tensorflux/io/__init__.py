@@ -35,6 +35,7 @@ from tensorflux.ops.parsing_ops import (  # noqa: F401
     VarLenFeature,
     decode_compressed,
     decode_csv,
+    decode_json_example,
     decode_raw,
     deserialize_many_sparse,
     parse_example,

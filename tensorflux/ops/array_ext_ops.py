@@ -23,6 +23,7 @@ from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import (
     array_ops,
+    comparison_ops,
     gather_ops,
     joining_ops,
     math_ops,
@@ -35,6 +36,8 @@ __all__ = ["space_to_depth", "depth_to_space", "space_to_batch_nd", "batch_to_sp
            "repeat", "unique_with_counts", "setdiff1d", "meshgrid",
            "tensor_scatter_update", "tensor_scatter_add", "tensor_scatter_sub",
            "tensor_scatter_nd_update", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
+           "tensor_scatter_nd_max", "tensor_scatter_nd_min", "fingerprint",
+           "required_space_to_batch_paddings",
            "batch_gather", "unravel_index", "bitcast", "ensure_shape", "guarantee_const",
            "parallel_stack", "edit_distance"]
 
@@ -402,7 +405,8 @@ def _tensor_scatter_shape(op):
     return [op.inputs[0].shape]
 
 
-for _op in ("TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub"):
+for _op in ("TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub", "TensorScatterMax",
+            "TensorScatterMin"):
     define_op(_op, inputs=["tensor: T", "indices: Tindices", "updates: T"],
               outputs=["output: T"],
               attrs=["T: type", "Tindices: {int16, int32, int64, uint16}",
@@ -428,6 +432,22 @@ def _tensor_scatter_sub_grad(op, grad):
     return [grad, None, -gather_ops.gather_nd(grad, op.inputs[1])]
 
 
+@gradient("TensorScatterMax")
+@gradient("TensorScatterMin")
+def _tensor_scatter_min_max_grad(op, grad):
+    # The gradient goes to whichever of the tensor's element and the updates scattered there
+    # equals the result, split evenly between ties.
+    x, indices, y = op.inputs
+    output = op.outputs[0]
+    x_ind = math_ops.cast(comparison_ops.equal(x, output), grad.dtype)
+    y_ind = math_ops.cast(comparison_ops.equal(y, gather_ops.gather_nd(output, indices)),
+                          grad.dtype)
+    ys_ind = gather_ops.scatter_nd(indices, y_ind,
+                                   array_ops.shape(x, out_type=indices.dtype))
+    total = x_ind + ys_ind
+    return [grad * x_ind / total, None, gather_ops.gather_nd(grad / total, indices) * y_ind]
+
+
 def _tensor_scatter(op_type):
     def fn(tensor, indices, updates, name=None):
         tensor = convert_to_tensor(tensor, name="tensor")
@@ -443,6 +463,10 @@ def _tensor_scatter(op_type):
 tensor_scatter_update = tensor_scatter_nd_update = _tensor_scatter("TensorScatterUpdate")
 tensor_scatter_add = tensor_scatter_nd_add = _tensor_scatter("TensorScatterAdd")
 tensor_scatter_sub = tensor_scatter_nd_sub = _tensor_scatter("TensorScatterSub")
+tensor_scatter_nd_max = _tensor_scatter("TensorScatterMax")
+tensor_scatter_nd_min = _tensor_scatter("TensorScatterMin")
+tensor_scatter_nd_max.__name__, tensor_scatter_nd_min.__name__ = ("tensor_scatter_nd_max",
+                                                                  "tensor_scatter_nd_min")
 
 
 def batch_gather(params, indices, name=None):
@@ -583,3 +607,45 @@ def edit_distance(hypothesis, truth, normalize=True, name="edit_distance"):
                     hypothesis_shape=hypothesis.dense_shape, truth_indices=truth.indices,
                     truth_values=truth.values, truth_shape=truth.dense_shape,
                     normalize=normalize, name=name)
+
+
+# ---- Fingerprint, required_space_to_batch_paddings --------------------------------------
+
+
+def _fingerprint_shape(op):
+    dims = checked_dims(op.inputs[0], at_least=1)
+    checked_dims(op.inputs[1], rank=0)
+    return [[None if dims is None else dims[0], 8]]
+
+
+define_op("Fingerprint", inputs=["data: T", "method: string"], outputs=["fingerprint: uint8"],
+          attrs=["T: type"], shape_fn=_fingerprint_shape)
+not_differentiable("Fingerprint")
+
+
+def fingerprint(data, method="farmhash64", name=None):
+    """An 8-byte FarmHash fingerprint of each row of `data` (`tf.fingerprint`)."""
+    return apply_op("Fingerprint", data=data,
+                    method=convert_to_tensor(method, dtype=dtypes.string, name="method"),
+                    name=name or "Fingerprint")
+
+
+def required_space_to_batch_paddings(input_shape, block_shape, base_paddings=None,
+                                     name=None):
+    """(paddings, crops) making input_shape + base_paddings divisible by block_shape
+    (`tf.required_space_to_batch_paddings`)."""
+    with graph_lib.name_scope(name, "required_space_to_batch_paddings",
+                              [input_shape, block_shape]):
+        input_shape = convert_to_tensor(input_shape, dtypes.int32, name="input_shape")
+        block_shape = convert_to_tensor(block_shape, dtypes.int32, name="block_shape")
+        if base_paddings is None:
+            base_paddings = array_ops.zeros(joining_ops.stack([array_ops.size(block_shape),
+                                                               2]), dtypes.int32)
+        base_paddings = convert_to_tensor(base_paddings, dtypes.int32, name="base_paddings")
+        start, end = base_paddings[:, 0], base_paddings[:, 1]
+        full = input_shape + start + end
+        extra = math_ops.floormod(block_shape - math_ops.floormod(full, block_shape),
+                                  block_shape)
+        paddings = joining_ops.stack([start, end + extra], axis=1, name="paddings")
+        crops = joining_ops.stack([array_ops.zeros_like(extra), extra], axis=1, name="crops")
+        return paddings, crops

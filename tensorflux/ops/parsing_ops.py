@@ -426,3 +426,21 @@ def deserialize_many_sparse(serialized_sparse, dtype, rank=None, name=None):
         indices.set_shape([None, rank])
         shape.set_shape([rank])
     return SparseTensor(indices, values, shape)
+
+
+
+# ---- DecodeJSONExample -------------------------------------------------------------------
+
+__all__ += ["decode_json_example"]
+
+define_op("DecodeJSONExample", inputs=["json_examples: string"],
+          outputs=["binary_examples: string"], shape_fn=lambda op: [op.inputs[0].shape])
+not_differentiable("DecodeJSONExample")
+
+
+def decode_json_example(json_examples, name=None):
+    """Example protos in JSON (proto3 mapping) to their binary form
+    (`tf.io.decode_json_example`)."""
+    return apply_op("DecodeJSONExample",
+                    json_examples=convert_to_tensor(json_examples, dtype=dtypes.string),
+                    name=name or "DecodeJSONExample")

@@ -55,6 +55,13 @@ ex = {
  "rs_t": tf.reverse_sequence(img[:, :, :, :2], [0, 4, 6, 1, 2, 3], seq_axis=2, batch_axis=1),
  "ps": tf.parallel_stack([[1, 2], [3, 4], [5, 6]]),
  "gc": tf.guarantee_const([1.5]),
+ "fp_s": tf.fingerprint(["abc", "de"]), "fp_s2": tf.fingerprint([["abc", "de"], ["x", "y"]]),
+ "fp_i": tf.fingerprint(np.arange(6, dtype=np.int32).reshape(2, 3)),
+ "fp_f": tf.fingerprint(img[:, :2]),
+ "rstbp": list(tf.required_space_to_batch_paddings([5, 7], [2, 3], [[1, 0], [0, 2]])),
+ "rstbp0": list(tf.required_space_to_batch_paddings([6, 7], [4, 4])),
+ "tsmax": tf.tensor_scatter_nd_max(tf.constant([1., 5., 2.]), [[0], [1], [0]], [3., 4., 2.5]),
+ "tsmin": tf.tensor_scatter_nd_min(tf.ones([2, 2]), [[0, 1], [1, 1]], [-3., 7.]),
 }
 with tf.Session() as s:
     result = s.run(ex)
@@ -107,6 +114,10 @@ GRAD_CASES = [
            None, shapes=[(3, 2), (2,)]),
     OpCase("tensor_scatter_sub", lambda x, u: tf.tensor_scatter_sub(x, [[2]], u),
            None, shapes=[(3, 2), (1, 2)]),
+    OpCase("tensor_scatter_max", lambda x, u: tf.tensor_scatter_nd_max(x, [[1], [3], [1]], u),
+           None, shapes=[(5, 2), (3, 2)]),
+    OpCase("tensor_scatter_min", lambda x, u: tf.tensor_scatter_nd_min(x, [[0, 1], [2, 0]], u),
+           None, shapes=[(3, 2), (2,)]),
     OpCase("repeat", lambda x: tf.repeat(x, [2, 0, 1], axis=1),
            lambda x: np.repeat(x, [2, 0, 1], axis=1), shapes=[(2, 3)]),
     OpCase("batch_gather", lambda x: tf.batch_gather(x, [[0, 2], [1, 1]]),
@@ -160,7 +171,8 @@ def test_errors():
 MY_OPS = ["SpaceToDepth", "DepthToSpace", "SpaceToBatchND", "BatchToSpaceND",
           "ExtractImagePatches", "ReverseSequence", "Roll", "UniqueWithCounts", "ListDiff",
           "TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub", "UnravelIndex",
-          "Bitcast", "EnsureShape", "GuaranteeConst", "EditDistance"]
+          "Bitcast", "EnsureShape", "GuaranteeConst", "EditDistance", "TensorScatterMax",
+          "TensorScatterMin", "Fingerprint"]
 
 
 @pytest.mark.parametrize("op_type", MY_OPS)

@@ -153,3 +153,26 @@ def test_sparse_serialization_round_trip_through_a_queue():
     np.testing.assert_array_equal(v.indices, [[0, 1], [1, 0], [1, 2]])
     np.testing.assert_array_equal(v.values, [b"a", b"b", b"c"])
     np.testing.assert_array_equal(v.dense_shape, [2, 3])
+
+
+JSON_PROGRAM = '''
+js = ['{"features": {"feature": {"a": {"int64List": {"value": ["3", "-4"]}}, '
+      '"b": {"floatList": {"value": [1.5]}}, "c": {"bytesList": {"value": ["aGk="]}}}}}']
+binary = tf.io.decode_json_example(js)
+parsed = tf.io.parse_example(binary, {"a": tf.io.VarLenFeature(tf.int64),
+                                      "b": tf.io.FixedLenFeature([1], tf.float32),
+                                      "c": tf.io.FixedLenFeature([], tf.string)})
+with tf.Session() as s:
+    p = s.run(parsed)
+result = {"a": p["a"].values, "b": p["b"], "c": list(p["c"])}
+'''
+
+
+@pytest.mark.oracle
+def test_decode_json_example_matches_tensorflow():
+    ours, theirs = oracle.run_both(JSON_PROGRAM, tf)
+    np.testing.assert_array_equal(ours["a"], theirs["a"])
+    np.testing.assert_array_equal(ours["b"], theirs["b"])
+    assert [bytes(x) for x in ours["c"]] == theirs["c"]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="JSON"):
+        _run(tf.io.decode_json_example(["{not json"]))

@@ -5,12 +5,15 @@ GuaranteeConst and EditDistance. Errors are TensorFlow's InvalidArgumentErrors."
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from tensorflux.framework import tensor_shape
 from tensorflux.kernels.cpu.array_ops import _invalid, _shape_str
 from tensorflux.kernels.cpu.gather_ops import _check_range
 from tensorflux.kernels.registry import kernel, kernel_factory
+from tensorflux.lib import hashing
 
 # ---- SpaceToDepth, DepthToSpace ---------------------------------------------------------
 
@@ -239,7 +242,8 @@ def _list_diff(node):
 # ---- TensorScatterUpdate / Add / Sub ----------------------------------------------------
 
 
-@kernel_factory("TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub")
+@kernel_factory("TensorScatterUpdate", "TensorScatterAdd", "TensorScatterSub",
+                "TensorScatterMax", "TensorScatterMin")
 def _tensor_scatter(node):
     mode = node.op[len("TensorScatter"):]
 
@@ -266,6 +270,10 @@ def _tensor_scatter(node):
             out[where] = upd
         elif mode == "Add":
             np.add.at(out, where, upd)
+        elif mode == "Max":
+            np.maximum.at(out, where, upd)
+        elif mode == "Min":
+            np.minimum.at(out, where, upd)
         else:
             np.subtract.at(out, where, upd)
         return out
@@ -368,3 +376,25 @@ def _edit_distance(node):
         return out
 
     return compute
+
+
+# ---- Fingerprint ------------------------------------------------------------------------
+
+
+@kernel("Fingerprint")
+def _fingerprint(ctx, data, method):
+    if np.asarray(method).item() not in (b"farmhash64", "farmhash64"):
+        raise _invalid(f"Unsupported fingerprint method: {np.asarray(method).item()!r}")
+    if data.ndim < 1:
+        raise _invalid("data must have rank at least one")
+    rows = data.reshape(data.shape[0], -1)
+    out = np.zeros((data.shape[0], 8), np.uint8)
+    for i, row in enumerate(rows):
+        if data.dtype == object:
+            prints = [hashing.fingerprint64(bytes(v)) for v in row]
+            value = prints[0] if len(prints) == 1 else hashing.fingerprint64(
+                b"".join(struct.pack("<Q", p) for p in prints))
+        else:
+            value = hashing.fingerprint64(np.ascontiguousarray(row).tobytes())
+        out[i] = np.frombuffer(struct.pack("<Q", value), np.uint8)
+    return out

@@ -14,9 +14,10 @@ import gzip
 import zlib
 
 import numpy as np
+from google.protobuf import json_format
 
 from tensorflux.framework import dtypes, errors, tensor_util
-from tensorflux.kernels.registry import kernel_factory
+from tensorflux.kernels.registry import kernel, kernel_factory
 from tensorflux.protos import example_pb2, tensor_pb2
 
 # ---- DecodeCSV ---------------------------------------------------------------------------
@@ -476,3 +477,22 @@ def _deserialize_many_sparse(node):
                 np.concatenate([p[1] for p in parts]), shape.astype(np.int64))
 
     return compute
+
+
+
+# ---- DecodeJSONExample -------------------------------------------------------------------
+
+
+@kernel("DecodeJSONExample")
+def _decode_json_example(ctx, json_examples):
+    out = np.empty(json_examples.shape, dtype=object)
+    flat = out.reshape(-1)
+    for i, text in enumerate(np.asarray(json_examples, dtype=object).reshape(-1)):
+        example = example_pb2.Example()
+        try:
+            json_format.Parse(bytes(text).decode("utf-8"), example)
+        except (json_format.ParseError, UnicodeDecodeError) as e:
+            raise errors.InvalidArgumentError(
+                None, None, f"Error while parsing JSON: {e}") from None
+        flat[i] = example.SerializeToString()
+    return out
