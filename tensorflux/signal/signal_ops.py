@@ -296,6 +296,10 @@ def _dct_matrix(n: int, dct_type: int, norm, dtype) -> np.ndarray:
             scale = np.full(n, np.sqrt(1 / (2 * n)))
             scale[0] = np.sqrt(1 / (4 * n))
             m = m * scale[None, :]
+    elif dct_type == 4:
+        m = 2 * np.cos(np.pi * np.outer(2 * k + 1, 2 * k + 1) / (4 * n))
+        if norm == "ortho":
+            m = m * np.sqrt(1 / (2 * n))
     else:  # type 3: the inverse of type 2 up to 2n
         m = 2 * np.cos(np.pi * np.outer(k, 2 * k + 1) / (2 * n))
         m[0] = 1.0
@@ -306,10 +310,10 @@ def _dct_matrix(n: int, dct_type: int, norm, dtype) -> np.ndarray:
 
 
 def dct(input, type=2, n=None, axis=-1, norm=None, name=None):  # noqa: A002
-    """The discrete cosine transform (types 2 and 3) of the innermost dimension
+    """The discrete cosine transform (types 2, 3 and 4) of the innermost dimension
     (`tf.signal.dct`)."""
-    if type not in (2, 3):
-        raise ValueError(f"Only Types II and III (I)DCT are supported, got type {type}")
+    if type not in (2, 3, 4):
+        raise ValueError(f"Only Types II, III and IV (I)DCT are supported, got type {type}")
     if axis != -1:
         raise NotImplementedError(f"axis must be -1. Got: {axis}")
     if norm not in (None, "ortho"):
@@ -327,8 +331,64 @@ def dct(input, type=2, n=None, axis=-1, norm=None, name=None):  # noqa: A002
 
 def idct(input, type=2, n=None, axis=-1, norm=None, name=None):  # noqa: A002
     """The inverse DCT: a type 3 DCT for type 2 and back (`tf.signal.idct`)."""
-    inverse_type = {2: 3, 3: 2}.get(type, type)
+    inverse_type = {2: 3, 3: 2, 4: 4}.get(type, type)
     return dct(input, type=inverse_type, n=n, axis=axis, norm=norm, name=name)
+
+
+def _last_quarter_split(x, parts):
+    n = x.shape.as_list()[-1]
+    size = n // parts
+    rank = x.shape.ndims
+    return [slicing_ops.slice(x, [0] * rank, [-1] * (rank - 1) + [size]) if k == 0 else
+            slicing_ops.slice(x, [0] * (rank - 1) + [k * size], [-1] * (rank - 1) + [size])
+            for k in range(parts)]
+
+
+def _flip(x):
+    return joining_ops.reverse(x, [-1])
+
+
+def mdct(signals, frame_length, window_fn=vorbis_window, pad_end=False, norm=None,
+         name=None):
+    """The modified discrete cosine transform of frames of `frame_length` samples, half
+    overlapping (`tf.signal.mdct`): [..., frames, frame_length // 2].
+
+    Raises:
+      ValueError: frame_length not a multiple of 4, or a bad norm.
+    """
+    with graph_lib.name_scope(name, "mdct", [signals]):
+        signals = convert_to_tensor(signals, name="signals")
+        length = _int(frame_length, "frame_length")
+        if length % 4:
+            raise ValueError("The frame length must be a multiple of 4.")
+        framed = frame(signals, length, length // 2, pad_end=pad_end)
+        if window_fn is not None:
+            framed = framed * window_fn(length, dtype=framed.dtype)
+        else:
+            framed = framed * np.asarray(1.0 / np.sqrt(2), framed.dtype.as_numpy_dtype)
+        a, b, c, d = _last_quarter_split(framed, 4)
+        rearranged = joining_ops.concat([-_flip(c) - d, a - _flip(b)], -1)
+        return dct(rearranged, type=4, norm=norm)
+
+
+def inverse_mdct(mdcts, window_fn=vorbis_window, norm=None, name=None):
+    """Signals from their MDCT by type-4 inverse DCT, windowing and overlap-add
+    (`tf.signal.inverse_mdct`)."""
+    with graph_lib.name_scope(name, "inverse_mdct", [mdcts]):
+        mdcts = convert_to_tensor(mdcts, name="mdcts")
+        half = mdcts.shape.as_list()[-1] if mdcts.shape.ndims else None
+        if half is None:
+            raise ValueError("inverse_mdct needs the innermost dimension known")
+        frames = dct(mdcts, type=4, norm=norm)
+        if norm is None:  # the unnormalized type-4 DCT is its own inverse up to 2N
+            frames = frames * np.asarray(0.5 / half, mdcts.dtype.as_numpy_dtype)
+        first, second = _last_quarter_split(frames, 2)
+        frames = joining_ops.concat([second, -_flip(second), -_flip(first), -first], -1)
+        if window_fn is not None:
+            frames = frames * window_fn(2 * half, dtype=mdcts.dtype)
+        else:
+            frames = frames * np.asarray(1.0 / np.sqrt(2), mdcts.dtype.as_numpy_dtype)
+        return overlap_and_add(frames, half)
 
 
 def mfccs_from_log_mel_spectrograms(log_mel_spectrograms, name=None):
@@ -347,4 +407,5 @@ def mfccs_from_log_mel_spectrograms(log_mel_spectrograms, name=None):
 __all__ = ["frame", "overlap_and_add", "hann_window", "hamming_window", "stft",
            "inverse_stft", "inverse_stft_window_fn", "linear_to_mel_weight_matrix", "dct",
            "idct", "mfccs_from_log_mel_spectrograms", "kaiser_window",
-           "kaiser_bessel_derived_window", "vorbis_window", "fftshift", "ifftshift"]
+           "kaiser_bessel_derived_window", "vorbis_window", "fftshift", "ifftshift", "mdct",
+           "inverse_mdct"]
