@@ -10,6 +10,7 @@ from tensorflux.image.filters_and_metrics import (  # noqa: F401
     rgb_to_yuv,
     sobel_edges,
     ssim,
+    ssim_multiscale,
     total_variation,
     yiq_to_rgb,
     yuv_to_rgb,

@@ -1,5 +1,6 @@
 """More `tf.image` compositions: YIQ and YUV colour spaces, image gradients, Sobel edges,
-total variation, PSNR and resize_image_with_pad. Built from ops only; gradients follow."""
+total variation, PSNR, SSIM (single- and multi-scale) and resize_image_with_pad. Built from
+ops only; gradients follow."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tensorflux.ops import (
     joining_ops,
     math_ops,
     matrix_ops,
+    pooling_ops,
     reduction_ops,
     unary_ops,
 )
@@ -219,3 +221,46 @@ def ssim(img1, img2, max_val, filter_size=11, filter_sigma=1.5, k1=0.01, k2=0.03
         per_channel, _ = _ssim_per_channel(img1, img2, max_val, int(filter_size),
                                            float(filter_sigma), k1, k2)
         return reduction_ops.reduce_mean(per_channel, [-1])
+
+
+_MSSSIM_WEIGHTS = (0.0448, 0.2856, 0.3001, 0.2363, 0.1333)
+
+
+def ssim_multiscale(img1, img2, max_val, power_factors=_MSSSIM_WEIGHTS, filter_size=11,
+                    filter_sigma=1.5, k1=0.01, k2=0.03):
+    """Multi-scale SSIM (`tf.image.ssim_multiscale`): contrast-structure terms of each
+    2x-downsampled scale and the SSIM of the last, weighted geometrically; the images'
+    height and width must be known."""
+    with graph_lib.name_scope(None, "MS-SSIM", [img1, img2]):
+        imgs = [convert_to_tensor(img1, name="img1"), convert_to_tensor(img2, name="img2")]
+        if imgs[0].shape.ndims is None or imgs[0].shape.ndims < 3 or \
+                not imgs[0].shape[-3:].is_fully_defined():
+            raise ValueError("ssim_multiscale needs images of known height, width, depth")
+        max_val = math_ops.cast(max_val, imgs[0].dtype)
+        max_val = _image_ops.convert_image_dtype(max_val, dtypes.float32)
+        imgs = [_image_ops.convert_image_dtype(x, dtypes.float32) for x in imgs]
+        heads = [array_ops.shape(x)[:-3] for x in imgs]
+        tail = imgs[0].shape.as_list()[-3:]
+        mcs = []
+        for k in range(len(power_factors)):
+            if k > 0:
+                flat = [array_ops.reshape(x, [-1] + tail) for x in imgs]
+                extra = [tail[0] % 2, tail[1] % 2]
+                if any(extra):
+                    flat = [joining_ops.pad(x, [[0, 0], [0, extra[0]], [0, extra[1]], [0, 0]],
+                                            mode="SYMMETRIC") for x in flat]
+                    tail = [tail[0] + extra[0], tail[1] + extra[1], tail[2]]
+                flat = [pooling_ops.avg_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+                        for x in flat]
+                tail = [tail[0] // 2, tail[1] // 2, tail[2]]
+                imgs = [array_ops.reshape(x, joining_ops.concat([h, tail], 0))
+                        for x, h in zip(flat, heads, strict=True)]
+            ssim_per_channel, cs = _ssim_per_channel(imgs[0], imgs[1], max_val,
+                                                     int(filter_size), float(filter_sigma),
+                                                     k1, k2)
+            mcs.append(math_ops.maximum(cs, 0.0))
+        mcs.pop()  # the last scale contributes its full SSIM instead
+        stacked = joining_ops.stack(mcs + [math_ops.maximum(ssim_per_channel, 0.0)], axis=-1)
+        weights = np.asarray(power_factors, np.float32)
+        ms_ssim = reduction_ops.reduce_prod(math_ops.pow(stacked, weights), [-1])
+        return reduction_ops.reduce_mean(ms_ssim, [-1])

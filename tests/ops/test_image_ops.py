@@ -181,6 +181,8 @@ cboxes_q = np.stack([cboxes[:, :, 0], cboxes[:, :, 0] * 0.9 + 0.05, cboxes[:, :,
 cscores = rng.permutation(36).reshape(2, 6, 3).astype(np.float32) / 36.0
 big = rng.uniform(0, 1, (2, 16, 14, 3)).astype(np.float32)
 big2 = np.clip(big + rng.normal(0, 0.1, big.shape), 0, 1).astype(np.float32)
+huge = np.kron(rng.uniform(0, 1, (2, 10, 9, 1)), np.ones((1, 9, 9, 3))).astype(np.float32)
+huge2 = np.clip(huge + rng.normal(0, 0.05, huge.shape), 0, 1).astype(np.float32)
 dyn = tf.placeholder(tf.float32, [None, None, 3])
 off = tf.placeholder(tf.int32, [])
 dboxes = np.array([[[0.1, 0.1, 0.7, 0.8], [0.0, 0.5, 1.0, 1.0], [-0.2, -0.1, 0.4, 0.3]]],
@@ -263,6 +265,11 @@ ex = {
     "psnr_u8": tf.image.psnr(u8, u8 // 2, 255),
     "pad_resize": tf.image.resize_image_with_pad(img, 10, 7),
     "ssim": tf.image.ssim(tf.constant(big), tf.constant(big2), 1.0),
+    "ms_ssim": tf.image.ssim_multiscale(tf.constant(huge), tf.constant(huge2), 1.0,
+                                        filter_size=5),
+    "ms_ssim3": tf.image.ssim_multiscale(tf.constant(huge[0, :45, :38]),
+                                         tf.constant(huge2[0, :45, :38]), 1.0,
+                                         power_factors=(0.3, 0.3, 0.4), filter_size=5),
     "ssim_u8": tf.image.ssim(tf.constant((big * 255).astype(np.uint8)),
                              tf.constant((big2 * 255).astype(np.uint8)), 255,
                              filter_size=7, filter_sigma=1.0),
