@@ -176,7 +176,6 @@ from tensorflux.ops.segment_ops import *  # noqa: E402,F401,F403
 from tensorflux.ops.special_math_ops import *  # noqa: E402,F401,F403
 from tensorflux.linalg.linalg_impl import *  # noqa: E402,F401,F403
 from tensorflux.math.math_impl import *  # noqa: E402,F401,F403
-from tensorflux.manip.space_batch import *  # noqa: E402,F401,F403
 from tensorflux.sparse.sparse_extra import *  # noqa: E402,F401,F403
 from tensorflux.ops.matrix_ops import matmul as sparse_matmul  # noqa: E402,F401
 from tensorflux.ops.random_ext_ops import *  # noqa: E402,F401,F403
