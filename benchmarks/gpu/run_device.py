@@ -2,7 +2,7 @@
 
 1. the GPU kernel tests (tests/kernels/test_gpu_kernels.py) on the real GPU through CuPy;
 2. the MLP training step at batch 1024 on the GPU and on the CPU (tensorflux both);
-3. the paper's Table 1 nets (benchmarks/programs/convnets.py), one SGD step each at the
+3. the paper's Table 1 nets (benchmarks/programs/_convnets.py), one SGD step each at the
    paper's batch sizes, tensorflux on the GPU side by side with PyTorch on the same GPU;
 4. the CNN step of benchmarks/programs/cnn_step.py on the GPU and the CPU.
 
@@ -168,7 +168,7 @@ def cnn(budget):
 
 
 def table1(name, budget):
-    import convnets
+    import _convnets as convnets
 
     import tensorflux as tf
     batch = convnets.BATCH[name]
@@ -223,7 +223,7 @@ def _profile(sess, graph, fetch, feed, top=14):
 
 def _torch_step_ms(name, xs, ys, size):
     """Median SGD step of the same net in PyTorch (cuDNN autotuned, TF32 on as TF's)."""
-    import convnets
+    import _convnets as convnets
     import torch
     import torch_nets
     torch.backends.cudnn.benchmark = True
@@ -262,7 +262,7 @@ def main():
     save()
     plan = [("gpu_kernel_tests", lambda: gpu_tests(150)), ("mlp_batch1024", lambda: mlp(40)),
             ("cnn_step_batch64", lambda: cnn(30))]
-    import convnets
+    import _convnets as convnets
     for net in convnets.NETS:
         plan.append((f"table1_{net}", lambda n=net: item(f"table1_{n}")(table1)(n, 40)))
     for name, run in plan:

@@ -1,4 +1,4 @@
-"""The Table 1 nets of benchmarks/programs/convnets.py in PyTorch (NCHW, cuDNN), for the
+"""The Table 1 nets of benchmarks/programs/_convnets.py in PyTorch (NCHW, cuDNN), for the
 side-by-side GPU benchmark: the same layers, channels, strides and batch sizes."""
 
 from __future__ import annotations

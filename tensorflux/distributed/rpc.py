@@ -215,9 +215,13 @@ class Channels:
             return ch
 
     def forget(self, address: str) -> None:
+        """Drops the channels to `address` from the cache: new stubs get fresh ones. The
+        channels are not closed here: stubs of other servers in this process may be calling
+        through them at this moment (closing a channel under a call crashes gRPC's C core);
+        each is closed when its last stub lets go of it."""
         with self._lock:
             for key in [k for k in self._channels if k[0] == address]:
-                self._channels.pop(key).close()
+                del self._channels[key]
 
 
 CHANNELS = Channels()

@@ -25,4 +25,7 @@ del _module, _names, _name
 
 # Recurrent networks (issue 4): tf.nn.rnn_cell.*, tf.nn.dynamic_rnn, tf.nn.static_rnn, ...
 from tensorflux.nn import rnn_cell  # noqa: E402,F401
+
+# Issue 18: more TF1 tf.nn names built from existing ops (tensorflux/nn/nn_extra.py).
+from tensorflux.nn.nn_extra import *  # noqa: E402,F401,F403
 from tensorflux.nn.rnn import *  # noqa: E402,F401,F403

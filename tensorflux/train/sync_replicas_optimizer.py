@@ -34,8 +34,11 @@ for a MonitoredSession.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 from tensorflux.control_flow import builders
+from tensorflux.framework import errors
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.indexed_slices import IndexedSlices
@@ -143,6 +146,13 @@ class SyncReplicasOptimizer(Optimizer):
             with g.device(global_step.device), g.name_scope(None):
                 train_op, sync_op = self._token_ops(g, aggregated, global_step, applies)
                 self._chief_queue_runner = QueueRunner(self._sync_token_queue, [sync_op])
+                self._heartbeat = variables.Variable(
+                    0, trainable=False, collections=[GraphKeys.LOCAL_VARIABLES],
+                    dtype=global_step.dtype.base_dtype, name="sync_chief_heartbeat")
+                self._heartbeat_op = self._heartbeat.assign_add(1)
+                self._heartbeat_value = self._heartbeat.read_value()
+                self._close_tokens_op = self._sync_token_queue.close(
+                    cancel_pending_enqueues=True)
             for accumulator, device in self._accumulator_list:
                 with g.device(device):
                     chief_init_ops.append(accumulator.set_global_step(global_step,
@@ -258,10 +268,11 @@ class SyncReplicasOptimizer(Optimizer):
         counts = [acc.num_dropped() for acc, _ in self._accumulator_list]
         return math_ops.add_n(counts, name=name or "num_dropped_gradients")
 
-    def make_session_run_hook(self, is_chief, num_tokens=-1) -> SessionRunHook:
+    def make_session_run_hook(self, is_chief, num_tokens=-1,
+                              chief_timeout_secs: float = 60.0) -> SessionRunHook:
         """A hook that runs the local init (and, on the chief, `chief_init_op`, the init
         tokens and the chief queue runner) when a MonitoredSession creates its session."""
-        return _SyncReplicasOptimizerHook(self, is_chief, num_tokens)
+        return _SyncReplicasOptimizerHook(self, is_chief, num_tokens, chief_timeout_secs)
 
     # ---- slots and the rest: the wrapped optimizer's ------------------------------------
     def get_slot(self, *args, **kwargs):
@@ -278,12 +289,22 @@ class SyncReplicasOptimizer(Optimizer):
 
 
 class _SyncReplicasOptimizerHook(SessionRunHook):
-    """Runs SyncReplicasOptimizer's start-up ops on each new session."""
+    """Runs SyncReplicasOptimizer's start-up ops on each new session, and watches the chief.
 
-    def __init__(self, sync_optimizer, is_chief, num_tokens):
+    The chief's death would otherwise leave every replica waiting for tokens forever (as in
+    TensorFlow): the chief's session increments a heartbeat variable on the global step's
+    device every second; each other replica reads it every second, and when it has not
+    moved for `chief_timeout_secs` while the parameter server answers, the replica reports
+    it: it logs an error, closes the token queue (so every replica blocked on a token is
+    released) and stops its MonitoredSession with FailedPreconditionError naming the
+    cause, raised when the session closes.
+    """
+
+    def __init__(self, sync_optimizer, is_chief, num_tokens, chief_timeout_secs=60.0):
         self._opt = sync_optimizer
         self._is_chief = is_chief
         self._num_tokens = num_tokens
+        self._chief_timeout_secs = chief_timeout_secs
 
     def begin(self):
         opt = self._opt
@@ -313,3 +334,46 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
             session.run(self._init_tokens_op)
         if self._q_runner is not None:
             self._q_runner.create_threads(session, coord=coord, daemon=True, start=True)
+        watch = self._heartbeat if self._is_chief else self._watch_chief
+        thread = threading.Thread(target=watch, args=(session, coord), daemon=True,
+                                  name="sync-chief-heartbeat" if self._is_chief
+                                  else "sync-chief-watchdog")
+        coord.register_thread(thread)
+        thread.start()
+
+    _PERIOD_SECS = 1.0
+
+    def _heartbeat(self, session, coord) -> None:
+        while not coord.should_stop():
+            try:
+                session.run(self._opt._heartbeat_op)
+            except Exception:  # noqa: BLE001 - a PS restart: the beats resume after it
+                pass
+            coord.wait_for_stop(self._PERIOD_SECS)
+
+    def _watch_chief(self, session, coord) -> None:
+        last, since = None, time.monotonic()
+        while not coord.should_stop():
+            try:
+                beat = session.run(self._opt._heartbeat_value)
+            except Exception:  # noqa: BLE001 - the PS is away: not the chief's silence
+                since = time.monotonic()
+                coord.wait_for_stop(self._PERIOD_SECS)
+                continue
+            now = time.monotonic()
+            if beat != last:
+                last, since = beat, now
+            elif now - since > self._chief_timeout_secs:
+                msg = (f"SyncReplicasOptimizer: the chief has not been heard from for "
+                       f"{now - since:.0f} s (its heartbeat on "
+                       f"{self._opt._heartbeat.device or 'the global step device'} stopped "
+                       "at " f"{beat}); synchronous training cannot go on without the chief "
+                       "making the updates and handing out tokens. Closing the token queue.")
+                _log.error(msg)
+                coord.request_stop(errors.FailedPreconditionError(None, None, msg))
+                try:
+                    session.run(self._opt._close_tokens_op)
+                except Exception:  # noqa: BLE001 - closed by another replica already
+                    pass
+                return
+            coord.wait_for_stop(self._PERIOD_SECS)

@@ -364,8 +364,10 @@ def test_graph_structure_slots_and_a_single_process_run():
                        if op.type in ("ResourceConditionalAccumulator",
                                       "SparseConditionalAccumulator", "FIFOQueueV2"))
         assert names == [b"emb:0/grad_accum", b"sync_token_q", b"w:0/grad_accum"]
-        local, = tf.local_variables()
+        # TensorFlow's local step, and tensorflux's chief heartbeat (on the PS's device).
+        local, heartbeat = tf.local_variables()
         assert local.op.name == "sync_rep_local_step" and local.dtype.base_dtype == tf.int64
+        assert heartbeat.op.name == "sync_chief_heartbeat"
         assert opt.get_slot_names() == ["momentum"]
         assert opt.get_slot(w, "momentum") is not None
         assert opt.get_chief_queue_runner().enqueue_ops[0].type == "QueueEnqueueManyV2"
@@ -476,3 +478,48 @@ def test_two_replicas_match_tensorflow():
         np.testing.assert_allclose(np.array(got[0]), want_w, rtol=1e-12)
         np.testing.assert_allclose(np.array(got[1]), want_emb, rtol=1e-12)
         assert got[2] == steps
+
+
+def test_the_chiefs_death_is_reported_not_waited_on():
+    """The chief's task goes away mid-training (its server stops: its queue runner and
+    heartbeat die with it); the other replica, blocked on a token, is released and its
+    MonitoredSession raises FailedPreconditionError naming the chief within the timeout."""
+    cluster = Cluster(2, 1)
+    outcome: dict = {}
+    trained = threading.Event()
+
+    def replica(i, m):
+        hook = m.opt.make_session_run_hook(i == 0, chief_timeout_secs=2.0)
+        try:
+            with m.graph.as_default(), tf.train.MonitoredTrainingSession(
+                    master=cluster.workers[i].target, is_chief=i == 0, hooks=[hook],
+                    stop_grace_period_secs=1, log_step_count_steps=0,
+                    max_wait_secs=60) as sess:
+                if i == 0:
+                    while not trained.is_set():
+                        sess.run(m.train)
+                    cluster.workers[0].stop()  # the chief's task dies
+                    return
+                for _ in range(3):
+                    sess.run(m.train)
+                trained.set()
+                start = time.monotonic()
+                while time.monotonic() - start < 60:
+                    sess.run(m.train)  # blocks on a token once the chief is gone
+        except BaseException as e:  # noqa: BLE001 - checked below
+            outcome[i] = (e, time.monotonic())
+
+    try:
+        models = [_Model(i, _linear_loss(None), {"w": np.zeros(2)}, 2, 2) for i in range(2)]
+        threads = [threading.Thread(target=replica, args=(i, models[i]), daemon=True)
+                   for i in range(2)]
+        for t in threads:
+            t.start()
+        threads[1].join(90)
+        assert not threads[1].is_alive(), "the replica waited for the dead chief"
+    finally:
+        trained.set()
+        cluster.stop()
+    error = outcome.get(1, (None,))[0]
+    assert isinstance(error, tf.errors.FailedPreconditionError), repr(error)
+    assert "chief" in str(error)

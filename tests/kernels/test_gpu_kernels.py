@@ -394,3 +394,25 @@ def test_gpu_kernel_coverage_is_reported_and_covers_the_training_path(capsys):
               f"({100 * len(on_gpu) / len(ops):.0f}%)")
     assert all(registry.has_kernel(op, "GPU") for op in TRAINING_PATH), \
         [op for op in TRAINING_PATH if not registry.has_kernel(op, "GPU")]
+
+
+@pytest.mark.parametrize("unroll", ["dynamic_rnn", "static_rnn"])
+def test_an_lstm_trains_on_the_gpu_as_on_the_cpu(unroll):
+    x = _r(4, 6, 5)
+
+    def build(a):
+        tf.set_random_seed(1)
+        cell = tf.nn.rnn_cell.LSTMCell(8, initializer=tf.random_normal_initializer(seed=3))
+        if unroll == "dynamic_rnn":
+            out, _ = tf.nn.dynamic_rnn(cell, a, dtype=tf.float32)
+        else:
+            outs, _ = tf.nn.static_rnn(cell, tf.unstack(a, axis=1), dtype=tf.float32)
+            out = tf.stack(outs, 1)
+        loss = tf.reduce_sum(out * out)
+        with tf.control_dependencies([tf.train.GradientDescentOptimizer(0.01).minimize(
+                loss)]):
+            return tf.identity(loss)
+
+    ops = ["TensorArrayV3", "Enter", "Merge", "Switch"] if unroll == "dynamic_rnn" else \
+        ["MatMul", "Sigmoid", "Tanh"]
+    _compare(build, {"a": x}, ops, steps=3, rtol=1e-4, atol=1e-4)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tensorflux.framework import errors, tensor_shape
+from tensorflux.kernels.gpu import backend as gpu_backend
 from tensorflux.kernels.registry import kernel, kernel_factory
 
 _ALL = ("CPU", "GPU")
@@ -38,18 +39,17 @@ class StackHandle:
 
 
 def _xp(ctx):
-    """The array module of the kernel's device: CuPy on a GPU, NumPy otherwise."""
+    """The array module of the kernel's device: the GPU backend's on a GPU (CuPy, or the
+    simulation's), NumPy otherwise."""
     device = getattr(ctx, "device", None)
     if device is not None and device.device_type == "GPU":
-        import cupy
-
-        return cupy
+        return gpu_backend.xp()
     return np
 
 
 def _host(x) -> np.ndarray:
     """An index or length input as a host NumPy array."""
-    return np.asarray(x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else x)
+    return np.asarray(gpu_backend.to_host(x))
 
 
 def _shape_str(shape) -> str:

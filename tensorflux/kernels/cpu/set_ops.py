@@ -1,0 +1,58 @@
+"""CPU kernels of the set ops (tensorflux/ops/set_ops.py), in NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorflux.kernels.cpu._math_common import _invalid, _shape_str
+from tensorflux.kernels.registry import kernel, kernel_factory
+
+_SET_FUNCTIONS = {
+    "a-b": lambda a, b: np.setdiff1d(a, b),
+    "b-a": lambda a, b: np.setdiff1d(b, a),
+    "intersection": np.intersect1d,
+    "union": np.union1d,
+}
+
+
+@kernel_factory("DenseToDenseSetOperation")
+def _dense_to_dense_set_operation(node):
+    operation = node.attrs["set_operation"]
+    if operation not in _SET_FUNCTIONS:
+        raise _invalid(f"Invalid set_operation {operation}.")
+    fn = _SET_FUNCTIONS[operation]
+
+    def compute(ctx, a, b):
+        if a.ndim < 2 or a.shape[:-1] != b.shape[:-1]:
+            raise _invalid(f"Shapes {_shape_str(a.shape)} and {_shape_str(b.shape)} must "
+                           f"have rank >= 2 and match but for the last dimension")
+        batch = a.shape[:-1]
+        rows_a = a.reshape(-1, a.shape[-1])
+        rows_b = b.reshape(-1, b.shape[-1])
+        results = [fn(x, y) for x, y in zip(rows_a, rows_b, strict=True)]
+        width = max((len(r) for r in results), default=0)
+        indices, values = [], []
+        for flat, r in enumerate(results):
+            prefix = np.unravel_index(flat, batch) if batch else ()
+            for j in range(len(r)):
+                indices.append([int(p) for p in prefix] + [j])
+            values.append(r)
+        idx = np.asarray(indices, np.int64).reshape(-1, a.ndim)
+        vals = np.concatenate(values).astype(a.dtype) if values else np.zeros([0], a.dtype)
+        return idx, vals, np.asarray(list(batch) + [width], np.int64)
+
+    return compute
+
+
+@kernel("SetSize")
+def _set_size(ctx, indices, values, shape):
+    if shape.size < 2:
+        raise _invalid(f"Invalid set shape {_shape_str(shape)}: rank must be >= 2")
+    batch = tuple(int(d) for d in shape[:-1])
+    out = np.zeros(batch, np.int32)
+    rows: dict[tuple, set] = {}
+    for index, value in zip(indices.tolist(), values.tolist(), strict=True):
+        rows.setdefault(tuple(index[:-1]), set()).add(value)
+    for row, members in rows.items():
+        out[row] = len(members)
+    return out
