@@ -68,6 +68,23 @@ def _export_with_assets(export_dir, vocab_path, as_text=False):
         return builder.save(as_text=as_text)
 
 
+def _export_lookup(export_dir, vocab_path):
+    """words -> ids through a vocabulary file (an asset) and a table the main op fills."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        words = tf.placeholder(tf.string, [None], name="words")
+        init = tf.lookup.TextFileInitializer(
+            vocab_path, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64,
+            tf.lookup.TextFileIndex.LINE_NUMBER)
+        ids = tf.identity(tf.lookup.StaticHashTable(init, -1).lookup(words), name="ids")
+        sess.run(tf.tables_initializer())
+        tf.saved_model.simple_save(sess, export_dir, {"words": words}, {"ids": ids},
+                                   legacy_init_op=tf.tables_initializer())
+
+
+WORDS = [b"bird", b"cat", b"zebra"]
+IDS = [2, 0, -1]
+
+
 def _local(name):
     """The local variable `name` of the default graph (restored by a loader)."""
     return next(v for v in tf.local_variables() if v.op.name == name)
@@ -168,6 +185,19 @@ def test_two_meta_graphs_assets_and_main_op(tmp_path, vocab, as_text):
         matmuls = [[n for n in mg.graph_def.node if n.op == "MatMul"][0] for mg in sm.meta_graphs]
         assert "transpose_a" in matmuls[0].attr and "transpose_a" not in matmuls[1].attr
         assert sm.meta_graphs[1].meta_info_def.stripped_default_attrs
+
+
+def test_a_vocabulary_table_is_served_from_the_copied_asset(tmp_path):
+    vocab = tmp_path / "words.txt"
+    vocab.write_text("cat\ndog\nbird\n")
+    export_dir = str(tmp_path / "m")
+    _export_lookup(export_dir, str(vocab))
+    vocab.unlink()
+    with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+        mgd = tf.saved_model.loader.load(sess, ["serve"], export_dir)
+        sig = mgd.signature_def["serving_default"]
+        ids = sess.run(sig.outputs["ids"].name, {sig.inputs["words"].name: WORDS})
+    np.testing.assert_array_equal(ids, IDS)
 
 
 def test_asset_names_are_made_unique(tmp_path):
@@ -373,6 +403,11 @@ for key in ("assets", "assets_text"):
         local = {v.op.name: v for v in tf.local_variables()}
         out[key] = [run_sig(sess, mgd, x_val)] + sess.run([local["asset_seen"],
                                                            local["asset_text"]])
+with tf.Session(graph=tf.Graph()) as sess:
+    mgd = tf.saved_model.loader.load(sess, ["serve"], cfg["lookup"])
+    sig = mgd.signature_def["serving_default"]
+    out["lookup"] = sess.run(sig.outputs["ids"].name,
+                             {sig.inputs["words"].name: ["bird", "cat", "zebra"]})
 reader = tf.train.load_checkpoint(cfg["bundle"])
 def plain(v):  # complex values as [real, imag], strings as a list (for JSON)
     if v.dtype == object:
@@ -432,6 +467,11 @@ def tf_side(tmp_path_factory):
     _export_with_assets(cfg["assets_text"], str(vocab), as_text=True)
     from tensorflux.checkpoint.tf_bundle_writer import write_tf_bundle
 
+    lookup_vocab = root / "words.txt"
+    lookup_vocab.write_text("cat\ndog\nbird\n")
+    cfg["lookup"] = str(root / "lookup")
+    _export_lookup(cfg["lookup"], str(lookup_vocab))
+    lookup_vocab.unlink()  # TensorFlow must read the copy under assets/
     cfg["bundle"] = str(root / "bundle" / "ckpt")
     os.makedirs(os.path.dirname(cfg["bundle"]))
     write_tf_bundle(cfg["bundle"], _BUNDLE_TENSORS)
@@ -464,6 +504,7 @@ def test_tensorflow_loads_tensorflux_saved_models(tf_side):
         assert seen == os.path.join(cfg[key], "assets", "vocab.txt").encode()
         assert text == b"alpha\nbeta\n"
     assert theirs["bad_tags"] == "RuntimeError"
+    np.testing.assert_array_equal(theirs["lookup"], IDS)
 
 
 @pytest.mark.oracle
