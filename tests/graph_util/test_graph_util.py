@@ -203,6 +203,20 @@ def test_freeze_cli_from_graph_and_checkpoint(tmp_path):
     np.testing.assert_array_equal(e, EMB[[1]])
 
 
+def test_freeze_cli_from_meta_graph_and_checkpoint(tmp_path):
+    with _session() as sess, sess.graph.as_default():
+        prefix = tf.train.Saver().save(sess, str(tmp_path / "model.ckpt"))
+    out = str(tmp_path / "frozen.pb")
+    assert freeze_cli.main(["--input_meta_graph", prefix + ".meta", "--input_checkpoint",
+                            prefix, "--output_node_names", "y", "--output_graph", out,
+                            "--variable_names_blacklist", "b"]) == 0
+    frozen = graph_pb2.GraphDef.FromString(open(out, "rb").read())
+    assert {n.name: n.op for n in frozen.node}["w"] == "Const"
+    assert {n.name: n.op for n in frozen.node}["b"] == "VarHandleOp"  # kept: deny list
+    assert freeze_cli.main(["--input_meta_graph", prefix + ".meta", "--output_node_names",
+                            "y", "--output_graph", out]) == 2  # needs the checkpoint
+
+
 def test_freeze_cli_bad_input(tmp_path, capsys):
     out = str(tmp_path / "f.pb")
     assert freeze_cli.main(["--output_node_names", "y", "--output_graph", out]) == 2
