@@ -367,6 +367,22 @@ def test_signature_defs():
             tf.saved_model.utils.get_tensor_from_tensor_info(meta_graph_pb2.TensorInfo())
 
 
+def test_method_name_updater(tmp_path):
+    export_dir = str(tmp_path / "m")
+    _export_simple(export_dir)
+    updater = tf.saved_model.signature_def_utils.MethodNameUpdater(export_dir)
+    with pytest.raises(ValueError, match="does not have a signature_def with key: 'nope'"):
+        updater.replace_method_name("nope", "m")
+    with pytest.raises(ValueError, match="could not be found"):
+        updater.replace_method_name("serving_default", "m", tags="train")
+    updater.replace_method_name("serving_default", "tensorflow/serving/regress", tags="serve")
+    path = updater.save(str(tmp_path / "copy"))
+    assert path == os.path.join(str(tmp_path / "copy"), "saved_model.pb")
+    sm = tf.saved_model.loader.parse_saved_model(str(tmp_path / "copy"))
+    assert sm.meta_graphs[0].signature_def["serving_default"].method_name == \
+        "tensorflow/serving/regress"
+
+
 def test_constants_are_tensorflows():
     sm = tf.saved_model
     assert (sm.SERVING, sm.TRAINING, sm.GPU, sm.TPU) == ("serve", "train", "gpu", "tpu")
