@@ -176,9 +176,22 @@ from tensorflux.ops.segment_ops import *  # noqa: E402,F401,F403
 from tensorflux.ops.special_math_ops import *  # noqa: E402,F401,F403
 from tensorflux.linalg.linalg_impl import *  # noqa: E402,F401,F403
 from tensorflux.math.math_impl import *  # noqa: E402,F401,F403
-from tensorflux.manip.space_batch import *  # noqa: E402,F401,F403
 from tensorflux.sparse.sparse_extra import *  # noqa: E402,F401,F403
 from tensorflux.ops.matrix_ops import matmul as sparse_matmul  # noqa: E402,F401
 from tensorflux.ops.random_ext_ops import *  # noqa: E402,F401,F403
+# Issue 18 parts 3-6: tf.image, tf.strings, tf.io, tf.signal and more array ops.
+from tensorflux import image  # noqa: E402,F401 - tf.image
+from tensorflux.image.image_ops import random_crop  # noqa: E402,F401 - tf.random_crop
+from tensorflux import strings  # noqa: E402,F401 - tf.strings
+from tensorflux.ops.string_ops import *  # noqa: E402,F401,F403 - tf.string_join, tf.substr, ...
+from tensorflux import io  # noqa: E402,F401 - tf.io
+from tensorflux import signal  # noqa: E402,F401 - tf.signal
+from tensorflux import spectral  # noqa: E402,F401 - tf.spectral
+from tensorflux.ops.spectral_ops import fft, fft2d, fft3d, ifft, ifft2d, ifft3d  # noqa: E402,F401
+from tensorflux.ops.array_ext_ops import *  # noqa: E402,F401,F403 - tf.roll, tf.space_to_depth, ...
+# TF1 aliases, constants and thin helpers (tf.arg_max, tf.op_scope, tf.OpError, ...), tf.queue.
+from tensorflux.compat.extras import *  # noqa: E402,F401,F403
+from tensorflux import queue  # noqa: E402,F401 - tf.queue
+initializers.tables_initializer = tables_initializer  # noqa: F405 - tf.initializers.tables_initializer
 from tensorflux import saved_model  # noqa: E402,F401 - tf.saved_model
 from tensorflux import graph_util  # noqa: E402,F401 - tf.graph_util

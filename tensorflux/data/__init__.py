@@ -11,6 +11,12 @@ from tensorflux.data.iterator_ops import (
     make_initializable_iterator,
     make_one_shot_iterator,
 )
+from tensorflux.data.options import (
+    INFINITE_CARDINALITY,
+    UNKNOWN_CARDINALITY,
+    Options,
+    ThreadingOptions,
+)
 from tensorflux.data.readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 
 experimental = SimpleNamespace(AUTOTUNE=AUTOTUNE)
@@ -18,4 +24,5 @@ experimental = SimpleNamespace(AUTOTUNE=AUTOTUNE)
 __all__ = ["AUTOTUNE", "Dataset", "DatasetV1", "Iterator", "TFRecordDataset",
            "TextLineDataset", "FixedLengthRecordDataset", "make_one_shot_iterator",
            "make_initializable_iterator", "get_output_types", "get_output_shapes",
-           "get_output_classes", "experimental"]
+           "get_output_classes", "experimental", "Options", "ThreadingOptions",
+           "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]

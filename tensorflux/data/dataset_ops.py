@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.data import structure as st
+from tensorflux.data.options import Options
 from tensorflux.framework import dtypes, errors, random_seed, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.func_graph import FuncGraph, FunctionRef
@@ -333,6 +334,18 @@ class DatasetV1:
 
     def enumerate(self, start=0) -> DatasetV1:  # noqa: A003
         return DatasetV1.zip((DatasetV1.range(start, _INT64_MAX), self))
+
+    def with_options(self, options) -> DatasetV1:
+        """The same dataset with `options` merged into its options (tf.data.Options;
+        recorded, see data/options.py)."""
+        out = DatasetV1(self._variant_tensor, self._structure)
+        mine = getattr(self, "_options", None)
+        out._options = options if mine is None else mine.merge(options)
+        return out
+
+    def options(self):
+        """The options set with `with_options` (a fresh tf.data.Options if none)."""
+        return getattr(self, "_options", None) or Options()
 
     def apply(self, transformation_func) -> DatasetV1:
         dataset = transformation_func(self)

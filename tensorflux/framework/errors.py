@@ -413,3 +413,14 @@ def annotate(error: BaseException, node_name: str, op_type: str | None = None,
     new.__cause__ = error
     new.__traceback__ = error.__traceback__
     return new
+
+
+class raise_exception_on_not_ok_status:  # noqa: N801 - TF1's name
+    """TF1's `tf.errors.raise_exception_on_not_ok_status()`: a context manager that lets
+    tensorflux's typed errors through unchanged (there is no C status object to check)."""
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, exc_type, exc, tb):
+        return False

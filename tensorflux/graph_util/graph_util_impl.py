@@ -6,8 +6,9 @@ values through a Session), and return new protos; the input is left unchanged.
 `convert_variables_to_constants` does what TensorFlow's does: the subgraph the outputs need
 is extracted; every VariableV2 / VarHandleOp in it (subject to the allow and deny lists)
 becomes a Const holding the variable's value in `sess`; a ReadVariableOp of a converted
-resource variable becomes an Identity (an Identity chain between them gets the value's
-dtype), a ResourceGather becomes a GatherV2 with a Const axis.
+resource variable becomes an Identity, a ResourceGather a GatherV2 with a Const axis, and
+the nodes a handle passes through on its way to them (Identity, and the Switch / Enter of
+a tf.cond or tf.while_loop) get the value's dtype instead of `resource`.
 
 `remove_training_nodes` differs from TensorFlow's in one way: TensorFlow deletes a
 CheckNumerics node together with its consumers' edges from it (leaving e.g. an AddV2 with one
@@ -28,6 +29,9 @@ __all__ = ["convert_variables_to_constants", "extract_sub_graph", "must_run_on_c
            "remove_training_nodes", "tensor_shape_from_node_def_name"]
 
 _log = logging.getLogger("tensorflux")
+
+# Nodes that forward a resource handle from their input 0 (see convert_variables_to_constants).
+_PASS_THROUGH = ("Identity", "Switch", "Enter", "RefSwitch", "RefEnter")
 
 _VARIABLE_OPS = {"Assign", "AssignAdd", "AssignSub", "Queue", "ScatterAdd", "ScatterSub",
                  "ScatterUpdate", "TruncatedNormal", "Variable", "VariableV2"}
@@ -137,7 +141,7 @@ def _variables_to_freeze(graph_def, allow, deny):
             names.append(node.name)
         elif node.op in ("ReadVariableOp", "ResourceGather"):
             chain, source = [], node_name(node.input[0])
-            while by_name[source].op == "Identity":
+            while by_name[source].op in _PASS_THROUGH:
                 chain.append(source)
                 source = node_name(by_name[source].input[0])
             if by_name[source].op != "VarHandleOp":
@@ -229,7 +233,7 @@ def freeze_variables(input_graph_def, output_node_names, read_values, allow=None
 
 def _source_var(node, by_name) -> str:
     source = node_name(node.input[0])
-    while by_name[source].op == "Identity":
+    while by_name[source].op in _PASS_THROUGH:
         source = node_name(by_name[source].input[0])
     return source
 

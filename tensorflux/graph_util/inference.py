@@ -39,8 +39,10 @@ from tensorflux.graph_util.graph_util_impl import (
     remove_training_nodes,
 )
 from tensorflux.protos import attr_value_pb2, graph_pb2, types_pb2
+from tensorflux.runtime.session import Session
 
-__all__ = ["fold_batch_norms", "fold_constants", "optimize_for_inference"]
+__all__ = ["fold_batch_norms", "fold_constants", "freeze_placeholder_defaults",
+           "optimize_for_inference", "prune_dead_branches"]
 
 _LINEAR = ("Conv2D", "DepthwiseConv2dNative", "MatMul")
 _BATCH_NORMS = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
@@ -120,8 +122,6 @@ def fold_constants(graph_def, output_node_names):
     needed = {node_name(i) for n in graph_def.node if n.name not in foldable
               for i in n.input if node_name(i) in foldable}
     needed |= {node_name(o) for o in output_node_names} & foldable
-    from tensorflux.runtime.session import Session  # the runtime computes the values
-
     names = sorted(needed)
     with graph_lib.Graph().as_default() as g:
         import_graph_def(extract_sub_graph(graph_def, names), name="")
@@ -139,6 +139,97 @@ def fold_constants(graph_def, output_node_names):
         else:
             out.node.append(copy.deepcopy(node))
     return extract_sub_graph(out, output_node_names)
+
+
+# ---- training switches -----------------------------------------------------------------------
+
+
+def freeze_placeholder_defaults(graph_def, input_node_names):
+    """`graph_def` with every PlaceholderWithDefault that is not an input replaced by an
+    Identity of its default: at inference nobody feeds a `training` flag, so it is a
+    constant, and the tf.cond branches it selects can be pruned (prune_dead_branches)."""
+    inputs = {node_name(n) for n in input_node_names}
+    out = copy.deepcopy(graph_def)
+    for node in out.node:
+        if node.op == "PlaceholderWithDefault" and node.name not in inputs:
+            dtype = node.attr["dtype"]
+            node.op = "Identity"
+            node.attr["T"].CopyFrom(dtype)
+            del node.attr["dtype"]
+            if "shape" in node.attr:
+                del node.attr["shape"]
+    return out
+
+
+def _dead_nodes(by_name, dead_outputs: set[tuple[str, int]]) -> set[str]:
+    """The nodes a dead Switch output kills, as the executor would: every node with a dead
+    data or control input, except a Merge, which dies only when all its data inputs do."""
+    dead: set[str] = set()
+
+    def is_dead(ref: str) -> bool:
+        name = node_name(ref)
+        return name in dead or (name, _output_index(ref)) in dead_outputs
+
+    changed = True
+    while changed:
+        changed = False
+        for node in by_name.values():
+            if node.name in dead:
+                continue
+            data = [i for i in node.input if not i.startswith("^")]
+            if node.op == "Merge":
+                died = bool(data) and all(is_dead(i) for i in data)
+            else:
+                died = any(is_dead(i) for i in node.input)
+            if died:
+                dead.add(node.name)
+                changed = True
+    return dead
+
+
+def prune_dead_branches(graph_def):
+    """`graph_def` with every Switch whose predicate is a Const resolved: the taken
+    output's consumers read the Switch's input, the other branch is removed, and a Merge
+    left with one live input becomes an Identity of it.
+
+    Returns:
+      A new GraphDef.
+    """
+    g = _Graph(graph_def)
+    taken: dict[str, int] = {}
+    for node in g.nodes.values():
+        if node.op in ("Switch", "RefSwitch"):
+            pred = g.const(node.input[1])
+            if pred is not None and pred.size == 1:
+                taken[node.name] = 1 if bool(pred.reshape(-1)[0]) else 0
+    if not taken:
+        return copy.deepcopy(graph_def)
+    dead = _dead_nodes(g.nodes, {(n, 1 - port) for n, port in taken.items()})
+    out = graph_pb2.GraphDef()
+    out.versions.CopyFrom(graph_def.versions)
+    out.library.CopyFrom(graph_def.library)
+    for node in g.nodes.values():
+        if node.name in dead or node.name in taken:
+            continue
+        new = copy.deepcopy(node)
+        del new.input[:]
+        for ref in node.input:
+            name = node_name(ref)
+            if ref.startswith("^") and name in taken:
+                ref = "^" + node_name(g.nodes[name].input[0])
+            elif name in taken:
+                ref = g.nodes[name].input[0]
+            if node.op == "Merge" and not ref.startswith("^") and node_name(ref) in dead:
+                continue
+            new.input.append(ref)
+        if node.op == "Merge" and sum(not i.startswith("^") for i in new.input) == 1 and \
+                not any(_output_index(r) == 1 for r in g.consumers.get(node.name, [])):
+            new.op = "Identity"
+            del new.attr["N"]
+        elif node.op == "Merge":
+            new.attr["N"].i = sum(not i.startswith("^") for i in new.input)
+        out.node.append(new)
+    return out
 
 
 # ---- batch-norm folding ----------------------------------------------------------------------
@@ -347,9 +438,11 @@ def _as_graph_def(g: _Graph, like) -> graph_pb2.GraphDef:
 
 def optimize_for_inference(input_graph_def, input_node_names, output_node_names,
                            placeholder_type_enum=None):
-    """A frozen graph made ready for serving: only what the outputs need, training-only
-    nodes (Identity, CheckNumerics) spliced out, constant subgraphs folded, batch norms
-    folded into the preceding convolutions and matrix products.
+    """A frozen graph made ready for serving: only what the outputs need; placeholders with
+    defaults that are not inputs (a `training` flag) fixed to their defaults and the
+    tf.cond branches they rule out removed (dropout, batch statistics); training-only nodes
+    (Identity, CheckNumerics) spliced out; constant subgraphs folded; batch norms folded
+    into the preceding convolutions and matrix products.
 
     Args:
       input_graph_def: a frozen GraphDef (convert_variables_to_constants).
@@ -363,6 +456,9 @@ def optimize_for_inference(input_graph_def, input_node_names, output_node_names,
     del placeholder_type_enum
     keep = list(output_node_names) + list(input_node_names)
     graph_def = extract_sub_graph(input_graph_def, output_node_names)
+    graph_def = freeze_placeholder_defaults(graph_def, input_node_names)
+    graph_def = fold_constants(graph_def, output_node_names)
+    graph_def = prune_dead_branches(graph_def)
     graph_def = remove_training_nodes(graph_def, protected_nodes=keep)
     graph_def = fold_constants(graph_def, output_node_names)
     return fold_batch_norms(graph_def, output_node_names)

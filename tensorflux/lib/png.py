@@ -11,7 +11,7 @@ import zlib
 
 import numpy as np
 
-__all__ = ["encode_png"]
+__all__ = ["encode_png", "encode_png16"]
 
 _SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # Channels -> PNG colour type: grey, grey+alpha, RGB, RGBA.
@@ -46,6 +46,25 @@ def encode_png(image, compression: int = -1) -> bytes:
     rows = np.zeros((height, 1 + width * channels), dtype=np.uint8)  # filter byte 0
     rows[:, 1:] = a.reshape(height, width * channels)
     header = struct.pack(">IIBBBBB", width, height, 8, _COLOR_TYPE[channels], 0, 0, 0)
+    return (_SIGNATURE + _chunk(b"IHDR", header)
+            + _chunk(b"IDAT", zlib.compress(rows.tobytes(), compression))
+            + _chunk(b"IEND", b""))
+
+
+def encode_png16(image, compression: int = -1) -> bytes:
+    """The PNG file of a 16-bit image (uint16 [height, width, channels], channels 1 to 4).
+
+    Raises:
+      ValueError: the array is not 3-D uint16 with 1 to 4 channels, or is empty.
+    """
+    a = np.asarray(image)
+    if a.dtype != np.uint16 or a.ndim != 3 or a.shape[2] not in _COLOR_TYPE or 0 in a.shape:
+        raise ValueError(f"encode_png16 takes a non-empty uint16 [height, width, 1-4] array, "
+                         f"got {a.dtype} {list(a.shape)}")
+    height, width, channels = a.shape
+    rows = np.zeros((height, 1 + 2 * width * channels), dtype=np.uint8)
+    rows[:, 1:] = a.astype(">u2").view(np.uint8).reshape(height, 2 * width * channels)
+    header = struct.pack(">IIBBBBB", width, height, 16, _COLOR_TYPE[channels], 0, 0, 0)
     return (_SIGNATURE + _chunk(b"IHDR", header)
             + _chunk(b"IDAT", zlib.compress(rows.tobytes(), compression))
             + _chunk(b"IEND", b""))

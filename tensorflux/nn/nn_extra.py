@@ -4,7 +4,7 @@
 `normalize_moments`, `weighted_moments`), losses (`log_poisson_loss`,
 `compute_average_loss`, `scale_regularization_loss`), `batch_norm_with_global_normalization`,
 `approx_max_k` / `approx_min_k`, `safe_embedding_lookup_sparse`, and the block
-rearrangements of tensorflux/manip/space_batch.py."""
+rearrangements of tensorflux/ops/array_ext_ops.py."""
 
 from __future__ import annotations
 
@@ -13,13 +13,6 @@ import math
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.manip.space_batch import (  # noqa: F401 - tf.nn names
-    batch_to_space_nd,
-    depth_to_space,
-    space_to_batch,
-    space_to_batch_nd,
-    space_to_depth,
-)
 from tensorflux.math.math_impl import (  # noqa: F401 - tf.nn names
     approx_max_k,
     approx_min_k,
@@ -30,6 +23,13 @@ from tensorflux.nn.conv_impl import avg_pool1d, max_pool1d
 from tensorflux.nn.embedding_ops import embedding_lookup_sparse
 from tensorflux.nn.nn_impl import batch_normalization, xw_plus_b
 from tensorflux.ops import array_ops, joining_ops, reduction_ops
+from tensorflux.ops.array_ext_ops import (  # noqa: F401 - tf.nn names
+    batch_to_space_nd,
+    depth_to_space,
+    space_to_batch,
+    space_to_batch_nd,
+    space_to_depth,
+)
 from tensorflux.ops.comparison_ops import greater, greater_equal, logical_and, where_v2
 from tensorflux.ops.conv3d_ops import avg_pool3d, max_pool3d
 from tensorflux.ops.math_ops import add, cast, multiply, subtract, truediv

@@ -8,6 +8,7 @@ Only op families live here; the libraries built from them have packages of their
 # import its helpers.
 from tensorflux.ops import math_ops  # noqa: F401, I001
 from tensorflux.ops import (  # noqa: F401 - importing registers the ops
+    array_ext_ops,
     array_ops,
     batch_norm_ops,
     candidate_sampling_ops,
@@ -19,6 +20,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     data_flow_ops,
     depthwise_conv_ops,
     gather_ops,
+    image_ops,
     io_ops,
     joining_ops,
     linalg_factor_ops,
@@ -43,7 +45,9 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     slicing_ops,
     sparse_ops,
     special_math_ops,
+    spectral_ops,
     state_ops,
+    string_ops,
     summary_ops,
     tensor_array_ops,
     training_ops,

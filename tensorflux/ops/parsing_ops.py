@@ -23,11 +23,11 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, not_differentiable
 from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops
+from tensorflux.ops import array_ops, joining_ops, math_ops, slicing_ops, sparse_ops
 
 # The TF1 public names of this module.
 __all__ = ["decode_csv", "decode_raw", "parse_example", "parse_single_example",
-           "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature"]
+           "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "SparseFeature"]
 
 TensorShape = tensor_shape.TensorShape
 _CSV_TYPES = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.string)
@@ -159,6 +159,52 @@ class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
     __slots__ = ()
 
 
+class SparseFeature(collections.namedtuple(
+        "SparseFeature", ["index_key", "value_key", "dtype", "size", "already_sorted"])):
+    """A SparseTensor assembled from an index feature (or one per dimension) and a value
+    feature of each Example (`tf.SparseFeature`); `size` is the dense shape."""
+
+    __slots__ = ()
+
+    def __new__(cls, index_key, value_key, dtype, size, already_sorted=False):
+        return super().__new__(cls, index_key, value_key, dtype, size, already_sorted)
+
+
+def _split_sparse_features(features: dict) -> tuple[dict, dict]:
+    """The features with each SparseFeature replaced by VarLenFeatures of its keys, and the
+    SparseFeatures by their keys."""
+    plain = {k: f for k, f in features.items() if not isinstance(f, SparseFeature)}
+    composite = {k: f for k, f in features.items() if isinstance(f, SparseFeature)}
+    for key, f in composite.items():
+        index_keys = [f.index_key] if isinstance(f.index_key, str) else list(f.index_key)
+        sizes = [f.size] if isinstance(f.size, int) else list(f.size)
+        if len(sizes) != len(index_keys):
+            raise ValueError(f"SparseFeature {key!r}: index_key and size have different "
+                             f"lengths: {len(index_keys)} vs {len(sizes)}")
+        for ik in index_keys:
+            plain.setdefault(ik, VarLenFeature(dtypes.int64))
+        plain.setdefault(f.value_key, VarLenFeature(f.dtype))
+    return plain, composite
+
+
+def _assemble_sparse_features(parsed: dict, composite: dict, requested: dict) -> dict:
+    """parsed VarLen keys -> the SparseTensors of the SparseFeatures; drops helper keys."""
+    out = {k: v for k, v in parsed.items() if k in requested}
+    for key, f in composite.items():
+        index_keys = [f.index_key] if isinstance(f.index_key, str) else list(f.index_key)
+        sizes = [f.size] if isinstance(f.size, int) else list(f.size)
+        values = parsed[f.value_key]
+        outer = slicing_ops.strided_slice(values.indices, [0, 0], [0, -1], end_mask=1)
+        columns = [array_ops.reshape(math_ops.cast(parsed[ik].values, dtypes.int64), [-1, 1])
+                   for ik in index_keys]
+        indices = joining_ops.concat([outer] + columns, 1)
+        shape = joining_ops.concat([values.dense_shape[:-1],
+                                    convert_to_tensor(sizes, dtype=dtypes.int64)], 0)
+        sp = SparseTensor(indices, values.values, shape)
+        out[key] = sp if f.already_sorted else sparse_ops.sparse_reorder(sp)
+    return out
+
+
 def _example_shapes(op):
     num_sparse = op.attrs["num_sparse"]
     rank = op.inputs[0].shape.ndims
@@ -230,6 +276,8 @@ def parse_example(serialized, features, name=None, example_names=None):
     """
     if not features:
         raise ValueError(f"Missing: features was {features}.")
+    requested = features
+    features, composite = _split_sparse_features(features)
     sparse_keys, sparse_types, dense_keys, dense_types, dense_shapes = [], [], [], [], []
     for key in sorted(features):
         f = features[key]
@@ -276,7 +324,7 @@ def parse_example(serialized, features, name=None, example_names=None):
         result[k] = SparseTensor(i, v, s)
     for k, d in zip(dense_keys, dense, strict=True):
         result[k] = d
-    return result
+    return _assemble_sparse_features(result, composite, requested) if composite else result
 
 
 def parse_single_example(serialized, features, name=None, example_names=None):
@@ -286,3 +334,113 @@ def parse_single_example(serialized, features, name=None, example_names=None):
         serialized = convert_to_tensor(serialized, dtype=dtypes.string, name="serialized")
         serialized.shape.assert_has_rank(0)
         return parse_example(serialized, features, example_names=example_names)
+
+
+# ---- SerializeTensor, ParseTensor --------------------------------------------------------
+
+__all__ += ["serialize_tensor", "parse_tensor"]
+
+define_op("SerializeTensor", inputs=["tensor: T"], outputs=["serialized: string"],
+          attrs=["T: type"], shape_fn=lambda op: [TensorShape([])])
+define_op("ParseTensor", inputs=["serialized: string"], outputs=["output: out_type"],
+          attrs=["out_type: type"], shape_fn=lambda op: [None])
+not_differentiable("SerializeTensor")
+not_differentiable("ParseTensor")
+
+
+def serialize_tensor(tensor, name=None):
+    """The TensorProto of `tensor`, serialized (`tf.io.serialize_tensor`)."""
+    return apply_op("SerializeTensor", tensor=convert_to_tensor(tensor),
+                    name=name or "SerializeTensor")
+
+
+def parse_tensor(serialized, out_type, name=None):
+    """The tensor of a serialized TensorProto of type `out_type` (`tf.io.parse_tensor`)."""
+    return apply_op("ParseTensor", serialized=convert_to_tensor(serialized, dtypes.string),
+                    out_type=dtypes.as_dtype(out_type), name=name or "ParseTensor")
+
+
+# ---- DecodeCompressed --------------------------------------------------------------------
+
+__all__ += ["decode_compressed"]
+
+define_op("DecodeCompressed", inputs=["bytes: string"], outputs=["output: string"],
+          attrs=["compression_type: string = ''"], shape_fn=lambda op: [op.inputs[0].shape])
+not_differentiable("DecodeCompressed")
+
+
+def decode_compressed(bytes, compression_type="", name=None):  # noqa: A002
+    """Decompresses each string: '' (none), 'ZLIB' or 'GZIP' (`tf.io.decode_compressed`)."""
+    return apply_op("DecodeCompressed", bytes=convert_to_tensor(bytes, dtype=dtypes.string),
+                    compression_type=compression_type, name=name or "DecodeCompressed")
+
+
+# ---- SerializeSparse, SerializeManySparse, DeserializeManySparse -------------------------
+
+__all__ += ["serialize_sparse", "serialize_many_sparse", "deserialize_many_sparse"]
+
+_SPARSE_IN = ["sparse_indices: int64", "sparse_values: T", "sparse_shape: int64"]
+define_op("SerializeSparse", inputs=_SPARSE_IN, outputs=["serialized_sparse: out_type"],
+          attrs=["T: type", "out_type: {string} = DT_STRING"],
+          shape_fn=lambda op: [TensorShape([3])])
+define_op("SerializeManySparse", inputs=_SPARSE_IN, outputs=["serialized_sparse: out_type"],
+          attrs=["T: type", "out_type: {string} = DT_STRING"],
+          shape_fn=lambda op: [TensorShape([None, 3])])
+define_op("DeserializeManySparse", inputs=["serialized_sparse: string"],
+          outputs=["sparse_indices: int64", "sparse_values: dtype", "sparse_shape: int64"],
+          attrs=["dtype: type"],
+          shape_fn=lambda op: [TensorShape([None, None]), TensorShape([None]),
+                               TensorShape([None])])
+for _op in ("SerializeSparse", "SerializeManySparse", "DeserializeManySparse"):
+    not_differentiable(_op)
+
+
+def _sparse_parts(sp_input):
+    if not hasattr(sp_input, "_is_sparse_tensor"):
+        raise TypeError(f"Input must be a SparseTensor, got {type(sp_input).__name__}")
+    return dict(sparse_indices=sp_input.indices, sparse_values=sp_input.values,
+                sparse_shape=sp_input.dense_shape)
+
+
+def serialize_sparse(sp_input, name=None, out_type=dtypes.string):
+    """A SparseTensor as 3 serialized TensorProtos (`tf.io.serialize_sparse`)."""
+    return apply_op("SerializeSparse", out_type=out_type, name=name or "SerializeSparse",
+                    **_sparse_parts(sp_input))
+
+
+def serialize_many_sparse(sp_input, name=None, out_type=dtypes.string):
+    """Each minibatch entry (first dimension) of a SparseTensor serialized, [N, 3]
+    (`tf.io.serialize_many_sparse`)."""
+    return apply_op("SerializeManySparse", out_type=out_type,
+                    name=name or "SerializeManySparse", **_sparse_parts(sp_input))
+
+
+def deserialize_many_sparse(serialized_sparse, dtype, rank=None, name=None):
+    """The SparseTensors of [N, 3] serialized rows stacked along a new first dimension
+    (`tf.io.deserialize_many_sparse`)."""
+    indices, values, shape = apply_op(
+        "DeserializeManySparse", serialized_sparse=convert_to_tensor(serialized_sparse,
+                                                                     dtypes.string),
+        dtype=dtypes.as_dtype(dtype), name=name or "DeserializeManySparse")
+    if rank is not None:
+        indices.set_shape([None, rank])
+        shape.set_shape([rank])
+    return SparseTensor(indices, values, shape)
+
+
+
+# ---- DecodeJSONExample -------------------------------------------------------------------
+
+__all__ += ["decode_json_example"]
+
+define_op("DecodeJSONExample", inputs=["json_examples: string"],
+          outputs=["binary_examples: string"], shape_fn=lambda op: [op.inputs[0].shape])
+not_differentiable("DecodeJSONExample")
+
+
+def decode_json_example(json_examples, name=None):
+    """Example protos in JSON (proto3 mapping) to their binary form
+    (`tf.io.decode_json_example`)."""
+    return apply_op("DecodeJSONExample",
+                    json_examples=convert_to_tensor(json_examples, dtype=dtypes.string),
+                    name=name or "DecodeJSONExample")

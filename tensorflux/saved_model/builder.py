@@ -11,6 +11,7 @@ collection as packed AssetFileDefs, as TensorFlow 1.x does.
 
 from __future__ import annotations
 
+import filecmp
 import logging
 import os
 import shutil
@@ -18,7 +19,7 @@ import shutil
 from google.protobuf import any_pb2, text_format
 
 from tensorflux.checkpoint import files
-from tensorflux.framework import dtypes, errors, tensor_util
+from tensorflux.framework import dtypes, errors, op_registry, tensor_util
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.operation import Operation, Tensor
@@ -61,15 +62,33 @@ def _asset_path(asset_tensor) -> str:
     return _text(value.reshape(-1)[0])
 
 
-def _unique_filename(source: str, taken: dict[str, str]) -> str:
-    """`source`'s base name, suffixed `_1`, `_2`, ... if another file already took it."""
+def _asset_filename(source: str, taken: dict[str, str]) -> str:
+    """The name `source` gets under `assets/`: its base name, unless a different file
+    already took it, then `<name>_1`, `<name>_2`, ... (TensorFlow's naming)."""
     base = os.path.basename(source)
-    name, n = base, 0
-    while name in taken and taken[name] != source:
-        n += 1
-        stem, ext = os.path.splitext(base)
-        name = f"{stem}_{n}{ext}"
+    other = taken.get(base)
+    if other is None or other == source or filecmp.cmp(source, other, shallow=False):
+        return base
+    name, i = base, 1
+    while name in taken:
+        name, i = f"{base}_{i}", i + 1
     return name
+
+
+def _strip_default_attrs(meta_graph_def) -> None:
+    """Removes from every node the attrs whose value is their op's default (a consumer
+    adds them back from its own op registry), and records that it did."""
+    defaults: dict[str, dict] = {}
+    for node in meta_graph_def.graph_def.node:
+        if node.op not in defaults:
+            opdef = op_registry.lookup(node.op)
+            defaults[node.op] = {} if opdef is None else {
+                a.name: a.default_value for a in opdef.to_proto().attr
+                if a.HasField("default_value")}
+        for key, default in defaults[node.op].items():
+            if key in node.attr and node.attr[key] == default:
+                del node.attr[key]
+    meta_graph_def.meta_info_def.stripped_default_attrs = True
 
 
 def _validate_tensor_info(info) -> None:
@@ -127,10 +146,11 @@ class SavedModelBuilder:
         taken: dict[str, str] = {}
         for asset_tensor in assets_collection or []:
             source = _asset_path(asset_tensor)
-            name = _unique_filename(source, taken)
-            if name in taken:
-                continue
-            taken[name] = source
+            if not os.path.isfile(source):
+                raise errors.NotFoundError(None, None, f"Asset file {source} (tensor "
+                                           f"{asset_tensor.name}) does not exist")
+            name = _asset_filename(source, taken)
+            taken[name] = source  # every tensor gets its AssetFileDef, duplicates too
             asset = meta_graph_pb2.AssetFileDef(filename=name)
             asset.tensor_info.name = asset_tensor.name
             # TensorFlow's loader unpacks it by TensorFlow's full message name.
@@ -172,7 +192,10 @@ class SavedModelBuilder:
         return Saver(var_list, sharded=True, write_version=saver_pb2.SaverDef.V2,
                      allow_empty=True)
 
-    def _tag_and_add_meta_graph(self, meta_graph_def, tags, signature_def_map) -> None:
+    def _tag_and_add_meta_graph(self, meta_graph_def, tags, signature_def_map,
+                                strip_default_attrs=False) -> None:
+        if strip_default_attrs:
+            _strip_default_attrs(meta_graph_def)
         meta_graph_def.meta_info_def.tags.extend(tags)
         for key, sig in (signature_def_map or {}).items():
             meta_graph_def.signature_def[key].CopyFrom(sig)
@@ -192,7 +215,7 @@ class SavedModelBuilder:
           assets_collection: string Const tensors naming files to copy into `assets/`.
           legacy_init_op, main_op: an Operation the loader runs after restoring.
           clear_devices: drop device placements from the graph.
-          strip_default_attrs: accepted (attributes are kept).
+          strip_default_attrs: leave out attrs that have their op's default value.
           saver: the Saver to use (default: a sharded Saver of all saveable variables).
 
         Raises:
@@ -212,7 +235,8 @@ class SavedModelBuilder:
             saver.save_tf_bundle(sess, get_variables_path(self._export_dir))
             meta_graph_def = saver.export_meta_graph(clear_devices=clear_devices,
                                                      strip_default_attrs=strip_default_attrs)
-        self._tag_and_add_meta_graph(meta_graph_def, tags, signature_def_map)
+        self._tag_and_add_meta_graph(meta_graph_def, tags, signature_def_map,
+                                     strip_default_attrs)
         self._has_saved_variables = True
 
     def add_meta_graph(self, tags, signature_def_map=None, assets_collection=None,
@@ -234,7 +258,8 @@ class SavedModelBuilder:
         saver = self._maybe_create_saver(saver)
         meta_graph_def = saver.export_meta_graph(clear_devices=clear_devices,
                                                  strip_default_attrs=strip_default_attrs)
-        self._tag_and_add_meta_graph(meta_graph_def, tags, signature_def_map)
+        self._tag_and_add_meta_graph(meta_graph_def, tags, signature_def_map,
+                                     strip_default_attrs)
 
     def save(self, as_text=False) -> bytes:
         """Writes `saved_model.pb` (or `saved_model.pbtxt`); returns its path as bytes."""

@@ -3,12 +3,18 @@ Classify and Regress APIs, and their validation."""
 
 from __future__ import annotations
 
+import os
+
+from google.protobuf import text_format
+
+from tensorflux.checkpoint import files
 from tensorflux.framework import tensor_util
 from tensorflux.framework.operation import Tensor
 from tensorflux.protos import meta_graph_pb2, types_pb2
+from tensorflux.saved_model import constants, loader, utils
 from tensorflux.saved_model import signature_constants as sc
-from tensorflux.saved_model import utils
 
+# (MethodNameUpdater is public here but, as in TensorFlow, not in tf.saved_model itself.)
 __all__ = ["build_signature_def", "classification_signature_def", "is_valid_signature",
            "predict_signature_def", "regression_signature_def"]
 
@@ -126,3 +132,60 @@ def is_valid_signature(signature_def) -> bool:
     if method == sc.REGRESS_METHOD_NAME:
         return _valid_regression(signature_def)
     return False
+
+
+class MethodNameUpdater:
+    """Changes the method names of signatures in an existing SavedModel (e.g. to serve a
+    Predict signature through Classify), without loading its graph.
+
+    Args:
+      export_dir: the SavedModel directory.
+
+    Raises:
+      IOError: no SavedModel there, or it does not parse.
+    """
+
+    def __init__(self, export_dir):
+        self._export_dir = os.fspath(export_dir)
+        self._saved_model = loader.parse_saved_model(self._export_dir)
+
+    def replace_method_name(self, signature_key, method_name, tags=None) -> None:
+        """Sets `method_name` on signature `signature_key` of the MetaGraphDefs tagged
+        `tags` (all of them when None).
+
+        Raises:
+          ValueError: an empty key or name, a matching MetaGraphDef without that signature,
+            or no MetaGraphDef with these tags.
+        """
+        if not signature_key:
+            raise ValueError("`signature_key` must be defined.")
+        if not method_name:
+            raise ValueError("`method_name` must be defined.")
+        if tags is not None and not isinstance(tags, list):
+            tags = [tags]
+        found = False
+        for mgd in self._saved_model.meta_graphs:
+            if tags is not None and set(tags) != set(mgd.meta_info_def.tags):
+                continue
+            if signature_key not in mgd.signature_def:
+                raise ValueError(f"MetaGraphDef associated with tags {tags} does not have a "
+                                 f"signature_def with key: '{signature_key}'.")
+            mgd.signature_def[signature_key].method_name = method_name
+            found = True
+        if not found:
+            raise ValueError(f"MetaGraphDef associated with tags {tags} could not be found in "
+                             "SavedModel.")
+
+    def save(self, new_export_dir=None) -> str:
+        """Writes the SavedModel proto (in the input's format) to `new_export_dir`, by
+        default over the original; returns the file's path."""
+        directory = os.fspath(new_export_dir) if new_export_dir else self._export_dir
+        os.makedirs(directory, exist_ok=True)
+        if os.path.isfile(os.path.join(self._export_dir, constants.SAVED_MODEL_FILENAME_PBTXT)):
+            path = os.path.join(directory, constants.SAVED_MODEL_FILENAME_PBTXT)
+            data = text_format.MessageToString(self._saved_model).encode("utf-8")
+        else:
+            path = os.path.join(directory, constants.SAVED_MODEL_FILENAME_PB)
+            data = self._saved_model.SerializeToString(deterministic=True)
+        files.atomic_write(path, data)
+        return path

@@ -7,6 +7,7 @@ from tensorflux.distributed import client as _grpc_client  # noqa: F401 - grpc:/
 from tensorflux.distributed.cluster import ClusterSpec
 from tensorflux.distributed.server import Server
 from tensorflux.protos.checkpoint_state_pb2 import CheckpointState
+from tensorflux.protos.cluster_pb2 import ClusterDef, JobDef
 from tensorflux.protos.example_pb2 import Example, SequenceExample
 from tensorflux.protos.feature_pb2 import (
     BytesList,
@@ -18,6 +19,7 @@ from tensorflux.protos.feature_pb2 import (
     Int64List,
 )
 from tensorflux.protos.saver_pb2 import SaverDef
+from tensorflux.protos.tensorflow_server_pb2 import ServerDef
 from tensorflux.summary.summary_iterator import summary_iterator
 from tensorflux.summary.writer_cache import FileWriterCache as SummaryWriterCache
 from tensorflux.train.adadelta import AdadeltaOptimizer
@@ -38,6 +40,7 @@ from tensorflux.train.basic_session_run_hooks import (
 )
 from tensorflux.train.checkpoint_management import (
     checkpoint_exists,
+    checkpoints_iterator,
     generate_checkpoint_state_proto,
     get_checkpoint_mtimes,
     get_checkpoint_state,
@@ -83,10 +86,14 @@ from tensorflux.train.input import (
 )
 from tensorflux.train.learning_rate_decay import (
     cosine_decay,
+    cosine_decay_restarts,
     exponential_decay,
     inverse_time_decay,
+    linear_cosine_decay,
     natural_exp_decay,
+    noisy_linear_cosine_decay,
     piecewise_constant,
+    piecewise_constant_decay,
     polynomial_decay,
 )
 from tensorflux.train.momentum import MomentumOptimizer
@@ -99,6 +106,7 @@ from tensorflux.train.monitored_session import (
     SingularMonitoredSession,
     WorkerSessionCreator,
 )
+from tensorflux.train.moving_averages import ExponentialMovingAverage
 from tensorflux.train.optimizer import Optimizer
 from tensorflux.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from tensorflux.train.rmsprop import RMSPropOptimizer
@@ -111,9 +119,9 @@ from tensorflux.train.session_run_hook import (
     SessionRunValues,
 )
 from tensorflux.train.summary_hooks import ProfilerHook, SummarySaverHook
-from tensorflux.train.supervisor import Supervisor
+from tensorflux.train.supervisor import Supervisor, basic_train_loop
 from tensorflux.train.sync_replicas_optimizer import SyncReplicasOptimizer
-from tensorflux.train.training_util import write_graph
+from tensorflux.train.training_util import assert_global_step, write_graph
 
 __all__ = [
     "CheckpointSaverHook", "CheckpointSaverListener", "ChiefSessionCreator", "FeedFnHook",
@@ -144,4 +152,7 @@ __all__ = [
     # (TensorFlow 2.x has no contrib; tensorflux has no tf.contrib package).
     "GreedyLoadBalancingStrategy", "byte_size_load_fn", "replica_device_setter",
     "SessionManager", "Supervisor", "SyncReplicasOptimizer",
+    "ExponentialMovingAverage", "checkpoints_iterator", "cosine_decay_restarts",
+    "linear_cosine_decay", "noisy_linear_cosine_decay", "piecewise_constant_decay",
+    "basic_train_loop", "assert_global_step", "ClusterDef", "JobDef", "ServerDef",
 ]

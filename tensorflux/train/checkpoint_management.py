@@ -174,3 +174,31 @@ def meta_graph_filename(checkpoint_filename: str, meta_graph_suffix: str = "meta
     basename = re.sub(r"-[\d\?]+-of-\d+$", "", checkpoint_filename)
     return f"{basename}.{meta_graph_suffix}"
 
+
+
+def checkpoints_iterator(checkpoint_dir, min_interval_secs=0, timeout=None, timeout_fn=None):
+    """Yields each new checkpoint of `checkpoint_dir` as it appears
+    (`tf.train.checkpoints_iterator`): waits up to `timeout` seconds for the next one, then
+    ends (or continues if `timeout_fn()` returns False)."""
+    import time  # noqa: PLC0415 - only this generator sleeps
+
+    last = None
+    while True:
+        start = time.monotonic()
+        while True:
+            path = latest_checkpoint(checkpoint_dir)
+            if path is not None and path != last:
+                break
+            if timeout is not None and time.monotonic() - start > timeout:
+                path = None
+                break
+            time.sleep(min(1.0, max(0.05, min_interval_secs or 1.0)))
+        if path is None:
+            if timeout_fn is None or timeout_fn():
+                return
+            continue
+        last = path
+        yield path
+        wait = min_interval_secs - (time.monotonic() - start)
+        if wait > 0:
+            time.sleep(wait)

@@ -7,7 +7,7 @@ import math
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, comparison_ops, math_ops, unary_ops
+from tensorflux.ops import array_ops, comparison_ops, math_ops, random_ops, unary_ops
 
 
 def _float_inputs(learning_rate, global_step, *others):
@@ -104,3 +104,59 @@ def piecewise_constant(x, boundaries, values, name=None):
             result = comparison_ops.select(x <= b, v, result)
 
         return array_ops.identity(result, name=scope)
+
+
+piecewise_constant_decay = piecewise_constant
+
+
+def linear_cosine_decay(learning_rate, global_step, decay_steps, num_periods=0.5, alpha=0.0,
+                        beta=0.001, name=None):
+    """lr * ((alpha + linear) * cosine + beta), linear falling from 1 to 0 over
+    decay_steps and cosine making num_periods periods (`tf.train.linear_cosine_decay`)."""
+    with graph_lib.name_scope(name, "LinearCosineDecay", []) as scope:
+        lr, step, steps, periods, a, b = _float_inputs(learning_rate, global_step, decay_steps,
+                                                       num_periods, alpha, beta)
+        step = math_ops.minimum(step, steps)
+        linear = (steps - step) / steps
+        cos = 0.5 * (1.0 + unary_ops.cos(math.pi * 2.0 * periods * step / steps))
+        return math_ops.multiply(lr, (a + linear) * cos + b, name=scope)
+
+
+def noisy_linear_cosine_decay(learning_rate, global_step, decay_steps, initial_variance=1.0,
+                              variance_decay=0.55, num_periods=0.5, alpha=0.0, beta=0.001,
+                              name=None):
+    """linear_cosine_decay with Gaussian noise of variance
+    initial_variance / (1 + step)^variance_decay added to the linear part
+    (`tf.train.noisy_linear_cosine_decay`)."""
+    with graph_lib.name_scope(name, "NoisyLinearCosineDecay", []) as scope:
+        lr, step, steps, var0, vdecay, periods, a, b = _float_inputs(
+            learning_rate, global_step, decay_steps, initial_variance, variance_decay,
+            num_periods, alpha, beta)
+        step = math_ops.minimum(step, steps)
+        linear = (steps - step) / steps
+        variance = var0 / math_ops.pow(1.0 + step, vdecay)
+        noisy = linear + random_ops.random_normal(array_ops.shape(linear),
+                                                  stddev=unary_ops.sqrt(variance))
+        cos = 0.5 * (1.0 + unary_ops.cos(math.pi * 2.0 * periods * step / steps))
+        return math_ops.multiply(lr, (a + noisy) * cos + b, name=scope)
+
+
+def cosine_decay_restarts(learning_rate, global_step, first_decay_steps, t_mul=2.0, m_mul=1.0,
+                          alpha=0.0, name=None):
+    """Cosine decay with warm restarts (SGDR): periods grow by t_mul, restart peaks by
+    m_mul (`tf.train.cosine_decay_restarts`)."""
+    with graph_lib.name_scope(name, "SGDRDecay", []) as scope:
+        lr, step, first, t, m, a = _float_inputs(learning_rate, global_step,
+                                                 first_decay_steps, t_mul, m_mul, alpha)
+        fraction = step / first
+        if float(t_mul) == 1.0:
+            restart = unary_ops.floor(fraction)
+            fraction = fraction - restart
+        else:
+            restart = unary_ops.floor(unary_ops.log(1.0 - fraction * (1.0 - t)) /
+                                      unary_ops.log(t))
+            done = (1.0 - math_ops.pow(t, restart)) / (1.0 - t)
+            fraction = (fraction - done) / math_ops.pow(t, restart)
+        m_fac = math_ops.pow(m, restart)
+        cos = 0.5 * m_fac * (1.0 + unary_ops.cos(math.pi * fraction))
+        return math_ops.multiply(lr, (1.0 - a) * cos + a, name=scope)

@@ -37,6 +37,7 @@ from tensorflux.framework import dtypes, errors, meta_graph, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.device_spec import DeviceSpec
 from tensorflux.framework.graph import GraphKeys
+from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Tensor
 from tensorflux.ops import array_ops, constant_op, joining_ops, save_restore_ops, state_ops
 from tensorflux.protos import saver_pb2
@@ -211,6 +212,10 @@ class _Builder:
                 value = array_ops.reshape(value, s.var.shape.as_list())
             deps = ops[-1:] if self.restore_sequentially else []
             with graph.control_dependencies(deps):
+                if s.var.handle.dtype._is_ref_dtype:  # a VariableV2 imported from TensorFlow
+                    ops.append(apply_op("Assign", ref=s.var.handle, value=value,
+                                        name="Assign").op)
+                    continue
                 ops.append(state_ops.assign_variable_op(s.var.handle, value,
                                                         name="AssignVariableOp"))
         return ops

@@ -379,3 +379,11 @@ class _CheckpointThread(LooperThread):
     def run_loop(self):
         _log.info("Saving checkpoint to path %s", self._sv.save_path)
         self._sv.saver.save(self._sess, self._sv.save_path, global_step=self._sv.global_step)
+
+
+def basic_train_loop(supervisor, train_step_fn, args=None, kwargs=None, master=""):
+    """Runs `train_step_fn(session, *args, **kwargs)` in a managed session until the
+    supervisor says stop (`tf.train.basic_train_loop`)."""
+    with supervisor.managed_session(master) as sess:
+        while not supervisor.should_stop():
+            train_step_fn(sess, *(args or ()), **(kwargs or {}))

@@ -65,3 +65,14 @@ def _atomic_write(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def assert_global_step(global_step_tensor) -> None:
+    """Raises TypeError unless `global_step_tensor` is an integer scalar variable or tensor
+    (`tf.train.assert_global_step`)."""
+    dtype = getattr(global_step_tensor, "dtype", None)
+    if dtype is None or not dtype.base_dtype.is_integer:
+        raise TypeError(f"Existing \"global_step\" does not have integer type: {dtype}")
+    shape = global_step_tensor.get_shape()
+    if shape.ndims != 0 and shape.is_fully_defined():
+        raise TypeError(f"Existing \"global_step\" is not scalar: {shape}")

@@ -512,7 +512,8 @@ class Variable(metaclass=_VariableMeta):
             variable_name=_strip_name_scope(self._handle.name, export_scope),
             initializer_name=_strip_name_scope(self._initializer_op.name, export_scope),
             snapshot_name=_strip_name_scope(self._graph_element.name, export_scope),
-            is_resource=True, trainable=self._trainable,
+            is_resource=not self._handle.dtype._is_ref_dtype,  # a VariableV2 from TF: False
+            trainable=self._trainable,
             synchronization=self._synchronization.value,
             aggregation=self._aggregation.value)
         if self._initial_value is not None:

@@ -63,8 +63,26 @@ def _export_with_assets(export_dir, vocab_path, as_text=False):
             main_op=main_op)
         sig = tf.saved_model.signature_def_utils.predict_signature_def({"x": x}, {"y": y})
         builder.add_meta_graph([tf.saved_model.tag_constants.SERVING, "gpu"],
-                               signature_def_map={"serving_default": sig})
+                               signature_def_map={"serving_default": sig},
+                               strip_default_attrs=True)
         return builder.save(as_text=as_text)
+
+
+def _export_lookup(export_dir, vocab_path):
+    """words -> ids through a vocabulary file (an asset) and a table the main op fills."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        words = tf.placeholder(tf.string, [None], name="words")
+        init = tf.lookup.TextFileInitializer(
+            vocab_path, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64,
+            tf.lookup.TextFileIndex.LINE_NUMBER)
+        ids = tf.identity(tf.lookup.StaticHashTable(init, -1).lookup(words), name="ids")
+        sess.run(tf.tables_initializer())
+        tf.saved_model.simple_save(sess, export_dir, {"words": words}, {"ids": ids},
+                                   legacy_init_op=tf.tables_initializer())
+
+
+WORDS = [b"bird", b"cat", b"zebra"]
+IDS = [2, 0, -1]
 
 
 def _local(name):
@@ -164,22 +182,49 @@ def test_two_meta_graphs_assets_and_main_op(tmp_path, vocab, as_text):
         assert (asset.filename, asset.tensor_info.name) == ("vocab.txt", "asset_path:0")
         assert list(sm.meta_graphs[0].collection_def["saved_model_main_op"].node_list.value) \
             == ["main_op"]
+        matmuls = [[n for n in mg.graph_def.node if n.op == "MatMul"][0] for mg in sm.meta_graphs]
+        assert "transpose_a" in matmuls[0].attr and "transpose_a" not in matmuls[1].attr
+        assert sm.meta_graphs[1].meta_info_def.stripped_default_attrs
+
+
+def test_a_vocabulary_table_is_served_from_the_copied_asset(tmp_path):
+    vocab = tmp_path / "words.txt"
+    vocab.write_text("cat\ndog\nbird\n")
+    export_dir = str(tmp_path / "m")
+    _export_lookup(export_dir, str(vocab))
+    vocab.unlink()
+    with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+        mgd = tf.saved_model.loader.load(sess, ["serve"], export_dir)
+        sig = mgd.signature_def["serving_default"]
+        ids = sess.run(sig.outputs["ids"].name, {sig.inputs["words"].name: WORDS})
+    np.testing.assert_array_equal(ids, IDS)
 
 
 def test_asset_names_are_made_unique(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
+    (tmp_path / "c").mkdir()
     (tmp_path / "a" / "v.txt").write_text("1")
     (tmp_path / "b" / "v.txt").write_text("2")
+    (tmp_path / "c" / "v.txt").write_text("1")  # same contents as a/v.txt: shares its name
     export_dir = str(tmp_path / "m")
     with tf.Graph().as_default(), tf.Session() as sess:
-        assets = [tf.constant(str(tmp_path / d / "v.txt")) for d in ("a", "b", "a")]
+        assets = [tf.constant(str(tmp_path / d / "v.txt"), name=f"asset_{d}")
+                  for d in ("a", "b", "c")]
         builder = tf.saved_model.Builder(export_dir)
         builder.add_meta_graph_and_variables(sess, ["t"], assets_collection=assets)
         builder.save()
+        with pytest.raises(tf.errors.NotFoundError, match="missing.txt"):
+            tf.saved_model.Builder(str(tmp_path / "m2")).add_meta_graph_and_variables(
+                sess, ["t"], assets_collection=[tf.constant(str(tmp_path / "missing.txt"))])
     assets_dir = os.path.join(export_dir, "assets")
-    assert sorted(os.listdir(assets_dir)) == ["v.txt", "v_1.txt"]
-    assert open(os.path.join(assets_dir, "v_1.txt")).read() == "2"
+    assert sorted(os.listdir(assets_dir)) == ["v.txt", "v.txt_1"]  # TensorFlow's naming
+    assert open(os.path.join(assets_dir, "v.txt_1")).read() == "2"
+    with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+        mgd = tf.saved_model.loader.load(sess, ["t"], export_dir)
+        fed = tf.saved_model.loader.get_asset_tensors(export_dir, mgd)
+    assert fed == {f"asset_{d}:0": os.path.join(assets_dir, name)
+                   for d, name in (("a", "v.txt"), ("b", "v.txt_1"), ("c", "v.txt"))}
 
 
 def test_a_model_without_variables(tmp_path):
@@ -237,6 +282,10 @@ def test_unknown_tags_and_corrupt_variables(tmp_path):
         f.write(bytes(raw))
     with tf.Session(graph=tf.Graph()) as sess:
         with pytest.raises(tf.errors.DataLossError, match="variables.data-00000-of-00001"):
+            tf.saved_model.loader.load(sess, ["serve"], export_dir)
+    os.remove(os.path.join(export_dir, "variables", "variables.index"))
+    with tf.Session(graph=tf.Graph()) as sess:
+        with pytest.raises(ValueError, match="not a valid checkpoint: .*variables/variables"):
             tf.saved_model.loader.load(sess, ["serve"], export_dir)
 
 
@@ -318,6 +367,22 @@ def test_signature_defs():
             tf.saved_model.utils.get_tensor_from_tensor_info(meta_graph_pb2.TensorInfo())
 
 
+def test_method_name_updater(tmp_path):
+    export_dir = str(tmp_path / "m")
+    _export_simple(export_dir)
+    updater = tf.saved_model.signature_def_utils.MethodNameUpdater(export_dir)
+    with pytest.raises(ValueError, match="does not have a signature_def with key: 'nope'"):
+        updater.replace_method_name("nope", "m")
+    with pytest.raises(ValueError, match="could not be found"):
+        updater.replace_method_name("serving_default", "m", tags="train")
+    updater.replace_method_name("serving_default", "tensorflow/serving/regress", tags="serve")
+    path = updater.save(str(tmp_path / "copy"))
+    assert path == os.path.join(str(tmp_path / "copy"), "saved_model.pb")
+    sm = tf.saved_model.loader.parse_saved_model(str(tmp_path / "copy"))
+    assert sm.meta_graphs[0].signature_def["serving_default"].method_name == \
+        "tensorflow/serving/regress"
+
+
 def test_constants_are_tensorflows():
     sm = tf.saved_model
     assert (sm.SERVING, sm.TRAINING, sm.GPU, sm.TPU) == ("serve", "train", "gpu", "tpu")
@@ -354,6 +419,11 @@ for key in ("assets", "assets_text"):
         local = {v.op.name: v for v in tf.local_variables()}
         out[key] = [run_sig(sess, mgd, x_val)] + sess.run([local["asset_seen"],
                                                            local["asset_text"]])
+with tf.Session(graph=tf.Graph()) as sess:
+    mgd = tf.saved_model.loader.load(sess, ["serve"], cfg["lookup"])
+    sig = mgd.signature_def["serving_default"]
+    out["lookup"] = sess.run(sig.outputs["ids"].name,
+                             {sig.inputs["words"].name: ["bird", "cat", "zebra"]})
 reader = tf.train.load_checkpoint(cfg["bundle"])
 def plain(v):  # complex values as [real, imag], strings as a list (for JSON)
     if v.dtype == object:
@@ -413,6 +483,11 @@ def tf_side(tmp_path_factory):
     _export_with_assets(cfg["assets_text"], str(vocab), as_text=True)
     from tensorflux.checkpoint.tf_bundle_writer import write_tf_bundle
 
+    lookup_vocab = root / "words.txt"
+    lookup_vocab.write_text("cat\ndog\nbird\n")
+    cfg["lookup"] = str(root / "lookup")
+    _export_lookup(cfg["lookup"], str(lookup_vocab))
+    lookup_vocab.unlink()  # TensorFlow must read the copy under assets/
     cfg["bundle"] = str(root / "bundle" / "ckpt")
     os.makedirs(os.path.dirname(cfg["bundle"]))
     write_tf_bundle(cfg["bundle"], _BUNDLE_TENSORS)
@@ -445,6 +520,7 @@ def test_tensorflow_loads_tensorflux_saved_models(tf_side):
         assert seen == os.path.join(cfg[key], "assets", "vocab.txt").encode()
         assert text == b"alpha\nbeta\n"
     assert theirs["bad_tags"] == "RuntimeError"
+    np.testing.assert_array_equal(theirs["lookup"], IDS)
 
 
 @pytest.mark.oracle
@@ -494,3 +570,25 @@ def test_tensorflux_loads_a_tensorflow_simple_save(tf_side):
     with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
         mgd = tf.saved_model.loader.load(sess, ["serve"], cfg["tf_simple"] + "_again")
         np.testing.assert_allclose(_run_signature(sess, mgd), theirs["tf_simple"], rtol=1e-6)
+
+
+@pytest.mark.oracle
+def test_a_tensorflow_model_re_exported_by_tensorflux_loads_in_tensorflow(tf_side, tmp_path):
+    """Ref variables (VariableV2) survive the trip TF -> tensorflux -> TF: restored with
+    Assign, exported as non-resource VariableDefs."""
+    cfg, theirs = tf_side
+    again = str(tmp_path / "again")
+    with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+        tf.saved_model.loader.load(sess, ["serve"], cfg["tf_builder"])
+        tf.saved_model.simple_save(sess, again, {"x": g.get_tensor_by_name("x:0")},
+                                   {"y": g.get_tensor_by_name("y:0")})
+    with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+        mgd = tf.saved_model.loader.load(sess, ["serve"], again)
+        np.testing.assert_allclose(_run_signature(sess, mgd), theirs["tf_builder"], rtol=1e-6)
+    y = run_tf(f"d, x = {again!r}, np.array({X.tolist()}, np.float32)\n" + """
+with tf.Session(graph=tf.Graph()) as sess:
+    mgd = tf.saved_model.loader.load(sess, ["serve"], d)
+    sig = mgd.signature_def["serving_default"]
+    result = sess.run(sig.outputs["y"].name, {sig.inputs["x"].name: x})
+""")
+    np.testing.assert_allclose(y, theirs["tf_builder"], rtol=1e-6)

@@ -55,11 +55,12 @@ def test_bad_names_and_missing_directory(tmp_path):
         tf_bundle_writer.write_tf_bundle(str(tmp_path / "nodir" / "c"), [("a", tf.int32, 1)])
 
 
-def test_saver_save_tf_bundle_restores_with_the_same_saver(tmp_path):
+@pytest.mark.parametrize("sharded", [True, False])
+def test_saver_save_tf_bundle_restores_with_the_same_saver(tmp_path, sharded):
     with tf.Graph().as_default(), tf.Session() as sess:
         v = tf.Variable(np.arange(4, dtype=np.float32), name="v")
         n = tf.Variable(7, dtype=tf.int64, name="n")
-        saver = tf.train.Saver(sharded=True)
+        saver = tf.train.Saver(sharded=sharded)
         sess.run(tf.global_variables_initializer())
         prefix = str(tmp_path / "tfckpt")
         assert saver.save_tf_bundle(sess, prefix) == prefix

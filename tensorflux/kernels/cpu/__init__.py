@@ -6,6 +6,7 @@ and malloc policy that the kernels assume (_blas.py explains both).
 
 from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the kernels
     _blas,
+    array_ext_ops,
     array_ops,
     batch_norm_ops,
     candidate_sampling_ops,
@@ -18,6 +19,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     dataset_ops,
     depthwise_conv_ops,
     gather_ops,
+    image_ops,
     io_ops,
     joining_ops,
     linalg_factor_ops,
@@ -43,7 +45,9 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     slicing_ops,
     sparse_ops,
     special_math_ops,
+    spectral_ops,
     state_ops,
+    string_ops,
     summary_ops,
     tensor_array_ops,
     training_ops,

@@ -10,11 +10,15 @@ an InvalidArgumentError quoting the field and naming its column and record.
 
 from __future__ import annotations
 
-import numpy as np
+import gzip
+import zlib
 
-from tensorflux.framework import dtypes, errors
-from tensorflux.kernels.registry import kernel_factory
-from tensorflux.protos import example_pb2
+import numpy as np
+from google.protobuf import json_format
+
+from tensorflux.framework import dtypes, errors, tensor_util
+from tensorflux.kernels.registry import kernel, kernel_factory
+from tensorflux.protos import example_pb2, tensor_pb2
 
 # ---- DecodeCSV ---------------------------------------------------------------------------
 
@@ -326,3 +330,169 @@ def _dense(parsed, labels, key, dtype, shape, default, batch_shape) -> np.ndarra
             out[b] = r
         full = tuple(shape)
     return out.reshape(tuple(batch_shape) + full)
+
+
+# ---- SerializeTensor, ParseTensor --------------------------------------------------------
+
+
+@kernel_factory("SerializeTensor")
+def _serialize_tensor(node):
+    def compute(ctx, tensor):
+        proto = tensor_util.make_tensor_proto(tensor, dtype=node.attrs["T"])
+        return np.array(proto.SerializeToString(), dtype=object)
+
+    return compute
+
+
+@kernel_factory("ParseTensor")
+def _parse_tensor(node):
+    out_type = node.attrs["out_type"]
+
+    def compute(ctx, serialized):
+        proto = tensor_pb2.TensorProto()
+        try:
+            proto.ParseFromString(bytes(np.asarray(serialized, dtype=object).item()))
+        except Exception:  # noqa: BLE001 - protobuf's DecodeError and friends
+            raise errors.InvalidArgumentError(
+                None, None, "Could not parse `serialized` as TensorProto") from None
+        if proto.dtype != out_type.as_datatype_enum:
+            got = dtypes.as_dtype(proto.dtype).name if proto.dtype else "invalid"
+            raise errors.InvalidArgumentError(
+                None, None, f"Type mismatch between parsed tensor ({got}) and dtype "
+                f"({out_type.name})")
+        return tensor_util.MakeNdarray(proto)
+
+    return compute
+
+
+# ---- DecodeCompressed --------------------------------------------------------------------
+
+
+@kernel_factory("DecodeCompressed")
+def _decode_compressed(node):
+    kind = node.attrs["compression_type"]
+    if kind not in ("", "ZLIB", "GZIP"):
+        raise errors.InvalidArgumentError(
+            None, None, f"Only ZLIB, GZIP or no compression types are supported, got {kind}")
+
+    def decompress(data: bytes) -> bytes:
+        try:
+            if kind == "ZLIB":
+                return zlib.decompress(data)
+            if kind == "GZIP":
+                return gzip.decompress(data)
+            return data
+        except (OSError, EOFError, zlib.error) as e:
+            raise errors.DataLossError(None, None, f"{kind} decompression failed: {e}") from None
+
+    def compute(ctx, x):
+        out = np.empty(x.shape, dtype=object)
+        flat = out.reshape(-1)
+        for i, v in enumerate(np.asarray(x, dtype=object).reshape(-1)):
+            flat[i] = decompress(bytes(v))
+        return out
+
+    return compute
+
+
+# ---- SerializeSparse, SerializeManySparse, DeserializeManySparse -------------------------
+
+
+def _proto_bytes(array, dtype) -> bytes:
+    return tensor_util.make_tensor_proto(array, dtype=dtype).SerializeToString()
+
+
+def _serialized_triple(indices, values, shape, dtype) -> np.ndarray:
+    out = np.empty(3, dtype=object)
+    out[:] = [_proto_bytes(indices, dtypes.int64), _proto_bytes(values, dtype),
+              _proto_bytes(shape, dtypes.int64)]
+    return out
+
+
+@kernel_factory("SerializeSparse")
+def _serialize_sparse(node):
+    dtype = node.attrs["T"]
+    return lambda ctx, indices, values, shape: _serialized_triple(indices, values, shape,
+                                                                  dtype)
+
+
+@kernel_factory("SerializeManySparse")
+def _serialize_many_sparse(node):
+    dtype = node.attrs["T"]
+
+    def compute(ctx, indices, values, shape):
+        if shape.size < 2:
+            raise errors.InvalidArgumentError(
+                None, None, f"Rank of input SparseTensor should be > 1, but saw rank: "
+                f"{shape.size}")
+        n = int(shape[0])
+        out = np.empty((n, 3), dtype=object)
+        for b in range(n):
+            rows = indices[:, 0] == b
+            out[b] = _serialized_triple(indices[rows][:, 1:], values[rows], shape[1:], dtype)
+        return out
+
+    return compute
+
+
+def _parse_proto(data: bytes) -> np.ndarray:
+    proto = tensor_pb2.TensorProto()
+    try:
+        proto.ParseFromString(bytes(data))
+    except Exception:  # noqa: BLE001 - protobuf's DecodeError and friends
+        raise errors.InvalidArgumentError(
+            None, None, "Could not parse serialized_sparse as a TensorProto") from None
+    return tensor_util.MakeNdarray(proto)
+
+
+@kernel_factory("DeserializeManySparse")
+def _deserialize_many_sparse(node):
+    dtype = node.attrs["dtype"]
+
+    def compute(ctx, serialized):
+        if serialized.ndim != 2 or serialized.shape[1] != 3:
+            raise errors.InvalidArgumentError(
+                None, None, f"Serialized sparse should be a matrix with 3 columns, got "
+                f"shape {list(serialized.shape)}")
+        parts, shapes = [], []
+        for b, (i, v, s) in enumerate(serialized):
+            idx, val, shp = _parse_proto(i), _parse_proto(v), _parse_proto(s)
+            if val.dtype != dtype.as_numpy_dtype:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Requested SparseTensor of type {dtype.name} but "
+                    f"SparseTensor[{b}].values.dtype() == {val.dtype}")
+            idx = idx.reshape(-1, shp.size)
+            parts.append((np.concatenate([np.full((len(idx), 1), b, np.int64), idx], 1),
+                          val))
+            shapes.append(shp)
+        if not parts:
+            return (np.zeros((0, 1), np.int64), np.zeros(0, dtype.as_numpy_dtype),
+                    np.array([0], np.int64))
+        ranks = {s.size for s in shapes}
+        if len(ranks) != 1:
+            raise errors.InvalidArgumentError(
+                None, None, "Inconsistent rank across SparseTensors")
+        shape = np.concatenate([[len(parts)], np.max(np.stack(shapes), axis=0)])
+        return (np.concatenate([p[0] for p in parts]).astype(np.int64),
+                np.concatenate([p[1] for p in parts]), shape.astype(np.int64))
+
+    return compute
+
+
+
+# ---- DecodeJSONExample -------------------------------------------------------------------
+
+
+@kernel("DecodeJSONExample")
+def _decode_json_example(ctx, json_examples):
+    out = np.empty(json_examples.shape, dtype=object)
+    flat = out.reshape(-1)
+    for i, text in enumerate(np.asarray(json_examples, dtype=object).reshape(-1)):
+        example = example_pb2.Example()
+        try:
+            json_format.Parse(bytes(text).decode("utf-8"), example)
+        except (json_format.ParseError, UnicodeDecodeError) as e:
+            raise errors.InvalidArgumentError(
+                None, None, f"Error while parsing JSON: {e}") from None
+        flat[i] = example.SerializeToString()
+    return out

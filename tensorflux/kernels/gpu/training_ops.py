@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
+
 from tensorflux.framework import errors, op_registry
 from tensorflux.kernels import registry
 from tensorflux.kernels.cpu.state_ops import _existing, as_handle
@@ -23,10 +25,11 @@ from tensorflux.kernels.gpu.state_ops import own_device_value
 _FUSED: dict = {}
 
 
-def _fused(name: str):
-    """The cupy.ElementwiseKernel of rule `name` (None without CuPy)."""
+def _fused(name: str, dtype):
+    """The cupy.ElementwiseKernel of rule `name` (None without CuPy, or for half floats,
+    which take the array-module path)."""
     b = backend.backend()
-    if b.cupy is None:
+    if b.cupy is None or dtype not in (np.float32, np.float64):
         return None
     k = _FUSED.get(name)
     if k is None:
@@ -52,7 +55,7 @@ def _as_param(v, dtype):
 
 
 def _gradient_descent(w, *, alpha, delta):
-    k = _fused("GradientDescent")
+    k = _fused("GradientDescent", w.dtype)
     if k is not None:
         k(delta, _as_param(alpha, w.dtype), w)
     else:
@@ -60,7 +63,7 @@ def _gradient_descent(w, *, alpha, delta):
 
 
 def _momentum(w, accum, *, lr, grad, momentum, use_nesterov=False):
-    k = _fused("Momentum")
+    k = _fused("Momentum", w.dtype)
     if k is not None and not use_nesterov:
         k(grad, _as_param(lr, w.dtype), _as_param(momentum, w.dtype), w, accum)
         return
@@ -75,7 +78,7 @@ def _momentum(w, accum, *, lr, grad, momentum, use_nesterov=False):
 
 def _adam(w, m, v, *, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,
           use_nesterov=False):
-    k = _fused("Adam")
+    k = _fused("Adam", w.dtype)
     if k is not None and not use_nesterov:
         p = [_as_param(x, w.dtype) for x in (lr, beta1, beta2, epsilon, beta1_power,
                                               beta2_power)]
