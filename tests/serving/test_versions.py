@@ -1,5 +1,5 @@
 """Version directories: hot swap under concurrent load, corrupt versions skipped, the
-command line's startup and graceful shutdown."""
+command line's startup (REST and gRPC) and graceful shutdown."""
 
 from __future__ import annotations
 
@@ -7,13 +7,17 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 
+import grpc
 import numpy as np
 
+from tensorflux.framework import tensor_util
+from tensorflux.protos import serving_predict_pb2 as pb
 from tensorflux.serving.manager import ModelManager
 from tensorflux.serving.server import BackgroundServer
 from tests.serving import models
@@ -117,15 +121,25 @@ def test_startup_skips_a_corrupt_newest_version(tmp_path, export_root):
         manager.stop()
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def test_command_line_serves_and_shuts_down_on_sigterm(tmp_path, export_root):
     write_version(str(tmp_path), 1, 1.0, export_root)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    grpc_port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tensorflux.serving.server", "--model_name", "cli",
          "--model_base_path", str(tmp_path), "--rest_api_port", "0",
+         "--grpc_port", str(grpc_port),
          "--enable_batching", "--max_batch_size", "4", "--batch_timeout_micros", "500"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
+        assert proc.stdout.readline().strip() == \
+            f"tensorflux-serve: gRPC PredictionService at 127.0.0.1:{grpc_port}"
         line = proc.stdout.readline()
         assert line.startswith("tensorflux-serve: model cli at http://127.0.0.1:"), \
             line + proc.stderr.read() if not line else line
@@ -134,6 +148,15 @@ def test_command_line_serves_and_shuts_down_on_sigterm(tmp_path, export_root):
         status, body = client.predict({"instances": X}, model="cli")
         assert status == 200
         np.testing.assert_allclose(body["predictions"], models.expected_y(X, 1.0))
+        with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+            call = channel.unary_unary("/tensorflow.serving.PredictionService/Predict",
+                                       request_serializer=pb.PredictRequest.SerializeToString,
+                                       response_deserializer=pb.PredictResponse.FromString)
+            req = pb.PredictRequest()
+            req.model_spec.name = "cli"
+            req.inputs["x"].CopyFrom(tensor_util.make_tensor_proto(np.float32(X)))
+            out = tensor_util.MakeNdarray(call(req, timeout=30).outputs["y"])
+        np.testing.assert_allclose(out, models.expected_y(X, 1.0))
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
     finally:
