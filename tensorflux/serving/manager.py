@@ -91,14 +91,18 @@ class ModelManager:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._poll_lock = threading.Lock()
+        self._list_error = ""
 
     # -- versions on disk ------------------------------------------------------------------
     def _versions_on_disk(self) -> dict[int, str]:
         try:
             names = os.listdir(self.base_path)
         except OSError as e:
-            _log.error("Cannot list model base path %s: %s", self.base_path, e)
+            if str(e) != self._list_error:  # logged once, not on every poll
+                _log.error("Cannot list model base path %s: %s", self.base_path, e)
+            self._list_error = str(e)
             return {}
+        self._list_error = ""
         out = {}
         for n in names:
             p = os.path.join(self.base_path, n)
@@ -243,4 +247,7 @@ class ModelManager:
                     raise errors.NotFoundError(
                         None, None, f"Could not find version {version} of model {self.name}")
                 return [rec.status()]
+            if not self._records:
+                raise errors.NotFoundError(
+                    None, None, f"Could not find any versions of model {self.name}")
             return [r.status() for _, r in sorted(self._records.items(), reverse=True)]

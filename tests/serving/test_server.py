@@ -172,11 +172,14 @@ def test_readiness(served, tmp_path):
     client = served[0]
     assert client.call("GET", "/readyz") == (200, {"status": "ready"})
     assert client.call("GET", "/healthz")[0] == 200
-    empty = ModelManager("e", str(tmp_path), poll_wait_seconds=0)
+    empty = ModelManager("e", str(tmp_path / "missing"), poll_wait_seconds=0)
     empty.start()
+    empty.poll()  # the missing base path is logged once, and polling goes on
     with BackgroundServer(empty) as srv:
         status, body = Client(srv.url).call("GET", "/readyz")
         assert status == 503 and "error" in body
+        status, body = Client(srv.url).call("GET", "/v1/models/e")
+        assert status == 404 and "error" in body
         assert Client(srv.url).predict({"instances": X}, model="e")[0] == 404
     empty.stop()
 
