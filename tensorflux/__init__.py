@@ -167,3 +167,16 @@ from tensorflux.variables.template import make_template  # noqa: E402,F401
 from tensorflux.variables.creator_scope import *  # noqa: E402,F401,F403 - init_scope, ...
 from tensorflux import lookup  # noqa: E402,F401 - tf.lookup
 from tensorflux.lookup.lookup_ops import initialize_all_tables, tables_initializer  # noqa: E402,F401
+# Issue 19 part 4: tf.quantization and the TF1 top-level names of its ops.
+from tensorflux import quantization  # noqa: E402,F401 - tf.quantization
+from tensorflux.quantization import (  # noqa: E402,F401
+    dequantize,
+    fake_quant_with_min_max_args,
+    fake_quant_with_min_max_args_gradient,
+    fake_quant_with_min_max_vars,
+    fake_quant_with_min_max_vars_gradient,
+    fake_quant_with_min_max_vars_per_channel,
+    fake_quant_with_min_max_vars_per_channel_gradient,
+    quantize,
+    quantize_v2,
+)

@@ -27,6 +27,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     nn_ops,
     parsing_ops,
     pooling_ops,
+    quantization_ops,
     random_ops,
     ref_variable_ops,
     reduction_ops,
