@@ -23,6 +23,7 @@ import ml_dtypes
 import numpy as np
 
 from tensorflux.framework import errors
+from tensorflux.kernels import intra_op
 from tensorflux.kernels.cpu._nn_common import _checked, _invalid, _pad, _window
 from tensorflux.kernels.cpu.conv_ops import _im2col_matmul
 from tensorflux.kernels.registry import kernel_factory
@@ -64,6 +65,14 @@ def _to_int(values: np.ndarray, dtype) -> np.ndarray:
 def _ftz(v: np.float32) -> np.float32:
     """TF runs kernels with denormals flushed to zero."""
     return _F(0.0) if abs(v) < np.finfo(np.float32).tiny else v
+
+
+def _by_table(x: np.ndarray, fn) -> np.ndarray:
+    """fn(x) for an elementwise `fn`: through a 256-entry table when x is 8-bit (the same
+    arithmetic on every possible value once, then a gather)."""
+    if x.dtype.itemsize != 1 or x.size <= 256:
+        return fn(x)
+    return fn(np.arange(256, dtype=np.uint8).view(x.dtype))[x.view(np.uint8)]
 
 
 def _scalar(t, what) -> float:
@@ -148,15 +157,19 @@ def _requantize_32_to_8(x: np.ndarray, min_in, max_in, min_out, max_out) -> np.n
     scale_fp = 0 if out_range == 0 else int(255.0 * one * float(in_range) / float(out_range))
     in_offset = int(_F(_F(rezero * recip) * _F(one)))
     out_offset = 0 if out_range == 0 else int(one * (float(min_out) * 255.0) / float(out_range))
-    value = ((x.astype(np.int64) * scale_fp) >> 32) + (in_offset - out_offset + (one >> 1))
-    return np.clip(value >> 16, 0, 255).astype(np.uint8)
+    value = x.astype(np.int64)
+    value *= scale_fp
+    value >>= 32
+    value += in_offset - out_offset + (one >> 1)
+    value >>= 16
+    return np.clip(value, 0, 255, out=value).astype(np.uint8)
 
 
 def _requantize(x: np.ndarray, in_type, min_in, max_in, min_out, max_out, out_type):
     if np.dtype(in_type) == np.int32 and np.dtype(out_type) == np.uint8:
         return _requantize_32_to_8(x, min_in, max_in, min_out, max_out)
-    return _quantize_min_first(_dequantize_min_first(x, min_in, max_in, in_type), min_out,
-                               max_out, out_type)
+    return _by_table(x, lambda v: _quantize_min_first(
+        _dequantize_min_first(v, min_in, max_in, in_type), min_out, max_out, out_type))
 
 
 # ---- QuantizeV2 / Dequantize -------------------------------------------------------------
@@ -260,6 +273,10 @@ def _quantize_per_axis(x, lo, hi, dtype, mode, round_even, narrow, ensure, axis)
 
 
 def _dequantize_slice(x, lo, hi, dtype, mode, narrow):
+    return _by_table(x, lambda v: _dequantize_values(v, lo, hi, dtype, mode, narrow))
+
+
+def _dequantize_values(x, lo, hi, dtype, mode, narrow):
     low, high = _limits(dtype)
     lo, hi = _F(lo), _F(hi)
     if mode == "MIN_COMBINED":
@@ -497,10 +514,9 @@ def _fake_quant_per_channel_gradient(node):
 # ---- eight-bit compute: products, bias, activations, requantization ----------------------
 
 
-def _exact_product(a: np.ndarray, b: np.ndarray, bound: int):
-    """The float carrier in which a product of these whole-valued matrices is exact."""
-    dtype = np.float32 if bound < _EXACT_F32 else np.float64
-    return a.astype(dtype, copy=False), b.astype(dtype, copy=False)
+def _carrier_for(bound: int):
+    """The float type in which a product whose partial sums stay below `bound` is exact."""
+    return np.float32 if bound < _EXACT_F32 else np.float64
 
 
 def _ranges(inputs, names):
@@ -512,11 +528,16 @@ def _check_range(lo, hi, what):
         raise _invalid(f"max_{what} must be larger than min_{what}.")
 
 
-def _centered(x, lo, hi, dtype):
-    """x minus its zero point (as int32) and the largest magnitude that can result."""
+def _zero_point(lo, hi, dtype):
+    """x's zero point and the largest magnitude x minus it can reach."""
     zero = _float_to_quantized_unclamped(0.0, lo, hi, dtype)
     low, high = _limits(dtype)
-    return x.astype(np.int32) - np.int32(zero), max(abs(low - zero), abs(high - zero))
+    return zero, max(abs(low - zero), abs(high - zero))
+
+
+def _centered(x, zero, carrier):
+    """x minus its zero point, whole values in the float carrier of the product."""
+    return _by_table(x, lambda v: (v.astype(np.int64) - zero).astype(carrier))
 
 
 @kernel_factory("QuantizedMatMul", expensive=True)
@@ -535,10 +556,10 @@ def _quantized_matmul(node):
         if a2.shape[1] != b2.shape[0]:
             raise _invalid(f"Matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: "
                            f"{list(b.shape)}")
-        ac, ma = _centered(a2, min_a, max_a, a_t)
-        bc, mb = _centered(b2, min_b, max_b, b_t)
-        af, bf = _exact_product(ac, bc, a2.shape[1] * ma * mb)
-        out = _to_int(np.matmul(af, bf), c_t)
+        (za, ma), (zb, mb) = _zero_point(min_a, max_a, a_t), _zero_point(min_b, max_b, b_t)
+        carrier = _carrier_for(a2.shape[1] * ma * mb)
+        out = np.matmul(_centered(a2, za, carrier), _centered(b2, zb, carrier))
+        out = out.astype(np.int32).astype(c_t, copy=False)  # whole values within int32
         return (out,) + _product_range(min_a, max_a, min_b, max_b, a_t, b_t, c_t)
 
     return compute
@@ -571,16 +592,16 @@ def _quantized_conv2d(node):
         kh, kw, c, f = w.shape
         oh, pt, pb = _window(x.shape[1], kh, strides[1], 1, padding)
         ow, pl, pr = _window(x.shape[2], kw, strides[2], 1, padding)
-        xc, mx = _centered(x, min_x, max_x, x_t)
-        wc, mw = _centered(w, min_w, max_w, w_t)
-        xf, wf = _exact_product(xc, wc, kh * kw * c * mx * mw)
-        out = np.empty((x.shape[0], oh, ow, f), xf.dtype)
+        (zx, mx), (zw, mw) = _zero_point(min_x, max_x, x_t), _zero_point(min_w, max_w, w_t)
+        carrier = _carrier_for(kh * kw * c * mx * mw)
+        xf, wf = _centered(x, zx, carrier), _centered(w, zw, carrier)
+        out = np.empty((x.shape[0], oh, ow, f), carrier)
         if out.size:
             # Padding is 0 after the zero point is subtracted: real zero, as TF pads.
             _im2col_matmul(_pad(xf, [(pt, pb), (pl, pr)]), wf.reshape(-1, f), out, kh, kw,
-                           (strides[1], strides[2]), (1, 1), 1)
-        return (_to_int(out, o_t),) + _product_range(min_x, max_x, min_w, max_w, x_t, w_t,
-                                                     o_t)
+                           (strides[1], strides[2]), (1, 1), intra_op.workers(ctx))
+        out = out.astype(np.int32).astype(o_t, copy=False)  # whole values within int32
+        return (out,) + _product_range(min_x, max_x, min_w, max_w, x_t, w_t, o_t)
 
     return compute
 
@@ -603,11 +624,14 @@ def _quantized_bias_add(node):
         top = _F(max(max_x, -min_x, max_b, -min_b) * _F(1 << 17))
         lo, hi = _F(-top), top
         zero = _float_to_quantized(0.0, lo, hi, o_t)
-        xs = _quantize_min_first(_dequantize_min_first(x, min_x, max_x, b_t), lo, hi, o_t)
+        # (TF dequantizes each operand with the other's type: the same for the usual
+        # quint8 + quint8.)
+        xs = _by_table(x, lambda v: _quantize_min_first(
+            _dequantize_min_first(v, min_x, max_x, b_t), lo, hi, o_t))
         bs = _quantize_min_first(_dequantize_min_first(bias, min_b, max_b, x_t), lo, hi, o_t)
         with np.errstate(over="ignore"):
-            out = xs + (bs + np.asarray(zero, o_t))
-        return out.astype(o_t, copy=False), lo, hi
+            xs += bs + np.asarray(zero, o_t)
+        return xs.astype(o_t, copy=False), lo, hi
 
     return compute
 
