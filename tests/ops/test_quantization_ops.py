@@ -149,6 +149,21 @@ def test_quantized_matmul_is_the_float_product_of_the_dequantized_inputs():
     np.testing.assert_allclose(c * step, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("k,high", [(64, 255), (3000, 255), (3000, 40)])
+def test_quantized_matmul_is_exact_in_integers(k, high):
+    """Exact whether the product rides on float32 (small sums) or float64 (large ones)."""
+    rng = np.random.RandomState(k + high)
+    a = rng.randint(0, high + 1, (9, k)).astype(np.uint8)
+    b = rng.randint(0, 256, (k, 5)).astype(np.uint8)
+    a[0], b[:, 0] = high, 255  # the extreme sums
+    out = _run(q.quantized_mat_mul(tf.constant(a, tf.quint8), tf.constant(b, tf.quint8),
+                                   -1.0, 3.0, -2.0, 0.5).out)
+    za = np.round(1.0 / (4.0 * 256 / 255 / 256))  # TF's zero points of the two ranges
+    zb = np.round(2.0 / (2.5 * 256 / 255 / 256))
+    want = (a.astype(np.int64) - za.astype(np.int64)) @ (b.astype(np.int64) - int(zb))
+    np.testing.assert_array_equal(out, want)
+
+
 def test_quantized_conv2d_is_the_float_conv_of_the_dequantized_inputs():
     rng = np.random.RandomState(1)
     x = rng.randint(0, 256, (2, 7, 6, 3)).astype(np.uint8)

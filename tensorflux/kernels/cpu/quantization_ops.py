@@ -528,10 +528,11 @@ def _check_range(lo, hi, what):
         raise _invalid(f"max_{what} must be larger than min_{what}.")
 
 
-def _zero_point(lo, hi, dtype):
-    """x's zero point and the largest magnitude x minus it can reach."""
+def _zero_point(x, lo, hi, dtype):
+    """x's zero point and the largest magnitude x minus it reaches (from x's own extremes,
+    so that the float32 carrier is chosen whenever the data allow it)."""
     zero = _float_to_quantized_unclamped(0.0, lo, hi, dtype)
-    low, high = _limits(dtype)
+    low, high = (int(x.min()), int(x.max())) if x.size else _limits(dtype)
     return zero, max(abs(low - zero), abs(high - zero))
 
 
@@ -556,7 +557,8 @@ def _quantized_matmul(node):
         if a2.shape[1] != b2.shape[0]:
             raise _invalid(f"Matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: "
                            f"{list(b.shape)}")
-        (za, ma), (zb, mb) = _zero_point(min_a, max_a, a_t), _zero_point(min_b, max_b, b_t)
+        (za, ma), (zb, mb) = _zero_point(a2, min_a, max_a, a_t), _zero_point(b2, min_b, max_b,
+                                                                            b_t)
         carrier = _carrier_for(a2.shape[1] * ma * mb)
         out = np.matmul(_centered(a2, za, carrier), _centered(b2, zb, carrier))
         out = out.astype(np.int32).astype(c_t, copy=False)  # whole values within int32
@@ -592,7 +594,8 @@ def _quantized_conv2d(node):
         kh, kw, c, f = w.shape
         oh, pt, pb = _window(x.shape[1], kh, strides[1], 1, padding)
         ow, pl, pr = _window(x.shape[2], kw, strides[2], 1, padding)
-        (zx, mx), (zw, mw) = _zero_point(min_x, max_x, x_t), _zero_point(min_w, max_w, w_t)
+        (zx, mx), (zw, mw) = _zero_point(x, min_x, max_x, x_t), _zero_point(w, min_w, max_w,
+                                                                            w_t)
         carrier = _carrier_for(kh * kw * c * mx * mw)
         xf, wf = _centered(x, zx, carrier), _centered(w, zw, carrier)
         out = np.empty((x.shape[0], oh, ow, f), carrier)
