@@ -34,13 +34,15 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops.conv_ops import _out_dim
+from tensorflux.ops.pooling_ops import _pool_output
 
 __all__ = ["quantize", "quantize_v2", "dequantize", "fake_quant_with_min_max_args",
            "fake_quant_with_min_max_args_gradient", "fake_quant_with_min_max_vars",
            "fake_quant_with_min_max_vars_gradient", "fake_quant_with_min_max_vars_per_channel",
            "fake_quant_with_min_max_vars_per_channel_gradient", "quantized_mat_mul",
-           "quantized_conv2d", "quantized_relu", "quantized_relu6", "quantized_bias_add",
-           "requantization_range", "requantize", "quantize_down_and_shrink_range"]
+           "quantized_conv2d", "quantized_max_pool", "quantized_relu", "quantized_relu6",
+           "quantized_bias_add", "requantization_range", "requantize",
+           "quantize_down_and_shrink_range"]
 
 _QTYPES = "{qint8, quint8, qint32, qint16, quint16}"
 _MODE = "mode: {'MIN_COMBINED', 'MIN_FIRST', 'SCALED'} = \"MIN_COMBINED\""
@@ -176,6 +178,11 @@ def _requantize_shape(op):
     return _same_as_input(op) + [[], []]
 
 
+def _quantized_max_pool_shape(op):
+    _scalar_ranges(op, 1)
+    return [_pool_output(op, checked_dims(op.inputs[0], rank=4)), [], []]
+
+
 def _requantization_range_shape(op):
     _scalar_ranges(op, 1)
     return [[], []]
@@ -242,6 +249,11 @@ for _relu in ("QuantizedRelu", "QuantizedRelu6"):
                        "max_activations: float"],
               attrs=[f"Tinput: {_QTYPES}", f"out_type: {_QTYPES} = DT_QUINT8"],
               shape_fn=_quantized_unary_shape)
+define_op("QuantizedMaxPool", inputs=["input: T", "min_input: float", "max_input: float"],
+          outputs=["output: T", "min_output: float", "max_output: float"],
+          attrs=[f"T: {_QTYPES}", "ksize: list(int)", "strides: list(int)",
+                 "padding: {'SAME', 'VALID'}"],
+          shape_fn=_quantized_max_pool_shape)
 define_op("RequantizationRange", inputs=["input: Tinput", "input_min: float", "input_max: float"],
           outputs=_RANGE_OUT, attrs=[f"Tinput: {_QTYPES}"],
           shape_fn=_requantization_range_shape)
@@ -258,7 +270,8 @@ define_op("QuantizeDownAndShrinkRange",
 # Quantized tensors carry no gradient (TF registers none); the fake-quant gradient ops are
 # the gradients themselves.
 for _op in ("QuantizeV2", "Dequantize", "QuantizedMatMul", "QuantizedConv2D",
-            "QuantizedBiasAdd", "QuantizedRelu", "QuantizedRelu6", "RequantizationRange",
+            "QuantizedBiasAdd", "QuantizedRelu", "QuantizedRelu6", "QuantizedMaxPool",
+            "RequantizationRange",
             "Requantize", "QuantizeDownAndShrinkRange", "FakeQuantWithMinMaxArgsGradient",
             "FakeQuantWithMinMaxVarsGradient", "FakeQuantWithMinMaxVarsPerChannelGradient"):
     not_differentiable(_op)
@@ -450,6 +463,13 @@ def quantized_relu6(features, min_features, max_features, out_type=dtypes.quint8
     """min(max(features, 0), 6) on quantized values (`QuantizedRelu6`)."""
     return _apply("QuantizedRelu6", features=features, min_features=min_features,
                   max_features=max_features, out_type=out_type, name=name)
+
+
+def quantized_max_pool(input, min_input, max_input, ksize, strides, padding,  # noqa: A002
+                       name=None):
+    """Max pooling of quantized NHWC values; the range is unchanged (`QuantizedMaxPool`)."""
+    return _apply("QuantizedMaxPool", input=input, min_input=min_input, max_input=max_input,
+                  ksize=list(ksize), strides=list(strides), padding=padding, name=name)
 
 
 def requantization_range(input, input_min, input_max, name=None):  # noqa: A002

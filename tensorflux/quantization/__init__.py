@@ -19,6 +19,7 @@ from tensorflux.ops.quantization_ops import (  # noqa: F401
     quantized_bias_add,
     quantized_conv2d,
     quantized_mat_mul,
+    quantized_max_pool,
     quantized_relu,
     quantized_relu6,
     requantization_range,

@@ -11,8 +11,9 @@ place of ranges measured at run time):
       -QuantizedRelu-> quint8 -> (the next layer takes it as is) ... -Dequantize-> float
 
 - Conv2D (NHWC, no dilation) and MatMul whose weights are Consts are quantized; so are a
-  BiasAdd, Add or AddV2 of a 1-D Const onto a quantized value, Relu and Relu6 of one, and a
-  Reshape or Identity of one (the integers reshape, the range goes along).
+  BiasAdd, Add or AddV2 of a 1-D Const onto a quantized value, Relu, Relu6 and MaxPool
+  (NHWC) of one, and a Reshape or Identity of one (the integers reshape, the range goes
+  along).
 - Every Requantize asks for the range calibration saw for that tensor (widened to contain
   0); a bias add followed by its only consumer Relu/Relu6 is requantized straight into the
   activation's range [0, max], so no level is spent on values the Relu clears.
@@ -201,7 +202,7 @@ class _Rewriter:
             return
         self._ops[node.name] = None  # visiting: a float copy may follow
         rule = {"Conv2D": self._conv2d, "MatMul": self._matmul, "Relu": self._relu,
-                "Relu6": self._relu, "Reshape": self._pass_through,
+                "Relu6": self._relu, "MaxPool": self._max_pool, "Reshape": self._pass_through,
                 "Identity": self._pass_through}.get(node.op)
         if node.op in _BIAS_OPS:
             rule = self._bias_add
@@ -283,6 +284,17 @@ class _Rewriter:
         fn = quantization_ops.quantized_relu if node.op == "Relu" else \
             quantization_ops.quantized_relu6
         return fn(*self.quantized(node.input[0]), out_type=_QUINT8, name=self._scope(node))
+
+    def _max_pool(self, node):
+        attr = node.attr
+        if attr["data_format"].s not in (b"", b"NHWC") or \
+                attr["padding"].s not in (b"SAME", b"VALID") or \
+                not self._is_quantized(node.input[0]):
+            return None
+        return quantization_ops.quantized_max_pool(
+            *self.quantized(node.input[0]), ksize=list(attr["ksize"].list.i),
+            strides=list(attr["strides"].list.i), padding=attr["padding"].s.decode(),
+            name=self._scope(node))
 
     def _pass_through(self, node):
         """Reshape / Identity of a quantized value: the integers move, the range stays."""

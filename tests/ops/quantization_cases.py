@@ -160,6 +160,12 @@ def compute_cases(rng):
             "features": _arr(x, t), "min_features": _arr(lo, "float32"),
             "max_features": _arr(hi, "float32")},
             "attrs": {"out_type": f"dtype:{t}"}})
+    for padding, k, stride in itertools.product(["SAME", "VALID"], [2, 3], [1, 2]):
+        cases.append({"op": "QuantizedMaxPool", "inputs": {
+            "input": _arr(_q8(rng, (2, 5, 6, 3)), "quint8"), "min_input": _arr(-1.0, "float32"),
+            "max_input": _arr(2.0, "float32")},
+            "attrs": {"ksize": [1, k, k, 1], "strides": [1, stride, stride, 1],
+                      "padding": padding}})
     for lo, hi in [(-1.0, 1.0), (-3000.0, 3000.0), (-0.01, 0.02), (-70000.0, 80000.0)]:
         x = _quantized_data(rng, "qint32")
         big = rng.randint(-(1 << 31), (1 << 31) - 1, 8).astype(np.int32)

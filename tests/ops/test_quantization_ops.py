@@ -24,7 +24,7 @@ MY_OPS = [
     "FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxVarsGradient",
     "FakeQuantWithMinMaxVarsPerChannel", "FakeQuantWithMinMaxVarsPerChannelGradient",
     "QuantizedMatMul", "QuantizedConv2D", "QuantizedBiasAdd", "QuantizedRelu", "QuantizedRelu6",
-    "RequantizationRange", "Requantize", "QuantizeDownAndShrinkRange",
+    "QuantizedMaxPool", "RequantizationRange", "Requantize", "QuantizeDownAndShrinkRange",
 ]
 
 

@@ -75,7 +75,7 @@ result = tf.Session(config=config).run("logits:0", {{"input:0": images}})
     np.testing.assert_array_equal(ours, theirs)
 
 
-def _small_graph(with_pool=True, relu6=False):
+def _small_graph(with_pool=True, relu6=False, pool=None):
     rng = np.random.RandomState(4)
     g = tf.Graph()
     with g.as_default():
@@ -84,7 +84,7 @@ def _small_graph(with_pool=True, relu6=False):
         h = tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME")
         h = tf.nn.relu6(h) if relu6 else tf.nn.relu(h)
         if with_pool:
-            h = tf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+            h = (pool or tf.nn.max_pool)(h, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
         h = tf.reshape(h, [-1, 36 if with_pool else 144])
         v = tf.constant(rng.normal(0, 0.3, (36 if with_pool else 144, 3)).astype(np.float32))
         tf.identity(tf.matmul(h, v), name="out")
@@ -98,13 +98,16 @@ def _run(graph_def, x, fetch="out:0"):
             return sess.run(fetch, {"input:0": x})
 
 
-@pytest.mark.parametrize("with_pool,relu6", [(True, False), (False, True)])
-def test_float_only_ops_are_copied_between_quantized_layers(with_pool, relu6):
-    gd, x = _small_graph(with_pool, relu6)
+@pytest.mark.parametrize("pool,relu6", [("max", False), ("avg", False), (None, True)])
+def test_float_only_ops_are_copied_between_quantized_layers(pool, relu6):
+    pool_fn = {"max": tf.nn.max_pool, "avg": tf.nn.avg_pool}.get(pool)
+    gd, x = _small_graph(pool is not None, relu6, pool_fn)
     qgd = transform.quantize_graph_def(gd, ["out"], transform.calibrate(gd, {"input": x}))
     ops = _ops(qgd)
     assert "QuantizedConv2D" in ops and "QuantizedMatMul" in ops
-    assert ("MaxPool" in ops) == with_pool  # copied, fed by a Dequantize
+    assert ("QuantizedMaxPool" in ops) == (pool == "max")
+    assert ("AvgPool" in ops) == (pool == "avg")  # copied: a Dequantize feeds it
+    assert ("Dequantize" in ops and "QuantizeV2" in ops)
     assert ("QuantizedRelu6" in ops) == relu6
     want, got = _run(gd, x), _run(qgd, x)
     assert got.shape == want.shape

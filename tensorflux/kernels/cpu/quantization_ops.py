@@ -26,6 +26,7 @@ from tensorflux.framework import errors
 from tensorflux.kernels import intra_op
 from tensorflux.kernels.cpu._nn_common import _checked, _invalid, _pad, _window
 from tensorflux.kernels.cpu.conv_ops import _im2col_matmul
+from tensorflux.kernels.cpu.pooling_ops import _max_pool_nhwc, _PoolGeometry
 from tensorflux.kernels.registry import kernel_factory
 
 _F = np.float32
@@ -660,6 +661,20 @@ def _relu_kernel(six):
 
 kernel_factory("QuantizedRelu")(_checked(_relu_kernel(False)))
 kernel_factory("QuantizedRelu6")(_checked(_relu_kernel(True)))
+
+
+@kernel_factory("QuantizedMaxPool", expensive=True)
+@_checked
+def _quantized_max_pool(node):
+    geom = _PoolGeometry(node)
+
+    def compute(ctx, x, lo, hi):
+        if x.ndim != 4:
+            raise _invalid(f"input must be 4-dimensional, got {list(x.shape)}")
+        out = _max_pool_nhwc(x, geom, intra_op.workers(ctx))[0]
+        return out, _scalar(lo, "min_input"), _scalar(hi, "max_input")
+
+    return compute
 
 
 def _used_range(x, lo, hi, dtype):
