@@ -197,6 +197,18 @@ def test_relu_bias_add_and_requantize_keep_the_float_meaning():
     np.testing.assert_allclose(sh, x + 0.5, atol=2 * 9.5 / 255)
 
 
+def test_quantized_max_pool_is_the_max_pool_of_the_integers():
+    rng = np.random.RandomState(3)
+    x = rng.randint(0, 256, (2, 5, 7, 3)).astype(np.uint8)
+    out = q.quantized_max_pool(tf.constant(x, tf.quint8), -1.0, 2.0, [1, 3, 3, 1],
+                               [1, 2, 2, 1], "SAME")
+    ref = tf.nn.max_pool(tf.constant(x.astype(np.float32)), [1, 3, 3, 1], [1, 2, 2, 1],
+                         "SAME")
+    (got, lo, hi), want = _run([list(out), ref])
+    assert got.dtype == np.uint8 and (lo, hi) == (-1.0, 2.0)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_fake_quant_rounds_to_a_grid_with_an_exact_zero():
     x = np.array([-7.0, -0.01, 0.0, 0.012, 2.4, 9.0], np.float32)
     y = _run(q.fake_quant_with_min_max_args(x, min=-6.0, max=6.0))

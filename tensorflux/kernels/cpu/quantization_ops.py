@@ -13,7 +13,7 @@ The integer matrix products (QuantizedMatMul, QuantizedConv2D) subtract the zero
 and multiply with BLAS in float32 when every partial sum is an integer below 2^24 (then
 float32 arithmetic is exact whatever order BLAS sums in), and in float64 otherwise (exact
 below 2^53, more than any eight-bit product of int32-addressable size reaches). NumPy has
-no fast integer GEMM (np.matmul on int32 is a plain loop, ~30x slower than sgemm here), so
+no fast integer GEMM (np.matmul on int32 is a plain loop, ~15x slower than sgemm here), so
 this is both the exact and the fastest way NumPy offers.
 """
 
