@@ -48,6 +48,8 @@ def test_the_rewrite_is_eight_bit_end_to_end(digits):
     weights = [n for n in quant_gd.node if n.op == "Const" and n.name.endswith("/weights")]
     assert len(weights) == 8  # four layers' weights and biases
     assert all(n.attr["dtype"].type == tf.quint8.as_datatype_enum for n in weights)
+    # the TensorProto names the quantized type too (TensorFlow checks it against dtype)
+    assert all(n.attr["value"].tensor.dtype == tf.quint8.as_datatype_enum for n in weights)
     # one QuantizeV2 (the input): layers hand each other quint8 values
     assert sum(n.op == "QuantizeV2" for n in quant_gd.node) == 1
     logits = [n for n in quant_gd.node if n.name == "logits"]
