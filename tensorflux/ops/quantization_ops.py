@@ -36,7 +36,8 @@ from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops.conv_ops import _out_dim
 from tensorflux.ops.pooling_ops import _pool_output
 
-__all__ = ["quantize", "quantize_v2", "dequantize", "fake_quant_with_min_max_args",
+__all__ = ["quantize", "quantize_v2", "dequantize", "quantize_and_dequantize",
+           "quantize_and_dequantize_v2", "fake_quant_with_min_max_args",
            "fake_quant_with_min_max_args_gradient", "fake_quant_with_min_max_vars",
            "fake_quant_with_min_max_vars_gradient", "fake_quant_with_min_max_vars_per_channel",
            "fake_quant_with_min_max_vars_per_channel_gradient", "quantized_mat_mul",
@@ -267,14 +268,52 @@ define_op("QuantizeDownAndShrinkRange",
           outputs=["output: out_type"] + _RANGE_OUT,
           attrs=[f"Tinput: {_QTYPES}", f"out_type: {_QTYPES}"], shape_fn=_requantize_shape)
 
+_QDQ_T = "T: {bfloat16, half, float, double}"
+_QDQ_ATTRS = ["signed_input: bool = true", "num_bits: int = 8", "range_given: bool = false",
+              _QDQ_T, "round_mode: {'HALF_TO_EVEN', 'HALF_UP'} = \"HALF_TO_EVEN\"",
+              "narrow_range: bool = false", "axis: int = -1"]
+for _qdq in ("QuantizeAndDequantizeV2", "QuantizeAndDequantizeV4"):
+    define_op(_qdq, inputs=["input: T", "input_min: T", "input_max: T"], outputs=["output: T"],
+              attrs=_QDQ_ATTRS, shape_fn=_same_as_input)
+
+
+def _qdq_grad_shape(op):
+    x = static_dims(op.inputs[1])
+    lo, hi = static_dims(op.inputs[2]), static_dims(op.inputs[3])
+    return [x if x is not None else tensor_shape.unknown_shape(),
+            lo if lo is not None else tensor_shape.unknown_shape(),
+            hi if hi is not None else tensor_shape.unknown_shape()]
+
+
+define_op("QuantizeAndDequantizeV4Grad",
+          inputs=["gradients: T", "input: T", "input_min: T", "input_max: T"],
+          outputs=["input_backprop: T", "input_min_backprop: T", "input_max_backprop: T"],
+          attrs=[_QDQ_T, "axis: int = -1"], shape_fn=_qdq_grad_shape)
+
 # Quantized tensors carry no gradient (TF registers none); the fake-quant gradient ops are
 # the gradients themselves.
 for _op in ("QuantizeV2", "Dequantize", "QuantizedMatMul", "QuantizedConv2D",
             "QuantizedBiasAdd", "QuantizedRelu", "QuantizedRelu6", "QuantizedMaxPool",
             "RequantizationRange",
             "Requantize", "QuantizeDownAndShrinkRange", "FakeQuantWithMinMaxArgsGradient",
-            "FakeQuantWithMinMaxVarsGradient", "FakeQuantWithMinMaxVarsPerChannelGradient"):
+            "FakeQuantWithMinMaxVarsGradient", "FakeQuantWithMinMaxVarsPerChannelGradient",
+            # TF registers one for V4Grad that returns 3 entries for its 4 inputs (unusable)
+            "QuantizeAndDequantizeV4Grad"):
     not_differentiable(_op)
+
+
+@gradient("QuantizeAndDequantizeV2")
+def _quantize_and_dequantize_v2_grad(op, grad):
+    """Straight through, unclamped (as TF's)."""
+    return [grad, None, None]
+
+
+@gradient("QuantizeAndDequantizeV4")
+def _quantize_and_dequantize_v4_grad(op, grad):
+    """Straight through inside [input_min, input_max]; the range gets zeros."""
+    return list(apply_op("QuantizeAndDequantizeV4Grad", gradients=grad, input=op.inputs[0],
+                         input_min=op.inputs[1], input_max=op.inputs[2],
+                         axis=op.attrs["axis"]))
 
 
 @gradient("FakeQuantWithMinMaxArgs")
@@ -359,6 +398,45 @@ def quantize(input, min_range, max_range, T, mode="MIN_COMBINED",  # noqa: A002
     return quantize_v2(input, min_range, max_range, T, mode=mode, name=name,
                        round_mode=round_mode, narrow_range=narrow_range, axis=axis,
                        ensure_minimum_range=ensure_minimum_range)
+
+
+def _qdq(op_type, input, input_min, input_max, signed_input, num_bits,  # noqa: A002
+         range_given, round_mode, name, narrow_range, axis):
+    input = convert_to_tensor(input, name="input")  # noqa: A001
+    return apply_op(op_type, input=input, input_min=input_min, input_max=input_max,
+                    signed_input=signed_input, num_bits=num_bits, range_given=range_given,
+                    round_mode=round_mode, narrow_range=narrow_range,
+                    axis=_resolve_axis(input, axis), name=name or op_type)
+
+
+def quantize_and_dequantize(input, input_min, input_max, signed_input=True,  # noqa: A002
+                            num_bits=8, range_given=False, round_mode="HALF_TO_EVEN",
+                            name=None, narrow_range=False, axis=None):
+    """Float values rounded to `num_bits` levels and back, over a symmetric (signed) or
+    [0, max] range that keeps 0 exact (`tf.quantization.quantize_and_dequantize`, op
+    QuantizeAndDequantizeV2; its gradient passes straight through).
+
+    Args:
+      input: a floating tensor.
+      input_min, input_max: the range, used when `range_given` (else the data's own).
+      signed_input: a signed integer grid (else unsigned).
+      num_bits: the grid's bits.
+      range_given: use `input_min`/`input_max` (values outside are clamped).
+      round_mode: "HALF_TO_EVEN" or "HALF_UP".
+      narrow_range: a signed grid without its lowest level.
+      axis: per-slice ranges along this axis; None for one range.
+    """
+    return _qdq("QuantizeAndDequantizeV2", input, input_min, input_max, signed_input, num_bits,
+                range_given, round_mode, name, narrow_range, axis)
+
+
+def quantize_and_dequantize_v2(input, input_min, input_max, signed_input=True,  # noqa: A002
+                               num_bits=8, range_given=False, round_mode="HALF_TO_EVEN",
+                               name=None, narrow_range=False, axis=None):
+    """As `quantize_and_dequantize` (op QuantizeAndDequantizeV4), with a gradient that is
+    zero outside [input_min, input_max]."""
+    return _qdq("QuantizeAndDequantizeV4", input, input_min, input_max, signed_input, num_bits,
+                range_given, round_mode, name, narrow_range, axis)
 
 
 def dequantize(input, min_range, max_range, mode="MIN_COMBINED", name=None,  # noqa: A002

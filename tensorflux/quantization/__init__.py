@@ -14,6 +14,8 @@ from tensorflux.ops.quantization_ops import (  # noqa: F401
     fake_quant_with_min_max_vars_per_channel,
     fake_quant_with_min_max_vars_per_channel_gradient,
     quantize,
+    quantize_and_dequantize,
+    quantize_and_dequantize_v2,
     quantize_down_and_shrink_range,
     quantize_v2,
     quantized_bias_add,

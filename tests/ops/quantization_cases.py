@@ -14,7 +14,8 @@ import numpy as np
 
 QTYPES = ["quint8", "qint8", "quint16", "qint16", "qint32"]
 CARRIER = {"quint8": np.uint8, "qint8": np.int8, "quint16": np.uint16, "qint16": np.int16,
-           "qint32": np.int32, "float32": np.float32}
+           "qint32": np.int32, "float32": np.float32, "float64": np.float64,
+           "float16": np.float16}
 RANGES = [(-1.0, 1.0), (-3.7, 5.2), (0.0, 6.0), (2.0, 3.0), (-0.001, 0.001), (-5.0, -2.0),
           (-0.3, 250.0)]
 
@@ -184,10 +185,40 @@ def compute_cases(rng):
     return cases
 
 
+def quantize_and_dequantize_cases(rng):
+    cases = []
+    grid = itertools.product(["QuantizeAndDequantizeV2", "QuantizeAndDequantizeV4"],
+                             ["float32", "float64"], [True, False], [4, 8],
+                             [True, False], ["HALF_TO_EVEN", "HALF_UP"])
+    for op, dt, signed, bits, given, rmode in grid:
+        x = rng.uniform(-3, 5, 30).astype(CARRIER[dt])
+        x[:4] = [0.0, 0.5 * 4 / 127, 1.5 * 4 / 127, -2.5 * 4 / 127]  # half steps
+        for lo, hi in [(-1.0, 4.0), (0.0, 2.0), (-2.5, 0.7)]:
+            cases.append({"op": op, "inputs": {
+                "input": _arr(x, dt), "input_min": _arr(lo, dt), "input_max": _arr(hi, dt)},
+                "attrs": {"signed_input": signed, "num_bits": bits, "range_given": given,
+                          "round_mode": rmode, "narrow_range": signed and bits == 4}})
+            if not given:
+                break
+    x = rng.uniform(-3, 5, (4, 3, 5)).astype(np.float32)
+    # (per-slice given ranges: TF 2.21's kernel refuses them, test_quantization_ops.py)
+    ins = {"input": _arr(x, "float32"), "input_min": _arr([-1.0, 0.0, -3.0], "float32"),
+           "input_max": _arr([1.0, 2.0, 0.5], "float32")}
+    for op in ("QuantizeAndDequantizeV2", "QuantizeAndDequantizeV4"):
+        cases.append({"op": op, "inputs": ins, "attrs": {"range_given": False, "axis": 1}})
+    g = rng.normal(0, 1, x.shape).astype(np.float32)
+    for axis, lo, hi in [(-1, -1.0, 2.0), (1, [-1.0, 0.0, -3.0], [1.0, 2.0, 0.5])]:
+        cases.append({"op": "QuantizeAndDequantizeV4Grad", "inputs": {
+            "gradients": _arr(g, "float32"), "input": _arr(x, "float32"),
+            "input_min": _arr(lo, "float32"), "input_max": _arr(hi, "float32")},
+            "attrs": {"axis": axis}})
+    return cases
+
+
 def all_cases(seed=19):
     rng = np.random.RandomState(seed)
     return (quantize_cases(rng) + dequantize_cases(rng) + fake_quant_cases(rng)
-            + compute_cases(rng))
+            + compute_cases(rng) + quantize_and_dequantize_cases(rng))
 
 
 # The oracle side: runs every case in TensorFlow (tf.raw_ops), one session per case so an
@@ -195,7 +226,8 @@ def all_cases(seed=19):
 ORACLE_RUNNER = """
 import json
 CARRIER = {"quint8": "uint8", "qint8": "int8", "quint16": "uint16", "qint16": "int16",
-           "qint32": "int32", "float32": "float32"}
+           "qint32": "int32", "float32": "float32", "float64": "float64",
+           "float16": "float16"}
 def _attr(v):
     return tf.as_dtype(v[6:]) if isinstance(v, str) and v.startswith("dtype:") else v
 def _plain(r):

@@ -25,6 +25,7 @@ MY_OPS = [
     "FakeQuantWithMinMaxVarsPerChannel", "FakeQuantWithMinMaxVarsPerChannelGradient",
     "QuantizedMatMul", "QuantizedConv2D", "QuantizedBiasAdd", "QuantizedRelu", "QuantizedRelu6",
     "QuantizedMaxPool", "RequantizationRange", "Requantize", "QuantizeDownAndShrinkRange",
+    "QuantizeAndDequantizeV2", "QuantizeAndDequantizeV4", "QuantizeAndDequantizeV4Grad",
 ]
 
 
@@ -75,8 +76,11 @@ los, his = tf.constant([-1.0, -0.5, 0.0]), tf.constant([1.0, 0.3, 1.5])
 ya = tf.quantization.fake_quant_with_min_max_args(x, min=-1.5, max=1.1, num_bits=6)
 yv = tf.quantization.fake_quant_with_min_max_vars(x, lo, hi, narrow_range=True)
 yc = tf.quantization.fake_quant_with_min_max_vars_per_channel(x, los, his, num_bits=5)
+y2 = tf.quantization.quantize_and_dequantize(x, -1.0, 1.0, range_given=True, num_bits=4)
+y4 = tf.quantization.quantize_and_dequantize_v2(x, -1.0, 1.5, range_given=True)
 loss = tf.reduce_sum(ya * w) + tf.reduce_sum(yv * w * w) + tf.reduce_sum(yc * w)
-result = tf.Session().run([ya, yv, yc] + tf.gradients(loss, [x, lo, hi, los, his]))
+loss += tf.reduce_sum(y2 * w) + tf.reduce_sum(y4 * w * w)
+result = tf.Session().run([ya, yv, yc, y2, y4] + tf.gradients(loss, [x, lo, hi, los, his]))
 """
 
 
@@ -195,6 +199,33 @@ def test_relu_bias_add_and_requantize_keep_the_float_meaning():
     np.testing.assert_allclose(r6, np.clip(x, 0, 6), atol=step)
     np.testing.assert_allclose(s, x + 0.5, atol=2 * 9.5 / 255)
     np.testing.assert_allclose(sh, x + 0.5, atol=2 * 9.5 / 255)
+
+
+def test_quantize_and_dequantize_rounds_to_a_symmetric_grid():
+    x = np.array([-3.0, -1.0, -0.3, 0.0, 0.26, 0.9, 2.0], np.float32)
+    y = _run(q.quantize_and_dequantize(x, -1.0, 1.0, range_given=True))
+    np.testing.assert_allclose(y, np.rint(np.clip(x, -128 / 127, 1.0) * 127) / 127, rtol=1e-6)
+    data_range = _run(q.quantize_and_dequantize_v2(x, 0.0, 0.0, num_bits=4))  # range from x
+    # 4 bits over the data's [-3, 2]: the min side binds (scale 8 / 3), so steps of 3 / 8
+    np.testing.assert_allclose(data_range, np.rint(x * 8 / 3) * 0.375, rtol=1e-6)
+
+
+def test_quantize_and_dequantize_gradients():
+    x = tf.constant(np.array([-2.0, -0.5, 0.3, 1.2], np.float32))
+    g2 = tf.gradients(q.quantize_and_dequantize(x, -1.0, 1.0, range_given=True), x)[0]
+    g4 = tf.gradients(q.quantize_and_dequantize_v2(x, -1.0, 1.0, range_given=True), x)[0]
+    np.testing.assert_array_equal(_run(g2), [1, 1, 1, 1])  # V2: straight through
+    np.testing.assert_array_equal(_run(g4), [0, 1, 1, 0])  # V4: zero outside the range
+
+
+def test_quantize_and_dequantize_refuses_what_tensorflow_refuses():
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(errors.InvalidArgumentError, match="must be a scalar"):
+        _run(q.quantize_and_dequantize_v2(x, [0.0] * 3, [1.0] * 3, range_given=True, axis=1))
+    with pytest.raises(errors.InvalidArgumentError, match="Invalid range"):
+        _run(q.quantize_and_dequantize(x, 1.0, -1.0, range_given=True))
+    with pytest.raises(errors.OpError):  # no half kernel on CPU, as in TF
+        _run(q.quantize_and_dequantize(x.astype(np.float16), 0.0, 1.0))
 
 
 def test_quantized_max_pool_is_the_max_pool_of_the_integers():

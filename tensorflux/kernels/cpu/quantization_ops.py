@@ -736,3 +736,122 @@ def _quantize_down_and_shrink_range(node):
         return out, _F(used_min), _F(used_max)
 
     return compute
+
+
+# ---- QuantizeAndDequantizeV2 / V4 (simulated quantization in float) ----------------------
+
+
+def _in_precision(dtype):
+    """`f(x)` rounding a float32 result to `dtype` (Eigen's half and bfloat16 round after
+    every operation; float and double compute in their own precision)."""
+    if np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.float64)):
+        return lambda v: np.asarray(v, dtype)
+    return lambda v: np.asarray(np.asarray(v, np.float32), dtype)
+
+
+def _qdq_scale(lo, hi, signed, bits, narrow, cast):
+    """(min_range, max_range, scale, inverse_scale): the scale that keeps 0 on the grid
+    without leaving [min_quantized, max_quantized] (TF's ComputeQuantizationRange)."""
+    qmin = (-(1 << (bits - 1)) + (1 if narrow else 0)) if signed else 0
+    qmax = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+    big = np.finfo(np.asarray(lo).dtype).max
+    from_min = cast(cast(qmin) / lo) if cast(qmin) * lo > 0 else cast(big)
+    from_max = cast(cast(qmax) / hi) if cast(qmax) * hi > 0 else cast(big)
+    if from_min < from_max:
+        inverse = cast(lo / cast(qmin))
+        return lo, cast(cast(qmax) * inverse), from_min, inverse
+    inverse = cast(hi / cast(qmax))
+    return cast(cast(qmin) * inverse), hi, from_max, inverse
+
+
+def _qdq_slice(x, lo, hi, attrs, cast):
+    signed, bits, narrow, given, half_up = attrs
+    lo, hi, scale, inverse = _qdq_scale(cast(lo), cast(hi), signed, bits, narrow, cast)
+    if given:
+        x = np.clip(x, lo, hi)
+    scaled = cast(x * scale)
+    rounded = cast(np.floor(cast(scaled + cast(0.5)))) if half_up else np.rint(scaled)
+    return cast(rounded * inverse)
+
+
+def _qdq_axis(node, x):
+    axis = int(node.attrs.get("axis", -1))
+    if axis < -1:
+        raise _invalid(f"Axis must be at least -1. Found {axis}")
+    if axis != -1 and axis >= x.ndim:
+        raise _invalid(f"Shape must be at least rank {axis + 1} but is rank {x.ndim}")
+    return axis
+
+
+def _qdq_ranges(x, lo, hi, axis, what="input"):
+    n = 1 if axis == -1 else x.shape[axis]
+    lo, hi = np.asarray(lo).reshape(-1), np.asarray(hi).reshape(-1)
+    if lo.size != n or hi.size != n:
+        raise _invalid(f"{what}_min and {what}_max must have {n} element(s), got "
+                       f"{lo.size} and {hi.size}")
+    return lo, hi
+
+
+_QDQ_TYPES = {"T": ["float32", "float64"]}  # TF's CPU kernels: no half or bfloat16
+
+
+@kernel_factory("QuantizeAndDequantizeV2", "QuantizeAndDequantizeV4", expensive=True,
+                type_constraints=_QDQ_TYPES)
+@_checked
+def _quantize_and_dequantize(node):
+    a = node.attrs
+    signed, bits = bool(a.get("signed_input", True)), int(a.get("num_bits", 8))
+    if not 0 < bits < (62 if signed else 63):
+        raise _invalid(f"num_bits is out of range: {bits} with signed_input_ {signed}")
+    given = bool(a.get("range_given", False))
+    round_mode = a.get("round_mode", "HALF_TO_EVEN")
+    half_up = (round_mode.decode() if isinstance(round_mode, bytes) else round_mode) == \
+        "HALF_UP"
+    attrs = (signed, bits, bool(a.get("narrow_range", False)), given, half_up)
+
+    def compute(ctx, x, lo, hi):
+        axis = _qdq_axis(node, x)
+        cast = _in_precision(x.dtype)
+        if given:
+            if axis != -1 and np.ndim(lo) != 0:
+                # TF 2.21's CPU kernel refuses per-slice ranges here (checked against it).
+                raise _invalid("input_min must be a scalar.")
+            lo, hi = _qdq_ranges(x, lo, hi, axis)
+            if axis == -1 and lo[0] > hi[0]:
+                raise _invalid(f"Invalid range: input_min {lo[0]} > input_max {hi[0]}")
+        if axis == -1:
+            if not given:
+                lo, hi = (x.min(), x.max()) if x.size else (0.0, 0.0)
+            return _qdq_slice(x, np.asarray(lo).reshape(-1)[0], np.asarray(hi).reshape(-1)[0],
+                              attrs, cast).astype(x.dtype, copy=False)
+        xs = _slices(x, axis)
+        out = np.empty_like(xs)
+        for i in range(xs.shape[1]):
+            chip = xs[:, i, :]
+            lo_i, hi_i = (lo[i], hi[i]) if given else (chip.min(), chip.max())
+            out[:, i, :] = _qdq_slice(chip, lo_i, hi_i, attrs, cast)
+        return out.reshape(x.shape)
+
+    return compute
+
+
+@kernel_factory("QuantizeAndDequantizeV4Grad", expensive=True, type_constraints=_QDQ_TYPES)
+@_checked
+def _quantize_and_dequantize_v4_grad(node):
+    def compute(ctx, g, x, lo, hi):
+        if g.shape != x.shape:
+            raise _invalid(f"gradient and input must be the same size: {list(g.shape)} vs "
+                           f"{list(x.shape)}")
+        axis = _qdq_axis(node, x)
+        lo_v, hi_v = _qdq_ranges(x, lo, hi, axis)
+        if axis == -1:
+            inside = (x >= lo_v[0]) & (x <= hi_v[0])
+        else:
+            shape = [1] * x.ndim
+            shape[axis] = -1
+            inside = (x >= lo_v.reshape(shape)) & (x <= hi_v.reshape(shape))
+        zero = np.zeros((), x.dtype)
+        return (np.where(inside, g, zero).astype(x.dtype), np.zeros_like(np.asarray(lo)),
+                np.zeros_like(np.asarray(hi)))
+
+    return compute
