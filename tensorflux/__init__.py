@@ -153,7 +153,7 @@ from tensorflux import data  # noqa: E402,F401 - tf.data
 
 # Issue 17: behaviour switches, tf.version, tf.compat (tf.compat.v1 is this module).
 from tensorflux.compat.switches import *  # noqa: E402,F401,F403
-from tensorflux.compat.version import COMPILER_VERSION, GIT_VERSION, VERSION  # noqa: E402,F401
+from tensorflux.compat.version import *  # noqa: E402,F401,F403 - VERSION, GRAPH_DEF_VERSION, ...
 from tensorflux.compat import version  # noqa: E402,F401 - tf.version
 from tensorflux import compat  # noqa: E402,F401 - tf.compat
 compat._install_v1(__import__(__name__))
