@@ -87,6 +87,7 @@ class ReferenceExecutor:
 
     def run(self, ctx, deadline: float | None = None) -> list:
         """Runs one step; returns the fetched values. Raises ExecutorError or OpError."""
+        ctx.deadline = deadline  # long kernels poll it (kernels/interrupt.py)
         return _Run(self, ctx, deadline).execute()
 
 

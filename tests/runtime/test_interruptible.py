@@ -1,0 +1,167 @@
+"""Long kernels stop when their step's deadline passes or its Session closes (issue 21).
+
+Each step below would compute for many seconds; with `timeout_in_ms=100` it must end with
+DeadlineExceededError well within a second, naming the node, and the session must go on
+working. The kernels poll their step between chunks (kernels/interrupt.py): the NumPy
+paths through intra_op.parallel_for and the pools' tap loops, the C extension's loops
+through a stop cell and the deadline.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tensorflux.kernels import interrupt
+from tensorflux.kernels.cpu import native
+
+BOUND_S = 1.5  # the step must be over by then (the kernels alone would take many seconds)
+
+
+def _expect_deadline(sess, fetch, feed=None, name=None):
+    opts = tf.RunOptions(timeout_in_ms=100)
+    start = time.monotonic()
+    with pytest.raises(tf.errors.DeadlineExceededError) as info:
+        sess.run(fetch, feed, options=opts)
+    elapsed = time.monotonic() - start
+    assert elapsed < BOUND_S, f"took {elapsed:.2f}s"
+    if name is not None:
+        assert name in str(info.value)
+    return info.value
+
+
+def _healthy(sess):
+    assert sess.run(tf.constant(2.0) * 3.0) == 6.0
+
+
+@pytest.mark.parametrize("exec_mode", ["static", "dataflow"])
+def test_big_matmul_stops_at_deadline(exec_mode):
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.placeholder(tf.float32, [None, None])
+        if exec_mode == "dataflow":  # a control-flow op makes it a dataflow step
+            a = tf.cond(tf.constant(True), lambda: a, lambda: a)
+        y = tf.matmul(a, a, name="big_product")
+        s = tf.Session(graph=g)
+        x = np.ones((3000, 3000), np.float32)  # 54 GFLOP
+        _expect_deadline(s, y, {a if exec_mode == "static" else
+                                g.get_tensor_by_name("Placeholder:0"): x}, "big_product")
+        _healthy(s)
+        s.close()
+
+
+def test_big_matmul_numpy_path_stops(monkeypatch):
+    monkeypatch.setattr(native, "gemm", lambda a, b, parts: None)
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.placeholder(tf.float64, [None, None])
+        y = tf.matmul(a, a, name="numpy_product")
+        with tf.Session(graph=g) as s:
+            _expect_deadline(s, y, {a: np.ones((2500, 2500))}, "numpy_product")
+            _healthy(s)
+
+
+def test_big_batch_matmul_stops():
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.placeholder(tf.float32, [None, None, None])
+        y = tf.matmul(a, a, name="batched")
+        with tf.Session(graph=g) as s:
+            _expect_deadline(s, y, {a: np.ones((60, 600, 600), np.float32)}, "batched")
+
+
+def test_big_conv_stops():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.ones([48, 112, 112, 32])
+        w = tf.ones([5, 5, 32, 64])
+        y = tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME", name="big_conv")  # 62 GFLOP
+        with tf.Session(graph=g) as s:
+            _expect_deadline(s, y, name="big_conv")
+            _healthy(s)
+
+
+@pytest.mark.parametrize("pool", ["max", "avg", "max_f16"])
+def test_big_window_pool_stops(pool):
+    # Windows as large as the input: 250^2 outputs of 250^2 taps each (C loop for max
+    # float32, NumPy tap loops for avg and float16).
+    g = tf.Graph()
+    with g.as_default():
+        dtype = tf.float16 if pool == "max_f16" else tf.float32
+        x = tf.ones([2, 250, 250, 1], dtype)
+        fn = tf.nn.avg_pool if pool == "avg" else tf.nn.max_pool
+        y = fn(x, [1, 2**31 - 1, 2**31 - 1, 1], [1, 1, 1, 1], "SAME", name="big_pool")
+        with tf.Session(graph=g) as s:
+            _expect_deadline(s, y, name="big_pool")
+            _healthy(s)
+
+
+def test_max_pool_grad_stops():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.ones([2, 250, 250, 1])
+        y = tf.nn.max_pool(x, [1, 250, 250, 1], [1, 1, 1, 1], "SAME")
+        dx = tf.gradients(y, x)[0]
+        with tf.Session(graph=g) as s:
+            _expect_deadline(s, dx)
+
+
+def test_session_close_stops_a_running_kernel():
+    g = tf.Graph()
+    started = threading.Event()
+
+    def source():
+        started.set()
+        return np.ones((3000, 3000), np.float32)
+
+    with g.as_default():
+        a = tf.py_func(source, [], tf.float32, stateful=True)
+        a.set_shape([3000, 3000])
+        y = tf.matmul(a, a)
+    s = tf.Session(graph=g)
+    outcome = []
+
+    def run():
+        try:
+            s.run(y)
+            outcome.append("finished")
+        except tf.errors.CancelledError:
+            outcome.append("cancelled")
+        except BaseException as e:  # noqa: BLE001 - reported below
+            outcome.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    assert started.wait(10)
+    time.sleep(0.05)  # the product is running (or about to: it stops at its first chunk)
+    start = time.monotonic()
+    s.close()
+    t.join(BOUND_S)
+    assert not t.is_alive(), "the step kept running after close"
+    assert time.monotonic() - start < BOUND_S
+    assert outcome == ["cancelled"]
+
+
+def test_small_kernels_unaffected_by_a_generous_deadline():
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.placeholder(tf.float32, [None, None])
+        y = tf.nn.max_pool(tf.reshape(tf.matmul(a, a), [1, 300, 300, 1]), [1, 3, 3, 1],
+                           [1, 2, 2, 1], "VALID")
+        with tf.Session(graph=g) as s:
+            x = np.random.default_rng(0).standard_normal((300, 300)).astype(np.float32)
+            got = s.run(y, {a: x}, options=tf.RunOptions(timeout_in_ms=60_000))
+            p = (x @ x).reshape(300, 300)
+            want = np.max([p[i:i + 297:2, j:j + 297:2] for i in range(3) for j in range(3)],
+                          axis=0)
+            np.testing.assert_allclose(got[0, :, :, 0], want, rtol=1e-4, atol=1e-3)
+
+
+def test_check_outside_a_step_is_a_no_op():
+    interrupt.check()
+    assert interrupt.current() is None
+    assert list(interrupt.polled(range(20))) == list(range(20))
