@@ -212,3 +212,23 @@ def test_bad_shapes_at_run_time_are_invalid_argument(build, feeds):
     y = build(placeholders)
     with pytest.raises(tf.errors.InvalidArgumentError):
         tf.Session().run(y, dict(zip(placeholders, feeds, strict=True)))
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda x5, x4: tf.nn.max_pool3d(x5, [1, 2**31, 1, 1, 1], [1] * 5, "SAME"),
+     "Attr ksize has value 2147483648 out of range for an int32"),
+    (lambda x5, x4: tf.nn.conv3d(x5, tf.ones([2, 2, 2, 1, 1]), [1, 2**31, 1, 1, 1], "SAME"),
+     "Attr strides has value 2147483648 out of range for an int32"),
+    (lambda x5, x4: tf.nn.conv3d(x5, tf.ones([2, 2, 2, 1, 1]), [1] * 5, "SAME",
+                                 dilations=[1, 1, 2**31, 1, 1]),
+     "Attr dilations has value 2147483648 out of range for an int32"),
+    (lambda x5, x4: tf.nn.conv2d(x4, tf.ones([2, 2, 1, 1]), [1] * 4, "SAME",
+                                 dilations=[1, 0, 1, 1]),
+     "Dilation rate must be >= 1, but got 0"),
+])
+def test_window_attrs_validated_at_construction_as_tf(build, message):
+    # issue 21: TF's shape functions reject these when the graph is built (a GraphDef's
+    # attrs included), before any kernel could loop over such a window.
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match=message):
+            build(tf.ones([1, 4, 4, 4, 1]), tf.ones([1, 4, 4, 1]))
