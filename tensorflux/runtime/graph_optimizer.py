@@ -78,7 +78,7 @@ def fold_constants(sg: StepGraph) -> int:
     values: dict[tuple[Node, int], np.ndarray] = {}
     waits: dict[tuple[Node, int], tuple[Node, ...]] = {}  # control inputs behind a value
     for n in sg.nodes:
-        if n.op == "Const":
+        if n.op == "Const" and isinstance(n.attrs["value"], np.ndarray):  # not deferred
             values[(n, 0)] = n.attrs["value"]
             waits[(n, 0)] = tuple(n.control_inputs)
     ctx = KernelContext(0, None)

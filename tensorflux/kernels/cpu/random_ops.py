@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from tensorflux.framework import dtypes, errors
+from tensorflux.framework import dtypes, errors, resource_guard
 from tensorflux.kernels.registry import kernel_factory
 
 RANDOM_CONTAINER = "_random_ops"
@@ -117,6 +117,7 @@ def _random_float(node):
 
     def compute(ctx, shape):
         dims = _dims(shape)
+        resource_guard.check_shape(dims, dtype, ctx)
         state = state_of(ctx)
         with state.lock:
             return sample(state.gen, dims, dtype)
