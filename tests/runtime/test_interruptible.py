@@ -165,3 +165,13 @@ def test_check_outside_a_step_is_a_no_op():
     interrupt.check()
     assert interrupt.current() is None
     assert list(interrupt.polled(range(20))) == list(range(20))
+
+
+def test_big_conv3d_stops():
+    # The n-d window kernels (Conv3D, depthwise, 3-D pools) check between batch chunks.
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.ones([96, 24, 24, 24, 8])  # ~5 s unbounded
+        y = tf.nn.conv3d(x, tf.ones([5, 5, 5, 8, 16]), [1] * 5, "SAME", name="big_conv3d")
+        with tf.Session(graph=g) as s:
+            _expect_deadline(s, y, name="big_conv3d")

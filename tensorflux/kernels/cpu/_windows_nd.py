@@ -16,6 +16,7 @@ import itertools
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._nn_common import _invalid, _pad, _window
 
 
@@ -81,7 +82,7 @@ def scatter_taps(cols: np.ndarray, shape, g: WindowGeometry) -> np.ndarray:
     padded = [n + b + a for n, (b, a) in zip(shape[1:-1], g.pads, strict=True)]
     out = np.zeros((shape[0], *padded, shape[-1]), cols.dtype)
     spans = [(o - 1) * s + 1 for o, s in zip(g.out, g.strides, strict=True)]
-    for tap in itertools.product(*(range(n) for n in g.ksize)):
+    for tap in interrupt.polled(itertools.product(*(range(n) for n in g.ksize))):
         index = (slice(None),) + tuple(
             slice(t * d, t * d + span, s)
             for t, d, span, s in zip(tap, g.dilations, spans, g.strides, strict=True))
@@ -104,6 +105,6 @@ _CHUNK_BYTES = 32 << 20  # bound on the temporaries (patch matrices, masks) of o
 
 def batch_chunks(n: int, bytes_per_item: int):
     """Slices of the batch axis whose temporaries stay under _CHUNK_BYTES each (at least
-    one item per slice)."""
+    one item per slice); the running step is checked before each (kernels/interrupt.py)."""
     step = max(1, _CHUNK_BYTES // max(1, bytes_per_item))
-    return [slice(i, min(n, i + step)) for i in range(0, n, step)]
+    return interrupt.polled([slice(i, min(n, i + step)) for i in range(0, n, step)], every=1)
