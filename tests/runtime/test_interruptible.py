@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
-from tensorflux.kernels import interrupt
+from tensorflux.kernels import interrupt, registry
 from tensorflux.kernels.cpu import native
 
 BOUND_S = 1.5  # the step must be over by then (the kernels alone would take many seconds)
@@ -175,3 +175,31 @@ def test_big_conv3d_stops():
         y = tf.nn.conv3d(x, tf.ones([5, 5, 5, 8, 16]), [1] * 5, "SAME", name="big_conv3d")
         with tf.Session(graph=g) as s:
             _expect_deadline(s, y, name="big_conv3d")
+
+
+def test_big_reductions_keeping_axis_0_run_in_row_blocks_that_check_the_step(monkeypatch):
+    from tensorflux.kernels.cpu import reduction_ops
+
+    monkeypatch.setattr(reduction_ops, "_CHUNK_ELEMENTS", 1000)
+    x = np.random.default_rng(1).standard_normal((64, 50, 7)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [None, None, None])
+        ys = [tf.reduce_sum(p, [1]), tf.reduce_mean(p, [2], keepdims=True),
+              tf.reduce_max(p, [1, 2])]
+        with tf.Session(graph=g) as s:
+            got = s.run(ys, {p: x})
+    # Row blocks give each row exactly what one call gives.
+    np.testing.assert_array_equal(got[0], np.add.reduce(x, (1,), np.float32))
+    np.testing.assert_array_equal(got[1], np.add.reduce(x, (2,), np.float32,
+                                                        keepdims=True) / np.float32(7))
+    np.testing.assert_array_equal(got[2], x.max(axis=(1, 2)))
+
+    class Step:  # a step whose deadline has passed
+        deadline = time.monotonic() - 1
+        cancellation = session = None
+
+    node = type("N", (), {"attrs": {"keep_dims": False}, "op": "Sum"})()
+    kdef = registry.find_kernel("Sum", "CPU", {"T": tf.float32, "Tidx": tf.int32})
+    with pytest.raises(tf.errors.DeadlineExceededError):
+        kdef.factory(node)(Step(), x, np.array([1], np.int32))
