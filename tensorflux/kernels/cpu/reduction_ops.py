@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._math_common import (
     _BLAS_FLOATS,
     _LOW_PRECISION,
@@ -18,7 +19,6 @@ from tensorflux.kernels.cpu._math_common import (
     _is_int,
     _shape_str,
 )
-from tensorflux.kernels import interrupt
 from tensorflux.kernels.registry import kernel_factory
 
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
