@@ -240,3 +240,32 @@ def test_row_blocks_of_one_image_compute_the_convolution(monkeypatch):
         for j in range(2):
             want += np.einsum("nhwc,cf->nhwf", xp[:, i:i + 19:2, 2 * j:2 * j + 17], w[i, j])
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+
+
+def test_a_long_stack_of_matrix_inverses_stops():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float64, [None, 200, 200])
+        y = tf.matrix_inverse(x, name="inverses")  # 5,000 inverses: ~30 s unbounded
+        with tf.Session(graph=g) as s:
+            eye = np.broadcast_to(np.eye(200) * 2, (5000, 200, 200))  # (a view)
+            _expect_deadline(s, y, {x: eye}, "inverses")
+            small = s.run(y, {x: eye[:3]})
+            np.testing.assert_allclose(small, np.broadcast_to(np.eye(200) / 2, (3, 200, 200)))
+
+
+def test_blocked_linalg_stacks_give_numpys_values(monkeypatch):
+    monkeypatch.setattr(interrupt, "CHUNK_FLOPS", 100.0)  # blocks of one 4x4 matrix
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((3, 5, 4, 4))
+    spd = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float64, [None, None, 4, 4])
+        ys = [tf.matrix_inverse(p), tf.matrix_determinant(p), tf.cholesky(p)]
+        with tf.Session(graph=g) as s:
+            inv, det, chol = s.run(ys, {p: spd})
+    np.testing.assert_allclose(inv, np.linalg.inv(spd), rtol=1e-12)
+    np.testing.assert_allclose(det, np.linalg.det(spd), rtol=1e-12)
+    np.testing.assert_allclose(chol, np.linalg.cholesky(spd), rtol=1e-12)
+    assert det.shape == (3, 5)

@@ -138,6 +138,25 @@ def _check_square(x) -> None:
         raise _invalid(f"Input matrices must be squares, got {x.shape[-2]} != {x.shape[-1]}")
 
 
+def _stacked(fn, a):
+    """`fn(a)` for a NumPy linalg function over stacks of matrices; a long stack (over
+    about interrupt.CHUNK_FLOPS) in blocks of matrices, the step checked between them
+    (kernels/interrupt.py). One matrix is one LAPACK call, not interruptible."""
+    count = math.prod(a.shape[:-2])
+    work = float(count) * a.shape[-1] ** 3
+    if a.ndim <= 2 or count <= 1 or work <= interrupt.CHUNK_FLOPS:
+        return fn(a)
+    flat = a.reshape((count,) + a.shape[-2:])
+    grain = intra_op.bounded_grain(count, count, work)
+    out = None
+    for lo in interrupt.polled(range(0, count, grain), every=1):
+        block = fn(flat[lo:lo + grain])
+        if out is None:
+            out = np.empty((count,) + block.shape[1:], block.dtype)
+        out[lo:lo + grain] = block
+    return out.reshape(a.shape[:-2] + out.shape[1:])
+
+
 def _linalg_input(x):
     """float16 matrices are factored in float32 (LAPACK has no half precision)."""
     return x.astype(np.float32) if x.dtype == _F16 else x
@@ -153,7 +172,7 @@ def _matrix_inverse(node):
         if a.size == 0:
             return np.empty(x.shape, x.dtype)
         try:
-            inv = np.linalg.inv(a)
+            inv = _stacked(np.linalg.inv, a)
         except np.linalg.LinAlgError:
             raise _invalid("Input is not invertible.") from None
         if not np.all(np.isfinite(inv)) and np.all(np.isfinite(a)):
@@ -168,7 +187,7 @@ def _matrix_determinant(ctx, x):
     _check_square(x)
     if x.shape[-1] == 0:
         return np.ones(x.shape[:-2], x.dtype)
-    return np.asarray(np.linalg.det(_linalg_input(x))).astype(x.dtype, copy=False)
+    return np.asarray(_stacked(np.linalg.det, _linalg_input(x))).astype(x.dtype, copy=False)
 
 
 @kernel("Cholesky", expensive=True)
@@ -180,7 +199,7 @@ def _cholesky(ctx, x):
     lower = np.tril(a)
     sym = lower + np.conj(np.swapaxes(np.tril(a, -1), -1, -2))  # only the lower part counts
     try:
-        out = np.linalg.cholesky(sym)
+        out = _stacked(np.linalg.cholesky, sym)
     except np.linalg.LinAlgError:
         raise _invalid("Cholesky decomposition was not successful. The input might not be "
                        "valid.") from None
