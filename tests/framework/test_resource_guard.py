@@ -50,13 +50,18 @@ def test_import_of_a_huge_splat_allocates_nothing_and_its_run_is_resource_exhaus
     assert _rss_mb() - before < 200
 
 
-def test_a_deferred_splat_within_the_bound_computes_its_value():
+@pytest.mark.parametrize("strategy", ["auto", "dataflow", "reference", "traced"])
+def test_a_deferred_splat_within_the_bound_computes_its_value(strategy):
     n = 3 << 20  # 12 MiB of float32: deferred at import, expanded by the Const kernel
+    traced = strategy == "traced"
+    opts = ExecOptions(strategy="auto" if traced else strategy)
+    run_options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE) if traced else None
     with tf.Graph().as_default() as g:
         tf.import_graph_def(_splat_graph_def(n), name="")
         c = g.get_tensor_by_name("c:0")
         assert isinstance(c.op._attrs["value"], tensor_util.DeferredTensor)
-        with tf.Session() as s:
+        with tf.Session(exec_options=opts) as s:
+            assert s.run(tf.reduce_sum(c), options=run_options) == pytest.approx(1.5 * n)
             assert s.run(tf.reduce_sum(c)) == pytest.approx(1.5 * n)
             got = s.run(c)
             assert got.shape == (n,) and got.dtype == np.float32 and (got == 1.5).all()
