@@ -89,6 +89,8 @@ def test_tf_constant_with_a_huge_shape_is_lazy_as_in_tf_graph_mode():
     (lambda: tf.pad(tf.ones([2]), [[0, HUGE]], name="p"), "p"),
     (lambda: tf.random_normal([HUGE], name="rn"), "rn"),
     (lambda: tf.one_hot(tf.zeros([16], tf.int64), 2**31 - 1, name="oh"), "oh"),
+    (lambda: tf.random_uniform([HUGE], maxval=5, dtype=tf.int64, name="ri"), "ri"),
+    (lambda: tf.multinomial(tf.zeros([4096, 3]), 2**30, name="mn"), "mn"),
 ])
 def test_kernels_building_huge_tensors_from_small_inputs_are_resource_exhausted(build, node):
     before = _rss_mb()
