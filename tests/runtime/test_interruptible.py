@@ -269,3 +269,30 @@ def test_blocked_linalg_stacks_give_numpys_values(monkeypatch):
     np.testing.assert_allclose(det, np.linalg.det(spd), rtol=1e-12)
     np.testing.assert_allclose(chol, np.linalg.cholesky(spd), rtol=1e-12)
     assert det.shape == (3, 5)
+
+
+@pytest.mark.parametrize("strategy", ["auto", "dataflow", "reference"])
+def test_an_endless_loop_stops_at_the_deadline_and_on_close(strategy):
+    from tensorflux.runtime.exec_options import ExecOptions
+
+    g = tf.Graph()
+    with g.as_default():
+        r = tf.while_loop(lambda i: i >= 0, lambda i: i + 1, [0], name="endless")
+    s = tf.Session(graph=g, exec_options=ExecOptions(strategy=strategy))
+    _expect_deadline(s, r)
+    outcome = []
+
+    def run():
+        try:
+            s.run(r)
+        except tf.errors.CancelledError:
+            outcome.append("cancelled")
+        except RuntimeError:  # closed before the step started
+            outcome.append("closed")
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    time.sleep(0.05)
+    s.close()
+    t.join(BOUND_S)
+    assert not t.is_alive() and outcome in (["cancelled"], ["closed"])
