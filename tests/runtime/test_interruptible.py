@@ -296,3 +296,14 @@ def test_an_endless_loop_stops_at_the_deadline_and_on_close(strategy):
     s.close()
     t.join(BOUND_S)
     assert not t.is_alive() and outcome in (["cancelled"], ["closed"])
+
+
+@pytest.mark.parametrize("pool", ["max", "avg"])
+def test_big_window_3d_pool_stops(pool):
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.ones([1, 48, 48, 48, 1])  # 110,592 outputs of up to 110,592 taps each
+        fn = tf.nn.max_pool3d if pool == "max" else tf.nn.avg_pool3d
+        y = fn(x, [1, 2**31 - 1, 2**31 - 1, 2**31 - 1, 1], [1] * 5, "SAME", name="pool3d")
+        with tf.Session(graph=g) as s:
+            _expect_deadline(s, y, name="pool3d")

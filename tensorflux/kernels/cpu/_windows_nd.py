@@ -95,9 +95,15 @@ def scatter_taps(cols: np.ndarray, shape, g: WindowGeometry) -> np.ndarray:
 def valid_counts(shape, g: WindowGeometry) -> np.ndarray:
     """Per output position (O1..Ok), how many of its window's taps read the input rather
     than padding (the divisor of an average pool)."""
-    ones = np.ones((1, *shape[1:-1], 1), np.float64)
-    view = patches(ones, g)
-    return view.sum(axis=tuple(range(1 + len(g.ksize), 1 + 2 * len(g.ksize))))[0, ..., 0]
+    counts = np.ones((), np.float64)
+    for n, o, k, s, d, (before, _) in zip(shape[1:-1], g.out, g.ksize, g.strides, g.dilations,
+                                         g.pads, strict=True):
+        # taps t*d (t < k) of the window starting at padded row r*s read input rows
+        # r*s - before + t*d in [0, n): counted per axis, multiplied (separable)
+        start = np.arange(o)[:, None] * s - before + np.arange(k)[None, :] * d
+        per_axis = ((start >= 0) & (start < n)).sum(axis=1).astype(np.float64)
+        counts = np.multiply.outer(counts, per_axis)
+    return counts
 
 
 _CHUNK_BYTES = 32 << 20  # bound on the temporaries (patch matrices, masks) of one chunk
