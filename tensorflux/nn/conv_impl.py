@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, conv_ops, depthwise_conv_ops, pooling_ops
+from tensorflux.ops import (
+    array_ops,
+    conv3d_ops,
+    conv_ops,
+    depthwise_conv_ops,
+    joining_ops,
+    pooling_ops,
+)
 
 __all__ = ["conv1d", "max_pool1d", "avg_pool1d", "depthwise_conv2d", "separable_conv2d"]
 
@@ -124,3 +131,155 @@ def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding
             dilations=_rate_as_dilations(rate, dilations, data_format), name="depthwise")
         return conv_ops.conv2d(depthwise, pointwise_filter, [1, 1, 1, 1], "VALID",
                                data_format=data_format, name=scope)
+
+
+# ---- rank-generic convolutions and pools, atrous and transposed forms ---------------------
+
+
+def _spatial(value, name):
+    rank = value.shape.ndims
+    if rank is None:
+        raise ValueError(f"{name} needs the rank of its input to be known")
+    if rank not in (3, 4, 5):
+        raise ValueError(f"{name} takes inputs of rank 3, 4 or 5 (1-3 spatial dimensions), "
+                         f"got rank {rank}")
+    return rank - 2
+
+
+def _per_dim(value, n, name):
+    if value is None:
+        return [1] * n
+    value = [int(value)] * n if isinstance(value, int) else [int(v) for v in value]
+    if len(value) == 1:
+        value = value * n
+    if len(value) != n:
+        raise ValueError(f"{name} must have {n} entries, got {value}")
+    return value
+
+
+def _channels_last(data_format) -> bool:
+    return data_format is None or not str(data_format).startswith("NC")
+
+
+def convolution(input, filter, padding, strides=None, dilation_rate=None, name=None,  # noqa: A002
+                data_format=None, filters=None, dilations=None):
+    """1-3D convolution chosen by the input's rank (`tf.nn.convolution`): Conv2D (conv1d
+    through a height of 1) or Conv3D, with per-dimension strides and dilations."""
+    filter = filters if filter is None else filter  # noqa: A001
+    dilation_rate = dilations if dilation_rate is None else dilation_rate
+    with graph_lib.name_scope(name, "convolution", [input, filter]) as scope:
+        input = convert_to_tensor(input, name="input")  # noqa: A001
+        n = _spatial(input, "convolution")
+        s, d = _per_dim(strides, n, "strides"), _per_dim(dilation_rate, n, "dilation_rate")
+        last = _channels_last(data_format)
+        if n == 1:
+            return conv1d(input, filter, s[0], padding, data_format="NWC" if last else "NCW",
+                          dilations=d[0], name=scope)
+        full = lambda v: [1] + v + [1] if last else [1, 1] + v  # noqa: E731
+        if n == 2:
+            return conv_ops.conv2d(input, filter, full(s), padding, dilations=full(d),
+                                   data_format="NHWC" if last else "NCHW", name=scope)
+        return conv3d_ops.conv3d(input, filter, full(s), padding, dilations=full(d),
+                                 data_format="NDHWC" if last else "NCDHW", name=scope)
+
+
+def pool(input, window_shape, pooling_type, padding, dilation_rate=None, strides=None,  # noqa: A002
+         name=None, data_format=None, dilations=None):
+    """1-3D max or average pooling chosen by the input's rank (`tf.nn.pool`).
+
+    Raises:
+      ValueError: an unknown pooling_type, or a dilation rate other than 1 (not supported
+        here), or window/strides of the wrong length.
+    """
+    dilation_rate = dilations if dilation_rate is None else dilation_rate
+    if pooling_type not in ("MAX", "AVG"):
+        raise ValueError(f"pooling_type must be 'MAX' or 'AVG', got {pooling_type!r}")
+    with graph_lib.name_scope(name, f"{pooling_type.lower()}_pool", [input]) as scope:
+        input = convert_to_tensor(input, name="input")  # noqa: A001
+        n = _spatial(input, "pool")
+        w, s = _per_dim(window_shape, n, "window_shape"), _per_dim(strides, n, "strides")
+        if any(r != 1 for r in _per_dim(dilation_rate, n, "dilation_rate")):
+            raise ValueError("tf.nn.pool with dilation_rate other than 1 is not supported")
+        last = _channels_last(data_format)
+        full = lambda v: [1] + v + [1] if last else [1, 1] + v  # noqa: E731
+        if n == 1:
+            fn = max_pool1d if pooling_type == "MAX" else avg_pool1d
+            return fn(input, w[0], s[0], padding, data_format="NWC" if last else "NCW",
+                      name=scope)
+        if n == 2:
+            fn = pooling_ops.max_pool if pooling_type == "MAX" else pooling_ops.avg_pool
+            return fn(input, full(w), full(s), padding,
+                      data_format="NHWC" if last else "NCHW", name=scope)
+        fn = conv3d_ops.max_pool3d if pooling_type == "MAX" else conv3d_ops.avg_pool3d
+        return fn(input, full(w), full(s), padding,
+                  data_format="NDHWC" if last else "NCDHW", name=scope)
+
+
+def atrous_conv2d(value, filters, rate, padding, name=None):
+    """A 2-D convolution with holes (`tf.nn.atrous_conv2d`): Conv2D dilated by `rate`."""
+    with graph_lib.name_scope(name, "atrous_conv2d", [value, filters]) as scope:
+        return conv_ops.conv2d(value, filters, [1, 1, 1, 1], padding,
+                               dilations=[1, int(rate), int(rate), 1], name=scope)
+
+
+def atrous_conv2d_transpose(value, filters, output_shape, rate, padding, name=None):
+    """The transpose of atrous_conv2d (`tf.nn.atrous_conv2d_transpose`)."""
+    with graph_lib.name_scope(name, "atrous_conv2d_transpose", [value, filters]) as scope:
+        return conv_ops.conv2d_transpose(value, filters, output_shape, [1, 1, 1, 1], padding,
+                                         dilations=[1, int(rate), int(rate), 1], name=scope)
+
+
+def conv1d_transpose(input, filters, output_shape, strides, padding="SAME",  # noqa: A002
+                     data_format="NWC", dilations=None, name=None):
+    """The transpose of conv1d (`tf.nn.conv1d_transpose`): conv2d_transpose over a height
+    of 1."""
+    last = _channels_last(data_format)
+    with graph_lib.name_scope(name, "conv1d_transpose", [input, filters]) as scope:
+        axis = 1 if last else 2
+        shape = convert_to_tensor(output_shape)
+        shape = joining_ops.concat([shape[:axis], [1], shape[axis:]], 0)
+        s = _per_dim(strides, 1, "strides")[0]
+        d = _per_dim(dilations, 1, "dilations")[0]
+        out = conv_ops.conv2d_transpose(
+            array_ops.expand_dims(input, axis), array_ops.expand_dims(filters, 0), shape,
+            [1, 1, s, 1] if last else [1, 1, 1, s], padding,
+            data_format="NHWC" if last else "NCHW",
+            dilations=[1, 1, d, 1] if last else [1, 1, 1, d])
+        return array_ops.squeeze(out, [axis], name=scope)
+
+
+def conv_transpose(input, filters, output_shape, strides, padding="SAME",  # noqa: A002
+                   data_format=None, dilations=None, name=None):
+    """1-3D transposed convolution chosen by `output_shape`'s length (`tf.nn.conv_transpose`)."""
+    n = len(output_shape) - 2 if isinstance(output_shape, (list, tuple)) else \
+        convert_to_tensor(output_shape).shape.as_list()[0] - 2
+    last = _channels_last(data_format)
+    if n == 1:
+        return conv1d_transpose(input, filters, output_shape, strides, padding,
+                                "NWC" if last else "NCW", dilations, name)
+    s = _per_dim(strides, n, "strides")
+    d = _per_dim(dilations, n, "dilations")
+    full = lambda v: [1] + v + [1] if last else [1, 1] + v  # noqa: E731
+    if n == 2:
+        return conv_ops.conv2d_transpose(input, filters, output_shape, full(s), padding,
+                                         data_format="NHWC" if last else "NCHW",
+                                         dilations=full(d), name=name)
+    return conv3d_ops.conv3d_transpose(input, filters, output_shape, full(s), padding,
+                                       data_format="NDHWC" if last else "NCDHW", name=name,
+                                       dilations=full(d))
+
+
+def conv3d_backprop_filter(input, filter, out_backprop, strides, padding,  # noqa: A002
+                           name=None):
+    """TF1's `tf.nn.conv3d_backprop_filter`: the filter gradient given the filter itself
+    (its shape) rather than its sizes."""
+    return conv3d_ops.conv3d_backprop_filter_v2(input, array_ops.shape(filter), out_backprop,
+                                                strides, padding, name=name)
+
+
+depthwise_conv2d_backprop_input = depthwise_conv_ops.depthwise_conv2d_native_backprop_input
+depthwise_conv2d_backprop_filter = depthwise_conv_ops.depthwise_conv2d_native_backprop_filter
+
+__all__ += ["convolution", "pool", "atrous_conv2d", "atrous_conv2d_transpose",
+            "conv1d_transpose", "conv_transpose", "conv3d_backprop_filter",
+            "depthwise_conv2d_backprop_input", "depthwise_conv2d_backprop_filter"]
