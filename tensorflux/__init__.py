@@ -153,7 +153,7 @@ from tensorflux import data  # noqa: E402,F401 - tf.data
 
 # Issue 17: behaviour switches, tf.version, tf.compat (tf.compat.v1 is this module).
 from tensorflux.compat.switches import *  # noqa: E402,F401,F403
-from tensorflux.compat.version import COMPILER_VERSION, GIT_VERSION, VERSION  # noqa: E402,F401
+from tensorflux.compat.version import *  # noqa: E402,F401,F403 - VERSION, GRAPH_DEF_VERSION, ...
 from tensorflux.compat import version  # noqa: E402,F401 - tf.version
 from tensorflux import compat  # noqa: E402,F401 - tf.compat
 compat._install_v1(__import__(__name__))
@@ -195,3 +195,16 @@ from tensorflux import queue  # noqa: E402,F401 - tf.queue
 initializers.tables_initializer = tables_initializer  # noqa: F405 - tf.initializers.tables_initializer
 from tensorflux import saved_model  # noqa: E402,F401 - tf.saved_model
 from tensorflux import graph_util  # noqa: E402,F401 - tf.graph_util
+# Issue 19 part 4: tf.quantization and the TF1 top-level names of its ops.
+from tensorflux import quantization  # noqa: E402,F401 - tf.quantization
+from tensorflux.quantization import (  # noqa: E402,F401
+    dequantize,
+    fake_quant_with_min_max_args,
+    fake_quant_with_min_max_args_gradient,
+    fake_quant_with_min_max_vars,
+    fake_quant_with_min_max_vars_gradient,
+    fake_quant_with_min_max_vars_per_channel,
+    fake_quant_with_min_max_vars_per_channel_gradient,
+    quantize,
+    quantize_v2,
+)

@@ -104,3 +104,17 @@ def test_train_helpers():
         tf.train.assert_global_step(step)
         with pytest.raises(TypeError):
             tf.train.assert_global_step(tf.constant(1.0))
+
+
+def test_structure_utilities_and_pass_through_gradients():
+    assert tf.nest.flatten({"b": 3, "a": [1, 2]}) == [1, 2, 3]
+    assert tf.nest.map_structure(lambda v: v * 2, (1, [2])) == (2, [4])
+    assert tf.GRAPH_DEF_VERSION > 0 and tf.sysconfig.get_lib()
+    with tf.Graph().as_default():
+        x = tf.constant([1.0, 2.0])
+        y = tf.grad_pass_through(lambda v: tf.round(v * 3.3))(x)
+        g = tf.gradients(tf.reduce_sum(y * 2.0), x)[0]
+        assert tf.is_symbolic_tensor(x)
+        with tf.Session() as s:
+            got_y, got_g = s.run([y, g])
+    assert got_y.tolist() == [3.0, 7.0] and got_g.tolist() == [2.0, 2.0]

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import inspect as _inspect
+import os as _os
+from types import SimpleNamespace as _SimpleNamespace
 
+from tensorflux.autodiff.custom_gradient import custom_gradient as _custom_gradient
+from tensorflux.control_flow import control_flow_util as _cf_util
 from tensorflux.framework import errors as _errors
 from tensorflux.framework import graph as _graph_lib
 from tensorflux.framework.common_shapes import constant_value as _constant_value
 from tensorflux.framework.dtypes import QUANTIZED_DTYPES
+from tensorflux.framework.operation import Tensor as _Tensor
 from tensorflux.framework.sparse_tensor import SparseTensor as _SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor as _convert_to_tensor
 from tensorflux.framework.tensor_shape import Dimension, as_shape, dimension_value
@@ -24,7 +30,8 @@ __all__ = ["CXX11_ABI_FLAG", "CXX_VERSION", "MONOLITHIC_BUILD", "QUANTIZED_DTYPE
            "MetaGraphDef", "TensorInfo", "UnconnectedGradients", "arg_max", "arg_min",
            "dimension_value", "dimension_at_index", "op_scope", "variable_op_scope",
            "get_static_value", "assert_variables_initialized",
-           "convert_to_tensor_or_sparse_tensor"]
+           "convert_to_tensor_or_sparse_tensor", "is_symbolic_tensor", "grad_pass_through",
+           "recompute_grad", "nest", "sysconfig", "resource_loader"]
 
 CXX11_ABI_FLAG = 0
 CXX_VERSION = 0
@@ -102,3 +109,53 @@ def convert_to_tensor_or_sparse_tensor(value, dtype=None, name=None):
     if isinstance(value, _SparseTensor):
         return value
     return _convert_to_tensor(value, dtype=dtype, name=name)
+
+
+def is_symbolic_tensor(tensor) -> bool:
+    """True for a graph tensor (every tensorflux Tensor is one: there is no eager mode)."""
+    return isinstance(tensor, _Tensor)
+
+
+def grad_pass_through(f):
+    """`tf.grad_pass_through(f)`: a function computing f(x) in the forward pass whose
+    gradient is the identity (the incoming gradient passes through unchanged)."""
+
+    def wrapped(*args):
+        @_custom_gradient
+        def identity_grad(*xs):
+            y = f(*xs)
+            return y, (lambda dy: dy if len(xs) == 1 else [dy] * len(xs))
+
+        return identity_grad(*args)
+
+    return wrapped
+
+
+def recompute_grad(f):
+    """`tf.recompute_grad(f)`: f itself (the same values and gradients; tensorflux keeps
+    the forward activations instead of recomputing them)."""
+    return f
+
+
+nest = _SimpleNamespace(
+    flatten=_cf_util.flatten, pack_sequence_as=_cf_util.pack_sequence_as,
+    map_structure=_cf_util.map_structure, assert_same_structure=_cf_util.assert_same_structure,
+    is_nested=_cf_util.is_nested)
+"""`tf.nest`: the structure utilities (flatten, pack_sequence_as, map_structure, ...)."""
+
+sysconfig = _SimpleNamespace(
+    get_include=lambda: _os.path.join(_os.path.dirname(_os.path.dirname(__file__)), "include"),
+    get_lib=lambda: _os.path.dirname(_os.path.dirname(__file__)),
+    get_compile_flags=lambda: [], get_link_flags=lambda: [],
+    get_build_info=lambda: {"is_cuda_build": False, "is_rocm_build": False})
+"""`tf.sysconfig`: where tensorflux lives (it builds no C++ custom-op libraries)."""
+
+
+resource_loader = _SimpleNamespace(
+    get_data_files_path=lambda: _os.path.dirname(_os.path.abspath(
+        _inspect.stack()[1].filename)),
+    get_path_to_datafile=lambda path: _os.path.join(_os.path.dirname(_os.path.abspath(
+        _inspect.stack()[1].filename)), path),
+    get_root_dir_with_all_resources=lambda: _os.path.dirname(_os.path.dirname(__file__)),
+    readahead_file_path=lambda path, readahead="128M": path)
+"""`tf.resource_loader`: paths of data files beside the calling module."""

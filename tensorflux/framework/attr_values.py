@@ -59,7 +59,9 @@ def normalize(value, kind: str | None, name: str = "", op_type: str = ""):
             return tensor_shape.as_shape(value)
         if kind == "tensor":
             if hasattr(value, "tensor_content"):
-                return tensor_util.MakeNdarray(value)
+                return tensor_util.tensor_attr_value(value)
+            if isinstance(value, tensor_util.DeferredTensor):
+                return value
             return np.asarray(value)
     except TypeError:
         raise TypeError(f"Expected {kind} for argument '{name}' not {value!r}.") from None
@@ -77,7 +79,7 @@ def to_public(value, kind: str | None):
     if kind == "shape" or isinstance(value, tensor_shape.TensorShape):
         return tensor_shape.TensorShape(value).as_proto() if value is not None else \
             tensor_shape.unknown_shape().as_proto()
-    if kind == "tensor" or isinstance(value, np.ndarray):
+    if kind == "tensor" or isinstance(value, (np.ndarray, tensor_util.DeferredTensor)):
         return tensor_util.make_tensor_proto(value)
     return value
 
@@ -151,7 +153,7 @@ def _infer_kind(value) -> str:
         return "type"
     if isinstance(value, tensor_shape.TensorShape):
         return "shape"
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.ndarray, tensor_util.DeferredTensor)):
         return "tensor"
     raise TypeError(f"Cannot infer the attr kind of {value!r}")
 
@@ -194,4 +196,4 @@ def _shape_from_proto(p):
 
 
 def _tensor_from_proto(p):
-    return tensor_util.MakeNdarray(p)
+    return tensor_util.tensor_attr_value(p)  # a large splat stays a proto until needed

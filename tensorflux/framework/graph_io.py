@@ -78,6 +78,15 @@ def fill_node_def(nd: node_def_pb2.NodeDef, name: str, op_type: str, device: str
         except (TypeError, ValueError) as e:
             raise type(e)(f"Cannot serialize attr '{key}' of node '{name}' ({op_type}): "
                           f"{e}") from None
+    _retag_quantized_const(nd, op_type, attrs)
+
+
+def _retag_quantized_const(nd: node_def_pb2.NodeDef, op_type: str, attrs) -> None:
+    """A quantized Const's value is held in its integer carrier (quint8 as uint8); its
+    TensorProto must say the quantized type, as TensorFlow checks it against `dtype`."""
+    dtype = attrs.get("dtype") if op_type == "Const" else None
+    if dtype is not None and getattr(dtype, "is_quantized", False) and "value" in nd.attr:
+        nd.attr["value"].tensor.dtype = dtype.as_datatype_enum
 
 
 def _fill_from_op(nd: node_def_pb2.NodeDef, op: Operation) -> None:

@@ -116,12 +116,25 @@ def _convert_arg(op_type, opdef, arg: ArgDef, value, bound, attrs, convert) -> l
                          bound, convert)]
 
 
+def _exceeds_int32(value) -> bool:
+    """True for a Python int, or a (nested) list or tuple of them, with one outside int32."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return not -2**31 <= value < 2**31
+    if isinstance(value, (list, tuple)):
+        return any(_exceeds_int32(v) for v in value)
+    return False
+
+
 def _convert_one(op_type, opdef, arg: ArgDef, value, dtype, bound, convert) -> Tensor:
     preferred = None
     if dtype is None and arg.type_attr:
         attr = opdef.attrs[arg.type_attr]
         if attr.has_default and attr.default is not None:
             preferred = attr.default
+            if preferred == dtypes.int32 and _exceeds_int32(value):
+                preferred = None  # as TF: [2**40] as a Fill's dims is int64, never wrapped
     if isinstance(value, Tensor):
         t = value
         if dtype is not None and t.dtype.base_dtype != dtype:

@@ -380,6 +380,8 @@ def make_tensor_proto(values: Any, dtype: Any = None, shape: Any = None,
     """
     if isinstance(values, tensor_pb2.TensorProto):
         return values
+    if isinstance(values, DeferredTensor):
+        return values.proto
     if dtype is not None:
         dtype = _dtypes.as_dtype(dtype)
     dims = None if shape is None else _shape_tuple(shape)
@@ -472,7 +474,14 @@ def MakeNdarray(tensor: Any) -> np.ndarray:
     Raises:
       TypeError: if the dtype is invalid.
       ValueError: if the contents do not fit the shape.
+      ResourceExhaustedError: the stored values expand to more than the bound
+        (`set_max_expanded_bytes`).
     """
+    return _make_ndarray(tensor, None)
+
+
+def _make_ndarray(tensor, bound: int | None) -> np.ndarray:
+    """MakeNdarray with an expansion bound of `bound` bytes (None: the process default)."""
     dtype = _dtypes.as_dtype(tensor.dtype).base_dtype
     shape = tuple(d.size for d in tensor.tensor_shape.dim)
     if any(d < 0 for d in shape):
@@ -492,7 +501,7 @@ def MakeNdarray(tensor: Any) -> np.ndarray:
     values = _read_vals(tensor, dtype)
     if values.size == num:
         return values.reshape(shape)
-    _check_expansion(shape, num, dtype, values.size)
+    _check_expansion(shape, num, dtype, values.size, bound)
     if values.size == 0:
         if dtype is _dtypes.string:
             return np.full(shape, b"", dtype=object)
@@ -531,10 +540,77 @@ def set_max_expanded_bytes(limit: int) -> None:
     _max_expanded_bytes = int(limit)
 
 
-def _check_expansion(shape, num: int, dtype, stored: int) -> None:
+def _check_expansion(shape, num: int, dtype, stored: int, bound: int | None = None) -> None:
     itemsize = dtype._size or 8  # object arrays (string, resource): a pointer per element
-    if num * itemsize > _max_expanded_bytes:
+    bound = _max_expanded_bytes if bound is None else bound
+    if num * itemsize > bound:
         raise errors.ResourceExhaustedError(
             None, None, f"A tensor of shape {list(shape)} and dtype {dtype.name} would take "
             f"{num * itemsize} bytes, expanded from {stored} stored value(s); the limit is "
-            f"{_max_expanded_bytes} bytes (tensor_util.set_max_expanded_bytes)")
+            f"{bound} bytes (tensor_util.set_max_expanded_bytes, ExecOptions.max_tensor_bytes)")
+
+
+# ---- Deferred expansion ---------------------------------------------------------------
+# An imported or constructed tensor attr whose TensorProto repeats a few stored values over
+# more than DEFER_BYTES is kept as its proto: import allocates nothing, the static shape is
+# known, and the Const kernel expands it when a step first needs it, against the session's
+# bound (framework/resource_guard.py), failing that step with ResourceExhaustedError.
+DEFER_BYTES = 1 << 20
+
+
+class DeferredTensor:
+    """A TensorProto whose values are expanded only when needed (`materialize`).
+
+    Has an ndarray's `shape`, `dtype`, `ndim`, `size` and `nbytes` (of the expanded
+    tensor); `np.asarray` expands it against the process default bound."""
+
+    __slots__ = ("proto", "shape", "dtype", "tf_dtype", "stored")
+
+    def __init__(self, proto, shape: tuple, dtype: DType, stored: int):
+        self.proto = proto
+        self.shape = shape
+        self.tf_dtype = dtype
+        self.dtype = dtype._np_dtype
+        self.stored = stored
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * (self.tf_dtype._size or 8)
+
+    def materialize(self, bound: int | None = None) -> np.ndarray:
+        """The expanded array; ResourceExhaustedError when it would take more than `bound`
+        bytes (None: the process default)."""
+        return _make_ndarray(self.proto, bound)
+
+    def __array__(self, dtype=None, copy=None):
+        out = self.materialize()
+        return out if dtype is None else out.astype(dtype)
+
+    def __repr__(self) -> str:
+        return (f"DeferredTensor(shape={list(self.shape)}, dtype={self.tf_dtype.name}, "
+                f"{self.stored} stored value(s))")
+
+
+def tensor_attr_value(tensor) -> np.ndarray | DeferredTensor:
+    """The value of a tensor attr from its TensorProto: a DeferredTensor when a few stored
+    values would expand to more than DEFER_BYTES, else the array (MakeNdarray)."""
+    if not tensor.tensor_content and tensor.tensor_shape.dim:
+        shape = tuple(d.size for d in tensor.tensor_shape.dim)
+        try:
+            dtype = _dtypes.as_dtype(tensor.dtype).base_dtype
+            num = math.prod(shape)
+            if min(shape) >= 0 and num * (dtype._size or 8) > DEFER_BYTES:
+                stored = _read_vals(tensor, dtype).size
+                if 0 < stored < num:
+                    return DeferredTensor(tensor, shape, dtype, stored)
+        except (TypeError, ValueError, KeyError):
+            pass  # MakeNdarray says what is wrong
+    return MakeNdarray(tensor)

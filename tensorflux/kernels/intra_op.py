@@ -21,6 +21,10 @@ thread count is unknown. Small work is never split: below `MIN_FLOPS` (compute-b
 kernels) or `MIN_ELEMENTS` (memory-bound ones) a thread hand-off (~20-50 us) costs more
 than it saves.
 
+Chunks are also where a long kernel stops early: `parallel_for` checks the step's deadline
+and cancellation (kernels/interrupt.py) before each chunk it starts, on every thread, and a
+stop raises the step's error like a failing chunk.
+
 Every chunk writes a disjoint part of the output, or adds into a per-thread partial result
 (`per_thread`) that the caller combines afterwards, so the split never changes which
 elements a kernel computes (reductions may differ in the order partial sums are added).
@@ -32,6 +36,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu import _blas
 
 MIN_FLOPS = 2e7  # below this a compute-bound kernel runs on the calling thread only
@@ -91,10 +96,10 @@ class _Loop:
     """The shared state of one `parallel_for`: the next chunk to claim, how many claimed
     chunks are still running, and the first error (which stops further claims)."""
 
-    __slots__ = ("fn", "n", "grain", "count", "next", "running", "error", "cv")
+    __slots__ = ("fn", "n", "grain", "count", "next", "running", "error", "cv", "step")
 
-    def __init__(self, fn, n: int, grain: int):
-        self.fn, self.n, self.grain = fn, n, grain
+    def __init__(self, fn, n: int, grain: int, step):
+        self.fn, self.n, self.grain, self.step = fn, n, grain, step
         self.count = -(-n // grain)
         self.next = 0
         self.running = 0
@@ -102,7 +107,12 @@ class _Loop:
         self.cv = threading.Condition(threading.Lock())
 
     def work(self) -> None:
-        """Claims and runs chunks until none is left or one has failed."""
+        """Claims and runs chunks until none is left or one has failed (on a helper, with
+        the caller's step as the thread's current one: kernels/interrupt.py)."""
+        with interrupt.scope(self.step):
+            self._work()
+
+    def _work(self) -> None:
         cv = self.cv
         while True:
             with cv:
@@ -113,6 +123,7 @@ class _Loop:
                 self.running += 1
             lo = i * self.grain
             try:
+                interrupt.check(self.step)
                 self.fn(lo, min(self.n, lo + self.grain))
             except BaseException as e:  # noqa: BLE001 - re-raised by the caller
                 with cv:
@@ -135,13 +146,17 @@ class _Loop:
 
 def parallel_for(fn, n: int, grain: int, parts: int) -> None:
     """Runs `fn(lo, hi)` over [0, n) in chunks of `grain` (the last may be shorter), on this
-    thread and up to `parts - 1` pool threads, chunks claimed dynamically."""
+    thread and up to `parts - 1` pool threads, chunks claimed dynamically. Before each chunk
+    the running step's deadline and cancellation are checked (`interrupt.check`)."""
     grain = max(1, grain)
+    step = interrupt.current()
     if parts <= 1 or n <= grain:
         for lo in range(0, n, grain):
+            if step is not None:
+                interrupt.check(step)
             fn(lo, min(n, lo + grain))
         return
-    loop = _Loop(fn, n, grain)
+    loop = _Loop(fn, n, grain, step)
     pool = _get_pool()
     for _ in range(min(parts, loop.count) - 1):
         pool.submit(loop.work)
@@ -153,10 +168,21 @@ def grain_for(n: int, parts: int, work: float, min_work: float = MIN_FLOPS,
               chunks_per_part: int = 4) -> int:
     """A chunk size for `n` items of total `work`: all of them when `work` is below
     `min_work` (no split), else about `chunks_per_part` chunks per thread (small enough that
-    a thread losing its core costs little, large enough to amortize a chunk's overhead)."""
+    a thread losing its core costs little, large enough to amortize a chunk's overhead).
+    Never more than about `interrupt.CHUNK_FLOPS` of work per chunk, so that a long kernel
+    polls its step between chunks (`bounded_grain`)."""
     if parts <= 1 or work < min_work:
-        return max(1, n)
-    return max(1, -(-n // (parts * chunks_per_part)))
+        return bounded_grain(max(1, n), n, work)
+    return bounded_grain(max(1, -(-n // (parts * chunks_per_part))), n, work)
+
+
+def bounded_grain(grain: int, n: int, work: float, floor: int = 1) -> int:
+    """`grain` items of `n` (of total `work`), cut so that one chunk does at most about
+    `interrupt.CHUNK_FLOPS` (but never below `floor` items)."""
+    if n <= 0 or work <= interrupt.CHUNK_FLOPS:
+        return max(1, grain)
+    cap = int(n * interrupt.CHUNK_FLOPS // work)
+    return max(1, floor, min(grain, cap))
 
 
 def per_thread(make):

@@ -32,6 +32,7 @@ from typing import Any
 
 from tensorflux.framework import dtypes
 from tensorflux.framework.op_registry import registering_module
+from tensorflux.kernels import interrupt
 
 
 class _Dead:
@@ -95,6 +96,9 @@ def _constraints(type_constraints) -> dict[str, frozenset] | None:
 def _register(op_types, device: str, factory: Callable, type_constraints, **flags) -> None:
     devices = (device,) if isinstance(device, str) else tuple(device)
     flags["module"] = registering_module()
+    if flags.get("expensive") and not flags.get("is_async"):
+        # Long kernels poll their step's deadline and cancellation (kernels/interrupt.py).
+        factory = interrupt.interruptible(factory)
     with _lock:
         for op_type in op_types:
             for dev in devices:
@@ -163,6 +167,9 @@ class KernelContext:
       options: the RunOptions of this step, or None.
       stats: the step's StepStatsCollector when traced, else None.
       deadline: the step's time.monotonic() deadline (RunOptions.timeout_in_ms), or None.
+
+    Long kernels stop early through `tensorflux.kernels.interrupt` (deadline, cancellation
+    and the session's close, polled between chunks).
     """
 
     __slots__ = ("step_id", "device", "resource_mgr", "rendezvous", "cancellation", "args",

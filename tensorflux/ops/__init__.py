@@ -32,6 +32,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     nn_ops,
     parsing_ops,
     pooling_ops,
+    quantization_ops,
     random_ops,
     random_ext_ops,
     ref_variable_ops,

@@ -24,7 +24,9 @@ not_differentiable("Const")
 
 @common_shapes.constant_evaluator("Const")
 def _const_value(op):
-    return op.attrs["value"]
+    value = op.attrs["value"]
+    # A large splat stays unexpanded (framework/resource_guard.py): unknown here.
+    return None if isinstance(value, tensor_util.DeferredTensor) else value
 
 
 def constant(value, dtype=None, shape=None, name: str = "Const", verify_shape: bool = False):
@@ -50,6 +52,8 @@ def constant(value, dtype=None, shape=None, name: str = "Const", verify_shape: b
         if verify_shape and arr.shape != target:
             raise TypeError(f"Expected Tensor's shape: {target}, got {arr.shape}.")
         if arr.shape != target:
+            if arr.size == 1 and _splat_bytes(arr, target) > tensor_util.DEFER_BYTES:
+                return _deferred_constant(arr, target, dtype, name)
             if arr.size == 1:
                 arr = np.full(target, arr.reshape(()), dtype=arr.dtype)
             elif arr.size == int(np.prod(target, dtype=np.int64)):
@@ -68,6 +72,24 @@ def constant(value, dtype=None, shape=None, name: str = "Const", verify_shape: b
         dt = dtypes.string
     return g._create_op_internal("Const", (), {"value": arr, "dtype": dt}, name or "Const",
                                  output_dtypes=[dt]).outputs[0]
+
+
+def _splat_bytes(arr: np.ndarray, target) -> int:
+    return int(np.prod(target, dtype=object)) * (arr.itemsize if arr.dtype.kind != "O" else 8)
+
+
+def _deferred_constant(arr: np.ndarray, target, dtype, name):
+    """A Const of one value repeated over a large `target` shape: kept as its TensorProto
+    (nothing allocated now, as TensorFlow's graph-mode `tf.constant` allocates nothing), the
+    Const kernel expands it against the session's bound (framework/resource_guard.py)."""
+    dt = dtype or dtypes.as_dtype(arr.dtype)
+    proto = tensor_util.make_tensor_proto(arr.reshape(()), dt)
+    for d in target:
+        proto.tensor_shape.dim.add().size = d
+    value = tensor_util.DeferredTensor(proto, tuple(target), dt.base_dtype, 1)
+    return graph_lib.get_default_graph()._create_op_internal(
+        "Const", (), {"value": value, "dtype": dt}, name or "Const",
+        output_dtypes=[dt]).outputs[0]
 
 
 def _constant_tensor_conversion_function(v, dtype=None, name=None, as_ref=False):

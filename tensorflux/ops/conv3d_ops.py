@@ -14,7 +14,7 @@ from tensorflux.framework.common_shapes import checked_dims, constant_value_as_s
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops.conv_ops import _out_dim, _shape_of
+from tensorflux.ops.conv_ops import _out_dim, _shape_of, int32_values
 
 __all__ = ["conv3d", "conv3d_transpose", "conv3d_backprop_filter_v2", "max_pool3d",
            "avg_pool3d"]
@@ -32,7 +32,7 @@ def _five(op, attr):
     if len(values) != 5:
         raise ValueError(f"{op.type} requires the {attr} attribute to contain 5 values, but "
                          f"got: {len(values)}")
-    return values
+    return int32_values(attr, values)
 
 
 def _spatial_axes(data_format):

@@ -47,6 +47,8 @@ def _out_dim(size, k, stride, dilation, padding, pair):
         return None
     if stride <= 0:
         raise ValueError(f"Stride must be > 0, but got {stride}")
+    if dilation < 1:
+        raise ValueError(f"Dilation rate must be >= 1, but got {dilation}")
     eff = (k - 1) * dilation + 1
     if padding == "SAME":
         return (size + stride - 1) // stride
@@ -61,7 +63,13 @@ def _four(op, attr, what):
     if len(values) != 4:
         raise ValueError(f"{op.type} requires the {what} attribute to contain 4 values, but "
                          f"got: {len(values)}")
-    for v in values:  # the kernels take them as int32, as TF's do
+    return int32_values(attr, values)
+
+
+def int32_values(attr: str, values: list) -> list:
+    """`values` of a list(int) attr that the kernels take as int32 (as TF's do); a value out
+    of that range is a ValueError at graph construction (and at GraphDef import)."""
+    for v in values:
         if not -2**31 <= v < 2**31:
             raise ValueError(f"Attr {attr} has value {v} out of range for an int32")
     return values

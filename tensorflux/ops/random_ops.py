@@ -63,6 +63,8 @@ def _shape_tensor(shape) -> Tensor:
         shape = [int(d) if isinstance(d, tensor_shape.Dimension) else d for d in shape]
         if not shape:
             return convert_to_tensor(shape, dtype=dtypes.int32, name="shape")
+        if any(isinstance(d, int) and not -2**31 <= d < 2**31 for d in shape):
+            return convert_to_tensor(shape, dtype=dtypes.int64, name="shape")  # never wrapped
     return convert_to_tensor(shape, name="shape", preferred_dtype=dtypes.int32)
 
 

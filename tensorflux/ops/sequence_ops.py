@@ -66,7 +66,10 @@ def _range_size(start, limit, delta, dtype=None) -> int:
     if dt.itemsize < 4:  # half and bfloat16 compute in float32 (the kernel's precision)
         dt = np.dtype(np.float32)
     start, limit, delta = (np.asarray(v).astype(dt) for v in (start, limit, delta))
-    return int(np.ceil(builtins.abs(float((limit - start) / delta))))
+    size = builtins.abs(float((limit - start) / delta))
+    if not size <= 2**63 - 1:  # infinite, NaN or too large
+        raise ValueError(f"Requires ((limit - start) / delta) <= {2**63 - 1}")
+    return int(np.ceil(size))
 
 
 def _range_shape(op):

@@ -42,6 +42,8 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.runtime.step_graph import Node
 
@@ -145,7 +147,7 @@ class Emitter:
         outs = [f"v{suffix}_{k}" if many else f"v{suffix}" for k in range(len(n.output_dtypes))]
         for k, o in enumerate(outs):
             self.names[(n, k)] = o
-        if n.op == "Const" and self.inline:
+        if n.op == "Const" and self.inline and isinstance(n.attrs["value"], np.ndarray):
             value = n.attrs["value"]
             if self.scalar_consts and getattr(value, "ndim", None) == 0 and \
                     value.dtype.kind in "biufc":

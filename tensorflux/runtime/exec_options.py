@@ -55,6 +55,12 @@ class ExecOptions:
         already spreads over the cores). None: from the ConfigProto
         (`intra_op_parallelism_threads == 1` means each kernel keeps to one core, so they
         do not share and run side by side).
+      max_tensor_bytes: the resource guard's bound on one tensor that a kernel builds from
+        a few input values (a large splat Const, Fill, Tile, BroadcastTo, Range, Pad,
+        OneHot, the random ops' shapes): a larger one fails the step with
+        ResourceExhaustedError before anything is allocated. None: the process default
+        (half the physical memory; `tensor_util.set_max_expanded_bytes`). TensorFlow's
+        ConfigProto has no host-memory field for it (framework/resource_guard.py).
     """
 
     strategy: str = "auto"
@@ -62,6 +68,7 @@ class ExecOptions:
     straight_line: bool = True
     compile_loops: bool = True
     cpu_devices_share_cores: bool | None = None
+    max_tensor_bytes: int | None = None
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:

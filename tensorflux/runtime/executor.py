@@ -215,6 +215,7 @@ class Executor:
 
     def run(self, ctx, deadline: float | None = None) -> list:
         """Runs one step; returns the fetched values. Raises ExecutorError or OpError."""
+        ctx.deadline = deadline  # long kernels poll it (kernels/interrupt.py)
         if self.straight is not None:
             return self._run_straight(ctx, deadline)
         return _Run(self, ctx, deadline).execute()

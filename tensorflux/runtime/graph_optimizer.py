@@ -23,10 +23,24 @@ import numpy as np
 from tensorflux.framework import dtypes, op_registry, tensor_shape
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.registry import KernelContext
+from tensorflux.runtime.exec_options import ExecOptions
 from tensorflux.runtime.frame_analysis import flow_kind
 from tensorflux.runtime.step_graph import Node, StepGraph, topological_order
 
 MAX_FOLDED_BYTES = 10 * 1024 * 1024
+
+
+class _Folding:
+    """What a kernel evaluated by constant folding sees as its session: the resource
+    guard's bound is MAX_FOLDED_BYTES (framework/resource_guard.py), so folding never
+    allocates a result it would not keep (the kernel refuses; the node runs at run time)."""
+
+    _exec_options = ExecOptions(max_tensor_bytes=MAX_FOLDED_BYTES)
+    _config = None
+    _closed = False
+
+
+_FOLDING = _Folding()
 
 
 def _levels(options) -> tuple[bool, bool]:
@@ -78,10 +92,10 @@ def fold_constants(sg: StepGraph) -> int:
     values: dict[tuple[Node, int], np.ndarray] = {}
     waits: dict[tuple[Node, int], tuple[Node, ...]] = {}  # control inputs behind a value
     for n in sg.nodes:
-        if n.op == "Const":
+        if n.op == "Const" and isinstance(n.attrs["value"], np.ndarray):  # not deferred
             values[(n, 0)] = n.attrs["value"]
             waits[(n, 0)] = tuple(n.control_inputs)
-    ctx = KernelContext(0, None)
+    ctx = KernelContext(0, None, session=_FOLDING)
     mapping: dict[tuple[Node, int], tuple[Node, int]] = {}
     folded = 0
     for n in topological_order(sg.nodes, skip_back_edges=True)[0]:

@@ -29,7 +29,9 @@ Semantics (paper §3.4; the header of executor.py states the same invariants):
     other input, a NextIteration, cannot come (the loop is on an untaken branch).
   - Asynchronous kernels get a `done` callback posting to a completion queue; the executor
     runs whatever else is ready and waits on the queue only when nothing is, up to the
-    step's deadline (then DeadlineExceededError, the step cancelled).
+    step's deadline (then DeadlineExceededError, the step cancelled). Before each node it
+    checks the deadline, the step's cancellation and its session's close too
+    (kernels/interrupt.py), so a loop of nodes that never wait still stops.
   - The first error cancels the step, nothing more starts, in-flight kernels are waited for,
     and it is raised as ExecutorError(node, device, cause).
 """
@@ -42,6 +44,7 @@ import zlib
 from collections import Counter, deque
 
 from tensorflux.framework import errors
+from tensorflux.kernels import interrupt
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.registry import DEAD
 from tensorflux.runtime.executor import ExecutorError
@@ -87,6 +90,7 @@ class ReferenceExecutor:
 
     def run(self, ctx, deadline: float | None = None) -> list:
         """Runs one step; returns the fetched values. Raises ExecutorError or OpError."""
+        ctx.deadline = deadline  # long kernels poll it (kernels/interrupt.py)
         return _Run(self, ctx, deadline).execute()
 
 
@@ -131,6 +135,10 @@ class _Run:
             self._schedule(n, self.root, 0)
         while True:
             while self.ready and self.error is None:
+                stop = interrupt.stop_reason(self.ctx)  # a loop may never wait below
+                if stop is not None:
+                    self._fail(None, stop)
+                    break
                 self._run_node(*self.ready.popleft())
             if not self.in_flight:
                 break

@@ -115,6 +115,9 @@ class BaseSession:
         # and removal are single atomic operations under the GIL, so the many threads
         # running steps on one Session never queue on a lock here.
         self._active_steps: dict[int, CancellationManager] = {}
+        # Cancelled by close(): the C loops of running kernels stop on it
+        # (kernels/interrupt.py), whether or not their step can block.
+        self._closing = CancellationManager()
         self._closed = False
         self._default_session_context = None
         _live_sessions.add(self)
@@ -243,6 +246,7 @@ class BaseSession:
         active = list(self._active_steps.values())
         for cm in active:
             cm.start_cancel()
+        self._closing.start_cancel()
         self._steps.clear()
         self._device_mgr.shutdown()
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from tensorflux.framework import dtypes, errors, op_registry
+from tensorflux.framework import dtypes, errors, op_registry, tensor_util
 from tensorflux.framework.operation import Operation, Tensor
 
 
@@ -240,8 +240,8 @@ def _check_const(op: Operation) -> None:
       InvalidArgumentError: naming the node.
     """
     value, dtype = op._attrs.get("value"), op._attrs.get("dtype")
-    if not isinstance(value, np.ndarray) or not isinstance(dtype, dtypes.DType) or \
-            value.dtype == dtype.numpy_dtype:
+    if not isinstance(value, (np.ndarray, tensor_util.DeferredTensor)) or \
+            not isinstance(dtype, dtypes.DType) or value.dtype == dtype.numpy_dtype:
         return
     try:
         got = dtypes.as_dtype(value.dtype).name

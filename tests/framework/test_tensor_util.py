@@ -574,10 +574,15 @@ def test_a_splat_larger_than_the_bound_is_resource_exhausted_not_allocated(monke
     # Values given in full are not an expansion: no bound applies.
     full = tensor_util.make_tensor_proto(np.arange(300, dtype=np.float32))
     assert tensor_util.MakeNdarray(full).shape == (300,)
-    # Importing a GraphDef holding such a Const fails the same way, typed.
+    # Importing a GraphDef holding such a Const allocates nothing (the static shape is
+    # known); running it fails the same way, typed, naming the node (issue 21).
     gd = text_format.Parse(
         'node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } } '
         'attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: '
         '1099511627776 } } float_val: 1.0 } } } }', tf.GraphDef())
-    with tf.Graph().as_default(), pytest.raises(tf.errors.ResourceExhaustedError):
+    with tf.Graph().as_default() as g:
         tf.import_graph_def(gd, name="")
+        c = g.get_tensor_by_name("c:0")
+        assert c.shape.as_list() == [1099511627776]
+        with tf.Session() as s, pytest.raises(tf.errors.ResourceExhaustedError, match="node c"):
+            s.run(c)

@@ -212,3 +212,43 @@ def test_bad_shapes_at_run_time_are_invalid_argument(build, feeds):
     y = build(placeholders)
     with pytest.raises(tf.errors.InvalidArgumentError):
         tf.Session().run(y, dict(zip(placeholders, feeds, strict=True)))
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda x5, x4: tf.nn.max_pool3d(x5, [1, 2**31, 1, 1, 1], [1] * 5, "SAME"),
+     "Attr ksize has value 2147483648 out of range for an int32"),
+    (lambda x5, x4: tf.nn.conv3d(x5, tf.ones([2, 2, 2, 1, 1]), [1, 2**31, 1, 1, 1], "SAME"),
+     "Attr strides has value 2147483648 out of range for an int32"),
+    (lambda x5, x4: tf.nn.conv3d(x5, tf.ones([2, 2, 2, 1, 1]), [1] * 5, "SAME",
+                                 dilations=[1, 1, 2**31, 1, 1]),
+     "Attr dilations has value 2147483648 out of range for an int32"),
+    (lambda x5, x4: tf.nn.conv2d(x4, tf.ones([2, 2, 1, 1]), [1] * 4, "SAME",
+                                 dilations=[1, 0, 1, 1]),
+     "Dilation rate must be >= 1, but got 0"),
+])
+def test_window_attrs_validated_at_construction_as_tf(build, message):
+    # issue 21: TF's shape functions reject these when the graph is built (a GraphDef's
+    # attrs included), before any kernel could loop over such a window.
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match=message):
+            build(tf.ones([1, 4, 4, 4, 1]), tf.ones([1, 4, 4, 1]))
+
+
+@pytest.mark.parametrize("pool", ["max", "avg"])
+def test_3d_pool_windows_larger_than_the_input_are_cut_to_it(pool):
+    # issue 21: a window of 2^31 - 1 used to pad the input to 192 GiB; TF answers at once.
+    x = np.arange(64, dtype=np.float32).reshape(1, 4, 4, 4, 1)
+    fn = tf.nn.max_pool3d if pool == "max" else tf.nn.avg_pool3d
+    with tf.Graph().as_default():
+        y = fn(tf.constant(x), [1, 2**31 - 1, 3, 1, 1], [1, 1, 1, 1, 1], "SAME")
+        got = tf.Session().run(y)
+    # Over D the window covers all 4 planes; over H 3 rows (SAME: 1 before, 1 after).
+    xp = np.pad(x, [(0, 0), (0, 0), (1, 1), (0, 0), (0, 0)],
+                constant_values=-np.inf if pool == "max" else np.nan)
+    taps = np.stack([xp[:, :, i:i + 4] for i in range(3)], axis=-1)  # (1, 4, 4, 4, 1, 3)
+    if pool == "max":
+        want = np.broadcast_to(taps.max(axis=(1, -1), keepdims=True)[..., 0], x.shape)
+    else:
+        want = np.broadcast_to(np.nanmean(taps, axis=(1, -1), keepdims=True)[..., 0],
+                               x.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-6)

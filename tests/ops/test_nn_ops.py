@@ -576,3 +576,17 @@ def test_softmax_cross_entropy_broadcasts_labels_and_logits():
     with pytest.raises(ValueError, match="Dimensions must be equal, but are 2 and 3"):
         apply_op("SoftmaxCrossEntropyWithLogits", features=np.ones((2, 3), np.float32),
                  labels=np.ones((3, 3), np.float32))
+
+
+@pytest.mark.parametrize("radius", [-1, 2**31 - 1, 2**31])
+def test_lrn_depth_radius_out_of_int_range_is_invalid_as_in_tf(radius):
+    # issue 21: TF's LRN kernels take depth_radius in [0, INT_MAX); -1 used to run.
+    with tf.Graph().as_default():
+        x = tf.ones([1, 2, 2, 3])
+        y = tf.nn.lrn(x, depth_radius=radius)
+        dx = tf.gradients(y, x)[0]
+        with tf.Session() as s:
+            for t in (y, dx):
+                with pytest.raises(tf.errors.InvalidArgumentError,
+                                   match=f"depth_radius = {radius} larger than int max"):
+                    s.run(t)

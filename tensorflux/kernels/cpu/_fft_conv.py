@@ -228,7 +228,7 @@ class _Geometry:
             spec = _spectrum(a[n0:n1].transpose(1, 0, 3, 2), fh, fw)
             np.copyto(out[:, :, n0:n1], spec.reshape(self.ph, q, n1 - n0, c))
 
-        intra_op.parallel_for(work, n, _grain(n, parts), parts)
+        intra_op.parallel_for(work, n, self._image_grain(n, c, parts), parts)
         return out.reshape(self.freqs, n, c)
 
     def to_nhwc(self, spec: np.ndarray, positions, out: np.ndarray, parts: int) -> None:
@@ -243,7 +243,13 @@ class _Geometry:
             np.copyto(out[n0:n1],
                       real.reshape(real.shape[0], n1 - n0, c, -1).transpose(1, 0, 3, 2))
 
-        intra_op.parallel_for(work, n, _grain(n, parts), parts)
+        intra_op.parallel_for(work, n, self._image_grain(n, c, parts), parts)
+
+    def _image_grain(self, n: int, c: int, parts: int) -> int:
+        """Images per chunk of a transform: `_grain`, but about interrupt.CHUNK_FLOPS of
+        work at most (the step is checked between chunks, kernels/interrupt.py)."""
+        per_image = 8.0 * self.ph * self.pw * (self.ph + self.pw) * c
+        return intra_op.bounded_grain(_grain(n, parts), n, n * per_image)
 
 
 def _negated(positions):
@@ -338,7 +344,9 @@ def _mix(a: np.ndarray, b: np.ndarray, parts: int) -> np.ndarray:
     def work(f0, f1):
         np.matmul(a[f0:f1], b[f0:f1], out=out[f0:f1])
 
-    intra_op.parallel_for(work, freqs, _grain(freqs, parts), parts)
+    work_all = 8.0 * freqs * a.shape[1] * a.shape[2] * b.shape[2]
+    intra_op.parallel_for(work, freqs, intra_op.bounded_grain(_grain(freqs, parts), freqs,
+                                                              work_all), parts)
     return out
 
 

@@ -21,6 +21,12 @@
  *   - Relu and ReluGrad, which NumPy runs at ~0.4 ns per float32 element; MaxPool and
  *     MaxPoolGrad; im2col's copy of convolution patches (NumPy pays per contiguous run).
  *
+ * Long calls stop early: every entry point that loops takes an optional stop cell (an int32
+ * buffer that Python sets nonzero when the step is cancelled or its session closed) and the
+ * step's deadline (CLOCK_MONOTONIC seconds, Python's time.monotonic(); 0: none). Loops poll
+ * both between chunks (and pools inside an image, every ~1M taps); a call that stopped
+ * skips the rest of its work and returns False (tensorflux/kernels/interrupt.py).
+ *
  * Buffers come in through the buffer protocol (NumPy arrays; C-contiguous, checked here) and
  * every entry point checks sizes and formats before it releases the GIL.
  */
@@ -33,11 +39,29 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------------------------------
  * The pool. */
 
 typedef void (*chunk_fn)(void *arg, int64_t chunk);
+
+/* Why a call should stop: a cell Python sets (cancellation, close) and a deadline. */
+typedef struct {
+    const volatile int32_t *cell;  /* NULL: no cell */
+    double deadline;               /* CLOCK_MONOTONIC seconds; 0: none */
+} stop_t;
+
+static int should_stop(const stop_t *s) {
+    if (s == NULL) return 0;
+    if (s->cell != NULL && *s->cell) return 1;
+    if (s->deadline > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 > s->deadline) return 1;
+    }
+    return 0;
+}
 
 #define MAX_HELPERS 63
 
@@ -56,6 +80,8 @@ static struct {
     void *arg;
     int64_t count;
     int max_helpers;          /* helpers that may join (the caller's `parts` - 1) */
+    const stop_t *stop;       /* polled before each chunk (NULL: never stops) */
+    atomic_llong skipped;     /* chunks not run because the call stopped */
     atomic_int joined;
     atomic_llong next;
     atomic_llong finished;
@@ -65,7 +91,10 @@ static void run_chunks(void) {
     for (;;) {
         int64_t i = atomic_fetch_add(&task.next, 1);
         if (i >= task.count) return;
-        task.fn(task.arg, i);
+        if (task.stop != NULL && (atomic_load(&task.skipped) || should_stop(task.stop)))
+            atomic_fetch_add(&task.skipped, 1);  /* counted as finished, not run */
+        else
+            task.fn(task.arg, i);
         if (atomic_fetch_add(&task.finished, 1) + 1 == task.count &&
                 atomic_load(&caller_waiting)) {
             pthread_mutex_lock(&pool_mu);
@@ -128,7 +157,8 @@ static void forget_helpers_in_child(void) {
 /* Runs fn(arg, 0..count-1) on this thread and up to parts-1 helpers; false (and nothing
  * run) when another caller owns the pool or there is no helper, so the caller runs the work
  * its own way. Called without the GIL (helpers were started by the caller beforehand). */
-static int pool_run(chunk_fn fn, void *arg, int64_t count, int parts) {
+static int pool_run(chunk_fn fn, void *arg, int64_t count, int parts, const stop_t *stop,
+                    int64_t *skipped) {
     int expected = 0;
     if (parts < 2 || count < 2 || helpers == 0 ||
             !atomic_compare_exchange_strong(&busy, &expected, 1))
@@ -137,6 +167,8 @@ static int pool_run(chunk_fn fn, void *arg, int64_t count, int parts) {
     task.arg = arg;
     task.count = count;
     task.max_helpers = parts - 1;
+    task.stop = stop;
+    atomic_store(&task.skipped, 0);
     atomic_store(&task.joined, 0);
     atomic_store(&task.next, 0);
     atomic_store(&task.finished, 0);
@@ -159,8 +191,51 @@ static int pool_run(chunk_fn fn, void *arg, int64_t count, int parts) {
     }
     atomic_store(&closed, 1);
     while (atomic_load(&inside) > 0) sched_yield();
+    *skipped = atomic_load(&task.skipped);
     atomic_store(&busy, 0);
     return 1;
+}
+
+/* Runs fn(arg, 0..count-1): on the pool when it takes the call, else on this thread;
+ * returns how many chunks were skipped because the call stopped (0: all done). Called
+ * without the GIL. */
+static int64_t run_serial(chunk_fn fn, void *arg, int64_t count, const stop_t *stop) {
+    for (int64_t i = 0; i < count; i++) {
+        if (should_stop(stop)) return count - i;
+        fn(arg, i);
+    }
+    return 0;
+}
+
+static int64_t run_all(chunk_fn fn, void *arg, int64_t count, int parts, const stop_t *stop) {
+    int64_t skipped = 0;
+    if (pool_run(fn, arg, count, parts, stop, &skipped)) return skipped;
+    return run_serial(fn, arg, count, stop);
+}
+
+/* Parses the optional (stop_cell, deadline) arguments into `s`; `view` holds the cell's
+ * buffer when *held is set (release it after the call). Raises ValueError. */
+static int get_stop(PyObject *cell, double deadline, stop_t *s, Py_buffer *view, int *held) {
+    s->cell = NULL;
+    s->deadline = deadline > 0 ? deadline : 0;
+    *held = 0;
+    if (cell == NULL || cell == Py_None) return 0;
+    if (PyObject_GetBuffer(cell, view, PyBUF_C_CONTIGUOUS) != 0) return -1;
+    *held = 1;
+    if (view->len < (Py_ssize_t)sizeof(int32_t)) {
+        PyBuffer_Release(view);
+        *held = 0;
+        PyErr_SetString(PyExc_ValueError, "stop cell: an int32 buffer expected");
+        return -1;
+    }
+    s->cell = (const volatile int32_t *)view->buf;
+    return 0;
+}
+
+/* What an entry point returns: True when the work is done, False when it stopped early. */
+static PyObject *done_or_stopped(int64_t skipped) {
+    if (skipped) Py_RETURN_FALSE;
+    Py_RETURN_TRUE;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -290,11 +365,16 @@ static int two_d(const Py_buffer *v, int64_t *rows, int64_t *cols) {
     return 1;
 }
 
-/* gemm(a, b, out, transpose_a, transpose_b, parts): out = op(a) @ op(b), all C-contiguous. */
+/* gemm(a, b, out, transpose_a, transpose_b, parts[, stop, deadline]): out = op(a) @ op(b),
+ * all C-contiguous; False when it stopped early. */
+#define GEMM_CHUNK_FLOPS 2e8  /* interrupt.CHUNK_FLOPS */
+
 static PyObject *py_gemm(PyObject *self, PyObject *args) {
-    PyObject *objs[3];
+    PyObject *objs[3], *cell = NULL;
     int ta, tb, parts;
-    if (!PyArg_ParseTuple(args, "OOOppi", &objs[0], &objs[1], &objs[2], &ta, &tb, &parts))
+    double deadline = 0;
+    if (!PyArg_ParseTuple(args, "OOOppi|Od", &objs[0], &objs[1], &objs[2], &ta, &tb, &parts,
+                          &cell, &deadline))
         return NULL;
     static const int writable[3] = {0, 0, 1};
     buf_t bufs[3];
@@ -320,21 +400,43 @@ static PyObject *py_gemm(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "gemm: no BLAS for this product");
         return NULL;
     }
+    stop_t stop;
+    Py_buffer cell_view;
+    int cell_held;
+    if (get_stop(cell, deadline, &stop, &cell_view, &cell_held) != 0) {
+        release(bufs, 3);
+        return NULL;
+    }
     g.by_rows = g.m >= g.n;
     int64_t len = g.by_rows ? g.m : g.n;
     if (parts < 1) parts = 1;
     g.grain = (len + parts - 1) / parts;
     if (g.grain < 64) g.grain = 64;
-    int64_t count = (len + g.grain - 1) / g.grain;
+    /* A long product (one that polls a stop) in blocks of about GEMM_CHUNK_FLOPS, at least
+     * 16 rows or columns wide. */
+    double line_flops = 2.0 * (double)(g.by_rows ? g.n : g.m) * (double)g.k;
+    int polled = stop.cell != NULL || stop.deadline > 0;
+    int long_product = polled && line_flops * (double)len > GEMM_CHUNK_FLOPS;
+    if (long_product && line_flops * (double)g.grain > GEMM_CHUNK_FLOPS) {
+        int64_t cap = (int64_t)(GEMM_CHUNK_FLOPS / line_flops);
+        g.grain = cap < 16 ? 16 : cap;
+    }
+    if (g.grain > len) g.grain = len;
+    int64_t count = (len + g.grain - 1) / g.grain, skipped = 0;
     if (count > 1) ensure_helpers(parts - 1);
     Py_BEGIN_ALLOW_THREADS
-    if (!pool_run(gemm_block, &g, count, parts)) {
-        g.grain = len;  /* one call for the whole product */
-        gemm_block(&g, 0);
+    if (!pool_run(gemm_block, &g, count, parts, &stop, &skipped)) {
+        if (long_product) {
+            skipped = run_serial(gemm_block, &g, count, &stop);
+        } else {
+            g.grain = len;  /* one call for the whole product */
+            gemm_block(&g, 0);
+        }
     }
     Py_END_ALLOW_THREADS
+    if (cell_held) PyBuffer_Release(&cell_view);
     release(bufs, 3);
-    Py_RETURN_NONE;
+    return done_or_stopped(skipped);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -465,13 +567,14 @@ LOOP_CLONES static void relu_grad_chunk(void *p, int64_t i) {
     }
 }
 
-/* Runs `fn` over f->n elements: chunks on the pool when there are several and parts > 1. */
+/* Runs `fn` over f->n elements: chunks on the pool when there are several and parts > 1.
+ * (Never stopped early: one pass over buffers the caller already holds is bounded, and an
+ * in-place update must not stop half-way.) */
 static void run_flat(chunk_fn fn, flat_t *f, int parts) {
     int64_t count = (f->n + CHUNK - 1) / CHUNK;
     if (count > 1 && parts > 1) ensure_helpers(parts - 1);
     Py_BEGIN_ALLOW_THREADS
-    if (!pool_run(fn, f, count, parts))
-        for (int64_t i = 0; i < count; i++) fn(f, i);
+    run_all(fn, f, count, parts, NULL);
     Py_END_ALLOW_THREADS
 }
 
@@ -575,7 +678,24 @@ typedef struct {
     char *out;
     int32_t *idx;   /* MaxPoolGrad: the routed tap of each window, [n, oh, ow, c] */
     int assign;
+    const stop_t *stop;
+    atomic_int *stopped;  /* set once any image saw the stop */
 } pool_t;
+
+/* Inside an image: polls the stop every POOL_POLL_TAPS window taps of work (a window is
+ * at most the input: one image can take long); returns from the chunk when stopped. */
+#define POOL_POLL_TAPS (1 << 20)
+#define POOL_POLL(taps)                                                                     \
+    do {                                                                                    \
+        if (p->stop != NULL && (budget_ -= (taps)) < 0) {                                   \
+            budget_ = POOL_POLL_TAPS;                                                       \
+            if (atomic_load(p->stopped)) return;                                            \
+            if (should_stop(p->stop)) {                                                     \
+                atomic_store(p->stopped, 1);                                                \
+                return;                                                                     \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
 
 /* The loops load every operand before selecting (a select between loaded values
  * vectorizes; a conditional load or a float compare selecting an int does not). */
@@ -599,6 +719,7 @@ typedef struct {
         T *out = (T *)p->out;                                                               \
         for (int64_t r = 0; r < p->oh; r++)                                                 \
             for (int64_t q = 0; q < p->ow; q++) {                                           \
+                POOL_POLL(p->kh * p->kw * C);                                               \
                 T *restrict o = out + ((b * p->oh + r) * p->ow + q) * C;                    \
                 for (int64_t i = 0; i < p->kh; i++) {                                       \
                     int64_t y = r * p->sh + i - p->pt;                                      \
@@ -626,6 +747,7 @@ typedef struct {
 LOOP_CLONES static void max_pool_image(void *arg, int64_t b) {
     const pool_t *p = arg;
     const int64_t C = p->c;
+    int64_t budget_ = 0;
     if (p->code == 'f')
         POOL_FWD_LOOP(float);
     else
@@ -661,6 +783,7 @@ LOOP_CLONES static void max_pool_image(void *arg, int64_t b) {
         T *restrict m = (T *)scratch;                                                       \
         for (int64_t r = 0; r < p->oh; r++)                                                 \
             for (int64_t q = 0; q < p->ow; q++) {                                           \
+                POOL_POLL(p->kh * p->kw * C);                                               \
                 int32_t *restrict id = p->idx + ((b * p->oh + r) * p->ow + q) * C;          \
                 SCAN_WINDOW(T, m, id);                                                      \
             }                                                                               \
@@ -672,6 +795,7 @@ LOOP_CLONES static void max_pool_image(void *arg, int64_t b) {
         T *out = (T *)p->out;                                                               \
         for (int64_t y = 0; y < p->h; y++)                                                  \
             for (int64_t z = 0; z < p->w; z++) {                                            \
+                POOL_POLL(p->kh * p->kw * C);                                               \
                 T *restrict o = out + ((b * p->h + y) * p->w + z) * C;                      \
                 for (int64_t k = 0; k < C; k++) o[k] = 0;                                   \
                 for (int64_t i = 0; i < p->kh; i++) {                                       \
@@ -707,6 +831,7 @@ LOOP_CLONES static void max_pool_image(void *arg, int64_t b) {
             memset(out + b * p->h * p->w * C, 0, (size_t)(p->h * p->w * C) * sizeof(T));   \
         for (int64_t r = 0; r < p->oh; r++)                                                 \
             for (int64_t q = 0; q < p->ow; q++) {                                           \
+                POOL_POLL(p->kh * p->kw * C);                                               \
                 const T *restrict gv = g + ((b * p->oh + r) * p->ow + q) * C;               \
                 SCAN_WINDOW(T, m, best);                                                    \
                 int32_t t = 0;                                                              \
@@ -727,6 +852,7 @@ LOOP_CLONES static void max_pool_image(void *arg, int64_t b) {
 LOOP_CLONES static void max_pool_grad_image(void *arg, int64_t b) {
     const pool_t *p = arg;
     const int64_t C = p->c;
+    int64_t budget_ = 0;
     /* one window's running maxima (and, for tiles, first-maximum taps) per channel */
     double scratch[MAX_POOL_CHANNELS * 3 / 2];
     if (p->assign) {
@@ -748,16 +874,18 @@ LOOP_CLONES static void max_pool_grad_image(void *arg, int64_t b) {
 /* Parses (x, out, kh, kw, sh, sw, pad_top, pad_left, parts) plus, for the gradient, g and
  * idx; checks every size against the geometry. */
 static PyObject *pool_call(PyObject *args, int grad) {
-    PyObject *objs[3], *idx_obj = NULL;
+    PyObject *objs[3], *idx_obj = NULL, *cell = NULL;
+    double deadline = 0;
     pool_t p;
     int parts;
     memset(&p, 0, sizeof p);
     if (grad) {
-        if (!PyArg_ParseTuple(args, "OOOOLLLLLLpi", &objs[0], &objs[1], &objs[2], &idx_obj,
-                              &p.kh, &p.kw, &p.sh, &p.sw, &p.pt, &p.pl, &p.assign, &parts))
+        if (!PyArg_ParseTuple(args, "OOOOLLLLLLpi|Od", &objs[0], &objs[1], &objs[2], &idx_obj,
+                              &p.kh, &p.kw, &p.sh, &p.sw, &p.pt, &p.pl, &p.assign, &parts,
+                              &cell, &deadline))
             return NULL;
-    } else if (!PyArg_ParseTuple(args, "OOLLLLLLi", &objs[0], &objs[1], &p.kh, &p.kw, &p.sh,
-                                 &p.sw, &p.pt, &p.pl, &parts)) {
+    } else if (!PyArg_ParseTuple(args, "OOLLLLLLi|Od", &objs[0], &objs[1], &p.kh, &p.kw, &p.sh,
+                                 &p.sw, &p.pt, &p.pl, &parts, &cell, &deadline)) {
         return NULL;
     }
     int n = grad ? 3 : 2;
@@ -802,21 +930,36 @@ static PyObject *pool_call(PyObject *args, int grad) {
         p.idx = iv.buf;
     }
     p.out = outv->buf;
+    stop_t stop;
+    Py_buffer cell_view;
+    int cell_held;
+    if (get_stop(cell, deadline, &stop, &cell_view, &cell_held) != 0) {
+        if (have_idx) PyBuffer_Release(&iv);
+        release(bufs, n);
+        return NULL;
+    }
+    atomic_int stopped = 0;
+    if (stop.cell != NULL || stop.deadline > 0) {
+        p.stop = &stop;
+        p.stopped = &stopped;
+    }
     chunk_fn fn = grad ? max_pool_grad_image : max_pool_image;
+    int64_t skipped;
     if (p.n > 1 && parts > 1) ensure_helpers(parts - 1);
     Py_BEGIN_ALLOW_THREADS
-    if (!pool_run(fn, &p, p.n, parts))
-        for (int64_t b = 0; b < p.n; b++) fn(&p, b);
+    skipped = run_all(fn, &p, p.n, parts, p.stop);
     Py_END_ALLOW_THREADS
+    if (cell_held) PyBuffer_Release(&cell_view);
     if (have_idx) PyBuffer_Release(&iv);
     release(bufs, n);
-    Py_RETURN_NONE;
+    return done_or_stopped(skipped || atomic_load(&stopped));
 }
 
-/* max_pool(x, out, kh, kw, sh, sw, pad_top, pad_left, parts) */
+/* max_pool(x, out, kh, kw, sh, sw, pad_top, pad_left, parts[, stop, deadline]) */
 static PyObject *py_max_pool(PyObject *self, PyObject *args) { return pool_call(args, 0); }
 
-/* max_pool_grad(x, g, out, idx, kh, kw, sh, sw, pad_top, pad_left, assign, parts) */
+/* max_pool_grad(x, g, out, idx, kh, kw, sh, sw, pad_top, pad_left, assign, parts[, stop,
+ * deadline]) */
 static PyObject *py_max_pool_grad(PyObject *self, PyObject *args) { return pool_call(args, 1); }
 
 /* ---------------------------------------------------------------------------------------
@@ -886,7 +1029,8 @@ static PyMethodDef methods[] = {
     {"set_blas", py_set_blas, METH_VARARGS,
      "set_blas(sgemm_address, dgemm_address, ilp64): NumPy's cblas_sgemm/dgemm"},
     {"gemm", py_gemm, METH_VARARGS,
-     "gemm(a, b, out, transpose_a, transpose_b, parts): out = op(a) @ op(b)"},
+     "gemm(a, b, out, transpose_a, transpose_b, parts[, stop, deadline]): out = op(a) @ "
+     "op(b); False if stopped"},
     {"adam", py_adam, METH_VARARGS,
      "adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov, parts): in place"},
     {"momentum", py_momentum, METH_VARARGS,
@@ -894,9 +1038,11 @@ static PyMethodDef methods[] = {
     {"relu", py_relu, METH_VARARGS, "relu(out, x, parts)"},
     {"relu_grad", py_relu_grad, METH_VARARGS, "relu_grad(out, gradients, features, parts)"},
     {"max_pool", py_max_pool, METH_VARARGS,
-     "max_pool(x, out, kh, kw, sh, sw, pad_top, pad_left, parts): NHWC"},
+     "max_pool(x, out, kh, kw, sh, sw, pad_top, pad_left, parts[, stop, deadline]): NHWC; "
+     "False if stopped"},
     {"max_pool_grad", py_max_pool_grad, METH_VARARGS,
-     "max_pool_grad(x, grad, out, idx, kh, kw, sh, sw, pad_top, pad_left, assign, parts)"},
+     "max_pool_grad(x, grad, out, idx, kh, kw, sh, sw, pad_top, pad_left, assign, parts"
+     "[, stop, deadline]): False if stopped"},
     {"im2col", py_im2col, METH_VARARGS,
      "im2col(xp, out, n0, kh, kw, sh, sw, dh, dw): a batch chunk's convolution patches"},
     {"helpers", py_helpers, METH_NOARGS, "helper threads started so far"},

@@ -16,6 +16,7 @@ import itertools
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._nn_common import _invalid, _pad, _window
 
 
@@ -81,7 +82,7 @@ def scatter_taps(cols: np.ndarray, shape, g: WindowGeometry) -> np.ndarray:
     padded = [n + b + a for n, (b, a) in zip(shape[1:-1], g.pads, strict=True)]
     out = np.zeros((shape[0], *padded, shape[-1]), cols.dtype)
     spans = [(o - 1) * s + 1 for o, s in zip(g.out, g.strides, strict=True)]
-    for tap in itertools.product(*(range(n) for n in g.ksize)):
+    for tap in interrupt.polled(itertools.product(*(range(n) for n in g.ksize))):
         index = (slice(None),) + tuple(
             slice(t * d, t * d + span, s)
             for t, d, span, s in zip(tap, g.dilations, spans, g.strides, strict=True))
@@ -94,9 +95,15 @@ def scatter_taps(cols: np.ndarray, shape, g: WindowGeometry) -> np.ndarray:
 def valid_counts(shape, g: WindowGeometry) -> np.ndarray:
     """Per output position (O1..Ok), how many of its window's taps read the input rather
     than padding (the divisor of an average pool)."""
-    ones = np.ones((1, *shape[1:-1], 1), np.float64)
-    view = patches(ones, g)
-    return view.sum(axis=tuple(range(1 + len(g.ksize), 1 + 2 * len(g.ksize))))[0, ..., 0]
+    counts = np.ones((), np.float64)
+    for n, o, k, s, d, (before, _) in zip(shape[1:-1], g.out, g.ksize, g.strides, g.dilations,
+                                         g.pads, strict=True):
+        # taps t*d (t < k) of the window starting at padded row r*s read input rows
+        # r*s - before + t*d in [0, n): counted per axis, multiplied (separable)
+        start = np.arange(o)[:, None] * s - before + np.arange(k)[None, :] * d
+        per_axis = ((start >= 0) & (start < n)).sum(axis=1).astype(np.float64)
+        counts = np.multiply.outer(counts, per_axis)
+    return counts
 
 
 _CHUNK_BYTES = 32 << 20  # bound on the temporaries (patch matrices, masks) of one chunk
@@ -104,6 +111,6 @@ _CHUNK_BYTES = 32 << 20  # bound on the temporaries (patch matrices, masks) of o
 
 def batch_chunks(n: int, bytes_per_item: int):
     """Slices of the batch axis whose temporaries stay under _CHUNK_BYTES each (at least
-    one item per slice)."""
+    one item per slice); the running step is checked before each (kernels/interrupt.py)."""
     step = max(1, _CHUNK_BYTES // max(1, bytes_per_item))
-    return [slice(i, min(n, i + step)) for i in range(0, n, step)]
+    return interrupt.polled([slice(i, min(n, i + step)) for i in range(0, n, step)], every=1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorflux.framework import errors
+from tensorflux.framework import errors, resource_guard
 from tensorflux.kernels.registry import kernel, kernel_factory
 
 _ALL = ("CPU", "GPU")
@@ -260,6 +260,7 @@ def _fill(ctx, dims, value):
     for d in shape:
         if d < 0:
             raise _invalid(f"Dimension {d} must be >= 0")
+    resource_guard.check_shape(shape, value.dtype, ctx)
     return np.full(shape, value, dtype=value.dtype)
 
 

@@ -12,8 +12,11 @@ window elements inside the input. half and bfloat16 compute in float32.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu import _windows_nd as win
 from tensorflux.kernels.cpu._nn_common import _checked, _invalid, _narrow, _widen
 from tensorflux.kernels.registry import kernel_factory
@@ -137,10 +140,24 @@ class _Pool3D:
         self.padding = a["padding"]
 
     def geometry(self, shape) -> win.WindowGeometry:
+        """The windows over `shape` (channels last), cut to the taps that ever read the
+        input: a tap that reads padding for every output changes no max, no average (which
+        counts input elements only) and routes no gradient, so a window larger than its
+        input costs the input's size, not the window's (as the 2-D pools,
+        pooling_ops._PoolGeometry.resolve; TF answers such windows at once)."""
         if len(shape) != 5:
             raise _invalid(f"tensor_in must be 5-dimensional, got shape {list(shape)}")
-        return win.WindowGeometry(shape[1:4], self.ksize, self.strides, [1, 1, 1],
-                                  self.padding)
+        g = win.WindowGeometry(shape[1:4], self.ksize, self.strides, [1, 1, 1], self.padding)
+        for axis, n in enumerate(shape[1:4]):
+            o, k, s = g.out[axis], g.ksize[axis], g.strides[axis]
+            b = g.pads[axis][0]
+            lo = max(0, b - (o - 1) * s) if o > 0 else 0
+            hi = max(min(k, b + n), lo + 1)
+            if (lo, hi) != (0, k):
+                k, b = hi - lo, b - lo
+                g.ksize[axis] = k
+                g.pads[axis] = (b, max(0, (o - 1) * s + k - b - n))
+        return g
 
 
 def _check_pooled(t, g: win.WindowGeometry, n, c, what):
@@ -152,6 +169,26 @@ def _check_pooled(t, g: win.WindowGeometry, n, c, what):
 _WINDOW_AXES = (4, 5, 6)
 
 
+def _window_reduce(view, reduce, dtype):
+    """`reduce(view, axis=_WINDOW_AXES)` of a windows view (N, O1, O2, O3, K1, K2, K3, C),
+    in blocks of (batch item, rows of O1, columns of O2) of about interrupt.CHUNK_FLOPS / 8
+    taps, checking the step between blocks (kernels/interrupt.py)."""
+    n, o1, o2 = view.shape[:3]
+    budget = interrupt.CHUNK_FLOPS / 8  # taps per block (strided reads: ~ns each)
+    per_cell = math.prod(view.shape[3:])  # taps of one (item, row, column) line
+    cols = max(1, min(o2, int(budget // max(1, per_cell))))
+    rows = max(1, int(budget // max(1, per_cell * o2))) if cols == o2 else 1
+    out = np.empty(view.shape[:4] + view.shape[-1:], dtype)
+    for b in range(n):
+        for r in interrupt.polled(range(0, o1, rows), every=1):
+            for q in range(0, o2, cols):
+                out[b, r:r + rows, q:q + cols] = reduce(view[b, r:r + rows, q:q + cols],
+                                                        axis=(3, 4, 5))
+                if cols < o2:
+                    interrupt.check()
+    return out
+
+
 @kernel_factory("MaxPool3D", expensive=True)
 @_checked
 def _max_pool3d(node):
@@ -160,7 +197,7 @@ def _max_pool3d(node):
     def compute(ctx, x):
         xl = _widen(win.to_channels_last(x, p.fmt))
         g = p.geometry(xl.shape)
-        out = win.patches(xl, g, fill=-np.inf).max(axis=_WINDOW_AXES)
+        out = _window_reduce(win.patches(xl, g, fill=-np.inf), np.max, xl.dtype)
         return win.from_channels_last(_narrow(out, x.dtype), p.fmt)
 
     return compute
@@ -222,7 +259,7 @@ def _avg_pool3d(node):
     def compute(ctx, x):
         xl = _widen(win.to_channels_last(x, p.fmt))
         g = p.geometry(xl.shape)
-        sums = win.patches(xl, g).sum(axis=_WINDOW_AXES)
+        sums = _window_reduce(win.patches(xl, g), np.sum, xl.dtype)
         out = sums / win.valid_counts(xl.shape, g)[None, ..., None]
         return win.from_channels_last(_narrow(out, x.dtype), p.fmt)
 

@@ -131,6 +131,8 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts):
     and multiplied by `w2` straight into the chunk's rows of `out`."""
     n, oh, ow, f = out.shape
     k = w2.shape[0]
+    if oh > 1 and oh * ow * k * xp.itemsize > _IMAGE_ROWS_BYTES:
+        return _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts)
     patches = _patches(xp, kh, kw, oh, ow, strides, dilations)
 
     nb = _chunk(n, oh * ow, k * xp.itemsize)
@@ -143,6 +145,37 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts):
         np.matmul(b.reshape(-1, k), w2, out=out[n0:n1].reshape(-1, f))
 
     intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * out.size * k))
+    return out
+
+
+# An image whose patch rows take more than this is cut into blocks of output rows: one chunk
+# (that the step's deadline and cancellation are checked between, kernels/interrupt.py)
+# never holds more than this of patches, however large the image.
+_IMAGE_ROWS_BYTES = 64 << 20
+
+
+def _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts):
+    """`_im2col_matmul` for large images: per (image, block of output rows), the block's
+    patches (read from the rows of padded `xp` it covers) times `w2`."""
+    n, oh, ow, f = out.shape
+    k = w2.shape[0]
+    (sh, _), (dh, _) = strides, dilations
+    rows = max(1, _CHUNK_BYTES // (ow * k * xp.itemsize))
+    blocks = -(-oh // rows)
+    buffer, _ = intra_op.per_thread(
+        lambda: np.empty((1, rows, ow, kh, kw, xp.shape[3]), dtype=xp.dtype))
+
+    def work(u0, u1):
+        for u in range(u0, u1):
+            b, r0 = u // blocks, (u % blocks) * rows
+            r1 = min(oh, r0 + rows)
+            sub = xp[b:b + 1, r0 * sh:(r1 - 1) * sh + (kh - 1) * dh + 1]
+            buf = buffer()[:, :r1 - r0]
+            _copy_patches(buf, sub, _patches(sub, kh, kw, r1 - r0, ow, strides, dilations), 0,
+                          strides, dilations)
+            np.matmul(buf.reshape(-1, k), w2, out=out[b, r0:r1].reshape(-1, f))
+
+    intra_op.parallel_for(work, n * blocks, 1, _parts(parts, 2.0 * out.size * k))
     return out
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorflux.framework import resource_guard
 from tensorflux.kernels.cpu.array_ops import _invalid, _shape_str, _zeros
 from tensorflux.kernels.registry import kernel, kernel_factory
 
@@ -134,6 +135,7 @@ def _scatter_nd(ctx, indices, updates, shape):
         i = int(np.flatnonzero(bad.any(axis=1))[0])
         raise _invalid(f"indices{_bracket(outer, i)} = [{', '.join(map(str, flat[i].tolist()))}]"
                        f" does not index into shape {_shape_str(shape)}")
+    resource_guard.check_shape(shape, updates.dtype, ctx)
     out = _zeros(shape, updates.dtype)
     rows = updates.reshape((-1,) + shape[k:])
     if k == 1 and flat.shape[0]:
@@ -161,6 +163,7 @@ def _one_hot(node):
         if not -1 <= axis <= n:
             raise _invalid(f"Expected axis to be -1 or between [0, {n + 1}).  But received: "
                            f"{axis}")
+        resource_guard.check_shape(indices.shape + (depth,), on_value.dtype, ctx)
         hot = indices[..., None] == np.arange(depth, dtype=indices.dtype)
         out = np.where(hot, on_value, off_value)
         if axis != -1 and axis != n:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorflux.framework import errors
+from tensorflux.framework import errors, resource_guard
 from tensorflux.kernels.cpu.array_ops import _OBJECT, _invalid, _shape_str
 from tensorflux.kernels.registry import kernel, kernel_factory
 
@@ -185,6 +185,7 @@ def _tile(ctx, x, multiples):
             raise _invalid(f"Expected multiples[{i}] >= 0, but got {k}")
     if all(k == 1 for k in m):
         return x
+    resource_guard.check_shape([d * k for d, k in zip(x.shape, m, strict=True)], x.dtype, ctx)
     return np.tile(x, m)
 
 
@@ -214,9 +215,16 @@ def _pad_constant(x, pads, value) -> np.ndarray:
     return out
 
 
+def _checked_pads(ctx, x, paddings) -> list:
+    pads = _paddings(x, paddings)
+    resource_guard.check_shape([d + b + a for d, (b, a) in zip(x.shape, pads, strict=True)],
+                               x.dtype, ctx)
+    return pads
+
+
 @kernel("Pad", forwards_input=True)
 def _pad(ctx, x, paddings):
-    return _pad_constant(x, _paddings(x, paddings), b"" if x.dtype == _OBJECT else 0)
+    return _pad_constant(x, _checked_pads(ctx, x, paddings), b"" if x.dtype == _OBJECT else 0)
 
 
 @kernel("PadV2", forwards_input=True)
@@ -224,7 +232,7 @@ def _pad_v2(ctx, x, paddings, constant_values):
     if constant_values.ndim != 0:
         raise _invalid(f"constant_values must be a scalar. Got: "
                        f"{_shape_str(constant_values.shape)}")
-    return _pad_constant(x, _paddings(x, paddings), constant_values)
+    return _pad_constant(x, _checked_pads(ctx, x, paddings), constant_values)
 
 
 def _check_mirror(x, pads, mode: str) -> None:
@@ -245,7 +253,7 @@ def _mirror_pad(node):
 
     def compute(ctx, x, paddings):
         pads = _paddings(x, paddings)
-        _check_mirror(x, pads, mode)
+        _check_mirror(x, pads, mode)  # (at most twice x: bounded by its size)
         if not any(b or a for b, a in pads):
             return x
         return np.pad(x, pads, mode=np_mode)
@@ -295,6 +303,8 @@ def _broadcast_to(ctx, x, shape):
     if x.ndim > len(target):
         raise _invalid(f"Rank of input ({x.ndim}) must be no greater than rank of output "
                        f"shape ({len(target)}).")
+    if all(d >= 0 for d in target):
+        resource_guard.check_shape(target, x.dtype, ctx)
     try:
         # Materialized: a zero-stride view would be read-only wherever it ends up.
         return np.array(np.broadcast_to(x, target))

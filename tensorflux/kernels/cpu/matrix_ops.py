@@ -6,11 +6,12 @@ silenced for this module only (see math_ops.py).
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
-from tensorflux.kernels import intra_op
+from tensorflux.kernels import interrupt, intra_op
 from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu._math_common import _BF16, _BLAS_FLOATS, _F16, _invalid, _shape_str
 from tensorflux.kernels.registry import kernel, kernel_factory
@@ -40,10 +41,13 @@ def _matmul(node):
             return np.matmul(a2.astype(np.float32), b2.astype(np.float32)).astype(_BF16)
         m, n = a2.shape[0], b2.shape[1]
         parts = intra_op.workers(ctx)
-        if parts > 1 and a.dtype in _BLAS_FLOATS and \
-                2.0 * m * n * a2.shape[1] >= intra_op.MIN_FLOPS:
+        flops = 2.0 * m * n * a2.shape[1]
+        long = flops > interrupt.CHUNK_FLOPS  # in blocks, polling the step between them
+        if a.dtype in _BLAS_FLOATS and (long or parts > 1 and flops >= intra_op.MIN_FLOPS):
             out = native.gemm(a2, b2, parts)
             return out if out is not None else _split_matmul(a2, b2, parts)
+        if long and min(m, n) > 0:
+            return _split_matmul(a2, b2, parts)
         return np.matmul(a2, b2)
 
     return compute
@@ -54,10 +58,12 @@ def _split_matmul(a, b, parts):
     (at least 64 wide) that the intra-op threads claim (each block one BLAS call writing its
     part of the output in place; column blocks keep BLAS efficient when there are few rows).
     One block per thread beat two (MLP step 5.5-5.7 ms vs 5.8-6.1 ms, interleaved runs):
-    every BLAS call packs its operands again."""
+    every BLAS call packs its operands again. A long product is cut further, into blocks
+    of about `interrupt.CHUNK_FLOPS` (at least 16 wide), so that it polls its step."""
     m, n = a.shape[0], b.shape[1]
-    out = np.empty((m, n), a.dtype)
-    grain = max(64, -(-max(m, n) // parts))
+    out = np.empty((m, n), np.result_type(a, b))
+    grain = intra_op.bounded_grain(max(64, -(-max(m, n) // parts)), max(m, n),
+                                   2.0 * m * n * a.shape[1], floor=16)
     if m >= n:
         def work(lo, hi):
             np.matmul(a[lo:hi], b, out=out[lo:hi])
@@ -101,9 +107,28 @@ def _batch_matmul(node):
                            f"{_shape_str(y.shape)}")
         if x.dtype == _BF16:
             return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(_BF16)
-        return np.matmul(a, b)
+        return _batched(a, b)
 
     return compute
+
+
+def _batched(a, b):
+    """np.matmul(a, b) of stacks of matrices; a long one (with no broadcast batch) in blocks
+    of the batch, polling the step between them (kernels/interrupt.py)."""
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    count = math.prod(batch)
+    flops = 2.0 * count * a.shape[-2] * a.shape[-1] * b.shape[-1]
+    if flops <= interrupt.CHUNK_FLOPS or count <= 1 or a.shape[:-2] != b.shape[:-2]:
+        return np.matmul(a, b)  # (a broadcast batch is not cut: no copy of its operand)
+    a = a.reshape((count,) + a.shape[-2:])
+    b = b.reshape((count,) + b.shape[-2:])
+    out = np.empty((count, a.shape[-2], b.shape[-1]), np.result_type(a, b))
+
+    def work(lo, hi):
+        np.matmul(a[lo:hi], b[lo:hi], out=out[lo:hi])
+
+    intra_op.parallel_for(work, count, intra_op.bounded_grain(count, count, flops), 1)
+    return out.reshape(batch + out.shape[-2:])
 
 
 def _check_square(x) -> None:
@@ -111,6 +136,25 @@ def _check_square(x) -> None:
         raise _invalid(f"Input tensor 0 must have rank >= 2, got {x.ndim}")
     if x.shape[-1] != x.shape[-2]:
         raise _invalid(f"Input matrices must be squares, got {x.shape[-2]} != {x.shape[-1]}")
+
+
+def _stacked(fn, a):
+    """`fn(a)` for a NumPy linalg function over stacks of matrices; a long stack (over
+    about interrupt.CHUNK_FLOPS) in blocks of matrices, the step checked between them
+    (kernels/interrupt.py). One matrix is one LAPACK call, not interruptible."""
+    count = math.prod(a.shape[:-2])
+    work = float(count) * a.shape[-1] ** 3
+    if a.ndim <= 2 or count <= 1 or work <= interrupt.CHUNK_FLOPS:
+        return fn(a)
+    flat = a.reshape((count,) + a.shape[-2:])
+    grain = intra_op.bounded_grain(count, count, work)
+    out = None
+    for lo in interrupt.polled(range(0, count, grain), every=1):
+        block = fn(flat[lo:lo + grain])
+        if out is None:
+            out = np.empty((count,) + block.shape[1:], block.dtype)
+        out[lo:lo + grain] = block
+    return out.reshape(a.shape[:-2] + out.shape[1:])
 
 
 def _linalg_input(x):
@@ -128,7 +172,7 @@ def _matrix_inverse(node):
         if a.size == 0:
             return np.empty(x.shape, x.dtype)
         try:
-            inv = np.linalg.inv(a)
+            inv = _stacked(np.linalg.inv, a)
         except np.linalg.LinAlgError:
             raise _invalid("Input is not invertible.") from None
         if not np.all(np.isfinite(inv)) and np.all(np.isfinite(a)):
@@ -143,7 +187,7 @@ def _matrix_determinant(ctx, x):
     _check_square(x)
     if x.shape[-1] == 0:
         return np.ones(x.shape[:-2], x.dtype)
-    return np.asarray(np.linalg.det(_linalg_input(x))).astype(x.dtype, copy=False)
+    return np.asarray(_stacked(np.linalg.det, _linalg_input(x))).astype(x.dtype, copy=False)
 
 
 @kernel("Cholesky", expensive=True)
@@ -155,7 +199,7 @@ def _cholesky(ctx, x):
     lower = np.tril(a)
     sym = lower + np.conj(np.swapaxes(np.tril(a, -1), -1, -2))  # only the lower part counts
     try:
-        out = np.linalg.cholesky(sym)
+        out = _stacked(np.linalg.cholesky, sym)
     except np.linalg.LinAlgError:
         raise _invalid("Cholesky decomposition was not successful. The input might not be "
                        "valid.") from None

@@ -22,6 +22,10 @@ which computes the same values: the updates and activations give identical bits 
 does the NumPy path's operations in the same order and type, without FMA contraction); a
 split product equals NumPy's up to BLAS's blocking, as the Python-thread split does.
 
+Long calls stop early: gemm and the pools poll the running step's deadline and a stop cell
+set on its cancellation or its session's close (`interrupt.native_stop`), between chunks,
+and raise the step's error when they stopped (kernels/interrupt.py).
+
 Products call NumPy's own BLAS (its OpenBLAS `cblas_sgemm`/`cblas_dgemm`, looked up in the
 library NumPy loaded), so they run the same kernels as `np.matmul`; with another BLAS (or a
 multi-threaded one: `intra_op.workers` is then 1) products stay with NumPy.
@@ -29,11 +33,13 @@ multi-threaded one: `intra_op.workers` is then 1) products stay with NumPy.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 
 import numpy as np
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu import _blas
 
 try:
@@ -125,7 +131,11 @@ def gemm(a: np.ndarray, b: np.ndarray, parts: int):
     m = a.shape[1] if ta else a.shape[0]
     n = b.shape[0] if tb else b.shape[1]
     out = np.empty((m, n), a.dtype)
-    _mod.gemm(a, b, out, ta, tb, parts)
+    k = a.shape[0] if ta else a.shape[1]
+    with _stop_for(2.0 * m * n * k) as (cell, deadline):
+        done = _mod.gemm(a, b, out, ta, tb, parts, cell, deadline)
+    if not done:
+        interrupt.raise_stopped()
     return out
 
 
@@ -178,6 +188,19 @@ def relu_grad(g: np.ndarray, x: np.ndarray, parts: int):
 _MAX_POOL_CHANNELS = 4096  # the C loops keep one window's maxima on the stack
 
 
+_NO_STOP = contextlib.nullcontext((None, 0.0))
+
+
+def _stop_for(work: float):
+    """`interrupt.native_stop()` for a call of `work` operations; a short call (under
+    interrupt.CHUNK_FLOPS) is not polled (registering the stop cell costs ~5 us)."""
+    return interrupt.native_stop() if work > interrupt.CHUNK_FLOPS else _NO_STOP
+
+
+def _pool_work(out_shape, k) -> float:
+    return float(np.prod(out_shape, dtype=np.float64)) * k[0] * k[1]
+
+
 def _pool_ok(x, k, s, pads) -> bool:
     return (_mod is not None and type(x) is np.ndarray and x.ndim == 4 and
             x.dtype in _FLOATS and x.flags.c_contiguous and k[2] == 1 and s[2] == 1 and
@@ -190,7 +213,11 @@ def max_pool(x, out_shape, k, s, pads, parts: int):
     if not _pool_ok(x, k, s, pads):
         return None
     out = np.empty(out_shape, x.dtype)
-    _mod.max_pool(x, out, k[0], k[1], s[0], s[1], pads[0][0], pads[1][0], parts)
+    with _stop_for(_pool_work(out_shape, k)) as (cell, deadline):
+        done = _mod.max_pool(x, out, k[0], k[1], s[0], s[1], pads[0][0], pads[1][0], parts,
+                             cell, deadline)
+    if not done:
+        interrupt.raise_stopped()
     return out
 
 
@@ -202,8 +229,12 @@ def max_pool_grad(x, g, k, s, pads, tiles: bool, parts: int):
             not g.flags.c_contiguous or g.ndim != 4:
         return None
     out = np.empty(x.shape, x.dtype)
-    _mod.max_pool_grad(x, g, out, np.empty(g.shape, np.int32), k[0], k[1], s[0], s[1],
-                       pads[0][0], pads[1][0], bool(tiles), parts)
+    with _stop_for(2 * _pool_work(g.shape, k)) as (cell, deadline):
+        done = _mod.max_pool_grad(x, g, out, np.empty(g.shape, np.int32), k[0], k[1], s[0],
+                                  s[1], pads[0][0], pads[1][0], bool(tiles), parts, cell,
+                                  deadline)
+    if not done:
+        interrupt.raise_stopped()
     return out
 
 

@@ -273,11 +273,18 @@ def _lrn_attrs(node):
     return a["depth_radius"], a["bias"], a["alpha"], a["beta"]
 
 
+def _check_radius(radius: int) -> None:
+    """TF's kernels take depth_radius in [0, INT_MAX) (from a GraphDef it may be anything)."""
+    if not 0 <= radius < 2**31 - 1:
+        raise _invalid(f"depth_radius = {radius} larger than int max")
+
+
 @kernel_factory("LRN")
 def _lrn(node):
     radius, bias, alpha, beta = _lrn_attrs(node)
 
     def compute(ctx, x):
+        _check_radius(radius)
         if x.ndim != 4:
             raise _invalid(f"input must be 4-dimensional, got {list(x.shape)}")
         xf = _widen(x)
@@ -292,6 +299,7 @@ def _lrn_grad(node):
     radius, bias, alpha, beta = _lrn_attrs(node)
 
     def compute(ctx, g, x, y):
+        _check_radius(radius)
         if not (g.ndim == x.ndim == y.ndim == 4) or not (g.shape == x.shape == y.shape):
             raise _invalid("input_grads, input_image, and out_image should have the same "
                            "shape")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.framework import errors
-from tensorflux.kernels import intra_op
+from tensorflux.kernels import interrupt, intra_op
 from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu._nn_common import (
     _LOW_PRECISION,
@@ -87,7 +87,11 @@ class _PoolGeometry:
 
     def taps(self, out_shape, ks):
         """Per tap of windows of sizes `ks` (from `resolve`): the index of its strided
-        slice into the padded input."""
+        slice into the padded input. (Polls the running step every few taps: a window may
+        be as large as the input, kernels/interrupt.py.)"""
+        return interrupt.polled(self._taps(out_shape, ks))
+
+    def _taps(self, out_shape, ks):
         strides = self.s
         spans = [(o - 1) * s + 1 for o, s in zip(out_shape[1:], strides, strict=True)]
         for i in range(ks[0]):
@@ -192,7 +196,7 @@ def _first_max_index(taps, m, idx, gt, step):
     (of idx's dtype) are scratch arrays of the windows' shape. No masked (`where=`)
     assignments: NumPy runs those element by element."""
     first = None
-    for t, tap in enumerate(taps):
+    for t, tap in enumerate(interrupt.polled(taps)):
         if t == 0:
             first = tap
             np.copyto(m, tap)
@@ -252,7 +256,7 @@ def _tiled_max_pool_grad(xp, g, k, parts: int):
         m, idx, step, hit = m[:size], idx[:size], step[:size], hit[:size]
         _first_max_index(taps, m, idx, hit, step)
         gbits = _bits(g[lo:hi].reshape(-1))
-        for t in range(count):
+        for t in interrupt.polled(range(count)):
             np.equal(idx, t, out=hit)
             np.multiply(gbits, hit, out=routed[t])
         np.copyto(tap_major(dxp, lo, hi), dbuf[:, :size].reshape(kh, kw, kc, hi - lo, oh,
@@ -275,7 +279,7 @@ def _route_to_first_max(xp, g, geom: _PoolGeometry, ks, dxp, tiles: bool):
     hit = np.empty(g.shape, bool)
     _first_max_index([xp[index] for index in taps], m, idx, hit, step)
     gbits, routed = _bits(g), np.empty(g.shape, g.dtype)
-    for t, index in enumerate(taps):
+    for t, index in enumerate(interrupt.polled(taps)):
         np.equal(idx, t, out=hit)
         np.multiply(gbits, hit, out=_bits(routed))
         if tiles:

@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from tensorflux.framework import dtypes, errors
+from tensorflux.framework import dtypes, errors, resource_guard
 from tensorflux.kernels.registry import kernel_factory
 
 RANDOM_CONTAINER = "_random_ops"
@@ -117,6 +117,7 @@ def _random_float(node):
 
     def compute(ctx, shape):
         dims = _dims(shape)
+        resource_guard.check_shape(dims, dtype, ctx)
         state = state_of(ctx)
         with state.lock:
             return sample(state.gen, dims, dtype)
@@ -143,6 +144,7 @@ def _random_uniform_int(node):
         lo, hi = _scalar(minval, "minval"), _scalar(maxval, "maxval")
         if not lo < hi and int(np.prod(dims)) > 0:
             raise errors.InvalidArgumentError(None, None, f"Need minval < maxval: {lo} >= {hi}")
+        resource_guard.check_shape(dims, np_dtype, ctx)
         state = state_of(ctx)
         with state.lock:
             return state.gen.integers(lo, hi, size=dims, dtype=np_dtype)
@@ -185,6 +187,7 @@ def _multinomial(node):
         if classes == 0 and batch > 0:
             raise errors.InvalidArgumentError(None, None,
                                               "num_classes should be positive, got 0")
+        resource_guard.check_shape((batch, n), np.float64, ctx)  # u, the widest temporary
         state = state_of(ctx)
         with state.lock:
             u = state.gen.random((batch, n))

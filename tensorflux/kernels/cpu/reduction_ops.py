@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._math_common import (
     _BLAS_FLOATS,
     _LOW_PRECISION,
@@ -53,11 +54,29 @@ def _reduction(reduce, forward_empty: bool = True):
             reduced = _axes(x, axes)
             if forward_empty and not reduced and x.ndim:
                 return x
+            if x.size > _CHUNK_ELEMENTS and x.shape[0] > 1 and 0 not in reduced:
+                return _by_rows(ctx, reduce, x, reduced, keepdims)
             return reduce(x, reduced, keepdims)
 
         return compute
 
     return factory
+
+
+# A reduction of more elements than this that keeps axis 0 runs in blocks of rows, checking
+# its step between them (kernels/interrupt.py); each row's result is computed exactly as in
+# one call. (One that reduces axis 0 is a single pass over an input some kernel already
+# allocated under the resource guard: bounded.)
+_CHUNK_ELEMENTS = 1 << 24
+
+
+def _by_rows(ctx, reduce, x, axes, keepdims):
+    rows = max(1, _CHUNK_ELEMENTS // max(1, x.size // x.shape[0]))
+    parts = []
+    for lo in range(0, x.shape[0], rows):
+        interrupt.check(ctx)
+        parts.append(reduce(x[lo:lo + rows], axes, keepdims))
+    return np.concatenate(parts, axis=0)
 
 
 def _sum(x, axes, keepdims):

@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from tensorflux.framework import resource_guard
 from tensorflux.kernels.cpu._math_common import _LOW_PRECISION, _invalid, _shape_str
 from tensorflux.kernels.registry import kernel, kernel_factory
 
@@ -35,11 +36,15 @@ def _range(node):
         if d < 0 and s < l:
             raise _invalid(f"Requires start >= limit when delta < 0: {s}/{l}")
         if isinstance(s, int):
+            resource_guard.check_elements(-(-abs(l - s) // abs(d)), dt, ctx)
             return np.arange(s, l, d, dtype=dt)
         # The size is computed in T, as TF does: in float32 (0.3 - 0) / 0.1 is exactly 3.
         work = np.float32 if np.dtype(dt) in _LOW_PRECISION else dt
-        size = int(math.ceil(abs(float((limit.astype(work) - start.astype(work)) /
-                                       delta.astype(work)))))
+        size = abs(float((limit.astype(work) - start.astype(work)) / delta.astype(work)))
+        if not size <= 2**63 - 1:
+            raise _invalid(f"Requires ((limit - start) / delta) <= {2**63 - 1}")
+        size = int(math.ceil(size))
+        resource_guard.check_elements(size, dt, ctx)
         return (np.asarray(s, work) + np.arange(size, dtype=work) * np.asarray(d, work)) \
             .astype(dt, copy=False)
 

@@ -16,6 +16,7 @@ import numpy as np
 from tensorflux.framework import dtypes, errors
 from tensorflux.kernels import registry
 from tensorflux.kernels.cpu._nn_common import _invalid
+from tensorflux.kernels.cpu.constant_op import const_value
 from tensorflux.kernels.cpu.slicing_ops import _MASKS, _index_for
 from tensorflux.kernels.gpu import backend
 from tensorflux.kernels.gpu._common import (
@@ -72,10 +73,12 @@ _on_device("Transpose", (1,))
 def _const(node):
     """A float constant of more than one element lives in device memory (copied once per
     step graph); other constants stay on the host."""
-    value = node.attrs["value"]
+    deferred = node.attrs["value"]
+    expanded: list = []
     moved = []
 
     def compute(ctx):
+        value = const_value(deferred, ctx, expanded)
         if isinstance(value, np.ndarray) and value.dtype.kind in "fc" and value.size > 1:
             if not moved:
                 moved.append(backend.to_device(value))

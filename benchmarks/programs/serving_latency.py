@@ -1,0 +1,167 @@
+"""tensorflux-serve under load on loopback: the digits CNN behind `:predict`.
+
+tensorflux only: TensorFlow Serving (the C++ model server) is not installed here, so under
+`--backend tensorflow` every figure is reported as not measurable.
+
+The CNN of examples/serving/export_digits.py (untrained weights: serving cost does not
+depend on them) is exported with `tf.saved_model.simple_save` and served by two
+`tensorflux-serve` processes: one plain, one with `--enable_batching --max_batch_size 64
+--batch_timeout_micros 1000`. The load generator is this process: an aiohttp client on one
+event loop, each simulated client sending 1-instance row-format requests back to back over
+one keep-alive connection.
+
+- latency: 8 concurrent clients, unbatched and batched servers (also batched with
+  --batch_close_when_idle), 1.0 s warm-up then
+  --seconds timed; p50 and p99 of the request round trip in ms (issue 19's targets:
+  p50 <= 2 ms, p99 <= 10 ms).
+- throughput: 64 concurrent clients, unbatched and batched, requests per second; and
+  batched / unbatched (target >= 3x). Also the server process's CPU time per request
+  (/proc, all threads) over the same window, and its unbatched / batched ratio: where the
+  load generator shares the server's cores, the requests per second are capped by the
+  client too, and the CPU ratio is what a server with cores of its own would gain.
+
+Client and servers share the machine's cores, so the figures bound what the server does
+alone from below.
+
+    python benchmarks/programs/serving_latency.py [--seconds 5]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+from _bench import BACKEND, emit, emit_error, guarded
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NAMES = ("serving_p50_ms", "serving_p99_ms", "serving_batched_p50_ms",
+         "serving_batched_p99_ms", "serving_batched_idle_p50_ms", "serving_batched_idle_p99_ms",
+         "serving_unbatched_rps_64",
+         "serving_batched_rps_64", "serving_batching_speedup_64",
+         "serving_unbatched_cpu_us_per_req", "serving_batched_cpu_us_per_req",
+         "serving_batching_cpu_saving_64")
+BATCHING = ("--enable_batching", "--max_batch_size", "64", "--batch_timeout_micros", "1000")
+SECONDS = float(next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1])
+                      if a == "--seconds"), 5.0))
+
+
+def export(base: str) -> None:
+    sys.path.insert(0, os.path.join(ROOT, "examples", "serving"))
+    from export_digits import build_model
+
+    import tensorflux as tf
+    with tf.Graph().as_default(), tf.Session() as sess:
+        images, _, probabilities, classes, _, _ = build_model()
+        sess.run(tf.global_variables_initializer())
+        tf.saved_model.simple_save(sess, os.path.join(base, "1"), inputs={"images": images},
+                                   outputs={"probabilities": probabilities,
+                                            "classes": classes})
+
+
+def start_server(base: str, *flags: str):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tensorflux.serving.server", "--model_name", "digits",
+         "--model_base_path", base, "--rest_api_port", "0", *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    line = proc.stdout.readline()
+    if " at " not in line:
+        proc.kill()
+        raise RuntimeError(f"tensorflux-serve did not start: {line!r}")
+    return proc, line.split(" at ")[1].strip() + ":predict"
+
+
+async def load(url: str, clients: int, warmup: float, seconds: float):
+    """(latencies in seconds of the timed window, requests completed in it)."""
+    import aiohttp
+
+    body = ('{"instances": [' + str(np.random.default_rng(0).random((8, 8, 1)).round(3)
+                                    .tolist()) + ']}').encode()
+    latencies: list[float] = []
+    t_start = time.perf_counter()
+    t_begin, t_end = t_start + warmup, t_start + warmup + seconds
+    conn = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(connector=conn) as session:
+        async def client():
+            while True:
+                t0 = time.perf_counter()
+                if t0 >= t_end:
+                    return
+                async with session.post(url, data=body,
+                                        headers={"Content-Type": "application/json"}) as r:
+                    await r.read()
+                    if r.status != 200:
+                        raise RuntimeError(f"HTTP {r.status}")
+                t1 = time.perf_counter()
+                if t0 >= t_begin and t1 <= t_end:
+                    latencies.append(t1 - t0)
+        await asyncio.gather(*[client() for _ in range(clients)])
+    return np.array(latencies), len(latencies)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc), all its threads."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(base: str, clients: int, *flags: str):
+    """(latencies, requests completed, server CPU seconds per request) of one window."""
+    proc, url = start_server(base, *flags)
+    try:
+        async def timed():
+            async def cpu_at(t):
+                await asyncio.sleep(t)
+                return cpu_seconds(proc.pid)
+            window = asyncio.gather(cpu_at(1.0), cpu_at(1.0 + SECONDS))
+            lat, n = await load(url, clients, 1.0, SECONDS)
+            c0, c1 = await window
+            return lat, n, (c1 - c0) / max(n, 1)
+        return asyncio.run(timed())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def main() -> None:
+    if BACKEND == "tensorflow":
+        for name in NAMES:
+            emit_error(name, RuntimeError("TensorFlow Serving is not installed: "
+                                          "tensorflux-serve only"))
+        return
+    with tempfile.TemporaryDirectory() as base:
+        export(base)
+        for prefix, flags in (("serving", ()), ("serving_batched", BATCHING),
+                              ("serving_batched_idle", BATCHING + ("--batch_close_when_idle",))):
+            with guarded(f"{prefix}_p50_ms", f"{prefix}_p99_ms"):
+                lat, _, _ = measure(base, 8, *flags)
+                what = {0: "unbatched", 6: "batched"}.get(len(flags), "batched, close when idle")
+                for q, target in ((50, 2), (99, 10)):
+                    emit(f"{prefix}_p{q}_ms", np.percentile(lat, q) * 1e3, "ms", "lower",
+                         label=f"digits CNN :predict, 1 instance, 8 clients, {what}, p{q}",
+                         note=f"target <= {target} ms")
+        with guarded(*NAMES[6:]):
+            _, n_plain, cpu_plain = measure(base, 64)
+            _, n_batched, cpu_batched = measure(base, 64, *BATCHING)
+            emit("serving_unbatched_cpu_us_per_req", cpu_plain * 1e6, "us", "lower",
+                 label="server CPU time per request, 64 clients, unbatched")
+            emit("serving_batched_cpu_us_per_req", cpu_batched * 1e6, "us", "lower",
+                 label="server CPU time per request, 64 clients, batched")
+            emit("serving_batching_cpu_saving_64", cpu_plain / max(cpu_batched, 1e-9), "x",
+                 "higher", label="unbatched / batched server CPU per request at 64 clients",
+                 note="the throughput ratio a server with its own cores would see")
+            emit("serving_unbatched_rps_64", n_plain / SECONDS, "req/s", "higher",
+                 label="digits CNN :predict, 64 clients, unbatched")
+            emit("serving_batched_rps_64", n_batched / SECONDS, "req/s", "higher",
+                 label="digits CNN :predict, 64 clients, batched (max 64, 1 ms)")
+            emit("serving_batching_speedup_64", n_batched / max(n_plain, 1), "x", "higher",
+                 label="batched / unbatched throughput at 64 clients", note="target >= 3x")
+
+
+main()

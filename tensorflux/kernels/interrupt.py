@@ -1,0 +1,170 @@
+"""Stopping a long kernel: its step's deadline, cancellation and session close, polled.
+
+A step ends early when its `RunOptions.timeout_in_ms` passes, when it is cancelled (another
+partition failed, a blocked step is aborted) or when its Session is closed. Blocking kernels
+(queues, Recv) wait on those events; computing kernels cannot be stopped from outside (a
+thread cannot be killed, and the C loops run without the GIL), so long ones look for
+themselves at chunk boundaries:
+
+  - Every expensive kernel (`kernel(..., expensive=True)`, the convolutions, products and
+    pools) runs inside `scope(ctx)`, which the registry adds once for all of them: it makes
+    `ctx` the calling thread's *current* step.
+  - `check()` raises the step's error when it should stop: DeadlineExceededError past the
+    deadline, CancelledError when cancelled or its session is closed. `intra_op.parallel_for`
+    calls it before every chunk (on the caller's and the helpers' threads: the loop captures
+    the step when it starts), the pools' NumPy paths before every window tap, so a kernel
+    stops within one chunk; chunks are sized to take milliseconds (`CHUNK_FLOPS`).
+  - The C extension's loops (kernels/cpu/_native.c) cannot call Python: `native_stop()`
+    gives them a one-int stop cell and the deadline (time.monotonic()'s clock, which is the
+    C library's CLOCK_MONOTONIC); the cell is set by a callback on the step's cancellation
+    and on the session's close while the call runs. A C loop that stopped returns False and
+    `raise_stopped()` raises the step's error.
+
+Kernels that only stream over their inputs and outputs once (elementwise ops, reductions,
+copies) are bounded instead: their time is linear in bytes some earlier kernel already
+allocated, and the resource guard bounds those (framework/resource_guard.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+
+import numpy as np
+
+from tensorflux.framework import errors
+
+# Work of one chunk of a compute-bound kernel that polls between chunks: a few milliseconds
+# to a few tens of milliseconds of one core.
+CHUNK_FLOPS = 2e8
+
+_local = threading.local()
+
+
+def current():
+    """The KernelContext of the expensive kernel running on this thread, or None."""
+    return getattr(_local, "ctx", None)
+
+
+@contextlib.contextmanager
+def scope(ctx):
+    """Makes `ctx` this thread's current step while a kernel runs."""
+    prev = getattr(_local, "ctx", None)
+    _local.ctx = ctx
+    try:
+        yield
+    finally:
+        _local.ctx = prev
+
+
+def interruptible(factory):
+    """Wraps a kernel factory so that its computes run inside `scope(ctx)` (the registry
+    does this for every synchronous expensive kernel)."""
+
+    def make(node):
+        compute = factory(node)
+
+        def run(ctx, *inputs):
+            prev = getattr(_local, "ctx", None)
+            _local.ctx = ctx
+            try:
+                return compute(ctx, *inputs)
+            finally:
+                _local.ctx = prev
+
+        run.__wrapped__ = compute
+        return run
+
+    make.__wrapped__ = factory
+    return make
+
+
+def polled(items, every: int = 8):
+    """Yields `items`, checking the current step (`check`) before every `every`-th one: for
+    kernels that loop in Python over window taps or blocks."""
+    step = current()
+    if step is None:
+        yield from items
+        return
+    for i, item in enumerate(items):
+        if i % every == every - 1:
+            check(step)
+        yield item
+
+
+def _session_of(ctx):
+    return getattr(ctx, "session", None)
+
+
+def stop_reason(ctx=None) -> errors.OpError | None:
+    """The error a kernel of step `ctx` (default: the current one) should stop with, or
+    None to go on."""
+    if ctx is None:
+        ctx = current()
+        if ctx is None:
+            return None
+    deadline = getattr(ctx, "deadline", None)
+    if deadline is not None and time.monotonic() > deadline:
+        return errors.DeadlineExceededError(
+            None, None, "Timed out: the step's deadline (RunOptions.timeout_in_ms) passed "
+            "while the kernel ran")
+    cm = getattr(ctx, "cancellation", None)
+    if cm is not None and cm.is_cancelled:
+        return errors.CancelledError(None, None, "The step was cancelled while the kernel "
+                                     "ran")
+    if getattr(_session_of(ctx), "_closed", False):
+        return errors.CancelledError(None, None, "The Session was closed while the kernel "
+                                     "ran")
+    return None
+
+
+def check(ctx=None) -> None:
+    """Raises the error the kernel of step `ctx` (default: the current one) should stop
+    with, if any."""
+    err = stop_reason(ctx)
+    if err is not None:
+        raise err
+
+
+def raise_stopped(ctx=None) -> None:
+    """After a C loop reported that it stopped early: raises why (always raises)."""
+    err = stop_reason(ctx)
+    raise err if err is not None else errors.CancelledError(
+        None, None, "The kernel was stopped before it finished")
+
+
+@contextlib.contextmanager
+def native_stop(ctx=None):
+    """(cell, deadline) for a C loop of step `ctx` (default: the current one): `cell` an
+    int32 array of one element that becomes nonzero when the step is cancelled or its
+    session closed (None outside a step), `deadline` the step's time.monotonic() bound or
+    0.0."""
+    if ctx is None:
+        ctx = current()
+    if ctx is None:
+        yield None, 0.0
+        return
+    cell = np.zeros(1, np.int32)
+
+    def stop():
+        cell[0] = 1
+
+    undo = []
+    for cm in (getattr(ctx, "cancellation", None),
+               getattr(_session_of(ctx), "_closing", None)):
+        if cm is None:
+            continue
+        token = cm.get_token()
+        if cm.register(token, stop):
+            undo.append((cm, token))
+        else:
+            stop()
+    if getattr(_session_of(ctx), "_closed", False):
+        stop()
+    deadline = getattr(ctx, "deadline", None)
+    try:
+        yield cell, (0.0 if deadline is None else float(deadline))
+    finally:
+        for cm, token in undo:
+            cm.deregister(token)

@@ -1,0 +1,82 @@
+"""TF Serving's gRPC `tensorflow.serving.PredictionService/Predict` for `tensorflux-serve
+--grpc_port`: the messages of protos/serving_predict.proto (wire-compatible with TF
+Serving's), so TF Serving's own Python, Go or C++ clients can call it.
+
+A request names the model (`model_spec.name`), optionally a version or version label, and a
+signature ("serving_default" when empty); its inputs are TensorProtos by alias, and
+`output_filter` picks output aliases (all when empty). Errors are gRPC statuses with the
+TensorFlow error code (INVALID_ARGUMENT, NOT_FOUND, ...) and message. The RPC runs on gRPC's
+own thread pool, outside server-side batching.
+"""
+
+from __future__ import annotations
+
+from concurrent import futures
+
+import grpc
+
+from tensorflux.framework import errors, tensor_util
+from tensorflux.protos import serving_predict_pb2
+
+__all__ = ["SERVICE", "start_grpc_server"]
+
+SERVICE = "tensorflow.serving.PredictionService"
+
+
+def _predict(manager, request, context):
+    spec = request.model_spec
+    try:
+        if spec.name != manager.name:
+            raise errors.NotFoundError(
+                None, None, f"Servable not found for request: Latest({spec.name})")
+        choice = spec.WhichOneof("version_choice")
+        version = spec.version.value if choice == "version" else None
+        label = spec.version_label if choice == "version_label" else None
+        with manager.acquire(version, label) as servable:
+            name = spec.signature_name or "serving_default"
+            signature = servable.signature(name)
+            try:
+                inputs = {k: tensor_util.MakeNdarray(v) for k, v in request.inputs.items()}
+            except (TypeError, ValueError) as e:
+                raise errors.InvalidArgumentError(None, None, f"Bad input tensor: {e}") from None
+            unknown = [a for a in request.output_filter if a not in signature.outputs]
+            if unknown:
+                raise errors.InvalidArgumentError(
+                    None, None, f"output tensor alias not found in signature: {unknown[0]}")
+            outputs = servable.run(name, inputs)
+            response = serving_predict_pb2.PredictResponse()
+            response.model_spec.name = manager.name
+            response.model_spec.version.value = servable.version
+            response.model_spec.signature_name = name
+            for alias in request.output_filter or outputs:
+                response.outputs[alias].CopyFrom(tensor_util.make_tensor_proto(outputs[alias]))
+            return response
+    except errors.OpError as e:
+        context.abort(grpc.StatusCode(_status_code(e.error_code)), e.message)
+
+
+def _status_code(code: int):
+    for c in grpc.StatusCode:
+        if c.value[0] == code:
+            return c.value
+    return grpc.StatusCode.UNKNOWN.value
+
+
+def start_grpc_server(manager, host: str, port: int, max_workers: int = 8,
+                      max_request_bytes: int = 64 << 20) -> tuple[grpc.Server, int]:
+    """Serves Predict for `manager`'s model on host:port (0 picks one); returns the started
+    server and its port."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers, thread_name_prefix="serve-rpc"),
+                         options=[("grpc.max_receive_message_length", max_request_bytes),
+                                  ("grpc.so_reuseport", 0)])
+    handler = grpc.unary_unary_rpc_method_handler(
+        lambda req, ctx: _predict(manager, req, ctx),
+        request_deserializer=serving_predict_pb2.PredictRequest.FromString,
+        response_serializer=serving_predict_pb2.PredictResponse.SerializeToString)
+    server.add_generic_rpc_handlers(
+        [grpc.method_handlers_generic_handler(SERVICE, {"Predict": handler})])
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if not bound:
+        raise OSError(f"cannot bind {host}:{port} for gRPC")
+    server.start()
+    return server, bound

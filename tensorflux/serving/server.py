@@ -1,0 +1,407 @@
+"""`tensorflux-serve`: TensorFlow Serving's REST API over a tensorflux SavedModel.
+
+    tensorflux-serve --model_name digits --model_base_path /models/digits --rest_api_port 8501
+
+Routes (TF Serving's, https://www.tensorflow.org/tfx/serving/api_rest):
+
+    GET  /v1/models/NAME[/versions/V|/labels/L]             {"model_version_status": [...]}
+    GET  /v1/models/NAME[/versions/V|/labels/L]/metadata    {"model_spec": ..., "metadata":
+                                                              {"signature_def": ...}}
+    POST /v1/models/NAME[/versions/V|/labels/L]:predict     instances/inputs (codec.py)
+    POST /v1/models/NAME[/versions/V|/labels/L]:classify    examples -> {"result": ...}
+    POST /v1/models/NAME[/versions/V|/labels/L]:regress     examples -> {"result": ...}
+    GET  /healthz  (live)   GET /readyz  (200 once a version is AVAILABLE, else 503)
+
+With `--grpc_port`, TF Serving's gRPC `PredictionService/Predict` too (grpc_service.py).
+
+Errors are `{"error": "..."}` with the HTTP code of the TensorFlow error code (400 invalid
+argument, 404 not found, ...). Bodies above `--max_request_bytes` get 413 before they are
+read whole (Content-Length checked first; a chunked body is cut off once it passes the
+limit). The event loop only parses HTTP: JSON decoding, model runs and encoding run on a
+thread pool. SIGTERM or SIGINT: stop accepting, let in-flight requests finish (up to
+`--shutdown_grace_seconds`), unload the model, exit 0. Binds 127.0.0.1 unless
+`--rest_api_host` says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import functools
+import logging
+import re
+import signal
+import sys
+import threading
+
+import numpy as np
+from aiohttp import web
+from google.protobuf import json_format
+
+from tensorflux.framework import errors
+from tensorflux.serving import codec
+from tensorflux.serving.batching import BatchScheduler
+from tensorflux.serving.grpc_service import start_grpc_server
+from tensorflux.serving.manager import ModelManager
+
+__all__ = ["BackgroundServer", "ModelServer", "build_app", "main"]
+
+PROG = "tensorflux-serve"
+_log = logging.getLogger("tensorflux.serving")
+
+# TF Serving's mapping of error codes to HTTP statuses.
+_HTTP_STATUS = {
+    errors.INVALID_ARGUMENT: 400, errors.FAILED_PRECONDITION: 400, errors.OUT_OF_RANGE: 400,
+    errors.NOT_FOUND: 404, errors.ALREADY_EXISTS: 409, errors.ABORTED: 409,
+    errors.PERMISSION_DENIED: 403, errors.UNAUTHENTICATED: 401,
+    errors.RESOURCE_EXHAUSTED: 429, errors.UNIMPLEMENTED: 501, errors.UNAVAILABLE: 503,
+    errors.DEADLINE_EXCEEDED: 504, errors.CANCELLED: 499,
+}
+
+# Request bodies up to this size are decoded, and answers with up to this many values are
+# encoded, on the event loop (tens of microseconds); larger ones on the thread pool.
+_INLINE_DECODE_BYTES = 16 << 10
+_INLINE_ENCODE_VALUES = 4096
+
+_PATH = re.compile(r"^/v1/models/(?P<name>[^/:]+)"
+                   r"(?:/versions/(?P<version>[^/:]+)|/labels/(?P<label>[^/:]+))?"
+                   r"(?:(?P<metadata>/metadata)|:(?P<verb>[A-Za-z]+))?$")
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.Response(status=status, body=codec.to_json({"error": message}),
+                        content_type="application/json")
+
+
+def _json(doc) -> web.Response:
+    return web.Response(body=codec.to_json(doc), content_type="application/json")
+
+
+class ModelServer:
+    """The HTTP side of one model: routes requests to its ModelManager.
+
+    Args:
+      manager: the ModelManager of the served model.
+      enable_batching, max_batch_size, batch_timeout_micros: server-side batching, as
+        TF Serving does it (a batch waits until full or timed out).
+      batch_close_when_idle: also close a batch as soon as no other request is on its way
+        (lower latency under light load; batching.py).
+      max_request_bytes: the largest request body accepted.
+      num_threads: the thread pool running JSON decoding and model runs.
+    """
+
+    def __init__(self, manager: ModelManager, *, enable_batching: bool = False,
+                 max_batch_size: int = 32, batch_timeout_micros: int = 1000,
+                 batch_close_when_idle: bool = False, max_request_bytes: int = 64 << 20,
+                 num_threads: int = 8):
+        self.manager = manager
+        self.max_request_bytes = max_request_bytes
+        self.pool = concurrent.futures.ThreadPoolExecutor(num_threads,
+                                                          thread_name_prefix="serve")
+        self.batcher = (BatchScheduler(max_batch_size, batch_timeout_micros, self._in_pool)
+                        if enable_batching else None)
+        if self.batcher is not None and batch_close_when_idle:
+            self.batcher.incoming = 0  # counted from now on: batches close when idle
+        self._incoming: set = set()  # handler tasks counted in batcher.incoming
+
+    async def _in_pool(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(
+            self.pool, functools.partial(fn, *args))
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=self.max_request_bytes)
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_route("*", "/v1/models/{tail:.*}", self._models)
+        app.router.add_route("*", "/{tail:.*}", self._not_found)
+        return app
+
+    async def _healthz(self, request):
+        return _json({"status": "ok"})
+
+    async def _readyz(self, request):
+        if self.manager.ready:
+            return _json({"status": "ready"})
+        return _error(503, f"Model {self.manager.name} has no available version yet")
+
+    async def _not_found(self, request):
+        return _error(404, f"Malformed request: {request.method} {request.path}")
+
+    async def _models(self, request: web.Request) -> web.Response:
+        if self.batcher is not None and self.batcher.incoming is not None and \
+                request.method == "POST":
+            self._incoming.add(asyncio.current_task())
+            self.batcher.incoming += 1
+        try:
+            return await self._dispatch(request)
+        except errors.OpError as e:
+            return _error(_HTTP_STATUS.get(e.error_code, 500), e.message)
+        except web.HTTPRequestEntityTooLarge:
+            return _error(413, f"Request body larger than the limit of "
+                          f"{self.max_request_bytes} bytes")
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as e:  # noqa: BLE001 - an internal error answers 500, server lives
+            _log.exception("Internal error serving %s", request.path)
+            return _error(500, f"{type(e).__name__}: {e}")
+        finally:
+            self._arrived()
+
+    async def _dispatch(self, request: web.Request) -> web.Response:
+        m = _PATH.match(request.path)
+        if m is None:
+            raise errors.NotFoundError(None, None, f"Malformed request: {request.method} "
+                                       f"{request.path}")
+        name, version, label = m["name"], m["version"], m["label"]
+        if name != self.manager.name:
+            raise errors.NotFoundError(None, None, f"Servable not found for request: "
+                                       f"Latest({name})")
+        if version is not None:
+            if not version.isdigit():
+                raise errors.InvalidArgumentError(
+                    None, None, f"Failed to convert version: {version} to numeric.")
+            version = int(version)
+        verb = m["verb"]
+        if request.method == "GET" and verb is None:
+            if m["metadata"]:
+                return _json(self._metadata(version, label))
+            return _json({"model_version_status": self.manager.status(version, label)})
+        if request.method != "POST" or verb not in ("predict", "classify", "regress"):
+            raise errors.NotFoundError(None, None, f"Malformed request: {request.method} "
+                                       f"{request.path}")
+        body = await self._read_body(request)
+        with self.manager.acquire(version, label) as servable:
+            answer = await getattr(self, "_" + verb)(servable, body)
+        return web.Response(body=answer, content_type="application/json")
+
+    async def _read_body(self, request: web.Request) -> bytes:
+        if (request.content_length or 0) > self.max_request_bytes:
+            raise web.HTTPRequestEntityTooLarge(max_size=self.max_request_bytes,
+                                                actual_size=request.content_length)
+        return await request.read()
+
+    def _metadata(self, version, label) -> dict:
+        with self.manager.acquire(version, label) as servable:
+            sigs = {k: json_format.MessageToDict(
+                        v, preserving_proto_field_name=True,
+                        always_print_fields_with_no_presence=True)
+                    for k, v in servable.signatures.items()}
+            return {"model_spec": {"name": self.manager.name, "signature_name": "",
+                                   "version": str(servable.version)},
+                    "metadata": {"signature_def": {"signature_def": sigs}}}
+
+    async def _run(self, servable, signature_name, inputs) -> dict:
+        if self.batcher is not None:
+            return await self.batcher.submit(servable, signature_name, inputs)
+        return await self._in_pool(servable.run, signature_name, inputs)
+
+    async def _decode(self, fn, body: bytes):
+        """fn(body) on the event loop for small bodies (cheaper than a thread hop), on the
+        pool for large ones."""
+        try:
+            if len(body) <= _INLINE_DECODE_BYTES:
+                return fn(body)
+            return await self._in_pool(fn, body)
+        finally:
+            self._arrived()
+
+    def _arrived(self) -> None:
+        """The current request is no longer on its way to the batcher (once per request)."""
+        task = asyncio.current_task()
+        if task in self._incoming:
+            self._incoming.discard(task)
+            self.batcher.incoming -= 1
+
+    async def _predict(self, servable, body: bytes) -> bytes:
+        def decode(body):
+            doc = codec.parse_json(body)
+            name = doc.get("signature_name") or "serving_default"
+            inputs, rows = codec.predict_inputs(doc, servable.signature(name))
+            return name, inputs, rows
+        name, inputs, rows = await self._decode(decode, body)
+        outputs = await self._run(servable, name, inputs)
+        return await self._encode(codec.predict_response, outputs, rows)
+
+    async def _encode(self, fn, outputs, *args) -> bytes:
+        """JSON bytes of fn(outputs, *args): on the loop for small outputs, else the pool."""
+        def encode():
+            return codec.to_json(fn(outputs, *args))
+        if sum(np.size(v) for v in outputs.values()) <= _INLINE_ENCODE_VALUES:
+            return encode()
+        return await self._in_pool(encode)
+
+    async def _examples(self, servable, body: bytes, input_key):
+        def decode(body):
+            doc = codec.parse_json(body)
+            name = doc.get("signature_name") or "serving_default"
+            key = input_key(servable.signature(name))
+            return name, {key: codec.examples_tensor(doc)}
+        name, inputs = await self._decode(decode, body)
+        n = len(next(iter(inputs.values())))
+        return await self._run(servable, name, inputs), n
+
+    async def _classify(self, servable, body: bytes) -> bytes:
+        outputs, n = await self._examples(servable, body, codec.classify_input)
+        return await self._encode(codec.classify_response, outputs, n)
+
+    async def _regress(self, servable, body: bytes) -> bytes:
+        outputs, n = await self._examples(servable, body, codec.regress_input)
+        return await self._encode(codec.regress_response, outputs, n)
+
+
+def build_app(manager: ModelManager, **kwargs) -> tuple[ModelServer, web.Application]:
+    server = ModelServer(manager, **kwargs)
+    return server, server.app()
+
+
+class BackgroundServer:
+    """A ModelServer on its own event loop in a daemon thread (tests, benchmarks, notebooks).
+
+        with BackgroundServer(manager, port=0) as srv:
+            urllib.request.urlopen(f"{srv.url}/v1/models/{manager.name}")
+
+    `stop()` (or leaving the `with`) shuts the HTTP side down gracefully; the manager is
+    the caller's to stop.
+    """
+
+    def __init__(self, manager: ModelManager, host: str = "127.0.0.1", port: int = 0,
+                 **kwargs):
+        self.manager = manager
+        self.server = ModelServer(manager, **kwargs)
+        self._host, self._port = host, port
+        self._started = concurrent.futures.Future()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()),
+                                        name="serve-loop", daemon=True)
+        self._thread.start()
+        self.port = self._started.result(timeout=30)
+        self.url = f"http://{host}:{self.port}"
+
+    async def _main(self) -> None:
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        runner = web.AppRunner(self.server.app(), access_log=None, handle_signals=False,
+                               shutdown_timeout=10.0)
+        try:
+            await runner.setup()
+            await web.TCPSite(runner, self._host, self._port).start()
+        except BaseException as e:
+            self._started.set_exception(e)
+            raise
+        self._started.set_result(runner.addresses[0][1])
+        await self._stop.wait()
+        await runner.cleanup()
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join(timeout=30)
+        self.server.pool.shutdown(wait=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def _labels(text: str) -> dict:
+    out = {}
+    for part in filter(None, (text or "").split(",")):
+        label, _, version = part.partition("=")
+        if not version.isdigit():
+            raise argparse.ArgumentTypeError(f"bad --version_labels entry {part!r} "
+                                             "(want label=version)")
+        out[label] = int(version)
+    return out
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=PROG, description="Serve a SavedModel over TensorFlow "
+                                "Serving's REST API.")
+    p.add_argument("--model_name", required=True)
+    p.add_argument("--model_base_path", required=True,
+                   help="directory of numbered version directories (SavedModels)")
+    p.add_argument("--rest_api_port", type=int, required=True, help="0 picks a free port")
+    p.add_argument("--rest_api_host", default="127.0.0.1")
+    p.add_argument("--grpc_port", type=int, default=0,
+                   help="serve TF Serving's gRPC PredictionService/Predict on this port too "
+                   "(same host as REST; 0: no gRPC)")
+    p.add_argument("--enable_batching", action="store_true")
+    p.add_argument("--max_batch_size", type=int, default=32)
+    p.add_argument("--batch_timeout_micros", type=int, default=1000)
+    p.add_argument("--batch_close_when_idle", action="store_true",
+                   help="run a batch at once when no other request is on its way, instead "
+                   "of waiting for --batch_timeout_micros")
+    p.add_argument("--file_system_poll_wait_seconds", type=float, default=1.0)
+    p.add_argument("--max_request_bytes", type=int, default=64 << 20)
+    p.add_argument("--num_threads", type=int, default=8)
+    p.add_argument("--shutdown_grace_seconds", type=float, default=10.0)
+    p.add_argument("--version_labels", type=_labels, default={},
+                   help="label=version pairs, comma-separated, for /labels/L requests")
+    return p.parse_args(argv)
+
+
+async def _serve(args) -> int:
+    manager = ModelManager(args.model_name, args.model_base_path,
+                           poll_wait_seconds=args.file_system_poll_wait_seconds,
+                           version_labels=args.version_labels)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, manager.start)
+    server, app = build_app(manager, enable_batching=args.enable_batching,
+                            max_batch_size=args.max_batch_size,
+                            batch_timeout_micros=args.batch_timeout_micros,
+                            batch_close_when_idle=args.batch_close_when_idle,
+                            max_request_bytes=args.max_request_bytes,
+                            num_threads=args.num_threads)
+    runner = web.AppRunner(app, shutdown_timeout=args.shutdown_grace_seconds,
+                           access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, args.rest_api_host, args.rest_api_port)
+    try:
+        await site.start()
+    except OSError as e:
+        print(f"{PROG}: cannot bind {args.rest_api_host}:{args.rest_api_port}: {e}",
+              file=sys.stderr)
+        await runner.cleanup()
+        manager.stop()
+        return 1
+    port = runner.addresses[0][1]
+    rpc_server = None
+    if args.grpc_port:
+        try:
+            rpc_server, rpc_port = start_grpc_server(manager, args.rest_api_host,
+                                                     args.grpc_port, args.num_threads,
+                                                     args.max_request_bytes)
+        except (OSError, RuntimeError) as e:
+            print(f"{PROG}: cannot serve gRPC on {args.rest_api_host}:{args.grpc_port}: {e}",
+                  file=sys.stderr)
+            await runner.cleanup()
+            manager.stop()
+            return 1
+        print(f"{PROG}: gRPC PredictionService at {args.rest_api_host}:{rpc_port}",
+              flush=True)
+    print(f"{PROG}: model {args.model_name} at http://{args.rest_api_host}:{port}/v1/models/"
+          f"{args.model_name}", flush=True)
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    _log.info("Shutting down: finishing in-flight requests")
+    if rpc_server is not None:
+        rpc_server.stop(args.shutdown_grace_seconds)
+    await runner.cleanup()
+    await loop.run_in_executor(None, manager.stop)
+    server.pool.shutdown(wait=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    args = parse_args(argv)
+    return asyncio.run(_serve(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
