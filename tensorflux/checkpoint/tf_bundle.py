@@ -10,8 +10,14 @@ value is a BundleEntryProto (dtype, shape, shard, offset, size, masked CRC32C of
 bytes). Numeric tensors are their little-endian bytes; string tensors are varint64
 lengths, a 4-byte masked CRC32C of the lengths, then the bytes.
 
-Not supported (UnimplementedError naming the tensor): tensors TensorFlow saved in slices
-(partitioned variables), compressed index blocks, big-endian bundles.
+A tensor saved in slices (a partitioned variable) has an entry under its name that lists
+the slices (TensorSliceProtos) and holds no bytes, and one entry per slice under a binary
+key (slice_key): a 0 byte, the name, the number of dimensions, then the start and length of
+each dimension (-1 for a whole one) in TensorFlow's OrderedCode encoding, which sorts by
+name, then by slice.
+
+Not supported (UnimplementedError naming the file): compressed index blocks, big-endian
+bundles.
 """
 
 from __future__ import annotations
@@ -60,6 +66,40 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
         if shift > 63:
             raise ValueError("varint too long")
+
+
+def _ordered_unsigned(n: int) -> bytes:
+    """OrderedCode's increasing unsigned number: a length byte, then big-endian bytes."""
+    body = n.to_bytes((n.bit_length() + 7) // 8, "big") if n else b""
+    return bytes([len(body)]) + body
+
+
+def _ordered_signed(n: int) -> bytes:
+    """OrderedCode's increasing signed number: 7 * len - 1 value bits in `len` bytes (two's
+    complement, big-endian), the first bits of the first bytes holding `len` in unary."""
+    x = ~n if n < 0 else n
+    length = 1 if x < 64 else (x.bit_length() + 7) // 7
+    raw = bytearray((n & ((1 << (8 * length)) - 1)).to_bytes(length, "big"))
+    header = (0xFF00 >> length) & 0xFF if length <= 8 else 0xFF
+    raw[0] ^= header
+    if length > 8:
+        raw[1] ^= (0xFF00 >> (length - 8)) & 0xFF
+    return bytes(raw)
+
+
+def _ordered_string(text: bytes) -> bytes:
+    return text.replace(b"\xff", b"\xff\x00").replace(b"\x00", b"\x00\xff") + b"\x00\x01"
+
+
+def slice_key(name: str, extents) -> bytes:
+    """The index key of one slice of tensor `name`: extents are (start, length) or None
+    for a whole dimension."""
+    key = _ordered_unsigned(0) + _ordered_string(name.encode("utf-8"))
+    key += _ordered_unsigned(len(extents))
+    for extent in extents:
+        start, length = extent if extent is not None else (0, -1)
+        key += _ordered_signed(start) + _ordered_signed(length)
+    return key
 
 
 def _block(data: bytes, offset: int, size: int, path: str) -> bytes:
@@ -122,8 +162,10 @@ class TFBundleReader(_Reader):
         table = parse_table(data, path)
         try:
             header = tensor_bundle_pb2.BundleHeaderProto.FromString(table.pop(b"", b""))
+            self._slices = {k: tensor_bundle_pb2.BundleEntryProto.FromString(v)
+                            for k, v in table.items() if k.startswith(b"\x00")}
             self._proto = {k.decode("utf-8"): tensor_bundle_pb2.BundleEntryProto.FromString(v)
-                           for k, v in table.items()}
+                           for k, v in table.items() if not k.startswith(b"\x00")}
         except Exception as e:  # noqa: BLE001 - a protobuf DecodeError
             raise errors.DataLossError(None, None, f"Checkpoint index {path} is corrupted: "
                                        f"{e}") from None
@@ -131,8 +173,6 @@ class TFBundleReader(_Reader):
             raise errors.UnimplementedError(None, None, f"{path}: big-endian bundles are not "
                                             "supported")
         self._num_shards = max(header.num_shards, 1)
-        # Slice entries of partitioned variables have binary keys that are not names.
-        self._proto = {k: v for k, v in self._proto.items() if not k.startswith("\x00")}
         self._entries = {k: (dtypes.as_dtype(v.dtype), TensorShape(v.shape).as_list())
                          for k, v in self._proto.items()}
 
@@ -146,10 +186,33 @@ class TFBundleReader(_Reader):
         entry = self._proto.get(name)
         if entry is None:
             raise key_not_found(name)
-        if entry.slices:
-            raise errors.UnimplementedError(None, None, f"Tensor '{name}' of {self.prefix} was "
-                                            "saved in slices (a partitioned variable)")
         dtype, shape = self._entries[name]
+        if entry.slices:
+            value = self._assemble(name, entry, dtype, shape)
+        else:
+            value = self._read_entry(name, entry, dtype, shape)
+        if spec:
+            parsed = format.parse_shape_and_slice(spec)
+            value = value[tuple(slice(a, b) for a, b in format.slice_bounds(shape,
+                                                                            parsed[1]))]
+        return value
+
+    def _assemble(self, name, entry, dtype, shape) -> np.ndarray:
+        """A tensor saved in slices, put together from its slice entries."""
+        value = np.empty(shape, dtype=object if dtype is dtypes.string else dtype.numpy_dtype)
+        for proto in entry.slices:
+            extents = [(e.start, e.length) if e.HasField("length") else None
+                       for e in proto.extent]
+            part = self._slices.get(slice_key(name, extents))
+            if part is None:
+                raise errors.DataLossError(None, None, f"Checkpoint index {self.prefix}.index "
+                                           f"lists a slice of '{name}' it does not hold")
+            bounds = format.slice_bounds(shape, extents)
+            value[tuple(slice(a, b) for a, b in bounds)] = self._read_entry(
+                name, part, dtype, [b - a for a, b in bounds])
+        return value
+
+    def _read_entry(self, name, entry, dtype, shape) -> np.ndarray:
         path = self._data_path(entry.shard_id)
         try:
             with open(path, "rb") as f:
@@ -164,18 +227,12 @@ class TFBundleReader(_Reader):
             raise errors.DataLossError(None, None, f"Checkpoint data file {path} is truncated "
                                        f"(reading tensor '{name}')")
         if dtype is dtypes.string:
-            value = self._strings(raw, shape, entry, path, name)
-        else:
-            if google_crc32c.value(raw) != unmask(entry.crc32c):
-                raise errors.DataLossError(
-                    None, None, f"Checkpoint data file {path} is corrupted: checksum of "
-                    f"tensor '{name}' does not match")
-            value = np.frombuffer(raw, dtype=dtype.numpy_dtype).reshape(shape).copy()
-        if spec:
-            parsed = format.parse_shape_and_slice(spec)
-            value = value[tuple(slice(a, b) for a, b in format.slice_bounds(shape,
-                                                                            parsed[1]))]
-        return value
+            return self._strings(raw, shape, entry, path, name)
+        if google_crc32c.value(raw) != unmask(entry.crc32c):
+            raise errors.DataLossError(
+                None, None, f"Checkpoint data file {path} is corrupted: checksum of "
+                f"tensor '{name}' does not match")
+        return np.frombuffer(raw, dtype=dtype.numpy_dtype).reshape(shape).copy()
 
     @staticmethod
     def _strings(raw: bytes, shape, entry, path: str, name: str) -> np.ndarray:

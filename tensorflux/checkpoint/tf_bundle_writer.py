@@ -5,7 +5,9 @@ A bundle `P` is one data file `P.data-00000-of-00001` (the tensors' bytes, back 
 in the order given) and `P.index`, a LevelDB-style table whose keys are sorted bytewise:
 the empty key maps to a BundleHeaderProto (one shard, little-endian, version 1), every
 tensor name to a BundleEntryProto (dtype, shape, shard 0, offset, size, masked CRC32C of
-the bytes as written). The table layout (see tf_bundle.py for the reading side):
+the bytes as written). A tensor given in slices (a partitioned variable: TF shape-and-slice
+specs) gets an entry listing its slices and one entry per slice (tf_bundle.slice_key). The
+table layout (see tf_bundle.py for the reading side):
 
     data block*   entries [varint shared][varint non_shared][varint value_len][key][value]
                   (shared = prefix length with the previous key, reset every 16 entries at
@@ -28,11 +30,11 @@ import struct
 import google_crc32c
 import numpy as np
 
-from tensorflux.checkpoint import files
-from tensorflux.checkpoint.tf_bundle import _TABLE_MAGIC, mask
-from tensorflux.framework import dtypes
+from tensorflux.checkpoint import files, format
+from tensorflux.checkpoint.tf_bundle import _TABLE_MAGIC, mask, slice_key
+from tensorflux.framework import dtypes, errors
 from tensorflux.framework.tensor_shape import TensorShape
-from tensorflux.protos import tensor_bundle_pb2
+from tensorflux.protos import tensor_bundle_pb2, tensor_slice_pb2
 
 __all__ = ["write_tf_bundle"]
 
@@ -140,25 +142,55 @@ def _tensor_bytes(value, dtype: dtypes.DType) -> tuple[bytes, int, list[int]]:
     return raw, google_crc32c.value(raw), list(arr.shape)
 
 
-def write_tf_bundle(prefix: str, tensors: list[tuple[str, dtypes.DType, object]]) -> None:
-    """Writes `tensors` (name, dtype, value) as TensorFlow's checkpoint at `prefix`.
+def _slice_proto(extents) -> tensor_slice_pb2.TensorSliceProto:
+    proto = tensor_slice_pb2.TensorSliceProto()
+    for extent in extents:
+        e = proto.extent.add()
+        if extent is not None:
+            e.start, e.length = extent
+    return proto
+
+
+def write_tf_bundle(prefix: str, tensors) -> None:
+    """Writes `tensors` as TensorFlow's checkpoint at `prefix`.
 
     Args:
       prefix: the checkpoint prefix; its directory must exist.
-      tensors: (name, dtype, value) per tensor; names must be unique and non-empty.
+      tensors: (name, dtype, value) or (name, dtype, value, shape_and_slice) per tensor or
+        slice of one; a name is given once, or once per slice with TF's spec
+        ("10 4 0,5:-").
 
     Raises:
-      ValueError: a name is empty or repeated.
+      ValueError: a name is empty, repeated, or given both whole and in slices.
+      tf.errors.InvalidArgumentError: a malformed spec, or a value not of its slice's shape.
       tf.errors.OpError: the files cannot be written (PermissionDeniedError, ...).
     """
     prefix = os.fspath(prefix)
-    entries, chunks, offset = {}, [], 0
-    for name, dtype, value in tensors:
-        if not name or name in entries:
-            raise ValueError(f"Tensor names of a bundle must be unique and non-empty: {name!r}")
+    entries: dict[bytes, tensor_bundle_pb2.BundleEntryProto] = {}
+    chunks, offset = [], 0
+    for name, dtype, value, *rest in tensors:
+        spec = rest[0] if rest else ""
         dtype = dtypes.as_dtype(dtype).base_dtype
+        parsed = format.parse_shape_and_slice(spec)
+        key = name.encode("utf-8") if parsed is None else slice_key(name, parsed[1])
+        whole = entries.get(name.encode("utf-8"))
+        repeated = whole is not None and (parsed is None or not whole.slices)
+        if not name or repeated or key in entries:
+            raise ValueError("Tensor names of a bundle must be unique and non-empty, each "
+                             f"given whole or in distinct slices: {name!r}")
         raw, crc, shape = _tensor_bytes(value, dtype)
-        entries[name] = tensor_bundle_pb2.BundleEntryProto(
+        if parsed is not None:
+            full_shape, extents = parsed
+            want = [d if e is None else e[1] for d, e in zip(full_shape, extents, strict=True)]
+            if want != shape:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Slice '{spec}' of tensor '{name}' has shape {want}, but its "
+                    f"value has shape {shape}")
+            if whole is None:
+                whole = entries[name.encode("utf-8")] = tensor_bundle_pb2.BundleEntryProto(
+                    dtype=dtype.as_datatype_enum, shape=TensorShape(full_shape).as_proto())
+            whole.slices.append(_slice_proto(extents))
+        entries[key] = tensor_bundle_pb2.BundleEntryProto(
             dtype=dtype.as_datatype_enum, shape=TensorShape(shape).as_proto(), shard_id=0,
             offset=offset, size=len(raw), crc32c=mask(crc))
         chunks.append(raw)
@@ -166,8 +198,8 @@ def write_tf_bundle(prefix: str, tensors: list[tuple[str, dtypes.DType, object]]
     header = tensor_bundle_pb2.BundleHeaderProto(num_shards=1)
     header.version.producer = 1
     items = [(b"", header.SerializeToString())]
-    for name in sorted(entries, key=lambda n: n.encode("utf-8")):
-        items.append((name.encode("utf-8"), entries[name].SerializeToString(deterministic=True)))
+    for key in sorted(entries):
+        items.append((key, entries[key].SerializeToString(deterministic=True)))
     data_path = f"{prefix}.data-00000-of-00001"
     files.atomic_write(data_path, b"".join(chunks))
     files.atomic_write(prefix + ".index", encode_table(items))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.checkpoint.tf_bundle_writer import write_tf_bundle
-from tensorflux.framework import errors
 
 __all__ = ["save_tf_bundle"]
 
@@ -45,7 +44,6 @@ def save_tf_bundle(sess, saver_def, save_path: str) -> str:
     `save_path`; returns `save_path`.
 
     Raises:
-      UnimplementedError: a variable is saved in slices (a partitioned variable).
       tf.errors.OpError: reading a variable or writing the files failed.
     """
     ops = _save_ops(sess.graph, saver_def.save_tensor_name)
@@ -56,10 +54,6 @@ def save_tf_bundle(sess, saver_def, save_path: str) -> str:
     for op, (names, specs, values) in zip(ops, sess.run(fetches, feed), strict=True):
         for name, spec, value, t in zip(_texts(names), _texts(specs), values, op.inputs[3:],
                                         strict=True):
-            if spec:
-                raise errors.UnimplementedError(
-                    None, None, f"Variable '{name}' is saved in slices ({spec}); writing "
-                    "partitioned variables in TensorFlow's checkpoint format is not supported")
-            tensors.append((name, t.dtype.base_dtype, value))
+            tensors.append((name, t.dtype.base_dtype, value, spec))
     write_tf_bundle(save_path, tensors)
     return save_path

@@ -81,6 +81,25 @@ def _export_lookup(export_dir, vocab_path):
                                    legacy_init_op=tf.tables_initializer())
 
 
+EMB = np.arange(13 * 3, dtype=np.float32).reshape(13, 3)
+
+
+def _export_partitioned(export_dir):
+    """An embedding table in three partitions (saved in slices), looked up by id."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        ids = tf.placeholder(tf.int32, [None], name="ids")
+        table = tf.get_variable("emb", [13, 3], initializer=tf.constant_initializer(0.0),
+                                partitioner=tf.fixed_size_partitioner(3))
+        sess.run(tf.global_variables_initializer())
+        start = 0
+        for part in table:
+            n = part.shape.as_list()[0]
+            sess.run(part.assign(EMB[start:start + n]))
+            start += n
+        e = tf.identity(tf.nn.embedding_lookup(table, ids, partition_strategy="div"), name="e")
+        tf.saved_model.simple_save(sess, export_dir, {"ids": ids}, {"e": e})
+
+
 WORDS = [b"bird", b"cat", b"zebra"]
 IDS = [2, 0, -1]
 
@@ -198,6 +217,19 @@ def test_a_vocabulary_table_is_served_from_the_copied_asset(tmp_path):
         sig = mgd.signature_def["serving_default"]
         ids = sess.run(sig.outputs["ids"].name, {sig.inputs["words"].name: WORDS})
     np.testing.assert_array_equal(ids, IDS)
+
+
+def test_partitioned_variables_are_saved_in_slices(tmp_path):
+    export_dir = str(tmp_path / "m")
+    _export_partitioned(export_dir)
+    reader = open_checkpoint(os.path.join(export_dir, "variables", "variables"))
+    np.testing.assert_array_equal(reader.get_tensor("emb"), EMB)
+    np.testing.assert_array_equal(reader.read("emb", "13 3 5,4:-"), EMB[5:9])
+    with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+        mgd = tf.saved_model.loader.load(sess, ["serve"], export_dir)
+        sig = mgd.signature_def["serving_default"]
+        e = sess.run(sig.outputs["e"].name, {sig.inputs["ids"].name: [0, 7, 12]})
+    np.testing.assert_array_equal(e, EMB[[0, 7, 12]])
 
 
 def test_asset_names_are_made_unique(tmp_path):
@@ -424,6 +456,10 @@ with tf.Session(graph=tf.Graph()) as sess:
     sig = mgd.signature_def["serving_default"]
     out["lookup"] = sess.run(sig.outputs["ids"].name,
                              {sig.inputs["words"].name: ["bird", "cat", "zebra"]})
+with tf.Session(graph=tf.Graph()) as sess:
+    mgd = tf.saved_model.loader.load(sess, ["serve"], cfg["parted"])
+    sig = mgd.signature_def["serving_default"]
+    out["parted"] = sess.run(sig.outputs["e"].name, {sig.inputs["ids"].name: [0, 7, 12]})
 reader = tf.train.load_checkpoint(cfg["bundle"])
 def plain(v):  # complex values as [real, imag], strings as a list (for JSON)
     if v.dtype == object:
@@ -488,9 +524,11 @@ def tf_side(tmp_path_factory):
     cfg["lookup"] = str(root / "lookup")
     _export_lookup(cfg["lookup"], str(lookup_vocab))
     lookup_vocab.unlink()  # TensorFlow must read the copy under assets/
+    cfg["parted"] = str(root / "parted")
+    _export_partitioned(cfg["parted"])
     cfg["bundle"] = str(root / "bundle" / "ckpt")
     os.makedirs(os.path.dirname(cfg["bundle"]))
-    write_tf_bundle(cfg["bundle"], _BUNDLE_TENSORS)
+    write_tf_bundle(cfg["bundle"], _BUNDLE_TENSORS + _BUNDLE_SLICES)
     cfg.update(vocab=str(vocab), x=X.tolist(), w=W.tolist(), b=B.tolist())
     theirs = run_tf(f"CFG = {json.dumps(json.dumps(cfg))}\n" + _TF_SIDE, timeout=180)
     return cfg, theirs
@@ -510,6 +548,12 @@ _BUNDLE_TENSORS = [
 ]
 
 
+PARTED = np.arange(10, dtype=np.float32).reshape(5, 2)
+_BUNDLE_SLICES = [("parted", tf.float32, PARTED[3:], "5 2 3,2:-"),
+                  ("parted", tf.float32, PARTED[:3, 1:], "5 2 0,3:1,1"),
+                  ("parted", tf.float32, PARTED[:3, :1], "5 2 0,3:0,1")]
+
+
 @pytest.mark.oracle
 def test_tensorflow_loads_tensorflux_saved_models(tf_side):
     cfg, theirs = tf_side
@@ -521,13 +565,15 @@ def test_tensorflow_loads_tensorflux_saved_models(tf_side):
         assert text == b"alpha\nbeta\n"
     assert theirs["bad_tags"] == "RuntimeError"
     np.testing.assert_array_equal(theirs["lookup"], IDS)
+    np.testing.assert_array_equal(theirs["parted"], EMB[[0, 7, 12]])
 
 
 @pytest.mark.oracle
 def test_tensorflow_reads_our_bundle_of_every_dtype(tf_side):
     _, theirs = tf_side
     got = theirs["bundle"]
-    assert sorted(got) == sorted(name for name, _, _ in _BUNDLE_TENSORS)
+    assert sorted(got) == sorted([name for name, _, _ in _BUNDLE_TENSORS] + ["parted"])
+    np.testing.assert_array_equal(got["parted"][0], PARTED)
     for name, dtype, value in _BUNDLE_TENSORS:
         got_value, got_dtype = got[name]
         if dtype.is_complex:

@@ -69,3 +69,22 @@ def test_saver_save_tf_bundle_restores_with_the_same_saver(tmp_path, sharded):
         saver.restore(sess, prefix)
         np.testing.assert_array_equal(sess.run(v), np.arange(4))
         assert sess.run(n) == 7
+
+
+def test_slices_round_trip_and_misuse(tmp_path):
+    full = np.arange(12, dtype=np.float64).reshape(4, 3)
+    prefix = str(tmp_path / "sliced")
+    tf_bundle_writer.write_tf_bundle(prefix, [
+        ("t", tf.float64, full[2:], "4 3 2,2:-"), ("t", tf.float64, full[:2], "4 3 0,2:-"),
+        ("u", tf.int32, np.int32(5))])
+    reader = open_checkpoint(prefix)
+    assert reader.get_variable_to_shape_map() == {"t": [4, 3], "u": []}
+    np.testing.assert_array_equal(reader.get_tensor("t"), full)
+    np.testing.assert_array_equal(reader.read("t", "4 3 1,2:1,2"), full[1:3, 1:3])
+    bad = str(tmp_path / "bad")
+    part = ("t", tf.float64, full[:2], "4 3 0,2:-")
+    for tensors in ([part, part], [("t", tf.float64, full), part], [part, ("t", tf.float64, full)]):
+        with pytest.raises(ValueError, match="whole or in distinct slices"):
+            tf_bundle_writer.write_tf_bundle(bad, tensors)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="has shape"):
+        tf_bundle_writer.write_tf_bundle(bad, [("t", tf.float64, full, "4 3 0,2:-")])
