@@ -180,3 +180,5 @@ from tensorflux.manip.space_batch import *  # noqa: E402,F401,F403
 from tensorflux.sparse.sparse_extra import *  # noqa: E402,F401,F403
 from tensorflux.ops.matrix_ops import matmul as sparse_matmul  # noqa: E402,F401
 from tensorflux.ops.random_ext_ops import *  # noqa: E402,F401,F403
+# Issue 17 (public TF1 programs, docs/tf1_programs.md): tf.arg_max and tf.arg_min.
+from tensorflux.compat.deprecated_aliases import arg_max, arg_min  # noqa: E402,F401
