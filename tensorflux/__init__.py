@@ -191,6 +191,7 @@ from tensorflux.ops.spectral_ops import fft, fft2d, fft3d, ifft, ifft2d, ifft3d 
 from tensorflux.ops.array_ext_ops import *  # noqa: E402,F401,F403 - tf.roll, tf.space_to_depth, ...
 # TF1 aliases, constants and thin helpers (tf.arg_max, tf.op_scope, tf.OpError, ...), tf.queue.
 from tensorflux.compat.extras import *  # noqa: E402,F401,F403
+from tensorflux.compat.deprecated_aliases import arg_max, arg_min  # noqa: E402,F401
 from tensorflux import queue  # noqa: E402,F401 - tf.queue
 initializers.tables_initializer = tables_initializer  # noqa: F405 - tf.initializers.tables_initializer
 from tensorflux import saved_model  # noqa: E402,F401 - tf.saved_model

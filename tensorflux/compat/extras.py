@@ -1,5 +1,5 @@
 """TF1 top-level names that are aliases, constants or thin helpers over what tensorflux
-already has (`tf.arg_max`, `tf.op_scope`, `tf.dimension_value`, `tf.OpError`, ...)."""
+already has (`tf.op_scope`, `tf.dimension_value`, `tf.OpError`, ...)."""
 
 from __future__ import annotations
 
@@ -21,13 +21,12 @@ from tensorflux.framework.tensor_conversion import convert_to_tensor as _convert
 from tensorflux.framework.tensor_shape import Dimension, as_shape, dimension_value
 from tensorflux.ops import array_ops, comparison_ops
 from tensorflux.ops import logging_ops as _logging_ops
-from tensorflux.ops import reduction_ops as _reduction_ops
 from tensorflux.protos.meta_graph_pb2 import MetaGraphDef, TensorInfo
 from tensorflux.variables import variable_scope as _variable_scope
 from tensorflux.variables import variables as _variables
 
 __all__ = ["CXX11_ABI_FLAG", "CXX_VERSION", "MONOLITHIC_BUILD", "QUANTIZED_DTYPES", "OpError",
-           "MetaGraphDef", "TensorInfo", "UnconnectedGradients", "arg_max", "arg_min",
+           "MetaGraphDef", "TensorInfo", "UnconnectedGradients",
            "dimension_value", "dimension_at_index", "op_scope", "variable_op_scope",
            "get_static_value", "assert_variables_initialized",
            "convert_to_tensor_or_sparse_tensor", "is_symbolic_tensor", "grad_pass_through",
@@ -44,18 +43,6 @@ class UnconnectedGradients(enum.Enum):
 
     NONE = "none"
     ZERO = "zero"
-
-
-def arg_max(input, dimension, output_type=None, name=None):  # noqa: A002
-    """`tf.arg_max` (TF1's name of ArgMax)."""
-    kwargs = {} if output_type is None else {"output_type": output_type}
-    return _reduction_ops.argmax(input, axis=dimension, name=name, **kwargs)
-
-
-def arg_min(input, dimension, output_type=None, name=None):  # noqa: A002
-    """`tf.arg_min` (TF1's name of ArgMin)."""
-    kwargs = {} if output_type is None else {"output_type": output_type}
-    return _reduction_ops.argmin(input, axis=dimension, name=name, **kwargs)
 
 
 def dimension_at_index(shape, index):

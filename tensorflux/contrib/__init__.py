@@ -1,4 +1,5 @@
-"""`tf.contrib`: only the pieces of TF1's contrib that ordinary layer programs use,
-`tf.contrib.layers`'s weight regularizers (tensorflux/layers/regularizers.py)."""
+"""`tf.contrib`: only the pieces of TF1's contrib that ordinary example programs use:
+`tf.contrib.layers` (regularizers, `flatten`, initializers; tensorflux/contrib/layers.py) and
+`tf.contrib.rnn` (the core RNN cells and `static_rnn`)."""
 
-from tensorflux.contrib import layers  # noqa: F401
+from tensorflux.contrib import layers, rnn  # noqa: F401

@@ -17,7 +17,7 @@ from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, gather_ops, math_ops, sequence_ops
-from tensorflux.variables import partitioned_variables, variables
+from tensorflux.variables import partitioned_variables, variable_scope, variables
 
 GATE_NONE, GATE_OP, GATE_GRAPH = 0, 1, 2
 
@@ -179,25 +179,31 @@ class Optimizer:
                           lambda: convert_to_tensor(value, dtype=var.dtype.base_dtype))
 
     def _slot(self, var, slot_name: str, op_name: str, make_initial):
-        """A slot variable for `var`, named `<var>/<op_name>`, colocated with it."""
+        """A slot variable for `var`, colocated with it, named `<var>/<op_name>` under the
+        caller's variable scope (as TF's slot creator: `minimize` inside
+        `variable_scope("train")` makes "train/w/Adam")."""
         slots = self._slots.setdefault(slot_name, {})
         key = _var_key(var)
         if key not in slots:
             g = var.op.graph
+            with g.as_default():
+                scope = variable_scope.get_variable_scope().name
+            prefix = (scope + "/" if scope else "") + var.op.name + "/"
             with g.as_default(), graph_lib.name_scope(None), g.colocate_with(var.handle):
-                with g.name_scope(var.op.name + "/"):
+                with g.name_scope(prefix):
                     slots[key] = variables.Variable(make_initial(), trainable=False,
                                                     name=op_name,
                                                     dtype=var.dtype.base_dtype)
         return slots[key]
 
     def _non_slot_variable(self, initial_value, name: str, colocate_with):
-        """One variable per graph shared by all slots (e.g. Adam's beta powers)."""
+        """One variable per graph shared by all slots (e.g. Adam's beta powers), named in
+        the caller's name scope as TF does ("optimizer/beta1_power" when `minimize` runs in
+        `name_scope("optimizer")`): TF1 checkpoints carry these names."""
         g = colocate_with.op.graph
         key = (g, name)
         if key not in self._non_slot_dict:
-            with g.as_default(), graph_lib.name_scope(None), g.colocate_with(
-                    colocate_with.handle):
+            with g.as_default(), g.colocate_with(colocate_with.handle):
                 self._non_slot_dict[key] = variables.Variable(initial_value, name=name,
                                                               trainable=False)
         return self._non_slot_dict[key]

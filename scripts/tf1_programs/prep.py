@@ -1,0 +1,137 @@
+"""The programs of docs/tf1_programs.md and the edits made to them, and the builder of
+$TF1_PROGRAMS_WORK/run/{tfx,tf}/<key>/ from the authors' files: only the import lines, the data
+loading (the MNIST download -> shim/input_data.py) and step counts change; the table records
+every edit. The repositories are read from git snapshots under $TF1_MIRROR (<owner>+<name>/repo).
+
+    python scripts/tf1_programs/prep.py [KEY ...]
+"""
+# ruff: noqa: E501 - the table keeps one program per line
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+WORK = os.environ.get("TF1_PROGRAMS_WORK", "/tmp/tf1progs")
+M = os.environ.get("TF1_MIRROR", "/work/.mirror")
+AY, NL, GO = (M + "/aymericdamien+TensorFlow-Examples/repo", M + "/nlintz+TensorFlow-Tutorials/repo",
+              M + "/golbin+TensorFlow-Tutorials/repo")
+AYP = "tensorflow_v1/examples/"
+HV = M + "/Hvass-Labs+TensorFlow-Tutorials/repo"
+G = {  # generic edits: import lines only
+    "tfx": [("import tensorflow.compat.v1 as tf", "import tensorflux.compat.v1 as tf"),
+            ("import tensorflow as tf", "import tensorflux as tf"),
+            ("from tensorflow.contrib import rnn", "from tensorflux.contrib import rnn")],
+    "tf": [("import tensorflow.compat.v1 as tf", "import tensorflow.compat.v1 as tf; import tf1_oracle_contrib"),
+           ("import tensorflow as tf", "import tensorflow.compat.v1 as tf; tf.disable_v2_behavior(); import tf1_oracle_contrib"),
+           ("from tensorflow.contrib import rnn", "import tf_contrib_rnn as rnn")],
+}
+MNIST = ("from tensorflow.examples.tutorials.mnist import input_data", "import input_data  # local digits shim")
+
+# key: (repo, path, [(old, new), ...] step edits, extra files [(repo path, dest)], argv)
+P = {
+ "ay_helloworld": (AY, AYP + "1_Introduction/helloworld.py", [], [], []),
+ "ay_basic_operations": (AY, AYP + "1_Introduction/basic_operations.py", [], [], []),
+ "ay_linear_regression": (AY, AYP + "2_BasicModels/linear_regression.py", [("training_epochs = 1000", "training_epochs = 100"), ("display_step = 50", "display_step = 20")], [], []),
+ "ay_logistic_regression": (AY, AYP + "2_BasicModels/logistic_regression.py", [("training_epochs = 25", "training_epochs = 5")], [], []),
+ "ay_nearest_neighbor": (AY, AYP + "2_BasicModels/nearest_neighbor.py", [], [], []),
+ "ay_word2vec": (AY, AYP + "2_BasicModels/word2vec.py", [("num_steps = 3000000", "num_steps = 300"), ("display_step = 10000", "display_step = 100"), ("eval_step = 200000", "eval_step = 300")], [], []),
+ "ay_kmeans": (AY, AYP + "2_BasicModels/kmeans.py", [("num_steps = 50 ", "num_steps = 5 ")], [], []),
+ "ay_random_forest": (AY, AYP + "2_BasicModels/random_forest.py", [("num_steps = 500 ", "num_steps = 5 ")], [], []),
+ "ay_gbdt": (AY, AYP + "2_BasicModels/gradient_boosted_decision_tree.py", [("max_steps = 10000", "max_steps = 5")], [], []),
+ "ay_autoencoder": (AY, AYP + "3_NeuralNetworks/autoencoder.py", [("num_steps = 30000", "num_steps = 300"), ("display_step = 1000", "display_step = 100")], [], []),
+ "ay_bidirectional_rnn": (AY, AYP + "3_NeuralNetworks/bidirectional_rnn.py", [("training_steps = 10000", "training_steps = 100"), ("display_step = 200", "display_step = 25")], [], []),
+ "ay_convolutional_network": (AY, AYP + "3_NeuralNetworks/convolutional_network.py", [("num_steps = 2000", "num_steps = 20")], [], []),
+ "ay_convolutional_network_raw": (AY, AYP + "3_NeuralNetworks/convolutional_network_raw.py", [("num_steps = 200", "num_steps = 30")], [], []),
+ "ay_dcgan": (AY, AYP + "3_NeuralNetworks/dcgan.py", [("num_steps = 20000", "num_steps = 40"), ("if i % 100 == 0 or i == 1:", "if i % 10 == 0 or i == 1:")], [], []),
+ "ay_dynamic_rnn": (AY, AYP + "3_NeuralNetworks/dynamic_rnn.py", [("training_steps = 10000", "training_steps = 300"), ("display_step = 200", "display_step = 50")], [], []),
+ "ay_gan": (AY, AYP + "3_NeuralNetworks/gan.py", [("num_steps = 100000", "num_steps = 300"), ("if i % 1000 == 0 or i == 1:", "if i % 100 == 0 or i == 1:")], [], []),
+ "ay_multilayer_perceptron": (AY, AYP + "3_NeuralNetworks/multilayer_perceptron.py", [("training_epochs = 15", "training_epochs = 5")], [], []),
+ "ay_neural_network": (AY, AYP + "3_NeuralNetworks/neural_network.py", [("num_steps = 1000", "num_steps = 50")], [], []),
+ "ay_neural_network_raw": (AY, AYP + "3_NeuralNetworks/neural_network_raw.py", [("num_steps = 500", "num_steps = 200")], [], []),
+ "ay_recurrent_network": (AY, AYP + "3_NeuralNetworks/recurrent_network.py", [("training_steps = 10000", "training_steps = 100"), ("display_step = 200", "display_step = 25")], [], []),
+ "ay_variational_autoencoder": (AY, AYP + "3_NeuralNetworks/variational_autoencoder.py", [("num_steps = 30000", "num_steps = 300"), ("if i % 1000 == 0 or i == 1:", "if i % 100 == 0 or i == 1:")], [], []),
+ "ay_save_restore_model": (AY, AYP + "4_Utils/save_restore_model.py", [], [], []),
+ "ay_tensorboard_basic": (AY, AYP + "4_Utils/tensorboard_basic.py", [("training_epochs = 25", "training_epochs = 3")], [], []),
+ "ay_tensorboard_advanced": (AY, AYP + "4_Utils/tensorboard_advanced.py", [("training_epochs = 25", "training_epochs = 3")], [], []),
+ "ay_build_an_image_dataset": (AY, AYP + "5_DataManagement/build_an_image_dataset.py", [("num_steps = 10000", "num_steps = 20"), ("DATASET_PATH = '/path/to/dataset/'", "DATASET_PATH = '" + WORK + "/imgdata/'")], [], []),
+ "ay_tensorflow_dataset_api": (AY, AYP + "5_DataManagement/tensorflow_dataset_api.py", [("num_steps = 2000", "num_steps = 60"), ("display_step = 100", "display_step = 20")], [], []),
+ "ay_multigpu_cnn": (AY, AYP + "6_MultiGPU/multigpu_cnn.py", [("num_steps = 200", "num_steps = 2"), ("batch_size = 1024", "batch_size = 64"), ("display_step = 10", "display_step = 1")], [], []),
+ "nl_00_multiply": (NL, "00_multiply.py", [], [], []),
+ "nl_01_linear_regression": (NL, "01_linear_regression.py", [], [], []),
+ "nl_02_logistic_regression": (NL, "02_logistic_regression.py", [("for i in range(100):", "for i in range(5):")], [], []),
+ "nl_03_net": (NL, "03_net.py", [("for i in range(100):", "for i in range(5):")], [], []),
+ "nl_04_modern_net": (NL, "04_modern_net.py", [("for i in range(100):", "for i in range(5):")], [], []),
+ "nl_05_convolutional_net": (NL, "05_convolutional_net.py", [("for i in range(100):", "for i in range(2):")], [], []),
+ "nl_06_autoencoder": (NL, "06_autoencoder.py", [("for i in range(100):", "for i in range(5):")], [], []),
+ "nl_07_lstm": (NL, "07_lstm.py", [("for i in range(100):", "for i in range(2):")], [], []),
+ "nl_08_word2vec": (NL, "08_word2vec.py", [], [], []),
+ "nl_09_tensorboard": (NL, "09_tensorboard.py", [("for i in range(100):", "for i in range(3):")], [], []),
+ "nl_10_save_restore_net": (NL, "10_save_restore_net.py", [("for i in range(start, 100):", "for i in range(start, 3):")], [], []),
+ "nl_11_gan": (NL, "11_gan.py", [("for i in range(200):", "for i in range(30):")], [], []),
+ "go_basic": (GO, "03 - TensorFlow Basic/01 - Basic.py", [], [], []),
+ "go_variable": (GO, "03 - TensorFlow Basic/02 - Variable.py", [], [], []),
+ "go_linear_regression": (GO, "03 - TensorFlow Basic/03 - Linear Regression.py", [], [], []),
+ "go_classification": (GO, "04 - Neural Network Basic/01 - Classification.py", [], [], []),
+ "go_deep_nn": (GO, "04 - Neural Network Basic/02 - Deep NN.py", [], [], []),
+ "go_word2vec": (GO, "04 - Neural Network Basic/03 - Word2Vec.py", [], [], []),
+ "go_saver": (GO, "05 - TensorBoard, Saver/01 - Saver.py", [], [("05 - TensorBoard, Saver/data.csv", "data.csv")], [[], []]),
+ "go_tensorboard": (GO, "05 - TensorBoard, Saver/02 - TensorBoard.py", [], [("05 - TensorBoard, Saver/data.csv", "data.csv"), ("05 - TensorBoard, Saver/model", "model")], []),
+ "go_tensorboard2": (GO, "05 - TensorBoard, Saver/03 - TensorBoard2.py", [], [("05 - TensorBoard, Saver/data.csv", "data.csv")], []),
+ "go_mnist": (GO, "06 - MNIST/01 - MNIST.py", [("for epoch in range(15):", "for epoch in range(3):")], [], []),
+ "go_dropout": (GO, "06 - MNIST/02 - Dropout.py", [("for epoch in range(30):", "for epoch in range(3):")], [], []),
+ "go_cnn": (GO, "07 - CNN/01 - CNN.py", [("for epoch in range(15):", "for epoch in range(2):")], [], []),
+ "go_cnn_layers": (GO, "07 - CNN/02 - tf.layers.py", [("for epoch in range(15):", "for epoch in range(2):")], [], []),
+ "go_autoencoder": (GO, "08 - Autoencoder/01 - Autoencoder.py", [("training_epoch = 20", "training_epoch = 3")], [], []),
+ "go_gan": (GO, "09 - GAN/01 - GAN.py", [("total_epoch = 100", "total_epoch = 3")], [], []),
+ "go_gan2": (GO, "09 - GAN/02 - GAN2.py", [("total_epoch = 100", "total_epoch = 3")], [], []),
+ "go_rnn_mnist": (GO, "10 - RNN/01 - MNIST.py", [("total_epoch = 30", "total_epoch = 3")], [], []),
+ "go_autocomplete": (GO, "10 - RNN/02 - Autocomplete.py", [], [], []),
+ "go_seq2seq": (GO, "10 - RNN/03 - Seq2Seq.py", [], [], []),
+ "go_chatbot": (GO, "10 - RNN/ChatBot/train.py", [], [("10 - RNN/ChatBot/" + f, f) for f in ("config.py", "model.py", "dialog.py", "data")], [["--train", "--epoch=2", "--train_dir=./newmodel"], ["--test", "--train_dir=./newmodel"]]),
+ "go_dqn_train": (GO, "12 - DQN/agent.py", [("MAX_EPISODE = 10000", "MAX_EPISODE = 3")], [("12 - DQN/" + f, f) for f in ("game.py", "model.py")], [["--train"]]),
+ "hv_01_simple_linear_model": (HV, "01_Simple_Linear_Model.ipynb", [("optimize(num_iterations=990)", "optimize(num_iterations=90)")], [], []),
+ "hv_02_convolutional_neural_network": (HV, "02_Convolutional_Neural_Network.ipynb", [("optimize(num_iterations=900)", "optimize(num_iterations=40)"), ("optimize(num_iterations=9000)", "optimize(num_iterations=10)")], [], []),
+ "hv_03b_layers_api": (HV, "03B_Layers_API.ipynb", [("optimize(num_iterations=900)", "optimize(num_iterations=40)"), ("optimize(num_iterations=9000)", "optimize(num_iterations=10)")], [], []),
+ "hv_13b_visual_analysis_mnist": (HV, "13B_Visual_Analysis_MNIST.ipynb", [("optimize(num_iterations=10000)", "optimize(num_iterations=100)")], [], []),
+}
+
+
+def transform(text, variant, edits):
+    for old, new in [MNIST] + G[variant] + edits:
+        text = text.replace(old, new)
+    return text
+
+
+def build(key, variant):
+    repo, path, edits, extra, argv = P[key]
+    d = os.path.join(WORK, "run", variant, key)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    src = subprocess.run(["git", "-C", repo, "show", "HEAD:" + path], capture_output=True, text=True, check=True).stdout
+    if path.endswith(".ipynb"):  # the notebook's code cells, in order, without IPython magics
+        cells = ["".join(c["source"]) for c in json.loads(src)["cells"] if c["cell_type"] == "code"]
+        src = "\n".join(l for l in "\n\n".join(cells).split("\n") if not l.startswith(("%", "!"))) + "\n"
+    for old, _ in edits:
+        assert old in src, (key, old)
+    open(os.path.join(d, "main.py"), "w").write(transform(src, variant, edits))
+    for rp, dest in extra:
+        files = subprocess.run(["git", "-C", repo, "ls-tree", "-r", "--name-only", "HEAD", rp], capture_output=True, text=True, check=True).stdout.split("\n")
+        for f in filter(None, files):
+            out = os.path.join(d, dest, os.path.relpath(f, rp)) if f != rp else os.path.join(d, dest)
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            data = subprocess.run(["git", "-C", repo, "show", "HEAD:" + f], capture_output=True, check=True).stdout
+            if f.endswith(".py"):
+                data = transform(data.decode(), variant, edits).encode()
+            open(out, "wb").write(data)
+    return d, argv
+
+
+if __name__ == "__main__":
+    if not sys.argv[1:]:
+        shutil.rmtree(os.path.join(WORK, "run"), ignore_errors=True)
+    for k in (sys.argv[1:] or P):
+        for v in ("tfx", "tf"):
+            build(k, v)
+    print(len(P), "programs")

@@ -1,0 +1,55 @@
+"""Runs the programs built by prep.py, each in its own directory, one after the other:
+
+    python scripts/tf1_programs/run.py tfx|tf [KEY ...]
+
+"tfx" runs them with tensorflux (this checkout, with $TFX_PYTHON, default this interpreter),
+"tf" with TensorFlow ($TF_PYTHON, default the oracle venv). Logs go to
+$TF1_PROGRAMS_WORK/logs/<variant>/<key>.log; one summary line per program is printed.
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from prep import WORK, P  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(HERE))
+SHIM, STUBS = os.path.join(HERE, "shim"), os.path.join(HERE, "oracle_stubs")
+# Plotting that blocks (plt.waitforbuttonpress) or asks for a macOS font: a no-op matplotlib.
+STUB_MPL = {"go_word2vec", "ay_dcgan", "ay_gan"}
+
+
+def main(variant, keys):
+    env = dict(os.environ, MPLBACKEND="Agg", TF_CPP_MIN_LOG_LEVEL="2", PYTHONHASHSEED="0",
+               TF1_PROGRAMS_WORK=WORK)
+    if variant == "tfx":
+        py = os.environ.get("TFX_PYTHON", sys.executable)
+        env["PYTHONPATH"] = f"{REPO}:{SHIM}"
+    else:
+        py = os.environ.get("TF_PYTHON",
+                            os.path.expanduser("~/.cache/tensorflux-oracle-venv/bin/python"))
+        env["PYTHONPATH"] = f"{SHIM}:{STUBS}"
+        env["TF_USE_LEGACY_KERAS"] = "1"  # tf.layers lives in tf_keras
+    os.makedirs(os.path.join(WORK, "logs", variant), exist_ok=True)
+    for k in keys:
+        d = os.path.join(WORK, "run", variant, k)
+        for sub in ("samples", "samples2"):  # the GAN tutorials save pictures there
+            os.makedirs(os.path.join(d, sub), exist_ok=True)
+        e = dict(env)
+        if k in STUB_MPL:
+            e["PYTHONPATH"] += ":" + STUBS
+        t0, rc = time.time(), 0
+        with open(os.path.join(WORK, "logs", variant, k + ".log"), "w") as log:
+            for argv in P[k][4] or [[]]:
+                cmd = ["timeout", "400", py, os.path.join(HERE, "runner.py"), "main.py"] + argv
+                r = subprocess.run(cmd, cwd=d, env=e, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, check=False)
+                rc = rc or r.returncode
+        print(f"{k:36s} rc={rc} {time.time() - t0:6.1f}s", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2:] or list(P))

@@ -1,0 +1,26 @@
+"""python runner.py PROG [ARGS]: seeds numpy and random (the programs do not), restores two
+NumPy names the authors' code uses that NumPy 2 removed, then runs PROG as __main__."""
+
+import os
+import random
+import runpy
+import sys
+
+import numpy as np
+
+np.random.seed(0)
+random.seed(0)
+os.environ.setdefault("MPLBACKEND", "Agg")
+_reshape = np.reshape  # np.reshape(newshape=) (ay/gan.py, ay/dcgan.py), gone in NumPy 2.4
+
+
+def _reshape_compat(a, shape=None, *args, newshape=None, **kwargs):
+    return _reshape(a, shape if newshape is None else newshape, *args, **kwargs)
+
+
+np.reshape = _reshape_compat
+np.int = int  # the Hvass notebooks; gone since NumPy 1.24
+prog = sys.argv[1]
+sys.argv = [prog] + sys.argv[2:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(prog)))
+runpy.run_path(prog, run_name="__main__")

@@ -1,0 +1,10 @@
+"""`tf.contrib.rnn`: TF1 example programs import their cells and `static_rnn` from here
+(`from tensorflow.contrib import rnn`). The same classes and functions as `tf.nn.rnn_cell`
+and `tf.nn`; contrib's extra cells (LSTMBlockCell, LayerNormBasicLSTMCell, ...) are not
+provided."""
+
+from tensorflux.nn.rnn import static_bidirectional_rnn, static_rnn  # noqa: F401
+from tensorflux.nn.rnn_cell import *  # noqa: F401,F403
+from tensorflux.nn.rnn_cell import __all__ as _cells
+
+__all__ = list(_cells) + ["static_rnn", "static_bidirectional_rnn"]
