@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorflux.framework import dtypes, errors
+from tensorflux.framework import errors
 from tensorflux.kernels import registry
 from tensorflux.kernels.cpu._nn_common import _invalid
 from tensorflux.kernels.cpu.constant_op import const_value
@@ -22,7 +22,6 @@ from tensorflux.kernels.gpu import backend
 from tensorflux.kernels.gpu._common import (
     FLOATS,
     NUMERIC,
-    any_device,
     cpu_compute,
     host,
     host_kernel,
@@ -241,5 +240,3 @@ def _random(op_type: str):
 
 for _op in ("RandomUniform", "RandomStandardNormal", "TruncatedNormal"):
     _random(_op)
-
-_ = (dtypes, any_device)

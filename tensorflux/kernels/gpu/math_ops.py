@@ -9,7 +9,6 @@ check either).
 
 from __future__ import annotations
 
-from tensorflux.framework import dtypes
 from tensorflux.kernels.gpu import _fused, backend
 from tensorflux.kernels.gpu._common import FLOATS, NUMERIC, REAL, dev, hybrid
 
@@ -284,5 +283,3 @@ def _bias_add_grad(node):
 hybrid("BiasAdd", _bias_add, {"T": FLOATS})
 hybrid("BiasAddV1", _bias_add, {"T": FLOATS})
 hybrid("BiasAddGrad", _bias_add_grad, {"T": FLOATS})
-
-_ = dtypes  # the constraint tuples above are DTypes
