@@ -55,8 +55,8 @@ def initialize_all_tables(name: str = "init_all_tables"):
     return tables_initializer(name)
 
 
-class LookupInterface:
-    """A table mapping keys of `key_dtype` to values of `value_dtype`."""
+class _KeyValueTypes:
+    """The key and value dtypes a table and its initializer share."""
 
     def __init__(self, key_dtype, value_dtype):
         self._key_dtype = dtypes.as_dtype(key_dtype)
@@ -69,6 +69,10 @@ class LookupInterface:
     @property
     def value_dtype(self):
         return self._value_dtype
+
+
+class LookupInterface(_KeyValueTypes):
+    """A table mapping keys of `key_dtype` to values of `value_dtype`."""
 
     @property
     def name(self) -> str:
@@ -82,20 +86,8 @@ class LookupInterface:
         return keys
 
 
-class TableInitializerBase:
+class TableInitializerBase(_KeyValueTypes):
     """How a table is filled: `initialize(table)` returns the op that fills it."""
-
-    def __init__(self, key_dtype, value_dtype):
-        self._key_dtype = dtypes.as_dtype(key_dtype)
-        self._value_dtype = dtypes.as_dtype(value_dtype)
-
-    @property
-    def key_dtype(self):
-        return self._key_dtype
-
-    @property
-    def value_dtype(self):
-        return self._value_dtype
 
     @property
     def _shared_name(self) -> str:
