@@ -165,3 +165,80 @@ def _avg_pool_grad(op, grad):
 @gradient("AvgPoolGrad")
 def _avg_pool_grad_grad(op, grad):
     return [None, apply_op("AvgPool", value=grad, **_pool_attrs_of(op))]
+
+
+# ---- MaxPoolWithArgmax -------------------------------------------------------------------
+
+_ARGMAX_ATTRS = _POOL_WINDOW + ["Targmax: {int32, int64} = DT_INT64",
+                                "padding: {'SAME', 'VALID'}",
+                                "include_batch_in_index: bool = false"]
+_REAL = ("T: {float, double, int32, uint8, int16, int8, int64, bfloat16, uint16, half, "
+         "uint32, uint64}")
+
+
+def _with_argmax_shape(op):
+    out = _pool_output(op, checked_dims(op.inputs[0], rank=4))
+    return [out, out]
+
+
+define_op("MaxPoolWithArgmax", inputs=["input: T"],
+          outputs=["output: T", "argmax: Targmax"],
+          attrs=["ksize: list(int) >= 4", "strides: list(int) >= 4",
+                 "Targmax: {int32, int64} = DT_INT64", "padding: {'SAME', 'VALID'}",
+                 "include_batch_in_index: bool = false", _REAL],
+          shape_fn=_with_argmax_shape, flops="pool")
+define_op("MaxPoolGradWithArgmax", inputs=["input: T", "grad: T", "argmax: Targmax"],
+          outputs=["output: T"], attrs=_ARGMAX_ATTRS + [_REAL],
+          shape_fn=lambda op: [op.inputs[0].shape], flops="pool")
+define_op("MaxPoolGradGradWithArgmax", inputs=["input: T", "grad: T", "argmax: Targmax"],
+          outputs=["output: T"], attrs=_ARGMAX_ATTRS + [_REAL],
+          shape_fn=lambda op: [op.inputs[2].shape], flops="pool")
+
+
+def max_pool_with_argmax(input, ksize, strides, padding, data_format="NHWC",  # noqa: A002
+                         Targmax=None, name=None, output_dtype=None,  # noqa: N803 - TF1 name
+                         include_batch_in_index=False):
+    """(max of each window, flattened index of that max) (`tf.nn.max_pool_with_argmax`).
+
+    The index of input element [b, y, x, c] is ((y * width + x) * channels + c), plus
+    b * height * width * channels with `include_batch_in_index`; among equal maxima the
+    first in the window (row-major) wins, as TensorFlow's.
+
+    Raises:
+      ValueError: data_format other than NHWC, or both Targmax and output_dtype given.
+    """
+    if data_format != "NHWC":
+        raise ValueError("Data formats other than 'NHWC' are not yet supported")
+    if Targmax is not None and output_dtype is not None and Targmax != output_dtype:
+        raise ValueError("Cannot specify both Targmax and output_dtype")
+    targmax = Targmax if Targmax is not None else (output_dtype or "int64")
+    ksize, strides, _ = _pool_args(ksize, strides, data_format)
+    return apply_op("MaxPoolWithArgmax", input=input, ksize=ksize, strides=strides,
+                    padding=padding, Targmax=targmax,
+                    include_batch_in_index=include_batch_in_index,
+                    name=name or "MaxPoolWithArgmax")
+
+
+def _argmax_attrs_of(op):
+    return {k: op.attrs[k] for k in ("ksize", "strides", "padding", "include_batch_in_index")}
+
+
+@gradient("MaxPoolWithArgmax")
+def _max_pool_with_argmax_grad(op, grad, unused_argmax_grad):
+    return [apply_op("MaxPoolGradWithArgmax", input=op.inputs[0], grad=grad,
+                     argmax=op.outputs[1], **_argmax_attrs_of(op))]
+
+
+@gradient("MaxPoolGradWithArgmax")
+def _max_pool_grad_with_argmax_grad(op, grad):
+    return [None, apply_op("MaxPoolGradGradWithArgmax", input=op.inputs[0], grad=grad,
+                           argmax=op.inputs[2], **_argmax_attrs_of(op)), None]
+
+
+@gradient("MaxPoolGradGradWithArgmax")
+def _max_pool_grad_grad_with_argmax_grad(op, grad):
+    return [None, apply_op("MaxPoolGradWithArgmax", input=op.inputs[0], grad=grad,
+                           argmax=op.inputs[2], **_argmax_attrs_of(op)), None]
+
+
+__all__ += ["max_pool_with_argmax"]

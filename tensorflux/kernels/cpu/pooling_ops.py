@@ -372,3 +372,91 @@ def _max_pool_grad_grad(node):
         return _from_nhwc(_narrow(out, grad.dtype), geom.data_format)
 
     return compute
+
+
+# ---- MaxPoolWithArgmax and its gradients -------------------------------------------------
+
+
+def _full_index(argmax, shape, include_batch: bool) -> np.ndarray:
+    """Flat indices into the whole input (`shape`) of an argmax output."""
+    idx = np.asarray(argmax).astype(np.int64, copy=False)
+    if include_batch:
+        return idx.reshape(-1)
+    per_image = int(np.prod(shape[1:]))
+    batch = np.arange(idx.shape[0], dtype=np.int64).reshape((-1,) + (1,) * (idx.ndim - 1))
+    return (idx + batch * per_image).reshape(-1)
+
+
+def _checked_index(full, size: int) -> np.ndarray:
+    if full.size and (full.min() < 0 or full.max() >= size):
+        raise _invalid(f"Invalid argmax index: values must be in [0, {size})")
+    return full
+
+
+@kernel_factory("MaxPoolWithArgmax", expensive=True)
+@_checked
+def _max_pool_with_argmax(node):
+    geom = _PoolGeometry(node)
+    include_batch = node.attrs["include_batch_in_index"]
+    index_dtype = node.attrs["Targmax"].as_numpy_dtype
+
+    def compute(ctx, x):
+        if x.ndim != 4:
+            raise _invalid(f"input must be 4-dimensional, got {list(x.shape)}")
+        n, h, w, c = x.shape
+        out_shape, pads, ks = geom.resolve(x.shape)
+        best = np.full(out_shape, _lowest(x.dtype), dtype=x.dtype)
+        arg = np.zeros(out_shape, dtype=np.int64)
+        if 0 in out_shape:
+            return best, arg.astype(index_dtype)
+        xp = _pad(x, pads, _lowest(x.dtype))
+        (pt, _), (pl, _) = pads[0], pads[1]
+        oh, ow = out_shape[1], out_shape[2]
+        sh, sw = geom.s[0], geom.s[1]
+        for i in range(ks[0]):
+            rows = np.arange(oh) * sh + i - pt
+            for j in range(ks[1]):
+                interrupt.check()
+                cols = np.arange(ow) * sw + j - pl
+                tap = xp[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw, :]
+                inside = ((rows >= 0) & (rows < h))[:, None] & ((cols >= 0) & (cols < w))[None]
+                better = (tap > best) & inside[None, :, :, None]
+                idx = (rows[:, None] * w + cols[None, :])[None, :, :, None] * c + \
+                    np.arange(c)[None, None, None, :]
+                if include_batch:
+                    idx = idx + (np.arange(n) * (h * w * c))[:, None, None, None]
+                best = np.where(better, tap, best)
+                arg = np.where(better, idx, arg)
+        return best, arg.astype(index_dtype)
+
+    return compute
+
+
+@kernel_factory("MaxPoolGradWithArgmax", expensive=True)
+def _max_pool_grad_with_argmax(node):
+    include_batch = node.attrs["include_batch_in_index"]
+
+    def compute(ctx, x, grad, argmax):
+        if np.shape(grad) != np.shape(argmax):
+            raise _invalid(f"grad and argmax must have the same shape, got "
+                           f"{list(np.shape(grad))} and {list(np.shape(argmax))}")
+        full = _checked_index(_full_index(argmax, x.shape, include_batch), x.size)
+        out = np.zeros(x.size, dtype=grad.dtype)
+        np.add.at(out, full, np.asarray(grad).reshape(-1))
+        return out.reshape(x.shape)
+
+    return compute
+
+
+@kernel_factory("MaxPoolGradGradWithArgmax", expensive=True)
+def _max_pool_grad_grad_with_argmax(node):
+    include_batch = node.attrs["include_batch_in_index"]
+
+    def compute(ctx, x, grad, argmax):
+        if np.shape(grad) != np.shape(x):
+            raise _invalid(f"grad must have the input's shape {list(np.shape(x))}, got "
+                           f"{list(np.shape(grad))}")
+        full = _checked_index(_full_index(argmax, x.shape, include_batch), x.size)
+        return np.asarray(grad).reshape(-1)[full].reshape(np.shape(argmax))
+
+    return compute
