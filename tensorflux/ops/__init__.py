@@ -28,6 +28,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     logging_ops,
     lookup_ops,
     math_ext_ops,
+    morphology_ops,
     matrix_ops,
     nn_ops,
     parsing_ops,

@@ -29,6 +29,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     math_ext_ops,
     math_ops,
     matrix_ops,
+    morphology_ops,
     nn_ops,
     parsing_ops,
     pooling_ops,
