@@ -174,50 +174,104 @@ class MapDataset(Dataset):
         inner = self.input.iterate(env)
         if self.num_parallel > 1:
             return _ParallelMapIterator(inner, self.fn, self.captured, self.num_parallel, env)
-        fn, captured = self.fn, self.captured
+        return _MapIterator(inner, self.fn, self.captured)
 
-        def gen():
-            for x in _drain(inner):
-                y = _call(fn, x, captured)
-                if y is None:
-                    return
-                yield y
-        return _GenIterator(gen(), [inner])
+
+class _MapIterator(Iterator):
+    """The function on each element in turn, on the consumer's thread. An element whose
+    function fails raises its error and the elements after it follow (as TensorFlow's map)."""
+
+    def __init__(self, inner: Iterator, fn, captured):
+        self._inner, self._fn, self._captured = inner, fn, captured
+        self._done = False
+
+    def next(self):  # noqa: A003
+        if self._done:
+            return None
+        x = self._inner.next()
+        y = None if x is None else _call(self._fn, x, self._captured)
+        if y is None:
+            self._done = True
+        return y
+
+    def children(self):
+        return [self._inner]
+
+
+class _Failed:
+    """An element whose function raised: the error is raised when the element is reached."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def _call_chunk(fn, elements: list, captured: list) -> list:
+    """The results of `fn` on consecutive `elements` (a failure as _Failed, in its place),
+    stopping after the first that ends the sequence (None)."""
+    out: list = []
+    for x in elements:
+        try:
+            y = _call(fn, x, captured)
+        except Exception as e:  # noqa: BLE001 - raised in order by the consumer
+            y = _Failed(e)
+        out.append(y)
+        if y is None:
+            break
+    return out
 
 
 class _ParallelMapIterator(Iterator):
-    """Up to `n` calls of the function in flight on a pool of `n` threads; results are
-    returned in input order. Inputs are read on the consumer's thread."""
+    """Up to `n` chunks of consecutive elements in flight on a pool of `n` threads; results
+    are returned in input order, an element's error raised where the element comes (the
+    elements after it follow, as with a single call). Inputs are read on
+    the consumer's thread. A task maps a chunk of up to `CHUNK` elements rather than one: a
+    hand-off between threads costs about as much as a small map function (parsing one
+    Example), so one per element made 4 threads slower than one."""
+
+    CHUNK = 16
 
     def __init__(self, inner: Iterator, fn, captured, n: int, env: Env):
         self._inner, self._fn, self._captured, self._n = inner, fn, captured, n
         self._pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="tfx-data-map")
         self._pending: collections.deque = collections.deque()
+        self._ready: collections.deque = collections.deque()
         self._exhausted = False
         self._done = False
         self._env = env
 
     def _fill(self) -> None:
         while not self._exhausted and len(self._pending) < self._n:
-            x = self._inner.next()
-            if x is None:
-                self._exhausted = True
-                return
-            self._pending.append(self._pool.submit(_call, self._fn, x, self._captured))
+            chunk = []
+            while len(chunk) < self.CHUNK:
+                x = self._inner.next()
+                if x is None:
+                    self._exhausted = True
+                    break
+                chunk.append(x)
+            if chunk:
+                self._pending.append(self._pool.submit(_call_chunk, self._fn, chunk,
+                                                       self._captured))
 
     def next(self):  # noqa: A003
         if self._done:
             return None
-        self._fill()
-        if not self._pending:
-            self._done = True
-            return None
-        y = self._pending.popleft().result()
+        if not self._ready:
+            self._fill()
+            if not self._pending:
+                self._done = True
+                return None
+            self._ready.extend(self._pending.popleft().result())
+        y = self._ready.popleft()
+        if isinstance(y, _Failed):
+            raise y.error  # as for a single call: the next elements follow
         if y is None:
             self._done = True
             for f in self._pending:
                 f.cancel()
             self._pending.clear()
+            self._ready.clear()
         return y
 
     def children(self):
