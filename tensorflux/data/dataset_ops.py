@@ -74,26 +74,13 @@ class _Traced:
         return st.map_structure(st.spec_of, self.result)
 
 
-class DatasetV1:
+class DatasetV1(st.HasElementSignature):
     """A TF1 dataset: `_variant_tensor` (the dataset op's output) and `_structure`
     (a structure of st.Spec per element component)."""
 
     def __init__(self, variant_tensor: Tensor, structure):
         self._variant_tensor = variant_tensor
         self._structure = structure
-
-    # ---- element signature ---------------------------------------------------------------
-    @property
-    def output_types(self):
-        return st.types(self._structure)
-
-    @property
-    def output_shapes(self):
-        return st.shapes(self._structure)
-
-    @property
-    def output_classes(self):
-        return st.classes(self._structure)
 
     def _flat_attrs(self) -> dict:
         flat = st.flatten(self._structure)

@@ -26,7 +26,7 @@ from tensorflux.framework.tensor_conversion import convert_to_tensor
 _BY_VALUE_FORBIDDEN = ("Placeholder", "PlaceholderV2", "PlaceholderWithDefault")
 
 
-class Iterator:
+class Iterator(st.HasElementSignature):
     """A TF1 iterator over dataset elements of one structure."""
 
     def __init__(self, iterator_resource, initializer, structure):
@@ -59,19 +59,6 @@ class Iterator:
                           output_types=[s.dtype for s in flat],
                           output_shapes=[s.shape for s in flat])
         return Iterator(handle, None, specs)
-
-    # ---- signature -----------------------------------------------------------------------
-    @property
-    def output_types(self):
-        return st.types(self._structure)
-
-    @property
-    def output_shapes(self):
-        return st.shapes(self._structure)
-
-    @property
-    def output_classes(self):
-        return st.classes(self._structure)
 
     # ---- ops -----------------------------------------------------------------------------
     @property

@@ -112,3 +112,20 @@ def most_specific_compatible(a: tensor_shape.TensorShape, b: tensor_shape.Tensor
         return tensor_shape.unknown_shape()
     return tensor_shape.TensorShape([x if x == y else None
                                      for x, y in zip(a.as_list(), b.as_list(), strict=True)])
+
+
+class HasElementSignature:
+    """`output_types`, `output_shapes` and `output_classes` of an object whose elements are
+    described by `self._structure` (datasets and iterators)."""
+
+    @property
+    def output_types(self):
+        return types(self._structure)
+
+    @property
+    def output_shapes(self):
+        return shapes(self._structure)
+
+    @property
+    def output_classes(self):
+        return classes(self._structure)

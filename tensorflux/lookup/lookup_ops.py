@@ -72,11 +72,25 @@ class _KeyValueTypes:
 
 
 class LookupInterface(_KeyValueTypes):
-    """A table mapping keys of `key_dtype` to values of `value_dtype`."""
+    """A table mapping keys of `key_dtype` to values of `value_dtype`; subclasses keep the
+    table's resource in `_table_ref` and their default value in `_default_value`."""
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def resource_handle(self):
+        return self._table_ref
+
+    @property
+    def default_value(self):
+        return self._default_value
+
+    def size(self, name=None):
+        """The number of entries (int64 scalar)."""
+        with graph_lib.name_scope(name, f"{self.name}_Size", [self.resource_handle]):
+            return lookup_ops.lookup_table_size(self.resource_handle)
 
     def _check_keys(self, keys):
         keys = convert_to_tensor(keys)
@@ -214,25 +228,12 @@ class InitializableLookupTableBase(LookupInterface):
         self._init_op = initializer.initialize(self)
 
     @property
-    def resource_handle(self):
-        return self._table_ref
-
-    @property
-    def default_value(self):
-        return self._default_value
-
-    @property
     def initializer(self):
         return self._init_op
 
     @property
     def init(self):
         return self._init_op
-
-    def size(self, name=None):
-        """The number of entries (int64 scalar)."""
-        with graph_lib.name_scope(name, f"{self.name}_Size", [self.resource_handle]):
-            return lookup_ops.lookup_table_size(self.resource_handle)
 
     def lookup(self, keys, name=None):
         """The value of each key, the default value where it is absent.
@@ -477,17 +478,6 @@ class MutableHashTable(LookupInterface):
                                                         name=name)
         self._name = self._table_ref.op.name.split("/")[-1]
 
-    @property
-    def resource_handle(self):
-        return self._table_ref
-
-    @property
-    def default_value(self):
-        return self._default_value
-
-    def size(self, name=None):
-        with graph_lib.name_scope(name, f"{self.name}_Size", [self._table_ref]):
-            return lookup_ops.lookup_table_size(self._table_ref)
 
     def lookup(self, keys, dynamic_default_values=None, name=None):
         """The value of each key, `default_value` for absent keys."""
