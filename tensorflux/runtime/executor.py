@@ -52,6 +52,13 @@ outputs stay in its frame and feed no Merge: `_Item.fast`) and everything else t
 `_complete`/`_propagate`. A call per node would cost about a tenth of the executor's time,
 so the loop that runs is generated from the two as written: `_loop` with `_process`'s body
 in place of the call (codegen.inline_call; `_Run._loop_by_calls` is the loop as written).
+
+The loop in C. With the C extension (kernels/cpu/native.py `dataflow_core`; off with
+TENSORFLUX_NATIVE=0 or `NATIVE_CORE = False`) the ready queue is a C object of the same
+methods, and its `drain` runs the loop: plain nodes there (the fast path of `_process`, a
+pass-through kernel such as Identity or NoOp without a call), every other node through
+`_process` itself, failures through `_fail`, finished iterations through
+`_cleanup_iterations`. Both loops share the per-step state above, node by node.
 """
 
 from __future__ import annotations
@@ -64,6 +71,7 @@ from threading import get_ident
 
 from tensorflux.framework import errors
 from tensorflux.kernels import registry as kernel_registry
+from tensorflux.kernels.cpu import native
 from tensorflux.kernels.registry import DEAD
 from tensorflux.runtime import codegen, compiled_loops, frame_analysis
 from tensorflux.runtime.codegen import ExecutorError
@@ -76,6 +84,8 @@ _KIND_OF_FLOW = {None: NORMAL, "switch": NORMAL, "merge": MERGE, "enter": ENTER,
                  "next_iteration": NEXT_ITERATION, "dead_aware": DEAD_AWARE}
 _CALLING = object()  # an asynchronous kernel call that has not returned or called back yet
 _PENDING = object()  # an asynchronous kernel's result is not (or not only) for the caller
+NATIVE_CORE = True  # run the driver loop in C where the extension is there (tests flip it)
+_PY, _CALL, _FORWARD, _NOTHING = range(4)  # how the C loop runs a node (native.dataflow_core)
 
 
 class _FrameInfo:
@@ -100,7 +110,7 @@ class _Item:
     __slots__ = ("node", "kernel", "is_async", "expensive", "kind", "frame", "out_frame",
                  "local", "in_slots", "out_base", "num_outputs", "out_edges", "num_data_inputs",
                  "enter_frame", "is_constant", "parallel_iterations", "is_enter", "fast",
-                 "plain", "fast_edges", "lone_exit")
+                 "plain", "fast_edges", "lone_exit", "cidx", "inline")
 
     def __init__(self, node: Node):
         self.node = node
@@ -170,6 +180,8 @@ class Executor:
         nodes, fetches = compiled_loops.compile_loops(nodes, fetches, device.device_type,
                                                       kernel_wrapper, enabled=compile_loops)
         self.items = [_Item(n) for n in nodes]
+        for k, it in enumerate(self.items):
+            it.cidx = k  # its index in the C loop's table
         item_of = {it.node: it for it in self.items}
         for it in self.items:
             kdef = kernel_registry.find_kernel(it.node.op, device.device_type, it.node.attrs)
@@ -183,6 +195,7 @@ class Executor:
                 it.kernel = kernel_wrapper(it.node, kdef, it.kernel)
             it.is_async = kdef.is_async
             it.expensive = kdef.expensive
+            it.inline = kdef.inline if kernel_wrapper is None else None
         for it in self.items:
             for src, idx in it.node.inputs:
                 item_of[src].out_edges.append((it, idx))
@@ -212,6 +225,8 @@ class Executor:
         for s in self.fetch_slots:  # fetched values are never freed
             self.root_info.slot_uses[s] += 1
         self.straight = _straight_schedule(self) if straight_line else None
+        self.core = _native_core(self.items) if NATIVE_CORE else None
+        self.root_indices = [it.cidx for it in self.roots]
 
     def run(self, ctx, deadline: float | None = None) -> list:
         """Runs one step; returns the fetched values. Raises ExecutorError or OpError."""
@@ -303,6 +318,18 @@ def _analyze_frames(items: list[_Item], item_of: dict[Node, _Item]) -> dict[str,
     return frames
 
 
+def _native_core(items: list[_Item]):
+    """The C loop's table of the nodes (native.dataflow_core), or None without it."""
+    specs = []
+    for it in items:
+        mode = _PY
+        if it.plain:
+            mode = _FORWARD if it.inline == "{0}" else _NOTHING if it.inline == "" else _CALL
+        specs.append((mode, it.local, it.num_outputs, it.out_base, it.in_slots,
+                      tuple(dst.cidx for dst, _ in it.out_edges), it.kernel))
+    return native.dataflow_core(items, specs)
+
+
 def _straight_schedule(ex: Executor) -> list | None:
     """The order of Executor._run_straight, or None when the partition does not qualify:
     (item, input slots, first output slot, number of outputs, slots freed after it)."""
@@ -363,7 +390,9 @@ class _Run:
         self.ex = ex
         self.ctx = ctx
         self.deadline = deadline
-        self.ready: deque = deque()
+        core = ex.core
+        self.ready = deque() if core is None else core.ready()
+        self.drain = None if core is None else self.ready.drain  # the loop in C
         self.completions: queue.SimpleQueue = queue.SimpleQueue()
         self.in_flight = 0
         self.error: BaseException | None = None
@@ -374,6 +403,10 @@ class _Run:
     # ---- the driver loop ----------------------------------------------------------------
     def execute(self) -> list:
         root_iter = self.root.iterations[0]
+        if self.drain is not None:
+            root_iter.outstanding_ops += len(self.ex.roots)
+            self.ready.push_indices(self.ex.root_indices, self.root, 0)
+            return self._loop()
         for it in self.ex.roots:
             root_iter.outstanding_ops += 1
             self.ready.append((it, self.root, 0))
@@ -410,7 +443,10 @@ class _Run:
         popleft = ready.popleft
         process = self._process
         ctx = self.ctx
+        drain = self.drain
         while True:
+            if drain is not None:
+                drain(self, ctx)  # empties `ready` unless the step failed
             while ready and self.error is None:
                 it, frame, i = popleft()
                 process(it, frame, i, ctx, ready)

@@ -20,6 +20,9 @@
  *     type (the build turns off FMA contraction), so both paths give identical bits.
  *   - Relu and ReluGrad, which NumPy runs at ~0.4 ns per float32 element; MaxPool and
  *     MaxPoolGrad; im2col's copy of convolution patches (NumPy pays per contiguous run).
+ *   - The dataflow executor's driver loop (DataflowCore, ReadyQueue; at the end of this
+ *     file): ready queue and pending counts of plain nodes, ~20x fewer cycles a node than
+ *     the Python loop, which keeps every other case (runtime/executor.py).
  *
  * Long calls stop early: every entry point that loops takes an optional stop cell (an int32
  * buffer that Python sets nonzero when the step is cancelled or its session closed) and the
@@ -36,6 +39,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -1025,6 +1029,590 @@ static PyObject *py_helpers(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(n);
 }
 
+/* ---- the dataflow executor's driver loop (tensorflux/runtime/executor.py) ----------------
+ *
+ * `DataflowCore(items, specs)` holds an executor's static node table, built once per
+ * Executor; `core.ready()` makes a step's ready queue, a `ReadyQueue` of (item, frame,
+ * iteration) that the Python executor uses as it used a deque (append, popleft, clear,
+ * len). `ready.drain(run, ctx)` is `_Run._loop`'s inner loop: it pops ready nodes until none
+ * is left or the step failed. A plain node (`_Item.plain`: its live outputs stay in its
+ * frame and feed no Merge; a cheap synchronous kernel) runs here: its inputs are taken from
+ * the iteration's entries (freed at their last use), its kernel called (a pass-through
+ * kernel, Identity's `{0}` or NoOp's nothing, without a call), its outputs stored and its
+ * consumers counted down, exactly as `_Run._process` does. Everything else (control-flow
+ * ops, dead nodes, asynchronous and expensive kernels, a failing kernel, a wrong number of
+ * outputs, finishing an iteration) is handed to the Python methods of `run`, which stay
+ * the executor's one definition of those cases. The per-step state stays the Python
+ * objects (`_Iteration`'s lists, `outstanding_ops`), so either side may run any node.
+ * Everything runs on the driver thread with the GIL held.
+ */
+
+enum { DF_PY = 0, DF_CALL = 1, DF_FORWARD = 2, DF_NOTHING = 3 };
+
+typedef struct {
+    PyObject *item;    /* the _Item (owned) */
+    PyObject *kernel;  /* its compute (owned; NULL unless DF_CALL) */
+    int mode, local, num_outputs, out_base, n_in, n_edges;
+    Py_ssize_t *in_slots;  /* into DataflowCore.ints */
+    Py_ssize_t *edges;     /* pairs (consumer index, consumer's local id) */
+} DfNode;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n;
+    DfNode *nodes;
+    Py_ssize_t *ints;
+} DfCore;
+
+typedef struct {
+    Py_ssize_t idx, i;
+    PyObject *frame, *iter; /* owned */
+} DfEntry;
+
+typedef struct {
+    PyObject_HEAD
+    DfCore *core;
+    DfEntry *buf;
+    Py_ssize_t cap, head, len;
+} DfReady;
+
+static PyObject *df_str_cidx, *df_str_iterations, *df_str_entries, *df_str_pending,
+    *df_str_dead, *df_str_uses, *df_str_outstanding_ops, *df_str_outstanding_frames,
+    *df_str_error, *df_str_process, *df_str_fail, *df_str_complete, *df_str_cleanup;
+
+static void df_core_dealloc(DfCore *self) {
+    for (Py_ssize_t k = 0; k < self->n; k++) {
+        Py_XDECREF(self->nodes[k].item);
+        Py_XDECREF(self->nodes[k].kernel);
+    }
+    PyMem_Free(self->nodes);
+    PyMem_Free(self->ints);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* specs[k] = (mode, local, num_outputs, out_base, in_slots, consumer indices, kernel) */
+static PyObject *df_core_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *items, *specs;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &items, &PyList_Type, &specs))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    if (PyList_GET_SIZE(specs) != n) {
+        PyErr_SetString(PyExc_ValueError, "items and specs differ in length");
+        return NULL;
+    }
+    DfCore *self = (DfCore *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->nodes = PyMem_Calloc(n ? n : 1, sizeof(DfNode));
+    if (self->nodes == NULL) { Py_DECREF(self); return PyErr_NoMemory(); }
+    self->n = n;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *s = PyList_GET_ITEM(specs, k);
+        if (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 7 ||
+                !PyTuple_Check(PyTuple_GET_ITEM(s, 4)) || !PyTuple_Check(PyTuple_GET_ITEM(s, 5))) {
+            PyErr_SetString(PyExc_TypeError, "a spec is (mode, local, num_outputs, out_base, "
+                            "in_slots, consumers, kernel)");
+            Py_DECREF(self);
+            return NULL;
+        }
+        total += PyTuple_GET_SIZE(PyTuple_GET_ITEM(s, 4)) + 2 * PyTuple_GET_SIZE(PyTuple_GET_ITEM(s, 5));
+    }
+    self->ints = PyMem_Calloc(total ? total : 1, sizeof(Py_ssize_t));
+    if (self->ints == NULL) { Py_DECREF(self); return PyErr_NoMemory(); }
+    Py_ssize_t at = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *s = PyList_GET_ITEM(specs, k);
+        DfNode *d = &self->nodes[k];
+        d->mode = (int)PyLong_AsLong(PyTuple_GET_ITEM(s, 0));
+        d->local = (int)PyLong_AsLong(PyTuple_GET_ITEM(s, 1));
+        d->num_outputs = (int)PyLong_AsLong(PyTuple_GET_ITEM(s, 2));
+        d->out_base = (int)PyLong_AsLong(PyTuple_GET_ITEM(s, 3));
+        if (PyErr_Occurred()) { Py_DECREF(self); return NULL; }
+        if (d->mode < DF_PY || d->mode > DF_NOTHING) d->mode = DF_PY;
+        d->item = PyList_GET_ITEM(items, k);
+        Py_INCREF(d->item);
+        PyObject *kernel = PyTuple_GET_ITEM(s, 6);
+        if (d->mode == DF_CALL) {
+            if (!PyCallable_Check(kernel)) d->mode = DF_PY;
+            else { d->kernel = kernel; Py_INCREF(kernel); }
+        }
+        PyObject *ins = PyTuple_GET_ITEM(s, 4), *outs = PyTuple_GET_ITEM(s, 5);
+        d->n_in = (int)PyTuple_GET_SIZE(ins);
+        d->in_slots = self->ints + at;
+        for (Py_ssize_t j = 0; j < d->n_in; j++)
+            self->ints[at++] = PyLong_AsSsize_t(PyTuple_GET_ITEM(ins, j));
+        d->n_edges = (int)PyTuple_GET_SIZE(outs);
+        d->edges = self->ints + at;
+        for (Py_ssize_t j = 0; j < d->n_edges; j++) {
+            Py_ssize_t c = PyLong_AsSsize_t(PyTuple_GET_ITEM(outs, j));
+            if (c < 0 || c >= n) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "consumer out of range");
+                Py_DECREF(self);
+                return NULL;
+            }
+            self->ints[at++] = c;
+            self->ints[at++] = -1;  /* the consumer's local id, below */
+        }
+        if (PyErr_Occurred()) { Py_DECREF(self); return NULL; }
+        if (d->mode == DF_FORWARD && (d->n_in != 1 || d->num_outputs != 1)) d->mode = DF_PY;
+        if (d->mode == DF_NOTHING && d->num_outputs != 0) d->mode = DF_PY;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        DfNode *d = &self->nodes[k];
+        for (int j = 0; j < d->n_edges; j++) d->edges[2 * j + 1] = self->nodes[d->edges[2 * j]].local;
+    }
+    return (PyObject *)self;
+}
+
+static PyTypeObject DfReadyType;
+
+static PyObject *df_core_ready(DfCore *self, PyObject *unused) {
+    DfReady *r = PyObject_New(DfReady, &DfReadyType);
+    if (r == NULL) return NULL;
+    r->core = self;
+    Py_INCREF(self);
+    r->cap = 64;
+    r->head = r->len = 0;
+    r->buf = PyMem_Malloc(r->cap * sizeof(DfEntry));
+    if (r->buf == NULL) { Py_DECREF(r); return PyErr_NoMemory(); }
+    return (PyObject *)r;
+}
+
+static PyMethodDef df_core_methods[] = {
+    {"ready", (PyCFunction)df_core_ready, METH_NOARGS, "ready(): an empty ReadyQueue"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject DfCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tensorflux.kernels.cpu._native.DataflowCore",
+    .tp_basicsize = sizeof(DfCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "DataflowCore(items, specs): an executor's node table (see _native.c)",
+    .tp_new = df_core_new,
+    .tp_dealloc = (destructor)df_core_dealloc,
+    .tp_methods = df_core_methods,
+};
+
+static void df_ready_clear_entries(DfReady *r) {
+    while (r->len) {
+        DfEntry *e = &r->buf[r->head];
+        r->head = (r->head + 1) % r->cap;
+        r->len--;
+        Py_DECREF(e->frame);
+        Py_DECREF(e->iter);
+    }
+    r->head = 0;
+}
+
+static void df_ready_dealloc(DfReady *r) {
+    if (r->buf != NULL) df_ready_clear_entries(r);
+    PyMem_Free(r->buf);
+    Py_XDECREF(r->core);
+    PyObject_Free(r);
+}
+
+/* Appends (idx, frame, iteration); steals nothing. */
+static int df_push(DfReady *r, Py_ssize_t idx, PyObject *frame, PyObject *iter, Py_ssize_t i) {
+    if (r->len == r->cap) {
+        DfEntry *nb = PyMem_Malloc(2 * r->cap * sizeof(DfEntry));
+        if (nb == NULL) { PyErr_NoMemory(); return -1; }
+        for (Py_ssize_t k = 0; k < r->len; k++) nb[k] = r->buf[(r->head + k) % r->cap];
+        PyMem_Free(r->buf);
+        r->buf = nb;
+        r->head = 0;
+        r->cap *= 2;
+    }
+    DfEntry *e = &r->buf[(r->head + r->len) % r->cap];
+    e->idx = idx;
+    e->i = i;
+    e->frame = frame;
+    e->iter = iter;
+    Py_INCREF(frame);
+    Py_INCREF(iter);
+    r->len++;
+    return 0;
+}
+
+static int df_item_index(DfReady *r, PyObject *item, Py_ssize_t *idx) {
+    PyObject *c = PyObject_GetAttr(item, df_str_cidx);
+    if (c == NULL) return -1;
+    *idx = PyLong_AsSsize_t(c);
+    Py_DECREF(c);
+    if (*idx == -1 && PyErr_Occurred()) return -1;
+    if (*idx < 0 || *idx >= r->core->n || r->core->nodes[*idx].item != item) {
+        PyErr_SetString(PyExc_ValueError, "not a node of this executor");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *df_ready_append(DfReady *r, PyObject *t) {
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3) {
+        PyErr_SetString(PyExc_TypeError, "append takes (item, frame, iteration)");
+        return NULL;
+    }
+    Py_ssize_t idx, i = PyLong_AsSsize_t(PyTuple_GET_ITEM(t, 2));
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    if (df_item_index(r, PyTuple_GET_ITEM(t, 0), &idx) < 0) return NULL;
+    if (df_push(r, idx, PyTuple_GET_ITEM(t, 1), PyTuple_GET_ITEM(t, 2), i) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* push_indices(indices, frame, iteration): the nodes of those indices, in order. */
+static PyObject *df_ready_push_indices(DfReady *r, PyObject *args) {
+    PyObject *indices, *frame, *iter;
+    if (!PyArg_ParseTuple(args, "O!OO!", &PyList_Type, &indices, &frame, &PyLong_Type, &iter))
+        return NULL;
+    Py_ssize_t i = PyLong_AsSsize_t(iter);
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(indices); k++) {
+        Py_ssize_t idx = PyLong_AsSsize_t(PyList_GET_ITEM(indices, k));
+        if (idx == -1 && PyErr_Occurred()) return NULL;
+        if (idx < 0 || idx >= r->core->n) {
+            PyErr_SetString(PyExc_IndexError, "node index out of range");
+            return NULL;
+        }
+        if (df_push(r, idx, frame, iter, i) < 0) return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *df_ready_popleft(DfReady *r, PyObject *unused) {
+    if (r->len == 0) {
+        PyErr_SetString(PyExc_IndexError, "pop from an empty ReadyQueue");
+        return NULL;
+    }
+    DfEntry e = r->buf[r->head];
+    r->head = (r->head + 1) % r->cap;
+    r->len--;
+    PyObject *item = r->core->nodes[e.idx].item;
+    Py_INCREF(item);
+    return Py_BuildValue("(NNN)", item, e.frame, e.iter);  /* steals the entry's references */
+}
+
+static PyObject *df_ready_clear(DfReady *r, PyObject *unused) {
+    df_ready_clear_entries(r);
+    Py_RETURN_NONE;
+}
+
+static Py_ssize_t df_ready_len(DfReady *r) { return r->len; }
+
+/* The state of the iteration the loop last touched, loaded from its _Iteration and written
+ * back (outstanding_ops) before any Python code runs; dropped after it. */
+typedef struct {
+    PyObject *frame, *st, *entries, *pending, *dead, *uses;
+    Py_ssize_t i;
+    long outstanding, frames, loaded_outstanding;
+} DfCache;
+
+static int df_flush(DfCache *c) {
+    if (c->st == NULL || c->outstanding == c->loaded_outstanding) return 0;
+    PyObject *v = PyLong_FromLong(c->outstanding);
+    if (v == NULL) return -1;
+    int rc = PyObject_SetAttr(c->st, df_str_outstanding_ops, v);
+    Py_DECREF(v);
+    c->loaded_outstanding = c->outstanding;
+    return rc;
+}
+
+static void df_drop(DfCache *c) {
+    Py_CLEAR(c->st);
+    Py_CLEAR(c->entries);
+    Py_CLEAR(c->pending);
+    Py_CLEAR(c->dead);
+    Py_CLEAR(c->uses);
+    c->frame = NULL;  /* borrowed: only compared */
+}
+
+static int df_long_attr(PyObject *o, PyObject *name, long *out) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL) return -1;
+    *out = PyLong_AsLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* Loads frame.iterations[i]; 1: loaded, 0: its state is not plain lists (the node goes to
+ * Python), -1: error. */
+static int df_load(DfCache *c, PyObject *frame, PyObject *iter, Py_ssize_t i) {
+    if (c->st != NULL && c->frame == frame && c->i == i) return 1;
+    if (df_flush(c) < 0) return -1;
+    df_drop(c);
+    PyObject *iters = PyObject_GetAttr(frame, df_str_iterations);
+    if (iters == NULL) return -1;
+    PyObject *st = PyObject_GetItem(iters, iter);
+    Py_DECREF(iters);
+    if (st == NULL) return -1;
+    c->st = st;
+    c->entries = PyObject_GetAttr(st, df_str_entries);
+    c->pending = c->entries ? PyObject_GetAttr(st, df_str_pending) : NULL;
+    c->dead = c->pending ? PyObject_GetAttr(st, df_str_dead) : NULL;
+    c->uses = c->dead ? PyObject_GetAttr(st, df_str_uses) : NULL;
+    if (c->uses == NULL || df_long_attr(st, df_str_outstanding_ops, &c->outstanding) < 0 ||
+            df_long_attr(st, df_str_outstanding_frames, &c->frames) < 0) {
+        df_drop(c);
+        return -1;
+    }
+    c->loaded_outstanding = c->outstanding;
+    c->frame = frame;
+    c->i = i;
+    if (!PyList_CheckExact(c->entries) || !PyList_CheckExact(c->pending) ||
+            !PyList_CheckExact(c->dead) || !PyList_CheckExact(c->uses)) {
+        df_drop(c);
+        return 0;
+    }
+    return 1;
+}
+
+/* Adds `delta` to the int at lst[k]; the new value, or LONG_MIN on error. */
+static long df_add(PyObject *lst, Py_ssize_t k, long delta) {
+    long v = PyLong_AsLong(PyList_GET_ITEM(lst, k));
+    if (v == -1 && PyErr_Occurred()) return LONG_MIN;
+    PyObject *nv = PyLong_FromLong(v + delta);
+    if (nv == NULL) return LONG_MIN;
+    PyObject *old = PyList_GET_ITEM(lst, k);
+    PyList_SET_ITEM(lst, k, nv);
+    Py_DECREF(old);
+    return v + delta;
+}
+
+static void df_set(PyObject *lst, Py_ssize_t k, PyObject *v) { /* steals v */
+    PyObject *old = PyList_GET_ITEM(lst, k);
+    PyList_SET_ITEM(lst, k, v);
+    Py_XDECREF(old);
+}
+
+/* Whether node `d` can run here in the cached iteration: it is live and its slots lie in
+ * the iteration's lists (else Python runs it, and reports what is wrong). */
+static int df_runs_here(DfCache *c, DfNode *d) {
+    Py_ssize_t ns = PyList_GET_SIZE(c->entries), np_ = PyList_GET_SIZE(c->pending);
+    if (d->local >= PyList_GET_SIZE(c->dead) || d->out_base + d->num_outputs > ns) return 0;
+    PyObject *dead = PyList_GET_ITEM(c->dead, d->local);
+    if (!PyLong_CheckExact(dead) || PyObject_IsTrue(dead) != 0) return 0;
+    for (int j = 0; j < d->n_in; j++)
+        if (d->in_slots[j] >= ns || d->in_slots[j] >= PyList_GET_SIZE(c->uses)) return 0;
+    for (int j = 0; j < d->n_edges; j++)
+        if (d->edges[2 * j + 1] >= np_) return 0;
+    return 1;
+}
+
+#define DF_MAX_INLINE_ARGS 16
+
+/* Runs one plain node in the cached iteration `c`: 0 done, 1 the node went to Python
+ * (its `fallback` method, called as fallback(item, frame, i, out, False)) or failed
+ * (run._fail was called), -1 error. */
+static int df_run_node(DfReady *r, DfCache *c, DfEntry *e, DfNode *d, PyObject *ctx,
+                       PyObject *fail, PyObject *complete, PyObject *cleanup) {
+    PyObject *stack[DF_MAX_INLINE_ARGS + 1];
+    PyObject **args = stack;
+    if (d->n_in + 1 > DF_MAX_INLINE_ARGS + 1) {
+        args = PyMem_Malloc((d->n_in + 1) * sizeof(PyObject *));
+        if (args == NULL) { PyErr_NoMemory(); return -1; }
+    }
+    args[0] = ctx;
+    for (int j = 0; j < d->n_in; j++) {
+        Py_ssize_t s = d->in_slots[j];
+        PyObject *v = PyList_GET_ITEM(c->entries, s);
+        Py_INCREF(v);
+        args[j + 1] = v;
+        long u = df_add(c->uses, s, -1);
+        if (u == LONG_MIN) { for (int q = 1; q <= j + 1; q++) Py_DECREF(args[q]); goto error; }
+        if (u == 0) { Py_INCREF(Py_None); df_set(c->entries, s, Py_None); }
+    }
+    PyObject *out;
+    if (d->mode == DF_FORWARD) {
+        out = args[1];
+    } else if (d->mode == DF_NOTHING) {
+        for (int j = 1; j <= d->n_in; j++) Py_DECREF(args[j]);
+        out = NULL;
+    } else {
+        out = PyObject_Vectorcall(d->kernel, args, (size_t)(d->n_in + 1), NULL);
+        for (int j = 1; j <= d->n_in; j++) Py_DECREF(args[j]);
+        if (out == NULL) {  /* run._fail(exception, item), as _process's `except` */
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_NormalizeException(&type, &value, &tb);
+            if (tb != NULL && value != NULL) PyException_SetTraceback(value, tb);
+            Py_XDECREF(type);
+            Py_XDECREF(tb);
+            if (value == NULL) { Py_INCREF(Py_None); value = Py_None; }
+            if (df_flush(c) < 0) { Py_DECREF(value); goto error; }
+            df_drop(c);
+            PyObject *res = PyObject_CallFunctionObjArgs(fail, value, d->item, NULL);
+            Py_DECREF(value);
+            if (res == NULL) goto error;
+            Py_DECREF(res);
+            if (args != stack) PyMem_Free(args);
+            return 1;
+        }
+    }
+    if (args != stack) PyMem_Free(args);
+    args = NULL;
+    int n = d->num_outputs;
+    if (n == 1) {
+        df_set(c->entries, d->out_base, out);
+    } else if (n > 1) {
+        if (!(PyTuple_CheckExact(out) || PyList_CheckExact(out)) || PySequence_Fast_GET_SIZE(out) != n) {
+            /* _complete reports the mismatch (or takes another sequence) */
+            if (df_flush(c) < 0) { Py_DECREF(out); return -1; }
+            df_drop(c);
+            PyObject *res = PyObject_CallFunctionObjArgs(complete, d->item, e->frame, e->iter,
+                                                         out, Py_False, NULL);
+            Py_DECREF(out);
+            if (res == NULL) return -1;
+            Py_DECREF(res);
+            return 1;
+        }
+        PyObject **items = PySequence_Fast_ITEMS(out);
+        for (int k = 0; k < n; k++) {
+            Py_INCREF(items[k]);
+            df_set(c->entries, d->out_base + k, items[k]);
+        }
+        Py_DECREF(out);
+    } else {
+        Py_XDECREF(out);
+    }
+    long started = -1;
+    for (int j = 0; j < d->n_edges; j++) {
+        Py_ssize_t dst = d->edges[2 * j], local = d->edges[2 * j + 1];
+        long p = df_add(c->pending, local, -1);
+        if (p == LONG_MIN) return -1;
+        if (p == 0) {
+            started++;
+            if (df_push(r, dst, e->frame, e->iter, e->i) < 0) return -1;
+        }
+    }
+    if (started) {
+        c->outstanding += started;
+        if (c->outstanding == 0 && c->frames == 0) {
+            if (df_flush(c) < 0) return -1;
+            df_drop(c);
+            PyObject *res = PyObject_CallFunctionObjArgs(cleanup, e->frame, e->iter, NULL);
+            if (res == NULL) return -1;
+            Py_DECREF(res);
+        }
+    }
+    return 0;
+error:
+    if (args != NULL && args != stack) PyMem_Free(args);
+    return -1;
+}
+
+static int df_failed(PyObject *run) {
+    PyObject *err = PyObject_GetAttr(run, df_str_error);
+    if (err == NULL) return -1;
+    int failed = err != Py_None;
+    Py_DECREF(err);
+    return failed;
+}
+
+/* drain(run, ctx): runs ready nodes until none is ready or the step failed. */
+static PyObject *df_ready_drain(DfReady *r, PyObject *args) {
+    PyObject *run, *ctx;
+    if (!PyArg_ParseTuple(args, "OO", &run, &ctx)) return NULL;
+    int failed = df_failed(run);
+    if (failed) return failed < 0 ? NULL : (Py_INCREF(Py_None), Py_None);
+    PyObject *process = PyObject_GetAttr(run, df_str_process);
+    PyObject *fail = process ? PyObject_GetAttr(run, df_str_fail) : NULL;
+    PyObject *complete = fail ? PyObject_GetAttr(run, df_str_complete) : NULL;
+    PyObject *cleanup = complete ? PyObject_GetAttr(run, df_str_cleanup) : NULL;
+    DfCache c = {0};
+    int ok = cleanup != NULL;
+    while (ok && r->len) {
+        DfEntry e = r->buf[r->head];  /* the queue's references move to `e` */
+        r->head = (r->head + 1) % r->cap;
+        r->len--;
+        DfNode *d = &r->core->nodes[e.idx];
+        int rc = 0;
+        if (d->mode != DF_PY) {
+            int loaded = df_load(&c, e.frame, e.iter, e.i);
+            if (loaded < 0) rc = -1;
+            else if (loaded == 0 || !df_runs_here(&c, d)) rc = 2;
+            else rc = df_run_node(r, &c, &e, d, ctx, fail, complete, cleanup);
+        } else {
+            rc = 2;
+        }
+        if (rc == 2) {  /* the node goes to run._process */
+            if (df_flush(&c) < 0) rc = -1;
+            else {
+                df_drop(&c);
+                PyObject *res = PyObject_CallFunctionObjArgs(process, d->item, e.frame, e.iter,
+                                                             ctx, (PyObject *)r, NULL);
+                if (res == NULL) rc = -1;
+                else { Py_DECREF(res); rc = 1; }
+            }
+        }
+        Py_DECREF(e.frame);
+        Py_DECREF(e.iter);
+        if (rc < 0) ok = 0;
+        else if (rc == 1) {
+            failed = df_failed(run);
+            if (failed) ok = 0;
+            if (failed < 0) rc = -1;
+        }
+        if (rc < 0) break;
+    }
+    int flushed = PyErr_Occurred() ? 0 : df_flush(&c);
+    df_drop(&c);
+    Py_XDECREF(process);
+    Py_XDECREF(fail);
+    Py_XDECREF(complete);
+    Py_XDECREF(cleanup);
+    if (PyErr_Occurred()) return NULL;
+    if (flushed < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef df_ready_methods[] = {
+    {"append", (PyCFunction)df_ready_append, METH_O, "append((item, frame, iteration))"},
+    {"push_indices", (PyCFunction)df_ready_push_indices, METH_VARARGS,
+     "push_indices(indices, frame, iteration): the items of those indices, in order"},
+    {"popleft", (PyCFunction)df_ready_popleft, METH_NOARGS, "(item, frame, iteration)"},
+    {"clear", (PyCFunction)df_ready_clear, METH_NOARGS, "empties the queue"},
+    {"drain", (PyCFunction)df_ready_drain, METH_VARARGS,
+     "drain(run, ctx): runs ready nodes until none is ready or run.error is set"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods df_ready_as_sequence = {.sq_length = (lenfunc)df_ready_len};
+
+static PyTypeObject DfReadyType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tensorflux.kernels.cpu._native.ReadyQueue",
+    .tp_basicsize = sizeof(DfReady),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "a step's ready queue (DataflowCore.ready())",
+    .tp_dealloc = (destructor)df_ready_dealloc,
+    .tp_methods = df_ready_methods,
+    .tp_as_sequence = &df_ready_as_sequence,
+};
+
+static int df_init_module(PyObject *m) {
+    if (PyType_Ready(&DfCoreType) < 0 || PyType_Ready(&DfReadyType) < 0) return -1;
+#define DF_INTERN(var, s) if ((var = PyUnicode_InternFromString(s)) == NULL) return -1
+    DF_INTERN(df_str_cidx, "cidx");
+    DF_INTERN(df_str_iterations, "iterations");
+    DF_INTERN(df_str_entries, "entries");
+    DF_INTERN(df_str_pending, "pending");
+    DF_INTERN(df_str_dead, "dead");
+    DF_INTERN(df_str_uses, "uses");
+    DF_INTERN(df_str_outstanding_ops, "outstanding_ops");
+    DF_INTERN(df_str_outstanding_frames, "outstanding_frames");
+    DF_INTERN(df_str_error, "error");
+    DF_INTERN(df_str_process, "_process");
+    DF_INTERN(df_str_fail, "_fail");
+    DF_INTERN(df_str_complete, "_complete");
+    DF_INTERN(df_str_cleanup, "_cleanup_iterations");
+#undef DF_INTERN
+    Py_INCREF(&DfCoreType);
+    if (PyModule_AddObject(m, "DataflowCore", (PyObject *)&DfCoreType) < 0) {
+        Py_DECREF(&DfCoreType);
+        return -1;
+    }
+    return 0;
+}
+
 static PyMethodDef methods[] = {
     {"set_blas", py_set_blas, METH_VARARGS,
      "set_blas(sgemm_address, dgemm_address, ilp64): NumPy's cblas_sgemm/dgemm"},
@@ -1061,5 +1649,10 @@ PyMODINIT_FUNC PyInit__native(void) {
         pthread_atfork(NULL, NULL, forget_helpers_in_child);
         registered = 1;
     }
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && df_init_module(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }
