@@ -85,7 +85,11 @@ _KIND_OF_FLOW = {None: NORMAL, "switch": NORMAL, "merge": MERGE, "enter": ENTER,
 _CALLING = object()  # an asynchronous kernel call that has not returned or called back yet
 _PENDING = object()  # an asynchronous kernel's result is not (or not only) for the caller
 NATIVE_CORE = True  # run the driver loop in C where the extension is there (tests flip it)
-_PY, _CALL, _FORWARD, _NOTHING = range(4)  # how the C loop runs a node (native.dataflow_core)
+# How the C loop runs a node (native.dataflow_core; _native.c's DF_*): through `_process`;
+# a plain node's kernel call, pass-through of input 0 or nothing at all; a Switch or Merge
+# (or a node feeding one) with `_propagate`'s rules; only when dead. Any mode but the first
+# completes a dead node in C.
+_PY, _CALL, _FORWARD, _NOTHING, _GENERAL, _DEAD_ONLY = range(6)
 
 
 class _FrameInfo:
@@ -325,8 +329,12 @@ def _native_core(items: list[_Item]):
         mode = _PY
         if it.plain:
             mode = _FORWARD if it.inline == "{0}" else _NOTHING if it.inline == "" else _CALL
+        elif it.kind == NORMAL or it.kind == MERGE:
+            mode = _DEAD_ONLY if it.is_async or it.expensive else _GENERAL
+        flags = (it.kind == MERGE) | (2 if it.lone_exit else 0)
         specs.append((mode, it.local, it.num_outputs, it.out_base, it.in_slots,
-                      tuple(dst.cidx for dst, _ in it.out_edges), it.kernel))
+                      tuple(dst.cidx for dst, _ in it.out_edges),
+                      tuple(idx for _, idx in it.out_edges), it.kernel, flags))
     return native.dataflow_core(items, specs)
 
 

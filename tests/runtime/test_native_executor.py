@@ -111,6 +111,30 @@ def test_dead_values_through_identity_chains_and_control_edges(loop):
         _assert_same(_run(g, [merged, index, always], feeds, FRAMES, loop=loop), want)
 
 
+def test_merges_with_dead_and_live_control_inputs(loop):
+    """A Merge waits for its control inputs, dead ones too (they do not kill it), and is
+    dead only when every data input is."""
+    g = tf.Graph()
+    with g.as_default():
+        pred = tf.placeholder(tf.bool, [])
+        x = tf.placeholder(tf.float32, [])
+        f, t = cf.switch(x, pred)
+        f2, t2 = cf.switch(tf.identity(x) * 3.0, pred)
+        inputs = [f + 1.0, t * 2.0]
+        with tf.control_dependencies([tf.identity(f).op, tf.identity(t).op]):
+            m, m_index = cf.merge(inputs)
+        inputs = [tf.identity(f2), f - 1.0]
+        with tf.control_dependencies([tf.no_op()]):
+            both_dead_when_true, _ = cf.merge(inputs)
+        after = tf.identity(both_dead_when_true) + 1.0
+        out, _ = cf.merge([after, tf.identity(t2)])
+    fetches = [m, m_index, out]
+    for p in (True, False):
+        feeds = {pred: p, x: 2.0}
+        _assert_same(_run(g, fetches, feeds, FRAMES, loop=loop),
+                     _run(g, fetches, feeds, OPTIONS["reference"]))
+
+
 def test_while_loop_with_cond_inside_and_identity_chain_body(loop):
     g = tf.Graph()
     with g.as_default():

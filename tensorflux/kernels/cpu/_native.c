@@ -1047,14 +1047,20 @@ static PyObject *py_helpers(PyObject *self, PyObject *unused) {
  * Everything runs on the driver thread with the GIL held.
  */
 
-enum { DF_PY = 0, DF_CALL = 1, DF_FORWARD = 2, DF_NOTHING = 3 };
+/* How a node runs here: PY through run._process; CALL, FORWARD (input 0 is the output) and
+ * NOTHING (no outputs, no call) are plain nodes; GENERAL calls the kernel and propagates as
+ * `_propagate` does (DEAD outputs, Merge consumers: Switch, Merge); DEAD_ONLY runs only
+ * when dead (an asynchronous or expensive kernel's node); a node of any mode but PY that
+ * is dead is completed dead here. */
+enum { DF_PY = 0, DF_CALL = 1, DF_FORWARD = 2, DF_NOTHING = 3, DF_GENERAL = 4, DF_DEAD_ONLY = 5 };
 
 typedef struct {
     PyObject *item;    /* the _Item (owned) */
     PyObject *kernel;  /* its compute (owned; NULL unless DF_CALL) */
-    int mode, local, num_outputs, out_base, n_in, n_edges;
+    int mode, local, num_outputs, out_base, n_in, n_edges, is_merge, lone_exit;
     Py_ssize_t *in_slots;  /* into DataflowCore.ints */
     Py_ssize_t *edges;     /* pairs (consumer index, consumer's local id) */
+    Py_ssize_t *out_idx;   /* per edge: the output it carries, -1 for a control edge */
 } DfNode;
 
 typedef struct {
@@ -1062,6 +1068,7 @@ typedef struct {
     Py_ssize_t n;
     DfNode *nodes;
     Py_ssize_t *ints;
+    PyObject *dead_value;  /* kernels.registry.DEAD (owned) */
 } DfCore;
 
 typedef struct {
@@ -1078,7 +1085,8 @@ typedef struct {
 
 static PyObject *df_str_cidx, *df_str_iterations, *df_str_entries, *df_str_pending,
     *df_str_dead, *df_str_uses, *df_str_outstanding_ops, *df_str_outstanding_frames,
-    *df_str_error, *df_str_process, *df_str_fail, *df_str_complete, *df_str_cleanup;
+    *df_str_error, *df_str_process, *df_str_fail, *df_str_complete, *df_str_cleanup,
+    *df_str_dead_exits;
 
 static void df_core_dealloc(DfCore *self) {
     for (Py_ssize_t k = 0; k < self->n; k++) {
@@ -1087,13 +1095,16 @@ static void df_core_dealloc(DfCore *self) {
     }
     PyMem_Free(self->nodes);
     PyMem_Free(self->ints);
+    Py_XDECREF(self->dead_value);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* specs[k] = (mode, local, num_outputs, out_base, in_slots, consumer indices, kernel) */
+/* DataflowCore(items, specs, dead): specs[k] = (mode, local, num_outputs, out_base,
+ * in_slots, consumer indices, the output index of each consumer's edge (-1: control),
+ * kernel, flags: 1 a Merge, 2 an Exit whose one input is that data edge); `dead` is DEAD. */
 static PyObject *df_core_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    PyObject *items, *specs;
-    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &items, &PyList_Type, &specs))
+    PyObject *items, *specs, *dead;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyList_Type, &items, &PyList_Type, &specs, &dead))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(items);
     if (PyList_GET_SIZE(specs) != n) {
@@ -1102,20 +1113,24 @@ static PyObject *df_core_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     }
     DfCore *self = (DfCore *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
+    self->dead_value = dead;
+    Py_INCREF(dead);
     self->nodes = PyMem_Calloc(n ? n : 1, sizeof(DfNode));
     if (self->nodes == NULL) { Py_DECREF(self); return PyErr_NoMemory(); }
     self->n = n;
     Py_ssize_t total = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *s = PyList_GET_ITEM(specs, k);
-        if (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 7 ||
-                !PyTuple_Check(PyTuple_GET_ITEM(s, 4)) || !PyTuple_Check(PyTuple_GET_ITEM(s, 5))) {
+        if (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 9 ||
+                !PyTuple_Check(PyTuple_GET_ITEM(s, 4)) || !PyTuple_Check(PyTuple_GET_ITEM(s, 5)) ||
+                !PyTuple_Check(PyTuple_GET_ITEM(s, 6)) ||
+                PyTuple_GET_SIZE(PyTuple_GET_ITEM(s, 6)) != PyTuple_GET_SIZE(PyTuple_GET_ITEM(s, 5))) {
             PyErr_SetString(PyExc_TypeError, "a spec is (mode, local, num_outputs, out_base, "
-                            "in_slots, consumers, kernel)");
+                            "in_slots, consumers, output indices, kernel, flags)");
             Py_DECREF(self);
             return NULL;
         }
-        total += PyTuple_GET_SIZE(PyTuple_GET_ITEM(s, 4)) + 2 * PyTuple_GET_SIZE(PyTuple_GET_ITEM(s, 5));
+        total += PyTuple_GET_SIZE(PyTuple_GET_ITEM(s, 4)) + 3 * PyTuple_GET_SIZE(PyTuple_GET_ITEM(s, 5));
     }
     self->ints = PyMem_Calloc(total ? total : 1, sizeof(Py_ssize_t));
     if (self->ints == NULL) { Py_DECREF(self); return PyErr_NoMemory(); }
@@ -1127,12 +1142,15 @@ static PyObject *df_core_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         d->local = (int)PyLong_AsLong(PyTuple_GET_ITEM(s, 1));
         d->num_outputs = (int)PyLong_AsLong(PyTuple_GET_ITEM(s, 2));
         d->out_base = (int)PyLong_AsLong(PyTuple_GET_ITEM(s, 3));
+        long flags = PyLong_AsLong(PyTuple_GET_ITEM(s, 8));
         if (PyErr_Occurred()) { Py_DECREF(self); return NULL; }
-        if (d->mode < DF_PY || d->mode > DF_NOTHING) d->mode = DF_PY;
+        d->is_merge = (flags & 1) != 0;
+        d->lone_exit = (flags & 2) != 0;
+        if (d->mode < DF_PY || d->mode > DF_DEAD_ONLY) d->mode = DF_PY;
         d->item = PyList_GET_ITEM(items, k);
         Py_INCREF(d->item);
-        PyObject *kernel = PyTuple_GET_ITEM(s, 6);
-        if (d->mode == DF_CALL) {
+        PyObject *kernel = PyTuple_GET_ITEM(s, 7);
+        if (d->mode == DF_CALL || d->mode == DF_GENERAL) {
             if (!PyCallable_Check(kernel)) d->mode = DF_PY;
             else { d->kernel = kernel; Py_INCREF(kernel); }
         }
@@ -1152,6 +1170,17 @@ static PyObject *df_core_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
             }
             self->ints[at++] = c;
             self->ints[at++] = -1;  /* the consumer's local id, below */
+        }
+        PyObject *idxs = PyTuple_GET_ITEM(s, 6);
+        d->out_idx = self->ints + at;
+        for (Py_ssize_t j = 0; j < d->n_edges; j++) {
+            Py_ssize_t o = PyLong_AsSsize_t(PyTuple_GET_ITEM(idxs, j));
+            if (o < -1 || o >= d->num_outputs) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "output out of range");
+                Py_DECREF(self);
+                return NULL;
+            }
+            self->ints[at++] = o;
         }
         if (PyErr_Occurred()) { Py_DECREF(self); return NULL; }
         if (d->mode == DF_FORWARD && (d->n_in != 1 || d->num_outputs != 1)) d->mode = DF_PY;
@@ -1358,7 +1387,8 @@ static int df_load(DfCache *c, PyObject *frame, PyObject *iter, Py_ssize_t i) {
     c->frame = frame;
     c->i = i;
     if (!PyList_CheckExact(c->entries) || !PyList_CheckExact(c->pending) ||
-            !PyList_CheckExact(c->dead) || !PyList_CheckExact(c->uses)) {
+            !PyList_CheckExact(c->dead) || !PyList_CheckExact(c->uses) ||
+            PyList_GET_SIZE(c->dead) != PyList_GET_SIZE(c->pending)) {
         df_drop(c);
         return 0;
     }
@@ -1383,13 +1413,12 @@ static void df_set(PyObject *lst, Py_ssize_t k, PyObject *v) { /* steals v */
     Py_XDECREF(old);
 }
 
-/* Whether node `d` can run here in the cached iteration: it is live and its slots lie in
- * the iteration's lists (else Python runs it, and reports what is wrong). */
-static int df_runs_here(DfCache *c, DfNode *d) {
+/* Whether node `d` can run here in the cached iteration: its slots lie in the iteration's
+ * lists (else Python runs it, and reports what is wrong). */
+static int df_fits(DfCache *c, DfNode *d) {
     Py_ssize_t ns = PyList_GET_SIZE(c->entries), np_ = PyList_GET_SIZE(c->pending);
-    if (d->local >= PyList_GET_SIZE(c->dead) || d->out_base + d->num_outputs > ns) return 0;
-    PyObject *dead = PyList_GET_ITEM(c->dead, d->local);
-    if (!PyLong_CheckExact(dead) || PyObject_IsTrue(dead) != 0) return 0;
+    if (d->local >= np_ || d->out_base + d->num_outputs > ns) return 0;
+    if (!PyLong_CheckExact(PyList_GET_ITEM(c->dead, d->local))) return 0;
     for (int j = 0; j < d->n_in; j++)
         if (d->in_slots[j] >= ns || d->in_slots[j] >= PyList_GET_SIZE(c->uses)) return 0;
     for (int j = 0; j < d->n_edges; j++)
@@ -1397,28 +1426,147 @@ static int df_runs_here(DfCache *c, DfNode *d) {
     return 1;
 }
 
+/* Whether the node is dead (it skips its kernel): a Merge without a live input, any other
+ * node with a dead input. -1: error. */
+static int df_is_dead(DfCore *core, DfCache *c, DfNode *d) {
+    if (d->is_merge) {
+        for (int j = 0; j < d->n_in; j++) {
+            PyObject *v = PyList_GET_ITEM(c->entries, d->in_slots[j]);
+            if (v != Py_None && v != core->dead_value) return 0;
+        }
+        return 1;
+    }
+    PyObject *dead = PyList_GET_ITEM(c->dead, d->local);
+    return PyObject_IsTrue(dead);
+}
+
+static long df_get(PyObject *lst, Py_ssize_t k) {
+    long v = PyLong_AsLong(PyList_GET_ITEM(lst, k));
+    return (v == -1 && PyErr_Occurred()) ? LONG_MIN : v;
+}
+
+/* `_Run._propagate` in the cached iteration: stores the node's outputs `values` (borrowed)
+ * and counts down its consumers, Merges included; 0 or -1 (error). */
+static int df_propagate(DfReady *r, DfCache *c, DfEntry *e, DfNode *d, PyObject **values,
+                        int is_dead) {
+    DfCore *core = r->core;
+    for (int k = 0; k < d->num_outputs; k++) {
+        Py_INCREF(values[k]);
+        df_set(c->entries, d->out_base + k, values[k]);
+    }
+    for (int j = 0; j < d->n_edges; j++) {
+        Py_ssize_t dst = d->edges[2 * j], dl = d->edges[2 * j + 1], idx = d->out_idx[j];
+        DfNode *t = &core->nodes[dst];
+        long p, dc;
+        int go;
+        if (t->is_merge) {
+            if (idx < 0) {  /* a dead control input does not kill a Merge */
+                if ((p = df_add(c->pending, dl, -2)) == LONG_MIN) return -1;
+                if (p == 1 && (dc = df_get(c->dead, dl)) == LONG_MIN) return -1;
+                go = p == 0 || (p == 1 && dc == t->n_in);
+            } else if (values[idx] != core->dead_value) {
+                if ((p = df_get(c->pending, dl)) == LONG_MIN) return -1;
+                go = p == 1;
+                if ((p & 1) && df_add(c->pending, dl, -1) == LONG_MIN) return -1;
+            } else {
+                if ((dc = df_add(c->dead, dl, 1)) == LONG_MIN) return -1;
+                if ((p = df_get(c->pending, dl)) == LONG_MIN) return -1;
+                go = p == 1 && dc == t->n_in;
+            }
+        } else {
+            if (is_dead || (idx >= 0 && values[idx] == core->dead_value)) {
+                if (t->lone_exit) {  /* frame.dead_exits[dst] = None */
+                    PyObject *exits = PyObject_GetAttr(e->frame, df_str_dead_exits);
+                    if (exits == NULL) return -1;
+                    int rc = PyObject_SetItem(exits, t->item, Py_None);
+                    Py_DECREF(exits);
+                    if (rc < 0) return -1;
+                    continue;
+                }
+                if (df_add(c->dead, dl, 1) == LONG_MIN) return -1;
+            }
+            if ((p = df_add(c->pending, dl, -1)) == LONG_MIN) return -1;
+            go = p == 0;
+        }
+        if (go) {
+            c->outstanding++;
+            if (df_push(r, dst, e->frame, e->iter, e->i) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* The end of `_Run._complete`: the node is no longer outstanding; a finished iteration is
+ * cleaned up by Python. 0 or -1. */
+static int df_done(DfCache *c, DfEntry *e, PyObject *cleanup) {
+    c->outstanding--;
+    if (c->outstanding != 0 || c->frames != 0) return 0;
+    if (df_flush(c) < 0) return -1;
+    df_drop(c);
+    PyObject *res = PyObject_CallFunctionObjArgs(cleanup, e->frame, e->iter, NULL);
+    if (res == NULL) return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
 #define DF_MAX_INLINE_ARGS 16
 
-/* Runs one plain node in the cached iteration `c`: 0 done, 1 the node went to Python
- * (its `fallback` method, called as fallback(item, frame, i, out, False)) or failed
- * (run._fail was called), -1 error. */
+/* Reports a kernel's exception to run._fail(exception, item), as `_process`'s `except`
+ * does; 1, or -1 on error. */
+static int df_kernel_failed(DfCache *c, DfNode *d, PyObject *fail) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL) PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    if (value == NULL) { Py_INCREF(Py_None); value = Py_None; }
+    if (df_flush(c) < 0) { Py_DECREF(value); return -1; }
+    df_drop(c);
+    PyObject *res = PyObject_CallFunctionObjArgs(fail, value, d->item, NULL);
+    Py_DECREF(value);
+    if (res == NULL) return -1;
+    Py_DECREF(res);
+    return 1;
+}
+
+/* Runs one node in the cached iteration `c` (`_Run._process` and what it calls, for the
+ * node's mode): 0 done, 1 handed to run._complete or run._fail (Python), 2 not taken (the
+ * caller hands the node to run._process; nothing was touched), -1 error. */
 static int df_run_node(DfReady *r, DfCache *c, DfEntry *e, DfNode *d, PyObject *ctx,
                        PyObject *fail, PyObject *complete, PyObject *cleanup) {
+    int is_dead = df_is_dead(r->core, c, d);
+    if (is_dead < 0) return -1;
+    if (!is_dead && d->mode == DF_DEAD_ONLY) return 2;
     PyObject *stack[DF_MAX_INLINE_ARGS + 1];
     PyObject **args = stack;
     if (d->n_in + 1 > DF_MAX_INLINE_ARGS + 1) {
         args = PyMem_Malloc((d->n_in + 1) * sizeof(PyObject *));
         if (args == NULL) { PyErr_NoMemory(); return -1; }
     }
+    int rc = 0;
     args[0] = ctx;
-    for (int j = 0; j < d->n_in; j++) {
+    for (int j = 0; j < d->n_in; j++) {  /* take the inputs, freeing each at its last use */
         Py_ssize_t s = d->in_slots[j];
         PyObject *v = PyList_GET_ITEM(c->entries, s);
         Py_INCREF(v);
         args[j + 1] = v;
         long u = df_add(c->uses, s, -1);
-        if (u == LONG_MIN) { for (int q = 1; q <= j + 1; q++) Py_DECREF(args[q]); goto error; }
+        if (u == LONG_MIN) { for (int q = 1; q <= j + 1; q++) Py_DECREF(args[q]); rc = -1; goto out; }
         if (u == 0) { Py_INCREF(Py_None); df_set(c->entries, s, Py_None); }
+    }
+    if (is_dead) {  /* every output DEAD; consumers count the deadness */
+        for (int j = 1; j <= d->n_in; j++) Py_DECREF(args[j]);
+        PyObject *dead_values[DF_MAX_INLINE_ARGS], **values = dead_values;
+        if (d->num_outputs > DF_MAX_INLINE_ARGS) {
+            values = PyMem_Malloc(d->num_outputs * sizeof(PyObject *));
+            if (values == NULL) { PyErr_NoMemory(); rc = -1; goto out; }
+        }
+        for (int k = 0; k < d->num_outputs; k++) values[k] = r->core->dead_value;
+        rc = df_propagate(r, c, e, d, values, 1);
+        if (values != dead_values) PyMem_Free(values);
+        if (rc == 0) rc = df_done(c, e, cleanup);
+        goto out;
     }
     PyObject *out;
     if (d->mode == DF_FORWARD) {
@@ -1429,41 +1577,33 @@ static int df_run_node(DfReady *r, DfCache *c, DfEntry *e, DfNode *d, PyObject *
     } else {
         out = PyObject_Vectorcall(d->kernel, args, (size_t)(d->n_in + 1), NULL);
         for (int j = 1; j <= d->n_in; j++) Py_DECREF(args[j]);
-        if (out == NULL) {  /* run._fail(exception, item), as _process's `except` */
-            PyObject *type, *value, *tb;
-            PyErr_Fetch(&type, &value, &tb);
-            PyErr_NormalizeException(&type, &value, &tb);
-            if (tb != NULL && value != NULL) PyException_SetTraceback(value, tb);
-            Py_XDECREF(type);
-            Py_XDECREF(tb);
-            if (value == NULL) { Py_INCREF(Py_None); value = Py_None; }
-            if (df_flush(c) < 0) { Py_DECREF(value); goto error; }
-            df_drop(c);
-            PyObject *res = PyObject_CallFunctionObjArgs(fail, value, d->item, NULL);
-            Py_DECREF(value);
-            if (res == NULL) goto error;
-            Py_DECREF(res);
-            if (args != stack) PyMem_Free(args);
-            return 1;
-        }
+        if (out == NULL) { rc = df_kernel_failed(c, d, fail); goto out; }
     }
-    if (args != stack) PyMem_Free(args);
-    args = NULL;
     int n = d->num_outputs;
+    if (n > 1 && (!(PyTuple_CheckExact(out) || PyList_CheckExact(out)) ||
+                  PySequence_Fast_GET_SIZE(out) != n)) {
+        /* _complete reports the mismatch (or takes another kind of sequence) */
+        if (df_flush(c) < 0) { Py_DECREF(out); rc = -1; goto out; }
+        df_drop(c);
+        PyObject *res = PyObject_CallFunctionObjArgs(complete, d->item, e->frame, e->iter,
+                                                     out, Py_False, NULL);
+        Py_DECREF(out);
+        if (res == NULL) { rc = -1; goto out; }
+        Py_DECREF(res);
+        rc = 1;
+        goto out;
+    }
+    if (d->mode == DF_GENERAL) {  /* outputs may be DEAD (a Switch) or feed a Merge */
+        PyObject **values = n == 1 ? &out : n > 1 ? PySequence_Fast_ITEMS(out) : NULL;
+        rc = df_propagate(r, c, e, d, values, 0);
+        Py_XDECREF(out);
+        if (rc == 0) rc = df_done(c, e, cleanup);
+        goto out;
+    }
+    /* a plain node: live outputs that stay in the frame and feed no Merge */
     if (n == 1) {
         df_set(c->entries, d->out_base, out);
     } else if (n > 1) {
-        if (!(PyTuple_CheckExact(out) || PyList_CheckExact(out)) || PySequence_Fast_GET_SIZE(out) != n) {
-            /* _complete reports the mismatch (or takes another sequence) */
-            if (df_flush(c) < 0) { Py_DECREF(out); return -1; }
-            df_drop(c);
-            PyObject *res = PyObject_CallFunctionObjArgs(complete, d->item, e->frame, e->iter,
-                                                         out, Py_False, NULL);
-            Py_DECREF(out);
-            if (res == NULL) return -1;
-            Py_DECREF(res);
-            return 1;
-        }
         PyObject **items = PySequence_Fast_ITEMS(out);
         for (int k = 0; k < n; k++) {
             Py_INCREF(items[k]);
@@ -1477,26 +1617,19 @@ static int df_run_node(DfReady *r, DfCache *c, DfEntry *e, DfNode *d, PyObject *
     for (int j = 0; j < d->n_edges; j++) {
         Py_ssize_t dst = d->edges[2 * j], local = d->edges[2 * j + 1];
         long p = df_add(c->pending, local, -1);
-        if (p == LONG_MIN) return -1;
+        if (p == LONG_MIN) { rc = -1; goto out; }
         if (p == 0) {
             started++;
-            if (df_push(r, dst, e->frame, e->iter, e->i) < 0) return -1;
+            if (df_push(r, dst, e->frame, e->iter, e->i) < 0) { rc = -1; goto out; }
         }
     }
     if (started) {
-        c->outstanding += started;
-        if (c->outstanding == 0 && c->frames == 0) {
-            if (df_flush(c) < 0) return -1;
-            df_drop(c);
-            PyObject *res = PyObject_CallFunctionObjArgs(cleanup, e->frame, e->iter, NULL);
-            if (res == NULL) return -1;
-            Py_DECREF(res);
-        }
+        c->outstanding += started + 1;
+        rc = df_done(c, e, cleanup);
     }
-    return 0;
-error:
-    if (args != NULL && args != stack) PyMem_Free(args);
-    return -1;
+out:
+    if (args != stack) PyMem_Free(args);
+    return rc;
 }
 
 static int df_failed(PyObject *run) {
@@ -1528,7 +1661,7 @@ static PyObject *df_ready_drain(DfReady *r, PyObject *args) {
         if (d->mode != DF_PY) {
             int loaded = df_load(&c, e.frame, e.iter, e.i);
             if (loaded < 0) rc = -1;
-            else if (loaded == 0 || !df_runs_here(&c, d)) rc = 2;
+            else if (loaded == 0 || !df_fits(&c, d)) rc = 2;
             else rc = df_run_node(r, &c, &e, d, ctx, fail, complete, cleanup);
         } else {
             rc = 2;
@@ -1604,6 +1737,7 @@ static int df_init_module(PyObject *m) {
     DF_INTERN(df_str_fail, "_fail");
     DF_INTERN(df_str_complete, "_complete");
     DF_INTERN(df_str_cleanup, "_cleanup_iterations");
+    DF_INTERN(df_str_dead_exits, "dead_exits");
 #undef DF_INTERN
     Py_INCREF(&DfCoreType);
     if (PyModule_AddObject(m, "DataflowCore", (PyObject *)&DfCoreType) < 0) {

@@ -41,7 +41,7 @@ import os
 
 import numpy as np
 
-from tensorflux.kernels import interrupt
+from tensorflux.kernels import interrupt, registry
 from tensorflux.kernels.cpu import _blas
 
 try:
@@ -253,11 +253,12 @@ def im2col(xp: np.ndarray, out: np.ndarray, n0: int, strides, dilations) -> bool
 
 
 def dataflow_core(items: list, specs: list):
-    """The C driver loop of a dataflow executor (runtime/executor.py, `_native.c`'s
+    """The C driver loop of a dataflow executor (runtime/executor.py; `_native.c`'s
     DataflowCore) over `items`, given one spec per item: (mode, local id, number of outputs,
-    first output slot, input slots, consumer indices, kernel), mode 0 for a node the Python
-    loop runs, 1 a kernel call, 2 a pass-through of input 0, 3 nothing at all; or None
-    (no extension)."""
+    first output slot, input slots, consumer indices, the output index each consumer's edge
+    carries (-1: a control edge), kernel, flags (1: a Merge, 2: an Exit with that one
+    input)); the modes are `_native.c`'s DF_* (0: the Python loop runs the node). None
+    without the extension."""
     if _mod is None or not hasattr(_mod, "DataflowCore"):
         return None
-    return _mod.DataflowCore(items, specs)
+    return _mod.DataflowCore(items, specs, registry.DEAD)
