@@ -1351,7 +1351,7 @@ static void df_drop(DfCache *c) {
     Py_CLEAR(c->pending);
     Py_CLEAR(c->dead);
     Py_CLEAR(c->uses);
-    c->frame = NULL;  /* borrowed: only compared */
+    Py_CLEAR(c->frame);  /* held, so that no other frame can take its address meanwhile */
 }
 
 static int df_long_attr(PyObject *o, PyObject *name, long *out) {
@@ -1385,6 +1385,7 @@ static int df_load(DfCache *c, PyObject *frame, PyObject *iter, Py_ssize_t i) {
     }
     c->loaded_outstanding = c->outstanding;
     c->frame = frame;
+    Py_INCREF(frame);
     c->i = i;
     if (!PyList_CheckExact(c->entries) || !PyList_CheckExact(c->pending) ||
             !PyList_CheckExact(c->dead) || !PyList_CheckExact(c->uses) ||
