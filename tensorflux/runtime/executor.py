@@ -87,9 +87,10 @@ _PENDING = object()  # an asynchronous kernel's result is not (or not only) for 
 NATIVE_CORE = True  # run the driver loop in C where the extension is there (tests flip it)
 # How the C loop runs a node (native.dataflow_core; _native.c's DF_*): through `_process`;
 # a plain node's kernel call, pass-through of input 0 or nothing at all; a Switch or Merge
-# (or a node feeding one) with `_propagate`'s rules; only when dead. Any mode but the first
-# completes a dead node in C.
-_PY, _CALL, _FORWARD, _NOTHING, _GENERAL, _DEAD_ONLY = range(6)
+# (or a node feeding one) with `_propagate`'s rules; only when dead; a NextIteration (its
+# kernel in C, the next iteration by `_complete`). Any mode but the first completes a dead
+# node in C.
+_PY, _CALL, _FORWARD, _NOTHING, _GENERAL, _DEAD_ONLY, _NEXT = range(7)
 
 
 class _FrameInfo:
@@ -331,6 +332,8 @@ def _native_core(items: list[_Item]):
             mode = _FORWARD if it.inline == "{0}" else _NOTHING if it.inline == "" else _CALL
         elif it.kind == NORMAL or it.kind == MERGE:
             mode = _DEAD_ONLY if it.is_async or it.expensive else _GENERAL
+        elif it.kind == NEXT_ITERATION and not it.is_async and not it.expensive:
+            mode = _NEXT
         flags = (it.kind == MERGE) | (2 if it.lone_exit else 0)
         specs.append((mode, it.local, it.num_outputs, it.out_base, it.in_slots,
                       tuple(dst.cidx for dst, _ in it.out_edges),

@@ -1050,9 +1050,11 @@ static PyObject *py_helpers(PyObject *self, PyObject *unused) {
 /* How a node runs here: PY through run._process; CALL, FORWARD (input 0 is the output) and
  * NOTHING (no outputs, no call) are plain nodes; GENERAL calls the kernel and propagates as
  * `_propagate` does (DEAD outputs, Merge consumers: Switch, Merge); DEAD_ONLY runs only
- * when dead (an asynchronous or expensive kernel's node); a node of any mode but PY that
- * is dead is completed dead here. */
-enum { DF_PY = 0, DF_CALL = 1, DF_FORWARD = 2, DF_NOTHING = 3, DF_GENERAL = 4, DF_DEAD_ONLY = 5 };
+ * when dead (an asynchronous or expensive kernel's node); NEXT is a NextIteration: dead,
+ * it ends here, live, its kernel runs here and run._complete starts the next iteration.
+ * A node of any mode but PY that is dead is completed dead here. */
+enum { DF_PY = 0, DF_CALL = 1, DF_FORWARD = 2, DF_NOTHING = 3, DF_GENERAL = 4, DF_DEAD_ONLY = 5,
+       DF_NEXT = 6 };
 
 typedef struct {
     PyObject *item;    /* the _Item (owned) */
@@ -1086,7 +1088,7 @@ typedef struct {
 static PyObject *df_str_cidx, *df_str_iterations, *df_str_entries, *df_str_pending,
     *df_str_dead, *df_str_uses, *df_str_outstanding_ops, *df_str_outstanding_frames,
     *df_str_error, *df_str_process, *df_str_fail, *df_str_complete, *df_str_cleanup,
-    *df_str_dead_exits;
+    *df_str_dead_exits, *df_str_frame_id, *df_str_frame_iter;
 
 static void df_core_dealloc(DfCore *self) {
     for (Py_ssize_t k = 0; k < self->n; k++) {
@@ -1146,11 +1148,11 @@ static PyObject *df_core_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         if (PyErr_Occurred()) { Py_DECREF(self); return NULL; }
         d->is_merge = (flags & 1) != 0;
         d->lone_exit = (flags & 2) != 0;
-        if (d->mode < DF_PY || d->mode > DF_DEAD_ONLY) d->mode = DF_PY;
+        if (d->mode < DF_PY || d->mode > DF_NEXT) d->mode = DF_PY;
         d->item = PyList_GET_ITEM(items, k);
         Py_INCREF(d->item);
         PyObject *kernel = PyTuple_GET_ITEM(s, 7);
-        if (d->mode == DF_CALL || d->mode == DF_GENERAL) {
+        if (d->mode == DF_CALL || d->mode == DF_GENERAL || d->mode == DF_NEXT) {
             if (!PyCallable_Check(kernel)) d->mode = DF_PY;
             else { d->kernel = kernel; Py_INCREF(kernel); }
         }
@@ -1512,6 +1514,18 @@ static int df_done(DfCache *c, DfEntry *e, PyObject *cleanup) {
 
 #define DF_MAX_INLINE_ARGS 16
 
+/* ctx.frame_iter = (frame.frame_id, i), as `_Run._start` sets it for a NextIteration. */
+static int df_set_frame_iter(PyObject *ctx, DfEntry *e) {
+    PyObject *fid = PyObject_GetAttr(e->frame, df_str_frame_id);
+    if (fid == NULL) return -1;
+    PyObject *t = PyTuple_Pack(2, fid, e->iter);
+    Py_DECREF(fid);
+    if (t == NULL) return -1;
+    int rc = PyObject_SetAttr(ctx, df_str_frame_iter, t);
+    Py_DECREF(t);
+    return rc;
+}
+
 /* Reports a kernel's exception to run._fail(exception, item), as `_process`'s `except`
  * does; 1, or -1 on error. */
 static int df_kernel_failed(DfCache *c, DfNode *d, PyObject *fail) {
@@ -1564,7 +1578,8 @@ static int df_run_node(DfReady *r, DfCache *c, DfEntry *e, DfNode *d, PyObject *
             if (values == NULL) { PyErr_NoMemory(); rc = -1; goto out; }
         }
         for (int k = 0; k < d->num_outputs; k++) values[k] = r->core->dead_value;
-        rc = df_propagate(r, c, e, d, values, 1);
+        rc = d->mode == DF_NEXT ? 0 : df_propagate(r, c, e, d, values, 1);  /* a dead
+            NextIteration propagates nothing */
         if (values != dead_values) PyMem_Free(values);
         if (rc == 0) rc = df_done(c, e, cleanup);
         goto out;
@@ -1576,14 +1591,20 @@ static int df_run_node(DfReady *r, DfCache *c, DfEntry *e, DfNode *d, PyObject *
         for (int j = 1; j <= d->n_in; j++) Py_DECREF(args[j]);
         out = NULL;
     } else {
+        if (d->mode == DF_NEXT && df_set_frame_iter(ctx, e) < 0) {
+            for (int j = 1; j <= d->n_in; j++) Py_DECREF(args[j]);
+            rc = -1;
+            goto out;
+        }
         out = PyObject_Vectorcall(d->kernel, args, (size_t)(d->n_in + 1), NULL);
         for (int j = 1; j <= d->n_in; j++) Py_DECREF(args[j]);
         if (out == NULL) { rc = df_kernel_failed(c, d, fail); goto out; }
     }
     int n = d->num_outputs;
-    if (n > 1 && (!(PyTuple_CheckExact(out) || PyList_CheckExact(out)) ||
-                  PySequence_Fast_GET_SIZE(out) != n)) {
-        /* _complete reports the mismatch (or takes another kind of sequence) */
+    if (d->mode == DF_NEXT || (n > 1 && (!(PyTuple_CheckExact(out) || PyList_CheckExact(out)) ||
+                                         PySequence_Fast_GET_SIZE(out) != n))) {
+        /* _complete starts the next iteration, or reports the mismatch (or takes another
+         * kind of sequence) */
         if (df_flush(c) < 0) { Py_DECREF(out); rc = -1; goto out; }
         df_drop(c);
         PyObject *res = PyObject_CallFunctionObjArgs(complete, d->item, e->frame, e->iter,
@@ -1739,6 +1760,8 @@ static int df_init_module(PyObject *m) {
     DF_INTERN(df_str_complete, "_complete");
     DF_INTERN(df_str_cleanup, "_cleanup_iterations");
     DF_INTERN(df_str_dead_exits, "dead_exits");
+    DF_INTERN(df_str_frame_id, "frame_id");
+    DF_INTERN(df_str_frame_iter, "frame_iter");
 #undef DF_INTERN
     Py_INCREF(&DfCoreType);
     if (PyModule_AddObject(m, "DataflowCore", (PyObject *)&DfCoreType) < 0) {
