@@ -55,10 +55,13 @@ in place of the call (codegen.inline_call; `_Run._loop_by_calls` is the loop as 
 
 The loop in C. With the C extension (kernels/cpu/native.py `dataflow_core`; off with
 TENSORFLUX_NATIVE=0 or `NATIVE_CORE = False`) the ready queue is a C object of the same
-methods, and its `drain` runs the loop: plain nodes there (the fast path of `_process`, a
-pass-through kernel such as Identity or NoOp without a call), every other node through
-`_process` itself, failures through `_fail`, finished iterations through
-`_cleanup_iterations`. Both loops share the per-step state above, node by node.
+methods, and its `drain` runs the loop: there, plain nodes (the fast path of `_process`, a
+pass-through kernel such as Identity or NoOp without a call), Switch, Merge and dead nodes
+(`_propagate`'s rules) and NextIteration's kernel; through the methods here, everything
+else (`_process`: Enter, Exit, live asynchronous and expensive kernels; `_fail`: kernel
+errors; `_complete`: a new iteration, a wrong number of outputs; `_cleanup_iterations`).
+Both loops share the per-step state above, node by node (the C loop writes back what it
+caches before any Python code runs); tests/runtime/test_native_executor.py compares them.
 """
 
 from __future__ import annotations

@@ -1031,19 +1031,29 @@ static PyObject *py_helpers(PyObject *self, PyObject *unused) {
 
 /* ---- the dataflow executor's driver loop (tensorflux/runtime/executor.py) ----------------
  *
- * `DataflowCore(items, specs)` holds an executor's static node table, built once per
+ * `DataflowCore(items, specs, DEAD)` holds an executor's static node table, built once per
  * Executor; `core.ready()` makes a step's ready queue, a `ReadyQueue` of (item, frame,
  * iteration) that the Python executor uses as it used a deque (append, popleft, clear,
  * len). `ready.drain(run, ctx)` is `_Run._loop`'s inner loop: it pops ready nodes until none
- * is left or the step failed. A plain node (`_Item.plain`: its live outputs stay in its
- * frame and feed no Merge; a cheap synchronous kernel) runs here: its inputs are taken from
- * the iteration's entries (freed at their last use), its kernel called (a pass-through
- * kernel, Identity's `{0}` or NoOp's nothing, without a call), its outputs stored and its
- * consumers counted down, exactly as `_Run._process` does. Everything else (control-flow
- * ops, dead nodes, asynchronous and expensive kernels, a failing kernel, a wrong number of
- * outputs, finishing an iteration) is handed to the Python methods of `run`, which stay
- * the executor's one definition of those cases. The per-step state stays the Python
- * objects (`_Iteration`'s lists, `outstanding_ops`), so either side may run any node.
+ * is left or the step failed, and runs the common ones here, as the Python methods of
+ * `_Run` would, on the same per-step state (`_Iteration`'s lists and `outstanding_ops`):
+ *   - a plain node (`_Item.plain`: a cheap synchronous kernel whose live outputs stay in its
+ *     frame and feed no Merge): inputs taken from the iteration's entries (freed at their
+ *     last use), the kernel called (a pass-through kernel, Identity's inline `{0}` or NoOp's
+ *     nothing, without a call), outputs stored, consumers counted down (`_process`);
+ *   - Switch, Merge and any node feeding a Merge: the kernel called, then `_propagate`'s
+ *     rules (DEAD outputs, Merge pending counts: 2 per control edge, the low bit for the
+ *     first live data input; dead counts; a dead value to a lone Exit recorded in the
+ *     frame's `dead_exits`);
+ *   - a dead node of those kinds (and an asynchronous or expensive one): its kernel
+ *     skipped, every output DEAD, propagated as above;
+ *   - a NextIteration: its kernel here, the next iteration started by `run._complete`.
+ * Everything else goes to the Python methods of `run`, which stay the executor's one
+ * definition of those cases: Enter, Exit and dead-aware ops, live asynchronous and
+ * expensive kernels (`_process`), a failing kernel (`_fail`, which names the node), a wrong
+ * number of outputs (`_complete`), finished iterations (`_cleanup_iterations`). Before any
+ * Python code runs, the loop writes back what it caches and forgets it afterwards, so
+ * either side may run any node.
  * Everything runs on the driver thread with the GIL held.
  */
 
