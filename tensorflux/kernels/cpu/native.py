@@ -14,8 +14,9 @@ Some CPU work is faster in a few lines of C than in NumPy called from Python:
     calls per window tap (kernels/cpu/pooling_ops.py);
   - im2col's copy of convolution patches, which NumPy does at a cost per contiguous run
     (kh*kw*C elements per window, 15 for a 5x5 layer on 3 channels; conv_ops.py);
-  - the dataflow executor's driver loop over plain nodes (runtime/executor.py), ~0.7 us a
-    node in Python: `dataflow_core`.
+  - the dataflow executor's driver loop (runtime/executor.py): ready queue, pending and
+    dead counts, kernel calls from C, pass-through kernels without a call; ~0.06 us a
+    node instead of ~0.7 in Python (`dataflow_core`).
 
 Every function here returns None (or False) when it cannot take the call: no extension (no C
 compiler when tensorflux was installed, or `TENSORFLUX_NATIVE=0`), another dtype than
