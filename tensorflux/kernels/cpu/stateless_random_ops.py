@@ -1,0 +1,268 @@
+"""CPU kernels of tensorflux/ops/stateless_random_ops.py.
+
+Uniform, normal, truncated normal, integer and multinomial kernels draw TensorFlow's exact
+Philox bits (tensorflux/lib/philox.py); StatelessMultinomial consumes one stream over all
+rows, as TensorFlow does when it runs the op in one shard (small batches). Poisson, gamma,
+binomial and parameterized truncated normal kernels seed a NumPy Generator from the Philox
+key and counter: deterministic in the seed, but not TensorFlow's values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorflux.framework import errors
+from tensorflux.kernels.cpu.random_ops import _dims
+from tensorflux.kernels.registry import kernel_factory
+from tensorflux.lib import philox
+
+_PHILOX, _AUTO = 1, 3
+
+
+def _bad(message: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(None, None, message)
+
+
+def _seed_key_counter(seed):
+    seed = np.asarray(seed)
+    if seed.shape != (2,):
+        raise _bad(f"seed must have shape [2], not [{','.join(map(str, seed.shape))}]")
+    return philox.key_counter_from_seed(seed)
+
+
+def _check_key_counter(key, counter, alg):
+    key, counter = np.asarray(key), np.asarray(counter)
+    if int(alg) not in (_PHILOX, _AUTO):
+        raise _bad(f"Unsupported algorithm id: {int(alg)} (tensorflux runs Philox only)")
+    if key.shape != (1,):
+        raise _bad(f"key must have shape [1], not [{','.join(map(str, key.shape))}]. "
+                   "(Note that batched keys are not supported yet.)")
+    if counter.ndim != 1 or counter.shape[0] < 2:
+        raise _bad(f"counter must be a vector with at least 2 elements, got shape "
+                   f"[{','.join(map(str, counter.shape))}]")
+    return key, counter
+
+
+def _draw(dist, out_dtype, dims, key, counter, *args):
+    n = int(np.prod(dims, dtype=np.int64))
+    return dist(key, counter, n, *args, out_dtype).reshape(dims)
+
+
+_DISTRIBUTIONS = {"Uniform": philox.uniform, "Normal": philox.normal,
+                  "TruncatedNormal": philox.truncated_normal}
+
+
+def _float_kernel(op_type: str, dist, seeded: bool):
+    @kernel_factory(op_type)
+    def factory(node):
+        out_dtype = node.attrs["dtype"].as_numpy_dtype
+
+        if seeded:
+            def compute(ctx, shape, seed):
+                key, counter = _seed_key_counter(seed)
+                return _draw(dist, out_dtype, _dims(shape), key, counter)
+        else:
+            def compute(ctx, shape, key, counter, alg):
+                key, counter = _check_key_counter(key, counter, alg)
+                return _draw(dist, out_dtype, _dims(shape), key, counter)
+
+        return compute
+
+    return factory
+
+
+for _name, _dist in _DISTRIBUTIONS.items():
+    _op = "StatelessTruncatedNormal" if _name == "TruncatedNormal" else f"StatelessRandom{_name}"
+    _float_kernel(_op, _dist, seeded=True)
+    _float_kernel(_op + "V2", _dist, seeded=False)
+
+
+def _int_range(minval, maxval):
+    if np.ndim(minval) or np.ndim(maxval):
+        raise _bad(f"minval must be 0-D, got shape {list(np.shape(minval))}"
+                   if np.ndim(minval) else
+                   f"maxval must be 0-D, got shape {list(np.shape(maxval))}")
+    if not minval < maxval:
+        raise _bad(f"Need minval < maxval: {minval} >= {maxval}")
+
+
+@kernel_factory("StatelessRandomUniformInt")
+def _uniform_int(node):
+    out_dtype = node.attrs["dtype"].as_numpy_dtype
+
+    def compute(ctx, shape, seed, minval, maxval):
+        dims = _dims(shape)
+        key, counter = _seed_key_counter(seed)
+        _int_range(minval, maxval)
+        return _draw(philox.uniform_int, out_dtype, dims, key, counter, minval, maxval)
+
+    return compute
+
+
+@kernel_factory("StatelessRandomUniformIntV2")
+def _uniform_int_v2(node):
+    out_dtype = node.attrs["dtype"].as_numpy_dtype
+
+    def compute(ctx, shape, key, counter, alg, minval, maxval):
+        dims = _dims(shape)
+        key, counter = _check_key_counter(key, counter, alg)
+        _int_range(minval, maxval)
+        return _draw(philox.uniform_int, out_dtype, dims, key, counter, minval, maxval)
+
+    return compute
+
+
+@kernel_factory("StatelessRandomUniformFullInt")
+def _uniform_full_int(node):
+    out_dtype = node.attrs["dtype"].as_numpy_dtype
+
+    def compute(ctx, shape, seed):
+        key, counter = _seed_key_counter(np.asarray(seed).astype(np.int64))
+        return _draw(philox.uniform_full_int, out_dtype, _dims(shape), key, counter)
+
+    return compute
+
+
+@kernel_factory("StatelessRandomUniformFullIntV2")
+def _uniform_full_int_v2(node):
+    out_dtype = node.attrs["dtype"].as_numpy_dtype
+
+    def compute(ctx, shape, key, counter, alg):
+        key, counter = _check_key_counter(key, counter, alg)
+        return _draw(philox.uniform_full_int, out_dtype, _dims(shape), key, counter)
+
+    return compute
+
+
+@kernel_factory("StatelessRandomGetKeyCounter")
+def _get_key_counter(node):
+    def compute(ctx, seed):
+        return _seed_key_counter(seed)
+
+    return compute
+
+
+@kernel_factory("StatelessRandomGetKeyCounterAlg")
+def _get_key_counter_alg(node):
+    def compute(ctx, seed):
+        key, counter = _seed_key_counter(seed)
+        return key, counter, np.int32(_PHILOX)
+
+    return compute
+
+
+@kernel_factory("StatelessRandomGetAlg")
+def _get_alg(node):
+    return lambda ctx: np.int32(_PHILOX)
+
+
+@kernel_factory("StatelessMultinomial")
+def _multinomial(node):
+    out_dtype = node.attrs["output_dtype"].as_numpy_dtype
+
+    def compute(ctx, logits, num_samples, seed):
+        logits = np.asarray(logits)
+        if logits.ndim != 2:
+            raise _bad(f"logits should be a matrix, got shape {list(logits.shape)}")
+        num_samples = int(num_samples)
+        if num_samples < 0:
+            raise _bad(f"num_samples should be nonnegative, got {num_samples}")
+        batch, classes = logits.shape
+        if classes == 0 and batch * num_samples:
+            raise _bad("num_classes should be positive, got 0")
+        key, counter = _seed_key_counter(seed)
+        w = philox.words(key, counter, 2 * batch * num_samples)
+        u = philox.uint64_to_double(w[0::2], w[1::2]).reshape(batch, num_samples)
+        out = np.empty((batch, num_samples), out_dtype)
+        values = logits.astype(np.float64)
+        finite = np.isfinite(values)
+        for b in range(batch):  # one vectorized search per row
+            row_max = values[b][finite[b]].max(initial=np.finfo(logits.dtype).min) \
+                if np.issubdtype(logits.dtype, np.floating) else values[b].max(initial=0)
+            probs = np.where(finite[b], np.exp(values[b] - row_max), 0.0)
+            cdf = np.cumsum(probs)
+            total = cdf[-1] if classes else 0.0
+            out[b] = np.searchsorted(cdf, u[b] * total, side="right")
+        return out
+
+    return compute
+
+
+# ---- samplers that are deterministic but not TensorFlow's bits -----------------------------
+
+
+def _generator(key, counter) -> np.random.Generator:
+    words = np.concatenate([np.asarray(key, np.uint64).reshape(-1),
+                            np.asarray(counter, np.uint64).reshape(-1)])
+    return np.random.Generator(np.random.Philox(key=words[:2], counter=np.concatenate(
+        [words[2:], np.zeros(4 - words[2:].size, np.uint64)])[:4]))
+
+
+def _sample_dims(shape, params_shape) -> tuple:
+    dims = _dims(shape)
+    params_shape = tuple(params_shape)
+    if params_shape and dims[len(dims) - len(params_shape):] != params_shape:
+        raise _bad(f"Shape passed in must end with broadcasted shape: "
+                   f"[{','.join(map(str, dims))}] vs [{','.join(map(str, params_shape))}]")
+    return dims
+
+
+@kernel_factory("StatelessRandomPoisson")
+def _poisson(node):
+    out_dtype = node.attrs["dtype"].as_numpy_dtype
+
+    def compute(ctx, shape, seed, lam):
+        dims = _sample_dims(shape, np.shape(lam))
+        lam = np.broadcast_to(np.asarray(lam, np.float64), dims)
+        if np.any(lam < 0):
+            raise _bad("lam must be non-negative")
+        return _generator(*_seed_key_counter(seed)).poisson(lam).astype(out_dtype)
+
+    return compute
+
+
+@kernel_factory("StatelessRandomGammaV3")
+def _gamma(node):
+    def compute(ctx, shape, key, counter, alg, alpha):
+        key, counter = _check_key_counter(key, counter, alg)
+        dims = _sample_dims(shape, np.shape(alpha))
+        a = np.broadcast_to(np.asarray(alpha, np.float64), dims)
+        return _generator(key, counter).standard_gamma(a).astype(np.asarray(alpha).dtype)
+
+    return compute
+
+
+@kernel_factory("StatelessRandomBinomial")
+def _binomial(node):
+    out_dtype = node.attrs["dtype"].as_numpy_dtype
+
+    def compute(ctx, shape, seed, counts, probs):
+        params = np.broadcast_shapes(np.shape(counts), np.shape(probs))
+        dims = _sample_dims(shape, params)
+        n = np.broadcast_to(np.asarray(counts, np.float64), dims)
+        p = np.broadcast_to(np.asarray(probs, np.float64), dims)
+        gen = _generator(*_seed_key_counter(seed))
+        return gen.binomial(n.astype(np.int64), np.clip(p, 0.0, 1.0)).astype(out_dtype)
+
+    return compute
+
+
+@kernel_factory("StatelessParameterizedTruncatedNormal")
+def _parameterized_truncated_normal(node):
+    def compute(ctx, shape, seed, means, stddevs, minvals, maxvals):
+        params = np.broadcast_shapes(*(np.shape(v) for v in (means, stddevs, minvals,
+                                                              maxvals)))
+        dims = _sample_dims(shape, params)
+        mean, std, lo, hi = (np.broadcast_to(np.asarray(v, np.float64), dims)
+                             for v in (means, stddevs, minvals, maxvals))
+        gen = _generator(*_seed_key_counter(seed))
+        # Inverse-CDF sampling between the standardized bounds.
+        from tensorflux.kernels.cpu.special_math_ops import _scipy
+
+        special = _scipy("ndtr")
+        a, b = special.ndtr((lo - mean) / std), special.ndtr((hi - mean) / std)
+        u = a + gen.random(dims) * (b - a)
+        out = mean + std * special.ndtri(np.clip(u, 1e-300, 1 - 1e-16))
+        return np.clip(out, lo, hi).astype(np.asarray(means).dtype)
+
+    return compute
