@@ -149,7 +149,8 @@ define_op("StatelessRandomPoisson", inputs=["shape: T", _SEED, "lam: Rtype"],
           attrs=["Rtype: {half, float, double, int32, int64}",
                  "dtype: {half, float, double, int32, int64}", "T: {int32, int64}", _TSEED],
           shape_fn=_sample_then_params)
-define_op("StatelessRandomGammaV3", inputs=["shape: shape_dtype"] + _KC[1:] + ["alpha: dtype"], outputs=["output: dtype"],
+define_op("StatelessRandomGammaV3", inputs=["shape: shape_dtype"] + _KC[1:] + ["alpha: dtype"],
+          outputs=["output: dtype"],
           attrs=["dtype: {half, float, double}", "shape_dtype: {int32, int64} = DT_INT64"],
           shape_fn=lambda op: [_requested_shape(op)])
 define_op("StatelessRandomBinomial", inputs=["shape: S", _SEED, "counts: T", "probs: T"],
@@ -397,3 +398,11 @@ def fold_in(seed, data, alg="auto_select"):
     seed1 = stateless_uniform([], seed=seed, dtype=data.dtype, minval=None, maxval=None,
                               alg=alg)
     return joining_ops.stack([seed1, data])
+
+
+# ---- the state op of tf.random.Generator (tensorflux/random/generator.py) ------------------
+
+define_op("RngReadAndSkip", inputs=["resource: resource", "alg: int32", "delta: uint64"],
+          outputs=["value: int64"], shape_fn=lambda op: [tensor_shape.TensorShape([3])],
+          stateful=True)
+not_differentiable("RngReadAndSkip")

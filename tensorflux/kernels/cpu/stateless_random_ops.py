@@ -266,3 +266,32 @@ def _parameterized_truncated_normal(node):
         return np.clip(out, lo, hi).astype(np.asarray(means).dtype)
 
     return compute
+
+
+@kernel_factory("RngReadAndSkip")
+def _rng_read_and_skip(node):
+    """Returns a Generator's Philox state [counter_lo, counter_hi, key] (int64) and moves
+    its 128-bit counter on by 256 blocks per requested output (TF's reservation)."""
+    from tensorflux.framework import dtypes
+    from tensorflux.kernels.cpu.state_ops import _existing, as_handle
+
+    def compute(ctx, resource, alg, delta):
+        if int(alg) not in (_PHILOX, _AUTO):
+            raise _bad(f"Unsupported algorithm id: {int(alg)}")
+        var = _existing(ctx, as_handle(resource), dtypes.int64, "update")
+        with var.lock:
+            state = np.asarray(var.value)
+            if state.shape != (3,):
+                raise _bad(f"The size of the state must be 3 for Philox; got "
+                           f"{state.size}")
+            old = state.copy()
+            lo, hi = old[:2].view(np.uint64)
+            skip = np.uint64(int(delta) * philox.RESERVED_SAMPLES_PER_OUTPUT % 2**64)
+            with np.errstate(over="ignore"):
+                new_lo = lo + skip
+                new_hi = hi + np.uint64(new_lo < skip)
+            var.value = np.array([new_lo, new_hi, old[2:].view(np.uint64)[0]],
+                                 np.uint64).view(np.int64)
+        return old
+
+    return compute
