@@ -58,23 +58,36 @@ def convert_alg_to_int(alg) -> int:
             if member.name.lower() == key:
                 return member.value
     raise ValueError(f"Argument `alg` got unsupported value {alg}. Supported values are "
-                     f"{[m.name.lower() for m in Algorithm]} or the Algorithm enum.")
+                     "philox for the Philox algorithm, threefry for the ThreeFry algorithm, "
+                     "and auto_select for auto-selection.")
 
 
 def _seed_shape(op, index=1):
     dims = common_shapes.static_dims(op.inputs[index])
     if dims is not None:
         if len(dims) != 1:
-            raise ValueError(f"Shape must be rank 1 but is rank {len(dims)} for "
-                             f"'{op.name}' ({op.type}) with input shapes: "
-                             f"{common_shapes.shape_str(dims)}.")
+            raise ValueError(f"Shape must be rank 1 but is rank {len(dims)}")
         if dims[0] is not None and dims[0] != 2:
-            raise ValueError(f"Dimension must be 2 but is {dims[0]} for '{op.name}' "
-                             f"({op.type}) with input shapes: [{dims[0]}].")
+            raise ValueError(f"Dimension must be 2 but is {dims[0]}")
 
 
 def _requested_shape(op):
+    dims = common_shapes.static_dims(op.inputs[0])
+    if dims is not None and len(dims) != 1:
+        raise ValueError(f"Shape must be rank 1 but is rank {len(dims)}")
     return common_shapes.constant_value_as_shape(op.inputs[0])
+
+
+def _int_range_shape(op):
+    """The requested shape; minval and maxval (the last two inputs) must be scalars."""
+    for arg, t in zip(("minval", "maxval"), op.inputs[-2:], strict=True):
+        dims = common_shapes.static_dims(t)
+        if dims:
+            raise ValueError(f"{arg} must be a scalar; got a tensor of shape "
+                             f"{common_shapes.shape_str(dims)}")
+    if op.type == "StatelessRandomUniformInt":
+        _seed_shape(op)
+    return [_requested_shape(op)]
 
 
 def _seeded_shape(op):
@@ -123,7 +136,7 @@ for _op in ("StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncat
 define_op("StatelessRandomUniformInt", inputs=["shape: T", _SEED, "minval: dtype",
                                                "maxval: dtype"],
           outputs=["output: dtype"], attrs=["dtype: {int32, int64}", "T: {int32, int64}",
-                                            _TSEED], shape_fn=_seeded_shape)
+                                            _TSEED], shape_fn=_int_range_shape)
 define_op("StatelessRandomUniformFullInt", inputs=["shape: T", _SEED],
           outputs=["output: dtype"],
           attrs=[f"dtype: {_INTS} = DT_UINT64", "T: {int32, int64} = DT_INT32",
@@ -140,7 +153,7 @@ for _op in ("StatelessRandomUniformV2", "StatelessRandomNormalV2",
               shape_fn=lambda op: [_requested_shape(op)])
 define_op("StatelessRandomUniformIntV2", inputs=_KC + ["minval: dtype", "maxval: dtype"],
           outputs=["output: dtype"], attrs=[f"dtype: {_INTS}", _TSHAPE],
-          shape_fn=lambda op: [_requested_shape(op)])
+          shape_fn=_int_range_shape)
 define_op("StatelessRandomUniformFullIntV2", inputs=_KC, outputs=["output: dtype"],
           attrs=[f"dtype: {_INTS} = DT_UINT64", _TSHAPE],
           shape_fn=lambda op: [_requested_shape(op)])
@@ -203,11 +216,9 @@ def _seed_tensor(seed) -> graph_lib.Tensor:
 
 
 def _key_counter(seed, alg):
-    """(key, counter, alg) for `seed`: TF's StatelessRandomGetKeyCounter for Philox/auto."""
+    """(key, counter, alg) for `seed` (StatelessRandomGetKeyCounter); the kernels run
+    Philox only and reject ThreeFry (InvalidArgumentError) when the step runs."""
     alg = convert_alg_to_int(alg)
-    if alg == Algorithm.THREEFRY.value:
-        raise ValueError("The ThreeFry algorithm is not supported by tensorflux's stateless "
-                         "random ops; use 'philox' or 'auto_select'.")
     key, counter = apply_op("StatelessRandomGetKeyCounter", seed=_seed_tensor(seed))
     return key, counter, convert_to_tensor(1 if alg == 3 else alg, dtypes.int32)
 
@@ -247,8 +258,9 @@ def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=dtypes.float32, 
                          "`maxval` must be both None or not None. Got `minval`="
                          f"{minval} and `maxval`={maxval}.")
     if dtype.is_unsigned and not full_int:
-        raise ValueError(f"Argument `dtype` got invalid value {dtype!r} with a range; "
-                         "unsigned integers support only the full range.")
+        raise ValueError(f"Argument `dtype` got invalid value {dtype!r} when argument "
+                         "`minval` is not None. Please don't use unsigned integers in this "
+                         "case.")
     if maxval is None and not dtype.is_integer:
         maxval = 1
     with graph_lib.name_scope(name, "stateless_random_uniform",

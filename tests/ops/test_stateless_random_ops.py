@@ -159,6 +159,17 @@ def test_bad_seeds_raise_what_tensorflow_raises():
             tf.random.stateless_uniform([2], [1, 2], dtype=tf.string)
         with pytest.raises(ValueError, match="both None or not None"):
             tf.random.stateless_uniform([2], [1, 2], maxval=4, minval=None, dtype=tf.int32)
+        with pytest.raises(ValueError, match="minval must be a scalar"):
+            tf.random.stateless_uniform([3], [1, 2], minval=[1, 2], maxval=9, dtype=tf.int32)
+        with pytest.raises(ValueError, match="Shape must be rank 1 but is rank 2"):
+            tf.random.stateless_uniform(tf.constant([[1]]), [1, 2])
+        with pytest.raises(ValueError, match="unsigned"):
+            tf.random.stateless_uniform([3], [1, 2], minval=2, maxval=9, dtype=tf.uint32)
+        with pytest.raises(ValueError, match="unsupported value bogus"):
+            tf.random.stateless_uniform([3], [1, 2], alg="bogus")
+        threefry = tf.random.stateless_uniform([3], [1, 2], alg="threefry")
+        with pytest.raises(tf.errors.InvalidArgumentError, match="algorithm"):
+            _run(threefry)
         seed = tf.placeholder(tf.int32, [None])
         out = tf.random.stateless_uniform([2], seed)
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"seed must have shape \[2\]"):

@@ -33,7 +33,8 @@ def _seed_key_counter(seed):
 def _check_key_counter(key, counter, alg):
     key, counter = np.asarray(key), np.asarray(counter)
     if int(alg) not in (_PHILOX, _AUTO):
-        raise _bad(f"Unsupported algorithm id: {int(alg)} (tensorflux runs Philox only)")
+        raise _bad(f"Unsupported algorithm id: {int(alg)} (tensorflux's stateless ops run "
+                   "Philox only)")
     if key.shape != (1,):
         raise _bad(f"key must have shape [1], not [{','.join(map(str, key.shape))}]. "
                    "(Note that batched keys are not supported yet.)")
@@ -83,7 +84,7 @@ def _int_range(minval, maxval):
                    if np.ndim(minval) else
                    f"maxval must be 0-D, got shape {list(np.shape(maxval))}")
     if not minval < maxval:
-        raise _bad(f"Need minval < maxval: {minval} >= {maxval}")
+        raise _bad(f"Need minval < maxval, got {minval} >= {maxval}")
 
 
 @kernel_factory("StatelessRandomUniformInt")
@@ -117,7 +118,9 @@ def _uniform_full_int(node):
     out_dtype = node.attrs["dtype"].as_numpy_dtype
 
     def compute(ctx, shape, seed):
-        key, counter = _seed_key_counter(np.asarray(seed).astype(np.int64))
+        if np.asarray(seed).dtype.kind == "u":
+            raise _bad(f"Invalid seed type: {np.asarray(seed).dtype.name}")
+        key, counter = _seed_key_counter(seed)
         return _draw(philox.uniform_full_int, out_dtype, _dims(shape), key, counter)
 
     return compute
