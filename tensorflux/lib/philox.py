@@ -346,3 +346,91 @@ def truncated_normal(key, counter, n: int, dtype) -> np.ndarray:
         need = need[count[need] < per_group]
     out = out.reshape(-1)[:n]
     return out if kind in ("float32", "float64") else out.astype(dtype)
+
+
+# Poisson (TF's PoissonFunctor, computed in double): output o (rate-major: o = rate_index *
+# num_samples + sample_index) draws from the blocks at counter + 256 * o, + 1, ...; each block
+# gives two doubles, used second first. Rates below 10 multiply uniforms until the product
+# falls to exp(-rate) (Knuth); larger rates use Hormann's transformed rejection, one block
+# per attempt.
+
+
+def _libm_each(fn, values) -> np.ndarray:
+    """fn (a math-module function, i.e. the C library's) of each distinct value."""
+    values = np.asarray(values, np.float64)
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return np.array([fn(v) for v in uniq.tolist()], np.float64)[inverse].reshape(values.shape)
+
+
+def _safe(fn, v):
+    try:
+        return fn(v)
+    except (ValueError, OverflowError):
+        return math.inf if v > 0 else math.nan
+
+
+def poisson(key, counter, rates, num_samples: int, highest: float) -> np.ndarray:
+    """Samples of shape (num_samples, rates.size) as float64 (integral values); `highest` is
+    the output type's largest value (Hormann draws above it are redrawn)."""
+    rates = np.asarray(rates, np.float64).reshape(-1)
+    num_rate = rates.size
+    out = np.zeros(num_rate * num_samples)
+    rate = np.repeat(rates, num_samples)  # per output, rate-major
+    base = np.arange(rate.size, dtype=np.uint64) * np.uint64(RESERVED_SAMPLES_PER_OUTPUT)
+    with np.errstate(all="ignore"):
+        _poisson_knuth(key, counter, rate, base, out)
+        _poisson_hormann(key, counter, rate, base, out, highest)
+    return out.reshape(num_rate, num_samples).T
+
+
+def _uniform_pair(key, counter, offsets):
+    w = blocks(key, counter, offsets.size, offsets).T
+    return uint64_to_double(w[2], w[3]), uint64_to_double(w[0], w[1])
+
+
+def _poisson_knuth(key, counter, rate, base, out):
+    active = np.flatnonzero(rate < 10)
+    limit = _libm_each(lambda v: _safe(math.exp, -v), rate[active])
+    prod = np.ones(active.size)
+    x = np.zeros(active.size)
+    j = 0
+    while active.size:
+        pending = np.ones(active.size, bool)
+        for u in _uniform_pair(key, counter, base[active] + np.uint64(j)):
+            prod = np.where(pending, prod * u, prod)
+            hit = pending & (prod <= limit)
+            out[active[hit]] = x[hit]
+            pending &= ~hit
+            x = np.where(pending, x + 1, x)
+        active, prod, x, limit = active[pending], prod[pending], x[pending], limit[pending]
+        j += 1
+
+
+def _poisson_hormann(key, counter, rate, base, out, highest):
+    active = np.flatnonzero(rate >= 10)
+    r = rate[active]
+    log_rate = _libm_each(lambda v: _safe(math.log, v), r)
+    b = 0.931 + 2.53 * np.sqrt(r)
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    j = 0
+    while active.size:
+        u, v = _uniform_pair(key, counter, base[active] + np.uint64(j))
+        u = u - 0.5
+        us = 0.5 - np.abs(u)
+        k = np.floor((2 * a / us + b) * u + r + 0.43)
+        ok = ~(k > highest)
+        quick = ok & (us >= 0.07) & (v <= 0.9277 - 3.6224 / (b - 2))
+        slow = ok & ~quick & ~((k < 0) | ((us < 0.013) & (v > us)))
+        take = quick.copy()
+        if slow.any():
+            arg = v[slow] * inv_alpha[slow] / (a[slow] / (us[slow] * us[slow]) + b[slow])
+            s = log_double(arg)
+            t = -r[slow] + k[slow] * log_rate[slow] - _libm_each(
+                lambda q: _safe(math.lgamma, q), k[slow] + 1)
+            take[np.flatnonzero(slow)[s <= t]] = True
+        out[active[take]] = k[take]
+        keep = ~take
+        active, r, log_rate, a, b, inv_alpha = (arr[keep] for arr in (
+            active, r, log_rate, a, b, inv_alpha))
+        j += 1

@@ -212,14 +212,19 @@ def _sample_dims(shape, params_shape) -> tuple:
 
 @kernel_factory("StatelessRandomPoisson")
 def _poisson(node):
-    out_dtype = node.attrs["dtype"].as_numpy_dtype
+    out_dtype = np.dtype(node.attrs["dtype"].as_numpy_dtype)
+    highest = float(np.finfo(out_dtype).max if out_dtype.kind == "f"
+                    else np.iinfo(out_dtype).max)
 
     def compute(ctx, shape, seed, lam):
         dims = _sample_dims(shape, np.shape(lam))
-        lam = np.broadcast_to(np.asarray(lam, np.float64), dims)
-        if np.any(lam < 0):
-            raise _bad("lam must be non-negative")
-        return _generator(*_seed_key_counter(seed)).poisson(lam).astype(out_dtype)
+        key, counter = _seed_key_counter(seed)
+        n = int(np.prod(dims, dtype=np.int64))
+        if n == 0:
+            return np.zeros(dims, out_dtype)
+        num_samples = n // max(np.size(lam), 1)
+        samples = philox.poisson(key, counter, lam, num_samples, highest)
+        return samples.astype(out_dtype).reshape(dims)
 
     return compute
 
