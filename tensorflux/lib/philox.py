@@ -199,20 +199,56 @@ def sincosf(y) -> tuple[np.ndarray, np.ndarray]:
     return sin_y, cos_y
 
 
-def log_double(x) -> np.ndarray:
-    """glibc's log for float64 x > 0: the correctly rounded value from long double, except
-    where that lies near a rounding midpoint (glibc's error reaches 0.52 ulp), which asks
-    libm itself through math.log."""
-    x = np.asarray(x, np.float64)
-    wide = np.log(x.astype(np.longdouble))
-    out = wide.astype(np.float64)
+def _via_long_double(wide_fn, libm_fn, *args) -> np.ndarray:
+    """glibc's double `libm_fn` of arrays `args`: the correctly rounded value from long
+    double (`wide_fn`), except near a rounding midpoint (glibc's error reaches about 0.52
+    ulp), where libm itself answers through the math module."""
+    args = [np.asarray(a, np.float64) for a in args]
+    shape = np.broadcast_shapes(*(a.shape for a in args))
+    args = [np.broadcast_to(a, shape).reshape(-1) for a in args]
     if np.finfo(np.longdouble).nmant <= 52:
-        return np.array([math.log(v) for v in x.tolist()]).reshape(x.shape)
-    ulp = np.spacing(np.abs(out)).astype(np.longdouble)
-    near = np.abs(wide - out) > 0.45 * ulp
+        near = np.ones(args[0].shape, bool)
+        out = np.empty(args[0].shape)
+    else:
+        with np.errstate(all="ignore"):
+            wide = wide_fn(*(a.astype(np.longdouble) for a in args))
+        out = wide.astype(np.float64)
+        ulp = np.spacing(np.abs(out)).astype(np.longdouble)
+        near = ~(np.abs(wide - out) <= 0.45 * ulp)  # also NaN and inf results
     if near.any():
-        out[near] = [math.log(v) for v in x[near].tolist()]
-    return out
+        out[near] = [_safe(libm_fn, *vals) for vals in zip(*(a[near].tolist() for a in args),
+                                                           strict=True)]
+    return out.reshape(shape)
+
+
+def _safe(fn, *args) -> float:
+    """fn(*args) from the math module, with IEEE results where it raises instead."""
+    try:
+        return fn(*args)
+    except OverflowError:
+        return math.inf
+    except (ValueError, ZeroDivisionError):
+        name = fn.__name__
+        if name in ("log", "log1p"):
+            at_zero = args[0] + (1.0 if name == "log1p" else 0.0) == 0
+            return -math.inf if at_zero else math.nan
+        return math.inf if name in ("lgamma", "pow") else math.nan
+
+
+def log_double(x) -> np.ndarray:
+    """glibc's log for float64 x > 0."""
+    return _via_long_double(np.log, math.log, x)
+
+
+def log1p_double(x) -> np.ndarray:
+    """glibc's log1p for float64 x > -1: its error reaches a full ulp, so every value comes
+    from the C library (through the math module)."""
+    return _libm_each(lambda v: _safe(math.log1p, v), x)
+
+
+def pow_double(x, y) -> np.ndarray:
+    """glibc's pow for float64 x >= 0."""
+    return _via_long_double(np.power, math.pow, x, y)
 
 
 # Bits to floats in [0, 1).
@@ -362,13 +398,6 @@ def _libm_each(fn, values) -> np.ndarray:
     return np.array([fn(v) for v in uniq.tolist()], np.float64)[inverse].reshape(values.shape)
 
 
-def _safe(fn, v):
-    try:
-        return fn(v)
-    except (ValueError, OverflowError):
-        return math.inf if v > 0 else math.nan
-
-
 def poisson(key, counter, rates, num_samples: int, highest: float) -> np.ndarray:
     """Samples of shape (num_samples, rates.size) as float64 (integral values); `highest` is
     the output type's largest value (Hormann draws above it are redrawn)."""
@@ -434,3 +463,84 @@ def _poisson_hormann(key, counter, rate, base, out, highest):
         active, r, log_rate, a, b, inv_alpha = (arr[keep] for arr in (
             active, r, log_rate, a, b, inv_alpha))
         j += 1
+
+
+# Gamma (TF's stateless gamma, in double): output o (alpha-major) draws from the blocks at
+# counter + 256 * o, + 1, ... through two buffers on one stream: normals (a block gives two
+# Box-Muller doubles) and uniforms (two doubles), each handing out its second value first and
+# refilled from the next block when empty. alpha == 1 is -log1p(-u) for the second uniform
+# of the first block; otherwise Marsaglia-Tsang (d = alpha - 1/3, or alpha + 2/3 with a final
+# factor u^(1/alpha) for alpha < 1).
+
+
+class _Buffers:
+    """Per-output normal and uniform buffers over per-output block streams."""
+
+    def __init__(self, key, counter, base):
+        self.key, self.counter, self.base = key, counter, base
+        self.next_block = np.zeros(base.size, np.uint64)
+        self.vals = {"n": np.zeros((base.size, 2)), "u": np.zeros((base.size, 2))}
+        self.left = {"n": np.zeros(base.size, np.int64), "u": np.zeros(base.size, np.int64)}
+
+    def take(self, kind: str, rows: np.ndarray) -> np.ndarray:
+        empty = rows[self.left[kind][rows] == 0]
+        if empty.size:
+            w = blocks(self.key, self.counter, empty.size,
+                       self.base[empty] + self.next_block[empty]).T
+            if kind == "n":
+                pair = box_muller_double(*w)
+            else:
+                pair = (uint64_to_double(w[0], w[1]), uint64_to_double(w[2], w[3]))
+            self.vals[kind][empty] = np.stack(pair, axis=1)
+            self.left[kind][empty] = 2
+            self.next_block[empty] += np.uint64(1)
+        self.left[kind][rows] -= 1
+        return self.vals[kind][rows, self.left[kind][rows]]
+
+
+def gamma(key, counter, alphas, num_samples: int) -> np.ndarray:
+    """Gamma(alpha, 1) samples of shape (num_samples, alphas.size) in float64."""
+    alphas = np.asarray(alphas, np.float64).reshape(-1)
+    alpha = np.repeat(alphas, num_samples)
+    out = np.zeros(alpha.size)
+    base = np.arange(alpha.size, dtype=np.uint64) * np.uint64(RESERVED_SAMPLES_PER_OUTPUT)
+    with np.errstate(all="ignore"):
+        one = np.flatnonzero(alpha == 1.0)
+        if one.size:
+            w = blocks(key, counter, one.size, base[one]).T
+            out[one] = -log1p_double(-uint64_to_double(w[2], w[3]))
+        _marsaglia_tsang(_Buffers(key, counter, base), alpha, out)
+    return out.reshape(alphas.size, num_samples).T
+
+
+def _marsaglia_tsang(buffers, alpha, out):
+    rows = np.flatnonzero(alpha != 1.0)
+    a = alpha[rows]
+    less = a < 1
+    d = a + np.where(less, 2.0 / 3, -1.0 / 3)
+    c = 1.0 / 3 / np.sqrt(d)
+    while rows.size:
+        x = buffers.take("n", rows)
+        v = 1 + c * x
+        pos = np.flatnonzero(v > 0)
+        done = np.zeros(rows.size, bool)
+        if pos.size:
+            v3 = v[pos] * v[pos] * v[pos]
+            u = buffers.take("u", rows[pos])
+            xp = x[pos]
+            accept = u < 1 - 0.0331 * (xp * xp) * (xp * xp)
+            hard = np.flatnonzero(~accept)
+            if hard.size:
+                lhs = log_double(u[hard])
+                rhs = 0.5 * xp[hard] * xp[hard] + d[pos][hard] * (
+                    1 - v3[hard] + log_double(v3[hard]))
+                accept[hard] = lhs < rhs
+            acc = pos[accept]
+            res = d[acc] * v3[accept]
+            small = np.flatnonzero(less[acc])
+            if small.size:
+                b = buffers.take("u", rows[acc[small]])
+                res[small] = res[small] * pow_double(b, 1 / a[acc[small]])
+            out[rows[acc]] = res
+            done[acc] = True
+        rows, a, less, d, c = (arr[~done] for arr in (rows, a, less, d, c))

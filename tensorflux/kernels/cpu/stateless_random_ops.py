@@ -234,8 +234,14 @@ def _gamma(node):
     def compute(ctx, shape, key, counter, alg, alpha):
         key, counter = _check_key_counter(key, counter, alg)
         dims = _sample_dims(shape, np.shape(alpha))
-        a = np.broadcast_to(np.asarray(alpha, np.float64), dims)
-        return _generator(key, counter).standard_gamma(a).astype(np.asarray(alpha).dtype)
+        n = int(np.prod(dims, dtype=np.int64))
+        alpha = np.asarray(alpha)
+        if n == 0:
+            return np.zeros(dims, alpha.dtype)
+        if alpha.size == 0:
+            raise _bad("Input alpha should have non-zero element count, got: 0")
+        samples = philox.gamma(key, counter, alpha, n // alpha.size)
+        return samples.astype(alpha.dtype).reshape(dims)
 
     return compute
 
