@@ -544,3 +544,109 @@ def _marsaglia_tsang(buffers, alpha, out):
             out[rows[acc]] = res
             done[acc] = True
         rows, a, less, d, c = (arr[~done] for arr in (rows, a, less, d, c))
+
+
+# Binomial (TF's RandomBinomialFunctor): output o (batch-major) with count*p < 10 sums
+# geometric variables (inversion) from the blocks at counter + 42 * o; otherwise Hormann's
+# BTRS rejection, one block (u second value, v first) per attempt from counter + 256 * o.
+# Probabilities above 1/2 sample count - X(1 - p). Comparisons run in the parameters' dtype.
+
+_STIRLING_TAIL = np.array([
+    0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+    0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+    0.00925546218271273, 0.00833056343336287])
+
+
+def _stirling_tail(k):
+    kp1sq = (k + 1) * (k + 1)
+    far = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+    return np.where(k <= 9, _STIRLING_TAIL[np.clip(k, 0, 9).astype(np.int64)], far)
+
+
+def binomial(key, counter, counts, probs, samples_per_batch: int) -> np.ndarray:
+    """Samples of shape (samples_per_batch, counts.size) as float64; `counts` and `probs`
+    are the broadcast parameters (flat, of one floating dtype)."""
+    counts, probs = np.asarray(counts).reshape(-1), np.asarray(probs).reshape(-1)
+    t = probs.dtype.type
+    count = np.repeat(counts, samples_per_batch)
+    prob = np.repeat(probs, samples_per_batch)
+    dcount = count.astype(np.float64)
+    out = np.full(count.size, np.nan)
+    o = np.arange(count.size, dtype=np.uint64)
+    with np.errstate(all="ignore"):
+        zero = (dcount <= 0) | (prob <= t(0))
+        full = ~zero & (prob >= t(1))
+        low = ~zero & ~full & (prob <= t(0.5))
+        high = ~zero & ~full & (prob > t(0.5))
+        out[zero] = 0.0
+        out[full] = dcount[full]
+        q = (t(1) - prob).astype(prob.dtype)
+        for side, p_t in ((low, prob), (high, q)):
+            btrs_rows = np.flatnonzero(side & ((count * p_t).astype(prob.dtype) >= t(10)))
+            inv_rows = np.flatnonzero(side & ~((count * p_t).astype(prob.dtype) >= t(10)))
+            x = np.zeros(count.size)
+            x[inv_rows] = _binomial_inversion(key, counter, dcount[inv_rows],
+                                              p_t[inv_rows].astype(np.float64),
+                                              o[inv_rows] * np.uint64(42))
+            x[btrs_rows] = _btrs(key, counter, dcount[btrs_rows],
+                                 p_t[btrs_rows].astype(np.float64),
+                                 o[btrs_rows] * np.uint64(RESERVED_SAMPLES_PER_OUTPUT))
+            rows = np.concatenate([inv_rows, btrs_rows])
+            out[rows] = x[rows] if side is low else dcount[rows] - x[rows]
+    return out.reshape(counts.size, samples_per_batch).T
+
+
+def _binomial_inversion(key, counter, count, p, base):
+    result = np.zeros(count.size)
+    rows = np.arange(count.size)
+    log1p_q = _libm_each(lambda v: _safe(math.log1p, v), -p)
+    geom_sum = np.zeros(count.size)
+    num = np.zeros(count.size)
+    j = 0
+    while rows.size:
+        pending = np.ones(rows.size, bool)
+        for u in _uniform_pair(key, counter, base[rows] + np.uint64(j)):
+            geom = np.ceil(log_double(u) / log1p_q[rows])
+            geom_sum[rows] = np.where(pending, geom_sum[rows] + geom, geom_sum[rows])
+            stop = pending & (geom_sum[rows] > count[rows])
+            result[rows[stop]] = num[rows[stop]]
+            pending &= ~stop
+            num[rows[pending]] += 1
+        rows = rows[pending]
+        j += 1
+    return result
+
+
+def _btrs(key, counter, count, p, base):
+    result = np.zeros(count.size)
+    rows = np.arange(count.size)
+    stddev = np.sqrt(count * p * (1 - p))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * p
+    c = count * p + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = p / (1 - p)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = np.floor((count + 1) * p)
+    head = (m + 0.5) * log_double((m + 1) / (r * (count - m + 1)))
+    j = 0
+    while rows.size:
+        u, v = _uniform_pair(key, counter, base[rows] + np.uint64(j))
+        u = u - 0.5
+        us = 0.5 - np.abs(u)
+        k = np.floor((2 * a[rows] / us + b[rows]) * u + c[rows])
+        take = (us >= 0.07) & (v <= v_r[rows])
+        slow = np.flatnonzero(~take & ~((k < 0) | (k > count[rows])))
+        if slow.size:
+            i = rows[slow]
+            ks, n = k[slow], count[i]
+            lhs = log_double(v[slow] * alpha[i] / (a[i] / (us[slow] * us[slow]) + b[i]))
+            bound = (head[i] + (n + 1) * log_double((n - m[i] + 1) / (n - ks + 1))
+                     + (ks + 0.5) * log_double(r[i] * (n - ks + 1) / (ks + 1)))
+            bound = ((bound + _stirling_tail(m[i])) + _stirling_tail(n - m[i])
+                     - _stirling_tail(ks)) - _stirling_tail(n - ks)
+            take[slow[lhs <= bound]] = True
+        result[rows[take]] = k[take]
+        rows = rows[~take]
+        j += 1
+    return result

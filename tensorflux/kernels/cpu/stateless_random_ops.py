@@ -251,12 +251,20 @@ def _binomial(node):
     out_dtype = node.attrs["dtype"].as_numpy_dtype
 
     def compute(ctx, shape, seed, counts, probs):
-        params = np.broadcast_shapes(np.shape(counts), np.shape(probs))
+        try:
+            params = np.broadcast_shapes(np.shape(counts), np.shape(probs))
+        except ValueError:
+            raise _bad(f"counts and probs must have compatible batch dimensions: "
+                       f"{list(np.shape(counts))} vs. {list(np.shape(probs))}") from None
         dims = _sample_dims(shape, params)
-        n = np.broadcast_to(np.asarray(counts, np.float64), dims)
-        p = np.broadcast_to(np.asarray(probs, np.float64), dims)
-        gen = _generator(*_seed_key_counter(seed))
-        return gen.binomial(n.astype(np.int64), np.clip(p, 0.0, 1.0)).astype(out_dtype)
+        key, counter = _seed_key_counter(seed)
+        n = int(np.prod(dims, dtype=np.int64))
+        if n == 0:
+            return np.zeros(dims, out_dtype)
+        batches = int(np.prod(params, dtype=np.int64))
+        samples = philox.binomial(key, counter, np.broadcast_to(counts, params),
+                                  np.broadcast_to(probs, params), n // batches)
+        return samples.astype(out_dtype).reshape(dims)
 
     return compute
 
