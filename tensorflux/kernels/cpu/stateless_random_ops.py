@@ -14,7 +14,7 @@ import numpy as np
 from tensorflux.framework import errors
 from tensorflux.kernels.cpu.random_ops import _dims
 from tensorflux.kernels.registry import kernel_factory
-from tensorflux.lib import philox
+from tensorflux.lib import philox, philox_samplers
 
 _PHILOX, _AUTO = 1, 3
 
@@ -223,7 +223,7 @@ def _poisson(node):
         if n == 0:
             return np.zeros(dims, out_dtype)
         num_samples = n // max(np.size(lam), 1)
-        samples = philox.poisson(key, counter, lam, num_samples, highest)
+        samples = philox_samplers.poisson(key, counter, lam, num_samples, highest)
         return samples.astype(out_dtype).reshape(dims)
 
     return compute
@@ -240,7 +240,7 @@ def _gamma(node):
             return np.zeros(dims, alpha.dtype)
         if alpha.size == 0:
             raise _bad("Input alpha should have non-zero element count, got: 0")
-        samples = philox.gamma(key, counter, alpha, n // alpha.size)
+        samples = philox_samplers.gamma(key, counter, alpha, n // alpha.size)
         return samples.astype(alpha.dtype).reshape(dims)
 
     return compute
@@ -262,7 +262,7 @@ def _binomial(node):
         if n == 0:
             return np.zeros(dims, out_dtype)
         batches = int(np.prod(params, dtype=np.int64))
-        samples = philox.binomial(key, counter, np.broadcast_to(counts, params),
+        samples = philox_samplers.binomial(key, counter, np.broadcast_to(counts, params),
                                   np.broadcast_to(probs, params), n // batches)
         return samples.astype(out_dtype).reshape(dims)
 

@@ -1,0 +1,283 @@
+"""TensorFlow's rejection samplers on the Philox stream (poisson, gamma, binomial,
+parameterized truncated normal), vectorized over outputs: each output's loop becomes a
+masked array loop over attempts. The arithmetic follows TensorFlow's kernels operation by
+operation, with the C library's transcendental functions from tensorflux/lib/philox.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tensorflux.lib.philox import (
+    RESERVED_SAMPLES_PER_OUTPUT,
+    _libm_each,
+    _safe,
+    blocks,
+    box_muller_double,
+    log1p_double,
+    log_double,
+    pow_double,
+    uint64_to_double,
+)
+
+# Poisson (TF's PoissonFunctor, computed in double): output o (rate-major: o = rate_index *
+# num_samples + sample_index) draws from the blocks at counter + 256 * o, + 1, ...; each block
+# gives two doubles, used second first. Rates below 10 multiply uniforms until the product
+# falls to exp(-rate) (Knuth); larger rates use Hormann's transformed rejection, one block
+# per attempt.
+
+
+def poisson(key, counter, rates, num_samples: int, highest: float) -> np.ndarray:
+    """Samples of shape (num_samples, rates.size) as float64 (integral values); `highest` is
+    the output type's largest value (Hormann draws above it are redrawn)."""
+    rates = np.asarray(rates, np.float64).reshape(-1)
+    num_rate = rates.size
+    out = np.zeros(num_rate * num_samples)
+    rate = np.repeat(rates, num_samples)  # per output, rate-major
+    base = np.arange(rate.size, dtype=np.uint64) * np.uint64(RESERVED_SAMPLES_PER_OUTPUT)
+    with np.errstate(all="ignore"):
+        _poisson_knuth(key, counter, rate, base, out)
+        _poisson_hormann(key, counter, rate, base, out, highest)
+    return out.reshape(num_rate, num_samples).T
+
+
+def _uniform_pair(key, counter, offsets):
+    w = blocks(key, counter, offsets.size, offsets).T
+    return uint64_to_double(w[2], w[3]), uint64_to_double(w[0], w[1])
+
+
+def _poisson_knuth(key, counter, rate, base, out):
+    active = np.flatnonzero(rate < 10)
+    limit = _libm_each(lambda v: _safe(math.exp, -v), rate[active])
+    prod = np.ones(active.size)
+    x = np.zeros(active.size)
+    j = 0
+    while active.size:
+        pending = np.ones(active.size, bool)
+        for u in _uniform_pair(key, counter, base[active] + np.uint64(j)):
+            prod = np.where(pending, prod * u, prod)
+            hit = pending & (prod <= limit)
+            out[active[hit]] = x[hit]
+            pending &= ~hit
+            x = np.where(pending, x + 1, x)
+        active, prod, x, limit = active[pending], prod[pending], x[pending], limit[pending]
+        j += 1
+
+
+def _poisson_hormann(key, counter, rate, base, out, highest):
+    active = np.flatnonzero(rate >= 10)
+    r = rate[active]
+    log_rate = _libm_each(lambda v: _safe(math.log, v), r)
+    b = 0.931 + 2.53 * np.sqrt(r)
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    j = 0
+    while active.size:
+        u, v = _uniform_pair(key, counter, base[active] + np.uint64(j))
+        u = u - 0.5
+        us = 0.5 - np.abs(u)
+        k = np.floor((2 * a / us + b) * u + r + 0.43)
+        ok = ~(k > highest)
+        quick = ok & (us >= 0.07) & (v <= 0.9277 - 3.6224 / (b - 2))
+        slow = ok & ~quick & ~((k < 0) | ((us < 0.013) & (v > us)))
+        take = quick.copy()
+        if slow.any():
+            arg = v[slow] * inv_alpha[slow] / (a[slow] / (us[slow] * us[slow]) + b[slow])
+            s = log_double(arg)
+            t = -r[slow] + k[slow] * log_rate[slow] - _libm_each(
+                lambda q: _safe(math.lgamma, q), k[slow] + 1)
+            take[np.flatnonzero(slow)[s <= t]] = True
+        out[active[take]] = k[take]
+        keep = ~take
+        active, r, log_rate, a, b, inv_alpha = (arr[keep] for arr in (
+            active, r, log_rate, a, b, inv_alpha))
+        j += 1
+
+
+# Gamma (TF's stateless gamma, in double): output o (alpha-major) draws from the blocks at
+# counter + 256 * o, + 1, ... through two buffers on one stream: normals (a block gives two
+# Box-Muller doubles) and uniforms (two doubles), each handing out its second value first and
+# refilled from the next block when empty. alpha == 1 is -log1p(-u) for the second uniform
+# of the first block; otherwise Marsaglia-Tsang (d = alpha - 1/3, or alpha + 2/3 with a final
+# factor u^(1/alpha) for alpha < 1).
+
+
+class _Buffers:
+    """Per-output normal and uniform buffers over per-output block streams."""
+
+    def __init__(self, key, counter, base):
+        self.key, self.counter, self.base = key, counter, base
+        self.next_block = np.zeros(base.size, np.uint64)
+        self.vals = {"n": np.zeros((base.size, 2)), "u": np.zeros((base.size, 2))}
+        self.left = {"n": np.zeros(base.size, np.int64), "u": np.zeros(base.size, np.int64)}
+
+    def take(self, kind: str, rows: np.ndarray) -> np.ndarray:
+        empty = rows[self.left[kind][rows] == 0]
+        if empty.size:
+            w = blocks(self.key, self.counter, empty.size,
+                       self.base[empty] + self.next_block[empty]).T
+            if kind == "n":
+                pair = box_muller_double(*w)
+            else:
+                pair = (uint64_to_double(w[0], w[1]), uint64_to_double(w[2], w[3]))
+            self.vals[kind][empty] = np.stack(pair, axis=1)
+            self.left[kind][empty] = 2
+            self.next_block[empty] += np.uint64(1)
+        self.left[kind][rows] -= 1
+        return self.vals[kind][rows, self.left[kind][rows]]
+
+
+def gamma(key, counter, alphas, num_samples: int) -> np.ndarray:
+    """Gamma(alpha, 1) samples of shape (num_samples, alphas.size) in float64."""
+    alphas = np.asarray(alphas, np.float64).reshape(-1)
+    alpha = np.repeat(alphas, num_samples)
+    out = np.zeros(alpha.size)
+    base = np.arange(alpha.size, dtype=np.uint64) * np.uint64(RESERVED_SAMPLES_PER_OUTPUT)
+    with np.errstate(all="ignore"):
+        one = np.flatnonzero(alpha == 1.0)
+        if one.size:
+            w = blocks(key, counter, one.size, base[one]).T
+            out[one] = -log1p_double(-uint64_to_double(w[2], w[3]))
+        _marsaglia_tsang(_Buffers(key, counter, base), alpha, out)
+    return out.reshape(alphas.size, num_samples).T
+
+
+def _marsaglia_tsang(buffers, alpha, out):
+    rows = np.flatnonzero(alpha != 1.0)
+    a = alpha[rows]
+    less = a < 1
+    d = a + np.where(less, 2.0 / 3, -1.0 / 3)
+    c = 1.0 / 3 / np.sqrt(d)
+    while rows.size:
+        x = buffers.take("n", rows)
+        v = 1 + c * x
+        pos = np.flatnonzero(v > 0)
+        done = np.zeros(rows.size, bool)
+        if pos.size:
+            v3 = v[pos] * v[pos] * v[pos]
+            u = buffers.take("u", rows[pos])
+            xp = x[pos]
+            accept = u < 1 - 0.0331 * (xp * xp) * (xp * xp)
+            hard = np.flatnonzero(~accept)
+            if hard.size:
+                lhs = log_double(u[hard])
+                rhs = 0.5 * xp[hard] * xp[hard] + d[pos][hard] * (
+                    1 - v3[hard] + log_double(v3[hard]))
+                accept[hard] = lhs < rhs
+            acc = pos[accept]
+            res = d[acc] * v3[accept]
+            small = np.flatnonzero(less[acc])
+            if small.size:
+                b = buffers.take("u", rows[acc[small]])
+                res[small] = res[small] * pow_double(b, 1 / a[acc[small]])
+            out[rows[acc]] = res
+            done[acc] = True
+        rows, a, less, d, c = (arr[~done] for arr in (rows, a, less, d, c))
+
+
+# Binomial (TF's RandomBinomialFunctor): output o (batch-major) with count*p < 10 sums
+# geometric variables (inversion) from the blocks at counter + 42 * o; otherwise Hormann's
+# BTRS rejection, one block (u second value, v first) per attempt from counter + 256 * o.
+# Probabilities above 1/2 sample count - X(1 - p). Comparisons run in the parameters' dtype.
+
+_STIRLING_TAIL = np.array([
+    0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+    0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+    0.00925546218271273, 0.00833056343336287])
+
+
+def _stirling_tail(k):
+    kp1sq = (k + 1) * (k + 1)
+    far = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+    return np.where(k <= 9, _STIRLING_TAIL[np.clip(k, 0, 9).astype(np.int64)], far)
+
+
+def binomial(key, counter, counts, probs, samples_per_batch: int) -> np.ndarray:
+    """Samples of shape (samples_per_batch, counts.size) as float64; `counts` and `probs`
+    are the broadcast parameters (flat, of one floating dtype)."""
+    counts, probs = np.asarray(counts).reshape(-1), np.asarray(probs).reshape(-1)
+    t = probs.dtype.type
+    count = np.repeat(counts, samples_per_batch)
+    prob = np.repeat(probs, samples_per_batch)
+    dcount = count.astype(np.float64)
+    out = np.full(count.size, np.nan)
+    o = np.arange(count.size, dtype=np.uint64)
+    with np.errstate(all="ignore"):
+        zero = (dcount <= 0) | (prob <= t(0))
+        full = ~zero & (prob >= t(1))
+        low = ~zero & ~full & (prob <= t(0.5))
+        high = ~zero & ~full & (prob > t(0.5))
+        out[zero] = 0.0
+        out[full] = dcount[full]
+        q = (t(1) - prob).astype(prob.dtype)
+        for side, p_t in ((low, prob), (high, q)):
+            btrs_rows = np.flatnonzero(side & ((count * p_t).astype(prob.dtype) >= t(10)))
+            inv_rows = np.flatnonzero(side & ~((count * p_t).astype(prob.dtype) >= t(10)))
+            x = np.zeros(count.size)
+            x[inv_rows] = _binomial_inversion(key, counter, dcount[inv_rows],
+                                              p_t[inv_rows].astype(np.float64),
+                                              o[inv_rows] * np.uint64(42))
+            x[btrs_rows] = _btrs(key, counter, dcount[btrs_rows],
+                                 p_t[btrs_rows].astype(np.float64),
+                                 o[btrs_rows] * np.uint64(RESERVED_SAMPLES_PER_OUTPUT))
+            rows = np.concatenate([inv_rows, btrs_rows])
+            out[rows] = x[rows] if side is low else dcount[rows] - x[rows]
+    return out.reshape(counts.size, samples_per_batch).T
+
+
+def _binomial_inversion(key, counter, count, p, base):
+    result = np.zeros(count.size)
+    rows = np.arange(count.size)
+    log1p_q = _libm_each(lambda v: _safe(math.log1p, v), -p)
+    geom_sum = np.zeros(count.size)
+    num = np.zeros(count.size)
+    j = 0
+    while rows.size:
+        pending = np.ones(rows.size, bool)
+        for u in _uniform_pair(key, counter, base[rows] + np.uint64(j)):
+            geom = np.ceil(log_double(u) / log1p_q[rows])
+            geom_sum[rows] = np.where(pending, geom_sum[rows] + geom, geom_sum[rows])
+            stop = pending & (geom_sum[rows] > count[rows])
+            result[rows[stop]] = num[rows[stop]]
+            pending &= ~stop
+            num[rows[pending]] += 1
+        rows = rows[pending]
+        j += 1
+    return result
+
+
+def _btrs(key, counter, count, p, base):
+    result = np.zeros(count.size)
+    rows = np.arange(count.size)
+    stddev = np.sqrt(count * p * (1 - p))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * p
+    c = count * p + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = p / (1 - p)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = np.floor((count + 1) * p)
+    head = (m + 0.5) * log_double((m + 1) / (r * (count - m + 1)))
+    j = 0
+    while rows.size:
+        u, v = _uniform_pair(key, counter, base[rows] + np.uint64(j))
+        u = u - 0.5
+        us = 0.5 - np.abs(u)
+        k = np.floor((2 * a[rows] / us + b[rows]) * u + c[rows])
+        take = (us >= 0.07) & (v <= v_r[rows])
+        slow = np.flatnonzero(~take & ~((k < 0) | (k > count[rows])))
+        if slow.size:
+            i = rows[slow]
+            ks, n = k[slow], count[i]
+            lhs = log_double(v[slow] * alpha[i] / (a[i] / (us[slow] * us[slow]) + b[i]))
+            bound = (head[i] + (n + 1) * log_double((n - m[i] + 1) / (n - ks + 1))
+                     + (ks + 0.5) * log_double(r[i] * (n - ks + 1) / (ks + 1)))
+            bound = ((bound + _stirling_tail(m[i])) + _stirling_tail(n - m[i])
+                     - _stirling_tail(ks)) - _stirling_tail(n - ks)
+            take[slow[lhs <= bound]] = True
+        result[rows[take]] = k[take]
+        rows = rows[~take]
+        j += 1
+    return result
