@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from tensorflux.lib import philox
 from tensorflux.lib.philox import (
     RESERVED_SAMPLES_PER_OUTPUT,
     _libm_each,
@@ -281,3 +282,136 @@ def _btrs(key, counter, count, p, base):
         rows = rows[~take]
         j += 1
     return result
+
+
+# Parameterized truncated normal (TF's TruncatedNormalFunctorV2, run as one shard): one
+# Philox stream shared by all outputs in order, batch after batch (batch = one broadcast
+# parameter set; output [sample, batch]). Per batch one of three samplers, in the dtype T:
+# normal rejection (a block of normals), uniform rejection (a block of uniforms z and a block
+# of uniforms u per round), or exponential rejection (pairs of uniforms within a block). A
+# batch that completes mid-block drops the rest of that block.
+
+_RANDN_INSIDE = 1.3
+
+
+def _uniform_values(w, dtype):
+    if dtype == np.float64:
+        return np.stack([uint64_to_double(w[:, 0], w[:, 1]),
+                         uint64_to_double(w[:, 2], w[:, 3])], axis=1)
+    if dtype == np.float16:
+        return philox.uint16_to_half(w)
+    return philox.uint32_to_float(w)
+
+
+def _normal_values(w, dtype):
+    if dtype == np.float64:
+        return np.stack(box_muller_double(w[:, 0], w[:, 1], w[:, 2], w[:, 3]), axis=1)
+    a0, a1 = philox.box_muller_float(w[:, 0], w[:, 1])
+    b0, b1 = philox.box_muller_float(w[:, 2], w[:, 3])
+    return np.stack([a0, a1, b0, b1], axis=1).astype(dtype)
+
+
+def _exp_t(x, dtype):
+    if dtype == np.float64:
+        return philox._via_long_double(np.exp, math.exp, x)
+    # float and half go through expf; float64-then-round stands in for it (they differ only
+    # in rare rounding cases, which can flip an acceptance test at a tie).
+    return np.exp(np.asarray(x, np.float64)).astype(np.float32).astype(dtype)
+
+
+def _log_t(x, dtype):
+    if dtype == np.float64:
+        return log_double(x)
+    x32 = np.asarray(x, np.float32)
+    positive = x32 > 0
+    out = np.full(x32.shape, -np.inf, np.float32)
+    out[positive] = philox.logf(x32[positive])
+    return out.astype(dtype)
+
+
+class _Stream:
+    """Sequential Philox blocks from (key, counter)."""
+
+    def __init__(self, key, counter):
+        self.key, self.counter, self.position = key, counter, 0
+
+    def peek(self, count: int) -> np.ndarray:
+        offsets = np.arange(self.position, self.position + count, dtype=np.uint64)
+        return blocks(self.key, self.counter, count, offsets)
+
+
+def _collect(stream, need, blocks_per_round, values_fn, units_per_round):
+    """Accepted values from rounds of `blocks_per_round` blocks until `need` are found;
+    values_fn(w) gives (values, accepted) arrays of shape (rounds, per_round)."""
+    found = []
+    while need > 0:
+        rounds = max(4, 2 * need // units_per_round + 4)
+        w = stream.peek(rounds * blocks_per_round)
+        values, accepted = values_fn(w.reshape(rounds, blocks_per_round, 4))
+        flat_ok = accepted.reshape(-1)
+        count = np.cumsum(flat_ok)
+        if count[-1] >= need:
+            last = int(np.searchsorted(count, need))  # index of the need-th acceptance
+            found.append(values.reshape(-1)[:last + 1][flat_ok[:last + 1]])
+            stream.position += (last // accepted.shape[1] + 1) * blocks_per_round
+            need = 0
+        else:
+            found.append(values.reshape(-1)[flat_ok])
+            stream.position += rounds * blocks_per_round
+            need -= int(count[-1])
+    return np.concatenate(found)
+
+
+def _batch_samples(stream, need, mean, stddev, minval, maxval, dtype):
+    t = dtype.type
+    if (np.isinf(minval) and minval < 0) or maxval < mean:
+        minval, maxval, stddev = maxval, minval, -stddev
+    norm_min = (minval - mean) / stddev
+    norm_max = (maxval - mean) / stddev
+    sqrt_factor = np.sqrt(norm_min * norm_min + t(4))
+    cutoff = t(2) * _exp_t(t(0.5) + (norm_min * (norm_min - sqrt_factor)) / t(4), dtype) \
+        / (norm_min + sqrt_factor)
+    diff = norm_max - norm_min
+    per_block = 2 if dtype == np.float64 else 4
+    if ((norm_min < -t(_RANDN_INSIDE)) and (norm_max >= t(0))) or \
+            ((norm_max > t(_RANDN_INSIDE)) and (norm_min <= t(0))):
+        def randn(w):
+            v = _normal_values(w[:, 0], dtype)
+            return v, (v >= norm_min) & (v <= norm_max)
+        z = _collect(stream, need, 1, randn, per_block)
+    elif diff < cutoff:
+        plus = t(0) if norm_min < t(0) else norm_min * norm_min
+
+        def uniform(w):
+            z = (_uniform_values(w[:, 0], dtype) * diff + norm_min).astype(dtype)
+            g = ((plus - z * z) / t(2)).astype(dtype)
+            return z, _uniform_values(w[:, 1], dtype) <= _exp_t(g, dtype)
+        z = _collect(stream, need, 2, uniform, per_block)
+    else:
+        alpha = (norm_min + np.sqrt(norm_min * norm_min + t(4))) / t(2)
+
+        def exponential(w):
+            r = _uniform_values(w[:, 0], dtype)
+            z = ((-_log_t(r[:, 0::2], dtype)) / alpha + norm_min).astype(dtype)
+            x = (alpha - z) if norm_min < alpha else np.full(z.shape, norm_min - alpha, dtype)
+            g = _exp_t(((-x) * x / t(2)).astype(dtype), dtype)
+            return z, (r[:, 1::2] <= g) & (z < norm_max)
+        z = _collect(stream, need, 1, exponential, per_block // 2)
+    return (z * stddev + mean).astype(dtype)
+
+
+def parameterized_truncated_normal(key, counter, means, stddevs, minvals, maxvals,
+                                   samples_per_batch: int) -> np.ndarray:
+    """Samples of shape (samples_per_batch, num_batches) in the parameters' dtype; the four
+    parameter arrays are broadcast and flat. Raises ValueError on invalid parameters."""
+    params = [np.asarray(p).reshape(-1) for p in (means, stddevs, minvals, maxvals)]
+    dtype = params[0].dtype
+    out = np.zeros((samples_per_batch, params[0].size), dtype)
+    stream = _Stream(key, counter)
+    with np.errstate(all="ignore"):
+        for b, (mean, stddev, lo, hi) in enumerate(zip(*params, strict=True)):
+            if not (stddev > 0 and lo < hi and (np.isfinite(lo) or np.isfinite(hi))):
+                raise ValueError("Invalid parameters")
+            out[:, b] = _batch_samples(stream, samples_per_batch, mean, stddev, lo, hi,
+                                       dtype)
+    return out

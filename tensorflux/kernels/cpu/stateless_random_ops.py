@@ -272,48 +272,23 @@ def _binomial(node):
 @kernel_factory("StatelessParameterizedTruncatedNormal")
 def _parameterized_truncated_normal(node):
     def compute(ctx, shape, seed, means, stddevs, minvals, maxvals):
-        params = np.broadcast_shapes(*(np.shape(v) for v in (means, stddevs, minvals,
-                                                              maxvals)))
+        values = [np.asarray(v) for v in (means, stddevs, minvals, maxvals)]
+        try:
+            params = np.broadcast_shapes(*(v.shape for v in values))
+        except ValueError:
+            raise _bad("means, stddevs, minvals and maxvals must have compatible batch "
+                       "dimensions") from None
         dims = _sample_dims(shape, params)
-        mean, std, lo, hi = (np.broadcast_to(np.asarray(v, np.float64), dims)
-                             for v in (means, stddevs, minvals, maxvals))
-        gen = _generator(*_seed_key_counter(seed))
-        # Inverse-CDF sampling between the standardized bounds.
-        from tensorflux.kernels.cpu.special_math_ops import _scipy
-
-        special = _scipy("ndtr")
-        a, b = special.ndtr((lo - mean) / std), special.ndtr((hi - mean) / std)
-        u = a + gen.random(dims) * (b - a)
-        out = mean + std * special.ndtri(np.clip(u, 1e-300, 1 - 1e-16))
-        return np.clip(out, lo, hi).astype(np.asarray(means).dtype)
-
-    return compute
-
-
-@kernel_factory("RngReadAndSkip")
-def _rng_read_and_skip(node):
-    """Returns a Generator's Philox state [counter_lo, counter_hi, key] (int64) and moves
-    its 128-bit counter on by 256 blocks per requested output (TF's reservation)."""
-    from tensorflux.framework import dtypes
-    from tensorflux.kernels.cpu.state_ops import _existing, as_handle
-
-    def compute(ctx, resource, alg, delta):
-        if int(alg) not in (_PHILOX, _AUTO):
-            raise _bad(f"Unsupported algorithm id: {int(alg)}")
-        var = _existing(ctx, as_handle(resource), dtypes.int64, "update")
-        with var.lock:
-            state = np.asarray(var.value)
-            if state.shape != (3,):
-                raise _bad(f"The size of the state must be 3 for Philox; got "
-                           f"{state.size}")
-            old = state.copy()
-            lo, hi = old[:2].view(np.uint64)
-            skip = np.uint64(int(delta) * philox.RESERVED_SAMPLES_PER_OUTPUT % 2**64)
-            with np.errstate(over="ignore"):
-                new_lo = lo + skip
-                new_hi = hi + np.uint64(new_lo < skip)
-            var.value = np.array([new_lo, new_hi, old[2:].view(np.uint64)[0]],
-                                 np.uint64).view(np.int64)
-        return old
+        key, counter = _seed_key_counter(seed)
+        n = int(np.prod(dims, dtype=np.int64))
+        if n == 0:
+            return np.zeros(dims, values[0].dtype)
+        batches = int(np.prod(params, dtype=np.int64))
+        try:
+            samples = philox_samplers.parameterized_truncated_normal(
+                key, counter, *(np.broadcast_to(v, params) for v in values), n // batches)
+        except ValueError as e:
+            raise _bad(str(e)) from None
+        return samples.reshape(dims)
 
     return compute
