@@ -7,9 +7,10 @@ Two generations of ops, both TensorFlow's:
   seed into a Philox key [1] and counter [2] (uint64), which the V2 ops take with an
   algorithm id (1 Philox, 2 ThreeFry, 3 auto-select, which is Philox on CPU).
 The TF1 wrappers `tf.random.stateless_*`, `fold_in` and `split` build the graphs TensorFlow
-builds. Poisson, gamma, binomial and parameterized truncated normal samples are
-deterministic in the seed and follow their distributions, but are not TensorFlow's bits.
-Kernels: tensorflux/kernels/cpu/stateless_random_ops.py.
+builds. Every op gives TensorFlow's values (with glibc's libm, as TensorFlow on Linux uses);
+StatelessMultinomial and StatelessParameterizedTruncatedNormal give them where TensorFlow
+runs the op in one shard (TensorFlow's own values there depend on its thread count for
+large outputs). Kernels: tensorflux/kernels/cpu/stateless_random_ops.py.
 """
 
 from __future__ import annotations

@@ -54,6 +54,46 @@ def test_values_equal_tensorflow_bit_for_bit():
         np.testing.assert_array_equal(got.astype(want.dtype), want, err_msg=key)
 
 
+_SAMPLERS_PROGRAM = """
+R = tf.random
+outs = {}
+for i, seed in enumerate(SEEDS[:2]):
+    outs[f"poisson{i}"] = R.stateless_poisson([300, 4], seed, [0.5, 3.0, 9.99, 0.0])
+    outs[f"poisson_big{i}"] = R.stateless_poisson([200, 3], seed, [10.0, 47.5, 1e4],
+                                                  dtype=tf.float32)
+    outs[f"gamma{i}"] = R.stateless_gamma([300, 5], seed, [0.3, 1.0, 2.5, 0.999, 40.0],
+                                          dtype=tf.float64)
+    outs[f"gamma_beta{i}"] = R.stateless_gamma([200, 2], seed, [0.05, 7.0], beta=[2.0, 0.5])
+    outs[f"binomial{i}"] = R.stateless_binomial(
+        [300, 6], seed, counts=[5.0, 100.0, 100.0, 1000.0, 0.0, 7.0],
+        probs=[0.3, 0.05, 0.5, 0.9, 0.5, 1.0])
+    outs[f"binomial_b{i}"] = R.stateless_binomial(
+        [50, 2, 3], seed, counts=[[10.0], [200.0]], probs=[0.2, 0.6, 0.99],
+        output_dtype=tf.float32)
+    outs[f"ptn{i}"] = R.stateless_parameterized_truncated_normal(
+        [50, 4], seed, means=[0.0, 1.0, -2.0, 0.5], stddevs=[1.0, 2.0, 0.5, 1.0],
+        minvals=[-2.0, 0.0, 1.0, 3.0], maxvals=[2.0, 0.5, 5.0, 10.0])
+    outs[f"ptn64{i}"] = R.stateless_parameterized_truncated_normal(
+        [30, 3], seed, means=tf.constant([0.0, 1.0, -2.0], tf.float64),
+        stddevs=tf.constant(1.0, tf.float64),
+        minvals=tf.constant([-np.inf, 2.0, 0.0], tf.float64),
+        maxvals=tf.constant([0.0, np.inf, 0.3], tf.float64))
+outs["gamma16"] = tf.cast(R.stateless_gamma([64], [5, 6], 1.5, dtype=tf.float16), tf.float32)
+with tf.Session() as sess:
+    result = sess.run(outs)
+"""
+
+
+@pytest.mark.oracle
+def test_rejection_samplers_equal_tensorflow_bit_for_bit():
+    ours, theirs = oracle.run_both(f"SEEDS = {SEEDS!r}\n" + _SAMPLERS_PROGRAM, tf)
+    assert set(ours) == set(theirs)
+    for key in sorted(theirs):
+        want = np.asarray(theirs[key])
+        np.testing.assert_array_equal(np.asarray(ours[key]).astype(want.dtype), want,
+                                      err_msg=key)
+
+
 _GENERATOR_PROGRAM = """
 g = tf.random.Generator.from_seed(SEED)
 ops = [g.uniform([3]), g.normal([2, 2], dtype=tf.float64), g.truncated_normal([5]),

@@ -1,10 +1,10 @@
 """CPU kernels of tensorflux/ops/stateless_random_ops.py.
 
-Uniform, normal, truncated normal, integer and multinomial kernels draw TensorFlow's exact
-Philox bits (tensorflux/lib/philox.py); StatelessMultinomial consumes one stream over all
-rows, as TensorFlow does when it runs the op in one shard (small batches). Poisson, gamma,
-binomial and parameterized truncated normal kernels seed a NumPy Generator from the Philox
-key and counter: deterministic in the seed, but not TensorFlow's values.
+Every kernel draws TensorFlow's Philox stream and spends it as TensorFlow's kernel does
+(tensorflux/lib/philox.py for uniform, normal, truncated normal and integers;
+tensorflux/lib/philox_samplers.py for the rejection samplers). StatelessMultinomial and
+StatelessParameterizedTruncatedNormal consume one stream across rows / batches, as
+TensorFlow does when it runs them in one shard (small outputs).
 """
 
 from __future__ import annotations
@@ -191,14 +191,7 @@ def _multinomial(node):
     return compute
 
 
-# ---- samplers that are deterministic but not TensorFlow's bits -----------------------------
-
-
-def _generator(key, counter) -> np.random.Generator:
-    words = np.concatenate([np.asarray(key, np.uint64).reshape(-1),
-                            np.asarray(counter, np.uint64).reshape(-1)])
-    return np.random.Generator(np.random.Philox(key=words[:2], counter=np.concatenate(
-        [words[2:], np.zeros(4 - words[2:].size, np.uint64)])[:4]))
+# ---- rejection samplers (tensorflux/lib/philox_samplers.py) ---------------------------------
 
 
 def _sample_dims(shape, params_shape) -> tuple:
@@ -290,5 +283,34 @@ def _parameterized_truncated_normal(node):
         except ValueError as e:
             raise _bad(str(e)) from None
         return samples.reshape(dims)
+
+    return compute
+
+
+@kernel_factory("RngReadAndSkip")
+def _rng_read_and_skip(node):
+    """Returns a Generator's Philox state [counter_lo, counter_hi, key] (int64) and moves
+    its 128-bit counter on by 256 blocks per requested output (TF's reservation)."""
+    from tensorflux.framework import dtypes
+    from tensorflux.kernels.cpu.state_ops import _existing, as_handle
+
+    def compute(ctx, resource, alg, delta):
+        if int(alg) not in (_PHILOX, _AUTO):
+            raise _bad(f"Unsupported algorithm id: {int(alg)}")
+        var = _existing(ctx, as_handle(resource), dtypes.int64, "update")
+        with var.lock:
+            state = np.asarray(var.value)
+            if state.shape != (3,):
+                raise _bad(f"The size of the state must be 3 for Philox; got "
+                           f"{state.size}")
+            old = state.copy()
+            lo, hi = old[:2].view(np.uint64)
+            skip = np.uint64(int(delta) * philox.RESERVED_SAMPLES_PER_OUTPUT % 2**64)
+            with np.errstate(over="ignore"):
+                new_lo = lo + skip
+                new_hi = hi + np.uint64(new_lo < skip)
+            var.value = np.array([new_lo, new_hi, old[2:].view(np.uint64)[0]],
+                                 np.uint64).view(np.int64)
+        return old
 
     return compute
