@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import enum
 
+import numpy as np
+
 from tensorflux.framework import common_shapes, dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, joining_ops, reduction_ops
-from tensorflux.ops.math_ops import add, maximum, multiply, subtract, truediv
+from tensorflux.ops import array_ops, comparison_ops, joining_ops, reduction_ops, unary_ops
+from tensorflux.ops.math_ops import add, maximum, minimum, multiply, subtract, truediv
 from tensorflux.ops.random_ops import _shape_tensor
 from tensorflux.ops.sequence_ops import range as _range
 
@@ -176,15 +178,14 @@ define_op("StatelessParameterizedTruncatedNormal",
           inputs=["shape: S", _SEED, "means: dtype", "stddevs: dtype", "minvals: dtype",
                   "maxvals: dtype"], outputs=["output: dtype"],
           attrs=["S: {int32, int64}", _TSEED, "dtype: {half, float, double}"],
-          shape_fn=_sample_then_params)
+          shape_fn=_sample_then_params, broadcasts=True)
 not_differentiable(
     "StatelessRandomGetKeyCounter", "StatelessRandomGetKeyCounterAlg", "StatelessRandomGetAlg",
     "StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncatedNormal",
     "StatelessRandomUniformInt", "StatelessRandomUniformFullInt", "StatelessMultinomial",
     "StatelessRandomUniformV2", "StatelessRandomNormalV2", "StatelessTruncatedNormalV2",
     "StatelessRandomUniformIntV2", "StatelessRandomUniformFullIntV2",
-    "StatelessRandomPoisson", "StatelessRandomBinomial",
-    "StatelessParameterizedTruncatedNormal")
+    "StatelessRandomPoisson", "StatelessRandomBinomial")
 
 
 @gradient("StatelessRandomGammaV3")
@@ -199,6 +200,43 @@ def _stateless_gamma_grad(op, grad):
     partial = apply_op("RandomGammaGrad", alpha=broadcastable, sample=sample)
     return [None, None, None, None,
             reduction_ops.reduce_sum(multiply(grad, partial), _range(0, n))]
+
+
+def _ndtr(x):
+    """The standard normal CDF from erf / erfc (accurate in both tails)."""
+    half_sqrt_2 = convert_to_tensor(0.5 * np.sqrt(2.0), x.dtype)
+    w = multiply(x, half_sqrt_2)
+    z = unary_ops.abs(w)
+    one, two = convert_to_tensor(1.0, x.dtype), convert_to_tensor(2.0, x.dtype)
+    y = comparison_ops.where(
+        comparison_ops.less(z, half_sqrt_2), add(one, unary_ops.erf(w)),
+        comparison_ops.where(comparison_ops.greater(w, array_ops.zeros_like(w)),
+                             subtract(two, unary_ops.erfc(z)), unary_ops.erfc(z)))
+    return multiply(convert_to_tensor(0.5, x.dtype), y)
+
+
+@gradient("StatelessParameterizedTruncatedNormal")
+def _parameterized_truncated_normal_grad(op, grad):
+    """Implicit reparameterization: d sample / d parameter at a fixed truncated-normal CDF
+    value; the driver sums over the sample and broadcast dimensions."""
+    mean, stddev, minval, maxval = op.inputs[2:]
+    sample = op.outputs[0]
+    np_dtype = mean.dtype.base_dtype.as_numpy_dtype
+    lo = truediv(subtract(minval, mean), stddev)
+    hi = truediv(subtract(maxval, mean), stddev)
+    z = truediv(subtract(sample, mean), stddev)
+    cdf = truediv(subtract(_ndtr(z), _ndtr(lo)), subtract(_ndtr(hi), _ndtr(lo)))
+    cdf = minimum(maximum(cdf, convert_to_tensor(np.finfo(np_dtype).tiny, mean.dtype)),
+                  convert_to_tensor(1 - np.finfo(np_dtype).eps, mean.dtype))
+    half = convert_to_tensor(0.5, mean.dtype)
+    d_max = unary_ops.exp(add(multiply(half, subtract(unary_ops.square(z),
+                                                      unary_ops.square(hi))),
+                              unary_ops.log(cdf)))
+    d_min = unary_ops.exp(add(multiply(half, subtract(unary_ops.square(z),
+                                                      unary_ops.square(lo))),
+                              unary_ops.log1p(unary_ops.negative(cdf))))
+    return [None, None, grad, multiply(grad, z), multiply(grad, d_min),
+            multiply(grad, d_max)]
 
 
 # ---- TF1 wrappers ----------------------------------------------------------------------
@@ -364,8 +402,6 @@ def stateless_gamma(shape, seed, alpha, beta=None, dtype=dtypes.float32, name=No
 
 
 def _tiny(dtype):
-    import numpy as np
-
     return np.finfo(dtype.as_numpy_dtype).tiny
 
 

@@ -223,7 +223,7 @@ def test_bad_seeds_raise_what_tensorflow_raises():
             _run(bad_range)
 
 
-def test_gradients_flow_only_through_gamma_alpha():
+def test_gradients_flow_through_gamma_alpha_and_not_uniform_bits():
     with tf.Graph().as_default():
         mean = tf.constant(1.0)
         alpha = tf.constant([2.0, 3.0])
@@ -234,6 +234,22 @@ def test_gradients_flow_only_through_gamma_alpha():
         d_mean, d_alpha = _run([d_mean, d_alpha])
     assert d_mean == 3.0
     assert d_alpha.shape == (2,) and np.all(d_alpha > 0)
+
+
+@pytest.mark.oracle
+def test_gamma_and_truncated_normal_gradients_match_tensorflow():
+    program = """
+m = tf.constant([0.5, 0.0]); s = tf.constant(1.5)
+lo = tf.constant([-1.0, 0.5]); hi = tf.constant(2.0); alpha = tf.constant([2.0, 0.7])
+y = tf.random.stateless_parameterized_truncated_normal([6, 2], [3, 4], m, s, lo, hi)
+g = tf.random.stateless_gamma([5, 2], [3, 4], alpha, beta=2.0)
+grads = tf.gradients(tf.reduce_sum(y * y), [m, s, lo, hi]) + \\
+    tf.gradients(tf.reduce_sum(g), [alpha])
+with tf.Session() as sess:
+    result = dict(zip("msluag", sess.run(grads)))
+"""
+    ours, theirs = oracle.run_both(program, tf)
+    oracle.assert_results_close(ours, theirs, rtol=1e-4, atol=1e-5)
 
 
 def test_generator_state_advances_and_global_generator():
