@@ -123,6 +123,43 @@ def test_generator_from_seed_equals_tensorflow():
                                       err_msg=key)
 
 
+_SEED_OPS = [  # (op, extra inputs, attrs): TF's older ops that take the seed directly
+    ("StatelessRandomUniform", {}, {"dtype": "float64"}),
+    ("StatelessRandomNormal", {}, {"dtype": "float32"}),
+    ("StatelessTruncatedNormal", {}, {"dtype": "float16"}),
+    ("StatelessRandomUniformInt", {"minval": -9, "maxval": 40}, {}),
+    ("StatelessRandomUniformFullInt", {}, {"dtype": "int64"}),
+]
+
+
+@pytest.mark.oracle
+def test_seed_ops_equal_tensorflow_raw_ops():
+    from tensorflux.framework.op_def_library import apply_op
+
+    program = f"""
+result = {{}}
+with tf.Session() as sess:
+    for op, extra, attrs in {_SEED_OPS!r}:
+        kwargs = {{k: tf.constant(v) for k, v in extra.items()}}
+        kwargs.update({{k: tf.as_dtype(v) for k, v in attrs.items()}})
+        out = getattr(tf.raw_ops, op)(shape=[3, 5], seed=tf.constant([7, -8], tf.int64),
+                                      **kwargs)
+        result[op] = sess.run(tf.cast(out, tf.float64) if out.dtype.is_floating else out)
+"""
+    theirs = oracle.run_tf(program)
+    with tf.Graph().as_default():
+        outs = {}
+        for op, extra, attrs in _SEED_OPS:
+            kwargs = {k: tf.constant(v) for k, v in extra.items()}
+            kwargs.update({k: tf.as_dtype(v) for k, v in attrs.items()})
+            out = apply_op(op, shape=tf.constant([3, 5]), seed=tf.constant([7, -8], tf.int64),
+                           **kwargs)
+            outs[op] = tf.cast(out, tf.float64) if out.dtype.is_floating else out
+        ours = _run(outs)
+    for op in theirs:
+        np.testing.assert_array_equal(ours[op], np.asarray(theirs[op]), err_msg=op)
+
+
 def _run(t, feed=None):
     with tf.Session() as sess:
         return sess.run(t, feed)
