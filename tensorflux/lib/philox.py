@@ -199,7 +199,7 @@ def sincosf(y) -> tuple[np.ndarray, np.ndarray]:
     return sin_y, cos_y
 
 
-def _via_long_double(wide_fn, libm_fn, *args) -> np.ndarray:
+def via_long_double(wide_fn, libm_fn, *args) -> np.ndarray:
     """glibc's double `libm_fn` of arrays `args`: the correctly rounded value from long
     double (`wide_fn`), except near a rounding midpoint (glibc's error reaches about 0.52
     ulp), where libm itself answers through the math module."""
@@ -216,12 +216,12 @@ def _via_long_double(wide_fn, libm_fn, *args) -> np.ndarray:
         ulp = np.spacing(np.abs(out)).astype(np.longdouble)
         near = ~(np.abs(wide - out) <= 0.45 * ulp)  # also NaN and inf results
     if near.any():
-        out[near] = [_safe(libm_fn, *vals) for vals in zip(*(a[near].tolist() for a in args),
+        out[near] = [libm_call(libm_fn, *vals) for vals in zip(*(a[near].tolist() for a in args),
                                                            strict=True)]
     return out.reshape(shape)
 
 
-def _safe(fn, *args) -> float:
+def libm_call(fn, *args) -> float:
     """fn(*args) from the math module, with IEEE results where it raises instead."""
     try:
         return fn(*args)
@@ -235,7 +235,7 @@ def _safe(fn, *args) -> float:
         return math.inf if name in ("lgamma", "pow") else math.nan
 
 
-def _libm_each(fn, values) -> np.ndarray:
+def libm_each(fn, values) -> np.ndarray:
     """fn (a math-module function, i.e. the C library's) of each distinct value."""
     values = np.asarray(values, np.float64)
     uniq, inverse = np.unique(values, return_inverse=True)
@@ -244,18 +244,18 @@ def _libm_each(fn, values) -> np.ndarray:
 
 def log_double(x) -> np.ndarray:
     """glibc's log for float64 x > 0."""
-    return _via_long_double(np.log, math.log, x)
+    return via_long_double(np.log, math.log, x)
 
 
 def log1p_double(x) -> np.ndarray:
     """glibc's log1p for float64 x > -1: its error reaches a full ulp, so every value comes
     from the C library (through the math module)."""
-    return _libm_each(lambda v: _safe(math.log1p, v), x)
+    return libm_each(lambda v: libm_call(math.log1p, v), x)
 
 
 def pow_double(x, y) -> np.ndarray:
     """glibc's pow for float64 x >= 0."""
-    return _via_long_double(np.power, math.pow, x, y)
+    return via_long_double(np.power, math.pow, x, y)
 
 
 # Bits to floats in [0, 1).

@@ -13,10 +13,10 @@ import numpy as np
 from tensorflux.lib import philox
 from tensorflux.lib.philox import (
     RESERVED_SAMPLES_PER_OUTPUT,
-    _libm_each,
-    _safe,
     blocks,
     box_muller_double,
+    libm_call,
+    libm_each,
     log1p_double,
     log_double,
     pow_double,
@@ -51,7 +51,7 @@ def _uniform_pair(key, counter, offsets):
 
 def _poisson_knuth(key, counter, rate, base, out):
     active = np.flatnonzero(rate < 10)
-    limit = _libm_each(lambda v: _safe(math.exp, -v), rate[active])
+    limit = libm_each(lambda v: libm_call(math.exp, -v), rate[active])
     prod = np.ones(active.size)
     x = np.zeros(active.size)
     j = 0
@@ -70,7 +70,7 @@ def _poisson_knuth(key, counter, rate, base, out):
 def _poisson_hormann(key, counter, rate, base, out, highest):
     active = np.flatnonzero(rate >= 10)
     r = rate[active]
-    log_rate = _libm_each(lambda v: _safe(math.log, v), r)
+    log_rate = libm_each(lambda v: libm_call(math.log, v), r)
     b = 0.931 + 2.53 * np.sqrt(r)
     a = -0.059 + 0.02483 * b
     inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
@@ -87,8 +87,8 @@ def _poisson_hormann(key, counter, rate, base, out, highest):
         if slow.any():
             arg = v[slow] * inv_alpha[slow] / (a[slow] / (us[slow] * us[slow]) + b[slow])
             s = log_double(arg)
-            t = -r[slow] + k[slow] * log_rate[slow] - _libm_each(
-                lambda q: _safe(math.lgamma, q), k[slow] + 1)
+            t = -r[slow] + k[slow] * log_rate[slow] - libm_each(
+                lambda q: libm_call(math.lgamma, q), k[slow] + 1)
             take[np.flatnonzero(slow)[s <= t]] = True
         out[active[take]] = k[take]
         keep = ~take
@@ -231,7 +231,7 @@ def binomial(key, counter, counts, probs, samples_per_batch: int) -> np.ndarray:
 def _binomial_inversion(key, counter, count, p, base):
     result = np.zeros(count.size)
     rows = np.arange(count.size)
-    log1p_q = _libm_each(lambda v: _safe(math.log1p, v), -p)
+    log1p_q = libm_each(lambda v: libm_call(math.log1p, v), -p)
     geom_sum = np.zeros(count.size)
     num = np.zeros(count.size)
     j = 0
@@ -313,7 +313,7 @@ def _normal_values(w, dtype):
 
 def _exp_t(x, dtype):
     if dtype == np.float64:
-        return philox._via_long_double(np.exp, math.exp, x)
+        return philox.via_long_double(np.exp, math.exp, x)
     # float and half go through expf; float64-then-round stands in for it (they differ only
     # in rare rounding cases, which can flip an acceptance test at a tie).
     return np.exp(np.asarray(x, np.float64)).astype(np.float32).astype(dtype)
