@@ -49,6 +49,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     special_math_ops,
     spectral_ops,
     state_ops,
+    stateless_random_ops,
     string_ops,
     summary_ops,
     tensor_array_ops,

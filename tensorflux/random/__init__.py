@@ -22,3 +22,27 @@ def categorical(logits, num_samples, dtype=None, seed=None, name=None):
     (`tf.random.categorical`); int64 unless `dtype` says otherwise."""
     return multinomial(logits, num_samples, seed=seed, name=name,
                        output_dtype=_dtypes.int64 if dtype is None else dtype)
+
+
+# Stateless (Philox, TensorFlow's values bit for bit) and counter-based generators.
+from tensorflux.ops.stateless_random_ops import (  # noqa: E402,F401
+    Algorithm,
+    fold_in,
+    split,
+    stateless_binomial,
+    stateless_categorical,
+    stateless_gamma,
+    stateless_multinomial,
+    stateless_normal,
+    stateless_parameterized_truncated_normal,
+    stateless_poisson,
+    stateless_truncated_normal,
+    stateless_uniform,
+)
+from tensorflux.random import experimental  # noqa: E402,F401
+from tensorflux.random.generator import (  # noqa: E402,F401
+    Generator,
+    create_rng_state,
+    get_global_generator,
+    set_global_generator,
+)

@@ -49,6 +49,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     special_math_ops,
     spectral_ops,
     state_ops,
+    stateless_random_ops,
     string_ops,
     summary_ops,
     tensor_array_ops,

@@ -1,0 +1,391 @@
+"""Philox4x32-10 and the conversions TensorFlow's stateless random ops apply to its bits.
+
+Philox (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011) maps a
+128-bit counter and a 64-bit key to 128 random bits through ten rounds; everything here is
+vectorized over whole arrays of counters with uint32/uint64 arithmetic.
+
+How TensorFlow's stateless ops spend the bits (these facts fix the values bit for bit):
+- A seed pair (s0, s1) becomes a key and a counter by one Philox call with the fixed key
+  (0x3ec8f720, 0x02461e29) on the counter (lo s0, hi s0, lo s1, hi s1): the output's first
+  two words are the key, its last two the counter's high half; the low half is zero.
+- Output element k of a fixed-sample distribution comes from Philox block
+  `counter + k // per_block`, where a block (4 uint32) yields 4 float32/half/bfloat16/
+  int32 values or 2 float64/int64 values (two words each, the first word high for doubles
+  and the second high for 64-bit integers).
+- Floats in [0, 1) put random mantissa bits under the exponent of 1.0 and subtract 1.
+- Normals are Box-Muller pairs; truncated normals reject |x| >= 2, and each group of 4
+  (float64: 2) outputs draws from its own run of blocks starting at counter + 256 * group
+  (float64: 128 * group), consuming words in order.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+_W0, _W1 = np.uint32(0x9E3779B9), np.uint32(0xBB67AE85)
+_MASK32 = np.uint64(0xFFFFFFFF)
+_SHIFT32 = np.uint64(32)
+_ROUNDS = 10
+# Outputs of a variable-samples distribution (truncated normal) reserve this many words each.
+RESERVED_SAMPLES_PER_OUTPUT = 256
+
+
+def philox(counter: np.ndarray, key) -> np.ndarray:
+    """Philox4x32-10 of counters `counter` (uint32, shape (4, n)) under `key` (two uint32,
+    or two uint32 arrays of shape (n,)); returns the (4, n) uint32 outputs."""
+    c0, c1, c2, c3 = (np.asarray(c, np.uint32) for c in counter)
+    k0, k1 = (np.asarray(k, np.uint32) for k in key)
+    with np.errstate(over="ignore"):
+        for r in range(_ROUNDS):
+            p0 = _M0 * c0.astype(np.uint64)
+            p1 = _M1 * c2.astype(np.uint64)
+            hi0, lo0 = (p0 >> _SHIFT32).astype(np.uint32), (p0 & _MASK32).astype(np.uint32)
+            hi1, lo1 = (p1 >> _SHIFT32).astype(np.uint32), (p1 & _MASK32).astype(np.uint32)
+            c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+            if r < _ROUNDS - 1:
+                k0, k1 = k0 + _W0, k1 + _W1
+    return np.stack([c0, c1, c2, c3])
+
+
+def split64(x) -> tuple:
+    """(low, high) uint32 halves of uint64 values."""
+    x = np.asarray(x, np.uint64)
+    return (x & _MASK32).astype(np.uint32), (x >> _SHIFT32).astype(np.uint32)
+
+
+def join64(lo, hi) -> np.ndarray:
+    """uint64 values from uint32 halves."""
+    return np.asarray(lo, np.uint64) | (np.asarray(hi, np.uint64) << _SHIFT32)
+
+
+def key_counter_from_seed(seed) -> tuple[np.ndarray, np.ndarray]:
+    """TF's StatelessRandomGetKeyCounter: a seed of two int32/int64 values to the Philox
+    key (uint64, shape [1]) and counter (uint64, shape [2])."""
+    s = np.asarray(seed).astype(np.int64).view(np.uint64)
+    lo0, hi0 = split64(s[0])
+    lo1, hi1 = split64(s[1])
+    mix = philox(np.array([[lo0], [hi0], [lo1], [hi1]], np.uint32),
+                 (np.uint32(0x3EC8F720), np.uint32(0x02461E29)))[:, 0]
+    key = join64(mix[0], mix[1]).reshape(1)
+    counter = np.array([0, join64(mix[2], mix[3])], np.uint64)
+    return key, counter
+
+
+def blocks(key, counter, n_blocks: int, offsets=None) -> np.ndarray:
+    """The Philox outputs at counter + offsets (default 0..n_blocks-1) as (n, 4) uint32.
+
+    `key` is a uint64 (its low word first), `counter` two uint64 (low half first): the
+    layout of StatelessRandomGetKeyCounter's outputs.
+    """
+    key = np.asarray(key, np.uint64).reshape(-1)
+    counter = np.asarray(counter, np.uint64).reshape(-1)
+    k = np.arange(n_blocks, dtype=np.uint64) if offsets is None else offsets
+    with np.errstate(over="ignore"):
+        lo = counter[0] + k
+        hi = counter[1] + (lo < k).astype(np.uint64)
+    c0, c1 = split64(lo)
+    c2, c3 = split64(hi)
+    return philox((c0, c1, c2, c3), split64(key[0])).T
+
+
+def words(key, counter, count: int) -> np.ndarray:
+    """The first `count` uint32 words of the Philox stream at (key, counter)."""
+    return blocks(key, counter, -(-count // 4)).reshape(-1)[:count]
+
+
+# glibc's float32 logf and sincosf (the ARM optimized-routines algorithms that TensorFlow's
+# BoxMullerFloat reaches on Linux; they are not correctly rounded, so float64-then-round would
+# differ in about 1% of normals). Evaluated in double as glibc does, with its x86-64 FMA
+# contractions emulated exactly.
+
+def _split(a):
+    c = a * 134217729.0  # 2**27 + 1: Dekker's split into two 26-bit halves
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def fma(a, b, c):
+    """round(a * b + c) via error-free transformations (exact product, two-sum)."""
+    a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    bb = s - p
+    t = (p - (s - bb)) + (c - bb)
+    return s + (t + e)
+
+
+def _hex(*values) -> np.ndarray:
+    return np.array([float.fromhex(v) for v in values])
+
+
+# logf: x = 2^k z, z near table point c_i (16 subintervals), log x = log1p(z/c - 1) + log c
+# + k ln2 with a degree-4 polynomial for log1p.
+_LOGF_INVC = _hex(
+    "0x1.661ec79f8f3bep+0", "0x1.571ed4aaf883dp+0", "0x1.49539f0f010bp+0",
+    "0x1.3c995b0b80385p+0", "0x1.30d190c8864a5p+0", "0x1.25e227b0b8eap+0",
+    "0x1.1bb4a4a1a343fp+0", "0x1.12358f08ae5bap+0", "0x1.0953f419900a7p+0", "0x1p+0",
+    "0x1.e608cfd9a47acp-1", "0x1.ca4b31f026aap-1", "0x1.b2036576afce6p-1",
+    "0x1.9c2d163a1aa2dp-1", "0x1.886e6037841edp-1", "0x1.767dcf5534862p-1")
+_LOGF_LOGC = _hex(
+    "-0x1.57bf7808caadep-2", "-0x1.2bef0a7c06ddbp-2", "-0x1.01eae7f513a67p-2",
+    "-0x1.b31d8a68224e9p-3", "-0x1.6574f0ac07758p-3", "-0x1.1aa2bc79c81p-3",
+    "-0x1.a4e76ce8c0e5ep-4", "-0x1.1973c5a611cccp-4", "-0x1.252f438e10c1ep-5", "0x0p+0",
+    "0x1.aa5aa5df25984p-5", "0x1.c5e53aa362eb4p-4", "0x1.526e57720db08p-3",
+    "0x1.bc2860d22477p-3", "0x1.1058bc8a07ee1p-2", "0x1.4043057b6ee09p-2")
+_LN2 = float.fromhex("0x1.62e42fefa39efp-1")
+_LOGF_A = _hex("-0x1.00ea348b88334p-2", "0x1.5575b0be00b6ap-2", "-0x1.ffffef20a4123p-2")
+
+
+def logf(x) -> np.ndarray:
+    """glibc's logf for positive normal float32 x."""
+    ix = np.asarray(x, np.float32).view(np.uint32)
+    tmp = ix - np.uint32(0x3F330000)
+    i = (tmp >> np.uint32(19)) % np.uint32(16)
+    k = (tmp.view(np.int32) >> 23).astype(np.float64)
+    z = (ix - (tmp & np.uint32(0xFF800000))).view(np.float32).astype(np.float64)
+    r = fma(z, _LOGF_INVC[i], -1.0)
+    y0 = fma(k, _LN2, _LOGF_LOGC[i])
+    r2 = r * r
+    y = fma(_LOGF_A[1], r, _LOGF_A[2])
+    y = fma(_LOGF_A[0], r2, y)
+    return fma(y, r2, y0 + r).astype(np.float32)
+
+
+# sincosf: reduce by the nearest multiple n of pi/2 (hpi_inv carries a 2^24 scale), then
+# polynomials for cos (c0..c4) and sin (s1..s3) of the remainder, swapped for odd n and
+# negated by quadrant.
+_COS = _hex("0x1p0", "-0x1.ffffffd0c621cp-2", "0x1.55553e1068f19p-5",
+            "-0x1.6c087e89a359dp-10", "0x1.99343027bf8c3p-16")
+_SIN = _hex("-0x1.555545995a603p-3", "0x1.1107605230bc4p-7", "-0x1.994eb3774cf24p-13")
+_HPI_INV = float.fromhex("0x1.45F306DC9C883p+23")
+_HPI = float.fromhex("0x1.921FB54442D18p0")
+
+
+def _top12(x):
+    return (np.asarray(x, np.float32).view(np.uint32) >> np.uint32(20)) & np.uint32(0x7FF)
+
+
+def sincosf(y) -> tuple[np.ndarray, np.ndarray]:
+    """glibc's sincosf for float32 0 <= y < 120."""
+    y = np.asarray(y, np.float32)
+    x = y.astype(np.float64)
+    top = _top12(y)
+    small = top < _top12(np.float32(float.fromhex("0x1.921FB54442D18p-1")))
+    tiny = top < _top12(np.float32(2.0**-12))
+    n = ((x * _HPI_INV).astype(np.int32) + np.int32(0x800000)) >> 24
+    n = np.where(small, 0, n)
+    xr = np.where(small, x, fma(-n.astype(np.float64), _HPI, x))
+    xs = xr * np.array([1.0, -1.0, -1.0, 1.0])[n & 3]
+    cos_c = _COS[:, None] * np.where((n & 2) != 0, -1.0, 1.0)
+    x2 = xr * xr
+    x4 = x2 * x2
+    x3 = x2 * xs
+    c2 = fma(x2, cos_c[4], cos_c[3])
+    s1 = fma(x2, _SIN[2], _SIN[1])
+    c1 = fma(x2, cos_c[1], cos_c[0])
+    s = fma(x3, _SIN[0], xs)
+    c = fma(x4, cos_c[2], c1)
+    sv = fma(x3 * x2, s1, s).astype(np.float32)
+    cv = fma(x4 * x2, c2, c).astype(np.float32)
+    odd = (n & 1) != 0
+    sin_y = np.where(tiny, y, np.where(odd, cv, sv))
+    cos_y = np.where(tiny, np.float32(1.0), np.where(odd, sv, cv))
+    return sin_y, cos_y
+
+
+def via_long_double(wide_fn, libm_fn, *args) -> np.ndarray:
+    """glibc's double `libm_fn` of arrays `args`: the correctly rounded value from long
+    double (`wide_fn`), except near a rounding midpoint (glibc's error reaches about 0.52
+    ulp), where libm itself answers through the math module."""
+    args = [np.asarray(a, np.float64) for a in args]
+    shape = np.broadcast_shapes(*(a.shape for a in args))
+    args = [np.broadcast_to(a, shape).reshape(-1) for a in args]
+    if np.finfo(np.longdouble).nmant <= 52:
+        near = np.ones(args[0].shape, bool)
+        out = np.empty(args[0].shape)
+    else:
+        with np.errstate(all="ignore"):
+            wide = wide_fn(*(a.astype(np.longdouble) for a in args))
+        out = wide.astype(np.float64)
+        ulp = np.spacing(np.abs(out)).astype(np.longdouble)
+        near = ~(np.abs(wide - out) <= 0.45 * ulp)  # also NaN and inf results
+    if near.any():
+        out[near] = [libm_call(libm_fn, *vals) for vals in zip(*(a[near].tolist() for a in args),
+                                                           strict=True)]
+    return out.reshape(shape)
+
+
+def libm_call(fn, *args) -> float:
+    """fn(*args) from the math module, with IEEE results where it raises instead."""
+    try:
+        return fn(*args)
+    except OverflowError:
+        return math.inf
+    except (ValueError, ZeroDivisionError):
+        name = fn.__name__
+        if name in ("log", "log1p"):
+            at_zero = args[0] + (1.0 if name == "log1p" else 0.0) == 0
+            return -math.inf if at_zero else math.nan
+        return math.inf if name in ("lgamma", "pow") else math.nan
+
+
+def libm_each(fn, values) -> np.ndarray:
+    """fn (a math-module function, i.e. the C library's) of each distinct value."""
+    values = np.asarray(values, np.float64)
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return np.array([fn(v) for v in uniq.tolist()], np.float64)[inverse].reshape(values.shape)
+
+
+def log_double(x) -> np.ndarray:
+    """glibc's log for float64 x > 0."""
+    return via_long_double(np.log, math.log, x)
+
+
+def log1p_double(x) -> np.ndarray:
+    """glibc's log1p for float64 x > -1: its error reaches a full ulp, so every value comes
+    from the C library (through the math module)."""
+    return libm_each(lambda v: libm_call(math.log1p, v), x)
+
+
+def pow_double(x, y) -> np.ndarray:
+    """glibc's pow for float64 x >= 0."""
+    return via_long_double(np.power, math.pow, x, y)
+
+
+# Bits to floats in [0, 1).
+
+
+def uint32_to_float(x) -> np.ndarray:
+    bits = (np.asarray(x, np.uint32) & np.uint32(0x7FFFFF)) | np.uint32(0x3F800000)
+    return bits.view(np.float32) - np.float32(1.0)
+
+
+def uint64_to_double(x0, x1) -> np.ndarray:
+    """x0 gives the mantissa's upper 20 bits, x1 its lower 32."""
+    man = join64(x1, np.asarray(x0, np.uint32) & np.uint32(0xFFFFF))
+    return (man | np.uint64(1023 << 52)).view(np.float64) - 1.0
+
+
+def uint16_to_half(x) -> np.ndarray:
+    bits = (np.asarray(x, np.uint32) & np.uint32(0x3FF)).astype(np.uint16) | np.uint16(15 << 10)
+    return bits.view(np.float16) - np.float16(1.0)
+
+
+def uint16_to_bfloat16(x) -> np.ndarray:
+    import ml_dtypes
+
+    bits = (np.asarray(x, np.uint32) & np.uint32(0x7F)).astype(np.uint16) | np.uint16(127 << 7)
+    return (bits.view(ml_dtypes.bfloat16).astype(np.float32) - 1.0).astype(ml_dtypes.bfloat16)
+
+
+def box_muller_float(x0, x1) -> tuple[np.ndarray, np.ndarray]:
+    """Two float32 standard normals per pair of words, as TF's BoxMullerFloat computes
+    them: u1 clamped at 1e-7, the angle 2*pi*u in double rounded to float, then glibc's
+    logf and sincosf and a correctly rounded sqrtf."""
+    u1 = np.maximum(uint32_to_float(x0), np.float32(1.0e-7))
+    v1 = (2.0 * np.pi * uint32_to_float(x1).astype(np.float64)).astype(np.float32)
+    u2 = np.sqrt(np.float32(-2.0) * logf(u1))
+    sin_v, cos_v = sincosf(v1)
+    return sin_v * u2, cos_v * u2
+
+
+def box_muller_double(x0, x1, x2, x3) -> tuple[np.ndarray, np.ndarray]:
+    """Two float64 standard normals per four words (TF's BoxMullerDouble)."""
+    u1 = np.maximum(uint64_to_double(x0, x1), 1.0e-7)
+    v1 = 2.0 * np.pi * uint64_to_double(x2, x3)
+    u2 = np.sqrt(-2.0 * log_double(u1))
+    return np.sin(v1) * u2, np.cos(v1) * u2
+
+
+# Distributions: n values from the stream at (key, counter), in TF's order.
+
+
+def _kind(dtype) -> str:
+    return np.dtype(dtype).name
+
+
+def uniform(key, counter, n: int, dtype) -> np.ndarray:
+    """n floats in [0, 1) of `dtype` (float16, bfloat16, float32, float64)."""
+    kind = _kind(dtype)
+    if kind == "float64":
+        w = words(key, counter, 2 * n)
+        return uint64_to_double(w[0::2], w[1::2])
+    w = words(key, counter, n)
+    if kind == "float32":
+        return uint32_to_float(w)
+    if kind == "float16":
+        return uint16_to_half(w)
+    if kind == "bfloat16":
+        return uint16_to_bfloat16(w)
+    raise TypeError(f"uniform floats of {kind} are not supported")
+
+
+def uniform_full_int(key, counter, n: int, dtype) -> np.ndarray:
+    """n integers over the whole range of `dtype` (int32, int64, uint32, uint64)."""
+    dtype = np.dtype(dtype)
+    if dtype.itemsize == 8:
+        w = words(key, counter, 2 * n)
+        return join64(w[0::2], w[1::2]).view(dtype)
+    return words(key, counter, n).view(dtype)
+
+
+def uniform_int(key, counter, n: int, minval, maxval, dtype) -> np.ndarray:
+    """n integers in [minval, maxval) by TF's modulo scheme; requires minval < maxval."""
+    dtype = np.dtype(dtype)
+    bits = uniform_full_int(key, counter, n, np.uint64 if dtype.itemsize == 8 else np.uint32)
+    udtype = bits.dtype
+    lo = np.asarray(minval, dtype).astype(udtype)
+    span = (np.asarray(maxval, dtype).astype(udtype) - lo).astype(udtype)
+    with np.errstate(over="ignore"):
+        return (lo + bits % span).astype(udtype).view(dtype)
+
+
+def normal(key, counter, n: int, dtype) -> np.ndarray:
+    """n standard normals of `dtype`; half and bfloat16 round the float32 values."""
+    kind = _kind(dtype)
+    if kind == "float64":
+        w = words(key, counter, 4 * (-(-n // 2))).reshape(-1, 4).T
+        d0, d1 = box_muller_double(*w)
+        return np.stack([d0, d1], axis=1).reshape(-1)[:n]
+    w = words(key, counter, 2 * (-(-n // 2))).reshape(-1, 2).T
+    f0, f1 = box_muller_float(*w)
+    out = np.stack([f0, f1], axis=1).reshape(-1)[:n]
+    return out if kind == "float32" else out.astype(dtype)
+
+
+def truncated_normal(key, counter, n: int, dtype) -> np.ndarray:
+    """n standard normals of `dtype` restricted to (-2, 2) by rejection, TF's way: output
+    group g (4 values; 2 for float64) takes the first accepted candidates from the blocks
+    at counter + g * skip, + 1, ... in order."""
+    kind = _kind(dtype)
+    per_group = 2 if kind == "float64" else 4
+    skip = per_group * RESERVED_SAMPLES_PER_OUTPUT // 4
+    groups = -(-n // per_group)
+    out = np.zeros((groups, per_group), np.float64 if kind == "float64" else np.float32)
+    count = np.zeros(groups, np.int64)
+    base = np.arange(groups, dtype=np.uint64) * np.uint64(skip)
+    need = np.arange(groups)
+    for j in range(skip):
+        if need.size == 0:
+            break
+        w = blocks(key, counter, need.size, base[need] + np.uint64(j)).T
+        if kind == "float64":
+            cand = np.stack(box_muller_double(*w), axis=1)
+        else:
+            a0, a1 = box_muller_float(w[0], w[1])
+            b0, b1 = box_muller_float(w[2], w[3])
+            cand = np.stack([a0, a1, b0, b1], axis=1)
+        for p in range(cand.shape[1]):
+            take = (np.abs(cand[:, p]) < 2.0) & (count[need] < per_group)
+            rows = need[take]
+            out[rows, count[rows]] = cand[take, p]
+            count[rows] += 1
+        need = need[count[need] < per_group]
+    out = out.reshape(-1)[:n]
+    return out if kind in ("float32", "float64") else out.astype(dtype)
