@@ -34,3 +34,4 @@ from tensorflux.ops.quantization_ops import (  # noqa: E402,F401 - tf.nn's names
     quantized_conv2d,
     quantized_max_pool,
 )
+from tensorflux.ops.ctc_ops import *  # noqa: E402,F401,F403 - tf.nn.ctc_*, collapse_repeated

@@ -17,6 +17,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     conv_ops,
     conv3d_ops,
     control_flow_ops,
+    ctc_ops,
     data_flow_ops,
     depthwise_conv_ops,
     gather_ops,

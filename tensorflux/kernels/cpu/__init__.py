@@ -13,6 +13,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     comparison_ops,
     constant_op,
     control_flow_ops,
+    ctc_ops,
     conv3d_ops,
     conv_ops,
     data_flow_ops,
