@@ -306,7 +306,9 @@ class _BeamSearch:
     """CTC prefix beam search for one sequence, as TensorFlow's decoder steps it: the beam
     keeps the `width` best prefixes by total probability; each step first extends every
     prefix in place (same prefix, by a blank or a repeat of its last label), then offers
-    each prefix's children, an entry falling out of the beam losing its probability."""
+    each prefix's children, an entry falling out of the beam losing its probability.
+    `merge` only changes how a prefix is read out: repeated labels merged (TF's
+    merge_repeated), the search itself is plain CTC."""
 
     def __init__(self, width, classes, merge):
         self.width, self.classes, self.merge = width, classes, merge
@@ -330,7 +332,7 @@ class _BeamSearch:
         for e in branches:
             if e.parent is not None:
                 if e.parent.active():
-                    same = e.label == e.parent.label and self.merge
+                    same = e.label == e.parent.label
                     prev = e.parent.old[_BLANK] if same else e.parent.old[_TOTAL]
                     e.new[_LABEL] = np.logaddexp(e.new[_LABEL], prev)
                 e.new[_LABEL] += logp[e.label]
@@ -345,7 +347,7 @@ class _BeamSearch:
             for c in e.children:
                 if c.active():
                     continue
-                same = c.label == e.label and self.merge
+                same = c.label == e.label
                 prev = e.old[_BLANK] if same else e.old[_TOTAL]
                 c.new = [_NEG_INF, logp[c.label] + prev, logp[c.label] + prev]
                 if self._candidate(c.new):
