@@ -31,6 +31,7 @@ from tensorflux.nn.nn_extra import *  # noqa: E402,F401,F403
 from tensorflux.nn.rnn import *  # noqa: E402,F401,F403
 from tensorflux.nn.space_to_batch_impl import with_space_to_batch  # noqa: E402,F401
 from tensorflux.ops.ctc_ops import *  # noqa: E402,F401,F403 - tf.nn.ctc_*, collapse_repeated
+from tensorflux.ops.fractional_pool_ops import *  # noqa: E402,F401,F403 - fractional_*_pool
 from tensorflux.ops.morphology_ops import dilation2d, erosion2d  # noqa: E402,F401
 from tensorflux.ops.quantization_ops import (  # noqa: E402,F401 - tf.nn's names of the ops
     quantized_conv2d,

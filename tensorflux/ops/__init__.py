@@ -20,6 +20,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     ctc_ops,
     data_flow_ops,
     depthwise_conv_ops,
+    fractional_pool_ops,
     gather_ops,
     image_ops,
     io_ops,

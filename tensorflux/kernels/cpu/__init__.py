@@ -19,6 +19,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     data_flow_ops,
     dataset_ops,
     depthwise_conv_ops,
+    fractional_pool_ops,
     gather_ops,
     image_ops,
     io_ops,
