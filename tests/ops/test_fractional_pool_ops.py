@@ -81,7 +81,8 @@ def test_region_semantics_on_tensorflows_sequences():
                                            rtol=1e-6)
                 dy = tf.constant((2 * y).astype(np.float32))
                 if grad_op == "FractionalMaxPoolGrad":
-                    got = apply_op(grad_op, orig_input=x, orig_output=tf.constant(y.astype(np.float32)),
+                    got = apply_op(grad_op, orig_input=x,
+                                   orig_output=tf.constant(y.astype(np.float32)),
                                    out_backprop=dy, row_pooling_sequence=rows,
                                    col_pooling_sequence=cols, overlapping=overlapping)
                 else:
