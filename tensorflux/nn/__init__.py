@@ -35,6 +35,8 @@ from tensorflux.ops.ctc_ops import *  # noqa: E402,F401,F403 - tf.nn.ctc_*, coll
 from tensorflux.ops.fractional_pool_ops import *  # noqa: E402,F401,F403 - fractional_*_pool
 from tensorflux.ops.morphology_ops import dilation2d, erosion2d  # noqa: E402,F401
 from tensorflux.ops.quantization_ops import (  # noqa: E402,F401 - tf.nn's names of the ops
+    quantized_avg_pool,
     quantized_conv2d,
     quantized_max_pool,
+    quantized_relu_x,
 )
