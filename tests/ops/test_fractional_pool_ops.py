@@ -1,6 +1,6 @@
-"""FractionalMaxPool / FractionalAvgPool and their gradients: against TensorFlow where the
-pooling sequences are fixed (ratios dividing the input, or TF's own sequences fed to the
-gradient ops), against NumPy, and by finite differences."""
+"""FractionalMaxPool / FractionalAvgPool and their gradients: against TensorFlow (ratios
+dividing the input; seeded random regions, whose sequences equal TF's; TF's own sequences fed
+to the gradient ops), against NumPy, and by finite differences."""
 
 from __future__ import annotations
 
@@ -62,6 +62,12 @@ def _np_pool(x, rows, cols, overlapping, reduce):
 def test_exact_ratios_against_tensorflow():
     for i, (got, want) in enumerate(zip(_run_here(EXACT), run_tf(EXACT), strict=True)):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10, err_msg=f"output {i}")
+
+
+@pytest.mark.oracle
+def test_seeded_regions_equal_tensorflows():
+    for i, (got, want) in enumerate(zip(_run_here(RANDOM), run_tf(RANDOM), strict=True)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"output {i}")
 
 
 @pytest.mark.oracle
@@ -149,3 +155,21 @@ def test_shapes_and_errors():
             s.run(tf.nn.fractional_avg_pool(x, [1, 20, 2, 1])[0])
         with pytest.raises(tf.errors.InvalidArgumentError, match="seed2 should be 0"):
             s.run(tf.nn.fractional_max_pool(x, [1, 1.5, 1.5, 1], seed=3)[0])
+
+
+def test_philox_known_answers_and_tensorflows_sequences():
+    from tensorflux.kernels.cpu._philox import Philox
+
+    # Random123's known-answer vectors for Philox4x32-10.
+    assert Philox(0, 0).block() == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+    gen = Philox(0, 0)
+    gen.key = (0xA4093822, 0x299F31D0)
+    gen.counter = 0x243F6A88 | 0x85A308D3 << 32 | 0x13198A2E << 64 | 0x03707344 << 96
+    assert gen.block() == [0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1]
+    # TensorFlow 2.21's sequences for these seeds (recorded from the oracle).
+    with tf.Graph().as_default(), tf.Session() as s:
+        x = tf.zeros([1, 10, 9, 1])
+        _, rows, cols = tf.nn.fractional_max_pool(x, [1, 1.5, 2.0, 1], deterministic=True,
+                                                  seed=3)
+        assert [v.tolist() for v in s.run([rows, cols])] == [[0, 2, 3, 5, 6, 8, 10],
+                                                             [0, 2, 4, 7, 9]]

@@ -8,8 +8,11 @@ pseudo-random mode takes boundaries ceil(alpha * (i + u)) - 1 with alpha = n / m
 uniform offset u, bounded so every size stays k or k + 1 (Graham's construction). Region i
 covers [seq[i], seq[i + 1]) and, when overlapping, also seq[i + 1] (clipped to n - 1).
 
-The generator is NumPy's, not TensorFlow's Philox: for the same seeds the sequences differ
-from TensorFlow's; deterministic=True gives the same sequences on every run, as there.
+The draws come from TensorFlow's Philox stream (kernels/cpu/_philox.py) in TensorFlow's
+order (rows, then columns; a Fisher-Yates shuffle taking word % remaining, or one double for
+the offset), so for the same seed and seed2 the sequences equal TensorFlow's. With
+deterministic=True each run starts the stream afresh (same regions every run); otherwise
+each run seeds it from OS entropy.
 """
 
 from __future__ import annotations
@@ -19,30 +22,39 @@ import numpy as np
 from tensorflux.framework import errors
 from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._nn_common import _invalid
+from tensorflux.kernels.cpu._philox import Philox, SingleSamples
 from tensorflux.kernels.registry import kernel_factory
 
 
-def _pseudo_random_sizes(n, m, rng):
+def _pseudo_random_sizes(n, m, gen):
     alpha = n / m
     k = n // m
     u_max = min((k + 2) / alpha - 1, (n + 1 - k) / alpha - (m - 1))
-    u = rng.random() * u_max
+    u = SingleSamples(gen.reserve32(2)).rand_double() * u_max
     cum = np.empty(m + 1, dtype=np.int64)
     cum[0], cum[m] = 1, n + 1
     cum[1:m] = np.ceil(alpha * (np.arange(1, m) + u)).astype(np.int64)
     return np.diff(cum)
 
 
-def pooling_sequence(n, m, rng, pseudo_random):
-    """The m + 1 boundaries of m regions tiling an axis of length n."""
+def _shuffled_sizes(n, m, gen):
+    sizes = [n // m + (1 if i < n % m else 0) for i in range(m)]
+    word = SingleSamples(gen.reserve32(m))
+    for i in range(m - 1):
+        j = i + word() % (m - i)
+        sizes[i], sizes[j] = sizes[j], sizes[i]
+    return np.array(sizes, dtype=np.int64)
+
+
+def pooling_sequence(n, m, gen, pseudo_random):
+    """The m + 1 boundaries of m regions tiling an axis of length n, drawn from the Philox
+    stream `gen`."""
     if n % m == 0:
         sizes = np.full(m, n // m, dtype=np.int64)
     elif pseudo_random:
-        sizes = _pseudo_random_sizes(n, m, rng)
+        sizes = _pseudo_random_sizes(n, m, gen)
     else:
-        sizes = np.full(m, n // m, dtype=np.int64)
-        sizes[:n % m] += 1
-        rng.shuffle(sizes)
+        sizes = _shuffled_sizes(n, m, gen)
     return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
@@ -102,11 +114,12 @@ def _fractional_pool_factory(what, reduce):
             if not a["deterministic"] and (seed or seed2):
                 raise _invalid("Both seed and seed2 should be 0 if deterministic is false.")
             out_rows, out_cols = _output_sizes(x, ratio, what)
-            mask = (1 << 64) - 1
-            rng = np.random.default_rng([seed & mask, seed2 & mask]) if a["deterministic"] \
-                else np.random.default_rng()
-            rows = pooling_sequence(x.shape[1], out_rows, rng, pseudo)
-            cols = pooling_sequence(x.shape[2], out_cols, rng, pseudo)
+            if a["deterministic"]:
+                gen = Philox(seed, seed2)
+            else:
+                gen = Philox(*(int(v) for v in np.random.default_rng().integers(0, 2**63, 2)))
+            rows = pooling_sequence(x.shape[1], out_rows, gen, pseudo)
+            cols = pooling_sequence(x.shape[2], out_cols, gen, pseudo)
             return _pool(x, rows, cols, overlapping, reduce), rows, cols
 
         return compute
