@@ -28,9 +28,15 @@ from tensorflux.nn import rnn_cell  # noqa: E402,F401
 
 # Issue 18: more TF1 tf.nn names built from existing ops (tensorflux/nn/nn_extra.py).
 from tensorflux.nn.nn_extra import *  # noqa: E402,F401,F403
+from tensorflux.nn.raw_rnn_impl import raw_rnn, static_state_saving_rnn  # noqa: E402,F401
 from tensorflux.nn.rnn import *  # noqa: E402,F401,F403
+from tensorflux.nn.space_to_batch_impl import with_space_to_batch  # noqa: E402,F401
+from tensorflux.ops.ctc_ops import *  # noqa: E402,F401,F403 - tf.nn.ctc_*, collapse_repeated
+from tensorflux.ops.fractional_pool_ops import *  # noqa: E402,F401,F403 - fractional_*_pool
 from tensorflux.ops.morphology_ops import dilation2d, erosion2d  # noqa: E402,F401
 from tensorflux.ops.quantization_ops import (  # noqa: E402,F401 - tf.nn's names of the ops
+    quantized_avg_pool,
     quantized_conv2d,
     quantized_max_pool,
+    quantized_relu_x,
 )

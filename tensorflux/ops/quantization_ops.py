@@ -569,3 +569,39 @@ def quantize_down_and_shrink_range(input, input_min, input_max, out_type,  # noq
     """qint32 values re-expressed in `out_type` over the range they actually use."""
     return _apply("QuantizeDownAndShrinkRange", input=input, input_min=input_min,
                   input_max=input_max, out_type=out_type, name=name)
+
+
+# ---- QuantizedAvgPool, QuantizedReluX (issue 18: tf.nn.quantized_avg_pool, quantized_relu_x)
+
+define_op("QuantizedAvgPool", inputs=["input: T", "min_input: float", "max_input: float"],
+          outputs=["output: T", "min_output: float", "max_output: float"],
+          attrs=[f"T: {_QTYPES}", "ksize: list(int)", "strides: list(int)",
+                 "padding: {'SAME', 'VALID'}"],
+          shape_fn=_quantized_max_pool_shape)
+define_op("QuantizedReluX", inputs=["features: Tinput", "max_value: float",
+                                    "min_features: float", "max_features: float"],
+          outputs=["activations: out_type", "min_activations: float", "max_activations: float"],
+          attrs=[f"Tinput: {_QTYPES}", f"out_type: {_QTYPES} = DT_QUINT8"],
+          shape_fn=_quantized_unary_shape)
+not_differentiable("QuantizedAvgPool", "QuantizedReluX")
+
+
+def quantized_avg_pool(input, min_input, max_input, ksize, strides, padding,  # noqa: A002
+                       name=None):
+    """Average pooling of quantized NHWC values: the mean of each window's unpadded integers,
+    rounded half to even; the range is unchanged
+    (`tf.nn.quantized_avg_pool`)."""
+    return _apply("QuantizedAvgPool", input=input, min_input=min_input, max_input=max_input,
+                  ksize=list(ksize), strides=list(strides), padding=padding, name=name)
+
+
+def quantized_relu_x(features, max_value, min_features, max_features, out_type=dtypes.quint8,
+                     name=None):
+    """min(max(features, 0), max_value) on quantized values; the range is unchanged
+    (`tf.nn.quantized_relu_x`)."""
+    return _apply("QuantizedReluX", features=features, max_value=max_value,
+                  min_features=min_features, max_features=max_features, out_type=out_type,
+                  name=name)
+
+
+__all__ += ["quantized_avg_pool", "quantized_relu_x"]

@@ -26,7 +26,7 @@ from tensorflux.framework import errors
 from tensorflux.kernels import intra_op
 from tensorflux.kernels.cpu._nn_common import _checked, _invalid, _pad, _window
 from tensorflux.kernels.cpu.conv_ops import _im2col_matmul
-from tensorflux.kernels.cpu.pooling_ops import _max_pool_nhwc, _PoolGeometry
+from tensorflux.kernels.cpu.pooling_ops import _avg_counts, _max_pool_nhwc, _PoolGeometry
 from tensorflux.kernels.registry import kernel_factory
 
 _F = np.float32
@@ -853,5 +853,54 @@ def _quantize_and_dequantize_v4_grad(node):
         zero = np.zeros((), x.dtype)
         return (np.where(inside, g, zero).astype(x.dtype), np.zeros_like(np.asarray(lo)),
                 np.zeros_like(np.asarray(hi)))
+
+    return compute
+
+
+# ---- QuantizedAvgPool, QuantizedReluX ------------------------------------------------------
+
+
+@kernel_factory("QuantizedAvgPool", expensive=True)
+@_checked
+def _quantized_avg_pool(node):
+    geom = _PoolGeometry(node)
+    t = _carrier(node, "T")
+    if node.attrs["ksize"][3] != 1:
+        raise errors.UnimplementedError(None, None, "Non-spatial pooling is not yet supported. "
+                                        f"Depth window is {node.attrs['ksize'][3]}")
+
+    def compute(ctx, x, lo, hi):
+        if x.ndim != 4:
+            raise _invalid("tensor_in must be 4-dimensional")
+        lo, hi = _scalar(lo, "min_input"), _scalar(hi, "max_input")
+        out_shape, pads, ks = geom.resolve(x.shape)
+        if 0 in out_shape:
+            return np.zeros(out_shape, t), lo, hi
+        xp = _pad(x.astype(np.int64), pads)
+        acc = np.zeros(out_shape, np.int64)
+        for index in geom.taps(out_shape, ks):
+            acc += xp[index]
+        counts = _avg_counts(geom, ks, x.shape, out_shape, pads)
+        # The window mean rounded half to even, as TensorFlow's kernel computes it.
+        mean = np.rint(acc / counts)
+        low, high = _limits(t)
+        return np.clip(mean, low, high).astype(t), lo, hi
+
+    return compute
+
+
+@kernel_factory("QuantizedReluX")
+@_checked
+def _quantized_relu_x(node):
+    t = _carrier(node, "Tinput")
+    if _carrier(node, "out_type") != t:
+        raise errors.NotFoundError(None, None, "No registered kernel for this out_type")
+
+    def compute(ctx, x, max_value, lo, hi):
+        cap = _scalar(max_value, "max_value")
+        lo, hi = _scalar(lo, "min_features"), _scalar(hi, "max_features")
+        floor_q = np.asarray(_float_to_quantized(0.0, lo, hi, t), t)
+        cap_q = np.asarray(_float_to_quantized(cap, lo, hi, t), t)
+        return np.minimum(np.maximum(x, floor_q), cap_q).astype(t, copy=False), lo, hi
 
     return compute
