@@ -209,3 +209,5 @@ from tensorflux.quantization import (  # noqa: E402,F401
     quantize,
     quantize_v2,
 )
+# Issue 18 (breadth): SequenceExample parsing, tf.audio, n-d FFTs, sparse crosses, ...
+from tensorflux.ops.parsing_seq_ops import parse_single_sequence_example  # noqa: E402,F401

@@ -45,5 +45,9 @@ from tensorflux.ops.parsing_ops import (  # noqa: F401
     serialize_sparse,
     serialize_tensor,
 )
+from tensorflux.ops.parsing_seq_ops import (  # noqa: F401
+    parse_sequence_example,
+    parse_single_sequence_example,
+)
 from tensorflux.ops.string_ops import decode_base64, encode_base64  # noqa: F401
 from tensorflux.train import match_filenames_once, write_graph  # noqa: F401

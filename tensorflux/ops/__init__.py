@@ -32,6 +32,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     matrix_ops,
     nn_ops,
     parsing_ops,
+    parsing_seq_ops,
     pooling_ops,
     quantization_ops,
     random_ops,

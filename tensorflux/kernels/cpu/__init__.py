@@ -32,6 +32,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     morphology_ops,
     nn_ops,
     parsing_ops,
+    parsing_seq_ops,
     pooling_ops,
     quantization_ops,
     random_ext_ops,
