@@ -211,3 +211,4 @@ from tensorflux.quantization import (  # noqa: E402,F401
 )
 # Issue 18 (breadth): SequenceExample parsing, tf.audio, n-d FFTs, sparse crosses, ...
 from tensorflux.ops.parsing_seq_ops import parse_single_sequence_example  # noqa: E402,F401
+from tensorflux import audio  # noqa: E402,F401 - tf.audio

@@ -10,6 +10,7 @@ from tensorflux.ops import math_ops  # noqa: F401, I001
 from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     array_ext_ops,
     array_ops,
+    audio_ops,
     batch_norm_ops,
     candidate_sampling_ops,
     comparison_ops,

@@ -8,6 +8,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     _blas,
     array_ext_ops,
     array_ops,
+    audio_ops,
     batch_norm_ops,
     candidate_sampling_ops,
     comparison_ops,
