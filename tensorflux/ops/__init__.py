@@ -49,6 +49,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     slicing_ops,
     sparse_ops,
     special_math_ops,
+    spectral_nd_ops,
     spectral_ops,
     state_ops,
     string_ops,

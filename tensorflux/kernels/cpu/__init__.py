@@ -49,6 +49,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     slicing_ops,
     sparse_ops,
     special_math_ops,
+    spectral_nd_ops,
     spectral_ops,
     state_ops,
     string_ops,
