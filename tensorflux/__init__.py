@@ -216,3 +216,4 @@ from tensorflux.ops.spectral_nd_ops import raw_fftnd as fftnd  # noqa: E402,F401
 from tensorflux.ops.spectral_nd_ops import raw_ifftnd as ifftnd  # noqa: E402,F401
 from tensorflux.ops.spectral_nd_ops import raw_irfftnd as irfftnd  # noqa: E402,F401
 from tensorflux.ops.spectral_nd_ops import raw_rfftnd as rfftnd  # noqa: E402,F401
+from tensorflux.ops.sparse_ext_ops import sparse_merge  # noqa: E402,F401
