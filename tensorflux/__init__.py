@@ -217,3 +217,8 @@ from tensorflux.ops.spectral_nd_ops import raw_ifftnd as ifftnd  # noqa: E402,F4
 from tensorflux.ops.spectral_nd_ops import raw_irfftnd as irfftnd  # noqa: E402,F401
 from tensorflux.ops.spectral_nd_ops import raw_rfftnd as rfftnd  # noqa: E402,F401
 from tensorflux.ops.sparse_ext_ops import sparse_merge  # noqa: E402,F401
+from tensorflux.ops.misc_ops import (  # noqa: E402,F401
+    batch_scatter_update,
+    extract_volume_patches,
+    timestamp,
+)

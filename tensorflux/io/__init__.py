@@ -27,6 +27,7 @@ from tensorflux.ops.image_ops import (  # noqa: F401
     extract_jpeg_shape,
     is_jpeg,
 )
+from tensorflux.ops.image_webp_ops import decode_webp  # noqa: F401
 from tensorflux.ops.io_ops import matching_files, read_file, write_file  # noqa: F401
 from tensorflux.ops.parsing_ops import (  # noqa: F401
     FixedLenFeature,
