@@ -60,4 +60,5 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     tensor_array_ops,
     training_ops,
     unary_ops,
+    unicode_script_ops,
 )

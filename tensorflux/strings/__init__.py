@@ -23,3 +23,4 @@ unicode_encode = _s.unicode_encode
 unicode_transcode = _s.unicode_transcode
 unsorted_segment_join = _s.unsorted_segment_join
 upper = _s.upper
+from tensorflux.ops.unicode_script_ops import unicode_script  # noqa: E402,F401

@@ -60,6 +60,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     tensor_array_ops,
     training_ops,
     unary_ops,
+    unicode_script_ops,
 )
 
 # After the kernel modules: every BLAS they load (NumPy's, SciPy's) is in the process now.
