@@ -56,6 +56,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     spectral_ops,
     state_ops,
     string_ops,
+    string_split_ops,
     summary_ops,
     tensor_array_ops,
     training_ops,
