@@ -103,6 +103,72 @@ define_op(
 not_differentiable("ParseSequenceExampleV2")
 
 
+# The TF1 forms of the op, for graphs that hold them (TF 2's wrappers build the V2 op): the
+# keys are attrs (ParseSequenceExample, batched) or scalar string inputs
+# (ParseSingleSequenceExample), and missing dense feature lists are allowed by key.
+_V1_ATTRS = ["Ncontext_sparse: int >= 0 = 0", "Ncontext_dense: int >= 0 = 0",
+             "Nfeature_list_sparse: int >= 0 = 0", "Nfeature_list_dense: int >= 0 = 0",
+             "context_sparse_types: list(type) >= 0 = []",
+             "Tcontext_dense: list(type) >= 0 = []",
+             "feature_list_dense_types: list(type) >= 0 = []",
+             "context_dense_shapes: list(shape) >= 0 = []",
+             "feature_list_sparse_types: list(type) >= 0 = []",
+             "feature_list_dense_shapes: list(shape) >= 0 = []"]
+_V1_OUTPUTS = ["context_sparse_indices: Ncontext_sparse * int64",
+               "context_sparse_values: context_sparse_types",
+               "context_sparse_shapes: Ncontext_sparse * int64",
+               "context_dense_values: Tcontext_dense",
+               "feature_list_sparse_indices: Nfeature_list_sparse * int64",
+               "feature_list_sparse_values: feature_list_sparse_types",
+               "feature_list_sparse_shapes: Nfeature_list_sparse * int64",
+               "feature_list_dense_values: feature_list_dense_types"]
+
+
+def _v1_shapes(op):
+    """The V2 shape function's answer without the ragged outputs (and lengths)."""
+    a = op.attrs
+    shaped = {k: a[k] for k in ("Ncontext_sparse", "Nfeature_list_sparse",
+                                "Nfeature_list_dense", "context_dense_shapes",
+                                "feature_list_dense_shapes")}
+    shaped.update(context_ragged_value_types=[], context_ragged_split_types=[],
+                  feature_list_ragged_value_types=[], feature_list_ragged_split_types=[])
+    shapes = _seq_example_shapes(_ShapeView(op.inputs[0], shaped))
+    if op.type == "ParseSingleSequenceExample":
+        shapes = shapes[:len(shapes) - a["Nfeature_list_dense"]]
+    return shapes
+
+
+class _ShapeView:
+    """An op-like view (inputs[0] and attrs) for reusing the V2 shape function."""
+
+    __slots__ = ("inputs", "attrs")
+
+    def __init__(self, serialized, attrs):
+        self.inputs, self.attrs = [serialized], attrs
+
+
+define_op("ParseSequenceExample",
+          inputs=["serialized: string", "debug_name: string",
+                  "context_dense_defaults: Tcontext_dense"],
+          outputs=_V1_OUTPUTS + ["feature_list_dense_lengths: Nfeature_list_dense * int64"],
+          attrs=["feature_list_dense_missing_assumed_empty: list(string) >= 0",
+                 "context_sparse_keys: list(string) >= 0",
+                 "context_dense_keys: list(string) >= 0",
+                 "feature_list_sparse_keys: list(string) >= 0",
+                 "feature_list_dense_keys: list(string) >= 0"] + _V1_ATTRS,
+          shape_fn=_v1_shapes)
+define_op("ParseSingleSequenceExample",
+          inputs=["serialized: string", "feature_list_dense_missing_assumed_empty: string",
+                  "context_sparse_keys: Ncontext_sparse * string",
+                  "context_dense_keys: Ncontext_dense * string",
+                  "feature_list_sparse_keys: Nfeature_list_sparse * string",
+                  "feature_list_dense_keys: Nfeature_list_dense * string",
+                  "context_dense_defaults: Tcontext_dense", "debug_name: string"],
+          outputs=_V1_OUTPUTS, attrs=_V1_ATTRS, shape_fn=_v1_shapes)
+not_differentiable("ParseSequenceExample")
+not_differentiable("ParseSingleSequenceExample")
+
+
 def _context_params(features: dict):
     """(sparse keys, sparse types, dense keys, dense types, dense shapes) of the context."""
     sk, st, dk, dt, ds = [], [], [], [], []

@@ -209,3 +209,51 @@ for records, ctx, seq in cases:
     for (records, ctx, seq), w in zip(CASES, want, strict=True):
         got = _ours(records, ctx, seq)
         assert got == w, (ctx, seq)
+
+
+# The TF1 ops, built by TensorFlow's raw-op wrappers, imported from its GraphDef and run.
+V1_GRAPH = """
+ser = tf.placeholder(tf.string, [None], name="ser")
+one = tf.placeholder(tf.string, [], name="one")
+tf.raw_ops.ParseSequenceExample(
+    serialized=ser, debug_name=tf.constant([], tf.string),
+    context_dense_defaults=[tf.constant(-1, tf.int64)],
+    feature_list_dense_missing_assumed_empty=["f"], context_sparse_keys=["v"],
+    context_dense_keys=["c"], feature_list_sparse_keys=["w"], feature_list_dense_keys=["f"],
+    context_sparse_types=[tf.string], feature_list_dense_types=[tf.float32],
+    context_dense_shapes=[[]], feature_list_sparse_types=[tf.int64],
+    feature_list_dense_shapes=[[2]], Ncontext_sparse=1, Ncontext_dense=1,
+    Nfeature_list_sparse=1, Nfeature_list_dense=1, name="batch")
+tf.raw_ops.ParseSingleSequenceExample(
+    serialized=one, feature_list_dense_missing_assumed_empty=tf.constant([], tf.string),
+    context_sparse_keys=[tf.constant("v")], context_dense_keys=[tf.constant("c")],
+    feature_list_sparse_keys=[tf.constant("w")], feature_list_dense_keys=[tf.constant("f")],
+    context_dense_defaults=[tf.constant(-1, tf.int64)], debug_name=tf.constant(""),
+    context_sparse_types=[tf.string], feature_list_dense_types=[tf.float32],
+    context_dense_shapes=[[]], feature_list_sparse_types=[tf.int64],
+    feature_list_dense_shapes=[[2]], name="single")
+"""
+V1_FETCHES = [f"batch:{i}" for i in range(9)] + [f"single:{i}" for i in range(8)]
+
+
+@pytest.mark.oracle
+def test_tf1_ops_from_a_tensorflow_graphdef(graph):
+    code = V1_GRAPH + f"""
+g = tf.get_default_graph()
+with tf.Session() as s:
+    values = s.run({V1_FETCHES!r}, {{"ser:0": [{A!r}, {B!r}, {EMPTY!r}], "one:0": {A!r}}})
+result = [g.as_graph_def().SerializeToString(),
+          [[x.decode() if isinstance(x, bytes) else x for x in np.ravel(v).tolist()]
+           for v in values]]
+"""
+    graph_def_bytes, want = run_tf(code, timeout=180)
+    graph_def = tf.GraphDef.FromString(graph_def_bytes)
+    tf.import_graph_def(graph_def, name="")
+    graph = tf.get_default_graph()
+    assert graph.get_operation_by_name("batch").type == "ParseSequenceExample"
+    assert graph.get_operation_by_name("single").type == "ParseSingleSequenceExample"
+    with tf.Session() as sess:
+        got = sess.run(V1_FETCHES, {"ser:0": [A, B, EMPTY], "one:0": A})
+    got = [[x.decode() if isinstance(x, bytes) else x for x in np.ravel(v).tolist()]
+           for v in got]
+    assert got == want

@@ -94,58 +94,121 @@ def _dense_list(examples, labels, key, spec: _DenseSpec, missing_ok: bool, batch
     return out, lengths.reshape(batch_shape)
 
 
+class _Specs:
+    """The attrs of a SequenceExample parsing op that do not change between runs."""
+
+    __slots__ = ("ctx_sparse", "ctx_dense", "fl_sparse", "fl_dense")
+
+    def __init__(self, a):
+        self.ctx_sparse = list(a["context_sparse_types"])
+        self.ctx_dense = [_DenseSpec(t, tuple(s.as_list())) for t, s in
+                          zip(a["Tcontext_dense"], a["context_dense_shapes"], strict=True)]
+        self.fl_sparse = list(a["feature_list_sparse_types"])
+        self.fl_dense = [_DenseSpec(t, tuple(s.as_list())) for t, s in
+                         zip(a["feature_list_dense_types"], a["feature_list_dense_shapes"],
+                             strict=True)]
+
+
+def _parse_all(specs: _Specs, serialized, debug_name, keys, missing_ok, defaults,
+               with_lengths: bool):
+    """Every output of a SequenceExample parse, flat in the ops' order.
+
+    `keys` is (context sparse, context dense, feature-list sparse, feature-list dense) key
+    lists; `missing_ok` one bool per dense feature list.
+    """
+    serialized = np.asarray(serialized, dtype=object)
+    if serialized.ndim > 1:
+        raise errors.InvalidArgumentError(
+            None, None, "Expected serialized to be a scalar or vector, got shape: "
+            f"{list(serialized.shape)}")
+    csk, cdk, fsk, fdk = keys
+    if (len(csk) != len(specs.ctx_sparse) or len(cdk) != len(specs.ctx_dense)
+            or len(fsk) != len(specs.fl_sparse) or len(fdk) != len(specs.fl_dense)
+            or len(missing_ok) != len(fdk)):
+        raise errors.InvalidArgumentError(
+            None, None, "The number of keys does not match the number of types")
+    scalar = serialized.ndim == 0
+    labels = _Labels(debug_name)
+    examples = [_parse(s, labels[i]) for i, s in enumerate(serialized.reshape(-1))]
+    contexts = [ex.context.feature for ex in examples]
+    ctx_sparse = [[], [], []]
+    for key, dtype in zip(csk, specs.ctx_sparse, strict=True):
+        idx, vals, longest = _sparse(contexts, labels, key, dtype, scalar)
+        shape = np.array([longest] if scalar else [len(examples), longest], np.int64)
+        for part, v in zip(ctx_sparse, (idx, vals, shape), strict=True):
+            part.append(v)
+    ctx_dense = [_dense(contexts, labels, key, spec, default, serialized.shape)
+                 for key, spec, default in zip(cdk, specs.ctx_dense, defaults, strict=True)]
+    fl_sparse = [[], [], []]
+    for key, dtype in zip(fsk, specs.fl_sparse, strict=True):
+        for part, v in zip(fl_sparse, _sparse_list(examples, labels, key, dtype, scalar),
+                           strict=True):
+            part.append(v)
+    fl_dense = [_dense_list(examples, labels, key, spec, bool(ok), serialized.shape)
+                for key, spec, ok in zip(fdk, specs.fl_dense, missing_ok, strict=True)]
+    result = (ctx_sparse[0] + ctx_sparse[1] + ctx_sparse[2] + ctx_dense + fl_sparse[0]
+              + fl_sparse[1] + fl_sparse[2] + [d for d, _ in fl_dense])
+    if with_lengths:
+        result += [n for _, n in fl_dense]
+    return result[0] if len(result) == 1 else tuple(result)
+
+
 @kernel_factory("ParseSequenceExampleV2")
-def _parse_sequence_example(node):
+def _parse_sequence_example_v2(node):
     a = node.attrs
     if a["context_ragged_value_types"] or a["feature_list_ragged_value_types"]:
         raise errors.UnimplementedError(
             None, None, "ParseSequenceExampleV2: ragged features are not supported")
-    ctx_sparse_types = list(a["context_sparse_types"])
-    ctx_specs = [_DenseSpec(t, tuple(s.as_list())) for t, s in
-                 zip(a["Tcontext_dense"], a["context_dense_shapes"], strict=True)]
-    fl_sparse_types = list(a["feature_list_sparse_types"])
-    fl_specs = [_DenseSpec(t, tuple(s.as_list())) for t, s in
-                zip(a["feature_list_dense_types"], a["feature_list_dense_shapes"],
-                    strict=True)]
+    specs = _Specs(a)
 
     def compute(ctx, serialized, debug_name, c_sparse_keys, c_dense_keys, c_ragged_keys,
                 f_sparse_keys, f_dense_keys, f_ragged_keys, missing_ok, *defaults):
-        serialized = np.asarray(serialized, dtype=object)
-        if serialized.ndim > 1:
-            raise errors.InvalidArgumentError(
-                None, None, "Expected serialized to be a scalar or vector, got shape: "
-                f"{list(serialized.shape)}")
-        scalar = serialized.ndim == 0
-        labels = _Labels(debug_name)
-        examples = [_parse(s, labels[i]) for i, s in enumerate(serialized.reshape(-1))]
-        contexts = [ex.context.feature for ex in examples]
-        csk, cdk = _strings(c_sparse_keys), _strings(c_dense_keys)
-        fsk, fdk = _strings(f_sparse_keys), _strings(f_dense_keys)
-        missing_ok = np.asarray(missing_ok, bool).reshape(-1)
-        if (len(csk) != len(ctx_sparse_types) or len(cdk) != len(ctx_specs)
-                or len(fsk) != len(fl_sparse_types) or len(fdk) != len(fl_specs)
-                or len(missing_ok) != len(fdk)):
-            raise errors.InvalidArgumentError(
-                None, None, "The number of keys does not match the number of types")
-        outputs = [[], [], []]
-        for key, dtype in zip(csk, ctx_sparse_types, strict=True):
-            idx, vals, longest = _sparse(contexts, labels, key, dtype, scalar)
-            for part, v in zip(outputs, (idx, vals, np.array(
-                    [longest] if scalar else [len(examples), longest], np.int64)), strict=True):
-                part.append(v)
-        ctx_dense = [_dense(contexts, labels, key, spec, default, serialized.shape)
-                     for key, spec, default in zip(cdk, ctx_specs, defaults, strict=True)]
-        fl_sparse = [[], [], []]
-        for key, dtype in zip(fsk, fl_sparse_types, strict=True):
-            for part, v in zip(fl_sparse, _sparse_list(examples, labels, key, dtype, scalar),
-                               strict=True):
-                part.append(v)
-        fl_dense = [_dense_list(examples, labels, key, spec, ok, serialized.shape)
-                    for key, spec, ok in zip(fdk, fl_specs, missing_ok, strict=True)]
-        result = (outputs[0] + outputs[1] + outputs[2] + ctx_dense + fl_sparse[0]
-                  + fl_sparse[1] + fl_sparse[2] + [d for d, _ in fl_dense]
-                  + [n for _, n in fl_dense])
-        return result[0] if len(result) == 1 else tuple(result)
+        keys = tuple(_strings(k) for k in (c_sparse_keys, c_dense_keys, f_sparse_keys,
+                                            f_dense_keys))
+        return _parse_all(specs, serialized, debug_name, keys,
+                          np.asarray(missing_ok, bool).reshape(-1), defaults, True)
 
     return compute
 
+
+@kernel_factory("ParseSequenceExample")
+def _parse_sequence_example(node):
+    a = node.attrs
+    specs = _Specs(a)
+    keys = tuple(list(a[k]) for k in ("context_sparse_keys", "context_dense_keys",
+                                      "feature_list_sparse_keys", "feature_list_dense_keys"))
+    keys = tuple([k.decode() if isinstance(k, bytes) else k for k in ks] for ks in keys)
+    empty_ok = {k.decode() if isinstance(k, bytes) else k
+                for k in a["feature_list_dense_missing_assumed_empty"]}
+    missing_ok = [k in empty_ok for k in keys[3]]
+
+    def compute(ctx, serialized, debug_name, *defaults):
+        return _parse_all(specs, serialized, debug_name, keys, missing_ok, defaults, True)
+
+    return compute
+
+
+@kernel_factory("ParseSingleSequenceExample")
+def _parse_single_sequence_example(node):
+    a = node.attrs
+    specs = _Specs(a)
+    n_dense = a["Ncontext_dense"]
+    counts = [a["Ncontext_sparse"], n_dense, a["Nfeature_list_sparse"],
+              a["Nfeature_list_dense"]]
+
+    def compute(ctx, serialized, missing_assumed_empty, *rest):
+        keys, at = [], 0
+        for n in counts:
+            keys.append([_strings(k)[0] for k in rest[at:at + n]])
+            at += n
+        defaults, debug_name = rest[at:at + n_dense], rest[at + n_dense]
+        if np.ndim(serialized) != 0:
+            raise errors.InvalidArgumentError(
+                None, None, f"Expected serialized to be a scalar, got shape: "
+                f"{list(np.shape(serialized))}")
+        empty_ok = set(_strings(missing_assumed_empty))
+        missing_ok = [k in empty_ok for k in keys[3]]
+        return _parse_all(specs, serialized, debug_name, tuple(keys), missing_ok, defaults,
+                          False)
+
+    return compute
