@@ -47,7 +47,8 @@ def timestamp(name=None):
 define_op("NextAfter", inputs=["x1: T", "x2: T"], outputs=["output: T"],
           attrs=["T: {float, double} = DT_FLOAT"],
           shape_fn=lambda op: [common_shapes.broadcast_shapes(op.inputs[0].shape,
-                                                              op.inputs[1].shape)])
+                                                              op.inputs[1].shape)],
+          broadcasts=True)
 
 
 @gradient("NextAfter")

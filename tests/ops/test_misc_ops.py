@@ -49,6 +49,10 @@ def test_nextafter_gradient():
     gx, gy = tf.gradients(tf.reduce_sum(tf.math.nextafter(x, y) * [2.0, 3.0]), [x, y])
     gx, gy = _run([gx, gy])
     assert gx.tolist() == [2.0, 3.0] and gy.tolist() == [0.0, 0.0]
+    a = tf.constant(np.ones((2, 3)))
+    b = tf.constant(np.zeros(3))
+    ga, gb = _run(tf.gradients(tf.reduce_sum(tf.math.nextafter(a, b)), [a, b]))
+    assert ga.shape == (2, 3) and gb.shape == (3,) and ga.sum() == 6 and gb.sum() == 0
     with pytest.raises(TypeError):
         tf.math.nextafter(tf.constant([1], tf.int32), tf.constant([2], tf.int32))
 
