@@ -209,3 +209,16 @@ from tensorflux.quantization import (  # noqa: E402,F401
     quantize,
     quantize_v2,
 )
+# Issue 18 (breadth): SequenceExample parsing, tf.audio, n-d FFTs, sparse crosses, ...
+from tensorflux.ops.parsing_seq_ops import parse_single_sequence_example  # noqa: E402,F401
+from tensorflux import audio  # noqa: E402,F401 - tf.audio
+from tensorflux.ops.spectral_nd_ops import raw_fftnd as fftnd  # noqa: E402,F401
+from tensorflux.ops.spectral_nd_ops import raw_ifftnd as ifftnd  # noqa: E402,F401
+from tensorflux.ops.spectral_nd_ops import raw_irfftnd as irfftnd  # noqa: E402,F401
+from tensorflux.ops.spectral_nd_ops import raw_rfftnd as rfftnd  # noqa: E402,F401
+from tensorflux.ops.sparse_ext_ops import sparse_merge  # noqa: E402,F401
+from tensorflux.ops.misc_ops import (  # noqa: E402,F401
+    batch_scatter_update,
+    extract_volume_patches,
+    timestamp,
+)

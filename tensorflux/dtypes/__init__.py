@@ -32,3 +32,4 @@ from tensorflux.framework.dtypes import (  # noqa: F401
 )
 from tensorflux.math.math_impl import saturate_cast  # noqa: F401
 from tensorflux.ops.math_ops import cast, complex  # noqa: F401,A004
+from tensorflux.ops.string_ops import as_string  # noqa: F401,E402 - tf.dtypes.as_string

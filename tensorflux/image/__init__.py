@@ -76,3 +76,4 @@ from tensorflux.ops.image_ops import (  # noqa: F401
     non_max_suppression_with_scores,
     sample_distorted_bounding_box,
 )
+from tensorflux.ops.image_webp_ops import decode_webp  # noqa: F401,E402 - tf.image.decode_webp

@@ -27,6 +27,7 @@ from tensorflux.ops.image_ops import (  # noqa: F401
     extract_jpeg_shape,
     is_jpeg,
 )
+from tensorflux.ops.image_webp_ops import decode_webp  # noqa: F401
 from tensorflux.ops.io_ops import matching_files, read_file, write_file  # noqa: F401
 from tensorflux.ops.parsing_ops import (  # noqa: F401
     FixedLenFeature,
@@ -44,6 +45,10 @@ from tensorflux.ops.parsing_ops import (  # noqa: F401
     serialize_many_sparse,
     serialize_sparse,
     serialize_tensor,
+)
+from tensorflux.ops.parsing_seq_ops import (  # noqa: F401
+    parse_sequence_example,
+    parse_single_sequence_example,
 )
 from tensorflux.ops.string_ops import decode_base64, encode_base64  # noqa: F401
 from tensorflux.train import match_filenames_once, write_graph  # noqa: F401

@@ -72,6 +72,7 @@ from tensorflux.ops.math_ops import (  # noqa: A004
 )
 from tensorflux.ops.math_ops import div_no_nan as divide_no_nan
 from tensorflux.ops.math_ops import floormod as mod
+from tensorflux.ops.misc_ops import nextafter  # noqa: F401,E402 - tf.math.nextafter
 from tensorflux.ops.nn_ops import (  # noqa: A004
     in_top_k,
     log_softmax,

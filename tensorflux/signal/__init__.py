@@ -1,6 +1,7 @@
 """`tf.signal`: FFTs (tensorflux/ops/spectral_ops.py) and the signal-processing library
 (frames, STFT, windows, mel filters, DCT, MFCCs; signal_ops.py here)."""
 
+from tensorflux.ops.spectral_nd_ops import fftnd, ifftnd, irfftnd, rfftnd  # noqa: F401
 from tensorflux.ops.spectral_ops import (  # noqa: F401
     fft,
     fft2d,

@@ -3,6 +3,12 @@
 
 from tensorflux.framework.sparse_tensor import SparseTensor, SparseTensorValue  # noqa: F401
 from tensorflux.ops.data_flow_ops import SparseConditionalAccumulator  # noqa: F401,E402
+
+# Issue 18 (breadth): crosses, counts and merge (tensorflux/ops/sparse_ext_ops.py).
+from tensorflux.ops.sparse_ext_ops import sparse_bincount as bincount  # noqa: F401,E402
+from tensorflux.ops.sparse_ext_ops import sparse_cross as cross  # noqa: F401,E402
+from tensorflux.ops.sparse_ext_ops import sparse_cross_hashed as cross_hashed  # noqa: F401,E402
+from tensorflux.ops.sparse_ext_ops import sparse_merge as merge  # noqa: F401,E402
 from tensorflux.ops.sparse_ops import (
     from_dense,  # noqa: F401
     sparse_to_dense,  # noqa: F401

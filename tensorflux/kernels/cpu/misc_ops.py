@@ -1,0 +1,51 @@
+"""CPU kernels of tensorflux/ops/misc_ops.py: Timestamp, NextAfter, ExtractVolumePatches."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from tensorflux.framework import errors
+from tensorflux.kernels.registry import kernel, kernel_factory
+
+
+@kernel("Timestamp")
+def _timestamp(ctx):
+    return np.float64(time.time())
+
+
+@kernel("NextAfter")
+def _next_after(ctx, x1, x2):
+    return np.nextafter(x1, x2)
+
+
+def _geometry(size, k, s, padding):
+    if padding == "VALID":
+        return max(0, (size - k + s) // s), 0
+    out = -(-size // s)
+    return out, max(0, (out - 1) * s + k - size) // 2
+
+
+@kernel_factory("ExtractVolumePatches", expensive=True)
+def _extract_volume_patches(node):
+    k, s, padding = node.attrs["ksizes"], node.attrs["strides"], node.attrs["padding"]
+
+    def compute(ctx, x):
+        if x.ndim != 5:
+            raise errors.InvalidArgumentError(
+                None, None, f"input must be 5-dimensional, got shape {list(x.shape)}")
+        n, planes, rows, cols, depth = x.shape
+        taps = []
+        for i, size in enumerate((planes, rows, cols), start=1):
+            out, before = _geometry(size, k[i], s[i], padding)
+            src = np.arange(out)[:, None] * s[i] - before + np.arange(k[i])[None, :]
+            taps.append(np.where((src >= 0) & (src < size), src + 1, 0))  # 0: the border
+        padded = np.zeros((n, planes + 1, rows + 1, cols + 1, depth), x.dtype)
+        padded[:, 1:, 1:, 1:] = x
+        p, r, c = taps
+        out = padded[:, p[:, None, None, :, None, None], r[None, :, None, None, :, None],
+                     c[None, None, :, None, None, :]]  # [n, op, or, oc, kp, kr, kc, depth]
+        return np.ascontiguousarray(out.reshape(out.shape[:4] + (-1,)))
+
+    return compute
