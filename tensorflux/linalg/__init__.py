@@ -20,6 +20,11 @@ from tensorflux.linalg.linalg_impl import (  # noqa: F401
     trace,
 )
 from tensorflux.linalg.linalg_impl import matrix_transpose as transpose  # noqa: F401
+from tensorflux.linalg.tridiagonal import (  # noqa: F401
+    eigh_tridiagonal,
+    tridiagonal_matmul,
+    tridiagonal_solve,
+)
 from tensorflux.nn.clip_ops import global_norm  # noqa: F401
 from tensorflux.nn.nn_impl import l2_normalize  # noqa: F401
 from tensorflux.ops.linalg_factor_ops import lu, qr, svd  # noqa: F401

@@ -53,5 +53,6 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     summary_ops,
     tensor_array_ops,
     training_ops,
+    tridiagonal_ops,
     unary_ops,
 )
