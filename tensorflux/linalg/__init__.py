@@ -20,6 +20,29 @@ from tensorflux.linalg.linalg_impl import (  # noqa: F401
     trace,
 )
 from tensorflux.linalg.linalg_impl import matrix_transpose as transpose  # noqa: F401
+from tensorflux.linalg.linear_operator import (  # noqa: F401
+    LinearOperator,
+    LinearOperatorAdjoint,
+    LinearOperatorBlockDiag,
+    LinearOperatorBlockLowerTriangular,
+    LinearOperatorCirculant,
+    LinearOperatorCirculant2D,
+    LinearOperatorCirculant3D,
+    LinearOperatorComposition,
+    LinearOperatorDiag,
+    LinearOperatorFullMatrix,
+    LinearOperatorHouseholder,
+    LinearOperatorIdentity,
+    LinearOperatorInversion,
+    LinearOperatorKronecker,
+    LinearOperatorLowerTriangular,
+    LinearOperatorLowRankUpdate,
+    LinearOperatorPermutation,
+    LinearOperatorScaledIdentity,
+    LinearOperatorToeplitz,
+    LinearOperatorTridiag,
+    LinearOperatorZeros,
+)
 from tensorflux.linalg.tridiagonal import (  # noqa: F401
     eigh_tridiagonal,
     tridiagonal_matmul,
