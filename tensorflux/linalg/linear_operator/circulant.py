@@ -86,7 +86,7 @@ class _BaseCirculant(LinearOperator):
     def _shape_tensor(self):
         s = array_ops.shape(self._spectrum)
         n = reduction_ops.reduce_prod(s[-self._block_depth:])
-        return joining_ops.concat([s[:-self._block_depth], array_ops.stack([n, n])], 0)
+        return joining_ops.concat([s[:-self._block_depth], joining_ops.stack([n, n])], 0)
 
     def _axes(self):
         return list(range(-self._block_depth, 0))

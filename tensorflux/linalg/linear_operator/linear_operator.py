@@ -40,7 +40,8 @@ __all__ = ["LinearOperator"]
 
 
 def _check_hints(is_non_singular, is_self_adjoint, is_positive_definite, is_square):
-    """The hints checked against each other; returns the implied squareness (TF's rules:
+    """The hints checked against each other; returns the implied (is_non_singular,
+    is_square) (TF's rules:
     positive definite implies non-singular, which like self-adjoint implies square)."""
     if is_positive_definite:
         if is_non_singular is False:
@@ -54,7 +55,7 @@ def _check_hints(is_non_singular, is_self_adjoint, is_positive_definite, is_squa
         if is_square is False:
             raise ValueError("A self-adjoint matrix is always square.")
         is_square = True
-    return is_square
+    return is_non_singular, is_square
 
 
 class LinearOperator:
@@ -75,8 +76,8 @@ class LinearOperator:
     def __init__(self, dtype, graph_parents=None, is_non_singular=None, is_self_adjoint=None,
                  is_positive_definite=None, is_square=None, name=None, parameters=None):
         del graph_parents
-        self._is_square_hint = _check_hints(is_non_singular, is_self_adjoint,
-                                            is_positive_definite, is_square)
+        is_non_singular, self._is_square_hint = _check_hints(
+            is_non_singular, is_self_adjoint, is_positive_definite, is_square)
         self._is_non_singular, self._is_self_adjoint = is_non_singular, is_self_adjoint
         self._is_positive_definite = is_positive_definite
         self._dtype = None if dtype is None else dtypes.as_dtype(dtype)
@@ -124,7 +125,7 @@ class LinearOperator:
 
     @contextlib.contextmanager
     def _name_scope(self, name=None):
-        with graph_lib.name_scope(self.name):
+        with graph_lib.name_scope(self.name + "/"):  # one scope per name, as TF's graphs
             if name is None:
                 yield
             else:
@@ -255,7 +256,7 @@ class LinearOperator:
                                  f"dimension {n} but got {m}.")
             return left._linop_matmul(left, right)
         with self._name_scope(name):
-            x = util.to_tensor(x, dtype=self.dtype, name="x")
+            x = util.to_tensor(x, name="x")
             self._check_input_dtype(x)
             return self._matmul(x, adjoint=adjoint, adjoint_arg=adjoint_arg)
 
@@ -289,7 +290,7 @@ class LinearOperator:
     def matvec(self, x, adjoint=False, name="matvec"):
         """A @ x for vectors x [..., N] (A^H @ x with `adjoint`)."""
         with self._name_scope(name):
-            x = util.to_tensor(x, dtype=self.dtype, name="x")
+            x = util.to_tensor(x, name="x")
             self._check_input_dtype(x)
             return self._matvec(x, adjoint=adjoint)
 
@@ -326,7 +327,7 @@ class LinearOperator:
             right = rhs.adjoint() if adjoint_arg else rhs
             return left._linop_matmul(left, right)
         with self._name_scope(name):
-            rhs = util.to_tensor(rhs, dtype=self.dtype, name="rhs")
+            rhs = util.to_tensor(rhs, name="rhs")
             self._check_input_dtype(rhs)
             return self._solve(rhs, adjoint=adjoint, adjoint_arg=adjoint_arg)
 
@@ -338,7 +339,7 @@ class LinearOperator:
         """x with A x = rhs for vectors rhs [..., M]."""
         self._check_solvable()
         with self._name_scope(name):
-            rhs = util.to_tensor(rhs, dtype=self.dtype, name="rhs")
+            rhs = util.to_tensor(rhs, name="rhs")
             self._check_input_dtype(rhs)
             return self._solvevec(rhs, adjoint=adjoint)
 

@@ -261,7 +261,7 @@ class LinearOperatorToeplitz(LinearOperator):
         padded = joining_ops.concat([xt, multiply(xt, util.constant(0, complex_dtype))], -1)
         y = ifft(multiply(spectrum, fft(padded)))
         y = y[..., :n] if isinstance(n, int) else strided_slice(
-            y, [0, 0], array_ops.stack([0, n]), [1, 1], begin_mask=1, end_mask=1,
+            y, [0, 0], joining_ops.stack([0, n]), [1, 1], begin_mask=1, end_mask=1,
             ellipsis_mask=1)
         y = _transpose(y)
         return real(y) if not self.dtype.is_complex else cast(y, self.dtype)

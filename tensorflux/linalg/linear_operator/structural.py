@@ -321,7 +321,7 @@ class LinearOperatorKronecker(LinearOperator):
             m = multiply(m, op.range_dimension_tensor())
             n = multiply(n, op.domain_dimension_tensor())
         return joining_ops.concat([_batch_dynamic(self._operators),
-                                   array_ops.stack([m, n])], 0)
+                                   joining_ops.stack([m, n])], 0)
 
     def _apply(self, operators, x, adjoint, solve):
         """(A ⊗ rest) x by applying rest to the inner index, then A to the outer one."""

@@ -1,0 +1,305 @@
+"""The LinearOperator library beyond the dense table: values and finite-difference gradients
+of the structured paths through the op-test harness (every executor, known and unknown
+shapes), hints and their errors, operator algebra (matmul/solve of operators, inverse,
+cholesky, adjoint), the assert_* methods, and a comparison with TensorFlow."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tests import oracle
+from tests.op_test_util import OpCase
+from tests.ops.math_cases import F32_64, run, table_tests
+
+L = tf.linalg
+
+pytestmark = [pytest.mark.filterwarnings("ignore::RuntimeWarning"),
+              pytest.mark.usefixtures("fresh_graph")]
+
+
+def well(rng, shape, dtype):
+    """Well-conditioned square matrices, normal values otherwise."""
+    x = rng.standard_normal(shape)
+    if len(shape) >= 2 and shape[-1] == shape[-2]:
+        x = x + 3 * np.eye(shape[-1])
+    return x.astype(dtype)
+
+
+def positive(rng, shape, dtype):
+    return rng.uniform(0.5, 2.0, shape).astype(dtype)
+
+
+def np_toeplitz(col, row):
+    n = col.shape[-1]
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    return np.where(i >= j, col[..., np.abs(i - j)], row[..., np.abs(i - j)])
+
+
+def np_kron(a, b):
+    return np.einsum("...ij,...kl->...ikjl", a, b).reshape(
+        a.shape[:-2] + (a.shape[-2] * b.shape[-2], a.shape[-1] * b.shape[-1]))
+
+
+def np_householder(v):
+    return np.eye(v.shape[-1]) - 2 * np.einsum("...i,...j->...ij", v, v) / \
+        np.sum(v * v, -1)[..., None, None]
+
+
+def np_block_diag(a, d):
+    out = np.zeros(a.shape[:-2] + (5, 5), a.dtype)
+    out[..., :2, :2] = a
+    out[..., 2:, 2:] = np.diag(d)
+    return out
+
+
+def toeplitz_dominant(col):
+    return col + tf.constant([4.0] + [0.0] * 3, col.dtype)
+
+
+CASES: list[tuple[OpCase, list]] = [
+    (OpCase("full_solve", lambda a, x: L.LinearOperatorFullMatrix(a).solve(x),
+            lambda a, x: np.linalg.solve(a, x), [(2, 3, 3), (2, 3, 2)], make=well), F32_64),
+    (OpCase("full_log_abs_det", lambda a: L.LinearOperatorFullMatrix(a).log_abs_determinant(),
+            lambda a: np.linalg.slogdet(a)[1].astype(a.dtype), [(2, 3, 3)], make=well),
+     F32_64),
+    (OpCase("diag_solve", lambda d, x: L.LinearOperatorDiag(d).solve(x, adjoint=True),
+            lambda d, x: x / d[..., None], [(2, 3), (2, 3, 2)], make=positive), F32_64),
+    (OpCase("diag_log_abs_det", lambda d: L.LinearOperatorDiag(d).log_abs_determinant(),
+            lambda d: np.sum(np.log(d), -1), [(2, 3)], make=positive), F32_64),
+    (OpCase("tril_solve", lambda a, x: L.LinearOperatorLowerTriangular(a).solve(x),
+            lambda a, x: np.linalg.solve(np.tril(a), x), [(3, 3), (2, 3, 2)], make=well),
+     F32_64),
+    (OpCase("householder_matmul", lambda v, x: L.LinearOperatorHouseholder(v).matmul(x),
+            lambda v, x: np_householder(v) @ x, [(2, 3), (2, 3, 2)]), F32_64),
+    (OpCase("toeplitz_matmul", lambda c, r, x: L.LinearOperatorToeplitz(c, r).matmul(x),
+            lambda c, r, x: np_toeplitz(c, r) @ x, [(4,), (4,), (2, 4, 2)],
+            unknown_shapes=False), F32_64),
+    (OpCase("toeplitz_solve", lambda c, r, x: L.LinearOperatorToeplitz(
+        toeplitz_dominant(c), toeplitz_dominant(r)).solve(x),
+            lambda c, r, x: np.linalg.solve(np_toeplitz(c + [4, 0, 0, 0], r + [4, 0, 0, 0]),
+                                            x), [(4,), (4,), (4, 2)], unknown_shapes=False),
+     F32_64),
+    (OpCase("kronecker_matmul", lambda a, b, x: L.LinearOperatorKronecker(
+        [L.LinearOperatorFullMatrix(a), L.LinearOperatorFullMatrix(b)]).matmul(x),
+            lambda a, b, x: np_kron(a, b) @ x, [(2, 2), (3, 3), (6, 2)], make=well,
+            unknown_shapes=False), F32_64),
+    (OpCase("kronecker_solve", lambda a, b, x: L.LinearOperatorKronecker(
+        [L.LinearOperatorFullMatrix(a), L.LinearOperatorFullMatrix(b)]).solve(x, adjoint=True),
+            lambda a, b, x: np.linalg.solve(np.swapaxes(np_kron(a, b), -1, -2), x),
+            [(2, 2, 2), (3, 3), (2, 6, 1)], make=well, unknown_shapes=False), F32_64),
+    (OpCase("block_diag_matmul", lambda a, d, x: L.LinearOperatorBlockDiag(
+        [L.LinearOperatorFullMatrix(a), L.LinearOperatorDiag(d)]).matmul(x),
+            lambda a, d, x: np_block_diag(a, d) @ x, [(2, 2, 2), (3,), (2, 5, 2)],
+            unknown_shapes=False), F32_64),
+    (OpCase("low_rank_solve", lambda d, u, x: L.LinearOperatorLowRankUpdate(
+        L.LinearOperatorDiag(d), u).solve(x),
+            lambda d, u, x: np.linalg.solve(np.apply_along_axis(np.diag, -1, d) +
+                                            u @ np.swapaxes(u, -1, -2), x),
+            [(2, 4), (2, 4, 2), (2, 4, 1)], make=lambda rng, s, dt: positive(rng, s, dt) if
+            len(s) == 2 else rng.standard_normal(s).astype(dt), unknown_shapes=False),
+     F32_64),
+    (OpCase("low_rank_log_abs_det", lambda d, u: L.LinearOperatorLowRankUpdate(
+        L.LinearOperatorDiag(d), u).log_abs_determinant(),
+            lambda d, u: np.linalg.slogdet(np.apply_along_axis(np.diag, -1, d) +
+                                           u @ np.swapaxes(u, -1, -2))[1].astype(d.dtype),
+            [(2, 4), (2, 4, 2)], make=lambda rng, s, dt: positive(rng, s, dt) if
+            len(s) == 2 else rng.standard_normal(s).astype(dt), unknown_shapes=False),
+     F32_64),
+    (OpCase("tridiag_solve", lambda d, x: L.LinearOperatorTridiag(
+        d + tf.constant([[0.0], [4.0], [0.0]], d.dtype)).solve(x),
+            lambda d, x: np.linalg.solve(
+                np.diag(d[1] + 4) + np.diag(d[0, :-1], 1) + np.diag(d[2, 1:], -1), x),
+            [(3, 4), (2, 4, 2)], unknown_shapes=False), F32_64),
+    (OpCase("circulant_matmul", lambda h, x: L.LinearOperatorCirculant(
+        tf.signal.fft(tf.cast(h, tf.complex128)), input_output_dtype=tf.complex128).matmul(
+        tf.cast(x, tf.complex128)),
+            lambda h, x: np.stack([np.roll(h, k) for k in range(4)], -1) @ x + 0j,
+            [(4,), (4, 2)], grad=False, unknown_shapes=False), [np.float64]),
+]
+
+test_value, test_gradient, test_kernel_dtypes_are_exact = table_tests(CASES)
+
+
+def test_hints_and_their_errors():
+    d = L.LinearOperatorDiag([1.0, 2.0], is_positive_definite=True)
+    assert (d.is_non_singular, d.is_self_adjoint, d.is_square) == (True, True, True)
+    assert L.LinearOperatorDiag(tf.constant([1j, 2.0])).is_self_adjoint is None
+    with pytest.raises(ValueError, match="always non-singular"):
+        L.LinearOperatorFullMatrix(np.eye(2), is_positive_definite=True,
+                                   is_non_singular=False)
+    with pytest.raises(ValueError, match="always square"):
+        L.LinearOperatorFullMatrix(np.ones((2, 3)), is_self_adjoint=True, is_square=False)
+    with pytest.raises(ValueError, match="was square"):
+        _ = L.LinearOperatorFullMatrix(np.eye(2), is_square=False).is_square
+    with pytest.raises(ValueError, match="self adjoint"):
+        L.LinearOperatorDiag([1.0], is_self_adjoint=False)
+    with pytest.raises(ValueError, match="identity operator is always"):
+        L.LinearOperatorIdentity(2, is_non_singular=False)
+    with pytest.raises(ValueError, match="non-negative"):
+        L.LinearOperatorIdentity(-1)
+    with pytest.raises(ValueError, match="num_rows"):
+        L.LinearOperatorZeros(2, 3)
+    with pytest.raises(ValueError, match="Householder"):
+        L.LinearOperatorHouseholder([1.0, 2.0], is_positive_definite=True)
+    with pytest.raises(TypeError):
+        L.LinearOperatorFullMatrix(np.eye(2, dtype=np.int32))
+    with pytest.raises(TypeError):
+        L.LinearOperatorComposition([L.LinearOperatorDiag([1.0]),
+                                     L.LinearOperatorDiag(np.array([1.0]))])
+    with pytest.raises(ValueError):
+        L.LinearOperatorBlockLowerTriangular([[L.LinearOperatorDiag([1.0])], []])
+    with pytest.raises(ValueError, match="Diagonals Format"):
+        L.LinearOperatorTridiag(np.ones((3, 3)), diagonals_format="dense")
+    with pytest.raises(TypeError, match="dtype"):
+        L.LinearOperatorDiag([1.0, 2.0]).matmul(np.ones((2, 1)))  # float64 vs float32
+    with pytest.raises(ValueError):
+        L.LinearOperatorDiag([1.0, 2.0]).matmul(L.LinearOperatorDiag([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match="Inverse"):
+        L.LinearOperatorZeros(2).inverse()
+    with pytest.raises(ValueError, match="Cholesky"):
+        L.LinearOperatorFullMatrix(np.eye(2)).cholesky()
+    with pytest.raises(NotImplementedError):
+        L.LinearOperatorFullMatrix(np.ones((2, 3))).solve(np.ones((2, 1)))
+    with pytest.raises(NotImplementedError):
+        L.LinearOperatorFullMatrix(np.eye(2)).eigvals()
+
+
+def test_operator_algebra():
+    d = L.LinearOperatorDiag([1.0, 2.0])
+    f = L.LinearOperatorFullMatrix(np.array([[2.0, 1.0], [1.0, 3.0]], np.float32),
+                                   is_self_adjoint=True, is_positive_definite=True)
+    ident = L.LinearOperatorIdentity(2)
+    assert isinstance(d @ d, L.LinearOperatorDiag)
+    assert ident.matmul(f) is f and f.matmul(ident) is f
+    assert isinstance(f @ d, L.LinearOperatorComposition)
+    assert isinstance(d.inverse(), L.LinearOperatorDiag)
+    assert isinstance(f.inverse(), L.LinearOperatorInversion)
+    assert isinstance(f.cholesky(), L.LinearOperatorLowerTriangular)
+    assert isinstance(L.LinearOperatorDiag([1.0, 2.0], is_positive_definite=True).cholesky(),
+                      L.LinearOperatorDiag)
+    assert f.adjoint() is f and f.H is f
+    g = L.LinearOperatorFullMatrix(np.array([[1.0, 2.0], [0.0, 1.0]], np.float32))
+    assert isinstance(g.H, L.LinearOperatorAdjoint) and g.H.H is g
+    assert L.LinearOperatorInversion(g).inverse() is g
+    dense_f = np.array([[2.0, 1.0], [1.0, 3.0]])
+    got = run({"fd": (f @ d).to_dense(), "chol": f.cholesky().to_dense(),
+               "solve_op": f.solve(d).to_dense(), "inv": f.inverse().to_dense(),
+               "dd": (d @ d).to_dense(), "adj_solve": g.H.solve(np.ones((2, 1), np.float32))})
+    np.testing.assert_allclose(got["fd"], dense_f @ np.diag([1, 2]), rtol=1e-6)
+    np.testing.assert_allclose(got["chol"], np.linalg.cholesky(dense_f), rtol=1e-6)
+    np.testing.assert_allclose(got["solve_op"], np.linalg.solve(dense_f, np.diag([1, 2])),
+                               rtol=1e-5)
+    np.testing.assert_allclose(got["inv"], np.linalg.inv(dense_f), rtol=1e-5)
+    np.testing.assert_allclose(got["dd"], np.diag([1.0, 4.0]))
+    np.testing.assert_allclose(got["adj_solve"], np.linalg.solve([[1, 0], [2, 1]],
+                                                                 np.ones((2, 1))), rtol=1e-6)
+
+
+def test_batch_shapes_broadcast():
+    d = L.LinearOperatorDiag(np.ones((3, 1, 2)))
+    f = L.LinearOperatorFullMatrix(np.ones((4, 2, 2)))
+    comp = L.LinearOperatorComposition([d, f])
+    assert comp.batch_shape.as_list() == [3, 4]
+    assert d.matmul(np.ones((5, 2, 1))).shape.as_list() == [3, 5, 2, 1]
+    out, shape = run([comp.matmul(np.ones((2, 1))), comp.shape_tensor()])
+    assert out.shape == (3, 4, 2, 1) and list(shape) == [3, 4, 2, 2]
+    ident = L.LinearOperatorIdentity(2, batch_shape=[3], dtype=tf.float64)
+    assert run(ident.matmul(np.ones((2, 2)))).shape == (3, 2, 2)
+
+
+def test_unknown_shapes():
+    p = tf.placeholder(tf.float64, [None, None])
+    ops = {"diag": L.LinearOperatorDiag(p), "householder": L.LinearOperatorHouseholder(p),
+           "kronecker": L.LinearOperatorKronecker([L.LinearOperatorDiag(p)] * 2),
+           "block_diag": L.LinearOperatorBlockDiag([L.LinearOperatorDiag(p)] * 2),
+           "circulant": L.LinearOperatorCirculant(tf.cast(p, tf.complex128),
+                                                  input_output_dtype=tf.complex128)}
+    value = np.random.default_rng(0).uniform(1, 2, (2, 3))
+    for name, op in ops.items():
+        assert op.shape.ndims is None or not op.shape.is_fully_defined(), name
+        dense, shape = run([op.to_dense(), op.shape_tensor()], {p: value})
+        assert list(dense.shape) == list(shape), name
+        x = np.ones(dense.shape[:-1] + (1,), dense.dtype)
+        got = run(op.matmul(x), {p: value})
+        np.testing.assert_allclose(got, dense @ x, rtol=1e-10, err_msg=name)
+
+
+def test_asserts():
+    good = L.LinearOperatorFullMatrix(np.array([[2.0, 1.0], [1.0, 3.0]]))
+    run([good.assert_positive_definite(), good.assert_self_adjoint(),
+         good.assert_non_singular(), L.LinearOperatorDiag([1.0, 2.0]).assert_non_singular()])
+    bad = [lambda: L.LinearOperatorFullMatrix(np.array([[1.0, 2.0], [0.0, 1.0]]))
+           .assert_self_adjoint(),
+           lambda: L.LinearOperatorFullMatrix(np.array([[1.0, 2.0], [2.0, 4.0]]))
+           .assert_non_singular(),
+           lambda: L.LinearOperatorFullMatrix(-np.eye(2)).assert_positive_definite(),
+           lambda: L.LinearOperatorDiag([1.0, 0.0]).assert_non_singular(),
+           lambda: L.LinearOperatorDiag([1.0, -1.0]).assert_positive_definite()]
+    for check in bad:  # constant inputs fail while building, as in TensorFlow
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            run(check())
+    p = tf.placeholder(tf.float64, [2])
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        run(L.LinearOperatorDiag(p).assert_positive_definite(), {p: [1.0, -1.0]})
+
+
+ORACLE_PROGRAM = """
+rng = np.random.RandomState(0)
+L = tf.linalg
+a = rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+b = rng.standard_normal((2, 2)) + 3 * np.eye(2)
+d = rng.uniform(1, 2, (2, 3))
+u = rng.standard_normal((2, 3, 2))
+x = rng.standard_normal((2, 3, 2))
+x6 = rng.standard_normal((2, 6, 2))
+col = rng.standard_normal(3); col[0] += 4
+row = rng.standard_normal(3); row[0] = col[0]
+spec = rng.uniform(1, 2, (2, 3)) + 1j * rng.standard_normal((2, 3))
+tri = rng.standard_normal((2, 3, 3)); tri[:, 1] += 4
+at = tf.constant(a)
+ops = {
+    "full": L.LinearOperatorFullMatrix(at),
+    "diag": L.LinearOperatorDiag(d),
+    "tril": L.LinearOperatorLowerTriangular(a),
+    "scaled": L.LinearOperatorScaledIdentity(3, np.array([2.0, -1.0])),
+    "householder": L.LinearOperatorHouseholder(d),
+    "toeplitz": L.LinearOperatorToeplitz(col, row),
+    "tridiag": L.LinearOperatorTridiag(tri),
+    "lowrank": L.LinearOperatorLowRankUpdate(L.LinearOperatorDiag(d), u),
+    "perm": L.LinearOperatorPermutation(np.array([2, 0, 1], np.int32), dtype=tf.float64),
+}
+kron = L.LinearOperatorKronecker([L.LinearOperatorFullMatrix(b),
+                                  L.LinearOperatorDiag(d)])
+circ = L.LinearOperatorCirculant(spec, input_output_dtype=tf.complex128)
+block = L.LinearOperatorBlockLowerTriangular([[L.LinearOperatorDiag(d)],
+                                              [L.LinearOperatorFullMatrix(a),
+                                               L.LinearOperatorFullMatrix(a)]])
+exprs = {}
+for k, op in ops.items():
+    exprs[k + "_dense"] = op.to_dense()
+    exprs[k + "_matmul"] = op.matmul(x, adjoint=True)
+    exprs[k + "_solve"] = op.solve(x)
+    exprs[k + "_logdet"] = op.log_abs_determinant()
+    exprs[k + "_trace"] = op.trace()
+exprs["kron_matmul"] = kron.matmul(x6)
+exprs["kron_solve"] = kron.solve(x6)
+exprs["kron_det"] = kron.determinant()
+def ri(t):  # complex values travel as (real, imaginary)
+    return tf.stack([tf.real(t), tf.imag(t)])
+exprs["circ_matmul"] = ri(circ.matmul(tf.cast(x, tf.complex128)))
+exprs["circ_solve"] = ri(circ.solve(tf.cast(x, tf.complex128), adjoint=True))
+exprs["circ_det"] = ri(circ.determinant())
+exprs["block_matmul"] = block.matmul(x6)
+exprs["block_solve"] = block.solve(x6, adjoint=True)
+exprs["grad_full"] = tf.gradients(tf.reduce_sum(ops["full"].solve(x)), at)[0]
+with tf.Session() as s:
+    result = s.run(exprs)
+"""
+
+
+@pytest.mark.oracle
+def test_against_tensorflow():
+    ours, theirs = oracle.run_both(ORACLE_PROGRAM, tf)
+    oracle.assert_results_close(ours, theirs, rtol=1e-7, atol=1e-9)
