@@ -26,8 +26,8 @@ def _tril_np(x):
 
 
 def _kron(a, b):
-    return np.einsum("...ij,...kl->...ikjl", a, b).reshape(
-        a.shape[:-2] + (a.shape[-2] * b.shape[-2], a.shape[-1] * b.shape[-1]))
+    out = np.einsum("...ij,...kl->...ikjl", a, b)
+    return out.reshape(out.shape[:-4] + (a.shape[-2] * b.shape[-2], a.shape[-1] * b.shape[-1]))
 
 
 def _block_diag(*blocks):
@@ -80,6 +80,7 @@ class Case:
     square: bool = True
     solvable: bool = True
     self_adjoint: bool = False
+    det: bool = True  # square with square factors: determinant defined
 
 
 def _full(rng):
@@ -232,6 +233,49 @@ def _lowrank_dv(rng):
     return op, a + u @ np.diag(du) @ v.T
 
 
+def _kronecker_rect(rng):
+    a = rng.standard_normal((2, 3))
+    b = rng.standard_normal((2, 3, 2))
+    op = L.LinearOperatorKronecker([L.LinearOperatorFullMatrix(a),
+                                    L.LinearOperatorFullMatrix(b)])
+    return op, _kron(a[None], b)
+
+
+def _composition_rect(rng):
+    a = rng.standard_normal((3, 4))
+    b = rng.standard_normal((2, 4, 2))
+    op = L.LinearOperatorComposition([L.LinearOperatorFullMatrix(a),
+                                      L.LinearOperatorFullMatrix(b)])
+    return op, a @ b
+
+
+def _adjoint_rect(rng):
+    a = rng.standard_normal((2, 4, 3))
+    return L.LinearOperatorAdjoint(L.LinearOperatorFullMatrix(a)), _adj(a)
+
+
+def _scaled_complex(rng):
+    m = np.array([2.0 + 1j, -3.0 - 0.5j])
+    return L.LinearOperatorScaledIdentity(2, m), m[:, None, None] * np.eye(2)
+
+
+def _tril_complex(rng):
+    a = _well(rng, (3, 3)) + 1j * rng.standard_normal((3, 3))
+    return L.LinearOperatorLowerTriangular(a), np.tril(a)
+
+
+def _blocklower_batch(rng):
+    a = _well(rng, (2, 2, 2))
+    b = rng.standard_normal((1, 3, 2))
+    c = _well(rng, (3, 3))
+    op = L.LinearOperatorBlockLowerTriangular(
+        [[L.LinearOperatorFullMatrix(a)],
+         [L.LinearOperatorFullMatrix(b), L.LinearOperatorFullMatrix(c)]])
+    dense = np.zeros((2, 5, 5))
+    dense[:, :2, :2], dense[:, 2:, :2], dense[:, 2:, 2:] = a, b, c
+    return op, dense
+
+
 def _adjoint(rng):
     a = _well(rng, (2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3))
     return L.LinearOperatorAdjoint(L.LinearOperatorFullMatrix(a)), \
@@ -259,6 +303,11 @@ CASES = [
     Case("low_rank_update", _lowrank, self_adjoint=True),
     Case("low_rank_update_dv", _lowrank_dv), Case("adjoint", _adjoint),
     Case("inversion", _inversion),
+    Case("kronecker_rect", _kronecker_rect, solvable=False, det=False),
+    Case("composition_rect", _composition_rect, square=False, solvable=False),
+    Case("adjoint_rect", _adjoint_rect, square=False, solvable=False),
+    Case("scaled_identity_complex", _scaled_complex), Case("tril_complex", _tril_complex),
+    Case("block_lower_triangular_batch", _blocklower_batch),
 ]
 
 
@@ -292,7 +341,7 @@ def _exprs(op, dense, case, rng):
         "H": (op.H.to_dense(), _adj(dense)),
         "shape_tensor": (op.shape_tensor(), np.array(dense.shape)),
     }
-    if case.square:
+    if case.square and case.det:
         out["determinant"] = (op.determinant(), np.linalg.det(dense))
     if case.solvable:
         out["log_abs_det"] = (op.log_abs_determinant(), np.linalg.slogdet(dense)[1])

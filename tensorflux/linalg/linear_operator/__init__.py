@@ -5,10 +5,7 @@ that gradients flow through tf.gradients. The base class is in linear_operator.p
 from tensorflux.linalg.linear_operator.basic import (  # noqa: F401
     LinearOperatorDiag,
     LinearOperatorFullMatrix,
-    LinearOperatorIdentity,
     LinearOperatorLowerTriangular,
-    LinearOperatorScaledIdentity,
-    LinearOperatorZeros,
 )
 from tensorflux.linalg.linear_operator.blocks import (  # noqa: F401
     LinearOperatorBlockDiag,
@@ -18,6 +15,11 @@ from tensorflux.linalg.linear_operator.circulant import (  # noqa: F401
     LinearOperatorCirculant,
     LinearOperatorCirculant2D,
     LinearOperatorCirculant3D,
+)
+from tensorflux.linalg.linear_operator.identity import (  # noqa: F401
+    LinearOperatorIdentity,
+    LinearOperatorScaledIdentity,
+    LinearOperatorZeros,
 )
 from tensorflux.linalg.linear_operator.linear_operator import LinearOperator  # noqa: F401
 from tensorflux.linalg.linear_operator.low_rank import LinearOperatorLowRankUpdate  # noqa: F401

@@ -384,13 +384,20 @@ class LinearOperatorKronecker(LinearOperator):
         out.set_shape(self.shape)
         return out
 
+    def _square_factors(self):
+        return all(op.is_square for op in self._operators)
+
     def _diag_part(self):
+        if not self._square_factors():  # the diagonal mixes off-diagonal factor entries
+            return super()._diag_part()
         out = self._operators[0].diag_part()
         for op in self._operators[1:]:
             out = _outer_flat(out, op.diag_part())
         return out
 
     def _trace(self):
+        if not self._square_factors():
+            return super()._trace()
         out = self._operators[0].trace()
         for op in self._operators[1:]:
             out = multiply(out, op.trace())

@@ -15,7 +15,7 @@ from tensorflux.ops.linalg_ops import adjoint_last_two
 from tensorflux.ops.matrix_ops import matmul
 
 __all__ = ["adjoint", "matmul_adj", "broadcast_batch", "static_or_dynamic", "shape_tensor",
-           "to_tensor", "static_int"]
+           "to_tensor", "static_int", "constant"]
 
 
 def adjoint(x: Tensor) -> Tensor:
@@ -80,8 +80,3 @@ def broadcast_batch(a: Tensor, b: Tensor, inner_a: int = 2, inner_b: int = 2):
         return joining_ops.broadcast_to(x, joining_ops.concat([batch, inner_shape], 0))
 
     return grow(a, inner_a), grow(b, inner_b)
-
-
-def broadcast_static(a: tensor_shape.TensorShape, b: tensor_shape.TensorShape):
-    """The NumPy broadcast of two static batch shapes (unknown entries stay unknown)."""
-    return joining_ops.broadcast_static_shape(a, b)
