@@ -164,6 +164,47 @@ def test_hints_and_their_errors():
         L.LinearOperatorFullMatrix(np.ones((2, 3))).solve(np.ones((2, 1)))
     with pytest.raises(NotImplementedError):
         L.LinearOperatorFullMatrix(np.eye(2)).eigvals()
+    with pytest.raises(ValueError, match="permutation"):
+        L.LinearOperatorPermutation([0, 0, 1])
+    with pytest.raises(ValueError, match="not compatible"):
+        L.LinearOperatorDiag([1.0, 2.0, 3.0]).matmul(tf.ones([2, 1]))
+    with pytest.raises(ValueError, match="not compatible"):
+        L.LinearOperatorFullMatrix(np.ones((2, 3))).matvec(np.ones(2), adjoint=False)
+
+
+class _Shift(L.LinearOperator):
+    """A user's operator: the cyclic shift of vectors of length 3, defined only by its
+    shape and matmul (every other method comes from the base class)."""
+
+    def __init__(self):
+        super().__init__(dtype=tf.float64, is_non_singular=True, is_square=True,
+                         name="Shift")
+
+    def _shape(self):
+        return tf.TensorShape([3, 3])
+
+    def _shape_tensor(self):
+        return tf.constant([3, 3])
+
+    def _matmul(self, x, adjoint=False, adjoint_arg=False):
+        x = tf.linalg.adjoint(x) if adjoint_arg else x
+        return tf.roll(x, shift=-1 if adjoint else 1, axis=-2)
+
+
+def test_a_user_subclass_gets_every_method():
+    op = _Shift()
+    dense = np.roll(np.eye(3), 1, axis=0)
+    x = np.arange(6.0).reshape(3, 2)
+    got = run({"dense": op.to_dense(), "solve": op.solve(x), "det": op.determinant(),
+               "adj": op.matmul(x, adjoint=True), "trace": op.trace(),
+               "inv": op.inverse().to_dense(), "cond": op.cond()})
+    np.testing.assert_allclose(got["dense"], dense)
+    np.testing.assert_allclose(got["solve"], np.linalg.solve(dense, x), atol=1e-12)
+    np.testing.assert_allclose(got["adj"], dense.T @ x)
+    np.testing.assert_allclose([got["det"], got["trace"], got["cond"]], [1.0, 0.0, 1.0],
+                               atol=1e-12)
+    np.testing.assert_allclose(got["inv"], dense.T, atol=1e-12)
+    assert op.name == "Shift" and "Shift/" in op.matmul(x).name
 
 
 def test_operator_algebra():

@@ -199,6 +199,18 @@ class LinearOperator:
             raise TypeError(f"Expected argument to have dtype {self.dtype}. Found: "
                             f"{arg.dtype} in tensor {arg}")
 
+    def _check_inner(self, x, self_axis, arg_axis):
+        """The operator's dimension `self_axis` against x's `arg_axis`, where both are
+        static.
+
+        Raises:
+          ValueError: they differ.
+        """
+        mine = self.shape[self_axis].value if self.shape.ndims is not None else None
+        theirs = x.shape[arg_axis].value if x.shape.ndims not in (None, 0) else None
+        if mine is not None and theirs is not None and mine != theirs:
+            raise ValueError(f"Dimensions {mine} and {theirs} are not compatible")
+
     def _dense_for_checks(self):
         return self.to_dense()
 
@@ -258,6 +270,7 @@ class LinearOperator:
         with self._name_scope(name):
             x = util.to_tensor(x, name="x")
             self._check_input_dtype(x)
+            self._check_inner(x, -2 if adjoint else -1, -1 if adjoint_arg else -2)
             return self._matmul(x, adjoint=adjoint, adjoint_arg=adjoint_arg)
 
     def _linop_matmul(self, left, right):
@@ -292,6 +305,7 @@ class LinearOperator:
         with self._name_scope(name):
             x = util.to_tensor(x, name="x")
             self._check_input_dtype(x)
+            self._check_inner(x, -2 if adjoint else -1, -1)
             return self._matvec(x, adjoint=adjoint)
 
     def _can_use_cholesky(self):
@@ -329,6 +343,7 @@ class LinearOperator:
         with self._name_scope(name):
             rhs = util.to_tensor(rhs, name="rhs")
             self._check_input_dtype(rhs)
+            self._check_inner(rhs, -1 if adjoint else -2, -1 if adjoint_arg else -2)
             return self._solve(rhs, adjoint=adjoint, adjoint_arg=adjoint_arg)
 
     def _solvevec(self, rhs, adjoint=False):
@@ -341,6 +356,7 @@ class LinearOperator:
         with self._name_scope(name):
             rhs = util.to_tensor(rhs, name="rhs")
             self._check_input_dtype(rhs)
+            self._check_inner(rhs, -1 if adjoint else -2, -1)
             return self._solvevec(rhs, adjoint=adjoint)
 
     # ---- scalars of each matrix ------------------------------------------------------

@@ -3,8 +3,11 @@ LinearOperatorHouseholder, LinearOperatorToeplitz and LinearOperatorTridiag."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from tensorflux.debugging import check_ops
 from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework.common_shapes import constant_value
 from tensorflux.linalg.linear_operator import util
 from tensorflux.linalg.linear_operator.basic import _check_dtype
 from tensorflux.linalg.linear_operator.linear_operator import LinearOperator
@@ -59,6 +62,12 @@ class LinearOperatorPermutation(LinearOperator):
                             f"{self._perm.dtype}")
         if self._perm.shape.ndims is not None and self._perm.shape.ndims < 1:
             raise ValueError("Argument perm must have at least 1 dimension.")
+        static = constant_value(self._perm)
+        if static is not None:
+            n = static.shape[-1]
+            if not (np.sort(static, -1) == np.arange(n)).all():
+                raise ValueError(f"Argument perm must be a permutation of 0..{n - 1} along "
+                                 f"its last dimension. Found: {static.tolist()}")
         if is_non_singular is False:
             raise ValueError("A Permutation operator is always non-singular.")
         if is_square is False:
