@@ -54,6 +54,14 @@ def np_block_diag(a, d):
     return out
 
 
+def np_circulant2d(h):
+    """The doubly block circulant matrix of a real [n0, n1] kernel: column j is the kernel
+    rolled by j's block indices."""
+    n0, n1 = h.shape
+    cols = [np.roll(np.roll(h, a, 0), b, 1).ravel() for a in range(n0) for b in range(n1)]
+    return np.stack(cols, -1)
+
+
 def toeplitz_dominant(col):
     return col + tf.constant([4.0] + [0.0] * 3, col.dtype)
 
@@ -117,6 +125,16 @@ CASES: list[tuple[OpCase, list]] = [
         tf.cast(x, tf.complex128)),
             lambda h, x: np.stack([np.roll(h, k) for k in range(4)], -1) @ x + 0j,
             [(4,), (4, 2)], grad=False, unknown_shapes=False), [np.float64]),
+    (OpCase("circulant_real_matmul", lambda h, x: L.LinearOperatorCirculant(
+        tf.signal.fft(tf.cast(h, tf.complex128)), input_output_dtype=tf.float64).matmul(x),
+            lambda h, x: np.stack([np.roll(h, k) for k in range(4)], -1) @ x,
+            [(4,), (2, 4, 2)], unknown_shapes=False), [np.float64]),
+    (OpCase("circulant2d_real_solve", lambda h, x: L.LinearOperatorCirculant2D(
+        tf.signal.fft2d(tf.cast(h + tf.constant(np.pad([[6.0]], [[0, 1], [0, 2]])),
+                                tf.complex128)), input_output_dtype=tf.float64).solve(x),
+            lambda h, x: np.linalg.solve(np_circulant2d(h + np.pad([[6.0]], [[0, 1], [0, 2]])),
+                                         x), [(2, 3), (6, 1)], unknown_shapes=False),
+     [np.float64]),
 ]
 
 test_value, test_gradient, test_kernel_dtypes_are_exact = table_tests(CASES)
