@@ -1,6 +1,7 @@
 """`tf.linalg`: the linear-algebra ops (tensorflux/ops/linalg_ops.py, linalg_factor_ops.py,
-matrix_ops.py) and the functions built from them (linalg_impl.py) under their TF1
-`tf.linalg.*` names."""
+matrix_ops.py, tridiagonal_ops.py) and the functions built from them (linalg_impl.py,
+tridiagonal.py) under their TF1 `tf.linalg.*` names, and the LinearOperator class library
+(linear_operator/)."""
 
 from tensorflux.linalg.linalg_impl import (  # noqa: F401
     adjoint,

@@ -106,11 +106,17 @@ def _diag_products(grad, x):
 
 
 def _shift_rows(x, offset):
-    """x[..., i + offset, :] along the second-to-last axis, zero outside (offset ±1)."""
-    rank = x.shape.ndims
-    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
-    t = array_ops.transpose(x, perm)
-    return array_ops.transpose(_shift(t, offset), perm)
+    """x[..., i + offset, :] along the second-to-last axis, zero outside (offset ±1); any
+    rank, known or not."""
+    zeros = array_ops.zeros_like(strided_slice(x, [0, 0, 0], [0, 1, 0], [1, 1, 1],
+                                               begin_mask=5, end_mask=5, ellipsis_mask=1))
+    if offset > 0:
+        body = strided_slice(x, [0, 1, 0], [0, 0, 0], [1, 1, 1], begin_mask=5, end_mask=7,
+                             ellipsis_mask=1)
+        return joining_ops.concat([body, zeros], -2)
+    body = strided_slice(x, [0, 0, 0], [0, -1, 0], [1, 1, 1], begin_mask=7, end_mask=5,
+                         ellipsis_mask=1)
+    return joining_ops.concat([zeros, body], -2)
 
 
 @gradient("TridiagonalSolve")

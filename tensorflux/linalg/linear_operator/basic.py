@@ -46,10 +46,6 @@ def _real_self_adjoint(dtype, is_self_adjoint):
     return is_self_adjoint
 
 
-def _expand2(t):
-    return array_ops.expand_dims(array_ops.expand_dims(t, -1), -1)
-
-
 class LinearOperatorFullMatrix(LinearOperator):
     """The operator of a dense [..., M, N] matrix (`tf.linalg.LinearOperatorFullMatrix`)."""
 

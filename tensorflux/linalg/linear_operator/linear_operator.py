@@ -32,7 +32,7 @@ from tensorflux.ops.linalg_factor_ops import (
     svd,
 )
 from tensorflux.ops.linalg_ops import matrix_diag, matrix_diag_part
-from tensorflux.ops.math_ops import add, cast, multiply, real, truediv
+from tensorflux.ops.math_ops import add, multiply, real, truediv
 from tensorflux.ops.matrix_ops import cholesky, matrix_determinant
 from tensorflux.ops.unary_ops import abs, exp, log  # noqa: A004
 
@@ -510,9 +510,6 @@ class LinearOperator:
         from tensorflux.linalg.linear_operator.basic import LinearOperatorLowerTriangular
         return LinearOperatorLowerTriangular(cholesky(self.to_dense()), is_non_singular=True,
                                              is_self_adjoint=False, is_square=True)
-
-    def _real_to_dtype(self, x):
-        return cast(x, self.dtype) if x.dtype != self.dtype else x
 
     def __repr__(self):
         return (f"<tf.linalg.{type(self).__name__} '{self.name}' shape={self.shape} "

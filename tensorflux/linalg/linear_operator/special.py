@@ -172,14 +172,13 @@ class LinearOperatorHouseholder(LinearOperator):
 
     def _trace(self):
         n = cast(_last_dim(self._axis), self.dtype)
-        ones = reduction_ops.reduce_sum(multiply(self._axis, util.constant(0, self.dtype)),
-                                        -1)
-        return add(ones, subtract(n, util.constant(2, dtype=self.dtype)))
+        return add(self._zeros_batch(), subtract(n, util.constant(2, dtype=self.dtype)))
 
     def _determinant(self):
         return subtract(self._zeros_batch(), util.constant(1, dtype=self.dtype))
 
     def _zeros_batch(self):
+        """Zeros of the batch shape."""
         return reduction_ops.reduce_sum(multiply(self._axis, util.constant(0, self.dtype)),
                                         -1)
 
