@@ -362,3 +362,73 @@ with tf.Session() as s:
 def test_against_tensorflow():
     ours, theirs = oracle.run_both(ORACLE_PROGRAM, tf)
     oracle.assert_results_close(ours, theirs, rtol=1e-7, atol=1e-9)
+
+
+HINTS_PROGRAM = """
+L = tf.linalg
+d2 = L.LinearOperatorDiag([1., 2.])
+f2 = L.LinearOperatorFullMatrix(np.eye(2, dtype=np.float32))
+u1 = np.ones((2, 1), np.float32)
+ops = {
+ 'full': L.LinearOperatorFullMatrix(np.eye(3)),
+ 'full_pd': L.LinearOperatorFullMatrix(np.eye(3), is_positive_definite=True),
+ 'full_rect': L.LinearOperatorFullMatrix(np.ones((2, 3))),
+ 'diag': d2,
+ 'diagc': L.LinearOperatorDiag(tf.constant([1., 2.], tf.complex64)),
+ 'id': L.LinearOperatorIdentity(3),
+ 'sid': L.LinearOperatorScaledIdentity(3, 2.),
+ 'sidc': L.LinearOperatorScaledIdentity(3, tf.constant(2., tf.complex64)),
+ 'zeros': L.LinearOperatorZeros(3),
+ 'zeros23': L.LinearOperatorZeros(2, 3, is_square=False, is_self_adjoint=False),
+ 'tril': L.LinearOperatorLowerTriangular(np.eye(3)),
+ 'perm': L.LinearOperatorPermutation([1, 0, 2]),
+ 'hh': L.LinearOperatorHouseholder([1., 2.]),
+ 'toep': L.LinearOperatorToeplitz([1., 2.], [1., 3.]),
+ 'tri': L.LinearOperatorTridiag(np.ones((3, 3))),
+ 'circ': L.LinearOperatorCirculant(tf.constant([1., 2., 3.], tf.complex64)),
+ 'circr': L.LinearOperatorCirculant(tf.constant([1., 2., 2.]), input_output_dtype=tf.float32),
+ 'circ2': L.LinearOperatorCirculant2D(tf.constant([[1., 2.], [2., 3.]], tf.complex64)),
+ 'kron': L.LinearOperatorKronecker([d2, d2]),
+ 'kron_f': L.LinearOperatorKronecker([f2, d2]),
+ 'comp': L.LinearOperatorComposition([d2, d2]),
+ 'comp_f': L.LinearOperatorComposition([f2, L.LinearOperatorDiag([1., 2.],
+                                                                 is_non_singular=True)]),
+ 'bd': L.LinearOperatorBlockDiag([d2, d2]),
+ 'bd_f': L.LinearOperatorBlockDiag([f2, d2]),
+ 'blt': L.LinearOperatorBlockLowerTriangular([[d2], [f2, d2]]),
+ 'blt_ns': L.LinearOperatorBlockLowerTriangular([[L.LinearOperatorIdentity(2)],
+                                                 [f2, L.LinearOperatorIdentity(2)]]),
+ 'lru': L.LinearOperatorLowRankUpdate(d2, u1),
+ 'lru_pd': L.LinearOperatorLowRankUpdate(L.LinearOperatorDiag([1., 2.],
+                                                               is_positive_definite=True), u1),
+ 'lru_v': L.LinearOperatorLowRankUpdate(d2, u1, v=u1),
+ 'lru_d': L.LinearOperatorLowRankUpdate(d2, u1, diag_update=[2.], is_diag_update_positive=True),
+ 'inv': L.LinearOperatorInversion(d2),
+ 'adj': L.LinearOperatorAdjoint(L.LinearOperatorFullMatrix(np.eye(2))),
+ 'adj_rect': L.LinearOperatorAdjoint(L.LinearOperatorFullMatrix(np.ones((2, 3)))),
+ 'd_inv': d2.inverse(),
+ 'd_adj': d2.adjoint(),
+ 'f_adj': f2.adjoint(),
+ 'dd': d2.matmul(d2),
+ 'fd': f2.matmul(d2),
+ 'id_f': L.LinearOperatorIdentity(2).matmul(f2),
+}
+def code(v):
+    return -1 if v is None else int(v)
+result = {}
+for k, o in ops.items():
+    result[k] = [code(o.is_non_singular), code(o.is_self_adjoint), code(o.is_positive_definite),
+                 code(o.is_square)] + list(o.shape.as_list())
+    result[k + "_name"] = o.name
+    result[k + "_type"] = type(o).__name__
+    result[k + "_dtype"] = o.dtype.name
+"""
+
+
+@pytest.mark.oracle
+def test_hints_shapes_names_and_types_match_tensorflow():
+    """For ~40 operators (direct, derived by inverse/adjoint/matmul): the four hints, the
+    static shape, the name, the Python class and the dtype, as TensorFlow gives them."""
+    ours, theirs = oracle.run_both(HINTS_PROGRAM, tf)
+    diffs = {k: (ours.get(k), v) for k, v in theirs.items() if ours.get(k) != v}
+    assert not diffs, diffs

@@ -167,16 +167,14 @@ class LinearOperatorDiag(LinearOperator):
         if self.is_self_adjoint:
             return self
         return LinearOperatorDiag(_conj(self._diag), is_non_singular=self.is_non_singular,
-                                  is_positive_definite=self.is_positive_definite,
-                                  name=self.name + "_adjoint")
+                                  is_positive_definite=self.is_positive_definite)
 
     H = property(adjoint, None)
 
     def _linop_inverse(self):
         return LinearOperatorDiag(reciprocal(self._diag), is_non_singular=self.is_non_singular,
                                   is_self_adjoint=self.is_self_adjoint,
-                                  is_positive_definite=self.is_positive_definite,
-                                  name=self.name + "_inv")
+                                  is_positive_definite=self.is_positive_definite)
 
     def _linop_cholesky(self):
         return LinearOperatorDiag(sqrt(self._diag), is_non_singular=True,

@@ -49,6 +49,20 @@ def _batch_dynamic(operators):
     return batch
 
 
+def _adjoint_pair(x, y) -> bool:
+    """Whether y is known to be x^H: the same self-adjoint operator, or one the adjoint
+    of the other (by identity, never by values)."""
+    if x is y and x.is_self_adjoint is not None:
+        return bool(x.is_self_adjoint)
+    return x.H is y or y.H is x
+
+
+def _is_aat_form(operators) -> bool:
+    """Whether the product is A1 ... Ak Ak^H ... A1^H (so self-adjoint, square)."""
+    k, odd = divmod(len(operators), 2)
+    return not odd and all(_adjoint_pair(operators[i], operators[-1 - i]) for i in range(k))
+
+
 class LinearOperatorAdjoint(LinearOperator):
     """A^H of another operator A, without forming it (`tf.linalg.LinearOperatorAdjoint`)."""
 
@@ -189,6 +203,23 @@ class LinearOperatorComposition(LinearOperator):
                 raise ValueError("The composition of non-singular operators is always "
                                  "non-singular.")
             is_non_singular = True
+        aat = _is_aat_form(operators)
+        if aat or (len(operators) == 1 and operators[0].is_self_adjoint):
+            if is_self_adjoint is False:
+                raise ValueError("The composition was determined to be self-adjoint but "
+                                 "user provided incorrect `False` hint.")
+            is_self_adjoint = True
+        if aat:
+            if is_square is False:
+                raise ValueError("The composition was determined have the form A @ A.H, "
+                                 "hence it must be square.")
+            is_square = True
+            if is_non_singular:
+                if is_positive_definite is False:
+                    raise ValueError("The composition was determined to be non-singular "
+                                     "and have the form A @ A.H, hence it must be "
+                                     "positive-definite.")
+                is_positive_definite = True
         for left, right in zip(operators[:-1], operators[1:], strict=True):
             n, m = left.domain_dimension.value, right.range_dimension.value
             if n is not None and m is not None and n != m:
