@@ -285,6 +285,50 @@ def test_unknown_shapes():
         np.testing.assert_allclose(got, dense @ x, rtol=1e-10, err_msg=name)
 
 
+def test_unknown_shapes_every_method():
+    """Operators over placeholders of unknown shape: shape_tensor, products (plain and
+    adjoint), diag_part, trace, determinant and solve against the dense matrix."""
+    rng = np.random.default_rng(0)
+    pd = tf.placeholder(tf.float64, [None, None])
+    pu = tf.placeholder(tf.float64, [None, None, None])
+    pt = tf.placeholder(tf.float64, [None, 3, None])
+    pm = tf.placeholder(tf.float64, None)
+    tv = rng.standard_normal((2, 3, 4))
+    tv[:, 1] += 4
+    feed = {pd: rng.uniform(1, 2, (2, 4)), pu: rng.standard_normal((2, 4, 2)), pt: tv,
+            pm: rng.standard_normal((2, 4, 4)) + 4 * np.eye(4)}
+    cases = {
+        "low_rank": L.LinearOperatorLowRankUpdate(L.LinearOperatorDiag(pd), pu),
+        "tridiag": L.LinearOperatorTridiag(pt),
+        "block_lower": L.LinearOperatorBlockLowerTriangular(
+            [[L.LinearOperatorDiag(pd)], [L.LinearOperatorFullMatrix(pm),
+                                          L.LinearOperatorDiag(pd)]]),
+        "full_unknown_rank": L.LinearOperatorFullMatrix(pm),
+        "composition": L.LinearOperatorComposition([L.LinearOperatorFullMatrix(pm),
+                                                    L.LinearOperatorDiag(pd)]),
+        "zeros": L.LinearOperatorZeros(tf.shape(pd)[-1], batch_shape=tf.shape(pd)[:1],
+                                       dtype=tf.float64),
+        "scaled_identity": L.LinearOperatorScaledIdentity(tf.shape(pd)[-1], pd[:, 0]),
+        "toeplitz": L.LinearOperatorToeplitz(pd, pd),
+        "permutation": L.LinearOperatorPermutation(tf.argsort(pd, axis=-1), dtype=tf.float64),
+        "lower_triangular": L.LinearOperatorLowerTriangular(pm),
+    }
+    for name, op in cases.items():
+        dense, shape = run([op.to_dense(), op.shape_tensor()], feed)
+        assert list(shape) == list(dense.shape), name
+        x = rng.standard_normal(dense.shape[:-1] + (1,))
+        fetch = [op.matmul(x), op.matmul(x, adjoint=True), op.diag_part(), op.trace(),
+                 op.determinant()]
+        want = [dense @ x, np.swapaxes(dense, -1, -2) @ x,
+                np.diagonal(dense, axis1=-2, axis2=-1), np.trace(dense, axis1=-2, axis2=-1),
+                np.linalg.det(dense)]
+        if name != "zeros":
+            fetch.append(op.solve(x))
+            want.append(np.linalg.solve(dense, x))
+        for k, (g, w) in enumerate(zip(run(fetch, feed), want, strict=True)):
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9, err_msg=f"{name}[{k}]")
+
+
 def test_asserts():
     good = L.LinearOperatorFullMatrix(np.array([[2.0, 1.0], [1.0, 3.0]]))
     run([good.assert_positive_definite(), good.assert_self_adjoint(),
