@@ -177,6 +177,10 @@ exprs = {
     "grad_solve_b": tf.gradients(tf.reduce_sum(sol * r), r)[0],
     "grad_matmul_d": tf.gradients(tf.reduce_sum(prod ** 2), x)[0],
     "grad_matmul_b": tf.gradients(tf.reduce_sum(prod ** 2), r)[0],
+    "perturbed": tf.linalg.tridiagonal_solve(
+        tf.constant([[[0.25, 0, 0], [0.25, 0.25, 0.25], [0, 0.25, 0]],
+                     [[4.0, 0, 0], [4.0, 4.0, 4.0], [0, 4.0, 0]]], tf.float64),
+        tf.constant(b[:, :3]), perturb_singular=True),
     "eig": tf.linalg.eigh_tridiagonal(tf.constant(d[0, 1]), tf.constant(d[0, 0, :4])),
 }
 with tf.Session() as s:

@@ -18,12 +18,13 @@ def _check_batch(*arrays):
                            f"{_shape_str(a.shape)}")
 
 
-def _eliminate(sup, main, sub, rhs, pivoting: bool, perturb: float | None):
+def _eliminate(sup, main, sub, rhs, pivoting: bool, perturb):
     """Gaussian elimination of the tridiagonal systems, row swaps when `pivoting`.
 
     Invariant after step i: rows 0..i of the upper-triangular factor U are final, with
     (at most) three nonzeros u0 (diagonal), u1, u2 (the second superdiagonal appears only
     through row swaps); `cur` is the partially reduced row i+1, over columns i+1..i+3.
+    Zero pivots are replaced by `perturb` (one value per system) when it is given.
     Returns (u0, u1, u2, y, singular) with U x = y.
     """
     m = main.shape[-1]
@@ -91,9 +92,9 @@ def _tridiagonal_solve(node):
         if rhs.size == 0 or diags.shape[-1] == 0:
             return np.zeros(rhs.shape, diags.dtype)
         perturb = None
-        if perturb_singular:
+        if perturb_singular:  # eps times each system's largest entry, as TensorFlow
             eps = np.finfo(diags.dtype).eps
-            perturb = eps * max(float(np.max(np.abs(diags))), 1.0)
+            perturb = (eps * np.max(np.abs(diags), axis=(-2, -1))).astype(diags.dtype)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             u0, u1, u2, y, singular = _eliminate(diags[..., 0, :], diags[..., 1, :],
                                                  diags[..., 2, :], rhs.copy(), pivoting,
