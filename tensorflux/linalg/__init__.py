@@ -1,6 +1,7 @@
 """`tf.linalg`: the linear-algebra ops (tensorflux/ops/linalg_ops.py, linalg_factor_ops.py,
-matrix_ops.py) and the functions built from them (linalg_impl.py) under their TF1
-`tf.linalg.*` names."""
+matrix_ops.py, tridiagonal_ops.py) and the functions built from them (linalg_impl.py,
+tridiagonal.py) under their TF1 `tf.linalg.*` names, and the LinearOperator class library
+(linear_operator/)."""
 
 from tensorflux.linalg.linalg_impl import (  # noqa: F401
     adjoint,
@@ -20,6 +21,34 @@ from tensorflux.linalg.linalg_impl import (  # noqa: F401
     trace,
 )
 from tensorflux.linalg.linalg_impl import matrix_transpose as transpose  # noqa: F401
+from tensorflux.linalg.linear_operator import (  # noqa: F401
+    LinearOperator,
+    LinearOperatorAdjoint,
+    LinearOperatorBlockDiag,
+    LinearOperatorBlockLowerTriangular,
+    LinearOperatorCirculant,
+    LinearOperatorCirculant2D,
+    LinearOperatorCirculant3D,
+    LinearOperatorComposition,
+    LinearOperatorDiag,
+    LinearOperatorFullMatrix,
+    LinearOperatorHouseholder,
+    LinearOperatorIdentity,
+    LinearOperatorInversion,
+    LinearOperatorKronecker,
+    LinearOperatorLowerTriangular,
+    LinearOperatorLowRankUpdate,
+    LinearOperatorPermutation,
+    LinearOperatorScaledIdentity,
+    LinearOperatorToeplitz,
+    LinearOperatorTridiag,
+    LinearOperatorZeros,
+)
+from tensorflux.linalg.tridiagonal import (  # noqa: F401
+    eigh_tridiagonal,
+    tridiagonal_matmul,
+    tridiagonal_solve,
+)
 from tensorflux.nn.clip_ops import global_norm  # noqa: F401
 from tensorflux.nn.nn_impl import l2_normalize  # noqa: F401
 from tensorflux.ops.linalg_factor_ops import lu, qr, svd  # noqa: F401

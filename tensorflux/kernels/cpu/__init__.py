@@ -63,6 +63,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     summary_ops,
     tensor_array_ops,
     training_ops,
+    tridiagonal_ops,
     unary_ops,
     unicode_script_ops,
 )
