@@ -18,6 +18,7 @@ tensorflux rate / TF rate for rates). A figure's target is the speed-up it must 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -53,6 +54,26 @@ for name in ("numpy", "tensorflow-cpu", "tensorflow", "tensorflux"):
         pass
 print(json.dumps(v))
 """
+
+# Which kernels each backend's products run on: NumPy's BLAS as threadpoolctl reports it for
+# tensorflux (after its import applied the threading policy); TensorFlow's own kernels
+# (Eigen, with oneDNN when enabled) for TensorFlow.
+_TFX_BLAS = """
+import json, tensorflux
+from tensorflux.kernels.cpu import _blas
+print(json.dumps(_blas.blas_info()))
+"""
+_TF_KERNELS = """
+import json, os
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf
+from tensorflow.python.util import _pywrap_util_port as port
+print(json.dumps({"onednn": bool(port.IsMklEnabled()),
+                  "threads": [tf.config.threading.get_intra_op_parallelism_threads(),
+                              tf.config.threading.get_inter_op_parallelism_threads()]}))
+"""
+# A competing process (--busy): one core's worth of pure-Python work, no memory traffic.
+_BUSY = "while True:\n    pass\n"
 
 
 @dataclass
@@ -136,13 +157,32 @@ def parse_output(stdout: str, backend: str) -> list[Figure]:
     return figures
 
 
-def run_program(name: str, backend: str, timeout: float) -> tuple[list[Figure], str | None]:
-    """Runs one program on one backend. Returns its figures and, if the process itself
-    failed (crash, timeout, no output), a one-line reason."""
+@contextlib.contextmanager
+def busy_processes(n: int):
+    """`n` competing busy processes (each keeps one core busy) for the body's duration:
+    the shared machine of issue 20, the same for both backends."""
+    procs = [subprocess.Popen([sys.executable, "-c", _BUSY], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait()
+
+
+def run_program(name: str, backend: str, timeout: float,
+                busy: int = 0) -> tuple[list[Figure], str | None]:
+    """Runs one program on one backend (beside `busy` competing busy processes). Returns its
+    figures and, if the process itself failed (crash, timeout, no output), a one-line
+    reason."""
     cmd = [str(python_for(backend)), str(PROGRAMS / f"{name}.py"), "--backend", backend]
     try:
-        proc = subprocess.run(cmd, cwd=str(PROGRAMS), env=_env_for(backend), text=True,
-                              capture_output=True, timeout=timeout, check=False)
+        with busy_processes(busy):
+            proc = subprocess.run(cmd, cwd=str(PROGRAMS), env=_env_for(backend), text=True,
+                                  capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as e:
         out = e.stdout or ""
         if isinstance(out, bytes):
@@ -180,13 +220,13 @@ class Results:
 
 
 def run_all(names: list[str], backends: list[str], repeat: int, timeout: float,
-            log=print) -> Results:
+            log=print, busy: int = 0) -> Results:
     results = Results()
     for name in names:
         for r in range(repeat):
             for backend in backends:
                 log(f"  running {name} on {backend} ({r + 1}/{repeat}) ...")
-                figures, failure = run_program(name, backend, timeout)
+                figures, failure = run_program(name, backend, timeout, busy)
                 for f in figures:
                     results.add(name, f)
                 if failure is not None:
@@ -197,7 +237,7 @@ def run_all(names: list[str], backends: list[str], repeat: int, timeout: float,
 
 # ---- reporting -----------------------------------------------------------------------------
 
-def machine_info(tf_available: bool, tf_skipped: bool = False) -> list[str]:
+def machine_info(tf_available: bool, tf_skipped: bool = False, busy: int = 0) -> list[str]:
     """Lines describing the machine and the software, for the top of the report."""
     cpu = "unknown"
     try:
@@ -222,11 +262,24 @@ def machine_info(tf_available: bool, tf_skipped: bool = False) -> list[str]:
     where = _git_commit() if TFX_ROOT == ROOT else f"source tree {TFX_ROOT}"
     lines.append(f"tensorflux: {tfx.get('tensorflux', '?')} at {where}, python "
                  f"{tfx.get('python', '?')}, numpy {tfx.get('numpy', '?')}")
+    tfx_blas = _run_json(python_for("tensorflux"), _TFX_BLAS, _env_for("tensorflux"))
+    lines.append(f"tensorflux kernels: {_blas_line(tfx_blas)}")
     if tf_available:
         tfv = _versions(ORACLE_PYTHON)
         tf_version = tfv.get("tensorflow-cpu") or tfv.get("tensorflow") or "?"
         lines.append(f"TensorFlow: {tf_version} (CPU), python {tfv.get('python', '?')}, "
                      f"numpy {tfv.get('numpy', '?')}, from {ORACLE_PYTHON}")
+        k = _run_json(ORACLE_PYTHON, _TF_KERNELS)
+        lines.append("TensorFlow kernels: Eigen" + (
+            " with oneDNN" if k.get("onednn") else "" if k else " (oneDNN: unknown)") +
+            " (its own thread pools; NumPy's BLAS is not used by its ops)")
+    openblas_env = {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+                                               "OPENBLAS_NUM_THREADS") if k in os.environ}
+    lines.append("environment: " + (", ".join(f"{k}={v}" for k, v in openblas_env.items())
+                                    or "no OPENBLAS_* variables set (as on a user's machine)") +
+                 (f"; {busy} competing busy process(es) during every run" if busy else ""))
+    if tf_available:
+        pass
     elif tf_skipped:
         lines.append("TensorFlow: not run (--no-tf); tensorflux figures only")
     else:
@@ -235,13 +288,28 @@ def machine_info(tf_available: bool, tf_skipped: bool = False) -> list[str]:
     return lines
 
 
-def _versions(python: Path) -> dict:
+def _run_json(python: Path, code: str, env: dict | None = None) -> dict:
+    """The JSON object the last stdout line of `python -c code` prints; {} on failure."""
     try:
-        out = subprocess.run([str(python), "-c", _VERSIONS], capture_output=True, text=True,
-                             timeout=60, check=True).stdout
+        out = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+                             timeout=120, check=True, env=env).stdout
         return json.loads(out.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, json.JSONDecodeError, IndexError):
         return {}
+
+
+def _versions(python: Path) -> dict:
+    return _run_json(python, _VERSIONS)
+
+
+def _blas_line(info: dict) -> str:
+    """NumPy's BLAS in one line: library, version, kernel family (threadpoolctl's
+    `architecture`) and thread count."""
+    if not info:
+        return "NumPy's BLAS: unknown (threadpoolctl found none)"
+    return (f"NumPy's BLAS {info.get('internal_api', '?')} {info.get('version', '?')}, "
+            f"kernel {info.get('architecture', '?')}, {info.get('num_threads', '?')} "
+            "thread(s) per call (tensorflux's own pools split the work)")
 
 
 def _git_commit() -> str:
@@ -336,6 +404,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds one program run may take (default 180)")
     parser.add_argument("--no-tf", action="store_true",
                         help="run tensorflux only, even if the oracle venv exists")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="run every program beside N competing busy processes (the "
+                             "shared-machine mode of issue 20)")
     parser.add_argument("--tensorflux-root", metavar="DIR",
                         help="benchmark the tensorflux package under DIR instead of this "
                              "checkout's (e.g. an unpacked `git archive`)")
@@ -356,14 +427,16 @@ def main(argv: list[str] | None = None) -> int:
     tf_available = ORACLE_PYTHON.exists() and not args.no_tf
     backends = list(BACKENDS if tf_available else BACKENDS[:1])
 
-    header = machine_info(tf_available, tf_skipped=args.no_tf)
+    if args.busy < 0:
+        parser.error("--busy must be at least 0")
+    header = machine_info(tf_available, tf_skipped=args.no_tf, busy=args.busy)
     for line in header:
         print(line)
     if not tf_available and not args.no_tf:
         print("TensorFlow was not available: printing tensorflux figures only.")
     print(flush=True)
     results = run_all(names, backends, args.repeat, args.timeout,
-                      log=lambda s: print(s, file=sys.stderr, flush=True))
+                      log=lambda s: print(s, file=sys.stderr, flush=True), busy=args.busy)
     rows, notes = table(results, names, tf_available)
     command = "python benchmarks/harness.py" + "".join(f" {a}" for a in (
         sys.argv[1:] if argv is None else argv))

@@ -83,3 +83,37 @@ def test_session_run_latency_program_prints_a_figure():
     (fig,) = figures
     assert fig.name == "session_run_latency" and fig.unit == "us" and fig.better == "lower"
     assert fig.error is not None or fig.value > 0
+
+
+def test_busy_processes_run_for_the_body_only():
+    import os
+
+    with harness.busy_processes(2):
+        children = [p for p in os.listdir("/proc") if p.isdigit()
+                    and _parent(p) == os.getpid() and _is_busy(p)]
+        assert len(children) == 2
+    assert all(not os.path.exists(f"/proc/{p}") or _parent(p) != os.getpid()
+               for p in children)
+
+
+def _parent(pid: str) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def _is_busy(pid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"while True" in f.read()
+    except OSError:
+        return False
+
+
+def test_machine_info_names_the_blas_kernel_and_the_load():
+    lines = harness.machine_info(tf_available=False, tf_skipped=True, busy=1)
+    text = "\n".join(lines)
+    assert "tensorflux kernels:" in text and "kernel" in text
+    assert "1 competing busy process(es)" in text

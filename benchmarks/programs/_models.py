@@ -1,5 +1,6 @@
-"""Layers and timing shared by mlp_step.py and cnn_step.py, written against a `tf` module
-passed in (the programs choose the backend). Copied in structure from
+"""Models, layers and timing shared by the model programs (mlp_step.py, cnn_step.py,
+lstm_lm.py, step_memory.py, ...), written against a `tf` module passed in (the programs
+choose the backend). Copied in structure from
 ../shared/anchors/tf_models.py.
 """
 
@@ -43,6 +44,66 @@ def mlp(tf, device_fn=None):
         logits = dense(tf, h, 10)
         loss = tf.reduce_mean(
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        train = tf.train.AdamOptimizer(1e-3).minimize(loss)
+        init = tf.global_variables_initializer()
+    return g, x, y, init, train
+
+
+def cnn(tf):
+    """The CNN of ../shared/anchors/tf_models.py on 32x32x3 images: conv5x5x32-ReLU, max
+    pool, conv5x5x64-ReLU, max pool, fc256-ReLU, fc10, sparse softmax cross-entropy,
+    Momentum(0.01, 0.9), in a new Graph.
+
+    Returns (graph, x, y, init, train).
+    """
+    def pool(h):
+        return tf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 32, 32, 3])
+        y = tf.placeholder(tf.int64, [None])
+        h = pool(conv(tf, pool(conv(tf, x, 32, 5, tf.nn.relu)), 64, 5, tf.nn.relu))
+        h = tf.reshape(h, [-1, 8 * 8 * 64])
+        logits = dense(tf, dense(tf, h, 256, tf.nn.relu), 10)
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        train = tf.train.MomentumOptimizer(0.01, 0.9).minimize(loss)
+        init = tf.global_variables_initializer()
+    return g, x, y, init, train
+
+
+def lstm_lm(tf, rnn_cell, unroll: str, vocab: int = 10000, hidden: int = 512,
+            steps: int = 20, batch: int = 32):
+    """An LSTM language model: embedding lookup on a [vocab, hidden] variable,
+    BasicLSTMCell(hidden) unrolled over `steps` time steps by tf.nn.dynamic_rnn (`unroll`
+    "dynamic") or tf.nn.static_rnn ("static"), full softmax over the vocabulary (sparse
+    softmax cross-entropy), Adam(1e-3), in a new Graph. `rnn_cell` is the backend's TF1 cell
+    module.
+
+    Returns (graph, x, y, init, train).
+    """
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(0)
+        x = tf.placeholder(tf.int32, [batch, steps])
+        y = tf.placeholder(tf.int32, [batch, steps])
+        embedding = tf.get_variable("embedding", [vocab, hidden],
+                                    initializer=tf.random_uniform_initializer(-0.05, 0.05))
+        inputs = tf.nn.embedding_lookup(embedding, x)
+        cell = rnn_cell.BasicLSTMCell(hidden, forget_bias=0.0)
+        if unroll == "dynamic":
+            outputs, _ = tf.nn.dynamic_rnn(cell, inputs, dtype=tf.float32)
+        else:
+            outs, _ = tf.nn.static_rnn(cell, tf.unstack(inputs, axis=1), dtype=tf.float32)
+            outputs = tf.stack(outs, axis=1)
+        output = tf.reshape(outputs, [-1, hidden])
+        softmax_w = tf.get_variable("softmax_w", [hidden, vocab],
+                                    initializer=tf.random_uniform_initializer(-0.05, 0.05))
+        softmax_b = tf.get_variable("softmax_b", [vocab], initializer=tf.zeros_initializer())
+        logits = tf.matmul(output, softmax_w) + softmax_b
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=tf.reshape(y, [-1]), logits=logits))
         train = tf.train.AdamOptimizer(1e-3).minimize(loss)
         init = tf.global_variables_initializer()
     return g, x, y, init, train

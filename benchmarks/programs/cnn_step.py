@@ -8,7 +8,7 @@ warm-up steps, in ms. The model of ../shared/anchors/tf_models.py.
 
 import numpy as np
 from _bench import BACKEND, emit, guarded
-from _models import conv, dense, median_step_ms
+from _models import cnn, median_step_ms
 
 if BACKEND == "tensorflow":
     import tensorflow.compat.v1 as tf
@@ -21,24 +21,9 @@ NAME = "cnn_step"
 LABEL = "CNN 2x(conv5x5+pool) fc256 fc10, 32x32x3, batch 64, Momentum: one step (median)"
 TARGET = 1 / 1.5  # step time <= 1.5x TensorFlow's
 
-
-def pool(h):
-    return tf.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
-
-
 with guarded(NAME, label=LABEL, target=TARGET):
     rng = np.random.default_rng(0)
-    g = tf.Graph()
-    with g.as_default():
-        x = tf.placeholder(tf.float32, [None, 32, 32, 3])
-        y = tf.placeholder(tf.int64, [None])
-        h = pool(conv(tf, pool(conv(tf, x, 32, 5, tf.nn.relu)), 64, 5, tf.nn.relu))
-        h = tf.reshape(h, [-1, 8 * 8 * 64])
-        logits = dense(tf, dense(tf, h, 256, tf.nn.relu), 10)
-        loss = tf.reduce_mean(
-            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-        train = tf.train.MomentumOptimizer(0.01, 0.9).minimize(loss)
-        init = tf.global_variables_initializer()
+    g, x, y, init, train = cnn(tf)
     with tf.Session(graph=g) as sess:
         sess.run(init)
         feed = {x: rng.standard_normal((64, 32, 32, 3)).astype(np.float32),

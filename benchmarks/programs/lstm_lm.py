@@ -12,7 +12,7 @@ while loop: the plain graph path), to separate the loop's cost from the kernels'
 
 import numpy as np
 from _bench import BACKEND, emit, guarded
-from _models import median_step_ms
+from _models import lstm_lm, median_step_ms
 
 if BACKEND == "tensorflow":
     import tensorflow.compat.v1 as tf
@@ -31,38 +31,9 @@ VOCAB, HIDDEN, STEPS, BATCH = 10000, 512, 20, 32
 REPS = 10
 
 
-def build(unroll: str):
-    """The training graph; `unroll` is "dynamic" (tf.nn.dynamic_rnn) or "static"."""
-    g = tf.Graph()
-    with g.as_default():
-        tf.set_random_seed(0)
-        x = tf.placeholder(tf.int32, [BATCH, STEPS])
-        y = tf.placeholder(tf.int32, [BATCH, STEPS])
-        embedding = tf.get_variable("embedding", [VOCAB, HIDDEN],
-                                    initializer=tf.random_uniform_initializer(-0.05, 0.05))
-        lookup = getattr(tf.nn, "embedding_lookup", None) or tf.gather
-        inputs = lookup(embedding, x)
-        cell = rnn_cell.BasicLSTMCell(HIDDEN, forget_bias=0.0)
-        if unroll == "dynamic":
-            outputs, _ = tf.nn.dynamic_rnn(cell, inputs, dtype=tf.float32)
-        else:
-            steps, _ = tf.nn.static_rnn(cell, tf.unstack(inputs, axis=1), dtype=tf.float32)
-            outputs = tf.stack(steps, axis=1)
-        output = tf.reshape(outputs, [-1, HIDDEN])
-        softmax_w = tf.get_variable("softmax_w", [HIDDEN, VOCAB],
-                                    initializer=tf.random_uniform_initializer(-0.05, 0.05))
-        softmax_b = tf.get_variable("softmax_b", [VOCAB], initializer=tf.zeros_initializer())
-        logits = tf.matmul(output, softmax_w) + softmax_b
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=tf.reshape(y, [-1]), logits=logits))
-        train = tf.train.AdamOptimizer(1e-3).minimize(loss)
-        init = tf.global_variables_initializer()
-    return g, x, y, train, init
-
-
 def measure(unroll: str):
     rng = np.random.default_rng(0)
-    g, x, y, train, init = build(unroll)
+    g, x, y, init, train = lstm_lm(tf, rnn_cell, unroll, VOCAB, HIDDEN, STEPS, BATCH)
     with tf.Session(graph=g) as sess:
         sess.run(init)
         feed = {x: rng.integers(0, VOCAB, (BATCH, STEPS)).astype(np.int32),

@@ -14,12 +14,26 @@ when another process holds a core, the helper that lost its core simply claims f
 chunks (or none, if it never gets to run), and the step slows by at most one chunk, not
 by a static half of every kernel. Waiting is a blocking wait, never a spin.
 
-Workers per kernel (`workers(ctx)`): ConfigProto.intra_op_parallelism_threads of the
-kernel's session when it is > 0, else the cores this process may run on; always 1 while
-BLAS is multi-threaded (someone set it so: BLAS already parallelizes the products) or its
-thread count is unknown. Small work is never split: below `MIN_FLOPS` (compute-bound
-kernels) or `MIN_ELEMENTS` (memory-bound ones) a thread hand-off (~20-50 us) costs more
-than it saves.
+The threading policy is decided here, in one place, for every thread tensorflux runs:
+  - BLAS: one thread per call (kernels/cpu/_blas.py, through threadpoolctl), so that the
+    products never spin-wait on cores other processes hold;
+  - intra-op: `intra_op_threads(config)` threads per big kernel (the caller and helpers of
+    this module's pool, or of the C extension's GIL-free pool, which takes the same count):
+    ConfigProto.intra_op_parallelism_threads when > 0, else TF_NUM_INTRAOP_THREADS when set
+    (TensorFlow reads that variable too), else the cores this process may run on (its CPU
+    affinity, not the machine's core count);
+  - inter-op: `inter_op_threads(config)` threads per device for kernels that run beside
+    each other (the dataflow executor hands expensive kernels to them when other nodes are
+    ready too): ConfigProto.inter_op_parallelism_threads when > 0; when negative, none —
+    every kernel runs on the caller's thread, as TensorFlow documents; else
+    TF_NUM_INTEROP_THREADS when set, else the usable cores.
+  - `intra_op_parallelism_threads == 1` also makes the CPU devices of a session run their
+    partitions side by side rather than merged on one thread (runtime/exec_options.py).
+Workers per kernel (`workers(ctx)`): `intra_op_threads` of the kernel's session's config;
+always 1 while BLAS is multi-threaded (someone set it so: BLAS already parallelizes the
+products) or its thread count is unknown. Small work is never split: below `MIN_FLOPS`
+(compute-bound kernels) or `MIN_ELEMENTS` (memory-bound ones) a thread hand-off (~20-50 us)
+costs more than it saves.
 
 Chunks are also where a long kernel stops early: `parallel_for` checks the step's deadline
 and cancellation (kernels/interrupt.py) before each chunk it starts, on every thread, and a
@@ -61,13 +75,43 @@ def cores() -> int:
     return _cores
 
 
+def _env_threads(name: str) -> int:
+    """A positive thread count from the environment variable `name`, else 0."""
+    try:
+        n = int(os.environ.get(name, "0"))
+    except ValueError:
+        return 0
+    return max(n, 0)
+
+
+def requested_intra_op_threads(config=None) -> int:
+    """The intra-op thread count `config` (a ConfigProto or None) or TF_NUM_INTRAOP_THREADS
+    asks for; 0 when neither does."""
+    n = getattr(config, "intra_op_parallelism_threads", 0) if config is not None else 0
+    return n if n > 0 else _env_threads("TF_NUM_INTRAOP_THREADS")
+
+
+def intra_op_threads(config=None) -> int:
+    """Threads one big kernel may use in a session with `config` (a ConfigProto or None)."""
+    return requested_intra_op_threads(config) or cores()
+
+
+def inter_op_threads(config=None) -> int:
+    """Threads of a device's inter-op pool in a session with `config`; 0: none (every
+    kernel runs on the caller's thread)."""
+    n = getattr(config, "inter_op_parallelism_threads", 0) if config is not None else 0
+    if n > 0:
+        return n
+    if n < 0:
+        return 0
+    return _env_threads("TF_NUM_INTEROP_THREADS") or cores()
+
+
 def workers(ctx=None) -> int:
     """How many threads a big kernel running in `ctx` (a KernelContext, or None) may use."""
     if blas_threads() != 1:
         return 1
-    config = getattr(getattr(ctx, "session", None), "_config", None)
-    n = getattr(config, "intra_op_parallelism_threads", 0) if config is not None else 0
-    return n if n > 0 else cores()
+    return intra_op_threads(getattr(getattr(ctx, "session", None), "_config", None))
 
 
 def _get_pool() -> ThreadPoolExecutor:

@@ -19,7 +19,6 @@ kernels of untraced steps are not tracked, so those steps cost nothing extra.
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import weakref
@@ -29,6 +28,7 @@ import numpy as np
 
 from tensorflux.framework import device_spec as device_spec_lib
 from tensorflux.framework import errors
+from tensorflux.kernels import intra_op
 from tensorflux.kernels.gpu import backend as gpu_backend
 from tensorflux.runtime.resource_mgr import ResourceMgr
 
@@ -106,7 +106,7 @@ class Device:
         self.resource_mgr = ResourceMgr()
         self.memory_limit = memory_limit
         self.memory = MemoryTracker(f"{device_type.lower()}_{index}")
-        self.num_threads = max(1, num_threads)
+        self.num_threads = max(0, num_threads)  # 0: kernels run on the caller's thread
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
@@ -129,8 +129,12 @@ class Device:
         return value
 
     def runner(self, fn, *args) -> None:
-        """Runs `fn(*args)` on this device's inter-op thread pool."""
-        self.pool.submit(fn, *args)
+        """Runs `fn(*args)` on this device's inter-op thread pool (on the caller's thread
+        when the device has no inter-op threads)."""
+        if self.num_threads == 0:
+            fn(*args)
+        else:
+            self.pool.submit(fn, *args)
 
     @property
     def bytes_in_use(self) -> int:
@@ -276,8 +280,7 @@ def make_local_devices(config=None, job: str = "localhost", replica: int = 0,
         list names a GPU that does not exist.
     """
     counts = dict(config.device_count) if config is not None else {}
-    threads = config.inter_op_parallelism_threads if config is not None else 0
-    threads = threads if threads > 0 else (os.cpu_count() or 2)
+    threads = intra_op.inter_op_threads(config)
     n_cpu = counts.get("CPU", 1)
     if n_cpu < 1:
         raise errors.InvalidArgumentError(None, None, "device_count['CPU'] must be >= 1")

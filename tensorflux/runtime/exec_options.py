@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from tensorflux.kernels import intra_op
 from tensorflux.runtime import codegen, static_executor
 from tensorflux.runtime.step_graph import Node
 
@@ -53,8 +54,8 @@ class ExecOptions:
       compile_loops: the dataflow executor runs cheap loop frames as one `while`.
       cpu_devices_share_cores: CPU partitions run merged on one thread (every kernel
         already spreads over the cores). None: from the ConfigProto
-        (`intra_op_parallelism_threads == 1` means each kernel keeps to one core, so they
-        do not share and run side by side).
+        (`intra_op_parallelism_threads == 1`, or TF_NUM_INTRAOP_THREADS=1, means each
+        kernel keeps to one core, so they do not share and run side by side).
       max_tensor_bytes: the resource guard's bound on one tensor that a kernel builds from
         a few input values (a large splat Const, Fill, Tile, BroadcastTo, Range, Pad,
         OneHot, the random ops' shapes): a larger one fails the step with
@@ -81,7 +82,7 @@ class ExecOptions:
         (a ConfigProto or None)."""
         options = base if base is not None else cls()
         if options.cpu_devices_share_cores is None:
-            shared = not (config is not None and config.intra_op_parallelism_threads == 1)
+            shared = intra_op.requested_intra_op_threads(config) != 1
             options = replace(options, cpu_devices_share_cores=shared)
         return options
 

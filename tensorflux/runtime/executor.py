@@ -591,7 +591,7 @@ class _Run:
             return _PENDING
         if it.is_async:
             return self._run_async(it, frame, i, inputs, it.fast)
-        if it.expensive and (self.ready or self.in_flight):
+        if it.expensive and (self.ready or self.in_flight) and self.ex.device.num_threads:
             self.in_flight += 1
             self.ex.device.runner(self._run_on_pool, it, frame, i, inputs)
             return _PENDING

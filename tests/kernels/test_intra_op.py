@@ -100,3 +100,68 @@ def test_import_sets_blas_single_threaded_unless_told_otherwise():
     assert _blas_threads_in_child(None) == 1
     assert _blas_threads_in_child("0") == 2  # left alone
     assert _blas_threads_in_child("3") == 3
+
+
+@pytest.mark.parametrize("config_n, env, want", [
+    (0, None, "cores"), (3, None, 3), (0, "5", 5), (2, "5", 2), (0, "junk", "cores"),
+    (0, "-2", "cores")])
+def test_intra_op_threads_follow_config_then_tf_env_then_cores(monkeypatch, config_n, env,
+                                                               want):
+    monkeypatch.delenv("TF_NUM_INTRAOP_THREADS", raising=False)
+    if env is not None:
+        monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", env)
+    config = SimpleNamespace(intra_op_parallelism_threads=config_n)
+    expected = intra_op.cores() if want == "cores" else want
+    assert intra_op.intra_op_threads(config) == expected
+    assert intra_op.requested_intra_op_threads(config) == (0 if want == "cores" else want)
+
+
+@pytest.mark.parametrize("config_n, env, want", [
+    (0, None, "cores"), (4, None, 4), (0, "3", 3), (-1, "3", 0), (-7, None, 0)])
+def test_inter_op_threads_follow_config_then_tf_env_then_cores(monkeypatch, config_n, env,
+                                                               want):
+    monkeypatch.delenv("TF_NUM_INTEROP_THREADS", raising=False)
+    if env is not None:
+        monkeypatch.setenv("TF_NUM_INTEROP_THREADS", env)
+    config = SimpleNamespace(inter_op_parallelism_threads=config_n)
+    expected = intra_op.cores() if want == "cores" else want
+    assert intra_op.inter_op_threads(config) == expected
+
+
+def test_negative_inter_op_threads_run_every_kernel_on_the_callers_thread():
+    """TF: a negative inter_op_parallelism_threads runs all ops in the caller's thread. The
+    device has no pool then, also for expensive kernels on the dataflow executor."""
+    import numpy as np
+
+    import tensorflux as tf
+    from tensorflux.runtime.exec_options import ExecOptions
+
+    with tf.Graph().as_default():
+        a = tf.constant(np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096)
+        products = [tf.matmul(a, a + i) for i in range(4)]  # independent expensive kernels
+        total = tf.add_n(products)
+        config = tf.ConfigProto(inter_op_parallelism_threads=-1)
+        with tf.Session(config=config, exec_options=ExecOptions(strategy="dataflow")) as s:
+            got = s.run(total)
+            device = s._device_mgr.devices[0]
+            assert device.num_threads == 0
+            assert device._pool is None  # never created
+    a_ = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096
+    np.testing.assert_allclose(got, sum(a_ @ (a_ + i) for i in range(4)), rtol=1e-5)
+
+
+@pytest.mark.skipif(not _blas._blas_controllers(), reason="no BLAS threadpoolctl knows")
+def test_blas_threads_are_read_and_set_through_threadpoolctl():
+    from threadpoolctl import threadpool_info
+
+    numpy_blas = [i for i in threadpool_info() if i["user_api"] == "blas"
+                  and i["filepath"] == _blas.blas_info()["filepath"]]
+    assert numpy_blas and numpy_blas[0]["num_threads"] == _blas.blas_threads() == 1
+    assert _blas.blas_info()["architecture"]  # the kernel family, reported by benchmarks
+    try:
+        assert _blas.set_blas_threads(2)
+        assert _blas.blas_threads() == 2  # seen at once, not after the cache expires
+        assert intra_op.workers(None) == 1  # BLAS splits the products itself now
+    finally:
+        _blas.set_blas_threads(1)
+    assert _blas.blas_threads() == 1

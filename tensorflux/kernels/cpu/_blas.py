@@ -6,7 +6,9 @@ loaded), and both can be turned off with environment variables.
 
 BLAS threading policy
 ---------------------
-NumPy's OpenBLAS runs single-threaded in a tensorflux process; a kernel with enough work
+NumPy's BLAS runs single-threaded in a tensorflux process (OpenBLAS in NumPy's wheels; MKL,
+BLIS or FlexiBLAS elsewhere: the thread count is read and set through threadpoolctl, which
+knows all of them, for every BLAS library loaded, SciPy's too); a kernel with enough work
 splits it itself, over tensorflux's own intra-op thread pool (tensorflux/kernels/intra_op.py:
 one contiguous batch or row range per thread, the first on the calling thread), or, for
 MatMul when the C extension is built, over its GIL-free pool (kernels/cpu/native.py), which
@@ -27,8 +29,8 @@ The cost: NumPy code of the user's own in the same process also runs its BLAS ca
 thread. `TENSORFLUX_BLAS_THREADS=N` (N >= 1) sets another BLAS thread count at import, and
 `TENSORFLUX_BLAS_THREADS=0` leaves BLAS as it was; kernels split only while BLAS is
 single-threaded (`blas_threads() == 1`), so a multi-threaded BLAS is never oversubscribed.
-The intra-op thread count is ConfigProto.intra_op_parallelism_threads (0: one per usable
-core).
+How many threads a kernel splits over, and how many inter-op threads a device has, is
+decided in one place: kernels/intra_op.py (`intra_op_threads`, `inter_op_threads`).
 
 malloc policy
 -------------
@@ -46,76 +48,68 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+from time import monotonic as _monotonic
 
 _MMAP_THRESHOLD_BYTES = 32 << 20
 _TRIM_BYTES = 256 << 20
 _M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter numbers
 _M_MMAP_THRESHOLD = -3
 
-# OpenBLAS's thread-count entry points under the names the NumPy and SciPy wheels
-# (scipy-openblas, 64-bit and 32-bit integer builds) and distributions export them.
-_SUFFIXES = ("64_", "")
-_PREFIXES = ("scipy_openblas_", "openblas_")
-_get_fns: list = []
-_set_fns: list = []
-_found = False
+_REFRESH_S = 1.0  # how long a BLAS thread count read through threadpoolctl is trusted
+_controllers: list | None = None  # threadpoolctl's controllers of the BLAS libraries, NumPy's first
+_count = 0  # the thread count read last
+_until = -1.0  # ... trusted until this time.monotonic()
+
+
+def _blas_controllers() -> list:
+    """threadpoolctl's controllers of every BLAS library loaded now (OpenBLAS, MKL, BLIS,
+    FlexiBLAS), NumPy's first."""
+    global _controllers
+    if _controllers is None:
+        import numpy  # noqa: F401 - loads NumPy's BLAS, so that threadpoolctl finds it
+        from threadpoolctl import ThreadpoolController
+
+        found = ThreadpoolController().select(user_api="blas").lib_controllers
+        _controllers = sorted(found, key=lambda c: ("numpy" not in (c.filepath or ""),
+                                                    c.filepath or ""))
+    return _controllers
 
 
 def _openblas_libraries() -> list[str]:
-    """Paths of the OpenBLAS libraries mapped into this process, NumPy's first."""
-    try:
-        with open("/proc/self/maps") as f:
-            paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
-    except OSError:
-        return []
-    libs = [p for p in paths if p.endswith(".so") or ".so." in p]
-    return sorted(libs, key=lambda p: ("numpy" not in p, p))
+    """Paths of the OpenBLAS libraries loaded in this process, NumPy's first (the C
+    extension takes its cblas_sgemm from there: kernels/cpu/native.py)."""
+    return [c.filepath for c in _blas_controllers() if c.internal_api == "openblas"]
 
 
-def _find() -> None:
-    """Looks up `get/set_num_threads` in every loaded OpenBLAS (NumPy's first)."""
-    global _found
-    import numpy  # noqa: F401 - loads NumPy's BLAS, so that it is in the process's maps
-
-    _get_fns.clear()
-    _set_fns.clear()
-    for path in _openblas_libraries():
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix in _PREFIXES:
-            for suffix in _SUFFIXES:
-                get = getattr(lib, f"{prefix}get_num_threads{suffix}", None)
-                put = getattr(lib, f"{prefix}set_num_threads{suffix}", None)
-                if get is not None and put is not None:
-                    get.restype = ctypes.c_int
-                    put.argtypes = [ctypes.c_int]
-                    put.restype = None
-                    _get_fns.append(get)
-                    _set_fns.append(put)
-                    break
-            else:
-                continue
-            break
-    _found = True
+def blas_info() -> dict:
+    """NumPy's BLAS as threadpoolctl reports it (`internal_api`, `version`, `architecture`
+    — the kernel family OpenBLAS picked for this CPU, e.g. "Haswell", "SkylakeX" —,
+    `num_threads`, `filepath`); {} when NumPy has no BLAS threadpoolctl knows."""
+    controllers = _blas_controllers()
+    return controllers[0].info() if controllers else {}
 
 
 def blas_threads() -> int:
-    """Threads NumPy's BLAS uses per call (0 when it cannot be told: not OpenBLAS). Cheap
-    (one C call): the intra-op split checks it per kernel."""
-    if not _found:
-        _find()
-    return _get_fns[0]() if _get_fns else 0
+    """Threads NumPy's BLAS uses per call (0 when it cannot be told). Cheap: the intra-op
+    split checks it per kernel, so the count read through threadpoolctl (~2 us) is reused
+    for up to a second, and `set_blas_threads` updates it at once."""
+    global _count, _until
+    now = _monotonic()
+    if now > _until:
+        controllers = _blas_controllers()
+        _count = (controllers[0].get_num_threads() or 0) if controllers else 0
+        _until = now + _REFRESH_S
+    return _count
 
 
 def set_blas_threads(n: int) -> bool:
-    """Sets the thread count of every loaded OpenBLAS; False if there is none."""
-    if not _found:
-        _find()
-    for put in _set_fns:
-        put(int(n))
-    return bool(_set_fns)
+    """Sets the thread count of every loaded BLAS library; False if there is none."""
+    global _until
+    controllers = _blas_controllers()
+    for c in controllers:
+        c.set_num_threads(int(n))
+    _until = -1.0
+    return bool(controllers)
 
 
 def _tune_malloc() -> None:
@@ -140,7 +134,8 @@ def _env_int(name: str, default: int) -> int:
 def apply_process_policy() -> None:
     """Applies the BLAS and malloc policies above to the BLAS libraries loaded now
     (idempotent)."""
-    _find()
+    global _controllers
+    _controllers = None  # look again: a library may have been loaded since
     threads = _env_int("TENSORFLUX_BLAS_THREADS", 1)
     if threads > 0:
         set_blas_threads(threads)
