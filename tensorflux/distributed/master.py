@@ -25,7 +25,7 @@ from tensorflux.distributed import wire
 from tensorflux.distributed.dist_step import DistStep, PartialRun, TaskClient
 from tensorflux.distributed.worker import Worker, device_attributes, task_of
 from tensorflux.framework import device_spec as device_spec_lib
-from tensorflux.framework import errors, importer
+from tensorflux.framework import errors, gc_pause, importer
 from tensorflux.framework import graph as graph_lib
 from tensorflux.protos import config_pb2, master_pb2, worker_pb2
 from tensorflux.runtime import cost_model as cost_model_lib
@@ -154,7 +154,8 @@ class MasterSession:
             with self._lock:
                 step = self.steps.get(key)
                 if step is None:
-                    step = DistStep(self, list(feeds), list(fetches), list(targets))
+                    with gc_pause.paused():  # see framework/gc_pause.py
+                        step = DistStep(self, list(feeds), list(fetches), list(targets))
                     self.steps[key] = step
         return step
 

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from tensorflux.framework import attr_values, dtypes, op_def_library, op_registry
+from tensorflux.framework import attr_values, dtypes, gc_pause, op_def_library, op_registry
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
@@ -112,8 +112,9 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
                 not all(isinstance(x, str) for x in return_elements):
             raise TypeError("Argument `return_elements` must be a list of strings. Obtained "
                             f"{return_elements!r}.")
-    imported, mapped = _import(graph_def, input_map, return_elements or (), name,
-                               producer_op_list, exact_names=False)
+    with gc_pause.paused():  # a graph's worth of live objects: nothing to collect
+        imported, mapped = _import(graph_def, input_map, return_elements or (), name,
+                                   producer_op_list, exact_names=False)
     if return_elements is None:
         return None
     return [_return_element(r, imported, mapped) for r in return_elements]

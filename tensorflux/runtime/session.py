@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from tensorflux.framework import errors
+from tensorflux.framework import errors, gc_pause
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor, register_session_runner
 from tensorflux.kernels.buffers import exclusively_owned
@@ -200,7 +200,8 @@ class BaseSession:
         with self._build_lock:
             step = self._steps.get(key)
             if step is None or step is stale:
-                step = _Step(self, feeds, fetches, targets)
+                with gc_pause.paused():  # thousands of live objects: nothing to collect
+                    step = _Step(self, feeds, fetches, targets)
                 self._steps[key] = step
         return step
 
