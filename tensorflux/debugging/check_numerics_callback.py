@@ -72,13 +72,15 @@ class _CheckNumericsCallback:
 
     def _stack(self) -> list[tuple[str, int, str]]:
         """The frames that led to the op's creation, outermost first, the innermost
-        `stack_height_limit` of them, without this module's and the callback registry's."""
+        `stack_height_limit` of them, without those of this module, the callback registry
+        and the traceback filter."""
         frames = []
         frame = sys._getframe(1)
         while frame is not None:
             code = frame.f_code
             path = os.path.abspath(code.co_filename)
-            if path != _THIS_FILE and not path.endswith(os.sep + "op_callbacks.py"):
+            if path != _THIS_FILE and not path.endswith(
+                    (os.sep + "op_callbacks.py", os.sep + "traceback_utils.py")):
                 frames.append((code.co_filename, frame.f_lineno, code.co_name))
             frame = frame.f_back
         frames = frames[:max(self.stack_height_limit, 0)]

@@ -13,13 +13,21 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from tensorflux.framework import attr_values, dtypes, op_callbacks, op_registry, tensor_shape
+from tensorflux.framework import (
+    attr_values,
+    dtypes,
+    op_callbacks,
+    op_registry,
+    tensor_shape,
+    traceback_utils,
+)
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_registry import ArgDef, OpDef
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 
 
+@traceback_utils.filter_traceback
 def apply_op(op_type: str, name: str | None = None, **keywords) -> Any:
     """Adds an op of type `op_type` to the inputs' graph (or the default graph).
 
