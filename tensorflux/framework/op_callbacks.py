@@ -16,7 +16,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-__all__ = ["add_op_callback", "remove_op_callback", "op_callbacks", "invoke_op_callbacks"]
+__all__ = ["add_op_callback", "remove_op_callback", "any_op_callbacks", "op_callbacks",
+           "invoke_op_callbacks"]
 
 _state = threading.local()
 
@@ -45,6 +46,11 @@ def remove_op_callback(callback: Callable) -> None:
     if callback not in callbacks:
         raise KeyError(f"The op callback {callback!r} is not registered on this thread.")
     callbacks.remove(callback)
+
+
+def any_op_callbacks() -> bool:
+    """Whether any callback is registered on the current thread (cheap: every op asks)."""
+    return bool(getattr(_state, "callbacks", None))
 
 
 def op_callbacks() -> tuple[Callable, ...]:

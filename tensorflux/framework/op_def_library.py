@@ -82,7 +82,7 @@ def apply_op(op_type: str, name: str | None = None, **keywords) -> Any:
     op_name = scope_name if needs_scope and scope_name else (name or op_type)
     op = g._create_op_internal(op_type, tuple(inputs), attrs, op_name)
     outs = op.outputs
-    if outs and op_callbacks.op_callbacks():
+    if outs and op_callbacks.any_op_callbacks():
         outs = op_callbacks.invoke_op_callbacks(op, outs)
     return _op_result(opdef, op, outs)
 
