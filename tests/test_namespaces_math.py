@@ -13,7 +13,7 @@ from tests import oracle
 
 # TF names not provided yet, by namespace, and why (the report of issue 18 lists them).
 NOT_YET = {
-    "math": {"sobol_sample"},  # ops not written yet
+    "math": set(),
     "linalg": {"experimental"},  # TF2 experimental APIs
     "random": set(),
     "dtypes": {"experimental"},

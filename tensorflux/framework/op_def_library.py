@@ -2,8 +2,10 @@
 
 `apply_op` converts Python and NumPy inputs to tensors, binds type attributes from the
 inputs, checks them against the op's allowed types, fills attribute defaults, validates
-attribute values, and creates the op in the inputs' graph. The errors are TensorFlow's:
-TypeError for dtype mismatches, ValueError for bad attribute values and shape conflicts.
+attribute values, and creates the op in the inputs' graph. The op callbacks registered on the
+thread (op_callbacks.py) then see the op and may replace the outputs handed back. The errors
+are TensorFlow's: TypeError for dtype mismatches, ValueError for bad attribute values and
+shape conflicts.
 """
 
 from __future__ import annotations
@@ -11,13 +13,21 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from tensorflux.framework import attr_values, dtypes, op_registry, tensor_shape
+from tensorflux.framework import (
+    attr_values,
+    dtypes,
+    op_callbacks,
+    op_registry,
+    tensor_shape,
+    traceback_utils,
+)
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_registry import ArgDef, OpDef
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 
 
+@traceback_utils.filter_traceback
 def apply_op(op_type: str, name: str | None = None, **keywords) -> Any:
     """Adds an op of type `op_type` to the inputs' graph (or the default graph).
 
@@ -71,7 +81,10 @@ def apply_op(op_type: str, name: str | None = None, **keywords) -> Any:
         attrs[k] = dt
     op_name = scope_name if needs_scope and scope_name else (name or op_type)
     op = g._create_op_internal(op_type, tuple(inputs), attrs, op_name)
-    return _op_result(opdef, op)
+    outs = op.outputs
+    if outs and op_callbacks.any_op_callbacks():
+        outs = op_callbacks.invoke_op_callbacks(op, outs)
+    return _op_result(opdef, op, outs)
 
 
 def _bind_types_from_tensors(opdef: OpDef, values, bound: dict) -> None:
@@ -177,8 +190,7 @@ def _flatten(values):
             yield v
 
 
-def _op_result(opdef: OpDef, op: Operation):
-    outs = op.outputs
+def _op_result(opdef: OpDef, op: Operation, outs):
     if not opdef.outputs:
         return op
     if len(opdef.outputs) == 1 and not (opdef.outputs[0].number_attr

@@ -110,6 +110,7 @@ from tensorflux.ops.segment_ops import (  # noqa: A004
 from tensorflux.ops.sequence_ops import (  # noqa: A004
     cumsum,
 )
+from tensorflux.ops.sobol_ops import sobol_sample
 from tensorflux.ops.special_math_ops import (  # noqa: A004
     bessel_i0,
     bessel_i0e,

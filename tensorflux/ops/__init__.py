@@ -51,6 +51,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     sequence_ops,
     set_ops,
     slicing_ops,
+    sobol_ops,
     sparse_ext_ops,
     sparse_ops,
     special_math_ops,

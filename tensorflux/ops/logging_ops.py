@@ -104,6 +104,27 @@ def _check_numerics_grad(op, grad):
         grad, "Not a number (NaN) or infinity (Inf) values detected in gradient. " + message)]
 
 
+define_op("CheckNumericsV2", inputs=["tensor: T"], outputs=["output: T"],
+          attrs=["T: {bfloat16, half, float, double}", "message: string"],
+          shape_fn=common_shapes.unchanged, stateful=True)
+
+
+def check_numerics_v2(tensor, message, name=None) -> Tensor:
+    """As `check_numerics`, the error telling +Inf from -Inf ("Tensor had -Inf and NaN
+    values"); what `tf.debugging.enable_check_numerics` puts on op outputs."""
+    return apply_op("CheckNumericsV2", tensor=tensor, message=message,
+                    name=name or "CheckNumericsV2")
+
+
+@gradient("CheckNumericsV2")
+def _check_numerics_v2_grad(op, grad):
+    message = op.get_attr("message")
+    if isinstance(message, bytes):
+        message = message.decode("utf-8", "replace")
+    return [check_numerics_v2(
+        grad, "Not a number (NaN) or infinity (Inf) values detected in gradient. " + message)]
+
+
 define_op("Print", inputs=["input: T", "data: U"], outputs=["output: T"],
           attrs=["T: type", "U: list(type) >= 0", "message: string = ''",
                  "first_n: int = -1", "summarize: int = 3"],

@@ -18,10 +18,11 @@ import weakref
 
 import numpy as np
 
-from tensorflux.framework import errors, gc_pause
+from tensorflux.framework import errors, gc_pause, traceback_utils
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor, register_session_runner
 from tensorflux.kernels.buffers import exclusively_owned
+from tensorflux.protos import config_pb2
 from tensorflux.runtime import cost_model as cost_model_lib
 from tensorflux.runtime import device as device_lib
 from tensorflux.runtime import (
@@ -76,6 +77,36 @@ class _Step(GraphRunner):
         return super().run(session, next(session._step_ids), args, options, stats)
 
 
+# `tf.debugging.set_log_device_placement`: the process-wide default for sessions whose
+# config does not ask for placement logging (a proto3 bool: "not set" reads as False).
+_log_device_placement_default = False
+
+
+def set_log_device_placement(enabled) -> None:
+    """Sessions created from now on log their placements (as
+    `ConfigProto(log_device_placement=True)` does) when `enabled`, whatever their config."""
+    global _log_device_placement_default
+    _log_device_placement_default = bool(enabled)
+
+
+def get_log_device_placement() -> bool:
+    """The default that `set_log_device_placement` set (False at start)."""
+    return _log_device_placement_default
+
+
+def _with_default_placement_logging(config):
+    """`config`, or a copy of it (a new ConfigProto for None) with log_device_placement on
+    when the process default asks for it and `config` does not."""
+    if not _log_device_placement_default or (config is not None and
+                                             config.log_device_placement):
+        return config
+    copy = config_pb2.ConfigProto()
+    if config is not None:
+        copy.CopyFrom(config)
+    copy.log_device_placement = True
+    return copy
+
+
 class BaseSession:
     """A TF1 session: on this process (target "" or "local"), or on a cluster's master
     ("grpc://host:port", through the registered remote backend)."""
@@ -90,6 +121,7 @@ class BaseSession:
             target = target.decode()
         if target not in ("", "local") and not target.startswith("grpc://"):
             raise errors.InvalidArgumentError(None, None, f"Unknown session target: {target}")
+        config = _with_default_placement_logging(config)
         self._remote = None
         if target.startswith("grpc://"):
             factory = _remote_backends.get("grpc")
@@ -141,6 +173,7 @@ class BaseSession:
         return [device_lib.DeviceAttributes(d) for d in self._device_mgr.devices]
 
     # ---- running ------------------------------------------------------------------------
+    @traceback_utils.filter_traceback
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Runs the ops and evaluates the tensors in `fetches`.
 

@@ -51,6 +51,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     sequence_ops,
     set_ops,
     slicing_ops,
+    sobol_ops,
     sparse_ext_ops,
     sparse_ops,
     special_math_ops,
