@@ -11,14 +11,19 @@ event loop, each simulated client sending 1-instance row-format requests back to
 one keep-alive connection.
 
 - latency: 8 concurrent clients, unbatched and batched servers (also batched with
-  --batch_close_when_idle), 1.0 s warm-up then
+  --batch_close_when_idle, and with --batch_when_model_idle), 1.0 s warm-up then
   --seconds timed; p50 and p99 of the request round trip in ms (issue 19's targets:
-  p50 <= 2 ms, p99 <= 10 ms).
-- throughput: 64 concurrent clients, unbatched and batched, requests per second; and
-  batched / unbatched (target >= 3x). Also the server process's CPU time per request
-  (/proc, all threads) over the same window, and its unbatched / batched ratio: where the
-  load generator shares the server's cores, the requests per second are capped by the
-  client too, and the CPU ratio is what a server with cores of its own would gain.
+  p50 <= 2 ms, p99 <= 10 ms); and the unbatched server's CPU time per request.
+- the floor: a bare aiohttp server answering every POST with a fixed prediction-sized JSON
+  body (no model, no decoding), under the same load generator and 8 clients: the server
+  cannot answer faster than aiohttp alone, so when this p50 is above 2 ms so is every
+  figure above.
+- throughput: 64 concurrent clients, unbatched and batched (TF Serving's rule, and with
+  --batch_when_model_idle), requests per second; and batched / unbatched (target >= 3x).
+  Also the server process's CPU time per request (/proc, all threads) over the same
+  window, and its unbatched / batched ratio: where the load generator shares the server's
+  cores, the requests per second are capped by the client too, and the CPU ratio is what a
+  server with cores of its own would gain.
 
 Client and servers share the machine's cores, so the figures bound what the server does
 alone from below.
@@ -39,13 +44,43 @@ import numpy as np
 from _bench import BACKEND, emit, emit_error, guarded
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-NAMES = ("serving_p50_ms", "serving_p99_ms", "serving_batched_p50_ms",
-         "serving_batched_p99_ms", "serving_batched_idle_p50_ms", "serving_batched_idle_p99_ms",
-         "serving_unbatched_rps_64",
-         "serving_batched_rps_64", "serving_batching_speedup_64",
-         "serving_unbatched_cpu_us_per_req", "serving_batched_cpu_us_per_req",
-         "serving_batching_cpu_saving_64")
+LATENCY_NAMES = ("serving_p50_ms", "serving_p99_ms", "serving_batched_p50_ms",
+                 "serving_batched_p99_ms", "serving_batched_idle_p50_ms",
+                 "serving_batched_idle_p99_ms", "serving_batched_model_idle_p50_ms",
+                 "serving_batched_model_idle_p99_ms", "serving_cpu_us_per_req_8",
+                 "serving_http_floor_p50_ms", "serving_http_floor_p99_ms")
+THROUGHPUT_NAMES = ("serving_unbatched_rps_64", "serving_batched_rps_64",
+                    "serving_batching_speedup_64", "serving_unbatched_cpu_us_per_req",
+                    "serving_batched_cpu_us_per_req", "serving_batching_cpu_saving_64",
+                    "serving_batched_model_idle_rps_64", "serving_batching_model_idle_speedup_64",
+                    "serving_batched_model_idle_cpu_us_per_req")
+NAMES = LATENCY_NAMES + THROUGHPUT_NAMES
 BATCHING = ("--enable_batching", "--max_batch_size", "64", "--batch_timeout_micros", "1000")
+MODEL_IDLE = BATCHING + ("--batch_when_model_idle",)
+# The floor: aiohttp alone, answering a fixed body of the size of a digits prediction.
+ECHO_SERVER = """
+import asyncio
+from aiohttp import web
+
+ANSWER = (b'{"predictions":[{"classes":3,"probabilities":['
+          + b','.join([b'0.10000000149011612'] * 10) + b']}]}')
+
+async def answer(request):
+    await request.read()
+    return web.Response(body=ANSWER, content_type="application/json")
+
+async def main():
+    app = web.Application()
+    app.router.add_post("/v1/models/digits:predict", answer)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = runner.addresses[0][1]
+    print(f"echo: model digits at http://127.0.0.1:{port}/v1/models/digits", flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
 SECONDS = float(next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1])
                       if a == "--seconds"), 5.0))
 
@@ -65,10 +100,11 @@ def export(base: str) -> None:
 
 def start_server(base: str, *flags: str):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tensorflux.serving.server", "--model_name", "digits",
-         "--model_base_path", base, "--rest_api_port", "0", *flags],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    cmd = ([sys.executable, "-c", ECHO_SERVER] if flags == ("--echo",) else
+           [sys.executable, "-m", "tensorflux.serving.server", "--model_name", "digits",
+            "--model_base_path", base, "--rest_api_port", "0", *flags])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=env)
     line = proc.stdout.readline()
     if " at " not in line:
         proc.kill()
@@ -137,22 +173,31 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as base:
         export(base)
-        for prefix, flags in (("serving", ()), ("serving_batched", BATCHING),
-                              ("serving_batched_idle", BATCHING + ("--batch_close_when_idle",))):
+        for prefix, flags, what in (
+                ("serving", (), "unbatched"), ("serving_batched", BATCHING, "batched"),
+                ("serving_batched_idle", BATCHING + ("--batch_close_when_idle",),
+                 "batched, close when idle"),
+                ("serving_batched_model_idle", MODEL_IDLE, "batched, run when model idle"),
+                ("serving_http_floor", ("--echo",), "bare aiohttp fixed answer, no model")):
             with guarded(f"{prefix}_p50_ms", f"{prefix}_p99_ms"):
-                lat, _, _ = measure(base, 8, *flags)
-                what = {0: "unbatched", 6: "batched"}.get(len(flags), "batched, close when idle")
+                lat, _, cpu = measure(base, 8, *flags)
                 for q, target in ((50, 2), (99, 10)):
                     emit(f"{prefix}_p{q}_ms", np.percentile(lat, q) * 1e3, "ms", "lower",
                          label=f"digits CNN :predict, 1 instance, 8 clients, {what}, p{q}",
                          note=f"target <= {target} ms")
-        with guarded(*NAMES[6:]):
+                if prefix == "serving":
+                    emit("serving_cpu_us_per_req_8", cpu * 1e6, "us", "lower",
+                         label="server CPU time per request, 8 clients, unbatched")
+        with guarded(*THROUGHPUT_NAMES):
             _, n_plain, cpu_plain = measure(base, 64)
             _, n_batched, cpu_batched = measure(base, 64, *BATCHING)
+            _, n_idle, cpu_idle = measure(base, 64, *MODEL_IDLE)
             emit("serving_unbatched_cpu_us_per_req", cpu_plain * 1e6, "us", "lower",
                  label="server CPU time per request, 64 clients, unbatched")
             emit("serving_batched_cpu_us_per_req", cpu_batched * 1e6, "us", "lower",
                  label="server CPU time per request, 64 clients, batched")
+            emit("serving_batched_model_idle_cpu_us_per_req", cpu_idle * 1e6, "us", "lower",
+                 label="server CPU time per request, 64 clients, batched, run when model idle")
             emit("serving_batching_cpu_saving_64", cpu_plain / max(cpu_batched, 1e-9), "x",
                  "higher", label="unbatched / batched server CPU per request at 64 clients",
                  note="the throughput ratio a server with its own cores would see")
@@ -160,8 +205,13 @@ def main() -> None:
                  label="digits CNN :predict, 64 clients, unbatched")
             emit("serving_batched_rps_64", n_batched / SECONDS, "req/s", "higher",
                  label="digits CNN :predict, 64 clients, batched (max 64, 1 ms)")
+            emit("serving_batched_model_idle_rps_64", n_idle / SECONDS, "req/s", "higher",
+                 label="digits CNN :predict, 64 clients, batched, run when model idle")
             emit("serving_batching_speedup_64", n_batched / max(n_plain, 1), "x", "higher",
                  label="batched / unbatched throughput at 64 clients", note="target >= 3x")
+            emit("serving_batching_model_idle_speedup_64", n_idle / max(n_plain, 1), "x",
+                 "higher", label="batched (run when model idle) / unbatched throughput at 64 "
+                 "clients", note="target >= 3x")
 
 
 main()
