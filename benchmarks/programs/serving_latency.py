@@ -5,10 +5,14 @@ tensorflux only: TensorFlow Serving (the C++ model server) is not installed here
 
 The CNN of examples/serving/export_digits.py (untrained weights: serving cost does not
 depend on them) is exported with `tf.saved_model.simple_save` and served by two
-`tensorflux-serve` processes: one plain, one with `--enable_batching --max_batch_size 64
---batch_timeout_micros 1000`. The load generator is this process: an aiohttp client on one
-event loop, each simulated client sending 1-instance row-format requests back to back over
-one keep-alive connection.
+`tensorflux-serve` processes per configuration (plain; `--enable_batching --max_batch_size
+64 --batch_timeout_micros 1000`; that plus a batch-closing rule). The load generator is this
+process, on one event loop, each simulated client sending 1-instance row-format requests back
+to back over one keep-alive connection: by default (`--client raw`) a minimal HTTP/1.1
+client of its own (about 60-100 us of CPU per request on the 2-core machine), with `--client
+aiohttp` aiohttp's client (about 200-300 us: the generator of the earlier figures). The
+generator shares the server's cores, so the cheaper it is, the more the figures measure the
+server.
 
 - latency: 8 concurrent clients, unbatched and batched servers (also batched with
   --batch_close_when_idle, and with --batch_when_model_idle), 1.0 s warm-up then
@@ -28,17 +32,19 @@ one keep-alive connection.
 Client and servers share the machine's cores, so the figures bound what the server does
 alone from below.
 
-    python benchmarks/programs/serving_latency.py [--seconds 5]
+    python benchmarks/programs/serving_latency.py [--seconds 5] [--client raw|aiohttp]
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 import numpy as np
 from _bench import BACKEND, emit, emit_error, guarded
@@ -83,6 +89,53 @@ asyncio.run(main())
 """
 SECONDS = float(next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1])
                       if a == "--seconds"), 5.0))
+CLIENT = next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--client"), "raw")
+if CLIENT not in ("raw", "aiohttp"):
+    raise SystemExit(f"--client must be raw or aiohttp, not {CLIENT!r}")
+_CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*(\d+)", re.IGNORECASE)
+
+
+class _RawClient(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection sending a prepared request and waiting for each
+    answer (Content-Length framed, as aiohttp's server sends them): tens of microseconds of
+    CPU per request, where aiohttp's client takes about 200, on the cores the server
+    shares."""
+
+    def __init__(self, request: bytes):
+        self._request, self._buf, self._fut, self._transport = request, bytearray(), None, None
+
+    def connection_made(self, transport):
+        self._transport = transport
+
+    def data_received(self, data):
+        self._buf += data
+        end = self._buf.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        m = _CONTENT_LENGTH.search(self._buf, 0, end + 2)
+        if m is None:
+            self._fail(RuntimeError(f"answer without Content-Length: {bytes(self._buf[:200])}"))
+            return
+        size = end + 4 + int(m.group(1))
+        if len(self._buf) >= size and self._fut is not None and not self._fut.done():
+            status = int(self._buf[9:12])
+            del self._buf[:size]
+            self._fut.set_result(status)
+
+    def connection_lost(self, exc):
+        self._fail(exc or ConnectionResetError("connection closed by the server"))
+
+    def _fail(self, exc):
+        if self._fut is not None and not self._fut.done():
+            self._fut.set_exception(exc)
+
+    def post(self):
+        self._fut = asyncio.get_running_loop().create_future()
+        self._transport.write(self._request)
+        return self._fut
+
+    def close(self):
+        self._transport.close()
 
 
 def export(base: str) -> None:
@@ -114,29 +167,49 @@ def start_server(base: str, *flags: str):
 
 async def load(url: str, clients: int, warmup: float, seconds: float):
     """(latencies in seconds of the timed window, requests completed in it)."""
-    import aiohttp
-
     body = ('{"instances": [' + str(np.random.default_rng(0).random((8, 8, 1)).round(3)
                                     .tolist()) + ']}').encode()
     latencies: list[float] = []
     t_start = time.perf_counter()
     t_begin, t_end = t_start + warmup, t_start + warmup + seconds
+
+    async def timed(post):
+        while True:
+            t0 = time.perf_counter()
+            if t0 >= t_end:
+                return
+            status = await post()
+            if status != 200:
+                raise RuntimeError(f"HTTP {status}")
+            t1 = time.perf_counter()
+            if t0 >= t_begin and t1 <= t_end:
+                latencies.append(t1 - t0)
+
+    if CLIENT == "raw":
+        parts = urllib.parse.urlsplit(url)
+        request = (f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+                   f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                   ).encode() + body
+
+        async def client():
+            _, conn = await asyncio.get_running_loop().create_connection(
+                lambda: _RawClient(request), parts.hostname, parts.port)
+            try:
+                await timed(conn.post)
+            finally:
+                conn.close()
+        await asyncio.gather(*[client() for _ in range(clients)])
+        return np.array(latencies), len(latencies)
+
+    import aiohttp
     conn = aiohttp.TCPConnector(limit=clients)
     async with aiohttp.ClientSession(connector=conn) as session:
-        async def client():
-            while True:
-                t0 = time.perf_counter()
-                if t0 >= t_end:
-                    return
-                async with session.post(url, data=body,
-                                        headers={"Content-Type": "application/json"}) as r:
-                    await r.read()
-                    if r.status != 200:
-                        raise RuntimeError(f"HTTP {r.status}")
-                t1 = time.perf_counter()
-                if t0 >= t_begin and t1 <= t_end:
-                    latencies.append(t1 - t0)
-        await asyncio.gather(*[client() for _ in range(clients)])
+        async def post():
+            async with session.post(url, data=body,
+                                    headers={"Content-Type": "application/json"}) as r:
+                await r.read()
+                return r.status
+        await asyncio.gather(*[timed(post) for _ in range(clients)])
     return np.array(latencies), len(latencies)
 
 
