@@ -6,7 +6,11 @@ alias, dtype and shape after dimension 0) — only such requests concatenate alo
 first request arrived, whichever comes first (TF Serving's rule) -- or, when the server
 counts `incoming` requests (`--batch_close_when_idle`), at the end of the current event-loop
 turn if none is on its way (requests it has begun to handle and not yet submitted; with
-none, waiting could only add latency). It then runs once on the thread pool and each
+none, waiting could only add latency) -- or, with `when_model_idle`
+(`--batch_when_model_idle`), at the end of the current event-loop turn if no batch of this
+scheduler is running, and else as soon as the running ones have finished: an idle model
+never waits for company, a busy one gathers the requests that arrive while it runs into the
+next batch (the size and timeout rules still apply). It then runs once on the thread pool and each
 request gets its own slice of every output back. Requests arriving while a batch runs
 gather into the next one. Requests larger than `max_batch_size` run alone. If an output
 of the merged run does not have the batch's rows along dimension 0 (a signature that is not
@@ -28,9 +32,10 @@ __all__ = ["BatchScheduler"]
 
 
 class _Batch:
-    __slots__ = ("items", "rows", "timer")
+    __slots__ = ("items", "rows", "timer", "servable", "signature_name")
 
-    def __init__(self):
+    def __init__(self, servable, signature_name):
+        self.servable, self.signature_name = servable, signature_name
         self.items: list[tuple[dict, int, asyncio.Future]] = []
         self.rows = 0
         self.timer: asyncio.TimerHandle | None = None
@@ -43,15 +48,18 @@ class BatchScheduler:
       max_batch_size: the most rows one model run takes.
       batch_timeout_micros: how long the first request of a batch waits for company.
       run_in_pool: async (fn, *args) -> result, running fn off the event loop.
+      when_model_idle: also close a batch when no batch is running (module docstring).
     """
 
     def __init__(self, max_batch_size: int, batch_timeout_micros: int,
-                 run_in_pool: Callable):
+                 run_in_pool: Callable, when_model_idle: bool = False):
         self.max_batch_size = max(1, int(max_batch_size))
         self.timeout_s = max(0, int(batch_timeout_micros)) / 1e6
         self._run_in_pool = run_in_pool
         self._open: dict[tuple, _Batch] = {}
         self.batches_run = 0
+        self.when_model_idle = bool(when_model_idle)
+        self.running = 0  # batches closed and not finished yet
         # Requests announced (being decoded) and not yet submitted; None: not tracked (the
         # scheduler used alone), so only size and timeout close batches.
         self.incoming: int | None = None
@@ -74,7 +82,7 @@ class BatchScheduler:
             self._close(key, servable, signature_name)
             batch = None
         if batch is None:
-            batch = self._open[key] = _Batch()
+            batch = self._open[key] = _Batch(servable, signature_name)
             batch.timer = asyncio.get_running_loop().call_later(
                 self.timeout_s, self._close, key, servable, signature_name)
         fut = asyncio.get_running_loop().create_future()
@@ -82,14 +90,17 @@ class BatchScheduler:
         batch.rows += rows
         if batch.rows >= self.max_batch_size:
             self._close(key, servable, signature_name)
-        elif self.incoming == 0:
+        elif self._idle():
             # Handlers already scheduled in this loop turn still get to join first.
             asyncio.get_running_loop().call_soon(self._close_if_idle, key, batch, servable,
                                                  signature_name)
         return await fut
 
+    def _idle(self) -> bool:
+        return self.incoming == 0 or (self.when_model_idle and self.running == 0)
+
     def _close_if_idle(self, key, batch, servable, signature_name) -> None:
-        if self._open.get(key) is batch and self.incoming == 0:
+        if self._open.get(key) is batch and self._idle():
             self._close(key, servable, signature_name)
 
     def _close(self, key, servable, signature_name) -> None:
@@ -97,9 +108,20 @@ class BatchScheduler:
         if batch is None:
             return
         batch.timer.cancel()
+        self.running += 1
         asyncio.get_running_loop().create_task(self._execute(batch, servable, signature_name))
 
     async def _execute(self, batch: _Batch, servable, signature_name) -> None:
+        try:
+            await self._execute_batch(batch, servable, signature_name)
+        finally:
+            self.running -= 1
+            if self.when_model_idle and self.running == 0:
+                # The model is free: what gathered while it ran goes now.
+                for key, open_batch in list(self._open.items()):
+                    self._close(key, open_batch.servable, open_batch.signature_name)
+
+    async def _execute_batch(self, batch: _Batch, servable, signature_name) -> None:
         items = batch.items
         try:
             if len(items) == 1:

@@ -17,9 +17,10 @@ With `--grpc_port`, TF Serving's gRPC `PredictionService/Predict` too (grpc_serv
 Errors are `{"error": "..."}` with the HTTP code of the TensorFlow error code (400 invalid
 argument, 404 not found, ...). Bodies above `--max_request_bytes` get 413 before they are
 read whole (Content-Length checked first; a chunked body is cut off once it passes the
-limit). The event loop only parses HTTP: JSON decoding, model runs and encoding run on a
-thread pool. SIGTERM or SIGINT: stop accepting, let in-flight requests finish (up to
-`--shutdown_grace_seconds`), unload the model, exit 0. Binds 127.0.0.1 unless
+limit). The event loop parses HTTP and decodes and encodes small JSON bodies (tens of
+microseconds, less than a thread hop); model runs and large bodies go to `--num_threads`
+worker threads (workers.py). SIGTERM or SIGINT: stop accepting, let in-flight requests
+finish (up to `--shutdown_grace_seconds`), unload the model, exit 0. Binds 127.0.0.1 unless
 `--rest_api_host` says otherwise.
 """
 
@@ -28,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
-import functools
 import logging
 import re
 import signal
@@ -44,6 +44,7 @@ from tensorflux.serving import codec
 from tensorflux.serving.batching import BatchScheduler
 from tensorflux.serving.grpc_service import start_grpc_server
 from tensorflux.serving.manager import ModelManager
+from tensorflux.serving.workers import WorkerThreads
 
 __all__ = ["BackgroundServer", "ModelServer", "build_app", "main"]
 
@@ -87,27 +88,29 @@ class ModelServer:
         TF Serving does it (a batch waits until full or timed out).
       batch_close_when_idle: also close a batch as soon as no other request is on its way
         (lower latency under light load; batching.py).
+      batch_when_model_idle: also close a batch at once when no batch is running, and the
+        requests that gathered while one ran as soon as it finishes (batching.py).
       max_request_bytes: the largest request body accepted.
-      num_threads: the thread pool running JSON decoding and model runs.
+      num_threads: the worker threads running model runs and large JSON (workers.py).
     """
 
     def __init__(self, manager: ModelManager, *, enable_batching: bool = False,
                  max_batch_size: int = 32, batch_timeout_micros: int = 1000,
-                 batch_close_when_idle: bool = False, max_request_bytes: int = 64 << 20,
+                 batch_close_when_idle: bool = False, batch_when_model_idle: bool = False,
+                 max_request_bytes: int = 64 << 20,
                  num_threads: int = 8):
         self.manager = manager
         self.max_request_bytes = max_request_bytes
-        self.pool = concurrent.futures.ThreadPoolExecutor(num_threads,
-                                                          thread_name_prefix="serve")
-        self.batcher = (BatchScheduler(max_batch_size, batch_timeout_micros, self._in_pool)
+        self.workers = WorkerThreads(num_threads, name="serve")
+        self.batcher = (BatchScheduler(max_batch_size, batch_timeout_micros, self._in_pool,
+                                       when_model_idle=batch_when_model_idle)
                         if enable_batching else None)
         if self.batcher is not None and batch_close_when_idle:
             self.batcher.incoming = 0  # counted from now on: batches close when idle
         self._incoming: set = set()  # handler tasks counted in batcher.incoming
 
     async def _in_pool(self, fn, *args):
-        return await asyncio.get_running_loop().run_in_executor(
-            self.pool, functools.partial(fn, *args))
+        return await self.workers.run(fn, *args)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_request_bytes)
@@ -297,7 +300,7 @@ class BackgroundServer:
         if self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._stop.set)
             self._thread.join(timeout=30)
-        self.server.pool.shutdown(wait=True)
+        self.server.workers.shutdown(wait=True)
 
     def __enter__(self):
         return self
@@ -334,6 +337,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--batch_close_when_idle", action="store_true",
                    help="run a batch at once when no other request is on its way, instead "
                    "of waiting for --batch_timeout_micros")
+    p.add_argument("--batch_when_model_idle", action="store_true",
+                   help="run a batch at once when no batch is running, and the requests "
+                   "that arrived while one ran as soon as it finishes (no fixed wait)")
     p.add_argument("--file_system_poll_wait_seconds", type=float, default=1.0)
     p.add_argument("--max_request_bytes", type=int, default=64 << 20)
     p.add_argument("--num_threads", type=int, default=8)
@@ -353,6 +359,7 @@ async def _serve(args) -> int:
                             max_batch_size=args.max_batch_size,
                             batch_timeout_micros=args.batch_timeout_micros,
                             batch_close_when_idle=args.batch_close_when_idle,
+                            batch_when_model_idle=args.batch_when_model_idle,
                             max_request_bytes=args.max_request_bytes,
                             num_threads=args.num_threads)
     runner = web.AppRunner(app, shutdown_timeout=args.shutdown_grace_seconds,
@@ -393,7 +400,7 @@ async def _serve(args) -> int:
         rpc_server.stop(args.shutdown_grace_seconds)
     await runner.cleanup()
     await loop.run_in_executor(None, manager.stop)
-    server.pool.shutdown(wait=True)
+    server.workers.shutdown(wait=True)
     return 0
 
 
