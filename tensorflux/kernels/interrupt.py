@@ -168,3 +168,23 @@ def native_stop(ctx=None):
     finally:
         for cm, token in undo:
             cm.deregister(token)
+
+
+# Items per block of `spans` (elements of the items, summed): a block of a streaming NumPy
+# kernel (an unbuffered ufunc.at, a sort of rows, a running sum) takes milliseconds.
+SPAN_ELEMENTS = 1 << 21
+
+
+def spans(n: int, item_elements: int, ctx=None, elements: int | None = None):
+    """Yields (lo, hi) blocks covering [0, n) in order, each of about `elements` (default
+    `SPAN_ELEMENTS`) elements for items of `item_elements` elements each, checking step
+    `ctx` (default: the current one) before every block but the first: for NumPy kernels
+    whose one call over all items would run for seconds, cut into calls that give the
+    same values (rows that are independent, or an unbuffered ufunc.at applied in order)."""
+    per = max(1, (SPAN_ELEMENTS if elements is None else elements) // max(1, item_elements))
+    if ctx is None:
+        ctx = current()
+    for lo in range(0, n, per):
+        if lo and ctx is not None:
+            check(ctx)
+        yield lo, min(n, lo + per)

@@ -1,0 +1,307 @@
+"""More long NumPy kernels stop at their step's deadline or on Session.close (issue 21).
+
+Families cut into blocks that check the step between them (kernels/interrupt.py):
+Conv2DBackpropInput / Conv2DBackpropFilter of one large image (blocks of output rows),
+TopKV2 (blocks of rows), Cumsum/Cumprod (blocks of axis 0), the segment reductions and
+ScatterNd (an unbuffered ufunc.at in ordered blocks), Gather/GatherV2 (blocks of the
+indices). Each family has a value test (blocks give the values of one call: bit for bit,
+except the convolution gradients, which sum in another order) and a stop test: the
+kernel called with a step that is already past its deadline, or whose Session is closed,
+raises at its first block boundary. A few families also run a real step with
+`timeout_in_ms` on inputs that take seconds without the blocks (timed in the report).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tensorflux.kernels import interrupt, registry
+
+BOUND_S = 2.0
+pytestmark = pytest.mark.timeout(60)
+
+
+class _Late:
+    """A step whose deadline has passed."""
+
+    deadline = time.monotonic() - 1
+    cancellation = session = None
+
+
+class _Closed:
+    """A step whose Session was closed."""
+
+    deadline = cancellation = None
+    session = type("S", (), {"_closed": True})()
+
+
+def _node(op, **attrs):
+    return type("N", (), {"attrs": attrs, "op": op, "name": op})()
+
+
+def _compute(op, types, **attrs):
+    kdef = registry.find_kernel(op, "CPU", types)
+    return kdef.factory(_node(op, **attrs))
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(interrupt, "SPAN_ELEMENTS", 64)
+
+
+def _run(fetch, feed=None):
+    with tf.Session(graph=fetch.graph if not isinstance(fetch, list) else fetch[0].graph) as s:
+        return s.run(fetch, feed)
+
+
+# ---- values: blocks give the values of one call -------------------------------------------
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumsum_cumprod_blocks_are_bit_identical(small_blocks, axis, exclusive, reverse):
+    x = np.random.default_rng(axis).uniform(0.5, 1.5, (37, 5, 4)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        ys = [tf.cumsum(x, axis, exclusive=exclusive, reverse=reverse),
+              tf.cumprod(x, axis, exclusive=exclusive, reverse=reverse)]
+        got = _run(ys)
+    for y, ufunc, ident in zip(got, (np.add, np.multiply), (0, 1), strict=True):
+        w = np.flip(x, axis) if reverse else x
+        want = ufunc.accumulate(w, axis=axis, dtype=np.float32)
+        if exclusive:
+            want = np.roll(want, 1, axis=axis)
+            idx = [slice(None)] * 3
+            idx[axis] = 0
+            want[tuple(idx)] = ident
+        if reverse:
+            want = np.flip(want, axis)
+        np.testing.assert_array_equal(y, want)
+
+
+def test_segment_ops_and_scatter_nd_blocks_are_bit_identical(small_blocks):
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((500, 3)).astype(np.float32)
+    sorted_ids = np.sort(rng.integers(0, 40, 500)).astype(np.int32)
+    ids = rng.integers(-1, 40, 500).astype(np.int32)
+    g = tf.Graph()
+    with g.as_default():
+        ys = [tf.math.segment_sum(data, sorted_ids), tf.math.segment_max(data, sorted_ids),
+              tf.math.unsorted_segment_sum(data, ids, 40),
+              tf.math.unsorted_segment_prod(data, ids, 40),
+              tf.scatter_nd(ids[:, None] % 40, data, [40, 3])]
+        got = _run(ys)
+    keep = ids >= 0
+    for y, (ufunc, ident, idx, rows) in zip(got, [
+            (np.add, 0, sorted_ids, data), (np.maximum, -np.inf, sorted_ids, data),
+            (np.add, 0, ids[keep], data[keep]), (np.multiply, 1, ids[keep], data[keep]),
+            (np.add, 0, ids % 40, data)], strict=True):
+        want = np.full((40, 3), ident, np.float32)
+        ufunc.at(want, idx, rows)
+        if ufunc is np.maximum:
+            want[np.bincount(idx, minlength=40) == 0] = 0
+        np.testing.assert_array_equal(y, want)
+
+
+def test_gather_and_top_k_blocks_are_bit_identical(small_blocks):
+    rng = np.random.default_rng(4)
+    p = rng.standard_normal((30, 7, 5)).astype(np.float32)
+    idx = rng.integers(0, 7, (4, 6)).astype(np.int32)
+    x = rng.integers(0, 5, (40, 50)).astype(np.float32)  # many ties: TF's order
+    g = tf.Graph()
+    with g.as_default():
+        ys = [tf.gather(p, idx % 30), tf.gather(p, idx, axis=1), tf.nn.top_k(x, 7)[1],
+              tf.nn.top_k(x, 50)[0]]
+        got = _run(ys)
+    np.testing.assert_array_equal(got[0], np.take(p, idx % 30, axis=0))
+    np.testing.assert_array_equal(got[1], np.take(p, idx, axis=1))
+    order = np.argsort(-x, axis=1, kind="stable")
+    np.testing.assert_array_equal(got[2], order[:, :7])
+    np.testing.assert_array_equal(got[3], np.take_along_axis(x, order, 1))
+
+
+@pytest.mark.parametrize("stride,padding,channels", [(2, "SAME", 3), (3, "VALID", 20),
+                                                     (1, "SAME", 3)])
+def test_conv_gradients_in_row_blocks(monkeypatch, stride, padding, channels):
+    from tensorflux.kernels.cpu import conv_ops
+
+    rng = np.random.default_rng(stride)
+    x = rng.standard_normal((2, 19, 17, channels))
+    w = rng.standard_normal((3, 2, channels, 4))
+    s = [1, stride, stride, 1]
+
+    def grads():
+        g = tf.Graph()
+        with g.as_default():
+            y = tf.nn.conv2d(x, w, s, padding)
+            dy = np.random.default_rng(9).standard_normal(y.shape.as_list())
+            return _run([tf.nn.conv2d_backprop_input(x.shape, w, dy, s, padding),
+                         tf.nn.conv2d_backprop_filter(x, w.shape, dy, s, padding)])
+
+    want = grads()
+    monkeypatch.setattr(conv_ops, "_IMAGE_ROWS_BYTES", 1000)  # every image in row blocks
+    monkeypatch.setattr(conv_ops, "_CHUNK_BYTES", 3000)
+    got = grads()
+    for a, b in zip(got, want, strict=True):  # the same sums, in another order
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+# ---- every blocked kernel checks its step between blocks ----------------------------------
+
+
+_F32 = {"T": tf.float32}
+_STOPPED = [
+    ("Cumsum", {"T": tf.float32, "Tidx": tf.int32}, {"exclusive": False, "reverse": False},
+     lambda: (np.ones((300, 4), np.float32), np.int32(0))),
+    ("Cumprod", {"T": tf.float32, "Tidx": tf.int32}, {"exclusive": True, "reverse": True},
+     lambda: (np.ones((300, 4), np.float32), np.int32(1))),
+    ("SegmentSum", {"T": tf.float32, "Tindices": tf.int32}, {},
+     lambda: (np.ones((300, 4), np.float32), np.arange(300, dtype=np.int32))),
+    ("UnsortedSegmentSum", {"T": tf.float32, "Tindices": tf.int32,
+                            "Tnumsegments": tf.int32}, {},
+     lambda: (np.ones((300, 4), np.float32), np.zeros(300, np.int32), np.int32(1))),
+    ("UnsortedSegmentMax", {"T": tf.float32, "Tindices": tf.int32,
+                            "Tnumsegments": tf.int32}, {},
+     lambda: (np.ones((300, 4), np.float32), np.zeros(300, np.int32), np.int32(1))),
+    ("ScatterNd", {"T": tf.float32, "Tindices": tf.int32}, {},
+     lambda: (np.zeros((300, 1), np.int32), np.ones((300, 4), np.float32),
+              np.array([2, 4], np.int32))),
+    ("GatherV2", {"Tparams": tf.float32, "Tindices": tf.int32, "Taxis": tf.int32},
+     {"batch_dims": 0},
+     lambda: (np.ones((3, 4), np.float32), np.zeros(300, np.int32), np.int32(0))),
+    ("TopKV2", {"T": tf.float32}, {"sorted": True, "index_type": tf.int32},
+     lambda: (np.ones((300, 4), np.float32), np.int32(2))),
+]
+
+
+@pytest.mark.parametrize("op,types,attrs,inputs", _STOPPED, ids=[c[0] for c in _STOPPED])
+@pytest.mark.parametrize("step,error", [(_Late, tf.errors.DeadlineExceededError),
+                                        (_Closed, tf.errors.CancelledError)])
+def test_blocked_kernel_checks_its_step(small_blocks, op, types, attrs, inputs, step, error):
+    compute = _compute(op, types, **attrs)
+    with pytest.raises(error):
+        compute(step(), *inputs())
+    compute(None, *inputs())  # outside a step: runs to the end
+
+
+# ---- real steps on large inputs -----------------------------------------------------------
+
+
+def _expect_deadline(fetch, feed, name):
+    with tf.Session(graph=fetch.graph) as s:
+        start = time.monotonic()
+        with pytest.raises(tf.errors.DeadlineExceededError) as info:
+            s.run(fetch, feed, options=tf.RunOptions(timeout_in_ms=100))
+        elapsed = time.monotonic() - start
+        assert elapsed < BOUND_S, f"took {elapsed:.2f}s"
+        assert name in str(info.value)
+        assert s.run(tf.constant(2.0) * 3.0) == 6.0
+
+
+def test_conv_backprop_input_of_one_large_image_stops():
+    # Stride 2, one 1536x1536 image (products and scatter): ~4.5 s in one block.
+    g = tf.Graph()
+    with g.as_default():
+        dy = tf.placeholder(tf.float32, [1, None, None, 64])
+        dx = tf.nn.conv2d_backprop_input([1, 1536, 1536, 16], tf.ones([3, 3, 16, 64]), dy,
+                                         [1, 2, 2, 1], "SAME", name="big_dx")
+    _expect_deadline(dx, {dy: np.ones((1, 768, 768, 64), np.float32)}, "big_dx")
+
+
+def test_conv_backprop_filter_of_one_large_image_stops():
+    # Stride 2 (no frequency-domain path), one 1536x1536 image: ~4 s in one block.
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [1, None, None, 16])
+        dy = tf.placeholder(tf.float32, [1, None, None, 64])
+        dw = tf.nn.conv2d_backprop_filter(x, [3, 3, 16, 64], dy, [1, 2, 2, 1], "SAME",
+                                          name="big_dw")
+    _expect_deadline(dw, {x: np.ones((1, 1536, 1536, 16), np.float32),
+                          dy: np.ones((1, 768, 768, 64), np.float32)}, "big_dw")
+
+
+def test_top_k_of_many_long_rows_stops():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, None])
+        y = tf.nn.top_k(x, 200_000, name="big_top_k")[0]  # a sort of every row
+    rows = np.random.default_rng(0).standard_normal((60, 200_000)).astype(np.float32)
+    _expect_deadline(y, {x: rows}, "big_top_k")  # ~8 s in one call
+
+
+def test_session_close_stops_a_running_segment_sum():
+    g = tf.Graph()
+    started = threading.Event()
+    n = 1_500_000
+
+    def ids():
+        started.set()
+        return np.arange(n, dtype=np.int32) // 3
+
+    with g.as_default():
+        data = tf.ones([n, 32])
+        seg = tf.py_func(ids, [], tf.int32, stateful=True)
+        seg.set_shape([n])
+        y = tf.math.segment_sum(data, seg)  # ~3 s in one np.add.at
+    s = tf.Session(graph=g)
+    outcome = []
+
+    def run():
+        try:
+            s.run(y)
+            outcome.append("finished")
+        except tf.errors.CancelledError:
+            outcome.append("cancelled")
+        except BaseException as e:  # noqa: BLE001 - reported below
+            outcome.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    assert started.wait(10)
+    time.sleep(0.1)
+    start = time.monotonic()
+    s.close()
+    t.join(BOUND_S)
+    assert not t.is_alive(), "the step kept running after close"
+    assert time.monotonic() - start < BOUND_S
+    assert outcome == ["cancelled"]
+
+
+def test_session_close_during_a_c_loop_releases_its_stop_cell():
+    # A C loop (the big max pool) registers a stop callback with the session's closing
+    # manager while it runs; after close stopped it, nothing stays registered.
+    g = tf.Graph()
+    started = threading.Event()
+
+    def source():
+        started.set()
+        return np.ones((2, 250, 250, 1), np.float32)
+
+    with g.as_default():
+        x = tf.py_func(source, [], tf.float32, stateful=True)
+        x.set_shape([2, 250, 250, 1])
+        y = tf.nn.max_pool(x, [1, 250, 250, 1], [1, 1, 1, 1], "SAME")
+    s = tf.Session(graph=g)
+    closing = s._closing
+    outcome = []
+
+    def run():
+        try:
+            s.run(y)
+        except tf.errors.CancelledError:
+            outcome.append("cancelled")
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    assert started.wait(10)
+    time.sleep(0.1)
+    s.close()
+    t.join(BOUND_S)
+    assert not t.is_alive() and outcome == ["cancelled"]
+    assert not closing._callbacks
