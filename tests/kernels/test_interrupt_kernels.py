@@ -305,3 +305,45 @@ def test_session_close_during_a_c_loop_releases_its_stop_cell():
     t.join(BOUND_S)
     assert not t.is_alive() and outcome == ["cancelled"]
     assert not closing._callbacks
+
+
+def test_nd_window_kernels_in_row_blocks(monkeypatch):
+    # Conv3D, depthwise conv and their gradients cut one item into blocks of output rows
+    # when its temporaries exceed _windows_nd._CHUNK_BYTES: the values of whole items.
+    from tensorflux.kernels.cpu import _windows_nd
+
+    rng = np.random.default_rng(5)
+    x3, w3 = rng.standard_normal((2, 9, 7, 6, 3)), rng.standard_normal((3, 2, 2, 3, 4))
+    x2, w2 = rng.standard_normal((2, 11, 9, 3)), rng.standard_normal((3, 2, 3, 2))
+
+    def run():
+        g = tf.Graph()
+        with g.as_default():
+            outs = []
+            cx3, cw3, cx2, cw2 = (tf.constant(a) for a in (x3, w3, x2, w2))
+            for stride, pad in ((1, "SAME"), (2, "VALID")):
+                y3 = tf.nn.conv3d(cx3, cw3, [1, stride, stride, 1, 1], pad)
+                d3 = rng.standard_normal(y3.shape.as_list())
+                outs += [y3, *tf.gradients(y3, [cx3, cw3], d3)]
+                y2 = tf.nn.depthwise_conv2d_native(cx2, cw2, [1, stride, stride, 1], pad)
+                d2 = rng.standard_normal(y2.shape.as_list())
+                outs += [y2, *tf.gradients(y2, [cx2, cw2], d2)]
+            return _run(outs)
+
+    rng = np.random.default_rng(6)
+    want = run()
+    monkeypatch.setattr(_windows_nd, "_CHUNK_BYTES", 300)  # a few output rows per block
+    rng = np.random.default_rng(6)
+    got = run()
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_depthwise_backprop_input_of_one_large_image_stops():
+    g = tf.Graph()
+    with g.as_default():
+        dy = tf.placeholder(tf.float32, [1, None, None, 64])
+        dx = tf.nn.depthwise_conv2d_native_backprop_input(
+            [1, 1024, 1024, 32], tf.ones([5, 5, 32, 2]), dy, [1, 1, 1, 1], "SAME",
+            name="big_depthwise_dx")  # ~45 s in one einsum and 25 whole-image adds
+    _expect_deadline(dx, {dy: np.ones((1, 1024, 1024, 64), np.float32)}, "big_depthwise_dx")
