@@ -126,6 +126,28 @@ def test_gather_and_top_k_blocks_are_bit_identical(small_blocks):
     np.testing.assert_array_equal(got[3], np.take_along_axis(x, order, 1))
 
 
+@pytest.mark.parametrize("values", [
+    np.arange(3000) % 17 * 0.5,
+    np.where(np.arange(2999) % 11 == 0, np.nan, np.arange(2999) % 5),
+    np.array([0.0, -0.0, 2.0, -1.0] * 700),
+    np.random.default_rng(7).integers(-9, 9, 3001)])
+def test_sort_and_unique_of_one_long_row_in_blocks(monkeypatch, values):
+    def run():
+        g = tf.Graph()
+        with g.as_default():
+            u = tf.unique(values)
+            return _run([u[0], u[1], *tf.nn.top_k(values, values.size),
+                         tf.sort(values), tf.argsort(values, stable=True)])
+
+    want = run()
+    monkeypatch.setattr(interrupt, "SPAN_ELEMENTS", 100)  # sorted blocks, merged
+    got = run()
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+        if a.dtype.kind == "f":
+            np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
+
+
 @pytest.mark.parametrize("stride,padding,channels", [(2, "SAME", 3), (3, "VALID", 20),
                                                      (1, "SAME", 3)])
 def test_conv_gradients_in_row_blocks(monkeypatch, stride, padding, channels):
@@ -177,10 +199,15 @@ _STOPPED = [
      lambda: (np.ones((3, 4), np.float32), np.zeros(300, np.int32), np.int32(0))),
     ("TopKV2", {"T": tf.float32}, {"sorted": True, "index_type": tf.int32},
      lambda: (np.ones((300, 4), np.float32), np.int32(2))),
+    ("TopKV2", {"T": tf.float32}, {"sorted": True, "index_type": tf.int32},  # one long row
+     lambda: (np.ones((1, 300), np.float32), np.int32(300))),
+    ("Unique", {"T": tf.float32, "out_idx": tf.int32}, {"out_idx": tf.int32},
+     lambda: (np.arange(300, dtype=np.float32) % 7,)),
 ]
 
 
-@pytest.mark.parametrize("op,types,attrs,inputs", _STOPPED, ids=[c[0] for c in _STOPPED])
+@pytest.mark.parametrize("op,types,attrs,inputs", _STOPPED,
+                         ids=[f"{c[0]}{i}" for i, c in enumerate(_STOPPED)])
 @pytest.mark.parametrize("step,error", [(_Late, tf.errors.DeadlineExceededError),
                                         (_Closed, tf.errors.CancelledError)])
 def test_blocked_kernel_checks_its_step(small_blocks, op, types, attrs, inputs, step, error):
@@ -233,6 +260,15 @@ def test_top_k_of_many_long_rows_stops():
         y = tf.nn.top_k(x, 200_000, name="big_top_k")[0]  # a sort of every row
     rows = np.random.default_rng(0).standard_normal((60, 200_000)).astype(np.float32)
     _expect_deadline(y, {x: rows}, "big_top_k")  # ~8 s in one call
+
+
+def test_sort_of_one_long_row_stops():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None])
+        y = tf.sort(x, direction="DESCENDING", name="long_sort")
+    row = np.random.default_rng(1).standard_normal(8_000_000).astype(np.float32)
+    _expect_deadline(y, {x: row}, "long_sort")  # ~4 s in one stable argsort
 
 
 def test_session_close_stops_a_running_segment_sum():

@@ -211,6 +211,9 @@ def _unique(node):
             raise _invalid("unique expects a 1D vector.")
         if x.size == 0:
             return x.copy(), np.zeros(0, dtype=idx_type)
+        if x.size > interrupt.SPAN_ELEMENTS:
+            values, idx = _unique_by_blocks(x, ctx)
+            return values, idx.astype(idx_type)
         # equal_nan=False: every NaN is its own value, as in TF (its hash map never finds NaN).
         values, first, inverse = np.unique(x, return_index=True, return_inverse=True,
                                            equal_nan=False)
@@ -220,6 +223,61 @@ def _unique(node):
         return values[order], rank[inverse.reshape(-1)].astype(idx_type)
 
     return compute
+
+
+# ---- a stable argsort in blocks --------------------------------------------------------------
+
+
+def _stable_argsort(x: np.ndarray, ctx=None) -> np.ndarray:
+    """np.argsort(x, kind="stable") of a 1-D array, in steps of a few milliseconds that
+    check the step between them (kernels/interrupt.py): blocks sorted one by one, then
+    merged pairwise (equal keys keep the earlier block's first, NaN last, as the sort
+    does), each merge cut into spans of searchsorted. The same permutation as one call."""
+    n = x.size
+    block = interrupt.SPAN_ELEMENTS
+    if n <= block:
+        return np.argsort(x, kind="stable")
+    runs = []
+    for lo, hi in interrupt.spans(n, 1, ctx, block):
+        perm = np.argsort(x[lo:hi], kind="stable")
+        runs.append((x[lo:hi][perm], perm + lo))
+    while len(runs) > 1:
+        merged = [_merge(runs[i], runs[i + 1], ctx) for i in range(0, len(runs) - 1, 2)]
+        runs = merged + ([runs[-1]] if len(runs) % 2 else [])
+    return runs[0][1]
+
+
+def _merge(a, b, ctx):
+    """The merge of two sorted runs (keys, indices), every index of `a` below every index
+    of `b`: stable (on equal keys `a` first)."""
+    (ka, ia), (kb, ib) = a, b
+    keys = np.empty(ka.size + kb.size, ka.dtype)
+    idx = np.empty(keys.size, ia.dtype)
+    for mine, other, side, ids in ((ka, kb, "left", ia), (kb, ka, "right", ib)):
+        for lo, hi in interrupt.spans(mine.size, 4, ctx):
+            pos = np.searchsorted(other, mine[lo:hi], side=side)
+            pos += np.arange(lo, hi)
+            keys[pos] = mine[lo:hi]
+            idx[pos] = ids[lo:hi]
+    return keys, idx
+
+
+def _unique_by_blocks(x: np.ndarray, ctx):
+    """Unique of a large 1-D `x` through `_stable_argsort` (the sorts check the step; the
+    rest are single passes): the values and indices of the np.unique path above."""
+    perm = _stable_argsort(x, ctx)
+    s = x[perm]
+    new = np.empty(s.size, bool)
+    new[0] = True
+    np.not_equal(s[1:], s[:-1], out=new[1:])  # NaN != NaN: each NaN its own value
+    group = np.cumsum(new) - 1
+    first = perm[new]  # the lowest index of each value (the sort is stable)
+    order = _stable_argsort(first, ctx)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    idx = np.empty(x.size, rank.dtype)
+    idx[perm] = rank[group]
+    return x[first[order]], idx
 
 
 # ---- TopKV2 --------------------------------------------------------------------------------
@@ -284,6 +342,14 @@ def _top_k_by_rows(ctx, x: np.ndarray, k: int) -> np.ndarray:
     never cut: a sort of one huge row is a single NumPy call (bounded: O(n log n) in an
     input some kernel allocated under the resource guard)."""
     n = x.shape[-1]
+    if n > interrupt.SPAN_ELEMENTS and k and (8 * k > n or (
+            x.dtype.kind == "f" and np.isnan(x).any())):
+        # Rows too long for one sort call: `_descending_stable` row by row, by blocks.
+        rows = x.reshape(-1, n)
+        out = np.empty((rows.shape[0], k), np.int64)
+        for r in range(rows.shape[0]):
+            out[r] = ((n - 1) - _stable_argsort(rows[r, ::-1], ctx)[::-1])[:k]
+        return out.reshape(x.shape[:-1] + (k,))
     if x.size <= interrupt.SPAN_ELEMENTS or x.ndim < 2 or x.size == 0:
         return _top_k_indices(x, k)
     rows = x.reshape(-1, n)
