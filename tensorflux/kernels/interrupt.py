@@ -188,3 +188,40 @@ def spans(n: int, item_elements: int, ctx=None, elements: int | None = None):
         if lo and ctx is not None:
             check(ctx)
         yield lo, min(n, lo + per)
+
+
+def abandonable(fn, *args, work: float | None = None, ctx=None, **kwargs):
+    """`fn(*args, **kwargs)`: one long call that cannot be cut (a LAPACK factorization of
+    one large matrix, which releases the GIL), run so that its step still ends on time.
+    Inside a step (`ctx`, default the current one) and above `CHUNK_FLOPS` of `work` (when
+    given), the call runs on a helper thread while this one polls the step every few
+    milliseconds; when the step must stop, its error is raised at once and the call is
+    left to finish on its own, its result dropped (what TensorFlow's own timeout does to
+    a kernel that is still computing). Its time is bounded: cubic in a matrix that some
+    kernel already allocated under the resource guard."""
+    if ctx is None:
+        ctx = current()
+    if ctx is None or (work is not None and work <= CHUNK_FLOPS):
+        return fn(*args, **kwargs)
+    check(ctx)
+    outcome: list = []
+    done = threading.Event()
+
+    def call():
+        try:
+            outcome.append((True, fn(*args, **kwargs)))
+        except BaseException as e:  # noqa: BLE001 - re-raised on the step's thread
+            outcome.append((False, e))
+        finally:
+            done.set()
+
+    threading.Thread(target=call, name="tfx-abandonable", daemon=True).start()
+    while not done.wait(ABANDON_POLL_S):
+        check(ctx)
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+ABANDON_POLL_S = 0.005  # how often a step waiting on an `abandonable` call polls itself

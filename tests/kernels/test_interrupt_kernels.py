@@ -336,7 +336,10 @@ def test_session_close_during_a_c_loop_releases_its_stop_cell():
     t = threading.Thread(target=run, daemon=True)
     t.start()
     assert started.wait(10)
-    time.sleep(0.1)
+    until = time.monotonic() + 10
+    while not closing._callbacks and time.monotonic() < until:  # the C loop has started
+        time.sleep(0.005)
+    assert closing._callbacks, "the pool registered no stop callback"
     s.close()
     t.join(BOUND_S)
     assert not t.is_alive() and outcome == ["cancelled"]
@@ -383,3 +386,42 @@ def test_depthwise_backprop_input_of_one_large_image_stops():
             [1, 1024, 1024, 32], tf.ones([5, 5, 32, 2]), dy, [1, 1, 1, 1], "SAME",
             name="big_depthwise_dx")  # ~45 s in one einsum and 25 whole-image adds
     _expect_deadline(dx, {dy: np.ones((1, 1024, 1024, 64), np.float32)}, "big_depthwise_dx")
+
+
+# ---- one LAPACK call: abandoned when its step must end ------------------------------------
+
+
+def test_abandonable_call_returns_its_value_or_error_and_ends_with_its_step():
+    assert interrupt.abandonable(np.add, 2, 3, ctx=_Late(), work=1.0) == 5  # small: direct
+    with pytest.raises(np.linalg.LinAlgError):
+        interrupt.abandonable(np.linalg.inv, np.zeros((2, 2)), ctx=type(
+            "Live", (), {"deadline": time.monotonic() + 60, "cancellation": None,
+                         "session": None})())
+    release = threading.Event()
+    try:
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            interrupt.abandonable(release.wait, 30, ctx=_Late())
+
+        session = type("S", (), {"_closed": False})()
+        step = type("Step", (), {"deadline": None, "cancellation": None,
+                                 "session": session})()
+        threading.Timer(0.05, lambda: setattr(session, "_closed", True)).start()
+        start = time.monotonic()
+        with pytest.raises(tf.errors.CancelledError):  # the session closes while it runs
+            interrupt.abandonable(release.wait, 30, ctx=step)
+        assert time.monotonic() - start < BOUND_S
+    finally:
+        release.set()  # the abandoned calls end
+
+
+def test_one_large_matrix_inverse_ends_at_the_deadline():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float64, [None, None])
+        y = tf.matrix_inverse(x, name="one_inverse")  # one LAPACK call: ~3 s here
+        s_ = tf.svd(x, compute_uv=False, name="one_svd")
+    eye = np.eye(2000) * 2
+    _expect_deadline(y, {x: eye}, "one_inverse")
+    _expect_deadline(s_, {x: eye}, "one_svd")
+    with tf.Session(graph=g) as s:  # small ones still run, with their values
+        np.testing.assert_allclose(s.run(y, {x: eye[:3, :3]}), np.eye(3) / 2)
