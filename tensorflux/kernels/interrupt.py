@@ -20,6 +20,16 @@ themselves at chunk boundaries:
     and on the session's close while the call runs. A C loop that stopped returns False and
     `raise_stopped()` raises the step's error.
 
+  - NumPy kernels whose one call over a large input would run for seconds (TopKV2 and
+    sorts, Unique, Cumsum/Cumprod, the segment reductions, ScatterNd, Gather) cut it into
+    blocks with `spans`, which checks the step between them; the blocks give the values of
+    one call (independent rows, an unbuffered ufunc.at applied in order, a running sum
+    carried over, sorted blocks merged stably).
+  - One LAPACK call on a large matrix cannot be cut: it runs as `abandonable`, on a helper
+    thread that the step's thread waits for while polling the step; a step that must stop
+    raises at once and the call finishes on its own (as TensorFlow's timeout leaves a
+    running Eigen kernel), its time cubic in a matrix the resource guard bounded.
+
 Kernels that only stream over their inputs and outputs once (elementwise ops, reductions,
 copies) are bounded instead: their time is linear in bytes some earlier kernel already
 allocated, and the resource guard bounds those (framework/resource_guard.py).
