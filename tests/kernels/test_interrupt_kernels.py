@@ -95,8 +95,15 @@ def test_segment_ops_and_scatter_nd_blocks_are_bit_identical(small_blocks):
         ys = [tf.math.segment_sum(data, sorted_ids), tf.math.segment_max(data, sorted_ids),
               tf.math.unsorted_segment_sum(data, ids, 40),
               tf.math.unsorted_segment_prod(data, ids, 40),
-              tf.scatter_nd(ids[:, None] % 40, data, [40, 3])]
+              tf.scatter_nd(ids[:, None] % 40, data, [40, 3]),
+              tf.tensor_scatter_add(tf.zeros([40, 3]), ids[:, None] % 40, data),
+              tf.tensor_scatter_nd_max(tf.zeros([40, 3]), ids[:, None] % 40, data)]
         got = _run(ys)
+    for y, ufunc in zip(got[5:], (np.add, np.maximum), strict=True):
+        want = np.zeros((40, 3), np.float32)
+        ufunc.at(want, ids % 40, data)
+        np.testing.assert_array_equal(y, want)
+    got = got[:5]
     keep = ids >= 0
     for y, (ufunc, ident, idx, rows) in zip(got, [
             (np.add, 0, sorted_ids, data), (np.maximum, -np.inf, sorted_ids, data),
@@ -118,7 +125,10 @@ def test_gather_and_top_k_blocks_are_bit_identical(small_blocks):
     with g.as_default():
         ys = [tf.gather(p, idx % 30), tf.gather(p, idx, axis=1), tf.nn.top_k(x, 7)[1],
               tf.nn.top_k(x, 50)[0]]
+        parts = tf.dynamic_partition(x.reshape(-1), x.reshape(-1).astype(np.int32), 5)
         got = _run(ys)
+        for k, part in enumerate(_run(parts)):
+            np.testing.assert_array_equal(part, x.reshape(-1)[x.reshape(-1) == k])
     np.testing.assert_array_equal(got[0], np.take(p, idx % 30, axis=0))
     np.testing.assert_array_equal(got[1], np.take(p, idx, axis=1))
     order = np.argsort(-x, axis=1, kind="stable")
@@ -201,6 +211,11 @@ _STOPPED = [
      lambda: (np.ones((300, 4), np.float32), np.int32(2))),
     ("TopKV2", {"T": tf.float32}, {"sorted": True, "index_type": tf.int32},  # one long row
      lambda: (np.ones((1, 300), np.float32), np.int32(300))),
+    ("TensorScatterAdd", {"T": tf.float32, "Tindices": tf.int32}, {},
+     lambda: (np.zeros((2, 4), np.float32), np.zeros((300, 1), np.int32),
+              np.ones((300, 4), np.float32))),
+    ("DynamicPartition", {"T": tf.float32}, {"num_partitions": 2},
+     lambda: (np.ones((300, 4), np.float32), np.arange(300, dtype=np.int32) % 2)),
     ("Unique", {"T": tf.float32, "out_idx": tf.int32}, {"out_idx": tf.int32},
      lambda: (np.arange(300, dtype=np.float32) % 7,)),
 ]

@@ -131,7 +131,7 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts):
     and multiplied by `w2` straight into the chunk's rows of `out`."""
     n, oh, ow, f = out.shape
     k = w2.shape[0]
-    if oh > 1 and oh * ow * k * xp.itemsize > _IMAGE_ROWS_BYTES:
+    if oh > 1 and _image_too_big(oh * ow, k, f, xp.itemsize):
         return _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts)
     patches = _patches(xp, kh, kw, oh, ow, strides, dilations)
 
@@ -214,8 +214,10 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None):
     if kh == kw == 1 and g.sh == g.sw == 1 and not any(p for pr in pads for p in pr):
         x2, w2, o2 = x.reshape(-1, c), w.reshape(c, f), out.reshape(-1, f)
         parts = _parts(parts, 2.0 * out.size * c)
+        m = x2.shape[0]  # chunks of rows of at most about interrupt.CHUNK_FLOPS
         intra_op.parallel_for(lambda lo, hi: np.matmul(x2[lo:hi], w2, out=o2[lo:hi]),
-                              x2.shape[0], -(-x2.shape[0] // (4 * parts)), parts)
+                              m, intra_op.bounded_grain(-(-m // (4 * parts)), m,
+                                                        2.0 * out.size * c), parts)
         return out
     return _im2col_matmul(_pad(x, pads), w.reshape(k, f), out, kh, kw, (g.sh, g.sw),
                           (g.dh, g.dw), parts)

@@ -405,7 +405,7 @@ def _dynamic_partition(node):
         flat = p.reshape(-1)
         if num == 1:  # one output: the bare value
             return rows.copy()
-        order = np.argsort(flat, kind="stable")
+        order = _stable_argsort(flat, ctx)
         counts = np.bincount(flat, minlength=num)
         return tuple(np.split(rows[order], np.cumsum(counts)[:-1]))
 
