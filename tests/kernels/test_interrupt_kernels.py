@@ -99,6 +99,13 @@ def test_segment_ops_and_scatter_nd_blocks_are_bit_identical(small_blocks):
               tf.tensor_scatter_add(tf.zeros([40, 3]), ids[:, None] % 40, data),
               tf.tensor_scatter_nd_max(tf.zeros([40, 3]), ids[:, None] % 40, data)]
         got = _run(ys)
+    with tf.Graph().as_default():
+        rows = tf.constant(data[:40])
+        dense = tf.gradients(tf.sparse.segment_sum(rows, np.arange(500) % 40, sorted_ids),
+                             rows)[0]
+        np.testing.assert_array_equal(_run(tf.convert_to_tensor(dense)),
+                                      np.bincount(np.arange(500) % 40, minlength=40)[:, None]
+                                      * np.ones((40, 3), np.float32))
     for y, ufunc in zip(got[5:], (np.add, np.maximum), strict=True):
         want = np.zeros((40, 3), np.float32)
         ufunc.at(want, ids % 40, data)
@@ -216,6 +223,9 @@ _STOPPED = [
               np.ones((300, 4), np.float32))),
     ("DynamicPartition", {"T": tf.float32}, {"num_partitions": 2},
      lambda: (np.ones((300, 4), np.float32), np.arange(300, dtype=np.int32) % 2)),
+    ("SparseSegmentSumGrad", {"T": tf.float32, "Tidx": tf.int32, "Tsegmentids": tf.int32},
+     {}, lambda: (np.ones((1, 4), np.float32), np.zeros(300, np.int32),
+                  np.zeros(300, np.int32), np.int32(2))),
     ("Unique", {"T": tf.float32, "out_idx": tf.int32}, {"out_idx": tf.int32},
      lambda: (np.arange(300, dtype=np.float32) % 7,)),
 ]
