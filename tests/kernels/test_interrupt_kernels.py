@@ -443,10 +443,31 @@ def test_one_large_matrix_inverse_ends_at_the_deadline():
     g = tf.Graph()
     with g.as_default():
         x = tf.placeholder(tf.float64, [None, None])
-        y = tf.matrix_inverse(x, name="one_inverse")  # one LAPACK call: ~3 s here
+        y = tf.matrix_inverse(x, name="one_inverse")  # one LAPACK call: ~1-2 s here
         s_ = tf.svd(x, compute_uv=False, name="one_svd")
-    eye = np.eye(2000) * 2
+    eye = np.eye(1500) * 2
     _expect_deadline(y, {x: eye}, "one_inverse")
     _expect_deadline(s_, {x: eye}, "one_svd")
     with tf.Session(graph=g) as s:  # small ones still run, with their values
         np.testing.assert_allclose(s.run(y, {x: eye[:3, :3]}), np.eye(3) / 2)
+
+
+def test_resize_in_row_blocks_and_a_long_einsum_end_at_the_deadline(monkeypatch):
+    # Bilinear resize: blocks of output rows (the values of one product per row block).
+    x = np.random.default_rng(8).standard_normal((2, 7, 5, 3)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        y = tf.image.resize_bilinear(x, [23, 11])
+        want = _run(y)
+        monkeypatch.setattr(interrupt, "CHUNK_FLOPS", 50.0)  # one output row per block
+        np.testing.assert_allclose(_run(y), want, rtol=1e-6, atol=1e-6)
+    monkeypatch.undo()
+    g = tf.Graph()
+    with g.as_default():
+        big = tf.image.resize_bilinear(tf.ones([1, 512, 512, 3]), [6000, 6000], name="resize")
+    _expect_deadline(big[0, 0, 0], None, "resize")  # ~45 s in one product pair
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.placeholder(tf.float32, [None, None])
+        e = tf.einsum("ij,jk->ik", a, a, name="big_einsum")  # one call: ~3 s here
+    _expect_deadline(e, {a: np.ones((1500, 1500), np.float32)}, "big_einsum")
