@@ -471,3 +471,29 @@ def test_resize_in_row_blocks_and_a_long_einsum_end_at_the_deadline(monkeypatch)
         a = tf.placeholder(tf.float32, [None, None])
         e = tf.einsum("ij,jk->ik", a, a, name="big_einsum")  # one call: ~3 s here
     _expect_deadline(e, {a: np.ones((1500, 1500), np.float32)}, "big_einsum")
+
+
+def test_reductions_over_axis_0_in_blocks_of_a_kept_axis(monkeypatch):
+    from tensorflux.kernels.cpu import reduction_ops
+
+    x = np.random.default_rng(10).standard_normal((50, 9, 7)).astype(np.float32)
+    x[3, 2, 1] = np.nan
+    g = tf.Graph()
+    with g.as_default():
+        ys = [tf.reduce_max(x, [0, 2]), tf.reduce_sum(x, [0], keepdims=True),
+              tf.argmax(x, 0), tf.argmin(x, 2), tf.reduce_any(x > 1, [0, 1])]
+        want = _run(ys)
+        monkeypatch.setattr(reduction_ops, "_CHUNK_ELEMENTS", 60)
+        got = _run(ys)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+        assert a.shape == b.shape and a.dtype == b.dtype
+    np.testing.assert_array_equal(got[2], want[2])
+
+    kdef = registry.find_kernel("ArgMax", "CPU", {"T": tf.float32, "Tidx": tf.int32,
+                                                  "output_type": tf.int64})
+    with pytest.raises(tf.errors.DeadlineExceededError):
+        kdef.factory(_node("ArgMax", output_type=tf.int64))(_Late(), x, np.int32(0))
+    kdef = registry.find_kernel("Max", "CPU", {"T": tf.float32, "Tidx": tf.int32})
+    with pytest.raises(tf.errors.CancelledError):
+        kdef.factory(_node("Max", keep_dims=False))(_Closed(), x, np.array([0, 2], np.int32))
