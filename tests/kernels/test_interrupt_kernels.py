@@ -497,3 +497,35 @@ def test_reductions_over_axis_0_in_blocks_of_a_kept_axis(monkeypatch):
     kdef = registry.find_kernel("Max", "CPU", {"T": tf.float32, "Tidx": tf.int32})
     with pytest.raises(tf.errors.CancelledError):
         kdef.factory(_node("Max", keep_dims=False))(_Closed(), x, np.array([0, 2], np.int32))
+
+
+def test_where_and_ffts_in_blocks(monkeypatch, small_blocks):
+    rng = np.random.default_rng(11)
+    cond = rng.random((40, 6, 5)) > 0.5
+    z = (rng.standard_normal((6, 5, 16)) + 1j * rng.standard_normal((6, 5, 16))).astype(
+        np.complex64)
+    r = rng.standard_normal((6, 5, 16)).astype(np.float32)
+
+    def run():
+        g = tf.Graph()
+        with g.as_default():
+            return _run([tf.where(cond), tf.signal.fft(z), tf.signal.ifft2d(z),
+                         tf.signal.rfft(r), tf.signal.irfft(tf.signal.rfft(r))])
+
+    want = run()
+    monkeypatch.setattr(interrupt, "CHUNK_FLOPS", 100.0)  # one transform per block
+    got = run()
+    np.testing.assert_array_equal(got[0], np.argwhere(cond))
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+    compute = _compute("Where", {"T": tf.bool})
+    with pytest.raises(tf.errors.DeadlineExceededError):
+        compute(_Late(), cond)
+
+
+def test_one_long_fft_ends_at_the_deadline():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.complex64, [None])
+        y = tf.signal.fft(x, name="long_fft")  # one transform of 2^23 points
+    _expect_deadline(y, {x: np.ones(1 << 23, np.complex64)}, "long_fft")
