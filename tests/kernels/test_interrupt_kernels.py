@@ -529,3 +529,59 @@ def test_one_long_fft_ends_at_the_deadline():
         x = tf.placeholder(tf.complex64, [None])
         y = tf.signal.fft(x, name="long_fft")  # one transform of 2^23 points
     _expect_deadline(y, {x: np.ones(1 << 23, np.complex64)}, "long_fft")
+
+
+def _one_row(n):
+    return np.random.default_rng(12).standard_normal(n).astype(np.float32)
+
+
+_CLOSED_DURING = {  # family: (input maker, graph from the input); each ~3 s and more here
+    "conv_backprop_input": (
+        lambda: np.ones((1, 768, 768, 64), np.float32),
+        lambda t: tf.nn.conv2d_backprop_input([1, 1536, 1536, 16], tf.ones([3, 3, 16, 64]),
+                                              t, [1, 2, 2, 1], "SAME")),
+    "sort": (lambda: _one_row(8_000_000), lambda t: tf.sort(t)),
+    "unique": (lambda: (np.arange(6_000_000) * 7919 % 1_000_003).astype(np.float32),
+               lambda t: tf.unique(t)[1]),
+    "matrix_inverse": (lambda: np.eye(1500, dtype=np.float64) * 2,
+                       lambda t: tf.matrix_inverse(t)),
+}
+
+
+@pytest.mark.parametrize("family", sorted(_CLOSED_DURING))
+def test_session_close_from_another_thread_stops_the_step(family):
+    make, build = _CLOSED_DURING[family]
+    value = make()
+    started = threading.Event()
+
+    def source():
+        started.set()
+        return value
+
+    g = tf.Graph()
+    with g.as_default():
+        t = tf.py_func(source, [], tf.as_dtype(value.dtype), stateful=True)
+        t.set_shape(value.shape)
+        y = build(t)
+    s = tf.Session(graph=g)
+    outcome = []
+
+    def run():
+        try:
+            s.run(y)
+            outcome.append("finished")
+        except tf.errors.CancelledError:
+            outcome.append("cancelled")
+        except BaseException as e:  # noqa: BLE001 - reported below
+            outcome.append(e)
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    assert started.wait(10)
+    time.sleep(0.1)  # the kernel is running (or about to: it stops at its first block)
+    start = time.monotonic()
+    s.close()
+    th.join(BOUND_S)
+    assert not th.is_alive(), "the step kept running after close"
+    assert time.monotonic() - start < BOUND_S
+    assert outcome == ["cancelled"]
