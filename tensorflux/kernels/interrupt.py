@@ -20,6 +20,16 @@ themselves at chunk boundaries:
     and on the session's close while the call runs. A C loop that stopped returns False and
     `raise_stopped()` raises the step's error.
 
+  - NumPy kernels whose one call over a large input would run for seconds (TopKV2 and
+    sorts, Unique, Cumsum/Cumprod, the segment reductions, ScatterNd, Gather) cut it into
+    blocks with `spans`, which checks the step between them; the blocks give the values of
+    one call (independent rows, an unbuffered ufunc.at applied in order, a running sum
+    carried over, sorted blocks merged stably).
+  - One LAPACK call on a large matrix cannot be cut: it runs as `abandonable`, on a helper
+    thread that the step's thread waits for while polling the step; a step that must stop
+    raises at once and the call finishes on its own (as TensorFlow's timeout leaves a
+    running Eigen kernel), its time cubic in a matrix the resource guard bounded.
+
 Kernels that only stream over their inputs and outputs once (elementwise ops, reductions,
 copies) are bounded instead: their time is linear in bytes some earlier kernel already
 allocated, and the resource guard bounds those (framework/resource_guard.py).
@@ -168,3 +178,60 @@ def native_stop(ctx=None):
     finally:
         for cm, token in undo:
             cm.deregister(token)
+
+
+# Items per block of `spans` (elements of the items, summed): a block of a streaming NumPy
+# kernel (an unbuffered ufunc.at, a sort of rows, a running sum) takes milliseconds.
+SPAN_ELEMENTS = 1 << 21
+
+
+def spans(n: int, item_elements: int, ctx=None, elements: int | None = None):
+    """Yields (lo, hi) blocks covering [0, n) in order, each of about `elements` (default
+    `SPAN_ELEMENTS`) elements for items of `item_elements` elements each, checking step
+    `ctx` (default: the current one) before every block but the first: for NumPy kernels
+    whose one call over all items would run for seconds, cut into calls that give the
+    same values (rows that are independent, or an unbuffered ufunc.at applied in order)."""
+    per = max(1, (SPAN_ELEMENTS if elements is None else elements) // max(1, item_elements))
+    if ctx is None:
+        ctx = current()
+    for lo in range(0, n, per):
+        if lo and ctx is not None:
+            check(ctx)
+        yield lo, min(n, lo + per)
+
+
+def abandonable(fn, *args, work: float | None = None, ctx=None, **kwargs):
+    """`fn(*args, **kwargs)`: one long call that cannot be cut (a LAPACK factorization of
+    one large matrix, which releases the GIL), run so that its step still ends on time.
+    Inside a step (`ctx`, default the current one) and above `CHUNK_FLOPS` of `work` (when
+    given), the call runs on a helper thread while this one polls the step every few
+    milliseconds; when the step must stop, its error is raised at once and the call is
+    left to finish on its own, its result dropped (what TensorFlow's own timeout does to
+    a kernel that is still computing). Its time is bounded: cubic in a matrix that some
+    kernel already allocated under the resource guard."""
+    if ctx is None:
+        ctx = current()
+    if ctx is None or (work is not None and work <= CHUNK_FLOPS):
+        return fn(*args, **kwargs)
+    check(ctx)
+    outcome: list = []
+    done = threading.Event()
+
+    def call():
+        try:
+            outcome.append((True, fn(*args, **kwargs)))
+        except BaseException as e:  # noqa: BLE001 - re-raised on the step's thread
+            outcome.append((False, e))
+        finally:
+            done.set()
+
+    threading.Thread(target=call, name="tfx-abandonable", daemon=True).start()
+    while not done.wait(ABANDON_POLL_S):
+        check(ctx)
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+ABANDON_POLL_S = 0.005  # how often a step waiting on an `abandonable` call polls itself

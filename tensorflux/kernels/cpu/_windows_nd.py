@@ -78,18 +78,39 @@ def patches(x: np.ndarray, g: WindowGeometry, fill=0) -> np.ndarray:
 def scatter_taps(cols: np.ndarray, shape, g: WindowGeometry) -> np.ndarray:
     """The input-shaped (N, S1..Sk, C) sum of `cols` (N, O1..Ok, K1..Kk, C) added back
     into the positions each tap read (the adjoint of `patches`)."""
-    k = len(g.ksize)
+    acc = padded_zeros(shape, g, cols.dtype)
+    scatter_taps_into(acc, cols, g, (slice(None), slice(None)))
+    return cropped(acc, shape, g)
+
+
+def padded_zeros(shape, g: WindowGeometry, dtype) -> np.ndarray:
+    """Zeros of the padded input's shape: what `scatter_taps_into` adds into."""
     padded = [n + b + a for n, (b, a) in zip(shape[1:-1], g.pads, strict=True)]
-    out = np.zeros((shape[0], *padded, shape[-1]), cols.dtype)
-    spans = [(o - 1) * s + 1 for o, s in zip(g.out, g.strides, strict=True)]
+    return np.zeros((shape[0], *padded, shape[-1]), dtype)
+
+
+def scatter_taps_into(acc: np.ndarray, cols: np.ndarray, g: WindowGeometry, ix) -> None:
+    """Adds `cols`, the per-tap values of the outputs `ix` (a block of `blocks`: batch
+    items, rows of O1), into padded `acc` at the positions each tap read."""
+    k = len(g.ksize)
+    b, rows = ix
+    r0 = rows.start or 0
+    counts = cols.shape[1:1 + k]
+    spans = [(o - 1) * s + 1 for o, s in zip(counts, g.strides, strict=True)]
+    starts = [r0 * g.strides[0]] + [0] * (k - 1)
     for tap in interrupt.polled(itertools.product(*(range(n) for n in g.ksize))):
-        index = (slice(None),) + tuple(
-            slice(t * d, t * d + span, s)
-            for t, d, span, s in zip(tap, g.dilations, spans, g.strides, strict=True))
-        out[index] += cols[(slice(None),) * (k + 1) + tap]
+        index = (b,) + tuple(
+            slice(o + t * d, o + t * d + span, s)
+            for o, t, d, span, s in zip(starts, tap, g.dilations, spans, g.strides,
+                                        strict=True))
+        acc[index] += cols[(slice(None),) * (k + 1) + tap]
+
+
+def cropped(acc: np.ndarray, shape, g: WindowGeometry) -> np.ndarray:
+    """The input-shaped part of padded `acc`."""
     crop = (slice(None),) + tuple(slice(b, b + n) for n, (b, _) in
                                   zip(shape[1:-1], g.pads, strict=True))
-    return np.ascontiguousarray(out[crop])
+    return np.ascontiguousarray(acc[crop])
 
 
 def valid_counts(shape, g: WindowGeometry) -> np.ndarray:
@@ -114,3 +135,16 @@ def batch_chunks(n: int, bytes_per_item: int):
     one item per slice); the running step is checked before each (kernels/interrupt.py)."""
     step = max(1, _CHUNK_BYTES // max(1, bytes_per_item))
     return interrupt.polled([slice(i, min(n, i + step)) for i in range(0, n, step)], every=1)
+
+
+def blocks(n: int, rows: int, bytes_per_item: int):
+    """Index tuples (batch slice, slice of O1) of blocks whose temporaries stay under
+    _CHUNK_BYTES each: whole batch items while one fits, else blocks of an item's `rows`
+    output rows (O1), so one large item is cut too. The running step is checked before
+    each (kernels/interrupt.py)."""
+    bytes_per_item = max(1, bytes_per_item)
+    if bytes_per_item <= _CHUNK_BYTES or rows <= 1:
+        return ((b, slice(None)) for b in batch_chunks(n, bytes_per_item))
+    per = max(1, _CHUNK_BYTES * rows // bytes_per_item)
+    return interrupt.polled([(slice(i, i + 1), slice(r, min(rows, r + per)))
+                             for i in range(n) for r in range(0, rows, per)], every=1)

@@ -10,6 +10,7 @@ import struct
 import numpy as np
 
 from tensorflux.framework import tensor_shape
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu.array_ops import _invalid, _shape_str
 from tensorflux.kernels.cpu.gather_ops import _check_range
 from tensorflux.kernels.registry import kernel, kernel_factory
@@ -268,14 +269,13 @@ def _tensor_scatter(node):
         upd = updates.reshape((-1,) + tensor.shape[depth:])
         if mode == "Update":
             out[where] = upd
-        elif mode == "Add":
-            np.add.at(out, where, upd)
-        elif mode == "Max":
-            np.maximum.at(out, where, upd)
-        elif mode == "Min":
-            np.minimum.at(out, where, upd)
         else:
-            np.subtract.at(out, where, upd)
+            # In blocks, in order (the step is checked between them): one ufunc.at's values.
+            ufunc = {"Add": np.add, "Max": np.maximum, "Min": np.minimum}.get(mode,
+                                                                               np.subtract)
+            for lo, hi in interrupt.spans(flat.shape[0], max(1, upd[0].size)
+                                          if upd.size else 1, ctx):
+                ufunc.at(out, tuple(flat[lo:hi].T), upd[lo:hi])
         return out
 
     return compute

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._math_common import (
     _binary,
     _broadcastable,
@@ -80,4 +81,12 @@ def _select_v2(ctx, c, t, e):
 def _where(ctx, x):
     if x.ndim == 0:  # TF's kernel takes ranks 1 to 8 only
         raise _invalid("WhereOp : Unhandled input dimensions: 0")
-    return np.argwhere(x).astype(np.int64, copy=False)
+    if x.size <= interrupt.SPAN_ELEMENTS or x.shape[0] <= 1:
+        return np.argwhere(x).astype(np.int64, copy=False)
+    # In blocks of axis 0 (the step checked between them): row-major order, as one call.
+    parts = []
+    for lo, hi in interrupt.spans(x.shape[0], x.size // x.shape[0], ctx):
+        part = np.argwhere(x[lo:hi]).astype(np.int64, copy=False)
+        part[:, 0] += lo
+        parts.append(part)
+    return np.concatenate(parts)

@@ -75,7 +75,7 @@ def _conv3d(node):
         w2 = _widen(w).reshape(k, -1)
         view = win.patches(xl, g)
         out = np.empty((xl.shape[0], *g.out, w.shape[4]), np.result_type(xl, w2))
-        for b in win.batch_chunks(xl.shape[0], int(np.prod(g.out)) * k * xl.itemsize):
+        for b in win.blocks(xl.shape[0], g.out[0], int(np.prod(g.out)) * k * xl.itemsize):
             out[b] = (view[b].reshape(-1, k) @ w2).reshape(out[b].shape)
         return win.from_channels_last(_narrow(out, x.dtype), c.fmt)
 
@@ -93,13 +93,14 @@ def _conv3d_backprop_input(node):
         g = c.geometry(shape, w.shape)
         _check_dy(dyl, g, shape[0])
         w2t = _widen(w).reshape(-1, w.shape[4]).T
-        out = np.empty(shape, np.result_type(dyl, w2t))
-        per_item = int(np.prod(g.out)) * w2t.shape[1] * out.itemsize
-        for b in win.batch_chunks(shape[0], per_item):
+        acc = win.padded_zeros(shape, g, np.result_type(dyl, w2t))
+        per_item = int(np.prod(g.out)) * w2t.shape[1] * acc.itemsize
+        for b in win.blocks(shape[0], g.out[0], per_item):
             part = dyl[b]
             cols = (part.reshape(-1, w.shape[4]) @ w2t).reshape(
-                part.shape[0], *g.out, *w.shape[:4])
-            out[b] = win.scatter_taps(cols, [part.shape[0]] + shape[1:], g)
+                *part.shape[:-1], *w.shape[:4])
+            win.scatter_taps_into(acc, cols, g, b)
+        out = win.cropped(acc, shape, g)
         return win.from_channels_last(_narrow(out, dy.dtype), c.fmt)
 
     return compute
@@ -119,7 +120,7 @@ def _conv3d_backprop_filter(node):
         k = int(np.prod(w_shape[:4]))
         view = win.patches(xl, g)
         out = np.zeros((k, w_shape[4]), np.result_type(xl, dyl))
-        for b in win.batch_chunks(xl.shape[0], int(np.prod(g.out)) * k * xl.itemsize):
+        for b in win.blocks(xl.shape[0], g.out[0], int(np.prod(g.out)) * k * xl.itemsize):
             out += view[b].reshape(-1, k).T @ dyl[b].reshape(-1, w_shape[4])
         return _narrow(out.reshape(w_shape), dy.dtype)
 

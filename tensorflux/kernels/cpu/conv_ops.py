@@ -39,7 +39,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from tensorflux.framework import errors
-from tensorflux.kernels import intra_op
+from tensorflux.kernels import interrupt, intra_op
 from tensorflux.kernels.cpu import _fft_conv, native
 from tensorflux.kernels.cpu._nn_common import (
     _checked,
@@ -131,7 +131,7 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts):
     and multiplied by `w2` straight into the chunk's rows of `out`."""
     n, oh, ow, f = out.shape
     k = w2.shape[0]
-    if oh > 1 and oh * ow * k * xp.itemsize > _IMAGE_ROWS_BYTES:
+    if oh > 1 and _image_too_big(oh * ow, k, f, xp.itemsize):
         return _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts)
     patches = _patches(xp, kh, kw, oh, ow, strides, dilations)
 
@@ -152,6 +152,9 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts):
 # (that the step's deadline and cancellation are checked between, kernels/interrupt.py)
 # never holds more than this of patches, however large the image.
 _IMAGE_ROWS_BYTES = 64 << 20
+# ... or whose product alone would take more than this many interrupt.CHUNK_FLOPS (a
+# backprop of one large image: a chunk of it should end within tens of milliseconds).
+_IMAGE_CHUNK_FLOPS = 4
 
 
 def _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts):
@@ -211,8 +214,10 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None):
     if kh == kw == 1 and g.sh == g.sw == 1 and not any(p for pr in pads for p in pr):
         x2, w2, o2 = x.reshape(-1, c), w.reshape(c, f), out.reshape(-1, f)
         parts = _parts(parts, 2.0 * out.size * c)
+        m = x2.shape[0]  # chunks of rows of at most about interrupt.CHUNK_FLOPS
         intra_op.parallel_for(lambda lo, hi: np.matmul(x2[lo:hi], w2, out=o2[lo:hi]),
-                              x2.shape[0], -(-x2.shape[0] // (4 * parts)), parts)
+                              m, intra_op.bounded_grain(-(-m // (4 * parts)), m,
+                                                        2.0 * out.size * c), parts)
         return out
     return _im2col_matmul(_pad(x, pads), w.reshape(k, f), out, kh, kw, (g.sh, g.sw),
                           (g.dh, g.dw), parts)
@@ -236,6 +241,8 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
         return _fft_conv.conv_backprop_filter(x, dy, (kh, kw), (pads[0][0], pads[1][0]),
                                               (g.dh, g.dw), parts, ctx)
     xp = _pad(x, pads)
+    if oh > 1 and _image_too_big(oh * ow, k, f, x.itemsize):
+        return _backprop_filter_rows(xp, dy, kh, kw, g, parts, dtype)
     patches = _patches(xp, kh, kw, oh, ow, (g.sh, g.sw), (g.dh, g.dw))
 
     nb = _chunk(n, oh * ow, k * x.itemsize)
@@ -252,11 +259,56 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
         acc += part
 
     intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * n * oh * ow * k * f))
-    sums = [acc for _, acc, _ in states()]
+    return _sum_states([acc for _, acc, _ in states()]).reshape(kh, kw, c, f)
+
+
+def _sum_states(sums):
     total = sums[0]
     for p in sums[1:]:
         total += p
-    return total.reshape(kh, kw, c, f)
+    return total
+
+
+def _image_too_big(pixels: int, k: int, f: int, itemsize: int) -> bool:
+    """Whether one image's patch rows (`pixels` of them, `k` wide, times `f` filters) are
+    too much for one chunk: more than `_IMAGE_ROWS_BYTES` of patches or more than a few
+    `interrupt.CHUNK_FLOPS` of products (a chunk is where the step is checked)."""
+    return (pixels * k * itemsize > _IMAGE_ROWS_BYTES
+            or 2.0 * pixels * k * f > _IMAGE_CHUNK_FLOPS * interrupt.CHUNK_FLOPS)
+
+
+def _row_blocks(oh: int, ow: int, k: int, itemsize: int, least: int = 1) -> int:
+    """Output rows per block of one image: a cache-sized patch buffer (at least `least`)."""
+    return max(1, least, _CHUNK_BYTES // max(1, ow * k * itemsize))
+
+
+def _backprop_filter_rows(xp, dy, kh, kw, g: _ConvGeometry, parts: int, dtype):
+    """`_conv_backprop_filter` for large images: per (image, block of output rows), the
+    block's patches transposed times its out_backprop rows, summed per thread."""
+    n, oh, ow, f = dy.shape
+    c = xp.shape[3]
+    k = kh * kw * c
+    strides, dilations = (g.sh, g.sw), (g.dh, g.dw)
+    rows = _row_blocks(oh, ow, k, xp.itemsize)
+    blocks = -(-oh // rows)
+    state, states = intra_op.per_thread(
+        lambda: (np.empty((1, rows, ow, kh, kw, c), dtype=xp.dtype),
+                 np.zeros((k, f), dtype), np.empty((k, f), dtype)))
+
+    def work(u0, u1):
+        buf, acc, part = state()
+        for u in range(u0, u1):
+            b, r0 = u // blocks, (u % blocks) * rows
+            r1 = min(oh, r0 + rows)
+            sub = xp[b:b + 1, r0 * g.sh:(r1 - 1) * g.sh + (kh - 1) * g.dh + 1]
+            pb = buf[:, :r1 - r0]
+            _copy_patches(pb, sub, _patches(sub, kh, kw, r1 - r0, ow, strides, dilations), 0,
+                          strides, dilations)
+            np.matmul(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f), out=part)
+            acc += part
+
+    intra_op.parallel_for(work, n * blocks, 1, _parts(parts, 2.0 * n * oh * ow * k * f))
+    return _sum_states([acc for _, acc, _ in states()]).reshape(kh, kw, c, f)
 
 
 def _flipped_pads(h, kh, dh, oh, before):
@@ -315,6 +367,9 @@ def _col2im_backprop_input(shape, w, dy, g: _ConvGeometry, pads, out_hw, parts: 
     wt = np.ascontiguousarray(w.reshape(kh * kw, c, f).transpose(0, 2, 1) if by_tap
                               else w.reshape(k, f).T)
 
+    if oh > 1 and _image_too_big(oh * ow, k, f, dy.itemsize):
+        _col2im_rows(dxp, wt, dy, (kh, kw, c), g, by_tap, parts)
+        return _cropped(dxp, shape, pads)
     nb = _chunk(n, oh * ow, k * dy.itemsize)
     rows = min(nb, n) * oh * ow
     buffer, _ = intra_op.per_thread(
@@ -338,9 +393,65 @@ def _col2im_backprop_input(shape, w, dy, g: _ConvGeometry, pads, out_hw, parts: 
                     += tap.reshape(n1 - n0, oh, ow, c)
 
     intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * dy.size * k))
+    return _cropped(dxp, shape, pads)
+
+
+def _cropped(dxp, shape, pads):
+    """The input gradient: padded `dxp` without its padding."""
+    _, h, wd, _ = shape
+    (pt, pb), (pl, pr) = pads
     if pt or pb or pl or pr:
         return np.ascontiguousarray(dxp[:, pt:pt + h, pl:pl + wd])
     return dxp
+
+
+def _col2im_rows(dxp, wt, dy, khwc, g: _ConvGeometry, by_tap: bool, parts: int) -> None:
+    """`_col2im_backprop_input` for large images: per (image, block of out_backprop
+    rows), the block's product and its scatter into the padded input gradient `dxp`. The
+    rows of `dxp` that neighbouring blocks add into overlap, so the blocks run in two
+    passes, even blocks then odd ones: blocks of one pass never touch the same rows (a
+    block is at least as tall as the window's extent)."""
+    kh, kw, c = khwc
+    n, oh, ow, f = dy.shape
+    k = kh * kw * c
+    extent = (kh - 1) * g.dh + 1
+    rows = _row_blocks(oh, ow, k, dy.itemsize, least=-(-extent // g.sh))
+    blocks = -(-oh // rows)
+    wspan = (ow - 1) * g.sw + 1
+    buffer, _ = intra_op.per_thread(
+        lambda: np.empty((kh * kw, rows * ow, c) if by_tap else (rows * ow, k), dxp.dtype))
+
+    def block(b, r0):
+        r1 = min(oh, r0 + rows)
+        m = (r1 - r0) * ow
+        d2 = dy[b, r0:r1].reshape(-1, f)
+        if by_tap:
+            t = buffer()[:, :m]
+            np.matmul(d2[None], wt, out=t)
+        else:
+            t = buffer()[:m]
+            np.matmul(d2, wt, out=t)
+            t = t.reshape(r1 - r0, ow, kh * kw, c)
+        base = r0 * g.sh
+        hspan = (r1 - r0 - 1) * g.sh + 1
+        for i in range(kh):
+            for j in range(kw):
+                tap = t[i * kw + j] if by_tap else t[:, :, i * kw + j]
+                dxp[b, base + i * g.dh:base + i * g.dh + hspan:g.sh,
+                    j * g.dw:j * g.dw + wspan:g.sw] += tap.reshape(r1 - r0, ow, c)
+
+    per_pass = -(-blocks // 2)
+    for first in (0, 1):
+        count = (blocks - first + 1) // 2  # blocks first, first + 2, ...
+
+        def work(u0, u1, first=first, count=count):
+            for u in range(u0, u1):
+                b, q = u // count, u % count
+                block(b, (first + 2 * q) * rows)
+
+        if count:
+            intra_op.parallel_for(work, n * count, 1,
+                                  _parts(parts, 2.0 * n * per_pass * rows * ow * k * f))
 
 
 def _groups(c_in: int, filter_depth: int) -> int:

@@ -75,7 +75,7 @@ def _depthwise(node):
         g = d.geometry(xl.shape, w.shape)
         view, ww = win.patches(xl, g), _widen(w)
         out = np.empty((xl.shape[0], *g.out, w.shape[2], w.shape[3]), np.result_type(xl, ww))
-        for b in win.batch_chunks(xl.shape[0], _per_item(g, w.shape, xl.itemsize)):
+        for b in win.blocks(xl.shape[0], g.out[0], _per_item(g, w.shape, xl.itemsize)):
             out[b] = np.einsum("nhwijc,ijcm->nhwcm", view[b], ww, optimize=True)
         out = out.reshape(*out.shape[:3], -1)
         return win.from_channels_last(_narrow(out, x.dtype), d.fmt)
@@ -95,10 +95,11 @@ def _depthwise_backprop_input(node):
         _check_dy(dyl, g, shape[0], w.shape[2], w.shape[3])
         c, m = w.shape[2], w.shape[3]
         dy5, ww = dyl.reshape(*dyl.shape[:3], c, m), _widen(w)
-        out = np.empty(shape, np.result_type(dy5, ww))
-        for b in win.batch_chunks(shape[0], _per_item(g, w.shape, out.itemsize)):
+        acc = win.padded_zeros(shape, g, np.result_type(dy5, ww))
+        for b in win.blocks(shape[0], g.out[0], _per_item(g, w.shape, acc.itemsize)):
             cols = np.einsum("nhwcm,ijcm->nhwijc", dy5[b], ww, optimize=True)
-            out[b] = win.scatter_taps(cols, [cols.shape[0]] + list(shape[1:]), g)
+            win.scatter_taps_into(acc, cols, g, b)
+        out = win.cropped(acc, shape, g)
         return win.from_channels_last(_narrow(out, dy.dtype), d.fmt)
 
     return compute
@@ -116,7 +117,7 @@ def _depthwise_backprop_filter(node):
         _check_dy(dyl, g, xl.shape[0], c, m)
         view, dy5 = win.patches(xl, g), dyl.reshape(*dyl.shape[:3], c, m)
         out = np.zeros((kh, kw, c, m), np.result_type(xl, dy5))
-        for b in win.batch_chunks(xl.shape[0], _per_item(g, (kh, kw, c, m), xl.itemsize)):
+        for b in win.blocks(xl.shape[0], g.out[0], _per_item(g, (kh, kw, c, m), xl.itemsize)):
             out += np.einsum("nhwijc,nhwcm->ijcm", view[b], dy5[b], optimize=True)
         return _narrow(out, dy.dtype)
 

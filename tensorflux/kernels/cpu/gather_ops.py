@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.framework import resource_guard
+from tensorflux.kernels import interrupt, intra_op
 from tensorflux.kernels.cpu.array_ops import _invalid, _shape_str, _zeros
 from tensorflux.kernels.registry import kernel, kernel_factory
 
@@ -32,7 +33,7 @@ def _check_range(indices: np.ndarray, limit: int, what: str = "indices") -> None
 # ---- Gather, GatherV2 ---------------------------------------------------------------------
 
 
-def _gather(params, indices, axis: int, batch_dims: int):
+def _gather(params, indices, axis: int, batch_dims: int, ctx=None):
     n = params.ndim
     if not -n <= axis < n:
         raise _invalid(f"Expected axis in the range [{-n}, {n}), but got {axis}")
@@ -45,7 +46,7 @@ def _gather(params, indices, axis: int, batch_dims: int):
                         params.dtype)
     _check_range(indices, params.shape[axis])
     if batch_dims == 0:
-        return np.take(params, indices, axis=axis)
+        return _take(params, indices, axis, ctx)
     if batch_dims < 0:
         batch_dims += indices.ndim
     if params.shape[:batch_dims] != indices.shape[:batch_dims]:
@@ -69,19 +70,41 @@ def _gather(params, indices, axis: int, batch_dims: int):
     return out.reshape(batch + out.shape[1:])
 
 
+def _take(params, indices, axis: int, ctx):
+    """np.take(params, indices, axis) (indices in range), in blocks checking the step
+    between them (kernels/interrupt.py) when the output is large: of the indices when
+    axis is 0, else of params' axis 0. The output's size is checked against the resource
+    guard first."""
+    shape = params.shape[:axis] + indices.shape + params.shape[axis + 1:]
+    size = int(np.prod(shape, dtype=np.float64))
+    if size <= interrupt.SPAN_ELEMENTS:
+        return np.take(params, indices, axis=axis)
+    resource_guard.check_shape(shape, params.dtype, ctx)
+    out = np.empty(shape, params.dtype)
+    if axis == 0:
+        flat = indices.reshape(-1)
+        rows = out.reshape((flat.size,) + params.shape[1:])
+        for lo, hi in interrupt.spans(flat.size, size // max(1, flat.size), ctx):
+            np.take(params, flat[lo:hi], axis=0, out=rows[lo:hi])
+    else:
+        for lo, hi in interrupt.spans(params.shape[0], size // params.shape[0], ctx):
+            np.take(params[lo:hi], indices, axis=axis, out=out[lo:hi])
+    return out
+
+
 @kernel_factory("GatherV2")
 def _gather_v2(node):
     batch_dims = node.attrs["batch_dims"]
 
     def compute(ctx, params, indices, axis):
-        return _gather(params, indices, int(axis), batch_dims)
+        return _gather(params, indices, int(axis), batch_dims, ctx)
 
     return compute
 
 
 @kernel("Gather")
 def _gather_v1(ctx, params, indices):
-    return _gather(params, indices, 0, 0)
+    return _gather(params, indices, 0, 0, ctx)
 
 
 # ---- GatherNd, ScatterNd ------------------------------------------------------------------
@@ -144,7 +167,10 @@ def _scatter_nd(ctx, indices, updates, shape):
         if np.unique(ids).size == ids.size:
             out[ids] = rows
             return out
-    np.add.at(out, tuple(flat.T), rows)
+    # In blocks, in order (the step is checked between them): the values of one np.add.at.
+    for lo, hi in interrupt.spans(flat.shape[0], max(1, rows[0].size) if rows.size else 1,
+                                  ctx):
+        np.add.at(out, tuple(flat[lo:hi].T), rows[lo:hi])
     return out
 
 
@@ -185,6 +211,9 @@ def _unique(node):
             raise _invalid("unique expects a 1D vector.")
         if x.size == 0:
             return x.copy(), np.zeros(0, dtype=idx_type)
+        if x.size > interrupt.SPAN_ELEMENTS:
+            values, idx = _unique_by_blocks(x, ctx)
+            return values, idx.astype(idx_type)
         # equal_nan=False: every NaN is its own value, as in TF (its hash map never finds NaN).
         values, first, inverse = np.unique(x, return_index=True, return_inverse=True,
                                            equal_nan=False)
@@ -194,6 +223,65 @@ def _unique(node):
         return values[order], rank[inverse.reshape(-1)].astype(idx_type)
 
     return compute
+
+
+# ---- a stable argsort in blocks --------------------------------------------------------------
+
+
+def _stable_argsort(x: np.ndarray, ctx=None) -> np.ndarray:
+    """np.argsort(x, kind="stable") of a 1-D array, in steps of a few milliseconds that
+    check the step between them (kernels/interrupt.py): blocks sorted one by one, then
+    merged pairwise (equal keys keep the earlier block's first, NaN last, as the sort
+    does), each merge cut into spans of searchsorted. The same permutation as one call."""
+    n = x.size
+    block = max(1, interrupt.SPAN_ELEMENTS // 8)  # a sort costs ~10 passes per element
+    if n <= interrupt.SPAN_ELEMENTS:
+        return np.argsort(x, kind="stable")
+    runs = []
+    for lo, hi in interrupt.spans(n, 1, ctx, block):
+        perm = np.argsort(x[lo:hi], kind="stable")
+        runs.append((x[lo:hi][perm], perm + lo))
+    while len(runs) > 1:
+        merged = [_merge(runs[i], runs[i + 1], ctx) for i in range(0, len(runs) - 1, 2)]
+        runs = merged + ([runs[-1]] if len(runs) % 2 else [])
+    return runs[0][1]
+
+
+def _merge(a, b, ctx):
+    """The merge of two sorted runs (keys, indices), every index of `a` below every index
+    of `b`: stable (on equal keys `a` first)."""
+    (ka, ia), (kb, ib) = a, b
+    if ka.size + kb.size <= interrupt.SPAN_ELEMENTS:  # one short call: timsort's merge
+        keys, idx = np.concatenate([ka, kb]), np.concatenate([ia, ib])
+        order = np.argsort(keys, kind="stable")
+        return keys[order], idx[order]
+    keys = np.empty(ka.size + kb.size, ka.dtype)
+    idx = np.empty(keys.size, ia.dtype)
+    for mine, other, side, ids in ((ka, kb, "left", ia), (kb, ka, "right", ib)):
+        for lo, hi in interrupt.spans(mine.size, 4, ctx):
+            pos = np.searchsorted(other, mine[lo:hi], side=side)
+            pos += np.arange(lo, hi)
+            keys[pos] = mine[lo:hi]
+            idx[pos] = ids[lo:hi]
+    return keys, idx
+
+
+def _unique_by_blocks(x: np.ndarray, ctx):
+    """Unique of a large 1-D `x` through `_stable_argsort` (the sorts check the step; the
+    rest are single passes): the values and indices of the np.unique path above."""
+    perm = _stable_argsort(x, ctx)
+    s = x[perm]
+    new = np.empty(s.size, bool)
+    new[0] = True
+    np.not_equal(s[1:], s[:-1], out=new[1:])  # NaN != NaN: each NaN its own value
+    group = np.cumsum(new) - 1
+    first = perm[new]  # the lowest index of each value (the sort is stable)
+    order = _stable_argsort(first, ctx)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    idx = np.empty(x.size, rank.dtype)
+    idx[perm] = rank[group]
+    return x[first[order]], idx
 
 
 # ---- TopKV2 --------------------------------------------------------------------------------
@@ -252,6 +340,35 @@ def _top_k_indices(x: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(cols, order, axis=1).reshape(x.shape[:-1] + (k,))
 
 
+def _top_k_by_rows(ctx, x: np.ndarray, k: int) -> np.ndarray:
+    """`_top_k_indices` in blocks of rows (each row's result is independent of the others),
+    run by intra_op.parallel_for, which checks the step before every block. One row is
+    never cut: a sort of one huge row is a single NumPy call (bounded: O(n log n) in an
+    input some kernel allocated under the resource guard)."""
+    n = x.shape[-1]
+    if n > interrupt.SPAN_ELEMENTS and k and (8 * k > n or (
+            x.dtype.kind == "f" and np.isnan(x).any())):
+        # Rows too long for one sort call: `_descending_stable` row by row, by blocks.
+        rows = x.reshape(-1, n)
+        out = np.empty((rows.shape[0], k), np.int64)
+        for r in range(rows.shape[0]):
+            out[r] = ((n - 1) - _stable_argsort(rows[r, ::-1], ctx)[::-1])[:k]
+        return out.reshape(x.shape[:-1] + (k,))
+    if x.size <= interrupt.SPAN_ELEMENTS or x.ndim < 2 or x.size == 0:
+        return _top_k_indices(x, k)
+    rows = x.reshape(-1, n)
+    out = np.empty((rows.shape[0], k), np.int64)
+
+    def work(lo, hi):
+        out[lo:hi] = _top_k_indices(rows[lo:hi], k)
+
+    # A sort or selection costs ~10x a pass per element; rows out of cache cost more.
+    per = max(1, interrupt.SPAN_ELEMENTS // (8 * max(1, n)))
+    with interrupt.scope(ctx):
+        intra_op.parallel_for(work, rows.shape[0], per, intra_op.workers(ctx))
+    return out.reshape(x.shape[:-1] + (k,))
+
+
 @kernel_factory("TopKV2")
 def _top_k(node):
     idx_type = node.attrs["index_type"].as_numpy_dtype
@@ -264,7 +381,7 @@ def _top_k(node):
             raise _invalid(f"input must be >= 1-D, got shape {_shape_str(x.shape)}")
         if x.shape[-1] < k:
             raise _invalid(f"input must have at least k columns. Had {x.shape[-1]}, needed {k}")
-        idx = _top_k_indices(x, k)
+        idx = _top_k_by_rows(ctx, x, k)
         return np.take_along_axis(x, idx, axis=-1), idx.astype(idx_type)
 
     return compute
@@ -288,7 +405,7 @@ def _dynamic_partition(node):
         flat = p.reshape(-1)
         if num == 1:  # one output: the bare value
             return rows.copy()
-        order = np.argsort(flat, kind="stable")
+        order = _stable_argsort(flat, ctx)
         counts = np.bincount(flat, minlength=num)
         return tuple(np.split(rows[order], np.cumsum(counts)[:-1]))
 

@@ -15,6 +15,7 @@ import heapq
 
 import numpy as np
 
+from tensorflux.kernels import interrupt, intra_op
 from tensorflux.kernels.cpu.array_ops import _invalid
 from tensorflux.kernels.cpu.random_ops import state_getter
 from tensorflux.kernels.registry import kernel, kernel_factory
@@ -122,13 +123,24 @@ def _weights(op_type, in_size, out_size, align, half) -> np.ndarray:
 
 def _separable(x: np.ndarray, wy: np.ndarray, wx: np.ndarray) -> np.ndarray:
     """wy @ x[b, :, :, c] @ wx^T for every batch entry and channel, as two BLAS products in
-    float32 (TF's kernels compute in float32 too)."""
+    float32 (TF's kernels compute in float32 too), in blocks of output rows of about
+    interrupt.CHUNK_FLOPS that intra_op.parallel_for runs (and checks the step between)."""
     x = x.astype(np.float32, copy=False)
     b, h, w, c = x.shape
-    rows = np.matmul(wy.astype(np.float32), x.reshape(b, h, w * c))  # [b, o, w*c]
-    rows = rows.reshape(b * wy.shape[0], w, c)
-    out = np.matmul(wx.astype(np.float32), rows)  # [b*o, p, c]
-    return out.reshape(b, wy.shape[0], wx.shape[0], c)
+    o, p = wy.shape[0], wx.shape[0]
+    wy, wx = wy.astype(np.float32), wx.astype(np.float32)
+    flat = x.reshape(b, h, w * c)
+    out = np.empty((b, o, p, c), np.float32)
+
+    def work(r0, r1):
+        rows = np.matmul(wy[r0:r1], flat)  # [b, r, w*c]
+        rows = rows.reshape(b * (r1 - r0), w, c)
+        out[:, r0:r1] = np.matmul(wx, rows).reshape(b, r1 - r0, p, c)  # [b*r, p, c]
+
+    flops = 2.0 * b * o * w * c * (h + p)
+    parts = intra_op.workers(interrupt.current()) if flops >= intra_op.MIN_FLOPS else 1
+    intra_op.parallel_for(work, o, intra_op.grain_for(o, parts, flops), parts)
+    return out
 
 
 def _check_size(images, size):

@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._math_common import _LOW_PRECISION, _invalid, _shape_str
 from tensorflux.kernels.registry import kernel, kernel_factory
 
@@ -39,13 +40,22 @@ def _check_matrix(x, square=True, name="input"):
         raise _invalid(f"Input matrix must be square, got {x.shape[-2]} != {x.shape[-1]}")
 
 
+def _lapack(fn, a, *args, **kwargs):
+    """`fn(a, ...)`, a NumPy linalg call over a stack of matrices: one LAPACK call per
+    matrix that cannot be cut, so a long one runs as `interrupt.abandonable` (its step
+    ends on time; the call finishes on its own)."""
+    m, n = a.shape[-2:] if a.ndim >= 2 else (1, 1)
+    work = float(math.prod(a.shape[:-2])) * m * n * min(m, n)
+    return interrupt.abandonable(fn, a, *args, work=work, **kwargs)
+
+
 def _solve(a, b, singular=None):
     """a^-1 b; a singular `a` is an InvalidArgumentError, or `singular(a, b)` when given."""
     if a.size == 0 or b.size == 0:
         return np.zeros(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:],
                         np.result_type(a, b))
     try:
-        out = np.linalg.solve(a, b)
+        out = _lapack(np.linalg.solve, a, b)
     except np.linalg.LinAlgError:
         out = None
     if out is None or (not np.all(np.isfinite(out)) and np.all(np.isfinite(a)) and
@@ -145,7 +155,7 @@ def _qr(node):
 
     def compute(ctx, x):
         _check_matrix(x, square=False)
-        q, r = np.linalg.qr(_work(x), mode=mode)
+        q, r = _lapack(np.linalg.qr, _work(x), mode=mode)
         return q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False)
 
     return compute
@@ -160,11 +170,11 @@ def _svd(node):
         w = _work(x)
         real = np.float32 if x.dtype == np.complex64 else np.float64
         if not compute_uv:
-            s = np.linalg.svd(w, compute_uv=False) if w.size else \
+            s = _lapack(np.linalg.svd, w, compute_uv=False) if w.size else \
                 np.zeros(x.shape[:-2] + (min(x.shape[-2:]),), real)
             empty = np.zeros([0], x.dtype)
             return s.astype(x.dtype), empty, empty.copy()
-        u, s, vh = np.linalg.svd(w, full_matrices=full)
+        u, s, vh = _lapack(np.linalg.svd, w, full_matrices=full)
         return (s.astype(x.dtype), u.astype(x.dtype, copy=False),
                 _adjoint(vh).astype(x.dtype, copy=False))
 
@@ -179,8 +189,9 @@ def _self_adjoint_eig(node):
         _check_matrix(x)
         w = _work(x)
         if not compute_v:
-            return np.linalg.eigvalsh(w, UPLO="L").astype(x.dtype), np.zeros([0], x.dtype)
-        e, v = np.linalg.eigh(w, UPLO="L")
+            return (_lapack(np.linalg.eigvalsh, w, UPLO="L").astype(x.dtype),
+                    np.zeros([0], x.dtype))
+        e, v = _lapack(np.linalg.eigh, w, UPLO="L")
         return e.astype(x.dtype), v.astype(x.dtype, copy=False)
 
     return compute
@@ -191,7 +202,7 @@ def _lu_one(a):
     lu = a.copy()
     n = lu.shape[0]
     perm = np.arange(n)
-    for k in range(n):
+    for k in interrupt.polled(range(n), every=16):
         p = k + int(np.argmax(np.abs(lu[k:, k])))
         if p != k:
             lu[[k, p]] = lu[[p, k]]
@@ -225,7 +236,7 @@ def _log_matrix_determinant(ctx, x):
     _check_matrix(x)
     if x.shape[-1] == 0:
         return np.ones(x.shape[:-2], x.dtype), np.zeros(x.shape[:-2], x.dtype)
-    sign, logdet = np.linalg.slogdet(_work(x))
+    sign, logdet = _lapack(np.linalg.slogdet, _work(x))
     return np.asarray(sign).astype(x.dtype), np.asarray(logdet).astype(x.dtype)
 
 

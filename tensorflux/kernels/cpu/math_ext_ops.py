@@ -3,10 +3,12 @@ LinSpace, Bincount, HistogramFixedWidth, LowerBound/UpperBound, LeftShift/RightS
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._math_common import (
     _LOW_PRECISION,
     _binary,
@@ -22,13 +24,33 @@ def _work(x):
     return x.astype(np.float32) if x.dtype in _LOW_PRECISION else x
 
 
+def _einsum_work(equation: str, xs) -> float:
+    """Multiply-adds of a naive einsum (the product of the sizes of its labels and of the
+    broadcast `...`): above interrupt.CHUNK_FLOPS it runs as interrupt.abandonable."""
+    sizes: dict = {}
+    ellipsis = 1
+    for term, x in zip(equation.split("->")[0].split(","), xs, strict=False):
+        term = term.strip()
+        if "..." in term:
+            pre, post = term.split("...", 1)
+            ellipsis = max(ellipsis, math.prod(x.shape[len(pre):x.ndim - len(post)]))
+            dims = list(zip(pre, x.shape, strict=False)) + \
+                list(zip(post, x.shape[x.ndim - len(post):], strict=False))
+        else:
+            dims = list(zip(term, x.shape, strict=False))
+        for label, dim in dims:
+            sizes[label] = max(sizes.get(label, 1), dim)
+    return float(math.prod(sizes.values())) * ellipsis
+
+
 @kernel_factory("Einsum", expensive=True)
 def _einsum(node):
     equation = node.attrs["equation"]
 
     def compute(ctx, *xs):
         try:
-            out = np.einsum(equation, *[_work(x) for x in xs], optimize=len(xs) > 2)
+            out = interrupt.abandonable(np.einsum, equation, *[_work(x) for x in xs],
+                                        optimize=len(xs) > 2, work=_einsum_work(equation, xs))
         except ValueError as e:
             raise _invalid(f"Einsum {equation!r} on shapes "
                            f"{', '.join(_shape_str(x.shape) for x in xs)}: {e}") from None

@@ -141,16 +141,17 @@ def _check_square(x) -> None:
 def _stacked(fn, a):
     """`fn(a)` for a NumPy linalg function over stacks of matrices; a long stack (over
     about interrupt.CHUNK_FLOPS) in blocks of matrices, the step checked between them
-    (kernels/interrupt.py). One matrix is one LAPACK call, not interruptible."""
+    (kernels/interrupt.py). One matrix is one LAPACK call that cannot be cut: a long one
+    runs as `interrupt.abandonable` (the step ends on time, the call finishes alone)."""
     count = math.prod(a.shape[:-2])
     work = float(count) * a.shape[-1] ** 3
     if a.ndim <= 2 or count <= 1 or work <= interrupt.CHUNK_FLOPS:
-        return fn(a)
+        return interrupt.abandonable(fn, a, work=work)
     flat = a.reshape((count,) + a.shape[-2:])
     grain = intra_op.bounded_grain(count, count, work)
     out = None
     for lo in interrupt.polled(range(0, count, grain), every=1):
-        block = fn(flat[lo:lo + grain])
+        block = interrupt.abandonable(fn, flat[lo:lo + grain], work=work * grain / count)
         if out is None:
             out = np.empty((count,) + block.shape[1:], block.dtype)
         out[lo:lo + grain] = block

@@ -56,6 +56,9 @@ def _reduction(reduce, forward_empty: bool = True):
                 return x
             if x.size > _CHUNK_ELEMENTS and x.shape[0] > 1 and 0 not in reduced:
                 return _by_rows(ctx, reduce, x, reduced, keepdims)
+            kept = [a for a in range(x.ndim) if a not in reduced and x.shape[a] > 1]
+            if x.size > _CHUNK_ELEMENTS and kept:
+                return _by_kept_axis(ctx, reduce, x, reduced, keepdims, kept[0])
             return reduce(x, reduced, keepdims)
 
         return compute
@@ -77,6 +80,21 @@ def _by_rows(ctx, reduce, x, axes, keepdims):
         interrupt.check(ctx)
         parts.append(reduce(x[lo:lo + rows], axes, keepdims))
     return np.concatenate(parts, axis=0)
+
+
+def _by_kept_axis(ctx, reduce, x, axes, keepdims, k):
+    """A reduction over axis 0 (and maybe others) that keeps axis `k`: in blocks of axis
+    `k`, the step checked between them. Each output element reduces the same elements as
+    in one call (NumPy may add them in another order when the block changes the layout)."""
+    index = [slice(None)] * x.ndim
+    at = k if keepdims else k - sum(1 for a in axes if a < k)
+    per = max(1, _CHUNK_ELEMENTS // max(1, x.size // x.shape[k]))
+    parts = []
+    for lo in range(0, x.shape[k], per):
+        interrupt.check(ctx)
+        index[k] = slice(lo, lo + per)
+        parts.append(reduce(x[tuple(index)], axes, keepdims))
+    return np.concatenate(parts, axis=at)
 
 
 def _sum(x, axes, keepdims):
@@ -195,6 +213,18 @@ def _arg_reduce(node):
         if x.shape[d] == 0:
             raise _invalid(f"Reduction axis {d % rank} is empty in shape "
                            f"{_shape_str(x.shape)}")
-        return np.asarray(fn(x, axis=d)).astype(out)
+        d %= rank
+        if x.size <= _CHUNK_ELEMENTS or rank < 2:
+            return np.asarray(fn(x, axis=d)).astype(out)
+        # In blocks of another axis (the step checked between them): exact, as one call.
+        a = 1 if d == 0 else 0  # its blocks are blocks of the output's axis 0
+        index = [slice(None)] * rank
+        per = max(1, _CHUNK_ELEMENTS // max(1, x.size // x.shape[a]))
+        parts = []
+        for lo in range(0, x.shape[a], per):
+            interrupt.check(ctx)
+            index[a] = slice(lo, lo + per)
+            parts.append(np.asarray(fn(x[tuple(index)], axis=d)).astype(out))
+        return np.concatenate(parts, axis=0)
 
     return compute

@@ -8,6 +8,7 @@ import warnings
 import ml_dtypes
 import numpy as np
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._math_common import _LOW_PRECISION, _invalid, _shape_str
 from tensorflux.kernels.registry import kernel_factory
 
@@ -39,16 +40,20 @@ _REDUCTIONS = {
 }
 
 
-def _reduce(reduction, data, ids, n, empty_value=None):
+def _reduce(reduction, data, ids, n, empty_value=None, ctx=None):
     """[n, inner...] reductions of the rows of `data` (flattened to match the flat `ids`,
-    all in [0, n)); empty segments give `empty_value` (default: the identity)."""
+    all in [0, n)); empty segments give `empty_value` (default: the identity). The rows go
+    into `out` in blocks, in order (`interrupt.spans`: the step is checked between them):
+    an unbuffered ufunc.at applies them one by one in that order anyway, so the values are
+    those of one call."""
     ufunc, identity = _REDUCTIONS[reduction]
     inner = data.shape[ids.ndim:]
     work = _work_dtype(data.dtype)
     rows = data.reshape((ids.size,) + inner).astype(work, copy=False)
     out = np.full((n,) + inner, identity(data.dtype), work)
     flat = ids.reshape(-1)
-    ufunc.at(out, flat, rows)
+    for lo, hi in interrupt.spans(flat.size, max(1, rows[0].size) if rows.size else 1, ctx):
+        ufunc.at(out, flat[lo:hi], rows[lo:hi])
     if reduction == "Mean" or empty_value is not None:
         counts = np.bincount(flat, minlength=n).reshape((n,) + (1,) * len(inner))
         if reduction == "Mean":
@@ -78,7 +83,7 @@ def _sorted_segment(reduction):
                                f"segment_ids[{k}] = {int(ids[k])}")
             n = int(ids[-1]) + 1 if ids.size else 0
             empty = None if reduction in ("Sum", "Mean", "Prod") else 0
-            return _reduce(reduction, data, ids, n, empty)
+            return _reduce(reduction, data, ids, n, empty, ctx)
 
         return compute
 
@@ -103,7 +108,7 @@ def _unsorted_segment(reduction):
             rows = data.reshape((flat.size,) + inner)
             if not np.all(keep):
                 rows, flat = rows[keep], flat[keep]
-            return _reduce(reduction, rows, flat, n)
+            return _reduce(reduction, rows, flat, n, ctx=ctx)
 
         return compute
 

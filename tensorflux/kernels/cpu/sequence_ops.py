@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from tensorflux.framework import resource_guard
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._math_common import _LOW_PRECISION, _invalid, _shape_str
 from tensorflux.kernels.registry import kernel, kernel_factory
 
@@ -66,7 +67,7 @@ def _cumulative(ufunc, identity):
             work = x.astype(np.float32) if x.dtype in _LOW_PRECISION else x
             if reverse:
                 work = np.flip(work, a)
-            out = ufunc.accumulate(work, axis=a, dtype=work.dtype)
+            out = _accumulate(ctx, ufunc, work, a)
             if exclusive and out.shape[a]:  # nothing to shift along an empty axis
                 out = np.roll(out, 1, axis=a)
                 index = [slice(None)] * x.ndim
@@ -79,6 +80,24 @@ def _cumulative(ufunc, identity):
         return compute
 
     return factory
+
+
+def _accumulate(ctx, ufunc, work, a):
+    """ufunc.accumulate(work, axis=a) in blocks of axis 0, the step checked between them
+    (kernels/interrupt.py). Along another axis the blocks are independent; along axis 0
+    each block after the first starts from the previous block's last row, combined with
+    its own first row as the one call combines them, so the values are the same."""
+    if work.ndim == 0 or work.size <= interrupt.SPAN_ELEMENTS:
+        return ufunc.accumulate(work, axis=a, dtype=work.dtype)
+    out = np.empty(work.shape, work.dtype)
+    for lo, hi in interrupt.spans(work.shape[0], work.size // max(1, work.shape[0]), ctx):
+        if a or not lo:
+            ufunc.accumulate(work[lo:hi], axis=a, dtype=work.dtype, out=out[lo:hi])
+            continue
+        block = work[lo:hi].copy()
+        ufunc(out[lo - 1], block[0], out=block[0])
+        ufunc.accumulate(block, axis=0, dtype=work.dtype, out=out[lo:hi])
+    return out
 
 
 kernel_factory("Cumsum")(_cumulative(np.add, 0))
@@ -106,7 +125,9 @@ def _unsorted_segment_sum(ctx, data, ids, num_segments):
     keep = flat_ids >= 0
     if not np.all(keep):
         rows, flat_ids = rows[keep], flat_ids[keep]
-    np.add.at(out, flat_ids, rows)
+    # In blocks, in order (the step is checked between them): the values of one np.add.at.
+    for lo, hi in interrupt.spans(flat_ids.size, max(1, math.prod(inner)), ctx):
+        np.add.at(out, flat_ids[lo:hi], rows[lo:hi])
     return out.astype(data.dtype, copy=False)
 
 

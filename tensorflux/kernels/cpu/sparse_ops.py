@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.framework import errors
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.registry import kernel, kernel_factory
 
 
@@ -104,7 +105,7 @@ def _segment_kernel(reduction: str, with_num: bool):
     return compute
 
 
-def _segment_grad(reduction: str, grad, indices, segment_ids, output_dim0):
+def _segment_grad(reduction: str, grad, indices, segment_ids, output_dim0, ctx=None):
     """`out[indices[i]] += grad[segment_ids[i]] * scale[segment_ids[i]]`, `out` of
     `output_dim0` rows; scale 1, 1/count or 1/sqrt(count) of each segment."""
     grad = np.asarray(grad)
@@ -127,7 +128,10 @@ def _segment_grad(reduction: str, grad, indices, segment_ids, output_dim0):
             np.sqrt(np.where(counts > 0, counts, 1))
         rows = rows / scale.reshape((-1,) + (1,) * (grad.ndim - 1))
     out = np.zeros((dim0,) + grad.shape[1:], dtype=acc)
-    np.add.at(out, indices, rows[segment_ids])
+    # In blocks, in order (the step is checked between them): the values of one np.add.at.
+    for lo, hi in interrupt.spans(indices.size, max(1, rows[0].size) if rows.size else 1,
+                                  ctx):
+        np.add.at(out, indices[lo:hi], rows[segment_ids[lo:hi]])
     return out.astype(grad.dtype, copy=False)
 
 
@@ -136,7 +140,7 @@ for _red in ("Sum", "Mean", "SqrtN"):
     kernel_factory(f"SparseSegment{_red}WithNumSegments")(
         lambda node, r=_red: _segment_kernel(r, True))
     kernel_factory(f"SparseSegment{_red}Grad")(
-        lambda node, r=_red: lambda ctx, g, i, s, d: _segment_grad(r, g, i, s, d))
+        lambda node, r=_red: lambda ctx, g, i, s, d: _segment_grad(r, g, i, s, d, ctx))
 
 
 # ---- SparseToDense ---------------------------------------------------------------------------

@@ -7,8 +7,11 @@ the complex input's innermost axis is cropped or padded to fft_length // 2 + 1).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu.array_ops import _invalid
 from tensorflux.kernels.registry import kernel_factory
 
@@ -31,9 +34,29 @@ def _fft(node):
         axes = _axes(x, rank)
         if x.size == 0:
             return x.copy()
-        return fn(x, axes=axes).astype(x.dtype)
+        return _transform(ctx, fn, x, len(axes)).astype(x.dtype)
 
     return compute
+
+
+def _transform(ctx, fn, x, rank: int, **kwargs):
+    """`fn(x, axes=<the last rank axes>, **kwargs)` for a large `x` in blocks of its batch
+    (the transforms are independent: the values of one call), the step checked between
+    them (kernels/interrupt.py); one long transform runs as `interrupt.abandonable`."""
+    axes = tuple(range(x.ndim - rank, x.ndim))
+    inner = math.prod(x.shape[x.ndim - rank:])
+    work = 5.0 * x.size * max(1.0, math.log2(max(2, inner)))
+    if work <= interrupt.CHUNK_FLOPS:
+        return fn(x, axes=axes, **kwargs)
+    batch = x.shape[:x.ndim - rank]
+    flat = x.reshape((-1,) + x.shape[x.ndim - rank:])
+    one = work / flat.shape[0]
+    per = max(1, int(interrupt.CHUNK_FLOPS // one))
+    parts = [interrupt.abandonable(fn, flat[lo:hi], ctx=ctx, work=one * (hi - lo),
+                                   axes=tuple(a - x.ndim + rank + 1 for a in axes), **kwargs)
+             for lo, hi in interrupt.spans(flat.shape[0], 1, ctx, per)]
+    out = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    return out.reshape(batch + out.shape[1:])
 
 
 def _lengths(fft_length, rank):
@@ -71,7 +94,7 @@ def _rfft(node):
             shape = list(x.shape)
             shape[-1] = lengths[-1] // 2 + 1 if lengths[-1] else 0
             return np.zeros(shape, out_dtype)
-        return np.fft.rfftn(x, axes=axes).astype(out_dtype)
+        return _transform(ctx, np.fft.rfftn, x, len(axes)).astype(out_dtype)
 
     return compute
 
@@ -87,6 +110,6 @@ def _irfft(node):
         x = _fit(x, axes, lengths[:-1] + [lengths[-1] // 2 + 1])
         if 0 in lengths or x.size == 0:
             return np.zeros(x.shape[:-rank] + tuple(lengths), out_dtype)
-        return np.fft.irfftn(x, s=lengths, axes=axes).astype(out_dtype)
+        return _transform(ctx, np.fft.irfftn, x, len(axes), s=lengths).astype(out_dtype)
 
     return compute
