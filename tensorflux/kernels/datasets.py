@@ -167,8 +167,7 @@ class ListDataset(Dataset):
 
 class MapDataset(Dataset):
     """`row_wise`: the function may run on several elements at once, their (one, scalar)
-    components stacked (kernels/functions.row_wise); the parallel map then maps each chunk
-    with one call."""
+    components stacked (kernels/functions.row_wise): see _RowWiseMapIterator."""
 
     def __init__(self, input_ds: Dataset, fn, captured: list, num_parallel: int = 1,
                  row_wise: bool = False):
@@ -178,9 +177,10 @@ class MapDataset(Dataset):
 
     def iterate(self, env):
         inner = self.input.iterate(env)
+        if self.row_wise:
+            return _RowWiseMapIterator(inner, self.fn, self.captured)
         if self.num_parallel > 1:
-            return _ParallelMapIterator(inner, self.fn, self.captured, self.num_parallel, env,
-                                        self.row_wise)
+            return _ParallelMapIterator(inner, self.fn, self.captured, self.num_parallel, env)
         return _MapIterator(inner, self.fn, self.captured)
 
 
@@ -230,13 +230,9 @@ def _call_rows(fn, elements: list, captured: list) -> list | None:
     return [[o[i, ...] for o in outs] for i in range(n)]
 
 
-def _call_chunk(fn, elements: list, captured: list, row_wise: bool = False) -> list:
+def _call_chunk(fn, elements: list, captured: list) -> list:
     """The results of `fn` on consecutive `elements` (a failure as _Failed, in its place),
     stopping after the first that ends the sequence (None)."""
-    if row_wise and len(elements) > 1:
-        out = _call_rows(fn, elements, captured)
-        if out is not None:
-            return out
     out: list = []
     for x in elements:
         try:
@@ -259,10 +255,8 @@ class _ParallelMapIterator(Iterator):
 
     CHUNK = 16
 
-    def __init__(self, inner: Iterator, fn, captured, n: int, env: Env,
-                 row_wise: bool = False):
+    def __init__(self, inner: Iterator, fn, captured, n: int, env: Env):
         self._inner, self._fn, self._captured, self._n = inner, fn, captured, n
-        self._row_wise = row_wise
         self._pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="tfx-data-map")
         self._pending: collections.deque = collections.deque()
         self._ready: collections.deque = collections.deque()
@@ -281,7 +275,7 @@ class _ParallelMapIterator(Iterator):
                 chunk.append(x)
             if chunk:
                 self._pending.append(self._pool.submit(_call_chunk, self._fn, chunk,
-                                                       self._captured, self._row_wise))
+                                                       self._captured))
 
     def next(self):  # noqa: A003
         if self._done:
@@ -309,6 +303,59 @@ class _ParallelMapIterator(Iterator):
     def close(self):
         self._pool.shutdown(wait=False, cancel_futures=True)
         super().close()
+
+
+class _RowWiseMapIterator(Iterator):
+    """A map of a row-wise function (MapDataset.row_wise), sequential or parallel: up to
+    CHUNK input elements are mapped with one call on their stacked components, on the
+    consumer's thread. Such a function is a parse (Python holding the GIL), so threads
+    would only add hand-offs; one call per chunk is what makes it fast. If that call fails,
+    the chunk is mapped element by element, so every element gets its own result or error
+    in its place and the ones after it follow, as with the per-element map; an error of the
+    input is raised in its place too, after the elements read before it."""
+
+    CHUNK = 64
+
+    def __init__(self, inner: Iterator, fn, captured):
+        self._inner, self._fn, self._captured = inner, fn, captured
+        self._ready: collections.deque = collections.deque()
+        self._done = False
+
+    def _fill(self) -> None:
+        chunk, failure = [], None
+        while len(chunk) < self.CHUNK:
+            try:
+                x = self._inner.next()
+            except Exception as e:  # noqa: BLE001 - raised in its place by next()
+                failure = _Failed(e)
+                break
+            if x is None:
+                break
+            chunk.append(x)
+        out = _call_rows(self._fn, chunk, self._captured) if len(chunk) > 1 else None
+        if out is None:
+            out = _call_chunk(self._fn, chunk, self._captured)
+        self._ready.extend(out)
+        if failure is not None:
+            self._ready.append(failure)
+        elif len(chunk) < self.CHUNK and (not out or out[-1] is not None):
+            self._ready.append(None)  # the input ended
+
+    def next(self):  # noqa: A003
+        if self._done:
+            return None
+        if not self._ready:
+            self._fill()
+        y = self._ready.popleft()
+        if isinstance(y, _Failed):
+            raise y.error
+        if y is None:
+            self._done = True
+            self._ready.clear()
+        return y
+
+    def children(self):
+        return [self._inner]
 
 
 class FilterDataset(Dataset):
@@ -709,6 +756,11 @@ class BatchDataset(Dataset):
 
 
 def _stack(rows: list, i: int) -> np.ndarray:
+    column = [r[i] for r in rows]
+    try:
+        return np.stack(column)
+    except ValueError:  # say which element differs, as TensorFlow does
+        pass
     first = np.shape(rows[0][i])
     for k, r in enumerate(rows):
         if np.shape(r[i]) != first:
@@ -716,7 +768,7 @@ def _stack(rows: list, i: int) -> np.ndarray:
                 None, None, f"Cannot batch tensors with different shapes in component {i}. "
                 f"First element had shape {list(first)} and element {k} had shape "
                 f"{list(np.shape(r[i]))}.")
-    return np.stack([r[i] for r in rows])
+    return np.stack(column)
 
 
 class PaddedBatchDataset(Dataset):

@@ -40,9 +40,8 @@ def instantiate(func, ctx) -> Callable[[list], list]:
     return _instantiator(graph, ctx.device, ctx.session)
 
 
-# Ops a row-wise function body may hold besides its argument and constants: each maps a
-# leading batch dimension of its input to the same leading dimension of its outputs.
-_ROW_WISE = {"Identity"}
+# Stateless ops that may compute constants in a row-wise body (a parse's defaults).
+_CONSTANT_OPS = {"Const", "Identity", "Reshape", "Cast", "Pack", "ExpandDims", "Fill"}
 
 
 def row_wise(func) -> bool:
@@ -50,8 +49,9 @@ def row_wise(func) -> bool:
     dimension, gives its outputs stacked the same way (so `n` calls may run as one).
 
     Recognised today: one ParseExampleV2 (parse_single_example) of the argument with only
-    fixed-shape dense features, constant keys and defaults and no example names, its
-    outputs returned directly or through Identity. Anything else is not row-wise.
+    fixed-shape dense features, no example names and keys and defaults computed from
+    constants, its outputs (or the argument) returned directly or through Identity.
+    Anything else is not row-wise.
     """
     graph = getattr(func, "graph", None)
     if graph is None or len(graph.inputs) != 1 or graph.inputs[0].shape.ndims != 0:
@@ -59,35 +59,32 @@ def row_wise(func) -> bool:
     if getattr(graph, "captures", None):
         return False
     arg = graph.inputs[0]
+    constant: set = set()  # ops computing constants
+    rows: set = {arg.op}  # ops whose outputs are stacked by rows
     parses = 0
-    for op in graph.get_operations():
-        if op is arg.op or op.type == "Const":
+    for op in graph.get_operations():  # in creation order: inputs come first
+        if op is arg.op:
             continue
-        if op.type == "ParseExampleV2":
+        srcs = {t.op for t in op.inputs} | set(op.control_inputs)
+        if op.type in _CONSTANT_OPS and srcs <= constant:
+            constant.add(op)
+        elif op.type == "Identity" and srcs <= rows:
+            rows.add(op)
+        elif op.type == "ParseExampleV2" and _row_wise_parse(op, arg, constant):
             parses += 1
-            if not _row_wise_parse(op, arg):
-                return False
-        elif op.type not in _ROW_WISE or any(t.op.type == "Const" for t in op.inputs):
+            rows.add(op)
+        else:
             return False
-    return parses == 1 and all(_stacked(t, arg) for t in graph.outputs)
+    return parses == 1 and all(t.op in rows for t in graph.outputs)
 
 
-def _stacked(t, arg) -> bool:
-    """Whether output `t` comes from the argument or the parse (not a constant)."""
-    while t.op.type == "Identity":
-        t = t.op.inputs[0]
-    return t is arg or t.op.type == "ParseExampleV2"
-
-
-def _row_wise_parse(op, arg) -> bool:
+def _row_wise_parse(op, arg, constant: set) -> bool:
     attrs = op._attrs
-    if attrs.get("num_sparse") or attrs.get("ragged_value_types"):
+    if attrs.get("num_sparse") or attrs.get("ragged_value_types") or op.control_inputs:
         return False
     if any(s.ndims is None or not s.is_fully_defined() for s in attrs["dense_shapes"]):
         return False
     serialized, names, *rest = op.inputs
-    if serialized is not arg:
+    if serialized is not arg or any(t.op not in constant for t in [names, *rest]):
         return False
-    if any(t.op.type != "Const" for t in [names, *rest]):
-        return False
-    return np.asarray(names.op._attrs["value"]).size == 0
+    return names.op.type == "Const" and np.asarray(names.op._attrs["value"]).size == 0

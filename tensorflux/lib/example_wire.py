@@ -147,11 +147,17 @@ def int64s(msg: bytes) -> list[int]:
             end = pos + size
             if end > n:
                 raise ValueError("truncated")
-            while pos < end:
-                v, pos = _varint(msg, pos)
-                out.append(v)
-            if pos != end:
+            v = shift = 0
+            for b in msg[pos:end]:  # the packed varints, inline
+                v |= (b & 0x7F) << shift
+                if b < 0x80:
+                    out.append(v)
+                    v = shift = 0
+                else:
+                    shift += 7
+            if shift:
                 raise ValueError("bad packed varints")
+            pos = end
         elif tag == 0x08:
             v, pos = _varint(msg, pos + 1)
             out.append(v)

@@ -167,7 +167,7 @@ def _function_kernel(op_type: str, attr: str, make, n_extra: int = 0, **options)
     return factory
 
 
-_function_kernel("MapDataset", "f", ds_lib.MapDataset)
+_function_kernel("MapDataset", "f", ds_lib.MapDataset, row_wise=True)
 _function_kernel("ParallelMapDatasetV2", "f", ds_lib.MapDataset, 1, row_wise=True)
 _function_kernel("FilterDataset", "predicate", ds_lib.FilterDataset)
 _function_kernel("FlatMapDataset", "f", ds_lib.FlatMapDataset)
