@@ -3,7 +3,7 @@ the protobuf wire format (example.proto: Example{features=1} -> Features{map<str
 Feature> feature=1} -> Feature{oneof bytes_list=1, float_list=2, int64_list=3} -> *List{
 repeated value=1}).
 
-`features(data)` gives each feature's kind and its list message's bytes without building
+`features(data)` gives each feature's key (bytes), kind and its list message's bytes without building
 message objects; the parsing kernel then reads the values of many records at once
 (`floats`, `int64s`, `bytes_values`). It answers only records it fully understands: anything
 unusual (unknown or repeated fields, a feature with two kinds, a truncated or malformed
@@ -30,12 +30,22 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def features(data: bytes) -> dict | None:
-    """{key: (kind, list message bytes)} of one serialized Example, or None when the
-    record is not in the plain form this reader handles (parse it with protobuf then)."""
+    """{key (bytes): (kind, list message bytes)} of one serialized Example, or None when
+    the record is not in the plain form this reader handles (parse it with protobuf then).
+    Keys are checked to be UTF-8, as protobuf does."""
     try:
-        return _features(data)
-    except (IndexError, ValueError, UnicodeDecodeError):
+        out = _features(data)
+    except (IndexError, ValueError):
         return None
+    if out is None:
+        return None
+    try:
+        for key in out:
+            if not key.isascii():
+                key.decode()
+    except UnicodeDecodeError:
+        return None
+    return out
 
 
 def _features(data: bytes) -> dict | None:
@@ -68,7 +78,7 @@ def _features(data: bytes) -> dict | None:
         kend = pos + klen
         if kend >= end or data[kend] != 0x12:  # then entry.value
             return None
-        key = data[pos:kend].decode()
+        key = data[pos:kend]
         vlen = data[kend + 1]
         if vlen < 0x80:
             pos = kend + 2

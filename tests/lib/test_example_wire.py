@@ -37,7 +37,7 @@ def _decoded(data: bytes) -> dict | None:
             vals = ew.bytes_values(msg)
         else:
             vals = []
-        out[key] = (names[kind], vals)
+        out[key.decode()] = (names[kind], vals)
     return out
 
 

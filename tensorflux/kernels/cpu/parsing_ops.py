@@ -400,10 +400,11 @@ def _fixed_dense(parsed: list, flat, labels, key, spec: _DenseSpec, default,
         fill = default.astype(spec.np_dtype).reshape(-1)
         fill = fill.astype("<f4").tobytes() if is_float else fill.tolist()
     rows: list = []
+    wire_key = key.encode()
     for b, p in enumerate(parsed):
         vals = None
         if p is not None:
-            got = p.get(key)
+            got = p.get(wire_key)
             if got is not None:
                 if got[0] == 0:
                     vals = b"" if is_float else []
