@@ -3,8 +3,8 @@ the protobuf wire format (example.proto: Example{features=1} -> Features{map<str
 Feature> feature=1} -> Feature{oneof bytes_list=1, float_list=2, int64_list=3} -> *List{
 repeated value=1}).
 
-`features(data)` gives each feature's key (bytes), kind and its list message's bytes without building
-message objects; the parsing kernel then reads the values of many records at once
+`features(data)` gives each feature's key (bytes), kind and its list message's bytes
+without building message objects; the parsing kernel then reads the values of many records at once
 (`floats`, `int64s`, `bytes_values`). It answers only records it fully understands: anything
 unusual (unknown or repeated fields, a feature with two kinds, a truncated or malformed
 record) returns None, and the caller parses that record with the protobuf runtime, which
