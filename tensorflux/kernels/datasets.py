@@ -14,7 +14,9 @@ Invariants:
   `get_next`); background threads touch only their own buffers, under their own lock.
 - Functions (map, filter, flat_map, interleave) are `call(args) -> outputs` objects from
   kernels/functions.py: the traced body runs as a small step, never the Python function.
-  A function raising OutOfRangeError ends the sequence, as in TensorFlow.
+  A function raising OutOfRangeError ends the sequence, as in TensorFlow. A map whose
+  body is row-wise (a parse_single_example: kernels/functions.row_wise) runs it once per
+  chunk of elements (_RowWiseMapIterator), with the per-element results and errors.
 """
 
 from __future__ import annotations
