@@ -16,7 +16,8 @@ Invariants:
   kernels/functions.py: the traced body runs as a small step, never the Python function.
   A function raising OutOfRangeError ends the sequence, as in TensorFlow. A map whose
   body is row-wise (a parse_single_example: kernels/functions.row_wise) runs it once per
-  chunk of elements (_RowWiseMapIterator), with the per-element results and errors.
+  chunk of elements (_RowWiseMapIterator), with the per-element results and errors; a
+  batch of such a map, once per batch (_MapAndBatchIterator, TensorFlow's fusion).
 """
 
 from __future__ import annotations
@@ -216,10 +217,11 @@ class _Failed:
         self.error = error
 
 
-def _call_rows(fn, elements: list, captured: list) -> list | None:
+def _call_rows(fn, elements: list, captured: list, split: bool = True) -> list | None:
     """The results of a row-wise `fn` on `elements` from one call on their stacked
-    components, or None if that call failed (the caller then calls per element, so each
-    element gets its own result or error, exactly as unstacked)."""
+    components (with `split=False`: its outputs, stacked), or None if that call failed
+    (the caller then calls per element, so each element gets its own result or error,
+    exactly as unstacked)."""
     stacked = np.empty(len(elements), dtype=object)
     stacked[:] = [x[0].item() if isinstance(x[0], np.ndarray) else x[0] for x in elements]
     try:
@@ -229,6 +231,8 @@ def _call_rows(fn, elements: list, captured: list) -> list | None:
     n = len(elements)
     if any(np.ndim(o) == 0 or np.shape(o)[0] != n for o in outs):
         return None
+    if not split:
+        return list(outs)
     return [[o[i, ...] for o in outs] for i in range(n)]
 
 
@@ -746,6 +750,10 @@ class BatchDataset(Dataset):
         self.input, self.batch_size, self.drop = input_ds, batch_size, drop_remainder
 
     def iterate(self, env):
+        m = self.input
+        if isinstance(m, MapDataset) and m.row_wise:
+            return _MapAndBatchIterator(m.input.iterate(env), m.fn, m.captured,
+                                        self.batch_size, self.drop)
         inner = self.input.iterate(env)
 
         def gen():
@@ -755,6 +763,52 @@ class BatchDataset(Dataset):
                     return
                 yield [_stack(rows, i) for i in range(len(rows[0]))]
         return _GenIterator(gen(), [inner])
+
+
+class _MapAndBatchIterator(Iterator):
+    """batch(map(f)) for a row-wise f, fused as TensorFlow's map_and_batch fusion (on by
+    default there) does: each batch maps `size` input elements with one call and returns
+    its stacked outputs as they are. A batch with an element whose function fails (or an
+    input error) raises that error, its elements are dropped, and the next batch follows;
+    a function ending the sequence (OutOfRangeError) ends it after the elements before."""
+
+    def __init__(self, inner: Iterator, fn, captured, size: int, drop: bool):
+        self._inner, self._fn, self._captured = inner, fn, captured
+        self._size, self._drop = size, drop
+        self._done = False
+
+    def next(self):  # noqa: A003
+        if self._done:
+            return None
+        chunk = []
+        while len(chunk) < self._size:
+            x = self._inner.next()  # an input error: raised, the next batch follows
+            if x is None:
+                self._done = True
+                break
+            chunk.append(x)
+        if not chunk or (self._drop and len(chunk) < self._size):
+            self._done = True
+            return None
+        stacked = _call_rows(self._fn, chunk, self._captured, split=False) \
+            if len(chunk) > 1 else None
+        if stacked is not None:
+            return stacked
+        rows = []
+        for y in _call_chunk(self._fn, chunk, self._captured):
+            if isinstance(y, _Failed):
+                raise y.error
+            if y is None:
+                self._done = True
+                break
+            rows.append(y)
+        if not rows or (self._drop and len(rows) < self._size):
+            self._done = True
+            return None
+        return [_stack(rows, i) for i in range(len(rows[0]))]
+
+    def children(self):
+        return [self._inner]
 
 
 def _stack(rows: list, i: int) -> np.ndarray:
@@ -784,6 +838,10 @@ class PaddedBatchDataset(Dataset):
         self.padding_values = padding_values
 
     def iterate(self, env):
+        m = self.input
+        if isinstance(m, MapDataset) and m.row_wise:
+            return _MapAndBatchIterator(m.input.iterate(env), m.fn, m.captured,
+                                        self.batch_size, self.drop)
         inner = self.input.iterate(env)
 
         def gen():
