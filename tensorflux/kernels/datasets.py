@@ -578,11 +578,11 @@ class ShuffleDataset(Dataset):
                 if len(buf) < size:
                     buf.append(x)
                     continue
-                i = int(next(u) * size)
+                i = min(int(next(u) * size), size - 1)  # (rounding never reaches size)
                 out, buf[i] = buf[i], x
                 yield out
             while buf:
-                i = int(next(u) * len(buf))
+                i = min(int(next(u) * len(buf)), len(buf) - 1)
                 buf[i], buf[-1] = buf[-1], buf[i]
                 yield buf.pop()
         return _GenIterator(gen(), [inner])
