@@ -234,3 +234,14 @@ def test_map_and_batch_fused_errors_as_tensorflow(tmp_path, drop):
             ("error", "InvalidArgumentError", "Name: <unknown>"), list(range(4, 12)),
             list(range(12, 20))] + ([] if drop else [list(range(20, 25))])
     assert got == want
+
+
+def test_an_unparsable_record_is_reported_before_value_errors():
+    # As when every record is parsed first: the bad record (index 2) wins over the
+    # count error of record 1.
+    with tf.Graph().as_default():
+        out = tf.parse_example(tf.constant([_example(0), _example(1, x=[1.0]), b"\x0a\x05oops"]),
+                               FEATURES)
+        with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError,
+                                              match="Could not parse example input"):
+            s.run(out)

@@ -268,6 +268,9 @@ def _parse_example(node):
             # The common case, read straight from the wire (records it declines, with
             # protobuf): see _fixed_dense.
             parsed = [example_wire.features(s) if type(s) is bytes else None for s in flat]
+            for i, p in enumerate(parsed):
+                if p is None:  # declined: protobuf's map (or its error), in record order
+                    parsed[i] = _parse_one(flat[i], labels[i])
             dense = [_fixed_dense(parsed, flat, labels, key, spec, default, serialized.shape)
                      for key, spec, default in zip(dkeys, dense_specs, defaults, strict=True)]
             return dense[0] if len(dense) == 1 else tuple(dense)
@@ -386,10 +389,10 @@ _WIRE_DECODE = {example_wire.FLOAT: example_wire.floats, example_wire.INT64: exa
 def _fixed_dense(parsed: list, flat, labels, key, spec: _DenseSpec, default,
                  batch_shape) -> np.ndarray:
     """A fixed-shape dense feature of all records. `parsed[b]` is record b's
-    example_wire.features dict, or None where that reader declined it: such a record is
-    parsed with protobuf here (raising its errors), and so is one whose values it cannot
-    decode. Values are gathered per row (float32 as little-endian bytes) and converted
-    once; the errors are those of `_dense`."""
+    example_wire.features dict, or its protobuf feature map where that reader declined it;
+    a record whose values the reader cannot decode is parsed with protobuf here. Values
+    are gathered per row (float32 as little-endian bytes) and converted once; the errors
+    are those of `_dense`."""
     kind = _WIRE_KIND[spec.dtype]
     decode = _WIRE_DECODE[kind]
     is_float = kind == example_wire.FLOAT
@@ -403,7 +406,7 @@ def _fixed_dense(parsed: list, flat, labels, key, spec: _DenseSpec, default,
     wire_key = key.encode()
     for b, p in enumerate(parsed):
         vals = None
-        if p is not None:
+        if type(p) is dict:
             got = p.get(wire_key)
             if got is not None:
                 if got[0] == 0:
@@ -417,9 +420,9 @@ def _fixed_dense(parsed: list, flat, labels, key, spec: _DenseSpec, default,
                     try:
                         vals = decode(got[1])
                     except (ValueError, IndexError):
-                        p = None  # protobuf decides below
-        if p is None:
-            f = _parse_one(flat[b], labels[b]).get(key)
+                        p = _parse_one(flat[b], labels[b])  # protobuf decides
+        if type(p) is not dict:
+            f = p.get(key)
             vals = _values(f, spec.dtype, key, labels[b], b) if f is not None else None
             if vals is not None:
                 vals = np.asarray(list(vals), "<f4").tobytes() if is_float else list(vals)
