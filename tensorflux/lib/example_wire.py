@@ -131,8 +131,8 @@ def floats(msg: bytes) -> bytes:
     """The little-endian float32 bytes of a FloatList message."""
     if not msg:
         return b""
-    if msg[0] == 0x0A:
-        size, pos = _varint(msg, 1)
+    if msg[0] == 0x0A:  # one packed run (what writers write)
+        size, pos = (msg[1], 2) if msg[1] < 0x80 else _varint(msg, 1)
         if pos + size == len(msg) and size % 4 == 0:
             return msg[pos:]
     packed, single = _packed_or_items(msg, 5)
@@ -153,7 +153,8 @@ def int64s(msg: bytes) -> list[int]:
     while pos < n:
         tag = msg[pos]
         if tag == 0x0A:
-            size, pos = _varint(msg, pos + 1)
+            size = msg[pos + 1]
+            size, pos = (size, pos + 2) if size < 0x80 else _varint(msg, pos + 1)
             end = pos + size
             if end > n:
                 raise ValueError("truncated")
@@ -173,8 +174,8 @@ def int64s(msg: bytes) -> list[int]:
             out.append(v)
         else:
             raise ValueError("unexpected field")
-    if any(v >> 63 for v in out):  # negative numbers are 10-byte varints
-        if any(v >> 64 for v in out):
+    if out and max(out) >> 63:  # negative numbers are 10-byte varints
+        if max(out) >> 64:
             raise ValueError("varint over 64 bits")
         return [v - (1 << 64) if v >> 63 else v for v in out]
     return out
@@ -187,7 +188,8 @@ def bytes_values(msg: bytes) -> list[bytes]:
     while pos < n:
         if msg[pos] != 0x0A:
             raise ValueError("unexpected field")
-        size, pos = _varint(msg, pos + 1)
+        size = msg[pos + 1]
+        size, pos = (size, pos + 2) if size < 0x80 else _varint(msg, pos + 1)
         if pos + size > n:
             raise ValueError("truncated")
         out.append(msg[pos:pos + size])
