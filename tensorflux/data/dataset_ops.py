@@ -4,7 +4,8 @@ plus the structure of its elements.
 Functions given to map, filter, flat_map and interleave are traced once into a FuncGraph
 (framework/func_graph.py) on placeholder arguments; the tensors they capture become the
 op's `other_arguments`. At run time the traced body runs per element
-(runtime/functions.py); the Python function is never called again.
+(runtime/functions.py), or once per chunk of elements for a map of parse_single_example
+(kernels/datasets._RowWiseMapIterator); the Python function is never called again.
 """
 
 from __future__ import annotations

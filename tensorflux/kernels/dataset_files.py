@@ -29,6 +29,9 @@ def _check_compression(compression: str) -> str:
     return compression
 
 
+_READ_AHEAD = 64
+
+
 def _scalar(data: bytes) -> np.ndarray:
     out = np.empty((), dtype=object)
     out[()] = data
@@ -65,11 +68,17 @@ class TFRecordDataset(Dataset):
             for path in self.filenames:
                 reader = RecordReader(path, self.compression, self.buffer_size)
                 try:
-                    while True:
-                        rec = reader.read()
-                        if rec is None:
-                            break
-                        yield [_scalar(rec[1])]
+                    more = True
+                    while more:
+                        # _READ_AHEAD records a call; those before a corrupt one are
+                        # handed out before its error is raised, in their place.
+                        datas: list = []
+                        try:
+                            more = reader.read_many(_READ_AHEAD, [], datas)
+                        except Exception:
+                            yield from ([_scalar(d)] for d in datas)
+                            raise
+                        yield from ([_scalar(d)] for d in datas)
                 finally:
                     reader.close()
         return _GenIterator(gen())

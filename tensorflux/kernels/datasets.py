@@ -14,7 +14,10 @@ Invariants:
   `get_next`); background threads touch only their own buffers, under their own lock.
 - Functions (map, filter, flat_map, interleave) are `call(args) -> outputs` objects from
   kernels/functions.py: the traced body runs as a small step, never the Python function.
-  A function raising OutOfRangeError ends the sequence, as in TensorFlow.
+  A function raising OutOfRangeError ends the sequence, as in TensorFlow. A map whose
+  body is row-wise (a parse_single_example: kernels/functions.row_wise) runs it once per
+  chunk of elements (_RowWiseMapIterator), with the per-element results and errors; a
+  batch of such a map, once per batch (_MapAndBatchIterator, TensorFlow's fusion).
 """
 
 from __future__ import annotations
@@ -166,12 +169,19 @@ class ListDataset(Dataset):
 # ---- element-wise transformations ---------------------------------------------------------
 
 class MapDataset(Dataset):
-    def __init__(self, input_ds: Dataset, fn, captured: list, num_parallel: int = 1):
+    """`row_wise`: the function may run on several elements at once, their (one, scalar)
+    components stacked (kernels/functions.row_wise): see _RowWiseMapIterator."""
+
+    def __init__(self, input_ds: Dataset, fn, captured: list, num_parallel: int = 1,
+                 row_wise: bool = False):
         self.input, self.fn, self.captured = input_ds, fn, captured
         self.num_parallel = autotuned(num_parallel)
+        self.row_wise = row_wise
 
     def iterate(self, env):
         inner = self.input.iterate(env)
+        if self.row_wise:
+            return _RowWiseMapIterator(inner, self.fn, self.captured)
         if self.num_parallel > 1:
             return _ParallelMapIterator(inner, self.fn, self.captured, self.num_parallel, env)
         return _MapIterator(inner, self.fn, self.captured)
@@ -205,6 +215,25 @@ class _Failed:
 
     def __init__(self, error: BaseException):
         self.error = error
+
+
+def _call_rows(fn, elements: list, captured: list, split: bool = True) -> list | None:
+    """The results of a row-wise `fn` on `elements` from one call on their stacked
+    components (with `split=False`: its outputs, stacked), or None if that call failed
+    (the caller then calls per element, so each element gets its own result or error,
+    exactly as unstacked)."""
+    stacked = np.empty(len(elements), dtype=object)
+    stacked[:] = [x[0].item() if isinstance(x[0], np.ndarray) else x[0] for x in elements]
+    try:
+        outs = fn([stacked] + list(captured))
+    except Exception:  # noqa: BLE001 - redone per element, which reports it in place
+        return None
+    n = len(elements)
+    if any(np.ndim(o) == 0 or np.shape(o)[0] != n for o in outs):
+        return None
+    if not split:
+        return list(outs)
+    return [[o[i, ...] for o in outs] for i in range(n)]
 
 
 def _call_chunk(fn, elements: list, captured: list) -> list:
@@ -280,6 +309,59 @@ class _ParallelMapIterator(Iterator):
     def close(self):
         self._pool.shutdown(wait=False, cancel_futures=True)
         super().close()
+
+
+class _RowWiseMapIterator(Iterator):
+    """A map of a row-wise function (MapDataset.row_wise), sequential or parallel: up to
+    CHUNK input elements are mapped with one call on their stacked components, on the
+    consumer's thread. Such a function is a parse (Python holding the GIL), so threads
+    would only add hand-offs; one call per chunk is what makes it fast. If that call fails,
+    the chunk is mapped element by element, so every element gets its own result or error
+    in its place and the ones after it follow, as with the per-element map; an error of the
+    input is raised in its place too, after the elements read before it."""
+
+    CHUNK = 64
+
+    def __init__(self, inner: Iterator, fn, captured):
+        self._inner, self._fn, self._captured = inner, fn, captured
+        self._ready: collections.deque = collections.deque()
+        self._done = False
+
+    def _fill(self) -> None:
+        chunk, failure = [], None
+        while len(chunk) < self.CHUNK:
+            try:
+                x = self._inner.next()
+            except Exception as e:  # noqa: BLE001 - raised in its place by next()
+                failure = _Failed(e)
+                break
+            if x is None:
+                break
+            chunk.append(x)
+        out = _call_rows(self._fn, chunk, self._captured) if len(chunk) > 1 else None
+        if out is None:
+            out = _call_chunk(self._fn, chunk, self._captured)
+        self._ready.extend(out)
+        if failure is not None:
+            self._ready.append(failure)
+        elif len(chunk) < self.CHUNK and (not out or out[-1] is not None):
+            self._ready.append(None)  # the input ended
+
+    def next(self):  # noqa: A003
+        if self._done:
+            return None
+        if not self._ready:
+            self._fill()
+        y = self._ready.popleft()
+        if isinstance(y, _Failed):
+            raise y.error
+        if y is None:
+            self._done = True
+            self._ready.clear()
+        return y
+
+    def children(self):
+        return [self._inner]
 
 
 class FilterDataset(Dataset):
@@ -484,17 +566,23 @@ class ShuffleDataset(Dataset):
         rng = np.random.default_rng([*self.seeds, epoch])
         inner = self.input.iterate(env)
 
+        def draws():  # uniform [0, 1) numbers, drawn 1024 at a time (one draw costs ~us)
+            while True:
+                yield from rng.random(1024).tolist()
+
         def gen():
             buf: list = []
+            size = self.buffer_size
+            u = draws()
             for x in _drain(inner):
-                if len(buf) < self.buffer_size:
+                if len(buf) < size:
                     buf.append(x)
                     continue
-                i = int(rng.integers(len(buf)))
+                i = min(int(next(u) * size), size - 1)  # (rounding never reaches size)
                 out, buf[i] = buf[i], x
                 yield out
             while buf:
-                i = int(rng.integers(len(buf)))
+                i = min(int(next(u) * len(buf)), len(buf) - 1)
                 buf[i], buf[-1] = buf[-1], buf[i]
                 yield buf.pop()
         return _GenIterator(gen(), [inner])
@@ -662,6 +750,10 @@ class BatchDataset(Dataset):
         self.input, self.batch_size, self.drop = input_ds, batch_size, drop_remainder
 
     def iterate(self, env):
+        m = self.input
+        if isinstance(m, MapDataset) and m.row_wise:
+            return _MapAndBatchIterator(m.input.iterate(env), m.fn, m.captured,
+                                        self.batch_size, self.drop)
         inner = self.input.iterate(env)
 
         def gen():
@@ -673,7 +765,58 @@ class BatchDataset(Dataset):
         return _GenIterator(gen(), [inner])
 
 
+class _MapAndBatchIterator(Iterator):
+    """batch(map(f)) for a row-wise f, fused as TensorFlow's map_and_batch fusion (on by
+    default there) does: each batch maps `size` input elements with one call and returns
+    its stacked outputs as they are. A batch with an element whose function fails (or an
+    input error) raises that error, its elements are dropped, and the next batch follows;
+    a function ending the sequence (OutOfRangeError) ends it after the elements before."""
+
+    def __init__(self, inner: Iterator, fn, captured, size: int, drop: bool):
+        self._inner, self._fn, self._captured = inner, fn, captured
+        self._size, self._drop = size, drop
+        self._done = False
+
+    def next(self):  # noqa: A003
+        if self._done:
+            return None
+        chunk = []
+        while len(chunk) < self._size:
+            x = self._inner.next()  # an input error: raised, the next batch follows
+            if x is None:
+                self._done = True
+                break
+            chunk.append(x)
+        if not chunk or (self._drop and len(chunk) < self._size):
+            self._done = True
+            return None
+        stacked = _call_rows(self._fn, chunk, self._captured, split=False) \
+            if len(chunk) > 1 else None
+        if stacked is not None:
+            return stacked
+        rows = []
+        for y in _call_chunk(self._fn, chunk, self._captured):
+            if isinstance(y, _Failed):
+                raise y.error
+            if y is None:
+                self._done = True
+                break
+            rows.append(y)
+        if not rows or (self._drop and len(rows) < self._size):
+            self._done = True
+            return None
+        return [_stack(rows, i) for i in range(len(rows[0]))]
+
+    def children(self):
+        return [self._inner]
+
+
 def _stack(rows: list, i: int) -> np.ndarray:
+    column = [r[i] for r in rows]
+    try:
+        return np.stack(column)
+    except ValueError:  # say which element differs, as TensorFlow does
+        pass
     first = np.shape(rows[0][i])
     for k, r in enumerate(rows):
         if np.shape(r[i]) != first:
@@ -681,7 +824,7 @@ def _stack(rows: list, i: int) -> np.ndarray:
                 None, None, f"Cannot batch tensors with different shapes in component {i}. "
                 f"First element had shape {list(first)} and element {k} had shape "
                 f"{list(np.shape(r[i]))}.")
-    return np.stack([r[i] for r in rows])
+    return np.stack(column)
 
 
 class PaddedBatchDataset(Dataset):
@@ -695,6 +838,10 @@ class PaddedBatchDataset(Dataset):
         self.padding_values = padding_values
 
     def iterate(self, env):
+        m = self.input
+        if isinstance(m, MapDataset) and m.row_wise:
+            return _MapAndBatchIterator(m.input.iterate(env), m.fn, m.captured,
+                                        self.batch_size, self.drop)
         inner = self.input.iterate(env)
 
         def gen():

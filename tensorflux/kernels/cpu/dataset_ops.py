@@ -148,23 +148,27 @@ def _py_generator_dataset(node):
 
 # ---- transformations ---------------------------------------------------------------------
 
-def _function_kernel(op_type: str, attr: str, make, n_extra: int = 0):
-    """A dataset kernel whose op has `input_dataset, other_arguments..., extras...`."""
+def _function_kernel(op_type: str, attr: str, make, n_extra: int = 0, **options):
+    """A dataset kernel whose op has `input_dataset, other_arguments..., extras...`.
+    `row_wise=True`: `make` takes `row_wise`, whether the function may map stacked
+    elements in one call (functions_lib.row_wise)."""
 
     @kernel_factory(op_type)
     def factory(node):
         fn = _function(node, attr)
+        kw = {"row_wise": functions_lib.row_wise(node.attrs[attr])} \
+            if options.get("row_wise") else {}
 
         def compute(ctx, input_ds, *rest):
             captured = list(rest[:len(rest) - n_extra])
             extras = [int(x) for x in rest[len(rest) - n_extra:]]
-            return make(ds_lib.as_dataset(input_ds), fn(ctx), captured, *extras)
+            return make(ds_lib.as_dataset(input_ds), fn(ctx), captured, *extras, **kw)
         return compute
     return factory
 
 
-_function_kernel("MapDataset", "f", ds_lib.MapDataset)
-_function_kernel("ParallelMapDatasetV2", "f", ds_lib.MapDataset, 1)
+_function_kernel("MapDataset", "f", ds_lib.MapDataset, row_wise=True)
+_function_kernel("ParallelMapDatasetV2", "f", ds_lib.MapDataset, 1, row_wise=True)
 _function_kernel("FilterDataset", "predicate", ds_lib.FilterDataset)
 _function_kernel("FlatMapDataset", "f", ds_lib.FlatMapDataset)
 _function_kernel("InterleaveDataset", "f", ds_lib.InterleaveDataset, 2)

@@ -18,6 +18,7 @@ from google.protobuf import json_format
 
 from tensorflux.framework import dtypes, errors, tensor_util
 from tensorflux.kernels.registry import kernel, kernel_factory
+from tensorflux.lib import example_wire
 from tensorflux.protos import example_pb2, tensor_pb2
 
 # ---- DecodeCSV ---------------------------------------------------------------------------
@@ -244,6 +245,7 @@ def _parse_example(node):
     dense_specs = [_DenseSpec(t, shape) for t, shape in zip(dense_types, dense_shapes,
                                                              strict=True)]
 
+    fixed_dense_only = not sparse_types and not any(d.variable for d in dense_specs)
     decoded: dict = {}  # key tensors (constants, the same arrays every run) -> str lists
 
     def keys_of(arr) -> list:
@@ -262,6 +264,16 @@ def _parse_example(node):
         if len(skeys) != len(sparse_types) or len(dkeys) != len(dense_types):
             raise errors.InvalidArgumentError(
                 None, None, "The number of keys does not match the number of types")
+        if fixed_dense_only:
+            # The common case, read straight from the wire (records it declines, with
+            # protobuf): see _fixed_dense.
+            parsed = [example_wire.features(s) if type(s) is bytes else None for s in flat]
+            for i, p in enumerate(parsed):
+                if p is None:  # declined: protobuf's map (or its error), in record order
+                    parsed[i] = _parse_one(flat[i], labels[i])
+            dense = [_fixed_dense(parsed, flat, labels, key, spec, default, serialized.shape)
+                     for key, spec, default in zip(dkeys, dense_specs, defaults, strict=True)]
+            return dense[0] if len(dense) == 1 else tuple(dense)
         parsed = [_parse_one(s, labels[i]) for i, s in enumerate(flat)]
         out_indices, out_values, out_shapes = [], [], []
         for key, dtype in zip(skeys, sparse_types, strict=True):
@@ -364,6 +376,75 @@ def _dense(parsed, labels, key, spec: _DenseSpec, default, batch_shape) -> np.nd
     for b, r in enumerate(rows):
         out[b, :len(r)] = r
     return out.reshape(tuple(batch_shape) + (longest,) + tuple(spec.elem))
+
+
+_WIRE_KIND = {dtypes.float32: example_wire.FLOAT, dtypes.int64: example_wire.INT64,
+              dtypes.string: example_wire.BYTES}
+_WIRE_KIND_NAME = {example_wire.BYTES: "bytes_list", example_wire.FLOAT: "float_list",
+                   example_wire.INT64: "int64_list"}
+_WIRE_DECODE = {example_wire.FLOAT: example_wire.floats, example_wire.INT64: example_wire.int64s,
+                example_wire.BYTES: example_wire.bytes_values}
+
+
+def _fixed_dense(parsed: list, flat, labels, key, spec: _DenseSpec, default,
+                 batch_shape) -> np.ndarray:
+    """A fixed-shape dense feature of all records. `parsed[b]` is record b's
+    example_wire.features dict, or its protobuf feature map where that reader declined it;
+    a record whose values the reader cannot decode is parsed with protobuf here. Values
+    are gathered per row (float32 as little-endian bytes) and converted once; the errors
+    are those of `_dense`."""
+    kind = _WIRE_KIND[spec.dtype]
+    decode = _WIRE_DECODE[kind]
+    is_float = kind == example_wire.FLOAT
+    per = spec.per
+    default = np.asarray(default)
+    fill = None
+    if default.size:
+        fill = default.astype(spec.np_dtype).reshape(-1)
+        fill = fill.astype("<f4").tobytes() if is_float else fill.tolist()
+    rows: list = []
+    wire_key = key.encode()
+    for b, p in enumerate(parsed):
+        vals = None
+        if type(p) is dict:
+            got = p.get(wire_key)
+            if got is not None:
+                if got[0] == 0:
+                    vals = b"" if is_float else []
+                elif got[0] != kind:
+                    raise errors.InvalidArgumentError(
+                        None, None, f"Name: {labels[b]}, Key: {key}, Index: {b}.  Data types "
+                        f"don't match. Data type: {_KIND_NAME[_WIRE_KIND_NAME[got[0]]]} but "
+                        f"expected type: {_KIND_NAME[spec.kind]}")
+                else:
+                    try:
+                        vals = decode(got[1])
+                    except (ValueError, IndexError):
+                        p = _parse_one(flat[b], labels[b])  # protobuf decides
+        if type(p) is not dict:
+            f = p.get(key)
+            vals = _values(f, spec.dtype, key, labels[b], b) if f is not None else None
+            if vals is not None:
+                vals = np.asarray(list(vals), "<f4").tobytes() if is_float else list(vals)
+        if vals is None:
+            if fill is None:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Name: {labels[b]}, Feature: {key} (data type: "
+                    f"{_KIND_NAME[spec.kind]}) is required but could not be found.")
+            vals = fill
+        n = len(vals) // 4 if is_float else len(vals)
+        if n != per:
+            raise _count_error(labels[b], key, b, spec, n)
+        rows.append(vals)
+    shape = tuple(batch_shape) + tuple(spec.shape)
+    if is_float:
+        return np.frombuffer(b"".join(rows), "<f4").astype(np.float32).reshape(shape)
+    values = [v for r in rows for v in r]
+    if kind == example_wire.BYTES:
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out.reshape(shape)
+    return np.array(values, dtype=np.int64).reshape(shape)
 
 
 def _count_error(label, key, b, spec: _DenseSpec, n) -> errors.InvalidArgumentError:
