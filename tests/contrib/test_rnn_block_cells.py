@@ -246,3 +246,78 @@ result = {"graph": base64.b64encode(g.SerializeToString()).decode(), "feed": fee
                            {"x:0": np.asarray(theirs["feed"], np.float32)})
     for g, w in zip(got, theirs["vals"], strict=True):
         np.testing.assert_allclose(g, np.asarray(w), rtol=1e-4, atol=1e-5)
+
+
+# ---- LayerNormBasicLSTMCell (plain ops) ------------------------------------------------------
+
+def _ln(v, gamma, beta):
+    mean = v.mean(1, keepdims=True)
+    var = v.var(1, keepdims=True)
+    return (v - mean) / np.sqrt(var + 1e-12) * gamma + beta
+
+
+def _ln_lstm_reference(x, c, h, weights, forget_bias):
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    g = np.concatenate([x, h], 1) @ weights["kernel"]
+    i, j, f, o = np.split(g, 4, axis=1)
+    i, j, f, o = (_ln(v, weights[f"{s}/gamma"], weights[f"{s}/beta"])
+                  for v, s in zip((i, j, f, o), ("input", "transform", "forget", "output"),
+                                  strict=True))
+    new_c = c * sig(f + forget_bias) + sig(i) * np.tanh(j)
+    new_c = _ln(new_c, weights["state/gamma"], weights["state/beta"])
+    return np.tanh(new_c) * sig(o), new_c
+
+
+def test_layer_norm_basic_lstm_cell_values_and_names():
+    rng = np.random.default_rng(6)
+    x, c, h = (rng.standard_normal(s).astype(np.float32) for s in ((B, D), (B, N), (B, N)))
+    with tf.Graph().as_default():
+        cell = tf.contrib.rnn.LayerNormBasicLSTMCell(N, forget_bias=0.3, norm_gain=1.5,
+                                                     norm_shift=0.1)
+        out, state = cell(tf.constant(x), tf.nn.rnn_cell.LSTMStateTuple(
+            tf.constant(c), tf.constant(h)))
+        variables = {v.op.name.split("layer_norm_basic_lstm_cell/")[1]: v
+                     for v in tf.global_variables()}
+        assert sorted(variables) == sorted(
+            ["kernel"] + [f"{s}/{p}" for s in ("input", "transform", "forget", "output",
+                                               "state") for p in ("gamma", "beta")])
+        assert variables["kernel"].shape.as_list() == [D + N, 4 * N]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_allclose(sess.run(variables["input/gamma"]), np.full(N, 1.5))
+            weights = {}
+            for name, v in variables.items():
+                weights[name] = rng.standard_normal(v.shape.as_list()).astype(np.float32)
+                v.load(weights[name], sess)
+            got_h, got_state = sess.run([out, state])
+    want_h, want_c = _ln_lstm_reference(x, c, h, weights, 0.3)
+    np.testing.assert_allclose(got_h, want_h, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got_state.c, want_c, rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_off_equals_basic_lstm_cell():
+    block, core = _compare_cells(
+        lambda: tf.contrib.rnn.LayerNormBasicLSTMCell(N, forget_bias=0.5, layer_norm=False),
+        lambda: tf.nn.rnn_cell.BasicLSTMCell(N, forget_bias=0.5))
+    _assert_same(block, core)
+
+
+def test_layer_norm_cell_gradient_and_dropout():
+    rng = np.random.default_rng(7)
+    x_val = rng.standard_normal((2, 3, 3))
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [2, 3, 3])
+        out, _ = tf.nn.dynamic_rnn(tf.contrib.rnn.LayerNormBasicLSTMCell(2), x,
+                                   dtype=tf.float64)
+        y = tf.reduce_sum(out * tf.constant(rng.standard_normal((2, 3, 2))))
+        with tf.Session():
+            tf.global_variables_initializer().run()
+            err = tf.test.compute_gradient_error(x, [2, 3, 3], y, [], x_init_value=x_val)
+        assert err < 1e-5
+        dropped = tf.contrib.rnn.LayerNormBasicLSTMCell(4, dropout_keep_prob=0.5,
+                                                        dropout_prob_seed=3)
+        out2, _ = tf.nn.dynamic_rnn(dropped, tf.ones([2, 3, 5]), dtype=tf.float32,
+                                    scope="dropped")
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert np.isfinite(sess.run(out2)).all()
