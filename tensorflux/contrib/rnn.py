@@ -1,10 +1,21 @@
 """`tf.contrib.rnn`: TF1 example programs import their cells and `static_rnn` from here
 (`from tensorflow.contrib import rnn`). The same classes and functions as `tf.nn.rnn_cell`
-and `tf.nn`; contrib's extra cells (LSTMBlockCell, LayerNormBasicLSTMCell, ...) are not
-provided."""
+and `tf.nn`, plus contrib's cells over the fused recurrent ops (LSTMBlockCell,
+LSTMBlockFusedCell, GRUBlockCell, GRUBlockCellV2; tensorflux/contrib/rnn_block_cells.py)
+and LayerNormBasicLSTMCell (tensorflux/contrib/layer_norm_rnn_cell.py). contrib's other
+extra cells are not provided."""
 
 from tensorflux.nn.rnn import static_bidirectional_rnn, static_rnn  # noqa: F401
 from tensorflux.nn.rnn_cell import *  # noqa: F401,F403
 from tensorflux.nn.rnn_cell import __all__ as _cells
 
 __all__ = list(_cells) + ["static_rnn", "static_bidirectional_rnn"]
+
+# contrib's cells over the fused recurrent ops
+from tensorflux.contrib.rnn_block_cells import *  # noqa: E402,F401,F403
+from tensorflux.contrib.rnn_block_cells import __all__ as _block_cells  # noqa: E402
+
+__all__ += list(_block_cells)
+from tensorflux.contrib.layer_norm_rnn_cell import LayerNormBasicLSTMCell  # noqa: E402,F401
+
+__all__ += ["LayerNormBasicLSTMCell"]

@@ -68,3 +68,4 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     unary_ops,
     unicode_script_ops,
 )
+from tensorflux.ops import rnn_block_ops  # noqa: F401, E402, I001 - fused RNN ops
