@@ -222,3 +222,6 @@ from tensorflux.ops.misc_ops import (  # noqa: E402,F401
     extract_volume_patches,
     timestamp,
 )
+# Ragged tensors: tf.RaggedTensor, tf.ragged.
+from tensorflux import ragged  # noqa: E402,F401 - tf.ragged
+from tensorflux.ragged import RaggedTensor  # noqa: E402,F401

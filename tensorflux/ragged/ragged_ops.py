@@ -1,0 +1,277 @@
+"""The tf.ragged functions and the ragged forms of elementwise math, reductions along the
+ragged axis, gather, concat and stack, all composed from ordinary ops on the row partition
+(no ragged-specific kernels).
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.operation import Tensor
+from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import array_ops, comparison_ops, constant_op, gather_ops, joining_ops
+from tensorflux.ops import math_ops, reduction_ops, segment_ops, sequence_ops, slicing_ops, unary_ops
+from tensorflux.ragged.ragged_tensor import (
+    RaggedTensor,
+    _cumsum_splits,
+    _splits_dtype,
+    row_splits_to_segment_ids,
+)
+from tensorflux.ragged.ragged_tensor_value import RaggedTensorValue
+
+# ---- constants ---------------------------------------------------------------------------
+
+
+def _depth(x) -> int | None:
+    """Nesting depth of the scalars in `x` (None: no scalar in it); ValueError if mixed."""
+    if not isinstance(x, (list, tuple)):
+        return 0
+    depths = {d for d in (_depth(item) for item in x) if d is not None}
+    if len(depths) > 1:
+        raise ValueError("all scalar values must have the same nesting depth")
+    return depths.pop() + 1 if depths else None
+
+
+def _default_numpy_dtype(flat: list):
+    arr = np.array(flat, dtype=object) if not flat else np.array(flat)
+    if arr.dtype.kind in "SUO" and arr.size:
+        return object
+    if arr.dtype.kind == "f":
+        return np.float32
+    if arr.dtype.kind in "iu":
+        return np.int32
+    if arr.dtype.kind == "b":
+        return np.bool_
+    return np.float32
+
+
+def _split_levels(pylist, ragged_rank, splits_np):
+    """Nested splits (one per ragged level) and the remaining items as a flat list."""
+    nested, items = [], list(pylist)
+    for _ in builtins.range(ragged_rank):
+        splits, nxt = [0], []
+        for item in items:
+            if not isinstance(item, (list, tuple)):
+                raise ValueError("pylist has scalar values at a ragged level")
+            nxt.extend(item)
+            splits.append(len(nxt))
+        nested.append(np.asarray(splits, splits_np))
+        items = nxt
+    return nested, items
+
+
+def _constant_parts(pylist, dtype, ragged_rank, inner_shape, splits_dtype):
+    if isinstance(pylist, np.ndarray):
+        pylist = pylist.tolist()
+    depth = _depth(pylist)
+    inner = () if inner_shape is None else tuple(inner_shape)
+    if depth is None:
+        depth = max((ragged_rank or 1) + 1 + len(inner), 2)
+    if ragged_rank is None:
+        ragged_rank = max(0, depth - 1 - len(inner))
+    if ragged_rank < 0:
+        raise ValueError(f"Invalid ragged_rank={ragged_rank}: must be nonnegative")
+    if depth and ragged_rank >= depth and depth > 0:
+        raise ValueError(f"Invalid pylist={pylist!r}: incompatible with ragged_rank="
+                         f"{ragged_rank}")
+    nested, flat = _split_levels(pylist, ragged_rank, splits_dtype.as_numpy_dtype)
+    np_dtype = dtype.as_numpy_dtype if dtype is not None else _default_numpy_dtype(flat)
+    if dtype is not None and dtype == dtypes.string:
+        np_dtype = object
+    try:
+        values = np.array(flat, dtype=np_dtype)
+    except ValueError as e:
+        raise ValueError("inner values have inconsistent shape") from e
+    if values.dtype == object and values.ndim != 1 + (depth - 1 - ragged_rank):
+        raise ValueError("inner values have inconsistent shape")
+    if not flat:
+        values = values.reshape((0,) + inner)
+    elif inner and tuple(values.shape[1:]) != inner:
+        values = values.reshape((-1,) + inner)
+    return nested, values
+
+
+def constant_value(pylist, dtype=None, ragged_rank=None, inner_shape=None,
+                   row_splits_dtype="int64") -> RaggedTensorValue | np.ndarray:
+    """A nested Python list as a RaggedTensorValue of NumPy arrays
+    (`tf.ragged.constant_value`); Python ints become int64 and floats float64 unless
+    `dtype` says otherwise.
+
+    Raises:
+      ValueError: scalars at different depths, or inner values of different shapes.
+    """
+    splits_dtype = _splits_dtype(row_splits_dtype)
+    np_dtype = None if dtype is None else dtypes.as_dtype(dtype)
+    nested, values = _constant_parts(pylist, np_dtype, ragged_rank, inner_shape, splits_dtype)
+    if dtype is None and values.dtype == np.int32:
+        values = values.astype(np.int64)
+    elif dtype is None and values.dtype == np.float32:
+        values = values.astype(np.float64)
+    result = values
+    for splits in reversed(nested):
+        result = RaggedTensorValue(result, splits)
+    return result
+
+
+def constant(pylist, dtype=None, ragged_rank=None, inner_shape=None, name=None,
+             row_splits_dtype=dtypes.int64):
+    """A nested Python list as a constant RaggedTensor (`tf.ragged.constant`); Python ints
+    become int32 and floats float32, as with `tf.constant`.
+
+    Raises:
+      ValueError: scalars at different depths, or inner values of different shapes.
+    """
+    splits_dtype = _splits_dtype(row_splits_dtype)
+    dtype = None if dtype is None else dtypes.as_dtype(dtype)
+    with graph_lib.name_scope(name, "RaggedConstant", []):
+        nested, values = _constant_parts(pylist, dtype, ragged_rank, inner_shape,
+                                         splits_dtype)
+        result = constant_op.constant(values, dtype=dtype or (
+            dtypes.string if values.dtype == object else None), name="values")
+        for splits in reversed(nested):
+            result = RaggedTensor.from_row_splits(
+                result, constant_op.constant(splits), validate=False)
+        return result
+
+
+def placeholder(dtype, ragged_rank, value_shape=None, name=None) -> RaggedTensor:
+    """A RaggedTensor to be fed with a RaggedTensorValue (`tf.ragged.placeholder`): one
+    placeholder for the flat values and one per row_splits."""
+    if ragged_rank < 1:
+        raise ValueError("ragged_rank must be at least 1")
+    inner = tensor_shape.TensorShape(value_shape if value_shape is not None else [])
+    with graph_lib.name_scope(name, "RaggedPlaceholder", []):
+        result = array_ops.placeholder(dtype, tensor_shape.TensorShape([None]).concatenate(
+            inner), name="flat_values")
+        for i in reversed(builtins.range(ragged_rank)):
+            splits = array_ops.placeholder(dtypes.int64, [None], name=f"row_splits_{i}")
+            result = RaggedTensor.from_row_splits(result, splits, validate=False)
+        return result
+
+
+# ---- partitions --------------------------------------------------------------------------
+
+
+def segment_ids_to_row_splits(segment_ids, num_segments=None, out_type=None, name=None):
+    """row_splits from sorted segment ids (`tf.ragged.segment_ids_to_row_splits`)."""
+    with graph_lib.name_scope(name, "SegmentIdsToRaggedSplits", [segment_ids]):
+        ids = convert_to_tensor(segment_ids, name="segment_ids")
+        out_type = ids.dtype if out_type is None else _splits_dtype(out_type)
+        ids = math_ops.cast(ids, out_type)
+        if num_segments is None:
+            n = array_ops.size(ids, out_type=out_type)
+            num_segments = comparison_ops.where(
+                n > 0, reduction_ops.reduce_max(ids) + 1, math_ops.cast(0, out_type))
+        num_segments = math_ops.cast(convert_to_tensor(num_segments), out_type)
+        lengths = sequence_ops.unsorted_segment_sum(array_ops.ones_like(ids), ids,
+                                                    num_segments)
+        return _cumsum_splits(lengths)
+
+
+def range(starts, limits=None, deltas=1, dtype=None, name=None,  # noqa: A001 - TF's name
+          row_splits_dtype=dtypes.int64) -> RaggedTensor:
+    """Row i is `tf.range(starts[i], limits[i], deltas[i])`, broadcasting the three
+    (`tf.ragged.range`)."""
+    splits_dtype = _splits_dtype(row_splits_dtype)
+    if limits is None:
+        starts, limits = 0, starts
+    with graph_lib.name_scope(name, "RaggedRange", [starts, limits, deltas]):
+        parts = [convert_to_tensor(v, dtype=dtype) for v in (starts, limits, deltas)]
+        if dtype is None:
+            order = [dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64]
+            dtype = max((p.dtype.base_dtype for p in parts), key=order.index)
+        parts = [math_ops.cast(p, dtype) for p in parts]
+        if all(p.shape.ndims == 0 for p in parts):
+            parts = [array_ops.reshape(p, [1]) for p in parts]
+        shape = joining_ops.broadcast_dynamic_shape(
+            joining_ops.broadcast_dynamic_shape(array_ops.shape(parts[0]),
+                                                array_ops.shape(parts[1])),
+            array_ops.shape(parts[2]))
+        start, limit, delta = [joining_ops.broadcast_to(p, shape) for p in parts]
+        span = math_ops.cast(limit - start, dtypes.float64) / math_ops.cast(delta,
+                                                                            dtypes.float64)
+        lengths = math_ops.cast(math_ops.maximum(unary_ops.ceil(span), 0.0), splits_dtype)
+        splits = _cumsum_splits(lengths)
+        ids = row_splits_to_segment_ids(splits)
+        pos = sequence_ops.range(0, splits[-1], dtype=splits_dtype) - \
+            gather_ops.gather(splits, ids)
+        values = gather_ops.gather(start, ids) + math_ops.cast(pos, dtype) * \
+            gather_ops.gather(delta, ids)
+        return RaggedTensor.from_row_splits(values, splits, validate=False)
+
+
+# ---- elementwise -------------------------------------------------------------------------
+
+
+def map_flat_values(op, *args, **kwargs):
+    """`op` applied to the flat values of the RaggedTensor arguments, the result given their
+    (shared) nested row splits (`tf.ragged.map_flat_values`).
+
+    Without a RaggedTensor argument `op` is simply called.
+
+    Raises:
+      ValueError: the RaggedTensor arguments have different ragged ranks.
+    """
+    found = []
+
+    def flat(x):
+        if isinstance(x, RaggedTensor):
+            found.append(x)
+            return x.flat_values
+        if isinstance(x, (list, tuple)):
+            return type(x)(flat(i) for i in x)
+        if isinstance(x, dict):
+            return {k: flat(v) for k, v in x.items()}
+        return x
+
+    args = flat(list(args))
+    kwargs = flat(kwargs)
+    if not found:
+        return op(*args, **kwargs)
+    ranks = {rt.ragged_rank for rt in found}
+    if len(ranks) > 1:
+        raise ValueError("All ragged inputs must have the same ragged_rank.")
+    return found[0].with_flat_values(op(*args, **kwargs))
+
+
+def _binary(fn):
+    def apply(x, y, name=None):
+        for v in (x, y):
+            if not isinstance(v, RaggedTensor) and not np.isscalar(v) and not (
+                    isinstance(v, Tensor) and v.shape.ndims == 0):
+                raise NotImplementedError("tensorflux's ragged math takes RaggedTensors with "
+                                          "the same row splits, or scalars")
+        if isinstance(x, RaggedTensor) and isinstance(y, RaggedTensor) and \
+                x.ragged_rank != y.ragged_rank:
+            raise ValueError("the RaggedTensors must have the same ragged_rank")
+        return map_flat_values(fn, x, y, name=name)
+    return apply
+
+
+add = _binary(math_ops.add)
+subtract = _binary(math_ops.subtract)
+multiply = _binary(math_ops.multiply)
+truediv = _binary(math_ops.truediv)
+divide = truediv
+floordiv = _binary(math_ops.floordiv)
+mod = _binary(math_ops.floormod)
+pow = _binary(math_ops.pow)  # noqa: A001
+maximum = _binary(math_ops.maximum)
+minimum = _binary(math_ops.minimum)
+
+
+def _install_operators():
+    for op_name, fn in (("add", add), ("sub", subtract), ("mul", multiply),
+                        ("truediv", truediv), ("floordiv", floordiv), ("mod", mod),
+                        ("pow", pow)):
+        setattr(RaggedTensor, f"__{op_name}__", lambda a, b, _fn=fn: _fn(a, b))
+        setattr(RaggedTensor, f"__r{op_name}__", lambda a, b, _fn=fn: _fn(b, a))
+    RaggedTensor.__neg__ = lambda a: map_flat_values(unary_ops.negative, a)
+    RaggedTensor.__abs__ = lambda a: map_flat_values(unary_ops.abs, a)
+
+
+_install_operators()
