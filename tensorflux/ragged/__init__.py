@@ -2,12 +2,14 @@
 (tensorflux/ragged/ragged_tensor.py) and the functions on them (ragged_ops.py)."""
 
 from tensorflux.ragged.ragged_ops import (  # noqa: F401
+    boolean_mask,
     constant,
     constant_value,
     map_flat_values,
     placeholder,
     range,
     segment_ids_to_row_splits,
+    stack,
 )
 from tensorflux.ragged.ragged_tensor import RaggedTensor, row_splits_to_segment_ids  # noqa: F401
 from tensorflux.ragged.ragged_tensor_value import RaggedTensorValue  # noqa: F401

@@ -275,3 +275,154 @@ def _install_operators():
 
 
 _install_operators()
+
+
+# ---- reductions, gather, concat, stack, boolean_mask -------------------------------------
+
+
+def _reduce(segment_fn, rt: RaggedTensor, axis, keepdims=False, name=None, mean=False):
+    """`rt` reduced along `axis` (1: within each row; None: everything; 0: over rows, for
+    ragged_rank 1 only)."""
+    if axis is None:
+        return segment_fn(rt.flat_values, None)
+    if axis < 0:
+        axis += rt.shape.ndims
+    if axis == 1 and rt.ragged_rank == 1:
+        ids = rt.value_rowids()
+        out = segment_fn(rt.values, (ids, rt.nrows()))
+        return array_ops.expand_dims(out, 1) if keepdims else out
+    if axis == 0 and rt.ragged_rank == 1 and rt.flat_values.shape.ndims == 1:
+        splits = rt.row_splits
+        n = array_ops.size(rt.values, out_type=splits.dtype)
+        cols = sequence_ops.range(0, n, dtype=splits.dtype) - gather_ops.gather(
+            splits, rt.value_rowids())
+        width = reduction_ops.reduce_max(joining_ops.concat(
+            [array_ops.zeros([1], splits.dtype), rt.row_lengths()], 0))
+        return segment_fn(rt.values, (cols, width))
+    raise NotImplementedError("ragged reductions support axis=None, axis=1 (ragged_rank 1) "
+                              "and axis=0 (ragged_rank 1, vector values)")
+
+
+def _reduction(unsorted_fn, dense_fn, mean=False):
+    def segment(values, seg):
+        if seg is None:
+            return dense_fn(values)
+        ids, n = seg
+        if mean:
+            total = sequence_ops.unsorted_segment_sum(values, ids, n)
+            count = sequence_ops.unsorted_segment_sum(array_ops.ones_like(values), ids, n)
+            return math_ops.truediv(total, count)
+        return unsorted_fn(values, ids, n)
+
+    def reduce(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+        if axis is None and reduction_indices is not None:
+            axis = reduction_indices
+        if isinstance(axis, (list, tuple)):
+            if len(axis) != 1:
+                raise NotImplementedError("ragged reductions take a single axis")
+            axis = axis[0]
+        keep = bool(keepdims or keep_dims)
+        with graph_lib.name_scope(name, "RaggedReduce", [input_tensor]):
+            return _reduce(segment, input_tensor, axis, keep)
+    return reduce
+
+
+reduce_sum = _reduction(sequence_ops.unsorted_segment_sum, reduction_ops.reduce_sum)
+reduce_max = _reduction(segment_ops.unsorted_segment_max, reduction_ops.reduce_max)
+reduce_min = _reduction(segment_ops.unsorted_segment_min, reduction_ops.reduce_min)
+reduce_prod = _reduction(segment_ops.unsorted_segment_prod, reduction_ops.reduce_prod)
+reduce_mean = _reduction(None, reduction_ops.reduce_mean, mean=True)
+
+
+def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
+    """The rows of ragged `params` at dense `indices` (axis 0; `tf.gather` on ragged)."""
+    if axis not in (None, 0) or batch_dims != 0:
+        raise NotImplementedError("ragged gather supports axis=0, batch_dims=0")
+    with graph_lib.name_scope(name, "RaggedGather", [params, indices]):
+        idx = convert_to_tensor(indices, name="indices")
+        if idx.shape.ndims != 1:
+            raise NotImplementedError("ragged gather takes a vector of indices")
+        return _gather_rows(params, math_ops.cast(idx, params.row_splits.dtype))
+
+
+def _gather_rows(rt: RaggedTensor, idx):
+    splits = rt.row_splits
+    starts = gather_ops.gather(splits[:-1], idx)
+    lengths = gather_ops.gather(rt.row_lengths(), idx)
+    new_splits = _cumsum_splits(lengths)
+    ids = row_splits_to_segment_ids(new_splits)
+    total = new_splits[-1]
+    pos = sequence_ops.range(0, total, dtype=splits.dtype) - gather_ops.gather(new_splits, ids)
+    value_idx = gather_ops.gather(starts, ids) + pos
+    if isinstance(rt.values, RaggedTensor):
+        values = _gather_rows(rt.values, value_idx)
+    else:
+        values = gather_ops.gather(rt.values, value_idx)
+    return RaggedTensor.from_row_splits(values, new_splits, validate=False)
+
+
+def _as_ragged(x, splits_dtype=dtypes.int64):
+    if isinstance(x, RaggedTensor):
+        return x
+    if isinstance(x, RaggedTensorValue):
+        return RaggedTensor._from_value(x)
+    return RaggedTensor.from_tensor(x, row_splits_dtype=splits_dtype)
+
+
+def concat(values, axis, name=None):
+    """Ragged concatenation along axis 0 (rows after rows) or 1 (row i joined with row i)
+    (`tf.concat` on ragged, ragged_rank 1)."""
+    with graph_lib.name_scope(name, "RaggedConcat", values):
+        rts = [_as_ragged(v) for v in values]
+        if any(rt.ragged_rank != 1 for rt in rts):
+            raise NotImplementedError("ragged concat supports ragged_rank 1")
+        if axis < 0:
+            axis += rts[0].shape.ndims
+        if axis == 0:
+            vals = joining_ops.concat([rt.values for rt in rts], 0)
+            lengths = joining_ops.concat([rt.row_lengths() for rt in rts], 0)
+            return RaggedTensor.from_row_lengths(vals, lengths, validate=False)
+        if axis == 1:
+            stacked = concat(rts, 0)
+            n = rts[0].nrows()
+            k = len(rts)
+            # Row i of input j sits at j * n + i; interleave to i * k + j.
+            order = array_ops.reshape(array_ops.transpose(array_ops.reshape(
+                sequence_ops.range(0, n * k, dtype=n.dtype), [k, -1])), [-1])
+            inter = _gather_rows(stacked, order)
+            lengths = reduction_ops.reduce_sum(
+                array_ops.reshape(inter.row_lengths(), [-1, k]), axis=1)
+            return RaggedTensor.from_row_lengths(inter.values, lengths, validate=False)
+        raise NotImplementedError("ragged concat supports axis 0 and 1")
+
+
+def stack(values, axis=0, name=None):
+    """The inputs as the rows of a new outer ragged dimension (`tf.ragged.stack`, axis 0)."""
+    if axis != 0:
+        raise NotImplementedError("ragged stack supports axis=0")
+    with graph_lib.name_scope(name, "RaggedStack", values):
+        rts = [_as_ragged(v) for v in values]
+        inner = concat(rts, 0)
+        outer = joining_ops.stack([rt.nrows() for rt in rts])
+        return RaggedTensor.from_row_lengths(inner, outer, validate=False)
+
+
+def boolean_mask(data, mask, name=None):
+    """The elements (or rows) of `data` where `mask` is true; a ragged mask filters the
+    values within each row (`tf.ragged.boolean_mask`, ragged_rank 1 or dense)."""
+    with graph_lib.name_scope(name, "RaggedMask", [data, mask]):
+        if isinstance(mask, RaggedTensor):
+            rt = _as_ragged(data)
+            keep = mask.values
+            vals = slicing_ops.boolean_mask(rt.values, keep)
+            ids = slicing_ops.boolean_mask(rt.value_rowids(), keep)
+            return RaggedTensor.from_value_rowids(vals, ids, rt.nrows(), validate=False)
+        mask = convert_to_tensor(mask, dtype=dtypes.bool, name="mask")
+        if isinstance(data, RaggedTensor):
+            if mask.shape.ndims != 1:
+                raise NotImplementedError("a dense mask of a RaggedTensor must be a vector")
+            rows = slicing_ops.boolean_mask(
+                sequence_ops.range(0, data.nrows(), dtype=data.row_splits.dtype), mask)
+            return _gather_rows(data, rows)
+        return slicing_ops.boolean_mask(data, mask)
