@@ -23,9 +23,11 @@ unicode_encode = _s.unicode_encode
 unicode_transcode = _s.unicode_transcode
 unsorted_segment_join = _s.unsorted_segment_join
 upper = _s.upper
-from tensorflux.ops.string_split_ops import (  # noqa: E402,F401
+from tensorflux.ragged.ragged_string_ops import (  # noqa: E402,F401 - ragged for vectors
     bytes_split,
     ngrams,
+    split,
+    unicode_decode,
     unicode_decode_with_offsets,
     unicode_split,
     unicode_split_with_offsets,
