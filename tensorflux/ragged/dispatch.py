@@ -58,4 +58,4 @@ def install(namespace) -> None:
             setattr(namespace, name, dispatching(fn, ragged_fn))
     fn = getattr(namespace, "concat", None)
     if callable(fn):
-        setattr(namespace, "concat", _concat(fn))
+        namespace.concat = _concat(fn)

@@ -13,8 +13,19 @@ from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, comparison_ops, constant_op, gather_ops, joining_ops
-from tensorflux.ops import math_ops, reduction_ops, segment_ops, sequence_ops, slicing_ops, unary_ops
+from tensorflux.ops import (
+    array_ops,
+    comparison_ops,
+    constant_op,
+    gather_ops,
+    joining_ops,
+    math_ops,
+    reduction_ops,
+    segment_ops,
+    sequence_ops,
+    slicing_ops,
+    unary_ops,
+)
 from tensorflux.ragged.ragged_tensor import (
     RaggedTensor,
     _cumsum_splits,

@@ -11,8 +11,15 @@ from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ext_ops, array_ops, gather_ops, math_ops, sequence_ops
-from tensorflux.ops import string_ops, string_split_ops
+from tensorflux.ops import (
+    array_ext_ops,
+    array_ops,
+    gather_ops,
+    math_ops,
+    sequence_ops,
+    string_ops,
+    string_split_ops,
+)
 from tensorflux.ragged.ragged_tensor import RaggedTensor, row_splits_to_segment_ids
 
 

@@ -19,8 +19,17 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Tensor, run_in_session
 from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ext_ops, array_ops, comparison_ops, gather_ops, joining_ops, math_ops
-from tensorflux.ops import reduction_ops, sequence_ops, slicing_ops
+from tensorflux.ops import (
+    array_ext_ops,
+    array_ops,
+    comparison_ops,
+    gather_ops,
+    joining_ops,
+    math_ops,
+    reduction_ops,
+    sequence_ops,
+    slicing_ops,
+)
 from tensorflux.ragged.ragged_tensor_value import RaggedTensorValue
 
 _SPLIT_TYPES = (dtypes.int32, dtypes.int64)
@@ -42,7 +51,8 @@ def _partition(x, name, dtype):
         arr = np.asarray(x)
         if arr.dtype.kind not in "iu" and arr.size:
             raise ValueError(f"{name} must have dtype int32 or int64")
-        x = convert_to_tensor(arr.astype(dtype.as_numpy_dtype), name=name)
+        keep = isinstance(x, np.ndarray) and arr.dtype in (np.int32, np.int64)
+        x = convert_to_tensor(arr if keep else arr.astype(dtype.as_numpy_dtype), name=name)
     x.shape.with_rank(1)
     return x
 
@@ -216,7 +226,7 @@ class RaggedTensor:
             raise ValueError("nested_nrows must have the same length as nested_value_rowids")
         with graph_lib.name_scope(name, "RaggedFromNestedValueRowIds", [flat_values]):
             result = flat_values
-            for ids, n in reversed(list(zip(nested_value_rowids, nested_nrows))):
+            for ids, n in reversed(list(zip(nested_value_rowids, nested_nrows, strict=True))):
                 result = cls.from_value_rowids(result, ids, n, validate=validate)
             return result
 
@@ -580,7 +590,7 @@ def _feed(rt: RaggedTensor, value):
                          f"{value.ragged_rank} to a RaggedTensor of ragged_rank "
                          f"{rt.ragged_rank}")
     pairs = [(rt.flat_values, value.flat_values)]
-    for t, v in zip(rt.nested_row_splits, value.nested_row_splits):
+    for t, v in zip(rt.nested_row_splits, value.nested_row_splits, strict=True):
         pairs.append((t, np.asarray(v, t.dtype.as_numpy_dtype)))
     return pairs
 
