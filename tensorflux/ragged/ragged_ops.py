@@ -9,9 +9,9 @@ import builtins
 
 import numpy as np
 
+from tensorflux.debugging import check_ops
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
-from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import (
     array_ops,
@@ -249,17 +249,55 @@ def map_flat_values(op, *args, **kwargs):
     return found[0].with_flat_values(op(*args, **kwargs))
 
 
+def _dense_operand(rt: RaggedTensor, t):
+    """Dense `t` as an operand for `rt`'s flat values (broadcasting as TF does where cheap:
+    over the inner dense dims, or a [nrows, 1, ...] tensor against a ragged_rank 1 tensor).
+    """
+    t = convert_to_tensor(t, dtype=rt.dtype, name="y")
+    rank = t.shape.ndims
+    inner = rt.flat_values.shape.ndims
+    if rank is not None and inner is not None and rank <= inner - 1:
+        return t
+    if rank is not None and inner is not None and rt.ragged_rank == 1 and rank == inner + 1 \
+            and t.shape[1].value == 1:
+        per_row = array_ops.squeeze(t, [1])
+        if t.shape[0].value == 1:
+            return per_row[0]
+        return gather_ops.gather(per_row, rt.value_rowids())
+    raise NotImplementedError(f"ragged math: cannot broadcast a dense {t.shape} tensor "
+                              f"against a RaggedTensor of shape {rt.shape}")
+
+
+def _same_partitions(x: RaggedTensor, y: RaggedTensor):
+    """Assertions that x and y have the same nested row splits (none where shared)."""
+    if x.ragged_rank != y.ragged_rank:
+        raise ValueError("the RaggedTensors must have the same ragged_rank")
+    checks = []
+    for a, b in zip(x.nested_row_splits, y.nested_row_splits, strict=True):
+        if a is not b:
+            b = math_ops.cast(b, a.dtype)
+            same_size = comparison_ops.equal(array_ops.size(a), array_ops.size(b))
+            checks.append(check_ops.assert_equal(
+                same_size, True, message="Inputs must have identical ragged splits"))
+            with graph_lib.control_dependencies(checks[-1:]):
+                checks.append(check_ops.assert_equal(
+                    a, b, message="Inputs must have identical ragged splits"))
+    return checks
+
+
 def _binary(fn):
     def apply(x, y, name=None):
-        for v in (x, y):
-            if not isinstance(v, RaggedTensor) and not np.isscalar(v) and not (
-                    isinstance(v, Tensor) and v.shape.ndims == 0):
-                raise NotImplementedError("tensorflux's ragged math takes RaggedTensors with "
-                                          "the same row splits, or scalars")
-        if isinstance(x, RaggedTensor) and isinstance(y, RaggedTensor) and \
-                x.ragged_rank != y.ragged_rank:
-            raise ValueError("the RaggedTensors must have the same ragged_rank")
-        return map_flat_values(fn, x, y, name=name)
+        if isinstance(x, RaggedTensorValue):
+            x = RaggedTensor._from_value(x)
+        if isinstance(y, RaggedTensorValue):
+            y = RaggedTensor._from_value(y)
+        if isinstance(x, RaggedTensor) and isinstance(y, RaggedTensor):
+            checks = _same_partitions(x, y)
+            with graph_lib.control_dependencies(checks):
+                return x.with_flat_values(fn(x.flat_values, y.flat_values, name=name))
+        if isinstance(x, RaggedTensor):
+            return x.with_flat_values(fn(x.flat_values, _dense_operand(x, y), name=name))
+        return y.with_flat_values(fn(_dense_operand(y, x), y.flat_values, name=name))
     return apply
 
 
@@ -292,12 +330,17 @@ _install_operators()
 
 
 def _reduce(segment_fn, rt: RaggedTensor, axis, keepdims=False, name=None, mean=False):
-    """`rt` reduced along `axis` (1: within each row; None: everything; 0: over rows, for
-    ragged_rank 1 only)."""
+    """`rt` reduced along `axis`: None (everything), the innermost ragged axis (within each
+    row), an inner dense axis, or axis 0 of a 2-D ragged tensor (over rows)."""
     if axis is None:
         return segment_fn(rt.flat_values, None)
     if axis < 0:
         axis += rt.shape.ndims
+    if axis > rt.ragged_rank:
+        return rt.with_flat_values(segment_fn(rt.flat_values, ("dense", axis - rt.ragged_rank,
+                                                               keepdims)))
+    if axis > 1:
+        return rt.with_values(_reduce(segment_fn, rt.values, axis - 1, keepdims))
     if axis == 1 and rt.ragged_rank == 1:
         ids = rt.value_rowids()
         out = segment_fn(rt.values, (ids, rt.nrows()))
@@ -309,15 +352,19 @@ def _reduce(segment_fn, rt: RaggedTensor, axis, keepdims=False, name=None, mean=
             splits, rt.value_rowids())
         width = reduction_ops.reduce_max(joining_ops.concat(
             [array_ops.zeros([1], splits.dtype), rt.row_lengths()], 0))
-        return segment_fn(rt.values, (cols, width))
-    raise NotImplementedError("ragged reductions support axis=None, axis=1 (ragged_rank 1) "
-                              "and axis=0 (ragged_rank 1, vector values)")
+        out = segment_fn(rt.values, (cols, width))
+        return array_ops.expand_dims(out, 0) if keepdims else out
+    raise NotImplementedError("ragged reductions support axis=None, the innermost ragged "
+                              "axis, the dense inner axes, and axis=0 of a 2-D ragged "
+                              "tensor")
 
 
 def _reduction(unsorted_fn, dense_fn, mean=False):
     def segment(values, seg):
         if seg is None:
             return dense_fn(values)
+        if seg[0] == "dense":
+            return dense_fn(values, axis=seg[1], keepdims=seg[2])
         ids, n = seg
         if mean:
             total = sequence_ops.unsorted_segment_sum(values, ids, n)

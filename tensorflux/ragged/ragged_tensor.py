@@ -6,7 +6,8 @@ at the number of values). Row i is `values[row_splits[i]:row_splits[i + 1]]`.
 Every factory and method builds ordinary graph ops (cumsum, gather, unsorted segment sums,
 ...), so gradients, placement and the executors need nothing new. `validate=True` (the
 default of the factories, as in TF) adds assertion ops that check the partition at run time.
-Session.run fetches a RaggedTensor as a RaggedTensorValue and feeds one (see the bottom).
+Session.run fetches a RaggedTensor as a RaggedTensorValue and feeds one
+(ragged_session.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.debugging import check_ops
-from tensorflux.framework import dtypes, session_run_conversions, tensor_shape
+from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Tensor, run_in_session
 from tensorflux.framework.sparse_tensor import SparseTensor
@@ -195,6 +196,27 @@ class RaggedTensor:
                                        validate=validate)
 
     @classmethod
+    def from_uniform_row_length(cls, values, uniform_row_length, nrows=None, validate=True,
+                                name=None):
+        """Rows of `uniform_row_length` values each (`nrows` defaults to the number of values
+        over the length; needed when the length is 0). tensorflux keeps the length only as
+        row_splits: the static shape says None for that dimension."""
+        with graph_lib.name_scope(name, "RaggedFromUniformRowLength",
+                                  [values, uniform_row_length, nrows]):
+            values = _values(values)
+            length = convert_to_tensor(uniform_row_length, name="uniform_row_length")
+            if length.dtype.base_dtype not in _SPLIT_TYPES:
+                raise ValueError("uniform_row_length must have dtype int32 or int64")
+            length.shape.with_rank(0)
+            dtype = length.dtype.base_dtype
+            nvals = _nvals(values, dtype)
+            if nrows is None:
+                nrows = math_ops.floordiv(nvals, math_ops.maximum(length, 1))
+            nrows = math_ops.cast(convert_to_tensor(nrows, name="nrows"), dtype)
+            splits = sequence_ops.range(0, nrows + 1, dtype=dtype) * length
+            return cls.from_row_splits(values, splits, validate=validate)
+
+    @classmethod
     def _from_nested(cls, method, flat_values, partitions, name, validate, scope):
         if isinstance(partitions, Tensor):
             raise ValueError("the nested partitions must be a list of tensors")
@@ -301,7 +323,14 @@ class RaggedTensor:
         with graph_lib.name_scope(name, "RaggedFromSparse", [st_input]):
             rowids = math_ops.cast(st_input.indices[:, 0], dtype)
             nrows = math_ops.cast(st_input.dense_shape[0], dtype)
-            return cls.from_value_rowids(st_input.values, rowids, nrows, validate=False)
+            rt = cls.from_value_rowids(st_input.values, rowids, nrows, validate=False)
+            cols = math_ops.cast(st_input.indices[:, 1], dtype)
+            n = array_ops.size(rowids, out_type=dtype)
+            want = sequence_ops.range(0, n, dtype=dtype) - gather_ops.gather(
+                rt.row_splits, rowids)
+            check = check_ops.assert_equal(cols, want, message="SparseTensor is not "
+                                           "right-ragged")
+            return cls._make(rt.values, rt.row_splits, [check])
 
     @classmethod
     def _from_value(cls, value: RaggedTensorValue):
@@ -485,16 +514,28 @@ class RaggedTensor:
             if isinstance(self._values, RaggedTensor):
                 return _slice_rows(self._values, self._values.row_splits[start:limit + 1])
             return self._values[start:limit]
-        raise NotImplementedError("RaggedTensor indexing supports a single row index only")
+        if isinstance(key, slice) and key.step in (None, 1) and all(
+                k is None or isinstance(k, (int, np.integer)) for k in (key.start, key.stop)):
+            a, b = key.start, key.stop
+            begin = 0 if a is None else (a if a >= 0 else a - 1)
+            end = None if b is None else (b + 1 if b >= 0 else b)
+            splits = self._row_splits[begin:end]
+            if b is not None and a is not None and (a >= 0) == (b >= 0) and b <= a:
+                splits = self._row_splits[begin:begin + 1]
+            return _slice_rows(self, splits)
+        raise NotImplementedError("RaggedTensor indexing supports a row index or a slice of "
+                                  "rows (constant bounds, step 1)")
 
 
 def _slice_rows(rt, splits):
-    """The RaggedTensor made of `rt`'s rows selected by the contiguous `splits` window."""
+    """The RaggedTensor of the values of `rt` between splits[0] and splits[-1], cut by the
+    contiguous window `splits` of rt's row_splits."""
     first = splits[0]
-    if isinstance(rt.values, RaggedTensor):
-        values = _slice_rows(rt.values, rt.values.row_splits[first:splits[-1] + 1])
+    values = rt.values
+    if isinstance(values, RaggedTensor):
+        values = _slice_rows(values, values.row_splits[first:splits[-1] + 1])
     else:
-        values = rt.values[first:splits[-1]]
+        values = values[first:splits[-1]]
     return RaggedTensor.from_row_splits(values, splits - first, validate=False)
 
 
@@ -564,35 +605,3 @@ def _sparse_indices(rt: RaggedTensor) -> Tensor:
         return outer
     inner = _sparse_indices(rt.values)
     return joining_ops.concat([gather_ops.gather(outer, inner[:, 0]), inner[:, 1:]], 1)
-
-
-# ---- Session.run: fetch as a RaggedTensorValue, feed one ---------------------------------
-
-
-def _fetch(rt: RaggedTensor):
-    splits = list(rt.nested_row_splits)
-
-    def rebuild(values):
-        result = values[0]
-        for s in reversed(values[1:]):
-            result = RaggedTensorValue(result, s)
-        return result
-
-    return [rt.flat_values] + splits, rebuild
-
-
-def _feed(rt: RaggedTensor, value):
-    if not isinstance(value, RaggedTensorValue):
-        raise TypeError(f"The value fed to a RaggedTensor must be a RaggedTensorValue, got "
-                        f"{type(value).__name__}")
-    if value.ragged_rank != rt.ragged_rank:
-        raise ValueError(f"ragged_rank mismatch: fed a value of ragged_rank "
-                         f"{value.ragged_rank} to a RaggedTensor of ragged_rank "
-                         f"{rt.ragged_rank}")
-    pairs = [(rt.flat_values, value.flat_values)]
-    for t, v in zip(rt.nested_row_splits, value.nested_row_splits, strict=True):
-        pairs.append((t, np.asarray(v, t.dtype.as_numpy_dtype)))
-    return pairs
-
-
-session_run_conversions.register_session_run_conversion_functions(RaggedTensor, _fetch, _feed)

@@ -167,6 +167,8 @@ RUN_ERRORS = [
     ("nvals", lambda s: RT.from_row_splits([1, 2, 3], s), [0, 1, 2]),
     ("lengths", lambda s: RT.from_row_lengths([1, 2, 3], s), [1, 1]),
     ("rowids", lambda s: RT.from_value_rowids([1, 2, 3], s), [0, 1, 0]),
+    ("not_right_ragged", lambda s: RT.from_sparse(tf.SparseTensor(
+        tf.stack([s, s], 1), [1, 2, 3], [3, 3])), [0, 1, 2]),
 ]
 
 
@@ -229,3 +231,96 @@ def test_segment_ids_and_splits():
     assert as_list(tf.ragged.segment_ids_to_row_splits([0, 0, 2])) == [0, 2, 2, 3]
     assert as_list(tf.ragged.segment_ids_to_row_splits([0, 0], num_segments=3)) == [0, 2, 2, 2]
     assert as_list(tf.ragged.row_splits_to_segment_ids([0, 2, 2, 3])) == [0, 0, 2]
+
+
+def test_row_slices_and_uniform_rows():
+    r = tf.ragged.constant([[1, 2], [3], [4, 5, 6]])
+    assert as_list(r[1:]) == [[3], [4, 5, 6]]
+    assert as_list(r[:2]) == [[1, 2], [3]]
+    assert as_list(r[-2:]) == [[3], [4, 5, 6]]
+    assert as_list(r[:-1]) == [[1, 2], [3]]
+    assert as_list(r[1:1]) == []
+    r3 = tf.ragged.constant([[[1, 2]], [[3]], [[4], [5, 6]]])
+    assert as_list(r3[1:]) == [[[3]], [[4], [5, 6]]]
+    with pytest.raises(NotImplementedError):
+        r[::2]  # noqa: B018
+    assert as_list(RT.from_uniform_row_length([1, 2, 3, 4], 2)) == [[1, 2], [3, 4]]
+    assert as_list(RT.from_uniform_row_length(np.zeros([0], np.int32), 0, nrows=2)) == [[], []]
+
+
+def test_dense_broadcasting_and_splits_checks():
+    r = tf.ragged.constant([[1, 2], [3], [4, 5, 6]])
+    assert as_list(r + tf.constant([[1], [2], [3]])) == [[2, 3], [5], [7, 8, 9]]
+    assert as_list(r * tf.constant([[10]])) == [[10, 20], [30], [40, 50, 60]]
+    assert as_list(r + tf.ragged.constant([[1, 1], [2], [4, 5, 6]])) == [
+        [2, 3], [5], [8, 10, 12]]
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        as_list(r + tf.ragged.constant([[1], [2, 3], [4, 5, 6]]))
+    with pytest.raises(NotImplementedError):
+        r + tf.constant([1, 2, 3])  # noqa: B018
+    inner = tf.ragged.constant([[[1, 2]], [[3, 4], [5, 6]]], ragged_rank=1)
+    assert as_list(inner + tf.constant([10, 20])) == [[[11, 22]], [[13, 24], [15, 26]]]
+
+
+def test_reductions_on_other_axes():
+    r3 = tf.ragged.constant([[[1, 2]], [[3]], [[4], [5, 6]]])
+    assert as_list(tf.reduce_sum(r3, axis=2)) == [[3], [3], [4, 11]]
+    assert as_list(tf.reduce_max(r3, axis=-1)) == [[2], [3], [4, 6]]
+    inner = tf.ragged.constant([[[1, 2]], [[3, 4], [5, 6]]], ragged_rank=1)
+    assert as_list(tf.reduce_sum(inner, axis=2)) == [[3], [7, 11]]
+    assert as_list(tf.reduce_sum(inner, axis=1)) == [[1, 2], [8, 10]]
+
+
+def test_gradients_flow_through_ragged_ops():
+    v = tf.placeholder(tf.float32, [None])
+    rt = RT.from_row_lengths(v, [2, 1])
+    loss = tf.reduce_sum(tf.reduce_max(rt * rt, axis=1))
+    (g,) = tf.gradients(loss, v)
+    assert run(g, {v: [1.0, 5.0, 2.0]}).tolist() == [0.0, 10.0, 4.0]
+    dense = tf.placeholder(tf.float32, [2, 3])
+    (g2,) = tf.gradients(tf.reduce_sum(RT.from_tensor(dense, lengths=[1, 2]).flat_values),
+                         dense)
+    assert run(g2, {dense: np.ones([2, 3])}).tolist() == [[1, 0, 0], [1, 1, 0]]
+
+
+@pytest.mark.oracle
+def test_against_tensorflow():
+    from tests import oracle
+    program = """
+    RT = tf.RaggedTensor
+    r = tf.ragged.constant([[1, 2], [], [3, 4, 5]])
+    r3 = tf.ragged.constant([[[1.0, 2]], [[3], [5, 6]], []])
+    parts = {
+        "splits": RT.from_row_splits([1, 2, 3, 4], [0, 2, 2, 4]),
+        "rowids": RT.from_value_rowids([1, 2, 3], [0, 2, 2], nrows=4),
+        "starts": RT.from_row_starts([1, 2, 3], [0, 0, 1]),
+        "padding": RT.from_tensor([[1, 2, 0], [0, 0, 0], [3, 0, 4]], padding=0),
+        "lengths": RT.from_tensor([[1, 2, 0], [3, 0, 0]], lengths=[3, 1]),
+        "sparse": RT.from_sparse(tf.SparseTensor([[0, 0], [2, 0]], [7, 8], [3, 2])),
+        "range": tf.ragged.range([0, 2, 4], [3, 2, 10], [1, 1, 3]),
+        "dense": r.to_tensor(default_value=-1),
+        "dense3": r3.to_tensor(),
+        "shaped": r.to_tensor(shape=[2, 2]),
+        "bounding": r3.bounding_shape(),
+        "lens": r.row_lengths(),
+        "rowids_of": r.value_rowids(),
+        "sum1": tf.reduce_sum(r, axis=1),
+        "sum0": tf.reduce_sum(r, axis=0),
+        "min1": tf.reduce_min(r, axis=1),
+        "sum2": tf.reduce_sum(r3, axis=2),
+        "gather": tf.gather(r, [2, 0]),
+        "concat0": tf.concat([r, r], axis=0),
+        "concat1": tf.concat([r, r], axis=1),
+        "stack": tf.ragged.stack([r, r]),
+        "mask": tf.ragged.boolean_mask(r, [True, False, True]),
+        "math": r * 2 + r,
+        "slice": r[1:],
+        "row": r[2],
+        "seg": tf.ragged.segment_ids_to_row_splits([0, 1, 1, 3]),
+    }
+    with tf.Session() as sess:
+        out = sess.run(parts)
+    result = {k: (v.to_list() if hasattr(v, "to_list") else v.tolist()) for k, v in out.items()}
+    """
+    ours, theirs = oracle.run_both(program, tf)
+    assert ours == theirs
