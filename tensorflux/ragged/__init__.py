@@ -6,11 +6,14 @@ from tensorflux.ragged.ragged_ops import (  # noqa: F401
     boolean_mask,
     constant,
     constant_value,
+    cross,
+    cross_hashed,
     map_flat_values,
     placeholder,
     range,
     segment_ids_to_row_splits,
     stack,
+    stack_dynamic_partitions,
 )
 from tensorflux.ragged.ragged_tensor import RaggedTensor, row_splits_to_segment_ids  # noqa: F401
 from tensorflux.ragged.ragged_tensor_value import RaggedTensorValue  # noqa: F401

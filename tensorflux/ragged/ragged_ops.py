@@ -19,11 +19,13 @@ from tensorflux.ops import (
     constant_op,
     gather_ops,
     joining_ops,
+    math_ext_ops,
     math_ops,
     reduction_ops,
     segment_ops,
     sequence_ops,
     slicing_ops,
+    sparse_ext_ops,
     unary_ops,
 )
 from tensorflux.ragged.ragged_tensor import (
@@ -484,3 +486,60 @@ def boolean_mask(data, mask, name=None):
                 sequence_ops.range(0, data.nrows(), dtype=data.row_splits.dtype), mask)
             return _gather_rows(data, rows)
         return slicing_ops.boolean_mask(data, mask)
+
+
+# ---- crosses, stack_dynamic_partitions ---------------------------------------------------
+
+
+def _cross_sparse(inputs):
+    out = []
+    for x in inputs:
+        rt = _as_ragged(x)
+        if rt.ragged_rank != 1 or rt.flat_values.shape.ndims != 1:
+            raise ValueError("tf.ragged.cross takes 2-D ragged or dense inputs")
+        out.append(rt.to_sparse())
+    return out
+
+
+def cross(inputs, name=None):
+    """The string crosses of the rows of 2-D ragged or dense features
+    (`tf.ragged.cross`): row i holds every combination of one value of row i of each
+    input, joined with "_X_"."""
+    with graph_lib.name_scope(name, "RaggedCross", inputs):
+        return RaggedTensor.from_sparse(sparse_ext_ops.sparse_cross(_cross_sparse(inputs)))
+
+
+def cross_hashed(inputs, num_buckets=0, hash_key=None, name=None):
+    """`cross` with each combination as its int64 fingerprint (modulo `num_buckets` when
+    positive) (`tf.ragged.cross_hashed`)."""
+    with graph_lib.name_scope(name, "RaggedCross", inputs):
+        return RaggedTensor.from_sparse(sparse_ext_ops.sparse_cross_hashed(
+            _cross_sparse(inputs), num_buckets, hash_key))
+
+
+def stack_dynamic_partitions(data, partitions, num_partitions, name=None):
+    """Row p holds, in order, the elements of `data` whose partition is p
+    (`tf.ragged.stack_dynamic_partitions`)."""
+    with graph_lib.name_scope(name, "SegmentStack", [data, partitions, num_partitions]):
+        data = convert_to_tensor(data, name="data")
+        parts = convert_to_tensor(partitions, name="partitions")
+        if parts.dtype.base_dtype not in (dtypes.int32, dtypes.int64):
+            raise TypeError("partitions must be int32 or int64")
+        if parts.shape.ndims == 0:
+            raise ValueError("partitions must have rank > 0")
+        if parts.shape.ndims is not None and parts.shape.ndims > 1:
+            data = array_ops.reshape(data, joining_ops.concat(
+                [[-1], array_ops.shape(data)[parts.shape.ndims:]], 0))
+            parts = array_ops.reshape(parts, [-1])
+        parts = math_ops.cast(parts, dtypes.int64)
+        n = math_ops.cast(convert_to_tensor(num_partitions, name="num_partitions"),
+                          dtypes.int64)
+        check = check_ops.assert_less(parts, n, message="partitions must be less than "
+                                      "num_partitions")
+        check2 = check_ops.assert_non_negative(parts, message="partitions must be "
+                                               "non-negative")
+        with graph_lib.control_dependencies([check, check2]):
+            order = math_ext_ops.argsort(parts, stable=True)
+        lengths = sequence_ops.unsorted_segment_sum(array_ops.ones_like(parts), parts, n)
+        return RaggedTensor.from_row_lengths(gather_ops.gather(data, order), lengths,
+                                             validate=False)

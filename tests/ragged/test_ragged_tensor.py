@@ -324,3 +324,49 @@ def test_against_tensorflow():
     """
     ours, theirs = oracle.run_both(program, tf)
     assert ours == theirs
+
+
+CROSS_PROGRAM = """
+a = tf.ragged.constant([["a", "b"], ["c"], []])
+b = tf.ragged.constant([["x"], ["y", "z"], ["w"]])
+d = tf.constant([["1"], ["2"], ["3"]])
+ia = tf.ragged.constant([[1, 2], [3], []], dtype=tf.int64)
+parts = {
+    "cross": tf.ragged.cross([a, b]),
+    "cross_dense": tf.ragged.cross([d, a, b]),
+    "hashed": tf.ragged.cross_hashed([a, ia], num_buckets=100),
+    "sdp": tf.ragged.stack_dynamic_partitions([10, 20, 30, 40, 50], [1, 0, 1, 3, 0], 4),
+    "sdp2": tf.ragged.stack_dynamic_partitions([[1, 2], [3, 4]], [1, 1], 2),
+}
+with tf.Session() as sess:
+    out = sess.run(parts)
+result = {k: (v.to_list() if hasattr(v, "to_list") else v.tolist()) for k, v in out.items()}
+result = json.loads(json.dumps(result, default=lambda b: b.decode()))
+"""
+
+# TensorFlow 2.21's answers to CROSS_PROGRAM.
+CROSS_WANT = {
+    "cross": [["a_X_x", "b_X_x"], ["c_X_y", "c_X_z"], []],
+    "cross_dense": [["1_X_a_X_x", "1_X_b_X_x"], ["2_X_c_X_y", "2_X_c_X_z"], []],
+    "hashed": [[85, 87, 83, 57], [94], []],
+    "sdp": [[20, 50], [10, 30], [], [40]],
+    "sdp2": [[], [[1, 2], [3, 4]]],
+}
+
+
+def test_cross_and_stack_dynamic_partitions():
+    import json
+    scope = {"tf": tf, "json": json}
+    exec(CROSS_PROGRAM, scope)  # noqa: S102 - the program the oracle test runs too
+    assert scope["result"] == CROSS_WANT
+    p = tf.placeholder(tf.int32, [None])
+    out = tf.ragged.stack_dynamic_partitions([1, 2], p, 2)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        run(out, {p: [0, 2]})
+
+
+@pytest.mark.oracle
+def test_cross_against_tensorflow():
+    from tests import oracle
+    ours, theirs = oracle.run_both(CROSS_PROGRAM, tf)
+    assert ours == theirs == CROSS_WANT
