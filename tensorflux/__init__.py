@@ -229,6 +229,7 @@ from tensorflux.ragged import dispatch as _ragged_dispatch  # noqa: E402
 import sys as _sys  # noqa: E402
 _ragged_dispatch.install(_sys.modules[__name__])  # tf.add, tf.reduce_sum, ... take RaggedTensors
 _ragged_dispatch.install(math)  # noqa: F405 - tf.math.*
+_ragged_dispatch.install(strings)  # noqa: F405 - tf.strings.*
 from tensorflux.ragged import ragged_parsing as _ragged_parsing  # noqa: E402
 io.RaggedFeature = _ragged_parsing.RaggedFeature  # noqa: F405 - tf.io.RaggedFeature
 io.parse_example = parse_example = _ragged_parsing.parse_example  # noqa: F405

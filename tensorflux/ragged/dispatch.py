@@ -21,6 +21,28 @@ RAGGED_IMPLEMENTATIONS = {
 }
 
 
+# Elementwise functions applied to the flat values of a RaggedTensor argument (TF's ragged
+# dispatch for unary elementwise ops), and binary ones taking two RaggedTensors with the same
+# row splits, or a RaggedTensor and a scalar / broadcastable dense tensor.
+UNARY = ["abs", "negative", "square", "sqrt", "rsqrt", "exp", "expm1", "log", "log1p", "sin",
+         "cos", "tan", "tanh", "sigmoid", "round", "rint", "floor", "ceil", "sign", "cast",
+         "logical_not", "is_nan", "is_inf", "is_finite", "reciprocal", "erf", "ones_like",
+         "zeros_like", "to_float", "to_int32", "to_int64", "saturate_cast", "string_to_number",
+         "as_string", "length", "lower", "upper", "strip", "substr", "to_number",
+         "regex_full_match", "regex_replace", "to_hash_bucket", "to_hash_bucket_fast",
+         "to_hash_bucket_strong", "unicode_script", "string_to_hash_bucket_fast",
+         "string_strip", "string_length", "clip_by_value"]
+BINARY = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+          "logical_and", "logical_or", "logical_xor", "squared_difference", "floormod", "mod",
+          "realdiv", "atan2"]
+
+
+def _unary(dense_fn):
+    def apply(*args, **kwargs):
+        return ragged_ops.map_flat_values(dense_fn, *args, **kwargs)
+    return apply
+
+
 def _has_ragged(args, kwargs) -> bool:
     def ragged(x):
         if isinstance(x, RaggedTensor):
@@ -56,6 +78,14 @@ def install(namespace) -> None:
         fn = getattr(namespace, name, None)
         if callable(fn):
             setattr(namespace, name, dispatching(fn, ragged_fn))
+    for name in UNARY:
+        fn = getattr(namespace, name, None)
+        if callable(fn) and not isinstance(fn, type):
+            setattr(namespace, name, dispatching(fn, _unary(fn)))
+    for name in BINARY:
+        fn = getattr(namespace, name, None)
+        if callable(fn) and not isinstance(fn, type):
+            setattr(namespace, name, dispatching(fn, ragged_ops.binary(fn)))
     fn = getattr(namespace, "concat", None)
     if callable(fn):
         namespace.concat = _concat(fn)

@@ -303,6 +303,7 @@ def _binary(fn):
     return apply
 
 
+binary = _binary  # the ragged form of a binary elementwise function
 add = _binary(math_ops.add)
 subtract = _binary(math_ops.subtract)
 multiply = _binary(math_ops.multiply)

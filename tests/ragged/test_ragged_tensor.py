@@ -370,3 +370,18 @@ def test_cross_against_tensorflow():
     from tests import oracle
     ours, theirs = oracle.run_both(CROSS_PROGRAM, tf)
     assert ours == theirs == CROSS_WANT
+
+
+def test_elementwise_dispatch():
+    r = tf.ragged.constant([[1.0, -2], [3]])
+    s = tf.ragged.constant([["Ab", "c"], []])
+    assert as_list(tf.abs(r)) == [[1.0, 2.0], [3.0]]
+    assert as_list(tf.cast(r, tf.int32)) == [[1, -2], [3]]
+    assert as_list(tf.math.square(r)) == [[1.0, 4.0], [9.0]]
+    assert as_list(tf.equal(r, 3.0)) == [[False, False], [True]]
+    assert as_list(tf.math.less(r, r + 1)) == [[True, True], [True]]
+    assert as_list(tf.clip_by_value(r, 0.0, 2.0)) == [[1.0, 0.0], [2.0]]
+    assert as_list(tf.strings.length(s)) == [[2, 1], []]
+    assert as_list(tf.strings.lower(s)) == [[b"ab", b"c"], []]
+    assert as_list(tf.strings.substr(s, 0, 1)) == [[b"A", b"c"], []]
+    assert as_list(tf.abs([-1])) == [1]  # dense calls are unchanged
