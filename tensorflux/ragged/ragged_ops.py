@@ -49,6 +49,12 @@ def _depth(x) -> int | None:
     return depths.pop() + 1 if depths else None
 
 
+def _list_depth(x) -> int:
+    if not isinstance(x, (list, tuple)):
+        return 0
+    return 1 + max((_list_depth(i) for i in x), default=0)
+
+
 def _default_numpy_dtype(flat: list):
     arr = np.array(flat, dtype=object) if not flat else np.array(flat)
     if arr.dtype.kind in "SUO" and arr.size:
@@ -82,8 +88,8 @@ def _constant_parts(pylist, dtype, ragged_rank, inner_shape, splits_dtype):
         pylist = pylist.tolist()
     depth = _depth(pylist)
     inner = () if inner_shape is None else tuple(inner_shape)
-    if depth is None:
-        depth = max((ragged_rank or 1) + 1 + len(inner), 2)
+    if depth is None:  # no scalars: the depth of the nested lists
+        depth = max(_list_depth(pylist), (ragged_rank or 0) + 1 + len(inner))
     if ragged_rank is None:
         ragged_rank = max(0, depth - 1 - len(inner))
     if ragged_rank < 0:
