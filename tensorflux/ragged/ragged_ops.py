@@ -6,6 +6,7 @@ ragged axis, gather, concat and stack, all composed from ordinary ops on the row
 from __future__ import annotations
 
 import builtins
+import collections
 
 import numpy as np
 
@@ -550,3 +551,48 @@ def stack_dynamic_partitions(data, partitions, num_partitions, name=None):
         lengths = sequence_ops.unsorted_segment_sum(array_ops.ones_like(parts), parts, n)
         return RaggedTensor.from_row_lengths(gather_ops.gather(data, order), lengths,
                                              validate=False)
+
+
+# ---- ragged_fill_empty_rows --------------------------------------------------------------
+
+RaggedFillEmptyRows = collections.namedtuple(
+    "RaggedFillEmptyRows",
+    ["output_value_rowids", "output_values", "empty_row_indicator", "reverse_index_map"])
+RaggedFillEmptyRowsGrad = collections.namedtuple("RaggedFillEmptyRowsGrad",
+                                                 ["d_values", "d_default_value"])
+
+
+def ragged_fill_empty_rows(value_rowids, values, nrows, default_value, name=None):
+    """Gives each empty row one `default_value` (`tf.ragged_fill_empty_rows`): the new value
+    row ids and values, which rows were empty, and where each old value went."""
+    with graph_lib.name_scope(name, "RaggedFillEmptyRows", [value_rowids, values]):
+        ids = convert_to_tensor(value_rowids, dtype=dtypes.int64, name="value_rowids")
+        vals = convert_to_tensor(values, name="values")
+        n = convert_to_tensor(nrows, dtype=dtypes.int64, name="nrows")
+        default = convert_to_tensor(default_value, dtype=vals.dtype, name="default_value")
+        lengths = sequence_ops.unsorted_segment_sum(array_ops.ones_like(ids), ids, n)
+        empty = comparison_ops.equal(lengths, 0)
+        splits = _cumsum_splits(lengths)
+        new_splits = _cumsum_splits(math_ops.maximum(lengths, 1))
+        out_ids = row_splits_to_segment_ids(new_splits)
+        count = array_ops.size(ids, out_type=dtypes.int64)
+        reverse = gather_ops.gather(new_splits, ids) + sequence_ops.range(
+            0, count, dtype=dtypes.int64) - gather_ops.gather(splits, ids)
+        total = new_splits[-1]
+        pos = sequence_ops.range(0, total, dtype=dtypes.int64) - gather_ops.gather(
+            new_splits, out_ids)
+        src = gather_ops.gather(splits, out_ids) + pos
+        padded = joining_ops.concat([vals, array_ops.expand_dims(default, 0)], 0)
+        src = comparison_ops.where(gather_ops.gather(empty, out_ids),
+                                   array_ops.zeros_like(src) + count, src)
+        return RaggedFillEmptyRows(out_ids, gather_ops.gather(padded, src), empty, reverse)
+
+
+def ragged_fill_empty_rows_grad(reverse_index_map, grad_values, name=None):
+    """The gradients of ragged_fill_empty_rows for `values` and `default_value`
+    (`tf.ragged_fill_empty_rows_grad`)."""
+    with graph_lib.name_scope(name, "RaggedFillEmptyRowsGrad", [reverse_index_map]):
+        grad = convert_to_tensor(grad_values, name="grad_values")
+        d_values = gather_ops.gather(grad, reverse_index_map)
+        d_default = reduction_ops.reduce_sum(grad) - reduction_ops.reduce_sum(d_values)
+        return RaggedFillEmptyRowsGrad(d_values, d_default)

@@ -385,3 +385,16 @@ def test_elementwise_dispatch():
     assert as_list(tf.strings.lower(s)) == [[b"ab", b"c"], []]
     assert as_list(tf.strings.substr(s, 0, 1)) == [[b"A", b"c"], []]
     assert as_list(tf.abs([-1])) == [1]  # dense calls are unchanged
+
+
+def test_ragged_fill_empty_rows():
+    # TensorFlow 2.21's answers for the same calls.
+    o = run(tf.ragged_fill_empty_rows([0, 0, 2], [1.0, 2, 3], 4, -1.0))
+    assert o.output_value_rowids.tolist() == [0, 0, 1, 2, 3]
+    assert o.output_values.tolist() == [1.0, 2.0, -1.0, 3.0, -1.0]
+    assert o.empty_row_indicator.tolist() == [False, True, False, True]
+    assert o.reverse_index_map.tolist() == [0, 1, 3]
+    g = run(tf.ragged_fill_empty_rows_grad([0, 1, 3], [1.0, 2, 3, 4, 5]))
+    assert g.d_values.tolist() == [1.0, 2.0, 4.0] and g.d_default_value == 8.0
+    e = run(tf.ragged_fill_empty_rows(tf.zeros([0], tf.int64), tf.zeros([0]), 2, 7.0))
+    assert e.output_values.tolist() == [7.0, 7.0] and e.reverse_index_map.tolist() == []
