@@ -222,3 +222,17 @@ from tensorflux.ops.misc_ops import (  # noqa: E402,F401
     extract_volume_patches,
     timestamp,
 )
+# Ragged tensors: tf.RaggedTensor, tf.ragged.
+from tensorflux import ragged  # noqa: E402,F401 - tf.ragged
+from tensorflux.ragged import RaggedTensor  # noqa: E402,F401
+from tensorflux.ragged import dispatch as _ragged_dispatch  # noqa: E402
+import sys as _sys  # noqa: E402
+_ragged_dispatch.install(_sys.modules[__name__])  # tf.add, tf.reduce_sum, ... take RaggedTensors
+_ragged_dispatch.install(math)  # noqa: F405 - tf.math.*
+_ragged_dispatch.install(strings)  # noqa: F405 - tf.strings.*
+from tensorflux.ragged import ragged_parsing as _ragged_parsing  # noqa: E402
+io.RaggedFeature = _ragged_parsing.RaggedFeature  # noqa: F405 - tf.io.RaggedFeature
+io.parse_example = parse_example = _ragged_parsing.parse_example  # noqa: F405
+io.parse_single_example = parse_single_example = _ragged_parsing.parse_single_example  # noqa: F405
+from tensorflux.ragged.ragged_ops import ragged_fill_empty_rows  # noqa: E402,F401
+from tensorflux.ragged.ragged_ops import ragged_fill_empty_rows_grad  # noqa: E402,F401

@@ -3,10 +3,11 @@ tf.strings wrappers bytes_split, unicode_split, unicode_split_with_offsets,
 unicode_decode_with_offsets and ngrams.
 
 In TensorFlow these return RaggedTensors for inputs of rank >= 1 (ngrams: for ragged
-inputs). tensorflux has no RaggedTensor, so, as `unicode_decode` does, the splitting
-functions take a scalar string (whose result is a plain vector in TensorFlow too) and raise
-NotImplementedError otherwise; `ngrams` takes dense data of any rank >= 1 (each row along
-the last axis is a sequence) and returns the dense tensor TensorFlow returns for it.
+inputs). The functions here are the dense forms: the splitting functions take a scalar
+string (whose result is a plain vector in TensorFlow too) and raise NotImplementedError
+otherwise; `ngrams` takes dense data of any rank >= 1. `tf.strings.*` points at
+tensorflux/ragged/ragged_string_ops.py, which uses these for scalars and builds
+RaggedTensors for everything else (ops cannot import the ragged library).
 
 - UnicodeDecodeWithOffsets: per string, its code points and the byte offset where each
   starts; invalid input is replaced ("replace", one replacement per maximal invalid

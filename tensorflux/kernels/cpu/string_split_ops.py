@@ -62,8 +62,6 @@ def _row_ngrams(tokens, widths, sep, left, right, pad_width, preserve):
     out = []
     for w in widths:
         pad = w - 1 if pad_width < 0 else min(pad_width, w - 1)
-        if not tokens:
-            continue
         padded = [left] * pad + tokens + [right] * pad
         out.extend(sep.join(padded[i:i + w]) for i in range(len(padded) - w + 1))
     if not out and preserve and tokens:

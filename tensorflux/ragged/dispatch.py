@@ -1,0 +1,91 @@
+"""Ragged dispatch for public functions (tf.add, tf.reduce_sum, tf.gather, tf.concat, ...):
+the public namespace wraps its dense functions so that a RaggedTensor argument is handled
+by the ragged implementation (as TF's dispatch does); dense calls are unchanged."""
+
+from __future__ import annotations
+
+import functools
+
+from tensorflux.ragged import ragged_ops
+from tensorflux.ragged.ragged_tensor import RaggedTensor
+
+# public name -> ragged implementation
+RAGGED_IMPLEMENTATIONS = {
+    "add": ragged_ops.add, "subtract": ragged_ops.subtract, "multiply": ragged_ops.multiply,
+    "divide": ragged_ops.divide, "truediv": ragged_ops.truediv,
+    "floordiv": ragged_ops.floordiv, "maximum": ragged_ops.maximum,
+    "minimum": ragged_ops.minimum, "pow": ragged_ops.pow,
+    "reduce_sum": ragged_ops.reduce_sum, "reduce_mean": ragged_ops.reduce_mean,
+    "reduce_max": ragged_ops.reduce_max, "reduce_min": ragged_ops.reduce_min,
+    "reduce_prod": ragged_ops.reduce_prod, "gather": ragged_ops.gather,
+}
+
+
+# Elementwise functions applied to the flat values of a RaggedTensor argument (TF's ragged
+# dispatch for unary elementwise ops), and binary ones taking two RaggedTensors with the same
+# row splits, or a RaggedTensor and a scalar / broadcastable dense tensor.
+UNARY = ["abs", "negative", "square", "sqrt", "rsqrt", "exp", "expm1", "log", "log1p", "sin",
+         "cos", "tan", "tanh", "sigmoid", "round", "rint", "floor", "ceil", "sign", "cast",
+         "logical_not", "is_nan", "is_inf", "is_finite", "reciprocal", "erf", "ones_like",
+         "zeros_like", "to_float", "to_int32", "to_int64", "saturate_cast", "string_to_number",
+         "as_string", "length", "lower", "upper", "strip", "substr", "to_number",
+         "regex_full_match", "regex_replace", "to_hash_bucket", "to_hash_bucket_fast",
+         "to_hash_bucket_strong", "unicode_script", "string_to_hash_bucket_fast",
+         "string_strip", "string_length", "clip_by_value"]
+BINARY = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+          "logical_and", "logical_or", "logical_xor", "squared_difference", "floormod", "mod",
+          "realdiv", "atan2"]
+
+
+def _unary(dense_fn):
+    def apply(*args, **kwargs):
+        return ragged_ops.map_flat_values(dense_fn, *args, **kwargs)
+    return apply
+
+
+def _has_ragged(args, kwargs) -> bool:
+    def ragged(x):
+        if isinstance(x, RaggedTensor):
+            return True
+        return isinstance(x, (list, tuple)) and any(isinstance(i, RaggedTensor) for i in x)
+    return any(ragged(a) for a in args) or any(ragged(v) for v in kwargs.values())
+
+
+def dispatching(dense_fn, ragged_fn):
+    """`dense_fn`, calling `ragged_fn` instead when an argument is a RaggedTensor."""
+    if getattr(dense_fn, "_ragged_dispatch", False):
+        return dense_fn
+
+    @functools.wraps(dense_fn)
+    def wrapper(*args, **kwargs):
+        if _has_ragged(args, kwargs):
+            return ragged_fn(*args, **kwargs)
+        return dense_fn(*args, **kwargs)
+
+    wrapper._ragged_dispatch = True
+    return wrapper
+
+
+def _concat(dense_concat):
+    def ragged_concat(values, axis, name="concat"):
+        return ragged_ops.concat(values, axis, name=None if name == "concat" else name)
+    return dispatching(dense_concat, ragged_concat)
+
+
+def install(namespace) -> None:
+    """Wraps the dispatchable functions present in the module `namespace`."""
+    for name, ragged_fn in RAGGED_IMPLEMENTATIONS.items():
+        fn = getattr(namespace, name, None)
+        if callable(fn):
+            setattr(namespace, name, dispatching(fn, ragged_fn))
+    for name in UNARY:
+        fn = getattr(namespace, name, None)
+        if callable(fn) and not isinstance(fn, type):
+            setattr(namespace, name, dispatching(fn, _unary(fn)))
+    for name in BINARY:
+        fn = getattr(namespace, name, None)
+        if callable(fn) and not isinstance(fn, type):
+            setattr(namespace, name, dispatching(fn, ragged_ops.binary(fn)))
+    fn = getattr(namespace, "concat", None)
+    if callable(fn):
+        namespace.concat = _concat(fn)

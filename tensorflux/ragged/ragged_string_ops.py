@@ -1,0 +1,180 @@
+"""The tf.strings functions whose result is ragged for non-scalar inputs: unicode_decode
+(_with_offsets), unicode_split (_with_offsets), bytes_split, split with
+result_type="RaggedTensor", and ngrams of ragged data. Scalar inputs keep the dense results
+of tensorflux/ops/string_split_ops.py; inputs of rank k >= 1 give RaggedTensors of
+ragged_rank k (the leading dims as uniform partitions), as in TensorFlow.
+"""
+
+from __future__ import annotations
+
+from tensorflux.framework import dtypes
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.op_def_library import apply_op
+from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.ops import (
+    array_ext_ops,
+    array_ops,
+    gather_ops,
+    math_ops,
+    sequence_ops,
+    string_ops,
+    string_split_ops,
+)
+from tensorflux.ragged.ragged_tensor import RaggedTensor, row_splits_to_segment_ids
+
+
+def _strings(x, name="input"):
+    if isinstance(x, RaggedTensor):
+        return x
+    return convert_to_tensor(x, dtype=dtypes.string, name=name)
+
+
+def _outer(rt, x):
+    """`rt` (one row per element of x, flattened) regrouped into x's leading dims."""
+    shape = array_ops.shape(x, out_type=dtypes.int64)
+    for d in reversed(range(1, x.shape.ndims)):
+        inner = shape[d]
+        n = array_ops.size(rt.row_splits, out_type=dtypes.int64) - 1
+        splits = sequence_ops.range(0, n + 1, math_ops.maximum(inner, 1), dtype=dtypes.int64)
+        rt = RaggedTensor.from_row_splits(rt, splits, validate=False)
+    return rt
+
+
+def _apply_rows(x, build):
+    """`build(flat strings) -> RaggedTensor` applied to x (ragged or of rank >= 1)."""
+    if isinstance(x, RaggedTensor):
+        return x.with_flat_values(build(x.flat_values))
+    if x.shape.ndims is None:
+        raise ValueError("the input's rank must be known")
+    return _outer(build(array_ops.reshape(x, [-1])), x)
+
+
+def unicode_decode_with_offsets(input, input_encoding, errors="replace",  # noqa: A002
+                                replacement_char=65533, replace_control_characters=False,
+                                name=None):
+    """Code points and byte offsets of each string (`tf.strings.unicode_decode_with_offsets`);
+    ragged for non-scalar inputs."""
+    with graph_lib.name_scope(name, "UnicodeDecodeWithOffsets", [input]):
+        x = _strings(input)
+        if not isinstance(x, RaggedTensor) and x.shape.ndims == 0:
+            return string_split_ops.unicode_decode_with_offsets(
+                x, input_encoding, errors, replacement_char, replace_control_characters)
+        offsets = []
+
+        def build(flat):
+            splits, chars, starts = apply_op(
+                "UnicodeDecodeWithOffsets", input=flat, input_encoding=input_encoding,
+                errors=errors, replacement_char=replacement_char,
+                replace_control_characters=replace_control_characters)
+            offsets.append(starts)
+            return RaggedTensor.from_row_splits(chars, splits, validate=False)
+
+        codepoints = _apply_rows(x, build)
+        return codepoints, codepoints.with_flat_values(offsets[0])
+
+
+def unicode_decode(input, input_encoding, errors="replace", replacement_char=65533,  # noqa: A002
+                   replace_control_characters=False, name=None):
+    """The code points of each string (`tf.strings.unicode_decode`); ragged for non-scalar
+    inputs."""
+    with graph_lib.name_scope(name, "UnicodeDecode", [input]):
+        x = _strings(input)
+        if not isinstance(x, RaggedTensor) and x.shape.ndims == 0:
+            return string_ops.unicode_decode(x, input_encoding, errors, replacement_char,
+                                             replace_control_characters)
+
+        def build(flat):
+            splits, chars = apply_op(
+                "UnicodeDecode", input=flat, input_encoding=input_encoding, errors=errors,
+                replacement_char=replacement_char,
+                replace_control_characters=replace_control_characters)
+            return RaggedTensor.from_row_splits(chars, splits, validate=False)
+
+        return _apply_rows(x, build)
+
+
+def _encode_chars(codepoints, encoding, errors, replacement_char):
+    def encode(flat):
+        return string_ops.unicode_encode(array_ops.expand_dims(flat, -1), encoding, errors,
+                                         replacement_char)
+    if isinstance(codepoints, RaggedTensor):
+        return codepoints.with_flat_values(encode(codepoints.flat_values))
+    return encode(codepoints)
+
+
+def unicode_split_with_offsets(input, input_encoding, errors="replace",  # noqa: A002
+                               replacement_char=65533, name=None):
+    """Each string's characters and their byte offsets
+    (`tf.strings.unicode_split_with_offsets`); ragged for non-scalar inputs."""
+    with graph_lib.name_scope(name, "UnicodeSplitWithOffsets", [input]):
+        codepoints, offsets = unicode_decode_with_offsets(input, input_encoding, errors,
+                                                          replacement_char)
+        return _encode_chars(codepoints, input_encoding, errors, replacement_char), offsets
+
+
+def unicode_split(input, input_encoding, errors="replace", replacement_char=65533,  # noqa: A002
+                  name=None):
+    """Each string's characters (`tf.strings.unicode_split`); ragged for non-scalar
+    inputs."""
+    with graph_lib.name_scope(name, "UnicodeSplit", [input]):
+        codepoints = unicode_decode(input, input_encoding, errors, replacement_char)
+        return _encode_chars(codepoints, input_encoding, errors, replacement_char)
+
+
+def bytes_split(input, name=None):  # noqa: A002
+    """Each string's bytes as one-byte strings (`tf.strings.bytes_split`); ragged for
+    non-scalar inputs."""
+    with graph_lib.name_scope(name, "StringsByteSplit", [input]):
+        x = _strings(input)
+        if not isinstance(x, RaggedTensor) and x.shape.ndims == 0:
+            return string_split_ops.bytes_split(x)
+
+        def build(flat):
+            lengths = string_ops.string_length(flat)
+            rt = RaggedTensor.from_row_lengths(
+                array_ext_ops.repeat(flat, lengths), lengths, validate=False)
+            ids = row_splits_to_segment_ids(rt.row_splits, out_type=dtypes.int32)
+            splits = rt.row_splits
+            pos = sequence_ops.range(0, array_ops.size(ids), dtype=dtypes.int32) - \
+                gather_ops.gather(math_ops.cast(splits, dtypes.int32), ids)
+            return rt.with_values(string_ops.substr(rt.values, pos, array_ops.ones_like(pos)))
+
+        return _apply_rows(x, build)
+
+
+
+def split(input=None, sep=None, maxsplit=-1, result_type="SparseTensor",  # noqa: A002
+          source=None, name=None):
+    """Splits each string of a vector on `sep` (whitespace runs when None)
+    (`tf.strings.split`, TF1 form): a SparseTensor, or with
+    result_type="RaggedTensor" a RaggedTensor."""
+    if result_type not in ("SparseTensor", "RaggedTensor"):
+        raise ValueError("result_type must be 'RaggedTensor' or 'SparseTensor'.")
+    with graph_lib.name_scope(name, "StringSplit", [input, source]):
+        sparse = string_ops.strings_split(input, sep, maxsplit, "SparseTensor", source)
+        if result_type == "SparseTensor":
+            return sparse
+        return RaggedTensor.from_sparse(sparse)
+
+
+def ngrams(data, ngram_width, separator=" ", pad_values=None, padding_width=None,
+           preserve_short_sequences=False, name=None):
+    """`tf.strings.ngrams`: the n-grams of each row of ragged `data` (a RaggedTensor result),
+    or of each sequence along the last axis of dense `data`."""
+    if not isinstance(data, RaggedTensor):
+        return string_split_ops.ngrams(data, ngram_width, separator, pad_values,
+                                       padding_width, preserve_short_sequences, name)
+    widths = [ngram_width] if isinstance(ngram_width, int) else list(ngram_width)
+    if any(w <= 0 for w in widths):
+        raise ValueError(f"All ngram_widths must be greater than 0. Got {ngram_width}")
+    left, right, pad_width = string_split_ops._pads(pad_values, padding_width, widths)
+    with graph_lib.name_scope(name, "StringNGrams", [data]):
+        def grams(rt):
+            if isinstance(rt.values, RaggedTensor):
+                return rt.with_values(grams(rt.values))
+            out, splits = apply_op(
+                "StringNGrams", data=rt.values, data_splits=rt.row_splits,
+                separator=separator, ngram_widths=widths, left_pad=left, right_pad=right,
+                pad_width=pad_width, preserve_short_sequences=preserve_short_sequences)
+            return RaggedTensor.from_row_splits(out, splits, validate=False)
+        return grams(data)
