@@ -51,10 +51,17 @@ def _has_ragged(args, kwargs) -> bool:
     return any(ragged(a) for a in args) or any(ragged(v) for v in kwargs.values())
 
 
+# dense function -> its dispatching wrapper: a function exported by several namespaces
+# (tf.add and tf.math.add, tf.as_string and tf.dtypes.as_string) stays one object.
+_WRAPPERS: dict = {}
+
+
 def dispatching(dense_fn, ragged_fn):
     """`dense_fn`, calling `ragged_fn` instead when an argument is a RaggedTensor."""
     if getattr(dense_fn, "_ragged_dispatch", False):
         return dense_fn
+    if dense_fn in _WRAPPERS:
+        return _WRAPPERS[dense_fn]
 
     @functools.wraps(dense_fn)
     def wrapper(*args, **kwargs):
@@ -63,6 +70,7 @@ def dispatching(dense_fn, ragged_fn):
         return dense_fn(*args, **kwargs)
 
     wrapper._ragged_dispatch = True
+    _WRAPPERS[dense_fn] = wrapper
     return wrapper
 
 
