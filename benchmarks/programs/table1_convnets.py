@@ -1,9 +1,12 @@
 """The paper's Table 1 convnets on this CPU: one SGD training step (forward, backward,
 update) of AlexNet, Overfeat, OxfordNet (VGG-A) and GoogLeNet v1 (benchmarks/programs/
-_convnets.py) at batch 8, fed from the host. Figure: median step time in ms over a few
-steps after one warm-up step (these steps take seconds on two cores).
+_convnets.py), and a ResNet-50-style step, at batch 8, fed from the host. Figure: median
+step time in ms over a few steps after one warm-up step (these steps take seconds on two
+cores).
 
     python benchmarks/programs/table1_convnets.py --backend tensorflux|tensorflow [--nets a,b]
+
+(nets: alexnet, overfeat, vgg_a, googlenet, resnet50)
 """
 
 import os
@@ -30,7 +33,7 @@ def _nets():
     for k, arg in enumerate(sys.argv):
         if arg == "--nets" and k + 1 < len(sys.argv):
             return sys.argv[k + 1].split(",")
-    return list(convnets.NETS)
+    return list(convnets.CPU_NETS)
 
 
 for net in _nets():

@@ -196,6 +196,73 @@ def _by_fft(g: _ConvGeometry, n, hw, c, f, khw, out_hw, pads, *operands) -> bool
             and all(np.isfinite(np.add.reduce(a, axis=None)) for a in operands))
 
 
+# ---- 1x1 convolutions: plain matrix products, no patch copies ------------------------------
+
+
+def _pointwise(kh, kw, pads) -> bool:
+    """Whether a conv is a 1x1 window without padding: every output pixel is one input
+    pixel (every `stride`-th), and the conv and its backprops are single products."""
+    return kh == kw == 1 and not any(p for pr in pads for p in pr)
+
+
+def _subsampled(x, g: _ConvGeometry, oh, ow):
+    """The input pixels a 1x1 conv reads, contiguous (N, oh, ow, C): `x` itself at
+    stride 1, every stride-th pixel otherwise."""
+    if g.sh == g.sw == 1:
+        return x
+    return np.ascontiguousarray(x[:, :(oh - 1) * g.sh + 1:g.sh, :(ow - 1) * g.sw + 1:g.sw])
+
+
+def _rows_matmul(a2, b2, o2, parts):
+    """o2 = a2 @ b2, split over blocks of a2's rows between the intra-op threads."""
+    parts = _parts(parts, 2.0 * o2.size * a2.shape[1])
+    intra_op.parallel_for(lambda lo, hi: np.matmul(a2[lo:hi], b2, out=o2[lo:hi]),
+                          a2.shape[0], -(-a2.shape[0] // (4 * parts)), parts)
+
+
+def _pointwise_backprop_filter(x, dy, g: _ConvGeometry, parts: int):
+    """Backprop-filter of a 1x1 conv: the read input pixels (m, C) transposed times
+    out_backprop (m, F), summed over row blocks (one running sum per thread)."""
+    n, oh, ow, f = dy.shape
+    x2 = _subsampled(x, g, oh, ow).reshape(-1, x.shape[3])
+    d2 = dy.reshape(-1, f)
+    c = x2.shape[1]
+    dtype = np.result_type(x2, d2)
+    state, states = intra_op.per_thread(
+        lambda: (np.zeros((c, f), dtype), np.empty((c, f), dtype)))
+
+    def work(lo, hi):
+        acc, part = state()
+        np.matmul(x2[lo:hi].T, d2[lo:hi], out=part)
+        acc += part
+
+    p = _parts(parts, 2.0 * x2.shape[0] * c * f)
+    intra_op.parallel_for(work, x2.shape[0], -(-x2.shape[0] // (2 * p)), p)
+    sums = [acc for acc, _ in states()]
+    total = sums[0]
+    for a in sums[1:]:
+        total += a
+    return total.reshape(1, 1, c, f)
+
+
+def _pointwise_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int):
+    """Backprop-input of a 1x1 conv: out_backprop (m, F) times the filter transposed,
+    written to the input pixels the conv read (the others get zero)."""
+    n, h, wd, c = shape
+    _, oh, ow, f = dy.shape
+    dtype = np.result_type(w, dy)
+    wt = np.ascontiguousarray(w.reshape(c, f).T)
+    if g.sh == g.sw == 1:
+        out = np.empty((n, h, wd, c), dtype)
+        _rows_matmul(dy.reshape(-1, f), wt, out.reshape(-1, c), parts)
+        return out
+    sub = np.empty((n, oh, ow, c), dtype)
+    _rows_matmul(dy.reshape(-1, f), wt, sub.reshape(-1, c), parts)
+    out = np.zeros((n, h, wd, c), dtype)
+    out[:, :(oh - 1) * g.sh + 1:g.sh, :(ow - 1) * g.sw + 1:g.sw] = sub
+    return out
+
+
 def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None):
     """NHWC conv of compute-precision `x` (N, H, W, C) with `w` (kh, kw, C, F)."""
     n, h, wd, c = x.shape
@@ -205,15 +272,13 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None):
     out = np.empty((n, oh, ow, f), dtype=np.result_type(x, w))
     if out.size == 0:
         return np.zeros(out.shape, out.dtype)
+    if _pointwise(kh, kw, pads):
+        x2, w2, o2 = _subsampled(x, g, oh, ow).reshape(-1, c), w.reshape(c, f), out.reshape(-1, f)
+        _rows_matmul(x2, w2, o2, parts)
+        return out
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, w):
         return _fft_conv.conv_forward(x, w, (pads[0][0], pads[1][0]), (oh, ow),
                                       (g.dh, g.dw), parts, ctx)
-    if kh == kw == 1 and g.sh == g.sw == 1 and not any(p for pr in pads for p in pr):
-        x2, w2, o2 = x.reshape(-1, c), w.reshape(c, f), out.reshape(-1, f)
-        parts = _parts(parts, 2.0 * out.size * c)
-        intra_op.parallel_for(lambda lo, hi: np.matmul(x2[lo:hi], w2, out=o2[lo:hi]),
-                              x2.shape[0], -(-x2.shape[0] // (4 * parts)), parts)
-        return out
     return _im2col_matmul(_pad(x, pads), w.reshape(k, f), out, kh, kw, (g.sh, g.sw),
                           (g.dh, g.dw), parts)
 
@@ -232,6 +297,8 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
     dtype = np.result_type(x, dy)
     if n * oh * ow == 0:
         return np.zeros((kh, kw, c, f), dtype)
+    if _pointwise(kh, kw, pads):
+        return _pointwise_backprop_filter(x, dy, g, parts)
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, dy):
         return _fft_conv.conv_backprop_filter(x, dy, (kh, kw), (pads[0][0], pads[1][0]),
                                               (g.dh, g.dw), parts, ctx)
@@ -283,6 +350,8 @@ def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int, ctx=None):
     dtype = np.result_type(w, dy)
     if dy.size == 0 or n * h * wd * c == 0:
         return np.zeros((n, h, wd, c), dtype)
+    if _pointwise(kh, kw, pads):
+        return _pointwise_backprop_input(shape, w, dy, g, parts)
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, w, dy):
         return _fft_conv.conv_backprop_input(shape, w, dy, (pads[0][0], pads[1][0]),
                                              (g.dh, g.dw), parts, ctx)
