@@ -40,6 +40,16 @@ CASES = [
     _conv_case("conv_1x1_s23_valid", (1, 6, 7, 2), (1, 1, 2, 3), strides=(2, 3),
                padding="VALID"),
     _conv_case("conv_1x1_nchw_s2", (2, 3, 4, 4), (1, 1, 3, 2), strides=(2, 2), nchw=True),
+    # 3x3 with >= 48 channels and >= 400 output pixels: Winograd F(2x2, 3x3), even and
+    # odd output sizes (values; the backprop-input through the flipped forward conv).
+    _conv_case("conv_winograd_same", (2, 21, 20, 48), (3, 3, 48, 50), grad=False),
+    _conv_case("conv_winograd_valid", (1, 23, 24, 50), (3, 3, 50, 48), padding="VALID",
+               grad=False),
+    OpCase("conv_backprop_input_winograd",
+           lambda w, dy: tf.nn.conv2d_backprop_input([2, 21, 20, 48], w, dy, [1, 1, 1, 1],
+                                                     "SAME"),
+           lambda w, dy: ref_conv_input_grad((2, 21, 20, 48), w, dy, (1, 1), "SAME"),
+           shapes=[(3, 3, 48, 50), (2, 21, 20, 50)], grad=False),
     _conv_case("conv_grouped", (1, 4, 4, 4), (2, 2, 2, 4), padding="VALID"),
     _conv_case("conv_big_batch", (40, 4, 4, 2), (3, 3, 2, 2), grad=False),
     OpCase("conv_backprop_input",

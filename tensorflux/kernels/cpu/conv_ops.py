@@ -30,6 +30,10 @@ claims fewer chunks, and nothing spin-waits. With a multi-threaded BLAS (set by 
 they run on the calling thread and BLAS parallelizes each product; chunks are then capped
 in number (`_MAX_CHUNKS`): fewer, larger BLAS calls degrade far less when other processes
 compete for the cores.
+3x3 stride-1 convolutions with enough channels and output pixels (forward, and
+backprop-input as the flipped forward conv) go through Winograd's F(2x2, 3x3) instead of
+im2col (kernels/cpu/_winograd.py): 2.25x fewer multiply-adds, ~1.3x faster on the 28x28
+and 56x56 layers of GoogLeNet and ResNet-50.
 Every kernel works in NHWC; NCHW data is transposed in and out.
 """
 
@@ -40,7 +44,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from tensorflux.framework import errors
 from tensorflux.kernels import intra_op
-from tensorflux.kernels.cpu import _fft_conv, native
+from tensorflux.kernels.cpu import _fft_conv, _winograd, native
 from tensorflux.kernels.cpu._nn_common import (
     _checked,
     _explicit_pairs,
@@ -131,6 +135,9 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts):
     and multiplied by `w2` straight into the chunk's rows of `out`."""
     n, oh, ow, f = out.shape
     k = w2.shape[0]
+    if (xp.dtype == w2.dtype == out.dtype and
+            _winograd.applies(kh, kw, strides, dilations, xp.shape[3], f, (oh, ow), out.dtype)):
+        return _winograd.conv3x3(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
     if oh > 1 and oh * ow * k * xp.itemsize > _IMAGE_ROWS_BYTES:
         return _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts)
     patches = _patches(xp, kh, kw, oh, ow, strides, dilations)
