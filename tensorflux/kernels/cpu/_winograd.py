@@ -13,6 +13,10 @@ halves, exact in binary floating point). Error: a few units in the last place ti
 magnitudes involved, well inside float32's conv tolerances; float16/bfloat16 data is
 computed in float32 by the caller.
 
+The filter gradient uses the same tiles: per position, the transformed input tiles
+(tiles, C) transposed times the out_backprop tiles transformed by A (tiles, F), summed
+over tiles, then G^T X G back to 3x3 (`conv3x3_backprop_filter`).
+
 Work is cut into units of tile rows or whole images (one transformed-input buffer, one
 product buffer and one output-tile buffer per thread, about `_CHUNK_BYTES` together) that
 the intra-op threads claim, as the im2col path does.
@@ -124,3 +128,67 @@ def conv3x3(xp, w, out, parts: int):
     flops = 2.0 * 16 * n * th * tw * c * f
     intra_op.parallel_for(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
     return out
+
+
+def _gradient_transform(e, out, th, tw):
+    """out (16, nb, th, tw, F) = A e A^T of every 2x2 tile of out_backprop `e`
+    (nb, 2th, 2tw, F), A = [[1, 0], [1, 1], [1, -1], [0, -1]]: the transform that makes
+    the filter gradient a sum of products."""
+    e0, e1 = e[:, 0::2], e[:, 1::2]
+    r = [e0, e0 + e1, e0 - e1, -e1]
+    for p in range(4):
+        c0, c1 = r[p][:, :, 0::2], r[p][:, :, 1::2]
+        np.copyto(out[4 * p], c0)
+        np.add(c0, c1, out=out[4 * p + 1])
+        np.subtract(c0, c1, out=out[4 * p + 2])
+        np.negative(c1, out=out[4 * p + 3])
+
+
+def conv3x3_backprop_filter(xp, dy, parts: int):
+    """d(loss)/d(filter) (3, 3, C, F) of the VALID 3x3 stride-1 conv of padded NHWC `xp`
+    with out_backprop `dy` (N, oh, ow, F): with X the sum over tiles of the 16 products
+    (B^T d B)^T (A dy A^T), the gradient is G^T X G."""
+    n, oh, ow, f = dy.shape
+    c = xp.shape[3]
+    th, tw = -(-oh // 2), -(-ow // 2)
+    hp, wp = 2 * th + 2, 2 * tw + 2
+    if xp.shape[1] < hp or xp.shape[2] < wp:
+        xp = np.pad(xp, [(0, 0), (0, hp - xp.shape[1]), (0, wp - xp.shape[2]), (0, 0)])
+    if (oh, ow) != (2 * th, 2 * tw):  # zero out_backprop where the padded tiles overhang
+        dy = np.pad(dy, [(0, 0), (0, 2 * th - oh), (0, 2 * tw - ow), (0, 0)])
+    dtype = np.result_type(xp, dy)
+    row_bytes = 16 * tw * (c + f) * dtype.itemsize
+    rows = max(1, min(th, _CHUNK_BYTES // row_bytes))
+    images = max(1, min(n, _CHUNK_BYTES // (row_bytes * th))) if rows == th else 1
+    blocks = -(-th // rows)
+    state, states = intra_op.per_thread(lambda: (
+        np.empty((16, images, rows, tw, c), dtype), np.empty((16, images, rows, tw, f), dtype),
+        np.zeros((16, c, f), dtype), np.empty((16, c, f), dtype)))
+
+    def work(u0, u1):
+        v, e, acc, part = state()
+        if images > 1:
+            b0, b1, r0, r1 = u0 * images, min(n, u1 * images), 0, th
+        else:
+            b0, r0 = u0 // blocks, (u0 % blocks) * rows
+            b1, r1 = b0 + 1, min(th, r0 + rows)
+        k, t = b1 - b0, r1 - r0
+        v, e = v[:, :k, :t], e[:, :k, :t]
+        _input_transform(xp[b0:b1, 2 * r0:2 * r1 + 2], v, t, tw)
+        _gradient_transform(dy[b0:b1, 2 * r0:2 * r1], e, t, tw)
+        np.matmul(v.reshape(16, -1, c).transpose(0, 2, 1), e.reshape(16, -1, f), out=part)
+        acc += part
+
+    units = -(-n // images) if images > 1 else n * blocks
+    flops = 2.0 * 16 * n * th * tw * c * f
+    intra_op.parallel_for(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
+    sums = [s[2] for s in states()]
+    x = sums[0]
+    for s in sums[1:]:
+        x += s
+    x = x.reshape(4, 4, c, f)
+
+    def back(z):  # G^T z along axis 0: (4, ...) -> (3, ...)
+        return np.stack([z[0] + (z[1] + z[2]) * 0.5, (z[1] - z[2]) * 0.5,
+                         (z[1] + z[2]) * 0.5 + z[3]])
+    return np.ascontiguousarray(back(back(x).swapaxes(0, 1)).swapaxes(0, 1))

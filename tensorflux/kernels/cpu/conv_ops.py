@@ -30,10 +30,10 @@ claims fewer chunks, and nothing spin-waits. With a multi-threaded BLAS (set by 
 they run on the calling thread and BLAS parallelizes each product; chunks are then capped
 in number (`_MAX_CHUNKS`): fewer, larger BLAS calls degrade far less when other processes
 compete for the cores.
-3x3 stride-1 convolutions with enough channels and output pixels (forward, and
-backprop-input as the flipped forward conv) go through Winograd's F(2x2, 3x3) instead of
-im2col (kernels/cpu/_winograd.py): 2.25x fewer multiply-adds, ~1.3x faster on the 28x28
-and 56x56 layers of GoogLeNet and ResNet-50.
+3x3 stride-1 convolutions with enough channels and output pixels (forward, backprop-input
+as the flipped forward conv, and backprop-filter) go through Winograd's F(2x2, 3x3) instead
+of im2col (kernels/cpu/_winograd.py): 2.25x fewer multiply-adds, 1.2-1.4x less CPU time on
+the 28x28 and 56x56 layers of GoogLeNet and ResNet-50.
 Every kernel works in NHWC; NCHW data is transposed in and out.
 """
 
@@ -309,6 +309,9 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, dy):
         return _fft_conv.conv_backprop_filter(x, dy, (kh, kw), (pads[0][0], pads[1][0]),
                                               (g.dh, g.dw), parts, ctx)
+    if x.dtype == dy.dtype and _winograd.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f,
+                                                 (oh, ow), dtype):
+        return _winograd.conv3x3_backprop_filter(_pad(x, pads), dy, parts)
     xp = _pad(x, pads)
     patches = _patches(xp, kh, kw, oh, ow, (g.sh, g.sw), (g.dh, g.dw))
 
