@@ -40,7 +40,7 @@ CASES = [
     _conv_case("conv_1x1_s23_valid", (1, 6, 7, 2), (1, 1, 2, 3), strides=(2, 3),
                padding="VALID"),
     _conv_case("conv_1x1_nchw_s2", (2, 3, 4, 4), (1, 1, 3, 2), strides=(2, 2), nchw=True),
-    # 3x3 with >= 48 channels and >= 400 output pixels: Winograd F(2x2, 3x3), even and
+    # 3x3 with >= 48 channels and >= 169 output pixels: Winograd F(2x2, 3x3), even and
     # odd output sizes (values; the backprop-input through the flipped forward conv).
     _conv_case("conv_winograd_same", (2, 21, 20, 48), (3, 3, 48, 50), grad=False),
     _conv_case("conv_winograd_valid", (1, 23, 24, 50), (3, 3, 50, 48), padding="VALID",

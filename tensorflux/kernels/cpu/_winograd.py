@@ -31,14 +31,15 @@ from tensorflux.kernels import intra_op
 # Below this many input or output channels the products are too narrow for the 2.25x
 # fewer flops to pay for the transforms (measured: C = F = 32 is about even).
 MIN_CHANNELS = 48
-MIN_PIXELS = 400  # output pixels per image (20x20)
+MIN_PIXELS = 169  # output pixels per image (13x13)
+_MIN_TILES = 256  # tiles per work unit of the filter gradient
 _CHUNK_BYTES = 2 << 20  # transformed input + products per work unit
 
 
 def applies(kh, kw, strides, dilations, c, f, out_hw, dtype) -> bool:
     """Whether a conv of this geometry goes through `conv3x3`: a 3x3 window at stride 1,
     enough channels, and enough tiles per image for the 16 products to run near BLAS's
-    peak (at 14x14 outputs and below im2col measured as fast or faster)."""
+    peak (at 7x7 outputs im2col measured faster)."""
     return (kh == kw == 3 and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1)
             and min(c, f) >= MIN_CHANNELS and out_hw[0] * out_hw[1] >= MIN_PIXELS
             and np.dtype(dtype) in (np.float32, np.float64))
@@ -160,6 +161,8 @@ def conv3x3_backprop_filter(xp, dy, parts: int):
     row_bytes = 16 * tw * (c + f) * dtype.itemsize
     rows = max(1, min(th, _CHUNK_BYTES // row_bytes))
     images = max(1, min(n, _CHUNK_BYTES // (row_bytes * th))) if rows == th else 1
+    if rows == th:  # at least _MIN_TILES tiles per unit: each unit adds a (16, C, F) product
+        images = min(n, max(images, -(-_MIN_TILES // (th * tw))))
     blocks = -(-th // rows)
     state, states = intra_op.per_thread(lambda: (
         np.empty((16, images, rows, tw, c), dtype), np.empty((16, images, rows, tw, f), dtype),
