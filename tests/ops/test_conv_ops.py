@@ -207,3 +207,21 @@ def test_pointwise_conv_backprops_split_over_threads(stride):
                                                            "SAME"), rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(got_y, ref_conv(x, w, (stride,) * 2, "SAME"), rtol=1e-4,
                                atol=1e-3)
+
+
+def test_winograd_keeps_non_finite_values_to_their_windows():
+    """An infinity in the input of a conv that Winograd would take gives the direct
+    convolution's infinities and NaNs (only in the windows that read it)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 20, 20, 48)).astype(np.float32)
+    x[0, 0, 0, 0], x[0, 9, 12, 3] = np.inf, np.nan
+    w = rng.standard_normal((3, 3, 48, 48)).astype(np.float32)
+    dy = rng.standard_normal((1, 20, 20, 48)).astype(np.float32)
+    got_y, got_w = _run([tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"),
+                         tf.nn.conv2d_backprop_filter(x, [3, 3, 48, 48], dy, [1, 1, 1, 1],
+                                                      "SAME")])
+    want_y = ref_conv(x, w, (1, 1), "SAME")
+    np.testing.assert_array_equal(np.isfinite(got_y), np.isfinite(want_y))
+    np.testing.assert_allclose(got_y, want_y, rtol=1e-4, atol=1e-3)
+    want_w = ref_conv_filter_grad(x, w.shape, dy, (1, 1), "SAME")
+    np.testing.assert_array_equal(np.isnan(got_w), np.isnan(want_w))

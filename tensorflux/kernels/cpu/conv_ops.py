@@ -137,7 +137,9 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts):
     k = w2.shape[0]
     if (xp.dtype == w2.dtype == out.dtype and
             _winograd.applies(kh, kw, strides, dilations, xp.shape[3], f, (oh, ow), out.dtype)):
-        return _winograd.conv3x3(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
+        _winograd.conv3x3(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
+        if _finite(out):
+            return out
     if oh > 1 and oh * ow * k * xp.itemsize > _IMAGE_ROWS_BYTES:
         return _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts)
     patches = _patches(xp, kh, kw, oh, ow, strides, dilations)
@@ -184,6 +186,14 @@ def _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts):
 
     intra_op.parallel_for(work, n * blocks, 1, _parts(parts, 2.0 * out.size * k))
     return out
+
+
+def _finite(result) -> bool:
+    """Whether a Winograd result holds no infinity or NaN. A transform mixes the pixels of
+    a tile (an infinity times a zero coefficient is a NaN), where the direct convolution
+    keeps a non-finite value to the windows that read it (as TF does); any non-finite
+    operand reaches the result, so a non-finite result sends the conv the direct way."""
+    return bool(np.isfinite(np.add.reduce(result, axis=None)))
 
 
 def _parts(parts: int, flops: float) -> int:
@@ -311,7 +321,9 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
                                               (g.dh, g.dw), parts, ctx)
     if x.dtype == dy.dtype and _winograd.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f,
                                                  (oh, ow), dtype):
-        return _winograd.conv3x3_backprop_filter(_pad(x, pads), dy, parts)
+        dw = _winograd.conv3x3_backprop_filter(_pad(x, pads), dy, parts)
+        if _finite(dw):
+            return dw
     xp = _pad(x, pads)
     patches = _patches(xp, kh, kw, oh, ow, (g.sh, g.sw), (g.dh, g.dw))
 
