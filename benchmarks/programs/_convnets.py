@@ -6,6 +6,11 @@ Architectures as in the convnet-benchmarks suite the paper's Table 1 quotes: Ale
 and GoogLeNet v1 (224x224, nine inception blocks); ReLU after every conv and hidden fc
 layer, softmax cross-entropy on 1000 classes, plain SGD. `benchmarks/gpu/torch_nets.py`
 builds the same nets in PyTorch for the side-by-side GPU run.
+
+Beside them (issue 20), a ResNet-50-style step (`resnet50`, in `CPU_NETS` only): v1.5
+bottleneck blocks (1x1, 3x3 with the stage's stride, 1x1; projection shortcuts where the
+shape changes) with `tf.nn.fused_batch_norm` in training mode after every conv, as a TF1
+user writes it by hand (scale and offset variables, batch statistics, no moving averages).
 """
 
 from __future__ import annotations
@@ -50,6 +55,10 @@ _SPECS = {
                   ("avgpool", (7, 1, "VALID")), ("logits", 1000)],
 }
 NETS = tuple(_SPECS)
+IMAGE["resnet50"] = 224
+# The nets of the CPU benchmark (benchmarks/programs/table1_convnets.py).
+CPU_NETS = NETS + ("resnet50",)
+_RESNET50_STAGES = ((64, 256, 3, 1), (128, 512, 4, 2), (256, 1024, 6, 2), (512, 2048, 3, 2))
 
 
 def spec(name: str):
@@ -94,7 +103,7 @@ def build(tf, name: str, batch: int, lr: float = 0.01, synthetic: bool = False):
             return tf.nn.relu(o) if relu else o
 
         h = x
-        for kind, a in _SPECS[name]:
+        for kind, a in _SPECS.get(name, []):
             if kind == "conv":
                 h = conv(h, *a)
             elif kind == "pool":
@@ -115,8 +124,33 @@ def build(tf, name: str, batch: int, lr: float = 0.01, synthetic: bool = False):
                 if len(h.shape) == 4:
                     h = tf.reshape(h, [batch, -1])
                 h = fc(h, a, relu=kind == "fc")
+        if name == "resnet50":
+            h = _resnet50(tf, x, var)
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
                                                                              logits=h))
         train = tf.train.GradientDescentOptimizer(lr).minimize(loss)
         init = tf.global_variables_initializer()
     return g, x, y, init, train, loss
+
+
+def _resnet50(tf, x, var):
+    """Logits of ResNet-50 (v1.5) on NHWC `x`; `var(shape, fan_in)` makes a weight."""
+
+    def conv_bn(h, out, k, stride, relu=True):
+        c = int(h.shape[-1])
+        h = tf.nn.conv2d(h, var([k, k, c, out], k * k * c), [1, stride, stride, 1], "SAME")
+        h, _, _ = tf.nn.fused_batch_norm(h, tf.Variable(tf.ones([out])),
+                                         tf.Variable(tf.zeros([out])), is_training=True)
+        return tf.nn.relu(h) if relu else h
+
+    h = conv_bn(x, 64, 7, 2)
+    h = tf.nn.max_pool(h, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")
+    for mid, out, blocks, stride in _RESNET50_STAGES:
+        for b in range(blocks):
+            s = stride if b == 0 else 1
+            shortcut = conv_bn(h, out, 1, s, relu=False) if b == 0 else h
+            r = conv_bn(conv_bn(conv_bn(h, mid, 1, 1), mid, 3, s), out, 1, 1, relu=False)
+            h = tf.nn.relu(r + shortcut)
+    h = tf.reduce_mean(h, [1, 2])
+    w = var([2048, 1000], 2048)
+    return tf.nn.bias_add(tf.matmul(h, w), tf.Variable(tf.zeros([1000])))

@@ -150,3 +150,31 @@ def test_every_op_has_shape_fn_kernel_and_gradient(op_type):
     assert op_registry.get(op_type).shape_fn is not None
     assert kernel_registry.has_kernel(op_type, "CPU")
     assert op_registry.get_gradient(op_type) is not None
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_channel_last_chunked_path_matches_general_path(training):
+    """NHWC float32 data large enough to be cut into row blocks over the intra-op threads
+    (the chunked channel-last path) gives the values and gradients of the general path
+    (NCHW, the same data transposed)."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((8, 24, 24, 64)) * 3 + 1).astype(np.float32)
+    dy = rng.standard_normal(x.shape).astype(np.float32)
+    s, o = rng.uniform(0.5, 2, 64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
+    m, v = rng.standard_normal(64).astype(np.float32), rng.uniform(0.5, 2, 64).astype(np.float32)
+    stats = {} if training else {"mean": m, "variance": v}
+    results = []
+    for fmt, xx, dd in (("NHWC", x, dy), ("NCHW", x.transpose(0, 3, 1, 2),
+                                          dy.transpose(0, 3, 1, 2))):
+        xt = tf.constant(xx)
+        st, ot = tf.constant(s), tf.constant(o)
+        y, bm, bv = tf.nn.fused_batch_norm(xt, st, ot, epsilon=EPS, data_format=fmt,
+                                           is_training=training, **stats)
+        grads = tf.gradients(y, [xt, st, ot], grad_ys=tf.constant(dd))
+        with tf.Session() as sess:
+            out = sess.run([y, bm, bv] + grads)
+        if fmt == "NCHW":
+            out[0], out[3] = out[0].transpose(0, 2, 3, 1), out[3].transpose(0, 2, 3, 1)
+        results.append(out)
+    for got, want in zip(*results, strict=True):
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-3)

@@ -35,6 +35,31 @@ CASES = [
     _conv_case("conv_nchw", (2, 3, 4, 5), (3, 3, 3, 2), nchw=True),
     _conv_case("conv_explicit", (1, 4, 5, 2), (3, 3, 2, 2), explicit=((1, 2), (0, 1))),
     _conv_case("conv_1x1", (2, 3, 3, 4), (1, 1, 4, 3)),
+    # 1x1 windows: single products (strided: on every stride-th pixel).
+    _conv_case("conv_1x1_s2_same", (2, 5, 5, 3), (1, 1, 3, 4), strides=(2, 2)),
+    _conv_case("conv_1x1_s23_valid", (1, 6, 7, 2), (1, 1, 2, 3), strides=(2, 3),
+               padding="VALID"),
+    _conv_case("conv_1x1_nchw_s2", (2, 3, 4, 4), (1, 1, 3, 2), strides=(2, 2), nchw=True),
+    # 3x3 with >= 48 channels and >= 169 output pixels: Winograd F(2x2, 3x3), even and
+    # odd output sizes (values; the backprop-input through the flipped forward conv).
+    _conv_case("conv_winograd_same", (2, 21, 20, 48), (3, 3, 48, 50), grad=False),
+    _conv_case("conv_winograd_valid", (1, 23, 24, 50), (3, 3, 50, 48), padding="VALID",
+               grad=False),
+    OpCase("conv_backprop_input_winograd",
+           lambda w, dy: tf.nn.conv2d_backprop_input([2, 21, 20, 48], w, dy, [1, 1, 1, 1],
+                                                     "SAME"),
+           lambda w, dy: ref_conv_input_grad((2, 21, 20, 48), w, dy, (1, 1), "SAME"),
+           shapes=[(3, 3, 48, 50), (2, 21, 20, 50)], grad=False),
+    OpCase("conv_backprop_filter_winograd",
+           lambda x, dy: tf.nn.conv2d_backprop_filter(x, [3, 3, 48, 50], dy, [1, 1, 1, 1],
+                                                      "SAME"),
+           lambda x, dy: ref_conv_filter_grad(x, (3, 3, 48, 50), dy, (1, 1), "SAME"),
+           shapes=[(2, 21, 20, 48), (2, 21, 20, 50)], grad=False),
+    OpCase("conv_backprop_filter_winograd_valid",
+           lambda x, dy: tf.nn.conv2d_backprop_filter(x, [3, 3, 50, 48], dy, [1, 1, 1, 1],
+                                                      "VALID"),
+           lambda x, dy: ref_conv_filter_grad(x, (3, 3, 50, 48), dy, (1, 1), "VALID"),
+           shapes=[(1, 23, 24, 50), (1, 21, 22, 48)], grad=False),
     _conv_case("conv_grouped", (1, 4, 4, 4), (2, 2, 2, 4), padding="VALID"),
     _conv_case("conv_big_batch", (40, 4, 4, 2), (3, 3, 2, 2), grad=False),
     OpCase("conv_backprop_input",
@@ -161,3 +186,42 @@ def test_runtime_errors_are_typed():
         with pytest.raises(tf.errors.InvalidArgumentError, match="input depth must be evenly "
                                                                  "divisible by filter depth"):
             sess.run(bad, {bad.op.inputs[0]: np.ones((1, 4, 4, 4))})
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_pointwise_conv_backprops_split_over_threads(stride):
+    """1x1 backprops large enough to be split over the intra-op threads (row blocks, one
+    running filter sum per thread) agree with the explicit-loop references."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 32, 32, 32)).astype(np.float32)
+    w = rng.standard_normal((1, 1, 32, 64)).astype(np.float32)
+    o = 32 // stride
+    dy = rng.standard_normal((8, o, o, 64)).astype(np.float32)
+    s = [1, stride, stride, 1]
+    got_x, got_w, got_y = _run([tf.nn.conv2d_backprop_input([8, 32, 32, 32], w, dy, s, "SAME"),
+                                tf.nn.conv2d_backprop_filter(x, [1, 1, 32, 64], dy, s, "SAME"),
+                                tf.nn.conv2d(x, w, s, "SAME")])
+    np.testing.assert_allclose(got_x, ref_conv_input_grad(x.shape, w, dy, (stride,) * 2,
+                                                          "SAME"), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(got_w, ref_conv_filter_grad(x, w.shape, dy, (stride,) * 2,
+                                                           "SAME"), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(got_y, ref_conv(x, w, (stride,) * 2, "SAME"), rtol=1e-4,
+                               atol=1e-3)
+
+
+def test_winograd_keeps_non_finite_values_to_their_windows():
+    """An infinity in the input of a conv that Winograd would take gives the direct
+    convolution's infinities and NaNs (only in the windows that read it)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 20, 20, 48)).astype(np.float32)
+    x[0, 0, 0, 0], x[0, 9, 12, 3] = np.inf, np.nan
+    w = rng.standard_normal((3, 3, 48, 48)).astype(np.float32)
+    dy = rng.standard_normal((1, 20, 20, 48)).astype(np.float32)
+    got_y, got_w = _run([tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"),
+                         tf.nn.conv2d_backprop_filter(x, [3, 3, 48, 48], dy, [1, 1, 1, 1],
+                                                      "SAME")])
+    want_y = ref_conv(x, w, (1, 1), "SAME")
+    np.testing.assert_array_equal(np.isfinite(got_y), np.isfinite(want_y))
+    np.testing.assert_allclose(got_y, want_y, rtol=1e-4, atol=1e-3)
+    want_w = ref_conv_filter_grad(x, w.shape, dy, (1, 1), "SAME")
+    np.testing.assert_array_equal(np.isnan(got_w), np.isnan(want_w))

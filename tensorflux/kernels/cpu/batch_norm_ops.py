@@ -1,12 +1,21 @@
 """CPU kernels of the fused batch norms and their gradients (contract in
 tensorflux/ops/batch_norm_ops.py). Statistics are reduced over every axis but the
 channel axis, in float32 for half and bfloat16 data (float64 data stays float64).
+
+Channel-last float32/float64 data (NHWC, NDHWC: the layout of every CPU model) takes a
+chunked path (`_rows_stats`, `_rows_normalize`, `_rows_backward`): the data seen as a
+(rows, C) matrix is cut into cache-sized row blocks that the intra-op threads claim, each
+pass over a block keeps its temporaries in cache, and the per-channel sums are summed per
+thread, then across threads. Same formulas as the general path (the normalized value as
+(x - mean) * (inv * scale) + offset), up to the order of the sums, except that the variance
+comes from one pass over shifted data (`_rows_stats`) rather than two.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from tensorflux.kernels import intra_op
 from tensorflux.kernels.cpu._nn_common import _invalid, _narrow, _widen
 from tensorflux.kernels.registry import kernel_factory
 
@@ -29,6 +38,73 @@ def _vec(v, channels, what):
     return v.astype(np.float32) if v.dtype != np.float64 else v
 
 
+def _fast(c: int, *arrays) -> bool:
+    """Whether the chunked channel-last path takes these arrays."""
+    return (c == arrays[0].ndim - 1 and arrays[0].size > 0
+            and all(a.dtype == arrays[0].dtype and a.dtype in (np.float32, np.float64)
+                    and a.flags.c_contiguous for a in arrays))
+
+
+def _channel_sums(ctx, fn, rows: int, channels: int, dtype, count: int):
+    """`count` per-channel sums: `fn(lo, hi, sums)` adds row block [lo, hi)'s into `sums`
+    (count, C); blocks run on the intra-op threads, one running sum per thread."""
+    state, states = intra_op.per_thread(lambda: np.zeros((count, channels), dtype))
+    intra_op.parallel_rows(lambda lo, hi: fn(lo, hi, state()), rows, rows * channels,
+                           intra_op.workers(ctx))
+    sums = states()
+    total = sums[0]
+    for part in sums[1:]:
+        total += part
+    return total
+
+
+def _scratch(channels: int, dtype):
+    """A per-thread scratch block getter: `get(k)` is a (k, C) array, reused across blocks
+    (a fresh cache-sized temporary per block would be a fresh mapping of pages each time)."""
+    state, _ = intra_op.per_thread(lambda: [np.empty((0, channels), dtype)])
+
+    def get(k):
+        box = state()
+        if box[0].shape[0] < k:
+            box[0] = np.empty((k, channels), dtype)
+        return box[0][:k]
+
+    return get
+
+
+def _rows_stats(ctx, x2):
+    """(mean, biased variance) per channel of `x2` (rows, C) in one pass: the sums of
+    x - x0 and of its squares, x0 the first row (a shift near the mean keeps the
+    difference of the two sums from cancelling)."""
+    rows, channels = x2.shape
+    x0 = x2[0].copy()
+    scratch = _scratch(channels, x2.dtype)
+
+    def add_sums(lo, hi, acc):
+        d = np.subtract(x2[lo:hi], x0, out=scratch(hi - lo))
+        acc[0] += np.add.reduce(d, axis=0)
+        np.multiply(d, d, out=d)
+        acc[1] += np.add.reduce(d, axis=0)
+
+    s1, s2 = _channel_sums(ctx, add_sums, rows, channels, x2.dtype, 2)
+    shift = s1 / rows
+    return x0 + shift, np.maximum(s2 / rows - shift * shift, 0)
+
+
+def _rows_normalize(ctx, x2, m, a, offset):
+    """(x2 - m) * a + offset, per row block."""
+    y = np.empty_like(x2)
+
+    def work(lo, hi):
+        out = y[lo:hi]
+        np.subtract(x2[lo:hi], m, out=out)
+        out *= a
+        out += offset
+
+    intra_op.parallel_rows(work, x2.shape[0], x2.size, intra_op.workers(ctx))
+    return y
+
+
 def _forward(node, ctx, x, scale, offset, mean, variance):
     a = node.attrs
     axes, bshape, c = _layout(a.get("data_format", "NHWC"), x.ndim)
@@ -36,10 +112,16 @@ def _forward(node, ctx, x, scale, offset, mean, variance):
     channels = x.shape[c]
     xw = _widen(x)
     scale, offset = _vec(scale, channels, "scale"), _vec(offset, channels, "offset")
+    fast = _fast(c, xw)
+    if fast:
+        scale, offset = scale.astype(xw.dtype), offset.astype(xw.dtype)
     if a.get("is_training", True):
         n = x.size // max(channels, 1)
-        m = xw.mean(axis=axes) if n else np.full(channels, np.nan, np.float32)
-        v = xw.var(axis=axes) if n else np.full(channels, np.nan, np.float32)
+        if fast:
+            m, v = _rows_stats(ctx, xw.reshape(-1, channels))
+        else:
+            m = xw.mean(axis=axes) if n else np.full(channels, np.nan, np.float32)
+            v = xw.var(axis=axes) if n else np.full(channels, np.nan, np.float32)
         corrected = v * n / (n - 1) if n > 1 else np.zeros_like(v)
         batch_mean, batch_var = m, corrected
         if factor != 1.0:
@@ -50,7 +132,12 @@ def _forward(node, ctx, x, scale, offset, mean, variance):
         use_m, use_v = _vec(mean, channels, "mean"), _vec(variance, channels, "variance")
         batch_mean, batch_var, saved = use_m, use_v, (use_m, use_v)
     inv = 1.0 / np.sqrt(use_v + eps)
-    y = (xw - use_m.reshape(bshape)) * (inv * scale).reshape(bshape) + offset.reshape(bshape)
+    if fast:
+        y = _rows_normalize(ctx, xw.reshape(-1, channels), use_m.astype(xw.dtype),
+                            (inv * scale).astype(xw.dtype), offset).reshape(x.shape)
+    else:
+        y = (xw - use_m.reshape(bshape)) * (inv * scale).reshape(bshape) \
+            + offset.reshape(bshape)
     u = np.float32
     outs = [_narrow(y, x.dtype), batch_mean.astype(u), batch_var.astype(u),
             saved[0].astype(u), saved[1].astype(u)]
@@ -64,6 +151,39 @@ def _fused_batch_norm(node):
     return lambda ctx, *inputs: _forward(node, ctx, *inputs)
 
 
+def _rows_backward(ctx, dy2, x2, scale, m, inv, training: bool):
+    """(dx, d_scale, d_offset) of the channel-last path: one pass for the two per-channel
+    sums (of dy and of dy * (x - mean)), one for dx."""
+    rows, channels = x2.shape
+
+    scratch = _scratch(channels, x2.dtype)
+
+    def add_sums(lo, hi, acc):
+        d = np.subtract(x2[lo:hi], m, out=scratch(hi - lo))
+        acc[0] += np.add.reduce(dy2[lo:hi], axis=0)
+        np.multiply(d, dy2[lo:hi], out=d)
+        acc[1] += np.add.reduce(d, axis=0)
+
+    d_offset, centred = _channel_sums(ctx, add_sums, rows, channels, x2.dtype, 2)
+    d_scale = centred * inv
+    k1 = scale * inv
+    # dx = k1 * dy - k2 * (x - mean) - k3 in training, k1 * dy at inference.
+    k2, k3 = k1 * inv * d_scale / rows, k1 * d_offset / rows
+    dx = np.empty_like(x2)
+
+    def work(lo, hi):
+        out = dx[lo:hi]
+        np.multiply(dy2[lo:hi], k1, out=out)
+        if training:
+            d = np.subtract(x2[lo:hi], m, out=scratch(hi - lo))
+            d *= k2
+            out -= d
+            out -= k3
+
+    intra_op.parallel_rows(work, rows, x2.size, intra_op.workers(ctx))
+    return dx, d_scale, d_offset
+
+
 def _backward(node, ctx, dy, x, scale, saved_mean, saved_var, *unused):
     a = node.attrs
     axes, bshape, c = _layout(a.get("data_format", "NHWC"), x.ndim)
@@ -73,6 +193,14 @@ def _backward(node, ctx, dy, x, scale, saved_mean, saved_var, *unused):
     scale = _vec(scale, channels, "scale")
     m, v = _vec(saved_mean, channels, "mean"), _vec(saved_var, channels, "variance")
     inv = 1.0 / np.sqrt(v + eps)
+    u = np.float32
+    if _fast(c, dyw, xw):
+        t = xw.dtype
+        dx, d_scale, d_offset = _rows_backward(
+            ctx, dyw.reshape(-1, channels), xw.reshape(-1, channels), scale.astype(t),
+            m.astype(t), inv.astype(t), a.get("is_training", True))
+        return [_narrow(dx.reshape(x.shape), x.dtype), d_scale.astype(u),
+                d_offset.astype(u), np.zeros(0, u), np.zeros(0, u)]
     x_hat = (xw - m.reshape(bshape)) * inv.reshape(bshape)
     d_offset = dyw.sum(axis=axes)
     d_scale = (dyw * x_hat).sum(axis=axes)

@@ -30,6 +30,10 @@ claims fewer chunks, and nothing spin-waits. With a multi-threaded BLAS (set by 
 they run on the calling thread and BLAS parallelizes each product; chunks are then capped
 in number (`_MAX_CHUNKS`): fewer, larger BLAS calls degrade far less when other processes
 compete for the cores.
+3x3 stride-1 convolutions with enough channels and output pixels (forward, backprop-input
+as the flipped forward conv, and backprop-filter) go through Winograd's F(2x2, 3x3) instead
+of im2col (kernels/cpu/_winograd.py): 2.25x fewer multiply-adds, 1.2-1.4x less CPU time on
+the 28x28 and 56x56 layers of GoogLeNet and ResNet-50.
 Every kernel works in NHWC; NCHW data is transposed in and out.
 """
 
@@ -40,7 +44,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from tensorflux.framework import errors
 from tensorflux.kernels import interrupt, intra_op
-from tensorflux.kernels.cpu import _fft_conv, native
+from tensorflux.kernels.cpu import _fft_conv, _winograd, native
 from tensorflux.kernels.cpu._nn_common import (
     _checked,
     _explicit_pairs,
@@ -131,6 +135,11 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts):
     and multiplied by `w2` straight into the chunk's rows of `out`."""
     n, oh, ow, f = out.shape
     k = w2.shape[0]
+    if (xp.dtype == w2.dtype == out.dtype and
+            _winograd.applies(kh, kw, strides, dilations, xp.shape[3], f, (oh, ow), out.dtype)):
+        _winograd.conv3x3(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
+        if _finite(out):
+            return out
     if oh > 1 and _image_too_big(oh * ow, k, f, xp.itemsize):
         return _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts)
     patches = _patches(xp, kh, kw, oh, ow, strides, dilations)
@@ -182,6 +191,14 @@ def _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts):
     return out
 
 
+def _finite(result) -> bool:
+    """Whether a Winograd result holds no infinity or NaN. A transform mixes the pixels of
+    a tile (an infinity times a zero coefficient is a NaN), where the direct convolution
+    keeps a non-finite value to the windows that read it (as TF does); any non-finite
+    operand reaches the result, so a non-finite result sends the conv the direct way."""
+    return bool(np.isfinite(np.add.reduce(result, axis=None)))
+
+
 def _parts(parts: int, flops: float) -> int:
     """Threads for a kernel of `flops` work: 1 when too small to be worth a split."""
     return parts if flops >= intra_op.MIN_FLOPS else 1
@@ -199,6 +216,77 @@ def _by_fft(g: _ConvGeometry, n, hw, c, f, khw, out_hw, pads, *operands) -> bool
             and all(np.isfinite(np.add.reduce(a, axis=None)) for a in operands))
 
 
+# ---- 1x1 convolutions: plain matrix products, no patch copies ------------------------------
+
+
+def _pointwise(kh, kw, pads) -> bool:
+    """Whether a conv is a 1x1 window without padding: every output pixel is one input
+    pixel (every `stride`-th), and the conv and its backprops are single products."""
+    return kh == kw == 1 and not any(p for pr in pads for p in pr)
+
+
+def _subsampled(x, g: _ConvGeometry, oh, ow):
+    """The input pixels a 1x1 conv reads, contiguous (N, oh, ow, C): `x` itself at
+    stride 1, every stride-th pixel otherwise."""
+    if g.sh == g.sw == 1:
+        return x
+    return np.ascontiguousarray(x[:, :(oh - 1) * g.sh + 1:g.sh, :(ow - 1) * g.sw + 1:g.sw])
+
+
+def _rows_matmul(a2, b2, o2, parts):
+    """o2 = a2 @ b2, split over blocks of a2's rows between the intra-op threads."""
+    work = 2.0 * o2.size * a2.shape[1]
+    parts = _parts(parts, work)
+    m = a2.shape[0]  # chunks of rows of at most about interrupt.CHUNK_FLOPS
+    intra_op.parallel_for(lambda lo, hi: np.matmul(a2[lo:hi], b2, out=o2[lo:hi]),
+                          m, intra_op.bounded_grain(-(-m // (4 * parts)), m, work), parts)
+
+
+def _pointwise_backprop_filter(x, dy, g: _ConvGeometry, parts: int):
+    """Backprop-filter of a 1x1 conv: the read input pixels (m, C) transposed times
+    out_backprop (m, F), summed over row blocks (one running sum per thread)."""
+    n, oh, ow, f = dy.shape
+    x2 = _subsampled(x, g, oh, ow).reshape(-1, x.shape[3])
+    d2 = dy.reshape(-1, f)
+    c = x2.shape[1]
+    dtype = np.result_type(x2, d2)
+    state, states = intra_op.per_thread(
+        lambda: (np.zeros((c, f), dtype), np.empty((c, f), dtype)))
+
+    def work(lo, hi):
+        acc, part = state()
+        np.matmul(x2[lo:hi].T, d2[lo:hi], out=part)
+        acc += part
+
+    flops = 2.0 * x2.shape[0] * c * f
+    p = _parts(parts, flops)
+    m = x2.shape[0]  # chunks of at most about interrupt.CHUNK_FLOPS
+    intra_op.parallel_for(work, m, intra_op.bounded_grain(-(-m // (2 * p)), m, flops), p)
+    sums = [acc for acc, _ in states()]
+    total = sums[0]
+    for a in sums[1:]:
+        total += a
+    return total.reshape(1, 1, c, f)
+
+
+def _pointwise_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int):
+    """Backprop-input of a 1x1 conv: out_backprop (m, F) times the filter transposed,
+    written to the input pixels the conv read (the others get zero)."""
+    n, h, wd, c = shape
+    _, oh, ow, f = dy.shape
+    dtype = np.result_type(w, dy)
+    wt = np.ascontiguousarray(w.reshape(c, f).T)
+    if g.sh == g.sw == 1:
+        out = np.empty((n, h, wd, c), dtype)
+        _rows_matmul(dy.reshape(-1, f), wt, out.reshape(-1, c), parts)
+        return out
+    sub = np.empty((n, oh, ow, c), dtype)
+    _rows_matmul(dy.reshape(-1, f), wt, sub.reshape(-1, c), parts)
+    out = np.zeros((n, h, wd, c), dtype)
+    out[:, :(oh - 1) * g.sh + 1:g.sh, :(ow - 1) * g.sw + 1:g.sw] = sub
+    return out
+
+
 def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None):
     """NHWC conv of compute-precision `x` (N, H, W, C) with `w` (kh, kw, C, F)."""
     n, h, wd, c = x.shape
@@ -208,17 +296,13 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None):
     out = np.empty((n, oh, ow, f), dtype=np.result_type(x, w))
     if out.size == 0:
         return np.zeros(out.shape, out.dtype)
+    if _pointwise(kh, kw, pads):
+        x2, w2, o2 = _subsampled(x, g, oh, ow).reshape(-1, c), w.reshape(c, f), out.reshape(-1, f)
+        _rows_matmul(x2, w2, o2, parts)
+        return out
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, w):
         return _fft_conv.conv_forward(x, w, (pads[0][0], pads[1][0]), (oh, ow),
                                       (g.dh, g.dw), parts, ctx)
-    if kh == kw == 1 and g.sh == g.sw == 1 and not any(p for pr in pads for p in pr):
-        x2, w2, o2 = x.reshape(-1, c), w.reshape(c, f), out.reshape(-1, f)
-        parts = _parts(parts, 2.0 * out.size * c)
-        m = x2.shape[0]  # chunks of rows of at most about interrupt.CHUNK_FLOPS
-        intra_op.parallel_for(lambda lo, hi: np.matmul(x2[lo:hi], w2, out=o2[lo:hi]),
-                              m, intra_op.bounded_grain(-(-m // (4 * parts)), m,
-                                                        2.0 * out.size * c), parts)
-        return out
     return _im2col_matmul(_pad(x, pads), w.reshape(k, f), out, kh, kw, (g.sh, g.sw),
                           (g.dh, g.dw), parts)
 
@@ -237,9 +321,16 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
     dtype = np.result_type(x, dy)
     if n * oh * ow == 0:
         return np.zeros((kh, kw, c, f), dtype)
+    if _pointwise(kh, kw, pads):
+        return _pointwise_backprop_filter(x, dy, g, parts)
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, dy):
         return _fft_conv.conv_backprop_filter(x, dy, (kh, kw), (pads[0][0], pads[1][0]),
                                               (g.dh, g.dw), parts, ctx)
+    if x.dtype == dy.dtype and _winograd.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f,
+                                                 (oh, ow), dtype):
+        dw = _winograd.conv3x3_backprop_filter(_pad(x, pads), dy, parts)
+        if _finite(dw):
+            return dw
     xp = _pad(x, pads)
     if oh > 1 and _image_too_big(oh * ow, k, f, x.itemsize):
         return _backprop_filter_rows(xp, dy, kh, kw, g, parts, dtype)
@@ -335,6 +426,8 @@ def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int, ctx=None):
     dtype = np.result_type(w, dy)
     if dy.size == 0 or n * h * wd * c == 0:
         return np.zeros((n, h, wd, c), dtype)
+    if _pointwise(kh, kw, pads):
+        return _pointwise_backprop_input(shape, w, dy, g, parts)
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, w, dy):
         return _fft_conv.conv_backprop_input(shape, w, dy, (pads[0][0], pads[1][0]),
                                              (g.dh, g.dw), parts, ctx)

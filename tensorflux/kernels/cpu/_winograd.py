@@ -1,0 +1,197 @@
+"""3x3 stride-1 convolution by Winograd's minimal filtering F(2x2, 3x3), for the Conv2D
+kernels (kernels/cpu/conv_ops.py).
+
+Each 2x2 block of outputs (a tile) reads a 4x4 block of the padded input. With the
+transforms B (input), G (filter) and A (output) of F(2, 3),
+
+    Y = A^T [ (G g G^T) ∘ (B^T d B) ] A,
+
+the 9 multiply-adds per output pixel and channel pair of a direct 3x3 conv become 4: one
+matrix product per position (p, q) of the 4x4 transformed tile, (tiles, C) x (C, F), over
+16 positions. The transforms are adds and subtracts of strided views (the filter's also
+halves, exact in binary floating point). Error: a few units in the last place times the
+magnitudes involved, well inside float32's conv tolerances; float16/bfloat16 data is
+computed in float32 by the caller.
+
+The filter gradient uses the same tiles: per position, the transformed input tiles
+(tiles, C) transposed times the out_backprop tiles transformed by A (tiles, F), summed
+over tiles, then G^T X G back to 3x3 (`conv3x3_backprop_filter`).
+
+Work is cut into units of tile rows or whole images (one transformed-input buffer, one
+product buffer and one output-tile buffer per thread, about `_CHUNK_BYTES` together) that
+the intra-op threads claim, as the im2col path does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorflux.kernels import intra_op
+
+# Below this many input or output channels the products are too narrow for the 2.25x
+# fewer flops to pay for the transforms (measured: C = F = 32 is about even).
+MIN_CHANNELS = 48
+MIN_PIXELS = 169  # output pixels per image (13x13)
+_MIN_TILES = 256  # tiles per work unit of the filter gradient
+_CHUNK_BYTES = 2 << 20  # transformed input + products per work unit
+
+
+def applies(kh, kw, strides, dilations, c, f, out_hw, dtype) -> bool:
+    """Whether a conv of this geometry goes through `conv3x3`: a 3x3 window at stride 1,
+    enough channels, and enough tiles per image for the 16 products to run near BLAS's
+    peak (at 7x7 outputs im2col measured faster)."""
+    return (kh == kw == 3 and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1)
+            and min(c, f) >= MIN_CHANNELS and out_hw[0] * out_hw[1] >= MIN_PIXELS
+            and np.dtype(dtype) in (np.float32, np.float64))
+
+
+def _filter_transform(w):
+    """G g G^T for every (C, F) pair: (16, C, F) from `w` (3, 3, C, F)."""
+    def rows(g):  # along axis 0: (3, ...) -> (4, ...)
+        return np.stack([g[0], (g[0] + g[1] + g[2]) * 0.5, (g[0] - g[1] + g[2]) * 0.5, g[2]])
+    u = rows(rows(w).swapaxes(0, 1)).swapaxes(0, 1)  # (4, 4, C, F)
+    return np.ascontiguousarray(u).reshape(16, w.shape[2], w.shape[3])
+
+
+def _input_transform(d, v, th, tw):
+    """v (16, nb, th, tw, C) = B^T d B of every 4x4 tile of padded `d` (nb, 2th+2, 2tw+2, C)."""
+    rows = [d[:, a:a + 2 * th:2] for a in range(4)]
+    r = [rows[0] - rows[2], rows[1] + rows[2], rows[2] - rows[1], rows[1] - rows[3]]
+    for p in range(4):
+        cols = [r[p][:, :, b:b + 2 * tw:2] for b in range(4)]
+        np.subtract(cols[0], cols[2], out=v[4 * p])
+        np.add(cols[1], cols[2], out=v[4 * p + 1])
+        np.subtract(cols[2], cols[1], out=v[4 * p + 2])
+        np.subtract(cols[1], cols[3], out=v[4 * p + 3])
+
+
+def _output_transform(m, y, tmp):
+    """y (nb, 2th, 2tw, F) = A^T m A of every tile's products `m` (16, nb, th, tw, F);
+    `tmp` (2, 4, nb, th, tw, F) scratch."""
+    for q in range(4):
+        s0, s1 = tmp[0, q], tmp[1, q]
+        np.add(m[q], m[4 + q], out=s0)
+        np.subtract(m[4 + q], m[8 + q], out=s1)
+        s0 += m[8 + q]
+        s1 -= m[12 + q]
+    for a in range(2):
+        s = tmp[a]
+        y0, y1 = y[:, a::2, 0::2], y[:, a::2, 1::2]
+        np.add(s[0], s[1], out=y0)
+        y0 += s[2]
+        np.subtract(s[1], s[2], out=y1)
+        y1 -= s[3]
+
+
+def conv3x3(xp, w, out, parts: int):
+    """out (N, oh, ow, F) = the VALID 3x3 stride-1 conv of padded NHWC `xp` with `w`
+    (3, 3, C, F), oh = xp's height - 2 (and the same for the width). Returns `out`.
+
+    Work units are blocks of tile rows of one image, or whole images several at a time,
+    so that one unit's transformed input and products stay about `_CHUNK_BYTES`."""
+    n, oh, ow, f = out.shape
+    c = xp.shape[3]
+    th, tw = -(-oh // 2), -(-ow // 2)
+    hp, wp = 2 * th + 2, 2 * tw + 2
+    if xp.shape[1] < hp or xp.shape[2] < wp:  # an odd output size: one more row/column
+        xp = np.pad(xp, [(0, 0), (0, hp - xp.shape[1]), (0, wp - xp.shape[2]), (0, 0)])
+    u = _filter_transform(w.astype(out.dtype, copy=False))
+    row_bytes = 16 * tw * (c + f) * out.itemsize  # one tile row's buffers
+    rows = max(1, min(th, _CHUNK_BYTES // row_bytes))
+    images = max(1, min(n, _CHUNK_BYTES // (row_bytes * th))) if rows == th else 1
+    blocks = -(-th // rows)
+    state, _ = intra_op.per_thread(lambda: (
+        np.empty((16, images, rows, tw, c), out.dtype),
+        np.empty((16, images * rows * tw, f), out.dtype),
+        np.empty((2, 4, images, rows, tw, f), out.dtype),
+        np.empty((images, 2 * rows, 2 * tw, f), out.dtype)))
+
+    def work(u0, u1):
+        v, m, tmp, ybuf = state()
+        if images > 1:
+            b0, b1, r0, r1 = u0 * images, min(n, u1 * images), 0, th
+        else:
+            b0, r0 = u0 // blocks, (u0 % blocks) * rows
+            b1, r1 = b0 + 1, min(th, r0 + rows)
+        k, t = b1 - b0, r1 - r0
+        v, tmp = v[:, :k, :t], tmp[:, :, :k, :t]
+        m = m[:, :k * t * tw]
+        _input_transform(xp[b0:b1, 2 * r0:2 * r1 + 2], v, t, tw)
+        np.matmul(v.reshape(16, -1, c), u, out=m)
+        rows_out = min(oh, 2 * r1) - 2 * r0
+        direct = rows_out == 2 * t and ow == 2 * tw
+        y = out[b0:b1, 2 * r0:2 * r1] if direct else ybuf[:k, :2 * t]
+        _output_transform(m.reshape(16, k, t, tw, f), y, tmp)
+        if not direct:
+            out[b0:b1, 2 * r0:2 * r0 + rows_out] = y[:, :rows_out, :ow]
+
+    units = -(-n // images) if images > 1 else n * blocks
+    flops = 2.0 * 16 * n * th * tw * c * f
+    intra_op.parallel_for(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
+    return out
+
+
+def _gradient_transform(e, out, th, tw):
+    """out (16, nb, th, tw, F) = A e A^T of every 2x2 tile of out_backprop `e`
+    (nb, 2th, 2tw, F), A = [[1, 0], [1, 1], [1, -1], [0, -1]]: the transform that makes
+    the filter gradient a sum of products."""
+    e0, e1 = e[:, 0::2], e[:, 1::2]
+    r = [e0, e0 + e1, e0 - e1, -e1]
+    for p in range(4):
+        c0, c1 = r[p][:, :, 0::2], r[p][:, :, 1::2]
+        np.copyto(out[4 * p], c0)
+        np.add(c0, c1, out=out[4 * p + 1])
+        np.subtract(c0, c1, out=out[4 * p + 2])
+        np.negative(c1, out=out[4 * p + 3])
+
+
+def conv3x3_backprop_filter(xp, dy, parts: int):
+    """d(loss)/d(filter) (3, 3, C, F) of the VALID 3x3 stride-1 conv of padded NHWC `xp`
+    with out_backprop `dy` (N, oh, ow, F): with X the sum over tiles of the 16 products
+    (B^T d B)^T (A dy A^T), the gradient is G^T X G."""
+    n, oh, ow, f = dy.shape
+    c = xp.shape[3]
+    th, tw = -(-oh // 2), -(-ow // 2)
+    hp, wp = 2 * th + 2, 2 * tw + 2
+    if xp.shape[1] < hp or xp.shape[2] < wp:
+        xp = np.pad(xp, [(0, 0), (0, hp - xp.shape[1]), (0, wp - xp.shape[2]), (0, 0)])
+    if (oh, ow) != (2 * th, 2 * tw):  # zero out_backprop where the padded tiles overhang
+        dy = np.pad(dy, [(0, 0), (0, 2 * th - oh), (0, 2 * tw - ow), (0, 0)])
+    dtype = np.result_type(xp, dy)
+    row_bytes = 16 * tw * (c + f) * dtype.itemsize
+    rows = max(1, min(th, _CHUNK_BYTES // row_bytes))
+    images = max(1, min(n, _CHUNK_BYTES // (row_bytes * th))) if rows == th else 1
+    if rows == th:  # at least _MIN_TILES tiles per unit: each unit adds a (16, C, F) product
+        images = min(n, max(images, -(-_MIN_TILES // (th * tw))))
+    blocks = -(-th // rows)
+    state, states = intra_op.per_thread(lambda: (
+        np.empty((16, images, rows, tw, c), dtype), np.empty((16, images, rows, tw, f), dtype),
+        np.zeros((16, c, f), dtype), np.empty((16, c, f), dtype)))
+
+    def work(u0, u1):
+        v, e, acc, part = state()
+        if images > 1:
+            b0, b1, r0, r1 = u0 * images, min(n, u1 * images), 0, th
+        else:
+            b0, r0 = u0 // blocks, (u0 % blocks) * rows
+            b1, r1 = b0 + 1, min(th, r0 + rows)
+        k, t = b1 - b0, r1 - r0
+        v, e = v[:, :k, :t], e[:, :k, :t]
+        _input_transform(xp[b0:b1, 2 * r0:2 * r1 + 2], v, t, tw)
+        _gradient_transform(dy[b0:b1, 2 * r0:2 * r1], e, t, tw)
+        np.matmul(v.reshape(16, -1, c).transpose(0, 2, 1), e.reshape(16, -1, f), out=part)
+        acc += part
+
+    units = -(-n // images) if images > 1 else n * blocks
+    flops = 2.0 * 16 * n * th * tw * c * f
+    intra_op.parallel_for(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
+    sums = [s[2] for s in states()]
+    x = sums[0]
+    for s in sums[1:]:
+        x += s
+    x = x.reshape(4, 4, c, f)
+
+    def back(z):  # G^T z along axis 0: (4, ...) -> (3, ...)
+        return np.stack([z[0] + (z[1] + z[2]) * 0.5, (z[1] - z[2]) * 0.5,
+                         (z[1] + z[2]) * 0.5 + z[3]])
+    return np.ascontiguousarray(back(back(x).swapaxes(0, 1)).swapaxes(0, 1))
