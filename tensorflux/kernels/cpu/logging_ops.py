@@ -160,47 +160,40 @@ def _assert(node):
     return compute
 
 
-@kernel_factory("CheckNumerics", forwards_input=True)
-def _check_numerics(node):
-    message = node.attrs["message"]
-    if isinstance(message, bytes):
-        message = message.decode("utf-8", "replace")
-
-    def compute(ctx, x):
-        a = np.asarray(x)
-        if a.dtype.kind == "V":  # bfloat16: NumPy's tests need a float view
-            a = a.astype(np.float32)
-        if np.isfinite(a).all():
-            return x
-        nan, inf = bool(np.isnan(a).any()), bool(np.isinf(a).any())
-        what = "Inf and NaN" if nan and inf else ("NaN" if nan else "Inf")
-        raise errors.InvalidArgumentError(None, None, f"{message} : Tensor had {what} values")
-
-    return compute
+def _v1_found(a) -> str:
+    """CheckNumerics' words for the non-finite values of `a`."""
+    nan, inf = bool(np.isnan(a).any()), bool(np.isinf(a).any())
+    return "Inf and NaN" if nan and inf else ("NaN" if nan else "Inf")
 
 
-@kernel_factory("CheckNumericsV2", forwards_input=True)
-def _check_numerics_v2(node):
-    message = node.attrs["message"]
-    if isinstance(message, bytes):
-        message = message.decode("utf-8", "replace")
+def _v2_found(a) -> str:
+    """CheckNumericsV2's words: the infinities by sign."""
+    found = [what for what, present in (("-Inf", np.isneginf(a).any()),
+                                        ("+Inf", np.isposinf(a).any()),
+                                        ("NaN", np.isnan(a).any())) if present]
+    return "-Inf, +Inf, and NaN" if len(found) == 3 else " and ".join(found)
 
-    def compute(ctx, x):
-        a = np.asarray(x)
-        if a.dtype.kind == "V":  # bfloat16: NumPy's tests need a float view
-            a = a.astype(np.float32)
-        if np.isfinite(a).all():
-            return x
-        found = [what for what, present in (("-Inf", np.isneginf(a).any()),
-                                            ("+Inf", np.isposinf(a).any()),
-                                            ("NaN", np.isnan(a).any())) if present]
-        if len(found) == 3:
-            what = "-Inf, +Inf, and NaN"
-        else:
-            what = " and ".join(found)
-        raise errors.InvalidArgumentError(None, None, f"{message} : Tensor had {what} values")
 
-    return compute
+def _check_numerics_kernel(describe):
+    def factory(node):
+        message = _text(node.attrs["message"])
+
+        def compute(ctx, x):
+            a = np.asarray(x)
+            if a.dtype.kind == "V":  # bfloat16: NumPy's tests need a float view
+                a = a.astype(np.float32)
+            if np.isfinite(a).all():
+                return x
+            raise errors.InvalidArgumentError(
+                None, None, f"{message} : Tensor had {describe(a)} values")
+
+        return compute
+
+    return factory
+
+
+kernel_factory("CheckNumerics", forwards_input=True)(_check_numerics_kernel(_v1_found))
+kernel_factory("CheckNumericsV2", forwards_input=True)(_check_numerics_kernel(_v2_found))
 
 
 def _text(attr) -> str:
