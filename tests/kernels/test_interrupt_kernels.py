@@ -33,6 +33,34 @@ def _quick(start_wall: float, start_cpu: float) -> bool:
     wall = time.monotonic() - start_wall
     cpu = time.process_time() - start_cpu
     return wall < BOUND_S or cpu < BOUND_S
+
+
+def _close_while_running(g, y, started):
+    """Runs `y` of `g` on a thread; once `started` is set (the step's input is being made,
+    so the kernel runs next), closes the session from this thread: the step must end
+    cancelled, quickly."""
+    s = tf.Session(graph=g)
+    outcome = []
+
+    def run():
+        try:
+            s.run(y)
+            outcome.append("finished")
+        except tf.errors.CancelledError:
+            outcome.append("cancelled")
+        except BaseException as e:  # noqa: BLE001 - reported below
+            outcome.append(e)
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    assert started.wait(10)
+    time.sleep(0.1)  # the kernel is running (or about to: it stops at its first block)
+    start, start_cpu = time.monotonic(), time.process_time()
+    s.close()
+    th.join(JOIN_S)
+    assert not th.is_alive(), "the step kept running after close"
+    assert _quick(start, start_cpu)
+    assert outcome == ["cancelled"]
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -320,28 +348,7 @@ def test_session_close_stops_a_running_segment_sum():
         seg = tf.py_func(ids, [], tf.int32, stateful=True)
         seg.set_shape([n])
         y = tf.math.segment_sum(data, seg)  # ~3 s in one np.add.at
-    s = tf.Session(graph=g)
-    outcome = []
-
-    def run():
-        try:
-            s.run(y)
-            outcome.append("finished")
-        except tf.errors.CancelledError:
-            outcome.append("cancelled")
-        except BaseException as e:  # noqa: BLE001 - reported below
-            outcome.append(e)
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    assert started.wait(10)
-    time.sleep(0.1)
-    start, start_cpu = time.monotonic(), time.process_time()
-    s.close()
-    t.join(JOIN_S)
-    assert not t.is_alive(), "the step kept running after close"
-    assert _quick(start, start_cpu)
-    assert outcome == ["cancelled"]
+    _close_while_running(g, y, started)
 
 
 def test_session_close_during_a_c_loop_releases_its_stop_cell():
@@ -573,25 +580,4 @@ def test_session_close_from_another_thread_stops_the_step(family):
         t = tf.py_func(source, [], tf.as_dtype(value.dtype), stateful=True)
         t.set_shape(value.shape)
         y = build(t)
-    s = tf.Session(graph=g)
-    outcome = []
-
-    def run():
-        try:
-            s.run(y)
-            outcome.append("finished")
-        except tf.errors.CancelledError:
-            outcome.append("cancelled")
-        except BaseException as e:  # noqa: BLE001 - reported below
-            outcome.append(e)
-
-    th = threading.Thread(target=run, daemon=True)
-    th.start()
-    assert started.wait(10)
-    time.sleep(0.1)  # the kernel is running (or about to: it stops at its first block)
-    start, start_cpu = time.monotonic(), time.process_time()
-    s.close()
-    th.join(JOIN_S)
-    assert not th.is_alive(), "the step kept running after close"
-    assert _quick(start, start_cpu)
-    assert outcome == ["cancelled"]
+    _close_while_running(g, y, started)
