@@ -306,6 +306,9 @@ def test_layer_norm_cell_gradient_and_dropout():
     rng = np.random.default_rng(7)
     x_val = rng.standard_normal((2, 3, 3))
     with tf.Graph().as_default():
+        # Seeded weights: with random ones, layer norm over 2 units is sometimes so
+        # ill-conditioned that the finite differences themselves are off by ~2e-5.
+        tf.set_random_seed(7)
         x = tf.placeholder(tf.float64, [2, 3, 3])
         out, _ = tf.nn.dynamic_rnn(tf.contrib.rnn.LayerNormBasicLSTMCell(2), x,
                                    dtype=tf.float64)
