@@ -32,6 +32,17 @@ def _combined(hint, given, what):
     return hint if hint is not None else given
 
 
+def _wrapped_hints(operator, is_non_singular, is_self_adjoint, is_positive_definite,
+                   is_square):
+    """The four hints of an operator wrapping `operator` (its adjoint, its inverse): the
+    wrapped operator's, merged with the caller's."""
+    return (_combined(operator.is_non_singular, is_non_singular, "non-singular"),
+            _combined(operator.is_self_adjoint, is_self_adjoint, "self-adjoint"),
+            _combined(operator.is_positive_definite, is_positive_definite,
+                      "positive-definite"),
+            _combined(operator.is_square, is_square, "square"))
+
+
 def _batch_static(operators):
     batch = tensor_shape.TensorShape([])
     for op in operators:
@@ -71,11 +82,8 @@ class LinearOperatorAdjoint(LinearOperator):
         self._operator = operator
         super().__init__(
             operator.dtype, None,
-            _combined(operator.is_non_singular, is_non_singular, "non-singular"),
-            _combined(operator.is_self_adjoint, is_self_adjoint, "self-adjoint"),
-            _combined(operator.is_positive_definite, is_positive_definite,
-                      "positive-definite"),
-            _combined(operator.is_square, is_square, "square"),
+            *_wrapped_hints(operator, is_non_singular, is_self_adjoint,
+                            is_positive_definite, is_square),
             name or operator.name + "_adjoint", dict(operator=operator, name=name))
 
     @property
@@ -142,11 +150,8 @@ class LinearOperatorInversion(LinearOperator):
             raise ValueError("operator and supplied hints must be square")
         super().__init__(
             operator.dtype, None,
-            _combined(operator.is_non_singular, is_non_singular, "non-singular"),
-            _combined(operator.is_self_adjoint, is_self_adjoint, "self-adjoint"),
-            _combined(operator.is_positive_definite, is_positive_definite,
-                      "positive-definite"),
-            _combined(operator.is_square, is_square, "square"),
+            *_wrapped_hints(operator, is_non_singular, is_self_adjoint,
+                            is_positive_definite, is_square),
             name or operator.name + "_inv", dict(operator=operator, name=name))
 
     @property
