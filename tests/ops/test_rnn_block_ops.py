@@ -298,6 +298,13 @@ def test_oracle_forward_and_gradients(op):
         # checked against finite differences in test_block_lstm_gradient.
         for key in [k for k in theirs if int(k) >= 7]:
             ours.pop(key), theirs.pop(key)
+    if op.startswith("Block"):
+        # Past seq_len_max (3 of 4 steps) TensorFlow leaves the gates and x's gradient
+        # unwritten (whatever its allocator hands out; zeros only in a fresh process):
+        # compare the steps it computes.
+        for key in theirs:
+            if np.ndim(theirs[key]) == 3 and np.shape(theirs[key])[0] == 4:
+                ours[key], theirs[key] = np.asarray(ours[key])[:3], np.asarray(theirs[key])[:3]
     oracle.assert_results_close(ours, theirs, rtol=2e-4, atol=2e-5)
 
 
