@@ -8,8 +8,11 @@ depend on them) is exported with `tf.saved_model.simple_save` and served by two
 `tensorflux-serve` processes per configuration (plain; `--enable_batching --max_batch_size
 64 --batch_timeout_micros 1000`; that plus a batch-closing rule). The load generator is this
 process, on one event loop, each simulated client sending 1-instance row-format requests back
-to back over one keep-alive connection: by default (`--client raw`) a minimal HTTP/1.1
-client of its own (about 60-100 us of CPU per request on the 2-core machine), with `--client
+to back over one keep-alive connection: by default (`--client process`) `_loadgen.py` in a
+process of its own (one `selectors` loop over raw sockets, ~10-20 us of CPU per request,
+never holding the server's GIL; its CPU share of the machine is reported as
+serving_loadgen_cpu_share), with `--client raw` a minimal asyncio HTTP/1.1 client in this
+process (about 60-100 us of CPU per request on the 2-core machine), with `--client
 aiohttp` aiohttp's client (about 200-300 us: the generator of the earlier figures). The
 generator shares the server's cores, so the cheaper it is, the more the figures measure the
 server.
@@ -32,12 +35,13 @@ server.
 Client and servers share the machine's cores, so the figures bound what the server does
 alone from below.
 
-    python benchmarks/programs/serving_latency.py [--seconds 5] [--client raw|aiohttp]
+    python benchmarks/programs/serving_latency.py [--seconds 5] [--client process|raw|aiohttp]
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
@@ -60,7 +64,7 @@ THROUGHPUT_NAMES = ("serving_unbatched_rps_64", "serving_batched_rps_64",
                     "serving_batched_cpu_us_per_req", "serving_batching_cpu_saving_64",
                     "serving_batched_model_idle_rps_64", "serving_batching_model_idle_speedup_64",
                     "serving_batched_model_idle_cpu_us_per_req")
-NAMES = LATENCY_NAMES + THROUGHPUT_NAMES
+NAMES = LATENCY_NAMES + THROUGHPUT_NAMES + ("serving_loadgen_cpu_share",)
 BATCHING = ("--enable_batching", "--max_batch_size", "64", "--batch_timeout_micros", "1000")
 MODEL_IDLE = BATCHING + ("--batch_when_model_idle",)
 # The floor: aiohttp alone, answering a fixed body of the size of a digits prediction.
@@ -89,9 +93,12 @@ asyncio.run(main())
 """
 SECONDS = float(next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1])
                       if a == "--seconds"), 5.0))
-CLIENT = next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--client"), "raw")
-if CLIENT not in ("raw", "aiohttp"):
-    raise SystemExit(f"--client must be raw or aiohttp, not {CLIENT!r}")
+CLIENT = next((sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a == "--client"),
+              "process")
+if CLIENT not in ("process", "raw", "aiohttp"):
+    raise SystemExit(f"--client must be process, raw or aiohttp, not {CLIENT!r}")
+LOADGEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_loadgen.py")
+GENERATOR_SHARES: list[float] = []  # the load generator's CPU / (wall * cores), per window
 _CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*(\d+)", re.IGNORECASE)
 
 
@@ -165,10 +172,35 @@ def start_server(base: str, *flags: str):
     return proc, line.split(" at ")[1].strip() + ":predict"
 
 
-async def load(url: str, clients: int, warmup: float, seconds: float):
-    """(latencies in seconds of the timed window, requests completed in it)."""
-    body = ('{"instances": [' + str(np.random.default_rng(0).random((8, 8, 1)).round(3)
+def _body() -> bytes:
+    return ('{"instances": [' + str(np.random.default_rng(0).random((8, 8, 1)).round(3)
                                     .tolist()) + ']}').encode()
+
+
+async def load_in_process(url: str, clients: int, warmup: float, seconds: float):
+    """(latencies, requests, generator CPU seconds) from `_loadgen.py` in a process of its
+    own (`--client process`, the default)."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        f.write(_body())
+        f.flush()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, LOADGEN, url, f.name, str(clients), str(warmup), str(seconds),
+            stdout=asyncio.subprocess.PIPE)
+        out, _ = await proc.communicate()
+    if proc.returncode:
+        raise RuntimeError(f"the load generator failed (exit {proc.returncode})")
+    doc = json.loads(out)
+    if doc["errors"]:
+        raise RuntimeError(f"{doc['errors']} answers were not HTTP 200")
+    return np.array(doc["latencies_s"]), doc["requests"], doc["cpu_s"]
+
+
+async def load(url: str, clients: int, warmup: float, seconds: float):
+    """(latencies in seconds of the timed window, requests completed in it, the generator's
+    CPU seconds over the window or None when it is this process)."""
+    if CLIENT == "process":
+        return await load_in_process(url, clients, warmup, seconds)
+    body = _body()
     latencies: list[float] = []
     t_start = time.perf_counter()
     t_begin, t_end = t_start + warmup, t_start + warmup + seconds
@@ -199,7 +231,7 @@ async def load(url: str, clients: int, warmup: float, seconds: float):
             finally:
                 conn.close()
         await asyncio.gather(*[client() for _ in range(clients)])
-        return np.array(latencies), len(latencies)
+        return np.array(latencies), len(latencies), None
 
     import aiohttp
     conn = aiohttp.TCPConnector(limit=clients)
@@ -210,7 +242,7 @@ async def load(url: str, clients: int, warmup: float, seconds: float):
                 await r.read()
                 return r.status
         await asyncio.gather(*[timed(post) for _ in range(clients)])
-    return np.array(latencies), len(latencies)
+    return np.array(latencies), len(latencies), None
 
 
 def cpu_seconds(pid: int) -> float:
@@ -221,7 +253,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 def measure(base: str, clients: int, *flags: str):
-    """(latencies, requests completed, server CPU seconds per request) of one window."""
+    """(latencies, requests completed, server CPU seconds per request) of one window; the
+    generator's share of the machine's cores goes to GENERATOR_SHARES."""
     proc, url = start_server(base, *flags)
     try:
         async def timed():
@@ -229,8 +262,10 @@ def measure(base: str, clients: int, *flags: str):
                 await asyncio.sleep(t)
                 return cpu_seconds(proc.pid)
             window = asyncio.gather(cpu_at(1.0), cpu_at(1.0 + SECONDS))
-            lat, n = await load(url, clients, 1.0, SECONDS)
+            lat, n, gen_cpu = await load(url, clients, 1.0, SECONDS)
             c0, c1 = await window
+            if gen_cpu is not None:
+                GENERATOR_SHARES.append(gen_cpu / SECONDS / (os.cpu_count() or 1))
             return lat, n, (c1 - c0) / max(n, 1)
         return asyncio.run(timed())
     finally:
@@ -285,6 +320,10 @@ def main() -> None:
             emit("serving_batching_model_idle_speedup_64", n_idle / max(n_plain, 1), "x",
                  "higher", label="batched (run when model idle) / unbatched throughput at 64 "
                  "clients", note="target >= 3x")
+        if GENERATOR_SHARES:
+            emit("serving_loadgen_cpu_share", float(np.median(GENERATOR_SHARES)) * 100, "%",
+                 "lower", label="the load generator's CPU, % of the machine's cores (median "
+                 "over the windows)", note=f"max {max(GENERATOR_SHARES) * 100:.0f}%")
 
 
 main()

@@ -25,7 +25,7 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.runtime.session import Session
 from tensorflux.saved_model import loader, tag_constants
 
-__all__ = ["Servable", "SavedModelServable", "check_inputs"]
+__all__ = ["InputCheck", "Servable", "SavedModelServable", "check_inputs"]
 
 
 class Servable:
@@ -75,21 +75,38 @@ def check_inputs(signature, inputs: Mapping[str, np.ndarray]) -> None:
     Raises:
       tf.errors.InvalidArgumentError: a missing or extra alias, or a shape that disagrees.
     """
-    want, got = set(signature.inputs), set(inputs)
-    if want != got:
-        raise errors.InvalidArgumentError(
-            None, None, f"input size does not match signature: {len(got)}!={len(want)} "
-            f"len({{{','.join(sorted(got))}}}) != len({{{','.join(sorted(want))}}}). "
-            f"Sent extra: {{{','.join(sorted(got - want))}}}. "
-            f"Missing but required: {{{','.join(sorted(want - got))}}}.")
-    for alias, value in inputs.items():
-        shape = signature.inputs[alias].tensor_shape
-        if shape.unknown_rank:
-            continue
-        dims = [d.size for d in shape.dim]
-        if len(dims) != np.ndim(value) or any(
-                d >= 0 and d != s for d, s in zip(dims, np.shape(value), strict=True)):
-            raise _shape_error(alias, dims, np.shape(value))
+    InputCheck(signature)(inputs)
+
+
+class InputCheck:
+    """`check_inputs` for one signature, with the signature's aliases and dimensions read
+    from its proto once (a served model checks every request against the same few)."""
+
+    __slots__ = ("want", "dims")
+
+    def __init__(self, signature):
+        self.want = frozenset(signature.inputs)
+        # alias -> the signature's dimensions (-1: any), or None for an unknown rank
+        self.dims = {a: None if t.tensor_shape.unknown_rank else
+                     tuple(d.size for d in t.tensor_shape.dim)
+                     for a, t in signature.inputs.items()}
+
+    def __call__(self, inputs: Mapping[str, np.ndarray]) -> None:
+        if inputs.keys() != self.want:
+            want, got = self.want, set(inputs)
+            raise errors.InvalidArgumentError(
+                None, None, f"input size does not match signature: {len(got)}!={len(want)} "
+                f"len({{{','.join(sorted(got))}}}) != len({{{','.join(sorted(want))}}}). "
+                f"Sent extra: {{{','.join(sorted(got - want))}}}. "
+                f"Missing but required: {{{','.join(sorted(want - got))}}}.")
+        for alias, value in inputs.items():
+            dims = self.dims[alias]
+            if dims is None:
+                continue
+            shape = np.shape(value)
+            if len(dims) != len(shape) or any(
+                    d >= 0 and d != s for d, s in zip(dims, shape, strict=True)):
+                raise _shape_error(alias, list(dims), shape)
 
 
 def numpy_dtype(tensor_info):
@@ -122,7 +139,11 @@ class SavedModelServable(Servable):
         self._callables_lock = threading.Lock()
 
     def _callable(self, signature_name: str):
-        """(input aliases, output aliases, a Session callable) for a signature, built once."""
+        """(input aliases, output aliases, a Session callable, its InputCheck) for a
+        signature, built once."""
+        entry = self._callables.get(signature_name)
+        if entry is not None:
+            return entry
         with self._callables_lock:
             entry = self._callables.get(signature_name)
             if entry is None:
@@ -130,7 +151,8 @@ class SavedModelServable(Servable):
                 ins, outs = sorted(sig.inputs), sorted(sig.outputs)
                 fetches = [self.graph.as_graph_element(sig.outputs[a].name) for a in outs]
                 feeds = [self.graph.as_graph_element(sig.inputs[a].name) for a in ins]
-                entry = (ins, outs, self.session.make_callable(fetches, feed_list=feeds))
+                entry = (ins, outs, self.session.make_callable(fetches, feed_list=feeds),
+                         InputCheck(sig))
                 self._callables[signature_name] = entry
             return entry
 
@@ -141,9 +163,10 @@ class SavedModelServable(Servable):
           tf.errors.InvalidArgumentError: unknown signature, wrong aliases or shapes, or the
             model's own run-time error.
         """
-        sig = self.signature(signature_name)
-        check_inputs(sig, inputs)
-        ins, outs, fn = self._callable(signature_name or "serving_default")
+        signature_name = signature_name or "serving_default"
+        self.signature(signature_name)  # raises for an unknown one
+        ins, outs, fn, check = self._callable(signature_name)
+        check(inputs)
         self._count_run()
         try:
             values = fn(*[inputs[a] for a in ins])

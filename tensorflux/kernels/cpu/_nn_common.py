@@ -91,7 +91,7 @@ def _pad(x: np.ndarray, pads, value=0) -> np.ndarray:
     shape = (x.shape[0],) + tuple(n + b + a for n, (b, a) in zip(x.shape[1:], pads,
                                                                   strict=False))
     shape += x.shape[1 + len(pads):]
-    out = np.full(shape, value, dtype=x.dtype)
+    out = np.zeros(shape, x.dtype) if value == 0 else np.full(shape, value, dtype=x.dtype)
     index = (slice(None),) + tuple(slice(b, b + n) for n, (b, _) in zip(x.shape[1:], pads,
                                                                           strict=False))
     out[index] = x

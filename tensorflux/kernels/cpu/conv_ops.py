@@ -287,6 +287,39 @@ def _pointwise_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int):
     return out
 
 
+# ---- small convolutions: one patch matrix, one product, nothing else ----------------------
+# A convolution below these sizes takes `_im2col_matmul`'s path with one batch chunk on one
+# thread (below intra_op.MIN_FLOPS no split; below the FFT's and Winograd's thresholds
+# neither applies), so its result is that path's product, computed here without the
+# chunking machinery: a batch-of-one convnet (a served model) spends more time in that
+# machinery than in its products.
+_SMALL_FLOPS = min(intra_op.MIN_FLOPS, _fft_conv._MIN_FLOPS)
+_SMALL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _small_conv_forward(x, w, g: _ConvGeometry):
+    """NHWC Conv2D of `x` (N, H, W, C) with `w` (kh, kw, C, F) of one float dtype, equal
+    to `_conv_forward`'s value, or None when the shapes are not small (or not plain)."""
+    n, h, wd, c = x.shape
+    kh, kw, _, f = w.shape
+    (oh, ow), pads = g.resolve(h, wd, kh, kw)
+    k = kh * kw * c
+    rows = n * oh * ow
+    if (rows * k * x.itemsize > _CHUNK_BYTES or 2.0 * rows * k * f >= _SMALL_FLOPS
+            or rows * f == 0 or _pointwise(kh, kw, pads)
+            or _winograd.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow),
+                                 x.dtype)):
+        return None
+    strides, dilations = (g.sh, g.sw), (g.dh, g.dw)
+    xp = _pad(x, pads)
+    buf = np.empty((n, oh, ow, kh, kw, c), x.dtype)
+    if not native.im2col(xp, buf, 0, strides, dilations):
+        np.copyto(buf, _patches(xp, kh, kw, oh, ow, strides, dilations))
+    out = np.empty((n, oh, ow, f), x.dtype)
+    np.matmul(buf.reshape(rows, k), w.reshape(k, f), out=out.reshape(rows, f))
+    return out
+
+
 def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None):
     """NHWC conv of compute-precision `x` (N, H, W, C) with `w` (kh, kw, C, F)."""
     n, h, wd, c = x.shape
@@ -575,10 +608,16 @@ def _grouped(fn, groups, xs_axes, *arrays):
 @_checked
 def _conv2d(node):
     geom = _ConvGeometry(node)
+    nhwc = geom.data_format == "NHWC"
 
     def compute(ctx, x, w):
         if x.ndim != 4 or w.ndim != 4:
             raise _invalid("input and filter must be 4-dimensional")
+        if (nhwc and x.dtype == w.dtype and x.dtype in _SMALL_DTYPES
+                and x.shape[3] == w.shape[2]):
+            out = _small_conv_forward(x, w, geom)
+            if out is not None:
+                return out
         xh = _to_nhwc(x, geom.data_format)
         groups = _groups(xh.shape[3], w.shape[2])
         if w.shape[3] % groups:

@@ -40,8 +40,10 @@ def _matmul(node):
         if a.dtype == _BF16:
             return np.matmul(a2.astype(np.float32), b2.astype(np.float32)).astype(_BF16)
         m, n = a2.shape[0], b2.shape[1]
-        parts = intra_op.workers(ctx)
         flops = 2.0 * m * n * a2.shape[1]
+        if flops < intra_op.MIN_FLOPS:  # one product on this thread, whatever `parts` is
+            return np.matmul(a2, b2)
+        parts = intra_op.workers(ctx)
         long = flops > interrupt.CHUNK_FLOPS  # in blocks, polling the step between them
         if a.dtype in _BLAS_FLOATS and (long or parts > 1 and flops >= intra_op.MIN_FLOPS):
             out = native.gemm(a2, b2, parts)

@@ -201,7 +201,10 @@ def _stop_for(work: float):
 
 
 def _pool_work(out_shape, k) -> float:
-    return float(np.prod(out_shape, dtype=np.float64)) * k[0] * k[1]
+    work = float(k[0] * k[1])  # Python floats: np.prod costs microseconds on tiny pools
+    for d in out_shape:
+        work *= d
+    return work
 
 
 def _pool_ok(x, k, s, pads) -> bool:

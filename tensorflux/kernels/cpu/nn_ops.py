@@ -33,7 +33,7 @@ def _relu_grad_into(out, g, x):
 
 @kernel("Relu")
 def _relu(ctx, x):
-    parts = intra_op.workers(ctx)
+    parts = intra_op.workers(ctx) if x.size >= intra_op.MIN_ELEMENTS else 1
     out = native.relu(x, parts)
     if out is not None:
         return out
@@ -142,10 +142,10 @@ def _leaky_relu_grad(node):
 
 def _shifted_exp(x):
     """(x - max, exp(x - max), sum of exp) over the last axis, in compute precision."""
-    xf = _widen(x)
-    shifted = xf - np.max(xf, axis=-1, keepdims=True)
+    xf = _widen(x)  # the ufuncs' reduce: what np.max and np.sum call, without their wrappers
+    shifted = xf - np.maximum.reduce(xf, axis=-1, keepdims=True)
     e = np.exp(shifted)
-    return shifted, e, np.sum(e, axis=-1, keepdims=True)
+    return shifted, e, np.add.reduce(e, axis=-1, keepdims=True)
 
 
 @kernel("Softmax")

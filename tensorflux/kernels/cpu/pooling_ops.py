@@ -37,7 +37,7 @@ from tensorflux.kernels.registry import kernel_factory
 class _PoolGeometry:
     """ksize/strides/padding of a pooling node over the H, W and C axes of NHWC data."""
 
-    __slots__ = ("k", "s", "padding", "explicit", "data_format")
+    __slots__ = ("k", "s", "padding", "explicit", "data_format", "_resolved")
 
     def __init__(self, node):
         a = node.attrs
@@ -60,8 +60,21 @@ class _PoolGeometry:
         self.s = [strides[i] for i in order[1:]]
         self.padding = a["padding"]
         self.explicit = _explicit_pairs(a, order[1:]) + [(0, 0)]
+        self._resolved: dict[tuple, tuple] = {}  # input shape -> `_resolve`'s answer
 
     def resolve(self, shape):
+        """`_resolve(shape)`, computed once per input shape (a served model's pools see the
+        same few shapes on every request). Callers must not change the lists it returns."""
+        key = tuple(shape)
+        got = self._resolved.get(key)
+        if got is None:
+            got = self._resolve(key)
+            if len(self._resolved) >= 64:
+                self._resolved.clear()
+            self._resolved[key] = got
+        return got
+
+    def _resolve(self, shape):
         """(output shape, [(before, after)] and window sizes for H, W, C) of an NHWC input
         `shape`, the window cut to the taps that ever read the input.
 
@@ -143,7 +156,9 @@ def _max_pool(node):
         if x.ndim != 4:
             raise _invalid(f"input must be 4-dimensional, got {list(x.shape)}")
         xf = _widen(_to_nhwc(x, geom.data_format))
-        out = _max_pool_nhwc(xf, geom, intra_op.workers(ctx))[0]
+        # (A pool's value does not depend on its split: tiny ones skip asking for threads.)
+        parts = intra_op.workers(ctx) if x.size >= intra_op.MIN_ELEMENTS else 1
+        out = _max_pool_nhwc(xf, geom, parts)[0]
         return _from_nhwc(_narrow(out, x.dtype), geom.data_format)
 
     return compute

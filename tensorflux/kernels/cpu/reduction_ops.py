@@ -190,8 +190,11 @@ def _skip_nan(fn, is_max: bool):
     def compute(x, axis):
         if x.dtype.kind != "f" and x.dtype not in _LOW_PRECISION:
             return fn(x, axis=axis)
+        nan = np.isnan(x)
+        if not nan.any():
+            return fn(x, axis=axis)
         inf = np.asarray(-np.inf if is_max else np.inf, x.dtype)
-        return fn(np.where(np.isnan(x), inf, x), axis=axis)
+        return fn(np.where(nan, inf, x), axis=axis)
 
     return compute
 
@@ -203,7 +206,10 @@ def _arg_reduce(node):
     out = node.attrs["output_type"].as_numpy_dtype
 
     def compute(ctx, x, dim):
-        d = int(np.reshape(dim, -1)[0]) if np.size(dim) else 0
+        if type(dim) is np.ndarray and dim.ndim == 0:
+            d = int(dim)
+        else:
+            d = int(np.reshape(dim, -1)[0]) if np.size(dim) else 0
         rank = x.ndim
         if np.ndim(dim) != 0:
             raise _invalid(f"dim must be a scalar, but received tensor of shape: "
