@@ -58,6 +58,7 @@ _TICKET_BYTES = 32
 _TICKET_SECONDS = 30.0
 _HELLO_SECONDS = 10.0  # a connection must present its ticket within this
 _CONNECT_SECONDS = 5.0
+_MAX_MESSAGE_BYTES = 1 << 40  # a length beyond this is a broken or hostile peer
 PUSH_ATTR = "_tfx_push"  # on a _Send/_Recv: the tensor is pushed, not pulled
 FROM_METADATA = "tensorflux-push-from"  # the producer's task name
 _SMALL = 64 << 10  # tensors below this queued together go in one message ...
@@ -444,10 +445,10 @@ class PushService:
             limit = self._config.max_request_bytes
             while True:
                 (size,) = struct.unpack("<Q", _read_exact(conn, 8))
-                if limit and size > limit:
+                if (limit and size > limit) or size > _MAX_MESSAGE_BYTES:
                     return  # refused: the stream ends, its steps are aborted
                 self._deliver(peer, wire.decode_pushed_tensors(_read_exact(conn, size)))
-        except (OSError, EOFError, errors.OpError, ValueError):
+        except (OSError, EOFError, errors.OpError, ValueError, MemoryError):
             pass
         finally:
             with self._lock:
