@@ -14,12 +14,16 @@ registered once with that task's worker (RegisterGraph). In that GraphDef:
   sending device, which the receiving task's RecvTensor call presents (a restarted task
   has a new incarnation and refuses it: AbortedError).
 These are exactly TensorFlow's conventions, so a TensorFlow worker task can run its part.
+Only the pairs of an edge between two tensorflux tasks get one more attr, `_tfx_push`:
+their producer pushes the tensor instead of waiting for a RecvTensor call (push.py).
 
 Running (`DistStep.run`): one random 56-bit step id; RunGraph on every other task (gRPC,
 in parallel) and on the master's own task (in-process, on the caller's thread). The first
-failure cancels the other tasks' calls and aborts the step's rendezvous on this task; the
-error reported is the first that is not a consequence of another (an abort or a
-cancellation). A step that spans tasks ends with CleanupGraph on each (fire and forget).
+failure (a remote one as soon as its call ends, while the caller's thread may still be
+waiting for that task's tensors) cancels the other tasks' calls and aborts the step's
+rendezvous on this task; the error reported is the first that is not a consequence of
+another (an abort or a cancellation). A step that spans tasks ends with CleanupGraph on
+each (fire and forget).
 """
 
 from __future__ import annotations

@@ -202,6 +202,9 @@ class RendezvousMgr:
         return rdv
 
     def _push(self, rdv: RemoteRendezvous, key: str, value, is_dead: bool) -> bool:
+        if self.pushers is None:
+            raise errors.InternalError(None, None, f"{key} is marked to be pushed, but this "
+                                       "task has no connections to other tasks")
         task = _task(parse_key(key).dst_device)
         rdv.pushed_to.add(task)
         return self.pushers.push(task, rdv.step_id, key, value, is_dead)
