@@ -14,21 +14,26 @@ registered once with that task's worker (RegisterGraph). In that GraphDef:
   sending device, which the receiving task's RecvTensor call presents (a restarted task
   has a new incarnation and refuses it: AbortedError).
 These are exactly TensorFlow's conventions, so a TensorFlow worker task can run its part.
+Only the pairs of an edge between two tensorflux tasks get one more attr, `_tfx_push`:
+their producer pushes the tensor instead of waiting for a RecvTensor call (push.py).
 
 Running (`DistStep.run`): one random 56-bit step id; RunGraph on every other task (gRPC,
 in parallel) and on the master's own task (in-process, on the caller's thread). The first
-failure cancels the other tasks' calls and aborts the step's rendezvous on this task; the
-error reported is the first that is not a consequence of another (an abort or a
-cancellation). A step that spans tasks ends with CleanupGraph on each (fire and forget).
+failure (a remote one as soon as its call ends, while the caller's thread may still be
+waiting for that task's tensors) cancels the other tasks' calls and aborts the step's
+rendezvous on this task; the error reported is the first that is not a consequence of
+another (an abort or a cancellation). A step that spans tasks ends with CleanupGraph on
+each (fire and forget).
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from tensorflux.distributed import rpc, wire
+from tensorflux.distributed import push, rpc, wire
 from tensorflux.distributed.worker import PHYSICAL_DEVICE_DESC, Worker, task_of
 from tensorflux.framework import errors
 from tensorflux.framework.rendezvous_key import create_key
@@ -195,6 +200,21 @@ class DistStep:
         feeds and fetches made client-terminated transfers."""
         tasks: dict[str, _TaskPart] = {}
         devices = session.device_mgr
+        pushes = push.enabled()
+        tensorflux_tasks: dict[str, bool] = {}
+
+        def pushed(nd) -> bool:
+            """An edge between two tensorflux tasks: pushed, not pulled (push.py)."""
+            if not pushes or nd.op not in ("_Send", "_Recv") or \
+                    nd.attr["client_terminated"].b:
+                return False
+            ends = {task_of(nd.attr["send_device"].s.decode()),
+                    task_of(nd.attr["recv_device"].s.decode())}
+            for t in ends:
+                if t not in tensorflux_tasks:
+                    tensorflux_tasks[t] = _ends_steps_itself(devices, t)
+            return len(ends) == 2 and all(tensorflux_tasks[t] for t in ends)
+
         for p in parts.values():
             task = task_of(p.device)
             tp = tasks.get(task)
@@ -221,6 +241,8 @@ class DistStep:
                 nd = partition.step_node_def(node)
                 if "_class" in nd.attr:
                     del nd.attr["_class"]  # placed already; colocated nodes may be elsewhere
+                if pushed(nd):
+                    nd.attr[push.PUSH_ATTR].b = True
                 tp.graph_def.node.append(nd)
         return tasks
 
@@ -234,10 +256,14 @@ class DistStep:
         run = _Run(self, args, options)
         run.calls = [(t, self._start_remote(t, run.step_id, args, run.timeout, run.trace,
                                             run.partitions)) for t in self.remote]
+        for task, future in run.calls:
+            # A task that fails stops the step at once, even while this thread runs the
+            # local part (which may wait for tensors that task will never send).
+            future.add_done_callback(lambda f, t=task: run.early(t, f))
         if self.local is not None:
             run.run_local()
         for task, future in run.calls:
-            run.collect(task, future)
+            run.collect_once(task, future)
         if self.spans_tasks:
             # tensorflux tasks end a step that went well by themselves (remote_rendezvous.py).
             for t in self.tasks.values() if run.failures else self.need_cleanup:
@@ -292,14 +318,39 @@ class _Run:
         self.calls: list = []
         self.results = [None] * step.num_fetches
         self.failures: list[errors.OpError] = []
+        self._lock = threading.Lock()
+        self._collected: dict[int, threading.Event] = {}
         self.stats: list = []
         self.partition_graphs: list = []
 
     def fail(self, error: errors.OpError) -> None:
         """Records a failure; the first one stops the rest of the step everywhere."""
-        if not self.failures:
+        with self._lock:
+            first = not self.failures
+            self.failures.append(error)
+        if first:
             self.step._abort(self.calls, self.step_id, error)
-        self.failures.append(error)
+
+    def early(self, task: _TaskPart, future) -> None:
+        """A remote RunGraph's done callback: a failure is collected at once."""
+        if future.cancelled() or future.exception() is not None or \
+                future.result()[0].status_code:
+            self.collect_once(task, future)
+
+    def collect_once(self, task: _TaskPart, future) -> None:
+        """`collect`, once per task, whichever thread comes first; the other waits."""
+        with self._lock:
+            done = self._collected.get(id(task))
+            first = done is None
+            if first:
+                done = self._collected[id(task)] = threading.Event()
+        if not first:
+            done.wait()
+            return
+        try:
+            self.collect(task, future)
+        finally:
+            done.set()
 
     def run_local(self) -> None:
         """The master's own task's part, in-process on this thread."""

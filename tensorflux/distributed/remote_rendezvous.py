@@ -14,15 +14,21 @@ one only after a failure; a TensorFlow master sends one after every step, which 
 harmless). A rendezvous nobody cleans up is dropped after `STALE_SECONDS` (or
 `DONE_STALE_SECONDS` once its run has finished: a value sent but never received).
 
+Between two tensorflux tasks, the edges the master marked are pushed instead (push.py):
+a _Send whose key is in the step's `push_out` hands the tensor to the push stream of the
+consumer's task, and a _Recv whose key is in `push_in` waits in the local table, which
+the consumer's push handler fills (`RendezvousMgr.deliver`).
+
 Invariants: after `start_abort(error)` every pending Recv, local or remote, completes with
 that error (in-flight RecvTensor calls are cancelled); the local table is never touched by
-a remote Recv (values from other tasks go straight to the waiting kernel).
+a remote Recv (values from other tasks go straight to the waiting kernel), only by pushes.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
 from tensorflux.distributed import wire
@@ -33,6 +39,11 @@ from tensorflux.runtime.rendezvous import DoneCallback, LocalRendezvous, Rendezv
 
 STALE_SECONDS = 600.0
 DONE_STALE_SECONDS = 30.0
+_ENDED_REMEMBERED = 4096  # step ids whose late pushes are dropped
+
+
+def _task(device: str) -> str:
+    return device.split("/device:", 1)[0]
 
 
 class RemoteRendezvous(Rendezvous):
@@ -45,26 +56,47 @@ class RemoteRendezvous(Rendezvous):
         key's source device for the tensor and calls `done(err, value, is_dead)`.
     """
 
-    def __init__(self, step_id: int, is_local, recv_remote):
+    def __init__(self, step_id: int, is_local, recv_remote, push=None):
         self.step_id = step_id
         self.local = LocalRendezvous()
         self.created = time.monotonic()
         self._is_local = is_local
         self._recv_remote = recv_remote
+        self._push = push
         self._lock = threading.Lock()
         self._inflight: dict[int, object] = {}
         self._ids = iter(range(1 << 62))
         self._status: errors.OpError | None = None
         self.run_done = False  # the task's RunGraph finished (its sends are all made)
+        self.configured = False  # a RunGraph of this task has started the step
+        self.by_push = False  # made by a tensor pushed before the step started here
+        self.push_out: frozenset = frozenset()  # key prefixes this task pushes
+        self.push_in: frozenset = frozenset()  # key prefixes pushed to this task
+        self.push_peers: frozenset = frozenset()  # the tasks that push to it
+        self.pushed_to: set[str] = set()  # the tasks it pushed to
+
+    def configure(self, push_out: frozenset, push_in: frozenset) -> None:
+        """The step's pushed edges (from the registered graph), before it runs here."""
+        self.push_out, self.push_in = push_out, push_in
+        self.push_peers = frozenset(_task(k.partition(";")[0]) for k in push_in)
+        self.configured = True
 
     def send(self, key: str, value, is_dead: bool = False) -> None:
+        if self.push_out and key.rpartition(";")[0] in self.push_out:
+            if self._status is not None:
+                raise self._status
+            if self._push(self, key, value, is_dead):
+                return
         self.local.send(key, value, is_dead)
 
     def recv_async(self, key: str, done: DoneCallback) -> None:
         src = parse_key(key).src_device
-        if self._is_local(src):
+        if self._is_local(src) or (self.push_in and key.rpartition(";")[0] in self.push_in):
             self.local.recv_async(key, done)
             return
+        self._recv_from_remote(key, done)
+
+    def _recv_from_remote(self, key: str, done: DoneCallback) -> None:
         with self._lock:
             status = self._status
             call_id = next(self._ids)
@@ -90,6 +122,19 @@ class RemoteRendezvous(Rendezvous):
             if call_id in self._inflight:
                 self._inflight[call_id] = (cancel, on_value)
 
+    def pull(self, key: str) -> None:
+        """A pushed notice: fetch `key` with RecvTensor and leave it in the local table."""
+        def on_value(err, value, is_dead):
+            if err is not None:
+                self.start_abort(err)
+                return
+            try:
+                self.local.send(key, value, is_dead)
+            except errors.OpError:
+                pass  # aborted meanwhile
+
+        self._recv_from_remote(key, on_value)
+
     def start_abort(self, error: errors.OpError) -> None:
         with self._lock:
             if self._status is not None:
@@ -104,21 +149,37 @@ class RemoteRendezvous(Rendezvous):
 
 
 class RendezvousMgr:
-    """Step id -> RemoteRendezvous for one worker task (thread-safe)."""
+    """Step id -> RemoteRendezvous for one worker task (thread-safe).
 
-    def __init__(self, is_local, recv_remote):
+    Args:
+      is_local: `is_local(device_name)`, True for this task's devices.
+      recv_remote: see RemoteRendezvous.
+      pushers: a push.Pushers of this task (None: nothing is pushed from here).
+    """
+
+    def __init__(self, is_local, recv_remote, pushers=None):
         self._is_local = is_local
         self._recv_remote = recv_remote
+        self.pushers = pushers
         self._lock = threading.Lock()
         self._steps: dict[int, RemoteRendezvous] = {}
+        self._ended: OrderedDict[int, None] = OrderedDict()
+        self._peer_lost: dict[str, float] = {}  # task -> when its push stream last ended
         self._last_sweep = time.monotonic()
 
     def find_or_create(self, step_id: int) -> RemoteRendezvous:
+        return self._find_or_create(step_id)
+
+    def _find_or_create(self, step_id: int, for_push: bool = False
+                        ) -> RemoteRendezvous | None:
         with self._lock:
             rdv = self._steps.get(step_id)
             if rdv is None:
-                rdv = self._steps[step_id] = RemoteRendezvous(step_id, self._is_local,
-                                                              self._recv_remote)
+                if for_push and step_id in self._ended:
+                    return None
+                rdv = self._steps[step_id] = RemoteRendezvous(
+                    step_id, self._is_local, self._recv_remote, self._push)
+                rdv.by_push = for_push
                 stale = self._stale_locked()
             else:
                 stale = []
@@ -128,6 +189,74 @@ class RendezvousMgr:
                 "its transfers were dropped"))
         return rdv
 
+    def start_run(self, step_id: int, push_out: frozenset, push_in: frozenset
+                  ) -> RemoteRendezvous:
+        """The step's rendezvous, configured for this task's run of it. A step expecting
+        pushes from a task whose stream ended since the rendezvous was made is aborted."""
+        rdv = self._find_or_create(step_id)
+        rdv.configure(push_out, push_in)
+        with self._lock:
+            lost = [t for t in rdv.push_peers if self._peer_lost.get(t, -1.0) >= rdv.created]
+        if lost:
+            rdv.start_abort(_push_lost(lost[0]))
+        return rdv
+
+    def _push(self, rdv: RemoteRendezvous, key: str, value, is_dead: bool) -> bool:
+        if self.pushers is None:
+            raise errors.InternalError(None, None, f"{key} is marked to be pushed, but this "
+                                       "task has no connections to other tasks")
+        task = _task(parse_key(key).dst_device)
+        rdv.pushed_to.add(task)
+        return self.pushers.push(task, rdv.step_id, key, value, is_dead)
+
+    def deliver(self, peer: str, items) -> None:
+        """Pushed tensors from task `peer`: (step_id, key, value, is_dead, pull) each.
+
+        Raises:
+          InvalidArgumentError: a malformed key, or one for a device of another task.
+        """
+        for step_id, key, value, is_dead, pull in items:
+            parsed = parse_key(key)
+            if not self._is_local(parsed.dst_device):
+                raise errors.InvalidArgumentError(
+                    None, None, f"A tensor pushed from {peer or 'a task'} is for "
+                    f"{parsed.dst_device}, a device of another task")
+            rdv = self._find_or_create(step_id, for_push=True)
+            if rdv is None:
+                continue  # the step has ended here
+            if pull:
+                rdv.pull(key)
+                continue
+            try:
+                rdv.local.send(key, value, is_dead)
+            except errors.OpError:
+                pass  # the step was aborted here
+
+    def push_stream_ended(self, peer: str) -> None:
+        """A push stream from `peer` ended (its task stopped, or the connection broke):
+        the running steps that expect pushes from it are aborted."""
+        with self._lock:
+            self._peer_lost[peer] = time.monotonic()
+            steps = [r for r in self._steps.values()
+                     if peer in r.push_peers and not r.run_done]
+        for rdv in steps:
+            rdv.start_abort(_push_lost(peer))
+
+    def push_broken(self, task: str, error: errors.OpError) -> None:
+        """A push stream to `task` ended: what was queued on it may be lost, so the
+        running steps that pushed to it are aborted."""
+        with self._lock:
+            steps = [r for r in self._steps.values()
+                     if task in r.pushed_to and not r.run_done]
+        for rdv in steps:
+            rdv.start_abort(errors.UnavailableError(
+                None, None, f"Tensors pushed to {task} may be lost: {error.message}"))
+
+    def _forget_locked(self, step_id: int) -> None:
+        self._ended[step_id] = None
+        if len(self._ended) > _ENDED_REMEMBERED:
+            self._ended.popitem(last=False)
+
     def finish_run(self, step_id: int) -> None:
         """This task's run of the step ended well: the rendezvous goes once what it sent
         has been received (at once if nothing is waiting)."""
@@ -136,6 +265,7 @@ class RendezvousMgr:
             if rdv is None:
                 return
             rdv.run_done = True
+            self._forget_locked(step_id)
             if not rdv.local.pending_keys():
                 del self._steps[step_id]
 
@@ -156,15 +286,18 @@ class RendezvousMgr:
             return []
         self._last_sweep = now
         stale = [r for r in self._steps.values() if now - r.created > STALE_SECONDS or
-                 (r.run_done and now - r.created > DONE_STALE_SECONDS)]
+                 ((r.run_done or (r.by_push and not r.configured)) and
+                  now - r.created > DONE_STALE_SECONDS)]
         for r in stale:
             del self._steps[r.step_id]
+            self._forget_locked(r.step_id)
         return stale
 
     def cleanup(self, step_id: int, error: errors.OpError | None = None) -> None:
         """Ends a step here: pending Recvs fail with `error` (default: CancelledError)."""
         with self._lock:
             rdv = self._steps.pop(step_id, None)
+            self._forget_locked(step_id)
         if rdv is not None:
             rdv.start_abort(error or errors.CancelledError(
                 None, None, f"Step {step_id} was cleaned up"))
@@ -177,6 +310,12 @@ class RendezvousMgr:
 
     def __len__(self) -> int:
         return len(self._steps)
+
+
+def _push_lost(peer: str) -> errors.OpError:
+    return errors.UnavailableError(
+        None, None, f"The stream of tensors pushed from {peer or 'another task'} ended "
+        "during the step: that task stopped or cannot be reached")
 
 
 class _Call:

@@ -134,19 +134,21 @@ def _wrap(fn, config: RpcConfig, method: str):
         try:
             return fn(request, context)
         except errors.OpError as e:
-            context.abort(grpc.StatusCode(_grpc_code(e.error_code)), e.message)
+            context.abort(grpc.StatusCode(grpc_code(e.error_code)), e.message)
         except Exception as e:  # noqa: BLE001 - the server keeps serving
             code, message = wire.status_of(e)
-            context.abort(grpc.StatusCode(_grpc_code(code)), f"{method}: {message}")
+            context.abort(grpc.StatusCode(grpc_code(code)), f"{method}: {message}")
 
     return handle
 
 
-def _grpc_code(code: int):
+def grpc_code(code: int):
+    """The (code, name) value of grpc.StatusCode for a TensorFlow error code."""
     for c in grpc.StatusCode:
         if c.value[0] == code:
             return c.value
     return grpc.StatusCode.UNKNOWN.value
+
 
 
 def service_handler(service: str, methods: dict, config: RpcConfig):
@@ -285,6 +287,24 @@ class Stub:
         fn = self._callable(method, response_deserializer)
         return fn.future(request, timeout=timeout or self.config.unavailable_timeout,
                          metadata=self._metadata)
+
+    def raw_call(self, path: str, data: bytes, timeout: float) -> bytes:
+        """One unary call at `path` (full method path), bytes in and out, no retry.
+
+        Raises:
+          OpError: by the call's gRPC status.
+        """
+        try:
+            return self._channel.unary_unary(path)(data, timeout=timeout,
+                                                   metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise self.error(e, path.rpartition("/")[2]) from None
+
+    def stream_future(self, path: str, requests, metadata=()):
+        """A grpc Future of a client-streaming call at `path` (full method path): the
+        messages are the bytes `requests` yields; no deadline."""
+        fn = self._channel.stream_unary(path)
+        return fn.future(requests, metadata=(self._metadata or ()) + tuple(metadata))
 
     def error(self, e: grpc.RpcError, method: str) -> errors.OpError:
         """The OpError of a failed call, naming the task for transport failures."""

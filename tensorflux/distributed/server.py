@@ -22,7 +22,7 @@ import threading
 import weakref
 
 from tensorflux.distributed import cluster as cluster_lib
-from tensorflux.distributed import control, rpc, services
+from tensorflux.distributed import control, push, rpc, services
 from tensorflux.distributed.dist_step import TaskClient
 from tensorflux.distributed.master import Master
 from tensorflux.distributed.worker import Worker, WorkerEnv
@@ -101,13 +101,18 @@ class Server:
             self._server_def.default_session_config.CopyFrom(config)
         devices = device_lib.DeviceMgr(device_lib.make_local_devices(
             config, job=self._job, task=self._task))
-        env = WorkerEnv(self._job, self._task, devices, jobs, self._stub_for_task)
+        env = WorkerEnv(self._job, self._task, devices, jobs, self._stub_for_task,
+                        max_push_bytes=self._rpc_config.max_request_bytes)
         self._worker = Worker(env)
         self._master = Master(self._worker, self._task_client, self._server_def, log=log)
         self._shutdown_grace = shutdown_grace
+        self._push = push.PushService(self._worker.rendezvous_mgr.deliver,
+                                      self._worker.rendezvous_mgr.push_stream_ended,
+                                      self._rpc_config, _bind_address(address))
         handlers_box.extend([services.worker_handler(self._worker, self._rpc_config),
                              services.master_handler(self._master, self._rpc_config),
-                             control.control_handler(_stopper(self), self._rpc_config)])
+                             control.control_handler(_stopper(self), self._rpc_config),
+                             self._push.handler()])
         self._stubs: dict[str, rpc.Stub] = {}
         self._started = False
         self._stopped = threading.Event()
@@ -170,7 +175,10 @@ class Server:
             _local_masters.pop(self.target, None)
             self._master.shutdown()
             self._worker.shutdown()
-            self._grpc.stop(grace).wait()
+            self._push.cancel_all()  # incoming push streams would hold the grace period
+            stopped = self._grpc.stop(grace)
+            self._push.cancel_all()  # one that came in between
+            stopped.wait()
             self._worker.env.device_mgr.shutdown()
             for address in {s.address for s in self._stubs.values()}:
                 rpc.CHANNELS.forget(address)

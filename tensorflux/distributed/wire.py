@@ -224,6 +224,91 @@ def decode_recv_tensor_response(data: bytes) -> tuple[np.ndarray | None, bool]:
                                           f"Malformed RecvTensorResponse: {e}") from None
 
 
+def pushed_tensor_parts(step_id: int, key: str, value, is_dead: bool,
+                        pull: bool = False) -> list:
+    """One pushed tensor (tensorflux's push transport, push.py) as field 1 of a
+    PushTensorsRequest: {uint64 step_id = 1; string rendezvous_key = 2; TensorProto tensor
+    = 3; bool is_dead = 4; bool pull = 5 (no tensor: fetch it with RecvTensor)}, as
+    [header bytes] or [header bytes, a view of the array's bytes] (written out before the
+    array changes). Several such fields concatenated are one request."""
+    name = key.encode()
+    body = b"".join((b"\x08", _varint(step_id), b"\x12", _varint(len(name)), name))
+    content = b""
+    if pull:
+        body += b"\x28\x01"
+    elif is_dead:
+        body += b"\x20\x01"
+    else:
+        chunks = _tensor_parts(value)
+        if len(chunks) > 1:
+            content = chunks.pop()
+        head = b"".join(chunks)
+        body = b"".join((body, b"\x1a", _varint(len(head) + len(content)), head))
+    header = b"".join((b"\x0a", _varint(len(body) + len(content)), body))
+    return [header, content] if len(content) else [header]
+
+
+def encode_pushed_tensor(step_id: int, key: str, value, is_dead: bool,
+                         pull: bool = False) -> bytes:
+    """`pushed_tensor_parts` as one bytes object (the tensor's bytes copied once)."""
+    return b"".join(pushed_tensor_parts(step_id, key, value, is_dead, pull))
+
+
+def decode_pushed_tensors(data: bytes) -> list[tuple]:
+    """[(step_id, key, value, is_dead, pull)] of a PushTensorsRequest; arrays view
+    `data` (value None when dead or to be pulled).
+
+    Raises:
+      InvalidArgumentError: the message is malformed.
+    """
+    buf = memoryview(data)
+    out, pos = [], 0
+    try:
+        while pos < len(buf):
+            key, pos = _read_varint(buf, pos)
+            if key != (1 << 3 | 2):
+                pos = _skip(buf, pos, key & 7)
+                continue
+            n, pos = _read_varint(buf, pos)
+            end = pos + n
+            if end > len(buf):
+                raise ValueError("truncated pushed tensor")
+            step_id, name, tensor, is_dead, pull = 0, None, None, False, False
+            while pos < end:
+                k, pos = _read_varint(buf, pos)
+                if k == 1 << 3:
+                    step_id, pos = _read_varint(buf, pos)
+                elif k in (2 << 3 | 2, 3 << 3 | 2):
+                    m, pos = _read_varint(buf, pos)
+                    if pos + m > end:
+                        raise ValueError("truncated field")
+                    if k >> 3 == 2:
+                        name = bytes(buf[pos:pos + m]).decode()
+                    else:
+                        tensor = buf[pos:pos + m]
+                    pos += m
+                elif k in (4 << 3, 5 << 3):
+                    v, pos = _read_varint(buf, pos)
+                    if k >> 3 == 4:
+                        is_dead = bool(v)
+                    else:
+                        pull = bool(v)
+                else:
+                    pos = _skip(buf, pos, k & 7)
+            if pos != end or name is None or (tensor is None and not (is_dead or pull)):
+                raise ValueError("a pushed tensor lacks its key or value")
+            value = None if is_dead or pull else _decode_tensor(tensor)
+            out.append((step_id, name, value, is_dead, pull))
+        if pos != len(buf):
+            raise ValueError("truncated message")
+    except errors.OpError:
+        raise
+    except Exception as e:  # noqa: BLE001 - ValueError, IndexError, protobuf's DecodeError
+        raise errors.InvalidArgumentError(
+            None, None, f"Malformed PushTensorsRequest: {e}") from None
+    return out
+
+
 def _skip(buf, pos: int, wire: int) -> int:
     if wire == 0:
         return _read_varint(buf, pos)[1]

@@ -29,7 +29,7 @@ import itertools
 import threading
 import time
 
-from tensorflux.distributed import wire
+from tensorflux.distributed import push, wire
 from tensorflux.distributed.remote_rendezvous import RendezvousMgr, recv_tensor_caller
 from tensorflux.framework import errors, importer
 from tensorflux.framework import graph as graph_lib
@@ -51,11 +51,14 @@ class WorkerEnv:
       cluster: job -> {task index -> "host:port"}.
       stub_for_task: `stub_for_task(task_name) -> rpc.Stub` of another task's worker
         service (None: a single-task environment).
+      max_push_bytes: the largest tensor pushed to another task (push.py; 0: any);
+        larger ones are fetched with RecvTensor.
     """
 
     def __init__(self, job: str, task_index: int, device_mgr, cluster: dict,
-                 stub_for_task=None, replica: int = 0):
+                 stub_for_task=None, replica: int = 0, max_push_bytes: int = 0):
         self.job, self.task_index, self.replica = job, task_index, replica
+        self.max_push_bytes = max_push_bytes
         self.task_name = f"/job:{job}/replica:{replica}/task:{task_index}"
         self.device_mgr = device_mgr
         self.cluster = cluster
@@ -115,7 +118,11 @@ class RegisteredGraph:
         feeds, fetches, targets = [], [], []
         self.feed_keys: list[str] = []
         fetch_keys: list[str] = []
+        push_out, push_in = set(), set()
         for op in graph.get_operations():
+            if op.type in ("_Send", "_Recv") and op._attrs.get(push.PUSH_ATTR):
+                prefix = push.key_prefix(_key_of(op._attrs))
+                (push_out if op.type == "_Send" else push_in).add(prefix)
             terminated = not partial and op.type in ("_Send", "_Recv") and \
                 op._attrs.get("client_terminated")
             if terminated and op.type == "_Recv":
@@ -126,6 +133,8 @@ class RegisteredGraph:
                 fetch_keys.append(_key_of(op._attrs))
             else:
                 targets.append(op)
+        # Edges to/from other tensorflux tasks that the master marked (push.py).
+        self.push_out, self.push_in = frozenset(push_out), frozenset(push_in)
         sg = step_graph_lib.build(feeds, fetches, targets)
         for n in sg.nodes:
             n.traceback = ()  # imported here: the creation site is the client's
@@ -164,7 +173,8 @@ class _PartialStep:
 
     def __init__(self, worker: Worker, session: WorkerSession, graph: RegisteredGraph,
                  step_id: int):
-        self.rendezvous = worker.rendezvous_mgr.find_or_create(step_id)
+        self.rendezvous = worker.rendezvous_mgr.start_run(step_id, graph.push_out,
+                                                          graph.push_in)
         self.done = threading.Event()
         self.error: BaseException | None = None
 
@@ -235,6 +245,10 @@ class Worker:
         self.exec_options = ExecOptions.from_config(None, exec_options)
         self.rendezvous_mgr = RendezvousMgr(env.is_local,
                                             recv_tensor_caller(env.stub_for_device))
+        if env.stub_for_task is not None:
+            self.rendezvous_mgr.pushers = push.Pushers(
+                env.task_name, env.stub_for_task, self.rendezvous_mgr.push_broken,
+                env.max_push_bytes)
         self._lock = threading.Lock()
         # "" is the session of masters that register graphs without creating one.
         self._sessions: dict[str, WorkerSession] = {"": WorkerSession("")}
@@ -340,8 +354,8 @@ class Worker:
             options = config_pb2.RunOptions(
                 timeout_in_ms=max(1, int((deadline - time.monotonic()) * 1000)))
         stats = tracing.StepStatsCollector() if trace else None
-        rendezvous = self.rendezvous_mgr.find_or_create(step_id) if graph.crosses_tasks \
-            else None
+        rendezvous = self.rendezvous_mgr.start_run(step_id, graph.push_out, graph.push_in) \
+            if graph.crosses_tasks else None
         values = graph.runner.run(session, step_id, args, options, stats,
                                   rendezvous=rendezvous, cancellation=cancellation)
         if rendezvous is not None:
@@ -462,3 +476,5 @@ class Worker:
         for s in list(self._sessions.values()):
             s.cancel_all()
         self.rendezvous_mgr.cleanup_all(err)
+        if self.rendezvous_mgr.pushers is not None:
+            self.rendezvous_mgr.pushers.close()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 def varint(n: int) -> bytes:
     """`n` as a base-128 varint (negative numbers as their 64-bit two's complement)."""
+    if 0 <= n < 0x80:
+        return _ONE_BYTE[n]
     out = bytearray()
     n &= (1 << 64) - 1
     while True:
@@ -16,6 +18,9 @@ def varint(n: int) -> bytes:
         else:
             out.append(b)
             return bytes(out)
+
+
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
 def read_varint(buf, pos: int) -> tuple[int, int]:
