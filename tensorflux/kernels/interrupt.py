@@ -38,6 +38,7 @@ allocated, and the resource guard bounds those (framework/resource_guard.py).
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 
@@ -235,3 +236,82 @@ def abandonable(fn, *args, work: float | None = None, ctx=None, **kwargs):
 
 
 ABANDON_POLL_S = 0.005  # how often a step waiting on an `abandonable` call polls itself
+
+
+# ---- kernels that write a large output from a small input --------------------------------
+#
+# Fill, Tile, Pad, BroadcastTo, OneHot, Range, the random ops...: one NumPy call writing
+# gigabytes runs for seconds (page faults included) and cannot be stopped. Above
+# BLOCKED_BYTES of output they preallocate it and write it in C-order blocks of about
+# BLOCK_BYTES, checking the step between blocks; below, their one call runs as before (the
+# only cost is a comparison of the size).
+
+BLOCKED_BYTES = 1 << 25  # 32 MiB: tens of milliseconds to write, page faults included
+BLOCK_BYTES = 1 << 23  # 8 MiB: a few milliseconds
+
+
+def blocked(nbytes: int) -> bool:
+    """Whether an output of `nbytes` is written in blocks."""
+    return nbytes > BLOCKED_BYTES
+
+
+def regions(shape, itemsize: int, ctx=None):
+    """Yields index tuples addressing blocks of an array of `shape` (elements of
+    `itemsize` bytes): each block is contiguous in C order, the blocks come in that order
+    and cover the array, each holds at most about BLOCK_BYTES; the step `ctx` (default:
+    the current one) is checked before every block but the first. An array of at most
+    BLOCKED_BYTES is one block, `()`."""
+    shape = tuple(int(d) for d in shape)
+    total = itemsize
+    for d in shape:
+        total *= d
+    if not blocked(total):
+        yield ()
+        return
+    if ctx is None:
+        ctx = current()
+    inner, axis = max(1, itemsize), len(shape) - 1
+    while axis > 0 and inner * shape[axis] <= BLOCK_BYTES:
+        inner *= shape[axis]  # whole trailing axes fit in a block
+        axis -= 1
+    per = max(1, BLOCK_BYTES // inner)  # indices of `axis` per block
+    first = True
+    for outer in np.ndindex(*shape[:axis]):
+        for lo in range(0, shape[axis], per):
+            if not first and ctx is not None:
+                check(ctx)
+            first = False
+            yield outer + (slice(lo, min(shape[axis], lo + per)),)
+
+
+def copyto(ctx, dst: np.ndarray, src, casting: str = "unsafe") -> np.ndarray:
+    """`np.copyto(dst, src, casting)` (`src` broadcast to `dst`), in blocks checking step
+    `ctx` between them when `dst` is large; returns `dst`."""
+    if not blocked(dst.nbytes):
+        np.copyto(dst, src, casting=casting)
+        return dst
+    src = np.broadcast_to(np.asarray(src), dst.shape)
+    for idx in regions(dst.shape, dst.itemsize, ctx):
+        np.copyto(dst[idx], src[idx], casting=casting)
+    return dst
+
+
+def full(ctx, shape, value, dtype=None) -> np.ndarray:
+    """`np.full(shape, value, dtype)`, written in blocks checking step `ctx` when large."""
+    dtype = np.asarray(value).dtype if dtype is None else np.dtype(dtype)
+    shape = tuple(int(d) for d in shape)
+    if not blocked(math.prod(shape) * dtype.itemsize):
+        return np.full(shape, value, dtype)
+    return copyto(ctx, np.empty(shape, dtype), value)
+
+
+def flat_spans(ctx, n: int, itemsize: int, align: int = 1):
+    """(lo, hi) blocks of [0, n) elements of `itemsize` bytes: one block when the whole is
+    at most BLOCKED_BYTES, else blocks of about BLOCK_BYTES whose starts are multiples of
+    `align`, checking step `ctx` between them (for outputs computed flat, like a random
+    stream or a range)."""
+    if not blocked(n * itemsize):
+        yield 0, n
+        return
+    per = max(align, BLOCK_BYTES // max(1, itemsize) // align * align)
+    yield from spans(n, 1, ctx, elements=per)

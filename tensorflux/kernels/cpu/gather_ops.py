@@ -190,8 +190,18 @@ def _one_hot(node):
             raise _invalid(f"Expected axis to be -1 or between [0, {n + 1}).  But received: "
                            f"{axis}")
         resource_guard.check_shape(indices.shape + (depth,), on_value.dtype, ctx)
-        hot = indices[..., None] == np.arange(depth, dtype=indices.dtype)
-        out = np.where(hot, on_value, off_value)
+        columns = np.arange(depth, dtype=indices.dtype)
+        dtype = np.result_type(on_value, off_value)
+        if interrupt.blocked(indices.size * depth * dtype.itemsize):
+            # In blocks of the (index, depth) matrix, checking the step between them.
+            flat = indices.reshape(-1, 1)
+            out = np.empty((flat.shape[0], depth), dtype)
+            for idx in interrupt.regions(out.shape, dtype.itemsize, ctx):
+                rows, cols = (idx + (slice(None),))[:2]
+                out[idx] = np.where(flat[rows] == columns[cols], on_value, off_value)
+            out = out.reshape(indices.shape + (depth,))
+        else:
+            out = np.where(indices[..., None] == columns, on_value, off_value)
         if axis != -1 and axis != n:
             out = np.moveaxis(out, -1, axis)
         return out
