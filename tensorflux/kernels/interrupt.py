@@ -250,27 +250,29 @@ BLOCKED_BYTES = 1 << 25  # 32 MiB: tens of milliseconds to write, page faults in
 BLOCK_BYTES = 1 << 23  # 8 MiB: a few milliseconds
 
 
-def blocked(nbytes: int) -> bool:
-    """Whether an output of `nbytes` is written in blocks."""
-    return nbytes > BLOCKED_BYTES
+def blocked(nbytes: int, cost: float = 1) -> bool:
+    """Whether an output of `nbytes` is written in blocks; `cost` is the kernel's time per
+    byte relative to a fill (a generator computing each value takes tens of times
+    longer)."""
+    return nbytes * cost > BLOCKED_BYTES
 
 
-def regions(shape, itemsize: int, ctx=None):
+def regions(shape, itemsize: int, ctx=None, cost: float = 1):
     """Yields index tuples addressing blocks of an array of `shape` (elements of
     `itemsize` bytes): each block is contiguous in C order, the blocks come in that order
-    and cover the array, each holds at most about BLOCK_BYTES; the step `ctx` (default:
-    the current one) is checked before every block but the first. An array of at most
-    BLOCKED_BYTES is one block, `()`."""
+    and cover the array, each holds at most about BLOCK_BYTES / `cost` (see `blocked`);
+    the step `ctx` (default: the current one) is checked before every block but the
+    first. An array `blocked` says no to is one block, `()`."""
     shape = tuple(int(d) for d in shape)
     total = itemsize
     for d in shape:
         total *= d
-    if not blocked(total):
+    if not blocked(total, cost):
         yield ()
         return
     if ctx is None:
         ctx = current()
-    inner, axis = max(1, itemsize), len(shape) - 1
+    inner, axis = max(1, int(itemsize * cost)), len(shape) - 1
     while axis > 0 and inner * shape[axis] <= BLOCK_BYTES:
         inner *= shape[axis]  # whole trailing axes fit in a block
         axis -= 1
@@ -305,13 +307,13 @@ def full(ctx, shape, value, dtype=None) -> np.ndarray:
     return copyto(ctx, np.empty(shape, dtype), value)
 
 
-def flat_spans(ctx, n: int, itemsize: int, align: int = 1):
-    """(lo, hi) blocks of [0, n) elements of `itemsize` bytes: one block when the whole is
-    at most BLOCKED_BYTES, else blocks of about BLOCK_BYTES whose starts are multiples of
+def flat_spans(ctx, n: int, itemsize: int, align: int = 1, cost: float = 1):
+    """(lo, hi) blocks of [0, n) elements of `itemsize` bytes: one block when `blocked`
+    says no, else blocks of about BLOCK_BYTES / `cost` whose starts are multiples of
     `align`, checking step `ctx` between them (for outputs computed flat, like a random
     stream or a range)."""
-    if not blocked(n * itemsize):
+    if not blocked(n * itemsize, cost):
         yield 0, n
         return
-    per = max(align, BLOCK_BYTES // max(1, itemsize) // align * align)
+    per = max(align, int(BLOCK_BYTES / cost) // max(1, itemsize) // align * align)
     yield from spans(n, 1, ctx, elements=per)

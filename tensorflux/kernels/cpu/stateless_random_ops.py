@@ -45,6 +45,11 @@ def _check_key_counter(key, counter, alg):
     return key, counter
 
 
+# Time per output byte of the Philox draws relative to a fill (interrupt.blocked): 15-200 ns
+# per value here, normals the slowest (glibc's logf/sincosf emulated).
+_COST = 32
+
+
 def _counter_plus(counter, blocks: int) -> np.ndarray:
     """The 128-bit Philox counter (low word first) moved on by `blocks`."""
     counter = np.asarray(counter, np.uint64).reshape(-1)
@@ -61,11 +66,11 @@ def _draw(ctx, dist, out_dtype, dims, key, counter, *args):
     n = int(np.prod(dims, dtype=np.int64))
     itemsize = np.dtype(out_dtype).itemsize
     resource_guard.check_shape(dims, out_dtype, ctx)
-    if not interrupt.blocked(n * itemsize):
+    if not interrupt.blocked(n * itemsize, _COST):
         return dist(key, counter, n, *args, out_dtype).reshape(dims)
     per_4 = 256 if dist is philox.truncated_normal else (2 if itemsize == 8 else 1)
     out = np.empty(n, out_dtype)
-    for lo, hi in interrupt.flat_spans(ctx, n, itemsize, align=4):
+    for lo, hi in interrupt.flat_spans(ctx, n, itemsize, align=4, cost=_COST):
         out[lo:hi] = dist(key, _counter_plus(counter, lo // 4 * per_4), hi - lo, *args,
                           out_dtype)
     return out.reshape(dims)
@@ -198,7 +203,7 @@ def _multinomial(node):
         key, counter = _seed_key_counter(seed)
         resource_guard.check_shape((batch, num_samples), np.float64, ctx)
         u = np.empty(batch * num_samples)  # sample j: words 2j, 2j + 1 (half a block)
-        for lo, hi in interrupt.flat_spans(ctx, u.size, u.itemsize, align=2):
+        for lo, hi in interrupt.flat_spans(ctx, u.size, u.itemsize, align=2, cost=_COST):
             w = philox.words(key, _counter_plus(counter, lo // 2), 2 * (hi - lo))
             u[lo:hi] = philox.uint64_to_double(w[0::2], w[1::2])
         u = u.reshape(batch, num_samples)
@@ -234,6 +239,27 @@ def _sample_dims(shape, params_shape) -> tuple:
     return dims
 
 
+# The rejection samplers: ~0.2-2 us per value (interrupt.blocked's cost per byte of float64).
+_SAMPLER_COST = 128
+
+
+def _by_output(ctx, sampler, key, counter, params, num_samples: int, *args,
+               prefix: bool = False):
+    """sampler(key, counter, params, [*args before num_samples if prefix], num_samples,
+    *args) of shape (num_samples, params.size); a large one in blocks of the outputs'
+    parameter-major order (each output draws from blocks of its own) that check the step
+    between them."""
+    lead = args if prefix else ()
+    tail = () if prefix else args
+    total = params.size * num_samples
+    if not interrupt.blocked(total * 8, _SAMPLER_COST):
+        return sampler(key, counter, params, *lead, num_samples, *tail)
+    flat = np.empty(total)
+    for lo, hi in interrupt.flat_spans(ctx, total, 8, cost=_SAMPLER_COST):
+        flat[lo:hi] = sampler(key, counter, params, *lead, num_samples, *tail, span=(lo, hi))
+    return flat.reshape(params.size, num_samples).T
+
+
 @kernel_factory("StatelessRandomPoisson")
 def _poisson(node):
     out_dtype = np.dtype(node.attrs["dtype"].as_numpy_dtype)
@@ -246,8 +272,10 @@ def _poisson(node):
         n = int(np.prod(dims, dtype=np.int64))
         if n == 0:
             return np.zeros(dims, out_dtype)
+        resource_guard.check_shape(dims, np.float64, ctx)
         num_samples = n // max(np.size(lam), 1)
-        samples = philox_samplers.poisson(key, counter, lam, num_samples, highest)
+        samples = _by_output(ctx, philox_samplers.poisson, key, counter, np.asarray(lam),
+                             num_samples, highest)
         return samples.astype(out_dtype).reshape(dims)
 
     return compute
@@ -264,7 +292,9 @@ def _gamma(node):
             return np.zeros(dims, alpha.dtype)
         if alpha.size == 0:
             raise _bad("Input alpha should have non-zero element count, got: 0")
-        samples = philox_samplers.gamma(key, counter, alpha, n // alpha.size)
+        resource_guard.check_shape(dims, np.float64, ctx)
+        samples = _by_output(ctx, philox_samplers.gamma, key, counter, alpha,
+                             n // alpha.size)
         return samples.astype(alpha.dtype).reshape(dims)
 
     return compute
@@ -285,9 +315,11 @@ def _binomial(node):
         n = int(np.prod(dims, dtype=np.int64))
         if n == 0:
             return np.zeros(dims, out_dtype)
+        resource_guard.check_shape(dims, np.float64, ctx)
         batches = int(np.prod(params, dtype=np.int64))
-        samples = philox_samplers.binomial(key, counter, np.broadcast_to(counts, params),
-                                  np.broadcast_to(probs, params), n // batches)
+        samples = _by_output(ctx, philox_samplers.binomial, key, counter,
+                             np.broadcast_to(counts, params), n // batches,
+                             np.broadcast_to(probs, params), prefix=True)
         return samples.astype(out_dtype).reshape(dims)
 
     return compute
@@ -307,10 +339,12 @@ def _parameterized_truncated_normal(node):
         n = int(np.prod(dims, dtype=np.int64))
         if n == 0:
             return np.zeros(dims, values[0].dtype)
+        resource_guard.check_shape(dims, values[0].dtype, ctx)
         batches = int(np.prod(params, dtype=np.int64))
         try:
             samples = philox_samplers.parameterized_truncated_normal(
-                key, counter, *(np.broadcast_to(v, params) for v in values), n // batches)
+                key, counter, *(np.broadcast_to(v, params) for v in values), n // batches,
+                poll=lambda: interrupt.check(ctx))
         except ValueError as e:
             raise _bad(str(e)) from None
         return samples.reshape(dims)
