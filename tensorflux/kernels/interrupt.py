@@ -38,6 +38,7 @@ allocated, and the resource guard bounds those (framework/resource_guard.py).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import threading
 import time
@@ -317,3 +318,33 @@ def flat_spans(ctx, n: int, itemsize: int, align: int = 1, cost: float = 1):
         return
     per = max(align, int(BLOCK_BYTES / cost) // max(1, itemsize) // align * align)
     yield from spans(n, 1, ctx, elements=per)
+
+
+# ---- Python loops over elements (strings, records) ---------------------------------------
+
+# Items of a per-element Python loop between two checks of the step: a few milliseconds at
+# about a microsecond an item.
+EACH_EVERY = 2048
+
+
+def each(ctx, items, every: int | None = None):
+    """`items`, checking step `ctx` (default: the current one) after every `every`
+    (default EACH_EVERY) of them: for kernels that loop in Python over the elements of a
+    tensor (string kernels, record parsers). Outside a step, `items` itself."""
+    if ctx is None:
+        ctx = current()
+        if ctx is None:
+            return items
+    return _each(ctx, items, EACH_EVERY if every is None else every)
+
+
+def _each(ctx, items, every: int):
+    it = iter(items)
+    while True:
+        chunk = list(itertools.islice(it, every))
+        if not chunk:
+            return
+        yield from chunk
+        if len(chunk) < every:
+            return
+        check(ctx)
