@@ -291,7 +291,10 @@ def copyto(ctx, dst: np.ndarray, src, casting: str = "unsafe") -> np.ndarray:
     """`np.copyto(dst, src, casting)` (`src` broadcast to `dst`), in blocks checking step
     `ctx` between them when `dst` is large; returns `dst`."""
     if not blocked(dst.nbytes):
-        np.copyto(dst, src, casting=casting)
+        if casting == "unsafe":
+            dst[...] = src  # an assignment casts unsafely: the cheaper call
+        else:
+            np.copyto(dst, src, casting=casting)
         return dst
     src = np.broadcast_to(np.asarray(src), dst.shape)
     for idx in regions(dst.shape, dst.itemsize, ctx):
@@ -302,7 +305,6 @@ def copyto(ctx, dst: np.ndarray, src, casting: str = "unsafe") -> np.ndarray:
 def full(ctx, shape, value, dtype=None) -> np.ndarray:
     """`np.full(shape, value, dtype)`, written in blocks checking step `ctx` when large."""
     dtype = np.asarray(value).dtype if dtype is None else np.dtype(dtype)
-    shape = tuple(int(d) for d in shape)
     if not blocked(math.prod(shape) * dtype.itemsize):
         return np.full(shape, value, dtype)
     return copyto(ctx, np.empty(shape, dtype), value)
@@ -327,15 +329,21 @@ def flat_spans(ctx, n: int, itemsize: int, align: int = 1, cost: float = 1):
 EACH_EVERY = 2048
 
 
-def each(ctx, items, every: int | None = None):
+def each(ctx, items, every: int | None = None, count: int | None = None):
     """`items`, checking step `ctx` (default: the current one) after every `every`
     (default EACH_EVERY) of them: for kernels that loop in Python over the elements of a
-    tensor (string kernels, record parsers). Outside a step, `items` itself."""
+    tensor (string kernels, record parsers). Outside a step, or for at most `every` items
+    (`count`, else their len() when they have one), `items` itself."""
+    every = EACH_EVERY if every is None else every
+    if count is None and hasattr(items, "__len__"):
+        count = len(items)
+    if count is not None and count <= every:
+        return items
     if ctx is None:
         ctx = current()
         if ctx is None:
             return items
-    return _each(ctx, items, EACH_EVERY if every is None else every)
+    return _each(ctx, items, every)
 
 
 def _each(ctx, items, every: int):

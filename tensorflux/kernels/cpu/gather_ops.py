@@ -191,9 +191,9 @@ def _one_hot(node):
                            f"{axis}")
         resource_guard.check_shape(indices.shape + (depth,), on_value.dtype, ctx)
         columns = np.arange(depth, dtype=indices.dtype)
-        dtype = np.result_type(on_value, off_value)
-        if interrupt.blocked(indices.size * depth * dtype.itemsize):
+        if interrupt.blocked(indices.size * depth * on_value.dtype.itemsize):
             # In blocks of the (index, depth) matrix, checking the step between them.
+            dtype = np.result_type(on_value, off_value)
             flat = indices.reshape(-1, 1)
             out = np.empty((flat.shape[0], depth), dtype)
             for idx in interrupt.regions(out.shape, dtype.itemsize, ctx):

@@ -9,6 +9,8 @@ values of their one NumPy call.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tensorflux.framework import errors, resource_guard
@@ -224,7 +226,7 @@ def _tile(ctx, x, multiples):
         return x
     shape = [d * k for d, k in zip(x.shape, m, strict=True)]
     resource_guard.check_shape(shape, x.dtype, ctx)
-    if not interrupt.blocked(x.itemsize * int(np.prod(shape, dtype=np.int64))):
+    if not interrupt.blocked(x.itemsize * math.prod(shape)):
         return np.tile(x, m)
     out = np.empty(shape, x.dtype)
     # Output index (i0*d0 + j0, i1*d1 + j1, ...) holds x[j0, j1, ...]: viewed with the axes
@@ -329,7 +331,7 @@ def _mirror_pad(node):
             return x
         shape = [d + b + a for d, (b, a) in zip(x.shape, pads, strict=True)]
         resource_guard.check_shape(shape, x.dtype, ctx)
-        if interrupt.blocked(x.itemsize * int(np.prod(shape, dtype=np.int64))):
+        if interrupt.blocked(x.itemsize * math.prod(shape)):
             return _mirror_pad_blocked(ctx, x, pads, shape, np_mode == "reflect")
         return np.pad(x, pads, mode=np_mode)
 
@@ -381,7 +383,7 @@ def _broadcast_to(ctx, x, shape):
     large = False
     if all(d >= 0 for d in target):
         resource_guard.check_shape(target, x.dtype, ctx)
-        large = interrupt.blocked(x.itemsize * int(np.prod(target, dtype=np.int64)))
+        large = interrupt.blocked(x.itemsize * math.prod(target))
     try:
         if large and np.broadcast_shapes(x.shape, target) == target:
             return interrupt.copyto(ctx, np.empty(target, x.dtype), x)

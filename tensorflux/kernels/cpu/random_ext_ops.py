@@ -4,6 +4,7 @@ RandomGammaGrad from the derivatives of the regularized incomplete gamma functio
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -25,7 +26,7 @@ def _per_parameter(ctx, dims, params, draw, dtype=np.float64):
     """draw(params, size=dims + params.shape): one sample per parameter per index of
     `dims`, drawn in C order; a large output in blocks of that order that check step
     `ctx` between them (the generator's stream continues across calls: the same values)."""
-    rows, per = int(np.prod(dims, dtype=np.int64)), params.size
+    rows, per = math.prod(dims), params.size
     if not interrupt.blocked(rows * per * 8, _COST):
         return draw(params, dims + params.shape)
     flat = params.reshape(-1)

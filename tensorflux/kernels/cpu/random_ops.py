@@ -16,6 +16,7 @@ are those of one call. A step stopped in the middle leaves its generator part-wa
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -101,7 +102,7 @@ def _truncated(gen, dims, dtype, ctx=None):
     """Standard normal values, each redrawn while its magnitude exceeds 2 (all of them
     drawn first, then the rejected ones in order, round after round)."""
     work = np.float64 if dtype is dtypes.float64 else np.float32
-    n = int(np.prod(dims, dtype=np.int64))
+    n = math.prod(dims)
     if interrupt.blocked(n * np.dtype(work).itemsize):
         return _truncated_blocked(gen, n, work, ctx).reshape(dims) \
             .astype(dtype.as_numpy_dtype, copy=False)
@@ -149,7 +150,7 @@ def _random_float(node):
     def compute(ctx, shape):
         dims = _dims(shape)
         resource_guard.check_shape(dims, dtype, ctx)
-        n = int(np.prod(dims, dtype=np.int64))
+        n = math.prod(dims)
         state = state_of(ctx)
         with state.lock:
             if sample is _truncated:
@@ -182,7 +183,7 @@ def _random_uniform_int(node):
         if not lo < hi and int(np.prod(dims)) > 0:
             raise errors.InvalidArgumentError(None, None, f"Need minval < maxval: {lo} >= {hi}")
         resource_guard.check_shape(dims, np_dtype, ctx)
-        n = int(np.prod(dims, dtype=np.int64))
+        n = math.prod(dims)
         state = state_of(ctx)
         with state.lock:
             if not interrupt.blocked(n * np.dtype(np_dtype).itemsize):

@@ -27,7 +27,7 @@ def _map(fn, *arrays, ctx=None, otype=object) -> np.ndarray:
     out = np.empty(arrays[0].shape, dtype=otype)
     flat = out.reshape(-1)
     for i, vals in enumerate(interrupt.each(
-            ctx, zip(*(a.reshape(-1) for a in arrays), strict=True))):
+            ctx, zip(*(a.reshape(-1) for a in arrays), strict=True), count=flat.size)):
         flat[i] = fn(*vals)
     return out
 
@@ -129,7 +129,8 @@ def _substr(node):
         out = np.empty(x_b.shape, dtype=object)
         flat = out.reshape(-1)
         for i, (s, p, n) in enumerate(interrupt.each(ctx, zip(
-                x_b.reshape(-1), pos_b.reshape(-1), len_b.reshape(-1), strict=True))):
+                x_b.reshape(-1), pos_b.reshape(-1), len_b.reshape(-1), strict=True),
+                count=flat.size)):
             s = _bytes(s)
             text = s.decode("utf-8", "replace") if utf8 else s
             size = len(text)
