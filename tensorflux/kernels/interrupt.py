@@ -296,7 +296,9 @@ def copyto(ctx, dst: np.ndarray, src, casting: str = "unsafe") -> np.ndarray:
         else:
             np.copyto(dst, src, casting=casting)
         return dst
-    src = np.broadcast_to(np.asarray(src), dst.shape)
+    if not isinstance(src, np.ndarray):  # (bytes kept whole: no NUL-stripping "S" array)
+        src = np.array(src, dtype=dst.dtype if dst.dtype == object else None)
+    src = np.broadcast_to(src, dst.shape)
     for idx in regions(dst.shape, dst.itemsize, ctx):
         np.copyto(dst[idx], src[idx], casting=casting)
     return dst

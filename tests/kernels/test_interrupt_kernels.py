@@ -615,7 +615,11 @@ def _built_outputs():
             tf.one_hot(ind[0, 0], 200), tf.range(3, 1000, 7), tf.range(1000, 3, -7),
             tf.range(0.5, 300.0, 0.37), tf.range(-5.0, 5.0, 0.001, dtype=tf.float64),
             tf.linalg.diag(d), tf.linalg.set_diag(tf.ones([3, 4, 7, 7]), d),
-            tf.linalg.diag(d[..., 0, :], k=1)])
+            tf.linalg.diag(d[..., 0, :], k=1),
+            tf.lin_space(-3.3, 7.1, 1001), tf.lin_space(tf.constant(0.0, tf.float64), 1e-300,
+                                                        500),
+            tf.sparse_to_dense([[1, 2], [3, 4]], [50, 7], [5.0, 6.0], default_value=-1.0),
+            tf.sparse_to_dense([3], [300], b"x", default_value=b"d\x00")])
 
 
 def test_large_outputs_in_blocks_are_those_of_one_call(monkeypatch):
@@ -738,6 +742,10 @@ _BUILT_STEPS = {  # family: graph of a huge output from a small input (~5-20 s u
         1 << 14, []), name="big"),
     "range": lambda: tf.range(tf.placeholder_with_default(_HUGE, []), name="big"),
     "random_normal": lambda: tf.random_normal(_shape_fed([_HUGE]), name="big"),
+    "lin_space": lambda: tf.lin_space(0.0, 1.0, tf.placeholder_with_default(_HUGE, []),
+                                      name="big"),
+    "sparse_to_dense": lambda: tf.sparse_to_dense([[0]], _shape_fed([_HUGE]), 1.0,
+                                                  name="big"),
     "stateless_normal": lambda: tf.random.stateless_normal(_shape_fed([_HUGE // 4]), [1, 2],
                                                            name="big"),
 }
@@ -749,6 +757,20 @@ def test_a_huge_output_from_a_small_input_ends_at_the_deadline(family):
     with g.as_default():
         y = _BUILT_STEPS[family]()
     _expect_deadline(tf.reshape(y, [-1])[:1], None, "big")
+
+
+def test_a_huge_splat_const_is_expanded_in_blocks_that_check_the_step():
+    from google.protobuf import text_format
+
+    graph_def = text_format.Parse(
+        'node { name: "big" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } } '
+        'attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: '
+        f'{_HUGE} }} }} float_val: 1.5 }} }} }} }}', tf.GraphDef())
+    g = tf.Graph()
+    with g.as_default():
+        tf.import_graph_def(graph_def, name="")
+        y = g.get_tensor_by_name("big:0")[:1]
+    _expect_deadline(y, None, "big")
 
 
 def test_a_string_kernel_over_many_elements_ends_at_the_deadline():
