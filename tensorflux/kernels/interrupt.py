@@ -30,9 +30,29 @@ themselves at chunk boundaries:
     raises at once and the call finishes on its own (as TensorFlow's timeout leaves a
     running Eigen kernel), its time cubic in a matrix the resource guard bounded.
 
+  - Kernels that write a large output from a small input (Fill, Tile, the pads, ConcatV2,
+    Pack, BroadcastTo, OneHot, Range, LinSpace, SparseToDense, MatrixDiag, a splat Const,
+    the random ops, stateful and stateless) write it in C-order blocks above
+    BLOCKED_BYTES (`regions`, `copyto`, `full`, `flat_spans`), checking the step between
+    blocks; `cost` scales both sizes for kernels that compute each value for tens of
+    nanoseconds (Philox draws, rejection samplers). The blocks give the values of one call
+    (random streams continue across blocks; a stateless draw starts each block at the
+    counter of its first value). Small outputs take the one NumPy call as before.
+  - Python loops over elements (string kernels, Unicode, DecodeCSV, ParseExample) check
+    the step every EACH_EVERY items (`each`).
+
+Not interrupted, on purpose:
+  - py_func / numpy_function / EagerPyFunc run user Python to its end on the step's thread
+    (as TensorFlow does: its timeout and Session.close wait for a py_func too), then the
+    kernel checks the step, so the step ends with DeadlineExceededError or
+    CancelledError, not a value (kernels/cpu/script_ops.py).
+  - In-place variable updates (Assign*, Scatter*, ResourceScatter*, the Apply* optimizer
+    kernels) run whole: half an applied update would corrupt the variable.
+
 Kernels that only stream over their inputs and outputs once (elementwise ops, reductions,
 copies) are bounded instead: their time is linear in bytes some earlier kernel already
 allocated, and the resource guard bounds those (framework/resource_guard.py).
+scripts/interrupt_sweep.py runs a huge case of every kernel family under a 100 ms deadline.
 """
 
 from __future__ import annotations

@@ -266,6 +266,8 @@ _STOPPED = [
                   np.zeros(300, np.int32), np.int32(2))),
     ("Unique", {"T": tf.float32, "out_idx": tf.int32}, {"out_idx": tf.int32},
      lambda: (np.arange(300, dtype=np.float32) % 7,)),
+    ("UniqueWithCounts", {"T": tf.float32, "out_idx": tf.int32}, {"out_idx": tf.int32},
+     lambda: (np.arange(300, dtype=np.float32) % 7,)),
 ]
 
 
@@ -891,3 +893,20 @@ with tf.Session(graph=g) as s:
     ns = {"tf": tf, "np": np}
     exec(program, ns)  # noqa: S102 - the same program under tensorflux
     assert ns["result"] == theirs == "DeadlineExceededError"
+
+
+@pytest.mark.parametrize("block", [None, 64])
+def test_unique_with_counts_gives_tensorflows_first_appearances(monkeypatch, block):
+    if block:
+        monkeypatch.setattr(interrupt, "SPAN_ELEMENTS", block)  # sorted blocks, merged
+    x = np.array([0.0, -0.0, 2.0, np.nan, -1.0, np.nan, 2.0, -0.0] * 50, np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        values, idx, counts = _run(list(tf.unique_with_counts(x)))
+    # A hash map in order of first appearance: 0.0 and -0.0 one value (the first seen),
+    # every NaN its own.
+    want = np.array([0.0, 2.0, np.nan, -1.0, np.nan], np.float32)
+    np.testing.assert_array_equal(values[:5], want)
+    assert not np.signbit(values[0]) and values.size == 3 + 100
+    np.testing.assert_array_equal(counts[:4], [150, 100, 1, 50])
+    np.testing.assert_array_equal(values[idx], np.where(x == 0, 0.0, x))

@@ -12,7 +12,7 @@ import numpy as np
 from tensorflux.framework import tensor_shape
 from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu.array_ops import _invalid, _shape_str
-from tensorflux.kernels.cpu.gather_ops import _check_range
+from tensorflux.kernels.cpu.gather_ops import _check_range, unique_values
 from tensorflux.kernels.registry import kernel, kernel_factory
 from tensorflux.lib import hashing
 
@@ -209,18 +209,16 @@ def _unique_with_counts(node):
     def compute(ctx, x):
         if x.ndim != 1:
             raise _invalid("unique expects a 1D vector.")
-        seen: dict = {}
-        idx = np.empty(x.size, idx_type)
-        order, counts = [], []
-        for i, v in enumerate(x.tolist()):
-            key = v
-            if key not in seen or (isinstance(v, float) and v != v):
-                seen[key] = len(order)
-                order.append(i)
-                counts.append(0)
-            idx[i] = seen[key]
-            counts[seen[key]] += 1
-        return x[np.array(order, np.int64)], idx, np.array(counts, idx_type)
+        _, idx = unique_values(x, ctx)  # sorts, in blocks that check the step when large
+        # Values are numbered by first appearance: an element is its value's first when its
+        # number exceeds every earlier one (each value as it first came: 0.0 or -0.0).
+        first = np.ones(x.size, bool)
+        if x.size:
+            seen = np.maximum.accumulate(idx)
+            np.greater(seen[1:], seen[:-1], out=first[1:])
+        values = x[first]
+        counts = np.bincount(idx, minlength=values.size)
+        return values, idx.astype(idx_type), counts.astype(idx_type)
 
     return compute
 
