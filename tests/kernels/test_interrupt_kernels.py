@@ -910,3 +910,17 @@ def test_unique_with_counts_gives_tensorflows_first_appearances(monkeypatch, blo
     assert not np.signbit(values[0]) and values.size == 3 + 100
     np.testing.assert_array_equal(counts[:4], [150, 100, 1, 50])
     np.testing.assert_array_equal(values[idx], np.where(x == 0, 0.0, x))
+
+
+def test_non_max_suppression_of_many_disjoint_boxes_ends_at_the_deadline():
+    # Quadratic in the boxes when few suppress each other: 20,000 tiny boxes take minutes.
+    rng = np.random.default_rng(2)
+    corners = rng.uniform(0, 1, (20_000, 2)).astype(np.float32)
+    boxes = np.concatenate([corners, corners + 1e-4], 1)
+    g = tf.Graph()
+    with g.as_default():
+        b = tf.placeholder(tf.float32, [None, 4])
+        sc = tf.placeholder(tf.float32, [None])
+        y = tf.image.non_max_suppression(b, sc, 20_000, 0.5, name="many_boxes")
+    _expect_deadline(y, {b: boxes, sc: rng.standard_normal(20_000).astype(np.float32)},
+                     "many_boxes")

@@ -404,12 +404,17 @@ def _adjust_hue(ctx, images, delta):
 # ---- boxes ----------------------------------------------------------------------------------
 
 
-def _greedy_nms(similarity, scores, max_out, threshold, score_threshold, sigma=0.0):
+def _greedy_nms(similarity, scores, max_out, threshold, score_threshold, sigma=0.0,
+                ctx=None):
     """TF's DoNonMaxSuppressionOp: pick the best candidate; it is suppressed by an earlier
     pick whose similarity exceeds `threshold` (hard), or its score decays by
     exp(-sim^2 / (2 sigma)) per earlier pick (soft, sigma > 0) and it competes again.
-    Ties go to the lower index. Returns (indices, scores)."""
+    Ties go to the lower index. Returns (indices, scores). Quadratic in the boxes at
+    worst: step `ctx` (default: the current one) is checked every few thousand
+    similarities."""
     scale = -0.5 / sigma if sigma > 0 else 0.0
+    step = interrupt.current() if ctx is None else ctx
+    budget = interrupt.EACH_EVERY
     heap = [(-float(sc), int(i), 0) for i, sc in enumerate(scores) if sc > score_threshold]
     heapq.heapify(heap)
     selected: list[int] = []
@@ -418,6 +423,10 @@ def _greedy_nms(similarity, scores, max_out, threshold, score_threshold, sigma=0
         neg, index, begin = heapq.heappop(heap)
         score = original = np.float32(-neg)
         hard = False
+        budget -= len(selected) - begin
+        if budget < 0 and step is not None:
+            interrupt.check(step)
+            budget = interrupt.EACH_EVERY
         for j in range(len(selected) - 1, begin - 1, -1):
             sim = similarity(index, selected[j])
             score = np.float32(score * (np.exp(np.float32(scale * sim * sim))
@@ -463,28 +472,30 @@ def _check_nms(boxes, scores, max_out, iou_threshold):
         raise _invalid("max_output_size must be non-negative")
 
 
-def non_max_suppression(boxes, scores, max_out, iou_threshold, score_threshold, sigma=0.0):
+def non_max_suppression(boxes, scores, max_out, iou_threshold, score_threshold, sigma=0.0,
+                        ctx=None):
     _check_nms(boxes, scores, max_out, iou_threshold)
     return _greedy_nms(_box_similarity(boxes), scores, max_out, iou_threshold,
-                       score_threshold, sigma)
+                       score_threshold, sigma, ctx)
 
 
 @kernel_factory("NonMaxSuppression")
 def _nms_v1(node):
     threshold = node.attrs["iou_threshold"]
     return lambda ctx, boxes, scores, max_out: non_max_suppression(
-        boxes, scores, int(max_out), threshold, -np.inf)[0]
+        boxes, scores, int(max_out), threshold, -np.inf, ctx=ctx)[0]
 
 
 @kernel("NonMaxSuppressionV2")
 def _nms_v2(ctx, boxes, scores, max_out, iou_threshold):
-    return non_max_suppression(boxes, scores, int(max_out), float(iou_threshold), -np.inf)[0]
+    return non_max_suppression(boxes, scores, int(max_out), float(iou_threshold), -np.inf,
+                               ctx=ctx)[0]
 
 
 @kernel("NonMaxSuppressionV3")
 def _nms_v3(ctx, boxes, scores, max_out, iou_threshold, score_threshold):
     return non_max_suppression(boxes, scores, int(max_out), float(iou_threshold),
-                               float(score_threshold))[0]
+                               float(score_threshold), ctx=ctx)[0]
 
 
 def _pad(values, size, pad):
@@ -499,7 +510,7 @@ def _nms_v4(node):
 
     def compute(ctx, boxes, scores, max_out, iou_threshold, score_threshold):
         idx, _ = non_max_suppression(boxes, scores, int(max_out), float(iou_threshold),
-                                     float(score_threshold))
+                                     float(score_threshold), ctx=ctx)
         return _pad(idx, int(max_out), pad), np.int32(len(idx))
 
     return compute
@@ -513,7 +524,7 @@ def _nms_v5(node):
         if float(sigma) < 0:
             raise _invalid("soft_nms_sigma must be non-negative")
         idx, sc = non_max_suppression(boxes, scores, int(max_out), float(iou_threshold),
-                                      float(score_threshold), float(sigma))
+                                      float(score_threshold), float(sigma), ctx=ctx)
         return (_pad(idx, int(max_out), pad), _pad(sc.astype(scores.dtype), int(max_out), pad),
                 np.int32(len(idx)))
 
@@ -527,7 +538,7 @@ def _nms_overlaps(ctx, overlaps, scores, max_out, overlap_threshold, score_thres
     if scores.shape != (overlaps.shape[0],):
         raise _invalid("scores has incompatible shape")
     return _greedy_nms(lambda i, j: float(overlaps[i, j]), scores, int(max_out),
-                       float(overlap_threshold), float(score_threshold))[0]
+                       float(overlap_threshold), float(score_threshold), ctx=ctx)[0]
 
 
 @kernel_factory("CombinedNonMaxSuppression", expensive=True)
@@ -556,7 +567,8 @@ def _combined_nms(node):
             for c in range(classes):
                 class_boxes = boxes[b, :, c if q > 1 else 0]
                 idx, sc = _greedy_nms(_box_similarity(class_boxes), scores[b, :, c],
-                                      per_class, float(iou_threshold), float(score_threshold))
+                                      per_class, float(iou_threshold), float(score_threshold),
+                                      ctx=ctx)
                 found += [(float(v), int(i), c) for i, v in zip(idx, sc, strict=True)]
             found.sort(key=lambda r: -r[0])
             found = found[:n]
