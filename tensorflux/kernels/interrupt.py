@@ -378,3 +378,27 @@ def _each(ctx, items, every: int):
         if len(chunk) < every:
             return
         check(ctx)
+
+
+def no_tick() -> None:
+    """A ticker that never checks (see `ticker`)."""
+
+
+def ticker(ctx, every: int | None = None):
+    """A function to call once per item of a nested Python loop (a tensor printed element
+    by element): every `every` (default EACH_EVERY) calls it checks step `ctx` (default:
+    the current one). Outside a step, a function that does nothing."""
+    if ctx is None:
+        ctx = current()
+        if ctx is None:
+            return no_tick
+    every = EACH_EVERY if every is None else every
+    count = [0]
+
+    def tick() -> None:
+        count[0] += 1
+        if count[0] >= every:
+            count[0] = 0
+            check(ctx)
+
+    return tick

@@ -924,3 +924,11 @@ def test_non_max_suppression_of_many_disjoint_boxes_ends_at_the_deadline():
         y = tf.image.non_max_suppression(b, sc, 20_000, 0.5, name="many_boxes")
     _expect_deadline(y, {b: boxes, sc: rng.standard_normal(20_000).astype(np.float32)},
                      "many_boxes")
+
+
+def test_formatting_a_huge_tensor_ends_at_the_deadline():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, None, None])
+        y = tf.strings.format("{}", x, summarize=-1, name="huge_format")  # ~1 min here
+    _expect_deadline(y, {x: np.ones((600, 600, 4), np.float32)}, "huge_format")
