@@ -932,3 +932,35 @@ def test_formatting_a_huge_tensor_ends_at_the_deadline():
         x = tf.placeholder(tf.float32, [None, None, None])
         y = tf.strings.format("{}", x, summarize=-1, name="huge_format")  # ~1 min here
     _expect_deadline(y, {x: np.ones((600, 600, 4), np.float32)}, "huge_format")
+
+
+# ---- the sweep: a huge case of every kernel family (scripts/interrupt_sweep.py) -------------
+
+
+def _sweep():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "interrupt_sweep.py"
+    spec = importlib.util.spec_from_file_location("interrupt_sweep", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return path, module
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("family", sorted(_sweep()[1]._cases()))
+def test_every_family_stops_or_is_bounded_under_a_100ms_deadline(family):
+    import os
+    import subprocess
+    import sys
+
+    path, _ = _sweep()
+    proc = subprocess.run([sys.executable, str(path), "--family", family, "--limit", "600"],
+                          capture_output=True, text=True, timeout=800,
+                          env=dict(os.environ, PYTHONPATH=str(path.parents[1])))
+    rows = proc.stdout.strip().splitlines()
+    assert rows, proc.stderr[-2000:]
+    for row in rows:
+        assert " stops " in row or " bounded " in row, row
