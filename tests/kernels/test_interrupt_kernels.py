@@ -964,3 +964,33 @@ def test_every_family_stops_or_is_bounded_under_a_100ms_deadline(family):
     assert rows, proc.stderr[-2000:]
     for row in rows:
         assert " stops " in row or " bounded " in row, row
+
+
+def _special_outputs():
+    rng = np.random.default_rng(14)
+    a = rng.uniform(0.1, 5, (6, 7)).astype(np.float32)
+    x = rng.uniform(-3, 5, (6, 7))
+    g = tf.Graph()
+    with g.as_default():
+        return _run([tf.math.igamma(a, a[0]), tf.math.igammac(a, 2.0), tf.math.zeta(a + 1, a),
+                     tf.math.polygamma(tf.ones_like(a), a), tf.math.betainc(a, a.T[:6, :1], 0.3),
+                     tf.math.erfinv(a / 6), tf.math.bessel_i0e(a), tf.math.lgamma(x),
+                     tf.math.digamma(x), tf.math.erf(x), tf.math.erfc(x.astype(np.float16))])
+
+
+def test_special_functions_in_blocks_give_the_values_of_one_call(monkeypatch):
+    want = _special_outputs()
+    monkeypatch.setattr(interrupt, "BLOCKED_BYTES", 16)
+    monkeypatch.setattr(interrupt, "BLOCK_BYTES", 24 * 256)  # 3 values per block
+    got = _special_outputs()
+    for i, (a, b) in enumerate(zip(got, want, strict=True)):
+        assert a.shape == b.shape and a.dtype == b.dtype, i
+        np.testing.assert_array_equal(a, b, err_msg=str(i))
+
+
+def test_a_special_function_of_a_large_input_ends_at_the_deadline():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None])
+        y = tf.math.zeta(x + 2.0, x + 1.0, name="big_zeta")  # ~4 s here in one call
+    _expect_deadline(y, {x: np.ones(1 << 24, np.float32)}, "big_zeta")
