@@ -21,10 +21,12 @@ themselves at chunk boundaries:
     `raise_stopped()` raises the step's error.
 
   - NumPy kernels whose one call over a large input would run for seconds (TopKV2 and
-    sorts, Unique, Cumsum/Cumprod, the segment reductions, ScatterNd, Gather) cut it into
+    sorts, Unique/UniqueWithCounts, Cumsum/Cumprod, the segment reductions, ScatterNd,
+    Gather, RandomShuffle's gather, BlockLSTM's input products, SobolSample) cut it into
     blocks with `spans`, which checks the step between them; the blocks give the values of
     one call (independent rows, an unbuffered ufunc.at applied in order, a running sum
-    carried over, sorted blocks merged stably).
+    carried over, sorted blocks merged stably, a sequence continued). Loops over time
+    steps (BlockLSTM) check once per step.
   - One LAPACK call on a large matrix cannot be cut: it runs as `abandonable`, on a helper
     thread that the step's thread waits for while polling the step; a step that must stop
     raises at once and the call finishes on its own (as TensorFlow's timeout leaves a
@@ -38,8 +40,12 @@ themselves at chunk boundaries:
     nanoseconds (Philox draws, rejection samplers). The blocks give the values of one call
     (random streams continue across blocks; a stateless draw starts each block at the
     counter of its first value). Small outputs take the one NumPy call as before.
-  - Python loops over elements (string kernels, Unicode, DecodeCSV, ParseExample) check
-    the step every EACH_EVERY items (`each`).
+  - Elementwise kernels that spend tens of nanoseconds a value (SciPy's special
+    functions: Igamma, Zeta, Betainc, Lgamma, Digamma, Erf...) compute a large output in
+    the same blocks (kernels/cpu/_math_common._heavy).
+  - Python loops over elements (string kernels, Unicode, DecodeCSV, ParseExample, set
+    operations, crosses, non-max suppression) check the step every EACH_EVERY items
+    (`each`; `ticker` for nested loops such as a tensor printed element by element).
 
 Not interrupted, on purpose:
   - py_func / numpy_function / EagerPyFunc run user Python to its end on the step's thread

@@ -204,8 +204,11 @@ def _random_shuffle(node):
             return value.copy()
         state = state_of(ctx)
         with state.lock:
-            perm = state.gen.permutation(value.shape[0])
-        return value[perm]
+            perm = state.gen.permutation(value.shape[0])  # one shuffle: linear in the rows
+        out = np.empty_like(value)
+        for lo, hi in interrupt.spans(perm.size, value[0].size, ctx):  # the gather in blocks
+            out[lo:hi] = value[perm[lo:hi]]
+        return out
 
     return compute
 

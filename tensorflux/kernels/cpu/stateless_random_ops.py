@@ -5,6 +5,11 @@ Every kernel draws TensorFlow's Philox stream and spends it as TensorFlow's kern
 tensorflux/lib/philox_samplers.py for the rejection samplers). StatelessMultinomial and
 StatelessParameterizedTruncatedNormal consume one stream across rows / batches, as
 TensorFlow does when it runs them in one shard (small outputs).
+
+A large output is drawn in blocks that check the step between them (kernels/interrupt.py):
+each block starts at the Philox counter of its first value (`_draw`), or, for the
+rejection samplers, draws a span of outputs, each from blocks of its own (`_by_output`);
+the values are those of one call.
 """
 
 from __future__ import annotations
