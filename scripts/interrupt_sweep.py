@@ -350,7 +350,7 @@ def _cases():  # family -> () -> [(label, builder() -> (fetch, feed))] (arrays m
         ],
         "tridiagonal_ops": lambda: [
             ("TridiagonalSolve 2^24", fed(lambda d, r: tf.linalg.tridiagonal_solve(d, r),
-                lazy(lambda: np.ones((3, 1 << 24), np.float32) * [[1], [4], [1]]),
+                lazy(lambda: (np.ones((3, 1 << 24)) * [[1], [4], [1]]).astype(np.float32)),
                 lazy(lambda: np.ones((1 << 24, 1), np.float32)))),
         ],
         "unary_ops": lambda: [

@@ -994,3 +994,21 @@ def test_a_special_function_of_a_large_input_ends_at_the_deadline():
         x = tf.placeholder(tf.float32, [None])
         y = tf.math.zeta(x + 2.0, x + 1.0, name="big_zeta")  # ~4 s here in one call
     _expect_deadline(y, {x: np.ones(1 << 24, np.float32)}, "big_zeta")
+
+
+def test_colour_space_kernels_in_blocks_give_the_values_of_one_call(monkeypatch):
+    x = np.random.default_rng(15).uniform(0, 1, (2, 5, 7, 3)).astype(np.float32)
+
+    def run():
+        g = tf.Graph()
+        with g.as_default():
+            return _run([tf.image.rgb_to_hsv(x), tf.image.hsv_to_rgb(x),
+                         tf.image.adjust_hue(x, 0.3), tf.image.adjust_saturation(x, 1.7),
+                         tf.image.rgb_to_hsv(x.astype(np.float64))])
+
+    want = run()
+    monkeypatch.setattr(interrupt, "BLOCKED_BYTES", 16)
+    monkeypatch.setattr(interrupt, "BLOCK_BYTES", 24 * 16 * 4)  # 8 pixels per block
+    for a, b in zip(run(), want, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)

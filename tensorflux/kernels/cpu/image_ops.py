@@ -361,18 +361,36 @@ def _check_rgb(images):
                        f"{images.shape[-1] if images.ndim else 0} channels.")
 
 
+# The colour-space kernels spend ~100 ns a pixel (temporaries of every step): a large
+# batch is converted in blocks of pixels that check the step between them.
+_PIXEL_COST = 16
+
+
+def _per_pixel(ctx, images, fn):
+    """fn over the pixels (rows of 3 channels) of `images`, in blocks when large; each pixel
+    is converted on its own, so blocks give the values of one call."""
+    pixels = images.reshape(-1, 3)
+    if not interrupt.blocked(pixels.nbytes, _PIXEL_COST):
+        return fn(images)
+    out = np.empty(pixels.shape, images.dtype)
+    for lo, hi in interrupt.flat_spans(ctx, pixels.shape[0], 3 * images.itemsize,
+                                       cost=_PIXEL_COST):
+        out[lo:hi] = fn(pixels[lo:hi])
+    return out.reshape(images.shape)
+
+
 @kernel("RGBToHSV")
 def _rgb_to_hsv(ctx, images):
     _check_rgb(images)
-    return rgb_to_hsv(images.astype(np.float32) if images.dtype != np.float64 else images
-                      ).astype(images.dtype)
+    return _per_pixel(ctx, images, lambda x: rgb_to_hsv(
+        x.astype(np.float32) if x.dtype != np.float64 else x).astype(x.dtype))
 
 
 @kernel("HSVToRGB")
 def _hsv_to_rgb(ctx, images):
     _check_rgb(images)
-    return hsv_to_rgb(images.astype(np.float32) if images.dtype != np.float64 else images
-                      ).astype(images.dtype)
+    return _per_pixel(ctx, images, lambda x: hsv_to_rgb(
+        x.astype(np.float32) if x.dtype != np.float64 else x).astype(x.dtype))
 
 
 @kernel("AdjustContrastv2")
@@ -387,18 +405,26 @@ def _adjust_contrast(ctx, images, factor):
 @kernel("AdjustSaturation")
 def _adjust_saturation(ctx, images, scale):
     _check_rgb(images)
-    hsv = rgb_to_hsv(images.astype(np.float32))
-    hsv[..., 1] = np.clip(hsv[..., 1] * _F32(scale), 0, 1)
-    return hsv_to_rgb(hsv).astype(images.dtype)
+
+    def adjust(x):
+        hsv = rgb_to_hsv(x.astype(np.float32))
+        hsv[..., 1] = np.clip(hsv[..., 1] * _F32(scale), 0, 1)
+        return hsv_to_rgb(hsv).astype(x.dtype)
+
+    return _per_pixel(ctx, images, adjust)
 
 
 @kernel("AdjustHue")
 def _adjust_hue(ctx, images, delta):
     _check_rgb(images)
-    hsv = rgb_to_hsv(images.astype(np.float32))
-    h = np.fmod(hsv[..., 0] + _F32(delta), _F32(1))
-    hsv[..., 0] = np.where(h < 0, h + 1, h)
-    return hsv_to_rgb(hsv).astype(images.dtype)
+
+    def adjust(x):
+        hsv = rgb_to_hsv(x.astype(np.float32))
+        h = np.fmod(hsv[..., 0] + _F32(delta), _F32(1))
+        hsv[..., 0] = np.where(h < 0, h + 1, h)
+        return hsv_to_rgb(hsv).astype(x.dtype)
+
+    return _per_pixel(ctx, images, adjust)
 
 
 # ---- boxes ----------------------------------------------------------------------------------
