@@ -30,8 +30,9 @@ def _dense_to_dense_set_operation(node):
         batch = a.shape[:-1]
         rows_a = a.reshape(-1, a.shape[-1])
         rows_b = b.reshape(-1, b.shape[-1])
+        every = max(1, interrupt.EACH_EVERY // max(1, a.shape[-1] + b.shape[-1]))
         results = [fn(x, y) for x, y in interrupt.each(ctx, zip(rows_a, rows_b, strict=True),
-                                                        count=len(rows_a))]
+                                                        every, count=len(rows_a))]
         lengths = np.array([len(r) for r in results], np.int64)
         width = int(lengths.max(initial=0))
         # Row r's j-th value sits at (r's batch index..., j).
