@@ -621,7 +621,9 @@ def _built_outputs():
             tf.lin_space(-3.3, 7.1, 1001), tf.lin_space(tf.constant(0.0, tf.float64), 1e-300,
                                                         500),
             tf.sparse_to_dense([[1, 2], [3, 4]], [50, 7], [5.0, 6.0], default_value=-1.0),
-            tf.sparse_to_dense([3], [300], b"x", default_value=b"d\x00")])
+            tf.sparse_to_dense([3], [300], b"x", default_value=b"d\x00"),
+            tf.image.extract_patches(x[None, ..., :3], [1, 3, 2, 1], [1, 2, 1, 1],
+                                     [1, 1, 2, 1], "SAME")])
 
 
 def test_large_outputs_in_blocks_are_those_of_one_call(monkeypatch):
@@ -746,6 +748,9 @@ _BUILT_STEPS = {  # family: graph of a huge output from a small input (~5-20 s u
     "random_normal": lambda: tf.random_normal(_shape_fed([_HUGE]), name="big"),
     "lin_space": lambda: tf.lin_space(0.0, 1.0, tf.placeholder_with_default(_HUGE, []),
                                       name="big"),
+    "extract_patches": lambda: tf.image.extract_patches(
+        tf.ones([1, 1024, 1024, 3]), [1, 12, 12, 1], [1, 1, 1, 1], [1, 1, 1, 1], "SAME",
+        name="big"),
     "sparse_to_dense": lambda: tf.sparse_to_dense([[0]], _shape_fed([_HUGE]), 1.0,
                                                   name="big"),
     "stateless_normal": lambda: tf.random.stateless_normal(_shape_fed([_HUGE // 4]), [1, 2],

@@ -5,11 +5,12 @@ GuaranteeConst and EditDistance. Errors are TensorFlow's InvalidArgumentErrors."
 
 from __future__ import annotations
 
+import math
 import struct
 
 import numpy as np
 
-from tensorflux.framework import tensor_shape
+from tensorflux.framework import resource_guard, tensor_shape
 from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu.array_ops import _invalid, _shape_str
 from tensorflux.kernels.cpu.gather_ops import _check_range, unique_values
@@ -162,7 +163,18 @@ def _extract_patches(node):
         padded[:, 1:-1, 1:-1] = x
         ri = np.where((rows >= 0) & (rows < h), rows + 1, 0)
         ci = np.where((cols >= 0) & (cols < w), cols + 1, 0)
-        out = padded[:, ri[:, None, :, None], ci[None, :, None, :]]  # [n, oh, ow, kh, kw, c]
+        shape = (n, oh, ow, k[1], k[2], c)
+        resource_guard.check_shape(shape, x.dtype, ctx)
+        if not interrupt.blocked(x.itemsize * math.prod(shape)):
+            out = padded[:, ri[:, None, :, None], ci[None, :, None, :]]  # [n, oh, ow, kh, kw, c]
+            return out.reshape(n, oh, ow, k[1] * k[2] * c)
+        # ksizes^2 times the input: gathered in blocks of output rows that check the step.
+        out = np.empty(shape, x.dtype)
+        for idx in interrupt.regions((n, oh), x.itemsize * math.prod(shape[2:]), ctx):
+            images, rs = (idx + (slice(None),))[:2]
+            if isinstance(images, int):
+                images = slice(images, images + 1)
+            out[images, rs] = padded[images][:, ri[rs][:, None, :, None], ci[None, :, None, :]]
         return out.reshape(n, oh, ow, k[1] * k[2] * c)
 
     return compute
