@@ -102,6 +102,13 @@ def _heavy(fn, arity: int, cost: float = HEAVY_COST):
         (lambda ctx, *xs: fn(*xs))
 
     def compute(ctx, *xs):
+        first = np.shape(xs[0])
+        if all(np.shape(x) == first for x in xs[1:]):
+            bound = math.prod(first)
+        else:  # the product of the input sizes bounds the broadcast output's
+            bound = math.prod(getattr(x, "size", 1) for x in xs)
+        if not interrupt.blocked(bound * 8, cost):
+            return whole(ctx, *xs)
         try:
             shape = np.broadcast_shapes(*(np.shape(x) for x in xs))
         except ValueError:
