@@ -1017,3 +1017,14 @@ def test_colour_space_kernels_in_blocks_give_the_values_of_one_call(monkeypatch)
     for a, b in zip(run(), want, strict=True):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_long_tridiagonal_solve_ends_at_the_deadline():
+    g = tf.Graph()
+    with g.as_default():
+        d = tf.placeholder(tf.float32, [3, None])
+        r = tf.placeholder(tf.float32, [None, 1])
+        x = tf.linalg.tridiagonal_solve(d, r, name="long_solve")  # a Python step per row
+    n = 1 << 20  # ~40 s here
+    _expect_deadline(x, {d: (np.ones((3, n)) * [[1], [4], [1]]).astype(np.float32),
+                         r: np.ones((n, 1), np.float32)}, "long_solve")
