@@ -25,8 +25,8 @@ themselves at chunk boundaries:
     Gather, RandomShuffle's gather, BlockLSTM's input products, SobolSample) cut it into
     blocks with `spans`, which checks the step between them; the blocks give the values of
     one call (independent rows, an unbuffered ufunc.at applied in order, a running sum
-    carried over, sorted blocks merged stably, a sequence continued). Loops over time
-    steps (BlockLSTM) check once per step.
+    carried over, sorted blocks merged stably, a sequence continued). Sequential loops
+    check as they go (BlockLSTM once per time step, TridiagonalSolve every 256 rows).
   - One LAPACK call on a large matrix cannot be cut: it runs as `abandonable`, on a helper
     thread that the step's thread waits for while polling the step; a step that must stop
     raises at once and the call finishes on its own (as TensorFlow's timeout leaves a
