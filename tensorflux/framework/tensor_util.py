@@ -480,8 +480,10 @@ def MakeNdarray(tensor: Any) -> np.ndarray:
     return _make_ndarray(tensor, None)
 
 
-def _make_ndarray(tensor, bound: int | None) -> np.ndarray:
-    """MakeNdarray with an expansion bound of `bound` bytes (None: the process default)."""
+def _make_ndarray(tensor, bound: int | None, fill=None) -> np.ndarray:
+    """MakeNdarray with an expansion bound of `bound` bytes (None: the process default);
+    `fill(dst, value)` writes the repeated last value (default: an assignment; a kernel
+    passes one that checks its step between blocks)."""
     dtype = _dtypes.as_dtype(tensor.dtype).base_dtype
     shape = tuple(d.size for d in tensor.tensor_shape.dim)
     if any(d < 0 for d in shape):
@@ -502,18 +504,21 @@ def _make_ndarray(tensor, bound: int | None) -> np.ndarray:
     if values.size == num:
         return values.reshape(shape)
     _check_expansion(shape, num, dtype, values.size, bound)
+    if fill is None:
+        def fill(dst, value):
+            dst[...] = value
     if values.size == 0:
-        if dtype is _dtypes.string:
-            return np.full(shape, b"", dtype=object)
-        if not dtype.is_numpy_compatible:
-            return np.full(shape, None, dtype=object)
+        if dtype is _dtypes.string or not dtype.is_numpy_compatible:
+            out = np.empty(shape, dtype=object)
+            fill(out, b"" if dtype is _dtypes.string else None)
+            return out
         return np.zeros(shape, dtype=np_dt)
     if values.size > num:
         raise ValueError(f"{_VAL_FIELD[dtype.as_datatype_enum]} holds {values.size} values; "
                          f"shape {list(shape)} has only {num} elements.")
     out = np.empty(num, dtype=np_dt)
     out[:values.size] = values
-    out[values.size:] = values[-1]
+    fill(out[values.size:], values[-1])
     return out.reshape(shape)
 
 
@@ -585,10 +590,11 @@ class DeferredTensor:
     def nbytes(self) -> int:
         return self.size * (self.tf_dtype._size or 8)
 
-    def materialize(self, bound: int | None = None) -> np.ndarray:
+    def materialize(self, bound: int | None = None, fill=None) -> np.ndarray:
         """The expanded array; ResourceExhaustedError when it would take more than `bound`
-        bytes (None: the process default)."""
-        return _make_ndarray(self.proto, bound)
+        bytes (None: the process default). `fill(dst, value)` writes the repeated value
+        (default: an assignment)."""
+        return _make_ndarray(self.proto, bound, fill)
 
     def __array__(self, dtype=None, copy=None):
         out = self.materialize()

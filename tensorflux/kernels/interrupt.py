@@ -21,23 +21,51 @@ themselves at chunk boundaries:
     `raise_stopped()` raises the step's error.
 
   - NumPy kernels whose one call over a large input would run for seconds (TopKV2 and
-    sorts, Unique, Cumsum/Cumprod, the segment reductions, ScatterNd, Gather) cut it into
+    sorts, Unique/UniqueWithCounts, Cumsum/Cumprod, the segment reductions, ScatterNd,
+    Gather, RandomShuffle's gather, BlockLSTM's input products, SobolSample) cut it into
     blocks with `spans`, which checks the step between them; the blocks give the values of
     one call (independent rows, an unbuffered ufunc.at applied in order, a running sum
-    carried over, sorted blocks merged stably).
+    carried over, sorted blocks merged stably, a sequence continued). Sequential loops
+    check as they go (BlockLSTM once per time step, TridiagonalSolve every 256 rows).
   - One LAPACK call on a large matrix cannot be cut: it runs as `abandonable`, on a helper
     thread that the step's thread waits for while polling the step; a step that must stop
     raises at once and the call finishes on its own (as TensorFlow's timeout leaves a
     running Eigen kernel), its time cubic in a matrix the resource guard bounded.
 
+  - Kernels that write a large output from a small input (Fill, Tile, the pads, ConcatV2,
+    Pack, BroadcastTo, OneHot, Range, LinSpace, SparseToDense, MatrixDiag, a splat Const,
+    the random ops, stateful and stateless) write it in C-order blocks above
+    BLOCKED_BYTES (`regions`, `copyto`, `full`, `flat_spans`), checking the step between
+    blocks; `cost` scales both sizes for kernels that compute each value for tens of
+    nanoseconds (Philox draws, rejection samplers). The blocks give the values of one call
+    (random streams continue across blocks; a stateless draw starts each block at the
+    counter of its first value). Small outputs take the one NumPy call as before.
+  - Elementwise kernels that spend tens of nanoseconds a value (SciPy's special
+    functions: Igamma, Zeta, Betainc, Lgamma, Digamma, Erf...) compute a large output in
+    the same blocks (kernels/cpu/_math_common._heavy).
+  - Python loops over elements (string kernels, Unicode, DecodeCSV, ParseExample, set
+    operations, crosses, non-max suppression) check the step every EACH_EVERY items
+    (`each`; `ticker` for nested loops such as a tensor printed element by element).
+
+Not interrupted, on purpose:
+  - py_func / numpy_function / EagerPyFunc run user Python to its end on the step's thread
+    (as TensorFlow does: its timeout and Session.close wait for a py_func too), then the
+    kernel checks the step, so the step ends with DeadlineExceededError or
+    CancelledError, not a value (kernels/cpu/script_ops.py).
+  - In-place variable updates (Assign*, Scatter*, ResourceScatter*, the Apply* optimizer
+    kernels) run whole: half an applied update would corrupt the variable.
+
 Kernels that only stream over their inputs and outputs once (elementwise ops, reductions,
 copies) are bounded instead: their time is linear in bytes some earlier kernel already
 allocated, and the resource guard bounds those (framework/resource_guard.py).
+scripts/interrupt_sweep.py runs a huge case of every kernel family under a 100 ms deadline.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import math
 import threading
 import time
 
@@ -235,3 +263,148 @@ def abandonable(fn, *args, work: float | None = None, ctx=None, **kwargs):
 
 
 ABANDON_POLL_S = 0.005  # how often a step waiting on an `abandonable` call polls itself
+
+
+# ---- kernels that write a large output from a small input --------------------------------
+#
+# Fill, Tile, Pad, BroadcastTo, OneHot, Range, the random ops...: one NumPy call writing
+# gigabytes runs for seconds (page faults included) and cannot be stopped. Above
+# BLOCKED_BYTES of output they preallocate it and write it in C-order blocks of about
+# BLOCK_BYTES, checking the step between blocks; below, their one call runs as before (the
+# only cost is a comparison of the size).
+
+BLOCKED_BYTES = 1 << 25  # 32 MiB: tens of milliseconds to write, page faults included
+BLOCK_BYTES = 1 << 23  # 8 MiB: a few milliseconds
+
+
+def blocked(nbytes: int, cost: float = 1) -> bool:
+    """Whether an output of `nbytes` is written in blocks; `cost` is the kernel's time per
+    byte relative to a fill (a generator computing each value takes tens of times
+    longer)."""
+    return nbytes * cost > BLOCKED_BYTES
+
+
+def regions(shape, itemsize: int, ctx=None, cost: float = 1):
+    """Yields index tuples addressing blocks of an array of `shape` (elements of
+    `itemsize` bytes): each block is contiguous in C order, the blocks come in that order
+    and cover the array, each holds at most about BLOCK_BYTES / `cost` (see `blocked`);
+    the step `ctx` (default: the current one) is checked before every block but the
+    first. An array `blocked` says no to is one block, `()`."""
+    shape = tuple(int(d) for d in shape)
+    total = itemsize
+    for d in shape:
+        total *= d
+    if not blocked(total, cost):
+        yield ()
+        return
+    if ctx is None:
+        ctx = current()
+    inner, axis = max(1, int(itemsize * cost)), len(shape) - 1
+    while axis > 0 and inner * shape[axis] <= BLOCK_BYTES:
+        inner *= shape[axis]  # whole trailing axes fit in a block
+        axis -= 1
+    per = max(1, BLOCK_BYTES // inner)  # indices of `axis` per block
+    first = True
+    for outer in np.ndindex(*shape[:axis]):
+        for lo in range(0, shape[axis], per):
+            if not first and ctx is not None:
+                check(ctx)
+            first = False
+            yield outer + (slice(lo, min(shape[axis], lo + per)),)
+
+
+def copyto(ctx, dst: np.ndarray, src, casting: str = "unsafe") -> np.ndarray:
+    """`np.copyto(dst, src, casting)` (`src` broadcast to `dst`), in blocks checking step
+    `ctx` between them when `dst` is large; returns `dst`."""
+    if not blocked(dst.nbytes):
+        if casting == "unsafe":
+            dst[...] = src  # an assignment casts unsafely: the cheaper call
+        else:
+            np.copyto(dst, src, casting=casting)
+        return dst
+    if not isinstance(src, np.ndarray):  # (bytes kept whole: no NUL-stripping "S" array)
+        src = np.array(src, dtype=dst.dtype if dst.dtype == object else None)
+    src = np.broadcast_to(src, dst.shape)
+    for idx in regions(dst.shape, dst.itemsize, ctx):
+        np.copyto(dst[idx], src[idx], casting=casting)
+    return dst
+
+
+def full(ctx, shape, value, dtype=None) -> np.ndarray:
+    """`np.full(shape, value, dtype)`, written in blocks checking step `ctx` when large."""
+    dtype = np.asarray(value).dtype if dtype is None else np.dtype(dtype)
+    if not blocked(math.prod(shape) * dtype.itemsize):
+        return np.full(shape, value, dtype)
+    return copyto(ctx, np.empty(shape, dtype), value)
+
+
+def flat_spans(ctx, n: int, itemsize: int, align: int = 1, cost: float = 1):
+    """(lo, hi) blocks of [0, n) elements of `itemsize` bytes: one block when `blocked`
+    says no, else blocks of about BLOCK_BYTES / `cost` whose starts are multiples of
+    `align`, checking step `ctx` between them (for outputs computed flat, like a random
+    stream or a range)."""
+    if not blocked(n * itemsize, cost):
+        yield 0, n
+        return
+    per = max(align, int(BLOCK_BYTES / cost) // max(1, itemsize) // align * align)
+    yield from spans(n, 1, ctx, elements=per)
+
+
+# ---- Python loops over elements (strings, records) ---------------------------------------
+
+# Items of a per-element Python loop between two checks of the step: a few milliseconds at
+# about a microsecond an item.
+EACH_EVERY = 2048
+
+
+def each(ctx, items, every: int | None = None, count: int | None = None):
+    """`items`, checking step `ctx` (default: the current one) after every `every`
+    (default EACH_EVERY) of them: for kernels that loop in Python over the elements of a
+    tensor (string kernels, record parsers). Outside a step, or for at most `every` items
+    (`count`, else their len() when they have one), `items` itself."""
+    every = EACH_EVERY if every is None else every
+    if count is None and hasattr(items, "__len__"):
+        count = len(items)
+    if count is not None and count <= every:
+        return items
+    if ctx is None:
+        ctx = current()
+        if ctx is None:
+            return items
+    return _each(ctx, items, every)
+
+
+def _each(ctx, items, every: int):
+    it = iter(items)
+    while True:
+        chunk = list(itertools.islice(it, every))
+        if not chunk:
+            return
+        yield from chunk
+        if len(chunk) < every:
+            return
+        check(ctx)
+
+
+def no_tick() -> None:
+    """A ticker that never checks (see `ticker`)."""
+
+
+def ticker(ctx, every: int | None = None):
+    """A function to call once per item of a nested Python loop (a tensor printed element
+    by element): every `every` (default EACH_EVERY) calls it checks step `ctx` (default:
+    the current one). Outside a step, a function that does nothing."""
+    if ctx is None:
+        ctx = current()
+        if ctx is None:
+            return no_tick
+    every = EACH_EVERY if every is None else every
+    count = [0]
+
+    def tick() -> None:
+        count[0] += 1
+        if count[0] >= every:
+            count[0] = 0
+            check(ctx)
+
+    return tick

@@ -30,18 +30,38 @@ from tensorflux.lib.philox import (
 # per attempt.
 
 
-def poisson(key, counter, rates, num_samples: int, highest: float) -> np.ndarray:
+def _outputs(params, num_samples: int, span):
+    """(the parameter of each output, the outputs' indices o as uint64) of outputs
+    [lo, hi) = `span` (default: all) in parameter-major order."""
+    if span is None:
+        return np.repeat(params, num_samples), np.arange(params.size * num_samples,
+                                                         dtype=np.uint64)
+    o = np.arange(span[0], span[1], dtype=np.int64)
+    return params[o // max(num_samples, 1)], o.astype(np.uint64)
+
+
+def _shaped(out, num_params: int, num_samples: int, span):
+    return out if span is not None else out.reshape(num_params, num_samples).T
+
+
+# The samplers below give, for span=None, samples of shape (num_samples, num_params); for
+# span=(lo, hi), the flat outputs lo..hi-1 of the parameter-major order (o = parameter *
+# num_samples + sample): each output draws from blocks of its own, so a span's values are
+# those of the whole.
+
+
+def poisson(key, counter, rates, num_samples: int, highest: float,
+            span=None) -> np.ndarray:
     """Samples of shape (num_samples, rates.size) as float64 (integral values); `highest` is
     the output type's largest value (Hormann draws above it are redrawn)."""
     rates = np.asarray(rates, np.float64).reshape(-1)
-    num_rate = rates.size
-    out = np.zeros(num_rate * num_samples)
-    rate = np.repeat(rates, num_samples)  # per output, rate-major
-    base = np.arange(rate.size, dtype=np.uint64) * np.uint64(RESERVED_SAMPLES_PER_OUTPUT)
+    rate, o = _outputs(rates, num_samples, span)  # per output, rate-major
+    out = np.zeros(rate.size)
+    base = o * np.uint64(RESERVED_SAMPLES_PER_OUTPUT)
     with np.errstate(all="ignore"):
         _poisson_knuth(key, counter, rate, base, out)
         _poisson_hormann(key, counter, rate, base, out, highest)
-    return out.reshape(num_rate, num_samples).T
+    return _shaped(out, rates.size, num_samples, span)
 
 
 def _uniform_pair(key, counter, offsets):
@@ -130,19 +150,19 @@ class _Buffers:
         return self.vals[kind][rows, self.left[kind][rows]]
 
 
-def gamma(key, counter, alphas, num_samples: int) -> np.ndarray:
+def gamma(key, counter, alphas, num_samples: int, span=None) -> np.ndarray:
     """Gamma(alpha, 1) samples of shape (num_samples, alphas.size) in float64."""
     alphas = np.asarray(alphas, np.float64).reshape(-1)
-    alpha = np.repeat(alphas, num_samples)
+    alpha, o = _outputs(alphas, num_samples, span)
     out = np.zeros(alpha.size)
-    base = np.arange(alpha.size, dtype=np.uint64) * np.uint64(RESERVED_SAMPLES_PER_OUTPUT)
+    base = o * np.uint64(RESERVED_SAMPLES_PER_OUTPUT)
     with np.errstate(all="ignore"):
         one = np.flatnonzero(alpha == 1.0)
         if one.size:
             w = blocks(key, counter, one.size, base[one]).T
             out[one] = -log1p_double(-uint64_to_double(w[2], w[3]))
         _marsaglia_tsang(_Buffers(key, counter, base), alpha, out)
-    return out.reshape(alphas.size, num_samples).T
+    return _shaped(out, alphas.size, num_samples, span)
 
 
 def _marsaglia_tsang(buffers, alpha, out):
@@ -195,16 +215,16 @@ def _stirling_tail(k):
     return np.where(k <= 9, _STIRLING_TAIL[np.clip(k, 0, 9).astype(np.int64)], far)
 
 
-def binomial(key, counter, counts, probs, samples_per_batch: int) -> np.ndarray:
+def binomial(key, counter, counts, probs, samples_per_batch: int,
+             span=None) -> np.ndarray:
     """Samples of shape (samples_per_batch, counts.size) as float64; `counts` and `probs`
     are the broadcast parameters (flat, of one floating dtype)."""
     counts, probs = np.asarray(counts).reshape(-1), np.asarray(probs).reshape(-1)
     t = probs.dtype.type
-    count = np.repeat(counts, samples_per_batch)
-    prob = np.repeat(probs, samples_per_batch)
+    count, o = _outputs(counts, samples_per_batch, span)
+    prob, _ = _outputs(probs, samples_per_batch, span)
     dcount = count.astype(np.float64)
     out = np.full(count.size, np.nan)
-    o = np.arange(count.size, dtype=np.uint64)
     with np.errstate(all="ignore"):
         zero = (dcount <= 0) | (prob <= t(0))
         full = ~zero & (prob >= t(1))
@@ -225,7 +245,7 @@ def binomial(key, counter, counts, probs, samples_per_batch: int) -> np.ndarray:
                                  o[btrs_rows] * np.uint64(RESERVED_SAMPLES_PER_OUTPUT))
             rows = np.concatenate([inv_rows, btrs_rows])
             out[rows] = x[rows] if side is low else dcount[rows] - x[rows]
-    return out.reshape(counts.size, samples_per_batch).T
+    return _shaped(out, counts.size, samples_per_batch, span)
 
 
 def _binomial_inversion(key, counter, count, p, base):
@@ -340,12 +360,20 @@ class _Stream:
         return blocks(self.key, self.counter, count, offsets)
 
 
-def _collect(stream, need, blocks_per_round, values_fn, units_per_round):
+# Rounds of blocks drawn at once by `_collect` (the values do not depend on it: rounds are
+# consumed in order and a batch drops only the rest of its last round).
+MAX_ROUNDS = 1 << 16
+
+
+def _collect(stream, need, blocks_per_round, values_fn, units_per_round, poll=None):
     """Accepted values from rounds of `blocks_per_round` blocks until `need` are found;
-    values_fn(w) gives (values, accepted) arrays of shape (rounds, per_round)."""
+    values_fn(w) gives (values, accepted) arrays of shape (rounds, per_round); `poll()`
+    runs between draws (it may raise to stop)."""
     found = []
     while need > 0:
-        rounds = max(4, 2 * need // units_per_round + 4)
+        if poll is not None and found:
+            poll()
+        rounds = min(max(4, 2 * need // units_per_round + 4), MAX_ROUNDS)
         w = stream.peek(rounds * blocks_per_round)
         values, accepted = values_fn(w.reshape(rounds, blocks_per_round, 4))
         flat_ok = accepted.reshape(-1)
@@ -362,7 +390,7 @@ def _collect(stream, need, blocks_per_round, values_fn, units_per_round):
     return np.concatenate(found)
 
 
-def _batch_samples(stream, need, mean, stddev, minval, maxval, dtype):
+def _batch_samples(stream, need, mean, stddev, minval, maxval, dtype, poll=None):
     t = dtype.type
     if (np.isinf(minval) and minval < 0) or maxval < mean:
         minval, maxval, stddev = maxval, minval, -stddev
@@ -378,7 +406,7 @@ def _batch_samples(stream, need, mean, stddev, minval, maxval, dtype):
         def randn(w):
             v = _normal_values(w[:, 0], dtype)
             return v, (v >= norm_min) & (v <= norm_max)
-        z = _collect(stream, need, 1, randn, per_block)
+        z = _collect(stream, need, 1, randn, per_block, poll)
     elif diff < cutoff:
         plus = t(0) if norm_min < t(0) else norm_min * norm_min
 
@@ -386,7 +414,7 @@ def _batch_samples(stream, need, mean, stddev, minval, maxval, dtype):
             z = (_uniform_values(w[:, 0], dtype) * diff + norm_min).astype(dtype)
             g = ((plus - z * z) / t(2)).astype(dtype)
             return z, _uniform_values(w[:, 1], dtype) <= _exp_t(g, dtype)
-        z = _collect(stream, need, 2, uniform, per_block)
+        z = _collect(stream, need, 2, uniform, per_block, poll)
     else:
         alpha = (norm_min + np.sqrt(norm_min * norm_min + t(4))) / t(2)
 
@@ -396,14 +424,15 @@ def _batch_samples(stream, need, mean, stddev, minval, maxval, dtype):
             x = (alpha - z) if norm_min < alpha else np.full(z.shape, norm_min - alpha, dtype)
             g = _exp_t(((-x) * x / t(2)).astype(dtype), dtype)
             return z, (r[:, 1::2] <= g) & (z < norm_max)
-        z = _collect(stream, need, 1, exponential, per_block // 2)
+        z = _collect(stream, need, 1, exponential, per_block // 2, poll)
     return (z * stddev + mean).astype(dtype)
 
 
 def parameterized_truncated_normal(key, counter, means, stddevs, minvals, maxvals,
-                                   samples_per_batch: int) -> np.ndarray:
+                                   samples_per_batch: int, poll=None) -> np.ndarray:
     """Samples of shape (samples_per_batch, num_batches) in the parameters' dtype; the four
-    parameter arrays are broadcast and flat. Raises ValueError on invalid parameters."""
+    parameter arrays are broadcast and flat. Raises ValueError on invalid parameters.
+    `poll()` runs between batches and draws (it may raise to stop)."""
     params = [np.asarray(p).reshape(-1) for p in (means, stddevs, minvals, maxvals)]
     dtype = params[0].dtype
     out = np.zeros((samples_per_batch, params[0].size), dtype)
@@ -412,6 +441,8 @@ def parameterized_truncated_normal(key, counter, means, stddevs, minvals, maxval
         for b, (mean, stddev, lo, hi) in enumerate(zip(*params, strict=True)):
             if not (stddev > 0 and lo < hi and (np.isfinite(lo) or np.isfinite(hi))):
                 raise ValueError("Invalid parameters")
+            if poll is not None and b:
+                poll()
             out[:, b] = _batch_samples(stream, samples_per_batch, mean, stddev, lo, hi,
-                                       dtype)
+                                       dtype, poll)
     return out

@@ -266,6 +266,8 @@ _STOPPED = [
                   np.zeros(300, np.int32), np.int32(2))),
     ("Unique", {"T": tf.float32, "out_idx": tf.int32}, {"out_idx": tf.int32},
      lambda: (np.arange(300, dtype=np.float32) % 7,)),
+    ("UniqueWithCounts", {"T": tf.float32, "out_idx": tf.int32}, {"out_idx": tf.int32},
+     lambda: (np.arange(300, dtype=np.float32) % 7,)),
 ]
 
 
@@ -581,3 +583,448 @@ def test_session_close_from_another_thread_stops_the_step(family):
         t.set_shape(value.shape)
         y = build(t)
     _close_while_running(g, y, started)
+
+
+# ---- kernels that build a large output from a small input (written in blocks) -------------
+
+
+@pytest.fixture
+def tiny_blocks(monkeypatch):
+    """Every output above 16 bytes is written in blocks of about 24 bytes."""
+    monkeypatch.setattr(interrupt, "BLOCKED_BYTES", 16)
+    monkeypatch.setattr(interrupt, "BLOCK_BYTES", 24)
+
+
+def _built_outputs():
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((5, 7, 3)).astype(np.float32)
+    ind = rng.integers(-1, 9, (6, 5)).astype(np.int32)
+    d = rng.standard_normal((3, 4, 7)).astype(np.float32)
+    words = np.array([[b"ab", b"c"]] * 20, object)
+    g = tf.Graph()
+    with g.as_default():
+        return _run([
+            tf.fill([9, 13, 5], 2.5), tf.ones_like(x), tf.zeros_like(tf.constant(words)),
+            tf.tile(x, [3, 1, 4]), tf.tile(x, [1, 5, 1]), tf.tile(words, [2, 3]),
+            tf.pad(x, [[1, 2], [0, 3], [2, 2]]),
+            tf.pad(x, [[1, 2], [0, 3], [2, 2]], constant_values=7),
+            tf.pad(x, [[1, 3], [2, 6], [2, 2]], mode="REFLECT"),
+            tf.pad(x, [[4, 5], [0, 7], [3, 1]], mode="SYMMETRIC"),
+            tf.concat([x, x * 2, x[:2]], 0), tf.concat([x, x[:, :2]], 1),
+            tf.concat([x, x], -1), tf.stack([x, x + 1], 1), tf.stack([x, x + 1], 3),
+            tf.broadcast_to(x[:, :1], [4, 5, 9, 3]),
+            tf.one_hot(ind, 9), tf.one_hot(ind, 9, axis=0, on_value=3.0, off_value=-1.0),
+            tf.one_hot(ind[0, 0], 200), tf.range(3, 1000, 7), tf.range(1000, 3, -7),
+            tf.range(0.5, 300.0, 0.37), tf.range(-5.0, 5.0, 0.001, dtype=tf.float64),
+            tf.linalg.diag(d), tf.linalg.set_diag(tf.ones([3, 4, 7, 7]), d),
+            tf.linalg.diag(d[..., 0, :], k=1),
+            tf.lin_space(-3.3, 7.1, 1001), tf.lin_space(tf.constant(0.0, tf.float64), 1e-300,
+                                                        500),
+            tf.sparse_to_dense([[1, 2], [3, 4]], [50, 7], [5.0, 6.0], default_value=-1.0),
+            tf.sparse_to_dense([3], [300], b"x", default_value=b"d\x00"),
+            tf.image.extract_patches(x[None, ..., :3], [1, 3, 2, 1], [1, 2, 1, 1],
+                                     [1, 1, 2, 1], "SAME")])
+
+
+def test_large_outputs_in_blocks_are_those_of_one_call(monkeypatch):
+    want = _built_outputs()
+    monkeypatch.setattr(interrupt, "BLOCKED_BYTES", 16)
+    monkeypatch.setattr(interrupt, "BLOCK_BYTES", 24)
+    calls = []
+    copyto = interrupt.copyto
+    monkeypatch.setattr(interrupt, "copyto", lambda *a, **k: calls.append(1) or copyto(*a, **k))
+    got = _built_outputs()
+    assert len(calls) > 20  # the blocked paths ran
+    for i, (a, b) in enumerate(zip(got, want, strict=True)):
+        assert a.shape == b.shape and a.dtype == b.dtype, i
+        np.testing.assert_array_equal(a, b, err_msg=str(i))
+
+
+def _random_outputs():
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(5)
+        seed = [3, 17]
+        ys = [tf.random_uniform([7, 9, 5]), tf.random_uniform([7, 9, 5], dtype=tf.float64),
+              tf.random_uniform([7, 9, 5], dtype=tf.float16),
+              tf.random_uniform([33, 5], dtype=tf.bfloat16), tf.random_normal([11, 13]),
+              tf.random_normal([11, 13], dtype=tf.float64),
+              tf.random_normal([11, 13], dtype=tf.float16), tf.truncated_normal([50, 31]),
+              tf.truncated_normal([50, 31], dtype=tf.float64),
+              tf.random_uniform([40, 7], 0, 1000, dtype=tf.int32),
+              tf.random_uniform([40, 7], -5, 2**40, dtype=tf.int64),
+              tf.multinomial(tf.log([[0.1, 0.5, 0.4], [0.3, 0.3, 0.4]]), 300),
+              tf.random_gamma([20, 9], [[0.5, 1.0, 3.0], [7.0, 0.1, 2.0]]),
+              tf.random_gamma([300], 0.7), tf.random_poisson([0.5, 3.0, 30.0], [20, 9]),
+              tf.random_poisson(12.0, [500], dtype=tf.int64)]
+        for dt in (tf.float16, tf.bfloat16, tf.float32, tf.float64):
+            ys += [tf.random.stateless_uniform([7, 9, 5], seed, dtype=dt),
+                   tf.random.stateless_normal([11, 13], seed, dtype=dt),
+                   tf.random.stateless_truncated_normal([50, 31], seed, dtype=dt)]
+        ys += [tf.random.stateless_uniform([40, 7], seed, 0, 1000, dtype=tf.int32),
+               tf.random.stateless_uniform([40, 7], seed, -5, 2**40, dtype=tf.int64),
+               tf.random.stateless_uniform([40, 7], seed, None, None, dtype=tf.int64),
+               tf.random.stateless_categorical(tf.log([[0.1, 0.5, 0.4], [0.3, 0.3, 0.4]]),
+                                               301, seed),
+               tf.random.stateless_poisson([30, 3], seed, [0.5, 4.0, 25.0]),
+               tf.random.stateless_gamma([30, 3], seed, [0.5, 1.0, 7.0]),
+               tf.random.stateless_binomial([30, 3], seed, [5.0, 40.0, 100.0],
+                                            [0.3, 0.7, 0.5]),
+               tf.random.stateless_parameterized_truncated_normal(
+                   [40, 3], seed, [0.0, 1.0, -1.0], 1.0, [-1.0, 2.5, -5.0], [1.0, 3.0, -4.0])]
+        with tf.Session() as s:
+            return s.run(ys) + s.run(ys[:16])  # stateful ops: their streams go on
+
+
+def test_random_ops_in_blocks_give_the_same_values_for_the_same_seeds(monkeypatch):
+    from tensorflux.lib import philox_samplers
+
+    want = _random_outputs()
+    monkeypatch.setattr(interrupt, "BLOCKED_BYTES", 16)
+    monkeypatch.setattr(interrupt, "BLOCK_BYTES", 24 * 128)  # 3 values of the slowest
+    monkeypatch.setattr(philox_samplers, "MAX_ROUNDS", 4)
+    got = _random_outputs()
+    for i, (a, b) in enumerate(zip(got, want, strict=True)):
+        assert a.shape == b.shape and a.dtype == b.dtype, i
+        np.testing.assert_array_equal(a, b, err_msg=str(i))
+
+
+_BUILT = [
+    ("Fill", {"T": tf.float32, "index_type": tf.int32}, {},
+     lambda: (np.array([300], np.int32), np.float32(1))),
+    ("Tile", {"T": tf.float32, "Tmultiples": tf.int32}, {},
+     lambda: (np.ones((2, 3), np.float32), np.array([100, 1], np.int32))),
+    ("PadV2", {"T": tf.float32, "Tpaddings": tf.int32}, {},
+     lambda: (np.ones((2, 3), np.float32), np.array([[100, 0], [0, 2]], np.int32),
+              np.float32(0))),
+    ("MirrorPad", {"T": tf.float32, "Tpaddings": tf.int32}, {"mode": "SYMMETRIC"},
+     lambda: (np.ones((20, 3), np.float32), np.array([[20, 20], [0, 2]], np.int32))),
+    ("ConcatV2", {"T": tf.float32, "N": 2, "Tidx": tf.int32}, {},
+     lambda: (np.ones((100, 3), np.float32), np.ones((100, 3), np.float32), np.int32(0))),
+    ("BroadcastTo", {"T": tf.float32, "Tidx": tf.int32}, {},
+     lambda: (np.ones((1, 3), np.float32), np.array([300, 3], np.int32))),
+    ("OneHot", {"T": tf.float32, "TI": tf.int32}, {"axis": -1},
+     lambda: (np.zeros(100, np.int32), np.int32(10), np.float32(1), np.float32(0))),
+    ("Range", {"Tidx": tf.int32}, {"Tidx": tf.int32},
+     lambda: (np.int32(0), np.int32(3000), np.int32(1))),
+    ("Range", {"Tidx": tf.float32}, {"Tidx": tf.float32},
+     lambda: (np.float32(0), np.float32(3000), np.float32(1))),
+    ("MatrixDiag", {"T": tf.float32}, {}, lambda: (np.ones((3, 40), np.float32),)),
+    ("StatelessRandomNormal", {"dtype": tf.float32, "T": tf.int32, "Tseed": tf.int32},
+     {"dtype": tf.float32}, lambda: (np.array([300], np.int32), np.array([1, 2], np.int32))),
+    ("StatelessRandomGammaV3", {"dtype": tf.float32, "shape_dtype": tf.int32},
+     {}, lambda: (np.array([64], np.int32), np.array([7], np.uint64),
+                  np.array([0, 0], np.uint64), np.int32(1), np.float32(2.0))),
+]
+
+
+@pytest.mark.parametrize("op,types,attrs,inputs", _BUILT,
+                         ids=[f"{c[0]}{i}" for i, c in enumerate(_BUILT)])
+@pytest.mark.parametrize("step,error", [(_Late, tf.errors.DeadlineExceededError),
+                                        (_Closed, tf.errors.CancelledError)])
+def test_blocked_output_checks_its_step(tiny_blocks, op, types, attrs, inputs, step, error):
+    compute = _compute(op, types, **attrs)
+    with pytest.raises(error):
+        compute(step(), *inputs())
+    compute(None, *inputs())  # outside a step: runs to the end
+
+
+def _shape_fed(n):
+    return tf.placeholder_with_default(np.array(n, np.int32), [len(n)])
+
+
+_HUGE = 1 << 29  # elements: 2 GiB of float32, seconds to write here; only what a stopped
+# kernel wrote before its deadline is ever touched
+_BUILT_STEPS = {  # family: graph of a huge output from a small input (~5-20 s unblocked)
+    "fill": lambda: tf.fill(_shape_fed([_HUGE]), 1.0, name="big"),
+    "tile": lambda: tf.tile(tf.ones([1024, 1024]), _shape_fed([512, 1]), name="big"),
+    "pad": lambda: tf.pad(tf.ones([1, 1024]), tf.stack([tf.stack([0, _shape_fed([
+        _HUGE // 1024])[0]]), [0, 0]]), name="big"),
+    "broadcast_to": lambda: tf.broadcast_to(tf.ones([1, 1024]), _shape_fed(
+        [_HUGE // 1024, 1024]), name="big"),
+    "one_hot": lambda: tf.one_hot(tf.zeros([1 << 15], tf.int32), tf.placeholder_with_default(
+        1 << 14, []), name="big"),
+    "range": lambda: tf.range(tf.placeholder_with_default(_HUGE, []), name="big"),
+    "random_normal": lambda: tf.random_normal(_shape_fed([_HUGE]), name="big"),
+    "lin_space": lambda: tf.lin_space(0.0, 1.0, tf.placeholder_with_default(_HUGE, []),
+                                      name="big"),
+    "extract_patches": lambda: tf.image.extract_patches(
+        tf.ones([1, 1024, 1024, 3]), [1, 12, 12, 1], [1, 1, 1, 1], [1, 1, 1, 1], "SAME",
+        name="big"),
+    "sparse_to_dense": lambda: tf.sparse_to_dense([[0]], _shape_fed([_HUGE]), 1.0,
+                                                  name="big"),
+    "stateless_normal": lambda: tf.random.stateless_normal(_shape_fed([_HUGE // 4]), [1, 2],
+                                                           name="big"),
+}
+
+
+@pytest.mark.parametrize("family", sorted(_BUILT_STEPS))
+def test_a_huge_output_from_a_small_input_ends_at_the_deadline(family):
+    g = tf.Graph()
+    with g.as_default():
+        y = _BUILT_STEPS[family]()
+    _expect_deadline(tf.reshape(y, [-1])[:1], None, "big")
+
+
+def test_a_huge_splat_const_is_expanded_in_blocks_that_check_the_step():
+    from google.protobuf import text_format
+
+    graph_def = text_format.Parse(
+        'node { name: "big" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } } '
+        'attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: '
+        f'{_HUGE} }} }} float_val: 1.5 }} }} }} }}', tf.GraphDef())
+    g = tf.Graph()
+    with g.as_default():
+        tf.import_graph_def(graph_def, name="")
+        y = g.get_tensor_by_name("big:0")[:1]
+    _expect_deadline(y, None, "big")
+
+
+def test_a_string_kernel_over_many_elements_ends_at_the_deadline():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.string, [None])
+        y = tf.strings.regex_replace(tf.strings.lower(x, name="big_lower"), "a+", "b")
+    words = np.array([b"AbCaaD"] * 3_000_000, object)  # ~3 s per kernel here
+    _expect_deadline(y, {x: words}, "big_lower")
+
+
+@pytest.mark.parametrize("op", ["lower", "length", "to_number", "split", "decode",
+                                "reduce_join", "as_string", "hash"])
+def test_string_kernels_check_their_step_every_few_thousand_elements(monkeypatch, op):
+    monkeypatch.setattr(interrupt, "EACH_EVERY", 4)
+    kernels = {
+        "lower": ("StringLower", {}, {"encoding": ""}, (np.array([b"A"] * 9, object),)),
+        "length": ("StringLength", {}, {"unit": "BYTE"}, (np.array([b"A"] * 9, object),)),
+        "to_number": ("StringToNumber", {"out_type": tf.float32}, {"out_type": tf.float32},
+                      (np.array([b"1"] * 9, object),)),
+        "split": ("StringSplitV2", {}, {"maxsplit": -1},
+                  (np.array([b"a b"] * 9, object), np.array(b" ", object))),
+        "decode": ("UnicodeDecodeWithOffsets", {"Tsplits": tf.int64},
+                   {"errors": "replace", "replacement_char": 65533,
+                    "replace_control_characters": False, "Tsplits": tf.int64,
+                    "input_encoding": "UTF-8"}, (np.array([b"abcdefghij"], object),)),
+        "reduce_join": ("ReduceJoin", {}, {"keep_dims": False, "separator": ""},
+                        (np.array([[b"a"]] * 9, object), np.array([1], np.int32))),
+        "as_string": ("AsString", {"T": tf.float32}, {
+            "T": tf.float32, "fill": "", "width": -1, "precision": -1, "scientific": False,
+            "shortest": False}, (np.ones(9, np.float32),)),
+        "hash": ("StringToHashBucketFast", {}, {"num_buckets": 7},
+                 (np.array([b"A"] * 9, object),)),
+    }
+    name, types, attrs, inputs = kernels[op]
+    compute = _compute(name, types, **attrs)
+    with pytest.raises(tf.errors.DeadlineExceededError):
+        compute(_Late(), *inputs)
+    with pytest.raises(tf.errors.CancelledError):
+        compute(_Closed(), *inputs)
+    compute(None, *inputs)
+
+
+# ---- py_func: user code runs to its end, then the step ends with TensorFlow's error ---------
+
+
+def test_a_py_func_past_the_deadline_finishes_then_the_step_times_out():
+    # TensorFlow 2.21 (checked with the oracle): a py_func sleeping 5 s under
+    # timeout_in_ms=200 ends after the 5 s with DeadlineExceededError; the session runs on.
+    ran = []
+
+    def slow(x):
+        time.sleep(0.5)
+        ran.append(True)
+        return x
+
+    g = tf.Graph()
+    with g.as_default():
+        y = tf.py_func(slow, [tf.constant(1.0)], tf.float32, name="slow_py_func") + 1
+    with tf.Session(graph=g) as s:
+        start = time.monotonic()
+        with pytest.raises(tf.errors.DeadlineExceededError, match="slow_py_func"):
+            s.run(y, options=tf.RunOptions(timeout_in_ms=50))
+        assert ran == [True] and time.monotonic() - start >= 0.5  # not abandoned
+        assert s.run(y, options=tf.RunOptions(timeout_in_ms=5000)) == 2.0
+
+
+def test_session_close_during_a_py_func_cancels_its_step_once_it_returns():
+    started, release = threading.Event(), threading.Event()
+
+    def wait(x):
+        started.set()
+        release.wait(JOIN_S)
+        return x
+
+    g = tf.Graph()
+    with g.as_default():
+        y = tf.py_func(wait, [tf.constant(1.0)], tf.float32)
+    s = tf.Session(graph=g)
+    outcome = []
+
+    def run():
+        try:
+            outcome.append(s.run(y))
+        except tf.errors.CancelledError:
+            outcome.append("cancelled")
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    assert started.wait(10)
+    s.close()
+    release.set()
+    th.join(JOIN_S)
+    assert outcome == ["cancelled"]
+
+
+@pytest.mark.oracle
+@pytest.mark.slow  # TensorFlow's start: ~4-13 s here
+def test_py_func_past_the_deadline_matches_tensorflow():
+    from tests.oracle import run_tf
+
+    program = """
+import time
+def slow(x):
+    time.sleep(0.3)
+    return x
+g = tf.Graph()
+with g.as_default():
+    y = tf.py_func(slow, [tf.constant(1.0)], tf.float32) + 1
+with tf.Session(graph=g) as s:
+    try:
+        s.run(y, options=tf.RunOptions(timeout_in_ms=20))
+        result = "value"
+    except tf.errors.OpError as e:
+        result = type(e).__name__
+"""
+    theirs = run_tf(program)
+    ns = {"tf": tf, "np": np}
+    exec(program, ns)  # noqa: S102 - the same program under tensorflux
+    assert ns["result"] == theirs == "DeadlineExceededError"
+
+
+@pytest.mark.parametrize("block", [None, 64])
+def test_unique_with_counts_gives_tensorflows_first_appearances(monkeypatch, block):
+    if block:
+        monkeypatch.setattr(interrupt, "SPAN_ELEMENTS", block)  # sorted blocks, merged
+    x = np.array([0.0, -0.0, 2.0, np.nan, -1.0, np.nan, 2.0, -0.0] * 50, np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        values, idx, counts = _run(list(tf.unique_with_counts(x)))
+    # A hash map in order of first appearance: 0.0 and -0.0 one value (the first seen),
+    # every NaN its own.
+    want = np.array([0.0, 2.0, np.nan, -1.0, np.nan], np.float32)
+    np.testing.assert_array_equal(values[:5], want)
+    assert not np.signbit(values[0]) and values.size == 3 + 100
+    np.testing.assert_array_equal(counts[:4], [150, 100, 1, 50])
+    np.testing.assert_array_equal(values[idx], np.where(x == 0, 0.0, x))
+
+
+def test_non_max_suppression_of_many_disjoint_boxes_ends_at_the_deadline():
+    # Quadratic in the boxes when few suppress each other: 20,000 tiny boxes take minutes.
+    rng = np.random.default_rng(2)
+    corners = rng.uniform(0, 1, (20_000, 2)).astype(np.float32)
+    boxes = np.concatenate([corners, corners + 1e-4], 1)
+    g = tf.Graph()
+    with g.as_default():
+        b = tf.placeholder(tf.float32, [None, 4])
+        sc = tf.placeholder(tf.float32, [None])
+        y = tf.image.non_max_suppression(b, sc, 20_000, 0.5, name="many_boxes")
+    _expect_deadline(y, {b: boxes, sc: rng.standard_normal(20_000).astype(np.float32)},
+                     "many_boxes")
+
+
+def test_formatting_a_huge_tensor_ends_at_the_deadline():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, None, None])
+        y = tf.strings.format("{}", x, summarize=-1, name="huge_format")  # ~1 min here
+    _expect_deadline(y, {x: np.ones((600, 600, 4), np.float32)}, "huge_format")
+
+
+# ---- the sweep: a huge case of every kernel family (scripts/interrupt_sweep.py) -------------
+
+
+def _sweep():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "interrupt_sweep.py"
+    spec = importlib.util.spec_from_file_location("interrupt_sweep", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return path, module
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("family", sorted(_sweep()[1]._cases()))
+def test_every_family_stops_or_is_bounded_under_a_100ms_deadline(family):
+    import os
+    import subprocess
+    import sys
+
+    path, _ = _sweep()
+    proc = subprocess.run([sys.executable, str(path), "--family", family, "--limit", "600"],
+                          capture_output=True, text=True, timeout=800,
+                          env=dict(os.environ, PYTHONPATH=str(path.parents[1])))
+    rows = proc.stdout.strip().splitlines()
+    assert rows, proc.stderr[-2000:]
+    for row in rows:
+        assert " stops " in row or " bounded " in row, row
+
+
+def _special_outputs():
+    rng = np.random.default_rng(14)
+    a = rng.uniform(0.1, 5, (6, 7)).astype(np.float32)
+    x = rng.uniform(-3, 5, (6, 7))
+    g = tf.Graph()
+    with g.as_default():
+        return _run([tf.math.igamma(a, a[0]), tf.math.igammac(a, 2.0), tf.math.zeta(a + 1, a),
+                     tf.math.polygamma(tf.ones_like(a), a), tf.math.betainc(a, a.T[:6, :1], 0.3),
+                     tf.math.erfinv(a / 6), tf.math.bessel_i0e(a), tf.math.lgamma(x),
+                     tf.math.digamma(x), tf.math.erf(x), tf.math.erfc(x.astype(np.float16))])
+
+
+def test_special_functions_in_blocks_give_the_values_of_one_call(monkeypatch):
+    want = _special_outputs()
+    monkeypatch.setattr(interrupt, "BLOCKED_BYTES", 16)
+    monkeypatch.setattr(interrupt, "BLOCK_BYTES", 24 * 256)  # 3 values per block
+    got = _special_outputs()
+    for i, (a, b) in enumerate(zip(got, want, strict=True)):
+        assert a.shape == b.shape and a.dtype == b.dtype, i
+        np.testing.assert_array_equal(a, b, err_msg=str(i))
+
+
+def test_a_special_function_of_a_large_input_ends_at_the_deadline():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None])
+        y = tf.math.zeta(x + 2.0, x + 1.0, name="big_zeta")  # ~4 s here in one call
+    _expect_deadline(y, {x: np.ones(1 << 24, np.float32)}, "big_zeta")
+
+
+def test_colour_space_kernels_in_blocks_give_the_values_of_one_call(monkeypatch):
+    x = np.random.default_rng(15).uniform(0, 1, (2, 5, 7, 3)).astype(np.float32)
+
+    def run():
+        g = tf.Graph()
+        with g.as_default():
+            return _run([tf.image.rgb_to_hsv(x), tf.image.hsv_to_rgb(x),
+                         tf.image.adjust_hue(x, 0.3), tf.image.adjust_saturation(x, 1.7),
+                         tf.image.rgb_to_hsv(x.astype(np.float64))])
+
+    want = run()
+    monkeypatch.setattr(interrupt, "BLOCKED_BYTES", 16)
+    monkeypatch.setattr(interrupt, "BLOCK_BYTES", 24 * 16 * 4)  # 8 pixels per block
+    for a, b in zip(run(), want, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_long_tridiagonal_solve_ends_at_the_deadline():
+    g = tf.Graph()
+    with g.as_default():
+        d = tf.placeholder(tf.float32, [3, None])
+        r = tf.placeholder(tf.float32, [None, 1])
+        x = tf.linalg.tridiagonal_solve(d, r, name="long_solve")  # a Python step per row
+    n = 1 << 20  # ~40 s here
+    _expect_deadline(x, {d: (np.ones((3, n)) * [[1], [4], [1]]).astype(np.float32),
+                         r: np.ones((n, 1), np.float32)}, "long_solve")

@@ -5,12 +5,14 @@ the elementwise wrappers with their broadcasting errors.
 
 from __future__ import annotations
 
+import math
 import operator
 
 import ml_dtypes
 import numpy as np
 
 from tensorflux.framework import errors
+from tensorflux.kernels import interrupt
 
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 _F16 = np.dtype(np.float16)
@@ -81,6 +83,46 @@ def _broadcastable(x, y) -> bool:
 def _unary(fn):
     def compute(ctx, x):
         return fn(x)
+
+    return compute
+
+
+# Time per output byte of a special function (lgamma, zeta, igamma: 30-250 ns a value)
+# relative to a fill (interrupt.blocked).
+HEAVY_COST = 32
+
+
+def _heavy(fn, arity: int, cost: float = HEAVY_COST):
+    """A kernel `compute(ctx, *xs)` of an elementwise `fn` of `arity` inputs that spends
+    tens of nanoseconds or more a value (SciPy's special functions): a large broadcast
+    output is computed in blocks that check the step between them (the values of one
+    call); small ones, and inputs that do not broadcast, take `_unary`/`_binary`'s path
+    (one call; TF's message for shapes that do not broadcast)."""
+    whole = _unary(fn) if arity == 1 else _binary(fn) if arity == 2 else \
+        (lambda ctx, *xs: fn(*xs))
+
+    def compute(ctx, *xs):
+        first = np.shape(xs[0])
+        if all(np.shape(x) == first for x in xs[1:]):
+            bound = math.prod(first)
+        else:  # the product of the input sizes bounds the broadcast output's
+            bound = math.prod(getattr(x, "size", 1) for x in xs)
+        if not interrupt.blocked(bound * 8, cost):
+            return whole(ctx, *xs)
+        try:
+            shape = np.broadcast_shapes(*(np.shape(x) for x in xs))
+        except ValueError:
+            return whole(ctx, *xs)
+        if not interrupt.blocked(math.prod(shape) * 8, cost):
+            return whole(ctx, *xs)
+        views = np.broadcast_arrays(*(np.asarray(x) for x in xs))
+        out = None
+        for idx in interrupt.regions(shape, 8, ctx, cost):
+            part = np.asarray(fn(*(v[idx] for v in views)))
+            if out is None:
+                out = np.empty(shape, part.dtype)
+            out[idx] = part
+        return out
 
     return compute
 

@@ -5,14 +5,15 @@ GuaranteeConst and EditDistance. Errors are TensorFlow's InvalidArgumentErrors."
 
 from __future__ import annotations
 
+import math
 import struct
 
 import numpy as np
 
-from tensorflux.framework import tensor_shape
+from tensorflux.framework import resource_guard, tensor_shape
 from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu.array_ops import _invalid, _shape_str
-from tensorflux.kernels.cpu.gather_ops import _check_range
+from tensorflux.kernels.cpu.gather_ops import _check_range, unique_values
 from tensorflux.kernels.registry import kernel, kernel_factory
 from tensorflux.lib import hashing
 
@@ -162,7 +163,18 @@ def _extract_patches(node):
         padded[:, 1:-1, 1:-1] = x
         ri = np.where((rows >= 0) & (rows < h), rows + 1, 0)
         ci = np.where((cols >= 0) & (cols < w), cols + 1, 0)
-        out = padded[:, ri[:, None, :, None], ci[None, :, None, :]]  # [n, oh, ow, kh, kw, c]
+        shape = (n, oh, ow, k[1], k[2], c)
+        resource_guard.check_shape(shape, x.dtype, ctx)
+        if not interrupt.blocked(x.itemsize * math.prod(shape)):
+            out = padded[:, ri[:, None, :, None], ci[None, :, None, :]]  # [n, oh, ow, kh, kw, c]
+            return out.reshape(n, oh, ow, k[1] * k[2] * c)
+        # ksizes^2 times the input: gathered in blocks of output rows that check the step.
+        out = np.empty(shape, x.dtype)
+        for idx in interrupt.regions((n, oh), x.itemsize * math.prod(shape[2:]), ctx):
+            images, rs = (idx + (slice(None),))[:2]
+            if isinstance(images, int):
+                images = slice(images, images + 1)
+            out[images, rs] = padded[images][:, ri[rs][:, None, :, None], ci[None, :, None, :]]
         return out.reshape(n, oh, ow, k[1] * k[2] * c)
 
     return compute
@@ -209,18 +221,16 @@ def _unique_with_counts(node):
     def compute(ctx, x):
         if x.ndim != 1:
             raise _invalid("unique expects a 1D vector.")
-        seen: dict = {}
-        idx = np.empty(x.size, idx_type)
-        order, counts = [], []
-        for i, v in enumerate(x.tolist()):
-            key = v
-            if key not in seen or (isinstance(v, float) and v != v):
-                seen[key] = len(order)
-                order.append(i)
-                counts.append(0)
-            idx[i] = seen[key]
-            counts[seen[key]] += 1
-        return x[np.array(order, np.int64)], idx, np.array(counts, idx_type)
+        _, idx = unique_values(x, ctx)  # sorts, in blocks that check the step when large
+        # Values are numbered by first appearance: an element is its value's first when its
+        # number exceeds every earlier one (each value as it first came: 0.0 or -0.0).
+        first = np.ones(x.size, bool)
+        if x.size:
+            seen = np.maximum.accumulate(idx)
+            np.greater(seen[1:], seen[:-1], out=first[1:])
+        values = x[first]
+        counts = np.bincount(idx, minlength=values.size)
+        return values, idx.astype(idx_type), counts.astype(idx_type)
 
     return compute
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.framework import errors, resource_guard
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.registry import kernel, kernel_factory
 
 _ALL = ("CPU", "GPU")
@@ -25,10 +26,12 @@ def _shape_str(shape) -> str:
     return "[" + ",".join(str(int(d)) for d in shape) + "]"
 
 
-def _zeros(shape, dtype: np.dtype) -> np.ndarray:
-    """Zeros of `dtype`; for strings (object arrays of bytes), empty strings."""
+def _zeros(shape, dtype: np.dtype, ctx=None) -> np.ndarray:
+    """Zeros of `dtype`; for strings (object arrays of bytes), empty strings (written in
+    blocks that check step `ctx` when large; numeric zeros are pages the system maps on
+    first touch)."""
     if dtype == _OBJECT:
-        return np.full(shape, b"", dtype=object)
+        return interrupt.full(ctx, shape, b"", object)
     return np.zeros(shape, dtype=dtype)
 
 
@@ -261,14 +264,16 @@ def _fill(ctx, dims, value):
         if d < 0:
             raise _invalid(f"Dimension {d} must be >= 0")
     resource_guard.check_shape(shape, value.dtype, ctx)
-    return np.full(shape, value, dtype=value.dtype)
+    return interrupt.full(ctx, shape, value, value.dtype)  # in blocks when large
 
 
 @kernel("ZerosLike")
 def _zeros_like(ctx, x):
-    return _zeros(np.shape(x), x.dtype)
+    return _zeros(np.shape(x), x.dtype, ctx)
 
 
 @kernel("OnesLike")
 def _ones_like(ctx, x):
+    if interrupt.blocked(x.nbytes):
+        return interrupt.full(ctx, x.shape, 1, x.dtype)
     return np.ones_like(x)

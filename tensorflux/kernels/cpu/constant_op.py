@@ -9,6 +9,7 @@ naming the node, where import and graph construction allocated nothing.
 from __future__ import annotations
 
 from tensorflux.framework import resource_guard, tensor_util
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.registry import kernel_factory
 
 
@@ -16,8 +17,9 @@ def const_value(value, ctx, cache: list):
     """The array of a Const's `value` (a DeferredTensor expanded once, into `cache`)."""
     if not isinstance(value, tensor_util.DeferredTensor):
         return value
-    if not cache:
-        cache.append(value.materialize(resource_guard.limit(ctx)))
+    if not cache:  # a large expansion is written in blocks that check the step
+        cache.append(value.materialize(resource_guard.limit(ctx), fill=lambda dst, v: (
+            interrupt.copyto(ctx, dst, v))))
     return cache[0]
 
 

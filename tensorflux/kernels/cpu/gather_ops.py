@@ -190,8 +190,18 @@ def _one_hot(node):
             raise _invalid(f"Expected axis to be -1 or between [0, {n + 1}).  But received: "
                            f"{axis}")
         resource_guard.check_shape(indices.shape + (depth,), on_value.dtype, ctx)
-        hot = indices[..., None] == np.arange(depth, dtype=indices.dtype)
-        out = np.where(hot, on_value, off_value)
+        columns = np.arange(depth, dtype=indices.dtype)
+        if interrupt.blocked(indices.size * depth * on_value.dtype.itemsize):
+            # In blocks of the (index, depth) matrix, checking the step between them.
+            dtype = np.result_type(on_value, off_value)
+            flat = indices.reshape(-1, 1)
+            out = np.empty((flat.shape[0], depth), dtype)
+            for idx in interrupt.regions(out.shape, dtype.itemsize, ctx):
+                rows, cols = (idx + (slice(None),))[:2]
+                out[idx] = np.where(flat[rows] == columns[cols], on_value, off_value)
+            out = out.reshape(indices.shape + (depth,))
+        else:
+            out = np.where(indices[..., None] == columns, on_value, off_value)
         if axis != -1 and axis != n:
             out = np.moveaxis(out, -1, axis)
         return out
@@ -209,20 +219,26 @@ def _unique(node):
     def compute(ctx, x):
         if x.ndim != 1:
             raise _invalid("unique expects a 1D vector.")
-        if x.size == 0:
-            return x.copy(), np.zeros(0, dtype=idx_type)
-        if x.size > interrupt.SPAN_ELEMENTS:
-            values, idx = _unique_by_blocks(x, ctx)
-            return values, idx.astype(idx_type)
-        # equal_nan=False: every NaN is its own value, as in TF (its hash map never finds NaN).
-        values, first, inverse = np.unique(x, return_index=True, return_inverse=True,
-                                           equal_nan=False)
-        order = np.argsort(first, kind="stable")  # by first appearance, as TF orders them
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.size)
-        return values[order], rank[inverse.reshape(-1)].astype(idx_type)
+        values, idx = unique_values(x, ctx)
+        return values, idx.astype(idx_type)
 
     return compute
+
+
+def unique_values(x: np.ndarray, ctx=None) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct values of a 1-D `x` in order of first appearance, the index of each
+    element's value); every NaN is its own value, as in TF (its hash map never finds NaN).
+    A large `x` goes through sorts that check step `ctx` between blocks."""
+    if x.size == 0:
+        return x.copy(), np.zeros(0, np.int64)
+    if x.size > interrupt.SPAN_ELEMENTS:
+        return _unique_by_blocks(x, ctx)
+    values, first, inverse = np.unique(x, return_index=True, return_inverse=True,
+                                       equal_nan=False)
+    order = np.argsort(first, kind="stable")  # by first appearance, as TF orders them
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return values[order], rank[inverse.reshape(-1)]
 
 
 # ---- a stable argsort in blocks --------------------------------------------------------------

@@ -361,18 +361,36 @@ def _check_rgb(images):
                        f"{images.shape[-1] if images.ndim else 0} channels.")
 
 
+# The colour-space kernels spend ~100 ns a pixel (temporaries of every step): a large
+# batch is converted in blocks of pixels that check the step between them.
+_PIXEL_COST = 16
+
+
+def _per_pixel(ctx, images, fn):
+    """fn over the pixels (rows of 3 channels) of `images`, in blocks when large; each pixel
+    is converted on its own, so blocks give the values of one call."""
+    pixels = images.reshape(-1, 3)
+    if not interrupt.blocked(pixels.nbytes, _PIXEL_COST):
+        return fn(images)
+    out = np.empty(pixels.shape, images.dtype)
+    for lo, hi in interrupt.flat_spans(ctx, pixels.shape[0], 3 * images.itemsize,
+                                       cost=_PIXEL_COST):
+        out[lo:hi] = fn(pixels[lo:hi])
+    return out.reshape(images.shape)
+
+
 @kernel("RGBToHSV")
 def _rgb_to_hsv(ctx, images):
     _check_rgb(images)
-    return rgb_to_hsv(images.astype(np.float32) if images.dtype != np.float64 else images
-                      ).astype(images.dtype)
+    return _per_pixel(ctx, images, lambda x: rgb_to_hsv(
+        x.astype(np.float32) if x.dtype != np.float64 else x).astype(x.dtype))
 
 
 @kernel("HSVToRGB")
 def _hsv_to_rgb(ctx, images):
     _check_rgb(images)
-    return hsv_to_rgb(images.astype(np.float32) if images.dtype != np.float64 else images
-                      ).astype(images.dtype)
+    return _per_pixel(ctx, images, lambda x: hsv_to_rgb(
+        x.astype(np.float32) if x.dtype != np.float64 else x).astype(x.dtype))
 
 
 @kernel("AdjustContrastv2")
@@ -387,29 +405,42 @@ def _adjust_contrast(ctx, images, factor):
 @kernel("AdjustSaturation")
 def _adjust_saturation(ctx, images, scale):
     _check_rgb(images)
-    hsv = rgb_to_hsv(images.astype(np.float32))
-    hsv[..., 1] = np.clip(hsv[..., 1] * _F32(scale), 0, 1)
-    return hsv_to_rgb(hsv).astype(images.dtype)
+
+    def adjust(x):
+        hsv = rgb_to_hsv(x.astype(np.float32))
+        hsv[..., 1] = np.clip(hsv[..., 1] * _F32(scale), 0, 1)
+        return hsv_to_rgb(hsv).astype(x.dtype)
+
+    return _per_pixel(ctx, images, adjust)
 
 
 @kernel("AdjustHue")
 def _adjust_hue(ctx, images, delta):
     _check_rgb(images)
-    hsv = rgb_to_hsv(images.astype(np.float32))
-    h = np.fmod(hsv[..., 0] + _F32(delta), _F32(1))
-    hsv[..., 0] = np.where(h < 0, h + 1, h)
-    return hsv_to_rgb(hsv).astype(images.dtype)
+
+    def adjust(x):
+        hsv = rgb_to_hsv(x.astype(np.float32))
+        h = np.fmod(hsv[..., 0] + _F32(delta), _F32(1))
+        hsv[..., 0] = np.where(h < 0, h + 1, h)
+        return hsv_to_rgb(hsv).astype(x.dtype)
+
+    return _per_pixel(ctx, images, adjust)
 
 
 # ---- boxes ----------------------------------------------------------------------------------
 
 
-def _greedy_nms(similarity, scores, max_out, threshold, score_threshold, sigma=0.0):
+def _greedy_nms(similarity, scores, max_out, threshold, score_threshold, sigma=0.0,
+                ctx=None):
     """TF's DoNonMaxSuppressionOp: pick the best candidate; it is suppressed by an earlier
     pick whose similarity exceeds `threshold` (hard), or its score decays by
     exp(-sim^2 / (2 sigma)) per earlier pick (soft, sigma > 0) and it competes again.
-    Ties go to the lower index. Returns (indices, scores)."""
+    Ties go to the lower index. Returns (indices, scores). Quadratic in the boxes at
+    worst: step `ctx` (default: the current one) is checked every few thousand
+    similarities."""
     scale = -0.5 / sigma if sigma > 0 else 0.0
+    step = interrupt.current() if ctx is None else ctx
+    budget = interrupt.EACH_EVERY
     heap = [(-float(sc), int(i), 0) for i, sc in enumerate(scores) if sc > score_threshold]
     heapq.heapify(heap)
     selected: list[int] = []
@@ -418,6 +449,10 @@ def _greedy_nms(similarity, scores, max_out, threshold, score_threshold, sigma=0
         neg, index, begin = heapq.heappop(heap)
         score = original = np.float32(-neg)
         hard = False
+        budget -= len(selected) - begin
+        if budget < 0 and step is not None:
+            interrupt.check(step)
+            budget = interrupt.EACH_EVERY
         for j in range(len(selected) - 1, begin - 1, -1):
             sim = similarity(index, selected[j])
             score = np.float32(score * (np.exp(np.float32(scale * sim * sim))
@@ -463,28 +498,30 @@ def _check_nms(boxes, scores, max_out, iou_threshold):
         raise _invalid("max_output_size must be non-negative")
 
 
-def non_max_suppression(boxes, scores, max_out, iou_threshold, score_threshold, sigma=0.0):
+def non_max_suppression(boxes, scores, max_out, iou_threshold, score_threshold, sigma=0.0,
+                        ctx=None):
     _check_nms(boxes, scores, max_out, iou_threshold)
     return _greedy_nms(_box_similarity(boxes), scores, max_out, iou_threshold,
-                       score_threshold, sigma)
+                       score_threshold, sigma, ctx)
 
 
 @kernel_factory("NonMaxSuppression")
 def _nms_v1(node):
     threshold = node.attrs["iou_threshold"]
     return lambda ctx, boxes, scores, max_out: non_max_suppression(
-        boxes, scores, int(max_out), threshold, -np.inf)[0]
+        boxes, scores, int(max_out), threshold, -np.inf, ctx=ctx)[0]
 
 
 @kernel("NonMaxSuppressionV2")
 def _nms_v2(ctx, boxes, scores, max_out, iou_threshold):
-    return non_max_suppression(boxes, scores, int(max_out), float(iou_threshold), -np.inf)[0]
+    return non_max_suppression(boxes, scores, int(max_out), float(iou_threshold), -np.inf,
+                               ctx=ctx)[0]
 
 
 @kernel("NonMaxSuppressionV3")
 def _nms_v3(ctx, boxes, scores, max_out, iou_threshold, score_threshold):
     return non_max_suppression(boxes, scores, int(max_out), float(iou_threshold),
-                               float(score_threshold))[0]
+                               float(score_threshold), ctx=ctx)[0]
 
 
 def _pad(values, size, pad):
@@ -499,7 +536,7 @@ def _nms_v4(node):
 
     def compute(ctx, boxes, scores, max_out, iou_threshold, score_threshold):
         idx, _ = non_max_suppression(boxes, scores, int(max_out), float(iou_threshold),
-                                     float(score_threshold))
+                                     float(score_threshold), ctx=ctx)
         return _pad(idx, int(max_out), pad), np.int32(len(idx))
 
     return compute
@@ -513,7 +550,7 @@ def _nms_v5(node):
         if float(sigma) < 0:
             raise _invalid("soft_nms_sigma must be non-negative")
         idx, sc = non_max_suppression(boxes, scores, int(max_out), float(iou_threshold),
-                                      float(score_threshold), float(sigma))
+                                      float(score_threshold), float(sigma), ctx=ctx)
         return (_pad(idx, int(max_out), pad), _pad(sc.astype(scores.dtype), int(max_out), pad),
                 np.int32(len(idx)))
 
@@ -527,7 +564,7 @@ def _nms_overlaps(ctx, overlaps, scores, max_out, overlap_threshold, score_thres
     if scores.shape != (overlaps.shape[0],):
         raise _invalid("scores has incompatible shape")
     return _greedy_nms(lambda i, j: float(overlaps[i, j]), scores, int(max_out),
-                       float(overlap_threshold), float(score_threshold))[0]
+                       float(overlap_threshold), float(score_threshold), ctx=ctx)[0]
 
 
 @kernel_factory("CombinedNonMaxSuppression", expensive=True)
@@ -556,7 +593,8 @@ def _combined_nms(node):
             for c in range(classes):
                 class_boxes = boxes[b, :, c if q > 1 else 0]
                 idx, sc = _greedy_nms(_box_similarity(class_boxes), scores[b, :, c],
-                                      per_class, float(iou_threshold), float(score_threshold))
+                                      per_class, float(iou_threshold), float(score_threshold),
+                                      ctx=ctx)
                 found += [(float(v), int(i), c) for i, v in zip(idx, sc, strict=True)]
             found.sort(key=lambda r: -r[0])
             found = found[:n]

@@ -1,13 +1,20 @@
 """CPU kernels of the joining ops (tensorflux/ops/joining_ops.py): ConcatV2, ConcatOffset,
 Split, SplitV, Pack, Unpack, Tile, Pad, PadV2, MirrorPad, MirrorPadGrad, BroadcastTo,
 BroadcastArgs, ReverseV2.
+
+The kernels that build a large output (ConcatV2, Pack, Tile, the pads, BroadcastTo) write
+it in blocks that check the step between them when it is large (`interrupt.copyto`): the
+values of their one NumPy call.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tensorflux.framework import errors, resource_guard
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu.array_ops import _OBJECT, _invalid, _shape_str
 from tensorflux.kernels.registry import kernel, kernel_factory
 
@@ -41,9 +48,35 @@ def _concat(ctx, *args):
     try:
         if values[0].ndim == 0:
             raise ValueError
+        if interrupt.blocked(sum(v.nbytes for v in values)):
+            return _concat_blocked(ctx, values, axis)
         return np.concatenate(values, axis=axis)
     except (ValueError, IndexError):
         raise _concat_error(values, axis) from None
+
+
+def _concat_blocked(ctx, values, axis: int) -> np.ndarray:
+    """np.concatenate(values, axis) of a large result, copied in blocks (ValueError or
+    IndexError for inputs it would refuse)."""
+    first = values[0]
+    if not -first.ndim <= axis < first.ndim:
+        raise IndexError
+    axis %= first.ndim
+    dtype = np.result_type(*values)
+    for v in values:
+        if v.ndim != first.ndim or any(v.shape[j] != first.shape[j]
+                                       for j in range(first.ndim) if j != axis):
+            raise ValueError
+    shape = list(first.shape)
+    shape[axis] = sum(v.shape[axis] for v in values)
+    out = np.empty(shape, dtype)
+    index = [slice(None)] * first.ndim
+    offset = 0
+    for v in values:
+        index[axis] = slice(offset, offset + v.shape[axis])
+        interrupt.copyto(ctx, out[tuple(index)], v, casting="same_kind")
+        offset += v.shape[axis]
+    return out
 
 
 def _np_str(v: np.ndarray) -> str:
@@ -148,6 +181,12 @@ def _pack(node):
         n = len(first) + 1
         if not -n <= axis < n:
             raise _invalid(f"axis = {axis} not in [{-n}, {n})")
+        if interrupt.blocked(sum(v.nbytes for v in values)):
+            a = axis % n
+            out = np.empty(first[:a] + (len(values),) + first[a:], np.result_type(*values))
+            for i, v in enumerate(values):
+                interrupt.copyto(ctx, out[(slice(None),) * a + (i,)], v, "same_kind")
+            return out
         return np.stack(values, axis=axis)
 
     return compute
@@ -185,8 +224,17 @@ def _tile(ctx, x, multiples):
             raise _invalid(f"Expected multiples[{i}] >= 0, but got {k}")
     if all(k == 1 for k in m):
         return x
-    resource_guard.check_shape([d * k for d, k in zip(x.shape, m, strict=True)], x.dtype, ctx)
-    return np.tile(x, m)
+    shape = [d * k for d, k in zip(x.shape, m, strict=True)]
+    resource_guard.check_shape(shape, x.dtype, ctx)
+    if not interrupt.blocked(x.itemsize * math.prod(shape)):
+        return np.tile(x, m)
+    out = np.empty(shape, x.dtype)
+    # Output index (i0*d0 + j0, i1*d1 + j1, ...) holds x[j0, j1, ...]: viewed with the axes
+    # (m0, d0, m1, d1, ...), the output is x broadcast over the m axes.
+    interleaved = [n for pair in zip(m, x.shape, strict=True) for n in pair]
+    stretched = [n for d in x.shape for n in (1, d)]
+    interrupt.copyto(ctx, out.reshape(interleaved), x.reshape(stretched))
+    return out
 
 
 # ---- Pad, PadV2, MirrorPad, MirrorPadGrad ------------------------------------------------
@@ -206,12 +254,13 @@ def _paddings(x, paddings) -> list:
     return pads
 
 
-def _pad_constant(x, pads, value) -> np.ndarray:
+def _pad_constant(ctx, x, pads, value) -> np.ndarray:
     if not any(b or a for b, a in pads):
         return x
     shape = [d + b + a for d, (b, a) in zip(x.shape, pads, strict=True)]
-    out = np.full(shape, value, dtype=x.dtype)
-    out[tuple(slice(b, b + d) for d, (b, _) in zip(x.shape, pads, strict=True))] = x
+    out = interrupt.full(ctx, shape, value, x.dtype)
+    interior = tuple(slice(b, b + d) for d, (b, _) in zip(x.shape, pads, strict=True))
+    interrupt.copyto(ctx, out[interior], x)
     return out
 
 
@@ -224,7 +273,7 @@ def _checked_pads(ctx, x, paddings) -> list:
 
 @kernel("Pad", forwards_input=True)
 def _pad(ctx, x, paddings):
-    return _pad_constant(x, _checked_pads(ctx, x, paddings), b"" if x.dtype == _OBJECT else 0)
+    return _pad_constant(ctx, x, _checked_pads(ctx, x, paddings), b"" if x.dtype == _OBJECT else 0)
 
 
 @kernel("PadV2", forwards_input=True)
@@ -232,7 +281,7 @@ def _pad_v2(ctx, x, paddings, constant_values):
     if constant_values.ndim != 0:
         raise _invalid(f"constant_values must be a scalar. Got: "
                        f"{_shape_str(constant_values.shape)}")
-    return _pad_constant(x, _checked_pads(ctx, x, paddings), constant_values)
+    return _pad_constant(ctx, x, _checked_pads(ctx, x, paddings), constant_values)
 
 
 def _check_mirror(x, pads, mode: str) -> None:
@@ -246,6 +295,30 @@ def _check_mirror(x, pads, mode: str) -> None:
                            f"greater than {d}")
 
 
+def _mirror_pad_blocked(ctx, x, pads, shape, reflect: bool) -> np.ndarray:
+    """np.pad(x, pads, "reflect" or "symmetric") of a large result, copied in blocks: x
+    into the middle, then axis by axis each side from its mirror image (the axes before
+    it already padded, those after it not yet), as np.pad does."""
+    out = np.empty(shape, x.dtype)
+    middle = [slice(b, b + d) for d, (b, _) in zip(x.shape, pads, strict=True)]
+    interrupt.copyto(ctx, out[tuple(middle)], x)
+    shift = 1 if reflect else 0
+    for axis, (d, (b, a)) in enumerate(zip(x.shape, pads, strict=True)):
+        index = [slice(None)] * axis + middle[axis:]
+
+        def side(dst, src, _axis=axis, _index=index):
+            _index[_axis] = dst
+            target = out[tuple(_index)]
+            _index[_axis] = src
+            interrupt.copyto(ctx, target, np.flip(out[tuple(_index)], _axis))
+
+        if b:  # out[b - 1 - j] = out[b + shift + j]
+            side(slice(0, b), slice(b + shift, b + shift + b))
+        if a:  # out[b + d + j] = out[b + d - 1 - shift - j]
+            side(slice(b + d, b + d + a), slice(b + d - shift - a, b + d - shift))
+    return out
+
+
 @kernel_factory("MirrorPad", forwards_input=True)
 def _mirror_pad(node):
     mode = node.attrs["mode"]
@@ -253,9 +326,13 @@ def _mirror_pad(node):
 
     def compute(ctx, x, paddings):
         pads = _paddings(x, paddings)
-        _check_mirror(x, pads, mode)  # (at most twice x: bounded by its size)
+        _check_mirror(x, pads, mode)  # (at most twice x per axis)
         if not any(b or a for b, a in pads):
             return x
+        shape = [d + b + a for d, (b, a) in zip(x.shape, pads, strict=True)]
+        resource_guard.check_shape(shape, x.dtype, ctx)
+        if interrupt.blocked(x.itemsize * math.prod(shape)):
+            return _mirror_pad_blocked(ctx, x, pads, shape, np_mode == "reflect")
         return np.pad(x, pads, mode=np_mode)
 
     return compute
@@ -303,9 +380,13 @@ def _broadcast_to(ctx, x, shape):
     if x.ndim > len(target):
         raise _invalid(f"Rank of input ({x.ndim}) must be no greater than rank of output "
                        f"shape ({len(target)}).")
+    large = False
     if all(d >= 0 for d in target):
         resource_guard.check_shape(target, x.dtype, ctx)
+        large = interrupt.blocked(x.itemsize * math.prod(target))
     try:
+        if large and np.broadcast_shapes(x.shape, target) == target:
+            return interrupt.copyto(ctx, np.empty(target, x.dtype), x)
         # Materialized: a zero-stride view would be read-only wherever it ends up.
         return np.array(np.broadcast_to(x, target))
     except ValueError:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorflux.framework import resource_guard
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._math_common import _invalid, _shape_str
 from tensorflux.kernels.registry import kernel, kernel_factory
 
@@ -30,7 +32,8 @@ def _matrix_band_part(ctx, x, num_lower, num_upper):
 def _diag(ctx, d):
     if d.ndim < 1:
         raise _invalid("Input must be at least rank 1, got 0")
-    out = np.zeros((d.size, d.size), d.dtype)
+    resource_guard.check_shape(d.shape + d.shape, d.dtype, ctx)
+    out = np.zeros((d.size, d.size), d.dtype)  # pages mapped on first touch
     out[np.arange(d.size), np.arange(d.size)] = d.reshape(-1)
     return out.reshape(d.shape + d.shape)
 
@@ -113,7 +116,8 @@ def _matrix_diag(node):
                            f"specified d_lower, d_upper, and diagonal: {rows} x {cols}")
         batch = diag.shape[:-2] if k0 != k1 else diag.shape[:-1]
         fill = np.zeros((), diag.dtype) if padding is None else padding
-        out = np.full(batch + (rows, cols), fill, diag.dtype)
+        resource_guard.check_shape(batch + (rows, cols), diag.dtype, ctx)
+        out = interrupt.full(ctx, batch + (rows, cols), fill, diag.dtype)  # blocks if large
         return _set_diagonals(out, diag, k0, k1, align)
 
     return compute
@@ -156,7 +160,8 @@ def _matrix_set_diag(node):
         if dbatch != batch:
             raise _invalid(f"diagonal's batch dimensions {_shape_str(dbatch)} must be the "
                            f"input's {_shape_str(batch)}")
-        return _set_diagonals(x.copy(), diag, k0, k1, align)
+        out = interrupt.copyto(ctx, np.empty(x.shape, x.dtype), x)  # in blocks if large
+        return _set_diagonals(out, diag, k0, k1, align)
 
     return compute
 

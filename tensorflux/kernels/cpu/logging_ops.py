@@ -22,6 +22,7 @@ import sys
 import numpy as np
 
 from tensorflux.framework import errors
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.registry import kernel_factory
 
 _ESCAPES = {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x22: '\\"', 0x27: "\\'", 0x5C: "\\\\"}
@@ -69,8 +70,10 @@ def _element(x, quote: bool = False) -> str:
     return str(x)
 
 
-def _print_dim(dim: int, shape, limit: int, flat, pos: list, out: list) -> None:
-    """Entries of dimension `dim` onwards in the message style, stopping at `limit`."""
+def _print_dim(dim: int, shape, limit: int, flat, pos: list, out: list,
+               tick=interrupt.no_tick) -> None:
+    """Entries of dimension `dim` onwards in the message style, stopping at `limit`
+    (calling `tick` once per entry)."""
     if pos[0] >= limit:
         return
     if dim == len(shape) - 1:
@@ -81,6 +84,7 @@ def _print_dim(dim: int, shape, limit: int, flat, pos: list, out: list) -> None:
                 return
             if i > 0:
                 out.append(" ")
+            tick()
             out.append(_element(flat[pos[0]]))
             pos[0] += 1
         return
@@ -88,13 +92,14 @@ def _print_dim(dim: int, shape, limit: int, flat, pos: list, out: list) -> None:
         opened = pos[0] < limit
         if opened:
             out.append("[")
-        _print_dim(dim + 1, shape, limit, flat, pos, out)
+        _print_dim(dim + 1, shape, limit, flat, pos, out, tick)
         if pos[0] < limit or opened:
             out.append("]")
 
 
-def summarize(value, max_entries: int) -> str:
-    """A tensor's value as TensorFlow prints it in messages (Assert, Print)."""
+def summarize(value, max_entries: int, ctx=None) -> str:
+    """A tensor's value as TensorFlow prints it in messages (Assert, Print); a large one
+    checks step `ctx` every few thousand entries."""
     a = np.asarray(value)
     flat = a.reshape(-1)
     limit = min(max_entries, flat.size) if max_entries >= 0 else flat.size
@@ -102,7 +107,7 @@ def summarize(value, max_entries: int) -> str:
         text = " ".join(_element(x) for x in flat[:limit])
     else:
         out: list[str] = []
-        _print_dim(0, a.shape, limit, flat, [0], out)
+        _print_dim(0, a.shape, limit, flat, [0], out, interrupt.ticker(ctx))
         text = "".join(out)
     return text + ("..." if flat.size > limit else "")
 
@@ -114,8 +119,10 @@ def _spacing(dim: int, ndim: int) -> str:
     return "\n" * (ndim - dim - 1) + " " * (dim + 1)
 
 
-def _print_dim_v2(a: np.ndarray, dim: int, index: tuple, ends: int, out: list) -> None:
+def _print_dim_v2(a: np.ndarray, dim: int, index: tuple, ends: int, out: list,
+                  tick=interrupt.no_tick) -> None:
     if dim == a.ndim:
+        tick()
         out.append(_element(a[index], quote=True))
         return
     out.append("[")
@@ -123,23 +130,24 @@ def _print_dim_v2(a: np.ndarray, dim: int, index: tuple, ends: int, out: list) -
     for i in range(min(ends, count)):
         if i > 0:
             out.append(_spacing(dim, a.ndim))
-        _print_dim_v2(a, dim + 1, index + (i,), ends, out)
+        _print_dim_v2(a, dim + 1, index + (i,), ends, out, tick)
     if count > 2 * ends:
         out.append(_spacing(dim, a.ndim) + "...")
     for i in range(max(ends, count - ends), count):
         out.append(_spacing(dim, a.ndim))
-        _print_dim_v2(a, dim + 1, index + (i,), ends, out)
+        _print_dim_v2(a, dim + 1, index + (i,), ends, out, tick)
     out.append("]")
 
 
-def summarize_v2(value, max_entries: int) -> str:
-    """A tensor's value as `tf.print` prints it: `max_entries` at each end of each dim."""
+def summarize_v2(value, max_entries: int, ctx=None) -> str:
+    """A tensor's value as `tf.print` prints it: `max_entries` at each end of each dim (a
+    large one checks step `ctx` every few thousand entries of a dimension)."""
     a = np.asarray(value)
     ends = a.size if max_entries < 0 else min(max_entries, a.size)
     if a.ndim == 0:
         return _element(a[()], quote=True) if ends else ""
     out: list[str] = []
-    _print_dim_v2(a, 0, (), ends, out)
+    _print_dim_v2(a, 0, (), ends, out, interrupt.ticker(ctx))
     return "".join(out)
 
 
@@ -154,7 +162,7 @@ def _assert(node):
                 None, None, "In[0] should be a scalar: [" + ",".join(map(str, cond.shape)) + "]")
         if bool(cond):
             return None
-        parts = " ".join(f"[{summarize(d, n)}]" for d in data)
+        parts = " ".join(f"[{summarize(d, n, ctx)}]" for d in data)
         raise errors.InvalidArgumentError(None, None, f"assertion failed: {parts}")
 
     return compute
@@ -212,7 +220,7 @@ def _print(node):
                 "", f"_print_counter/{node.name}", itertools.count)
             if next(counter) >= first_n:
                 return x
-        line = message + "".join(f"[{summarize(d, n)}]" for d in data)
+        line = message + "".join(f"[{summarize(d, n, ctx)}]" for d in data)
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
         return x
@@ -233,7 +241,7 @@ def _string_format(node):
     def compute(ctx, *inputs):
         out = [pieces[0]]
         for value, piece in zip(inputs, pieces[1:], strict=True):
-            out.append(summarize_v2(value, n))
+            out.append(summarize_v2(value, n, ctx))
             out.append(piece)
         return np.array("".join(out).encode("utf-8"), dtype=object)
 

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from tensorflux.framework import resource_guard
 from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._math_common import (
     _LOW_PRECISION,
@@ -96,8 +97,24 @@ def _lin_space(ctx, start, stop, num):
     if n <= 0:
         raise _invalid(f"Requires num > 0: {n}")
     work = np.float32 if start.dtype in _LOW_PRECISION else start.dtype
-    out = np.linspace(start.astype(work), stop.astype(work), n, dtype=work)
-    return out.astype(start.dtype, copy=False)
+    resource_guard.check_elements(n, work, ctx)
+    first, last = start.astype(work), stop.astype(work)
+    if not interrupt.blocked(n * np.dtype(work).itemsize):
+        out = np.linspace(first, last, n, dtype=work)
+        return out.astype(start.dtype, copy=False)
+    # In blocks that check the step: np.linspace's arithmetic (i * step + first in the
+    # result type, or i / (n - 1) * delta when the step underflows; the last value exact).
+    dt = np.result_type(first, last, float(n))
+    delta = np.subtract(last, first, dtype=dt)
+    step = delta / (n - 1)
+    out = np.empty(n, start.dtype)
+    for lo, hi in interrupt.flat_spans(ctx, n, np.dtype(dt).itemsize):
+        i = np.arange(lo, hi, dtype=np.int64).astype(dt)  # arange's values, rounded once
+        y = i * step if step != 0 else i / (n - 1) * delta
+        y += first
+        out[lo:hi] = y
+    out[-1] = last
+    return out
 
 
 @kernel("Bincount")

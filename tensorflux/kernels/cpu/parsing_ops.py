@@ -17,6 +17,7 @@ import numpy as np
 from google.protobuf import json_format
 
 from tensorflux.framework import dtypes, errors, tensor_util
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.registry import kernel, kernel_factory
 from tensorflux.lib import example_wire
 from tensorflux.protos import example_pb2, tensor_pb2
@@ -129,7 +130,7 @@ def _decode_csv(node):
                     f"{d.size}")
             fills.append(None if d.size == 0 else d.reshape(-1)[0])
         columns = [[None] * len(flat) for _ in range(ncols)]
-        for r, rec in enumerate(flat):
+        for r, rec in enumerate(interrupt.each(ctx, flat)):
             fields = _split(rec if isinstance(rec, bytes) else str(rec).encode(), delim,
                             quotes, r)
             if select:
@@ -267,14 +268,15 @@ def _parse_example(node):
         if fixed_dense_only:
             # The common case, read straight from the wire (records it declines, with
             # protobuf): see _fixed_dense.
-            parsed = [example_wire.features(s) if type(s) is bytes else None for s in flat]
+            parsed = [example_wire.features(s) if type(s) is bytes else None
+                      for s in interrupt.each(ctx, flat)]
             for i, p in enumerate(parsed):
                 if p is None:  # declined: protobuf's map (or its error), in record order
                     parsed[i] = _parse_one(flat[i], labels[i])
             dense = [_fixed_dense(parsed, flat, labels, key, spec, default, serialized.shape)
                      for key, spec, default in zip(dkeys, dense_specs, defaults, strict=True)]
             return dense[0] if len(dense) == 1 else tuple(dense)
-        parsed = [_parse_one(s, labels[i]) for i, s in enumerate(flat)]
+        parsed = [_parse_one(s, labels[i]) for i, s in enumerate(interrupt.each(ctx, flat))]
         out_indices, out_values, out_shapes = [], [], []
         for key, dtype in zip(skeys, sparse_types, strict=True):
             idx, vals, longest = _sparse(parsed, labels, key, dtype, scalar)

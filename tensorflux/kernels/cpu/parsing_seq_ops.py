@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.framework import dtypes, errors
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu.parsing_ops import (
     _dense,
     _DenseSpec,
@@ -110,7 +111,7 @@ class _Specs:
 
 
 def _parse_all(specs: _Specs, serialized, debug_name, keys, missing_ok, defaults,
-               with_lengths: bool):
+               with_lengths: bool, ctx=None):
     """Every output of a SequenceExample parse, flat in the ops' order.
 
     `keys` is (context sparse, context dense, feature-list sparse, feature-list dense) key
@@ -129,7 +130,8 @@ def _parse_all(specs: _Specs, serialized, debug_name, keys, missing_ok, defaults
             None, None, "The number of keys does not match the number of types")
     scalar = serialized.ndim == 0
     labels = _Labels(debug_name)
-    examples = [_parse(s, labels[i]) for i, s in enumerate(serialized.reshape(-1))]
+    examples = [_parse(s, labels[i])
+                for i, s in enumerate(interrupt.each(ctx, serialized.reshape(-1)))]
     contexts = [ex.context.feature for ex in examples]
     ctx_sparse = [[], [], []]
     for key, dtype in zip(csk, specs.ctx_sparse, strict=True):
@@ -166,7 +168,7 @@ def _parse_sequence_example_v2(node):
         keys = tuple(_strings(k) for k in (c_sparse_keys, c_dense_keys, f_sparse_keys,
                                             f_dense_keys))
         return _parse_all(specs, serialized, debug_name, keys,
-                          np.asarray(missing_ok, bool).reshape(-1), defaults, True)
+                          np.asarray(missing_ok, bool).reshape(-1), defaults, True, ctx=ctx)
 
     return compute
 
@@ -183,7 +185,8 @@ def _parse_sequence_example(node):
     missing_ok = [k in empty_ok for k in keys[3]]
 
     def compute(ctx, serialized, debug_name, *defaults):
-        return _parse_all(specs, serialized, debug_name, keys, missing_ok, defaults, True)
+        return _parse_all(specs, serialized, debug_name, keys, missing_ok, defaults, True,
+                          ctx=ctx)
 
     return compute
 
@@ -209,6 +212,6 @@ def _parse_single_sequence_example(node):
         empty_ok = set(_strings(missing_assumed_empty))
         missing_ok = [k in empty_ok for k in keys[3]]
         return _parse_all(specs, serialized, debug_name, tuple(keys), missing_ok, defaults,
-                          False)
+                          False, ctx=ctx)
 
     return compute

@@ -8,15 +8,21 @@ node's first run: seeded from (seed, seed2) when either is non-zero, from OS ent
 otherwise. A lock guards it, since concurrent steps may run the same node (the candidate
 samplers keep theirs the same way, through `state_getter`). The values need not equal
 TensorFlow's bits; the seeding rules are TensorFlow's.
+
+A large output is drawn in blocks of the flat stream that check the step between them
+(kernels/interrupt.py): NumPy's generators continue one stream across calls, so the values
+are those of one call. A step stopped in the middle leaves its generator part-way along.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
 
 from tensorflux.framework import dtypes, errors, resource_guard
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.registry import kernel_factory
 
 RANDOM_CONTAINER = "_random_ops"
@@ -92,9 +98,14 @@ def _normal(gen, dims, dtype):
     return gen.standard_normal(dims, dtype=np.float32).astype(dtype.as_numpy_dtype)
 
 
-def _truncated(gen, dims, dtype):
-    """Standard normal values, each redrawn while its magnitude exceeds 2."""
+def _truncated(gen, dims, dtype, ctx=None):
+    """Standard normal values, each redrawn while its magnitude exceeds 2 (all of them
+    drawn first, then the rejected ones in order, round after round)."""
     work = np.float64 if dtype is dtypes.float64 else np.float32
+    n = math.prod(dims)
+    if interrupt.blocked(n * np.dtype(work).itemsize):
+        return _truncated_blocked(gen, n, work, ctx).reshape(dims) \
+            .astype(dtype.as_numpy_dtype, copy=False)
     out = gen.standard_normal(dims, dtype=work)
     bad = np.abs(out) > 2.0
     n = int(bad.sum())
@@ -103,6 +114,27 @@ def _truncated(gen, dims, dtype):
         bad = np.abs(out) > 2.0
         n = int(bad.sum())
     return out.astype(dtype.as_numpy_dtype, copy=False)
+
+
+def _drawn(ctx, n: int, dtype, draw) -> np.ndarray:
+    """n values of `dtype` from `draw(count)`, drawn in blocks of the flat stream that
+    check step `ctx` between them."""
+    out = np.empty(n, dtype)
+    for lo, hi in interrupt.flat_spans(ctx, n, out.itemsize):
+        out[lo:hi] = draw(hi - lo)
+    return out
+
+
+def _truncated_blocked(gen, n: int, work, ctx) -> np.ndarray:
+    """`_truncated`'s values for a large output, in blocks: the same draws in the same
+    order (the rejected positions of each round in increasing order)."""
+    out = _drawn(ctx, n, work, lambda k: gen.standard_normal(k, dtype=work))
+    while True:
+        bad = np.concatenate([lo + np.flatnonzero(np.abs(out[lo:hi]) > 2.0)
+                              for lo, hi in interrupt.flat_spans(ctx, n, out.itemsize)])
+        if not bad.size:
+            return out
+        out[bad] = _drawn(ctx, bad.size, work, lambda k: gen.standard_normal(k, dtype=work))
 
 
 _SAMPLERS = {"RandomUniform": _uniform, "RandomStandardNormal": _normal,
@@ -118,9 +150,15 @@ def _random_float(node):
     def compute(ctx, shape):
         dims = _dims(shape)
         resource_guard.check_shape(dims, dtype, ctx)
+        n = math.prod(dims)
         state = state_of(ctx)
         with state.lock:
-            return sample(state.gen, dims, dtype)
+            if sample is _truncated:
+                return _truncated(state.gen, dims, dtype, ctx)
+            if not interrupt.blocked(n * dtype.size):
+                return sample(state.gen, dims, dtype)
+            return _drawn(ctx, n, dtype.as_numpy_dtype,
+                          lambda k: sample(state.gen, (k,), dtype)).reshape(dims)
 
     return compute
 
@@ -145,9 +183,13 @@ def _random_uniform_int(node):
         if not lo < hi and int(np.prod(dims)) > 0:
             raise errors.InvalidArgumentError(None, None, f"Need minval < maxval: {lo} >= {hi}")
         resource_guard.check_shape(dims, np_dtype, ctx)
+        n = math.prod(dims)
         state = state_of(ctx)
         with state.lock:
-            return state.gen.integers(lo, hi, size=dims, dtype=np_dtype)
+            if not interrupt.blocked(n * np.dtype(np_dtype).itemsize):
+                return state.gen.integers(lo, hi, size=dims, dtype=np_dtype)
+            return _drawn(ctx, n, np_dtype, lambda k: state.gen.integers(
+                lo, hi, size=k, dtype=np_dtype)).reshape(dims)
 
     return compute
 
@@ -162,8 +204,11 @@ def _random_shuffle(node):
             return value.copy()
         state = state_of(ctx)
         with state.lock:
-            perm = state.gen.permutation(value.shape[0])
-        return value[perm]
+            perm = state.gen.permutation(value.shape[0])  # one shuffle: linear in the rows
+        out = np.empty_like(value)
+        for lo, hi in interrupt.spans(perm.size, value[0].size, ctx):  # the gather in blocks
+            out[lo:hi] = value[perm[lo:hi]]
+        return out
 
     return compute
 
@@ -190,14 +235,15 @@ def _multinomial(node):
         resource_guard.check_shape((batch, n), np.float64, ctx)  # u, the widest temporary
         state = state_of(ctx)
         with state.lock:
-            u = state.gen.random((batch, n))
-        return _sample_categorical(logits.astype(np.float64), u).astype(np_dtype)
+            u = _drawn(ctx, batch * n, np.float64, state.gen.random).reshape(batch, n)
+        return _sample_categorical(logits.astype(np.float64), u, ctx).astype(np_dtype)
 
     return compute
 
 
-def _sample_categorical(logits: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Row b of the result: indices drawn by inverting the CDF of softmax(logits[b]) at u[b]."""
+def _sample_categorical(logits: np.ndarray, u: np.ndarray, ctx=None) -> np.ndarray:
+    """Row b of the result: indices drawn by inverting the CDF of softmax(logits[b]) at u[b]
+    (in blocks of u that check step `ctx` between them when it is large)."""
     out = np.zeros(u.shape, np.int64)
     if logits.size == 0:
         return out
@@ -205,9 +251,11 @@ def _sample_categorical(logits: np.ndarray, u: np.ndarray) -> np.ndarray:
     peak[~np.isfinite(peak)] = 0.0
     with np.errstate(invalid="ignore", over="ignore"):
         cdf = np.cumsum(np.exp(logits - peak), axis=1)
-    for b in range(logits.shape[0]):
-        total = cdf[b, -1]
-        if np.isfinite(total) and total > 0:
-            # side="right" never picks a class of probability zero
-            out[b] = np.searchsorted(cdf[b], u[b] * total, side="right")
+    for idx in interrupt.regions(u.shape, u.itemsize, ctx):
+        rows, cols = (idx + (slice(None), slice(None)))[:2]
+        for b in range(logits.shape[0])[rows] if isinstance(rows, slice) else (rows,):
+            total = cdf[b, -1]
+            if np.isfinite(total) and total > 0:
+                # side="right" never picks a class of probability zero
+                out[b, cols] = np.searchsorted(cdf[b], u[b, cols] * total, side="right")
     return out

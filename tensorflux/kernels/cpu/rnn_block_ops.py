@@ -12,12 +12,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._nn_common import _invalid, _narrow, _widen
 from tensorflux.kernels.registry import kernel_factory
 
 # position of (i, ci, f, o) blocks along the gates axis, by layout
 _ICFO = (0, 1, 2, 3)
 _IFCO = (0, 2, 1, 3)
+
+
+def _input_products(a, b):
+    """a @ b over all time steps at once; a large one in blocks of rows (independent rows:
+    the values of one product) that check the step between them."""
+    out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
+    for lo, hi in interrupt.spans(a.shape[0], 2 * a.shape[1] * b.shape[1],
+                                  elements=int(interrupt.CHUNK_FLOPS)):
+        np.matmul(a[lo:hi], b, out=out[lo:hi])
+    return out
+
+
+def _weight_products(a, b):
+    """a.T @ b summed over all time steps: one product (its sums cannot be cut without
+    changing them), abandoned when the step must end (interrupt.abandonable)."""
+    return interrupt.abandonable(np.matmul, a.T, b, work=2.0 * a.size * b.shape[1])
 
 
 def _sigmoid(x):
@@ -159,12 +176,13 @@ def _block_lstm_factory(layout):
                                           cs_prev, h_prev, w, wci, wcf, wco, b)
             outs = np.zeros((7, timelen, batch, n), x.dtype)
             if steps:
-                xw = (x[:steps].reshape(steps * batch, depth) @ w[:depth]).reshape(
-                    steps, batch, 4 * n)
+                xw = _input_products(x[:steps].reshape(steps * batch, depth), w[:depth]) \
+                    .reshape(steps, batch, 4 * n)
                 xw += b
             wh = w[depth:]
             c, h = cs_prev, h_prev
             for t in range(steps):
+                interrupt.check()  # the step's deadline and close, once per time step
                 gates = xw[t] + h @ wh
                 step = _lstm_step(gates, c, wci, wcf, wco, forget_bias, cell_clip, peephole,
                                   layout, n)
@@ -213,6 +231,7 @@ def _block_lstm_grad_factory(layout):
             h_carry = np.zeros_like(h_prev)
             dicfo_all = np.empty((steps, batch, 4 * n), x.dtype)
             for t in range(steps - 1, -1, -1):
+                interrupt.check()
                 c_prev_t = cs[t - 1] if t else cs_prev
                 g_cs = cs_grad[t] + c_carry
                 g_h = h_grad[t] + h_carry
@@ -228,10 +247,12 @@ def _block_lstm_grad_factory(layout):
                     wco_grad += (do * cs[t]).sum(0)
             if steps:
                 flat = dicfo_all.reshape(steps * batch, 4 * n)
-                x_grad[:steps] = (flat @ wt[:, :depth]).reshape(steps, batch, depth)
-                w_grad[:depth] = x[:steps].reshape(steps * batch, depth).T @ flat
+                x_grad[:steps] = _input_products(flat, wt[:, :depth]).reshape(
+                    steps, batch, depth)
+                w_grad[:depth] = _weight_products(x[:steps].reshape(steps * batch, depth),
+                                                  flat)
                 hs = np.concatenate([h_prev[None], h[:steps - 1]], 0)
-                w_grad[depth:] = hs.reshape(steps * batch, n).T @ flat
+                w_grad[depth:] = _weight_products(hs.reshape(steps * batch, n), flat)
                 b_grad = flat.sum(0)
             outs = (x_grad, c_carry, h_carry, w_grad, wci_grad, wcf_grad, wco_grad, b_grad)
             return [_narrow(v, dtype) for v in outs]

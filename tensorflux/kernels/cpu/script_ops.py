@@ -6,6 +6,15 @@ one array per `Tout` entry: bytes/str become object arrays of bytes (`tf.string`
 other dtype must match `Tout` exactly (InvalidArgumentError otherwise, with TensorFlow's
 message). Exceptions raised by the function become the error classes TensorFlow's py_func
 gives them, with the Python exception's name and message.
+
+A step's deadline, cancellation or its session's close cannot interrupt the user's
+function: it runs on the step's thread to its end, as in TensorFlow (whose py_func holds
+the GIL; there a step whose `timeout_in_ms` passes while a py_func sleeps 5 s ends after
+the 5 s with DeadlineExceededError, and a Session.close during it ends it with
+CancelledError). Abandoning it on a helper thread would let user code run on after its
+step ended, concurrently with the next steps that call it. The kernel checks its step
+before calling the function and after it returns, so the step ends with TensorFlow's
+error, not a value, once the function is done.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import traceback
 import numpy as np
 
 from tensorflux.framework import dtypes, errors, py_func_registry
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.registry import kernel_factory
 
 # TensorFlow's mapping of Python exceptions raised by a py_func; anything else is UNKNOWN.
@@ -118,12 +128,14 @@ def _py_func_kernel(node, eager: bool):
             raise errors.InvalidArgumentError(
                 None, None, f"callback {token} is not found")
         args = [EagerValue(x) for x in inputs] if eager else list(inputs)
+        interrupt.check(ctx)  # a stopped step starts no user code
         try:
             result = func(*args)
         except errors.OpError as exc:
             raise _error(token, exc) from exc
         except Exception as exc:  # noqa: BLE001 - every failure of user code is reported
             raise _error(token, exc) from exc
+        interrupt.check(ctx)  # the step ran past its deadline or was stopped meanwhile
         return _outputs(token, result, tout)
 
     return compute

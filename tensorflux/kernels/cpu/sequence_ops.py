@@ -37,8 +37,15 @@ def _range(node):
         if d < 0 and s < l:
             raise _invalid(f"Requires start >= limit when delta < 0: {s}/{l}")
         if isinstance(s, int):
-            resource_guard.check_elements(-(-abs(l - s) // abs(d)), dt, ctx)
-            return np.arange(s, l, d, dtype=dt)
+            size = -(-abs(l - s) // abs(d))
+            resource_guard.check_elements(size, dt, ctx)
+            if not interrupt.blocked(size * np.dtype(dt).itemsize):
+                return np.arange(s, l, d, dtype=dt)
+            out = np.empty(size, dt)  # in blocks that check the step between them
+            for lo, hi in interrupt.flat_spans(ctx, size, out.itemsize):
+                out[lo:hi] = np.arange(s + lo * d, l if hi == size else s + hi * d, d,
+                                       dtype=dt)
+            return out
         # The size is computed in T, as TF does: in float32 (0.3 - 0) / 0.1 is exactly 3.
         work = np.float32 if np.dtype(dt) in _LOW_PRECISION else dt
         size = abs(float((limit.astype(work) - start.astype(work)) / delta.astype(work)))
@@ -46,8 +53,13 @@ def _range(node):
             raise _invalid(f"Requires ((limit - start) / delta) <= {2**63 - 1}")
         size = int(math.ceil(size))
         resource_guard.check_elements(size, dt, ctx)
-        return (np.asarray(s, work) + np.arange(size, dtype=work) * np.asarray(d, work)) \
-            .astype(dt, copy=False)
+        first, step = np.asarray(s, work), np.asarray(d, work)
+        if not interrupt.blocked(size * np.dtype(work).itemsize):
+            return (first + np.arange(size, dtype=work) * step).astype(dt, copy=False)
+        out = np.empty(size, dt)  # in blocks: arange's i in `work` is i rounded once
+        for lo, hi in interrupt.flat_spans(ctx, size, np.dtype(work).itemsize):
+            out[lo:hi] = first + np.arange(lo, hi, dtype=np.int64).astype(work) * step
+        return out
 
     return compute
 

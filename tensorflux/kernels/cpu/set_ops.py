@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._math_common import _invalid, _shape_str
 from tensorflux.kernels.registry import kernel, kernel_factory
 
@@ -29,16 +30,18 @@ def _dense_to_dense_set_operation(node):
         batch = a.shape[:-1]
         rows_a = a.reshape(-1, a.shape[-1])
         rows_b = b.reshape(-1, b.shape[-1])
-        results = [fn(x, y) for x, y in zip(rows_a, rows_b, strict=True)]
-        width = max((len(r) for r in results), default=0)
-        indices, values = [], []
-        for flat, r in enumerate(results):
-            prefix = np.unravel_index(flat, batch) if batch else ()
-            for j in range(len(r)):
-                indices.append([int(p) for p in prefix] + [j])
-            values.append(r)
-        idx = np.asarray(indices, np.int64).reshape(-1, a.ndim)
-        vals = np.concatenate(values).astype(a.dtype) if values else np.zeros([0], a.dtype)
+        every = max(1, interrupt.EACH_EVERY // max(1, a.shape[-1] + b.shape[-1]))
+        results = [fn(x, y) for x, y in interrupt.each(ctx, zip(rows_a, rows_b, strict=True),
+                                                        every, count=len(rows_a))]
+        lengths = np.array([len(r) for r in results], np.int64)
+        width = int(lengths.max(initial=0))
+        # Row r's j-th value sits at (r's batch index..., j).
+        row = np.repeat(np.arange(len(results)), lengths)
+        starts = np.cumsum(lengths) - lengths
+        column = np.arange(row.size, dtype=np.int64) - np.repeat(starts, lengths)
+        idx = np.stack([*np.unravel_index(row, batch), column], 1).astype(np.int64) \
+            .reshape(-1, a.ndim)
+        vals = np.concatenate(results).astype(a.dtype) if results else np.zeros([0], a.dtype)
         return idx, vals, np.asarray(list(batch) + [width], np.int64)
 
     return compute

@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 
 from tensorflux.framework import errors
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.registry import kernel_factory
 from tensorflux.lib import hashing
 
@@ -69,10 +70,11 @@ def _same_batch(batch, n):
     return n
 
 
-def _crosses(columns, batch, feature_fn, combine):
-    """Per row, `combine` over the cartesian product of the columns' features."""
+def _crosses(columns, batch, feature_fn, combine, ctx=None):
+    """Per row, `combine` over the cartesian product of the columns' features (checking
+    step `ctx` every few thousand rows)."""
     out_idx, out_vals, widest = [], [], 0
-    for b in range(batch):
+    for b in interrupt.each(ctx, range(batch)):
         lists = [[feature_fn(f) for f in col(b)] for col in columns]
         if not lists:
             continue
@@ -112,9 +114,9 @@ def _sparse_cross(node):
     def compute(ctx, *args):
         batch, columns = _columns(*_split_inputs(node, args))
         if hashed:
-            idx, vals, shape = _crosses(columns, batch, _as_hash, hashed_cross)
+            idx, vals, shape = _crosses(columns, batch, _as_hash, hashed_cross, ctx)
             return idx, np.array(vals, np.uint64).astype(np.int64), shape
-        idx, vals, shape = _crosses(columns, batch, _as_text, b"_X_".join)
+        idx, vals, shape = _crosses(columns, batch, _as_text, b"_X_".join, ctx)
         return idx, _strings(vals), shape
 
     return compute
@@ -125,7 +127,7 @@ def _sparse_cross_v2(node):
     def compute(ctx, *args):
         sep = np.asarray(args[-1], dtype=object).item()
         batch, columns = _columns(*_split_inputs(node, args[:-1]))
-        idx, vals, shape = _crosses(columns, batch, _as_text, bytes(sep).join)
+        idx, vals, shape = _crosses(columns, batch, _as_text, bytes(sep).join, ctx)
         return idx, _strings(vals), shape
 
     return compute

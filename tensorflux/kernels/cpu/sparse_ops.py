@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorflux.framework import errors
+from tensorflux.framework import errors, resource_guard
 from tensorflux.kernels import interrupt
 from tensorflux.kernels.registry import kernel, kernel_factory
 
@@ -211,7 +211,9 @@ def _sparse_to_dense(node):
         elif np.any((idx2 < 0) | (idx2 >= shape)):
             raise _invalid(f"Indices are not valid (out of bounds).  Shape: {_index_str(shape)}")
         default = np.asarray(default_value)
-        out = np.full(tuple(int(d) for d in shape), default, dtype=default.dtype)
+        dims = tuple(int(d) for d in shape)
+        resource_guard.check_shape(dims, default.dtype, ctx)
+        out = interrupt.full(ctx, dims, default, default.dtype)  # in blocks when large
         if num_elems:
             out[tuple(idx2.T)] = values
         return out

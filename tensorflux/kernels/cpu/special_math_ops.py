@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from tensorflux.framework import errors
-from tensorflux.kernels.cpu._math_common import _LOW_PRECISION, _binary
+from tensorflux.kernels.cpu._math_common import _LOW_PRECISION, _binary, _heavy
 from tensorflux.kernels.registry import kernel
 
 try:  # optional: SciPy's special functions
@@ -45,10 +45,11 @@ def _polygamma(special, n, x):
     return np.where(ok, out, np.nan)
 
 
-kernel("Igamma")(_binary(_in_dtype(lambda s, a, x: s.gammainc(a, x), "gammainc")))
-kernel("Igammac")(_binary(_in_dtype(lambda s, a, x: s.gammaincc(a, x), "gammaincc")))
-kernel("Zeta")(_binary(_in_dtype(lambda s, x, q: s.zeta(x, q), "zeta")))
-kernel("Polygamma")(_binary(_in_dtype(_polygamma, "polygamma")))
+# Large outputs in blocks that check the step (_math_common._heavy): the same values.
+kernel("Igamma")(_heavy(_in_dtype(lambda s, a, x: s.gammainc(a, x), "gammainc"), 2))
+kernel("Igammac")(_heavy(_in_dtype(lambda s, a, x: s.gammaincc(a, x), "gammaincc"), 2))
+kernel("Zeta")(_heavy(_in_dtype(lambda s, x, q: s.zeta(x, q), "zeta"), 2))
+kernel("Polygamma")(_heavy(_in_dtype(_polygamma, "polygamma"), 2))
 
 
 def _igamma_grad_a(special, a, x):
@@ -72,19 +73,13 @@ def _igamma_grad_a(special, a, x):
 kernel("IgammaGradA")(_binary(_in_dtype(_igamma_grad_a, "gammaln")))
 
 
-@kernel("Betainc")
-def _betainc(ctx, a, b, x):
-    return _in_dtype(lambda s, a, b, x: s.betainc(a, b, x), "betainc")(a, b, x)
+kernel("Betainc")(_heavy(_in_dtype(lambda s, a, b, x: s.betainc(a, b, x), "betainc"), 3))
 
 
 def _unary_special(function_name):
     """The kernel `compute(ctx, x)` of scipy.special.<function_name>."""
-    fn = _in_dtype(lambda special, x: getattr(special, function_name)(x), function_name)
-
-    def compute(ctx, x):
-        return fn(x)
-
-    return compute
+    return _heavy(_in_dtype(lambda special, x: getattr(special, function_name)(x),
+                            function_name), 1)
 
 
 for _op, _fn in [("Erfinv", "erfinv"), ("Ndtri", "ndtri"), ("BesselI0e", "i0e"),

@@ -1,7 +1,9 @@
 """CPU kernels of the string ops (tensorflux/ops/string_ops.py).
 
 Strings are object arrays of `bytes`. Per-element work is plain Python (strings have no
-vectorized NumPy form); errors are TensorFlow's InvalidArgumentErrors.
+vectorized NumPy form); errors are TensorFlow's InvalidArgumentErrors. The loops over
+elements check their step every `interrupt.EACH_EVERY` elements (`interrupt.each`), so a
+huge input does not hold a step past its deadline or its session's close.
 """
 
 from __future__ import annotations
@@ -12,17 +14,20 @@ import re
 
 import numpy as np
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu.array_ops import _invalid, _shape_str
 from tensorflux.kernels.registry import kernel, kernel_factory
 from tensorflux.lib import hashing
 
 
-def _map(fn, *arrays) -> np.ndarray:
-    """fn over the broadcast elements of `arrays`, as an object array."""
+def _map(fn, *arrays, ctx=None, otype=object) -> np.ndarray:
+    """fn over the broadcast elements of `arrays`, as an array of `otype` (checking step
+    `ctx` every few thousand elements)."""
     arrays = np.broadcast_arrays(*[np.asarray(a, dtype=object) for a in arrays])
-    out = np.empty(arrays[0].shape, dtype=object)
+    out = np.empty(arrays[0].shape, dtype=otype)
     flat = out.reshape(-1)
-    for i, vals in enumerate(zip(*(a.reshape(-1) for a in arrays), strict=True)):
+    for i, vals in enumerate(interrupt.each(
+            ctx, zip(*(a.reshape(-1) for a in arrays), strict=True), count=flat.size)):
         flat[i] = fn(*vals)
     return out
 
@@ -48,7 +53,7 @@ def _string_join(node):
                 shape = x.shape
         if not inputs:
             return np.array(b"", dtype=object)
-        return _map(lambda *parts: sep.join(_bytes(p) for p in parts), *inputs)
+        return _map(lambda *parts: sep.join(_bytes(p) for p in parts), *inputs, ctx=ctx)
 
     return compute
 
@@ -81,7 +86,7 @@ def _string_split(node):
         _check_vector(x, delimiter)
         delim = _bytes(delimiter.item() if isinstance(delimiter, np.ndarray) else delimiter)
         rows = []
-        for s in x:
+        for s in interrupt.each(ctx, x):
             s = _bytes(s)
             if not delim:
                 rows.append([s[i:i + 1] for i in range(len(s))])
@@ -101,7 +106,7 @@ def _string_split_v2(node):
         _check_vector(x, sep)
         sep = _bytes(sep.item() if isinstance(sep, np.ndarray) else sep)
         rows = []
-        for s in x:
+        for s in interrupt.each(ctx, x):
             s = _bytes(s)
             if not sep:
                 rows.append(s.split(None, maxsplit))
@@ -123,8 +128,9 @@ def _substr(node):
         x_b, pos_b, len_b = np.broadcast_arrays(np.asarray(x, object), pos, length)
         out = np.empty(x_b.shape, dtype=object)
         flat = out.reshape(-1)
-        for i, (s, p, n) in enumerate(zip(x_b.reshape(-1), pos_b.reshape(-1),
-                                          len_b.reshape(-1), strict=True)):
+        for i, (s, p, n) in enumerate(interrupt.each(ctx, zip(
+                x_b.reshape(-1), pos_b.reshape(-1), len_b.reshape(-1), strict=True),
+                count=flat.size)):
             s = _bytes(s)
             text = s.decode("utf-8", "replace") if utf8 else s
             size = len(text)
@@ -150,8 +156,7 @@ def _string_length(node):
     count = _utf8_chars if node.attrs["unit"] == "UTF8_CHAR" else len
 
     def compute(ctx, x):
-        return np.vectorize(lambda s: count(_bytes(s)), otypes=[np.int32])(x) if x.size \
-            else np.zeros(x.shape, np.int32)
+        return _map(lambda s: count(_bytes(s)), x, ctx=ctx, otype=np.int32)
 
     return compute
 
@@ -165,7 +170,7 @@ def _case(node, method: str):
             return getattr(s.decode("utf-8", "replace"), method)().encode("utf-8")
         return getattr(s, method)()  # bytes methods change ASCII letters only
 
-    return lambda ctx, x: _map(convert, x)
+    return lambda ctx, x: _map(convert, x, ctx=ctx)
 
 
 @kernel_factory("StringLower")
@@ -180,7 +185,7 @@ def _upper(node):
 
 @kernel("StringStrip")
 def _strip(ctx, x):
-    return _map(lambda s: _bytes(s).strip(), x)
+    return _map(lambda s: _bytes(s).strip(), x, ctx=ctx)
 
 
 # ---- regular expressions --------------------------------------------------------------------
@@ -215,31 +220,32 @@ def _rewriter(rewrite: bytes):
                               for p in parts)
 
 
-def _regex_replace(x, pattern, rewrite, replace_global):
+def _regex_replace(ctx, x, pattern, rewrite, replace_global):
     regex = _compile(_bytes(pattern))
     fn = _rewriter(_bytes(rewrite))
     count = 0 if replace_global else 1
-    return _map(lambda s: regex.sub(fn, _bytes(s), count=count), x)
+    return _map(lambda s: regex.sub(fn, _bytes(s), count=count), x, ctx=ctx)
 
 
 @kernel_factory("RegexReplace")
 def _regex_replace_kernel(node):
     replace_global = node.attrs["replace_global"]
     return lambda ctx, x, pattern, rewrite: _regex_replace(
-        x, np.asarray(pattern).item(), np.asarray(rewrite).item(), replace_global)
+        ctx, x, np.asarray(pattern).item(), np.asarray(rewrite).item(), replace_global)
 
 
 @kernel_factory("StaticRegexReplace")
 def _static_regex_replace(node):
     a = node.attrs
-    return lambda ctx, x: _regex_replace(x, a["pattern"], a["rewrite"], a["replace_global"])
+    return lambda ctx, x: _regex_replace(ctx, x, a["pattern"], a["rewrite"],
+                                         a["replace_global"])
 
 
 @kernel("RegexFullMatch")
 def _regex_full_match(ctx, x, pattern):
     regex = _compile(_bytes(np.asarray(pattern).item()))
-    return np.vectorize(lambda s: regex.fullmatch(_bytes(s)) is not None,
-                        otypes=[np.bool_])(x) if x.size else np.zeros(x.shape, np.bool_)
+    return _map(lambda s: regex.fullmatch(_bytes(s)) is not None, x, ctx=ctx,
+                otype=np.bool_)
 
 
 # ---- numbers and hashes --------------------------------------------------------------------
@@ -272,7 +278,7 @@ def _string_to_number(node):
     def compute(ctx, x):
         out = np.empty(x.shape, dtype)
         flat = out.reshape(-1)
-        for i, s in enumerate(np.asarray(x, object).reshape(-1)):
+        for i, s in enumerate(interrupt.each(ctx, np.asarray(x, object).reshape(-1))):
             try:
                 v = parse(_bytes(s))
                 if not np.issubdtype(dtype, np.floating):
@@ -292,7 +298,7 @@ def _bucket(hash_fn, num_buckets):
     def compute(ctx, x):
         out = np.empty(x.shape, np.int64)
         flat = out.reshape(-1)
-        for i, s in enumerate(np.asarray(x, object).reshape(-1)):
+        for i, s in enumerate(interrupt.each(ctx, np.asarray(x, object).reshape(-1))):
             flat[i] = hash_fn(_bytes(s)) % num_buckets
         return out
     return compute
@@ -337,7 +343,8 @@ def _reduce_join(node):
         moved = np.transpose(np.asarray(x, object), kept + reduced)
         flat = moved.reshape([x.shape[i] for i in kept] + [-1])
         out = np.empty(flat.shape[:-1], dtype=object)
-        for idx in np.ndindex(*out.shape):
+        for idx in interrupt.each(ctx, np.ndindex(*out.shape), max(
+                1, interrupt.EACH_EVERY // max(1, flat.shape[-1]))):
             out[idx] = sep.join(_bytes(s) for s in flat[idx])
         if keep:
             out = out.reshape([1 if i in seen else x.shape[i] for i in range(n)])
@@ -375,7 +382,7 @@ def _as_string(node):
             return (spec % _bytes(v).decode("latin-1")).encode("latin-1")
         return (spec % (float(v) if dtype.is_floating else int(v))).encode()
 
-    return lambda ctx, x: _map(fmt, x)
+    return lambda ctx, x: _map(fmt, x, ctx=ctx)
 
 
 @kernel_factory("EncodeBase64")
@@ -386,7 +393,7 @@ def _encode_base64(node):
         out = base64.urlsafe_b64encode(_bytes(s))
         return out if pad else out.rstrip(b"=")
 
-    return lambda ctx, x: _map(encode, x)
+    return lambda ctx, x: _map(encode, x, ctx=ctx)
 
 
 def _decode64(s: bytes) -> bytes:
@@ -402,7 +409,7 @@ def _decode64(s: bytes) -> bytes:
 
 @kernel("DecodeBase64")
 def _decode_base64(ctx, x):
-    return _map(lambda s: _decode64(_bytes(s)), x)
+    return _map(lambda s: _decode64(_bytes(s)), x, ctx=ctx)
 
 
 # ---- UnicodeDecode, UnicodeEncode ---------------------------------------------------------
@@ -432,7 +439,7 @@ def _unicode_decode(node):
     def compute(ctx, x):
         codec = _codec(a["input_encoding"])
         splits, values = [0], []
-        for s in np.asarray(x, object).reshape(-1):
+        for s in interrupt.each(ctx, np.asarray(x, object).reshape(-1)):
             try:
                 text = _bytes(s).decode(codec, "strict" if errors_mode == "strict" else
                                         "replace" if errors_mode == "replace" else "ignore")
@@ -440,7 +447,7 @@ def _unicode_decode(node):
                 raise _invalid("Invalid formatting on input string") from None
             if errors_mode == "replace" and repl != "\ufffd":
                 text = text.replace("\ufffd", repl)
-            points = [ord(c) for c in text]
+            points = [ord(c) for c in interrupt.each(ctx, text)]
             if controls:
                 points = [a["replacement_char"] if _is_control(p) else p for p in points]
             values.extend(points)
@@ -468,8 +475,9 @@ def _unicode_encode(node):
                 splits[-1] != values.size or (np.diff(splits) < 0).any():
             raise _invalid("Invalid input_splits")
         out = np.empty(splits.size - 1, dtype=object)
-        for i in range(splits.size - 1):
-            text = "".join(char(int(cp)) for cp in values[splits[i]:splits[i + 1]])
+        for i in interrupt.each(ctx, range(splits.size - 1)):
+            text = "".join(char(int(cp)) for cp in interrupt.each(
+                ctx, values[splits[i]:splits[i + 1]]))
             out[i] = text.encode(codec)
         return out
 
@@ -486,8 +494,9 @@ def _unicode_transcode(node):
         splits, values = decode(ctx, x)
         out = np.empty(x.shape, dtype=object)
         flat = out.reshape(-1)
-        for i in range(len(splits) - 1):
-            text = "".join(chr(int(v)) for v in values[splits[i]:splits[i + 1]])
+        for i in interrupt.each(ctx, range(len(splits) - 1)):
+            text = "".join(chr(int(v)) for v in interrupt.each(
+                ctx, values[splits[i]:splits[i + 1]]))
             flat[i] = text.encode(out_codec, "replace")
         return out
 
@@ -506,13 +515,14 @@ def _unsorted_segment_join(node):
         inner = inputs.shape[segment_ids.ndim:]
         rows = inputs.reshape((-1,) + inner)
         parts: list[list] = [[] for _ in range(n)]
-        for k, seg in enumerate(segment_ids.reshape(-1)):
+        for k, seg in enumerate(interrupt.each(ctx, segment_ids.reshape(-1))):
             if not 0 <= seg < n:
                 raise _invalid("segment_ids are not allowed to exceed num_segments or to have "
                                "negative values.")
             parts[int(seg)].append(k)
         out = np.empty((n,) + inner, dtype=object)
-        for s in range(n):
+        per_segment = int(np.prod(inner, dtype=np.int64)) * (1 + segment_ids.size // max(n, 1))
+        for s in interrupt.each(ctx, range(n), max(1, interrupt.EACH_EVERY // per_segment)):
             for idx in np.ndindex(*inner):
                 out[(s,) + idx] = sep.join(_bytes(rows[(k,) + idx]) for k in parts[s])
         return out

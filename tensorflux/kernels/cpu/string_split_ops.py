@@ -1,15 +1,17 @@
 """CPU kernels of UnicodeDecodeWithOffsets and StringNGrams
-(tensorflux/ops/string_split_ops.py)."""
+(tensorflux/ops/string_split_ops.py). Their Python loops over elements, characters and
+n-grams check the step every few thousand items (`interrupt.each`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu.string_ops import _bytes, _codec, _invalid, _is_control
 from tensorflux.kernels.registry import kernel_factory
 
 
-def _decode_with_offsets(data: bytes, codec: str, mode: str, repl: int):
+def _decode_with_offsets(data: bytes, codec: str, mode: str, repl: int, ctx=None):
     """(code points, byte offsets): valid runs decode strictly; each invalid subsequence
     (as Python's decoder delimits it) becomes `repl` (replace), nothing (ignore) or an
     error (strict)."""
@@ -21,7 +23,7 @@ def _decode_with_offsets(data: bytes, codec: str, mode: str, repl: int):
         except UnicodeDecodeError as e:
             text, bad = data[start:start + e.start].decode(codec), (e.start, e.end)
         pos = start
-        for ch in text:
+        for ch in interrupt.each(ctx, text):
             points.append(ord(ch))
             offsets.append(pos)
             pos += len(ch.encode(codec))
@@ -45,8 +47,8 @@ def _unicode_decode_with_offsets(node):
     def compute(ctx, x):
         codec = _codec(a["input_encoding"])
         splits, values, starts = [0], [], []
-        for s in np.asarray(x, object).reshape(-1):
-            points, offsets = _decode_with_offsets(_bytes(s), codec, mode, repl)
+        for s in interrupt.each(ctx, np.asarray(x, object).reshape(-1)):
+            points, offsets = _decode_with_offsets(_bytes(s), codec, mode, repl, ctx)
             if controls:
                 points = [repl if _is_control(p) else p for p in points]
             values.extend(points)
@@ -58,12 +60,13 @@ def _unicode_decode_with_offsets(node):
     return compute
 
 
-def _row_ngrams(tokens, widths, sep, left, right, pad_width, preserve):
+def _row_ngrams(tokens, widths, sep, left, right, pad_width, preserve, ctx=None):
     out = []
     for w in widths:
         pad = w - 1 if pad_width < 0 else min(pad_width, w - 1)
         padded = [left] * pad + tokens + [right] * pad
-        out.extend(sep.join(padded[i:i + w]) for i in range(len(padded) - w + 1))
+        out.extend(sep.join(padded[i:i + w])
+                   for i in interrupt.each(ctx, range(len(padded) - w + 1)))
     if not out and preserve and tokens:
         pad = max(widths) - 1 if pad_width < 0 else min(pad_width, max(widths) - 1)
         out.append(sep.join([left] * pad + tokens + [right] * pad))
@@ -86,9 +89,9 @@ def _string_ngrams(node):
             raise _invalid(f"Invalid split values: {splits.tolist()} for {len(tokens)} "
                            "tokens")
         grams, out_splits = [], [0]
-        for i in range(max(len(splits) - 1, 0)):
+        for i in interrupt.each(ctx, range(max(len(splits) - 1, 0))):
             grams.extend(_row_ngrams(tokens[splits[i]:splits[i + 1]], widths, sep, left,
-                                     right, pad_width, preserve))
+                                     right, pad_width, preserve, ctx))
             out_splits.append(len(grams))
         values = np.empty(len(grams), object)
         values[:] = grams

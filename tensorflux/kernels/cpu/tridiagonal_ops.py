@@ -1,13 +1,18 @@
 """CPU kernels of the tridiagonal ops (tensorflux/ops/tridiagonal_ops.py), in NumPy,
-vectorized over the batch: one Python step per row of the M x M systems.
+vectorized over the batch: one Python step per row of the M x M systems, checking the
+step's deadline and close every few hundred rows (kernels/interrupt.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._math_common import _invalid, _shape_str
 from tensorflux.kernels.registry import kernel, kernel_factory
+
+# Rows of the sequential elimination between two checks of the step (~20 us a row).
+_ROWS_PER_CHECK = 256
 
 
 def _check_batch(*arrays):
@@ -33,7 +38,9 @@ def _eliminate(sup, main, sub, rhs, pivoting: bool, perturb):
     singular = np.zeros(main.shape[:-1], bool)
     cur = [main[..., 0], sup[..., 0], np.zeros_like(main[..., 0])]
     cur_r = rhs[..., 0, :]
+    tick = interrupt.ticker(None, _ROWS_PER_CHECK)  # the step, every few hundred rows
     for i in range(m - 1):
+        tick()
         nxt = [sub[..., i + 1], main[..., i + 1],
                sup[..., i + 1] if i + 1 < m - 1 else np.zeros_like(main[..., 0])]
         nxt_r = rhs[..., i + 1, :]
@@ -66,7 +73,9 @@ def _pivot(p, singular, perturb):
 def _back_substitute(u0, u1, u2, y):
     m = u0.shape[-1]
     x = np.zeros_like(y)
+    tick = interrupt.ticker(None, _ROWS_PER_CHECK)
     for i in range(m - 1, -1, -1):
+        tick()
         acc = y[..., i, :].copy()
         if i + 1 < m:
             acc -= u1[..., i, None] * x[..., i + 1, :]

@@ -18,6 +18,7 @@ from tensorflux.kernels.cpu._math_common import (
     _LOW_PRECISION,
     _check_divisor,
     _complex_to_real,
+    _heavy,
     _invalid,
     _is_int,
     _shape_str,
@@ -140,8 +141,12 @@ _UNARY = {
 }
 
 
+# SciPy's special functions spend 30-250 ns a value: a large input in blocks that check
+# the step (_math_common._heavy).
+_HEAVY = {"Erf", "Erfc", "Lgamma", "Digamma"}
+
 for _op_type, _fn in _UNARY.items():
-    kernel(_op_type)(_unary(_fn))
+    kernel(_op_type)(_heavy(_fn, 1) if _op_type in _HEAVY else _unary(_fn))
 kernel_factory("ComplexAbs")(_complex_to_real(
     np.abs, "Signature mismatch, have: {t}->{tout} expected: {t}->{expected}"))
 
