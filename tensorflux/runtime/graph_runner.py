@@ -154,10 +154,13 @@ class GraphRunner:
                                     device.runner, session, options)
                 ctx.stats = stats
                 values = ex.run(ctx, deadline)
+                _check_deadline(deadline)
                 return values if device.device_type == "CPU" else \
                     [device.to_host(v) for v in values]
-            return self._run_partitions(session, step_id, args, options, cancellation,
-                                        deadline, parts, stats, rendezvous)
+            values = self._run_partitions(session, step_id, args, options, cancellation,
+                                          deadline, parts, stats, rendezvous)
+            _check_deadline(deadline)
+            return values
         except ExecutorError as e:
             raise self._annotate(e) from None
         finally:
@@ -224,6 +227,16 @@ class GraphRunner:
         return errors.annotate(e.cause, node.name, node.op, e.device, node.traceback, op=op,
                                inputs=[f"{s.name}" if i == 0 else f"{s.name}:{i}"
                                        for s, i in node.inputs])
+
+
+def _check_deadline(deadline: float | None) -> None:
+    """A step that ran past its deadline fails even when its last kernel finished: as
+    TensorFlow's, whose caller stops waiting at the deadline, the values are not returned
+    (the step's effects stay, as they do there)."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise errors.DeadlineExceededError(
+            None, None, "Timed out waiting for notification: the step ran past its "
+            "RunOptions.timeout_in_ms")
 
 
 def is_abort(e: BaseException) -> bool:

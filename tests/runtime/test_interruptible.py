@@ -307,3 +307,23 @@ def test_big_window_3d_pool_stops(pool):
         y = fn(x, [1, 2**31 - 1, 2**31 - 1, 2**31 - 1, 1], [1] * 5, "SAME", name="pool3d")
         with tf.Session(graph=g) as s:
             _expect_deadline(s, y, name="pool3d")
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+def test_a_step_that_ends_past_its_deadline_fails_like_tensorflows(devices):
+    """No kernel here polls (an elementwise pass, bounded), yet the step outlives its
+    deadline: TensorFlow's caller stops waiting at the deadline, so the values never come
+    back. The session goes on working."""
+    config = tf.ConfigProto(device_count={"CPU": devices})
+    with tf.Graph().as_default(), tf.Session(config=config) as sess:
+        x = tf.placeholder(tf.float32, [None])
+        with tf.device(f"/cpu:{devices - 1}"):
+            y = tf.exp(x) + tf.sin(x)
+        big = np.ones(2 ** 24, np.float32)
+        opts = tf.RunOptions(timeout_in_ms=1)
+        with pytest.raises(tf.errors.DeadlineExceededError, match="timeout_in_ms"):
+            sess.run(y, {x: big}, options=opts)
+        small = sess.run(y, {x: np.zeros(3, np.float32)},
+                         options=tf.RunOptions(timeout_in_ms=10_000))
+        np.testing.assert_allclose(small, np.ones(3))
+        _healthy(sess)
