@@ -20,6 +20,13 @@ become an int64_list, any float makes a float_list, strings a bytes_list. Contex
 are merged into every example. Answers: `{"result": [[[label, score], ...], ...]}` and
 `{"result": [value, ...]}`.
 
+Values are checked as TF Serving checks them (json_tensor.cc): booleans only for DT_BOOL,
+integers within the range of an integer input's type, and a number converted to a float
+input only when no precision is lost (integers up to 2**24 for float32, finite values within
+the type's range; NaN and +-Infinity are accepted as literals). A float literal beyond
+double's range or a lone UTF-16 surrogate escape fail the parse as rapidjson fails them; a
+tensor value nested deeper than 64 levels is refused.
+
 Every malformed request raises tf.errors.InvalidArgumentError (HTTP 400).
 """
 
@@ -28,6 +35,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
+import re
 
 import numpy as np
 
@@ -36,33 +45,96 @@ from tensorflux.protos import example_pb2, feature_pb2
 from tensorflux.saved_model import signature_constants as sc
 from tensorflux.serving.servable import numpy_dtype
 
-__all__ = ["parse_json", "predict_inputs", "predict_response", "examples_tensor",
-           "classify_response", "regress_response", "to_json"]
+__all__ = ["parse_json", "signature_name", "predict_inputs", "predict_response",
+           "examples_tensor", "classify_response", "regress_response", "to_json"]
+
+# The deepest nesting of a tensor value (NumPy's limit on a rank).
+MAX_DEPTH = 64
+
+# Bodies that may hold a float literal beyond double's range (an exponent of 3+ digits, or
+# 309+ digits in a row) or a UTF-16 surrogate escape are checked the slow way; the rest
+# (nearly every request) parse at json's full speed.
+_MAYBE_HUGE_FLOAT = re.compile(rb"[eE][+]?0*[1-9][0-9]{2}|[0-9]{309}")
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _bad(message: str) -> errors.InvalidArgumentError:
     return errors.InvalidArgumentError(None, None, message)
 
 
-def parse_json(body: bytes) -> dict:
-    """The request body as a JSON object."""
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _bad(f"JSON Parse error: Number too big to be stored in double: {text[:40]}")
+    return value
+
+
+def _check_strings(doc) -> None:
+    """Raises for a string (or key) holding a lone surrogate, which cannot be UTF-8."""
+    stack = [doc]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _bad("JSON Parse error: The surrogate pair in string is invalid.") \
+                    from None
+
+
+def _show(value) -> str:
+    """A short JSON rendering of a value for an error message (any nesting)."""
     try:
-        doc = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        return json.dumps(value)[:40]
+    except (RecursionError, ValueError):
+        return "(deeply nested value)"
+
+
+def parse_json(body: bytes) -> dict:
+    """The request body as a JSON object.
+
+    Raises:
+      tf.errors.InvalidArgumentError: not UTF-8 JSON, not an object, a float literal beyond
+        double's range, a lone surrogate escape, or nesting deeper than json can parse.
+    """
+    huge = _MAYBE_HUGE_FLOAT.search(body) is not None
+    try:
+        doc = json.loads(body, parse_float=_finite_float if huge else None)
+    except RecursionError:
+        raise _bad("JSON Parse error: nesting too deep") from None
+    except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError, int digit limits
         raise _bad(f"JSON Parse error: {e}") from None
     if not isinstance(doc, dict):
         raise _bad("JSON Value not an object")
+    if _MAYBE_SURROGATE.search(body) is not None:
+        _check_strings(doc)
     return doc
+
+
+def signature_name(doc: dict) -> str:
+    """The request's signature name ("serving_default" when absent or empty)."""
+    name = doc.get("signature_name")
+    if name is not None and not isinstance(name, str):
+        raise _bad(f"JSON Value: {_show(name)} not formatted correctly. "
+                   "'signature_name' key must be a string value.")
+    return name or "serving_default"
 
 
 def _is_b64(value) -> bool:
     return isinstance(value, dict) and len(value) == 1 and "b64" in value
 
 
-def _bytes_of(value):
+def _bytes_of(value, depth: int = 0):
     """Nested lists of str / {"b64": ...} -> the same nesting of bytes."""
     if isinstance(value, list):
-        return [_bytes_of(v) for v in value]
+        if depth >= MAX_DEPTH:
+            raise _bad(f"Encountered list at unexpected level: {depth} expected < {MAX_DEPTH}")
+        return [_bytes_of(v, depth + 1) for v in value]
     if _is_b64(value):
         if not isinstance(value["b64"], str):
             raise _bad("'b64' value must be a string")
@@ -73,38 +145,91 @@ def _bytes_of(value):
     if isinstance(value, str):
         return value.encode("utf-8")
     raise _bad(f"Expected a string or {{\"b64\": ...}} for a DT_STRING tensor, got "
-               f"{json.dumps(value)[:40]}")
+               f"{_show(value)}")
 
 
-def to_array(value, tensor_info, alias: str) -> np.ndarray:
+def _string_array(value, alias: str) -> np.ndarray:
+    nested = _bytes_of(value)
+    try:
+        arr = np.array(nested, dtype=object)
+        ref = np.array(value, dtype=object) if not isinstance(value, dict) else arr
+    except (ValueError, RuntimeError) as e:
+        raise _bad(f"Ragged or malformed DT_STRING tensor for {alias}: {e}") from None
+    if arr.shape != ref.shape or any(not isinstance(x, bytes) for x in arr.reshape(-1)):
+        raise _bad(f"Ragged DT_STRING tensor for {alias}")
+    return arr
+
+
+# JSON value kinds (NumPy's, after np.asarray) each input type takes, as TF Serving takes
+# them: numbers for numbers, booleans only for booleans.
+_ALLOWED_KINDS = {"b": "b", "i": "iu", "u": "iu", "f": "iuf", "c": "iufc"}
+
+
+def _check_range(raw: np.ndarray, out: np.ndarray, alias: str) -> None:
+    """Raises unless `out` holds `raw` converted as TF Serving converts it: integers within
+    an integer type's range; for a float type, integers it holds exactly and finite values
+    within its range."""
+    dtype = out.dtype
+    if raw.size == 0 or raw.dtype.kind == "b":
+        return
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lo, hi = raw.min(), raw.max()
+        if lo < info.min or hi > info.max:
+            raise _bad(f"JSON Value: {lo if lo < info.min else hi} Type: Number is not of "
+                       f"expected type: {dtype.name} (input {alias})")
+    elif raw.dtype.kind in "iu":  # integers into a float type: exactly, as TF Serving
+        exact = 2 ** (np.finfo(dtype).nmant + 1) - 1
+        lo, hi = raw.min(), raw.max()
+        if lo < -exact or hi > exact:
+            raise _bad(f"Cannot convert JSON value: {lo if lo < -exact else hi} to "
+                       f"{dtype.name} without loss of precision (input {alias}).")
+    elif out is not raw:  # floats into a narrower float type: finite stays finite
+        over = np.isfinite(raw) & ~np.isfinite(out)
+        if over.any():
+            raise _bad(f"Cannot convert JSON value: {raw[over].flat[0]} to {dtype.name} "
+                       f"without loss of precision (input {alias}).")
+
+
+def _holds_bool(value) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, bool):
+            return True
+        if isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
+def to_array(value, tensor_info, alias: str, booleans: bool = True) -> np.ndarray:
     """A JSON value as the array the TensorInfo asks for (dtype checked, not coerced from
-    strings; rectangular)."""
+    strings or booleans; values within range; rectangular). `booleans=False` says the
+    request holds no `true` or `false` (NumPy turns [true, 2] into integers: finding one
+    among numbers takes a walk over the value, skipped when there is none)."""
     dtype = numpy_dtype(tensor_info)
     if dtype is np.object_:
-        nested = _bytes_of(value)
-        try:
-            arr = np.array(nested, dtype=object)
-            ref = np.array(value, dtype=object) if not isinstance(value, dict) else arr
-        except ValueError as e:
-            raise _bad(f"Ragged or malformed DT_STRING tensor for {alias}: {e}") from None
-        if arr.shape != ref.shape or any(not isinstance(x, bytes) for x in arr.flat):
-            raise _bad(f"Ragged DT_STRING tensor for {alias}")
-        return arr
+        return _string_array(value, alias)
     try:
         raw = np.asarray(value)
-    except ValueError as e:
+    except (ValueError, RecursionError, RuntimeError) as e:
         raise _bad(f"Ragged or malformed tensor for input {alias}: {e}") from None
-    kind = np.dtype(dtype).kind
-    allowed = {"b": "b", "i": "biu", "u": "biu", "f": "biuf", "c": "biufc"}.get(kind, "biuf")
-    if raw.dtype.kind not in allowed:
-        raise _bad(f"Expected values of type {np.dtype(dtype).name} for input {alias}, got "
-                   f"{raw.dtype.kind == 'U' and 'strings' or raw.dtype.name} "
-                   f"(or a ragged or malformed list)")
-    return raw.astype(dtype, copy=False)
+    dtype = np.dtype(dtype)
+    if raw.dtype.kind not in _ALLOWED_KINDS.get(dtype.kind, "iuf"):
+        got = {"U": "strings", "b": "booleans", "O": "values of mixed or unsupported types "
+               "(null, objects, integers beyond 64 bits)"}.get(raw.dtype.kind, raw.dtype.name)
+        raise _bad(f"Expected values of type {dtype.name} for input {alias}, got {got} "
+                   "(or a ragged or malformed list)")
+    if booleans and dtype.kind != "b" and raw.dtype.kind != "b" and _holds_bool(value):
+        raise _bad(f"Expected values of type {dtype.name} for input {alias}, got booleans")
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = raw.astype(dtype, copy=False)
+    _check_range(raw, out, alias)
+    return out
 
 
-def predict_inputs(doc: dict, signature) -> tuple[dict, bool]:
-    """(alias -> array, row_format) from a predict request."""
+def predict_inputs(doc: dict, signature, booleans: bool = True) -> tuple[dict, bool]:
+    """(alias -> array, row_format) from a predict request (`booleans`: see to_array)."""
     has_rows, has_cols = "instances" in doc, "inputs" in doc
     if has_rows == has_cols:
         raise _bad("Missing 'inputs' or 'instances' key" if not has_rows else
@@ -123,7 +248,7 @@ def predict_inputs(doc: dict, signature) -> tuple[dict, bool]:
         if unknown:
             raise _bad(f"input tensor alias not found in signature: {unknown[0]}. "
                        f"Inputs expected to be in the set {{{','.join(sorted(infos))}}}.")
-        return {k: to_array(v, infos[k], k) for k, v in named.items()}, False
+        return {k: to_array(v, infos[k], k, booleans) for k, v in named.items()}, False
     rows = doc["instances"]
     if not isinstance(rows, list) or not rows:
         raise _bad("Expected 'instances' to be a non-empty list")
@@ -139,12 +264,12 @@ def predict_inputs(doc: dict, signature) -> tuple[dict, bool]:
         if unknown:
             raise _bad(f"input tensor alias not found in signature: {unknown[0]}. "
                        f"Inputs expected to be in the set {{{','.join(sorted(infos))}}}.")
-        return {k: to_array(v, infos[k], k) for k, v in columns.items()}, True
+        return {k: to_array(v, infos[k], k, booleans) for k, v in columns.items()}, True
     if len(infos) != 1:
         raise _bad("Expected each instance to be an object naming the signature's "
                    f"{len(infos)} inputs")
     alias = next(iter(infos))
-    return {alias: to_array(rows, infos[alias], alias)}, True
+    return {alias: to_array(rows, infos[alias], alias, booleans)}, True
 
 
 def _jsonable(arr: np.ndarray, alias: str):
@@ -183,14 +308,29 @@ def predict_response(outputs: dict, row_format: bool) -> dict:
     return {"predictions": [{k: cols[k][i] for k in cols} for i in range(batch or 0)]}
 
 
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_FLOAT32_EXACT = 2 ** 24 - 1
+
+
 def _feature(name: str, value) -> feature_pb2.Feature:
+    """A tf.train.Feature from a JSON feature value (TF Serving's rules: booleans are
+    int64s, integers must fit int64, floats must fit float32)."""
     values = value if isinstance(value, list) else [value]
     f = feature_pb2.Feature()
     if values and all(isinstance(v, str) or _is_b64(v) for v in values):
         f.bytes_list.value.extend(_bytes_of(values))
-    elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        f.int64_list.value.extend(values)
+    elif all(isinstance(v, int) for v in values):
+        ints = [int(v) for v in values]
+        if any(not _INT64[0] <= v <= _INT64[1] for v in ints):
+            raise _bad(f"Feature: {name} has an integer element outside int64's range. "
+                       "Only int64 is supported.")
+        f.int64_list.value.extend(ints)
     elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        if any(abs(v) > (_FLOAT32_EXACT if isinstance(v, int) else _FLOAT32_MAX)
+               for v in values if isinstance(v, int) or math.isfinite(v)):
+            raise _bad(f"Feature: {name}: cannot convert a JSON value to float without loss "
+                       "of precision.")
         f.float_list.value.extend(values)
     else:
         raise _bad(f"Feature {name}: expected a number, a string, {{\"b64\": ...}} or a list "
