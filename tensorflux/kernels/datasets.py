@@ -18,6 +18,14 @@ Invariants:
   body is row-wise (a parse_single_example: kernels/functions.row_wise) runs it once per
   chunk of elements (_RowWiseMapIterator), with the per-element results and errors; a
   batch of such a map, once per batch (_MapAndBatchIterator, TensorFlow's fusion).
+- Errors are per element, as in TensorFlow: an element whose production fails (its map
+  function raised, a check failed, an input below failed) raises its error from that one
+  `next()`, and the next call goes on with the elements after it. A batch (or window,
+  zip) with a failed element raises once and drops the elements it had gathered; a shuffle
+  raises while it fills its buffer and keeps the buffer. Generator-based iterators pass a
+  failure on as a `_Failed` element (`_drain`, `_pull`), which `_GenIterator` raises: a
+  generator that raised could not go on. CancelledError, OutOfRangeError and errors that
+  are not tf.errors still end the iteration.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -79,8 +87,29 @@ def _call(fn, element: list, captured: list) -> list | None:
         return None
 
 
+def _resumable(e: BaseException) -> bool:
+    """Whether the elements after one that failed with `e` still follow (see the module
+    docstring)."""
+    return isinstance(e, errors.OpError) and not isinstance(
+        e, (errors.CancelledError, errors.OutOfRangeError))
+
+
+def _pull(it: Iterator):
+    """`x = yield from _pull(it)` in an element generator: it.next(), a resumable error of
+    the input yielded as a _Failed (raised by the consumer's `next()`) and the next element
+    tried on the call after."""
+    while True:
+        try:
+            return it.next()
+        except Exception as e:  # noqa: BLE001 - per element, unless it ends the iteration
+            if not _resumable(e):
+                raise
+            yield _Failed(e)
+
+
 class _GenIterator(Iterator):
-    """An iterator over a Python generator of elements (sources and simple transforms)."""
+    """An iterator over a Python generator of elements (sources and simple transforms); a
+    `_Failed` the generator yields is raised here, and the generator goes on after it."""
 
     def __init__(self, gen, children=()):
         self._gen = gen
@@ -91,10 +120,13 @@ class _GenIterator(Iterator):
         if self._done:
             return None
         try:
-            return next(self._gen)
+            x = next(self._gen)
         except StopIteration:
             self._done = True
             return None
+        if isinstance(x, _Failed):
+            raise x.error
+        return x
 
     def children(self):
         return self._children
@@ -108,11 +140,20 @@ class _GenIterator(Iterator):
 
 
 def _drain(it: Iterator):
+    """The elements of `it` until its end; a failed one comes as a `_Failed` (_pull), which
+    the generators using this pass on."""
     while True:
-        x = it.next()
+        x = yield from _pull(it)
         if x is None:
             return
         yield x
+
+
+def _failure(e: BaseException) -> _Failed:
+    """`e` as a failed element, or raised when it ends the iteration."""
+    if not _resumable(e):
+        raise e
+    return _Failed(e)
 
 
 # ---- sources -----------------------------------------------------------------------------
@@ -272,9 +313,13 @@ class _ParallelMapIterator(Iterator):
 
     def _fill(self) -> None:
         while not self._exhausted and len(self._pending) < self._n:
-            chunk = []
+            chunk, failure = [], None
             while len(chunk) < self.CHUNK:
-                x = self._inner.next()
+                try:
+                    x = self._inner.next()
+                except Exception as e:  # noqa: BLE001 - raised in its place by next()
+                    failure = _failure(e)
+                    break
                 if x is None:
                     self._exhausted = True
                     break
@@ -282,6 +327,11 @@ class _ParallelMapIterator(Iterator):
             if chunk:
                 self._pending.append(self._pool.submit(_call_chunk, self._fn, chunk,
                                                        self._captured))
+            if failure is not None:
+                done: Future = Future()
+                done.set_result([failure])
+                self._pending.append(done)
+                return
 
     def next(self):  # noqa: A003
         if self._done:
@@ -374,7 +424,14 @@ class FilterDataset(Dataset):
 
         def gen():
             for x in _drain(inner):
-                keep = _call(pred, x, captured)
+                if isinstance(x, _Failed):
+                    yield x
+                    continue
+                try:
+                    keep = _call(pred, x, captured)
+                except Exception as e:  # noqa: BLE001 - this element's error
+                    yield _failure(e)
+                    continue
                 if keep is None:
                     return
                 if np.shape(keep[0]) != ():
@@ -396,7 +453,14 @@ class FlatMapDataset(Dataset):
 
         def gen():
             for x in _drain(inner):
-                out = _call(fn, x, captured)
+                if isinstance(x, _Failed):
+                    yield x
+                    continue
+                try:
+                    out = _call(fn, x, captured)
+                except Exception as e:  # noqa: BLE001 - this element's error
+                    yield _failure(e)
+                    continue
                 if out is None:
                     return
                 sub = as_dataset(out[0]).iterate(env)
@@ -514,7 +578,7 @@ class TakeDataset(Dataset):
         def gen():
             n = 0
             while self.count < 0 or n < self.count:
-                x = inner.next()
+                x = yield from _pull(inner)  # a failed element is not counted (as TF)
                 if x is None:
                     return
                 n += 1
@@ -532,7 +596,13 @@ class SkipDataset(Dataset):
         def gen():
             n = 0
             while self.count < 0 or n < self.count:
-                if inner.next() is None:
+                try:
+                    x = inner.next()
+                except Exception as e:  # noqa: BLE001 - TF's Skip then starts over its count
+                    n = 0
+                    yield _failure(e)
+                    continue
+                if x is None:
                     return
                 n += 1
             yield from _drain(inner)
@@ -575,6 +645,9 @@ class ShuffleDataset(Dataset):
             size = self.buffer_size
             u = draws()
             for x in _drain(inner):
+                if isinstance(x, _Failed):  # raised at once; the buffer is kept
+                    yield x
+                    continue
                 if len(buf) < size:
                     buf.append(x)
                     continue
@@ -597,13 +670,17 @@ class ZipDataset(Dataset):
 
         def gen():
             while True:
-                parts = []
-                for it in its:
-                    x = it.next()
+                parts, failure = [], None
+                for it in its:  # every input advances, as in TF, even after one failed
+                    try:
+                        x = it.next()
+                    except Exception as e:  # noqa: BLE001 - the tuple fails, its parts dropped
+                        failure = failure or _failure(e)
+                        continue
                     if x is None:
                         return
                     parts.extend(x)
-                yield parts
+                yield failure or parts
         return _GenIterator(gen(), its)
 
 
@@ -644,7 +721,8 @@ class CacheDataset(Dataset):
         def gen():
             filled = []
             for x in _drain(inner):
-                filled.append(x)
+                if not isinstance(x, _Failed):  # a failed element is not cached (as TF)
+                    filled.append(x)
                 yield x
             with self._lock:
                 if self._cache is None:
@@ -671,8 +749,9 @@ class PrefetchDataset(Dataset):
 
 class _PrefetchIterator(Iterator):
     """A background thread (started on the first `next`) reads ahead up to `capacity`
-    elements. It ends after the input's end or first error (both buffered, so the consumer
-    sees them in order) or as soon as the tree is closed."""
+    elements, errors buffered in their place. It ends after the input's end or an error
+    that ends the iteration (buffered too, so the consumer sees them in order) or as soon as
+    the tree is closed."""
 
     def __init__(self, inner: Iterator, capacity: int, env: Env):
         self._inner, self._capacity, self._env = inner, capacity, env
@@ -695,7 +774,7 @@ class _PrefetchIterator(Iterator):
             with self._cond:
                 self._buf.append(x)
                 self._cond.notify_all()
-            if x is None or isinstance(x, BaseException):
+            if x is None or isinstance(x, BaseException) and not _resumable(x):
                 break
 
     def next(self):  # noqa: A003
@@ -709,11 +788,15 @@ class _PrefetchIterator(Iterator):
                     raise errors.CancelledError(None, None, "Iterator was cancelled")
                 self._cond.wait(0.5)
             x = self._buf[0]
-            if x is None or isinstance(x, BaseException):
-                if isinstance(x, BaseException):
-                    self._buf[0] = None
-                    raise x
+            if x is None:
                 return None
+            if isinstance(x, BaseException):
+                if _resumable(x):
+                    self._buf.popleft()
+                    self._cond.notify_all()
+                else:
+                    self._buf[0] = None
+                raise x
             self._buf.popleft()
             self._cond.notify_all()
             return x
@@ -730,13 +813,25 @@ class _PrefetchIterator(Iterator):
 
 # ---- batching ----------------------------------------------------------------------------
 
-def _take_batch(it: Iterator, n: int, drop_remainder: bool) -> list | None:
-    rows = []
+def _take_batch(it: Iterator, n: int, drop_remainder: bool, whole: bool = False) -> list | None:
+    """The next `n` elements of `it` (fewer at its end; None when there are none, or too few
+    with `drop_remainder`). An element's error is raised at once, the rows read dropped;
+    with `whole`, only after reading the batch's other elements, which are dropped too
+    (TensorFlow's map_and_batch fusion, on by default, fails a batch of a map that way)."""
+    rows, failure = [], None
     while len(rows) < n:
-        x = it.next()
+        try:
+            x = it.next()
+        except Exception as e:  # noqa: BLE001 - the batch fails with the first error
+            if not whole or not _resumable(e):
+                raise
+            failure = failure or e
+            x = []
         if x is None:
             break
         rows.append(x)
+    if failure is not None:
+        raise failure
     if not rows or (drop_remainder and len(rows) < n):
         return None
     return rows
@@ -755,13 +850,19 @@ class BatchDataset(Dataset):
             return _MapAndBatchIterator(m.input.iterate(env), m.fn, m.captured,
                                         self.batch_size, self.drop)
         inner = self.input.iterate(env)
+        whole = isinstance(m, MapDataset)
 
         def gen():
             while True:
-                rows = _take_batch(inner, self.batch_size, self.drop)
-                if rows is None:
-                    return
-                yield [_stack(rows, i) for i in range(len(rows[0]))]
+                try:
+                    rows = _take_batch(inner, self.batch_size, self.drop, whole)
+                    if rows is None:
+                        return
+                    batch = [_stack(rows, i) for i in range(len(rows[0]))]
+                except Exception as e:  # noqa: BLE001 - the rows gathered are dropped
+                    yield _failure(e)
+                    continue
+                yield batch
         return _GenIterator(gen(), [inner])
 
 
@@ -846,10 +947,15 @@ class PaddedBatchDataset(Dataset):
 
         def gen():
             while True:
-                rows = _take_batch(inner, self.batch_size, self.drop)
-                if rows is None:
-                    return
-                yield [self._pad(rows, i) for i in range(len(rows[0]))]
+                try:
+                    rows = _take_batch(inner, self.batch_size, self.drop)
+                    if rows is None:
+                        return
+                    batch = [self._pad(rows, i) for i in range(len(rows[0]))]
+                except Exception as e:  # noqa: BLE001 - the rows gathered are dropped
+                    yield _failure(e)
+                    continue
+                yield batch
         return _GenIterator(gen(), [inner])
 
     def _pad(self, rows: list, i: int) -> np.ndarray:
@@ -886,11 +992,15 @@ class UnbatchDataset(Dataset):
 
         def gen():
             for x in _drain(inner):
+                if isinstance(x, _Failed):
+                    yield x
+                    continue
                 n = {np.shape(c)[0] if np.ndim(c) else None for c in x}
                 if None in n or len(n) != 1:
-                    raise errors.InvalidArgumentError(
+                    yield _Failed(errors.InvalidArgumentError(
                         None, None, "Input element must have a non-scalar value in each "
-                        "component and the same size in the 0th dimension.")
+                        "component and the same size in the 0th dimension."))
+                    continue
                 for j in range(n.pop()):
                     yield [np.asarray(c)[j, ...] for c in x]
         return _GenIterator(gen(), [inner])
