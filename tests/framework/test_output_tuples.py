@@ -101,3 +101,28 @@ for op in {sorted(ops)!r}:
                   if list(output_tuple(ops[op])._fields) != fields}
     assert not mismatched
     assert len(theirs) > 0.9 * len(ops)
+
+
+def test_named_outputs_through_structures():
+    # Control flow keeps the named tuple (as TF 2.21 does); functions that take lists
+    # accept one; a custom gradient may return one.
+    with tf.Graph().as_default(), tf.Session() as sess:
+        x = tf.constant([[1.0, 2.0]])
+        loop = tf.while_loop(lambda a, b: tf.reduce_sum(a) < 10,
+                             lambda a, b: tf.nn.top_k(a * 2 + tf.cast(b, tf.float32), 1),
+                             tf.nn.top_k(x, 1))
+        cond = tf.cond(tf.constant(True), lambda: tf.nn.top_k([1.0, 2.0], 1),
+                       lambda: tf.nn.top_k([3.0, 4.0], 1))
+        scan = tf.scan(lambda a, v: tf.nn.top_k(v, 1), tf.constant([[1.0, 2.0], [4.0, 3.0]]),
+                       initializer=tf.nn.top_k([0.0, 0.0], 1))
+        assert {type(v).__name__ for v in (loop, cond, scan)} == {"TopKV2"}
+        got = sess.run({"loop": loop, "cond": cond, "scan": scan,
+                        "qr": tf.concat(tf.linalg.qr(tf.eye(2)), 0)})
+        assert got["loop"].values.tolist() == [[10.0]] and got["cond"].indices.tolist() == [1]
+        assert got["scan"].values.tolist() == [[2.0], [4.0]] and got["qr"].shape == (4, 2)
+
+        @tf.custom_gradient
+        def f(v):
+            return tf.nn.top_k(v, 1), lambda dv, di: dv * 0 + 1.0
+
+        assert type(f(x)).__name__ == "TopKV2"
