@@ -278,6 +278,13 @@ def _converts(v, kind: str) -> bool | None:
     return None
 
 
+def _mixed(values) -> bool:
+    """Integers beyond float32's exact range among floats: NumPy reads the list as floats,
+    so tensorflux accepts what TF Serving (which sees each literal) refuses; no claim."""
+    return any(isinstance(v, float) for v in values) and any(
+        isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**24 - 1 for v in values)
+
+
 def _expected(method: str, path: str, doc: dict | None):
     """("ok", predictions) or ("bad", None) where TF Serving's answer is known; else None.
     Covers row-format requests of the default signature (x: float32 [?, 3]) and of "two"
@@ -292,7 +299,7 @@ def _expected(method: str, path: str, doc: dict | None):
     if name in (None, "", "serving_default") and all(
             isinstance(r, list) and len(r) == 3 for r in rows):
         ok = [_converts(v, "f") for r in rows for v in r]
-        if None in ok:
+        if None in ok or _mixed([v for r in rows for v in r]):
             return None
         if not all(ok):
             return "bad", None
@@ -300,7 +307,7 @@ def _expected(method: str, path: str, doc: dict | None):
             return "ok", models.expected_y(np.array(rows, np.float64).astype(np.float32), 1.0)
     if name == "two" and all(isinstance(r, dict) and set(r) == {"a", "b"} for r in rows):
         ok = [_converts(r["a"], "f") for r in rows] + [_converts(r["b"], "i") for r in rows]
-        if None in ok:
+        if None in ok or _mixed([r["a"] for r in rows]):
             return None
         if not all(ok):
             return "bad", None
