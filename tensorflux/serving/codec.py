@@ -51,10 +51,8 @@ __all__ = ["parse_json", "signature_name", "predict_inputs", "predict_response",
 # The deepest nesting of a tensor value (NumPy's limit on a rank).
 MAX_DEPTH = 64
 
-# Bodies that may hold a float literal beyond double's range (an exponent of 3+ digits, or
-# 309+ digits in a row) or a UTF-16 surrogate escape are checked the slow way; the rest
-# (nearly every request) parse at json's full speed.
-_MAYBE_HUGE_FLOAT = re.compile(rb"[eE][+]?0*[1-9][0-9]{2}|[0-9]{309}")
+# Bodies that may hold a UTF-16 surrogate escape are checked the slow way; the rest (nearly
+# every request) parse at json's full speed.
 _MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
@@ -95,16 +93,42 @@ def _show(value) -> str:
         return "(deeply nested value)"
 
 
+class _Text:
+    """What a request's JSON text says beyond its parsed values, asked only when needed:
+    whether it may hold `true`/`false` (NumPy reads [true, 2] as integers), and whether an
+    infinity came from a float literal beyond double's range (json reads 1e400 as inf; TF
+    Serving's parser refuses it). Without the text (None) booleans are searched for and
+    infinities taken as written."""
+
+    __slots__ = ("body", "_booleans")
+
+    def __init__(self, body: bytes | None):
+        self.body = body
+        self._booleans = None
+
+    @property
+    def may_hold_booleans(self) -> bool:
+        if self._booleans is None:
+            self._booleans = self.body is None or b"true" in self.body or \
+                b"false" in self.body
+        return self._booleans
+
+    def check_infinities(self) -> None:
+        """Raises if a float literal of the text overflows (called when an inf was read)."""
+        if self.body is not None:
+            json.loads(self.body, parse_float=_finite_float)
+
+
 def parse_json(body: bytes) -> dict:
-    """The request body as a JSON object.
+    """The request body as a JSON object (a float literal beyond double's range is found
+    when its value is used: predict_inputs, examples_tensor).
 
     Raises:
-      tf.errors.InvalidArgumentError: not UTF-8 JSON, not an object, a float literal beyond
-        double's range, a lone surrogate escape, or nesting deeper than json can parse.
+      tf.errors.InvalidArgumentError: not UTF-8 JSON, not an object, a lone surrogate
+        escape, or nesting deeper than json can parse.
     """
-    huge = _MAYBE_HUGE_FLOAT.search(body) is not None
     try:
-        doc = json.loads(body, parse_float=_finite_float if huge else None)
+        doc = json.loads(body)
     except RecursionError:
         raise _bad("JSON Parse error: nesting too deep") from None
     except (UnicodeDecodeError, ValueError) as e:  # JSONDecodeError, int digit limits
@@ -165,12 +189,10 @@ def _string_array(value, alias: str) -> np.ndarray:
 _ALLOWED_KINDS = {"b": "b", "i": "iu", "u": "iu", "f": "iuf", "c": "iufc"}
 
 
-def _check_range(raw: np.ndarray, out: np.ndarray, alias: str) -> None:
-    """Raises unless `out` holds `raw` converted as TF Serving converts it: integers within
-    an integer type's range; for a float type, integers it holds exactly and finite values
-    within its range."""
-    dtype = out.dtype
-    if raw.size == 0 or raw.dtype.kind == "b":
+def _check_integers(raw: np.ndarray, dtype: np.dtype, alias: str) -> None:
+    """Raises unless the integers of `raw` convert to `dtype` as TF Serving converts them:
+    within an integer type's range; for a float type, held exactly."""
+    if raw.size == 0 or raw.dtype.kind not in "iu":
         return
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
@@ -178,17 +200,23 @@ def _check_range(raw: np.ndarray, out: np.ndarray, alias: str) -> None:
         if lo < info.min or hi > info.max:
             raise _bad(f"JSON Value: {lo if lo < info.min else hi} Type: Number is not of "
                        f"expected type: {dtype.name} (input {alias})")
-    elif raw.dtype.kind in "iu":  # integers into a float type: exactly, as TF Serving
+    elif dtype.kind in "fc":
         exact = 2 ** (np.finfo(dtype).nmant + 1) - 1
         lo, hi = raw.min(), raw.max()
         if lo < -exact or hi > exact:
             raise _bad(f"Cannot convert JSON value: {lo if lo < -exact else hi} to "
                        f"{dtype.name} without loss of precision (input {alias}).")
-    elif out is not raw:  # floats into a narrower float type: finite stays finite
-        over = np.isfinite(raw) & ~np.isfinite(out)
-        if over.any():
-            raise _bad(f"Cannot convert JSON value: {raw[over].flat[0]} to {dtype.name} "
-                       f"without loss of precision (input {alias}).")
+
+
+def _check_infinities(raw: np.ndarray, out: np.ndarray, alias: str, text: _Text) -> None:
+    """For floats converted to `out`, which holds an infinity: a finite value must stay
+    finite (TF Serving: no loss of precision), and an infinity must have been written as
+    one (not a literal beyond double's range)."""
+    over = np.isfinite(raw) & np.isinf(out)
+    if over.any():
+        raise _bad(f"Cannot convert JSON value: {raw[over].flat[0]} to {out.dtype.name} "
+                   f"without loss of precision (input {alias}).")
+    text.check_infinities()
 
 
 def _holds_bool(value) -> bool:
@@ -202,11 +230,12 @@ def _holds_bool(value) -> bool:
     return False
 
 
-def to_array(value, tensor_info, alias: str, booleans: bool = True) -> np.ndarray:
+def to_array(value, tensor_info, alias: str, text: _Text | None = None) -> np.ndarray:
     """A JSON value as the array the TensorInfo asks for (dtype checked, not coerced from
-    strings or booleans; values within range; rectangular). `booleans=False` says the
-    request holds no `true` or `false` (NumPy turns [true, 2] into integers: finding one
-    among numbers takes a walk over the value, skipped when there is none)."""
+    strings or booleans; values within range; rectangular). `text`: the request's JSON text
+    (see _Text; booleans among numbers are found by a walk over the value, skipped when the
+    text has no `true` or `false`)."""
+    text = text or _Text(None)
     dtype = numpy_dtype(tensor_info)
     if dtype is np.object_:
         return _string_array(value, alias)
@@ -220,16 +249,24 @@ def to_array(value, tensor_info, alias: str, booleans: bool = True) -> np.ndarra
                "(null, objects, integers beyond 64 bits)"}.get(raw.dtype.kind, raw.dtype.name)
         raise _bad(f"Expected values of type {dtype.name} for input {alias}, got {got} "
                    "(or a ragged or malformed list)")
-    if booleans and dtype.kind != "b" and raw.dtype.kind != "b" and _holds_bool(value):
+    if dtype.kind != "b" and raw.dtype.kind != "b" and text.may_hold_booleans and \
+            _holds_bool(value):
         raise _bad(f"Expected values of type {dtype.name} for input {alias}, got booleans")
-    with np.errstate(over="ignore", invalid="ignore"):
+    _check_integers(raw, dtype, alias)
+    if raw.dtype.kind == "f" and raw.dtype != dtype:
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow: checked below
+            out = raw.astype(dtype)
+    else:
         out = raw.astype(dtype, copy=False)
-    _check_range(raw, out, alias)
+    if raw.dtype.kind == "f" and out.dtype.kind == "f" and np.isinf(out).any():
+        _check_infinities(raw, out, alias, text)
     return out
 
 
-def predict_inputs(doc: dict, signature, booleans: bool = True) -> tuple[dict, bool]:
-    """(alias -> array, row_format) from a predict request (`booleans`: see to_array)."""
+def predict_inputs(doc: dict, signature, body: bytes | None = None) -> tuple[dict, bool]:
+    """(alias -> array, row_format) from a predict request (`body`: its JSON text, for the
+    checks the parsed values cannot tell; see _Text)."""
+    text = _Text(body)
     has_rows, has_cols = "instances" in doc, "inputs" in doc
     if has_rows == has_cols:
         raise _bad("Missing 'inputs' or 'instances' key" if not has_rows else
@@ -248,7 +285,7 @@ def predict_inputs(doc: dict, signature, booleans: bool = True) -> tuple[dict, b
         if unknown:
             raise _bad(f"input tensor alias not found in signature: {unknown[0]}. "
                        f"Inputs expected to be in the set {{{','.join(sorted(infos))}}}.")
-        return {k: to_array(v, infos[k], k, booleans) for k, v in named.items()}, False
+        return {k: to_array(v, infos[k], k, text) for k, v in named.items()}, False
     rows = doc["instances"]
     if not isinstance(rows, list) or not rows:
         raise _bad("Expected 'instances' to be a non-empty list")
@@ -264,12 +301,12 @@ def predict_inputs(doc: dict, signature, booleans: bool = True) -> tuple[dict, b
         if unknown:
             raise _bad(f"input tensor alias not found in signature: {unknown[0]}. "
                        f"Inputs expected to be in the set {{{','.join(sorted(infos))}}}.")
-        return {k: to_array(v, infos[k], k, booleans) for k, v in columns.items()}, True
+        return {k: to_array(v, infos[k], k, text) for k, v in columns.items()}, True
     if len(infos) != 1:
         raise _bad("Expected each instance to be an object naming the signature's "
                    f"{len(infos)} inputs")
     alias = next(iter(infos))
-    return {alias: to_array(rows, infos[alias], alias, booleans)}, True
+    return {alias: to_array(rows, infos[alias], alias, text)}, True
 
 
 def _jsonable(arr: np.ndarray, alias: str):
@@ -313,7 +350,7 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _FLOAT32_EXACT = 2 ** 24 - 1
 
 
-def _feature(name: str, value) -> feature_pb2.Feature:
+def _feature(name: str, value, text: _Text) -> feature_pb2.Feature:
     """A tf.train.Feature from a JSON feature value (TF Serving's rules: booleans are
     int64s, integers must fit int64, floats must fit float32)."""
     values = value if isinstance(value, list) else [value]
@@ -327,6 +364,8 @@ def _feature(name: str, value) -> feature_pb2.Feature:
                        "Only int64 is supported.")
         f.int64_list.value.extend(ints)
     elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        if any(isinstance(v, float) and math.isinf(v) for v in values):
+            text.check_infinities()
         if any(abs(v) > (_FLOAT32_EXACT if isinstance(v, int) else _FLOAT32_MAX)
                for v in values if isinstance(v, int) or math.isfinite(v)):
             raise _bad(f"Feature: {name}: cannot convert a JSON value to float without loss "
@@ -338,9 +377,11 @@ def _feature(name: str, value) -> feature_pb2.Feature:
     return f
 
 
-def examples_tensor(doc: dict) -> np.ndarray:
-    """The request's examples (context merged in) as serialized tf.Example protos."""
+def examples_tensor(doc: dict, body: bytes | None = None) -> np.ndarray:
+    """The request's examples (context merged in) as serialized tf.Example protos (`body`:
+    its JSON text, to tell an infinity written as Infinity from an overflowing literal)."""
     examples, context = doc.get("examples"), doc.get("context", {})
+    text = _Text(body)
     if not isinstance(examples, list) or not examples:
         raise _bad("'examples' must be a non-empty list of objects")
     if not isinstance(context, dict):
@@ -351,7 +392,7 @@ def examples_tensor(doc: dict) -> np.ndarray:
             raise _bad("Each element of 'examples' must be an object")
         proto = example_pb2.Example()
         for name, value in {**context, **e}.items():
-            proto.features.feature[name].CopyFrom(_feature(name, value))
+            proto.features.feature[name].CopyFrom(_feature(name, value, text))
         out.append(proto.SerializeToString())
     return np.array(out, dtype=object)
 

@@ -267,8 +267,7 @@ class ModelServer:
         def decode(body):
             doc = codec.parse_json(body)
             name = codec.signature_name(doc)
-            booleans = b"true" in body or b"false" in body
-            inputs, rows = codec.predict_inputs(doc, servable.signature(name), booleans)
+            inputs, rows = codec.predict_inputs(doc, servable.signature(name), body)
             return name, inputs, rows
         name, inputs, rows = await self._decode(decode, body)
         outputs = await self._run(servable, name, inputs)
@@ -287,7 +286,7 @@ class ModelServer:
             doc = codec.parse_json(body)
             name = codec.signature_name(doc)
             key = input_key(servable.signature(name))
-            return name, {key: codec.examples_tensor(doc)}
+            return name, {key: codec.examples_tensor(doc, body)}
         name, inputs = await self._decode(decode, body)
         n = len(next(iter(inputs.values())))
         return await self._run(servable, name, inputs), n
