@@ -63,7 +63,8 @@ def _pack(structure, flat: list):
 
     def rebuild(s):
         if isinstance(s, (list, tuple)):
-            return type(s)(rebuild(item) for item in s)
+            items = [rebuild(item) for item in s]
+            return type(s)(*items) if hasattr(s, "_fields") else type(s)(items)
         return next(it)
 
     return rebuild(structure)

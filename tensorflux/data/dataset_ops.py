@@ -19,9 +19,11 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.func_graph import FuncGraph, FunctionRef
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Tensor
+from tensorflux.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.kernels import datasets as ds_kernels
 from tensorflux.ops import dataset_ops as _ops  # noqa: F401 - defines the dataset ops
+from tensorflux.ops import parsing_ops
 from tensorflux.runtime import functions as _functions  # noqa: F401 - runs traced bodies
 
 AUTOTUNE = ds_kernels.AUTOTUNE
@@ -33,10 +35,43 @@ def _int64(value, name: str) -> Tensor:
 
 
 def _to_tensors(value):
-    """`value`'s leaves as tensors (a list is one tensor, as in tf.data)."""
-    return st.map_structure(
-        lambda v: v if isinstance(v, Tensor) else convert_to_tensor(v, name="component"),
-        value)
+    """`value`'s leaves as tensors or SparseTensors (a list is one tensor, as in tf.data)."""
+    def convert(v):
+        if isinstance(v, (Tensor, SparseTensor)):
+            return v
+        if isinstance(v, SparseTensorValue):
+            return SparseTensor.from_value(v)
+        return convert_to_tensor(v, name="component")
+    return st.map_structure(convert, value)
+
+
+# ---- SparseTensor components ---------------------------------------------------------
+# A SparseTensor component travels through the dataset ops as a variant tensor holding its
+# three parts, [3] per element (TensorFlow's encoding). Batching stacks them ([N, 3]);
+# DeserializeSparse turns [..., 3] back into one SparseTensor with those leading dimensions
+# (dense shape: the largest of the batch's). Functions and iterators decode their sparse
+# arguments and outputs; functions encode what they return.
+
+
+def _encode(v, many: bool = False):
+    """A component value as the tensor the dataset ops carry (`many`: a SparseTensor's
+    first dimension as separate elements, for slicing)."""
+    if not isinstance(v, SparseTensor):
+        return v
+    fn = parsing_ops.serialize_many_sparse if many else parsing_ops.serialize_sparse
+    return fn(v, out_type=dtypes.variant)
+
+
+def _decode(t: Tensor, spec: st.Spec):
+    """The component value of `t` (a SparseTensor for a SparseSpec)."""
+    if not isinstance(spec, st.SparseSpec):
+        return t
+    sp = parsing_ops.deserialize_sparse(t, spec.dtype, rank=spec.shape.ndims)
+    if spec.shape.is_fully_defined():  # then the dense shape is known: a constant (as TF)
+        return SparseTensor(sp.indices, sp.values, convert_to_tensor(
+            spec.shape.as_list(), dtype=dtypes.int64, name="dense_shape"))
+    sp.set_shape(spec.shape)
+    return sp
 
 
 def _fn_name(fn) -> str:
@@ -54,18 +89,18 @@ class _Traced:
         with g.as_default():
             flat = []
             for i, spec in enumerate(st.flatten(spec_structure)):
-                t = g.add_argument(spec.dtype, spec.shape if spec.shape.ndims is not None
+                shape = spec.flat_shape
+                t = g.add_argument(spec.flat_dtype, shape if shape.ndims is not None
                                    else None, f"args_{i}")
-                t.set_shape(spec.shape)
-                flat.append(t)
+                t.set_shape(shape)
+                flat.append(_decode(t, spec))
             args = st.pack(spec_structure, flat)
             result = fn(*args) if type(args) is tuple else fn(args)
             if isinstance(result, list):
                 result = tuple(result)
             result = st.map_structure(
-                lambda v: v if isinstance(v, (Tensor, DatasetV1)) else
-                convert_to_tensor(v, name="component"), result)
-            g.set_outputs([v._variant_tensor if isinstance(v, DatasetV1) else v
+                lambda v: v if isinstance(v, DatasetV1) else _to_tensors(v), result)
+            g.set_outputs([v._variant_tensor if isinstance(v, DatasetV1) else _encode(v)
                            for v in st.flatten(result)])
         self.ref = FunctionRef(g)
         self.captured = [outer_t for outer_t, _ in g.captures]
@@ -85,15 +120,15 @@ class DatasetV1(st.HasElementSignature):
 
     def _flat_attrs(self) -> dict:
         flat = st.flatten(self._structure)
-        return {"output_types": [s.dtype for s in flat],
-                "output_shapes": [s.shape for s in flat]}
+        return {"output_types": [s.flat_dtype for s in flat],
+                "output_shapes": [s.flat_shape for s in flat]}
 
     def _derive(self, op_type: str, structure=None, **inputs) -> DatasetV1:
         structure = self._structure if structure is None else structure
         flat = st.flatten(structure)
         v = apply_op(op_type, input_dataset=self._variant_tensor,
-                     output_types=[s.dtype for s in flat],
-                     output_shapes=[s.shape for s in flat], **inputs)
+                     output_types=[s.flat_dtype for s in flat],
+                     output_shapes=[s.flat_shape for s in flat], **inputs)
         return DatasetV1(v, structure)
 
     def __repr__(self) -> str:
@@ -114,12 +149,13 @@ class DatasetV1(st.HasElementSignature):
             if dim is not None and first is not None and dim != first:
                 raise ValueError(f"Dimensions {first} and {dim} are not compatible")
             first = dim if dim is not None else first
-        specs = st.map_structure(lambda t: st.Spec(t.dtype.base_dtype, t.shape[1:]
-                                                   if t.shape.ndims is not None
-                                                   else tensor_shape.unknown_shape()),
-                                 tensors)
+        specs = st.map_structure(lambda t: st.spec_of(t).with_shape(
+            t.shape[1:] if t.shape.ndims is not None else tensor_shape.unknown_shape()),
+            tensors)
+        with graph_lib.name_scope("TensorSliceDataset"):
+            flat = [_encode(t, many=True) for t in flat]
         v = apply_op("TensorSliceDataset", components=flat,
-                     output_shapes=[s.shape for s in st.flatten(specs)])
+                     output_shapes=[s.flat_shape for s in st.flatten(specs)])
         return DatasetV1(v, specs)
 
     @staticmethod
@@ -128,8 +164,10 @@ class DatasetV1(st.HasElementSignature):
         with graph_lib.name_scope("TensorDataset"):
             tensors = _to_tensors(tensors)
         specs = st.map_structure(st.spec_of, tensors)
-        v = apply_op("TensorDataset", components=st.flatten(tensors),
-                     output_shapes=[s.shape for s in st.flatten(specs)])
+        with graph_lib.name_scope("TensorDataset"):
+            flat = [_encode(t) for t in st.flatten(tensors)]
+        v = apply_op("TensorDataset", components=flat,
+                     output_shapes=[s.flat_shape for s in st.flatten(specs)])
         return DatasetV1(v, specs)
 
     @staticmethod
@@ -156,8 +194,8 @@ class DatasetV1(st.HasElementSignature):
         structure = st.map_structure(lambda d: d._structure, datasets)
         flat_specs = st.flatten(structure)
         v = apply_op("ZipDataset", input_datasets=[d._variant_tensor for d in flat],
-                     output_types=[s.dtype for s in flat_specs],
-                     output_shapes=[s.shape for s in flat_specs])
+                     output_types=[s.flat_dtype for s in flat_specs],
+                     output_shapes=[s.flat_shape for s in flat_specs])
         return DatasetV1(v, structure)
 
     @staticmethod
@@ -177,8 +215,8 @@ class DatasetV1(st.HasElementSignature):
 
         token = ds_kernels.register_generator(make)
         v = apply_op("PyGeneratorDataset", token=token,
-                     output_types=[s.dtype for s in flat_specs],
-                     output_shapes=[s.shape for s in flat_specs])
+                     output_types=[s.flat_dtype for s in flat_specs],
+                     output_shapes=[s.flat_shape for s in flat_specs])
         return DatasetV1(v, specs)
 
     # ---- transformations -----------------------------------------------------------------
@@ -235,7 +273,7 @@ class DatasetV1(st.HasElementSignature):
         size = _int64(batch_size, "batch_size")
         static = _constant(size) if drop_remainder is True else None
         specs = st.map_structure(
-            lambda s: st.Spec(s.dtype, tensor_shape.TensorShape([static]).concatenate(s.shape)),
+            lambda s: s.with_shape(tensor_shape.TensorShape([static]).concatenate(s.shape)),
             self._structure)
         return self._derive("BatchDatasetV2", specs, batch_size=size,
                             drop_remainder=convert_to_tensor(drop_remainder,
@@ -247,6 +285,9 @@ class DatasetV1(st.HasElementSignature):
         """Batches with each component padded to `padded_shapes` (None/-1: the batch's
         longest) with `padding_values` (default 0, or b"" for strings)."""
         flat_specs = st.flatten(self._structure)
+        if any(isinstance(s, st.SparseSpec) for s in flat_specs):
+            raise TypeError("`padded_batch` is only supported for datasets that produce "
+                            "tensor elements, not SparseTensors.")
         if padded_shapes is None:
             shapes = [s.shape for s in flat_specs]
         else:
@@ -272,11 +313,18 @@ class DatasetV1(st.HasElementSignature):
         return DatasetV1(v, st.pack(self._structure, out_specs))
 
     def unbatch(self) -> DatasetV1:
-        """The slices of each element along its first dimension."""
-        specs = st.map_structure(lambda s: st.Spec(s.dtype, s.shape[1:] if s.shape.ndims
-                                                   else tensor_shape.unknown_shape()),
+        """The slices of each element along its first dimension (a SparseTensor's slices
+        all take the batch's dense shape, as in TensorFlow)."""
+        specs = st.map_structure(lambda s: s.with_shape(s.shape[1:] if s.shape.ndims
+                                                        else tensor_shape.unknown_shape()),
                                  self._structure)
-        return self._derive("UnbatchDataset", specs)
+        source = self
+        if any(isinstance(s, st.SparseSpec) for s in st.flatten(self._structure)):
+            # Each batched SparseTensor re-encoded per row, with the batch's dense shape.
+            source = self.map(lambda *x: st.map_structure(
+                lambda v: _encode(v, many=True) if isinstance(v, SparseTensor) else v,
+                x[0] if len(x) == 1 else x))
+        return source._derive("UnbatchDataset", specs)
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None) -> DatasetV1:
         """Elements in a random order drawn through a buffer of `buffer_size`."""
@@ -314,7 +362,7 @@ class DatasetV1(st.HasElementSignature):
             raise TypeError(f"Two datasets to concatenate have different types "
                             f"{self.output_types} and {dataset.output_types}")
         specs = st.pack(self._structure, [
-            st.Spec(a.dtype, st.most_specific_compatible(a.shape, b.shape))
+            a.with_shape(st.most_specific_compatible(a.shape, b.shape))
             for a, b in zip(st.flatten(self._structure), st.flatten(dataset._structure),
                             strict=True)])
         return self._derive("ConcatenateDataset", specs,

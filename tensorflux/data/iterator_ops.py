@@ -16,7 +16,7 @@ start a pass over a dataset (`initializer`, `make_initializer`) and take element
 from __future__ import annotations
 
 from tensorflux.data import structure as st
-from tensorflux.data.dataset_ops import DatasetV1
+from tensorflux.data.dataset_ops import DatasetV1, _decode
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.func_graph import FuncGraph, FunctionRef
@@ -40,11 +40,11 @@ class Iterator(st.HasElementSignature):
     def from_structure(output_types, output_shapes=None, shared_name=None,
                        output_classes=None) -> Iterator:
         """An uninitialized iterator for elements of this structure."""
-        specs = st.specs_from(output_types, output_shapes)
+        specs = st.specs_from(output_types, output_shapes, output_classes)
         flat = st.flatten(specs)
         handle = apply_op("IteratorV2", shared_name=shared_name or "", container="",
-                          output_types=[s.dtype for s in flat],
-                          output_shapes=[s.shape for s in flat], name="Iterator")
+                          output_types=[s.flat_dtype for s in flat],
+                          output_shapes=[s.flat_shape for s in flat], name="Iterator")
         return Iterator(handle, None, specs)
 
     @staticmethod
@@ -52,12 +52,12 @@ class Iterator(st.HasElementSignature):
                            output_classes=None) -> Iterator:
         """The iterator named by `string_handle` (a scalar string tensor, e.g. a
         placeholder fed with another iterator's `string_handle()`)."""
-        specs = st.specs_from(output_types, output_shapes)
+        specs = st.specs_from(output_types, output_shapes, output_classes)
         flat = st.flatten(specs)
         string_handle = convert_to_tensor(string_handle, dtype=dtypes.string)
         handle = apply_op("IteratorFromStringHandleV2", string_handle=string_handle,
-                          output_types=[s.dtype for s in flat],
-                          output_shapes=[s.shape for s in flat])
+                          output_types=[s.flat_dtype for s in flat],
+                          output_shapes=[s.flat_shape for s in flat])
         return Iterator(handle, None, specs)
 
     # ---- ops -----------------------------------------------------------------------------
@@ -77,7 +77,8 @@ class Iterator(st.HasElementSignature):
             raise TypeError(f"Expected output structure {self.output_types}, but got "
                             f"dataset with output structure {dataset.output_types}.")
         mine, theirs = st.flatten(self._structure), st.flatten(dataset._structure)
-        if [s.dtype for s in mine] != [s.dtype for s in theirs]:
+        if [(s.dtype, s.value_class) for s in mine] != \
+                [(s.dtype, s.value_class) for s in theirs]:
             raise TypeError(f"Expected output types {self.output_types} but got dataset with "
                             f"output types {dataset.output_types}.")
         for a, b in zip(mine, theirs, strict=True):
@@ -93,9 +94,9 @@ class Iterator(st.HasElementSignature):
         """The next element (OutOfRangeError when the run reaches the end)."""
         flat = st.flatten(self._structure)
         out = apply_op("IteratorGetNext", iterator=self._iterator_resource,
-                       output_types=[s.dtype for s in flat],
-                       output_shapes=[s.shape for s in flat], name=name or "IteratorGetNext")
-        return st.pack(self._structure, list(out))
+                       output_types=[s.flat_dtype for s in flat],
+                       output_shapes=[s.flat_shape for s in flat], name=name or "IteratorGetNext")
+        return st.pack(self._structure, [_decode(t, s) for t, s in zip(out, flat, strict=True)])
 
     def string_handle(self, name=None):
         """A scalar string naming this iterator, for `from_string_handle`."""
@@ -113,8 +114,8 @@ def make_initializable_iterator(dataset: DatasetV1, shared_name=None) -> Iterato
     flat = st.flatten(dataset._structure)
     with graph_lib.name_scope(None):
         handle = apply_op("IteratorV2", shared_name=shared_name or "", container="",
-                          output_types=[s.dtype for s in flat],
-                          output_shapes=[s.shape for s in flat], name="IteratorV2")
+                          output_types=[s.flat_dtype for s in flat],
+                          output_shapes=[s.flat_shape for s in flat], name="IteratorV2")
     it = Iterator(handle, None, dataset._structure)
     it._initializer = it.make_initializer(dataset)
     return it
@@ -133,8 +134,8 @@ def make_one_shot_iterator(dataset: DatasetV1) -> Iterator:
         g.set_outputs([_copy_by_value(dataset._variant_tensor, g, {})])
     flat = st.flatten(dataset._structure)
     handle = apply_op("OneShotIterator", dataset_factory=FunctionRef(g),
-                      output_types=[s.dtype for s in flat],
-                      output_shapes=[s.shape for s in flat])
+                      output_types=[s.flat_dtype for s in flat],
+                      output_shapes=[s.flat_shape for s in flat])
     return Iterator(handle, None, dataset._structure)
 
 

@@ -2,7 +2,10 @@
 
 As in TensorFlow's tf.data, tuples (namedtuples too) and dicts are structure, while a list
 is a value (converted to one tensor). Dict entries are ordered by sorted key. A structure's
-leaves here are `Spec`s (dtype, static shape) or tensors.
+leaves here are `Spec`s (dtype, static shape) or tensors; a SparseTensor component is a
+`SparseSpec` and travels through the dataset ops as one variant tensor (TensorFlow's
+encoding: its flat type is variant of unknown shape; data/dataset_ops.py encodes and
+decodes it).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from dataclasses import dataclass
 
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework.operation import Tensor
+from tensorflux.framework.sparse_tensor import SparseTensor, SparseTensorValue
 
 
 @dataclass(frozen=True)
@@ -20,15 +24,51 @@ class Spec:
     dtype: dtypes.DType
     shape: tensor_shape.TensorShape
 
+    @property
+    def flat_dtype(self) -> dtypes.DType:
+        """The dtype of the tensor this component travels as through dataset ops."""
+        return self.dtype
+
+    @property
+    def flat_shape(self) -> tensor_shape.TensorShape:
+        return self.shape
+
+    value_class = Tensor
+
+    def with_shape(self, shape) -> Spec:
+        return type(self)(self.dtype, tensor_shape.as_shape(shape))
+
+
+@dataclass(frozen=True)
+class SparseSpec(Spec):
+    """A SparseTensor component: its values' dtype and its dense shape. It travels as a
+    variant tensor [..., 3] (indices, values, dense shape; leading dimensions for batches,
+    which DeserializeSparse turns into the leading dimensions of one SparseTensor)."""
+
+    @property
+    def flat_dtype(self) -> dtypes.DType:
+        return dtypes.variant
+
+    @property
+    def flat_shape(self) -> tensor_shape.TensorShape:
+        return tensor_shape.unknown_shape()
+
+    value_class = SparseTensor
+
+
+def _is_tuple(x) -> bool:
+    """A tuple that is structure (a SparseTensorValue, a namedtuple, is one value)."""
+    return isinstance(x, tuple) and not isinstance(x, SparseTensorValue)
+
 
 def is_structure(x) -> bool:
-    return isinstance(x, (tuple, dict))
+    return isinstance(x, dict) or _is_tuple(x)
 
 
 def flatten(s) -> list:
     if isinstance(s, dict):
         return [leaf for k in sorted(s) for leaf in flatten(s[k])]
-    if isinstance(s, tuple):
+    if _is_tuple(s):
         return [leaf for v in s for leaf in flatten(v)]
     return [s]
 
@@ -40,7 +80,7 @@ def pack(like, flat: list):
     def build(s):
         if isinstance(s, dict):
             return {k: build(s[k]) for k in sorted(s)}
-        if isinstance(s, tuple):
+        if _is_tuple(s):
             items = [build(v) for v in s]
             return type(s)(*items) if hasattr(s, "_fields") else tuple(items)
         return next(it)
@@ -56,13 +96,15 @@ def same_structure(a, b) -> bool:
     if isinstance(a, dict) or isinstance(b, dict):
         return isinstance(a, dict) and isinstance(b, dict) and sorted(a) == sorted(b) and \
             all(same_structure(a[k], b[k]) for k in a)
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and \
+    if _is_tuple(a) or _is_tuple(b):
+        return _is_tuple(a) and _is_tuple(b) and len(a) == len(b) and \
             all(same_structure(x, y) for x, y in zip(a, b, strict=True))
     return True
 
 
-def spec_of(t: Tensor) -> Spec:
+def spec_of(t) -> Spec:
+    if isinstance(t, SparseTensor):
+        return SparseSpec(t.dtype.base_dtype, t.shape)
     return Spec(t.dtype.base_dtype, t.shape)
 
 
@@ -75,20 +117,23 @@ def shapes(structure):
 
 
 def classes(structure):
-    return map_structure(lambda s: Tensor, structure)
+    return map_structure(lambda s: s.value_class, structure)
 
 
-def specs_from(output_types, output_shapes=None):
-    """The Spec structure of `output_types` (a structure of dtypes) and `output_shapes`
-    (a matching structure, or None for unknown shapes)."""
+def specs_from(output_types, output_shapes=None, output_classes=None):
+    """The Spec structure of `output_types` (a structure of dtypes), `output_shapes` and
+    `output_classes` (matching structures, or None for unknown shapes and Tensors)."""
     flat_types = [dtypes.as_dtype(t) for t in flatten(output_types)]
     if output_shapes is None:
         flat_shapes = [tensor_shape.unknown_shape()] * len(flat_types)
     else:
         flat_shapes = flatten_up_to(output_types, output_shapes)
         flat_shapes = [tensor_shape.as_shape(s) for s in flat_shapes]
-    return pack(output_types, [Spec(t, s) for t, s in zip(flat_types, flat_shapes,
-                                                         strict=True)])
+    flat_classes = [Tensor] * len(flat_types) if output_classes is None else \
+        flatten_up_to(output_types, output_classes)
+    return pack(output_types, [
+        (SparseSpec if isinstance(c, type) and issubclass(c, SparseTensor) else Spec)(t, s)
+        for t, s, c in zip(flat_types, flat_shapes, flat_classes, strict=True)])
 
 
 def flatten_up_to(like, s) -> list:

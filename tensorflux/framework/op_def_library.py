@@ -10,6 +10,7 @@ shape conflicts.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 from typing import Any
 
@@ -38,8 +39,10 @@ def apply_op(op_type: str, name: str | None = None, **keywords) -> Any:
         list arguments) and any attributes.
 
     Returns:
-      The output Tensor for a single-output op, the Operation for an op with no outputs, or a
-      tuple with one entry per output argument (a Tensor, or a list for list outputs).
+      The output Tensor for a single-output op, the Operation for an op with no outputs, or,
+      as TensorFlow's generated wrappers return them, a named tuple with one field per output
+      argument (a Tensor, or a list for list outputs), named after the op type:
+      `TopKV2(values=..., indices=...)`.
 
     Raises:
       TypeError: a missing input, an unknown keyword, or a dtype that does not fit.
@@ -190,6 +193,20 @@ def _flatten(values):
             yield v
 
 
+_OUTPUT_TUPLES: dict[str, type] = {}
+
+
+def output_tuple(opdef: OpDef) -> type:
+    """The named tuple type of a multi-output op's outputs (TF's `_TopKV2Output`): called
+    after the op type, one field per output argument."""
+    cls = _OUTPUT_TUPLES.get(opdef.name)
+    if cls is None:
+        cls = collections.namedtuple(opdef.name, [a.name for a in opdef.outputs],
+                                     rename=True)
+        _OUTPUT_TUPLES[opdef.name] = cls
+    return cls
+
+
 def _op_result(opdef: OpDef, op: Operation, outs):
     if not opdef.outputs:
         return op
@@ -204,7 +221,7 @@ def _op_result(opdef: OpDef, op: Operation, outs):
         else:
             result.append(outs[i])
         i += n
-    return result[0] if len(result) == 1 else tuple(result)
+    return result[0] if len(result) == 1 else output_tuple(opdef)._make(result)
 
 
 def _arg_length(arg: ArgDef, attrs) -> int:

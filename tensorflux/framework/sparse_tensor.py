@@ -39,6 +39,7 @@ class SparseTensor:
         ishape = self._indices.shape.with_rank(2)
         self._values.shape.with_rank(1).assert_is_compatible_with(ishape[:1])
         self._dense_shape.shape.with_rank(1).assert_is_compatible_with(ishape[1:])
+        self._shape_hint: tensor_shape.TensorShape | None = None
 
     @classmethod
     def from_value(cls, value) -> SparseTensor:
@@ -55,7 +56,16 @@ class SparseTensor:
 
     @property
     def shape(self) -> tensor_shape.TensorShape:
-        return common_shapes.constant_value_as_shape(self._dense_shape)
+        shape = common_shapes.constant_value_as_shape(self._dense_shape)
+        return shape if self._shape_hint is None else shape.merge_with(self._shape_hint)
+
+    def set_shape(self, shape) -> None:
+        """Updates the static dense shape (TensorFlow's SparseTensor.set_shape).
+
+        Raises:
+          ValueError: `shape` is not compatible with the current static shape.
+        """
+        self._shape_hint = self.shape.merge_with(tensor_shape.as_shape(shape))
 
     def get_shape(self) -> tensor_shape.TensorShape:
         return self.shape

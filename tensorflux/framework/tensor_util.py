@@ -525,6 +525,14 @@ def _make_ndarray(tensor, bound: int | None, fill=None) -> np.ndarray:
 make_ndarray = MakeNdarray
 
 
+def make_ndarray_within(tensor: Any, max_expanded_bytes: int) -> np.ndarray:
+    """MakeNdarray for a TensorProto from an untrusted peer (a request): one that repeats
+    fewer stored values over more than `max_expanded_bytes` raises ResourceExhaustedError
+    instead of allocating (the process default, `set_max_expanded_bytes`, is half the RAM).
+    """
+    return _make_ndarray(tensor, int(max_expanded_bytes))
+
+
 def _physical_memory() -> int:
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

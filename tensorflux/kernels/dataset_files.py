@@ -15,7 +15,7 @@ import zlib
 import numpy as np
 
 from tensorflux.framework import errors, tensor_util
-from tensorflux.kernels.datasets import Dataset, _drain, _GenIterator
+from tensorflux.kernels.datasets import Dataset, _drain, _Failed, _GenIterator
 from tensorflux.lib.io.tf_record import RecordReader, TFRecordWriter
 from tensorflux.protos import tensor_pb2
 
@@ -175,8 +175,9 @@ class FileCacheDataset(Dataset):
         done = False
         try:
             for x in _drain(inner):
-                for c in x:
-                    writer.write(tensor_util.make_tensor_proto(c).SerializeToString())
+                if not isinstance(x, _Failed):  # a failed element is not cached (as TF)
+                    for c in x:
+                        writer.write(tensor_util.make_tensor_proto(c).SerializeToString())
                 yield x
             writer.close()
             os.replace(tmp, self.path)

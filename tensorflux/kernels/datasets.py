@@ -17,7 +17,17 @@ Invariants:
   A function raising OutOfRangeError ends the sequence, as in TensorFlow. A map whose
   body is row-wise (a parse_single_example: kernels/functions.row_wise) runs it once per
   chunk of elements (_RowWiseMapIterator), with the per-element results and errors; a
-  batch of such a map, once per batch (_MapAndBatchIterator, TensorFlow's fusion).
+  batch of such a map, once per batch (dataset_batching._MapAndBatchIterator, TensorFlow's
+  fusion). Batching datasets are in dataset_batching.py, file-backed ones in
+  dataset_files.py.
+- Errors are per element, as in TensorFlow: an element whose production fails (its map
+  function raised, a check failed, an input below failed) raises its error from that one
+  `next()`, and the next call goes on with the elements after it. A batch (or window,
+  zip) with a failed element raises once and drops the elements it had gathered; a shuffle
+  raises while it fills its buffer and keeps the buffer. Generator-based iterators pass a
+  failure on as a `_Failed` element (`_drain`, `_pull`), which `_GenIterator` raises: a
+  generator that raised could not go on. CancelledError, OutOfRangeError and errors that
+  are not tf.errors still end the iteration.
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -79,8 +89,29 @@ def _call(fn, element: list, captured: list) -> list | None:
         return None
 
 
+def _resumable(e: BaseException) -> bool:
+    """Whether the elements after one that failed with `e` still follow (see the module
+    docstring)."""
+    return isinstance(e, errors.OpError) and not isinstance(
+        e, (errors.CancelledError, errors.OutOfRangeError))
+
+
+def _pull(it: Iterator):
+    """`x = yield from _pull(it)` in an element generator: it.next(), a resumable error of
+    the input yielded as a _Failed (raised by the consumer's `next()`) and the next element
+    tried on the call after."""
+    while True:
+        try:
+            return it.next()
+        except Exception as e:  # noqa: BLE001 - per element, unless it ends the iteration
+            if not _resumable(e):
+                raise
+            yield _Failed(e)
+
+
 class _GenIterator(Iterator):
-    """An iterator over a Python generator of elements (sources and simple transforms)."""
+    """An iterator over a Python generator of elements (sources and simple transforms); a
+    `_Failed` the generator yields is raised here, and the generator goes on after it."""
 
     def __init__(self, gen, children=()):
         self._gen = gen
@@ -91,10 +122,13 @@ class _GenIterator(Iterator):
         if self._done:
             return None
         try:
-            return next(self._gen)
+            x = next(self._gen)
         except StopIteration:
             self._done = True
             return None
+        if isinstance(x, _Failed):
+            raise x.error
+        return x
 
     def children(self):
         return self._children
@@ -108,11 +142,20 @@ class _GenIterator(Iterator):
 
 
 def _drain(it: Iterator):
+    """The elements of `it` until its end; a failed one comes as a `_Failed` (_pull), which
+    the generators using this pass on."""
     while True:
-        x = it.next()
+        x = yield from _pull(it)
         if x is None:
             return
         yield x
+
+
+def _failure(e: BaseException) -> _Failed:
+    """`e` as a failed element, or raised when it ends the iteration."""
+    if not _resumable(e):
+        raise e
+    return _Failed(e)
 
 
 # ---- sources -----------------------------------------------------------------------------
@@ -272,9 +315,13 @@ class _ParallelMapIterator(Iterator):
 
     def _fill(self) -> None:
         while not self._exhausted and len(self._pending) < self._n:
-            chunk = []
+            chunk, failure = [], None
             while len(chunk) < self.CHUNK:
-                x = self._inner.next()
+                try:
+                    x = self._inner.next()
+                except Exception as e:  # noqa: BLE001 - raised in its place by next()
+                    failure = _failure(e)
+                    break
                 if x is None:
                     self._exhausted = True
                     break
@@ -282,6 +329,11 @@ class _ParallelMapIterator(Iterator):
             if chunk:
                 self._pending.append(self._pool.submit(_call_chunk, self._fn, chunk,
                                                        self._captured))
+            if failure is not None:
+                done: Future = Future()
+                done.set_result([failure])
+                self._pending.append(done)
+                return
 
     def next(self):  # noqa: A003
         if self._done:
@@ -374,7 +426,14 @@ class FilterDataset(Dataset):
 
         def gen():
             for x in _drain(inner):
-                keep = _call(pred, x, captured)
+                if isinstance(x, _Failed):
+                    yield x
+                    continue
+                try:
+                    keep = _call(pred, x, captured)
+                except Exception as e:  # noqa: BLE001 - this element's error
+                    yield _failure(e)
+                    continue
                 if keep is None:
                     return
                 if np.shape(keep[0]) != ():
@@ -396,7 +455,14 @@ class FlatMapDataset(Dataset):
 
         def gen():
             for x in _drain(inner):
-                out = _call(fn, x, captured)
+                if isinstance(x, _Failed):
+                    yield x
+                    continue
+                try:
+                    out = _call(fn, x, captured)
+                except Exception as e:  # noqa: BLE001 - this element's error
+                    yield _failure(e)
+                    continue
                 if out is None:
                     return
                 sub = as_dataset(out[0]).iterate(env)
@@ -514,7 +580,7 @@ class TakeDataset(Dataset):
         def gen():
             n = 0
             while self.count < 0 or n < self.count:
-                x = inner.next()
+                x = yield from _pull(inner)  # a failed element is not counted (as TF)
                 if x is None:
                     return
                 n += 1
@@ -532,7 +598,13 @@ class SkipDataset(Dataset):
         def gen():
             n = 0
             while self.count < 0 or n < self.count:
-                if inner.next() is None:
+                try:
+                    x = inner.next()
+                except Exception as e:  # noqa: BLE001 - TF's Skip then starts over its count
+                    n = 0
+                    yield _failure(e)
+                    continue
+                if x is None:
                     return
                 n += 1
             yield from _drain(inner)
@@ -575,6 +647,9 @@ class ShuffleDataset(Dataset):
             size = self.buffer_size
             u = draws()
             for x in _drain(inner):
+                if isinstance(x, _Failed):  # raised at once; the buffer is kept
+                    yield x
+                    continue
                 if len(buf) < size:
                     buf.append(x)
                     continue
@@ -597,13 +672,17 @@ class ZipDataset(Dataset):
 
         def gen():
             while True:
-                parts = []
-                for it in its:
-                    x = it.next()
+                parts, failure = [], None
+                for it in its:  # every input advances, as in TF, even after one failed
+                    try:
+                        x = it.next()
+                    except Exception as e:  # noqa: BLE001 - the tuple fails, its parts dropped
+                        failure = failure or _failure(e)
+                        continue
                     if x is None:
                         return
                     parts.extend(x)
-                yield parts
+                yield failure or parts
         return _GenIterator(gen(), its)
 
 
@@ -644,7 +723,8 @@ class CacheDataset(Dataset):
         def gen():
             filled = []
             for x in _drain(inner):
-                filled.append(x)
+                if not isinstance(x, _Failed):  # a failed element is not cached (as TF)
+                    filled.append(x)
                 yield x
             with self._lock:
                 if self._cache is None:
@@ -671,8 +751,9 @@ class PrefetchDataset(Dataset):
 
 class _PrefetchIterator(Iterator):
     """A background thread (started on the first `next`) reads ahead up to `capacity`
-    elements. It ends after the input's end or first error (both buffered, so the consumer
-    sees them in order) or as soon as the tree is closed."""
+    elements, errors buffered in their place. It ends after the input's end or an error
+    that ends the iteration (buffered too, so the consumer sees them in order) or as soon as
+    the tree is closed."""
 
     def __init__(self, inner: Iterator, capacity: int, env: Env):
         self._inner, self._capacity, self._env = inner, capacity, env
@@ -695,7 +776,7 @@ class _PrefetchIterator(Iterator):
             with self._cond:
                 self._buf.append(x)
                 self._cond.notify_all()
-            if x is None or isinstance(x, BaseException):
+            if x is None or isinstance(x, BaseException) and not _resumable(x):
                 break
 
     def next(self):  # noqa: A003
@@ -709,11 +790,15 @@ class _PrefetchIterator(Iterator):
                     raise errors.CancelledError(None, None, "Iterator was cancelled")
                 self._cond.wait(0.5)
             x = self._buf[0]
-            if x is None or isinstance(x, BaseException):
-                if isinstance(x, BaseException):
-                    self._buf[0] = None
-                    raise x
+            if x is None:
                 return None
+            if isinstance(x, BaseException):
+                if _resumable(x):
+                    self._buf.popleft()
+                    self._cond.notify_all()
+                else:
+                    self._buf[0] = None
+                raise x
             self._buf.popleft()
             self._cond.notify_all()
             return x
@@ -726,174 +811,6 @@ class _PrefetchIterator(Iterator):
         with self._cond:
             self._cond.notify_all()
         super().close()
-
-
-# ---- batching ----------------------------------------------------------------------------
-
-def _take_batch(it: Iterator, n: int, drop_remainder: bool) -> list | None:
-    rows = []
-    while len(rows) < n:
-        x = it.next()
-        if x is None:
-            break
-        rows.append(x)
-    if not rows or (drop_remainder and len(rows) < n):
-        return None
-    return rows
-
-
-class BatchDataset(Dataset):
-    def __init__(self, input_ds: Dataset, batch_size: int, drop_remainder: bool):
-        if batch_size <= 0:
-            raise errors.InvalidArgumentError(None, None, "Batch size must be greater than "
-                                              "zero.")
-        self.input, self.batch_size, self.drop = input_ds, batch_size, drop_remainder
-
-    def iterate(self, env):
-        m = self.input
-        if isinstance(m, MapDataset) and m.row_wise:
-            return _MapAndBatchIterator(m.input.iterate(env), m.fn, m.captured,
-                                        self.batch_size, self.drop)
-        inner = self.input.iterate(env)
-
-        def gen():
-            while True:
-                rows = _take_batch(inner, self.batch_size, self.drop)
-                if rows is None:
-                    return
-                yield [_stack(rows, i) for i in range(len(rows[0]))]
-        return _GenIterator(gen(), [inner])
-
-
-class _MapAndBatchIterator(Iterator):
-    """batch(map(f)) for a row-wise f, fused as TensorFlow's map_and_batch fusion (on by
-    default there) does: each batch maps `size` input elements with one call and returns
-    its stacked outputs as they are. A batch with an element whose function fails (or an
-    input error) raises that error, its elements are dropped, and the next batch follows;
-    a function ending the sequence (OutOfRangeError) ends it after the elements before."""
-
-    def __init__(self, inner: Iterator, fn, captured, size: int, drop: bool):
-        self._inner, self._fn, self._captured = inner, fn, captured
-        self._size, self._drop = size, drop
-        self._done = False
-
-    def next(self):  # noqa: A003
-        if self._done:
-            return None
-        chunk = []
-        while len(chunk) < self._size:
-            x = self._inner.next()  # an input error: raised, the next batch follows
-            if x is None:
-                self._done = True
-                break
-            chunk.append(x)
-        if not chunk or (self._drop and len(chunk) < self._size):
-            self._done = True
-            return None
-        stacked = _call_rows(self._fn, chunk, self._captured, split=False) \
-            if len(chunk) > 1 else None
-        if stacked is not None:
-            return stacked
-        rows = []
-        for y in _call_chunk(self._fn, chunk, self._captured):
-            if isinstance(y, _Failed):
-                raise y.error
-            if y is None:
-                self._done = True
-                break
-            rows.append(y)
-        if not rows or (self._drop and len(rows) < self._size):
-            self._done = True
-            return None
-        return [_stack(rows, i) for i in range(len(rows[0]))]
-
-    def children(self):
-        return [self._inner]
-
-
-def _stack(rows: list, i: int) -> np.ndarray:
-    column = [r[i] for r in rows]
-    try:
-        return np.stack(column)
-    except ValueError:  # say which element differs, as TensorFlow does
-        pass
-    first = np.shape(rows[0][i])
-    for k, r in enumerate(rows):
-        if np.shape(r[i]) != first:
-            raise errors.InvalidArgumentError(
-                None, None, f"Cannot batch tensors with different shapes in component {i}. "
-                f"First element had shape {list(first)} and element {k} had shape "
-                f"{list(np.shape(r[i]))}.")
-    return np.stack(column)
-
-
-class PaddedBatchDataset(Dataset):
-    def __init__(self, input_ds: Dataset, batch_size: int, padded_shapes: list,
-                 padding_values: list, drop_remainder: bool):
-        if batch_size <= 0:
-            raise errors.InvalidArgumentError(None, None, "Batch size must be greater than "
-                                              "zero.")
-        self.input, self.batch_size, self.drop = input_ds, batch_size, drop_remainder
-        self.padded_shapes = [[int(d) for d in np.reshape(s, -1)] for s in padded_shapes]
-        self.padding_values = padding_values
-
-    def iterate(self, env):
-        m = self.input
-        if isinstance(m, MapDataset) and m.row_wise:
-            return _MapAndBatchIterator(m.input.iterate(env), m.fn, m.captured,
-                                        self.batch_size, self.drop)
-        inner = self.input.iterate(env)
-
-        def gen():
-            while True:
-                rows = _take_batch(inner, self.batch_size, self.drop)
-                if rows is None:
-                    return
-                yield [self._pad(rows, i) for i in range(len(rows[0]))]
-        return _GenIterator(gen(), [inner])
-
-    def _pad(self, rows: list, i: int) -> np.ndarray:
-        want = self.padded_shapes[i]
-        shapes = [np.shape(r[i]) for r in rows]
-        if any(len(s) != len(want) for s in shapes):
-            raise errors.InvalidArgumentError(
-                None, None, f"All elements in a batch must have the same rank as the padded "
-                f"shape for component{i}: expected rank {len(want)} but got element with "
-                f"rank {len(shapes[0])}")
-        out_shape = []
-        for d, w in enumerate(want):
-            biggest = max(s[d] for s in shapes)
-            if w >= 0 and biggest > w:
-                raise errors.InvalidArgumentError(
-                    None, None, "Attempted to pad to a smaller size than the input element.")
-            out_shape.append(w if w >= 0 else biggest)
-        fill = np.asarray(self.padding_values[i])
-        dtype = np.asarray(rows[0][i]).dtype
-        out = np.full([len(rows)] + out_shape, fill.reshape(()) if fill.size else 0,
-                      dtype=dtype)
-        for k, r in enumerate(rows):
-            v = np.asarray(r[i])
-            out[(k,) + tuple(slice(0, n) for n in v.shape)] = v
-        return out
-
-
-class UnbatchDataset(Dataset):
-    def __init__(self, input_ds: Dataset):
-        self.input = input_ds
-
-    def iterate(self, env):
-        inner = self.input.iterate(env)
-
-        def gen():
-            for x in _drain(inner):
-                n = {np.shape(c)[0] if np.ndim(c) else None for c in x}
-                if None in n or len(n) != 1:
-                    raise errors.InvalidArgumentError(
-                        None, None, "Input element must have a non-scalar value in each "
-                        "component and the same size in the 0th dimension.")
-                for j in range(n.pop()):
-                    yield [np.asarray(c)[j, ...] for c in x]
-        return _GenIterator(gen(), [inner])
 
 
 # ---- Python generators (Dataset.from_generator) -------------------------------------------

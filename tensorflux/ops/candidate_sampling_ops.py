@@ -23,8 +23,6 @@ kernels/cpu/candidate_sampling_ops.py.
 
 from __future__ import annotations
 
-import collections
-
 from tensorflux.framework import common_shapes, tensor_shape
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, not_differentiable
@@ -42,12 +40,6 @@ _SEEDS = ["seed: int = 0", "seed2: int = 0"]
 _UNIGRAM_ATTRS = ["vocab_file: string = ''", "distortion: float = 1.0",
                   "num_reserved_ids: int = 0", "num_shards: int >= 1 = 1",
                   "shard: int >= 0 = 0", "unigrams: list(float) = []"]
-
-# What the wrappers return: the op's outputs by name, as TensorFlow's generated wrappers do.
-_SamplerResult = collections.namedtuple(
-    "CandidateSampler", ["sampled_candidates", "true_expected_count", "sampled_expected_count"])
-_HitsResult = collections.namedtuple("ComputeAccidentalHits", ["indices", "ids", "weights"])
-
 
 def _sampler_shape(op):
     """[num_sampled], [batch_size, num_true], [num_sampled]."""
@@ -71,12 +63,12 @@ for _op_type, _extra in _SAMPLERS.items():
     not_differentiable(_op_type)
 
 
-def _sample(op_type: str, true_classes, seed, name, **attrs) -> _SamplerResult:
-    """Runs one sampler op with seeds from `seed` and the graph seed."""
+def _sample(op_type: str, true_classes, seed, name, **attrs):
+    """Runs one sampler op with seeds from `seed` and the graph seed; its outputs by name
+    (the op's named tuple, as TensorFlow's generated wrappers return them)."""
     seed1, seed2 = get_seed(seed)
-    out = apply_op(op_type, true_classes=true_classes, seed=seed1, seed2=seed2,
-                   name=name or op_type, **attrs)
-    return _SamplerResult(*out)
+    return apply_op(op_type, true_classes=true_classes, seed=seed1, seed2=seed2,
+                    name=name or op_type, **attrs)
 
 
 def uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max,
@@ -210,7 +202,6 @@ def compute_accidental_hits(true_classes, sampled_candidates, num_true, seed=Non
       ValueError: `true_classes` not [?, num_true] or `sampled_candidates` not a vector.
     """
     seed1, seed2 = get_seed(seed)
-    out = apply_op("ComputeAccidentalHits", true_classes=true_classes,
-                   sampled_candidates=sampled_candidates, num_true=num_true, seed=seed1,
-                   seed2=seed2, name=name or "ComputeAccidentalHits")
-    return _HitsResult(*out)
+    return apply_op("ComputeAccidentalHits", true_classes=true_classes,
+                    sampled_candidates=sampled_candidates, num_true=num_true, seed=seed1,
+                    seed2=seed2, name=name or "ComputeAccidentalHits")

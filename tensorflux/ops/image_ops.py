@@ -403,7 +403,7 @@ def combined_non_max_suppression(boxes, scores, max_output_size_per_class, max_t
     """Per-class NMS over a batch, then the best `max_total_size` detections across classes
     (`tf.image.combined_non_max_suppression`): (boxes, scores, classes, valid counts)."""
     with graph_lib.name_scope(name, "combined_non_max_suppression"):
-        return tuple(apply_op(
+        return (apply_op(
             "CombinedNonMaxSuppression", boxes=convert_to_tensor(boxes, dtypes.float32),
             scores=convert_to_tensor(scores, dtypes.float32),
             max_output_size_per_class=convert_to_tensor(max_output_size_per_class,

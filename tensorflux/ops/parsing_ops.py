@@ -375,23 +375,41 @@ def decode_compressed(bytes, compression_type="", name=None):  # noqa: A002
                     compression_type=compression_type, name=name or "DecodeCompressed")
 
 
-# ---- SerializeSparse, SerializeManySparse, DeserializeManySparse -------------------------
+# ---- SerializeSparse, SerializeManySparse, DeserializeSparse, DeserializeManySparse --------
 
 __all__ += ["serialize_sparse", "serialize_many_sparse", "deserialize_many_sparse"]
 
 _SPARSE_IN = ["sparse_indices: int64", "sparse_values: T", "sparse_shape: int64"]
+# out_type=variant (what tf.data carries a SparseTensor component as) holds the three arrays
+# themselves, as TensorFlow's variant holds the three Tensors.
 define_op("SerializeSparse", inputs=_SPARSE_IN, outputs=["serialized_sparse: out_type"],
-          attrs=["T: type", "out_type: {string} = DT_STRING"],
+          attrs=["T: type", "out_type: {string, variant} = DT_STRING"],
           shape_fn=lambda op: [TensorShape([3])])
 define_op("SerializeManySparse", inputs=_SPARSE_IN, outputs=["serialized_sparse: out_type"],
-          attrs=["T: type", "out_type: {string} = DT_STRING"],
+          attrs=["T: type", "out_type: {string, variant} = DT_STRING"],
           shape_fn=lambda op: [TensorShape([None, 3])])
+
+
+def _deserialize_shape(op):
+    """[?, rank], [?], [rank]: rank = the leading dimensions of [..., 3] plus the rank of the
+    serialized tensors (unknown here)."""
+    return [TensorShape([None, None]), TensorShape([None]), TensorShape([None])]
+
+
+# DeserializeSparse: [d1, ..., dk, 3] serialized SparseTensors of one rank r -> one of rank
+# k + r: indices prefixed by each one's position, dense shape [d1, ..., dk] + the largest of
+# their dense shapes (tf.data batches SparseTensor components this way).
+define_op("DeserializeSparse", inputs=["serialized_sparse: Tserialized"],
+          outputs=["sparse_indices: int64", "sparse_values: dtype", "sparse_shape: int64"],
+          attrs=["dtype: type", "Tserialized: {string, variant} = DT_STRING"],
+          shape_fn=_deserialize_shape)
 define_op("DeserializeManySparse", inputs=["serialized_sparse: string"],
           outputs=["sparse_indices: int64", "sparse_values: dtype", "sparse_shape: int64"],
           attrs=["dtype: type"],
           shape_fn=lambda op: [TensorShape([None, None]), TensorShape([None]),
                                TensorShape([None])])
-for _op in ("SerializeSparse", "SerializeManySparse", "DeserializeManySparse"):
+for _op in ("SerializeSparse", "SerializeManySparse", "DeserializeSparse",
+            "DeserializeManySparse"):
     not_differentiable(_op)
 
 
@@ -413,6 +431,20 @@ def serialize_many_sparse(sp_input, name=None, out_type=dtypes.string):
     (`tf.io.serialize_many_sparse`)."""
     return apply_op("SerializeManySparse", out_type=out_type,
                     name=name or "SerializeManySparse", **_sparse_parts(sp_input))
+
+
+def deserialize_sparse(serialized_sparse, dtype, rank=None, name=None):
+    """The SparseTensors of [..., 3] serialized (string or variant) triples combined into one,
+    their positions as its leading dimensions (TF's sparse_ops.deserialize_sparse; `rank`:
+    the result's, when known)."""
+    serialized_sparse = convert_to_tensor(serialized_sparse)
+    indices, values, shape = apply_op("DeserializeSparse", serialized_sparse=serialized_sparse,
+                                      dtype=dtypes.as_dtype(dtype),
+                                      name=name or "DeserializeSparse")
+    if rank is not None:
+        indices.set_shape([None, rank])
+        shape.set_shape([rank])
+    return SparseTensor(indices, values, shape)
 
 
 def deserialize_many_sparse(serialized_sparse, dtype, rank=None, name=None):

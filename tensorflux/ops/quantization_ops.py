@@ -26,9 +26,7 @@ Contract (TensorFlow's CPU kernels; the kernel module states the arithmetic bit 
 
 from __future__ import annotations
 
-import collections
-
-from tensorflux.framework import dtypes, op_registry, tensor_shape
+from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework.common_shapes import checked_dims, merge_dim, static_dims
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
@@ -340,17 +338,10 @@ gradient("FakeQuantWithMinMaxVarsPerChannel")(_fake_quant_vars_grad)
 
 # ---- TF1 wrappers ------------------------------------------------------------------------
 
-_RESULTS: dict[str, type] = {}
-
-
 def _apply(op_type: str, **kwargs):
-    """apply_op, with a multi-output op's outputs in a namedtuple named by the op's output
-    arguments (as `tf.raw_ops` returns them)."""
-    outs = apply_op(op_type, name=kwargs.pop("name", None) or op_type, **kwargs)
-    if op_type not in _RESULTS:
-        names = [arg.name for arg in op_registry.get(op_type).outputs]
-        _RESULTS[op_type] = collections.namedtuple(op_type, names)
-    return _RESULTS[op_type](*outs)
+    """apply_op named after the op by default; a multi-output op's outputs come in its
+    named tuple (as `tf.raw_ops` returns them)."""
+    return apply_op(op_type, name=kwargs.pop("name", None) or op_type, **kwargs)
 
 
 def _resolve_axis(input, axis):  # noqa: A002

@@ -243,7 +243,8 @@ def map_flat_values(op, *args, **kwargs):
             found.append(x)
             return x.flat_values
         if isinstance(x, (list, tuple)):
-            return type(x)(flat(i) for i in x)
+            items = [flat(i) for i in x]
+            return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
         if isinstance(x, dict):
             return {k: flat(v) for k, v in x.items()}
         return x

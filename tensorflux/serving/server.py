@@ -17,7 +17,10 @@ With `--grpc_port`, TF Serving's gRPC `PredictionService/Predict` too (grpc_serv
 Errors are `{"error": "..."}` with the HTTP code of the TensorFlow error code (400 invalid
 argument, 404 not found, ...). Bodies above `--max_request_bytes` get 413 before they are
 read whole (Content-Length checked first; a chunked body is cut off once it passes the
-limit). The event loop parses HTTP and decodes and encodes small JSON bodies (tens of
+limit). A client has `--rest_api_timeout_in_ms` to send a request's headers and body (408
+after that for a body; a connection that never completes its headers, or stays idle that
+long between requests, is closed), so a client that sends half a request and stalls holds
+nothing for long. The event loop parses HTTP and decodes and encodes small JSON bodies (tens of
 microseconds, less than a thread hop); model runs and large bodies go to `--num_threads`
 worker threads (workers.py). SIGTERM or SIGINT: stop accepting, let in-flight requests
 finish (up to `--shutdown_grace_seconds`), unload the model, exit 0. Binds 127.0.0.1 unless
@@ -36,7 +39,8 @@ import sys
 import threading
 
 import numpy as np
-from aiohttp import web
+from aiohttp import http_exceptions, web
+from aiohttp.web_protocol import RequestPayloadError
 from google.protobuf import json_format
 
 from tensorflux.framework import errors
@@ -70,9 +74,22 @@ _PATH = re.compile(r"^/v1/models/(?P<name>[^/:]+)"
                    r"(?:(?P<metadata>/metadata)|:(?P<verb>[A-Za-z]+))?$")
 
 
-def _error(status: int, message: str) -> web.Response:
-    return web.Response(status=status, body=codec.to_json({"error": message}),
-                        content_type="application/json")
+def _error(status: int, message: str, close: bool = False) -> web.Response:
+    """TF Serving's error answer; `close`: end the connection after it (a body not read)."""
+    response = web.Response(status=status, body=codec.to_json({"error": message}),
+                            content_type="application/json")
+    if close:
+        response.force_close()
+    return response
+
+
+class _BodyNotRead(Exception):
+    """A request body refused before it was read whole: answered, then the connection
+    closes."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
 
 
 def _json(doc) -> web.Response:
@@ -92,15 +109,18 @@ class ModelServer:
         requests that gathered while one ran as soon as it finishes (batching.py).
       max_request_bytes: the largest request body accepted.
       num_threads: the worker threads running model runs and large JSON (workers.py).
+      request_timeout_seconds: the time a client has to send a request's headers and body,
+        and the longest a connection may stay idle between requests.
     """
 
     def __init__(self, manager: ModelManager, *, enable_batching: bool = False,
                  max_batch_size: int = 32, batch_timeout_micros: int = 1000,
                  batch_close_when_idle: bool = False, batch_when_model_idle: bool = False,
                  max_request_bytes: int = 64 << 20,
-                 num_threads: int = 8):
+                 num_threads: int = 8, request_timeout_seconds: float = 30.0):
         self.manager = manager
         self.max_request_bytes = max_request_bytes
+        self.request_timeout_seconds = float(request_timeout_seconds)
         self.workers = WorkerThreads(num_threads, name="serve")
         self.batcher = (BatchScheduler(max_batch_size, batch_timeout_micros, self._in_pool,
                                        when_model_idle=batch_when_model_idle)
@@ -111,6 +131,16 @@ class ModelServer:
 
     async def _in_pool(self, fn, *args):
         return await self.workers.run(fn, *args)
+
+    def runner_options(self) -> dict:
+        """Keyword arguments for the web.AppRunner serving `app()`: idle connections and
+        connections that never complete their headers close after the request timeout; the
+        unread rest of a refused body (413, 408) is drained for at most that long too
+        (aiohttp's lingering close, 10 s by default), so the client still reads the answer
+        and nothing waits longer."""
+        return {"keepalive_timeout": self.request_timeout_seconds,
+                "lingering_time": min(self.request_timeout_seconds, 10.0),
+                "access_log": None, "handle_signals": False}
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_request_bytes)
@@ -140,9 +170,8 @@ class ModelServer:
             return await self._dispatch(request)
         except errors.OpError as e:
             return _error(_HTTP_STATUS.get(e.error_code, 500), e.message)
-        except web.HTTPRequestEntityTooLarge:
-            return _error(413, f"Request body larger than the limit of "
-                          f"{self.max_request_bytes} bytes")
+        except _BodyNotRead as e:
+            return _error(e.status, e.message, close=True)
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as e:  # noqa: BLE001 - an internal error answers 500, server lives
@@ -179,10 +208,28 @@ class ModelServer:
         return web.Response(body=answer, content_type="application/json")
 
     async def _read_body(self, request: web.Request) -> bytes:
+        """The whole body, within the size limit and the request timeout.
+
+        Raises:
+          _BodyNotRead: 413 over the limit (a Content-Length above it, before reading),
+            408 not sent in time, 400 a body that cannot be decoded (bad chunked framing,
+            a corrupt Content-Encoding).
+        """
+        too_large = _BodyNotRead(413, f"Request body larger than the limit of "
+                                 f"{self.max_request_bytes} bytes")
         if (request.content_length or 0) > self.max_request_bytes:
-            raise web.HTTPRequestEntityTooLarge(max_size=self.max_request_bytes,
-                                                actual_size=request.content_length)
-        return await request.read()
+            raise too_large
+        try:
+            async with asyncio.timeout(self.request_timeout_seconds):
+                return await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise too_large from None
+        except TimeoutError:
+            raise _BodyNotRead(408, f"Request body not received within "
+                               f"{self.request_timeout_seconds:g} s") from None
+        except (RequestPayloadError, http_exceptions.HttpProcessingError) as e:
+            raise _BodyNotRead(400, "Malformed request body: " + " ".join(str(e).split())) \
+                from None
 
     def _metadata(self, version, label) -> dict:
         with self.manager.acquire(version, label) as servable:
@@ -219,8 +266,8 @@ class ModelServer:
     async def _predict(self, servable, body: bytes) -> bytes:
         def decode(body):
             doc = codec.parse_json(body)
-            name = doc.get("signature_name") or "serving_default"
-            inputs, rows = codec.predict_inputs(doc, servable.signature(name))
+            name = codec.signature_name(doc)
+            inputs, rows = codec.predict_inputs(doc, servable.signature(name), body)
             return name, inputs, rows
         name, inputs, rows = await self._decode(decode, body)
         outputs = await self._run(servable, name, inputs)
@@ -237,9 +284,9 @@ class ModelServer:
     async def _examples(self, servable, body: bytes, input_key):
         def decode(body):
             doc = codec.parse_json(body)
-            name = doc.get("signature_name") or "serving_default"
+            name = codec.signature_name(doc)
             key = input_key(servable.signature(name))
-            return name, {key: codec.examples_tensor(doc)}
+            return name, {key: codec.examples_tensor(doc, body)}
         name, inputs = await self._decode(decode, body)
         n = len(next(iter(inputs.values())))
         return await self._run(servable, name, inputs), n
@@ -284,8 +331,8 @@ class BackgroundServer:
 
     async def _main(self) -> None:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-        runner = web.AppRunner(self.server.app(), access_log=None, handle_signals=False,
-                               shutdown_timeout=10.0)
+        runner = web.AppRunner(self.server.app(), shutdown_timeout=10.0,
+                               **self.server.runner_options())
         try:
             await runner.setup()
             await web.TCPSite(runner, self._host, self._port).start()
@@ -343,6 +390,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--file_system_poll_wait_seconds", type=float, default=1.0)
     p.add_argument("--max_request_bytes", type=int, default=64 << 20)
     p.add_argument("--num_threads", type=int, default=8)
+    p.add_argument("--rest_api_timeout_in_ms", type=int, default=30000,
+                   help="time a client has to send a request's headers and body, and the "
+                   "longest a connection may stay idle between requests")
     p.add_argument("--shutdown_grace_seconds", type=float, default=10.0)
     p.add_argument("--version_labels", type=_labels, default={},
                    help="label=version pairs, comma-separated, for /labels/L requests")
@@ -361,9 +411,10 @@ async def _serve(args) -> int:
                             batch_close_when_idle=args.batch_close_when_idle,
                             batch_when_model_idle=args.batch_when_model_idle,
                             max_request_bytes=args.max_request_bytes,
-                            num_threads=args.num_threads)
+                            num_threads=args.num_threads,
+                            request_timeout_seconds=args.rest_api_timeout_in_ms / 1000)
     runner = web.AppRunner(app, shutdown_timeout=args.shutdown_grace_seconds,
-                           access_log=None, handle_signals=False)
+                           **server.runner_options())
     await runner.setup()
     site = web.TCPSite(runner, args.rest_api_host, args.rest_api_port)
     try:

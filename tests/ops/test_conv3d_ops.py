@@ -151,6 +151,31 @@ result = tf.Session().run([y, m, a] + gx + tf.gradients(tf.reduce_sum(gx[0] ** 2
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.oracle
+def test_backprop_ops_and_their_gradients_match_tensorflow():
+    # Conv3DBackpropInputV2 (conv3d_transpose, int64 sizes) and Conv3DBackpropFilterV2,
+    # their values and their gradients w.r.t. every input. TF 1.x and 2.21 export no
+    # tf.nn.conv3d_backprop_input_v2 (tf.compat.v1.nn has conv3d_backprop_filter[_v2] only):
+    # the op is reached through conv3d_transpose and gradients.
+    rng = np.random.RandomState(2)
+    v = rng.randn(2, 2, 3, 1, 3).astype(np.float32)
+    w = rng.randn(2, 2, 3, 2, 3).astype(np.float32)
+    x = rng.randn(2, 3, 4, 3, 2).astype(np.float32)
+    program = f"""
+v = tf.constant(np.array({v.tolist()}, np.float32))
+w = tf.constant(np.array({w.tolist()}, np.float32))
+x = tf.constant(np.array({x.tolist()}, np.float32))
+t = tf.nn.conv3d_transpose(v, w, tf.constant([2, 3, 4, 3, 2], tf.int64), [1, 1, 1, 1, 1],
+                           "VALID")
+f = tf.nn.conv3d_backprop_filter_v2(x, [2, 2, 3, 2, 3], v, [1, 1, 1, 1, 1], "VALID")
+loss = tf.reduce_sum(t * t * x) + tf.reduce_sum(f * f * w)
+result = tf.Session().run([t, f] + tf.gradients(loss, [v, w, x]))
+"""
+    ours, theirs = oracle.run_both(program, tf)
+    for got, want in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
 MY_OPS = [
     "Conv3D", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2", "MaxPool3D", "MaxPool3DGrad",
     "MaxPool3DGradGrad", "AvgPool3D", "AvgPool3DGrad",

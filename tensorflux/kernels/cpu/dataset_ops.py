@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from tensorflux.framework import dtypes, errors
-from tensorflux.kernels import dataset_files
+from tensorflux.kernels import dataset_batching, dataset_files
 from tensorflux.kernels import datasets as ds_lib
 from tensorflux.kernels import functions as functions_lib
 from tensorflux.kernels.cpu.data_flow_ops import _make_handle, lookup, resource_op
@@ -176,7 +176,7 @@ _function_kernel("InterleaveDataset", "f", ds_lib.InterleaveDataset, 2)
 
 @kernel("BatchDatasetV2")
 def _batch_dataset(ctx, input_ds, batch_size, drop_remainder):
-    return ds_lib.BatchDataset(ds_lib.as_dataset(input_ds), int(batch_size),
+    return dataset_batching.BatchDataset(ds_lib.as_dataset(input_ds), int(batch_size),
                                bool(drop_remainder))
 
 
@@ -186,7 +186,7 @@ def _padded_batch_dataset(node):
 
     def compute(ctx, input_ds, batch_size, *rest):
         shapes, values, drop = rest[:n], rest[n:2 * n], rest[2 * n]
-        return ds_lib.PaddedBatchDataset(ds_lib.as_dataset(input_ds), int(batch_size),
+        return dataset_batching.PaddedBatchDataset(ds_lib.as_dataset(input_ds), int(batch_size),
                                          list(shapes), list(values), bool(drop))
     return compute
 
@@ -245,7 +245,7 @@ def _concatenate_dataset(ctx, first, second):
 
 @kernel("UnbatchDataset")
 def _unbatch_dataset(ctx, input_ds):
-    return ds_lib.UnbatchDataset(ds_lib.as_dataset(input_ds))
+    return dataset_batching.UnbatchDataset(ds_lib.as_dataset(input_ds))
 
 
 # ---- iterators ---------------------------------------------------------------------------

@@ -533,16 +533,27 @@ def _serialized_triple(indices, values, shape, dtype) -> np.ndarray:
     return out
 
 
+def _variant_triple(indices, values, shape, dtype=None) -> np.ndarray:
+    out = np.empty(3, dtype=object)
+    out[0], out[1], out[2] = indices, values, shape
+    return out
+
+
 @kernel_factory("SerializeSparse")
 def _serialize_sparse(node):
     dtype = node.attrs["T"]
-    return lambda ctx, indices, values, shape: _serialized_triple(indices, values, shape,
-                                                                  dtype)
+    triple = _variant_triple if node.attrs["out_type"] == dtypes.variant else \
+        _serialized_triple
+    return lambda ctx, indices, values, shape: triple(np.asarray(indices, np.int64),
+                                                      values, np.asarray(shape, np.int64),
+                                                      dtype)
 
 
 @kernel_factory("SerializeManySparse")
 def _serialize_many_sparse(node):
     dtype = node.attrs["T"]
+    triple = _variant_triple if node.attrs["out_type"] == dtypes.variant else \
+        _serialized_triple
 
     def compute(ctx, indices, values, shape):
         if shape.size < 2:
@@ -553,7 +564,7 @@ def _serialize_many_sparse(node):
         out = np.empty((n, 3), dtype=object)
         for b in range(n):
             rows = indices[:, 0] == b
-            out[b] = _serialized_triple(indices[rows][:, 1:], values[rows], shape[1:], dtype)
+            out[b] = triple(indices[rows][:, 1:], values[rows], shape[1:], dtype)
         return out
 
     return compute
@@ -567,6 +578,54 @@ def _parse_proto(data: bytes) -> np.ndarray:
         raise errors.InvalidArgumentError(
             None, None, "Could not parse serialized_sparse as a TensorProto") from None
     return tensor_util.MakeNdarray(proto)
+
+
+@kernel_factory("DeserializeSparse")
+def _deserialize_sparse(node):
+    dtype = node.attrs["dtype"]
+    variant = node.attrs["Tserialized"] == dtypes.variant
+
+    def part(x) -> np.ndarray:
+        return np.asarray(x) if variant else _parse_proto(x)
+
+    def compute(ctx, serialized):
+        if serialized.ndim < 1 or serialized.shape[-1] != 3:
+            raise errors.InvalidArgumentError(
+                None, None, f"Serialized sparse should have 3 as the last dimension, got "
+                f"shape {list(serialized.shape)}")
+        lead = serialized.shape[:-1]
+        rows = serialized.reshape(-1, 3)
+        parts = [(part(i), part(v), part(s)) for i, v, s in rows]
+        for k, (_, val, _) in enumerate(parts):
+            if val.dtype != dtype.as_numpy_dtype:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Requested SparseTensor of type {dtype.name} but "
+                    f"SparseTensor[{k}].values.dtype() == {val.dtype}")
+        if not lead:
+            idx, val, shp = parts[0]
+            return (idx.reshape(-1, shp.size).astype(np.int64), val, shp.astype(np.int64))
+        ranks = {p[2].size for p in parts}
+        if len(ranks) > 1:
+            raise errors.InvalidArgumentError(
+                None, None, "Inconsistent rank across SparseTensors: rank prior to "
+                f"SparseTensor[k] was: {min(ranks)} but rank of SparseTensor[k] is: "
+                f"{max(ranks)}")
+        rank = ranks.pop() if ranks else 0
+        positions = np.array(np.unravel_index(np.arange(len(parts)), lead)).T \
+            if parts else np.zeros((0, len(lead)), np.int64)
+        indices = [np.concatenate([np.broadcast_to(pos, (len(idx.reshape(-1, rank)),
+                                                          len(lead))),
+                                   idx.reshape(-1, rank)], axis=1)
+                   for pos, (idx, _, _) in zip(positions, parts, strict=True)]
+        inner = np.max(np.stack([p[2] for p in parts]), axis=0) if parts else \
+            np.zeros(rank, np.int64)
+        return (np.concatenate(indices).astype(np.int64) if indices else
+                np.zeros((0, len(lead) + rank), np.int64),
+                np.concatenate([p[1] for p in parts]) if parts else
+                np.zeros(0, dtype.as_numpy_dtype),
+                np.concatenate([np.array(lead, np.int64), inner]).astype(np.int64))
+
+    return compute
 
 
 @kernel_factory("DeserializeManySparse")
