@@ -553,9 +553,12 @@ class _Run:
             if out is _PENDING:
                 return
         # Live outputs of a fast node: the part of _complete and _propagate that applies.
+        # One that nothing reads (a value read only for a control edge) is not kept, so
+        # that it holds no buffer (a variable's, which an update would then copy).
         n = it.num_outputs
         if n == 1:
-            entries[it.out_base] = out
+            if uses[it.out_base]:
+                entries[it.out_base] = out
         elif n:
             if out is None or len(out) != n:
                 self._complete(it, frame, i, out, False)  # reports the mismatch

@@ -1841,9 +1841,14 @@ static int df_run_node(DfReady *r, DfCache *c, DfEntry *e, DfNode *d, PyObject *
         if (rc == 0) rc = df_done(c, e, cleanup);
         goto out;
     }
-    /* a plain node: live outputs that stay in the frame and feed no Merge */
+    /* a plain node: live outputs that stay in the frame and feed no Merge; one that
+     * nothing reads (a value read only for a control edge) is dropped at once, so that it
+     * holds no buffer (a variable's, which an update would then have to copy) */
     if (n == 1) {
-        df_set(c->entries, d->out_base, out);
+        if (d->out_base < PyList_GET_SIZE(c->uses) && df_get(c->uses, d->out_base) == 0)
+            Py_DECREF(out);
+        else
+            df_set(c->entries, d->out_base, out);
     } else if (n > 1) {
         PyObject **items = PySequence_Fast_ITEMS(out);
         for (int k = 0; k < n; k++) {
