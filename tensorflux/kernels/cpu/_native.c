@@ -504,9 +504,9 @@ static int64_t gemm_chunks(const gemm_t *g) {
     return ceil_div(g->m, g->tile_m) * g->grid_n;
 }
 
-/* Runs a k-sliced plan on the pool: partial products for the helpers (freed here), the
- * caller's and the first ones' added into out. False (nothing run) when the pool is taken
- * or memory short. */
+/* Runs a k-sliced plan on the pool: the first thread to claim a piece adds into out itself,
+ * each later one into a partial product of its own (allocated and freed here), which the
+ * caller then adds into out. False (nothing run) when the pool is taken or memory short. */
 static int run_k_slices(gemm_t *g, int parts, int64_t *skipped) {
     int64_t size = g->code == 'f' ? 4 : 8, count = gemm_chunks(g);
     size_t bytes = (size_t)(g->m * g->n * size);
@@ -534,8 +534,6 @@ static int run_k_slices(gemm_t *g, int parts, int64_t *skipped) {
                 for (int64_t j = 0; j < len; j++) o[j] += q[j];
             }
         }
-        /* a partial that no thread started (can only be partial[0]: the first thread to
-         * claim a chunk takes slot 0) leaves out unwritten: never, since count >= 1 */
     }
     for (int s = 1; s <= extra; s++) free(g->partial[s]);
     return ran;
