@@ -1276,7 +1276,7 @@ enum { DF_PY = 0, DF_CALL = 1, DF_FORWARD = 2, DF_NOTHING = 3, DF_GENERAL = 4, D
 typedef struct {
     PyObject *item;    /* the _Item (owned) */
     PyObject *kernel;  /* its compute (owned; NULL unless DF_CALL) */
-    int mode, local, num_outputs, out_base, n_in, n_edges, is_merge, lone_exit;
+    int mode, local, num_outputs, out_base, n_in, n_edges, is_merge, lone_exit, unread;
     Py_ssize_t *in_slots;  /* into DataflowCore.ints */
     Py_ssize_t *edges;     /* pairs (consumer index, consumer's local id) */
     Py_ssize_t *out_idx;   /* per edge: the output it carries, -1 for a control edge */
@@ -1320,7 +1320,8 @@ static void df_core_dealloc(DfCore *self) {
 
 /* DataflowCore(items, specs, dead): specs[k] = (mode, local, num_outputs, out_base,
  * in_slots, consumer indices, the output index of each consumer's edge (-1: control),
- * kernel, flags: 1 a Merge, 2 an Exit whose one input is that data edge); `dead` is DEAD. */
+ * kernel, flags: 1 a Merge, 2 an Exit whose one input is that data edge, 4 a single output
+ * that nothing reads); `dead` is DEAD. */
 static PyObject *df_core_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     PyObject *items, *specs, *dead;
     if (!PyArg_ParseTuple(args, "O!O!O", &PyList_Type, &items, &PyList_Type, &specs, &dead))
@@ -1365,6 +1366,7 @@ static PyObject *df_core_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         if (PyErr_Occurred()) { Py_DECREF(self); return NULL; }
         d->is_merge = (flags & 1) != 0;
         d->lone_exit = (flags & 2) != 0;
+        d->unread = (flags & 4) != 0;
         if (d->mode < DF_PY || d->mode > DF_NEXT) d->mode = DF_PY;
         d->item = PyList_GET_ITEM(items, k);
         Py_INCREF(d->item);
@@ -1843,7 +1845,7 @@ static int df_run_node(DfReady *r, DfCache *c, DfEntry *e, DfNode *d, PyObject *
      * nothing reads (a value read only for a control edge) is dropped at once, so that it
      * holds no buffer (a variable's, which an update would then have to copy) */
     if (n == 1) {
-        if (d->out_base < PyList_GET_SIZE(c->uses) && df_get(c->uses, d->out_base) == 0)
+        if (d->unread)
             Py_DECREF(out);
         else
             df_set(c->entries, d->out_base, out);
