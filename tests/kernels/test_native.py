@@ -65,6 +65,56 @@ def test_gemm_matches_numpy(dtype, m, k, n, layout, parts):
     np.testing.assert_allclose(out, a @ b, rtol=tol, atol=tol * np.sqrt(k))
 
 
+# Products big enough to be cut: (m, k, n) and which plan _native.c's plan_gemm takes with
+# 2 threads (tiles: a grid of output tiles; k slices: pieces of k added into per-thread
+# partial products) and, polled (a stop cell given), where its calls get k pieces (beta=1).
+_SPLIT_CASES = [
+    (128, 8192, 128),   # k slices (2 threads); polled: k pieces of one tile
+    (512, 2048, 512),   # k slices (2 threads, 8 pieces); polled alone: 6 k pieces
+    (640, 3000, 96),    # a long k with few columns
+    (1024, 256, 1024),  # tiles in a 2-D grid; polled: more tiles
+    (2000, 300, 70),    # tall and thin: row tiles
+]
+
+
+def _raw_gemm():
+    """The extension's gemm entry, with NumPy's BLAS handed over (native.gemm does that on
+    its first call)."""
+    assert native.gemm(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), 1) is not None
+    return native._mod.gemm
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, k, n", _SPLIT_CASES)
+@pytest.mark.parametrize("layout", ["cc", "ff"])
+@pytest.mark.parametrize("parts", [1, 2, 3])
+@pytest.mark.parametrize("polled", [False, True])
+def test_split_products_match_numpy(dtype, m, k, n, layout, parts, polled):
+    """Every way plan_gemm cuts a product (tiles, k pieces, k slices, over 1-3 threads,
+    polling or not) gives NumPy's product up to summation order."""
+    rng = np.random.default_rng(m + k + n)
+    a = _operand(rng, (m, k), dtype, layout[0])
+    b = _operand(rng, (k, n), dtype, layout[1])
+    a_rm, ta = native._row_major(a)
+    b_rm, tb = native._row_major(b)
+    out = np.full((m, n), np.nan, dtype)
+    stop = (np.zeros(1, np.int32), 0.0) if polled else ()
+    assert _raw_gemm()(a_rm, b_rm, out, ta, tb, parts, *stop) is True
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out, a @ b, rtol=tol, atol=tol * np.sqrt(k))
+
+
+@needs_native
+@pytest.mark.parametrize("m, k, n", [(128, 8192, 128), (1024, 1024, 1024)])
+@pytest.mark.parametrize("parts", [1, 2])
+def test_a_set_stop_cell_stops_a_split_product(m, k, n, parts):
+    a = np.ones((m, k), np.float32)
+    b = np.ones((k, n), np.float32)
+    out = np.empty((m, n), np.float32)
+    assert _raw_gemm()(a, b, out, False, False, parts, np.ones(1, np.int32), 0.0) is False
+
+
 @needs_native
 @pytest.mark.parametrize("a, b", [
     (np.ones((3, 4), np.int32), np.ones((4, 5), np.int32)),        # not float

@@ -166,6 +166,38 @@ def test_identity_chain_forwards_the_very_value(loop):
     np.testing.assert_array_equal(_run(g, v, {x: feed}, FRAMES, loop=loop), feed)
 
 
+def test_a_value_nothing_reads_is_not_kept(loop, monkeypatch):
+    """`v.assign(...)` returns a read of v that Adam's sparse update uses only as a control
+    input: the executor drops it at once, so the scatter after it updates v in place
+    instead of copying it (the read would otherwise hold v's buffer to the step's end)."""
+    from tensorflux.kernels.cpu import state_ops
+
+    copies = []
+    own_value = state_ops.own_value
+
+    def counting(var):
+        before = id(var.value)
+        arr = own_value(var)
+        copies.append(id(arr) != before)
+        return arr
+
+    monkeypatch.setattr(state_ops, "own_value", counting)
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(np.ones((4, 3), np.float32))
+        read = v.assign(v.read_value() * 2.0)  # nothing reads this read's value
+        with tf.control_dependencies([read]):
+            update = tf.scatter_add(v, [1], [[1.0, 2.0, 3.0]])
+        with tf.control_dependencies([update]):
+            out = v.read_value() + 0.0
+        with tf.Session(graph=g, exec_options=FRAMES) as s:
+            s.run(v.initializer)
+            got = s.run(out)
+            assert all((ex.core is not None) == (loop == "native") for ex in _executors(s))
+    np.testing.assert_array_equal(got, [[2, 2, 2], [3, 4, 5], [2, 2, 2], [2, 2, 2]])
+    assert copies == [False]
+
+
 # ---- errors, deadlines, cancellation -----------------------------------------------------
 
 if op_registry.lookup("_TestFailAbove") is None:

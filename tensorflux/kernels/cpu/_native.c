@@ -42,6 +42,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -306,50 +307,258 @@ typedef void (*dgemm32_t)(int, int, int, int32_t, int32_t, int32_t, double, cons
 static void *sgemm_ptr, *dgemm_ptr;
 static int blas_ilp64;
 
+/* A product is cut into chunks that the pool's threads claim one at a time, in one of two
+ * ways (plan_gemm picks the one whose calls move less memory):
+ *  - tiles: a grid of output tiles (rows x columns of out); a tile is one BLAS call, or, in
+ *    a product that polls a stop, a few calls over consecutive pieces of k (the first
+ *    writing the tile, the others adding to it: beta = 1), the stop polled between them;
+ *  - k slices (products over a long k, several threads): chunk i is the whole output from
+ *    the i-th piece of k; each thread adds its pieces into a partial product of its own
+ *    (the first thread's is out itself), and the caller adds the partials into out.
+ * Why: every BLAS call packs its operands again (its rows of op(a) and its columns of
+ * op(b), each times its k), so a product cut into c row blocks packs op(b) c times.
+ * Cutting 1024^3 into the 11 row blocks of ~2e8 FLOP that polling needs cost 20-30% more
+ * CPU than one call, and 640x512 from k = 10,000 (an LSTM's softmax gradient) 2.5x; pieces
+ * of k (OpenBLAS blocks k itself by a few hundred) pack nothing twice. */
 typedef struct {
     char code;
-    int ta, tb, by_rows;
-    int64_t m, n, k, lda, ldb, grain;
+    int ta, tb;
+    int64_t m, n, k, lda, ldb;
+    /* the plan (plan_gemm): tiles of tile_m x tile_n, grid_n to a row of tiles, k in
+     * pieces of k_piece; k_slices: chunks are k pieces of the whole output instead */
+    int64_t tile_m, tile_n, grid_n, k_piece;
+    int k_slices;
     const char *a, *b;
     char *c;
+    const stop_t *stop;       /* polled between k pieces (NULL: never) */
+    atomic_int stopped;       /* a tile stopped between its pieces */
+    /* k slices: partial products, one per thread that joined (partial[0] is c) */
+    long long id;             /* this call (threads tell calls apart by it) */
+    atomic_int slots;         /* partial products handed out */
+    char *partial[MAX_HELPERS + 1];
+    int started[MAX_HELPERS + 1];
 } gemm_t;
 
-/* out[rows or columns of one block] = op(a) op(b), one BLAS call. */
-static void gemm_block(void *p, int64_t i) {
-    gemm_t *g = p;
-    int64_t size = g->code == 'f' ? 4 : 8;
-    int64_t len = g->by_rows ? g->m : g->n;
-    int64_t lo = i * g->grain, hi = lo + g->grain < len ? lo + g->grain : len;
-    int64_t m = g->m, n = g->n;
-    const char *a = g->a, *b = g->b;
-    char *c = g->c;
-    if (g->by_rows) {  /* rows lo..hi of op(a): row lo of a, or column lo of a stored as k x m */
-        m = hi - lo;
-        a += (g->ta ? lo : lo * g->lda) * size;
-        c += lo * g->n * size;
-    } else {           /* columns lo..hi of op(b) */
-        n = hi - lo;
-        b += (g->tb ? lo * g->ldb : lo) * size;
-        c += lo * size;
-    }
+static atomic_llong gemm_calls;
+static _Thread_local long long slot_call = -1;  /* the call this thread's slot belongs to */
+static _Thread_local int slot_index;
+
+static void gemm_call(const gemm_t *g, int64_t m, int64_t n, int64_t k, const char *a,
+                      const char *b, int beta_one, char *c) {
     int ta = g->ta ? TRANS : NO_TRANS, tb = g->tb ? TRANS : NO_TRANS;
     if (g->code == 'f') {
+        float beta = beta_one ? 1.0f : 0.0f;
         if (blas_ilp64)
-            ((sgemm64_t)sgemm_ptr)(ROW_MAJOR, ta, tb, m, n, g->k, 1.0f, (const float *)a, g->lda,
-                                   (const float *)b, g->ldb, 0.0f, (float *)c, g->n);
+            ((sgemm64_t)sgemm_ptr)(ROW_MAJOR, ta, tb, m, n, k, 1.0f, (const float *)a, g->lda,
+                                   (const float *)b, g->ldb, beta, (float *)c, g->n);
         else
-            ((sgemm32_t)sgemm_ptr)(ROW_MAJOR, ta, tb, (int32_t)m, (int32_t)n, (int32_t)g->k,
+            ((sgemm32_t)sgemm_ptr)(ROW_MAJOR, ta, tb, (int32_t)m, (int32_t)n, (int32_t)k,
                                    1.0f, (const float *)a, (int32_t)g->lda, (const float *)b,
-                                   (int32_t)g->ldb, 0.0f, (float *)c, (int32_t)g->n);
+                                   (int32_t)g->ldb, beta, (float *)c, (int32_t)g->n);
     } else {
+        double beta = beta_one ? 1.0 : 0.0;
         if (blas_ilp64)
-            ((dgemm64_t)dgemm_ptr)(ROW_MAJOR, ta, tb, m, n, g->k, 1.0, (const double *)a,
-                                   g->lda, (const double *)b, g->ldb, 0.0, (double *)c, g->n);
+            ((dgemm64_t)dgemm_ptr)(ROW_MAJOR, ta, tb, m, n, k, 1.0, (const double *)a,
+                                   g->lda, (const double *)b, g->ldb, beta, (double *)c, g->n);
         else
-            ((dgemm32_t)dgemm_ptr)(ROW_MAJOR, ta, tb, (int32_t)m, (int32_t)n, (int32_t)g->k,
+            ((dgemm32_t)dgemm_ptr)(ROW_MAJOR, ta, tb, (int32_t)m, (int32_t)n, (int32_t)k,
                                    1.0, (const double *)a, (int32_t)g->lda, (const double *)b,
-                                   (int32_t)g->ldb, 0.0, (double *)c, (int32_t)g->n);
+                                   (int32_t)g->ldb, beta, (double *)c, (int32_t)g->n);
     }
+}
+
+/* op(a)[r0.., k0..] and op(b)[k0.., c0..]: a is m x k (lda = k), or k x m when transposed
+ * (lda = m); b is k x n (ldb = n), or n x k when transposed (ldb = k). */
+static const char *a_at(const gemm_t *g, int64_t r0, int64_t k0, int64_t size) {
+    return g->a + (g->ta ? k0 * g->lda + r0 : r0 * g->lda + k0) * size;
+}
+
+static const char *b_at(const gemm_t *g, int64_t k0, int64_t c0, int64_t size) {
+    return g->b + (g->tb ? c0 * g->ldb + k0 : k0 * g->ldb + c0) * size;
+}
+
+/* Chunk i: out[tile i] = op(a)[its rows] op(b)[its columns] in pieces of k, or (k slices)
+ * this thread's partial product += the i-th piece of k. */
+static void gemm_chunk(void *p, int64_t i) {
+    gemm_t *g = p;
+    int64_t size = g->code == 'f' ? 4 : 8;
+    if (g->k_slices) {
+        if (slot_call != g->id) {
+            slot_call = g->id;
+            slot_index = atomic_fetch_add(&g->slots, 1);
+        }
+        int s = slot_index;
+        int64_t k0 = i * g->k_piece, k = g->k - k0 < g->k_piece ? g->k - k0 : g->k_piece;
+        gemm_call(g, g->m, g->n, k, a_at(g, 0, k0, size), b_at(g, k0, 0, size),
+                  g->started[s], g->partial[s]);
+        g->started[s] = 1;
+        return;
+    }
+    int64_t r0 = (i / g->grid_n) * g->tile_m, c0 = (i % g->grid_n) * g->tile_n;
+    int64_t m = g->m - r0 < g->tile_m ? g->m - r0 : g->tile_m;
+    int64_t n = g->n - c0 < g->tile_n ? g->n - c0 : g->tile_n;
+    char *c = g->c + (r0 * g->n + c0) * size;
+    for (int64_t k0 = 0; k0 < g->k; k0 += g->k_piece) {
+        if (k0 > 0 && should_stop(g->stop)) {
+            atomic_store(&g->stopped, 1);
+            return;
+        }
+        int64_t k = g->k - k0 < g->k_piece ? g->k - k0 : g->k_piece;
+        gemm_call(g, m, n, k, a_at(g, r0, k0, size), b_at(g, k0, c0, size), k0 > 0, c);
+    }
+}
+
+#define GEMM_CHUNK_FLOPS 2e8      /* interrupt.CHUNK_FLOPS: a polled chunk's work, at most */
+#define GEMM_TILE_FLOPS 1e8       /* a parallel product's chunks do at least this ... */
+#define GEMM_CHUNKS_PER_PART 4    /* ... and are at most this many per thread */
+#define GEMM_MIN_SIDE 64          /* tiles at least this many rows and columns ... */
+#define GEMM_MIN_SIDE_POLLED 16   /* ... or this many where polling needs small tiles */
+#define GEMM_MAX_GRID 512         /* rows (and columns) of tiles looked at, at most */
+#define GEMM_MIN_K_PIECE 256      /* k pieces at least this long (OpenBLAS blocks k by ~300) */
+#define GEMM_SLICE_BYTES (64 << 20)  /* k slices' partial products, at most */
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The chunks of a product over `parts` threads, polled or not. The work is cut:
+ *  - over several threads into about one chunk per GEMM_TILE_FLOPS, at least one per
+ *    thread and at most GEMM_CHUNKS_PER_PART per thread: with chunks claimed dynamically,
+ *    a thread that lost its core to another process holds the product back by at most one
+ *    chunk, while big chunks pack less;
+ *  - polled, into calls of at most GEMM_CHUNK_FLOPS (the stop is polled between them).
+ * Of the grids of tiles that do so, the one that moves least memory: what its calls pack
+ * (rows x columns of tiles + columns x rows of tiles, times k) plus out, read and written
+ * once per piece of k; pieces shorter than GEMM_MIN_K_PIECE only when nothing else meets
+ * the bound. k slices instead when they move less (they pack nothing twice, but write and
+ * add a partial product per thread). */
+static void plan_gemm(gemm_t *g, int parts, int polled) {
+    double m = (double)g->m, n = (double)g->n, k = (double)g->k;
+    double flops = 2.0 * m * n * k;
+    int64_t want = 1;
+    if (parts > 1) {
+        double by_work = flops / GEMM_TILE_FLOPS;
+        double most = (double)parts * GEMM_CHUNKS_PER_PART;
+        want = by_work > most ? (int64_t)most : (int64_t)by_work;
+        if (want < parts) want = parts;
+    }
+    int64_t side = polled ? GEMM_MIN_SIDE_POLLED : GEMM_MIN_SIDE;
+    int64_t rows_max = g->m / side > 1 ? g->m / side : 1;
+    int64_t cols_max = g->n / side > 1 ? g->n / side : 1;
+    if (rows_max > GEMM_MAX_GRID) rows_max = GEMM_MAX_GRID;
+    if (cols_max > GEMM_MAX_GRID) cols_max = GEMM_MAX_GRID;
+    if (want > rows_max * cols_max) want = rows_max * cols_max;
+    int64_t k_min = g->k < GEMM_MIN_K_PIECE ? g->k : GEMM_MIN_K_PIECE;
+    int64_t best_tm = g->m, best_tn = g->n, best_cuts = 1;
+    double best_cost = -1;
+    int best_short = 1;
+    for (int64_t r = 1; r <= rows_max; r++) {
+        int64_t tm = ceil_div(g->m, r);
+        if (r > 1 && ceil_div(g->m, tm) != r) continue;  /* the same tiles as a smaller r */
+        for (int64_t c = want > r ? ceil_div(want, r) : 1; c <= cols_max; c++) {
+            int64_t tn = ceil_div(g->n, c);
+            if (c > 1 && ceil_div(g->n, tn) != c) continue;
+            int64_t cuts = 1;
+            if (polled) {
+                double tile = 2.0 * (double)tm * (double)tn * k;
+                cuts = tile > GEMM_CHUNK_FLOPS ? (int64_t)ceil(tile / GEMM_CHUNK_FLOPS) : 1;
+                if (cuts > g->k) cuts = g->k;
+            }
+            int is_short = ceil_div(g->k, cuts) < k_min;
+            double cost = k * (m * (double)c + n * (double)r) + (double)cuts * m * n;
+            if (best_cost < 0 || is_short < best_short ||
+                    (is_short == best_short && cost < best_cost)) {
+                best_tm = tm;
+                best_tn = tn;
+                best_cuts = cuts;
+                best_cost = cost;
+                best_short = is_short;
+            }
+            if (cuts == 1) break;  /* more columns of tiles only pack more */
+        }
+    }
+    g->k_slices = 0;
+    g->tile_m = best_tm;
+    g->tile_n = best_tn;
+    g->grid_n = ceil_div(g->n, g->tile_n);
+    g->k_piece = ceil_div(g->k, best_cuts);
+    /* k slices: `want` pieces (more where polling needs them), none shorter than
+     * GEMM_MIN_K_PIECE; each thread's partial product is written and added too */
+    if (parts < 2) return;
+    int64_t pieces = want, size = g->code == 'f' ? 4 : 8;
+    if (polled && ceil(flops / GEMM_CHUNK_FLOPS) > (double)pieces)
+        pieces = (int64_t)ceil(flops / GEMM_CHUNK_FLOPS);
+    if (pieces > g->k / GEMM_MIN_K_PIECE) pieces = g->k / GEMM_MIN_K_PIECE;
+    if (pieces < parts) return;
+    int64_t piece = ceil_div(g->k, pieces);
+    pieces = ceil_div(g->k, piece);
+    if (polled && 2.0 * m * n * (double)piece > 1.5 * GEMM_CHUNK_FLOPS) return;
+    double slice_cost = k * (m + n) + ((double)pieces + 2.0 * (double)(parts - 1)) * m * n;
+    if (slice_cost < best_cost &&
+            (double)(parts - 1) * m * n * (double)size <= GEMM_SLICE_BYTES) {
+        g->k_slices = 1;
+        g->k_piece = piece;
+    }
+}
+
+static int64_t gemm_chunks(const gemm_t *g) {
+    if (g->k_slices) return ceil_div(g->k, g->k_piece);
+    return ceil_div(g->m, g->tile_m) * g->grid_n;
+}
+
+/* Runs a k-sliced plan on the pool: the first thread to claim a piece adds into out itself,
+ * each later one into a partial product of its own (allocated and freed here), which the
+ * caller then adds into out. False (nothing run) when the pool is taken or memory short. */
+static int run_k_slices(gemm_t *g, int parts, int64_t *skipped) {
+    int64_t size = g->code == 'f' ? 4 : 8, count = gemm_chunks(g);
+    size_t bytes = (size_t)(g->m * g->n * size);
+    int extra = parts - 1, ok = 1;
+    g->partial[0] = g->c;
+    for (int s = 0; s <= extra; s++) {
+        g->started[s] = 0;
+        if (s > 0 && (g->partial[s] = malloc(bytes)) == NULL) ok = 0;
+    }
+    g->id = atomic_fetch_add(&gemm_calls, 1);
+    atomic_store(&g->slots, 0);
+    int ran = ok && pool_run(gemm_chunk, g, count, parts, g->stop, skipped);
+    int used = atomic_load(&g->slots);
+    if (ran && !*skipped) {
+        int64_t len = g->m * g->n;
+        for (int s = 1; s < used; s++) {
+            if (!g->started[s]) continue;
+            if (g->code == 'f') {
+                float *o = (float *)g->c;
+                const float *q = (const float *)g->partial[s];
+                for (int64_t j = 0; j < len; j++) o[j] += q[j];
+            } else {
+                double *o = (double *)g->c;
+                const double *q = (const double *)g->partial[s];
+                for (int64_t j = 0; j < len; j++) o[j] += q[j];
+            }
+        }
+    }
+    for (int s = 1; s <= extra; s++) free(g->partial[s]);
+    return ran;
+}
+
+/* gemm_plan(m, n, k, parts, polled, itemsize): how gemm would cut that product (for tests
+ * and benchmarks): (tile rows, tile columns, k piece, k slices, chunks). */
+static PyObject *py_gemm_plan(PyObject *self, PyObject *args) {
+    long long m, n, k;
+    int parts, polled, itemsize;
+    if (!PyArg_ParseTuple(args, "LLLipi", &m, &n, &k, &parts, &polled, &itemsize)) return NULL;
+    if (m < 1 || n < 1 || k < 1 || (itemsize != 4 && itemsize != 8)) {
+        PyErr_SetString(PyExc_ValueError, "gemm_plan: positive sizes, itemsize 4 or 8");
+        return NULL;
+    }
+    gemm_t g;
+    memset(&g, 0, sizeof g);
+    g.code = itemsize == 4 ? 'f' : 'd';
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    plan_gemm(&g, parts < 1 ? 1 : parts, polled);
+    return Py_BuildValue("LLLOL", (long long)g.tile_m, (long long)g.tile_n,
+                         (long long)g.k_piece, g.k_slices ? Py_True : Py_False,
+                         (long long)gemm_chunks(&g));
 }
 
 static PyObject *py_set_blas(PyObject *self, PyObject *args) {
@@ -371,8 +580,6 @@ static int two_d(const Py_buffer *v, int64_t *rows, int64_t *cols) {
 
 /* gemm(a, b, out, transpose_a, transpose_b, parts[, stop, deadline]): out = op(a) @ op(b),
  * all C-contiguous; False when it stopped early. */
-#define GEMM_CHUNK_FLOPS 2e8  /* interrupt.CHUNK_FLOPS */
-
 static PyObject *py_gemm(PyObject *self, PyObject *args) {
     PyObject *objs[3], *cell = NULL;
     int ta, tb, parts;
@@ -391,8 +598,19 @@ static PyObject *py_gemm(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "gemm takes matrices");
         return NULL;
     }
-    gemm_t g = {code, ta, tb, 0, ta ? ac : ar, tb ? br : bc, ta ? ar : ac, ac, bc, 0,
-                bufs[0].view.buf, bufs[1].view.buf, bufs[2].view.buf};
+    gemm_t g;
+    memset(&g, 0, sizeof g);
+    g.code = code;
+    g.ta = ta;
+    g.tb = tb;
+    g.m = ta ? ac : ar;
+    g.n = tb ? br : bc;
+    g.k = ta ? ar : ac;
+    g.lda = ac;
+    g.ldb = bc;
+    g.a = bufs[0].view.buf;
+    g.b = bufs[1].view.buf;
+    g.c = bufs[2].view.buf;
     if ((tb ? bc : br) != g.k || cr != g.m || cc != g.n || g.m == 0 || g.n == 0 || g.k == 0) {
         release(bufs, 3);
         PyErr_SetString(PyExc_ValueError, "gemm: shapes do not match (or a dimension is 0)");
@@ -411,33 +629,22 @@ static PyObject *py_gemm(PyObject *self, PyObject *args) {
         release(bufs, 3);
         return NULL;
     }
-    g.by_rows = g.m >= g.n;
-    int64_t len = g.by_rows ? g.m : g.n;
-    if (parts < 1) parts = 1;
-    g.grain = (len + parts - 1) / parts;
-    if (g.grain < 64) g.grain = 64;
-    /* A long product (one that polls a stop) in blocks of about GEMM_CHUNK_FLOPS, at least
-     * 16 rows or columns wide. */
-    double line_flops = 2.0 * (double)(g.by_rows ? g.n : g.m) * (double)g.k;
     int polled = stop.cell != NULL || stop.deadline > 0;
-    int long_product = polled && line_flops * (double)len > GEMM_CHUNK_FLOPS;
-    if (long_product && line_flops * (double)g.grain > GEMM_CHUNK_FLOPS) {
-        int64_t cap = (int64_t)(GEMM_CHUNK_FLOPS / line_flops);
-        g.grain = cap < 16 ? 16 : cap;
-    }
-    if (g.grain > len) g.grain = len;
-    int64_t count = (len + g.grain - 1) / g.grain, skipped = 0;
-    if (count > 1) ensure_helpers(parts - 1);
+    g.stop = polled ? &stop : NULL;
+    if (parts < 1) parts = 1;
+    plan_gemm(&g, parts, polled);
+    int64_t count = gemm_chunks(&g), skipped = 0;
+    if (count > 1 && parts > 1) ensure_helpers(parts - 1);
     Py_BEGIN_ALLOW_THREADS
-    if (!pool_run(gemm_block, &g, count, parts, &stop, &skipped)) {
-        if (long_product) {
-            skipped = run_serial(gemm_block, &g, count, &stop);
-        } else {
-            g.grain = len;  /* one call for the whole product */
-            gemm_block(&g, 0);
-        }
+    int ran = parts > 1 && (g.k_slices ? run_k_slices(&g, parts, &skipped)
+                                       : pool_run(gemm_chunk, &g, count, parts, g.stop, &skipped));
+    if (!ran) {
+        /* Alone (the pool is taken, or one thread): the chunks one thread needs. */
+        plan_gemm(&g, 1, polled);
+        skipped = run_serial(gemm_chunk, &g, gemm_chunks(&g), g.stop);
     }
     Py_END_ALLOW_THREADS
+    if (atomic_load(&g.stopped)) skipped++;
     if (cell_held) PyBuffer_Release(&cell_view);
     release(bufs, 3);
     return done_or_stopped(skipped);
@@ -1069,7 +1276,7 @@ enum { DF_PY = 0, DF_CALL = 1, DF_FORWARD = 2, DF_NOTHING = 3, DF_GENERAL = 4, D
 typedef struct {
     PyObject *item;    /* the _Item (owned) */
     PyObject *kernel;  /* its compute (owned; NULL unless DF_CALL) */
-    int mode, local, num_outputs, out_base, n_in, n_edges, is_merge, lone_exit;
+    int mode, local, num_outputs, out_base, n_in, n_edges, is_merge, lone_exit, unread;
     Py_ssize_t *in_slots;  /* into DataflowCore.ints */
     Py_ssize_t *edges;     /* pairs (consumer index, consumer's local id) */
     Py_ssize_t *out_idx;   /* per edge: the output it carries, -1 for a control edge */
@@ -1113,7 +1320,8 @@ static void df_core_dealloc(DfCore *self) {
 
 /* DataflowCore(items, specs, dead): specs[k] = (mode, local, num_outputs, out_base,
  * in_slots, consumer indices, the output index of each consumer's edge (-1: control),
- * kernel, flags: 1 a Merge, 2 an Exit whose one input is that data edge); `dead` is DEAD. */
+ * kernel, flags: 1 a Merge, 2 an Exit whose one input is that data edge, 4 a single output
+ * that nothing reads); `dead` is DEAD. */
 static PyObject *df_core_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     PyObject *items, *specs, *dead;
     if (!PyArg_ParseTuple(args, "O!O!O", &PyList_Type, &items, &PyList_Type, &specs, &dead))
@@ -1158,6 +1366,7 @@ static PyObject *df_core_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         if (PyErr_Occurred()) { Py_DECREF(self); return NULL; }
         d->is_merge = (flags & 1) != 0;
         d->lone_exit = (flags & 2) != 0;
+        d->unread = (flags & 4) != 0;
         if (d->mode < DF_PY || d->mode > DF_NEXT) d->mode = DF_PY;
         d->item = PyList_GET_ITEM(items, k);
         Py_INCREF(d->item);
@@ -1632,9 +1841,14 @@ static int df_run_node(DfReady *r, DfCache *c, DfEntry *e, DfNode *d, PyObject *
         if (rc == 0) rc = df_done(c, e, cleanup);
         goto out;
     }
-    /* a plain node: live outputs that stay in the frame and feed no Merge */
+    /* a plain node: live outputs that stay in the frame and feed no Merge; one that
+     * nothing reads (a value read only for a control edge) is dropped at once, so that it
+     * holds no buffer (a variable's, which an update would then have to copy) */
     if (n == 1) {
-        df_set(c->entries, d->out_base, out);
+        if (d->unread)
+            Py_DECREF(out);
+        else
+            df_set(c->entries, d->out_base, out);
     } else if (n > 1) {
         PyObject **items = PySequence_Fast_ITEMS(out);
         for (int k = 0; k < n; k++) {
@@ -1784,6 +1998,9 @@ static int df_init_module(PyObject *m) {
 static PyMethodDef methods[] = {
     {"set_blas", py_set_blas, METH_VARARGS,
      "set_blas(sgemm_address, dgemm_address, ilp64): NumPy's cblas_sgemm/dgemm"},
+    {"gemm_plan", py_gemm_plan, METH_VARARGS,
+     "gemm_plan(m, n, k, parts, polled, itemsize): (tile rows, tile columns, k piece, "
+     "k slices, chunks) of such a gemm"},
     {"gemm", py_gemm, METH_VARARGS,
      "gemm(a, b, out, transpose_a, transpose_b, parts[, stop, deadline]): out = op(a) @ "
      "op(b); False if stopped"},
