@@ -102,6 +102,9 @@ class OpDef:
     cost_free: bool = False  # the cost model charges the per-node overhead only
     flops: str | None = None  # its FLOP formula (framework/flops.py): "matmul", "unary:5", ...
     keep_identity: bool = False  # the graph optimizer never folds, merges or NoOps it away
+    # Reads nothing of its inputs but their shapes (Shape, Size, Rank): the static schedule
+    # runs it as soon as its inputs exist, so that it keeps no large input alive.
+    shape_only: bool = False
 
     def to_proto(self):
         """This definition as an `op_def_pb2.OpDef` message."""
@@ -263,7 +266,9 @@ def define_op(name: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ()
         edges): the graph optimizer (runtime/graph_optimizer.py) never folds it into a
         constant, merges two of them or turns one into a NoOp, as for stateful and
         control-flow ops.
-      **flags: `is_commutative`, `allows_uninitialized_input`, `control_flow`, `flow_kind`.
+      **flags: `is_commutative`, `allows_uninitialized_input`, `control_flow`, `flow_kind`,
+        `shape_only` (the op reads only its inputs' shapes: runtime/static_executor.py
+        schedules it early, so a large input is not kept alive for it).
 
     The calling module is recorded as `OpDef.module` (tests/test_layout.py checks that it is
     `tensorflux.ops.<family>` and that the kernels come from `tensorflux.kernels.cpu.<family>`).

@@ -65,3 +65,52 @@ def take_fresh(ctx, arr) -> bool:
     fresh = getattr(ctx, "step_container", {}).get(_FRESH_KEY)
     return fresh is not None and fresh.pop(id(arr), None) is arr
 
+
+
+# ---- donated inputs: an output written into an input that nothing else holds -------------
+#
+# Buffer forwarding, as TensorFlow's `forward_input_or_allocate_output`: an elementwise
+# kernel may write its result into one of its inputs when that input's value dies at the
+# kernel. Only the executor knows that, so it decides, at a point where it holds the value
+# in exactly one place (the generated step's local variable, the dataflow executor's list
+# of the node's inputs) and is about to drop it: `donatable` checks that nothing else
+# holds it (no other consumer's slot, a variable, a constant, a feed, a fetch, a queue, a
+# TensorArray, a cached spectrum, a view), and the kernel, registered with
+# `reuses_inputs=(positions...)`, gets `donated=(positions...)` and writes into one of them
+# if it has the output's shape and dtype (`donated_output`). A value held by anyone else is
+# never donated, so no user-visible array can change.
+
+# Smaller inputs are not donated: the check would cost more than the allocation saves.
+DONATE_MIN_BYTES = 64 << 10
+
+
+def donatable(arr) -> bool:
+    """True if `arr`, held by the caller in exactly one place (called as `donatable(v)` or
+    `donatable(values[k])`), is held by nothing else and may be donated: a writeable
+    ndarray of at least DONATE_MIN_BYTES owning its data or viewing an array only it
+    holds."""
+    if type(arr) is not np.ndarray or arr.nbytes < DONATE_MIN_BYTES or \
+            not arr.flags.writeable or arr.dtype.hasobject:
+        return False
+    # The caller's one reference, our parameter, getrefcount's argument.
+    if _getrefcount(arr) > 3:
+        return False
+    base = arr.base
+    # `base` is held by our local name, by `arr`, and by getrefcount's argument.
+    return base is None or (type(base) is np.ndarray and _getrefcount(base) <= 3)
+
+
+def donations(values: list, positions: tuple) -> tuple:
+    """The positions among `positions` whose value in `values` is `donatable`: for a caller
+    whose only references to the node's inputs are the slots of the list `values`."""
+    return tuple(k for k in positions if donatable(values[k]))
+
+
+def donated_output(inputs: tuple, donated: tuple, shape: tuple, dtype):
+    """The first input at a `donated` position that can hold an output of `shape` and
+    `dtype` (C-contiguous, so the output has the layout of a fresh array), or None."""
+    for k in donated:
+        a = inputs[k]
+        if a.shape == shape and a.dtype == dtype and a.flags.c_contiguous:
+            return a
+    return None

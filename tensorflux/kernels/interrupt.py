@@ -103,11 +103,11 @@ def interruptible(factory):
     def make(node):
         compute = factory(node)
 
-        def run(ctx, *inputs):
+        def run(ctx, *inputs, **donated):  # `donated`: kernels/buffers.py
             prev = getattr(_local, "ctx", None)
             _local.ctx = ctx
             try:
-                return compute(ctx, *inputs)
+                return compute(ctx, *inputs, **donated)
             finally:
                 _local.ctx = prev
 

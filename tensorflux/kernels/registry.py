@@ -16,6 +16,10 @@ attributes are read once when a step is built, never per run:
             return (a.T if ta else a) @ (b.T if tb else b)
         return compute
 
+A kernel registered with `reuses_inputs=(0, 1)` also takes `donated=(positions...)`: inputs
+whose value dies at this call and that nothing else holds, which it may write its output
+into (kernels/buffers.py, "donated inputs"); executors that cannot tell pass nothing.
+
 Asynchronous kernels (queues, Recv) are factories with `is_async=True` whose compute takes
 a callback, `compute(ctx, done, *inputs)`, and calls `done(outputs)` or `done(error)` later
 without holding a thread while they wait. `inline` gives the static executor a Python
@@ -68,6 +72,10 @@ class KernelDef:
     # The kernel's outputs may be the very arrays it was given (Identity, Reshape views):
     # callers must not mutate outputs in place unless they own them.
     forwards_input: bool = False
+    # Input positions whose buffer the kernel may write its output into when the executor
+    # donates them: `compute(ctx, *inputs, donated=(positions...))` (kernels/buffers.py,
+    # "donated inputs"). Empty: the kernel is never passed `donated`.
+    reuses_inputs: tuple = ()
     module: str | None = None  # the module that registered it: `tensorflux.kernels.cpu.<family>`
 
     def matches(self, attrs: dict[str, Any]) -> bool:
@@ -108,12 +116,13 @@ def _register(op_types, device: str, factory: Callable, type_constraints, **flag
 
 
 def kernel(*op_types: str, device="CPU", type_constraints=None, expensive: bool = False,
-           inline: str | None = None, forwards_input: bool = False):
+           inline: str | None = None, forwards_input: bool = False, reuses_inputs: tuple = ()):
     """Registers a plain `compute(ctx, *inputs)` function for each of `op_types`."""
 
     def register(fn):
         _register(op_types, device, lambda node: fn, type_constraints, expensive=expensive,
-                  inline=inline, forwards_input=forwards_input)
+                  inline=inline, forwards_input=forwards_input,
+                  reuses_inputs=tuple(reuses_inputs))
         return fn
 
     return register
@@ -121,12 +130,13 @@ def kernel(*op_types: str, device="CPU", type_constraints=None, expensive: bool 
 
 def kernel_factory(*op_types: str, device="CPU", type_constraints=None,
                    expensive: bool = False, is_async: bool = False,
-                   forwards_input: bool = False):
+                   forwards_input: bool = False, reuses_inputs: tuple = ()):
     """Registers `factory(node) -> compute` for each of `op_types`."""
 
     def register(factory):
         _register(op_types, device, factory, type_constraints, expensive=expensive,
-                  is_async=is_async, forwards_input=forwards_input)
+                  is_async=is_async, forwards_input=forwards_input,
+                  reuses_inputs=tuple(reuses_inputs))
         return factory
 
     return register

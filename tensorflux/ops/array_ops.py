@@ -246,16 +246,16 @@ def _shape_shape(op):
 
 define_op("Shape", inputs=["input: T"], outputs=["output: out_type"],
           attrs=["T: type", "out_type: {int32, int64} = DT_INT32"], shape_fn=_shape_shape,
-          cost_free=True)
+          cost_free=True, shape_only=True)
 define_op("ShapeN", inputs=["input: N * T"], outputs=["output: N * out_type"],
           attrs=["N: int >= 1", "T: type", "out_type: {int32, int64} = DT_INT32"],
           shape_fn=lambda op: [[None if t.shape.ndims is None else t.shape.ndims]
-                               for t in op.inputs], cost_free=True)
+                               for t in op.inputs], cost_free=True, shape_only=True)
 define_op("Size", inputs=["input: T"], outputs=["output: out_type"],
           attrs=["T: type", "out_type: {int32, int64} = DT_INT32"],
-          shape_fn=common_shapes.scalar, cost_free=True)
+          shape_fn=common_shapes.scalar, cost_free=True, shape_only=True)
 define_op("Rank", inputs=["input: T"], outputs=["output: int32"], attrs=["T: type"],
-          shape_fn=common_shapes.scalar, cost_free=True)
+          shape_fn=common_shapes.scalar, cost_free=True, shape_only=True)
 not_differentiable("Shape", "ShapeN", "Size", "Rank")
 
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tensorflux.kernels import buffers
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.runtime.step_graph import Node
 
@@ -62,12 +63,16 @@ class ExecutorError(Exception):
 
 @dataclass(slots=True)
 class Statement:
-    """One node's statement: its text, the locals it defines and those it reads."""
+    """One node's statement: its text, the locals it defines and those it reads; for a call
+    of a kernel that can write its output into an input (`reused_inputs`), the (position,
+    local) of each such input and the call without its closing parenthesis."""
 
     text: str
     node: Node
     outs: list[str]
     reads: list[str]
+    donate: tuple = ()
+    open_call: str = ""
 
 
 def _identity(ctx, value):
@@ -156,7 +161,7 @@ class Emitter:
             return None
         if n.op == "_Arg" and self.inline:
             return Statement(f"{outs[0]} = args[{n.attrs['index']}]", n, outs, [])
-        expr = self._call(n, suffix, args, ctx)
+        expr, reuses = self._call(n, suffix, args, ctx)
         if expr is None:
             return None
         if len(outs) > 1:
@@ -164,10 +169,12 @@ class Emitter:
         elif outs:
             expr = f"{outs[0]} = {expr}"
         reads = [a for a in args if a not in self.env]
-        return Statement(expr, n, outs, reads)
+        donate = tuple((k, args[k]) for k in reuses if args[k] not in self.env)
+        return Statement(expr, n, outs, reads, donate, expr[:-1] if donate else "")
 
-    def _call(self, n: Node, suffix: str, args: list[str], ctx: str) -> str | None:
-        """The expression computing `n`: its inline template or a call of its kernel."""
+    def _call(self, n: Node, suffix: str, args: list[str], ctx: str) -> tuple:
+        """(the expression computing `n`: its inline template or a call of its kernel, the
+        input positions `reused_inputs` allows the call to be donated)."""
         kdef = kernel_registry.find_kernel(n.op, self.device_type, n.attrs)
         if kdef is None:
             raise ValueError(f"No {self.device_type} kernel for {n.op} (node {n.name})")
@@ -180,10 +187,11 @@ class Emitter:
         wrapped = compute if self.kernel_wrapper is None else self.kernel_wrapper(
             n, kdef, compute)
         if self.inline and kdef.inline is not None and wrapped is compute:
-            return kdef.inline.format(*args) if kdef.inline else None
+            return (kdef.inline.format(*args) if kdef.inline else None), ()
         kname = f"k{suffix}"
         self.env[kname] = wrapped
-        return f"{kname}({ctx}{''.join(', ' + a for a in args)})"
+        return (f"{kname}({ctx}{''.join(', ' + a for a in args)})",
+                reused_inputs(n, kdef, compute, wrapped))
 
     def _forward(self, n: Node, suffix: str, value: str, ctx: str) -> str:
         """Merged partitions with every node a call: a _Send or _Recv as an identity kernel
@@ -204,7 +212,16 @@ class Emitter:
     def add_straight(self, statements: list[Statement], keep: set[str],
                      indent: int = 1) -> None:
         """`statements` in order, dropping every local but those in `keep` right after
-        its last reader (or after the statement that makes it, if nothing reads it)."""
+        its last reader (or after the statement that makes it, if nothing reads it).
+
+        A call whose kernel can reuse inputs (`Statement.donate`) and that is the last
+        reader of some of them is preceded by the check of which of those nothing else
+        holds, and is passed them as `donated` (kernels/buffers.py, "donated inputs"):
+
+            _d = ((0,) if _donatable(v12) else ())
+            v14 = k14(ctx, v12, v13, donated=_d)
+            del v12
+        """
         last: dict[str, int] = {}
         for idx, st in enumerate(statements):
             for o in st.outs:
@@ -215,8 +232,17 @@ class Emitter:
         for var, idx in last.items():
             if var not in keep:
                 frees.setdefault(idx, []).append(var)
+        fed = {o for st in statements if st.node.op == "_Arg" for o in st.outs}
         for idx, st in enumerate(statements):
-            self.add(st.text, indent, st.node)
+            dying = [(k, v) for k, v in st.donate
+                     if last[v] == idx and v not in keep and v not in fed]
+            if dying:
+                self.env["_donatable"] = buffers.donatable
+                self.add("_d = " + " + ".join(f"(({k},) if _donatable({v}) else ())"
+                                               for k, v in dying), indent, st.node)
+                self.add(f"{st.open_call}, donated=_d)", indent, st.node)
+            else:
+                self.add(st.text, indent, st.node)
             if idx in frees:
                 self.add("del " + ", ".join(frees[idx]), indent)
 
@@ -227,6 +253,22 @@ class Emitter:
         namespace: dict = {}
         exec(compile(source, filename, "exec"), self.env, namespace)  # noqa: S102
         return namespace[name], source, filename
+
+
+def reused_inputs(node: Node, kdef, compute: Callable, called: Callable) -> tuple:
+    """The input positions an executor may donate to the call `called` of `node`'s kernel
+    `compute` (kernels/buffers.py, "donated inputs"): the kernel's `reuses_inputs`, unless
+    a wrapper that does not pass `donated` on stands between (a wrapper that does has
+    `passes_donations` set), or the output's static shape says it is too small to gain."""
+    if not kdef.reuses_inputs or (called is not compute and
+                                  not getattr(called, "passes_donations", False)):
+        return ()
+    shapes = node.output_shapes
+    shape = shapes[0] if shapes else None
+    if shape is not None and shape.is_fully_defined() and \
+            shape.num_elements() * node.output_dtypes[0].size < buffers.DONATE_MIN_BYTES:
+        return ()
+    return kdef.reuses_inputs
 
 
 def node_error(exc: BaseException, filename: str, line_nodes: dict[int, Node],

@@ -74,6 +74,7 @@ from threading import get_ident
 
 from tensorflux.framework import errors
 from tensorflux.kernels import registry as kernel_registry
+from tensorflux.kernels.buffers import donations
 from tensorflux.kernels.cpu import native
 from tensorflux.kernels.registry import DEAD
 from tensorflux.runtime import codegen, compiled_loops, frame_analysis
@@ -118,7 +119,7 @@ class _Item:
     __slots__ = ("node", "kernel", "is_async", "expensive", "kind", "frame", "out_frame",
                  "local", "in_slots", "out_base", "num_outputs", "out_edges", "num_data_inputs",
                  "enter_frame", "is_constant", "parallel_iterations", "is_enter", "fast",
-                 "plain", "fast_edges", "lone_exit", "cidx", "inline")
+                 "plain", "fast_edges", "lone_exit", "cidx", "inline", "reuses")
 
     def __init__(self, node: Node):
         self.node = node
@@ -198,9 +199,11 @@ class Executor:
                     None, None, f"No registered '{it.node.op}' OpKernel for "
                     f"{device.device_type} devices compatible with node {{{{node "
                     f"{it.node.name}}}}}")
-            it.kernel = kdef.factory(it.node)
+            compute = it.kernel = kdef.factory(it.node)
             if kernel_wrapper is not None:
                 it.kernel = kernel_wrapper(it.node, kdef, it.kernel)
+            # Inputs the kernel may write its output into when they die at it (`_process`)
+            it.reuses = codegen.reused_inputs(it.node, kdef, compute, it.kernel)
             it.is_async = kdef.is_async
             it.expensive = kdef.expensive
             it.inline = kdef.inline if kernel_wrapper is None else None
@@ -221,6 +224,8 @@ class Executor:
                        and all(dst.kind != MERGE for dst, _ in it.out_edges))
             # A fast node with a cheap synchronous kernel runs without `_Run._start`.
             it.plain = it.fast and not it.is_async and not it.expensive
+            if not it.plain:
+                it.reuses = ()
             # A dead value reaching an Exit that has no other input is recorded at once:
             # it happens every iteration, and only the frame's end looks at it.
             it.lone_exit = (it.kind == EXIT and it.num_data_inputs == 1
@@ -232,6 +237,7 @@ class Executor:
         self.fetch_slots = [item_of[n].out_base + i for n, i in fetches]
         for s in self.fetch_slots:  # fetched values are never freed
             self.root_info.slot_uses[s] += 1
+        _drop_unread_outputs(self.items)
         self.straight = _straight_schedule(self) if straight_line else None
         self.core = _native_core(self.items) if NATIVE_CORE else None
         self.root_indices = [it.cidx for it in self.roots]
@@ -326,12 +332,28 @@ def _analyze_frames(items: list[_Item], item_of: dict[Node, _Item]) -> dict[str,
     return frames
 
 
+def _drop_unread_outputs(items: list[_Item]) -> None:
+    """Nodes none of whose outputs is read or fetched (an assign's `read_value` that only a
+    control dependency waits for) store none: `num_outputs` becomes 0, so their values are
+    dropped as soon as the kernel returns, as the static schedule's `del` drops them,
+    instead of living in their slots until the step ends. (Such a value can be a read of a
+    variable's storage: alive, it made the next in-place update copy the whole variable.)
+    Their slots stay allocated and unused."""
+    for it in items:
+        uses = it.out_frame.slot_uses
+        if it.num_outputs and it.kind == NORMAL and not any(
+                uses[it.out_base + k] for k in range(it.num_outputs)):
+            it.num_outputs = 0
+
+
 def _native_core(items: list[_Item]):
     """The C loop's table of the nodes (native.dataflow_core), or None without it."""
     specs = []
     for it in items:
         mode = _PY
-        if it.plain:
+        if it.plain and it.reuses:
+            pass  # `_process` donates the inputs that die at it
+        elif it.plain:
             mode = _FORWARD if it.inline == "{0}" else _NOTHING if it.inline == "" else _CALL
         elif it.kind == NORMAL or it.kind == MERGE:
             mode = _DEAD_ONLY if it.is_async or it.expensive else _GENERAL
@@ -545,7 +567,11 @@ class _Run:
                 self._complete(it, frame, i, None, True)
                 return
             try:
-                out = it.kernel(ctx, *inputs)
+                if it.reuses:  # inputs whose last use this is, and nothing else holds
+                    donated = donations(inputs, it.reuses)  # (before `*inputs` is packed)
+                    out = it.kernel(ctx, *inputs, donated=donated)
+                else:
+                    out = it.kernel(ctx, *inputs)
             except BaseException as e:  # noqa: BLE001 - reported as the step's error
                 self._fail(e, it)
                 return
@@ -567,6 +593,9 @@ class _Run:
             base = it.out_base
             for k in range(n):
                 entries[base + k] = out[k]
+        # The loop that runs is this body inlined: locals it kept would hold the values
+        # into the next node's run, where they could not be donated (kernels/buffers.py).
+        out = inputs = None
         pending = st.pending
         started = -1  # this node is done; each consumer it makes ready is outstanding
         for dst, d in it.fast_edges:

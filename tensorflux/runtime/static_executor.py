@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from tensorflux.framework import errors
+from tensorflux.framework import errors, op_registry
 from tensorflux.framework.rendezvous_key import create_key
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.registry import KernelContext
@@ -76,7 +76,7 @@ class StaticExecutor:
         if ordered:
             order = nodes
         else:
-            order, acyclic = topological_order(nodes)
+            order, acyclic = topological_order(nodes, rank=_shape_only_first(nodes))
             if not acyclic:
                 raise ValueError("StaticExecutor needs an acyclic partition")
         ctx_names = None if node_devices is None else {
@@ -124,6 +124,7 @@ def step_order(partitions: list[list[Node]]) -> list[Node] | None:
     rank: dict[Node, int] = {}
     for p in partitions:
         rank.update(_transfer_ranks(p))
+    rank.update(_shape_only_first(nodes))
     order, acyclic = topological_order(nodes, rank=rank, extra_inputs=extra)
     return order if acyclic else None
 
@@ -134,6 +135,20 @@ def partition_orders(partitions: list[list[Node]], order: list[Node]) -> list[li
     deadlock: of the nodes they wait at, the earliest in `order` always has its inputs."""
     position = {n: k for k, n in enumerate(order)}
     return [sorted(p, key=position.__getitem__) for p in partitions]
+
+
+def _shape_only_first(nodes: list[Node]) -> dict[Node, int]:
+    """Ranks that run each op reading only its inputs' shapes (`define_op(...,
+    shape_only=True)`: Shape, Size, Rank) as soon as it is ready. Topological order by id
+    alone puts a gradient's Shape of a forward activation in the backward pass, keeping the
+    activation alive (and resident) until then; run at once, it lets the activation go
+    after its last real reader."""
+    rank = {}
+    for n in nodes:
+        opdef = op_registry.lookup(n.op)
+        if opdef is not None and opdef.shape_only:
+            rank[n] = -1
+    return rank
 
 
 def _transfer_ranks(nodes: list[Node]) -> dict[Node, int]:

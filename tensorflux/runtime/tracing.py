@@ -215,8 +215,8 @@ def memory_wrapper(device):
             return compute
         many = len(node.output_dtypes) > 1
 
-        def run(ctx, *inputs):
-            out = compute(ctx, *inputs)
+        def run(ctx, *inputs, **donated):
+            out = compute(ctx, *inputs, **donated)
             if many:
                 for v in out:
                     track(v)
@@ -224,6 +224,7 @@ def memory_wrapper(device):
                 track(out)
             return out
 
+        run.passes_donations = True  # `donated` (kernels/buffers.py) goes on to the kernel
         return run
 
     return wrap

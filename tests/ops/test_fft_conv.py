@@ -333,3 +333,26 @@ def test_transform_path_matches_tensorflow(monkeypatch):
     monkeypatch.setattr(_fft_conv, "_MARGIN", 0.0)
     ours, theirs = oracle.run_both(_ORACLE_CONV, tf)
     oracle.assert_results_close(ours, theirs, rtol=1e-4, atol=2e-4)
+
+
+def test_spectra_store_drops_a_spectrum_once_both_its_kernels_took_it():
+    """A spectrum shared by two kinds of kernel is dropped (with its operand) once both
+    asked for it; a third asker makes it anew. Without `shared_by` it stays."""
+    store = _fft_conv._StepSpectra()
+    a = np.ones((3, 4), np.float32)
+    made = []
+
+    def make():
+        made.append(1)
+        return np.zeros(5)
+
+    kinds = ("forward", "filter")
+    first = store.get("x*", a, make, "forward", kinds)
+    assert store.get("x*", a, make, "forward", kinds) is first  # the same kind again
+    assert store.bytes == first.nbytes and len(made) == 1
+    assert store.get("x*", a, make, "filter", kinds) is first
+    assert not store.entries and store.bytes == 0  # both kinds took it: dropped
+    store.get("x*", a, make, "filter", kinds)
+    assert len(made) == 2
+    kept = store.get("t", a, make)
+    assert store.get("t", a, make) is kept and len(store.entries) == 2

@@ -247,13 +247,21 @@ class _Geometry:
 
     def _image_grain(self, n: int, c: int, parts: int) -> int:
         """Images per chunk of a transform: `_grain`, but about interrupt.CHUNK_FLOPS of
-        work at most (the step is checked between chunks, kernels/interrupt.py)."""
+        work at most (the step is checked between chunks, kernels/interrupt.py), and
+        about `_TRANSFORM_BYTES` of temporaries (a chunk's rows, half and full spectra)."""
         per_image = 8.0 * self.ph * self.pw * (self.ph + self.pw) * c
-        return intra_op.bounded_grain(_grain(n, parts), n, n * per_image)
+        temps = 4 * self.ph * (self.pw + 2) * c * self.dtype.itemsize
+        grain = min(_grain(n, parts), max(1, _TRANSFORM_BYTES // temps))
+        return intra_op.bounded_grain(grain, n, n * per_image)
 
 
 def _negated(positions):
     return tuple(tuple(-i for i in axis) for axis in positions)
+
+
+# Temporaries of one chunk of a transform: a few such chunks (one per thread) is all the
+# transforms add to the spectra they make, however large the batch.
+_TRANSFORM_BYTES = 2 << 20
 
 
 def _grain(n: int, parts: int) -> int:
@@ -273,21 +281,33 @@ class _StepSpectra:
     and share out_backprop's. An entry holds its operand, so that operand's buffer cannot
     be freed, reused or written in place (kernels/buffers.py) while the entry lives: equal
     (address, shape, strides, dtype) means equal data. A second kernel that asks for a
-    spectrum being made waits for it rather than making it again."""
+    spectrum being made waits for it rather than making it again.
+
+    Each spectrum serves two kinds of kernel (`shared_by`): once both have asked, the entry
+    is dropped, so it and its operand are not kept until the step ends (in a training
+    step the backprops of the first layers, the step's peak of memory, come after those
+    of the later layers). A third kernel asking for it again makes it anew."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.entries: dict = {}
         self.bytes = 0
 
-    def get(self, tag, operand: np.ndarray, make):
+    def get(self, tag, operand: np.ndarray, make, user: str | None = None,
+            shared_by: tuple = ()):
+        """The spectrum `tag` of `operand`, made by `make()` unless this step has it.
+        `user` is the kind of kernel asking; once every kind in `shared_by` has asked, the
+        entry is dropped (none given: it stays until the step ends)."""
         info = operand.__array_interface__
         key = (tag, info["data"][0], operand.shape, info["strides"], operand.dtype.str)
         with self.lock:
             entry = self.entries.get(key)
             mine = entry is None and self.bytes < _CACHE_BYTES
             if mine:
-                entry = self.entries[key] = [operand, None, threading.Event()]
+                # operand, value, made, kinds that asked, bytes counted
+                entry = self.entries[key] = [operand, None, threading.Event(), set(), 0]
+            if entry is not None:
+                self._taken(key, entry, user, shared_by)
         if entry is None:
             return make()
         if not mine:
@@ -296,14 +316,25 @@ class _StepSpectra:
         try:
             entry[1] = value = make()
             with self.lock:
-                self.bytes += value.nbytes
+                if self.entries.get(key) is entry:
+                    self.bytes += value.nbytes
+                    entry[4] = value.nbytes
         except BaseException:
             with self.lock:
-                del self.entries[key]
+                if self.entries.get(key) is entry:
+                    del self.entries[key]
             raise
         finally:
             entry[2].set()
         return value
+
+    def _taken(self, key, entry, user, shared_by: tuple) -> None:
+        """Records that a kernel of kind `user` asked for the entry; drops the entry once
+        every kind in `shared_by` has (the lock is held)."""
+        entry[3].add(user)
+        if shared_by and entry[3].issuperset(shared_by):
+            del self.entries[key]
+            self.bytes -= entry[4]
 
 
 def _spectra(ctx):
@@ -321,18 +352,25 @@ def _spectra(ctx):
 # backprop input: DX = DY G^T; backprop filter: conj(DG) = X*^T DY, dg(m) = idft(..)(-m).
 
 
-def _input_spectrum(spectra, geo, x, parts):
+# Each spectrum is shared by two of the three kernels ("forward" Conv2D, backprop "input",
+# backprop "filter"); once both have taken it, no kernel of the step needs it again.
+
+
+def _input_spectrum(spectra, geo, x, parts, user):
     return spectra.get(("x*", geo.ph, geo.pw, geo.data), x,
-                       lambda: geo.data_spectrum(x, geo.data, True, parts))
+                       lambda: geo.data_spectrum(x, geo.data, True, parts), user,
+                       ("forward", "filter"))
 
 
-def _filter_spectrum(spectra, geo, w):
-    return spectra.get(("g", geo.ph, geo.pw, geo.taps), w, lambda: geo.filter_spectrum(w))
+def _filter_spectrum(spectra, geo, w, user):
+    return spectra.get(("g", geo.ph, geo.pw, geo.taps), w, lambda: geo.filter_spectrum(w),
+                       user, ("forward", "input"))
 
 
-def _out_spectrum(spectra, geo, dy, parts):
+def _out_spectrum(spectra, geo, dy, parts, user):
     return spectra.get(("dy", geo.ph, geo.pw, geo.out), dy,
-                       lambda: geo.data_spectrum(dy, geo.out, False, parts))
+                       lambda: geo.data_spectrum(dy, geo.out, False, parts), user,
+                       ("input", "filter"))
 
 
 def _mix(a: np.ndarray, b: np.ndarray, parts: int) -> np.ndarray:
@@ -357,8 +395,8 @@ def conv_forward(x, w, pads, out_hw, dilations, parts: int, ctx=None) -> np.ndar
     dtype = np.result_type(x, w)
     geo = _Geometry((h, wd), out_hw, (kh, kw), dilations, pads, dtype)
     spectra = _spectra(ctx)
-    g = _filter_spectrum(spectra, geo, w)
-    xs = _input_spectrum(spectra, geo, x, parts)
+    g = _filter_spectrum(spectra, geo, w, "forward")
+    xs = _input_spectrum(spectra, geo, x, parts, "forward")
     out = np.empty((n,) + tuple(out_hw) + (f,), dtype)
     geo.to_nhwc(_mix(xs, g, parts), _negated(geo.out), out, parts)
     return out
@@ -372,8 +410,8 @@ def conv_backprop_input(shape, w, dy, pads, dilations, parts: int, ctx=None) -> 
     dtype = np.result_type(w, dy)
     geo = _Geometry((h, wd), dy.shape[1:3], (kh, kw), dilations, pads, dtype)
     spectra = _spectra(ctx)
-    gt = _filter_spectrum(spectra, geo, w).transpose(0, 2, 1)  # (F, O, C)
-    dys = _out_spectrum(spectra, geo, dy, parts)
+    gt = _filter_spectrum(spectra, geo, w, "input").transpose(0, 2, 1)  # (F, O, C)
+    dys = _out_spectrum(spectra, geo, dy, parts, "input")
     out = np.empty((n, h, wd, c), dtype)
     geo.to_nhwc(_mix(dys, gt, parts), geo.data, out, parts)
     return out
@@ -387,8 +425,8 @@ def conv_backprop_filter(x, dy, khw, pads, dilations, parts: int, ctx=None) -> n
     dtype = np.result_type(x, dy)
     geo = _Geometry((h, wd), dy.shape[1:3], khw, dilations, pads, dtype)
     spectra = _spectra(ctx)
-    xs = _input_spectrum(spectra, geo, x, parts).transpose(0, 2, 1)  # (F, C, N)
-    dys = _out_spectrum(spectra, geo, dy, parts)
+    xs = _input_spectrum(spectra, geo, x, parts, "filter").transpose(0, 2, 1)  # (F, C, N)
+    dys = _out_spectrum(spectra, geo, dy, parts, "filter")
     dg = _mix(xs, dys, parts)
     ih, iw = geo.inverse(_negated(geo.taps))
     real = _samples(dg.reshape(geo.ph, -1, c * f), ih, iw)  # (kh, C*F, kw)

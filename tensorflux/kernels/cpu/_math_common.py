@@ -12,7 +12,7 @@ import ml_dtypes
 import numpy as np
 
 from tensorflux.framework import errors
-from tensorflux.kernels import interrupt
+from tensorflux.kernels import buffers, interrupt
 
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 _F16 = np.dtype(np.float16)
@@ -56,13 +56,20 @@ _FAST_SCALARS = frozenset((np.float32, np.float64, np.int32, np.int64))
 
 def _binary(fn):
     """A kernel applying `fn(x, y)` with broadcasting, and TF's message for shapes that do
-    not broadcast."""
+    not broadcast. A ufunc writes into an input donated by the executor (`donated`,
+    kernels/buffers.py) when it has the output's shape and dtype: register such kernels
+    with `reuses_inputs=(0, 1)`."""
     scalar_op = _SCALAR_OPERATORS.get(fn)
+    ufunc = isinstance(fn, np.ufunc)
 
-    def compute(ctx, x, y):
+    def compute(ctx, x, y, donated=()):
         if scalar_op is not None and type(x) is type(y) and type(x) in _FAST_SCALARS:
             return scalar_op(x, y)
         try:
+            if donated and ufunc and x.dtype == y.dtype:
+                out = buffers.donated_output((x, y), donated, _result_shape(x, y), x.dtype)
+                if out is not None:
+                    return fn(x, y, out=out)
             return fn(x, y)
         except ValueError:
             if not _broadcastable(x, y):
@@ -70,6 +77,10 @@ def _binary(fn):
             raise
 
     return compute
+
+
+def _result_shape(x, y) -> tuple:
+    return x.shape if x.shape == y.shape else np.broadcast_shapes(x.shape, y.shape)
 
 
 def _broadcastable(x, y) -> bool:
@@ -80,11 +91,22 @@ def _broadcastable(x, y) -> bool:
     return True
 
 
-def _unary(fn):
-    def compute(ctx, x):
+def _unary(fn, reuses: bool = False):
+    """A kernel applying `fn(x)`; with `reuses` (a ufunc whose result has x's dtype for
+    every dtype the op takes, registered with `reuses_inputs=(0,)`) it writes into x when
+    the executor donates it (kernels/buffers.py)."""
+    if not reuses:
+        def compute(ctx, x):
+            return fn(x)
+
+        return compute
+
+    def compute_into(ctx, x, donated=()):
+        if donated and x.dtype in _BLAS_FLOATS and x.flags.c_contiguous:
+            return fn(x, out=x)
         return fn(x)
 
-    return compute
+    return compute_into
 
 
 # Time per output byte of a special function (lgamma, zeta, igamma: 30-250 ns a value)

@@ -745,35 +745,37 @@ LOOP_CLONES static void momentum_chunk(void *p, int64_t i) {
         MOMENTUM_LOOP(double);
 }
 
-/* relu: x < 0 ? 0 : x (NaN stays NaN, as with np.maximum). */
+/* relu: x < 0 ? 0 : x (NaN stays NaN, as with np.maximum). `out` may be `x` (an input the
+ * executor donated), so the pointers are not `restrict`: element j is read before it is
+ * written, and no other element is touched. */
 LOOP_CLONES static void relu_chunk(void *p, int64_t i) {
     const flat_t *f = p;
     int64_t lo, hi;
     bounds(f, i, &lo, &hi);
     if (f->code == 'f') {
-        float *restrict out = (float *)f->p[0];
-        const float *restrict x = (const float *)f->p[1];
+        float *out = (float *)f->p[0];
+        const float *x = (const float *)f->p[1];
         for (int64_t j = lo; j < hi; j++) out[j] = x[j] < 0.0f ? 0.0f : x[j];
     } else {
-        double *restrict out = (double *)f->p[0];
-        const double *restrict x = (const double *)f->p[1];
+        double *out = (double *)f->p[0];
+        const double *x = (const double *)f->p[1];
         for (int64_t j = lo; j < hi; j++) out[j] = x[j] < 0.0 ? 0.0 : x[j];
     }
 }
 
 /* relu_grad: g * (x > 0), a product, so that an Inf or NaN gradient stays NaN where x <= 0
- * (as TensorFlow's and the NumPy path's product do). */
+ * (as TensorFlow's and the NumPy path's product do). `out` may be `g` or `x` (donated). */
 LOOP_CLONES static void relu_grad_chunk(void *p, int64_t i) {
     const flat_t *f = p;
     int64_t lo, hi;
     bounds(f, i, &lo, &hi);
     if (f->code == 'f') {
-        float *restrict out = (float *)f->p[0];
-        const float *restrict g = (const float *)f->p[1], *restrict x = (const float *)f->p[2];
+        float *out = (float *)f->p[0];
+        const float *g = (const float *)f->p[1], *x = (const float *)f->p[2];
         for (int64_t j = lo; j < hi; j++) out[j] = g[j] * (float)(x[j] > 0.0f);
     } else {
-        double *restrict out = (double *)f->p[0];
-        const double *restrict g = (const double *)f->p[1], *restrict x = (const double *)f->p[2];
+        double *out = (double *)f->p[0];
+        const double *g = (const double *)f->p[1], *x = (const double *)f->p[2];
         for (int64_t j = lo; j < hi; j++) out[j] = g[j] * (double)(x[j] > 0.0);
     }
 }

@@ -4,7 +4,8 @@ Every kernel returns exactly the op's output dtype: all inputs of an elementwise
 one dtype, and NumPy keeps it for same-typed operands; reductions and ops that NumPy would
 widen (integer sums, bfloat16 matmul) pass `dtype=` or cast back. float16 and bfloat16
 reductions and the transcendental functions NumPy lacks accumulate or compute in float32.
-Kernels never write into their inputs.
+Kernels never write into their inputs, but for an input the executor donates (its value
+dies at the kernel and nothing else holds it: kernels/buffers.py).
 
 Floating-point exceptions (0/0, log(-1), overflow) give NaN/inf as in TensorFlow; NumPy's
 RuntimeWarnings for them are silenced for this module only, which costs nothing per call
@@ -22,7 +23,7 @@ import warnings
 import numpy as np
 
 from tensorflux.framework import dtypes, errors
-from tensorflux.kernels import intra_op
+from tensorflux.kernels import buffers, intra_op
 from tensorflux.kernels.cpu._math_common import (
     _BF16,
     _BLAS_FLOATS,
@@ -184,14 +185,17 @@ def _row_views(big, small):
 def _split_binary(ufunc):
     generic = _binary(ufunc)
 
-    def compute(ctx, x, y):
+    def compute(ctx, x, y, donated=()):
         if x.dtype in _BLAS_FLOATS and y.dtype == x.dtype and \
                 max(x.size, y.size) >= intra_op.MIN_ELEMENTS:
             x_big = x.size >= y.size
             views = _row_views(x, y) if x_big else _row_views(y, x)
             if views is not None:
                 big, small = views
-                out = np.empty(big.shape, x.dtype)
+                shape = x.shape if x_big else y.shape
+                into = buffers.donated_output((x, y), donated, shape, x.dtype) \
+                    if donated else None
+                out = np.empty(big.shape, x.dtype) if into is None else into.reshape(big.shape)
                 if small.ndim == 1:  # a row vector: shared by every range
                     def fn(o, r):
                         ufunc(r, small, out=o) if x_big else ufunc(small, r, out=o)
@@ -203,21 +207,25 @@ def _split_binary(ufunc):
 
                     arrays = (big, small) if x_big else (small, big)
                 intra_op.split_elementwise(fn, out, *arrays, parts=intra_op.workers(ctx))
-                return out.reshape(x.shape if x_big else y.shape)
-        return generic(ctx, x, y)
+                return out.reshape(shape) if into is None else into
+        return generic(ctx, x, y, donated)
 
     return compute
 
 
 _ADD_KERNEL = _split_binary(np.add)  # also BiasAdd's (nn_ops.py), for NHWC data
 
+# Ops whose kernels write into an input the executor donates (kernels/buffers.py).
+_REUSING = ("AddV2", "Add", "Sub", "Mul", "Div", "RealDiv", "Maximum", "Minimum")
+
 for _op_type, _fn in _BINARY.items():
+    _reuses = (0, 1) if _op_type in _REUSING else ()
     if _op_type in _SPLIT_BINARY:
-        kernel(_op_type)(_split_binary(_fn))
+        kernel(_op_type, reuses_inputs=_reuses)(_split_binary(_fn))
     elif isinstance(_fn, tuple):
-        kernel_factory(_op_type)(_binary_factory(_fn))
+        kernel_factory(_op_type, reuses_inputs=_reuses)(_binary_factory(_fn))
     else:
-        kernel(_op_type)(_binary(_fn))
+        kernel(_op_type, reuses_inputs=_reuses)(_binary(_fn))
 
 
 @kernel_factory("Complex")

@@ -170,20 +170,20 @@ def momentum(var, accum, grad, lr, momentum_, use_nesterov: bool, parts: int) ->
     return True
 
 
-def relu(x: np.ndarray, parts: int):
-    """max(x, 0) as a new array, or None."""
-    if _mod is None or not _flat_ok(x):
+def relu(x: np.ndarray, parts: int, out: np.ndarray | None = None):
+    """max(x, 0) in `out` (a new array if None; it may be `x`), or None."""
+    if _mod is None or not _flat_ok(x) or (out is not None and not _flat_ok(x, out)):
         return None
-    out = np.empty(x.shape, x.dtype)
+    out = np.empty(x.shape, x.dtype) if out is None else out
     _mod.relu(out, x, parts)
     return out
 
 
-def relu_grad(g: np.ndarray, x: np.ndarray, parts: int):
-    """g * (x > 0) as a new array, or None."""
-    if _mod is None or not _flat_ok(g, x):
+def relu_grad(g: np.ndarray, x: np.ndarray, parts: int, out: np.ndarray | None = None):
+    """g * (x > 0) in `out` (a new array if None; it may be `g` or `x`), or None."""
+    if _mod is None or not _flat_ok(g, x) or (out is not None and not _flat_ok(g, out)):
         return None
-    out = np.empty(g.shape, g.dtype)
+    out = np.empty(g.shape, g.dtype) if out is None else out
     _mod.relu_grad(out, g, x, parts)
     return out
 

@@ -1,7 +1,8 @@
 """CPU kernels of the neural-network ops (tensorflux/ops/nn_ops.py): activations and their
 gradients, softmax and the cross-entropies, BiasAdd, L2Loss, LRN and InTopK. Convolutions
 are in conv_ops.py, pools in pooling_ops.py; the precision rule and the window geometry
-they share in _nn_common.py. No kernel writes into its inputs.
+they share in _nn_common.py. No kernel writes into its inputs but Relu, ReluGrad and
+BiasAdd, into an input the executor donates (kernels/buffers.py, "donated inputs").
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from tensorflux.kernels import intra_op
+from tensorflux.kernels import buffers, intra_op
 from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu._nn_common import _LOW_PRECISION, _invalid, _narrow, _widen
 from tensorflux.kernels.cpu.math_ops import _ADD_KERNEL as _last_axis_add
@@ -31,26 +32,33 @@ def _relu_grad_into(out, g, x):
     np.multiply(g, np.greater(x, 0), out=out, dtype=g.dtype)
 
 
-@kernel("Relu")
-def _relu(ctx, x):
+# Relu, ReluGrad and BiasAdd write into an input the executor donates (kernels/buffers.py,
+# "donated inputs").
+
+
+@kernel("Relu", reuses_inputs=(0,))
+def _relu(ctx, x, donated=()):
     parts = intra_op.workers(ctx) if x.size >= intra_op.MIN_ELEMENTS else 1
-    out = native.relu(x, parts)
+    into = buffers.donated_output((x,), donated, x.shape, x.dtype) if donated else None
+    out = native.relu(x, parts, into)
     if out is not None:
         return out
-    return intra_op.split_elementwise(_relu_into, np.empty(x.shape, x.dtype), x, parts=parts)
+    out = np.empty(x.shape, x.dtype) if into is None else into
+    return intra_op.split_elementwise(_relu_into, out, x, parts=parts)
 
 
-@kernel("ReluGrad")
-def _relu_grad(ctx, g, x):
+@kernel("ReluGrad", reuses_inputs=(0, 1))
+def _relu_grad(ctx, g, x, donated=()):
     if g.shape != x.shape:
         raise _invalid(f"gradients and features must have the same shape: "
                        f"{list(g.shape)} vs {list(x.shape)}")
     parts = intra_op.workers(ctx)
-    out = native.relu_grad(g, x, parts)
+    into = buffers.donated_output((g, x), donated, g.shape, g.dtype) if donated else None
+    out = native.relu_grad(g, x, parts, into)
     if out is not None:
         return out
-    return intra_op.split_elementwise(_relu_grad_into, np.empty(g.shape, g.dtype), g, x,
-                                      parts=parts)
+    out = np.empty(g.shape, g.dtype) if into is None else into
+    return intra_op.split_elementwise(_relu_grad_into, out, g, x, parts=parts)
 
 
 @kernel("Relu6")
@@ -217,19 +225,22 @@ def _channel_axis(data_format: str, ndim: int) -> int:
     return 1 if data_format.startswith("NC") and ndim >= 3 else ndim - 1
 
 
-@kernel_factory("BiasAdd")
+@kernel_factory("BiasAdd", reuses_inputs=(0,))
 def _bias_add(node):
     data_format = node.attrs.get("data_format", "NHWC")
 
-    def compute(ctx, value, bias):
+    def compute(ctx, value, bias, donated=()):
         axis = _channel_axis(data_format, value.ndim)
         if bias.ndim != 1 or value.ndim < 2 or bias.shape[0] != value.shape[axis]:
             raise _invalid(f"Must provide as many biases as the last dimension of the input "
                            f"tensor: {list(bias.shape)} vs. {list(value.shape)}")
         if axis == value.ndim - 1 and value.dtype == bias.dtype:
-            return _last_axis_add(ctx, value, bias)  # NHWC: x + bias, tiled and split
+            # NHWC: x + bias, tiled and split
+            return _last_axis_add(ctx, value, bias, donated)
         b = bias.reshape((-1,) + (1,) * (value.ndim - 1 - axis))
-        out = np.empty(value.shape, value.dtype)
+        out = buffers.donated_output((value,), donated, value.shape, value.dtype) \
+            if donated else None
+        out = np.empty(value.shape, value.dtype) if out is None else out
         return intra_op.split_elementwise(lambda o, v: np.add(v, b, out=o, dtype=value.dtype),
                                           out, value, parts=intra_op.workers(ctx))
 

@@ -144,9 +144,18 @@ _UNARY = {
 # SciPy's special functions spend 30-250 ns a value: a large input in blocks that check
 # the step (_math_common._heavy).
 _HEAVY = {"Erf", "Erfc", "Lgamma", "Digamma"}
+# NumPy ufuncs whose float result has the input's dtype: their kernels write into x when the
+# executor donates it (kernels/buffers.py, "donated inputs").
+_REUSING = ("Neg", "Abs", "Square", "Sqrt", "Exp", "Expm1", "Log", "Log1p", "Sin", "Cos",
+            "Tanh", "Floor", "Ceil", "Rint")
 
 for _op_type, _fn in _UNARY.items():
-    kernel(_op_type)(_heavy(_fn, 1) if _op_type in _HEAVY else _unary(_fn))
+    if _op_type in _HEAVY:
+        kernel(_op_type)(_heavy(_fn, 1))
+    elif _op_type in _REUSING:
+        kernel(_op_type, reuses_inputs=(0,))(_unary(_fn, reuses=True))
+    else:
+        kernel(_op_type)(_unary(_fn))
 kernel_factory("ComplexAbs")(_complex_to_real(
     np.abs, "Signature mismatch, have: {t}->{tout} expected: {t}->{expected}"))
 
