@@ -359,8 +359,7 @@ def _native_core(items: list[_Item]):
             mode = _DEAD_ONLY if it.is_async or it.expensive else _GENERAL
         elif it.kind == NEXT_ITERATION and not it.is_async and not it.expensive:
             mode = _NEXT
-        unread = it.num_outputs == 1 and it.out_frame.slot_uses[it.out_base] == 0
-        flags = (it.kind == MERGE) | (2 if it.lone_exit else 0) | (4 if unread else 0)
+        flags = (it.kind == MERGE) | (2 if it.lone_exit else 0)
         specs.append((mode, it.local, it.num_outputs, it.out_base, it.in_slots,
                       tuple(dst.cidx for dst, _ in it.out_edges),
                       tuple(idx for _, idx in it.out_edges), it.kernel, flags))
@@ -579,13 +578,11 @@ class _Run:
             out = self._start(it, frame, i, st, inputs)
             if out is _PENDING:
                 return
-        # Live outputs of a fast node: the part of _complete and _propagate that applies.
-        # One that nothing reads (a value read only for a control edge) is not kept, so
-        # that it holds no buffer (a variable's, which an update would then copy).
+        # Live outputs of a fast node: the part of _complete and _propagate that applies
+        # (a node whose outputs nothing reads has none: _drop_unread_outputs).
         n = it.num_outputs
         if n == 1:
-            if uses[it.out_base]:
-                entries[it.out_base] = out
+            entries[it.out_base] = out
         elif n:
             if out is None or len(out) != n:
                 self._complete(it, frame, i, out, False)  # reports the mismatch

@@ -1278,7 +1278,7 @@ enum { DF_PY = 0, DF_CALL = 1, DF_FORWARD = 2, DF_NOTHING = 3, DF_GENERAL = 4, D
 typedef struct {
     PyObject *item;    /* the _Item (owned) */
     PyObject *kernel;  /* its compute (owned; NULL unless DF_CALL) */
-    int mode, local, num_outputs, out_base, n_in, n_edges, is_merge, lone_exit, unread;
+    int mode, local, num_outputs, out_base, n_in, n_edges, is_merge, lone_exit;
     Py_ssize_t *in_slots;  /* into DataflowCore.ints */
     Py_ssize_t *edges;     /* pairs (consumer index, consumer's local id) */
     Py_ssize_t *out_idx;   /* per edge: the output it carries, -1 for a control edge */
@@ -1368,7 +1368,6 @@ static PyObject *df_core_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         if (PyErr_Occurred()) { Py_DECREF(self); return NULL; }
         d->is_merge = (flags & 1) != 0;
         d->lone_exit = (flags & 2) != 0;
-        d->unread = (flags & 4) != 0;
         if (d->mode < DF_PY || d->mode > DF_NEXT) d->mode = DF_PY;
         d->item = PyList_GET_ITEM(items, k);
         Py_INCREF(d->item);
@@ -1843,14 +1842,10 @@ static int df_run_node(DfReady *r, DfCache *c, DfEntry *e, DfNode *d, PyObject *
         if (rc == 0) rc = df_done(c, e, cleanup);
         goto out;
     }
-    /* a plain node: live outputs that stay in the frame and feed no Merge; one that
-     * nothing reads (a value read only for a control edge) is dropped at once, so that it
-     * holds no buffer (a variable's, which an update would then have to copy) */
+    /* a plain node: live outputs that stay in the frame and feed no Merge (a node whose
+     * outputs nothing reads has none: executor._drop_unread_outputs) */
     if (n == 1) {
-        if (d->unread)
-            Py_DECREF(out);
-        else
-            df_set(c->entries, d->out_base, out);
+        df_set(c->entries, d->out_base, out);
     } else if (n > 1) {
         PyObject **items = PySequence_Fast_ITEMS(out);
         for (int k = 0; k < n; k++) {

@@ -293,7 +293,6 @@ def _pointwise_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int):
 # neither applies), so its result is that path's product, computed here without the
 # chunking machinery: a batch-of-one convnet (a served model) spends more time in that
 # machinery than in its products.
-_SMALL_FLOPS = min(intra_op.MIN_FLOPS, _fft_conv._MIN_FLOPS)
 _SMALL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -305,7 +304,9 @@ def _small_conv_forward(x, w, g: _ConvGeometry):
     (oh, ow), pads = g.resolve(h, wd, kh, kw)
     k = kh * kw * c
     rows = n * oh * ow
-    if (rows * k * x.itemsize > _CHUNK_BYTES or 2.0 * rows * k * f >= _SMALL_FLOPS
+    # (the thresholds read per call: tests lower them to force a path)
+    if (rows * k * x.itemsize > _CHUNK_BYTES
+            or 2.0 * rows * k * f >= min(intra_op.MIN_FLOPS, _fft_conv._MIN_FLOPS)
             or rows * f == 0 or _pointwise(kh, kw, pads)
             or _winograd.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow),
                                  x.dtype)):
