@@ -22,6 +22,7 @@ from tensorflux.framework import errors, gc_pause, traceback_utils
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor, register_session_runner
 from tensorflux.kernels.buffers import exclusively_owned
+from tensorflux.kernels.cpu._blas import release_free_memory
 from tensorflux.protos import config_pb2
 from tensorflux.runtime import cost_model as cost_model_lib
 from tensorflux.runtime import device as device_lib
@@ -283,6 +284,7 @@ class BaseSession:
         self._closing.start_cancel()
         self._steps.clear()
         self._device_mgr.shutdown()
+        release_free_memory()  # the heap keeps its peak while steps run (kernels/cpu/_blas.py)
 
     def __enter__(self):
         if self._default_session_context is None:
