@@ -48,7 +48,8 @@ class _Step(GraphRunner):
     def __init__(self, session: BaseSession, feeds: list[Tensor], fetches: list[Tensor],
                  targets: list[Operation]):
         sg = step_graph_lib.build(feeds, fetches, targets)
-        graph_optimizer.optimize(sg, session._optimizer_options)
+        graph_optimizer.optimize(sg, session._optimizer_options, fuse=all(
+            d.device_type == "CPU" for d in session._device_mgr.devices))
         config = session._config
         graph_options = config.graph_options if config is not None else None
         # Placement uses the session's cost model as it is now; a traced run that changes
