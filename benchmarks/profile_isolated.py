@@ -69,6 +69,8 @@ def _isolated(op):
         node.CopyFrom(op.node_def)
         node.name = "isolated"
         node.device = ""
+        if "_class" in node.attr:  # colocation with nodes of the net's graph
+            del node.attr["_class"]
         del node.input[:]
         names = []
         for i, t in enumerate(inputs):
