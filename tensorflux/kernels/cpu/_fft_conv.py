@@ -53,9 +53,9 @@ _MARGIN = 1.1
 # The forward conv's per-frequency products have one row per image: (N, C) x (C, F). At
 # small batches they run further below BLAS's peak than the fit above (taken at batch 64)
 # says, so the forward conv's mixing weight grows by THIN_BATCH / N below that batch
-# (batch 8, measured: AlexNet's 27x27x64 -> 192 5x5 conv 51 ms by FFT against 44 by
-# im2col, Overfeat's 28x28x96 -> 256 93 against 66; the backprops, whose products are
-# (C, N) x (N, F) or have VALID-padded im2col alternatives, still gain from the FFT).
+# (batch 8, CPU time measured: AlexNet's 27x27x64 -> 192 5x5 conv 43 ms by FFT against 42
+# by im2col, Overfeat's 28x28x96 -> 256 75 against 65; their backprops still gain from the
+# FFT: input gradients 47 against 54 and 80 against 108).
 THIN_BATCH = 16
 # Below this many direct flops im2col is used whatever the counts say (small calls are
 # dominated by the fixed costs of the transforms).
