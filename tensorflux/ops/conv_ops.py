@@ -13,7 +13,7 @@ from tensorflux.framework import common_shapes, dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.common_shapes import checked_dims, merge_dim
 from tensorflux.framework.op_def_library import apply_op
-from tensorflux.framework.op_registry import define_op, gradient
+from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, constant_op
@@ -183,6 +183,17 @@ define_op("Conv2DBackpropInput", inputs=["input_sizes: int32", "filter: T", "out
 define_op("Conv2DBackpropFilter", inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
           outputs=["output: T"], attrs=["T: {half, bfloat16, float, double}"] + _CONV_ATTRS[1:],
           shape_fn=_conv2d_backprop_filter_shape, flops="conv2d")
+# Conv2D -> BiasAdd [-> Relu] as one node, made only by the graph optimizer's rewrite of a
+# step graph (runtime/graph_optimizer.py `fuse_conv_bias_relu`, as TF's grappler remapper
+# makes its _FusedConv2D, with TF's signature); the graph it appears in is already
+# differentiated, so it has no gradient.
+define_op("_FusedConv2D", inputs=["input: T", "filter: T", "args: num_args * T"],
+          outputs=["output: T"],
+          attrs=["T: {half, bfloat16, float, double}", "num_args: int >= 0"] + _CONV_ATTRS[1:]
+          + ["fused_ops: list(string) = []", "epsilon: float = 0.0001",
+             "leakyrelu_alpha: float = 0.2"],
+          shape_fn=_conv2d_shape, flops="conv2d")
+not_differentiable("_FusedConv2D")
 
 
 def _conv_call_attrs(strides, padding, data_format, dilations, use_cudnn_on_gpu):

@@ -7,7 +7,10 @@ With OptimizerOptions L1 (TensorFlow's default) the step graph is rewritten by
    than `MAX_FOLDED_BYTES` are left alone (a constant that big costs memory for little gain);
 2. common subexpression elimination: stateless nodes with the same op, attributes, inputs
    (in any order for commutative ops), control inputs and requested device are one node;
-3. dead-code elimination: what no fetch or target needs any more is dropped; a stateless
+3. kernel fusion (only when the caller says every device is a CPU, `fuse=True`: the fused
+   op has a CPU kernel only): Conv2D -> BiasAdd [-> Relu] becomes one _FusedConv2D, as
+   grappler's remapper does (`fuse_conv_bias_relu`);
+4. dead-code elimination: what no fetch or target needs any more is dropped; a stateless
    node whose outputs nothing reads, kept only by control edges (tf.tuple's gates in
    gradients: the input gradient of a first layer), becomes a NoOp waiting on its inputs'
    producers, as grappler's dependency optimizer does: its kernel never runs.
@@ -50,8 +53,9 @@ def _levels(options) -> tuple[bool, bool]:
     return bool(options.do_constant_folding), bool(options.do_common_subexpression_elimination)
 
 
-def optimize(sg: StepGraph, options=None) -> None:
-    """Rewrites `sg` in place according to `options` (an OptimizerOptions proto or None)."""
+def optimize(sg: StepGraph, options=None, fuse: bool = False) -> None:
+    """Rewrites `sg` in place according to `options` (an OptimizerOptions proto or None);
+    `fuse`: the step runs on CPU devices only, so kernels may be fused."""
     fold, cse = _levels(options)
     if not (fold or cse):
         return
@@ -59,6 +63,8 @@ def optimize(sg: StepGraph, options=None) -> None:
         fold_constants(sg)
     if cse:
         eliminate_common_subexpressions(sg)
+    if fuse:
+        fuse_conv_bias_relu(sg)
     unread_to_no_op(sg)
     eliminate_dead_code(sg)
 
@@ -217,6 +223,58 @@ def eliminate_common_subexpressions(sg: StepGraph) -> int:
         removed += 1
     sg.fetches = [mapping.get(e, e) for e in sg.fetches]
     return removed
+
+
+_FUSABLE_TYPES = (dtypes.float32, dtypes.float64)
+
+
+def fuse_conv_bias_relu(sg: StepGraph) -> int:
+    """Rewrites each Conv2D -> BiasAdd [-> Relu] chain into one _FusedConv2D node (TF's
+    signature: fused_ops [BiasAdd] or [BiasAdd, Relu], the bias as its one argument),
+    whose kernel adds the bias and applies the ReLU to each chunk of the conv's output as
+    the product writes it: two passes over the activations and two allocations fewer per
+    layer, the same values bit for bit. A chain fuses when each intermediate output is
+    read by the next node only (not fetched, no control edge from it), the nodes ask for
+    the same device, data format and a float32/float64 type. The chain's last node is
+    rewritten in place, so it keeps its name (fetches, traces and errors name it, as with
+    grappler's fused nodes) and what reads it; the others are left unread, for dead-code
+    elimination. Returns how many chains were fused."""
+    readers: dict[tuple[Node, int], list[Node]] = {}
+    for n in sg.nodes:
+        for e in n.inputs:
+            readers.setdefault(e, []).append(n)
+    held = ({n for n, _ in sg.fetches} | set(sg.targets) | set(sg.args)
+            | {c for n in sg.nodes for c in n.control_inputs})
+
+    def only_reader(n: Node, op: str) -> Node | None:
+        users = readers.get((n, 0), [])
+        nxt = users[0] if len(users) == 1 else None
+        if (nxt is None or nxt.op != op or n in held or nxt.inputs[0] != (n, 0)
+                or nxt.requested_device != n.requested_device
+                or nxt.attrs.get("T") != n.attrs.get("T")):
+            return None
+        return nxt
+
+    fused = 0
+    for conv in list(sg.nodes):
+        if conv.op != "Conv2D" or conv.attrs.get("T") not in _FUSABLE_TYPES:
+            continue
+        bias_add = only_reader(conv, "BiasAdd")
+        if bias_add is None or (bias_add.attrs.get("data_format", "NHWC")
+                                != conv.attrs.get("data_format", "NHWC")):
+            continue
+        relu = only_reader(bias_add, "Relu")
+        last = relu or bias_add
+        controls = conv.control_inputs + bias_add.control_inputs
+        if relu is not None:
+            controls += relu.control_inputs
+        attrs = dict(conv.attrs, num_args=1, epsilon=1e-4, leakyrelu_alpha=0.2,
+                     fused_ops=["BiasAdd", "Relu"] if relu is not None else ["BiasAdd"])
+        last.op, last.attrs = "_FusedConv2D", attrs
+        last.inputs = [conv.inputs[0], conv.inputs[1], bias_add.inputs[1]]
+        last.control_inputs = list(dict.fromkeys(controls))
+        fused += 1
+    return fused
 
 
 def unread_to_no_op(sg: StepGraph) -> int:

@@ -22,6 +22,7 @@ from tensorflux.framework import errors, gc_pause, traceback_utils
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor, register_session_runner
 from tensorflux.kernels.buffers import exclusively_owned
+from tensorflux.kernels.cpu._blas import release_free_memory
 from tensorflux.protos import config_pb2
 from tensorflux.runtime import cost_model as cost_model_lib
 from tensorflux.runtime import device as device_lib
@@ -47,7 +48,8 @@ class _Step(GraphRunner):
     def __init__(self, session: BaseSession, feeds: list[Tensor], fetches: list[Tensor],
                  targets: list[Operation]):
         sg = step_graph_lib.build(feeds, fetches, targets)
-        graph_optimizer.optimize(sg, session._optimizer_options)
+        graph_optimizer.optimize(sg, session._optimizer_options, fuse=all(
+            d.device_type == "CPU" for d in session._device_mgr.devices))
         config = session._config
         graph_options = config.graph_options if config is not None else None
         # Placement uses the session's cost model as it is now; a traced run that changes
@@ -283,6 +285,7 @@ class BaseSession:
         self._closing.start_cancel()
         self._steps.clear()
         self._device_mgr.shutdown()
+        release_free_memory()  # the heap keeps its peak while steps run (kernels/cpu/_blas.py)
 
     def __enter__(self):
         if self._default_session_context is None:

@@ -459,3 +459,69 @@ def test_im2col_refuses_geometry_outside_the_input():
         native._mod.im2col(xp, np.zeros((2, 2, 2, 5, 5, 3), np.float32), 1, 5, 5, 1, 1, 1, 1)
     assert not native.im2col(xp[:, :, ::2], np.zeros((2, 1, 1, 3, 3, 3), np.float32), 0,
                              (1, 1), (1, 1))  # strided input: the NumPy copy
+
+
+def _outer_sum_reference(x, dy):
+    """x.T @ dy in _native.c's outer_sum order: the k terms added in order, no FMA."""
+    out = x[0][:, None] * dy[0]
+    for r in range(1, x.shape[0]):
+        out += x[r][:, None] * dy[r]
+    return out
+
+
+def _thin_nt_reference(a, w):
+    """a @ w.T in _native.c's thin_nt order: 16 lanes per dot product, summed in order."""
+    m, k = a.shape
+    full = k // 16 * 16
+    acc = np.zeros((m, w.shape[0], 16), a.dtype)
+    for c in range(0, full, 16):
+        acc += a[:, None, c:c + 16] * w[None, :, c:c + 16]
+    acc[..., :k - full] += a[:, None, full:] * w[None, :, full:]
+    total = acc[..., 0].copy()
+    for lane in range(1, 16):
+        total += acc[..., lane]
+    return total
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k, m, n", [(1, 5, 3), (8, 70, 37), (16, 33, 300), (3, 200, 64)])
+@pytest.mark.parametrize("parts", [1, 2])
+def test_skinny_products_equal_their_numpy_order_bit_for_bit(dtype, k, m, n, parts):
+    """The fully connected gradients at small batches: x^T dy (outer_sum, streaming stores
+    on aligned rows, a plain tail) and dy w^T (thin_nt, 16 lanes and a tail), bit for bit
+    against the NumPy spelling of their order, and close to BLAS's products."""
+    rng = np.random.default_rng(k * 31 + n)
+    x = rng.standard_normal((k, m)).astype(dtype)
+    dy = rng.standard_normal((k, n)).astype(dtype)
+    got = native.skinny(x.T, dy, parts)
+    np.testing.assert_array_equal(got, _outer_sum_reference(x, dy))
+    np.testing.assert_allclose(got, x.T @ dy, rtol=1e-5, atol=1e-5)
+    w = rng.standard_normal((m, n)).astype(dtype)  # (outputs, inputs): dy (k, m) @ w
+    d2 = rng.standard_normal((k, n)).astype(dtype)
+    got = native.skinny(d2, w.T, parts)
+    np.testing.assert_array_equal(got, _thin_nt_reference(d2, w))
+    np.testing.assert_allclose(got, d2 @ w.T, rtol=1e-4, atol=1e-4)
+
+
+@needs_native
+def test_skinny_refuses_what_it_does_not_take():
+    a = np.ones((20, 4), np.float32)
+    assert native.skinny(a.T, np.ones((20, 5), np.float32), 2) is None  # k = 20 > 16
+    assert native.skinny(a, np.ones((5, 4), np.float32).T, 2) is None  # m = 20 > 16
+    assert native.skinny(a[:4].T, np.ones((4, 5), np.float64), 2) is None  # mixed dtypes
+    assert native.skinny(np.ones((4, 3), np.float32), np.ones((3, 5), np.float32), 2) is None
+
+
+def test_matmul_of_fully_connected_gradients_through_the_skinny_products():
+    """tf.matmul(x, dy, transpose_a=True) and tf.matmul(dy, w, transpose_b=True) at a batch
+    of 8, large enough for the skinny kernels, against NumPy."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((8, 1200)).astype(np.float32)
+    dy = rng.standard_normal((8, 700)).astype(np.float32)
+    w = rng.standard_normal((1200, 700)).astype(np.float32)
+    with tf.Session() as sess:
+        gw, gx = sess.run([tf.matmul(x, dy, transpose_a=True),
+                           tf.matmul(dy, w, transpose_b=True)])
+    np.testing.assert_allclose(gw, x.T @ dy, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(gx, dy @ w.T, rtol=1e-5, atol=1e-3)

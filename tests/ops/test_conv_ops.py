@@ -40,7 +40,7 @@ CASES = [
     _conv_case("conv_1x1_s23_valid", (1, 6, 7, 2), (1, 1, 2, 3), strides=(2, 3),
                padding="VALID"),
     _conv_case("conv_1x1_nchw_s2", (2, 3, 4, 4), (1, 1, 3, 2), strides=(2, 2), nchw=True),
-    # 3x3 with >= 48 channels and >= 169 output pixels: Winograd F(2x2, 3x3), even and
+    # 3x3 with >= 48 channels and >= 100 output pixels: Winograd F(2x2, 3x3), even and
     # odd output sizes (values; the backprop-input through the flipped forward conv).
     _conv_case("conv_winograd_same", (2, 21, 20, 48), (3, 3, 48, 50), grad=False),
     _conv_case("conv_winograd_valid", (1, 23, 24, 50), (3, 3, 50, 48), padding="VALID",
@@ -60,6 +60,18 @@ CASES = [
                                                       "VALID"),
            lambda x, dy: ref_conv_filter_grad(x, (3, 3, 50, 48), dy, (1, 1), "VALID"),
            shapes=[(1, 23, 24, 50), (1, 21, 22, 48)], grad=False),
+    # Many channels on a small image: Winograd "wide" (all tiles, then 16 batch products).
+    _conv_case("conv_winograd_wide", (3, 11, 10, 256), (3, 3, 256, 192), grad=False),
+    OpCase("conv_backprop_input_winograd_wide",
+           lambda w, dy: tf.nn.conv2d_backprop_input([3, 11, 10, 256], w, dy, [1, 1, 1, 1],
+                                                     "SAME"),
+           lambda w, dy: ref_conv_input_grad((3, 11, 10, 256), w, dy, (1, 1), "SAME"),
+           shapes=[(3, 3, 256, 192), (3, 11, 10, 192)], grad=False),
+    OpCase("conv_backprop_filter_winograd_wide",
+           lambda x, dy: tf.nn.conv2d_backprop_filter(x, [3, 3, 256, 192], dy, [1, 1, 1, 1],
+                                                      "VALID"),
+           lambda x, dy: ref_conv_filter_grad(x, (3, 3, 256, 192), dy, (1, 1), "VALID"),
+           shapes=[(3, 13, 12, 256), (3, 11, 10, 192)], grad=False),
     _conv_case("conv_grouped", (1, 4, 4, 4), (2, 2, 2, 4), padding="VALID"),
     _conv_case("conv_big_batch", (40, 4, 4, 2), (3, 3, 2, 2), grad=False),
     OpCase("conv_backprop_input",
@@ -225,3 +237,27 @@ def test_winograd_keeps_non_finite_values_to_their_windows():
     np.testing.assert_allclose(got_y, want_y, rtol=1e-4, atol=1e-3)
     want_w = ref_conv_filter_grad(x, w.shape, dy, (1, 1), "SAME")
     np.testing.assert_array_equal(np.isnan(got_w), np.isnan(want_w))
+
+
+@pytest.mark.parametrize("odd", [False, True])
+def test_winograd_wide_agrees_with_chunked(monkeypatch, odd):
+    """The wide Winograd scheme (whole-batch products per position) gives the chunked
+    scheme's forward values bit for bit and its filter gradient within float tolerance."""
+    from tensorflux.kernels.cpu import _winograd
+
+    rng = np.random.default_rng(5)
+    size = 11 if odd else 12
+    xp = rng.standard_normal((4, size + 2, size + 2, 96)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 96, 80)).astype(np.float32)
+    dy = rng.standard_normal((4, size, size, 80)).astype(np.float32)
+    results = []
+    for wide_tiles in (0, 1 << 30):  # never wide, always wide
+        monkeypatch.setattr(_winograd, "_WIDE_TILES", wide_tiles)
+        monkeypatch.setattr(_winograd, "_CHUNK_BYTES", 1 << 16)  # chunks smaller than a batch
+        out = np.empty((4, size, size, 80), np.float32)
+        results.append((_winograd.conv3x3(xp, w, out, 2),
+                        _winograd.conv3x3_backprop_filter(xp, dy, 2)))
+    (y0, dw0), (y1, dw1) = results
+    np.testing.assert_array_equal(y0, y1)
+    np.testing.assert_allclose(dw0, dw1, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(y1, ref_conv(xp, w, (1, 1), "VALID"), rtol=1e-4, atol=1e-3)

@@ -144,6 +144,13 @@ def test_cost_model_choices():
     assert _fft_conv.worthwhile(f32, 8, (64, 64), 16, 32, (7, 7), (1, 1), (64, 64), (3, 3))
     assert not _fft_conv.worthwhile(np.int32, 64, (16, 16), 32, 64, (5, 5), (1, 1), (16, 16),
                                     (2, 2))
+    # batch 8 (AlexNet's second layer): the backprops through the transform, the forward
+    # conv (thin per-frequency products) by im2col; at batch 64 the forward one too
+    alexnet = (f32, 8, (27, 27), 64, 192, (5, 5), (1, 1), (27, 27), (2, 2))
+    assert _fft_conv.worthwhile(*alexnet)
+    assert not _fft_conv.worthwhile(*alexnet, forward=True)
+    assert _fft_conv.worthwhile(f32, 64, (16, 16), 32, 64, (5, 5), (1, 1), (16, 16), (2, 2),
+                                forward=True)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
@@ -239,7 +246,7 @@ def test_training_through_transform_matches_im2col(monkeypatch):
                 m.setattr(_fft_conv, "_MIN_FLOPS", 0)
                 m.setattr(_fft_conv, "_MARGIN", 0.0)
             else:
-                m.setattr(_fft_conv, "worthwhile", lambda *a: False)
+                m.setattr(_fft_conv, "worthwhile", lambda *a, **k: False)
             g, x, w, loss, step, _, init, xv = _conv_model(1)
             with tf.Session(graph=g) as sess:
                 sess.run(init)

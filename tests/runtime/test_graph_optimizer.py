@@ -101,3 +101,91 @@ def test_unread_nodes_kept_by_control_edges_become_no_ops():
         assert ("Conv2DBackpropInput" in ops) == (config is L0)
         assert "Conv2DBackpropFilter" in ops
     np.testing.assert_array_equal(*results)
+
+
+# ---- Conv2D -> BiasAdd [-> Relu] fusion ------------------------------------------------------
+
+# (name, input shape, filter shape, strides, padding, data format, relu): each conv path
+# (im2col, Winograd, 1x1 product, FFT at batch 16, strided rows) with the fused bias/ReLU.
+_FUSION_CASES = [
+    ("im2col_5x5", (2, 9, 9, 16), (5, 5, 16, 8), 1, "SAME", "NHWC", True),
+    ("winograd", (2, 12, 12, 48), (3, 3, 48, 64), 1, "SAME", "NHWC", True),
+    ("pointwise_s2", (2, 8, 8, 16), (1, 1, 16, 32), 2, "VALID", "NHWC", True),
+    ("fft", (16, 16, 16, 32), (5, 5, 32, 64), 1, "SAME", "NHWC", True),
+    ("stride4_bias_only", (2, 23, 23, 3), (11, 11, 3, 8), 4, "VALID", "NHWC", False),
+    ("nchw", (2, 4, 7, 7), (3, 3, 4, 6), 1, "SAME", "NCHW", True),
+]
+
+
+def _conv_layer(case, dtype=np.float32):
+    name, xs, ws, s, pad, fmt, relu = case
+    rng = np.random.default_rng(7)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.constant(rng.standard_normal(xs).astype(dtype))
+        w = tf.Variable(rng.standard_normal(ws).astype(dtype))
+        b = tf.Variable(rng.standard_normal(ws[3]).astype(dtype))
+        strides = [1, 1, s, s] if fmt == "NCHW" else [1, s, s, 1]
+        conv = tf.nn.conv2d(x, w, strides, pad, data_format=fmt, name="conv")
+        out = tf.nn.bias_add(conv, b, data_format=fmt, name="biased")
+        if relu:
+            out = tf.nn.relu(out, name="act")
+        grads = tf.gradients(tf.reduce_sum(out * out), [w, b])
+        init = tf.global_variables_initializer()
+    return g, init, conv, out, grads
+
+
+def _run_both(g, init, fetches):
+    results = []
+    for config in (None, L0):
+        with tf.Session(graph=g, config=config) as sess:
+            sess.run(init)
+            values = sess.run(fetches)
+            nodes = [n for p in list(sess._steps.values())[-1].partition_graphs.values()
+                     for n in p.nodes]
+            results.append((values, [n.op for n in nodes], [n.name for n in nodes]))
+    return results
+
+
+@pytest.mark.parametrize("case", _FUSION_CASES, ids=[c[0] for c in _FUSION_CASES])
+def test_conv_bias_relu_fuse_with_the_unfused_values(case):
+    """The chain becomes one _FusedConv2D under the last node's name; the layer's output
+    and the gradients are the unfused (L0) ones bit for bit."""
+    g, init, _, out, grads = _conv_layer(case)
+    (fused, ops1, names1), (plain, ops0, _) = _run_both(g, init, [out] + grads)
+    for a, b in zip(fused, plain, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert ops1.count("_FusedConv2D") == 1 and "_FusedConv2D" not in ops0
+    assert "BiasAdd" not in ops1 and "Relu" not in ops1
+    assert out.op.name in names1
+
+
+@pytest.mark.parametrize("fetch", ["conv", "biased"])
+def test_fetched_intermediates_are_not_fused(fetch):
+    """An intermediate output the step fetches keeps its node (and its value)."""
+    g, init, conv, out, _ = _conv_layer(_FUSION_CASES[0])
+    inner = conv if fetch == "conv" else g.get_tensor_by_name("biased:0")
+    (fused, ops1, _), (plain, _, _) = _run_both(g, init, [inner, out])
+    for a, b in zip(fused, plain, strict=True):
+        np.testing.assert_array_equal(a, b)
+    if fetch == "conv":
+        assert "_FusedConv2D" not in ops1
+    else:  # the conv and bias fuse; the Relu reads the fetched sum
+        assert ops1.count("_FusedConv2D") == 1 and "Relu" in ops1
+
+
+def test_half_precision_and_gpu_sessions_are_not_fused():
+    """Half precision (the unfused nodes add in the narrow type) and sessions with a GPU
+    (_FusedConv2D has a CPU kernel only) keep the three nodes."""
+    from tensorflux.kernels.gpu import backend
+
+    g, init, _, out, _ = _conv_layer(_FUSION_CASES[0], np.float16)
+    (_, ops1, _), _ = _run_both(g, init, out)
+    assert "_FusedConv2D" not in ops1
+    g, init, _, out, _ = _conv_layer(_FUSION_CASES[0])
+    backend.simulate_gpus(1)
+    try:
+        (_, ops1, _), _ = _run_both(g, init, out)
+    finally:
+        backend.simulate_gpus(0)
+    assert "_FusedConv2D" not in ops1 and "Relu" in ops1

@@ -50,6 +50,13 @@ from tensorflux.kernels import intra_op
 _MIXING_WEIGHT = 3.8
 _TRANSFORM_WEIGHT = 1.3
 _MARGIN = 1.1
+# The forward conv's per-frequency products have one row per image: (N, C) x (C, F). At
+# small batches they run further below BLAS's peak than the fit above (taken at batch 64)
+# says, so the forward conv's mixing weight grows by THIN_BATCH / N below that batch
+# (batch 8, CPU time measured: AlexNet's 27x27x64 -> 192 5x5 conv 43 ms by FFT against 42
+# by im2col, Overfeat's 28x28x96 -> 256 75 against 65; their backprops still gain from the
+# FFT: input gradients 47 against 54 and 80 against 108).
+THIN_BATCH = 16
 # Below this many direct flops im2col is used whatever the counts say (small calls are
 # dominated by the fixed costs of the transforms).
 _MIN_FLOPS = 5e7
@@ -67,10 +74,10 @@ def _half(p: int) -> int:
     return p // 2 + 1
 
 
-def worthwhile(dtype, n, hw, c, f, khw, dil, out_hw, pads) -> bool:
+def worthwhile(dtype, n, hw, c, f, khw, dil, out_hw, pads, forward: bool = False) -> bool:
     """True when the frequency-domain convolution is expected to beat im2col for these
     shapes (any of the three convolutions: they have the same counts up to the transform
-    of the third operand)."""
+    of the third operand; `forward` for the forward conv, see THIN_BATCH)."""
     if np.dtype(dtype) not in _COMPLEX:
         return False
     (h, w), (kh, kw), (oh, ow) = hw, khw, out_hw
@@ -82,6 +89,8 @@ def worthwhile(dtype, n, hw, c, f, khw, dil, out_hw, pads) -> bool:
     q = _half(pw)
     freqs = ph * q
     mixing = 8.0 * freqs * n * c * f
+    if forward and n < THIN_BATCH:
+        mixing *= THIN_BATCH / n
 
     def transform(rows, cols, channels):  # along the width (real), then the height
         return 2.0 * channels * rows * cols * 2 * q + 8.0 * ph * rows * q * channels

@@ -872,6 +872,164 @@ static PyObject *py_relu_grad(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------------------
+ * Skinny products of fully connected layers at small batches, where BLAS's packing and its
+ * beta pass over the output cost more than the arithmetic (matrix_ops.py).
+ *
+ * outer_sum(out, a, b, parts): out (m, n) = a^T b for a (k, m), b (k, n), k small (the
+ * weight gradient x^T dy): each output row is built in cache from the k terms, added in
+ * order, and written to memory once:
+ *     out[i, :] = a[0, i] * b[0, :];  out[i, :] += a[r, i] * b[r, :]  (r = 1 .. k-1).
+ * thin_nt(out, a, b, parts): out (m, n) = a b^T for a (m, k) with m small, b (n, k) (the
+ * input gradient dy w^T): one pass over b's rows; each dot product keeps 16 lanes,
+ *     acc[l] += a[i, 16c + l] * b[j, 16c + l]  (c in order; the tail in lanes 0 .. t-1),
+ * and sums them in lane order. Both are the order tests/kernels/test_native.py spells out
+ * in NumPy (no FMA: -ffp-contract=off). */
+
+#define THIN_ROWS 16
+#define LANES 16
+
+/* Streaming (non-temporal) stores of 16 values to 16-byte aligned `dst`: the weight
+ * gradient is written once and read by the next kernel only after the whole of it (often
+ * hundreds of megabytes) is done, so it should not go through the cache (no read for
+ * ownership: ~2x faster writes). SSE2 is in every x86-64 build. */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define STREAM_OK(p) ((((uintptr_t)(p)) & 15) == 0)
+static inline void stream_f(float *dst, const float *src) {
+    for (int q = 0; q < LANES; q += 4) _mm_stream_ps(dst + q, _mm_loadu_ps(src + q));
+}
+static inline void stream_d(double *dst, const double *src) {
+    for (int q = 0; q < LANES; q += 2) _mm_stream_pd(dst + q, _mm_loadu_pd(src + q));
+}
+#define STREAM_FENCE() _mm_sfence()
+#else
+#define STREAM_OK(p) 0
+static inline void stream_f(float *dst, const float *src) { memcpy(dst, src, LANES * 4); }
+static inline void stream_d(double *dst, const double *src) { memcpy(dst, src, LANES * 8); }
+#define STREAM_FENCE() ((void)0)
+#endif
+
+typedef struct {
+    char code;
+    int64_t m, n, k, grain;
+    const char *a, *b;
+    char *c;
+} skinny_t;
+
+#define OUTER_ROWS(T, STREAM)                                                               \
+    do {                                                                                    \
+        const T *a = (const T *)s->a, *b = (const T *)s->b;                                 \
+        const int64_t n = s->n, full = n / LANES * LANES;                                   \
+        for (int64_t i = lo; i < hi; i++) {                                                 \
+            T *restrict out = (T *)s->c + i * n;                                            \
+            const int streamed = STREAM_OK(out);                                            \
+            const T a0 = a[i];                                                              \
+            for (int64_t j = 0; j < full; j += LANES) {  /* 16 outputs in registers */      \
+                T acc[LANES];                                                               \
+                for (int l = 0; l < LANES; l++) acc[l] = a0 * b[j + l];                     \
+                for (int64_t r = 1; r < s->k; r++) {                                        \
+                    const T ar = a[r * s->m + i];                                           \
+                    const T *restrict br = b + r * n + j;                                   \
+                    for (int l = 0; l < LANES; l++) acc[l] = acc[l] + ar * br[l];           \
+                }                                                                           \
+                if (streamed) STREAM(out + j, acc);                                         \
+                else for (int l = 0; l < LANES; l++) out[j + l] = acc[l];                   \
+            }                                                                               \
+            for (int64_t j = full; j < n; j++) {                                            \
+                T v = a0 * b[j];                                                            \
+                for (int64_t r = 1; r < s->k; r++) v = v + a[r * s->m + i] * b[r * n + j];  \
+                out[j] = v;                                                                 \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+LOOP_CLONES static void outer_rows(void *p, int64_t blk) {
+    const skinny_t *s = p;
+    int64_t lo = blk * s->grain, hi = lo + s->grain < s->m ? lo + s->grain : s->m;
+    if (s->code == 'f') OUTER_ROWS(float, stream_f);
+    else OUTER_ROWS(double, stream_d);
+    STREAM_FENCE();
+}
+
+#define THIN_GROUP 4  /* rows of a whose 16 lanes each stay in registers together */
+
+#define THIN_COLUMNS(T)                                                                     \
+    do {                                                                                    \
+        const T *a = (const T *)s->a, *b = (const T *)s->b;                                 \
+        T *out = (T *)s->c;                                                                 \
+        const int64_t k = s->k, full = k / LANES * LANES;                                   \
+        for (int64_t j = lo; j < hi; j++) {                                                 \
+            const T *restrict bj = b + j * k;                                               \
+            for (int64_t i0 = 0; i0 < s->m; i0 += THIN_GROUP) {                             \
+                const int64_t g = s->m - i0 < THIN_GROUP ? s->m - i0 : THIN_GROUP;          \
+                T acc[THIN_GROUP][LANES];                                                   \
+                for (int q = 0; q < THIN_GROUP; q++)                                        \
+                    for (int l = 0; l < LANES; l++) acc[q][l] = 0;                          \
+                const T *restrict ar[THIN_GROUP];                                           \
+                for (int q = 0; q < THIN_GROUP; q++) ar[q] = a + (i0 + (q < g ? q : 0)) * k; \
+                for (int64_t c = 0; c < full; c += LANES)                                   \
+                    for (int q = 0; q < THIN_GROUP; q++)                                    \
+                        for (int l = 0; l < LANES; l++)                                     \
+                            acc[q][l] = acc[q][l] + ar[q][c + l] * bj[c + l];               \
+                for (int64_t q = 0; q < g; q++) {                                           \
+                    for (int64_t l = 0; l < k - full; l++)                                  \
+                        acc[q][l] = acc[q][l] + ar[q][full + l] * bj[full + l];             \
+                    T sum = acc[q][0];                                                      \
+                    for (int l = 1; l < LANES; l++) sum = sum + acc[q][l];                  \
+                    out[(i0 + q) * s->n + j] = sum;                                         \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+LOOP_CLONES static void thin_columns(void *p, int64_t blk) {
+    const skinny_t *s = p;
+    int64_t lo = blk * s->grain, hi = lo + s->grain < s->n ? lo + s->grain : s->n;
+    if (s->code == 'f') THIN_COLUMNS(float);
+    else THIN_COLUMNS(double);
+}
+
+/* skinny(out, a, b, thin, parts): outer_sum (thin false) or thin_nt (thin true); shapes as
+ * above, all C-contiguous of one float type. */
+static PyObject *py_skinny(PyObject *self, PyObject *args) {
+    PyObject *objs[3];
+    int thin, parts;
+    if (!PyArg_ParseTuple(args, "OOOpi", &objs[0], &objs[1], &objs[2], &thin, &parts))
+        return NULL;
+    static const int writable[3] = {1, 0, 0};
+    buf_t bufs[3];
+    skinny_t s;
+    if (get_floats(objs, writable, bufs, 3, &s.code) != 0) return NULL;
+    int64_t cr, cc, ar, ac, br, bc;
+    int ok = two_d(&bufs[0].view, &cr, &cc) && two_d(&bufs[1].view, &ar, &ac) &&
+             two_d(&bufs[2].view, &br, &bc);
+    if (ok && thin) ok = ar == cr && br == cc && ac == bc && ar <= THIN_ROWS;
+    else if (ok) ok = ac == cr && bc == cc && ar == br && ar >= 1;
+    if (!ok || cr == 0 || cc == 0) {
+        release(bufs, 3);
+        PyErr_SetString(PyExc_ValueError, "skinny: shapes do not match");
+        return NULL;
+    }
+    s.m = cr;
+    s.n = cc;
+    s.k = thin ? ac : ar;
+    s.a = bufs[1].view.buf;
+    s.b = bufs[2].view.buf;
+    s.c = bufs[0].view.buf;
+    /* chunks of about CHUNK output elements (outer) or of b's rows (thin) */
+    int64_t len = thin ? s.n : s.m;
+    int64_t per = thin ? (CHUNK / (s.k > 0 ? s.k : 1)) : (CHUNK / s.n);
+    s.grain = per < 1 ? 1 : per;
+    int64_t count = (len + s.grain - 1) / s.grain;
+    if (count > 1 && parts > 1) ensure_helpers(parts - 1);
+    Py_BEGIN_ALLOW_THREADS
+    run_all(thin ? thin_columns : outer_rows, &s, count, parts, NULL);
+    Py_END_ALLOW_THREADS
+    release(bufs, 3);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------
  * Max pooling over H and W of NHWC data (pooling_ops.py's NumPy paths, loop for loop).
  *
  * A window tap outside the input (padding) counts as -inf, as the NumPy path pads with it.
@@ -2007,6 +2165,8 @@ static PyMethodDef methods[] = {
      "momentum(var, accum, grad, lr, momentum, use_nesterov, parts): in place"},
     {"relu", py_relu, METH_VARARGS, "relu(out, x, parts)"},
     {"relu_grad", py_relu_grad, METH_VARARGS, "relu_grad(out, gradients, features, parts)"},
+    {"skinny", py_skinny, METH_VARARGS,
+     "skinny(out, a, b, thin, parts): out = a.T @ b (k small) or a @ b.T (thin: m small)"},
     {"max_pool", py_max_pool, METH_VARARGS,
      "max_pool(x, out, kh, kw, sh, sw, pad_top, pad_left, parts[, stop, deadline]): NHWC; "
      "False if stopped"},

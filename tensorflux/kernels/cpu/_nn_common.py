@@ -91,10 +91,17 @@ def _pad(x: np.ndarray, pads, value=0) -> np.ndarray:
     shape = (x.shape[0],) + tuple(n + b + a for n, (b, a) in zip(x.shape[1:], pads,
                                                                   strict=False))
     shape += x.shape[1 + len(pads):]
-    out = np.zeros(shape, x.dtype) if value == 0 else np.full(shape, value, dtype=x.dtype)
+    out = np.empty(shape, dtype=x.dtype)
     index = (slice(None),) + tuple(slice(b, b + n) for n, (b, _) in zip(x.shape[1:], pads,
                                                                           strict=False))
     out[index] = x
+    # only the border is filled (a fill of the whole array first cost as much as the copy)
+    for axis, (b, a) in zip(range(1, out.ndim), pads, strict=False):
+        lead = (slice(None),) * axis
+        if b:
+            out[lead + (slice(0, b),)] = value
+        if a:
+            out[lead + (slice(out.shape[axis] - a, None),)] = value
     return out
 
 

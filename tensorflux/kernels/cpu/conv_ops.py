@@ -129,19 +129,20 @@ def _chunk(n: int, rows_per_image: int, row_bytes: int) -> int:
     return max(1, by_cache, few)
 
 
-def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts):
+def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts, epilogue=None):
     """out (N, oh, ow, F) = the windows of padded NHWC `xp` times `w2` (kh*kw*C, F): per
     batch chunk, the patches are copied into one reused buffer (rows of the patch matrix)
-    and multiplied by `w2` straight into the chunk's rows of `out`."""
+    and multiplied by `w2` straight into the chunk's rows of `out`, then `epilogue` (a
+    fused bias and activation, in place) runs on those rows while they are in cache."""
     n, oh, ow, f = out.shape
     k = w2.shape[0]
     if (xp.dtype == w2.dtype == out.dtype and
             _winograd.applies(kh, kw, strides, dilations, xp.shape[3], f, (oh, ow), out.dtype)):
         _winograd.conv3x3(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
-        if _finite(out):
-            return out
+        if _finite(out):  # (before the epilogue: a ReLU would hide a tile's infinities)
+            return _finish(out, epilogue, parts)
     if oh > 1 and _image_too_big(oh * ow, k, f, xp.itemsize):
-        return _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts)
+        return _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts, epilogue)
     patches = _patches(xp, kh, kw, oh, ow, strides, dilations)
 
     nb = _chunk(n, oh * ow, k * xp.itemsize)
@@ -152,8 +153,21 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts):
         b = buffer()[:n1 - n0]
         _copy_patches(b, xp, patches, n0, strides, dilations)
         np.matmul(b.reshape(-1, k), w2, out=out[n0:n1].reshape(-1, f))
+        if epilogue is not None:
+            epilogue(out[n0:n1])
 
     intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * out.size * k))
+    return out
+
+
+def _finish(out, epilogue, parts: int):
+    """`out` after `epilogue` (in place; None: nothing) over row blocks in parallel."""
+    if epilogue is None:
+        return out
+    rows = out.reshape(-1, out.shape[-1])
+    grain = max(1, (1 << 16) // max(1, rows.shape[1]))
+    intra_op.parallel_for(lambda lo, hi: epilogue(rows[lo:hi]), rows.shape[0], grain,
+                          parts if out.size >= intra_op.MIN_ELEMENTS else 1)
     return out
 
 
@@ -166,7 +180,7 @@ _IMAGE_ROWS_BYTES = 64 << 20
 _IMAGE_CHUNK_FLOPS = 4
 
 
-def _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts):
+def _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts, epilogue=None):
     """`_im2col_matmul` for large images: per (image, block of output rows), the block's
     patches (read from the rows of padded `xp` it covers) times `w2`."""
     n, oh, ow, f = out.shape
@@ -186,6 +200,8 @@ def _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts):
             _copy_patches(buf, sub, _patches(sub, kh, kw, r1 - r0, ow, strides, dilations), 0,
                           strides, dilations)
             np.matmul(buf.reshape(-1, k), w2, out=out[b, r0:r1].reshape(-1, f))
+            if epilogue is not None:
+                epilogue(out[b, r0:r1])
 
     intra_op.parallel_for(work, n * blocks, 1, _parts(parts, 2.0 * out.size * k))
     return out
@@ -204,7 +220,8 @@ def _parts(parts: int, flops: float) -> int:
     return parts if flops >= intra_op.MIN_FLOPS else 1
 
 
-def _by_fft(g: _ConvGeometry, n, hw, c, f, khw, out_hw, pads, *operands) -> bool:
+def _by_fft(g: _ConvGeometry, n, hw, c, f, khw, out_hw, pads, *operands,
+            forward: bool = False) -> bool:
     """Whether a convolution of these shapes goes through the frequency domain
     (kernels/cpu/_fft_conv.py): stride 1, fewer flops than im2col by its count, and
     finite operands. A transform spreads a NaN or an infinity over the whole image, where
@@ -212,7 +229,8 @@ def _by_fft(g: _ConvGeometry, n, hw, c, f, khw, out_hw, pads, *operands) -> bool
     any goes the direct way (one sum of each operand tells)."""
     return (g.sh == g.sw == 1
             and _fft_conv.worthwhile(np.result_type(*operands), n, hw, c, f, khw,
-                                     (g.dh, g.dw), out_hw, (pads[0][0], pads[1][0]))
+                                     (g.dh, g.dw), out_hw, (pads[0][0], pads[1][0]),
+                                     forward=forward)
             and all(np.isfinite(np.add.reduce(a, axis=None)) for a in operands))
 
 
@@ -233,6 +251,18 @@ def _subsampled(x, g: _ConvGeometry, oh, ow):
     return np.ascontiguousarray(x[:, :(oh - 1) * g.sh + 1:g.sh, :(ow - 1) * g.sw + 1:g.sw])
 
 
+def _product(a2, b2, parts):
+    """a2 @ b2 (either may be a transposed view): through the C extension's GIL-free split
+    (one BLAS call per thread over the longer output dimension: every BLAS call packs the
+    whole of the other operand again, so few calls beat many small row blocks; ResNet's
+    7x7x512 -> 2048 products 13-16 ms -> 9-10 ms), else `_rows_matmul`."""
+    out = native.gemm(a2, b2, parts)
+    if out is None:
+        out = np.empty((a2.shape[0], b2.shape[1]), np.result_type(a2, b2))
+        _rows_matmul(np.ascontiguousarray(a2), b2, out, parts)
+    return out
+
+
 def _rows_matmul(a2, b2, o2, parts):
     """o2 = a2 @ b2, split over blocks of a2's rows between the intra-op threads."""
     work = 2.0 * o2.size * a2.shape[1]
@@ -249,6 +279,8 @@ def _pointwise_backprop_filter(x, dy, g: _ConvGeometry, parts: int):
     x2 = _subsampled(x, g, oh, ow).reshape(-1, x.shape[3])
     d2 = dy.reshape(-1, f)
     c = x2.shape[1]
+    if x2.shape[0] <= 4 * (c + f):  # few pixels, many channels: one split product
+        return _product(x2.T, d2, parts).reshape(1, 1, c, f)
     dtype = np.result_type(x2, d2)
     state, states = intra_op.per_thread(
         lambda: (np.zeros((c, f), dtype), np.empty((c, f), dtype)))
@@ -275,13 +307,9 @@ def _pointwise_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int):
     n, h, wd, c = shape
     _, oh, ow, f = dy.shape
     dtype = np.result_type(w, dy)
-    wt = np.ascontiguousarray(w.reshape(c, f).T)
+    sub = _product(dy.reshape(-1, f), w.reshape(c, f).T, parts).reshape(n, oh, ow, c)
     if g.sh == g.sw == 1:
-        out = np.empty((n, h, wd, c), dtype)
-        _rows_matmul(dy.reshape(-1, f), wt, out.reshape(-1, c), parts)
-        return out
-    sub = np.empty((n, oh, ow, c), dtype)
-    _rows_matmul(dy.reshape(-1, f), wt, sub.reshape(-1, c), parts)
+        return sub
     out = np.zeros((n, h, wd, c), dtype)
     out[:, :(oh - 1) * g.sh + 1:g.sh, :(ow - 1) * g.sw + 1:g.sw] = sub
     return out
@@ -321,8 +349,9 @@ def _small_conv_forward(x, w, g: _ConvGeometry):
     return out
 
 
-def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None):
-    """NHWC conv of compute-precision `x` (N, H, W, C) with `w` (kh, kw, C, F)."""
+def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None, epilogue=None):
+    """NHWC conv of compute-precision `x` (N, H, W, C) with `w` (kh, kw, C, F), then
+    `epilogue` in place on the output's rows (_FusedConv2D's bias and activation)."""
     n, h, wd, c = x.shape
     kh, kw, _, f = w.shape
     (oh, ow), pads = g.resolve(h, wd, kh, kw)
@@ -331,14 +360,13 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None):
     if out.size == 0:
         return np.zeros(out.shape, out.dtype)
     if _pointwise(kh, kw, pads):
-        x2, w2, o2 = _subsampled(x, g, oh, ow).reshape(-1, c), w.reshape(c, f), out.reshape(-1, f)
-        _rows_matmul(x2, w2, o2, parts)
-        return out
-    if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, w):
-        return _fft_conv.conv_forward(x, w, (pads[0][0], pads[1][0]), (oh, ow),
-                                      (g.dh, g.dw), parts, ctx)
+        return _finish(_product(_subsampled(x, g, oh, ow).reshape(-1, c), w.reshape(c, f),
+                                parts).reshape(n, oh, ow, f), epilogue, parts)
+    if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, w, forward=True):
+        return _finish(_fft_conv.conv_forward(x, w, (pads[0][0], pads[1][0]), (oh, ow),
+                                              (g.dh, g.dw), parts, ctx), epilogue, parts)
     return _im2col_matmul(_pad(x, pads), w.reshape(k, f), out, kh, kw, (g.sh, g.sw),
-                          (g.dh, g.dw), parts)
+                          (g.dh, g.dw), parts, epilogue)
 
 
 def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None):
@@ -628,6 +656,63 @@ def _conv2d(node):
         out = _grouped(lambda a, b: _conv_forward(a, b, geom, parts, ctx), groups, (3, 3),
                        _widen(xh), _widen(w))
         return _from_nhwc(_narrow(out, x.dtype), geom.data_format)
+
+    return compute
+
+
+def _bias_epilogue(bias, relu: bool):
+    """In place on NHWC output rows: `+ bias`, then max(., 0) when `relu`: the operations
+    of the BiasAdd and Relu kernels (kernels/cpu/nn_ops.py), so that a fused conv gives
+    the unfused nodes' values bit for bit."""
+    zero = np.zeros((), bias.dtype)
+
+    def epilogue(o):
+        np.add(o, bias, out=o)
+        if relu:
+            np.maximum(o, zero, out=o)
+
+    return epilogue
+
+
+def _fused_ops(node) -> tuple[str, ...]:
+    ops = tuple(op.decode() if isinstance(op, bytes) else op for op in node.attrs["fused_ops"])
+    if ops not in (("BiasAdd",), ("BiasAdd", "Relu")) or node.attrs["num_args"] != 1:
+        raise errors.UnimplementedError(
+            None, None, f"_FusedConv2D on the CPU supports fused_ops [BiasAdd] and [BiasAdd, "
+            f"Relu] with one argument, got {list(ops)} with {node.attrs['num_args']}")
+    return ops
+
+
+@kernel_factory("_FusedConv2D", expensive=True)
+@_checked
+def _fused_conv2d(node):
+    """Conv2D, BiasAdd and Relu of the graph optimizer's fusion (fuse_conv_bias_relu): the
+    bias and ReLU run on each chunk of the conv's output as the product writes it."""
+    geom = _ConvGeometry(node)
+    relu = _fused_ops(node) == ("BiasAdd", "Relu")
+
+    def compute(ctx, x, w, bias):
+        if x.ndim != 4 or w.ndim != 4:
+            raise _invalid("input and filter must be 4-dimensional")
+        if bias.ndim != 1 or bias.shape[0] != w.shape[3]:
+            raise _invalid(f"Must provide as many biases as the last dimension of the input "
+                           f"tensor: {list(bias.shape)} vs. {[w.shape[3]]}")
+        xh = _to_nhwc(x, geom.data_format)
+        parts = intra_op.workers(ctx)
+        epilogue = _bias_epilogue(bias, relu)
+        if xh.shape[3] != w.shape[2] or _widen(x) is not x or x.dtype != w.dtype:
+            # groups, or a low-precision type (the unfused nodes add in the narrow type)
+            out = _narrow(_grouped(lambda a, b: _conv_forward(a, b, geom, parts, ctx),
+                                   _groups(xh.shape[3], w.shape[2]), (3, 3), _widen(xh),
+                                   _widen(w)), x.dtype)
+            epilogue(out.reshape(-1, out.shape[3]))
+        else:
+            small = _small_conv_forward(xh, w, geom) if xh is x else None  # as Conv2D's
+            if small is not None:
+                epilogue(small)
+                return small
+            out = _conv_forward(xh, w, geom, parts, ctx, epilogue)
+        return _from_nhwc(out, geom.data_format)
 
     return compute
 

@@ -45,6 +45,12 @@ def _matmul(node):
             return np.matmul(a2, b2)
         parts = intra_op.workers(ctx)
         long = flops > interrupt.CHUNK_FLOPS  # in blocks, polling the step between them
+        if a.dtype in _BLAS_FLOATS and flops >= intra_op.MIN_FLOPS and \
+                ((ta and not tb) or (tb and not ta)) and min(m, a2.shape[1]) <= native.SKINNY_MAX:
+            # a fully connected layer's gradients at a small batch (x^T dy, dy w^T)
+            out = native.skinny(a2, b2, parts)
+            if out is not None:
+                return out
         if a.dtype in _BLAS_FLOATS and (long or parts > 1 and flops >= intra_op.MIN_FLOPS):
             out = native.gemm(a2, b2, parts)
             return out if out is not None else _split_matmul(a2, b2, parts)

@@ -142,6 +142,32 @@ def gemm(a: np.ndarray, b: np.ndarray, parts: int):
     return out
 
 
+SKINNY_MAX = 16  # the batch rows the skinny products take (_native.c THIN_ROWS)
+
+
+def skinny(a: np.ndarray, b: np.ndarray, parts: int):
+    """a @ b for the products of a fully connected layer at a small batch (m, k or the
+    other operand's rows at most SKINNY_MAX), where BLAS's packing and beta pass cost
+    more than the arithmetic; a new array, or None when it does not take the call:
+      - a = x.T, a (k, m) transposed view, b (k, n) contiguous, k <= SKINNY_MAX:
+        the weight gradient x^T dy (`outer_sum` in _native.c);
+      - a (m, k) contiguous, m <= SKINNY_MAX, b = w.T a transposed view of w (n, k):
+        the input gradient dy w^T (`thin_nt`).
+    Summation orders: _native.c's comment (not BLAS's: values differ from np.matmul by
+    rounding)."""
+    if _mod is None or a.dtype not in _FLOATS or b.dtype != a.dtype or a.ndim != 2 or \
+            b.ndim != 2 or 0 in a.shape or 0 in b.shape or a.shape[1] != b.shape[0]:
+        return None
+    out = np.empty((a.shape[0], b.shape[1]), a.dtype)
+    if a.shape[1] <= SKINNY_MAX and a.T.flags.c_contiguous and b.flags.c_contiguous:
+        _mod.skinny(out, a.T, b, False, parts)
+    elif a.shape[0] <= SKINNY_MAX and a.flags.c_contiguous and b.T.flags.c_contiguous:
+        _mod.skinny(out, a, b.T, True, parts)
+    else:
+        return None
+    return out
+
+
 def _flat_ok(*arrays) -> bool:
     first = arrays[0]
     return all(type(x) is np.ndarray and x.dtype == first.dtype and x.shape == first.shape
