@@ -297,22 +297,24 @@ def _expect_deadline(fetch, feed, name):
 
 
 def test_conv_backprop_input_of_one_large_image_stops():
-    # Stride 2, one 1536x1536 image (products and scatter): ~4.5 s in one block.
+    # Stride 2, one 1536x1536 image, a 17x17 window (products and scatter): ~4 s unpolled
+    # (with 3x3 the kernel now takes ~0.1 s, racing the deadline).
     g = tf.Graph()
     with g.as_default():
         dy = tf.placeholder(tf.float32, [1, None, None, 64])
-        dx = tf.nn.conv2d_backprop_input([1, 1536, 1536, 16], tf.ones([3, 3, 16, 64]), dy,
+        dx = tf.nn.conv2d_backprop_input([1, 1536, 1536, 16], tf.ones([17, 17, 16, 64]), dy,
                                          [1, 2, 2, 1], "SAME", name="big_dx")
     _expect_deadline(dx, {dy: np.ones((1, 768, 768, 64), np.float32)}, "big_dx")
 
 
 def test_conv_backprop_filter_of_one_large_image_stops():
-    # Stride 2 (no frequency-domain path), one 1536x1536 image: ~4 s in one block.
+    # Stride 2 (no frequency-domain path), one 1536x1536 image, a 17x17 window: ~2 s wall,
+    # ~4 s CPU unpolled (with 3x3 the kernel now takes ~0.1 s, racing the deadline).
     g = tf.Graph()
     with g.as_default():
         x = tf.placeholder(tf.float32, [1, None, None, 16])
         dy = tf.placeholder(tf.float32, [1, None, None, 64])
-        dw = tf.nn.conv2d_backprop_filter(x, [3, 3, 16, 64], dy, [1, 2, 2, 1], "SAME",
+        dw = tf.nn.conv2d_backprop_filter(x, [17, 17, 16, 64], dy, [1, 2, 2, 1], "SAME",
                                           name="big_dw")
     _expect_deadline(dw, {x: np.ones((1, 1536, 1536, 16), np.float32),
                           dy: np.ones((1, 768, 768, 64), np.float32)}, "big_dw")

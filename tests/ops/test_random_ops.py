@@ -290,3 +290,17 @@ def test_random_ops_module_exports():
     assert set(random_ops.__all__) >= {"random_uniform", "random_normal", "truncated_normal",
                                        "random_shuffle", "multinomial", "set_random_seed"}
     assert tf.set_random_seed is random_seed.set_random_seed
+
+
+@pytest.mark.parametrize("value", [
+    np.array([b"a", b"b", b"c", b"d", b"e"], dtype=object),
+    np.array([[b"a", b"b"], [b"c", b"d"], [b"e", b"f"]], dtype=object),
+    np.arange(24, dtype=np.int32).reshape(6, 2, 2),
+])
+def test_random_shuffle_permutes_rows_of_any_dtype(value):
+    """Strings too (string_input_producer shuffles file names): rows are kept whole."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        got = sess.run(tf.random_shuffle(tf.constant(value), seed=3))
+    assert got.shape == value.shape
+    assert sorted(map(repr, got.reshape(len(value), -1).tolist())) == \
+        sorted(map(repr, value.reshape(len(value), -1).tolist()))

@@ -206,7 +206,7 @@ def _random_shuffle(node):
         with state.lock:
             perm = state.gen.permutation(value.shape[0])  # one shuffle: linear in the rows
         out = np.empty_like(value)
-        for lo, hi in interrupt.spans(perm.size, value[0].size, ctx):  # the gather in blocks
+        for lo, hi in interrupt.spans(perm.size, value.size // perm.size, ctx):  # gather in blocks
             out[lo:hi] = value[perm[lo:hi]]
         return out
 
