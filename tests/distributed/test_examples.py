@@ -44,9 +44,14 @@ def chief_accuracy(output: str) -> float:
 
 @pytest.mark.timeout(120)
 def test_digits_async():
-    code, out = run_cluster(1, 2, "--steps", "400")
+    code, out = run_cluster(1, 2, "--steps", "1000")
     assert code == 0, out[-3000:]
-    assert re.search(r"^\[worker:1\] worker 1: step \d+ loss", out, re.MULTILINE), out
+    # Both workers trained: each reports its local steps when done (how many the second
+    # one gets depends on when it joins; pushed transfers made the steps fast enough that
+    # it may join after the first progress lines, which come every 100 steps).
+    local = dict(re.findall(r"^\[worker:\d\] worker (\d): done, (\d+) local steps", out,
+                            re.MULTILINE))
+    assert set(local) == {"0", "1"} and all(int(n) > 0 for n in local.values()), out
     assert chief_accuracy(out) > 0.8
 
 
