@@ -96,6 +96,15 @@ def _output_transform(m, y, tmp):
         y1 -= s[3]
 
 
+def _unit_span(u0, u1, images, n, th, rows, blocks):
+    """The images [b0, b1) and tile rows [r0, r1) of work units [u0, u1): `images` whole
+    images a unit, or (one image) bands of `rows` tile rows, `blocks` bands an image."""
+    if images > 1:
+        return u0 * images, min(n, u1 * images), 0, th
+    b0, r0 = u0 // blocks, (u0 % blocks) * rows
+    return b0, b0 + 1, r0, min(th, r0 + rows)
+
+
 def conv3x3(xp, w, out, parts: int):
     """out (N, oh, ow, F) = the VALID 3x3 stride-1 conv of padded NHWC `xp` with `w`
     (3, 3, C, F), oh = xp's height - 2 (and the same for the width). Returns `out`.
@@ -123,11 +132,7 @@ def conv3x3(xp, w, out, parts: int):
 
     def work(u0, u1):
         v, m, tmp, ybuf = state()
-        if images > 1:
-            b0, b1, r0, r1 = u0 * images, min(n, u1 * images), 0, th
-        else:
-            b0, r0 = u0 // blocks, (u0 % blocks) * rows
-            b1, r1 = b0 + 1, min(th, r0 + rows)
+        b0, b1, r0, r1 = _unit_span(u0, u1, images, n, th, rows, blocks)
         k, t = b1 - b0, r1 - r0
         v, tmp = v[:, :k, :t], tmp[:, :, :k, :t]
         m = m[:, :k * t * tw]
@@ -247,11 +252,7 @@ def conv3x3_backprop_filter(xp, dy, parts: int):
 
     def work(u0, u1):
         v, e, acc, part = state()
-        if images > 1:
-            b0, b1, r0, r1 = u0 * images, min(n, u1 * images), 0, th
-        else:
-            b0, r0 = u0 // blocks, (u0 % blocks) * rows
-            b1, r1 = b0 + 1, min(th, r0 + rows)
+        b0, b1, r0, r1 = _unit_span(u0, u1, images, n, th, rows, blocks)
         k, t = b1 - b0, r1 - r0
         v, e = v[:, :k, :t], e[:, :k, :t]
         _input_transform(xp[b0:b1, 2 * r0:2 * r1 + 2], v, t, tw)
