@@ -26,7 +26,7 @@ BASELINE = ROOT / "tests" / "api" / "present_names.txt"
 README = ROOT / "README.md"
 BEGIN, END = "<!-- api-coverage:begin -->", "<!-- api-coverage:end -->"
 
-NAMESPACES = ("", "layers", "losses", "metrics", "data", "nn", "math", "linalg", "image",
+NAMESPACES = ("", "layers", "losses", "metrics", "data", "data.experimental", "nn", "math", "linalg", "image",
               "io", "strings", "random", "signal", "sparse", "sets", "bitwise", "dtypes",
               "debugging", "train", "summary", "lookup", "initializers", "manip",
               "spectral", "queue", "saved_model", "graph_util", "errors", "test", "app",
@@ -49,7 +49,7 @@ def generate() -> dict[str, list[str]]:
     out = {}
     for ns in NAMESPACES:
         try:
-            obj = tf1 if not ns else getattr(tf1, ns, None)
+            obj = _namespace(tf1, ns)
             if obj is not None:
                 out[ns] = _public(obj)
         except ImportError as exc:
@@ -58,9 +58,11 @@ def generate() -> dict[str, list[str]]:
 
 
 def _namespace(module, ns: str):
-    if not ns:
-        return module
-    return getattr(module, ns, None)
+    """`module`'s namespace `ns` (dotted for nested ones, "" for the module itself)."""
+    obj = module
+    for part in ns.split(".") if ns else ():
+        obj = getattr(obj, part, None)
+    return obj
 
 
 def _has(obj, name: str) -> bool:

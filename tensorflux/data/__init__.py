@@ -1,7 +1,6 @@
 """tf.data in TF1 graph mode: datasets as graph ops, iterators as resources."""
 
-from types import SimpleNamespace
-
+from tensorflux.data import experimental
 from tensorflux.data.dataset_ops import AUTOTUNE, Dataset, DatasetV1
 from tensorflux.data.iterator_ops import (
     Iterator,
@@ -18,8 +17,6 @@ from tensorflux.data.options import (
     ThreadingOptions,
 )
 from tensorflux.data.readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
-
-experimental = SimpleNamespace(AUTOTUNE=AUTOTUNE)
 
 __all__ = ["AUTOTUNE", "Dataset", "DatasetV1", "Iterator", "TFRecordDataset",
            "TextLineDataset", "FixedLengthRecordDataset", "make_one_shot_iterator",

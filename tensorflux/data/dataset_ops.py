@@ -63,7 +63,10 @@ def _encode(v, many: bool = False):
 
 
 def _decode(t: Tensor, spec: st.Spec):
-    """The component value of `t` (a SparseTensor for a SparseSpec)."""
+    """The component value of `t` (a SparseTensor for a SparseSpec, a Dataset for a
+    DatasetSpec)."""
+    if isinstance(spec, st.DatasetSpec):
+        return DatasetV1(t, spec.element)
     if not isinstance(spec, st.SparseSpec):
         return t
     sp = parsing_ops.deserialize_sparse(t, spec.dtype, rank=spec.shape.ndims)
@@ -157,6 +160,14 @@ class DatasetV1(st.HasElementSignature):
         v = apply_op("TensorSliceDataset", components=flat,
                      output_shapes=[s.flat_shape for s in st.flatten(specs)])
         return DatasetV1(v, specs)
+
+    @staticmethod
+    def from_sparse_tensor_slices(sparse_tensor) -> DatasetV1:
+        """Elements are the rows of `sparse_tensor` (SparseTensors of one rank less)."""
+        if not isinstance(sparse_tensor, (SparseTensor, SparseTensorValue)):
+            raise TypeError(f"`sparse_tensor` must be a `tf.sparse.SparseTensor` object. "
+                            f"Was {sparse_tensor}.")
+        return DatasetV1.from_tensor_slices(sparse_tensor)
 
     @staticmethod
     def from_tensors(tensors) -> DatasetV1:
@@ -289,10 +300,12 @@ class DatasetV1(st.HasElementSignature):
             raise TypeError("`padded_batch` is only supported for datasets that produce "
                             "tensor elements, not SparseTensors.")
         if padded_shapes is None:
-            shapes = [s.shape for s in flat_specs]
+            given = [s.shape for s in flat_specs]
         else:
-            shapes = [tensor_shape.as_shape(p) for p in
-                      st.flatten_up_to(self._structure, padded_shapes)]
+            given = st.flatten_up_to(self._structure, padded_shapes)
+        # A shape given as an int64 tensor is known at run time only.
+        shapes = [tensor_shape.TensorShape([None] * (p.shape.as_list()[0] or 0))
+                  if isinstance(p, Tensor) else tensor_shape.as_shape(p) for p in given]
         if padding_values is None:
             values = [b"" if s.dtype == dtypes.string else 0 for s in flat_specs]
         else:
@@ -303,8 +316,9 @@ class DatasetV1(st.HasElementSignature):
                      for s, p in zip(flat_specs, shapes, strict=True)]
         v = apply_op(
             "PaddedBatchDatasetV2", input_dataset=self._variant_tensor, batch_size=size,
-            padded_shapes=[_int64([-1 if d is None else d for d in p.as_list()],
-                                  "padded_shapes") for p in shapes],
+            padded_shapes=[g if isinstance(g, Tensor) else
+                           _int64([-1 if d is None else d for d in p.as_list()],
+                                  "padded_shapes") for g, p in zip(given, shapes, strict=True)],
             padding_values=[convert_to_tensor(pv, dtype=s.dtype, name="padding_value")
                             for pv, s in zip(values, flat_specs, strict=True)],
             drop_remainder=convert_to_tensor(drop_remainder, dtype=dtypes.bool,
@@ -371,6 +385,203 @@ class DatasetV1(st.HasElementSignature):
     def enumerate(self, start=0) -> DatasetV1:  # noqa: A003
         return DatasetV1.zip((DatasetV1.range(start, _INT64_MAX), self))
 
+    def shard(self, num_shards, index) -> DatasetV1:
+        """Every `num_shards`-th element, from the `index`-th on."""
+        return self._derive("ShardDataset", num_shards=_int64(num_shards, "num_shards"),
+                            index=_int64(index, "index"))
+
+    def unique(self) -> DatasetV1:
+        """The elements not seen before (one int32, int64 or string component)."""
+        flat = st.flatten(self._structure)
+        if len(flat) != 1 or flat[0].dtype not in (dtypes.int32, dtypes.int64,
+                                                   dtypes.string) or \
+                isinstance(flat[0], (st.SparseSpec, st.DatasetSpec)):
+            raise TypeError("`tf.data.Dataset.unique` does not support type "
+                            f"{self.output_types}: one tf.int32, tf.int64 or tf.string "
+                            "component only.")
+        return self._derive("UniqueDataset")
+
+    def ignore_errors(self, log_warning: bool = False) -> DatasetV1:
+        """The elements whose production did not fail."""
+        return self._derive("IgnoreErrorsDataset", log_warning=bool(log_warning))
+
+    def take_while(self, predicate) -> DatasetV1:
+        """The elements until `predicate` is first False."""
+        traced = _Traced(predicate, self._structure, "take_while")
+        _check_predicate(traced.result, "predicate")
+        return self._derive("TakeWhileDataset", other_arguments=traced.captured,
+                            predicate=traced.ref)
+
+    def scan(self, initial_state, scan_func) -> DatasetV1:
+        """Elements `output` of `scan_func(state, element) -> (new_state, output)`."""
+        state, traced = _trace_stateful(self, initial_state, scan_func, "scan", pairs=True)
+        specs = st.map_structure(st.spec_of, traced.result[1])
+        return self._derive("ScanDataset", specs, initial_state=st.flatten(state),
+                            other_arguments=traced.captured, f=traced.ref,
+                            Tstate=[t.dtype for t in st.flatten(state)],
+                            preserve_cardinality=True)
+
+    def reduce(self, initial_state, reduce_func):
+        """The state after `reduce_func(state, element) -> new_state` over every element
+        (tensors of the structure of `initial_state`)."""
+        state, traced = _trace_stateful(self, initial_state, reduce_func, "reduce")
+        specs = st.flatten(st.map_structure(st.spec_of, traced.result))
+        out = apply_op("ReduceDataset", input_dataset=self._variant_tensor,
+                       initial_state=st.flatten(state), other_arguments=traced.captured,
+                       f=traced.ref, Tstate=[t.dtype for t in st.flatten(state)],
+                       output_types=[s.dtype for s in specs],
+                       output_shapes=[s.shape for s in specs])
+        return st.pack(traced.result, list(out) if isinstance(out, (list, tuple)) else [out])
+
+    def window(self, size, shift=None, stride=1, drop_remainder: bool = False) -> DatasetV1:
+        """Windows of `size` elements (every `stride`-th) starting every `shift` (default
+        `size`) elements: each element is a structure of datasets, one per component."""
+        size_t = _int64(size, "size")
+        specs = st.map_structure(st.DatasetSpec.of, self._structure)
+        return self._derive(
+            "WindowDataset", specs, size=size_t,
+            shift=size_t if shift is None else _int64(shift, "shift"),
+            stride=_int64(stride, "stride"),
+            drop_remainder=convert_to_tensor(drop_remainder, dtype=dtypes.bool,
+                                             name="drop_remainder"))
+
+    def group_by_window(self, key_func, reduce_func, window_size=None,
+                        window_size_func=None) -> DatasetV1:
+        """Elements grouped by `key_func(element)` (int64), each group of `window_size`
+        (or `window_size_func(key)`) elements, and each group left at the end, given to
+        `reduce_func(key, dataset)`; the output is the datasets' elements."""
+        if (window_size is None) == (window_size_func is None):
+            raise ValueError("Either the `window_size` argument or the `window_size_func` "
+                             "argument must be specified.")
+        if window_size_func is None:
+            def window_size_func(_key):
+                return convert_to_tensor(window_size, dtype=dtypes.int64)
+        key = _Traced(key_func, self._structure, "key_func")
+        _check_scalar(key.result, dtypes.int64, "key_func")
+        scalar = st.Spec(dtypes.int64, tensor_shape.TensorShape([]))
+        size = _Traced(window_size_func, scalar, "window_size_func")
+        _check_scalar(size.result, dtypes.int64, "window_size_func")
+        red = _Traced(reduce_func, (scalar, st.DatasetSpec.of(self._structure)),
+                      "reduce_func")
+        if not isinstance(red.result, DatasetV1):
+            raise TypeError("`reduce_func` must return a `Dataset` object.")
+        return self._derive(
+            "GroupByWindowDataset", red.result._structure,
+            key_func_other_arguments=key.captured, reduce_func_other_arguments=red.captured,
+            window_size_func_other_arguments=size.captured, key_func=key.ref,
+            reduce_func=red.ref, window_size_func=size.ref)
+
+    def bucket_by_sequence_length(self, element_length_func, bucket_boundaries,
+                                  bucket_batch_sizes, padded_shapes=None,
+                                  padding_values=None, pad_to_bucket_boundary=False,
+                                  no_padding=False, drop_remainder=False) -> DatasetV1:
+        """Elements batched by length buckets (see data/experimental.py)."""
+        from tensorflux.data import experimental  # experimental imports this module
+
+        return self.apply(experimental.bucket_by_sequence_length(
+            element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes,
+            padding_values, pad_to_bucket_boundary, no_padding, drop_remainder))
+
+    def sparse_batch(self, batch_size, row_shape) -> DatasetV1:
+        """Batches of one dense component as SparseTensors of dense shape
+        [batch_size, *row_shape]."""
+        spec = st.flatten(self._structure)[0]
+        row = tensor_shape.as_shape(row_shape) if not isinstance(row_shape, Tensor) else \
+            tensor_shape.unknown_shape()
+        out = st.SparseSpec(spec.dtype, tensor_shape.TensorShape([None]).concatenate(row))
+        v = apply_op("DenseToSparseBatchDataset", input_dataset=self._variant_tensor,
+                     batch_size=_int64(batch_size, "batch_size"),
+                     row_shape=_int64(row_shape, "row_shape"),
+                     output_types=[out.flat_dtype], output_shapes=[out.flat_shape])
+        return DatasetV1(v, out)
+
+    def cardinality(self) -> Tensor:
+        """The number of elements as an int64 scalar: INFINITE_CARDINALITY (-1) or
+        UNKNOWN_CARDINALITY (-2) where it is not known without reading them."""
+        return apply_op("DatasetCardinality", input_dataset=self._variant_tensor)
+
+    def get_single_element(self, name=None):
+        """The dataset's one element (InvalidArgumentError if it has none or more)."""
+        flat = st.flatten(self._structure)
+        out = apply_op("DatasetToSingleElement", dataset=self._variant_tensor,
+                       output_types=[s.flat_dtype for s in flat],
+                       output_shapes=[s.flat_shape for s in flat], name=name)
+        out = list(out) if isinstance(out, (list, tuple)) else [out]
+        return st.pack(self._structure, [_decode(t, s) for t, s in zip(out, flat,
+                                                                          strict=True)])
+
+    @staticmethod
+    def random(seed=None) -> DatasetV1:
+        """Endless pseudo-random int64 scalars."""
+        seed, seed2 = random_seed.get_seed(seed)
+        spec = st.Spec(dtypes.int64, tensor_shape.TensorShape([]))
+        v = apply_op("RandomDataset", seed=_int64(seed or 0, "seed"),
+                     seed2=_int64(seed2 or 0, "seed2"), output_types=[dtypes.int64],
+                     output_shapes=[spec.shape])
+        return DatasetV1(v, spec)
+
+    @staticmethod
+    def counter(start=0, step=1, dtype=dtypes.int64) -> DatasetV1:
+        """start, start + step, ... without end, as `dtype`."""
+        dtype = dtypes.as_dtype(dtype)
+        ds = DatasetV1.range(start, _INT64_MAX if _positive(step) else -_INT64_MAX - 1,
+                             step)
+        return ds if dtype == dtypes.int64 else ds.map(
+            lambda x: _cast(x, dtype))
+
+    @staticmethod
+    def choose_from_datasets(datasets, choice_dataset,
+                             stop_on_empty_dataset: bool = True) -> DatasetV1:
+        """The next element of `datasets[i]` for each int64 `i` of `choice_dataset`."""
+        return _directed_interleave(datasets, choice_dataset, stop_on_empty_dataset)
+
+    @staticmethod
+    def sample_from_datasets(datasets, weights=None, seed=None,
+                             stop_on_empty_dataset: bool = False) -> DatasetV1:
+        """Elements of `datasets` picked at random with `weights` (default uniform)."""
+        from tensorflux.data import experimental  # experimental imports this module
+
+        return experimental.sample_from_datasets(datasets, weights, seed,
+                                                 stop_on_empty_dataset)
+
+    @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None) -> DatasetV1:
+        """The files matching `file_pattern` (one pattern or several), sorted, in a
+        random order unless `shuffle=False`; InvalidArgumentError at run time when none
+        match."""
+        from tensorflux.ops import (
+            array_ops,
+            comparison_ops,
+            io_ops,
+            logging_ops,
+            math_ops,
+            string_ops,
+        )
+
+        with graph_lib.name_scope("list_files"):
+            pattern = convert_to_tensor(file_pattern, dtype=dtypes.string,
+                                        name="file_pattern")
+            names = io_ops.matching_files(pattern)
+            count = array_ops.size(names, out_type=dtypes.int64)
+            shown = pattern if pattern.shape.ndims == 0 else \
+                string_ops.reduce_join(pattern, separator=", ")
+            check = logging_ops.Assert(comparison_ops.greater(count, 0),
+                                       ["No files matched pattern: ", shown], summarize=1,
+                                       name="assert_not_empty")
+            with graph_lib.get_default_graph().control_dependencies([check]):
+                names = array_ops.identity(names)
+        ds = DatasetV1.from_tensor_slices(names)
+        if shuffle is None or shuffle:
+            ds = ds.shuffle(math_ops.maximum(count, 1), seed=seed)
+        return ds
+
+    def filter_with_legacy_function(self, predicate) -> DatasetV1:
+        return self.filter(predicate)
+
+    def map_with_legacy_function(self, map_func, num_parallel_calls=None,
+                                 deterministic=None) -> DatasetV1:
+        return self.map(map_func, num_parallel_calls, deterministic)
+
     def with_options(self, options) -> DatasetV1:
         """The same dataset with `options` merged into its options (tf.data.Options;
         recorded, see data/options.py)."""
@@ -409,6 +620,99 @@ def _constant(t: Tensor):
     if t.op.type == "Const":
         return int(np.asarray(t.op._attrs["value"]))
     return None
+
+
+def _check_scalar(t, dtype, what: str) -> None:
+    if not isinstance(t, Tensor) or t.dtype.base_dtype != dtype or \
+            not t.shape.is_compatible_with(tensor_shape.TensorShape([])):
+        raise ValueError(f"`{what}` must return a scalar {dtype.name} tensor, got {t}.")
+
+
+def _check_predicate(t, what: str) -> None:
+    if not isinstance(t, Tensor) or t.dtype.base_dtype != dtypes.bool or \
+            not t.shape.is_compatible_with(tensor_shape.TensorShape([])):
+        raise ValueError(f"`{what}` return type must be convertible to a scalar boolean "
+                         f"tensor. Was {t}.")
+
+
+def _trace_stateful(ds: DatasetV1, initial_state, fn, what: str, pairs: bool = False):
+    """(state tensors, traced `fn(state, element)`), `fn` returning the new state (or
+    `(new state, output)` with `pairs`). A new state of another structure or dtype is a
+    TypeError; one of another static shape traces `fn` again with the shapes the two
+    have in common (TensorFlow's shape relaxation)."""
+    with graph_lib.name_scope(what):
+        state = _to_tensors(initial_state)
+    specs = st.map_structure(st.spec_of, state)
+    for _ in range(8):
+        traced = _Traced(fn, (specs, ds._structure), what)
+        result = traced.result
+        if pairs:
+            if not (isinstance(result, tuple) and len(result) == 2):
+                raise TypeError(f"The `{what}_func` must return a (new_state, "
+                                f"output_element) tuple, got {result}.")
+            result = result[0]
+        if not st.same_structure(specs, result):
+            raise TypeError(f"The element structure of the new state of `{what}_func` "
+                            f"({result}) does not match the initial state {specs}.")
+        new = st.flatten(st.map_structure(st.spec_of, result))
+        old = st.flatten(specs)
+        for a, b in zip(old, new, strict=True):
+            if a.dtype != b.dtype:
+                raise TypeError(f"The element types for the new state must match the "
+                                f"initial state. Expected {a.dtype.name}; got "
+                                f"{b.dtype.name}.")
+        relaxed = [a.with_shape(st.most_specific_compatible(a.shape, b.shape))
+                   if a.shape != b.shape else a for a, b in zip(old, new, strict=True)]
+        if all(r.shape == a.shape for r, a in zip(relaxed, old, strict=True)):
+            return state, traced
+        specs = st.pack(specs, relaxed)
+    raise TypeError(f"The shapes of the state of `{what}_func` did not settle.")
+
+
+def _positive(step) -> bool:
+    return not isinstance(step, Tensor) and int(step) > 0
+
+
+def _cast(x, dtype):
+    from tensorflux.ops import math_ops  # math_ops is heavy; only counters cast
+
+    return math_ops.cast(x, dtype)
+
+
+def _directed_interleave(datasets, choice_dataset, stop_on_empty: bool) -> DatasetV1:
+    """DirectedInterleaveDataset: `choice_dataset`'s int64 scalars pick the input."""
+    datasets = list(datasets)
+    if not datasets:
+        raise ValueError("Invalid `datasets`. `datasets` should not be empty.")
+    first = datasets[0]
+    for d in datasets[1:]:
+        if not st.same_structure(first._structure, d._structure) or \
+                st.flatten(first.output_types) != st.flatten(d.output_types):
+            raise TypeError(f"Incompatible dataset elements: {first.output_types} vs. "
+                            f"{d.output_types}")
+    spec = st.flatten(choice_dataset._structure)
+    if len(spec) != 1 or spec[0].dtype != dtypes.int64 or \
+            not spec[0].shape.is_compatible_with(tensor_shape.TensorShape([])):
+        raise TypeError("Invalid `choice_dataset`. Elements of `choice_dataset` must be "
+                        "scalar of `tf.int64` dtype.")
+    structure = st.pack(first._structure, [
+        s.with_shape(_common_shape([st.flatten(d._structure)[i].shape for d in datasets]))
+        for i, s in enumerate(st.flatten(first._structure))])
+    flat = st.flatten(structure)
+    v = apply_op("DirectedInterleaveDataset",
+                 selector_input_dataset=choice_dataset._variant_tensor,
+                 data_input_datasets=[d._variant_tensor for d in datasets],
+                 output_types=[s.flat_dtype for s in flat],
+                 output_shapes=[s.flat_shape for s in flat],
+                 stop_on_empty_dataset=bool(stop_on_empty))
+    return DatasetV1(v, structure)
+
+
+def _common_shape(shapes: list) -> tensor_shape.TensorShape:
+    out = shapes[0]
+    for s in shapes[1:]:
+        out = st.most_specific_compatible(out, s)
+    return out
 
 
 def _generator_element(value, output_types, flat_specs) -> list:

@@ -140,8 +140,11 @@ def make_one_shot_iterator(dataset: DatasetV1) -> Iterator:
 
 
 def _copy_by_value(t, g: FuncGraph, memo: dict):
-    """`t`'s op and everything it depends on, copied into `g`."""
-    op = t.op
+    """`t`'s op and everything it depends on (control inputs too), copied into `g`."""
+    return _copy_op(t.op, g, memo).outputs[t.value_index]
+
+
+def _copy_op(op, g: FuncGraph, memo: dict):
     if op not in memo:
         if op.type in _BY_VALUE_FORBIDDEN:
             raise ValueError(f"Cannot capture a placeholder (name:{op.name}, "
@@ -154,9 +157,11 @@ def _copy_by_value(t, g: FuncGraph, memo: dict):
                              "`Dataset.make_initializable_iterator()`. (Original error: "
                              f"cannot capture {op.name} of type {op.type} by value.)")
         inputs = tuple(_copy_by_value(i, g, memo) for i in op.inputs)
+        control = [_copy_op(c, g, memo) for c in op.control_inputs]
         attrs = {k: v for k, v in op._attrs.items() if k != "_class"}
-        memo[op] = g._create_op_internal(op.type, inputs, attrs, op.name)
-    return memo[op].outputs[t.value_index]
+        memo[op] = g._create_op_internal(op.type, inputs, attrs, op.name,
+                                         control_inputs=control)
+    return memo[op]
 
 
 def get_output_types(dataset_or_iterator):

@@ -56,6 +56,29 @@ class SparseSpec(Spec):
     value_class = SparseTensor
 
 
+@dataclass(frozen=True)
+class DatasetSpec(Spec):
+    """A component that is itself a dataset (a window, a group): `element` is the Spec
+    structure of its elements. It travels as a scalar variant tensor."""
+
+    element: object = None
+
+    @property
+    def flat_dtype(self) -> dtypes.DType:
+        return dtypes.variant
+
+    @property
+    def flat_shape(self) -> tensor_shape.TensorShape:
+        return tensor_shape.TensorShape([])
+
+    def with_shape(self, shape) -> Spec:
+        return DatasetSpec(self.dtype, tensor_shape.as_shape(shape), self.element)
+
+    @staticmethod
+    def of(element) -> DatasetSpec:
+        return DatasetSpec(dtypes.variant, tensor_shape.TensorShape([]), element)
+
+
 def _is_tuple(x) -> bool:
     """A tuple that is structure (a SparseTensorValue, a namedtuple, is one value)."""
     return isinstance(x, tuple) and not isinstance(x, SparseTensorValue)
@@ -103,6 +126,8 @@ def same_structure(a, b) -> bool:
 
 
 def spec_of(t) -> Spec:
+    if hasattr(t, "_variant_tensor"):  # a tf.data dataset (data/dataset_ops.py)
+        return DatasetSpec.of(t._structure)
     if isinstance(t, SparseTensor):
         return SparseSpec(t.dtype.base_dtype, t.shape)
     return Spec(t.dtype.base_dtype, t.shape)

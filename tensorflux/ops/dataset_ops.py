@@ -121,6 +121,66 @@ define_op("ConcatenateDataset", inputs=["input_dataset: variant", "another_datas
 define_op("UnbatchDataset", inputs=["input_dataset: variant"], outputs=["handle: variant"],
           attrs=_TYPED, shape_fn=scalar)
 
+# ---- more transformations (kernels/dataset_transforms.py) ----------------------------------
+define_op("ShardDataset",
+          inputs=["input_dataset: variant", "num_shards: int64", "index: int64"],
+          outputs=["handle: variant"], attrs=["require_non_empty: bool = false"] + _TYPED,
+          shape_fn=scalar)
+define_op("ScanDataset",
+          inputs=["input_dataset: variant", "initial_state: Tstate",
+                  "other_arguments: Targuments"], outputs=["handle: variant"],
+          attrs=["f: func", "Tstate: list(type) >= 1"] + _FUNC + _TYPED[:2] + [
+              "preserve_cardinality: bool = false", "use_default_device: bool = true",
+              "metadata: string = ''"], shape_fn=scalar)
+define_op("ReduceDataset",
+          inputs=["input_dataset: variant", "initial_state: Tstate",
+                  "other_arguments: Targuments"], outputs=["components: output_types"],
+          attrs=["f: func", "Tstate: list(type) >= 1"] + _FUNC + _TYPED[:2] + [
+              "use_inter_op_parallelism: bool = true", "metadata: string = ''"],
+          shape_fn=_element_shapes)
+define_op("WindowDataset",
+          inputs=["input_dataset: variant", "size: int64", "shift: int64", "stride: int64",
+                  "drop_remainder: bool"], outputs=["handle: variant"], attrs=_TYPED,
+          shape_fn=scalar)
+for _op in ("UniqueDataset", "IgnoreErrorsDataset"):
+    define_op(_op, inputs=["input_dataset: variant"], outputs=["handle: variant"],
+              attrs=_TYPED + (["log_warning: bool = false"] if _op == "IgnoreErrorsDataset"
+                              else []), shape_fn=scalar)
+define_op("TakeWhileDataset", inputs=["input_dataset: variant", "other_arguments: Targuments"],
+          outputs=["handle: variant"], attrs=["predicate: func"] + _FUNC + _TYPED,
+          shape_fn=scalar)
+define_op("GroupByWindowDataset",
+          inputs=["input_dataset: variant",
+                  "key_func_other_arguments: Tkey_func_other_arguments",
+                  "reduce_func_other_arguments: Treduce_func_other_arguments",
+                  "window_size_func_other_arguments: Twindow_size_func_other_arguments"],
+          outputs=["handle: variant"],
+          attrs=["key_func: func", "reduce_func: func", "window_size_func: func",
+                 "Tkey_func_other_arguments: list(type) >= 0",
+                 "Treduce_func_other_arguments: list(type) >= 0",
+                 "Twindow_size_func_other_arguments: list(type) >= 0"] + _TYPED,
+          shape_fn=scalar)
+define_op("DirectedInterleaveDataset",
+          inputs=["selector_input_dataset: variant", "data_input_datasets: N * variant"],
+          outputs=["handle: variant"],
+          attrs=_TYPED[:2] + ["N: int >= 1", "stop_on_empty_dataset: bool = false"],
+          shape_fn=scalar)
+define_op("RandomDataset", inputs=["seed: int64", "seed2: int64"],
+          outputs=["handle: variant"], attrs=_TYPED, shape_fn=scalar, stateful=True)
+define_op("AssertCardinalityDataset", inputs=["input_dataset: variant", "cardinality: int64"],
+          outputs=["handle: variant"], attrs=_TYPED[:2], shape_fn=scalar)
+define_op("DenseToSparseBatchDataset",
+          inputs=["input_dataset: variant", "batch_size: int64", "row_shape: int64"],
+          outputs=["handle: variant"], attrs=_TYPED[:2], shape_fn=scalar)
+define_op("DatasetCardinality", inputs=["input_dataset: variant"],
+          outputs=["cardinality: int64"], attrs=["cardinality_options: string = ''"],
+          shape_fn=scalar)
+define_op("DatasetToSingleElement", inputs=["dataset: variant"],
+          outputs=["components: output_types"], attrs=_TYPED, shape_fn=_element_shapes)
+define_op("DatasetToTFRecord",
+          inputs=["input_dataset: variant", "filename: string", "compression_type: string"],
+          shape_fn=_no_outputs, stateful=True)
+
 # ---- iterators ---------------------------------------------------------------------------
 define_op("IteratorV2", outputs=["handle: resource"],
           attrs=["shared_name: string", "container: string"] + _TYPED[:2], shape_fn=scalar,
@@ -148,4 +208,9 @@ not_differentiable(
     "BatchDatasetV2", "PaddedBatchDatasetV2", "ShuffleDataset", "RepeatDataset",
     "TakeDataset", "SkipDataset", "PrefetchDataset", "CacheDataset", "ZipDataset",
     "ConcatenateDataset", "UnbatchDataset", "IteratorV2", "OneShotIterator", "MakeIterator",
-    "IteratorGetNext", "IteratorToStringHandle", "IteratorFromStringHandleV2")
+    "IteratorGetNext", "IteratorToStringHandle", "IteratorFromStringHandleV2",
+    "ShardDataset", "ScanDataset", "ReduceDataset", "WindowDataset", "UniqueDataset",
+    "IgnoreErrorsDataset", "TakeWhileDataset", "GroupByWindowDataset",
+    "DirectedInterleaveDataset", "RandomDataset", "AssertCardinalityDataset",
+    "DenseToSparseBatchDataset", "DatasetCardinality", "DatasetToSingleElement",
+    "DatasetToTFRecord")

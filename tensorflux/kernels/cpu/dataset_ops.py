@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from tensorflux.framework import dtypes, errors
-from tensorflux.kernels import dataset_batching, dataset_files
+from tensorflux.kernels import dataset_batching, dataset_files, dataset_transforms
 from tensorflux.kernels import datasets as ds_lib
 from tensorflux.kernels import functions as functions_lib
 from tensorflux.kernels.cpu.data_flow_ops import _make_handle, lookup, resource_op
@@ -246,6 +246,149 @@ def _concatenate_dataset(ctx, first, second):
 @kernel("UnbatchDataset")
 def _unbatch_dataset(ctx, input_ds):
     return dataset_batching.UnbatchDataset(ds_lib.as_dataset(input_ds))
+
+
+# ---- more transformations (kernels/dataset_transforms.py) ----------------------------------
+
+@kernel("ShardDataset")
+def _shard_dataset(ctx, input_ds, num_shards, index):
+    return dataset_transforms.ShardDataset(ds_lib.as_dataset(input_ds), int(num_shards),
+                                           int(index))
+
+
+for _op, _cls in (("UniqueDataset", dataset_transforms.UniqueDataset),
+                  ("IgnoreErrorsDataset", dataset_transforms.IgnoreErrorsDataset)):
+    kernel(_op)(lambda ctx, input_ds, _cls=_cls: _cls(ds_lib.as_dataset(input_ds)))
+
+_function_kernel("TakeWhileDataset", "predicate", dataset_transforms.TakeWhileDataset)
+
+
+def _stateful_function(node):
+    """(function getter, number of state inputs) of a Scan/ReduceDataset node."""
+    return _function(node, "f"), len(node.attrs["Tstate"])
+
+
+@kernel_factory("ScanDataset")
+def _scan_dataset(node):
+    fn, n = _stateful_function(node)
+
+    def compute(ctx, input_ds, *rest):
+        return dataset_transforms.ScanDataset(ds_lib.as_dataset(input_ds), fn(ctx),
+                                              list(rest[:n]), list(rest[n:]))
+    return compute
+
+
+def _whole_pass(dataset: ds_lib.Dataset):
+    """The elements of one pass over `dataset` (a failed element raises)."""
+    it = dataset.iterate(ds_lib.Env())
+    try:
+        while (x := it.next()) is not None:
+            yield x
+    finally:
+        it.close()
+
+
+@kernel_factory("ReduceDataset")
+def _reduce_dataset(node):
+    fn, n = _stateful_function(node)
+
+    def compute(ctx, input_ds, *rest):
+        call, state, captured = fn(ctx), list(rest[:n]), list(rest[n:])
+        for x in _whole_pass(ds_lib.as_dataset(input_ds)):
+            state = list(call(state + list(x) + captured))
+        return tuple(state) if n > 1 else state[0]
+    return compute
+
+
+@kernel_factory("DatasetToSingleElement")
+def _dataset_to_single_element(node):
+    n = len(node.attrs["output_types"])
+
+    def compute(ctx, dataset):
+        it = ds_lib.as_dataset(dataset).iterate(ds_lib.Env())
+        try:
+            x = it.next()
+            if x is None:
+                raise errors.InvalidArgumentError(None, None, "Dataset was empty.")
+            if it.next() is not None:
+                raise errors.InvalidArgumentError(None, None,
+                                                  "Dataset had more than one element.")
+        finally:
+            it.close()
+        return tuple(x) if n > 1 else x[0]
+    return compute
+
+
+@kernel("WindowDataset")
+def _window_dataset(ctx, input_ds, size, shift, stride, drop_remainder):
+    return dataset_transforms.WindowDataset(ds_lib.as_dataset(input_ds), int(size),
+                                            int(shift), int(stride), bool(drop_remainder))
+
+
+@kernel_factory("GroupByWindowDataset")
+def _group_by_window_dataset(node):
+    fns = [_function(node, a) for a in ("key_func", "reduce_func", "window_size_func")]
+    counts = [len(node.attrs[f"T{a}_other_arguments"])
+              for a in ("key_func", "reduce_func", "window_size_func")]
+
+    def compute(ctx, input_ds, *rest):
+        nk, nr = counts[0], counts[1]
+        args = [list(rest[:nk]), list(rest[nk:nk + nr]), list(rest[nk + nr:])]
+        key, red, size = (f(ctx) for f in fns)
+        return dataset_transforms.GroupByWindowDataset(ds_lib.as_dataset(input_ds), key,
+                                                       red, size, *args)
+    return compute
+
+
+@kernel_factory("DirectedInterleaveDataset")
+def _directed_interleave_dataset(node):
+    stop = node.attrs["stop_on_empty_dataset"]
+
+    def compute(ctx, selector, *inputs):
+        return dataset_transforms.DirectedInterleaveDataset(
+            ds_lib.as_dataset(selector), [ds_lib.as_dataset(d) for d in inputs], stop)
+    return compute
+
+
+@kernel("RandomDataset")
+def _random_dataset(ctx, seed, seed2):
+    return dataset_transforms.RandomDataset(int(seed), int(seed2))
+
+
+@kernel("AssertCardinalityDataset")
+def _assert_cardinality_dataset(ctx, input_ds, cardinality):
+    return dataset_transforms.AssertCardinalityDataset(ds_lib.as_dataset(input_ds),
+                                                       int(cardinality))
+
+
+@kernel("DenseToSparseBatchDataset")
+def _dense_to_sparse_batch_dataset(ctx, input_ds, batch_size, row_shape):
+    return dataset_transforms.DenseToSparseBatchDataset(
+        ds_lib.as_dataset(input_ds), int(batch_size),
+        [int(d) for d in np.reshape(row_shape, -1)])
+
+
+@kernel("DatasetCardinality")
+def _dataset_cardinality(ctx, input_ds):
+    return np.asarray(dataset_transforms.cardinality(ds_lib.as_dataset(input_ds)),
+                      dtype=np.int64)
+
+
+@kernel("DatasetToTFRecord")
+def _dataset_to_tfrecord(ctx, input_ds, filename, compression_type):
+    from tensorflux.lib.io.tf_record import TFRecordWriter
+
+    writer = TFRecordWriter(_str(filename), _str(compression_type))
+    try:
+        for x in _whole_pass(ds_lib.as_dataset(input_ds)):
+            v = np.asarray(x[0])
+            if v.shape != () or v.dtype != object:
+                raise errors.InvalidArgumentError(
+                    None, None, "DatasetToTFRecord expects a dataset of scalar strings, "
+                    f"got an element of dtype {v.dtype} and shape {v.shape}.")
+            writer.write(v.item())
+    finally:
+        writer.close()
 
 
 # ---- iterators ---------------------------------------------------------------------------
