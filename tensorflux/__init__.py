@@ -238,3 +238,4 @@ io.parse_single_example = parse_single_example = _ragged_parsing.parse_single_ex
 from tensorflux.ragged.ragged_ops import ragged_fill_empty_rows  # noqa: E402,F401
 from tensorflux.ragged.ragged_ops import ragged_fill_empty_rows_grad  # noqa: E402,F401
 from tensorflux import raw_ops  # noqa: E402,F401 - tf.raw_ops
+from tensorflux import estimator  # noqa: E402,F401 - tf.estimator

@@ -1,0 +1,183 @@
+"""tf.estimator.export: what a served model takes (ServingInputReceiver and its builders)
+and gives (PredictOutput, ClassificationOutput, RegressionOutput), and the exporters that
+train_and_evaluate runs after evaluations."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+from tensorflux.framework import dtypes
+from tensorflux.framework.operation import Tensor
+from tensorflux.framework.sparse_tensor import SparseTensor
+
+DEFAULT_SERVING_KEY = "serving_default"
+
+
+def _as_dict(value, default_key: str) -> dict:
+    return dict(value) if isinstance(value, dict) else {default_key: value}
+
+
+class ServingInputReceiver:
+    """`features` given to the model_fn, built from `receiver_tensors` (the placeholders a
+    request fills; a single tensor is named "input")."""
+
+    def __init__(self, features, receiver_tensors, receiver_tensors_alternatives=None):
+        if features is None:
+            raise ValueError("features must be defined.")
+        self.features = features if isinstance(features, dict) or \
+            isinstance(features, (Tensor, SparseTensor)) else dict(features)
+        self.receiver_tensors = _as_dict(receiver_tensors, "input")
+        for name, t in self.receiver_tensors.items():
+            if not isinstance(t, Tensor):
+                raise ValueError(f"receiver_tensor {name} must be a Tensor.")
+        self.receiver_tensors_alternatives = receiver_tensors_alternatives
+
+
+TensorServingInputReceiver = ServingInputReceiver
+
+
+def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
+    """A receiver_fn whose placeholders have the dtypes and shapes of `features` (a dict
+    of tensors or one tensor), with `default_batch_size` as the first dimension."""
+    from tensorflux.ops import array_ops
+
+    def receiver_fn():
+        given = _as_dict(features, "input")
+        tensors = {}
+        for name, t in given.items():
+            shape = [default_batch_size] + t.shape.as_list()[1:] if t.shape.ndims else None
+            tensors[name] = array_ops.placeholder(t.dtype, shape, name=name)
+        feats = tensors if isinstance(features, dict) else tensors["input"]
+        return ServingInputReceiver(feats, tensors)
+    return receiver_fn
+
+
+def build_parsing_serving_input_receiver_fn(feature_spec, default_batch_size=None):
+    """A receiver_fn taking serialized tf.Examples ("examples") parsed with
+    `feature_spec`."""
+    from tensorflux.ops import array_ops, parsing_ops
+
+    def receiver_fn():
+        serialized = array_ops.placeholder(dtypes.string, [default_batch_size],
+                                           name="input_example_tensor")
+        feats = parsing_ops.parse_example(serialized, feature_spec)
+        return ServingInputReceiver(feats, {"examples": serialized})
+    return receiver_fn
+
+
+class PredictOutput:
+    """Outputs served by the Predict API: a tensor ("output") or a dict of tensors."""
+
+    def __init__(self, outputs):
+        self.outputs = _as_dict(outputs, "output")
+
+    def as_signature_def(self, receiver_tensors):
+        from tensorflux.saved_model import signature_def_utils
+
+        return signature_def_utils.predict_signature_def(receiver_tensors, self.outputs)
+
+
+def _single_string_input(receiver_tensors, what: str):
+    if len(receiver_tensors) != 1:
+        raise ValueError(f"{what} input must be a single string Tensor; got "
+                         f"{receiver_tensors}")
+    t = next(iter(receiver_tensors.values()))
+    if t.dtype != dtypes.string:
+        raise ValueError(f"{what} input must be a single string Tensor; got "
+                         f"{receiver_tensors}")
+    return t
+
+
+class ClassificationOutput:
+    """Outputs served by the Classify API: `scores` (float) and/or `classes` (string)."""
+
+    def __init__(self, scores=None, classes=None):
+        if scores is None and classes is None:
+            raise ValueError("At least one of scores and classes must be set.")
+        self.scores, self.classes = scores, classes
+
+    def as_signature_def(self, receiver_tensors):
+        from tensorflux.saved_model import signature_def_utils
+
+        examples = _single_string_input(receiver_tensors, "Classification")
+        return signature_def_utils.classification_signature_def(examples, self.classes,
+                                                                 self.scores)
+
+
+class RegressionOutput:
+    """Outputs served by the Regress API: one float tensor `value`."""
+
+    def __init__(self, value):
+        if not isinstance(value, Tensor) or not value.dtype.is_floating:
+            raise ValueError(f"Regression output value must be a float32 Tensor; got "
+                             f"{value}")
+        self.value = value
+
+    def as_signature_def(self, receiver_tensors):
+        from tensorflux.saved_model import signature_def_utils
+
+        examples = _single_string_input(receiver_tensors, "Regression")
+        return signature_def_utils.regression_signature_def(examples, self.value)
+
+
+def signature_defs(receiver: ServingInputReceiver, spec) -> dict:
+    """The SignatureDefs of an export: one per export output (default: the predictions as
+    "serving_default")."""
+    outputs = spec.export_outputs or {DEFAULT_SERVING_KEY: PredictOutput(spec.predictions)}
+    return {key: out.as_signature_def(receiver.receiver_tensors)
+            for key, out in outputs.items()}
+
+
+def timestamped_dir(base) -> str:
+    """base/<seconds since the epoch>, a name not taken yet."""
+    base = os.fsdecode(base)
+    while True:
+        path = os.path.join(base, str(int(time.time())))
+        if not os.path.exists(path):
+            return path
+        time.sleep(1)
+
+
+class Exporter:
+    """Something train_and_evaluate calls after an evaluation."""
+
+    name = "exporter"
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result,
+               is_the_final_export):
+        raise NotImplementedError
+
+
+class LatestExporter(Exporter):
+    """Exports after every evaluation, keeping the newest `exports_to_keep`."""
+
+    def __init__(self, name, serving_input_receiver_fn, assets_extra=None, as_text=False,
+                 exports_to_keep=5):
+        self.name, self._fn = name, serving_input_receiver_fn
+        self._assets_extra, self._as_text = assets_extra, as_text
+        self._keep = exports_to_keep
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result,
+               is_the_final_export):
+        out = estimator.export_saved_model(export_path, self._fn, self._assets_extra,
+                                           self._as_text, checkpoint_path)
+        if self._keep:
+            old = sorted((d for d in os.listdir(export_path) if d.isdigit()), key=int)
+            for d in old[:-self._keep]:
+                shutil.rmtree(os.path.join(export_path, d), ignore_errors=True)
+        return out
+
+
+class FinalExporter(LatestExporter):
+    """Exports once, after the last evaluation."""
+
+    def __init__(self, name, serving_input_receiver_fn, assets_extra=None, as_text=False):
+        super().__init__(name, serving_input_receiver_fn, assets_extra, as_text, None)
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result,
+               is_the_final_export):
+        if not is_the_final_export:
+            return None
+        return super().export(estimator, export_path, checkpoint_path, eval_result, True)
