@@ -26,8 +26,9 @@ BASELINE = ROOT / "tests" / "api" / "present_names.txt"
 README = ROOT / "README.md"
 BEGIN, END = "<!-- api-coverage:begin -->", "<!-- api-coverage:end -->"
 
-NAMESPACES = ("", "layers", "losses", "metrics", "data", "data.experimental", "nn", "math", "linalg", "image",
-              "io", "strings", "random", "signal", "sparse", "sets", "bitwise", "dtypes",
+NAMESPACES = ("", "layers", "losses", "metrics", "data", "data.experimental", "feature_column",
+              "nn", "math", "linalg", "image", "io", "strings", "random", "signal", "sparse",
+              "sets", "bitwise", "dtypes",
               "debugging", "train", "summary", "lookup", "initializers", "manip",
               "spectral", "queue", "saved_model", "graph_util", "errors", "test", "app",
               "flags", "gfile", "logging", "profiler")

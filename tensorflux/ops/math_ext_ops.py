@@ -1,5 +1,5 @@
 """More math ops: Einsum, CumulativeLogsumexp, LinSpace, Bincount, HistogramFixedWidth,
-LowerBound/UpperBound, LeftShift/RightShift, and the compositions TF1 builds from ops
+LowerBound/UpperBound, LeftShift/RightShift, Bucketize, and the compositions TF1 builds from ops
 (`tensordot`, `sort`, `argsort`, `searchsorted`, `histogram_fixed_width_bins`, `bincount`).
 Kernels are in tensorflux/kernels/cpu/math_ext_ops.py.
 """
@@ -357,6 +357,19 @@ def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=dtypes.int
         else:
             weights = convert_to_tensor(weights, name="weights")
         return apply_op("Bincount", arr=arr, size=size, weights=weights)
+
+
+define_op("Bucketize", inputs=["input: T"], outputs=["output: int32"],
+          attrs=["T: {int32, int64, float, double}", "boundaries: list(float)"],
+          shape_fn=common_shapes.unchanged)
+not_differentiable("Bucketize")
+
+
+def bucketize(input, boundaries, name=None):  # noqa: A002 - TF's argument name
+    """The index i of each value's bucket: boundaries[i-1] <= value < boundaries[i]
+    (`Bucketize`; boundaries sorted)."""
+    return apply_op("Bucketize", input=input, boundaries=[float(b) for b in boundaries],
+                    name=name)
 
 
 def _histogram_shape(op):

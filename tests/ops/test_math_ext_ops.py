@@ -339,3 +339,30 @@ def test_against_tensorflow():
     """One table of results (values and gradients) compared with TensorFlow's."""
     ours, theirs = oracle.run_both(ORACLE_PROGRAM, tf)
     oracle.assert_results_close(ours, theirs, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("values, boundaries", [
+    ([[-5.0, 0.0, 0.5, 1.0, 9.0]], [0.0, 1.0, 4.0]),
+    ([3, -1, 7, 10], [0, 5.5, 10]),
+    (np.arange(-3, 4, dtype=np.int64), [-1.0]),
+    (np.linspace(-2, 2, 12).reshape(3, 4), [-1.5, -0.25, 0.0, 1.75]),
+])
+def test_bucketize_against_numpy(values, boundaries):
+    from tensorflux.ops import math_ext_ops
+
+    with tf.Graph().as_default():
+        out = math_ext_ops.bucketize(tf.constant(values), boundaries)
+        with tf.Session() as s:
+            got = s.run(out)
+    want = np.searchsorted(np.asarray(boundaries, np.float64),
+                           np.asarray(values, np.float64), side="right")
+    assert got.dtype == np.int32 and got.shape == np.shape(values)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_bucketize_needs_sorted_boundaries():
+    with tf.Graph().as_default():
+        out = tf.raw_ops.Bucketize(input=tf.constant([1.0]), boundaries=[2.0, 1.0])
+        with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError,
+                                              match="sorted boundaries"):
+            s.run(out)

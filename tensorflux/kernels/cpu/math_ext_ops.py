@@ -1,5 +1,6 @@
 """CPU kernels of tensorflux/ops/math_ext_ops.py, in NumPy: Einsum, CumulativeLogsumexp,
-LinSpace, Bincount, HistogramFixedWidth, LowerBound/UpperBound, LeftShift/RightShift."""
+LinSpace, Bincount, HistogramFixedWidth, LowerBound/UpperBound, LeftShift/RightShift,
+Bucketize."""
 
 from __future__ import annotations
 
@@ -115,6 +116,18 @@ def _lin_space(ctx, start, stop, num):
         out[lo:hi] = y
     out[-1] = last
     return out
+
+
+@kernel_factory("Bucketize")
+def _bucketize(node):
+    bounds = np.asarray(node.attrs["boundaries"], dtype=np.float64)
+    if np.any(np.diff(bounds) < 0):
+        raise _invalid("Expected sorted boundaries")
+
+    def compute(ctx, x):
+        return np.searchsorted(bounds, np.asarray(x, np.float64), side="right").astype(
+            np.int32)
+    return compute
 
 
 @kernel("Bincount")

@@ -1,0 +1,23 @@
+"""tf.feature_column (TF1): columns, input_layer, linear_model, make_parse_example_spec."""
+
+from tensorflux.feature_column.feature_column import (
+    bucketized_column,
+    categorical_column_with_hash_bucket,
+    categorical_column_with_identity,
+    categorical_column_with_vocabulary_file,
+    categorical_column_with_vocabulary_list,
+    crossed_column,
+    embedding_column,
+    indicator_column,
+    input_layer,
+    linear_model,
+    make_parse_example_spec,
+    numeric_column,
+    weighted_categorical_column,
+)
+
+__all__ = ["bucketized_column", "categorical_column_with_hash_bucket",
+           "categorical_column_with_identity", "categorical_column_with_vocabulary_file",
+           "categorical_column_with_vocabulary_list", "crossed_column", "embedding_column",
+           "indicator_column", "input_layer", "linear_model", "make_parse_example_spec",
+           "numeric_column", "weighted_categorical_column"]
