@@ -1,10 +1,16 @@
 """tf.estimator (TF1): Estimator with model_fns, RunConfig, EstimatorSpec, ModeKeys,
-numpy/pandas input_fns, train_and_evaluate and SavedModel export. Canned estimators need
-tf.feature_column, which tensorflux does not have yet."""
+numpy/pandas input_fns, train_and_evaluate, SavedModel export, and the canned DNN and linear
+classifiers and regressors over tf.feature_column."""
 
 from types import SimpleNamespace
 
 from tensorflux.estimator import export
+from tensorflux.estimator.canned import (
+    DNNClassifier,
+    DNNRegressor,
+    LinearClassifier,
+    LinearRegressor,
+)
 from tensorflux.estimator.estimator import Estimator
 from tensorflux.estimator.export import FinalExporter, LatestExporter
 from tensorflux.estimator.inputs import numpy_input_fn, pandas_input_fn
@@ -17,4 +23,5 @@ Exporter = export.Exporter
 
 __all__ = ["Estimator", "EstimatorSpec", "ModeKeys", "RunConfig", "TrainSpec", "EvalSpec",
            "train_and_evaluate", "inputs", "export", "Exporter", "LatestExporter",
-           "FinalExporter"]
+           "FinalExporter", "DNNClassifier", "DNNRegressor", "LinearClassifier",
+           "LinearRegressor"]

@@ -1,0 +1,295 @@
+"""Canned estimators (TF1): DNNClassifier, DNNRegressor, LinearClassifier, LinearRegressor.
+
+Each is an Estimator whose model_fn builds the network from feature columns under TF1's
+variable names (`dnn/input_from_feature_columns/input_layer/...`, `dnn/hiddenlayer_<i>/`,
+`dnn/logits/`; `linear/linear_model/<column>/weights`, `linear/linear_model/bias_weights`)
+and a head: binary logistic (n_classes == 2: one logit), multi-class softmax, or
+regression. Losses are summed over the batch (TF1's `Reduction.SUM`); evaluation adds TF1's
+metrics (accuracy, average_loss, and for binary heads auc, precision, recall, ...).
+"""
+
+from __future__ import annotations
+
+import math
+
+from tensorflux.estimator import export as export_lib
+from tensorflux.estimator.estimator import Estimator
+from tensorflux.estimator.model_fn import EstimatorSpec, ModeKeys
+from tensorflux.framework import dtypes
+
+_CLASSIFY_KEY = "classification"
+_REGRESS_KEY = "regression"
+_PREDICT_KEY = "predict"
+
+
+def _optimizer(opt, default_name: str, default_lr: float):
+    from tensorflux.train import adagrad, adam, ftrl, gradient_descent, rmsprop
+
+    if callable(opt) and not hasattr(opt, "minimize"):
+        opt = opt()
+    if not isinstance(opt, str):
+        return opt
+    made = {"Adagrad": adagrad.AdagradOptimizer, "Adam": adam.AdamOptimizer,
+            "Ftrl": ftrl.FtrlOptimizer, "RMSProp": rmsprop.RMSPropOptimizer,
+            "SGD": gradient_descent.GradientDescentOptimizer}
+    if opt not in made:
+        raise ValueError(f"Unsupported optimizer name: {opt}. Supported names are: "
+                         f"{sorted(made)}")
+    return made[opt](default_lr)
+
+
+class _Head:
+    """Labels, loss, predictions and metrics of one kind of output."""
+
+    def __init__(self, n_classes=None, label_dimension=1, weight_column=None,
+                 label_vocabulary=None):
+        self.n_classes, self.label_dimension = n_classes, label_dimension
+        self.weight_column, self.label_vocabulary = weight_column, label_vocabulary
+
+    @property
+    def logits_dimension(self) -> int:
+        if self.n_classes is None:
+            return self.label_dimension
+        return 1 if self.n_classes == 2 else self.n_classes
+
+    def _weights(self, features):
+        from tensorflux.ops import array_ops, math_ops
+
+        if self.weight_column is None:
+            return None
+        key = getattr(self.weight_column, "key", self.weight_column)
+        w = math_ops.cast(features[key], dtypes.float32)
+        return array_ops.reshape(w, [-1, 1])
+
+    def _label_ids(self, labels):
+        from tensorflux.lookup import lookup_ops
+        from tensorflux.ops import array_ops, math_ops
+
+        if self.label_vocabulary is not None:
+            table = lookup_ops.index_table_from_tensor(list(self.label_vocabulary),
+                                                       name="class_id_lookup")
+            labels = table.lookup(labels)
+        return array_ops.reshape(math_ops.cast(labels, dtypes.int64), [-1, 1])
+
+    def spec(self, features, mode, logits, labels, optimizer):
+        from tensorflux.metrics import metrics_impl, threshold_metrics
+        from tensorflux.nn import nn_impl
+        from tensorflux.ops import (
+            array_ops,
+            comparison_ops,
+            constant_op,
+            gather_ops,
+            joining_ops,
+            math_ops,
+            nn_ops,
+            reduction_ops,
+            string_ops,
+            unary_ops,
+        )
+        from tensorflux.train.global_step import get_global_step
+
+        predictions, outputs = {}, {}
+        if self.n_classes is None:
+            predictions["predictions"] = logits
+            outputs[_REGRESS_KEY] = export_lib.RegressionOutput(logits) \
+                if self.label_dimension == 1 else export_lib.PredictOutput(logits)
+        else:
+            if self.n_classes == 2:
+                logistic = unary_ops.sigmoid(logits)
+                probabilities = joining_ops.concat([1.0 - logistic, logistic], 1)
+                class_ids = math_ops.cast(comparison_ops.greater(logits, 0.0), dtypes.int64)
+                predictions["logistic"] = logistic
+            else:
+                probabilities = nn_ops.softmax(logits)
+                class_ids = array_ops.expand_dims(reduction_ops.argmax(logits, axis=1), -1)
+            names = [str(i) for i in range(self.n_classes)] \
+                if self.label_vocabulary is None else list(self.label_vocabulary)
+            classes = gather_ops.gather(constant_op.constant(names), class_ids) \
+                if self.label_vocabulary is not None else string_ops.as_string(class_ids)
+            predictions.update(logits=logits, probabilities=probabilities,
+                               class_ids=class_ids, classes=classes)
+            outputs[_CLASSIFY_KEY] = export_lib.ClassificationOutput(
+                scores=probabilities, classes=_tile_classes(names, logits))
+        outputs[_PREDICT_KEY] = export_lib.PredictOutput(predictions)
+        outputs[export_lib.DEFAULT_SERVING_KEY] = outputs[
+            _CLASSIFY_KEY if self.n_classes is not None else _REGRESS_KEY]
+        if mode == ModeKeys.PREDICT:
+            return EstimatorSpec(mode, predictions=predictions, export_outputs=outputs)
+
+        weights = self._weights(features)
+        if self.n_classes is None:
+            labels_f = array_ops.reshape(math_ops.cast(labels, dtypes.float32),
+                                         [-1, self.label_dimension])
+            per_example = unary_ops.square(logits - labels_f)
+        else:
+            ids = self._label_ids(labels)
+            if self.n_classes == 2:
+                per_example = nn_impl.sigmoid_cross_entropy_with_logits(
+                    labels=math_ops.cast(ids, dtypes.float32), logits=logits)
+            else:
+                per_example = array_ops.expand_dims(
+                    nn_impl.sparse_softmax_cross_entropy_with_logits(
+                        labels=array_ops.reshape(ids, [-1]), logits=logits), -1)
+        loss = reduction_ops.reduce_sum(per_example if weights is None
+                                        else per_example * weights)
+        train_op = optimizer.minimize(loss, global_step=get_global_step()) \
+            if mode == ModeKeys.TRAIN else None
+        metrics = {}
+        if mode == ModeKeys.EVAL:
+            metrics["average_loss"] = metrics_impl.mean(per_example, weights=weights)
+            if self.n_classes is None:
+                metrics["label/mean"] = metrics_impl.mean(labels_f, weights=weights)
+                metrics["prediction/mean"] = metrics_impl.mean(logits, weights=weights)
+            else:
+                metrics["accuracy"] = metrics_impl.accuracy(ids, class_ids, weights=weights)
+            if self.n_classes == 2:
+                metrics["label/mean"] = metrics_impl.mean(
+                    math_ops.cast(ids, dtypes.float32), weights=weights)
+                metrics["prediction/mean"] = metrics_impl.mean(logistic, weights=weights)
+                metrics["precision"] = metrics_impl.precision(ids, class_ids,
+                                                              weights=weights)
+                metrics["recall"] = metrics_impl.recall(ids, class_ids, weights=weights)
+                metrics["auc"] = threshold_metrics.auc(ids, logistic, weights=weights)
+                metrics["auc_precision_recall"] = threshold_metrics.auc(
+                    ids, logistic, weights=weights, curve="PR",
+                    summation_method="careful_interpolation")
+        return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op,
+                             eval_metric_ops=metrics, export_outputs=outputs)
+
+
+def _tile_classes(names, logits):
+    from tensorflux.ops import array_ops, constant_op, joining_ops
+
+    row = array_ops.expand_dims(constant_op.constant(names), 0)
+    batch = array_ops.shape(logits)[:1]
+    return joining_ops.tile(row, joining_ops.concat([batch, [1]], 0))
+
+
+def _check_classes(n_classes, label_vocabulary):
+    if n_classes < 2:
+        raise ValueError(f"n_classes must be > 1: {n_classes}")
+    if label_vocabulary is not None and len(label_vocabulary) != n_classes:
+        raise ValueError(f"label_vocabulary does not have n_classes ({n_classes}) entries: "
+                         f"{label_vocabulary}")
+
+
+def _dnn_logits(features, feature_columns, hidden_units, logits_dimension, activation_fn,
+                dropout, mode):
+    from tensorflux.feature_column import feature_column as fc
+    from tensorflux.layers import core as layers
+    from tensorflux.variables import variable_scope
+
+    with variable_scope.variable_scope("dnn"):
+        with variable_scope.variable_scope("input_from_feature_columns"):
+            net = fc.input_layer(features, feature_columns)
+        for i, units in enumerate(hidden_units):
+            with variable_scope.variable_scope(f"hiddenlayer_{i}"):
+                net = _dense(net, units, activation_fn)
+                if dropout is not None and mode == ModeKeys.TRAIN:
+                    net = layers.dropout(net, rate=dropout, training=True)
+        with variable_scope.variable_scope("logits"):
+            return _dense(net, logits_dimension, None)
+
+
+def _dense(x, units, activation):
+    """kernel and bias in the current variable scope (TF1's canned layer names)."""
+    from tensorflux.ops import matrix_ops, nn_ops
+    from tensorflux.variables import init_ops, variable_scope
+
+    n_in = x.shape.as_list()[-1]
+    kernel = variable_scope.get_variable(
+        "kernel", [n_in, units], initializer=init_ops.glorot_uniform_initializer())
+    bias = variable_scope.get_variable("bias", [units],
+                                       initializer=init_ops.zeros_initializer())
+    out = nn_ops.bias_add(matrix_ops.matmul(x, kernel), bias)
+    return activation(out) if activation is not None else out
+
+
+def _linear_logits(features, feature_columns, units, sparse_combiner):
+    from tensorflux.feature_column import feature_column as fc
+    from tensorflux.variables import variable_scope
+
+    with variable_scope.variable_scope("linear"):
+        return fc.linear_model(features, feature_columns, units=units,
+                               sparse_combiner=sparse_combiner)
+
+
+class _Canned(Estimator):
+    def __init__(self, head, logits_fn, optimizer, default_optimizer, default_lr,
+                 model_dir, config, warm_start_from):
+        def model_fn(features, labels, mode, config):
+            logits = logits_fn(features, mode)
+            opt = _optimizer(optimizer, default_optimizer, default_lr) \
+                if mode == ModeKeys.TRAIN else None
+            return head.spec(features, mode, logits, labels, opt)
+
+        super().__init__(model_fn, model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
+
+
+class DNNClassifier(_Canned):
+    """A feed-forward classifier of `hidden_units` over feature columns."""
+
+    def __init__(self, hidden_units, feature_columns, model_dir=None, n_classes=2,
+                 weight_column=None, label_vocabulary=None, optimizer="Adagrad",
+                 activation_fn=None, dropout=None, input_layer_partitioner=None,
+                 config=None, warm_start_from=None, loss_reduction=None, batch_norm=False):
+        _check_classes(n_classes, label_vocabulary)
+        head = _Head(n_classes, weight_column=weight_column,
+                     label_vocabulary=label_vocabulary)
+        act = activation_fn or _relu
+        super().__init__(head, lambda f, m: _dnn_logits(
+            f, feature_columns, hidden_units, head.logits_dimension, act, dropout, m),
+            optimizer, "Adagrad", 0.05, model_dir, config, warm_start_from)
+
+
+class DNNRegressor(_Canned):
+    """A feed-forward regressor of `hidden_units` over feature columns."""
+
+    def __init__(self, hidden_units, feature_columns, model_dir=None, label_dimension=1,
+                 weight_column=None, optimizer="Adagrad", activation_fn=None, dropout=None,
+                 input_layer_partitioner=None, config=None, warm_start_from=None,
+                 loss_reduction=None, batch_norm=False):
+        head = _Head(None, label_dimension, weight_column)
+        act = activation_fn or _relu
+        super().__init__(head, lambda f, m: _dnn_logits(
+            f, feature_columns, hidden_units, label_dimension, act, dropout, m),
+            optimizer, "Adagrad", 0.05, model_dir, config, warm_start_from)
+
+
+def _linear_lr(feature_columns) -> float:
+    return min(0.2, 1.0 / math.sqrt(len(list(feature_columns))))
+
+
+class LinearClassifier(_Canned):
+    """A linear classifier over feature columns (FTRL by default)."""
+
+    def __init__(self, feature_columns, model_dir=None, n_classes=2, weight_column=None,
+                 label_vocabulary=None, optimizer="Ftrl", config=None, partitioner=None,
+                 warm_start_from=None, loss_reduction=None, sparse_combiner="sum"):
+        _check_classes(n_classes, label_vocabulary)
+        cols = list(feature_columns)
+        head = _Head(n_classes, weight_column=weight_column,
+                     label_vocabulary=label_vocabulary)
+        super().__init__(head, lambda f, m: _linear_logits(
+            f, cols, head.logits_dimension, sparse_combiner), optimizer, "Ftrl",
+            _linear_lr(cols), model_dir, config, warm_start_from)
+
+
+class LinearRegressor(_Canned):
+    """A linear regressor over feature columns (FTRL by default)."""
+
+    def __init__(self, feature_columns, model_dir=None, label_dimension=1,
+                 weight_column=None, optimizer="Ftrl", config=None, partitioner=None,
+                 warm_start_from=None, loss_reduction=None, sparse_combiner="sum"):
+        cols = list(feature_columns)
+        head = _Head(None, label_dimension, weight_column)
+        super().__init__(head, lambda f, m: _linear_logits(
+            f, cols, label_dimension, sparse_combiner), optimizer, "Ftrl", _linear_lr(cols),
+            model_dir, config, warm_start_from)
+
+
+def _relu(x):
+    from tensorflux.ops import nn_ops
+
+    return nn_ops.relu(x)
