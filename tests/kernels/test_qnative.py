@@ -234,3 +234,20 @@ def test_bias_add_relu_and_requantize_agree_with_the_numpy_paths(monkeypatch, ch
         return out
 
     _assert_same(*_with_and_without(monkeypatch, build))
+
+
+@needs_ext
+@pytest.mark.parametrize("lo, hi", [(-1.0, 1.0), (0.0, 6.0), (-3.3, 0.0), (-7.77, 2.1),
+                                    (0.0, 1e-6), (-1e20, 1e20)])
+def test_quantize_min_first_agrees_with_the_numpy_path(monkeypatch, lo, hi):
+    """QuantizeV2 (MIN_FIRST, quint8): halves, NaN, infinities and huge values included."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(0, 3, (40, 33)).astype(np.float32)
+    x.reshape(-1)[:9] = [np.nan, np.inf, -np.inf, 0.5, -0.5, 1e30, -1e-45, 2.5, -0.0]
+
+    def build():
+        return list(tf.quantization.quantize(tf.constant(x), lo, hi, tf.quint8,
+                                             mode="MIN_FIRST"))
+
+    with np.errstate(invalid="ignore"):
+        _assert_same(*_with_and_without(monkeypatch, build))

@@ -36,6 +36,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -461,63 +462,45 @@ static void rows_any(const gemm_t *g, const uint8_t *a, int64_t lda, int64_t nro
     rows_generic(g, a, lda, nrows, out);
 }
 
-/* n bytes from src to dst, inline for the short runs of im2col (a call to memcpy costs
- * more than copying a 3x3 window of one channel): overlapping moves of 16, 8, 4 bytes. */
-static inline void small_copy(uint8_t *dst, const uint8_t *src, int64_t n) {
-    if (n >= 16) {
-        if (n > 64) {
-            memcpy(dst, src, (size_t)n);
-            return;
+/* Copies n bytes in 8-byte moves, writing up to 7 bytes past dst + n (the caller has room
+ * there and overwrites it next) and reading up to 7 past src + n (slack in the strip). */
+static inline void copy_over(uint8_t *dst, const uint8_t *src, int64_t n) {
+    for (int64_t i = 0; i < n; i += 8) memcpy(dst + i, src + i, 8);
+}
+
+/* The strip of output row y of image img: the kh input rows its windows read, each padded
+ * with the zero point (real zero) on both sides and in rows outside the image, so that the
+ * patch of pixel x is kh runs of kw * c bytes at x * sw * c. */
+static void fill_strip(const gemm_t *g, int64_t img, int64_t y, uint8_t *strip,
+                       int64_t stride, int64_t wpad) {
+    int64_t c = g->c;
+    const uint8_t *base = g->a + img * g->h * g->w * c;
+    for (int64_t ky = 0; ky < g->kh; ky++) {
+        uint8_t *row = strip + ky * stride;
+        int64_t iy = y * g->sh - g->pt + ky;
+        if (iy < 0 || iy >= g->h) {
+            memset(row, g->pad, (size_t)(wpad * c));
+            continue;
         }
-        for (int64_t i = 0; i + 16 < n; i += 16) memcpy(dst + i, src + i, 16);
-        memcpy(dst + n - 16, src + n - 16, 16);
-    } else if (n >= 8) {
-        memcpy(dst, src, 8);
-        memcpy(dst + n - 8, src + n - 8, 8);
-    } else if (n >= 4) {
-        memcpy(dst, src, 4);
-        memcpy(dst + n - 4, src + n - 4, 4);
-    } else {
-        for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+        int64_t left = g->pl < wpad ? g->pl : wpad;
+        int64_t inside = wpad - left < g->w ? wpad - left : g->w;
+        memset(row, g->pad, (size_t)(left * c));
+        memcpy(row + left * c, base + iy * g->w * c, (size_t)(inside * c));
+        memset(row + (left + inside) * c, g->pad, (size_t)((wpad - left - inside) * c));
     }
 }
 
-static inline void small_set(uint8_t *dst, uint8_t v, int64_t n) {
-    if (n > 32) {
-        memset(dst, v, (size_t)n);
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) dst[i] = v;
-}
-
-/* The patch rows [p0, p1) of a conv (output pixels in NHW order) into buf (stride kp): per
- * tap row (ky), one run of kw * c bytes where the window lies inside the image, else
- * tap by tap with the zero point in the padding. */
-static void im2col_rows(const gemm_t *g, int64_t p0, int64_t p1, uint8_t *buf) {
-    int64_t c = g->c, k = g->k, run = g->kw * c;
+/* The patch rows [p0, p1) of a conv (output pixels in NHW order) into buf (stride kp; room
+ * for 8 bytes past its end), through one strip per output row. */
+static void im2col_rows(const gemm_t *g, int64_t p0, int64_t p1, uint8_t *buf, uint8_t *strip,
+                        int64_t stride, int64_t wpad) {
+    int64_t c = g->c, k = g->k, run = g->kw * c, step = g->sw * c;
     int64_t x = p0 % g->ow, y = (p0 / g->ow) % g->oh, img = p0 / (g->ow * g->oh);
+    fill_strip(g, img, y, strip, stride, wpad);
     for (int64_t p = p0; p < p1; p++) {
         uint8_t *row = buf + (p - p0) * g->kp;
-        const uint8_t *base = g->a + img * g->h * g->w * c;
-        int64_t ix0 = x * g->sw - g->pl;
-        int inside = ix0 >= 0 && ix0 + g->kw <= g->w;
-        for (int64_t ky = 0; ky < g->kh; ky++) {
-            int64_t iy = y * g->sh - g->pt + ky;
-            uint8_t *dst = row + ky * run;
-            if (iy < 0 || iy >= g->h) {
-                small_set(dst, g->pad, run);
-                continue;
-            }
-            const uint8_t *src = base + (iy * g->w + ix0) * c;
-            if (inside) {
-                small_copy(dst, src, run);
-                continue;
-            }
-            for (int64_t kx = 0, ix = ix0; kx < g->kw; kx++, ix++, dst += c, src += c) {
-                if (ix < 0 || ix >= g->w) small_set(dst, g->pad, c);
-                else small_copy(dst, src, c);
-            }
-        }
+        const uint8_t *src = strip + x * step;
+        for (int64_t ky = 0; ky < g->kh; ky++) copy_over(row + ky * run, src + ky * stride, run);
         for (int64_t i = k; i < g->kp; i++) row[i] = 0;
         if (++x == g->ow) {
             x = 0;
@@ -525,6 +508,7 @@ static void im2col_rows(const gemm_t *g, int64_t p0, int64_t p1, uint8_t *buf) {
                 y = 0;
                 img++;
             }
+            if (p + 1 < p1) fill_strip(g, img, y, strip, stride, wpad);
         }
     }
 }
@@ -538,13 +522,16 @@ static void gemm_chunk(void *arg, int64_t chunk) {
         rows_any(g, g->a + r0 * g->k, g->k, nrows, out);
         return;
     }
-    uint8_t *buf = malloc((size_t)(nrows * g->kp));
+    /* conv: the strip's padded width covers every window of a row */
+    int64_t wpad = g->h ? (g->ow - 1) * g->sw + g->kw : 0;
+    int64_t stride = wpad * g->c + 16;
+    uint8_t *buf = malloc((size_t)(nrows * g->kp + 16 + (g->h ? g->kh * stride : 0)));
     if (buf == NULL) {
         atomic_store(g->oom, 1);
         return;
     }
     if (g->h) {
-        im2col_rows(g, r0, r1, buf);
+        im2col_rows(g, r0, r1, buf, buf + nrows * g->kp + 16, stride, wpad);
     } else {
         for (int64_t r = 0; r < nrows; r++) {
             memcpy(buf + r * g->kp, g->a + (r0 + r) * g->k, (size_t)g->k);
@@ -753,6 +740,7 @@ typedef struct {
     int64_t scale, offset;
     const int32_t *table, *bias;
     uint8_t lo, hi;
+    float fscale, fshift, flower, fupper;  /* quantize_u8 */
 } elem_t;
 
 #define ELEM_BODIES(SUF, ATTR)                                                             \
@@ -776,6 +764,19 @@ static ATTR void bias_span##SUF(const elem_t *e, int64_t i0, int64_t i1) {      
         const int32_t *b = e->bias + ch;                                                   \
         for (int64_t j = 0; i < end; i++, j++)                                             \
             o[i] = (int32_t)((uint32_t)e->table[x[i]] + (uint32_t)b[j]);                  \
+    }                                                                                      \
+}                                                                                          \
+static ATTR void quantize_span##SUF(const elem_t *e, int64_t i0, int64_t i1) {             \
+    const float *x = e->x;                                                                 \
+    uint8_t *o = e->out;                                                                   \
+    float scale = e->fscale, shift = e->fshift, lower = e->flower, upper = e->fupper;      \
+    for (int64_t i = i0; i < i1; i++) {                                                    \
+        float v = x[i] * scale, t = truncf(v);                                             \
+        float r = fabsf(v - t) >= 0.5f ? t + (v > 0.0f ? 1.0f : -1.0f) : t;                \
+        float q = r - shift;                                                               \
+        q = q < lower ? lower : q;                                                         \
+        q = q > upper ? upper : q;                                                         \
+        o[i] = q == q ? (uint8_t)(int32_t)q : 0;                                           \
     }                                                                                      \
 }                                                                                          \
 static ATTR void clamp_span##SUF(const elem_t *e, int64_t i0, int64_t i1) {                \
@@ -939,6 +940,36 @@ static PyObject *py_clamp_u8(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* quantize_u8(x float32, out uint8, size, scale, shift, lower, upper, parts): QuantizeV2's
+ * MIN_FIRST loop: round half away from zero of x * scale, minus shift, clamped to
+ * [lower, upper] (NaN: 0, as NumPy's int32 cast gives INT_MIN); float32 throughout. */
+static PyObject *py_quantize_u8(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[2];
+    long long size;
+    float scale, shift, lower, upper;
+    int parts;
+    if (!PyArg_ParseTuple(args, "OOLffffi", &objs[0], &objs[1], &size, &scale, &shift, &lower,
+                          &upper, &parts))
+        return NULL;
+    if (!(lower >= 0.0f && upper <= 255.0f)) {
+        PyErr_SetString(PyExc_ValueError, "quantize_u8: bounds outside [0, 255]");
+        return NULL;
+    }
+    int64_t sizes[2] = {size, size};
+    int items[2] = {4, 1}, wr[2] = {0, 1};
+    buf_t bufs[2];
+    if (get_bufs(objs, sizes, items, wr, bufs, 2) != 0) return NULL;
+    elem_task_t t;
+    memset(&t, 0, sizeof t);
+    t.e.x = bufs[0].view.buf, t.e.out = bufs[1].view.buf, t.e.size = size;
+    t.e.fscale = scale, t.e.fshift = shift, t.e.flower = lower, t.e.fupper = upper;
+    t.fn = PICK(quantize_span);
+    run_elem(&t, parts);
+    release(bufs, 2);
+    Py_RETURN_NONE;
+}
+
 /* best_path() -> 0 (plain C), 1 (AVX2) or 2 (AVX-512 VNNI): what this CPU runs. */
 static PyObject *py_best_path(PyObject *self, PyObject *unused) {
     (void)self;
@@ -952,6 +983,7 @@ static PyMethodDef methods[] = {
     {"requantize", py_requantize, METH_VARARGS, "qint32 -> quint8 (TF's fixed point)."},
     {"bias_add", py_bias_add, METH_VARARGS, "table[x] + bias per channel (int32)."},
     {"clamp_u8", py_clamp_u8, METH_VARARGS, "min(max(x, lo), hi) of uint8."},
+    {"quantize_u8", py_quantize_u8, METH_VARARGS, "QuantizeV2's MIN_FIRST loop to quint8."},
     {"best_path", py_best_path, METH_NOARGS, "The product path this CPU runs."},
     {NULL, NULL, 0, NULL},
 };

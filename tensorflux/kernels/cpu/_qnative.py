@@ -6,7 +6,8 @@ the eight-bit kernels of kernels/cpu/quantization_ops.py in C.
     this CPU runs; `path=` or TENSORFLUX_QGEMM_PATH=generic|avx2|vnni asks for a lower one);
   - `requantize_32_to_8`: Requantize's fixed-point qint32 -> quint8 loop;
   - `bias_add`: QuantizedBiasAdd's table lookup plus a per-channel int32;
-  - `clamp_u8`: QuantizedRelu / QuantizedRelu6 on quint8.
+  - `clamp_u8`: QuantizedRelu / QuantizedRelu6 on quint8;
+  - `quantize_u8`: QuantizeV2's MIN_FIRST loop into quint8 (float32 arithmetic, no FMA).
 
 The values are the NumPy paths' exactly (integer arithmetic throughout; the products only
 where every sum fits in int32, where NumPy's float products are exact too;
@@ -138,6 +139,19 @@ def bias_add(x: np.ndarray, table: np.ndarray, bias: np.ndarray, parts: int):
     out = np.empty(x.shape, np.int32)
     _mod.bias_add(x.view(_U8), np.ascontiguousarray(table), np.ascontiguousarray(bias), out,
                   x.size, bias.size, _elementwise_parts(parts, x.size))
+    return out
+
+
+def quantize_u8(x: np.ndarray, scale, shift, lower, upper, parts: int):
+    """uint8 of clip(round_half_away(x * scale) - shift, lower, upper) for float32 `x`,
+    float32 arithmetic (QuantizeV2's MIN_FIRST loop; NaN gives 0 as NumPy's cast does),
+    or None."""
+    if _mod is None or x.dtype != np.float32 or not (0 <= lower and upper <= 255):
+        return None
+    x = np.ascontiguousarray(x)
+    out = np.empty(x.shape, np.uint8)
+    _mod.quantize_u8(x, out, x.size, float(scale), float(shift), float(lower), float(upper),
+                     _elementwise_parts(parts, x.size))
     return out
 
 

@@ -152,7 +152,7 @@ def _dequantize_min_first(x: np.ndarray, lo, hi, dtype) -> np.ndarray:
     return base + x.astype(_F) * scale
 
 
-def _quantize_min_first(x: np.ndarray, lo, hi, dtype) -> np.ndarray:
+def _quantize_min_first(x: np.ndarray, lo, hi, dtype, parts: int = 1) -> np.ndarray:
     """QUANTIZE_WITH_EIGEN: scale, round, shift by the rounded low end, clamp, in float32."""
     steps = float(1 << (8 * np.dtype(dtype).itemsize))
     width = _F(_F(hi) - _F(lo))
@@ -160,6 +160,10 @@ def _quantize_min_first(x: np.ndarray, lo, hi, dtype) -> np.ndarray:
     lo_scaled = _round_away(_F(_F(lo) * scale))
     low, high = _limits(dtype)
     lower, upper = max(_F(low), _F(-2.147483648e9)), min(_F(high), _F(2.14748352e9))
+    if np.dtype(dtype) == np.uint8 and x.dtype == _F and x.size > 256:
+        fast = _qnative.quantize_u8(x, scale, _F(lo_scaled - _F(low)), lower, upper, parts)
+        if fast is not None:
+            return fast
     q = _round_away(x.astype(_F) * scale) - _F(lo_scaled - _F(low))
     return np.clip(q, lower, upper).astype(np.int32).astype(dtype)
 
@@ -266,8 +270,8 @@ def _quantize_v2(node):
             if mode == "MIN_FIRST":
                 min_range, max_range = _adjusted_range(lo.reshape(-1)[0], hi.reshape(-1)[0],
                                                        ensure)
-                return (_quantize_min_first(x, min_range, max_range, dtype), min_range,
-                        max_range)
+                return (_quantize_min_first(x, min_range, max_range, dtype,
+                                            intra_op.workers(ctx)), min_range, max_range)
             q, mn, mx = _quantize_slice(x, lo.reshape(-1)[0], hi.reshape(-1)[0], dtype, mode,
                                         round_even, narrow, ensure)
             return q, _F(mn), _F(mx)
