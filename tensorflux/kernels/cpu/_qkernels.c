@@ -42,7 +42,8 @@
 #include <string.h>
 #include <time.h>
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#if !defined(QK_NO_X86) && (defined(__x86_64__) || defined(__i386__)) && \
+    (defined(__GNUC__) || defined(__clang__))
 #define QK_X86 1
 #include <immintrin.h>
 #define QK_AVX2 __attribute__((target("avx2")))
@@ -854,25 +855,15 @@ static void run_elem(elem_task_t *t, int parts) {
     Py_END_ALLOW_THREADS
 }
 
-static int has_avx2(void) {
 #if QK_X86
-    return cpu_path() >= PATH_AVX2;
-#else
-    return 0;
-#endif
-}
+static int has_avx2(void) { return cpu_path() >= PATH_AVX2; }
 
 static int has_avx512(void) {
-#if QK_X86
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-#else
-    return 0;
-#endif
 }
 
-#if QK_X86
 #define PICK(name) (has_avx512() ? name##_avx512 : has_avx2() ? name##_avx2 : name)
 #else
 #define PICK(name) (name)
