@@ -251,3 +251,23 @@ def test_quantize_min_first_agrees_with_the_numpy_path(monkeypatch, lo, hi):
 
     with np.errstate(invalid="ignore"):
         _assert_same(*_with_and_without(monkeypatch, build))
+
+
+@needs_ext
+@pytest.mark.parametrize("scale, offset", [(0, 0), (1 << 16, 1 << 15), (3 << 40, -(1 << 45)),
+                                           (-(5 << 33), 12345), ((1 << 63) - 1, -(1 << 63)),
+                                           (987654321987, 1 << 20)])
+def test_requantize_loop_wraps_as_the_numpy_path(scale, offset):
+    """int64 products and sums wrap, shifts are arithmetic, as NumPy's int64 arrays do."""
+    rng = np.random.default_rng(abs(scale) % 1000)
+    x = rng.integers(-2**31, 2**31, 1000 + 13, dtype=np.int64).astype(np.int32)
+    x[:4] = [-2**31, 2**31 - 1, 0, -1]
+    value = x.astype(np.int64)
+    with np.errstate(over="ignore"):
+        value *= np.int64(scale)
+        value >>= 32
+        value += np.int64(offset)
+    value >>= 16
+    want = np.clip(value, 0, 255).astype(np.uint8)
+    for parts in (1, 2):
+        np.testing.assert_array_equal(_qnative.requantize_32_to_8(x, scale, offset, parts), want)
