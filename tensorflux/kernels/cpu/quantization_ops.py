@@ -111,6 +111,7 @@ def _float_to_quantized_unclamped(value: float, lo: float, hi: float, dtype) -> 
             - int(_round_away(np.float64(float(lo) * scale))) + lowest)
 
 
+@_cached
 def _float_to_quantized(value: float, lo: float, hi: float, dtype) -> int:
     q = _float_to_quantized_unclamped(value, lo, hi, dtype)
     low, high = _limits(dtype)
@@ -669,6 +670,21 @@ def _bias_add_table(x_dtype, min_x, max_x, b_t, lo, hi, o_t) -> np.ndarray:
     return table
 
 
+_SHIFT_CACHE_BYTES = 1 << 14  # biases up to this size are cached (64 of them at most)
+
+
+@functools.lru_cache(maxsize=64)
+def _bias_add_shift(bias_bytes, bias_dtype, min_b, max_b, x_t, lo, hi, o_t) -> np.ndarray:
+    """QuantizedBiasAdd's bias in the output's range plus its zero point, wrapping as the
+    NumPy path adds them (read-only; cached by the bias's bytes: it is usually a constant)."""
+    bias = np.frombuffer(bias_bytes, bias_dtype)
+    bs = _quantize_min_first(_dequantize_min_first(bias, min_b, max_b, x_t), lo, hi, o_t)
+    with np.errstate(over="ignore"):
+        shift = bs + np.asarray(_float_to_quantized(0.0, lo, hi, o_t), o_t)
+    shift.flags.writeable = False
+    return shift
+
+
 @kernel_factory("QuantizedBiasAdd", expensive=True)
 @_checked
 def _quantized_bias_add(node):
@@ -692,14 +708,16 @@ def _quantized_bias_add(node):
         def requantized(v):
             return _quantize_min_first(_dequantize_min_first(v, min_x, max_x, b_t), lo, hi, o_t)
 
-        bs = _quantize_min_first(_dequantize_min_first(bias, min_b, max_b, x_t), lo, hi, o_t)
-        if x.dtype.itemsize == 1 and np.dtype(o_t) == np.int32 and x.size > 256:
-            with np.errstate(over="ignore"):
-                shift = bs + np.asarray(zero, o_t)
+        if x.dtype.itemsize == 1 and np.dtype(o_t) == np.int32:
+            key = (min_b, max_b, x_t, lo, hi, o_t)
+            shift = _bias_add_shift(bias.tobytes(), bias.dtype, *key) \
+                if bias.nbytes <= _SHIFT_CACHE_BYTES else _bias_add_shift.__wrapped__(
+                    bias.tobytes(), bias.dtype, *key)
             table = _bias_add_table(x.dtype, min_x, max_x, b_t, lo, hi, o_t)
             out = _qnative.bias_add(x, table, shift, intra_op.workers(ctx))
             if out is not None:
                 return out, lo, hi
+        bs = _quantize_min_first(_dequantize_min_first(bias, min_b, max_b, x_t), lo, hi, o_t)
         xs = _by_table(x, requantized)
         with np.errstate(over="ignore"):
             xs += bs + np.asarray(zero, o_t)
