@@ -42,8 +42,11 @@
 #include <string.h>
 #include <time.h>
 
+/* The AVX2 and AVX-512 code needs a compiler that knows avx512vnni (GCC 8, clang 7);
+ * with another one (or -DQK_NO_X86, which tests the portable build) only plain C is built. */
 #if !defined(QK_NO_X86) && (defined(__x86_64__) || defined(__i386__)) && \
-    (defined(__GNUC__) || defined(__clang__))
+    ((defined(__clang__) && __clang_major__ >= 7) || \
+     (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 8))
 #define QK_X86 1
 #include <immintrin.h>
 #define QK_AVX2 __attribute__((target("avx2")))
