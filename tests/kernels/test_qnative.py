@@ -271,3 +271,29 @@ def test_requantize_loop_wraps_as_the_numpy_path(scale, offset):
     want = np.clip(value, 0, 255).astype(np.uint8)
     for parts in (1, 2):
         np.testing.assert_array_equal(_qnative.requantize_32_to_8(x, scale, offset, parts), want)
+
+
+@needs_ext
+def test_plain_c_products_only_when_asked(monkeypatch):
+    """On a CPU without AVX2 the products stay with NumPy's float BLAS (faster than plain C)
+    unless a path is asked for (`path=` or TENSORFLUX_QGEMM_PATH)."""
+    a = np.full((4, 6), 7, np.uint8)
+    real = _qnative._mod
+
+    class NoSimd:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        @staticmethod
+        def best_path():
+            return 0
+
+    monkeypatch.setattr(_qnative, "_mod", NoSimd())
+    monkeypatch.setattr(_qnative, "_DEFAULT_PATH", -1)
+    assert _qnative.matmul(a, a.T, 0, 0, 1) is None
+    assert _qnative.conv2d(a.reshape(1, 4, 6, 1), a[:1, :1].reshape(1, 1, 1, 1), 0, 0, (1, 1),
+                           (0, 0), (4, 6), 1) is None
+    np.testing.assert_array_equal(_qnative.matmul(a, a.T, 0, 0, 1, path="generic"),
+                                  _exact(a, a.T, 0, 0))
+    monkeypatch.setattr(_qnative, "_DEFAULT_PATH", _qnative.PATHS["generic"])
+    np.testing.assert_array_equal(_qnative.matmul(a, a.T, 1, 2, 1), _exact(a, a.T, 1, 2))
