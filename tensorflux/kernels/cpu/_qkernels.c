@@ -255,9 +255,10 @@ static int col_corrections(gemm_t *g, const uint8_t *b, int off, int64_t npad) {
     g->colcorr = calloc((size_t)npad + 16, sizeof(uint32_t));
     if (g->colcorr == NULL) return -1;
     uint32_t kzz = (uint32_t)g->k * (uint32_t)g->za * (uint32_t)g->zbp;
+    for (int64_t i = 0; i < g->k; i++)  /* column sums of b, row by row */
+        for (int64_t j = 0; j < g->n; j++) g->colcorr[j] += b[i * g->n + j];
     for (int64_t j = 0; j < g->n; j++) {
-        uint32_t s = 0;
-        for (int64_t i = 0; i < g->k; i++) s += (uint32_t)((int32_t)b[i * g->n + j] - off);
+        uint32_t s = g->colcorr[j] - (uint32_t)off * (uint32_t)g->k;  /* sum of b' */
         g->colcorr[j] = (uint32_t)g->za * s - kzz;
     }
     return 0;
@@ -296,15 +297,11 @@ static void *pack_avx2(const uint8_t *b, int64_t k, int64_t n, int64_t groups) {
     int64_t blocks = (n + 7) / 8;
     int16_t *p = calloc((size_t)(blocks * groups * 32 + 16), sizeof(int16_t));
     if (p == NULL) return NULL;
-    for (int64_t jb = 0; jb < blocks; jb++)
-        for (int64_t gi = 0; gi < groups; gi++)
-            for (int hp = 0; hp < 2; hp++)
-                for (int c = 0; c < 8; c++)
-                    for (int q = 0; q < 2; q++) {
-                        int64_t i = 4 * gi + 2 * hp + q, j = 8 * jb + c;
-                        p[((jb * groups + gi) * 2 + hp) * 16 + c * 2 + q] =
-                            (i < k && j < n) ? b[i * n + j] : 0;
-                    }
+    for (int64_t i = 0; i < k; i++) {  /* in b's order: one pass over it */
+        int16_t *row = p + (i / 4) * 32 + ((i % 4) / 2) * 16 + (i % 2);
+        const uint8_t *src = b + i * n;
+        for (int64_t j = 0; j < n; j++) row[(j / 8) * groups * 32 + (j % 8) * 2] = src[j];
+    }
     return p;
 }
 
@@ -378,14 +375,12 @@ static void *pack_vnni(const uint8_t *b, int64_t k, int64_t n, int64_t groups) {
     int64_t blocks = (n + 15) / 16;
     int8_t *p = calloc((size_t)(blocks * groups * 64 + 64), 1);
     if (p == NULL) return NULL;
-    for (int64_t jb = 0; jb < blocks; jb++)
-        for (int64_t gi = 0; gi < groups; gi++)
-            for (int c = 0; c < 16; c++)
-                for (int q = 0; q < 4; q++) {
-                    int64_t i = 4 * gi + q, j = 16 * jb + c;
-                    p[(jb * groups + gi) * 64 + c * 4 + q] =
-                        (i < k && j < n) ? (int8_t)((int)b[i * n + j] - 128) : 0;
-                }
+    for (int64_t i = 0; i < k; i++) {  /* in b's order: one pass over it */
+        int8_t *row = p + (i / 4) * 64 + (i % 4);
+        const uint8_t *src = b + i * n;
+        for (int64_t j = 0; j < n; j++)
+            row[(j / 16) * groups * 64 + (j % 16) * 4] = (int8_t)((int)src[j] - 128);
+    }
     return p;
 }
 
