@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import sysconfig
+import textwrap
 
 import numpy as np
 import pytest
@@ -297,3 +300,28 @@ def test_plain_c_products_only_when_asked(monkeypatch):
                                   _exact(a, a.T, 0, 0))
     monkeypatch.setattr(_qnative, "_DEFAULT_PATH", _qnative.PATHS["generic"])
     np.testing.assert_array_equal(_qnative.matmul(a, a.T, 1, 2, 1), _exact(a, a.T, 1, 2))
+
+
+@needs_ext
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_and_the_path_variable():
+    """A child forked after the pool started runs products on helpers of its own; the
+    TENSORFLUX_QGEMM_PATH variable picks the product path (one subprocess for both)."""
+    script = textwrap.dedent("""
+        import os, numpy as np
+        from tensorflux.kernels.cpu import _qnative
+        assert _qnative._path(None) == _qnative.PATHS["generic"]
+        a = np.full((3000, 40), 3, np.uint8)
+        assert (_qnative.matmul(a, a.T[:, :24].copy(), 1, 2, 2) == 40 * 2 * 1).all()
+        pid = os.fork()
+        if pid == 0:
+            ok = all((_qnative.matmul(a, a.T[:, :24].copy(), 1, 2, 2) == 80).all()
+                     for _ in range(10))
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "TENSORFLUX_QGEMM_PATH": "generic"})
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
