@@ -467,38 +467,67 @@ static inline void copy_over(uint8_t *dst, const uint8_t *src, int64_t n) {
     for (int64_t i = 0; i < n; i += 8) memcpy(dst + i, src + i, 8);
 }
 
-/* The strip of output row y of image img: the kh input rows its windows read, each padded
- * with the zero point (real zero) on both sides and in rows outside the image, so that the
- * patch of pixel x is kh runs of kw * c bytes at x * sw * c. */
-static void fill_strip(const gemm_t *g, int64_t img, int64_t y, uint8_t *strip,
-                       int64_t stride, int64_t wpad) {
+/* n bytes, inline for the short runs here (a call to memcpy or memset costs more than
+ * a row of a small image): overlapping moves of 16, 8 or 4 bytes. */
+static inline void small_copy(uint8_t *dst, const uint8_t *src, int64_t n) {
+    if (n > 64) {
+        memcpy(dst, src, (size_t)n);
+    } else if (n >= 16) {
+        for (int64_t i = 0; i + 16 < n; i += 16) memcpy(dst + i, src + i, 16);
+        memcpy(dst + n - 16, src + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(dst, src, 8);
+        memcpy(dst + n - 8, src + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(dst, src, 4);
+        memcpy(dst + n - 4, src + n - 4, 4);
+    } else {
+        for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+    }
+}
+
+static inline void small_set(uint8_t *dst, uint8_t v, int64_t n) {
+    if (n > 32) memset(dst, v, (size_t)n);
+    else for (int64_t i = 0; i < n; i++) dst[i] = v;
+}
+
+/* Padded input rows: `count` rows of image img from input row iy0 on, each padded with the
+ * zero point (real zero) on both sides, rows outside the image all zero point; row r at
+ * strip + r * stride, wpad pixels wide from input column -pl. */
+static void fill_rows(const gemm_t *g, int64_t img, int64_t iy0, int64_t count, uint8_t *strip,
+                      int64_t stride, int64_t wpad) {
     int64_t c = g->c;
     const uint8_t *base = g->a + img * g->h * g->w * c;
-    for (int64_t ky = 0; ky < g->kh; ky++) {
-        uint8_t *row = strip + ky * stride;
-        int64_t iy = y * g->sh - g->pt + ky;
+    int64_t left = g->pl < wpad ? g->pl : wpad;
+    int64_t inside = wpad - left < g->w ? wpad - left : g->w;
+    int64_t right = wpad - left - inside;
+    for (int64_t r = 0; r < count; r++) {
+        uint8_t *row = strip + r * stride;
+        int64_t iy = iy0 + r;
         if (iy < 0 || iy >= g->h) {
-            memset(row, g->pad, (size_t)(wpad * c));
+            small_set(row, g->pad, wpad * c);
             continue;
         }
-        int64_t left = g->pl < wpad ? g->pl : wpad;
-        int64_t inside = wpad - left < g->w ? wpad - left : g->w;
-        memset(row, g->pad, (size_t)(left * c));
-        memcpy(row + left * c, base + iy * g->w * c, (size_t)(inside * c));
-        memset(row + (left + inside) * c, g->pad, (size_t)((wpad - left - inside) * c));
+        small_set(row, g->pad, left * c);
+        small_copy(row + left * c, base + iy * g->w * c, inside * c);
+        small_set(row + (left + inside) * c, g->pad, right * c);
     }
 }
 
 /* The patch rows [p0, p1) of a conv (output pixels in NHW order) into buf (stride kp; room
- * for 8 bytes past its end), through one strip per output row. */
+ * for 8 bytes past its end). The windows are read from padded rows: a whole padded image
+ * (`slab`: filled once per image) when it fits the scratch, else per output row its kh
+ * rows; either way the patch of pixel x is kh runs of kw * c bytes at x * sw * c. */
 static void im2col_rows(const gemm_t *g, int64_t p0, int64_t p1, uint8_t *buf, uint8_t *strip,
-                        int64_t stride, int64_t wpad) {
+                        int64_t stride, int64_t wpad, int slab) {
     int64_t c = g->c, k = g->k, run = g->kw * c, step = g->sw * c;
     int64_t x = p0 % g->ow, y = (p0 / g->ow) % g->oh, img = p0 / (g->ow * g->oh);
-    fill_strip(g, img, y, strip, stride, wpad);
+    int64_t slab_rows = (g->oh - 1) * g->sh + g->kh;
+    if (slab) fill_rows(g, img, -g->pt, slab_rows, strip, stride, wpad);
+    else fill_rows(g, img, y * g->sh - g->pt, g->kh, strip, stride, wpad);
     for (int64_t p = p0; p < p1; p++) {
         uint8_t *row = buf + (p - p0) * g->kp;
-        const uint8_t *src = strip + x * step;
+        const uint8_t *src = strip + (slab ? y * g->sh * stride : 0) + x * step;
         for (int64_t ky = 0; ky < g->kh; ky++) copy_over(row + ky * run, src + ky * stride, run);
         for (int64_t i = k; i < g->kp; i++) row[i] = 0;
         if (++x == g->ow) {
@@ -506,8 +535,10 @@ static void im2col_rows(const gemm_t *g, int64_t p0, int64_t p1, uint8_t *buf, u
             if (++y == g->oh) {
                 y = 0;
                 img++;
+                if (slab && p + 1 < p1) fill_rows(g, img, -g->pt, slab_rows, strip, stride, wpad);
             }
-            if (p + 1 < p1) fill_strip(g, img, y, strip, stride, wpad);
+            if (!slab && p + 1 < p1) fill_rows(g, img, y * g->sh - g->pt, g->kh, strip, stride,
+                                               wpad);
         }
     }
 }
@@ -521,16 +552,20 @@ static void gemm_chunk(void *arg, int64_t chunk) {
         rows_any(g, g->a + r0 * g->k, g->k, nrows, out);
         return;
     }
-    /* conv: the strip's padded width covers every window of a row */
+    /* conv: padded rows as wide as every window of a row needs; a whole padded image
+     * when it takes at most 64 KiB */
     int64_t wpad = g->h ? (g->ow - 1) * g->sw + g->kw : 0;
     int64_t stride = wpad * g->c + 16;
-    uint8_t *buf = malloc((size_t)(nrows * g->kp + 16 + (g->h ? g->kh * stride : 0)));
+    int64_t slab_rows = g->h ? (g->oh - 1) * g->sh + g->kh : 0;
+    int slab = slab_rows * stride <= 65536;
+    int64_t scratch = g->h ? (slab ? slab_rows : g->kh) * stride : 0;
+    uint8_t *buf = malloc((size_t)(nrows * g->kp + 16 + scratch));
     if (buf == NULL) {
         atomic_store(g->oom, 1);
         return;
     }
     if (g->h) {
-        im2col_rows(g, r0, r1, buf, buf + nrows * g->kp + 16, stride, wpad);
+        im2col_rows(g, r0, r1, buf, buf + nrows * g->kp + 16, stride, wpad, slab);
     } else {
         for (int64_t r = 0; r < nrows; r++) {
             memcpy(buf + r * g->kp, g->a + (r0 + r) * g->k, (size_t)g->k);
