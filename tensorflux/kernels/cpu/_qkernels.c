@@ -23,7 +23,9 @@
  *     real zero, as TF pads).
  *   - requantize: TF's fixed-point qint32 -> quint8 loop (16 fractional bits, int64).
  *   - bias_add: quint8 input through a 256-entry table of its int32 values, plus a per
- *     channel int32 (QuantizedBiasAdd); clamp_u8: max/min on quint8 (QuantizedRelu/Relu6).
+ *     channel int32 (QuantizedBiasAdd); clamp_u8: max/min on quint8 (QuantizedRelu/Relu6);
+ *     quantize_u8: QuantizeV2's MIN_FIRST loop (float32, no FMA contraction: the build's
+ *     -ffp-contract=off, as for _native).
  *
  * Threads: a small pool of its own (this file is separate from _native.c; the same design:
  * helpers sleep on a condition variable, chunks are claimed one at a time, a caller that
@@ -762,8 +764,9 @@ static PyObject *py_conv(PyObject *self, PyObject *args) {
 
 /* ---------------------------------------------------------------------------------------
  * One-pass elementwise loops, cut into chunks of ELEMS for the pool. The plain loops
- * vectorize at -O3; on x86 the same loop is also compiled for AVX2 and chosen at run time
- * (integer arithmetic: every version gives the same values). */
+ * vectorize at -O3; on x86 the same loops are also compiled for AVX2 and AVX-512 and chosen
+ * at run time, and Requantize and QuantizedBiasAdd have AVX-512 loops written out (every
+ * version does the same operations: the same values). */
 
 #define ELEMS (1 << 16)
 
