@@ -262,7 +262,8 @@ def test_quantize_min_first_agrees_with_the_numpy_path(monkeypatch, lo, hi):
                                            (-(5 << 33), 12345), ((1 << 63) - 1, -(1 << 63)),
                                            (987654321987, 1 << 20)])
 def test_requantize_loop_wraps_as_the_numpy_path(scale, offset):
-    """int64 products and sums wrap, shifts are arithmetic, as NumPy's int64 arrays do."""
+    """int64 products and sums wrap, shifts are arithmetic, as NumPy's int64 arrays do (every
+    version of the loop: plain C, AVX2, AVX-512)."""
     rng = np.random.default_rng(abs(scale) % 1000)
     x = rng.integers(-2**31, 2**31, 1000 + 13, dtype=np.int64).astype(np.int32)
     x[:4] = [-2**31, 2**31 - 1, 0, -1]
@@ -273,8 +274,41 @@ def test_requantize_loop_wraps_as_the_numpy_path(scale, offset):
         value += np.int64(offset)
     value >>= 16
     want = np.clip(value, 0, 255).astype(np.uint8)
-    for parts in (1, 2):
-        np.testing.assert_array_equal(_qnative.requantize_32_to_8(x, scale, offset, parts), want)
+    for path in _paths():
+        for parts in (1, 2):
+            np.testing.assert_array_equal(
+                _qnative.requantize_32_to_8(x, scale, offset, parts, path=path), want,
+                err_msg=f"{path} parts={parts}")
+
+
+@needs_ext
+@pytest.mark.parametrize("path", ["generic", "avx2", "vnni"])
+def test_every_version_of_the_elementwise_loops(monkeypatch, path):
+    """bias_add, clamp_u8 and quantize_u8 in the version `path` names, against NumPy."""
+    if path not in _paths():
+        pytest.skip(f"this CPU does not run the {path} path")
+    rng = np.random.default_rng(11)
+    for c in (1, 10, 16, 17, 40):
+        x = rng.integers(0, 256, (33, c), dtype=np.uint8)
+        table = rng.integers(-2**31, 2**31, 256).astype(np.int32)
+        bias = rng.integers(-2**31, 2**31, c).astype(np.int32)
+        want = (table[x].astype(np.int64) + bias).astype(np.int32)  # wraps as int32 adds
+        np.testing.assert_array_equal(_qnative.bias_add(x, table, bias, 2, path=path), want)
+        for lo, hi in ((0, 255), (7, 200), (200, 7)):
+            np.testing.assert_array_equal(_qnative.clamp_u8(x, lo, hi, 2, path=path),
+                                          np.minimum(np.maximum(x, lo), hi).astype(np.uint8))
+    from tensorflux.kernels.cpu import quantization_ops as qo
+    v = rng.normal(0, 3, 1000 + 7).astype(np.float32)
+    v[:9] = [np.nan, np.inf, -np.inf, 0.5, -0.5, 1e30, -1e-45, 2.5, -0.0]
+    for lo, hi in ((-1.0, 1.0), (0.0, 6.0), (-7.77, 2.1)):
+        lo, hi = np.float32(lo), np.float32(hi)
+        scale = np.float32(255.0 / float(hi - lo))
+        shift = np.float32(qo._round_away(np.float32(lo * scale)))
+        got = _qnative.quantize_u8(v, scale, shift, np.float32(0), np.float32(255), 2, path=path)
+        with np.errstate(invalid="ignore"):
+            q = qo._round_away(v * scale) - shift
+            want = np.clip(q, np.float32(0), np.float32(255)).astype(np.int32).astype(np.uint8)
+        np.testing.assert_array_equal(got, want, err_msg=f"range {lo} {hi}")
 
 
 @needs_ext

@@ -780,8 +780,13 @@ typedef struct {
     float fscale, fshift, flower, fupper;  /* quantize_u8 */
 } elem_t;
 
+#if defined(__GNUC__) || defined(__clang__)
+#define QK_MAYBE_UNUSED __attribute__((unused))  /* (not every version is picked) */
+#else
+#define QK_MAYBE_UNUSED
+#endif
 #define ELEM_BODIES(SUF, ATTR)                                                             \
-static ATTR void requant_span##SUF(const elem_t *e, int64_t i0, int64_t i1) {              \
+static ATTR QK_MAYBE_UNUSED void requant_span##SUF(const elem_t *e, int64_t i0, int64_t i1) { \
     const int32_t *x = e->x;                                                               \
     uint8_t *o = e->out;                                                                   \
     uint64_t scale = (uint64_t)e->scale, offset = (uint64_t)e->offset;                     \
@@ -791,7 +796,7 @@ static ATTR void requant_span##SUF(const elem_t *e, int64_t i0, int64_t i1) {   
         o[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);                                   \
     }                                                                                      \
 }                                                                                          \
-static ATTR void bias_span##SUF(const elem_t *e, int64_t i0, int64_t i1) {                 \
+static ATTR QK_MAYBE_UNUSED void bias_span##SUF(const elem_t *e, int64_t i0, int64_t i1) { \
     const uint8_t *x = e->x;                                                               \
     int32_t *o = e->out;                                                                   \
     int64_t c = e->inner;                                                                  \
@@ -803,7 +808,7 @@ static ATTR void bias_span##SUF(const elem_t *e, int64_t i0, int64_t i1) {      
             o[i] = (int32_t)((uint32_t)e->table[x[i]] + (uint32_t)b[j]);                  \
     }                                                                                      \
 }                                                                                          \
-static ATTR void quantize_span##SUF(const elem_t *e, int64_t i0, int64_t i1) {             \
+static ATTR QK_MAYBE_UNUSED void quantize_span##SUF(const elem_t *e, int64_t i0, int64_t i1) { \
     const float *x = e->x;                                                                 \
     uint8_t *o = e->out;                                                                   \
     float scale = e->fscale, shift = e->fshift, lower = e->flower, upper = e->fupper;      \
@@ -816,7 +821,7 @@ static ATTR void quantize_span##SUF(const elem_t *e, int64_t i0, int64_t i1) {  
         o[i] = q == q ? (uint8_t)(int32_t)q : 0;                                           \
     }                                                                                      \
 }                                                                                          \
-static ATTR void clamp_span##SUF(const elem_t *e, int64_t i0, int64_t i1) {                \
+static ATTR QK_MAYBE_UNUSED void clamp_span##SUF(const elem_t *e, int64_t i0, int64_t i1) { \
     const uint8_t *x = e->x;                                                               \
     uint8_t *o = e->out, lo = e->lo, hi = e->hi;                                           \
     for (int64_t i = i0; i < i1; i++) {                                                    \
@@ -924,18 +929,26 @@ static int has_avx512(void) {
            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 }
 
-#define PICK(name) (has_avx512() ? name##_avx512 : has_avx2() ? name##_avx2 : name)
+/* The version of an elementwise loop for `path` (0 plain, 1 AVX2, 2 AVX-512; -1 the best
+ * this CPU runs): tests run each one. */
+static span_fn pick(int path, span_fn plain, span_fn avx2, span_fn avx512) {
+    if ((path < 0 || path >= 2) && has_avx512()) return avx512;
+    if ((path < 0 || path >= 1) && has_avx2()) return avx2;
+    return plain;
+}
+#define PICK(path, name, wide) pick(path, name, name##_avx2, wide)
 #else
-#define PICK(name) (name)
+#define PICK(path, name, wide) ((void)(path), name)
 #endif
 
-/* requantize(x int32, out uint8, scale_fp, offset, parts) */
+/* requantize(x int32, out uint8, scale_fp, offset, parts, path=-1) */
 static PyObject *py_requantize(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *objs[2];
     long long size, scale, offset;
-    int parts;
-    if (!PyArg_ParseTuple(args, "OOLLLi", &objs[0], &objs[1], &size, &scale, &offset, &parts))
+    int parts, path = -1;
+    if (!PyArg_ParseTuple(args, "OOLLLi|i", &objs[0], &objs[1], &size, &scale, &offset, &parts,
+                          &path))
         return NULL;
     int64_t sizes[2] = {size, size};
     int items[2] = {4, 1}, wr[2] = {0, 1};
@@ -945,24 +958,20 @@ static PyObject *py_requantize(PyObject *self, PyObject *args) {
     memset(&t, 0, sizeof t);
     t.e.x = bufs[0].view.buf, t.e.out = bufs[1].view.buf, t.e.size = size;
     t.e.scale = scale, t.e.offset = offset;
-#if QK_X86
-    t.fn = has_avx512() ? requant_span_x : PICK(requant_span);
-#else
-    t.fn = PICK(requant_span);
-#endif
+    t.fn = PICK(path, requant_span, requant_span_x);
     run_elem(&t, parts);
     release(bufs, 2);
     Py_RETURN_NONE;
 }
 
-/* bias_add(x uint8, table int32[256], bias int32[c], out int32, size, c, parts) */
+/* bias_add(x uint8, table int32[256], bias int32[c], out int32, size, c, parts, path=-1) */
 static PyObject *py_bias_add(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *objs[4];
     long long size, c;
-    int parts;
-    if (!PyArg_ParseTuple(args, "OOOOLLi", &objs[0], &objs[1], &objs[2], &objs[3], &size,
-                          &c, &parts))
+    int parts, path = -1;
+    if (!PyArg_ParseTuple(args, "OOOOLLi|i", &objs[0], &objs[1], &objs[2], &objs[3], &size,
+                          &c, &parts, &path))
         return NULL;
     if (c < 1 || size % c != 0) {
         PyErr_SetString(PyExc_ValueError, "bias_add: bad sizes");
@@ -976,23 +985,19 @@ static PyObject *py_bias_add(PyObject *self, PyObject *args) {
     memset(&t, 0, sizeof t);
     t.e.x = bufs[0].view.buf, t.e.table = bufs[1].view.buf, t.e.bias = bufs[2].view.buf;
     t.e.out = bufs[3].view.buf, t.e.size = size, t.e.inner = c;
-#if QK_X86
-    t.fn = has_avx512() ? bias_span_permute : PICK(bias_span);
-#else
-    t.fn = PICK(bias_span);
-#endif
+    t.fn = PICK(path, bias_span, bias_span_permute);
     run_elem(&t, parts);
     release(bufs, 4);
     Py_RETURN_NONE;
 }
 
-/* clamp_u8(x uint8, out uint8, size, lo, hi, parts): out = min(max(x, lo), hi) */
+/* clamp_u8(x uint8, out uint8, size, lo, hi, parts, path=-1): min(max(x, lo), hi) */
 static PyObject *py_clamp_u8(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *objs[2];
     long long size;
-    int lo, hi, parts;
-    if (!PyArg_ParseTuple(args, "OOLiii", &objs[0], &objs[1], &size, &lo, &hi, &parts))
+    int lo, hi, parts, path = -1;
+    if (!PyArg_ParseTuple(args, "OOLiii|i", &objs[0], &objs[1], &size, &lo, &hi, &parts, &path))
         return NULL;
     if (lo < 0 || lo > 255 || hi < 0 || hi > 255) {
         PyErr_SetString(PyExc_ValueError, "clamp_u8: bounds outside [0, 255]");
@@ -1006,13 +1011,14 @@ static PyObject *py_clamp_u8(PyObject *self, PyObject *args) {
     memset(&t, 0, sizeof t);
     t.e.x = bufs[0].view.buf, t.e.out = bufs[1].view.buf, t.e.size = size;
     t.e.lo = (uint8_t)lo, t.e.hi = (uint8_t)hi;
-    t.fn = PICK(clamp_span);
+    t.fn = PICK(path, clamp_span, clamp_span_avx512);
     run_elem(&t, parts);
     release(bufs, 2);
     Py_RETURN_NONE;
 }
 
-/* quantize_u8(x float32, out uint8, size, scale, shift, lower, upper, parts): QuantizeV2's
+/* quantize_u8(x float32, out uint8, size, scale, shift, lower, upper, parts, path=-1):
+ * QuantizeV2's
  * MIN_FIRST loop: round half away from zero of x * scale, minus shift, clamped to
  * [lower, upper] (NaN: 0, as NumPy's int32 cast gives INT_MIN); float32 throughout. */
 static PyObject *py_quantize_u8(PyObject *self, PyObject *args) {
@@ -1020,9 +1026,9 @@ static PyObject *py_quantize_u8(PyObject *self, PyObject *args) {
     PyObject *objs[2];
     long long size;
     float scale, shift, lower, upper;
-    int parts;
-    if (!PyArg_ParseTuple(args, "OOLffffi", &objs[0], &objs[1], &size, &scale, &shift, &lower,
-                          &upper, &parts))
+    int parts, path = -1;
+    if (!PyArg_ParseTuple(args, "OOLffffi|i", &objs[0], &objs[1], &size, &scale, &shift, &lower,
+                          &upper, &parts, &path))
         return NULL;
     if (!(lower >= 0.0f && upper <= 255.0f)) {
         PyErr_SetString(PyExc_ValueError, "quantize_u8: bounds outside [0, 255]");
@@ -1036,7 +1042,7 @@ static PyObject *py_quantize_u8(PyObject *self, PyObject *args) {
     memset(&t, 0, sizeof t);
     t.e.x = bufs[0].view.buf, t.e.out = bufs[1].view.buf, t.e.size = size;
     t.e.fscale = scale, t.e.fshift = shift, t.e.flower = lower, t.e.fupper = upper;
-    t.fn = PICK(quantize_span);
+    t.fn = PICK(path, quantize_span, quantize_span_avx512);
     run_elem(&t, parts);
     release(bufs, 2);
     Py_RETURN_NONE;

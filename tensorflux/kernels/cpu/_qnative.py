@@ -133,7 +133,14 @@ def _elementwise_parts(parts: int, size: int) -> int:
     return _parts(parts, size, intra_op.MIN_ELEMENTS)
 
 
-def requantize_32_to_8(x: np.ndarray, scale_fp: int, offset: int, parts: int):
+def _loop(path: str | None) -> int:
+    """The version of an elementwise loop: `path`'s ('generic', 'avx2', 'vnni': the AVX-512
+    one), else the best this CPU runs (they all give the same values)."""
+    return -1 if path is None else PATHS[path]
+
+
+def requantize_32_to_8(x: np.ndarray, scale_fp: int, offset: int, parts: int,
+                       path: str | None = None):
     """uint8 clip(((x * scale_fp) >> 32 + offset) >> 16, 0, 255) of int32 `x` with int64
     wrapping (Requantize's fixed point), or None."""
     if _mod is None or x.dtype != np.int32 or not (
@@ -141,11 +148,13 @@ def requantize_32_to_8(x: np.ndarray, scale_fp: int, offset: int, parts: int):
         return None
     x = np.ascontiguousarray(x)
     out = np.empty(x.shape, np.uint8)
-    _mod.requantize(x, out, x.size, scale_fp, offset, _elementwise_parts(parts, x.size))
+    _mod.requantize(x, out, x.size, scale_fp, offset, _elementwise_parts(parts, x.size),
+                    _loop(path))
     return out
 
 
-def bias_add(x: np.ndarray, table: np.ndarray, bias: np.ndarray, parts: int):
+def bias_add(x: np.ndarray, table: np.ndarray, bias: np.ndarray, parts: int,
+             path: str | None = None):
     """int32 table[x] + bias along the last axis (wrapping) for 8-bit `x`, or None."""
     if _mod is None or x.dtype.itemsize != 1 or x.ndim < 1 or x.shape[-1] == 0 or \
             table.dtype != np.int32 or table.shape != (256,) or bias.dtype != np.int32 or \
@@ -154,11 +163,12 @@ def bias_add(x: np.ndarray, table: np.ndarray, bias: np.ndarray, parts: int):
     x = np.ascontiguousarray(x)
     out = np.empty(x.shape, np.int32)
     _mod.bias_add(x.view(_U8), np.ascontiguousarray(table), np.ascontiguousarray(bias), out,
-                  x.size, bias.size, _elementwise_parts(parts, x.size))
+                  x.size, bias.size, _elementwise_parts(parts, x.size), _loop(path))
     return out
 
 
-def quantize_u8(x: np.ndarray, scale, shift, lower, upper, parts: int):
+def quantize_u8(x: np.ndarray, scale, shift, lower, upper, parts: int,
+                path: str | None = None):
     """uint8 of clip(round_half_away(x * scale) - shift, lower, upper) for float32 `x`,
     float32 arithmetic (QuantizeV2's MIN_FIRST loop; NaN gives 0 as NumPy's cast does),
     or None."""
@@ -167,15 +177,15 @@ def quantize_u8(x: np.ndarray, scale, shift, lower, upper, parts: int):
     x = np.ascontiguousarray(x)
     out = np.empty(x.shape, np.uint8)
     _mod.quantize_u8(x, out, x.size, float(scale), float(shift), float(lower), float(upper),
-                     _elementwise_parts(parts, x.size))
+                     _elementwise_parts(parts, x.size), _loop(path))
     return out
 
 
-def clamp_u8(x: np.ndarray, lo: int, hi: int, parts: int):
+def clamp_u8(x: np.ndarray, lo: int, hi: int, parts: int, path: str | None = None):
     """min(max(x, lo), hi) of uint8 `x`, or None."""
     if _mod is None or x.dtype != _U8 or not 0 <= lo <= 255 or not 0 <= hi <= 255:
         return None
     x = np.ascontiguousarray(x)
     out = np.empty(x.shape, np.uint8)
-    _mod.clamp_u8(x, out, x.size, lo, hi, _elementwise_parts(parts, x.size))
+    _mod.clamp_u8(x, out, x.size, lo, hi, _elementwise_parts(parts, x.size), _loop(path))
     return out
