@@ -1,6 +1,6 @@
-"""Builds the optional C extension tensorflux.kernels.cpu._native (everything else is in
-pyproject.toml). It is optional: without a C compiler the install goes on and the kernels
-take their NumPy paths (tensorflux/kernels/cpu/native.py)."""
+"""Builds the optional C extensions tensorflux.kernels.cpu._native and ._qkernels (everything
+else is in pyproject.toml). They are optional: without a C compiler the install goes on and
+the kernels take their NumPy paths (tensorflux/kernels/cpu/native.py, _qnative.py)."""
 
 import sys
 
@@ -12,7 +12,13 @@ from setuptools import Extension, setup
 _FLAGS = [] if sys.platform == "win32" else [
     "-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-std=c11", "-pthread"]
 
-setup(ext_modules=[Extension(
-    "tensorflux.kernels.cpu._native", ["tensorflux/kernels/cpu/_native.c"],
-    extra_compile_args=_FLAGS, extra_link_args=[] if sys.platform == "win32" else ["-pthread"],
-    optional=True)])
+_LINK = [] if sys.platform == "win32" else ["-pthread"]
+
+# _qkernels: the eight-bit kernels. Built for the baseline CPU like the rest; its AVX2 and
+# AVX-512 VNNI code carries target attributes and is chosen at run time (never -march).
+setup(ext_modules=[
+    Extension("tensorflux.kernels.cpu._native", ["tensorflux/kernels/cpu/_native.c"],
+              extra_compile_args=_FLAGS, extra_link_args=_LINK, optional=True),
+    Extension("tensorflux.kernels.cpu._qkernels", ["tensorflux/kernels/cpu/_qkernels.c"],
+              extra_compile_args=_FLAGS, extra_link_args=_LINK, optional=True),
+])

@@ -14,16 +14,22 @@ and multiply with BLAS in float32 when every partial sum is an integer below 2^2
 float32 arithmetic is exact whatever order BLAS sums in), and in float64 otherwise (exact
 below 2^53, more than any eight-bit product of int32-addressable size reaches). NumPy has
 no fast integer GEMM (np.matmul on int32 is a plain loop, ~15x slower than sgemm here), so
-this is both the exact and the fastest way NumPy offers.
+this is both the exact and the fastest way NumPy offers. With the C extension `_qkernels`
+(`_qnative.py`) the quint8 products run as integer GEMMs (AVX-512 VNNI or AVX2 where the
+CPU has them), and Requantize, QuantizedBiasAdd and QuantizedRelu as one-pass C loops; the
+values are the same, and these NumPy paths remain for everything else.
 """
 
 from __future__ import annotations
+
+import functools
 
 import ml_dtypes
 import numpy as np
 
 from tensorflux.framework import errors
 from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu import _qnative
 from tensorflux.kernels.cpu._nn_common import _checked, _invalid, _pad, _window
 from tensorflux.kernels.cpu.conv_ops import _im2col_matmul
 from tensorflux.kernels.cpu.pooling_ops import _avg_counts, _max_pool_nhwc, _PoolGeometry
@@ -34,6 +40,13 @@ _FLT_MAX = np.finfo(np.float32).max
 _EXACT_F32 = 1 << 24  # integers below this are exact in float32, sums included
 
 
+# The scalar helpers below are pure functions of (value, range, type) and run on every
+# call of a kernel whose ranges are constants; they are cached (their results are integers,
+# or floats that do not depend on the sign of a zero range end).
+_cached = functools.lru_cache(maxsize=4096)
+
+
+@_cached
 def _limits(dtype) -> tuple[int, int]:
     info = np.iinfo(dtype)
     return int(info.min), int(info.max)
@@ -86,6 +99,7 @@ def _scalar(t, what) -> float:
 # ---- TF's range conversions (quantization_utils.h) ---------------------------------------
 
 
+@_cached
 def _float_to_quantized_unclamped(value: float, lo: float, hi: float, dtype) -> int:
     """The integer (unclamped) that stands for `value` in [lo, hi], in double precision."""
     lowest = _limits(dtype)[0]
@@ -97,6 +111,7 @@ def _float_to_quantized_unclamped(value: float, lo: float, hi: float, dtype) -> 
             - int(_round_away(np.float64(float(lo) * scale))) + lowest)
 
 
+@_cached
 def _float_to_quantized(value: float, lo: float, hi: float, dtype) -> int:
     q = _float_to_quantized_unclamped(value, lo, hi, dtype)
     low, high = _limits(dtype)
@@ -120,6 +135,7 @@ def _one_step(lo, hi, dtype) -> np.float32:
     return _F(_F(hi) - _F(lo)) / _F(high - low)
 
 
+@_cached
 def _product_range(min_a, max_a, min_b, max_b, ta, tb, tc):
     """The range of a product's qint32 accumulator: one step of each input, multiplied,
     times the output type's extremes (QuantizationRangeForMultiplication)."""
@@ -137,7 +153,7 @@ def _dequantize_min_first(x: np.ndarray, lo, hi, dtype) -> np.ndarray:
     return base + x.astype(_F) * scale
 
 
-def _quantize_min_first(x: np.ndarray, lo, hi, dtype) -> np.ndarray:
+def _quantize_min_first(x: np.ndarray, lo, hi, dtype, parts: int = 1) -> np.ndarray:
     """QUANTIZE_WITH_EIGEN: scale, round, shift by the rounded low end, clamp, in float32."""
     steps = float(1 << (8 * np.dtype(dtype).itemsize))
     width = _F(_F(hi) - _F(lo))
@@ -145,12 +161,18 @@ def _quantize_min_first(x: np.ndarray, lo, hi, dtype) -> np.ndarray:
     lo_scaled = _round_away(_F(_F(lo) * scale))
     low, high = _limits(dtype)
     lower, upper = max(_F(low), _F(-2.147483648e9)), min(_F(high), _F(2.14748352e9))
+    if np.dtype(dtype) == np.uint8 and x.dtype == _F and x.size > 256:
+        fast = _qnative.quantize_u8(x, scale, _F(lo_scaled - _F(low)), lower, upper, parts)
+        if fast is not None:
+            return fast
     q = _round_away(x.astype(_F) * scale) - _F(lo_scaled - _F(low))
     return np.clip(q, lower, upper).astype(np.int32).astype(dtype)
 
 
-def _requantize_32_to_8(x: np.ndarray, min_in, max_in, min_out, max_out) -> np.ndarray:
-    """TF's fixed-point qint32 -> quint8 requantization (16 fractional bits, int64)."""
+@_cached
+def _requantize_32_to_8_params(min_in, max_in, min_out, max_out) -> tuple[int, int]:
+    """(scale, offset): the fixed-point constants of `_requantize_32_to_8` (16 fractional
+    bits; offset = in_offset - out_offset + one half)."""
     in_range, out_range = _F(_F(max_in) - _F(min_in)), _F(_F(max_out) - _F(min_out))
     recip = _F(0.0) if out_range == 0 else _F(255.0 / float(out_range))
     rezero = _F(float(_F(_F(min_in) + _F(max_in))) / 2.0)
@@ -158,17 +180,28 @@ def _requantize_32_to_8(x: np.ndarray, min_in, max_in, min_out, max_out) -> np.n
     scale_fp = 0 if out_range == 0 else int(255.0 * one * float(in_range) / float(out_range))
     in_offset = int(_F(_F(rezero * recip) * _F(one)))
     out_offset = 0 if out_range == 0 else int(one * (float(min_out) * 255.0) / float(out_range))
+    return scale_fp, in_offset - out_offset + (one >> 1)
+
+
+def _requantize_32_to_8(x: np.ndarray, min_in, max_in, min_out, max_out,
+                        parts: int = 1) -> np.ndarray:
+    """TF's fixed-point qint32 -> quint8 requantization (16 fractional bits, int64)."""
+    scale_fp, offset = _requantize_32_to_8_params(min_in, max_in, min_out, max_out)
+    fast = _qnative.requantize_32_to_8(x, scale_fp, offset, parts)
+    if fast is not None:
+        return fast
     value = x.astype(np.int64)
     value *= scale_fp
     value >>= 32
-    value += in_offset - out_offset + (one >> 1)
+    value += offset
     value >>= 16
     return np.clip(value, 0, 255, out=value).astype(np.uint8)
 
 
-def _requantize(x: np.ndarray, in_type, min_in, max_in, min_out, max_out, out_type):
+def _requantize(x: np.ndarray, in_type, min_in, max_in, min_out, max_out, out_type,
+                parts: int = 1):
     if np.dtype(in_type) == np.int32 and np.dtype(out_type) == np.uint8:
-        return _requantize_32_to_8(x, min_in, max_in, min_out, max_out)
+        return _requantize_32_to_8(x, min_in, max_in, min_out, max_out, parts)
     return _by_table(x, lambda v: _quantize_min_first(
         _dequantize_min_first(v, min_in, max_in, in_type), min_out, max_out, out_type))
 
@@ -238,8 +271,8 @@ def _quantize_v2(node):
             if mode == "MIN_FIRST":
                 min_range, max_range = _adjusted_range(lo.reshape(-1)[0], hi.reshape(-1)[0],
                                                        ensure)
-                return (_quantize_min_first(x, min_range, max_range, dtype), min_range,
-                        max_range)
+                return (_quantize_min_first(x, min_range, max_range, dtype,
+                                            intra_op.workers(ctx)), min_range, max_range)
             q, mn, mx = _quantize_slice(x, lo.reshape(-1)[0], hi.reshape(-1)[0], dtype, mode,
                                         round_even, narrow, ensure)
             return q, _F(mn), _F(mx)
@@ -542,6 +575,15 @@ def _centered(x, zero, carrier):
     return _by_table(x, lambda v: (v.astype(np.int64) - zero).astype(carrier))
 
 
+def _native_matmul(ctx, a, b, a_range, b_range, c_t):
+    """The product in C (`_qnative.matmul`) for quint8 operands into qint32, or None."""
+    if np.dtype(c_t) != np.int32:
+        return None
+    za = _float_to_quantized_unclamped(0.0, *a_range)
+    zb = _float_to_quantized_unclamped(0.0, *b_range)
+    return _qnative.matmul(a, b, za, zb, intra_op.workers(ctx))
+
+
 @kernel_factory("QuantizedMatMul", expensive=True)
 @_checked
 def _quantized_matmul(node):
@@ -558,11 +600,13 @@ def _quantized_matmul(node):
         if a2.shape[1] != b2.shape[0]:
             raise _invalid(f"Matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: "
                            f"{list(b.shape)}")
-        (za, ma), (zb, mb) = _zero_point(a2, min_a, max_a, a_t), _zero_point(b2, min_b, max_b,
-                                                                            b_t)
-        carrier = _carrier_for(a2.shape[1] * ma * mb)
-        out = np.matmul(_centered(a2, za, carrier), _centered(b2, zb, carrier))
-        out = out.astype(np.int32).astype(c_t, copy=False)  # whole values within int32
+        out = _native_matmul(ctx, a2, b2, (min_a, max_a, a_t), (min_b, max_b, b_t), c_t)
+        if out is None:
+            (za, ma), (zb, mb) = _zero_point(a2, min_a, max_a, a_t), _zero_point(
+                b2, min_b, max_b, b_t)
+            carrier = _carrier_for(a2.shape[1] * ma * mb)
+            out = np.matmul(_centered(a2, za, carrier), _centered(b2, zb, carrier))
+            out = out.astype(np.int32).astype(c_t, copy=False)  # whole values within int32
         return (out,) + _product_range(min_a, max_a, min_b, max_b, a_t, b_t, c_t)
 
     return compute
@@ -595,6 +639,13 @@ def _quantized_conv2d(node):
         kh, kw, c, f = w.shape
         oh, pt, pb = _window(x.shape[1], kh, strides[1], 1, padding)
         ow, pl, pr = _window(x.shape[2], kw, strides[2], 1, padding)
+        if np.dtype(o_t) == np.int32:
+            out = _qnative.conv2d(
+                x, w, _float_to_quantized_unclamped(0.0, min_x, max_x, x_t),
+                _float_to_quantized_unclamped(0.0, min_w, max_w, w_t), strides[1:3],
+                (pt, pl), (oh, ow), intra_op.workers(ctx))
+            if out is not None:
+                return (out,) + _product_range(min_x, max_x, min_w, max_w, x_t, w_t, o_t)
         (zx, mx), (zw, mw) = _zero_point(x, min_x, max_x, x_t), _zero_point(w, min_w, max_w,
                                                                             w_t)
         carrier = _carrier_for(kh * kw * c * mx * mw)
@@ -608,6 +659,30 @@ def _quantized_conv2d(node):
         return (out,) + _product_range(min_x, max_x, min_w, max_w, x_t, w_t, o_t)
 
     return compute
+
+
+@_cached
+def _bias_add_table(x_dtype, min_x, max_x, b_t, lo, hi, o_t) -> np.ndarray:
+    """QuantizedBiasAdd's int32 value of each of the 256 8-bit inputs (read-only)."""
+    v = np.arange(256, dtype=np.uint8).view(x_dtype)
+    table = _quantize_min_first(_dequantize_min_first(v, min_x, max_x, b_t), lo, hi, o_t)
+    table.flags.writeable = False
+    return table
+
+
+_SHIFT_CACHE_BYTES = 1 << 14  # biases up to this size are cached (64 of them at most)
+
+
+@functools.lru_cache(maxsize=64)
+def _bias_add_shift(bias_bytes, bias_dtype, min_b, max_b, x_t, lo, hi, o_t) -> np.ndarray:
+    """QuantizedBiasAdd's bias in the output's range plus its zero point, wrapping as the
+    NumPy path adds them (read-only; cached by the bias's bytes: it is usually a constant)."""
+    bias = np.frombuffer(bias_bytes, bias_dtype)
+    bs = _quantize_min_first(_dequantize_min_first(bias, min_b, max_b, x_t), lo, hi, o_t)
+    with np.errstate(over="ignore"):
+        shift = bs + np.asarray(_float_to_quantized(0.0, lo, hi, o_t), o_t)
+    shift.flags.writeable = False
+    return shift
 
 
 @kernel_factory("QuantizedBiasAdd", expensive=True)
@@ -630,9 +705,20 @@ def _quantized_bias_add(node):
         zero = _float_to_quantized(0.0, lo, hi, o_t)
         # (TF dequantizes each operand with the other's type: the same for the usual
         # quint8 + quint8.)
-        xs = _by_table(x, lambda v: _quantize_min_first(
-            _dequantize_min_first(v, min_x, max_x, b_t), lo, hi, o_t))
+        def requantized(v):
+            return _quantize_min_first(_dequantize_min_first(v, min_x, max_x, b_t), lo, hi, o_t)
+
+        if x.dtype.itemsize == 1 and np.dtype(o_t) == np.int32:
+            key = (min_b, max_b, x_t, lo, hi, o_t)
+            shift = _bias_add_shift(bias.tobytes(), bias.dtype, *key) \
+                if bias.nbytes <= _SHIFT_CACHE_BYTES else _bias_add_shift.__wrapped__(
+                    bias.tobytes(), bias.dtype, *key)
+            table = _bias_add_table(x.dtype, min_x, max_x, b_t, lo, hi, o_t)
+            out = _qnative.bias_add(x, table, shift, intra_op.workers(ctx))
+            if out is not None:
+                return out, lo, hi
         bs = _quantize_min_first(_dequantize_min_first(bias, min_b, max_b, x_t), lo, hi, o_t)
+        xs = _by_table(x, requantized)
         with np.errstate(over="ignore"):
             xs += bs + np.asarray(zero, o_t)
         return xs.astype(o_t, copy=False), lo, hi
@@ -649,6 +735,10 @@ def _relu_kernel(six):
         def compute(ctx, x, lo, hi):
             lo, hi = _scalar(lo, "min_features"), _scalar(hi, "max_features")
             floor_q = _float_to_quantized(0.0, lo, hi, t)
+            cap_q = _float_to_quantized(6.0, lo, hi, t) if six else 255
+            out = _qnative.clamp_u8(x, floor_q, cap_q, intra_op.workers(ctx))
+            if out is not None:
+                return out, lo, hi
             out = np.maximum(x, np.asarray(floor_q, t))
             if six:
                 out = np.minimum(out, np.asarray(_float_to_quantized(6.0, lo, hi, t), t))
@@ -715,8 +805,8 @@ def _requantize_kernel(node):
             raise _invalid(f"requested_output_min must be <= 0, but got {out_lo}")
         if not out_hi >= 0:
             raise _invalid(f"requested_output_max must be <= 0, but got {out_hi}")
-        out = _requantize(x, t_in, lo, hi, out_lo, out_hi, t_out) if x.size else \
-            np.zeros(x.shape, t_out)
+        out = _requantize(x, t_in, lo, hi, out_lo, out_hi, t_out, intra_op.workers(ctx)) \
+            if x.size else np.zeros(x.shape, t_out)
         return out, out_lo, out_hi
 
     return compute
@@ -731,8 +821,8 @@ def _quantize_down_and_shrink_range(node):
         lo, hi = _scalar(lo, "input_min"), _scalar(hi, "input_max")
         used_min, used_max = _used_range(x, lo, hi, t_in)
         used_min = min(_F(0.0), used_min)
-        out = _requantize(x, t_in, lo, hi, used_min, used_max, t_out) if x.size else \
-            np.zeros(x.shape, t_out)
+        out = _requantize(x, t_in, lo, hi, used_min, used_max, t_out,
+                          intra_op.workers(ctx)) if x.size else np.zeros(x.shape, t_out)
         return out, _F(used_min), _F(used_max)
 
     return compute
