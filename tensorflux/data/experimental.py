@@ -41,7 +41,8 @@ __all__ = [
     "from_list",
     "from_variant", "get_structure", "to_variant", "pad_to_cardinality",
     "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Counter", "CsvDataset",
-    "RandomDataset", "Reducer", "TFRecordWriter", "ThreadingOptions", "assert_cardinality",
+    "RandomDataset", "Reducer", "SqlDataset", "TFRecordWriter", "ThreadingOptions",
+    "assert_cardinality",
     "bucket_by_sequence_length", "cardinality", "choose_from_datasets", "copy_to_device",
     "dense_to_sparse_batch", "enumerate_dataset", "get_single_element", "group_by_reducer",
     "group_by_window", "ignore_errors", "make_batched_features_dataset", "make_csv_dataset",
@@ -377,6 +378,25 @@ class TFRecordWriter:
                             f"{dataset.output_types}")
         return apply_op("DatasetToTFRecord", input_dataset=dataset._variant_tensor,
                         filename=self._filename, compression_type=self._compression)
+
+
+class SqlDataset(DatasetV1):
+    """The rows of `query` on a database (`driver_name` "sqlite", `data_source_name` its
+    file) as tuples of scalars of `output_types`."""
+
+    def __init__(self, driver_name, data_source_name, query, output_types):
+        types = output_types if isinstance(output_types, tuple) else (output_types,) \
+            if not isinstance(output_types, list) else tuple(output_types)
+        specs = tuple(st.Spec(dtypes.as_dtype(t), tensor_shape.TensorShape([]))
+                      for t in types)
+        v = apply_op("SqlDataset",
+                     driver_name=convert_to_tensor(driver_name, dtype=dtypes.string),
+                     data_source_name=convert_to_tensor(data_source_name,
+                                                        dtype=dtypes.string),
+                     query=convert_to_tensor(query, dtype=dtypes.string),
+                     output_types=[s.dtype for s in specs],
+                     output_shapes=[s.shape for s in specs])
+        super().__init__(v, specs if isinstance(output_types, (tuple, list)) else specs[0])
 
 
 # ---- CSV -------------------------------------------------------------------------------------

@@ -260,6 +260,54 @@ class AssertCardinalityDataset(Dataset):
         return _GenIterator(gen(), [inner])
 
 
+class SqlDataset(Dataset):
+    """The rows of an SQL query on a SQLite database, each column converted to its output
+    type (TensorFlow's SqlDataset; "sqlite" is its one driver)."""
+
+    def __init__(self, driver: str, source: str, query: str, types: list):
+        if driver != "sqlite":
+            raise errors.InvalidArgumentError(
+                None, None, f"The database type, {driver}, is not supported by SqlDataset. "
+                "The set of supported databases is: {'sqlite'}.")
+        self.source, self.query, self.types = source, query, types
+
+    def iterate(self, env):
+        import sqlite3
+
+        def gen():
+            try:
+                conn = sqlite3.connect(f"file:{self.source}?mode=ro", uri=True)
+            except sqlite3.Error as e:
+                raise errors.InvalidArgumentError(None, None, f"Failed to open database "
+                                                  f"{self.source}: {e}") from None
+            try:
+                cursor = conn.execute(self.query)
+                if cursor.description is None or \
+                        len(cursor.description) != len(self.types):
+                    n = 0 if cursor.description is None else len(cursor.description)
+                    raise errors.InvalidArgumentError(
+                        None, None, f"The number of columns in query ({n}) must match the "
+                        f"number of elements in output_types ({len(self.types)}).")
+                for row in cursor:
+                    yield [_sql_value(v, t) for v, t in zip(row, self.types, strict=True)]
+            except sqlite3.Error as e:
+                raise errors.InvalidArgumentError(None, None, f"SQLite error: {e}") from None
+            finally:
+                conn.close()
+        return _GenIterator(gen())
+
+
+def _sql_value(v, dtype) -> np.ndarray:
+    if dtype is object:
+        return np.asarray(v if isinstance(v, bytes) else str(v).encode(), dtype=object)
+    try:
+        return np.asarray(v, dtype=dtype)
+    except (TypeError, ValueError):
+        raise errors.InvalidArgumentError(
+            None, None, f"Cannot convert column value {v!r} to {np.dtype(dtype).name}.") \
+            from None
+
+
 # ---- windows and groups -----------------------------------------------------------------------
 
 class WindowDataset(Dataset):

@@ -177,6 +177,9 @@ define_op("DatasetCardinality", inputs=["input_dataset: variant"],
           shape_fn=scalar)
 define_op("DatasetToSingleElement", inputs=["dataset: variant"],
           outputs=["components: output_types"], attrs=_TYPED, shape_fn=_element_shapes)
+define_op("SqlDataset",
+          inputs=["driver_name: string", "data_source_name: string", "query: string"],
+          outputs=["handle: variant"], attrs=_TYPED[:2], shape_fn=scalar, stateful=True)
 define_op("DatasetToTFRecord",
           inputs=["input_dataset: variant", "filename: string", "compression_type: string"],
           shape_fn=_no_outputs, stateful=True)
@@ -213,4 +216,4 @@ not_differentiable(
     "IgnoreErrorsDataset", "TakeWhileDataset", "GroupByWindowDataset",
     "DirectedInterleaveDataset", "RandomDataset", "AssertCardinalityDataset",
     "DenseToSparseBatchDataset", "DatasetCardinality", "DatasetToSingleElement",
-    "DatasetToTFRecord")
+    "DatasetToTFRecord", "SqlDataset")

@@ -443,3 +443,26 @@ def test_from_list_pad_to_cardinality_and_options():
     assert got.experimental_optimization.map_fusion is True
     assert got.experimental_distribute.auto_shard_policy == E.AutoShardPolicy.DATA
     assert again == [0, 1]
+
+
+def test_sql_dataset_reads_sqlite_rows(tmp_path):
+    import sqlite3
+
+    db = str(tmp_path / "t.db")
+    conn = sqlite3.connect(db)
+    conn.execute("create table p (name text, age integer, h real)")
+    conn.executemany("insert into p values (?, ?, ?)",
+                     [("ann", 30, 1.7), ("bob", 41, 1.8), ("cy", 7, 1.2)])
+    conn.commit()
+    conn.close()
+    with tf.Graph().as_default():
+        rows = _drain(E.SqlDataset("sqlite", db, "select name, age, h from p where age > 10 "
+                                   "order by age", (tf.string, tf.int32, tf.float64)))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="number of columns"):
+            _drain(E.SqlDataset("sqlite", db, "select name from p", (tf.string, tf.int32)))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="SQLite error"):
+            _drain(E.SqlDataset("sqlite", db, "select nope from p", (tf.string,)))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="not supported"):
+            _drain(E.SqlDataset("mysql", db, "select 1", (tf.int32,)))
+    assert _norm(rows) == [["ann", 30, 1.7], ["bob", 41, 1.8]]
+    assert rows[0][1].dtype == np.int32

@@ -374,6 +374,16 @@ def _dataset_cardinality(ctx, input_ds):
                       dtype=np.int64)
 
 
+@kernel_factory("SqlDataset")
+def _sql_dataset(node):
+    types = [t.numpy_dtype if t.name != "string" else object
+             for t in node.attrs["output_types"]]
+
+    def compute(ctx, driver, source, query):
+        return dataset_transforms.SqlDataset(_str(driver), _str(source), _str(query), types)
+    return compute
+
+
 @kernel("DatasetToTFRecord")
 def _dataset_to_tfrecord(ctx, input_ds, filename, compression_type):
     from tensorflux.lib.io.tf_record import TFRecordWriter
