@@ -6,7 +6,11 @@ from types import SimpleNamespace
 
 from tensorflux.estimator import export
 from tensorflux.estimator.canned import (
+    BaselineClassifier,
+    BaselineRegressor,
     DNNClassifier,
+    DNNLinearCombinedClassifier,
+    DNNLinearCombinedRegressor,
     DNNRegressor,
     LinearClassifier,
     LinearRegressor,
@@ -24,4 +28,5 @@ Exporter = export.Exporter
 __all__ = ["Estimator", "EstimatorSpec", "ModeKeys", "RunConfig", "TrainSpec", "EvalSpec",
            "train_and_evaluate", "inputs", "export", "Exporter", "LatestExporter",
            "FinalExporter", "DNNClassifier", "DNNRegressor", "LinearClassifier",
-           "LinearRegressor"]
+           "LinearRegressor", "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor",
+           "BaselineClassifier", "BaselineRegressor"]

@@ -71,7 +71,7 @@ class _Head:
             labels = table.lookup(labels)
         return array_ops.reshape(math_ops.cast(labels, dtypes.int64), [-1, 1])
 
-    def spec(self, features, mode, logits, labels, optimizer):
+    def spec(self, features, mode, logits, labels, train_op_fn):
         from tensorflux.metrics import metrics_impl, threshold_metrics
         from tensorflux.nn import nn_impl
         from tensorflux.ops import (
@@ -86,8 +86,6 @@ class _Head:
             string_ops,
             unary_ops,
         )
-        from tensorflux.train.global_step import get_global_step
-
         predictions, outputs = {}, {}
         if self.n_classes is None:
             predictions["predictions"] = logits
@@ -132,8 +130,7 @@ class _Head:
                         labels=array_ops.reshape(ids, [-1]), logits=logits), -1)
         loss = reduction_ops.reduce_sum(per_example if weights is None
                                         else per_example * weights)
-        train_op = optimizer.minimize(loss, global_step=get_global_step()) \
-            if mode == ModeKeys.TRAIN else None
+        train_op = train_op_fn(loss) if mode == ModeKeys.TRAIN else None
         metrics = {}
         if mode == ModeKeys.EVAL:
             metrics["average_loss"] = metrics_impl.mean(per_example, weights=weights)
@@ -215,13 +212,30 @@ def _linear_logits(features, feature_columns, units, sparse_combiner):
 
 
 class _Canned(Estimator):
-    def __init__(self, head, logits_fn, optimizer, default_optimizer, default_lr,
-                 model_dir, config, warm_start_from):
+    """An Estimator of `logits_fn(features, mode)` and `head`, trained by `optimizers`:
+    (optimizer or name, default name, default learning rate, variable scope) each, one per
+    part of the network (each updates the trainable variables under its scope)."""
+
+    def __init__(self, head, logits_fn, optimizers, model_dir, config, warm_start_from):
+        def train_op_fn(loss):
+            from tensorflux.control_flow import builders
+            from tensorflux.framework import graph as graph_lib
+            from tensorflux.ops import state_ops
+            from tensorflux.train.global_step import get_global_step
+
+            step = get_global_step()
+            made = [(_optimizer(o, name, lr), scope) for o, name, lr, scope in optimizers]
+            if len(made) == 1:
+                return made[0][0].minimize(loss, global_step=step)
+            updates = [opt.minimize(loss, var_list=graph_lib.get_collection(
+                graph_lib.GraphKeys.TRAINABLE_VARIABLES, scope + "/"))
+                for opt, scope in made]
+            with graph_lib.get_default_graph().control_dependencies(
+                    [builders.group(*updates)]):
+                return state_ops.assign_add(step, 1).op
+
         def model_fn(features, labels, mode, config):
-            logits = logits_fn(features, mode)
-            opt = _optimizer(optimizer, default_optimizer, default_lr) \
-                if mode == ModeKeys.TRAIN else None
-            return head.spec(features, mode, logits, labels, opt)
+            return head.spec(features, mode, logits_fn(features, mode), labels, train_op_fn)
 
         super().__init__(model_fn, model_dir=model_dir, config=config,
                          warm_start_from=warm_start_from)
@@ -240,7 +254,7 @@ class DNNClassifier(_Canned):
         act = activation_fn or _relu
         super().__init__(head, lambda f, m: _dnn_logits(
             f, feature_columns, hidden_units, head.logits_dimension, act, dropout, m),
-            optimizer, "Adagrad", 0.05, model_dir, config, warm_start_from)
+            [(optimizer, "Adagrad", 0.05, "dnn")], model_dir, config, warm_start_from)
 
 
 class DNNRegressor(_Canned):
@@ -254,7 +268,7 @@ class DNNRegressor(_Canned):
         act = activation_fn or _relu
         super().__init__(head, lambda f, m: _dnn_logits(
             f, feature_columns, hidden_units, label_dimension, act, dropout, m),
-            optimizer, "Adagrad", 0.05, model_dir, config, warm_start_from)
+            [(optimizer, "Adagrad", 0.05, "dnn")], model_dir, config, warm_start_from)
 
 
 def _linear_lr(feature_columns) -> float:
@@ -272,8 +286,9 @@ class LinearClassifier(_Canned):
         head = _Head(n_classes, weight_column=weight_column,
                      label_vocabulary=label_vocabulary)
         super().__init__(head, lambda f, m: _linear_logits(
-            f, cols, head.logits_dimension, sparse_combiner), optimizer, "Ftrl",
-            _linear_lr(cols), model_dir, config, warm_start_from)
+            f, cols, head.logits_dimension, sparse_combiner),
+            [(optimizer, "Ftrl", _linear_lr(cols), "linear")], model_dir, config,
+            warm_start_from)
 
 
 class LinearRegressor(_Canned):
@@ -285,8 +300,116 @@ class LinearRegressor(_Canned):
         cols = list(feature_columns)
         head = _Head(None, label_dimension, weight_column)
         super().__init__(head, lambda f, m: _linear_logits(
-            f, cols, label_dimension, sparse_combiner), optimizer, "Ftrl", _linear_lr(cols),
-            model_dir, config, warm_start_from)
+            f, cols, label_dimension, sparse_combiner),
+            [(optimizer, "Ftrl", _linear_lr(cols), "linear")], model_dir, config,
+            warm_start_from)
+
+
+class DNNLinearCombinedClassifier(_Canned):
+    """Wide & deep: a linear model over `linear_feature_columns` plus a feed-forward
+    network over `dnn_feature_columns`, their logits summed; each part has its own
+    optimizer (FTRL and Adagrad by default)."""
+
+    def __init__(self, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl",
+                 dnn_feature_columns=None, dnn_optimizer="Adagrad", dnn_hidden_units=None,
+                 dnn_activation_fn=None, dnn_dropout=None, n_classes=2, weight_column=None,
+                 label_vocabulary=None, input_layer_partitioner=None, config=None,
+                 warm_start_from=None, loss_reduction=None, batch_norm=False,
+                 linear_sparse_combiner="sum"):
+        _check_classes(n_classes, label_vocabulary)
+        head = _Head(n_classes, weight_column=weight_column,
+                     label_vocabulary=label_vocabulary)
+        super().__init__(head, *_wide_and_deep(
+            head.logits_dimension, linear_feature_columns, linear_optimizer,
+            dnn_feature_columns, dnn_optimizer, dnn_hidden_units, dnn_activation_fn,
+            dnn_dropout, linear_sparse_combiner), model_dir, config, warm_start_from)
+
+
+class DNNLinearCombinedRegressor(_Canned):
+    """Wide & deep regression (see DNNLinearCombinedClassifier)."""
+
+    def __init__(self, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl",
+                 dnn_feature_columns=None, dnn_optimizer="Adagrad", dnn_hidden_units=None,
+                 dnn_activation_fn=None, dnn_dropout=None, label_dimension=1,
+                 weight_column=None, input_layer_partitioner=None, config=None,
+                 warm_start_from=None, loss_reduction=None, batch_norm=False,
+                 linear_sparse_combiner="sum"):
+        head = _Head(None, label_dimension, weight_column)
+        super().__init__(head, *_wide_and_deep(
+            label_dimension, linear_feature_columns, linear_optimizer, dnn_feature_columns,
+            dnn_optimizer, dnn_hidden_units, dnn_activation_fn, dnn_dropout,
+            linear_sparse_combiner), model_dir, config, warm_start_from)
+
+
+def _wide_and_deep(units, linear_cols, linear_opt, dnn_cols, dnn_opt, hidden, act, dropout,
+                   combiner):
+    """(logits_fn, optimizers) of a wide & deep model."""
+    linear_cols, dnn_cols = list(linear_cols or []), list(dnn_cols or [])
+    if not linear_cols and not dnn_cols:
+        raise ValueError("Either linear_feature_columns or dnn_feature_columns must be "
+                         "defined.")
+    if dnn_cols and not hidden:
+        raise ValueError("dnn_hidden_units must be defined when dnn_feature_columns is "
+                         f"specified. dnn_feature_columns: {dnn_cols}")
+    optimizers = []
+    if dnn_cols:
+        optimizers.append((dnn_opt, "Adagrad", 0.05, "dnn"))
+    if linear_cols:
+        optimizers.append((linear_opt, "Ftrl", _linear_lr(linear_cols), "linear"))
+
+    def logits_fn(features, mode):
+        from tensorflux.ops import math_ops
+
+        parts = []
+        if dnn_cols:
+            parts.append(_dnn_logits(features, dnn_cols, hidden, units, act or _relu,
+                                     dropout, mode))
+        if linear_cols:
+            parts.append(_linear_logits(features, linear_cols, units, combiner))
+        return parts[0] if len(parts) == 1 else math_ops.add(parts[0], parts[1])
+    return logits_fn, optimizers
+
+
+class _Baseline(_Canned):
+    def __init__(self, head, optimizer, model_dir, config):
+        def logits_fn(features, mode):
+            from tensorflux.ops import array_ops, joining_ops
+            from tensorflux.variables import init_ops, variable_scope
+
+            first = next(iter(features.values())) if isinstance(features, dict) \
+                else features
+            dense = first.dense_shape[0] if hasattr(first, "dense_shape") else \
+                array_ops.shape(first, out_type=dtypes.int64)[0]
+            with variable_scope.variable_scope("baseline"):
+                bias = variable_scope.get_variable(
+                    "bias", [head.logits_dimension],
+                    initializer=init_ops.zeros_initializer())
+            batch = joining_ops.stack([dense, 1])
+            return joining_ops.tile(array_ops.expand_dims(bias, 0),
+                                    array_ops.reshape(batch, [2]))
+
+        super().__init__(head, logits_fn, [(optimizer, "Ftrl", 0.3, "baseline")], model_dir,
+                         config, None)
+
+
+class BaselineClassifier(_Baseline):
+    """Predicts the training labels' class distribution, whatever the features."""
+
+    def __init__(self, model_dir=None, n_classes=2, weight_column=None,
+                 label_vocabulary=None, optimizer="Ftrl", config=None, loss_reduction=None):
+        _check_classes(n_classes, label_vocabulary)
+        super().__init__(_Head(n_classes, weight_column=weight_column,
+                               label_vocabulary=label_vocabulary), optimizer, model_dir,
+                         config)
+
+
+class BaselineRegressor(_Baseline):
+    """Predicts the training labels' mean, whatever the features."""
+
+    def __init__(self, model_dir=None, label_dimension=1, weight_column=None,
+                 optimizer="Ftrl", config=None, loss_reduction=None):
+        super().__init__(_Head(None, label_dimension, weight_column), optimizer, model_dir,
+                         config)
 
 
 def _relu(x):

@@ -42,6 +42,16 @@ def _input(y, epochs=None, shuffle=True, n=200):
                                     "linear/linear_model/bias_weights"}),
     (lambda d: tf.estimator.LinearClassifier(COLUMNS[:1], model_dir=d, n_classes=3),
      Y_MULTI, "accuracy", 0.85, {"linear/linear_model/x/weights"}),
+    (lambda d: tf.estimator.DNNLinearCombinedClassifier(
+        model_dir=d, linear_feature_columns=COLUMNS[1:], dnn_feature_columns=COLUMNS,
+        dnn_hidden_units=[16], dnn_optimizer=tf.train.AdamOptimizer(0.05)),
+     Y_BIN, "accuracy", 0.85, {"dnn/hiddenlayer_0/kernel", "dnn/logits/kernel",
+                               "linear/linear_model/color_indicator/weights"}),
+    (lambda d: tf.estimator.DNNLinearCombinedRegressor(
+        model_dir=d, linear_feature_columns=COLUMNS, dnn_feature_columns=COLUMNS[:1],
+        dnn_hidden_units=[8], linear_optimizer=tf.train.GradientDescentOptimizer(0.01)),
+     Y_REG, "average_loss", -0.5, {"linear/linear_model/x/weights",
+                                   "dnn/hiddenlayer_0/bias"}),
 ])
 def test_canned_estimators_learn(tmp_path, make, y, metric, bound, names):
     est = make(str(tmp_path))
@@ -74,8 +84,29 @@ def test_classifier_predictions_metrics_and_vocabulary(tmp_path):
         assert int(r["class_ids"][0]) == int(r["logits"][0] > 0)
 
 
+def test_baselines_learn_the_label_distribution(tmp_path):
+    clf = tf.estimator.BaselineClassifier(model_dir=str(tmp_path / "c"), n_classes=3,
+                                          optimizer=tf.train.AdamOptimizer(0.1))
+    clf.train(_input(Y_MULTI), steps=200)
+    probs = next(clf.predict(tf.estimator.inputs.numpy_input_fn(
+        {"x": X[:1], "color": COLOR[:1]}, shuffle=False)))["probabilities"]
+    want = np.bincount(Y_MULTI, minlength=3) / len(Y_MULTI)
+    np.testing.assert_allclose(probs, want, atol=0.03)
+    reg = tf.estimator.BaselineRegressor(model_dir=str(tmp_path / "r"),
+                                         optimizer=tf.train.AdamOptimizer(0.1))
+    reg.train(_input(Y_REG), steps=300)
+    pred = next(reg.predict(tf.estimator.inputs.numpy_input_fn(
+        {"x": X[:1], "color": COLOR[:1]}, shuffle=False)))["predictions"]
+    np.testing.assert_allclose(pred, [Y_REG.mean()], atol=0.15)
+    assert reg.get_variable_names().count("baseline/bias") == 1
+
+
 def test_canned_argument_errors():
     with pytest.raises(ValueError, match="n_classes must be > 1"):
         tf.estimator.DNNClassifier([4], COLUMNS, n_classes=1)
     with pytest.raises(ValueError, match="label_vocabulary"):
         tf.estimator.LinearClassifier(COLUMNS, n_classes=3, label_vocabulary=["a", "b"])
+    with pytest.raises(ValueError, match="Either linear_feature_columns"):
+        tf.estimator.DNNLinearCombinedClassifier()
+    with pytest.raises(ValueError, match="dnn_hidden_units must be defined"):
+        tf.estimator.DNNLinearCombinedRegressor(dnn_feature_columns=COLUMNS)
