@@ -41,7 +41,8 @@ __all__ = [
     "from_list",
     "from_variant", "get_structure", "to_variant", "pad_to_cardinality",
     "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Counter", "CsvDataset",
-    "RandomDataset", "Reducer", "SqlDataset", "TFRecordWriter", "ThreadingOptions",
+    "RandomDataset", "Reducer", "SqlDataset", "Optional", "get_next_as_optional",
+    "TFRecordWriter", "ThreadingOptions",
     "assert_cardinality",
     "bucket_by_sequence_length", "cardinality", "choose_from_datasets", "copy_to_device",
     "dense_to_sparse_batch", "enumerate_dataset", "get_single_element", "group_by_reducer",
@@ -397,6 +398,72 @@ class SqlDataset(DatasetV1):
                      output_types=[s.dtype for s in specs],
                      output_shapes=[s.shape for s in specs])
         super().__init__(v, specs if isinstance(output_types, (tuple, list)) else specs[0])
+
+
+class Optional:
+    """A value that may be absent: an element of a dataset's structure, or none
+    (`get_next_as_optional` gives one per call instead of raising at the end)."""
+
+    def __init__(self, variant, structure):
+        self._variant_tensor, self._structure = variant, structure
+
+    @staticmethod
+    def from_value(value):
+        from tensorflux.data.dataset_ops import _encode, _to_tensors
+
+        with graph_lib.name_scope("optional") as scope:
+            tensors = _to_tensors(value)
+            flat = [_encode(t) for t in st.flatten(tensors)]
+            v = apply_op("OptionalFromValue", components=flat, name=scope)
+        return Optional(v, st.map_structure(st.spec_of, tensors))
+
+    @staticmethod
+    def empty(element_spec):
+        """An Optional without a value, of `element_spec` (a structure of
+        (dtype, shape) pairs, Tensors or specs)."""
+        return Optional(apply_op("OptionalNone"), _specs(element_spec))
+
+    @property
+    def element_spec(self):
+        return self._structure
+
+    def has_value(self, name=None):
+        return apply_op("OptionalHasValue", optional=self._variant_tensor, name=name)
+
+    def get_value(self, name=None):
+        """The value (InvalidArgumentError at run time when there is none)."""
+        from tensorflux.data.dataset_ops import _decode
+
+        flat = st.flatten(self._structure)
+        out = apply_op("OptionalGetValue", optional=self._variant_tensor,
+                       output_types=[s.flat_dtype for s in flat],
+                       output_shapes=[s.flat_shape for s in flat], name=name)
+        out = list(out) if isinstance(out, (list, tuple)) else [out]
+        return st.pack(self._structure, [_decode(t, s) for t, s in zip(out, flat,
+                                                                          strict=True)])
+
+
+def _specs(element_spec):
+    def one(x):
+        if isinstance(x, st.Spec):
+            return x
+        if isinstance(x, Tensor):
+            return st.spec_of(x)
+        dtype, shape = x
+        return st.Spec(dtypes.as_dtype(dtype), tensor_shape.as_shape(shape))
+    if isinstance(element_spec, tuple) and len(element_spec) == 2 and \
+            isinstance(element_spec[0], dtypes.DType):
+        return one(element_spec)
+    return st.map_structure(one, element_spec)
+
+
+def get_next_as_optional(iterator):
+    """The iterator's next element as an Optional (empty at the end, without an error)."""
+    flat = st.flatten(iterator._structure)
+    v = apply_op("IteratorGetNextAsOptional", iterator=iterator._iterator_resource,
+                 output_types=[s.flat_dtype for s in flat],
+                 output_shapes=[s.flat_shape for s in flat])
+    return Optional(v, iterator._structure)
 
 
 # ---- CSV -------------------------------------------------------------------------------------

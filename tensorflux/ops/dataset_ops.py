@@ -177,6 +177,17 @@ define_op("DatasetCardinality", inputs=["input_dataset: variant"],
           shape_fn=scalar)
 define_op("DatasetToSingleElement", inputs=["dataset: variant"],
           outputs=["components: output_types"], attrs=_TYPED, shape_fn=_element_shapes)
+# An optional value: a scalar variant holding an element or nothing (get_next_as_optional).
+define_op("OptionalFromValue", inputs=["components: Toutput_types"],
+          outputs=["optional: variant"], attrs=["Toutput_types: list(type) >= 1"],
+          shape_fn=scalar)
+define_op("OptionalNone", outputs=["optional: variant"], shape_fn=scalar)
+define_op("OptionalHasValue", inputs=["optional: variant"], outputs=["has_value: bool"],
+          shape_fn=scalar)
+define_op("OptionalGetValue", inputs=["optional: variant"],
+          outputs=["components: output_types"], attrs=_TYPED[:2], shape_fn=_element_shapes)
+define_op("IteratorGetNextAsOptional", inputs=["iterator: resource"],
+          outputs=["optional: variant"], attrs=_TYPED[:2], shape_fn=scalar, stateful=True)
 define_op("SqlDataset",
           inputs=["driver_name: string", "data_source_name: string", "query: string"],
           outputs=["handle: variant"], attrs=_TYPED[:2], shape_fn=scalar, stateful=True)
@@ -216,4 +227,5 @@ not_differentiable(
     "IgnoreErrorsDataset", "TakeWhileDataset", "GroupByWindowDataset",
     "DirectedInterleaveDataset", "RandomDataset", "AssertCardinalityDataset",
     "DenseToSparseBatchDataset", "DatasetCardinality", "DatasetToSingleElement",
-    "DatasetToTFRecord", "SqlDataset")
+    "DatasetToTFRecord", "SqlDataset", "OptionalFromValue", "OptionalNone",
+    "OptionalHasValue", "OptionalGetValue", "IteratorGetNextAsOptional")

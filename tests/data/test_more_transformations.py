@@ -466,3 +466,24 @@ def test_sql_dataset_reads_sqlite_rows(tmp_path):
             _drain(E.SqlDataset("mysql", db, "select 1", (tf.int32,)))
     assert _norm(rows) == [["ann", 30, 1.7], ["bob", 41, 1.8]]
     assert rows[0][1].dtype == np.int32
+
+
+def test_get_next_as_optional_and_optional_values():
+    with tf.Graph().as_default():
+        it = tf.data.make_initializable_iterator(D.range(2).map(
+            lambda x: (x, tf.cast(x, tf.float32) * 2)))
+        opt = E.get_next_as_optional(it)
+        has, val = opt.has_value(), opt.get_value()
+        full = E.Optional.from_value({"a": tf.constant([1, 2]), "b": tf.constant("s")})
+        empty = E.Optional.empty((tf.int32, [3]))
+        with tf.Session() as s:
+            s.run(it.initializer)
+            got = [s.run([has, val]) for _ in range(2)]
+            assert not s.run(has)  # the end gives an empty optional, not an error
+            with pytest.raises(tf.errors.InvalidArgumentError, match="does not have a value"):
+                s.run(val)
+            f_has, f_val = s.run([full.has_value(), full.get_value()])
+            assert not s.run(empty.has_value())
+    assert _norm(got) == [[True, [0, 0.0]], [True, [1, 2.0]]]
+    assert f_has and _norm(f_val) == {"a": [1, 2], "b": "s"}
+    assert empty.element_spec.shape.as_list() == [3]

@@ -466,6 +466,70 @@ def _iterator_get_next(node):
     return compute
 
 
+class OptionalValue:
+    """What an optional variant holds: an element (its components) or None."""
+
+    __slots__ = ("components",)
+
+    def __init__(self, components):
+        self.components = components
+
+
+def _optional(value) -> np.ndarray:
+    out = np.empty((), dtype=object)
+    out[()] = value
+    return out
+
+
+def _held(optional) -> OptionalValue:
+    v = np.asarray(optional, dtype=object).reshape(-1)[0] if isinstance(
+        optional, np.ndarray) else optional
+    if not isinstance(v, OptionalValue):
+        raise errors.InvalidArgumentError(None, None, f"Expected an optional variant, got "
+                                          f"{type(v).__name__}")
+    return v
+
+
+@kernel("OptionalFromValue")
+def _optional_from_value(ctx, *components):
+    return _optional(OptionalValue([np.asarray(c) for c in components]))
+
+
+@kernel("OptionalNone")
+def _optional_none(ctx):
+    return _optional(OptionalValue(None))
+
+
+@kernel("OptionalHasValue")
+def _optional_has_value(ctx, optional):
+    return np.asarray(_held(optional).components is not None)
+
+
+@kernel_factory("OptionalGetValue")
+def _optional_get_value(node):
+    n = len(node.attrs["output_types"])
+
+    def compute(ctx, optional):
+        parts = _held(optional).components
+        if parts is None:
+            raise errors.InvalidArgumentError(None, None,
+                                              "The optional variant does not have a value.")
+        if len(parts) != n:
+            raise errors.InvalidArgumentError(
+                None, None, f"The optional has {len(parts)} components; {n} were expected.")
+        return parts[0] if n == 1 else tuple(parts)
+    return compute
+
+
+@kernel("IteratorGetNextAsOptional")
+def _iterator_get_next_as_optional(ctx, handle):
+    try:
+        x = _iterator(ctx, handle).get_next()
+    except errors.OutOfRangeError:
+        return _optional(OptionalValue(None))
+    return _optional(OptionalValue([np.asarray(v) for v in x]))
+
+
 def _fits(got: tuple, want) -> bool:
     if want is None or getattr(want, "ndims", 0) is None:
         return True
