@@ -13,6 +13,7 @@ from tensorflux.feature_column.feature_column import (
     linear_model,
     make_parse_example_spec,
     numeric_column,
+    shared_embedding_columns,
     weighted_categorical_column,
 )
 
@@ -20,4 +21,4 @@ __all__ = ["bucketized_column", "categorical_column_with_hash_bucket",
            "categorical_column_with_identity", "categorical_column_with_vocabulary_file",
            "categorical_column_with_vocabulary_list", "crossed_column", "embedding_column",
            "indicator_column", "input_layer", "linear_model", "make_parse_example_spec",
-           "numeric_column", "weighted_categorical_column"]
+           "numeric_column", "shared_embedding_columns", "weighted_categorical_column"]

@@ -548,16 +548,9 @@ class EmbeddingColumn(_DenseColumn, collections.namedtuple(
         from tensorflux.variables import variable_scope
 
         ids, weights = self.categorical_column._ids(builder)
-        initializer = self.initializer
-        if self.ckpt_to_load_from is not None:  # start from the checkpoint's values
-            from tensorflux.train import checkpoint_utils
-            from tensorflux.variables import init_ops
-
-            initializer = init_ops.constant_initializer(checkpoint_utils.load_variable(
-                self.ckpt_to_load_from, self.tensor_name_in_ckpt))
         table = variable_scope.get_variable(
             "embedding_weights", [self.categorical_column._num_buckets, self.dimension],
-            dtype=dtypes.float32, initializer=initializer,
+            dtype=dtypes.float32, initializer=_initial(self),
             trainable=self.trainable and trainable)
         return nn_extra.safe_embedding_lookup_sparse(
             table, ids, weights, combiner=self.combiner, max_norm=self.max_norm)
@@ -584,6 +577,83 @@ def embedding_column(categorical_column, dimension, combiner="mean", initializer
         raise ValueError(f"combiner must be one of 'mean', 'sqrtn' or 'sum', got {combiner}")
     return EmbeddingColumn(categorical_column, int(dimension), combiner, initializer,
                            ckpt_to_load_from, tensor_name_in_ckpt, max_norm, trainable)
+
+
+class SharedEmbeddingColumn(_DenseColumn, collections.namedtuple(
+        "SharedEmbeddingColumn", ["categorical_column", "dimension", "combiner", "initializer",
+                                  "shared_embedding_collection_name", "ckpt_to_load_from",
+                                  "tensor_name_in_ckpt", "max_norm", "trainable"])):
+    """An embedding whose table is shared with other columns: the first column built
+    creates it (in a scope named after the collection) and the others take it from the
+    graph collection `shared_embedding_collection_name`."""
+
+    @property
+    def name(self) -> str:
+        return self.categorical_column.name + "_shared_embedding"
+
+    @property
+    def _var_scope_name(self) -> str:
+        return self.shared_embedding_collection_name
+
+    @property
+    def _variable_shape(self):
+        return tensor_shape.TensorShape([self.dimension])
+
+    @property
+    def _parse_example_spec(self):
+        return self.categorical_column._parse_example_spec
+
+    def _dense(self, builder, trainable=True):
+        from tensorflux.framework import graph as graph_lib
+        from tensorflux.nn import nn_extra
+        from tensorflux.variables import variable_scope
+
+        ids, weights = self.categorical_column._ids(builder)
+        shared = graph_lib.get_collection(self.shared_embedding_collection_name)
+        if shared:
+            table = shared[0]
+        else:
+            table = variable_scope.get_variable(
+                "embedding_weights", [self.categorical_column._num_buckets, self.dimension],
+                dtype=dtypes.float32, initializer=_initial(self),
+                trainable=self.trainable and trainable)
+            graph_lib.add_to_collection(self.shared_embedding_collection_name, table)
+        return nn_extra.safe_embedding_lookup_sparse(
+            table, ids, weights, combiner=self.combiner, max_norm=self.max_norm)
+
+
+def _initial(column):
+    """The column's initializer, or its checkpoint's values when it has one."""
+    if column.ckpt_to_load_from is None:
+        return column.initializer
+    from tensorflux.train import checkpoint_utils
+    from tensorflux.variables import init_ops
+
+    return init_ops.constant_initializer(checkpoint_utils.load_variable(
+        column.ckpt_to_load_from, column.tensor_name_in_ckpt))
+
+
+def shared_embedding_columns(categorical_columns, dimension, combiner="mean",
+                             initializer=None, shared_embedding_collection_name=None,
+                             ckpt_to_load_from=None, tensor_name_in_ckpt=None,
+                             max_norm=None, trainable=True):
+    """Embedding columns of `categorical_columns` (all of one number of buckets) sharing
+    one table."""
+    columns = list(categorical_columns)
+    if not columns:
+        raise ValueError("categorical_columns must not be empty.")
+    sizes = {c._num_buckets for c in columns}
+    if len(sizes) != 1:
+        raise ValueError(f"To use shared_embedding_column, all categorical_columns must "
+                         f"have the same number of buckets. Given column: {columns[0]} "
+                         f"with buckets: {columns[0]._num_buckets}.")
+    first = embedding_column(columns[0], dimension, combiner, initializer, ckpt_to_load_from,
+                             tensor_name_in_ckpt, max_norm, trainable)
+    name = shared_embedding_collection_name or \
+        "_".join(sorted(c.name for c in columns)) + "_shared_embedding"
+    return [SharedEmbeddingColumn(c, first.dimension, combiner, first.initializer, name,
+                                  ckpt_to_load_from, tensor_name_in_ckpt, max_norm,
+                                  trainable) for c in columns]
 
 
 # ---- layers ---------------------------------------------------------------------------------
@@ -619,8 +689,9 @@ def input_layer(features, feature_columns, weight_collections=None, trainable=Tr
     outputs = []
     with variable_scope.variable_scope(None, default_name="input_layer"):
         for column in columns:
-            with variable_scope.variable_scope(None, default_name=column.name):
-                if isinstance(column, EmbeddingColumn):
+            scope = getattr(column, "_var_scope_name", column.name)
+            with variable_scope.variable_scope(None, default_name=scope):
+                if isinstance(column, (EmbeddingColumn, SharedEmbeddingColumn)):
                     t = column._dense(builder, trainable)
                 else:
                     t = column._dense(builder)

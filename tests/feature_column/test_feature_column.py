@@ -242,3 +242,25 @@ def test_parsed_examples_train_a_linear_and_an_embedding_model():
                 s.run(step)
             last = s.run(loss)
     assert first > 1.0 and last < 1e-3
+
+
+def test_shared_embedding_columns_share_one_table():
+    with tf.Graph().as_default():
+        features = {"q": tf.constant([[0, 1], [2, -1]], tf.int64),
+                    "d": tf.constant([1, 2], tf.int64)}
+        q = fc.categorical_column_with_identity("q", 3)
+        d = fc.categorical_column_with_identity("d", 3)
+        cols = fc.shared_embedding_columns([q, d], 2, initializer=tf.ones_initializer())
+        net = fc.input_layer(features, cols)
+        names = [v.name for v in tf.global_variables()]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run(tf.assign(tf.global_variables()[0],
+                            np.arange(6, dtype=np.float32).reshape(3, 2)))
+            got = s.run(net)
+        with pytest.raises(ValueError, match="same number of buckets"):
+            fc.shared_embedding_columns([q, fc.categorical_column_with_identity("e", 4)], 2)
+    # TensorFlow 2.21's values, names and variable for the same program.
+    assert [c.name for c in cols] == ["q_shared_embedding", "d_shared_embedding"]
+    assert names == ["input_layer/d_q_shared_embedding/embedding_weights:0"]
+    np.testing.assert_allclose(got, [[2.0, 3.0, 1.0, 2.0], [4.0, 5.0, 4.0, 5.0]])
