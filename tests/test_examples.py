@@ -20,12 +20,14 @@ EXAMPLES = [
     ("lbfgs.py", [], r"L-BFGS \(m=\d+\) minimized the 10-d Rosenbrock function in \d+ "
                      r"iterations: f = [\d.e+-]+, max \|x - 1\| = [\d.e+-]+"),
     ("digits_cnn.py", ["--epochs", "2"], r"test accuracy 0\.\d+"),
+    ("estimator_digits.py", ["--steps", "100"],
+     r"after 100 steps: held-out accuracy 0\.\d+, average loss [\d.]+; SavedModel at "),
 ]
 
 
 @pytest.mark.parametrize("script,args,pattern", EXAMPLES, ids=[e[0] for e in EXAMPLES])
 def test_example_runs_and_prints_its_result(script, args, pattern):
-    if script == "digits_cnn.py":
+    if script in ("digits_cnn.py", "estimator_digits.py"):
         pytest.importorskip("sklearn")
         pytest.importorskip("tqdm")
     proc = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args],

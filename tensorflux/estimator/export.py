@@ -124,10 +124,26 @@ class RegressionOutput:
 
 def signature_defs(receiver: ServingInputReceiver, spec) -> dict:
     """The SignatureDefs of an export: one per export output (default: the predictions as
-    "serving_default")."""
+    "serving_default"). An output the receiver cannot feed (Classify and Regress take one
+    string tensor of serialized Examples) is left out with a warning, as TensorFlow does.
+
+    Raises:
+      ValueError: no signature is left.
+    """
+    from tensorflux.platform import tf_logging as logging
+
     outputs = spec.export_outputs or {DEFAULT_SERVING_KEY: PredictOutput(spec.predictions)}
-    return {key: out.as_signature_def(receiver.receiver_tensors)
-            for key, out in outputs.items()}
+    signatures = {}
+    for key, out in outputs.items():
+        try:
+            signatures[key] = out.as_signature_def(receiver.receiver_tensors)
+        except ValueError as e:
+            logging.warning("Signature %s left out of the export: %s", key, e)
+    if not signatures:
+        raise ValueError("Export includes no signatures!")
+    if DEFAULT_SERVING_KEY not in signatures:
+        logging.warning("Export includes no default signature!")
+    return signatures
 
 
 def timestamped_dir(base) -> str:

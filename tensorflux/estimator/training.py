@@ -73,11 +73,15 @@ class _Run:
     def evaluate(self, is_final: bool):
         est, spec = self.estimator, self.eval_spec
         checkpoint = est.latest_checkpoint()
-        if checkpoint is None or checkpoint == self.evaluated:
+        if checkpoint is None:
             return
-        self.evaluated = checkpoint
-        self.result = est.evaluate(spec.input_fn, steps=spec.steps, hooks=list(spec.hooks),
-                                   checkpoint_path=checkpoint, name=spec.name)
+        if checkpoint != self.evaluated:
+            self.evaluated = checkpoint
+            self.result = est.evaluate(spec.input_fn, steps=spec.steps,
+                                       hooks=list(spec.hooks), checkpoint_path=checkpoint,
+                                       name=spec.name)
+        elif not is_final:
+            return
         for exporter in spec.exporters:
             path = os.path.join(est.model_dir, "export", exporter.name)
             self.exports.append(exporter.export(est, path, checkpoint, self.result,
