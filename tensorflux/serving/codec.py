@@ -45,8 +45,14 @@ from tensorflux.protos import example_pb2, feature_pb2
 from tensorflux.saved_model import signature_constants as sc
 from tensorflux.serving.servable import numpy_dtype
 
-__all__ = ["parse_json", "signature_name", "predict_inputs", "predict_response",
-           "examples_tensor", "classify_response", "regress_response", "to_json"]
+try:
+    from tensorflux.serving import _jsonnum
+except ImportError:  # not built (no C compiler at install time): json decodes everything
+    _jsonnum = None
+
+__all__ = ["parse_json", "signature_name", "predict_inputs", "predict_inputs_fast",
+           "predict_response", "examples_tensor", "classify_response", "regress_response",
+           "to_json"]
 
 # The deepest nesting of a tensor value (NumPy's limit on a rank).
 MAX_DEPTH = 64
@@ -307,6 +313,46 @@ def predict_inputs(doc: dict, signature, body: bytes | None = None) -> tuple[dic
                    f"{len(infos)} inputs")
     alias = next(iter(infos))
     return {alias: to_array(rows, infos[alias], alias, text)}, True
+
+
+# The request predict_inputs_fast takes: one key, then the array; JSON whitespace only.
+_FAST_HEAD = re.compile(rb'[ \t\n\r]*\{[ \t\n\r]*"(instances|inputs)"[ \t\n\r]*:[ \t\n\r]*\[')
+_FAST_TAIL = re.compile(rb'[ \t\n\r]*\}[ \t\n\r]*')
+_FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def predict_inputs_fast(body: bytes, signature) -> tuple[dict, bool] | None:
+    """`predict_inputs(parse_json(body), signature, body)` for the common request, without
+    building Python lists: `{"instances": A}` or `{"inputs": A}` for a signature with one
+    float32/float64 input, A a rectangular nested list of JSON numbers (the C extension
+    `_jsonnum` reads it). None for every other body -- and for any value the general path
+    would refuse or treat specially (integers beyond the float's exact range, overflowing
+    literals) -- so that the general path decodes it, errors included; the arrays returned
+    are those it would give, bit for bit (tests/serving/test_codec.py)."""
+    if _jsonnum is None or len(signature.inputs) != 1:
+        return None
+    head = _FAST_HEAD.match(body)
+    if head is None:
+        return None
+    alias, info = next(iter(signature.inputs.items()))
+    dtype = np.dtype(numpy_dtype(info))
+    if dtype not in _FAST_DTYPES:
+        return None
+    got = _jsonnum.numbers(body, head.end() - 1)
+    if got is None or _FAST_TAIL.fullmatch(body, got[3]) is None:
+        return None
+    values, shape, ints, _ = got
+    raw = np.frombuffer(values, np.float64).reshape(shape)
+    if ints == raw.size:  # all integers: taken when the float type holds them exactly
+        if np.abs(raw).max() > 2 ** (np.finfo(dtype).nmant + 1) - 1:
+            return None
+    elif not np.isfinite(raw).all():
+        return None
+    with np.errstate(over="ignore"):
+        out = raw.astype(dtype, copy=False)
+    if out.dtype != raw.dtype and np.isinf(out).any():  # beyond float32: a 400 error
+        return None
+    return {alias: out}, head.group(1) == b"instances"
 
 
 def _jsonable(arr: np.ndarray, alias: str):

@@ -228,6 +228,8 @@ class ModelServer:
         if (request.content_length or 0) > self.max_request_bytes:
             raise too_large
         try:
+            if request.content.is_eof():  # all of it is here (a small body): no timer needed
+                return await request.read()
             async with asyncio.timeout(self.request_timeout_seconds):
                 return await request.read()
         except web.HTTPRequestEntityTooLarge:
@@ -280,6 +282,10 @@ class ModelServer:
 
     async def _predict(self, servable, body: bytes) -> bytes:
         def decode(body):
+            if "serving_default" in servable.signatures:
+                fast = codec.predict_inputs_fast(body, servable.signatures["serving_default"])
+                if fast is not None:
+                    return ("serving_default", *fast)
             doc = codec.parse_json(body)
             name = codec.signature_name(doc)
             inputs, rows = codec.predict_inputs(doc, servable.signature(name), body)
