@@ -5,12 +5,13 @@
  * nested list of numbers -- skips both: on the 2-core machine json.loads plus np.asarray of
  * a 1x8x8x1 image took ~50 us (the nested lists cost more than the numbers), this ~2 us.
  *
- *   numbers(body, start) -> (values, shape, ints, end) or None
+ *   numbers(body, start) -> (values, shape, ints, end, largest) or None
  *
  * reads the JSON array that begins at body[start] ('['): `values` a bytearray of the leaves
  * as C doubles in row-major order, `shape` their tuple of dimensions, `ints` how many leaves
  * were written as integers (no fraction, no exponent), `end` the offset just past the
- * array's closing bracket. It answers None -- never an error -- for anything it does not
+ * array's closing bracket, `largest` the largest magnitude (inf if a literal overflowed).
+It answers None -- never an error -- for anything it does not
  * take, and the caller then decodes the request the general way, which also gives the error
  * if there is one: a token that is not a JSON number (true, null, strings, NaN, Infinity,
  * objects), a malformed number or separator, an empty or ragged list, leaves at different
@@ -26,6 +27,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <math.h>
 #include <string.h>
 
 #define MAX_DEPTH 32
@@ -38,6 +40,50 @@ static const char *skip_ws(const char *s, const char *e) {
 }
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* A well-formed JSON number [t, e) whose digits make an integer m < 2^53 and whose decimal
+ * exponent x has |x| <= 22 is m * 10^x or m / 10^-x exactly rounded: both operands are exact
+ * doubles and IEEE arithmetic rounds the one operation correctly (Clinger's fast path, the
+ * one correctly rounded strtod implementations take first). Returns 0 with the value, or -1
+ * (the caller then asks PyOS_string_to_double). */
+static int exact_decimal(const char *t, const char *e, double *out) {
+    static const double pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+                                   1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+                                   1e20, 1e21, 1e22};
+    int neg = 0, x = 0, nd = 0;
+    unsigned long long m = 0;
+    if (*t == '-') { neg = 1; t++; }
+    for (; t < e && is_digit(*t); t++) {
+        if (m == 0 && *t == '0') continue;  /* leading zeros add nothing */
+        if (++nd > 16) return -1;
+        m = m * 10 + (unsigned)(*t - '0');
+    }
+    if (t < e && *t == '.') {
+        for (t++; t < e && is_digit(*t); t++) {
+            if (m == 0 && *t == '0') { x--; continue; }
+            if (++nd > 16) return -1;
+            m = m * 10 + (unsigned)(*t - '0');
+            x--;
+        }
+    }
+    if (t < e) {  /* an exponent */
+        int eneg = 0, ev = 0;
+        t++;
+        if (*t == '+' || *t == '-') { eneg = *t == '-'; t++; }
+        for (; t < e; t++) {
+            if (ev > 10000) return -1;
+            ev = ev * 10 + (*t - '0');
+        }
+        x += eneg ? -ev : ev;
+    }
+    if (m >= (1ULL << 53)) return -1;
+    double v = (double)m;
+    if (m == 0) x = 0;
+    if (x < -22 || x > 22) return -1;
+    v = x < 0 ? v / pow10[-x] : v * pow10[x];
+    *out = neg ? -v : v;
+    return 0;
+}
 
 /* Parses one JSON number at *ps; returns 0 and advances *ps, or -1 if it is not one. */
 static int read_number(const char **ps, const char *e, double *out, int *is_int) {
@@ -72,6 +118,10 @@ static int read_number(const char **ps, const char *e, double *out, int *is_int)
     if (len > MAX_TOKEN) return -1;
     if (*is_int && (digits > MAX_INT_DIGITS || (len == 2 && t[0] == '-' && t[1] == '0')))
         return -1;
+    if (exact_decimal(t, s, out) == 0) {
+        *ps = s;
+        return 0;
+    }
     memcpy(buf, t, (size_t)len);
     buf[len] = '\0';
     char *end = NULL;
@@ -105,7 +155,7 @@ static int push(Values *vals, double x) {
 
 /* The array at s (a '['), as described at the top; 0 on success, -1 when not taken. */
 static int read_array(const char *s, const char *e, Values *vals, Py_ssize_t *dims,
-                      int *ndim, Py_ssize_t *ints, const char **end) {
+                      int *ndim, Py_ssize_t *ints, double *largest, const char **end) {
     Py_ssize_t count[MAX_DEPTH + 1];
     int depth = 1, leaf_depth = -1;
     for (int i = 0; i <= MAX_DEPTH; i++) dims[i] = -1;
@@ -130,6 +180,7 @@ static int read_array(const char *s, const char *e, Values *vals, Py_ssize_t *di
         if (read_number(&s, e, &x, &is_int) < 0) return -1;
         if (push(vals, x) < 0) return -2;
         *ints += is_int;
+        if (fabs(x) > *largest || x != x) *largest = fabs(x);
         count[depth]++;
         /* after a value: ',' (another follows) or ']' (the list ends, itself a value) */
         for (;;) {
@@ -166,8 +217,10 @@ static PyObject *py_numbers(PyObject *self, PyObject *args) {
     Values vals = {NULL, 0, 0};
     Py_ssize_t dims[MAX_DEPTH + 1], ints = 0;
     int ndim = 0;
+    double largest = 0.0;
     const char *end = NULL;
-    int rc = read_array(base + start, base + view.len, &vals, dims, &ndim, &ints, &end);
+    int rc = read_array(base + start, base + view.len, &vals, dims, &ndim, &ints, &largest,
+                        &end);
     PyObject *result = NULL;
     if (rc == -2) {
         PyErr_NoMemory();
@@ -181,7 +234,8 @@ static PyObject *py_numbers(PyObject *self, PyObject *args) {
         if (values != NULL && shape != NULL) {
             for (int i = 0; i < ndim; i++)
                 PyTuple_SET_ITEM(shape, i, PyLong_FromSsize_t(dims[i + 1]));
-            result = Py_BuildValue("(OOnn)", values, shape, ints, (Py_ssize_t)(end - base));
+            result = Py_BuildValue("(OOnnd)", values, shape, ints, (Py_ssize_t)(end - base),
+                                   largest);
         }
         Py_XDECREF(values);
         Py_XDECREF(shape);
@@ -193,7 +247,8 @@ static PyObject *py_numbers(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"numbers", py_numbers, METH_VARARGS,
-     "numbers(body, start) -> (values, shape, ints, end) or None: the JSON array of numbers "
+     "numbers(body, start) -> (values, shape, ints, end, largest) or None: the JSON array of "
+     "numbers "
      "at body[start] (see _jsonnum.c)"},
     {NULL, NULL, 0, NULL},
 };

@@ -40,6 +40,7 @@ import re
 import signal
 import sys
 import threading
+import weakref
 
 import numpy as np
 from aiohttp import http_exceptions, web
@@ -136,6 +137,7 @@ class ModelServer:
         if self.batcher is not None and batch_close_when_idle:
             self.batcher.incoming = 0  # counted from now on: batches close when idle
         self._incoming: set = set()  # handler tasks counted in batcher.incoming
+        self._fast_inputs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     async def _in_pool(self, fn, *args):
         return await self.workers.run(fn, *args)
@@ -280,12 +282,20 @@ class ModelServer:
             self._incoming.discard(task)
             self.batcher.incoming -= 1
 
+    def _fast_input(self, servable):
+        """codec.fast_input of the servable's default signature, asked once."""
+        try:
+            return self._fast_inputs[servable]
+        except KeyError:
+            sig = servable.signatures.get("serving_default")
+            fast = self._fast_inputs[servable] = None if sig is None else codec.fast_input(sig)
+            return fast
+
     async def _predict(self, servable, body: bytes) -> bytes:
         def decode(body):
-            if "serving_default" in servable.signatures:
-                fast = codec.predict_inputs_fast(body, servable.signatures["serving_default"])
-                if fast is not None:
-                    return ("serving_default", *fast)
+            fast = codec.predict_inputs_fast(body, self._fast_input(servable))
+            if fast is not None:  # the common body, read without json (codec.py)
+                return ("serving_default", *fast)
             doc = codec.parse_json(body)
             name = codec.signature_name(doc)
             inputs, rows = codec.predict_inputs(doc, servable.signature(name), body)

@@ -40,7 +40,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 def _check(body: bytes, sig, taken: bool | None):
     """The fast path agrees with the general one; `taken`: whether it must take the body
     (None: either way)."""
-    fast = codec.predict_inputs_fast(body, sig)
+    fast = codec.predict_inputs_fast(body, codec.fast_input(sig))
     general = _general(body, sig)
     if taken is not None:
         assert (fast is not None) == taken, body
@@ -107,7 +107,8 @@ def test_everything_else_goes_the_general_way(body):
 @pytest.mark.parametrize("sig", [_signature(types_pb2.DT_INT32), _signature(types_pb2.DT_HALF),
                                  _signature(aliases=("a", "b"))])
 def test_other_signatures_go_the_general_way(sig):
-    assert codec.predict_inputs_fast(b'{"instances": [1.5, 2]}', sig) is None
+    assert codec.fast_input(sig) is None
+    assert codec.predict_inputs_fast(b'{"instances": [1.5, 2]}', None) is None
 
 
 def _number(rng: random.Random) -> str:
@@ -152,3 +153,18 @@ def test_the_digits_request_is_taken():
     body = ('{"instances": [' + str(np.random.default_rng(0).random((8, 8, 1)).round(3)
                                     .tolist()) + ']}').encode()
     _check(body, _signature(), taken=True)
+
+
+def test_numbers_read_as_float_reads_them():
+    rng = random.Random(7)
+    tokens = [_number(rng) for _ in range(20000)]
+    tokens = [t for t in tokens if t not in ("NaN", "true", "1.", ".5", "-0")]
+    tokens += ["0.1", "0.3", "9007199254740993", "9007199254740992e-22", "1e22", "1e23",
+               "123456789012345.6", "0.000000000000000000001", "5e-324", "2.2250738585072011e-308"]
+    for t in tokens:
+        got = codec._jsonnum.numbers(f"[{t}]".encode(), 0)
+        if got is None:  # an integer beyond int64's digits: the general path's
+            assert len(t.lstrip("-")) > 18 and "." not in t and "e" not in t.lower(), t
+            continue
+        value = np.frombuffer(got[0], np.float64)[0]
+        assert value.tobytes() == np.float64(float(t)).tobytes(), (t, value, float(t))
