@@ -156,6 +156,10 @@ class ModelServer:
         app = web.Application(client_max_size=self.max_request_bytes)
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
+        if re.fullmatch(r"[A-Za-z0-9_.-]+", self.manager.name):
+            # The common request by its exact path: aiohttp finds a plain route in one
+            # dict lookup, where the pattern below costs ~10-25 us a request to match.
+            app.router.add_post(f"/v1/models/{self.manager.name}:predict", self._models)
         app.router.add_route("*", "/v1/models/{tail:.*}", self._models)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         return app
