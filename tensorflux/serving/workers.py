@@ -110,6 +110,12 @@ class ModelRuns:
     """Model calls on the event loop when measured cheap, else on `workers` (see the module
     docstring).
 
+    A kind of call is cheap when the moving average of its thread CPU time is below
+    `inline_micros` and that of its wall time below `_WALL_FACTOR` times that: a call that
+    waits (a py_func doing I/O, a queue) uses little CPU but would stall the loop, and the
+    generous wall bound still passes a small model's runs on a worker, whose wall time
+    includes waiting for the GIL behind the other runs.
+
     Args:
       workers: the WorkerThreads for the calls measured expensive (and the first call of
         each kind, which has no measure yet).
@@ -117,40 +123,48 @@ class ModelRuns:
         of call runs on the event loop; 0 sends every call to the workers.
     """
 
-    _ALPHA = 0.25  # weight of the newest measure in the moving average
+    _ALPHA = 0.25  # weight of the newest measure in the moving averages
+    _WALL_FACTOR = 4.0
 
     def __init__(self, workers: WorkerThreads, inline_micros: float = 5000.0):
         self.workers = workers
         self.inline_s = max(0.0, float(inline_micros)) / 1e6
-        # servable -> {(signature, batch bucket): moving average of thread CPU seconds}
+        self.inline_wall_s = self._WALL_FACTOR * self.inline_s
+        # servable -> {(signature, batch bucket): [thread CPU seconds, wall seconds]}, both
+        # moving averages
         self._costs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.inline_runs = 0
 
-    def cost(self, servable, signature_name: str, rows: int) -> float | None:
-        """The measured thread CPU seconds of such a call, None before the first."""
+    def cost(self, servable, signature_name: str, rows: int) -> tuple[float, float] | None:
+        """The measured (thread CPU, wall) seconds of such a call, None before the first."""
         costs = self._costs.get(servable)
-        return None if costs is None else costs.get((signature_name, rows.bit_length()))
+        cost = None if costs is None else costs.get((signature_name, rows.bit_length()))
+        return None if cost is None else tuple(cost)
 
-    def _note(self, servable, key, seconds: float) -> None:
+    def _note(self, servable, key, cpu: float, wall: float) -> None:
         costs = self._costs.get(servable)
         if costs is None:
             costs = self._costs.setdefault(servable, {})
         old = costs.get(key)
-        costs[key] = seconds if old is None else old + self._ALPHA * (seconds - old)
+        if old is None:
+            costs[key] = [cpu, wall]
+        else:
+            old[0] += self._ALPHA * (cpu - old[0])
+            old[1] += self._ALPHA * (wall - old[1])
 
     def _timed(self, servable, key, fn, args):
-        t0 = time.thread_time()
+        c0, w0 = time.thread_time(), time.perf_counter()
         try:
             return fn(*args)
         finally:
-            self._note(servable, key, time.thread_time() - t0)
+            self._note(servable, key, time.thread_time() - c0, time.perf_counter() - w0)
 
     async def run(self, servable, signature_name: str, rows: int, fn, *args):
         """`fn(*args)`, a call of `servable`'s signature on `rows` rows; its value here."""
         key = (signature_name, rows.bit_length())
         costs = self._costs.get(servable)
         cost = None if costs is None else costs.get(key)
-        if cost is not None and cost < self.inline_s:
+        if cost is not None and cost[0] < self.inline_s and cost[1] < self.inline_wall_s:
             self.inline_runs += 1
             return self._timed(servable, key, fn, args)
         return await self.workers.run(self._timed, servable, key, fn, args)

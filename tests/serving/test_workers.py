@@ -98,13 +98,14 @@ def _burn(seconds):
         pass
 
 
-@pytest.mark.parametrize("inline_micros, work_s, rows, inline_after_first", [
-    (5000, 0.0, 1, True),        # cheap: measured on a worker once, then on the loop
-    (5000, 0.0, 0, True),        # scalar inputs (no batch dimension) too
-    (5000, 0.02, 1, False),      # 20 ms of CPU per call: stays on the workers
-    (0, 0.0, 1, False),          # inlining turned off
+@pytest.mark.parametrize("inline_micros, work_s, sleep_s, rows, inline_after_first", [
+    (5000, 0.0, 0.0, 1, True),     # cheap: measured on a worker once, then on the loop
+    (5000, 0.0, 0.0, 0, True),     # scalar inputs (no batch dimension) too
+    (5000, 0.02, 0.0, 1, False),   # 20 ms of CPU per call: stays on the workers
+    (5000, 0.0, 0.03, 1, False),   # waits 30 ms (little CPU, much wall time): the same
+    (0, 0.0, 0.0, 1, False),       # inlining turned off
 ])
-def test_model_runs_go_inline_only_when_measured_cheap(inline_micros, work_s, rows,
+def test_model_runs_go_inline_only_when_measured_cheap(inline_micros, work_s, sleep_s, rows,
                                                        inline_after_first):
     workers = WorkerThreads(2)
     runs = ModelRuns(workers, inline_micros)
@@ -112,6 +113,7 @@ def test_model_runs_go_inline_only_when_measured_cheap(inline_micros, work_s, ro
 
     def fn(x):
         _burn(work_s)
+        time.sleep(sleep_s)
         return x, threading.current_thread()
     try:
         async def main():
