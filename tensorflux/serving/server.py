@@ -20,13 +20,13 @@ read whole (Content-Length checked first; a chunked body is cut off once it pass
 limit). A client has `--rest_api_timeout_in_ms` to send a request's headers and body (408
 after that for a body; a connection that never completes its headers, or stays idle that
 long between requests, is closed), so a client that sends half a request and stalls holds
-nothing for long. The event loop parses HTTP and decodes and encodes small JSON bodies (tens of
-microseconds, less than a thread hop); model runs measured cheaper than
-`--inline_run_micros` of CPU run there too (a small model's batch-of-one run is mostly
-Python: on a worker it would only trade the GIL with the loop), other model runs and large
-bodies go to `--num_threads` worker threads (workers.py). SIGTERM or SIGINT: stop
-accepting, let in-flight requests finish (up to `--shutdown_grace_seconds`), unload the
-model, exit 0. Binds 127.0.0.1 unless
+nothing for long. The event loop parses HTTP and decodes and encodes small JSON bodies (tens
+of microseconds, less than a thread hop; the common predict body through a small C reader,
+codec.predict_inputs_fast); model runs measured cheaper than `--inline_run_micros` of CPU
+run there too (a small model's batch-of-one run is mostly Python: on a worker it would
+only trade the GIL with the loop), other model runs and large bodies go to `--num_threads`
+worker threads (workers.py). SIGTERM or SIGINT: stop accepting, let in-flight requests
+finish (up to `--shutdown_grace_seconds`), unload the model, exit 0. Binds 127.0.0.1 unless
 `--rest_api_host` says otherwise.
 """
 
