@@ -1,6 +1,8 @@
-"""Builds the optional C extensions tensorflux.kernels.cpu._native and ._qkernels (everything
-else is in pyproject.toml). They are optional: without a C compiler the install goes on and
-the kernels take their NumPy paths (tensorflux/kernels/cpu/native.py, _qnative.py)."""
+"""Builds the optional C extensions tensorflux.kernels.cpu._native and ._qkernels, and
+tensorflux.serving._jsonnum (everything else is in pyproject.toml). They are optional:
+without a C compiler the install goes on, the kernels take their NumPy paths
+(tensorflux/kernels/cpu/native.py, _qnative.py) and the model server decodes every request
+with json (tensorflux/serving/codec.py)."""
 
 import sys
 
@@ -21,4 +23,7 @@ setup(ext_modules=[
               extra_compile_args=_FLAGS, extra_link_args=_LINK, optional=True),
     Extension("tensorflux.kernels.cpu._qkernels", ["tensorflux/kernels/cpu/_qkernels.c"],
               extra_compile_args=_FLAGS, extra_link_args=_LINK, optional=True),
+    Extension("tensorflux.serving._jsonnum", ["tensorflux/serving/_jsonnum.c"],
+              extra_compile_args=[] if sys.platform == "win32" else ["-O2", "-std=c11"],
+              optional=True),
 ])

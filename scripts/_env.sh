@@ -11,7 +11,8 @@ stamp=.venv/.tensorflux-installed-$TFX_EXTRAS
 # Reinstall when the package's build inputs change (the C extensions are built at install).
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
     || [ tensorflux/kernels/cpu/_native.c -nt "$stamp" ] \
-    || [ tensorflux/kernels/cpu/_qkernels.c -nt "$stamp" ]; then
+    || [ tensorflux/kernels/cpu/_qkernels.c -nt "$stamp" ] \
+    || [ tensorflux/serving/_jsonnum.c -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$TFX_EXTRAS]"
   touch "$stamp"
 fi

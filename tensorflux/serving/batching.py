@@ -49,13 +49,18 @@ class BatchScheduler:
       batch_timeout_micros: how long the first request of a batch waits for company.
       run_in_pool: async (fn, *args) -> result, running fn off the event loop.
       when_model_idle: also close a batch when no batch is running (module docstring).
+      run_model: async (servable, signature_name, inputs) -> outputs, running the model
+        where the server decides (workers.ModelRuns); default: `servable.run` through
+        `run_in_pool`.
     """
 
     def __init__(self, max_batch_size: int, batch_timeout_micros: int,
-                 run_in_pool: Callable, when_model_idle: bool = False):
+                 run_in_pool: Callable, when_model_idle: bool = False,
+                 run_model: Callable | None = None):
         self.max_batch_size = max(1, int(max_batch_size))
         self.timeout_s = max(0, int(batch_timeout_micros)) / 1e6
         self._run_in_pool = run_in_pool
+        self._run_model = run_model
         self._open: dict[tuple, _Batch] = {}
         self.batches_run = 0
         self.when_model_idle = bool(when_model_idle)
@@ -74,7 +79,7 @@ class BatchScheduler:
         concurrent requests."""
         rows = self._rows(inputs)
         if not rows or rows >= self.max_batch_size:
-            return await self._run_in_pool(servable.run, signature_name, inputs)
+            return await self._run(servable, signature_name, inputs)
         key = (id(servable), signature_name) + tuple(
             (k, np.asarray(v).dtype.str, np.shape(v)[1:]) for k, v in sorted(inputs.items()))
         batch = self._open.get(key)
@@ -95,6 +100,11 @@ class BatchScheduler:
             asyncio.get_running_loop().call_soon(self._close_if_idle, key, batch, servable,
                                                  signature_name)
         return await fut
+
+    def _run(self, servable, signature_name: str, inputs: dict):
+        if self._run_model is not None:
+            return self._run_model(servable, signature_name, inputs)
+        return self._run_in_pool(servable.run, signature_name, inputs)
 
     def _idle(self) -> bool:
         return self.incoming == 0 or (self.when_model_idle and self.running == 0)
@@ -125,15 +135,15 @@ class BatchScheduler:
         items = batch.items
         try:
             if len(items) == 1:
-                results = [await self._run_in_pool(servable.run, signature_name, items[0][0])]
+                results = [await self._run(servable, signature_name, items[0][0])]
             else:
                 merged = {k: np.concatenate([it[0][k] for it in items])
                           for k in items[0][0]}
                 self.batches_run += 1
-                out = await self._run_in_pool(servable.run, signature_name, merged)
+                out = await self._run(servable, signature_name, merged)
                 results = self._split(out, [it[1] for it in items], batch.rows)
                 if results is None:  # not batchable: one run per request
-                    results = [await self._run_in_pool(servable.run, signature_name, it[0])
+                    results = [await self._run(servable, signature_name, it[0])
                                for it in items]
         except Exception as e:  # noqa: BLE001 - every waiter gets the run's error
             for _, _, fut in items:

@@ -45,8 +45,14 @@ from tensorflux.protos import example_pb2, feature_pb2
 from tensorflux.saved_model import signature_constants as sc
 from tensorflux.serving.servable import numpy_dtype
 
-__all__ = ["parse_json", "signature_name", "predict_inputs", "predict_response",
-           "examples_tensor", "classify_response", "regress_response", "to_json"]
+try:
+    from tensorflux.serving import _jsonnum
+except ImportError:  # not built (no C compiler at install time): json decodes everything
+    _jsonnum = None
+
+__all__ = ["parse_json", "signature_name", "predict_inputs", "fast_input",
+           "predict_inputs_fast", "predict_response", "examples_tensor", "classify_response",
+           "regress_response", "to_json"]
 
 # The deepest nesting of a tensor value (NumPy's limit on a rank).
 MAX_DEPTH = 64
@@ -309,6 +315,52 @@ def predict_inputs(doc: dict, signature, body: bytes | None = None) -> tuple[dic
     return {alias: to_array(rows, infos[alias], alias, text)}, True
 
 
+# The request predict_inputs_fast takes: one key, then the array; JSON whitespace only.
+_FAST_HEAD = re.compile(rb'[ \t\n\r]*\{[ \t\n\r]*"(instances|inputs)"[ \t\n\r]*:[ \t\n\r]*\[')
+_FAST_TAIL = re.compile(rb'[ \t\n\r]*\}[ \t\n\r]*')
+_FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_FAST_EXACT = {d: float(2 ** (np.finfo(d).nmant + 1) - 1) for d in _FAST_DTYPES}
+_FAST_MAX = {d: float(np.finfo(d).max) for d in _FAST_DTYPES}
+
+
+def fast_input(signature) -> tuple[str, np.dtype] | None:
+    """(alias, dtype) of a signature `predict_inputs_fast` can decode for: one float32 or
+    float64 input; None for any other (a server asks once per signature)."""
+    if _jsonnum is None or len(signature.inputs) != 1:
+        return None
+    alias, info = next(iter(signature.inputs.items()))
+    dtype = np.dtype(numpy_dtype(info))
+    return (alias, dtype) if dtype in _FAST_DTYPES else None
+
+
+def predict_inputs_fast(body: bytes, fast: tuple[str, np.dtype] | None
+                        ) -> tuple[dict, bool] | None:
+    """`predict_inputs(parse_json(body), signature, body)` for the common request, without
+    building Python lists: `{"instances": A}` or `{"inputs": A}` for a signature with one
+    float32/float64 input (`fast`: its `fast_input`), A a rectangular nested list of JSON
+    numbers (the C extension `_jsonnum` reads it). None for every other body -- and for any
+    value the general path would refuse (integers beyond the float's exact range,
+    overflowing literals, values beyond float32) -- so that the general path decodes it,
+    errors included; the arrays returned are those it would give, bit for bit
+    (tests/serving/test_codec.py)."""
+    if fast is None:
+        return None
+    head = _FAST_HEAD.match(body)
+    if head is None:
+        return None
+    got = _jsonnum.numbers(body, head.end() - 1)
+    if got is None or _FAST_TAIL.fullmatch(body, got[3]) is None:
+        return None
+    values, shape, ints, _, largest = got
+    alias, dtype = fast
+    raw = np.frombuffer(values, np.float64).reshape(shape)
+    # All integers: taken when the float type holds each exactly. Otherwise: finite values
+    # within the type's range (an overflowing literal, or a value beyond float32, is a 400)
+    if not largest <= (_FAST_EXACT if ints == raw.size else _FAST_MAX)[dtype]:
+        return None
+    return {alias: raw.astype(dtype, copy=False)}, head.group(1) == b"instances"
+
+
 def _jsonable(arr: np.ndarray, alias: str):
     if arr.dtype == object or arr.dtype.kind == "S":
         force = alias.endswith("_bytes")
@@ -443,6 +495,9 @@ def regress_response(outputs: dict, n: int) -> dict:
     return {"result": values.tolist()}
 
 
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps builds one per call
+
+
 def to_json(doc) -> bytes:
     """JSON bytes; NaN and infinities as TF Serving writes them (NaN, Infinity)."""
-    return json.dumps(doc, separators=(",", ":")).encode("utf-8")
+    return _ENCODE(doc).encode("utf-8")

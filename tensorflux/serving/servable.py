@@ -82,7 +82,7 @@ class InputCheck:
     """`check_inputs` for one signature, with the signature's aliases and dimensions read
     from its proto once (a served model checks every request against the same few)."""
 
-    __slots__ = ("want", "dims")
+    __slots__ = ("want", "dims", "_known")
 
     def __init__(self, signature):
         self.want = frozenset(signature.inputs)
@@ -90,6 +90,13 @@ class InputCheck:
         self.dims = {a: None if t.tensor_shape.unknown_rank else
                      tuple(d.size for d in t.tensor_shape.dim)
                      for a, t in signature.inputs.items()}
+        # alias -> (rank, a getter of the known dimensions' sizes from a shape, those sizes)
+        self._known = {}
+        for a, dims in self.dims.items():
+            if dims is not None:
+                at = [i for i, d in enumerate(dims) if d >= 0]
+                self._known[a] = (len(dims), lambda shape, at=at: [shape[i] for i in at],
+                                  [dims[i] for i in at])
 
     def __call__(self, inputs: Mapping[str, np.ndarray]) -> None:
         if inputs.keys() != self.want:
@@ -99,14 +106,15 @@ class InputCheck:
                 f"len({{{','.join(sorted(got))}}}) != len({{{','.join(sorted(want))}}}). "
                 f"Sent extra: {{{','.join(sorted(got - want))}}}. "
                 f"Missing but required: {{{','.join(sorted(want - got))}}}.")
+        known = self._known
         for alias, value in inputs.items():
-            dims = self.dims[alias]
-            if dims is None:
+            check = known.get(alias)
+            if check is None:
                 continue
             shape = np.shape(value)
-            if len(dims) != len(shape) or any(
-                    d >= 0 and d != s for d, s in zip(dims, shape, strict=True)):
-                raise _shape_error(alias, list(dims), shape)
+            rank, sizes_of, sizes = check
+            if rank != len(shape) or sizes_of(shape) != sizes:
+                raise _shape_error(alias, list(self.dims[alias]), shape)
 
 
 def numpy_dtype(tensor_info):

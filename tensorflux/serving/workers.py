@@ -13,6 +13,19 @@ no-op function: 60-73 us per call through the executor, 30-45 us through this).
 
 The threads are daemons started up front; `run` after `shutdown` raises RuntimeError, as an
 executor's `submit` does. An exception of `fn` is raised by `run` in the caller.
+
+A hop is not always worth it. `ModelRuns` runs a model call on the event loop itself when
+that call has been measured cheap (its thread CPU time, a moving average per servable,
+signature and power-of-two batch size, below `inline_micros`), and on the worker threads
+otherwise. The reason is the GIL, not the hop's own 30-45 us: a batch-of-one run of a small
+model is mostly Python, so a worker running it holds the GIL that the event loop needs, and
+every NumPy or BLAS call that releases it mid-run hands it over (a futex wake and two
+context switches each time). With 8 clients on the 2-core machine and nothing else running,
+the unbatched digits CNN took 1,100 us of server CPU per request on 8 worker threads (the
+threads on both cores, trading the GIL 5-16 times per request) and 430 us with every run on
+the loop. Runs measured expensive (large batches, large models: their time is mostly BLAS
+and C loops that do not hold the GIL) still go to the threads, so they neither stall the
+loop nor lose the second core.
 """
 
 from __future__ import annotations
@@ -20,8 +33,10 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import time
+import weakref
 
-__all__ = ["WorkerThreads"]
+__all__ = ["ModelRuns", "WorkerThreads"]
 
 _STOP = object()
 
@@ -89,3 +104,67 @@ class WorkerThreads:
             for t in self._threads:
                 if t is not threading.current_thread():
                     t.join()
+
+
+class ModelRuns:
+    """Model calls on the event loop when measured cheap, else on `workers` (see the module
+    docstring).
+
+    A kind of call is cheap when the moving average of its thread CPU time is below
+    `inline_micros` and that of its wall time below `_WALL_FACTOR` times that: a call that
+    waits (a py_func doing I/O, a queue) uses little CPU but would stall the loop, and the
+    generous wall bound still passes a small model's runs on a worker, whose wall time
+    includes waiting for the GIL behind the other runs.
+
+    Args:
+      workers: the WorkerThreads for the calls measured expensive (and the first call of
+        each kind, which has no measure yet).
+      inline_micros: the thread CPU time (moving average, microseconds) below which a kind
+        of call runs on the event loop; 0 sends every call to the workers.
+    """
+
+    _ALPHA = 0.25  # weight of the newest measure in the moving averages
+    _WALL_FACTOR = 4.0
+
+    def __init__(self, workers: WorkerThreads, inline_micros: float = 5000.0):
+        self.workers = workers
+        self.inline_s = max(0.0, float(inline_micros)) / 1e6
+        self.inline_wall_s = self._WALL_FACTOR * self.inline_s
+        # servable -> {(signature, batch bucket): [thread CPU seconds, wall seconds]}, both
+        # moving averages
+        self._costs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.inline_runs = 0
+
+    def cost(self, servable, signature_name: str, rows: int) -> tuple[float, float] | None:
+        """The measured (thread CPU, wall) seconds of such a call, None before the first."""
+        costs = self._costs.get(servable)
+        cost = None if costs is None else costs.get((signature_name, rows.bit_length()))
+        return None if cost is None else tuple(cost)
+
+    def _note(self, servable, key, cpu: float, wall: float) -> None:
+        costs = self._costs.get(servable)
+        if costs is None:
+            costs = self._costs.setdefault(servable, {})
+        old = costs.get(key)
+        if old is None:
+            costs[key] = [cpu, wall]
+        else:
+            old[0] += self._ALPHA * (cpu - old[0])
+            old[1] += self._ALPHA * (wall - old[1])
+
+    def _timed(self, servable, key, fn, args):
+        c0, w0 = time.thread_time(), time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            self._note(servable, key, time.thread_time() - c0, time.perf_counter() - w0)
+
+    async def run(self, servable, signature_name: str, rows: int, fn, *args):
+        """`fn(*args)`, a call of `servable`'s signature on `rows` rows; its value here."""
+        key = (signature_name, rows.bit_length())
+        costs = self._costs.get(servable)
+        cost = None if costs is None else costs.get(key)
+        if cost is not None and cost[0] < self.inline_s and cost[1] < self.inline_wall_s:
+            self.inline_runs += 1
+            return self._timed(servable, key, fn, args)
+        return await self.workers.run(self._timed, servable, key, fn, args)
