@@ -41,8 +41,8 @@ __all__ = [
     "from_list",
     "from_variant", "get_structure", "to_variant", "pad_to_cardinality",
     "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Counter", "CsvDataset",
-    "RandomDataset", "Reducer", "SqlDataset", "Optional", "get_next_as_optional",
-    "TFRecordWriter", "ThreadingOptions",
+    "RandomDataset", "Reducer", "SqlDataset", "rejection_resample", "Optional",
+    "get_next_as_optional", "TFRecordWriter", "ThreadingOptions",
     "assert_cardinality",
     "bucket_by_sequence_length", "cardinality", "choose_from_datasets", "copy_to_device",
     "dense_to_sparse_batch", "enumerate_dataset", "get_single_element", "group_by_reducer",
@@ -294,6 +294,81 @@ def sample_from_datasets(datasets, weights=None, seed=None, stop_on_empty_datase
         return stateless_random_ops.stateless_multinomial(logits, 1, seed=seeds)[0, 0]
 
     return _directed_interleave(datasets, pairs.map(select), stop_on_empty_dataset)
+
+
+def rejection_resample(class_func, target_dist, initial_dist=None, seed=None):
+    """(class, element) pairs resampled so that the classes (`class_func(element)`, an
+    int32 or int64 scalar) follow `target_dist`: each element is kept with its class's
+    acceptance probability, mixed with the unfiltered input where that rejects less
+    (`initial_dist`, the input's class distribution, is estimated from the classes seen so
+    far when not given)."""
+    from tensorflux.ops import (
+        array_ops,
+        comparison_ops,
+        gather_ops,
+        joining_ops,
+        math_ext_ops,
+        math_ops,
+        random_ops,
+        reduction_ops,
+        unary_ops,
+    )
+
+    def acceptance(initial, target):
+        """(acceptance probability per class, probability of taking the unfiltered
+        input): the smallest target/initial ratio is served by the input itself."""
+        ratio = target / initial
+        ratio = comparison_ops.where(unary_ops.is_nan(ratio), array_ops.zeros_like(ratio),
+                                     ratio)
+        high, low = reduction_ops.reduce_max(ratio), reduction_ops.reduce_min(ratio)
+        return (ratio - low) / (high - low), low
+
+    def apply(ds):
+        target = convert_to_tensor(target_dist, dtype=dtypes.float32, name="target_dist")
+        n_classes = target.shape.as_list()[0]
+        classes = ds.map(class_func)
+        if initial_dist is not None:
+            initial = convert_to_tensor(initial_dist, dtype=dtypes.float32,
+                                        name="initial_dist")
+            accept, original = acceptance(initial, target)
+            accept_ds = DatasetV1.from_tensors(accept).repeat()
+            original_ds = DatasetV1.from_tensors(original).repeat()
+        else:  # the distribution of the classes seen so far, updated 32 at a time
+            def update(counts, batch):
+                counts = counts + math_ops.cast(math_ext_ops.bincount(
+                    math_ops.cast(batch, dtypes.int32), minlength=n_classes,
+                    maxlength=n_classes), dtypes.int64)
+                dist = math_ops.cast(counts, dtypes.float32) / math_ops.cast(
+                    reduction_ops.reduce_sum(counts), dtypes.float32)
+                tiled = joining_ops.tile(array_ops.expand_dims(dist, 0),
+                                         joining_ops.stack([array_ops.size(batch), 1]))
+                return counts, tiled
+            initial_ds = classes.batch(32).scan(
+                array_ops.zeros([n_classes], dtypes.int64), update).unbatch()
+            pairs = initial_ds.map(lambda d: acceptance(d, target))
+            accept_ds = pairs.map(lambda a, o: a)
+            original_ds = pairs.map(lambda a, o: o)
+
+        def class_of(element):
+            return class_func(*element) if type(element) is tuple else class_func(element)
+
+        def with_class(*x):
+            element = x[0] if len(x) == 1 else x
+            return class_of(element), element
+
+        def with_probability(a, element):
+            c = class_of(element)
+            return c, gather_ops.gather(a, c), element
+
+        def keep(c, p, element):
+            return random_ops.random_uniform([], seed=seed) < p
+
+        filtered = DatasetV1.zip((accept_ds, ds)).map(with_probability).filter(keep).map(
+            lambda c, p, element: (c, element)).prefetch(3)
+        return sample_from_datasets(
+            [ds.map(with_class), filtered],
+            weights=original_ds.map(lambda o: joining_ops.stack([o, 1.0 - o])), seed=seed)
+    return apply
 
 
 def choose_from_datasets(datasets, choice_dataset, stop_on_empty_dataset=False):

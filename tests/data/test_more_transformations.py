@@ -487,3 +487,18 @@ def test_get_next_as_optional_and_optional_values():
     assert _norm(got) == [[True, [0, 0.0]], [True, [1, 2.0]]]
     assert f_has and _norm(f_val) == {"a": [1, 2], "b": "s"}
     assert empty.element_spec.shape.as_list() == [3]
+
+
+@pytest.mark.parametrize("initial", [None, [0.8, 0.2]])
+def test_rejection_resample_reaches_the_target_distribution(initial):
+    rng = np.random.default_rng(0)
+    labels = (rng.random(6000) < 0.2).astype(np.int64)  # 80% of class 0
+    with tf.Graph().as_default():
+        ds = D.from_tensor_slices((labels, np.arange(6000))).apply(E.rejection_resample(
+            lambda y, i: y, [0.5, 0.5], initial_dist=initial, seed=3))
+        got = _drain(ds.take(2000), 2000)
+    classes = np.array([c for c, _ in got])
+    assert len(got) == 2000
+    # 2000 draws of a fair coin: three standard deviations are 0.034.
+    assert abs(classes.mean() - 0.5) < 0.034
+    assert all(c == y and labels[i] == y for c, (y, i) in got)
