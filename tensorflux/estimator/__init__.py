@@ -4,6 +4,7 @@ classifiers and regressors over tf.feature_column."""
 
 from types import SimpleNamespace
 
+from tensorflux import train as _train
 from tensorflux.estimator import export
 from tensorflux.estimator.canned import (
     BaselineClassifier,
@@ -15,7 +16,7 @@ from tensorflux.estimator.canned import (
     LinearClassifier,
     LinearRegressor,
 )
-from tensorflux.estimator.estimator import Estimator
+from tensorflux.estimator.estimator import Estimator, WarmStartSettings
 from tensorflux.estimator.export import FinalExporter, LatestExporter
 from tensorflux.estimator.inputs import numpy_input_fn, pandas_input_fn
 from tensorflux.estimator.model_fn import EstimatorSpec, ModeKeys
@@ -23,10 +24,17 @@ from tensorflux.estimator.run_config import RunConfig
 from tensorflux.estimator.training import EvalSpec, TrainSpec, train_and_evaluate
 
 inputs = SimpleNamespace(numpy_input_fn=numpy_input_fn, pandas_input_fn=pandas_input_fn)
-Exporter = export.Exporter
+
+# TF1 exposes the session-run hooks here too.
+_HOOKS = ("CheckpointSaverHook", "CheckpointSaverListener", "FeedFnHook", "FinalOpsHook",
+          "GlobalStepWaiterHook", "LoggingTensorHook", "NanLossDuringTrainingError",
+          "NanTensorHook", "ProfilerHook", "SecondOrStepTimer", "StepCounterHook",
+          "StopAtStepHook", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
+          "SessionRunValues", "SummarySaverHook")
+globals().update({name: getattr(_train, name) for name in _HOOKS})
 
 __all__ = ["Estimator", "EstimatorSpec", "ModeKeys", "RunConfig", "TrainSpec", "EvalSpec",
            "train_and_evaluate", "inputs", "export", "Exporter", "LatestExporter",
            "FinalExporter", "DNNClassifier", "DNNRegressor", "LinearClassifier",
            "LinearRegressor", "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor",
-           "BaselineClassifier", "BaselineRegressor"]
+           "BaselineClassifier", "BaselineRegressor", "WarmStartSettings", *_HOOKS]

@@ -188,3 +188,32 @@ def test_train_and_evaluate_exports_a_servable_model(tmp_path):
         got = sess.run(sig.outputs["y"].name, {sig.inputs["x"].name: X[:4]})
     w, b = est.get_variable_value("w"), est.get_variable_value("b")
     np.testing.assert_allclose(got, X[:4] @ w + b, rtol=1e-5)
+
+
+def test_warm_start_from_another_model(tmp_path):
+    source = tf.estimator.Estimator(linear_model_fn, model_dir=str(tmp_path / "src"),
+                                    params={"lr": 0.1})
+    source.train(_input(), steps=40)
+    w = source.get_variable_value("w")
+    # Warm-started: training starts from the source's weights (a zero learning rate
+    # keeps them), the global step from zero.
+    warm = tf.estimator.Estimator(
+        linear_model_fn, model_dir=str(tmp_path / "warm"), params={"lr": 0.0},
+        warm_start_from=tf.estimator.WarmStartSettings(str(tmp_path / "src"), "w"))
+    warm.train(_input(), steps=1)
+    np.testing.assert_allclose(warm.get_variable_value("w"), w)
+    np.testing.assert_allclose(warm.get_variable_value("b"), 0.0)  # not matched
+    assert warm.get_variable_value("global_step") == 1
+    # A directory alone warm-starts every trainable variable.
+    everything = tf.estimator.Estimator(linear_model_fn, model_dir=str(tmp_path / "all"),
+                                        params={"lr": 0.0},
+                                        warm_start_from=str(tmp_path / "src"))
+    everything.train(_input(), steps=1)
+    np.testing.assert_allclose(everything.get_variable_value("b"),
+                               source.get_variable_value("b"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="No checkpoint to warm-start from"):
+        tf.estimator.Estimator(linear_model_fn, model_dir=str(tmp_path / "x"),
+                               params={"lr": 0.1},
+                               warm_start_from=str(tmp_path / "empty")).train(_input(),
+                                                                              steps=1)
