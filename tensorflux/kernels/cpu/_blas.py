@@ -32,6 +32,23 @@ single-threaded (`blas_threads() == 1`), so a multi-threaded BLAS is never overs
 How many threads a kernel splits over, and how many inter-op threads a device has, is
 decided in one place: kernels/intra_op.py (`intra_op_threads`, `inter_op_threads`).
 
+BLAS kernel family
+------------------
+OpenBLAS (NumPy's wheels build it for every x86 core type and pick one at load time) takes
+its AVX-512 kernels ("SkylakeX") on AMD Zen 4 (cpu family 25 with AVX-512), whose AVX-512
+units are 256 bits wide underneath. There its AVX2 kernels ("Haswell") are faster: a
+1024^3 sgemm took 20.0-21.4 ms of CPU against 21.5-23.0 (TensorFlow's oneDNN: 20.1-20.3),
+and the MLP, LSTM and convolution products measured 0-15% less (BENCHMARKS.md, "MatMul
+chains and the BLAS kernel"). So on that CPU model, when the user has not chosen a core type
+(OPENBLAS_CORETYPE) and OpenBLAS chose SkylakeX, `apply_process_policy` has OpenBLAS
+choose again with the core type "Haswell", through the two functions OpenBLAS's dynamic
+dispatch is made of (`gotoblas_dynamic_quit`, `gotoblas_dynamic_init`, which reads
+OPENBLAS_CORETYPE): at import, before any kernel runs, and only where the library exports
+both (else nothing changes). A small product checked against the old kernel's must agree,
+or the old kernel comes back. `TENSORFLUX_BLAS_CORETYPE=0` leaves the kernel as OpenBLAS
+chose it; another value names the core type to take on that CPU instead of "Haswell".
+threadpoolctl's `architecture` (`blas_info()`, the benchmarks' header) tells which ran.
+
 malloc policy
 -------------
 glibc serves blocks above M_MMAP_THRESHOLD (128 KiB at first, adapting up to 32 MiB) with a
@@ -94,10 +111,26 @@ def _openblas_libraries() -> list[str]:
 
 def blas_info() -> dict:
     """NumPy's BLAS as threadpoolctl reports it (`internal_api`, `version`, `architecture`
-    — the kernel family OpenBLAS picked for this CPU, e.g. "Haswell", "SkylakeX" —,
+    — the kernel family OpenBLAS runs on this CPU, e.g. "Haswell", "SkylakeX" —,
     `num_threads`, `filepath`); {} when NumPy has no BLAS threadpoolctl knows."""
     controllers = _blas_controllers()
-    return controllers[0].info() if controllers else {}
+    if not controllers:
+        return {}
+    info = controllers[0].info()
+    if info.get("internal_api") == "openblas":  # threadpoolctl caches what it read first
+        info["architecture"] = _corename(controllers[0]) or info.get("architecture")
+    return info
+
+
+def _corename(controller) -> str | None:
+    """The kernel family an OpenBLAS runs now (its `openblas_get_corename`)."""
+    for name in ("openblas_get_corename", "scipy_openblas_get_corename64_",
+                 "scipy_openblas_get_corename", "openblas_get_corename64_"):
+        fn = getattr(controller.dynlib, name, None)
+        if fn is not None:
+            fn.restype = ctypes.c_char_p
+            return (fn() or b"").decode("ascii", "replace") or None
+    return None
 
 
 def blas_threads() -> int:
@@ -121,6 +154,77 @@ def set_blas_threads(n: int) -> bool:
         c.set_num_threads(int(n))
     _until = -1.0
     return bool(controllers)
+
+
+_PREFERRED_CORES = {("AuthenticAMD", "25", True): "Haswell"}  # (vendor, family, AVX-512)
+
+
+def _cpu_model() -> tuple[str, str, bool] | None:
+    """(vendor id, cpu family, AVX-512 present) of this machine's first CPU, from
+    /proc/cpuinfo (None elsewhere)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            text = f.read(1 << 16)
+    except OSError:
+        return None
+    fields = {}
+    for line in text.split("\n\n", 1)[0].splitlines():
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    return (fields.get("vendor_id", ""), fields.get("cpu family", ""),
+            "avx512f" in fields.get("flags", "").split())
+
+
+def _reference_products() -> list:
+    """Small products (float32 and float64) to check a kernel change with."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    out = []
+    for dtype in (np.float32, np.float64):
+        a = rng.standard_normal((67, 45)).astype(dtype)
+        b = rng.standard_normal((45, 131)).astype(dtype)
+        out.append((a, b, a @ b))
+    return out
+
+
+def _switch_core(lib, core: str | None) -> None:
+    """Has OpenBLAS `lib` pick its kernels again, with OPENBLAS_CORETYPE=`core` (None: its
+    own detection)."""
+    saved = os.environ.pop("OPENBLAS_CORETYPE", None)
+    try:
+        if core is not None:
+            os.environ["OPENBLAS_CORETYPE"] = core
+        lib.gotoblas_dynamic_quit()
+        lib.gotoblas_dynamic_init()
+    finally:
+        os.environ.pop("OPENBLAS_CORETYPE", None)
+        if saved is not None:
+            os.environ["OPENBLAS_CORETYPE"] = saved
+
+
+def _prefer_core_type() -> None:
+    """The kernel family choice above, for every loaded OpenBLAS that chose SkylakeX."""
+    import numpy as np
+
+    setting = os.environ.get("TENSORFLUX_BLAS_CORETYPE", "").strip()
+    if setting == "0" or "OPENBLAS_CORETYPE" in os.environ:
+        return
+    core = setting or _PREFERRED_CORES.get(_cpu_model())
+    if not core:
+        return
+    for c in _blas_controllers():
+        if c.internal_api != "openblas" or _corename(c) != "SkylakeX":
+            continue
+        try:
+            lib = ctypes.CDLL(c.filepath)
+            lib.gotoblas_dynamic_quit, lib.gotoblas_dynamic_init  # noqa: B018 - both or none
+        except (OSError, AttributeError):
+            continue
+        checks = _reference_products() if c is _blas_controllers()[0] else []
+        _switch_core(lib, core)
+        if not all(np.allclose(a @ b, ref, rtol=1e-5, atol=1e-5) for a, b, ref in checks):
+            _switch_core(lib, None)
 
 
 def _tune_malloc() -> None:
@@ -162,5 +266,6 @@ def apply_process_policy() -> None:
     threads = _env_int("TENSORFLUX_BLAS_THREADS", 1)
     if threads > 0:
         set_blas_threads(threads)
+    _prefer_core_type()
     if _env_int("TENSORFLUX_MALLOC_TUNING", 1):
         _tune_malloc()
