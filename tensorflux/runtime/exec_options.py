@@ -23,10 +23,25 @@ The strategies, from plainest to fastest:
                blocking call, when every partition of the step qualifies).
 
 `strategy="auto"` (the default) takes "static" where a partition qualifies and "dataflow"
-elsewhere. A step whose partitions all qualify (with blocking _Recvs) and have an order of
-the whole step (`static_executor.step_order`) runs compiled: merged into one function on
-the caller's thread when all its devices are CPUs sharing the cores, else one compiled
-partition per thread in orders cut from that one order (which cannot deadlock).
+elsewhere, but for partitions with independent heavy kernels when kernels keep to one
+core (`side_by_side`, below). A step whose partitions all qualify (with blocking _Recvs)
+and have an order of the whole step (`static_executor.step_order`) runs compiled: merged
+into one function on the caller's thread when all its devices are CPUs sharing the cores,
+else one compiled partition per thread in orders cut from that one order (which cannot
+deadlock).
+
+Independent heavy kernels. A compiled partition runs one kernel after another; TensorFlow's
+executor runs independent kernels side by side on its inter-op threads. With one intra-op
+thread (`intra_op_parallelism_threads=1`: every kernel keeps to one core) a partition with
+two heavy kernels (`HEAVY_MICROS` or more by the cost model, about 5e7 FLOP) neither of
+which waits for the other would leave the other cores idle; such a partition runs on the
+dataflow executor, whose expensive kernels go to the device's inter-op pool when other work
+is ready (its bookkeeping, microseconds a node, is noise next to milliseconds a kernel).
+Partitions without such a pair, small-op graphs in particular, keep the compiled path, and
+so does every partition when kernels spread over the cores themselves (the default): two
+1024^3 products side by side on one thread each took the same CPU as each split over both
+cores, within 1-2% (BENCHMARKS.md, "MatMul chains and the BLAS kernel").
+`concurrent_kernels=False` turns this off.
 """
 
 from __future__ import annotations
@@ -34,10 +49,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tensorflux.kernels import intra_op
+from tensorflux.kernels import registry as kernel_registry
 from tensorflux.runtime import codegen, static_executor
-from tensorflux.runtime.step_graph import Node
+from tensorflux.runtime.step_graph import Node, topological_order
 
 STRATEGIES = ("auto", "reference", "dataflow")
+HEAVY_MICROS = 1000.0  # the cost model's estimate of a kernel worth running beside another
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +69,9 @@ class ExecOptions:
         NoOp) as expressions instead of calls (off: every node is a call).
       straight_line: the dataflow executor runs qualifying partitions in a fixed order.
       compile_loops: the dataflow executor runs cheap loop frames as one `while`.
+      concurrent_kernels: with one intra-op thread, a partition with independent heavy
+        kernels runs on the dataflow executor, which runs them side by side
+        (`side_by_side`).
       cpu_devices_share_cores: CPU partitions run merged on one thread (every kernel
         already spreads over the cores). None: from the ConfigProto
         (`intra_op_parallelism_threads == 1`, or TF_NUM_INTRAOP_THREADS=1, means each
@@ -69,6 +89,7 @@ class ExecOptions:
     straight_line: bool = True
     compile_loops: bool = True
     cpu_devices_share_cores: bool | None = None
+    concurrent_kernels: bool = True
     max_tensor_bytes: int | None = None
 
     def __post_init__(self):
@@ -106,18 +127,28 @@ class StepPlan:
 
 
 def choose_strategies(partitions: list[tuple[object, list[Node]]],
-                      options: ExecOptions) -> StepPlan:
+                      options: ExecOptions, costs=None) -> StepPlan:
     """The one place that decides how a step runs.
 
     Args:
       partitions: (Device, nodes) of each partition of the step.
       options: the session's ExecOptions (resolved: `from_config` was applied).
+      costs: the step's `cost_model.StepCosts` (None: no independent heavy kernels are
+        looked for).
 
     Returns:
       A StepPlan: merged, or one PartPlan per partition in the order given.
     """
     if options.strategy != "auto":
         return StepPlan(None, tuple(PartPlan(options.strategy) for _ in partitions))
+    if options.concurrent_kernels and costs is not None and \
+            not options.cpu_devices_share_cores:
+        side = side_by_side(partitions, costs)
+        if side:  # the rest as when not every partition qualifies (below)
+            return StepPlan(None, tuple(
+                PartPlan("static" if k not in side and static_executor.eligible(
+                    nodes, device.device_type) else "dataflow")
+                for k, (device, nodes) in enumerate(partitions)))
     sent = {codegen.transfer_key(n) for _, nodes in partitions for n in nodes
             if n.op == "_Send"}
     if len(partitions) > 1 and all(
@@ -134,3 +165,51 @@ def choose_strategies(partitions: list[tuple[object, list[Node]]],
     return StepPlan(None, tuple(
         PartPlan("static" if static_executor.eligible(nodes, device.device_type)
                  else "dataflow") for device, nodes in partitions))
+
+
+
+def side_by_side(partitions: list[tuple[object, list[Node]]], costs) -> set[int]:
+    """The indices of the partitions that have two heavy kernels (`HEAVY_MICROS` or more
+    by `costs`) that can run at once, neither depending on the other through data, control
+    or _Send -> _Recv edges of the step, on a CPU device with an inter-op pool."""
+    heavy: dict[Node, tuple[int, int]] = {}  # node -> (partition, bit)
+    for k, (device, nodes) in enumerate(partitions):
+        if device.device_type != "CPU" or not getattr(device, "num_threads", 0):
+            continue
+        for n in nodes:
+            if _heavy(n, device.device_type, costs):
+                heavy[n] = (k, len(heavy))
+    if len(heavy) < 2:
+        return set()
+    nodes = [n for _, p in partitions for n in p]
+    sends = {codegen.transfer_key(n): n for n in nodes if n.op == "_Send"}
+    extra = {n: [sends[codegen.transfer_key(n)]] for n in nodes
+             if n.op == "_Recv" and codegen.transfer_key(n) in sends}
+    order, acyclic = topological_order(nodes, extra_inputs=extra)
+    if not acyclic:
+        return set()
+    # Each node's heavy ancestors (itself included) as a bit set, in topological order: a
+    # heavy node that misses one of the heavy nodes of its partition ordered before it
+    # does not depend on that one (nor can that one depend on it, coming first).
+    seen: dict[Node, int] = {}
+    earlier: dict[int, int] = {}  # partition -> bits of its heavy nodes ordered so far
+    found: set[int] = set()
+    for n in order:
+        bits = 0
+        for src in [s for s, _ in n.inputs] + n.control_inputs + extra.get(n, []):
+            bits |= seen.get(src, 0)
+        if n in heavy:
+            k, bit = heavy[n]
+            before = earlier.get(k, 0)
+            if bits & before != before:
+                found.add(k)
+            earlier[k] = before | 1 << bit
+            bits |= 1 << bit
+        seen[n] = bits
+    return found
+
+
+def _heavy(node: Node, device_type: str, costs) -> bool:
+    kdef = kernel_registry.find_kernel(node.op, device_type, node.attrs)
+    return kdef is not None and kdef.expensive and \
+        costs.compute_micros(node, device_type) >= HEAVY_MICROS

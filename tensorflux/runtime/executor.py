@@ -73,6 +73,7 @@ from collections import deque
 from threading import get_ident
 
 from tensorflux.framework import errors
+from tensorflux.kernels import intra_op
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.buffers import donations
 from tensorflux.kernels.cpu import native
@@ -628,7 +629,11 @@ class _Run:
         if kind == DEAD_AWARE or kind == NEXT_ITERATION or kind == EXIT:
             self.ctx.frame_iter = (frame.frame_id, i)
         try:
-            outputs = it.kernel(self.ctx, *inputs)
+            if it.expensive:  # alone here, but other partitions' kernels may be running
+                with intra_op.running_kernel():
+                    outputs = it.kernel(self.ctx, *inputs)
+            else:
+                outputs = it.kernel(self.ctx, *inputs)
         except BaseException as e:  # noqa: BLE001 - reported as the step's error
             self._fail(e, it)
             return _PENDING
@@ -659,7 +664,8 @@ class _Run:
 
     def _run_on_pool(self, it, frame, i, inputs) -> None:
         try:
-            outputs = it.kernel(self.ctx, *inputs)
+            with intra_op.running_kernel():
+                outputs = it.kernel(self.ctx, *inputs)
         except BaseException as e:  # noqa: BLE001
             self.completions.put((it, frame, i, None, e))
             return

@@ -46,10 +46,11 @@ class GraphRunner:
       options: how the step runs (resolved ExecOptions).
       num_fetches: the length of the fetch list.
       graph: the user's Graph, to annotate errors with the ops' creation sites (or None).
+      costs: the step's cost_model.StepCosts, for the plan (or None).
     """
 
     def __init__(self, part_nodes: list[tuple], options: ExecOptions, num_fetches: int,
-                 graph=None):
+                 graph=None, costs=None):
         self._part_nodes = part_nodes
         self.num_fetches = num_fetches
         self.graph = graph
@@ -57,7 +58,7 @@ class GraphRunner:
         # How the step runs is decided in one place (exec_options.choose_strategies); a
         # traced run builds the same plan with traced kernels (`traced_parts`).
         self.plan = exec_options_lib.choose_strategies(
-            [(device, nodes) for device, nodes, _, _ in part_nodes], options)
+            [(device, nodes) for device, nodes, _, _ in part_nodes], options, costs)
         self.parts = self._build(options, tracing.memory_wrapper)
         self._traced_parts = None
         self.needs_cancellation = any(not isinstance(ex, static_executor.StaticExecutor)

@@ -230,3 +230,67 @@ def test_work_after_a_loop_on_an_untaken_branch_waits_for_its_dead_exit(strategy
     with tf.Session(graph=g, config=CONFIG, exec_options=MULTI[strategy]) as s:
         assert s.run(out, {x: 0.5}, options=options) == pytest.approx(np.tanh(4.0) + 1.0)
         assert s.run(out, {x: -0.5}, options=options) == -1.5
+
+
+def _plan_kinds(graph, fetch, feeds, config, options=None):
+    with tf.Session(graph=graph, config=config, exec_options=options) as s:
+        got = s.run(fetch, feeds)
+        (step,) = s._steps.values()
+        plan = step.plan
+        kinds = ["merged"] if plan.merged_order is not None else [pp.kind for pp in plan.parts]
+    return kinds, got
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+def test_independent_heavy_kernels_run_side_by_side_with_one_intra_op_thread(devices):
+    """With intra_op_parallelism_threads=1 a partition holding two heavy products that do
+    not wait for each other runs on the dataflow executor (its inter-op pool runs them at
+    once); a chain of them, small graphs and the default threads keep the compiled path;
+    the values are the same everywhere."""
+    rng = np.random.default_rng(0)
+    n = 320  # 2 * 320^3 FLOP: above exec_options.HEAVY_MICROS by the cost model
+    feeds_np = [rng.standard_normal((n, n)).astype(np.float32) for _ in range(2)]
+    g = tf.Graph()
+    with g.as_default():
+        a, b = (tf.placeholder(tf.float32, [n, n]) for _ in range(2))
+        with tf.device("/cpu:0"):
+            pair = tf.matmul(a, a) + tf.matmul(b, b)  # independent
+            chain = tf.matmul(tf.matmul(a, b), b)  # one waits for the other
+            small = tf.matmul(a[:8, :8], b[:8, :8]) + tf.matmul(b[:8, :8], a[:8, :8])
+    feeds = {a: feeds_np[0], b: feeds_np[1]}
+    one = tf.ConfigProto(intra_op_parallelism_threads=1, device_count={"CPU": devices})
+    default = tf.ConfigProto(device_count={"CPU": devices})
+    kinds, got = _plan_kinds(g, pair, feeds, one)
+    assert kinds == ["dataflow"]
+    np.testing.assert_allclose(got, feeds_np[0] @ feeds_np[0] + feeds_np[1] @ feeds_np[1],
+                               rtol=1e-4, atol=1e-3)
+    assert _plan_kinds(g, pair, feeds, one, ExecOptions(concurrent_kernels=False))[0] == \
+        ["static"]
+    assert _plan_kinds(g, chain, feeds, one)[0] == ["static"]
+    assert _plan_kinds(g, small, feeds, one)[0] == ["static"]
+    assert _plan_kinds(g, pair, feeds, default)[0] in (["static"], ["merged"])
+
+
+def test_side_by_side_looks_inside_each_partition_across_transfers():
+    """Heavy products on two devices run side by side anyway (a partition per thread);
+    a partition whose two products wait on each other through another device keeps the
+    compiled path; the chooser takes the step's _Send -> _Recv edges into account."""
+    n = 320
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.placeholder(tf.float32, [n, n])
+        with tf.device("/cpu:0"):
+            x = tf.matmul(a, a)
+        with tf.device("/cpu:1"):
+            y = x * 2.0 + tf.matmul(a, a)
+        with tf.device("/cpu:0"):
+            z = tf.matmul(y, a)  # waits for x through /cpu:1
+            w = z + tf.matmul(a * 3.0, a)  # does not wait for x
+    config = tf.ConfigProto(intra_op_parallelism_threads=1, device_count={"CPU": 2})
+    feeds = {a: np.eye(n, dtype=np.float32)}
+    kinds, got = _plan_kinds(g, z, feeds, config)
+    assert kinds == ["static", "static"]
+    np.testing.assert_allclose(got, 3 * np.eye(n), atol=0)
+    kinds, got = _plan_kinds(g, w, feeds, config)
+    assert kinds == ["dataflow", "dataflow"]  # /cpu:1's _Recv then waits asynchronously
+    np.testing.assert_allclose(got, 6 * np.eye(n), atol=0)
