@@ -31,9 +31,10 @@ The threading policy is decided here, in one place, for every thread tensorflux 
     partitions side by side rather than merged on one thread (runtime/exec_options.py).
 Workers per kernel (`workers(ctx)`): `intra_op_threads` of the kernel's session's config,
 shared among the expensive kernels that inter-op threads run at the same time (an
-executor brackets each with `running_kernel()`: two independent products running side by
-side get one thread each rather than each splitting over both cores, which would put
-three or four threads on two cores and repack the operands of every piece);
+executor brackets each with `kernel_started`/`kernel_finished`: two independent products
+running side by side get one thread each rather than each splitting over both cores,
+which would put three or four threads on two cores and repack the operands of every
+piece);
 always 1 while BLAS is multi-threaded (someone set it so: BLAS already parallelizes the
 products) or its thread count is unknown. Small work is never split: below `MIN_FLOPS`
 (compute-bound kernels) or `MIN_ELEMENTS` (memory-bound ones) a thread hand-off (~20-50 us)
@@ -111,33 +112,25 @@ def inter_op_threads(config=None) -> int:
     return _env_threads("TF_NUM_INTEROP_THREADS") or cores()
 
 
-_running = 0  # expensive kernels that executors run side by side now (`running_kernel`)
+_running = 0  # expensive kernels that executors run side by side now
 _running_lock = threading.Lock()
 
 
-class _RunningKernel:
-    """Counts one expensive kernel run by an inter-op thread while it runs."""
-
-    __slots__ = ()
-
-    def __enter__(self):
-        global _running
-        with _running_lock:
-            _running += 1
-
-    def __exit__(self, *exc):
-        global _running
-        with _running_lock:
-            _running -= 1
+def kernel_started() -> None:
+    """An executor is starting an expensive kernel that may run beside others (counted
+    from when it is handed to an inter-op thread, so that the kernels of a pair see each
+    other however their threads start): while n such kernels run, each splits over 1/n of
+    the intra-op threads. Each call is matched by one `kernel_finished()`."""
+    global _running
+    with _running_lock:
+        _running += 1
 
 
-_RUNNING_KERNEL = _RunningKernel()
-
-
-def running_kernel() -> _RunningKernel:
-    """A context manager around an expensive kernel that may run beside others (the
-    dataflow executor's): while n such kernels run, each splits over 1/n of the threads."""
-    return _RUNNING_KERNEL
+def kernel_finished() -> None:
+    """The kernel counted by `kernel_started` has ended."""
+    global _running
+    with _running_lock:
+        _running -= 1
 
 
 def workers(ctx=None) -> int:

@@ -23,31 +23,35 @@ The strategies, from plainest to fastest:
                blocking call, when every partition of the step qualifies).
 
 `strategy="auto"` (the default) takes "static" where a partition qualifies and "dataflow"
-elsewhere, but for partitions with independent heavy kernels when kernels keep to one
-core (`side_by_side`, below). A step whose partitions all qualify (with blocking _Recvs)
-and have an order of the whole step (`static_executor.step_order`) runs compiled: merged
-into one function on the caller's thread when all its devices are CPUs sharing the cores,
-else one compiled partition per thread in orders cut from that one order (which cannot
-deadlock).
+elsewhere, but for partitions with independent heavy kernels (`side_by_side`, below). A step
+whose partitions all qualify (with blocking _Recvs) and have an order of the whole step
+(`static_executor.step_order`) runs compiled: merged into one function on the caller's
+thread when all its devices are CPUs sharing the cores, else one compiled partition per
+thread in orders cut from that one order (which cannot deadlock).
 
 Independent heavy kernels. A compiled partition runs one kernel after another; TensorFlow's
-executor runs independent kernels side by side on its inter-op threads. With one intra-op
-thread (`intra_op_parallelism_threads=1`: every kernel keeps to one core) a partition with
-two heavy kernels (`HEAVY_MICROS` or more by the cost model, about 5e7 FLOP) neither of
-which waits for the other would leave the other cores idle; such a partition runs on the
-dataflow executor, whose expensive kernels go to the device's inter-op pool when other work
-is ready (its bookkeeping, microseconds a node, is noise next to milliseconds a kernel).
-Partitions without such a pair, small-op graphs in particular, keep the compiled path, and
-so does every partition when kernels spread over the cores themselves (the default): two
-1024^3 products side by side on one thread each took the same CPU as each split over both
-cores, within 1-2% (BENCHMARKS.md, "MatMul chains and the BLAS kernel").
-`concurrent_kernels=False` turns this off.
+executor runs independent kernels side by side on its inter-op threads. A partition with
+two heavy kernels neither of which waits for the other runs on the dataflow executor,
+whose expensive kernels go to the device's inter-op pool when other work is ready (its
+bookkeeping, microseconds a node, is noise next to milliseconds a kernel), and kernels
+running side by side share the intra-op threads (kernels/intra_op.py `workers`):
+  - with one intra-op thread (`intra_op_parallelism_threads=1`: every kernel keeps to one
+    core), for kernels of `HEAVY_MICROS` or more by the cost model (about 5e7 FLOP): the
+    other cores would idle otherwise (1024^3 MatMul chains: 2x);
+  - otherwise, for products (`define_op(..., flops="matmul")`) of `HEAVY_PRODUCT_MICROS`
+    or more (about 2e8 FLOP): two products on one thread each beat each product split
+    over both cores, whose pieces repack their operands (a 1024^3 sgemm split in two took
+    +17-25% CPU for a 1.4x speed-up; BENCHMARKS.md, "MatMul chains and the BLAS kernel").
+    Other kernels split without that cost and keep the compiled path.
+Partitions without such a pair (small-op graphs, the MLP's products) keep the compiled
+path. `concurrent_kernels=False` turns this off.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from tensorflux.framework import op_registry
 from tensorflux.kernels import intra_op
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.runtime import codegen, static_executor
@@ -55,6 +59,7 @@ from tensorflux.runtime.step_graph import Node, topological_order
 
 STRATEGIES = ("auto", "reference", "dataflow")
 HEAVY_MICROS = 1000.0  # the cost model's estimate of a kernel worth running beside another
+HEAVY_PRODUCT_MICROS = 4000.0  # ... of a product, when kernels split over the cores
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +74,8 @@ class ExecOptions:
         NoOp) as expressions instead of calls (off: every node is a call).
       straight_line: the dataflow executor runs qualifying partitions in a fixed order.
       compile_loops: the dataflow executor runs cheap loop frames as one `while`.
-      concurrent_kernels: with one intra-op thread, a partition with independent heavy
-        kernels runs on the dataflow executor, which runs them side by side
-        (`side_by_side`).
+      concurrent_kernels: a partition with independent heavy kernels runs on the dataflow
+        executor, which runs them side by side (`side_by_side`).
       cpu_devices_share_cores: CPU partitions run merged on one thread (every kernel
         already spreads over the cores). None: from the ConfigProto
         (`intra_op_parallelism_threads == 1`, or TF_NUM_INTRAOP_THREADS=1, means each
@@ -141,9 +145,8 @@ def choose_strategies(partitions: list[tuple[object, list[Node]]],
     """
     if options.strategy != "auto":
         return StepPlan(None, tuple(PartPlan(options.strategy) for _ in partitions))
-    if options.concurrent_kernels and costs is not None and \
-            not options.cpu_devices_share_cores:
-        side = side_by_side(partitions, costs)
+    if options.concurrent_kernels and costs is not None:
+        side = side_by_side(partitions, costs, bool(options.cpu_devices_share_cores))
         if side:  # the rest as when not every partition qualifies (below)
             return StepPlan(None, tuple(
                 PartPlan("static" if k not in side and static_executor.eligible(
@@ -168,16 +171,18 @@ def choose_strategies(partitions: list[tuple[object, list[Node]]],
 
 
 
-def side_by_side(partitions: list[tuple[object, list[Node]]], costs) -> set[int]:
-    """The indices of the partitions that have two heavy kernels (`HEAVY_MICROS` or more
-    by `costs`) that can run at once, neither depending on the other through data, control
-    or _Send -> _Recv edges of the step, on a CPU device with an inter-op pool."""
+def side_by_side(partitions: list[tuple[object, list[Node]]], costs,
+                 kernels_split: bool) -> set[int]:
+    """The indices of the partitions that have two heavy kernels (by `costs`; products
+    only, and heavier, when `kernels_split` over the cores: see the module docstring) that
+    can run at once, neither depending on the other through data, control or _Send ->
+    _Recv edges of the step, on a CPU device with an inter-op pool."""
     heavy: dict[Node, tuple[int, int]] = {}  # node -> (partition, bit)
     for k, (device, nodes) in enumerate(partitions):
         if device.device_type != "CPU" or not getattr(device, "num_threads", 0):
             continue
         for n in nodes:
-            if _heavy(n, device.device_type, costs):
+            if _heavy(n, device.device_type, costs, kernels_split):
                 heavy[n] = (k, len(heavy))
     if len(heavy) < 2:
         return set()
@@ -209,7 +214,12 @@ def side_by_side(partitions: list[tuple[object, list[Node]]], costs) -> set[int]
     return found
 
 
-def _heavy(node: Node, device_type: str, costs) -> bool:
+def _heavy(node: Node, device_type: str, costs, kernels_split: bool) -> bool:
     kdef = kernel_registry.find_kernel(node.op, device_type, node.attrs)
-    return kdef is not None and kdef.expensive and \
-        costs.compute_micros(node, device_type) >= HEAVY_MICROS
+    if kdef is None or not kdef.expensive:
+        return False
+    if not kernels_split:
+        return costs.compute_micros(node, device_type) >= HEAVY_MICROS
+    opdef = op_registry.lookup(node.op)
+    return opdef is not None and (opdef.flops or "").partition(":")[0] == "matmul" and \
+        costs.compute_micros(node, device_type) >= HEAVY_PRODUCT_MICROS

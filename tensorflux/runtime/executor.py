@@ -624,14 +624,22 @@ class _Run:
             return self._run_async(it, frame, i, inputs, it.fast)
         if it.expensive and (self.ready or self.in_flight) and self.ex.device.num_threads:
             self.in_flight += 1
-            self.ex.device.runner(self._run_on_pool, it, frame, i, inputs)
+            intra_op.kernel_started()
+            try:
+                self.ex.device.runner(self._run_on_pool, it, frame, i, inputs)
+            except BaseException:
+                intra_op.kernel_finished()
+                raise
             return _PENDING
         if kind == DEAD_AWARE or kind == NEXT_ITERATION or kind == EXIT:
             self.ctx.frame_iter = (frame.frame_id, i)
         try:
             if it.expensive:  # alone here, but other partitions' kernels may be running
-                with intra_op.running_kernel():
+                intra_op.kernel_started()
+                try:
                     outputs = it.kernel(self.ctx, *inputs)
+                finally:
+                    intra_op.kernel_finished()
             else:
                 outputs = it.kernel(self.ctx, *inputs)
         except BaseException as e:  # noqa: BLE001 - reported as the step's error
@@ -664,11 +672,12 @@ class _Run:
 
     def _run_on_pool(self, it, frame, i, inputs) -> None:
         try:
-            with intra_op.running_kernel():
-                outputs = it.kernel(self.ctx, *inputs)
+            outputs = it.kernel(self.ctx, *inputs)
         except BaseException as e:  # noqa: BLE001
             self.completions.put((it, frame, i, None, e))
             return
+        finally:
+            intra_op.kernel_finished()  # started when handed to the pool (`_start`)
         self.completions.put((it, frame, i, outputs, None))
 
     # ---- propagating outputs ------------------------------------------------------------

@@ -294,3 +294,21 @@ def test_side_by_side_looks_inside_each_partition_across_transfers():
     kinds, got = _plan_kinds(g, w, feeds, config)
     assert kinds == ["dataflow", "dataflow"]  # /cpu:1's _Recv then waits asynchronously
     np.testing.assert_allclose(got, 6 * np.eye(n), atol=0)
+
+
+def test_heavy_independent_products_run_side_by_side_with_the_default_threads():
+    """With kernels split over the cores (the default), only products big enough that a
+    split costs more than it saves (exec_options.HEAVY_PRODUCT_MICROS) run side by side."""
+    rng = np.random.default_rng(1)
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.placeholder(tf.float32, [None, None])
+        pair = tf.matmul(a, a) + tf.matmul(a * 2.0, a)
+    with g.as_default():  # the cost model reads static shapes
+        big = tf.placeholder(tf.float32, [640, 640])
+        big_pair = tf.matmul(big, big) + tf.matmul(big * 2.0, big)
+    x = rng.standard_normal((640, 640)).astype(np.float32)
+    kinds, got = _plan_kinds(g, big_pair, {big: x}, None)
+    assert kinds == ["dataflow"]
+    np.testing.assert_allclose(got, 3 * (x @ x), rtol=1e-4, atol=1e-2)
+    assert _plan_kinds(g, pair, {a: x[:64, :64]}, None)[0] == ["static"]  # unknown: small

@@ -36,18 +36,19 @@ BLAS kernel family
 ------------------
 OpenBLAS (NumPy's wheels build it for every x86 core type and pick one at load time) takes
 its AVX-512 kernels ("SkylakeX") on AMD Zen 4 (cpu family 25 with AVX-512), whose AVX-512
-units are 256 bits wide underneath. There its AVX2 kernels ("Haswell") are faster: a
-1024^3 sgemm took 20.0-21.4 ms of CPU against 21.5-23.0 (TensorFlow's oneDNN: 20.1-20.3),
-and the products of the MLP, the LSTM LM and an im2col convolution from 2% more to 15% less
-(BENCHMARKS.md, "MatMul chains and the BLAS kernel"). So on that CPU model, when the user has not chosen a core type
-(OPENBLAS_CORETYPE) and OpenBLAS chose SkylakeX, `apply_process_policy` has OpenBLAS
-choose again with the core type "Haswell", through the two functions OpenBLAS's dynamic
-dispatch is made of (`gotoblas_dynamic_quit`, `gotoblas_dynamic_init`, which reads
-OPENBLAS_CORETYPE): at import, before any kernel runs, and only where the library exports
-both (else nothing changes). A small product checked against the old kernel's must agree,
-or the old kernel comes back. `TENSORFLUX_BLAS_CORETYPE=0` leaves the kernel as OpenBLAS
-chose it; another value names the core type to take on that CPU instead of "Haswell".
-threadpoolctl's `architecture` (`blas_info()`, the benchmarks' header) tells which ran.
+units are 256 bits wide underneath. There its AVX2 kernels ("Haswell") are faster: a 1024^3
+sgemm took 20.0-21.4 ms of CPU against 21.5-23.0 (TensorFlow's oneDNN: 20.1-20.3), and the
+products of the MLP, the LSTM LM and an im2col convolution from 2% more to 15% less
+(BENCHMARKS.md, "MatMul chains and the BLAS kernel"). So on that CPU model, when the user
+has not chosen a core type (OPENBLAS_CORETYPE) and OpenBLAS chose SkylakeX,
+`apply_process_policy` has OpenBLAS choose again with the core type "Haswell", through the
+two functions OpenBLAS's dynamic dispatch is made of (`gotoblas_dynamic_quit`,
+`gotoblas_dynamic_init`, which reads OPENBLAS_CORETYPE): at import, before any kernel runs,
+and only where the library exports both (else nothing changes). A small product checked
+against the old kernel's must agree, or the old kernel comes back.
+`TENSORFLUX_BLAS_CORETYPE=0` leaves the kernel as OpenBLAS chose it; another value names the
+core type to take on that CPU instead of "Haswell". threadpoolctl's `architecture`
+(`blas_info()`, the benchmarks' header) tells which ran.
 
 malloc policy
 -------------
