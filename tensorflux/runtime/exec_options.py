@@ -177,13 +177,18 @@ def side_by_side(partitions: list[tuple[object, list[Node]]], costs,
     only, and heavier, when `kernels_split` over the cores: see the module docstring) that
     can run at once, neither depending on the other through data, control or _Send ->
     _Recv edges of the step, on a CPU device with an inter-op pool."""
-    heavy: dict[Node, tuple[int, int]] = {}  # node -> (partition, bit)
+    # Kernels of one group run one after another when compiled: a partition's; with
+    # `kernels_split`, every CPU partition's (they run merged on one thread).
+    heavy: dict[Node, tuple[int, int]] = {}  # node -> (group, bit)
+    groups: dict[int, set[int]] = {}
     for k, (device, nodes) in enumerate(partitions):
         if device.device_type != "CPU" or not getattr(device, "num_threads", 0):
             continue
+        group = 0 if kernels_split else k
+        groups.setdefault(group, set()).add(k)
         for n in nodes:
             if _heavy(n, device.device_type, costs, kernels_split):
-                heavy[n] = (k, len(heavy))
+                heavy[n] = (group, len(heavy))
     if len(heavy) < 2:
         return set()
     nodes = [n for _, p in partitions for n in p]
@@ -194,10 +199,10 @@ def side_by_side(partitions: list[tuple[object, list[Node]]], costs,
     if not acyclic:
         return set()
     # Each node's heavy ancestors (itself included) as a bit set, in topological order: a
-    # heavy node that misses one of the heavy nodes of its partition ordered before it
-    # does not depend on that one (nor can that one depend on it, coming first).
+    # heavy node that misses one of the heavy nodes of its group ordered before it does
+    # not depend on that one (nor can that one depend on it, coming first).
     seen: dict[Node, int] = {}
-    earlier: dict[int, int] = {}  # partition -> bits of its heavy nodes ordered so far
+    earlier: dict[int, int] = {}  # group -> bits of its heavy nodes ordered so far
     found: set[int] = set()
     for n in order:
         bits = 0
@@ -207,7 +212,7 @@ def side_by_side(partitions: list[tuple[object, list[Node]]], costs,
             k, bit = heavy[n]
             before = earlier.get(k, 0)
             if bits & before != before:
-                found.add(k)
+                found |= groups[k]
             earlier[k] = before | 1 << bit
             bits |= 1 << bit
         seen[n] = bits

@@ -312,3 +312,12 @@ def test_heavy_independent_products_run_side_by_side_with_the_default_threads():
     assert kinds == ["dataflow"]
     np.testing.assert_allclose(got, 3 * (x @ x), rtol=1e-4, atol=1e-2)
     assert _plan_kinds(g, pair, {a: x[:64, :64]}, None)[0] == ["static"]  # unknown: small
+    with g.as_default():  # on two devices that share the cores (merged when compiled)
+        with tf.device("/cpu:0"):
+            left = tf.matmul(big, big)
+        with tf.device("/cpu:1"):
+            right = tf.matmul(big * 2.0, big)
+        split_pair = left + right
+    kinds, got = _plan_kinds(g, split_pair, {big: x}, tf.ConfigProto(device_count={"CPU": 2}))
+    assert kinds == ["dataflow", "dataflow"]
+    np.testing.assert_allclose(got, 3 * (x @ x), rtol=1e-4, atol=1e-2)
