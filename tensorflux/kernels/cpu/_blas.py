@@ -44,11 +44,12 @@ has not chosen a core type (OPENBLAS_CORETYPE) and OpenBLAS chose SkylakeX,
 `apply_process_policy` has OpenBLAS choose again with the core type "Haswell", through the
 two functions OpenBLAS's dynamic dispatch is made of (`gotoblas_dynamic_quit`,
 `gotoblas_dynamic_init`, which reads OPENBLAS_CORETYPE): at import, before any kernel runs,
-and only where the library exports both (else nothing changes). A small product checked
-against the old kernel's must agree, or the old kernel comes back.
-`TENSORFLUX_BLAS_CORETYPE=0` leaves the kernel as OpenBLAS chose it; another value names the
-core type to take on that CPU instead of "Haswell". threadpoolctl's `architecture`
-(`blas_info()`, the benchmarks' header) tells which ran.
+only where the library exports both and no other Python thread runs (between the two calls
+OpenBLAS has no kernels; else nothing changes). A small product checked against the old
+kernel's must agree, or the old kernel comes back. `TENSORFLUX_BLAS_CORETYPE=0` leaves the
+kernel as OpenBLAS chose it; another value names the core type to take on that CPU instead
+of "Haswell". threadpoolctl's `architecture` (`blas_info()`, the benchmarks' header) tells
+which ran.
 
 malloc policy
 -------------
@@ -74,6 +75,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import threading
 from time import monotonic as _monotonic
 
 _MMAP_THRESHOLD_BYTES = 32 << 20
@@ -210,6 +212,10 @@ def _prefer_core_type() -> None:
 
     setting = os.environ.get("TENSORFLUX_BLAS_CORETYPE", "").strip()
     if setting == "0" or "OPENBLAS_CORETYPE" in os.environ:
+        return
+    if threading.active_count() > 1:
+        # Between the two calls OpenBLAS has no kernel table: a product running on another
+        # thread then would crash. Imported with other threads running, keep the kernels.
         return
     core = setting or _PREFERRED_CORES.get(_cpu_model())
     if not core:
