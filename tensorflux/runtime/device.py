@@ -128,13 +128,13 @@ class Device:
     def to_host(self, value):
         return value
 
-    def runner(self, fn, *args) -> None:
+    def runner(self, fn, *args):
         """Runs `fn(*args)` on this device's inter-op thread pool (on the caller's thread
-        when the device has no inter-op threads)."""
+        when the device has no inter-op threads); returns the pool's Future, or None."""
         if self.num_threads == 0:
             fn(*args)
-        else:
-            self.pool.submit(fn, *args)
+            return None
+        return self.pool.submit(fn, *args)
 
     @property
     def bytes_in_use(self) -> int:

@@ -396,6 +396,12 @@ def _straight_schedule(ex: Executor) -> list | None:
             for it, f in zip(order, free, strict=True)]
 
 
+def _uncount_if_cancelled(future) -> None:
+    """A kernel handed to the pool that never ran is no longer counted as running."""
+    if future.cancelled():
+        intra_op.kernel_finished()
+
+
 def _call_async(it: _Item, ctx, inputs: list, completions, driver: int, frame=None,
                 i: int = 0):
     """Runs an asynchronous kernel: its outputs (possibly DEAD) or error when it calls back
@@ -626,10 +632,12 @@ class _Run:
             self.in_flight += 1
             intra_op.kernel_started()
             try:
-                self.ex.device.runner(self._run_on_pool, it, frame, i, inputs)
+                future = self.ex.device.runner(self._run_on_pool, it, frame, i, inputs)
             except BaseException:
                 intra_op.kernel_finished()
                 raise
+            if future is not None:  # a closing session cancels what has not started
+                future.add_done_callback(_uncount_if_cancelled)
             return _PENDING
         if kind == DEAD_AWARE or kind == NEXT_ITERATION or kind == EXIT:
             self.ctx.frame_iter = (frame.frame_id, i)

@@ -232,3 +232,26 @@ def test_openblas_kernel_family_is_chosen_again_only_where_it_chose_skylakex():
     assert ok
     if _blas._cpu_model() not in _blas._PREFERRED_CORES:
         assert default == own
+
+
+def test_kernels_running_side_by_side_share_the_intra_op_threads(monkeypatch):
+    """While executors run n expensive kernels at once (kernel_started/finished), each
+    splits over 1/n of the intra-op threads (at least one)."""
+    monkeypatch.setattr(_blas, "blas_threads", lambda: 1)
+    ctx = SimpleNamespace(session=SimpleNamespace(_config=SimpleNamespace(
+        intra_op_parallelism_threads=4, inter_op_parallelism_threads=0)))
+    assert intra_op.workers(ctx) == 4
+    intra_op.kernel_started()
+    try:
+        assert intra_op.workers(ctx) == 4  # alone
+        intra_op.kernel_started()
+        try:
+            assert intra_op.workers(ctx) == 2
+            intra_op.kernel_started()
+            assert intra_op.workers(ctx) == 1
+            intra_op.kernel_finished()
+        finally:
+            intra_op.kernel_finished()
+    finally:
+        intra_op.kernel_finished()
+    assert intra_op.workers(ctx) == 4 and intra_op._running == 0
