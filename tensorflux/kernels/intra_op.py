@@ -156,8 +156,9 @@ def _get_pool() -> ThreadPoolExecutor:
 def _forget_pool_in_child() -> None:
     """A forked child has none of the pool's threads: it starts a pool of its own. (Even
     with the stale one nothing would hang: the caller runs every chunk no helper claims.)"""
-    global _pool, _lock
+    global _pool, _lock, _running, _running_lock
     _pool, _lock = None, threading.Lock()
+    _running, _running_lock = 0, threading.Lock()  # no kernel of the parent runs here
 
 
 if hasattr(os, "register_at_fork"):
