@@ -1,6 +1,22 @@
-"""`tf.contrib.layers`: the weight regularizers (l1, l2, l1_l2, sum, apply_regularization),
-`flatten` and the contrib initializers (xavier, variance scaling). The rest of TF1's
-contrib.layers is not provided; `tf.layers` has the layers."""
+"""`tf.contrib.layers`: the layer functions (fully_connected, conv2d, pools, dropout,
+batch_norm, layer_norm, ...; contrib/layers_core.py), the weight regularizers (l1, l2, l1_l2,
+sum, apply_regularization), `flatten` and the contrib initializers (xavier, variance
+scaling)."""
 
+from tensorflux.contrib.layers_core import (  # noqa: F401
+    avg_pool2d,
+    batch_norm,
+    conv2d,
+    conv2d_transpose,
+    convolution2d,
+    dropout,
+    embed_sequence,
+    fully_connected,
+    layer_norm,
+    max_pool2d,
+    one_hot_encoding,
+    repeat,
+    stack,
+)
 from tensorflux.contrib.layers_extra import *  # noqa: F401,F403
 from tensorflux.layers.regularizers import *  # noqa: F401,F403

@@ -1,0 +1,15 @@
+"""`tf.contrib.framework`: arg_scope and the variable helpers of contrib's layers."""
+
+from tensorflux.contrib.layers_core import (  # noqa: F401
+    add_arg_scope,
+    arg_scope,
+    current_arg_scope,
+    get_model_variables,
+    get_trainable_variables,
+    get_variables,
+    get_variables_by_name,
+    get_variables_to_restore,
+    has_arg_scope,
+    model_variable,
+    variable,
+)
