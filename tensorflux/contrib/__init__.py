@@ -3,4 +3,4 @@
 `tf.contrib.framework` (arg_scope, variable helpers), `tf.contrib.slim` (both, as TF-Slim's
 layer API) and `tf.contrib.rnn` (the core RNN cells and `static_rnn`)."""
 
-from tensorflux.contrib import framework, layers, rnn, slim  # noqa: F401
+from tensorflux.contrib import framework, layers, legacy_seq2seq, rnn, seq2seq, slim  # noqa: F401
