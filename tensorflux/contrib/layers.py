@@ -19,4 +19,5 @@ from tensorflux.contrib.layers_core import (  # noqa: F401
     stack,
 )
 from tensorflux.contrib.layers_extra import *  # noqa: F401,F403
+from tensorflux.contrib.optimizers import OPTIMIZER_SUMMARIES, optimize_loss  # noqa: F401
 from tensorflux.layers.regularizers import *  # noqa: F401,F403

@@ -135,3 +135,35 @@ def test_arg_scope_rules():
     assert a.shape.as_list() == [1, 3] and a.op.type != "Relu"
     assert b.op.type == "Relu" and c.op.type != "Relu"
     assert len(inner) == 1
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", tf.train.GradientDescentOptimizer,
+                                       lambda lr: tf.train.GradientDescentOptimizer(lr)])
+def test_optimize_loss_trains(optimizer):
+    with tf.Graph().as_default():
+        step = tf.train.get_or_create_global_step()
+        w = tf.Variable(5.0)
+        loss = tf.square(w - 2.0)
+        train = layers.optimize_loss(loss, step, 0.1, optimizer, clip_gradients=1.0,
+                                     learning_rate_decay_fn=lambda lr, s: lr * 1.0)
+        lr_vars = [v.op.name for v in tf.global_variables() if "learning_rate" in v.op.name]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            first = s.run(train)
+            w1 = s.run(w)
+            for _ in range(100):
+                s.run(train)
+            final, steps = s.run([w, step])
+    assert first == pytest.approx(9.0)  # the loss before the update
+    assert w1 == pytest.approx(5.0 - 0.1)  # the gradient 6.0 clipped to norm 1
+    assert final == pytest.approx(2.0, abs=1e-3) and steps == 101
+    assert lr_vars == ["OptimizeLoss/learning_rate"]
+
+
+def test_optimize_loss_errors():
+    with tf.Graph().as_default():
+        w = tf.Variable(1.0)
+        with pytest.raises(ValueError, match="Optimizer name should be one of"):
+            layers.optimize_loss(w * w, None, 0.1, "Nope")
+        with pytest.raises(ValueError, match="Learning rate is None"):
+            layers.optimize_loss(w * w, None, None, "SGD")
