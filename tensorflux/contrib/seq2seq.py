@@ -1,9 +1,18 @@
-"""`tf.contrib.seq2seq.sequence_loss` and `tf.contrib.legacy_seq2seq`'s sequence losses: the
-weighted cross-entropy of per-step logits, averaged or summed over steps and batch. (The
-decoders of contrib.seq2seq are not provided.)"""
+"""`tf.contrib.seq2seq`: `sequence_loss` (and `tf.contrib.legacy_seq2seq`'s sequence
+losses): the weighted cross-entropy of per-step logits, averaged or summed over steps and
+batch; and the decoding loop of seq2seq_decoder.py (helpers, BasicDecoder,
+dynamic_decode)."""
 
 from __future__ import annotations
 
+from tensorflux.contrib.seq2seq_decoder import (  # noqa: F401
+    BasicDecoder,
+    BasicDecoderOutput,
+    GreedyEmbeddingHelper,
+    Helper,
+    TrainingHelper,
+    dynamic_decode,
+)
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 

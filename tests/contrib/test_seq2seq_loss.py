@@ -66,3 +66,51 @@ def test_legacy_sequence_losses():
             got, cost = s.run([by_example, total])
     np.testing.assert_allclose(got, X.sum(1) / WEIGHTS.sum(1), rtol=1e-5)
     np.testing.assert_allclose(cost, (X.sum(1) / WEIGHTS.sum(1)).sum() / B, rtol=1e-5)
+
+
+def test_training_decoder_equals_dynamic_rnn():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 5, 4)).astype(np.float32)
+    lens = np.array([5, 3, 0], np.int32)
+    with tf.Graph().as_default():
+        cell = tf.nn.rnn_cell.BasicLSTMCell(6)
+        with tf.variable_scope("shared") as sc:
+            ref, ref_state = tf.nn.dynamic_rnn(cell, tf.constant(x), sequence_length=lens,
+                                               dtype=tf.float32)
+        with tf.variable_scope(sc, reuse=True):
+            helper = tf.contrib.seq2seq.TrainingHelper(tf.constant(x), lens)
+            decoder = tf.contrib.seq2seq.BasicDecoder(cell, helper,
+                                                      cell.zero_state(3, tf.float32))
+            out, state, lengths = tf.contrib.seq2seq.dynamic_decode(
+                decoder, impute_finished=True, scope="rnn")
+        names = [v.op.name for v in tf.global_variables()]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            a, b, n, sa, sb = s.run([ref, out.rnn_output, lengths, ref_state, state])
+    assert names == ["shared/rnn/basic_lstm_cell/kernel", "shared/rnn/basic_lstm_cell/bias"]
+    np.testing.assert_allclose(b, a, atol=1e-6)
+    np.testing.assert_allclose(sb.h, sa.h, atol=1e-6)
+    np.testing.assert_allclose(sb.c, sa.c, atol=1e-6)
+    np.testing.assert_array_equal(n, lens)
+
+
+def test_greedy_decoder_stops_at_the_end_token_or_the_limit():
+    vocab, end = 7, 2
+    with tf.Graph().as_default():
+        embedding = tf.get_variable("embedding", [vocab, 4])
+        cell = tf.nn.rnn_cell.GRUCell(5)
+        helper = tf.contrib.seq2seq.GreedyEmbeddingHelper(embedding, tf.fill([4], 1), end)
+        decoder = tf.contrib.seq2seq.BasicDecoder(cell, helper, cell.zero_state(4, tf.float32),
+                                                  output_layer=tf.layers.Dense(vocab))
+        out, _, lengths = tf.contrib.seq2seq.dynamic_decode(decoder, maximum_iterations=6)
+        names = sorted(v.op.name for v in tf.global_variables())
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            logits, ids, n = s.run([out.rnn_output, out.sample_id, lengths])
+    assert logits.shape[:2] == ids.shape and logits.shape[2] == vocab and ids.shape[1] <= 6
+    np.testing.assert_array_equal(ids, logits.argmax(-1))
+    for row, length in zip(ids, n, strict=True):
+        hits = np.flatnonzero(row == end)
+        want = hits[0] + 1 if hits.size else ids.shape[1]
+        assert length == min(want, 6)
+    assert "decoder/dense/kernel" in names and "decoder/gru_cell/gates/kernel" in names
