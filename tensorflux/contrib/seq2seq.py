@@ -5,6 +5,12 @@ dynamic_decode)."""
 
 from __future__ import annotations
 
+from tensorflux.contrib.seq2seq_attention import (  # noqa: F401
+    AttentionWrapper,
+    AttentionWrapperState,
+    BahdanauAttention,
+    LuongAttention,
+)
 from tensorflux.contrib.seq2seq_decoder import (  # noqa: F401
     BasicDecoder,
     BasicDecoderOutput,

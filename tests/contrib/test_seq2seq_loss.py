@@ -114,3 +114,72 @@ def test_greedy_decoder_stops_at_the_end_token_or_the_limit():
         want = hits[0] + 1 if hits.size else ids.shape[1]
         assert length == min(want, 6)
     assert "decoder/dense/kernel" in names and "decoder/gru_cell/gates/kernel" in names
+
+
+@pytest.mark.parametrize("kind", ["luong", "luong_scaled", "bahdanau", "bahdanau_norm"])
+def test_attention_mechanisms_against_numpy(kind):
+    rng = np.random.default_rng(4)
+    memory = rng.normal(size=(2, 4, 3)).astype(np.float32)
+    query = rng.normal(size=(2, 5)).astype(np.float32)
+    lengths = [4, 2]
+    with tf.Graph().as_default():
+        s2s = tf.contrib.seq2seq
+        if kind.startswith("luong"):
+            mech = s2s.LuongAttention(5, tf.constant(memory), lengths,
+                                      scale=kind.endswith("scaled"))
+        else:
+            mech = s2s.BahdanauAttention(5, tf.constant(memory), lengths,
+                                         normalize=kind.endswith("norm"))
+        align, _ = mech(tf.constant(query), mech.initial_state(2, tf.float32))
+        variables = {v.op.name.split("/")[-2 if "kernel" in v.op.name else -1]: v
+                     for v in tf.global_variables()}
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            got, values = s.run([align, {k: v for k, v in variables.items()}])
+    mask = np.arange(4)[None, :] < np.array(lengths)[:, None]
+    keys = (memory * mask[..., None]) @ values["memory_layer"]
+    if kind.startswith("luong"):
+        score = np.einsum("bd,btd->bt", query, keys)
+        if kind.endswith("scaled"):
+            score = score * values["attention_g"]
+    else:
+        q = query @ values["query_layer"]
+        v = values["attention_v"]
+        if kind.endswith("norm"):
+            v = values["attention_g"] * v / np.sqrt((v * v).sum())
+            score = (v * np.tanh(keys + q[:, None] + values["attention_b"])).sum(-1)
+        else:
+            score = (v * np.tanh(keys + q[:, None])).sum(-1)
+    score = np.where(mask, score, -np.inf)
+    want = np.exp(score - score.max(-1, keepdims=True))
+    want /= want.sum(-1, keepdims=True)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_attention_wrapper_decodes_with_history():
+    rng = np.random.default_rng(0)
+    memory = rng.normal(size=(2, 4, 3)).astype(np.float32)
+    x = rng.normal(size=(2, 5, 2)).astype(np.float32)
+    with tf.Graph().as_default():
+        s2s = tf.contrib.seq2seq
+        mech = s2s.BahdanauAttention(6, tf.constant(memory), [4, 2])
+        cell = s2s.AttentionWrapper(tf.nn.rnn_cell.BasicLSTMCell(5), mech,
+                                    attention_layer_size=7, alignment_history=True)
+        decoder = s2s.BasicDecoder(cell, s2s.TrainingHelper(tf.constant(x), [5, 3]),
+                                   cell.zero_state(2, tf.float32))
+        out, state, lengths = s2s.dynamic_decode(decoder)
+        history = state.alignment_history.stack()
+        names = sorted(v.op.name for v in tf.global_variables())
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            o, h, n = s.run([out.rnn_output, history, lengths])
+    assert names == ["decoder/attention_wrapper/attention_layer/kernel",
+                     "decoder/attention_wrapper/bahdanau_attention/attention_v",
+                     "decoder/attention_wrapper/bahdanau_attention/query_layer/kernel",
+                     "decoder/attention_wrapper/basic_lstm_cell/bias",
+                     "decoder/attention_wrapper/basic_lstm_cell/kernel",
+                     "memory_layer/kernel"]
+    assert o.shape == (2, 5, 7) and h.shape == (5, 2, 4)
+    np.testing.assert_array_equal(n, [5, 3])
+    np.testing.assert_allclose(h.sum(-1), 1.0, rtol=1e-5)
+    assert np.all(h[:, 1, 2:] == 0)  # beyond the second memory's length
