@@ -11,6 +11,13 @@ from tensorflux.contrib.seq2seq_attention import (  # noqa: F401
     BahdanauAttention,
     LuongAttention,
 )
+from tensorflux.contrib.seq2seq_beam import (  # noqa: F401
+    BeamSearchDecoder,
+    BeamSearchDecoderOutput,
+    BeamSearchDecoderState,
+    FinalBeamSearchDecoderOutput,
+    tile_batch,
+)
 from tensorflux.contrib.seq2seq_decoder import (  # noqa: F401
     BasicDecoder,
     BasicDecoderOutput,

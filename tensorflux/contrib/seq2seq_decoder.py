@@ -213,7 +213,8 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
         def body(time, arrays, state, inputs, finished, lengths):
             outputs, new_state, next_inputs, step_finished = decoder.step(time, inputs,
                                                                          state)
-            now_finished = comparison_ops.logical_or(step_finished, finished)
+            now_finished = step_finished if getattr(decoder, "tracks_own_finished", False) \
+                else comparison_ops.logical_or(step_finished, finished)
             if maximum_iterations is not None:
                 now_finished = comparison_ops.logical_or(
                     now_finished, comparison_ops.greater_equal(time + 1, maximum_iterations))
@@ -236,9 +237,12 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
             parallel_iterations=parallel_iterations, swap_memory=swap_memory,
             maximum_iterations=maximum_iterations, return_same_structure=True)
         outputs = nest.map_structure(lambda ta: ta.stack(), loop[1])
+        final_state = loop[2]
+        if hasattr(decoder, "finalize"):
+            outputs, final_state = decoder.finalize(outputs, final_state, loop[5])
         if not output_time_major:
             outputs = nest.map_structure(_batch_time_swap, outputs)
-        return outputs, loop[2], loop[5]
+        return outputs, final_state, loop[5]
 
 
 def _keep_finished(finished, new, current):

@@ -12,6 +12,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     array_ops,
     audio_ops,
     batch_norm_ops,
+    beam_search_ops,
     candidate_sampling_ops,
     comparison_ops,
     constant_op,

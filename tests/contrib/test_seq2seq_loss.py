@@ -183,3 +183,82 @@ def test_attention_wrapper_decodes_with_history():
     np.testing.assert_array_equal(n, [5, 3])
     np.testing.assert_allclose(h.sum(-1), 1.0, rtol=1e-5)
     assert np.all(h[:, 1, 2:] == 0)  # beyond the second memory's length
+
+
+def _beam_model(vocab):
+    embedding = tf.get_variable("embedding", [vocab, 4])
+    cell = tf.nn.rnn_cell.GRUCell(5)
+    layer = tf.layers.Dense(vocab, name="proj")
+    init = tf.random_normal([2, 5], seed=1)
+    return embedding, cell, layer, init
+
+
+def test_beam_search_of_width_one_is_greedy_decoding():
+    vocab, end = 6, 2
+    with tf.Graph().as_default():
+        embedding, cell, layer, init = _beam_model(vocab)
+        s2s = tf.contrib.seq2seq
+        with tf.variable_scope("dec") as sc:
+            greedy = s2s.BasicDecoder(cell, s2s.GreedyEmbeddingHelper(embedding,
+                                                                      tf.fill([2], 1), end),
+                                      init, output_layer=layer)
+            g_out, _, g_len = s2s.dynamic_decode(greedy, maximum_iterations=6)
+        with tf.variable_scope(sc, reuse=True):
+            beam = s2s.BeamSearchDecoder(cell, embedding, tf.fill([2], 1), end,
+                                         s2s.tile_batch(init, 1), 1, output_layer=layer)
+            b_out, _, b_len = s2s.dynamic_decode(beam, maximum_iterations=6)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            g_ids, g_n, b_ids, b_n = s.run([g_out.sample_id, g_len, b_out.predicted_ids,
+                                            b_len])
+    np.testing.assert_array_equal(b_ids[:, :, 0], g_ids)
+    np.testing.assert_array_equal(b_n[:, 0], g_n)
+
+
+def test_beam_scores_are_the_paths_log_likelihoods():
+    vocab, end, width, steps = 5, 2, 3, 4
+    with tf.Graph().as_default():
+        embedding, cell, layer, init = _beam_model(vocab)
+        s2s = tf.contrib.seq2seq
+        with tf.variable_scope("dec") as sc:
+            beam = s2s.BeamSearchDecoder(cell, embedding, tf.fill([2], 1), end,
+                                         s2s.tile_batch(init, width), width,
+                                         output_layer=layer)
+            out, state, _ = s2s.dynamic_decode(beam, maximum_iterations=steps)
+        ids = out.predicted_ids  # [batch, time, beam]
+        # Teacher-force each returned path through the same model.
+        paths = tf.reshape(tf.transpose(ids, [0, 2, 1]), [2 * width, -1])
+        inputs = tf.nn.embedding_lookup(embedding, tf.concat(
+            [tf.fill([2 * width, 1], 1), paths[:, :-1]], 1))
+        with tf.variable_scope(sc, reuse=True):
+            helper = s2s.TrainingHelper(inputs, tf.fill([2 * width], tf.shape(paths)[1]))
+            forced = s2s.BasicDecoder(cell, helper, s2s.tile_batch(init, width),
+                                      output_layer=layer)
+            f_out, _, _ = s2s.dynamic_decode(forced)
+        logp = tf.nn.log_softmax(f_out.rnn_output)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            got_ids, lp, final = s.run([paths, logp, state.log_probs])
+    for row in range(2 * width):
+        total = 0.0
+        for t, word in enumerate(got_ids[row]):
+            total += lp[row, t, word]
+            if word == end:
+                break
+        np.testing.assert_allclose(final.reshape(-1)[row], total, rtol=1e-4, atol=1e-4)
+    assert np.all(np.diff(final, axis=1) <= 1e-6)  # beams sorted best first
+
+
+def test_gather_tree_backtracks_and_fills_after_the_end():
+    step = np.array([[[1, 2, 3]], [[4, 5, 6]], [[7, 8, 9]]], np.int32)
+    parents = np.array([[[0, 0, 0]], [[2, 1, 0]], [[2, 1, 0]]], np.int32)
+    ended = np.array([[[1, 2, 3]], [[10, 5, 6]], [[7, 8, 9]]], np.int32)
+    with tf.Graph().as_default():
+        full = tf.raw_ops.GatherTree(step_ids=step, parent_ids=parents,
+                                     max_sequence_lengths=[3], end_token=10)
+        short = tf.raw_ops.GatherTree(step_ids=ended, parent_ids=parents,
+                                      max_sequence_lengths=[2], end_token=10)
+        with tf.Session() as s:
+            a, b = s.run([full, short])
+    assert a[:, 0, :].T.tolist() == [[1, 6, 7], [2, 5, 8], [3, 4, 9]]
+    assert b[:, 0, :].T.tolist() == [[3, 10, 10], [2, 5, 10], [1, 6, 10]]
