@@ -135,3 +135,56 @@ def test_channel_last_batch_norm_matches_float64_reference(monkeypatch, rows, c,
     want = _reference(x, dy, scale, offset, eps)
     for got, w in zip((y, m, v, dx, d_scale, d_offset), want, strict=True):
         np.testing.assert_allclose(got, w, rtol=2e-4, atol=2e-4 * (np.abs(w).max() + 1))
+
+
+# (k, t, tw, C): one tile, odd sizes, channels past one block of 128 and not a multiple
+_WINO_SHAPES = [(1, 1, 1, 1), (2, 3, 5, 7), (3, 2, 4, 130), (1, 4, 3, 256)]
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k, t, tw, c", _WINO_SHAPES)
+@pytest.mark.parametrize("strided", [False, True])
+def test_winograd_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtype, k, t, tw,
+                                                              c, strided):
+    """Input, output and gradient transforms of F(2x2, 3x3) in C against _winograd's NumPy
+    functions (native's module off), on contiguous arrays and on the strided slices of
+    larger buffers that the work units pass, with NaN, infinities and signed zeros."""
+    from tensorflux.kernels.cpu import _winograd
+
+    rng = np.random.default_rng(k * 100 + c)
+
+    def data(shape):
+        a = rng.standard_normal(shape).astype(dtype)
+        flat = a.reshape(-1)
+        flat[:len(_SPECIALS)] = np.array(_SPECIALS, dtype)[:flat.size]
+        return a
+
+    def buffers(shape):  # a destination, or a strided slice of a bigger one
+        if not strided:
+            return np.full(shape, 7, dtype)
+        big = np.full((shape[0], *(s + 2 for s in shape[1:-1]), shape[-1]), 7, dtype)
+        return big[(slice(None),) + tuple(slice(1, 1 + s) for s in shape[1:-1])]
+
+    d = data((k, 2 * t + 2 + strided, 2 * tw + 2, c))
+    m = data((16, k, t, tw, c))
+    e = data((k, 2 * t, 2 * tw, c))
+    if strided:
+        d, m = d[:, :2 * t + 2], data((16, k + 1, t, tw, c))[:, 1:]
+    calls = [  # (function, its arguments but the destination, destination shape)
+        (lambda out: _winograd._input_transform(d, out, t, tw), (16, k, t, tw, c)),
+        (lambda out: _winograd._output_transform(
+            m, out, np.empty((2, 4, k, t, tw, c), dtype)), (k, 2 * t, 2 * tw, c)),
+        (lambda out: _winograd._gradient_transform(e, out, t, tw), (16, k, t, tw, c)),
+    ]
+    with np.errstate(invalid="ignore", over="ignore"):
+        got = []
+        for fn, shape in calls:
+            out = buffers(shape)
+            fn(out)
+            got.append(out)
+        monkeypatch.setattr(native, "_mod", None)
+        for (fn, shape), g in zip(calls, got, strict=True):
+            want = buffers(shape)
+            fn(want)
+            np.testing.assert_array_equal(g.view(np.uint8), want.view(np.uint8))

@@ -1647,6 +1647,188 @@ static PyObject *py_bn_rows(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* Winograd F(2x2, 3x3)'s tile transforms (kernels/cpu/_winograd.py), one pass per tile
+ * instead of NumPy's passes over strided views, with the NumPy functions' operations in
+ * the same order and type (identical bits). Arrays may be strided views (a unit's slice of
+ * a per-thread buffer); the channel axis must be contiguous. Each tile runs over blocks of
+ * WINO_CB channels, every step a plain loop over a block (vectorized).
+ *   wino_transform(kind, src, dst):
+ *     kind 0, input:    src d (k, >= 2t+2, >= 2tw+2, C) -> dst v (16, k, t, tw, C)
+ *     kind 1, output:   src m (16, k, t, tw, F) -> dst y (k, 2t, 2tw, F)
+ *     kind 2, gradient: src e (k, 2t, 2tw, F) -> dst (16, k, t, tw, F) */
+typedef struct {
+    char *p;
+    int64_t s[5];  /* strides in bytes */
+} wview_t;
+
+#define WINO_CB 128
+
+#define WINO_HELPERS(T, S)                                                                  \
+    /* (a - c, b + c, c - b, b - d): B^T's rows, and its columns */                         \
+    static inline void wino_b_##S(int64_t n, const T *restrict a, const T *restrict b,     \
+                                  const T *restrict c, const T *restrict d, T *restrict o0, \
+                                  T *restrict o1, T *restrict o2, T *restrict o3) {         \
+        for (int64_t e = 0; e < n; e++) {                                                   \
+            o0[e] = a[e] - c[e];                                                            \
+            o1[e] = b[e] + c[e];                                                            \
+            o2[e] = c[e] - b[e];                                                            \
+            o3[e] = b[e] - d[e];                                                            \
+        }                                                                                   \
+    }                                                                                       \
+    /* ((a + b) + c, (b - c) - d): A^T's rows, and its columns */                           \
+    static inline void wino_a_##S(int64_t n, const T *restrict a, const T *restrict b,     \
+                                  const T *restrict c, const T *restrict d, T *restrict o0, \
+                                  T *restrict o1) {                                         \
+        for (int64_t e = 0; e < n; e++) {                                                   \
+            T s = a[e] + b[e], u = b[e] - c[e];                                             \
+            o0[e] = s + c[e];                                                               \
+            o1[e] = u - d[e];                                                               \
+        }                                                                                   \
+    }                                                                                       \
+    /* (x, x + y, x - y, -y): the gradient transform's rows, and its columns */            \
+    static inline void wino_g_##S(int64_t n, const T *restrict x, const T *restrict y,     \
+                                  T *restrict o0, T *restrict o1, T *restrict o2,           \
+                                  T *restrict o3) {                                         \
+        for (int64_t e = 0; e < n; e++) {                                                   \
+            o0[e] = x[e];                                                                   \
+            o1[e] = x[e] + y[e];                                                            \
+            o2[e] = x[e] - y[e];                                                            \
+            o3[e] = -y[e];                                                                  \
+        }                                                                                   \
+    }                                                                                       \
+    static void wino_tiles_##S(int kind, const wview_t *src, const wview_t *dst, int64_t k, \
+                               int64_t t, int64_t tw, int64_t c) {                          \
+        T r[4][4][WINO_CB];                                                                 \
+        for (int64_t b = 0; b < k; b++)                                                     \
+            for (int64_t i = 0; i < t; i++)                                                 \
+                for (int64_t j = 0; j < tw; j++)                                            \
+                    for (int64_t c0 = 0; c0 < c; c0 += WINO_CB) {                           \
+                        const int64_t n = c - c0 < WINO_CB ? c - c0 : WINO_CB;              \
+                        T *tile[16]; /* the 16 transformed positions (kinds 0, 2; m: 1) */  \
+                        char *base = kind == 1 ? src->p : dst->p;                           \
+                        const int64_t *s = kind == 1 ? src->s : dst->s;                     \
+                        for (int p = 0; p < 16; p++)                                        \
+                            tile[p] = (T *)(base + p * s[0] + b * s[1] + i * s[2] +         \
+                                            j * s[3]) + c0;                                 \
+                        if (kind == 0) {                                                    \
+                            const T *x[4][4];                                               \
+                            for (int a = 0; a < 4; a++)                                     \
+                                for (int q = 0; q < 4; q++)                                 \
+                                    x[a][q] = (const T *)(src->p + b * src->s[0] +          \
+                                              (2 * i + a) * src->s[1] +                     \
+                                              (2 * j + q) * src->s[2]) + c0;                \
+                            for (int q = 0; q < 4; q++)                                     \
+                                wino_b_##S(n, x[0][q], x[1][q], x[2][q], x[3][q], r[0][q],  \
+                                           r[1][q], r[2][q], r[3][q]);                      \
+                            for (int p = 0; p < 4; p++)                                     \
+                                wino_b_##S(n, r[p][0], r[p][1], r[p][2], r[p][3],           \
+                                           tile[4 * p], tile[4 * p + 1], tile[4 * p + 2],   \
+                                           tile[4 * p + 3]);                                \
+                        } else if (kind == 1) {                                             \
+                            T *y[2][2];                                                     \
+                            for (int a = 0; a < 2; a++)                                     \
+                                for (int q = 0; q < 2; q++)                                 \
+                                    y[a][q] = (T *)(dst->p + b * dst->s[0] +                \
+                                              (2 * i + a) * dst->s[1] +                     \
+                                              (2 * j + q) * dst->s[2]) + c0;                \
+                            for (int q = 0; q < 4; q++)                                     \
+                                wino_a_##S(n, tile[q], tile[4 + q], tile[8 + q],            \
+                                           tile[12 + q], r[0][q], r[1][q]);                 \
+                            for (int a = 0; a < 2; a++)                                     \
+                                wino_a_##S(n, r[a][0], r[a][1], r[a][2], r[a][3], y[a][0],  \
+                                           y[a][1]);                                        \
+                        } else {                                                            \
+                            const T *x[2][2];                                               \
+                            for (int a = 0; a < 2; a++)                                     \
+                                for (int q = 0; q < 2; q++)                                 \
+                                    x[a][q] = (const T *)(src->p + b * src->s[0] +          \
+                                              (2 * i + a) * src->s[1] +                     \
+                                              (2 * j + q) * src->s[2]) + c0;                \
+                            for (int q = 0; q < 2; q++)                                     \
+                                wino_g_##S(n, x[0][q], x[1][q], r[0][q], r[1][q], r[2][q],  \
+                                           r[3][q]);                                        \
+                            for (int p = 0; p < 4; p++)                                     \
+                                wino_g_##S(n, r[p][0], r[p][1], tile[4 * p],                \
+                                           tile[4 * p + 1], tile[4 * p + 2],                \
+                                           tile[4 * p + 3]);                                \
+                        }                                                                   \
+                    }                                                                       \
+    }
+
+WINO_HELPERS(float, f)
+WINO_HELPERS(double, d)
+
+LOOP_CLONES static void wino_run(int kind, char code, const wview_t *src, const wview_t *dst,
+                                 int64_t k, int64_t t, int64_t tw, int64_t c) {
+    if (code == 'f')
+        wino_tiles_f(kind, src, dst, k, t, tw, c);
+    else
+        wino_tiles_d(kind, src, dst, k, t, tw, c);
+}
+
+/* Takes a strided float buffer of `ndim` dimensions whose last axis is contiguous. */
+static int get_strided(PyObject *obj, int writable, int ndim, buf_t *b, char *code,
+                       wview_t *w) {
+    b->held = 0;
+    int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &b->view, flags) != 0) return -1;
+    b->held = 1;
+    char cd = float_code(&b->view);
+    if (cd == 0 || (*code && cd != *code) || b->view.ndim != ndim ||
+            b->view.strides[ndim - 1] != b->view.itemsize) {
+        PyErr_SetString(PyExc_ValueError, "wino_transform: float buffers of one type, the "
+                        "expected rank, the channel axis contiguous");
+        return -1;
+    }
+    *code = cd;
+    w->p = b->view.buf;
+    for (int i = 0; i < ndim; i++) w->s[i] = b->view.strides[i];
+    return 0;
+}
+
+static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
+    int kind;
+    PyObject *sobj, *dobj;
+    if (!PyArg_ParseTuple(args, "iOO", &kind, &sobj, &dobj)) return NULL;
+    if (kind < 0 || kind > 2) {
+        PyErr_SetString(PyExc_ValueError, "wino_transform: kind 0, 1 or 2");
+        return NULL;
+    }
+    buf_t bufs[2] = {{.held = 0}, {.held = 0}};
+    wview_t src, dst;
+    char code = 0;
+    const int sdim = kind == 1 ? 5 : 4, ddim = kind == 1 ? 4 : 5;
+    if (get_strided(sobj, 0, sdim, &bufs[0], &code, &src) != 0 ||
+            get_strided(dobj, 1, ddim, &bufs[1], &code, &dst) != 0) {
+        release(bufs, 2);
+        return NULL;
+    }
+    const Py_ssize_t *ss = bufs[0].view.shape, *ds = bufs[1].view.shape;
+    int64_t k, t, tw, c;
+    int ok;
+    if (kind == 0) {  /* d (k, H, W, C) -> v (16, k, t, tw, C) */
+        k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
+        ok = ds[0] == 16 && ss[0] == k && ss[1] >= 2 * t + 2 && ss[2] >= 2 * tw + 2 &&
+             ss[3] == c;
+    } else if (kind == 1) {  /* m (16, k, t, tw, F) -> y (k, 2t, 2tw, F) */
+        k = ss[1]; t = ss[2]; tw = ss[3]; c = ss[4];
+        ok = ss[0] == 16 && ds[0] == k && ds[1] == 2 * t && ds[2] == 2 * tw && ds[3] == c;
+    } else {  /* e (k, 2t, 2tw, F) -> (16, k, t, tw, F) */
+        k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
+        ok = ds[0] == 16 && ss[0] == k && ss[1] == 2 * t && ss[2] == 2 * tw && ss[3] == c;
+    }
+    if (!ok) {
+        release(bufs, 2);
+        PyErr_SetString(PyExc_ValueError, "wino_transform: shapes do not match");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    wino_run(kind, code, &src, &dst, k, t, tw, c);
+    Py_END_ALLOW_THREADS
+    release(bufs, 2);
+    Py_RETURN_NONE;
+}
+
 /* END convnets block
  * ====================================================================================== */
 
@@ -2443,6 +2625,9 @@ static PyMethodDef methods[] = {
      "bn_sums(kind, x, y, v, partial, c, parts): per-chunk per-channel sums of a batch norm"},
     {"bn_rows", py_bn_rows, METH_VARARGS,
      "bn_rows(kind, x, y, out, m, k1, k2, k3, c, parts): a batch norm's elementwise pass"},
+    {"wino_transform", py_wino_transform, METH_VARARGS,
+     "wino_transform(kind, src, dst): Winograd F(2x2, 3x3) input (0), output (1) or "
+     "gradient (2) tile transforms"},
     /* end convnets block */
     {"helpers", py_helpers, METH_NOARGS, "helper threads started so far"},
     {NULL, NULL, 0, NULL},

@@ -333,6 +333,26 @@ def bn_rows(kind: int, x2, y2, out, m, k1, k2, k3, parts: int) -> bool:
     return True
 
 
+def _inner_contiguous(a: np.ndarray) -> bool:
+    return a.ndim > 0 and (a.shape[-1] <= 1 or a.strides[-1] == a.itemsize)
+
+
+def wino_transform(kind: int, src: np.ndarray, dst: np.ndarray) -> bool:
+    """One of Winograd F(2x2, 3x3)'s tile transforms (kernels/cpu/_winograd.py: kind 0
+    `_input_transform`, 1 `_output_transform`, 2 `_gradient_transform`) from `src` into
+    `dst` in one pass, the NumPy function's operations in the same order (identical
+    bits); either may be a strided view whose channel axis is contiguous. False when the
+    arrays do not qualify."""
+    if _mod is None or type(src) is not np.ndarray or type(dst) is not np.ndarray or \
+            src.dtype not in _FLOATS or dst.dtype != src.dtype or \
+            not dst.flags.writeable or not _inner_contiguous(src) or \
+            not _inner_contiguous(dst) or src.shape[-1] != dst.shape[-1] or \
+            src.shape[-1] == 0:
+        return False
+    _mod.wino_transform(kind, src, dst)
+    return True
+
+
 # ---- end convnets block -------------------------------------------------------------------
 
 
