@@ -188,3 +188,35 @@ def test_winograd_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtype
             want = buffers(shape)
             fn(want)
             np.testing.assert_array_equal(g.view(np.uint8), want.view(np.uint8))
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5, 7), (2, 9, 9, 130)])
+@pytest.mark.parametrize("relu", [False, True])
+def test_bias_relu_equals_the_fused_conv_numpy_epilogue_bit_for_bit(monkeypatch, dtype,
+                                                                    shape, relu):
+    """_FusedConv2D's epilogue (bias, then ReLU) in C against its NumPy operations, with
+    NaN, infinities and signed zeros (np.maximum keeps NaN and -0.0)."""
+    from tensorflux.kernels.cpu import conv_ops
+
+    rng = np.random.default_rng(shape[-1])
+    out = rng.standard_normal(shape).astype(dtype)
+    flat = out.reshape(-1)
+    flat[:len(_SPECIALS)] = np.array(_SPECIALS, dtype)[:flat.size]
+    bias = rng.standard_normal(shape[-1]).astype(dtype)
+    bias[0] = -0.0
+    got, want = out.copy(), out.copy()
+    with np.errstate(invalid="ignore"):
+        assert native.bias_relu(got, bias, relu)
+        monkeypatch.setattr(native, "_mod", None)
+        conv_ops._bias_epilogue(bias, relu)(want)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@needs_native
+def test_bias_relu_refuses_what_it_does_not_take():
+    out = np.zeros((4, 3), np.float32)
+    assert not native.bias_relu(out, np.zeros(3, np.float64), True)
+    assert not native.bias_relu(out, np.zeros(4, np.float32), True)
+    assert not native.bias_relu(np.zeros((3, 4), np.float32).T, np.zeros(3, np.float32), True)

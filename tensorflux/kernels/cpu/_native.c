@@ -1829,6 +1829,56 @@ static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* bias_relu(out, bias, relu): out (rows, F) += bias, then (relu) max(., 0), in place, one
+ * pass: _FusedConv2D's epilogue (conv_ops._bias_epilogue) with the NumPy operations'
+ * values (the sum rounded, then `v < 0 ? 0 : v`, which keeps NaN and -0.0 as
+ * np.maximum(v, 0) does). Called per chunk from the kernel's threads: no pool here. */
+#define BIAS_RELU_LOOP(T)                                                                   \
+    do {                                                                                    \
+        T *restrict o = (T *)out;                                                           \
+        const T *restrict b = (const T *)bias;                                              \
+        for (int64_t r = 0; r < rows; r++, o += f) {                                        \
+            if (relu)                                                               \
+                for (int64_t j = 0; j < f; j++) {                                           \
+                    T v = o[j] + b[j];                                                      \
+                    o[j] = v < (T)0 ? (T)0 : v;                                             \
+                }                                                                           \
+            else                                                                            \
+                for (int64_t j = 0; j < f; j++) o[j] = o[j] + b[j];                         \
+        }                                                                                   \
+    } while (0)
+
+LOOP_CLONES static void bias_relu_run(char code, char *out, const char *bias, int64_t rows,
+                                      int64_t f, int relu) {
+    if (code == 'f')
+        BIAS_RELU_LOOP(float);
+    else
+        BIAS_RELU_LOOP(double);
+}
+
+static PyObject *py_bias_relu(PyObject *self, PyObject *args) {
+    PyObject *objs[2];
+    int relu;
+    if (!PyArg_ParseTuple(args, "OOp", &objs[0], &objs[1], &relu)) return NULL;
+    static const int writable[2] = {1, 0};
+    buf_t bufs[2];
+    char code;
+    if (get_floats(objs, writable, bufs, 2, &code) != 0) return NULL;
+    int64_t f = count_of(&bufs[1].view), n = count_of(&bufs[0].view);
+    if (f <= 0 || n % f != 0) {
+        release(bufs, 2);
+        PyErr_SetString(PyExc_ValueError, "bias_relu: out must be (rows, len(bias))");
+        return NULL;
+    }
+    char *o = bufs[0].view.buf;
+    const char *b = bufs[1].view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    bias_relu_run(code, o, b, n / f, f, relu);
+    Py_END_ALLOW_THREADS
+    release(bufs, 2);
+    Py_RETURN_NONE;
+}
+
 /* END convnets block
  * ====================================================================================== */
 
@@ -2628,6 +2678,8 @@ static PyMethodDef methods[] = {
     {"wino_transform", py_wino_transform, METH_VARARGS,
      "wino_transform(kind, src, dst): Winograd F(2x2, 3x3) input (0), output (1) or "
      "gradient (2) tile transforms"},
+    {"bias_relu", py_bias_relu, METH_VARARGS,
+     "bias_relu(out, bias, relu): out (rows, F) += bias, then max(., 0) if relu; in place"},
     /* end convnets block */
     {"helpers", py_helpers, METH_NOARGS, "helper threads started so far"},
     {NULL, NULL, 0, NULL},

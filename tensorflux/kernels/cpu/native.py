@@ -353,6 +353,20 @@ def wino_transform(kind: int, src: np.ndarray, dst: np.ndarray) -> bool:
     return True
 
 
+def bias_relu(out: np.ndarray, bias: np.ndarray, relu: bool) -> bool:
+    """`out += bias`, then max(out, 0) when `relu`, in place over the last axis of
+    C-contiguous `out` in one pass (NumPy's values: the sum rounded, NaN and -0.0 kept as
+    np.maximum keeps them); False when the arrays do not qualify."""
+    if _mod is None or type(out) is not np.ndarray or type(bias) is not np.ndarray or \
+            out.dtype not in _FLOATS or bias.dtype != out.dtype or bias.ndim != 1 or \
+            out.ndim < 1 or out.shape[-1] != bias.shape[0] or bias.shape[0] == 0 or \
+            not out.flags.c_contiguous or not out.flags.writeable or \
+            not bias.flags.c_contiguous:
+        return False
+    _mod.bias_relu(out, bias, bool(relu))
+    return True
+
+
 # ---- end convnets block -------------------------------------------------------------------
 
 
