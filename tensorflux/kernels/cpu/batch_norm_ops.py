@@ -9,6 +9,13 @@ pass over a block keeps its temporaries in cache, and the per-channel sums are s
 thread, then across threads. Same formulas as the general path (the normalized value as
 (x - mean) * (inv * scale) + offset), up to the order of the sums, except that the variance
 comes from one pass over shifted data (`_rows_stats`) rather than two.
+
+With the C extension (native.py `bn_sums`, `bn_rows`) each of these is one pass over the
+rows: the per-channel sums run in float32 over blocks of 32 rows, added into float64 per
+chunk and over chunks in chunk order (closer to the exact sums than the NumPy path's float32
+running sums, and the same on any number of threads), and the elementwise passes
+(normalize, dx) give the NumPy passes' values bit for bit. ResNet-50's 56x56x64 layer:
+forward 3.5 -> 0.6 ms, gradient 4.5 -> 0.9 ms of CPU.
 """
 
 from __future__ import annotations
