@@ -165,6 +165,69 @@ def test_backprop_input_as_flipped_conv(monkeypatch, workers, padding, dilations
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("strides, padding", [((1, 1), "SAME"), ((2, 2), "SAME"),
+                                              ((1, 1), "VALID")])
+def test_whole_batch_patch_matrix(monkeypatch, workers, strides, padding):
+    """Small images with more filters than a batch chunk has rows: the conv, its
+    backprop-input (the flipped conv) and backprop-filter copy the whole batch's patch
+    matrix and run one split product; they agree with the loop references."""
+    from tensorflux.kernels import intra_op
+    from tensorflux.kernels.cpu import conv_ops as kernels
+
+    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
+    monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)
+    monkeypatch.setattr(kernels, "_CHUNK_BYTES", 1)  # one image per chunk
+    calls = []
+    whole = kernels._whole_patches
+    monkeypatch.setattr(kernels, "_whole_patches", lambda *a: calls.append(1) or whole(*a))
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((3, 3, 4, 16)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 16, 20)).astype(np.float32)
+    y = ref_conv(x, w, strides, padding)
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    s4 = [1, *strides, 1]
+    got = _run([tf.nn.conv2d(x, w, s4, padding),
+                tf.nn.conv2d_backprop_input(list(x.shape), w, dy, s4, padding),
+                tf.nn.conv2d_backprop_filter(x, list(w.shape), dy, s4, padding)])
+    want = [y, ref_conv_input_grad(x.shape, w, dy, strides, padding),
+            ref_conv_filter_grad(x, w.shape, dy, strides, padding)]
+    for g, wnt in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, wnt, rtol=1e-4, atol=1e-4)
+    assert len(calls) == (3 if strides == (1, 1) else 2)  # (strided backprop-input: scatter)
+
+
+@pytest.mark.parametrize("strides", [(1, 1), (2, 2)])
+def test_blocks_of_output_rows_for_big_images_with_few_filters(monkeypatch, strides):
+    """An image whose patches outgrow a chunk, with few filters (the 7x7/2 stem, AlexNet's
+    11x11/4), runs its conv and backprop-filter per block of output rows; the values agree
+    with the loop references."""
+    from tensorflux.kernels import intra_op
+    from tensorflux.kernels.cpu import conv_ops as kernels
+
+    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
+    monkeypatch.setattr(kernels, "_CHUNK_BYTES", 3000)  # 2-3 output rows of 10 per block
+    calls = []
+    for name in ("_im2col_matmul_rows", "_backprop_filter_rows"):
+        fn = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name,
+                            lambda *a, fn=fn, name=name: calls.append(name) or fn(*a))
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 12, 10, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 3, 2)).astype(np.float32)
+    if strides == (2, 2):
+        x = rng.standard_normal((2, 24, 20, 3)).astype(np.float32)
+    y = ref_conv(x, w, strides, "SAME")
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    s4 = [1, *strides, 1]
+    got = _run([tf.nn.conv2d(x, w, s4, "SAME"),
+                tf.nn.conv2d_backprop_filter(x, list(w.shape), dy, s4, "SAME")])
+    want = [y, ref_conv_filter_grad(x, w.shape, dy, strides, "SAME")]
+    for g, wnt in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, wnt, rtol=1e-4, atol=1e-4)
+    assert sorted(calls) == ["_backprop_filter_rows", "_im2col_matmul_rows"]
+
+
 # ---- static shapes and errors ------------------------------------------------------------
 
 

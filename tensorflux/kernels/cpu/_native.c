@@ -1389,6 +1389,499 @@ static PyObject *py_im2col(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ======================================================================================
+ * BEGIN convnets block (issue 20 part 3, helper wt-convnets): GradientDescent's update in
+ * one pass, and the channel-last fused batch norm's passes over a (rows, C) matrix. */
+
+/* gradient_descent: var -= alpha * delta, in var's type (the NumPy rule's two operations:
+ * the product rounded, then the difference), one pass instead of a temporary and two. */
+#define SGD_LOOP(T)                                                                         \
+    do {                                                                                    \
+        T *restrict var = (T *)f->p[0];                                                     \
+        const T *restrict d = (const T *)f->p[1];                                           \
+        const T alpha = (T)f->s[0];                                                         \
+        for (int64_t j = lo; j < hi; j++) {                                                 \
+            T step = alpha * d[j];                                                          \
+            var[j] = var[j] - step;                                                         \
+        }                                                                                   \
+    } while (0)
+
+LOOP_CLONES static void sgd_chunk(void *p, int64_t i) {
+    const flat_t *f = p;
+    int64_t lo, hi;
+    bounds(f, i, &lo, &hi);
+    if (f->code == 'f')
+        SGD_LOOP(float);
+    else
+        SGD_LOOP(double);
+}
+
+/* gradient_descent(var, delta, alpha, parts), in place. */
+static PyObject *py_gradient_descent(PyObject *self, PyObject *args) {
+    PyObject *objs[2];
+    flat_t f;
+    int parts;
+    if (!PyArg_ParseTuple(args, "OOdi", &objs[0], &objs[1], &f.s[0], &parts)) return NULL;
+    static const int writable[2] = {1, 0};
+    buf_t bufs[2];
+    if (get_floats(objs, writable, bufs, 2, &f.code) != 0) return NULL;
+    if (!same_count(bufs, 2, &f.n)) return NULL;
+    f.p[0] = bufs[0].view.buf;
+    f.p[1] = bufs[1].view.buf;
+    run_flat(sgd_chunk, &f, parts);
+    release(bufs, 2);
+    Py_RETURN_NONE;
+}
+
+/* Batch norm over the rows of a C-contiguous (rows, C) matrix (NHWC data), chunks of
+ * BN_ROWS(C) rows claimed by the pool's threads:
+ *   bn_sums(kind, x, y, v, partial, parts): per chunk i, partial[i, 0, :] and
+ *     partial[i, 1, :] (float64) are the chunk's per-channel sums of
+ *       kind 0 (statistics): d = x - v and d * d;
+ *       kind 1 (gradient):   y (dy) and (x - v) * y (v the mean);
+ *     the caller adds the partials in chunk order, so the result does not depend on which
+ *     thread ran which chunk. Inside a chunk the sums run in T over blocks of BN_BLOCK rows
+ *     (a float32 sum of a few dozen terms), added into float64: far closer to the exact
+ *     sums than one running float32 sum over ~10^5 rows, and as fast (memory-bound).
+ *   bn_rows(kind, x, y, out, m, k1, k2, k3, parts), per element, in T:
+ *     kind 0 (normalize): out = ((x - m) * k1) + k2                      (y unused)
+ *     kind 1 (dx, training): out = ((y * k1) - ((x - m) * k2)) - k3      (y is dy)
+ *     kind 2 (dx, inference): out = y * k1
+ *   the operations, order and type of batch_norm_ops' NumPy row passes, so the values are
+ *   theirs bit for bit (no FMA contraction). */
+#define BN_BLOCK 32
+#define BN_ROWS(c) ((c) >= 16384 ? 4 : 65536 / (c) < 4 ? 4 : 65536 / (c))
+
+typedef struct {
+    char code;
+    int kind;
+    int64_t rows, c, chunk_rows;
+    const char *x, *y, *v;
+    char *out;
+    double *partial;
+    const char *k1, *k2, *k3;
+} bn_t;
+
+#define BN_SUMS_LOOP(T)                                                                     \
+    do {                                                                                    \
+        const T *restrict x = (const T *)b->x, *restrict y = (const T *)b->y;               \
+        const T *restrict v = (const T *)b->v;                                              \
+        T *restrict a0 = (T *)acc, *restrict a1 = (T *)acc + c;                             \
+        for (int64_t r0 = lo; r0 < hi; r0 += BN_BLOCK) {                                    \
+            int64_t r1 = r0 + BN_BLOCK < hi ? r0 + BN_BLOCK : hi;                           \
+            for (int64_t j = 0; j < c; j++) a0[j] = a1[j] = (T)0;                           \
+            if (b->kind == 0) {                                                             \
+                for (int64_t r = r0; r < r1; r++) {                                         \
+                    const T *restrict xr = x + r * c;                                       \
+                    for (int64_t j = 0; j < c; j++) {                                       \
+                        T d = xr[j] - v[j];                                                 \
+                        a0[j] += d;                                                         \
+                        a1[j] += d * d;                                                     \
+                    }                                                                       \
+                }                                                                           \
+            } else {                                                                        \
+                for (int64_t r = r0; r < r1; r++) {                                         \
+                    const T *restrict xr = x + r * c, *restrict yr = y + r * c;             \
+                    for (int64_t j = 0; j < c; j++) {                                       \
+                        a0[j] += yr[j];                                                     \
+                        a1[j] += (xr[j] - v[j]) * yr[j];                                    \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+            for (int64_t j = 0; j < c; j++) {                                               \
+                p0[j] += (double)a0[j];                                                     \
+                p1[j] += (double)a1[j];                                                     \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+LOOP_CLONES static void bn_sums_chunk(void *p, int64_t i) {
+    const bn_t *b = p;
+    const int64_t c = b->c, lo = i * b->chunk_rows;
+    const int64_t hi = lo + b->chunk_rows < b->rows ? lo + b->chunk_rows : b->rows;
+    double *restrict p0 = b->partial + 2 * i * c, *restrict p1 = p0 + c;
+    for (int64_t j = 0; j < c; j++) p0[j] = p1[j] = 0.0;
+    double stack[2 * 512];  /* T accumulators (2 * C of them): on the stack up to C = 512 */
+    void *acc = c <= 512 ? (void *)stack : malloc((size_t)(2 * c) * sizeof(double));
+    if (acc == NULL) {  /* cannot happen in practice; marks the result as unusable */
+        for (int64_t j = 0; j < c; j++) p0[j] = p1[j] = NAN;
+        return;
+    }
+    if (b->code == 'f')
+        BN_SUMS_LOOP(float);
+    else
+        BN_SUMS_LOOP(double);
+    if (acc != (void *)stack) free(acc);
+}
+
+#define BN_ROWS_LOOP(T)                                                                     \
+    do {                                                                                    \
+        const T *restrict x = (const T *)b->x, *restrict y = (const T *)b->y;               \
+        const T *restrict m = (const T *)b->v, *restrict k1 = (const T *)b->k1;             \
+        const T *restrict k2 = (const T *)b->k2, *restrict k3 = (const T *)b->k3;           \
+        T *restrict out = (T *)b->out;                                                      \
+        for (int64_t r = lo; r < hi; r++) {                                                 \
+            const int64_t o = r * c;                                                        \
+            if (b->kind == 0) {                                                             \
+                for (int64_t j = 0; j < c; j++) {                                           \
+                    T d = x[o + j] - m[j];                                                  \
+                    T s = d * k1[j];                                                        \
+                    out[o + j] = s + k2[j];                                                 \
+                }                                                                           \
+            } else if (b->kind == 1) {                                                      \
+                for (int64_t j = 0; j < c; j++) {                                           \
+                    T g = y[o + j] * k1[j];                                                 \
+                    T d = x[o + j] - m[j];                                                  \
+                    T e = d * k2[j];                                                        \
+                    T h = g - e;                                                            \
+                    out[o + j] = h - k3[j];                                                 \
+                }                                                                           \
+            } else {                                                                        \
+                for (int64_t j = 0; j < c; j++) out[o + j] = y[o + j] * k1[j];              \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+LOOP_CLONES static void bn_rows_chunk(void *p, int64_t i) {
+    const bn_t *b = p;
+    const int64_t c = b->c, lo = i * b->chunk_rows;
+    const int64_t hi = lo + b->chunk_rows < b->rows ? lo + b->chunk_rows : b->rows;
+    if (b->code == 'f')
+        BN_ROWS_LOOP(float);
+    else
+        BN_ROWS_LOOP(double);
+}
+
+/* Checks the (rows, C) matrices and per-channel vectors of a batch-norm call: every
+ * buffer of one float type, matrices of rows * C elements, vectors of C; fills b. */
+static int bn_check(buf_t *bufs, const int *is_matrix, int n, int64_t c, bn_t *b) {
+    int64_t rows = c > 0 ? count_of(&bufs[0].view) / c : 0;
+    for (int i = 0; i < n; i++) {
+        int64_t want = is_matrix[i] ? rows * c : c;
+        if (c <= 0 || count_of(&bufs[i].view) != want) {
+            release(bufs, n);
+            PyErr_SetString(PyExc_ValueError, "batch norm: buffers do not match (rows, C)");
+            return -1;
+        }
+    }
+    b->rows = rows;
+    b->c = c;
+    b->chunk_rows = BN_ROWS(c);
+    return 0;
+}
+
+static int64_t bn_chunks(const bn_t *b) {
+    return (b->rows + b->chunk_rows - 1) / b->chunk_rows;
+}
+
+static void bn_run(chunk_fn fn, bn_t *b, int parts) {
+    int64_t count = bn_chunks(b);
+    if (count > 1 && parts > 1) ensure_helpers(parts - 1);
+    Py_BEGIN_ALLOW_THREADS
+    run_all(fn, b, count, parts, NULL);
+    Py_END_ALLOW_THREADS
+}
+
+/* bn_sums(kind, x, y, v, partial, c, parts): partial (chunks, 2, C) float64, written. */
+static PyObject *py_bn_sums(PyObject *self, PyObject *args) {
+    PyObject *objs[3], *pobj;
+    bn_t b;
+    int parts;
+    long long c;
+    if (!PyArg_ParseTuple(args, "iOOOOLi", &b.kind, &objs[0], &objs[1], &objs[2], &pobj, &c,
+                          &parts))
+        return NULL;
+    static const int writable[3] = {0, 0, 0}, matrix[3] = {1, 1, 0};
+    buf_t bufs[3];
+    if (get_floats(objs, writable, bufs, 3, &b.code) != 0) return NULL;
+    if (bn_check(bufs, matrix, 3, (int64_t)c, &b) != 0) return NULL;
+    buf_t pb;
+    if (PyObject_GetBuffer(pobj, &pb.view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT |
+                           PyBUF_WRITABLE) != 0) {
+        release(bufs, 3);
+        return NULL;
+    }
+    pb.held = 1;
+    if (float_code(&pb.view) != 'd' || count_of(&pb.view) != bn_chunks(&b) * 2 * b.c) {
+        release(bufs, 3);
+        release(&pb, 1);
+        PyErr_SetString(PyExc_ValueError, "bn_sums: partial must be float64 (chunks, 2, C)");
+        return NULL;
+    }
+    b.x = bufs[0].view.buf;
+    b.y = bufs[1].view.buf;
+    b.v = bufs[2].view.buf;
+    b.partial = pb.view.buf;
+    bn_run(bn_sums_chunk, &b, parts);
+    release(bufs, 3);
+    release(&pb, 1);
+    Py_RETURN_NONE;
+}
+
+/* bn_rows(kind, x, y, out, m, k1, k2, k3, c, parts): out (rows, C) written. */
+static PyObject *py_bn_rows(PyObject *self, PyObject *args) {
+    PyObject *objs[7];
+    bn_t b;
+    int parts;
+    long long c;
+    if (!PyArg_ParseTuple(args, "iOOOOOOOLi", &b.kind, &objs[0], &objs[1], &objs[2],
+                          &objs[3], &objs[4], &objs[5], &objs[6], &c, &parts))
+        return NULL;
+    static const int writable[7] = {0, 0, 1, 0, 0, 0, 0}, matrix[7] = {1, 1, 1, 0, 0, 0, 0};
+    buf_t bufs[7];
+    if (b.kind < 0 || b.kind > 2) {
+        PyErr_SetString(PyExc_ValueError, "bn_rows: kind 0, 1 or 2");
+        return NULL;
+    }
+    if (get_floats(objs, writable, bufs, 7, &b.code) != 0) return NULL;
+    if (bn_check(bufs, matrix, 7, (int64_t)c, &b) != 0) return NULL;
+    b.x = bufs[0].view.buf;
+    b.y = bufs[1].view.buf;
+    b.out = bufs[2].view.buf;
+    b.v = bufs[3].view.buf;
+    b.k1 = bufs[4].view.buf;
+    b.k2 = bufs[5].view.buf;
+    b.k3 = bufs[6].view.buf;
+    bn_run(bn_rows_chunk, &b, parts);
+    release(bufs, 7);
+    Py_RETURN_NONE;
+}
+
+/* Winograd F(2x2, 3x3)'s tile transforms (kernels/cpu/_winograd.py), one pass per tile
+ * instead of NumPy's passes over strided views, with the NumPy functions' operations in
+ * the same order and type (identical bits). Arrays may be strided views (a unit's slice of
+ * a per-thread buffer); the channel axis must be contiguous. Each tile runs over blocks of
+ * WINO_CB channels, every step a plain loop over a block (vectorized).
+ *   wino_transform(kind, src, dst):
+ *     kind 0, input:    src d (k, >= 2t+2, >= 2tw+2, C) -> dst v (16, k, t, tw, C)
+ *     kind 1, output:   src m (16, k, t, tw, F) -> dst y (k, 2t, 2tw, F)
+ *     kind 2, gradient: src e (k, 2t, 2tw, F) -> dst (16, k, t, tw, F) */
+typedef struct {
+    char *p;
+    int64_t s[5];  /* strides in bytes */
+} wview_t;
+
+#define WINO_CB 128
+
+#define WINO_HELPERS(T, S)                                                                  \
+    /* (a - c, b + c, c - b, b - d): B^T's rows, and its columns */                         \
+    static inline void wino_b_##S(int64_t n, const T *restrict a, const T *restrict b,     \
+                                  const T *restrict c, const T *restrict d, T *restrict o0, \
+                                  T *restrict o1, T *restrict o2, T *restrict o3) {         \
+        for (int64_t e = 0; e < n; e++) {                                                   \
+            o0[e] = a[e] - c[e];                                                            \
+            o1[e] = b[e] + c[e];                                                            \
+            o2[e] = c[e] - b[e];                                                            \
+            o3[e] = b[e] - d[e];                                                            \
+        }                                                                                   \
+    }                                                                                       \
+    /* ((a + b) + c, (b - c) - d): A^T's rows, and its columns */                           \
+    static inline void wino_a_##S(int64_t n, const T *restrict a, const T *restrict b,     \
+                                  const T *restrict c, const T *restrict d, T *restrict o0, \
+                                  T *restrict o1) {                                         \
+        for (int64_t e = 0; e < n; e++) {                                                   \
+            T s = a[e] + b[e], u = b[e] - c[e];                                             \
+            o0[e] = s + c[e];                                                               \
+            o1[e] = u - d[e];                                                               \
+        }                                                                                   \
+    }                                                                                       \
+    /* (x, x + y, x - y, -y): the gradient transform's rows, and its columns */            \
+    static inline void wino_g_##S(int64_t n, const T *restrict x, const T *restrict y,     \
+                                  T *restrict o0, T *restrict o1, T *restrict o2,           \
+                                  T *restrict o3) {                                         \
+        for (int64_t e = 0; e < n; e++) {                                                   \
+            o0[e] = x[e];                                                                   \
+            o1[e] = x[e] + y[e];                                                            \
+            o2[e] = x[e] - y[e];                                                            \
+            o3[e] = -y[e];                                                                  \
+        }                                                                                   \
+    }                                                                                       \
+    static void wino_tiles_##S(int kind, const wview_t *src, const wview_t *dst, int64_t k, \
+                               int64_t t, int64_t tw, int64_t c) {                          \
+        T r[4][4][WINO_CB];                                                                 \
+        for (int64_t b = 0; b < k; b++)                                                     \
+            for (int64_t i = 0; i < t; i++)                                                 \
+                for (int64_t j = 0; j < tw; j++)                                            \
+                    for (int64_t c0 = 0; c0 < c; c0 += WINO_CB) {                           \
+                        const int64_t n = c - c0 < WINO_CB ? c - c0 : WINO_CB;              \
+                        T *tile[16]; /* the 16 transformed positions (kinds 0, 2; m: 1) */  \
+                        char *base = kind == 1 ? src->p : dst->p;                           \
+                        const int64_t *s = kind == 1 ? src->s : dst->s;                     \
+                        for (int p = 0; p < 16; p++)                                        \
+                            tile[p] = (T *)(base + p * s[0] + b * s[1] + i * s[2] +         \
+                                            j * s[3]) + c0;                                 \
+                        if (kind == 0) {                                                    \
+                            const T *x[4][4];                                               \
+                            for (int a = 0; a < 4; a++)                                     \
+                                for (int q = 0; q < 4; q++)                                 \
+                                    x[a][q] = (const T *)(src->p + b * src->s[0] +          \
+                                              (2 * i + a) * src->s[1] +                     \
+                                              (2 * j + q) * src->s[2]) + c0;                \
+                            for (int q = 0; q < 4; q++)                                     \
+                                wino_b_##S(n, x[0][q], x[1][q], x[2][q], x[3][q], r[0][q],  \
+                                           r[1][q], r[2][q], r[3][q]);                      \
+                            for (int p = 0; p < 4; p++)                                     \
+                                wino_b_##S(n, r[p][0], r[p][1], r[p][2], r[p][3],           \
+                                           tile[4 * p], tile[4 * p + 1], tile[4 * p + 2],   \
+                                           tile[4 * p + 3]);                                \
+                        } else if (kind == 1) {                                             \
+                            T *y[2][2];                                                     \
+                            for (int a = 0; a < 2; a++)                                     \
+                                for (int q = 0; q < 2; q++)                                 \
+                                    y[a][q] = (T *)(dst->p + b * dst->s[0] +                \
+                                              (2 * i + a) * dst->s[1] +                     \
+                                              (2 * j + q) * dst->s[2]) + c0;                \
+                            for (int q = 0; q < 4; q++)                                     \
+                                wino_a_##S(n, tile[q], tile[4 + q], tile[8 + q],            \
+                                           tile[12 + q], r[0][q], r[1][q]);                 \
+                            for (int a = 0; a < 2; a++)                                     \
+                                wino_a_##S(n, r[a][0], r[a][1], r[a][2], r[a][3], y[a][0],  \
+                                           y[a][1]);                                        \
+                        } else {                                                            \
+                            const T *x[2][2];                                               \
+                            for (int a = 0; a < 2; a++)                                     \
+                                for (int q = 0; q < 2; q++)                                 \
+                                    x[a][q] = (const T *)(src->p + b * src->s[0] +          \
+                                              (2 * i + a) * src->s[1] +                     \
+                                              (2 * j + q) * src->s[2]) + c0;                \
+                            for (int q = 0; q < 2; q++)                                     \
+                                wino_g_##S(n, x[0][q], x[1][q], r[0][q], r[1][q], r[2][q],  \
+                                           r[3][q]);                                        \
+                            for (int p = 0; p < 4; p++)                                     \
+                                wino_g_##S(n, r[p][0], r[p][1], tile[4 * p],                \
+                                           tile[4 * p + 1], tile[4 * p + 2],                \
+                                           tile[4 * p + 3]);                                \
+                        }                                                                   \
+                    }                                                                       \
+    }
+
+WINO_HELPERS(float, f)
+WINO_HELPERS(double, d)
+
+LOOP_CLONES static void wino_run(int kind, char code, const wview_t *src, const wview_t *dst,
+                                 int64_t k, int64_t t, int64_t tw, int64_t c) {
+    if (code == 'f')
+        wino_tiles_f(kind, src, dst, k, t, tw, c);
+    else
+        wino_tiles_d(kind, src, dst, k, t, tw, c);
+}
+
+/* Takes a strided float buffer of `ndim` dimensions whose last axis is contiguous. */
+static int get_strided(PyObject *obj, int writable, int ndim, buf_t *b, char *code,
+                       wview_t *w) {
+    b->held = 0;
+    int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &b->view, flags) != 0) return -1;
+    b->held = 1;
+    char cd = float_code(&b->view);
+    if (cd == 0 || (*code && cd != *code) || b->view.ndim != ndim ||
+            b->view.strides[ndim - 1] != b->view.itemsize) {
+        PyErr_SetString(PyExc_ValueError, "wino_transform: float buffers of one type, the "
+                        "expected rank, the channel axis contiguous");
+        return -1;
+    }
+    *code = cd;
+    w->p = b->view.buf;
+    for (int i = 0; i < ndim; i++) w->s[i] = b->view.strides[i];
+    return 0;
+}
+
+static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
+    int kind;
+    PyObject *sobj, *dobj;
+    if (!PyArg_ParseTuple(args, "iOO", &kind, &sobj, &dobj)) return NULL;
+    if (kind < 0 || kind > 2) {
+        PyErr_SetString(PyExc_ValueError, "wino_transform: kind 0, 1 or 2");
+        return NULL;
+    }
+    buf_t bufs[2] = {{.held = 0}, {.held = 0}};
+    wview_t src, dst;
+    char code = 0;
+    const int sdim = kind == 1 ? 5 : 4, ddim = kind == 1 ? 4 : 5;
+    if (get_strided(sobj, 0, sdim, &bufs[0], &code, &src) != 0 ||
+            get_strided(dobj, 1, ddim, &bufs[1], &code, &dst) != 0) {
+        release(bufs, 2);
+        return NULL;
+    }
+    const Py_ssize_t *ss = bufs[0].view.shape, *ds = bufs[1].view.shape;
+    int64_t k, t, tw, c;
+    int ok;
+    if (kind == 0) {  /* d (k, H, W, C) -> v (16, k, t, tw, C) */
+        k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
+        ok = ds[0] == 16 && ss[0] == k && ss[1] >= 2 * t + 2 && ss[2] >= 2 * tw + 2 &&
+             ss[3] == c;
+    } else if (kind == 1) {  /* m (16, k, t, tw, F) -> y (k, 2t, 2tw, F) */
+        k = ss[1]; t = ss[2]; tw = ss[3]; c = ss[4];
+        ok = ss[0] == 16 && ds[0] == k && ds[1] == 2 * t && ds[2] == 2 * tw && ds[3] == c;
+    } else {  /* e (k, 2t, 2tw, F) -> (16, k, t, tw, F) */
+        k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
+        ok = ds[0] == 16 && ss[0] == k && ss[1] == 2 * t && ss[2] == 2 * tw && ss[3] == c;
+    }
+    if (!ok) {
+        release(bufs, 2);
+        PyErr_SetString(PyExc_ValueError, "wino_transform: shapes do not match");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    wino_run(kind, code, &src, &dst, k, t, tw, c);
+    Py_END_ALLOW_THREADS
+    release(bufs, 2);
+    Py_RETURN_NONE;
+}
+
+/* bias_relu(out, bias, relu): out (rows, F) += bias, then (relu) max(., 0), in place, one
+ * pass: _FusedConv2D's epilogue (conv_ops._bias_epilogue) with the NumPy operations'
+ * values (the sum rounded, then `v < 0 ? 0 : v`, which keeps NaN and -0.0 as
+ * np.maximum(v, 0) does). Called per chunk from the kernel's threads: no pool here. */
+#define BIAS_RELU_LOOP(T)                                                                   \
+    do {                                                                                    \
+        T *restrict o = (T *)out;                                                           \
+        const T *restrict b = (const T *)bias;                                              \
+        for (int64_t r = 0; r < rows; r++, o += f) {                                        \
+            if (relu)                                                               \
+                for (int64_t j = 0; j < f; j++) {                                           \
+                    T v = o[j] + b[j];                                                      \
+                    o[j] = v < (T)0 ? (T)0 : v;                                             \
+                }                                                                           \
+            else                                                                            \
+                for (int64_t j = 0; j < f; j++) o[j] = o[j] + b[j];                         \
+        }                                                                                   \
+    } while (0)
+
+LOOP_CLONES static void bias_relu_run(char code, char *out, const char *bias, int64_t rows,
+                                      int64_t f, int relu) {
+    if (code == 'f')
+        BIAS_RELU_LOOP(float);
+    else
+        BIAS_RELU_LOOP(double);
+}
+
+static PyObject *py_bias_relu(PyObject *self, PyObject *args) {
+    PyObject *objs[2];
+    int relu;
+    if (!PyArg_ParseTuple(args, "OOp", &objs[0], &objs[1], &relu)) return NULL;
+    static const int writable[2] = {1, 0};
+    buf_t bufs[2];
+    char code;
+    if (get_floats(objs, writable, bufs, 2, &code) != 0) return NULL;
+    int64_t f = count_of(&bufs[1].view), n = count_of(&bufs[0].view);
+    if (f <= 0 || n % f != 0) {
+        release(bufs, 2);
+        PyErr_SetString(PyExc_ValueError, "bias_relu: out must be (rows, len(bias))");
+        return NULL;
+    }
+    char *o = bufs[0].view.buf;
+    const char *b = bufs[1].view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    bias_relu_run(code, o, b, n / f, f, relu);
+    Py_END_ALLOW_THREADS
+    release(bufs, 2);
+    Py_RETURN_NONE;
+}
+
+/* END convnets block
+ * ====================================================================================== */
+
 static PyObject *py_helpers(PyObject *self, PyObject *unused) {
     pthread_mutex_lock(&pool_mu);
     int n = helpers;
@@ -2175,6 +2668,19 @@ static PyMethodDef methods[] = {
      "[, stop, deadline]): False if stopped"},
     {"im2col", py_im2col, METH_VARARGS,
      "im2col(xp, out, n0, kh, kw, sh, sw, dh, dw): a batch chunk's convolution patches"},
+    /* convnets block */
+    {"gradient_descent", py_gradient_descent, METH_VARARGS,
+     "gradient_descent(var, delta, alpha, parts): var -= alpha * delta in place"},
+    {"bn_sums", py_bn_sums, METH_VARARGS,
+     "bn_sums(kind, x, y, v, partial, c, parts): per-chunk per-channel sums of a batch norm"},
+    {"bn_rows", py_bn_rows, METH_VARARGS,
+     "bn_rows(kind, x, y, out, m, k1, k2, k3, c, parts): a batch norm's elementwise pass"},
+    {"wino_transform", py_wino_transform, METH_VARARGS,
+     "wino_transform(kind, src, dst): Winograd F(2x2, 3x3) input (0), output (1) or "
+     "gradient (2) tile transforms"},
+    {"bias_relu", py_bias_relu, METH_VARARGS,
+     "bias_relu(out, bias, relu): out (rows, F) += bias, then max(., 0) if relu; in place"},
+    /* end convnets block */
     {"helpers", py_helpers, METH_NOARGS, "helper threads started so far"},
     {NULL, NULL, 0, NULL},
 };

@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu import native
 
 # Below this many input or output channels the products are too narrow for the 2.25x
 # fewer flops to pay for the transforms (measured: C = F = 32 is about even).
@@ -68,6 +69,8 @@ def _filter_transform(w):
 
 def _input_transform(d, v, th, tw):
     """v (16, nb, th, tw, C) = B^T d B of every 4x4 tile of padded `d` (nb, 2th+2, 2tw+2, C)."""
+    if native.wino_transform(0, d, v):  # one pass in C, the same operations
+        return
     rows = [d[:, a:a + 2 * th:2] for a in range(4)]
     r = [rows[0] - rows[2], rows[1] + rows[2], rows[2] - rows[1], rows[1] - rows[3]]
     for p in range(4):
@@ -81,6 +84,8 @@ def _input_transform(d, v, th, tw):
 def _output_transform(m, y, tmp):
     """y (nb, 2th, 2tw, F) = A^T m A of every tile's products `m` (16, nb, th, tw, F);
     `tmp` (2, 4, nb, th, tw, F) scratch."""
+    if native.wino_transform(1, m, y):  # one pass in C, the same operations
+        return
     for q in range(4):
         s0, s1 = tmp[0, q], tmp[1, q]
         np.add(m[q], m[4 + q], out=s0)
@@ -215,6 +220,8 @@ def _gradient_transform(e, out, th, tw):
     """out (16, nb, th, tw, F) = A e A^T of every 2x2 tile of out_backprop `e`
     (nb, 2th, 2tw, F), A = [[1, 0], [1, 1], [1, -1], [0, -1]]: the transform that makes
     the filter gradient a sum of products."""
+    if native.wino_transform(2, e, out):  # one pass in C, the same operations
+        return
     e0, e1 = e[:, 0::2], e[:, 1::2]
     r = [e0, e0 + e1, e0 - e1, -e1]
     for p in range(4):

@@ -9,6 +9,13 @@ pass over a block keeps its temporaries in cache, and the per-channel sums are s
 thread, then across threads. Same formulas as the general path (the normalized value as
 (x - mean) * (inv * scale) + offset), up to the order of the sums, except that the variance
 comes from one pass over shifted data (`_rows_stats`) rather than two.
+
+With the C extension (native.py `bn_sums`, `bn_rows`) each of these is one pass over the
+rows: the per-channel sums run in float32 over blocks of 32 rows, added into float64 per
+chunk and over chunks in chunk order (closer to the exact sums than the NumPy path's float32
+running sums, and the same on any number of threads), and the elementwise passes
+(normalize, dx) give the NumPy passes' values bit for bit. ResNet-50's 56x56x64 layer:
+forward 3.5 -> 0.6 ms, gradient 4.5 -> 0.9 ms of CPU.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu._nn_common import _invalid, _narrow, _widen
 from tensorflux.kernels.registry import kernel_factory
 
@@ -78,6 +86,11 @@ def _rows_stats(ctx, x2):
     difference of the two sums from cancelling)."""
     rows, channels = x2.shape
     x0 = x2[0].copy()
+    sums = native.bn_sums(0, x2, x2, x0, intra_op.workers(ctx))
+    if sums is not None:  # one pass in C, the sums in float64
+        shift = sums[0] / rows
+        var = np.maximum(sums[1] / rows - shift * shift, 0)
+        return (x0 + shift).astype(x2.dtype), var.astype(x2.dtype)
     scratch = _scratch(channels, x2.dtype)
 
     def add_sums(lo, hi, acc):
@@ -94,6 +107,8 @@ def _rows_stats(ctx, x2):
 def _rows_normalize(ctx, x2, m, a, offset):
     """(x2 - m) * a + offset, per row block."""
     y = np.empty_like(x2)
+    if native.bn_rows(0, x2, x2, y, m, a, offset, offset, intra_op.workers(ctx)):
+        return y
 
     def work(lo, hi):
         out = y[lo:hi]
@@ -155,21 +170,26 @@ def _rows_backward(ctx, dy2, x2, scale, m, inv, training: bool):
     """(dx, d_scale, d_offset) of the channel-last path: one pass for the two per-channel
     sums (of dy and of dy * (x - mean)), one for dx."""
     rows, channels = x2.shape
-
+    parts = intra_op.workers(ctx)
     scratch = _scratch(channels, x2.dtype)
+    sums = native.bn_sums(1, x2, dy2, m, parts)
+    if sums is not None:  # one pass in C, the sums in float64
+        d_offset, centred = sums.astype(x2.dtype)
+    else:
+        def add_sums(lo, hi, acc):
+            d = np.subtract(x2[lo:hi], m, out=scratch(hi - lo))
+            acc[0] += np.add.reduce(dy2[lo:hi], axis=0)
+            np.multiply(d, dy2[lo:hi], out=d)
+            acc[1] += np.add.reduce(d, axis=0)
 
-    def add_sums(lo, hi, acc):
-        d = np.subtract(x2[lo:hi], m, out=scratch(hi - lo))
-        acc[0] += np.add.reduce(dy2[lo:hi], axis=0)
-        np.multiply(d, dy2[lo:hi], out=d)
-        acc[1] += np.add.reduce(d, axis=0)
-
-    d_offset, centred = _channel_sums(ctx, add_sums, rows, channels, x2.dtype, 2)
+        d_offset, centred = _channel_sums(ctx, add_sums, rows, channels, x2.dtype, 2)
     d_scale = centred * inv
     k1 = scale * inv
     # dx = k1 * dy - k2 * (x - mean) - k3 in training, k1 * dy at inference.
     k2, k3 = k1 * inv * d_scale / rows, k1 * d_offset / rows
     dx = np.empty_like(x2)
+    if native.bn_rows(1 if training else 2, x2, dy2, dx, m, k1, k2, k3, parts):
+        return dx, d_scale, d_offset
 
     def work(lo, hi):
         out = dx[lo:hi]
@@ -180,7 +200,7 @@ def _rows_backward(ctx, dy2, x2, scale, m, inv, training: bool):
             out -= d
             out -= k3
 
-    intra_op.parallel_rows(work, rows, x2.size, intra_op.workers(ctx))
+    intra_op.parallel_rows(work, rows, x2.size, parts)
     return dx, d_scale, d_offset
 
 

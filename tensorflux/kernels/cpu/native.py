@@ -282,6 +282,94 @@ def im2col(xp: np.ndarray, out: np.ndarray, n0: int, strides, dilations) -> bool
     return True
 
 
+# ---- convnets block (issue 20 part 3): GradientDescent, channel-last batch norm ----------
+
+
+def gradient_descent(var, delta, alpha, parts: int) -> bool:
+    """GradientDescent's `var -= alpha * delta` in place, in one pass (alpha in var's dtype;
+    the same two roundings as NumPy's); False when the arrays do not qualify."""
+    if _mod is None or not _flat_ok(var, delta) or not var.flags.writeable:
+        return False
+    _mod.gradient_descent(var, delta, float(alpha), parts)
+    return True
+
+
+def _bn_ok(*arrays) -> bool:
+    first = arrays[0]
+    return first.dtype in _FLOATS and all(
+        type(a) is np.ndarray and a.dtype == first.dtype and a.flags.c_contiguous
+        for a in arrays)
+
+
+def bn_chunk_rows(channels: int) -> int:
+    """Rows per chunk of the batch-norm loops (`_native.c` BN_ROWS)."""
+    return 4 if channels >= 16384 else max(4, 65536 // channels)
+
+
+def bn_sums(kind: int, x2, y2, v, parts: int):
+    """Per-channel sums over the rows of (rows, C) `x2`, in float64 (2, C), or None when
+    the arrays do not qualify: kind 0, of d = x2 - v and of d * d; kind 1, of `y2` (dy) and
+    of (x2 - v) * y2. Summed per chunk of rows (float32 blocks of 32 rows into float64),
+    then over chunks in order: the same value on any number of threads."""
+    if _mod is None or x2.ndim != 2 or x2.shape[0] == 0 or not _bn_ok(x2, y2, v) or \
+            y2.shape != x2.shape or v.shape != (x2.shape[1],):
+        return None
+    rows, c = x2.shape
+    partial = np.empty((-(-rows // bn_chunk_rows(c)), 2, c), np.float64)
+    _mod.bn_sums(kind, x2, y2, v, partial, c, parts)
+    return np.add.reduce(partial, axis=0)
+
+
+def bn_rows(kind: int, x2, y2, out, m, k1, k2, k3, parts: int) -> bool:
+    """One elementwise pass of a channel-last batch norm into `out` (rows, C), in the
+    NumPy row passes' operations and order (identical bits): kind 0 ((x2 - m) * k1) + k2;
+    kind 1 ((y2 * k1) - ((x2 - m) * k2)) - k3; kind 2 y2 * k1. False when the arrays do
+    not qualify."""
+    if _mod is None or x2.ndim != 2 or not _bn_ok(x2, y2, out, m, k1, k2, k3) or \
+            y2.shape != x2.shape or out.shape != x2.shape or not out.flags.writeable or \
+            any(a.shape != (x2.shape[1],) for a in (m, k1, k2, k3)) or x2.shape[1] == 0:
+        return False
+    _mod.bn_rows(kind, x2, y2, out, m, k1, k2, k3, x2.shape[1], parts)
+    return True
+
+
+def _inner_contiguous(a: np.ndarray) -> bool:
+    return a.ndim > 0 and (a.shape[-1] <= 1 or a.strides[-1] == a.itemsize)
+
+
+def wino_transform(kind: int, src: np.ndarray, dst: np.ndarray) -> bool:
+    """One of Winograd F(2x2, 3x3)'s tile transforms (kernels/cpu/_winograd.py: kind 0
+    `_input_transform`, 1 `_output_transform`, 2 `_gradient_transform`) from `src` into
+    `dst` in one pass, the NumPy function's operations in the same order (identical
+    bits); either may be a strided view whose channel axis is contiguous. False when the
+    arrays do not qualify."""
+    if _mod is None or type(src) is not np.ndarray or type(dst) is not np.ndarray or \
+            src.dtype not in _FLOATS or dst.dtype != src.dtype or \
+            not dst.flags.writeable or not _inner_contiguous(src) or \
+            not _inner_contiguous(dst) or src.shape[-1] != dst.shape[-1] or \
+            src.shape[-1] == 0:
+        return False
+    _mod.wino_transform(kind, src, dst)
+    return True
+
+
+def bias_relu(out: np.ndarray, bias: np.ndarray, relu: bool) -> bool:
+    """`out += bias`, then max(out, 0) when `relu`, in place over the last axis of
+    C-contiguous `out` in one pass (NumPy's values: the sum rounded, NaN and -0.0 kept as
+    np.maximum keeps them); False when the arrays do not qualify."""
+    if _mod is None or type(out) is not np.ndarray or type(bias) is not np.ndarray or \
+            out.dtype not in _FLOATS or bias.dtype != out.dtype or bias.ndim != 1 or \
+            out.ndim < 1 or out.shape[-1] != bias.shape[0] or bias.shape[0] == 0 or \
+            not out.flags.c_contiguous or not out.flags.writeable or \
+            not bias.flags.c_contiguous:
+        return False
+    _mod.bias_relu(out, bias, bool(relu))
+    return True
+
+
+# ---- end convnets block -------------------------------------------------------------------
+
+
 def dataflow_core(items: list, specs: list):
     """The C driver loop of a dataflow executor (runtime/executor.py; `_native.c`'s
     DataflowCore) over `items`, given one spec per item: (mode, local id, number of outputs,

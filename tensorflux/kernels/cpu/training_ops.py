@@ -245,6 +245,12 @@ def _momentum_native(var, accum, *, lr, grad, momentum, use_nesterov=False, part
     return native.momentum(var, accum, grad, lr, momentum, use_nesterov, parts)
 
 
+def _gradient_descent_native(var, *, alpha, delta, parts=1) -> bool:
+    """`_gradient_descent` in one native pass (no temporary); False when the arrays do not
+    qualify."""
+    return native.gradient_descent(var, delta, alpha, parts)
+
+
 def _ftrl(var, accum, linear, *, grad, lr, l1, l2, lr_power, l2_shrinkage=None,
           multiply_linear_by_lr=False):
     shrunk = grad if l2_shrinkage is None else grad + 2 * l2_shrinkage * var
@@ -280,7 +286,8 @@ _RULES = {
 }
 
 # Rules with a fused native loop (tensorflux/kernels/cpu/native.py), tried first.
-_NATIVE = {_adam: _adam_native, _momentum: _momentum_native}
+_NATIVE = {_adam: _adam_native, _momentum: _momentum_native,
+           _gradient_descent: _gradient_descent_native}
 
 _REGISTERED: list[str] = []
 for _name, (_slots, _rule) in _RULES.items():

@@ -1,0 +1,222 @@
+"""The C loops of the Table 1 convnets' kernels (`_native.c`'s convnets block, native.py):
+GradientDescent's one-pass update and the channel-last batch norm's passes, each against
+the NumPy path it stands in for (bit for bit where native.py promises it) and against a
+float64 NumPy reference. No timing is asserted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tensorflux.kernels.cpu import batch_norm_ops, native, training_ops
+
+needs_native = pytest.mark.skipif(not native.available(),
+                                  reason="the C extension is not built")
+
+_SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 7, 65536 * 2 + 7])
+@pytest.mark.parametrize("parts", [1, 3])
+def test_gradient_descent_equals_the_numpy_rule_bit_for_bit(dtype, n, parts):
+    rng = np.random.default_rng(n)
+    var, delta = (rng.standard_normal(n).astype(dtype) for _ in range(2))
+    k = min(n - n // 2, len(_SPECIALS))
+    delta[n // 2:n // 2 + k] = np.array(_SPECIALS, dtype)[:k]
+    alpha = np.asarray(0.01, dtype)
+    want = var.copy()
+    training_ops._gradient_descent(want, alpha=alpha, delta=delta)
+    assert training_ops._gradient_descent_native(var, alpha=alpha, delta=delta, parts=parts)
+    np.testing.assert_array_equal(var.view(np.uint8), want.view(np.uint8))
+
+
+@needs_native
+def test_gradient_descent_refuses_what_it_does_not_take():
+    x = np.zeros(8, np.float32)
+    assert not native.gradient_descent(x, np.zeros(8, np.float64), 0.1, 1)
+    assert not native.gradient_descent(x, np.zeros(9, np.float32), 0.1, 1)
+    assert not native.gradient_descent(np.zeros((4, 4), np.float32).T, np.zeros((4, 4),
+                                       np.float32), 0.1, 1)
+
+
+# (rows, C): one chunk, many chunks, C above the 512 kept on the stack, C above 16384
+_BN_SHAPES = [(5, 3), (3000, 64), (700, 600), (9, 20000)]
+
+
+def _bn_operands(rng, rows, c, dtype):
+    x = (rng.standard_normal((rows, c)) * 3 + 2).astype(dtype)
+    y = rng.standard_normal((rows, c)).astype(dtype)
+    vecs = [rng.standard_normal(c).astype(dtype) for _ in range(4)]
+    return x, y, vecs
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows, c", _BN_SHAPES)
+@pytest.mark.parametrize("parts", [1, 2])
+def test_bn_rows_equal_the_numpy_row_passes_bit_for_bit(dtype, rows, c, parts):
+    rng = np.random.default_rng(rows + c)
+    x, y, (m, k1, k2, k3) = _bn_operands(rng, rows, c, dtype)
+    x[0, :min(c, 5)] = np.array(_SPECIALS, dtype)[:min(c, 5)]
+    wants = [  # batch_norm_ops' NumPy row passes, operation for operation
+        ((x - m) * k1) + k2,
+        ((y * k1) - ((x - m) * k2)) - k3,
+        y * k1,
+    ]
+    for kind, want in enumerate(wants):
+        out = np.empty_like(x)
+        with np.errstate(invalid="ignore"):
+            assert native.bn_rows(kind, x, y, out, m, k1, k2, k3, parts)
+        np.testing.assert_array_equal(out.view(np.uint8), want.view(np.uint8))
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows, c", _BN_SHAPES)
+def test_bn_sums_match_float64_sums_on_any_number_of_threads(dtype, rows, c):
+    rng = np.random.default_rng(rows * c)
+    x, y, (v, *_) = _bn_operands(rng, rows, c, dtype)
+    d = x.astype(np.float64) - v
+    wants = [np.stack([d.sum(0), (d * d).sum(0)]),
+             np.stack([y.astype(np.float64).sum(0), (d * y).sum(0)])]
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for kind, want in enumerate(wants):
+        got = [native.bn_sums(kind, x, y, v, parts) for parts in (1, 2, 3)]
+        scale = np.abs(want).max() + 1
+        np.testing.assert_allclose(got[0], want, rtol=tol, atol=tol * scale)
+        for other in got[1:]:  # summed per chunk, then in chunk order: the same bits
+            np.testing.assert_array_equal(other, got[0])
+
+
+@needs_native
+def test_bn_loops_refuse_what_they_do_not_take():
+    x = np.zeros((6, 4), np.float32)
+    v = np.zeros(4, np.float32)
+    assert native.bn_sums(0, x, x, np.zeros(5, np.float32), 1) is None
+    assert native.bn_sums(0, x, x, v.astype(np.float64), 1) is None
+    assert native.bn_sums(0, np.zeros((0, 4), np.float32), np.zeros((0, 4), np.float32),
+                          v, 1) is None
+    assert not native.bn_rows(0, x, x, np.zeros((6, 4), np.float64), v, v, v, v, 1)
+    assert not native.bn_rows(0, x, x, np.zeros((4, 6), np.float32).T, v, v, v, v, 1)
+
+
+def _reference(x, dy, scale, offset, eps):
+    """Training-mode fused batch norm and its gradient in float64 NumPy, over (rows, C)."""
+    x, dy = x.astype(np.float64), dy.astype(np.float64)
+    m, v = x.mean(0), x.var(0)
+    inv = 1 / np.sqrt(v + eps)
+    xh = (x - m) * inv
+    y = xh * scale + offset
+    d_offset, d_scale = dy.sum(0), (dy * xh).sum(0)
+    dx = scale * inv / len(x) * (len(x) * dy - d_offset - xh * d_scale)
+    return y, m, v, dx, d_scale, d_offset
+
+
+@pytest.mark.parametrize("rows, c", [(3000, 64), (700, 600), (40, 3)])
+@pytest.mark.parametrize("native_on", [True, False])
+def test_channel_last_batch_norm_matches_float64_reference(monkeypatch, rows, c, native_on):
+    """The channel-last rows paths, with the C loops and without (native's module off),
+    give a float64 NumPy batch norm's values and gradients."""
+    if not native_on:
+        monkeypatch.setattr(native, "_mod", None)
+    rng = np.random.default_rng(c)
+    x = (rng.standard_normal((rows, c)) * 3 + 50).astype(np.float32)  # far from 0 mean
+    dy = rng.standard_normal((rows, c)).astype(np.float32)
+    scale = rng.uniform(0.5, 2, c).astype(np.float32)
+    offset = rng.standard_normal(c).astype(np.float32)
+    eps = 1e-3
+    ctx = None  # the process's intra-op threads
+    m, v = batch_norm_ops._rows_stats(ctx, x)
+    inv = (1.0 / np.sqrt(v + eps)).astype(np.float32)
+    y = batch_norm_ops._rows_normalize(ctx, x, m, (inv * scale).astype(np.float32), offset)
+    dx, d_scale, d_offset = batch_norm_ops._rows_backward(ctx, dy, x, scale, m, inv, True)
+    want = _reference(x, dy, scale, offset, eps)
+    for got, w in zip((y, m, v, dx, d_scale, d_offset), want, strict=True):
+        np.testing.assert_allclose(got, w, rtol=2e-4, atol=2e-4 * (np.abs(w).max() + 1))
+
+
+# (k, t, tw, C): one tile, odd sizes, channels past one block of 128 and not a multiple
+_WINO_SHAPES = [(1, 1, 1, 1), (2, 3, 5, 7), (3, 2, 4, 130), (1, 4, 3, 256)]
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k, t, tw, c", _WINO_SHAPES)
+@pytest.mark.parametrize("strided", [False, True])
+def test_winograd_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtype, k, t, tw,
+                                                              c, strided):
+    """Input, output and gradient transforms of F(2x2, 3x3) in C against _winograd's NumPy
+    functions (native's module off), on contiguous arrays and on the strided slices of
+    larger buffers that the work units pass, with NaN, infinities and signed zeros."""
+    from tensorflux.kernels.cpu import _winograd
+
+    rng = np.random.default_rng(k * 100 + c)
+
+    def data(shape):
+        a = rng.standard_normal(shape).astype(dtype)
+        flat = a.reshape(-1)
+        flat[:len(_SPECIALS)] = np.array(_SPECIALS, dtype)[:flat.size]
+        return a
+
+    def buffers(shape):  # a destination, or a strided slice of a bigger one
+        if not strided:
+            return np.full(shape, 7, dtype)
+        big = np.full((shape[0], *(s + 2 for s in shape[1:-1]), shape[-1]), 7, dtype)
+        return big[(slice(None),) + tuple(slice(1, 1 + s) for s in shape[1:-1])]
+
+    d = data((k, 2 * t + 2 + strided, 2 * tw + 2, c))
+    m = data((16, k, t, tw, c))
+    e = data((k, 2 * t, 2 * tw, c))
+    if strided:
+        d, m = d[:, :2 * t + 2], data((16, k + 1, t, tw, c))[:, 1:]
+    calls = [  # (function, its arguments but the destination, destination shape)
+        (lambda out: _winograd._input_transform(d, out, t, tw), (16, k, t, tw, c)),
+        (lambda out: _winograd._output_transform(
+            m, out, np.empty((2, 4, k, t, tw, c), dtype)), (k, 2 * t, 2 * tw, c)),
+        (lambda out: _winograd._gradient_transform(e, out, t, tw), (16, k, t, tw, c)),
+    ]
+    with np.errstate(invalid="ignore", over="ignore"):
+        got = []
+        for fn, shape in calls:
+            out = buffers(shape)
+            fn(out)
+            got.append(out)
+        monkeypatch.setattr(native, "_mod", None)
+        for (fn, shape), g in zip(calls, got, strict=True):
+            want = buffers(shape)
+            fn(want)
+            np.testing.assert_array_equal(g.view(np.uint8), want.view(np.uint8))
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5, 7), (2, 9, 9, 130)])
+@pytest.mark.parametrize("relu", [False, True])
+def test_bias_relu_equals_the_fused_conv_numpy_epilogue_bit_for_bit(monkeypatch, dtype,
+                                                                    shape, relu):
+    """_FusedConv2D's epilogue (bias, then ReLU) in C against its NumPy operations, with
+    NaN, infinities and signed zeros (np.maximum keeps NaN and -0.0)."""
+    from tensorflux.kernels.cpu import conv_ops
+
+    rng = np.random.default_rng(shape[-1])
+    out = rng.standard_normal(shape).astype(dtype)
+    flat = out.reshape(-1)
+    flat[:len(_SPECIALS)] = np.array(_SPECIALS, dtype)[:flat.size]
+    bias = rng.standard_normal(shape[-1]).astype(dtype)
+    bias[0] = -0.0
+    got, want = out.copy(), out.copy()
+    with np.errstate(invalid="ignore"):
+        assert native.bias_relu(got, bias, relu)
+        monkeypatch.setattr(native, "_mod", None)
+        conv_ops._bias_epilogue(bias, relu)(want)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@needs_native
+def test_bias_relu_refuses_what_it_does_not_take():
+    out = np.zeros((4, 3), np.float32)
+    assert not native.bias_relu(out, np.zeros(3, np.float64), True)
+    assert not native.bias_relu(out, np.zeros(4, np.float32), True)
+    assert not native.bias_relu(np.zeros((3, 4), np.float32).T, np.zeros(3, np.float32), True)
