@@ -305,7 +305,8 @@ def test_winograd_keeps_non_finite_values_to_their_windows():
 @pytest.mark.parametrize("odd", [False, True])
 def test_winograd_wide_agrees_with_chunked(monkeypatch, odd):
     """The wide Winograd scheme (whole-batch products per position) gives the chunked
-    scheme's forward values bit for bit and its filter gradient within float tolerance."""
+    scheme's values within float rounding (bit for bit with OpenBLAS's SkylakeX kernels;
+    its Haswell kernels, chosen on AMD Zen 4, round products of other heights apart)."""
     from tensorflux.kernels.cpu import _winograd
 
     rng = np.random.default_rng(5)
@@ -321,6 +322,6 @@ def test_winograd_wide_agrees_with_chunked(monkeypatch, odd):
         results.append((_winograd.conv3x3(xp, w, out, 2),
                         _winograd.conv3x3_backprop_filter(xp, dy, 2)))
     (y0, dw0), (y1, dw1) = results
-    np.testing.assert_array_equal(y0, y1)
+    np.testing.assert_allclose(y0, y1, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(dw0, dw1, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(y1, ref_conv(xp, w, (1, 1), "VALID"), rtol=1e-4, atol=1e-3)
