@@ -502,13 +502,8 @@ class DatasetV1(st.HasElementSignature):
 
     def get_single_element(self, name=None):
         """The dataset's one element (InvalidArgumentError if it has none or more)."""
-        flat = st.flatten(self._structure)
-        out = apply_op("DatasetToSingleElement", dataset=self._variant_tensor,
-                       output_types=[s.flat_dtype for s in flat],
-                       output_shapes=[s.flat_shape for s in flat], name=name)
-        out = list(out) if isinstance(out, (list, tuple)) else [out]
-        return st.pack(self._structure, [_decode(t, s) for t, s in zip(out, flat,
-                                                                          strict=True)])
+        return element_op("DatasetToSingleElement", self._structure, name,
+                          dataset=self._variant_tensor)
 
     @staticmethod
     def random(seed=None) -> DatasetV1:
@@ -613,6 +608,16 @@ class DatasetV1(st.HasElementSignature):
 
 
 Dataset = DatasetV1
+
+
+def element_op(op_type: str, structure, name=None, **inputs):
+    """An op whose outputs are one element of `structure` (IteratorGetNext, ...), its
+    outputs decoded into that structure."""
+    flat = st.flatten(structure)
+    out = apply_op(op_type, output_types=[s.flat_dtype for s in flat],
+                   output_shapes=[s.flat_shape for s in flat], name=name, **inputs)
+    out = list(out) if isinstance(out, (list, tuple)) else [out]
+    return st.pack(structure, [_decode(t, s) for t, s in zip(out, flat, strict=True)])
 
 
 def _constant(t: Tensor):

@@ -507,15 +507,10 @@ class Optional:
 
     def get_value(self, name=None):
         """The value (InvalidArgumentError at run time when there is none)."""
-        from tensorflux.data.dataset_ops import _decode
+        from tensorflux.data.dataset_ops import element_op
 
-        flat = st.flatten(self._structure)
-        out = apply_op("OptionalGetValue", optional=self._variant_tensor,
-                       output_types=[s.flat_dtype for s in flat],
-                       output_shapes=[s.flat_shape for s in flat], name=name)
-        out = list(out) if isinstance(out, (list, tuple)) else [out]
-        return st.pack(self._structure, [_decode(t, s) for t, s in zip(out, flat,
-                                                                          strict=True)])
+        return element_op("OptionalGetValue", self._structure, name,
+                          optional=self._variant_tensor)
 
 
 def _specs(element_spec):

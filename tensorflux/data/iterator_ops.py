@@ -16,7 +16,7 @@ start a pass over a dataset (`initializer`, `make_initializer`) and take element
 from __future__ import annotations
 
 from tensorflux.data import structure as st
-from tensorflux.data.dataset_ops import DatasetV1, _decode
+from tensorflux.data.dataset_ops import DatasetV1, element_op
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.func_graph import FuncGraph, FunctionRef
@@ -92,11 +92,8 @@ class Iterator(st.HasElementSignature):
 
     def get_next(self, name=None):
         """The next element (OutOfRangeError when the run reaches the end)."""
-        flat = st.flatten(self._structure)
-        out = apply_op("IteratorGetNext", iterator=self._iterator_resource,
-                       output_types=[s.flat_dtype for s in flat],
-                       output_shapes=[s.flat_shape for s in flat], name=name or "IteratorGetNext")
-        return st.pack(self._structure, [_decode(t, s) for t, s in zip(out, flat, strict=True)])
+        return element_op("IteratorGetNext", self._structure, name or "IteratorGetNext",
+                          iterator=self._iterator_resource)
 
     def string_handle(self, name=None):
         """A scalar string naming this iterator, for `from_string_handle`."""

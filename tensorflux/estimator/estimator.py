@@ -139,6 +139,21 @@ class Estimator:
 
         return checkpoint_utils.load_variable(self._model_dir, name)
 
+    def _required_checkpoint(self, checkpoint_path, suffix: str):
+        checkpoint = checkpoint_path or self.latest_checkpoint()
+        if checkpoint is None:
+            raise ValueError(f"Could not find trained model in model_dir: "
+                             f"{self._model_dir}{suffix}")
+        return checkpoint
+
+    def _restoring(self, spec, checkpoint):
+        """A session creator restoring `checkpoint` into the spec's graph."""
+        from tensorflux.train import monitored_session
+
+        return monitored_session.ChiefSessionCreator(
+            scaffold=spec.scaffold or monitored_session.Scaffold(),
+            checkpoint_filename_with_path=checkpoint, config=self._config.session_config)
+
     def _global_step_of(self, checkpoint) -> int:
         from tensorflux.train import checkpoint_utils
 
@@ -255,10 +270,7 @@ class Estimator:
 
         if steps is not None and steps <= 0:
             raise ValueError(f"Must specify steps > 0, given: {steps}")
-        checkpoint = checkpoint_path or self.latest_checkpoint()
-        if checkpoint is None:
-            raise ValueError(f"Could not find trained model in model_dir: "
-                             f"{self._model_dir}.")
+        checkpoint = self._required_checkpoint(checkpoint_path, ".")
         with self._graph().as_default() as g:
             random_seed.set_random_seed(self._config.tf_random_seed)
             global_step = get_or_create_global_step(g)
@@ -272,10 +284,7 @@ class Estimator:
             update = [v[1] for v in metrics.values()]
             all_hooks = input_hooks + list(spec.evaluation_hooks) + list(hooks or [])
             final = hooks_lib.FinalOpsHook(values)
-            creator = monitored_session.ChiefSessionCreator(
-                scaffold=spec.scaffold or monitored_session.Scaffold(),
-                checkpoint_filename_with_path=checkpoint,
-                config=self._config.session_config)
+            creator = self._restoring(spec, checkpoint)
             logging.info("Starting evaluation at %s", time.strftime("%Y-%m-%dT%H:%M:%S"))
             done = 0
             with monitored_session.MonitoredSession(
@@ -315,10 +324,8 @@ class Estimator:
         from tensorflux.train import monitored_session
         from tensorflux.train.global_step import get_or_create_global_step
 
-        checkpoint = checkpoint_path or self.latest_checkpoint()
-        if checkpoint is None:
-            raise ValueError(f"Could not find trained model in model_dir: "
-                             f"{self._model_dir}, running initialization to predict.")
+        checkpoint = self._required_checkpoint(checkpoint_path,
+                                               ", running initialization to predict.")
         with self._graph().as_default() as g:
             random_seed.set_random_seed(self._config.tf_random_seed)
             get_or_create_global_step(g)
@@ -334,10 +341,7 @@ class Estimator:
                     raise ValueError(f"Expected to run at least one output from "
                                      f"{list(predictions)}, provided {missing}.")
                 predictions = {k: predictions[k] for k in predict_keys}
-            creator = monitored_session.ChiefSessionCreator(
-                scaffold=spec.scaffold or monitored_session.Scaffold(),
-                checkpoint_filename_with_path=checkpoint,
-                config=self._config.session_config)
+            creator = self._restoring(spec, checkpoint)
             all_hooks = input_hooks + list(spec.prediction_hooks) + list(hooks or [])
             with monitored_session.MonitoredSession(session_creator=creator,
                                                     hooks=all_hooks) as sess:

@@ -527,13 +527,9 @@ def indicator_column(categorical_column):
     return IndicatorColumn(categorical_column)
 
 
-class EmbeddingColumn(_DenseColumn, collections.namedtuple(
-        "EmbeddingColumn", ["categorical_column", "dimension", "combiner", "initializer",
-                            "ckpt_to_load_from", "tensor_name_in_ckpt", "max_norm",
-                            "trainable"])):
-    @property
-    def name(self) -> str:
-        return self.categorical_column.name + "_embedding"
+class _Embedded(_DenseColumn):
+    """A categorical column's ids looked up in a table of `dimension`-vectors and combined
+    per example (`_table` makes or finds the table)."""
 
     @property
     def _variable_shape(self):
@@ -543,17 +539,33 @@ class EmbeddingColumn(_DenseColumn, collections.namedtuple(
     def _parse_example_spec(self):
         return self.categorical_column._parse_example_spec
 
-    def _dense(self, builder, trainable=True):
-        from tensorflux.nn import nn_extra
+    def _new_table(self, trainable):
         from tensorflux.variables import variable_scope
 
-        ids, weights = self.categorical_column._ids(builder)
-        table = variable_scope.get_variable(
+        return variable_scope.get_variable(
             "embedding_weights", [self.categorical_column._num_buckets, self.dimension],
             dtype=dtypes.float32, initializer=_initial(self),
             trainable=self.trainable and trainable)
+
+    def _table(self, trainable):
+        return self._new_table(trainable)
+
+    def _dense(self, builder, trainable=True):
+        from tensorflux.nn import nn_extra
+
+        ids, weights = self.categorical_column._ids(builder)
         return nn_extra.safe_embedding_lookup_sparse(
-            table, ids, weights, combiner=self.combiner, max_norm=self.max_norm)
+            self._table(trainable), ids, weights, combiner=self.combiner,
+            max_norm=self.max_norm)
+
+
+class EmbeddingColumn(_Embedded, collections.namedtuple(
+        "EmbeddingColumn", ["categorical_column", "dimension", "combiner", "initializer",
+                            "ckpt_to_load_from", "tensor_name_in_ckpt", "max_norm",
+                            "trainable"])):
+    @property
+    def name(self) -> str:
+        return self.categorical_column.name + "_embedding"
 
 
 def embedding_column(categorical_column, dimension, combiner="mean", initializer=None,
@@ -579,7 +591,7 @@ def embedding_column(categorical_column, dimension, combiner="mean", initializer
                            ckpt_to_load_from, tensor_name_in_ckpt, max_norm, trainable)
 
 
-class SharedEmbeddingColumn(_DenseColumn, collections.namedtuple(
+class SharedEmbeddingColumn(_Embedded, collections.namedtuple(
         "SharedEmbeddingColumn", ["categorical_column", "dimension", "combiner", "initializer",
                                   "shared_embedding_collection_name", "ckpt_to_load_from",
                                   "tensor_name_in_ckpt", "max_norm", "trainable"])):
@@ -595,31 +607,15 @@ class SharedEmbeddingColumn(_DenseColumn, collections.namedtuple(
     def _var_scope_name(self) -> str:
         return self.shared_embedding_collection_name
 
-    @property
-    def _variable_shape(self):
-        return tensor_shape.TensorShape([self.dimension])
-
-    @property
-    def _parse_example_spec(self):
-        return self.categorical_column._parse_example_spec
-
-    def _dense(self, builder, trainable=True):
+    def _table(self, trainable):
         from tensorflux.framework import graph as graph_lib
-        from tensorflux.nn import nn_extra
-        from tensorflux.variables import variable_scope
 
-        ids, weights = self.categorical_column._ids(builder)
         shared = graph_lib.get_collection(self.shared_embedding_collection_name)
         if shared:
-            table = shared[0]
-        else:
-            table = variable_scope.get_variable(
-                "embedding_weights", [self.categorical_column._num_buckets, self.dimension],
-                dtype=dtypes.float32, initializer=_initial(self),
-                trainable=self.trainable and trainable)
-            graph_lib.add_to_collection(self.shared_embedding_collection_name, table)
-        return nn_extra.safe_embedding_lookup_sparse(
-            table, ids, weights, combiner=self.combiner, max_norm=self.max_norm)
+            return shared[0]
+        table = self._new_table(trainable)
+        graph_lib.add_to_collection(self.shared_embedding_collection_name, table)
+        return table
 
 
 def _initial(column):
@@ -691,7 +687,7 @@ def input_layer(features, feature_columns, weight_collections=None, trainable=Tr
         for column in columns:
             scope = getattr(column, "_var_scope_name", column.name)
             with variable_scope.variable_scope(None, default_name=scope):
-                if isinstance(column, (EmbeddingColumn, SharedEmbeddingColumn)):
+                if isinstance(column, _Embedded):
                     t = column._dense(builder, trainable)
                 else:
                     t = column._dense(builder)

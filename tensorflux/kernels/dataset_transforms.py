@@ -118,29 +118,10 @@ class IgnoreErrorsDataset(Dataset):
         return _GenIterator(gen(), [inner])
 
 
-class TakeWhileDataset(Dataset):
+class TakeWhileDataset(ds.FilterDataset):
     """The elements up to the first for which `predicate` is False."""
 
-    def __init__(self, input_ds: Dataset, predicate, captured: list):
-        self.input, self.predicate, self.captured = input_ds, predicate, captured
-
-    def iterate(self, env):
-        inner = self.input.iterate(env)
-
-        def gen():
-            for x in _drain(inner):
-                if isinstance(x, _Failed):
-                    yield x
-                    continue
-                try:
-                    keep = _call(self.predicate, x, self.captured)
-                except Exception as e:  # noqa: BLE001 - this element's error
-                    yield _failure(e)
-                    continue
-                if keep is None or not bool(np.asarray(keep[0])):
-                    return
-                yield x
-        return _GenIterator(gen(), [inner])
+    stop_on_false = True
 
 
 class ScanDataset(Dataset):

@@ -417,6 +417,11 @@ class _RowWiseMapIterator(Iterator):
 
 
 class FilterDataset(Dataset):
+    """The elements for which `predicate` is True (with `stop_on_false`, TakeWhile: the
+    elements up to the first for which it is False)."""
+
+    stop_on_false = False
+
     def __init__(self, input_ds: Dataset, predicate, captured: list):
         self.input, self.predicate, self.captured = input_ds, predicate, captured
 
@@ -441,6 +446,8 @@ class FilterDataset(Dataset):
                         None, None, "Filter predicate `predicate` must return a scalar bool.")
                 if bool(keep[0]):
                     yield x
+                elif self.stop_on_false:
+                    return
         return _GenIterator(gen(), [inner])
 
 
