@@ -115,3 +115,56 @@ def test_apply_ops_run_as_soon_as_their_gradient_exists():
     update_w2 = next(k for name, k in line_of.items() if "update_w2" in name)
     first_layer_grad = line_of["gradients/layer1_grad/MatMul_1"]
     assert update_w2 < first_layer_grad
+
+
+# (op, the formula of TF's kernel)
+_FUSED_GRADS = [("TanhGrad", lambda y, dy: dy * (1 - y * y)),
+                ("SigmoidGrad", lambda y, dy: dy * y * (1 - y))]
+
+
+@pytest.mark.parametrize("op", _FUSED_GRADS, ids=[c[0] for c in _FUSED_GRADS])
+@pytest.mark.parametrize("shape", [(3,), (32, 512), (70001,), (0, 4)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_fused_elementwise_grads_write_into_a_donated_input(op, shape, dtype):
+    """TanhGrad/SigmoidGrad run in cache-sized blocks, writing into whichever input the
+    executor donates (or one new array): bit for bit the formula's values."""
+    from tensorflux.kernels import registry
+
+    name, formula = op
+    compute = registry.find_kernel(name, "CPU", {}).factory(None)
+    rng = np.random.default_rng(4)
+    y = rng.standard_normal(shape).astype(dtype)
+    dy = rng.standard_normal(shape).astype(dtype)
+    want = formula(y, dy)
+    for donated in ((), (0,), (1,), (0, 1)):
+        y_in, dy_in = y.copy(), dy.copy()
+        got = compute(None, y_in, dy_in, donated=donated)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        if donated and dtype != np.float16 and y.size:
+            assert got is (y_in if donated[0] == 0 else dy_in)
+        elif not donated:
+            np.testing.assert_array_equal(y_in, y)
+            np.testing.assert_array_equal(dy_in, dy)
+
+
+def test_lstm_gradients_on_every_strategy_match():
+    """A BasicLSTMCell's gradients (Sigmoid/Tanh grads among them, donated on the fast
+    paths) are the reference executor's."""
+    rng = np.random.default_rng(5)
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(1)
+        x = tf.constant(rng.standard_normal((4, 6, 8)).astype(np.float32))
+        cell = tf.nn.rnn_cell.BasicLSTMCell(128)
+        out, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+        grads = tf.gradients(tf.reduce_sum(out * out), tf.trainable_variables() + [x])
+        init = tf.global_variables_initializer()
+    results = {}
+    for name in ("reference", "auto", "dataflow"):
+        with tf.Session(graph=g, exec_options=STRATEGIES[name]) as sess:
+            sess.run(init)
+            results[name] = sess.run(grads)
+    for name in ("auto", "dataflow"):
+        for a, b in zip(results[name], results["reference"], strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
