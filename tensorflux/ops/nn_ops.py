@@ -280,12 +280,17 @@ define_op("SparseSoftmaxCrossEntropyWithLogits", inputs=["features: T", "labels:
 
 
 def _is_zero(t) -> bool:
-    """True for a missing gradient or one the gradient driver filled with zeros."""
+    """True for a missing gradient or one the gradient driver filled with zeros
+    (`zeros_like` of a tensor of known shape is a Fill of a constant 0: TF's driver marks
+    such tensors `_is_zeros_tensor` and its xent gradient skips them the same way)."""
     if t is None:
         return True
     if isinstance(t, Tensor):
         if t.op.type in ("ZerosLike", "Zeros"):
             return True
+        if t.op.type == "Fill":
+            fill = common_shapes.constant_value(t.op.inputs[1])
+            return fill is not None and not np.any(fill)
         value = common_shapes.constant_value(t)
         return value is not None and not np.any(value)
     return False

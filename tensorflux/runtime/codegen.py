@@ -17,8 +17,8 @@ per node, and compile it. What they share lives here:
   `_Recv` copies the sent value.
 - `Emitter.add_straight(statements, keep)`: statements in order, each local dropped (`del`)
   right after the last statement that reads it, so values are freed as early as in the
-  dataflow executor. (A loop body has no such point: its values are rebound every
-  iteration.)
+  dataflow executor. (A compiled loop drops an iteration's values after their last reader
+  in the iteration too, but those of a small static shape: compiled_loops.py `_frees`.)
 - `Emitter.compile(name)`: the function, from source compiled under a filename of its own.
 - `node_error(exc, ...)`: the one map from a failure back to its node. Each statement is on
   a line of its own and `line_nodes` records which node it is, so the generated code

@@ -17,7 +17,9 @@ node's `body`). The body is generated Python, like the static executor's:
             if not v7:                    #   condition); then the LoopCond's value
                 return m0, m1             # the Exits' values
             v9 = k9(ctx, m0, c1)          # "body": everything fed by a Switch's true side
-            m0, m1 = v9, m1               # the NextIterations' values
+            v10 = k10(ctx, v9)
+            del v9                        # dropped after its last reader (`_frees`)
+            m0, m1 = v10, m1              # the NextIterations' values
 
 Eligible frame: Merges of exactly (non-constant Enter, NextIteration), one LoopCond, Switches
 of (Merge, LoopCond) whose false side feeds only Exits, and otherwise nodes whose kernels are
@@ -45,6 +47,7 @@ from tensorflux.runtime.step_graph import Node, topological_order
 
 _COMPILED_OP = "_CompiledLoop"
 _CHECK_EVERY = 256  # iterations between cancellation / deadline checks
+_SMALL_ELEMENTS = 4096  # values of a static shape below this are not dropped per iteration
 # Transfers never run inside a compiled loop: their rendezvous keys name the frame and
 # iteration, which a compiled loop does not keep.
 _TRANSFERS = ("_Send", "_Recv")
@@ -268,13 +271,18 @@ class _LoopSpec:
         for line in ("cm = ctx.cancellation", "limit = _deadline(ctx)", "n = 0",
                      "while True:"):
             em.add(line)
-        self._emit(em, self.head)
+        head = self._statements(em, self.head)
         exits = [em.names[(x.inputs[0][0], 0)] for x in self.exits]
-        ret = exits[0] if len(exits) == 1 else "(" + "".join(e + ", " for e in exits) + ")"
-        em.add(f"if not {em.names[self.loop_cond.inputs[0]]}:", 2)
-        em.add(f"return {ret if exits else 'None'}", 3)
-        self._emit(em, self.body)
+        cond = em.names[self.loop_cond.inputs[0]]
+        body = self._statements(em, self.body)
         nexts = [em.names[self.next_of_merge[m].inputs[0]] for m in self.merges]
+        frees = self._frees(head + body, set(params) | {cond, *exits, *nexts} |
+                            {f"m{k}" for k in range(len(self.var_enters))})
+        self._emit(em, head, frees, 0)
+        ret = exits[0] if len(exits) == 1 else "(" + "".join(e + ", " for e in exits) + ")"
+        em.add(f"if not {cond}:", 2)
+        em.add(f"return {ret if exits else 'None'}", 3)
+        self._emit(em, body, frees, len(head))
         em.add("".join(f"m{k}, " for k in range(len(nexts))) + "= " +
                "".join(v + ", " for v in nexts), 2)
         for line, indent in (("n += 1", 2), ("if not n & _CHECK:", 2),
@@ -285,12 +293,49 @@ class _LoopSpec:
         return self._node(fn, source)
 
     @staticmethod
-    def _emit(em: codegen.Emitter, nodes: list[Node]) -> None:
-        """One statement per node, inside the `while` (no liveness: rebound each time)."""
-        for n in nodes:
-            st = em.statement(n)
-            if st is not None:
-                em.add(st.text, 2, n)
+    def _statements(em: codegen.Emitter, nodes: list[Node]) -> list[codegen.Statement]:
+        return [st for st in map(em.statement, nodes) if st is not None]
+
+    @staticmethod
+    def _frees(statements: list[codegen.Statement], keep: set[str]) -> dict[int, list[str]]:
+        """Statement index -> the locals to drop after it: each value an iteration makes
+        (head then body), after its last reader in the iteration, unless it lives on (loop
+        variables, what the predicate, the Exits or the next iteration read) or is small by
+        its static shape (a `del` per iteration costs more than keeping it). Without this,
+        an iteration's values stay alive until the next iteration rebinds them."""
+        last: dict[str, int] = {}
+        small: set[str] = set()
+        for idx, st in enumerate(statements):
+            for k, o in enumerate(st.outs):
+                last[o] = idx
+                shapes = st.node.output_shapes
+                shape = shapes[k] if shapes and k < len(shapes) else None
+                dims = getattr(shape, "dims", None)
+                if dims is not None and all(getattr(d, "value", d) is not None
+                                            for d in dims):
+                    size = 1
+                    for d in dims:
+                        size *= getattr(d, "value", d)
+                    if size < _SMALL_ELEMENTS:
+                        small.add(o)
+            for r in st.reads:
+                last[r] = idx
+        produced = {o for st in statements for o in st.outs}
+        frees: dict[int, list[str]] = {}
+        for var, idx in last.items():
+            if var in produced and var not in keep and var not in small:
+                frees.setdefault(idx, []).append(var)
+        return frees
+
+    @staticmethod
+    def _emit(em: codegen.Emitter, statements: list[codegen.Statement],
+              frees: dict[int, list[str]], first: int) -> None:
+        """The statements inside the `while`, each followed by the `del` of what dies at
+        it (`_frees`; nothing is donated in a compiled loop)."""
+        for idx, st in enumerate(statements, first):
+            em.add(st.text, 2, st.node)
+            if idx in frees:
+                em.add("del " + ", ".join(frees[idx]), 2)
 
     def _node(self, fn, source: str) -> Node:
         enters = self.var_enters + self.const_enters

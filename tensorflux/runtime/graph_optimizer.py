@@ -9,7 +9,9 @@ With OptimizerOptions L1 (TensorFlow's default) the step graph is rewritten by
    (in any order for commutative ops), control inputs and requested device are one node;
 3. kernel fusion (only when the caller says every device is a CPU, `fuse=True`: the fused
    op has a CPU kernel only): Conv2D -> BiasAdd [-> Relu] becomes one _FusedConv2D, as
-   grappler's remapper does (`fuse_conv_bias_relu`);
+   grappler's remapper does (`fuse_conv_bias_relu`); and a sum of products
+   AddN(MatMul(a_i, b_i, transpose_a=True)...) becomes one MatMul of the concatenated
+   operands (`merge_summed_products`: the weight gradient of an unrolled RNN);
 4. dead-code elimination: what no fetch or target needs any more is dropped; a stateless
    node whose outputs nothing reads, kept only by control edges (tf.tuple's gates in
    gradients: the input gradient of a first layer), becomes a NoOp waiting on its inputs'
@@ -65,6 +67,7 @@ def optimize(sg: StepGraph, options=None, fuse: bool = False) -> None:
         eliminate_common_subexpressions(sg)
     if fuse:
         fuse_conv_bias_relu(sg)
+        merge_summed_products(sg)
     unread_to_no_op(sg)
     eliminate_dead_code(sg)
 
@@ -275,6 +278,129 @@ def fuse_conv_bias_relu(sg: StepGraph) -> int:
         last.control_inputs = list(dict.fromkeys(controls))
         fused += 1
     return fused
+
+
+# A sum of products is merged when the concatenated operands take at most this share of
+# the memory of the partial products they replace.
+_MERGE_OPERAND_SHARE = 0.5
+_MERGE_MIN_BYTES = 1 << 20  # ... and the partial products take at least this much
+
+
+def _static_matrix(node: Node, index: int) -> tuple[int, int] | None:
+    shapes = node.output_shapes
+    if not shapes or index >= len(shapes) or shapes[index] is None:
+        return None
+    dims = getattr(shapes[index], "dims", None)
+    if dims is None or len(dims) != 2:
+        return None
+    rows, cols = (getattr(d, "value", d) for d in dims)
+    return (rows, cols) if isinstance(rows, int) and isinstance(cols, int) else None
+
+
+def _add_like(sg: StepGraph, like: Node, name: str, op: str, attrs: dict, inputs: list,
+              controls: list, shape, dtype) -> Node:
+    """Adds a node of one output to `sg`, on `like`'s device and colocation."""
+    node = Node(name, op, attrs, inputs, controls, [dtype], like.requested_device,
+                like.traceback)
+    node.output_shapes = [shape]
+    node.colocation = like.colocation
+    return sg.add(node)
+
+
+def merge_summed_products(sg: StepGraph) -> int:
+    """Rewrites AddN(MatMul(a_1, b_1, transpose_a=True), ..., MatMul(a_n, b_n, ...)) — the
+    gradient of a weight that an unrolled RNN (tf.nn.static_rnn) multiplies at every time
+    step, each term x_t^T . dy_t — into MatMul(ConcatV2(a_1..a_n, 0), ConcatV2(b_1..b_n, 0),
+    transpose_a=True): one product of the stacked operands instead of n thin products
+    (k = the batch) and their n partial sums alive at once (an LSTM-512 LM over 20 steps:
+    20 products of [1024, 2048], 160 MiB, against 7.5 MiB of stacked operands), and one
+    product splits over the cores where thin ones do not. A term may reach the AddN through
+    Identity nodes (tf.tuple's gates of the gradient); their control inputs move to the
+    merged product, and the term's nodes become NoOps waiting on what they read (a control
+    edge may wait on them: tf.tuple's group_deps). Only terms that nothing else reads (not
+    fetched), with static 2-D shapes whose stacked operands take at most half the partial
+    products' memory; terms that do not qualify stay in the AddN. Graphs with while loops
+    are left alone (a new node would need the loop's frame). The values are the same sums,
+    added in another order. Returns how many AddN nodes were rewritten."""
+    if any(flow_kind(n.op) == "enter" for n in sg.nodes):
+        return 0
+    readers: dict[Node, int] = {}
+    for n in sg.nodes:
+        for src, _ in n.inputs:
+            readers[src] = readers.get(src, 0) + 1
+    held = {n for n, _ in sg.fetches} | set(sg.targets) | set(sg.args)
+
+    def term(edge: tuple[Node, int], dtype, device: str):
+        """(MatMul node, control inputs on the way) if `edge` is a mergeable product."""
+        node, index = edge
+        controls: list[Node] = []
+        chain: list[Node] = []
+        while node.op == "Identity" and index == 0 and readers.get(node) == 1 and \
+                node not in held and node.requested_device == device:
+            controls += node.control_inputs
+            chain.append(node)
+            node, index = node.inputs[0]
+        a = node.attrs
+        if (node.op != "MatMul" or index != 0 or readers.get(node) != 1 or node in held
+                or node.requested_device != device or a.get("T") != dtype
+                or not a.get("transpose_a") or a.get("transpose_b")):
+            return None
+        return node, controls + node.control_inputs, chain + [node]
+
+    merged = 0
+    for s in list(sg.nodes):
+        dtype = s.attrs.get("T")
+        if s.op != "AddN" or dtype not in _FUSABLE_TYPES or len(s.inputs) < 2:
+            continue
+        terms, rest, shape = [], [], None
+        for e in s.inputs:
+            t = term(e, dtype, s.requested_device)
+            a_shape = b_shape = None
+            if t is not None:
+                (a, ai), (b, bi) = t[0].inputs
+                a_shape, b_shape = _static_matrix(a, ai), _static_matrix(b, bi)
+            if (a_shape is None or b_shape is None or a_shape[0] != b_shape[0]
+                    or (shape is not None and shape != (a_shape[1], b_shape[1]))):
+                rest.append(e)
+                continue
+            shape = (a_shape[1], b_shape[1])
+            terms.append((t[0], t[1], a_shape[0], t[2]))
+        if len(terms) < 2:
+            continue
+        m, n = shape
+        k = sum(kk for _, _, kk, _ in terms)
+        itemsize = np.dtype(dtype.as_numpy_dtype).itemsize
+        products = len(terms) * m * n * itemsize
+        if products < _MERGE_MIN_BYTES or k * (m + n) * itemsize > \
+                _MERGE_OPERAND_SHARE * products:
+            continue
+        name = s.name + "/merged_products"
+        axis = _add_like(sg, s, name + "/axis", "Const", {"value": np.zeros((), np.int32),
+                                                          "dtype": dtypes.int32},
+                         [], [], tensor_shape.TensorShape([]), dtypes.int32)
+        stacked = [_add_like(sg, s, f"{name}/concat_{j}", "ConcatV2",
+                             {"N": len(terms), "T": dtype, "Tidx": dtypes.int32},
+                             [mm.inputs[j] for mm, _, _, _ in terms] + [(axis, 0)], [],
+                             tensor_shape.TensorShape([k, (m, n)[j]]), dtype) for j in (0, 1)]
+        controls = list(dict.fromkeys(c for _, cs, _, _ in terms for c in cs))
+        attrs = {"T": dtype, "transpose_a": True, "transpose_b": False}
+        operands = [(stacked[0], 0), (stacked[1], 0)]
+        if rest:
+            product = _add_like(sg, s, name, "MatMul", attrs, operands, controls,
+                                tensor_shape.TensorShape([m, n]), dtype)
+            s.inputs = rest + [(product, 0)]
+            s.attrs = dict(s.attrs, N=len(s.inputs))
+        else:  # the AddN itself becomes the product: it keeps its name and its readers
+            s.op, s.attrs, s.inputs = "MatMul", attrs, operands
+            s.control_inputs = list(dict.fromkeys(s.control_inputs + controls))
+        for _, _, _, chain in terms:  # unread now: NoOps after what they read
+            for node in chain:
+                node.control_inputs = list(dict.fromkeys(
+                    node.control_inputs + [src for src, _ in node.inputs]))
+                node.op, node.attrs, node.inputs = "NoOp", {}, []
+                node.output_dtypes, node.output_shapes = [], None
+        merged += 1
+    return merged
 
 
 def unread_to_no_op(sg: StepGraph) -> int:

@@ -142,11 +142,20 @@ def _shape_only_first(nodes: list[Node]) -> dict[Node, int]:
     shape_only=True)`: Shape, Size, Rank) as soon as it is ready. Topological order by id
     alone puts a gradient's Shape of a forward activation in the backward pass, keeping the
     activation alive (and resident) until then; run at once, it lets the activation go
-    after its last real reader."""
+    after its last real reader.
+
+    So do the step's sinks: nodes with data inputs whose outputs no node reads (an
+    optimizer's apply ops, assigns). Ordered by id they wait for the whole backward pass
+    (they are created last), keeping every gradient alive to the step's end (the LSTM LM's
+    20 MiB softmax weight gradient across the recurrent backprop, Adam's temporaries);
+    run when ready, they free it at once, as TensorFlow's executor does."""
+    read = {src for n in nodes for src, _ in n.inputs}
     rank = {}
     for n in nodes:
         opdef = op_registry.lookup(n.op)
         if opdef is not None and opdef.shape_only:
+            rank[n] = -1
+        elif n.inputs and n not in read and n.op not in ("_Send", "_HostSend"):
             rank[n] = -1
     return rank
 

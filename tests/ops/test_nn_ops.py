@@ -590,3 +590,23 @@ def test_lrn_depth_radius_out_of_int_range_is_invalid_as_in_tf(radius):
                 with pytest.raises(tf.errors.InvalidArgumentError,
                                    match=f"depth_radius = {radius} larger than int max"):
                     s.run(t)
+
+
+@pytest.mark.parametrize("shape", [(4, 7), (None, 7)])
+def test_xent_gradient_skips_the_softmax_term_of_a_zero_backprop_gradient(shape):
+    """The driver's zeros for the unused backprop output (a Fill of 0 when its shape is
+    known) add nothing: no Softmax and no [batch, classes] temporaries in the gradient, as
+    TF skips `_is_zeros_tensor` (the LSTM LM step's largest arrays); the same values."""
+    rng = np.random.default_rng(1)
+    x_value = rng.standard_normal((4, 7)).astype(np.float32)
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, shape)
+        loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=[1, 0, 6, 3], logits=x))
+        (dx,) = tf.gradients(loss, [x])
+        with tf.Session() as s:
+            got = s.run(dx, {x: x_value})
+    assert "Softmax" not in {op.type for op in g.get_operations()}
+    e = np.exp(x_value - x_value.max(1, keepdims=True))
+    want = e / e.sum(1, keepdims=True) - np.eye(7, dtype=np.float32)[[1, 0, 6, 3]]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -189,3 +189,63 @@ def test_half_precision_and_gpu_sessions_are_not_fused():
     finally:
         backend.simulate_gpus(0)
     assert "_FusedConv2D" not in ops1 and "Relu" in ops1
+
+
+# (name, time steps, batch, extra AddN term, fetch one partial product)
+_SUMMED_CASES = [
+    ("static_rnn_like", 6, 4, False, False),
+    ("with_a_plain_term", 5, 3, True, False),
+    ("fetched_term_stays", 4, 4, False, True),
+]
+
+
+def _summed_products(steps, batch, extra, fetch_one):
+    """sum_t x_t^T . d_t as tf.gradients builds it for a weight used at every step of an
+    unrolled loop (MatMul(transpose_a) behind tf.tuple's Identity gates, one AddN)."""
+    rng = np.random.default_rng(3)
+    g = tf.Graph()
+    with g.as_default():
+        w = tf.Variable(rng.standard_normal((256, 512)).astype(np.float32))
+        xs = [tf.constant(rng.standard_normal((batch, 256)).astype(np.float32))
+              for _ in range(steps)]
+        ys = [tf.matmul(x, w) for x in xs]
+        loss = tf.add_n([tf.reduce_sum(tf.tanh(y)) for y in ys])
+        if extra:
+            loss += tf.reduce_sum(w * w)
+        (grad,) = tf.gradients(loss, [w])
+        fetches = [grad]
+        if fetch_one:  # one partial product, fetched: it stays a term of the AddN
+            fetches.append(next(op.outputs[0] for op in g.get_operations()
+                                if op.type == "MatMul" and op.get_attr("transpose_a")))
+        init = tf.global_variables_initializer()
+    return g, init, fetches
+
+
+@pytest.mark.parametrize("case", _SUMMED_CASES, ids=[c[0] for c in _SUMMED_CASES])
+def test_summed_products_merge_into_one_product(case):
+    """The weight gradient of an unrolled loop (an AddN of x_t^T . d_t) becomes one MatMul
+    of the stacked operands: the same sums (added in another order) and no partial products
+    left; a term that is not such a product stays in the AddN."""
+    _, steps, batch, extra, fetch_one = case
+    g, init, fetches = _summed_products(steps, batch, extra, fetch_one)
+    (merged, ops1, _), (plain, ops0, _) = _run_both(g, init, fetches)
+    for a, b in zip(merged, plain, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    assert ops1.count("ConcatV2") == ops0.count("ConcatV2") + 2
+    terms = steps - fetch_one
+    assert ops1.count("MatMul") == ops0.count("MatMul") - terms + 1
+    assert ops1.count("AddN") == ops0.count("AddN") - (0 if extra or fetch_one else 1)
+
+
+def test_small_or_looped_sums_of_products_are_left_alone():
+    """Products below the size bound, or in a graph with a while loop, keep their AddN."""
+    g, init, fetches = _summed_products(2, 2, False, False)
+    with g.as_default():
+        w = tf.global_variables()[0]
+        small = tf.gradients(tf.reduce_sum(tf.matmul(tf.ones((2, 4)), w[:4, :8]) ** 2) +
+                             tf.reduce_sum(tf.matmul(tf.ones((3, 4)), w[:4, :8]) ** 2), w)
+        loop = tf.while_loop(lambda i: i < 3, lambda i: i + 1, [tf.constant(0)])
+    (_, ops1, _), (_, ops0, _) = _run_both(g, init, small)
+    assert ops1.count("MatMul") == ops0.count("MatMul")
+    (_, ops1, _), (_, ops0, _) = _run_both(g, init, fetches + [loop])
+    assert ops1.count("MatMul") == ops0.count("MatMul")
