@@ -28,7 +28,10 @@ ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
 def _modules() -> dict[str, pathlib.Path]:
     """Dotted name -> source file; C extensions (no source to parse) map to None."""
     mods: dict[str, pathlib.Path] = {}
-    for path in sorted(PACKAGE.rglob("*.py")) + sorted(PACKAGE.rglob("*.so")):
+    # C extensions count by their sources too: one not built here is still a module of
+    # its own (with no imports), not its package.
+    for path in sorted(PACKAGE.rglob("*.py")) + sorted(PACKAGE.rglob("*.so")) + \
+            sorted(PACKAGE.rglob("*.c")):
         rel = path.relative_to(PACKAGE)
         parts = ("tensorflux",) + rel.parent.parts + (path.name.split(".")[0],)
         if parts[-1] == "__init__":
