@@ -17,8 +17,9 @@ These are exactly TensorFlow's conventions, so a TensorFlow worker task can run 
 Only the pairs of an edge between two tensorflux tasks get one more attr, `_tfx_push`:
 their producer pushes the tensor instead of waiting for a RecvTensor call (push.py).
 
-Running (`DistStep.run`): one random 56-bit step id; RunGraph on every other task (gRPC,
-in parallel) and on the master's own task (in-process, on the caller's thread). The first
+Running (`DistStep.run`): one random 56-bit step id; RunGraph on every other task (in
+parallel: on the push connection to a tensorflux task, push.py, else gRPC) and on the
+master's own task (in-process, on the caller's thread). The first
 failure (a remote one as soon as its call ends, while the caller's thread may still be
 waiting for that task's tensors) cancels the other tasks' calls and aborts the step's
 rendezvous on this task; the error reported is the first that is not a consequence of
@@ -31,6 +32,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 
 from tensorflux.distributed import push, rpc, wire
@@ -44,6 +46,7 @@ from tensorflux.runtime import step_graph as step_graph_lib
 from tensorflux.runtime.step_graph import Node
 
 _DEFAULT_STEP_SECONDS = 7 * 24 * 3600.0  # RunGraph's deadline when the step sets none
+_REPLY_GRACE_SECONDS = 10.0  # past the step's deadline, a task that has not answered fails
 _cleanup_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="tfx-cleanup")
 
 
@@ -145,6 +148,7 @@ class _TaskPart:
         self.feeds: list[tuple[int, str]] = []  # (feed index, key)
         self.fetches: list[tuple[int, str]] = []  # (fetch position, key)
         self.graph_handle = ""
+        self.pushed_calls = False  # RunGraph may go on the push connection (push.py)
 
 
 class DistStep:
@@ -181,7 +185,7 @@ class DistStep:
         parts = partition.partition(
             sg, session.device_mgr,
             bfloat16_sendrecv=bool(graph_options and graph_options.enable_bfloat16_sendrecv),
-            costs=costs)
+            costs=costs, group_control=True)
         fetch_positions = [pos for pos in range(len(fetches)) if pos not in
                            self.fetch_from_feed]
         self.tasks = self._split(parts, fetch_positions, fetch_names, session)
@@ -194,6 +198,10 @@ class DistStep:
                              if not _ends_steps_itself(session.device_mgr, name)]
         self.remote = [t for name, t in self.tasks.items()
                        if name != session.master.env.task_name]
+        self._pushers = session.master.worker.rendezvous_mgr.pushers
+        for task in self.remote:
+            task.pushed_calls = push.enabled() and self._pushers is not None and \
+                _ends_steps_itself(session.device_mgr, task.client.task)
 
     def _split(self, parts, fetch_positions, fetch_names, session) -> dict[str, _TaskPart]:
         """One _TaskPart per task, its GraphDef holding its devices' partitions with the
@@ -286,6 +294,12 @@ class DistStep:
         request.exec_opts.record_partition_graphs = partitions
         data = wire.encode_with_named_tensors(
             request, 3, [(key, args[index]) for index, key in task.feeds])
+        if task.pushed_calls:
+            future = self._pushers.call(task.client.task, step_id, data,
+                                        timeout or _DEFAULT_STEP_SECONDS,
+                                        _decode_run_graph_response)
+            if future is not None:
+                return future
         return task.client.stub.future("RunGraph", data, _decode_run_graph_response,
                                        timeout=timeout or _DEFAULT_STEP_SECONDS)
 
@@ -374,7 +388,11 @@ class _Run:
     def collect(self, task: _TaskPart, future) -> None:
         """Waits for one remote task's RunGraph and takes its results."""
         try:
-            response, recvs = future.result()
+            # (a call on a push connection has no deadline of its own: the task reports
+            # the step's, and this one bounds the wait if it never answers)
+            response, recvs = future.result(
+                None if self.deadline is None else
+                max(0.0, self.deadline - time.monotonic()) + _REPLY_GRACE_SECONDS)
         except errors.OpError as e:  # a malformed response
             self.fail(e)
             return
@@ -443,11 +461,14 @@ def _decode_run_graph_response(data: bytes):
 def _call_error(task: _TaskPart, e: BaseException) -> errors.OpError:
     import grpc
 
-    if isinstance(e, grpc.FutureCancelledError):
+    if isinstance(e, (grpc.FutureCancelledError, futures.CancelledError)):
         err = errors.CancelledError(None, None, f"{_ABORT_PREFIX}: RunGraph on "
                                     f"{task.client.task} was cancelled")
         err._abort_marker = True
         return err
+    if isinstance(e, (grpc.FutureTimeoutError, futures.TimeoutError)):
+        return errors.DeadlineExceededError(None, None, f"RunGraph on {task.client.task} "
+                                            "did not answer before the step's deadline")
     if isinstance(e, grpc.RpcError):
         return task.client.stub.error(e, "RunGraph")
     return errors.InternalError(None, None, f"RunGraph on {task.client.task}: {e}")

@@ -22,6 +22,16 @@ tensorflux tasks (it knows them by their devices' `physical_device_desc`) with t
 or a TensorFlow master, which marks nothing) stays a RecvTensor transfer.
 `TENSORFLUX_RPC_PUSH=0` in the master's environment turns marking off.
 
+RunGraph between tensorflux tasks (the master's task and another) rides the same TCP
+connection when the consumer's Connect answer says it takes calls: the master's task writes
+the RunGraphRequest (with its timeout) as a frame of its own, the consumer runs it on a
+thread of its pool and writes the RunGraphResponse back on that connection, which the
+producer's reading thread hands to the waiting `PushedCall` (a Future, as gRPC's). A cancel
+frame cancels the step there; a connection that ends fails every call waiting on it
+(UnavailableError naming the task) and cancels the steps it started on the consumer. gRPC
+carries RunGraph for TensorFlow tasks, under TLS, for partial runs and with
+`TENSORFLUX_RPC_PUSH=grpc`.
+
 Messages are protobuf-compatible bytes written by hand (wire.pushed_tensor_parts), never
 pickle. A tensor larger than `RpcConfig.max_request_bytes` is not pushed: a notice is,
 and the consumer fetches it with RecvTensor (a response is not bounded by that limit).
@@ -44,11 +54,13 @@ import socket
 import struct
 import threading
 import time
+from concurrent import futures
 
 import grpc
 
 from tensorflux.distributed import rpc, wire
 from tensorflux.framework import errors
+from tensorflux.runtime.cancellation import CancellationManager
 
 PUSH_SERVICE = "tensorflux.WorkerPush"
 PUSH_METHOD = f"/{PUSH_SERVICE}/PushTensors"
@@ -61,6 +73,8 @@ _CONNECT_SECONDS = 5.0
 _MAX_MESSAGE_BYTES = 1 << 40  # a length beyond this is a broken or hostile peer
 PUSH_ATTR = "_tfx_push"  # on a _Send/_Recv: the tensor is pushed, not pulled
 FROM_METADATA = "tensorflux-push-from"  # the producer's task name
+_CALL_TAG = 0x12  # the first byte of a RunGraph call frame (field 2) ...
+_CANCEL_TAG = 0x18  # ... and of a cancel frame (field 3, the step id); tensors: field 1
 _SMALL = 64 << 10  # tensors below this queued together go in one message ...
 _BATCH_BYTES = 1 << 20  # ... of at most this many bytes
 _CLOSE = object()
@@ -130,7 +144,7 @@ class _Stream:
 
 def _send_all(sock: socket.socket, parts: list) -> None:
     """Writes `parts` (bytes or byte memoryviews) with as few system calls as it takes."""
-    parts = list(parts)
+    parts = [p for p in parts if len(p)]
     while parts:
         sent = sock.sendmsg(parts)
         while sent:
@@ -147,12 +161,14 @@ class _SocketStream:
 
     kind = "socket"
 
-    def __init__(self, stub: rpc.Stub, sender: str, on_end):
+    def __init__(self, stub: rpc.Stub, sender: str, on_end, task: str = ""):
         self.broken = False
         self._on_end = on_end
         self._lock = threading.Lock()
-        port, ticket = _decode_connect(stub.raw_call(CONNECT_METHOD, b"",
-                                                     _CONNECT_SECONDS))
+        self._task = f"{task or stub.task} ({stub.address})"
+        self._calls: dict[int, PushedCall] = {}  # step id -> RunGraph waiting for its reply
+        port, ticket, self.calls = _decode_connect(stub.raw_call(CONNECT_METHOD, b"",
+                                                                 _CONNECT_SECONDS))
         if not port:
             raise OSError("the task has no push listener")
         host = stub.address.rpartition(":")[0].strip("[]")
@@ -165,26 +181,76 @@ class _SocketStream:
         except OSError:
             self.sock.close()
             raise
-        # The consumer never writes: a read returns when it closes the connection.
+        # The consumer writes only the replies of RunGraph calls; a read that ends means
+        # it closed the connection.
         threading.Thread(target=self._watch, name="tfx-push-watch", daemon=True).start()
 
     def _watch(self) -> None:
+        error = "the task closed the push connection"
         try:
-            while self.sock.recv(1 << 12):
-                pass
-        except OSError:
+            while True:
+                (size,) = struct.unpack("<Q", _read_exact(self.sock, 8))
+                if size > _MAX_MESSAGE_BYTES:
+                    error = "the task sent a malformed reply"
+                    break
+                self._reply(_read_exact(self.sock, size))
+        except (OSError, EOFError, ValueError, IndexError, MemoryError):
             pass
-        self._fail(OSError("the task closed the push connection"))
+        self._fail(OSError(error))
+
+    def _reply(self, data: bytearray) -> None:
+        """A RunGraph reply: {uint64 step_id = 1; bytes response = 2}."""
+        step_id, response = _decode_reply(data)
+        with self._lock:
+            call = self._calls.pop(step_id, None)
+        if call is not None:
+            call.deliver(response)
+
+    def call(self, step_id: int, request: bytes, timeout: float, decode) -> PushedCall:
+        """Sends a RunGraph call (`request`: RunGraphRequest bytes) on this connection;
+        the reply, read by `decode(bytes)`, completes the returned Future."""
+        call = PushedCall(self, step_id, decode)
+        with self._lock:
+            broken = self.broken
+            if not broken:
+                self._calls[step_id] = call
+        if broken:
+            call.set_exception(self._lost("the push connection is closed"))
+            return call
+        inner = b"".join((b"\x08", wire._varint(max(1, int(timeout * 1000))), b"\x18",
+                          wire._varint(step_id), b"\x12", wire._varint(len(request))))
+        try:
+            self.send([bytes((_CALL_TAG,)) + wire._varint(len(inner) + len(request)) + inner,
+                       request])
+        except errors.OpError:
+            pass  # _fail failed the call
+        return call
+
+    def cancel(self, step_id: int) -> None:
+        """Forgets the call of `step_id` and asks the task to cancel that step."""
+        with self._lock:
+            self._calls.pop(step_id, None)
+        try:
+            self.send([bytes((_CANCEL_TAG,)) + wire._varint(step_id)])
+        except errors.OpError:
+            pass
+
+    def _lost(self, error) -> errors.OpError:
+        return errors.UnavailableError(None, None, f"Task {self._task} is unavailable: "
+                                       f"RunGraph failed: {error}")
 
     def _fail(self, error: BaseException) -> None:
         with self._lock:
             if self.broken:
                 return
             self.broken = True
+            calls, self._calls = list(self._calls.values()), {}
         try:
             self.sock.close()
         except OSError:
             pass
+        for call in calls:
+            call.fail(self._lost(error))
         self._on_end(self, error)
 
     def send(self, parts: list) -> None:
@@ -202,11 +268,46 @@ class _SocketStream:
     def close(self) -> None:
         with self._lock:
             self.broken = True
+            calls, self._calls = list(self._calls.values()), {}
+        for call in calls:
+            call.fail(errors.CancelledError(None, None, "This task is shutting down"))
         try:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         self.sock.close()
+
+
+class PushedCall(futures.Future):
+    """A RunGraph call on a push connection (`_SocketStream.call`): a Future of the
+    decoded reply, as gRPC's; `cancel()` also cancels the step on the task."""
+
+    def __init__(self, stream: _SocketStream, step_id: int, decode):
+        super().__init__()
+        self._stream, self._step_id, self._decode = stream, step_id, decode
+
+    def deliver(self, response) -> None:
+        try:
+            value = self._decode(response)
+        except errors.OpError as e:
+            self.fail(e)
+            return
+        try:
+            self.set_result(value)
+        except futures.InvalidStateError:
+            pass  # cancelled meanwhile
+
+    def fail(self, error: errors.OpError) -> None:
+        try:
+            self.set_exception(error)
+        except futures.InvalidStateError:
+            pass
+
+    def cancel(self) -> bool:
+        if not super().cancel():
+            return False
+        self._stream.cancel(self._step_id)
+        return True
 
 
 def _tune(sock: socket.socket) -> None:
@@ -217,18 +318,23 @@ def _tune(sock: socket.socket) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
 
-def _encode_connect(port: int, ticket: bytes) -> bytes:
-    """ConnectResponse {uint32 port = 1; bytes ticket = 2}."""
-    return b"".join([wire._varint(1 << 3), wire._varint(port), *wire._field(2, ticket)])
+def _encode_connect(port: int, ticket: bytes, calls: bool = False) -> bytes:
+    """ConnectResponse {uint32 port = 1; bytes ticket = 2; bool calls = 3 (the listener
+    takes RunGraph calls)}."""
+    return b"".join([wire._varint(1 << 3), wire._varint(port), *wire._field(2, ticket),
+                     b"\x18\x01" if calls else b""])
 
 
-def _decode_connect(data: bytes) -> tuple[int, bytes]:
-    port, ticket, pos = 0, b"", 0
+def _decode_connect(data: bytes) -> tuple[int, bytes, bool]:
+    port, ticket, calls, pos = 0, b"", False, 0
     try:
         while pos < len(data):
             key, pos = wire._read_varint(data, pos)
             if key == 1 << 3:
                 port, pos = wire._read_varint(data, pos)
+            elif key == 3 << 3:
+                flag, pos = wire._read_varint(data, pos)
+                calls = bool(flag)
             elif key == (2 << 3 | 2):
                 n, pos = wire._read_varint(data, pos)
                 ticket, pos = bytes(data[pos:pos + n]), pos + n
@@ -238,7 +344,44 @@ def _decode_connect(data: bytes) -> tuple[int, bytes]:
         raise OSError(f"malformed Connect response: {e}") from None
     if port and len(ticket) != _TICKET_BYTES:
         raise OSError("malformed Connect response")
-    return port, ticket
+    return port, ticket, calls
+
+
+def _decode_reply(data) -> tuple[int, memoryview]:
+    """(step id, RunGraphResponse bytes) of a reply frame."""
+    buf, pos, step_id, response = memoryview(data), 0, 0, None
+    while pos < len(buf):
+        key, pos = wire._read_varint(buf, pos)
+        if key == 1 << 3:
+            step_id, pos = wire._read_varint(buf, pos)
+        elif key == (2 << 3 | 2):
+            n, pos = wire._read_varint(buf, pos)
+            response, pos = buf[pos:pos + n], pos + n
+        else:
+            pos = wire._skip(buf, pos, key & 7)
+    if response is None or pos != len(buf):
+        raise ValueError("malformed RunGraph reply")
+    return step_id, response
+
+
+def _decode_call(buf: memoryview) -> tuple[float, int, memoryview]:
+    """(timeout in seconds, step id, RunGraphRequest bytes) of a call frame's field:
+    {uint64 timeout_ms = 1; bytes run_graph = 2; uint64 step_id = 3}."""
+    pos, timeout_ms, step_id, request = 0, 0, 0, None
+    while pos < len(buf):
+        key, pos = wire._read_varint(buf, pos)
+        if key == 1 << 3:
+            timeout_ms, pos = wire._read_varint(buf, pos)
+        elif key == 3 << 3:
+            step_id, pos = wire._read_varint(buf, pos)
+        elif key == (2 << 3 | 2):
+            n, pos = wire._read_varint(buf, pos)
+            request, pos = buf[pos:pos + n], pos + n
+        else:
+            pos = wire._skip(buf, pos, key & 7)
+    if request is None or pos != len(buf):
+        raise ValueError("malformed RunGraph call")
+    return timeout_ms / 1000.0, step_id, request
 
 
 class Pushers:
@@ -276,6 +419,19 @@ class Pushers:
         self._stream(task).send(parts)
         return pushed
 
+    def call(self, task: str, step_id: int, request: bytes, timeout: float, decode
+             ) -> PushedCall | None:
+        """RunGraph on `task` over its push connection (see the module docstring): a
+        Future of `decode(response bytes)`, or None when that connection cannot carry it
+        (a gRPC stream, a listener that takes no calls, or none): the caller uses gRPC."""
+        try:
+            stream = self._stream(task)
+        except errors.OpError:
+            return None
+        if stream.kind != "socket" or not stream.calls:
+            return None
+        return stream.call(step_id, request, timeout, decode)
+
     def _stream(self, task: str) -> _Stream:
         stream = self._streams.get(task)
         if stream is not None and not stream.broken:
@@ -295,7 +451,7 @@ class Pushers:
         if _mode() != "grpc" and not stub.config.tls:
             try:
                 return _SocketStream(stub, self._sender,
-                                     lambda s, e: self._ended(task, s, _lost(task, e)))
+                                     lambda s, e: self._ended(task, s, _lost(task, e)), task)
             except (OSError, errors.OpError):
                 pass  # no listener, or not reachable: gRPC carries the pushes
 
@@ -345,10 +501,16 @@ class PushService:
         listener: pushes come over gRPC).
       bind: the gRPC server's "host:port"; the listener binds the same host on a port of
         its own (None: no listener).
+      run_graph: `run_graph(request bytes, deadline, cancellation) -> response bytes`:
+        RunGraph calls that come on the listener's connections (None: it takes none).
     """
 
-    def __init__(self, deliver, stream_ended, config: rpc.RpcConfig, bind: str | None = None):
+    def __init__(self, deliver, stream_ended, config: rpc.RpcConfig, bind: str | None = None,
+                 run_graph=None):
         self._deliver = deliver
+        self._run_graph = run_graph
+        self._pool = None if run_graph is None else futures.ThreadPoolExecutor(
+            max_workers=256, thread_name_prefix="tfx-push-call")
         self._stream_ended = stream_ended
         self._config = config
         self._lock = threading.Lock()
@@ -391,7 +553,8 @@ class PushService:
             for t in [t for t, expiry in self._tickets.items() if expiry < now]:
                 del self._tickets[t]
             self._tickets[ticket] = now + _TICKET_SECONDS
-        return _encode_connect(self._listener.getsockname()[1], ticket)
+        return _encode_connect(self._listener.getsockname()[1], ticket,
+                               self._run_graph is not None)
 
     def _push_tensors(self, request_iterator, context):
         peer = self._check_token(context).get(FROM_METADATA, "")
@@ -427,7 +590,7 @@ class PushService:
                              daemon=True).start()
 
     def _read(self, conn: socket.socket) -> None:
-        peer = None
+        peer = calls = None
         try:
             conn.settimeout(_HELLO_SECONDS)
             hello = _read_exact(conn, len(_MAGIC) + _TICKET_BYTES + 4)
@@ -443,19 +606,47 @@ class PushService:
             conn.settimeout(None)
             _tune(conn)
             limit = self._config.max_request_bytes
+            calls = _Calls(conn)
             while True:
                 (size,) = struct.unpack("<Q", _read_exact(conn, 8))
                 if (limit and size > limit) or size > _MAX_MESSAGE_BYTES:
                     return  # refused: the stream ends, its steps are aborted
-                self._deliver(peer, wire.decode_pushed_tensors(_read_exact(conn, size)))
-        except (OSError, EOFError, errors.OpError, ValueError, MemoryError):
+                data = _read_exact(conn, size)
+                if data[:1] == b"\x12" and self._pool is not None:
+                    self._start_call(calls, data)
+                elif data[:1] == b"\x18":
+                    calls.cancel(wire._read_varint(data, 1)[0])
+                else:
+                    self._deliver(peer, wire.decode_pushed_tensors(data))
+        except (OSError, EOFError, errors.OpError, ValueError, IndexError, MemoryError):
             pass
         finally:
             with self._lock:
                 self._conns.discard(conn)
+            if calls is not None:
+                calls.close()
             conn.close()
             if peer is not None:
                 self._stream_ended(peer)
+
+    def _start_call(self, calls: _Calls, data: bytearray) -> None:
+        """A RunGraph call frame: runs on the pool; its reply goes back on the connection."""
+        buf = memoryview(data)
+        n, pos = wire._read_varint(buf, 1)
+        if pos + n != len(buf):
+            raise ValueError("malformed RunGraph call")
+        timeout, step_id, request = _decode_call(buf[pos:])
+        deadline = time.monotonic() + timeout
+        key, cm = calls.start(step_id)
+        self._pool.submit(self._serve_call, calls, key, step_id, request, deadline, cm)
+
+    def _serve_call(self, calls: _Calls, key: int, step_id: int, request, deadline: float,
+                    cm) -> None:
+        try:
+            response = self._run_graph(request, deadline, cm)
+        except Exception as e:  # noqa: BLE001 - the caller gets it as the call's status
+            response = _error_response(e)
+        calls.finish(key, step_id, response)
 
     def cancel_all(self) -> None:
         """Ends the streams coming in and closes the listener (a stopping server does not
@@ -476,6 +667,58 @@ class PushService:
             except OSError:
                 pass
             self._listener.close()
+
+
+class _Calls:
+    """The RunGraph calls running for one incoming connection: their cancellation (a
+    cancel frame, or the connection's end) and their replies (written under one lock)."""
+
+    def __init__(self, conn: socket.socket):
+        self._conn = conn
+        self._lock = threading.Lock()
+        self._write = threading.Lock()
+        self._keys = iter(range(1 << 62))
+        self._running: dict[int, tuple] = {}  # key -> (step id, CancellationManager)
+
+    def start(self, step_id: int) -> tuple[int, CancellationManager]:
+        cm = CancellationManager()
+        with self._lock:
+            key = next(self._keys)
+            self._running[key] = (step_id, cm)
+        return key, cm
+
+    def cancel(self, step_id: int) -> None:
+        with self._lock:
+            cms = [cm for s, cm in self._running.values() if s == step_id]
+        for cm in cms:
+            cm.start_cancel()
+
+    def finish(self, key: int, step_id: int, response: bytes) -> None:
+        with self._lock:
+            self._running.pop(key, None)
+        body = [b"\x08" + wire._varint(step_id) + b"\x12" + wire._varint(len(response)),
+                response]
+        try:
+            with self._write:
+                _send_all(self._conn, [struct.pack("<Q", len(body[0]) + len(response)),
+                                       *body])
+        except OSError:
+            pass  # the caller is gone: it failed the call itself
+
+    def close(self) -> None:
+        """The connection ended: the calls still running are cancelled (as gRPC does when
+        a client goes away)."""
+        with self._lock:
+            cms = [cm for _, cm in self._running.values()]
+        for cm in cms:
+            cm.start_cancel()
+
+
+def _error_response(e: BaseException) -> bytes:
+    """RunGraphResponse {status_code = 5 (int32); status_error_message = 6}: the error
+    of a call that failed outside the step."""
+    code, message = wire.status_of(e)
+    return b"".join([b"\x28", wire._varint(code), *wire._field(6, message.encode())])
 
 
 def _read_exact(conn: socket.socket, n: int) -> bytearray:

@@ -102,6 +102,25 @@ def worker_handler(worker: Worker, config: rpc.RpcConfig):
     return rpc.service_handler(rpc.WORKER_SERVICE, methods, config)
 
 
+def pushed_run_graph(worker: Worker):
+    """RunGraph for calls that come on a push connection (push.py): `run(request bytes,
+    deadline, cancellation) -> RunGraphResponse bytes` (errors in the response body, or
+    raised when the request does not ask for that)."""
+    parse = _with_tensors(worker_pb2.RunGraphRequest, 3)
+
+    def run(data, deadline, cm) -> bytes:
+        request, sends = parse.FromString(data)
+        try:
+            response, recvs = worker.run_graph(request, deadline, cm, sends)
+        except errors.OpError as e:
+            response = worker_pb2.RunGraphResponse(status_code=e.error_code,
+                                                   status_error_message=e.message)
+            recvs = []
+        return wire.encode_with_named_tensors(response, 1, recvs)
+
+    return run
+
+
 def master_handler(master: Master, config: rpc.RpcConfig):
     """The `/tensorflow.MasterService/*` handler of `master`."""
     m = master_pb2

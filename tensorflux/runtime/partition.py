@@ -58,7 +58,8 @@ class Partition:
 
 
 def partition(sg: StepGraph, device_mgr: DeviceMgr, bfloat16_sendrecv: bool = False,
-              recv_scheduling: bool = False, costs=None) -> dict[str, Partition]:
+              recv_scheduling: bool = False, costs=None,
+              group_control: bool = False) -> dict[str, Partition]:
     """Splits the placed `sg` into one Partition per device, in place.
 
     Args:
@@ -68,6 +69,8 @@ def partition(sg: StepGraph, device_mgr: DeviceMgr, bfloat16_sendrecv: bool = Fa
       recv_scheduling: delay each _Recv behind a node on its device (see the module
         docstring); needs `costs`.
       costs: a `cost_model.StepCosts` for the ALAP analysis.
+      group_control: a node's control inputs from another device, when there are several,
+        cross as one transfer (`_group_control_edges`; graphs without control flow).
 
     Returns:
       Device name -> Partition, in the order devices first appear in `sg`.
@@ -80,6 +83,8 @@ def partition(sg: StepGraph, device_mgr: DeviceMgr, bfloat16_sendrecv: bool = Fa
     control_flow = any(is_control_flow(n.op) for n in sg.nodes)
     if recv_scheduling and costs is not None and not control_flow:
         anchors = _recv_anchors(sg, costs)
+    if group_control and not control_flow:
+        _group_control_edges(sg)
     loops = None
     if control_flow:
         loops = _ControlLoops(sg)
@@ -120,6 +125,33 @@ def partition(sg: StepGraph, device_mgr: DeviceMgr, bfloat16_sendrecv: bool = Fa
     for n in sg.targets:
         parts[n.device].targets.append(n)
     return parts
+
+
+def _group_control_edges(sg: StepGraph) -> None:
+    """Gives each node's control inputs from one other device, when there are two or more,
+    one NoOp on that device that waits for them all, and the node that NoOp instead: one
+    control transfer per (node, device) instead of one per input (an optimizer's update
+    ops on a parameter server and the train op on the worker: 9 transfers become 1). The
+    node waits for exactly what it waited for; a dead input makes the NoOp dead, hence the
+    node too, as before. Nodes with the same inputs from a device share the NoOp."""
+    gates: dict[tuple, Node] = {}
+    for n in list(sg.nodes):
+        remote: dict[str, list[Node]] = {}
+        for c in n.control_inputs:
+            if c.device != n.device:
+                remote.setdefault(c.device, []).append(c)
+        for device, srcs in remote.items():
+            if len(srcs) < 2:
+                continue
+            key = (device, frozenset(srcs))
+            gate = gates.get(key)
+            if gate is None:
+                gate = Node(f"{n.name}/_ctrl_group_from_{_short(device)}", "NoOp", {}, [],
+                            srcs, [])
+                gate.device = device
+                gates[key] = sg.add(gate)
+            grouped = set(srcs)
+            n.control_inputs = [c for c in n.control_inputs if c not in grouped] + [gate]
 
 
 class _Builder:

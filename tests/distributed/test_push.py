@@ -179,7 +179,7 @@ def test_the_listener_lets_in_only_ticket_holders_and_checks_the_token(graph):
         stub = ps._stub_for_task("/job:ps/replica:0/task:0")
 
         def ticket():
-            port, t = push._decode_connect(stub.raw_call(push.CONNECT_METHOD, b"", 5))
+            port, t, _ = push._decode_connect(stub.raw_call(push.CONNECT_METHOD, b"", 5))
             assert port and len(t) == 32
             return port, t
 
