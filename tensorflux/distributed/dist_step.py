@@ -36,13 +36,14 @@ from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 
 from tensorflux.distributed import push, rpc, wire
-from tensorflux.distributed.worker import PHYSICAL_DEVICE_DESC, Worker, task_of
+from tensorflux.distributed.worker import PHYSICAL_DEVICE_DESC, STEP_ORDER_ATTR, Worker, task_of
 from tensorflux.framework import errors
 from tensorflux.framework.rendezvous_key import create_key
 from tensorflux.protos import graph_pb2, step_stats_pb2, worker_pb2
 from tensorflux.runtime import cost_model as cost_model_lib
-from tensorflux.runtime import fetching, graph_optimizer, partition, placer
+from tensorflux.runtime import fetching, graph_optimizer, partition, placer, static_executor
 from tensorflux.runtime import step_graph as step_graph_lib
+from tensorflux.runtime.frame_analysis import is_control_flow
 from tensorflux.runtime.step_graph import Node
 
 _DEFAULT_STEP_SECONDS = 7 * 24 * 3600.0  # RunGraph's deadline when the step sets none
@@ -188,7 +189,8 @@ class DistStep:
             costs=costs, group_control=True)
         fetch_positions = [pos for pos in range(len(fetches)) if pos not in
                            self.fetch_from_feed]
-        self.tasks = self._split(parts, fetch_positions, fetch_names, session)
+        self.tasks = self._split(parts, fetch_positions, fetch_names, session,
+                                 _whole_step_order(parts))
         self.spans_tasks = len(self.tasks) > 1
         for task in self.tasks.values():
             task.graph_handle = task.client.register_graph(session.handle, task.graph_def,
@@ -203,9 +205,11 @@ class DistStep:
             task.pushed_calls = push.enabled() and self._pushers is not None and \
                 _ends_steps_itself(session.device_mgr, task.client.task)
 
-    def _split(self, parts, fetch_positions, fetch_names, session) -> dict[str, _TaskPart]:
+    def _split(self, parts, fetch_positions, fetch_names, session, order: dict
+               ) -> dict[str, _TaskPart]:
         """One _TaskPart per task, its GraphDef holding its devices' partitions with the
-        feeds and fetches made client-terminated transfers."""
+        feeds and fetches made client-terminated transfers (and, for tensorflux tasks, each
+        node's position in `order`, the whole step's: worker.STEP_ORDER_ATTR)."""
         tasks: dict[str, _TaskPart] = {}
         devices = session.device_mgr
         pushes = push.enabled()
@@ -229,6 +233,7 @@ class DistStep:
             if tp is None:
                 tp = tasks[task] = _TaskPart(session.tasks[task])
             inc = devices.lookup(p.device).incarnation
+            ordered = bool(order) and _ends_steps_itself(devices, task)
             for index, arg in p.args:
                 name = self.feed_names[index]
                 arg.op = "_Recv"
@@ -251,6 +256,8 @@ class DistStep:
                     del nd.attr["_class"]  # placed already; colocated nodes may be elsewhere
                 if pushed(nd):
                     nd.attr[push.PUSH_ATTR].b = True
+                if ordered and node in order:
+                    nd.attr[STEP_ORDER_ATTR].i = order[node]
                 tp.graph_def.node.append(nd)
         return tasks
 
@@ -445,6 +452,16 @@ def _is_consequence(e: errors.OpError) -> bool:
 def _first_cause(failures: list[errors.OpError]) -> errors.OpError:
     causes = [e for e in failures if not _is_consequence(e)]
     return (causes or failures)[0]
+
+
+def _whole_step_order(parts) -> dict:
+    """Node -> position in one order of the whole step (`static_executor.step_order`),
+    for steps without control flow; {} otherwise."""
+    nodes = [p.nodes for p in parts.values()]
+    if any(is_control_flow(n.op) for p in nodes for n in p):
+        return {}
+    order = static_executor.step_order(nodes, recvs_as_sent=True)
+    return {} if order is None else {n: k for k, n in enumerate(order)}
 
 
 def _ends_steps_itself(device_mgr, task: str) -> bool:

@@ -79,6 +79,35 @@ def task_of(device: str) -> str:
     return device.split("/device:", 1)[0]
 
 
+# On each node of a graph a tensorflux master registers with a tensorflux task: its
+# position in one order of the whole step (`static_executor.step_order` over every task's
+# partitions). A task whose graph is one partition runs it compiled in that order, blocking
+# in its _Recvs from other tasks; the order, being one for all tasks, cannot deadlock.
+STEP_ORDER_ATTR = "_tfx_order"
+
+
+def given_order(parts: dict) -> list | None:
+    """The master's order of the whole step cut to this task's graph, when it is one
+    partition whose nodes all carry one (the step's feeds, `_Arg`s made here, first) and
+    it is a topological order; else None."""
+    if len(parts) != 1:
+        return None
+    (p,) = parts.values()
+    position = {}
+    for n in p.nodes:
+        v = n.attrs.get(STEP_ORDER_ATTR)
+        if v is None and n.op != "_Arg":
+            return None
+        position[n] = -1 if v is None else int(v)
+    order = sorted(p.nodes, key=lambda n: (position[n], n.id))
+    rank = {n: k for k, n in enumerate(order)}
+    for n in order:
+        for src in [s for s, _ in n.inputs] + n.control_inputs:
+            if rank.get(src, len(rank)) >= rank[n]:
+                return None
+    return order
+
+
 # What a tensorflux worker writes in its devices' physical_device_desc: a master knows
 # from it that the task ends its steps by itself (remote_rendezvous.py) and needs no
 # CleanupGraph after a step that went well.
@@ -153,10 +182,11 @@ class RegisteredGraph:
             for p in parts.values() for n in p.nodes)
         self.fetch_index = {k: i for i, k in enumerate(fetch_keys)}
         self.partition_graphs = parts
+        order = given_order(parts) if self.crosses_tasks and not partial else None
         self.runner = GraphRunner(
             [(env.device_mgr.lookup(p.device), p.nodes, [(n, i) for _, n, i in p.fetches],
               [pos for pos, _, _ in p.fetches]) for p in parts.values()],
-            options, len(sg.fetches), graph)
+            options, len(sg.fetches), graph, orders=None if order is None else [order])
         self._partial: RegisteredGraph | None = None
 
     def partial(self) -> RegisteredGraph:

@@ -45,6 +45,11 @@ running side by side share the intra-op threads (kernels/intra_op.py `workers`):
     Other kernels split without that cost and keep the compiled path.
 Partitions without such a pair (small-op graphs, the MLP's products) keep the compiled
 path. `concurrent_kernels=False` turns this off.
+
+A partition of a distributed step may come with an order of the whole step cut to it
+(`orders`, from the master, which sees every task's partitions): it then runs compiled in
+that order, blocking in its _Recvs from other tasks, which cannot deadlock for the reason
+`static_executor.partition_orders` gives.
 """
 
 from __future__ import annotations
@@ -131,7 +136,8 @@ class StepPlan:
 
 
 def choose_strategies(partitions: list[tuple[object, list[Node]]],
-                      options: ExecOptions, costs=None) -> StepPlan:
+                      options: ExecOptions, costs=None, orders: list | None = None
+                      ) -> StepPlan:
     """The one place that decides how a step runs.
 
     Args:
@@ -139,12 +145,21 @@ def choose_strategies(partitions: list[tuple[object, list[Node]]],
       options: the session's ExecOptions (resolved: `from_config` was applied).
       costs: the step's `cost_model.StepCosts` (None: no independent heavy kernels are
         looked for).
+      orders: per partition, its nodes in an order of the whole distributed step, or None
+        (a worker's registered graph, see the module docstring).
 
     Returns:
       A StepPlan: merged, or one PartPlan per partition in the order given.
     """
     if options.strategy != "auto":
         return StepPlan(None, tuple(PartPlan(options.strategy) for _ in partitions))
+    if orders is not None:
+        return StepPlan(None, tuple(
+            PartPlan("static", order) if order is not None and static_executor.eligible(
+                nodes, device.device_type, blocking_recv=True)
+            else PartPlan("static" if static_executor.eligible(nodes, device.device_type)
+                          else "dataflow")
+            for (device, nodes), order in zip(partitions, orders, strict=True)))
     if options.concurrent_kernels and costs is not None:
         side = side_by_side(partitions, costs, bool(options.cpu_devices_share_cores))
         if side:  # the rest as when not every partition qualifies (below)

@@ -47,10 +47,12 @@ class GraphRunner:
       num_fetches: the length of the fetch list.
       graph: the user's Graph, to annotate errors with the ops' creation sites (or None).
       costs: the step's cost_model.StepCosts, for the plan (or None).
+      orders: per partition, an order of the whole distributed step cut to it, or None
+        (`exec_options.choose_strategies`).
     """
 
     def __init__(self, part_nodes: list[tuple], options: ExecOptions, num_fetches: int,
-                 graph=None, costs=None):
+                 graph=None, costs=None, orders: list | None = None):
         self._part_nodes = part_nodes
         self.num_fetches = num_fetches
         self.graph = graph
@@ -58,7 +60,8 @@ class GraphRunner:
         # How the step runs is decided in one place (exec_options.choose_strategies); a
         # traced run builds the same plan with traced kernels (`traced_parts`).
         self.plan = exec_options_lib.choose_strategies(
-            [(device, nodes) for device, nodes, _, _ in part_nodes], options, costs)
+            [(device, nodes) for device, nodes, _, _ in part_nodes], options, costs,
+            orders)
         self.parts = self._build(options, tracing.memory_wrapper)
         self._traced_parts = None
         self.needs_cancellation = any(not isinstance(ex, static_executor.StaticExecutor)

@@ -111,21 +111,30 @@ def _device_context(ctx: KernelContext, device) -> KernelContext:
     return other
 
 
-def step_order(partitions: list[list[Node]]) -> list[Node] | None:
+def step_order(partitions: list[list[Node]], recvs_as_sent: bool = False
+               ) -> list[Node] | None:
     """One topological order of the whole step whose partitions are given, with an edge
     from every _Send to its _Recv; None if the partitions form a cycle. Of the nodes ready,
     each _Send comes as soon as its value exists, then the work that leads to a _Send
     (another device waits for it), then the rest, and a _Recv only when nothing else is
-    ready."""
+    ready. With `recvs_as_sent`, _Recvs ready together come in the order of their _Sends
+    (for partitions that run on threads or tasks of their own, blocking in their _Recvs: a
+    partition takes its tensors as they come, e.g. a parameter server applies each gradient
+    as it arrives instead of waiting first for the one computed last)."""
     nodes = [n for p in partitions for n in p]
     sends = {codegen.transfer_key(n): n for n in nodes if n.op == "_Send"}
     extra = {n: [sends[codegen.transfer_key(n)]] for n in nodes
              if n.op == "_Recv" and codegen.transfer_key(n) in sends}
-    rank: dict[Node, int] = {}
+    rank: dict[Node, float] = {}
     for p in partitions:
         rank.update(_transfer_ranks(p))
     rank.update(_shape_only_first(nodes))
     order, acyclic = topological_order(nodes, rank=rank, extra_inputs=extra)
+    if acyclic and recvs_as_sent:
+        position = {n: k for k, n in enumerate(order)}
+        for recv, (send,) in extra.items():
+            rank[recv] = 3 + position[send] / len(order)
+        order, acyclic = topological_order(nodes, rank=rank, extra_inputs=extra)
     return order if acyclic else None
 
 
