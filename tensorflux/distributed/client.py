@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 
-from tensorflux.distributed import rpc, wire
+from tensorflux.distributed import push, rpc, wire
 from tensorflux.distributed.server import local_master
 from tensorflux.framework import errors
 from tensorflux.protos import master_pb2
@@ -44,6 +44,8 @@ class MasterClient:
         self._stub = None if self._local is not None else rpc.Stub(
             target, rpc.MASTER_SERVICE, rpc_config or rpc.RpcConfig.from_env(),
             task=f"master {target}")
+        # RunStep on a tensorflux master's push listener (push.py), else gRPC.
+        self._calls = None if self._stub is None else push.CallConnection(self._stub)
 
     def call(self, method: str, request, timeout: float | None = None):
         fn_name, response_cls = _METHODS[method]
@@ -56,8 +58,17 @@ class MasterClient:
         as raw bytes read and written by hand (an in-process master gets the arrays)."""
         if self._local is not None:
             return self._local.run_step_values(request, feeds)
-        return self._stub.call("RunStep", wire.encode_with_named_tensors(request, 2, feeds),
-                               _RunStepDecoder, timeout=timeout)
+        data = wire.encode_with_named_tensors(request, 2, feeds)
+        if not request.partial_run_handle:
+            result = self._calls.call(data, timeout or 7 * 24 * 3600.0,
+                                      _RunStepDecoder.FromString)
+            if result is not None:
+                return result
+        return self._stub.call("RunStep", data, _RunStepDecoder, timeout=timeout)
+
+    def close(self) -> None:
+        if self._calls is not None:
+            self._calls.close()
 
 
 class GrpcSessionBackend:
@@ -135,6 +146,8 @@ class GrpcSessionBackend:
                              timeout=10.0)
         except errors.OpError:
             pass  # the master is gone or restarted: nothing is left to free
+        finally:
+            self.master.close()
 
     @staticmethod
     def reset(target: str, containers=None, config=None) -> None:

@@ -57,6 +57,7 @@ import time
 from concurrent import futures
 
 import grpc
+import numpy as np
 
 from tensorflux.distributed import rpc, wire
 from tensorflux.framework import errors
@@ -73,7 +74,8 @@ _CONNECT_SECONDS = 5.0
 _MAX_MESSAGE_BYTES = 1 << 40  # a length beyond this is a broken or hostile peer
 PUSH_ATTR = "_tfx_push"  # on a _Send/_Recv: the tensor is pushed, not pulled
 FROM_METADATA = "tensorflux-push-from"  # the producer's task name
-_CALL_TAG = 0x12  # the first byte of a RunGraph call frame (field 2) ...
+RUN_GRAPH, RUN_STEP = 1, 2  # the methods a call frame may carry (bits of Connect's `calls`)
+_CALL_TAG = 0x12  # the first byte of a call frame (field 2) ...
 _CANCEL_TAG = 0x18  # ... and of a cancel frame (field 3, the step id); tensors: field 1
 _SMALL = 64 << 10  # tensors below this queued together go in one message ...
 _BATCH_BYTES = 1 << 20  # ... of at most this many bytes
@@ -167,8 +169,9 @@ class _SocketStream:
         self._lock = threading.Lock()
         self._task = f"{task or stub.task} ({stub.address})"
         self._calls: dict[int, PushedCall] = {}  # step id -> RunGraph waiting for its reply
-        port, ticket, self.calls = _decode_connect(stub.raw_call(CONNECT_METHOD, b"",
-                                                                 _CONNECT_SECONDS))
+        self.method_name = "RunGraph"  # for errors: what the calls on this connection are
+        port, ticket, self.calls, self._limit = _decode_connect(
+            stub.raw_call(CONNECT_METHOD, b"", _CONNECT_SECONDS))
         if not port:
             raise OSError("the task has no push listener")
         host = stub.address.rpartition(":")[0].strip("[]")
@@ -206,9 +209,16 @@ class _SocketStream:
         if call is not None:
             call.deliver(response)
 
-    def call(self, step_id: int, request: bytes, timeout: float, decode) -> PushedCall:
-        """Sends a RunGraph call (`request`: RunGraphRequest bytes) on this connection;
-        the reply, read by `decode(bytes)`, completes the returned Future."""
+    def takes(self, method: int, request: bytes) -> bool:
+        """Whether the task takes a call of `method` with this request here."""
+        return bool(self.calls & method) and not (
+            self._limit and len(request) + 64 > self._limit)
+
+    def call(self, step_id: int, request: bytes, timeout: float, decode,
+             method: int = RUN_GRAPH) -> PushedCall:
+        """Sends a call of `method` (`request`: its request bytes; `step_id`: a key unique
+        among this connection's calls in flight) on this connection; the reply, read by
+        `decode(bytes)`, completes the returned Future."""
         call = PushedCall(self, step_id, decode)
         with self._lock:
             broken = self.broken
@@ -218,7 +228,8 @@ class _SocketStream:
             call.set_exception(self._lost("the push connection is closed"))
             return call
         inner = b"".join((b"\x08", wire._varint(max(1, int(timeout * 1000))), b"\x18",
-                          wire._varint(step_id), b"\x12", wire._varint(len(request))))
+                          wire._varint(step_id), b"\x20", wire._varint(method), b"\x12",
+                          wire._varint(len(request))))
         try:
             self.send([bytes((_CALL_TAG,)) + wire._varint(len(inner) + len(request)) + inner,
                        request])
@@ -237,7 +248,7 @@ class _SocketStream:
 
     def _lost(self, error) -> errors.OpError:
         return errors.UnavailableError(None, None, f"Task {self._task} is unavailable: "
-                                       f"RunGraph failed: {error}")
+                                       f"{self.method_name} failed: {error}")
 
     def _fail(self, error: BaseException) -> None:
         with self._lock:
@@ -276,6 +287,65 @@ class _SocketStream:
         except OSError:
             pass
         self.sock.close()
+
+
+class CallConnection:
+    """A client's connection to a master's push listener for RunStep calls (a tensorflux
+    client of a tensorflux master, without TLS): `call` returns the decoded reply, or None
+    when the connection cannot carry it (the caller uses gRPC). A connection that breaks
+    is opened again on the next call; a master that takes no such calls is not asked
+    again."""
+
+    def __init__(self, stub: rpc.Stub):
+        self._stub = stub
+        self._lock = threading.Lock()
+        self._stream: _SocketStream | None = None
+        self._ids = iter(range(1, 1 << 62))
+        self._never = _mode() in ("0", "false", "no", "off", "grpc") or stub.config.tls
+
+    def call(self, request: bytes, timeout: float, decode):
+        stream = self._open()
+        if stream is None or not stream.takes(RUN_STEP, request):
+            return None
+        with self._lock:
+            call_id = next(self._ids)
+        future = stream.call(call_id, request, timeout, decode, RUN_STEP)
+        try:
+            return future.result(timeout + 5.0)
+        except futures.TimeoutError:
+            future.cancel()
+            raise errors.DeadlineExceededError(
+                None, None, f"RunStep on {self._stub.task} did not answer before its "
+                "deadline") from None
+
+    def _open(self) -> _SocketStream | None:
+        stream = self._stream
+        if stream is not None and not stream.broken or self._never:
+            return None if self._never else stream
+        with self._lock:
+            if self._stream is not None and not self._stream.broken:
+                return self._stream
+            try:
+                stream = _SocketStream(self._stub, "", lambda s, e: None,
+                                       self._stub.task)
+            except errors.UnimplementedError:
+                self._never = True  # not a tensorflux master
+                return None
+            except (OSError, errors.OpError):
+                return None  # gRPC this time (it retries a master that is restarting)
+            if not stream.calls & RUN_STEP:
+                stream.close()
+                self._never = True
+                return None
+            stream.method_name = "RunStep"
+            self._stream = stream
+            return stream
+
+    def close(self) -> None:
+        with self._lock:
+            stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.close()
 
 
 class PushedCall(futures.Future):
@@ -318,23 +388,26 @@ def _tune(sock: socket.socket) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
 
-def _encode_connect(port: int, ticket: bytes, calls: bool = False) -> bytes:
-    """ConnectResponse {uint32 port = 1; bytes ticket = 2; bool calls = 3 (the listener
-    takes RunGraph calls)}."""
+def _encode_connect(port: int, ticket: bytes, calls: int = 0, limit: int = 0) -> bytes:
+    """ConnectResponse {uint32 port = 1; bytes ticket = 2; uint32 calls = 3 (the methods
+    the listener takes: RUN_GRAPH | RUN_STEP bits); uint64 max_request_bytes = 4 (0: no
+    limit; a larger call goes over gRPC, which refuses it as such)}."""
     return b"".join([wire._varint(1 << 3), wire._varint(port), *wire._field(2, ticket),
-                     b"\x18\x01" if calls else b""])
+                     b"\x18" + wire._varint(calls) if calls else b"",
+                     b"\x20" + wire._varint(limit) if limit else b""])
 
 
-def _decode_connect(data: bytes) -> tuple[int, bytes, bool]:
-    port, ticket, calls, pos = 0, b"", False, 0
+def _decode_connect(data: bytes) -> tuple[int, bytes, int, int]:
+    port, ticket, calls, limit, pos = 0, b"", 0, 0, 0
     try:
         while pos < len(data):
             key, pos = wire._read_varint(data, pos)
             if key == 1 << 3:
                 port, pos = wire._read_varint(data, pos)
             elif key == 3 << 3:
-                flag, pos = wire._read_varint(data, pos)
-                calls = bool(flag)
+                calls, pos = wire._read_varint(data, pos)
+            elif key == 4 << 3:
+                limit, pos = wire._read_varint(data, pos)
             elif key == (2 << 3 | 2):
                 n, pos = wire._read_varint(data, pos)
                 ticket, pos = bytes(data[pos:pos + n]), pos + n
@@ -344,7 +417,7 @@ def _decode_connect(data: bytes) -> tuple[int, bytes, bool]:
         raise OSError(f"malformed Connect response: {e}") from None
     if port and len(ticket) != _TICKET_BYTES:
         raise OSError("malformed Connect response")
-    return port, ticket, calls
+    return port, ticket, calls, limit
 
 
 def _decode_reply(data) -> tuple[int, memoryview]:
@@ -364,16 +437,19 @@ def _decode_reply(data) -> tuple[int, memoryview]:
     return step_id, response
 
 
-def _decode_call(buf: memoryview) -> tuple[float, int, memoryview]:
-    """(timeout in seconds, step id, RunGraphRequest bytes) of a call frame's field:
-    {uint64 timeout_ms = 1; bytes run_graph = 2; uint64 step_id = 3}."""
-    pos, timeout_ms, step_id, request = 0, 0, 0, None
+def _decode_call(buf: memoryview) -> tuple[float, int, int, memoryview]:
+    """(timeout in seconds, step id, method, request bytes) of a call frame's field:
+    {uint64 timeout_ms = 1; bytes request = 2; uint64 step_id = 3; uint32 method = 4
+    (RUN_GRAPH when absent)}."""
+    pos, timeout_ms, step_id, method, request = 0, 0, 0, RUN_GRAPH, None
     while pos < len(buf):
         key, pos = wire._read_varint(buf, pos)
         if key == 1 << 3:
             timeout_ms, pos = wire._read_varint(buf, pos)
         elif key == 3 << 3:
             step_id, pos = wire._read_varint(buf, pos)
+        elif key == 4 << 3:
+            method, pos = wire._read_varint(buf, pos)
         elif key == (2 << 3 | 2):
             n, pos = wire._read_varint(buf, pos)
             request, pos = buf[pos:pos + n], pos + n
@@ -381,7 +457,7 @@ def _decode_call(buf: memoryview) -> tuple[float, int, memoryview]:
             pos = wire._skip(buf, pos, key & 7)
     if request is None or pos != len(buf):
         raise ValueError("malformed RunGraph call")
-    return timeout_ms / 1000.0, step_id, request
+    return timeout_ms / 1000.0, step_id, method, request
 
 
 class Pushers:
@@ -428,7 +504,7 @@ class Pushers:
             stream = self._stream(task)
         except errors.OpError:
             return None
-        if stream.kind != "socket" or not stream.calls:
+        if stream.kind != "socket" or not stream.takes(RUN_GRAPH, request):
             return None
         return stream.call(step_id, request, timeout, decode)
 
@@ -501,15 +577,15 @@ class PushService:
         listener: pushes come over gRPC).
       bind: the gRPC server's "host:port"; the listener binds the same host on a port of
         its own (None: no listener).
-      run_graph: `run_graph(request bytes, deadline, cancellation) -> response bytes`:
-        RunGraph calls that come on the listener's connections (None: it takes none).
+      calls: {method: fn(request bytes, deadline, cancellation) -> response bytes}: the
+        calls (RUN_GRAPH, RUN_STEP) taken on the listener's connections (None: none).
     """
 
     def __init__(self, deliver, stream_ended, config: rpc.RpcConfig, bind: str | None = None,
-                 run_graph=None):
+                 calls: dict | None = None):
         self._deliver = deliver
-        self._run_graph = run_graph
-        self._pool = None if run_graph is None else futures.ThreadPoolExecutor(
+        self._calls = dict(calls or {})
+        self._pool = None if not self._calls else futures.ThreadPoolExecutor(
             max_workers=256, thread_name_prefix="tfx-push-call")
         self._stream_ended = stream_ended
         self._config = config
@@ -554,7 +630,7 @@ class PushService:
                 del self._tickets[t]
             self._tickets[ticket] = now + _TICKET_SECONDS
         return _encode_connect(self._listener.getsockname()[1], ticket,
-                               self._run_graph is not None)
+                               sum(self._calls), self._config.max_request_bytes)
 
     def _push_tensors(self, request_iterator, context):
         peer = self._check_token(context).get(FROM_METADATA, "")
@@ -611,7 +687,7 @@ class PushService:
                 (size,) = struct.unpack("<Q", _read_exact(conn, 8))
                 if (limit and size > limit) or size > _MAX_MESSAGE_BYTES:
                     return  # refused: the stream ends, its steps are aborted
-                data = _read_exact(conn, size)
+                data = memoryview(_read_exact(conn, size))
                 if data[:1] == b"\x12" and self._pool is not None:
                     self._start_call(calls, data)
                 elif data[:1] == b"\x18":
@@ -635,15 +711,18 @@ class PushService:
         n, pos = wire._read_varint(buf, 1)
         if pos + n != len(buf):
             raise ValueError("malformed RunGraph call")
-        timeout, step_id, request = _decode_call(buf[pos:])
+        timeout, step_id, method, request = _decode_call(buf[pos:])
+        fn = self._calls.get(method)
+        if fn is None:
+            raise ValueError(f"a call of unknown method {method}")
         deadline = time.monotonic() + timeout
         key, cm = calls.start(step_id)
-        self._pool.submit(self._serve_call, calls, key, step_id, request, deadline, cm)
+        self._pool.submit(self._serve_call, fn, calls, key, step_id, request, deadline, cm)
 
-    def _serve_call(self, calls: _Calls, key: int, step_id: int, request, deadline: float,
-                    cm) -> None:
+    def _serve_call(self, fn, calls: _Calls, key: int, step_id: int, request,
+                    deadline: float, cm) -> None:
         try:
-            response = self._run_graph(request, deadline, cm)
+            response = fn(request, deadline, cm)
         except Exception as e:  # noqa: BLE001 - the caller gets it as the call's status
             response = _error_response(e)
         calls.finish(key, step_id, response)
@@ -721,8 +800,11 @@ def _error_response(e: BaseException) -> bytes:
     return b"".join([b"\x28", wire._varint(code), *wire._field(6, message.encode())])
 
 
-def _read_exact(conn: socket.socket, n: int) -> bytearray:
-    buf = bytearray(n)
+def _read_exact(conn: socket.socket, n: int):
+    """`n` bytes from `conn`: a bytearray, or above 64 KiB a NumPy buffer left
+    uninitialized (the tensors received view it; zeroing megabytes first would cost as
+    much as the copy out of the socket)."""
+    buf = bytearray(n) if n < _SMALL else np.empty(n, np.uint8)
     view, pos = memoryview(buf), 0
     while pos < n:
         got = conn.recv_into(view[pos:])

@@ -109,7 +109,8 @@ class Server:
         self._push = push.PushService(self._worker.rendezvous_mgr.deliver,
                                       self._worker.rendezvous_mgr.push_stream_ended,
                                       self._rpc_config, _bind_address(address),
-                                      services.pushed_run_graph(self._worker))
+                                      {push.RUN_GRAPH: services.pushed_run_graph(self._worker),
+                                       push.RUN_STEP: services.pushed_run_step(self._master)})
         handlers_box.extend([services.worker_handler(self._worker, self._rpc_config),
                              services.master_handler(self._master, self._rpc_config),
                              control.control_handler(_stopper(self), self._rpc_config),

@@ -121,6 +121,21 @@ def pushed_run_graph(worker: Worker):
     return run
 
 
+def pushed_run_step(master: Master):
+    """RunStep for calls that come on a push connection from a client (push.py):
+    `run(request bytes, deadline, cancellation) -> RunStepResponse bytes`."""
+    parse = _with_tensors(master_pb2.RunStepRequest, 2)
+
+    def run(data, deadline, cm) -> bytes:
+        request, feeds = parse.FromString(data)
+        if not request.options.timeout_in_ms:
+            request.options.timeout_in_ms = max(1, int((deadline - time.monotonic()) * 1000))
+        response, tensors = master.run_step_values(request, feeds)
+        return wire.encode_with_named_tensors(response, 1, tensors)
+
+    return run
+
+
 def master_handler(master: Master, config: rpc.RpcConfig):
     """The `/tensorflow.MasterService/*` handler of `master`."""
     m = master_pb2

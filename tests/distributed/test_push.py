@@ -16,6 +16,7 @@ import pytest
 
 import tensorflux as tf
 from tensorflux.distributed import dist_step, push, rpc, wire
+from tensorflux.distributed import master as master_lib
 from tensorflux.distributed import server as server_lib
 from tensorflux.distributed.worker import Worker
 
@@ -179,7 +180,7 @@ def test_the_listener_lets_in_only_ticket_holders_and_checks_the_token(graph):
         stub = ps._stub_for_task("/job:ps/replica:0/task:0")
 
         def ticket():
-            port, t, _ = push._decode_connect(stub.raw_call(push.CONNECT_METHOD, b"", 5))
+            port, t, *_ = push._decode_connect(stub.raw_call(push.CONNECT_METHOD, b"", 5))
             assert port and len(t) == 32
             return port, t
 
@@ -248,3 +249,116 @@ def test_stopping_a_server_does_not_wait_for_incoming_push_streams(pair, graph):
     start = time.monotonic()
     pair.workers[0].stop(5.0)  # the PS's stream into it would hold the 5 s grace
     assert time.monotonic() - start < 3.0
+
+
+def _threads_of_calls(monkeypatch):
+    """The names of the threads that run RunGraph and RunStep on any task."""
+    names = []
+    for cls, method in ((Worker, "run_graph"), (master_lib.Master, "run_step_values")):
+        original = getattr(cls, method)
+
+        def counted(self, *args, _original=original, _name=method, **kwargs):
+            names.append((_name, threading.current_thread().name))
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, method, counted)
+    return names
+
+
+@pytest.mark.parametrize("mode,prefix", [("1", "tfx-push-call"), ("grpc", "tfx-rpc")],
+                         ids=["socket", "grpc"])
+def test_run_step_and_run_graph_ride_the_push_connections(pair, graph, monkeypatch, mode,
+                                                           prefix):
+    """A tensorflux client's RunStep and a tensorflux master's RunGraph on another
+    tensorflux task are calls on the push listener's connections; with
+    TENSORFLUX_RPC_PUSH=grpc both are gRPC calls. The results are the same."""
+    monkeypatch.setenv("TENSORFLUX_RPC_PUSH", mode)
+    names = _threads_of_calls(monkeypatch)
+    big, small, pred, picked, looped, update = _model()
+    start = np.arange(100_000, dtype=np.float32)
+    with pair.session(graph) as s:
+        s.run([big.initializer, small.initializer])
+        assert s.run(picked, {pred: True}) == pytest.approx(2 * start.sum(), rel=1e-5)
+        assert s.run(looped) == pytest.approx(12.0)
+        s.run(update)
+        np.testing.assert_allclose(s.run(big), start * 2.0)
+    assert {m for m, _ in names} == {"run_graph", "run_step_values"}
+    assert all(t.startswith(prefix) for _, t in names), names
+
+
+def test_a_run_graph_call_keeps_the_steps_deadline_and_its_task_serves_the_next(pair,
+                                                                               graph):
+    with tf.device("/job:ps/task:0"):
+        q = tf.FIFOQueue(10, tf.float32)
+        enqueue = q.enqueue(1.0)
+        x = q.dequeue() + 1.0
+    with tf.device("/job:worker/task:0"):
+        y = x * 2.0
+    with pair.session(graph) as s:
+        start = time.monotonic()
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            s.run(y, options=tf.RunOptions(timeout_in_ms=300))  # the PS waits on the queue
+        assert time.monotonic() - start < 10
+        s.run(enqueue)
+        assert s.run(y) == 4.0
+
+
+def _adam_step(n, place=True):
+    """Adam over n variables on ps:0, the model on worker:0 (or no placement)."""
+    with tf.device((lambda op: "/job:ps/task:0" if op.type == "VarHandleOp"
+                    else "/job:worker/task:0") if place else None):
+        x = tf.constant(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3))
+        h = x
+        for i in range(n):
+            w = tf.Variable(np.eye(3, dtype=np.float32) * (1 + i * 0.1), name=f"w{i}")
+            h = tf.tanh(tf.matmul(h, w))
+        loss = tf.reduce_sum(h * h)
+        train = tf.train.AdamOptimizer(0.1).minimize(loss)
+    return loss, train
+
+
+def test_an_optimizers_updates_on_a_ps_cross_to_the_worker_as_one_control_edge(pair, graph):
+    loss, train = _adam_step(3)
+    with pair.session(graph) as s:
+        s.run(tf.global_variables_initializer())
+        md = tf.RunMetadata()
+        s.run(train, options=tf.RunOptions(output_partition_graphs=True), run_metadata=md)
+    nodes = {nd.name: nd for g in md.partition_graphs for nd in g.node}
+    waits = [i for i in nodes[train.name].input if i.startswith("^")]
+    assert len(waits) == 1 and nodes[waits[0][1:]].op == "_Recv", waits
+
+
+def _round_trip(place):
+    """The Adam step, and a tensor that goes worker -> PS -> worker."""
+    loss, train = _adam_step(3, place)
+    with tf.device("/job:ps/task:0" if place else None):
+        a = tf.Variable(1.5)
+    with tf.device("/job:worker/task:0" if place else None):
+        y = a * 3.0
+    with tf.device("/job:ps/task:0" if place else None):
+        z = y + a
+    with tf.device("/job:worker/task:0" if place else None):
+        out = z * a + loss
+    return out, train, tf.global_variables_initializer()
+
+
+def test_each_task_runs_its_part_compiled_in_the_order_of_the_whole_step(pair, graph):
+    """Each task's graph runs compiled, blocking in its _Recvs in one order of the whole
+    step (no deadlock though the worker's tensor goes to the PS and comes back), with the
+    values of an in-process session."""
+    out, train, init = _round_trip(True)
+    with pair.session(graph) as s:
+        s.run(init)
+        got = [s.run([out, train])[0] for _ in range(3)]
+        graphs = [g for w in pair.workers + pair.ps
+                  for sess in w._worker._sessions.values() for g in sess.graphs.values()
+                  if g.crosses_tasks]
+        assert len(graphs) >= 2 and all(
+            [p.kind for p in g.runner.plan.parts] == ["static"] and
+            g.runner.plan.parts[0].order is not None for g in graphs)
+    with tf.Graph().as_default() as local_graph:
+        out, train, init = _round_trip(False)
+        with tf.Session(graph=local_graph) as local:
+            local.run(init)
+            want = [local.run([out, train])[0] for _ in range(3)]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
