@@ -15,6 +15,8 @@ the same error class with the same text.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tensorflux.framework import dtypes, errors, tensor_util
@@ -369,7 +371,7 @@ def _decode_tensor(buf: memoryview) -> np.ndarray:
     np_dtype = dtype.as_numpy_dtype
     np_dtype = np.dtype(np_dtype)
     if dtype.size == 0 or any(d < 0 for d in dims) or \
-            len(content) != int(np.prod(dims, dtype=np.int64)) * np_dtype.itemsize:
+            len(content) != math.prod(dims) * np_dtype.itemsize:
         return from_tensor_proto(tensor_pb2.TensorProto.FromString(bytes(buf)))
     arr = np.frombuffer(content, dtype=np_dtype.newbyteorder("<")).reshape(dims)
     return arr if np_dtype.byteorder in "=|<" or np_dtype.itemsize == 1 else \
