@@ -168,7 +168,8 @@ class _SocketStream:
         self._on_end = on_end
         self._lock = threading.Lock()
         self._task = f"{task or stub.task} ({stub.address})"
-        self._calls: dict[int, PushedCall] = {}  # step id -> RunGraph waiting for its reply
+        self._calls: dict[int, PushedCall] = {}  # call id -> call waiting for its reply
+        self._calls_lock = threading.Lock()  # (a reply is not held up by a large send)
         self.method_name = "RunGraph"  # for errors: what the calls on this connection are
         port, ticket, self.calls, self._limit = _decode_connect(
             stub.raw_call(CONNECT_METHOD, b"", _CONNECT_SECONDS))
@@ -201,10 +202,10 @@ class _SocketStream:
             pass
         self._fail(OSError(error))
 
-    def _reply(self, data: bytearray) -> None:
-        """A RunGraph reply: {uint64 step_id = 1; bytes response = 2}."""
+    def _reply(self, data) -> None:
+        """A call's reply: {uint64 step_id = 1 (the call's id); bytes response = 2}."""
         step_id, response = _decode_reply(data)
-        with self._lock:
+        with self._calls_lock:
             call = self._calls.pop(step_id, None)
         if call is not None:
             call.deliver(response)
@@ -220,7 +221,7 @@ class _SocketStream:
         among this connection's calls in flight) on this connection; the reply, read by
         `decode(bytes)`, completes the returned Future."""
         call = PushedCall(self, step_id, decode)
-        with self._lock:
+        with self._calls_lock:
             broken = self.broken
             if not broken:
                 self._calls[step_id] = call
@@ -239,7 +240,7 @@ class _SocketStream:
 
     def cancel(self, step_id: int) -> None:
         """Forgets the call of `step_id` and asks the task to cancel that step."""
-        with self._lock:
+        with self._calls_lock:
             self._calls.pop(step_id, None)
         try:
             self.send([bytes((_CANCEL_TAG,)) + wire._varint(step_id)])
@@ -255,6 +256,7 @@ class _SocketStream:
             if self.broken:
                 return
             self.broken = True
+        with self._calls_lock:
             calls, self._calls = list(self._calls.values()), {}
         try:
             self.sock.close()
@@ -279,6 +281,7 @@ class _SocketStream:
     def close(self) -> None:
         with self._lock:
             self.broken = True
+        with self._calls_lock:
             calls, self._calls = list(self._calls.values()), {}
         for call in calls:
             call.fail(errors.CancelledError(None, None, "This task is shutting down"))
@@ -349,8 +352,8 @@ class CallConnection:
 
 
 class PushedCall(futures.Future):
-    """A RunGraph call on a push connection (`_SocketStream.call`): a Future of the
-    decoded reply, as gRPC's; `cancel()` also cancels the step on the task."""
+    """A RunGraph or RunStep call on a push connection (`_SocketStream.call`): a Future
+    of the decoded reply, as gRPC's; `cancel()` also cancels the step on the task."""
 
     def __init__(self, stream: _SocketStream, step_id: int, decode):
         super().__init__()
@@ -806,8 +809,8 @@ def _read_exact(conn: socket.socket, n: int):
     much as the copy out of the socket)."""
     buf = bytearray(n) if n < _SMALL else np.empty(n, np.uint8)
     view, pos = memoryview(buf), 0
-    while pos < n:
-        got = conn.recv_into(view[pos:])
+    while pos < n:  # one system call (and one wait for the GIL after it) per message
+        got = conn.recv_into(view[pos:], n - pos, socket.MSG_WAITALL)
         if not got:
             raise EOFError("connection closed")
         pos += got
