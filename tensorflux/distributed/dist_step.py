@@ -275,7 +275,7 @@ class DistStep:
             # A task that fails stops the step at once, even while this thread runs the
             # local part (which may wait for tensors that task will never send).
             future.add_done_callback(lambda f, t=task: run.early(t, f))
-        if self.local is not None:
+        if self.local is not None and not run.failures:  # (another task may have failed)
             run.run_local()
         for task, future in run.calls:
             run.collect_once(task, future)

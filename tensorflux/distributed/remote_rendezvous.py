@@ -164,6 +164,11 @@ class RendezvousMgr:
         self._lock = threading.Lock()
         self._steps: dict[int, RemoteRendezvous] = {}
         self._ended: OrderedDict[int, None] = OrderedDict()
+        # Steps cleaned up (failed) here, with their error: a run of one that starts after
+        # its cleanup (another task's failure can come back before this task's own part
+        # of the step has begun) is aborted at once instead of waiting for tensors that
+        # will not come.
+        self._cleaned: OrderedDict[int, errors.OpError] = OrderedDict()
         self._peer_lost: dict[str, float] = {}  # task -> when its push stream last ended
         self._last_sweep = time.monotonic()
 
@@ -197,7 +202,10 @@ class RendezvousMgr:
         rdv.configure(push_out, push_in)
         with self._lock:
             lost = [t for t in rdv.push_peers if self._peer_lost.get(t, -1.0) >= rdv.created]
-        if lost:
+            cleaned = self._cleaned.get(step_id)
+        if cleaned is not None:
+            rdv.start_abort(cleaned)
+        elif lost:
             rdv.start_abort(_push_lost(lost[0]))
         return rdv
 
@@ -294,13 +302,17 @@ class RendezvousMgr:
         return stale
 
     def cleanup(self, step_id: int, error: errors.OpError | None = None) -> None:
-        """Ends a step here: pending Recvs fail with `error` (default: CancelledError)."""
+        """Ends a step here: pending Recvs fail with `error` (default: CancelledError), and
+        so does a run of the step that starts here later (`start_run`)."""
+        error = error or errors.CancelledError(None, None, f"Step {step_id} was cleaned up")
         with self._lock:
             rdv = self._steps.pop(step_id, None)
             self._forget_locked(step_id)
+            self._cleaned[step_id] = error
+            if len(self._cleaned) > _ENDED_REMEMBERED:
+                self._cleaned.popitem(last=False)
         if rdv is not None:
-            rdv.start_abort(error or errors.CancelledError(
-                None, None, f"Step {step_id} was cleaned up"))
+            rdv.start_abort(error)
 
     def cleanup_all(self, error: errors.OpError) -> None:
         with self._lock:

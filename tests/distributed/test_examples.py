@@ -178,7 +178,9 @@ def test_chaos_five_random_kills(tmp_path):
     restarted on its port; training reaches its target and the result is right."""
     seed = int(os.environ.get("TENSORFLUX_CHAOS_SEED", "1234"))
     rng = random.Random(seed)
-    target = 2500
+    # enough steps that the surviving worker cannot finish while a killed one restarts
+    # (a process start is seconds under load; one worker alone makes ~300 steps/s)
+    target = 6000
     ckpt = tmp_path / "ckpt"
     tasks = _Tasks(1, 2, ["--steps", str(target), "--log_every", "5", "--checkpoint_dir",
                           str(ckpt), "--save_checkpoint_steps", "50"])
@@ -232,7 +234,10 @@ def test_chaos_five_random_kills(tmp_path):
         done = [int(g) for g in re.findall(
             r"^\[worker:\d\] worker \d: done, \d+ local steps, global step (\d+)",
             out, re.MULTILINE)]
-        assert done and max(done) >= target, out[-3000:]
+        # (a step's fetched global_step is read before its own increment, as TensorFlow's
+        # StopAtStepHook assumes: the last one printed may be target - 1; the checkpoint
+        # below holds the final value)
+        assert done and max(done) >= target - 1, out[-3000:]
         assert chief_accuracy(out) > 0.8
     finally:
         tasks.close()

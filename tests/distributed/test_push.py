@@ -362,3 +362,19 @@ def test_each_task_runs_its_part_compiled_in_the_order_of_the_whole_step(pair, g
             local.run(init)
             want = [local.run([out, train])[0] for _ in range(3)]
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_a_run_that_starts_after_its_step_was_cleaned_up_fails_at_once():
+    """Another task's failure (here: the PS's answer) can reach the master before the
+    master's own part of the step has begun: that part must not wait for tensors that will
+    not come."""
+    from tensorflux.distributed.remote_rendezvous import RendezvousMgr
+
+    mgr = RendezvousMgr(lambda device: device.startswith("/job:worker/"), None)
+    mgr.cleanup(7, tf.errors.AbortedError(None, None, "the PS restarted"))
+    key = ("/job:ps/replica:0/task:0/device:CPU:0;1;/job:worker/replica:0/task:0/device:"
+           "CPU:0;w;0:0")
+    rdv = mgr.start_run(7, frozenset(), frozenset({push.key_prefix(key)}))
+    with pytest.raises(tf.errors.AbortedError, match="restarted"):
+        rdv.recv(key, timeout=5)
+    assert not mgr.start_run(8, frozenset(), frozenset())._status  # other steps run
