@@ -143,10 +143,9 @@ def get_variables_by_name(given_name, scope=None):
     return [v for v in get_variables(scope) if v.op.name.split("/")[-1] == given_name]
 
 
-def _collect(collections, name: str, outputs):
-    """Adds `outputs` to `collections` under the alias `name` (contrib's outputs)."""
+def _collect(collections, outputs):
+    """Adds a layer's `outputs` to `collections` (contrib's outputs_collections)."""
     if collections:
-        outputs._tfx_alias = name
         for c in (collections if isinstance(collections, (list, tuple)) else [collections]):
             graph_lib.add_to_collection(c, outputs)
     return outputs
@@ -179,7 +178,7 @@ def _relu(x):
     return nn_ops.relu(x)
 
 
-def _finish(outputs, scope_name, normalizer_fn, normalizer_params, biases_initializer,
+def _finish(outputs, normalizer_fn, normalizer_params, biases_initializer,
             biases_regularizer, num_outputs, variables_collections, trainable, activation_fn,
             outputs_collections, data_format="NHWC"):
     """The normalizer or the biases, then the activation; the output collected."""
@@ -195,7 +194,7 @@ def _finish(outputs, scope_name, normalizer_fn, normalizer_params, biases_initia
         outputs = nn_ops.bias_add(outputs, biases, data_format=data_format)
     if activation_fn is not None:
         outputs = activation_fn(outputs)
-    return _collect(outputs_collections, scope_name, outputs)
+    return _collect(outputs_collections, outputs)
 
 
 def _var_collections(variables_collections, name):
@@ -220,7 +219,7 @@ def fully_connected(inputs, num_outputs, activation_fn=_relu, normalizer_fn=None
         raise ValueError(f"num_outputs type should be one of (int, long), got "
                          f"{type(num_outputs)}.")
     with variable_scope.variable_scope(scope, "fully_connected", [inputs],
-                                       reuse=reuse) as sc:
+                                       reuse=reuse):
         inputs = convert_to_tensor(inputs)
         n_in = inputs.shape.as_list()[-1]
         if n_in is None:
@@ -237,7 +236,7 @@ def fully_connected(inputs, num_outputs, activation_fn=_relu, normalizer_fn=None
         else:
             outputs = math_ext_ops.tensordot(inputs, weights, [[inputs.shape.ndims - 1],
                                                                [0]])
-        return _finish(outputs, sc.name, normalizer_fn, normalizer_params,
+        return _finish(outputs, normalizer_fn, normalizer_params,
                        biases_initializer, biases_regularizer, num_outputs,
                        variables_collections, trainable, activation_fn, outputs_collections)
 
@@ -259,7 +258,7 @@ def conv2d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_form
     kh, kw = _pair(kernel_size, "kernel_size")
     sh, sw = _pair(stride, "stride")
     rh, rw = _pair(rate, "rate")
-    with variable_scope.variable_scope(scope, "Conv", [inputs], reuse=reuse) as sc:
+    with variable_scope.variable_scope(scope, "Conv", [inputs], reuse=reuse):
         inputs = convert_to_tensor(inputs)
         if inputs.shape.ndims != 4:
             raise ValueError(f"Convolution expects input with rank 4, got "
@@ -275,7 +274,7 @@ def conv2d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_form
         dilations = [1, rh, rw, 1] if data_format == "NHWC" else [1, 1, rh, rw]
         outputs = conv_ops.conv2d(inputs, weights, strides, padding.upper(),
                                   data_format=data_format, dilations=dilations)
-        return _finish(outputs, sc.name, normalizer_fn, normalizer_params,
+        return _finish(outputs, normalizer_fn, normalizer_params,
                        biases_initializer, biases_regularizer, num_outputs,
                        variables_collections, trainable, activation_fn, outputs_collections,
                        data_format)
@@ -298,7 +297,7 @@ def conv2d_transpose(inputs, num_outputs, kernel_size, stride=1, padding="SAME",
     kh, kw = _pair(kernel_size, "kernel_size")
     sh, sw = _pair(stride, "stride")
     with variable_scope.variable_scope(scope, "Conv2d_transpose", [inputs],
-                                       reuse=reuse) as sc:
+                                       reuse=reuse):
         inputs = convert_to_tensor(inputs)
         n, h, w, c = inputs.shape.as_list()
         weights = model_variable("weights", [kh, kw, num_outputs, c],
@@ -318,7 +317,7 @@ def conv2d_transpose(inputs, num_outputs, kernel_size, stride=1, padding="SAME",
         outputs = conv_ops.conv2d_transpose(inputs, weights, shape, [1, sh, sw, 1],
                                             padding=padding.upper())
         outputs.set_shape([n, out_dim(h, kh, sh), out_dim(w, kw, sw), num_outputs])
-        return _finish(outputs, sc.name, normalizer_fn, normalizer_params,
+        return _finish(outputs, normalizer_fn, normalizer_params,
                        biases_initializer, biases_regularizer, num_outputs,
                        variables_collections, trainable, activation_fn, outputs_collections)
 
@@ -330,12 +329,12 @@ def _pool(kind, inputs, kernel_size, stride, padding, data_format, outputs_colle
     kh, kw = _pair(kernel_size, "kernel_size")
     sh, sw = _pair(stride, "stride")
     name = "MaxPool2D" if kind == "max" else "AvgPool2D"
-    with graph_lib.name_scope(scope, name, [inputs]) as sc:
+    with graph_lib.name_scope(scope, name, [inputs]):
         fn = pooling_ops.max_pool if kind == "max" else pooling_ops.avg_pool
         ksize = [1, kh, kw, 1] if data_format == "NHWC" else [1, 1, kh, kw]
         strides = [1, sh, sw, 1] if data_format == "NHWC" else [1, 1, sh, sw]
         outputs = fn(inputs, ksize, strides, padding.upper(), data_format=data_format)
-        return _collect(outputs_collections, sc.rstrip("/"), outputs)
+        return _collect(outputs_collections, outputs)
 
 
 @add_arg_scope
@@ -360,7 +359,7 @@ def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True,
     from tensorflux.nn import nn_impl
     from tensorflux.ops import array_ops
 
-    with graph_lib.name_scope(scope, "Dropout", [inputs]) as sc:
+    with graph_lib.name_scope(scope, "Dropout", [inputs]):
         inputs = convert_to_tensor(inputs)
         if isinstance(is_training, bool):
             outputs = nn_impl.dropout(inputs, keep_prob=keep_prob, noise_shape=noise_shape,
@@ -371,7 +370,7 @@ def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True,
                 is_training, lambda: nn_impl.dropout(inputs, keep_prob=keep_prob,
                                                      noise_shape=noise_shape, seed=seed),
                 lambda: array_ops.identity(inputs))
-        return _collect(outputs_collections, sc.rstrip("/"), outputs)
+        return _collect(outputs_collections, outputs)
 
 
 @add_arg_scope
@@ -395,7 +394,7 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
         raise ValueError("batch_norm: renorm and batch_weights are not supported.")
     inits = dict(param_initializers or {})
     regs = dict(param_regularizers or {})
-    with variable_scope.variable_scope(scope, "BatchNorm", [inputs], reuse=reuse) as sc:
+    with variable_scope.variable_scope(scope, "BatchNorm", [inputs], reuse=reuse):
         inputs = convert_to_tensor(inputs)
         rank = inputs.shape.ndims
         if rank is None:
@@ -466,7 +465,7 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
         outputs.set_shape(inputs.shape)
         if activation_fn is not None:
             outputs = activation_fn(outputs)
-        return _collect(outputs_collections, sc.name, outputs)
+        return _collect(outputs_collections, outputs)
 
 
 @add_arg_scope
@@ -478,7 +477,7 @@ def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,
     from tensorflux.nn import nn_impl
     from tensorflux.variables import init_ops, variable_scope
 
-    with variable_scope.variable_scope(scope, "LayerNorm", [inputs], reuse=reuse) as sc:
+    with variable_scope.variable_scope(scope, "LayerNorm", [inputs], reuse=reuse):
         inputs = convert_to_tensor(inputs)
         rank = inputs.shape.ndims
         if rank is None:
@@ -505,7 +504,7 @@ def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,
         outputs.set_shape(inputs.shape)
         if activation_fn is not None:
             outputs = activation_fn(outputs)
-        return _collect(outputs_collections, sc.name, outputs)
+        return _collect(outputs_collections, outputs)
 
 
 @add_arg_scope
@@ -513,13 +512,13 @@ def one_hot_encoding(labels, num_classes, on_value=1.0, off_value=0.0,
                      outputs_collections=None, scope=None):
     from tensorflux.ops import gather_ops, math_ops
 
-    with graph_lib.name_scope(scope, "OneHotEncoding", [labels]) as sc:
+    with graph_lib.name_scope(scope, "OneHotEncoding", [labels]):
         labels = convert_to_tensor(labels)
         if labels.dtype == dtypes.int32:
             labels = math_ops.cast(labels, dtypes.int64)
         outputs = gather_ops.one_hot(labels, num_classes, on_value=on_value,
                                      off_value=off_value)
-        return _collect(outputs_collections, sc.rstrip("/"), outputs)
+        return _collect(outputs_collections, outputs)
 
 
 @add_arg_scope

@@ -22,11 +22,13 @@ _REGRESS_KEY = "regression"
 _PREDICT_KEY = "predict"
 
 
-def _optimizer(opt, default_name: str, default_lr: float):
+def _optimizer(opt, name: str, default_lr: float):
     from tensorflux.train import adagrad, adam, ftrl, gradient_descent, rmsprop
 
     if callable(opt) and not hasattr(opt, "minimize"):
         opt = opt()
+    if opt is None:
+        opt = name
     if not isinstance(opt, str):
         return opt
     made = {"Adagrad": adagrad.AdagradOptimizer, "Adam": adam.AdamOptimizer,

@@ -53,7 +53,7 @@ class _Builder:
             self._cache[("raw", key)] = v
         return self._cache[("raw", key)]
 
-    def sparse(self, key: str, dtype=None) -> SparseTensor:
+    def sparse(self, key: str) -> SparseTensor:
         """Feature `key` as a SparseTensor (dense input without its ignored values)."""
         if ("sparse", key) not in self._cache:
             v = self.raw(key)

@@ -468,13 +468,13 @@ def cardinality(d: Dataset) -> int:
     filters, maps of TF1's Dataset.map, flat maps and files produce is unknown)."""
     if isinstance(d, ds.TensorSliceDataset):
         return d.n
-    if isinstance(d, (ds.TensorDataset,)):
+    if isinstance(d, ds.TensorDataset):
         return 1
     if isinstance(d, ds.RangeDataset):
         return len(range(*d.args))
     if isinstance(d, RandomDataset):
         return INFINITE
-    if isinstance(d, (ds.ZipDataset,)):
+    if isinstance(d, ds.ZipDataset):
         counts = [cardinality(x) for x in d.inputs]
         if UNKNOWN in counts:
             return UNKNOWN

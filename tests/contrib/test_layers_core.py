@@ -29,8 +29,10 @@ def test_names_collections_and_shapes():
             net = slim.max_pool2d(net, [2, 2])
             net = slim.batch_norm(net, scale=True)
             net = slim.stack(slim.flatten(net), slim.fully_connected, [6, 5], scope="fc")
-            net = layers.fully_connected(net, 3, activation_fn=None)
+            net = layers.fully_connected(net, 3, activation_fn=None,
+                                         outputs_collections="outputs")
         names = [v.op.name for v in tf.global_variables()]
+        collected = tf.get_collection("outputs")
         out = _run(net, {x: np.ones([2, 8, 8, 3], np.float32)})
         reg = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
         updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
@@ -44,6 +46,7 @@ def test_names_collections_and_shapes():
                      "fc/fc_2/weights", "fc/fc_2/biases", "fully_connected/weights",
                      "fully_connected/biases"]
     assert out.shape == (2, 3)
+    assert collected == [net]
     assert len(reg) == 6  # every weights variable made inside the arg_scope
     assert len(updates) == 2 and len(model) == 16 and len(moving) == 2
     assert len(trainable) == 14
