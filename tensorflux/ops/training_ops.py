@@ -38,6 +38,12 @@ DENSE = {
     "ResourceApplyFtrlV2": (["accum", "linear"],
                             ["grad: T", "lr: T", "l1: T", "l2: T", "l2_shrinkage: T",
                              "lr_power: T"], ["multiply_linear_by_lr: bool = false"]),
+    "ResourceApplyProximalGradientDescent": ([], ["alpha: T", "l1: T", "l2: T", "delta: T"],
+                                             []),
+    "ResourceApplyProximalAdagrad": (["accum"], ["lr: T", "l1: T", "l2: T", "grad: T"], []),
+    "ResourceApplyAdagradDA": (["gradient_accumulator", "gradient_squared_accumulator"],
+                               ["grad: T", "lr: T", "l1: T", "l2: T", "global_step: int64"],
+                               []),
 }
 
 SPARSE = {
@@ -61,6 +67,13 @@ SPARSE = {
                                   ["grad: T", "indices: Tindices", "lr: T", "l1: T", "l2: T",
                                    "l2_shrinkage: T", "lr_power: T"],
                                   ["multiply_linear_by_lr: bool = false"]),
+    "ResourceSparseApplyProximalGradientDescent": (
+        [], ["alpha: T", "l1: T", "l2: T", "grad: T", "indices: Tindices"], []),
+    "ResourceSparseApplyProximalAdagrad": (
+        ["accum"], ["lr: T", "l1: T", "l2: T", "grad: T", "indices: Tindices"], []),
+    "ResourceSparseApplyAdagradDA": (
+        ["gradient_accumulator", "gradient_squared_accumulator"],
+        ["grad: T", "indices: Tindices", "lr: T", "l1: T", "l2: T", "global_step: int64"], []),
 }
 
 
@@ -182,3 +195,44 @@ def resource_sparse_apply_ftrl(var, accum, linear, grad, indices, lr, l1, l2, lr
     return _apply("ResourceSparseApplyFtrl", use_locking, name, var=var, accum=accum,
                   linear=linear, grad=grad, indices=indices, lr=lr, l1=l1, l2=l2,
                   lr_power=lr_power)
+
+
+def resource_apply_proximal_gradient_descent(var, alpha, l1, l2, delta, use_locking=False,
+                                             name=None):
+    return _apply("ResourceApplyProximalGradientDescent", use_locking, name, var=var,
+                  alpha=alpha, l1=l1, l2=l2, delta=delta)
+
+
+def resource_sparse_apply_proximal_gradient_descent(var, alpha, l1, l2, grad, indices,
+                                                    use_locking=False, name=None):
+    return _apply("ResourceSparseApplyProximalGradientDescent", use_locking, name, var=var,
+                  alpha=alpha, l1=l1, l2=l2, grad=grad, indices=indices)
+
+
+def resource_apply_proximal_adagrad(var, accum, lr, l1, l2, grad, use_locking=False,
+                                    name=None):
+    return _apply("ResourceApplyProximalAdagrad", use_locking, name, var=var, accum=accum,
+                  lr=lr, l1=l1, l2=l2, grad=grad)
+
+
+def resource_sparse_apply_proximal_adagrad(var, accum, lr, l1, l2, grad, indices,
+                                           use_locking=False, name=None):
+    return _apply("ResourceSparseApplyProximalAdagrad", use_locking, name, var=var,
+                  accum=accum, lr=lr, l1=l1, l2=l2, grad=grad, indices=indices)
+
+
+def resource_apply_adagrad_da(var, gradient_accumulator, gradient_squared_accumulator, grad,
+                              lr, l1, l2, global_step, use_locking=False, name=None):
+    return _apply("ResourceApplyAdagradDA", use_locking, name, var=var,
+                  gradient_accumulator=gradient_accumulator,
+                  gradient_squared_accumulator=gradient_squared_accumulator, grad=grad,
+                  lr=lr, l1=l1, l2=l2, global_step=global_step)
+
+
+def resource_sparse_apply_adagrad_da(var, gradient_accumulator, gradient_squared_accumulator,
+                                     grad, indices, lr, l1, l2, global_step,
+                                     use_locking=False, name=None):
+    return _apply("ResourceSparseApplyAdagradDA", use_locking, name, var=var,
+                  gradient_accumulator=gradient_accumulator,
+                  gradient_squared_accumulator=gradient_squared_accumulator, grad=grad,
+                  indices=indices, lr=lr, l1=l1, l2=l2, global_step=global_step)

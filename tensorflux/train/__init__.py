@@ -108,6 +108,11 @@ from tensorflux.train.monitored_session import (
 )
 from tensorflux.train.moving_averages import ExponentialMovingAverage
 from tensorflux.train.optimizer import Optimizer
+from tensorflux.train.proximal import (
+    AdagradDAOptimizer,
+    ProximalAdagradOptimizer,
+    ProximalGradientDescentOptimizer,
+)
 from tensorflux.train.queue_runner import QueueRunner, add_queue_runner, start_queue_runners
 from tensorflux.train.rmsprop import RMSPropOptimizer
 from tensorflux.train.saver import Saver, export_meta_graph, import_meta_graph
@@ -155,4 +160,5 @@ __all__ = [
     "ExponentialMovingAverage", "checkpoints_iterator", "cosine_decay_restarts",
     "linear_cosine_decay", "noisy_linear_cosine_decay", "piecewise_constant_decay",
     "basic_train_loop", "assert_global_step", "ClusterDef", "JobDef", "ServerDef",
+    "AdagradDAOptimizer", "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer",
 ]

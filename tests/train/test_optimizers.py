@@ -21,6 +21,16 @@ OPTIMIZERS = {
             "l2_regularization_strength=0.02)",
     "ftrl_shrink": "tf.train.FtrlOptimizer(0.3, l1_regularization_strength=0.01, "
                    "l2_shrinkage_regularization_strength=0.05)",
+    "proximal_sgd": "tf.train.ProximalGradientDescentOptimizer(0.1, "
+                    "l1_regularization_strength=0.05, l2_regularization_strength=0.1)",
+    "proximal_sgd_l2": "tf.train.ProximalGradientDescentOptimizer(0.1, "
+                       "l2_regularization_strength=0.1)",
+    "proximal_adagrad": "tf.train.ProximalAdagradOptimizer(0.3, "
+                        "l1_regularization_strength=0.05, l2_regularization_strength=0.1)",
+    "proximal_adagrad_plain": "tf.train.ProximalAdagradOptimizer(0.3)",
+    "adagrad_da": "tf.train.AdagradDAOptimizer(0.3, step, l1_regularization_strength=0.01, "
+                  "l2_regularization_strength=0.02)",
+    "adagrad_da_plain": "tf.train.AdagradDAOptimizer(0.5, step)",
 }
 
 PROGRAM = """
@@ -85,7 +95,8 @@ def _train_here_steps(opt_src, steps):
         y = tf.constant(rng.randn(8, 1).astype(np.float32))
         w = tf.Variable(rng.randn(3, 1).astype(np.float32))
         loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
-        train_op = eval(opt_src).minimize(loss)
+        step = tf.train.get_or_create_global_step()
+        train_op = eval(opt_src).minimize(loss, global_step=step)
         with tf.Session() as s:
             s.run(tf.global_variables_initializer())
             for _ in range(steps):
@@ -180,7 +191,8 @@ def test_dense_updates_split_over_threads_change_nothing(monkeypatch, name):
             w = tf.Variable(rng.randn(9, 5).astype(np.float32))
             x = tf.constant(rng.randn(4, 9).astype(np.float32))
             loss = tf.reduce_sum(tf.square(tf.matmul(x, w) - 1.0))
-            train = eval(OPTIMIZERS[name]).minimize(loss)
+            step = tf.train.get_or_create_global_step()
+            train = eval(OPTIMIZERS[name]).minimize(loss, global_step=step)
             with tf.Session() as s:
                 s.run(tf.global_variables_initializer())
                 for _ in range(3):

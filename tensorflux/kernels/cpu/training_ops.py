@@ -273,6 +273,31 @@ def _ftrl_v2(var, accum, linear, *, grad, lr, l1, l2, l2_shrinkage, lr_power,
           l2_shrinkage=l2_shrinkage)
 
 
+def _shrink(prox, threshold, scale, l1):
+    """TF's proximal step: `prox / scale` shrunk toward 0 by `threshold` when l1 > 0."""
+    if l1 > 0:
+        return np.sign(prox) * np.maximum(np.abs(prox) - threshold, 0) / scale
+    return prox / scale
+
+
+def _proximal_gradient_descent(var, *, alpha, l1, l2, delta=None, grad=None):
+    step = delta if grad is None else grad
+    var[...] = _shrink(var - alpha * step, alpha * l1, 1 + alpha * l2, l1)
+
+
+def _proximal_adagrad(var, accum, *, lr, l1, l2, grad):
+    accum += grad * grad
+    rate = lr / np.sqrt(accum)
+    var[...] = _shrink(var - grad * rate, rate * l1, 1 + rate * l2, l1)
+
+
+def _adagrad_da(var, grad_acc, grad_sq_acc, *, grad, lr, l1, l2, global_step):
+    grad_acc += grad
+    grad_sq_acc += grad * grad
+    denominator = l2 * global_step * lr + np.sqrt(grad_sq_acc)
+    var[...] = _shrink(-grad_acc, l1 * global_step, denominator, l1) * lr
+
+
 _RULES = {
     "GradientDescent": ((), _gradient_descent),
     "Momentum": (("accum",), _momentum),
@@ -283,6 +308,9 @@ _RULES = {
     "Adam": (("m", "v"), _adam),
     "Ftrl": (("accum", "linear"), _ftrl),
     "FtrlV2": (("accum", "linear"), _ftrl_v2),
+    "ProximalGradientDescent": ((), _proximal_gradient_descent),
+    "ProximalAdagrad": (("accum",), _proximal_adagrad),
+    "AdagradDA": (("gradient_accumulator", "gradient_squared_accumulator"), _adagrad_da),
 }
 
 # Rules with a fused native loop (tensorflux/kernels/cpu/native.py), tried first.
