@@ -22,6 +22,7 @@ from tensorflux.estimator.inputs import numpy_input_fn, pandas_input_fn
 from tensorflux.estimator.model_fn import EstimatorSpec, ModeKeys
 from tensorflux.estimator.run_config import RunConfig
 from tensorflux.estimator.training import EvalSpec, TrainSpec, train_and_evaluate
+from tensorflux.train.warm_starting import VocabInfo
 
 inputs = SimpleNamespace(numpy_input_fn=numpy_input_fn, pandas_input_fn=pandas_input_fn)
 
@@ -37,4 +38,4 @@ __all__ = ["Estimator", "EstimatorSpec", "ModeKeys", "RunConfig", "TrainSpec", "
            "train_and_evaluate", "inputs", "export", "Exporter", "LatestExporter",
            "FinalExporter", "DNNClassifier", "DNNRegressor", "LinearClassifier",
            "LinearRegressor", "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor",
-           "BaselineClassifier", "BaselineRegressor", "WarmStartSettings", *_HOOKS]
+           "BaselineClassifier", "BaselineRegressor", "WarmStartSettings", "VocabInfo", *_HOOKS]

@@ -12,6 +12,7 @@ per example (or per batch).
 
 from __future__ import annotations
 
+import collections
 import copy
 import inspect
 import os
@@ -231,7 +232,7 @@ class Estimator:
             worker_hooks += input_hooks + list(spec.training_hooks) + hooks
             scaffold = spec.scaffold or monitored_session.Scaffold()
             if self._warm_start_from is not None:
-                scaffold = _warm_started(scaffold, self._warm_start_from)
+                _warm_start(self._warm_start_from)
             if scaffold.saver is None and not graph_lib.get_collection(graph_lib.GraphKeys.SAVERS):
                 graph_lib.add_to_collection(graph_lib.GraphKeys.SAVERS, saver.Saver(
                     sharded=True, max_to_keep=cfg.keep_checkpoint_max,
@@ -402,69 +403,29 @@ class Estimator:
     export_savedmodel = export_saved_model
 
 
-class WarmStartSettings:
-    """Where to warm-start from: the variables (trainable ones whose names match the
-    regex `vars_to_warm_start`, or those named in a list) take their values from
-    `ckpt_to_initialize_from` (a checkpoint or a directory) when training initializes.
-    `var_name_to_prev_var_name` maps a variable to its name in that checkpoint."""
+class WarmStartSettings(collections.namedtuple("WarmStartSettings", [
+        "ckpt_to_initialize_from", "vars_to_warm_start", "var_name_to_vocab_info",
+        "var_name_to_prev_var_name"])):
+    """Where to warm-start from: `tf.train.warm_start`'s arguments. The variables
+    (trainable ones whose names match the regex `vars_to_warm_start`, or as the other forms
+    of that argument say) take their values from `ckpt_to_initialize_from` (a checkpoint
+    or a directory) when training initializes a model directory with no checkpoint."""
 
-    def __init__(self, ckpt_to_initialize_from, vars_to_warm_start=".*",
-                 var_name_to_vocab_info=None, var_name_to_prev_var_name=None):
-        if var_name_to_vocab_info:
-            raise ValueError("var_name_to_vocab_info is not supported: vocabularies are "
-                             "not remapped.")
-        self.ckpt_to_initialize_from = ckpt_to_initialize_from
-        self.vars_to_warm_start = vars_to_warm_start
-        self.var_name_to_prev_var_name = dict(var_name_to_prev_var_name or {})
+    def __new__(cls, ckpt_to_initialize_from, vars_to_warm_start=".*",
+                var_name_to_vocab_info=None, var_name_to_prev_var_name=None):
+        return super().__new__(cls, ckpt_to_initialize_from, vars_to_warm_start,
+                               var_name_to_vocab_info or {}, var_name_to_prev_var_name or {})
 
 
-def _warm_started(scaffold, settings):
-    """`scaffold` with an init_fn restoring the warm-started variables (run only when the
-    model directory has no checkpoint of its own, as TF's warm start)."""
-    import re
-
-    from tensorflux.framework import graph as graph_lib
-    from tensorflux.train import checkpoint_management, checkpoint_utils, monitored_session
-    from tensorflux.train import saver as saver_lib
+def _warm_start(settings) -> None:
+    """Rewrites the initializers of the warm-started variables (a model directory with a
+    checkpoint of its own restores that instead, so they do not run)."""
+    from tensorflux.train import warm_starting
 
     if not isinstance(settings, WarmStartSettings):
         settings = WarmStartSettings(settings)
-    source = os.fspath(settings.ckpt_to_initialize_from)
-    if os.path.isdir(source):
-        source = checkpoint_management.latest_checkpoint(source)
-        if source is None:
-            raise ValueError(f"No checkpoint to warm-start from in "
-                             f"{settings.ckpt_to_initialize_from}.")
-    wanted = settings.vars_to_warm_start
-    if isinstance(wanted, str):
-        pattern = re.compile(wanted)
-        variables = [v for v in graph_lib.get_collection(
-            graph_lib.GraphKeys.TRAINABLE_VARIABLES) if pattern.match(v.op.name)]
-    else:
-        names = set(wanted or [])
-        variables = [v for v in graph_lib.get_collection(
-            graph_lib.GraphKeys.GLOBAL_VARIABLES) if v.op.name in names]
-    present = {name for name, _ in checkpoint_utils.list_variables(source)}
-    mapping = {}
-    for v in variables:
-        prev = settings.var_name_to_prev_var_name.get(v.op.name, v.op.name)
-        if prev in present:
-            mapping[prev] = v
-        else:
-            logging.warning("Warm-start: %s is not in %s; it keeps its initializer.", prev,
-                            source)
-    if not mapping:
-        return scaffold
-    restorer = saver_lib.Saver(var_list=mapping)
-    user_init = scaffold._user_init_fn
-
-    def init_fn(scaffold_, sess):
-        if user_init is not None:
-            user_init(scaffold_, sess)
-        restorer.restore(sess, source)
-        logging.info("Warm-started %d variables from %s.", len(mapping), source)
-
-    return monitored_session.Scaffold(init_fn=init_fn, copy_from_scaffold=scaffold)
+    logging.info("Warm-starting with WarmStartSettings: %s", settings)
+    warm_starting.warm_start(*settings)
 
 
 def _scalar(v):

@@ -50,6 +50,7 @@ from tensorflux.train.checkpoint_management import (
 )
 from tensorflux.train.checkpoint_utils import (
     NewCheckpointReader,
+    init_from_checkpoint,
     list_variables,
     load_checkpoint,
     load_variable,
@@ -127,6 +128,7 @@ from tensorflux.train.summary_hooks import ProfilerHook, SummarySaverHook
 from tensorflux.train.supervisor import Supervisor, basic_train_loop
 from tensorflux.train.sync_replicas_optimizer import SyncReplicasOptimizer
 from tensorflux.train.training_util import assert_global_step, write_graph
+from tensorflux.train.warm_starting import VocabInfo, warm_start
 
 __all__ = [
     "CheckpointSaverHook", "CheckpointSaverListener", "ChiefSessionCreator", "FeedFnHook",
@@ -161,4 +163,5 @@ __all__ = [
     "linear_cosine_decay", "noisy_linear_cosine_decay", "piecewise_constant_decay",
     "basic_train_loop", "assert_global_step", "ClusterDef", "JobDef", "ServerDef",
     "AdagradDAOptimizer", "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer",
+    "init_from_checkpoint", "warm_start", "VocabInfo",
 ]

@@ -212,7 +212,7 @@ def test_warm_start_from_another_model(tmp_path):
     np.testing.assert_allclose(everything.get_variable_value("b"),
                                source.get_variable_value("b"))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ValueError, match="No checkpoint to warm-start from"):
+    with pytest.raises(ValueError, match="Couldn't find 'checkpoint' file or checkpoints"):
         tf.estimator.Estimator(linear_model_fn, model_dir=str(tmp_path / "x"),
                                params={"lr": 0.1},
                                warm_start_from=str(tmp_path / "empty")).train(_input(),
