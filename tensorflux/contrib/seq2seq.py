@@ -21,10 +21,18 @@ from tensorflux.contrib.seq2seq_beam import (  # noqa: F401
 from tensorflux.contrib.seq2seq_decoder import (  # noqa: F401
     BasicDecoder,
     BasicDecoderOutput,
+    Decoder,
     GreedyEmbeddingHelper,
     Helper,
     TrainingHelper,
     dynamic_decode,
+)
+from tensorflux.contrib.seq2seq_helpers import (  # noqa: F401
+    CustomHelper,
+    InferenceHelper,
+    SampleEmbeddingHelper,
+    ScheduledEmbeddingTrainingHelper,
+    ScheduledOutputTrainingHelper,
 )
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor

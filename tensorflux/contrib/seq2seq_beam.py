@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 
+from tensorflux.contrib.seq2seq_decoder import Decoder
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 
@@ -83,7 +84,7 @@ def _gather_beams(x, beam_ids, batch, beam):
     return out
 
 
-class BeamSearchDecoder:
+class BeamSearchDecoder(Decoder):
     """Beam search over `cell` (its `initial_state` already tiled by `tile_batch`), the
     words embedded by `embedding` (a matrix or a function of ids)."""
 

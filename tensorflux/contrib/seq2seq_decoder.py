@@ -1,8 +1,9 @@
 """`tf.contrib.seq2seq`'s decoding loop: Helpers (TrainingHelper, GreedyEmbeddingHelper)
 that choose each step's next input, BasicDecoder (a cell, a helper, an optional output
 layer) and `dynamic_decode`, which runs a decoder in a while loop until every sequence
-has finished (or `maximum_iterations`), collecting the outputs in TensorArrays.
-Attention and beam search are not provided.
+has finished (or `maximum_iterations`), collecting the outputs in TensorArrays. The other
+helpers are in seq2seq_helpers.py, attention in seq2seq_attention.py, beam search in
+seq2seq_beam.py.
 """
 
 from __future__ import annotations
@@ -130,7 +131,35 @@ class GreedyEmbeddingHelper(Helper):
 BasicDecoderOutput = collections.namedtuple("BasicDecoderOutput", ["rnn_output", "sample_id"])
 
 
-class BasicDecoder:
+class Decoder:
+    """What `dynamic_decode` runs (subclass it for a decoder of your own): `batch_size`,
+    `output_size` and `output_dtype` (structures matching the step's outputs),
+    `initialize()` -> (finished, inputs, state), `step(time, inputs, state)` ->
+    (outputs, state, inputs, finished), and optionally `finalize(outputs, state, lengths)`.
+    With `tracks_own_finished` the step's `finished` replaces the loop's own."""
+
+    tracks_own_finished = False
+
+    @property
+    def batch_size(self):
+        raise NotImplementedError
+
+    @property
+    def output_size(self):
+        raise NotImplementedError
+
+    @property
+    def output_dtype(self):
+        raise NotImplementedError
+
+    def initialize(self, name=None):
+        raise NotImplementedError
+
+    def step(self, time, inputs, state, name=None):
+        raise NotImplementedError
+
+
+class BasicDecoder(Decoder):
     """One decoding step: the cell on the helper's inputs, the output layer, the helper's
     sample and next inputs."""
 
