@@ -81,6 +81,8 @@ def _leaf_kind(v: Any) -> str | None:
         return "c"
     if isinstance(v, (str, bytes)):
         return "S"
+    if isinstance(v, _tensor_shape.Dimension):  # TF1's shape[i]: an int when known
+        return None if v.value is None else "i"
     if isinstance(v, (np.generic, np.ndarray)):
         return _kind(v.dtype)
     return None

@@ -10,6 +10,7 @@ import pickle
 import numpy as np
 import pytest
 
+import tensorflux as tf
 from tensorflux.framework import tensor_shape as ts
 from tests import oracle
 
@@ -212,3 +213,35 @@ result = [ev(e) for e in {[e for e, _ in TABLE]!r}]
     got = oracle.run_tf(code)
     mismatches = [(e, want, tf) for (e, want), tf in zip(TABLE, got, strict=True) if want != tf]
     assert not mismatches
+
+
+# TF1's `x.shape[i]` is a Dimension: lists holding known ones convert wherever an integer
+# dtype is wanted or preferred (BERT's `tf.reshape(x, [-1, x.shape[-1]])`), and fail where
+# the dtype is inferred, as in TensorFlow 2.21 with v2 behaviour off (its results below).
+DIMENSION_CASES = {
+    "reshape": (lambda x, d: tf.reshape(x, [-1, d]), ("float32", [6, 4])),
+    "zeros": (lambda x, d: tf.zeros([d, 2]), ("float32", [4, 2])),
+    "tile": (lambda x, d: tf.tile(x, [1, 1, d]), ("float32", [2, 3, 16])),
+    "fill": (lambda x, d: tf.fill([d], 1.0), ("float32", [4])),
+    "slice": (lambda x, d: tf.slice(x, [0, 0, 0], [-1, -1, d]), ("float32", [2, 3, 4])),
+    "constant": (lambda x, d: tf.constant([1, d]), TypeError),
+    "convert": (lambda x, d: tf.convert_to_tensor([-1, d]), TypeError),
+    "float": (lambda x, d: tf.constant([1.5, d]), TypeError),
+    "unknown": (lambda x, d: tf.reshape(x, [tf.placeholder(tf.float32, [None]).shape[0], -1]),
+                TypeError),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DIMENSION_CASES))
+def test_lists_of_dimensions(case):
+    build, want = DIMENSION_CASES[case]
+    with tf.Graph().as_default():
+        x = tf.zeros([2, 3, 4])
+        d = x.shape[-1]
+        assert isinstance(d, tf.Dimension)
+        if want is TypeError:
+            with pytest.raises(TypeError, match="Failed to convert elements"):
+                build(x, d)
+        else:
+            t = build(x, d)
+            assert (t.dtype.name, t.shape.as_list()) == want

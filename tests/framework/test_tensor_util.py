@@ -586,3 +586,4 @@ def test_a_splat_larger_than_the_bound_is_resource_exhausted_not_allocated(monke
         assert c.shape.as_list() == [1099511627776]
         with tf.Session() as s, pytest.raises(tf.errors.ResourceExhaustedError, match="node c"):
             s.run(c)
+
