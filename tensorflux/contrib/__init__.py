@@ -1,6 +1,18 @@
 """`tf.contrib`: the pieces of TF1's contrib that ordinary programs use: `tf.contrib.layers`
 (layer functions, regularizers, `flatten`, initializers; tensorflux/contrib/layers.py),
 `tf.contrib.framework` (arg_scope, variable helpers), `tf.contrib.slim` (both, as TF-Slim's
-layer API) and `tf.contrib.rnn` (the core RNN cells and `static_rnn`)."""
+layer API), `tf.contrib.rnn` (the core RNN cells and `static_rnn`), seq2seq and
+legacy_seq2seq, `tf.contrib.data` (tf.data.experimental under its TF1 name) and
+`tf.contrib.tpu`'s TPUEstimator for TPU programs run with `use_tpu=False`."""
 
-from tensorflux.contrib import framework, layers, legacy_seq2seq, rnn, seq2seq, slim  # noqa: F401
+from tensorflux.contrib import (  # noqa: F401
+    cluster_resolver,
+    data,
+    framework,
+    layers,
+    legacy_seq2seq,
+    rnn,
+    seq2seq,
+    slim,
+    tpu,
+)

@@ -171,14 +171,17 @@ class Estimator:
                                        "config": self.config})
         return _features_and_labels(result)
 
-    def _spec(self, features, labels, mode) -> EstimatorSpec:
+    def _call_model_fn(self, features, labels, mode):
         available = {"features": features, "mode": mode, "params": self.params,
                      "config": self.config}
         if "labels" in _args(self._model_fn):
             available["labels"] = labels
         elif labels is not None:
             raise ValueError("model_fn does not take labels, but input_fn returns labels.")
-        spec = _call_with(self._model_fn, available)
+        return _call_with(self._model_fn, available)
+
+    def _spec(self, features, labels, mode) -> EstimatorSpec:
+        spec = self._call_model_fn(features, labels, mode)
         if not isinstance(spec, EstimatorSpec):
             raise ValueError(f"model_fn should return an EstimatorSpec. Given: {spec}")
         return spec
