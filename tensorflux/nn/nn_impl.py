@@ -91,9 +91,9 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, d
             perm = [i for i in range(ndims) if i != axis % ndims] + [axis % ndims]
             precise = array_ops.transpose(precise, perm)
             labels = array_ops.transpose(labels, perm)
-        if ndims == 2:
+        if ndims == 2:  # labels of another rank are flattened too, as TF does
             cost, _ = apply_op("SoftmaxCrossEntropyWithLogits", features=precise,
-                               labels=labels, name=scope)
+                               labels=_flatten_outer_dims(labels), name=scope)
         else:
             outer = _outer_shape(precise)
             cost, _ = apply_op("SoftmaxCrossEntropyWithLogits",

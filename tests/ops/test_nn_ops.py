@@ -610,3 +610,24 @@ def test_xent_gradient_skips_the_softmax_term_of_a_zero_backprop_gradient(shape)
     e = np.exp(x_value - x_value.max(1, keepdims=True))
     want = e / e.sum(1, keepdims=True) - np.eye(7, dtype=np.float32)[[1, 0, 6, 3]]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_xent_flattens_labels_of_another_rank():
+    """Labels of rank 3 ([1, n, c], e.g. `labels=[y]`, a list around the tensor) against
+    rank-2 logits are flattened to [n, c], as TF's Python wrapper does (a public TF1
+    tutorial passes labels that way); the values are the rank-2 call's."""
+    rng = np.random.RandomState(0)
+    x = rng.randn(4, 7).astype(np.float32)
+    y = np.eye(7, dtype=np.float32)[[1, 2, 3, 4]]
+    with tf.Graph().as_default():
+        logits = tf.placeholder(tf.float32, [None, 7])
+        ref = tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits)
+        wrapped = tf.nn.softmax_cross_entropy_with_logits_v2(labels=[tf.constant(y)],
+                                                             logits=logits)
+        folded = tf.nn.softmax_cross_entropy_with_logits_v2(labels=y.reshape(2, 2, 7),
+                                                            logits=logits)
+        assert wrapped.shape.as_list() == folded.shape.as_list() == [4]  # as in TF
+        with tf.Session() as s:
+            a, b, c = s.run([ref, wrapped, folded], {logits: x})
+    np.testing.assert_array_equal(b, a)
+    np.testing.assert_array_equal(c, a)
