@@ -50,6 +50,7 @@ from google.protobuf import json_format
 from tensorflux.framework import errors
 from tensorflux.serving import codec
 from tensorflux.serving.batching import BatchScheduler
+from tensorflux.serving.fastpath import RestSite
 from tensorflux.serving.grpc_service import start_grpc_server
 from tensorflux.serving.manager import ModelManager
 from tensorflux.serving.workers import ModelRuns, WorkerThreads
@@ -78,13 +79,14 @@ _PATH = re.compile(r"^/v1/models/(?P<name>[^/:]+)"
                    r"(?:(?P<metadata>/metadata)|:(?P<verb>[A-Za-z]+))?$")
 
 
-def _error(status: int, message: str, close: bool = False) -> web.Response:
-    """TF Serving's error answer; `close`: end the connection after it (a body not read)."""
-    response = web.Response(status=status, body=codec.to_json({"error": message}),
-                            content_type="application/json")
-    if close:
-        response.force_close()
-    return response
+def _error_body(message: str) -> bytes:
+    """TF Serving's error answer's JSON."""
+    return codec.to_json({"error": message})
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.Response(status=status, body=_error_body(message),
+                        content_type="application/json")
 
 
 class _BodyNotRead(Exception):
@@ -176,29 +178,39 @@ class ModelServer:
         return _error(404, f"Malformed request: {request.method} {request.path}")
 
     async def _models(self, request: web.Request) -> web.Response:
+        status, body, close = await self.handle(request.method, request.path,
+                                                lambda: self._read_body(request))
+        response = web.Response(status=status, body=body, content_type="application/json")
+        if close:
+            response.force_close()
+        return response
+
+    async def handle(self, method: str, path: str, body) -> tuple[int, bytes, bool]:
+        """(HTTP status, JSON answer, close the connection after it) of a request to a
+        /v1/models/ path, whichever HTTP side read it: `body` is the body's bytes
+        (fastpath.py) or an async function reading it (the aiohttp handler)."""
         if self.batcher is not None and self.batcher.incoming is not None and \
-                request.method == "POST":
+                method == "POST":
             self._incoming.add(asyncio.current_task())
             self.batcher.incoming += 1
         try:
-            return await self._dispatch(request)
+            return 200, await self._dispatch(method, path, body), False
         except errors.OpError as e:
-            return _error(_HTTP_STATUS.get(e.error_code, 500), e.message)
+            return _HTTP_STATUS.get(e.error_code, 500), _error_body(e.message), False
         except _BodyNotRead as e:
-            return _error(e.status, e.message, close=True)
+            return e.status, _error_body(e.message), True
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as e:  # noqa: BLE001 - an internal error answers 500, server lives
-            _log.exception("Internal error serving %s", request.path)
-            return _error(500, f"{type(e).__name__}: {e}")
+            _log.exception("Internal error serving %s", path)
+            return 500, _error_body(f"{type(e).__name__}: {e}"), False
         finally:
             self._arrived()
 
-    async def _dispatch(self, request: web.Request) -> web.Response:
-        m = _PATH.match(request.path)
+    async def _dispatch(self, method: str, path: str, body) -> bytes:
+        m = _PATH.match(path)
         if m is None:
-            raise errors.NotFoundError(None, None, f"Malformed request: {request.method} "
-                                       f"{request.path}")
+            raise errors.NotFoundError(None, None, f"Malformed request: {method} {path}")
         name, version, label = m["name"], m["version"], m["label"]
         if name != self.manager.name:
             raise errors.NotFoundError(None, None, f"Servable not found for request: "
@@ -209,17 +221,17 @@ class ModelServer:
                     None, None, f"Failed to convert version: {version} to numeric.")
             version = int(version)
         verb = m["verb"]
-        if request.method == "GET" and verb is None:
+        if method == "GET" and verb is None:
             if m["metadata"]:
-                return _json(self._metadata(version, label))
-            return _json({"model_version_status": self.manager.status(version, label)})
-        if request.method != "POST" or verb not in ("predict", "classify", "regress"):
-            raise errors.NotFoundError(None, None, f"Malformed request: {request.method} "
-                                       f"{request.path}")
-        body = await self._read_body(request)
+                return codec.to_json(self._metadata(version, label))
+            return codec.to_json(
+                {"model_version_status": self.manager.status(version, label)})
+        if method != "POST" or verb not in ("predict", "classify", "regress"):
+            raise errors.NotFoundError(None, None, f"Malformed request: {method} {path}")
+        if not isinstance(body, bytes):
+            body = await body()
         with self.manager.acquire(version, label) as servable:
-            answer = await getattr(self, "_" + verb)(servable, body)
-        return web.Response(body=answer, content_type="application/json")
+            return await getattr(self, "_" + verb)(servable, body)
 
     async def _read_body(self, request: web.Request) -> bytes:
         """The whole body, within the size limit and the request timeout.
@@ -351,10 +363,10 @@ class BackgroundServer:
     """
 
     def __init__(self, manager: ModelManager, host: str = "127.0.0.1", port: int = 0,
-                 **kwargs):
+                 fast_path: bool = True, **kwargs):
         self.manager = manager
         self.server = ModelServer(manager, **kwargs)
-        self._host, self._port = host, port
+        self._host, self._port, self._fast_path = host, port, fast_path
         self._started = concurrent.futures.Future()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -369,14 +381,14 @@ class BackgroundServer:
         runner = web.AppRunner(self.server.app(), shutdown_timeout=10.0,
                                **self.server.runner_options())
         try:
-            await runner.setup()
-            await web.TCPSite(runner, self._host, self._port).start()
+            site = await _start_site(self.server, runner, self._host, self._port,
+                                     self._fast_path)
         except BaseException as e:
             self._started.set_exception(e)
             raise
-        self._started.set_result(runner.addresses[0][1])
+        self._started.set_result(_port_of(site, runner))
         await self._stop.wait()
-        await runner.cleanup()
+        await _stop_site(site, runner, 10.0)
 
     def stop(self) -> None:
         if self._thread.is_alive():
@@ -389,6 +401,33 @@ class BackgroundServer:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+async def _start_site(server: ModelServer, runner: web.AppRunner, host: str, port: int,
+                      fast_path: bool, reuse_port: bool = False):
+    """Sets `runner` up and listens on host:port: through fastpath.RestSite, or with
+    `fast_path` False aiohttp's own TCPSite."""
+    await runner.setup()
+    site = (RestSite(server, runner, host, port, reuse_port=reuse_port) if fast_path else
+            web.TCPSite(runner, host, port, reuse_port=reuse_port or None))
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return site
+
+
+def _port_of(site, runner: web.AppRunner) -> int:
+    return site.port if isinstance(site, RestSite) else runner.addresses[0][1]
+
+
+async def _stop_site(site, runner: web.AppRunner, grace_seconds: float) -> None:
+    """Graceful shutdown: stop accepting, let in-flight requests finish, close."""
+    if isinstance(site, RestSite):
+        await site.stop(grace_seconds)
+    else:
+        await runner.cleanup()
 
 
 def _labels(text: str) -> dict:
@@ -432,6 +471,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="time a client has to send a request's headers and body, and the "
                    "longest a connection may stay idle between requests")
     p.add_argument("--shutdown_grace_seconds", type=float, default=10.0)
+    p.add_argument("--no_fast_path", action="store_true",
+                   help="read every REST request through aiohttp's request handler (by "
+                   "default the common small request is read and answered past it: "
+                   "serving/fastpath.py)")
     p.add_argument("--version_labels", type=_labels, default={},
                    help="label=version pairs, comma-separated, for /labels/L requests")
     return p.parse_args(argv)
@@ -454,17 +497,15 @@ async def _serve(args) -> int:
                             request_timeout_seconds=args.rest_api_timeout_in_ms / 1000)
     runner = web.AppRunner(app, shutdown_timeout=args.shutdown_grace_seconds,
                            **server.runner_options())
-    await runner.setup()
-    site = web.TCPSite(runner, args.rest_api_host, args.rest_api_port)
     try:
-        await site.start()
+        site = await _start_site(server, runner, args.rest_api_host, args.rest_api_port,
+                                 not args.no_fast_path)
     except OSError as e:
         print(f"{PROG}: cannot bind {args.rest_api_host}:{args.rest_api_port}: {e}",
               file=sys.stderr)
-        await runner.cleanup()
         manager.stop()
         return 1
-    port = runner.addresses[0][1]
+    port = _port_of(site, runner)
     rpc_server = None
     if args.grpc_port:
         try:
@@ -474,7 +515,7 @@ async def _serve(args) -> int:
         except (OSError, RuntimeError) as e:
             print(f"{PROG}: cannot serve gRPC on {args.rest_api_host}:{args.grpc_port}: {e}",
                   file=sys.stderr)
-            await runner.cleanup()
+            await _stop_site(site, runner, 0.0)
             manager.stop()
             return 1
         print(f"{PROG}: gRPC PredictionService at {args.rest_api_host}:{rpc_port}",
@@ -488,7 +529,7 @@ async def _serve(args) -> int:
     _log.info("Shutting down: finishing in-flight requests")
     if rpc_server is not None:
         rpc_server.stop(args.shutdown_grace_seconds)
-    await runner.cleanup()
+    await _stop_site(site, runner, args.shutdown_grace_seconds)
     await loop.run_in_executor(None, manager.stop)
     server.workers.shutdown(wait=True)
     return 0
