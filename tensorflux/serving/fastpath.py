@@ -9,7 +9,7 @@ batched server's cost per request.
 
 Every connection starts here (`_Connection`). A request of the simple form -- `GET` or
 `POST` to a `/v1/models/...` target of plain characters, HTTP/1.1, headers of visible ASCII
-with token names, at most one Content-Length (digits) and none of Transfer-Encoding,
+with token names, one Host, at most one Content-Length (digits) and none of Transfer-Encoding,
 Content-Encoding, Expect, Upgrade or a Connection other than keep-alive, the body within the
 size limit and already received whole -- is answered by `ModelServer.handle` and written
 here. At the first bytes that are anything else (a partial request, a chunked or compressed
@@ -65,7 +65,7 @@ def parse(buf: bytes, max_body: int):
     if version != b"HTTP/1.1" or method not in (b"POST", b"GET") or \
             _TARGET.fullmatch(target) is None or b"/." in target or b"//" in target:
         return None  # (dot segments and empty ones: aiohttp normalizes those)
-    length = None
+    length, hosts = None, 0
     for line in lines[1:]:
         name, sep, value = line.partition(b":")
         if not sep or _TOKEN.fullmatch(name) is None:
@@ -76,10 +76,14 @@ def parse(buf: bytes, max_body: int):
             if length is not None or not value.isdigit() or len(value) > 18:
                 return None
             length = int(value)
+        elif name == b"host":
+            hosts += 1
         elif name in _HAND_OVER:
             return None
         elif name == b"connection" and value.strip(b" \t").lower() != b"keep-alive":
             return None
+    if hosts != 1:
+        return None  # (aiohttp answers 400: HTTP/1.1 asks for one Host header)
     if method == b"POST":
         if length is None or length > max_body:
             return None
