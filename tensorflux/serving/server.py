@@ -36,8 +36,10 @@ import argparse
 import asyncio
 import concurrent.futures
 import logging
+import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 import weakref
@@ -471,13 +473,25 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="time a client has to send a request's headers and body, and the "
                    "longest a connection may stay idle between requests")
     p.add_argument("--shutdown_grace_seconds", type=float, default=10.0)
+    p.add_argument("--rest_api_processes", type=int, default=1,
+                   help="serve REST from this many processes sharing the port "
+                   "(SO_REUSEPORT, Linux): each loads the model and watches the base path "
+                   "itself; gRPC is served by the first only. Not a TF Serving flag: one "
+                   "Python process runs one request's Python at a time, so a small model's "
+                   "latency under concurrent clients is bounded by one core without it")
+    p.add_argument("--rest_api_reuse_port", action="store_true",
+                   help="set SO_REUSEPORT on the REST socket (several servers on one port)")
+    p.add_argument("--stop_on_stdin_eof", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no_fast_path", action="store_true",
                    help="read every REST request through aiohttp's request handler (by "
                    "default the common small request is read and answered past it: "
                    "serving/fastpath.py)")
     p.add_argument("--version_labels", type=_labels, default={},
                    help="label=version pairs, comma-separated, for /labels/L requests")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.rest_api_processes < 1:
+        p.error("--rest_api_processes must be at least 1")
+    return args
 
 
 async def _serve(args) -> int:
@@ -499,13 +513,24 @@ async def _serve(args) -> int:
                            **server.runner_options())
     try:
         site = await _start_site(server, runner, args.rest_api_host, args.rest_api_port,
-                                 not args.no_fast_path)
+                                 not args.no_fast_path,
+                                 args.rest_api_reuse_port or args.rest_api_processes > 1)
     except OSError as e:
         print(f"{PROG}: cannot bind {args.rest_api_host}:{args.rest_api_port}: {e}",
               file=sys.stderr)
         manager.stop()
         return 1
     port = _port_of(site, runner)
+    stop = asyncio.Event()
+    children = []
+    if args.rest_api_processes > 1:
+        children = await _start_children(args, port)
+        if children is None:
+            await _stop_site(site, runner, 0.0)
+            manager.stop()
+            return 1
+    if args.stop_on_stdin_eof:  # a process of --rest_api_processes: ends with its parent
+        _stop_at_eof(loop, sys.stdin.fileno(), stop)
     rpc_server = None
     if args.grpc_port:
         try:
@@ -516,28 +541,92 @@ async def _serve(args) -> int:
             print(f"{PROG}: cannot serve gRPC on {args.rest_api_host}:{args.grpc_port}: {e}",
                   file=sys.stderr)
             await _stop_site(site, runner, 0.0)
+            _stop_children(children, 0.0)
             manager.stop()
             return 1
         print(f"{PROG}: gRPC PredictionService at {args.rest_api_host}:{rpc_port}",
               flush=True)
-    print(f"{PROG}: model {args.model_name} at http://{args.rest_api_host}:{port}/v1/models/"
-          f"{args.model_name}", flush=True)
-    stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    print(f"{PROG}: model {args.model_name} at http://{args.rest_api_host}:{port}/v1/models/"
+          f"{args.model_name}", flush=True)
     await stop.wait()
     _log.info("Shutting down: finishing in-flight requests")
+    for child in children:
+        child.terminate()  # each shuts down gracefully, as this process does
     if rpc_server is not None:
         rpc_server.stop(args.shutdown_grace_seconds)
     await _stop_site(site, runner, args.shutdown_grace_seconds)
     await loop.run_in_executor(None, manager.stop)
     server.workers.shutdown(wait=True)
-    return 0
+    failed = await loop.run_in_executor(None, _stop_children, children,
+                                        args.shutdown_grace_seconds + 30)
+    return 1 if failed else 0
+
+
+def _stop_at_eof(loop, fd: int, stop: asyncio.Event) -> None:
+    """Sets `stop` when the pipe `fd` reaches its end (the process at its other end is
+    gone)."""
+    def readable():
+        try:
+            data = os.read(fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            loop.remove_reader(fd)
+            stop.set()
+    os.set_blocking(fd, False)
+    loop.add_reader(fd, readable)
+
+
+async def _start_children(args, port: int):
+    """`--rest_api_processes` - 1 more servers of the same model on `port` (SO_REUSEPORT:
+    the kernel spreads new connections over the processes' sockets), each with its own
+    ModelManager watching the base path (a new version is picked up by each on its own
+    poll) and no gRPC; returns them once each is listening, or None (after stopping them)
+    when one fails to start."""
+    argv = [*args.argv, "--rest_api_port", str(port), "--grpc_port", "0",
+            "--rest_api_processes", "1", "--rest_api_reuse_port", "--stop_on_stdin_eof"]
+    children = [subprocess.Popen([sys.executable, "-m", "tensorflux.serving.server", *argv],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                for _ in range(args.rest_api_processes - 1)]
+    loop = asyncio.get_running_loop()
+    lines = await asyncio.gather(*[loop.run_in_executor(None, c.stdout.readline)
+                                   for c in children])
+    for child in children:
+        child.stdout.close()
+    if all(f"{PROG}: model " in line for line in lines):
+        return children
+    print(f"{PROG}: a serving process of --rest_api_processes did not start", file=sys.stderr)
+    await loop.run_in_executor(None, _stop_children, children, 0.0)
+    return None
+
+
+def _stop_children(children, timeout: float) -> bool:
+    """Waits for the processes of --rest_api_processes to end (SIGTERM sent before, or now
+    with `timeout` 0), killing what outlives `timeout`; True if one ended badly."""
+    failed = False
+    for child in children:
+        if timeout <= 0:
+            child.terminate()
+        try:
+            code = child.wait(timeout=max(timeout, 10.0))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            code = child.wait()
+        if child.stdin is not None:
+            child.stdin.close()
+        failed = failed or code != 0
+    return failed
 
 
 def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
+    args.argv = argv
     return asyncio.run(_serve(args))
 
 
