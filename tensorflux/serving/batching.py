@@ -71,8 +71,17 @@ class BatchScheduler:
 
     @staticmethod
     def _rows(inputs: dict) -> int | None:
-        sizes = {np.shape(v)[0] if np.ndim(v) else None for v in inputs.values()}
-        return sizes.pop() if len(sizes) == 1 else None
+        """The inputs' common size along dimension 0; None if they differ or one is a
+        scalar."""
+        rows, first = None, True
+        for v in inputs.values():
+            shape = v.shape if type(v) is np.ndarray else np.shape(v)
+            n = shape[0] if shape else None
+            if first:
+                rows, first = n, False
+            elif n != rows:
+                return None
+        return rows
 
     async def submit(self, servable, signature_name: str, inputs: dict) -> dict:
         """The outputs of `servable.run(signature_name, inputs)`, possibly merged with other
@@ -81,7 +90,9 @@ class BatchScheduler:
         if not rows or rows >= self.max_batch_size:
             return await self._run(servable, signature_name, inputs)
         key = (id(servable), signature_name) + tuple(
-            (k, np.asarray(v).dtype.str, np.shape(v)[1:]) for k, v in sorted(inputs.items()))
+            (k, v.dtype.str, v.shape[1:]) for k, v in
+            sorted((k, v if type(v) is np.ndarray else np.asarray(v))
+                   for k, v in inputs.items()))
         batch = self._open.get(key)
         if batch is not None and batch.rows + rows > self.max_batch_size:
             self._close(key, servable, signature_name)
@@ -156,8 +167,11 @@ class BatchScheduler:
 
     @staticmethod
     def _split(outputs: dict, sizes: list[int], total: int):
-        if any(np.ndim(v) == 0 or np.shape(v)[0] != total for v in outputs.values()):
+        arrays = {k: np.asarray(v) for k, v in outputs.items()}
+        if any(v.ndim == 0 or v.shape[0] != total for v in arrays.values()):
             return None
-        bounds = np.cumsum(sizes)[:-1]
-        parts = {k: np.split(np.asarray(v), bounds) for k, v in outputs.items()}
-        return [{k: parts[k][i] for k in outputs} for i in range(len(sizes))]
+        out, start = [], 0
+        for n in sizes:  # each request's rows: views, as np.split gives them
+            out.append({k: v[start:start + n] for k, v in arrays.items()})
+            start += n
+        return out
