@@ -5,6 +5,7 @@
     codec.py     TF Serving's REST JSON <-> NumPy (instances/inputs, b64, examples)
     batching.py  BatchScheduler: concurrent requests merged along dimension 0
     server.py    the aiohttp application and the `tensorflux-serve` command
+    fastpath.py  the REST connections: the common small request past aiohttp's machinery
     grpc_service.py  TF Serving's gRPC PredictionService/Predict (--grpc_port)
 """
 

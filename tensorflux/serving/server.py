@@ -20,14 +20,21 @@ read whole (Content-Length checked first; a chunked body is cut off once it pass
 limit). A client has `--rest_api_timeout_in_ms` to send a request's headers and body (408
 after that for a body; a connection that never completes its headers, or stays idle that
 long between requests, is closed), so a client that sends half a request and stalls holds
-nothing for long. The event loop parses HTTP and decodes and encodes small JSON bodies (tens
-of microseconds, less than a thread hop; the common predict body through a small C reader,
+nothing for long. Connections start on a fast path (fastpath.py: a whole small request of
+the plain form is read and answered without aiohttp's request machinery, ~40-50 us less CPU
+a request) and move to aiohttp's handler at their first request of any other form
+(`--no_fast_path`: aiohttp reads every request). The event loop parses HTTP and decodes
+and encodes small JSON bodies (tens of microseconds, less than a thread hop; the common
+predict body through a small C reader,
 codec.predict_inputs_fast); model runs measured cheaper than `--inline_run_micros` of CPU
 run there too (a small model's batch-of-one run is mostly Python: on a worker it would
 only trade the GIL with the loop), other model runs and large bodies go to `--num_threads`
 worker threads (workers.py). SIGTERM or SIGINT: stop accepting, let in-flight requests
 finish (up to `--shutdown_grace_seconds`), unload the model, exit 0. Binds 127.0.0.1 unless
-`--rest_api_host` says otherwise.
+`--rest_api_host` says otherwise. `--rest_api_processes N` (not a TF Serving flag) serves the
+REST port from N processes (SO_REUSEPORT), each loading the model and following new versions
+itself: one Python process runs one request's Python at a time, so a small model's latency
+under concurrent clients is otherwise bounded by one core.
 """
 
 from __future__ import annotations
