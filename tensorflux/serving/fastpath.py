@@ -123,7 +123,7 @@ def _answer_bytes(status: int, body: bytes, close: bool) -> bytes:
 class _Connection(asyncio.Protocol):
     """One client connection while its requests are of the simple form (module docstring)."""
 
-    __slots__ = ("site", "transport", "buf", "busy", "closing", "paused", "idle_since")
+    __slots__ = ("site", "transport", "buf", "busy", "closing", "paused", "idle_since", "task")
 
     def __init__(self, site: RestSite):
         self.site = site
@@ -131,6 +131,7 @@ class _Connection(asyncio.Protocol):
         self.buf = b""
         self.busy = self.closing = self.paused = False
         self.idle_since = 0.0
+        self.task = None  # the request in progress (the loop holds tasks weakly)
 
     def connection_made(self, transport):
         self.transport = transport
@@ -166,7 +167,7 @@ class _Connection(asyncio.Protocol):
         method, path, body, used = request
         self.buf = self.buf[used:]
         self.busy = True
-        self.site.loop.create_task(self._answer(method, path, body))
+        self.task = self.site.loop.create_task(self._answer(method, path, body))
 
     async def _answer(self, method: str, path: str, body: bytes) -> None:
         try:
@@ -174,11 +175,11 @@ class _Connection(asyncio.Protocol):
         except BaseException:
             if self.transport is not None:
                 self.transport.abort()
-            self.busy = False
+            self.busy, self.task = False, None
             self.site.changed()
             raise
         transport = self.transport
-        self.busy = False
+        self.busy, self.task = False, None
         self.idle_since = self.site.loop.time()
         if transport is None or transport.is_closing():
             self.site.changed()
