@@ -220,15 +220,18 @@ class RestSite:
         `request_timeout_seconds`).
       runner: a set-up web.AppRunner of `server.app()` (its `server` makes the handlers).
       reuse_port: set SO_REUSEPORT on the listening socket (several processes on a port).
+      sock: a bound socket to listen on instead of host:port.
     """
 
-    def __init__(self, server, runner, host: str, port: int, reuse_port: bool = False):
+    def __init__(self, server, runner, host: str, port: int, reuse_port: bool = False,
+                 sock=None):
         self.handle = server.handle
         self.max_body = server.max_request_bytes
         self.idle_timeout = server.request_timeout_seconds
         self.runner = runner
         self.aiohttp_server = runner.server
         self.host, self.requested_port, self.reuse_port = host, port, reuse_port
+        self.sock = sock
         self.connections: set[_Connection] = set()
         self.closing = False
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -239,9 +242,13 @@ class RestSite:
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         self._changed = asyncio.Event()
-        self._listener = await self.loop.create_server(
-            lambda: _Connection(self), self.host, self.requested_port,
-            reuse_port=self.reuse_port or None)
+        if self.sock is not None:
+            self._listener = await self.loop.create_server(lambda: _Connection(self),
+                                                           sock=self.sock)
+        else:
+            self._listener = await self.loop.create_server(
+                lambda: _Connection(self), self.host, self.requested_port,
+                reuse_port=self.reuse_port or None)
         self._sweeper = self.loop.call_later(self._sweep_every(), self._sweep)
 
     @property

@@ -46,6 +46,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -413,12 +414,17 @@ class BackgroundServer:
 
 
 async def _start_site(server: ModelServer, runner: web.AppRunner, host: str, port: int,
-                      fast_path: bool, reuse_port: bool = False):
-    """Sets `runner` up and listens on host:port: through fastpath.RestSite, or with
-    `fast_path` False aiohttp's own TCPSite."""
+                      fast_path: bool, reuse_port: bool = False,
+                      sock: socket.socket | None = None):
+    """Sets `runner` up and listens on host:port (or on the bound `sock`): through
+    fastpath.RestSite, or with `fast_path` False aiohttp's own TCPSite (SockSite)."""
     await runner.setup()
-    site = (RestSite(server, runner, host, port, reuse_port=reuse_port) if fast_path else
-            web.TCPSite(runner, host, port, reuse_port=reuse_port or None))
+    if fast_path:
+        site = RestSite(server, runner, host, port, reuse_port=reuse_port, sock=sock)
+    elif sock is not None:
+        site = web.SockSite(runner, sock)
+    else:
+        site = web.TCPSite(runner, host, port, reuse_port=reuse_port or None)
     try:
         await site.start()
     except BaseException:
@@ -502,11 +508,26 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 async def _serve(args) -> int:
-    manager = ModelManager(args.model_name, args.model_base_path,
-                           poll_wait_seconds=args.file_system_poll_wait_seconds,
-                           version_labels=args.version_labels)
     loop = asyncio.get_running_loop()
-    await loop.run_in_executor(None, manager.start)
+    sock, children = None, []
+    if args.rest_api_processes > 1:
+        # The port is bound (not listened on) first, so that the other processes load the
+        # model at the same time as this one.
+        try:
+            sock = _bind_reusable(args.rest_api_host, args.rest_api_port)
+        except OSError as e:
+            print(f"{PROG}: cannot bind {args.rest_api_host}:{args.rest_api_port}: {e}",
+                  file=sys.stderr)
+            return 1
+        children = _spawn_children(args, sock.getsockname()[1])
+    try:
+        manager = ModelManager(args.model_name, args.model_base_path,
+                               poll_wait_seconds=args.file_system_poll_wait_seconds,
+                               version_labels=args.version_labels)
+        await loop.run_in_executor(None, manager.start)
+    except BaseException:
+        await loop.run_in_executor(None, _stop_children, children, 0.0)
+        raise
     server, app = build_app(manager, enable_batching=args.enable_batching,
                             max_batch_size=args.max_batch_size,
                             batch_timeout_micros=args.batch_timeout_micros,
@@ -520,22 +541,19 @@ async def _serve(args) -> int:
                            **server.runner_options())
     try:
         site = await _start_site(server, runner, args.rest_api_host, args.rest_api_port,
-                                 not args.no_fast_path,
-                                 args.rest_api_reuse_port or args.rest_api_processes > 1)
+                                 not args.no_fast_path, args.rest_api_reuse_port, sock)
     except OSError as e:
         print(f"{PROG}: cannot bind {args.rest_api_host}:{args.rest_api_port}: {e}",
               file=sys.stderr)
+        await loop.run_in_executor(None, _stop_children, children, 0.0)
         manager.stop()
         return 1
     port = _port_of(site, runner)
     stop = asyncio.Event()
-    children = []
-    if args.rest_api_processes > 1:
-        children = await _start_children(args, port)
-        if children is None:
-            await _stop_site(site, runner, 0.0)
-            manager.stop()
-            return 1
+    if children and not await _children_started(children):
+        await _stop_site(site, runner, 0.0)
+        manager.stop()
+        return 1
     if args.stop_on_stdin_eof:  # a process of --rest_api_processes: ends with its parent
         _stop_at_eof(loop, sys.stdin.fileno(), stop)
     rpc_server = None
@@ -588,27 +606,46 @@ def _stop_at_eof(loop, fd: int, stop: asyncio.Event) -> None:
     loop.add_reader(fd, readable)
 
 
-async def _start_children(args, port: int):
+def _bind_reusable(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to host:port with SO_REUSEPORT, not listening yet."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                        flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _spawn_children(args, port: int) -> list:
     """`--rest_api_processes` - 1 more servers of the same model on `port` (SO_REUSEPORT:
-    the kernel spreads new connections over the processes' sockets), each with its own
-    ModelManager watching the base path (a new version is picked up by each on its own
-    poll) and no gRPC; returns them once each is listening, or None (after stopping them)
-    when one fails to start."""
+    the kernel spreads new connections over the processes' listening sockets), each with
+    its own ModelManager watching the base path (a new version is picked up by each on its
+    own poll) and no gRPC; each ends when this process does (its stdin pipe closes)."""
     argv = [*args.argv, "--rest_api_port", str(port), "--grpc_port", "0",
             "--rest_api_processes", "1", "--rest_api_reuse_port", "--stop_on_stdin_eof"]
-    children = [subprocess.Popen([sys.executable, "-m", "tensorflux.serving.server", *argv],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-                for _ in range(args.rest_api_processes - 1)]
+    return [subprocess.Popen([sys.executable, "-m", "tensorflux.serving.server", *argv],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            for _ in range(args.rest_api_processes - 1)]
+
+
+async def _children_started(children) -> bool:
+    """Waits until each of `children` is listening (its ready line); False (after stopping
+    them) when one is not."""
     loop = asyncio.get_running_loop()
     lines = await asyncio.gather(*[loop.run_in_executor(None, c.stdout.readline)
                                    for c in children])
     for child in children:
         child.stdout.close()
     if all(f"{PROG}: model " in line for line in lines):
-        return children
+        return True
     print(f"{PROG}: a serving process of --rest_api_processes did not start", file=sys.stderr)
     await loop.run_in_executor(None, _stop_children, children, 0.0)
-    return None
+    return False
 
 
 def _stop_children(children, timeout: float) -> bool:
