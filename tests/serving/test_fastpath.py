@@ -5,6 +5,7 @@ graceful shutdown."""
 from __future__ import annotations
 
 import json
+import random
 import socket
 import threading
 import time
@@ -15,6 +16,7 @@ import pytest
 from tensorflux.serving.fastpath import parse
 from tensorflux.serving.manager import ModelManager
 from tensorflux.serving.server import BackgroundServer
+from tests.fuzz.fuzz_util import mutate_bytes
 from tests.serving import models
 from tests.serving.conftest import write_version
 
@@ -208,3 +210,34 @@ def test_shutdown_finishes_the_request_in_flight_and_closes_idle_connections(man
     finally:
         gate.set()
         del servable.run
+
+
+def _exchange_any(port: int, data: bytes) -> tuple[int | None, bytes]:
+    """(status, body) of the first answer to `data` on a fresh connection (None: none)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(data)
+        try:
+            [(head, body)] = _answers(s, 1, timeout=10)
+        except (ConnectionError, OSError):
+            return None, b""
+    return int(head.split(b" ")[1]), body
+
+
+def test_mutated_requests_it_reads_get_aiohttps_answers(manager):
+    """Seeded byte mutations of two requests: each that the fast path reads whole (nothing
+    after it) gets the status and body aiohttp gives it."""
+    rng = random.Random(19)
+    bases = [PREDICT, _req(b"GET /v1/models/m/metadata HTTP/1.1\r\nAccept: */*")]
+    cases = []
+    while len(cases) < 150:
+        data = mutate_bytes(rng.choice(bases), [
+            (rng.choice(["flip", "set", "insert", "delete", "duplicate", "zero"]),
+             rng.random(), rng.randrange(256), rng.randint(1, 4))
+            for _ in range(rng.randint(1, 2))])
+        got = parse(data, 1 << 20)
+        if got is not None and got[3] == len(data):
+            cases.append(data)
+    with BackgroundServer(manager, request_timeout_seconds=1.0) as fast, \
+            BackgroundServer(manager, fast_path=False, request_timeout_seconds=1.0) as slow:
+        for data in cases:
+            assert _exchange_any(fast.port, data) == _exchange_any(slow.port, data), data
