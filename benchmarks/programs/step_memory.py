@@ -12,18 +12,23 @@ Figures per model, in MiB:
     leak of even a few hundred bytes a step shows as MiB here.
 
     python benchmarks/programs/step_memory.py --backend tensorflux|tensorflow [--model M]
-        [--quick]
+        [--quick] [--steps N] [--every K]
 
 Without --model the program runs itself once per model and passes the figures on. --quick
 runs a tenth of the growth steps (the peak figure is the same measure; the growth figure is
-then only indicative): for iterating. Linux only (it reads /proc/self/status).
+then only indicative): for iterating. --steps N runs N growth steps instead (marked at
+N / 10), and --every K prints the resident set every K steps as it goes (JSON lines
+{"curve": model, "step", "rss_mib", "seconds"}, no "name": the harness ignores them), the
+curve BENCHMARKS.md's "Steady steps" shows. Linux only (it reads /proc/self/status).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 from _bench import BACKEND, emit, emit_error, guarded
@@ -38,6 +43,14 @@ GROWTH = {"mlp": (10000, 1000), "cnn": (1000, 200), "lstm_dynamic": (300, 100),
           "lstm_static": (300, 100)}
 PEAK_STEPS = 10
 QUICK = "--quick" in sys.argv
+
+
+def _int_option(flag: str) -> int:
+    return int(sys.argv[sys.argv.index(flag) + 1]) if flag in sys.argv else 0
+
+
+STEPS = _int_option("--steps")
+EVERY = _int_option("--every")
 MIB = 1 << 20
 
 
@@ -110,9 +123,15 @@ def measure(model: str) -> None:
         steps, mark_step = GROWTH[model]
         if QUICK:
             steps, mark_step = steps // 10, mark_step // 10
+        if STEPS:
+            steps, mark_step = STEPS, max(PEAK_STEPS, STEPS // 10)
+        start = time.monotonic()
         for done in range(PEAK_STEPS, steps):
             if done == mark_step:
                 mark = rss_bytes()
+            if EVERY and done % EVERY == 0:
+                print(json.dumps({"curve": model, "step": done, "rss_mib": rss_bytes() / MIB,
+                                  "seconds": round(time.monotonic() - start, 1)}), flush=True)
             sess.run(train, feed)
         growth = rss_bytes() - mark
         emit(f"growth_{model}", growth / MIB, "MiB", "lower", steps=steps,
@@ -124,7 +143,9 @@ def run_all() -> None:
     here = os.path.abspath(__file__)
     for model in MODELS:
         proc = subprocess.run([sys.executable, here, "--backend", BACKEND, "--model", model]
-                              + (["--quick"] if QUICK else []),
+                              + (["--quick"] if QUICK else [])
+                              + [a for flag, v in (("--steps", STEPS), ("--every", EVERY)) if v
+                                 for a in (flag, str(v))],
                               capture_output=True, text=True, check=False)
         sys.stdout.write(proc.stdout)
         sys.stdout.flush()

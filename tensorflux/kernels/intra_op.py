@@ -207,6 +207,20 @@ class _Loop:
                 if self.running == 0:
                     cv.notify_all()
 
+    def close(self) -> None:
+        """Ends the loop for helpers that have not claimed a chunk yet and drops `fn`.
+
+        A helper whose thread has not run yet (busy, asleep, or without a core) still holds
+        `self.work` in the pool's queue, and one that has just finished its last chunk holds
+        it until its thread runs again. Neither may keep `fn`, and the arrays it captured (a
+        kernel's inputs, outputs and spectra), alive after the kernel returned: such late
+        frees raised a step's peak of live memory at random steps, and with the heap keeping
+        its peak pages (kernels/cpu/_blas.py) the resident set crept up step after step
+        (BENCHMARKS.md, "Steady steps"). After `wait` no claimed chunk runs any more."""
+        with self.cv:
+            self.next = self.count
+        self.fn = None
+
     def wait(self) -> None:
         """After the caller's own `work`: returns when no claimed chunk is running any more
         (every chunk is then done, unless one failed); raises the first error."""
@@ -233,8 +247,11 @@ def parallel_for(fn, n: int, grain: int, parts: int) -> None:
     pool = _get_pool()
     for _ in range(min(parts, loop.count) - 1):
         pool.submit(loop.work)
-    loop.work()
-    loop.wait()
+    try:
+        loop.work()
+        loop.wait()
+    finally:
+        loop.close()
 
 
 def grain_for(n: int, parts: int, work: float, min_work: float = MIN_FLOPS,

@@ -685,6 +685,11 @@ class _Run:
             self.completions.put((it, frame, i, None, e))
             return
         finally:
+            # The pool's work item holds `inputs` until this thread runs again after the
+            # put below, which may be long after the driver went on (a thread without a
+            # core): the inputs must die with the kernel, as they do on the driver's thread
+            # (a late free raises a step's peak memory, which the heap then keeps).
+            inputs.clear()
             intra_op.kernel_finished()  # started when handed to the pool (`_start`)
         self.completions.put((it, frame, i, outputs, None))
 

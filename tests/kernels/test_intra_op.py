@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import platform
 import subprocess
 import sys
 import threading
+import weakref
 from types import SimpleNamespace
 
 import pytest
@@ -44,6 +46,29 @@ def test_parallel_for_raises_the_first_error_and_waits(failing):
     with pytest.raises(ValueError, match=f"chunk {failing}"):
         intra_op.parallel_for(fn, 10, 1, 2)
     intra_op.parallel_for(lambda lo, hi: None, 10, 1, 2)  # the pool is still usable
+
+
+def test_parallel_for_drops_its_function_before_a_late_helper_runs(monkeypatch):
+    """A helper still queued when the caller has run every chunk (its thread busy or without
+    a core) must not keep the chunk function, and the arrays it captured, alive: the
+    step's memory would then depend on when that thread runs."""
+    queued = []
+    monkeypatch.setattr(intra_op, "_get_pool",
+                        lambda: SimpleNamespace(submit=lambda fn: queued.append(fn)))
+
+    class Captured:
+        pass
+
+    captured, ran = Captured(), []
+    intra_op.parallel_for(lambda lo, hi, _c=captured: ran.append(lo), 6, 1, 3)
+    assert sorted(ran) == list(range(6)) and len(queued) == 2
+    alive = weakref.ref(captured)
+    del captured
+    gc.collect()
+    assert alive() is None  # the queued helpers hold the loop, not the function
+    for late in queued:
+        late()  # finds no chunk left
+    assert sorted(ran) == list(range(6))
 
 
 def test_per_thread_gives_each_thread_its_own_object():

@@ -273,6 +273,42 @@ def test_many_threads_share_the_pool():
 
 
 @needs_native
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
+def test_split_products_are_right_with_every_thread_on_one_cpu():
+    """With the caller and its helpers on one CPU, the caller must hand the core over to a
+    helper holding a chunk (it yields to it, never spins it out) and still gets every
+    chunk: the results equal NumPy's, on one CPU as on all of them."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((256, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 512)).astype(np.float32)
+    want = a @ b
+    native.gemm(a, b, 2)  # the helpers exist from here on
+    tids = [int(t) for t in os.listdir("/proc/self/task")]
+    saved = {}
+    for tid in tids:
+        try:
+            saved[tid] = os.sched_getaffinity(tid)
+        except OSError:  # the thread has ended
+            continue
+    one = {min(os.sched_getaffinity(0))}
+    try:
+        for tid in saved:
+            try:
+                os.sched_setaffinity(tid, one)
+            except OSError:
+                pass
+        for _ in range(50):
+            np.testing.assert_allclose(native.gemm(a, b, 2), want, rtol=1e-5, atol=1e-4)
+    finally:
+        for tid, cpus in saved.items():
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except OSError:
+                pass
+    np.testing.assert_allclose(native.gemm(a, b, 2), want, rtol=1e-5, atol=1e-4)
+
+
+@needs_native
 def test_a_forked_child_starts_helpers_of_its_own():
     script = textwrap.dedent("""
         import os, numpy as np

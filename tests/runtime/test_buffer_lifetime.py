@@ -6,7 +6,10 @@ tracemalloc (NumPy reports its buffers to it) and with the values against NumPy.
 
 from __future__ import annotations
 
+import queue
 import tracemalloc
+import weakref
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -168,3 +171,27 @@ def test_lstm_gradients_on_every_strategy_match():
     for name in ("auto", "dataflow"):
         for a, b in zip(results[name], results["reference"], strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_kernel_run_on_the_inter_op_pool_lets_its_inputs_go_when_it_returns():
+    """The pool's work item keeps its arguments until the pool thread runs again, which on a
+    loaded machine may be long after the step went on: the inputs list is emptied when the
+    kernel returns (or fails), so the values die with their last consumer."""
+    from tensorflux.kernels import intra_op
+    from tensorflux.runtime import executor
+
+    run = object.__new__(executor._Run)
+    run.ctx = None
+    run.completions = queue.SimpleQueue()
+    for kernel, failed in ((lambda ctx, x: x.sum(), False),
+                           (lambda ctx, x: 1 / 0, True)):
+        value = np.ones((4, 4), np.float32)
+        alive, inputs = weakref.ref(value), [value]
+        del value
+        intra_op.kernel_started()  # as `_start` does before handing the kernel over
+        run._run_on_pool(SimpleNamespace(kernel=kernel), None, 0, inputs)
+        assert inputs == []
+        _, _, _, outputs, error = run.completions.get_nowait()
+        assert (error is not None) == failed
+        if not failed:  # (a failure's traceback keeps the kernel's frame: the step ends)
+            assert outputs == 16.0 and alive() is None

@@ -12,6 +12,8 @@
  *     ~0.1 ms per hand-off waiting for the GIL, which is the size of the products they split.
  *     Helpers sleep on a condition variable between calls (no spinning: the machine may be
  *     shared), and a helper that never gets a core only means the caller claims its chunks.
+ *     The caller, done with its chunks, spins briefly (pausing, never yielding) for the
+ *     helpers' last chunks, then sleeps (spin_until_finished).
  *     One kernel uses the pool at a time; a call that finds it busy runs on its own thread.
  *   - gemm: a product split into row or column blocks, each one call of NumPy's own BLAS
  *     (its cblas_sgemm/dgemm, found by native.py and handed over as a function pointer).
@@ -92,10 +94,37 @@ static struct {
     atomic_llong finished;
 } task;
 
-static void run_chunks(void) {
+/* The CPU a thread runs on (-1: unknown), and a pause for spin-waits. */
+static int current_cpu(void) {
+#if defined(__linux__)
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static double monotonic_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The CPU each helper ran its latest chunk on (-1: none claimed in this task). */
+static atomic_int helper_cpu[MAX_HELPERS];
+
+static void run_chunks(int slot) {
     for (;;) {
         int64_t i = atomic_fetch_add(&task.next, 1);
         if (i >= task.count) return;
+        if (slot >= 0) atomic_store(&helper_cpu[slot], current_cpu());
         if (task.stop != NULL && (atomic_load(&task.skipped) || should_stop(task.stop)))
             atomic_fetch_add(&task.skipped, 1);  /* counted as finished, not run */
         else
@@ -120,9 +149,10 @@ static void *helper_main(void *unused) {
         /* Announce before looking: the caller, once every chunk is done, closes the task and
          * waits until no helper is inside, so a late helper never reads a reused task. */
         atomic_fetch_add(&inside, 1);
-        if (!atomic_load(&closed) && atomic_load(&seq) == seen &&
-                atomic_fetch_add(&task.joined, 1) < task.max_helpers)
-            run_chunks();
+        if (!atomic_load(&closed) && atomic_load(&seq) == seen) {
+            int slot = atomic_fetch_add(&task.joined, 1);
+            if (slot < task.max_helpers) run_chunks(slot);
+        }
         atomic_fetch_sub(&inside, 1);
     }
     return NULL;
@@ -159,6 +189,58 @@ static void forget_helpers_in_child(void) {
     atomic_store(&caller_waiting, 0);
 }
 
+/* How long the caller spins (pausing) for helpers still running a chunk on other CPUs
+ * before it sleeps on done_cv: such a helper usually finishes within this (the chunks are
+ * balanced), and waking from a sleep would cost more. It yields only to a helper on its own
+ * CPU: on a core shared with another process, a yield hands that process a whole time slice
+ * (milliseconds, for every split kernel), and the step waited for it (BENCHMARKS.md,
+ * "Steady steps"). */
+#define CALLER_SPIN_S 1e-3
+#define CALLER_YIELDS 2000
+
+static int helper_here(int me) {
+    int joined = atomic_load(&task.joined);
+    if (joined > task.max_helpers) joined = task.max_helpers;
+    for (int h = 0; me >= 0 && h < joined; h++)
+        if (atomic_load(&helper_cpu[h]) == me) return 1;
+    return 0;
+}
+
+/* Spins until every chunk of the task is finished (1), or gives up (0): after
+ * CALLER_SPIN_S of pausing while the helpers run elsewhere, or CALLER_YIELDS yields to a
+ * helper that holds a chunk on this very CPU (it needs the core the caller would spin on). */
+static int spin_until_finished(int64_t count) {
+    double until = monotonic_s() + CALLER_SPIN_S;
+    int yields = 0;
+    for (unsigned i = 1; atomic_load(&task.finished) < count; i++) {
+        if (i % 64) {
+            cpu_relax();
+            continue;
+        }
+        if (helper_here(current_cpu())) {
+            if (++yields > CALLER_YIELDS) return 0;
+            sched_yield();
+        } else if (monotonic_s() > until) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Waits until no helper is inside the closed task (a helper that woke late only looks at
+ * it and leaves): spins a little, then sleeps in short naps (the helper may need this
+ * core; a yield would hand it to another process for a whole slice). */
+static void wait_helpers_outside(void) {
+    for (int i = 0; atomic_load(&inside) > 0; i++) {
+        if (i < 4096) {
+            cpu_relax();
+        } else {
+            struct timespec nap = {0, 20000};
+            nanosleep(&nap, NULL);
+        }
+    }
+}
+
 /* Runs fn(arg, 0..count-1) on this thread and up to parts-1 helpers; false (and nothing
  * run) when another caller owns the pool or there is no helper, so the caller runs the work
  * its own way. Called without the GIL (helpers were started by the caller beforehand). */
@@ -175,6 +257,7 @@ static int pool_run(chunk_fn fn, void *arg, int64_t count, int parts, const stop
     task.stop = stop;
     atomic_store(&task.skipped, 0);
     atomic_store(&task.joined, 0);
+    for (int h = 0; h < parts - 1 && h < MAX_HELPERS; h++) atomic_store(&helper_cpu[h], -1);
     atomic_store(&task.next, 0);
     atomic_store(&task.finished, 0);
     atomic_store(&closed, 0);
@@ -182,20 +265,16 @@ static int pool_run(chunk_fn fn, void *arg, int64_t count, int parts, const stop
     atomic_fetch_add(&seq, 1);
     pthread_cond_broadcast(&work_cv);
     pthread_mutex_unlock(&pool_mu);
-    run_chunks();
-    if (atomic_load(&task.finished) < count) {
-        for (int spin = 0; spin < 2000 && atomic_load(&task.finished) < count; spin++)
-            sched_yield();
-        if (atomic_load(&task.finished) < count) {
-            pthread_mutex_lock(&pool_mu);
-            atomic_store(&caller_waiting, 1);
-            while (atomic_load(&task.finished) < count) pthread_cond_wait(&done_cv, &pool_mu);
-            atomic_store(&caller_waiting, 0);
-            pthread_mutex_unlock(&pool_mu);
-        }
+    run_chunks(-1);
+    if (atomic_load(&task.finished) < count && !spin_until_finished(count)) {
+        pthread_mutex_lock(&pool_mu);
+        atomic_store(&caller_waiting, 1);
+        while (atomic_load(&task.finished) < count) pthread_cond_wait(&done_cv, &pool_mu);
+        atomic_store(&caller_waiting, 0);
+        pthread_mutex_unlock(&pool_mu);
     }
     atomic_store(&closed, 1);
-    while (atomic_load(&inside) > 0) sched_yield();
+    wait_helpers_outside();
     *skipped = atomic_load(&task.skipped);
     atomic_store(&busy, 0);
     return 1;
