@@ -20,8 +20,10 @@ _LINK = [] if sys.platform == "win32" else ["-pthread"]
 # AVX-512 VNNI code carries target attributes and is chosen at run time (never -march).
 setup(ext_modules=[
     Extension("tensorflux.kernels.cpu._native", ["tensorflux/kernels/cpu/_native.c"],
+              depends=["tensorflux/kernels/cpu/_pool.h"],
               extra_compile_args=_FLAGS, extra_link_args=_LINK, optional=True),
     Extension("tensorflux.kernels.cpu._qkernels", ["tensorflux/kernels/cpu/_qkernels.c"],
+              depends=["tensorflux/kernels/cpu/_pool.h"],
               extra_compile_args=_FLAGS, extra_link_args=_LINK, optional=True),
     Extension("tensorflux.serving._jsonnum", ["tensorflux/serving/_jsonnum.c"],
               extra_compile_args=[] if sys.platform == "win32" else ["-O2", "-std=c11"],

@@ -16,7 +16,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "tensorflux"
 
 # Layer of the first package component under tensorflux; anything else is a library (5).
 _LAYERS = {"protos": 0, "framework": 1, "lib": 2, "checkpoint": 2, "ops": 3, "kernels": 3,
-           "runtime": 4, "compat": 6}
+           "runtime": 4, "compat": 6, "python": 6}
 _LIBRARY = 5
 _PUBLIC = 6
 

@@ -1,0 +1,172 @@
+"""`tensorflux.python`: TensorFlow's internal module paths, for TF1 programs that import
+them (`from tensorflow.python.framework import ops`, `from tensorflow.python.ops import
+math_ops, array_ops`, `from tensorflow.python.client import device_lib`, ...), as
+tutorials often do.
+
+These are not copies of TensorFlow's internals. `tensorflux.python.<package>.<module>` is a
+module made on import (`_Finder` below) whose attributes are looked up, in order, in:
+
+1. `_EXTRA[path]`: names this package defines for that path (device_lib's
+   `list_local_devices`, `ops.reset_default_graph`, ...);
+2. the public namespaces that hold such names in TF1 (`_PUBLIC[package]`: `tf`, then
+   `tf.nn`, `tf.math`, ...), so `math_ops.floor` is `tf.floor` and `ops.name_scope` is
+   `tf.name_scope`;
+3. tensorflux's own module of that name (`_INTERNAL`), e.g. `framework.tensor_shape`
+   (`tensor_shape.scalar()`), `ops.init_ops`, `training.moving_averages`.
+
+A name found nowhere raises AttributeError naming the module, as a missing attribute does.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+
+_PREFIX = __name__ + "."
+
+# package -> public namespaces searched (after the top level `tensorflux`).
+_PUBLIC = {
+    "framework": ["tensorflux.dtypes", "tensorflux.errors", "tensorflux.graph_util"],
+    "ops": ["tensorflux.nn", "tensorflux.math", "tensorflux.linalg", "tensorflux.random",
+            "tensorflux.image", "tensorflux.strings", "tensorflux.sparse", "tensorflux.io",
+            "tensorflux.debugging", "tensorflux.nn.rnn_cell", "tensorflux.initializers",
+            "tensorflux.sets", "tensorflux.bitwise", "tensorflux.signal"],
+    "training": ["tensorflux.train"],
+    "platform": ["tensorflux.logging", "tensorflux.gfile", "tensorflux.flags",
+                 "tensorflux.test", "tensorflux.app"],
+    "client": [],
+    "layers": ["tensorflux.layers"],
+    "summary": ["tensorflux.summary"],
+    "saved_model": ["tensorflux.saved_model"],
+    "util": ["tensorflux.compat"],
+    "data": ["tensorflux.data"],
+    "keras": [],
+    "lib": ["tensorflux.io"],
+}
+
+# module path (under tensorflux.python) -> tensorflux modules searched after the public
+# namespaces (their own functions and classes, TF's spelling where it differs).
+_INTERNAL = {
+    "framework.ops": ["tensorflux.framework.graph", "tensorflux.framework.operation",
+                      "tensorflux.framework.tensor_conversion",
+                      "tensorflux.framework.op_registry"],
+    "framework.tensor_util": ["tensorflux.framework.tensor_util",
+                              "tensorflux.framework.common_shapes"],
+    "framework.errors_impl": ["tensorflux.errors"],
+    "framework.sparse_tensor": ["tensorflux.sparse"],
+    "framework.random_seed": ["tensorflux.random"],
+    "ops.variable_scope": ["tensorflux.variables.variable_scope"],
+    "ops.variables": ["tensorflux.variables.variables"],
+    "ops.init_ops": ["tensorflux.variables.init_ops"],
+    "ops.partitioned_variables": ["tensorflux.variables.partitioned_variables"],
+    "ops.rnn": ["tensorflux.nn"],
+    "ops.rnn_cell": ["tensorflux.nn.rnn_cell"],
+    "ops.rnn_cell_impl": ["tensorflux.nn.rnn_cell"],
+    "ops.gradients": ["tensorflux"],
+    "ops.gradients_impl": ["tensorflux"],
+    "platform.tf_logging": ["tensorflux.platform.tf_logging"],
+    "platform.gfile": ["tensorflux.gfile"],
+    "platform.flags": ["tensorflux.platform.flags"],
+    "platform.app": ["tensorflux.platform.app"],
+    "client.session": ["tensorflux.runtime.session"],
+    "util.nest": ["tensorflux.control_flow.control_flow_util"],
+    "layers.utils": ["tensorflux.layers.base"],
+}
+
+# Where a package's module of the same name may live inside tensorflux.
+_HOMES = {"framework": ["framework"], "ops": ["ops", "nn", "variables", "control_flow"],
+          "training": ["train"], "platform": ["platform"], "layers": ["layers"],
+          "summary": ["summary"], "saved_model": ["saved_model"], "data": ["data"],
+          "client": ["runtime"]}
+
+
+def _reset_default_graph():
+    from tensorflux import reset_default_graph
+
+    reset_default_graph()
+
+
+def _list_local_devices(session_config=None):
+    """The devices a session would have here, as DeviceAttributes protos (TF's
+    device_lib.list_local_devices)."""
+    from tensorflux.protos import device_attributes_pb2
+    from tensorflux.runtime import device as device_lib
+
+    out = []
+    for d in device_lib.make_local_devices(session_config):
+        proto = device_attributes_pb2.DeviceAttributes(
+            name="/device:" + d.name.rpartition("/device:")[2], device_type=d.device_type,
+            memory_limit=d.memory_limit or 0, incarnation=d.incarnation)
+        out.append(proto)
+    return out
+
+
+_EXTRA = {
+    "framework.ops": {"reset_default_graph": _reset_default_graph},
+    "client.device_lib": {"list_local_devices": _list_local_devices},
+}
+
+
+def _sources(path: str) -> list[str]:
+    package, _, module = path.partition(".")
+    names = ["tensorflux"] + _PUBLIC.get(package, [])
+    names += _INTERNAL.get(path, [])
+    for home in _HOMES.get(package, []):
+        names.append(f"tensorflux.{home}.{module}")
+    return names
+
+
+def _module_getattr(path: str):
+    extra = _EXTRA.get(path, {})
+
+    def __getattr__(name: str):  # noqa: N807 - the module hook's name
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name in extra:
+            return extra[name]
+        if "." not in path:  # a package's names are its modules
+            return importlib.import_module(f"{_PREFIX}{path}.{name}")
+        for source in _sources(path):
+            try:
+                module = importlib.import_module(source)
+            except ImportError:
+                continue
+            if hasattr(module, name):
+                return getattr(module, name)
+        raise AttributeError(f"module 'tensorflux.python.{path}' has no attribute '{name}' "
+                             f"(tensorflux maps TensorFlow's internal modules onto its own "
+                             f"API: this name has no counterpart)")
+
+    return __getattr__
+
+
+class _Loader(importlib.abc.Loader):
+    def create_module(self, spec):
+        return None  # the default module object
+
+    def exec_module(self, module) -> None:
+        path = module.__name__[len(_PREFIX):]
+        if "." not in path:  # a package: framework, ops, ...
+            module.__path__ = []
+        module.__getattr__ = _module_getattr(path)
+        module.__doc__ = (f"TensorFlow's internal module tensorflow.python.{path}, mapped "
+                          f"onto tensorflux (see tensorflux/python/__init__.py).")
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path=None, target=None):
+        if not fullname.startswith(_PREFIX):
+            return None
+        rest = fullname[len(_PREFIX):].split(".")
+        if len(rest) > 2 or rest[0] not in _PUBLIC:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _Loader(),
+                                              is_package=len(rest) == 1)
+
+
+if not any(isinstance(f, _Finder) for f in sys.meta_path):
+    sys.meta_path.append(_Finder())
+
+__all__: list[str] = []

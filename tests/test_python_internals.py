@@ -1,0 +1,86 @@
+"""`tensorflux.python.*`: TensorFlow's internal module paths that TF1 tutorials import
+(`from tensorflow.python.framework import ops`, ...) resolve to tensorflux's API."""
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+
+
+def test_internal_paths_resolve_to_the_public_api():
+    from tensorflux.python.client import device_lib
+    from tensorflux.python.framework import dtypes, ops, tensor_shape, tensor_util
+    from tensorflux.python.layers import utils
+    from tensorflux.python.ops import (
+        array_ops,
+        init_ops,
+        math_ops,
+        nn_ops,
+        random_ops,
+        rnn,
+        rnn_cell,
+        variable_scope,
+    )
+    from tensorflux.python.platform import gfile, tf_logging
+    from tensorflux.python.training import moving_averages, optimizer
+    from tensorflux.python.util import nest
+
+    assert ops.convert_to_tensor is tf.convert_to_tensor and ops.name_scope is tf.name_scope
+    assert ops.Graph is tf.Graph and ops.GraphKeys is tf.GraphKeys
+    assert math_ops.floor is tf.floor and math_ops.reduce_sum is tf.reduce_sum
+    assert array_ops.shape is tf.shape and random_ops.random_uniform is tf.random_uniform
+    assert nn_ops.conv2d is tf.nn.conv2d and rnn.dynamic_rnn is tf.nn.dynamic_rnn
+    assert rnn_cell.BasicLSTMCell is tf.nn.rnn_cell.BasicLSTMCell
+    assert variable_scope.get_variable is tf.get_variable
+    assert init_ops.zeros_initializer is tf.zeros_initializer
+    assert dtypes.float32 is tf.float32 and tensor_shape.scalar() == tf.TensorShape([])
+    assert optimizer.Optimizer is tf.train.Optimizer and gfile.GFile is tf.gfile.GFile
+    assert moving_averages.assign_moving_average is not None and tf_logging.info
+    assert nest.flatten([1, (2, [3])]) == [1, 2, 3]
+    assert [d.name for d in device_lib.list_local_devices()][0] == "/device:CPU:0"
+    with tf.Graph().as_default():
+        c = tf.constant(3.0)
+        assert tensor_util.constant_value(c) == 3.0
+        assert utils.smart_cond(tf.constant(True), lambda: 1, lambda: 2) == 1
+
+
+def test_a_tutorials_dropout_written_against_internals():
+    """The SELU paper's dropout as TF1 tutorials write it, with the internal modules."""
+    from tensorflux.python.framework import ops, tensor_shape, tensor_util
+    from tensorflux.python.ops import array_ops, math_ops, random_ops
+
+    def dropout_selu(x, rate, alpha=-1.7580993408473766, fixed_point_mean=0.0,
+                     fixed_point_var=1.0, seed=None):
+        keep_prob = 1.0 - rate
+        x = ops.convert_to_tensor(x, name="x")
+        keep_prob = ops.convert_to_tensor(keep_prob, dtype=x.dtype, name="keep_prob")
+        keep_prob.get_shape().assert_is_compatible_with(tensor_shape.scalar())
+        alpha = ops.convert_to_tensor(alpha, dtype=x.dtype, name="alpha")
+        if tensor_util.constant_value(keep_prob) == 1:
+            return x
+        random_tensor = keep_prob + random_ops.random_uniform(array_ops.shape(x), seed=seed,
+                                                              dtype=x.dtype)
+        binary = math_ops.floor(random_tensor)
+        ret = x * binary + alpha * (1 - binary)
+        a = math_ops.sqrt(fixed_point_var / (keep_prob * ((1 - keep_prob) *
+                          math_ops.pow(alpha - fixed_point_mean, 2) + fixed_point_var)))
+        b = fixed_point_mean - a * (keep_prob * fixed_point_mean + (1 - keep_prob) * alpha)
+        return a * ret + b
+
+    with ops.Graph().as_default():
+        x = tf.constant(np.ones([1000], np.float32))
+        y = dropout_selu(x, 0.2, seed=1)
+        with tf.Session() as s:
+            out = s.run(y)
+    kept = np.isclose(out, out.max())
+    assert 0.7 < kept.mean() < 0.9  # ~80% kept, the rest at one dropped value
+    assert len(np.unique(out.round(5))) == 2
+
+
+def test_unknown_names_and_modules():
+    from tensorflux.python.ops import math_ops
+
+    with pytest.raises(AttributeError, match="tensorflux.python.ops.math_ops"):
+        math_ops.not_a_function  # noqa: B018
+    with pytest.raises(ModuleNotFoundError):
+        import tensorflux.python.nosuchpackage  # noqa: F401
