@@ -59,7 +59,7 @@ from concurrent import futures
 import grpc
 import numpy as np
 
-from tensorflux.distributed import rpc, wire
+from tensorflux.distributed import rpc, shm, wire
 from tensorflux.framework import errors
 from tensorflux.runtime.cancellation import CancellationManager
 
@@ -80,6 +80,8 @@ _CANCEL_TAG = 0x18  # ... and of a cancel frame (field 3, the step id); tensors:
 _SMALL = 64 << 10  # tensors below this queued together go in one message ...
 _BATCH_BYTES = 1 << 20  # ... of at most this many bytes
 _CLOSE = object()
+_RELEASE = bytes((shm.RELEASE_TAG,))  # a frame of shared-memory slots handed back
+_SHARED = bytes((shm.TENSOR_TAG,))  # a tensor in shared memory
 
 
 def _mode() -> str:
@@ -100,6 +102,7 @@ class _Stream:
     """One open PushTensors call to one task; `broken` once it has ended."""
 
     kind = "grpc"
+    shm = None
 
     def __init__(self, stub: rpc.Stub, sender: str, on_end):
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
@@ -159,7 +162,9 @@ def _send_all(sock: socket.socket, parts: list) -> None:
 
 
 class _SocketStream:
-    """A TCP connection to one task's push listener; `broken` once it has failed."""
+    """A connection to one task's push listener; `broken` once it has failed. TCP, or on
+    the same host a Unix socket with a shared-memory segment for large tensors (`shm`, a
+    shm.Segment; see shm.py)."""
 
     kind = "socket"
 
@@ -171,15 +176,26 @@ class _SocketStream:
         self._calls: dict[int, PushedCall] = {}  # call id -> call waiting for its reply
         self._calls_lock = threading.Lock()  # (a reply is not held up by a large send)
         self.method_name = "RunGraph"  # for errors: what the calls on this connection are
-        port, ticket, self.calls, self._limit = _decode_connect(
+        port, ticket, self.calls, self._limit, unix, boot = _decode_connect(
             stub.raw_call(CONNECT_METHOD, b"", _CONNECT_SECONDS))
         if not port:
             raise OSError("the task has no push listener")
+        name = sender.encode()
+        self.shm: shm.Segment | None = None
+        if unix and boot and boot == shm.boot_id() and shm.enabled():
+            self.sock, self.shm = _open_shared(unix, ticket, name)
+            if self.sock is not None:
+                threading.Thread(target=self._watch, name="tfx-push-watch",
+                                 daemon=True).start()
+                return
+            port, ticket = _decode_connect(  # a fresh ticket: TCP after all
+                stub.raw_call(CONNECT_METHOD, b"", _CONNECT_SECONDS))[:2]
+            if not port:
+                raise OSError("the task has no push listener")
         host = stub.address.rpartition(":")[0].strip("[]")
         self.sock = socket.create_connection((host, port), timeout=_CONNECT_SECONDS)
         try:
             _tune(self.sock)
-            name = sender.encode()
             self.sock.sendall(_MAGIC + ticket + struct.pack("<I", len(name)) + name)
             self.sock.settimeout(None)
         except OSError:
@@ -197,7 +213,11 @@ class _SocketStream:
                 if size > _MAX_MESSAGE_BYTES:
                     error = "the task sent a malformed reply"
                     break
-                self._reply(_read_exact(self.sock, size))
+                data = _read_exact(self.sock, size)
+                if data[:1] == _RELEASE and self.shm is not None:
+                    self.shm.release(shm.decode_release(data))
+                else:
+                    self._reply(data)
         except (OSError, EOFError, ValueError, IndexError, MemoryError):
             pass
         self._fail(OSError(error))
@@ -209,6 +229,20 @@ class _SocketStream:
             call = self._calls.pop(step_id, None)
         if call is not None:
             call.deliver(response)
+
+    def send_shared(self, step_id: int, key: str, arr: np.ndarray) -> bool:
+        """Pushes `arr` (shm.shareable) through the shared segment: False when there is
+        none or it has no room (the caller sends it inline).
+
+        Raises:
+          UnavailableError: the connection failed.
+        """
+        segment = self.shm
+        placed = None if segment is None else segment.put(arr)
+        if placed is None:
+            return False
+        self.send([shm.encode_tensor(step_id, key, arr, *placed)])
+        return True
 
     def takes(self, method: int, request: bytes) -> bool:
         """Whether the task takes a call of `method` with this request here."""
@@ -262,6 +296,8 @@ class _SocketStream:
             self.sock.close()
         except OSError:
             pass
+        if self.shm is not None:
+            self.shm.close()
         for call in calls:
             call.fail(self._lost(error))
         self._on_end(self, error)
@@ -290,6 +326,33 @@ class _SocketStream:
         except OSError:
             pass
         self.sock.close()
+        if self.shm is not None:
+            self.shm.close()
+
+
+def _open_shared(name: bytes, ticket: bytes, sender: bytes):
+    """(Unix socket, shm.Segment) of a push connection whose consumer mapped a segment
+    of this task (shm.py's hello), or (None, None) when it cannot be had."""
+    try:
+        segment = shm.Segment()
+    except OSError:
+        return None, None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(_CONNECT_SECONDS)
+        sock.connect(name)
+        hello = shm.encode_hello(ticket, segment, sender)
+        if socket.send_fds(sock, [hello], [segment.fd]) != len(hello):
+            raise OSError("short hello")
+        segment.close_fd()
+        if bytes(_read_exact(sock, 1)) != b"\x01":
+            raise OSError("refused")
+        sock.settimeout(None)
+        return sock, segment
+    except (OSError, EOFError):
+        sock.close()
+        segment.close()
+        return None, None
 
 
 class CallConnection:
@@ -391,17 +454,22 @@ def _tune(sock: socket.socket) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
 
-def _encode_connect(port: int, ticket: bytes, calls: int = 0, limit: int = 0) -> bytes:
+def _encode_connect(port: int, ticket: bytes, calls: int = 0, limit: int = 0,
+                    unix: bytes = b"") -> bytes:
     """ConnectResponse {uint32 port = 1; bytes ticket = 2; uint32 calls = 3 (the methods
     the listener takes: RUN_GRAPH | RUN_STEP bits); uint64 max_request_bytes = 4 (0: no
-    limit; a larger call goes over gRPC, which refuses it as such)}."""
+    limit; a larger call goes over gRPC, which refuses it as such); bytes unix = 5 (the
+    listener's abstract Unix socket, for a shared-memory connection, shm.py); bytes
+    boot_id = 6 (with unix: this kernel's boot id)}."""
     return b"".join([wire._varint(1 << 3), wire._varint(port), *wire._field(2, ticket),
                      b"\x18" + wire._varint(calls) if calls else b"",
-                     b"\x20" + wire._varint(limit) if limit else b""])
+                     b"\x20" + wire._varint(limit) if limit else b"",
+                     *(wire._field(5, unix) + wire._field(6, shm.boot_id()) if unix else [])])
 
 
-def _decode_connect(data: bytes) -> tuple[int, bytes, int, int]:
+def _decode_connect(data: bytes) -> tuple[int, bytes, int, int, bytes, bytes]:
     port, ticket, calls, limit, pos = 0, b"", 0, 0, 0
+    unix = boot = b""
     try:
         while pos < len(data):
             key, pos = wire._read_varint(data, pos)
@@ -411,16 +479,22 @@ def _decode_connect(data: bytes) -> tuple[int, bytes, int, int]:
                 calls, pos = wire._read_varint(data, pos)
             elif key == 4 << 3:
                 limit, pos = wire._read_varint(data, pos)
-            elif key == (2 << 3 | 2):
+            elif key in (2 << 3 | 2, 5 << 3 | 2, 6 << 3 | 2):
                 n, pos = wire._read_varint(data, pos)
-                ticket, pos = bytes(data[pos:pos + n]), pos + n
+                value, pos = bytes(data[pos:pos + n]), pos + n
+                if key >> 3 == 2:
+                    ticket = value
+                elif key >> 3 == 5:
+                    unix = value
+                else:
+                    boot = value
             else:
                 pos = wire._skip(data, pos, key & 7)
     except ValueError as e:
         raise OSError(f"malformed Connect response: {e}") from None
     if port and len(ticket) != _TICKET_BYTES:
         raise OSError("malformed Connect response")
-    return port, ticket, calls, limit
+    return port, ticket, calls, limit, unix, boot
 
 
 def _decode_reply(data) -> tuple[int, memoryview]:
@@ -479,7 +553,8 @@ class Pushers:
         self._stub_for_task = stub_for_task
         self._on_broken = on_broken
         self._max_bytes = max_bytes
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a gRPC stream that is already done
+        # ends (`_ended`) inside `_open`, on the thread holding it
         self._streams: dict[str, _Stream] = {}
         self._closed = False
 
@@ -491,12 +566,23 @@ class Pushers:
           CancelledError: this task is shutting down.
           InvalidArgumentError: `task` is not in the cluster.
         """
+        stream = self._stream(task)
+        if stream.shm is not None and not is_dead:
+            arr = shm.shareable(value)
+            if arr is not None and not (self._max_bytes and arr.nbytes > self._max_bytes) \
+                    and stream.send_shared(step_id, key, arr):
+                return True
         parts = wire.pushed_tensor_parts(step_id, key, value, is_dead)
         pushed = not (self._max_bytes and sum(len(p) for p in parts) > self._max_bytes)
         if not pushed:
             parts = wire.pushed_tensor_parts(step_id, key, None, False, pull=True)
-        self._stream(task).send(parts)
+        stream.send(parts)
         return pushed
+
+    def transports(self) -> dict[str, str]:
+        """{task: "shm", "socket" or "grpc"}: how the open streams carry large tensors."""
+        return {task: "shm" if s.shm is not None else s.kind
+                for task, s in list(self._streams.items())}
 
     def call(self, task: str, step_id: int, request: bytes, timeout: float, decode
              ) -> PushedCall | None:
@@ -597,7 +683,8 @@ class PushService:
         self._conns: set[socket.socket] = set()
         self._tickets: dict[bytes, float] = {}
         self._closed = False
-        self._listener = None
+        self._listener = self._unix = None
+        self._unix_name = b""
         if bind is not None and not config.tls:
             host = bind.rpartition(":")[0]
             try:
@@ -610,8 +697,20 @@ class PushService:
             except OSError:
                 self._listener = None  # pushes come over gRPC
         if self._listener is not None:
-            threading.Thread(target=self._accept, name="tfx-push-listen",
-                             daemon=True).start()
+            threading.Thread(target=self._accept, args=(self._listener, False),
+                             name="tfx-push-listen", daemon=True).start()
+            if shm.enabled():  # same-host producers: a Unix socket and shared memory
+                self._unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    self._unix_name = shm.abstract_name()
+                    self._unix.bind(self._unix_name)
+                    self._unix.listen()
+                except OSError:
+                    self._unix.close()
+                    self._unix, self._unix_name = None, b""
+        if self._unix is not None:
+            threading.Thread(target=self._accept, args=(self._unix, True),
+                             name="tfx-push-listen-shm", daemon=True).start()
 
     def _check_token(self, context) -> dict:
         metadata = dict(context.invocation_metadata())
@@ -633,7 +732,8 @@ class PushService:
                 del self._tickets[t]
             self._tickets[ticket] = now + _TICKET_SECONDS
         return _encode_connect(self._listener.getsockname()[1], ticket,
-                               sum(self._calls), self._config.max_request_bytes)
+                               sum(self._calls), self._config.max_request_bytes,
+                               self._unix_name)
 
     def _push_tensors(self, request_iterator, context):
         peer = self._check_token(context).get(FROM_METADATA, "")
@@ -658,45 +758,60 @@ class PushService:
             "Connect": grpc.unary_unary_rpc_method_handler(self._connect)})
 
     # ---- the listener ------------------------------------------------------------------
-    def _accept(self) -> None:
-        listener = self._listener
+    def _accept(self, listener: socket.socket, shared: bool) -> None:
         while True:
             try:
                 conn, _ = listener.accept()
             except OSError:
                 return  # closed
-            threading.Thread(target=self._read, args=(conn,), name="tfx-push-read",
+            threading.Thread(target=self._read, args=(conn, shared), name="tfx-push-read",
                              daemon=True).start()
 
-    def _read(self, conn: socket.socket) -> None:
-        peer = calls = None
+    def _admit(self, conn: socket.socket, magic: bytes, ticket: bytes, n: int) -> str | None:
+        """The peer's name, if its hello holds a live ticket (then `conn` is served)."""
+        with self._lock:
+            expiry = self._tickets.pop(ticket, None)
+            if magic != _MAGIC or expiry is None or expiry < time.monotonic() or \
+                    self._closed:
+                return None
+            self._conns.add(conn)
+        return bytes(_read_exact(conn, min(n, 1024))).decode(errors="replace")
+
+    def _admit_shared(self, conn: socket.socket, calls: _Calls):
+        """(peer, shm.Mapping) of a Unix connection's hello, or None (refused: closed)."""
+        ticket, size, nonce, n, fd = shm.read_hello(conn)
+        try:
+            peer = self._admit(conn, _MAGIC, ticket, n)
+            if peer is None:
+                return None
+            fd, mine = -1, fd
+            mapping = shm.Mapping(mine, size, nonce, calls.releases)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        conn.sendall(b"\x01")
+        return peer, mapping
+
+    def _read(self, conn: socket.socket, shared: bool = False) -> None:
+        peer = calls = mapping = None
         try:
             conn.settimeout(_HELLO_SECONDS)
-            hello = _read_exact(conn, len(_MAGIC) + _TICKET_BYTES + 4)
-            magic, ticket = bytes(hello[:len(_MAGIC)]), bytes(hello[len(_MAGIC):-4])
-            with self._lock:
-                expiry = self._tickets.pop(ticket, None)
-                if magic != _MAGIC or expiry is None or expiry < time.monotonic() or \
-                        self._closed:
-                    return
-                self._conns.add(conn)
-            (n,) = struct.unpack("<I", hello[-4:])
-            peer = bytes(_read_exact(conn, min(n, 1024))).decode(errors="replace")
-            conn.settimeout(None)
-            _tune(conn)
-            limit = self._config.max_request_bytes
             calls = _Calls(conn)
-            while True:
-                (size,) = struct.unpack("<Q", _read_exact(conn, 8))
-                if (limit and size > limit) or size > _MAX_MESSAGE_BYTES:
-                    return  # refused: the stream ends, its steps are aborted
-                data = memoryview(_read_exact(conn, size))
-                if data[:1] == b"\x12" and self._pool is not None:
-                    self._start_call(calls, data)
-                elif data[:1] == b"\x18":
-                    calls.cancel(wire._read_varint(data, 1)[0])
-                else:
-                    self._deliver(peer, wire.decode_pushed_tensors(data))
+            if shared:
+                admitted = self._admit_shared(conn, calls)
+                if admitted is None:
+                    return
+                peer, mapping = admitted
+            else:
+                hello = _read_exact(conn, len(_MAGIC) + _TICKET_BYTES + 4)
+                (n,) = struct.unpack("<I", hello[-4:])
+                peer = self._admit(conn, bytes(hello[:len(_MAGIC)]),
+                                   bytes(hello[len(_MAGIC):-4]), n)
+                if peer is None:
+                    return
+                _tune(conn)
+            conn.settimeout(None)
+            self._serve(conn, peer, calls, mapping)
         except (OSError, EOFError, errors.OpError, ValueError, IndexError, MemoryError):
             pass
         finally:
@@ -707,6 +822,29 @@ class PushService:
             conn.close()
             if peer is not None:
                 self._stream_ended(peer)
+
+    def _serve(self, conn: socket.socket, peer: str, calls: _Calls, mapping) -> None:
+        """Reads a connection's frames until it ends (or sends one it refuses)."""
+        limit = self._config.max_request_bytes
+        while True:
+            (size,) = struct.unpack("<Q", _read_exact(conn, 8))
+            if (limit and size > limit) or size > _MAX_MESSAGE_BYTES:
+                return  # refused: the stream ends, its steps are aborted
+            data = memoryview(_read_exact(conn, size))
+            if data[:1] == b"\x12" and self._pool is not None:
+                self._start_call(calls, data)
+            elif data[:1] == b"\x18":
+                calls.cancel(wire._read_varint(data, 1)[0])
+            elif data[:1] == _SHARED:
+                if mapping is None:
+                    raise errors.InvalidArgumentError(
+                        None, None, "A shared-memory tensor on a connection without a "
+                        "segment")
+                step_id, key, dtype, dims, offset, nbytes, slot = shm.decode_tensor(data)
+                self._deliver(peer, [(step_id, key, mapping.array(
+                    dtype, dims, offset, nbytes, slot), False, False)])
+            else:
+                self._deliver(peer, wire.decode_pushed_tensors(data))
 
     def _start_call(self, calls: _Calls, data: bytearray) -> None:
         """A RunGraph call frame: runs on the pool; its reply goes back on the connection."""
@@ -743,12 +881,14 @@ class PushService:
                 conn.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-        if self._listener is not None:
+        for listener in (self._listener, self._unix):
+            if listener is None:
+                continue
             try:
-                self._listener.shutdown(socket.SHUT_RDWR)
+                listener.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-            self._listener.close()
+            listener.close()
 
 
 class _Calls:
@@ -761,6 +901,7 @@ class _Calls:
         self._write = threading.Lock()
         self._keys = iter(range(1 << 62))
         self._running: dict[int, tuple] = {}  # key -> (step id, CancellationManager)
+        self.releases = shm.Releases(self._write_release)  # shared-memory slots
 
     def start(self, step_id: int) -> tuple[int, CancellationManager]:
         cm = CancellationManager()
@@ -786,6 +927,20 @@ class _Calls:
                                        *body])
         except OSError:
             pass  # the caller is gone: it failed the call itself
+        self.releases.flush()
+
+    def _write_release(self, frame: bytes) -> bool:
+        """A frame of released slots; False at once when a reply is being written (its
+        writer flushes after it)."""
+        if not self._write.acquire(blocking=False):
+            return False
+        try:
+            self._conn.sendall(struct.pack("<Q", len(frame)) + frame)
+        except OSError:
+            pass  # the producer is gone
+        finally:
+            self._write.release()
+        return True
 
     def close(self) -> None:
         """The connection ended: the calls still running are cancelled (as gRPC does when

@@ -1,0 +1,396 @@
+"""Shared memory for large tensors pushed between two tensorflux tasks on one host
+(push.py's connections; never toward TensorFlow peers, whose transfers stay gRPC).
+
+Negotiation (on the push connection, push.py): the consumer's Connect answer names an
+abstract Unix socket of its push listener and its kernel's boot id. A producer with the
+same boot id creates a sealed anonymous segment (`memfd_create`, sealed against shrinking
+and growing, so the consumer can never fault on it), writes a random nonce at its start
+and connects to that socket: the hello carries its ticket, the segment's size and the
+nonce, and the segment's descriptor rides along (SCM_RIGHTS). The consumer checks the
+ticket, the seals and the size, maps the segment and finds the nonce there (the map
+check); it answers one byte, and that Unix socket is the push connection from then on.
+Anything else (another host or container, no memfd, a refusal, `TENSORFLUX_PUSH_SHM=0` on
+either side) and the push connection is TCP, as before. Nothing is ever named in the file
+system: a task killed with SIGKILL leaves nothing in /dev/shm, the kernel frees the segment
+when its last mapping and descriptor go.
+
+Ownership (the invariants):
+- The producer owns the allocation: a tensor of at least `MIN_BYTES` is copied into a
+  free extent (`Segment.put`), and a frame describing it (`encode_tensor`: step id, key,
+  dtype, shape, offset, size, slot) goes on the connection in place of its bytes. The
+  frame is written after the copy, by a system call: the consumer reading it sees the data.
+- The consumer's array views the extent, no copy (`Mapping.array`). The extent stays the
+  consumer's until every array viewing it is gone (a finalizer on the base view); only then
+  is its slot handed back (`Releases`, frames of slot ids written back on the connection,
+  a few at a time), and only a slot handed back is ever written again. So no tensor
+  changes under a consumer, and a consumer that keeps a tensor (a queue, a fetch) just
+  keeps its extent: a full segment sends tensors inline, as on TCP.
+- Everything a consumer reads from a frame is checked against its own mapping before an
+  array is made: a malformed or out-of-range descriptor is InvalidArgumentError (the
+  connection is then dropped), never an access outside the segment.
+"""
+
+from __future__ import annotations
+
+import collections
+import fcntl
+import mmap
+import os
+import secrets
+import socket
+import struct
+import threading
+import weakref
+
+import numpy as np
+
+from tensorflux.distributed import wire
+from tensorflux.framework import dtypes, errors
+from tensorflux.lib.protowire import read_varint, varint
+
+SEGMENT_BYTES = 64 << 20  # per push connection; pages are touched only as used
+MIN_BYTES = 64 << 10  # smaller tensors go inline (a frame costs less than a slot)
+ALIGN = 64
+NONCE_BYTES = 16
+HELLO_MAGIC = b"TFXSHM01"
+TENSOR_TAG = 0x22  # the first byte of a tensor-in-shared-memory frame (field 4) ...
+RELEASE_TAG = 0x2A  # ... and of a frame of released slots (field 5)
+_RELEASE_BYTES = 4 << 20  # the consumer hands slots back once this much is free ...
+_RELEASE_SLOTS = 64  # ... or this many slots
+_SEALS = ("F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_SEAL")
+
+
+def enabled() -> bool:
+    """Whether this process offers and uses shared memory (`TENSORFLUX_PUSH_SHM`, on by
+    default) and the platform has what it takes (Linux: memfd, seals, SCM_RIGHTS)."""
+    if os.environ.get("TENSORFLUX_PUSH_SHM", "1").strip().lower() in ("0", "false", "no",
+                                                                       "off"):
+        return False
+    return (hasattr(os, "memfd_create") and hasattr(socket, "AF_UNIX")
+            and hasattr(socket, "send_fds") and all(hasattr(fcntl, s) for s in _SEALS)
+            and hasattr(fcntl, "F_GET_SEALS") and os.uname().sysname == "Linux")
+
+
+def boot_id() -> bytes:
+    """This kernel's boot id (two tasks with equal ones may share memory)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as f:
+            return f.read().strip()
+    except OSError:
+        return b""
+
+
+def abstract_name() -> bytes:
+    """A fresh name in Linux's abstract socket namespace (nothing in the file system)."""
+    return b"\0tensorflux-push-" + secrets.token_hex(12).encode()
+
+
+def shareable(value) -> np.ndarray | None:
+    """`value` as a C-contiguous little-endian array when it may cross in shared memory
+    (a numeric tensor of at least MIN_BYTES), else None."""
+    if not isinstance(value, np.ndarray) or value.nbytes < MIN_BYTES or \
+            value.dtype.kind in "OSUV":
+        return None
+    try:
+        enum = dtypes.as_dtype(value.dtype).as_datatype_enum
+    except (TypeError, ValueError, KeyError):
+        return None
+    return wire._little_endian(value) if enum in wire._NUMPY_OF_ENUM else None
+
+
+# ---- the producer's segment ------------------------------------------------------------
+
+class Segment:
+    """A sealed memfd segment and its free extents (the producer's side; thread-safe).
+
+    Raises (constructor):
+      OSError: no memfd, or the segment cannot be made.
+    """
+
+    def __init__(self, size: int = SEGMENT_BYTES):
+        self.size = size
+        self.nonce = secrets.token_bytes(NONCE_BYTES)
+        self.fd = os.memfd_create("tensorflux-push", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(self.fd, size)
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK
+                        | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+            self._mm = mmap.mmap(self.fd, size)
+        except OSError:
+            os.close(self.fd)
+            raise
+        self._mm[:NONCE_BYTES] = self.nonce
+        self._lock = threading.Lock()
+        self._free = [(ALIGN, size - ALIGN)]  # (offset, size), sorted by offset, coalesced
+        self._used: dict[int, tuple[int, int]] = {}  # slot -> (offset, size)
+        self._slots = iter(range(1, 1 << 62))
+        self.closed = False
+
+    def close_fd(self) -> None:
+        """The descriptor, once handed over (the mapping stays)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def put(self, arr: np.ndarray) -> tuple[int, int] | None:
+        """Copies `arr` (C-contiguous, little-endian) into a free extent: (slot, offset),
+        or None when no extent is large enough (the caller sends it inline)."""
+        n = arr.nbytes
+        need = -(-n // ALIGN) * ALIGN
+        with self._lock:
+            if self.closed:
+                return None
+            for i, (off, size) in enumerate(self._free):  # first fit: low pages stay hot
+                if size >= need:
+                    if size == need:
+                        del self._free[i]
+                    else:
+                        self._free[i] = (off + need, size - need)
+                    slot = next(self._slots)
+                    self._used[slot] = (off, need)
+                    break
+            else:
+                return None
+        np.frombuffer(self._mm, np.uint8, n, off)[...] = arr.reshape(-1).view(np.uint8)
+        return slot, off
+
+    def release(self, slots) -> None:
+        """Slots the consumer handed back (unknown ones, from a confused peer, ignored)."""
+        with self._lock:
+            for slot in slots:
+                extent = self._used.pop(slot, None)
+                if extent is not None:
+                    self._insert(*extent)
+
+    def _insert(self, off: int, size: int) -> None:
+        free = self._free
+        lo, hi = 0, len(free)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if free[mid][0] < off:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(free) and off + size == free[lo][0]:  # joins the next one
+            size += free[lo][1]
+            del free[lo]
+        if lo and free[lo - 1][0] + free[lo - 1][1] == off:  # and the previous one
+            off, size = free[lo - 1][0], free[lo - 1][1] + size
+            lo -= 1
+            del free[lo]
+        free.insert(lo, (off, size))
+
+    def in_use(self) -> int:
+        with self._lock:
+            return len(self._used)
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+        self.close_fd()
+        try:
+            self._mm.close()
+        except BufferError:
+            pass  # a copy still running on another thread; it goes with its last view
+
+
+# ---- the consumer's mapping --------------------------------------------------------------
+
+class Mapping:
+    """The consumer's view of a producer's segment (`fd` is taken over: closed here).
+
+    Raises (constructor):
+      InvalidArgumentError: the descriptor is not a sealed memfd of `size` bytes holding
+        `nonce` at its start.
+    """
+
+    def __init__(self, fd: int, size: int, nonce: bytes, releases: Releases):
+        try:
+            try:
+                seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+            except OSError:
+                raise _bad("the descriptor is not a sealable memory file") from None
+            if not seals & fcntl.F_SEAL_SHRINK:
+                raise _bad("the segment is not sealed against shrinking")
+            if not 2 * ALIGN <= size <= 1 << 40 or os.fstat(fd).st_size != size:
+                raise _bad(f"the segment is not {size} bytes long")
+            try:
+                self._mm = mmap.mmap(fd, size)
+            except (OSError, ValueError) as e:
+                raise _bad(f"the segment cannot be mapped: {e}") from None
+        finally:
+            os.close(fd)
+        if self._mm[:NONCE_BYTES] != nonce or len(nonce) != NONCE_BYTES:
+            raise _bad("the segment does not hold the producer's nonce (map check)")
+        self.size = size
+        self._releases = releases
+
+    def array(self, dtype_enum: int, dims: list, offset: int, nbytes: int, slot: int
+              ) -> np.ndarray:
+        """The array a descriptor names, viewing the segment; its slot is released when
+        the last view of it goes.
+
+        Raises:
+          InvalidArgumentError: the descriptor does not fit the segment or its dtype/shape.
+        """
+        np_dtype = wire._NUMPY_OF_ENUM.get(dtype_enum)
+        if np_dtype is None:
+            raise _bad(f"dtype {dtype_enum} cannot be shared")
+        if any(d < 0 for d in dims) or len(dims) > 254:
+            raise _bad(f"shape {dims}")
+        count = 1
+        for d in dims:
+            count *= d
+        if count * np_dtype.itemsize != nbytes or nbytes < 1:
+            raise _bad(f"{nbytes} bytes for shape {dims} of {np_dtype}")
+        if offset % ALIGN or offset < ALIGN or offset + nbytes > self.size or slot < 1:
+            raise _bad(f"extent [{offset}, {offset + nbytes}) of slot {slot} is outside "
+                       f"the {self.size}-byte segment")
+        base = np.frombuffer(self._mm, np.uint8, nbytes, offset)
+        weakref.finalize(base, self._releases.add, slot, nbytes)
+        return base.view(np_dtype).reshape(dims)
+
+
+class Releases:
+    """Slots a consumer is done with, written back to the producer a few at a time.
+
+    `write(frame) -> bool` writes a frame on the connection, or returns False at once when
+    another thread is writing there (that one calls `flush` when done): `add` runs in
+    finalizers, on whichever thread dropped the last view, which may be that writer."""
+
+    def __init__(self, write):
+        self._write = write
+        self._pending: collections.deque = collections.deque()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def add(self, slot: int, nbytes: int) -> None:
+        self._pending.append(slot)
+        self._bytes += nbytes  # racy, and only a hint of when to flush
+        if self._bytes >= _RELEASE_BYTES or len(self._pending) >= _RELEASE_SLOTS:
+            self.flush()
+
+    def flush(self, force: bool = False) -> None:
+        if not self._pending or not self._lock.acquire(blocking=False):
+            return  # the holder flushes
+        try:
+            if not force and self._bytes < _RELEASE_BYTES and \
+                    len(self._pending) < _RELEASE_SLOTS:
+                return
+            slots = []
+            while self._pending:
+                slots.append(self._pending.popleft())
+            self._bytes = 0
+            if not self._write(encode_release(slots)):
+                self._pending.extendleft(reversed(slots))
+                self._bytes = _RELEASE_BYTES
+        finally:
+            self._lock.release()
+
+
+# ---- frames ------------------------------------------------------------------------------
+
+def encode_tensor(step_id: int, key: str, arr: np.ndarray, slot: int, offset: int) -> bytes:
+    """A tensor-in-shared-memory frame: field 4 = {uint64 step_id = 1; string key = 2;
+    DataType dtype = 3; repeated int64 dims = 4 (packed); uint64 offset = 5; uint64
+    nbytes = 6; uint64 slot = 7}."""
+    name = key.encode()
+    dims = b"".join(varint(d) for d in arr.shape)
+    body = b"".join((b"\x08", varint(step_id), b"\x12", varint(len(name)), name,
+                     b"\x18", varint(dtypes.as_dtype(arr.dtype).as_datatype_enum),
+                     b"\x22", varint(len(dims)), dims, b"\x28", varint(offset),
+                     b"\x30", varint(arr.nbytes), b"\x38", varint(slot)))
+    return bytes((TENSOR_TAG,)) + varint(len(body)) + body
+
+
+def decode_tensor(data) -> tuple[int, str, int, list, int, int, int]:
+    """(step_id, key, dtype enum, dims, offset, nbytes, slot) of a tensor frame.
+
+    Raises:
+      InvalidArgumentError: the frame is malformed.
+    """
+    buf = memoryview(data)
+    try:
+        if buf[:1] != bytes((TENSOR_TAG,)):
+            raise ValueError("not a shared-memory tensor frame")
+        n, pos = read_varint(buf, 1)
+        if pos + n != len(buf):
+            raise ValueError("truncated frame")
+        fields = {1: 0, 3: 0, 5: -1, 6: -1, 7: 0}
+        key, dims = None, []
+        while pos < len(buf):
+            tag, pos = read_varint(buf, pos)
+            number, kind = tag >> 3, tag & 7
+            if kind == 0 and number in fields:
+                fields[number], pos = read_varint(buf, pos)
+            elif kind == 2 and number in (2, 4):
+                m, pos = read_varint(buf, pos)
+                if pos + m > len(buf):
+                    raise ValueError("truncated field")
+                if number == 2:
+                    key = bytes(buf[pos:pos + m]).decode()
+                else:
+                    end, p = pos + m, pos
+                    while p < end:
+                        d, p = read_varint(buf, p)
+                        dims.append(d)
+                    if p != end:
+                        raise ValueError("truncated shape")
+                pos += m
+            else:
+                pos = wire._skip(buf, pos, kind)
+        if pos != len(buf) or key is None or fields[5] < 0 or fields[6] < 0:
+            raise ValueError("a field is missing")
+    except (ValueError, IndexError, UnicodeDecodeError) as e:
+        raise _bad(str(e)) from None
+    return fields[1], key, fields[3], dims, fields[5], fields[6], fields[7]
+
+
+def encode_release(slots) -> bytes:
+    body = b"".join(varint(s) for s in slots)
+    return bytes((RELEASE_TAG,)) + varint(len(body)) + body
+
+
+def decode_release(data) -> list[int]:
+    """The slots of a release frame (ValueError when malformed)."""
+    buf = memoryview(data)
+    n, pos = read_varint(buf, 1)
+    if buf[:1] != bytes((RELEASE_TAG,)) or pos + n != len(buf):
+        raise ValueError("malformed release frame")
+    slots = []
+    while pos < len(buf):
+        s, pos = read_varint(buf, pos)
+        slots.append(s)
+    return slots
+
+
+_HELLO = struct.Struct("<8s32sQ16sI")  # magic, ticket, segment size, nonce, name length
+
+
+def encode_hello(ticket: bytes, segment: Segment, sender: bytes) -> bytes:
+    return _HELLO.pack(HELLO_MAGIC, ticket, segment.size, segment.nonce,
+                       len(sender)) + sender
+
+
+def read_hello(conn: socket.socket) -> tuple[bytes, int, bytes, int, int]:
+    """(ticket, segment size, nonce, name length, fd) of the hello on a Unix connection.
+
+    Raises:
+      OSError: no hello, or no (or more than one) descriptor with it; any descriptor
+        received is closed.
+    """
+    data, fds, flags, _ = socket.recv_fds(conn, _HELLO.size, 1, socket.MSG_WAITALL)
+    if len(data) != _HELLO.size or len(fds) != 1 or flags & socket.MSG_CTRUNC:
+        for fd in fds:
+            os.close(fd)
+        raise OSError("malformed shared-memory hello")
+    magic, ticket, size, nonce, n = _HELLO.unpack(data)
+    if magic != HELLO_MAGIC:
+        os.close(fds[0])
+        raise OSError("malformed shared-memory hello")
+    return ticket, size, nonce, n, fds[0]
+
+
+def _bad(what: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(
+        None, None, f"Malformed shared-memory tensor descriptor: {what}")
