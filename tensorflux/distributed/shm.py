@@ -151,7 +151,10 @@ class Segment:
                     break
             else:
                 return None
-        np.frombuffer(self._mm, np.uint8, n, off)[...] = arr.reshape(-1).view(np.uint8)
+        try:
+            np.frombuffer(self._mm, np.uint8, n, off)[...] = arr.reshape(-1).view(np.uint8)
+        except ValueError:  # closed meanwhile: the connection failed
+            return None
         return slot, off
 
     def release(self, slots) -> None:
@@ -247,7 +250,7 @@ class Mapping:
             raise _bad(f"extent [{offset}, {offset + nbytes}) of slot {slot} is outside "
                        f"the {self.size}-byte segment")
         base = np.frombuffer(self._mm, np.uint8, nbytes, offset)
-        weakref.finalize(base, self._releases.add, slot, nbytes)
+        weakref.finalize(base, self._releases.add, slot, nbytes).atexit = False
         return base.view(np_dtype).reshape(dims)
 
 
