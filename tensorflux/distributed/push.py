@@ -11,7 +11,9 @@ finds it without asking. Two kinds of stream:
   gRPC call, so the token is checked), connects, presents the ticket, then its _Send
   writes each tensor itself (length-prefixed, scatter-gather from the array: no copy in
   Python); one thread per connection on the consumer reads them. grpcio costs ~0.2 ms of
-  CPU per message and ~1 ms per MB on loopback, a socket ~0.05 ms and ~0.3 ms;
+  CPU per message and ~1 ms per MB on loopback, a socket ~0.05 ms and ~0.3 ms. On the
+  same host the connection is a Unix socket instead, and tensors of 64 KiB and more cross
+  in a shared-memory segment of the producer's, only a descriptor on the socket (shm.py);
 - a gRPC client stream (`/tensorflux.WorkerPush/PushTensors`), with TLS, when the
   listener cannot be reached, or with `TENSORFLUX_RPC_PUSH=grpc`: a thread of grpcio's
   sends what is queued, small tensors queued together in one message.
