@@ -16,7 +16,7 @@ from tensorflux.estimator import estimator as estimator_lib
 from tensorflux.estimator.model_fn import EstimatorSpec, ModeKeys
 from tensorflux.estimator.run_config import RunConfig as _RunConfig
 from tensorflux.platform import tf_logging as logging
-from tensorflux.train.optimizer import Optimizer
+from tensorflux.train.optimizer import WrappingOptimizer
 
 __all__ = ["CrossShardOptimizer", "InputPipelineConfig", "RunConfig", "TPUConfig",
            "TPUEstimator", "TPUEstimatorSpec"]
@@ -166,7 +166,7 @@ class TPUEstimator(estimator_lib.Estimator):
         return spec
 
 
-class CrossShardOptimizer(Optimizer):
+class CrossShardOptimizer(WrappingOptimizer):
     """Averages (or sums) gradients over TPU shards; with no TPU there is one shard and it
     is `opt` itself."""
 
@@ -185,14 +185,6 @@ class CrossShardOptimizer(Optimizer):
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         return self._opt.apply_gradients(grads_and_vars, global_step, name)
 
-    def get_slot(self, *args, **kwargs):
-        return self._opt.get_slot(*args, **kwargs)
-
-    def get_slot_names(self, *args, **kwargs):
-        return self._opt.get_slot_names(*args, **kwargs)
-
-    def variables(self):
-        return self._opt.variables()
 
 
 class TPUClusterResolver:

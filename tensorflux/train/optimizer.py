@@ -241,6 +241,23 @@ class Optimizer:
         return t
 
 
+
+class WrappingOptimizer(Optimizer):
+    """An optimizer around another one, `self._opt` (SyncReplicasOptimizer, contrib.tpu's
+    CrossShardOptimizer): the slots and variables are the wrapped optimizer's."""
+
+    def get_slot(self, *args, **kwargs):
+        """The wrapped optimizer's slot."""
+        return self._opt.get_slot(*args, **kwargs)
+
+    def get_slot_names(self, *args, **kwargs):
+        """The wrapped optimizer's slot names."""
+        return self._opt.get_slot_names(*args, **kwargs)
+
+    def variables(self):
+        """The wrapped optimizer's variables."""
+        return self._opt.variables()
+
 def _deduplicate(values, indices):
     unique, positions = gather_ops.unique(indices)
     summed = sequence_ops.unsorted_segment_sum(values, positions, array_ops.shape(unique)[0])

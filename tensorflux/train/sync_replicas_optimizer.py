@@ -45,7 +45,7 @@ from tensorflux.framework.indexed_slices import IndexedSlices
 from tensorflux.framework.operation import Tensor
 from tensorflux.ops import array_ops, control_flow_ops, data_flow_ops, math_ops
 from tensorflux.train import session_manager
-from tensorflux.train.optimizer import Optimizer
+from tensorflux.train.optimizer import WrappingOptimizer
 from tensorflux.train.queue_runner import QueueRunner
 from tensorflux.train.session_run_hook import SessionRunHook
 from tensorflux.variables import variables
@@ -55,7 +55,7 @@ __all__ = ["SyncReplicasOptimizer"]
 _log = logging.getLogger("tensorflux")
 
 
-class SyncReplicasOptimizer(Optimizer):
+class SyncReplicasOptimizer(WrappingOptimizer):
     """Aggregates the gradients of several replicas and applies their mean once per step
     (`tf.train.SyncReplicasOptimizer`); see the module docstring for the protocol.
 
@@ -274,18 +274,6 @@ class SyncReplicasOptimizer(Optimizer):
         tokens and the chief queue runner) when a MonitoredSession creates its session."""
         return _SyncReplicasOptimizerHook(self, is_chief, num_tokens, chief_timeout_secs)
 
-    # ---- slots and the rest: the wrapped optimizer's ------------------------------------
-    def get_slot(self, *args, **kwargs):
-        """The wrapped optimizer's slot."""
-        return self._opt.get_slot(*args, **kwargs)
-
-    def get_slot_names(self, *args, **kwargs):
-        """The wrapped optimizer's slot names."""
-        return self._opt.get_slot_names(*args, **kwargs)
-
-    def variables(self):
-        """The wrapped optimizer's variables."""
-        return self._opt.variables()
 
 
 class _SyncReplicasOptimizerHook(SessionRunHook):
