@@ -10,6 +10,7 @@ from tensorflux.contrib import (  # noqa: F401
     data,
     framework,
     layers,
+    learn,
     legacy_seq2seq,
     rnn,
     seq2seq,

@@ -16,7 +16,8 @@ library takes no dependency on absl-py for it:
   on the global `FLAGS`, which parses `sys.argv` on first access (TF1's behaviour).
 
 `tf.app.run` (app.py) parses with `known_only=True`, as TF1's does, and prints absl's help
-text for `--help`.
+text for `--help`. Scripts written for TF <= 1.4's argparse flags call `FLAGS._parse_flags()`
+and read `FLAGS.__flags` (a dict of values): both work.
 """
 
 from __future__ import annotations
@@ -293,6 +294,10 @@ class FlagValues:
 
     # -- reading and writing values
     def __getattr__(self, name):
+        if name == "__flags":  # TF <= 1.4's argparse FLAGS kept {name: value} there
+            if not self._parsed and self._parse_on_access:
+                self(sys.argv, known_only=True)
+            return self.flag_values_dict()
         if name.startswith("__") or name in ("_flags", "_short", "_parsed"):
             raise AttributeError(name)
         flag = self._flags.get(name)
@@ -338,6 +343,12 @@ class FlagValues:
         for flag in self._flags.values():
             flag.value, flag.present, flag.using_default_value = flag.default, 0, True
         object.__setattr__(self, "_parsed", False)
+
+    def _parse_flags(self, args=None) -> list:
+        """TF <= 1.4's spelling: parses `args` (default `sys.argv[1:]`), known flags only;
+        returns the arguments left."""
+        argv = sys.argv if args is None else [sys.argv[0] if sys.argv else ""] + list(args)
+        return self(argv, known_only=True)[1:]
 
     def flag_values_dict(self) -> dict:
         """{name: value} of every flag."""

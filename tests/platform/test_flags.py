@@ -115,3 +115,14 @@ def test_help_text(fv):
     assert fv["layers"].help_text().endswith("(default: '1,2')\n    (a comma separated list)")
     assert fv["tag"].help_text() == (
         "  --tag: tags;\n    repeat this option to specify a list of values")
+
+
+def test_tf_1_4_spellings(fv, monkeypatch):
+    """Scripts from TF <= 1.4 (argparse flags) call `FLAGS._parse_flags()` and read
+    `FLAGS.__flags` (e.g. cnn-text-classification-tf's eval.py)."""
+    monkeypatch.setattr(sys, "argv", ["prog", "--n=7", "--other=1", "rest"])
+    left = fv._parse_flags()
+    assert left == ["--other=1", "rest"] and fv.n == 7
+    values = getattr(fv, "__flags")
+    assert values["n"] == 7 and values["name"] == "world"
+    assert fv._parse_flags(["--lr=0.5"]) == [] and fv.lr == 0.5
