@@ -48,6 +48,62 @@ def _make(op_type: str):
     return raw_op
 
 
+def lower_case_name(op_type: str) -> str:
+    """TensorFlow's generated-wrapper name of an op ("MatMul" -> "mat_mul", "Conv2D" ->
+    "conv2d", "BatchMatMulV2" -> "batch_mat_mul_v2", "LRN" -> "lrn"): an underscore before
+    a capital that follows a small letter or precedes one."""
+    out = []
+    for i, c in enumerate(op_type):
+        if c.isupper() and i > 0 and (op_type[i - 1].islower() or
+                                      (i + 1 < len(op_type) and op_type[i + 1].islower())):
+            out.append("_")
+        out.append(c.lower())
+    return "".join(out)
+
+
+_GENERATED: dict = {}
+
+
+def generated_wrapper(function_name: str):
+    """The `gen_*_ops` function `function_name` (e.g. `gen_nn_ops.conv2d`): the op's inputs
+    then its attrs not inferred from them (those without defaults first), by position or by
+    keyword, and `name`; None when no registered op has that name."""
+    if not _GENERATED:
+        for op_type in op_registry.registered_ops():
+            if not op_type.startswith("_"):
+                _GENERATED.setdefault(lower_case_name(op_type), op_type)
+    # Ops TensorFlow hides get a leading underscore there (`gen_math_ops._sum`).
+    op_type = _GENERATED.get(function_name) or _GENERATED.get(function_name[1:]
+                                                               if function_name[:1] == "_"
+                                                               else None)
+    if op_type is None:
+        return None
+    opdef = op_registry.get(op_type)
+    back = {v: k for k, v in _RENAMED.get(op_type, {}).items()}
+    inferred = {a.type_attr for a in opdef.inputs} | {a.number_attr for a in opdef.inputs} | \
+        {a.type_list_attr for a in opdef.inputs}
+    attrs = [a for a in opdef.attrs.values() if a.name not in inferred]
+    order = [back.get(a.name, a.name) for a in opdef.inputs] + \
+        [back.get(a.name, a.name) for a in attrs if not a.has_default] + \
+        [back.get(a.name, a.name) for a in attrs if a.has_default]
+    raw = __getattr__(op_type)
+
+    def wrapper(*args, name=None, **kwargs):
+        if len(args) > len(order):
+            raise TypeError(f"{function_name}() takes {len(order)} positional arguments but "
+                            f"{len(args)} were given")
+        for key, value in zip(order[:len(args)], args, strict=True):
+            if key in kwargs:
+                raise TypeError(f"{function_name}() got multiple values for argument '{key}'")
+            kwargs[key] = value
+        return raw(name=name, **kwargs)
+
+    wrapper.__name__ = wrapper.__qualname__ = function_name
+    wrapper.arg_names = tuple(order)
+    wrapper.__doc__ = f"The {op_type} op: {function_name}({', '.join(order)}, name=None)."
+    return wrapper
+
+
 def __getattr__(name: str):
     fn = _FUNCTIONS.get(name)
     if fn is not None:

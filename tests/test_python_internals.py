@@ -84,3 +84,62 @@ def test_unknown_names_and_modules():
         math_ops.not_a_function  # noqa: B018
     with pytest.raises(ModuleNotFoundError):
         import tensorflux.python.nosuchpackage  # noqa: F401
+
+
+# TensorFlow 2.21's generated wrappers' parameters (inspect.signature, less `name`).
+GEN_SIGNATURES = {
+    'gen_nn_ops.conv2d': ['input', 'filter', 'strides', 'padding', 'use_cudnn_on_gpu', 'explicit_paddings', 'data_format', 'dilations'],
+    'gen_nn_ops.max_pool': ['input', 'ksize', 'strides', 'padding', 'explicit_paddings', 'data_format'],
+    'gen_nn_ops.bias_add': ['value', 'bias', 'data_format'],
+    'gen_nn_ops.lrn': ['input', 'depth_radius', 'bias', 'alpha', 'beta'],
+    'gen_nn_ops.fused_batch_norm_v3': ['x', 'scale', 'offset', 'mean', 'variance', 'epsilon', 'exponential_avg_factor', 'data_format', 'is_training'],
+    'gen_nn_ops.relu6': ['features'],
+    'gen_nn_ops.avg_pool': ['value', 'ksize', 'strides', 'padding', 'data_format'],
+    'gen_nn_ops.conv2d_backprop_input': ['input_sizes', 'filter', 'out_backprop', 'strides', 'padding', 'use_cudnn_on_gpu', 'explicit_paddings', 'data_format', 'dilations'],
+    'gen_nn_ops.softmax_cross_entropy_with_logits': ['features', 'labels'],
+    'gen_math_ops.mat_mul': ['a', 'b', 'transpose_a', 'transpose_b', 'grad_a', 'grad_b'],
+    'gen_math_ops.batch_mat_mul_v2': ['x', 'y', 'adj_x', 'adj_y', 'grad_x', 'grad_y'],
+    'gen_math_ops.arg_max': ['input', 'dimension', 'output_type'],
+    'gen_math_ops._sum': ['input', 'axis', 'keep_dims'],
+    'gen_math_ops.add_n': ['inputs'],
+    'gen_math_ops.cast': ['x', 'DstT', 'Truncate'],
+    'gen_math_ops.select': ['condition', 'x', 'y'],
+    'gen_math_ops._range': ['start', 'limit', 'delta'],
+    'gen_array_ops.reshape': ['tensor', 'shape'],
+    'gen_array_ops.concat_v2': ['values', 'axis'],
+    'gen_array_ops.expand_dims': ['input', 'axis'],
+    'gen_array_ops.pad': ['input', 'paddings'],
+    'gen_array_ops.strided_slice': ['input', 'begin', 'end', 'strides', 'begin_mask', 'end_mask', 'ellipsis_mask', 'new_axis_mask', 'shrink_axis_mask'],
+    'gen_array_ops.squeeze': ['input', 'axis'],
+    'gen_array_ops.one_hot': ['indices', 'depth', 'on_value', 'off_value', 'axis'],
+    'gen_array_ops.split': ['axis', 'value', 'num_split'],
+}
+
+
+@pytest.mark.parametrize("key", sorted(GEN_SIGNATURES))
+def test_generated_wrappers_take_tensorflows_arguments(key):
+    from tensorflux import raw_ops
+
+    module, name = key.split(".")
+    assert raw_ops.generated_wrapper(name).arg_names == tuple(GEN_SIGNATURES[key])
+
+
+def test_gen_ops_modules_build_nodes():
+    from tensorflux.python.ops import gen_array_ops, gen_math_ops, gen_nn_ops
+
+    with tf.Graph().as_default():
+        x = tf.ones([1, 4, 4, 1])
+        c = gen_nn_ops.conv2d(x, tf.ones([2, 2, 1, 1]), [1, 1, 1, 1], "VALID")
+        m = gen_math_ops.mat_mul(tf.ones([2, 3]), tf.ones([3, 2]), transpose_b=False)
+        s = gen_math_ops._sum(tf.ones([2, 3]), [1], keep_dims=True)  # a hidden op's name
+        r = gen_array_ops.reshape(tf.ones([4]), [2, 2], name="r")
+        assert c.op.type == "Conv2D" and s.op.type == "Sum" and r.op.name == "r"
+        with tf.Session() as sess:
+            got = sess.run([c, m, s])
+        np.testing.assert_array_equal(got[0], np.full([1, 3, 3, 1], 4.0))
+        np.testing.assert_array_equal(got[1], np.full([2, 2], 3.0))
+        np.testing.assert_array_equal(got[2], [[3.0], [3.0]])
+        with pytest.raises(TypeError, match="multiple values"):
+            gen_array_ops.reshape(tf.ones([4]), [2, 2], tensor=tf.ones([4]))
+        with pytest.raises(AttributeError):
+            gen_math_ops.not_an_op  # noqa: B018

@@ -28,7 +28,9 @@ from tensorflux.ops import array_ops, constant_op, math_ops, reduction_ops, unar
 
 __all__ = ["fused_batch_norm"]
 
-_COMMON = ["epsilon: float = 0.0001", "is_training: bool = true"]
+# The attrs go in TF's op-def order: types, epsilon, [exponential_avg_factor,] data_format,
+# is_training (gen_nn_ops' positional arguments follow it).
+_EPS, _TRAIN = "epsilon: float = 0.0001", "is_training: bool = true"
 _FORMAT4 = "data_format: {'NHWC', 'NCHW'} = \"NHWC\""
 _FORMAT45 = "data_format: {'NHWC', 'NCHW', 'NDHWC', 'NCDHW'} = \"NHWC\""
 _AVG = "exponential_avg_factor: float = 1"
@@ -82,23 +84,23 @@ def _t_only(specs):
 
 
 define_op("FusedBatchNorm", inputs=_t_only(_IN), outputs=_t_only(_OUT),
-          attrs=["T: {float}", _AVG, _FORMAT4] + _COMMON, shape_fn=_fused_shape)
+          attrs=["T: {float}", _EPS, _AVG, _FORMAT4, _TRAIN], shape_fn=_fused_shape)
 define_op("FusedBatchNormV2", inputs=_IN, outputs=_OUT,
-          attrs=["T: {half, bfloat16, float}", "U: {float}", _AVG, _FORMAT4] + _COMMON,
+          attrs=["T: {half, bfloat16, float}", "U: {float}", _EPS, _AVG, _FORMAT4, _TRAIN],
           shape_fn=_fused_shape)
 define_op("FusedBatchNormV3", inputs=_IN, outputs=_OUT + ["reserve_space_3: U"],
-          attrs=["T: {half, bfloat16, float}", "U: {bfloat16, float}", _AVG, _FORMAT45]
-          + _COMMON, shape_fn=_fused_shape)
+          attrs=["T: {half, bfloat16, float}", "U: {bfloat16, float}", _EPS, _AVG, _FORMAT45,
+                 _TRAIN], shape_fn=_fused_shape)
 define_op("FusedBatchNormGrad", inputs=
           ["y_backprop: T", "x: T", "scale: T", "reserve_space_1: T", "reserve_space_2: T"],
-          outputs=_t_only(_GRAD_OUT), attrs=["T: {float}", _FORMAT4] + _COMMON,
+          outputs=_t_only(_GRAD_OUT), attrs=["T: {float}", _EPS, _FORMAT4, _TRAIN],
           shape_fn=_grad_shape)
 define_op("FusedBatchNormGradV2", inputs=_GRAD_IN, outputs=_GRAD_OUT,
-          attrs=["T: {half, bfloat16, float}", "U: {float}", _FORMAT4] + _COMMON,
+          attrs=["T: {half, bfloat16, float}", "U: {float}", _EPS, _FORMAT4, _TRAIN],
           shape_fn=_grad_shape)
 define_op("FusedBatchNormGradV3", inputs=_GRAD_IN + ["reserve_space_3: U"],
           outputs=_GRAD_OUT[:3] + ["reserve_space_4: U", "reserve_space_5: U"],
-          attrs=["T: {half, bfloat16, float}", "U: {float}", _FORMAT45] + _COMMON,
+          attrs=["T: {half, bfloat16, float}", "U: {float}", _EPS, _FORMAT45, _TRAIN],
           shape_fn=_grad_shape)
 
 

@@ -7,7 +7,9 @@ These are not copies of TensorFlow's internals. `tensorflux.python.<package>.<mo
 module made on import (`_Finder` below) whose attributes are looked up, in order, in:
 
 1. `_EXTRA[path]`: names this package defines for that path (device_lib's
-   `list_local_devices`, `ops.reset_default_graph`, ...);
+   `list_local_devices`, `ops.reset_default_graph`, ...); in `ops.gen_*_ops`, TensorFlow's
+   generated op wrappers (`gen_nn_ops.conv2d(input, filter, strides, padding)`: the op's
+   inputs then its attrs, `tf.raw_ops.generated_wrapper`);
 2. the public namespaces that hold such names in TF1 (`_PUBLIC[package]`: `tf`, then
    `tf.nn`, `tf.math`, ...), so `math_ops.floor` is `tf.floor` and `ops.name_scope` is
    `tf.name_scope`;
@@ -128,6 +130,12 @@ def _module_getattr(path: str):
             return extra[name]
         if "." not in path:  # a package's names are its modules
             return importlib.import_module(f"{_PREFIX}{path}.{name}")
+        if path.startswith("ops.gen_"):  # TF's generated op wrappers
+            from tensorflux import raw_ops
+
+            wrapper = raw_ops.generated_wrapper(name)
+            if wrapper is not None:
+                return wrapper
         for source in _sources(path):
             try:
                 module = importlib.import_module(source)
