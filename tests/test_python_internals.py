@@ -88,14 +88,22 @@ def test_unknown_names_and_modules():
 
 # TensorFlow 2.21's generated wrappers' parameters (inspect.signature, less `name`).
 GEN_SIGNATURES = {
-    'gen_nn_ops.conv2d': ['input', 'filter', 'strides', 'padding', 'use_cudnn_on_gpu', 'explicit_paddings', 'data_format', 'dilations'],
-    'gen_nn_ops.max_pool': ['input', 'ksize', 'strides', 'padding', 'explicit_paddings', 'data_format'],
+    'gen_nn_ops.conv2d':
+        ("input filter strides padding "
+         "use_cudnn_on_gpu explicit_paddings data_format dilations").split(),
+    'gen_nn_ops.max_pool':
+        ("input ksize strides "
+         "padding explicit_paddings data_format").split(),
     'gen_nn_ops.bias_add': ['value', 'bias', 'data_format'],
     'gen_nn_ops.lrn': ['input', 'depth_radius', 'bias', 'alpha', 'beta'],
-    'gen_nn_ops.fused_batch_norm_v3': ['x', 'scale', 'offset', 'mean', 'variance', 'epsilon', 'exponential_avg_factor', 'data_format', 'is_training'],
+    'gen_nn_ops.fused_batch_norm_v3':
+        ("x scale offset mean variance "
+         "epsilon exponential_avg_factor data_format is_training").split(),
     'gen_nn_ops.relu6': ['features'],
     'gen_nn_ops.avg_pool': ['value', 'ksize', 'strides', 'padding', 'data_format'],
-    'gen_nn_ops.conv2d_backprop_input': ['input_sizes', 'filter', 'out_backprop', 'strides', 'padding', 'use_cudnn_on_gpu', 'explicit_paddings', 'data_format', 'dilations'],
+    'gen_nn_ops.conv2d_backprop_input':
+        ("input_sizes filter out_backprop strides padding "
+         "use_cudnn_on_gpu explicit_paddings data_format dilations").split(),
     'gen_nn_ops.softmax_cross_entropy_with_logits': ['features', 'labels'],
     'gen_math_ops.mat_mul': ['a', 'b', 'transpose_a', 'transpose_b', 'grad_a', 'grad_b'],
     'gen_math_ops.batch_mat_mul_v2': ['x', 'y', 'adj_x', 'adj_y', 'grad_x', 'grad_y'],
@@ -109,7 +117,9 @@ GEN_SIGNATURES = {
     'gen_array_ops.concat_v2': ['values', 'axis'],
     'gen_array_ops.expand_dims': ['input', 'axis'],
     'gen_array_ops.pad': ['input', 'paddings'],
-    'gen_array_ops.strided_slice': ['input', 'begin', 'end', 'strides', 'begin_mask', 'end_mask', 'ellipsis_mask', 'new_axis_mask', 'shrink_axis_mask'],
+    'gen_array_ops.strided_slice':
+        ("input begin end strides begin_mask "
+         "end_mask ellipsis_mask new_axis_mask shrink_axis_mask").split(),
     'gen_array_ops.squeeze': ['input', 'axis'],
     'gen_array_ops.one_hot': ['indices', 'depth', 'on_value', 'off_value', 'axis'],
     'gen_array_ops.split': ['axis', 'value', 'num_split'],
