@@ -521,11 +521,14 @@ def _thin_nt_reference(a, w):
 
 @needs_native
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("k, m, n", [(1, 5, 3), (8, 70, 37), (16, 33, 300), (3, 200, 64)])
+@pytest.mark.parametrize("k, m, n", [(1, 5, 3), (8, 70, 37), (16, 33, 300), (3, 200, 64),
+                                     (8, 9, 1030), (5, 12, 70)])
 @pytest.mark.parametrize("parts", [1, 2])
 def test_skinny_products_equal_their_numpy_order_bit_for_bit(dtype, k, m, n, parts):
-    """The fully connected gradients at small batches: x^T dy (outer_sum, streaming stores
-    on aligned rows, a plain tail) and dy w^T (thin_nt, 16 lanes and a tail), bit for bit
+    """The fully connected gradients at small batches: x^T dy (outer_sum: blocks of four
+    rows built in strips of 256 columns, streaming stores on aligned rows, single rows and
+    a plain tail) and dy w^T (thin_nt: 2x4 blocks for even batches, single dots for odd
+    ones and the last rows; 16 lanes and a tail), bit for bit
     against the NumPy spelling of their order, and close to BLAS's products."""
     rng = np.random.default_rng(k * 31 + n)
     x = rng.standard_normal((k, m)).astype(dtype)

@@ -729,34 +729,104 @@ typedef struct {
     char *c;
 } skinny_t;
 
+/* Both loops work on blocks that share their loads (each output keeps its own accumulators
+ * and its order above, so the blocks change no value): outer_sum builds four output rows
+ * at once, OUTER_STRIP columns at a time in a cache-resident strip (each b value loaded
+ * once for the four), then streams the strip's rows out one after the other (interleaved
+ * streaming stores to four rows thrash the write-combining buffers); thin_nt dots four rows
+ * of b with two rows of a at once (eight accumulators; each a and b value loaded once for
+ * the block), odd m and the last rows of b one at a time. The four-row blocks cut both
+ * products' CPU time 2-2.5x (AlexNet's fc1: 9216x4096, batch 8: x^T dy 27-35 -> 13 ms,
+ * dy w^T 33-36 -> 14 ms; TensorFlow 24 and 21). SKINNY_CLONES adds an AVX-512 copy. */
+#define OUTER_BLOCK 4  /* (OUTER_ROWS and THIN_2X4 spell their rows out) */
+#define THIN_BLOCK 4
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__)
+#define SKINNY_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SKINNY_CLONES
+#endif
+
+#define OUTER_ONE_ROW(T, STREAM, i)                                                         \
+    do {                                                                                    \
+        T *restrict out = (T *)s->c + (i) * n;                                              \
+        const int streamed = STREAM_OK(out);                                                \
+        const T a0 = a[i];                                                                  \
+        for (int64_t j = 0; j < full; j += LANES) {  /* 16 outputs in registers */          \
+            T acc[LANES];                                                                   \
+            for (int l = 0; l < LANES; l++) acc[l] = a0 * b[j + l];                         \
+            for (int64_t r = 1; r < s->k; r++) {                                            \
+                const T ar = a[r * s->m + (i)];                                             \
+                const T *restrict br = b + r * n + j;                                       \
+                for (int l = 0; l < LANES; l++) acc[l] = acc[l] + ar * br[l];               \
+            }                                                                               \
+            if (streamed) STREAM(out + j, acc);                                             \
+            else for (int l = 0; l < LANES; l++) out[j + l] = acc[l];                       \
+        }                                                                                   \
+        for (int64_t j = full; j < n; j++) {                                                \
+            T v = a0 * b[j];                                                                \
+            for (int64_t r = 1; r < s->k; r++) v = v + a[r * s->m + (i)] * b[r * n + j];    \
+            out[j] = v;                                                                     \
+        }                                                                                   \
+    } while (0)
+
+#define OUTER_STRIP 256  /* columns of a block of rows built in cache, then streamed out */
+
 #define OUTER_ROWS(T, STREAM)                                                               \
     do {                                                                                    \
         const T *a = (const T *)s->a, *b = (const T *)s->b;                                 \
         const int64_t n = s->n, full = n / LANES * LANES;                                   \
-        for (int64_t i = lo; i < hi; i++) {                                                 \
-            T *restrict out = (T *)s->c + i * n;                                            \
-            const int streamed = STREAM_OK(out);                                            \
-            const T a0 = a[i];                                                              \
-            for (int64_t j = 0; j < full; j += LANES) {  /* 16 outputs in registers */      \
-                T acc[LANES];                                                               \
-                for (int l = 0; l < LANES; l++) acc[l] = a0 * b[j + l];                     \
-                for (int64_t r = 1; r < s->k; r++) {                                        \
-                    const T ar = a[r * s->m + i];                                           \
-                    const T *restrict br = b + r * n + j;                                   \
-                    for (int l = 0; l < LANES; l++) acc[l] = acc[l] + ar * br[l];           \
+        int64_t i = lo;                                                                     \
+        for (; i + OUTER_BLOCK <= hi; i += OUTER_BLOCK) {                                   \
+            T *restrict out[OUTER_BLOCK];                                                   \
+            int streamed = 1;                                                               \
+            for (int q = 0; q < OUTER_BLOCK; q++) {                                         \
+                out[q] = (T *)s->c + (i + q) * n;                                           \
+                streamed = streamed && STREAM_OK(out[q]);                                   \
+            }                                                                               \
+            for (int64_t j0 = 0; j0 < full; j0 += OUTER_STRIP) {                            \
+                const int64_t j1 = j0 + OUTER_STRIP < full ? j0 + OUTER_STRIP : full;       \
+                T strip[OUTER_BLOCK][OUTER_STRIP];                                             \
+                for (int64_t j = j0; j < j1; j += LANES) {                                  \
+                    T *restrict s0 = strip[0] + (j - j0), *restrict s1 = strip[1] + (j - j0); \
+                    T *restrict s2 = strip[2] + (j - j0), *restrict s3 = strip[3] + (j - j0); \
+                    const T *restrict b0 = b + j;                                           \
+                    for (int l = 0; l < LANES; l++) {                                       \
+                        s0[l] = a[i] * b0[l];                                               \
+                        s1[l] = a[i + 1] * b0[l];                                           \
+                        s2[l] = a[i + 2] * b0[l];                                           \
+                        s3[l] = a[i + 3] * b0[l];                                           \
+                    }                                                                       \
+                    for (int64_t r = 1; r < s->k; r++) {                                    \
+                        const T *restrict br = b + r * n + j;                               \
+                        const T *ar = a + r * s->m + i;                                     \
+                        const T x0 = ar[0], x1 = ar[1], x2 = ar[2], x3 = ar[3];             \
+                        for (int l = 0; l < LANES; l++) {                                   \
+                            s0[l] = s0[l] + x0 * br[l];                                     \
+                            s1[l] = s1[l] + x1 * br[l];                                     \
+                            s2[l] = s2[l] + x2 * br[l];                                     \
+                            s3[l] = s3[l] + x3 * br[l];                                     \
+                        }                                                                   \
+                    }                                                                       \
                 }                                                                           \
-                if (streamed) STREAM(out + j, acc);                                         \
-                else for (int l = 0; l < LANES; l++) out[j + l] = acc[l];                   \
+                for (int q = 0; q < OUTER_BLOCK; q++) {                                     \
+                    if (streamed)                                                           \
+                        for (int64_t j = j0; j < j1; j += LANES)                            \
+                            STREAM(out[q] + j, strip[q] + (j - j0));                        \
+                    else memcpy(out[q] + j0, strip[q], (size_t)(j1 - j0) * sizeof(T));      \
+                }                                                                           \
             }                                                                               \
-            for (int64_t j = full; j < n; j++) {                                            \
-                T v = a0 * b[j];                                                            \
-                for (int64_t r = 1; r < s->k; r++) v = v + a[r * s->m + i] * b[r * n + j];  \
-                out[j] = v;                                                                 \
-            }                                                                               \
+            for (int q = 0; q < OUTER_BLOCK; q++)                                           \
+                for (int64_t j = full; j < n; j++) {                                        \
+                    T v = a[i + q] * b[j];                                                  \
+                    for (int64_t r = 1; r < s->k; r++)                                      \
+                        v = v + a[r * s->m + i + q] * b[r * n + j];                         \
+                    out[q][j] = v;                                                          \
+                }                                                                           \
         }                                                                                   \
+        for (; i < hi; i++) OUTER_ONE_ROW(T, STREAM, i);                                    \
     } while (0)
 
-LOOP_CLONES static void outer_rows(void *p, int64_t blk) {
+SKINNY_CLONES static void outer_rows(void *p, int64_t blk) {
     const skinny_t *s = p;
     int64_t lo = blk * s->grain, hi = lo + s->grain < s->m ? lo + s->grain : s->m;
     if (s->code == 'f') OUTER_ROWS(float, stream_f);
@@ -766,36 +836,86 @@ LOOP_CLONES static void outer_rows(void *p, int64_t blk) {
 
 #define THIN_GROUP 4  /* rows of a whose 16 lanes each stay in registers together */
 
+/* Dots rows j0 .. j0 + JB - 1 of b with every row of a, JB rows at once. */
+#define THIN_DOTS(T, JB, j0)                                                                \
+    do {                                                                                    \
+        const T *restrict bj[JB];                                                           \
+        for (int p = 0; p < JB; p++) bj[p] = b + ((j0) + p) * k;                            \
+        for (int64_t i0 = 0; i0 < s->m; i0 += THIN_GROUP) {                                 \
+            const int64_t g = s->m - i0 < THIN_GROUP ? s->m - i0 : THIN_GROUP;              \
+            T acc[THIN_GROUP][JB][LANES];                                                   \
+            for (int q = 0; q < THIN_GROUP; q++)                                            \
+                for (int p = 0; p < JB; p++)                                                \
+                    for (int l = 0; l < LANES; l++) acc[q][p][l] = 0;                       \
+            const T *restrict ar[THIN_GROUP];                                               \
+            for (int q = 0; q < THIN_GROUP; q++) ar[q] = a + (i0 + (q < g ? q : 0)) * k;    \
+            for (int64_t c = 0; c < full; c += LANES)                                       \
+                for (int q = 0; q < THIN_GROUP; q++)                                        \
+                    for (int p = 0; p < JB; p++)                                            \
+                        for (int l = 0; l < LANES; l++)                                     \
+                            acc[q][p][l] = acc[q][p][l] + ar[q][c + l] * bj[p][c + l];      \
+            for (int64_t q = 0; q < g; q++)                                                 \
+                for (int p = 0; p < JB; p++) {                                              \
+                    for (int64_t l = 0; l < k - full; l++)                                  \
+                        acc[q][p][l] = acc[q][p][l] + ar[q][full + l] * bj[p][full + l];    \
+                    T sum = acc[q][p][0];                                                   \
+                    for (int l = 1; l < LANES; l++) sum = sum + acc[q][p][l];               \
+                    out[(i0 + q) * s->n + (j0) + p] = sum;                                  \
+                }                                                                           \
+        }                                                                                   \
+    } while (0)
+
+/* Rows j .. j + 3 of b dotted with rows i, i + 1 of a: eight 16-lane accumulators. */
+#define THIN_2X4(T, i, j)                                                                   \
+    do {                                                                                    \
+        const T *restrict x0 = a + (i) * k, *restrict x1 = a + (i + 1) * k;                 \
+        const T *restrict y0 = b + (j) * k, *restrict y1 = y0 + k, *restrict y2 = y1 + k;   \
+        const T *restrict y3 = y2 + k;                                                      \
+        T c00[LANES], c01[LANES], c02[LANES], c03[LANES];                                   \
+        T c10[LANES], c11[LANES], c12[LANES], c13[LANES];                                   \
+        for (int l = 0; l < LANES; l++) {                                                   \
+            c00[l] = c01[l] = c02[l] = c03[l] = 0;                                          \
+            c10[l] = c11[l] = c12[l] = c13[l] = 0;                                          \
+        }                                                                                   \
+        for (int64_t c = 0; c < full; c += LANES)                                           \
+            for (int l = 0; l < LANES; l++) {                                               \
+                const T u0 = x0[c + l], u1 = x1[c + l];                                     \
+                const T v0 = y0[c + l], v1 = y1[c + l], v2 = y2[c + l], v3 = y3[c + l];    \
+                c00[l] = c00[l] + u0 * v0;                                                  \
+                c01[l] = c01[l] + u0 * v1;                                                  \
+                c02[l] = c02[l] + u0 * v2;                                                  \
+                c03[l] = c03[l] + u0 * v3;                                                  \
+                c10[l] = c10[l] + u1 * v0;                                                  \
+                c11[l] = c11[l] + u1 * v1;                                                  \
+                c12[l] = c12[l] + u1 * v2;                                                  \
+                c13[l] = c13[l] + u1 * v3;                                                  \
+            }                                                                               \
+        T *acc[2][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13}};                        \
+        for (int q = 0; q < 2; q++)                                                         \
+            for (int p = 0; p < 4; p++) {                                                   \
+                const T *xq = q ? x1 : x0, *yp = b + ((j) + p) * k;                         \
+                T *cq = acc[q][p];                                                          \
+                for (int64_t l = 0; l < k - full; l++)                                      \
+                    cq[l] = cq[l] + xq[full + l] * yp[full + l];                            \
+                T sum = cq[0];                                                              \
+                for (int l = 1; l < LANES; l++) sum = sum + cq[l];                          \
+                out[((i) + q) * s->n + (j) + p] = sum;                                      \
+            }                                                                               \
+    } while (0)
+
 #define THIN_COLUMNS(T)                                                                     \
     do {                                                                                    \
         const T *a = (const T *)s->a, *b = (const T *)s->b;                                 \
         T *out = (T *)s->c;                                                                 \
         const int64_t k = s->k, full = k / LANES * LANES;                                   \
-        for (int64_t j = lo; j < hi; j++) {                                                 \
-            const T *restrict bj = b + j * k;                                               \
-            for (int64_t i0 = 0; i0 < s->m; i0 += THIN_GROUP) {                             \
-                const int64_t g = s->m - i0 < THIN_GROUP ? s->m - i0 : THIN_GROUP;          \
-                T acc[THIN_GROUP][LANES];                                                   \
-                for (int q = 0; q < THIN_GROUP; q++)                                        \
-                    for (int l = 0; l < LANES; l++) acc[q][l] = 0;                          \
-                const T *restrict ar[THIN_GROUP];                                           \
-                for (int q = 0; q < THIN_GROUP; q++) ar[q] = a + (i0 + (q < g ? q : 0)) * k; \
-                for (int64_t c = 0; c < full; c += LANES)                                   \
-                    for (int q = 0; q < THIN_GROUP; q++)                                    \
-                        for (int l = 0; l < LANES; l++)                                     \
-                            acc[q][l] = acc[q][l] + ar[q][c + l] * bj[c + l];               \
-                for (int64_t q = 0; q < g; q++) {                                           \
-                    for (int64_t l = 0; l < k - full; l++)                                  \
-                        acc[q][l] = acc[q][l] + ar[q][full + l] * bj[full + l];             \
-                    T sum = acc[q][0];                                                      \
-                    for (int l = 1; l < LANES; l++) sum = sum + acc[q][l];                  \
-                    out[(i0 + q) * s->n + j] = sum;                                         \
-                }                                                                           \
-            }                                                                               \
-        }                                                                                   \
+        int64_t j = lo;                                                                     \
+        if (s->m % 2 == 0)                                                                  \
+            for (; j + THIN_BLOCK <= hi; j += THIN_BLOCK)                                   \
+                for (int64_t i = 0; i < s->m; i += 2) THIN_2X4(T, i, j);                    \
+        for (; j < hi; j++) THIN_DOTS(T, 1, j);                                             \
     } while (0)
 
-LOOP_CLONES static void thin_columns(void *p, int64_t blk) {
+SKINNY_CLONES static void thin_columns(void *p, int64_t blk) {
     const skinny_t *s = p;
     int64_t lo = blk * s->grain, hi = lo + s->grain < s->n ? lo + s->grain : s->n;
     if (s->code == 'f') THIN_COLUMNS(float);
