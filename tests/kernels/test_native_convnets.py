@@ -192,6 +192,54 @@ def test_winograd_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtype
 
 @needs_native
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k, t, tw, c", _WINO_SHAPES)
+@pytest.mark.parametrize("strided", [False, True])
+def test_winograd5_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtype, k, t, tw,
+                                                               c, strided):
+    """Input and output transforms of F(2x2, 5x5) in C (wino_transform kinds 3 and 4)
+    against _winograd5's NumPy functions, contiguous and on strided slices, with NaN,
+    infinities and signed zeros: the same bits, except that a NaN may carry another sign
+    (which NaN an operation returns depends on its operands' order, which the compiler may
+    swap in an addition)."""
+    from tensorflux.kernels.cpu import _winograd5
+
+    rng = np.random.default_rng(k * 100 + c + 1)
+
+    def data(shape):
+        a = rng.standard_normal(shape).astype(dtype)
+        flat = a.reshape(-1)
+        flat[:len(_SPECIALS)] = np.array(_SPECIALS, dtype)[:flat.size]
+        return a
+
+    def buffers(shape):
+        if not strided:
+            return np.full(shape, 7, dtype)
+        big = np.full((shape[0], *(s + 2 for s in shape[1:-1]), shape[-1]), 7, dtype)
+        return big[(slice(None),) + tuple(slice(1, 1 + s) for s in shape[1:-1])]
+
+    d = data((k, 2 * t + 4 + strided, 2 * tw + 4, c))
+    m = data((36, k, t, tw, c))
+    if strided:
+        d, m = d[:, :2 * t + 4], data((36, k + 1, t, tw, c))[:, 1:]
+    calls = [(lambda out: _winograd5._input_transform(d, out, t, tw), (36, k, t, tw, c)),
+             (lambda out: _winograd5._output_transform(m, out), (k, 2 * t, 2 * tw, c))]
+    with np.errstate(invalid="ignore", over="ignore"):
+        got = []
+        for fn, shape in calls:
+            out = buffers(shape)
+            fn(out)
+            got.append(out)
+        monkeypatch.setattr(native, "_mod", None)
+        for (fn, shape), g in zip(calls, got, strict=True):
+            want = buffers(shape)
+            fn(want)
+            np.testing.assert_array_equal(np.isnan(g), np.isnan(want))
+            g, want = np.where(np.isnan(g), 0, g), np.where(np.isnan(want), 0, want)
+            np.testing.assert_array_equal(g.view(np.uint8), want.view(np.uint8))
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(1, 1), (3, 5, 7), (2, 9, 9, 130)])
 @pytest.mark.parametrize("relu", [False, True])
 def test_bias_relu_equals_the_fused_conv_numpy_epilogue_bit_for_bit(monkeypatch, dtype,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
-from tests.op_test_util import OpCase
+from tests.op_test_util import OpCase, default_make
 from tests.ops.nn_cases import (
     _conv_case,
     _geometry,
@@ -22,6 +22,11 @@ from tests.ops.nn_cases import (
 
 # Each test runs on a fresh default graph (tests/ops/conftest.py).
 pytestmark = pytest.mark.usefixtures("fresh_graph")
+
+
+def _scaled(rng, shape, dtype):
+    return (0.2 * default_make(rng, shape, dtype)).astype(dtype)
+
 
 CASES = [
     # Conv2D: padding, strides, dilations, formats, explicit padding, groups.
@@ -72,6 +77,21 @@ CASES = [
                                                       "VALID"),
            lambda x, dy: ref_conv_filter_grad(x, (3, 3, 256, 192), dy, (1, 1), "VALID"),
            shapes=[(3, 13, 12, 256), (3, 11, 10, 192)], grad=False),
+    # 5x5 with >= 32 channels and >= 49 output pixels: Winograd F(2x2, 5x5) (wide), even
+    # and odd output sizes; the backprop-input through the flipped forward conv. (Inputs
+    # scaled by 0.2: sums of 800-1000 products of normal values reach ~30, where F(2x2,
+    # 5x5)'s float32 rounding, a few 1e-6 of the magnitude, passes the absolute 1e-4.)
+    OpCase("conv_winograd5_same", lambda x, w: tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"),
+           lambda x, w: ref_conv(x, w, (1, 1), "SAME"), shapes=[(2, 9, 10, 32), (5, 5, 32, 33)],
+           make=_scaled, grad=False),
+    OpCase("conv_winograd5_valid", lambda x, w: tf.nn.conv2d(x, w, [1, 1, 1, 1], "VALID"),
+           lambda x, w: ref_conv(x, w, (1, 1), "VALID"),
+           shapes=[(1, 14, 13, 40), (5, 5, 40, 32)], make=_scaled, grad=False),
+    OpCase("conv_backprop_input_winograd5",
+           lambda w, dy: tf.nn.conv2d_backprop_input([2, 9, 10, 32], w, dy, [1, 1, 1, 1],
+                                                     "SAME"),
+           lambda w, dy: ref_conv_input_grad((2, 9, 10, 32), w, dy, (1, 1), "SAME"),
+           shapes=[(5, 5, 32, 40), (2, 9, 10, 40)], make=_scaled, grad=False),
     _conv_case("conv_grouped", (1, 4, 4, 4), (2, 2, 2, 4), padding="VALID"),
     _conv_case("conv_big_batch", (40, 4, 4, 2), (3, 3, 2, 2), grad=False),
     OpCase("conv_backprop_input",
@@ -325,3 +345,43 @@ def test_winograd_wide_agrees_with_chunked(monkeypatch, odd):
     np.testing.assert_allclose(y0, y1, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(dw0, dw1, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(y1, ref_conv(xp, w, (1, 1), "VALID"), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+def test_winograd5_gradients_by_finite_differences(monkeypatch, padding):
+    """With F(2x2, 5x5)'s thresholds lowered to a small conv, Conv2D and its input
+    gradient (the flipped forward conv) go through Winograd, and tf.gradients of a conv
+    agrees with finite differences (float64)."""
+    from tensorflux.kernels.cpu import _winograd5
+
+    monkeypatch.setattr(_winograd5, "MIN_CHANNELS", 1)
+    monkeypatch.setattr(_winograd5, "MIN_PIXELS", 1)
+    calls = []
+    real = _winograd5.conv5x5
+    monkeypatch.setattr(_winograd5, "conv5x5", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr("tensorflux.kernels.cpu.conv_ops._FLIP_MIN_CHANNELS", 1)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 7, 6, 3))
+    w = rng.standard_normal((5, 5, 3, 2))
+    xt, wt = tf.constant(x), tf.constant(w)
+    y = tf.nn.conv2d(xt, wt, [1, 1, 1, 1], padding)
+    with tf.Session():
+        err = tf.test.compute_gradient_error([xt, wt], [x.shape, w.shape], y,
+                                             y.shape.as_list(), x_init_value=[x, w])
+    assert err < 1e-6
+    assert len(calls) >= 2  # the forward conv and the input gradient
+
+
+def test_winograd5_transforms_and_non_finite_values():
+    """F(2x2, 5x5) against the loop reference on a conv it takes; an infinity in its input
+    gives the direct convolution's infinities and NaNs (the non-finite fallback)."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 12, 11, 32)).astype(np.float32)
+    w = rng.standard_normal((5, 5, 32, 36)).astype(np.float32)
+    got = _run(tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"))
+    np.testing.assert_allclose(got, ref_conv(x, w, (1, 1), "SAME"), rtol=1e-4, atol=1e-3)
+    x[0, 0, 0, 0], x[1, 6, 5, 3] = np.inf, np.nan
+    got = _run(tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"))
+    want = ref_conv(x, w, (1, 1), "SAME")
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)

@@ -1691,9 +1691,98 @@ typedef struct {
 WINO_HELPERS(float, f)
 WINO_HELPERS(double, d)
 
+/* Winograd F(2x2, 5x5)'s tile transforms (kernels/cpu/_winograd5.py), the same scheme on
+ * 6x6 tiles: B^T's rows (and columns) over six values, A^T's two rows over six.
+ *     kind 3, input:  src d (k, >= 2t+4, >= 2tw+4, C) -> dst v (36, k, t, tw, C)
+ *     kind 4, output: src m (36, k, t, tw, F) -> dst y (k, 2t, 2tw, F) */
+#define WINO6_HELPERS(T, S)                                                                 \
+    static inline void wino6_b_##S(int64_t n, const T *const x[6], T *const o[6]) {        \
+        const T *restrict x0 = x[0], *restrict x1 = x[1], *restrict x2 = x[2];              \
+        const T *restrict x3 = x[3], *restrict x4 = x[4], *restrict x5 = x[5];              \
+        T *restrict o0 = o[0], *restrict o1 = o[1], *restrict o2 = o[2];                    \
+        T *restrict o3 = o[3], *restrict o4 = o[4], *restrict o5 = o[5];                    \
+        for (int64_t e = 0; e < n; e++) {                                                   \
+            const T s1 = x3[e] + x4[e], u1 = x1[e] + x2[e];                                 \
+            const T s2 = x4[e] - x3[e], u2 = x1[e] - x2[e];                                 \
+            const T s3 = x4[e] - x2[e], u3 = x3[e] - x1[e];                                 \
+            o0[e] = 4 * x0[e] - 5 * x2[e] + x4[e];                                          \
+            o1[e] = s1 - 4 * u1;                                                            \
+            o2[e] = s2 + 4 * u2;                                                            \
+            o3[e] = s3 + 2 * u3;                                                            \
+            o4[e] = s3 - 2 * u3;                                                            \
+            o5[e] = 4 * x1[e] - 5 * x3[e] + x5[e];                                          \
+        }                                                                                   \
+    }                                                                                       \
+    static inline void wino6_a_##S(int64_t n, const T *const m[6], T *restrict y0,         \
+                                   T *restrict y1) {                                        \
+        const T *restrict m0 = m[0], *restrict m1 = m[1], *restrict m2 = m[2];              \
+        const T *restrict m3 = m[3], *restrict m4 = m[4], *restrict m5 = m[5];              \
+        for (int64_t e = 0; e < n; e++) {                                                   \
+            const T s12 = m1[e] + m2[e], s34 = m3[e] + m4[e];                               \
+            const T d12 = m1[e] - m2[e], d34 = m3[e] - m4[e];                               \
+            y0[e] = m0[e] + s12 + s34;                                                      \
+            y1[e] = d12 + 2 * d34 + m5[e];                                                  \
+        }                                                                                   \
+    }                                                                                       \
+    static void wino6_tiles_##S(int kind, const wview_t *src, const wview_t *dst,           \
+                                int64_t k, int64_t t, int64_t tw, int64_t c) {              \
+        T r[6][6][WINO_CB];                                                                 \
+        for (int64_t b = 0; b < k; b++)                                                     \
+            for (int64_t i = 0; i < t; i++)                                                 \
+                for (int64_t j = 0; j < tw; j++)                                            \
+                    for (int64_t c0 = 0; c0 < c; c0 += WINO_CB) {                           \
+                        const int64_t n = c - c0 < WINO_CB ? c - c0 : WINO_CB;              \
+                        T *tile[36];                                                        \
+                        char *base = kind == 4 ? src->p : dst->p;                           \
+                        const int64_t *s = kind == 4 ? src->s : dst->s;                     \
+                        for (int p = 0; p < 36; p++)                                        \
+                            tile[p] = (T *)(base + p * s[0] + b * s[1] + i * s[2] +         \
+                                            j * s[3]) + c0;                                 \
+                        if (kind == 3) {                                                    \
+                            const T *col[6];                                                \
+                            T *rows[6];                                                     \
+                            for (int q = 0; q < 6; q++) { /* B^T over each column */        \
+                                for (int a = 0; a < 6; a++) {                               \
+                                    col[a] = (const T *)(src->p + b * src->s[0] +           \
+                                             (2 * i + a) * src->s[1] +                      \
+                                             (2 * j + q) * src->s[2]) + c0;                 \
+                                    rows[a] = r[a][q];                                      \
+                                }                                                           \
+                                wino6_b_##S(n, col, rows);                                  \
+                            }                                                               \
+                            for (int p = 0; p < 6; p++) { /* then over each row */          \
+                                const T *row[6];                                            \
+                                for (int q = 0; q < 6; q++) row[q] = r[p][q];               \
+                                wino6_b_##S(n, row, &tile[6 * p]);                          \
+                            }                                                               \
+                        } else {                                                            \
+                            for (int q = 0; q < 6; q++) { /* A^T over each column */        \
+                                const T *col[6];                                            \
+                                for (int a = 0; a < 6; a++) col[a] = tile[6 * a + q];       \
+                                wino6_a_##S(n, col, r[0][q], r[1][q]);                      \
+                            }                                                               \
+                            for (int a = 0; a < 2; a++) { /* then over each row */          \
+                                const T *row[6];                                            \
+                                for (int q = 0; q < 6; q++) row[q] = r[a][q];               \
+                                T *y0 = (T *)(dst->p + b * dst->s[0] +                      \
+                                        (2 * i + a) * dst->s[1] + (2 * j) * dst->s[2]) + c0; \
+                                T *y1 = (T *)((char *)y0 + dst->s[2]);                      \
+                                wino6_a_##S(n, row, y0, y1);                                \
+                            }                                                               \
+                        }                                                                   \
+                    }                                                                       \
+    }
+
+WINO6_HELPERS(float, f)
+WINO6_HELPERS(double, d)
+
 LOOP_CLONES static void wino_run(int kind, char code, const wview_t *src, const wview_t *dst,
                                  int64_t k, int64_t t, int64_t tw, int64_t c) {
-    if (code == 'f')
+    if (kind >= 3 && code == 'f')
+        wino6_tiles_f(kind, src, dst, k, t, tw, c);
+    else if (kind >= 3)
+        wino6_tiles_d(kind, src, dst, k, t, tw, c);
+    else if (code == 'f')
         wino_tiles_f(kind, src, dst, k, t, tw, c);
     else
         wino_tiles_d(kind, src, dst, k, t, tw, c);
@@ -1723,14 +1812,15 @@ static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
     int kind;
     PyObject *sobj, *dobj;
     if (!PyArg_ParseTuple(args, "iOO", &kind, &sobj, &dobj)) return NULL;
-    if (kind < 0 || kind > 2) {
-        PyErr_SetString(PyExc_ValueError, "wino_transform: kind 0, 1 or 2");
+    if (kind < 0 || kind > 4) {
+        PyErr_SetString(PyExc_ValueError, "wino_transform: kind 0 to 4");
         return NULL;
     }
     buf_t bufs[2] = {{.held = 0}, {.held = 0}};
     wview_t src, dst;
     char code = 0;
-    const int sdim = kind == 1 ? 5 : 4, ddim = kind == 1 ? 4 : 5;
+    const int out_kind = kind == 1 || kind == 4;  /* transformed tiles -> pixels */
+    const int sdim = out_kind ? 5 : 4, ddim = out_kind ? 4 : 5;
     if (get_strided(sobj, 0, sdim, &bufs[0], &code, &src) != 0 ||
             get_strided(dobj, 1, ddim, &bufs[1], &code, &dst) != 0) {
         release(bufs, 2);
@@ -1746,9 +1836,16 @@ static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
     } else if (kind == 1) {  /* m (16, k, t, tw, F) -> y (k, 2t, 2tw, F) */
         k = ss[1]; t = ss[2]; tw = ss[3]; c = ss[4];
         ok = ss[0] == 16 && ds[0] == k && ds[1] == 2 * t && ds[2] == 2 * tw && ds[3] == c;
-    } else {  /* e (k, 2t, 2tw, F) -> (16, k, t, tw, F) */
+    } else if (kind == 2) {  /* e (k, 2t, 2tw, F) -> (16, k, t, tw, F) */
         k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
         ok = ds[0] == 16 && ss[0] == k && ss[1] == 2 * t && ss[2] == 2 * tw && ss[3] == c;
+    } else if (kind == 3) {  /* d (k, H, W, C) -> v (36, k, t, tw, C) */
+        k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
+        ok = ds[0] == 36 && ss[0] == k && ss[1] >= 2 * t + 4 && ss[2] >= 2 * tw + 4 &&
+             ss[3] == c;
+    } else {  /* m (36, k, t, tw, F) -> y (k, 2t, 2tw, F) */
+        k = ss[1]; t = ss[2]; tw = ss[3]; c = ss[4];
+        ok = ss[0] == 36 && ds[0] == k && ds[1] == 2 * t && ds[2] == 2 * tw && ds[3] == c;
     }
     if (!ok) {
         release(bufs, 2);

@@ -167,11 +167,11 @@ def _over_images(fn, n: int, work: float, parts: int) -> None:
     intra_op.parallel_for(fn, n, 1, parts if work >= intra_op.MIN_ELEMENTS else 1)
 
 
-def _per_position(product, tiles: int, flops: float, parts: int) -> None:
-    """`product(p, r0, r1)` for the 16 positions and blocks of rows [r0, r1) of each (rows
-    of a block: at least 64, fewer than about interrupt.CHUNK_FLOPS per block), claimed by
-    the intra-op threads."""
-    rows = intra_op.bounded_grain(tiles, tiles, flops / 16, floor=64)
+def _per_position(product, tiles: int, flops: float, parts: int, positions: int = 16) -> None:
+    """`product(p, r0, r1)` for the 16 positions (36 for F(2x2, 5x5)) and blocks of rows
+    [r0, r1) of each (rows of a block: at least 64, fewer than about interrupt.CHUNK_FLOPS
+    per block), claimed by the intra-op threads."""
+    rows = intra_op.bounded_grain(tiles, tiles, flops / positions, floor=64)
     blocks = -(-tiles // rows)
 
     def work(u0, u1):
@@ -179,7 +179,8 @@ def _per_position(product, tiles: int, flops: float, parts: int) -> None:
             p, b = divmod(k, blocks)
             product(p, b * rows, min(tiles, (b + 1) * rows))
 
-    intra_op.parallel_for(work, 16 * blocks, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
+    intra_op.parallel_for(work, positions * blocks, 1,
+                          parts if flops >= intra_op.MIN_FLOPS else 1)
 
 
 def _conv3x3_wide(xp, u, out, parts: int):

@@ -44,7 +44,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from tensorflux.framework import errors
 from tensorflux.kernels import interrupt, intra_op
-from tensorflux.kernels.cpu import _fft_conv, _winograd, native
+from tensorflux.kernels.cpu import _fft_conv, _winograd, _winograd5, native
 from tensorflux.kernels.cpu._nn_common import (
     _checked,
     _explicit_pairs,
@@ -140,6 +140,12 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts, epilogue=None
             _winograd.applies(kh, kw, strides, dilations, xp.shape[3], f, (oh, ow), out.dtype)):
         _winograd.conv3x3(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
         if _finite(out):  # (before the epilogue: a ReLU would hide a tile's infinities)
+            return _finish(out, epilogue, parts)
+    if (xp.dtype == w2.dtype == out.dtype and
+            _winograd5.applies(kh, kw, strides, dilations, xp.shape[3], f, (oh, ow), n,
+                               out.dtype)):
+        _winograd5.conv5x5(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
+        if _finite(out):
             return _finish(out, epilogue, parts)
     if oh > 1 and (_image_too_big(oh * ow, k, f, xp.itemsize)
                    or _blocks_of_rows_pay(oh, ow, k, f, xp.itemsize)):
@@ -365,7 +371,9 @@ def _small_conv_forward(x, w, g: _ConvGeometry):
             or 2.0 * rows * k * f >= min(intra_op.MIN_FLOPS, _fft_conv._MIN_FLOPS)
             or rows * f == 0 or _pointwise(kh, kw, pads)
             or _winograd.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow),
-                                 x.dtype)):
+                                 x.dtype)
+            or _winograd5.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow), n,
+                                  x.dtype)):
         return None
     strides, dilations = (g.sh, g.sw), (g.dh, g.dw)
     xp = _pad(x, pads)
@@ -390,7 +398,9 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None, epilogue=None):
     if _pointwise(kh, kw, pads):
         return _finish(_product(_subsampled(x, g, oh, ow).reshape(-1, c), w.reshape(c, f),
                                 parts).reshape(n, oh, ow, f), epilogue, parts)
-    if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, w, forward=True):
+    if not _winograd5.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow), n,
+                              out.dtype) and \
+            _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, w, forward=True):
         return _finish(_fft_conv.conv_forward(x, w, (pads[0][0], pads[1][0]), (oh, ow),
                                               (g.dh, g.dw), parts, ctx), epilogue, parts)
     return _im2col_matmul(_pad(x, pads), w.reshape(k, f), out, kh, kw, (g.sh, g.sw),
@@ -533,14 +543,16 @@ def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int, ctx=None):
         return np.zeros((n, h, wd, c), dtype)
     if _pointwise(kh, kw, pads):
         return _pointwise_backprop_input(shape, w, dy, g, parts)
-    if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, w, dy):
+    flip5 = c >= _FLIP_MIN_CHANNELS and _winograd5.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw),
+                                                           f, c, (h, wd), n, dtype)
+    if not flip5 and _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, w, dy):
         return _fft_conv.conv_backprop_input(shape, w, dy, (pads[0][0], pads[1][0]),
                                              (g.dh, g.dw), parts, ctx)
     if g.sh == g.sw == 1 and c >= _FLIP_MIN_CHANNELS:
         ph = _flipped_pads(h, kh, g.dh, oh, pads[0][0])
         pw = _flipped_pads(wd, kw, g.dw, ow, pads[1][0])
         if ph is not None and pw is not None:
-            if _winograd.applies(kh, kw, (1, 1), (g.dh, g.dw), f, c, (h, wd), dtype):
+            if flip5 or _winograd.applies(kh, kw, (1, 1), (g.dh, g.dw), f, c, (h, wd), dtype):
                 # (Winograd's filter transform reads it as (kh, kw, F, C))
                 wf = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2)).reshape(-1, c)
             else:

@@ -1,0 +1,139 @@
+"""5x5 stride-1 convolution by Winograd's minimal filtering F(2x2, 5x5), for the Conv2D
+kernels (kernels/cpu/conv_ops.py): the forward conv, and the input gradient as the forward
+conv of out_backprop with the flipped filter.
+
+Each 2x2 block of outputs (a tile) reads a 6x6 block of the padded input; with the
+transforms B (input, 6x6), G (filter, 6x5) and A (output, 6x2) of F(2, 5) on the points
+0, 1, -1, 2, -2 and infinity (B is that of F(4, 3) on the same points),
+
+    Y = A^T [ (G g G^T) ∘ (B^T d B) ] A,
+
+the 25 multiply-adds per output pixel and channel pair of a direct 5x5 conv become 9: one
+matrix product (tiles, C) x (C, F) per position of the 6x6 transformed tile, 36 of them.
+The tile transforms run in C (`native.wino_transform` kinds 3 and 4, one pass per tile;
+the NumPy functions below do the same operations in the same order: identical bits); the
+filter transform is computed in float64 and rounded once. Error: the transforms' integer
+coefficients (up to 5) and G's sixths and twenty-fourths cost float32 a few more units in
+the last place than F(2x2, 3x3) (tests compare with the direct conv at f32 tolerances).
+
+Only the "wide" scheme of kernels/cpu/_winograd.py: every tile of the batch is
+transformed first (in parallel over images), then the 36 products (tiles of the whole
+batch, C) x (C, F), split over the threads by position and blocks of rows, then the
+output transform over images. It is taken while the batch's transformed tiles fit in
+`_WIDE_BYTES`, as on the 5x5 layers of the Table 1 nets at batch 8 (AlexNet's 27x27x64 ->
+192: forward 42 -> ~25 ms of CPU, input gradient 52 -> ~30; BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu import _winograd, native
+
+MIN_CHANNELS = 32  # input and output channels (narrower products run far below peak)
+MIN_PIXELS = 49  # output pixels per image
+_WIDE_BYTES = 96 << 20  # the batch's transformed tiles and products take at most this
+
+_G = np.array([[1 / 4, 0, 0, 0, 0],
+               [-1 / 6, -1 / 6, -1 / 6, -1 / 6, -1 / 6],
+               [-1 / 6, 1 / 6, -1 / 6, 1 / 6, -1 / 6],
+               [1 / 24, 1 / 12, 1 / 6, 1 / 3, 2 / 3],
+               [1 / 24, -1 / 12, 1 / 6, -1 / 3, 2 / 3],
+               [0, 0, 0, 0, 1]])
+
+
+def applies(kh, kw, strides, dilations, c, f, out_hw, n, dtype) -> bool:
+    """Whether a conv of this geometry goes through `conv5x5`: a 5x5 window at stride 1,
+    enough channels and pixels, and the batch's transformed tiles within `_WIDE_BYTES`."""
+    if not (kh == kw == 5 and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1)
+            and min(c, f) >= MIN_CHANNELS and out_hw[0] * out_hw[1] >= MIN_PIXELS
+            and np.dtype(dtype) in (np.float32, np.float64)):
+        return False
+    tiles = n * -(-out_hw[0] // 2) * -(-out_hw[1] // 2)
+    return 36 * tiles * (c + f) * np.dtype(dtype).itemsize <= _WIDE_BYTES
+
+
+def _filter_transform(w, dtype):
+    """G g G^T for every (C, F) pair: (36, C, F) of `dtype` from `w` (5, 5, C, F),
+    computed in float64."""
+    g = np.tensordot(_G, np.asarray(w, np.float64), axes=(1, 0))  # (6, 5, C, F)
+    u = np.tensordot(_G, g, axes=(1, 1))  # (6 q, 6 p, C, F)
+    return np.ascontiguousarray(u.swapaxes(0, 1), dtype=dtype).reshape(36, *w.shape[2:])
+
+
+def _b6(x):
+    """B^T over six values (arrays): the six transformed ones, in _native.c's order."""
+    s1, u1 = x[3] + x[4], x[1] + x[2]
+    s2, u2 = x[4] - x[3], x[1] - x[2]
+    s3, u3 = x[4] - x[2], x[3] - x[1]
+    return [4 * x[0] - 5 * x[2] + x[4], s1 - 4 * u1, s2 + 4 * u2, s3 + 2 * u3, s3 - 2 * u3,
+            4 * x[1] - 5 * x[3] + x[5]]
+
+
+def _a6(m):
+    """A^T over six values (arrays): the two outputs, in _native.c's order."""
+    s12, s34 = m[1] + m[2], m[3] + m[4]
+    d12, d34 = m[1] - m[2], m[3] - m[4]
+    return m[0] + s12 + s34, d12 + 2 * d34 + m[5]
+
+
+def _input_transform(d, v, th, tw):
+    """v (36, nb, th, tw, C) = B^T d B of every 6x6 tile of padded `d`
+    (nb, >= 2th+4, >= 2tw+4, C)."""
+    if native.wino_transform(3, d, v):  # one pass in C, the same operations
+        return
+    r = _b6([d[:, a:a + 2 * th:2] for a in range(6)])
+    for p in range(6):
+        out = _b6([r[p][:, :, q:q + 2 * tw:2] for q in range(6)])
+        for q in range(6):
+            v[6 * p + q] = out[q]
+
+
+def _output_transform(m, y):
+    """y (nb, 2th, 2tw, F) = A^T m A of every tile's products `m` (36, nb, th, tw, F)."""
+    if native.wino_transform(4, m, y):  # one pass in C, the same operations
+        return
+    cols = [_a6([m[6 * a + q] for a in range(6)]) for q in range(6)]
+    for a in range(2):
+        y0, y1 = _a6([cols[q][a] for q in range(6)])
+        y[:, a::2, 0::2] = y0
+        y[:, a::2, 1::2] = y1
+
+
+def conv5x5(xp, w, out, parts: int):
+    """out (N, oh, ow, F) = the VALID 5x5 stride-1 conv of padded NHWC `xp` with `w`
+    (5, 5, C, F), oh = xp's height - 4 (and the same for the width). Returns `out`."""
+    n, oh, ow, f = out.shape
+    c = xp.shape[3]
+    th, tw = -(-oh // 2), -(-ow // 2)
+    hp, wp = 2 * th + 4, 2 * tw + 4
+    if xp.shape[1] < hp or xp.shape[2] < wp:  # an odd output size: one more row/column
+        xp = np.pad(xp, [(0, 0), (0, hp - xp.shape[1]), (0, wp - xp.shape[2]), (0, 0)])
+    u = _filter_transform(w, out.dtype)
+    tiles = n * th * tw
+    v = np.empty((36, n, th, tw, c), out.dtype)
+    m = np.empty((36, tiles, f), out.dtype)
+    intra_op.parallel_for(
+        lambda b0, b1: _input_transform(xp[b0:b1, :hp, :wp], v[:, b0:b1], th, tw), n, 1,
+        parts if 36 * tiles * c >= intra_op.MIN_ELEMENTS else 1)
+    v2 = v.reshape(36, tiles, c)
+
+    def product(p, r0, r1):
+        np.matmul(v2[p, r0:r1], u[p], out=m[p, r0:r1])
+
+    _winograd._per_position(product, tiles, 2.0 * 36 * tiles * c * f, parts, positions=36)
+    m5 = m.reshape(36, n, th, tw, f)
+    direct = (oh, ow) == (2 * th, 2 * tw)
+    ybuf, _ = intra_op.per_thread(lambda: np.empty((1, 2 * th, 2 * tw, f), out.dtype))
+
+    def output(b0, b1):
+        for b in range(b0, b1):
+            y = out[b:b + 1] if direct else ybuf()
+            _output_transform(m5[:, b:b + 1], y)
+            if not direct:
+                out[b:b + 1] = y[:, :oh, :ow]
+
+    intra_op.parallel_for(output, n, 1, parts if 36 * tiles * f >= intra_op.MIN_ELEMENTS
+                          else 1)
+    return out
