@@ -11,8 +11,9 @@ transforms B (input, 6x6), G (filter, 6x5) and A (output, 6x2) of F(2, 5) on the
 the 25 multiply-adds per output pixel and channel pair of a direct 5x5 conv become 9: one
 matrix product (tiles, C) x (C, F) per position of the 6x6 transformed tile, 36 of them.
 The tile transforms run in C (`native.wino_transform` kinds 3 and 4, one pass per tile;
-the NumPy functions below do the same operations in the same order: identical bits); the
-filter transform is computed in float64 and rounded once. Error: the transforms' integer
+the NumPy functions below do the same operations in the same order: identical bits, but
+for which NaN a NaN result is); the filter transform is computed in float64 and rounded
+once. Error: the transforms' integer
 coefficients (up to 5) and G's sixths and twenty-fourths cost float32 a few more units in
 the last place than F(2x2, 3x3) (tests compare with the direct conv at f32 tolerances).
 
@@ -21,7 +22,7 @@ transformed first (in parallel over images), then the 36 products (tiles of the 
 batch, C) x (C, F), split over the threads by position and blocks of rows, then the
 output transform over images. It is taken while the batch's transformed tiles fit in
 `_WIDE_BYTES`, as on the 5x5 layers of the Table 1 nets at batch 8 (AlexNet's 27x27x64 ->
-192: forward 42 -> ~25 ms of CPU, input gradient 52 -> ~30; BENCHMARKS.md).
+192: forward 45-51 -> 32-34 ms of CPU, input gradient 59-64 -> 40-41; BENCHMARKS.md).
 """
 
 from __future__ import annotations
