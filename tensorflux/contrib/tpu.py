@@ -17,6 +17,7 @@ from tensorflux.estimator.model_fn import EstimatorSpec, ModeKeys
 from tensorflux.estimator.run_config import RunConfig as _RunConfig
 from tensorflux.platform import tf_logging as logging
 from tensorflux.train.optimizer import WrappingOptimizer
+from tensorflux.train.session_run_hook import SessionRunArgs, SessionRunHook
 
 __all__ = ["CrossShardOptimizer", "InputPipelineConfig", "RunConfig", "TPUConfig",
            "TPUEstimator", "TPUEstimatorSpec"]
@@ -101,17 +102,30 @@ class TPUEstimatorSpec(collections.namedtuple("TPUEstimatorSpec", [
         if self.eval_metrics is not None:
             fn, tensors = self.eval_metrics
             metric_ops = fn(**tensors) if isinstance(tensors, dict) else fn(*tensors)
-        for hook_call in (self.host_call,):
-            if hook_call is not None:
-                fn, tensors = hook_call
-                fn(**tensors) if isinstance(tensors, dict) else fn(*tensors)
+        training_hooks, evaluation_hooks = list(self.training_hooks), \
+            list(self.evaluation_hooks)
+        if self.host_call is not None:  # its ops run with every step, as on a TPU's host
+            fn, tensors = self.host_call
+            ops = fn(**tensors) if isinstance(tensors, dict) else fn(*tensors)
+            if ops is not None:
+                training_hooks.append(_RunWithEachStep(ops))
+                evaluation_hooks.append(_RunWithEachStep(ops))
         scaffold = self.scaffold_fn() if self.scaffold_fn is not None else None
         return EstimatorSpec(mode=self.mode, predictions=self.predictions, loss=self.loss,
                              train_op=self.train_op, eval_metric_ops=metric_ops,
                              export_outputs=self.export_outputs, scaffold=scaffold,
-                             training_hooks=self.training_hooks,
-                             evaluation_hooks=self.evaluation_hooks,
+                             training_hooks=training_hooks, evaluation_hooks=evaluation_hooks,
                              prediction_hooks=self.prediction_hooks)
+
+
+class _RunWithEachStep(SessionRunHook):
+    """Runs `ops` (a host_call's result) with every step."""
+
+    def __init__(self, ops):
+        self._ops = ops
+
+    def before_run(self, run_context):
+        return SessionRunArgs(self._ops)
 
 
 class TPUEstimator(estimator_lib.Estimator):

@@ -121,3 +121,25 @@ def test_contrib_data_names():
     assert got[0] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert got[1] == [[[1, 0], [2, 2]], [[3, 3, 3, 0], [4, 4, 4, 4]]]
     assert got[2] == [[0, 2], [4, 6], [8]]
+
+
+def test_host_call_runs_with_every_step(tmp_path):
+    """A host_call's ops (on a TPU, summaries run on the host) run with each step."""
+    def model_fn(features, labels, mode, params):
+        w = tf.get_variable("w", [3, 1], initializer=tf.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(features["x"], w) - labels))
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=tf.train.get_global_step())
+
+        def host_fn(step):
+            calls = tf.get_variable("host_calls", initializer=tf.constant(0, tf.int64),
+                                    trainable=False)
+            return tf.group(calls.assign_add(1), tf.identity(step))
+
+        return tf.contrib.tpu.TPUEstimatorSpec(
+            mode, loss=loss, train_op=train_op,
+            host_call=(host_fn, [tf.train.get_global_step()]))
+
+    est = _estimator(tmp_path / "m", model_fn)
+    est.train(_input_fn([]), max_steps=7)
+    assert est.get_variable_value("host_calls") == 7
