@@ -62,8 +62,7 @@ def warm_start(ckpt_to_initialize_from, vars_to_warm_start=".*",
             used_prev.add(name)
         info = vocab_infos.get(name)
         if info is None:
-            checkpoint_utils._init_one(parts if len(parts) > 1 or _sliced(parts[0])
-                                       else parts[0], prefix, prev, stored)
+            checkpoint_utils._init_one(parts, prefix, prev, stored)
             continue
         used_vocab.add(name)
         _warm_start_with_vocab(parts, prefix, prev, stored, info)
@@ -75,10 +74,6 @@ def warm_start(ckpt_to_initialize_from, vars_to_warm_start=".*",
                              f"used: {unused}.  Perhaps you misspelled them?  Here is the list "
                              f"of viable variable names: {list(grouped)}")
     logging.info("Warm-started %d variables.", len(grouped))
-
-
-def _sliced(v) -> bool:
-    return v._get_save_slice_info() is not None
 
 
 def _grouped(vars_to_warm_start, vocab_infos) -> dict:
