@@ -382,17 +382,42 @@ def from_dense(tensor, name=None) -> SparseTensor:
 
 
 def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
-    """A SparseTensor of placeholders (`tf.sparse_placeholder`): feed a SparseTensorValue."""
-    shape = None if shape is None else tensor_shape.as_shape(shape)
-    rank = shape.ndims if shape is not None else None
-    with graph_lib.name_scope(name, "SparsePlaceholder", []):
-        values = array_ops.placeholder(dtype, [None], name="values")
-        indices = array_ops.placeholder(dtypes.int64, [None, rank], name="indices")
-        if shape is not None and shape.is_fully_defined():
-            dense_shape = convert_to_tensor(np.array(shape.as_list(), np.int64), name="shape")
+    """A SparseTensor of placeholders (`tf.sparse_placeholder`): feed a SparseTensorValue.
+
+    As TensorFlow builds it: with a `shape` (a list, a TensorShape or a shape tensor) the
+    dense shape is a PlaceholderWithDefault of that shape (unknown dimensions as -1), so only
+    `indices` and `values` need feeding; with none it is a Placeholder. With a `name` the
+    parts are `name/indices`, `name/values` and `name/shape` (its default
+    `name/shape_default`); without one they get the default names at the current scope.
+    """
+    def part(suffix):
+        return None if name is None else f"{name}/{suffix}"
+
+    if shape is None:
+        rank, static = None, None
+        dense_shape = array_ops.placeholder(dtypes.int64, [None], name=part("shape"))
+    elif isinstance(shape, Tensor):
+        shape = convert_to_tensor(shape, dtype=dtypes.int64)
+        rank = shape.shape.with_rank(1).as_list()[0]
+        static = constant_value_as_shape(shape)
+        dense_shape = array_ops.placeholder_with_default(shape, [rank], name=part("shape"))
+    else:
+        static = tensor_shape.as_shape(shape)
+        rank = static.ndims
+        if rank is None:
+            dense_shape = array_ops.placeholder(dtypes.int64, [None], name=part("shape"))
         else:
-            dense_shape = array_ops.placeholder(dtypes.int64, [rank], name="shape")
-    return SparseTensor(indices, values, dense_shape)
+            default = convert_to_tensor(
+                np.array([-1 if d is None else d for d in static.as_list()], np.int64),
+                name=part("shape_default"))
+            dense_shape = array_ops.placeholder_with_default(default, [rank],
+                                                             name=part("shape"))
+    values = array_ops.placeholder(dtype, [None], name=part("values"))
+    indices = array_ops.placeholder(dtypes.int64, [None, rank], name=part("indices"))
+    result = SparseTensor(indices, values, dense_shape)
+    if static is not None:
+        result.set_shape(static)
+    return result
 
 
 def _indexed_slices_to_tensor(value: IndexedSlices, dtype=None, name=None,

@@ -16,6 +16,7 @@ from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, joining_ops, reduction_ops
 from tensorflux.ops.comparison_ops import (
     equal,
+    greater,
     greater_equal,
     less,
     logical_and,
@@ -24,7 +25,7 @@ from tensorflux.ops.comparison_ops import (
     where,
     where_v2,
 )
-from tensorflux.ops.gather_ops import gather, unique
+from tensorflux.ops.gather_ops import gather, gather_nd, unique
 from tensorflux.ops.math_ops import (
     add,
     cast,
@@ -87,8 +88,13 @@ def sparse_retain(sp_input, to_retain):
     (`tf.sparse.retain`)."""
     sp_input = _as_sparse(sp_input, "sparse.retain")
     keep = convert_to_tensor(to_retain, dtype=dtypes.bool, name="to_retain")
-    return SparseTensor(boolean_mask(sp_input.indices, keep),
-                        boolean_mask(sp_input.values, keep), sp_input.dense_shape)
+    keep.shape.assert_has_rank(1)
+    sp_input.values.shape.with_rank(1).assert_is_compatible_with(keep.shape)
+    # where + gather rather than boolean_mask: the mask's rank may be unknown statically
+    # (a dropout mask drawn with a fed noise shape) and must still be taken as a vector
+    kept = array_ops.reshape(where(keep), [-1])
+    return SparseTensor(gather(sp_input.indices, kept), gather(sp_input.values, kept),
+                        array_ops.identity(sp_input.dense_shape))
 
 
 def sparse_reset_shape(sp_input, new_shape=None):
@@ -268,6 +274,47 @@ def sparse_add(a, b, threshold=0, thresh=None):
     sp = _as_sparse(sp, "sparse.add")
     dense = convert_to_tensor(dense, dtype=sp.dtype)
     return add(sparse_tensor_to_dense(sp, validate_indices=False), dense)
+
+
+def _sparse_dense_cwise(fn, op_name):
+    """`sp <op> dense` for SparseTensor's `*` and `/` (TensorFlow's SparseDenseCwise ops):
+    the dense operand broadcasts onto the sparse one's shape (its rank at most the sparse
+    rank, aligned on the right) and only the present entries are computed, so the result is
+    a SparseTensor with the same indices."""
+
+    def operator(self, other):
+        with graph_lib.name_scope(None, op_name, [self.values, other]):
+            if isinstance(other, SparseTensor):
+                raise TypeError(f"SparseTensor {op_name}: the other operand must be dense, "
+                                "got a SparseTensor")
+            dense = convert_to_tensor(other, dtype=self.dtype.base_dtype, name="dense")
+            rank = dense.shape.ndims
+            if rank is None:
+                raise ValueError(f"SparseTensor {op_name}: the dense operand's rank must be "
+                                 f"known statically, got {dense}")
+            if rank == 0:
+                picked = dense
+            else:
+                sp_rank = self.indices.shape.as_list()[1]
+                if sp_rank is not None and rank > sp_rank:
+                    raise ValueError(f"SparseTensor {op_name}: the dense operand's rank "
+                                     f"{rank} exceeds the sparse operand's {sp_rank}")
+                # each entry's index in the dense operand: the trailing coordinates, held
+                # at 0 along the dense operand's dimensions of size 1 (broadcast)
+                coords = self.indices[:, -rank:]
+                wide = cast(greater(array_ops.shape(dense, out_type=dtypes.int64),
+                                    _const(1, coords)), dtypes.int64)
+                picked = gather_nd(dense, multiply(coords, wide))
+            return SparseTensor(self.indices, fn(self.values, picked),
+                                self.dense_shape)
+
+    operator.__name__ = f"__{op_name}__"
+    return operator
+
+
+SparseTensor.__mul__ = _sparse_dense_cwise(multiply, "SparseDenseCwiseMul")
+SparseTensor.__truediv__ = _sparse_dense_cwise(truediv, "SparseDenseCwiseDiv")
+SparseTensor.__div__ = SparseTensor.__truediv__
 
 
 def unsorted_segment_min_rows(indices, slot, keys):
