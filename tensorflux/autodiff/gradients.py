@@ -392,8 +392,11 @@ def _aggregate(parts):
 
     if all(isinstance(p, IndexedSlices) for p in parts):
         dense_shape = next((p.dense_shape for p in parts if p.dense_shape is not None), None)
+        indices = [p.indices for p in parts]
+        if len({i.dtype.base_dtype for i in indices}) > 1:  # int32 and int64 ids: as int64
+            indices = [math_ops.cast(i, dtypes.int64) for i in indices]
         return IndexedSlices(joining_ops.concat([p.values for p in parts], 0),
-                             joining_ops.concat([p.indices for p in parts], 0), dense_shape)
+                             joining_ops.concat(indices, 0), dense_shape)
     dense = [convert_to_tensor(p) if isinstance(p, IndexedSlices) else p for p in parts]
     return math_ops.add_n(dense)
 

@@ -2,8 +2,9 @@
 (`from tensorflow.contrib import rnn`). The same classes and functions as `tf.nn.rnn_cell`
 and `tf.nn`, plus contrib's cells over the fused recurrent ops (LSTMBlockCell,
 LSTMBlockFusedCell, GRUBlockCell, GRUBlockCellV2; tensorflux/contrib/rnn_block_cells.py)
-and LayerNormBasicLSTMCell (tensorflux/contrib/layer_norm_rnn_cell.py). contrib's other
-extra cells are not provided."""
+and LayerNormBasicLSTMCell (tensorflux/contrib/layer_norm_rnn_cell.py), and the wrappers that
+own variables (EmbeddingWrapper, InputProjectionWrapper, OutputProjectionWrapper;
+tensorflux/contrib/rnn_wrappers.py). contrib's other extra cells are not provided."""
 
 from tensorflux.nn.rnn import static_bidirectional_rnn, static_rnn  # noqa: F401
 from tensorflux.nn.rnn_cell import *  # noqa: F401,F403
@@ -19,3 +20,10 @@ __all__ += list(_block_cells)
 from tensorflux.contrib.layer_norm_rnn_cell import LayerNormBasicLSTMCell  # noqa: E402,F401
 
 __all__ += ["LayerNormBasicLSTMCell"]
+from tensorflux.contrib.rnn_wrappers import (  # noqa: E402,F401
+    EmbeddingWrapper,
+    InputProjectionWrapper,
+    OutputProjectionWrapper,
+)
+
+__all__ += ["EmbeddingWrapper", "InputProjectionWrapper", "OutputProjectionWrapper"]

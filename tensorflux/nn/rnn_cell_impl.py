@@ -28,6 +28,7 @@ dicts) are what the cells and `rnn.py` need of `tf.nest`.
 from __future__ import annotations
 
 import collections
+import copy
 import re
 
 import numpy as np
@@ -189,6 +190,14 @@ def _unique_object_name(base: str) -> str:
     return base if n == 0 else f"{base}_{n}"
 
 
+def _graph_bound(value) -> bool:
+    """Whether `value` belongs to a graph (a tensor, a variable, a scope): never copied."""
+    from tensorflux.variables.variables import Variable
+
+    return isinstance(value, (Tensor, Variable, vs.VariableScope, vs.variable_scope,
+                              graph_lib.Graph))
+
+
 # ---- the cell base classes ------------------------------------------------------------------
 
 class RNNCell:
@@ -223,6 +232,25 @@ class RNNCell:
         self.built = False
         self._trainable_weights = []
         self._non_trainable_weights = []
+
+    def __deepcopy__(self, memo):
+        """A copy with the same configuration and no graph state: unbuilt, no scope, no
+        variables (legacy_seq2seq copies the cell it is given for its encoder, also a cell
+        already used by an earlier bucket's model; TensorFlow's copy of a used cell fails on
+        its graph's locks). The copy makes or reuses its variables by name when called."""
+        clone = object.__new__(type(self))
+        memo[id(self)] = clone
+        for key, value in self.__dict__.items():
+            if key in ("_scope", "_current_scope", "_rnncell_scope") or _graph_bound(value):
+                value = None
+            elif key in ("_trainable_weights", "_non_trainable_weights"):
+                value = []
+            elif key == "built":
+                value = False
+            else:
+                value = copy.deepcopy(value, memo)
+            clone.__dict__[key] = value
+        return clone
 
     # -- properties a subclass defines
     @property

@@ -161,23 +161,28 @@ def process_feeds(graph: graph_lib.Graph, feed_dict) -> dict[Tensor, object]:
                         f"elements to values, not a {type(feed_dict).__name__}")
     out: dict[Tensor, object] = {}
     for key, value in feed_dict.items():
-        conv = conversion_for(key) if not isinstance(key, (Tensor, str)) else None
-        if conv is not None and conv[1] is not None:
-            for t, v in conv[1](key, value):
-                t = feed_tensor(graph, t)
-                out[t] = convert_feed(t, v)
-            continue
-        if isinstance(key, tuple) and not hasattr(key, "_as_graph_element"):
-            if not isinstance(value, (tuple, list)) or len(value) != len(key):
-                raise ValueError(f"Feed key {key!r} is a tuple; its value must be a tuple of "
-                                 "the same length")
-            for k, v in zip(key, value, strict=True):
-                t = feed_tensor(graph, k)
-                out[t] = convert_feed(t, v)
-            continue
-        t = feed_tensor(graph, key)
-        out[t] = convert_feed(t, value)
+        for k, v in _expand_feed(key, value):
+            t = feed_tensor(graph, k)
+            out[t] = convert_feed(t, v)
     return out
+
+
+def _expand_feed(key, value):
+    """(key, value) -> [(tensor key, its value)]: composite keys (a SparseTensor) split into
+    their parts, and a nested tuple of keys (an RNN's LSTMStateTuples) paired with a value of
+    the same structure, as TensorFlow's feed_dict takes them."""
+    if isinstance(key, (Tensor, str)):
+        return [(key, value)]
+    conv = conversion_for(key)
+    if conv is not None and conv[1] is not None:
+        return [pair for k, v in conv[1](key, value) for pair in _expand_feed(k, v)]
+    if isinstance(key, tuple) and not hasattr(key, "_as_graph_element"):
+        if not isinstance(value, (tuple, list)) or len(value) != len(key):
+            raise ValueError(f"Feed key {key!r} is a tuple; its value must be a tuple of "
+                             f"the same length, got {type(value).__name__} {value!r:.200}")
+        return [pair for k, v in zip(key, value, strict=True)
+                for pair in _expand_feed(k, v)]
+    return [(key, value)]
 
 
 def convert_feed(t: Tensor, value):
