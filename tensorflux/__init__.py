@@ -148,13 +148,17 @@ from tensorflux.protos.summary_pb2 import (  # noqa: F401,E402
     SummaryMetadata,
 )
 
-from tensorflux.framework.versions import __version__  # noqa: E402,F401
 from tensorflux import data  # noqa: E402,F401 - tf.data
 
 # Issue 17: behaviour switches, tf.version, tf.compat (tf.compat.v1 is this module).
 from tensorflux.compat.switches import *  # noqa: E402,F401,F403
 from tensorflux.compat.version import *  # noqa: E402,F401,F403 - VERSION, GRAPH_DEF_VERSION, ...
 from tensorflux.compat import version  # noqa: E402,F401 - tf.version
+
+# `tf.__version__` is what programs test (`>= 1.12`, `startswith("2.")`): the TensorFlow
+# version whose API tensorflux follows, as `tf.VERSION`; tensorflux's own release is
+# `tf.version.GIT_VERSION` ("tensorflux-X.Y.Z") and the package metadata.
+__version__ = VERSION  # noqa: F405
 from tensorflux import compat  # noqa: E402,F401 - tf.compat
 compat._install_v1(__import__(__name__))
 from tensorflux import losses  # noqa: E402,F401 - tf.losses

@@ -10,7 +10,7 @@ import os as _os
 from types import SimpleNamespace as _SimpleNamespace
 
 from tensorflux.autodiff.custom_gradient import custom_gradient as _custom_gradient
-from tensorflux.control_flow import control_flow_util as _cf_util
+from tensorflux.control_flow import nest  # tf.nest (tensorflux/control_flow/nest.py)
 from tensorflux.framework import errors as _errors
 from tensorflux.framework import graph as _graph_lib
 from tensorflux.framework.common_shapes import constant_value as _constant_value
@@ -123,12 +123,6 @@ def recompute_grad(f):
     the forward activations instead of recomputing them)."""
     return f
 
-
-nest = _SimpleNamespace(
-    flatten=_cf_util.flatten, pack_sequence_as=_cf_util.pack_sequence_as,
-    map_structure=_cf_util.map_structure, assert_same_structure=_cf_util.assert_same_structure,
-    is_nested=_cf_util.is_nested)
-"""`tf.nest`: the structure utilities (flatten, pack_sequence_as, map_structure, ...)."""
 
 sysconfig = _SimpleNamespace(
     get_include=lambda: _os.path.join(_os.path.dirname(_os.path.dirname(__file__)), "include"),

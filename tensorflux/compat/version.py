@@ -2,7 +2,8 @@
 versions.
 
 VERSION is the TensorFlow release whose tf.compat.v1 API tensorflux follows (the oracle
-its tests compare with); tensorflux's own version is `tensorflux.__version__`.
+its tests compare with), and so also `tf.__version__`, which programs test; tensorflux's
+own release is in GIT_VERSION ("tensorflux-X.Y.Z") and the package metadata.
 """
 
 from tensorflux.framework import versions as _versions

@@ -2,11 +2,13 @@
 (layer functions, regularizers, `flatten`, initializers; tensorflux/contrib/layers.py),
 `tf.contrib.framework` (arg_scope, variable helpers), `tf.contrib.slim` (both, as TF-Slim's
 layer API), `tf.contrib.rnn` (the core RNN cells and `static_rnn`), seq2seq and
-legacy_seq2seq, `tf.contrib.data` (tf.data.experimental under its TF1 name) and
-`tf.contrib.tpu`'s TPUEstimator for TPU programs run with `use_tpu=False`."""
+legacy_seq2seq, `tf.contrib.data` (tf.data.experimental under its TF1 name),
+`tf.contrib.tpu`'s TPUEstimator for TPU programs run with `use_tpu=False`, and
+`tf.contrib.training.HParams`, `tf.contrib.crf` (linear-chain CRFs)."""
 
 from tensorflux.contrib import (  # noqa: F401
     cluster_resolver,
+    crf,
     data,
     framework,
     layers,
@@ -16,4 +18,5 @@ from tensorflux.contrib import (  # noqa: F401
     seq2seq,
     slim,
     tpu,
+    training,
 )

@@ -1,4 +1,6 @@
-"""`tf.contrib.framework`: arg_scope and the variable helpers of contrib's layers."""
+"""`tf.contrib.framework`: arg_scope and the variable helpers of contrib's layers, `nest`
+(tensorflux/control_flow/nest.py), and the checkpoint readers `load_checkpoint` /
+`list_variables`."""
 
 from tensorflux.contrib.layers_core import (  # noqa: F401
     add_arg_scope,
@@ -12,4 +14,10 @@ from tensorflux.contrib.layers_core import (  # noqa: F401
     has_arg_scope,
     model_variable,
     variable,
+)
+from tensorflux.control_flow import nest  # noqa: E402,F401
+from tensorflux.train.checkpoint_utils import (  # noqa: E402,F401
+    list_variables,
+    load_checkpoint,
+    load_variable,
 )

@@ -54,17 +54,24 @@ def tile_batch(t, multiplier, name=None):
 
 
 def _split(x, batch, beam):
-    """[batch * beam, ...] -> [batch, beam, ...]."""
+    """[batch * beam, ...] -> [batch, beam, ...]; scalars (an AttentionWrapperState's
+    `time`) and TensorArrays (its alignment history) pass unchanged, as TensorFlow's
+    decoder leaves them."""
     from tensorflux.ops import array_ops, joining_ops
 
+    if not hasattr(x, "shape") or x.shape.ndims == 0:
+        return x
     return array_ops.reshape(x, joining_ops.concat(
         [joining_ops.stack([batch, beam]), array_ops.shape(x)[1:]], 0))
 
 
 def _merge(x):
-    """[batch, beam, ...] -> [batch * beam, ...]."""
+    """[batch, beam, ...] -> [batch * beam, ...]; what has no beam axis (scalars,
+    TensorArrays) passes unchanged."""
     from tensorflux.ops import array_ops, joining_ops
 
+    if not hasattr(x, "shape") or (x.shape.ndims is not None and x.shape.ndims < 2):
+        return x
     shape = array_ops.shape(x)
     return array_ops.reshape(x, joining_ops.concat(
         [array_ops.reshape(shape[0] * shape[1], [1]), shape[2:]], 0))
@@ -74,10 +81,11 @@ def _gather_beams(x, beam_ids, batch, beam):
     """x [batch, beam, ...] reordered along beams by beam_ids [batch, beam]."""
     from tensorflux.ops import array_ops, gather_ops, joining_ops, sequence_ops
 
+    if not hasattr(x, "shape") or (x.shape.ndims is not None and x.shape.ndims < 2):
+        return x  # no beam axis: a scalar (an attention state's time), a TensorArray
     rows = array_ops.reshape(sequence_ops.range(batch) * beam, [-1, 1])
     flat = array_ops.reshape(rows + beam_ids, [-1])
-    merged = _merge(x) if x.shape.ndims is None or x.shape.ndims >= 2 else x
-    out = gather_ops.gather(merged, flat)
+    out = gather_ops.gather(_merge(x), flat)
     out = array_ops.reshape(out, joining_ops.concat(
         [joining_ops.stack([batch, beam]), array_ops.shape(x)[2:]], 0))
     out.set_shape(x.shape)  # the loop's shapes stay what they were

@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from tensorflux.distributed import push, rpc, wire
 from tensorflux.distributed.worker import PHYSICAL_DEVICE_DESC, STEP_ORDER_ATTR, Worker, task_of
-from tensorflux.framework import errors
+from tensorflux.framework import errors, graph_io
 from tensorflux.framework.rendezvous_key import create_key
 from tensorflux.protos import graph_pb2, step_stats_pb2, worker_pb2
 from tensorflux.runtime import cost_model as cost_model_lib
@@ -259,6 +259,8 @@ class DistStep:
                 if ordered and node in order:
                     nd.attr[STEP_ORDER_ATTR].i = order[node]
                 tp.graph_def.node.append(nd)
+            # the traced functions (dataset map functions, ...) the nodes' func attrs name
+            graph_io.add_function_library(tp.graph_def, [node.attrs for node in nodes])
         return tasks
 
     def run(self, feeds: dict, options, run_metadata=None) -> list:

@@ -239,7 +239,10 @@ def function_from_def(fdef, library: dict, outer_graph: graph_lib.Graph,
     with g.as_default():
         input_map = {a.name: g.add_argument(dtypes.as_dtype(a.type), None, a.name)
                      for a in fdef.signature.input_arg}
-        importer.extend_graph(gd, input_map={f"{k}:0": v for k, v in input_map.items()})
+        # only the arguments the body reads (a function may ignore one: `lambda key, w: ...`)
+        read = {i.lstrip("^").partition(":")[0] for nd in gd.node for i in nd.input}
+        importer.extend_graph(gd, input_map={f"{k}:0": v for k, v in input_map.items()
+                                             if k in read})
         link_functions(g.get_operations(), library, g, built)
         outs = []
         for a in fdef.signature.output_arg:

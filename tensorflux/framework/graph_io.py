@@ -143,15 +143,22 @@ def graph_to_graph_def(graph: Graph, from_version: int | None = None,
 def _add_function_library(gd: graph_pb2.GraphDef, ops: list) -> None:
     """The FunctionDefs of the traced functions (framework/func_graph.py) that `ops`'
     `func` attrs hold, and of those their bodies use, into `gd.library`."""
+    add_function_library(gd, [op._attrs for op in ops])
+
+
+def add_function_library(gd: graph_pb2.GraphDef, attr_maps) -> None:
+    """The FunctionDefs of the traced functions that the attr dicts `attr_maps` (of ops, or
+    of a step graph's nodes) hold, and of those their bodies use, into `gd.library` (a
+    distributed step's task graph needs them as much as an exported graph)."""
     from tensorflux.framework import func_graph  # func_graph imports graph, which imports us
 
-    seen: set[str] = set()
-    stack = list(ops)
+    seen = {f.signature.name for f in gd.library.function}
+    stack = list(attr_maps)
     while stack:
-        op = stack.pop()
-        for value in op._attrs.values():
+        attrs = stack.pop()
+        for value in attrs.values():
             body = getattr(value, "graph", None)
             if isinstance(body, func_graph.FuncGraph) and body.name not in seen:
                 seen.add(body.name)
                 gd.library.function.add().CopyFrom(func_graph.to_function_def(body))
-                stack.extend(body.get_operations())
+                stack.extend(op._attrs for op in body.get_operations())

@@ -1,4 +1,4 @@
-"""The version of tensorflux (TensorFlow keeps its own in framework/versions.py too, where
-every layer can read it)."""
+"""The release of tensorflux (as pyproject.toml's), readable from every layer; `tf.__version__`
+is the TensorFlow API version instead (tensorflux/compat/version.py)."""
 
 __version__ = "0.1.0"

@@ -63,6 +63,7 @@ _INTERNAL = {
     "ops.variables": ["tensorflux.variables.variables"],
     "ops.init_ops": ["tensorflux.variables.init_ops"],
     "ops.partitioned_variables": ["tensorflux.variables.partitioned_variables"],
+    "ops.lookup_ops": ["tensorflux.lookup.lookup_ops", "tensorflux.lookup"],
     "ops.rnn": ["tensorflux.nn"],
     "ops.rnn_cell": ["tensorflux.nn.rnn_cell"],
     "ops.rnn_cell_impl": ["tensorflux.nn.rnn_cell"],
@@ -73,7 +74,7 @@ _INTERNAL = {
     "platform.flags": ["tensorflux.platform.flags"],
     "platform.app": ["tensorflux.platform.app"],
     "client.session": ["tensorflux.runtime.session"],
-    "util.nest": ["tensorflux.control_flow.control_flow_util"],
+    "util.nest": ["tensorflux.control_flow.nest"],
     "layers.utils": ["tensorflux.layers.base"],
 }
 

@@ -24,6 +24,7 @@ def gpu_device_name() -> str:
 
 import contextlib as _contextlib  # noqa: E402
 import os as _os  # noqa: E402
+import re as _re  # noqa: E402
 import sys as _sys  # noqa: E402
 import tempfile as _tempfile  # noqa: E402
 import unittest as _unittest  # noqa: E402
@@ -83,6 +84,38 @@ def assert_equal_graph_def(actual, expected, checkpoint_v2=False, hash_table_sha
             raise AssertionError(f"GraphDefs differ at node {name}:\n{a[name]}\nvs\n{e[name]}")
 
 
+def _test_config(config, force_gpu: bool):
+    """A test session's config: TF's test sessions place softly (a model pinned to
+    /gpu:0 runs on the CPU) unless the test forces a GPU."""
+    if config is not None:
+        return config
+    from tensorflux.protos import config_pb2  # noqa: PLC0415 - test helper
+
+    return config_pb2.ConfigProto(allow_soft_placement=not force_gpu)
+
+
+def _assert_nested(a, b, msg, check) -> None:
+    """`check(x, y, message)` on each pair of arrays of two nested structures."""
+    if isinstance(a, dict) or isinstance(b, dict):
+        if not (isinstance(a, dict) and isinstance(b, dict)) or set(a) != set(b):
+            raise AssertionError(msg or f"mismatched keys: {a!r} vs {b!r}")
+        for key in a:
+            _assert_nested(a[key], b[key], msg or f"at key {key!r}", check)
+        return
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        try:
+            x, y = _np.asarray(a), _np.asarray(b)
+        except ValueError:  # ragged: compare the parts
+            x = y = None
+        if x is None or x.dtype == object or y.dtype == object:
+            if len(a) != len(b):
+                raise AssertionError(msg or f"lengths differ: {len(a)} vs {len(b)}")
+            for i, (u, v) in enumerate(zip(a, b, strict=True)):
+                _assert_nested(u, v, msg or f"at index {i}", check)
+            return
+    check(_np.asarray(a), _np.asarray(b), msg or "")
+
+
 class TestCase(_unittest.TestCase):
     """`tf.test.TestCase`: a unittest.TestCase with a fresh default graph per test, sessions
     on it, and NumPy-aware assertions."""
@@ -107,7 +140,7 @@ class TestCase(_unittest.TestCase):
     def session(self, graph=None, config=None, use_gpu=False, force_gpu=False):
         """A new Session on `graph` (default: the default graph), made the default one."""
         graph = graph or _graph_lib.get_default_graph()
-        sess = _session_lib.Session(graph=graph, config=config)
+        sess = _session_lib.Session(graph=graph, config=_test_config(config, force_gpu))
         try:
             with graph.as_default(), sess.as_default():
                 yield sess
@@ -121,7 +154,8 @@ class TestCase(_unittest.TestCase):
         if self._cached_session is None or self._cached_session.graph is not graph:
             if self._cached_session is not None:
                 self._cached_session.close()
-            self._cached_session = _session_lib.Session(graph=graph, config=config)
+            self._cached_session = _session_lib.Session(graph=graph,
+                                                        config=_test_config(config, force_gpu))
         with graph.as_default(), self._cached_session.as_default():
             yield self._cached_session
 
@@ -140,13 +174,63 @@ class TestCase(_unittest.TestCase):
         with self.cached_session() as s:
             return s.run(tensors)
 
-    # NumPy-aware assertions with TF's names and defaults.
+    # NumPy-aware assertions with TF's names and defaults; nested dicts, lists and tuples of
+    # arrays are compared element by element, as TF's are.
     def assertAllClose(self, a, b, rtol=1e-6, atol=1e-6, msg=None):  # noqa: N802
-        _np.testing.assert_allclose(_np.asarray(a), _np.asarray(b), rtol=rtol, atol=atol,
-                                    err_msg=msg or "")
+        _assert_nested(a, b, msg, lambda x, y, m: _np.testing.assert_allclose(
+            x, y, rtol=rtol, atol=atol, err_msg=m))
 
     def assertAllEqual(self, a, b, msg=None):  # noqa: N802
-        _np.testing.assert_array_equal(_np.asarray(a), _np.asarray(b), err_msg=msg or "")
+        _assert_nested(a, b, msg, lambda x, y, m: _np.testing.assert_array_equal(
+            x, y, err_msg=m))
+
+    def assertAllCloseAccordingToType(self, a, b, rtol=1e-6, atol=1e-6,  # noqa: N802
+                                      float_rtol=1e-6, float_atol=1e-6, half_rtol=1e-3,
+                                      half_atol=1e-3, bfloat16_rtol=1e-2,
+                                      bfloat16_atol=1e-2, msg=None):
+        """assertAllClose with tolerances loosened for float32, float16 and bfloat16."""
+        kind = _np.asarray(a).dtype
+        if kind == _np.float32:
+            rtol, atol = max(rtol, float_rtol), max(atol, float_atol)
+        elif kind == _np.float16:
+            rtol, atol = max(rtol, half_rtol), max(atol, half_atol)
+        elif kind.name == "bfloat16":
+            rtol, atol = max(rtol, bfloat16_rtol), max(atol, bfloat16_atol)
+        self.assertAllClose(_np.asarray(a, _np.float64) if kind.name == "bfloat16" else a,
+                            _np.asarray(b, _np.float64) if kind.name == "bfloat16" else b,
+                            rtol=rtol, atol=atol, msg=msg)
+
+    @_contextlib.contextmanager
+    def assertRaisesWithPredicateMatch(self, exception_type,  # noqa: N802
+                                       expected_err_re_or_predicate):
+        """Expects `exception_type` raised in the block, its message matching the regular
+        expression (searched) or satisfying the predicate."""
+        if callable(expected_err_re_or_predicate):
+            predicate = expected_err_re_or_predicate
+        else:
+            def predicate(e):
+                return _re.search(expected_err_re_or_predicate, str(e)) is not None
+        try:
+            yield
+        except exception_type as e:
+            if not predicate(e):
+                raise AssertionError(f"Exception of type {type(e).__name__}: {e} does not "
+                                     f"match {expected_err_re_or_predicate!r}") from e
+        else:
+            raise AssertionError(f"Exception of type {exception_type.__name__} not raised")
+
+    def assertRaisesOpError(self, expected_err_re_or_predicate):  # noqa: N802
+        """assertRaisesWithPredicateMatch for `tf.errors.OpError`."""
+        from tensorflux.framework import errors  # noqa: PLC0415 - test helper
+
+        return self.assertRaisesWithPredicateMatch(errors.OpError,
+                                                   expected_err_re_or_predicate)
+
+    def assertStartsWith(self, actual, expected_start, msg=None):  # noqa: N802
+        if not actual.startswith(expected_start):
+            raise AssertionError(msg or f"{actual!r} does not start with {expected_start!r}")
+
+    assertItemsEqual = _unittest.TestCase.assertCountEqual  # noqa: N815 - TF1's name
 
     def assertNotAllClose(self, a, b, rtol=1e-6, atol=1e-6, msg=None):  # noqa: N802
         if _np.allclose(_np.asarray(a), _np.asarray(b), rtol=rtol, atol=atol):
