@@ -160,6 +160,10 @@ class _Connection(asyncio.Protocol):
         return None  # close (aiohttp's handler does the same)
 
     def _next(self) -> None:
+        """Answers the request at the start of the buffer: here when its answer is ready at
+        once (ModelServer.handle_now), else in a task of its own (ModelServer.handle). Once
+        it is answered, the next request buffered behind it is taken in a later turn of the
+        loop, so that a client pipelining requests does not hold the loop."""
         request = parse(self.buf, self.site.max_body)
         if request is None:
             self._hand_over()
@@ -167,35 +171,57 @@ class _Connection(asyncio.Protocol):
         method, path, body, used = request
         self.buf = self.buf[used:]
         self.busy = True
-        self.task = self.site.loop.create_task(self._answer(method, path, body))
-
-    async def _answer(self, method: str, path: str, body: bytes) -> None:
         try:
-            status, payload, close = await self.site.handle(method, path, body)
+            answer = self.site.handle_now(method, path, body)
         except BaseException:
-            if self.transport is not None:
-                self.transport.abort()
-            self.busy, self.task = False, None
-            self.site.changed()
+            self._failed()
             raise
+        if type(answer) is not tuple:
+            self.task = self.site.loop.create_task(self._answer(
+                self.site.handle(method, path, body) if answer is None else answer))
+        elif self._write(*answer) and self.buf:
+            self.busy = True
+            self.site.loop.call_soon(self._resume)
+
+    def _resume(self) -> None:
+        self.busy = False
+        if self.transport is not None and self.buf:
+            self._next()
+
+    async def _answer(self, answer) -> None:
+        try:
+            status, payload, close = await answer
+        except BaseException:
+            self._failed()
+            raise
+        if self._write(status, payload, close) and self.buf:
+            self._next()
+
+    def _failed(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+        self.busy, self.task = False, None
+        self.site.changed()
+
+    def _write(self, status: int, payload: bytes, close: bool) -> bool:
+        """Writes an answer; True when the connection goes on reading requests."""
         transport = self.transport
         self.busy, self.task = False, None
         self.idle_since = self.site.loop.time()
         if transport is None or transport.is_closing():
             self.site.changed()
-            return
+            return False
         close = close or self.closing
         transport.write(_answer_bytes(status, payload, close))
         if close:
             self.closing = True
             transport.close()
             self.site.changed()
-            return
+            return False
         if self.paused:
             self.paused = False
             transport.resume_reading()
-        if self.buf:
-            self._next()
+        return True
 
     def _hand_over(self) -> None:
         """The rest of this connection to aiohttp's request handler, the unread bytes
@@ -226,6 +252,7 @@ class RestSite:
     def __init__(self, server, runner, host: str, port: int, reuse_port: bool = False,
                  sock=None):
         self.handle = server.handle
+        self.handle_now = server.handle_now
         self.max_body = server.max_request_bytes
         self.idle_timeout = server.request_timeout_seconds
         self.runner = runner

@@ -99,6 +99,26 @@ def _error(status: int, message: str) -> web.Response:
                         content_type="application/json")
 
 
+def _error_answer(e: Exception, path: str) -> tuple[int, bytes, bool]:
+    """TF Serving's answer to a request that failed with `e`: the HTTP status of a
+    tf.errors code, 500 for anything else (logged: the server lives on)."""
+    if isinstance(e, errors.OpError):
+        return _HTTP_STATUS.get(e.error_code, 500), _error_body(e.message), False
+    _log.exception("Internal error serving %s", path)
+    return 500, _error_body(f"{type(e).__name__}: {e}"), False
+
+
+def _rows(inputs: dict) -> int:
+    """The size of the first input along dimension 0 (0 for a scalar): what ModelRuns
+    keys a run's measured cost by."""
+    first = next(iter(inputs.values()), None)
+    return first.shape[0] if getattr(first, "ndim", 0) else 0
+
+
+def _output_values(outputs: dict) -> int:
+    return sum(np.size(v) for v in outputs.values())
+
+
 class _BodyNotRead(Exception):
     """A request body refused before it was read whole: answered, then the connection
     closes."""
@@ -150,6 +170,9 @@ class ModelServer:
             self.batcher.incoming = 0  # counted from now on: batches close when idle
         self._incoming: set = set()  # handler tasks counted in batcher.incoming
         self._fast_inputs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # The common request's exact path (handle_now); other spellings go to `handle`.
+        self._predict_path = (f"/v1/models/{manager.name}:predict"
+                              if re.fullmatch(r"[A-Za-z0-9_.-]+", manager.name) else None)
 
     async def _in_pool(self, fn, *args):
         return await self.workers.run(fn, *args)
@@ -205,17 +228,51 @@ class ModelServer:
             self.batcher.incoming += 1
         try:
             return 200, await self._dispatch(method, path, body), False
-        except errors.OpError as e:
-            return _HTTP_STATUS.get(e.error_code, 500), _error_body(e.message), False
         except _BodyNotRead as e:
             return e.status, _error_body(e.message), True
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as e:  # noqa: BLE001 - an internal error answers 500, server lives
-            _log.exception("Internal error serving %s", path)
-            return 500, _error_body(f"{type(e).__name__}: {e}"), False
+            return _error_answer(e, path)
         finally:
             self._arrived()
+
+    def handle_now(self, method: str, path: str, body: bytes):
+        """`handle`'s answer to the common request, computed without a task or a wait:
+        a small `:predict` body POSTed to the model's latest version, no batching, and a
+        model run that `ModelRuns` keeps on the event loop. Returns the (status, JSON,
+        close) tuple `handle` would give; an awaitable of it when the outputs are large
+        enough to be encoded on a worker; None for every other request (before anything
+        was done: it goes to `handle`). The steps, checks and errors are `handle`'s; only
+        its coroutines, task and route lookup are left out."""
+        if method != "POST" or path != self._predict_path or self.batcher is not None \
+                or len(body) > _INLINE_DECODE_BYTES:
+            return None
+        try:
+            with self.manager.acquire() as servable:
+                name, inputs, rows = self._decode_predict(servable, body)
+                key = self.model_runs.inline_key(servable, name, _rows(inputs))
+                if key is None:
+                    return None  # a run for the workers: `handle` decodes again
+                outputs = self.model_runs.run_inline(servable, key, servable.run, name,
+                                                     inputs)
+            if _output_values(outputs) > _INLINE_ENCODE_VALUES:
+                return self._answer_later(self._encode(codec.predict_response, outputs,
+                                                       rows), path)
+            return 200, codec.to_json(codec.predict_response(outputs, rows)), False
+        except Exception as e:  # noqa: BLE001 - an internal error answers 500, server lives
+            if isinstance(e, ConnectionResetError):
+                raise  # as `handle` lets it through
+            return _error_answer(e, path)
+
+    @staticmethod
+    async def _answer_later(encoded, path: str) -> tuple[int, bytes, bool]:
+        try:
+            return 200, await encoded, False
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as e:  # noqa: BLE001 - an internal error answers 500, server lives
+            return _error_answer(e, path)
 
     async def _dispatch(self, method: str, path: str, body) -> bytes:
         m = _PATH.match(path)
@@ -286,10 +343,8 @@ class ModelServer:
 
     async def _run_model(self, servable, signature_name, inputs) -> dict:
         """One model run, on the loop or a worker (workers.ModelRuns decides)."""
-        first = next(iter(inputs.values()), None)
-        rows = first.shape[0] if getattr(first, "ndim", 0) else 0
-        return await self.model_runs.run(servable, signature_name, rows, servable.run,
-                                         signature_name, inputs)
+        return await self.model_runs.run(servable, signature_name, _rows(inputs),
+                                         servable.run, signature_name, inputs)
 
     async def _decode(self, fn, body: bytes):
         """fn(body) on the event loop for small bodies (cheaper than a thread hop), on the
@@ -317,16 +372,19 @@ class ModelServer:
             fast = self._fast_inputs[servable] = None if sig is None else codec.fast_input(sig)
             return fast
 
+    def _decode_predict(self, servable, body: bytes) -> tuple[str, dict, bool]:
+        """(signature name, inputs, row format) of a predict body."""
+        fast = codec.predict_inputs_fast(body, self._fast_input(servable))
+        if fast is not None:  # the common body, read without json (codec.py)
+            return ("serving_default", *fast)
+        doc = codec.parse_json(body)
+        name = codec.signature_name(doc)
+        inputs, rows = codec.predict_inputs(doc, servable.signature(name), body)
+        return name, inputs, rows
+
     async def _predict(self, servable, body: bytes) -> bytes:
-        def decode(body):
-            fast = codec.predict_inputs_fast(body, self._fast_input(servable))
-            if fast is not None:  # the common body, read without json (codec.py)
-                return ("serving_default", *fast)
-            doc = codec.parse_json(body)
-            name = codec.signature_name(doc)
-            inputs, rows = codec.predict_inputs(doc, servable.signature(name), body)
-            return name, inputs, rows
-        name, inputs, rows = await self._decode(decode, body)
+        name, inputs, rows = await self._decode(
+            lambda body: self._decode_predict(servable, body), body)
         outputs = await self._run(servable, name, inputs)
         return await self._encode(codec.predict_response, outputs, rows)
 
@@ -334,7 +392,7 @@ class ModelServer:
         """JSON bytes of fn(outputs, *args): on the loop for small outputs, else the pool."""
         def encode():
             return codec.to_json(fn(outputs, *args))
-        if sum(np.size(v) for v in outputs.values()) <= _INLINE_ENCODE_VALUES:
+        if _output_values(outputs) <= _INLINE_ENCODE_VALUES:
             return encode()
         return await self._in_pool(encode)
 
