@@ -176,7 +176,10 @@ class _Connection(asyncio.Protocol):
         except BaseException:
             self._failed()
             raise
-        if type(answer) is not tuple:
+        if isinstance(answer, asyncio.Future):  # (a batched request, decoded and queued)
+            self.task = answer
+            answer.add_done_callback(self._answered)
+        elif type(answer) is not tuple:
             self.task = self.site.loop.create_task(self._answer(
                 self.site.handle(method, path, body) if answer is None else answer))
         elif self._write(*answer) and self.buf:
@@ -191,6 +194,15 @@ class _Connection(asyncio.Protocol):
     async def _answer(self, answer) -> None:
         try:
             status, payload, close = await answer
+        except BaseException:
+            self._failed()
+            raise
+        if self._write(status, payload, close) and self.buf:
+            self._next()
+
+    def _answered(self, answer: asyncio.Future) -> None:
+        try:
+            status, payload, close = answer.result()
         except BaseException:
             self._failed()
             raise

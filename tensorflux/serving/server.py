@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import os
 import re
@@ -106,6 +107,18 @@ def _error_answer(e: Exception, path: str) -> tuple[int, bytes, bool]:
         return _HTTP_STATUS.get(e.error_code, 500), _error_body(e.message), False
     _log.exception("Internal error serving %s", path)
     return 500, _error_body(f"{type(e).__name__}: {e}"), False
+
+
+def _chain(answer: asyncio.Future, task: asyncio.Future) -> None:
+    """`answer` takes `task`'s outcome."""
+    if answer.done():
+        return
+    if task.cancelled():
+        answer.cancel()
+    elif task.exception() is not None:
+        answer.set_exception(task.exception())
+    else:
+        answer.set_result(task.result())
 
 
 def _rows(inputs: dict) -> int:
@@ -245,9 +258,10 @@ class ModelServer:
         enough to be encoded on a worker; None for every other request (before anything
         was done: it goes to `handle`). The steps, checks and errors are `handle`'s; only
         its coroutines, task and route lookup are left out."""
-        if method != "POST" or path != self._predict_path or self.batcher is not None \
-                or len(body) > _INLINE_DECODE_BYTES:
+        if method != "POST" or path != self._predict_path or len(body) > _INLINE_DECODE_BYTES:
             return None
+        if self.batcher is not None:
+            return self._batched_now(path, body)
         try:
             with self.manager.acquire() as servable:
                 name, inputs, rows = self._decode_predict(servable, body)
@@ -264,6 +278,47 @@ class ModelServer:
             if isinstance(e, ConnectionResetError):
                 raise  # as `handle` lets it through
             return _error_answer(e, path)
+
+    def _batched_now(self, path: str, body: bytes):
+        """handle_now with batching: the request decoded and submitted here; a future of
+        the answer, set when its batch has run (the servable stays acquired till then)."""
+        acquired = self.manager.acquire()
+        try:
+            servable = acquired.__enter__()
+        except Exception as e:  # noqa: BLE001 - no version loaded: the error answer
+            return _error_answer(e, path)
+        try:
+            name, inputs, rows = self._decode_predict(servable, body)
+            outputs = self.batcher.submit_now(servable, name, inputs)
+        except BaseException as e:
+            acquired.__exit__(None, None, None)
+            if not isinstance(e, Exception) or isinstance(e, ConnectionResetError):
+                raise
+            return _error_answer(e, path)
+        if outputs is None:  # a request that runs alone: `handle` runs it
+            acquired.__exit__(None, None, None)
+            return None
+        answer = asyncio.get_running_loop().create_future()
+        outputs.add_done_callback(functools.partial(self._batched_answer, acquired, rows,
+                                                    path, answer))
+        return answer
+
+    def _batched_answer(self, acquired, rows: bool, path: str, answer: asyncio.Future,
+                        outputs: asyncio.Future) -> None:
+        acquired.__exit__(None, None, None)
+        if answer.done():
+            return
+        try:
+            values = outputs.result()
+            if _output_values(values) > _INLINE_ENCODE_VALUES:
+                task = asyncio.get_running_loop().create_task(self._answer_later(
+                    self._encode(codec.predict_response, values, rows), path))
+                task.add_done_callback(functools.partial(_chain, answer))
+                return
+            result = 200, codec.to_json(codec.predict_response(values, rows)), False
+        except Exception as e:  # noqa: BLE001 - the run's error answers, the server lives
+            result = _error_answer(e, path)
+        answer.set_result(result)
 
     @staticmethod
     async def _answer_later(encoded, path: str) -> tuple[int, bytes, bool]:
