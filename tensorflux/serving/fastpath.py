@@ -54,37 +54,16 @@ def parse(buf: bytes, max_body: int):
     if end < 0:
         return None
     head = buf[:end]
-    if head.count(b"\r") != head.count(b"\n") or head.count(b"\r\n") != head.count(b"\n") \
-            or _HEAD_CHARS.fullmatch(head) is None:
-        return None  # a bare CR or LF, a control or non-ASCII byte
-    lines = head.split(b"\r\n")
-    request_line = lines[0].split(b" ")
-    if len(request_line) != 3:
+    known = _HEADS.get(head)
+    if known is None:
+        known = _parse_head(head)
+        if len(_HEADS) >= _MAX_HEADS:
+            _HEADS.clear()
+        _HEADS[head] = known
+    if not known:
         return None
-    method, target, version = request_line
-    if version != b"HTTP/1.1" or method not in (b"POST", b"GET") or \
-            _TARGET.fullmatch(target) is None or b"/." in target or b"//" in target:
-        return None  # (dot segments and empty ones: aiohttp normalizes those)
-    length, hosts = None, 0
-    for line in lines[1:]:
-        name, sep, value = line.partition(b":")
-        if not sep or _TOKEN.fullmatch(name) is None:
-            return None
-        name = name.lower()
-        if name == b"content-length":
-            value = value.strip(b" \t")
-            if length is not None or not value.isdigit() or len(value) > 18:
-                return None
-            length = int(value)
-        elif name == b"host":
-            hosts += 1
-        elif name in _HAND_OVER:
-            return None
-        elif name == b"connection" and value.strip(b" \t").lower() != b"keep-alive":
-            return None
-    if hosts != 1:
-        return None  # (aiohttp answers 400: HTTP/1.1 asks for one Host header)
-    if method == b"POST":
+    method, target, length = known
+    if method == "POST":
         if length is None or length > max_body:
             return None
     elif length:
@@ -93,7 +72,49 @@ def parse(buf: bytes, max_body: int):
     stop = start + (length or 0)
     if len(buf) < stop:
         return None
-    return method.decode(), target.decode(), buf[start:stop], stop
+    return method, target, buf[start:stop], stop
+
+
+# Header blocks already read, and what they say: a client sends the same block with every
+# request of a kind, so each is checked once (`_parse_head` depends on nothing else).
+_HEADS: dict[bytes, tuple | bool] = {}
+_MAX_HEADS = 256
+
+
+def _parse_head(head: bytes) -> tuple[str, str, int | None] | bool:
+    """(method, target, Content-Length or None) of a request's header block of the simple
+    form; False for any other."""
+    if head.count(b"\r") != head.count(b"\n") or head.count(b"\r\n") != head.count(b"\n") \
+            or _HEAD_CHARS.fullmatch(head) is None:
+        return False  # a bare CR or LF, a control or non-ASCII byte
+    lines = head.split(b"\r\n")
+    request_line = lines[0].split(b" ")
+    if len(request_line) != 3:
+        return False
+    method, target, version = request_line
+    if version != b"HTTP/1.1" or method not in (b"POST", b"GET") or \
+            _TARGET.fullmatch(target) is None or b"/." in target or b"//" in target:
+        return False  # (dot segments and empty ones: aiohttp normalizes those)
+    length, hosts = None, 0
+    for line in lines[1:]:
+        name, sep, value = line.partition(b":")
+        if not sep or _TOKEN.fullmatch(name) is None:
+            return False
+        name = name.lower()
+        if name == b"content-length":
+            value = value.strip(b" \t")
+            if length is not None or not value.isdigit() or len(value) > 18:
+                return False
+            length = int(value)
+        elif name == b"host":
+            hosts += 1
+        elif name in _HAND_OVER:
+            return False
+        elif name == b"connection" and value.strip(b" \t").lower() != b"keep-alive":
+            return False
+    if hosts != 1:
+        return False  # (aiohttp answers 400: HTTP/1.1 asks for one Host header)
+    return method.decode(), target.decode(), length
 
 
 _REASONS = {s.value: s.phrase.encode() for s in http.HTTPStatus}
