@@ -111,7 +111,7 @@ class InputCheck:
             check = known.get(alias)
             if check is None:
                 continue
-            shape = np.shape(value)
+            shape = value.shape if type(value) is np.ndarray else np.shape(value)
             rank, sizes_of, sizes = check
             if rank != len(shape) or sizes_of(shape) != sizes:
                 raise _shape_error(alias, list(self.dims[alias]), shape)

@@ -129,7 +129,7 @@ def _rows(inputs: dict) -> int:
 
 
 def _output_values(outputs: dict) -> int:
-    return sum(np.size(v) for v in outputs.values())
+    return sum(v.size if type(v) is np.ndarray else np.size(v) for v in outputs.values())
 
 
 class _BodyNotRead(Exception):
