@@ -12,8 +12,13 @@ Every connection starts here (`_Connection`). A request of the simple form -- `G
 with token names, one Host, at most one Content-Length (digits) and none of Transfer-Encoding,
 Content-Encoding, Expect, Upgrade or a Connection other than keep-alive, the body within the
 size limit and already received whole -- is answered by `ModelServer.handle` and written
-here. At the first bytes that are anything else (a partial request, a chunked or compressed
-body, another route, a malformed line: `parse` returns None) the connection is handed, with
+here; the common `:predict` by `ModelServer.handle_now`, without a task, when its answer
+can be computed at once (or, batched, when its batch's future is set). A header block is
+checked once: a client sends the same one with every request, so what it says is kept
+(`_HEADS`, bounded).
+
+At the first bytes that are anything else (a partial request, a chunked or compressed body,
+another route, a malformed line: `parse` returns None) the connection is handed, with
 those bytes, to aiohttp's request handler for the rest of its life, so every other case
 (413 before a body is read, 408 and idle timeouts on a half-sent request, framing errors,
 lingering close) keeps aiohttp's behaviour. Only one of the two ever reads a given byte, and

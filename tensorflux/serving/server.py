@@ -23,7 +23,10 @@ long between requests, is closed), so a client that sends half a request and sta
 nothing for long. Connections start on a fast path (fastpath.py: a whole small request of
 the plain form is read and answered without aiohttp's request machinery, ~40-50 us less CPU
 a request) and move to aiohttp's handler at their first request of any other form
-(`--no_fast_path`: aiohttp reads every request). The event loop parses HTTP and decodes
+(`--no_fast_path`: aiohttp reads every request); on the fast path the common `:predict` is
+answered without a task or coroutines when it needs no wait (`ModelServer.handle_now`:
+unbatched with a model run kept on the loop; batched, decoded and queued at once, its answer
+written when its batch's future is set). The event loop parses HTTP and decodes
 and encodes small JSON bodies (tens of microseconds, less than a thread hop; the common
 predict body through a small C reader,
 codec.predict_inputs_fast); model runs measured cheaper than `--inline_run_micros` of CPU

@@ -111,7 +111,10 @@ class ModelRuns:
     docstring).
 
     A kind of call is cheap when the moving average of its thread CPU time is below
-    `inline_micros` and that of its wall time below `_WALL_FACTOR` times that: a call that
+    `inline_micros` and that of its wall time below `_WALL_FACTOR` times that (a call on the
+    loop updates the wall time every time and the CPU time, a system call of ~1 us, every
+    `_CPU_EVERY`-th time; `inline_key` and `run_inline` are the same decision without a
+    coroutine, for ModelServer.handle_now): a call that
     waits (a py_func doing I/O, a queue) uses little CPU but would stall the loop, and the
     generous wall bound still passes a small model's runs on a worker, whose wall time
     includes waiting for the GIL behind the other runs.
