@@ -146,8 +146,15 @@ def _answer_bytes(status: int, body: bytes, close: bool) -> bytes:
                      b"Connection: close\r\n\r\n" if close else b"\r\n", body))
 
 
-class _Connection(asyncio.Protocol):
-    """One client connection while its requests are of the simple form (module docstring)."""
+_READ_BYTES = 1 << 16  # one read's buffer (a larger request takes several reads)
+
+
+class _Connection(asyncio.BufferedProtocol):
+    """One client connection while its requests are of the simple form (module docstring).
+
+    It reads into its site's buffer (`get_buffer`, `buffer_updated`): a plain Protocol's
+    transport receives into a fresh 256 KiB bytes object every read, ~12 us of CPU for a
+    request of a few hundred bytes, where `recv_into` a reused buffer takes ~3."""
 
     __slots__ = ("site", "transport", "buf", "busy", "closing", "paused", "idle_since", "task")
 
@@ -171,6 +178,12 @@ class _Connection(asyncio.Protocol):
         self.transport = None
         self.site.connections.discard(self)
         self.site.changed()
+
+    def get_buffer(self, sizehint: int):
+        return self.site.read_buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(bytes(self.site.read_buffer[:nbytes]))
 
     def data_received(self, data):
         if self.closing:
@@ -297,6 +310,9 @@ class RestSite:
         self.aiohttp_server = runner.server
         self.host, self.requested_port, self.reuse_port = host, port, reuse_port
         self.sock = sock
+        # Every connection of this site reads into this buffer and copies what it got out
+        # at once (the loop runs one read at a time).
+        self.read_buffer = memoryview(bytearray(_READ_BYTES))
         self.connections: set[_Connection] = set()
         self.closing = False
         self.loop: asyncio.AbstractEventLoop | None = None
