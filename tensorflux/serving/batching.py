@@ -86,13 +86,28 @@ class BatchScheduler:
     async def submit(self, servable, signature_name: str, inputs: dict) -> dict:
         """The outputs of `servable.run(signature_name, inputs)`, possibly merged with other
         concurrent requests."""
+        fut = self.submit_now(servable, signature_name, inputs)
+        if fut is None:
+            return await self._run(servable, signature_name, inputs)
+        return await fut
+
+    def submit_now(self, servable, signature_name: str, inputs: dict):
+        """`submit` without a coroutine: the future of the request's outputs once it has
+        joined a batch; None (nothing done) for a request that runs alone (`submit` runs
+        it)."""
         rows = self._rows(inputs)
         if not rows or rows >= self.max_batch_size:
-            return await self._run(servable, signature_name, inputs)
-        key = (id(servable), signature_name) + tuple(
-            (k, v.dtype.str, v.shape[1:]) for k, v in
-            sorted((k, v if type(v) is np.ndarray else np.asarray(v))
-                   for k, v in inputs.items()))
+            return None
+        if len(inputs) == 1:  # (the common request: the key without a sort)
+            ((k, v),) = inputs.items()
+            if type(v) is not np.ndarray:
+                v = np.asarray(v)
+            key = (id(servable), signature_name, (k, v.dtype.str, v.shape[1:]))
+        else:
+            key = (id(servable), signature_name) + tuple(
+                (k, v.dtype.str, v.shape[1:]) for k, v in
+                sorted((k, v if type(v) is np.ndarray else np.asarray(v))
+                       for k, v in inputs.items()))
         batch = self._open.get(key)
         if batch is not None and batch.rows + rows > self.max_batch_size:
             self._close(key, servable, signature_name)
@@ -110,7 +125,7 @@ class BatchScheduler:
             # Handlers already scheduled in this loop turn still get to join first.
             asyncio.get_running_loop().call_soon(self._close_if_idle, key, batch, servable,
                                                  signature_name)
-        return await fut
+        return fut
 
     def _run(self, servable, signature_name: str, inputs: dict):
         if self._run_model is not None:

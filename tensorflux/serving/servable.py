@@ -111,7 +111,7 @@ class InputCheck:
             check = known.get(alias)
             if check is None:
                 continue
-            shape = np.shape(value)
+            shape = value.shape if type(value) is np.ndarray else np.shape(value)
             rank, sizes_of, sizes = check
             if rank != len(shape) or sizes_of(shape) != sizes:
                 raise _shape_error(alias, list(self.dims[alias]), shape)
@@ -172,8 +172,11 @@ class SavedModelServable(Servable):
             model's own run-time error.
         """
         signature_name = signature_name or "serving_default"
-        self.signature(signature_name)  # raises for an unknown one
-        ins, outs, fn, check = self._callable(signature_name)
+        entry = self._callables.get(signature_name)
+        if entry is None:
+            self.signature(signature_name)  # raises for an unknown one
+            entry = self._callable(signature_name)
+        ins, outs, fn, check = entry
         check(inputs)
         self._count_run()
         try:

@@ -23,7 +23,10 @@ long between requests, is closed), so a client that sends half a request and sta
 nothing for long. Connections start on a fast path (fastpath.py: a whole small request of
 the plain form is read and answered without aiohttp's request machinery, ~40-50 us less CPU
 a request) and move to aiohttp's handler at their first request of any other form
-(`--no_fast_path`: aiohttp reads every request). The event loop parses HTTP and decodes
+(`--no_fast_path`: aiohttp reads every request); on the fast path the common `:predict` is
+answered without a task or coroutines when it needs no wait (`ModelServer.handle_now`:
+unbatched with a model run kept on the loop; batched, decoded and queued at once, its answer
+written when its batch's future is set). The event loop parses HTTP and decodes
 and encodes small JSON bodies (tens of microseconds, less than a thread hop; the common
 predict body through a small C reader,
 codec.predict_inputs_fast); model runs measured cheaper than `--inline_run_micros` of CPU
@@ -42,6 +45,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import os
 import re
@@ -99,6 +103,38 @@ def _error(status: int, message: str) -> web.Response:
                         content_type="application/json")
 
 
+def _error_answer(e: Exception, path: str) -> tuple[int, bytes, bool]:
+    """TF Serving's answer to a request that failed with `e`: the HTTP status of a
+    tf.errors code, 500 for anything else (logged: the server lives on)."""
+    if isinstance(e, errors.OpError):
+        return _HTTP_STATUS.get(e.error_code, 500), _error_body(e.message), False
+    _log.exception("Internal error serving %s", path)
+    return 500, _error_body(f"{type(e).__name__}: {e}"), False
+
+
+def _chain(answer: asyncio.Future, task: asyncio.Future) -> None:
+    """`answer` takes `task`'s outcome."""
+    if answer.done():
+        return
+    if task.cancelled():
+        answer.cancel()
+    elif task.exception() is not None:
+        answer.set_exception(task.exception())
+    else:
+        answer.set_result(task.result())
+
+
+def _rows(inputs: dict) -> int:
+    """The size of the first input along dimension 0 (0 for a scalar): what ModelRuns
+    keys a run's measured cost by."""
+    first = next(iter(inputs.values()), None)
+    return first.shape[0] if getattr(first, "ndim", 0) else 0
+
+
+def _output_values(outputs: dict) -> int:
+    return sum(v.size if type(v) is np.ndarray else np.size(v) for v in outputs.values())
+
+
 class _BodyNotRead(Exception):
     """A request body refused before it was read whole: answered, then the connection
     closes."""
@@ -150,6 +186,9 @@ class ModelServer:
             self.batcher.incoming = 0  # counted from now on: batches close when idle
         self._incoming: set = set()  # handler tasks counted in batcher.incoming
         self._fast_inputs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # The common request's exact path (handle_now); other spellings go to `handle`.
+        self._predict_path = (f"/v1/models/{manager.name}:predict"
+                              if re.fullmatch(r"[A-Za-z0-9_.-]+", manager.name) else None)
 
     async def _in_pool(self, fn, *args):
         return await self.workers.run(fn, *args)
@@ -205,17 +244,93 @@ class ModelServer:
             self.batcher.incoming += 1
         try:
             return 200, await self._dispatch(method, path, body), False
-        except errors.OpError as e:
-            return _HTTP_STATUS.get(e.error_code, 500), _error_body(e.message), False
         except _BodyNotRead as e:
             return e.status, _error_body(e.message), True
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as e:  # noqa: BLE001 - an internal error answers 500, server lives
-            _log.exception("Internal error serving %s", path)
-            return 500, _error_body(f"{type(e).__name__}: {e}"), False
+            return _error_answer(e, path)
         finally:
             self._arrived()
+
+    def handle_now(self, method: str, path: str, body: bytes):
+        """`handle`'s answer to the common request, computed without a task or a wait:
+        a small `:predict` body POSTed to the model's latest version, no batching, and a
+        model run that `ModelRuns` keeps on the event loop. Returns the (status, JSON,
+        close) tuple `handle` would give; an awaitable of it when the outputs are large
+        enough to be encoded on a worker; None for every other request (before anything
+        was done: it goes to `handle`). The steps, checks and errors are `handle`'s; only
+        its coroutines, task and route lookup are left out."""
+        if method != "POST" or path != self._predict_path or len(body) > _INLINE_DECODE_BYTES:
+            return None
+        if self.batcher is not None:
+            return self._batched_now(path, body)
+        try:
+            with self.manager.acquire() as servable:
+                name, inputs, rows = self._decode_predict(servable, body)
+                key = self.model_runs.inline_key(servable, name, _rows(inputs))
+                if key is None:
+                    return None  # a run for the workers: `handle` decodes again
+                outputs = self.model_runs.run_inline(servable, key, servable.run, name,
+                                                     inputs)
+            if _output_values(outputs) > _INLINE_ENCODE_VALUES:
+                return self._answer_later(self._encode(codec.predict_response, outputs,
+                                                       rows), path)
+            return 200, codec.to_json(codec.predict_response(outputs, rows)), False
+        except Exception as e:  # noqa: BLE001 - an internal error answers 500, server lives
+            if isinstance(e, ConnectionResetError):
+                raise  # as `handle` lets it through
+            return _error_answer(e, path)
+
+    def _batched_now(self, path: str, body: bytes):
+        """handle_now with batching: the request decoded and submitted here; a future of
+        the answer, set when its batch has run (the servable stays acquired till then)."""
+        acquired = self.manager.acquire()
+        try:
+            servable = acquired.__enter__()
+        except Exception as e:  # noqa: BLE001 - no version loaded: the error answer
+            return _error_answer(e, path)
+        try:
+            name, inputs, rows = self._decode_predict(servable, body)
+            outputs = self.batcher.submit_now(servable, name, inputs)
+        except BaseException as e:
+            acquired.__exit__(None, None, None)
+            if not isinstance(e, Exception) or isinstance(e, ConnectionResetError):
+                raise
+            return _error_answer(e, path)
+        if outputs is None:  # a request that runs alone: `handle` runs it
+            acquired.__exit__(None, None, None)
+            return None
+        answer = asyncio.get_running_loop().create_future()
+        outputs.add_done_callback(functools.partial(self._batched_answer, acquired, rows,
+                                                    path, answer))
+        return answer
+
+    def _batched_answer(self, acquired, rows: bool, path: str, answer: asyncio.Future,
+                        outputs: asyncio.Future) -> None:
+        acquired.__exit__(None, None, None)
+        if answer.done():
+            return
+        try:
+            values = outputs.result()
+            if _output_values(values) > _INLINE_ENCODE_VALUES:
+                task = asyncio.get_running_loop().create_task(self._answer_later(
+                    self._encode(codec.predict_response, values, rows), path))
+                task.add_done_callback(functools.partial(_chain, answer))
+                return
+            result = 200, codec.to_json(codec.predict_response(values, rows)), False
+        except Exception as e:  # noqa: BLE001 - the run's error answers, the server lives
+            result = _error_answer(e, path)
+        answer.set_result(result)
+
+    @staticmethod
+    async def _answer_later(encoded, path: str) -> tuple[int, bytes, bool]:
+        try:
+            return 200, await encoded, False
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as e:  # noqa: BLE001 - an internal error answers 500, server lives
+            return _error_answer(e, path)
 
     async def _dispatch(self, method: str, path: str, body) -> bytes:
         m = _PATH.match(path)
@@ -286,10 +401,8 @@ class ModelServer:
 
     async def _run_model(self, servable, signature_name, inputs) -> dict:
         """One model run, on the loop or a worker (workers.ModelRuns decides)."""
-        first = next(iter(inputs.values()), None)
-        rows = first.shape[0] if getattr(first, "ndim", 0) else 0
-        return await self.model_runs.run(servable, signature_name, rows, servable.run,
-                                         signature_name, inputs)
+        return await self.model_runs.run(servable, signature_name, _rows(inputs),
+                                         servable.run, signature_name, inputs)
 
     async def _decode(self, fn, body: bytes):
         """fn(body) on the event loop for small bodies (cheaper than a thread hop), on the
@@ -317,16 +430,19 @@ class ModelServer:
             fast = self._fast_inputs[servable] = None if sig is None else codec.fast_input(sig)
             return fast
 
+    def _decode_predict(self, servable, body: bytes) -> tuple[str, dict, bool]:
+        """(signature name, inputs, row format) of a predict body."""
+        fast = codec.predict_inputs_fast(body, self._fast_input(servable))
+        if fast is not None:  # the common body, read without json (codec.py)
+            return ("serving_default", *fast)
+        doc = codec.parse_json(body)
+        name = codec.signature_name(doc)
+        inputs, rows = codec.predict_inputs(doc, servable.signature(name), body)
+        return name, inputs, rows
+
     async def _predict(self, servable, body: bytes) -> bytes:
-        def decode(body):
-            fast = codec.predict_inputs_fast(body, self._fast_input(servable))
-            if fast is not None:  # the common body, read without json (codec.py)
-                return ("serving_default", *fast)
-            doc = codec.parse_json(body)
-            name = codec.signature_name(doc)
-            inputs, rows = codec.predict_inputs(doc, servable.signature(name), body)
-            return name, inputs, rows
-        name, inputs, rows = await self._decode(decode, body)
+        name, inputs, rows = await self._decode(
+            lambda body: self._decode_predict(servable, body), body)
         outputs = await self._run(servable, name, inputs)
         return await self._encode(codec.predict_response, outputs, rows)
 
@@ -334,7 +450,7 @@ class ModelServer:
         """JSON bytes of fn(outputs, *args): on the loop for small outputs, else the pool."""
         def encode():
             return codec.to_json(fn(outputs, *args))
-        if sum(np.size(v) for v in outputs.values()) <= _INLINE_ENCODE_VALUES:
+        if _output_values(outputs) <= _INLINE_ENCODE_VALUES:
             return encode()
         return await self._in_pool(encode)
 

@@ -111,7 +111,10 @@ class ModelRuns:
     docstring).
 
     A kind of call is cheap when the moving average of its thread CPU time is below
-    `inline_micros` and that of its wall time below `_WALL_FACTOR` times that: a call that
+    `inline_micros` and that of its wall time below `_WALL_FACTOR` times that (a call on the
+    loop updates the wall time every time and the CPU time, a system call of ~1 us, every
+    `_CPU_EVERY`-th time; `inline_key` and `run_inline` are the same decision without a
+    coroutine, for ModelServer.handle_now): a call that
     waits (a py_func doing I/O, a queue) uses little CPU but would stall the loop, and the
     generous wall bound still passes a small model's runs on a worker, whose wall time
     includes waiting for the GIL behind the other runs.
@@ -125,46 +128,77 @@ class ModelRuns:
 
     _ALPHA = 0.25  # weight of the newest measure in the moving averages
     _WALL_FACTOR = 4.0
+    _CPU_EVERY = 8  # inline calls per measure of their thread CPU time (1.1 us a read)
 
     def __init__(self, workers: WorkerThreads, inline_micros: float = 5000.0):
         self.workers = workers
         self.inline_s = max(0.0, float(inline_micros)) / 1e6
         self.inline_wall_s = self._WALL_FACTOR * self.inline_s
-        # servable -> {(signature, batch bucket): [thread CPU seconds, wall seconds]}, both
-        # moving averages
+        # servable -> {(signature, batch bucket): [thread CPU seconds, wall seconds, inline
+        # calls]}, the times moving averages
         self._costs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._last = None  # (weakref to a servable, its measures)
         self.inline_runs = 0
 
     def cost(self, servable, signature_name: str, rows: int) -> tuple[float, float] | None:
         """The measured (thread CPU, wall) seconds of such a call, None before the first."""
-        costs = self._costs.get(servable)
-        cost = None if costs is None else costs.get((signature_name, rows.bit_length()))
-        return None if cost is None else tuple(cost)
+        cost = self._costs_of(servable).get((signature_name, rows.bit_length()))
+        return None if cost is None else (cost[0], cost[1])
 
-    def _note(self, servable, key, cpu: float, wall: float) -> None:
+    def _costs_of(self, servable) -> dict:
+        """The measures of `servable`'s calls (the last servable's, looked up without the
+        weak dictionary: a server asks about the same one request after request)."""
+        last = self._last
+        if last is not None and last[0]() is servable:
+            return last[1]
         costs = self._costs.get(servable)
         if costs is None:
             costs = self._costs.setdefault(servable, {})
-        old = costs.get(key)
-        if old is None:
-            costs[key] = [cpu, wall]
-        else:
-            old[0] += self._ALPHA * (cpu - old[0])
-            old[1] += self._ALPHA * (wall - old[1])
+        self._last = (weakref.ref(servable), costs)
+        return costs
 
     def _timed(self, servable, key, fn, args):
         c0, w0 = time.thread_time(), time.perf_counter()
         try:
             return fn(*args)
         finally:
-            self._note(servable, key, time.thread_time() - c0, time.perf_counter() - w0)
+            cpu, wall = time.thread_time() - c0, time.perf_counter() - w0
+            costs = self._costs_of(servable)
+            old = costs.get(key)
+            if old is None:
+                costs[key] = [cpu, wall, 0]
+            else:
+                old[0] += self._ALPHA * (cpu - old[0])
+                old[1] += self._ALPHA * (wall - old[1])
+
+    def inline_key(self, servable, signature_name: str, rows: int):
+        """The key of such a call when it is measured cheap enough for the event loop
+        (`run_inline` it), else None (it goes to the workers)."""
+        key = (signature_name, rows.bit_length())
+        cost = self._costs_of(servable).get(key)
+        if cost is not None and cost[0] < self.inline_s and cost[1] < self.inline_wall_s:
+            return key
+        return None
+
+    def run_inline(self, servable, key, fn, *args):
+        """`fn(*args)` here, a call of the kind `inline_key` gave `key` for. Its wall time
+        updates the measures every time; its thread CPU time (a system call) every
+        `_CPU_EVERY`-th call."""
+        self.inline_runs += 1
+        cost = self._costs_of(servable)[key]
+        cost[2] += 1
+        if cost[2] % self._CPU_EVERY == 0:
+            return self._timed(servable, key, fn, args)
+        w0 = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            cost[1] += self._ALPHA * (time.perf_counter() - w0 - cost[1])
 
     async def run(self, servable, signature_name: str, rows: int, fn, *args):
         """`fn(*args)`, a call of `servable`'s signature on `rows` rows; its value here."""
-        key = (signature_name, rows.bit_length())
-        costs = self._costs.get(servable)
-        cost = None if costs is None else costs.get(key)
-        if cost is not None and cost[0] < self.inline_s and cost[1] < self.inline_wall_s:
-            self.inline_runs += 1
-            return self._timed(servable, key, fn, args)
-        return await self.workers.run(self._timed, servable, key, fn, args)
+        key = self.inline_key(servable, signature_name, rows)
+        if key is not None:
+            return self.run_inline(servable, key, fn, *args)
+        return await self.workers.run(self._timed, servable, (signature_name,
+                                                              rows.bit_length()), fn, args)

@@ -283,3 +283,35 @@ def test_a_const_whose_value_is_not_its_dtype_fails_when_run(graph):
                                  r"\(float32\)") as info:
             s.run("c:0")
         assert "node c" in str(info.value)
+
+
+def test_make_callable_repeated_calls_equal_run(graph):
+    """The callable's fast path (a built step run directly) gives Session.run's values:
+    fetched constants and variables are copies, fed tensors fetched come back as fed,
+    structures and RunOptions as run's."""
+    p = tf.placeholder(tf.float32, [2])
+    c = tf.constant([1.0, 2.0])
+    v = tf.Variable([5.0, 6.0])
+    q = p * 2.0 + c
+    with tf.Session() as s:
+        s.run(v.initializer)
+        cases = [([q], [p]), ({"c": c, "q": (q, v)}, [p]), ([p, q], [p]),
+                 ([q], [p, p]), (q, [p])]
+        for fetches, feeds in cases:
+            f = s.make_callable(fetches, feeds)
+            values = [np.array([1.0, -1.0], np.float32)] * len(feeds)
+            feed_dict = {t: val for t, val in zip(feeds, values, strict=True)}
+            for _ in range(3):  # the first call builds the step, the next ones reuse it
+                got, want = f(*values), s.run(fetches, feed_dict)
+                assert str(got) == str(want)
+        f = s.make_callable([c, v], [p])
+        first = f(np.zeros(2, np.float32))
+        first[0][0] = first[1][0] = 99.0  # the caller owns what it gets
+        again = f(np.zeros(2, np.float32))
+        assert again[0].tolist() == [1.0, 2.0] and again[1].tolist() == [5.0, 6.0]
+        meta = tf.RunMetadata()
+        opts = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        f = s.make_callable([q], [p])
+        assert f(np.ones(2, np.float32), options=opts, run_metadata=meta)[0].tolist() == \
+            [3.0, 4.0]
+        assert meta.step_stats.dev_stats

@@ -139,6 +139,25 @@ def test_a_connection_moves_to_aiohttp_at_its_first_other_request(manager):
         assert [AIOHTTP in head for head, _ in answers] == [False, True, True]
 
 
+@pytest.mark.parametrize("batching", [False, True])
+def test_pipelined_requests_answered_at_once_keep_their_order(manager, batching):
+    status = _req(b"GET /v1/models/m HTTP/1.1")
+    with BackgroundServer(manager, enable_batching=batching, max_batch_size=4,
+                          batch_timeout_micros=0) as srv, \
+            socket.create_connection(("127.0.0.1", srv.port), timeout=30) as s:
+        for _ in range(3):  # measured on a worker first, then answered on the loop
+            s.sendall(PREDICT)
+            _check_prediction(*_answers(s, 1)[0])
+        s.sendall(PREDICT * 2 + status + PREDICT * 3)
+        answers = _answers(s, 6)
+    assert not any(AIOHTTP in head for head, _ in answers)
+    for k, (head, body) in enumerate(answers):
+        if k == 2:
+            assert json.loads(body)["model_version_status"][0]["state"] == "AVAILABLE"
+        else:
+            _check_prediction(head, body)
+
+
 def _exchange(port: int, data: bytes) -> tuple[int, dict]:
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         s.sendall(data)

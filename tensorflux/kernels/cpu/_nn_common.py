@@ -84,16 +84,33 @@ def _explicit_pairs(attrs, spatial_axes):
     return [(pads[2 * a], pads[2 * a + 1]) for a in spatial_axes]
 
 
+# Below this many bytes `_pad` fills the whole output, then copies `x` in: one fill and
+# one copy cost less than the border's slices (a served model's batch-of-one conv).
+_FILL_BYTES = 1 << 16
+
+
 def _pad(x: np.ndarray, pads, value=0) -> np.ndarray:
     """`x` padded on axes 1.. by `pads` [(before, after), ...]; `x` itself when no padding."""
-    if not any(b or a for b, a in pads):
-        return x
-    shape = (x.shape[0],) + tuple(n + b + a for n, (b, a) in zip(x.shape[1:], pads,
-                                                                  strict=False))
-    shape += x.shape[1 + len(pads):]
+    if len(pads) == 2 and x.ndim >= 3:  # (the common case, spelled out: ~2 us less)
+        (pt, pb), (pl, pr) = pads
+        if not (pt or pb or pl or pr):
+            return x
+        _, h, w = x.shape[:3]
+        shape = (x.shape[0], h + pt + pb, w + pl + pr) + x.shape[3:]
+        index = (slice(None), slice(pt, pt + h), slice(pl, pl + w))
+    else:
+        if not any(b or a for b, a in pads):
+            return x
+        shape = (x.shape[0],) + tuple(n + b + a for n, (b, a) in zip(x.shape[1:], pads,
+                                                                      strict=False))
+        shape += x.shape[1 + len(pads):]
+        index = (slice(None),) + tuple(slice(b, b + n) for n, (b, _) in
+                                       zip(x.shape[1:], pads, strict=False))
+    if x.nbytes <= _FILL_BYTES:
+        out = np.zeros(shape, x.dtype) if value == 0 else np.full(shape, value, x.dtype)
+        out[index] = x
+        return out
     out = np.empty(shape, dtype=x.dtype)
-    index = (slice(None),) + tuple(slice(b, b + n) for n, (b, _) in zip(x.shape[1:], pads,
-                                                                          strict=False))
     out[index] = x
     # only the border is filled (a fill of the whole array first cost as much as the copy)
     for axis, (b, a) in zip(range(1, out.ndim), pads, strict=False):

@@ -765,10 +765,10 @@ def _fused_conv2d(node):
             raise _invalid(f"Must provide as many biases as the last dimension of the input "
                            f"tensor: {list(bias.shape)} vs. {[w.shape[3]]}")
         xh = _to_nhwc(x, geom.data_format)
-        parts = intra_op.workers(ctx)
         epilogue = _bias_epilogue(bias, relu)
         if xh.shape[3] != w.shape[2] or _widen(x) is not x or x.dtype != w.dtype:
             # groups, or a low-precision type (the unfused nodes add in the narrow type)
+            parts = intra_op.workers(ctx)
             out = _narrow(_grouped(lambda a, b: _conv_forward(a, b, geom, parts, ctx),
                                    _groups(xh.shape[3], w.shape[2]), (3, 3), _widen(xh),
                                    _widen(w)), x.dtype)
@@ -778,7 +778,7 @@ def _fused_conv2d(node):
             if small is not None:
                 epilogue(small)
                 return small
-            out = _conv_forward(xh, w, geom, parts, ctx, epilogue)
+            out = _conv_forward(xh, w, geom, intra_op.workers(ctx), ctx, epilogue)
         return _from_nhwc(out, geom.data_format)
 
     return compute
