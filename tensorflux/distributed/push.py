@@ -795,7 +795,7 @@ class PushService:
         return peer, mapping
 
     def _read(self, conn: socket.socket, shared: bool = False) -> None:
-        peer = calls = mapping = None
+        peer = calls = mapping = readers = None
         try:
             conn.settimeout(_HELLO_SECONDS)
             calls = _Calls(conn)
@@ -813,28 +813,42 @@ class PushService:
                     return
                 _tune(conn)
             conn.settimeout(None)
-            self._serve(conn, peer, calls, mapping)
+            readers = _Readers(self, conn, peer, calls, mapping)
         except (OSError, EOFError, errors.OpError, ValueError, IndexError, MemoryError):
             pass
         finally:
-            with self._lock:
-                self._conns.discard(conn)
-            if calls is not None:
-                calls.close()
-            conn.close()
-            if peer is not None:
-                self._stream_ended(peer)
+            if readers is None:
+                self._ended(conn, peer, calls)
+        if readers is not None:
+            readers.lead()
 
-    def _serve(self, conn: socket.socket, peer: str, calls: _Calls, mapping) -> None:
-        """Reads a connection's frames until it ends (or sends one it refuses)."""
+    def _ended(self, conn: socket.socket, peer: str | None, calls: _Calls | None) -> None:
+        """A connection is over: its running calls are cancelled, its producer's steps
+        aborted (`stream_ended`)."""
+        with self._lock:
+            self._conns.discard(conn)
+        if calls is not None:
+            calls.close()
+        conn.close()
+        if peer is not None:
+            self._stream_ended(peer)
+
+    def _serve(self, conn: socket.socket, peer: str, calls: _Calls, mapping,
+               readers: _Readers) -> tuple | None:
+        """Reads a connection's frames until it ends or sends one it refuses (None), or
+        until a call frame comes that this thread is to run (`readers.inline()`): then the
+        call's arguments for `_serve_call`."""
         limit = self._config.max_request_bytes
         while True:
             (size,) = struct.unpack("<Q", _read_exact(conn, 8))
             if (limit and size > limit) or size > _MAX_MESSAGE_BYTES:
-                return  # refused: the stream ends, its steps are aborted
+                return None  # refused: the stream ends, its steps are aborted
             data = memoryview(_read_exact(conn, size))
             if data[:1] == b"\x12" and self._pool is not None:
-                self._start_call(calls, data)
+                call = self._start_call(calls, data)
+                if readers.inline():
+                    return call
+                self._pool.submit(self._serve_call, *call)
             elif data[:1] == b"\x18":
                 calls.cancel(wire._read_varint(data, 1)[0])
             elif data[:1] == _SHARED:
@@ -848,8 +862,9 @@ class PushService:
             else:
                 self._deliver(peer, wire.decode_pushed_tensors(data))
 
-    def _start_call(self, calls: _Calls, data: bytearray) -> None:
-        """A RunGraph call frame: runs on the pool; its reply goes back on the connection."""
+    def _start_call(self, calls: _Calls, data: bytearray) -> tuple:
+        """A call frame: the arguments of `_serve_call`, which runs it and writes its
+        reply back on the connection."""
         buf = memoryview(data)
         n, pos = wire._read_varint(buf, 1)
         if pos + n != len(buf):
@@ -860,7 +875,7 @@ class PushService:
             raise ValueError(f"a call of unknown method {method}")
         deadline = time.monotonic() + timeout
         key, cm = calls.start(step_id)
-        self._pool.submit(self._serve_call, fn, calls, key, step_id, request, deadline, cm)
+        return fn, calls, key, step_id, request, deadline, cm
 
     def _serve_call(self, fn, calls: _Calls, key: int, step_id: int, request,
                     deadline: float, cm) -> None:
@@ -891,6 +906,84 @@ class PushService:
             except OSError:
                 pass
             listener.close()
+
+
+# Threads reading one connection that may run calls themselves; past this many, calls go
+# to the service's pool.
+_MAX_INLINE_THREADS = 64
+
+
+class _Readers:
+    """The threads that read one incoming connection (leader and followers).
+
+    One thread reads the connection's frames at a time (the leader). A call frame is run
+    by the thread that read it, with no hand-off to another thread before the call starts:
+    first it passes the reading on to an idle thread of this connection (a new one when
+    none is idle), so the connection is never left unread while calls run (the tensors a
+    running step waits for come on it). Once its call is answered, a thread waits to lead
+    again. Past `_MAX_INLINE_THREADS` threads the leader hands calls to the service's pool
+    (as all calls went before). When the connection ends, idle threads exit and the
+    running calls are cancelled (`_Calls.close`)."""
+
+    def __init__(self, service: PushService, conn: socket.socket, peer: str, calls: _Calls,
+                 mapping):
+        self._service, self._conn, self._peer = service, conn, peer
+        self._calls, self._mapping = calls, mapping
+        self._cond = threading.Condition(threading.Lock())
+        self._threads = 1  # alive for this connection
+        self._idle = 0  # waiting in _wait_turn
+        self._turns = 0  # leads granted to idle threads, not taken yet
+        self._ended = False
+
+    def inline(self) -> bool:
+        """Whether the leader may run the call it just read."""
+        return self._threads < _MAX_INLINE_THREADS
+
+    def lead(self) -> None:
+        """Reads frames until the connection ends (then ends it), running the calls this
+        thread reads (see the class docstring)."""
+        while True:
+            try:
+                call = self._service._serve(self._conn, self._peer, self._calls,
+                                            self._mapping, self)
+            except (OSError, EOFError, errors.OpError, ValueError, IndexError, MemoryError):
+                call = None
+            if call is None:
+                self._end()
+                return
+            self._hand_off()
+            self._service._serve_call(*call)
+            if not self._wait_turn():
+                return
+
+    def _hand_off(self) -> None:
+        with self._cond:
+            if self._idle:
+                self._idle -= 1
+                self._turns += 1
+                self._cond.notify()
+                return
+            self._threads += 1
+        threading.Thread(target=self.lead, name="tfx-push-read", daemon=True).start()
+
+    def _wait_turn(self) -> bool:
+        """Waits until this thread is to lead again; False when the connection ended."""
+        with self._cond:
+            self._idle += 1
+            while not self._turns and not self._ended:
+                self._cond.wait()
+            if self._ended:
+                self._threads -= 1
+                return False
+            self._turns -= 1
+            return True
+
+    def _end(self) -> None:
+        with self._cond:
+            self._ended = True
+            self._threads -= 1
+            self._cond.notify_all()
+        self._service._ended(self._conn, self._peer, self._calls)
 
 
 class _Calls:
