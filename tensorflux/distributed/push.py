@@ -247,10 +247,11 @@ class _SocketStream:
         self.send([shm.encode_tensor(step_id, key, arr, *placed)])
         return True
 
-    def takes(self, method: int, request: bytes) -> bool:
-        """Whether the task takes a call of `method` with this request here."""
+    def takes(self, method: int, request: bytes, shared_bytes: int = 0) -> bool:
+        """Whether the task takes a call of `method` with this request (and this many
+        bytes of its tensors in shared memory) here."""
         return bool(self.calls & method) and not (
-            self._limit and len(request) + 64 > self._limit)
+            self._limit and len(request) + shared_bytes + 64 > self._limit)
 
     def share(self, call_id: int, pairs: list) -> tuple[list, list, list]:
         """(descriptors, slots, the rest): of `pairs` ((name, array)), those this
@@ -400,12 +401,14 @@ class CallConnection:
             return None
         with self._lock:
             call_id = next(self._ids)
-        shared, slots = [], []
+        shared, slots, shared_bytes = [], [], 0
         if not isinstance(request, bytes):
             shared, slots, rest = stream.share(call_id, list(tensors))
+            shared_bytes = sum(getattr(v, "nbytes", 0) for _, v in tensors) - sum(
+                getattr(v, "nbytes", 0) for _, v in rest)
             message, request = request, wire.encode_with_named_tensors(request, 2, rest)
             message.ClearField("feed")  # (small feeds are added to the message itself)
-        if not stream.takes(RUN_STEP, request):
+        if not stream.takes(RUN_STEP, request, shared_bytes):
             if slots:
                 stream.shm.release(slots)
             return None
@@ -917,7 +920,7 @@ class PushService:
         fn = self._calls.get(method)
         if fn is None:
             raise ValueError(f"a call of unknown method {method}")
-        tensors = []
+        tensors, limit = [], self._config.max_request_bytes
         for d in descriptors:
             if mapping is None:
                 raise errors.InvalidArgumentError(
@@ -926,6 +929,9 @@ class PushService:
             _, name, dtype, dims, offset, nbytes, slot = shm.decode_tensor(
                 bytes((shm.TENSOR_TAG,)) + wire._varint(len(d)) + bytes(d))
             tensors.append((name, mapping.array(dtype, dims, offset, nbytes, slot)))
+        if limit and len(request) + sum(t.nbytes for _, t in tensors) > limit:
+            raise errors.ResourceExhaustedError(  # refused as an oversized frame is
+                None, None, "A call's tensors exceed the listener's max_request_bytes")
         deadline = time.monotonic() + timeout
         key, cm = calls.start(step_id)
         return fn, calls, key, step_id, request, deadline, cm, tensors
