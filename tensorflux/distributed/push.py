@@ -62,8 +62,10 @@ import grpc
 import numpy as np
 
 from tensorflux.distributed import rpc, shm, wire
+from tensorflux.distributed.push_conn import Calls as _Calls
+from tensorflux.distributed.push_conn import Readers as _Readers
+from tensorflux.distributed.push_conn import send_all as _send_all
 from tensorflux.framework import errors
-from tensorflux.runtime.cancellation import CancellationManager
 
 PUSH_SERVICE = "tensorflux.WorkerPush"
 PUSH_METHOD = f"/{PUSH_SERVICE}/PushTensors"
@@ -148,20 +150,6 @@ class _Stream:
 
     def close(self) -> None:
         self.queue.put(_CLOSE)
-
-
-def _send_all(sock: socket.socket, parts: list) -> None:
-    """Writes `parts` (bytes or byte memoryviews) with as few system calls as it takes."""
-    parts = [p for p in parts if len(p)]
-    while parts:
-        sent = sock.sendmsg(parts)
-        while sent:
-            if sent >= len(parts[0]):
-                sent -= len(parts[0])
-                parts.pop(0)
-            else:
-                parts[0] = memoryview(parts[0])[sent:]
-                sent = 0
 
 
 class _SocketStream:
@@ -965,144 +953,6 @@ class PushService:
             except OSError:
                 pass
             listener.close()
-
-
-# Threads reading one connection that may run calls themselves; past this many, calls go
-# to the service's pool.
-_MAX_INLINE_THREADS = 64
-
-
-class _Readers:
-    """The threads that read one incoming connection (leader and followers).
-
-    One thread reads the connection's frames at a time (the leader). A call frame is run
-    by the thread that read it, with no hand-off to another thread before the call starts:
-    first it passes the reading on to an idle thread of this connection (a new one when
-    none is idle), so the connection is never left unread while calls run (the tensors a
-    running step waits for come on it). Once its call is answered, a thread waits to lead
-    again. Past `_MAX_INLINE_THREADS` threads the leader hands calls to the service's pool
-    (as all calls went before). When the connection ends, idle threads exit and the
-    running calls are cancelled (`_Calls.close`)."""
-
-    def __init__(self, service: PushService, conn: socket.socket, peer: str, calls: _Calls,
-                 mapping):
-        self._service, self._conn, self._peer = service, conn, peer
-        self._calls, self._mapping = calls, mapping
-        self._cond = threading.Condition(threading.Lock())
-        self._threads = 1  # alive for this connection
-        self._idle = 0  # waiting in _wait_turn
-        self._turns = 0  # leads granted to idle threads, not taken yet
-        self._ended = False
-
-    def inline(self) -> bool:
-        """Whether the leader may run the call it just read."""
-        return self._threads < _MAX_INLINE_THREADS
-
-    def lead(self) -> None:
-        """Reads frames until the connection ends (then ends it), running the calls this
-        thread reads (see the class docstring)."""
-        while True:
-            try:
-                call = self._service._serve(self._conn, self._peer, self._calls,
-                                            self._mapping, self)
-            except (OSError, EOFError, errors.OpError, ValueError, IndexError, MemoryError):
-                call = None
-            if call is None:
-                self._end()
-                return
-            self._hand_off()
-            self._service._serve_call(*call)
-            if not self._wait_turn():
-                return
-
-    def _hand_off(self) -> None:
-        with self._cond:
-            if self._idle:
-                self._idle -= 1
-                self._turns += 1
-                self._cond.notify()
-                return
-            self._threads += 1
-        threading.Thread(target=self.lead, name="tfx-push-read", daemon=True).start()
-
-    def _wait_turn(self) -> bool:
-        """Waits until this thread is to lead again; False when the connection ended."""
-        with self._cond:
-            self._idle += 1
-            while not self._turns and not self._ended:
-                self._cond.wait()
-            if self._ended:
-                self._threads -= 1
-                return False
-            self._turns -= 1
-            return True
-
-    def _end(self) -> None:
-        with self._cond:
-            self._ended = True
-            self._threads -= 1
-            self._cond.notify_all()
-        self._service._ended(self._conn, self._peer, self._calls)
-
-
-class _Calls:
-    """The RunGraph calls running for one incoming connection: their cancellation (a
-    cancel frame, or the connection's end) and their replies (written under one lock)."""
-
-    def __init__(self, conn: socket.socket):
-        self._conn = conn
-        self._lock = threading.Lock()
-        self._write = threading.Lock()
-        self._keys = iter(range(1 << 62))
-        self._running: dict[int, tuple] = {}  # key -> (step id, CancellationManager)
-        self.releases = shm.Releases(self._write_release)  # shared-memory slots
-
-    def start(self, step_id: int) -> tuple[int, CancellationManager]:
-        cm = CancellationManager()
-        with self._lock:
-            key = next(self._keys)
-            self._running[key] = (step_id, cm)
-        return key, cm
-
-    def cancel(self, step_id: int) -> None:
-        with self._lock:
-            cms = [cm for s, cm in self._running.values() if s == step_id]
-        for cm in cms:
-            cm.start_cancel()
-
-    def finish(self, key: int, step_id: int, response: bytes) -> None:
-        with self._lock:
-            self._running.pop(key, None)
-        body = [b"\x08" + wire._varint(step_id) + b"\x12" + wire._varint(len(response)),
-                response]
-        try:
-            with self._write:
-                _send_all(self._conn, [struct.pack("<Q", len(body[0]) + len(response)),
-                                       *body])
-        except OSError:
-            pass  # the caller is gone: it failed the call itself
-        self.releases.flush()
-
-    def _write_release(self, frame: bytes) -> bool:
-        """A frame of released slots; False at once when a reply is being written (its
-        writer flushes after it)."""
-        if not self._write.acquire(blocking=False):
-            return False
-        try:
-            self._conn.sendall(struct.pack("<Q", len(frame)) + frame)
-        except OSError:
-            pass  # the producer is gone
-        finally:
-            self._write.release()
-        return True
-
-    def close(self) -> None:
-        """The connection ended: the calls still running are cancelled (as gRPC does when
-        a client goes away)."""
-        with self._lock:
-            cms = [cm for _, cm in self._running.values()]
-        for cm in cms:
-            cm.start_cancel()
 
 
 def _error_response(e: BaseException) -> bytes:
