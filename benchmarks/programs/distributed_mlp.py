@@ -6,7 +6,9 @@ tensorflux only (the distributed.py program has TensorFlow's figures).
 Rounds alternate: `--steps` distributed steps, then as many in-process steps (5 warm-up
 steps each time). Per round: the median wall time of a step, and the CPU time per step of
 client + worker + PS (from /proc) or of this process alone. Prints one JSON line per round
-and a summary line (medians over rounds, and the ratio distributed / in-process).
+and a summary line (medians over rounds, and the ratio distributed / in-process) on
+stderr, and the summary's figures as the harness's JSON lines on stdout (with
+`--backend tensorflow` it prints nothing: distributed.py has TensorFlow's figures).
 
     PYTHONPATH=$PWD python benchmarks/programs/distributed_mlp.py --rounds 4 --steps 100
 """
@@ -17,13 +19,16 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 
 import numpy as np
+from _bench import BACKEND, emit
 from _models import mlp
 
-import tensorflux as tf
-from tensorflux.distributed.launcher import LocalCluster
+if BACKEND == "tensorflux":
+    import tensorflux as tf
+    from tensorflux.distributed.launcher import LocalCluster
 
 WORKER = "/job:worker/task:0"
 PS = "/job:ps/task:0"
@@ -78,7 +83,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--backend", default=BACKEND)
     args = ap.parse_args()
+    if BACKEND != "tensorflux":
+        return
     with LocalCluster(num_workers=1, num_ps=1, startup_timeout=400) as cluster:
         procs = cluster.processes
         pids = [0, procs["worker"][0].pid, procs["ps"][0].pid]
@@ -92,11 +100,18 @@ def main() -> None:
                    "local_ms": loc[0], "local_cpu_ms": loc[2],
                    "wall_ratio": d[0] / loc[0], "cpu_ratio": d[2] / loc[2]}
             rows.append(row)
-            print(json.dumps({k: round(v, 3) for k, v in row.items()}), flush=True)
+            print(json.dumps({k: round(v, 3) for k, v in row.items()}), file=sys.stderr,
+                  flush=True)
         summary = {k: round(statistics.median(r[k] for r in rows), 3) for k in rows[0]
                    if k != "round"}
         summary["load"] = os.getloadavg()[0]
-        print(json.dumps({"summary": summary}), flush=True)
+        print(json.dumps({"summary": summary}), file=sys.stderr, flush=True)
+        note = f"median of {args.rounds} rounds, load {summary['load']:.1f}"
+        emit("mlp_ps_probe_wall_ratio", summary["wall_ratio"], "x", "lower",
+             label="MLP on 1 PS: distributed / in-process step, wall (issue 15)", note=note)
+        emit("mlp_ps_probe_cpu_ratio", summary["cpu_ratio"], "x", "lower",
+             label="MLP on 1 PS: distributed / in-process step, CPU of all processes",
+             note=note)
         dist[0].close()
         local[0].close()
 
