@@ -58,12 +58,12 @@ class MasterClient:
         as raw bytes read and written by hand (an in-process master gets the arrays)."""
         if self._local is not None:
             return self._local.run_step_values(request, feeds)
-        data = wire.encode_with_named_tensors(request, 2, feeds)
         if not request.partial_run_handle:
-            result = self._calls.call(data, timeout or 7 * 24 * 3600.0,
-                                      _RunStepDecoder.FromString)
+            result = self._calls.call(request, timeout or 7 * 24 * 3600.0,
+                                      _RunStepDecoder.FromString, feeds)
             if result is not None:
                 return result
+        data = wire.encode_with_named_tensors(request, 2, feeds)
         return self._stub.call("RunStep", data, _RunStepDecoder, timeout=timeout)
 
     def close(self) -> None:

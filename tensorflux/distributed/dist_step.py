@@ -183,6 +183,7 @@ class DistStep:
                      log_device_placement=config.log_device_placement, costs=costs,
                      pinned=session.stateful_placements,
                      default_task=session.master.env.task_name)
+        _drop_needless_control(sg)
         parts = partition.partition(
             sg, session.device_mgr,
             bfloat16_sendrecv=bool(graph_options and graph_options.enable_bfloat16_sendrecv),
@@ -464,6 +465,52 @@ def _whole_step_order(parts) -> dict:
         return {}
     order = static_executor.step_order(nodes, recvs_as_sent=True)
     return {} if order is None else {n: k for k, n in enumerate(order)}
+
+
+def _drop_needless_control(sg) -> None:
+    """Removes the control edges between tasks that a step does not need: each costs a
+    transfer per step, and the last ones sit on the step's critical path.
+    - `src -> n` where `n` depends on `src` through its other inputs anyway (a gradient
+      nobody wants becomes a NoOp in its MatMul's place, keeping a control input from the
+      weight's read on the PS, which the forward MatMul already received);
+    - `src -> n` where `n` is a NoOp that nothing consumes (the train op, grouping the
+      PS's updates): the step ends only when every task's part of it has run, `src`
+      included, so that the NoOp runs earlier is not observable.
+    Steps with control flow keep every edge."""
+    if any(is_control_flow(n.op) for n in sg.nodes):
+        return
+    consumed = {src for n in sg.nodes for src, _ in n.inputs}
+    consumed.update(c for n in sg.nodes for c in n.control_inputs)
+    for n in sg.nodes:
+        task = task_of(n.device)
+        remote = [c for c in n.control_inputs if task_of(c.device) != task]
+        if not remote:
+            continue
+        if n.op == "NoOp" and n not in consumed:
+            n.control_inputs = [c for c in n.control_inputs if c not in remote]
+            continue
+        for c in remote:
+            others = [s for s, _ in n.inputs] + [x for x in n.control_inputs if x is not c]
+            if _reaches(others, c):
+                n.control_inputs.remove(c)
+
+
+def _reaches(starts: list, target, budget: int = 20000) -> bool:
+    """Whether `target` is among `starts` or their ancestors (False past `budget` nodes
+    visited: the edge is then kept)."""
+    seen, stack = set(), list(starts)
+    while stack:
+        n = stack.pop()
+        if n is target:
+            return True
+        if n in seen:
+            continue
+        seen.add(n)
+        if len(seen) > budget:
+            return False
+        stack.extend(s for s, _ in n.inputs)
+        stack.extend(n.control_inputs)
+    return False
 
 
 def _ends_steps_itself(device_mgr, task: str) -> bool:

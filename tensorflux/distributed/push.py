@@ -62,8 +62,10 @@ import grpc
 import numpy as np
 
 from tensorflux.distributed import rpc, shm, wire
+from tensorflux.distributed.push_conn import Calls as _Calls
+from tensorflux.distributed.push_conn import Readers as _Readers
+from tensorflux.distributed.push_conn import send_all as _send_all
 from tensorflux.framework import errors
-from tensorflux.runtime.cancellation import CancellationManager
 
 PUSH_SERVICE = "tensorflux.WorkerPush"
 PUSH_METHOD = f"/{PUSH_SERVICE}/PushTensors"
@@ -77,6 +79,7 @@ _MAX_MESSAGE_BYTES = 1 << 40  # a length beyond this is a broken or hostile peer
 PUSH_ATTR = "_tfx_push"  # on a _Send/_Recv: the tensor is pushed, not pulled
 FROM_METADATA = "tensorflux-push-from"  # the producer's task name
 RUN_GRAPH, RUN_STEP = 1, 2  # the methods a call frame may carry (bits of Connect's `calls`)
+SHARED_TENSORS = 4  # (a bit of `calls`) a call frame's tensors may be in shared memory
 _CALL_TAG = 0x12  # the first byte of a call frame (field 2) ...
 _CANCEL_TAG = 0x18  # ... and of a cancel frame (field 3, the step id); tensors: field 1
 _SMALL = 64 << 10  # tensors below this queued together go in one message ...
@@ -147,20 +150,6 @@ class _Stream:
 
     def close(self) -> None:
         self.queue.put(_CLOSE)
-
-
-def _send_all(sock: socket.socket, parts: list) -> None:
-    """Writes `parts` (bytes or byte memoryviews) with as few system calls as it takes."""
-    parts = [p for p in parts if len(p)]
-    while parts:
-        sent = sock.sendmsg(parts)
-        while sent:
-            if sent >= len(parts[0]):
-                sent -= len(parts[0])
-                parts.pop(0)
-            else:
-                parts[0] = memoryview(parts[0])[sent:]
-                sent = 0
 
 
 class _SocketStream:
@@ -246,15 +235,34 @@ class _SocketStream:
         self.send([shm.encode_tensor(step_id, key, arr, *placed)])
         return True
 
-    def takes(self, method: int, request: bytes) -> bool:
-        """Whether the task takes a call of `method` with this request here."""
+    def takes(self, method: int, request: bytes, shared_bytes: int = 0) -> bool:
+        """Whether the task takes a call of `method` with this request (and this many
+        bytes of its tensors in shared memory) here."""
         return bool(self.calls & method) and not (
-            self._limit and len(request) + 64 > self._limit)
+            self._limit and len(request) + shared_bytes + 64 > self._limit)
+
+    def share(self, call_id: int, pairs: list) -> tuple[list, list, list]:
+        """(descriptors, slots, the rest): of `pairs` ((name, array)), those this
+        connection's shared segment takes, as call-frame descriptors (`call(shared=)`)
+        and their slots; the rest go in the request."""
+        if self.shm is None or not self.calls & SHARED_TENSORS:
+            return [], [], pairs
+        shared, slots, rest = [], [], []
+        for name, value in pairs:
+            arr = shm.shareable(value)
+            placed = None if arr is None else self.shm.put(arr)
+            if placed is None:
+                rest.append((name, value))
+                continue
+            slots.append(placed[0])
+            shared.append(shm.encode_tensor(call_id, name, arr, *placed)[1:])
+        return shared, slots, rest
 
     def call(self, step_id: int, request: bytes, timeout: float, decode,
-             method: int = RUN_GRAPH) -> PushedCall:
+             method: int = RUN_GRAPH, shared: list = ()) -> PushedCall:
         """Sends a call of `method` (`request`: its request bytes; `step_id`: a key unique
-        among this connection's calls in flight) on this connection; the reply, read by
+        among this connection's calls in flight; `shared`: descriptors from `share`, the
+        request's tensors in shared memory) on this connection; the reply, read by
         `decode(bytes)`, completes the returned Future."""
         call = PushedCall(self, step_id, decode)
         with self._calls_lock:
@@ -265,7 +273,8 @@ class _SocketStream:
             call.set_exception(self._lost("the push connection is closed"))
             return call
         inner = b"".join((b"\x08", wire._varint(max(1, int(timeout * 1000))), b"\x18",
-                          wire._varint(step_id), b"\x20", wire._varint(method), b"\x12",
+                          wire._varint(step_id), b"\x20", wire._varint(method),
+                          *(b"\x2a" + d for d in shared), b"\x12",
                           wire._varint(len(request))))
         try:
             self.send([bytes((_CALL_TAG,)) + wire._varint(len(inner) + len(request)) + inner,
@@ -371,13 +380,27 @@ class CallConnection:
         self._ids = iter(range(1, 1 << 62))
         self._never = _mode() in ("0", "false", "no", "off", "grpc") or stub.config.tls
 
-    def call(self, request: bytes, timeout: float, decode):
+    def call(self, request, timeout: float, decode, tensors: tuple = ()):
+        """`request`: RunStepRequest bytes, or with `tensors` ((name, array) pairs, its
+        feeds) the message without them: those of 64 KiB and more cross in the connection's
+        shared memory when it has some (a same-host master), the rest in the request."""
         stream = self._open()
-        if stream is None or not stream.takes(RUN_STEP, request):
+        if stream is None:
             return None
         with self._lock:
             call_id = next(self._ids)
-        future = stream.call(call_id, request, timeout, decode, RUN_STEP)
+        shared, slots, shared_bytes = [], [], 0
+        if not isinstance(request, bytes):
+            shared, slots, rest = stream.share(call_id, list(tensors))
+            shared_bytes = sum(getattr(v, "nbytes", 0) for _, v in tensors) - sum(
+                getattr(v, "nbytes", 0) for _, v in rest)
+            message, request = request, wire.encode_with_named_tensors(request, 2, rest)
+            message.ClearField("feed")  # (small feeds are added to the message itself)
+        if not stream.takes(RUN_STEP, request, shared_bytes):
+            if slots:
+                stream.shm.release(slots)
+            return None
+        future = stream.call(call_id, request, timeout, decode, RUN_STEP, shared)
         try:
             return future.result(timeout + 5.0)
         except futures.TimeoutError:
@@ -516,11 +539,14 @@ def _decode_reply(data) -> tuple[int, memoryview]:
     return step_id, response
 
 
-def _decode_call(buf: memoryview) -> tuple[float, int, int, memoryview]:
-    """(timeout in seconds, step id, method, request bytes) of a call frame's field:
-    {uint64 timeout_ms = 1; bytes request = 2; uint64 step_id = 3; uint32 method = 4
-    (RUN_GRAPH when absent)}."""
+def _decode_call(buf: memoryview) -> tuple[float, int, int, memoryview, list]:
+    """(timeout in seconds, step id, method, request bytes, shared tensors) of a call
+    frame's field: {uint64 timeout_ms = 1; bytes request = 2; uint64 step_id = 3; uint32
+    method = 4 (RUN_GRAPH when absent); repeated bytes shared = 5 (each the body of a
+    shared-memory tensor frame, shm.encode_tensor: a tensor of the request that crossed
+    in the connection's segment, named by its key)}."""
     pos, timeout_ms, step_id, method, request = 0, 0, 0, RUN_GRAPH, None
+    shared = []
     while pos < len(buf):
         key, pos = wire._read_varint(buf, pos)
         if key == 1 << 3:
@@ -532,11 +558,15 @@ def _decode_call(buf: memoryview) -> tuple[float, int, int, memoryview]:
         elif key == (2 << 3 | 2):
             n, pos = wire._read_varint(buf, pos)
             request, pos = buf[pos:pos + n], pos + n
+        elif key == (5 << 3 | 2):
+            n, pos = wire._read_varint(buf, pos)
+            shared.append(buf[pos:pos + n])
+            pos += n
         else:
             pos = wire._skip(buf, pos, key & 7)
     if request is None or pos != len(buf):
         raise ValueError("malformed RunGraph call")
-    return timeout_ms / 1000.0, step_id, method, request
+    return timeout_ms / 1000.0, step_id, method, request, shared
 
 
 class Pushers:
@@ -733,9 +763,9 @@ class PushService:
             for t in [t for t, expiry in self._tickets.items() if expiry < now]:
                 del self._tickets[t]
             self._tickets[ticket] = now + _TICKET_SECONDS
-        return _encode_connect(self._listener.getsockname()[1], ticket,
-                               sum(self._calls), self._config.max_request_bytes,
-                               self._unix_name)
+        calls = sum(self._calls) | (SHARED_TENSORS if self._calls and self._unix_name else 0)
+        return _encode_connect(self._listener.getsockname()[1], ticket, calls,
+                               self._config.max_request_bytes, self._unix_name)
 
     def _push_tensors(self, request_iterator, context):
         peer = self._check_token(context).get(FROM_METADATA, "")
@@ -795,7 +825,7 @@ class PushService:
         return peer, mapping
 
     def _read(self, conn: socket.socket, shared: bool = False) -> None:
-        peer = calls = mapping = None
+        peer = calls = mapping = readers = None
         try:
             conn.settimeout(_HELLO_SECONDS)
             calls = _Calls(conn)
@@ -813,28 +843,42 @@ class PushService:
                     return
                 _tune(conn)
             conn.settimeout(None)
-            self._serve(conn, peer, calls, mapping)
+            readers = _Readers(self, conn, peer, calls, mapping)
         except (OSError, EOFError, errors.OpError, ValueError, IndexError, MemoryError):
             pass
         finally:
-            with self._lock:
-                self._conns.discard(conn)
-            if calls is not None:
-                calls.close()
-            conn.close()
-            if peer is not None:
-                self._stream_ended(peer)
+            if readers is None:
+                self._ended(conn, peer, calls)
+        if readers is not None:
+            readers.lead()
 
-    def _serve(self, conn: socket.socket, peer: str, calls: _Calls, mapping) -> None:
-        """Reads a connection's frames until it ends (or sends one it refuses)."""
+    def _ended(self, conn: socket.socket, peer: str | None, calls: _Calls | None) -> None:
+        """A connection is over: its running calls are cancelled, its producer's steps
+        aborted (`stream_ended`)."""
+        with self._lock:
+            self._conns.discard(conn)
+        if calls is not None:
+            calls.close()
+        conn.close()
+        if peer is not None:
+            self._stream_ended(peer)
+
+    def _serve(self, conn: socket.socket, peer: str, calls: _Calls, mapping,
+               readers: _Readers) -> tuple | None:
+        """Reads a connection's frames until it ends or sends one it refuses (None), or
+        until a call frame comes that this thread is to run (`readers.inline()`): then the
+        call's arguments for `_serve_call`."""
         limit = self._config.max_request_bytes
         while True:
             (size,) = struct.unpack("<Q", _read_exact(conn, 8))
             if (limit and size > limit) or size > _MAX_MESSAGE_BYTES:
-                return  # refused: the stream ends, its steps are aborted
+                return None  # refused: the stream ends, its steps are aborted
             data = memoryview(_read_exact(conn, size))
             if data[:1] == b"\x12" and self._pool is not None:
-                self._start_call(calls, data)
+                call = self._start_call(calls, data, mapping)
+                if readers.inline():
+                    return call
+                self._pool.submit(self._serve_call, *call)
             elif data[:1] == b"\x18":
                 calls.cancel(wire._read_varint(data, 1)[0])
             elif data[:1] == _SHARED:
@@ -848,24 +892,42 @@ class PushService:
             else:
                 self._deliver(peer, wire.decode_pushed_tensors(data))
 
-    def _start_call(self, calls: _Calls, data: bytearray) -> None:
-        """A RunGraph call frame: runs on the pool; its reply goes back on the connection."""
+    def _start_call(self, calls: _Calls, data: bytearray, mapping) -> tuple:
+        """A call frame: the arguments of `_serve_call`, which runs it and writes its
+        reply back on the connection.
+
+        Raises:
+          InvalidArgumentError: a tensor in shared memory on a connection without a
+            segment, or a descriptor out of the segment (the connection is dropped).
+        """
         buf = memoryview(data)
         n, pos = wire._read_varint(buf, 1)
         if pos + n != len(buf):
             raise ValueError("malformed RunGraph call")
-        timeout, step_id, method, request = _decode_call(buf[pos:])
+        timeout, step_id, method, request, descriptors = _decode_call(buf[pos:])
         fn = self._calls.get(method)
         if fn is None:
             raise ValueError(f"a call of unknown method {method}")
+        tensors, limit = [], self._config.max_request_bytes
+        for d in descriptors:
+            if mapping is None:
+                raise errors.InvalidArgumentError(
+                    None, None, "A call's tensor in shared memory on a connection without "
+                    "a segment")
+            _, name, dtype, dims, offset, nbytes, slot = shm.decode_tensor(
+                bytes((shm.TENSOR_TAG,)) + wire._varint(len(d)) + bytes(d))
+            tensors.append((name, mapping.array(dtype, dims, offset, nbytes, slot)))
+        if limit and len(request) + sum(t.nbytes for _, t in tensors) > limit:
+            raise errors.ResourceExhaustedError(  # refused as an oversized frame is
+                None, None, "A call's tensors exceed the listener's max_request_bytes")
         deadline = time.monotonic() + timeout
         key, cm = calls.start(step_id)
-        self._pool.submit(self._serve_call, fn, calls, key, step_id, request, deadline, cm)
+        return fn, calls, key, step_id, request, deadline, cm, tensors
 
     def _serve_call(self, fn, calls: _Calls, key: int, step_id: int, request,
-                    deadline: float, cm) -> None:
+                    deadline: float, cm, tensors: list) -> None:
         try:
-            response = fn(request, deadline, cm)
+            response = fn(request, deadline, cm, tensors)
         except Exception as e:  # noqa: BLE001 - the caller gets it as the call's status
             response = _error_response(e)
         calls.finish(key, step_id, response)
@@ -891,66 +953,6 @@ class PushService:
             except OSError:
                 pass
             listener.close()
-
-
-class _Calls:
-    """The RunGraph calls running for one incoming connection: their cancellation (a
-    cancel frame, or the connection's end) and their replies (written under one lock)."""
-
-    def __init__(self, conn: socket.socket):
-        self._conn = conn
-        self._lock = threading.Lock()
-        self._write = threading.Lock()
-        self._keys = iter(range(1 << 62))
-        self._running: dict[int, tuple] = {}  # key -> (step id, CancellationManager)
-        self.releases = shm.Releases(self._write_release)  # shared-memory slots
-
-    def start(self, step_id: int) -> tuple[int, CancellationManager]:
-        cm = CancellationManager()
-        with self._lock:
-            key = next(self._keys)
-            self._running[key] = (step_id, cm)
-        return key, cm
-
-    def cancel(self, step_id: int) -> None:
-        with self._lock:
-            cms = [cm for s, cm in self._running.values() if s == step_id]
-        for cm in cms:
-            cm.start_cancel()
-
-    def finish(self, key: int, step_id: int, response: bytes) -> None:
-        with self._lock:
-            self._running.pop(key, None)
-        body = [b"\x08" + wire._varint(step_id) + b"\x12" + wire._varint(len(response)),
-                response]
-        try:
-            with self._write:
-                _send_all(self._conn, [struct.pack("<Q", len(body[0]) + len(response)),
-                                       *body])
-        except OSError:
-            pass  # the caller is gone: it failed the call itself
-        self.releases.flush()
-
-    def _write_release(self, frame: bytes) -> bool:
-        """A frame of released slots; False at once when a reply is being written (its
-        writer flushes after it)."""
-        if not self._write.acquire(blocking=False):
-            return False
-        try:
-            self._conn.sendall(struct.pack("<Q", len(frame)) + frame)
-        except OSError:
-            pass  # the producer is gone
-        finally:
-            self._write.release()
-        return True
-
-    def close(self) -> None:
-        """The connection ended: the calls still running are cancelled (as gRPC does when
-        a client goes away)."""
-        with self._lock:
-            cms = [cm for _, cm in self._running.values()]
-        for cm in cms:
-            cm.start_cancel()
 
 
 def _error_response(e: BaseException) -> bytes:

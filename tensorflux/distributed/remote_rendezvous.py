@@ -170,6 +170,7 @@ class RendezvousMgr:
         # will not come.
         self._cleaned: OrderedDict[int, errors.OpError] = OrderedDict()
         self._peer_lost: dict[str, float] = {}  # task -> when its push stream last ended
+        self._dst_devices: dict[str, str] = {}  # key -> its dst_device (keys recur per step)
         self._last_sweep = time.monotonic()
 
     def find_or_create(self, step_id: int) -> RemoteRendezvous:
@@ -213,7 +214,7 @@ class RendezvousMgr:
         if self.pushers is None:
             raise errors.InternalError(None, None, f"{key} is marked to be pushed, but this "
                                        "task has no connections to other tasks")
-        task = _task(parse_key(key).dst_device)
+        task = _task(self._dst_device(key))
         rdv.pushed_to.add(task)
         return self.pushers.push(task, rdv.step_id, key, value, is_dead)
 
@@ -224,11 +225,11 @@ class RendezvousMgr:
           InvalidArgumentError: a malformed key, or one for a device of another task.
         """
         for step_id, key, value, is_dead, pull in items:
-            parsed = parse_key(key)
-            if not self._is_local(parsed.dst_device):
+            dst = self._dst_device(key)
+            if not self._is_local(dst):
                 raise errors.InvalidArgumentError(
                     None, None, f"A tensor pushed from {peer or 'a task'} is for "
-                    f"{parsed.dst_device}, a device of another task")
+                    f"{dst}, a device of another task")
             rdv = self._find_or_create(step_id, for_push=True)
             if rdv is None:
                 continue  # the step has ended here
@@ -239,6 +240,17 @@ class RendezvousMgr:
                 rdv.local.send(key, value, is_dead)
             except errors.OpError:
                 pass  # the step was aborted here
+
+    def _dst_device(self, key: str) -> str:
+        """The key's dst_device (InvalidArgumentError for a malformed key), remembered:
+        a step's keys are the same every step."""
+        dst = self._dst_devices.get(key)
+        if dst is None:
+            dst = parse_key(key).dst_device
+            if len(self._dst_devices) >= _ENDED_REMEMBERED:
+                self._dst_devices.clear()
+            self._dst_devices[key] = dst
+        return dst
 
     def push_stream_ended(self, peer: str) -> None:
         """A push stream from `peer` ended (its task stopped, or the connection broke):

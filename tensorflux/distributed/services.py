@@ -104,12 +104,14 @@ def worker_handler(worker: Worker, config: rpc.RpcConfig):
 
 def pushed_run_graph(worker: Worker):
     """RunGraph for calls that come on a push connection (push.py): `run(request bytes,
-    deadline, cancellation) -> RunGraphResponse bytes` (errors in the response body, or
-    raised when the request does not ask for that)."""
+    deadline, cancellation, shared) -> RunGraphResponse bytes` (`shared`: (key, array)
+    pairs of the request's `send` that crossed in shared memory; errors in the response
+    body, or raised when the request does not ask for that)."""
     parse = _with_tensors(worker_pb2.RunGraphRequest, 3)
 
-    def run(data, deadline, cm) -> bytes:
+    def run(data, deadline, cm, shared=()) -> bytes:
         request, sends = parse.FromString(data)
+        sends = sends + list(shared)
         try:
             response, recvs = worker.run_graph(request, deadline, cm, sends)
         except errors.OpError as e:
@@ -123,11 +125,13 @@ def pushed_run_graph(worker: Worker):
 
 def pushed_run_step(master: Master):
     """RunStep for calls that come on a push connection from a client (push.py):
-    `run(request bytes, deadline, cancellation) -> RunStepResponse bytes`."""
+    `run(request bytes, deadline, cancellation, shared) -> RunStepResponse bytes`
+    (`shared`: (name, array) pairs of the request's feeds that crossed in shared memory)."""
     parse = _with_tensors(master_pb2.RunStepRequest, 2)
 
-    def run(data, deadline, cm) -> bytes:
+    def run(data, deadline, cm, shared=()) -> bytes:
         request, feeds = parse.FromString(data)
+        feeds = feeds + list(shared)
         if not request.options.timeout_in_ms:
             request.options.timeout_in_ms = max(1, int((deadline - time.monotonic()) * 1000))
         response, tensors = master.run_step_values(request, feeds)

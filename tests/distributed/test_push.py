@@ -265,12 +265,13 @@ def _threads_of_calls(monkeypatch):
     return names
 
 
-@pytest.mark.parametrize("mode,prefix", [("1", "tfx-push-call"), ("grpc", "tfx-rpc")],
-                         ids=["socket", "grpc"])
+@pytest.mark.parametrize("mode,prefix", [("1", ("tfx-push-read", "tfx-push-call")),
+                                         ("grpc", ("tfx-rpc",))], ids=["socket", "grpc"])
 def test_run_step_and_run_graph_ride_the_push_connections(pair, graph, monkeypatch, mode,
                                                            prefix):
     """A tensorflux client's RunStep and a tensorflux master's RunGraph on another
-    tensorflux task are calls on the push listener's connections; with
+    tensorflux task are calls on the push listener's connections (run by the thread that
+    read them, or past its limit by the listener's pool); with
     TENSORFLUX_RPC_PUSH=grpc both are gRPC calls. The results are the same."""
     monkeypatch.setenv("TENSORFLUX_RPC_PUSH", mode)
     names = _threads_of_calls(monkeypatch)
@@ -318,14 +319,26 @@ def _adam_step(n, place=True):
 
 
 def test_an_optimizers_updates_on_a_ps_cross_to_the_worker_as_one_control_edge(pair, graph):
+    """The train op waits for the PS's updates through one control transfer when anything
+    consumes it; a train op nothing consumes waits for none (the step ends when the PS's
+    part has run anyway), and neither does a gradient nobody wants (its NoOp's control
+    input from a weight's read is implied by the forward pass)."""
     loss, train = _adam_step(3)
+    with tf.device("/job:worker/task:0"), tf.control_dependencies([train]):
+        after = tf.identity(loss)
     with pair.session(graph) as s:
         s.run(tf.global_variables_initializer())
-        md = tf.RunMetadata()
-        s.run(train, options=tf.RunOptions(output_partition_graphs=True), run_metadata=md)
-    nodes = {nd.name: nd for g in md.partition_graphs for nd in g.node}
-    waits = [i for i in nodes[train.name].input if i.startswith("^")]
-    assert len(waits) == 1 and nodes[waits[0][1:]].op == "_Recv", waits
+        for fetch, crossing in ((after, 1), (train, 0)):
+            md = tf.RunMetadata()
+            s.run(fetch, options=tf.RunOptions(output_partition_graphs=True),
+                  run_metadata=md)
+            nodes = {nd.name: nd for g in md.partition_graphs for nd in g.node}
+            waits = [i for i in nodes[train.name].input if i.startswith("^")]
+            assert len(waits) == crossing, waits
+            assert all(nodes[w[1:]].op == "_Recv" for w in waits), waits
+            controls = [nd for nd in nodes.values()
+                        if nd.op == "_Recv" and "_recv_ctrl_" in nd.name]
+            assert len(controls) == crossing, [nd.name for nd in controls]
 
 
 def _round_trip(place):

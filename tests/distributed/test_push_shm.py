@@ -108,7 +108,7 @@ def test_many_concurrent_transfers_from_several_threads(pair, graph):
         for t in threads:
             t.join(60)
         assert not any(t.is_alive() for t in threads)
-    assert not errors, errors[0]
+    assert not errors, [str(e) for e in errors]
     assert set(_transports(pair).values()) == {"shm"}
 
 
@@ -345,3 +345,69 @@ def test_a_step_after_its_ps_stopped_fails_instead_of_hanging(monkeypatch, graph
             assert time.monotonic() - begin < 20
     finally:
         cluster.stop()
+
+
+@pytest.mark.parametrize("mode", ["1", "0"], ids=["shm", "tcp"])
+def test_a_clients_large_feeds_cross_in_shared_memory(monkeypatch, graph, mode):
+    """A client's RunStep on a same-host master: feeds of 64 KiB and more go in the
+    connection's segment (the call frame names them), the rest in the request; the values
+    are the same either way, over many steps (slots handed back and reused)."""
+    monkeypatch.setenv("TENSORFLUX_PUSH_SHM", mode)
+    shared = []
+    original = push._SocketStream.share
+
+    def share(self, call_id, pairs):
+        result = original(self, call_id, pairs)
+        shared.append(len(result[0]))
+        return result
+
+    monkeypatch.setattr(push._SocketStream, "share", share)
+    c = Cluster(1, 1)
+    try:
+        with tf.device("/job:worker/task:0"):
+            big = tf.placeholder(tf.float32, [None])
+            small = tf.placeholder(tf.float32, [3])
+            out = tf.reduce_sum(big * 2.0) + tf.reduce_sum(small)
+            echo = tf.identity(big)
+        with c.session(graph) as s:
+            rng = np.random.default_rng(0)
+            for n in (100_000, 20_000, 300_000) * 8:
+                x = rng.standard_normal(n).astype(np.float32)
+                got, back = s.run([out, echo], {big: x, small: np.ones(3, np.float32)})
+                assert got == pytest.approx(float(x.sum(dtype=np.float64)) * 2 + 3,
+                                            abs=1e-1)
+                np.testing.assert_array_equal(back, x)
+    finally:
+        c.stop()
+    assert shared and max(shared) == (1 if mode == "1" else 0), shared
+
+
+def test_a_malformed_call_descriptor_ends_its_connection_not_the_task(pair, graph):
+    """A call frame naming a feed out of the segment: the connection is dropped, no call
+    runs, the master goes on serving."""
+    stub = pair.ps[0]._worker.env.stub_for_task(WORKER)
+    _, ticket, calls, _, unix, _ = push._decode_connect(
+        stub.raw_call(push.CONNECT_METHOD, b"", 5.0))
+    assert calls & push.SHARED_TENSORS
+    sock, segment = push._open_shared(unix, ticket, b"")
+    assert sock is not None
+    try:
+        descriptor = shm.encode_tensor(1, "x:0", np.zeros(1 << 20, np.float32), 1,
+                                       segment.size - 64)[1:]
+        request = b"\x0a\x01h"  # RunStepRequest {session_handle: "h"}
+        inner = (b"\x08\x64\x18\x01\x20" + bytes((push.RUN_STEP,)) + b"\x2a" + descriptor
+                 + b"\x12" + bytes((len(request),)) + request)
+        frame = b"\x12" + bytes((len(inner),)) + inner
+        sock.sendall(struct.pack("<Q", len(frame)) + frame)
+        sock.settimeout(10)
+        try:
+            assert sock.recv(1) == b""  # closed, no reply
+        except ConnectionResetError:
+            pass
+    finally:
+        sock.close()
+        segment.close()
+    with tf.device("/job:worker/task:0"):
+        y = tf.constant(2.0) * 3.0
+    with pair.session(graph) as s:
+        assert s.run(y) == 6.0
