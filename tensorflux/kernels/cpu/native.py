@@ -370,6 +370,68 @@ def bias_relu(out: np.ndarray, bias: np.ndarray, relu: bool) -> bool:
 # ---- end convnets block -------------------------------------------------------------------
 
 
+# ---- ngemm block (issue 20, helper convs3) ------------------------------------------------
+
+_F32 = np.dtype(np.float32)
+
+
+def ngemm_favours(m: int, n: int, k: int, transpose_a: bool = False) -> bool:
+    """Whether `ngemm` beats NumPy's OpenBLAS on a float32 product of these sizes (out m x
+    n, inner k), measured on this project's Zen 4 cores, one thread, CPU GFLOP/s (ngemm /
+    OpenBLAS Haswell kernel): 25088x64 @ 64x64 100-109 / 59, 25088x256 @ 256x64 90 / 70,
+    25088x64 @ 64x256 85 / 68-74, 6272x1152 @ 1152x128 103-107 / 86-93, the stem's
+    100352x147 @ 147x64 78-83 / 63, 6272x128 @ 128x512 93-98 / 83; even at 1568x1024 @
+    1024x256; behind at 392x4608 @ 4608x512 (92-98 / 103-105). Filter gradients (a^T b,
+    a long k): 256x25088 @ 25088x64 86-92 / 74-79, 147 x 100352 @ 100352x64 84-86 / 59-68,
+    64x6272 @ 6272x64 111 / 90-96; even at 64x25088 @ 25088x256 and 4608x392 @ 392x512.
+    So: few columns (n <= 256), or n <= 512 over a short k (<= 512); not for small
+    products (m < 24), where one tile row is mostly tails."""
+    if m < 24 or n == 0 or k == 0:
+        return False
+    if transpose_a:
+        return n <= 128 or (n <= 256 and m >= 128)
+    return n <= 256 or (n <= 512 and k <= 512)
+
+
+def ngemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
+          accumulate: bool = False, parts: int = 1):
+    """`out = a @ b` (or `out += a @ b` when `accumulate`) for float32 `a` (m, k) (rows
+    contiguous at any row stride, or a transposed view of such a (k, m) array), `b` (k, n)
+    C-contiguous and `out` (m, n) C-contiguous, through `_native.c`'s own GEMM (no packing;
+    the "ngemm block" there), split over `parts` threads. Returns `out` (a new array when
+    None), or None when it does not take the call (no AVX-512F, other dtypes or layouts):
+    the caller then multiplies with NumPy. Rounding differs from BLAS's as one BLAS
+    blocking does from another; the result does not depend on `parts`."""
+    if _mod is None or not hasattr(_mod, "ngemm") or type(a) is not np.ndarray or \
+            type(b) is not np.ndarray or a.dtype != _F32 or b.dtype != _F32 or \
+            a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or \
+            not b.flags.c_contiguous:
+        return None
+    if a.strides[1] == 4 and a.strides[0] % 4 == 0 and a.strides[0] >= 4 * a.shape[1]:
+        base, ta = a, False
+    elif a.strides[0] == 4 and a.strides[1] % 4 == 0 and a.strides[1] >= 4 * a.shape[0]:
+        base, ta = a.T, True
+    else:
+        return None
+    shape = (a.shape[0], b.shape[1])
+    if out is None:
+        if accumulate:
+            return None
+        out = np.empty(shape, _F32)
+    elif type(out) is not np.ndarray or out.dtype != _F32 or out.shape != shape or \
+            not out.flags.c_contiguous or not out.flags.writeable:
+        return None
+    with _stop_for(2.0 * shape[0] * shape[1] * a.shape[1]) as (cell, deadline):
+        done = _mod.ngemm(base, b, out, ta, bool(accumulate), max(1, parts), cell, deadline)
+    if done is None:
+        return None
+    if not done:
+        interrupt.raise_stopped()
+    return out
+
+
+
+
 def dataflow_core(items: list, specs: list):
     """The C driver loop of a dataflow executor (runtime/executor.py; `_native.c`'s
     DataflowCore) over `items`, given one spec per item: (mode, local id, number of outputs,
