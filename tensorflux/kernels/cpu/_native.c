@@ -1923,7 +1923,8 @@ static PyObject *py_bias_relu(PyObject *self, PyObject *args) {
  * square one. Here the output is cut into tiles of 6 rows x 64 columns (24 AVX-512
  * accumulators); per step of k, the tile's row of b (4 vectors, contiguous) is loaded and
  * each of a's 6 values broadcast into 4 FMAs. k runs in blocks of NG_KC (b's block stays
- * in L1/L2) inside blocks of NG_MC rows (the output block stays in L2 across them).
+ * in L1/L2) inside blocks of NG_MC rows (the output block stays in L2 across them; for
+ * a^T b, whose k is long, the k blocks are outermost instead).
  * `trans`: a is given as its (k, m) transpose, element (r, k) at a[r + k*lda] (the filter
  * gradients' x^T dy). The sums run over k in order, one FMA per step and a vector add of
  * each earlier k block's partial tile: rounding differs from BLAS's (as one BLAS blocking
@@ -2000,8 +2001,10 @@ __attribute__((target("avx512f"))) static void ng_tile_t(
 static void ng_block(const float *a, int64_t lda, int trans, const float *b, int64_t ldb,
                      float *c, int64_t ldc, int64_t r0, int64_t r1, int64_t j0, int64_t j1,
                      int64_t k, int accumulate) {
-    for (int64_t i0 = r0; i0 < r1; i0 += NG_MC) {
-        int64_t i1 = r1 - i0 < NG_MC ? r1 : i0 + NG_MC;
+    /* (a^T b: blocks of k outermost, so that each of b's blocks is read once) */
+    int64_t mc = trans ? r1 - r0 : NG_MC;
+    for (int64_t i0 = r0; i0 < r1; i0 += mc) {
+        int64_t i1 = r1 - i0 < mc ? r1 : i0 + mc;
         for (int64_t k0 = 0; k0 < k; k0 += NG_KC) {
             int64_t kc = k - k0 < NG_KC ? k - k0 : NG_KC;
             int add = accumulate || k0 > 0;
@@ -2132,7 +2135,7 @@ static PyObject *py_ngemm(PyObject *self, PyObject *args) {
     if (parts < 1) parts = 1;
     /* Blocks: whole rows of NG_MC (or fewer, for 4 per thread), all columns unless there
      * are too few row blocks to go round. */
-    int64_t want = 4 * (int64_t)parts;
+    int64_t want = (ta ? 1 : 4) * (int64_t)parts;  /* a^T b: every block reads all of b */
     int64_t rows = NG_MC, cols = ceil_div(g.n, 64) * 64;
     if (ceil_div(g.m, rows) < want) {
         rows = ceil_div(ceil_div(g.m, want), NG_MR) * NG_MR;

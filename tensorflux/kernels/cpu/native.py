@@ -377,20 +377,20 @@ _F32 = np.dtype(np.float32)
 
 def ngemm_favours(m: int, n: int, k: int, transpose_a: bool = False) -> bool:
     """Whether `ngemm` beats NumPy's OpenBLAS on a float32 product of these sizes (out m x
-    n, inner k), measured on this project's Zen 4 cores, one thread, CPU GFLOP/s (ngemm /
-    OpenBLAS Haswell kernel): 25088x64 @ 64x64 100-109 / 59, 25088x256 @ 256x64 90 / 70,
-    25088x64 @ 64x256 85 / 68-74, 6272x1152 @ 1152x128 103-107 / 86-93, the stem's
-    100352x147 @ 147x64 78-83 / 63, 6272x128 @ 128x512 93-98 / 83; even at 1568x1024 @
-    1024x256; behind at 392x4608 @ 4608x512 (92-98 / 103-105). Filter gradients (a^T b,
-    a long k): 256x25088 @ 25088x64 86-92 / 74-79, 147 x 100352 @ 100352x64 84-86 / 59-68,
-    64x6272 @ 6272x64 111 / 90-96; even at 64x25088 @ 25088x256 and 4608x392 @ 392x512.
-    So: few columns (n <= 256), or n <= 512 over a short k (<= 512); not for small
-    products (m < 24), where one tile row is mostly tails."""
+    n, inner k), from CPU times on this project's Zen 4 cores, one thread (ngemm /
+    OpenBLAS Haswell kernel, GFLOP/s): 25088x64 @ 64x64 100-109 / 59, 25088x256 @ 256x64
+    88-90 / 70-72, 25088x64 @ 64x256 83-85 / 68-75, 6272x512 @ 512x128 102 / 87,
+    6272x128 @ 128x512 95 / 87, the stem's 100352x147 @ 147x64 78-83 / 63; behind from
+    n = 256 over k = 512 (90 / 95) and at 392 rows with n >= 512 (70-90 / 91-97). Filter
+    gradients (a^T b over a long k): 256x25088 @ 25088x64 83 / 72, 147x100352 @ 100352x64
+    69-86 / 59-68, 64x6272 @ 6272x64 (Winograd's) 104-111 / 70-96, 1024x1568 @ 1568x256
+    99 / 93; behind with n >= 512 and at 512x6272 @ 6272x128 (77 / 91).
+    Not for small products (m < 24), where a tile is mostly tails."""
     if m < 24 or n == 0 or k == 0:
         return False
     if transpose_a:
-        return n <= 128 or (n <= 256 and m >= 128)
-    return n <= 256 or (n <= 512 and k <= 512)
+        return (n <= 128 and m <= 256) or (n <= 256 and m >= 1024)
+    return n <= 128 or (n <= 256 and k <= 256) or (n <= 512 and k <= 128)
 
 
 def ngemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
@@ -407,9 +407,11 @@ def ngemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
             a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or \
             not b.flags.c_contiguous:
         return None
-    if a.strides[1] == 4 and a.strides[0] % 4 == 0 and a.strides[0] >= 4 * a.shape[1]:
+    if a.flags.c_contiguous or (a.strides[1] == 4 and a.strides[0] % 4 == 0
+                                and a.strides[0] >= 4 * a.shape[1]):
         base, ta = a, False
-    elif a.strides[0] == 4 and a.strides[1] % 4 == 0 and a.strides[1] >= 4 * a.shape[0]:
+    elif a.T.flags.c_contiguous or (a.strides[0] == 4 and a.strides[1] % 4 == 0
+                                    and a.strides[1] >= 4 * a.shape[0]):
         base, ta = a.T, True
     else:
         return None
