@@ -38,6 +38,11 @@ least 64 channels on 10x10 outputs or more (forward, and backprop-input as the f
 forward conv) go through F(2x2, 5x5) (kernels/cpu/_winograd5.py) before the FFT is weighed:
 2.8x fewer multiply-adds, 1.2-1.6x less CPU time on AlexNet's and Overfeat's 5x5 layers.
 Every kernel works in NHWC; NCHW data is transposed in and out.
+Products with a narrow filter (at most 128-512 columns, by `native.ngemm_favours`) go
+through the C extension's own float32 GEMM (`native.ngemm`, `_ng`), which reads the patch
+or pixel matrix where it lies instead of packing it as every BLAS call does (the 1x1
+convs of ResNet's first stage, the stems, Winograd's products with <= 256 filters, the
+col2im taps); OpenBLAS keeps the rest.
 """
 
 from __future__ import annotations

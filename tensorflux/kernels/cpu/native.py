@@ -14,6 +14,8 @@ Some CPU work is faster in a few lines of C than in NumPy called from Python:
     calls per window tap (kernels/cpu/pooling_ops.py);
   - im2col's copy of convolution patches, which NumPy does at a cost per contiguous run
     (kh*kw*C elements per window, 15 for a 5x5 layer on 3 channels; conv_ops.py);
+  - a float32 GEMM of its own for convolution products with narrow filters (`ngemm`:
+    AVX-512 tiles read from the operands where they lie; BLAS packs both for every call);
   - the dataflow executor's driver loop (runtime/executor.py): ready queue, pending and
     dead counts, kernel calls from C, pass-through kernels without a call; ~0.06 us a
     node instead of ~0.7 in Python (`dataflow_core`).
