@@ -1912,6 +1912,259 @@ static PyObject *py_bias_relu(PyObject *self, PyObject *args) {
 /* END convnets block
  * ====================================================================================== */
 
+/* =========================================================================================
+ * ngemm block (issue 20, helper convs3): a float32 GEMM of its own for the products of
+ * convolutions, out (+)= op(a) @ b with a narrow b (the filter: a few hundred columns or
+ * fewer) and many rows, read where they lie: no packing of either operand.
+ *
+ * OpenBLAS packs its operands for every call; a convolution's patch or pixel matrix
+ * (25,088 x 64-576 in ResNet-50's first stage) is packed whole for a filter of 64 columns,
+ * and its products ran at 60-78 GFLOP/s of CPU on this Zen 4 against ~100 for a large
+ * square one. Here the output is cut into tiles of 6 rows x 64 columns (24 AVX-512
+ * accumulators); per step of k, the tile's row of b (4 vectors, contiguous) is loaded and
+ * each of a's 6 values broadcast into 4 FMAs. k runs in blocks of NG_KC (b's block stays
+ * in L1/L2) inside blocks of NG_MC rows (the output block stays in L2 across them; for
+ * a^T b, whose k is long, the k blocks are outermost instead).
+ * `trans`: a is given as its (k, m) transpose, element (r, k) at a[r + k*lda] (the filter
+ * gradients' x^T dy). The sums run over k in order, one FMA per step and a vector add of
+ * each earlier k block's partial tile: rounding differs from BLAS's (as one BLAS blocking
+ * differs from another), and is the same for any number of threads (a tile is summed by
+ * one thread). Used only where the CPU has AVX-512F (`ngemm_ready`). */
+
+#define NG_MR 6
+#define NG_KC 128
+#define NG_MC 96
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define NG_X86 1
+/* Python's own flags build extensions with -fwrapv, under which GCC 12 keeps the tile's 24
+ * accumulators in memory (a store of each per step of k: 2.5x slower); this block has no
+ * signed overflow to wrap. */
+#pragma GCC push_options
+#pragma GCC optimize("no-wrapv")
+
+__attribute__((target("avx512f"), always_inline)) static inline void ng_tile(
+        int trans, int mr, int nv, __mmask16 last, const float *a, int64_t lda,
+        const float *b, int64_t ldb, float *c, int64_t ldc, int64_t kc, int add) {
+    __m512 acc[NG_MR][4];
+    for (int r = 0; r < NG_MR; r++)
+        for (int v = 0; v < 4; v++) acc[r][v] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < kc; k++) {
+        __m512 bv[4];
+        for (int v = 0; v < nv; v++)
+            bv[v] = v == nv - 1 ? _mm512_maskz_loadu_ps(last, b + 16 * v)
+                                : _mm512_loadu_ps(b + 16 * v);
+        for (int r = 0; r < mr; r++) {
+            __m512 av = _mm512_set1_ps(trans ? a[r] : a[r * lda]);
+            for (int v = 0; v < nv; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+        b += ldb;
+        a += trans ? lda : 1;
+    }
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < nv; v++) {
+            __mmask16 m = v == nv - 1 ? last : (__mmask16)0xFFFF;
+            float *p = c + r * ldc + 16 * v;
+            __m512 x = acc[r][v];
+            if (add) x = _mm512_add_ps(_mm512_maskz_loadu_ps(m, p), x);
+            _mm512_mask_storeu_ps(p, m, x);
+        }
+}
+
+#define NG_COLS(T, MR)                                                                   \
+    switch (nv) {                                                                        \
+    case 4: ng_tile(T, MR, 4, last, a, lda, b, ldb, c, ldc, kc, add); break;             \
+    case 3: ng_tile(T, MR, 3, last, a, lda, b, ldb, c, ldc, kc, add); break;             \
+    case 2: ng_tile(T, MR, 2, last, a, lda, b, ldb, c, ldc, kc, add); break;             \
+    default: ng_tile(T, MR, 1, last, a, lda, b, ldb, c, ldc, kc, add);                   \
+    }
+#define NG_ROWS(T)                                                                       \
+    switch (mr) {                                                                        \
+    case 6: NG_COLS(T, 6) break;                                                         \
+    case 5: NG_COLS(T, 5) break;                                                         \
+    case 4: NG_COLS(T, 4) break;                                                         \
+    case 3: NG_COLS(T, 3) break;                                                         \
+    case 2: NG_COLS(T, 2) break;                                                         \
+    default: NG_COLS(T, 1)                                                               \
+    }
+
+__attribute__((target("avx512f"))) static void ng_tile_n(
+        int mr, int nv, __mmask16 last, const float *a, int64_t lda, const float *b,
+        int64_t ldb, float *c, int64_t ldc, int64_t kc, int add) { NG_ROWS(0) }
+
+__attribute__((target("avx512f"))) static void ng_tile_t(
+        int mr, int nv, __mmask16 last, const float *a, int64_t lda, const float *b,
+        int64_t ldb, float *c, int64_t ldc, int64_t kc, int add) { NG_ROWS(1) }
+
+/* out[r0:r1, j0:j1] (+)= op(a)[r0:r1] @ b[:, j0:j1] */
+static void ng_block(const float *a, int64_t lda, int trans, const float *b, int64_t ldb,
+                     float *c, int64_t ldc, int64_t r0, int64_t r1, int64_t j0, int64_t j1,
+                     int64_t k, int accumulate) {
+    /* (a^T b: blocks of k outermost, so that each of b's blocks is read once) */
+    int64_t mc = trans ? r1 - r0 : NG_MC;
+    for (int64_t i0 = r0; i0 < r1; i0 += mc) {
+        int64_t i1 = r1 - i0 < mc ? r1 : i0 + mc;
+        for (int64_t k0 = 0; k0 < k; k0 += NG_KC) {
+            int64_t kc = k - k0 < NG_KC ? k - k0 : NG_KC;
+            int add = accumulate || k0 > 0;
+            for (int64_t i = i0; i < i1; i += NG_MR) {
+                int mr = i1 - i < NG_MR ? (int)(i1 - i) : NG_MR;
+                const float *ai = trans ? a + k0 * lda + i : a + i * lda + k0;
+                for (int64_t j = j0; j < j1; j += 64) {
+                    int64_t w = j1 - j < 64 ? j1 - j : 64;
+                    int nv = (int)((w + 15) / 16);
+                    __mmask16 last = (__mmask16)((1u << (w - 16 * (nv - 1))) - 1);
+                    if (trans)
+                        ng_tile_t(mr, nv, last, ai, lda, b + k0 * ldb + j, ldb, c + i * ldc + j,
+                                  ldc, kc, add);
+                    else
+                        ng_tile_n(mr, nv, last, ai, lda, b + k0 * ldb + j, ldb, c + i * ldc + j,
+                                  ldc, kc, add);
+                }
+            }
+        }
+    }
+}
+#pragma GCC pop_options
+#else
+#define NG_X86 0
+#endif
+
+typedef struct {
+    const float *a, *b;
+    float *c;
+    int64_t lda, m, n, k, rows, cols, grid_n;
+    int trans, accumulate;
+} ngemm_t;
+
+static void ngemm_chunk(void *p, int64_t chunk) {
+#if NG_X86
+    const ngemm_t *g = (const ngemm_t *)p;
+    int64_t r0 = (chunk / g->grid_n) * g->rows, j0 = (chunk % g->grid_n) * g->cols;
+    int64_t r1 = r0 + g->rows < g->m ? r0 + g->rows : g->m;
+    int64_t j1 = j0 + g->cols < g->n ? j0 + g->cols : g->n;
+    ng_block(g->a, g->lda, g->trans, g->b, g->n, g->c, g->n, r0, r1, j0, j1, g->k,
+             g->accumulate);
+#else
+    (void)p;
+    (void)chunk;
+#endif
+}
+
+static int ngemm_ready(void) {
+#if NG_X86
+    static int ready = -1;
+    if (ready < 0) ready = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    return ready;
+#else
+    return 0;
+#endif
+}
+
+/* ngemm(a, b, out, transpose_a, accumulate, parts[, stop, deadline]): out (+)= op(a) @ b,
+ * float32; b and out C-contiguous, a (m, k) (or its (k, m) transpose when transpose_a)
+ * with contiguous rows at any row stride. None when this CPU has no AVX-512F (nothing
+ * written); False if stopped. The output is cut into a grid of blocks (rows: multiples of
+ * NG_MR; columns: of 64) that the pool's threads claim, a few per thread when it has rows
+ * enough. */
+static PyObject *py_ngemm(PyObject *self, PyObject *args) {
+    PyObject *objs[3], *cell = NULL;
+    int ta, accumulate, parts;
+    double deadline = 0;
+    if (!PyArg_ParseTuple(args, "OOOppi|Od", &objs[0], &objs[1], &objs[2], &ta, &accumulate,
+                          &parts, &cell, &deadline))
+        return NULL;
+    if (!ngemm_ready()) Py_RETURN_NONE;
+    static const int writable[2] = {0, 1};
+    buf_t bufs[3];
+    char code;
+    if (get_floats(objs + 1, writable, bufs + 1, 2, &code) != 0) return NULL;
+    if (PyObject_GetBuffer(objs[0], &bufs[0].view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) {
+        release(bufs + 1, 2);
+        return NULL;
+    }
+    bufs[0].held = 1;
+    const Py_buffer *av = &bufs[0].view;
+    if (code != 'f' || float_code(av) != 'f' || av->ndim != 2 ||
+            (av->shape[1] > 1 && av->strides[1] != 4) || av->strides[0] % 4 != 0 ||
+            av->strides[0] < 4 * av->shape[1]) {
+        release(bufs, 3);
+        PyErr_SetString(PyExc_ValueError, "ngemm takes float32 matrices (a: contiguous rows)");
+        return NULL;
+    }
+    int64_t ar = av->shape[0], ac = av->shape[1], br, bc, cr, cc;
+    if (!two_d(&bufs[1].view, &br, &bc) || !two_d(&bufs[2].view, &cr, &cc)) {
+        release(bufs, 3);
+        PyErr_SetString(PyExc_ValueError, "ngemm takes float32 matrices");
+        return NULL;
+    }
+    ngemm_t g;
+    memset(&g, 0, sizeof g);
+    g.trans = ta;
+    g.accumulate = accumulate;
+    g.m = ta ? ac : ar;
+    g.k = ta ? ar : ac;
+    g.n = bc;
+    g.lda = av->strides[0] / 4;
+    g.a = (const float *)bufs[0].view.buf;
+    g.b = (const float *)bufs[1].view.buf;
+    g.c = (float *)bufs[2].view.buf;
+    if (br != g.k || cr != g.m || cc != g.n) {
+        release(bufs, 3);
+        PyErr_SetString(PyExc_ValueError, "ngemm: shapes do not match");
+        return NULL;
+    }
+    if (g.m == 0 || g.n == 0) {
+        release(bufs, 3);
+        Py_RETURN_TRUE;
+    }
+    if (g.k == 0) {  /* nothing to add; a plain product of nothing is zeros */
+        if (!accumulate) memset(g.c, 0, (size_t)(g.m * g.n) * sizeof(float));
+        release(bufs, 3);
+        Py_RETURN_TRUE;
+    }
+    stop_t stop;
+    Py_buffer cell_view;
+    int cell_held;
+    if (get_stop(cell, deadline, &stop, &cell_view, &cell_held) != 0) {
+        release(bufs, 3);
+        return NULL;
+    }
+    int polled = stop.cell != NULL || stop.deadline > 0;
+    if (parts < 1) parts = 1;
+    /* Blocks: whole rows of NG_MC (or fewer, for 4 per thread), all columns unless there
+     * are too few row blocks to go round. */
+    int64_t want = (ta ? 1 : 4) * (int64_t)parts;  /* a^T b: every block reads all of b */
+    int64_t rows = NG_MC, cols = ceil_div(g.n, 64) * 64;
+    if (ceil_div(g.m, rows) < want) {
+        rows = ceil_div(ceil_div(g.m, want), NG_MR) * NG_MR;
+        if (rows < 4 * NG_MR) rows = 4 * NG_MR;
+    }
+    if (ceil_div(g.m, rows) < want && g.n > 64) {
+        int64_t cut = ceil_div(want, ceil_div(g.m, rows));
+        cols = ceil_div(ceil_div(g.n, cut), 64) * 64;
+    }
+    /* a block's product at most about GEMM_CHUNK_FLOPS when the call polls a stop */
+    while (polled && rows > NG_MR && 2.0 * rows * cols * g.k > GEMM_CHUNK_FLOPS)
+        rows = ceil_div(rows / 2, NG_MR) * NG_MR;
+    g.rows = rows;
+    g.cols = cols;
+    g.grid_n = ceil_div(g.n, cols);
+    int64_t count = ceil_div(g.m, rows) * g.grid_n, skipped = 0;
+    if (count > 1 && parts > 1) ensure_helpers(parts - 1);
+    Py_BEGIN_ALLOW_THREADS
+    skipped = parts > 1 && count > 1 ? run_all(ngemm_chunk, &g, count, parts, polled ? &stop : NULL)
+                                     : run_serial(ngemm_chunk, &g, count, polled ? &stop : NULL);
+    Py_END_ALLOW_THREADS
+    if (cell_held) PyBuffer_Release(&cell_view);
+    release(bufs, 3);
+    return done_or_stopped(skipped);
+}
+
+/* END ngemm block
+ * ====================================================================================== */
+
 static PyObject *py_helpers(PyObject *self, PyObject *unused) {
     pthread_mutex_lock(&pool_mu);
     int n = helpers;
@@ -2711,6 +2964,11 @@ static PyMethodDef methods[] = {
     {"bias_relu", py_bias_relu, METH_VARARGS,
      "bias_relu(out, bias, relu): out (rows, F) += bias, then max(., 0) if relu; in place"},
     /* end convnets block */
+    /* ngemm block */
+    {"ngemm", py_ngemm, METH_VARARGS,
+     "ngemm(a, b, out, transpose_a, accumulate, parts[, stop, deadline]): out (+)= op(a) @ b "
+     "in float32 without packing; None without AVX-512F, False if stopped"},
+    /* end ngemm block */
     {"helpers", py_helpers, METH_NOARGS, "helper threads started so far"},
     {NULL, NULL, 0, NULL},
 };

@@ -142,7 +142,7 @@ def conv3x3(xp, w, out, parts: int):
         v, tmp = v[:, :k, :t], tmp[:, :, :k, :t]
         m = m[:, :k * t * tw]
         _input_transform(xp[b0:b1, 2 * r0:2 * r1 + 2], v, t, tw)
-        np.matmul(v.reshape(16, -1, c), u, out=m)
+        _products(v.reshape(16, -1, c), u, m)
         rows_out = min(oh, 2 * r1) - 2 * r0
         direct = rows_out == 2 * t and ow == 2 * tw
         y = out[b0:b1, 2 * r0:2 * r1] if direct else ybuf[:k, :2 * t]
@@ -154,6 +154,21 @@ def conv3x3(xp, w, out, parts: int):
     flops = 2.0 * 16 * n * th * tw * c * f
     intra_op.parallel_for(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
     return out
+
+
+def _products(a, b, out, acc=None) -> None:
+    """Per position p: out[p] = a[p] @ b[p], or with `acc`, acc[p] += a[p] @ b[p] (`out`
+    then a scratch buffer): the C extension's own GEMM where it beats BLAS at these sizes
+    (native.ngemm), else one batched np.matmul."""
+    m, k, n = a.shape[1], a.shape[2], b.shape[2]
+    dest = out if acc is None else acc
+    if native.ngemm_favours(m, n, k, a.strides[1] == a.itemsize) and all(
+            native.ngemm(a[p], b[p], dest[p], acc is not None) is not None
+            for p in range(a.shape[0])):
+        return
+    np.matmul(a, b, out=out)
+    if acc is not None:
+        acc += out
 
 
 def _wide(n, th, tw, c, f, unit_rows, itemsize) -> bool:
@@ -197,7 +212,9 @@ def _conv3x3_wide(xp, u, out, parts: int):
     v2 = v.reshape(16, tiles, c)
 
     def product(p, r0, r1):
-        np.matmul(v2[p, r0:r1], u[p], out=m[p, r0:r1])
+        if not native.ngemm_favours(r1 - r0, f, c) or \
+                native.ngemm(v2[p, r0:r1], u[p], m[p, r0:r1]) is None:
+            np.matmul(v2[p, r0:r1], u[p], out=m[p, r0:r1])
 
     _per_position(product, tiles, 2.0 * 16 * tiles * c * f, parts)
     m5 = m.reshape(16, n, th, tw, f)
@@ -265,8 +282,7 @@ def conv3x3_backprop_filter(xp, dy, parts: int):
         v, e = v[:, :k, :t], e[:, :k, :t]
         _input_transform(xp[b0:b1, 2 * r0:2 * r1 + 2], v, t, tw)
         _gradient_transform(dy[b0:b1, 2 * r0:2 * r1], e, t, tw)
-        np.matmul(v.reshape(16, -1, c).transpose(0, 2, 1), e.reshape(16, -1, f), out=part)
-        acc += part
+        _products(v.reshape(16, -1, c).transpose(0, 2, 1), e.reshape(16, -1, f), part, acc)
 
     units = -(-n // images) if images > 1 else n * blocks
     flops = 2.0 * 16 * n * th * tw * c * f
@@ -299,7 +315,9 @@ def _backprop_filter_wide(xp, dy, parts: int):
     x = np.empty((16, c, f), dtype)
     # Blocks of rows of x (input channels); each product sums over all tiles.
     def product(p, c0, c1):
-        np.matmul(v2[p, :, c0:c1].T, e2[p], out=x[p, c0:c1])
+        if not native.ngemm_favours(c1 - c0, f, tiles, True) or \
+                native.ngemm(v2[p, :, c0:c1].T, e2[p], x[p, c0:c1]) is None:
+            np.matmul(v2[p, :, c0:c1].T, e2[p], out=x[p, c0:c1])
 
     _per_position(product, c, 2.0 * 16 * tiles * c * f, parts)
     return _filter_gradient(x.reshape(4, 4, c, f))

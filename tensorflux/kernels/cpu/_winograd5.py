@@ -124,7 +124,9 @@ def conv5x5(xp, w, out, parts: int):
     v2 = v.reshape(36, tiles, c)
 
     def product(p, r0, r1):
-        np.matmul(v2[p, r0:r1], u[p], out=m[p, r0:r1])
+        if not native.ngemm_favours(r1 - r0, f, c) or \
+                native.ngemm(v2[p, r0:r1], u[p], m[p, r0:r1]) is None:
+            np.matmul(v2[p, r0:r1], u[p], out=m[p, r0:r1])
 
     _winograd._per_position(product, tiles, 2.0 * 36 * tiles * c * f, parts, positions=36)
     m5 = m.reshape(36, n, th, tw, f)

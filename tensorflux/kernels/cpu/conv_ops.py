@@ -38,6 +38,11 @@ least 64 channels on 10x10 outputs or more (forward, and backprop-input as the f
 forward conv) go through F(2x2, 5x5) (kernels/cpu/_winograd5.py) before the FFT is weighed:
 2.8x fewer multiply-adds, 1.2-1.6x less CPU time on AlexNet's and Overfeat's 5x5 layers.
 Every kernel works in NHWC; NCHW data is transposed in and out.
+Products with a narrow filter (at most 128-512 columns, by `native.ngemm_favours`) go
+through the C extension's own float32 GEMM (`native.ngemm`, `_ng`), which reads the patch
+or pixel matrix where it lies instead of packing it as every BLAS call does (the 1x1
+convs of ResNet's first stage, the stems, Winograd's products with <= 256 filters, the
+col2im taps); OpenBLAS keeps the rest.
 """
 
 from __future__ import annotations
@@ -124,6 +129,15 @@ def _copy_patches(buf, xp, patches, n0: int, strides, dilations) -> None:
         np.copyto(buf, patches[n0:n0 + buf.shape[0]])
 
 
+def _ng(a, b, out, accumulate: bool = False) -> bool:
+    """`out` (=, or += when `accumulate`) `a @ b` on this thread through the C extension's
+    own GEMM (native.ngemm: no operand packing) when it beats BLAS at these sizes; False
+    (nothing written) when the caller is to multiply with NumPy."""
+    return (native.ngemm_favours(out.shape[0], out.shape[1], a.shape[1],
+                                 not a.flags.c_contiguous)
+            and native.ngemm(a, b, out, accumulate) is not None)
+
+
 def _chunk(n: int, rows_per_image: int, row_bytes: int) -> int:
     """Images per batch chunk: a cache-sized patch buffer, and with a multi-threaded BLAS
     at most _MAX_CHUNKS chunks."""
@@ -166,7 +180,9 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts, epilogue=None
     def work(n0, n1):
         b = buffer()[:n1 - n0]
         _copy_patches(b, xp, patches, n0, strides, dilations)
-        np.matmul(b.reshape(-1, k), w2, out=out[n0:n1].reshape(-1, f))
+        o2 = out[n0:n1].reshape(-1, f)
+        if not _ng(b.reshape(-1, k), w2, o2):
+            np.matmul(b.reshape(-1, k), w2, out=o2)
         if epilogue is not None:
             epilogue(out[n0:n1])
 
@@ -236,7 +252,9 @@ def _im2col_matmul_rows(xp, w2, out, kh, kw, strides, dilations, parts, epilogue
             buf = buffer()[:, :r1 - r0]
             _copy_patches(buf, sub, _patches(sub, kh, kw, r1 - r0, ow, strides, dilations), 0,
                           strides, dilations)
-            np.matmul(buf.reshape(-1, k), w2, out=out[b, r0:r1].reshape(-1, f))
+            o2 = out[b, r0:r1].reshape(-1, f)
+            if not _ng(buf.reshape(-1, k), w2, o2):
+                np.matmul(buf.reshape(-1, k), w2, out=o2)
             if epilogue is not None:
                 epilogue(out[b, r0:r1])
 
@@ -293,7 +311,13 @@ def _product(a2, b2, parts):
     (one BLAS call per thread over the longer output dimension: every BLAS call packs the
     whole of the other operand again, so few calls beat many small row blocks; ResNet's
     7x7x512 -> 2048 products 13-16 ms -> 9-10 ms), else `_rows_matmul`."""
-    out = native.gemm(a2, b2, parts)
+    m, k, n = a2.shape[0], a2.shape[1], b2.shape[1]
+    out = None
+    if native.ngemm_favours(m, n, k, not a2.flags.c_contiguous) and a2.dtype == b2.dtype:
+        # (a transposed filter, the 1x1 input gradient's: copied, small beside the product)
+        out = native.ngemm(a2, np.ascontiguousarray(b2), parts=parts)
+    if out is None:
+        out = native.gemm(a2, b2, parts)
     if out is None:
         out = np.empty((a2.shape[0], b2.shape[1]), np.result_type(a2, b2))
         _rows_matmul(np.ascontiguousarray(a2), b2, out, parts)
@@ -324,8 +348,9 @@ def _pointwise_backprop_filter(x, dy, g: _ConvGeometry, parts: int):
 
     def work(lo, hi):
         acc, part = state()
-        np.matmul(x2[lo:hi].T, d2[lo:hi], out=part)
-        acc += part
+        if not _ng(x2[lo:hi].T, d2[lo:hi], acc, accumulate=True):
+            np.matmul(x2[lo:hi].T, d2[lo:hi], out=part)
+            acc += part
 
     flops = 2.0 * x2.shape[0] * c * f
     p = _parts(parts, flops)
@@ -384,7 +409,8 @@ def _small_conv_forward(x, w, g: _ConvGeometry):
     if not native.im2col(xp, buf, 0, strides, dilations):
         np.copyto(buf, _patches(xp, kh, kw, oh, ow, strides, dilations))
     out = np.empty((n, oh, ow, f), x.dtype)
-    np.matmul(buf.reshape(rows, k), w.reshape(k, f), out=out.reshape(rows, f))
+    if not _ng(buf.reshape(rows, k), w.reshape(k, f), out.reshape(rows, f)):  # as the chunks
+        np.matmul(buf.reshape(rows, k), w.reshape(k, f), out=out.reshape(rows, f))
     return out
 
 
@@ -453,8 +479,9 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
         buf, acc, part = state()
         b = buf[:n1 - n0]
         _copy_patches(b, xp, patches, n0, (g.sh, g.sw), (g.dh, g.dw))
-        np.matmul(b.reshape(-1, k).T, dy[n0:n1].reshape(-1, f), out=part)
-        acc += part
+        if not _ng(b.reshape(-1, k).T, dy[n0:n1].reshape(-1, f), acc, accumulate=True):
+            np.matmul(b.reshape(-1, k).T, dy[n0:n1].reshape(-1, f), out=part)
+            acc += part
 
     intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * n * oh * ow * k * f))
     return _sum_states([acc for _, acc, _ in states()]).reshape(kh, kw, c, f)
@@ -513,8 +540,10 @@ def _backprop_filter_rows(xp, dy, kh, kw, g: _ConvGeometry, parts: int, dtype):
             pb = buf[:, :r1 - r0]
             _copy_patches(pb, sub, _patches(sub, kh, kw, r1 - r0, ow, strides, dilations), 0,
                           strides, dilations)
-            np.matmul(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f), out=part)
-            acc += part
+            if not _ng(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f), acc,
+                       accumulate=True):
+                np.matmul(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f), out=part)
+                acc += part
 
     intra_op.parallel_for(work, n * blocks, 1, _parts(parts, 2.0 * n * oh * ow * k * f))
     return _sum_states([acc for _, acc, _ in states()]).reshape(kh, kw, c, f)
@@ -600,7 +629,7 @@ def _col2im_backprop_input(shape, w, dy, g: _ConvGeometry, pads, out_hw, parts: 
         d2 = dy[n0:n1].reshape(-1, f)
         if by_tap:
             b = buffer()[:, :m]
-            np.matmul(d2[None], wt, out=b)
+            _tap_products(d2, wt, b)
         else:
             b = buffer()[:m]
             np.matmul(d2, wt, out=b)
@@ -614,6 +643,13 @@ def _col2im_backprop_input(shape, w, dy, g: _ConvGeometry, pads, out_hw, parts: 
 
     intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * dy.size * k))
     return _cropped(dxp, shape, pads)
+
+
+def _tap_products(d2, wt, out) -> None:
+    """out[t] = d2 (m, F) @ wt[t] (F, C) for every filter tap t: the C extension's own GEMM
+    where it beats BLAS at these sizes (`_ng`), else one batched np.matmul."""
+    if not all(_ng(d2, wt[t], out[t]) for t in range(wt.shape[0])):
+        np.matmul(d2[None], wt, out=out)
 
 
 def _cropped(dxp, shape, pads):
@@ -647,7 +683,7 @@ def _col2im_rows(dxp, wt, dy, khwc, g: _ConvGeometry, by_tap: bool, parts: int) 
         d2 = dy[b, r0:r1].reshape(-1, f)
         if by_tap:
             t = buffer()[:, :m]
-            np.matmul(d2[None], wt, out=t)
+            _tap_products(d2, wt, t)
         else:
             t = buffer()[:m]
             np.matmul(d2, wt, out=t)

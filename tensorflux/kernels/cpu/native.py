@@ -14,6 +14,8 @@ Some CPU work is faster in a few lines of C than in NumPy called from Python:
     calls per window tap (kernels/cpu/pooling_ops.py);
   - im2col's copy of convolution patches, which NumPy does at a cost per contiguous run
     (kh*kw*C elements per window, 15 for a 5x5 layer on 3 channels; conv_ops.py);
+  - a float32 GEMM of its own for convolution products with narrow filters (`ngemm`:
+    AVX-512 tiles read from the operands where they lie; BLAS packs both for every call);
   - the dataflow executor's driver loop (runtime/executor.py): ready queue, pending and
     dead counts, kernel calls from C, pass-through kernels without a call; ~0.06 us a
     node instead of ~0.7 in Python (`dataflow_core`).
@@ -368,6 +370,70 @@ def bias_relu(out: np.ndarray, bias: np.ndarray, relu: bool) -> bool:
 
 
 # ---- end convnets block -------------------------------------------------------------------
+
+
+# ---- ngemm block (issue 20, helper convs3) ------------------------------------------------
+
+_F32 = np.dtype(np.float32)
+
+
+def ngemm_favours(m: int, n: int, k: int, transpose_a: bool = False) -> bool:
+    """Whether `ngemm` beats NumPy's OpenBLAS on a float32 product of these sizes (out m x
+    n, inner k), from CPU times on this project's Zen 4 cores, one thread (ngemm /
+    OpenBLAS Haswell kernel, GFLOP/s): 25088x64 @ 64x64 100-109 / 59, 25088x256 @ 256x64
+    88-90 / 70-72, 25088x64 @ 64x256 83-85 / 68-75, 6272x512 @ 512x128 102 / 87,
+    6272x128 @ 128x512 95 / 87, the stem's 100352x147 @ 147x64 78-83 / 63; behind from
+    n = 256 over k = 512 (90 / 95) and at 392 rows with n >= 512 (70-90 / 91-97). Filter
+    gradients (a^T b over a long k): 256x25088 @ 25088x64 83 / 72, 147x100352 @ 100352x64
+    69-86 / 59-68, 64x6272 @ 6272x64 (Winograd's) 104-111 / 70-96, 1024x1568 @ 1568x256
+    99 / 93; behind with n >= 512 and at 512x6272 @ 6272x128 (77 / 91).
+    Not for small products (m < 24), where a tile is mostly tails."""
+    if m < 24 or n == 0 or k == 0:
+        return False
+    if transpose_a:
+        return (n <= 128 and m <= 256) or (n <= 256 and m >= 1024)
+    return n <= 128 or (n <= 256 and k <= 256) or (n <= 512 and k <= 128)
+
+
+def ngemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
+          accumulate: bool = False, parts: int = 1):
+    """`out = a @ b` (or `out += a @ b` when `accumulate`) for float32 `a` (m, k) (rows
+    contiguous at any row stride, or a transposed view of such a (k, m) array), `b` (k, n)
+    C-contiguous and `out` (m, n) C-contiguous, through `_native.c`'s own GEMM (no packing;
+    the "ngemm block" there), split over `parts` threads. Returns `out` (a new array when
+    None), or None when it does not take the call (no AVX-512F, other dtypes or layouts):
+    the caller then multiplies with NumPy. Rounding differs from BLAS's as one BLAS
+    blocking does from another; the result does not depend on `parts`."""
+    if _mod is None or not hasattr(_mod, "ngemm") or type(a) is not np.ndarray or \
+            type(b) is not np.ndarray or a.dtype != _F32 or b.dtype != _F32 or \
+            a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or \
+            not b.flags.c_contiguous:
+        return None
+    if a.flags.c_contiguous or (a.strides[1] == 4 and a.strides[0] % 4 == 0
+                                and a.strides[0] >= 4 * a.shape[1]):
+        base, ta = a, False
+    elif a.T.flags.c_contiguous or (a.strides[0] == 4 and a.strides[1] % 4 == 0
+                                    and a.strides[1] >= 4 * a.shape[0]):
+        base, ta = a.T, True
+    else:
+        return None
+    shape = (a.shape[0], b.shape[1])
+    if out is None:
+        if accumulate:
+            return None
+        out = np.empty(shape, _F32)
+    elif type(out) is not np.ndarray or out.dtype != _F32 or out.shape != shape or \
+            not out.flags.c_contiguous or not out.flags.writeable:
+        return None
+    with _stop_for(2.0 * shape[0] * shape[1] * a.shape[1]) as (cell, deadline):
+        done = _mod.ngemm(base, b, out, ta, bool(accumulate), max(1, parts), cell, deadline)
+    if done is None:
+        return None
+    if not done:
+        interrupt.raise_stopped()
+    return out
+
+
 
 
 def dataflow_core(items: list, specs: list):
