@@ -164,9 +164,9 @@ class _CrfCell(RNNCell):
         return self.call(inputs, state)
 
 
-class CrfForwardRnnCell(_CrfCell):
-    """One step of the forward algorithm: alpha_t = inputs_t + logsumexp over the previous
-    tag of (alpha_{t-1} + transitions)."""
+class _TransitionCell(_CrfCell):
+    """A forward-pass cell over `transition_params` [tags, tags]; state and output are
+    per-tag vectors."""
 
     def __init__(self, transition_params):
         super().__init__()
@@ -176,6 +176,11 @@ class CrfForwardRnnCell(_CrfCell):
 
     state_size = property(lambda self: self._num_tags)
     output_size = property(lambda self: self._num_tags)
+
+
+class CrfForwardRnnCell(_TransitionCell):
+    """One step of the forward algorithm: alpha_t = inputs_t + logsumexp over the previous
+    tag of (alpha_{t-1} + transitions)."""
 
     def call(self, inputs, state):
         scores = array_ops.expand_dims(state, 2) + self._transitions
@@ -183,18 +188,9 @@ class CrfForwardRnnCell(_CrfCell):
         return alphas, alphas
 
 
-class CrfDecodeForwardRnnCell(_CrfCell):
+class CrfDecodeForwardRnnCell(_TransitionCell):
     """One step of Viterbi's forward pass: the best previous tag for each tag (output, int32)
     and the best scores (state)."""
-
-    def __init__(self, transition_params):
-        super().__init__()
-        transition_params = convert_to_tensor(transition_params, name="transition_params")
-        self._transitions = array_ops.expand_dims(transition_params, 0)
-        self._num_tags = tensor_shape.dimension_value(transition_params.shape[0])
-
-    state_size = property(lambda self: self._num_tags)
-    output_size = property(lambda self: self._num_tags)
 
     def call(self, inputs, state):
         scores = array_ops.expand_dims(state, 2) + self._transitions

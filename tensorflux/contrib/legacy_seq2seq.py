@@ -118,14 +118,17 @@ def _with_state_list(outputs, state):
     return list(outputs) + (flatten(state) if is_nested(state) else [state])
 
 
-def _cond_decoders(feed_previous, build, num_outputs, state_structure):
-    """Both decoders (`build(True)` makes the variables, `build(False)` reuses them) under
-    one cond on the boolean tensor `feed_previous`; returns (outputs, state)."""
+def _decoders(feed_previous, build, num_outputs, state_structure):
+    """`build(flag, update_embedding)` for a boolean `feed_previous`; for a boolean tensor,
+    both decoders (`build(True, False)` makes the variables, `build(False, False)` reuses
+    them) under one cond. Returns (outputs, state)."""
+    if isinstance(feed_previous, bool):
+        return build(feed_previous, True)
 
     def branch(flag):
         reuse = None if flag else True
         with vs.variable_scope(vs.get_variable_scope(), reuse=reuse):
-            outputs, state = build(flag)
+            outputs, state = build(flag, False)
             return _with_state_list(outputs, state)
 
     both = cond(feed_previous, lambda: branch(True), lambda: branch(False))
@@ -182,10 +185,7 @@ def embedding_rnn_seq2seq(encoder_inputs, decoder_inputs, cell, num_encoder_symb
                                          feed_previous=flag,
                                          update_embedding_for_previous=update)
 
-        if isinstance(feed_previous, bool):
-            return build(feed_previous)
-        return _cond_decoders(feed_previous, lambda flag: build(flag, update=False),
-                              len(decoder_inputs), encoder_state)
+        return _decoders(feed_previous, build, len(decoder_inputs), encoder_state)
 
 
 def embedding_tied_rnn_seq2seq(encoder_inputs, decoder_inputs, cell, num_symbols,
@@ -210,10 +210,7 @@ def embedding_tied_rnn_seq2seq(encoder_inputs, decoder_inputs, cell, num_symbols
             return tied_rnn_seq2seq(emb_encoder_inputs, emb_decoder_inputs, cell,
                                     loop_function=loop_function, dtype=dtype)
 
-        if isinstance(feed_previous, bool):
-            return build(feed_previous)
-        return _cond_decoders(feed_previous, lambda flag: build(flag, update=False),
-                              len(decoder_inputs), cell.state_size)
+        return _decoders(feed_previous, build, len(decoder_inputs), cell.state_size)
 
 
 def attention_decoder(decoder_inputs, initial_state, attention_states, cell,
@@ -359,10 +356,7 @@ def embedding_attention_seq2seq(encoder_inputs, decoder_inputs, cell, num_encode
                 update_embedding_for_previous=update,
                 initial_state_attention=initial_state_attention)
 
-        if isinstance(feed_previous, bool):
-            return build(feed_previous)
-        return _cond_decoders(feed_previous, lambda flag: build(flag, update=False),
-                              len(decoder_inputs), encoder_state)
+        return _decoders(feed_previous, build, len(decoder_inputs), encoder_state)
 
 
 def one2many_rnn_seq2seq(encoder_inputs, decoder_inputs_dict, enc_cell, dec_cells_dict,
@@ -400,12 +394,8 @@ def one2many_rnn_seq2seq(encoder_inputs, decoder_inputs_dict, enc_cell, dec_cell
                                                  embedding_size, feed_previous=flag,
                                                  update_embedding_for_previous=update)
 
-                if isinstance(feed_previous, bool):
-                    outputs, state = build(feed_previous)
-                else:
-                    outputs, state = _cond_decoders(
-                        feed_previous, lambda flag, b=build: b(flag, update=False),
-                        len(decoder_inputs), encoder_state)
+                outputs, state = _decoders(feed_previous, build, len(decoder_inputs),
+                                           encoder_state)
             outputs_dict[name] = outputs
             state_dict[name] = state
     return outputs_dict, state_dict
