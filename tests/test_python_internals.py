@@ -153,3 +153,54 @@ def test_gen_ops_modules_build_nodes():
             gen_array_ops.reshape(tf.ones([4]), [2, 2], tensor=tf.ones([4]))
         with pytest.raises(AttributeError):
             gen_math_ops.not_an_op  # noqa: B018
+
+
+def test_library_helpers_and_pywrap():
+    """What TF1 libraries (tflearn) import from TensorFlow's internals."""
+    import contextlib
+    import inspect
+
+    from tensorflux.python.util import tf_contextlib, tf_decorator, tf_inspect
+
+    from tensorflux.python import pywrap_tensorflow
+
+    assert tf_contextlib.contextmanager is contextlib.contextmanager
+    assert tf_inspect.getfullargspec is inspect.getfullargspec
+    assert pywrap_tensorflow.NewCheckpointReader is tf.train.NewCheckpointReader
+
+    def target(x):
+        """Target's doc."""
+        return x
+
+    def wrapper(*args):
+        return target(*args) + 1
+
+    made = tf_decorator.make_decorator(target, wrapper)
+    assert made is wrapper and made.__name__ == "target" and made.__doc__ == "Target's doc."
+    assert tf_decorator.unwrap(made) == ([made], target)
+
+
+def test_core_proto_paths_are_the_proto_modules():
+    from tensorflux.core.example import example_pb2
+    from tensorflux.core.framework import graph_pb2, summary_pb2
+    from tensorflux.core.protobuf import config_pb2, meta_graph_pb2
+    from tensorflux.core.util import event_pb2
+
+    from tensorflux.protos import config_pb2 as real_config
+    from tensorflux.protos import graph_pb2 as real_graph
+
+    assert graph_pb2 is real_graph and config_pb2 is real_config
+    assert tf.Summary is summary_pb2.Summary and example_pb2.Example is tf.train.Example
+    assert meta_graph_pb2.MetaGraphDef and event_pb2.Event
+    with pytest.raises(ImportError):
+        from tensorflux.core.framework import no_such_pb2  # noqa: F401
+
+
+def test_programs_hang_attributes_on_tensors_and_ops():
+    with tf.Graph().as_default():
+        x = tf.constant(1.0) * 2
+        x.scope = "layer1/"
+        x.op.m_name = "mine"
+        assert x.scope == "layer1/" and x.op.m_name == "mine"
+        with pytest.raises(AttributeError):
+            x.not_set  # noqa: B018

@@ -60,7 +60,10 @@ def _creation_stack() -> tuple[tuple[str, int, str], ...]:
 class Tensor:
     """A symbolic handle to one output of an Operation (`"op_name:index"`)."""
 
-    __slots__ = ("_op", "_value_index", "_dtype", "_shape", "_consumers", "_name", "__weakref__")
+    # `__dict__`: programs and libraries hang their own attributes on tensors (tflearn's
+    # `tensor.scope`), as TensorFlow's Tensor allows; created only when one is set.
+    __slots__ = ("_op", "_value_index", "_dtype", "_shape", "_consumers", "_name", "__weakref__",
+                 "__dict__")
 
     # Python operators (`+`, `[]`, ...) are installed by the op modules through
     # `_override_operator`, the way TensorFlow keeps ops/ out of the framework.
@@ -185,7 +188,7 @@ class Operation:
     __slots__ = (
         "_graph", "_name", "_type", "_op_def", "_inputs", "_control_inputs", "_outputs",
         "_attrs", "_device", "_id", "_traceback", "_control_flow_context", "_original_op",
-        "__weakref__",
+        "__weakref__", "__dict__",  # a program's own attributes, as on TF's Operation
     )
 
     def __init__(self, graph: Graph, name: str, op_type: str, op_def: OpDef | None,

@@ -21,6 +21,7 @@ A name found nowhere raises AttributeError naming the module, as a missing attri
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -46,7 +47,11 @@ _PUBLIC = {
     "data": ["tensorflux.data"],
     "keras": [],
     "lib": ["tensorflux.io"],
+    "pywrap_tensorflow": ["tensorflux.train", "tensorflux.errors"],  # a module, not a package
 }
+
+# Top-level names under tensorflow.python that are modules (their names are attributes).
+_FLAT = {"pywrap_tensorflow"}
 
 # module path (under tensorflux.python) -> tensorflux modules searched after the public
 # namespaces (their own functions and classes, TF's spelling where it differs).
@@ -75,6 +80,8 @@ _INTERNAL = {
     "platform.app": ["tensorflux.platform.app"],
     "client.session": ["tensorflux.runtime.session"],
     "util.nest": ["tensorflux.control_flow.nest"],
+    "util.tf_contextlib": ["contextlib"],  # TF wraps the standard library's
+    "util.tf_inspect": ["inspect"],
     "layers.utils": ["tensorflux.layers.base"],
 }
 
@@ -106,9 +113,28 @@ def _list_local_devices(session_config=None):
     return out
 
 
+def _make_decorator(target, decorator_func, decorator_name=None, decorator_doc="",
+                    decorator_argspec=None):
+    """TF's tf_decorator.make_decorator: `decorator_func` dressed as `target` (name, doc,
+    module, `__wrapped__`), as functools.update_wrapper does."""
+    del decorator_name, decorator_doc, decorator_argspec
+    functools.update_wrapper(decorator_func, target)
+    return decorator_func
+
+
+def _unwrap(maybe_decorated):
+    """TF's tf_decorator.unwrap: (the decorators found, the innermost function)."""
+    found = []
+    while hasattr(maybe_decorated, "__wrapped__"):
+        found.append(maybe_decorated)
+        maybe_decorated = maybe_decorated.__wrapped__
+    return found, maybe_decorated
+
+
 _EXTRA = {
     "framework.ops": {"reset_default_graph": _reset_default_graph},
     "client.device_lib": {"list_local_devices": _list_local_devices},
+    "util.tf_decorator": {"make_decorator": _make_decorator, "unwrap": _unwrap},
 }
 
 
@@ -129,7 +155,7 @@ def _module_getattr(path: str):
             raise AttributeError(name)
         if name in extra:
             return extra[name]
-        if "." not in path:  # a package's names are its modules
+        if "." not in path and path not in _FLAT:  # a package's names are its modules
             return importlib.import_module(f"{_PREFIX}{path}.{name}")
         if path.startswith("ops.gen_"):  # TF's generated op wrappers
             from tensorflux import raw_ops
@@ -157,7 +183,7 @@ class _Loader(importlib.abc.Loader):
 
     def exec_module(self, module) -> None:
         path = module.__name__[len(_PREFIX):]
-        if "." not in path:  # a package: framework, ops, ...
+        if "." not in path and path not in _FLAT:  # a package: framework, ops, ...
             module.__path__ = []
         module.__getattr__ = _module_getattr(path)
         module.__doc__ = (f"TensorFlow's internal module tensorflow.python.{path}, mapped "
@@ -172,7 +198,8 @@ class _Finder(importlib.abc.MetaPathFinder):
         if len(rest) > 2 or rest[0] not in _PUBLIC:
             return None
         return importlib.machinery.ModuleSpec(fullname, _Loader(),
-                                              is_package=len(rest) == 1)
+                                              is_package=len(rest) == 1 and
+                                              rest[0] not in _FLAT)
 
 
 if not any(isinstance(f, _Finder) for f in sys.meta_path):
