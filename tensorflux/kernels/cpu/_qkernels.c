@@ -67,7 +67,11 @@ enum { PATH_GENERIC = 0, PATH_AVX2 = 1, PATH_VNNI = 2 };
  * copied into a buffer of stride kp (k rounded up to 4, zero-filled) unless a already has
  * that layout, then multiplied by b packed for the path. */
 
-typedef struct {
+struct elem_s;
+struct gemm_s;
+typedef void (*span_fn)(const struct elem_s *, int64_t, int64_t);
+
+typedef struct gemm_s {
     int path;
     int64_t m, n, k, kp, groups;  /* groups: kp / 4 */
     int32_t za, zbp;              /* zbp = zb - off */
@@ -81,6 +85,15 @@ typedef struct {
     int64_t h, w, c, oh, ow, kh, kw, sh, sw, pt, pl;
     uint8_t pad;                  /* the input's zero point, for padded taps */
     atomic_int *oom;              /* set by a chunk that could not get its buffer */
+    /* the fused ops (conv_fused, gemm_fused): out8 set, each chunk's int32 rows go to a
+     * buffer of the chunk's own and `epi` turns them into out8's rows while they are in
+     * cache: + bias per column (wrapping), Requantize's fixed point, clamp to [lo, hi] */
+    uint8_t *out8;
+    const int32_t *bias;
+    int64_t rq_scale, rq_offset;
+    uint8_t lo, hi;
+    span_fn requant, clamp;
+    void (*epi)(const struct gemm_s *, int32_t *, int64_t, int64_t);
 } gemm_t;
 
 /* b as the generic path takes it: b' (k x n) widened to uint32. */
@@ -388,9 +401,9 @@ static void gemm_chunk(void *arg, int64_t chunk) {
     const gemm_t *g = arg;
     int64_t r0 = chunk * g->rows, r1 = r0 + g->rows < g->m ? r0 + g->rows : g->m;
     int64_t nrows = r1 - r0;
-    int32_t *out = g->out + r0 * g->n;
-    if (g->h == 0 && g->kp == g->k) {
-        rows_any(g, g->a + r0 * g->k, g->k, nrows, out);
+    int fused = g->out8 != NULL, direct = g->h == 0 && g->kp == g->k;
+    if (direct && !fused) {
+        rows_any(g, g->a + r0 * g->k, g->k, nrows, g->out + r0 * g->n);
         return;
     }
     /* conv: padded rows as wide as every window of a row needs; a whole padded image
@@ -400,12 +413,18 @@ static void gemm_chunk(void *arg, int64_t chunk) {
     int64_t slab_rows = g->h ? (g->oh - 1) * g->sh + g->kh : 0;
     int slab = slab_rows * stride <= 65536;
     int64_t scratch = g->h ? (slab ? slab_rows : g->kh) * stride : 0;
-    uint8_t *buf = malloc((size_t)(nrows * g->kp + 16 + scratch));
-    if (buf == NULL) {
+    /* fused: the chunk's int32 rows first (a multiple of 64 bytes), then the patches */
+    int64_t accbytes = fused ? (nrows * g->n * 4 + 63) / 64 * 64 : 0;
+    uint8_t *mem = malloc((size_t)(accbytes + (direct ? 0 : nrows * g->kp + 16 + scratch)));
+    if (mem == NULL) {
         atomic_store(g->oom, 1);
         return;
     }
-    if (g->h) {
+    int32_t *out = fused ? (int32_t *)mem : g->out + r0 * g->n;
+    uint8_t *buf = mem + accbytes;
+    if (direct) {
+        rows_any(g, g->a + r0 * g->k, g->k, nrows, out);
+    } else if (g->h) {
         im2col_rows(g, r0, r1, buf, buf + nrows * g->kp + 16, stride, wpad, slab);
     } else {
         for (int64_t r = 0; r < nrows; r++) {
@@ -413,8 +432,9 @@ static void gemm_chunk(void *arg, int64_t chunk) {
             memset(buf + r * g->kp + g->k, 0, (size_t)(g->kp - g->k));
         }
     }
-    rows_any(g, buf, g->kp, nrows, out);
-    free(buf);
+    if (!direct) rows_any(g, buf, g->kp, nrows, out);
+    if (fused) g->epi(g, out, r0, nrows);
+    free(mem);
 }
 
 static int cpu_path(void) {
@@ -456,6 +476,8 @@ static int gemm_setup(gemm_t *g, const uint8_t *b, int path, int32_t zb, int par
     int64_t cap = (256 * 1024) / g->kp;
     if (rows > cap) rows = cap;
     if (rows > 2048) rows = 2048;
+    if (g->out8 != NULL && rows > (128 * 1024) / (4 * g->n + 1))  /* the int32 rows too */
+        rows = (128 * 1024) / (4 * g->n + 1);
     rows = (rows + 3) / 4 * 4;
     if (rows < 4) rows = 4;
     g->rows = rows;
@@ -592,7 +614,7 @@ static PyObject *py_conv(PyObject *self, PyObject *args) {
 
 #define ELEMS (1 << 16)
 
-typedef struct {
+typedef struct elem_s {
     const void *x;
     void *out;
     int64_t size, inner;  /* inner: the channel count (bias_add) */
@@ -721,8 +743,6 @@ static QK_AVX512 void bias_span_permute(const elem_t *e, int64_t i0, int64_t i1)
     }
 }
 #endif
-
-typedef void (*span_fn)(const elem_t *, int64_t, int64_t);
 
 typedef struct {
     elem_t e;
@@ -870,6 +890,116 @@ static PyObject *py_quantize_u8(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------------------------------------------
+ * The fused ops (QuantizedConv2DWithBias[AndRelu]AndRequantize, QuantizedMatMulWithBias
+ * [AndRelu]AndRequantize): the product of a chunk's rows into int32, then, while those rows
+ * are in cache, + bias per column (wrapping, as bias_add), requantize (the same loop as
+ * requantize) and clamp to [lo, hi] (the same as clamp_u8): the values of the three
+ * elementwise calls on the whole product, in one pass. */
+
+static void fused_epilogue(const gemm_t *g, int32_t *acc, int64_t r0, int64_t nrows) {
+    int64_t n = g->n, size = nrows * n;
+    const int32_t *b = g->bias;
+    for (int64_t r = 0; r < nrows; r++) {
+        int32_t *row = acc + r * n;
+        for (int64_t j = 0; j < n; j++) row[j] = (int32_t)((uint32_t)row[j] + (uint32_t)b[j]);
+    }
+    elem_t e;
+    memset(&e, 0, sizeof e);
+    e.x = acc, e.out = g->out8 + r0 * n, e.size = size;
+    e.scale = g->rq_scale, e.offset = g->rq_offset;
+    g->requant(&e, 0, size);
+    if (g->lo > 0 || g->hi < 255) {
+        e.x = e.out, e.lo = g->lo, e.hi = g->hi;
+        g->clamp(&e, 0, size);
+    }
+}
+
+/* Parses the epilogue's (scale, offset, lo, hi) into g. */
+static int fused_setup(gemm_t *g, PyObject *epi, int path) {
+    long long scale, offset;
+    int lo, hi;
+    if (!PyArg_ParseTuple(epi, "LLii", &scale, &offset, &lo, &hi)) return -1;
+    if (lo < 0 || lo > 255 || hi < 0 || hi > 255) {
+        PyErr_SetString(PyExc_ValueError, "fused: bounds outside [0, 255]");
+        return -1;
+    }
+    g->rq_scale = scale, g->rq_offset = offset, g->lo = (uint8_t)lo, g->hi = (uint8_t)hi;
+    g->requant = PICK(path < 0 ? -1 : path, requant_span, requant_span_x);
+    g->clamp = PICK(path < 0 ? -1 : path, clamp_span, clamp_span_avx512);
+    g->epi = fused_epilogue;
+    return 0;
+}
+
+/* gemm_fused(a, b, bias int32[n], out uint8, m, k, n, za, zb, (scale, offset, lo, hi),
+ *            path, parts, cell=None, deadline=0) -> bool */
+static PyObject *py_gemm_fused(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[4], *epi, *cell = Py_None;
+    long long m, k, n;
+    int za, zb, path, parts;
+    double deadline = 0;
+    if (!PyArg_ParseTuple(args, "OOOOLLLiiO!ii|Od", &objs[0], &objs[1], &objs[2], &objs[3],
+                          &m, &k, &n, &za, &zb, &PyTuple_Type, &epi, &path, &parts, &cell,
+                          &deadline))
+        return NULL;
+    if (m < 0 || k < 1 || n < 1) {
+        PyErr_SetString(PyExc_ValueError, "gemm_fused: bad sizes");
+        return NULL;
+    }
+    gemm_t g;
+    memset(&g, 0, sizeof g);
+    if (fused_setup(&g, epi, path) != 0) return NULL;
+    int64_t sizes[4] = {m * k, k * n, n, m * n};
+    int items[4] = {1, 1, 4, 1}, wr[4] = {0, 0, 0, 1};
+    buf_t bufs[4];
+    if (get_bufs(objs, sizes, items, wr, bufs, 4) != 0) return NULL;
+    g.m = m, g.n = n, g.k = k, g.za = za;
+    g.a = bufs[0].view.buf;
+    g.bias = bufs[2].view.buf;
+    g.out8 = bufs[3].view.buf;
+    PyObject *r = run_gemm(&g, bufs[1].view.buf, path, zb, parts, cell, deadline);
+    release(bufs, 4);
+    return r;
+}
+
+/* conv_fused(x, w, bias int32[f], out uint8, (n, h, w, c), (kh, kw, f),
+ *            (sh, sw, pt, pl, oh, ow), zx, zw, (scale, offset, lo, hi), path, parts,
+ *            cell=None, deadline=0) -> bool */
+static PyObject *py_conv_fused(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[4], *epi, *cell = Py_None;
+    long long n, h, w, c, kh, kw, f, sh, sw, pt, pl, oh, ow;
+    int zx, zw, path, parts;
+    double deadline = 0;
+    if (!PyArg_ParseTuple(args, "OOOO(LLLL)(LLL)(LLLLLL)iiO!ii|Od", &objs[0], &objs[1],
+                          &objs[2], &objs[3], &n, &h, &w, &c, &kh, &kw, &f, &sh, &sw, &pt,
+                          &pl, &oh, &ow, &zx, &zw, &PyTuple_Type, &epi, &path, &parts, &cell,
+                          &deadline))
+        return NULL;
+    if (n < 0 || h < 1 || w < 1 || c < 1 || kh < 1 || kw < 1 || f < 1 || sh < 1 || sw < 1 ||
+            pt < 0 || pl < 0 || oh < 0 || ow < 0 || zx < 0 || zx > 255) {
+        PyErr_SetString(PyExc_ValueError, "conv_fused: bad geometry");
+        return NULL;
+    }
+    gemm_t g;
+    memset(&g, 0, sizeof g);
+    if (fused_setup(&g, epi, path) != 0) return NULL;
+    int64_t sizes[4] = {n * h * w * c, kh * kw * c * f, f, n * oh * ow * f};
+    int items[4] = {1, 1, 4, 1}, wr[4] = {0, 0, 0, 1};
+    buf_t bufs[4];
+    if (get_bufs(objs, sizes, items, wr, bufs, 4) != 0) return NULL;
+    g.m = n * oh * ow, g.n = f, g.k = kh * kw * c, g.za = zx;
+    g.a = bufs[0].view.buf;
+    g.bias = bufs[2].view.buf;
+    g.out8 = bufs[3].view.buf;
+    g.h = h, g.w = w, g.c = c, g.oh = oh, g.ow = ow, g.kh = kh, g.kw = kw;
+    g.sh = sh, g.sw = sw, g.pt = pt, g.pl = pl, g.pad = (uint8_t)zx;
+    PyObject *r = run_gemm(&g, bufs[1].view.buf, path, zw, parts, cell, deadline);
+    release(bufs, 4);
+    return r;
+}
+
 /* best_path() -> 0 (plain C), 1 (AVX2) or 2 (AVX-512 VNNI): what this CPU runs. */
 static PyObject *py_best_path(PyObject *self, PyObject *unused) {
     (void)self;
@@ -884,6 +1014,8 @@ static PyMethodDef methods[] = {
     {"bias_add", py_bias_add, METH_VARARGS, "table[x] + bias per channel (int32)."},
     {"clamp_u8", py_clamp_u8, METH_VARARGS, "min(max(x, lo), hi) of uint8."},
     {"quantize_u8", py_quantize_u8, METH_VARARGS, "QuantizeV2's MIN_FIRST loop to quint8."},
+    {"gemm_fused", py_gemm_fused, METH_VARARGS, "gemm + bias, requantize, clamp to uint8."},
+    {"conv_fused", py_conv_fused, METH_VARARGS, "conv + bias, requantize, clamp to uint8."},
     {"best_path", py_best_path, METH_NOARGS, "The product path this CPU runs."},
     {NULL, NULL, 0, NULL},
 };
