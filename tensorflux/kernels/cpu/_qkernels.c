@@ -92,7 +92,7 @@ typedef struct gemm_s {
     const int32_t *bias;
     int64_t rq_scale, rq_offset;
     uint8_t lo, hi;
-    span_fn requant, clamp;
+    span_fn requant;
     void (*epi)(const struct gemm_s *, int32_t *, int64_t, int64_t);
 } gemm_t;
 
@@ -476,8 +476,9 @@ static int gemm_setup(gemm_t *g, const uint8_t *b, int path, int32_t zb, int par
     int64_t cap = (256 * 1024) / g->kp;
     if (rows > cap) rows = cap;
     if (rows > 2048) rows = 2048;
-    if (g->out8 != NULL && rows > (128 * 1024) / (4 * g->n + 1))  /* the int32 rows too */
-        rows = (128 * 1024) / (4 * g->n + 1);
+    /* fused: the chunk's int32 rows stay in L1/L2 and below malloc's mmap threshold */
+    if (g->out8 != NULL && rows > (64 * 1024) / (4 * g->n))
+        rows = (64 * 1024) / (4 * g->n);
     rows = (rows + 3) / 4 * 4;
     if (rows < 4) rows = 4;
     g->rows = rows;
@@ -634,10 +635,11 @@ static ATTR QK_MAYBE_UNUSED void requant_span##SUF(const elem_t *e, int64_t i0, 
     const int32_t *x = e->x;                                                               \
     uint8_t *o = e->out;                                                                   \
     uint64_t scale = (uint64_t)e->scale, offset = (uint64_t)e->offset;                     \
+    int64_t lo = e->lo, hi = e->hi;                                                        \
     for (int64_t i = i0; i < i1; i++) {                                                    \
         int64_t v = (int64_t)((uint64_t)(int64_t)x[i] * scale) >> 32;                      \
         v = (int64_t)((uint64_t)v + offset) >> 16;                                         \
-        o[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);                                   \
+        o[i] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);                                   \
     }                                                                                      \
 }                                                                                          \
 static ATTR QK_MAYBE_UNUSED void bias_span##SUF(const elem_t *e, int64_t i0, int64_t i1) { \
@@ -686,7 +688,7 @@ static QK_AVX512 void requant_span_x(const elem_t *e, int64_t i0, int64_t i1) {
     const int32_t *x = e->x;
     uint8_t *o = e->out;
     const __m512i sc = _mm512_set1_epi64(e->scale), off = _mm512_set1_epi64(e->offset),
-                  zero = _mm512_setzero_si512(), top = _mm512_set1_epi64(255);
+                  zero = _mm512_set1_epi64(e->lo), top = _mm512_set1_epi64(e->hi);
     int64_t i = i0;
     for (; i + 16 <= i1; i += 16) {
         __m512i v = _mm512_loadu_si512((const void *)(x + i));
@@ -799,7 +801,7 @@ static PyObject *py_requantize(PyObject *self, PyObject *args) {
     elem_task_t t;
     memset(&t, 0, sizeof t);
     t.e.x = bufs[0].view.buf, t.e.out = bufs[1].view.buf, t.e.size = size;
-    t.e.scale = scale, t.e.offset = offset;
+    t.e.scale = scale, t.e.offset = offset, t.e.lo = 0, t.e.hi = 255;
     t.fn = PICK(path, requant_span, requant_span_x);
     run_elem(&t, parts);
     release(bufs, 2);
@@ -907,13 +909,41 @@ static void fused_epilogue(const gemm_t *g, int32_t *acc, int64_t r0, int64_t nr
     elem_t e;
     memset(&e, 0, sizeof e);
     e.x = acc, e.out = g->out8 + r0 * n, e.size = size;
-    e.scale = g->rq_scale, e.offset = g->rq_offset;
-    g->requant(&e, 0, size);
-    if (g->lo > 0 || g->hi < 255) {
-        e.x = e.out, e.lo = g->lo, e.hi = g->hi;
-        g->clamp(&e, 0, size);
+    e.scale = g->rq_scale, e.offset = g->rq_offset, e.lo = g->lo, e.hi = g->hi;
+    g->requant(&e, 0, size);  /* (clamps to [lo, hi]: the Relu in the same pass) */
+}
+
+#if QK_X86
+/* The same with AVX-512, bias add and requantize in one pass (16 columns at a time, the
+ * arithmetic of requant_span_x). */
+static QK_AVX512 void fused_epilogue_avx512(const gemm_t *g, int32_t *acc, int64_t r0,
+                                            int64_t nrows) {
+    int64_t n = g->n;
+    uint8_t *out = g->out8 + r0 * n;
+    const __m512i sc = _mm512_set1_epi64(g->rq_scale), off = _mm512_set1_epi64(g->rq_offset),
+                  lo = _mm512_set1_epi64(g->lo), hi = _mm512_set1_epi64(g->hi);
+    for (int64_t r = 0; r < nrows; r++) {
+        const int32_t *row = acc + r * n;
+        uint8_t *o = out + r * n;
+        for (int64_t j = 0; j < n; j += 16) {
+            int64_t left = n - j;
+            __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+            __m512i v = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, row + j),
+                                         _mm512_maskz_loadu_epi32(m, g->bias + j));
+            __m512i h[2] = {_mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)),
+                            _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1))};
+            __m128i q[2];
+            for (int k = 0; k < 2; k++) {
+                __m512i t = _mm512_srai_epi64(_mm512_mullo_epi64(h[k], sc), 32);
+                t = _mm512_srai_epi64(_mm512_add_epi64(t, off), 16);
+                t = _mm512_min_epi64(_mm512_max_epi64(t, lo), hi);
+                q[k] = _mm512_cvtepi64_epi8(t);
+            }
+            _mm_mask_storeu_epi8(o + j, m, _mm_unpacklo_epi64(q[0], q[1]));
+        }
     }
 }
+#endif
 
 /* Parses the epilogue's (scale, offset, lo, hi) into g. */
 static int fused_setup(gemm_t *g, PyObject *epi, int path) {
@@ -926,8 +956,10 @@ static int fused_setup(gemm_t *g, PyObject *epi, int path) {
     }
     g->rq_scale = scale, g->rq_offset = offset, g->lo = (uint8_t)lo, g->hi = (uint8_t)hi;
     g->requant = PICK(path < 0 ? -1 : path, requant_span, requant_span_x);
-    g->clamp = PICK(path < 0 ? -1 : path, clamp_span, clamp_span_avx512);
     g->epi = fused_epilogue;
+#if QK_X86
+    if ((path < 0 || path >= 2) && has_avx512()) g->epi = fused_epilogue_avx512;
+#endif
     return 0;
 }
 
