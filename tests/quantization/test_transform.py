@@ -118,12 +118,13 @@ def _run(graph_def, x, fetch="out:0"):
             return sess.run(fetch, {"input:0": x})
 
 
+@pytest.mark.parametrize("fuse", [True, False])  # (no bias add here: nothing to fuse)
 @pytest.mark.parametrize("pool,relu6", [("max", False), ("avg", False), (None, True)])
-def test_float_only_ops_are_copied_between_quantized_layers(pool, relu6):
+def test_float_only_ops_are_copied_between_quantized_layers(pool, relu6, fuse):
     pool_fn = {"max": tf.nn.max_pool, "avg": tf.nn.avg_pool}.get(pool)
     gd, x = _small_graph(pool is not None, relu6, pool_fn)
     qgd = transform.quantize_graph_def(gd, ["out"], transform.calibrate(gd, {"input": x}),
-                                       fuse=False)
+                                       fuse=fuse)
     ops = _ops(qgd)
     assert "QuantizedConv2D" in ops and "QuantizedMatMul" in ops
     assert ("QuantizedMaxPool" in ops) == (pool == "max")
@@ -133,6 +134,42 @@ def test_float_only_ops_are_copied_between_quantized_layers(pool, relu6):
     want, got = _run(gd, x), _run(qgd, x)
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, atol=0.05 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("shape,want", [
+    ("conv-bias-relu", {"QuantizedConv2DWithBiasAndReluAndRequantize"}),
+    ("conv-bias", {"QuantizedConv2DWithBiasAndRequantize"}),
+    ("conv-bias-relu6", {"QuantizedConv2D", "QuantizedBiasAdd", "QuantizedRelu6"}),
+    ("conv-bias-relu, bias also fetched",  # the Relu apart, in the bias add's range
+     {"QuantizedConv2DWithBiasAndRequantize", "QuantizedRelu"}),
+    ("conv-bias-relu, conv also used", {"QuantizedConv2D", "QuantizedBiasAdd"}),
+])
+def test_fusion_takes_only_single_consumer_chains(shape, want):
+    rng = np.random.RandomState(5)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 5, 5, 2], name="input")
+        w = tf.constant(rng.normal(0, 0.5, (3, 3, 2, 4)).astype(np.float32))
+        conv = tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME")
+        h = tf.nn.bias_add(conv, tf.constant(rng.normal(0, 0.2, 4).astype(np.float32)))
+        fetches = ["out"]
+        if "relu6" in shape:
+            h = tf.nn.relu6(h)
+        elif "relu" in shape:
+            if "bias also" in shape:
+                tf.identity(h, name="bias_out")
+                fetches.append("bias_out")
+            h = tf.nn.relu(h)
+        if "conv also" in shape:
+            h = h + tf.reduce_mean(conv)
+        tf.identity(tf.reduce_sum(h, axis=[1, 2]), name="out")
+    gd = g.as_graph_def()
+    images = rng.uniform(0, 1, (16, 5, 5, 2)).astype(np.float32)
+    qgd = transform.quantize_graph_def(gd, fetches, transform.calibrate(gd, {"input": images}))
+    fused = {op for op in _ops(qgd) if "WithBias" in op}
+    assert want <= _ops(qgd) and fused == (want & fused), _ops(qgd)
+    want_v, got_v = _run(gd, images), _run(qgd, images)
+    np.testing.assert_allclose(got_v, want_v, atol=0.05 * np.abs(want_v).max())
 
 
 def test_products_without_constant_weights_stay_float():
