@@ -2,11 +2,15 @@
 conv3x3x32/2-ReLU, fc64-ReLU, fc10 on 8x8x1 images, batch 1024, as a frozen graph (weights
 as Consts, fixed random values). Under tensorflux the float graph is calibrated on the same
 images and rewritten to eight bits by tensorflux.quantization.transform (QuantizeV2 ->
-QuantizedConv2D/QuantizedMatMul -> Requantize -> QuantizedBiasAdd -> QuantizedRelu ... ->
-Dequantize); both graphs run in one process, interleaved. Figures: median inference time of
+QuantizedConv2DWithBiasAndReluAndRequantize x2 -> QuantizedMatMulWithBiasAndReluAnd
+Requantize -> QuantizedMatMul -> Requantize -> QuantizedBiasAdd -> Dequantize; with
+`quantize_graph_def(fuse=False)` the unfused chain QuantizedConv2D -> Requantize ->
+QuantizedBiasAdd -> Requantize -> QuantizedRelu per layer); both graphs run in one process,
+interleaved. Figures: median inference time of
 each (ms) and the speed-up float / int8 (issue target >= 1.5). Under TensorFlow (which has
 no such transform in TF1) the program builds the same eight-bit graph op by op with
-tf.raw_ops from the same calibration (`raw_int8_graph_def`), so TF's own int8 kernels
+tf.raw_ops from the same calibration (`raw_int8_graph_def`, the unfused chain: TF's
+kernels for the fused ops are oneDNN's, for qint8 filters), so TF's own int8 kernels
 (gemmlowp) are timed against its float ones on the same CPU; grappler is off for both
 graphs there (its constant folding aborts on quint8 Consts in TF 2.21).
 

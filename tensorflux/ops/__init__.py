@@ -41,6 +41,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     parsing_seq_ops,
     pooling_ops,
     quantization_ops,
+    quantized_fused_ops,
     random_ops,
     random_ext_ops,
     ref_variable_ops,

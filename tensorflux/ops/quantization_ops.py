@@ -123,6 +123,9 @@ def _fq_per_channel_grad_shape(op):
 
 
 def _scalar_ranges(op, first):
+    if "WithBias" in op.type:  # the fused ops (quantized_fused_ops.py): a bias vector first
+        checked_dims(op.inputs[first], rank=1)
+        first += 1
     for t in op.inputs[first:]:
         checked_dims(t, rank=0)
 

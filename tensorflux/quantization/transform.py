@@ -17,6 +17,13 @@ place of ranges measured at run time):
 - Every Requantize asks for the range calibration saw for that tensor (widened to contain
   0); a bias add followed by its only consumer Relu/Relu6 is requantized straight into the
   activation's range [0, max], so no level is spent on values the Relu clears.
+- Fused (the default; `fuse=False` keeps the chain above): a Conv2D or MatMul whose only
+  consumer is a bias add of a 1-D Const (and that bias add's only consumer a Relu, or none
+  that is a Relu/Relu6), becomes one QuantizedConv2DWithBias[AndRelu]AndRequantize /
+  QuantizedMatMulWithBias[AndRelu]AndRequantize: the float bias is added to the 32-bit
+  accumulator (at its precision, not through an 8-bit bias and a second Requantize) and
+  the sum requantized straight into the bias add's (or the Relu's [0, max]) range, in one
+  pass over each block of the product while it is in cache.
 - Weights and biases are stored as quint8 Consts (MIN_FIRST, their own min/max), a quarter
   of their float bytes; activations are quantized with MIN_FIRST so that 0 is exact.
 - A graph output that no node consumes is dequantized straight from its qint32 result.
@@ -31,7 +38,7 @@ import numpy as np
 
 from tensorflux.framework import dtypes, importer, op_registry, tensor_util
 from tensorflux.framework import graph as graph_lib
-from tensorflux.ops import array_ops, constant_op, quantization_ops
+from tensorflux.ops import array_ops, constant_op, quantization_ops, quantized_fused_ops
 from tensorflux.protos import graph_pb2
 from tensorflux.runtime import session as session_lib
 
@@ -85,7 +92,7 @@ def calibrate(graph_def, feeds, tensor_names=None, batch_size=256) -> dict:
     return {name: (lo[name], hi[name]) for name in tensor_names if lo[name] <= hi[name]}
 
 
-def quantize_graph_def(graph_def, output_names, ranges, name_suffix="eightbit"):
+def quantize_graph_def(graph_def, output_names, ranges, name_suffix="eightbit", fuse=True):
     """The eight-bit version of a frozen float graph (see the module docstring).
 
     Args:
@@ -93,6 +100,7 @@ def quantize_graph_def(graph_def, output_names, ranges, name_suffix="eightbit"):
       output_names: the node names the result must still compute (float, same names).
       ranges: calibrated ranges, as `calibrate` returns them.
       name_suffix: the name scope, under each original node, of its quantized ops.
+      fuse: whether a product with its bias add (and Relu) becomes one fused op.
 
     Returns:
       A GraphDef with the same feeds and outputs, computing in eight bits.
@@ -104,7 +112,7 @@ def quantize_graph_def(graph_def, output_names, ranges, name_suffix="eightbit"):
     g = graph_lib.Graph()
     with g.as_default():
         rewriter = _Rewriter(graph_def, ranges, name_suffix,
-                             [_tensor_name(n).split(":")[0] for n in output_names])
+                             [_tensor_name(n).split(":")[0] for n in output_names], fuse)
         for name in output_names:
             rewriter.float_tensor(_tensor_name(name))
     out = graph_pb2.GraphDef()
@@ -119,7 +127,7 @@ class _Rewriter:
     its (quint8 values, min, max) there; each original tensor gets at most one of each.
     """
 
-    def __init__(self, graph_def, ranges, suffix, outputs=()):
+    def __init__(self, graph_def, ranges, suffix, outputs=(), fuse=False):
         self._nodes = {n.name: n for n in graph_def.node}
         self._consumers: dict[str, list] = {}
         for n in graph_def.node:
@@ -131,6 +139,7 @@ class _Rewriter:
         self._quant: dict[str, tuple] = {}
         self._ops: dict[str, object] = {}
         self._outputs = set(outputs)
+        self._fuse = fuse
 
     # ---- lookups ---------------------------------------------------------------------
 
@@ -257,7 +266,8 @@ class _Rewriter:
                                                  name=scope)
         return self._requantized(acc, f"{node.name}:0", scope)
 
-    def _bias_add(self, node):
+    def _bias_operands(self, node):
+        """(x input name, 1-D Const bias) of a bias add of a Const, or None."""
         if node.op == "BiasAdd" and node.attr["data_format"].s not in (b"", b"NHWC"):
             return None
         x_name, b_name = node.input[0], node.input[1]
@@ -265,7 +275,74 @@ class _Rewriter:
         if b is None and node.op != "BiasAdd":
             x_name, b_name = b_name, x_name
             b = self._const(b_name)
-        if b is None or b.ndim != 1 or not self._is_quantized(x_name):
+        return None if b is None or b.ndim != 1 else (x_name, b)
+
+    def _only_consumer(self, node, consumer):
+        users = self._consumers.get(node.name, [])
+        return len(users) == 1 and users[0] is consumer and node.name not in self._outputs
+
+    def _fusable(self, bias_node):
+        """(product node, weights, bias) when bias_node adds a Const bias to the only use of
+        a Conv2D / MatMul the rules quantize; else None."""
+        if not self._fuse or bias_node.op not in _BIAS_OPS:
+            return None
+        operands = self._bias_operands(bias_node)
+        if operands is None or operands[0].startswith("^") or \
+                _tensor_name(operands[0]).split(":")[1] != "0":
+            return None
+        prod = self._nodes.get(operands[0].split(":")[0])
+        if prod is None or prod.op not in ("Conv2D", "MatMul") or \
+                not self._only_consumer(prod, bias_node) or not self._product_ok(prod):
+            return None
+        w = self._const(prod.input[1])
+        channels = w.shape[0 if prod.op == "MatMul" and prod.attr["transpose_b"].b else -1]
+        b = operands[1]
+        return (prod, w, b) if b.shape == (channels,) else None
+
+    def _product_ok(self, node):
+        if self._const(node.input[1]) is None:
+            return False
+        if node.op == "MatMul":
+            return not node.attr["transpose_a"].b
+        attr = node.attr
+        return attr["data_format"].s in (b"", b"NHWC") and \
+            attr["padding"].s in (b"SAME", b"VALID") and \
+            all(d == 1 for d in attr["dilations"].list.i)
+
+    def _fused(self, bias_node, relu_node=None):
+        """The fused op for product -> bias_node (-> relu_node), or None."""
+        found = self._fusable(bias_node)
+        if found is None:
+            return None
+        prod, w, b = found
+        last = relu_node if relu_node is not None else bias_node
+        scope = self._scope(last)
+        x = self.quantized(prod.input[0])
+        wq, wlo, whi = self._quantized_weights(w, scope)
+        bias = constant_op.constant(np.asarray(b, np.float32), name=f"{scope}/bias")
+        lo, hi = self._range(f"{last.name}:0", floor_zero=relu_node is not None)
+        if prod.op == "Conv2D":
+            return quantized_fused_ops.quantized_conv2d_with_bias_and_requantize(
+                x[0], wq, bias, x[1], x[2], wlo, whi, lo, hi,
+                strides=list(prod.attr["strides"].list.i), padding=prod.attr["padding"].s.decode(),
+                relu=relu_node is not None, name=scope)
+        return quantized_fused_ops.quantized_mat_mul_with_bias_and_requantize(
+            x[0], wq, bias, x[1], x[2], wlo, whi, lo, hi, relu=relu_node is not None,
+            transpose_b=prod.attr["transpose_b"].b, name=scope)
+
+    def _bias_add(self, node):
+        operands = self._bias_operands(node)
+        if operands is None:
+            return None
+        users = self._consumers.get(node.name, [])
+        relu_next = len(users) == 1 and users[0].op in ("Relu", "Relu6")
+        graph_output = node.name in self._outputs and not users
+        if not relu_next and not graph_output:
+            fused = self._fused(node)
+            if fused is not None:
+                return fused
+        x_name, b = operands
+        if not self._is_quantized(x_name):
             return None
         scope = self._scope(node)
         x = self.quantized(x_name)
@@ -279,6 +356,12 @@ class _Rewriter:
         return self._requantized(acc, f"{node.name}:0", scope)
 
     def _relu(self, node):
+        src = self._nodes.get(node.input[0].split(":")[0])
+        if node.op == "Relu" and src is not None and src.op in _BIAS_OPS and \
+                node.input[0] in (src.name, f"{src.name}:0") and self._only_consumer(src, node):
+            fused = self._fused(src, node)
+            if fused is not None:
+                return fused
         if not self._is_quantized(node.input[0]):
             return None
         fn = quantization_ops.quantized_relu if node.op == "Relu" else \

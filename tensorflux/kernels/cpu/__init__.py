@@ -41,6 +41,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     parsing_seq_ops,
     pooling_ops,
     quantization_ops,
+    quantized_fused_ops,
     random_ext_ops,
     random_ops,
     reduction_ops,

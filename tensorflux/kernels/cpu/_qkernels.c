@@ -67,7 +67,11 @@ enum { PATH_GENERIC = 0, PATH_AVX2 = 1, PATH_VNNI = 2 };
  * copied into a buffer of stride kp (k rounded up to 4, zero-filled) unless a already has
  * that layout, then multiplied by b packed for the path. */
 
-typedef struct {
+struct elem_s;
+struct gemm_s;
+typedef void (*span_fn)(const struct elem_s *, int64_t, int64_t);
+
+typedef struct gemm_s {
     int path;
     int64_t m, n, k, kp, groups;  /* groups: kp / 4 */
     int32_t za, zbp;              /* zbp = zb - off */
@@ -81,6 +85,15 @@ typedef struct {
     int64_t h, w, c, oh, ow, kh, kw, sh, sw, pt, pl;
     uint8_t pad;                  /* the input's zero point, for padded taps */
     atomic_int *oom;              /* set by a chunk that could not get its buffer */
+    /* the fused ops (conv_fused, gemm_fused): out8 set, each chunk's int32 rows go to a
+     * buffer of the chunk's own and `epi` turns them into out8's rows while they are in
+     * cache: + bias per column (wrapping), Requantize's fixed point, clamp to [lo, hi] */
+    uint8_t *out8;
+    const int32_t *bias;
+    int64_t rq_scale, rq_offset;
+    uint8_t lo, hi;
+    span_fn requant;
+    void (*epi)(const struct gemm_s *, int32_t *, int64_t, int64_t);
 } gemm_t;
 
 /* b as the generic path takes it: b' (k x n) widened to uint32. */
@@ -388,9 +401,9 @@ static void gemm_chunk(void *arg, int64_t chunk) {
     const gemm_t *g = arg;
     int64_t r0 = chunk * g->rows, r1 = r0 + g->rows < g->m ? r0 + g->rows : g->m;
     int64_t nrows = r1 - r0;
-    int32_t *out = g->out + r0 * g->n;
-    if (g->h == 0 && g->kp == g->k) {
-        rows_any(g, g->a + r0 * g->k, g->k, nrows, out);
+    int fused = g->out8 != NULL, direct = g->h == 0 && g->kp == g->k;
+    if (direct && !fused) {
+        rows_any(g, g->a + r0 * g->k, g->k, nrows, g->out + r0 * g->n);
         return;
     }
     /* conv: padded rows as wide as every window of a row needs; a whole padded image
@@ -400,12 +413,18 @@ static void gemm_chunk(void *arg, int64_t chunk) {
     int64_t slab_rows = g->h ? (g->oh - 1) * g->sh + g->kh : 0;
     int slab = slab_rows * stride <= 65536;
     int64_t scratch = g->h ? (slab ? slab_rows : g->kh) * stride : 0;
-    uint8_t *buf = malloc((size_t)(nrows * g->kp + 16 + scratch));
-    if (buf == NULL) {
+    /* fused: the chunk's int32 rows first (a multiple of 64 bytes), then the patches */
+    int64_t accbytes = fused ? (nrows * g->n * 4 + 63) / 64 * 64 : 0;
+    uint8_t *mem = malloc((size_t)(accbytes + (direct ? 0 : nrows * g->kp + 16 + scratch)));
+    if (mem == NULL) {
         atomic_store(g->oom, 1);
         return;
     }
-    if (g->h) {
+    int32_t *out = fused ? (int32_t *)mem : g->out + r0 * g->n;
+    uint8_t *buf = mem + accbytes;
+    if (direct) {
+        rows_any(g, g->a + r0 * g->k, g->k, nrows, out);
+    } else if (g->h) {
         im2col_rows(g, r0, r1, buf, buf + nrows * g->kp + 16, stride, wpad, slab);
     } else {
         for (int64_t r = 0; r < nrows; r++) {
@@ -413,8 +432,9 @@ static void gemm_chunk(void *arg, int64_t chunk) {
             memset(buf + r * g->kp + g->k, 0, (size_t)(g->kp - g->k));
         }
     }
-    rows_any(g, buf, g->kp, nrows, out);
-    free(buf);
+    if (!direct) rows_any(g, buf, g->kp, nrows, out);
+    if (fused) g->epi(g, out, r0, nrows);
+    free(mem);
 }
 
 static int cpu_path(void) {
@@ -456,6 +476,9 @@ static int gemm_setup(gemm_t *g, const uint8_t *b, int path, int32_t zb, int par
     int64_t cap = (256 * 1024) / g->kp;
     if (rows > cap) rows = cap;
     if (rows > 2048) rows = 2048;
+    /* fused: the chunk's int32 rows stay in L1/L2 and below malloc's mmap threshold */
+    if (g->out8 != NULL && rows > (64 * 1024) / (4 * g->n))
+        rows = (64 * 1024) / (4 * g->n);
     rows = (rows + 3) / 4 * 4;
     if (rows < 4) rows = 4;
     g->rows = rows;
@@ -592,7 +615,7 @@ static PyObject *py_conv(PyObject *self, PyObject *args) {
 
 #define ELEMS (1 << 16)
 
-typedef struct {
+typedef struct elem_s {
     const void *x;
     void *out;
     int64_t size, inner;  /* inner: the channel count (bias_add) */
@@ -612,10 +635,11 @@ static ATTR QK_MAYBE_UNUSED void requant_span##SUF(const elem_t *e, int64_t i0, 
     const int32_t *x = e->x;                                                               \
     uint8_t *o = e->out;                                                                   \
     uint64_t scale = (uint64_t)e->scale, offset = (uint64_t)e->offset;                     \
+    int64_t lo = e->lo, hi = e->hi;                                                        \
     for (int64_t i = i0; i < i1; i++) {                                                    \
         int64_t v = (int64_t)((uint64_t)(int64_t)x[i] * scale) >> 32;                      \
         v = (int64_t)((uint64_t)v + offset) >> 16;                                         \
-        o[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);                                   \
+        o[i] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);                                   \
     }                                                                                      \
 }                                                                                          \
 static ATTR QK_MAYBE_UNUSED void bias_span##SUF(const elem_t *e, int64_t i0, int64_t i1) { \
@@ -664,7 +688,7 @@ static QK_AVX512 void requant_span_x(const elem_t *e, int64_t i0, int64_t i1) {
     const int32_t *x = e->x;
     uint8_t *o = e->out;
     const __m512i sc = _mm512_set1_epi64(e->scale), off = _mm512_set1_epi64(e->offset),
-                  zero = _mm512_setzero_si512(), top = _mm512_set1_epi64(255);
+                  zero = _mm512_set1_epi64(e->lo), top = _mm512_set1_epi64(e->hi);
     int64_t i = i0;
     for (; i + 16 <= i1; i += 16) {
         __m512i v = _mm512_loadu_si512((const void *)(x + i));
@@ -722,8 +746,6 @@ static QK_AVX512 void bias_span_permute(const elem_t *e, int64_t i0, int64_t i1)
 }
 #endif
 
-typedef void (*span_fn)(const elem_t *, int64_t, int64_t);
-
 typedef struct {
     elem_t e;
     span_fn fn;
@@ -779,7 +801,7 @@ static PyObject *py_requantize(PyObject *self, PyObject *args) {
     elem_task_t t;
     memset(&t, 0, sizeof t);
     t.e.x = bufs[0].view.buf, t.e.out = bufs[1].view.buf, t.e.size = size;
-    t.e.scale = scale, t.e.offset = offset;
+    t.e.scale = scale, t.e.offset = offset, t.e.lo = 0, t.e.hi = 255;
     t.fn = PICK(path, requant_span, requant_span_x);
     run_elem(&t, parts);
     release(bufs, 2);
@@ -870,6 +892,146 @@ static PyObject *py_quantize_u8(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------------------------------------------
+ * The fused ops (QuantizedConv2DWithBias[AndRelu]AndRequantize, QuantizedMatMulWithBias
+ * [AndRelu]AndRequantize): the product of a chunk's rows into int32, then, while those rows
+ * are in cache, + bias per column (wrapping, as bias_add), requantize (the same loop as
+ * requantize) and clamp to [lo, hi] (the same as clamp_u8): the values of the three
+ * elementwise calls on the whole product, in one pass. */
+
+static void fused_epilogue(const gemm_t *g, int32_t *acc, int64_t r0, int64_t nrows) {
+    int64_t n = g->n, size = nrows * n;
+    const int32_t *b = g->bias;
+    for (int64_t r = 0; r < nrows; r++) {
+        int32_t *row = acc + r * n;
+        for (int64_t j = 0; j < n; j++) row[j] = (int32_t)((uint32_t)row[j] + (uint32_t)b[j]);
+    }
+    elem_t e;
+    memset(&e, 0, sizeof e);
+    e.x = acc, e.out = g->out8 + r0 * n, e.size = size;
+    e.scale = g->rq_scale, e.offset = g->rq_offset, e.lo = g->lo, e.hi = g->hi;
+    g->requant(&e, 0, size);  /* (clamps to [lo, hi]: the Relu in the same pass) */
+}
+
+#if QK_X86
+/* The same with AVX-512, bias add and requantize in one pass (16 columns at a time, the
+ * arithmetic of requant_span_x). */
+static QK_AVX512 void fused_epilogue_avx512(const gemm_t *g, int32_t *acc, int64_t r0,
+                                            int64_t nrows) {
+    int64_t n = g->n;
+    uint8_t *out = g->out8 + r0 * n;
+    const __m512i sc = _mm512_set1_epi64(g->rq_scale), off = _mm512_set1_epi64(g->rq_offset),
+                  lo = _mm512_set1_epi64(g->lo), hi = _mm512_set1_epi64(g->hi);
+    for (int64_t r = 0; r < nrows; r++) {
+        const int32_t *row = acc + r * n;
+        uint8_t *o = out + r * n;
+        for (int64_t j = 0; j < n; j += 16) {
+            int64_t left = n - j;
+            __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+            __m512i v = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, row + j),
+                                         _mm512_maskz_loadu_epi32(m, g->bias + j));
+            __m512i h[2] = {_mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)),
+                            _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1))};
+            __m128i q[2];
+            for (int k = 0; k < 2; k++) {
+                __m512i t = _mm512_srai_epi64(_mm512_mullo_epi64(h[k], sc), 32);
+                t = _mm512_srai_epi64(_mm512_add_epi64(t, off), 16);
+                t = _mm512_min_epi64(_mm512_max_epi64(t, lo), hi);
+                q[k] = _mm512_cvtepi64_epi8(t);
+            }
+            _mm_mask_storeu_epi8(o + j, m, _mm_unpacklo_epi64(q[0], q[1]));
+        }
+    }
+}
+#endif
+
+/* Parses the epilogue's (scale, offset, lo, hi) into g. */
+static int fused_setup(gemm_t *g, PyObject *epi, int path) {
+    long long scale, offset;
+    int lo, hi;
+    if (!PyArg_ParseTuple(epi, "LLii", &scale, &offset, &lo, &hi)) return -1;
+    if (lo < 0 || lo > 255 || hi < 0 || hi > 255) {
+        PyErr_SetString(PyExc_ValueError, "fused: bounds outside [0, 255]");
+        return -1;
+    }
+    g->rq_scale = scale, g->rq_offset = offset, g->lo = (uint8_t)lo, g->hi = (uint8_t)hi;
+    g->requant = PICK(path < 0 ? -1 : path, requant_span, requant_span_x);
+    g->epi = fused_epilogue;
+#if QK_X86
+    if ((path < 0 || path >= 2) && has_avx512()) g->epi = fused_epilogue_avx512;
+#endif
+    return 0;
+}
+
+/* gemm_fused(a, b, bias int32[n], out uint8, m, k, n, za, zb, (scale, offset, lo, hi),
+ *            path, parts, cell=None, deadline=0) -> bool */
+static PyObject *py_gemm_fused(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[4], *epi, *cell = Py_None;
+    long long m, k, n;
+    int za, zb, path, parts;
+    double deadline = 0;
+    if (!PyArg_ParseTuple(args, "OOOOLLLiiO!ii|Od", &objs[0], &objs[1], &objs[2], &objs[3],
+                          &m, &k, &n, &za, &zb, &PyTuple_Type, &epi, &path, &parts, &cell,
+                          &deadline))
+        return NULL;
+    if (m < 0 || k < 1 || n < 1) {
+        PyErr_SetString(PyExc_ValueError, "gemm_fused: bad sizes");
+        return NULL;
+    }
+    gemm_t g;
+    memset(&g, 0, sizeof g);
+    if (fused_setup(&g, epi, path) != 0) return NULL;
+    int64_t sizes[4] = {m * k, k * n, n, m * n};
+    int items[4] = {1, 1, 4, 1}, wr[4] = {0, 0, 0, 1};
+    buf_t bufs[4];
+    if (get_bufs(objs, sizes, items, wr, bufs, 4) != 0) return NULL;
+    g.m = m, g.n = n, g.k = k, g.za = za;
+    g.a = bufs[0].view.buf;
+    g.bias = bufs[2].view.buf;
+    g.out8 = bufs[3].view.buf;
+    PyObject *r = run_gemm(&g, bufs[1].view.buf, path, zb, parts, cell, deadline);
+    release(bufs, 4);
+    return r;
+}
+
+/* conv_fused(x, w, bias int32[f], out uint8, (n, h, w, c), (kh, kw, f),
+ *            (sh, sw, pt, pl, oh, ow), zx, zw, (scale, offset, lo, hi), path, parts,
+ *            cell=None, deadline=0) -> bool */
+static PyObject *py_conv_fused(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[4], *epi, *cell = Py_None;
+    long long n, h, w, c, kh, kw, f, sh, sw, pt, pl, oh, ow;
+    int zx, zw, path, parts;
+    double deadline = 0;
+    if (!PyArg_ParseTuple(args, "OOOO(LLLL)(LLL)(LLLLLL)iiO!ii|Od", &objs[0], &objs[1],
+                          &objs[2], &objs[3], &n, &h, &w, &c, &kh, &kw, &f, &sh, &sw, &pt,
+                          &pl, &oh, &ow, &zx, &zw, &PyTuple_Type, &epi, &path, &parts, &cell,
+                          &deadline))
+        return NULL;
+    if (n < 0 || h < 1 || w < 1 || c < 1 || kh < 1 || kw < 1 || f < 1 || sh < 1 || sw < 1 ||
+            pt < 0 || pl < 0 || oh < 0 || ow < 0 || zx < 0 || zx > 255) {
+        PyErr_SetString(PyExc_ValueError, "conv_fused: bad geometry");
+        return NULL;
+    }
+    gemm_t g;
+    memset(&g, 0, sizeof g);
+    if (fused_setup(&g, epi, path) != 0) return NULL;
+    int64_t sizes[4] = {n * h * w * c, kh * kw * c * f, f, n * oh * ow * f};
+    int items[4] = {1, 1, 4, 1}, wr[4] = {0, 0, 0, 1};
+    buf_t bufs[4];
+    if (get_bufs(objs, sizes, items, wr, bufs, 4) != 0) return NULL;
+    g.m = n * oh * ow, g.n = f, g.k = kh * kw * c, g.za = zx;
+    g.a = bufs[0].view.buf;
+    g.bias = bufs[2].view.buf;
+    g.out8 = bufs[3].view.buf;
+    g.h = h, g.w = w, g.c = c, g.oh = oh, g.ow = ow, g.kh = kh, g.kw = kw;
+    g.sh = sh, g.sw = sw, g.pt = pt, g.pl = pl, g.pad = (uint8_t)zx;
+    PyObject *r = run_gemm(&g, bufs[1].view.buf, path, zw, parts, cell, deadline);
+    release(bufs, 4);
+    return r;
+}
+
 /* best_path() -> 0 (plain C), 1 (AVX2) or 2 (AVX-512 VNNI): what this CPU runs. */
 static PyObject *py_best_path(PyObject *self, PyObject *unused) {
     (void)self;
@@ -884,6 +1046,8 @@ static PyMethodDef methods[] = {
     {"bias_add", py_bias_add, METH_VARARGS, "table[x] + bias per channel (int32)."},
     {"clamp_u8", py_clamp_u8, METH_VARARGS, "min(max(x, lo), hi) of uint8."},
     {"quantize_u8", py_quantize_u8, METH_VARARGS, "QuantizeV2's MIN_FIRST loop to quint8."},
+    {"gemm_fused", py_gemm_fused, METH_VARARGS, "gemm + bias, requantize, clamp to uint8."},
+    {"conv_fused", py_conv_fused, METH_VARARGS, "conv + bias, requantize, clamp to uint8."},
     {"best_path", py_best_path, METH_NOARGS, "The product path this CPU runs."},
     {NULL, NULL, 0, NULL},
 };

@@ -8,7 +8,10 @@ the eight-bit kernels of kernels/cpu/quantization_ops.py in C.
   - `requantize_32_to_8`: Requantize's fixed-point qint32 -> quint8 loop;
   - `bias_add`: QuantizedBiasAdd's table lookup plus a per-channel int32;
   - `clamp_u8`: QuantizedRelu / QuantizedRelu6 on quint8;
-  - `quantize_u8`: QuantizeV2's MIN_FIRST loop into quint8 (float32 arithmetic, no FMA).
+  - `quantize_u8`: QuantizeV2's MIN_FIRST loop into quint8 (float32 arithmetic, no FMA);
+  - `conv2d_fused`, `matmul_fused`: the fused ops (QuantizedConv2DWithBias[AndRelu]And
+    Requantize, QuantizedMatMulWithBias[AndRelu]AndRequantize): the product, + an int32
+    bias per channel, requantize and clamp, applied per block of rows while it is in cache.
 
 The values are the NumPy paths' exactly (integer arithmetic throughout; the products only
 where every sum fits in int32, where NumPy's float products are exact too;
@@ -124,6 +127,67 @@ def conv2d(x: np.ndarray, w: np.ndarray, zx: int, zw: int, strides, pads, out_hw
         done = _mod.conv(np.ascontiguousarray(x), np.ascontiguousarray(w), out, (n, h, wd, c),
                          (kh, kw, f), (strides[0], strides[1], pads[0], pads[1], oh, ow), zx,
                          zw, way, _parts(parts, work), cell, deadline)
+    if not done:
+        interrupt.raise_stopped()
+    return out
+
+
+def _epilogue(bias, epilogue, n):
+    """(bias as contiguous int32 of n, (scale, offset, lo, hi)) for the fused calls, or
+    None when the C loops cannot take them (as `requantize_32_to_8` and `clamp_u8`)."""
+    scale, offset, lo, hi = epilogue
+    if bias.dtype != np.int32 or bias.shape != (n,) or not 0 <= lo <= 255 or \
+            not 0 <= hi <= 255 or not (-(1 << 63) <= scale < 1 << 63 and
+                                       -(1 << 63) <= offset < 1 << 63):
+        return None
+    return np.ascontiguousarray(bias), (int(scale), int(offset), int(lo), int(hi))
+
+
+def matmul_fused(a: np.ndarray, b: np.ndarray, za: int, zb: int, bias: np.ndarray,
+                 epilogue, parts: int, path: str | None = None):
+    """uint8 clamp(requantize((a - za) @ (b - zb) + bias), lo, hi) with epilogue =
+    (scale, offset, lo, hi): `matmul`, then `requantize_32_to_8` of its sum with the int32
+    `bias` (wrapping) and `clamp_u8`, in one pass over each block of rows; or None."""
+    if _mod is None or a.dtype != _U8 or b.dtype != _U8 or a.ndim != 2 or b.ndim != 2:
+        return None
+    (m, k), n = a.shape, b.shape[1]
+    if k == 0 or n == 0 or b.shape[0] != k or not _exact(k, za, zb):
+        return None
+    way, epi = _path(path), _epilogue(bias, epilogue, n)
+    if way is None or epi is None:
+        return None
+    out = np.empty((m, n), np.uint8)
+    work = 2.0 * m * n * k
+    with _stop_for(work) as (cell, deadline):
+        done = _mod.gemm_fused(np.ascontiguousarray(a), np.ascontiguousarray(b), epi[0], out,
+                               m, k, n, za, zb, epi[1], way, _parts(parts, work), cell,
+                               deadline)
+    if not done:
+        interrupt.raise_stopped()
+    return out
+
+
+def conv2d_fused(x: np.ndarray, w: np.ndarray, zx: int, zw: int, strides, pads, out_hw,
+                 bias: np.ndarray, epilogue, parts: int, path: str | None = None):
+    """`conv2d`'s product with `matmul_fused`'s epilogue, as uint8 (N, oh, ow, F); or
+    None."""
+    if _mod is None or x.dtype != _U8 or w.dtype != _U8 or not 0 <= zx <= 255:
+        return None
+    n, h, wd, c = x.shape
+    kh, kw, _, f = w.shape
+    if h == 0 or wd == 0 or c == 0 or f == 0 or not _exact(kh * kw * c, zx, zw):
+        return None
+    way, epi = _path(path), _epilogue(bias, epilogue, f)
+    if way is None or epi is None:
+        return None
+    oh, ow = out_hw
+    out = np.empty((n, oh, ow, f), np.uint8)
+    work = 2.0 * out.size * kh * kw * c
+    with _stop_for(work) as (cell, deadline):
+        done = _mod.conv_fused(np.ascontiguousarray(x), np.ascontiguousarray(w), epi[0], out,
+                               (n, h, wd, c), (kh, kw, f),
+                               (strides[0], strides[1], pads[0], pads[1], oh, ow), zx, zw,
+                               epi[1], way, _parts(parts, work), cell, deadline)
     if not done:
         interrupt.raise_stopped()
     return out
