@@ -6,6 +6,7 @@ former's docstring for the conventions)."""
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -146,6 +147,11 @@ def _quantize_min_first(x: np.ndarray, lo, hi, dtype, parts: int = 1) -> np.ndar
     return np.clip(q, lower, upper).astype(np.int32).astype(dtype)
 
 
+def _lround(x: float) -> int:
+    """C's lround: the nearest integer, halves away from zero."""
+    return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
+
+
 @_cached
 def _requantize_32_to_8_params(min_in, max_in, min_out, max_out) -> tuple[int, int]:
     """(scale, offset): the fixed-point constants of `_requantize_32_to_8` (16 fractional
@@ -156,7 +162,9 @@ def _requantize_32_to_8_params(min_in, max_in, min_out, max_out) -> tuple[int, i
     one = 1 << 16
     scale_fp = 0 if out_range == 0 else int(255.0 * one * float(in_range) / float(out_range))
     in_offset = int(_F(_F(rezero * recip) * _F(one)))
-    out_offset = 0 if out_range == 0 else int(one * (float(min_out) * 255.0) / float(out_range))
+    # TF rounds the output offset to nearest (std::lround: halves away from zero)
+    out_offset = 0 if out_range == 0 else _lround(one * (float(min_out) * 255.0) /
+                                                  float(out_range))
     return scale_fp, in_offset - out_offset + (one >> 1)
 
 
