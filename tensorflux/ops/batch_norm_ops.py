@@ -22,7 +22,7 @@ from __future__ import annotations
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework.common_shapes import checked_dims, merge_dim
 from tensorflux.framework.op_def_library import apply_op
-from tensorflux.framework.op_registry import define_op, gradient
+from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, constant_op, math_ops, reduction_ops, unary_ops
 
@@ -102,6 +102,30 @@ define_op("FusedBatchNormGradV3", inputs=_GRAD_IN + ["reserve_space_3: U"],
           outputs=_GRAD_OUT[:3] + ["reserve_space_4: U", "reserve_space_5: U"],
           attrs=["T: {half, bfloat16, float}", "U: {float}", _EPS, _FORMAT45, _TRAIN],
           shape_fn=_grad_shape)
+
+# A batch norm with its ReLU, and the gradient with the ReLU's gradient folded into its
+# y_backprop, as nodes of one (made only by the graph optimizer's rewrite of a step graph,
+# runtime/graph_optimizer.py `fuse_batch_norm_relu`, as TF's grappler remapper makes its
+# _FusedBatchNormEx and _FusedBatchNormGradEx, with TF's signatures; the graph is already
+# differentiated, so they have no gradient). Only activation_mode "Relu" and no side input
+# are made. _FusedBatchNormEx's y is relu(FusedBatchNormV3's y); _FusedBatchNormGradEx's
+# y_backprop is the ReLU's incoming gradient and `y` the ReLU's output: its backprops are
+# FusedBatchNormGradV3's of ReluGrad(y_backprop, y).
+_ACTIVATION = "activation_mode: string = \"Identity\""
+define_op("_FusedBatchNormEx", inputs=_IN + ["side_input: num_side_inputs * T"],
+          outputs=_OUT + ["reserve_space_3: U"],
+          attrs=["T: {half, bfloat16, float}", "U: {float}", _EPS, _AVG, _FORMAT4,
+                 "num_side_inputs: int >= 0 = 0", _ACTIVATION, _TRAIN],
+          shape_fn=_fused_shape)
+define_op("_FusedBatchNormGradEx",
+          inputs=_GRAD_IN + ["reserve_space_3: U", "offset: float", "y: T",
+                             "side_input: num_side_inputs * T"],
+          outputs=_GRAD_OUT[:3] + ["reserve_space_4: U", "reserve_space_5: U",
+                                   "side_input_backprop: num_side_inputs * T"],
+          attrs=["T: {half, bfloat16, float}", "U: {float}", _EPS, _FORMAT4,
+                 "num_side_inputs: int >= 0 = 0", _ACTIVATION, _TRAIN],
+          shape_fn=_grad_shape)
+not_differentiable("_FusedBatchNormEx", "_FusedBatchNormGradEx")
 
 
 def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,

@@ -11,7 +11,9 @@ With OptimizerOptions L1 (TensorFlow's default) the step graph is rewritten by
    op has a CPU kernel only): Conv2D -> BiasAdd [-> Relu] becomes one _FusedConv2D, as
    grappler's remapper does (`fuse_conv_bias_relu`); and a sum of products
    AddN(MatMul(a_i, b_i, transpose_a=True)...) becomes one MatMul of the concatenated
-   operands (`merge_summed_products`: the weight gradient of an unrolled RNN);
+   operands (`merge_summed_products`: the weight gradient of an unrolled RNN); a
+   FusedBatchNormV3 -> Relu pair becomes one _FusedBatchNormEx, and a ReluGrad feeding a
+   FusedBatchNormGradV3 one _FusedBatchNormGradEx (`fuse_batch_norm_relu`);
 4. dead-code elimination: what no fetch or target needs any more is dropped; a stateless
    node whose outputs nothing reads, kept only by control edges (tf.tuple's gates in
    gradients: the input gradient of a first layer), becomes a NoOp waiting on its inputs'
@@ -67,6 +69,7 @@ def optimize(sg: StepGraph, options=None, fuse: bool = False) -> None:
         eliminate_common_subexpressions(sg)
     if fuse:
         fuse_conv_bias_relu(sg)
+        fuse_batch_norm_relu(sg)
         merge_summed_products(sg)
     unread_to_no_op(sg)
     eliminate_dead_code(sg)
@@ -276,6 +279,82 @@ def fuse_conv_bias_relu(sg: StepGraph) -> int:
         last.op, last.attrs = "_FusedConv2D", attrs
         last.inputs = [conv.inputs[0], conv.inputs[1], bias_add.inputs[1]]
         last.control_inputs = list(dict.fromkeys(controls))
+        fused += 1
+    return fused
+
+
+def fuse_batch_norm_relu(sg: StepGraph) -> int:
+    """Rewrites FusedBatchNormV3 -> Relu into one _FusedBatchNormEx (activation_mode
+    "Relu", TF's signature, as grappler's remapper makes it), whose kernel applies the ReLU
+    in its normalize pass; then each FusedBatchNormGradV3 whose y_backprop is a ReluGrad of
+    such a node's output into one _FusedBatchNormGradEx taking the ReLU's incoming gradient
+    and output, whose passes read the masked gradient where they read y_backprop. A Relu
+    pass and a ReluGrad pass (and their arrays) fewer per layer, the same values bit for bit
+    (kernels/cpu/batch_norm_ops.py). A pair fuses when the batch norm's y is read by the
+    Relu only (and not fetched), the Relu and ReluGrad are not fetched nor waited on by a
+    control edge, the ReluGrad's output is read by the gradient only, and the nodes ask for
+    the same device and type, 4-D data. The batch norm and its gradient are rewritten in
+    place (their other outputs keep their readers); what read the Relu reads the fused
+    node, and the Relu and ReluGrad are left unread, for dead-code elimination. Returns
+    how many batch norms and gradients were fused."""
+    readers: dict[tuple[Node, int], list[Node]] = {}
+    for n in sg.nodes:
+        for e in n.inputs:
+            readers.setdefault(e, []).append(n)
+    held = ({n for n, _ in sg.fetches} | set(sg.targets) | set(sg.args)
+            | {c for n in sg.nodes for c in n.control_inputs})
+    fetched = set(sg.fetches)
+
+    def sole_reader(edge: tuple[Node, int], op: str) -> Node | None:
+        users = readers.get(edge, [])
+        nxt = users[0] if len(users) == 1 else None
+        if (nxt is None or nxt.op != op or nxt in held or edge in fetched
+                or nxt.requested_device != edge[0].requested_device
+                or nxt.attrs.get("T") != edge[0].attrs.get("T")):
+            return None
+        return nxt
+
+    def four_d(n: Node) -> bool:
+        return n.attrs.get("data_format", "NHWC") in ("NHWC", "NCHW", b"NHWC", b"NCHW")
+
+    fused, redirect = 0, {}
+    for bn in list(sg.nodes):
+        if bn.op != "FusedBatchNormV3" or not four_d(bn):
+            continue
+        relu = sole_reader((bn, 0), "Relu")
+        if relu is None or relu.inputs[0] != (bn, 0):
+            continue
+        bn.op = "_FusedBatchNormEx"
+        bn.attrs = dict(bn.attrs, num_side_inputs=0, activation_mode="Relu")
+        bn.control_inputs = list(dict.fromkeys(bn.control_inputs + relu.control_inputs))
+        redirect[(relu, 0)] = (bn, 0)
+        fused += 1
+    if not redirect:
+        return 0
+    for n in sg.nodes:
+        if any(e in redirect for e in n.inputs):
+            n.inputs = [redirect.get(e, e) for e in n.inputs]
+    for e, new in redirect.items():  # a Relu's readers are the fused node's now
+        readers.setdefault(new, []).extend(readers.pop(e, []))
+    for grad in list(sg.nodes):
+        if grad.op != "FusedBatchNormGradV3" or not four_d(grad):
+            continue
+        relu_grad = grad.inputs[0][0]
+        if (relu_grad.op != "ReluGrad" or relu_grad in held
+                or readers.get((relu_grad, 0)) != [grad]
+                or relu_grad.requested_device != grad.requested_device):
+            continue
+        forward = relu_grad.inputs[1][0]
+        if (forward.op != "_FusedBatchNormEx" or relu_grad.inputs[1][1] != 0
+                or forward.inputs[0] != grad.inputs[1]
+                or relu_grad.attrs.get("T") != grad.attrs.get("T")):
+            continue
+        grad.op = "_FusedBatchNormGradEx"
+        grad.attrs = dict(grad.attrs, num_side_inputs=0, activation_mode="Relu")
+        grad.inputs = ([relu_grad.inputs[0]] + grad.inputs[1:]
+                       + [forward.inputs[2], relu_grad.inputs[1]])
+        grad.control_inputs = list(dict.fromkeys(grad.control_inputs
+                                                 + relu_grad.control_inputs))
         fused += 1
     return fused
 

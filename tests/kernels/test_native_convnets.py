@@ -90,6 +90,44 @@ def test_bn_sums_match_float64_sums_on_any_number_of_threads(dtype, rows, c):
             np.testing.assert_array_equal(other, got[0])
 
 
+def _relu_operand(rng, rows, c, dtype):
+    """A ReLU's output: zeros, positives, and the specials (NaN, -0.0, Inf) in row 0."""
+    r = np.maximum(rng.standard_normal((rows, c)), 0).astype(dtype)
+    r[0, :min(c, 5)] = np.array(_SPECIALS, dtype)[:min(c, 5)]
+    return r
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows, c", _BN_SHAPES)
+@pytest.mark.parametrize("parts", [1, 2])
+def test_bn_rows_with_a_fused_relu_equal_the_unfused_kernels_bit_for_bit(dtype, rows, c,
+                                                                          parts):
+    """Kinds 3-5: kind 0 then the relu kernel; kinds 1 and 2 of relu_grad(y, r)."""
+    rng = np.random.default_rng(rows + 3 * c)
+    x, y, (m, k1, k2, k3) = _bn_operands(rng, rows, c, dtype)
+    x[0, :min(c, 5)] = np.array(_SPECIALS, dtype)[:min(c, 5)]
+    y[-1, :min(c, 5)] = np.array(_SPECIALS, dtype)[:min(c, 5)]
+    r = _relu_operand(rng, rows, c, dtype)
+    with np.errstate(invalid="ignore"):
+        plain = np.empty_like(x)
+        assert native.bn_rows(0, x, y, plain, m, k1, k2, k3, parts)
+        masked = native.relu_grad(y, r, 1)
+        wants = {3: native.relu(plain, 1)}
+        for kind in (1, 2):
+            wants[kind + 3] = np.empty_like(x)
+            assert native.bn_rows(kind, x, masked, wants[kind + 3], m, k1, k2, k3, parts)
+        for kind, want in wants.items():
+            out = np.empty_like(x)
+            assert native.bn_rows(kind, x, y, out, m, k1, k2, k3, parts,
+                                  r if kind > 3 else None)
+            np.testing.assert_array_equal(out.view(np.uint8), want.view(np.uint8))
+        got = [native.bn_sums(2, x, y, m, p, r) for p in (1, 2, 3)]
+        want = native.bn_sums(1, x, masked, m, 1)
+    for other in got:
+        np.testing.assert_array_equal(other, want)
+
+
 @needs_native
 def test_bn_loops_refuse_what_they_do_not_take():
     x = np.zeros((6, 4), np.float32)
@@ -100,6 +138,14 @@ def test_bn_loops_refuse_what_they_do_not_take():
                           v, 1) is None
     assert not native.bn_rows(0, x, x, np.zeros((6, 4), np.float64), v, v, v, v, 1)
     assert not native.bn_rows(0, x, x, np.zeros((4, 6), np.float32).T, v, v, v, v, 1)
+    out = np.zeros((6, 4), np.float32)
+    # the ReLU's output with the masked kinds only, of the data's shape and type
+    assert native.bn_sums(2, x, x, v, 1) is None
+    assert native.bn_sums(1, x, x, v, 1, x) is None
+    assert native.bn_sums(2, x, x, v, 1, np.zeros((6, 5), np.float32)) is None
+    assert not native.bn_rows(4, x, x, out, v, v, v, v, 1)
+    assert not native.bn_rows(3, x, x, out, v, v, v, v, 1, x)
+    assert not native.bn_rows(5, x, x, out, v, v, v, v, 1, x.astype(np.float64))
 
 
 def _reference(x, dy, scale, offset, eps):

@@ -1380,6 +1380,10 @@ static PyObject *py_gradient_descent(PyObject *self, PyObject *args) {
  *     kind 0 (normalize): out = ((x - m) * k1) + k2                      (y unused)
  *     kind 1 (dx, training): out = ((y * k1) - ((x - m) * k2)) - k3      (y is dy)
  *     kind 2 (dx, inference): out = y * k1
+ *     kinds 3-5 (a ReLU fused in, `r` its output, as relu_chunk and relu_grad_chunk):
+ *     kind 3: kind 0's value t, then t < 0 ? 0 : t; kinds 4 and 5: kinds 1 and 2 with y
+ *     replaced by y * (r > 0) (ReluGrad's product); bn_sums kind 2: kind 1's sums of that
+ *     masked y;
  *   the operations, order and type of batch_norm_ops' NumPy row passes, so the values are
  *   theirs bit for bit (no FMA contraction). */
 #define BN_BLOCK 32
@@ -1389,7 +1393,7 @@ typedef struct {
     char code;
     int kind;
     int64_t rows, c, chunk_rows;
-    const char *x, *y, *v;
+    const char *x, *y, *v, *r;
     char *out;
     double *partial;
     const char *k1, *k2, *k3;
@@ -1412,12 +1416,23 @@ typedef struct {
                         a1[j] += d * d;                                                     \
                     }                                                                       \
                 }                                                                           \
-            } else {                                                                        \
+            } else if (b->kind == 1) {                                                      \
                 for (int64_t r = r0; r < r1; r++) {                                         \
                     const T *restrict xr = x + r * c, *restrict yr = y + r * c;             \
                     for (int64_t j = 0; j < c; j++) {                                       \
                         a0[j] += yr[j];                                                     \
                         a1[j] += (xr[j] - v[j]) * yr[j];                                    \
+                    }                                                                       \
+                }                                                                           \
+            } else {                                                                        \
+                const T *restrict rl = (const T *)b->r;                                     \
+                for (int64_t r = r0; r < r1; r++) {                                         \
+                    const T *restrict xr = x + r * c, *restrict yr = y + r * c;             \
+                    const T *restrict mr = rl + r * c;                                      \
+                    for (int64_t j = 0; j < c; j++) {                                       \
+                        T g = yr[j] * (T)(mr[j] > (T)0);                                    \
+                        a0[j] += g;                                                         \
+                        a1[j] += (xr[j] - v[j]) * g;                                        \
                     }                                                                       \
                 }                                                                           \
             }                                                                               \
@@ -1453,6 +1468,7 @@ LOOP_CLONES static void bn_sums_chunk(void *p, int64_t i) {
         const T *restrict m = (const T *)b->v, *restrict k1 = (const T *)b->k1;             \
         const T *restrict k2 = (const T *)b->k2, *restrict k3 = (const T *)b->k3;           \
         T *restrict out = (T *)b->out;                                                      \
+        const T *restrict rl = (const T *)b->r;                                             \
         for (int64_t r = lo; r < hi; r++) {                                                 \
             const int64_t o = r * c;                                                        \
             if (b->kind == 0) {                                                             \
@@ -1469,8 +1485,27 @@ LOOP_CLONES static void bn_sums_chunk(void *p, int64_t i) {
                     T h = g - e;                                                            \
                     out[o + j] = h - k3[j];                                                 \
                 }                                                                           \
-            } else {                                                                        \
+            } else if (b->kind == 2) {                                                      \
                 for (int64_t j = 0; j < c; j++) out[o + j] = y[o + j] * k1[j];              \
+            } else if (b->kind == 3) {                                                      \
+                for (int64_t j = 0; j < c; j++) {                                           \
+                    T d = x[o + j] - m[j];                                                  \
+                    T s = d * k1[j];                                                        \
+                    T t = s + k2[j];                                                        \
+                    out[o + j] = t < (T)0 ? (T)0 : t;                                       \
+                }                                                                           \
+            } else if (b->kind == 4) {                                                      \
+                for (int64_t j = 0; j < c; j++) {                                           \
+                    T gm = y[o + j] * (T)(rl[o + j] > (T)0);                                \
+                    T g = gm * k1[j];                                                       \
+                    T d = x[o + j] - m[j];                                                  \
+                    T e = d * k2[j];                                                        \
+                    T h = g - e;                                                            \
+                    out[o + j] = h - k3[j];                                                 \
+                }                                                                           \
+            } else {                                                                        \
+                for (int64_t j = 0; j < c; j++)                                             \
+                    out[o + j] = (y[o + j] * (T)(rl[o + j] > (T)0)) * k1[j];                \
             }                                                                               \
         }                                                                                   \
     } while (0)
@@ -1517,26 +1552,31 @@ static void bn_run(chunk_fn fn, bn_t *b, int parts) {
 
 /* bn_sums(kind, x, y, v, partial, c, parts): partial (chunks, 2, C) float64, written. */
 static PyObject *py_bn_sums(PyObject *self, PyObject *args) {
-    PyObject *objs[3], *pobj;
+    PyObject *objs[4] = {NULL, NULL, NULL, NULL}, *pobj;
     bn_t b;
     int parts;
     long long c;
-    if (!PyArg_ParseTuple(args, "iOOOOLi", &b.kind, &objs[0], &objs[1], &objs[2], &pobj, &c,
-                          &parts))
+    if (!PyArg_ParseTuple(args, "iOOOOLi|O", &b.kind, &objs[0], &objs[1], &objs[2], &pobj, &c,
+                          &parts, &objs[3]))
         return NULL;
-    static const int writable[3] = {0, 0, 0}, matrix[3] = {1, 1, 0};
-    buf_t bufs[3];
-    if (get_floats(objs, writable, bufs, 3, &b.code) != 0) return NULL;
-    if (bn_check(bufs, matrix, 3, (int64_t)c, &b) != 0) return NULL;
+    int nb = b.kind == 2 ? 4 : 3;
+    if (b.kind < 0 || b.kind > 2 || (b.kind == 2) != (objs[3] != NULL)) {
+        PyErr_SetString(PyExc_ValueError, "bn_sums: kind 0, 1, or 2 with the ReLU's output");
+        return NULL;
+    }
+    static const int writable[4] = {0, 0, 0, 0}, matrix[4] = {1, 1, 0, 1};
+    buf_t bufs[4];
+    if (get_floats(objs, writable, bufs, nb, &b.code) != 0) return NULL;
+    if (bn_check(bufs, matrix, nb, (int64_t)c, &b) != 0) return NULL;
     buf_t pb;
     if (PyObject_GetBuffer(pobj, &pb.view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT |
                            PyBUF_WRITABLE) != 0) {
-        release(bufs, 3);
+        release(bufs, nb);
         return NULL;
     }
     pb.held = 1;
     if (float_code(&pb.view) != 'd' || count_of(&pb.view) != bn_chunks(&b) * 2 * b.c) {
-        release(bufs, 3);
+        release(bufs, nb);
         release(&pb, 1);
         PyErr_SetString(PyExc_ValueError, "bn_sums: partial must be float64 (chunks, 2, C)");
         return NULL;
@@ -1544,30 +1584,34 @@ static PyObject *py_bn_sums(PyObject *self, PyObject *args) {
     b.x = bufs[0].view.buf;
     b.y = bufs[1].view.buf;
     b.v = bufs[2].view.buf;
+    b.r = nb == 4 ? bufs[3].view.buf : NULL;
     b.partial = pb.view.buf;
     bn_run(bn_sums_chunk, &b, parts);
-    release(bufs, 3);
+    release(bufs, nb);
     release(&pb, 1);
     Py_RETURN_NONE;
 }
 
 /* bn_rows(kind, x, y, out, m, k1, k2, k3, c, parts): out (rows, C) written. */
 static PyObject *py_bn_rows(PyObject *self, PyObject *args) {
-    PyObject *objs[7];
+    PyObject *objs[8] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     bn_t b;
     int parts;
     long long c;
-    if (!PyArg_ParseTuple(args, "iOOOOOOOLi", &b.kind, &objs[0], &objs[1], &objs[2],
-                          &objs[3], &objs[4], &objs[5], &objs[6], &c, &parts))
+    if (!PyArg_ParseTuple(args, "iOOOOOOOLi|O", &b.kind, &objs[0], &objs[1], &objs[2],
+                          &objs[3], &objs[4], &objs[5], &objs[6], &c, &parts, &objs[7]))
         return NULL;
-    static const int writable[7] = {0, 0, 1, 0, 0, 0, 0}, matrix[7] = {1, 1, 1, 0, 0, 0, 0};
-    buf_t bufs[7];
-    if (b.kind < 0 || b.kind > 2) {
-        PyErr_SetString(PyExc_ValueError, "bn_rows: kind 0, 1 or 2");
+    static const int writable[8] = {0, 0, 1, 0, 0, 0, 0, 0};
+    static const int matrix[8] = {1, 1, 1, 0, 0, 0, 0, 1};
+    buf_t bufs[8];
+    int masked = b.kind == 4 || b.kind == 5, nb = masked ? 8 : 7;
+    if (b.kind < 0 || b.kind > 5 || masked != (objs[7] != NULL)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "bn_rows: kind 0 to 5, the ReLU's output with kinds 4 and 5 only");
         return NULL;
     }
-    if (get_floats(objs, writable, bufs, 7, &b.code) != 0) return NULL;
-    if (bn_check(bufs, matrix, 7, (int64_t)c, &b) != 0) return NULL;
+    if (get_floats(objs, writable, bufs, nb, &b.code) != 0) return NULL;
+    if (bn_check(bufs, matrix, nb, (int64_t)c, &b) != 0) return NULL;
     b.x = bufs[0].view.buf;
     b.y = bufs[1].view.buf;
     b.out = bufs[2].view.buf;
@@ -1575,8 +1619,9 @@ static PyObject *py_bn_rows(PyObject *self, PyObject *args) {
     b.k1 = bufs[4].view.buf;
     b.k2 = bufs[5].view.buf;
     b.k3 = bufs[6].view.buf;
+    b.r = masked ? bufs[7].view.buf : NULL;
     bn_run(bn_rows_chunk, &b, parts);
-    release(bufs, 7);
+    release(bufs, nb);
     Py_RETURN_NONE;
 }
 

@@ -308,30 +308,37 @@ def bn_chunk_rows(channels: int) -> int:
     return 4 if channels >= 16384 else max(4, 65536 // channels)
 
 
-def bn_sums(kind: int, x2, y2, v, parts: int):
+def bn_sums(kind: int, x2, y2, v, parts: int, r2=None):
     """Per-channel sums over the rows of (rows, C) `x2`, in float64 (2, C), or None when
     the arrays do not qualify: kind 0, of d = x2 - v and of d * d; kind 1, of `y2` (dy) and
-    of (x2 - v) * y2. Summed per chunk of rows (float32 blocks of 32 rows into float64),
-    then over chunks in order: the same value on any number of threads."""
-    if _mod is None or x2.ndim != 2 or x2.shape[0] == 0 or not _bn_ok(x2, y2, v) or \
-            y2.shape != x2.shape or v.shape != (x2.shape[1],):
+    of (x2 - v) * y2; kind 2, kind 1's with y2 * (r2 > 0) (ReluGrad's product, `r2` the
+    fused ReLU's output) for y2. Summed per chunk of rows (float32 blocks of 32 rows into
+    float64), then over chunks in order: the same value on any number of threads."""
+    extra = () if r2 is None else (r2,)
+    if _mod is None or x2.ndim != 2 or x2.shape[0] == 0 or not _bn_ok(x2, y2, v, *extra) \
+            or y2.shape != x2.shape or v.shape != (x2.shape[1],) or (kind == 2) != bool(extra) \
+            or any(a.shape != x2.shape for a in extra):
         return None
     rows, c = x2.shape
     partial = np.empty((-(-rows // bn_chunk_rows(c)), 2, c), np.float64)
-    _mod.bn_sums(kind, x2, y2, v, partial, c, parts)
+    _mod.bn_sums(kind, x2, y2, v, partial, c, parts, *extra)
     return np.add.reduce(partial, axis=0)
 
 
-def bn_rows(kind: int, x2, y2, out, m, k1, k2, k3, parts: int) -> bool:
+def bn_rows(kind: int, x2, y2, out, m, k1, k2, k3, parts: int, r2=None) -> bool:
     """One elementwise pass of a channel-last batch norm into `out` (rows, C), in the
     NumPy row passes' operations and order (identical bits): kind 0 ((x2 - m) * k1) + k2;
-    kind 1 ((y2 * k1) - ((x2 - m) * k2)) - k3; kind 2 y2 * k1. False when the arrays do
-    not qualify."""
-    if _mod is None or x2.ndim != 2 or not _bn_ok(x2, y2, out, m, k1, k2, k3) or \
+    kind 1 ((y2 * k1) - ((x2 - m) * k2)) - k3; kind 2 y2 * k1. With a ReLU fused in (the
+    relu and relu_grad kernels' operations): kind 3 is kind 0's value t, then
+    t < 0 ? 0 : t; kinds 4 and 5 are kinds 1 and 2 with y2 * (r2 > 0) for y2 (`r2` the
+    ReLU's output). False when the arrays do not qualify."""
+    extra = () if r2 is None else (r2,)
+    if _mod is None or x2.ndim != 2 or not _bn_ok(x2, y2, out, m, k1, k2, k3, *extra) or \
             y2.shape != x2.shape or out.shape != x2.shape or not out.flags.writeable or \
-            any(a.shape != (x2.shape[1],) for a in (m, k1, k2, k3)) or x2.shape[1] == 0:
+            any(a.shape != (x2.shape[1],) for a in (m, k1, k2, k3)) or x2.shape[1] == 0 or \
+            (kind in (4, 5)) != bool(extra) or any(a.shape != x2.shape for a in extra):
         return False
-    _mod.bn_rows(kind, x2, y2, out, m, k1, k2, k3, x2.shape[1], parts)
+    _mod.bn_rows(kind, x2, y2, out, m, k1, k2, k3, x2.shape[1], parts, *extra)
     return True
 
 
