@@ -595,7 +595,67 @@ def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int, ctx=None):
             out = np.empty((n, h, wd, c), dtype)
             return _im2col_matmul(_pad(dy, [ph, pw]), wf, out, kh, kw, (1, 1),
                                   (g.dh, g.dw), parts)
+    if (g.sh > 1 or g.sw > 1) and g.dh == g.dw == 1 and c >= _FLIP_MIN_CHANNELS:
+        return _phased_backprop_input(shape, w, dy, g, pads, parts)
     return _col2im_backprop_input(shape, w, dy, g, pads, (oh, ow), parts)
+
+
+def _phase_axis(a: int, size: int, k: int, s: int, before: int):
+    """One axis of output phase `a` of a strided backprop-input: (rows of the phase,
+    first filter tap, tap count, first out_backprop row of its window). Input row
+    y = a + s*j reads out_backprop rows q0 + j - t through taps r + s*t (t < taps), with
+    r = (a + before) % s, q0 = (a + before) // s."""
+    rows = (size - a + s - 1) // s
+    r, q0 = (a + before) % s, (a + before) // s
+    taps = (k - r + s - 1) // s if k > r else 0
+    return rows, r, taps, q0 - taps + 1
+
+
+def _dy_window(dy, starts, lengths):
+    """out_backprop rows/columns [start, start + length) along H and W, zero outside."""
+    n, oh, ow, f = dy.shape
+    (h0, w0), (lh, lw) = starts, lengths
+    out = np.zeros((n, lh, lw, f), dy.dtype)
+    sh0, sh1 = max(h0, 0), min(h0 + lh, oh)
+    sw0, sw1 = max(w0, 0), min(w0 + lw, ow)
+    if sh1 > sh0 and sw1 > sw0:
+        out[:, sh0 - h0:sh1 - h0, sw0 - w0:sw1 - w0] = dy[:, sh0:sh1, sw0:sw1]
+    return out
+
+
+def _phased_backprop_input(shape, w, dy, g: _ConvGeometry, pads, parts: int):
+    """Backprop-input of a strided conv (dilation 1) by output phases: the input pixels
+    (a + sh*i, b + sw*j) of one phase (a, b) receive only the taps (r + sh*t, r' + sw*u) of
+    the filter, each from a shifted out_backprop pixel: a stride-1 VALID forward conv of
+    out_backprop's window (zero outside it) with that sub-filter flipped in space and
+    transposed in channels (im2col, or Winograd where it applies). sh*sw products of the
+    col2im scheme's total size, each input pixel written once: no scatter-adds, no zeroed
+    padded gradient (ResNet-50's 3x3/2 layers: 9 tap products and 9 strided adds before)."""
+    n, h, wd, c = shape
+    kh, kw, _, f = w.shape
+    dtype = np.result_type(w, dy)
+    dyw = dy.astype(dtype, copy=False)
+    dx = np.empty((n, h, wd, c), dtype)
+    for a in range(min(g.sh, h)):
+        rows, rh, th, h0 = _phase_axis(a, h, kh, g.sh, pads[0][0])
+        for b in range(min(g.sw, wd)):
+            cols, rw, tw, w0 = _phase_axis(b, wd, kw, g.sw, pads[1][0])
+            target = dx[:, a::g.sh, b::g.sw]
+            if th == 0 or tw == 0:
+                target[...] = 0
+                continue
+            sub = w[rh::g.sh, rw::g.sw][:th, :tw].astype(dtype, copy=False)
+            wf = np.ascontiguousarray(sub[::-1, ::-1].transpose(2, 0, 1, 3)).reshape(c, -1).T
+            if _winograd.applies(th, tw, (1, 1), (1, 1), f, c, (rows, cols), dtype):
+                wf = np.ascontiguousarray(sub[::-1, ::-1].transpose(0, 1, 3, 2)).reshape(-1, c)
+            window = _dy_window(dyw, (h0, w0), (rows + th - 1, cols + tw - 1))
+            if th == tw == 1:  # one tap: a single product, no patches
+                target[...] = _product(window.reshape(-1, f), wf, parts).reshape(
+                    n, rows, cols, c)
+                continue
+            target[...] = _im2col_matmul(window, wf, np.empty((n, rows, cols, c), dtype),
+                                         th, tw, (1, 1), (1, 1), parts)  # (its result)
+    return dx
 
 
 def _col2im_backprop_input(shape, w, dy, g: _ConvGeometry, pads, out_hw, parts: int):
