@@ -286,7 +286,8 @@ def fuse_conv_bias_relu(sg: StepGraph) -> int:
 def fuse_batch_norm_relu(sg: StepGraph) -> int:
     """Rewrites FusedBatchNormV3 -> Relu into one _FusedBatchNormEx (activation_mode
     "Relu", TF's signature, as grappler's remapper makes it), whose kernel applies the ReLU
-    in its normalize pass; then each FusedBatchNormGradV3 whose y_backprop is a ReluGrad of
+    in its normalize pass, and float32 FusedBatchNormV3 -> AddV2(., s) -> Relu (a residual
+    block's tail) into one with `s` as its side input (added before the ReLU); then each FusedBatchNormGradV3 whose y_backprop is a ReluGrad of
     such a node's output into one _FusedBatchNormGradEx taking the ReLU's incoming gradient
     and output, whose passes read the masked gradient where they read y_backprop. A Relu
     pass and a ReluGrad pass (and their arrays) fewer per layer, the same values bit for bit
@@ -317,16 +318,32 @@ def fuse_batch_norm_relu(sg: StepGraph) -> int:
     def four_d(n: Node) -> bool:
         return n.attrs.get("data_format", "NHWC") in ("NHWC", "NCHW", b"NHWC", b"NCHW")
 
-    fused, redirect = 0, {}
+    fused, redirect, taken = 0, {}, set()
     for bn in list(sg.nodes):
         if bn.op != "FusedBatchNormV3" or not four_d(bn):
             continue
-        relu = sole_reader((bn, 0), "Relu")
-        if relu is None or relu.inputs[0] != (bn, 0):
+        side, add = [], None
+        users = readers.get((bn, 0), [])
+        if (len(users) == 1 and users[0].op in ("AddV2", "Add")
+                and bn.attrs.get("T") == dtypes.float32):
+            add = sole_reader((bn, 0), users[0].op)
+            other = [e for e in add.inputs if e != (bn, 0)] if add is not None else []
+            if add is None or len(other) != 1 or add in taken or other[0][0].id >= bn.id:
+                # (two batch norms added: the later one takes the sum, the earlier one is
+                # its side input; a side input made after the batch norm might read it)
+                continue
+            side = other
+            taken.add(add)
+        relu = sole_reader((add, 0) if add is not None else (bn, 0), "Relu")
+        if relu is None or relu.inputs[0] != ((add, 0) if add is not None else (bn, 0)):
             continue
         bn.op = "_FusedBatchNormEx"
-        bn.attrs = dict(bn.attrs, num_side_inputs=0, activation_mode="Relu")
-        bn.control_inputs = list(dict.fromkeys(bn.control_inputs + relu.control_inputs))
+        bn.attrs = dict(bn.attrs, num_side_inputs=len(side), activation_mode="Relu")
+        bn.inputs = bn.inputs + side
+        controls = bn.control_inputs + relu.control_inputs
+        if add is not None:
+            controls += add.control_inputs
+        bn.control_inputs = list(dict.fromkeys(controls))
         redirect[(relu, 0)] = (bn, 0)
         fused += 1
     if not redirect:

@@ -103,7 +103,8 @@ def _relu_operand(rng, rows, c, dtype):
 @pytest.mark.parametrize("parts", [1, 2])
 def test_bn_rows_with_a_fused_relu_equal_the_unfused_kernels_bit_for_bit(dtype, rows, c,
                                                                           parts):
-    """Kinds 3-5: kind 0 then the relu kernel; kinds 1 and 2 of relu_grad(y, r)."""
+    """Kinds 3-5: kind 0 then the relu kernel; kinds 1 and 2 of relu_grad(y, r); kind 6:
+    kind 0 plus a side input (y here), then the relu kernel."""
     rng = np.random.default_rng(rows + 3 * c)
     x, y, (m, k1, k2, k3) = _bn_operands(rng, rows, c, dtype)
     x[0, :min(c, 5)] = np.array(_SPECIALS, dtype)[:min(c, 5)]
@@ -113,14 +114,14 @@ def test_bn_rows_with_a_fused_relu_equal_the_unfused_kernels_bit_for_bit(dtype, 
         plain = np.empty_like(x)
         assert native.bn_rows(0, x, y, plain, m, k1, k2, k3, parts)
         masked = native.relu_grad(y, r, 1)
-        wants = {3: native.relu(plain, 1)}
+        wants = {3: native.relu(plain, 1), 6: native.relu(plain + y, 1)}
         for kind in (1, 2):
             wants[kind + 3] = np.empty_like(x)
             assert native.bn_rows(kind, x, masked, wants[kind + 3], m, k1, k2, k3, parts)
         for kind, want in wants.items():
             out = np.empty_like(x)
-            assert native.bn_rows(kind, x, y, out, m, k1, k2, k3, parts,
-                                  r if kind > 3 else None)
+            extra = {3: None, 6: y}.get(kind, r)
+            assert native.bn_rows(kind, x, y, out, m, k1, k2, k3, parts, extra)
             np.testing.assert_array_equal(out.view(np.uint8), want.view(np.uint8))
         got = [native.bn_sums(2, x, y, m, p, r) for p in (1, 2, 3)]
         want = native.bn_sums(1, x, masked, m, 1)

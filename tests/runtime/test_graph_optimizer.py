@@ -251,20 +251,22 @@ def test_small_or_looped_sums_of_products_are_left_alone():
     assert ops1.count("MatMul") == ops0.count("MatMul")
 
 
-# (name, x shape, data format, is_training, dtype)
+# (name, x shape, data format, is_training, dtype, shortcut: x or a batch norm of x)
 _BN_RELU_CASES = [
-    ("nhwc_training", (2, 6, 6, 8), "NHWC", True, np.float32),
-    ("nhwc_rows_in_blocks", (8, 32, 32, 16), "NHWC", True, np.float32),
-    ("nhwc_inference", (2, 5, 5, 4), "NHWC", False, np.float32),
-    ("nchw_training", (2, 4, 5, 5), "NCHW", True, np.float32),
-    ("half_training", (2, 4, 4, 8), "NHWC", True, np.float16),
+    ("nhwc_training", (2, 6, 6, 8), "NHWC", True, np.float32, "x"),
+    ("nhwc_rows_in_blocks", (8, 32, 32, 16), "NHWC", True, np.float32, "x"),
+    ("nhwc_inference", (2, 5, 5, 4), "NHWC", False, np.float32, "x"),
+    ("nchw_training", (2, 4, 5, 5), "NCHW", True, np.float32, "x"),
+    ("projection_shortcut", (2, 6, 6, 8), "NHWC", True, np.float32, "bn"),
+    ("half_training", (2, 4, 4, 8), "NHWC", True, np.float16, "x"),
 ]
 
 
 def _bn_relu_net(case, fetch_relu=False):
-    """x * w -> batch norm -> Relu (fuses) -> batch norm -> add x -> Relu (a residual
-    block's tail: its Relu reads the sum and stays), with the gradients of a loss."""
-    _, shape, fmt, training, dtype = case
+    """x * w -> batch norm -> Relu (fuses) -> batch norm -> add the shortcut -> Relu (a
+    residual block's tail: fuses in float32 with the shortcut as the side input), with
+    the gradients of a loss."""
+    _, shape, fmt, training, dtype, shortcut = case
     c = shape[1] if fmt == "NCHW" else shape[-1]
     bshape = [1, c, 1, 1] if fmt == "NCHW" else [c]
     rng = np.random.default_rng(11)
@@ -280,24 +282,33 @@ def _bn_relu_net(case, fetch_relu=False):
         act = tf.nn.relu(h, name="act")
         h2, _, _ = tf.nn.fused_batch_norm(act, params[2], params[3], data_format=fmt,
                                           is_training=training, **stats)
+        if shortcut == "bn":
+            x, _, _ = tf.nn.fused_batch_norm(x, params[0], params[3], data_format=fmt,
+                                             is_training=training, **stats)
         out = tf.nn.relu(h2 + x, name="out")
         target = tf.constant(rng.standard_normal(shape).astype(dtype))
-        grads = tf.gradients(tf.reduce_sum(out * target), [w] + params)
+        loss = tf.reduce_sum(out * target)
+        grads = tf.gradients(loss, [w] + params)
         init = tf.global_variables_initializer()
-    return g, init, [out] + grads + ([act] if fetch_relu else [])
+    return g, init, [loss] + grads + ([act] if fetch_relu else [])
 
 
 @pytest.mark.parametrize("case", _BN_RELU_CASES, ids=[c[0] for c in _BN_RELU_CASES])
 def test_batch_norm_relu_fuse_with_the_unfused_values(case):
     """The first batch norm and its Relu become one _FusedBatchNormEx, its gradient and
-    the ReluGrad one _FusedBatchNormGradEx; the residual Relu stays; outputs and every
-    gradient are the unfused (L0) ones bit for bit."""
+    the ReluGrad one _FusedBatchNormGradEx; the residual tail (batch norm, AddV2, Relu)
+    one _FusedBatchNormEx with a side input in float32, and its gradient with the ReluGrad
+    where nothing else reads that (a constant shortcut); outputs and every gradient are
+    the unfused (L0) ones bit for bit."""
     g, init, fetches = _bn_relu_net(case)
     (fused, ops1, _), (plain, ops0, _) = _run_both(g, init, fetches)
     for a, b in zip(fused, plain, strict=True):
         np.testing.assert_array_equal(a, b)
-    assert ops1.count("_FusedBatchNormEx") == 1 and ops1.count("_FusedBatchNormGradEx") == 1
-    assert ops1.count("Relu") == 1 and ops1.count("ReluGrad") == 1
+    tail = case[4] == np.float32  # the residual tail fuses too
+    assert ops1.count("_FusedBatchNormEx") == 1 + tail
+    alone = tail and case[5] == "x"  # the tail's ReluGrad feeds its batch norm only
+    assert ops1.count("_FusedBatchNormGradEx") == 1 + alone
+    assert ops1.count("Relu") == 1 - tail and ops1.count("ReluGrad") == 1 - alone
     assert ops0.count("Relu") == 2 and "_FusedBatchNormEx" not in ops0
 
 
@@ -306,4 +317,5 @@ def test_fetched_relu_is_not_fused_into_the_batch_norm():
     (fused, ops1, _), (plain, _, _) = _run_both(g, init, fetches)
     for a, b in zip(fused, plain, strict=True):
         np.testing.assert_array_equal(a, b)
-    assert "_FusedBatchNormEx" not in ops1 and "_FusedBatchNormGradEx" not in ops1
+    # the fetched Relu and its batch norm stay; only the residual tail fuses
+    assert ops1.count("Relu") == 1 and ops1.count("_FusedBatchNormEx") == 1

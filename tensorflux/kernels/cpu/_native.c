@@ -1383,7 +1383,8 @@ static PyObject *py_gradient_descent(PyObject *self, PyObject *args) {
  *     kinds 3-5 (a ReLU fused in, `r` its output, as relu_chunk and relu_grad_chunk):
  *     kind 3: kind 0's value t, then t < 0 ? 0 : t; kinds 4 and 5: kinds 1 and 2 with y
  *     replaced by y * (r > 0) (ReluGrad's product); bn_sums kind 2: kind 1's sums of that
- *     masked y;
+ *     masked y; kind 6 (a side input `r` added before the ReLU, as AddV2 then Relu):
+ *     t = kind 0's value + r, then t < 0 ? 0 : t;
  *   the operations, order and type of batch_norm_ops' NumPy row passes, so the values are
  *   theirs bit for bit (no FMA contraction). */
 #define BN_BLOCK 32
@@ -1503,9 +1504,16 @@ LOOP_CLONES static void bn_sums_chunk(void *p, int64_t i) {
                     T h = g - e;                                                            \
                     out[o + j] = h - k3[j];                                                 \
                 }                                                                           \
-            } else {                                                                        \
+            } else if (b->kind == 5) {                                                      \
                 for (int64_t j = 0; j < c; j++)                                             \
                     out[o + j] = (y[o + j] * (T)(rl[o + j] > (T)0)) * k1[j];                \
+            } else {                                                                        \
+                for (int64_t j = 0; j < c; j++) {                                           \
+                    T d = x[o + j] - m[j];                                                  \
+                    T s = d * k1[j];                                                        \
+                    T t = (s + k2[j]) + rl[o + j];                                          \
+                    out[o + j] = t < (T)0 ? (T)0 : t;                                       \
+                }                                                                           \
             }                                                                               \
         }                                                                                   \
     } while (0)
@@ -1604,10 +1612,10 @@ static PyObject *py_bn_rows(PyObject *self, PyObject *args) {
     static const int writable[8] = {0, 0, 1, 0, 0, 0, 0, 0};
     static const int matrix[8] = {1, 1, 1, 0, 0, 0, 0, 1};
     buf_t bufs[8];
-    int masked = b.kind == 4 || b.kind == 5, nb = masked ? 8 : 7;
-    if (b.kind < 0 || b.kind > 5 || masked != (objs[7] != NULL)) {
+    int masked = b.kind >= 4, nb = masked ? 8 : 7;
+    if (b.kind < 0 || b.kind > 6 || masked != (objs[7] != NULL)) {
         PyErr_SetString(PyExc_ValueError,
-                        "bn_rows: kind 0 to 5, the ReLU's output with kinds 4 and 5 only");
+                        "bn_rows: kind 0 to 6, a fourth matrix with kinds 4 to 6 only");
         return NULL;
     }
     if (get_floats(objs, writable, bufs, nb, &b.code) != 0) return NULL;

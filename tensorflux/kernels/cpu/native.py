@@ -331,12 +331,13 @@ def bn_rows(kind: int, x2, y2, out, m, k1, k2, k3, parts: int, r2=None) -> bool:
     kind 1 ((y2 * k1) - ((x2 - m) * k2)) - k3; kind 2 y2 * k1. With a ReLU fused in (the
     relu and relu_grad kernels' operations): kind 3 is kind 0's value t, then
     t < 0 ? 0 : t; kinds 4 and 5 are kinds 1 and 2 with y2 * (r2 > 0) for y2 (`r2` the
-    ReLU's output). False when the arrays do not qualify."""
+    ReLU's output); kind 6 is kind 3 with `r2` (a side input) added before the ReLU.
+    False when the arrays do not qualify."""
     extra = () if r2 is None else (r2,)
     if _mod is None or x2.ndim != 2 or not _bn_ok(x2, y2, out, m, k1, k2, k3, *extra) or \
             y2.shape != x2.shape or out.shape != x2.shape or not out.flags.writeable or \
             any(a.shape != (x2.shape[1],) for a in (m, k1, k2, k3)) or x2.shape[1] == 0 or \
-            (kind in (4, 5)) != bool(extra) or any(a.shape != x2.shape for a in extra):
+            (kind >= 4) != bool(extra) or any(a.shape != x2.shape for a in extra):
         return False
     _mod.bn_rows(kind, x2, y2, out, m, k1, k2, k3, x2.shape[1], parts, *extra)
     return True
