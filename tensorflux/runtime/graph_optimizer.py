@@ -287,9 +287,11 @@ def fuse_batch_norm_relu(sg: StepGraph) -> int:
     """Rewrites FusedBatchNormV3 -> Relu into one _FusedBatchNormEx (activation_mode
     "Relu", TF's signature, as grappler's remapper makes it), whose kernel applies the ReLU
     in its normalize pass, and float32 FusedBatchNormV3 -> AddV2(., s) -> Relu (a residual
-    block's tail) into one with `s` as its side input (added before the ReLU); then each FusedBatchNormGradV3 whose y_backprop is a ReluGrad of
-    such a node's output into one _FusedBatchNormGradEx taking the ReLU's incoming gradient
-    and output, whose passes read the masked gradient where they read y_backprop. A Relu
+    block's tail) into one with `s` as its side input (added before the ReLU; `s` made
+    before the batch norm: of two batch norms added, the later takes the earlier as `s`);
+    then each FusedBatchNormGradV3 whose y_backprop is a ReluGrad of such a node's output
+    into one _FusedBatchNormGradEx taking the ReLU's incoming gradient and output, whose
+    passes read the masked gradient where they read y_backprop. A Relu
     pass and a ReluGrad pass (and their arrays) fewer per layer, the same values bit for bit
     (kernels/cpu/batch_norm_ops.py). A pair fuses when the batch norm's y is read by the
     Relu only (and not fetched), the Relu and ReluGrad are not fetched nor waited on by a
