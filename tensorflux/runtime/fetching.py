@@ -161,6 +161,10 @@ def process_feeds(graph: graph_lib.Graph, feed_dict) -> dict[Tensor, object]:
                         f"elements to values, not a {type(feed_dict).__name__}")
     out: dict[Tensor, object] = {}
     for key, value in feed_dict.items():
+        if isinstance(key, (Tensor, str)):  # the common case, without building a list
+            t = feed_tensor(graph, key)
+            out[t] = convert_feed(t, value)
+            continue
         for k, v in _expand_feed(key, value):
             t = feed_tensor(graph, k)
             out[t] = convert_feed(t, v)
