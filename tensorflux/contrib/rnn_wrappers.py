@@ -41,7 +41,6 @@ class Linear:
         args = list(args) if isinstance(args, (list, tuple)) else [args]
         if not args:
             raise ValueError("`args` must be specified")
-        self._is_sequence = len(args) > 1
         total = 0
         for a in args:
             shape = a.shape
@@ -142,9 +141,10 @@ class InputProjectionWrapper(_OwnScopeWrapper):
     output_size = property(lambda self: self._cell.output_size)
 
     def call(self, inputs, state):
+        inputs = convert_to_tensor(inputs)
         if self._linear is None:
-            self._linear = Linear(convert_to_tensor(inputs), self._num_proj, True)
-        projected = self._linear(convert_to_tensor(inputs))
+            self._linear = Linear(inputs, self._num_proj, True)
+        projected = self._linear(inputs)
         if self._activation:
             projected = self._activation(projected)
         return self._cell(projected, state)
