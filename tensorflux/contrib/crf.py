@@ -74,10 +74,9 @@ def crf_multitag_sequence_score(inputs, tag_bitmap, sequence_lengths, transition
     (several tags may be allowed at a position), [batch]."""
     inputs = convert_to_tensor(inputs, name="inputs")
     allowed = convert_to_tensor(tag_bitmap, dtype=dtypes.bool, name="tag_bitmap")
+    minus_inf = np.array(-np.inf, inputs.dtype.as_numpy_dtype)
     filtered = comparison_ops.where(allowed, inputs,
-                                    array_ops.fill(array_ops.shape(inputs),
-                                                   np.array(-np.inf, np.float32)
-                                                   .astype(inputs.dtype.as_numpy_dtype)))
+                                    array_ops.fill(array_ops.shape(inputs), minus_inf))
 
     def single():
         return _zero_where_empty(reduction_ops.reduce_logsumexp(filtered[:, 0, :], [1]),
