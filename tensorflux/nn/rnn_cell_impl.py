@@ -52,6 +52,7 @@ from tensorflux.ops import (
 )
 from tensorflux.variables import init_ops, partitioned_variables
 from tensorflux.variables import variable_scope as vs
+from tensorflux.variables.variables import Variable
 
 # The TF1 public names of this module (tf.nn.rnn_cell.*).
 __all__ = ["RNNCell", "LayerRNNCell", "BasicRNNCell", "GRUCell", "LSTMStateTuple",
@@ -192,8 +193,6 @@ def _unique_object_name(base: str) -> str:
 
 def _graph_bound(value) -> bool:
     """Whether `value` belongs to a graph (a tensor, a variable, a scope): never copied."""
-    from tensorflux.variables.variables import Variable
-
     return isinstance(value, (Tensor, Variable, vs.VariableScope, vs.variable_scope,
                               graph_lib.Graph))
 

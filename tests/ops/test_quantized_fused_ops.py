@@ -84,18 +84,24 @@ def test_fused_conv2d_equals_the_unfused_ops(monkeypatch, case, relu, bias_t):
 
     acc, acc_lo, acc_hi = _run(product)
     want = _unfused(acc, acc_lo, acc_hi, bias, bias_t, *ro, relu)
+    _check_every_path(monkeypatch, want, ro, lambda: fo.quantized_conv2d_with_bias_and_requantize(
+        tf.constant(x, tf.quint8), tf.constant(wt, tf.quint8), tf.constant(bias, bias_t),
+        *rx, *rw, *ro, strides, padding, relu=relu))
+
+
+def _check_every_path(monkeypatch, want, out_range, fused):
+    """The fused op (`fused()` builds it) on the NumPy path and every C product path gives
+    `want`'s quint8 values, shape and the requested output range."""
     for name, way in _paths():
         with monkeypatch.context() as m:
             if way is None:
                 m.setattr(_qnative, "_mod", None)
             else:
                 m.setattr(_qnative, "_DEFAULT_PATH", way)
-            got = _run(lambda: fo.quantized_conv2d_with_bias_and_requantize(
-                tf.constant(x, tf.quint8), tf.constant(wt, tf.quint8),
-                tf.constant(bias, bias_t), *rx, *rw, *ro, strides, padding, relu=relu))
+            got = _run(fused)
         assert got[0].dtype == np.uint8 and got[0].shape == want[0].shape, name
         np.testing.assert_array_equal(got[0], want[0], err_msg=name)
-        assert (got[1], got[2]) == (np.float32(ro[0]), np.float32(ro[1]))
+        assert (got[1], got[2]) == (np.float32(out_range[0]), np.float32(out_range[1]))
 
 
 # (m, k, n, transpose_b, a range, b range, output range)
@@ -122,16 +128,9 @@ def test_fused_matmul_equals_the_unfused_ops(monkeypatch, case, relu, bias_t):
 
     acc, acc_lo, acc_hi = _run(product)
     want = _unfused(acc, acc_lo, acc_hi, bias, bias_t, *ro, relu)
-    for name, way in _paths():
-        with monkeypatch.context() as m:
-            if way is None:
-                m.setattr(_qnative, "_mod", None)
-            else:
-                m.setattr(_qnative, "_DEFAULT_PATH", way)
-            got = _run(lambda: fo.quantized_mat_mul_with_bias_and_requantize(
-                tf.constant(a, tf.quint8), tf.constant(b, tf.quint8),
-                tf.constant(bias, bias_t), *ra, *rb, *ro, relu=relu, transpose_b=tb))
-        np.testing.assert_array_equal(got[0], want[0], err_msg=name)
+    _check_every_path(monkeypatch, want, ro, lambda: fo.quantized_mat_mul_with_bias_and_requantize(
+        tf.constant(a, tf.quint8), tf.constant(b, tf.quint8), tf.constant(bias, bias_t),
+        *ra, *rb, *ro, relu=relu, transpose_b=tb))
 
 
 @pytest.mark.parametrize("build,error", [
