@@ -1,8 +1,9 @@
-"""Builds the optional C extensions tensorflux.kernels.cpu._native and ._qkernels, and
-tensorflux.serving._jsonnum (everything else is in pyproject.toml). They are optional:
-without a C compiler the install goes on, the kernels take their NumPy paths
-(tensorflux/kernels/cpu/native.py, _qnative.py) and the model server decodes every request
-with json (tensorflux/serving/codec.py)."""
+"""Builds the optional C extensions tensorflux.kernels.cpu._native and ._qkernels,
+tensorflux.lib._philox (TF's random streams) and tensorflux.serving._jsonnum (everything
+else is in pyproject.toml). They are optional: without a C compiler the install goes on,
+the kernels take their NumPy paths (tensorflux/kernels/cpu/native.py, _qnative.py,
+lib/philox.py) and the model server decodes every request with json
+(tensorflux/serving/codec.py)."""
 
 import sys
 
@@ -25,6 +26,8 @@ setup(ext_modules=[
     Extension("tensorflux.kernels.cpu._qkernels", ["tensorflux/kernels/cpu/_qkernels.c"],
               depends=["tensorflux/kernels/cpu/_pool.h"],
               extra_compile_args=_FLAGS, extra_link_args=_LINK, optional=True),
+    Extension("tensorflux.lib._philox", ["tensorflux/lib/_philox.c"],
+              extra_compile_args=_FLAGS, extra_link_args=_LINK + ["-lm"], optional=True),
     Extension("tensorflux.serving._jsonnum", ["tensorflux/serving/_jsonnum.c"],
               extra_compile_args=[] if sys.platform == "win32" else ["-O2", "-std=c11"],
               optional=True),

@@ -40,6 +40,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from tensorflux.framework import errors
+from tensorflux.lib import philox
 
 AUTOTUNE = -1
 
@@ -619,10 +620,13 @@ class SkipDataset(Dataset):
 
 
 class ShuffleDataset(Dataset):
-    """TensorFlow's buffered shuffle: fill a buffer of `buffer_size`, then hand out a
-    random buffered element and put the next input in its place. With seeds (seed, seed2)
-    not both 0 the orders are deterministic; each pass (an epoch of a repeat) takes the next
-    seed of the sequence when `reshuffle` is set, else the first again."""
+    """TensorFlow's buffered shuffle, with TF's orders for given seeds: a ring buffer of
+    `buffer_size` is filled from the input; each element handed out is the one at offset
+    w % (buffered count) from the ring's start, w the next word of the pass's Philox stream,
+    and the element at the start takes its slot. A pass's stream is PhiloxRandom(s1, s2):
+    with `reshuffle` each pass (an iterator: a new epoch of a repeat) takes the next two
+    words of PhiloxRandom(seed, seed2) as (s1, s2) (TF's RandomSeedGenerator), without it
+    every pass uses (seed, seed2) (FixedSeedGenerator). Seeds (0, 0) mean two random ones."""
 
     def __init__(self, input_ds: Dataset, buffer_size: int, seed: int, seed2: int,
                  reshuffle: bool):
@@ -632,41 +636,47 @@ class ShuffleDataset(Dataset):
         self.input, self.buffer_size = input_ds, autotuned(buffer_size, 1024)
         self.reshuffle = reshuffle
         if seed == 0 and seed2 == 0:
-            seed, seed2 = np.random.SeedSequence().generate_state(2).tolist()
+            seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
         self.seeds = (seed, seed2)
-        self._epochs = 0
+        self._seed_words = philox.single_words(seed, seed2) if reshuffle else None
         self._lock = threading.Lock()
 
-    def iterate(self, env):
+    def _pass_seeds(self) -> tuple[int, int]:
+        if self._seed_words is None:
+            return self.seeds
         with self._lock:
-            epoch = self._epochs
-            if self.reshuffle:
-                self._epochs += 1
-        rng = np.random.default_rng([*self.seeds, epoch])
+            return next(self._seed_words), next(self._seed_words)
+
+    def iterate(self, env):
+        words = philox.single_words(*self._pass_seeds())
         inner = self.input.iterate(env)
 
-        def draws():  # uniform [0, 1) numbers, drawn 1024 at a time (one draw costs ~us)
-            while True:
-                yield from rng.random(1024).tolist()
-
         def gen():
-            buf: list = []
             size = self.buffer_size
-            u = draws()
-            for x in _drain(inner):
-                if isinstance(x, _Failed):  # raised at once; the buffer is kept
-                    yield x
-                    continue
-                if len(buf) < size:
-                    buf.append(x)
-                    continue
-                i = min(int(next(u) * size), size - 1)  # (rounding never reaches size)
-                out, buf[i] = buf[i], x
+            ring: list = []
+            start = end = 0  # the buffered elements are ring[start % size .. end % size)
+            source = _drain(inner)
+            exhausted = False
+            while True:
+                while not exhausted and end - start < size:
+                    x = next(source, None)
+                    if x is None:
+                        exhausted = True
+                    elif isinstance(x, _Failed):  # raised at once; the buffer is kept
+                        yield x
+                    else:
+                        if end < size:
+                            ring.append(x)
+                        else:
+                            ring[end % size] = x
+                        end += 1
+                if end == start:
+                    return
+                index = (start + next(words) % (end - start)) % size
+                out, ring[index] = ring[index], ring[start % size]
+                ring[start % size] = None
+                start += 1
                 yield out
-            while buf:
-                i = min(int(next(u) * len(buf)), len(buf) - 1)
-                buf[i], buf[-1] = buf[-1], buf[i]
-                yield buf.pop()
         return _GenIterator(gen(), [inner])
 
 

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import os
 import threading
 from collections import deque
 
 import numpy as np
 
 from tensorflux.framework import errors
+from tensorflux.lib import philox
 
 COMPLETE, PROGRESS, NO_PROGRESS = 0, 1, 2
 _seq = itertools.count()
@@ -609,8 +611,9 @@ class _ElementQueue(QueueBase):
 
 class RandomShuffleQueue(_ElementQueue):
     """Dequeues elements in random order; keeps at least `min_after_dequeue` elements
-    unless closed. Seeded from (seed, seed2) when either is non-zero: the same enqueues
-    then dequeue in the same order on every run (the order differs from TensorFlow's)."""
+    unless closed. Each pick takes element w % size (w the next word of TF's
+    PhiloxRandom(seed, seed2); random seeds when both are 0) and moves the last element into
+    its place, as TensorFlow's queue does: the same enqueues dequeue in TF's order."""
 
     kind = "RandomShuffleQueue"
     op_type = "RandomShuffleQueueV2"
@@ -619,11 +622,9 @@ class RandomShuffleQueue(_ElementQueue):
         super().__init__(name, dtypes, shapes, capacity)
         self.min_after_dequeue = min_after_dequeue
         if seed == 0 and seed2 == 0:
-            self._rng = np.random.default_rng()
-        else:
-            self._rng = np.random.default_rng([seed & (2**64 - 1), seed2 & (2**64 - 1)])
+            seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
+        self._words = philox.single_words(seed, seed2)  # drawn in blocks of 1,024
         self._elements: list[tuple] = []
-        self._uniforms: list[float] = []  # drawn in blocks: one RNG call per 4,096 picks
 
     def check_compatible(self, kind, capacity, dtypes, shapes, min_after=None) -> None:
         super().check_compatible(kind, capacity, dtypes, shapes)
@@ -649,16 +650,14 @@ class RandomShuffleQueue(_ElementQueue):
         """`k` elements drawn uniformly without replacement (swap with the last, pop).
 
         Runs under the queue's lock, often for k = 1 (a waiting dequeue_many takes elements
-        as they arrive), so the random numbers come from a pre-drawn block: a NumPy RNG call
+        as they arrive), so the random words come from a pre-drawn block: a generator call
         per pick would hold the lock for microseconds that every enqueuer waits behind.
         """
         elements = self._elements
-        uniforms = self._uniforms
+        words = self._words
         out = []
         for _ in range(k):
-            if not uniforms:
-                uniforms.extend(self._rng.random(4096).tolist())
-            j = int(uniforms.pop() * len(elements))
+            j = next(words) % len(elements)
             out.append(elements[j])
             elements[j] = elements[-1]
             elements.pop()

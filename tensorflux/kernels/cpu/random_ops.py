@@ -2,44 +2,74 @@
 
 Generator state. TensorFlow keeps the kernel of a stateful op alive for the whole Session
 (its OpSegment), so a random op continues one sequence across runs, whichever fetches a run
-asks for. Here each random node owns one NumPy Generator per Session (`GeneratorState`),
-kept in the device's ResourceMgr under the private container `_random_ops` and created on the
-node's first run: seeded from (seed, seed2) when either is non-zero, from OS entropy
-otherwise. A lock guards it, since concurrent steps may run the same node (the candidate
-samplers keep theirs the same way, through `state_getter`). The values need not equal
-TensorFlow's bits; the seeding rules are TensorFlow's.
+asks for. Here each random node owns one state per Session (`GeneratorState`), kept in the
+device's ResourceMgr under the private container `_random_ops` and created on the node's
+first run: seeded from (seed, seed2) when either is non-zero, from OS entropy otherwise. A
+lock guards it, since concurrent steps may run the same node (the candidate samplers keep
+theirs the same way, through `state_getter`).
 
-A large output is drawn in blocks of the flat stream that check the step between them
-(kernels/interrupt.py): NumPy's generators continue one stream across calls, so the values
-are those of one call. A step stopped in the middle leaves its generator part-way along.
+RandomUniform, RandomStandardNormal, TruncatedNormal and RandomUniformInt draw TensorFlow's
+own stream, so a seeded op gives TF's values: the Philox generator keyed on `seed` with its
+128-bit counter starting at `seed2` << 64 (TF's GuardedPhiloxRandom), each run taking the
+stream at the counter and moving it on by 256 blocks per output (ReserveRandomOutputs(n,
+256)), and the distributions spending the stream as the stateless ops do (lib/philox.py).
+RandomShuffle takes TF's row order too (a Fisher-Yates pass over one word of the stream
+per row). The other stateful samplers (multinomial, gamma, Poisson, candidate samplers, crop
+boxes) draw from a NumPy Generator seeded from the same pair; their values are not TF's
+bits, their seeding rules are.
+
+A large output is drawn in blocks that check the step between them (kernels/interrupt.py);
+each block starts at the Philox counter of its first value (or continues the NumPy
+Generator's stream), so the values are those of one call. A step stopped in the middle
+leaves its state moved on past the whole output.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import threading
 
 import numpy as np
 
-from tensorflux.framework import dtypes, errors, resource_guard
+from tensorflux.framework import errors, resource_guard
 from tensorflux.kernels import interrupt
 from tensorflux.kernels.registry import kernel_factory
+from tensorflux.lib import philox
 
 RANDOM_CONTAINER = "_random_ops"
+_MASK64, _MASK128 = (1 << 64) - 1, (1 << 128) - 1
 
 
 class GeneratorState:
-    """One random node's Generator in one Session, with the lock that guards it."""
+    """One random node's state in one Session: TF's Philox stream position and, for the
+    samplers that draw through NumPy, a Generator; the lock guards both."""
 
-    __slots__ = ("lock", "gen")
+    __slots__ = ("lock", "seed", "seed2", "counter", "_gen")
 
     def __init__(self, seed: int, seed2: int):
         self.lock = threading.Lock()
-        if seed == 0 and seed2 == 0:
-            self.gen = np.random.default_rng()  # unseeded: OS entropy
-        else:
-            mask = (1 << 64) - 1
-            self.gen = np.random.default_rng([seed & mask, seed2 & mask])
+        if seed == 0 and seed2 == 0:  # unseeded: OS entropy, as TF's New64()
+            seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
+        self.seed, self.seed2 = seed & _MASK64, seed2 & _MASK64
+        self.counter = self.seed2 << 64
+        self._gen = None
+
+    @property
+    def gen(self) -> np.random.Generator:
+        """The NumPy Generator of the samplers that are not Philox-based."""
+        if self._gen is None:
+            self._gen = np.random.default_rng([self.seed, self.seed2])
+        return self._gen
+
+    def reserve(self, n: int, blocks_per_value: int = 256) -> tuple[np.ndarray, np.ndarray]:
+        """The Philox (key, counter) for an output of n values; the stream moves on by
+        `blocks_per_value` blocks per value (TF's ReserveRandomOutputs(n, 256); a shuffle's
+        ReserveSamples32 is a quarter block per word). Call with the lock held."""
+        c = self.counter
+        self.counter = (c + math.ceil(blocks_per_value * n)) & _MASK128
+        return (np.array([self.seed], np.uint64),
+                np.array([c & _MASK64, c >> 64], np.uint64))
 
 
 def state_getter(node, make=GeneratorState):
@@ -80,85 +110,62 @@ def _dims(shape) -> tuple[int, ...]:
     return dims
 
 
-# Low-precision uniforms: exact multiples of 2**-mantissa_bits in [0, 1), as TF draws them.
-_MANTISSA_BITS = {dtypes.float16: 10, dtypes.bfloat16: 7}
+# Time per output byte of the Philox draws relative to a fill (interrupt.blocked).
+_COST = 32
 
 
-def _uniform(gen, dims, dtype):
-    np_dtype = dtype.as_numpy_dtype
-    if dtype in _MANTISSA_BITS:
-        scale = 1 << _MANTISSA_BITS[dtype]
-        return (gen.integers(0, scale, dims) / scale).astype(np_dtype)
-    return gen.random(dims, dtype=np_dtype)
+def counter_plus(counter, blocks: int) -> np.ndarray:
+    """The 128-bit Philox counter (low word first) moved on by `blocks`."""
+    counter = np.asarray(counter, np.uint64).reshape(-1)
+    lo = (int(counter[0]) + blocks) % 2**64
+    hi = (int(counter[1]) + (int(counter[0]) + blocks) // 2**64) % 2**64
+    return np.array([lo, hi], np.uint64)
 
 
-def _normal(gen, dims, dtype):
-    if dtype in (dtypes.float32, dtypes.float64):
-        return gen.standard_normal(dims, dtype=dtype.as_numpy_dtype)
-    return gen.standard_normal(dims, dtype=np.float32).astype(dtype.as_numpy_dtype)
-
-
-def _truncated(gen, dims, dtype, ctx=None):
-    """Standard normal values, each redrawn while its magnitude exceeds 2 (all of them
-    drawn first, then the rejected ones in order, round after round)."""
-    work = np.float64 if dtype is dtypes.float64 else np.float32
-    n = math.prod(dims)
-    if interrupt.blocked(n * np.dtype(work).itemsize):
-        return _truncated_blocked(gen, n, work, ctx).reshape(dims) \
-            .astype(dtype.as_numpy_dtype, copy=False)
-    out = gen.standard_normal(dims, dtype=work)
-    bad = np.abs(out) > 2.0
-    n = int(bad.sum())
-    while n:
-        out[bad] = gen.standard_normal(n, dtype=work)
-        bad = np.abs(out) > 2.0
-        n = int(bad.sum())
-    return out.astype(dtype.as_numpy_dtype, copy=False)
+def draw_philox(ctx, dist, out_dtype, dims, key, counter, *args):
+    """dist(key, counter, n, *args, out_dtype) shaped `dims`; a large output in blocks of
+    4k elements that check the step between them, each from the counter where its first
+    element's Philox block lies (every distribution here spends a fixed number of blocks
+    per 4 outputs), so the values are those of one call."""
+    n = int(np.prod(dims, dtype=np.int64))
+    itemsize = np.dtype(out_dtype).itemsize
+    resource_guard.check_shape(dims, out_dtype, ctx)
+    if not interrupt.blocked(n * itemsize, _COST):
+        return dist(key, counter, n, *args, out_dtype).reshape(dims)
+    per_4 = 256 if dist is philox.truncated_normal else (2 if itemsize == 8 else 1)
+    out = np.empty(n, out_dtype)
+    for lo, hi in interrupt.flat_spans(ctx, n, itemsize, align=4, cost=_COST):
+        out[lo:hi] = dist(key, counter_plus(counter, lo // 4 * per_4), hi - lo, *args,
+                          out_dtype)
+    return out.reshape(dims)
 
 
 def _drawn(ctx, n: int, dtype, draw) -> np.ndarray:
-    """n values of `dtype` from `draw(count)`, drawn in blocks of the flat stream that
-    check step `ctx` between them."""
+    """n values of `dtype` from `draw(count)` (a NumPy Generator's method), drawn in blocks
+    of the flat stream that check step `ctx` between them."""
     out = np.empty(n, dtype)
     for lo, hi in interrupt.flat_spans(ctx, n, out.itemsize):
         out[lo:hi] = draw(hi - lo)
     return out
 
 
-def _truncated_blocked(gen, n: int, work, ctx) -> np.ndarray:
-    """`_truncated`'s values for a large output, in blocks: the same draws in the same
-    order (the rejected positions of each round in increasing order)."""
-    out = _drawn(ctx, n, work, lambda k: gen.standard_normal(k, dtype=work))
-    while True:
-        bad = np.concatenate([lo + np.flatnonzero(np.abs(out[lo:hi]) > 2.0)
-                              for lo, hi in interrupt.flat_spans(ctx, n, out.itemsize)])
-        if not bad.size:
-            return out
-        out[bad] = _drawn(ctx, bad.size, work, lambda k: gen.standard_normal(k, dtype=work))
-
-
-_SAMPLERS = {"RandomUniform": _uniform, "RandomStandardNormal": _normal,
-             "TruncatedNormal": _truncated}
+_SAMPLERS = {"RandomUniform": philox.uniform, "RandomStandardNormal": philox.normal,
+             "TruncatedNormal": philox.truncated_normal}
 
 
 @kernel_factory("RandomUniform", "RandomStandardNormal", "TruncatedNormal")
 def _random_float(node):
-    sample = _SAMPLERS[node.op]
-    dtype = node.attrs["dtype"]
+    dist = _SAMPLERS[node.op]
+    out_dtype = node.attrs["dtype"].as_numpy_dtype
     state_of = state_getter(node)
 
     def compute(ctx, shape):
         dims = _dims(shape)
-        resource_guard.check_shape(dims, dtype, ctx)
-        n = math.prod(dims)
+        resource_guard.check_shape(dims, out_dtype, ctx)
         state = state_of(ctx)
         with state.lock:
-            if sample is _truncated:
-                return _truncated(state.gen, dims, dtype, ctx)
-            if not interrupt.blocked(n * dtype.size):
-                return sample(state.gen, dims, dtype)
-            return _drawn(ctx, n, dtype.as_numpy_dtype,
-                          lambda k: sample(state.gen, (k,), dtype)).reshape(dims)
+            key, counter = state.reserve(math.prod(dims))
+        return draw_philox(ctx, dist, out_dtype, dims, key, counter)
 
     return compute
 
@@ -183,13 +190,10 @@ def _random_uniform_int(node):
         if not lo < hi and int(np.prod(dims)) > 0:
             raise errors.InvalidArgumentError(None, None, f"Need minval < maxval: {lo} >= {hi}")
         resource_guard.check_shape(dims, np_dtype, ctx)
-        n = math.prod(dims)
         state = state_of(ctx)
         with state.lock:
-            if not interrupt.blocked(n * np.dtype(np_dtype).itemsize):
-                return state.gen.integers(lo, hi, size=dims, dtype=np_dtype)
-            return _drawn(ctx, n, np_dtype, lambda k: state.gen.integers(
-                lo, hi, size=k, dtype=np_dtype)).reshape(dims)
+            key, counter = state.reserve(math.prod(dims))
+        return draw_philox(ctx, philox.uniform_int, np_dtype, dims, key, counter, lo, hi)
 
     return compute
 
@@ -200,11 +204,17 @@ def _random_shuffle(node):
 
     def compute(ctx, value):
         value = np.asarray(value)
-        if value.ndim == 0 or value.shape[0] <= 1:
-            return value.copy()
+        if value.ndim == 0 or value.shape[0] <= 1 or value.size <= 1:
+            return value.copy()  # as TF: no draw
+        rows = value.shape[0]
         state = state_of(ctx)
         with state.lock:
-            perm = state.gen.permutation(value.shape[0])  # one shuffle: linear in the rows
+            if rows < 2**31 - 1:  # TF's order: a word of the stream per row but the last
+                key, counter = state.reserve(rows - 1, 0.25)
+            else:
+                perm = state.gen.permutation(rows)
+        if rows < 2**31 - 1:
+            perm = philox.shuffle_permutation(key, counter, rows)
         out = np.empty_like(value)
         for lo, hi in interrupt.spans(perm.size, value.size // perm.size, ctx):  # gather in blocks
             out[lo:hi] = value[perm[lo:hi]]

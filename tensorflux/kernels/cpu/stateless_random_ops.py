@@ -18,7 +18,8 @@ import numpy as np
 
 from tensorflux.framework import errors, resource_guard
 from tensorflux.kernels import interrupt
-from tensorflux.kernels.cpu.random_ops import _dims
+from tensorflux.kernels.cpu.random_ops import _COST, _dims, counter_plus
+from tensorflux.kernels.cpu.random_ops import draw_philox as _draw
 from tensorflux.kernels.registry import kernel_factory
 from tensorflux.lib import philox, philox_samplers
 
@@ -48,37 +49,6 @@ def _check_key_counter(key, counter, alg):
         raise _bad(f"counter must be a vector with at least 2 elements, got shape "
                    f"[{','.join(map(str, counter.shape))}]")
     return key, counter
-
-
-# Time per output byte of the Philox draws relative to a fill (interrupt.blocked): 15-200 ns
-# per value here, normals the slowest (glibc's logf/sincosf emulated).
-_COST = 32
-
-
-def _counter_plus(counter, blocks: int) -> np.ndarray:
-    """The 128-bit Philox counter (low word first) moved on by `blocks`."""
-    counter = np.asarray(counter, np.uint64).reshape(-1)
-    lo = (int(counter[0]) + blocks) % 2**64
-    hi = (int(counter[1]) + (int(counter[0]) + blocks) // 2**64) % 2**64
-    return np.array([lo, hi], np.uint64)
-
-
-def _draw(ctx, dist, out_dtype, dims, key, counter, *args):
-    """dist(key, counter, n, *args, out_dtype) shaped `dims`; a large output in blocks of
-    4k elements that check the step between them, each from the counter where its first
-    element's Philox block lies (every distribution here spends a fixed number of blocks
-    per 4 outputs), so the values are those of one call."""
-    n = int(np.prod(dims, dtype=np.int64))
-    itemsize = np.dtype(out_dtype).itemsize
-    resource_guard.check_shape(dims, out_dtype, ctx)
-    if not interrupt.blocked(n * itemsize, _COST):
-        return dist(key, counter, n, *args, out_dtype).reshape(dims)
-    per_4 = 256 if dist is philox.truncated_normal else (2 if itemsize == 8 else 1)
-    out = np.empty(n, out_dtype)
-    for lo, hi in interrupt.flat_spans(ctx, n, itemsize, align=4, cost=_COST):
-        out[lo:hi] = dist(key, _counter_plus(counter, lo // 4 * per_4), hi - lo, *args,
-                          out_dtype)
-    return out.reshape(dims)
 
 
 _DISTRIBUTIONS = {"Uniform": philox.uniform, "Normal": philox.normal,
@@ -209,7 +179,7 @@ def _multinomial(node):
         resource_guard.check_shape((batch, num_samples), np.float64, ctx)
         u = np.empty(batch * num_samples)  # sample j: words 2j, 2j + 1 (half a block)
         for lo, hi in interrupt.flat_spans(ctx, u.size, u.itemsize, align=2, cost=_COST):
-            w = philox.words(key, _counter_plus(counter, lo // 2), 2 * (hi - lo))
+            w = philox.words(key, counter_plus(counter, lo // 2), 2 * (hi - lo))
             u[lo:hi] = philox.uint64_to_double(w[0::2], w[1::2])
         u = u.reshape(batch, num_samples)
         out = np.empty((batch, num_samples), out_dtype)

@@ -1,0 +1,87 @@
+"""lib/_philox.c, the C loops of TensorFlow's random distributions, against lib/philox.py's
+NumPy functions (the reference, checked against TF in test_philox.py and the stateless and
+stateful random op tests): the same bits for every distribution, dtype, length and counter,
+a 128-bit carry included."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from tensorflux.lib import philox
+
+pytestmark = pytest.mark.skipif(not philox.native_available(),
+                                reason="the C extension is not built")
+
+_SEEDS = [(0, 0), (1, 2), (-7, 2**40), (2**31 - 1, -(2**33))]
+_LENGTHS = [0, 1, 3, 4, 5, 7, 257]
+_FLOATS = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16]
+
+
+def _streams():
+    for seed in _SEEDS:
+        yield philox.key_counter_from_seed(np.array(seed, np.int64))
+    yield np.array([7], np.uint64), np.array([2**64 - 3, 5], np.uint64)  # carry at block 3
+
+
+def _same(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("dist", ["uniform", "normal", "truncated_normal"])
+@pytest.mark.parametrize("dtype", _FLOATS, ids=lambda d: np.dtype(d).name)
+def test_float_distributions_equal_the_numpy_reference(dist, dtype):
+    for key, counter in _streams():
+        for n in _LENGTHS:
+            _same(getattr(philox, dist)(key, counter, n, dtype),
+                  getattr(philox, "_np_" + dist)(key, counter, n, dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64])
+def test_full_range_integers_equal_the_numpy_reference(dtype):
+    for key, counter in _streams():
+        for n in _LENGTHS:
+            _same(philox.uniform_full_int(key, counter, n, dtype),
+                  philox._np_uniform_full_int(key, counter, n, dtype))
+
+
+@pytest.mark.parametrize("dtype,lo,hi", [
+    (np.int32, -5, 17), (np.int32, -2**31, 2**31 - 1), (np.int32, 0, 1),
+    (np.int64, -2**40, 2**50), (np.int64, 3, 4), (np.int64, -2**63, 2**63 - 1)])
+def test_integer_ranges_equal_the_numpy_reference(dtype, lo, hi):
+    for key, counter in _streams():
+        for n in _LENGTHS:
+            got = philox.uniform_int(key, counter, n, lo, hi, dtype)
+            _same(got, philox._np_uniform_int(key, counter, n, lo, hi, dtype))
+            assert ((got >= lo) & (got < hi)).all()
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 10, 257])
+def test_shuffle_permutation_equals_the_numpy_reference(monkeypatch, n):
+    for key, counter in _streams():
+        fast = philox.shuffle_permutation(key, counter, n)
+        with monkeypatch.context() as m:
+            m.setattr(philox, "_native", None)
+            slow = philox.shuffle_permutation(key, counter, n)
+        _same(fast, slow)
+        assert sorted(fast.tolist()) == list(range(n))
+
+
+def test_truncated_normals_stay_inside_two_and_normals_look_normal():
+    key, counter = philox.key_counter_from_seed(np.array([3, 4]))
+    t = philox.truncated_normal(key, counter, 100_000, np.float32)
+    assert np.abs(t).max() < 2.0
+    n = philox.normal(key, counter, 100_000, np.float64)
+    assert abs(n.mean()) < 0.02 and abs(n.std() - 1.0) < 0.02
+
+
+def test_bad_calls_raise_value_error():
+    out = np.empty(4, np.float32)
+    with pytest.raises(ValueError):
+        philox._native.fill(99, 1, 0, 0, out)
+    with pytest.raises(ValueError):
+        philox._native.fill(8, 1, 0, 0, np.empty(4, np.uint32), 0, 0)  # an empty range
+    with pytest.raises(ValueError):
+        philox._native.fill(3, 1, 0, 0, out, 40)  # mantissa bits out of range
+    with pytest.raises(TypeError):
+        philox._native.fill(1, 1, 0, 0, b"read-only")
