@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from tensorflux.data import structure as st
 from tensorflux.data.dataset_ops import DatasetV1, element_op
-from tensorflux.framework import dtypes
+from tensorflux.framework import dtypes, random_seed
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.func_graph import FuncGraph, FunctionRef
 from tensorflux.framework.op_def_library import apply_op
@@ -125,6 +125,7 @@ def make_one_shot_iterator(dataset: DatasetV1) -> Iterator:
       ValueError: the dataset depends on a placeholder or a variable (use
         make_initializable_iterator).
     """
+    random_seed.get_seed(None)  # as TF, which seeds its factory function from the next op seed
     outer = graph_lib.get_default_graph()
     g = FuncGraph("__inference_Dataset_dataset_factory", outer)
     with g.as_default():

@@ -146,7 +146,43 @@ with tf.Session() as s:
 
 
 @pytest.mark.oracle
+@pytest.mark.timeout(300)
 def test_a_seeded_program_matches_tensorflow():
     """Initializers, dropout masks and sampled indices of a seeded TF1 program are TF's."""
     ours, theirs = oracle.run_both(_PROGRAM, tf)
     oracle.assert_results_close(ours, theirs, rtol=1e-6, atol=1e-7)
+
+
+def test_a_one_shot_iterator_takes_an_op_seed_as_tensorflow_does():
+    with tf.Graph().as_default():
+        tf.set_random_seed(42)
+        tf.data.make_one_shot_iterator(tf.data.Dataset.range(3))
+        assert tf.random_uniform([1]).op.get_attr("seed2") == 1
+
+
+_TRAINING = """
+rng = np.random.RandomState(0)
+X = rng.rand(300, 16).astype(np.float32)
+y = (X[:, :4].sum(1) * 2.5).astype(np.int64) % 10
+tf.set_random_seed(42)
+ds = tf.data.Dataset.from_tensor_slices((X, y)).shuffle(500, seed=1).repeat().batch(32)
+xb, yb = tf.data.make_one_shot_iterator(ds).get_next()
+w1 = tf.get_variable("w1", [16, 32], initializer=tf.glorot_uniform_initializer())
+h = tf.nn.dropout(tf.nn.relu(tf.matmul(xb, w1)), keep_prob=0.8)
+w2 = tf.get_variable("w2", [32, 10], initializer=tf.truncated_normal_initializer(stddev=0.1))
+loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+    labels=yb, logits=tf.matmul(h, w2)))
+train = tf.train.AdamOptimizer(1e-2).minimize(loss)
+with tf.Session() as s:
+    s.run(tf.global_variables_initializer())
+    result = {"losses": np.array([s.run([loss, train])[0] for _ in range(40)])}
+"""
+
+
+@pytest.mark.oracle
+@pytest.mark.timeout(300)
+def test_a_seeded_training_run_follows_tensorflows_loss_curve():
+    """Shuffled batches, initial weights and dropout masks are TF's, so the losses are TF's
+    up to float rounding in the products."""
+    ours, theirs = oracle.run_both(_TRAINING, tf)
+    oracle.assert_results_close(ours, theirs, rtol=1e-4, atol=1e-5)
