@@ -21,8 +21,8 @@ bits, their seeding rules are.
 A large output is drawn in chunks that check the step between them (kernels/interrupt.py):
 Philox draws on the intra-op threads, each chunk from the counter of its first value; the
 NumPy samplers' blocks continue the Generator's stream in order; the values are those of
-one call either way. A step stopped in the middle
-leaves its state moved on past the whole output.
+one call either way. A step stopped in the middle leaves its state moved on past the
+whole output.
 """
 
 from __future__ import annotations
