@@ -134,12 +134,17 @@ def kernel_finished() -> None:
 
 
 def workers(ctx=None) -> int:
-    """How many threads a big kernel running in `ctx` (a KernelContext, or None) may use."""
+    """How many threads a big kernel running in `ctx` (a KernelContext, or None) may use:
+    the configured intra-op threads, whatever else runs beside it (so that its plan, and
+    with it its bits, do not depend on the moment)."""
     if blas_threads() != 1:
         return 1
-    n = intra_op_threads(getattr(getattr(ctx, "session", None), "_config", None))
-    running = _running
-    return max(1, n // running) if running > 1 else n
+    return intra_op_threads(getattr(getattr(ctx, "session", None), "_config", None))
+
+
+def running() -> int:
+    """The expensive kernels that executors run side by side now (`kernel_started`)."""
+    return _running
 
 
 def _get_pool() -> ThreadPoolExecutor:

@@ -14,7 +14,8 @@
  *     shared), and a helper that never gets a core only means the caller claims its chunks.
  *     The caller, done with its chunks, spins briefly (pausing, never yielding) for the
  *     helpers' last chunks, then sleeps (spin_until_finished).
- *     One kernel uses the pool at a time; a call that finds it busy runs on its own thread.
+ *     Up to POOL_SLOTS kernels split at once, each over helpers of its own slot; a call that
+ *     finds every slot busy runs its chunks on its own thread.
  *   - gemm: a product split into row or column blocks, each one call of NumPy's own BLAS
  *     (its cblas_sgemm/dgemm, found by native.py and handed over as a function pointer).
  *   - Fused optimizer updates: Adam in one pass over var, m, v and grad instead of NumPy's
@@ -126,8 +127,12 @@ static int blas_ilp64;
  *    a product that polls a stop, a few calls over consecutive pieces of k (the first
  *    writing the tile, the others adding to it: beta = 1), the stop polled between them;
  *  - k slices (products over a long k, several threads): chunk i is the whole output from
- *    the i-th piece of k; each thread adds its pieces into a partial product of its own
- *    (the first thread's is out itself), and the caller adds the partials into out.
+ *    the i-th piece of k, written into a partial product of its own (piece 0's is out
+ *    itself), and the caller adds the partials into out in the order of the pieces.
+ * The plan depends only on the product, the `parts` asked for and whether it polls, never
+ * on which thread runs which chunk or whether the pool took the call (a call that finds
+ * every pool slot busy runs the same chunks alone): a product's bits are the same from
+ * run to run for a fixed configuration.
  * Why: every BLAS call packs its operands again (its rows of op(a) and its columns of
  * op(b), each times its k), so a product cut into c row blocks packs op(b) c times.
  * Cutting 1024^3 into the 11 row blocks of ~2e8 FLOP that polling needs cost 20-30% more
@@ -145,16 +150,8 @@ typedef struct {
     char *c;
     const stop_t *stop;       /* polled between k pieces (NULL: never) */
     atomic_int stopped;       /* a tile stopped between its pieces */
-    /* k slices: partial products, one per thread that joined (partial[0] is c) */
-    long long id;             /* this call (threads tell calls apart by it) */
-    atomic_int slots;         /* partial products handed out */
-    char *partial[MAX_HELPERS + 1];
-    int started[MAX_HELPERS + 1];
+    char **partial;           /* k slices: one partial product per piece (partial[0] is c) */
 } gemm_t;
-
-static atomic_llong gemm_calls;
-static _Thread_local long long slot_call = -1;  /* the call this thread's slot belongs to */
-static _Thread_local int slot_index;
 
 static void gemm_call(const gemm_t *g, int64_t m, int64_t n, int64_t k, const char *a,
                       const char *b, int beta_one, char *c) {
@@ -191,20 +188,14 @@ static const char *b_at(const gemm_t *g, int64_t k0, int64_t c0, int64_t size) {
 }
 
 /* Chunk i: out[tile i] = op(a)[its rows] op(b)[its columns] in pieces of k, or (k slices)
- * this thread's partial product += the i-th piece of k. */
+ * partial product i = the i-th piece of k. */
 static void gemm_chunk(void *p, int64_t i) {
     gemm_t *g = p;
     int64_t size = g->code == 'f' ? 4 : 8;
     if (g->k_slices) {
-        if (slot_call != g->id) {
-            slot_call = g->id;
-            slot_index = atomic_fetch_add(&g->slots, 1);
-        }
-        int s = slot_index;
         int64_t k0 = i * g->k_piece, k = g->k - k0 < g->k_piece ? g->k - k0 : g->k_piece;
-        gemm_call(g, g->m, g->n, k, a_at(g, 0, k0, size), b_at(g, k0, 0, size),
-                  g->started[s], g->partial[s]);
-        g->started[s] = 1;
+        gemm_call(g, g->m, g->n, k, a_at(g, 0, k0, size), b_at(g, k0, 0, size), 0,
+                  g->partial[i]);
         return;
     }
     int64_t r0 = (i / g->grid_n) * g->tile_m, c0 = (i % g->grid_n) * g->tile_n;
@@ -242,7 +233,7 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
  * (rows x columns of tiles + columns x rows of tiles, times k) plus out, read and written
  * once per piece of k; pieces shorter than GEMM_MIN_K_PIECE only when nothing else meets
  * the bound. k slices instead when they move less (they pack nothing twice, but write and
- * add a partial product per thread). */
+ * add a partial product per piece). */
 static void plan_gemm(gemm_t *g, int parts, int polled) {
     double m = (double)g->m, n = (double)g->n, k = (double)g->k;
     double flops = 2.0 * m * n * k;
@@ -294,7 +285,7 @@ static void plan_gemm(gemm_t *g, int parts, int polled) {
     g->grid_n = ceil_div(g->n, g->tile_n);
     g->k_piece = ceil_div(g->k, best_cuts);
     /* k slices: `want` pieces (more where polling needs them), none shorter than
-     * GEMM_MIN_K_PIECE; each thread's partial product is written and added too */
+     * GEMM_MIN_K_PIECE; each piece's partial product is written and added too */
     if (parts < 2) return;
     int64_t pieces = want, size = g->code == 'f' ? 4 : 8;
     if (polled && ceil(flops / GEMM_CHUNK_FLOPS) > (double)pieces)
@@ -304,9 +295,9 @@ static void plan_gemm(gemm_t *g, int parts, int polled) {
     int64_t piece = ceil_div(g->k, pieces);
     pieces = ceil_div(g->k, piece);
     if (polled && 2.0 * m * n * (double)piece > 1.5 * GEMM_CHUNK_FLOPS) return;
-    double slice_cost = k * (m + n) + ((double)pieces + 2.0 * (double)(parts - 1)) * m * n;
+    double slice_cost = k * (m + n) + ((double)pieces + 2.0 * (double)(pieces - 1)) * m * n;
     if (slice_cost < best_cost &&
-            (double)(parts - 1) * m * n * (double)size <= GEMM_SLICE_BYTES) {
+            (double)(pieces - 1) * m * n * (double)size <= GEMM_SLICE_BYTES) {
         g->k_slices = 1;
         g->k_piece = piece;
     }
@@ -317,26 +308,22 @@ static int64_t gemm_chunks(const gemm_t *g) {
     return ceil_div(g->m, g->tile_m) * g->grid_n;
 }
 
-/* Runs a k-sliced plan on the pool: the first thread to claim a piece adds into out itself,
- * each later one into a partial product of its own (allocated and freed here), which the
- * caller then adds into out. False (nothing run) when the pool is taken or memory short. */
+/* Runs a k-sliced plan: each piece into a partial product of its own (piece 0 into out,
+ * the others allocated and freed here), on the pool when a slot is free, else alone, then
+ * adds the partials into out in the order of the pieces (the same bits either way).
+ * False (nothing run) when memory is short. */
 static int run_k_slices(gemm_t *g, int parts, int64_t *skipped) {
     int64_t size = g->code == 'f' ? 4 : 8, count = gemm_chunks(g);
     size_t bytes = (size_t)(g->m * g->n * size);
-    int extra = parts - 1, ok = 1;
-    g->partial[0] = g->c;
-    for (int s = 0; s <= extra; s++) {
-        g->started[s] = 0;
-        if (s > 0 && (g->partial[s] = malloc(bytes)) == NULL) ok = 0;
-    }
-    g->id = atomic_fetch_add(&gemm_calls, 1);
-    atomic_store(&g->slots, 0);
-    int ran = ok && pool_run(gemm_chunk, g, count, parts, g->stop, skipped);
-    int used = atomic_load(&g->slots);
-    if (ran && !*skipped) {
+    int ok = (g->partial = calloc((size_t)count, sizeof(char *))) != NULL;
+    if (ok) g->partial[0] = g->c;
+    for (int64_t s = 1; ok && s < count; s++)
+        if ((g->partial[s] = malloc(bytes)) == NULL) ok = 0;
+    if (ok && !pool_run(gemm_chunk, g, count, parts, g->stop, skipped))
+        *skipped = run_serial(gemm_chunk, g, count, g->stop);
+    if (ok && !*skipped) {
         int64_t len = g->m * g->n;
-        for (int s = 1; s < used; s++) {
-            if (!g->started[s]) continue;
+        for (int64_t s = 1; s < count; s++) {
             if (g->code == 'f') {
                 float *o = (float *)g->c;
                 const float *q = (const float *)g->partial[s];
@@ -348,8 +335,11 @@ static int run_k_slices(gemm_t *g, int parts, int64_t *skipped) {
             }
         }
     }
-    for (int s = 1; s <= extra; s++) free(g->partial[s]);
-    return ran;
+    if (g->partial != NULL)
+        for (int64_t s = 1; s < count; s++) free(g->partial[s]);
+    free(g->partial);
+    g->partial = NULL;
+    return ok;
 }
 
 /* gemm_plan(m, n, k, parts, polled, itemsize): how gemm would cut that product (for tests
@@ -451,11 +441,13 @@ static PyObject *py_gemm(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     int ran = parts > 1 && (g.k_slices ? run_k_slices(&g, parts, &skipped)
                                        : pool_run(gemm_chunk, &g, count, parts, g.stop, &skipped));
-    if (!ran) {
-        /* Alone (the pool is taken, or one thread): the chunks one thread needs. */
+    if (!ran && g.k_slices) {
+        /* no memory for the partial products: the chunks one thread needs */
         plan_gemm(&g, 1, polled);
-        skipped = run_serial(gemm_chunk, &g, gemm_chunks(&g), g.stop);
+        count = gemm_chunks(&g);
     }
+    if (!ran)  /* alone (every pool slot is taken, or one thread): the same chunks */
+        skipped = run_serial(gemm_chunk, &g, count, g.stop);
     Py_END_ALLOW_THREADS
     if (atomic_load(&g.stopped)) skipped++;
     if (cell_held) PyBuffer_Release(&cell_view);
@@ -2219,10 +2211,7 @@ static PyObject *py_ngemm(PyObject *self, PyObject *args) {
  * ====================================================================================== */
 
 static PyObject *py_helpers(PyObject *self, PyObject *unused) {
-    pthread_mutex_lock(&pool_mu);
-    int n = helpers;
-    pthread_mutex_unlock(&pool_mu);
-    return PyLong_FromLong(n);
+    return PyLong_FromLong(pool_helpers());
 }
 
 /* ---- the dataflow executor's driver loop (tensorflux/runtime/executor.py) ----------------

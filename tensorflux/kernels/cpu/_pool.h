@@ -1,10 +1,12 @@
 /* The intra-op thread pool shared by the C extensions (_native.c and _qkernels.c include
- * this file; each extension gets a pool of its own): helper threads started on demand,
- * one task at a time (a caller that finds the pool busy runs its work alone), chunks
- * claimed by an atomic counter, the caller working too. A call may stop between chunks
- * (a stop cell Python sets, a deadline). pthread_atfork(forget_helpers_in_child) resets the
- * pool in a forked child. Needs Python.h, pthread.h, sched.h, stdatomic.h, stdint.h and
- * time.h included first. */
+ * this file; each extension gets a pool of its own): POOL_SLOTS independent slots, each
+ * with helper threads of its own started on demand and one task at a time, so that up to
+ * POOL_SLOTS kernels running side by side (on inter-op threads) each split over helpers
+ * (a caller that finds every slot busy runs its work alone); chunks claimed by an atomic
+ * counter, the caller working too. A call may stop between chunks (a stop cell Python
+ * sets, a deadline). pthread_atfork(forget_helpers_in_child) resets the pool in a forked
+ * child. Needs Python.h, pthread.h, sched.h, stdatomic.h, stdint.h and time.h included
+ * first. */
 
 #ifndef TFX_POOL_H
 #define TFX_POOL_H
@@ -32,28 +34,41 @@ static int should_stop(const stop_t *s) {
 }
 
 #define MAX_HELPERS 63
+/* Kernels that may split at the same time. Why more than one: beside a competing process
+ * the kernel shares the cores per runnable thread, so two products running side by side
+ * that each split over the intra-op threads get more of the cores than two that run one
+ * thread each (BENCHMARKS.md, "Two splits at once"); and a plan that does not depend on
+ * whether the pool is free keeps a product's bits the same from run to run. */
+#define POOL_SLOTS 4
 
-static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;  /* helpers wait for a task */
-static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;  /* the caller waits for chunks */
-static atomic_int helpers;         /* helper threads started (changed under pool_mu) */
-static atomic_int busy;            /* a caller owns the task below */
-static atomic_llong seq;           /* bumped for every task posted */
-static atomic_int closed;          /* the current task is finished: helpers keep out */
-static atomic_int inside;          /* helpers currently inside the task */
-static atomic_int caller_waiting;  /* the caller sleeps on done_cv */
-
-static struct {
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;       /* helpers wait for a task */
+    pthread_cond_t done_cv;       /* the caller waits for chunks */
+    atomic_int helpers;           /* helper threads started (changed under mu) */
+    atomic_int busy;              /* a caller owns the task below */
+    atomic_llong seq;             /* bumped for every task posted */
+    atomic_int closed;            /* the current task is finished: helpers keep out */
+    atomic_int inside;            /* helpers currently inside the task */
+    atomic_int caller_waiting;    /* the caller sleeps on done_cv */
+    /* the task */
     chunk_fn fn;
     void *arg;
     int64_t count;
-    int max_helpers;          /* helpers that may join (the caller's `parts` - 1) */
-    const stop_t *stop;       /* polled before each chunk (NULL: never stops) */
-    atomic_llong skipped;     /* chunks not run because the call stopped */
+    int max_helpers;              /* helpers that may join (the caller's `parts` - 1) */
+    const stop_t *stop;           /* polled before each chunk (NULL: never stops) */
+    atomic_llong skipped;         /* chunks not run because the call stopped */
     atomic_int joined;
     atomic_llong next;
     atomic_llong finished;
-} task;
+    /* the CPU each helper ran its latest chunk on (-1: none claimed in this task) */
+    atomic_int helper_cpu[MAX_HELPERS];
+} pool_slot_t;
+
+#define POOL_SLOT_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, \
+                        PTHREAD_COND_INITIALIZER}
+static pool_slot_t pool_slots[POOL_SLOTS] = {POOL_SLOT_INIT, POOL_SLOT_INIT, POOL_SLOT_INIT,
+                                             POOL_SLOT_INIT};
 
 /* The CPU a thread runs on (-1: unknown), and a pause for spin-waits. */
 static int current_cpu(void) {
@@ -78,76 +93,91 @@ static double monotonic_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The CPU each helper ran its latest chunk on (-1: none claimed in this task). */
-static atomic_int helper_cpu[MAX_HELPERS];
-
-static void run_chunks(int slot) {
+static void run_chunks(pool_slot_t *p, int slot) {
     for (;;) {
-        int64_t i = atomic_fetch_add(&task.next, 1);
-        if (i >= task.count) return;
-        if (slot >= 0) atomic_store(&helper_cpu[slot], current_cpu());
-        if (task.stop != NULL && (atomic_load(&task.skipped) || should_stop(task.stop)))
-            atomic_fetch_add(&task.skipped, 1);  /* counted as finished, not run */
+        int64_t i = atomic_fetch_add(&p->next, 1);
+        if (i >= p->count) return;
+        if (slot >= 0) atomic_store(&p->helper_cpu[slot], current_cpu());
+        if (p->stop != NULL && (atomic_load(&p->skipped) || should_stop(p->stop)))
+            atomic_fetch_add(&p->skipped, 1);  /* counted as finished, not run */
         else
-            task.fn(task.arg, i);
-        if (atomic_fetch_add(&task.finished, 1) + 1 == task.count &&
-                atomic_load(&caller_waiting)) {
-            pthread_mutex_lock(&pool_mu);
-            pthread_cond_broadcast(&done_cv);
-            pthread_mutex_unlock(&pool_mu);
+            p->fn(p->arg, i);
+        if (atomic_fetch_add(&p->finished, 1) + 1 == p->count &&
+                atomic_load(&p->caller_waiting)) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_broadcast(&p->done_cv);
+            pthread_mutex_unlock(&p->mu);
         }
     }
 }
 
-static void *helper_main(void *unused) {
-    (void)unused;
-    long long seen = atomic_load(&seq);
+static void *helper_main(void *arg) {
+    pool_slot_t *p = arg;
+    long long seen = atomic_load(&p->seq);
     for (;;) {
-        pthread_mutex_lock(&pool_mu);
-        while (atomic_load(&seq) == seen) pthread_cond_wait(&work_cv, &pool_mu);
-        seen = atomic_load(&seq);
-        pthread_mutex_unlock(&pool_mu);
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->seq) == seen) pthread_cond_wait(&p->work_cv, &p->mu);
+        seen = atomic_load(&p->seq);
+        pthread_mutex_unlock(&p->mu);
         /* Announce before looking: the caller, once every chunk is done, closes the task and
          * waits until no helper is inside, so a late helper never reads a reused task. */
-        atomic_fetch_add(&inside, 1);
-        if (!atomic_load(&closed) && atomic_load(&seq) == seen) {
-            int slot = atomic_fetch_add(&task.joined, 1);
-            if (slot < task.max_helpers) run_chunks(slot);
+        atomic_fetch_add(&p->inside, 1);
+        if (!atomic_load(&p->closed) && atomic_load(&p->seq) == seen) {
+            int slot = atomic_fetch_add(&p->joined, 1);
+            if (slot < p->max_helpers) run_chunks(p, slot);
         }
-        atomic_fetch_sub(&inside, 1);
+        atomic_fetch_sub(&p->inside, 1);
     }
     return NULL;
 }
 
-/* Starts helpers up to `n` (called with the GIL held; pool_mu orders it with the helpers). */
-static int ensure_helpers(int n) {
+/* Starts helpers of slot `p` up to `n`; returns how many it has. (Helpers never touch
+ * Python: callable with or without the GIL; p->mu orders it with the helpers.) */
+static int slot_ensure_helpers(pool_slot_t *p, int n) {
     if (n > MAX_HELPERS) n = MAX_HELPERS;
-    pthread_mutex_lock(&pool_mu);
-    while (helpers < n) {
+    if (atomic_load(&p->helpers) >= n) return atomic_load(&p->helpers);
+    pthread_mutex_lock(&p->mu);
+    while (p->helpers < n) {
         pthread_t th;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         pthread_attr_setstacksize(&attr, 256 * 1024);
-        int rc = pthread_create(&th, &attr, helper_main, NULL);
+        int rc = pthread_create(&th, &attr, helper_main, p);
         pthread_attr_destroy(&attr);
         if (rc != 0) break;
-        helpers++;
+        p->helpers++;
     }
-    n = helpers;
-    pthread_mutex_unlock(&pool_mu);
+    n = p->helpers;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+/* Starts the first slot's helpers up to `n` ahead of a call (the other slots start theirs
+ * when a call first needs them). */
+static int ensure_helpers(int n) {
+    return slot_ensure_helpers(&pool_slots[0], n);
+}
+
+/* Helper threads started so far, all slots together. */
+static inline int pool_helpers(void) {
+    int n = 0;
+    for (int s = 0; s < POOL_SLOTS; s++) n += atomic_load(&pool_slots[s].helpers);
     return n;
 }
 
 /* A forked child has none of the parent's threads: it starts helpers of its own. */
 static void forget_helpers_in_child(void) {
-    pthread_mutex_init(&pool_mu, NULL);
-    pthread_cond_init(&work_cv, NULL);
-    pthread_cond_init(&done_cv, NULL);
-    helpers = 0;
-    atomic_store(&busy, 0);
-    atomic_store(&inside, 0);
-    atomic_store(&caller_waiting, 0);
+    for (int s = 0; s < POOL_SLOTS; s++) {
+        pool_slot_t *p = &pool_slots[s];
+        pthread_mutex_init(&p->mu, NULL);
+        pthread_cond_init(&p->work_cv, NULL);
+        pthread_cond_init(&p->done_cv, NULL);
+        p->helpers = 0;
+        atomic_store(&p->busy, 0);
+        atomic_store(&p->inside, 0);
+        atomic_store(&p->caller_waiting, 0);
+    }
 }
 
 /* How long the caller spins (pausing) for helpers still running a chunk on other CPUs
@@ -159,26 +189,26 @@ static void forget_helpers_in_child(void) {
 #define CALLER_SPIN_S 1e-3
 #define CALLER_YIELDS 2000
 
-static int helper_here(int me) {
-    int joined = atomic_load(&task.joined);
-    if (joined > task.max_helpers) joined = task.max_helpers;
+static int helper_here(pool_slot_t *p, int me) {
+    int joined = atomic_load(&p->joined);
+    if (joined > p->max_helpers) joined = p->max_helpers;
     for (int h = 0; me >= 0 && h < joined; h++)
-        if (atomic_load(&helper_cpu[h]) == me) return 1;
+        if (atomic_load(&p->helper_cpu[h]) == me) return 1;
     return 0;
 }
 
 /* Spins until every chunk of the task is finished (1), or gives up (0): after
  * CALLER_SPIN_S of pausing while the helpers run elsewhere, or CALLER_YIELDS yields to a
  * helper that holds a chunk on this very CPU (it needs the core the caller would spin on). */
-static int spin_until_finished(int64_t count) {
+static int spin_until_finished(pool_slot_t *p, int64_t count) {
     double until = monotonic_s() + CALLER_SPIN_S;
     int yields = 0;
-    for (unsigned i = 1; atomic_load(&task.finished) < count; i++) {
+    for (unsigned i = 1; atomic_load(&p->finished) < count; i++) {
         if (i % 64) {
             cpu_relax();
             continue;
         }
-        if (helper_here(current_cpu())) {
+        if (helper_here(p, current_cpu())) {
             if (++yields > CALLER_YIELDS) return 0;
             sched_yield();
         } else if (monotonic_s() > until) {
@@ -191,8 +221,8 @@ static int spin_until_finished(int64_t count) {
 /* Waits until no helper is inside the closed task (a helper that woke late only looks at
  * it and leaves): spins a little, then sleeps in short naps (the helper may need this
  * core; a yield would hand it to another process for a whole slice). */
-static void wait_helpers_outside(void) {
-    for (int i = 0; atomic_load(&inside) > 0; i++) {
+static void wait_helpers_outside(pool_slot_t *p) {
+    for (int i = 0; atomic_load(&p->inside) > 0; i++) {
         if (i < 4096) {
             cpu_relax();
         } else {
@@ -202,42 +232,56 @@ static void wait_helpers_outside(void) {
     }
 }
 
-/* Runs fn(arg, 0..count-1) on this thread and up to parts-1 helpers; false (and nothing
- * run) when another caller owns the pool or there is no helper, so the caller runs the work
- * its own way. Called without the GIL (helpers were started by the caller beforehand). */
+/* A free slot, now owned by the caller, with helpers started (NULL: every slot is busy, or
+ * none has a helper and none can be started). */
+static pool_slot_t *take_slot(int want_helpers) {
+    for (int s = 0; s < POOL_SLOTS; s++) {
+        pool_slot_t *p = &pool_slots[s];
+        int expected = 0;
+        if (atomic_load(&p->busy) || !atomic_compare_exchange_strong(&p->busy, &expected, 1))
+            continue;
+        if (slot_ensure_helpers(p, want_helpers) > 0) return p;
+        atomic_store(&p->busy, 0);
+        return NULL;
+    }
+    return NULL;
+}
+
+/* Runs fn(arg, 0..count-1) on this thread and up to parts-1 helpers of a free slot; false
+ * (and nothing run) when every slot is taken or there is no helper, so the caller runs the
+ * work its own way. Called without the GIL. */
 static int pool_run(chunk_fn fn, void *arg, int64_t count, int parts, const stop_t *stop,
                     int64_t *skipped) {
-    int expected = 0;
-    if (parts < 2 || count < 2 || helpers == 0 ||
-            !atomic_compare_exchange_strong(&busy, &expected, 1))
-        return 0;
-    task.fn = fn;
-    task.arg = arg;
-    task.count = count;
-    task.max_helpers = parts - 1;
-    task.stop = stop;
-    atomic_store(&task.skipped, 0);
-    atomic_store(&task.joined, 0);
-    for (int h = 0; h < parts - 1 && h < MAX_HELPERS; h++) atomic_store(&helper_cpu[h], -1);
-    atomic_store(&task.next, 0);
-    atomic_store(&task.finished, 0);
-    atomic_store(&closed, 0);
-    pthread_mutex_lock(&pool_mu);
-    atomic_fetch_add(&seq, 1);
-    pthread_cond_broadcast(&work_cv);
-    pthread_mutex_unlock(&pool_mu);
-    run_chunks(-1);
-    if (atomic_load(&task.finished) < count && !spin_until_finished(count)) {
-        pthread_mutex_lock(&pool_mu);
-        atomic_store(&caller_waiting, 1);
-        while (atomic_load(&task.finished) < count) pthread_cond_wait(&done_cv, &pool_mu);
-        atomic_store(&caller_waiting, 0);
-        pthread_mutex_unlock(&pool_mu);
+    if (parts < 2 || count < 2) return 0;
+    pool_slot_t *p = take_slot(parts - 1);
+    if (p == NULL) return 0;
+    p->fn = fn;
+    p->arg = arg;
+    p->count = count;
+    p->max_helpers = parts - 1;
+    p->stop = stop;
+    atomic_store(&p->skipped, 0);
+    atomic_store(&p->joined, 0);
+    for (int h = 0; h < parts - 1 && h < MAX_HELPERS; h++) atomic_store(&p->helper_cpu[h], -1);
+    atomic_store(&p->next, 0);
+    atomic_store(&p->finished, 0);
+    atomic_store(&p->closed, 0);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->seq, 1);
+    pthread_cond_broadcast(&p->work_cv);
+    pthread_mutex_unlock(&p->mu);
+    run_chunks(p, -1);
+    if (atomic_load(&p->finished) < count && !spin_until_finished(p, count)) {
+        pthread_mutex_lock(&p->mu);
+        atomic_store(&p->caller_waiting, 1);
+        while (atomic_load(&p->finished) < count) pthread_cond_wait(&p->done_cv, &p->mu);
+        atomic_store(&p->caller_waiting, 0);
+        pthread_mutex_unlock(&p->mu);
     }
-    atomic_store(&closed, 1);
-    wait_helpers_outside();
-    *skipped = atomic_load(&task.skipped);
-    atomic_store(&busy, 0);
+    atomic_store(&p->closed, 1);
+    wait_helpers_outside(p);
+    *skipped = atomic_load(&p->skipped);
+    atomic_store(&p->busy, 0);
     return 1;
 }
 
