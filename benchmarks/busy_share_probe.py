@@ -126,21 +126,25 @@ def one_run(what, backend, steps):
 
 def rounds(args):
     builds = [tuple(b.split("=", 1)) for b in args.builds.split(",") if b]
+    # name=tree:K=V runs that tree with the environment variable K set to V
+    builds = [(n, r.split(":")[0], r.split(":")[1] if ":" in r else None) for n, r in builds]
     if args.tf:
-        builds.append(("TF", None))
+        builds.append(("TF", None, None))
     whats = args.what.split(",")
     steps = {"chains": args.chain_steps, "mlp": args.mlp_steps, "cnn": args.cnn_steps}
     results: dict = {}
     for r in range(args.rounds):
         order = builds if r % 2 == 0 else builds[::-1]  # ABBA over rounds
         for what in whats:
-            for name, root in order:
+            for name, root, force in order:
                 if root is None:
                     cmd = [TF_PYTHON, __file__, "run", what, "--backend", "tensorflow"]
                     env = dict(os.environ)
                 else:
                     cmd = [sys.executable, __file__, "run", what, "--backend", "tensorflux"]
                     env = dict(os.environ, PYTHONPATH=str(Path(root).resolve()))
+                    if force is not None:
+                        env[force.split("=")[0]] = force.split("=", 1)[1]
                 cmd += ["--steps", str(steps[what])]
                 busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(args.busy)]
                 try:
