@@ -254,24 +254,48 @@ def test_openblas_kernel_family_is_chosen_again_only_where_it_chose_skylakex():
     assert taken == ("Sandybridge" if own == "SkylakeX" else own)
 
 
-def test_kernels_running_side_by_side_share_the_intra_op_threads(monkeypatch):
+def test_kernels_running_side_by_side_keep_the_configured_threads(monkeypatch):
     """While executors run n expensive kernels at once (kernel_started/finished), each
-    splits over 1/n of the intra-op threads (at least one)."""
+    still plans for the configured intra-op threads (its plan, and its bits, do not depend
+    on what runs beside it; the C pool serves several splits at once)."""
     monkeypatch.setattr(_blas, "blas_threads", lambda: 1)
     ctx = SimpleNamespace(session=SimpleNamespace(_config=SimpleNamespace(
         intra_op_parallelism_threads=4, inter_op_parallelism_threads=0)))
     assert intra_op.workers(ctx) == 4
-    intra_op.kernel_started()
-    try:
-        assert intra_op.workers(ctx) == 4  # alone
+    for n in (1, 2, 3):
         intra_op.kernel_started()
-        try:
-            assert intra_op.workers(ctx) == 2
-            intra_op.kernel_started()
-            assert intra_op.workers(ctx) == 1
-            intra_op.kernel_finished()
-        finally:
-            intra_op.kernel_finished()
-    finally:
+        assert intra_op.running() == n and intra_op.workers(ctx) == 4
+    for _ in range(3):
         intra_op.kernel_finished()
-    assert intra_op.workers(ctx) == 4 and intra_op._running == 0
+    assert intra_op.workers(ctx) == 4 and intra_op.running() == 0
+
+
+def test_independent_products_side_by_side_give_the_same_bits_every_step():
+    """Two chains of 512^3 products (big enough to run side by side on the inter-op
+    threads, exec_options.side_by_side): every step of two sessions gives the same bits,
+    since each product plans for the configured intra-op threads whatever runs beside it
+    (before, a product's plan followed the kernels running at that moment)."""
+    import numpy as np
+
+    import tensorflux as tf
+
+    n = 512
+    rng = np.random.default_rng(3)
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.placeholder(tf.float32, [n, n])
+        b = tf.placeholder(tf.float32, [n, n])
+        chains = []
+        for m in (a, b):
+            x = m
+            for _ in range(3):
+                x = tf.matmul(x, m) * (1.0 / n)
+            chains.append(x)
+        out = chains[0] + chains[1]
+    feed = {a: rng.random((n, n), dtype=np.float32), b: rng.random((n, n), dtype=np.float32)}
+    seen = set()
+    for _ in range(2):
+        with tf.Session(graph=g) as sess:
+            for _ in range(4):
+                seen.add(sess.run(out, feed).tobytes())
+    assert len(seen) == 1

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -103,6 +104,38 @@ def test_split_products_match_numpy(dtype, m, k, n, layout, parts, polled):
     assert _raw_gemm()(a_rm, b_rm, out, ta, tb, parts, *stop) is True
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(out, a @ b, rtol=tol, atol=tol * np.sqrt(k))
+
+
+@needs_native
+@pytest.mark.parametrize("m, k, n", [(128, 8192, 128), (512, 2048, 512), (1024, 256, 1024)])
+@pytest.mark.parametrize("polled", [False, True])
+def test_split_products_side_by_side_keep_their_bits(m, k, n, polled):
+    """Products split over 2 threads, six at once from six threads (the pool's slots serve
+    four splits at once; the others run the same chunks alone), give the bits of the same
+    product run by itself: a plan depends on the product and `parts`, never on which
+    thread ran a chunk or whether the pool took the call (k slices included)."""
+    rng = np.random.default_rng(m + k + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    gemm = _raw_gemm()
+    stop = (np.zeros(1, np.int32), 0.0) if polled else ()
+    alone = np.empty((m, n), np.float32)
+    assert gemm(a, b, alone, False, False, 2, *stop) is True
+    outs = [np.full((m, n), np.nan, np.float32) for _ in range(6)]
+    start = threading.Barrier(len(outs))
+
+    def run(out):
+        start.wait()
+        for _ in range(3):
+            assert gemm(a, b, out, False, False, 2, *stop) is True
+
+    threads = [threading.Thread(target=run, args=(out,)) for out in outs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for out in outs:
+        assert out.tobytes() == alone.tobytes()
 
 
 @needs_native
