@@ -30,11 +30,12 @@ The threading policy is decided here, in one place, for every thread tensorflux 
   - `intra_op_parallelism_threads == 1` also makes the CPU devices of a session run their
     partitions side by side rather than merged on one thread (runtime/exec_options.py).
 Workers per kernel (`workers(ctx)`): `intra_op_threads` of the kernel's session's config,
-shared among the expensive kernels that inter-op threads run at the same time (an
-executor brackets each with `kernel_started`/`kernel_finished`: two independent products
-running side by side get one thread each rather than each splitting over both cores,
-which would put three or four threads on two cores and repack the operands of every
-piece);
+also for the expensive kernels that inter-op threads run at the same time (an executor
+brackets each with `kernel_started`/`kernel_finished`; `running()` counts them): a kernel's
+plan (its chunks, and with them a product's bits) never depends on what runs beside it,
+and the C pool serves several splits at once (kernels/cpu/_pool.h). Beside a competing
+process the kernel shares the cores per runnable thread, so two products that each split
+get more of them than two on one thread each (BENCHMARKS.md, "Two splits at once");
 always 1 while BLAS is multi-threaded (someone set it so: BLAS already parallelizes the
 products) or its thread count is unknown. Small work is never split: below `MIN_FLOPS`
 (compute-bound kernels) or `MIN_ELEMENTS` (memory-bound ones) a thread hand-off (~20-50 us)

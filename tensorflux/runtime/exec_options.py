@@ -34,14 +34,18 @@ executor runs independent kernels side by side on its inter-op threads. A partit
 two heavy kernels neither of which waits for the other runs on the dataflow executor,
 whose expensive kernels go to the device's inter-op pool when other work is ready (its
 bookkeeping, microseconds a node, is noise next to milliseconds a kernel), and kernels
-running side by side share the intra-op threads (kernels/intra_op.py `workers`):
+running side by side each split over the intra-op threads as planned alone (kernels/
+intra_op.py `workers`; the C pool serves several splits at once: beside a competing
+process more runnable threads get more of the cores, and a plan that does not depend on
+the moment keeps the bits):
   - with one intra-op thread (`intra_op_parallelism_threads=1`: every kernel keeps to one
     core), for kernels of `HEAVY_MICROS` or more by the cost model (about 5e7 FLOP): the
     other cores would idle otherwise (1024^3 MatMul chains: 2x);
   - otherwise, for products (`define_op(..., flops="matmul")`) of `HEAVY_PRODUCT_MICROS`
-    or more (about 2e8 FLOP): two products on one thread each beat each product split
-    over both cores, whose pieces repack their operands (a 1024^3 sgemm split in two took
-    +17-25% CPU for a 1.4x speed-up; BENCHMARKS.md, "MatMul chains and the BLAS kernel").
+    or more (about 2e8 FLOP): two products side by side beat one product split over both
+    cores after the other, whose pieces repack their operands (a 1024^3 sgemm split in two
+    took +17-25% CPU for a 1.4x speed-up; BENCHMARKS.md, "MatMul chains and the BLAS
+    kernel").
     Other kernels split without that cost and keep the compiled path.
 Partitions without such a pair (small-op graphs, the MLP's products) keep the compiled
 path. `concurrent_kernels=False` turns this off.
