@@ -214,7 +214,11 @@ static void gemm_chunk(void *p, int64_t i) {
 
 #define GEMM_CHUNK_FLOPS 2e8      /* interrupt.CHUNK_FLOPS: a polled chunk's work, at most */
 #define GEMM_TILE_FLOPS 1e8       /* a parallel product's chunks do at least this ... */
-#define GEMM_CHUNKS_PER_PART 4    /* ... and are at most this many per thread */
+#define GEMM_CHUNKS_PER_PART 2    /* ... and are at most this many per thread (4: two 1024^3
+                                   * products side by side, each split over 2 threads on 2
+                                   * cores, took 8-9% more wall in 2 of 3 quiet rounds; 2:
+                                   * within 3% of one thread each; BENCHMARKS.md, "Two splits
+                                   * at once") */
 #define GEMM_MIN_SIDE 64          /* tiles at least this many rows and columns ... */
 #define GEMM_MIN_SIDE_POLLED 16   /* ... or this many where polling needs small tiles */
 #define GEMM_MAX_GRID 512         /* rows (and columns) of tiles looked at, at most */
