@@ -67,11 +67,12 @@ def test_gemm_matches_numpy(dtype, m, k, n, layout, parts):
 
 
 # Products big enough to be cut: (m, k, n) and which plan _native.c's plan_gemm takes with
-# 2 threads (tiles: a grid of output tiles; k slices: pieces of k added into per-thread
-# partial products) and, polled (a stop cell given), where its calls get k pieces (beta=1).
+# 2 threads (tiles: a grid of output tiles; k slices: pieces of k, each into a partial
+# product of its own, added in order) and, polled (a stop cell given), where its calls get
+# k pieces (beta=1).
 _SPLIT_CASES = [
     (128, 8192, 128),   # k slices (2 threads); polled: k pieces of one tile
-    (512, 2048, 512),   # k slices (2 threads, 8 pieces); polled alone: 6 k pieces
+    (512, 2048, 512),   # 2x2 tiles (2 threads; polled: 2 k pieces each); polled alone: 6 k pieces
     (640, 3000, 96),    # a long k with few columns
     (1024, 256, 1024),  # tiles in a 2-D grid; polled: more tiles
     (2000, 300, 70),    # tall and thin: row tiles
