@@ -9,7 +9,8 @@ from tensorflux.checkpoint.writer import (
     delete_checkpoint,
     merge_checkpoints,
     write_checkpoint,
+    write_format,
 )
 
 __all__ = ["Entry", "delete_checkpoint", "merge_checkpoints", "open_checkpoint",
-           "write_checkpoint"]
+           "write_checkpoint", "write_format"]

@@ -130,8 +130,22 @@ def discard(path: str) -> None:
     release(path)
 
 
-def atomic_write(path: str, data: bytes) -> None:
-    """Writes `data` to `path` via a temporary file, fsync and rename (then fsyncs the dir).
+def ensure_parent(prefix: str) -> None:
+    """Creates a checkpoint prefix's directory if only its last level is missing
+    (TensorFlow's BundleWriter does the same; sharded saves rely on it)."""
+    directory = os.path.dirname(prefix)
+    if directory and not os.path.isdir(directory):
+        try:
+            os.mkdir(directory)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise os_error(e, f"Failed to create directory {directory}") from None
+
+
+def atomic_write(path: str, data) -> None:
+    """Writes `data` (bytes, or a list of buffers written in order) to `path` via a
+    temporary file, fsync and rename (then fsyncs the dir).
 
     Raises:
       tf.errors.OpError: NotFoundError (no such directory), PermissionDeniedError, ...
@@ -139,7 +153,8 @@ def atomic_write(path: str, data: bytes) -> None:
     tmp, fd = create_temp(path)
     try:
         try:
-            write_all(fd, data)
+            for chunk in (data if isinstance(data, list) else [data]):
+                write_all(fd, chunk)
             os.fsync(fd)
         finally:
             os.close(fd)

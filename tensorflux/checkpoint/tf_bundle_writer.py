@@ -31,7 +31,7 @@ import google_crc32c
 import numpy as np
 
 from tensorflux.checkpoint import files, format
-from tensorflux.checkpoint.tf_bundle import _TABLE_MAGIC, mask, slice_key
+from tensorflux.checkpoint.tf_bundle import _TABLE_MAGIC, mask, parse_table, slice_key
 from tensorflux.framework import dtypes, errors
 from tensorflux.framework.tensor_shape import TensorShape
 from tensorflux.protos import tensor_bundle_pb2, tensor_slice_pb2
@@ -138,8 +138,9 @@ def _tensor_bytes(value, dtype: dtypes.DType) -> tuple[bytes, int, list[int]]:
     arr = np.asarray(value, dtype=dtype.base_dtype.numpy_dtype)
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
-    raw = arr.tobytes(order="C")
-    return raw, google_crc32c.value(raw), list(arr.shape)
+    shape = list(arr.shape)
+    raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)  # the array's own bytes
+    return raw, google_crc32c.value(raw), shape
 
 
 def _slice_proto(extents) -> tensor_slice_pb2.TensorSliceProto:
@@ -166,6 +167,7 @@ def write_tf_bundle(prefix: str, tensors) -> None:
       tf.errors.OpError: the files cannot be written (PermissionDeniedError, ...).
     """
     prefix = os.fspath(prefix)
+    files.ensure_parent(prefix)
     entries: dict[bytes, tensor_bundle_pb2.BundleEntryProto] = {}
     chunks, offset = [], 0
     for name, dtype, value, *rest in tensors:
@@ -192,14 +194,80 @@ def write_tf_bundle(prefix: str, tensors) -> None:
             whole.slices.append(_slice_proto(extents))
         entries[key] = tensor_bundle_pb2.BundleEntryProto(
             dtype=dtype.as_datatype_enum, shape=TensorShape(shape).as_proto(), shard_id=0,
-            offset=offset, size=len(raw), crc32c=mask(crc))
+            offset=offset, size=raw.nbytes if hasattr(raw, "nbytes") else len(raw),
+            crc32c=mask(crc))
         chunks.append(raw)
-        offset += len(raw)
-    header = tensor_bundle_pb2.BundleHeaderProto(num_shards=1)
+        offset += entries[key].size
+    data_path = f"{prefix}.data-00000-of-00001"
+    files.atomic_write(data_path, chunks)  # streamed, no copy of the whole file
+    _write_index(prefix, entries, 1)
+    files.remove_unreferenced_data(prefix, set())  # a tensorflux checkpoint's old data files
+
+
+def _write_index(prefix: str, entries: dict, num_shards: int) -> None:
+    header = tensor_bundle_pb2.BundleHeaderProto(num_shards=num_shards)
     header.version.producer = 1
     items = [(b"", header.SerializeToString())]
     for key in sorted(entries):
         items.append((key, entries[key].SerializeToString(deterministic=True)))
-    data_path = f"{prefix}.data-00000-of-00001"
-    files.atomic_write(data_path, b"".join(chunks))
     files.atomic_write(prefix + ".index", encode_table(items))
+
+
+def _read_index(prefix: str) -> tuple[int, dict]:
+    """(num_shards, {key: BundleEntryProto}) of the bundle at `prefix`."""
+    path = prefix + ".index"
+    try:
+        with open(path, "rb") as f:
+            table = parse_table(f.read(), path)
+    except FileNotFoundError:
+        raise errors.NotFoundError(None, None, f"Checkpoint index {path} not found") from None
+    except OSError as e:
+        raise files.os_error(e, f"Failed to read {path}") from None
+    try:
+        header = tensor_bundle_pb2.BundleHeaderProto.FromString(table.pop(b"", b""))
+        entries = {k: tensor_bundle_pb2.BundleEntryProto.FromString(v)
+                   for k, v in table.items()}
+    except Exception as e:  # noqa: BLE001 - a protobuf DecodeError
+        raise errors.DataLossError(None, None, f"Checkpoint index {path} is corrupted: "
+                                   f"{e}") from None
+    return max(header.num_shards, 1), entries
+
+
+def merge_tf_bundles(part_prefixes: list[str], destination: str) -> list[str]:
+    """MergeV2Checkpoints of TensorFlow bundles: the parts' data files are renamed to the
+    destination's shard names (shard ids renumbered in order) and one index listing every
+    entry is written; a tensor saved in slices by several parts keeps all its slices.
+    Returns the parts merged (their indexes are left for the caller to delete).
+
+    Raises:
+      InvalidArgumentError: two parts hold the same tensor or slice.
+    """
+    parts = [(p, *_read_index(p)) for p in part_prefixes]
+    total = sum(n for _, n, _ in parts)
+    merged: dict[bytes, tensor_bundle_pb2.BundleEntryProto] = {}
+    renames, base = [], 0
+    for prefix, num_shards, entries in parts:
+        for i in range(num_shards):
+            renames.append((f"{prefix}.data-{i:05d}-of-{num_shards:05d}",
+                            f"{destination}.data-{base + i:05d}-of-{total:05d}"))
+        for key, entry in entries.items():
+            have = merged.get(key)
+            if entry.slices and have is not None and have.slices:
+                have.slices.extend(entry.slices)  # one tensor saved in slices by several parts
+                continue
+            if have is not None:
+                raise errors.InvalidArgumentError(
+                    None, None, f"MergeV2Checkpoints: tensor '{key.decode('utf-8', 'replace')}'"
+                    " is in more than one part")
+            if not entry.slices:
+                entry.shard_id += base
+            merged[key] = entry
+        base += num_shards
+    try:
+        for src, dst in renames:
+            os.replace(src, dst)
+    except OSError as e:
+        raise files.os_error(e, f"MergeV2Checkpoints failed for {destination}") from None
+    _write_index(destination, merged, total)
+    files.remove_unreferenced_data(destination, set())
+    return [p for p, _, _ in parts]

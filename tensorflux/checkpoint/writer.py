@@ -92,13 +92,7 @@ def write_checkpoint(prefix: str, entries: list[Entry], sync: bool = True) -> st
       NotFoundError, PermissionDeniedError, ResourceExhaustedError, ...: file-system errors.
     """
     directory = os.path.dirname(prefix)
-    if directory and not os.path.isdir(directory):
-        try:
-            os.mkdir(directory)
-        except FileExistsError:
-            pass
-        except OSError as e:
-            raise files.os_error(e, f"Failed to create directory {directory}") from None
+    files.ensure_parent(prefix)
     tensors, arrays, header_entries = _parts(entries)
     token = files.new_token()
     data_path = files.data_file_name(prefix, 0, 1, token)
@@ -190,13 +184,18 @@ def merge_checkpoints(part_prefixes: list[str], destination: str, delete_old_dir
       InvalidArgumentError: two parts hold the same tensor (slice).
       DataLossError: a part's index is corrupt.
     """
-    bodies = []
-    for p in part_prefixes:
-        if allow_missing_files and not os.path.exists(p + ".index"):
-            continue
-        bodies.append((p, read_index(p)))
-    if not bodies:
+    present = [p for p in part_prefixes
+               if not (allow_missing_files and not os.path.exists(p + ".index"))]
+    if not present:
         raise errors.InvalidArgumentError(None, None, "MergeV2Checkpoints: no parts to merge")
+    if _is_tf_bundle(present[0]):
+        from tensorflux.checkpoint import tf_bundle_writer  # it imports this package
+
+        with files.commit_lock(destination):
+            merged = tf_bundle_writer.merge_tf_bundles(present, destination)
+        _remove_parts(merged, delete_old_dirs)
+        return
+    bodies = [(p, read_index(p)) for p in present]
     num_shards = sum(len(b["shards"]) for _, b in bodies)
     token = files.new_token()
     tensors: dict[str, dict] = {}
@@ -238,7 +237,11 @@ def merge_checkpoints(part_prefixes: list[str], destination: str, delete_old_dir
             for _, dst in renames:
                 files.release(dst)
         files.remove_unreferenced_data(destination, {s["file"] for s in shards})
-    for part_prefix, _ in bodies:
+    _remove_parts([p for p, _ in bodies], delete_old_dirs)
+
+
+def _remove_parts(part_prefixes: list[str], delete_old_dirs: bool) -> None:
+    for part_prefix in part_prefixes:
         try:
             os.unlink(part_prefix + ".index")
         except OSError:
@@ -248,6 +251,35 @@ def merge_checkpoints(part_prefixes: list[str], destination: str, delete_old_dir
                 os.rmdir(os.path.dirname(part_prefix))
             except OSError:
                 pass
+
+
+def _is_tf_bundle(prefix: str) -> bool:
+    """Whether `prefix.index` is TensorFlow's table (else it should be ours)."""
+    try:
+        with open(prefix + ".index", "rb") as f:
+            head = f.read(len(format.INDEX_MAGIC))
+    except OSError:
+        return False
+    return head != format.INDEX_MAGIC
+
+
+WRITE_FORMATS = ("tensorflux", "tensorflow")
+
+
+def write_format() -> str:
+    """The format SaveV2 writes: TENSORFLUX_CHECKPOINT_FORMAT, "tensorflux" (the default:
+    format.py's checksummed safetensors files) or "tensorflow" (TF's tensor bundle, which
+    TensorFlow itself can restore; tf_bundle_writer.py).
+
+    Raises:
+      InvalidArgumentError: the variable names another format.
+    """
+    value = os.environ.get("TENSORFLUX_CHECKPOINT_FORMAT", "").strip().lower() or "tensorflux"
+    if value not in WRITE_FORMATS:
+        raise errors.InvalidArgumentError(
+            None, None, f"TENSORFLUX_CHECKPOINT_FORMAT must be one of {', '.join(WRITE_FORMATS)}"
+            f"; got {value!r}")
+    return value
 
 
 def _write_plain(path: str, data: bytes) -> None:

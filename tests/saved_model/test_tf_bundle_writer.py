@@ -52,7 +52,11 @@ def test_bad_names_and_missing_directory(tmp_path):
         tf_bundle_writer.write_tf_bundle(str(tmp_path / "c"), [("a", tf.int32, 1),
                                                                 ("a", tf.int32, 2)])
     with pytest.raises(tf.errors.NotFoundError):
-        tf_bundle_writer.write_tf_bundle(str(tmp_path / "nodir" / "c"), [("a", tf.int32, 1)])
+        tf_bundle_writer.write_tf_bundle(str(tmp_path / "no" / "dir" / "c"),
+                                         [("a", tf.int32, 1)])
+    # a missing last level is created, as TF's BundleWriter (and sharded saves) do
+    tf_bundle_writer.write_tf_bundle(str(tmp_path / "newdir" / "c"), [("a", tf.int32, 1)])
+    assert (tmp_path / "newdir" / "c.index").exists()
 
 
 @pytest.mark.parametrize("sharded", [True, False])

@@ -1,7 +1,8 @@
 """CPU kernels of the checkpoint ops (tensorflux/ops/save_restore_ops.py).
 
 The kernels are thin: the file format, checksums and the commit protocol live in
-tensorflux/checkpoint/. SaveV2 hands the arrays it is given to the writer, which streams
+tensorflux/checkpoint/. SaveV2 hands the arrays it is given to the writer (tensorflux's
+format, or TensorFlow's bundle with TENSORFLUX_CHECKPOINT_FORMAT=tensorflow), which streams
 them to disk without copying (variable reads are snapshots, so a concurrent update never
 tears a saved tensor). RestoreV2 checks every requested name, dtype and shape before it
 reads a byte, so a checkpoint of another model fails with one error that lists every
@@ -16,6 +17,7 @@ import numpy as np
 
 from tensorflux import checkpoint
 from tensorflux.checkpoint import format as ckpt_format
+from tensorflux.checkpoint import tf_bundle_writer
 from tensorflux.framework import errors
 from tensorflux.kernels import buffers
 from tensorflux.kernels.registry import kernel, kernel_factory
@@ -51,6 +53,10 @@ def _save_v2(node):
             raise errors.InvalidArgumentError(
                 None, None, f"Expected {len(names)} tensor names, shape-and-slices and "
                 f"tensors, got {len(names)}, {len(specs)} and {len(tensors)}")
+        if checkpoint.write_format() == "tensorflow":
+            tf_bundle_writer.write_tf_bundle(_text(prefix), list(zip(
+                names, dtypes_, tensors, specs, strict=True)))
+            return
         entries = [checkpoint.Entry(n, d, t, s)
                    for n, d, t, s in zip(names, dtypes_, tensors, specs, strict=True)]
         checkpoint.write_checkpoint(_text(prefix), entries)
