@@ -3,10 +3,12 @@ run by `tf.nn.dynamic_rnn`'s while loop (nn/rnn.py).
 
 Weights are Keras's: "<layer>/<cell>/kernel" [input, gates * units],
 "recurrent_kernel" [units, gates * units], "bias"; gates in Keras's order (LSTM: i, f,
-c, o; GRU: z, r, h). GRU is Keras 2's (reset_after=True: bias [2, 3 * units], the reset
-gate applied after the recurrent product). Dropout masks (`dropout`,
-`recurrent_dropout`) are drawn once per call and shared by all steps and gates, as
-Keras's default implementation does, in the training phase only.
+c, o; GRU: z, r, h). The defaults are those of `tf.compat.v1.keras` (TF1 programs' tf.keras):
+recurrent activation hard_sigmoid, GRU reset_after=False (bias [3 * units]; with
+reset_after=True the bias is [2, 3 * units] and the reset gate multiplies the recurrent
+product). Dropout masks (`dropout`, `recurrent_dropout`) are drawn once per call and
+shared by all steps and gates (Keras's implementation=2; Keras 1-style per-gate masks are
+not drawn), in the training phase only.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from tensorflux.keras import backend as K
 from tensorflux.keras.engine.base_layer import InputSpec, Layer, resolve_identifiers
 from tensorflux.keras.initializers import Constant, Ones, Zeros
 from tensorflux.nn import rnn as rnn_lib
+from tensorflux.ops.joining_ops import split as slicing_split
 from tensorflux.ops import array_ops, joining_ops, matrix_ops, nn_ops
 from tensorflux.variables import variable_scope as vs
 
@@ -32,7 +35,7 @@ class _Cell(Layer):
                  bias_initializer="zeros", kernel_regularizer=None,
                  recurrent_regularizer=None, bias_regularizer=None, kernel_constraint=None,
                  recurrent_constraint=None, bias_constraint=None, dropout=0.0,
-                 recurrent_dropout=0.0, recurrent_activation="sigmoid", **kwargs):
+                 recurrent_dropout=0.0, recurrent_activation="hard_sigmoid", **kwargs):
         super().__init__(**kwargs)
         self.units = int(units)
         self.use_bias = use_bias
@@ -141,7 +144,7 @@ class LSTMCell(_Cell):
         z = matrix_ops.matmul(x, self.kernel) + matrix_ops.matmul(h, self.recurrent_kernel)
         if self.bias is not None:
             z = nn_ops.bias_add(z, self.bias)
-        i, f, c_hat, o = array_ops.split(z, 4, axis=1)
+        i, f, c_hat, o = slicing_split(z, 4, axis=1)
         i, f, o = (self.recurrent_activation(g) for g in (i, f, o))
         c = f * c_prev + i * self.activation(c_hat)
         h = o * self.activation(c)
@@ -149,12 +152,12 @@ class LSTMCell(_Cell):
 
 
 class GRUCell(_Cell):
-    """Keras's GRU step, gates z, r, h; reset_after=True (Keras 2's default) applies the
-    reset gate to the recurrent product, with separate input and recurrent biases."""
+    """Keras's GRU step, gates z, r, h; reset_after=True applies the reset gate to the
+    recurrent product, with separate input and recurrent biases."""
 
     _gates = 3
 
-    def __init__(self, units, reset_after=True, **kwargs):
+    def __init__(self, units, reset_after=False, **kwargs):
         super().__init__(units, **kwargs)
         self.reset_after = reset_after
 
@@ -170,15 +173,15 @@ class GRUCell(_Cell):
             if self.bias is not None:
                 xz = xz + self.bias[0]
                 inner = inner + self.bias[1]
-            x_z, x_r, x_h = array_ops.split(xz, 3, axis=1)
-            i_z, i_r, i_h = array_ops.split(inner, 3, axis=1)
+            x_z, x_r, x_h = slicing_split(xz, 3, axis=1)
+            i_z, i_r, i_h = slicing_split(inner, 3, axis=1)
             z = self.recurrent_activation(x_z + i_z)
             r = self.recurrent_activation(x_r + i_r)
             hh = self.activation(x_h + r * i_h)
         else:
             if self.bias is not None:
                 xz = xz + self.bias
-            x_z, x_r, x_h = array_ops.split(xz, 3, axis=1)
+            x_z, x_r, x_h = slicing_split(xz, 3, axis=1)
             rk = self.recurrent_kernel
             u2 = 2 * self.units
             zr = matrix_ops.matmul(h, rk[:, :u2])
@@ -317,6 +320,6 @@ SimpleRNN = _rnn_class("SimpleRNN", SimpleRNNCell, "simple_rnn_cell",
 LSTM = _rnn_class("LSTM", LSTMCell, "lstm_cell", "Keras's LSTM over [batch, time, features].",
                   ["activation", "recurrent_activation", "use_bias"])
 GRU = _rnn_class("GRU", GRUCell, "gru_cell",
-                 "Keras 2's GRU (reset_after=True) over [batch, time, features].",
+                 "Keras's GRU over [batch, time, features].",
                  ["activation", "recurrent_activation", "use_bias"])
 del Constant, Zeros

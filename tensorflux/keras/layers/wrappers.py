@@ -127,6 +127,8 @@ class TimeDistributed(Wrapper):
                               for i, d in enumerate(dims[2:])]
         flat = array_ops.reshape(inputs, joining_ops.stack(inner_shape))
         flat.set_shape([None] + dims[2:])
+        if self.layer._scope is None:
+            self.layer._scope = self._scope  # Keras: "time_distributed/kernel"
         kwargs = {"training": training} if "training" in _call_args(self.layer) else {}
         y = self.layer(flat, **kwargs)
         ydims = y.shape.as_list()
