@@ -65,7 +65,12 @@ class CallbackList:
         if not hook.startswith("on_"):
             raise AttributeError(hook)
 
+        takes_index = not hook.endswith(("_begin", "_end")) or "batch" in hook or \
+            "epoch" in hook
+
         def call(*args, **kwargs):
+            if "logs" not in kwargs and len(args) < (2 if takes_index else 1):
+                args = args + ({},)
             for c in self.callbacks:
                 getattr(c, hook)(*args, **kwargs)
 

@@ -49,7 +49,7 @@ class Optimizer:
         return {}
 
     # ---- the learning rate and iterations --------------------------------------------
-    def _hypers(self):
+    def _keras_hypers(self):
         if self._lr_var is None or self._lr_var.graph is not graph_lib.get_default_graph():
             with graph_lib.control_dependencies(None), graph_lib.name_scope(self._name + "/"):
                 self._lr_var = variables_lib.Variable(
@@ -65,7 +65,7 @@ class Optimizer:
 
     @property
     def lr(self):
-        return self._hypers()
+        return self._keras_hypers()
 
     @lr.setter
     def lr(self, value):
@@ -78,12 +78,12 @@ class Optimizer:
 
     @property
     def iterations(self):
-        self._hypers()
+        self._keras_hypers()
         return self._iterations
 
     # ---- the update -------------------------------------------------------------------
     def compute_gradients(self, loss, var_list=None, **kwargs):
-        self._hypers()
+        self._keras_hypers()
         pairs = TFOptimizer.compute_gradients(self, loss, var_list=var_list, **kwargs)
         if self.clipnorm is not None:
             pairs = [(clip_ops.clip_by_norm(g, self.clipnorm) if g is not None else g, v)
@@ -94,7 +94,7 @@ class Optimizer:
         return pairs
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
-        self._hypers()
+        self._keras_hypers()
         grads_and_vars = list(grads_and_vars)
         update = TFOptimizer.apply_gradients(self, grads_and_vars, global_step, name)
         with graph_lib.control_dependencies([update]):

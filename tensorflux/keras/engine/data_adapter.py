@@ -26,6 +26,13 @@ class ArraySource:
         self.batch_size = int(batch_size)
         first = list(x.values())[0] if isinstance(x, dict) else x[0]
         self.samples = len(first)
+        xs = list(x.values()) if isinstance(x, dict) else x
+        ys = list(y.values()) if isinstance(y, dict) else (y or [])
+        if ys and {len(a) for a in xs} != {len(a) for a in ys} and \
+                len({len(a) for a in xs}) == 1 and len({len(a) for a in ys}) == 1:
+            raise ValueError("Input arrays should have the same number of samples as target "
+                             f"arrays. Found {len(xs[0])} input samples and {len(ys[0])} "
+                             "target samples.")
         self.steps = None
 
     def peek_x(self):

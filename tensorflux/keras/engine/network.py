@@ -174,7 +174,11 @@ class Network(Layer):
     # ---- calling ----------------------------------------------------------------------
     def __call__(self, inputs, *args, **kwargs):
         if not self._is_graph_network:
-            return super().__call__(inputs, *args, **kwargs)
+            self._in_call = True
+            try:
+                return super().__call__(inputs, *args, **kwargs)
+            finally:
+                self._in_call = False
         g = graph_lib.get_default_graph()
         n_updates = len(g.get_collection(graph_lib.GraphKeys.UPDATE_OPS))
         n_losses = len(g.get_collection(graph_lib.GraphKeys.REGULARIZATION_LOSSES))

@@ -76,7 +76,7 @@ class Model(Network):
         _check_loss_names(loss)
         self._compiled = None
         self._functions = {}
-        if self.built and self._is_graph_network:
+        if self.outputs:
             self._compile_graph()
 
     def _compile_graph(self) -> None:
@@ -136,7 +136,7 @@ class Model(Network):
         if self._compiled is None and getattr(self, "_compile_args", None) is None:
             raise RuntimeError("You must compile your model before training/testing. Use "
                                "`model.compile(optimizer, loss)`.")
-        if not self.built or not self._is_graph_network:
+        if not self.outputs:
             self._build_for_data(x)
         if self._compiled is None:
             self._compile_graph()
@@ -153,8 +153,12 @@ class Model(Network):
         self._build_graph_from_inputs(inputs[0] if len(inputs) == 1 else inputs)
 
     def _build_graph_from_inputs(self, inputs) -> None:
+        """A subclassed model: its first call on Input placeholders gives the tensors
+        fit/predict feed and fetch (it stays a subclassed model)."""
         outputs = self(inputs)
-        self._init_graph_network(inputs, outputs)
+        self._nested_inputs, self._nested_outputs = inputs, outputs
+        self.inputs, self.outputs = _flat_list(inputs), _flat_list(outputs)
+        self.built = True
 
     def _train_op(self):
         if "train" not in self._functions:
@@ -204,7 +208,7 @@ class Model(Network):
                             return_dict)
 
     def predict_on_batch(self, x):
-        if not self.built or not self._is_graph_network:
+        if not self.outputs:
             self._build_for_data(_first_x(x))
         xs = self._standardize_inputs(x)
         out = self._run(self.outputs, self._feed(xs))
@@ -330,7 +334,7 @@ class Model(Network):
         outputs)."""
         del verbose, callbacks, max_queue_size, workers, use_multiprocessing
         source = data.make_source(x, None, None, batch_size or 32, steps)
-        if not self.built or not self._is_graph_network:
+        if not self.outputs:
             self._build_for_data(source.peek_x())
         K.get_session()
         chunks = None
@@ -418,8 +422,8 @@ class Model(Network):
     def build(self, input_shape=None) -> None:
         """Builds a subclassed or Sequential model for inputs of `input_shape` (with the
         batch axis)."""
-        if self._is_graph_network:
-            self.built = True
+        if self._is_graph_network or getattr(self, "_in_call", False):
+            self.built = True  # (the first call of a subclassed model builds it)
             return
         if input_shape is None:
             raise ValueError("You must provide an `input_shape` argument.")
@@ -440,6 +444,10 @@ def _refuse_h5(filepath, save_format):
                               "(tensorflux's checkpoint format).") from None
         raise ValueError("tensorflux.keras: HDF5 weights files are not supported; use a path "
                          "without .h5")
+
+
+def _flat_list(x) -> list:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
 def _first_x(x):
