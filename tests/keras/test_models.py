@@ -301,17 +301,34 @@ def test_compile_rejects_unknown_names():
                                                              np.zeros((2, 2)))
 
 
-def test_tf_train_optimizer_and_keras_optimizers_train():
+@pytest.mark.parametrize("make", [
+    lambda: tf.train.GradientDescentOptimizer(0.5),
+    lambda: keras.optimizers.SGD(0.1, 0.9, True),
+    lambda: keras.optimizers.RMSprop(),
+    lambda: keras.optimizers.Adagrad(0.1),
+    lambda: keras.optimizers.Adadelta(1.0),
+    lambda: keras.optimizers.Adam(lr=0.01, decay=0.01, clipnorm=1.0),
+], ids=["tf.train", "sgd", "rmsprop", "adagrad", "adadelta", "adam"])
+def test_tf_train_optimizer_and_keras_optimizers_train(make):
     x, y = _data(30)
-    for opt in [tf.train.GradientDescentOptimizer(0.5), keras.optimizers.SGD(0.1, 0.9, True),
-                keras.optimizers.RMSprop(), keras.optimizers.Adagrad(0.1),
-                keras.optimizers.Adadelta(1.0), keras.optimizers.Adam(decay=0.01,
-                                                                       clipnorm=1.0)]:
-        keras.backend.clear_session()
-        model = _mlp(optimizer=opt)
-        first = model.evaluate(x, y, verbose=0)[0]
-        model.fit(x, y, epochs=15, batch_size=30, verbose=0)
-        assert model.evaluate(x, y, verbose=0)[0] < first, type(opt).__name__
+    model = _mlp(optimizer=make())
+    first = model.evaluate(x, y, verbose=0)[0]
+    model.fit(x, y, epochs=5, batch_size=30, verbose=0)
+    assert model.evaluate(x, y, verbose=0)[0] < first
+
+
+def test_keras_optimizer_defaults_and_learning_rate_variable():
+    adam = keras.optimizers.Adam()
+    assert adam.get_config()["learning_rate"] == 0.001 and adam._epsilon == 1e-7
+    assert keras.optimizers.SGD(lr=0.2).get_config()["learning_rate"] == 0.2
+    model = _mlp(optimizer=adam)
+    keras.backend.set_value(model.optimizer.lr, 0.5)
+    assert keras.backend.get_value(model.optimizer.learning_rate) == pytest.approx(0.5)
+    x, y = _data(8)
+    model.train_on_batch(x, y)
+    assert keras.backend.get_value(model.optimizer.iterations) == 1
+    with pytest.raises(TypeError, match="Unexpected keyword"):
+        keras.optimizers.Adam(bogus=1)
 
 
 def test_summary_lists_layers(capsys):
