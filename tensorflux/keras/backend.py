@@ -569,8 +569,8 @@ def argmin(x, axis=-1):
 square, sqrt, abs, exp, log, sign = (unary_ops.square, unary_ops.sqrt, unary_ops.abs,  # noqa: A001
                                      unary_ops.exp, unary_ops.log, unary_ops.sign)
 maximum, minimum = math_ops.maximum, math_ops.minimum
-equal, not_equal, greater, less = (comparison_ops.equal, comparison_ops.not_equal, comparison_ops.greater,
-                                   comparison_ops.less)
+equal, not_equal = comparison_ops.equal, comparison_ops.not_equal
+greater, less = comparison_ops.greater, comparison_ops.less
 
 
 def pow(x, a):  # noqa: A001

@@ -38,7 +38,8 @@ def binary_accuracy(y_true, y_pred, threshold=0.5):
 
 
 def categorical_accuracy(y_true, y_pred):
-    return _f(comparison_ops.equal(reduction_ops.argmax(y_true, -1), reduction_ops.argmax(y_pred, -1)))
+    return _f(comparison_ops.equal(reduction_ops.argmax(y_true, -1),
+                                   reduction_ops.argmax(y_pred, -1)))
 
 
 def sparse_categorical_accuracy(y_true, y_pred):

@@ -89,8 +89,6 @@ class Concatenate(_Merge):
             raise ValueError("A `Concatenate` layer requires inputs with matching shapes "
                              f"except for the concatenation axis. Received: input_shape="
                              f"{[tuple(s) for s in shapes]}")
-        for dims in zip(*shapes, strict=True) if shapes else ():
-            pass
         if shapes:
             rank = len(shapes[0])
             axis = self.axis % rank

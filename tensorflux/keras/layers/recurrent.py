@@ -16,10 +16,10 @@ from __future__ import annotations
 from tensorflux.framework import tensor_shape
 from tensorflux.keras import backend as K
 from tensorflux.keras.engine.base_layer import InputSpec, Layer, resolve_identifiers
-from tensorflux.keras.initializers import Constant, Ones, Zeros
+from tensorflux.keras.initializers import Ones
 from tensorflux.nn import rnn as rnn_lib
-from tensorflux.ops.joining_ops import split as slicing_split
 from tensorflux.ops import array_ops, joining_ops, matrix_ops, nn_ops
+from tensorflux.ops.joining_ops import split as slicing_split
 from tensorflux.variables import variable_scope as vs
 
 __all__ = ["RNN", "SimpleRNN", "LSTM", "GRU", "SimpleRNNCell", "LSTMCell", "GRUCell"]
@@ -322,4 +322,3 @@ LSTM = _rnn_class("LSTM", LSTMCell, "lstm_cell", "Keras's LSTM over [batch, time
 GRU = _rnn_class("GRU", GRUCell, "gru_cell",
                  "Keras's GRU over [batch, time, features].",
                  ["activation", "recurrent_activation", "use_bias"])
-del Constant, Zeros
