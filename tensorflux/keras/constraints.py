@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from tensorflux.keras import backend as K
+from tensorflux.keras._lookup import make_lookup
 from tensorflux.ops import comparison_ops, math_ops, reduction_ops, unary_ops
 
 __all__ = ["Constraint", "MaxNorm", "NonNeg", "UnitNorm", "MinMaxNorm", "max_norm",
@@ -83,31 +84,4 @@ _BY_NAME = {"max_norm": MaxNorm, "maxnorm": MaxNorm, "MaxNorm": MaxNorm,
             "MinMaxNorm": MinMaxNorm}
 
 
-def get(identifier):
-    """A constraint from a name, config dict or callable (None stays None).
-
-    Raises:
-      ValueError: an unknown name or identifier."""
-    if identifier is None:
-        return None
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if isinstance(identifier, str):
-        if identifier not in _BY_NAME:
-            raise ValueError(f"Unknown constraint: {identifier}")
-        return _BY_NAME[identifier]()
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Could not interpret constraint identifier: {identifier}")
-
-
-def serialize(constraint) -> dict:
-    return {"class_name": type(constraint).__name__, "config": constraint.get_config()}
-
-
-def deserialize(config, custom_objects=None):
-    cls = (custom_objects or {}).get(config["class_name"]) or _BY_NAME.get(
-        config["class_name"])
-    if cls is None:
-        raise ValueError(f"Unknown constraint: {config['class_name']}")
-    return cls(**config.get("config", {}))
+get, serialize, deserialize = make_lookup("constraint", _BY_NAME)

@@ -146,13 +146,20 @@ class LossFunctionWrapper(Loss):
         return self.fn(y_true, y_pred, **self._fn_kwargs)
 
 
-def _loss_class(cls_name, fn, default_name, params=()):
-    def __init__(self, *args, reduction="auto", name=default_name, **kwargs):
-        kwargs.update(zip(params, args, strict=False))
-        LossFunctionWrapper.__init__(self, fn, reduction=reduction, name=name, **kwargs)
+def wrapper_class(base, cls_name, fn, default_name, params=()):
+    """A subclass of `base` (a wrapper of `fn` taking `fn`, `name` and `fn`'s keyword
+    arguments) named `cls_name`; positional arguments bind to `params`."""
 
-    return type(cls_name, (LossFunctionWrapper,), {"__init__": __init__,
-                                                   "__doc__": f"The `{fn.__name__}` loss."})
+    def __init__(self, *args, name=default_name, **kwargs):
+        kwargs.update(zip(params, args, strict=False))
+        base.__init__(self, fn, name=name, **kwargs)
+
+    return type(cls_name, (base,), {"__init__": __init__,
+                                    "__doc__": f"The `{fn.__name__}` of y_true, y_pred."})
+
+
+def _loss_class(cls_name, fn, default_name, params=()):
+    return wrapper_class(LossFunctionWrapper, cls_name, fn, default_name, params)
 
 
 MeanSquaredError = _loss_class("MeanSquaredError", mean_squared_error, "mean_squared_error")

@@ -160,12 +160,7 @@ class MeanMetricWrapper(Mean):
 
 
 def _metric_class(cls_name, fn, default_name, params=()):
-    def __init__(self, *args, name=default_name, dtype=None, **kwargs):
-        kwargs.update(zip(params, args, strict=False))
-        MeanMetricWrapper.__init__(self, fn, name=name, dtype=dtype, **kwargs)
-
-    return type(cls_name, (MeanMetricWrapper,), {"__init__": __init__,
-                                                 "__doc__": f"The mean of `{fn.__name__}`."})
+    return losses_lib.wrapper_class(MeanMetricWrapper, cls_name, fn, default_name, params)
 
 
 Accuracy = _metric_class("Accuracy", accuracy, "accuracy")

@@ -3,6 +3,7 @@ not `tf.nn.l2_loss`'s half), and `get` by name or config."""
 
 from __future__ import annotations
 
+from tensorflux.keras._lookup import make_lookup
 from tensorflux.ops import reduction_ops, unary_ops
 
 __all__ = ["Regularizer", "L1L2", "L1", "L2", "l1", "l2", "l1_l2", "get", "serialize",
@@ -71,31 +72,4 @@ _BY_NAME = {"l1": L1, "l2": L2, "l1_l2": lambda: L1L2(0.01, 0.01), "l1l2": L1L2,
             "L1L2": L1L2, "L1": L1, "L2": L2}
 
 
-def get(identifier):
-    """A regularizer from a name, a config dict or a callable (None stays None).
-
-    Raises:
-      ValueError: an unknown name or identifier."""
-    if identifier is None:
-        return None
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if isinstance(identifier, str):
-        if identifier not in _BY_NAME:
-            raise ValueError(f"Unknown regularizer: {identifier}")
-        return _BY_NAME[identifier]()
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Could not interpret regularizer identifier: {identifier}")
-
-
-def serialize(regularizer) -> dict:
-    return {"class_name": type(regularizer).__name__, "config": regularizer.get_config()}
-
-
-def deserialize(config, custom_objects=None):
-    cls = (custom_objects or {}).get(config["class_name"]) or _BY_NAME.get(
-        config["class_name"])
-    if cls is None:
-        raise ValueError(f"Unknown regularizer: {config['class_name']}")
-    return cls(**config.get("config", {}))
+get, serialize, deserialize = make_lookup("regularizer", _BY_NAME)

@@ -1,10 +1,5 @@
-"""`tf.keras.datasets.cifar10`: not stored as one .npz by Keras; tensorflux cannot read
-its cached archive."""
+"""`tf.keras.datasets.cifar10`: not available (see datasets/__init__.py)."""
 
+from tensorflux.keras.datasets._cache import unavailable
 
-def load_data(*args, **kwargs):
-    """Raises:
-      FileNotFoundError: always (no network here, and the archive format is not read)."""
-    raise FileNotFoundError("tensorflux.keras.datasets.cifar10 is not available: tensorflux "
-                            "does not download, and reads only the .npz datasets (mnist, "
-                            "boston_housing) from ~/.keras/datasets.")
+load_data = unavailable("cifar10")

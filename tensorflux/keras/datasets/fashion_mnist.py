@@ -1,10 +1,5 @@
-"""`tf.keras.datasets.fashion_mnist`: not stored as one .npz by Keras; tensorflux cannot read
-its cached archive."""
+"""`tf.keras.datasets.fashion_mnist`: not available (see datasets/__init__.py)."""
 
+from tensorflux.keras.datasets._cache import unavailable
 
-def load_data(*args, **kwargs):
-    """Raises:
-      FileNotFoundError: always (no network here, and the archive format is not read)."""
-    raise FileNotFoundError("tensorflux.keras.datasets.fashion_mnist is not available: tensorflux "
-                            "does not download, and reads only the .npz datasets (mnist, "
-                            "boston_housing) from ~/.keras/datasets.")
+load_data = unavailable("fashion_mnist")
