@@ -77,7 +77,7 @@ def backend() -> str:
 def _state() -> dict:
     g = graph_lib.get_default_graph()
     return _GRAPH_STATE.setdefault(g, {"phase": None, "fixed": None, "assign": {},
-                                       "initialized": weakref.WeakSet()})
+                                       "initialized": weakref.WeakKeyDictionary()})
 
 
 # ---- configuration ---------------------------------------------------------------------
@@ -152,7 +152,7 @@ def get_session():
 
 def _initialize_variables(session) -> None:
     with session.graph.as_default():
-        done = _state()["initialized"]
+        done = _state()["initialized"].setdefault(session, weakref.WeakSet())
         todo = [v for v in variables_lib.global_variables() + variables_lib.local_variables()
                 if v not in done]
         if not todo:

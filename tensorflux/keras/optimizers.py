@@ -6,7 +6,9 @@ What Keras adds over tf.train: the learning rate is a variable ("<name>/learning
 so `K.set_value(model.optimizer.lr, x)` and LearningRateScheduler work); `decay` makes
 it lr / (1 + decay * iterations); gradients are clipped per tensor; weight constraints
 are applied after each update. RMSprop's accumulator starts at zero (Keras), not one
-(tf.train). `get` accepts names and tf.train optimizers.
+(tf.train), and RMSprop (without momentum) and Adagrad add epsilon outside the root, as
+Keras does (sparse updates use tf.train's kernels). `get` accepts names and tf.train
+optimizers.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.keras import backend as K
 from tensorflux.nn import clip_ops
-from tensorflux.ops import math_ops, state_ops
+from tensorflux.ops import math_ops, state_ops, unary_ops
 from tensorflux.train import adadelta, adagrad, adam, momentum, rmsprop
 from tensorflux.train.optimizer import Optimizer as TFOptimizer
 from tensorflux.variables import variables as variables_lib
@@ -165,6 +167,18 @@ class RMSprop(Optimizer, rmsprop.RMSPropOptimizer):
                                           epsilon=epsilon if epsilon is not None
                                           else K.epsilon(), centered=centered, name=name)
 
+    def _resource_apply_dense(self, grad, var):
+        """Without momentum or centering, Keras's update: rms = rho rms + (1 - rho) g^2;
+        var -= lr g / (sqrt(rms) + epsilon) (tf.train's puts epsilon inside the root)."""
+        if self._centered or self._momentum:
+            return super()._resource_apply_dense(grad, var)
+        rms = self.get_slot(var, "rms")
+        rho = self._hyper(self._decay, var, "rho")
+        new_rms = state_ops.assign(rms, rho * rms + (1.0 - rho) * unary_ops.square(grad))
+        lr = self._hyper(self._lr, var, "learning_rate")
+        eps = self._hyper(self._epsilon, var, "epsilon")
+        return state_ops.assign_sub(var, lr * grad / (unary_ops.sqrt(new_rms) + eps))
+
     def _create_slots(self, var_list):
         for v in var_list:
             self._zeros_slot(v, "rms", self._name)
@@ -181,10 +195,18 @@ class Adagrad(Optimizer, adagrad.AdagradOptimizer):
     def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7,
                  name="Adagrad", **kwargs):
         self._keras_init(learning_rate, kwargs)
-        self.epsilon = epsilon
+        self.epsilon = epsilon if epsilon is not None else K.epsilon()
         adagrad.AdagradOptimizer.__init__(self, self._initial_lr,
                                           initial_accumulator_value=initial_accumulator_value,
                                           name=name)
+
+    def _resource_apply_dense(self, grad, var):
+        """Keras's update: acc += g^2; var -= lr g / (sqrt(acc) + epsilon)."""
+        acc = self.get_slot(var, "accumulator")
+        new_acc = state_ops.assign_add(acc, unary_ops.square(grad))
+        lr = self._hyper(self._learning_rate, var, "learning_rate")
+        eps = self._hyper(self.epsilon, var, "epsilon")
+        return state_ops.assign_sub(var, lr * grad / (unary_ops.sqrt(new_acc) + eps))
 
 
 class Adadelta(Optimizer, adadelta.AdadeltaOptimizer):

@@ -152,7 +152,10 @@ class Network(Layer):
 
     @property
     def weights(self):
-        return _dedup(self.trainable_weights + self.non_trainable_weights)
+        """Layer by layer, each layer's weights (trainable first), as Keras orders them
+        for get_weights/set_weights."""
+        own = list(self._trainable_weights) + list(self._non_trainable_weights)
+        return _dedup(own + [w for layer in self.layers for w in layer.weights])
 
     variables = weights
 
