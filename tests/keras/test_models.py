@@ -89,10 +89,10 @@ def test_fit_evaluate_predict_shapes_and_history():
     x, y = _data(20)
     hist = model.fit(x, y, batch_size=8, epochs=3, verbose=0, validation_data=_data(6, 1))
     assert hist is model.history and hist.epoch == [0, 1, 2]
-    assert list(hist.history) == ["loss", "accuracy", "val_loss", "val_accuracy"]
+    assert list(hist.history) == ["loss", "acc", "val_loss", "val_acc"]  # TF1 Keras names
     assert all(len(v) == 3 for v in hist.history.values())
     assert hist.params["epochs"] == 3 and hist.params["samples"] == 20
-    assert model.metrics_names == ["loss", "accuracy"]
+    assert model.metrics_names == ["loss", "acc"]
     loss, acc = model.evaluate(x, y, batch_size=7, verbose=0)
     assert 0.0 <= acc <= 1.0 and loss > 0
     assert model.predict(x, batch_size=6).shape == (20, 3)

@@ -69,3 +69,36 @@ def test_training_matches_tf_keras(monkeypatch):
         for i, (a, b) in enumerate(zip(a_run, b_run, strict=True)):
             label = f"{opt}: {labels[i] if i < 4 else f'weight {i - 4}'}"
             np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5, err_msg=label)
+
+
+SEEDED_FIT = """
+rs = np.random.RandomState(0)
+x = rs.rand(500, 20).astype('float32')
+y = np.eye(4, dtype='float32')[(x[:, :4] * [1, 2, 3, 4]).argmax(1)]
+with tf.Graph().as_default():
+    tf.set_random_seed(3)
+    np.random.seed(3)
+    model = tf.keras.Sequential([
+        tf.keras.layers.Dense(16, activation='relu', input_shape=(20,)),
+        tf.keras.layers.Dropout(0.2),
+        tf.keras.layers.Dense(4, activation='softmax')])
+    model.compile('adam', 'categorical_crossentropy', metrics=['accuracy'])
+    hist = model.fit(x, y, batch_size=32, epochs=3, verbose=0, validation_split=0.2)
+    result = {k: np.array(v) for k, v in hist.history.items()}
+"""
+
+
+@pytest.mark.oracle
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_seeded_fit_follows_tf_keras(monkeypatch):
+    """With the same seeds, a model with dropout trained by fit (shuffled batches, a
+    validation split) gives tf_keras's History: the same initial weights and dropout
+    masks (TF's random streams), the same NumPy shuffles (validation included)."""
+    monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")
+    ns = {"tf": tf, "np": np}
+    exec(SEEDED_FIT, ns)  # noqa: S102 - our own program text
+    theirs = oracle.run_tf(SEEDED_FIT, timeout=200)
+    assert sorted(ns["result"]) == sorted(theirs) == ["acc", "loss", "val_acc", "val_loss"]
+    for key, value in theirs.items():
+        np.testing.assert_allclose(ns["result"][key], value, rtol=1e-4, err_msg=key)

@@ -285,7 +285,9 @@ class Model(Network):
                     break
             epoch_logs = dict(zip(metric_names, (sums / max(seen, 1)).tolist(), strict=True))
             if do_val and (epoch + 1) % validation_freq == 0:
-                val_values = self._evaluate_source(val, class_weight=None)
+                # Keras 1/2 (v1 graph mode) shuffles the validation samples too: the same
+                # means, but the same NumPy draws, so a seeded NumPy gives Keras's batches.
+                val_values = self._evaluate_source(val, shuffle=True)
                 epoch_logs.update({f"val_{k}": v for k, v in
                                    zip(metric_names, val_values, strict=True)})
             source.on_epoch_end()
@@ -297,10 +299,10 @@ class Model(Network):
         callback_list.on_train_end()
         return self.history
 
-    def _evaluate_source(self, source, class_weight=None) -> list:
+    def _evaluate_source(self, source, shuffle=False) -> list:
         sums, seen = None, 0
-        for xb, yb, swb in source.batches(False):
-            xs, ys, sw = self._standardize(xb, yb, swb, class_weight)
+        for xb, yb, swb in source.batches(shuffle):
+            xs, ys, sw = self._standardize(xb, yb, swb)
             values = np.asarray([float(v) for v in self._run(self._compiled["fetches"],
                                                              self._feed(xs, ys, sw))])
             n = len(xs[0])
@@ -512,6 +514,7 @@ def _per_output_metrics(metrics, names):
 def _metric(metric, loss_fn, target, out):
     """(name, per-batch mean tensor) for one metric of one output."""
     if metric in ("accuracy", "acc"):
+        metric = "acc"  # TF1 Keras names both 'acc'
         if _is_sparse(loss_fn):
             fn = metrics_lib.sparse_categorical_accuracy
         elif loss_fn is losses_lib.binary_crossentropy or out.shape.as_list()[-1] == 1:
@@ -520,6 +523,7 @@ def _metric(metric, loss_fn, target, out):
             fn = metrics_lib.categorical_accuracy
         name = metric
     elif metric in ("crossentropy", "ce"):
+        metric = "ce"
         fn, name = (losses_lib.sparse_categorical_crossentropy if _is_sparse(loss_fn) else
                     losses_lib.categorical_crossentropy), metric
     elif isinstance(metric, metrics_lib.MeanMetricWrapper):
