@@ -349,3 +349,21 @@ def test_regularizers_and_constraints_in_training():
     model.fit(x, np.random.rand(8, 3) * 10, epochs=3, verbose=0)
     kernel = keras.backend.get_value(model.layers[0].kernel)
     assert np.all(np.linalg.norm(kernel, axis=0) <= 0.5 + 1e-5)
+
+
+def test_sequence_tagger_and_text_classifier():
+    seqs = keras.preprocessing.sequence.pad_sequences([[1, 5, 3], [4, 2], [7, 8, 9, 1]] * 4,
+                                                      maxlen=5)
+    tagger = keras.Sequential([L.Embedding(10, 4, input_length=5),
+                               L.Bidirectional(L.LSTM(3, return_sequences=True)),
+                               L.TimeDistributed(L.Dense(2, activation="softmax"))])
+    tagger.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    tags = np.random.RandomState(0).randint(0, 2, (12, 5))
+    tagger.fit(seqs, tags, epochs=1, verbose=0, sample_weight=np.ones(12))
+    assert tagger.predict(seqs).shape == (12, 5, 2)
+    assert len(tagger.evaluate(seqs, tags[..., None], verbose=0)) == 2
+    clf = keras.Sequential([L.Embedding(10, 8, input_length=5), L.Conv1D(4, 3),
+                            L.GlobalMaxPooling1D(), L.Dense(1, activation="sigmoid")])
+    clf.compile("rmsprop", "binary_crossentropy", metrics=["acc"])
+    clf.fit(seqs, np.arange(12) % 2, epochs=1, verbose=0)
+    assert clf.predict_classes(seqs).shape == (12, 1)

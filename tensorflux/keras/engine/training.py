@@ -97,14 +97,16 @@ class Model(Network):
                     out.dtype.base_dtype, shape=None if sparse or rank is None else
                     [None] * rank, name=f"{names[i]}_target")
                 sw = array_ops.placeholder_with_default(
-                    array_ops.ones_like(out[..., 0] if rank and rank > 1 else out),
+                    array_ops.ones(array_ops.shape(out)[:1], out.dtype.base_dtype),
                     shape=[None], name=f"{names[i]}_sample_weights") if rank else None
                 targets.append(target)
                 sample_weights.append(sw)
                 with graph_lib.name_scope(f"loss/{names[i]}_loss"):
                     values = fn(target, out)
-                    if sw is not None and values.shape.ndims == 1:
-                        values = values * sw
+                    n = values.shape.ndims
+                    if sw is not None and n:
+                        values = values * (sw if n == 1 else array_ops.reshape(
+                            sw, [-1] + [1] * (n - 1)))
                     out_loss = reduction_ops.reduce_mean(values)
                 per_output_losses.append(out_loss)
                 total = total + float(weights[i]) * out_loss if weights[i] != 1.0 else \
