@@ -312,10 +312,13 @@ def test_layer_errors_and_bookkeeping():
     bn = L.BatchNormalization()
     bn(tf.constant(X))
     assert len(bn.updates) == 2 and len(bn.weights) == 4
+    # TF1 Keras keeps updates and losses on the layer, out of the graph collections
+    assert not tf.get_collection(tf.GraphKeys.UPDATE_OPS)
     assert len(bn.trainable_weights) == 2
     dense = L.Dense(3, kernel_regularizer="l1", bias_regularizer="l2")
     out = dense(tf.constant(X))
     assert len(dense.losses) == 2 and dense.output is out and dense.input_shape == (4, 5)
+    assert not tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
     dense.set_weights([np.ones((5, 3)), np.zeros(3)])
     np.testing.assert_allclose(_run(out), X.sum(1, keepdims=True) * np.ones((1, 3)),
                                rtol=1e-5)

@@ -12,11 +12,15 @@ What Keras adds here:
   `backend.learning_phase()` when the caller gives none;
 - per node, the update ops and losses created by that call (a Model collects the
   updates of its own nodes only, so calling a layer on another input does not make the
-  model's train op depend on that input).
+  model's train op depend on that input);
+- as TF1 Keras (tf.compat.v1.keras) does, and unlike tf.layers, update ops and losses
+  stay with the layer (`layer.updates`, `layer.losses`, `model.updates`): they do not join
+  the UPDATE_OPS and REGULARIZATION_LOSSES collections.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 
 from tensorflux.framework import graph as graph_lib
@@ -29,9 +33,10 @@ from tensorflux.layers import base as tf_base
 __all__ = ["Layer", "InputSpec", "Node", "resolve_identifiers"]
 
 InputSpec = tf_base.InputSpec
-_GraphKeys = graph_lib.GraphKeys
 _KERAS_KWARGS = ("input_shape", "input_dim", "batch_input_shape", "batch_size", "weights",
                  "input_length")
+# One ([updates], [losses]) pair per layer call in progress: what the calls below it add.
+_RECORDERS: list = []
 
 
 def resolve_identifiers(kwargs: dict) -> dict:
@@ -105,13 +110,35 @@ class Layer(tf_base.Layer):
         """A weight of this layer; identifiers may be names ('glorot_uniform', 'l2')."""
         ids = resolve_identifiers({"initializer": initializer, "regularizer": regularizer,
                                    "constraint": constraint})
-        before = len(self._losses)
         v = super().add_weight(name, shape, dtype=dtype, initializer=ids["initializer"],
-                               regularizer=ids["regularizer"],
                                trainable=True if trainable is None else trainable,
                                constraint=ids["constraint"], **kwargs)
-        self._weight_losses.extend(self._losses[before:])
+        if ids["regularizer"] is not None:
+            with graph_lib.name_scope(f"{v.op.name}/Regularizer"):
+                loss = ids["regularizer"](v)
+            if loss is not None:
+                self._weight_losses.append(loss)
+                self.add_loss(loss)
         return v
+
+    def add_update(self, updates, inputs=None) -> None:
+        """Adds update ops to `updates` (not to the UPDATE_OPS collection: TF1 Keras)."""
+        del inputs
+        for u in updates if isinstance(updates, (list, tuple)) else [updates]:
+            u = u() if callable(u) else u
+            self._updates.append(u)
+            for recorder in _RECORDERS:
+                recorder[0].append(u)
+
+    def add_loss(self, losses, inputs=None) -> None:
+        """Adds losses to `losses` (not to the REGULARIZATION_LOSSES collection)."""
+        del inputs
+        for loss in losses if isinstance(losses, (list, tuple)) else [losses]:
+            if loss is None:
+                continue
+            self._losses.append(loss)
+            for recorder in _RECORDERS:
+                recorder[1].append(loss)
 
     def get_weights(self) -> list:
         return K.batch_get_value(self.weights)
@@ -145,16 +172,12 @@ class Layer(tf_base.Layer):
         if "training" in inspect.signature(self.call).parameters and \
                 kwargs.get("training") is None:
             kwargs["training"] = K.learning_phase()
-        g = graph_lib.get_default_graph()
-        n_updates = len(g.get_collection(_GraphKeys.UPDATE_OPS))
-        n_losses = len(g.get_collection(_GraphKeys.REGULARIZATION_LOSSES))
         was_built = self.built
-        outputs = self._call_layer(inputs, *args, **kwargs)
+        with recording() as (updates, losses):
+            outputs = self._call_layer(inputs, *args, **kwargs)
         if not was_built and self._initial_weights is not None:
             self.set_weights(self._initial_weights)
             self._initial_weights = None
-        updates = g.get_collection(_GraphKeys.UPDATE_OPS)[n_updates:]
-        losses = g.get_collection(_GraphKeys.REGULARIZATION_LOSSES)[n_losses:]
         self._record_node(inputs, outputs, kwargs, updates, losses)
         return outputs
 
@@ -211,6 +234,17 @@ class Layer(tf_base.Layer):
     def from_config(cls, config):
         return cls(**config)
 
+
+
+@contextlib.contextmanager
+def recording():
+    """([updates], [losses]) that collect what layer calls add inside the block."""
+    recorder = ([], [])
+    _RECORDERS.append(recorder)
+    try:
+        yield recorder
+    finally:
+        _RECORDERS.remove(recorder)
 
 
 def _shapes(x):

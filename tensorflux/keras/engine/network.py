@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tensorflux.framework import graph as graph_lib
 from tensorflux.keras import backend as K
-from tensorflux.keras.engine.base_layer import Layer, _flat
+from tensorflux.keras.engine.base_layer import Layer, _flat, recording
 from tensorflux.keras.engine.input_layer import InputLayer
 
 __all__ = ["Network"]
@@ -182,15 +182,9 @@ class Network(Layer):
                 return super().__call__(inputs, *args, **kwargs)
             finally:
                 self._in_call = False
-        g = graph_lib.get_default_graph()
-        n_updates = len(g.get_collection(graph_lib.GraphKeys.UPDATE_OPS))
-        n_losses = len(g.get_collection(graph_lib.GraphKeys.REGULARIZATION_LOSSES))
-        with graph_lib.name_scope(self.name):
+        with recording() as (updates, losses), graph_lib.name_scope(self.name):
             outputs = self._run_graph(inputs, kwargs.get("training"))
-        self._record_node(
-            inputs, outputs, {},
-            g.get_collection(graph_lib.GraphKeys.UPDATE_OPS)[n_updates:],
-            g.get_collection(graph_lib.GraphKeys.REGULARIZATION_LOSSES)[n_losses:])
+        self._record_node(inputs, outputs, {}, updates, losses)
         return outputs
 
     def call(self, inputs, training=None, mask=None):
