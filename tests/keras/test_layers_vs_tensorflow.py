@@ -1,7 +1,9 @@
 """Every tf.keras layer on one table of cases, run here and in TensorFlow's Keras 2
 (tf_keras, graph mode; one oracle run): variable names and shapes, outputs, gradients
-with respect to the input and every variable, and the moving statistics after the update
-ops, with the same weights (each variable set from a generator seeded by its name)."""
+with respect to the input and every variable, with the same weights (each variable set
+from a generator seeded by its name). The UPDATE_OPS collection stays empty in both (TF1
+Keras keeps batch-norm updates on the layer); the moving statistics after training are
+compared in test_training_vs_tensorflow.py."""
 
 from __future__ import annotations
 
@@ -114,7 +116,8 @@ def _flat(o):
 with tf.Graph().as_default():
     env = {k: tf.constant(v) for k, v in INPUTS.items()}
     env['tf'] = tf
-    outs = [t for c in CASES for t in _flat(eval(c, env))]
+    pairs = [(c, t) for c in CASES for t in _flat(eval(c, env))]
+    outs = [t for _, t in pairs]
     variables = tf.global_variables()
     loss = tf.add_n([tf.reduce_sum(tf.square(o)) for o in outs])
     wrt = [env[k] for k in sorted(INPUTS) if k != 'ids'] + tf.trainable_variables()
@@ -127,7 +130,7 @@ with tf.Graph().as_default():
         sess.run(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
         moving = sess.run([v for v in variables if 'moving' in v.op.name])
     result = [[v.name + str(v.shape.as_list()) for v in variables],
-              [np.asarray(a) for a in values + moving]]
+              [np.asarray(a) for a in values + moving], [c for c, _ in pairs]]
 """
 
 
@@ -138,7 +141,7 @@ def _run_here():
 
 
 def test_cases_run_and_name_variables_as_keras():
-    names, values = _run_here()
+    names, values, _ = _run_here()
     assert names[:2] == ["dense/kernel:0[5, 4]", "dense/bias:0[4]"]
     assert "lstm/lstm_cell/recurrent_kernel:0[4, 16]" in names
     assert "gru/gru_cell/bias:0[12]" in names
@@ -152,13 +155,13 @@ def test_cases_run_and_name_variables_as_keras():
 @pytest.mark.timeout(400)
 def test_every_case_matches_tf_keras(monkeypatch):
     monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")  # tf.keras = tf_keras (Keras 2)
-    ours_names, ours = _run_here()
+    ours_names, ours, out_labels = _run_here()
     inputs = {k: (v.tolist(), str(v.dtype)) for k, v in INPUTS.items()}
-    theirs_names, theirs = oracle.run_tf(
+    theirs_names, theirs, _ = oracle.run_tf(
         f"INPUTS = {{k: np.array(v, d) for k, (v, d) in {inputs!r}.items()}}\n"
         f"CASES = {CASES!r}\n{PROGRAM}", timeout=240)
     assert ours_names == theirs_names
-    labels = [c for c in CASES for _ in range(3 if "return_state" in c else 1)] + [
+    labels = out_labels + [
         "grad " + k for k in sorted(INPUTS) if k != "ids"] + [
         "grad " + n for n in ours_names if "moving" not in n] + ["moving"] * 99
     assert len(ours) == len(theirs)
