@@ -121,24 +121,11 @@ class Layer(tf_base.Layer):
                 self.add_loss(loss)
         return v
 
-    def add_update(self, updates, inputs=None) -> None:
-        """Adds update ops to `updates` (not to the UPDATE_OPS collection: TF1 Keras)."""
-        del inputs
-        for u in updates if isinstance(updates, (list, tuple)) else [updates]:
-            u = u() if callable(u) else u
-            self._updates.append(u)
-            for recorder in _RECORDERS:
-                recorder[0].append(u)
-
-    def add_loss(self, losses, inputs=None) -> None:
-        """Adds losses to `losses` (not to the REGULARIZATION_LOSSES collection)."""
-        del inputs
-        for loss in losses if isinstance(losses, (list, tuple)) else [losses]:
-            if loss is None:
-                continue
-            self._losses.append(loss)
-            for recorder in _RECORDERS:
-                recorder[1].append(loss)
+    def _publish(self, key: str, value) -> None:
+        """Losses and updates go to the layer calls in progress, not to the graph
+        collections (TF1 Keras)."""
+        for recorder in _RECORDERS:
+            recorder[0 if key == graph_lib.GraphKeys.UPDATE_OPS else 1].append(value)
 
     def get_weights(self) -> list:
         return K.batch_get_value(self.weights)
