@@ -244,3 +244,4 @@ from tensorflux.ragged.ragged_ops import ragged_fill_empty_rows_grad  # noqa: E4
 from tensorflux import raw_ops  # noqa: E402,F401 - tf.raw_ops
 from tensorflux import estimator  # noqa: E402,F401 - tf.estimator
 from tensorflux import feature_column  # noqa: E402,F401 - tf.feature_column
+from tensorflux import keras  # noqa: E402,F401 - tf.keras (Keras 2 in graph mode)

@@ -210,7 +210,7 @@ class Layer:
             if loss is None:
                 continue
             self._losses.append(loss)
-            graph_lib.add_to_collection(_GraphKeys.REGULARIZATION_LOSSES, loss)
+            self._publish(_GraphKeys.REGULARIZATION_LOSSES, loss)
 
     def add_update(self, updates, inputs=None) -> None:
         """Adds update ops to `updates` and `tf.GraphKeys.UPDATE_OPS`."""
@@ -218,7 +218,12 @@ class Layer:
         for u in updates if isinstance(updates, (list, tuple)) else [updates]:
             u = u() if callable(u) else u
             self._updates.append(u)
-            graph_lib.add_to_collection(_GraphKeys.UPDATE_OPS, u)
+            self._publish(_GraphKeys.UPDATE_OPS, u)
+
+    def _publish(self, key: str, value) -> None:
+        """Where a loss or update goes besides the layer: the graph collection `key`
+        (Keras layers override this: they keep them off the collections)."""
+        graph_lib.add_to_collection(key, value)
 
     def get_losses_for(self, inputs) -> list:
         return self.losses

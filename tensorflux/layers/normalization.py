@@ -18,7 +18,7 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.layers.base import InputSpec, Layer, constant_bool, smart_cond
 from tensorflux.nn import nn_impl
-from tensorflux.ops import batch_norm_ops, constant_op, math_ops
+from tensorflux.ops import array_ops, batch_norm_ops, constant_op, math_ops
 from tensorflux.variables import init_ops
 
 __all__ = ["BatchNormalization", "BatchNorm", "batch_normalization"]
@@ -163,7 +163,18 @@ class BatchNormalization(Layer):
                     lambda var=var, value=value: self._assign_moving_average(
                         var, value, self.momentum),
                     lambda var=var: convert_to_tensor(var)))
-        cast = lambda t: None if t is None else math_ops.cast(t, inputs.dtype)  # noqa: E731
+        rank = inputs.shape.ndims
+        # One feature axis that is not the last: parameters of shape [C] broadcast as
+        # [1, C, 1, ...].
+        bshape = [inputs.shape.as_list()[i] if i in self.axis else 1 for i in range(rank)]
+        reshape = len(self.axis) == 1 and self.axis != [rank - 1]
+
+        def cast(t):
+            if t is None:
+                return None
+            t = math_ops.cast(t, inputs.dtype)
+            return array_ops.reshape(t, bshape) if reshape else t
+
         outputs = nn_impl.batch_normalization(inputs, cast(mean), cast(variance),
                                               cast(self.beta), cast(self.gamma), self.epsilon)
         outputs.set_shape(inputs.shape)

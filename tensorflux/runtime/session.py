@@ -202,6 +202,8 @@ class BaseSession:
                                "before calling run().")
         mapper = fetching.mapper_for(self._graph, fetches)
         feed_map = fetching.process_feeds(self._graph, feed_dict) if feed_dict else {}
+        if not mapper.tensors and not mapper.targets:
+            return mapper.build_results([])  # `run([])`: nothing to run, as in TF
         values = self._run_flat(mapper.tensors, mapper.targets, feed_map, options,
                                 run_metadata)
         return mapper.build_results(values)

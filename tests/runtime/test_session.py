@@ -315,3 +315,11 @@ def test_make_callable_repeated_calls_equal_run(graph):
         assert f(np.ones(2, np.float32), options=opts, run_metadata=meta)[0].tolist() == \
             [3.0, 4.0]
         assert meta.step_stats.dev_stats
+
+
+def test_run_with_nothing_to_fetch_returns_the_empty_structure():
+    """TF returns [] for `sess.run([])` (e.g. an empty UPDATE_OPS collection)."""
+    with tf.Graph().as_default():
+        tf.constant(1.0)
+        with tf.Session() as sess:
+            assert sess.run([]) == [] and sess.run({"a": ()}) == {"a": ()}

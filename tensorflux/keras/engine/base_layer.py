@@ -1,0 +1,240 @@
+"""`tf.keras.layers.Layer` over `tf.layers.Layer` (layers/base.py: variable scopes, TF1
+variable names "dense/kernel:0", per-graph names dense, dense_1, ...).
+
+What Keras adds here:
+- string identifiers for activations, initializers, regularizers and constraints
+  (`resolve_identifiers`), and the Keras-only constructor arguments (`input_shape`,
+  `input_dim`, `batch_input_shape`, `batch_size`, `weights`);
+- the functional graph: each call records a `Node` (the layer, its input and output
+  tensors, the keyword arguments) and tags each output tensor with `_keras_history =
+  (layer, node_index, tensor_index)`; `Model(inputs, outputs)` walks these back;
+- the learning phase: a layer whose `call` takes `training` gets
+  `backend.learning_phase()` when the caller gives none;
+- per node, the update ops and losses created by that call (a Model collects the
+  updates of its own nodes only, so calling a layer on another input does not make the
+  model's train op depend on that input);
+- as TF1 Keras (tf.compat.v1.keras) does, and unlike tf.layers, update ops and losses
+  stay with the layer (`layer.updates`, `layer.losses`, `model.updates`): they do not join
+  the UPDATE_OPS and REGULARIZATION_LOSSES collections.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+
+from tensorflux.framework import graph as graph_lib
+from tensorflux.framework import tensor_shape
+from tensorflux.framework.operation import Tensor
+from tensorflux.keras import activations, constraints, initializers, regularizers
+from tensorflux.keras import backend as K
+from tensorflux.layers import base as tf_base
+
+__all__ = ["Layer", "InputSpec", "Node", "resolve_identifiers"]
+
+InputSpec = tf_base.InputSpec
+_KERAS_KWARGS = ("input_shape", "input_dim", "batch_input_shape", "batch_size", "weights",
+                 "input_length")
+# One ([updates], [losses]) pair per layer call in progress: what the calls below it add.
+_RECORDERS: list = []
+
+
+def resolve_identifiers(kwargs: dict) -> dict:
+    """`kwargs` with string or dict identifiers turned into objects, by argument name."""
+    out = dict(kwargs)
+    for key, value in kwargs.items():
+        if value is None or (not isinstance(value, (str, dict)) and key != "activation"):
+            continue
+        if key.endswith("initializer"):
+            out[key] = initializers.get(value)
+        elif key.endswith("regularizer"):
+            out[key] = regularizers.get(value)
+        elif key.endswith("constraint"):
+            out[key] = constraints.get(value)
+        elif key in ("activation", "recurrent_activation"):
+            out[key] = activations.get(value)
+    return out
+
+
+class Node:
+    """One call of a layer: input and output tensors (lists), the call's keyword
+    arguments, and the update ops and losses the call created."""
+
+    __slots__ = ("layer", "inputs", "outputs", "kwargs", "updates", "losses", "single_input")
+
+    def __init__(self, layer, inputs, outputs, kwargs, updates, losses, single_input):
+        self.layer, self.inputs, self.outputs, self.kwargs = layer, inputs, outputs, kwargs
+        self.updates, self.losses, self.single_input = updates, losses, single_input
+
+
+def _flat(x) -> list:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+class Layer(tf_base.Layer):
+    """The Keras layer base: subclass it with `build(input_shape)` (weights from
+    `add_weight`, string initializers accepted), `call(inputs, training=None)` and
+    `compute_output_shape`. See the module docstring for what Keras adds."""
+
+    def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
+        kwargs = self._keras_kwargs(kwargs)
+        super().__init__(trainable=trainable, name=name, dtype=dtype, **kwargs)
+
+    # ---- Keras-only constructor arguments -----------------------------------------------
+    def _keras_kwargs(self, kwargs: dict) -> dict:
+        """Takes the Keras-only arguments out of `kwargs` and keeps them on the layer."""
+        kwargs = dict(kwargs)
+        input_shape = kwargs.pop("input_shape", None)
+        input_dim = kwargs.pop("input_dim", None)
+        batch_input_shape = kwargs.pop("batch_input_shape", None)
+        batch_size = kwargs.pop("batch_size", None)
+        self._initial_weights = kwargs.pop("weights", None)
+        if input_shape is None and input_dim is not None:
+            input_shape = (input_dim,)
+        if batch_input_shape is None and input_shape is not None:
+            batch_input_shape = (batch_size,) + tuple(input_shape)
+        self._batch_input_shape = (tuple(batch_input_shape) if batch_input_shape is not None
+                                   else None)
+        self._inbound_nodes: list = []
+        self._weight_losses: list = []
+        unknown = set(kwargs) - {"autocast", "dynamic", "trainable", "name", "dtype",
+                                 "activity_regularizer"}
+        if unknown:
+            raise TypeError(f"Keyword argument not understood: {sorted(unknown)[0]}")
+        out = {k: v for k, v in kwargs.items() if k not in ("autocast", "dynamic")}
+        return resolve_identifiers(out)
+
+    # ---- weights ------------------------------------------------------------------------
+    def add_weight(self, name=None, shape=None, dtype=None, initializer=None,
+                   regularizer=None, trainable=None, constraint=None, **kwargs):
+        """A weight of this layer; identifiers may be names ('glorot_uniform', 'l2')."""
+        ids = resolve_identifiers({"initializer": initializer, "regularizer": regularizer,
+                                   "constraint": constraint})
+        v = super().add_weight(name, shape, dtype=dtype, initializer=ids["initializer"],
+                               trainable=True if trainable is None else trainable,
+                               constraint=ids["constraint"], **kwargs)
+        if ids["regularizer"] is not None:
+            with graph_lib.name_scope(f"{v.op.name}/Regularizer"):
+                loss = ids["regularizer"](v)
+            if loss is not None:
+                self._weight_losses.append(loss)
+                self.add_loss(loss)
+        return v
+
+    def _publish(self, key: str, value) -> None:
+        """Losses and updates go to the layer calls in progress, not to the graph
+        collections (TF1 Keras)."""
+        for recorder in _RECORDERS:
+            recorder[0 if key == graph_lib.GraphKeys.UPDATE_OPS else 1].append(value)
+
+    def get_weights(self) -> list:
+        return K.batch_get_value(self.weights)
+
+    def set_weights(self, weights) -> None:
+        """Sets the layer's weights from NumPy arrays, in `weights` order.
+
+        Raises:
+          ValueError: a different number of arrays or a shape that does not match."""
+        params = self.weights
+        if len(params) != len(weights):
+            raise ValueError(f"You called `set_weights(weights)` on layer \"{self.name}\" "
+                             f"with a weight list of length {len(weights)}, but the layer "
+                             f"was expecting {len(params)} weights.")
+        pairs = []
+        for p, w in zip(params, weights, strict=True):
+            if tuple(p.shape.as_list()) != tuple(getattr(w, "shape", ())):
+                raise ValueError(f"Layer weight shape {tuple(p.shape.as_list())} not "
+                                 f"compatible with provided weight shape "
+                                 f"{tuple(getattr(w, 'shape', ()))}")
+            pairs.append((p, w))
+        K.batch_set_value(pairs)
+
+    # ---- calling ------------------------------------------------------------------------
+    def __call__(self, inputs, *args, **kwargs):
+        """Calls the layer (building it first), records the call as a Node and tags the
+        outputs with `_keras_history`."""
+        if not hasattr(self, "_inbound_nodes"):
+            raise RuntimeError(f"Layer {type(self).__name__} was not initialized: call "
+                               "super().__init__() in its __init__.")
+        if "training" in inspect.signature(self.call).parameters and \
+                kwargs.get("training") is None:
+            kwargs["training"] = K.learning_phase()
+        was_built = self.built
+        with recording() as (updates, losses):
+            outputs = self._call_layer(inputs, *args, **kwargs)
+        if not was_built and self._initial_weights is not None:
+            self.set_weights(self._initial_weights)
+            self._initial_weights = None
+        self._record_node(inputs, outputs, kwargs, updates, losses)
+        return outputs
+
+    def _call_layer(self, inputs, *args, **kwargs):
+        return tf_base.Layer.__call__(self, inputs, *args, **kwargs)
+
+    def _record_node(self, inputs, outputs, kwargs, updates, losses) -> None:
+        node_kwargs = {k: v for k, v in kwargs.items() if k != "training"}
+        node = Node(self, _flat(inputs), _flat(outputs), node_kwargs, list(updates),
+                    list(losses), not isinstance(inputs, (list, tuple)))
+        index = len(self._inbound_nodes)
+        self._inbound_nodes.append(node)
+        for i, t in enumerate(node.outputs):
+            if isinstance(t, Tensor):
+                t._keras_history = (self, index, i)
+
+    # ---- what the recorded calls tell ---------------------------------------------------
+    def _node_attr(self, attr: str, what: str):
+        if not self._inbound_nodes:
+            raise AttributeError(f"Layer {self.name} is not connected, no {what} to return.")
+        if len(self._inbound_nodes) > 1:
+            raise AttributeError(f"Layer {self.name} has multiple inbound nodes, hence the "
+                                 f"notion of \"layer {what}\" is ill-defined. Use "
+                                 f"`get_{what}_at(node_index)` instead.")
+        values = getattr(self._inbound_nodes[0], attr)
+        return values[0] if len(values) == 1 else values
+
+    input = property(lambda self: self._node_attr("inputs", "input"))
+    output = property(lambda self: self._node_attr("outputs", "output"))
+
+    def get_input_at(self, node_index):
+        values = self._inbound_nodes[node_index].inputs
+        return values[0] if len(values) == 1 else values
+
+    def get_output_at(self, node_index):
+        values = self._inbound_nodes[node_index].outputs
+        return values[0] if len(values) == 1 else values
+
+    @property
+    def input_shape(self):
+        return _shapes(self.input)
+
+    @property
+    def output_shape(self):
+        return _shapes(self.output)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        if self._batch_input_shape is not None:
+            config["batch_input_shape"] = self._batch_input_shape
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+
+@contextlib.contextmanager
+def recording():
+    """([updates], [losses]) that collect what layer calls add inside the block."""
+    recorder = ([], [])
+    _RECORDERS.append(recorder)
+    try:
+        yield recorder
+    finally:
+        _RECORDERS.remove(recorder)
+
+
+def _shapes(x):
+    if isinstance(x, (list, tuple)):
+        return [_shapes(t) for t in x]
+    return tuple(tensor_shape.TensorShape(x.shape).as_list())

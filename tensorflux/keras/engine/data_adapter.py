@@ -1,0 +1,279 @@
+"""The data `fit`/`evaluate`/`predict` take: NumPy arrays (or lists/dicts of them), a
+`keras.utils.Sequence`, or a generator with `steps`; batching, shuffling, the
+validation split, and the shape checks Keras makes before feeding."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["make_source", "unpack_validation", "check_arrays", "check_targets",
+           "check_lengths", "sample_weights"]
+
+
+def _as_list(x):
+    if x is None:
+        return None
+    if isinstance(x, dict):
+        return x
+    return [np.asarray(a) for a in x] if isinstance(x, (list, tuple)) else [np.asarray(x)]
+
+
+class ArraySource:
+    """Arrays cut into batches (`x`, `y`, `sw` lists of arrays, or dicts by name)."""
+
+    def __init__(self, x, y, sw, batch_size):
+        self.x, self.y, self.sw = x, y, sw
+        self.batch_size = int(batch_size)
+        first = list(x.values())[0] if isinstance(x, dict) else x[0]
+        self.samples = len(first)
+        xs = list(x.values()) if isinstance(x, dict) else x
+        ys = list(y.values()) if isinstance(y, dict) else (y or [])
+        if ys and {len(a) for a in xs} != {len(a) for a in ys} and \
+                len({len(a) for a in xs}) == 1 and len({len(a) for a in ys}) == 1:
+            raise ValueError("Input arrays should have the same number of samples as target "
+                             f"arrays. Found {len(xs[0])} input samples and {len(ys[0])} "
+                             "target samples.")
+        self.steps = None
+
+    def peek_x(self):
+        return self.x
+
+    def _take(self, data, idx):
+        if data is None:
+            return None
+        if isinstance(data, dict):
+            return {k: np.asarray(v)[idx] for k, v in data.items()}
+        return [a[idx] for a in data]
+
+    def batches(self, shuffle):
+        order = np.arange(self.samples)
+        if shuffle:
+            np.random.shuffle(order)
+        for start in range(0, self.samples, self.batch_size):
+            idx = order[start:start + self.batch_size]
+            sw = self.sw[0][idx] if self.sw is not None else None
+            yield self._take(self.x, idx), self._take(self.y, idx), sw
+
+    def split(self, fraction):
+        cut = int(self.samples * (1.0 - fraction))
+        if cut == 0 or cut == self.samples:
+            raise ValueError(f"validation_split={fraction} leaves no training or validation "
+                             f"samples out of {self.samples}")
+        head, tail = np.arange(cut), np.arange(cut, self.samples)
+        sw = self.sw
+
+        def part(idx):
+            return ArraySource(self._take(self.x, idx), self._take(self.y, idx),
+                               [sw[0][idx]] if sw is not None else None, self.batch_size)
+
+        return part(head), part(tail)
+
+    def on_epoch_end(self) -> None:
+        pass
+
+
+class SequenceSource:
+    """A keras.utils.Sequence (len and __getitem__) or a generator, `steps` batches an
+    epoch; each item is x, (x,), (x, y) or (x, y, sample_weight)."""
+
+    def __init__(self, seq, steps):
+        self.seq = seq
+        self.is_sequence = hasattr(seq, "__getitem__") and hasattr(seq, "__len__")
+        if not self.is_sequence and steps is None:
+            raise ValueError("`steps_per_epoch` (or `steps`) is required for a generator "
+                             "input")
+        self.steps = int(steps) if steps is not None else len(seq)
+        self.samples = None
+        self._peeked = None
+        self._iter = None if self.is_sequence else iter(seq)
+
+    def _item(self, i):
+        if self.is_sequence:
+            return self.seq[i]
+        if self._peeked is not None:
+            item, self._peeked = self._peeked, None
+            return item
+        return next(self._iter)
+
+    def peek_x(self):
+        if self.is_sequence:
+            item = self.seq[0]
+        else:
+            if self._peeked is None:
+                self._peeked = next(self._iter)
+            item = self._peeked
+        return _unpack(item)[0]
+
+    def batches(self, shuffle):
+        order = np.arange(self.steps)
+        if shuffle and self.is_sequence:
+            np.random.shuffle(order)
+        for i in order:
+            yield _unpack(self._item(int(i)))
+
+    def split(self, fraction):
+        raise ValueError("`validation_split` is only supported for NumPy array inputs, not "
+                         "for a Sequence or generator.")
+
+    def on_epoch_end(self) -> None:
+        if self.is_sequence and hasattr(self.seq, "on_epoch_end"):
+            self.seq.on_epoch_end()
+
+
+def _unpack(item):
+    if isinstance(item, tuple):
+        if len(item) == 1:
+            return item[0], None, None
+        if len(item) == 2:
+            return item[0], item[1], None
+        if len(item) == 3:
+            return item
+        raise ValueError(f"A generator/Sequence item must be (x, y) or (x, y, sample_weight); "
+                         f"got a tuple of {len(item)}")
+    return item, None, None
+
+
+def make_source(x, y, sample_weight, batch_size, steps):
+    """An ArraySource or a SequenceSource for `x`.
+
+    Raises:
+      ValueError: no x, or `y` given with a Sequence/generator."""
+    if x is None:
+        raise ValueError("No input data was given (x is None).")
+    if not isinstance(x, (np.ndarray, list, tuple, dict)) and (
+            hasattr(x, "__getitem__") and hasattr(x, "__len__") or hasattr(x, "__next__")):
+        if y is not None:
+            raise ValueError("`y` argument is not supported when using a keras.utils.Sequence "
+                             "or a generator as input.")
+        return SequenceSource(x, steps)
+    xs = _as_list(x)
+    ys = _as_list(y)
+    sw = [np.asarray(sample_weight)] if sample_weight is not None else None
+    return ArraySource(xs, ys, sw, batch_size)
+
+
+def unpack_validation(validation_data):
+    """(x, y, sample_weight) from validation_data.
+
+    Raises:
+      ValueError: anything but a tuple of 2 or 3 or a Sequence/generator."""
+    if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3):
+        x, y = validation_data[0], validation_data[1]
+        sw = validation_data[2] if len(validation_data) == 3 else None
+        return x, y, sw
+    if hasattr(validation_data, "__getitem__") or hasattr(validation_data, "__next__"):
+        return validation_data, None, None
+    raise ValueError("When passing validation_data, it must contain 2 (x_val, y_val) or 3 "
+                     "(x_val, y_val, val_sample_weights) items, however it contains "
+                     f"{len(validation_data)} items")
+
+
+def check_arrays(x, tensors, names, what) -> list:
+    """`x` as one array per tensor, checked against the tensors' static shapes.
+
+    Raises:
+      ValueError: a different count, a missing name, a rank or size that does not fit."""
+    if isinstance(x, dict):
+        missing = [n for n in names if n not in x]
+        if missing:
+            raise ValueError(f"No data provided for \"{missing[0]}\". Need data for each key "
+                             f"in: {names}")
+        arrays = [np.asarray(x[n]) for n in names]
+    else:
+        arrays = [np.asarray(a) for a in x] if isinstance(x, (list, tuple)) else \
+            [np.asarray(x)]
+    if len(arrays) != len(tensors):
+        raise ValueError(f"Error when checking model {what}: the list of Numpy arrays that "
+                         f"you are passing to your model is not the size the model expected. "
+                         f"Expected to see {len(tensors)} array(s), but instead got "
+                         f"{len(arrays)} arrays.")
+    out = []
+    for a, t, name in zip(arrays, tensors, names, strict=True):
+        shape = t.shape.as_list() if t.shape.ndims is not None else None
+        if shape is not None:
+            if a.ndim != len(shape):
+                raise ValueError(f"Error when checking {what}: expected {name} to have "
+                                 f"{len(shape)} dimensions, but got array with shape "
+                                 f"{a.shape}")
+            for d, n in zip(shape[1:], a.shape[1:], strict=True):
+                if d is not None and d != n:
+                    raise ValueError(f"Error when checking {what}: expected {name} to have "
+                                     f"shape {tuple(shape[1:])} but got array with shape "
+                                     f"{a.shape[1:]}")
+        dtype = t.dtype.base_dtype.as_numpy_dtype
+        out.append(a.astype(dtype, copy=False) if a.dtype != dtype else a)
+    return out
+
+
+def check_targets(y, outputs, names, sparse) -> list:
+    """`y` as one array per output (sparse losses: integer labels, any trailing 1).
+
+    Raises:
+      ValueError: a count, rank or size that does not fit the outputs."""
+    if isinstance(y, dict):
+        arrays = [np.asarray(y[n]) for n in names]
+    else:
+        listed = isinstance(y, (list, tuple)) and (
+            len(outputs) > 1 or (len(y) == 1 and isinstance(y[0], np.ndarray)))
+        arrays = [np.asarray(a) for a in y] if listed else [np.asarray(y)]
+    if len(arrays) != len(outputs):
+        raise ValueError(f"Error when checking model target: expected {len(outputs)} arrays, "
+                         f"got {len(arrays)}")
+    out = []
+    for a, t, name, is_sparse in zip(arrays, outputs, names, sparse, strict=True):
+        shape = t.shape.as_list()
+        if is_sparse:
+            out.append(a)
+            continue
+        if a.ndim == len(shape) - 1 and shape[-1] == 1:
+            a = a[..., None]
+        if a.ndim != len(shape):
+            raise ValueError(f"Error when checking target: expected {name} to have "
+                             f"{len(shape)} dimensions, but got array with shape {a.shape}")
+        for d, n in zip(shape[1:], a.shape[1:], strict=True):
+            if d is not None and d != n:
+                raise ValueError(f"Error when checking target: expected {name} to have shape "
+                                 f"{tuple(shape[1:])} but got array with shape {a.shape[1:]}")
+        out.append(a.astype(t.dtype.base_dtype.as_numpy_dtype, copy=False))
+    return out
+
+
+def check_lengths(xs, ys) -> None:
+    """Raises ValueError when the input and target arrays hold different sample counts."""
+    nx = {len(a) for a in xs}
+    ny = {len(a) for a in ys}
+    if len(nx) > 1:
+        raise ValueError("All input arrays (x) should have the same number of samples. Got "
+                         f"array shapes: {[a.shape for a in xs]}")
+    if len(ny) > 1:
+        raise ValueError("All target arrays (y) should have the same number of samples. Got "
+                         f"array shapes: {[a.shape for a in ys]}")
+    if nx != ny:
+        raise ValueError("Input arrays should have the same number of samples as target "
+                         f"arrays. Found {nx.pop()} input samples and {ny.pop()} target "
+                         "samples.")
+
+
+def sample_weights(ys, sample_weight, class_weight, n_outputs):
+    """Per-output sample weights from `sample_weight` and/or `class_weight` (None: none).
+
+    Raises:
+      ValueError: a sample_weight whose length is not the batch's."""
+    if sample_weight is None and class_weight is None:
+        return None
+    out = []
+    for y in ys:
+        w = np.ones(len(y), np.float32)
+        if sample_weight is not None:
+            sw = np.asarray(sample_weight, np.float32)
+            if sw.shape != (len(y),):
+                raise ValueError(f"Found a sample_weight array with shape {sw.shape} for an "
+                                 f"input with shape {(len(y),)}. sample_weight cannot be "
+                                 "broadcast.")
+            w = w * sw
+        if class_weight is not None:
+            classes = np.argmax(y, axis=-1) if y.ndim > 1 and y.shape[-1] > 1 else \
+                np.reshape(y, (len(y),)).astype(np.int64)
+            w = w * np.asarray([class_weight.get(int(c), 1.0) for c in classes], np.float32)
+        out.append(w)
+    return out if n_outputs == len(out) else out[:n_outputs]

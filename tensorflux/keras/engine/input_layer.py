@@ -1,0 +1,63 @@
+"""`tf.keras.Input` and `InputLayer`: a placeholder that starts a functional graph."""
+
+from __future__ import annotations
+
+from tensorflux.framework import dtypes
+from tensorflux.keras import backend as K
+from tensorflux.keras.engine.base_layer import Layer, Node
+from tensorflux.ops import array_ops
+
+__all__ = ["Input", "InputLayer"]
+
+
+class InputLayer(Layer):
+    """The layer of a model's input: holds a placeholder of `batch_input_shape` (or the
+    given `input_tensor`) named after the layer ("input_1", "dense_input", ...)."""
+
+    def __init__(self, input_shape=None, batch_size=None, dtype=None, input_tensor=None,
+                 sparse=False, name=None, ragged=False, batch_input_shape=None, **kwargs):
+        if sparse or ragged:
+            raise ValueError("tensorflux.keras: sparse and ragged inputs are not supported")
+        if name is None:
+            name = f"input_{K.get_uid('input')}"
+        if batch_input_shape is None and input_shape is not None:
+            batch_input_shape = (batch_size,) + tuple(input_shape)
+        super().__init__(name=name, dtype=dtype, **kwargs)
+        self.built = True
+        if input_tensor is None:
+            if batch_input_shape is None:
+                raise ValueError("An InputLayer needs `input_shape`, `batch_input_shape` or "
+                                 "`input_tensor`.")
+            dtype = dtypes.as_dtype(dtype or K.floatx())
+            input_tensor = array_ops.placeholder(dtype, shape=batch_input_shape, name=name)
+        self._batch_input_shape = tuple(input_tensor.shape.as_list()) \
+            if input_tensor.shape.ndims is not None else None
+        self._dtype = input_tensor.dtype
+        self.is_placeholder = input_tensor.op.type == "Placeholder"
+        node = Node(self, [], [input_tensor], {}, [], [], True)
+        self._inbound_nodes.append(node)
+        input_tensor._keras_history = (self, 0, 0)
+
+    def get_config(self) -> dict:
+        return {"batch_input_shape": self._batch_input_shape, "dtype": self._dtype.name,
+                "name": self.name}
+
+
+def Input(shape=None, batch_size=None, name=None, dtype=None, sparse=False, tensor=None,  # noqa: N802
+          ragged=False, batch_shape=None, **kwargs):
+    """A placeholder (or `tensor`) that starts a functional model: `shape` leaves out the
+    batch axis.
+
+    Raises:
+      ValueError: neither `shape`, `batch_shape` nor `tensor`."""
+    batch_shape = kwargs.pop("batch_input_shape", batch_shape)
+    if kwargs:
+        raise TypeError(f"Unrecognized keyword arguments: {sorted(kwargs)}")
+    if shape is None and batch_shape is None and tensor is None:
+        raise ValueError("Please provide to Input a `shape` or a `tensor` argument. Note "
+                         "that `shape` does not include the batch dimension.")
+    if shape is not None and batch_shape is None:
+        batch_shape = (batch_size,) + tuple(shape)
+    layer = InputLayer(batch_input_shape=batch_shape, name=name, dtype=dtype,
+                       input_tensor=tensor, sparse=sparse, ragged=ragged)
+    return layer._inbound_nodes[0].outputs[0]

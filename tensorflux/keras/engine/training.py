@@ -1,0 +1,548 @@
+"""`tf.keras.Model`: compile / fit / evaluate / predict in graph mode, run in the Keras
+session (backend.get_session).
+
+`compile` makes one target placeholder per output ("<output layer>_target") and one
+sample-weight placeholder (default ones), the total loss (the mean per-sample loss of
+each output times its weight, plus the model's regularization losses) and a per-batch
+mean tensor per metric. The train op (built on first use, as Keras does) minimizes the
+total loss over the trainable weights and runs the model's update ops (batch-norm
+statistics) in the same step. `fit` feeds batches with the learning phase set to 1 and
+reports per-epoch means weighted by batch size, which is what Keras's stateful mean
+metrics give.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from tensorflux.control_flow import builders
+from tensorflux.framework import graph as graph_lib
+from tensorflux.keras import backend as K
+from tensorflux.keras import callbacks as cbks
+from tensorflux.keras import losses as losses_lib
+from tensorflux.keras import metrics as metrics_lib
+from tensorflux.keras import optimizers as optimizers_lib
+from tensorflux.keras.engine import data_adapter as data
+from tensorflux.keras.engine.network import Network
+from tensorflux.ops import array_ops, math_ops, reduction_ops
+
+__all__ = ["Model"]
+
+_SPARSE = (losses_lib.sparse_categorical_crossentropy,)
+
+
+class Model(Network):
+    """A Keras model: `Model(inputs, outputs)` (functional), or a subclass defining
+    `call` (see engine/network.py), with Keras's training methods."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.optimizer = None
+        self.stop_training = False
+        self.history = None
+        self._compiled = None
+        self._functions: dict = {}
+        self._saver = None
+
+    # ---- compile ----------------------------------------------------------------------
+    def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None,
+                sample_weight_mode=None, weighted_metrics=None, target_tensors=None,
+                **kwargs):
+        """Configures training: `optimizer` (a name, a Keras or tf.train optimizer),
+        `loss` (a name or function; a list or dict for several outputs), `metrics`
+        (names such as 'accuracy'/'acc', functions, Metric objects; a list, or a dict by
+        output name).
+
+        Raises:
+          ValueError: an unknown optimizer, loss or metric name; a loss list or dict that
+            does not fit the outputs.
+          TypeError: unexpected keyword arguments.
+        """
+        kwargs.pop("run_eagerly", None)
+        kwargs.pop("experimental_run_tf_function", None)
+        if kwargs:
+            raise TypeError(f"Invalid keyword argument(s) in `compile()`: {sorted(kwargs)}")
+        if sample_weight_mode not in (None, "samplewise"):
+            raise ValueError("tensorflux.keras: sample_weight_mode='temporal' is not supported")
+        if target_tensors is not None or weighted_metrics:
+            raise ValueError("tensorflux.keras: target_tensors and weighted_metrics are not "
+                             "supported")
+        self.optimizer = optimizers_lib.get(optimizer)
+        if loss is None:
+            raise ValueError("tensorflux.keras: compile() needs a `loss`")
+        self._compile_args = (loss, metrics, loss_weights)
+        _check_loss_names(loss)
+        self._compiled = None
+        self._functions = {}
+        if self.outputs:
+            self._compile_graph()
+
+    def _compile_graph(self) -> None:
+        loss, metrics, loss_weights = self._compile_args
+        names = self.output_names
+        loss_fns = _per_output(loss, names, "loss")
+        weights = _per_output(loss_weights if loss_weights is not None else 1.0, names,
+                              "loss_weights")
+        metric_lists = _per_output_metrics(metrics, names)
+        with graph_lib.name_scope(None):
+            targets, sample_weights, total, metric_tensors, metric_names = [], [], 0.0, [], []
+            per_output_losses = []
+            for i, (out, fn) in enumerate(zip(self.outputs, loss_fns, strict=True)):
+                fn = losses_lib.get(fn)
+                sparse = _is_sparse(fn)
+                rank = out.shape.ndims
+                target = array_ops.placeholder(
+                    out.dtype.base_dtype, shape=None if sparse or rank is None else
+                    [None] * rank, name=f"{names[i]}_target")
+                sw = array_ops.placeholder_with_default(
+                    array_ops.ones(array_ops.shape(out)[:1], out.dtype.base_dtype),
+                    shape=[None], name=f"{names[i]}_sample_weights") if rank else None
+                targets.append(target)
+                sample_weights.append(sw)
+                with graph_lib.name_scope(f"loss/{names[i]}_loss"):
+                    values = fn(target, out)
+                    n = values.shape.ndims
+                    if sw is not None and n:
+                        values = values * (sw if n == 1 else array_ops.reshape(
+                            sw, [-1] + [1] * (n - 1)))
+                    out_loss = reduction_ops.reduce_mean(values)
+                per_output_losses.append(out_loss)
+                total = total + float(weights[i]) * out_loss if weights[i] != 1.0 else \
+                    total + out_loss
+                for m in metric_lists[i]:
+                    name, tensor = _metric(m, fn, target, out)
+                    metric_names.append(name if len(names) == 1 else f"{names[i]}_{name}")
+                    metric_tensors.append(tensor)
+            reg = self.losses
+            if reg:
+                total = total + math_ops.add_n([math_ops.cast(r, total.dtype) for r in reg])
+        self.total_loss = total
+        names_out = ["loss"]
+        extra = []
+        if len(names) > 1:
+            names_out += [f"{n}_loss" for n in names]
+            extra = per_output_losses
+        self.metrics_names = names_out + metric_names
+        self._compiled = {"targets": targets, "sample_weights": sample_weights,
+                          "fetches": [total] + extra + metric_tensors,
+                          "sparse": [_is_sparse(losses_lib.get(f)) for f in loss_fns]}
+
+    @property
+    def metrics(self):
+        return list(getattr(self, "metrics_names", [])[1:])
+
+    # ---- the functions ----------------------------------------------------------------
+    def _ensure_compiled(self, x=None) -> None:
+        if self._compiled is None and getattr(self, "_compile_args", None) is None:
+            raise RuntimeError("You must compile your model before training/testing. Use "
+                               "`model.compile(optimizer, loss)`.")
+        if not self.outputs:
+            self._build_for_data(x)
+        if self._compiled is None:
+            self._compile_graph()
+
+    def _build_for_data(self, x) -> None:
+        """Builds an unbuilt model from a batch of input arrays (Sequential, subclassed)."""
+        if x is None:
+            raise ValueError("This model has not yet been built; call it on data first.")
+        arrays = x if isinstance(x, (list, tuple)) else [x]
+        from tensorflux.keras.engine.input_layer import Input
+
+        inputs = [Input(batch_shape=(None,) + np.shape(a)[1:],
+                        dtype=_dtype_of(a)) for a in arrays]
+        self._build_graph_from_inputs(inputs[0] if len(inputs) == 1 else inputs)
+
+    def _build_graph_from_inputs(self, inputs) -> None:
+        """A subclassed model: its first call on Input placeholders gives the tensors
+        fit/predict feed and fetch (it stays a subclassed model)."""
+        outputs = self(inputs)
+        self._nested_inputs, self._nested_outputs = inputs, outputs
+        self.inputs, self.outputs = _flat_list(inputs), _flat_list(outputs)
+        self.built = True
+
+    def _train_op(self):
+        if "train" not in self._functions:
+            with graph_lib.name_scope("training"):
+                params = self.trainable_weights
+                if not params:
+                    train = builders.no_op()
+                else:
+                    train = self.optimizer.minimize(self.total_loss, var_list=params)
+                updates = self.updates
+                self._functions["train"] = builders.group(train, *updates) if updates \
+                    else train
+        return self._functions["train"]
+
+    def _feed(self, xs, ys=None, sw=None, training=False) -> dict:
+        feeds = dict(zip(self.inputs, xs, strict=True))
+        if ys is not None:
+            for t, y in zip(self._compiled["targets"], ys, strict=True):
+                feeds[t] = y
+        if sw is not None:
+            for p, w in zip(self._compiled["sample_weights"], sw, strict=True):
+                if p is not None and w is not None:
+                    feeds[p] = w
+        feeds.update(K._phase_feed(1 if training else 0))
+        return feeds
+
+    def _run(self, fetches, feeds):
+        return K.get_session().run(fetches, feed_dict=feeds)
+
+    # ---- batch methods ----------------------------------------------------------------
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
+                       reset_metrics=True, return_dict=False):
+        """One gradient step on a batch; returns the loss (and metric values)."""
+        del reset_metrics
+        self._ensure_compiled(_first_x(x))
+        xs, ys, sw = self._standardize(x, y, sample_weight, class_weight)
+        out = self._run([self._train_op()] + self._compiled["fetches"],
+                        self._feed(xs, ys, sw, training=True))[1:]
+        return self._result(out, return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, reset_metrics=True,
+                      return_dict=False):
+        del reset_metrics
+        self._ensure_compiled(_first_x(x))
+        xs, ys, sw = self._standardize(x, y, sample_weight)
+        return self._result(self._run(self._compiled["fetches"], self._feed(xs, ys, sw)),
+                            return_dict)
+
+    def predict_on_batch(self, x):
+        if not self.outputs:
+            self._build_for_data(_first_x(x))
+        xs = self._standardize_inputs(x)
+        out = self._run(self.outputs, self._feed(xs))
+        return out[0] if len(out) == 1 else out
+
+    def _result(self, values, return_dict=False):
+        values = [float(v) for v in values]
+        if return_dict:
+            return dict(zip(self.metrics_names, values, strict=True))
+        return values[0] if len(values) == 1 else values
+
+    # ---- fit / evaluate / predict -----------------------------------------------------
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=None,
+            validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
+            sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
+            validation_freq=1, max_queue_size=10, workers=1, use_multiprocessing=False,
+            **kwargs):
+        """Trains for `epochs` over arrays (or a `keras.utils.Sequence` / generator with
+        `steps_per_epoch`); returns the History.
+
+        Raises:
+          ValueError: arrays whose shapes do not fit the model's inputs or outputs, input
+            and target arrays of different lengths, a bad validation_split.
+          RuntimeError: a model not compiled.
+        """
+        del max_queue_size, workers, use_multiprocessing
+        if kwargs:
+            raise TypeError(f"Unrecognized keyword arguments: {sorted(kwargs)}")
+        batch_size = batch_size or 32
+        source = data.make_source(x, y, sample_weight, batch_size, steps_per_epoch)
+        self._ensure_compiled(source.peek_x())
+        val = None
+        if validation_data is not None:
+            val = data.make_source(*data.unpack_validation(validation_data), batch_size,
+                                   validation_steps)
+        elif validation_split:
+            if not 0.0 < validation_split < 1.0:
+                raise ValueError(f"`validation_split` must be in (0, 1); got {validation_split}")
+            source, val = source.split(validation_split)
+        return self._fit_loop(source, val, epochs, verbose, callbacks, shuffle, class_weight,
+                              initial_epoch, validation_freq, batch_size)
+
+    def _fit_loop(self, source, val, epochs, verbose, callbacks, shuffle, class_weight,
+                  initial_epoch, validation_freq, batch_size):
+        self.history = cbks.History()
+        do_val = val is not None
+        metric_names = list(self.metrics_names)
+        params = {"batch_size": batch_size, "epochs": epochs, "steps": source.steps,
+                  "samples": source.samples, "verbose": verbose, "do_validation": do_val,
+                  "metrics": metric_names + ([f"val_{n}" for n in metric_names]
+                                             if do_val else [])}
+        callback_list = cbks.CallbackList(list(callbacks or []) + [self.history], self, params)
+        self.stop_training = False
+        train_op = self._train_op()
+        K.get_session()
+        callback_list.on_train_begin()
+        for epoch in range(initial_epoch, epochs):
+            callback_list.on_epoch_begin(epoch)
+            start = time.time()
+            sums, seen = np.zeros(len(metric_names)), 0
+            for step, (xb, yb, swb) in enumerate(source.batches(shuffle)):
+                xs, ys, sw = self._standardize(xb, yb, swb, class_weight)
+                n = len(xs[0])
+                logs = {"batch": step, "size": n}
+                callback_list.on_train_batch_begin(step, logs)
+                out = self._run([train_op] + self._compiled["fetches"],
+                                self._feed(xs, ys, sw, training=True))[1:]
+                values = [float(v) for v in out]
+                sums += np.asarray(values) * n
+                seen += n
+                logs.update(zip(metric_names, values, strict=True))
+                callback_list.on_train_batch_end(step, logs)
+                if self.stop_training:
+                    break
+            epoch_logs = dict(zip(metric_names, (sums / max(seen, 1)).tolist(), strict=True))
+            if do_val and (epoch + 1) % validation_freq == 0:
+                # Keras 1/2 (v1 graph mode) shuffles the validation samples too: the same
+                # means, but the same NumPy draws, so a seeded NumPy gives Keras's batches.
+                val_values = self._evaluate_source(val, shuffle=True)
+                epoch_logs.update({f"val_{k}": v for k, v in
+                                   zip(metric_names, val_values, strict=True)})
+            source.on_epoch_end()
+            if verbose:
+                _print_epoch(epoch, epochs, seen, time.time() - start, epoch_logs)
+            callback_list.on_epoch_end(epoch, epoch_logs)
+            if self.stop_training:
+                break
+        callback_list.on_train_end()
+        return self.history
+
+    def _evaluate_source(self, source, shuffle=False) -> list:
+        sums, seen = None, 0
+        for xb, yb, swb in source.batches(shuffle):
+            xs, ys, sw = self._standardize(xb, yb, swb)
+            values = np.asarray([float(v) for v in self._run(self._compiled["fetches"],
+                                                             self._feed(xs, ys, sw))])
+            n = len(xs[0])
+            sums = values * n if sums is None else sums + values * n
+            seen += n
+        if not seen:
+            raise ValueError("evaluate: no data to evaluate on")
+        return (sums / seen).tolist()
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose=1, sample_weight=None,
+                 steps=None, callbacks=None, max_queue_size=10, workers=1,
+                 use_multiprocessing=False, return_dict=False):
+        """The loss (and metrics) over the data: a float, or a list matching
+        `metrics_names`.
+
+        Raises:
+          ValueError: arrays that do not fit the model."""
+        del callbacks, max_queue_size, workers, use_multiprocessing
+        source = data.make_source(x, y, sample_weight, batch_size or 32, steps)
+        self._ensure_compiled(source.peek_x())
+        K.get_session()
+        values = self._evaluate_source(source)
+        if verbose:
+            print(" - ".join(f"{k}: {v:.4f}" for k, v in zip(self.metrics_names, values,
+                                                               strict=True)))
+        return self._result(values, return_dict)
+
+    def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None,
+                max_queue_size=10, workers=1, use_multiprocessing=False):
+        """The outputs for `x`, batch by batch, concatenated (a list for several
+        outputs)."""
+        del verbose, callbacks, max_queue_size, workers, use_multiprocessing
+        source = data.make_source(x, None, None, batch_size or 32, steps)
+        if not self.outputs:
+            self._build_for_data(source.peek_x())
+        K.get_session()
+        chunks = None
+        for xb, _, _ in source.batches(False):
+            out = self._run(self.outputs, self._feed(self._standardize_inputs(xb)))
+            chunks = [[o] for o in out] if chunks is None else \
+                [c + [o] for c, o in zip(chunks, out, strict=True)]
+        if chunks is None:
+            raise ValueError("predict: no data to predict on")
+        outs = [np.concatenate(c, axis=0) for c in chunks]
+        return outs[0] if len(outs) == 1 else outs
+
+    def fit_generator(self, generator, steps_per_epoch=None, epochs=1, verbose=1,
+                      callbacks=None, validation_data=None, validation_steps=None,
+                      class_weight=None, shuffle=True, initial_epoch=0, **kwargs):
+        """`fit` on a generator or Sequence yielding (x, y[, sample_weight])."""
+        kwargs = {k: v for k, v in kwargs.items()
+                  if k not in ("max_queue_size", "workers", "use_multiprocessing",
+                               "validation_freq")}
+        if kwargs:
+            raise TypeError(f"Unrecognized keyword arguments: {sorted(kwargs)}")
+        return self.fit(generator, steps_per_epoch=steps_per_epoch, epochs=epochs,
+                        verbose=verbose, callbacks=callbacks, validation_data=validation_data,
+                        validation_steps=validation_steps, class_weight=class_weight,
+                        shuffle=shuffle, initial_epoch=initial_epoch)
+
+    def evaluate_generator(self, generator, steps=None, **kwargs):
+        return self.evaluate(generator, steps=steps, verbose=kwargs.get("verbose", 0))
+
+    def predict_generator(self, generator, steps=None, **kwargs):
+        del kwargs
+        return self.predict(generator, steps=steps)
+
+    # ---- arrays -----------------------------------------------------------------------
+    def _standardize_inputs(self, x) -> list:
+        return data.check_arrays(x, self.inputs, self.input_names, "input")
+
+    def _standardize(self, x, y, sample_weight=None, class_weight=None):
+        xs = self._standardize_inputs(x)
+        if y is None:
+            raise ValueError("Target data is missing. Your model was compiled with a loss, "
+                             "and therefore expects target data to be provided in `fit()`.")
+        ys = data.check_targets(y, self.outputs, self.output_names, self._compiled["sparse"])
+        data.check_lengths(xs, ys)
+        sw = data.sample_weights(ys, sample_weight, class_weight, len(self.outputs))
+        return xs, ys, sw
+
+    # ---- weights I/O ------------------------------------------------------------------
+    def save_weights(self, filepath, overwrite=True, save_format=None):
+        """Saves the weights in tensorflux's checkpoint format (tf.train.Saver, keyed by
+        variable name) at `filepath`.
+
+        Raises:
+          ImportError: an HDF5 path (".h5") without h5py, which tensorflux does not use."""
+        del overwrite
+        _refuse_h5(filepath, save_format)
+        self._get_saver().save(K.get_session(), str(filepath), write_meta_graph=False)
+
+    def load_weights(self, filepath, by_name=False, skip_mismatch=False):
+        """Restores weights saved by `save_weights` (same variable names)."""
+        if by_name or skip_mismatch:
+            raise ValueError("tensorflux.keras: load_weights(by_name/skip_mismatch) is not "
+                             "supported")
+        _refuse_h5(filepath, None)
+        self._get_saver().restore(K.get_session(), str(filepath))
+
+    def _get_saver(self):
+        from tensorflux.train import saver as saver_lib
+
+        if self._saver is None or len(self._saver_vars) != len(self.weights):
+            self._saver_vars = list(self.weights)
+            self._saver = saver_lib.Saver(var_list={v.op.name: v for v in self._saver_vars},
+                                          save_relative_paths=True)
+        return self._saver
+
+    def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None,
+             **kwargs):
+        raise NotImplementedError("tensorflux.keras: saving whole models (architecture + "
+                                  "weights) is not supported; use save_weights/"
+                                  "load_weights and rebuild the model in code.")
+
+    def reset_metrics(self) -> None:
+        """Per-batch metrics keep no state here: nothing to reset."""
+
+    def build(self, input_shape=None) -> None:
+        """Builds a subclassed or Sequential model for inputs of `input_shape` (with the
+        batch axis)."""
+        if self._is_graph_network or getattr(self, "_in_call", False):
+            self.built = True  # (the first call of a subclassed model builds it)
+            return
+        if input_shape is None:
+            raise ValueError("You must provide an `input_shape` argument.")
+        from tensorflux.keras.engine.input_layer import Input
+
+        shapes = input_shape if isinstance(input_shape, list) else [input_shape]
+        inputs = [Input(batch_shape=tuple(s)) for s in shapes]
+        self._build_graph_from_inputs(inputs[0] if len(inputs) == 1 else inputs)
+
+
+def _refuse_h5(filepath, save_format):
+    if save_format == "h5" or str(filepath).endswith((".h5", ".hdf5", ".keras")):
+        try:
+            import h5py  # noqa: F401
+        except ImportError:
+            raise ImportError("`save_weights` requires h5py when saving in hdf5, and "
+                              "tensorflux does not use h5py: use a path without .h5 "
+                              "(tensorflux's checkpoint format).") from None
+        raise ValueError("tensorflux.keras: HDF5 weights files are not supported; use a path "
+                         "without .h5")
+
+
+def _flat_list(x) -> list:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _first_x(x):
+    if isinstance(x, dict):
+        return list(x.values())
+    return x
+
+
+def _dtype_of(a):
+    dt = np.asarray(a).dtype
+    return "float32" if dt == np.float64 else dt.name
+
+
+def _is_sparse(fn) -> bool:
+    return fn in _SPARSE or isinstance(fn, losses_lib.SparseCategoricalCrossentropy)
+
+
+def _check_loss_names(loss) -> None:
+    items = loss.values() if isinstance(loss, dict) else \
+        loss if isinstance(loss, (list, tuple)) else [loss]
+    for item in items:
+        losses_lib.get(item)
+
+
+def _per_output(value, names, what):
+    if isinstance(value, dict):
+        unknown = set(value) - set(names)
+        if unknown:
+            raise ValueError(f"Unknown entries in {what} dictionary: {sorted(unknown)}. Only "
+                             f"expected following keys: {names}")
+        if what == "loss":
+            missing = [n for n in names if n not in value]
+            if missing:
+                raise ValueError(f"Output {missing[0]} missing from {what} dictionary. We "
+                                 f"assume this was done on purpose. Give a loss for every "
+                                 "output.")
+        return [value.get(n, 1.0) for n in names]
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(names):
+            raise ValueError(f"When passing a list as {what}, it should have one entry per "
+                             f"model output. The model has {len(names)} outputs, but you "
+                             f"passed {what}={value}")
+        return list(value)
+    return [value] * len(names)
+
+
+def _per_output_metrics(metrics, names):
+    if metrics is None:
+        return [[] for _ in names]
+    if isinstance(metrics, dict):
+        out = []
+        for n in names:
+            m = metrics.get(n, [])
+            out.append(list(m) if isinstance(m, (list, tuple)) else [m])
+        return out
+    if not isinstance(metrics, (list, tuple)):
+        raise TypeError(f"Type of `metrics` argument not understood. Expected a list or "
+                        f"dictionary, found: {metrics}")
+    return [list(metrics) for _ in names]
+
+
+def _metric(metric, loss_fn, target, out):
+    """(name, per-batch mean tensor) for one metric of one output."""
+    if metric in ("accuracy", "acc"):
+        metric = "acc"  # TF1 Keras names both 'acc'
+        if _is_sparse(loss_fn):
+            fn = metrics_lib.sparse_categorical_accuracy
+        elif loss_fn is losses_lib.binary_crossentropy or out.shape.as_list()[-1] == 1:
+            fn = metrics_lib.binary_accuracy
+        else:
+            fn = metrics_lib.categorical_accuracy
+        name = metric
+    elif metric in ("crossentropy", "ce"):
+        metric = "ce"
+        fn, name = (losses_lib.sparse_categorical_crossentropy if _is_sparse(loss_fn) else
+                    losses_lib.categorical_crossentropy), metric
+    elif isinstance(metric, metrics_lib.MeanMetricWrapper):
+        fn, name = metric.fn, metric.name
+    elif isinstance(metric, metrics_lib.Metric):
+        raise ValueError(f"tensorflux.keras: metric {metric.name} cannot be used in compile "
+                         "(only mean-of-a-function metrics)")
+    elif isinstance(metric, str):
+        fn, name = metrics_lib.get(metric), metric
+    elif callable(metric):
+        fn, name = metric, getattr(metric, "__name__", type(metric).__name__)
+    else:
+        raise ValueError(f"Could not interpret metric identifier: {metric}")
+    with graph_lib.name_scope(f"metrics/{name}"):
+        return name, reduction_ops.reduce_mean(math_ops.cast(fn(target, out), K.floatx()))
+
+
+def _print_epoch(epoch, epochs, seen, seconds, logs) -> None:
+    values = " - ".join(f"{k}: {v:.4f}" for k, v in logs.items())
+    print(f"Epoch {epoch + 1}/{epochs}\n{seen} samples - {seconds:.0f}s - {values}")

@@ -1,0 +1,152 @@
+"""Core Keras layers: Dense, Activation, Dropout, Flatten, Reshape, Permute,
+RepeatVector, Lambda, ActivityRegularization."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorflux.framework import tensor_shape
+from tensorflux.keras import activations, regularizers
+from tensorflux.keras import backend as K
+from tensorflux.keras.engine.base_layer import Layer
+from tensorflux.keras.layers._wrap import keras_class
+from tensorflux.layers import core as tf_core
+from tensorflux.ops import array_ops, joining_ops
+
+__all__ = ["Dense", "Activation", "Dropout", "Flatten", "Reshape", "Permute",
+           "RepeatVector", "Lambda", "ActivityRegularization"]
+
+Dense = keras_class(tf_core.Dense, "Dense",
+                    ["units", "activation", "use_bias", "kernel_initializer",
+                     "bias_initializer", "kernel_regularizer", "bias_regularizer",
+                     "activity_regularizer", "kernel_constraint", "bias_constraint"],
+                    {"kernel_initializer": "glorot_uniform", "bias_initializer": "zeros"})
+Dropout = keras_class(tf_core.Dropout, "Dropout", ["rate", "noise_shape", "seed"],
+                      doc="Drops inputs with probability `rate` in the training phase "
+                          "(`training` argument, else the learning phase).")
+Flatten = keras_class(tf_core.Flatten, "Flatten", ["data_format"])
+
+
+class Activation(Layer):
+    """Applies an activation function (a name or a callable)."""
+
+    def __init__(self, activation, **kwargs):
+        super().__init__(**kwargs)
+        self.activation = activations.get(activation)
+
+    def call(self, inputs):
+        return self.activation(inputs)
+
+    def compute_output_shape(self, input_shape):
+        return tensor_shape.TensorShape(input_shape)
+
+
+class Reshape(Layer):
+    """Reshapes to [batch] + target_shape (one entry may be -1).
+
+    Raises:
+      ValueError: a target size that cannot hold the input."""
+
+    def __init__(self, target_shape, **kwargs):
+        super().__init__(**kwargs)
+        self.target_shape = tuple(target_shape)
+
+    def _fix(self, input_shape):
+        rest = input_shape[1:]
+        target = list(self.target_shape)
+        if -1 in target and all(d is not None for d in rest):
+            known = int(np.prod([d for d in target if d != -1]))
+            total = int(np.prod(rest))
+            if known == 0 or total % known:
+                raise ValueError("total size of new array must be unchanged, input_shape = "
+                                 f"{list(rest)}, output_shape = {target}")
+            target[target.index(-1)] = total // known
+        elif all(d is not None for d in rest) and int(np.prod(rest)) != int(np.prod(target)):
+            raise ValueError("total size of new array must be unchanged, input_shape = "
+                             f"{list(rest)}, output_shape = {target}")
+        return target
+
+    def call(self, inputs):
+        target = self._fix(inputs.shape.as_list())
+        out = array_ops.reshape(inputs, joining_ops.stack(
+            [array_ops.shape(inputs)[0]] + [int(d) for d in target]))
+        out.set_shape([inputs.shape.as_list()[0]] + [None if d == -1 else d for d in target])
+        return out
+
+    def compute_output_shape(self, input_shape):
+        dims = tensor_shape.TensorShape(input_shape).as_list()
+        return tensor_shape.TensorShape([dims[0]] + [None if d == -1 else d
+                                                     for d in self._fix(dims)])
+
+
+class Permute(Layer):
+    """Permutes the non-batch axes by `dims` (1-based, as Keras numbers them).
+
+    Raises:
+      ValueError: `dims` not a permutation of 1..n."""
+
+    def __init__(self, dims, **kwargs):
+        super().__init__(**kwargs)
+        self.dims = tuple(dims)
+        if sorted(self.dims) != list(range(1, len(self.dims) + 1)):
+            raise ValueError("Invalid permutation `dims` for Permute Layer: "
+                             f"{self.dims}. The set of indices in `dims` must be consecutive "
+                             "and start from 1.")
+
+    def call(self, inputs):
+        return array_ops.transpose(inputs, perm=(0,) + self.dims)
+
+    def compute_output_shape(self, input_shape):
+        dims = tensor_shape.TensorShape(input_shape).as_list()
+        return tensor_shape.TensorShape([dims[0]] + [dims[d] for d in self.dims])
+
+
+class RepeatVector(Layer):
+    """[batch, features] -> [batch, n, features]."""
+
+    def __init__(self, n, **kwargs):
+        super().__init__(**kwargs)
+        self.n = int(n)
+        self.input_spec = tf_core.InputSpec(ndim=2)
+
+    def call(self, inputs):
+        return K.repeat(inputs, self.n)
+
+    def compute_output_shape(self, input_shape):
+        dims = tensor_shape.TensorShape(input_shape).as_list()
+        return tensor_shape.TensorShape([dims[0], self.n, dims[1]])
+
+
+class Lambda(Layer):
+    """Wraps `function(inputs, **arguments)` as a layer (it makes no weights)."""
+
+    def __init__(self, function, output_shape=None, mask=None, arguments=None, **kwargs):
+        super().__init__(**kwargs)
+        del mask
+        self.function, self.arguments = function, dict(arguments or {})
+        self._output_shape = output_shape
+
+    def call(self, inputs):
+        return self.function(inputs, **self.arguments)
+
+    def compute_output_shape(self, input_shape):
+        if self._output_shape is None:
+            raise NotImplementedError("Lambda: give `output_shape`")
+        if callable(self._output_shape):
+            return tensor_shape.TensorShape(self._output_shape(input_shape))
+        dims = tensor_shape.TensorShape(input_shape).as_list()
+        return tensor_shape.TensorShape([dims[0]] + list(self._output_shape))
+
+
+class ActivityRegularization(Layer):
+    """Identity that adds an L1/L2 activity loss."""
+
+    def __init__(self, l1=0.0, l2=0.0, **kwargs):  # noqa: E741
+        super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2), **kwargs)
+        self.l1, self.l2 = l1, l2
+
+    def call(self, inputs):
+        return inputs
+
+    def compute_output_shape(self, input_shape):
+        return tensor_shape.TensorShape(input_shape)

@@ -1,0 +1,104 @@
+"""compile/fit/evaluate/predict against tf_keras (the oracle): the same model with the
+same weights, trained by each optimizer for a few steps, gives the same losses, metrics,
+predictions and weights (within float32 noise), so the losses, metrics, optimizers (Keras
+defaults), batch-norm updates and the epoch means agree with Keras."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tests import oracle
+
+OPTIMIZERS = ["'sgd'", "keras.optimizers.SGD(0.1, momentum=0.9, nesterov=True)",
+              "keras.optimizers.Adam(0.01)", "keras.optimizers.RMSprop(0.01)",
+              "keras.optimizers.Adadelta(1.0)", "keras.optimizers.Adagrad(0.1)", "'adam'",
+              "'rmsprop'"]
+
+PROGRAM = """
+keras = tf.keras
+rs = np.random.RandomState(0)
+x = rs.randn(16, 5).astype('float32')
+y = np.eye(3, dtype='float32')[rs.randint(0, 3, 16)]
+result = []
+for opt in OPTIMIZERS:
+    with tf.Graph().as_default():
+        model = keras.Sequential([
+            keras.layers.Dense(4, activation='tanh', input_shape=(5,)),
+            keras.layers.BatchNormalization(),
+            keras.layers.Dense(3, activation='softmax')])
+        model.compile(eval(opt), 'categorical_crossentropy', metrics=['acc'])
+        weights = []
+        for i, w in enumerate(model.weights):
+            r = np.random.RandomState(i).rand(*w.shape.as_list()).astype('float32')
+            weights.append(r + 0.5 if 'variance' in w.name else r - 0.5)
+        model.set_weights(weights)
+        steps = [model.train_on_batch(x, y) for _ in range(3)]
+        hist = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0,
+                         validation_data=(x[:4], y[:4])).history
+        result.append([np.array(steps), np.array([hist[k] for k in sorted(hist)]),
+                       np.array(model.evaluate(x, y, verbose=0)), model.predict(x)]
+                      + model.get_weights())
+"""
+
+
+def _run_here():
+    ns = {"tf": tf, "np": np, "OPTIMIZERS": OPTIMIZERS}
+    exec(PROGRAM, ns)  # noqa: S102 - our own program text
+    return ns["result"]
+
+
+def test_training_program_runs():
+    results = _run_here()
+    assert len(results) == len(OPTIMIZERS)
+    for steps, *_ in results:
+        assert steps.shape == (3, 2) and np.all(np.isfinite(steps))
+
+
+@pytest.mark.oracle
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_training_matches_tf_keras(monkeypatch):
+    monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")
+    ours = _run_here()
+    theirs = oracle.run_tf(f"OPTIMIZERS = {OPTIMIZERS!r}\n{PROGRAM}", timeout=240)
+    labels = ["train_on_batch", "fit history", "evaluate", "predict"]
+    for opt, a_run, b_run in zip(OPTIMIZERS, ours, theirs, strict=True):
+        assert len(a_run) == len(b_run)
+        for i, (a, b) in enumerate(zip(a_run, b_run, strict=True)):
+            label = f"{opt}: {labels[i] if i < 4 else f'weight {i - 4}'}"
+            np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5, err_msg=label)
+
+
+SEEDED_FIT = """
+rs = np.random.RandomState(0)
+x = rs.rand(500, 20).astype('float32')
+y = np.eye(4, dtype='float32')[(x[:, :4] * [1, 2, 3, 4]).argmax(1)]
+with tf.Graph().as_default():
+    tf.set_random_seed(3)
+    np.random.seed(3)
+    model = tf.keras.Sequential([
+        tf.keras.layers.Dense(16, activation='relu', input_shape=(20,)),
+        tf.keras.layers.Dropout(0.2),
+        tf.keras.layers.Dense(4, activation='softmax')])
+    model.compile('adam', 'categorical_crossentropy', metrics=['accuracy'])
+    hist = model.fit(x, y, batch_size=32, epochs=3, verbose=0, validation_split=0.2)
+    result = {k: np.array(v) for k, v in hist.history.items()}
+"""
+
+
+@pytest.mark.oracle
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_seeded_fit_follows_tf_keras(monkeypatch):
+    """With the same seeds, a model with dropout trained by fit (shuffled batches, a
+    validation split) gives tf_keras's History: the same initial weights and dropout
+    masks (TF's random streams), the same NumPy shuffles (validation included)."""
+    monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")
+    ns = {"tf": tf, "np": np}
+    exec(SEEDED_FIT, ns)  # noqa: S102 - our own program text
+    theirs = oracle.run_tf(SEEDED_FIT, timeout=200)
+    assert sorted(ns["result"]) == sorted(theirs) == ["acc", "loss", "val_acc", "val_loss"]
+    for key, value in theirs.items():
+        np.testing.assert_allclose(ns["result"][key], value, rtol=1e-4, err_msg=key)
