@@ -157,6 +157,7 @@ class Segment:
                 if owned is not None and owned[1] == n:
                     slot = owned[0]
                     del self._owned[arr.__array_interface__["data"][0]]
+                    arr.flags.writeable = False  # the consumer reads it from now on
                     return slot, self._used[slot][0]
             placed = self._take(n)
         if placed is None:

@@ -434,8 +434,11 @@ def test_an_array_allocated_in_the_segment_is_pushed_without_a_copy():
         slot, offset = segment.put(out)
         view = mapping.array(1, [256, 256], offset, out.nbytes, slot)
         np.testing.assert_array_equal(view, out)
-        out[0, 0] = -1.0  # the very same memory: no copy was made
+        assert not out.flags.writeable  # pushed: the producer no longer writes into it
+        view_of_out = np.frombuffer(segment._mm, np.float32, out.size, offset)
+        view_of_out[0] = -1.0  # the very same memory: no copy was made
         assert view[0, 0] == -1.0
+        del view_of_out
         again = segment.put(out)  # a second push of it is a copy, in another extent
         assert again is not None and again[0] != slot
         segment.release([again[0]])
