@@ -244,43 +244,30 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
 
 # Kernels whose output may be allocated where the executor offers (buffers.empty_output).
 _OUTPUT_HINT_OPS = frozenset(("MatMul",))
-# Updates that may write a variable's new value there (out of place; training_ops.py).
-_UPDATE_HINT_OPS = frozenset(("ResourceApplyAdam",))
 _PUSH_ATTR = "_tfx_push"  # distributed/push.py's PUSH_ATTR: the _Send's tensor is pushed
 
 
 def _pushed_outputs(order: list[Node], fetches) -> dict[Node, str]:
-    """node -> the receiving device, for
-    - the nodes (of `_OUTPUT_HINT_OPS`) whose one output has one consumer, through
-      Identities that each have one too, and that consumer is a pushed _Send (to another
-      task): such an output may be allocated in the push connection's shared segment, so
-      the push does not copy it. Nothing else here holds it after the _Send, so nothing
-      here can write into it once pushed (no donation);
-    - the updates (of `_UPDATE_HINT_OPS`) of a variable whose read is pushed that way (a
-      ReadVariableOp of the same handle): the variable's new value may go to that
-      segment, out of place, so the next step's read crosses without a copy."""
+    """node -> the receiving device, for the nodes (of `_OUTPUT_HINT_OPS`) whose one output
+    has one consumer, through Identities that each have one too, and that consumer is a
+    pushed _Send (to another task): such an output may be allocated in the push
+    connection's shared segment, so the push does not copy it. Nothing else here holds
+    it after the _Send, so nothing here can write into it once pushed (no donation)."""
     uses: collections.Counter = collections.Counter()
     for n in order:
         uses.update(n.inputs)
     uses.update(fetches)
     uses.update(fetches)  # a fetched value is held beyond the step
-    hints, read_handles = {}, {}
+    hints = {}
     for n in order:
         if n.op != "_Send" or not n.attrs.get(_PUSH_ATTR) or not n.inputs:
             continue
         src = n.inputs[0]
         while uses[src] == 1 and src[0].op == "Identity" and len(src[0].inputs) == 1:
             src = src[0].inputs[0]
-        if uses[src] != 1 or len(src[0].output_dtypes) != 1:
-            continue
-        if src[0].op in _OUTPUT_HINT_OPS:
+        if uses[src] == 1 and src[0].op in _OUTPUT_HINT_OPS and \
+                len(src[0].output_dtypes) == 1:
             hints[src[0]] = n.attrs["recv_device"]
-        elif src[0].op == "ReadVariableOp" and src[0].inputs:
-            read_handles[src[0].inputs[0]] = n.attrs["recv_device"]
-    if read_handles:
-        for n in order:
-            if n.op in _UPDATE_HINT_OPS and n.inputs and n.inputs[0] in read_handles:
-                hints[n] = read_handles[n.inputs[0]]
     return hints
 
 

@@ -521,42 +521,6 @@ LOOP_CLONES static void adam_chunk(void *p, int64_t i) {
         ADAM_LOOP(double, __builtin_sqrt);
 }
 
-/* Adam out of place: the same operations in the same order, the new value of var (p[0],
- * read only) written to p[4] (a fresh buffer: a pushed variable's readers keep the old). */
-#define ADAM_TO_LOOP(T, SQRT)                                                               \
-    do {                                                                                    \
-        const T *restrict var = (const T *)f->p[0];                                         \
-        T *restrict m = (T *)f->p[1], *restrict v = (T *)f->p[2], *restrict out = (T *)f->p[4]; \
-        const T *restrict g = (const T *)f->p[3];                                           \
-        const T lr = (T)f->s[0], b1 = (T)f->s[1], b2 = (T)f->s[2], eps = (T)f->s[3];        \
-        const T c1 = (T)1 - b1, c2 = (T)1 - b2;                                             \
-        if (f->flag) {                                                                      \
-            for (int64_t j = lo; j < hi; j++) {                                             \
-                T gj = g[j], mj = m[j] * b1 + c1 * gj, vj = v[j] * b2 + (gj * gj) * c2;     \
-                m[j] = mj;                                                                  \
-                v[j] = vj;                                                                  \
-                out[j] = var[j] - ((b1 * mj + c1 * gj) / (SQRT(vj) + eps)) * lr;            \
-            }                                                                               \
-        } else {                                                                            \
-            for (int64_t j = lo; j < hi; j++) {                                             \
-                T gj = g[j], mj = m[j] * b1 + c1 * gj, vj = v[j] * b2 + (gj * gj) * c2;     \
-                m[j] = mj;                                                                  \
-                v[j] = vj;                                                                  \
-                out[j] = var[j] - (mj / (SQRT(vj) + eps)) * lr;                             \
-            }                                                                               \
-        }                                                                                   \
-    } while (0)
-
-LOOP_CLONES static void adam_to_chunk(void *p, int64_t i) {
-    const flat_t *f = p;
-    int64_t lo, hi;
-    bounds(f, i, &lo, &hi);
-    if (f->code == 'f')
-        ADAM_TO_LOOP(float, __builtin_sqrtf);
-    else
-        ADAM_TO_LOOP(double, __builtin_sqrt);
-}
-
 /* Momentum, in T, as the NumPy path orders it:
  *   accum = accum*momentum + grad;  var -= lr*accum
  *   (Nesterov: var -= lr*grad + (lr*momentum)*accum) */
@@ -662,35 +626,6 @@ static PyObject *py_adam(PyObject *self, PyObject *args) {
     for (int i = 0; i < 4; i++) f.p[i] = bufs[i].view.buf;
     run_flat(adam_chunk, &f, parts);
     release(bufs, 4);
-    Py_RETURN_NONE;
-}
-
-/* adam_to(var, m, v, grad, out, lr_t, beta1, beta2, epsilon, use_nesterov, parts): m and v
- * in place, var's new value into `out` (var itself unchanged; `out` must not overlap var,
- * m, v or grad). */
-static PyObject *py_adam_to(PyObject *self, PyObject *args) {
-    PyObject *objs[5];
-    flat_t f;
-    int parts;
-    if (!PyArg_ParseTuple(args, "OOOOOddddpi", &objs[0], &objs[1], &objs[2], &objs[3],
-                          &objs[4], &f.s[0], &f.s[1], &f.s[2], &f.s[3], &f.flag, &parts))
-        return NULL;
-    static const int writable[5] = {0, 1, 1, 0, 1};
-    buf_t bufs[5];
-    if (get_floats(objs, writable, bufs, 5, &f.code) != 0) return NULL;
-    if (!same_count(bufs, 5, &f.n)) return NULL;
-    for (int i = 0; i < 5; i++) f.p[i] = bufs[i].view.buf;
-    for (int i = 0; i < 4; i++) {
-        char *a = (char *)f.p[i], *o = (char *)f.p[4];
-        Py_ssize_t len = bufs[4].view.len;
-        if (a < o + len && o < a + bufs[i].view.len) {
-            release(bufs, 5);
-            PyErr_SetString(PyExc_ValueError, "adam_to: out overlaps an input");
-            return NULL;
-        }
-    }
-    run_flat(adam_to_chunk, &f, parts);
-    release(bufs, 5);
     Py_RETURN_NONE;
 }
 
@@ -3048,9 +2983,6 @@ static PyMethodDef methods[] = {
      "op(b); False if stopped"},
     {"adam", py_adam, METH_VARARGS,
      "adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov, parts): in place"},
-    {"adam_to", py_adam_to, METH_VARARGS,
-     "adam_to(var, m, v, grad, out, lr_t, beta1, beta2, epsilon, use_nesterov, parts): "
-     "var's new value into out"},
     {"momentum", py_momentum, METH_VARARGS,
      "momentum(var, accum, grad, lr, momentum, use_nesterov, parts): in place"},
     {"relu", py_relu, METH_VARARGS, "relu(out, x, parts)"},

@@ -189,20 +189,6 @@ def adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov: bool,
     return True
 
 
-def adam_to(var, m, v, grad, out, lr_t, beta1, beta2, epsilon, use_nesterov: bool,
-            parts: int) -> bool:
-    """`adam` with var's new value written to `out` (var unchanged; m, v in place);
-    False when the arrays do not qualify."""
-    if _mod is None or not hasattr(_mod, "adam_to") or not _flat_ok(var, m, v, grad, out) \
-            or not m.flags.writeable or not v.flags.writeable or not out.flags.writeable or \
-            np.shares_memory(out, var) or np.shares_memory(out, m) or \
-            np.shares_memory(out, v) or np.shares_memory(out, grad):
-        return False
-    _mod.adam_to(var, m, v, grad, out, float(lr_t), float(beta1), float(beta2),
-                 float(epsilon), bool(use_nesterov), parts)
-    return True
-
-
 def momentum(var, accum, grad, lr, momentum_, use_nesterov: bool, parts: int) -> bool:
     """Momentum's update of var and accum in place (lr and momentum_ in var's dtype); False
     when the arrays do not qualify."""

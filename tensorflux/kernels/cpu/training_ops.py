@@ -22,7 +22,7 @@ import contextlib
 import numpy as np
 
 from tensorflux.framework import errors, op_registry
-from tensorflux.kernels import buffers, intra_op
+from tensorflux.kernels import intra_op
 from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu.state_ops import _existing, as_handle, own_value
 from tensorflux.kernels.registry import kernel_factory
@@ -70,7 +70,6 @@ def _dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
         arg_names = [a.name for a in _opdef(op_type).inputs][1 + nslots:]
         flags = {k: node.attrs[k] for k in ("use_nesterov", "update_slots",
                                             "multiply_linear_by_lr") if k in node.attrs}
-        out_of_place = _NATIVE_TO.get(update)
 
         def compute(ctx, var_h, *rest):
             handles, args = rest[:nslots], rest[nslots:]
@@ -79,9 +78,6 @@ def _dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
             var = _existing(ctx, as_handle(var_h), dtype, "update")
             slot_vars = [_existing(ctx, as_handle(h), dtype, "update") for h in handles]
             with _locked([var, *slot_vars], lock):
-                if out_of_place is not None and buffers.output_offered() and \
-                        _update_to(ctx, out_of_place, var, slot_vars, handles, hyper, flags):
-                    return
                 w = _own(var, as_handle(var_h).name)
                 slots = [_own(sv, as_handle(h).name) for sv, h in zip(slot_vars, handles,
                                                                       strict=True)]
@@ -91,24 +87,6 @@ def _dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
         return compute
 
     return factory
-
-
-def _update_to(ctx, fused_to, var, slot_vars, handles, hyper, flags) -> bool:
-    """The update out of place, when the executor offers where var's new value goes
-    (buffers.empty_output: a pushed variable's next value, in its push segment, so the
-    next read crosses without a copy and the readers of the old one keep it): var's new
-    value written there by `fused_to` (one pass, as the in-place update), the slots in
-    place. False (nothing done) when the arrays do not qualify."""
-    cur = var.value
-    if type(cur) is not np.ndarray or any(sv.value is None for sv in slot_vars):
-        return False
-    _check_shape(cur, hyper["grad"], "var")
-    slots = [_own(sv, as_handle(h).name) for sv, h in zip(slot_vars, handles, strict=True)]
-    out = buffers.empty_output(cur.shape, cur.dtype)
-    if not fused_to(cur, *slots, **hyper, **flags, out=out, parts=intra_op.workers(ctx)):
-        return False
-    var.value = out
-    return True
 
 
 def _apply_dense(ctx, update, w, slots, hyper, flags) -> None:
@@ -262,14 +240,6 @@ def _adam_native(var, m, v, *, beta1_power, beta2_power, lr, beta1, beta2, epsil
     return native.adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov, parts)
 
 
-def _adam_to_native(var, m, v, *, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,
-                    out, use_nesterov=False, parts=1) -> bool:
-    """`_adam_native` with var's new value written to `out` (var unchanged)."""
-    lr_t = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
-    return native.adam_to(var, m, v, grad, out, lr_t, beta1, beta2, epsilon, use_nesterov,
-                          parts)
-
-
 def _momentum_native(var, accum, *, lr, grad, momentum, use_nesterov=False, parts=1) -> bool:
     """`_momentum` in one native pass; False when the arrays do not qualify."""
     return native.momentum(var, accum, grad, lr, momentum, use_nesterov, parts)
@@ -346,7 +316,6 @@ _RULES = {
 # Rules with a fused native loop (tensorflux/kernels/cpu/native.py), tried first.
 _NATIVE = {_adam: _adam_native, _momentum: _momentum_native,
            _gradient_descent: _gradient_descent_native}
-_NATIVE_TO = {_adam: _adam_to_native}  # out of place (`_update_to`)
 
 _REGISTERED: list[str] = []
 for _name, (_slots, _rule) in _RULES.items():
