@@ -27,10 +27,9 @@ Ownership (the invariants):
   keeps its extent: a full segment sends tensors inline, as on TCP.
 - A producer's kernel may make a tensor in an extent in the first place (`Segment.alloc`,
   offered by the static executor through kernels/buffers.py's `empty_output` to a MatMul
-  whose only consumer is a pushed _Send, and to an Adam update of a variable whose read is
-  pushed: the new value goes there, out of place). Its first push sends that extent as
-  it is (no copy) and makes the producer's array read-only; the extent is free again
-  only when both the consumer has handed it back and the producer's last view is gone.
+  whose only consumer is a pushed _Send). Its first push sends that extent as it is (no
+  copy) and makes the producer's array read-only; the extent is free again only when
+  both the consumer has handed it back and the producer's last view is gone.
 - Everything a consumer reads from a frame is checked against its own mapping before an
   array is made: a malformed or out-of-range descriptor is InvalidArgumentError (the
   connection is then dropped), never an access outside the segment.
