@@ -522,3 +522,67 @@ def test_a_product_pushed_to_a_ps_is_made_in_the_segment(monkeypatch, graph, mod
         assert all(seg.in_use() < 40 for seg in segments)  # handed back, reused
     else:
         assert made == []
+
+
+def _adam_model(rng, ps, worker):
+    """A [300, 200] weight and a bias on `ps`, the model on `worker`, Adam (devices None:
+    an in-process session's)."""
+    w0 = rng.standard_normal((300, 200)).astype(np.float32) * 0.1
+    with tf.device(ps):
+        w = tf.Variable(w0, name="w")
+        bias = tf.Variable(np.zeros(200, np.float32), name="bias")
+    with tf.device(worker):
+        x = tf.placeholder(tf.float32, [64, 300])
+        loss = tf.reduce_mean(tf.square(tf.nn.relu(tf.matmul(x, w) + bias) - 1.0))
+        train = tf.train.AdamOptimizer(0.01).minimize(loss)
+    with tf.device(ps):
+        bump = w.assign_add(tf.ones_like(w))
+    return x, w, bias, loss, train, bump
+
+
+@pytest.mark.parametrize("mode", ["1", "0"], ids=["shm", "tcp"])
+def test_training_with_gradients_made_in_the_segment_matches_in_process(monkeypatch, mode):
+    """Adam on a PS with the weight's gradient made in the worker's push segment (a MatMul
+    pushed without a copy): the losses, an assign in between and the final values match an
+    in-process session bit for bit."""
+    monkeypatch.setenv("TENSORFLUX_PUSH_SHM", mode)
+    made = []
+    original = shm.Segment.alloc
+
+    def alloc(self, shape, dtype):
+        out = original(self, shape, dtype)
+        if out is not None:
+            made.append(tuple(shape))
+        return out
+
+    monkeypatch.setattr(shm.Segment, "alloc", alloc)
+    rng = np.random.default_rng(3)
+    feeds = [rng.standard_normal((64, 300)).astype(np.float32) for _ in range(6)]
+    results = []
+    c = Cluster(1, 1)
+    try:
+        for target in (None, c.target):
+            g = tf.Graph()
+            with g.as_default():
+                tf.set_random_seed(0)
+                x, w, bias, loss, train, bump = _adam_model(
+                    np.random.default_rng(3), target and "/job:ps/task:0",
+                    target and "/job:worker/task:0")
+                init = tf.global_variables_initializer()
+            with tf.Session(target or "", graph=g) as s:
+                s.run(init)
+                got = []
+                for step in range(12):
+                    got.append(s.run([loss, train], {x: feeds[step % 6]})[0])
+                    if step == 5:
+                        s.run(bump)
+                got += s.run([w, bias])
+                results.append(got)
+    finally:
+        c.stop()
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_array_equal(a, b)
+    if mode == "1":  # each step's gradient of the weight
+        assert made.count((300, 200)) >= 12, made
+    else:
+        assert made == []
