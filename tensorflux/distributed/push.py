@@ -611,6 +611,13 @@ class Pushers:
         stream.send(parts)
         return pushed
 
+    def allocator(self, task: str):
+        """The open connection to `task`'s shared segment's `alloc`, or None (no connection
+        yet, a broken one, or not shared memory)."""
+        stream = self._streams.get(task)
+        segment = None if stream is None or stream.broken else getattr(stream, "shm", None)
+        return None if segment is None else segment.alloc
+
     def transports(self) -> dict[str, str]:
         """{task: "shm", "socket" or "grpc"}: how the open streams carry large tensors."""
         return {task: "shm" if s.shm is not None else s.kind

@@ -56,8 +56,9 @@ class RemoteRendezvous(Rendezvous):
         key's source device for the tensor and calls `done(err, value, is_dead)`.
     """
 
-    def __init__(self, step_id: int, is_local, recv_remote, push=None):
+    def __init__(self, step_id: int, is_local, recv_remote, push=None, segment=None):
         self.step_id = step_id
+        self._segment = segment
         self.local = LocalRendezvous()
         self.created = time.monotonic()
         self._is_local = is_local
@@ -88,6 +89,12 @@ class RemoteRendezvous(Rendezvous):
             if self._push(self, key, value, is_dead):
                 return
         self.local.send(key, value, is_dead)
+
+    def push_allocator(self, dst_device: str):
+        """`alloc(shape, dtype) -> ndarray | None` placing an array in the shared segment
+        of this task's push connection to `dst_device`'s task (a tensor pushed there from
+        it is not copied), or None when there is none (yet)."""
+        return None if self._segment is None else self._segment(dst_device)
 
     def recv_async(self, key: str, done: DoneCallback) -> None:
         src = parse_key(key).src_device
@@ -184,7 +191,7 @@ class RendezvousMgr:
                 if for_push and step_id in self._ended:
                     return None
                 rdv = self._steps[step_id] = RemoteRendezvous(
-                    step_id, self._is_local, self._recv_remote, self._push)
+                    step_id, self._is_local, self._recv_remote, self._push, self._segment)
                 rdv.by_push = for_push
                 stale = self._stale_locked()
             else:
@@ -217,6 +224,10 @@ class RendezvousMgr:
         task = _task(self._dst_device(key))
         rdv.pushed_to.add(task)
         return self.pushers.push(task, rdv.step_id, key, value, is_dead)
+
+    def _segment(self, dst_device: str):
+        pushers = self.pushers
+        return None if pushers is None else pushers.allocator(_task(dst_device))
 
     def deliver(self, peer: str, items) -> None:
         """Pushed tensors from task `peer`: (step_id, key, value, is_dead, pull) each.

@@ -25,6 +25,11 @@ Ownership (the invariants):
   a few at a time), and only a slot handed back is ever written again. So no tensor
   changes under a consumer, and a consumer that keeps a tensor (a queue, a fetch) just
   keeps its extent: a full segment sends tensors inline, as on TCP.
+- A producer's kernel may make a tensor in an extent in the first place (`Segment.alloc`,
+  offered by the static executor through kernels/buffers.py's `empty_output` to a MatMul
+  whose only consumer is a pushed _Send). Its first push sends that extent as it is (no
+  copy) and makes the producer's array read-only; the extent is free again only when
+  both the consumer has handed it back and the producer's last view is gone.
 - Everything a consumer reads from a frame is checked against its own mapping before an
   array is made: a malformed or out-of-range descriptor is InvalidArgumentError (the
   connection is then dropped), never an access outside the segment.
@@ -98,6 +103,9 @@ def shareable(value) -> np.ndarray | None:
     return wire._little_endian(value) if enum in wire._NUMPY_OF_ENUM else None
 
 
+_SHAREABLE_DTYPES = frozenset(wire._NUMPY_OF_ENUM.values())
+
+
 # ---- the producer's segment ------------------------------------------------------------
 
 class Segment:
@@ -125,6 +133,14 @@ class Segment:
         self._used: dict[int, tuple[int, int]] = {}  # slot -> (offset, size)
         self._slots = iter(range(1, 1 << 62))
         self.closed = False
+        # Extents the producer allocated for its own arrays (`alloc`): address -> (slot,
+        # bytes) until pushed; the slots whose arrays are alive here; of those, the ones
+        # the consumer has already handed back; and the slots whose last view here died
+        # (appended by finalizers, on any thread, lock-free; taken under the lock).
+        self._owned: dict[int, tuple[int, int]] = {}
+        self._held: set[int] = set()
+        self._returned: set[int] = set()
+        self._dropped: collections.deque = collections.deque()
 
     def close_fd(self) -> None:
         """The descriptor, once handed over (the mapping stays)."""
@@ -134,33 +150,107 @@ class Segment:
 
     def put(self, arr: np.ndarray) -> tuple[int, int] | None:
         """Copies `arr` (C-contiguous, little-endian) into a free extent: (slot, offset),
-        or None when no extent is large enough (the caller sends it inline)."""
+        or None when no extent is large enough (the caller sends it inline). An array
+        that is an extent of its own from `alloc`, not yet put, is not copied: its slot
+        goes to the consumer as it is (the first time only)."""
         n = arr.nbytes
-        need = -(-n // ALIGN) * ALIGN
         with self._lock:
             if self.closed:
                 return None
-            for i, (off, size) in enumerate(self._free):  # first fit: low pages stay hot
-                if size >= need:
-                    if size == need:
-                        del self._free[i]
-                    else:
-                        self._free[i] = (off + need, size - need)
-                    slot = next(self._slots)
-                    self._used[slot] = (off, need)
-                    break
-            else:
-                return None
+            if self._owned:
+                owned = self._owned.get(arr.__array_interface__["data"][0])
+                if owned is not None and owned[1] == n:
+                    slot = owned[0]
+                    del self._owned[arr.__array_interface__["data"][0]]
+                    arr.flags.writeable = False  # the consumer reads it from now on
+                    return slot, self._used[slot][0]
+            placed = self._take(n)
+        if placed is None:
+            return None
+        slot, off = placed
         try:
             np.frombuffer(self._mm, np.uint8, n, off)[...] = arr.reshape(-1).view(np.uint8)
         except ValueError:  # closed meanwhile: the connection failed
             return None
         return slot, off
 
+    def alloc(self, shape: tuple, dtype: np.dtype) -> np.ndarray | None:
+        """An uninitialized C-contiguous array of `shape` and `dtype` in a free extent (for
+        a kernel's output that is then pushed: `put` sends it without a copy), or None
+        (too small to share, a dtype that cannot be, or no room). The extent is free again
+        once both the consumer has handed it back (if it was pushed) and the last array
+        viewing it here is gone: the producer never writes into a pushed tensor (its only
+        consumer here was the push), and a consumer's view never changes."""
+        count = 1
+        for d in shape:
+            count *= d
+        n = count * dtype.itemsize
+        if n < MIN_BYTES or dtype.byteorder == ">" or \
+                dtype.kind not in "biufc" or dtype not in _SHAREABLE_DTYPES:
+            return None
+        with self._lock:
+            if self.closed:
+                return None
+            placed = self._take(n)
+            if placed is None:
+                return None
+            slot, off = placed
+            try:
+                base = np.frombuffer(self._mm, np.uint8, n, off)
+            except ValueError:  # closed
+                self._insert(*self._used.pop(slot))
+                return None
+            self._owned[base.__array_interface__["data"][0]] = (slot, n)
+            self._held.add(slot)
+        weakref.finalize(base, self._dropped.append, slot).atexit = False
+        return base.view(dtype).reshape(shape)
+
+    def _take(self, n: int) -> tuple[int, int] | None:
+        """A free extent of at least n bytes (first fit: low pages stay hot), its slot
+        recorded as used: (slot, offset); None when none is large enough. Under the lock."""
+        if self._dropped:
+            self._drain()
+        need = -(-n // ALIGN) * ALIGN
+        for i, (off, size) in enumerate(self._free):
+            if size >= need:
+                if size == need:
+                    del self._free[i]
+                else:
+                    self._free[i] = (off + need, size - need)
+                slot = next(self._slots)
+                self._used[slot] = (off, need)
+                return slot, off
+        return None
+
+    def _drain(self) -> None:
+        """The producer's arrays that died: their extents are free unless the consumer
+        still holds them (pushed, not handed back). Under the lock."""
+        while self._dropped:
+            slot = self._dropped.popleft()
+            self._held.discard(slot)
+            extent = self._used.get(slot)
+            if extent is None:
+                continue
+            for addr, (s, _) in list(self._owned.items()):
+                if s == slot:  # never pushed
+                    del self._owned[addr]
+                    self._insert(*self._used.pop(slot))
+                    break
+            else:
+                if slot in self._returned:
+                    self._returned.discard(slot)
+                    self._insert(*self._used.pop(slot))
+
     def release(self, slots) -> None:
         """Slots the consumer handed back (unknown ones, from a confused peer, ignored)."""
         with self._lock:
+            if self._dropped:
+                self._drain()
             for slot in slots:
+                if slot in self._held:  # an array of ours still views it
+                    if slot in self._used:
+                        self._returned.add(slot)
+                    continue
                 extent = self._used.pop(slot, None)
                 if extent is not None:
                     self._insert(*extent)
@@ -185,6 +275,8 @@ class Segment:
 
     def in_use(self) -> int:
         with self._lock:
+            if self._dropped:
+                self._drain()
             return len(self._used)
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ argument); tests/kernels/test_buffers.py pins this down for the interpreter in u
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 
@@ -114,3 +115,42 @@ def donated_output(inputs: tuple, donated: tuple, shape: tuple, dtype):
         if a.shape == shape and a.dtype == dtype and a.flags.c_contiguous:
             return a
     return None
+
+
+# ---- where an output goes: a hint from the executor -------------------------------------
+#
+# A kernel whose output the executor knows goes straight to another task through a shared
+# segment (its only consumer is a pushed _Send; distributed/shm.py) may allocate that
+# output in the segment, so the push sends a descriptor instead of copying the tensor.
+# The executor sets the allocator for one kernel call (`with_output_allocator`); a kernel
+# that honours it allocates its (one, C-contiguous) output with `empty_output`. Kernels
+# that do not simply allocate as before: the hint is only a hint.
+
+_hint = threading.local()
+
+
+def with_output_allocator(alloc, compute, ctx, *args):
+    """`compute(ctx, *args)` with `alloc(shape, dtype) -> ndarray | None` offered for its
+    output (taken at most once, on this thread)."""
+    _hint.alloc = alloc
+    try:
+        return compute(ctx, *args)
+    finally:
+        _hint.alloc = None
+
+
+def output_offered() -> bool:
+    """Whether the executor offers an allocator for this call's output."""
+    return getattr(_hint, "alloc", None) is not None
+
+
+def empty_output(shape: tuple, dtype) -> np.ndarray:
+    """An uninitialized C-contiguous array for a kernel's output: from the allocator the
+    executor offered for this call, if any and it has room, else `np.empty`."""
+    alloc = getattr(_hint, "alloc", None)
+    if alloc is not None:
+        _hint.alloc = None
+        out = alloc(shape, np.dtype(dtype))
+        if out is not None:
+            return out
+    return np.empty(shape, dtype)

@@ -24,11 +24,13 @@ call, when every partition of the step qualifies), expensive kernels in parallel
 
 from __future__ import annotations
 
+import collections
 import time
 from collections.abc import Iterable
 
 from tensorflux.framework import errors, op_registry
 from tensorflux.framework.rendezvous_key import create_key
+from tensorflux.kernels import buffers
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.registry import KernelContext
 from tensorflux.runtime import codegen
@@ -218,6 +220,9 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
     per-kernel dispatch and for traced runs; the results are the same). With `ctx_names`
     (merged partitions) the step gets a tuple of contexts and node n's kernel is called with
     `ctx_names[n]`."""
+    hints = _pushed_outputs(order, fetches)
+    if hints:
+        kernel_wrapper = _hinting(hints, kernel_wrapper)
     em = codegen.Emitter(device_type, kernel_wrapper, inline, merged=ctx_names is not None,
                          factories={"_Recv": _blocking_recv})
     em.add("def step(ctx, args):", 0)
@@ -235,3 +240,53 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
     em.add("return [" + ", ".join(results) + "]")
     fn, source, filename = em.compile("step", "step")
     return fn, source, filename, em.line_nodes
+
+
+# Kernels whose output may be allocated where the executor offers (buffers.empty_output).
+_OUTPUT_HINT_OPS = frozenset(("MatMul",))
+_PUSH_ATTR = "_tfx_push"  # distributed/push.py's PUSH_ATTR: the _Send's tensor is pushed
+
+
+def _pushed_outputs(order: list[Node], fetches) -> dict[Node, str]:
+    """node -> the receiving device, for the nodes (of `_OUTPUT_HINT_OPS`) whose one output
+    has one consumer, through Identities that each have one too, and that consumer is a
+    pushed _Send (to another task): such an output may be allocated in the push
+    connection's shared segment, so the push does not copy it. Nothing else here holds
+    it after the _Send, so nothing here can write into it once pushed (no donation)."""
+    uses: collections.Counter = collections.Counter()
+    for n in order:
+        uses.update(n.inputs)
+    uses.update(fetches)
+    uses.update(fetches)  # a fetched value is held beyond the step
+    hints = {}
+    for n in order:
+        if n.op != "_Send" or not n.attrs.get(_PUSH_ATTR) or not n.inputs:
+            continue
+        src = n.inputs[0]
+        while uses[src] == 1 and src[0].op == "Identity" and len(src[0].inputs) == 1:
+            src = src[0].inputs[0]
+        if uses[src] == 1 and src[0].op in _OUTPUT_HINT_OPS and \
+                len(src[0].output_dtypes) == 1:
+            hints[src[0]] = n.attrs["recv_device"]
+    return hints
+
+
+def _hinting(hints: dict[Node, str], inner):
+    """A kernel wrapper offering the hinted nodes' kernels their push segment for their
+    output, then applying `inner` (or none)."""
+    def wrap(n, kdef, compute):
+        dst = hints.get(n)
+        if dst is not None:
+            compute = _output_for_push(compute, dst)
+        return compute if inner is None else inner(n, kdef, compute)
+    return wrap
+
+
+def _output_for_push(compute, dst: str):
+    def run(ctx, *args):
+        allocator = getattr(ctx.rendezvous, "push_allocator", None)
+        alloc = None if allocator is None else allocator(dst)
+        if alloc is None:
+            return compute(ctx, *args)
+        return buffers.with_output_allocator(alloc, compute, ctx, *args)
+    return run

@@ -411,3 +411,178 @@ def test_a_malformed_call_descriptor_ends_its_connection_not_the_task(pair, grap
         y = tf.constant(2.0) * 3.0
     with pair.session(graph) as s:
         assert s.run(y) == 6.0
+
+
+def test_an_array_allocated_in_the_segment_is_pushed_without_a_copy():
+    """Segment.alloc: an output produced in place. Its put sends its own slot (no copy,
+    the first time only); its extent is free again only once the consumer has handed it
+    back and the producer's last view is gone, in either order; one never put is free when
+    its last view goes; small or unshareable arrays and a full segment: None."""
+    segment = shm.Segment(1 << 20)
+    frames = []
+    releases = shm.Releases(lambda frame: frames.append(frame) or True)
+    mapping = shm.Mapping(os.dup(segment.fd), segment.size, segment.nonce, releases)
+    f32 = np.dtype(np.float32)
+
+    def hand_back():
+        releases.flush(force=True)
+        segment.release(shm.decode_release(frames[-1]))
+
+    for consumer_first in (True, False):
+        out = segment.alloc((256, 256), f32)  # 256 KiB
+        out[...] = np.arange(out.size, dtype=np.float32).reshape(out.shape)
+        slot, offset = segment.put(out)
+        view = mapping.array(1, [256, 256], offset, out.nbytes, slot)
+        np.testing.assert_array_equal(view, out)
+        assert not out.flags.writeable  # pushed: the producer no longer writes into it
+        view_of_out = np.frombuffer(segment._mm, np.float32, out.size, offset)
+        view_of_out[0] = -1.0  # the very same memory: no copy was made
+        assert view[0, 0] == -1.0
+        del view_of_out
+        again = segment.put(out)  # a second push of it is a copy, in another extent
+        assert again is not None and again[0] != slot
+        segment.release([again[0]])
+        if consumer_first:
+            del view
+            hand_back()
+            assert segment.in_use() == 1  # ours still views it
+            del out
+        else:
+            del out
+            assert segment.in_use() == 1  # the consumer's still does
+            del view
+            hand_back()
+        assert segment.alloc((1, 4), f32) is None  # too small to share: np.empty
+        assert segment.in_use() == 0
+    never = segment.alloc((256, 256), f32)
+    assert segment.in_use() == 1
+    del never
+    assert segment.alloc((1 << 20,), np.dtype(np.uint8)) is None  # no room
+    assert segment.in_use() == 0
+    assert segment.alloc((256, 256), np.dtype(object)) is None
+    assert segment.alloc((256, 256), np.dtype(">f4")) is None
+    segment.close()
+
+
+def _product_to_ps(also_fetched: bool):
+    """A [300, 200] product made on the worker and pushed to a variable on the PS (the
+    shape of a gradient and its update); `also_fetched`: the client fetches it too."""
+    rng = np.random.default_rng(7)
+    a0 = rng.standard_normal((300, 40)).astype(np.float32)
+    b0 = rng.standard_normal((40, 200)).astype(np.float32)
+    with tf.device("/job:ps/task:0"):
+        v = tf.Variable(np.zeros((300, 200), np.float32), name="acc")
+    with tf.device("/job:worker/task:0"):
+        a = tf.constant(a0)
+        b = tf.placeholder(tf.float32, [40, 200])
+        product = tf.matmul(a, b)
+    with tf.device("/job:ps/task:0"):
+        update = v.assign_add(product)
+    fetches = [update.op, product] if also_fetched else [update.op]
+    return a0, b0, b, v, fetches
+
+
+@pytest.mark.parametrize("mode", ["1", "0"], ids=["shm", "tcp"])
+@pytest.mark.parametrize("also_fetched", [False, True], ids=["pushed", "pushed+fetched"])
+def test_a_product_pushed_to_a_ps_is_made_in_the_segment(monkeypatch, graph, mode,
+                                                         also_fetched):
+    """A MatMul whose only consumer is a pushed _Send writes its output in the push
+    connection's segment (no copy on push); one that is also fetched does not. The
+    values are the same either way, and over many steps the extents are reused."""
+    monkeypatch.setenv("TENSORFLUX_PUSH_SHM", mode)
+    made, segments = [], set()
+    original = shm.Segment.alloc
+
+    def alloc(self, shape, dtype):
+        out = original(self, shape, dtype)
+        if out is not None:
+            made.append(out.shape)
+            segments.add(self)
+        return out
+
+    monkeypatch.setattr(shm.Segment, "alloc", alloc)
+    c = Cluster(1, 1)
+    try:
+        a0, b0, b, v, fetches = _product_to_ps(also_fetched)
+        with c.session(graph) as s:
+            s.run(v.initializer)
+            total = np.zeros((300, 200), np.float64)
+            for step in range(40):
+                feed = b0 * (step % 5 - 2)
+                got = s.run(fetches, {b: feed})
+                expected = a0.astype(np.float64) @ feed.astype(np.float64)
+                total += expected
+                if also_fetched:
+                    np.testing.assert_allclose(got[1], expected, rtol=1e-4, atol=1e-3)
+            np.testing.assert_allclose(s.run(v), total, rtol=1e-4, atol=1e-2)
+    finally:
+        c.stop()
+    if mode == "1" and not also_fetched:
+        assert len(made) >= 38 and set(made) == {(300, 200)}
+        assert all(seg.in_use() < 40 for seg in segments)  # handed back, reused
+    else:
+        assert made == []
+
+
+def _adam_model(rng, ps, worker):
+    """A [300, 200] weight and a bias on `ps`, the model on `worker`, Adam (devices None:
+    an in-process session's)."""
+    w0 = rng.standard_normal((300, 200)).astype(np.float32) * 0.1
+    with tf.device(ps):
+        w = tf.Variable(w0, name="w")
+        bias = tf.Variable(np.zeros(200, np.float32), name="bias")
+    with tf.device(worker):
+        x = tf.placeholder(tf.float32, [64, 300])
+        loss = tf.reduce_mean(tf.square(tf.nn.relu(tf.matmul(x, w) + bias) - 1.0))
+        train = tf.train.AdamOptimizer(0.01).minimize(loss)
+    with tf.device(ps):
+        bump = w.assign_add(tf.ones_like(w))
+    return x, w, bias, loss, train, bump
+
+
+@pytest.mark.parametrize("mode", ["1", "0"], ids=["shm", "tcp"])
+def test_training_with_gradients_made_in_the_segment_matches_in_process(monkeypatch, mode):
+    """Adam on a PS with the weight's gradient made in the worker's push segment (a MatMul
+    pushed without a copy): the losses, an assign in between and the final values match an
+    in-process session bit for bit."""
+    monkeypatch.setenv("TENSORFLUX_PUSH_SHM", mode)
+    made = []
+    original = shm.Segment.alloc
+
+    def alloc(self, shape, dtype):
+        out = original(self, shape, dtype)
+        if out is not None:
+            made.append(tuple(shape))
+        return out
+
+    monkeypatch.setattr(shm.Segment, "alloc", alloc)
+    rng = np.random.default_rng(3)
+    feeds = [rng.standard_normal((64, 300)).astype(np.float32) for _ in range(6)]
+    results = []
+    c = Cluster(1, 1)
+    try:
+        for target in (None, c.target):
+            g = tf.Graph()
+            with g.as_default():
+                tf.set_random_seed(0)
+                x, w, bias, loss, train, bump = _adam_model(
+                    np.random.default_rng(3), target and "/job:ps/task:0",
+                    target and "/job:worker/task:0")
+                init = tf.global_variables_initializer()
+            with tf.Session(target or "", graph=g) as s:
+                s.run(init)
+                got = []
+                for step in range(12):
+                    got.append(s.run([loss, train], {x: feeds[step % 6]})[0])
+                    if step == 5:
+                        s.run(bump)
+                got += s.run([w, bias])
+                results.append(got)
+    finally:
+        c.stop()
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_array_equal(a, b)
+    if mode == "1":  # each step's gradient of the weight
+        assert made.count((300, 200)) >= 12, made
+    else:
+        assert made == []

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from tensorflux.kernels import interrupt, intra_op
+from tensorflux.kernels import buffers, interrupt, intra_op
 from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu._math_common import _BF16, _BLAS_FLOATS, _F16, _invalid, _shape_str
 from tensorflux.kernels.registry import kernel, kernel_factory
@@ -42,7 +42,7 @@ def _matmul(node):
         m, n = a2.shape[0], b2.shape[1]
         flops = 2.0 * m * n * a2.shape[1]
         if flops < intra_op.MIN_FLOPS:  # one product on this thread, whatever `parts` is
-            return np.matmul(a2, b2)
+            return _product(a2, b2)
         parts = intra_op.workers(ctx)
         long = flops > interrupt.CHUNK_FLOPS  # in blocks, polling the step between them
         if a.dtype in _BLAS_FLOATS and flops >= intra_op.MIN_FLOPS and \
@@ -56,9 +56,17 @@ def _matmul(node):
             return out if out is not None else _split_matmul(a2, b2, parts)
         if long and min(m, n) > 0:
             return _split_matmul(a2, b2, parts)
-        return np.matmul(a2, b2)
+        return _product(a2, b2)
 
     return compute
+
+
+def _product(a, b):
+    """np.matmul(a, b), written where the executor offers (buffers.empty_output)."""
+    if not buffers.output_offered():
+        return np.matmul(a, b)
+    return np.matmul(a, b, out=buffers.empty_output((a.shape[0], b.shape[1]),
+                                                     np.result_type(a, b)))
 
 
 def _split_matmul(a, b, parts):
@@ -69,7 +77,7 @@ def _split_matmul(a, b, parts):
     every BLAS call packs its operands again. A long product is cut further, into blocks
     of about `interrupt.CHUNK_FLOPS` (at least 16 wide), so that it polls its step."""
     m, n = a.shape[0], b.shape[1]
-    out = np.empty((m, n), np.result_type(a, b))
+    out = buffers.empty_output((m, n), np.result_type(a, b))
     grain = intra_op.bounded_grain(max(64, -(-max(m, n) // parts)), max(m, n),
                                    2.0 * m * n * a.shape[1], floor=16)
     if m >= n:

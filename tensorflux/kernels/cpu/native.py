@@ -44,7 +44,7 @@ import os
 
 import numpy as np
 
-from tensorflux.kernels import interrupt, registry
+from tensorflux.kernels import buffers, interrupt, registry
 from tensorflux.kernels.cpu import _blas
 
 try:
@@ -135,7 +135,7 @@ def gemm(a: np.ndarray, b: np.ndarray, parts: int):
         return None
     m = a.shape[1] if ta else a.shape[0]
     n = b.shape[0] if tb else b.shape[1]
-    out = np.empty((m, n), a.dtype)
+    out = buffers.empty_output((m, n), a.dtype)  # in a push's segment when offered
     k = a.shape[0] if ta else a.shape[1]
     with _stop_for(2.0 * m * n * k) as (cell, deadline):
         done = _mod.gemm(a, b, out, ta, tb, parts, cell, deadline)
@@ -160,10 +160,11 @@ def skinny(a: np.ndarray, b: np.ndarray, parts: int):
     if _mod is None or a.dtype not in _FLOATS or b.dtype != a.dtype or a.ndim != 2 or \
             b.ndim != 2 or 0 in a.shape or 0 in b.shape or a.shape[1] != b.shape[0]:
         return None
-    out = np.empty((a.shape[0], b.shape[1]), a.dtype)
     if a.shape[1] <= SKINNY_MAX and a.T.flags.c_contiguous and b.flags.c_contiguous:
+        out = buffers.empty_output((a.shape[0], b.shape[1]), a.dtype)
         _mod.skinny(out, a.T, b, False, parts)
     elif a.shape[0] <= SKINNY_MAX and a.flags.c_contiguous and b.T.flags.c_contiguous:
+        out = buffers.empty_output((a.shape[0], b.shape[1]), a.dtype)
         _mod.skinny(out, a, b.T, True, parts)
     else:
         return None
