@@ -52,7 +52,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from tensorflux.framework import errors
 from tensorflux.kernels import interrupt, intra_op
-from tensorflux.kernels.cpu import _fft_conv, _winograd, _winograd5, native
+from tensorflux.kernels.cpu import _fft_conv, _winograd, _winograd4, _winograd5, native
 from tensorflux.kernels.cpu._nn_common import (
     _checked,
     _explicit_pairs,
@@ -153,6 +153,12 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts, epilogue=None
     fused bias and activation, in place) runs on those rows while they are in cache."""
     n, oh, ow, f = out.shape
     k = w2.shape[0]
+    if (xp.dtype == w2.dtype == out.dtype and
+            _winograd4.applies(kh, kw, strides, dilations, xp.shape[3], f, (oh, ow), n,
+                               out.dtype)):
+        _winograd4.conv3x3(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
+        if _finite(out):
+            return _finish(out, epilogue, parts)
     if (xp.dtype == w2.dtype == out.dtype and
             _winograd.applies(kh, kw, strides, dilations, xp.shape[3], f, (oh, ow), out.dtype)):
         _winograd.conv3x3(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
@@ -400,6 +406,8 @@ def _small_conv_forward(x, w, g: _ConvGeometry):
             or rows * f == 0 or _pointwise(kh, kw, pads)
             or _winograd.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow),
                                  x.dtype)
+            or _winograd4.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow), n,
+                                  x.dtype)
             or _winograd5.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow), n,
                                   x.dtype)):
         return None
