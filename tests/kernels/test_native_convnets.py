@@ -291,8 +291,9 @@ def test_winograd5_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtyp
 @pytest.mark.parametrize("strided", [False, True])
 def test_winograd4_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtype, k, t, tw,
                                                                c, strided):
-    """Input and output transforms of F(4x4, 3x3) in C (wino_transform kinds 5 and 6:
-    6x6 tiles four pixels apart, 4x4 outputs) against _winograd4's NumPy functions,
+    """Input, output and gradient transforms of F(4x4, 3x3) in C (wino_transform kinds 5,
+    6 and 7: 6x6 tiles four pixels apart, 4x4 outputs, A e A^T of out_backprop's 4x4
+    tiles) against _winograd4's NumPy functions,
     contiguous and on strided slices, with NaN, infinities and signed zeros: the same bits,
     but for a NaN's sign (as F(2x2, 5x5)'s)."""
     from tensorflux.kernels.cpu import _winograd4
@@ -313,10 +314,13 @@ def test_winograd4_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtyp
 
     d = data((k, 4 * t + 2 + strided, 4 * tw + 2 + strided, c))
     m = data((36, k, t, tw, c))
+    e = data((k, 4 * t + strided, 4 * tw, c))
     if strided:
         d, m = d[:, :4 * t + 2, 1:], data((36, k + 1, t, tw, c))[:, 1:]
+        e = e[:, 1:]
     calls = [(lambda out: _winograd4._input_transform(d, out, t, tw), (36, k, t, tw, c)),
-             (lambda out: _winograd4._output_transform(m, out), (k, 4 * t, 4 * tw, c))]
+             (lambda out: _winograd4._output_transform(m, out), (k, 4 * t, 4 * tw, c)),
+             (lambda out: _winograd4._gradient_transform(e, out, t, tw), (36, k, t, tw, c))]
     with np.errstate(invalid="ignore", over="ignore"):
         got = []
         for fn, shape in calls:
@@ -334,15 +338,18 @@ def test_winograd4_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtyp
 
 @needs_native
 def test_winograd4_transforms_refuse_shapes_that_do_not_match():
-    """Kinds 5 and 6 check the tile geometry: an input too small for its tiles, an output
-    not four pixels a tile, and a kind past 6 are errors, not reads out of bounds."""
+    """Kinds 5 to 7 check the tile geometry: an input too small for its tiles, an output
+    or out_backprop not four pixels a tile, and a kind past 7 are errors, not reads or
+    writes out of bounds."""
     v = np.empty((36, 1, 2, 2, 4), np.float32)
     with pytest.raises(ValueError, match="shapes do not match"):
         native._mod.wino_transform(5, np.zeros((1, 9, 10, 4), np.float32), v)
     with pytest.raises(ValueError, match="shapes do not match"):
         native._mod.wino_transform(6, v, np.empty((1, 8, 6, 4), np.float32))
-    with pytest.raises(ValueError, match="kind 0 to 6"):
-        native._mod.wino_transform(7, v, np.empty((1, 8, 8, 4), np.float32))
+    with pytest.raises(ValueError, match="shapes do not match"):
+        native._mod.wino_transform(7, np.zeros((1, 8, 7, 4), np.float32), v)
+    with pytest.raises(ValueError, match="kind 0 to 7"):
+        native._mod.wino_transform(8, v, np.empty((1, 8, 8, 4), np.float32))
 
 
 @needs_native

@@ -389,16 +389,18 @@ def test_winograd5_transforms_and_non_finite_values():
 
 
 def _count_winograd4(monkeypatch, **thresholds):
-    """Lowers _winograd4's thresholds (and the flipped input gradient's) and counts its
-    conv3x3 calls."""
+    """Lowers _winograd4's thresholds (and the flipped input gradient's) and records its
+    conv3x3 and conv3x3_backprop_filter calls."""
     from tensorflux.kernels.cpu import _winograd4
 
     for name, value in thresholds.items():
         monkeypatch.setattr(_winograd4, name, value)
     monkeypatch.setattr("tensorflux.kernels.cpu.conv_ops._FLIP_MIN_CHANNELS", 1)
     calls = []
-    real = _winograd4.conv3x3
-    monkeypatch.setattr(_winograd4, "conv3x3", lambda *a: calls.append(1) or real(*a))
+    for name in ("conv3x3", "conv3x3_backprop_filter"):
+        real = getattr(_winograd4, name)
+        monkeypatch.setattr(_winograd4, name,
+                            lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
     return calls
 
 
@@ -419,8 +421,8 @@ _WINOGRAD4_CASES = [
 def test_winograd4_conv_and_input_gradient_match_the_loop_references(
         monkeypatch, name, xs, ws, padding, dtype, scheme):
     """F(4x4, 3x3) (thresholds lowered to these small convs) in each of its schemes gives
-    Conv2D and Conv2DBackpropInput (the flipped forward conv) within the float tolerances
-    of the other Winograd paths; the filter gradient (F(2x2, 3x3) or im2col) agrees too."""
+    Conv2D, Conv2DBackpropInput (the flipped forward conv) and Conv2DBackpropFilter within
+    the float tolerances of the other Winograd paths."""
     from tensorflux.kernels.cpu import _winograd4
 
     units = {"chunked": (1 << 10, 1), "images": (1 << 30, 1), "wide": (1 << 10, 1 << 30)}
@@ -439,7 +441,8 @@ def test_winograd4_conv_and_input_gradient_match_the_loop_references(
     np.testing.assert_allclose(got_y, y_ref, **tol)
     np.testing.assert_allclose(got_x, ref_conv_input_grad(xs, w, dy, (1, 1), padding), **tol)
     np.testing.assert_allclose(got_w, ref_conv_filter_grad(x, ws, dy, (1, 1), padding), **tol)
-    assert got_y.dtype == dtype and len(calls) == 2  # the forward conv and the input gradient
+    assert got_y.dtype == got_w.dtype == dtype
+    assert sorted(calls) == ["conv3x3", "conv3x3", "conv3x3_backprop_filter"]
     assert _winograd4.applies(3, 3, (1, 1), (1, 1), ws[2], ws[3], y_ref.shape[1:3], xs[0],
                               dtype)
 
@@ -447,8 +450,8 @@ def test_winograd4_conv_and_input_gradient_match_the_loop_references(
 @pytest.mark.parametrize("padding", ["SAME", "VALID"])
 def test_winograd4_gradients_by_finite_differences(monkeypatch, padding):
     """With F(4x4, 3x3)'s thresholds lowered to a small conv, tf.gradients of a conv (its
-    input gradient by the flipped forward conv through Winograd) agrees with finite
-    differences (float64)."""
+    input gradient by the flipped forward conv and its filter gradient through Winograd)
+    agrees with finite differences (float64)."""
     calls = _count_winograd4(monkeypatch, MIN_CHANNELS=1, MIN_PIXELS=1)
     rng = np.random.default_rng(12)
     x = rng.standard_normal((2, 9, 6, 3))
@@ -459,13 +462,14 @@ def test_winograd4_gradients_by_finite_differences(monkeypatch, padding):
         err = tf.test.compute_gradient_error([xt, wt], [x.shape, w.shape], y,
                                              y.shape.as_list(), x_init_value=[x, w])
     assert err < 1e-6
-    assert len(calls) >= 2  # the forward conv and the input gradient
+    assert {"conv3x3", "conv3x3_backprop_filter"} <= set(calls) and len(calls) >= 3
 
 
 def test_winograd4_at_its_thresholds_and_non_finite_values(monkeypatch):
     """A 28x28 conv with 48 channels takes F(4x4, 3x3) at its real thresholds (a 14x14 one
     or 47 channels does not) and matches the loop reference; an infinity and a NaN in its
-    input give the direct convolution's infinities and NaNs (the non-finite fallback)."""
+    input give the direct convolution's infinities and NaNs, and the filter gradient's NaNs
+    (the non-finite fallbacks)."""
     from tensorflux.kernels.cpu import _winograd4
 
     assert not _winograd4.applies(3, 3, (1, 1), (1, 1), 48, 48, (14, 14), 8, np.float32)
@@ -477,12 +481,18 @@ def test_winograd4_at_its_thresholds_and_non_finite_values(monkeypatch):
     w = _scaled(rng, (3, 3, 48, 50), np.float32)
     got = _run(tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"))
     np.testing.assert_allclose(got, ref_conv(x, w, (1, 1), "SAME"), rtol=1e-4, atol=1e-4)
-    assert len(calls) == 1
+    assert calls == ["conv3x3"]
     x[0, 0, 0, 0], x[0, 13, 21, 3] = np.inf, np.nan
-    got = _run(tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"))
+    dy = _scaled(rng, (1, 28, 28, 50), np.float32)
+    got, got_w = _run([tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"),
+                       tf.nn.conv2d_backprop_filter(x, [3, 3, 48, 50], dy, [1, 1, 1, 1],
+                                                    "SAME")])
     want = ref_conv(x, w, (1, 1), "SAME")
     np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    want_w = ref_conv_filter_grad(x, w.shape, dy, (1, 1), "SAME")
+    np.testing.assert_array_equal(np.isnan(got_w), np.isnan(want_w))
+    assert calls.count("conv3x3_backprop_filter") == 1
 
 
 # (name, input shape, filter shape, strides, padding as TF takes it)

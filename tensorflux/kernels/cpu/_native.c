@@ -1746,8 +1746,9 @@ WINO_HELPERS(double, d)
  *     kind 4, output: src m (36, k, t, tw, F) -> dst y (k, 2t, 2tw, F)
  * and Winograd F(4x4, 3x3)'s (kernels/cpu/_winograd4.py): the same B^T on 6x6 tiles four
  * pixels apart, A^T's four rows over six:
- *     kind 5, input:  src d (k, >= 4t+2, >= 4tw+2, C) -> dst v (36, k, t, tw, C)
- *     kind 6, output: src m (36, k, t, tw, F) -> dst y (k, 4t, 4tw, F) */
+ *     kind 5, input:    src d (k, >= 4t+2, >= 4tw+2, C) -> dst v (36, k, t, tw, C)
+ *     kind 6, output:   src m (36, k, t, tw, F) -> dst y (k, 4t, 4tw, F)
+ *     kind 7, gradient: src e (k, 4t, 4tw, F) -> dst (36, k, t, tw, F), A e A^T */
 #define WINO6_HELPERS(T, S)                                                                 \
     static inline void wino6_b_##S(int64_t n, const T *const x[6], T *const o[6]) {        \
         const T *restrict x0 = x[0], *restrict x1 = x[1], *restrict x2 = x[2];              \
@@ -1791,10 +1792,28 @@ WINO_HELPERS(double, d)
             y3[e] = d12 + 8 * d34 + m5[e];                                                  \
         }                                                                                   \
     }                                                                                       \
+    /* F(4, 3)'s A over four values: (e0, (e0 + e2) + (e1 + e3), (e0 + e2) - (e1 + e3),     \
+     * (e0 + 4 e2) + (2 e1 + 8 e3), (e0 + 4 e2) - (2 e1 + 8 e3), e3) */                     \
+    static inline void wino6_g4_##S(int64_t n, const T *const x[4], T *const o[6]) {       \
+        const T *restrict e0 = x[0], *restrict e1 = x[1], *restrict e2 = x[2];              \
+        const T *restrict e3 = x[3];                                                        \
+        T *restrict o0 = o[0], *restrict o1 = o[1], *restrict o2 = o[2];                    \
+        T *restrict o3 = o[3], *restrict o4 = o[4], *restrict o5 = o[5];                    \
+        for (int64_t e = 0; e < n; e++) {                                                   \
+            const T s02 = e0[e] + e2[e], s13 = e1[e] + e3[e];                               \
+            const T t02 = e0[e] + 4 * e2[e], t13 = 2 * e1[e] + 8 * e3[e];                   \
+            o0[e] = e0[e];                                                                  \
+            o1[e] = s02 + s13;                                                              \
+            o2[e] = s02 - s13;                                                              \
+            o3[e] = t02 + t13;                                                              \
+            o4[e] = t02 - t13;                                                              \
+            o5[e] = e3[e];                                                                  \
+        }                                                                                   \
+    }                                                                                       \
     static void wino6_tiles_##S(int kind, const wview_t *src, const wview_t *dst,           \
                                 int64_t k, int64_t t, int64_t tw, int64_t c) {              \
         T r[6][6][WINO_CB];                                                                 \
-        const int64_t step = kind >= 5 ? 4 : 2; /* pixels between tiles */                  \
+        const int64_t step = kind >= 5 ? 4 : 2; /* pixels between tiles (kinds 3, 5) */     \
         const int out_kind = kind == 4 || kind == 6;                                        \
         for (int64_t b = 0; b < k; b++)                                                     \
             for (int64_t i = 0; i < t; i++)                                                 \
@@ -1807,7 +1826,22 @@ WINO_HELPERS(double, d)
                         for (int p = 0; p < 36; p++)                                        \
                             tile[p] = (T *)(base + p * s[0] + b * s[1] + i * s[2] +         \
                                             j * s[3]) + c0;                                 \
-                        if (!out_kind) {                                                    \
+                        if (kind == 7) {                                                    \
+                            for (int q = 0; q < 4; q++) { /* A over each column */          \
+                                const T *col[4];                                            \
+                                T *rows[6];                                                 \
+                                for (int a = 0; a < 4; a++)                                 \
+                                    col[a] = (const T *)(src->p + b * src->s[0] +           \
+                                             (4 * i + a) * src->s[1] +                      \
+                                             (4 * j + q) * src->s[2]) + c0;                 \
+                                for (int a = 0; a < 6; a++) rows[a] = r[a][q];              \
+                                wino6_g4_##S(n, col, rows);                                 \
+                            }                                                               \
+                            for (int p = 0; p < 6; p++) { /* then over each row */          \
+                                const T *row[4] = {r[p][0], r[p][1], r[p][2], r[p][3]};     \
+                                wino6_g4_##S(n, row, &tile[6 * p]);                         \
+                            }                                                               \
+                        } else if (!out_kind) {                                             \
                             const T *col[6];                                                \
                             T *rows[6];                                                     \
                             for (int q = 0; q < 6; q++) { /* B^T over each column */        \
@@ -1898,8 +1932,8 @@ static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
     int kind;
     PyObject *sobj, *dobj;
     if (!PyArg_ParseTuple(args, "iOO", &kind, &sobj, &dobj)) return NULL;
-    if (kind < 0 || kind > 6) {
-        PyErr_SetString(PyExc_ValueError, "wino_transform: kind 0 to 6");
+    if (kind < 0 || kind > 7) {
+        PyErr_SetString(PyExc_ValueError, "wino_transform: kind 0 to 7");
         return NULL;
     }
     buf_t bufs[2] = {{.held = 0}, {.held = 0}};
@@ -1936,9 +1970,12 @@ static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
         k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
         ok = ds[0] == 36 && ss[0] == k && ss[1] >= 4 * t + 2 && ss[2] >= 4 * tw + 2 &&
              ss[3] == c;
-    } else {  /* m (36, k, t, tw, F) -> y (k, 4t, 4tw, F) */
+    } else if (kind == 6) {  /* m (36, k, t, tw, F) -> y (k, 4t, 4tw, F) */
         k = ss[1]; t = ss[2]; tw = ss[3]; c = ss[4];
         ok = ss[0] == 36 && ds[0] == k && ds[1] == 4 * t && ds[2] == 4 * tw && ds[3] == c;
+    } else {  /* e (k, 4t, 4tw, F) -> (36, k, t, tw, F) */
+        k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
+        ok = ds[0] == 36 && ss[0] == k && ss[1] == 4 * t && ss[2] == 4 * tw && ss[3] == c;
     }
     if (!ok) {
         release(bufs, 2);
@@ -3050,8 +3087,8 @@ static PyMethodDef methods[] = {
      "bn_rows(kind, x, y, out, m, k1, k2, k3, c, parts): a batch norm's elementwise pass"},
     {"wino_transform", py_wino_transform, METH_VARARGS,
      "wino_transform(kind, src, dst): Winograd F(2x2, 3x3) input (0), output (1) or "
-     "gradient (2), F(2x2, 5x5) input (3) or output (4), F(4x4, 3x3) input (5) or "
-     "output (6) tile transforms"},
+     "gradient (2), F(2x2, 5x5) input (3) or output (4), F(4x4, 3x3) input (5), "
+     "output (6) or gradient (7) tile transforms"},
     {"bias_relu", py_bias_relu, METH_VARARGS,
      "bias_relu(out, bias, relu): out (rows, F) += bias, then max(., 0) if relu; in place"},
     /* end convnets block */

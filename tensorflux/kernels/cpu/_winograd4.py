@@ -1,6 +1,6 @@
 """3x3 stride-1 convolution by Winograd's minimal filtering F(4x4, 3x3), for the Conv2D
-kernels (kernels/cpu/conv_ops.py): the forward conv, and the input gradient as the forward
-conv of out_backprop with the flipped filter (the filter gradient stays F(2x2, 3x3)).
+kernels (kernels/cpu/conv_ops.py): the forward conv, the input gradient as the forward
+conv of out_backprop with the flipped filter, and the filter gradient.
 
 Each 4x4 block of outputs (a tile) reads a 6x6 block of the padded input; with the
 transforms B (input, 6x6), G (filter, 6x3) and A (output, 6x4) of F(4, 3) on the points
@@ -20,11 +20,16 @@ rounded once. Error: A's coefficients up to 8 and G's sixths and twenty-fourths 
 float32 a few more units in the last place than F(2x2, 3x3) (tests compare with the direct
 conv at the f32 tolerances of the other Winograd paths).
 
-Only the "wide" scheme of kernels/cpu/_winograd.py (as `conv5x5`): every tile of the
-batch is transformed first (in parallel over images), then the 36 products (tiles of the
-whole batch, C) x (C, F), split over the threads by position and blocks of rows, then the
-output transform over images; taken while the batch's transformed tiles fit in
-`_WIDE_BYTES`.
+The schemes of kernels/cpu/_winograd.py: work units of a few tile rows (or whole images)
+whose transforms and 36 products run in cache, or, when a unit would hold fewer than
+`_UNIT_TILES` tiles, "wide": every tile of the batch transformed first, then the 36
+products over the batch's tiles, then the output transform (taken while the batch's
+transformed tiles fit in `_WIDE_BYTES`).
+
+The filter gradient uses the same tiles: with X the sum over tiles of the 36 products
+(B^T d B)^T (A e A^T) of the transformed input tiles and out_backprop's 4x4 tiles `e`
+transformed by A (6x4; `native.wino_transform` kind 7), the gradient is G^T X G (in
+chunked work units, one running (36, C, F) sum per thread).
 """
 
 from __future__ import annotations
@@ -185,3 +190,75 @@ def _wide(xp, u, out, parts, th, tw):
     intra_op.parallel_for(output, n, 1, parts if 36 * tiles * f >= intra_op.MIN_ELEMENTS
                           else 1)
     return out
+
+
+def _g4(x):
+    """A over four values (arrays): the six transformed ones, in _native.c's order."""
+    s02, s13 = x[0] + x[2], x[1] + x[3]
+    t02, t13 = x[0] + 4 * x[2], 2 * x[1] + 8 * x[3]
+    return [x[0], s02 + s13, s02 - s13, t02 + t13, t02 - t13, x[3]]
+
+
+def _gradient_transform(e, out, th, tw):
+    """out (36, nb, th, tw, F) = A e A^T of every 4x4 tile of out_backprop `e`
+    (nb, 4th, 4tw, F): the transform that makes the filter gradient a sum of products."""
+    if native.wino_transform(7, e, out):  # one pass in C, the same operations
+        return
+    r = _g4([e[:, a:4 * th:4] for a in range(4)])
+    for p in range(6):
+        cols = _g4([r[p][:, :, q:4 * tw:4] for q in range(4)])
+        for q in range(6):
+            out[6 * p + q] = cols[q]
+
+
+def _filter_gradient(x):
+    """G^T x G: the (3, 3, C, F) filter gradient from the summed products `x` (6, 6, C, F),
+    in x's dtype."""
+    g = _G.astype(x.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):  # (non-finite sums: the caller falls back)
+        t = np.tensordot(g, x, axes=(0, 0))  # (3 i, 6 q, C, F)
+        return np.ascontiguousarray(np.tensordot(g, t, axes=(0, 1)).swapaxes(0, 1))
+
+
+def conv3x3_backprop_filter(xp, dy, parts: int):
+    """d(loss)/d(filter) (3, 3, C, F) of the VALID 3x3 stride-1 conv of padded NHWC `xp`
+    with out_backprop `dy` (N, oh, ow, F): G^T X G, X the sum over tiles of the 36
+    products (B^T d B)^T (A e A^T)."""
+    n, oh, ow, f = dy.shape
+    c = xp.shape[3]
+    th, tw = -(-oh // 4), -(-ow // 4)
+    hp, wp = 4 * th + 2, 4 * tw + 2
+    if xp.shape[1] < hp or xp.shape[2] < wp:
+        xp = np.pad(xp, [(0, 0), (0, max(0, hp - xp.shape[1])),
+                         (0, max(0, wp - xp.shape[2])), (0, 0)])
+    if (oh, ow) != (4 * th, 4 * tw):  # zero out_backprop where the padded tiles overhang
+        dy = np.pad(dy, [(0, 0), (0, 4 * th - oh), (0, 4 * tw - ow), (0, 0)])
+    dtype = np.result_type(xp, dy)
+    row_bytes = 36 * tw * (c + f) * dtype.itemsize
+    rows = max(1, min(th, _CHUNK_BYTES // row_bytes))
+    images = max(1, min(n, _CHUNK_BYTES // (row_bytes * th))) if rows == th else 1
+    if rows == th:  # at least _MIN_TILES tiles per unit: each unit adds a (36, C, F) product
+        images = min(n, max(images, -(-_winograd._MIN_TILES // (th * tw))))
+    blocks = -(-th // rows)
+    state, states = intra_op.per_thread(lambda: (
+        np.empty((36, images, rows, tw, c), dtype), np.empty((36, images, rows, tw, f), dtype),
+        np.zeros((36, c, f), dtype), np.empty((36, c, f), dtype)))
+
+    def work(u0, u1):
+        v, e, acc, part = state()
+        b0, b1, r0, r1 = _winograd._unit_span(u0, u1, images, n, th, rows, blocks)
+        k, t = b1 - b0, r1 - r0
+        v, e = v[:, :k, :t], e[:, :k, :t]
+        _input_transform(xp[b0:b1, 4 * r0:4 * r1 + 2, :wp], v, t, tw)
+        _gradient_transform(dy[b0:b1, 4 * r0:4 * r1], e, t, tw)
+        _winograd._products(v.reshape(36, -1, c).transpose(0, 2, 1), e.reshape(36, -1, f),
+                            part, acc)
+
+    units = -(-n // images) if images > 1 else n * blocks
+    flops = 2.0 * 36 * n * th * tw * c * f
+    intra_op.parallel_for(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
+    sums = [s[2] for s in states()]
+    x = sums[0]
+    for s in sums[1:]:
+        x += s
+    return _filter_gradient(x.reshape(6, 6, c, f))

@@ -463,6 +463,11 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, dy):
         return _fft_conv.conv_backprop_filter(x, dy, (kh, kw), (pads[0][0], pads[1][0]),
                                               (g.dh, g.dw), parts, ctx)
+    if x.dtype == dy.dtype and _winograd4.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f,
+                                                  (oh, ow), n, dtype):
+        dw = _winograd4.conv3x3_backprop_filter(_pad(x, pads), dy, parts)
+        if _finite(dw):
+            return dw
     if x.dtype == dy.dtype and _winograd.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f,
                                                  (oh, ow), dtype):
         dw = _winograd.conv3x3_backprop_filter(_pad(x, pads), dy, parts)
