@@ -35,8 +35,9 @@ as the flipped forward conv, and backprop-filter) go through Winograd's F(2x2, 3
 of im2col (kernels/cpu/_winograd.py): 2.25x fewer multiply-adds, 1.2-1.4x less CPU time on
 the 28x28 and 56x56 layers of GoogLeNet and ResNet-50; on >= 28x28 outputs through
 F(4x4, 3x3) (kernels/cpu/_winograd4.py: 4x fewer, another 1.2-1.4x less CPU time there).
-5x5 stride-1 convolutions with at least 64 channels on 10x10 outputs or more (forward, and backprop-input as the flipped
-forward conv) go through F(2x2, 5x5) (kernels/cpu/_winograd5.py) before the FFT is weighed:
+5x5 stride-1 convolutions with at least 64 channels on 10x10 outputs or more (forward, and
+backprop-input as the flipped forward conv) go through F(2x2, 5x5)
+(kernels/cpu/_winograd5.py) before the FFT is weighed:
 2.8x fewer multiply-adds, 1.2-1.6x less CPU time on AlexNet's and Overfeat's 5x5 layers.
 Every kernel works in NHWC; NCHW data is transposed in and out.
 Products with a narrow filter (at most 128-512 columns, by `native.ngemm_favours`) go
