@@ -287,6 +287,73 @@ def test_winograd5_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtyp
 
 @needs_native
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k, t, tw, c", _WINO_SHAPES)
+@pytest.mark.parametrize("strided", [False, True])
+def test_winograd4_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtype, k, t, tw,
+                                                               c, strided):
+    """Input, output and gradient transforms of F(4x4, 3x3) in C (wino_transform kinds 5,
+    6 and 7: 6x6 tiles four pixels apart, 4x4 outputs, A e A^T of out_backprop's 4x4
+    tiles) against _winograd4's NumPy functions,
+    contiguous and on strided slices, with NaN, infinities and signed zeros: the same bits,
+    but for a NaN's sign (as F(2x2, 5x5)'s)."""
+    from tensorflux.kernels.cpu import _winograd4
+
+    rng = np.random.default_rng(k * 100 + c + 2)
+
+    def data(shape):
+        a = rng.standard_normal(shape).astype(dtype)
+        flat = a.reshape(-1)
+        flat[:len(_SPECIALS)] = np.array(_SPECIALS, dtype)[:flat.size]
+        return a
+
+    def buffers(shape):
+        if not strided:
+            return np.full(shape, 7, dtype)
+        big = np.full((shape[0], *(s + 2 for s in shape[1:-1]), shape[-1]), 7, dtype)
+        return big[(slice(None),) + tuple(slice(1, 1 + s) for s in shape[1:-1])]
+
+    d = data((k, 4 * t + 2 + strided, 4 * tw + 2 + strided, c))
+    m = data((36, k, t, tw, c))
+    e = data((k, 4 * t + strided, 4 * tw, c))
+    if strided:
+        d, m = d[:, :4 * t + 2, 1:], data((36, k + 1, t, tw, c))[:, 1:]
+        e = e[:, 1:]
+    calls = [(lambda out: _winograd4._input_transform(d, out, t, tw), (36, k, t, tw, c)),
+             (lambda out: _winograd4._output_transform(m, out), (k, 4 * t, 4 * tw, c)),
+             (lambda out: _winograd4._gradient_transform(e, out, t, tw), (36, k, t, tw, c))]
+    with np.errstate(invalid="ignore", over="ignore"):
+        got = []
+        for fn, shape in calls:
+            out = buffers(shape)
+            fn(out)
+            got.append(out)
+        monkeypatch.setattr(native, "_mod", None)
+        for (fn, shape), g in zip(calls, got, strict=True):
+            want = buffers(shape)
+            fn(want)
+            np.testing.assert_array_equal(np.isnan(g), np.isnan(want))
+            g, want = np.where(np.isnan(g), 0, g), np.where(np.isnan(want), 0, want)
+            np.testing.assert_array_equal(g.view(np.uint8), want.view(np.uint8))
+
+
+@needs_native
+def test_winograd4_transforms_refuse_shapes_that_do_not_match():
+    """Kinds 5 to 7 check the tile geometry: an input too small for its tiles, an output
+    or out_backprop not four pixels a tile, and a kind past 7 are errors, not reads or
+    writes out of bounds."""
+    v = np.empty((36, 1, 2, 2, 4), np.float32)
+    with pytest.raises(ValueError, match="shapes do not match"):
+        native._mod.wino_transform(5, np.zeros((1, 9, 10, 4), np.float32), v)
+    with pytest.raises(ValueError, match="shapes do not match"):
+        native._mod.wino_transform(6, v, np.empty((1, 8, 6, 4), np.float32))
+    with pytest.raises(ValueError, match="shapes do not match"):
+        native._mod.wino_transform(7, np.zeros((1, 8, 7, 4), np.float32), v)
+    with pytest.raises(ValueError, match="kind 0 to 7"):
+        native._mod.wino_transform(8, v, np.empty((1, 8, 8, 4), np.float32))
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(1, 1), (3, 5, 7), (2, 9, 9, 130)])
 @pytest.mark.parametrize("relu", [False, True])
 def test_bias_relu_equals_the_fused_conv_numpy_epilogue_bit_for_bit(monkeypatch, dtype,

@@ -388,6 +388,113 @@ def test_winograd5_transforms_and_non_finite_values():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
 
 
+def _count_winograd4(monkeypatch, **thresholds):
+    """Lowers _winograd4's thresholds (and the flipped input gradient's) and records its
+    conv3x3 and conv3x3_backprop_filter calls."""
+    from tensorflux.kernels.cpu import _winograd4
+
+    for name, value in thresholds.items():
+        monkeypatch.setattr(_winograd4, name, value)
+    monkeypatch.setattr("tensorflux.kernels.cpu.conv_ops._FLIP_MIN_CHANNELS", 1)
+    calls = []
+    for name in ("conv3x3", "conv3x3_backprop_filter"):
+        real = getattr(_winograd4, name)
+        monkeypatch.setattr(_winograd4, name,
+                            lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
+    return calls
+
+
+# (name, input shape, filter shape, padding, dtype, scheme: "chunked" work units of a few
+# tile rows, whole "images" a unit, or "wide")
+_WINOGRAD4_CASES = [
+    ("same_multiple_of_4", (2, 16, 12, 8), (3, 3, 8, 6), "SAME", np.float32, "chunked"),
+    ("same_odd", (2, 13, 11, 7), (3, 3, 7, 9), "SAME", np.float32, "chunked"),
+    ("valid_odd", (1, 15, 10, 5), (3, 3, 5, 4), "VALID", np.float32, "images"),
+    ("one_tile", (3, 4, 4, 3), (3, 3, 3, 2), "SAME", np.float32, "wide"),
+    ("wide_odd", (2, 9, 14, 130), (3, 3, 130, 6), "SAME", np.float32, "wide"),
+    ("float64", (2, 10, 9, 6), (3, 3, 6, 5), "SAME", np.float64, "chunked"),
+]
+
+
+@pytest.mark.parametrize("name, xs, ws, padding, dtype, scheme", _WINOGRAD4_CASES,
+                         ids=[c[0] for c in _WINOGRAD4_CASES])
+def test_winograd4_conv_and_input_gradient_match_the_loop_references(
+        monkeypatch, name, xs, ws, padding, dtype, scheme):
+    """F(4x4, 3x3) (thresholds lowered to these small convs) in each of its schemes gives
+    Conv2D, Conv2DBackpropInput (the flipped forward conv) and Conv2DBackpropFilter within
+    the float tolerances of the other Winograd paths."""
+    from tensorflux.kernels.cpu import _winograd4
+
+    units = {"chunked": (1 << 10, 1), "images": (1 << 30, 1), "wide": (1 << 10, 1 << 30)}
+    chunk, unit_tiles = units[scheme]
+    calls = _count_winograd4(monkeypatch, MIN_CHANNELS=1, MIN_PIXELS=1,
+                             _CHUNK_BYTES=chunk, _UNIT_TILES=unit_tiles)
+    rng = np.random.default_rng(11)
+    x, w = _scaled(rng, xs, dtype), _scaled(rng, ws, dtype)
+    y_ref = ref_conv(x, w, (1, 1), padding)
+    dy = _scaled(rng, y_ref.shape, dtype)
+    got_y, got_x, got_w = _run([
+        tf.nn.conv2d(x, w, [1, 1, 1, 1], padding),
+        tf.nn.conv2d_backprop_input(list(xs), w, dy, [1, 1, 1, 1], padding),
+        tf.nn.conv2d_backprop_filter(x, list(ws), dy, [1, 1, 1, 1], padding)])
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(got_y, y_ref, **tol)
+    np.testing.assert_allclose(got_x, ref_conv_input_grad(xs, w, dy, (1, 1), padding), **tol)
+    np.testing.assert_allclose(got_w, ref_conv_filter_grad(x, ws, dy, (1, 1), padding), **tol)
+    assert got_y.dtype == got_w.dtype == dtype
+    assert sorted(calls) == ["conv3x3", "conv3x3", "conv3x3_backprop_filter"]
+    assert _winograd4.applies(3, 3, (1, 1), (1, 1), ws[2], ws[3], y_ref.shape[1:3], xs[0],
+                              dtype)
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+def test_winograd4_gradients_by_finite_differences(monkeypatch, padding):
+    """With F(4x4, 3x3)'s thresholds lowered to a small conv, tf.gradients of a conv (its
+    input gradient by the flipped forward conv and its filter gradient through Winograd)
+    agrees with finite differences (float64)."""
+    calls = _count_winograd4(monkeypatch, MIN_CHANNELS=1, MIN_PIXELS=1)
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((2, 9, 6, 3))
+    w = rng.standard_normal((3, 3, 3, 2))
+    xt, wt = tf.constant(x), tf.constant(w)
+    y = tf.nn.conv2d(xt, wt, [1, 1, 1, 1], padding)
+    with tf.Session():
+        err = tf.test.compute_gradient_error([xt, wt], [x.shape, w.shape], y,
+                                             y.shape.as_list(), x_init_value=[x, w])
+    assert err < 1e-6
+    assert {"conv3x3", "conv3x3_backprop_filter"} <= set(calls) and len(calls) >= 3
+
+
+def test_winograd4_at_its_thresholds_and_non_finite_values(monkeypatch):
+    """A 28x28 conv with 48 channels takes F(4x4, 3x3) at its real thresholds (a 14x14 one
+    or 47 channels does not) and matches the loop reference; an infinity and a NaN in its
+    input give the direct convolution's infinities and NaNs, and the filter gradient's NaNs
+    (the non-finite fallbacks)."""
+    from tensorflux.kernels.cpu import _winograd4
+
+    assert not _winograd4.applies(3, 3, (1, 1), (1, 1), 48, 48, (14, 14), 8, np.float32)
+    assert not _winograd4.applies(3, 3, (1, 1), (1, 1), 47, 48, (28, 28), 8, np.float32)
+    assert not _winograd4.applies(3, 3, (2, 2), (1, 1), 48, 48, (28, 28), 8, np.float32)
+    calls = _count_winograd4(monkeypatch)
+    rng = np.random.default_rng(13)
+    x = _scaled(rng, (1, 28, 28, 48), np.float32)
+    w = _scaled(rng, (3, 3, 48, 50), np.float32)
+    got = _run(tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"))
+    np.testing.assert_allclose(got, ref_conv(x, w, (1, 1), "SAME"), rtol=1e-4, atol=1e-4)
+    assert calls == ["conv3x3"]
+    x[0, 0, 0, 0], x[0, 13, 21, 3] = np.inf, np.nan
+    dy = _scaled(rng, (1, 28, 28, 50), np.float32)
+    got, got_w = _run([tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"),
+                       tf.nn.conv2d_backprop_filter(x, [3, 3, 48, 50], dy, [1, 1, 1, 1],
+                                                    "SAME")])
+    want = ref_conv(x, w, (1, 1), "SAME")
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    want_w = ref_conv_filter_grad(x, w.shape, dy, (1, 1), "SAME")
+    np.testing.assert_array_equal(np.isnan(got_w), np.isnan(want_w))
+    assert calls.count("conv3x3_backprop_filter") == 1
+
+
 # (name, input shape, filter shape, strides, padding as TF takes it)
 _PHASED_CASES = [
     ("3x3_s2_same", (2, 9, 9, 16), (3, 3, 16, 5), (2, 2), "SAME"),

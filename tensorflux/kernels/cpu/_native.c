@@ -1743,7 +1743,12 @@ WINO_HELPERS(double, d)
 /* Winograd F(2x2, 5x5)'s tile transforms (kernels/cpu/_winograd5.py), the same scheme on
  * 6x6 tiles: B^T's rows (and columns) over six values, A^T's two rows over six.
  *     kind 3, input:  src d (k, >= 2t+4, >= 2tw+4, C) -> dst v (36, k, t, tw, C)
- *     kind 4, output: src m (36, k, t, tw, F) -> dst y (k, 2t, 2tw, F) */
+ *     kind 4, output: src m (36, k, t, tw, F) -> dst y (k, 2t, 2tw, F)
+ * and Winograd F(4x4, 3x3)'s (kernels/cpu/_winograd4.py): the same B^T on 6x6 tiles four
+ * pixels apart, A^T's four rows over six:
+ *     kind 5, input:    src d (k, >= 4t+2, >= 4tw+2, C) -> dst v (36, k, t, tw, C)
+ *     kind 6, output:   src m (36, k, t, tw, F) -> dst y (k, 4t, 4tw, F)
+ *     kind 7, gradient: src e (k, 4t, 4tw, F) -> dst (36, k, t, tw, F), A e A^T */
 #define WINO6_HELPERS(T, S)                                                                 \
     static inline void wino6_b_##S(int64_t n, const T *const x[6], T *const o[6]) {        \
         const T *restrict x0 = x[0], *restrict x1 = x[1], *restrict x2 = x[2];              \
@@ -1773,28 +1778,77 @@ WINO_HELPERS(double, d)
             y1[e] = d12 + 2 * d34 + m5[e];                                                  \
         }                                                                                   \
     }                                                                                       \
+    /* F(4, 3)'s A^T: (m0 + s12) + s34, d12 + 2 d34, s12 + 4 s34, (d12 + 8 d34) + m5 */    \
+    static inline void wino6_a4_##S(int64_t n, const T *const m[6], T *const y[4]) {       \
+        const T *restrict m0 = m[0], *restrict m1 = m[1], *restrict m2 = m[2];              \
+        const T *restrict m3 = m[3], *restrict m4 = m[4], *restrict m5 = m[5];              \
+        T *restrict y0 = y[0], *restrict y1 = y[1], *restrict y2 = y[2], *restrict y3 = y[3]; \
+        for (int64_t e = 0; e < n; e++) {                                                   \
+            const T s12 = m1[e] + m2[e], s34 = m3[e] + m4[e];                               \
+            const T d12 = m1[e] - m2[e], d34 = m3[e] - m4[e];                               \
+            y0[e] = m0[e] + s12 + s34;                                                      \
+            y1[e] = d12 + 2 * d34;                                                          \
+            y2[e] = s12 + 4 * s34;                                                          \
+            y3[e] = d12 + 8 * d34 + m5[e];                                                  \
+        }                                                                                   \
+    }                                                                                       \
+    /* F(4, 3)'s A over four values: (e0, (e0 + e2) + (e1 + e3), (e0 + e2) - (e1 + e3),     \
+     * (e0 + 4 e2) + (2 e1 + 8 e3), (e0 + 4 e2) - (2 e1 + 8 e3), e3) */                     \
+    static inline void wino6_g4_##S(int64_t n, const T *const x[4], T *const o[6]) {       \
+        const T *restrict e0 = x[0], *restrict e1 = x[1], *restrict e2 = x[2];              \
+        const T *restrict e3 = x[3];                                                        \
+        T *restrict o0 = o[0], *restrict o1 = o[1], *restrict o2 = o[2];                    \
+        T *restrict o3 = o[3], *restrict o4 = o[4], *restrict o5 = o[5];                    \
+        for (int64_t e = 0; e < n; e++) {                                                   \
+            const T s02 = e0[e] + e2[e], s13 = e1[e] + e3[e];                               \
+            const T t02 = e0[e] + 4 * e2[e], t13 = 2 * e1[e] + 8 * e3[e];                   \
+            o0[e] = e0[e];                                                                  \
+            o1[e] = s02 + s13;                                                              \
+            o2[e] = s02 - s13;                                                              \
+            o3[e] = t02 + t13;                                                              \
+            o4[e] = t02 - t13;                                                              \
+            o5[e] = e3[e];                                                                  \
+        }                                                                                   \
+    }                                                                                       \
     static void wino6_tiles_##S(int kind, const wview_t *src, const wview_t *dst,           \
                                 int64_t k, int64_t t, int64_t tw, int64_t c) {              \
         T r[6][6][WINO_CB];                                                                 \
+        const int64_t step = kind >= 5 ? 4 : 2; /* pixels between tiles (kinds 3, 5) */     \
+        const int out_kind = kind == 4 || kind == 6;                                        \
         for (int64_t b = 0; b < k; b++)                                                     \
             for (int64_t i = 0; i < t; i++)                                                 \
                 for (int64_t j = 0; j < tw; j++)                                            \
                     for (int64_t c0 = 0; c0 < c; c0 += WINO_CB) {                           \
                         const int64_t n = c - c0 < WINO_CB ? c - c0 : WINO_CB;              \
                         T *tile[36];                                                        \
-                        char *base = kind == 4 ? src->p : dst->p;                           \
-                        const int64_t *s = kind == 4 ? src->s : dst->s;                     \
+                        char *base = out_kind ? src->p : dst->p;                            \
+                        const int64_t *s = out_kind ? src->s : dst->s;                      \
                         for (int p = 0; p < 36; p++)                                        \
                             tile[p] = (T *)(base + p * s[0] + b * s[1] + i * s[2] +         \
                                             j * s[3]) + c0;                                 \
-                        if (kind == 3) {                                                    \
+                        if (kind == 7) {                                                    \
+                            for (int q = 0; q < 4; q++) { /* A over each column */          \
+                                const T *col[4];                                            \
+                                T *rows[6];                                                 \
+                                for (int a = 0; a < 4; a++)                                 \
+                                    col[a] = (const T *)(src->p + b * src->s[0] +           \
+                                             (4 * i + a) * src->s[1] +                      \
+                                             (4 * j + q) * src->s[2]) + c0;                 \
+                                for (int a = 0; a < 6; a++) rows[a] = r[a][q];              \
+                                wino6_g4_##S(n, col, rows);                                 \
+                            }                                                               \
+                            for (int p = 0; p < 6; p++) { /* then over each row */          \
+                                const T *row[4] = {r[p][0], r[p][1], r[p][2], r[p][3]};     \
+                                wino6_g4_##S(n, row, &tile[6 * p]);                         \
+                            }                                                               \
+                        } else if (!out_kind) {                                             \
                             const T *col[6];                                                \
                             T *rows[6];                                                     \
                             for (int q = 0; q < 6; q++) { /* B^T over each column */        \
                                 for (int a = 0; a < 6; a++) {                               \
                                     col[a] = (const T *)(src->p + b * src->s[0] +           \
-                                             (2 * i + a) * src->s[1] +                      \
-                                             (2 * j + q) * src->s[2]) + c0;                 \
+                                             (step * i + a) * src->s[1] +                   \
+                                             (step * j + q) * src->s[2]) + c0;              \
                                     rows[a] = r[a][q];                                      \
                                 }                                                           \
                                 wino6_b_##S(n, col, rows);                                  \
@@ -1803,6 +1857,23 @@ WINO_HELPERS(double, d)
                                 const T *row[6];                                            \
                                 for (int q = 0; q < 6; q++) row[q] = r[p][q];               \
                                 wino6_b_##S(n, row, &tile[6 * p]);                          \
+                            }                                                               \
+                        } else if (kind == 6) {                                             \
+                            for (int q = 0; q < 6; q++) { /* A^T over each column */        \
+                                const T *col[6];                                            \
+                                T *rows[4] = {r[0][q], r[1][q], r[2][q], r[3][q]};          \
+                                for (int a = 0; a < 6; a++) col[a] = tile[6 * a + q];       \
+                                wino6_a4_##S(n, col, rows);                                 \
+                            }                                                               \
+                            for (int a = 0; a < 4; a++) { /* then over each row */          \
+                                const T *row[6];                                            \
+                                T *y[4];                                                    \
+                                for (int q = 0; q < 6; q++) row[q] = r[a][q];               \
+                                for (int q = 0; q < 4; q++)                                 \
+                                    y[q] = (T *)(dst->p + b * dst->s[0] +                   \
+                                           (4 * i + a) * dst->s[1] +                        \
+                                           (4 * j + q) * dst->s[2]) + c0;                   \
+                                wino6_a4_##S(n, row, y);                                    \
                             }                                                               \
                         } else {                                                            \
                             for (int q = 0; q < 6; q++) { /* A^T over each column */        \
@@ -1861,14 +1932,14 @@ static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
     int kind;
     PyObject *sobj, *dobj;
     if (!PyArg_ParseTuple(args, "iOO", &kind, &sobj, &dobj)) return NULL;
-    if (kind < 0 || kind > 4) {
-        PyErr_SetString(PyExc_ValueError, "wino_transform: kind 0 to 4");
+    if (kind < 0 || kind > 7) {
+        PyErr_SetString(PyExc_ValueError, "wino_transform: kind 0 to 7");
         return NULL;
     }
     buf_t bufs[2] = {{.held = 0}, {.held = 0}};
     wview_t src, dst;
     char code = 0;
-    const int out_kind = kind == 1 || kind == 4;  /* transformed tiles -> pixels */
+    const int out_kind = kind == 1 || kind == 4 || kind == 6;  /* tiles -> pixels */
     const int sdim = out_kind ? 5 : 4, ddim = out_kind ? 4 : 5;
     if (get_strided(sobj, 0, sdim, &bufs[0], &code, &src) != 0 ||
             get_strided(dobj, 1, ddim, &bufs[1], &code, &dst) != 0) {
@@ -1892,9 +1963,19 @@ static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
         k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
         ok = ds[0] == 36 && ss[0] == k && ss[1] >= 2 * t + 4 && ss[2] >= 2 * tw + 4 &&
              ss[3] == c;
-    } else {  /* m (36, k, t, tw, F) -> y (k, 2t, 2tw, F) */
+    } else if (kind == 4) {  /* m (36, k, t, tw, F) -> y (k, 2t, 2tw, F) */
         k = ss[1]; t = ss[2]; tw = ss[3]; c = ss[4];
         ok = ss[0] == 36 && ds[0] == k && ds[1] == 2 * t && ds[2] == 2 * tw && ds[3] == c;
+    } else if (kind == 5) {  /* d (k, H, W, C) -> v (36, k, t, tw, C) */
+        k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
+        ok = ds[0] == 36 && ss[0] == k && ss[1] >= 4 * t + 2 && ss[2] >= 4 * tw + 2 &&
+             ss[3] == c;
+    } else if (kind == 6) {  /* m (36, k, t, tw, F) -> y (k, 4t, 4tw, F) */
+        k = ss[1]; t = ss[2]; tw = ss[3]; c = ss[4];
+        ok = ss[0] == 36 && ds[0] == k && ds[1] == 4 * t && ds[2] == 4 * tw && ds[3] == c;
+    } else {  /* e (k, 4t, 4tw, F) -> (36, k, t, tw, F) */
+        k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
+        ok = ds[0] == 36 && ss[0] == k && ss[1] == 4 * t && ss[2] == 4 * tw && ss[3] == c;
     }
     if (!ok) {
         release(bufs, 2);
@@ -3006,7 +3087,8 @@ static PyMethodDef methods[] = {
      "bn_rows(kind, x, y, out, m, k1, k2, k3, c, parts): a batch norm's elementwise pass"},
     {"wino_transform", py_wino_transform, METH_VARARGS,
      "wino_transform(kind, src, dst): Winograd F(2x2, 3x3) input (0), output (1) or "
-     "gradient (2) tile transforms"},
+     "gradient (2), F(2x2, 5x5) input (3) or output (4), F(4x4, 3x3) input (5), "
+     "output (6) or gradient (7) tile transforms"},
     {"bias_relu", py_bias_relu, METH_VARARGS,
      "bias_relu(out, bias, relu): out (rows, F) += bias, then max(., 0) if relu; in place"},
     /* end convnets block */

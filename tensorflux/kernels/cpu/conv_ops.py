@@ -33,9 +33,11 @@ compete for the cores.
 3x3 stride-1 convolutions with enough channels and output pixels (forward, backprop-input
 as the flipped forward conv, and backprop-filter) go through Winograd's F(2x2, 3x3) instead
 of im2col (kernels/cpu/_winograd.py): 2.25x fewer multiply-adds, 1.2-1.4x less CPU time on
-the 28x28 and 56x56 layers of GoogLeNet and ResNet-50. 5x5 stride-1 convolutions with at
-least 64 channels on 10x10 outputs or more (forward, and backprop-input as the flipped
-forward conv) go through F(2x2, 5x5) (kernels/cpu/_winograd5.py) before the FFT is weighed:
+the 28x28 and 56x56 layers of GoogLeNet and ResNet-50; on >= 28x28 outputs through
+F(4x4, 3x3) (kernels/cpu/_winograd4.py: 4x fewer, another 1.2-1.4x less CPU time there).
+5x5 stride-1 convolutions with at least 64 channels on 10x10 outputs or more (forward, and
+backprop-input as the flipped forward conv) go through F(2x2, 5x5)
+(kernels/cpu/_winograd5.py) before the FFT is weighed:
 2.8x fewer multiply-adds, 1.2-1.6x less CPU time on AlexNet's and Overfeat's 5x5 layers.
 Every kernel works in NHWC; NCHW data is transposed in and out.
 Products with a narrow filter (at most 128-512 columns, by `native.ngemm_favours`) go
@@ -52,7 +54,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from tensorflux.framework import errors
 from tensorflux.kernels import interrupt, intra_op
-from tensorflux.kernels.cpu import _fft_conv, _winograd, _winograd5, native
+from tensorflux.kernels.cpu import _fft_conv, _winograd, _winograd4, _winograd5, native
 from tensorflux.kernels.cpu._nn_common import (
     _checked,
     _explicit_pairs,
@@ -153,6 +155,12 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts, epilogue=None
     fused bias and activation, in place) runs on those rows while they are in cache."""
     n, oh, ow, f = out.shape
     k = w2.shape[0]
+    if (xp.dtype == w2.dtype == out.dtype and
+            _winograd4.applies(kh, kw, strides, dilations, xp.shape[3], f, (oh, ow), n,
+                               out.dtype)):
+        _winograd4.conv3x3(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
+        if _finite(out):
+            return _finish(out, epilogue, parts)
     if (xp.dtype == w2.dtype == out.dtype and
             _winograd.applies(kh, kw, strides, dilations, xp.shape[3], f, (oh, ow), out.dtype)):
         _winograd.conv3x3(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
@@ -400,6 +408,8 @@ def _small_conv_forward(x, w, g: _ConvGeometry):
             or rows * f == 0 or _pointwise(kh, kw, pads)
             or _winograd.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow),
                                  x.dtype)
+            or _winograd4.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow), n,
+                                  x.dtype)
             or _winograd5.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow), n,
                                   x.dtype)):
         return None
@@ -455,6 +465,11 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, dy):
         return _fft_conv.conv_backprop_filter(x, dy, (kh, kw), (pads[0][0], pads[1][0]),
                                               (g.dh, g.dw), parts, ctx)
+    if x.dtype == dy.dtype and _winograd4.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f,
+                                                  (oh, ow), n, dtype):
+        dw = _winograd4.conv3x3_backprop_filter(_pad(x, pads), dy, parts)
+        if _finite(dw):
+            return dw
     if x.dtype == dy.dtype and _winograd.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f,
                                                  (oh, ow), dtype):
         dw = _winograd.conv3x3_backprop_filter(_pad(x, pads), dy, parts)

@@ -349,8 +349,10 @@ def _inner_contiguous(a: np.ndarray) -> bool:
 
 
 def wino_transform(kind: int, src: np.ndarray, dst: np.ndarray) -> bool:
-    """One of Winograd F(2x2, 3x3)'s tile transforms (kernels/cpu/_winograd.py: kind 0
-    `_input_transform`, 1 `_output_transform`, 2 `_gradient_transform`) from `src` into
+    """One of Winograd's tile transforms (kernels/cpu/_winograd.py, F(2x2, 3x3): kind 0
+    `_input_transform`, 1 `_output_transform`, 2 `_gradient_transform`; _winograd5.py,
+    F(2x2, 5x5): 3 input, 4 output; _winograd4.py, F(4x4, 3x3): 5 input, 6 output, 7
+    gradient) from `src` into
     `dst` in one pass, the NumPy function's operations in the same order (identical
     bits); either may be a strided view whose channel axis is contiguous. False when the
     arrays do not qualify."""

@@ -1,0 +1,264 @@
+"""3x3 stride-1 convolution by Winograd's minimal filtering F(4x4, 3x3), for the Conv2D
+kernels (kernels/cpu/conv_ops.py): the forward conv, the input gradient as the forward
+conv of out_backprop with the flipped filter, and the filter gradient.
+
+Each 4x4 block of outputs (a tile) reads a 6x6 block of the padded input; with the
+transforms B (input, 6x6), G (filter, 6x3) and A (output, 6x4) of F(4, 3) on the points
+0, 1, -1, 2, -2 and infinity (B is that of F(2x2, 5x5) on the same points,
+kernels/cpu/_winograd5.py),
+
+    Y = A^T [ (G g G^T) ∘ (B^T d B) ] A,
+
+the 9 multiply-adds per output pixel and channel pair of a direct 3x3 conv become 2.25
+(F(2x2, 3x3): 4): one matrix product (tiles, C) x (C, F) per position of the 6x6
+transformed tile, 36 of them over a quarter of F(2x2, 3x3)'s tiles. The transformed input
+and output tiles are also 2.25 values per pixel instead of 4: less memory traffic in the
+transforms. The tile transforms run in C (`native.wino_transform` kinds 5 and 6, one pass
+per tile; the NumPy functions below do the same operations in the same order: identical
+bits, but for which NaN a NaN result is); the filter transform is computed in float64 and
+rounded once. Error: A's coefficients up to 8 and G's sixths and twenty-fourths cost
+float32 a few more units in the last place than F(2x2, 3x3) (tests compare with the direct
+conv at the f32 tolerances of the other Winograd paths).
+
+The schemes of kernels/cpu/_winograd.py: work units of a few tile rows (or whole images)
+whose transforms and 36 products run in cache, or, when a unit would hold fewer than
+`_UNIT_TILES` tiles, "wide": every tile of the batch transformed first, then the 36
+products over the batch's tiles, then the output transform (taken while the batch's
+transformed tiles fit in `_WIDE_BYTES`).
+
+The filter gradient uses the same tiles: with X the sum over tiles of the 36 products
+(B^T d B)^T (A e A^T) of the transformed input tiles and out_backprop's 4x4 tiles `e`
+transformed by A (6x4; `native.wino_transform` kind 7), the gradient is G^T X G (in
+chunked work units, one running (36, C, F) sum per thread).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorflux.kernels import intra_op
+from tensorflux.kernels.cpu import _winograd, _winograd5, native
+
+# Input and output channels, and output pixels per image, below which F(2x2, 3x3) (or
+# im2col) stays: measured on the Table 1 nets' 3x3 layers at batch 8 (BENCHMARKS.md).
+MIN_CHANNELS = 48
+MIN_PIXELS = 784  # 28x28 (at 14x14 a quarter of the tiles is too few rows per product)
+_WIDE_BYTES = 96 << 20  # the batch's transformed tiles and products take at most this
+_CHUNK_BYTES = 2 << 20  # transformed input + products per work unit (chunked scheme)
+_UNIT_TILES = 48  # fewer tiles than this per unit: the wide scheme
+
+_G = np.array([[1 / 4, 0, 0],
+               [-1 / 6, -1 / 6, -1 / 6],
+               [-1 / 6, 1 / 6, -1 / 6],
+               [1 / 24, 1 / 12, 1 / 6],
+               [1 / 24, -1 / 12, 1 / 6],
+               [0, 0, 1]])
+
+
+def applies(kh, kw, strides, dilations, c, f, out_hw, n, dtype) -> bool:
+    """Whether a conv of this geometry goes through `conv3x3`: a 3x3 window at stride 1,
+    enough channels and pixels, and the batch's transformed tiles within `_WIDE_BYTES`."""
+    if not (kh == kw == 3 and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1)
+            and min(c, f) >= MIN_CHANNELS and out_hw[0] * out_hw[1] >= MIN_PIXELS
+            and np.dtype(dtype) in (np.float32, np.float64)):
+        return False
+    tiles = n * -(-out_hw[0] // 4) * -(-out_hw[1] // 4)
+    return 36 * tiles * (c + f) * np.dtype(dtype).itemsize <= _WIDE_BYTES
+
+
+def _filter_transform(w, dtype):
+    """G g G^T for every (C, F) pair: (36, C, F) of `dtype` from `w` (3, 3, C, F),
+    computed in float64."""
+    g = np.tensordot(_G, np.asarray(w, np.float64), axes=(1, 0))  # (6, 3, C, F)
+    u = np.tensordot(_G, g, axes=(1, 1))  # (6 q, 6 p, C, F)
+    return np.ascontiguousarray(u.swapaxes(0, 1), dtype=dtype).reshape(36, *w.shape[2:])
+
+
+def _a4(m):
+    """A^T over six values (arrays): the four outputs, in _native.c's order."""
+    s12, s34 = m[1] + m[2], m[3] + m[4]
+    d12, d34 = m[1] - m[2], m[3] - m[4]
+    return m[0] + s12 + s34, d12 + 2 * d34, s12 + 4 * s34, d12 + 8 * d34 + m[5]
+
+
+def _input_transform(d, v, th, tw):
+    """v (36, nb, th, tw, C) = B^T d B of every 6x6 tile, four pixels apart, of padded `d`
+    (nb, >= 4th+2, >= 4tw+2, C)."""
+    if native.wino_transform(5, d, v):  # one pass in C, the same operations
+        return
+    r = _winograd5._b6([d[:, a:a + 4 * th:4] for a in range(6)])
+    for p in range(6):
+        out = _winograd5._b6([r[p][:, :, q:q + 4 * tw:4] for q in range(6)])
+        for q in range(6):
+            v[6 * p + q] = out[q]
+
+
+def _output_transform(m, y):
+    """y (nb, 4th, 4tw, F) = A^T m A of every tile's products `m` (36, nb, th, tw, F)."""
+    if native.wino_transform(6, m, y):  # one pass in C, the same operations
+        return
+    cols = [_a4([m[6 * a + q] for a in range(6)]) for q in range(6)]
+    for a in range(4):
+        ys = _a4([cols[q][a] for q in range(6)])
+        for q in range(4):
+            y[:, a::4, q::4] = ys[q]
+
+
+def conv3x3(xp, w, out, parts: int):
+    """out (N, oh, ow, F) = the VALID 3x3 stride-1 conv of padded NHWC `xp` with `w`
+    (3, 3, C, F), oh = xp's height - 2 (and the same for the width). Returns `out`."""
+    n, oh, ow, f = out.shape
+    c = xp.shape[3]
+    th, tw = -(-oh // 4), -(-ow // 4)
+    hp, wp = 4 * th + 2, 4 * tw + 2
+    if xp.shape[1] < hp or xp.shape[2] < wp:  # outputs not a multiple of 4: pad the tiles
+        xp = np.pad(xp, [(0, 0), (0, max(0, hp - xp.shape[1])),
+                         (0, max(0, wp - xp.shape[2])), (0, 0)])
+    u = _filter_transform(w, out.dtype)
+    row_bytes = 36 * tw * (c + f) * out.itemsize  # one tile row's buffers
+    rows = max(1, min(th, _CHUNK_BYTES // row_bytes))
+    images = max(1, min(n, _CHUNK_BYTES // (row_bytes * th))) if rows == th else 1
+    if rows * images * tw >= _UNIT_TILES:
+        return _chunked(xp, u, out, parts, th, tw, rows, images)
+    return _wide(xp, u, out, parts, th, tw)
+
+
+def _chunked(xp, u, out, parts, th, tw, rows, images):
+    """Work units of `rows` tile rows of one image, or of `images` whole images: each
+    unit's input transform, 36 products and output transform run while its buffers are in
+    cache (the scheme of kernels/cpu/_winograd.py's conv3x3)."""
+    n, oh, ow, f = out.shape
+    c = xp.shape[3]
+    blocks = -(-th // rows)
+    state, _ = intra_op.per_thread(lambda: (
+        np.empty((36, images, rows, tw, c), out.dtype),
+        np.empty((36, images * rows * tw, f), out.dtype),
+        np.empty((images, 4 * rows, 4 * tw, f), out.dtype)))
+
+    def work(u0, u1):
+        v, m, ybuf = state()
+        b0, b1, r0, r1 = _winograd._unit_span(u0, u1, images, n, th, rows, blocks)
+        k, t = b1 - b0, r1 - r0
+        v = v[:, :k, :t]
+        m = m[:, :k * t * tw]
+        _input_transform(xp[b0:b1, 4 * r0:4 * r1 + 2], v, t, tw)
+        _winograd._products(v.reshape(36, -1, c), u, m)
+        rows_out = min(oh, 4 * r1) - 4 * r0
+        direct = rows_out == 4 * t and ow == 4 * tw
+        y = out[b0:b1, 4 * r0:4 * r1] if direct else ybuf[:k, :4 * t]
+        _output_transform(m.reshape(36, k, t, tw, f), y)
+        if not direct:
+            out[b0:b1, 4 * r0:4 * r0 + rows_out] = y[:, :rows_out, :ow]
+
+    units = -(-n // images) if images > 1 else n * blocks
+    flops = 2.0 * 36 * n * th * tw * c * f
+    intra_op.parallel_for(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
+    return out
+
+
+def _wide(xp, u, out, parts, th, tw):
+    """Every tile of the batch transformed first, then the 36 products over the whole
+    batch's tiles split by position and blocks of rows, then the output transform."""
+    n, oh, ow, f = out.shape
+    c = xp.shape[3]
+    hp, wp = 4 * th + 2, 4 * tw + 2
+    tiles = n * th * tw
+    v = np.empty((36, n, th, tw, c), out.dtype)
+    m = np.empty((36, tiles, f), out.dtype)
+    intra_op.parallel_for(
+        lambda b0, b1: _input_transform(xp[b0:b1, :hp, :wp], v[:, b0:b1], th, tw), n, 1,
+        parts if 36 * tiles * c >= intra_op.MIN_ELEMENTS else 1)
+    v2 = v.reshape(36, tiles, c)
+
+    def product(p, r0, r1):
+        if not native.ngemm_favours(r1 - r0, f, c) or \
+                native.ngemm(v2[p, r0:r1], u[p], m[p, r0:r1]) is None:
+            np.matmul(v2[p, r0:r1], u[p], out=m[p, r0:r1])
+
+    _winograd._per_position(product, tiles, 2.0 * 36 * tiles * c * f, parts, positions=36)
+    m5 = m.reshape(36, n, th, tw, f)
+    direct = (oh, ow) == (4 * th, 4 * tw)
+    ybuf, _ = intra_op.per_thread(lambda: np.empty((1, 4 * th, 4 * tw, f), out.dtype))
+
+    def output(b0, b1):
+        for b in range(b0, b1):
+            y = out[b:b + 1] if direct else ybuf()
+            _output_transform(m5[:, b:b + 1], y)
+            if not direct:
+                out[b:b + 1] = y[:, :oh, :ow]
+
+    intra_op.parallel_for(output, n, 1, parts if 36 * tiles * f >= intra_op.MIN_ELEMENTS
+                          else 1)
+    return out
+
+
+def _g4(x):
+    """A over four values (arrays): the six transformed ones, in _native.c's order."""
+    s02, s13 = x[0] + x[2], x[1] + x[3]
+    t02, t13 = x[0] + 4 * x[2], 2 * x[1] + 8 * x[3]
+    return [x[0], s02 + s13, s02 - s13, t02 + t13, t02 - t13, x[3]]
+
+
+def _gradient_transform(e, out, th, tw):
+    """out (36, nb, th, tw, F) = A e A^T of every 4x4 tile of out_backprop `e`
+    (nb, 4th, 4tw, F): the transform that makes the filter gradient a sum of products."""
+    if native.wino_transform(7, e, out):  # one pass in C, the same operations
+        return
+    r = _g4([e[:, a:4 * th:4] for a in range(4)])
+    for p in range(6):
+        cols = _g4([r[p][:, :, q:4 * tw:4] for q in range(4)])
+        for q in range(6):
+            out[6 * p + q] = cols[q]
+
+
+def _filter_gradient(x):
+    """G^T x G: the (3, 3, C, F) filter gradient from the summed products `x` (6, 6, C, F),
+    in x's dtype."""
+    g = _G.astype(x.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):  # (non-finite sums: the caller falls back)
+        t = np.tensordot(g, x, axes=(0, 0))  # (3 i, 6 q, C, F)
+        return np.ascontiguousarray(np.tensordot(g, t, axes=(0, 1)).swapaxes(0, 1))
+
+
+def conv3x3_backprop_filter(xp, dy, parts: int):
+    """d(loss)/d(filter) (3, 3, C, F) of the VALID 3x3 stride-1 conv of padded NHWC `xp`
+    with out_backprop `dy` (N, oh, ow, F): G^T X G, X the sum over tiles of the 36
+    products (B^T d B)^T (A e A^T)."""
+    n, oh, ow, f = dy.shape
+    c = xp.shape[3]
+    th, tw = -(-oh // 4), -(-ow // 4)
+    hp, wp = 4 * th + 2, 4 * tw + 2
+    if xp.shape[1] < hp or xp.shape[2] < wp:
+        xp = np.pad(xp, [(0, 0), (0, max(0, hp - xp.shape[1])),
+                         (0, max(0, wp - xp.shape[2])), (0, 0)])
+    if (oh, ow) != (4 * th, 4 * tw):  # zero out_backprop where the padded tiles overhang
+        dy = np.pad(dy, [(0, 0), (0, 4 * th - oh), (0, 4 * tw - ow), (0, 0)])
+    dtype = np.result_type(xp, dy)
+    row_bytes = 36 * tw * (c + f) * dtype.itemsize
+    rows = max(1, min(th, _CHUNK_BYTES // row_bytes))
+    images = max(1, min(n, _CHUNK_BYTES // (row_bytes * th))) if rows == th else 1
+    if rows == th:  # at least _MIN_TILES tiles per unit: each unit adds a (36, C, F) product
+        images = min(n, max(images, -(-_winograd._MIN_TILES // (th * tw))))
+    blocks = -(-th // rows)
+    state, states = intra_op.per_thread(lambda: (
+        np.empty((36, images, rows, tw, c), dtype), np.empty((36, images, rows, tw, f), dtype),
+        np.zeros((36, c, f), dtype), np.empty((36, c, f), dtype)))
+
+    def work(u0, u1):
+        v, e, acc, part = state()
+        b0, b1, r0, r1 = _winograd._unit_span(u0, u1, images, n, th, rows, blocks)
+        k, t = b1 - b0, r1 - r0
+        v, e = v[:, :k, :t], e[:, :k, :t]
+        _input_transform(xp[b0:b1, 4 * r0:4 * r1 + 2, :wp], v, t, tw)
+        _gradient_transform(dy[b0:b1, 4 * r0:4 * r1], e, t, tw)
+        _winograd._products(v.reshape(36, -1, c).transpose(0, 2, 1), e.reshape(36, -1, f),
+                            part, acc)
+
+    units = -(-n // images) if images > 1 else n * blocks
+    flops = 2.0 * 36 * n * th * tw * c * f
+    intra_op.parallel_for(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
+    sums = [s[2] for s in states()]
+    x = sums[0]
+    for s in sums[1:]:
+        x += s
+    return _filter_gradient(x.reshape(6, 6, c, f))
