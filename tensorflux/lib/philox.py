@@ -454,28 +454,27 @@ def uniform_int(key, counter, n: int, minval, maxval, dtype) -> np.ndarray:
     return _fill(kind, key, counter, n, udtype, int(lo), int(span)).view(dtype)
 
 
+def _normals(kinds: tuple[int, int], reference, key, counter, n: int, dtype) -> np.ndarray:
+    """A normal distribution in C: float64 or float32 (half and bfloat16 round the float32
+    values); `reference` without the extension."""
+    if _native is None:
+        return reference(key, counter, n, dtype)
+    if _kind(dtype) == "float64":
+        return _fill(kinds[1], key, counter, n, np.float64)
+    out = _fill(kinds[0], key, counter, n, np.float32)
+    return out if _kind(dtype) == "float32" else out.astype(dtype)
+
+
 def normal(key, counter, n: int, dtype) -> np.ndarray:
     """n standard normals of `dtype`; half and bfloat16 round the float32 values."""
-    kind = _kind(dtype)
-    if _native is None:
-        return _np_normal(key, counter, n, dtype)
-    if kind == "float64":
-        return _fill(_NORMAL_F64, key, counter, n, np.float64)
-    out = _fill(_NORMAL_F32, key, counter, n, np.float32)
-    return out if kind == "float32" else out.astype(dtype)
+    return _normals((_NORMAL_F32, _NORMAL_F64), _np_normal, key, counter, n, dtype)
 
 
 def truncated_normal(key, counter, n: int, dtype) -> np.ndarray:
     """n standard normals of `dtype` restricted to (-2, 2) by rejection, TF's way: output
     group g (4 values; 2 for float64) takes the first accepted candidates from the blocks
     at counter + g * skip, + 1, ... in order."""
-    kind = _kind(dtype)
-    if _native is None:
-        return _np_truncated_normal(key, counter, n, dtype)
-    if kind == "float64":
-        return _fill(_TRUNC_F64, key, counter, n, np.float64)
-    out = _fill(_TRUNC_F32, key, counter, n, np.float32)
-    return out if kind == "float32" else out.astype(dtype)
+    return _normals((_TRUNC_F32, _TRUNC_F64), _np_truncated_normal, key, counter, n, dtype)
 
 
 def shuffle_permutation(key, counter, n: int) -> np.ndarray:
