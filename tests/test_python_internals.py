@@ -204,3 +204,13 @@ def test_programs_hang_attributes_on_tensors_and_ops():
         assert x.scope == "layer1/" and x.op.m_name == "mine"
         with pytest.raises(AttributeError):
             x.not_set  # noqa: B018
+
+
+def test_keras_paths_reach_tf_keras():
+    from tensorflux.python.keras import backend, layers
+    from tensorflux.python.keras.layers import Dense
+    from tensorflux.python.keras.utils import to_categorical
+
+    assert Dense is layers.Dense is tf.keras.layers.Dense
+    assert backend.get_session is tf.keras.backend.get_session
+    assert to_categorical([1, 2], 3).shape == (2, 3)

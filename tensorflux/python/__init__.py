@@ -45,7 +45,7 @@ _PUBLIC = {
     "saved_model": ["tensorflux.saved_model"],
     "util": ["tensorflux.compat"],
     "data": ["tensorflux.data"],
-    "keras": [],
+    "keras": ["tensorflux.keras"],
     "lib": ["tensorflux.io"],
     "pywrap_tensorflow": ["tensorflux.train", "tensorflux.errors"],  # a module, not a package
 }
@@ -89,7 +89,7 @@ _INTERNAL = {
 _HOMES = {"framework": ["framework"], "ops": ["ops", "nn", "variables", "control_flow"],
           "training": ["train"], "platform": ["platform"], "layers": ["layers"],
           "summary": ["summary"], "saved_model": ["saved_model"], "data": ["data"],
-          "client": ["runtime"]}
+          "client": ["runtime"], "keras": ["keras"]}
 
 
 def _reset_default_graph():
