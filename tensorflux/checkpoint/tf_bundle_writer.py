@@ -139,7 +139,7 @@ def _tensor_bytes(value, dtype: dtypes.DType) -> tuple[bytes, int, list[int]]:
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
     shape = list(arr.shape)
-    raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)  # the array's own bytes
+    raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)  # its own bytes, 1-D: len = size
     return raw, google_crc32c.value(raw), shape
 
 
@@ -194,10 +194,9 @@ def write_tf_bundle(prefix: str, tensors) -> None:
             whole.slices.append(_slice_proto(extents))
         entries[key] = tensor_bundle_pb2.BundleEntryProto(
             dtype=dtype.as_datatype_enum, shape=TensorShape(shape).as_proto(), shard_id=0,
-            offset=offset, size=raw.nbytes if hasattr(raw, "nbytes") else len(raw),
-            crc32c=mask(crc))
+            offset=offset, size=len(raw), crc32c=mask(crc))
         chunks.append(raw)
-        offset += entries[key].size
+        offset += len(raw)
     data_path = f"{prefix}.data-00000-of-00001"
     files.atomic_write(data_path, chunks)  # streamed, no copy of the whole file
     _write_index(prefix, entries, 1)
