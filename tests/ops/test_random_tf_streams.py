@@ -100,6 +100,20 @@ def test_shuffle_takes_tensorflows_row_order(rows, op_seed, orders):
                 np.testing.assert_array_equal(got[:, 1], got[:, 0] + 1)  # whole rows moved
 
 
+def test_multinomial_and_categorical_give_tensorflows_samples():
+    """TF 2.21's samples for two seeded draws, run twice (graph seed 5)."""
+    with tf.Graph().as_default():
+        tf.set_random_seed(5)
+        probs = np.array([[0.1, 0.2, 0.3, 0.4], [0.7, 0.1, 0.1, 0.1]])
+        a = tf.multinomial(tf.constant(np.log(probs), tf.float32), 7, seed=3)
+        b = tf.random.categorical(tf.constant([[1.0, 2.0, -np.inf, 0.5]]), 5)
+        with tf.Session() as sess:
+            assert sess.run(a).tolist() == [[2, 2, 3, 3, 3, 3, 2], [0, 0, 0, 0, 3, 1, 0]]
+            assert sess.run(b).tolist() == [[1, 1, 0, 3, 1]]  # never the -inf class
+            assert sess.run(a).tolist() == [[2, 3, 3, 2, 2, 1, 3], [0, 0, 0, 0, 3, 0, 3]]
+            assert sess.run(b).tolist() == [[0, 1, 0, 1, 0]]
+
+
 def _draws(op):
     with tf.Graph().as_default():
         tf.set_random_seed(3)

@@ -14,7 +14,8 @@ own stream, so a seeded op gives TF's values: the Philox generator keyed on `see
 stream at the counter and moving it on by 256 blocks per output (ReserveRandomOutputs(n,
 256)), and the distributions spending the stream as the stateless ops do (lib/philox.py).
 RandomShuffle takes TF's row order too (a Fisher-Yates pass over one word of the stream
-per row). The other stateful samplers (multinomial, gamma, Poisson, candidate samplers, crop
+per row), and Multinomial TF's samples (`tf_multinomial`; TF's values wherever TF runs the
+batch in one shard). The other stateful samplers (gamma, Poisson, candidate samplers, crop
 boxes) draw from a NumPy Generator seeded from the same pair; their values are not TF's
 bits, their seeding rules are.
 
@@ -252,30 +253,42 @@ def _multinomial(node):
         if classes == 0 and batch > 0:
             raise errors.InvalidArgumentError(None, None,
                                               "num_classes should be positive, got 0")
-        resource_guard.check_shape((batch, n), np.float64, ctx)  # u, the widest temporary
         state = state_of(ctx)
-        with state.lock:
-            u = _drawn(ctx, batch * n, np.float64, state.gen.random).reshape(batch, n)
-        return _sample_categorical(logits.astype(np.float64), u, ctx).astype(np_dtype)
+        with state.lock:  # TF reserves 2 x num_samples rounded up to 4, per row
+            key, counter = state.reserve(batch * -(-n // 4) * 8)
+        return tf_multinomial(ctx, logits, n, key, counter, np_dtype)
 
     return compute
 
 
-def _sample_categorical(logits: np.ndarray, u: np.ndarray, ctx=None) -> np.ndarray:
-    """Row b of the result: indices drawn by inverting the CDF of softmax(logits[b]) at u[b]
-    (in blocks of u that check step `ctx` between them when it is large)."""
-    out = np.zeros(u.shape, np.int64)
-    if logits.size == 0:
-        return out
-    peak = np.max(logits, axis=1, keepdims=True)
-    peak[~np.isfinite(peak)] = 0.0
-    with np.errstate(invalid="ignore", over="ignore"):
-        cdf = np.cumsum(np.exp(logits - peak), axis=1)
-    for idx in interrupt.regions(u.shape, u.itemsize, ctx):
+def tf_multinomial(ctx, logits: np.ndarray, num_samples: int, key, counter, out_dtype):
+    """TF's CPU Multinomial draw from the Philox stream at (key, counter): sample j of the
+    batch's rows, in order, takes words 2j and 2j + 1 as a double u in [0, 1), and row b's
+    index is the first class whose running sum of exp(logit - the row's finite max) exceeds
+    u * the row's total (non-finite logits count zero). One stream over all rows, as TF
+    runs the rows in one shard (a row of a sampling loop always; TF splits large batches
+    over its threads, each shard skipping ahead, which this does not follow)."""
+    batch, classes = logits.shape
+    resource_guard.check_shape((batch, num_samples), np.float64, ctx)
+    u = np.empty(batch * num_samples)  # sample j: words 2j, 2j + 1 (half a block)
+    for lo, hi in interrupt.flat_spans(ctx, u.size, u.itemsize, align=2, cost=_COST):
+        w = philox.words(key, counter_plus(counter, lo // 2), 2 * (hi - lo))
+        u[lo:hi] = philox.uint64_to_double(w[0::2], w[1::2])
+    u = u.reshape(batch, num_samples)
+    out = np.empty((batch, num_samples), out_dtype)
+    values = logits.astype(np.float64)
+    finite = np.isfinite(values)
+    cdf = total = None
+    for idx in interrupt.regions(u.shape, u.itemsize, ctx):  # blocks of rows or of one
         rows, cols = (idx + (slice(None), slice(None)))[:2]
-        for b in range(logits.shape[0])[rows] if isinstance(rows, slice) else (rows,):
-            total = cdf[b, -1]
-            if np.isfinite(total) and total > 0:
-                # side="right" never picks a class of probability zero
-                out[b, cols] = np.searchsorted(cdf[b], u[b, cols] * total, side="right")
+        for b in range(batch)[rows] if isinstance(rows, slice) else (rows,):
+            if cdf is None or cdf[0] != b:
+                row_max = values[b][finite[b]].max(initial=np.finfo(logits.dtype).min) \
+                    if np.issubdtype(logits.dtype, np.floating) else values[b].max(initial=0)
+                probs = np.where(finite[b], np.exp(values[b] - row_max), 0.0)
+                cdf = (b, np.cumsum(probs))
+                total = cdf[1][-1] if classes else 0.0
+            out[b, cols] = np.searchsorted(cdf[1], u[b, cols] * total, side="right")
     return out
+
+

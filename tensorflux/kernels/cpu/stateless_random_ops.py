@@ -18,7 +18,7 @@ import numpy as np
 
 from tensorflux.framework import errors, resource_guard
 from tensorflux.kernels import interrupt
-from tensorflux.kernels.cpu.random_ops import _COST, _dims, counter_plus
+from tensorflux.kernels.cpu.random_ops import _dims, tf_multinomial
 from tensorflux.kernels.cpu.random_ops import draw_philox as _draw
 from tensorflux.kernels.registry import kernel_factory
 from tensorflux.lib import philox, philox_samplers
@@ -176,28 +176,7 @@ def _multinomial(node):
         if classes == 0 and batch * num_samples:
             raise _bad("num_classes should be positive, got 0")
         key, counter = _seed_key_counter(seed)
-        resource_guard.check_shape((batch, num_samples), np.float64, ctx)
-        u = np.empty(batch * num_samples)  # sample j: words 2j, 2j + 1 (half a block)
-        for lo, hi in interrupt.flat_spans(ctx, u.size, u.itemsize, align=2, cost=_COST):
-            w = philox.words(key, counter_plus(counter, lo // 2), 2 * (hi - lo))
-            u[lo:hi] = philox.uint64_to_double(w[0::2], w[1::2])
-        u = u.reshape(batch, num_samples)
-        out = np.empty((batch, num_samples), out_dtype)
-        values = logits.astype(np.float64)
-        finite = np.isfinite(values)
-        cdf = total = None
-        for idx in interrupt.regions(u.shape, u.itemsize, ctx):  # blocks of rows or of one
-            rows, cols = (idx + (slice(None), slice(None)))[:2]
-            for b in range(batch)[rows] if isinstance(rows, slice) else (rows,):
-                if cdf is None or cdf[0] != b:
-                    row_max = values[b][finite[b]].max(initial=np.finfo(logits.dtype).min) \
-                        if np.issubdtype(logits.dtype, np.floating) else \
-                        values[b].max(initial=0)
-                    probs = np.where(finite[b], np.exp(values[b] - row_max), 0.0)
-                    cdf = (b, np.cumsum(probs))
-                    total = cdf[1][-1] if classes else 0.0
-                out[b, cols] = np.searchsorted(cdf[1], u[b, cols] * total, side="right")
-        return out
+        return tf_multinomial(ctx, logits, num_samples, key, counter, out_dtype)
 
     return compute
 
