@@ -120,7 +120,8 @@ def conv3x3(xp, w, out, parts: int):
     images = max(1, min(n, _CHUNK_BYTES // (row_bytes * th))) if rows == th else 1
     if rows * images * tw >= _UNIT_TILES:
         return _chunked(xp, u, out, parts, th, tw, rows, images)
-    return _wide(xp, u, out, parts, th, tw)
+    return _winograd5.wide36(xp, u, out, parts, th, tw, 4, _input_transform,
+                             _output_transform)
 
 
 def _chunked(xp, u, out, parts, th, tw, rows, images):
@@ -153,42 +154,6 @@ def _chunked(xp, u, out, parts, th, tw, rows, images):
     units = -(-n // images) if images > 1 else n * blocks
     flops = 2.0 * 36 * n * th * tw * c * f
     intra_op.parallel_for(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
-    return out
-
-
-def _wide(xp, u, out, parts, th, tw):
-    """Every tile of the batch transformed first, then the 36 products over the whole
-    batch's tiles split by position and blocks of rows, then the output transform."""
-    n, oh, ow, f = out.shape
-    c = xp.shape[3]
-    hp, wp = 4 * th + 2, 4 * tw + 2
-    tiles = n * th * tw
-    v = np.empty((36, n, th, tw, c), out.dtype)
-    m = np.empty((36, tiles, f), out.dtype)
-    intra_op.parallel_for(
-        lambda b0, b1: _input_transform(xp[b0:b1, :hp, :wp], v[:, b0:b1], th, tw), n, 1,
-        parts if 36 * tiles * c >= intra_op.MIN_ELEMENTS else 1)
-    v2 = v.reshape(36, tiles, c)
-
-    def product(p, r0, r1):
-        if not native.ngemm_favours(r1 - r0, f, c) or \
-                native.ngemm(v2[p, r0:r1], u[p], m[p, r0:r1]) is None:
-            np.matmul(v2[p, r0:r1], u[p], out=m[p, r0:r1])
-
-    _winograd._per_position(product, tiles, 2.0 * 36 * tiles * c * f, parts, positions=36)
-    m5 = m.reshape(36, n, th, tw, f)
-    direct = (oh, ow) == (4 * th, 4 * tw)
-    ybuf, _ = intra_op.per_thread(lambda: np.empty((1, 4 * th, 4 * tw, f), out.dtype))
-
-    def output(b0, b1):
-        for b in range(b0, b1):
-            y = out[b:b + 1] if direct else ybuf()
-            _output_transform(m5[:, b:b + 1], y)
-            if not direct:
-                out[b:b + 1] = y[:, :oh, :ow]
-
-    intra_op.parallel_for(output, n, 1, parts if 36 * tiles * f >= intra_op.MIN_ELEMENTS
-                          else 1)
     return out
 
 

@@ -108,18 +108,29 @@ def _output_transform(m, y):
 def conv5x5(xp, w, out, parts: int):
     """out (N, oh, ow, F) = the VALID 5x5 stride-1 conv of padded NHWC `xp` with `w`
     (5, 5, C, F), oh = xp's height - 4 (and the same for the width). Returns `out`."""
-    n, oh, ow, f = out.shape
-    c = xp.shape[3]
+    oh, ow = out.shape[1:3]
     th, tw = -(-oh // 2), -(-ow // 2)
     hp, wp = 2 * th + 4, 2 * tw + 4
     if xp.shape[1] < hp or xp.shape[2] < wp:  # an odd output size: one more row/column
         xp = np.pad(xp, [(0, 0), (0, hp - xp.shape[1]), (0, wp - xp.shape[2]), (0, 0)])
     u = _filter_transform(w, out.dtype)
+    return wide36(xp, u, out, parts, th, tw, 2, _input_transform, _output_transform)
+
+
+def wide36(xp, u, out, parts: int, th: int, tw: int, tile: int, input_transform,
+           output_transform):
+    """A Winograd conv over 6x6 input tiles (36 positions; F(2x2, 5x5) here, F(4x4, 3x3) in
+    _winograd4.py) of `tile` x `tile` outputs each: every tile of the batch transformed
+    first (`input_transform`), then the 36 products over the whole batch's tiles split by
+    position and blocks of rows, then `output_transform`. Returns `out`."""
+    n, oh, ow, f = out.shape
+    c = xp.shape[3]
+    hp, wp = tile * th + 6 - tile, tile * tw + 6 - tile
     tiles = n * th * tw
     v = np.empty((36, n, th, tw, c), out.dtype)
     m = np.empty((36, tiles, f), out.dtype)
     intra_op.parallel_for(
-        lambda b0, b1: _input_transform(xp[b0:b1, :hp, :wp], v[:, b0:b1], th, tw), n, 1,
+        lambda b0, b1: input_transform(xp[b0:b1, :hp, :wp], v[:, b0:b1], th, tw), n, 1,
         parts if 36 * tiles * c >= intra_op.MIN_ELEMENTS else 1)
     v2 = v.reshape(36, tiles, c)
 
@@ -130,13 +141,13 @@ def conv5x5(xp, w, out, parts: int):
 
     _winograd._per_position(product, tiles, 2.0 * 36 * tiles * c * f, parts, positions=36)
     m5 = m.reshape(36, n, th, tw, f)
-    direct = (oh, ow) == (2 * th, 2 * tw)
-    ybuf, _ = intra_op.per_thread(lambda: np.empty((1, 2 * th, 2 * tw, f), out.dtype))
+    direct = (oh, ow) == (tile * th, tile * tw)
+    ybuf, _ = intra_op.per_thread(lambda: np.empty((1, tile * th, tile * tw, f), out.dtype))
 
     def output(b0, b1):
         for b in range(b0, b1):
             y = out[b:b + 1] if direct else ybuf()
-            _output_transform(m5[:, b:b + 1], y)
+            output_transform(m5[:, b:b + 1], y)
             if not direct:
                 out[b:b + 1] = y[:, :oh, :ow]
 
