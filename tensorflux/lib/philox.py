@@ -444,6 +444,8 @@ def uniform_full_int(key, counter, n: int, dtype) -> np.ndarray:
 def uniform_int(key, counter, n: int, minval, maxval, dtype) -> np.ndarray:
     """n integers in [minval, maxval) by TF's modulo scheme; requires minval < maxval."""
     dtype = np.dtype(dtype)
+    if n == 0:  # no values: any range will do (TF checks it only for a non-empty output)
+        return np.empty(0, dtype)
     if _native is None or dtype.itemsize not in (4, 8):
         return _np_uniform_int(key, counter, n, minval, maxval, dtype)
     udtype = np.uint64 if dtype.itemsize == 8 else np.uint32

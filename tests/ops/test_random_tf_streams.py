@@ -136,6 +136,16 @@ def test_a_large_output_drawn_in_blocks_equals_one_call(monkeypatch, op):
         np.testing.assert_array_equal(a, b)
 
 
+def test_an_empty_integer_draw_needs_no_valid_range():
+    with tf.Graph().as_default():
+        t = tf.random_uniform([0, 3], 5, 5, dtype=tf.int32, seed=1)
+        bad = tf.random_uniform([2], 5, 5, dtype=tf.int64, seed=1)
+        with tf.Session() as sess:
+            assert sess.run(t).shape == (0, 3)
+            with pytest.raises(tf.errors.InvalidArgumentError, match="minval < maxval"):
+                sess.run(bad)
+
+
 def test_unseeded_ops_still_differ_between_sessions():
     with tf.Graph().as_default():
         t = tf.random_normal([8])
