@@ -188,6 +188,47 @@ def test_channel_last_batch_norm_matches_float64_reference(monkeypatch, rows, c,
 _WINO_SHAPES = [(1, 1, 1, 1), (2, 3, 5, 7), (3, 2, 4, 130), (1, 4, 3, 256)]
 
 
+def _special_data(rng, dtype):
+    """data(shape): standard normals of `dtype` whose first values are _SPECIALS (NaN,
+    infinities, signed zeros)."""
+    def data(shape):
+        a = rng.standard_normal(shape).astype(dtype)
+        flat = a.reshape(-1)
+        flat[:len(_SPECIALS)] = np.array(_SPECIALS, dtype)[:flat.size]
+        return a
+    return data
+
+
+def _destinations(dtype, strided: bool):
+    """buffers(shape): a destination filled with 7s, or (strided) a slice of a bigger one,
+    as the work units pass them."""
+    def buffers(shape):
+        if not strided:
+            return np.full(shape, 7, dtype)
+        big = np.full((shape[0], *(s + 2 for s in shape[1:-1]), shape[-1]), 7, dtype)
+        return big[(slice(None),) + tuple(slice(1, 1 + s) for s in shape[1:-1])]
+    return buffers
+
+
+def _assert_native_equals_numpy(monkeypatch, calls, buffers, nan_sign: bool) -> None:
+    """Each (fn(out), shape) of `calls` writes the same bits with the C extension as with
+    native's module off; without `nan_sign` a NaN may carry either sign."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        got = []
+        for fn, shape in calls:
+            out = buffers(shape)
+            fn(out)
+            got.append(out)
+        monkeypatch.setattr(native, "_mod", None)
+        for (fn, shape), g in zip(calls, got, strict=True):
+            want = buffers(shape)
+            fn(want)
+            if not nan_sign:
+                np.testing.assert_array_equal(np.isnan(g), np.isnan(want))
+                g, want = np.where(np.isnan(g), 0, g), np.where(np.isnan(want), 0, want)
+            np.testing.assert_array_equal(g.view(np.uint8), want.view(np.uint8))
+
+
 @needs_native
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("k, t, tw, c", _WINO_SHAPES)
@@ -201,17 +242,9 @@ def test_winograd_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtype
 
     rng = np.random.default_rng(k * 100 + c)
 
-    def data(shape):
-        a = rng.standard_normal(shape).astype(dtype)
-        flat = a.reshape(-1)
-        flat[:len(_SPECIALS)] = np.array(_SPECIALS, dtype)[:flat.size]
-        return a
+    data = _special_data(rng, dtype)
 
-    def buffers(shape):  # a destination, or a strided slice of a bigger one
-        if not strided:
-            return np.full(shape, 7, dtype)
-        big = np.full((shape[0], *(s + 2 for s in shape[1:-1]), shape[-1]), 7, dtype)
-        return big[(slice(None),) + tuple(slice(1, 1 + s) for s in shape[1:-1])]
+    buffers = _destinations(dtype, strided)
 
     d = data((k, 2 * t + 2 + strided, 2 * tw + 2, c))
     m = data((16, k, t, tw, c))
@@ -224,17 +257,7 @@ def test_winograd_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtype
             m, out, np.empty((2, 4, k, t, tw, c), dtype)), (k, 2 * t, 2 * tw, c)),
         (lambda out: _winograd._gradient_transform(e, out, t, tw), (16, k, t, tw, c)),
     ]
-    with np.errstate(invalid="ignore", over="ignore"):
-        got = []
-        for fn, shape in calls:
-            out = buffers(shape)
-            fn(out)
-            got.append(out)
-        monkeypatch.setattr(native, "_mod", None)
-        for (fn, shape), g in zip(calls, got, strict=True):
-            want = buffers(shape)
-            fn(want)
-            np.testing.assert_array_equal(g.view(np.uint8), want.view(np.uint8))
+    _assert_native_equals_numpy(monkeypatch, calls, buffers, nan_sign=True)
 
 
 @needs_native
@@ -252,17 +275,9 @@ def test_winograd5_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtyp
 
     rng = np.random.default_rng(k * 100 + c + 1)
 
-    def data(shape):
-        a = rng.standard_normal(shape).astype(dtype)
-        flat = a.reshape(-1)
-        flat[:len(_SPECIALS)] = np.array(_SPECIALS, dtype)[:flat.size]
-        return a
+    data = _special_data(rng, dtype)
 
-    def buffers(shape):
-        if not strided:
-            return np.full(shape, 7, dtype)
-        big = np.full((shape[0], *(s + 2 for s in shape[1:-1]), shape[-1]), 7, dtype)
-        return big[(slice(None),) + tuple(slice(1, 1 + s) for s in shape[1:-1])]
+    buffers = _destinations(dtype, strided)
 
     d = data((k, 2 * t + 4 + strided, 2 * tw + 4, c))
     m = data((36, k, t, tw, c))
@@ -270,19 +285,7 @@ def test_winograd5_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtyp
         d, m = d[:, :2 * t + 4], data((36, k + 1, t, tw, c))[:, 1:]
     calls = [(lambda out: _winograd5._input_transform(d, out, t, tw), (36, k, t, tw, c)),
              (lambda out: _winograd5._output_transform(m, out), (k, 2 * t, 2 * tw, c))]
-    with np.errstate(invalid="ignore", over="ignore"):
-        got = []
-        for fn, shape in calls:
-            out = buffers(shape)
-            fn(out)
-            got.append(out)
-        monkeypatch.setattr(native, "_mod", None)
-        for (fn, shape), g in zip(calls, got, strict=True):
-            want = buffers(shape)
-            fn(want)
-            np.testing.assert_array_equal(np.isnan(g), np.isnan(want))
-            g, want = np.where(np.isnan(g), 0, g), np.where(np.isnan(want), 0, want)
-            np.testing.assert_array_equal(g.view(np.uint8), want.view(np.uint8))
+    _assert_native_equals_numpy(monkeypatch, calls, buffers, nan_sign=False)
 
 
 @needs_native
@@ -300,17 +303,9 @@ def test_winograd4_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtyp
 
     rng = np.random.default_rng(k * 100 + c + 2)
 
-    def data(shape):
-        a = rng.standard_normal(shape).astype(dtype)
-        flat = a.reshape(-1)
-        flat[:len(_SPECIALS)] = np.array(_SPECIALS, dtype)[:flat.size]
-        return a
+    data = _special_data(rng, dtype)
 
-    def buffers(shape):
-        if not strided:
-            return np.full(shape, 7, dtype)
-        big = np.full((shape[0], *(s + 2 for s in shape[1:-1]), shape[-1]), 7, dtype)
-        return big[(slice(None),) + tuple(slice(1, 1 + s) for s in shape[1:-1])]
+    buffers = _destinations(dtype, strided)
 
     d = data((k, 4 * t + 2 + strided, 4 * tw + 2 + strided, c))
     m = data((36, k, t, tw, c))
@@ -321,19 +316,7 @@ def test_winograd4_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtyp
     calls = [(lambda out: _winograd4._input_transform(d, out, t, tw), (36, k, t, tw, c)),
              (lambda out: _winograd4._output_transform(m, out), (k, 4 * t, 4 * tw, c)),
              (lambda out: _winograd4._gradient_transform(e, out, t, tw), (36, k, t, tw, c))]
-    with np.errstate(invalid="ignore", over="ignore"):
-        got = []
-        for fn, shape in calls:
-            out = buffers(shape)
-            fn(out)
-            got.append(out)
-        monkeypatch.setattr(native, "_mod", None)
-        for (fn, shape), g in zip(calls, got, strict=True):
-            want = buffers(shape)
-            fn(want)
-            np.testing.assert_array_equal(np.isnan(g), np.isnan(want))
-            g, want = np.where(np.isnan(g), 0, g), np.where(np.isnan(want), 0, want)
-            np.testing.assert_array_equal(g.view(np.uint8), want.view(np.uint8))
+    _assert_native_equals_numpy(monkeypatch, calls, buffers, nan_sign=False)
 
 
 @needs_native
