@@ -9,10 +9,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.tensorflux-installed-$TFX_EXTRAS
 # Reinstall when the package's build inputs change (the C extensions are built at install).
+# Every C source and header counts (a new extension needs no edit here).
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
-    || [ tensorflux/kernels/cpu/_native.c -nt "$stamp" ] \
-    || [ tensorflux/kernels/cpu/_qkernels.c -nt "$stamp" ] \
-    || [ tensorflux/serving/_jsonnum.c -nt "$stamp" ]; then
+    || [ -n "$(find tensorflux \( -name '*.c' -o -name '*.h' \) -newer "$stamp" -print -quit)" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$TFX_EXTRAS]"
   touch "$stamp"
 fi
