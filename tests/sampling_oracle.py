@@ -138,14 +138,49 @@ for name, loss_name, num_true, n_shards, strategy, remove in {LOSS_CASES!r}:
 """
 
 
+# One TF1 program, run by both frameworks: every sampler, with and without `unique`, over
+# ranges that are and are not powers of two, three runs in one Session; the values must be
+# equal bit for bit (the same Philox stream, read as TF's samplers read it).
+EXACT_PROGRAM = """
+exact = {}
+with tf.Graph().as_default():
+    tf.set_random_seed(7)
+    tc = tf.constant([[3, 1], [77, 5], [999, 0], [0, 4]], tf.int64)
+    ops = {}
+    weights = [float((i * 7919) % 101) + 0.5 for i in range(1000)]
+    for unique in (False, True):
+        u = "_unique" if unique else ""
+        ops["log_uniform" + u] = tf.nn.log_uniform_candidate_sampler(tc, 2, 64, unique, 1000)
+        ops["uniform" + u] = tf.nn.uniform_candidate_sampler(tc, 2, 50, unique, 1000)
+        ops["uniform_pow2" + u] = tf.nn.uniform_candidate_sampler(tc, 2, 20, unique, 1024,
+                                                                  seed=5)
+        ops["learned" + u] = tf.nn.learned_unigram_candidate_sampler(tc, 2, 30, unique, 1000)
+        ops["fixed" + u] = tf.nn.fixed_unigram_candidate_sampler(
+            tc, 2, 40, unique, 1000, unigrams=weights, distortion=0.75)
+        ops["fixed_reserved" + u] = tf.nn.fixed_unigram_candidate_sampler(
+            tf.constant([[1, 2]], tf.int64), 2, 5, unique, 13,
+            unigrams=[3.0, 0.0, 1.0, 7.0, 2.5, 0.5, 9.0, 4.0, 4.0, 1.0], num_reserved_ids=3,
+            distortion=0.5)
+    big = tf.constant([[3], [77], [99999], [0]], tf.int64)
+    ops["log_uniform_100k"] = tf.nn.log_uniform_candidate_sampler(big, 1, 64, True, 100000,
+                                                                  seed=1)
+    with tf.Session() as sess:
+        for step in range(3):
+            for key, value in sess.run(ops).items():
+                exact[f"{key}/{step}"] = [np.asarray(v).tolist() for v in value]
+"""
+
+
 @functools.lru_cache(maxsize=1)
 def _run() -> dict:
-    return oracle.run_tf(_SAMPLERS + "samplers_ = out\n" + LOSS_PROGRAM +
-                         "result = dict(samplers=samplers_, losses=result)\n", timeout=180)
+    return oracle.run_tf(_SAMPLERS + "samplers_ = out\n" + LOSS_PROGRAM + EXACT_PROGRAM +
+                         "result = dict(samplers=samplers_, losses=result, exact=exact)\n",
+                         timeout=180)
 
 
 def tensorflow_results() -> dict:
-    """{"samplers": the sampler statistics, "losses": LOSS_PROGRAM's result} from TensorFlow.
+    """{"samplers": the sampler statistics, "losses": LOSS_PROGRAM's result, "exact":
+    EXACT_PROGRAM's} from TensorFlow.
 
     Skips the calling test when the oracle venv is absent.
     """

@@ -325,6 +325,33 @@ static PyObject *py_permutation(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* The C library's float functions TF's kernels call, element by element: 0 log1pf(a),
+ * 1 expm1f(a), 2 powf(a, b); a, b and out are float32 buffers of one length. */
+static PyObject *py_libm_float(PyObject *self, PyObject *args) {
+    int kind;
+    Py_buffer a, b, out;
+    if (!PyArg_ParseTuple(args, "iy*y*w*", &kind, &a, &b, &out))
+        return NULL;
+    const Py_ssize_t n = out.len / 4;
+    if (kind < 0 || kind > 2 || a.len != out.len || (kind == 2 && b.len != out.len)
+        || !PyBuffer_IsContiguous(&a, 'C') || !PyBuffer_IsContiguous(&b, 'C')
+        || !PyBuffer_IsContiguous(&out, 'C')) {
+        PyBuffer_Release(&a);
+        PyBuffer_Release(&b);
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_ValueError, "libm_float: unknown kind or mismatched buffers");
+        return NULL;
+    }
+    const float *x = (const float *)a.buf, *y = (const float *)b.buf;
+    float *o = (float *)out.buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        o[i] = kind == 0 ? log1pf(x[i]) : kind == 1 ? expm1f(x[i]) : powf(x[i], y[i]);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"permutation", py_permutation, METH_VARARGS,
      "permutation(key, counter_lo, counter_hi, out): TF's RandomShuffle order of len(out) "
@@ -332,6 +359,9 @@ static PyMethodDef methods[] = {
     {"fill", py_fill, METH_VARARGS,
      "fill(kind, key, counter_lo, counter_hi, out, lo=0, span=0): len(out) values of one "
      "distribution of TF's Philox stream at (key, counter) into the writable buffer out."},
+    {"libm_float", py_libm_float, METH_VARARGS,
+     "libm_float(kind, a, b, out): out = log1pf(a) (kind 0), expm1f(a) (1) or powf(a, b) (2), "
+     "float32 buffers of one length."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -246,6 +246,53 @@ def libm_each(fn, values) -> np.ndarray:
     return np.array([fn(v) for v in uniq.tolist()], np.float64)[inverse].reshape(values.shape)
 
 
+_LIBM_FLOAT: dict = {}
+
+
+def _libm_float_function(name: str, arity: int):
+    """The C library's float function `name` through ctypes, or None without a C library."""
+    key = (name, arity)
+    if key not in _LIBM_FLOAT:
+        import ctypes
+        import ctypes.util
+
+        path = ctypes.util.find_library("m")
+        fn = getattr(ctypes.CDLL(path), name) if path else None
+        if fn is not None:
+            fn.restype = ctypes.c_float
+            fn.argtypes = [ctypes.c_float] * arity
+        _LIBM_FLOAT[key] = fn
+    return _LIBM_FLOAT[key]
+
+
+_LIBM_KINDS = {"log1pf": 0, "expm1f": 1, "powf": 2}
+
+
+def libm_float(name: str, *args) -> np.ndarray:
+    """The C library's float32 function `name` ("log1pf", "expm1f" or "powf") of float32
+    arguments: the values TensorFlow's kernels get when they call it. Through the C
+    extension, else ctypes (each distinct argument once), else the float64 function rounded
+    to float32 when no C math library can be loaded."""
+    args = [np.asarray(a, np.float32) for a in args]
+    if len(args) == 1:
+        shape, flat = args[0].shape, [np.ascontiguousarray(args[0]).reshape(-1)]
+    else:
+        shape = np.broadcast_shapes(*(a.shape for a in args))
+        flat = [np.ascontiguousarray(np.broadcast_to(a, shape).reshape(-1)) for a in args]
+    if _native is not None:
+        out = np.empty(flat[0].size, np.float32)
+        _native.libm_float(_LIBM_KINDS[name], flat[0], flat[-1], out)
+        return out.reshape(shape)
+    uniq, inverse = np.unique(np.stack(flat, axis=1), axis=0, return_inverse=True)
+    fn = _libm_float_function(name, len(args))
+    if fn is None:
+        wide = getattr(np, name[:-1].replace("pow", "power"))
+        out = wide(*(uniq.astype(np.float64).T)).astype(np.float32)
+    else:
+        out = np.array([fn(*row) for row in uniq.tolist()], np.float32)
+    return out[inverse.reshape(-1)].reshape(shape)
+
+
 def log_double(x) -> np.ndarray:
     """glibc's log for float64 x > 0."""
     return via_long_double(np.log, math.log, x)

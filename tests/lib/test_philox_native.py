@@ -67,6 +67,22 @@ def test_shuffle_permutation_equals_the_numpy_reference(monkeypatch, n):
         assert sorted(fast.tolist()) == list(range(n))
 
 
+@pytest.mark.parametrize("name,args", [
+    ("log1pf", (-np.linspace(0, 0.999, 257, dtype=np.float32),)),
+    ("expm1f", (np.linspace(-30, 3, 257, dtype=np.float32),)),
+    ("powf", (np.linspace(0, 1e6, 257, dtype=np.float32), np.float32(0.75))),
+])
+def test_libm_float_in_c_equals_the_ctypes_path(monkeypatch, name, args):
+    fast = philox.libm_float(name, *args)
+    with monkeypatch.context() as m:
+        m.setattr(philox, "_native", None)
+        slow = philox.libm_float(name, *args)
+    _same(fast, slow)
+    assert fast.dtype == np.float32 and fast.shape == args[0].shape
+    np.testing.assert_allclose(fast, getattr(np, {"powf": "power"}.get(name, name[:-1]))(
+        *(np.float64(a) for a in args)), rtol=1e-6, atol=1e-30)
+
+
 def test_truncated_normals_stay_inside_two_and_normals_look_normal():
     key, counter = philox.key_counter_from_seed(np.array([3, 4]))
     t = philox.truncated_normal(key, counter, 100_000, np.float32)
@@ -85,3 +101,5 @@ def test_bad_calls_raise_value_error():
         philox._native.fill(3, 1, 0, 0, out, 40)  # mantissa bits out of range
     with pytest.raises(TypeError):
         philox._native.fill(1, 1, 0, 0, b"read-only")
+    with pytest.raises(ValueError):  # mismatched lengths
+        philox._native.libm_float(0, np.zeros(3, np.float32), np.zeros(3, np.float32), out)

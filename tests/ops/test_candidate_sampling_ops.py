@@ -1,8 +1,9 @@
 """Candidate samplers and ComputeAccidentalHits (tensorflux/ops/candidate_sampling_ops.py):
-op definitions as TensorFlow's, static shapes, seed rules, each sampler's empirical
-frequencies against its distribution (chi-square bounds, fixed seeds) and against
-TensorFlow's sampler, expected counts equal to TensorFlow's for given classes, accidental
-hits equal to TensorFlow's, and run-time errors.
+op definitions as TensorFlow's, static shapes, seed rules, the sampled classes and expected
+counts equal to TensorFlow's bit for bit under the same seeds (pinned values here, and every
+sampler against the oracle), each sampler's empirical frequencies against its distribution
+(chi-square bounds) and against TensorFlow's sampler, accidental hits equal to TensorFlow's,
+and run-time errors.
 
 TensorFlow runs once per test session (tests/sampling_oracle.py, shared with the sampled-loss
 tests): every oracle comparison reads that one result.
@@ -21,6 +22,7 @@ from tests.sampling_oracle import (
     ALL_OPS,
     DISTORTION,
     DRAWS,
+    EXACT_PROGRAM,
     HITS,
     UNIGRAMS,
     UNIQUE_RUNS,
@@ -214,6 +216,58 @@ def test_frequencies_fit_the_distribution(name, build, probs, range_max):
     # without `unique`, a class's expected count is its probability times num_sampled
     np.testing.assert_allclose(sampled_count, probs[sampled] * DRAWS, rtol=1e-6)
     np.testing.assert_allclose(true_count, [[probs[0] * DRAWS]], rtol=1e-6)
+
+
+# ---- TensorFlow's values --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def exact_ours():
+    ns = {"tf": tf, "np": np}
+    exec(EXACT_PROGRAM, ns)  # noqa: S102 - the program TensorFlow runs too
+    return ns["exact"]
+
+
+# TensorFlow 2.21's outputs of EXACT_PROGRAM (sampled classes; expected counts as float32).
+PINNED = {
+    "log_uniform_100k/0": (
+        [2599, 6639, 721, 45, 56, 2, 27, 5913, 0, 1552, 1673, 4914, 628, 50528, 76974, 1],
+        [0.7827350497245789, 0.08273102343082428, 6.774727808078751e-05, 0.992119550704956],
+        [0.0026019159704446793, 0.001019739080220461, 0.009333877824246883,
+         0.13570448756217957, 0.1112310141324997, 0.8610730767250061, 0.2118811160326004]),
+    "uniform/0": (
+        [544, 691, 127, 140, 298, 847, 799, 836, 133, 982, 416, 227, 307, 811, 19, 712],
+        [0.05000000074505806] * 8, [0.05000000074505806] * 7),
+    "fixed_reserved_unique/1": (
+        [11, 9, 7, 5, 10], [0.0, 0.0],
+        [0.6155991554260254, 0.7741751670837402, 0.5251437425613403, 0.36980417370796204,
+         0.6155991554260254]),
+}
+
+
+@pytest.mark.parametrize("key", sorted(PINNED))
+def test_sampled_values_are_tensorflows(exact_ours, key):
+    classes, true_counts, sampled_counts = PINNED[key]
+    got_classes, got_true, got_sampled = exact_ours[key]
+    assert got_classes[:len(classes)] == classes
+    np.testing.assert_array_equal(np.float32(np.ravel(got_true)[:len(true_counts)]),
+                                  np.float32(true_counts))
+    np.testing.assert_array_equal(np.float32(got_sampled[:len(sampled_counts)]),
+                                  np.float32(sampled_counts))
+
+
+@pytest.mark.oracle
+def test_every_sampler_draws_tensorflows_values(exact_ours):
+    """Each sampler, unique or not, three runs in one Session: classes and both expected
+    counts equal to TensorFlow's."""
+    exact = tensorflow_results()["exact"]
+    assert sorted(exact) == sorted(exact_ours)
+    for key in sorted(exact):
+        for mine, want, what in zip(exact_ours[key], exact[key],
+                                    ("sampled", "true_expected", "sampled_expected"),
+                                    strict=True):
+            np.testing.assert_array_equal(np.asarray(mine, np.float64),
+                                          np.asarray(want, np.float64), err_msg=f"{key} {what}")
 
 
 @pytest.mark.oracle

@@ -1,87 +1,193 @@
 """CPU kernels of the candidate samplers and ComputeAccidentalHits
 (tensorflux/ops/candidate_sampling_ops.py).
 
-A sampler here is a distribution over [0, range_max) with two methods: `draw(gen, n)`, n
-independent classes, and `probability(values)`, float32 probabilities computed in the
-precision TensorFlow uses, so that expected counts for given classes equal TensorFlow's.
-Each sampler node owns a generator per Session, seeded as every random op's is
-(`random_ops.state_getter`); the learned unigram sampler keeps its class counts beside it.
-The sampled values need not equal TensorFlow's bits; their distribution and the expected
-counts are TensorFlow's.
+The samplers draw TensorFlow's values bit for bit. Each run reserves 2,048 32-bit words per
+sampled class of its node's Philox stream (`random_ops.GeneratorState`: 512 blocks per
+class, TF's ReserveSamples32) and reads them in order, one sample after another, as TF's
+SimplePhilox does:
+- uniform: a 64-bit word pair (low word first) per try, rejected below 2^64 mod range
+  (TF's ExactUniformInt), the accepted value mod range;
+- log-uniform: a double u in [0, 1) from a word pair, floor(exp(u log(range + 1))) - 1;
+- learned unigram: a 32-bit try as above, over the integer class counts (all 1 at first),
+  mapped to the class whose cumulative count passes it (TF's WeightedPicker);
+- fixed unigram: Walker's alias table of the distorted weights, built in TF's order; a
+  float word then a 32-bit uniform bucket per sample.
+With `unique`, samples are drawn one at a time until `num_sampled` distinct classes are
+found; the expected counts are p * num_sampled, or 1 - (1 - p)^tries computed with the C
+library's float log1pf and expm1f, as TF computes them. The vectorized draws below give the
+one-at-a-time order: a rejected try only shifts which words the following samples read.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from tensorflux.framework import errors
 from tensorflux.kernels.cpu.random_ops import GeneratorState, state_getter
 from tensorflux.kernels.registry import kernel_factory
+from tensorflux.lib import philox
 
 _F32 = np.float32
+_U64_MAX = (1 << 64) - 1
+_U32_MAX = (1 << 32) - 1
+# TF reserves 2,048 32-bit samples per sampled class: 512 Philox blocks.
+BLOCKS_PER_SAMPLE = 512
 
 
 def _invalid(message: str) -> errors.InvalidArgumentError:
     return errors.InvalidArgumentError(None, None, message)
 
 
+# ---- one run's stream of words ------------------------------------------------------------
+
+
+class _Words:
+    """The 32-bit words of one run's reservation, in order, generated as they are needed."""
+
+    __slots__ = ("key", "counter", "buf", "pos")
+
+    def __init__(self, key: np.ndarray, counter: np.ndarray):
+        self.key = key
+        self.counter = int(counter[0]) | int(counter[1]) << 64
+        self.buf = np.empty(0, np.uint32)
+        self.pos = 0
+
+    def ahead(self, n: int) -> np.ndarray:
+        """The next n words, not consumed."""
+        have = self.buf.size
+        if self.pos + n > have:
+            blocks = -(-max(self.pos + n - have, have, 64) // 4)
+            c = (self.counter + have // 4) & ((1 << 128) - 1)
+            more = philox.uniform_full_int(self.key, np.array([c & _U64_MAX, c >> 64],
+                                                              np.uint64), 4 * blocks, np.uint32)
+            self.buf = np.concatenate([self.buf, more])
+        return self.buf[self.pos:self.pos + n]
+
+    def take(self, n: int) -> np.ndarray:
+        out = self.ahead(n)
+        self.pos += n
+        return out
+
+
+def _rejection_tries(words: _Words, n: int, wide: bool, span: int) -> np.ndarray:
+    """n integers uniform in [0, span), TF's ExactUniformInt: tries of one 32-bit word (two
+    words, low first, when `wide`) below (2^bits - 1) mod span + 1 are rejected."""
+    per_try = 2 if wide else 1
+    top = _U64_MAX if wide else _U32_MAX
+    power_of_two = span & (span - 1) == 0
+    rem = 0 if power_of_two else top % span + 1
+    out = []
+    while n > 0:
+        w = words.ahead(per_try * n)
+        raw = philox.join64(w[0::2], w[1::2]) if wide else w.astype(np.uint64)
+        ok = np.flatnonzero(raw >= np.uint64(rem))[:n] if rem else np.arange(n)
+        out.append(raw[ok])
+        words.take(per_try * (int(ok[-1]) + 1 if ok.size == n else raw.size))
+        n -= ok.size
+    raw = np.concatenate(out) if len(out) != 1 else out[0]
+    return (raw & np.uint64(span - 1) if power_of_two else raw % np.uint64(span)).astype(np.int64)
+
+
 # ---- distributions -----------------------------------------------------------------------
 
 
 class _Uniform:
-    """P(k) = 1 / range."""
+    """P(k) = 1 / range; a sample is Uniform64(range)."""
 
     def __init__(self, range_max: int):
         self.range = range_max
         self._p = _F32(1.0 / range_max)
 
-    def draw(self, gen, n: int) -> np.ndarray:
-        return gen.integers(0, self.range, n, dtype=np.int64)
+    def draw(self, words: _Words, n: int) -> np.ndarray:
+        return _rejection_tries(words, n, True, self.range)
 
     def probability(self, values: np.ndarray) -> np.ndarray:
         return np.full(values.shape, self._p, _F32)
 
 
 class _LogUniform:
-    """P(k) = log((k + 2) / (k + 1)) / log(range + 1): k = floor(exp(u log(range + 1))) - 1
-    for u uniform in [0, 1)."""
+    """P(k) = log((k + 2) / (k + 1)) / log(range + 1), in double rounded to float."""
 
     def __init__(self, range_max: int):
         self.range = range_max
-        self._log_range = np.log1p(float(range_max))
+        self._log_range = math.log1p(range_max)
 
-    def draw(self, gen, n: int) -> np.ndarray:
-        values = np.exp(gen.random(n) * self._log_range).astype(np.int64) - 1
-        return values % self.range  # exp may round up to range + 1 itself
+    def draw(self, words: _Words, n: int) -> np.ndarray:
+        w = words.take(2 * n)
+        x = philox.uint64_to_double(w[0::2], w[1::2]) * self._log_range
+        e = np.exp(x)
+        # exp within an ulp or so of an integer: take the C library's (TF's) value
+        near = np.abs(e - np.round(e)) <= 4 * np.spacing(e)
+        if near.any():
+            e[near] = philox.libm_each(math.exp, x[near])
+        return (e.astype(np.int64) - 1) % self.range
 
     def probability(self, values: np.ndarray) -> np.ndarray:
         v = values.astype(np.float64)
-        return (np.log((v + 2.0) / (v + 1.0)) / self._log_range).astype(_F32)
+        ratios = ((v + 2.0) / (v + 1.0)).tolist()
+        logs = np.array([math.log(r) for r in ratios])  # the C library's log, as TF's
+        return (logs / self._log_range).astype(_F32).reshape(values.shape)
 
 
-class _Weighted:
-    """P(k) = weights[k] / total, drawn by inverting the cumulative weights."""
+class _LearnedUnigram:
+    """Integer class counts, all 1 at first (TF's WeightedPicker); `update` adds one per
+    true class of a run, up to a total of 2^31 - 1."""
+
+    def __init__(self, range_max: int):
+        self.range = range_max
+        self.counts = np.ones(range_max, np.int64)
+        self.total = range_max
+        self._cdf = None
+
+    def draw(self, words: _Words, n: int) -> np.ndarray:
+        if self._cdf is None:
+            self._cdf = np.cumsum(self.counts)
+        at = _rejection_tries(words, n, False, self.total)
+        return np.searchsorted(self._cdf, at, side="right")
+
+    def probability(self, values: np.ndarray) -> np.ndarray:
+        return self.counts[values].astype(_F32) / _F32(self.total)
+
+    def update(self, values: np.ndarray) -> None:
+        values = values[:max(0, min(values.size, (1 << 31) - 1 - self.total))]
+        np.add.at(self.counts, values, 1)
+        self.total += values.size
+        self._cdf = None
+
+
+class _FixedUnigram:
+    """Float32 weights (reserved ids 0), their float32 total summed in order, and Walker's
+    alias table built from them as TF's DistributionSampler builds it."""
 
     def __init__(self, weights: np.ndarray):
         self.range = weights.size
-        self.set_weights(weights)
-
-    def set_weights(self, weights: np.ndarray) -> None:
         self.weights = weights
-        self._cdf = np.cumsum(weights, dtype=np.float64)
-
-    def draw(self, gen, n: int) -> np.ndarray:
-        u = gen.random(n) * self._cdf[-1]
-        # side="right": a class of weight 0 is never drawn
-        return np.minimum(np.searchsorted(self._cdf, u, side="right"), self.range - 1)
-
-
-class _FixedUnigram(_Weighted):
-    """Float32 weights and their float32 total summed in order, as TensorFlow keeps them."""
-
-    def __init__(self, weights: np.ndarray):
-        super().__init__(weights)
         self._total = np.cumsum(weights, dtype=_F32)[-1] if weights.size else _F32(0)
+        self._prob, self._alt = _alias_table(weights)
+
+    def draw(self, words: _Words, n: int) -> np.ndarray:
+        out = np.empty(n, np.int64)
+        done = 0
+        while done < n:  # vectorized up to the next rejected bucket word, then one sample
+            m = n - done
+            w = words.ahead(2 * m)
+            r = philox.uint32_to_float(w[0::2])
+            span = self.range
+            rem = 0 if span & (span - 1) == 0 else _U32_MAX % span + 1
+            bad = np.flatnonzero(w[1::2] < rem)
+            k = int(bad[0]) if bad.size else m
+            idx = w[1:2 * k:2].astype(np.int64) % span
+            out[done:done + k] = np.where(r[:k] < self._prob[idx], idx, self._alt[idx])
+            words.take(2 * k)
+            done += k
+            if k < m:
+                r1 = philox.uint32_to_float(words.take(1))[0]
+                i = int(_rejection_tries(words, 1, False, span)[0])
+                out[done] = i if r1 < self._prob[i] else self._alt[i]
+                done += 1
+        return out
 
     def probability(self, values: np.ndarray) -> np.ndarray:
         out = np.zeros(values.shape, _F32)
@@ -90,25 +196,30 @@ class _FixedUnigram(_Weighted):
         return out
 
 
-class _LearnedUnigram(_Weighted):
-    """Integer counts, all 1 at first; `update` adds the true classes of a run."""
-
-    def __init__(self, range_max: int):
-        super().__init__(np.ones(range_max, np.int64))
-        self.total = range_max
-
-    def probability(self, values: np.ndarray) -> np.ndarray:
-        return self.weights[values].astype(_F32) / _F32(self.total)
-
-    def update(self, values: np.ndarray) -> None:
-        counts = self.weights.copy()
-        np.add.at(counts, values, 1)
-        self.total += values.size
-        self.set_weights(counts)
+def _alias_table(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Walker's alias table: bucket i keeps class i with probability prob[i] (float32),
+    else gives alt[i]. Small and large buckets are paired from the ends of two stacks,
+    as TF pairs them, so the table (and so every sample) is TF's."""
+    n = weights.size
+    total = float(np.cumsum(weights.astype(np.float64))[-1]) if n else 0.0
+    pr = ((weights * _F32(n)).astype(np.float64) / total).tolist()
+    alt = [-1] * n
+    low = [i for i in range(n) if pr[i] < 1.0]
+    high = [i for i in range(n) if pr[i] >= 1.0]
+    while high and low:
+        small, large = low.pop(), high.pop()
+        alt[small] = large
+        pr[large] -= 1.0 - pr[small]
+        (low if pr[large] < 1.0 else high).append(large)
+    prob = np.array(pr, np.float32)
+    for i in high + low:  # rounding leftovers: certain, and their own alias
+        prob[i] = 1.0
+        alt[i] = i
+    return prob, np.array(alt, np.int64)
 
 
 class _LearnedState(GeneratorState):
-    """A learned unigram node's generator and counts in one Session."""
+    """A learned unigram node's stream and class counts in one Session."""
 
     __slots__ = ("sampler",)
 
@@ -120,13 +231,13 @@ class _LearnedState(GeneratorState):
 # ---- drawing a batch and its expected counts -----------------------------------------------
 
 
-def _draw_unique(sampler, gen, n: int) -> tuple[np.ndarray, int]:
-    """n distinct classes in the order a one-at-a-time draw finds them, and how many draws
-    that took: a stream of draws is extended until it holds n distinct values."""
+def _draw_unique(sampler, words: _Words, n: int) -> tuple[np.ndarray, int]:
+    """n distinct classes in the order one-at-a-time draws find them, and how many draws
+    that took: the stream of samples is extended until it holds n distinct values."""
     stream = np.empty(0, np.int64)
     chunk = max(2 * n, 16)
     while True:
-        stream = np.concatenate([stream, sampler.draw(gen, chunk)])
+        stream = np.concatenate([stream, sampler.draw(words, chunk)])
         _, first = np.unique(stream, return_index=True)
         if first.size >= n:
             first = np.sort(first)[:n]
@@ -135,12 +246,12 @@ def _draw_unique(sampler, gen, n: int) -> tuple[np.ndarray, int]:
 
 
 def _expected_counts(p: np.ndarray, num_sampled: int, num_tries: int) -> np.ndarray:
-    """p * num_sampled (float32, as TensorFlow computes it) when no draw was repeated, else
-    1 - (1 - p) ** num_tries, computed in float64 from the float32 p and rounded (TensorFlow
-    evaluates it with the C library's float log1p and expm1, within a few ulps of this)."""
+    """p * num_sampled in float32 when no draw was repeated, else 1 - (1 - p)^num_tries as
+    -expm1f(num_tries * log1pf(-p)), each step in float32 through the C library."""
     if num_tries == num_sampled:
         return p * _F32(num_sampled)
-    return (-np.expm1(num_tries * np.log1p(-p.astype(np.float64)))).astype(_F32)
+    logs = philox.libm_float("log1pf", -p)
+    return -philox.libm_float("expm1f", _F32(num_tries) * logs)
 
 
 def _check_true_classes(true_classes, num_true: int, range_max: int) -> np.ndarray:
@@ -158,16 +269,17 @@ def _check_true_classes(true_classes, num_true: int, range_max: int) -> np.ndarr
     return flat
 
 
-def _sample_batch(sampler, gen, true_classes, attrs):
-    """The three outputs of a sampler op for one run."""
+def _sample_batch(sampler, state: GeneratorState, true_classes, attrs):
+    """The three outputs of a sampler op for one run (call with the state's lock held)."""
     num_true, num_sampled, unique = attrs
     flat = _check_true_classes(true_classes, num_true, sampler.range)
+    if unique and num_sampled > sampler.range:
+        raise _invalid("Sampler's range is too small.")
+    words = _Words(*state.reserve(num_sampled, BLOCKS_PER_SAMPLE))
     if unique:
-        if num_sampled > sampler.range:
-            raise _invalid("Sampler's range is too small.")
-        sampled, num_tries = _draw_unique(sampler, gen, num_sampled)
+        sampled, num_tries = _draw_unique(sampler, words, num_sampled)
     else:
-        sampled, num_tries = sampler.draw(gen, num_sampled), num_sampled
+        sampled, num_tries = sampler.draw(words, num_sampled), num_sampled
     sampled_count = _expected_counts(sampler.probability(sampled), num_sampled, num_tries)
     true_count = _expected_counts(sampler.probability(flat), num_sampled, num_tries)
     return (sampled.astype(np.int64, copy=False), sampled_count,
@@ -187,8 +299,8 @@ def _fixed_sampler_kernel(node, sampler):
     def compute(ctx, true_classes):
         state = state_of(ctx)
         with state.lock:
-            sampled, sampled_count, true_count = _sample_batch(sampler, state.gen,
-                                                               true_classes, attrs)
+            sampled, sampled_count, true_count = _sample_batch(sampler, state, true_classes,
+                                                               attrs)
         return sampled, true_count, sampled_count
 
     return compute
@@ -213,7 +325,7 @@ def _learned_unigram_sampler(node):
     def compute(ctx, true_classes):
         state = state_of(ctx)
         with state.lock:
-            sampled, sampled_count, true_count = _sample_batch(state.sampler, state.gen,
+            sampled, sampled_count, true_count = _sample_batch(state.sampler, state,
                                                                true_classes, attrs)
             state.sampler.update(np.asarray(true_classes).reshape(-1))
         return sampled, true_count, sampled_count
@@ -268,9 +380,9 @@ def _unigram_weights(attrs) -> np.ndarray:
     reserved = sum(1 for i in range(int(attrs["num_reserved_ids"])) if i % num_shards == shard)
     counts = np.asarray(_read_vocab_counts(vocab_file) if vocab_file else unigrams, _F32)
     ids = reserved + np.arange(counts.size)
-    kept = counts[ids % num_shards == shard].astype(np.float64)
-    distortion = float(_F32(attrs["distortion"]))
-    weights = np.power(kept, distortion).astype(_F32)
+    kept = counts[ids % num_shards == shard]
+    # TF raises each float count to the float distortion with the C library's powf
+    weights = philox.libm_float("powf", kept, _F32(attrs["distortion"]))
     weights = np.concatenate([np.zeros(reserved, _F32), weights])
     range_max = int(attrs["range_max"])
     if weights.size != range_max:
