@@ -12,6 +12,7 @@ import pytest
 
 import tensorflux as tf
 from tensorflux.framework import errors
+from tests import oracle
 from tests.sampling_oracle import LOSS_CASES, LOSS_PROGRAM, tensorflow_results
 
 LOWEST = np.finfo(np.float32).min
@@ -214,3 +215,39 @@ def test_more_samples_than_classes_fail_like_tensorflow():
     with tf.Session() as sess, pytest.raises(errors.InvalidArgumentError,
                                              match="Sampler's range is too small."):
         sess.run(loss)
+
+
+# ---- a seeded word2vec-style training run -----------------------------------------------------
+
+_WORD2VEC = """
+V, E, B, NS = 3000, 32, 64, 32
+rng = np.random.RandomState(0)
+data = (rng.zipf(1.3, 4000) % V).astype(np.int64)
+tf.set_random_seed(1)
+x = tf.placeholder(tf.int32, [B])
+y = tf.placeholder(tf.int32, [B, 1])
+emb = tf.Variable(tf.random_uniform([V, E], -1.0, 1.0))
+w = tf.Variable(tf.truncated_normal([V, E], stddev=1.0 / E ** 0.5))
+b = tf.Variable(tf.zeros([V]))
+h = tf.nn.embedding_lookup(emb, x)
+nce = tf.reduce_mean(tf.nn.nce_loss(w, b, y, h, NS, V))
+softmax = tf.reduce_mean(tf.nn.sampled_softmax_loss(w, b, y, h, NS, V))
+train = tf.train.GradientDescentOptimizer(1.0).minimize(nce + softmax)
+losses = []
+with tf.Session() as s:
+    s.run(tf.global_variables_initializer())
+    for step in range(15):
+        i = step * B
+        losses.append(s.run([nce, softmax, train], {x: data[i:i + B],
+                                                     y: data[i + 1:i + B + 1, None]})[:2])
+result = {"losses": np.array(losses)}
+"""
+
+
+@pytest.mark.oracle
+@pytest.mark.timeout(300)
+def test_a_seeded_word2vec_run_follows_tensorflows_losses():
+    """The default samplers draw TF's negatives and the initializers TF's values, so nce_loss
+    and sampled_softmax_loss follow TF's curve up to float rounding."""
+    ours, theirs = oracle.run_both(_WORD2VEC, tf)
+    oracle.assert_results_close(ours, theirs, rtol=1e-5, atol=1e-5)
