@@ -114,6 +114,33 @@ def test_multinomial_and_categorical_give_tensorflows_samples():
             assert sess.run(b).tolist() == [[0, 1, 0, 1, 0]]
 
 
+def test_gamma_and_poisson_give_tensorflows_samples():
+    """TF 2.21's samples (graph seed 1), two runs: gamma in float64 and float32 (with beta,
+    graph seed only), Poisson as float32 and int64."""
+    with tf.Graph().as_default():
+        tf.set_random_seed(1)
+        g64 = tf.random_gamma([6], [0.5, 1.0, 2.5, 7.0], dtype=tf.float64, seed=3)
+        g32 = tf.random_gamma([2, 3], [[0.3], [4.0]], beta=2.0, dtype=tf.float32)
+        p32 = tf.random_poisson([0.5, 3.0, 25.0, 300.0], [6], dtype=tf.float32, seed=3)
+        p64 = tf.random_poisson([[0.5, 3.0, 25.0]], [2, 3], dtype=tf.int64)
+        with tf.Session() as sess:
+            first = sess.run([g64, g32, p32, p64])
+            second = sess.run([g64, g32, p32, p64])
+    np.testing.assert_array_equal(first[0][:2], [
+        [1.1771567670960672, 1.4856289304495245, 0.962074160237649, 10.09443058539592],
+        [0.48187455927017886, 1.2193950261354602, 2.8415802124127865, 7.006528273283923]])
+    np.testing.assert_array_equal(second[0][0], [
+        0.17003526862683105, 1.5076972750874944, 3.723035989993334, 5.120395380929705])
+    np.testing.assert_array_equal(first[1][0].reshape(-1), np.float32([
+        0.1005730852484703, 2.3400778770446777, 0.0003736830549314618, 1.315565586090088,
+        0.0002180431765737012, 1.3910408020019531]))
+    assert first[2][:2].tolist() == [[1, 4, 27, 274], [0, 1, 18, 328]]
+    assert second[2][0].tolist() == [0, 3, 31, 292]
+    assert first[3].reshape(2, 9).tolist() == [[0, 1, 24, 1, 2, 25, 2, 1, 32],
+                                               [0, 2, 29, 0, 2, 22, 1, 2, 25]]
+    assert first[3].dtype == np.int64
+
+
 def _draws(op):
     with tf.Graph().as_default():
         tf.set_random_seed(3)
@@ -162,17 +189,21 @@ w2 = tf.get_variable("w2", [7, 3], initializer=tf.truncated_normal_initializer(s
 y = tf.matmul(h, w2) + tf.Variable(tf.random_uniform([3], -1.0, 1.0))
 emb = tf.get_variable("emb", [11, 4], initializer=tf.random_normal_initializer())
 idx = tf.random_uniform([3], 0, 11, dtype=tf.int32)
+gam = tf.random_gamma([4], [0.2, 1.0, 3.0])
+poi = tf.random_poisson([2.0, 40.0], [3], dtype=tf.int32)
 with tf.Session() as s:
     s.run(tf.global_variables_initializer())
     feed = {x: np.linspace(-1, 1, 10, dtype=np.float32).reshape(2, 5)}
-    result = {"y": s.run(y, feed), "y2": s.run(y, feed), "emb": s.run(emb), "idx": s.run(idx)}
+    result = {"y": s.run(y, feed), "y2": s.run(y, feed), "emb": s.run(emb), "idx": s.run(idx),
+              "gamma": s.run(gam), "poisson": s.run(poi)}
 """
 
 
 @pytest.mark.oracle
 @pytest.mark.timeout(300)
 def test_a_seeded_program_matches_tensorflow():
-    """Initializers, dropout masks and sampled indices of a seeded TF1 program are TF's."""
+    """Initializers, dropout masks, sampled indices, gamma and Poisson samples of a seeded
+    TF1 program are TF's."""
     ours, theirs = oracle.run_both(_PROGRAM, tf)
     oracle.assert_results_close(ours, theirs, rtol=1e-6, atol=1e-7)
 

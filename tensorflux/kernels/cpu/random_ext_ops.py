@@ -1,6 +1,7 @@
-"""CPU kernels of tensorflux/ops/random_ext_ops.py: gamma and Poisson samples from each
-node's per-Session Generator (kernels/cpu/random_ops.py explains the state), and
-RandomGammaGrad from the derivatives of the regularized incomplete gamma function."""
+"""CPU kernels of tensorflux/ops/random_ext_ops.py: gamma and Poisson samples, TensorFlow's
+values from each node's per-Session Philox stream (kernels/cpu/random_ops.py explains the
+state), and RandomGammaGrad from the derivatives of the regularized incomplete gamma
+function."""
 
 from __future__ import annotations
 
@@ -10,33 +11,19 @@ import warnings
 import numpy as np
 
 from tensorflux.framework import errors, resource_guard
-from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._math_common import _LOW_PRECISION, _binary
 from tensorflux.kernels.cpu.random_ops import _dims, state_getter
 from tensorflux.kernels.cpu.special_math_ops import _igamma_grad_a, _scipy
+from tensorflux.kernels.cpu.stateless_random_ops import _by_output
 from tensorflux.kernels.registry import kernel, kernel_factory
+from tensorflux.lib import philox_samplers
 
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 
 
-_COST = 4  # NumPy's gamma and Poisson samplers: ~40 ns a value (interrupt.blocked)
-
-
-def _per_parameter(ctx, dims, params, draw, dtype=np.float64):
-    """draw(params, size=dims + params.shape): one sample per parameter per index of
-    `dims`, drawn in C order; a large output in blocks of that order that check step
-    `ctx` between them (the generator's stream continues across calls: the same values)."""
-    rows, per = math.prod(dims), params.size
-    if not interrupt.blocked(rows * per * 8, _COST):
-        return draw(params, dims + params.shape)
-    flat = params.reshape(-1)
-    out = np.empty((rows, per), dtype)
-    for idx in interrupt.regions(out.shape, out.itemsize, ctx, _COST):
-        if len(idx) == 1:  # whole rows
-            out[idx] = draw(flat, (idx[0].stop - idx[0].start, per))
-        else:  # part of one row
-            out[idx] = draw(flat[idx[1]], (idx[1].stop - idx[1].start,))
-    return out.reshape(dims + params.shape)
+# Both draw TF's values: each run reserves 256 Philox blocks per output of the node's stream
+# (TF's ReserveRandomOutputs(n, 256)) and samples as TF's stateless kernels do
+# (lib/philox_samplers.py; TF computes the stateful ones in double too).
 
 
 @kernel_factory("RandomGamma")
@@ -45,13 +32,16 @@ def _random_gamma(node):
 
     def compute(ctx, shape, alpha):
         dims = _dims(shape)
-        work = alpha.astype(np.float64)
+        work = alpha.astype(np.float64).reshape(-1)
         resource_guard.check_shape(dims + alpha.shape, np.float64, ctx)
+        num_samples = math.prod(dims)
+        if num_samples == 0 or work.size == 0:
+            return np.zeros(dims + alpha.shape, alpha.dtype)
         state = state_of(ctx)
         with state.lock:
-            out = _per_parameter(ctx, dims, work, lambda p, size: state.gen.standard_gamma(
-                p, size=size))
-        return np.asarray(out).astype(alpha.dtype)
+            key, counter = state.reserve(num_samples * work.size)
+        out = _by_output(ctx, philox_samplers.gamma, key, counter, work, num_samples)
+        return out.reshape(dims + alpha.shape).astype(alpha.dtype)
 
     return compute
 
@@ -59,20 +49,26 @@ def _random_gamma(node):
 @kernel_factory("RandomPoissonV2")
 def _random_poisson(node):
     state_of = state_getter(node)
-    out_dtype = node.attrs["dtype"].as_numpy_dtype
+    out_dtype = np.dtype(node.attrs["dtype"].as_numpy_dtype)
+    highest = float(np.finfo(out_dtype).max if out_dtype.kind == "f"
+                    else np.iinfo(out_dtype).max)
 
     def compute(ctx, shape, rate):
         dims = _dims(shape)
-        lam = rate.astype(np.float64)
+        lam = rate.astype(np.float64).reshape(-1)
         if np.any(lam < 0):
             raise errors.InvalidArgumentError(None, None, "rate must be non-negative")
-        resource_guard.check_shape(dims + lam.shape, np.float64, ctx)
+        resource_guard.check_shape(dims + rate.shape, np.float64, ctx)
         lam = np.where(np.isfinite(lam), lam, 0)
+        num_samples = math.prod(dims)
+        if num_samples == 0 or lam.size == 0:
+            return np.zeros(dims + rate.shape, out_dtype)
         state = state_of(ctx)
         with state.lock:
-            out = _per_parameter(ctx, dims, lam, lambda p, size: state.gen.poisson(
-                p, size=size), np.int64)
-        return np.asarray(out).astype(out_dtype)
+            key, counter = state.reserve(num_samples * lam.size)
+        out = _by_output(ctx, philox_samplers.poisson, key, counter, lam, num_samples,
+                         highest)
+        return out.reshape(dims + rate.shape).astype(out_dtype)
 
     return compute
 
