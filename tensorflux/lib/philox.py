@@ -543,6 +543,61 @@ def shuffle_permutation(key, counter, n: int) -> np.ndarray:
     return perm
 
 
+class WordStream:
+    """TF's SimplePhilox over a reservation: the 32-bit words of the stream at (key,
+    counter) in order, generated as they are needed, and the draws TF makes from them."""
+
+    __slots__ = ("key", "counter", "buf", "pos")
+
+    def __init__(self, key, counter):
+        self.key = np.asarray(key, np.uint64).reshape(-1)
+        c = np.asarray(counter, np.uint64).reshape(-1)
+        self.counter = int(c[0]) | int(c[1]) << 64
+        self.buf = np.empty(0, np.uint32)
+        self.pos = 0
+
+    def ahead(self, n: int) -> np.ndarray:
+        """The next n words, not consumed."""
+        have = self.buf.size
+        if self.pos + n > have:
+            count = -(-max(self.pos + n - have, have, 64) // 4)
+            c = (self.counter + have // 4) & ((1 << 128) - 1)
+            more = uniform_full_int(self.key, np.array([c & 0xFFFFFFFFFFFFFFFF, c >> 64],
+                                                       np.uint64), 4 * count, np.uint32)
+            self.buf = np.concatenate([self.buf, more])
+        return self.buf[self.pos:self.pos + n]
+
+    def take(self, n: int) -> np.ndarray:
+        out = self.ahead(n)
+        self.pos += n
+        return out
+
+    def rand_float(self) -> np.float32:
+        """A float in [0, 1) from one word (RandFloat)."""
+        return uint32_to_float(self.take(1))[0]
+
+    def uniform(self, n: int, span: int, wide: bool = False) -> np.ndarray:
+        """n integers uniform in [0, span) as int64, TF's ExactUniformInt: tries of one
+        word (two words, low first, when `wide`: Uniform64) below (2^bits - 1) mod span + 1
+        are rejected and the next try read."""
+        per_try = 2 if wide else 1
+        top = (1 << 64) - 1 if wide else (1 << 32) - 1
+        power_of_two = span & (span - 1) == 0
+        rem = 0 if power_of_two else top % span + 1
+        out = []
+        while n > 0:
+            w = self.ahead(per_try * n)
+            raw = join64(w[0::2], w[1::2]) if wide else w.astype(np.uint64)
+            ok = np.flatnonzero(raw >= np.uint64(rem))[:n] if rem else np.arange(n)
+            out.append(raw[ok])
+            self.take(per_try * (int(ok[-1]) + 1 if ok.size == n else raw.size))
+            n -= ok.size
+        raw = np.concatenate(out) if len(out) != 1 else out[0]
+        if power_of_two:
+            return (raw & np.uint64(span - 1)).astype(np.int64)
+        return (raw % np.uint64(span)).astype(np.int64)
+
+
 def single_words(seed: int, seed2: int):
     """The 32-bit words of TF's PhiloxRandom(seed, seed2) one at a time, as its
     SingleSampleAdapter hands them out (a generator; drawn 1,024 at a time)."""

@@ -29,7 +29,6 @@ from tensorflux.ops import (
     slicing_ops,
     string_ops,
 )
-from tensorflux.ops.random_ops import get_seed
 
 __all__: list[str] = []  # the public names are tf.image's (tensorflux/image)
 
@@ -463,9 +462,9 @@ def sample_distorted_bounding_box(image_size, bounding_boxes, seed=None, seed2=N
                                   use_image_if_no_bounding_boxes=None, name=None):
     """A random crop (begin, size, box) of an image covering part of the given boxes
     (`tf.image.sample_distorted_bounding_box`)."""
-    s1, s2 = get_seed(seed)
-    if seed2 is not None and seed is None:
-        s2 = seed2
+    # TF1's wrapper hands seed and seed2 to the op as given: the graph seed plays no part
+    # (both 0: a fresh random stream per Session, as in TF)
+    s1, s2 = int(seed or 0), int(seed2 or 0)
     return apply_op(
         "SampleDistortedBoundingBoxV2", image_size=image_size,
         bounding_boxes=convert_to_tensor(bounding_boxes, dtypes.float32),

@@ -490,8 +490,34 @@ def test_sample_distorted_bounding_box_constraints():
             inter = max(0, min(b[0] + h, 28) - max(b[0], 8)) * \
                 max(0, min(b[1] + w, 54) - max(b[1], 18))
             assert whole or inter / (20 * 36) >= 0.5
-    with pytest.raises(tf.errors.InvalidArgumentError, match="Invalid bounding box"):
-        _run(tf.image.sample_distorted_bounding_box([20, 30, 3], [[[0.5, 0.1, 0.2, 0.9]]]))
+    # an inverted box is accepted and covers nothing (TF): the whole image comes back
+    b, sz, _ = _run(tf.image.sample_distorted_bounding_box([20, 30, 3], [[[0.5, 0.1, 0.2, 0.9]]],
+                                                           seed=1))
+    assert b.tolist() == [0, 0, 0] and sz.tolist() == [20, 30, -1]
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"must be in \[0.0, 1.0\]: 1.2"):
+        _run(tf.image.sample_distorted_bounding_box([20, 30, 3], [[[0.5, 0.1, 1.2, 0.9]]]))
+
+
+def test_sample_distorted_bounding_box_gives_tensorflows_crops():
+    """TF 2.21's crops: TF1's wrapper passes seed and seed2 as given (the graph seed plays
+    no part), the crop sampler draws from the op's Philox stream in float32 arithmetic."""
+    tf.set_random_seed(11)  # ignored, as in TF
+    a = tf.image.sample_distorted_bounding_box(
+        [480, 640, 3], [[[0.1, 0.2, 0.8, 0.9]]], min_object_covered=0.1,
+        aspect_ratio_range=[0.75, 1.33], area_range=[0.05, 1.0], max_attempts=100, seed=4)
+    b = tf.image.sample_distorted_bounding_box(
+        tf.constant([224, 224, 3], tf.int64), tf.zeros([1, 0, 4]), min_object_covered=0.5,
+        use_image_if_no_bounding_boxes=True, seed=3, seed2=8)
+    with tf.Session() as s:
+        first = s.run([a, b])
+        second = s.run(a)
+    begin, size, box = first[0]
+    assert begin.tolist() == [25, 121, 0] and size.tolist() == [410, 499, -1]
+    np.testing.assert_array_equal(box, np.float32([[[
+        0.0520833320915699, 0.18906250596046448, 0.90625, 0.96875]]]))
+    assert first[1][0].tolist() == [3, 4, 0] and first[1][1].tolist() == [213, 201, -1]
+    assert first[1][0].dtype == np.int64
+    assert second[0].tolist() == [146, 64, 0] and second[1].tolist() == [320, 295, -1]
 
 
 def test_cifar10_input_pipeline_with_queues(tmp_path):

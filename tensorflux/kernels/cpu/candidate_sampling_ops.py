@@ -30,7 +30,6 @@ from tensorflux.kernels.registry import kernel_factory
 from tensorflux.lib import philox
 
 _F32 = np.float32
-_U64_MAX = (1 << 64) - 1
 _U32_MAX = (1 << 32) - 1
 # TF reserves 2,048 32-bit samples per sampled class: 512 Philox blocks.
 BLOCKS_PER_SAMPLE = 512
@@ -38,56 +37,6 @@ BLOCKS_PER_SAMPLE = 512
 
 def _invalid(message: str) -> errors.InvalidArgumentError:
     return errors.InvalidArgumentError(None, None, message)
-
-
-# ---- one run's stream of words ------------------------------------------------------------
-
-
-class _Words:
-    """The 32-bit words of one run's reservation, in order, generated as they are needed."""
-
-    __slots__ = ("key", "counter", "buf", "pos")
-
-    def __init__(self, key: np.ndarray, counter: np.ndarray):
-        self.key = key
-        self.counter = int(counter[0]) | int(counter[1]) << 64
-        self.buf = np.empty(0, np.uint32)
-        self.pos = 0
-
-    def ahead(self, n: int) -> np.ndarray:
-        """The next n words, not consumed."""
-        have = self.buf.size
-        if self.pos + n > have:
-            blocks = -(-max(self.pos + n - have, have, 64) // 4)
-            c = (self.counter + have // 4) & ((1 << 128) - 1)
-            more = philox.uniform_full_int(self.key, np.array([c & _U64_MAX, c >> 64],
-                                                              np.uint64), 4 * blocks, np.uint32)
-            self.buf = np.concatenate([self.buf, more])
-        return self.buf[self.pos:self.pos + n]
-
-    def take(self, n: int) -> np.ndarray:
-        out = self.ahead(n)
-        self.pos += n
-        return out
-
-
-def _rejection_tries(words: _Words, n: int, wide: bool, span: int) -> np.ndarray:
-    """n integers uniform in [0, span), TF's ExactUniformInt: tries of one 32-bit word (two
-    words, low first, when `wide`) below (2^bits - 1) mod span + 1 are rejected."""
-    per_try = 2 if wide else 1
-    top = _U64_MAX if wide else _U32_MAX
-    power_of_two = span & (span - 1) == 0
-    rem = 0 if power_of_two else top % span + 1
-    out = []
-    while n > 0:
-        w = words.ahead(per_try * n)
-        raw = philox.join64(w[0::2], w[1::2]) if wide else w.astype(np.uint64)
-        ok = np.flatnonzero(raw >= np.uint64(rem))[:n] if rem else np.arange(n)
-        out.append(raw[ok])
-        words.take(per_try * (int(ok[-1]) + 1 if ok.size == n else raw.size))
-        n -= ok.size
-    raw = np.concatenate(out) if len(out) != 1 else out[0]
-    return (raw & np.uint64(span - 1) if power_of_two else raw % np.uint64(span)).astype(np.int64)
 
 
 # ---- distributions -----------------------------------------------------------------------
@@ -100,8 +49,8 @@ class _Uniform:
         self.range = range_max
         self._p = _F32(1.0 / range_max)
 
-    def draw(self, words: _Words, n: int) -> np.ndarray:
-        return _rejection_tries(words, n, True, self.range)
+    def draw(self, words: philox.WordStream, n: int) -> np.ndarray:
+        return words.uniform(n, self.range, wide=True)
 
     def probability(self, values: np.ndarray) -> np.ndarray:
         return np.full(values.shape, self._p, _F32)
@@ -114,7 +63,7 @@ class _LogUniform:
         self.range = range_max
         self._log_range = math.log1p(range_max)
 
-    def draw(self, words: _Words, n: int) -> np.ndarray:
+    def draw(self, words: philox.WordStream, n: int) -> np.ndarray:
         w = words.take(2 * n)
         x = philox.uint64_to_double(w[0::2], w[1::2]) * self._log_range
         e = np.exp(x)
@@ -141,10 +90,10 @@ class _LearnedUnigram:
         self.total = range_max
         self._cdf = None
 
-    def draw(self, words: _Words, n: int) -> np.ndarray:
+    def draw(self, words: philox.WordStream, n: int) -> np.ndarray:
         if self._cdf is None:
             self._cdf = np.cumsum(self.counts)
-        at = _rejection_tries(words, n, False, self.total)
+        at = words.uniform(n, self.total)
         return np.searchsorted(self._cdf, at, side="right")
 
     def probability(self, values: np.ndarray) -> np.ndarray:
@@ -167,7 +116,7 @@ class _FixedUnigram:
         self._total = np.cumsum(weights, dtype=_F32)[-1] if weights.size else _F32(0)
         self._prob, self._alt = _alias_table(weights)
 
-    def draw(self, words: _Words, n: int) -> np.ndarray:
+    def draw(self, words: philox.WordStream, n: int) -> np.ndarray:
         out = np.empty(n, np.int64)
         done = 0
         while done < n:  # vectorized up to the next rejected bucket word, then one sample
@@ -184,7 +133,7 @@ class _FixedUnigram:
             done += k
             if k < m:
                 r1 = philox.uint32_to_float(words.take(1))[0]
-                i = int(_rejection_tries(words, 1, False, span)[0])
+                i = int(words.uniform(1, span)[0])
                 out[done] = i if r1 < self._prob[i] else self._alt[i]
                 done += 1
         return out
@@ -231,7 +180,7 @@ class _LearnedState(GeneratorState):
 # ---- drawing a batch and its expected counts -----------------------------------------------
 
 
-def _draw_unique(sampler, words: _Words, n: int) -> tuple[np.ndarray, int]:
+def _draw_unique(sampler, words: philox.WordStream, n: int) -> tuple[np.ndarray, int]:
     """n distinct classes in the order one-at-a-time draws find them, and how many draws
     that took: the stream of samples is extended until it holds n distinct values."""
     stream = np.empty(0, np.int64)
@@ -275,7 +224,7 @@ def _sample_batch(sampler, state: GeneratorState, true_classes, attrs):
     flat = _check_true_classes(true_classes, num_true, sampler.range)
     if unique and num_sampled > sampler.range:
         raise _invalid("Sampler's range is too small.")
-    words = _Words(*state.reserve(num_sampled, BLOCKS_PER_SAMPLE))
+    words = philox.WordStream(*state.reserve(num_sampled, BLOCKS_PER_SAMPLE))
     if unique:
         sampled, num_tries = _draw_unique(sampler, words, num_sampled)
     else:

@@ -19,7 +19,7 @@ from tensorflux.kernels import interrupt, intra_op
 from tensorflux.kernels.cpu.array_ops import _invalid
 from tensorflux.kernels.cpu.random_ops import state_getter
 from tensorflux.kernels.registry import kernel, kernel_factory
-from tensorflux.lib import image_codecs
+from tensorflux.lib import image_codecs, philox
 
 _F32 = np.float32
 
@@ -656,67 +656,104 @@ def _draw_boxes_v2(ctx, images, boxes, colors):
 # ---- SampleDistortedBoundingBox ------------------------------------------------------------
 
 
-def _random_crop(gen, width, height, min_area, max_area, ratio):
-    """TF's GenerateRandomCrop: a crop [y, x, h, w] of area in [min_area, max_area] and
-    aspect ratio `ratio`, or None."""
-    h = int(np.rint(np.sqrt(min_area / ratio)))
-    max_h = int(np.rint(np.sqrt(max_area / ratio)))
-    if np.rint(max_h * ratio) > width:
-        max_h = int((width + 0.5 - 1e-7) / ratio)
+# TensorFlow's crop sampler, value for value: float32 arithmetic where TF's is float (the
+# areas, the aspect ratio, lrintf of float products, sqrtf), double where a double constant
+# promotes it, and its draws from TF's SimplePhilox over the run's reservation of the node's
+# stream (one block per attempt: ReserveSamples32(4 * max_attempts)).
+
+_F32 = np.float32
+
+
+def _lrintf(x) -> int:
+    return int(np.rint(_F32(x)))  # round half to even, as lrintf in the default mode
+
+
+def _random_crop(words, width, height, min_area, max_area, ratio):
+    """TF's GenerateRandomCrop: a crop (y, x, h, w) of area in [min_area, max_area] and
+    aspect ratio `ratio` (float32 values), or None."""
+    if max_area <= 0 or ratio <= 0 or width <= 0 or height <= 0 or min_area > max_area:
+        return None
+    h = _lrintf(np.sqrt(_F32(min_area / ratio)))
+    max_h = _lrintf(np.sqrt(_F32(max_area / ratio)))
+    if _lrintf(_F32(max_h) * ratio) > width:
+        max_h = int((width + 0.5 - float(_F32(1e-7))) / float(ratio))
+        if _lrintf(_F32(max_h) * ratio) > width:
+            max_h -= 1
     max_h = min(max_h, height)
     h = min(h, max_h)
     if h < max_h:
-        h += int(gen.integers(max_h - h + 1))
-    w = int(np.rint(h * ratio))
-    if w * h < min_area:
+        h += int(words.uniform(1, max_h - h + 1)[0])
+    w = _lrintf(_F32(h) * ratio)
+    area = _F32(w * h)
+    if area < min_area:
         h += 1
-        w = int(np.rint(h * ratio))
-    if w * h > max_area:
+        w = _lrintf(_F32(h) * ratio)
+        area = _F32(w * h)
+    if area > max_area:
         h -= 1
-        w = int(np.rint(h * ratio))
-    area = w * h
+        w = _lrintf(_F32(h) * ratio)
+        area = _F32(w * h)
     if area < min_area or area > max_area or w > width or h > height or w <= 0 or h <= 0:
         return None
-    y = int(gen.integers(height - h)) if h < height else 0
-    x = int(gen.integers(width - w)) if w < width else 0
+    y = int(words.uniform(1, height - h)[0]) if h < height else 0
+    x = int(words.uniform(1, width - w)[0]) if w < width else 0
     return y, x, h, w
 
 
-def _covers(crop, boxes, height, width, min_covered) -> bool:
-    """Whether the crop covers at least `min_covered` of some box (TF's overlap test)."""
+def _pixel_boxes(boxes, height, width) -> list[tuple[int, int, int, int]]:
+    """Normalized boxes to TF's integer rectangles (y0, x0, y1, x1): float32 products,
+    truncated."""
+    b = boxes.astype(np.float32)
+    sizes = np.array([height, width, height, width], np.float32)
+    return [tuple(int(v) for v in row) for row in (b * sizes).tolist()]
+
+
+def _covers(crop, rects, min_covered) -> bool:
+    """TF's SatisfiesOverlapConstraints: the crop has an area of at least 1 and covers at
+    least `min_covered` of some rectangle of area at least 1."""
     y, x, h, w = crop
-    for box in boxes:
-        by0, bx0 = int(box[0] * height), int(box[1] * width)
-        by1, bx1 = int(box[2] * height), int(box[3] * width)
-        area = (by1 - by0) * (bx1 - bx0)
-        if area <= 0:
+    if h * w < 1:
+        return False
+    for by0, bx0, by1, bx1 in rects:
+        area = _F32((by1 - by0) * (bx1 - bx0))
+        if area < 1:
             continue
-        inter = max(0, min(y + h, by1) - max(y, by0)) * max(0, min(x + w, bx1) - max(x, bx0))
+        iy = min(y + h, by1) - max(y, by0)
+        ix = min(x + w, bx1) - max(x, bx0)
+        inter = _F32(iy * ix) if iy >= 0 and ix >= 0 else _F32(0)
         if inter / area >= min_covered:
             return True
     return False
 
 
-def _sample_box(gen, height, width, boxes, min_covered, ratios, areas, attempts):
-    """TF's sampling loop: random aspect ratio and area per attempt, the first crop meeting
-    the overlap constraint, else the whole image."""
+def _sample_box(words, height, width, rects, min_covered, ratios, areas, attempts):
+    """TF's sampling loop: a random aspect ratio per attempt, the first crop meeting the
+    overlap constraint, else the whole image."""
+    r0, r1 = _F32(ratios[0]), _F32(ratios[1])
+    min_area = _F32(_F32(_F32(areas[0]) * _F32(width)) * _F32(height))
+    max_area = _F32(_F32(_F32(areas[1]) * _F32(width)) * _F32(height))
     for _ in range(attempts):
-        ratio = gen.random() * (ratios[1] - ratios[0]) + ratios[0]
-        crop = _random_crop(gen, width, height, areas[0] * height * width,
-                            areas[1] * height * width, ratio)
-        if crop is not None and _covers(crop, boxes, height, width, min_covered):
+        ratio = _F32(words.rand_float() * (r1 - r0)) + r0
+        crop = _random_crop(words, width, height, min_area, max_area, ratio)
+        if crop is not None and _covers(crop, rects, _F32(min_covered)):
             return crop
     return 0, 0, height, width
 
 
-def _check_sdbb(boxes, ratios, areas):
-    for box in boxes:
-        if not (0 <= box[0] < box[2] <= 1 and 0 <= box[1] < box[3] <= 1):
-            raise _invalid(f"Invalid bounding box: {box.tolist()}")
+def _check_sdbb(boxes, ratios, areas, attempts):
+    bad = boxes[~((boxes >= 0.0) & (boxes <= 1.0))]
+    if bad.size:
+        raise _invalid(f"All bounding box coordinates must be in [0.0, 1.0]: {bad[0]:g}")
     if ratios[0] <= 0 or ratios[1] <= 0:
-        raise _invalid("aspect_ratio_range must be positive")
-    if areas[0] <= 0 or areas[1] <= 0 or areas[0] > 1 or areas[1] > 1:
-        raise _invalid("area_range must be in (0, 1]")
+        raise _invalid(f"Aspect ratio range must be non-negative: [{ratios[0]:g}, "
+                       f"{ratios[1]:g}]")
+    if areas[0] <= 0 or areas[1] <= 0:
+        raise _invalid(f"Area range must be non-negative: [{areas[0]:g}, {areas[1]:g}]")
+    if areas[0] > 1 or areas[1] > 1:
+        raise _invalid(f"Area range must be less then or equal to 1.0: [{areas[0]:g}, "
+                       f"{areas[1]:g}]")
+    if attempts <= 0:
+        raise _invalid(f"Max attempts must be non-negative: {attempts}")
 
 
 @kernel_factory("SampleDistortedBoundingBox", "SampleDistortedBoundingBoxV2")
@@ -724,30 +761,43 @@ def _sample_distorted(node):
     get_state = state_getter(node)
     attrs = node.attrs
     dtype = attrs["T"].as_numpy_dtype
+    attempts = int(attrs["max_attempts"])
 
     def compute(ctx, image_size, bounding_boxes, min_covered=None):
         if min_covered is None:
             min_covered = attrs["min_object_covered"]
+        elif np.ndim(min_covered) != 0:
+            raise _invalid(f"min_object_covered must be 0-D, got shape "
+                           f"{list(np.shape(min_covered))}")
+        if float(min_covered) < 0:
+            raise _invalid(f"Min object covered must be non-negative: {float(min_covered):g}")
         if image_size.shape != (3,):
             raise _invalid(f"image_size must be 1-dimensional with 3 elements, got "
                            f"{list(image_size.shape)}")
         height, width = int(image_size[0]), int(image_size[1])
-        boxes = np.asarray(bounding_boxes, np.float64).reshape(-1, 4)
-        if boxes.size == 0:
+        boxes = np.asarray(bounding_boxes)
+        if boxes.ndim != 3 or boxes.shape[-1] != 4:
+            raise _invalid(f"input boxes must be 3-dimensional [batch, num_boxes, coords] "
+                           f"with 4 coordinates, got shape {list(boxes.shape)}")
+        boxes = boxes.astype(np.float32).reshape(-1, 4)
+        _check_sdbb(boxes, attrs["aspect_ratio_range"], attrs["area_range"], attempts)
+        if height <= 0 or width <= 0:
+            raise _invalid(f"image height and width must be positive, got {height}x{width}")
+        rects = _pixel_boxes(boxes, height, width)
+        if not rects:
             if not attrs["use_image_if_no_bounding_boxes"]:
                 raise _invalid("No bounding boxes provided as input. One must enable "
                                "use_image_if_no_bounding_boxes if you wish to not provide "
                                "any bounding boxes.")
-            boxes = np.array([[0.0, 0.0, 1.0, 1.0]])
-        _check_sdbb(boxes, attrs["aspect_ratio_range"], attrs["area_range"])
-        if height <= 0 or width <= 0:
-            raise _invalid(f"image height and width must be positive, got {height}x{width}")
+            rects = [(0, 0, height, width)]
         state = get_state(ctx)
         with state.lock:
-            y, x, h, w = _sample_box(state.gen, height, width, boxes, float(min_covered),
-                                     attrs["aspect_ratio_range"], attrs["area_range"],
-                                     attrs["max_attempts"])
-        bbox = np.array([[[y / height, x / width, (y + h) / height, (x + w) / width]]],
+            key, counter = state.reserve(attempts, 1)  # 4 words an attempt
+        y, x, h, w = _sample_box(philox.WordStream(key, counter), height, width, rects,
+                                 min_covered, attrs["aspect_ratio_range"],
+                                 attrs["area_range"], attempts)
+        bbox = np.array([[[_F32(y) / _F32(height), _F32(x) / _F32(width),
+                           _F32(y + h) / _F32(height), _F32(x + w) / _F32(width)]]],
                         np.float32)
         return (np.array([y, x, 0], dtype), np.array([h, w, -1], dtype), bbox)
 
