@@ -137,10 +137,15 @@ def kernel_finished() -> None:
 def workers(ctx=None) -> int:
     """How many threads a big kernel running in `ctx` (a KernelContext, or None) may use:
     the configured intra-op threads, whatever else runs beside it (so that its plan, and
-    with it its bits, do not depend on the moment)."""
+    with it its bits, do not depend on the moment). A session fixes its count when it is
+    created (its `_intra_op_threads`; TensorFlow reads TF_NUM_INTRAOP_THREADS as it makes a
+    session's devices), so a kernel call reads no environment variable; kernels outside a
+    session read it."""
     if blas_threads() != 1:
         return 1
-    return intra_op_threads(getattr(getattr(ctx, "session", None), "_config", None))
+    session = getattr(ctx, "session", None)
+    n = getattr(session, "_intra_op_threads", 0)
+    return n if n > 0 else intra_op_threads(getattr(session, "_config", None))
 
 
 def running() -> int:
