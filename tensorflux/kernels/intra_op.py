@@ -21,7 +21,7 @@ The threading policy is decided here, in one place, for every thread tensorflux 
     this module's pool, or of the C extension's GIL-free pool, which takes the same count):
     ConfigProto.intra_op_parallelism_threads when > 0, else TF_NUM_INTRAOP_THREADS when set
     (TensorFlow reads that variable too), else the cores this process may run on (its CPU
-    affinity, not the machine's core count);
+    affinity, not the machine's core count); a session resolves them once, when created;
   - inter-op: `inter_op_threads(config)` threads per device for kernels that run beside
     each other (the dataflow executor hands expensive kernels to them when other nodes are
     ready too): ConfigProto.inter_op_parallelism_threads when > 0; when negative, none —
