@@ -253,10 +253,13 @@ def machine_info(tf_available: bool, tf_skipped: bool = False, busy: int = 0) ->
         load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         load = "unknown"
+    pressure = cpu_pressure()
     lines = [
         f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
         f"machine: {cpu}, {cores} logical cores ({usable} usable), {platform.system()} "
-        f"{platform.release()}, load average {load} at start",
+        f"{platform.release()}, load average {load} at start" +
+        (f", CPU pressure {pressure} (share of the last 10 s / 60 s in which some task "
+         "waited for a core: near 0 on a quiet machine)" if pressure else ""),
     ]
     tfx = _versions(python_for("tensorflux"))
     where = _git_commit() if TFX_ROOT == ROOT else f"source tree {TFX_ROOT}"
@@ -286,6 +289,24 @@ def machine_info(tf_available: bool, tf_skipped: bool = False, busy: int = 0) ->
         lines.append(f"TensorFlow: not available (no {ORACLE_PYTHON}; "
                      "../shared/anchors/setup_tf.sh installs it); tensorflux figures only")
     return lines
+
+
+def cpu_pressure() -> str | None:
+    """Linux's CPU pressure (/proc/pressure/cpu, "some" avg10 / avg60, in %), or None where
+    the kernel does not report it. The load average does not tell a quiet machine: with
+    the scheduler's autogroups (one per login session, as each agent's shell here) the
+    cores are shared per session, not per thread, so another session's one busy thread
+    keeps two thirds of its core from a benchmark however many threads that runs, and a
+    load of 1 means a third of a 2-core machine gone. The pressure says how much of the
+    time anything waited for a core."""
+    try:
+        first = Path("/proc/pressure/cpu").read_text().splitlines()[0].split()
+    except (OSError, IndexError):
+        return None
+    fields = dict(f.split("=", 1) for f in first[1:] if "=" in f)
+    if first[0] != "some" or "avg10" not in fields or "avg60" not in fields:
+        return None
+    return f"{float(fields['avg10']):.0f}% / {float(fields['avg60']):.0f}%"
 
 
 def _run_json(python: Path, code: str, env: dict | None = None) -> dict:

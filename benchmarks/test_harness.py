@@ -117,3 +117,17 @@ def test_machine_info_names_the_blas_kernel_and_the_load():
     text = "\n".join(lines)
     assert "tensorflux kernels:" in text and "kernel" in text
     assert "1 competing busy process(es)" in text
+    if harness.cpu_pressure() is not None:
+        assert "CPU pressure" in text
+
+
+def test_cpu_pressure_reads_the_some_line(tmp_path, monkeypatch):
+    real = harness.Path
+    cases = [("some avg10=12.50 avg60=3.04 avg300=1.00 total=5\nfull avg10=0.00", "12% / 3%"),
+             ("garbage", None), ("", None)]
+    for text, want in cases:
+        f = tmp_path / "cpu"
+        f.write_text(text)
+        monkeypatch.setattr(harness, "Path",
+                            lambda p, f=f: f if p == "/proc/pressure/cpu" else real(p))
+        assert harness.cpu_pressure() == want

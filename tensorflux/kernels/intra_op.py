@@ -21,7 +21,7 @@ The threading policy is decided here, in one place, for every thread tensorflux 
     this module's pool, or of the C extension's GIL-free pool, which takes the same count):
     ConfigProto.intra_op_parallelism_threads when > 0, else TF_NUM_INTRAOP_THREADS when set
     (TensorFlow reads that variable too), else the cores this process may run on (its CPU
-    affinity, not the machine's core count);
+    affinity, not the machine's core count); a session resolves them once, when created;
   - inter-op: `inter_op_threads(config)` threads per device for kernels that run beside
     each other (the dataflow executor hands expensive kernels to them when other nodes are
     ready too): ConfigProto.inter_op_parallelism_threads when > 0; when negative, none —
@@ -137,10 +137,15 @@ def kernel_finished() -> None:
 def workers(ctx=None) -> int:
     """How many threads a big kernel running in `ctx` (a KernelContext, or None) may use:
     the configured intra-op threads, whatever else runs beside it (so that its plan, and
-    with it its bits, do not depend on the moment)."""
+    with it its bits, do not depend on the moment). A session fixes its count when it is
+    created (its `_intra_op_threads`; TensorFlow reads TF_NUM_INTRAOP_THREADS as it makes a
+    session's devices), so a kernel call reads no environment variable; kernels outside a
+    session read it."""
     if blas_threads() != 1:
         return 1
-    return intra_op_threads(getattr(getattr(ctx, "session", None), "_config", None))
+    session = getattr(ctx, "session", None)
+    n = getattr(session, "_intra_op_threads", 0)
+    return n if n > 0 else intra_op_threads(getattr(session, "_config", None))
 
 
 def running() -> int:

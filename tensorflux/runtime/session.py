@@ -21,6 +21,7 @@ import numpy as np
 from tensorflux.framework import errors, gc_pause, traceback_utils
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor, register_session_runner
+from tensorflux.kernels import intra_op
 from tensorflux.kernels.buffers import exclusively_owned
 from tensorflux.kernels.cpu._blas import release_free_memory
 from tensorflux.protos import config_pb2
@@ -135,6 +136,9 @@ class BaseSession:
         self._target = target
         self._graph = graph if graph is not None else graph_lib.get_default_graph()
         self._config = config
+        # the kernels' intra-op threads, fixed now as TF reads TF_NUM_INTRAOP_THREADS at
+        # session creation (kernels/intra_op.workers)
+        self._intra_op_threads = intra_op.intra_op_threads(config)
         self._device_mgr = device_lib.DeviceMgr(device_lib.make_local_devices(config))
         self._optimizer_options = _optimizer_options(config)
         self._exec_options = ExecOptions.from_config(config, exec_options)

@@ -108,6 +108,27 @@ def test_workers_follow_blas_threads_and_config(monkeypatch):
     assert intra_op.workers(_ctx(3)) == 1
 
 
+
+@pytest.mark.parametrize("config_n, env_at_creation, env_later, want", [
+    (0, "3", "5", 3), (0, None, "5", "cores"), (2, "3", "5", 2)])
+def test_a_session_keeps_the_intra_op_threads_it_was_created_with(
+        monkeypatch, config_n, env_at_creation, env_later, want):
+    """TF reads TF_NUM_INTRAOP_THREADS when a session's devices are made: a kernel of that
+    session splits over that count after the variable changes (no environment read per
+    kernel call); a kernel outside a session reads the variable as it is."""
+    import tensorflux as tf
+
+    monkeypatch.setattr(intra_op, "blas_threads", lambda: 1)
+    monkeypatch.delenv("TF_NUM_INTRAOP_THREADS", raising=False)
+    if env_at_creation is not None:
+        monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", env_at_creation)
+    with tf.Session(graph=tf.Graph(), config=tf.ConfigProto(
+            intra_op_parallelism_threads=config_n)) as sess:
+        monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", env_later)
+        expected = intra_op.cores() if want == "cores" else want
+        assert intra_op.workers(SimpleNamespace(session=sess)) == expected
+    assert intra_op.workers(None) == int(env_later)
+
 def _blas_threads_in_child(env_value):
     env = dict(os.environ)
     env.pop("TENSORFLUX_BLAS_THREADS", None)
