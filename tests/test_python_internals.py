@@ -77,6 +77,31 @@ def test_a_tutorials_dropout_written_against_internals():
     assert len(np.unique(out.round(5))) == 2
 
 
+def test_control_flow_ops_is_tensorflows_module_not_a_public_namesake():
+    """slim's apply_with_random_selector: control_flow_ops.merge/switch are the Merge and
+    Switch ops (tf.sparse.merge is another function); with_dependencies is TF's helper."""
+    from tensorflux.python.ops import control_flow_ops
+
+    assert control_flow_ops.cond is tf.cond and control_flow_ops.group is tf.group
+    assert control_flow_ops.while_loop is tf.while_loop
+    with tf.Graph().as_default():
+        x = tf.constant([1.0, 2.0])
+        sel = tf.placeholder(tf.int32, [])
+        outs = [control_flow_ops.switch(x, tf.equal(sel, case))[1] * (case + 1.0)
+                for case in range(3)]
+        merged, index = control_flow_ops.merge(outs)
+        assert merged.op.type == "Merge"
+        total = tf.Variable(0.0)
+        bump = tf.assign_add(total, 1.0)
+        after = control_flow_ops.with_dependencies([bump], merged)
+        with tf.Session() as s:
+            s.run(total.initializer)
+            for case in range(3):
+                got, idx = s.run([after, index], {sel: case})
+                assert got.tolist() == [case + 1.0, 2 * (case + 1.0)] and idx == case
+            assert s.run(total) == 3.0
+
+
 def test_unknown_names_and_modules():
     from tensorflux.python.ops import math_ops
 

@@ -6,7 +6,8 @@ tutorials often do.
 These are not copies of TensorFlow's internals. `tensorflux.python.<package>.<module>` is a
 module made on import (`_Finder` below) whose attributes are looked up, in order, in:
 
-1. `_EXTRA[path]`: names this package defines for that path (device_lib's
+1. `_EXTRA[path]`: names this package defines for that path, then `_FIRST[path]`'s modules
+   (where a public namespace would give another function of the same name) (device_lib's
    `list_local_devices`, `ops.reset_default_graph`, ...); in `ops.gen_*_ops`, TensorFlow's
    generated op wrappers (`gen_nn_ops.conv2d(input, filter, strides, padding)`: the op's
    inputs then its attrs, `tf.raw_ops.generated_wrapper`);
@@ -85,6 +86,14 @@ _INTERNAL = {
     "layers.utils": ["tensorflux.layers.base"],
 }
 
+# module path -> tensorflux modules searched before the public namespaces, where a public
+# namespace holds another function of the same name (tf.sparse.merge is not
+# control_flow_ops.merge, the Merge op that slim's apply_with_random_selector calls).
+_FIRST = {
+    "ops.control_flow_ops": ["tensorflux.ops.control_flow_ops",
+                             "tensorflux.control_flow.builders"],
+}
+
 # Where a package's module of the same name may live inside tensorflux.
 _HOMES = {"framework": ["framework"], "ops": ["ops", "nn", "variables", "control_flow"],
           "training": ["train"], "platform": ["platform"], "layers": ["layers"],
@@ -140,7 +149,7 @@ _EXTRA = {
 
 def _sources(path: str) -> list[str]:
     package, _, module = path.partition(".")
-    names = ["tensorflux"] + _PUBLIC.get(package, [])
+    names = _FIRST.get(path, []) + ["tensorflux"] + _PUBLIC.get(package, [])
     names += _INTERNAL.get(path, [])
     for home in _HOMES.get(package, []):
         names.append(f"tensorflux.{home}.{module}")
