@@ -541,7 +541,9 @@ def test_strided_backprop_input_by_phases(monkeypatch, workers, case):
                         lambda shape, w, dy, g, pads, parts: scatter(shape, w, dy, g, pads,
                                                                      dy.shape[1:3], parts))
     old = _run(tf.nn.conv2d_backprop_input(list(shape), w, dy, [1, *strides, 1], padding))
-    np.testing.assert_allclose(got, old, rtol=1e-5, atol=1e-5)
+    # a phase may run as Winograd (rounding a few ulps of the sums' magnitude, ~40 here:
+    # 1.1e-5 apart on a Zen 3's OpenBLAS kernels)
+    np.testing.assert_allclose(got, old, rtol=1e-5, atol=5e-5)
 
 
 def test_strided_backprop_input_by_phases_finite_differences():
