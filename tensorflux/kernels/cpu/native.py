@@ -388,6 +388,10 @@ def bias_relu(out: np.ndarray, bias: np.ndarray, relu: bool) -> bool:
 _F32 = np.dtype(np.float32)
 
 
+# Which tiles ngemm has on this CPU (1 AVX-512F, 2 AVX2 + FMA, 0 none: ngemm declines).
+_NGEMM_ISA = _mod.ngemm_isa() if _mod is not None and hasattr(_mod, "ngemm_isa") else 0
+
+
 def ngemm_favours(m: int, n: int, k: int, transpose_a: bool = False) -> bool:
     """Whether `ngemm` beats NumPy's OpenBLAS on a float32 product of these sizes (out m x
     n, inner k), from CPU times on this project's Zen 4 cores, one thread (ngemm /
@@ -398,9 +402,18 @@ def ngemm_favours(m: int, n: int, k: int, transpose_a: bool = False) -> bool:
     gradients (a^T b over a long k): 256x25088 @ 25088x64 83 / 72, 147x100352 @ 100352x64
     69-86 / 59-68, 64x6272 @ 6272x64 (Winograd's) 104-111 / 70-96, 1024x1568 @ 1568x256
     99 / 93; behind with n >= 512 and at 512x6272 @ 6272x128 (77 / 91).
-    Not for small products (m < 24), where a tile is mostly tails."""
+    Not for small products (m < 24), where a tile is mostly tails.
+
+    With AVX2 tiles only (`_mod.ngemm_isa()` 2; Zen 3 here, OpenBLAS's Haswell kernel,
+    GFLOP/s of one thread under load 5-9, so +-10%): ahead on short inner sizes, 65536x75 @
+    75x32 (the CNN's first conv) 68-74 / 54-59, 25088x64 @ 64x64 79-89 / 43-65, 25088x64 @
+    64x256 53-82 / 44-60; behind from k = 128 with n >= 128 (6272x128 @ 128x512 48-59 /
+    64-78), on every a^T b (45-60 / 57-72), and on the Winograd paths' per-position
+    products of a few hundred rows (a 56x56 64->64 3x3 conv: 19-23 against 18-19 ms)."""
     if m < 24 or n == 0 or k == 0:
         return False
+    if _NGEMM_ISA == 2:
+        return not transpose_a and k <= 96 and n <= 256 and m >= 2048
     if transpose_a:
         return (n <= 128 and m <= 256) or (n <= 256 and m >= 1024)
     return n <= 128 or (n <= 256 and k <= 256) or (n <= 512 and k <= 128)
@@ -412,7 +425,8 @@ def ngemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
     contiguous at any row stride, or a transposed view of such a (k, m) array), `b` (k, n)
     C-contiguous and `out` (m, n) C-contiguous, through `_native.c`'s own GEMM (no packing;
     the "ngemm block" there), split over `parts` threads. Returns `out` (a new array when
-    None), or None when it does not take the call (no AVX-512F, other dtypes or layouts):
+    None), or None when it does not take the call (neither AVX-512F nor AVX2 + FMA, other
+    dtypes or layouts):
     the caller then multiplies with NumPy. Rounding differs from BLAS's as one BLAS
     blocking does from another; the result does not depend on `parts`."""
     if _mod is None or not hasattr(_mod, "ngemm") or type(a) is not np.ndarray or \
