@@ -680,6 +680,77 @@ static PyObject *py_relu_grad(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* relu_grad_rows(out, g, x, parts): relu_grad over 2-D arrays whose rows are contiguous at
+ * any row stride (a channel slice of a concatenation's gradient, NHWC viewed as (pixels,
+ * channels)), blocks of rows of about CHUNK elements per pool task; same products as
+ * relu_grad_chunk. `out` may be `g` or `x`. */
+typedef struct {
+    char code;
+    int64_t rows, cols, block;
+    int64_t ld[3];
+    char *p[3];
+} rows_t;
+
+LOOP_CLONES static void relu_grad_rows_chunk(void *p, int64_t i) {
+    const rows_t *f = p;
+    int64_t r0 = i * f->block, r1 = r0 + f->block < f->rows ? r0 + f->block : f->rows;
+    for (int64_t r = r0; r < r1; r++) {
+        if (f->code == 'f') {
+            float *out = (float *)f->p[0] + r * f->ld[0];
+            const float *g = (const float *)f->p[1] + r * f->ld[1];
+            const float *x = (const float *)f->p[2] + r * f->ld[2];
+            for (int64_t j = 0; j < f->cols; j++) out[j] = g[j] * (float)(x[j] > 0.0f);
+        } else {
+            double *out = (double *)f->p[0] + r * f->ld[0];
+            const double *g = (const double *)f->p[1] + r * f->ld[1];
+            const double *x = (const double *)f->p[2] + r * f->ld[2];
+            for (int64_t j = 0; j < f->cols; j++) out[j] = g[j] * (double)(x[j] > 0.0);
+        }
+    }
+}
+
+static PyObject *py_relu_grad_rows(PyObject *self, PyObject *args) {
+    PyObject *objs[3];
+    int parts;
+    if (!PyArg_ParseTuple(args, "OOOi", &objs[0], &objs[1], &objs[2], &parts)) return NULL;
+    buf_t bufs[3];
+    rows_t f;
+    for (int i = 0; i < 3; i++) bufs[i].held = 0;
+    for (int i = 0; i < 3; i++) {
+        int flags = PyBUF_STRIDES | PyBUF_FORMAT | (i == 0 ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[i], &bufs[i].view, flags) != 0) {
+            release(bufs, i);
+            return NULL;
+        }
+        bufs[i].held = 1;
+        const Py_buffer *v = &bufs[i].view;
+        char c = float_code(v);
+        if (i == 0) f.code = c;
+        if (c == 0 || c != f.code || v->ndim != 2 ||
+                (v->shape[1] > 1 && v->strides[1] != v->itemsize) ||
+                v->strides[0] % v->itemsize != 0 || v->strides[0] < v->itemsize * v->shape[1] ||
+                (i > 0 && (v->shape[0] != bufs[0].view.shape[0] ||
+                           v->shape[1] != bufs[0].view.shape[1]))) {
+            release(bufs, i + 1);
+            PyErr_SetString(PyExc_ValueError, "relu_grad_rows takes 2-D float32 or float64 "
+                            "arrays of one shape with contiguous rows");
+            return NULL;
+        }
+        f.ld[i] = v->strides[0] / v->itemsize;
+        f.p[i] = v->buf;
+    }
+    f.rows = bufs[0].view.shape[0];
+    f.cols = bufs[0].view.shape[1];
+    f.block = f.cols > 0 && f.cols < CHUNK ? CHUNK / f.cols : 1;
+    int64_t count = f.rows > 0 && f.cols > 0 ? (f.rows + f.block - 1) / f.block : 0;
+    if (count > 1 && parts > 1) ensure_helpers(parts - 1);
+    Py_BEGIN_ALLOW_THREADS
+    run_all(relu_grad_rows_chunk, &f, count, parts, NULL);
+    Py_END_ALLOW_THREADS
+    release(bufs, 3);
+    Py_RETURN_NONE;
+}
+
 /* ---------------------------------------------------------------------------------------
  * Skinny products of fully connected layers at small batches, where BLAS's packing and its
  * beta pass over the output cost more than the arithmetic (matrix_ops.py).
@@ -3186,6 +3257,8 @@ static PyMethodDef methods[] = {
      "momentum(var, accum, grad, lr, momentum, use_nesterov, parts): in place"},
     {"relu", py_relu, METH_VARARGS, "relu(out, x, parts)"},
     {"relu_grad", py_relu_grad, METH_VARARGS, "relu_grad(out, gradients, features, parts)"},
+    {"relu_grad_rows", py_relu_grad_rows, METH_VARARGS,
+     "relu_grad_rows(out, gradients, features, parts): 2-D, rows contiguous at any stride"},
     {"skinny", py_skinny, METH_VARARGS,
      "skinny(out, a, b, thin, parts): out = a.T @ b (k small) or a @ b.T (thin: m small)"},
     {"max_pool", py_max_pool, METH_VARARGS,

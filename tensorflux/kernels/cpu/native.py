@@ -43,6 +43,7 @@ import ctypes
 import os
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from tensorflux.kernels import buffers, interrupt, registry
 from tensorflux.kernels.cpu import _blas
@@ -209,12 +210,43 @@ def relu(x: np.ndarray, parts: int, out: np.ndarray | None = None):
 
 
 def relu_grad(g: np.ndarray, x: np.ndarray, parts: int, out: np.ndarray | None = None):
-    """g * (x > 0) in `out` (a new array if None; it may be `g` or `x`), or None."""
-    if _mod is None or not _flat_ok(g, x) or (out is not None and not _flat_ok(g, out)):
+    """g * (x > 0) in `out` (a new array if None; it may be `g` or `x`), or None. `g` and
+    `x` may also be views whose last axis is contiguous and whose other axes fold into one
+    row stride (a channel slice of a concatenation's gradient: `_rows`)."""
+    if _mod is None:
+        return None
+    if _flat_ok(g, x) and (out is None or _flat_ok(g, out)):
+        out = np.empty(g.shape, g.dtype) if out is None else out
+        _mod.relu_grad(out, g, x, parts)
+        return out
+    if (type(g) is not np.ndarray or type(x) is not np.ndarray or g.dtype != x.dtype or
+            g.dtype not in _FLOATS or g.shape != x.shape or g.ndim == 0 or
+            not hasattr(_mod, "relu_grad_rows") or
+            (out is not None and not (_flat_ok(out) and out.shape == g.shape and
+                                      out.dtype == g.dtype))):
+        return None
+    g2, x2 = _rows(g), _rows(x)
+    if g2 is None or x2 is None:
         return None
     out = np.empty(g.shape, g.dtype) if out is None else out
-    _mod.relu_grad(out, g, x, parts)
+    _mod.relu_grad_rows(out.reshape(g2.shape), g2, x2, parts)
     return out
+
+
+def _rows(a: np.ndarray):
+    """`a` as a 2-D view (rows, last axis) with a contiguous last axis and one row stride
+    (no copy), or None when its axes do not fold so."""
+    cols = a.shape[-1]
+    if a.size == 0 or (cols > 1 and a.strides[-1] != a.itemsize):
+        return None
+    axes = [(n, st) for n, st in zip(a.shape[:-1], a.strides[:-1], strict=True) if n != 1]
+    row = axes[-1][1] if axes else cols * a.itemsize
+    for i in range(len(axes) - 1):  # each outer axis steps over whole inner ones
+        if axes[i][1] != axes[i + 1][1] * axes[i + 1][0]:
+            return None
+    if row < cols * a.itemsize or row % a.itemsize:
+        return None
+    return as_strided(a, (a.size // cols, cols), (row, a.itemsize), writeable=False)
 
 
 _MAX_POOL_CHANNELS = 4096  # the C loops keep one window's maxima on the stack
