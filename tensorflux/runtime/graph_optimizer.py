@@ -9,7 +9,8 @@ With OptimizerOptions L1 (TensorFlow's default) the step graph is rewritten by
    (in any order for commutative ops), control inputs and requested device are one node;
 3. kernel fusion (only when the caller says every device is a CPU, `fuse=True`: the fused
    op has a CPU kernel only): Conv2D -> BiasAdd [-> Relu] becomes one _FusedConv2D, as
-   grappler's remapper does (`fuse_conv_bias_relu`); and a sum of products
+   grappler's remapper does (`fuse_conv_bias_relu`; an NHWC conv plus a 1-D bias vector
+   through Add/AddV2 counts as a BiasAdd); and a sum of products
    AddN(MatMul(a_i, b_i, transpose_a=True)...) becomes one MatMul of the concatenated
    operands (`merge_summed_products`: the weight gradient of an unrolled RNN); a
    FusedBatchNormV3 -> Relu pair becomes one _FusedBatchNormEx, and a ReluGrad feeding a
