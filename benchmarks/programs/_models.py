@@ -109,18 +109,23 @@ def lstm_lm(tf, rnn_cell, unroll: str, vocab: int = 10000, hidden: int = 512,
     return g, x, y, init, train
 
 
-def median_step_ms(sess, op, feed, reps):
+def median_step_ms(sess, op, feed, reps, with_cpu: bool = False):
     """Median wall time of `sess.run(op, feed)` over `reps` steps after WARMUP steps.
 
     Returns (median in ms, number of timed steps); fewer than `reps` (at least 3) when the
-    steps are slow enough to pass BUDGET_S.
+    steps are slow enough to pass BUDGET_S. With `with_cpu`, also the median CPU time of the
+    process per step in ms (all threads: steadier than the wall time on a shared machine).
     """
     for _ in range(WARMUP):
         sess.run(op, feed)
-    times = []
+    times, cpu = [], []
     start = time.perf_counter()
     while len(times) < reps and (len(times) < 3 or time.perf_counter() - start < BUDGET_S):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         sess.run(op, feed)
         times.append(time.perf_counter() - t)
-    return float(np.median(times)) * 1e3, len(times)
+        cpu.append(time.process_time() - c)
+    ms = float(np.median(times)) * 1e3
+    if with_cpu:
+        return ms, len(times), float(np.median(cpu)) * 1e3
+    return ms, len(times)

@@ -1,7 +1,8 @@
 """One training step of a small CNN on 32x32x3 images, batch 64: conv5x5x32-ReLU, max pool,
 conv5x5x64-ReLU, max pool, fc256-ReLU, fc10, sparse softmax cross-entropy,
 Momentum(0.01, 0.9); default session config. Figure: median step time over 10 steps after 5
-warm-up steps, in ms. The model of ../shared/anchors/tf_models.py.
+warm-up steps, in ms, with the median CPU time of the process per step beside it
+(`cpu_ms`). The model of ../shared/anchors/tf_models.py.
 
     python benchmarks/programs/cnn_step.py --backend tensorflux|tensorflow
 """
@@ -28,5 +29,6 @@ with guarded(NAME, label=LABEL, target=TARGET):
         sess.run(init)
         feed = {x: rng.standard_normal((64, 32, 32, 3)).astype(np.float32),
                 y: rng.integers(0, 10, 64)}
-        ms, steps = median_step_ms(sess, train, feed, 10)
-    emit(NAME, ms, "ms", "lower", label=LABEL, target=TARGET, steps=steps)
+        ms, steps, cpu_ms = median_step_ms(sess, train, feed, 10, with_cpu=True)
+    emit(NAME, ms, "ms", "lower", label=LABEL, target=TARGET, steps=steps,
+         cpu_ms=round(cpu_ms, 1))

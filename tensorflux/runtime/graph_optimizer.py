@@ -9,7 +9,8 @@ With OptimizerOptions L1 (TensorFlow's default) the step graph is rewritten by
    (in any order for commutative ops), control inputs and requested device are one node;
 3. kernel fusion (only when the caller says every device is a CPU, `fuse=True`: the fused
    op has a CPU kernel only): Conv2D -> BiasAdd [-> Relu] becomes one _FusedConv2D, as
-   grappler's remapper does (`fuse_conv_bias_relu`); and a sum of products
+   grappler's remapper does (`fuse_conv_bias_relu`; an NHWC conv plus a 1-D bias vector
+   through Add/AddV2 counts as a BiasAdd); and a sum of products
    AddN(MatMul(a_i, b_i, transpose_a=True)...) becomes one MatMul of the concatenated
    operands (`merge_summed_products`: the weight gradient of an unrolled RNN); a
    FusedBatchNormV3 -> Relu pair becomes one _FusedBatchNormEx, and a ReluGrad feeding a
@@ -239,12 +240,16 @@ def fuse_conv_bias_relu(sg: StepGraph) -> int:
     signature: fused_ops [BiasAdd] or [BiasAdd, Relu], the bias as its one argument),
     whose kernel adds the bias and applies the ReLU to each chunk of the conv's output as
     the product writes it: two passes over the activations and two allocations fewer per
-    layer, the same values bit for bit. A chain fuses when each intermediate output is
-    read by the next node only (not fetched, no control edge from it), the nodes ask for
-    the same device, data format and a float32/float64 type. The chain's last node is
-    rewritten in place, so it keeps its name (fetches, traces and errors name it, as with
-    grappler's fused nodes) and what reads it; the others are left unread, for dead-code
-    elimination. Returns how many chains were fused."""
+    layer, the same values bit for bit. An NHWC conv's `conv + b` (Add/AddV2, either
+    order) with a 1-D `b` of the conv's static channel count is a BiasAdd here (grappler's
+    remapper calls it a bias-semantic add), and Shape ops reading the conv (the gradient of
+    such an add asks for its operands' shapes) read the chain's output instead, which has
+    the same shape. A chain fuses when each intermediate output is read by the next node
+    only (not fetched, no control edge from it; the conv also by such Shape ops), the nodes
+    ask for the same device, data format and a float32/float64 type. The chain's last node
+    is rewritten in place, so it keeps its name (fetches, traces and errors name it, as
+    with grappler's fused nodes) and what reads it; the others are left unread, for
+    dead-code elimination. Returns how many chains were fused."""
     readers: dict[tuple[Node, int], list[Node]] = {}
     for n in sg.nodes:
         for e in n.inputs:
@@ -266,21 +271,76 @@ def fuse_conv_bias_relu(sg: StepGraph) -> int:
         if conv.op != "Conv2D" or conv.attrs.get("T") not in _FUSABLE_TYPES:
             continue
         bias_add = only_reader(conv, "BiasAdd")
-        if bias_add is None or (bias_add.attrs.get("data_format", "NHWC")
-                                != conv.attrs.get("data_format", "NHWC")):
+        shapes: list[Node] = []
+        if bias_add is None:
+            bias_add, shapes = _bias_semantic_add(conv, readers, held)
+            if bias_add is None:
+                continue
+            bias = next(e for e in bias_add.inputs if e != (conv, 0))
+        else:
+            bias = bias_add.inputs[1]
+        if bias_add.op == "BiasAdd" and (bias_add.attrs.get("data_format", "NHWC")
+                                         != conv.attrs.get("data_format", "NHWC")):
             continue
         relu = only_reader(bias_add, "Relu")
         last = relu or bias_add
+        if shapes and _reaches(bias[0], set(shapes)):
+            continue  # (the bias computed from the conv's shape: a cycle otherwise)
         controls = conv.control_inputs + bias_add.control_inputs
         if relu is not None:
             controls += relu.control_inputs
         attrs = dict(conv.attrs, num_args=1, epsilon=1e-4, leakyrelu_alpha=0.2,
                      fused_ops=["BiasAdd", "Relu"] if relu is not None else ["BiasAdd"])
         last.op, last.attrs = "_FusedConv2D", attrs
-        last.inputs = [conv.inputs[0], conv.inputs[1], bias_add.inputs[1]]
+        last.inputs = [conv.inputs[0], conv.inputs[1], bias]
         last.control_inputs = list(dict.fromkeys(controls))
+        for shape_op in shapes:
+            shape_op.inputs = [(last, 0)]
         fused += 1
     return fused
+
+
+def _static_dims(node: Node, index: int) -> list | None:
+    shapes = node.output_shapes
+    if not shapes or index >= len(shapes) or shapes[index] is None:
+        return None
+    dims = getattr(shapes[index], "dims", None)
+    return None if dims is None else [getattr(d, "value", d) for d in dims]
+
+
+def _bias_semantic_add(conv: Node, readers: dict, held: set):
+    """(the Add/AddV2 adding a 1-D bias of the channel count to NHWC `conv`'s output, the
+    Shape ops that read the conv besides it), or (None, [])."""
+    users = readers.get((conv, 0), [])
+    adds = [u for u in users if u.op in ("AddV2", "Add")]
+    shapes = [u for u in users if u.op == "Shape" and u not in held]
+    dims = _static_dims(conv, 0)
+    if (len(adds) != 1 or len(adds) + len(shapes) != len(users) or conv in held
+            or conv.attrs.get("data_format", "NHWC") != "NHWC" or dims is None
+            or len(dims) != 4 or not isinstance(dims[3], int)):
+        return None, []
+    add = adds[0]
+    others = [e for e in add.inputs if e != (conv, 0)]
+    if (len(add.inputs) != 2 or len(others) != 1 or add.requested_device != conv.requested_device
+            or add.attrs.get("T") != conv.attrs.get("T")
+            or _static_dims(others[0][0], others[0][1]) != [dims[3]]):
+        return None, []
+    return add, shapes
+
+
+def _reaches(start: Node, targets: set) -> bool:
+    """Whether `start` is one of `targets` or depends on one (data or control edges)."""
+    seen, todo = set(), [start]
+    while todo:
+        n = todo.pop()
+        if n in targets:
+            return True
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        todo.extend(src for src, _ in n.inputs)
+        todo.extend(n.control_inputs)
+    return False
 
 
 def fuse_batch_norm_relu(sg: StepGraph) -> int:

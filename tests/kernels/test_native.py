@@ -278,6 +278,67 @@ def test_relu_and_grad_equal_the_numpy_paths(dtype, shape, parts):
     np.testing.assert_array_equal(native.relu_grad(g, x, parts), want)
 
 
+# (base shape, index of the view, whether its axes fold into rows of one stride)
+_VIEWS = [
+    ((8, 7, 7, 256), (Ellipsis, slice(64, 192)), True),  # a concat's channel slice
+    ((2, 3, 4, 5), (Ellipsis, slice(4, 5)), True),  # one channel: any last stride
+    ((3, 65536 + 3), (slice(None), slice(1, 65536 + 2)), True),  # rows over several chunks
+    ((6, 4, 10), (slice(None), slice(None, None, 2), slice(0, 5)), True),  # rows 2 apart
+    ((1, 1, 9, 1, 12), (Ellipsis, slice(3, 11)), True),  # unit axes
+    ((6, 4, 10), (slice(None, None, 2), slice(None), slice(0, 5)), False),  # axes apart
+    ((8, 6), (slice(None), slice(None, None, 2)), False),  # a stride in the last axis
+    ((5, 4, 3), (Ellipsis, slice(None, None, -1)), False),  # a negative one
+    ((4, 6), (Ellipsis, slice(2, 2)), False),  # empty
+]
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", _VIEWS, ids=lambda c: "x".join(map(str, c[0])) + (
+    "-rows" if c[2] else "-declined"))
+@pytest.mark.parametrize("parts", [1, 2])
+def test_relu_grad_of_views_equals_the_numpy_path(dtype, case, parts):
+    """A gradient or feature view (ReluGrad under a ConcatV2's gradient gets channel slices)
+    goes through relu_grad_rows when its axes fold into rows of one stride, with the NumPy
+    path's products bit for bit (NaN and infinities included); other views are declined
+    (None) for the NumPy path. `out` may be a donated contiguous input."""
+    base, index, folds = case
+    rng = np.random.default_rng(len(base))
+    g_base = _with_specials(rng.standard_normal(base).astype(dtype))
+    x_base = _with_specials(rng.standard_normal(base).astype(dtype)[..., ::-1].copy())
+    for g, x in [(g_base[index], np.ascontiguousarray(x_base[index])),
+                 (np.ascontiguousarray(g_base[index]), x_base[index]),
+                 (g_base[index], x_base[index])]:
+        want = np.empty(g.shape, dtype)
+        nn_ops._relu_grad_into(want, g, x)
+        got = native.relu_grad(g, x, parts)
+        if g.flags.c_contiguous and x.flags.c_contiguous:
+            continue  # (the flat path, tested above)
+        if not folds:
+            assert got is None
+            continue
+        np.testing.assert_array_equal(got, want)
+        if x.flags.c_contiguous:
+            into = x.copy()
+            assert native.relu_grad(g, into, parts, into) is into
+            np.testing.assert_array_equal(into, want)
+
+
+@needs_native
+def test_relu_grad_kernel_on_a_concat_gradient_slice():
+    """The ReluGrad kernel fed a Split output (a view of the concatenation's gradient)
+    equals NumPy's g * (x > 0)."""
+    rng = np.random.default_rng(3)
+    big = rng.standard_normal((4, 5, 5, 48)).astype(np.float32)
+    x = rng.standard_normal((4, 5, 5, 16)).astype(np.float32)
+    with tf.Graph().as_default():
+        parts = tf.split(tf.constant(big), [16, 16, 16], axis=3)
+        grad = tf.raw_ops.ReluGrad(gradients=parts[1], features=tf.constant(x))
+        with tf.Session() as sess:
+            got = sess.run(grad)
+    np.testing.assert_array_equal(got, big[..., 16:32] * (x > 0))
+
+
 @needs_native
 def test_many_threads_share_the_pool():
     """16 threads run products, updates and activations at once: a caller that finds the pool

@@ -174,6 +174,57 @@ def test_fetched_intermediates_are_not_fused(fetch):
         assert ops1.count("_FusedConv2D") == 1 and "Relu" in ops1
 
 
+# (name, bias first, relu, a fetched Shape of the conv, a bias of the wrong length)
+_ADD_CASES = [
+    ("conv_plus_b_relu", False, True, False, False),
+    ("b_plus_conv", True, True, False, False),
+    ("no_relu", False, False, False, False),
+    ("fetched_shape_keeps_the_conv", False, True, True, False),
+    ("broadcast_scalar_like_bias", False, True, False, True),
+]
+
+
+@pytest.mark.parametrize("case", _ADD_CASES, ids=[c[0] for c in _ADD_CASES])
+def test_conv_plus_bias_vector_fuses_as_a_bias_add(case):
+    """`conv2d(x, w) + b` (AddV2 with a 1-D bias of the channel count, as tf.layers-free
+    models write it) on a batch of unknown size, whose gradient reads Shape(conv): one
+    _FusedConv2D, the Shape reading the fused output; values and gradients are L0's bit for
+    bit. A fetched Shape, or a bias that only broadcasts ([1]), keeps the nodes."""
+    _, bias_first, relu, fetch_shape, short_bias = case
+    rng = np.random.default_rng(11)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 9, 9, 16])
+        w = tf.Variable(rng.standard_normal((5, 5, 16, 8)).astype(np.float32))
+        b = tf.Variable(rng.standard_normal(1 if short_bias else 8).astype(np.float32))
+        conv = tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME", name="conv")
+        out = b + conv if bias_first else conv + b
+        if relu:
+            out = tf.nn.relu(out, name="act")
+        fetches = [out] + tf.gradients(tf.reduce_sum(out * out), [w, b])
+        if fetch_shape:
+            fetches.append(tf.shape(conv))
+        init = tf.global_variables_initializer()
+    feed = {x: rng.standard_normal((3, 9, 9, 16)).astype(np.float32)}
+    results = []
+    for config in (None, L0):
+        with tf.Session(graph=g, config=config) as sess:
+            sess.run(init)
+            values = sess.run(fetches, feed)
+            ops = [n.op for p in list(sess._steps.values())[-1].partition_graphs.values()
+                   for n in p.nodes]
+            results.append((values, ops))
+    (fused, ops1), (plain, ops0) = results
+    for a, c in zip(fused, plain, strict=True):
+        np.testing.assert_array_equal(a, c)
+    assert "_FusedConv2D" not in ops0
+    if fetch_shape or short_bias:
+        assert "_FusedConv2D" not in ops1 and "Conv2D" in ops1
+    else:
+        assert ops1.count("_FusedConv2D") == 1 and "Conv2D" not in ops1
+        assert "Relu" not in ops1
+
+
 def test_half_precision_and_gpu_sessions_are_not_fused():
     """Half precision (the unfused nodes add in the narrow type) and sessions with a GPU
     (_FusedConv2D has a CPU kernel only) keep the three nodes."""

@@ -680,6 +680,77 @@ static PyObject *py_relu_grad(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* relu_grad_rows(out, g, x, parts): relu_grad over 2-D arrays whose rows are contiguous at
+ * any row stride (a channel slice of a concatenation's gradient, NHWC viewed as (pixels,
+ * channels)), blocks of rows of about CHUNK elements per pool task; same products as
+ * relu_grad_chunk. `out` may be `g` or `x`. */
+typedef struct {
+    char code;
+    int64_t rows, cols, block;
+    int64_t ld[3];
+    char *p[3];
+} rows_t;
+
+LOOP_CLONES static void relu_grad_rows_chunk(void *p, int64_t i) {
+    const rows_t *f = p;
+    int64_t r0 = i * f->block, r1 = r0 + f->block < f->rows ? r0 + f->block : f->rows;
+    for (int64_t r = r0; r < r1; r++) {
+        if (f->code == 'f') {
+            float *out = (float *)f->p[0] + r * f->ld[0];
+            const float *g = (const float *)f->p[1] + r * f->ld[1];
+            const float *x = (const float *)f->p[2] + r * f->ld[2];
+            for (int64_t j = 0; j < f->cols; j++) out[j] = g[j] * (float)(x[j] > 0.0f);
+        } else {
+            double *out = (double *)f->p[0] + r * f->ld[0];
+            const double *g = (const double *)f->p[1] + r * f->ld[1];
+            const double *x = (const double *)f->p[2] + r * f->ld[2];
+            for (int64_t j = 0; j < f->cols; j++) out[j] = g[j] * (double)(x[j] > 0.0);
+        }
+    }
+}
+
+static PyObject *py_relu_grad_rows(PyObject *self, PyObject *args) {
+    PyObject *objs[3];
+    int parts;
+    if (!PyArg_ParseTuple(args, "OOOi", &objs[0], &objs[1], &objs[2], &parts)) return NULL;
+    buf_t bufs[3];
+    rows_t f;
+    for (int i = 0; i < 3; i++) bufs[i].held = 0;
+    for (int i = 0; i < 3; i++) {
+        int flags = PyBUF_STRIDES | PyBUF_FORMAT | (i == 0 ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[i], &bufs[i].view, flags) != 0) {
+            release(bufs, i);
+            return NULL;
+        }
+        bufs[i].held = 1;
+        const Py_buffer *v = &bufs[i].view;
+        char c = float_code(v);
+        if (i == 0) f.code = c;
+        if (c == 0 || c != f.code || v->ndim != 2 ||
+                (v->shape[1] > 1 && v->strides[1] != v->itemsize) ||
+                v->strides[0] % v->itemsize != 0 || v->strides[0] < v->itemsize * v->shape[1] ||
+                (i > 0 && (v->shape[0] != bufs[0].view.shape[0] ||
+                           v->shape[1] != bufs[0].view.shape[1]))) {
+            release(bufs, i + 1);
+            PyErr_SetString(PyExc_ValueError, "relu_grad_rows takes 2-D float32 or float64 "
+                            "arrays of one shape with contiguous rows");
+            return NULL;
+        }
+        f.ld[i] = v->strides[0] / v->itemsize;
+        f.p[i] = v->buf;
+    }
+    f.rows = bufs[0].view.shape[0];
+    f.cols = bufs[0].view.shape[1];
+    f.block = f.cols > 0 && f.cols < CHUNK ? CHUNK / f.cols : 1;
+    int64_t count = f.rows > 0 && f.cols > 0 ? (f.rows + f.block - 1) / f.block : 0;
+    if (count > 1 && parts > 1) ensure_helpers(parts - 1);
+    Py_BEGIN_ALLOW_THREADS
+    run_all(relu_grad_rows_chunk, &f, count, parts, NULL);
+    Py_END_ALLOW_THREADS
+    release(bufs, 3);
+    Py_RETURN_NONE;
+}
+
 /* ---------------------------------------------------------------------------------------
  * Skinny products of fully connected layers at small batches, where BLAS's packing and its
  * beta pass over the output cost more than the arithmetic (matrix_ops.py).
@@ -2059,7 +2130,8 @@ static PyObject *py_bias_relu(PyObject *self, PyObject *args) {
  * gradients' x^T dy). The sums run over k in order, one FMA per step and a vector add of
  * each earlier k block's partial tile: rounding differs from BLAS's (as one BLAS blocking
  * differs from another), and is the same for any number of threads (a tile is summed by
- * one thread). Used only where the CPU has AVX-512F (`ngemm_ready`). */
+ * one thread). Used where the CPU has AVX-512F, or (6 x 16 tiles, `ng2_tile`) AVX2 and
+ * FMA (`ngemm_ready`). */
 
 #define NG_MR 6
 #define NG_KC 128
@@ -2156,6 +2228,111 @@ static void ng_block(const float *a, int64_t lda, int trans, const float *b, int
         }
     }
 }
+
+/* The AVX2 + FMA copy (CPUs without AVX-512F: Zen 2/3, Haswell to Comet Lake): 16 ymm
+ * registers hold a tile of 6 rows x 16 columns (12 accumulators), the step's 2 vectors of
+ * b and one broadcast value of a; the columns of a partial tile are masked (loads of b and
+ * of the output, stores). k runs in blocks of NG2_KC (a last block of up to 1.5 NG2_KC
+ * whole: the CNN's k = 75 is one block), so the sums differ from the AVX-512 tiles' as one
+ * BLAS blocking from another, and again do not depend on the number of threads. For a b
+ * the column strips are outermost within a block of rows (a strip of b's k block stays in
+ * L1 while the row tiles stream past; on Zen 3 this and NG2_KC = 64 took the 25088x64 @
+ * 64x64 product from 51 to 80-89 GFLOP/s); for a^T b the row tiles are (their strip of a
+ * is a cache line per k). */
+#define NG2_NR 16
+#define NG2_KC 64
+#define NG2_MC 96
+
+__attribute__((target("avx2,fma"), always_inline)) static inline void ng2_tile(
+        int trans, int mr, int nv, int masked, __m256i last, const float *a, int64_t lda,
+        const float *b, int64_t ldb, float *c, int64_t ldc, int64_t kc, int add) {
+    __m256 acc[NG_MR][2];
+    for (int r = 0; r < NG_MR; r++)
+        for (int v = 0; v < 2; v++) acc[r][v] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < kc; k++) {
+        __m256 bv[2];
+        for (int v = 0; v < nv; v++)
+            bv[v] = masked && v == nv - 1 ? _mm256_maskload_ps(b + 8 * v, last)
+                                          : _mm256_loadu_ps(b + 8 * v);
+        for (int r = 0; r < mr; r++) {
+            __m256 av = _mm256_broadcast_ss(trans ? a + r : a + r * lda);
+            for (int v = 0; v < nv; v++) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+        b += ldb;
+        a += trans ? lda : 1;
+    }
+    for (int r = 0; r < mr; r++)
+        for (int v = 0; v < nv; v++) {
+            float *p = c + r * ldc + 8 * v;
+            __m256 x = acc[r][v];
+            if (masked && v == nv - 1) {
+                if (add) x = _mm256_add_ps(_mm256_maskload_ps(p, last), x);
+                _mm256_maskstore_ps(p, last, x);
+            } else {
+                if (add) x = _mm256_add_ps(_mm256_loadu_ps(p), x);
+                _mm256_storeu_ps(p, x);
+            }
+        }
+}
+
+#define NG2_COLS(T, MR)                                                                  \
+    if (nv == 2 && !masked) ng2_tile(T, MR, 2, 0, last, a, lda, b, ldb, c, ldc, kc, add); \
+    else if (nv == 2) ng2_tile(T, MR, 2, 1, last, a, lda, b, ldb, c, ldc, kc, add);      \
+    else ng2_tile(T, MR, 1, 1, last, a, lda, b, ldb, c, ldc, kc, add);
+#define NG2_ROWS(T)                                                                      \
+    switch (mr) {                                                                        \
+    case 6: NG2_COLS(T, 6) break;                                                        \
+    case 5: NG2_COLS(T, 5) break;                                                        \
+    case 4: NG2_COLS(T, 4) break;                                                        \
+    case 3: NG2_COLS(T, 3) break;                                                        \
+    case 2: NG2_COLS(T, 2) break;                                                        \
+    default: NG2_COLS(T, 1)                                                              \
+    }
+
+__attribute__((target("avx2,fma"))) static void ng2_tile_n(
+        int mr, int nv, int masked, __m256i last, const float *a, int64_t lda, const float *b,
+        int64_t ldb, float *c, int64_t ldc, int64_t kc, int add) { NG2_ROWS(0) }
+
+__attribute__((target("avx2,fma"))) static void ng2_tile_t(
+        int mr, int nv, int masked, __m256i last, const float *a, int64_t lda, const float *b,
+        int64_t ldb, float *c, int64_t ldc, int64_t kc, int add) { NG2_ROWS(1) }
+
+/* ng_block with the AVX2 tiles */
+__attribute__((target("avx2,fma"))) static void ng2_block(
+        const float *a, int64_t lda, int trans, const float *b, int64_t ldb, float *c,
+        int64_t ldc, int64_t r0, int64_t r1, int64_t j0, int64_t j1, int64_t k,
+        int accumulate) {
+    int64_t mc = trans ? r1 - r0 : NG2_MC;
+    for (int64_t i0 = r0; i0 < r1; i0 += mc) {
+        int64_t i1 = r1 - i0 < mc ? r1 : i0 + mc;
+        for (int64_t k0 = 0, kc; k0 < k; k0 += kc) {
+            /* (a short last block joins the one before: k = 75 is one block) */
+            kc = 2 * (k - k0) <= 3 * NG2_KC ? k - k0 : NG2_KC;
+            int add = accumulate || k0 > 0;
+            /* a b: columns outermost, a 16-column strip of b's block stays in L1 while
+             * the rows' tiles stream past; a^T b (a's k rows far apart): rows outermost,
+             * the tile's strip of a (a cache line per k) stays in L1 across the columns */
+            int64_t nj = (j1 - j0 + NG2_NR - 1) / NG2_NR, ni = (i1 - i0 + NG_MR - 1) / NG_MR;
+            for (int64_t t = 0; t < nj * ni; t++) {
+                int64_t j = j0 + NG2_NR * (trans ? t % nj : t / ni);
+                int64_t i = i0 + NG_MR * (trans ? t / nj : t % ni);
+                int64_t w = j1 - j < NG2_NR ? j1 - j : NG2_NR;
+                int nv = (int)((w + 7) / 8), tail = (int)(w - 8 * (nv - 1));
+                int masked = tail < 8;
+                __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail),
+                                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+                int mr = i1 - i < NG_MR ? (int)(i1 - i) : NG_MR;
+                const float *ai = trans ? a + k0 * lda + i : a + i * lda + k0;
+                if (trans)
+                    ng2_tile_t(mr, nv, masked, last, ai, lda, b + k0 * ldb + j, ldb,
+                               c + i * ldc + j, ldc, kc, add);
+                else
+                    ng2_tile_n(mr, nv, masked, last, ai, lda, b + k0 * ldb + j, ldb,
+                               c + i * ldc + j, ldc, kc, add);
+            }
+        }
+    }
+}
 #pragma GCC pop_options
 #else
 #define NG_X86 0
@@ -2165,7 +2342,7 @@ typedef struct {
     const float *a, *b;
     float *c;
     int64_t lda, m, n, k, rows, cols, grid_n;
-    int trans, accumulate;
+    int trans, accumulate, avx2;
 } ngemm_t;
 
 static void ngemm_chunk(void *p, int64_t chunk) {
@@ -2174,8 +2351,12 @@ static void ngemm_chunk(void *p, int64_t chunk) {
     int64_t r0 = (chunk / g->grid_n) * g->rows, j0 = (chunk % g->grid_n) * g->cols;
     int64_t r1 = r0 + g->rows < g->m ? r0 + g->rows : g->m;
     int64_t j1 = j0 + g->cols < g->n ? j0 + g->cols : g->n;
-    ng_block(g->a, g->lda, g->trans, g->b, g->n, g->c, g->n, r0, r1, j0, j1, g->k,
-             g->accumulate);
+    if (g->avx2)
+        ng2_block(g->a, g->lda, g->trans, g->b, g->n, g->c, g->n, r0, r1, j0, j1, g->k,
+                  g->accumulate);
+    else
+        ng_block(g->a, g->lda, g->trans, g->b, g->n, g->c, g->n, r0, r1, j0, j1, g->k,
+                 g->accumulate);
 #else
     (void)p;
     (void)chunk;
@@ -2185,7 +2366,9 @@ static void ngemm_chunk(void *p, int64_t chunk) {
 static int ngemm_ready(void) {
 #if NG_X86
     static int ready = -1;
-    if (ready < 0) ready = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    if (ready < 0)
+        ready = __builtin_cpu_supports("avx512f") ? 1
+              : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 2 : 0;
     return ready;
 #else
     return 0;
@@ -2194,8 +2377,8 @@ static int ngemm_ready(void) {
 
 /* ngemm(a, b, out, transpose_a, accumulate, parts[, stop, deadline]): out (+)= op(a) @ b,
  * float32; b and out C-contiguous, a (m, k) (or its (k, m) transpose when transpose_a)
- * with contiguous rows at any row stride. None when this CPU has no AVX-512F (nothing
- * written); False if stopped. The output is cut into a grid of blocks (rows: multiples of
+ * with contiguous rows at any row stride. None when this CPU has neither AVX-512F nor
+ * AVX2 + FMA (nothing written); False if stopped. The output is cut into a grid of blocks (rows: multiples of
  * NG_MR; columns: of 64) that the pool's threads claim, a few per thread when it has rows
  * enough. */
 static PyObject *py_ngemm(PyObject *self, PyObject *args) {
@@ -2233,6 +2416,7 @@ static PyObject *py_ngemm(PyObject *self, PyObject *args) {
     memset(&g, 0, sizeof g);
     g.trans = ta;
     g.accumulate = accumulate;
+    g.avx2 = ngemm_ready() == 2;
     g.m = ta ? ac : ar;
     g.k = ta ? ar : ac;
     g.n = bc;
@@ -2294,6 +2478,11 @@ static PyObject *py_ngemm(PyObject *self, PyObject *args) {
 
 /* END ngemm block
  * ====================================================================================== */
+
+/* ngemm_isa(): which tiles ngemm runs on this CPU: 1 AVX-512F, 2 AVX2 + FMA, 0 none */
+static PyObject *py_ngemm_isa(PyObject *self, PyObject *unused) {
+    return PyLong_FromLong(ngemm_ready());
+}
 
 static PyObject *py_helpers(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(pool_helpers());
@@ -3068,6 +3257,8 @@ static PyMethodDef methods[] = {
      "momentum(var, accum, grad, lr, momentum, use_nesterov, parts): in place"},
     {"relu", py_relu, METH_VARARGS, "relu(out, x, parts)"},
     {"relu_grad", py_relu_grad, METH_VARARGS, "relu_grad(out, gradients, features, parts)"},
+    {"relu_grad_rows", py_relu_grad_rows, METH_VARARGS,
+     "relu_grad_rows(out, gradients, features, parts): 2-D, rows contiguous at any stride"},
     {"skinny", py_skinny, METH_VARARGS,
      "skinny(out, a, b, thin, parts): out = a.T @ b (k small) or a @ b.T (thin: m small)"},
     {"max_pool", py_max_pool, METH_VARARGS,
@@ -3095,7 +3286,9 @@ static PyMethodDef methods[] = {
     /* ngemm block */
     {"ngemm", py_ngemm, METH_VARARGS,
      "ngemm(a, b, out, transpose_a, accumulate, parts[, stop, deadline]): out (+)= op(a) @ b "
-     "in float32 without packing; None without AVX-512F, False if stopped"},
+     "in float32 without packing; None without AVX-512F or AVX2, False if stopped"},
+    {"ngemm_isa", py_ngemm_isa, METH_NOARGS,
+     "ngemm's tiles on this CPU: 1 AVX-512F, 2 AVX2 + FMA, 0 none (ngemm declines)"},
     /* end ngemm block */
     {"helpers", py_helpers, METH_NOARGS, "helper threads started so far"},
     {NULL, NULL, 0, NULL},

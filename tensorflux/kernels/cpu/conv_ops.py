@@ -44,7 +44,9 @@ Products with a narrow filter (at most 128-512 columns, by `native.ngemm_favours
 through the C extension's own float32 GEMM (`native.ngemm`, `_ng`), which reads the patch
 or pixel matrix where it lies instead of packing it as every BLAS call does (the 1x1
 convs of ResNet's first stage, the stems, Winograd's products with <= 256 filters, the
-col2im taps); OpenBLAS keeps the rest.
+col2im taps); OpenBLAS keeps the rest. On CPUs with AVX2 but no AVX-512F its 6x16 tiles
+take fewer shapes: long products with a short inner size (k <= 96; the CNN's first conv,
+1x1 convs on 64 channels).
 """
 
 from __future__ import annotations

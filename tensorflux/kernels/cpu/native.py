@@ -43,6 +43,7 @@ import ctypes
 import os
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from tensorflux.kernels import buffers, interrupt, registry
 from tensorflux.kernels.cpu import _blas
@@ -209,12 +210,43 @@ def relu(x: np.ndarray, parts: int, out: np.ndarray | None = None):
 
 
 def relu_grad(g: np.ndarray, x: np.ndarray, parts: int, out: np.ndarray | None = None):
-    """g * (x > 0) in `out` (a new array if None; it may be `g` or `x`), or None."""
-    if _mod is None or not _flat_ok(g, x) or (out is not None and not _flat_ok(g, out)):
+    """g * (x > 0) in `out` (a new array if None; it may be `g` or `x`), or None. `g` and
+    `x` may also be views whose last axis is contiguous and whose other axes fold into one
+    row stride (a channel slice of a concatenation's gradient: `_rows`)."""
+    if _mod is None:
+        return None
+    if _flat_ok(g, x) and (out is None or _flat_ok(g, out)):
+        out = np.empty(g.shape, g.dtype) if out is None else out
+        _mod.relu_grad(out, g, x, parts)
+        return out
+    if (type(g) is not np.ndarray or type(x) is not np.ndarray or g.dtype != x.dtype or
+            g.dtype not in _FLOATS or g.shape != x.shape or g.ndim == 0 or
+            not hasattr(_mod, "relu_grad_rows") or
+            (out is not None and not (_flat_ok(out) and out.shape == g.shape and
+                                      out.dtype == g.dtype))):
+        return None
+    g2, x2 = _rows(g), _rows(x)
+    if g2 is None or x2 is None:
         return None
     out = np.empty(g.shape, g.dtype) if out is None else out
-    _mod.relu_grad(out, g, x, parts)
+    _mod.relu_grad_rows(out.reshape(g2.shape), g2, x2, parts)
     return out
+
+
+def _rows(a: np.ndarray):
+    """`a` as a 2-D view (rows, last axis) with a contiguous last axis and one row stride
+    (no copy), or None when its axes do not fold so."""
+    cols = a.shape[-1]
+    if a.size == 0 or (cols > 1 and a.strides[-1] != a.itemsize):
+        return None
+    axes = [(n, st) for n, st in zip(a.shape[:-1], a.strides[:-1], strict=True) if n != 1]
+    row = axes[-1][1] if axes else cols * a.itemsize
+    for i in range(len(axes) - 1):  # each outer axis steps over whole inner ones
+        if axes[i][1] != axes[i + 1][1] * axes[i + 1][0]:
+            return None
+    if row < cols * a.itemsize or row % a.itemsize:
+        return None
+    return as_strided(a, (a.size // cols, cols), (row, a.itemsize), writeable=False)
 
 
 _MAX_POOL_CHANNELS = 4096  # the C loops keep one window's maxima on the stack
@@ -388,6 +420,10 @@ def bias_relu(out: np.ndarray, bias: np.ndarray, relu: bool) -> bool:
 _F32 = np.dtype(np.float32)
 
 
+# Which tiles ngemm has on this CPU (1 AVX-512F, 2 AVX2 + FMA, 0 none: ngemm declines).
+_NGEMM_ISA = _mod.ngemm_isa() if _mod is not None and hasattr(_mod, "ngemm_isa") else 0
+
+
 def ngemm_favours(m: int, n: int, k: int, transpose_a: bool = False) -> bool:
     """Whether `ngemm` beats NumPy's OpenBLAS on a float32 product of these sizes (out m x
     n, inner k), from CPU times on this project's Zen 4 cores, one thread (ngemm /
@@ -398,9 +434,18 @@ def ngemm_favours(m: int, n: int, k: int, transpose_a: bool = False) -> bool:
     gradients (a^T b over a long k): 256x25088 @ 25088x64 83 / 72, 147x100352 @ 100352x64
     69-86 / 59-68, 64x6272 @ 6272x64 (Winograd's) 104-111 / 70-96, 1024x1568 @ 1568x256
     99 / 93; behind with n >= 512 and at 512x6272 @ 6272x128 (77 / 91).
-    Not for small products (m < 24), where a tile is mostly tails."""
+    Not for small products (m < 24), where a tile is mostly tails.
+
+    With AVX2 tiles only (`_mod.ngemm_isa()` 2; Zen 3 here, OpenBLAS's Haswell kernel,
+    GFLOP/s of one thread under load 5-9, so +-10%): ahead on short inner sizes, 65536x75 @
+    75x32 (the CNN's first conv) 68-74 / 54-59, 25088x64 @ 64x64 79-89 / 43-65, 25088x64 @
+    64x256 53-82 / 44-60; behind from k = 128 with n >= 128 (6272x128 @ 128x512 48-59 /
+    64-78), on every a^T b (45-60 / 57-72), and on the Winograd paths' per-position
+    products of a few hundred rows (a 56x56 64->64 3x3 conv: 19-23 against 18-19 ms)."""
     if m < 24 or n == 0 or k == 0:
         return False
+    if _NGEMM_ISA == 2:
+        return not transpose_a and k <= 96 and n <= 256 and m >= 2048
     if transpose_a:
         return (n <= 128 and m <= 256) or (n <= 256 and m >= 1024)
     return n <= 128 or (n <= 256 and k <= 256) or (n <= 512 and k <= 128)
@@ -412,7 +457,8 @@ def ngemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
     contiguous at any row stride, or a transposed view of such a (k, m) array), `b` (k, n)
     C-contiguous and `out` (m, n) C-contiguous, through `_native.c`'s own GEMM (no packing;
     the "ngemm block" there), split over `parts` threads. Returns `out` (a new array when
-    None), or None when it does not take the call (no AVX-512F, other dtypes or layouts):
+    None), or None when it does not take the call (neither AVX-512F nor AVX2 + FMA, other
+    dtypes or layouts):
     the caller then multiplies with NumPy. Rounding differs from BLAS's as one BLAS
     blocking does from another; the result does not depend on `parts`."""
     if _mod is None or not hasattr(_mod, "ngemm") or type(a) is not np.ndarray or \
