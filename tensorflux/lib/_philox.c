@@ -352,6 +352,82 @@ static PyObject *py_libm_float(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* Walker's alias table as TF's DistributionSampler builds it: p_i = (w_i * n) / sum in
+ * double (w_i * n in float), small and large buckets paired from the backs of two stacks
+ * filled in index order; leftovers certain and their own alias. */
+static PyObject *py_alias_table(PyObject *self, PyObject *args) {
+    Py_buffer w, prob, alt;
+    if (!PyArg_ParseTuple(args, "y*w*w*", &w, &prob, &alt))
+        return NULL;
+    const Py_ssize_t n = w.len / 4;
+    if (prob.len != w.len || alt.len != n * 8 || !PyBuffer_IsContiguous(&w, 'C')
+        || !PyBuffer_IsContiguous(&prob, 'C') || !PyBuffer_IsContiguous(&alt, 'C')) {
+        PyBuffer_Release(&w);
+        PyBuffer_Release(&prob);
+        PyBuffer_Release(&alt);
+        PyErr_SetString(PyExc_ValueError, "alias_table: float32 weights, float32 prob and "
+                                          "int64 alt of one length");
+        return NULL;
+    }
+    const float *weights = (const float *)w.buf;
+    float *p_out = (float *)prob.buf;
+    int64_t *a_out = (int64_t *)alt.buf;
+    double *pr = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof(double));
+    Py_ssize_t *low = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *high = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    if (!pr || !low || !high) {
+        PyMem_RawFree(pr);
+        PyMem_RawFree(low);
+        PyMem_RawFree(high);
+        PyBuffer_Release(&w);
+        PyBuffer_Release(&prob);
+        PyBuffer_Release(&alt);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS
+    double sum = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        sum += weights[i];
+        a_out[i] = -1;
+    }
+    Py_ssize_t nl = 0, nh = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        float scaled = weights[i] * (float)n;
+        pr[i] = (double)scaled / sum;
+        if (pr[i] < 1.0)
+            low[nl++] = i;
+        else
+            high[nh++] = i;
+    }
+    while (nh > 0 && nl > 0) {
+        Py_ssize_t l = low[--nl], h = high[--nh];
+        a_out[l] = h;
+        pr[h] = pr[h] - (1.0 - pr[l]);
+        if (pr[h] < 1.0)
+            low[nl++] = h;
+        else
+            high[nh++] = h;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        p_out[i] = (float)pr[i];
+    for (Py_ssize_t i = 0; i < nh; i++) {
+        p_out[high[i]] = 1.0f;
+        a_out[high[i]] = high[i];
+    }
+    for (Py_ssize_t i = 0; i < nl; i++) {
+        p_out[low[i]] = 1.0f;
+        a_out[low[i]] = low[i];
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(pr);
+    PyMem_RawFree(low);
+    PyMem_RawFree(high);
+    PyBuffer_Release(&w);
+    PyBuffer_Release(&prob);
+    PyBuffer_Release(&alt);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"permutation", py_permutation, METH_VARARGS,
      "permutation(key, counter_lo, counter_hi, out): TF's RandomShuffle order of len(out) "
@@ -359,6 +435,9 @@ static PyMethodDef methods[] = {
     {"fill", py_fill, METH_VARARGS,
      "fill(kind, key, counter_lo, counter_hi, out, lo=0, span=0): len(out) values of one "
      "distribution of TF's Philox stream at (key, counter) into the writable buffer out."},
+    {"alias_table", py_alias_table, METH_VARARGS,
+     "alias_table(weights, prob, alt): TF's DistributionSampler table of float32 weights "
+     "into float32 prob and int64 alt."},
     {"libm_float", py_libm_float, METH_VARARGS,
      "libm_float(kind, a, b, out): out = log1pf(a) (kind 0), expm1f(a) (1) or powf(a, b) (2), "
      "float32 buffers of one length."},

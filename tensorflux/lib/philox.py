@@ -543,6 +543,41 @@ def shuffle_permutation(key, counter, n: int) -> np.ndarray:
     return perm
 
 
+def _np_alias_table(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The NumPy reference of `alias_table` (below)."""
+    n = weights.size
+    total = float(np.cumsum(weights.astype(np.float64))[-1]) if n else 0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pr = ((weights * np.float32(n)).astype(np.float64) / total).tolist()
+    alt = [-1] * n
+    low = [i for i in range(n) if pr[i] < 1.0]
+    high = [i for i in range(n) if not pr[i] < 1.0]  # NaN (all weights 0) too, as in TF
+    while high and low:
+        small, large = low.pop(), high.pop()
+        alt[small] = large
+        pr[large] -= 1.0 - pr[small]
+        (low if pr[large] < 1.0 else high).append(large)
+    prob = np.array(pr, np.float32)
+    for i in high + low:  # rounding leftovers: certain, and their own alias
+        prob[i] = 1.0
+        alt[i] = i
+    return prob, np.array(alt, np.int64)
+
+
+def alias_table(weights) -> tuple[np.ndarray, np.ndarray]:
+    """Walker's alias table of float32 `weights` as TF's DistributionSampler builds it:
+    bucket i keeps class i with probability prob[i] (float32), else gives alt[i]. Small and
+    large buckets are paired from the ends of two stacks, as TF pairs them, so the table
+    (and so every sample drawn through it) is TF's. In C when the extension is built."""
+    weights = np.ascontiguousarray(weights, np.float32).reshape(-1)
+    if _native is None:
+        return _np_alias_table(weights)
+    prob = np.empty(weights.size, np.float32)
+    alt = np.empty(weights.size, np.int64)
+    _native.alias_table(weights, prob, alt)
+    return prob, alt
+
+
 class WordStream:
     """TF's SimplePhilox over a reservation: the 32-bit words of the stream at (key,
     counter) in order, generated as they are needed, and the draws TF makes from them."""

@@ -83,6 +83,19 @@ def test_libm_float_in_c_equals_the_ctypes_path(monkeypatch, name, args):
         *(np.float64(a) for a in args)), rtol=1e-6, atol=1e-30)
 
 
+@pytest.mark.parametrize("weights", [
+    np.zeros(0, np.float32), np.zeros(1, np.float32), np.zeros(3, np.float32),
+    np.float32([0, 2, 0, 5, 1e-30, 3]),
+    (np.random.default_rng(4).zipf(1.5, 5000) % 997).astype(np.float32) ** np.float32(0.75),
+])
+def test_alias_table_in_c_equals_the_numpy_reference(weights):
+    prob, alt = philox.alias_table(weights)
+    ref_prob, ref_alt = philox._np_alias_table(weights)
+    _same(prob, ref_prob)
+    _same(alt, ref_alt)
+    assert prob.dtype == np.float32 and alt.dtype == np.int64
+
+
 def test_truncated_normals_stay_inside_two_and_normals_look_normal():
     key, counter = philox.key_counter_from_seed(np.array([3, 4]))
     t = philox.truncated_normal(key, counter, 100_000, np.float32)
@@ -103,3 +116,5 @@ def test_bad_calls_raise_value_error():
         philox._native.fill(1, 1, 0, 0, b"read-only")
     with pytest.raises(ValueError):  # mismatched lengths
         philox._native.libm_float(0, np.zeros(3, np.float32), np.zeros(3, np.float32), out)
+    with pytest.raises(ValueError):
+        philox._native.alias_table(out, np.empty(4, np.float32), np.empty(3, np.int64))

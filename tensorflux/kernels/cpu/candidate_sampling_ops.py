@@ -114,7 +114,7 @@ class _FixedUnigram:
         self.range = weights.size
         self.weights = weights
         self._total = np.cumsum(weights, dtype=_F32)[-1] if weights.size else _F32(0)
-        self._prob, self._alt = _alias_table(weights)
+        self._prob, self._alt = philox.alias_table(weights)
 
     def draw(self, words: philox.WordStream, n: int) -> np.ndarray:
         out = np.empty(n, np.int64)
@@ -143,28 +143,6 @@ class _FixedUnigram:
         ok = (values >= 0) & (values < self.range)
         out[ok] = self.weights[values[ok]] / self._total
         return out
-
-
-def _alias_table(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Walker's alias table: bucket i keeps class i with probability prob[i] (float32),
-    else gives alt[i]. Small and large buckets are paired from the ends of two stacks,
-    as TF pairs them, so the table (and so every sample) is TF's."""
-    n = weights.size
-    total = float(np.cumsum(weights.astype(np.float64))[-1]) if n else 0.0
-    pr = ((weights * _F32(n)).astype(np.float64) / total).tolist()
-    alt = [-1] * n
-    low = [i for i in range(n) if pr[i] < 1.0]
-    high = [i for i in range(n) if pr[i] >= 1.0]
-    while high and low:
-        small, large = low.pop(), high.pop()
-        alt[small] = large
-        pr[large] -= 1.0 - pr[small]
-        (low if pr[large] < 1.0 else high).append(large)
-    prob = np.array(pr, np.float32)
-    for i in high + low:  # rounding leftovers: certain, and their own alias
-        prob[i] = 1.0
-        alt[i] = i
-    return prob, np.array(alt, np.int64)
 
 
 class _LearnedState(GeneratorState):
