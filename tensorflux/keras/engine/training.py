@@ -3,12 +3,20 @@ session (backend.get_session).
 
 `compile` makes one target placeholder per output ("<output layer>_target") and one
 sample-weight placeholder (default ones), the total loss (the mean per-sample loss of
-each output times its weight, plus the model's regularization losses) and a per-batch
-mean tensor per metric. The train op (built on first use, as Keras does) minimizes the
-total loss over the trainable weights and runs the model's update ops (batch-norm
-statistics) in the same step. `fit` feeds batches with the learning phase set to 1 and
-reports per-epoch means weighted by batch size, which is what Keras's stateful mean
-metrics give.
+each output times its weight, plus the model's regularization losses) and, per metric, a
+(weighted sum, weight) pair of tensors for the batch. The train op (built on first use,
+as Keras does) minimizes the total loss over the trainable weights and runs the model's
+update ops (batch-norm statistics) in the same step. `fit` feeds batches with the
+learning phase set to 1.
+
+What is reported follows TF1 Keras (training_v1): the loss of a batch, and its epoch
+value the mean of the batch losses weighted by batch size; a metric is a stateful mean,
+so its value after a batch is the sum of its weighted values over the epoch so far
+divided by the sum of their weights (the per-output losses of a multi-output model are
+means of their batch values). An output's Keras mask (`_keras_mask`, from
+`Embedding(mask_zero=True)`, `Masking`, ...) weights its per-step losses and metric
+values: the loss is sum(loss * mask) / (number of entries) and a metric the mean over
+the unmasked entries, as Keras computes them.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from tensorflux.keras import metrics as metrics_lib
 from tensorflux.keras import optimizers as optimizers_lib
 from tensorflux.keras.engine import data_adapter as data
 from tensorflux.keras.engine.network import Network
-from tensorflux.ops import array_ops, math_ops, reduction_ops
+from tensorflux.ops import array_ops, constant_op, math_ops, reduction_ops
 
 __all__ = ["Model"]
 
@@ -101,20 +109,23 @@ class Model(Network):
                     shape=[None], name=f"{names[i]}_sample_weights") if rank else None
                 targets.append(target)
                 sample_weights.append(sw)
+                mask = getattr(out, "_keras_mask", None)
                 with graph_lib.name_scope(f"loss/{names[i]}_loss"):
                     values = fn(target, out)
                     n = values.shape.ndims
                     if sw is not None and n:
                         values = values * (sw if n == 1 else array_ops.reshape(
                             sw, [-1] + [1] * (n - 1)))
+                    if mask is not None:
+                        values = values * _mask_like(mask, values)
                     out_loss = reduction_ops.reduce_mean(values)
                 per_output_losses.append(out_loss)
                 total = total + float(weights[i]) * out_loss if weights[i] != 1.0 else \
                     total + out_loss
                 for m in metric_lists[i]:
-                    name, tensor = _metric(m, fn, target, out)
+                    name, pair = _metric(m, fn, target, out, mask)
                     metric_names.append(name if len(names) == 1 else f"{names[i]}_{name}")
-                    metric_tensors.append(tensor)
+                    metric_tensors.extend(pair)
             reg = self.losses
             if reg:
                 total = total + math_ops.add_n([math_ops.cast(r, total.dtype) for r in reg])
@@ -123,7 +134,8 @@ class Model(Network):
         extra = []
         if len(names) > 1:
             names_out += [f"{n}_loss" for n in names]
-            extra = per_output_losses
+            one = constant_op.constant(1.0, total.dtype)
+            extra = [t for loss in per_output_losses for t in (loss, one)]
         self.metrics_names = names_out + metric_names
         self._compiled = {"targets": targets, "sample_weights": sample_weights,
                           "fetches": [total] + extra + metric_tensors,
@@ -199,15 +211,15 @@ class Model(Network):
         xs, ys, sw = self._standardize(x, y, sample_weight, class_weight)
         out = self._run([self._train_op()] + self._compiled["fetches"],
                         self._feed(xs, ys, sw, training=True))[1:]
-        return self._result(out, return_dict)
+        return self._result(_Means(out).values(), return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, reset_metrics=True,
                       return_dict=False):
         del reset_metrics
         self._ensure_compiled(_first_x(x))
         xs, ys, sw = self._standardize(x, y, sample_weight)
-        return self._result(self._run(self._compiled["fetches"], self._feed(xs, ys, sw)),
-                            return_dict)
+        out = self._run(self._compiled["fetches"], self._feed(xs, ys, sw))
+        return self._result(_Means(out).values(), return_dict)
 
     def predict_on_batch(self, x):
         if not self.outputs:
@@ -270,7 +282,7 @@ class Model(Network):
         for epoch in range(initial_epoch, epochs):
             callback_list.on_epoch_begin(epoch)
             start = time.time()
-            sums, seen = np.zeros(len(metric_names)), 0
+            means, seen = _Means(), 0
             for step, (xb, yb, swb) in enumerate(source.batches(shuffle)):
                 xs, ys, sw = self._standardize(xb, yb, swb, class_weight)
                 n = len(xs[0])
@@ -278,14 +290,13 @@ class Model(Network):
                 callback_list.on_train_batch_begin(step, logs)
                 out = self._run([train_op] + self._compiled["fetches"],
                                 self._feed(xs, ys, sw, training=True))[1:]
-                values = [float(v) for v in out]
-                sums += np.asarray(values) * n
+                means.add(out, n)
                 seen += n
-                logs.update(zip(metric_names, values, strict=True))
+                logs.update(zip(metric_names, means.running(out), strict=True))
                 callback_list.on_train_batch_end(step, logs)
                 if self.stop_training:
                     break
-            epoch_logs = dict(zip(metric_names, (sums / max(seen, 1)).tolist(), strict=True))
+            epoch_logs = dict(zip(metric_names, means.values(), strict=True))
             if do_val and (epoch + 1) % validation_freq == 0:
                 # Keras 1/2 (v1 graph mode) shuffles the validation samples too: the same
                 # means, but the same NumPy draws, so a seeded NumPy gives Keras's batches.
@@ -302,17 +313,14 @@ class Model(Network):
         return self.history
 
     def _evaluate_source(self, source, shuffle=False) -> list:
-        sums, seen = None, 0
+        means = _Means()
         for xb, yb, swb in source.batches(shuffle):
             xs, ys, sw = self._standardize(xb, yb, swb)
-            values = np.asarray([float(v) for v in self._run(self._compiled["fetches"],
-                                                             self._feed(xs, ys, sw))])
-            n = len(xs[0])
-            sums = values * n if sums is None else sums + values * n
-            seen += n
-        if not seen:
+            means.add(self._run(self._compiled["fetches"], self._feed(xs, ys, sw)),
+                      len(xs[0]))
+        if not means.seen:
             raise ValueError("evaluate: no data to evaluate on")
-        return (sums / seen).tolist()
+        return means.values()
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose=1, sample_weight=None,
                  steps=None, callbacks=None, max_queue_size=10, workers=1,
@@ -513,8 +521,50 @@ def _per_output_metrics(metrics, names):
     return [list(metrics) for _ in names]
 
 
-def _metric(metric, loss_fn, target, out):
-    """(name, per-batch mean tensor) for one metric of one output."""
+class _Means:
+    """What fit/evaluate report from the batches' fetches [loss, (sum, weight) per
+    metric]: the loss averaged over the batches weighted by their sizes, each metric its
+    summed values over its summed weights (Keras's stateful means)."""
+
+    def __init__(self, first=None):
+        self.loss, self.seen, self.sums = 0.0, 0, None
+        if first is not None:
+            self.add(first, 1)
+
+    def add(self, out, n) -> None:
+        values = np.asarray([float(v) for v in out], np.float64)
+        self.loss += values[0] * n
+        self.seen += n
+        self.sums = values[1:] if self.sums is None else self.sums + values[1:]
+
+    def _ratios(self) -> list:
+        num, den = self.sums[0::2], self.sums[1::2]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(den != 0, num / np.where(den != 0, den, 1.0), 0.0).tolist()
+
+    def running(self, out) -> list:
+        """The values after this batch: its loss, the metrics so far."""
+        return [float(out[0])] + self._ratios()
+
+    def values(self) -> list:
+        return [self.loss / max(self.seen, 1)] + self._ratios()
+
+
+def _mask_like(mask, values):
+    """`mask` as a float tensor of `values`'s rank (a trailing axis squeezed or added)."""
+    m = math_ops.cast(mask, values.dtype)
+    n, k = values.shape.ndims, m.shape.ndims
+    if n is not None and k is not None:
+        if k == n + 1:
+            m = array_ops.squeeze(m, axis=[-1])
+        elif k == n - 1:
+            m = array_ops.expand_dims(m, -1)
+    return m
+
+
+def _metric(metric, loss_fn, target, out, mask=None):
+    """(name, (weighted sum, weight) tensors of the batch) for one metric of one output;
+    the weights are the output's mask, or ones."""
     if metric in ("accuracy", "acc"):
         metric = "acc"  # TF1 Keras names both 'acc'
         if _is_sparse(loss_fn):
@@ -540,7 +590,12 @@ def _metric(metric, loss_fn, target, out):
     else:
         raise ValueError(f"Could not interpret metric identifier: {metric}")
     with graph_lib.name_scope(f"metrics/{name}"):
-        return name, reduction_ops.reduce_mean(math_ops.cast(fn(target, out), K.floatx()))
+        values = math_ops.cast(fn(target, out), K.floatx())
+        if mask is None:
+            return name, (reduction_ops.reduce_sum(values),
+                          math_ops.cast(array_ops.size(values), K.floatx()))
+        w = _mask_like(mask, values) * array_ops.ones_like(values)
+        return name, (reduction_ops.reduce_sum(values * w), reduction_ops.reduce_sum(w))
 
 
 def _print_epoch(epoch, epochs, seen, seconds, logs) -> None:

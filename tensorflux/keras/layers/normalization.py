@@ -14,4 +14,5 @@ BatchNormalization = keras_class(
      "gamma_initializer", "moving_mean_initializer", "moving_variance_initializer",
      "beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"],
     {"beta_initializer": "zeros", "gamma_initializer": "ones",
-     "moving_mean_initializer": "zeros", "moving_variance_initializer": "ones"})
+     "moving_mean_initializer": "zeros", "moving_variance_initializer": "ones"},
+    supports_masking=True)
