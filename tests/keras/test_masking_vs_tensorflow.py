@@ -95,8 +95,8 @@ with tf.Graph().as_default():
 """
 
 
-def _run_here():
-    scope = {"tf": tf, "np": np, "IDS": IDS, "XM": XM, "CASES": CASES}
+def _run_here(cases=CASES):
+    scope = {"tf": tf, "np": np, "IDS": IDS, "XM": XM, "CASES": cases}
     exec(PROGRAM, scope)  # noqa: S102 - our own program text
     return scope["result"]
 
@@ -120,13 +120,16 @@ def test_masks_reach_the_layers_that_use_them():
 
 @pytest.mark.oracle
 @pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_masked_layers_match_tf_keras(monkeypatch):
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("half", [0, 1])
+def test_masked_layers_match_tf_keras(monkeypatch, half):
+    """(In two halves: building TF's gradients of many while loops is slow.)"""
     monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")
-    ours = _run_here()
+    cases = CASES[:14] if half == 0 else CASES[14:]
+    ours = _run_here(cases)
     theirs = oracle.run_tf(f"IDS = np.array({IDS.tolist()!r}, np.int32)\n"
                            f"XM = np.array({XM.tolist()!r}, np.float32)\n"
-                           f"CASES = {CASES!r}\n{PROGRAM}", timeout=240)
+                           f"CASES = {cases!r}\n{PROGRAM}", timeout=300)
     names, values, has_mask, mask_values, labels = ours
     assert names == theirs[0]
     assert has_mask == theirs[2], [lab for lab, a, b in zip(labels, has_mask, theirs[2],
@@ -147,7 +150,7 @@ ids = rs.randint(1, 8, size=(12, 6)).astype('int32')
 lengths = rs.randint(2, 7, size=12)
 for i, n in enumerate(lengths):
     ids[i, n:] = 0
-tags = (ids % 3).astype('int32')
+tags = (ids % 3).astype('int32')[..., None]
 xf = rs.randn(12, 6, 3).astype('float32')
 for i, n in enumerate(lengths):
     xf[i, :6 - n] = 0.0
@@ -168,6 +171,7 @@ with tf.Graph().as_default():
     batch_logs = []
     cb = keras.callbacks.LambdaCallback(
         on_batch_end=lambda b, logs: batch_logs.append([logs['loss'], logs['acc']]))
+    np.random.seed(5)  # (Keras shuffles the validation batches with NumPy's global draws)
     hist = model.fit(ids, tags, batch_size=5, epochs=2, shuffle=False, verbose=0,
                      callbacks=[cb], validation_data=(ids[:7], tags[:7])).history
     result.append([np.array(steps), np.array([hist[k] for k in sorted(hist)]),

@@ -15,18 +15,17 @@ so its value after a batch is the sum of its weighted values over the epoch so f
 divided by the sum of their weights (the per-output losses of a multi-output model are
 means of their batch values). An output's Keras mask (`_keras_mask`, from
 `Embedding(mask_zero=True)`, `Masking`, ...) weights its per-step losses and metric
-values: the loss is sum(loss * mask) / (number of entries) and a metric the mean over
-the unmasked entries, as Keras computes them.
+values: the loss is sum(loss * sample weight * mask) / sum(mask) and a metric the mean
+over the unmasked entries, as Keras computes them.
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
 from tensorflux.control_flow import builders
 from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.operation import Tensor
 from tensorflux.keras import backend as K
 from tensorflux.keras import callbacks as cbks
 from tensorflux.keras import losses as losses_lib
@@ -116,8 +115,10 @@ class Model(Network):
                     if sw is not None and n:
                         values = values * (sw if n == 1 else array_ops.reshape(
                             sw, [-1] + [1] * (n - 1)))
-                    if mask is not None:
-                        values = values * _mask_like(mask, values)
+                    if mask is not None:  # Keras: the mean over the unmasked entries
+                        m = _mask_like(mask, values)
+                        entries = math_ops.cast(array_ops.size(m), values.dtype)
+                        values = values * (m * (entries / reduction_ops.reduce_sum(m)))
                     out_loss = reduction_ops.reduce_mean(values)
                 per_output_losses.append(out_loss)
                 total = total + float(weights[i]) * out_loss if weights[i] != 1.0 else \
@@ -162,7 +163,7 @@ class Model(Network):
         arrays = x if isinstance(x, (list, tuple)) else [x]
         from tensorflux.keras.engine.input_layer import Input
 
-        inputs = [Input(batch_shape=(None,) + np.shape(a)[1:],
+        inputs = [Input(batch_shape=(None,) + _shape_of(a)[1:],
                         dtype=_dtype_of(a)) for a in arrays]
         self._build_graph_from_inputs(inputs[0] if len(inputs) == 1 else inputs)
 
@@ -240,8 +241,10 @@ class Model(Network):
             sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
             validation_freq=1, max_queue_size=10, workers=1, use_multiprocessing=False,
             **kwargs):
-        """Trains for `epochs` over arrays (or a `keras.utils.Sequence` / generator with
-        `steps_per_epoch`); returns the History.
+        """Trains for `epochs` over arrays, a `keras.utils.Sequence`, a generator (with
+        `steps_per_epoch`), a `tf.data.Dataset` of (x, y[, sample_weight]) batches or a
+        tf.data iterator (with `steps_per_epoch`); returns the History. `verbose=1`
+        prints Keras's progress bar, `verbose=2` one line an epoch.
 
         Raises:
           ValueError: arrays whose shapes do not fit the model's inputs or outputs, input
@@ -252,12 +255,13 @@ class Model(Network):
         if kwargs:
             raise TypeError(f"Unrecognized keyword arguments: {sorted(kwargs)}")
         batch_size = batch_size or 32
-        source = data.make_source(x, y, sample_weight, batch_size, steps_per_epoch)
+        source = data.make_source(x, y, sample_weight, batch_size, steps_per_epoch, epochs,
+                                  "steps_per_epoch")
         self._ensure_compiled(source.peek_x())
         val = None
         if validation_data is not None:
             val = data.make_source(*data.unpack_validation(validation_data), batch_size,
-                                   validation_steps)
+                                   validation_steps, 1, "validation_steps", restart=True)
         elif validation_split:
             if not 0.0 < validation_split < 1.0:
                 raise ValueError(f"`validation_split` must be in (0, 1); got {validation_split}")
@@ -274,27 +278,35 @@ class Model(Network):
                   "samples": source.samples, "verbose": verbose, "do_validation": do_val,
                   "metrics": metric_names + ([f"val_{n}" for n in metric_names]
                                              if do_val else [])}
-        callback_list = cbks.CallbackList(list(callbacks or []) + [self.history], self, params)
+        logger = [cbks.ProgbarLogger("steps" if source.use_steps else "samples")] \
+            if verbose else []
+        callback_list = cbks.CallbackList(list(callbacks or []) + [self.history] + logger,
+                                          self, params)
         self.stop_training = False
         train_op = self._train_op()
         K.get_session()
+        if verbose and not isinstance(source, data.SequenceSource):
+            _print_train_info(source, val)
         callback_list.on_train_begin()
         for epoch in range(initial_epoch, epochs):
             callback_list.on_epoch_begin(epoch)
-            start = time.time()
-            means, seen = _Means(), 0
+            means = _Means()
             for step, (xb, yb, swb) in enumerate(source.batches(shuffle)):
                 xs, ys, sw = self._standardize(xb, yb, swb, class_weight)
                 n = len(xs[0])
-                logs = {"batch": step, "size": n}
+                logs = {"batch": step,
+                        "size": 1 if isinstance(source, data.DatasetSource) else n}
                 callback_list.on_train_batch_begin(step, logs)
                 out = self._run([train_op] + self._compiled["fetches"],
                                 self._feed(xs, ys, sw, training=True))[1:]
-                means.add(out, n)
-                seen += n
+                means.add(out, 1 if source.use_steps else n)
                 logs.update(zip(metric_names, means.running(out), strict=True))
                 callback_list.on_train_batch_end(step, logs)
                 if self.stop_training:
+                    break
+            if source.exhausted:
+                self.stop_training = True
+                if not means.seen:
                     break
             epoch_logs = dict(zip(metric_names, means.values(), strict=True))
             if do_val and (epoch + 1) % validation_freq == 0:
@@ -304,8 +316,6 @@ class Model(Network):
                 epoch_logs.update({f"val_{k}": v for k, v in
                                    zip(metric_names, val_values, strict=True)})
             source.on_epoch_end()
-            if verbose:
-                _print_epoch(epoch, epochs, seen, time.time() - start, epoch_logs)
             callback_list.on_epoch_end(epoch, epoch_logs)
             if self.stop_training:
                 break
@@ -317,7 +327,7 @@ class Model(Network):
         for xb, yb, swb in source.batches(shuffle):
             xs, ys, sw = self._standardize(xb, yb, swb)
             means.add(self._run(self._compiled["fetches"], self._feed(xs, ys, sw)),
-                      len(xs[0]))
+                      1 if source.use_steps else len(xs[0]))
         if not means.seen:
             raise ValueError("evaluate: no data to evaluate on")
         return means.values()
@@ -326,18 +336,16 @@ class Model(Network):
                  steps=None, callbacks=None, max_queue_size=10, workers=1,
                  use_multiprocessing=False, return_dict=False):
         """The loss (and metrics) over the data: a float, or a list matching
-        `metrics_names`.
+        `metrics_names`. Prints nothing, whatever `verbose` (TF1 Keras shows no progress
+        bar outside `fit`).
 
         Raises:
           ValueError: arrays that do not fit the model."""
-        del callbacks, max_queue_size, workers, use_multiprocessing
+        del callbacks, max_queue_size, workers, use_multiprocessing, verbose
         source = data.make_source(x, y, sample_weight, batch_size or 32, steps)
         self._ensure_compiled(source.peek_x())
         K.get_session()
         values = self._evaluate_source(source)
-        if verbose:
-            print(" - ".join(f"{k}: {v:.4f}" for k, v in zip(self.metrics_names, values,
-                                                               strict=True)))
         return self._result(values, return_dict)
 
     def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None,
@@ -468,7 +476,15 @@ def _first_x(x):
     return x
 
 
+def _shape_of(a) -> tuple:
+    if isinstance(a, Tensor):
+        return tuple(a.shape.as_list())
+    return tuple(np.shape(a))
+
+
 def _dtype_of(a):
+    if isinstance(a, Tensor):
+        return a.dtype.base_dtype.name
     dt = np.asarray(a).dtype
     return "float32" if dt == np.float64 else dt.name
 
@@ -547,7 +563,7 @@ class _Means:
         return [float(out[0])] + self._ratios()
 
     def values(self) -> list:
-        return [self.loss / max(self.seen, 1)] + self._ratios()
+        return [float(self.loss / max(self.seen, 1))] + self._ratios()
 
 
 def _mask_like(mask, values):
@@ -598,6 +614,15 @@ def _metric(metric, loss_fn, target, out, mask=None):
         return name, (reduction_ops.reduce_sum(values * w), reduction_ops.reduce_sum(w))
 
 
-def _print_epoch(epoch, epochs, seen, seconds, logs) -> None:
-    values = " - ".join(f"{k}: {v:.4f}" for k, v in logs.items())
-    print(f"Epoch {epoch + 1}/{epochs}\n{seen} samples - {seconds:.0f}s - {values}")
+def _print_train_info(source, val) -> None:
+    """Keras's "Train on 40 samples, validate on 10 samples" (steps for datasets)."""
+    if isinstance(source, data.DatasetSource):
+        unit, count = "steps", source.steps
+        val_count = None if val is None else (val.steps if val.use_steps else val.samples)
+    else:
+        unit, count = "samples", source.samples
+        val_count = None if val is None else (val.samples or val.steps)
+    msg = f"Train on {count} {unit}"
+    if val_count:
+        msg += f", validate on {val_count} {unit}"
+    print(msg)
