@@ -1,6 +1,7 @@
 """`tf.keras.callbacks`: Callback, History, BaseLogger-free logging (the logs `fit`
-passes are already epoch means), EarlyStopping, ModelCheckpoint (weights), LambdaCallback,
-LearningRateScheduler, TerminateOnNaN, CSVLogger."""
+passes are already epoch means), ProgbarLogger (what `fit(verbose=1 or 2)` prints),
+EarlyStopping, ModelCheckpoint (weights), LambdaCallback, LearningRateScheduler,
+TerminateOnNaN, CSVLogger."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import numpy as np
 
 from tensorflux.keras import backend as K
 
-__all__ = ["Callback", "CallbackList", "History", "EarlyStopping", "ModelCheckpoint",
+__all__ = ["Callback", "CallbackList", "History", "ProgbarLogger", "EarlyStopping",
+           "ModelCheckpoint",
            "LambdaCallback", "LearningRateScheduler", "TerminateOnNaN", "CSVLogger"]
 
 
@@ -75,6 +77,62 @@ class CallbackList:
                 getattr(c, hook)(*args, **kwargs)
 
         return call
+
+
+class ProgbarLogger(Callback):
+    """Prints `fit`'s progress as TF1 Keras does: "Epoch i/n" (when n > 1), then a
+    `utils.Progbar` over the samples (`count_mode="samples"`) or steps, updated after
+    each batch with the batch logs (verbose 1) and closed with the epoch logs.
+
+    The loss is averaged over the epoch by the bar; the model's metrics (stateful in
+    Keras) are shown as logged. Counting steps, Keras's batch logs keep their "batch" and
+    "size" entries, and the bar shows them too.
+
+    Raises:
+      ValueError: an unknown count_mode."""
+
+    def __init__(self, count_mode="samples", stateful_metrics=None):
+        super().__init__()
+        if count_mode not in ("samples", "steps"):
+            raise ValueError(f"Unknown `count_mode`: {count_mode}. Expected values are "
+                             '["samples", "steps"]')
+        self.use_steps = count_mode == "steps"
+        self.stateful_metrics = set(stateful_metrics or ())
+        self.seen, self.progbar, self.target, self.verbose, self.epochs = 0, None, None, 1, 1
+
+    def set_params(self, params) -> None:
+        super().set_params(params)
+        self.verbose, self.epochs = params["verbose"], params["epochs"]
+        self.target = params.get("steps") if self.use_steps else params.get("samples")
+        if self.model is not None:
+            self.stateful_metrics |= set(getattr(self.model, "metrics_names", [])[1:])
+
+    def on_epoch_begin(self, epoch, logs=None):
+        from tensorflux.keras.utils import Progbar
+
+        self.seen = 0
+        self.progbar = Progbar(self.target, verbose=self.verbose,
+                               stateful_metrics=self.stateful_metrics,
+                               unit_name="step" if self.use_steps else "sample")
+        if self.verbose and self.epochs > 1:
+            print(f"Epoch {epoch + 1}/{self.epochs}")
+
+    def on_train_batch_end(self, batch, logs=None):
+        logs = dict(logs or {})
+        if self.use_steps:
+            self.seen = batch + 1
+        else:
+            size = logs.pop("size", 0)
+            logs.pop("batch", None)
+            self.seen += size
+        if self.verbose == 1:
+            self.progbar.update(self.seen, list(logs.items()), finalize=False)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.target is None:
+            self.target = self.seen
+            self.progbar.target = self.target
+        self.progbar.update(self.target, list((logs or {}).items()), finalize=True)
 
 
 class History(Callback):

@@ -1,5 +1,5 @@
-"""`tf.keras.optimizers` for graph mode: SGD, Adam, RMSprop, Adagrad, Adadelta with
-Keras's arguments and defaults (`learning_rate` or `lr`; Adam/RMSprop/Adagrad/Adadelta
+"""`tf.keras.optimizers` for graph mode: SGD, Adam (and AMSGrad), RMSprop, Adagrad,
+Adadelta, Adamax, Nadam with Keras's arguments and defaults (`learning_rate` or `lr`;
 epsilon 1e-7; `decay`, `clipnorm`, `clipvalue`), built on the tf.train optimizers.
 
 What Keras adds over tf.train: the learning rate is a variable ("<name>/learning_rate",
@@ -25,7 +25,8 @@ from tensorflux.train import adadelta, adagrad, adam, momentum, rmsprop
 from tensorflux.train.optimizer import Optimizer as TFOptimizer
 from tensorflux.variables import variables as variables_lib
 
-__all__ = ["Optimizer", "SGD", "Adam", "RMSprop", "Adagrad", "Adadelta", "get",
+__all__ = ["Optimizer", "SGD", "Adam", "RMSprop", "Adagrad", "Adadelta", "Adamax", "Nadam",
+           "get",
            "serialize", "deserialize", "TFOptimizer"]
 
 
@@ -145,15 +146,140 @@ def _momentum_init(self, lr, mom, name, nesterov):
 
 
 class Adam(Optimizer, adam.AdamOptimizer):
-    """Adam with Keras's defaults (lr 0.001, epsilon 1e-7); `amsgrad` is not supported."""
+    """Adam with Keras's defaults (lr 0.001, epsilon 1e-7). With `amsgrad`, the update
+    divides by the root of the largest second moment so far (slot "vhat"):
+    vhat = max(vhat, v); var -= lr_t m / (sqrt(vhat) + epsilon)."""
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
                  amsgrad=False, name="Adam", **kwargs):
-        if amsgrad:
-            raise ValueError("tensorflux.keras: Adam(amsgrad=True) is not supported")
+        self._keras_init(learning_rate, kwargs)
+        self.amsgrad = bool(amsgrad)
+        adam.AdamOptimizer.__init__(self, self._initial_lr, beta_1, beta_2,
+                                    epsilon if epsilon is not None else K.epsilon(), name=name)
+
+    def _create_slots(self, var_list):
+        super()._create_slots(var_list)
+        if self.amsgrad:
+            for v in var_list:
+                self._zeros_slot(v, "vhat", self._name)
+
+    def _resource_apply_dense(self, grad, var):
+        if not self.amsgrad:
+            return super()._resource_apply_dense(grad, var)
+        b1p, b2p = (self._hyper(p.value(), var, n) for p, n in
+                    zip(self._get_beta_accumulators(), ("beta1_power", "beta2_power"),
+                        strict=True))
+        h = self._hyper
+        lr, eps = h(self._lr, var, "learning_rate"), h(self._epsilon, var, "epsilon")
+        beta1, beta2 = h(self._beta1, var, "beta1"), h(self._beta2, var, "beta2")
+        m, v, vhat = (self.get_slot(var, n) for n in ("m", "v", "vhat"))
+        m_t = state_ops.assign(m, beta1 * m + (1.0 - beta1) * grad)
+        v_t = state_ops.assign(v, beta2 * v + (1.0 - beta2) * unary_ops.square(grad))
+        vhat_t = state_ops.assign(vhat, math_ops.maximum(vhat, v_t))
+        lr_t = lr * unary_ops.sqrt(1.0 - b2p) / (1.0 - b1p)
+        return state_ops.assign_sub(var, lr_t * m_t / (unary_ops.sqrt(vhat_t) + eps))
+
+    def _resource_apply_sparse(self, grad, var, indices):
+        if not self.amsgrad:
+            return super()._resource_apply_sparse(grad, var, indices)
+        return self._resource_apply_dense(_dense(grad, var, indices), var)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "amsgrad": self.amsgrad}
+
+
+class Adamax(Optimizer, adam.AdamOptimizer):
+    """Adamax (Keras's defaults: lr 0.001, epsilon 1e-7): m = beta_1 m + (1 - beta_1) g;
+    v = max(beta_2 v, |g|); var -= lr / (1 - beta_1^t) * m / (v + epsilon). Sparse
+    gradients are applied as dense ones."""
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 name="Adamax", **kwargs):
         self._keras_init(learning_rate, kwargs)
         adam.AdamOptimizer.__init__(self, self._initial_lr, beta_1, beta_2,
                                     epsilon if epsilon is not None else K.epsilon(), name=name)
+
+    def _resource_apply_dense(self, grad, var):
+        h = self._hyper
+        b1p = h(self._get_beta_accumulators()[0].value(), var, "beta1_power")
+        lr, eps = h(self._lr, var, "learning_rate"), h(self._epsilon, var, "epsilon")
+        beta1, beta2 = h(self._beta1, var, "beta1"), h(self._beta2, var, "beta2")
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m_t = state_ops.assign(m, beta1 * m + (1.0 - beta1) * grad)
+        v_t = state_ops.assign(v, math_ops.maximum(beta2 * v, unary_ops.abs(grad)))
+        return state_ops.assign_sub(var, lr / (1.0 - b1p) * m_t / (v_t + eps))
+
+    def _resource_apply_sparse(self, grad, var, indices):
+        return self._resource_apply_dense(_dense(grad, var, indices), var)
+
+
+class Nadam(Optimizer, adam.AdamOptimizer):
+    """Nesterov Adam as Keras's (lr 0.001, epsilon 1e-7, `schedule_decay` 0.004): the
+    momentum schedule mu_t = beta_1 (1 - 0.5 * 0.96^(0.004 t)) and its running product
+    (a "momentum_cache" variable) correct m; v is corrected by 1 - beta_2^t. Keras's
+    `decay` does not apply (its Nadam uses the argument for the schedule). Sparse
+    gradients are applied as dense ones."""
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 name="Nadam", **kwargs):
+        self.schedule_decay = float(kwargs.pop("schedule_decay", 0.004))
+        kwargs.pop("decay", None)
+        self._keras_init(learning_rate, kwargs)
+        adam.AdamOptimizer.__init__(self, self._initial_lr, beta_1, beta_2,
+                                    epsilon if epsilon is not None else K.epsilon(), name=name)
+
+    def _create_slots(self, var_list):
+        first = min(var_list, key=lambda v: v.name)
+        self._non_slot_variable(1.0, "momentum_cache", first)
+        for v in var_list:
+            self._zeros_slot(v, "m", self._name)
+            self._zeros_slot(v, "v", self._name)
+
+    def _prepare(self) -> None:
+        cache = self._get_non_slot_variable("momentum_cache")
+        step = math_ops.cast(self._iterations, dtypes.float32) + 1.0
+        beta1 = float(self._beta1)
+
+        def mu(t):
+            return beta1 * (1.0 - 0.5 * math_ops.pow(0.96, self.schedule_decay * t))
+
+        mu_t, mu_next = mu(step), mu(step + 1.0)
+        schedule = state_ops.assign(cache, cache.value() * mu_t)
+        self._nadam = {"mu_t": mu_t, "mu_next": mu_next, "schedule": schedule,
+                       "schedule_next": schedule * mu_next,
+                       "v_denominator": 1.0 - math_ops.pow(float(self._beta2), step)}
+
+    def _resource_apply_dense(self, grad, var):
+        c = {k: self._hyper(t, var, k) for k, t in self._nadam.items()}
+        h = self._hyper
+        lr, eps = h(self._lr, var, "learning_rate"), h(self._epsilon, var, "epsilon")
+        beta1, beta2 = h(self._beta1, var, "beta1"), h(self._beta2, var, "beta2")
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        g_prime = grad / (1.0 - c["schedule"])
+        m_t = state_ops.assign(m, beta1 * m + (1.0 - beta1) * grad)
+        m_prime = m_t / (1.0 - c["schedule_next"])
+        v_t = state_ops.assign(v, beta2 * v + (1.0 - beta2) * unary_ops.square(grad))
+        v_prime = v_t / c["v_denominator"]
+        m_bar = (1.0 - c["mu_t"]) * g_prime + c["mu_next"] * m_prime
+        return state_ops.assign_sub(var, lr * m_bar / (unary_ops.sqrt(v_prime) + eps))
+
+    def _resource_apply_sparse(self, grad, var, indices):
+        return self._resource_apply_dense(_dense(grad, var, indices), var)
+
+    def _finish(self, update_ops, name_scope):
+        return builders.group(*update_ops, name=name_scope)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.pop("decay", None)
+        return {**config, "schedule_decay": self.schedule_decay}
+
+
+def _dense(grad, var, indices):
+    """IndexedSlices rows (already without repeats) as a dense gradient of `var`."""
+    from tensorflux.ops import array_ops, sequence_ops
+
+    return sequence_ops.unsorted_segment_sum(grad, indices, array_ops.shape(var)[0])
 
 
 class RMSprop(Optimizer, rmsprop.RMSPropOptimizer):
@@ -221,7 +347,7 @@ class Adadelta(Optimizer, adadelta.AdadeltaOptimizer):
 
 
 _BY_NAME = {"sgd": SGD, "adam": Adam, "rmsprop": RMSprop, "adagrad": Adagrad,
-            "adadelta": Adadelta}
+            "adadelta": Adadelta, "adamax": Adamax, "nadam": Nadam}
 
 
 def get(identifier):

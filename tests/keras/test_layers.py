@@ -372,3 +372,40 @@ def test_datasets_load_only_from_the_cache(tmp_path, monkeypatch):
     assert x.shape == (2, 28, 28) and xt.shape == (1, 28, 28)
     with pytest.raises(FileNotFoundError, match="not available"):
         keras.datasets.cifar10.load_data()
+
+
+@pytest.mark.parametrize("make, check", [
+    (lambda L: L.GaussianNoise(0.5), lambda x, y: (np.std(y - x), 0.5)),
+    (lambda L: L.GaussianDropout(0.2), lambda x, y: (np.std(y / x), np.sqrt(0.2 / 0.8))),
+    (lambda L: L.AlphaDropout(0.3), lambda x, y: (np.std(y), 1.0)),
+    (lambda L: L.AlphaDropout(0.3), lambda x, y: (np.mean(y), 0.0)),
+])
+def test_noise_layers_draw_keras_noise_while_training(make, check):
+    """Noise of Keras's size in the training phase, the identity outside it."""
+    x = np.random.RandomState(0).randn(200, 500).astype(np.float32)
+    with tf.Graph().as_default():
+        layer = make(tf.keras.layers)
+        noisy = layer(tf.constant(x), training=True)
+        plain = layer(tf.constant(x))
+        with tf.Session() as sess:
+            y, same = sess.run([noisy, plain])
+    np.testing.assert_array_equal(same, x)
+    got, want = check(x, y)
+    assert abs(got - want) < 0.02, (got, want)
+
+
+@pytest.mark.parametrize("cls, shape, keep_axes", [
+    ("SpatialDropout1D", (8, 20, 6), (1,)),
+    ("SpatialDropout2D", (8, 5, 4, 6), (1, 2)),
+    ("SpatialDropout3D", (4, 3, 3, 3, 6), (1, 2, 3)),
+])
+def test_spatial_dropout_drops_whole_channels(cls, shape, keep_axes):
+    x = np.random.RandomState(1).rand(*shape).astype(np.float32) + 1.0
+    with tf.Graph().as_default():
+        y = getattr(tf.keras.layers, cls)(0.5)(tf.constant(x), training=True)
+        with tf.Session() as sess:
+            out = sess.run(y)
+    kept = out != 0
+    assert np.all(kept.all(axis=keep_axes) | (~kept).all(axis=keep_axes))
+    np.testing.assert_allclose(out[kept], x[kept] * 2.0, rtol=1e-6)
+    assert 0.2 < kept.mean() < 0.8

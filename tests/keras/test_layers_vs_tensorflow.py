@@ -99,6 +99,17 @@ CASES = [
     L + "ReLU(negative_slope=0.1, threshold=0.2)(xd)",
     L + "Softmax()(x1)",
     L + "ThresholdedReLU(0.3)(xd)",
+    L + "LayerNormalization()(x2)",
+    L + "LayerNormalization(axis=[1, 2], epsilon=0.01, center=False)(x2)",
+    L + "LayerNormalization(axis=1, scale=False)(x1)",
+    L + "UpSampling2D(interpolation='bilinear')(x2)",
+    L + "UpSampling2D((3, 2), interpolation='bicubic')(x2)",
+    L + "UpSampling2D((2, 3), data_format='channels_first', interpolation='bilinear')(x2)",
+    L + "GaussianNoise(0.3)(xd)",
+    L + "GaussianDropout(0.3)(x1, training=False)",
+    L + "AlphaDropout(0.3)(x1, training=False)",
+    L + "SpatialDropout1D(0.4)(x1)",
+    L + "SpatialDropout2D(0.4)(x2, training=False)",
 ]
 
 PROGRAM = """

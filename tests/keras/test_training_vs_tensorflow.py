@@ -14,7 +14,9 @@ from tests import oracle
 OPTIMIZERS = ["'sgd'", "keras.optimizers.SGD(0.1, momentum=0.9, nesterov=True)",
               "keras.optimizers.Adam(0.01)", "keras.optimizers.RMSprop(0.01)",
               "keras.optimizers.Adadelta(1.0)", "keras.optimizers.Adagrad(0.1)", "'adam'",
-              "'rmsprop'"]
+              "'rmsprop'", "keras.optimizers.Adam(0.01, amsgrad=True)",
+              "keras.optimizers.Adamax(0.02)", "keras.optimizers.Nadam(0.01)", "'nadam'",
+              "keras.optimizers.Adamax(0.02, beta_1=0.8, decay=0.1)"]
 
 PROGRAM = """
 keras = tf.keras

@@ -15,7 +15,12 @@ What Keras adds here:
   model's train op depend on that input);
 - as TF1 Keras (tf.compat.v1.keras) does, and unlike tf.layers, update ops and losses
   stay with the layer (`layer.updates`, `layer.losses`, `model.updates`): they do not join
-  the UPDATE_OPS and REGULARIZATION_LOSSES collections.
+  the UPDATE_OPS and REGULARIZATION_LOSSES collections;
+- masks (Keras's `_keras_mask` on tensors): a call gathers its inputs' masks (or takes
+  `mask=`), hands them to `call` when it takes a `mask` argument, and sets the outputs'
+  masks from `compute_mask` when the layer supports masking or defines `compute_mask`
+  (else the mask stops there), unless `call` already set them; a layer that returns one
+  of its inputs unchanged returns an identity of it (the input keeps its own history).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from tensorflux.framework.operation import Tensor
 from tensorflux.keras import activations, constraints, initializers, regularizers
 from tensorflux.keras import backend as K
 from tensorflux.layers import base as tf_base
+from tensorflux.variables import variable_scope as vs
 
 __all__ = ["Layer", "InputSpec", "Node", "resolve_identifiers"]
 
@@ -75,6 +81,8 @@ class Layer(tf_base.Layer):
     """The Keras layer base: subclass it with `build(input_shape)` (weights from
     `add_weight`, string initializers accepted), `call(inputs, training=None)` and
     `compute_output_shape`. See the module docstring for what Keras adds."""
+
+    supports_masking = False
 
     def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
         kwargs = self._keras_kwargs(kwargs)
@@ -156,17 +164,93 @@ class Layer(tf_base.Layer):
         if not hasattr(self, "_inbound_nodes"):
             raise RuntimeError(f"Layer {type(self).__name__} was not initialized: call "
                                "super().__init__() in its __init__.")
-        if "training" in inspect.signature(self.call).parameters and \
-                kwargs.get("training") is None:
+        params = _call_params(self)
+        if "training" in params and kwargs.get("training") is None:
             kwargs["training"] = K.learning_phase()
+        explicit_mask = "mask" in kwargs
+        input_masks = kwargs["mask"] if explicit_mask else collect_masks(inputs)
+        if "mask" in params and input_masks is not None and not explicit_mask:
+            kwargs["mask"] = input_masks
         was_built = self.built
         with recording() as (updates, losses):
             outputs = self._call_layer(inputs, *args, **kwargs)
+            outputs = self._copy_returned_inputs(inputs, outputs)
         if not was_built and self._initial_weights is not None:
             self.set_weights(self._initial_weights)
             self._initial_weights = None
+        self._set_mask_metadata(inputs, outputs, input_masks)
+        if not explicit_mask:
+            kwargs.pop("mask", None)
         self._record_node(inputs, outputs, kwargs, updates, losses)
         return outputs
+
+    def _copy_returned_inputs(self, inputs, outputs):
+        """`outputs` with any tensor that is one of `inputs` replaced by an identity (as
+        Keras does: the input keeps its history and mask)."""
+        ids = {id(t) for t in _flat(inputs)}
+        flat = _flat(outputs)
+        if not any(id(t) in ids for t in flat):
+            return outputs
+        from tensorflux.ops import array_ops
+
+        with graph_lib.name_scope(self.name):
+            copied = [array_ops.identity(t) if id(t) in ids else t for t in flat]
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(copied)
+        return copied[0]
+
+    # ---- masks --------------------------------------------------------------------------
+    def compute_mask(self, inputs, mask=None):
+        """The output mask: the input mask when the layer supports masking, else None.
+
+        Raises:
+          TypeError: a mask given to a layer that does not support masking."""
+        if not self.supports_masking:
+            if any(m is not None for m in _flat(mask)):
+                raise TypeError(f"Layer {self.name} does not support masking, but was "
+                                f"passed an input_mask: {mask}")
+            return None
+        return mask
+
+    def _set_mask_metadata(self, inputs, outputs, input_masks) -> None:
+        flat = [t for t in _flat(outputs) if isinstance(t, Tensor)]
+        if flat and all(getattr(t, "_keras_mask", None) is not None for t in flat):
+            return
+        if self.supports_masking or type(self).compute_mask is not Layer.compute_mask:
+            masks = self.compute_mask(inputs, input_masks)
+            masks = [None] * len(flat) if masks is None else _flat(masks)
+        else:
+            masks = [None] * len(flat)
+        for t, m in zip(flat, masks, strict=False):
+            t._keras_mask = m
+
+    def get_input_mask_at(self, node_index):
+        masks = [getattr(t, "_keras_mask", None)
+                 for t in self._inbound_nodes[node_index].inputs]
+        return masks[0] if len(masks) == 1 else masks
+
+    def get_output_mask_at(self, node_index):
+        masks = [getattr(t, "_keras_mask", None)
+                 for t in self._inbound_nodes[node_index].outputs]
+        return masks[0] if len(masks) == 1 else masks
+
+    input_mask = property(lambda self: self._mask_of("inputs", "input"))
+    output_mask = property(lambda self: self._mask_of("outputs", "output"))
+
+    def _mask_of(self, attr, what):
+        values = _flat(self._node_attr(attr, what))
+        masks = [getattr(t, "_keras_mask", None) for t in values]
+        return masks[0] if len(masks) == 1 else masks
+
+    def _set_scope(self, scope=None) -> None:
+        """Variables live under the layer's own name (given at construction, as Keras
+        names layers), not under the next unused scope of its class's name."""
+        if self._scope is None and scope is None and self._scope_arg is None and \
+                not self._reuse:
+            with vs.variable_scope(None, default_name=self._name) as s:
+                self._scope = s
+            return
+        super()._set_scope(scope)
 
     def _call_layer(self, inputs, *args, **kwargs):
         return tf_base.Layer.__call__(self, inputs, *args, **kwargs)
@@ -221,6 +305,24 @@ class Layer(tf_base.Layer):
     def from_config(cls, config):
         return cls(**config)
 
+
+
+def collect_masks(inputs):
+    """The `_keras_mask` of `inputs` (a list for a list), or None when none has one."""
+    if isinstance(inputs, (list, tuple)):
+        masks = [getattr(t, "_keras_mask", None) for t in inputs]
+        return None if all(m is None for m in masks) else masks
+    return getattr(inputs, "_keras_mask", None)
+
+
+def _call_params(layer):
+    """The parameter names of `layer.call` (cached per class)."""
+    cls = type(layer)
+    cache = cls.__dict__.get("_call_params_cache")
+    if cache is None or cache[0] is not cls.call:
+        cache = (cls.call, frozenset(inspect.signature(layer.call).parameters))
+        cls._call_params_cache = cache
+    return cache[1]
 
 
 @contextlib.contextmanager

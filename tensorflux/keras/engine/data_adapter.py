@@ -1,6 +1,11 @@
 """The data `fit`/`evaluate`/`predict` take: NumPy arrays (or lists/dicts of them), a
-`keras.utils.Sequence`, or a generator with `steps`; batching, shuffling, the
-validation split, and the shape checks Keras makes before feeding."""
+`keras.utils.Sequence`, a generator with `steps`, a `tf.data.Dataset` or a tf.data
+iterator (one-shot or initializable); batching, shuffling, the validation split, and the
+shape checks Keras makes before feeding.
+
+Each source tells the loops how TF1 Keras counts it: `use_steps` (the progress bar and
+the epoch loss count steps: the loss is the mean of the batch losses) and `log_size` (the
+"size" in the batch logs: the batch's samples, or 1 for datasets, as Keras logs)."""
 
 from __future__ import annotations
 
@@ -20,6 +25,9 @@ def _as_list(x):
 
 class ArraySource:
     """Arrays cut into batches (`x`, `y`, `sw` lists of arrays, or dicts by name)."""
+
+    use_steps = False
+    exhausted = False
 
     def __init__(self, x, y, sw, batch_size):
         self.x, self.y, self.sw = x, y, sw
@@ -76,6 +84,9 @@ class SequenceSource:
     """A keras.utils.Sequence (len and __getitem__) or a generator, `steps` batches an
     epoch; each item is x, (x,), (x, y) or (x, y, sample_weight)."""
 
+    use_steps = True
+    exhausted = False
+
     def __init__(self, seq, steps):
         self.seq = seq
         self.is_sequence = hasattr(seq, "__getitem__") and hasattr(seq, "__len__")
@@ -120,6 +131,108 @@ class SequenceSource:
             self.seq.on_epoch_end()
 
 
+class DatasetSource:
+    """A `tf.data.Dataset` (read through an initializable iterator of its own, made once
+    per source) or a tf.data iterator the caller made (and initialized), one batch a
+    step, fetched in the Keras session.
+
+    As TF1 Keras: without `steps`, an epoch is the dataset's cardinality in batches (a
+    full pass read until the end when unknown) and the dataset starts over each epoch;
+    with `steps`, the iterator goes on across epochs, and running out of data stops
+    training. An iterator needs `steps`.
+
+    Raises (from the constructor):
+      ValueError: an infinite dataset without steps; more steps * epochs than a finite
+        dataset holds; an iterator without steps.
+    """
+
+    use_steps = True
+
+    def __init__(self, data, steps, epochs=1, steps_name="steps", restart=False):
+        from tensorflux.data import dataset_ops
+        from tensorflux.keras import backend as K
+
+        self.exhausted = False
+        self.samples = None
+        self._session = K.get_session()
+        self._reset_each_epoch = False
+        self._restart = restart
+        if isinstance(data, dataset_ops.DatasetV1):
+            size = int(self._session.run(data.cardinality()))
+            if steps is None:
+                if size == -1:
+                    raise ValueError("When passing an infinitely repeating dataset, you must "
+                                     f"specify the `{steps_name}` argument.")
+                steps = size if size >= 0 else None
+                self._reset_each_epoch = True
+            elif size >= 0 and steps * epochs > size:
+                if epochs > 1:
+                    raise ValueError(f"The dataset you passed contains {size} batches, but "
+                                     f"you passed `epochs={epochs}` and `{steps_name}="
+                                     f"{steps}`, which is a total of {steps * epochs} steps. "
+                                     "We cannot draw that many steps from this dataset. We "
+                                     f"suggest to set `{steps_name}={size // epochs}`.")
+                raise ValueError(f"The dataset you passed contains {size} batches, but you "
+                                 f"passed `{steps_name}={steps}`. We cannot draw that many "
+                                 f"steps from this dataset. We suggest to set "
+                                 f"`{steps_name}={size}`.")
+            self.iterator = data.make_initializable_iterator()
+            self._owned = True
+            self._session.run(self.iterator.initializer)
+        else:
+            if steps is None:
+                raise ValueError(f"When using an iterator as input to a model, you should "
+                                 f"specify the `{steps_name}` argument.")
+            self.iterator = data
+            self._owned = False
+        self.steps = None if steps is None else int(steps)
+        self._next = self.iterator.get_next()
+        self._fresh = True
+
+    def peek_x(self):
+        """The element's input tensors (their static shapes and dtypes build a model)."""
+        return _unpack(self._next if not isinstance(self._next, list) else
+                       tuple(self._next))[0]
+
+    def batches(self, shuffle):
+        del shuffle  # (a dataset shuffles itself)
+        from tensorflux.framework import errors
+
+        if self._owned and (self._restart or
+                            (self._reset_each_epoch and not self._fresh)):
+            self._session.run(self.iterator.initializer)
+        self._fresh = False
+        step = 0
+        while self.steps is None or step < self.steps:
+            try:
+                item = self._session.run(self._next)
+            except errors.OutOfRangeError:
+                if self.steps is None and step > 0:
+                    self.steps = step
+                else:
+                    self.exhausted = True
+                    print("WARNING: Your dataset ran out of data; interrupting training. "
+                          "Make sure that your dataset can generate at least `steps * "
+                          "epochs` batches. You may need to use the repeat() function "
+                          "when building your dataset.")
+                return
+            step += 1
+            yield _unpack(tuple(item) if isinstance(item, list) else item)
+
+    def split(self, fraction):
+        raise ValueError("`validation_split` is only supported for Tensors or NumPy "
+                         "arrays, found a dataset.")
+
+    def on_epoch_end(self) -> None:
+        pass
+
+
+def _is_dataset(x) -> bool:
+    from tensorflux.data import dataset_ops, iterator_ops
+
+    return isinstance(x, (dataset_ops.DatasetV1, iterator_ops.Iterator))
+
+
 def _unpack(item):
     if isinstance(item, tuple):
         if len(item) == 1:
@@ -133,13 +246,22 @@ def _unpack(item):
     return item, None, None
 
 
-def make_source(x, y, sample_weight, batch_size, steps):
-    """An ArraySource or a SequenceSource for `x`.
+def make_source(x, y, sample_weight, batch_size, steps, epochs=1, steps_name="steps",
+                restart=False):
+    """An ArraySource, a SequenceSource or a DatasetSource for `x` (`restart`: a
+    dataset starts over at each pass, as Keras's validation and evaluation do).
 
     Raises:
-      ValueError: no x, or `y` given with a Sequence/generator."""
+      ValueError: no x, or `y` given with a Sequence/generator/dataset."""
     if x is None:
         raise ValueError("No input data was given (x is None).")
+    if _is_dataset(x):
+        if y is not None:
+            raise ValueError("`y` argument is not supported when using dataset as input.")
+        if sample_weight is not None:
+            raise ValueError("`sample_weight` argument is not supported when using dataset "
+                             "as input.")
+        return DatasetSource(x, steps, epochs, steps_name, restart)
     if not isinstance(x, (np.ndarray, list, tuple, dict)) and (
             hasattr(x, "__getitem__") and hasattr(x, "__len__") or hasattr(x, "__next__")):
         if y is not None:
@@ -161,7 +283,8 @@ def unpack_validation(validation_data):
         x, y = validation_data[0], validation_data[1]
         sw = validation_data[2] if len(validation_data) == 3 else None
         return x, y, sw
-    if hasattr(validation_data, "__getitem__") or hasattr(validation_data, "__next__"):
+    if hasattr(validation_data, "__getitem__") or hasattr(validation_data, "__next__") or \
+            _is_dataset(validation_data):
         return validation_data, None, None
     raise ValueError("When passing validation_data, it must contain 2 (x_val, y_val) or 3 "
                      "(x_val, y_val, val_sample_weights) items, however it contains "

@@ -3,22 +3,29 @@ session (backend.get_session).
 
 `compile` makes one target placeholder per output ("<output layer>_target") and one
 sample-weight placeholder (default ones), the total loss (the mean per-sample loss of
-each output times its weight, plus the model's regularization losses) and a per-batch
-mean tensor per metric. The train op (built on first use, as Keras does) minimizes the
-total loss over the trainable weights and runs the model's update ops (batch-norm
-statistics) in the same step. `fit` feeds batches with the learning phase set to 1 and
-reports per-epoch means weighted by batch size, which is what Keras's stateful mean
-metrics give.
+each output times its weight, plus the model's regularization losses) and, per metric, a
+(weighted sum, weight) pair of tensors for the batch. The train op (built on first use,
+as Keras does) minimizes the total loss over the trainable weights and runs the model's
+update ops (batch-norm statistics) in the same step. `fit` feeds batches with the
+learning phase set to 1.
+
+What is reported follows TF1 Keras (training_v1): the loss of a batch, and its epoch
+value the mean of the batch losses weighted by batch size; a metric is a stateful mean,
+so its value after a batch is the sum of its weighted values over the epoch so far
+divided by the sum of their weights (the per-output losses of a multi-output model are
+means of their batch values). An output's Keras mask (`_keras_mask`, from
+`Embedding(mask_zero=True)`, `Masking`, ...) weights its per-step losses and metric
+values: the loss is sum(loss * sample weight * mask) / sum(mask) and a metric the mean
+over the unmasked entries, as Keras computes them.
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 
 from tensorflux.control_flow import builders
 from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.operation import Tensor
 from tensorflux.keras import backend as K
 from tensorflux.keras import callbacks as cbks
 from tensorflux.keras import losses as losses_lib
@@ -26,7 +33,7 @@ from tensorflux.keras import metrics as metrics_lib
 from tensorflux.keras import optimizers as optimizers_lib
 from tensorflux.keras.engine import data_adapter as data
 from tensorflux.keras.engine.network import Network
-from tensorflux.ops import array_ops, math_ops, reduction_ops
+from tensorflux.ops import array_ops, constant_op, math_ops, reduction_ops
 
 __all__ = ["Model"]
 
@@ -101,20 +108,25 @@ class Model(Network):
                     shape=[None], name=f"{names[i]}_sample_weights") if rank else None
                 targets.append(target)
                 sample_weights.append(sw)
+                mask = getattr(out, "_keras_mask", None)
                 with graph_lib.name_scope(f"loss/{names[i]}_loss"):
                     values = fn(target, out)
                     n = values.shape.ndims
                     if sw is not None and n:
                         values = values * (sw if n == 1 else array_ops.reshape(
                             sw, [-1] + [1] * (n - 1)))
+                    if mask is not None:  # Keras: the mean over the unmasked entries
+                        m = _mask_like(mask, values)
+                        entries = math_ops.cast(array_ops.size(m), values.dtype)
+                        values = values * (m * (entries / reduction_ops.reduce_sum(m)))
                     out_loss = reduction_ops.reduce_mean(values)
                 per_output_losses.append(out_loss)
                 total = total + float(weights[i]) * out_loss if weights[i] != 1.0 else \
                     total + out_loss
                 for m in metric_lists[i]:
-                    name, tensor = _metric(m, fn, target, out)
+                    name, pair = _metric(m, fn, target, out, mask)
                     metric_names.append(name if len(names) == 1 else f"{names[i]}_{name}")
-                    metric_tensors.append(tensor)
+                    metric_tensors.extend(pair)
             reg = self.losses
             if reg:
                 total = total + math_ops.add_n([math_ops.cast(r, total.dtype) for r in reg])
@@ -123,7 +135,8 @@ class Model(Network):
         extra = []
         if len(names) > 1:
             names_out += [f"{n}_loss" for n in names]
-            extra = per_output_losses
+            one = constant_op.constant(1.0, total.dtype)
+            extra = [t for loss in per_output_losses for t in (loss, one)]
         self.metrics_names = names_out + metric_names
         self._compiled = {"targets": targets, "sample_weights": sample_weights,
                           "fetches": [total] + extra + metric_tensors,
@@ -150,7 +163,7 @@ class Model(Network):
         arrays = x if isinstance(x, (list, tuple)) else [x]
         from tensorflux.keras.engine.input_layer import Input
 
-        inputs = [Input(batch_shape=(None,) + np.shape(a)[1:],
+        inputs = [Input(batch_shape=(None,) + _shape_of(a)[1:],
                         dtype=_dtype_of(a)) for a in arrays]
         self._build_graph_from_inputs(inputs[0] if len(inputs) == 1 else inputs)
 
@@ -199,15 +212,15 @@ class Model(Network):
         xs, ys, sw = self._standardize(x, y, sample_weight, class_weight)
         out = self._run([self._train_op()] + self._compiled["fetches"],
                         self._feed(xs, ys, sw, training=True))[1:]
-        return self._result(out, return_dict)
+        return self._result(_Means(out).values(), return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, reset_metrics=True,
                       return_dict=False):
         del reset_metrics
         self._ensure_compiled(_first_x(x))
         xs, ys, sw = self._standardize(x, y, sample_weight)
-        return self._result(self._run(self._compiled["fetches"], self._feed(xs, ys, sw)),
-                            return_dict)
+        out = self._run(self._compiled["fetches"], self._feed(xs, ys, sw))
+        return self._result(_Means(out).values(), return_dict)
 
     def predict_on_batch(self, x):
         if not self.outputs:
@@ -228,8 +241,10 @@ class Model(Network):
             sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
             validation_freq=1, max_queue_size=10, workers=1, use_multiprocessing=False,
             **kwargs):
-        """Trains for `epochs` over arrays (or a `keras.utils.Sequence` / generator with
-        `steps_per_epoch`); returns the History.
+        """Trains for `epochs` over arrays, a `keras.utils.Sequence`, a generator (with
+        `steps_per_epoch`), a `tf.data.Dataset` of (x, y[, sample_weight]) batches or a
+        tf.data iterator (with `steps_per_epoch`); returns the History. `verbose=1`
+        prints Keras's progress bar, `verbose=2` one line an epoch.
 
         Raises:
           ValueError: arrays whose shapes do not fit the model's inputs or outputs, input
@@ -240,12 +255,13 @@ class Model(Network):
         if kwargs:
             raise TypeError(f"Unrecognized keyword arguments: {sorted(kwargs)}")
         batch_size = batch_size or 32
-        source = data.make_source(x, y, sample_weight, batch_size, steps_per_epoch)
+        source = data.make_source(x, y, sample_weight, batch_size, steps_per_epoch, epochs,
+                                  "steps_per_epoch")
         self._ensure_compiled(source.peek_x())
         val = None
         if validation_data is not None:
             val = data.make_source(*data.unpack_validation(validation_data), batch_size,
-                                   validation_steps)
+                                   validation_steps, 1, "validation_steps", restart=True)
         elif validation_split:
             if not 0.0 < validation_split < 1.0:
                 raise ValueError(f"`validation_split` must be in (0, 1); got {validation_split}")
@@ -262,30 +278,37 @@ class Model(Network):
                   "samples": source.samples, "verbose": verbose, "do_validation": do_val,
                   "metrics": metric_names + ([f"val_{n}" for n in metric_names]
                                              if do_val else [])}
-        callback_list = cbks.CallbackList(list(callbacks or []) + [self.history], self, params)
+        logger = [cbks.ProgbarLogger("steps" if source.use_steps else "samples")] \
+            if verbose else []
+        callback_list = cbks.CallbackList(list(callbacks or []) + [self.history] + logger,
+                                          self, params)
         self.stop_training = False
         train_op = self._train_op()
         K.get_session()
+        if verbose and not isinstance(source, data.SequenceSource):
+            _print_train_info(source, val)
         callback_list.on_train_begin()
         for epoch in range(initial_epoch, epochs):
             callback_list.on_epoch_begin(epoch)
-            start = time.time()
-            sums, seen = np.zeros(len(metric_names)), 0
+            means = _Means()
             for step, (xb, yb, swb) in enumerate(source.batches(shuffle)):
                 xs, ys, sw = self._standardize(xb, yb, swb, class_weight)
                 n = len(xs[0])
-                logs = {"batch": step, "size": n}
+                logs = {"batch": step,
+                        "size": 1 if isinstance(source, data.DatasetSource) else n}
                 callback_list.on_train_batch_begin(step, logs)
                 out = self._run([train_op] + self._compiled["fetches"],
                                 self._feed(xs, ys, sw, training=True))[1:]
-                values = [float(v) for v in out]
-                sums += np.asarray(values) * n
-                seen += n
-                logs.update(zip(metric_names, values, strict=True))
+                means.add(out, 1 if source.use_steps else n)
+                logs.update(zip(metric_names, means.running(out), strict=True))
                 callback_list.on_train_batch_end(step, logs)
                 if self.stop_training:
                     break
-            epoch_logs = dict(zip(metric_names, (sums / max(seen, 1)).tolist(), strict=True))
+            if source.exhausted:
+                self.stop_training = True
+                if not means.seen:
+                    break
+            epoch_logs = dict(zip(metric_names, means.values(), strict=True))
             if do_val and (epoch + 1) % validation_freq == 0:
                 # Keras 1/2 (v1 graph mode) shuffles the validation samples too: the same
                 # means, but the same NumPy draws, so a seeded NumPy gives Keras's batches.
@@ -293,8 +316,6 @@ class Model(Network):
                 epoch_logs.update({f"val_{k}": v for k, v in
                                    zip(metric_names, val_values, strict=True)})
             source.on_epoch_end()
-            if verbose:
-                _print_epoch(epoch, epochs, seen, time.time() - start, epoch_logs)
             callback_list.on_epoch_end(epoch, epoch_logs)
             if self.stop_training:
                 break
@@ -302,34 +323,29 @@ class Model(Network):
         return self.history
 
     def _evaluate_source(self, source, shuffle=False) -> list:
-        sums, seen = None, 0
+        means = _Means()
         for xb, yb, swb in source.batches(shuffle):
             xs, ys, sw = self._standardize(xb, yb, swb)
-            values = np.asarray([float(v) for v in self._run(self._compiled["fetches"],
-                                                             self._feed(xs, ys, sw))])
-            n = len(xs[0])
-            sums = values * n if sums is None else sums + values * n
-            seen += n
-        if not seen:
+            means.add(self._run(self._compiled["fetches"], self._feed(xs, ys, sw)),
+                      1 if source.use_steps else len(xs[0]))
+        if not means.seen:
             raise ValueError("evaluate: no data to evaluate on")
-        return (sums / seen).tolist()
+        return means.values()
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose=1, sample_weight=None,
                  steps=None, callbacks=None, max_queue_size=10, workers=1,
                  use_multiprocessing=False, return_dict=False):
         """The loss (and metrics) over the data: a float, or a list matching
-        `metrics_names`.
+        `metrics_names`. Prints nothing, whatever `verbose` (TF1 Keras shows no progress
+        bar outside `fit`).
 
         Raises:
           ValueError: arrays that do not fit the model."""
-        del callbacks, max_queue_size, workers, use_multiprocessing
+        del callbacks, max_queue_size, workers, use_multiprocessing, verbose
         source = data.make_source(x, y, sample_weight, batch_size or 32, steps)
         self._ensure_compiled(source.peek_x())
         K.get_session()
         values = self._evaluate_source(source)
-        if verbose:
-            print(" - ".join(f"{k}: {v:.4f}" for k, v in zip(self.metrics_names, values,
-                                                               strict=True)))
         return self._result(values, return_dict)
 
     def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None,
@@ -460,7 +476,15 @@ def _first_x(x):
     return x
 
 
+def _shape_of(a) -> tuple:
+    if isinstance(a, Tensor):
+        return tuple(a.shape.as_list())
+    return tuple(np.shape(a))
+
+
 def _dtype_of(a):
+    if isinstance(a, Tensor):
+        return a.dtype.base_dtype.name
     dt = np.asarray(a).dtype
     return "float32" if dt == np.float64 else dt.name
 
@@ -513,8 +537,50 @@ def _per_output_metrics(metrics, names):
     return [list(metrics) for _ in names]
 
 
-def _metric(metric, loss_fn, target, out):
-    """(name, per-batch mean tensor) for one metric of one output."""
+class _Means:
+    """What fit/evaluate report from the batches' fetches [loss, (sum, weight) per
+    metric]: the loss averaged over the batches weighted by their sizes, each metric its
+    summed values over its summed weights (Keras's stateful means)."""
+
+    def __init__(self, first=None):
+        self.loss, self.seen, self.sums = 0.0, 0, None
+        if first is not None:
+            self.add(first, 1)
+
+    def add(self, out, n) -> None:
+        values = np.asarray([float(v) for v in out], np.float64)
+        self.loss += values[0] * n
+        self.seen += n
+        self.sums = values[1:] if self.sums is None else self.sums + values[1:]
+
+    def _ratios(self) -> list:
+        num, den = self.sums[0::2], self.sums[1::2]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(den != 0, num / np.where(den != 0, den, 1.0), 0.0).tolist()
+
+    def running(self, out) -> list:
+        """The values after this batch: its loss, the metrics so far."""
+        return [float(out[0])] + self._ratios()
+
+    def values(self) -> list:
+        return [float(self.loss / max(self.seen, 1))] + self._ratios()
+
+
+def _mask_like(mask, values):
+    """`mask` as a float tensor of `values`'s rank (a trailing axis squeezed or added)."""
+    m = math_ops.cast(mask, values.dtype)
+    n, k = values.shape.ndims, m.shape.ndims
+    if n is not None and k is not None:
+        if k == n + 1:
+            m = array_ops.squeeze(m, axis=[-1])
+        elif k == n - 1:
+            m = array_ops.expand_dims(m, -1)
+    return m
+
+
+def _metric(metric, loss_fn, target, out, mask=None):
+    """(name, (weighted sum, weight) tensors of the batch) for one metric of one output;
+    the weights are the output's mask, or ones."""
     if metric in ("accuracy", "acc"):
         metric = "acc"  # TF1 Keras names both 'acc'
         if _is_sparse(loss_fn):
@@ -540,9 +606,23 @@ def _metric(metric, loss_fn, target, out):
     else:
         raise ValueError(f"Could not interpret metric identifier: {metric}")
     with graph_lib.name_scope(f"metrics/{name}"):
-        return name, reduction_ops.reduce_mean(math_ops.cast(fn(target, out), K.floatx()))
+        values = math_ops.cast(fn(target, out), K.floatx())
+        if mask is None:
+            return name, (reduction_ops.reduce_sum(values),
+                          math_ops.cast(array_ops.size(values), K.floatx()))
+        w = _mask_like(mask, values) * array_ops.ones_like(values)
+        return name, (reduction_ops.reduce_sum(values * w), reduction_ops.reduce_sum(w))
 
 
-def _print_epoch(epoch, epochs, seen, seconds, logs) -> None:
-    values = " - ".join(f"{k}: {v:.4f}" for k, v in logs.items())
-    print(f"Epoch {epoch + 1}/{epochs}\n{seen} samples - {seconds:.0f}s - {values}")
+def _print_train_info(source, val) -> None:
+    """Keras's "Train on 40 samples, validate on 10 samples" (steps for datasets)."""
+    if isinstance(source, data.DatasetSource):
+        unit, count = "steps", source.steps
+        val_count = None if val is None else (val.steps if val.use_steps else val.samples)
+    else:
+        unit, count = "samples", source.samples
+        val_count = None if val is None else (val.samples or val.steps)
+    msg = f"Train on {count} {unit}"
+    if val_count:
+        msg += f", validate on {val_count} {unit}"
+    print(msg)

@@ -7,6 +7,7 @@ from tensorflux.keras.layers.convolutional import *  # noqa: F401,F403
 from tensorflux.keras.layers.core import *  # noqa: F401,F403
 from tensorflux.keras.layers.embeddings import *  # noqa: F401,F403
 from tensorflux.keras.layers.merge import *  # noqa: F401,F403
+from tensorflux.keras.layers.noise import *  # noqa: F401,F403
 from tensorflux.keras.layers.normalization import *  # noqa: F401,F403
 from tensorflux.keras.layers.pooling import *  # noqa: F401,F403
 from tensorflux.keras.layers.recurrent import *  # noqa: F401,F403

@@ -6,10 +6,10 @@ from __future__ import annotations
 from tensorflux.keras.engine.base_layer import Layer, resolve_identifiers
 
 
-def keras_class(tf_cls, name, positional, defaults=None, doc=None):
+def keras_class(tf_cls, name, positional, defaults=None, doc=None, supports_masking=False):
     """A Keras layer class `name` running `tf_cls`: positional arguments are bound to the
     names in `positional`, `defaults` fill what the caller leaves out, string identifiers
-    become objects.
+    become objects; `supports_masking` passes input masks through (Keras's flag).
 
     Raises (from the class):
       TypeError: too many positional arguments or an unknown keyword."""
@@ -33,4 +33,5 @@ def keras_class(tf_cls, name, positional, defaults=None, doc=None):
 
     return type(name, (Layer, tf_cls), {"__init__": __init__,
                                         "__doc__": doc or tf_cls.__doc__,
+                                        "supports_masking": supports_masking,
                                         "__module__": "tensorflux.keras.layers"})

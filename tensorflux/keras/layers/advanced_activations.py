@@ -14,6 +14,8 @@ __all__ = ["LeakyReLU", "PReLU", "ELU", "ReLU", "Softmax", "ThresholdedReLU"]
 class LeakyReLU(Layer):
     """x for x >= 0, alpha * x below (Keras's default alpha 0.3)."""
 
+    supports_masking = True
+
     def __init__(self, alpha=0.3, **kwargs):
         super().__init__(**kwargs)
         self.alpha = float(alpha)
@@ -25,6 +27,8 @@ class LeakyReLU(Layer):
 class PReLU(Layer):
     """LeakyReLU with a learned slope "alpha" per input entry (shared along
     `shared_axes`, 1-based)."""
+
+    supports_masking = True
 
     def __init__(self, alpha_initializer="zeros", alpha_regularizer=None,
                  alpha_constraint=None, shared_axes=None, **kwargs):
@@ -51,6 +55,8 @@ class PReLU(Layer):
 
 
 class ELU(Layer):
+    supports_masking = True
+
     def __init__(self, alpha=1.0, **kwargs):
         super().__init__(**kwargs)
         self.alpha = float(alpha)
@@ -64,6 +70,8 @@ class ReLU(Layer):
 
     Raises:
       ValueError: a negative max_value or negative_slope."""
+
+    supports_masking = True
 
     def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, **kwargs):
         super().__init__(**kwargs)
@@ -82,16 +90,24 @@ class ReLU(Layer):
 
 
 class Softmax(Layer):
+    """Softmax over `axis`; a mask adds -1e9 to the masked entries first (Keras)."""
+
+    supports_masking = True
+
     def __init__(self, axis=-1, **kwargs):
         super().__init__(**kwargs)
         self.axis = axis
 
-    def call(self, inputs):
+    def call(self, inputs, mask=None):
+        if mask is not None:
+            inputs = inputs + (1.0 - math_ops.cast(mask, inputs.dtype)) * -1e9
         return nn_ops.softmax(inputs, axis=self.axis)
 
 
 class ThresholdedReLU(Layer):
     """x where x > theta, else 0."""
+
+    supports_masking = True
 
     def __init__(self, theta=1.0, **kwargs):
         super().__init__(**kwargs)

@@ -202,17 +202,39 @@ def _repeat_axis(x, n, axis):
 
 
 class UpSampling2D(Layer):
-    """Repeats rows and columns `size` times (interpolation "nearest" only)."""
+    """Scales rows and columns up `size` times: "nearest" repeats them; "bilinear" and
+    "bicubic" interpolate as `tf.image.resize` does (half-pixel centers).
+
+    Raises:
+      ValueError: another interpolation."""
 
     def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
         super().__init__(**kwargs)
-        if interpolation != "nearest":
-            raise ValueError("tensorflux.keras UpSampling2D supports interpolation="
-                             f"'nearest' only; got {interpolation!r}")
+        if interpolation not in ("nearest", "bilinear", "bicubic"):
+            raise ValueError("`interpolation` argument should be one of: \"nearest\", "
+                             f"\"bilinear\", \"bicubic\". Received: \"{interpolation}\".")
+        self.interpolation = interpolation
         self.size = _utils.normalize_tuple(size, 2, "size")
         self.data_format = data_format or K.image_data_format()
         self.input_spec = InputSpec(ndim=4)
 
     def call(self, inputs):
         h, w = _spatial(self.data_format, 2)
-        return _repeat_axis(_repeat_axis(inputs, self.size[0], h), self.size[1], w)
+        if self.interpolation == "nearest":
+            return _repeat_axis(_repeat_axis(inputs, self.size[0], h), self.size[1], w)
+        from tensorflux.image import image_ops as images
+        from tensorflux.ops import array_ops, joining_ops, math_ops
+
+        x = inputs if self.data_format == "channels_last" else \
+            array_ops.transpose(inputs, [0, 2, 3, 1])
+        dims = x.shape.as_list()
+        dyn = array_ops.shape(x)
+        size = joining_ops.stack([(dims[i] if dims[i] is not None else dyn[i]) * s
+                                  for i, s in zip((1, 2), self.size, strict=True)])
+        fn = images.resize_bilinear if self.interpolation == "bilinear" else \
+            images.resize_bicubic
+        y = math_ops.cast(fn(x, size, half_pixel_centers=True), inputs.dtype)
+        y.set_shape([dims[0], None if dims[1] is None else dims[1] * self.size[0],
+                     None if dims[2] is None else dims[2] * self.size[1], dims[3]])
+        return y if self.data_format == "channels_last" else \
+            array_ops.transpose(y, [0, 3, 1, 2])

@@ -3,6 +3,8 @@ RepeatVector, Lambda, ActivityRegularization."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from tensorflux.framework import tensor_shape
@@ -11,24 +13,28 @@ from tensorflux.keras import backend as K
 from tensorflux.keras.engine.base_layer import Layer
 from tensorflux.keras.layers._wrap import keras_class
 from tensorflux.layers import core as tf_core
-from tensorflux.ops import array_ops, joining_ops
+from tensorflux.ops import array_ops, comparison_ops, joining_ops, math_ops
 
 __all__ = ["Dense", "Activation", "Dropout", "Flatten", "Reshape", "Permute",
-           "RepeatVector", "Lambda", "ActivityRegularization"]
+           "RepeatVector", "Lambda", "ActivityRegularization", "Masking"]
 
 Dense = keras_class(tf_core.Dense, "Dense",
                     ["units", "activation", "use_bias", "kernel_initializer",
                      "bias_initializer", "kernel_regularizer", "bias_regularizer",
                      "activity_regularizer", "kernel_constraint", "bias_constraint"],
-                    {"kernel_initializer": "glorot_uniform", "bias_initializer": "zeros"})
+                    {"kernel_initializer": "glorot_uniform", "bias_initializer": "zeros"},
+                    supports_masking=True)
 Dropout = keras_class(tf_core.Dropout, "Dropout", ["rate", "noise_shape", "seed"],
                       doc="Drops inputs with probability `rate` in the training phase "
-                          "(`training` argument, else the learning phase).")
+                          "(`training` argument, else the learning phase).",
+                      supports_masking=True)
 Flatten = keras_class(tf_core.Flatten, "Flatten", ["data_format"])
 
 
 class Activation(Layer):
     """Applies an activation function (a name or a callable)."""
+
+    supports_masking = True
 
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
@@ -118,16 +124,37 @@ class RepeatVector(Layer):
 
 
 class Lambda(Layer):
-    """Wraps `function(inputs, **arguments)` as a layer (it makes no weights)."""
+    """Wraps `function(inputs, **arguments)` as a layer (it makes no weights).
+
+    `mask` is the output mask: a tensor, or a function `(inputs, input_mask) -> mask`;
+    without it the mask stops here (Keras). `function` gets `mask=` and `training=` when
+    it takes them."""
 
     def __init__(self, function, output_shape=None, mask=None, arguments=None, **kwargs):
         super().__init__(**kwargs)
-        del mask
         self.function, self.arguments = function, dict(arguments or {})
         self._output_shape = output_shape
+        self.mask = mask
+        if mask is not None:
+            self.supports_masking = True
+        try:
+            params = inspect.signature(function).parameters
+        except (TypeError, ValueError):
+            params = {}
+        self._fn_args = frozenset(params)
 
-    def call(self, inputs):
-        return self.function(inputs, **self.arguments)
+    def call(self, inputs, mask=None, training=None):
+        kwargs = dict(self.arguments)
+        if "mask" in self._fn_args:
+            kwargs["mask"] = mask
+        if "training" in self._fn_args:
+            kwargs["training"] = training
+        return self.function(inputs, **kwargs)
+
+    def compute_mask(self, inputs, mask=None):
+        if callable(self.mask):
+            return self.mask(inputs, mask)
+        return self.mask
 
     def compute_output_shape(self, input_shape):
         if self._output_shape is None:
@@ -141,6 +168,8 @@ class Lambda(Layer):
 class ActivityRegularization(Layer):
     """Identity that adds an L1/L2 activity loss."""
 
+    supports_masking = True
+
     def __init__(self, l1=0.0, l2=0.0, **kwargs):  # noqa: E741
         super().__init__(activity_regularizer=regularizers.L1L2(l1=l1, l2=l2), **kwargs)
         self.l1, self.l2 = l1, l2
@@ -150,3 +179,36 @@ class ActivityRegularization(Layer):
 
     def compute_output_shape(self, input_shape):
         return tensor_shape.TensorShape(input_shape)
+
+
+class Masking(Layer):
+    """Masks the time steps whose features all equal `mask_value`: their values become
+    zero and the output's mask (`_keras_mask`, [batch, time]) is False there, so the
+    layers after it (recurrent layers, GlobalAveragePooling1D, the losses) skip them."""
+
+    supports_masking = True
+
+    def __init__(self, mask_value=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.mask_value = mask_value
+
+    def _keep(self, inputs):
+        return K.any(comparison_ops.not_equal(inputs, self.mask_value), axis=-1,
+                     keepdims=True)
+
+    def compute_mask(self, inputs, mask=None):
+        return K.any(comparison_ops.not_equal(inputs, self.mask_value), axis=-1)
+
+    def call(self, inputs):
+        keep = self._keep(inputs)
+        outputs = inputs * math_ops.cast(keep, inputs.dtype)
+        outputs._keras_mask = array_ops.squeeze(keep, axis=[-1])
+        return outputs
+
+    def compute_output_shape(self, input_shape):
+        return tensor_shape.TensorShape(input_shape)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config["mask_value"] = self.mask_value
+        return config

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.keras.engine.base_layer import Layer, resolve_identifiers
 from tensorflux.nn import embedding_ops
-from tensorflux.ops import math_ops
+from tensorflux.ops import comparison_ops, math_ops
 
 __all__ = ["Embedding"]
 
@@ -18,14 +18,14 @@ class Embedding(Layer):
       input_dim: the vocabulary size.
       output_dim: the embedding size.
       input_length: the sequence length (for the static output shape).
-      mask_zero: not supported (ValueError when True).
+      mask_zero: id 0 is padding: the output's mask is `ids != 0`, for the layers after
+        it (recurrent layers skip those steps, the losses and metrics of `fit` leave them
+        out).
     """
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform",
                  embeddings_regularizer=None, activity_regularizer=None,
                  embeddings_constraint=None, mask_zero=False, input_length=None, **kwargs):
-        if mask_zero:
-            raise ValueError("tensorflux.keras: Embedding(mask_zero=True) is not supported")
         if "input_shape" not in kwargs and input_length is not None:
             kwargs["input_shape"] = (input_length,)
         kwargs.setdefault("input_shape", (None,)) if "batch_input_shape" not in kwargs else None
@@ -35,6 +35,7 @@ class Embedding(Layer):
                              f"input_dim {input_dim} and output_dim {output_dim}")
         self.input_dim, self.output_dim = int(input_dim), int(output_dim)
         self.input_length = input_length
+        self.mask_zero = bool(mask_zero)
         ids = resolve_identifiers({"embeddings_initializer": embeddings_initializer,
                                    "embeddings_regularizer": embeddings_regularizer,
                                    "embeddings_constraint": embeddings_constraint})
@@ -56,6 +57,11 @@ class Embedding(Layer):
         if inputs.dtype not in (dtypes.int32, dtypes.int64):
             inputs = math_ops.cast(inputs, dtypes.int32)
         return embedding_ops.embedding_lookup(self.embeddings, inputs)
+
+    def compute_mask(self, inputs, mask=None):
+        if not self.mask_zero:
+            return None
+        return comparison_ops.not_equal(inputs, 0)
 
     def compute_output_shape(self, input_shape):
         return tensor_shape.TensorShape(input_shape).concatenate(self.output_dim)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tensorflux.keras import backend as K
 from tensorflux.keras.engine.base_layer import Layer
-from tensorflux.ops import math_ops
+from tensorflux.ops import array_ops, math_ops
 
 __all__ = ["Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate",
            "Dot", "add", "subtract", "multiply", "average", "maximum", "minimum",
@@ -15,6 +15,7 @@ class _Merge(Layer):
     """Merges a list of at least two tensors elementwise (shapes broadcast)."""
 
     _min_inputs = 2
+    supports_masking = True
 
     def build(self, input_shape) -> None:
         if not isinstance(input_shape, (list, tuple)) or len(input_shape) < self._min_inputs:
@@ -36,6 +37,21 @@ class _Merge(Layer):
 
     def _finish(self, out, n):
         return out
+
+    def compute_mask(self, inputs, mask=None):
+        """All the inputs' masks and-ed together (None when no input has one).
+
+        Raises:
+          ValueError: a mask that is not a list with one entry per input."""
+        if mask is None:
+            return None
+        if not isinstance(mask, (list, tuple)) or len(mask) != len(inputs):
+            raise ValueError("`mask` should be a list with one entry per input. Received: "
+                             f"mask={mask}")
+        masks = [array_ops.expand_dims(m, 0) for m in mask if m is not None]
+        if not masks:
+            return None
+        return K.all(K.concatenate(masks, axis=0), axis=0, keepdims=False)
 
 
 class Add(_Merge):
@@ -102,6 +118,21 @@ class Concatenate(_Merge):
     def call(self, inputs):
         return K.concatenate(inputs, axis=self.axis)
 
+    def compute_mask(self, inputs, mask=None):
+        """The inputs' masks (all-true where an input has none) concatenated along
+        `axis`, then all-reduced over the last axis, as Keras does."""
+        if mask is None or all(m is None for m in mask):
+            return None
+        masks = []
+        for x, m in zip(inputs, mask, strict=True):
+            if m is None:
+                masks.append(array_ops.ones_like(x, dtype="bool"))
+            elif K.ndim(m) < K.ndim(x):
+                masks.append(array_ops.expand_dims(m, -1))
+            else:
+                masks.append(m)
+        return K.all(K.concatenate(masks, axis=self.axis), axis=-1, keepdims=False)
+
 
 class Dot(_Merge):
     """Dot products between samples of two tensors over `axes` (L2-normalized first when
@@ -120,6 +151,9 @@ class Dot(_Merge):
         if self.normalize:
             x, y = K.l2_normalize(x, axis=axes[0]), K.l2_normalize(y, axis=axes[1])
         return K.batch_dot(x, y, axes)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
 
 
 def _functional(cls):

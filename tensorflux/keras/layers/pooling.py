@@ -7,7 +7,7 @@ from tensorflux.keras import backend as K
 from tensorflux.keras.engine.base_layer import InputSpec, Layer
 from tensorflux.keras.layers._wrap import keras_class
 from tensorflux.layers import pooling as tf_pool
-from tensorflux.ops import reduction_ops
+from tensorflux.ops import array_ops, math_ops, reduction_ops
 
 __all__ = ["MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D",
            "AveragePooling2D", "AveragePooling3D", "GlobalAveragePooling1D",
@@ -45,15 +45,38 @@ class _GlobalPooling(Layer):
         self.keepdims = keepdims
         self.input_spec = InputSpec(ndim=self._rank + 2)
 
-    def call(self, inputs):
-        axes = list(range(2, 2 + self._rank)) if self.data_format == "channels_first" else \
+    def _axes(self):
+        return list(range(2, 2 + self._rank)) if self.data_format == "channels_first" else \
             list(range(1, 1 + self._rank))
-        return type(self)._reduce(inputs, axis=axes, keepdims=self.keepdims)
+
+    def call(self, inputs):
+        return type(self)._reduce(inputs, axis=self._axes(), keepdims=self.keepdims)
+
+
+class _GlobalAveragePooling1D(_GlobalPooling):
+    """Global average pooling over the steps; with a [batch, steps] mask, the mean over
+    the unmasked steps only. The mask stops here."""
+
+    supports_masking = True
+    _rank = 1
+
+    def call(self, inputs, mask=None):
+        axis = self._axes()[0]
+        if mask is None:
+            return reduction_ops.reduce_mean(inputs, axis=axis, keepdims=self.keepdims)
+        m = array_ops.expand_dims(math_ops.cast(mask, inputs.dtype),
+                                  2 if self.data_format == "channels_last" else 1)
+        total = reduction_ops.reduce_sum(inputs * m, axis=axis, keepdims=self.keepdims)
+        return total / reduction_ops.reduce_sum(m, axis=axis, keepdims=self.keepdims)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
 
 
 def _global(kind, rank):
     fn = reduction_ops.reduce_mean if kind == "Average" else reduction_ops.reduce_max
-    return type(f"Global{kind}Pooling{rank}D", (_GlobalPooling,), {
+    base = _GlobalAveragePooling1D if (kind, rank) == ("Average", 1) else _GlobalPooling
+    return type(f"Global{kind}Pooling{rank}D", (base,), {
         "_reduce": staticmethod(fn), "_rank": rank,
         "__doc__": f"Global {kind.lower()} pooling over {rank} spatial axes."})
 

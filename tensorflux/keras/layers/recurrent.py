@@ -13,12 +13,12 @@ not drawn), in the training phase only.
 
 from __future__ import annotations
 
-from tensorflux.framework import tensor_shape
+from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.keras import backend as K
 from tensorflux.keras.engine.base_layer import InputSpec, Layer, resolve_identifiers
 from tensorflux.keras.initializers import Ones
 from tensorflux.nn import rnn as rnn_lib
-from tensorflux.ops import array_ops, joining_ops, matrix_ops, nn_ops
+from tensorflux.ops import array_ops, comparison_ops, joining_ops, math_ops, matrix_ops, nn_ops
 from tensorflux.ops.joining_ops import split as slicing_split
 from tensorflux.variables import variable_scope as vs
 
@@ -210,6 +210,32 @@ class _Adapter:
         return out, tuple(new)
 
 
+class _MaskedAdapter(_Adapter):
+    """The cell with Keras's mask semantics: the inputs are (x_t, keep_t) and the state
+    carries the previous output first; where a row's step is masked, its states stay as
+    they were and its output is the previous output (zeros when `zero_output`)."""
+
+    def __init__(self, cell, zero_output):
+        super().__init__(cell)
+        self.zero_output = zero_output
+
+    state_size = property(lambda self: (self.cell.output_size,) + tuple(self.cell.state_size))
+
+    def zero_state(self, batch_size, dtype):
+        return (array_ops.zeros(joining_ops.stack([batch_size, self.cell.output_size]),
+                                dtype),) + super().zero_state(batch_size, dtype)
+
+    def __call__(self, inputs, state):
+        x, keep = inputs
+        keep = array_ops.reshape(keep, [-1])
+        prev, old = state[0], list(state[1:])
+        out, new = self.cell.call(x, old)
+        out = comparison_ops.where(keep, out, array_ops.zeros_like(out) if self.zero_output
+                                   else prev)
+        new = [comparison_ops.where(keep, n, o) for n, o in zip(new, old, strict=True)]
+        return out, (out,) + tuple(new)
+
+
 class RNN(Layer):
     """Runs `cell` over axis 1 of [batch, time, features] inputs.
 
@@ -219,10 +245,16 @@ class RNN(Layer):
       return_sequences: all steps' outputs [batch, time, units] (else the last step's).
       return_state: also return the final states (a list: [output] + states).
       go_backwards: run the sequence backwards (outputs in the order computed).
+      zero_output_for_mask: masked steps output zeros (else the previous output).
       stateful, unroll, time_major: not supported (ValueError when set).
 
-    Call arguments: `initial_state` (a list of tensors), `training`.
+    Call arguments: `initial_state` (a list of tensors), `training`, `mask` ([batch,
+    time] booleans, normally the input's Keras mask): a masked step leaves the states as
+    they were and outputs the previous step's output (zeros with
+    `zero_output_for_mask`), as Keras does.
     """
+
+    supports_masking = True
 
     def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False,
                  stateful=False, unroll=False, time_major=False, **kwargs):
@@ -230,6 +262,7 @@ class RNN(Layer):
             raise ValueError("tensorflux.keras: stateful and time_major recurrent layers "
                              "are not supported")
         del unroll
+        self.zero_output_for_mask = bool(kwargs.pop("zero_output_for_mask", False))
         super().__init__(**kwargs)
         self.cell = cell
         self.return_sequences, self.return_state = return_sequences, return_state
@@ -261,7 +294,17 @@ class RNN(Layer):
         self._weight_losses.extend(self.cell._weight_losses)
         self.built = True
 
-    def call(self, inputs, initial_state=None, training=None):
+    def compute_mask(self, inputs, mask=None):
+        if isinstance(mask, list):
+            mask = mask[0]
+        output_mask = mask if self.return_sequences else None
+        if self.return_state:
+            return [output_mask] + [None] * len(self.cell.state_size)
+        return output_mask
+
+    def call(self, inputs, mask=None, training=None, initial_state=None):
+        if isinstance(mask, list):
+            mask = mask[0]
         if self.go_backwards:
             inputs = joining_ops.reverse(inputs, [1])
         adapter = _Adapter(self.cell)
@@ -276,8 +319,19 @@ class RNN(Layer):
                                  f"states, but it received {len(state)} state values.")
         if hasattr(self.cell, "make_masks"):
             self.cell.make_masks(inputs[:, 0], state[0], training)
-        outputs, final = rnn_lib.dynamic_rnn(adapter, inputs, initial_state=state,
-                                             dtype=inputs.dtype, scope="rnn")
+        if mask is None:
+            outputs, final = rnn_lib.dynamic_rnn(adapter, inputs, initial_state=state,
+                                                 dtype=inputs.dtype, scope="rnn")
+        else:
+            keep = array_ops.expand_dims(math_ops.cast(mask, dtypes.bool), -1)
+            if self.go_backwards:
+                keep = joining_ops.reverse(keep, [1])
+            masked = _MaskedAdapter(self.cell, self.zero_output_for_mask)
+            first = masked.zero_state(batch, inputs.dtype)[0]
+            outputs, final = rnn_lib.dynamic_rnn(masked, (inputs, keep),
+                                                 initial_state=(first,) + state,
+                                                 dtype=inputs.dtype, scope="rnn")
+            final = final[1:]
         output = outputs if self.return_sequences else outputs[:, -1]
         if self.return_state:
             return [output] + list(final)
@@ -295,7 +349,8 @@ def _rnn_class(name, cell_cls, cell_name, doc, positional):
         layer_kwargs = {k: kwargs.pop(k) for k in list(kwargs)
                         if k in ("name", "trainable", "dtype", "input_shape", "input_dim",
                                  "batch_input_shape", "batch_size", "weights",
-                                 "activity_regularizer", "input_length")}
+                                 "activity_regularizer", "input_length",
+                                 "zero_output_for_mask")}
         if "input_length" in layer_kwargs:
             length = layer_kwargs.pop("input_length")
             dim = layer_kwargs.pop("input_dim", None)

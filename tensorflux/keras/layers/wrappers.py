@@ -72,6 +72,8 @@ class Bidirectional(Wrapper):
             config["go_backwards"] = not config.get("go_backwards", False)
             backward_layer = cls(name="backward_" + layer.name, **config)
         self.backward_layer = backward_layer
+        for inner in (self.forward_layer, self.backward_layer):
+            inner.zero_output_for_mask = inner.return_sequences  # (Keras forces this)
         self.merge_mode = merge_mode
         self.return_sequences = config["return_sequences"]
         self.return_state = config["return_state"]
@@ -80,13 +82,28 @@ class Bidirectional(Wrapper):
     def _inner(self):
         return [self.forward_layer, self.backward_layer]
 
-    def call(self, inputs, training=None, initial_state=None):
+    supports_masking = True
+
+    def compute_mask(self, inputs, mask=None):
+        if isinstance(mask, list):
+            mask = mask[0]
+        if self.return_sequences:
+            output_mask = mask if self.merge_mode else [mask, mask]
+        else:
+            output_mask = None if self.merge_mode else [None, None]
+        if self.return_state:
+            states = [None] * len(self.forward_layer.cell.state_size) * 2
+            return (output_mask if isinstance(output_mask, list) else [output_mask]) + states
+        return output_mask
+
+    def call(self, inputs, training=None, mask=None, initial_state=None):
         fw_state = bw_state = None
         if initial_state is not None:
             half = len(initial_state) // 2
             fw_state, bw_state = initial_state[:half], initial_state[half:]
-        y = self.forward_layer(inputs, training=training, initial_state=fw_state)
-        y_rev = self.backward_layer(inputs, training=training, initial_state=bw_state)
+        y = self.forward_layer(inputs, training=training, initial_state=fw_state, mask=mask)
+        y_rev = self.backward_layer(inputs, training=training, initial_state=bw_state,
+                                    mask=mask)
         states = []
         if self.return_state:
             states = list(y[1:]) + list(y_rev[1:])
@@ -117,7 +134,9 @@ class TimeDistributed(Wrapper):
                              f"`tf.keras.layers.Layer` instance. Received: {layer}")
         super().__init__(layer, **kwargs)
 
-    def call(self, inputs, training=None):
+    supports_masking = True
+
+    def call(self, inputs, training=None, mask=None):
         dims = inputs.shape.as_list()
         if len(dims) < 3:
             raise ValueError("`TimeDistributed` Layer should be passed an `input_shape` "
@@ -130,6 +149,8 @@ class TimeDistributed(Wrapper):
         if self.layer._scope is None:
             self.layer._scope = self._scope  # Keras: "time_distributed/kernel"
         kwargs = {"training": training} if "training" in _call_args(self.layer) else {}
+        if mask is not None and "mask" in _call_args(self.layer):
+            kwargs["mask"] = self._inner_mask(mask)
         y = self.layer(flat, **kwargs)
         ydims = y.shape.as_list()
         ydyn = array_ops.shape(y)
@@ -138,6 +159,37 @@ class TimeDistributed(Wrapper):
         out = array_ops.reshape(y, joining_ops.stack(out_shape))
         out.set_shape(dims[:2] + ydims[1:])
         return out
+
+    @staticmethod
+    def _inner_mask(mask):
+        """A [batch, time, ...] mask with time folded into the batch."""
+        dims = mask.shape.as_list()
+        dyn = array_ops.shape(mask)
+        shape = [-1] + [d if d is not None else dyn[i + 2] for i, d in enumerate(dims[2:])]
+        return array_ops.reshape(mask, joining_ops.stack(shape) if len(shape) > 1 else shape)
+
+    def compute_mask(self, inputs, mask=None):
+        """The inner layer's mask per step, folded back to [batch, time, ...]; else the
+        input mask reduced to [batch, time] (any over the other axes); else None."""
+        inner_mask = None if mask is None else self._inner_mask(mask)
+        dims = inputs.shape.as_list()
+        dyn = array_ops.shape(inputs)
+        flat = array_ops.reshape(inputs, joining_ops.stack(
+            [-1] + [d if d is not None else dyn[i + 2] for i, d in enumerate(dims[2:])]))
+        flat.set_shape([None] + dims[2:])
+        output_mask = self.layer.compute_mask(flat, inner_mask)
+        if output_mask is None:
+            if mask is None:
+                return None
+            output_mask = mask
+            for _ in range(2, len(mask.shape.as_list())):
+                output_mask = K.any(output_mask, axis=-1)
+            return output_mask
+        odims = output_mask.shape.as_list()
+        odyn = array_ops.shape(output_mask)
+        shape = [-1, dims[1] if dims[1] is not None else dyn[1]] + [
+            d if d is not None else odyn[i + 1] for i, d in enumerate(odims[1:])]
+        return array_ops.reshape(output_mask, joining_ops.stack(shape))
 
     def compute_output_shape(self, input_shape):
         dims = tensor_shape.TensorShape(input_shape).as_list()
