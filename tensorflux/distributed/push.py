@@ -65,6 +65,7 @@ from tensorflux.distributed import rpc, shm, wire
 from tensorflux.distributed.push_conn import Calls as _Calls
 from tensorflux.distributed.push_conn import Readers as _Readers
 from tensorflux.distributed.push_conn import send_all as _send_all
+from tensorflux.distributed.push_held import held as _held
 from tensorflux.framework import errors
 
 PUSH_SERVICE = "tensorflux.WorkerPush"
@@ -314,12 +315,26 @@ class _SocketStream:
         self._on_end(self, error)
 
     def send(self, parts: list) -> None:
-        header = struct.pack("<Q", sum(len(p) for p in parts))
+        """Writes one frame (`parts`: its body), or holds it (push_held: this thread's held
+        frames for this connection go first). UnavailableError: the connection failed."""
+        frame = [struct.pack("<Q", sum(len(p) for p in parts)), *parts]
+        held = _held.frames
+        if held is not None and self in held:
+            if _held.on:
+                held[self].extend(frame)
+                return
+            frame = held.pop(self) + frame
+        elif _held.on:
+            held[self] = frame
+            return
+        self._write(frame)
+
+    def _write(self, frame: list) -> None:
         try:
             with self._lock:
                 if self.broken:
                     raise OSError("the push connection is closed")
-                _send_all(self.sock, [header, *parts])
+                _send_all(self.sock, frame)
         except OSError as e:
             self._fail(e)
             raise errors.UnavailableError(

@@ -26,12 +26,13 @@ a remote Recv (values from other tasks go straight to the waiting kernel), only 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
-from tensorflux.distributed import wire
+from tensorflux.distributed import push_held, wire
 from tensorflux.framework import errors
 from tensorflux.framework.rendezvous_key import parse_key
 from tensorflux.protos import worker_pb2
@@ -89,6 +90,13 @@ class RemoteRendezvous(Rendezvous):
             if self._push(self, key, value, is_dead):
                 return
         self.local.send(key, value, is_dead)
+
+    def hold_sends(self):
+        """Holds this thread's pushes (push_held.holding) until `flush_sends`."""
+        return push_held.holding() if self.push_out else contextlib.nullcontext()
+
+    def flush_sends(self) -> None:
+        push_held.flush_held()
 
     def push_allocator(self, dst_device: str):
         """`alloc(shape, dtype) -> ndarray | None` placing an array in the shared segment

@@ -60,6 +60,7 @@ NONCE_BYTES = 16
 HELLO_MAGIC = b"TFXSHM01"
 TENSOR_TAG = 0x22  # the first byte of a tensor-in-shared-memory frame (field 4) ...
 RELEASE_TAG = 0x2A  # ... and of a frame of released slots (field 5)
+_TENSOR_TAG_BYTE = bytes((TENSOR_TAG,))
 _RELEASE_BYTES = 4 << 20  # the consumer hands slots back once this much is free ...
 _RELEASE_SLOTS = 64  # ... or this many slots
 _SEALS = ("F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_SEAL")
@@ -385,17 +386,62 @@ class Releases:
 
 # ---- frames ------------------------------------------------------------------------------
 
+# A step's keys, dtypes and shapes recur every step: the constant middle of a tensor
+# frame (key, dtype, dims, nbytes) is kept per (key, dtype, shape) by the producer, and the
+# consumer keeps per key what it parsed (at most this many of each).
+_LAYOUTS_KEPT = 4096
+_middles: dict = {}
+_layouts: dict = {}
+
+
 def encode_tensor(step_id: int, key: str, arr: np.ndarray, slot: int, offset: int) -> bytes:
     """A tensor-in-shared-memory frame: field 4 = {uint64 step_id = 1; string key = 2;
-    DataType dtype = 3; repeated int64 dims = 4 (packed); uint64 offset = 5; uint64
-    nbytes = 6; uint64 slot = 7}."""
-    name = key.encode()
-    dims = b"".join(varint(d) for d in arr.shape)
-    body = b"".join((b"\x08", varint(step_id), b"\x12", varint(len(name)), name,
-                     b"\x18", varint(dtypes.as_dtype(arr.dtype).as_datatype_enum),
-                     b"\x22", varint(len(dims)), dims, b"\x28", varint(offset),
-                     b"\x30", varint(arr.nbytes), b"\x38", varint(slot)))
-    return bytes((TENSOR_TAG,)) + varint(len(body)) + body
+    DataType dtype = 3; repeated int64 dims = 4 (packed); uint64 nbytes = 6; uint64
+    offset = 5; uint64 slot = 7} (nbytes written before offset)."""
+    middle = _middles.get((key, arr.dtype, arr.shape))
+    if middle is None:
+        name = key.encode()
+        dims = b"".join(varint(d) for d in arr.shape)
+        middle = b"".join((b"\x12", varint(len(name)), name,
+                           b"\x18", varint(dtypes.as_dtype(arr.dtype).as_datatype_enum),
+                           b"\x22", varint(len(dims)), dims, b"\x30", varint(arr.nbytes)))
+        if len(_middles) >= _LAYOUTS_KEPT:
+            _middles.clear()
+        _middles[(key, arr.dtype, arr.shape)] = middle
+    body = b"".join((b"\x08", varint(step_id), middle, b"\x28", varint(offset),
+                     b"\x38", varint(slot)))
+    return b"".join((_TENSOR_TAG_BYTE, varint(len(body)), body))
+
+
+def _decode_known(buf: memoryview):
+    """`decode_tensor` of a frame laid out as `encode_tensor` writes it, for a key seen
+    before with the same dtype, dims and size (its middle bytes compared, not parsed);
+    None for any other frame (the full parse decides)."""
+    try:
+        n, pos = read_varint(buf, 1)
+        if pos + n != len(buf) or buf[pos] != 0x08:
+            return None
+        step_id, pos = read_varint(buf, pos + 1)
+        if buf[pos] != 0x12:
+            return None
+        m, pos = read_varint(buf, pos + 1)
+        end = pos + m
+        layout = _layouts.get(bytes(buf[pos:end]))
+        if layout is None:
+            return None
+        rest, key, enum, dims, nbytes = layout
+        pos = end + len(rest)
+        if buf[end:pos] != rest or buf[pos] != 0x28:
+            return None
+        offset, pos = read_varint(buf, pos + 1)
+        if buf[pos] != 0x38:
+            return None
+        slot, pos = read_varint(buf, pos + 1)
+    except (ValueError, IndexError):
+        return None
+    if pos != len(buf):
+        return None
+    return step_id, key, enum, list(dims), offset, nbytes, slot
 
 
 def decode_tensor(data) -> tuple[int, str, int, list, int, int, int]:
@@ -405,8 +451,12 @@ def decode_tensor(data) -> tuple[int, str, int, list, int, int, int]:
       InvalidArgumentError: the frame is malformed.
     """
     buf = memoryview(data)
+    if buf[:1] == _TENSOR_TAG_BYTE:
+        known = _decode_known(buf)
+        if known is not None:
+            return known
     try:
-        if buf[:1] != bytes((TENSOR_TAG,)):
+        if buf[:1] != _TENSOR_TAG_BYTE:
             raise ValueError("not a shared-memory tensor frame")
         n, pos = read_varint(buf, 1)
         if pos + n != len(buf):
@@ -438,6 +488,13 @@ def decode_tensor(data) -> tuple[int, str, int, list, int, int, int]:
             raise ValueError("a field is missing")
     except (ValueError, IndexError, UnicodeDecodeError) as e:
         raise _bad(str(e)) from None
+    packed = b"".join(varint(d) for d in dims)
+    if len(_layouts) >= _LAYOUTS_KEPT:
+        _layouts.clear()
+    _layouts[key.encode()] = (b"".join((b"\x18", varint(fields[3]), b"\x22",
+                                        varint(len(packed)), packed, b"\x30",
+                                        varint(fields[6]))),
+                              key, fields[3], tuple(dims), fields[6])
     return fields[1], key, fields[3], dims, fields[5], fields[6], fields[7]
 
 

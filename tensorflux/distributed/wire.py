@@ -226,6 +226,14 @@ def decode_recv_tensor_response(data: bytes) -> tuple[np.ndarray | None, bool]:
                                           f"Malformed RecvTensorResponse: {e}") from None
 
 
+# A step's keys, dtypes and shapes recur every step: the bytes of a pushed tensor's field
+# after its step id, up to its content, are kept per (key, dtype, shape) (at most this many).
+_FRAMINGS_KEPT = 4096
+_push_tails: dict = {}
+# ... and a decoder's per key: (the bytes from after the key to the content, dtype, dims)
+_pushed_layouts: dict = {}
+
+
 def pushed_tensor_parts(step_id: int, key: str, value, is_dead: bool,
                         pull: bool = False) -> list:
     """One pushed tensor (tensorflux's push transport, push.py) as field 1 of a
@@ -233,6 +241,14 @@ def pushed_tensor_parts(step_id: int, key: str, value, is_dead: bool,
     = 3; bool is_dead = 4; bool pull = 5 (no tensor: fetch it with RecvTensor)}, as
     [header bytes] or [header bytes, a view of the array's bytes] (written out before the
     array changes). Several such fields concatenated are one request."""
+    if not (pull or is_dead) and type(value) is np.ndarray and value.size and \
+            value.flags.c_contiguous:
+        tail = _push_tails.get((key, value.dtype, value.shape))
+        if tail is not None:  # as below, without building the same bytes again
+            content = memoryview(value.reshape(-1).view(np.uint8))
+            sv = _varint(step_id)
+            return [b"".join((b"\x0a", _varint(1 + len(sv) + len(tail) + len(content)),
+                              b"\x08", sv, tail)), content]
     name = key.encode()
     body = b"".join((b"\x08", _varint(step_id), b"\x12", _varint(len(name)), name))
     content = b""
@@ -245,7 +261,14 @@ def pushed_tensor_parts(step_id: int, key: str, value, is_dead: bool,
         if len(chunks) > 1:
             content = chunks.pop()
         head = b"".join(chunks)
-        body = b"".join((body, b"\x1a", _varint(len(head) + len(content)), head))
+        tail = b"".join((b"\x1a", _varint(len(head) + len(content)), head))
+        body = b"".join((body, tail))
+        if len(content) and type(value) is np.ndarray and value.flags.c_contiguous and \
+                value.dtype.byteorder != ">":
+            if len(_push_tails) >= _FRAMINGS_KEPT:
+                _push_tails.clear()
+            _push_tails[(key, value.dtype, value.shape)] = \
+                b"".join((b"\x12", _varint(len(name)), name, tail))
     header = b"".join((b"\x0a", _varint(len(body) + len(content)), body))
     return [header, content] if len(content) else [header]
 
@@ -299,7 +322,7 @@ def decode_pushed_tensors(data: bytes) -> list[tuple]:
                     pos = _skip(buf, pos, k & 7)
             if pos != end or name is None or (tensor is None and not (is_dead or pull)):
                 raise ValueError("a pushed tensor lacks its key or value")
-            value = None if is_dead or pull else _decode_tensor(tensor)
+            value = None if is_dead or pull else _decode_pushed(name, tensor)
             out.append((step_id, name, value, is_dead, pull))
         if pos != len(buf):
             raise ValueError("truncated message")
@@ -343,6 +366,29 @@ def _split_response(buf: memoryview) -> tuple[memoryview, bool]:
     if pos != len(buf):
         raise ValueError("truncated message")
     return tensor, is_dead
+
+
+def _decode_pushed(key: str, buf: memoryview) -> np.ndarray:
+    """`_decode_tensor` of a pushed tensor under `key`: when its bytes up to the content
+    are those of the last one under that key (dtype, shape, the content's length), the
+    array views the rest without parsing them again."""
+    layout = _pushed_layouts.get(key)
+    if layout is not None:
+        head, dtype, dims, _ = layout
+        if len(buf) - len(head) == layout[3] and buf[:len(head)] == head:
+            return np.frombuffer(buf[len(head):], dtype).reshape(dims)
+    arr = _decode_tensor(buf)
+    n = arr.nbytes
+    if n and arr.base is not None and arr.dtype.byteorder in "=|<" and \
+            arr.flags.c_contiguous and len(buf) > n:
+        head = bytes(buf[:len(buf) - n])
+        # only a layout whose content is the last n bytes (the plain form) is kept
+        if np.frombuffer(buf[len(buf) - n:], arr.dtype).reshape(arr.shape).__array_interface__[
+                "data"][0] == arr.__array_interface__["data"][0]:
+            if len(_pushed_layouts) >= _FRAMINGS_KEPT:
+                _pushed_layouts.clear()
+            _pushed_layouts[key] = (head, arr.dtype, arr.shape, n)
+    return arr
 
 
 def _decode_tensor(buf: memoryview) -> np.ndarray:

@@ -8,34 +8,40 @@ def varint(n: int) -> bytes:
     """`n` as a base-128 varint (negative numbers as their 64-bit two's complement)."""
     if 0 <= n < 0x80:
         return _ONE_BYTE[n]
-    out = bytearray()
     n &= (1 << 64) - 1
-    while True:
-        b = n & 0x7F
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
         n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    out.append(n)
+    return bytes(out)
 
 
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
 def read_varint(buf, pos: int) -> tuple[int, int]:
-    """(value, position after it) of the varint at `buf[pos:]`.
+    """(value, position after it) of the varint at `buf[pos:]` (`pos` >= 0).
 
     Raises:
       ValueError: the varint is truncated or longer than 64 bits.
     """
-    result = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise ValueError("truncated varint")
+    try:
         b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
+        if b < 0x80:  # (most tags and lengths)
+            return b, pos + 1
+        result, shift = b & 0x7F, 7
+        while True:
+            pos += 1
+            b = buf[pos]
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                if shift > 63:
+                    break
+                return result, pos + 1
+            shift += 7
+            if shift > 63:
+                break
+    except IndexError:
+        pass
+    raise ValueError("truncated varint")

@@ -16,6 +16,7 @@ The gRPC runtime implements the same interface: a remote Recv asks the producer'
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -36,6 +37,15 @@ class Rendezvous:
 
     def start_abort(self, error: errors.OpError) -> None:
         raise NotImplementedError
+
+    def hold_sends(self):
+        """A context within which this thread's sends to other processes may be held
+        back until `flush_sends` (a step's schedule holds consecutive pushed _Sends, so
+        they cross together). Here nothing is held."""
+        return contextlib.nullcontext()
+
+    def flush_sends(self) -> None:
+        """Sends what this thread's held sends left (see `hold_sends`)."""
 
     def recv(self, key: str, timeout: float | None = None):
         """Blocks until the tensor for `key` arrives; returns (value, is_dead).

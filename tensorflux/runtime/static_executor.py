@@ -85,6 +85,7 @@ class StaticExecutor:
             n: f"c{self.devices.index(d)}" for n, d in node_devices.items()}
         self._fn, self.source, self._filename, self._line_nodes = _generate(
             order, device.device_type, fetches, inline, kernel_wrapper, ctx_names)
+        self._holds = "_flush(ctx)" in self.source
 
     def run(self, ctx, deadline: float | None = None) -> list:
         ctx.deadline = deadline
@@ -94,6 +95,8 @@ class StaticExecutor:
         try:
             return self._fn(ctx, ctx[0].args if self._node_devices is not None else ctx.args)
         except Exception as e:  # noqa: BLE001 - re-raised with the failing node attached
+            if self._holds:
+                _flush_quietly(ctx)
             mapped = codegen.node_error(e, self._filename, self._line_nodes, self._device_of)
             if mapped is None:
                 raise
@@ -103,6 +106,16 @@ class StaticExecutor:
         if self._node_devices is None:
             return self.device.name
         return self._node_devices[node].name
+
+
+def _flush_quietly(ctx) -> None:
+    """A failed step's held pushes are sent all the same (their consumer drops them with
+    the step, handing back their shared memory); a failure to send them is not the
+    step's first error."""
+    try:
+        ctx.rendezvous.flush_sends()
+    except errors.OpError:
+        pass
 
 
 def _device_context(ctx: KernelContext, device) -> KernelContext:
@@ -223,6 +236,9 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
     hints = _pushed_outputs(order, fetches)
     if hints:
         kernel_wrapper = _hinting(hints, kernel_wrapper)
+    held = _held_sends(order) if ctx_names is None else set()
+    if held:
+        kernel_wrapper = _holding(held, kernel_wrapper)
     em = codegen.Emitter(device_type, kernel_wrapper, inline, merged=ctx_names is not None,
                          factories={"_Recv": _blocking_recv})
     em.add("def step(ctx, args):", 0)
@@ -235,6 +251,9 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
         st = em.statement(n, "ctx" if ctx_names is None else ctx_names[n])
         if st is not None:
             statements.append(st)
+    if held:
+        em.env["_flush"] = _flush
+        statements = _with_flushes(statements, held)
     results = [em.names[f] for f in fetches]
     em.add_straight(statements, keep=set(results))
     em.add("return [" + ", ".join(results) + "]")
@@ -280,6 +299,63 @@ def _hinting(hints: dict[Node, str], inner):
             compute = _output_for_push(compute, dst)
         return compute if inner is None else inner(n, kdef, compute)
     return wrap
+
+
+# What may run while pushed _Sends are held (`_held_sends`): ops that neither wait nor
+# take long. Anything else (a _Recv, a kernel that computes) is preceded by a flush.
+_RUN_WHILE_HELD = frozenset(("_Send", "ReadVariableOp", "VarHandleOp", "Identity", "NoOp",
+                             "Const", "_Arg"))
+
+
+def _held_sends(order: list[Node]) -> set[Node]:
+    """The pushed _Sends (to another task) that another cheap node follows: their pushes
+    are held (`Rendezvous.hold_sends`) and written together before the next node that is
+    not in `_RUN_WHILE_HELD` (a `_flush` statement), so a run of pushes (a parameter
+    server sending the variables it read) costs its consumer one wake-up, not one per
+    tensor. A held tensor's consumer can never be waiting on this thread meanwhile:
+    nothing between the push and its flush waits."""
+    held = set()
+    for n, after in zip(order, order[1:], strict=False):
+        if n.op == "_Send" and n.attrs.get(_PUSH_ATTR) and after.op in _RUN_WHILE_HELD:
+            held.add(n)
+    return held
+
+
+def _holding(held: set[Node], inner):
+    """A kernel wrapper holding the pushes of the `held` _Sends' kernels."""
+    def wrap(n, kdef, compute):
+        if n in held:
+            compute = _held_send(compute)
+        return compute if inner is None else inner(n, kdef, compute)
+    return wrap
+
+
+def _held_send(compute):
+    def run(ctx, value):
+        with ctx.rendezvous.hold_sends():
+            compute(ctx, value)
+    return run
+
+
+def _flush(ctx) -> None:
+    ctx.rendezvous.flush_sends()
+
+
+def _with_flushes(statements: list, held: set[Node]) -> list:
+    """`statements` with a `_flush(ctx)` after each run of held pushes: before the first
+    statement of a node not in `_RUN_WHILE_HELD`, or at the end (its failure is the last
+    held _Send's)."""
+    out, last = [], None
+    for st in statements:
+        if last is not None and st.node.op not in _RUN_WHILE_HELD:
+            out.append(codegen.Statement("_flush(ctx)", last, [], []))
+            last = None
+        out.append(st)
+        if st.node in held:
+            last = st.node
+    if last is not None:
+        out.append(codegen.Statement("_flush(ctx)", last, [], []))
+    return out
 
 
 def _output_for_push(compute, dst: str):
