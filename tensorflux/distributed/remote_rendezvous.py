@@ -105,8 +105,8 @@ class RemoteRendezvous(Rendezvous):
         return None if self._segment is None else self._segment(dst_device)
 
     def recv_async(self, key: str, done: DoneCallback) -> None:
-        src = parse_key(key).src_device
-        if self._is_local(src) or (self.push_in and key.rpartition(";")[0] in self.push_in):
+        if (self.push_in and key.rpartition(";")[0] in self.push_in) or \
+                self._is_local(parse_key(key).src_device):
             self.local.recv_async(key, done)
             return
         self._recv_from_remote(key, done)

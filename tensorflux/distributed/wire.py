@@ -379,15 +379,13 @@ def _decode_pushed(key: str, buf: memoryview) -> np.ndarray:
             return np.frombuffer(buf[len(head):], dtype).reshape(dims)
     arr = _decode_tensor(buf)
     n = arr.nbytes
-    if n and arr.base is not None and arr.dtype.byteorder in "=|<" and \
-            arr.flags.c_contiguous and len(buf) > n:
-        head = bytes(buf[:len(buf) - n])
-        # only a layout whose content is the last n bytes (the plain form) is kept
-        if np.frombuffer(buf[len(buf) - n:], arr.dtype).reshape(arr.shape).__array_interface__[
-                "data"][0] == arr.__array_interface__["data"][0]:
-            if len(_pushed_layouts) >= _FRAMINGS_KEPT:
-                _pushed_layouts.clear()
-            _pushed_layouts[key] = (head, arr.dtype, arr.shape, n)
+    if n and len(buf) > n and arr.dtype.kind in "biufc" and arr.dtype.byteorder in "=|<" \
+            and arr.flags.c_contiguous and arr.__array_interface__["data"][0] == \
+            np.frombuffer(buf, np.uint8).__array_interface__["data"][0] + len(buf) - n:
+        # the array views the last n bytes: the plain form, whose layout is kept
+        if len(_pushed_layouts) >= _FRAMINGS_KEPT:
+            _pushed_layouts.clear()
+        _pushed_layouts[key] = (bytes(buf[:len(buf) - n]), arr.dtype, arr.shape, n)
     return arr
 
 
