@@ -25,6 +25,7 @@ call, when every partition of the step qualifies), expensive kernels in parallel
 from __future__ import annotations
 
 import collections
+import os
 import time
 from collections.abc import Iterable
 
@@ -236,7 +237,10 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
     hints = _pushed_outputs(order, fetches)
     if hints:
         kernel_wrapper = _hinting(hints, kernel_wrapper)
-    held = _held_sends(order) if ctx_names is None else set()
+    mode = os.environ.get(_HOLD_ENV, "stateless").strip().lower()
+    runs = _runs_while_held(mode)
+    held = _held_sends(order, runs) if ctx_names is None and mode not in (
+        "0", "false", "no", "off") else set()
     if held:
         kernel_wrapper = _holding(held, kernel_wrapper)
     em = codegen.Emitter(device_type, kernel_wrapper, inline, merged=ctx_names is not None,
@@ -253,7 +257,7 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
             statements.append(st)
     if held:
         em.env["_flush"] = _flush
-        statements = _with_flushes(statements, held)
+        statements = _with_flushes(statements, held, runs)
     results = [em.names[f] for f in fetches]
     em.add_straight(statements, keep=set(results))
     em.add("return [" + ", ".join(results) + "]")
@@ -301,22 +305,44 @@ def _hinting(hints: dict[Node, str], inner):
     return wrap
 
 
-# What may run while pushed _Sends are held (`_held_sends`): ops that neither wait nor
-# take long. Anything else (a _Recv, a kernel that computes) is preceded by a flush.
+# Pushed _Sends in a row are held and written together (`_held_sends`) across nodes that
+# cannot wait for another task: by default any node of a stateless op but a _Recv (its
+# kernel computes from its inputs alone); with TENSORFLUX_PUSH_HOLD=reads only these (a
+# parameter server's reads of the variables it pushes); with 0 nothing is held.
+_HOLD_ENV = "TENSORFLUX_PUSH_HOLD"
 _RUN_WHILE_HELD = frozenset(("_Send", "ReadVariableOp", "VarHandleOp", "Identity", "NoOp",
                              "Const", "_Arg"))
 
 
-def _held_sends(order: list[Node]) -> set[Node]:
-    """The pushed _Sends (to another task) that another cheap node follows: their pushes
-    are held (`Rendezvous.hold_sends`) and written together before the next node that is
-    not in `_RUN_WHILE_HELD` (a `_flush` statement), so a run of pushes (a parameter
-    server sending the variables it read) costs its consumer one wake-up, not one per
-    tensor. A held tensor's consumer can never be waiting on this thread meanwhile:
-    nothing between the push and its flush waits."""
+def _runs_while_held(mode: str):
+    """`runs(node) -> bool`: whether `node` may run while pushes are held (see above)."""
+    if mode == "reads":
+        return lambda n: n.op in _RUN_WHILE_HELD
+
+    def runs(n: Node) -> bool:
+        if n.op in _RUN_WHILE_HELD:
+            return True
+        if n.op.endswith("Recv"):
+            return False
+        opdef = op_registry.lookup(n.op)
+        return opdef is not None and not opdef.is_stateful
+
+    return runs
+
+
+def _held_sends(order: list[Node], runs) -> set[Node]:
+    """The pushed _Sends (to another task) that a node allowed to run while pushes are
+    held follows (`runs`, `_runs_while_held`): their pushes are held
+    (`Rendezvous.hold_sends`) and written together before the next node that is not (a
+    `_flush` statement), or at the step's end. So a run of pushes (a parameter server
+    sending the variables it read, a worker's gradients through its backward pass) costs
+    its consumer one wake-up, not one per tensor. A held tensor's consumer can never be
+    waiting on this thread meanwhile: nothing between the push and its flush waits for
+    another task. (The consumer starts on the tensors later, once they all came: on a
+    machine with few cores the wake-ups saved weigh more.)"""
     held = set()
     for n, after in zip(order, order[1:], strict=False):
-        if n.op == "_Send" and n.attrs.get(_PUSH_ATTR) and after.op in _RUN_WHILE_HELD:
+        if n.op == "_Send" and n.attrs.get(_PUSH_ATTR) and runs(after):
             held.add(n)
     return held
 
@@ -341,13 +367,13 @@ def _flush(ctx) -> None:
     ctx.rendezvous.flush_sends()
 
 
-def _with_flushes(statements: list, held: set[Node]) -> list:
+def _with_flushes(statements: list, held: set[Node], runs) -> list:
     """`statements` with a `_flush(ctx)` after each run of held pushes: before the first
-    statement of a node not in `_RUN_WHILE_HELD`, or at the end (its failure is the last
-    held _Send's)."""
+    statement of a node that may not run while they are held (`runs`), or at the end (its
+    failure is the last held _Send's)."""
     out, last = [], None
     for st in statements:
-        if last is not None and st.node.op not in _RUN_WHILE_HELD:
+        if last is not None and not runs(st.node):
             out.append(codegen.Statement("_flush(ctx)", last, [], []))
             last = None
         out.append(st)

@@ -140,24 +140,66 @@ class _Statement:
         self.node, self.text = node, node.op
 
 
-@pytest.mark.parametrize("ops,want", [
+@pytest.mark.parametrize("mode,ops,want", [
     # a PS reading and pushing its variables, then waiting for the gradients
-    ("VarHandleOp ReadVariableOp _Send* ReadVariableOp _Send* _Recv ResourceApplyAdam",
+    ("reads", "VarHandleOp ReadVariableOp _Send* ReadVariableOp _Send* _Recv ResourceApplyAdam",
      "VarHandleOp ReadVariableOp _Send* ReadVariableOp _Send* | _Recv ResourceApplyAdam"),
-    # a push followed by work: written at once (no statement between)
-    ("MatMul _Send* MatMul _Send*", "MatMul _Send* MatMul _Send*"),
-    # pushes at the end of the step
-    ("MatMul _Send* Identity _Send*", "MatMul _Send* Identity _Send* |"),
+    ("stateless",
+     "VarHandleOp ReadVariableOp _Send* ReadVariableOp _Send* _Recv ResourceApplyAdam",
+     "VarHandleOp ReadVariableOp _Send* ReadVariableOp _Send* | _Recv ResourceApplyAdam"),
+    # a worker's gradients pushed through its backward pass: held across stateless work
+    ("reads", "MatMul _Send* MatMul _Send* Identity _Send*",
+     "MatMul _Send* MatMul _Send* Identity _Send* |"),
+    ("stateless", "MatMul _Send* MatMul _Send* Identity _Send*",
+     "MatMul _Send* MatMul _Send* Identity _Send* |"),
+    ("stateless", "MatMul _Send* ReluGrad MatMul _Send* AssignVariableOp MatMul _Send*",
+     "MatMul _Send* ReluGrad MatMul _Send* | AssignVariableOp MatMul _Send*"),
+    ("stateless", "_Send* Mul _HostRecv", "_Send* Mul | _HostRecv"),
     # a _Send that is not pushed holds nothing
-    ("_Send ReadVariableOp _Recv", "_Send ReadVariableOp _Recv"),
+    ("stateless", "_Send ReadVariableOp _Recv", "_Send ReadVariableOp _Recv"),
 ])
-def test_where_held_pushes_are_flushed(ops, want):
+def test_where_held_pushes_are_flushed(mode, ops, want):
     nodes = [_Node(op.rstrip("*"), op.endswith("*")) for op in ops.split()]
-    held = static_executor._held_sends(nodes)
-    out = static_executor._with_flushes([_Statement(n) for n in nodes], held)
+    runs = static_executor._runs_while_held(mode)
+    held = static_executor._held_sends(nodes, runs)
+    out = static_executor._with_flushes([_Statement(n) for n in nodes], held, runs)
     got = " ".join("|" if st.text == "_flush(ctx)" else
                    st.node.op + ("*" if st.node.attrs else "") for st in out)
     assert got == want
+
+
+@pytest.mark.parametrize("mode", ["stateless", "reads", "0"])
+def test_training_with_held_pushes_matches_in_process(monkeypatch, mode):
+    """Adam on a PS (variables read and pushed together; gradients held through the
+    worker's backward pass by default): the losses and final values are an in-process
+    session's, bit for bit, whichever holding."""
+    monkeypatch.setenv("TENSORFLUX_PUSH_HOLD", mode)
+    rng = np.random.default_rng(5)
+    feeds = [rng.standard_normal((32, 50)).astype(np.float32) for _ in range(4)]
+    results = []
+    c = Cluster(1, 1)
+    try:
+        for target in (None, c.target):
+            g = tf.Graph()
+            with g.as_default():
+                with tf.device(target and PS):
+                    w1 = tf.Variable(np.random.default_rng(1).standard_normal(
+                        (50, 300)).astype(np.float32) * 0.1, name="w1")
+                    w2 = tf.Variable(np.full((300, 4), 0.01, np.float32), name="w2")
+                with tf.device(target and WORKER):
+                    x = tf.placeholder(tf.float32, [32, 50])
+                    loss = tf.reduce_mean(tf.square(tf.matmul(tf.nn.relu(tf.matmul(x, w1)),
+                                                              w2) - 1.0))
+                    train = tf.train.AdamOptimizer(0.01).minimize(loss)
+                init = tf.global_variables_initializer()
+            with tf.Session(target or "", graph=g) as s:
+                s.run(init)
+                got = [s.run([loss, train], {x: feeds[k % 4]})[0] for k in range(8)]
+                results.append(got + s.run([w1, w2]))
+    finally:
+        c.stop()
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 KEY = "/job:ps/replica:0/task:0/device:CPU:0;1;/job:worker/replica:0/task:0/device:CPU:0;x;0:0"
