@@ -2,8 +2,10 @@
 
 Each step runs the cell on batch x beam rows, adds the step's log-probabilities to each
 beam's, and keeps the `beam_width` best (beam, word) pairs per batch entry by score (the
-log-probability divided by TF's length penalty ((5 + length) / 6) ** weight). A finished
-beam can only extend with the end token at no cost. `finalize` backtracks the kept beams
+log-probability divided by TF's length penalty ((5 + length) / 6) ** weight, plus, with
+`coverage_penalty_weight`, the weighted coverage penalty of the beams already finished:
+the sum of log(min(accumulated attention, 1)) over source steps). A finished beam can only
+extend with the end token at no cost. `finalize` backtracks the kept beams
 through their parents (the GatherTree op).
 """
 
@@ -104,8 +106,7 @@ class BeamSearchDecoder(Decoder):
         from tensorflux.nn import embedding_ops
         from tensorflux.ops import array_ops, gather_ops, joining_ops
 
-        if coverage_penalty_weight:
-            raise ValueError("coverage_penalty_weight is not supported.")
+        self._coverage = float(coverage_penalty_weight)
         self._cell, self._output_layer = cell, output_layer
         self._embed = embedding if callable(embedding) else \
             (lambda ids: embedding_ops.embedding_lookup(embedding, ids))
@@ -122,6 +123,8 @@ class BeamSearchDecoder(Decoder):
         self._batch = array_ops.size(self._start_tokens)
         self._initial_cell_state = _nest().map_structure(
             lambda s: _split(s, self._batch, self._beam), initial_state)
+        if self._coverage:
+            _attention_probs(self._initial_cell_state)  # raises without an attentional cell
         tokens = joining_ops.tile(array_ops.expand_dims(self._start_tokens, 1),
                                   [1, self._beam])
         self._start_inputs = self._embed(tokens)
@@ -154,7 +157,8 @@ class BeamSearchDecoder(Decoder):
             cell_state=self._initial_cell_state, log_probs=log_probs,
             finished=self._finished,
             lengths=array_ops.zeros_like(self._finished, dtype=dtypes.int64),
-            accumulated_attention_probs=())
+            accumulated_attention_probs=(_attention_probs(self._initial_cell_state)
+                                         if self._coverage else ()))
         return self._finished, self._start_inputs, state
 
     def step(self, time, inputs, state, name=None):
@@ -197,11 +201,19 @@ class BeamSearchDecoder(Decoder):
         active = math_ops.cast(comparison_ops.logical_not(state.finished), dtypes.int64)
         lengths = array_ops.expand_dims(state.lengths, 2) + \
             not_end * array_ops.expand_dims(active, 2)
+        accumulated = ()
+        if self._coverage:  # attention so far, of the beams still running
+            running = math_ops.cast(comparison_ops.logical_not(state.finished), total.dtype)
+            accumulated = state.accumulated_attention_probs + \
+                _attention_probs(next_cell_state) * array_ops.expand_dims(running, 2)
         scores = total
         if self._penalty:
             penalty = math_ops.pow((5.0 + math_ops.cast(lengths, total.dtype)) / 6.0,
                                    self._penalty)
             scores = total / penalty
+        if self._coverage:
+            scores = scores + array_ops.expand_dims(
+                _coverage_penalty(accumulated, state.finished) * self._coverage, 2)
         flat_scores = _rows(scores, batch)
         best, indices = gather_ops.top_k(flat_scores, k=beam)
         indices = math_ops.cast(indices, dtypes.int32)
@@ -216,9 +228,11 @@ class BeamSearchDecoder(Decoder):
             was_finished, comparison_ops.equal(word_ids, self._end_token))
         next_cell_state = nest.map_structure(
             lambda s: _gather_beams(s, beam_ids, batch, beam), next_cell_state)
+        if self._coverage:
+            accumulated = _gather_beams(accumulated, beam_ids, batch, beam)
         next_state = BeamSearchDecoderState(
             cell_state=next_cell_state, log_probs=chosen_total, finished=now_finished,
-            lengths=chosen_lengths, accumulated_attention_probs=())
+            lengths=chosen_lengths, accumulated_attention_probs=accumulated)
         output = BeamSearchDecoderOutput(scores=best, predicted_ids=word_ids,
                                          parent_ids=beam_ids)
         next_inputs = builders.cond(reduction_ops.reduce_all(now_finished),
@@ -237,6 +251,43 @@ class BeamSearchDecoder(Decoder):
                                           longest, self._end_token)
         return FinalBeamSearchDecoderOutput(predicted_ids=ids,
                                             beam_search_decoder_output=outputs), final_state
+
+
+def _attention_probs(cell_state):
+    """The attention probabilities [batch, beam, max_time] of an attentional cell's state
+    (an AttentionWrapperState, or a tuple holding some): the mean over its attention
+    mechanisms, and over the wrappers' means when there are several (TF's rule)."""
+    from tensorflux.contrib.seq2seq_attention import AttentionWrapperState
+    from tensorflux.ops import array_ops, joining_ops, reduction_ops
+
+    def mean_of(probs):
+        if isinstance(probs, (list, tuple)):
+            probs = reduction_ops.reduce_mean(joining_ops.concat(
+                [array_ops.expand_dims(p, -1) for p in probs], -1), -1)
+        return probs
+
+    if isinstance(cell_state, AttentionWrapperState):
+        layers = [mean_of(cell_state.alignments)]
+    elif isinstance(cell_state, tuple):
+        layers = [mean_of(s.alignments) for s in cell_state
+                  if isinstance(s, AttentionWrapperState)]
+    else:
+        layers = []
+    if not layers:
+        raise ValueError("coverage_penalty_weight must be 0.0 if no cell is attentional.")
+    return mean_of(layers) if len(layers) > 1 else layers[0]
+
+
+def _coverage_penalty(accumulated, finished):
+    """sum over source steps of log(min(attention so far, 1)), steps never attended (0)
+    left out, for the beams already finished (GNMT's coverage penalty, TF's form)."""
+    from tensorflux.ops import array_ops, comparison_ops, math_ops, reduction_ops, unary_ops
+
+    attended = comparison_ops.where(comparison_ops.equal(accumulated, 0.0),
+                                    array_ops.ones_like(accumulated), accumulated)
+    penalty = reduction_ops.reduce_sum(
+        unary_ops.log(math_ops.minimum(attended, 1.0)), 2)
+    return penalty * math_ops.cast(finished, penalty.dtype)
 
 
 def _rows(x, batch):
