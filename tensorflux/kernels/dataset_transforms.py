@@ -10,6 +10,8 @@ docstring). A window or a group is handed to functions and iterators as an
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from tensorflux.framework import errors
@@ -27,6 +29,7 @@ from tensorflux.kernels.datasets import (
     _resumable,
     as_dataset,
 )
+from tensorflux.lib import philox
 
 INFINITE = -1
 UNKNOWN = -2
@@ -193,20 +196,21 @@ class DirectedInterleaveDataset(Dataset):
 
 
 class RandomDataset(Dataset):
-    """Endless pseudo-random int64 scalars; (seed, seed2) not both 0 fix the sequence."""
+    """Endless pseudo-random int64 scalars: TF's values, the 32-bit words of
+    PhiloxRandom(seed, seed2) one after another (each iteration starts over); (0, 0)
+    seeds a fresh stream from the OS, as TF does."""
 
     def __init__(self, seed: int, seed2: int):
         if seed == 0 and seed2 == 0:
-            seed, seed2 = np.random.SeedSequence().generate_state(2).tolist()
+            seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
         self.seeds = (seed, seed2)
 
     def iterate(self, env):
-        rng = np.random.default_rng(list(self.seeds))
+        words = philox.single_words(*self.seeds)
 
         def gen():
-            while True:
-                for v in rng.integers(0, 2 ** 63 - 1, 1024, dtype=np.int64):
-                    yield [np.asarray(v)]
+            for w in words:
+                yield [np.asarray(w, np.int64)]
         return _GenIterator(gen())
 
 

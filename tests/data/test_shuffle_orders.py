@@ -85,3 +85,20 @@ def test_random_shuffle_queue_dequeues_in_tensorflows_order():
             sess.run(seedless.enqueue_many([list(range(12))]))
             assert sess.run(seedless.dequeue_many(12)).tolist() == [5, 11, 10, 7, 8, 1, 2, 4,
                                                                     3, 6, 9, 0]
+
+
+def test_random_dataset_and_sample_from_datasets_give_tensorflows_values():
+    """TF 2.21's values (graph seed 3): RandomDataset yields the words of PhiloxRandom(seed,
+    seed2); sample_from_datasets picks with stateless multinomials seeded by its pairs."""
+    with tf.Graph().as_default():
+        tf.set_random_seed(3)
+        rand = tf.data.experimental.RandomDataset(seed=5).take(6)
+        picks = tf.data.experimental.sample_from_datasets(
+            [tf.data.Dataset.from_tensors(k).repeat() for k in range(3)], [0.2, 0.5, 0.3],
+            seed=9).take(12)
+        a = tf.data.make_one_shot_iterator(rand).get_next()
+        b = tf.data.make_one_shot_iterator(picks).get_next()
+        with tf.Session() as s:
+            assert [int(s.run(a)) for _ in range(6)] == [
+                2058544851, 32233798, 302027796, 3838645477, 1441186052, 3437574395]
+            assert [int(s.run(b)) for _ in range(12)] == [1, 0, 1, 2, 1, 0, 0, 0, 0, 0, 1, 1]
