@@ -375,14 +375,10 @@ static PyObject *py_alias_table(PyObject *self, PyObject *args) {
     double *pr = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof(double));
     Py_ssize_t *low = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
     Py_ssize_t *high = PyMem_RawMalloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    PyObject *result = NULL;
     if (!pr || !low || !high) {
-        PyMem_RawFree(pr);
-        PyMem_RawFree(low);
-        PyMem_RawFree(high);
-        PyBuffer_Release(&w);
-        PyBuffer_Release(&prob);
-        PyBuffer_Release(&alt);
-        return PyErr_NoMemory();
+        PyErr_NoMemory();
+        goto done;
     }
     Py_BEGIN_ALLOW_THREADS
     double sum = 0.0;
@@ -419,13 +415,16 @@ static PyObject *py_alias_table(PyObject *self, PyObject *args) {
         a_out[low[i]] = low[i];
     }
     Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
     PyMem_RawFree(pr);
     PyMem_RawFree(low);
     PyMem_RawFree(high);
     PyBuffer_Release(&w);
     PyBuffer_Release(&prob);
     PyBuffer_Release(&alt);
-    Py_RETURN_NONE;
+    return result;
 }
 
 static PyMethodDef methods[] = {

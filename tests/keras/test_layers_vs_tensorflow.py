@@ -112,7 +112,9 @@ CASES = [
     L + "SpatialDropout2D(0.4)(x2, training=False)",
 ]
 
-PROGRAM = """
+# Shared by the oracle programs of tests/keras: each variable's value from a generator
+# seeded by its name (variances positive), and outputs flattened.
+VALUE_HELPERS = """
 import zlib
 def _value(v):
     shape = v.shape.as_list()
@@ -123,7 +125,9 @@ def _value(v):
 
 def _flat(o):
     return list(o) if isinstance(o, (list, tuple)) else [o]
+"""
 
+PROGRAM = VALUE_HELPERS + """
 with tf.Graph().as_default():
     env = {k: tf.constant(v) for k, v in INPUTS.items()}
     env['tf'] = tf

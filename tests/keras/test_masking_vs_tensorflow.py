@@ -14,6 +14,7 @@ import pytest
 
 import tensorflux as tf
 from tests import oracle
+from tests.keras.test_layers_vs_tensorflow import VALUE_HELPERS
 
 IDS = np.array([[3, 1, 4, 0, 0], [0, 0, 2, 7, 1], [5, 0, 9, 2, 0]], np.int32)
 _rng = np.random.RandomState(11)
@@ -54,18 +55,7 @@ CASES = [
     L + "Softmax()(xm, mask=xm > 0.0)",
 ]
 
-PROGRAM = """
-import zlib
-def _value(v):
-    shape = v.shape.as_list()
-    r = np.random.RandomState(zlib.crc32(v.op.name.encode()) % 2**31)
-    if 'variance' in v.op.name:
-        return (r.rand(*shape) + 0.5).astype(np.float32)
-    return (r.randn(*shape) * 0.5).astype(np.float32)
-
-def _flat(o):
-    return list(o) if isinstance(o, (list, tuple)) else [o]
-
+PROGRAM = VALUE_HELPERS + """
 with tf.Graph().as_default():
     L = tf.keras.layers
     ids = tf.keras.Input(tensor=tf.constant(IDS))
