@@ -57,7 +57,7 @@ def test_digits_async():
 
 @pytest.mark.timeout(120)
 def test_digits_sync():
-    code, out = run_cluster(1, 2, "--steps", "300", "--sync")
+    code, out = run_cluster(1, 2, "--steps", "150", "--sync")  # 0.975 accuracy at 150
     assert code == 0, out[-3000:]
     assert chief_accuracy(out) > 0.8
 
