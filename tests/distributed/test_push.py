@@ -152,11 +152,18 @@ def test_a_lost_push_stream_fails_the_step_waiting_on_it(pair, graph, monkeypatc
                 else:
                     stream.future.cancel()
 
+        old = list(pushers._streams.values())
         threading.Thread(target=cut, daemon=True).start()
         start = time.monotonic()
         with pytest.raises(tf.errors.UnavailableError, match="push"):
             s.run(y)  # waits on the dequeue, then on a push that cannot come
         assert time.monotonic() - start < 10
+        # The PS learns of the loss when its reader sees the stream end (or its next
+        # write fails, which fails that step, as in TF); wait for the reader under load.
+        deadline = time.monotonic() + 10
+        while any(st in old for st in list(pushers._streams.values())) \
+                and time.monotonic() < deadline:
+            time.sleep(0.01)
         s.run(enqueue)
         assert s.run(y) == 4.0  # a new stream carries the next step
 
