@@ -193,6 +193,9 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 KNOWN_DIFFERENCES_SLOW: dict[str, str] = {
     "softmax|bfloat16": KNOWN_DIFFERENCES["softmax|float32"],
 }
+# Differences TF shows on some CPUs only (its vectorized row max with oneDNN-era kernels;
+# on a Zen 3 without AVX-512 TF's whole row is NaN too): xfails that may pass.
+HOST_DEPENDENT = {"softmax|float32", "softmax|bfloat16"}
 
 _SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0])
 
@@ -359,9 +362,11 @@ def long_run():
 
 
 def _params(known):
-    """(op, dtype) parameters, an xfail (strict) where `known` lists "op|dtype"."""
+    """(op, dtype) parameters, an xfail where `known` lists "op|dtype" (strict unless the
+    difference depends on the host's TF kernels)."""
     return [pytest.param(d, dt, id=f"{d.name}-{dt}",
-                         marks=[pytest.mark.xfail(reason=known[f"{d.name}|{dt}"], strict=True)]
+                         marks=[pytest.mark.xfail(reason=known[f"{d.name}|{dt}"],
+                                                  strict=f"{d.name}|{dt}" not in HOST_DEPENDENT)]
                          if f"{d.name}|{dt}" in known else [])
             for d in OPS for dt in d.dtypes]
 

@@ -44,8 +44,17 @@ def _here():
 
 @pytest.mark.oracle
 def test_against_tensorflow():
+    # TF's integer average pool rounds on some CPUs and truncates on others (a Zen 3
+    # without AVX-512: 27 of 72 means one lower); tensorflux rounds (checked against NumPy
+    # below), so the integers agree within one and the ranges exactly.
     for i, (got, want) in enumerate(zip(_here(), run_tf(PROGRAM), strict=True)):
-        np.testing.assert_array_equal(np.asarray(got), np.asarray(want), err_msg=f"output {i}")
+        got, want = np.asarray(got), np.asarray(want)
+        assert got.shape == want.shape, f"output {i}"
+        if got.dtype.kind == "f":  # an output range
+            np.testing.assert_array_equal(got, want, err_msg=f"output {i}")
+        else:
+            np.testing.assert_allclose(got.astype(np.int64), want.astype(np.int64), rtol=0,
+                                       atol=1, err_msg=f"output {i}")
 
 
 def test_avg_pool_is_the_rounded_mean_of_the_integers():
