@@ -611,6 +611,11 @@ class WordStream:
         """A float in [0, 1) from one word (RandFloat)."""
         return uint32_to_float(self.take(1))[0]
 
+    def rand_double(self) -> float:
+        """A double in [0, 1) from two words (RandDouble)."""
+        w = self.take(2)
+        return float(uint64_to_double(w[0], w[1]))
+
     def uniform(self, n: int, span: int, wide: bool = False) -> np.ndarray:
         """n integers uniform in [0, span) as int64, TF's ExactUniformInt: tries of one
         word (two words, low first, when `wide`: Uniform64) below (2^bits - 1) mod span + 1

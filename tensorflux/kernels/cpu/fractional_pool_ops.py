@@ -8,7 +8,8 @@ pseudo-random mode takes boundaries ceil(alpha * (i + u)) - 1 with alpha = n / m
 uniform offset u, bounded so every size stays k or k + 1 (Graham's construction). Region i
 covers [seq[i], seq[i + 1]) and, when overlapping, also seq[i + 1] (clipped to n - 1).
 
-The draws come from TensorFlow's Philox stream (kernels/cpu/_philox.py) in TensorFlow's
+The draws come from TensorFlow's Philox stream (lib/philox.py's WordStream over reservations
+of a random_ops.GeneratorState, as TF's SimplePhilox) in TensorFlow's
 order (rows, then columns; a Fisher-Yates shuffle taking word % remaining, or one double for
 the offset), so for the same seed and seed2 the sequences equal TensorFlow's. With
 deterministic=True each run starts the stream afresh (same regions every run); otherwise
@@ -22,15 +23,21 @@ import numpy as np
 from tensorflux.framework import errors
 from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu._nn_common import _invalid
-from tensorflux.kernels.cpu._philox import Philox, SingleSamples
+from tensorflux.kernels.cpu.random_ops import GeneratorState
 from tensorflux.kernels.registry import kernel_factory
+from tensorflux.lib import philox
+
+
+def _words(gen, n: int) -> philox.WordStream:
+    """A reservation of n 32-bit words of the stream (TF's ReserveSamples32(n))."""
+    return philox.WordStream(*gen.reserve(n, 0.25))
 
 
 def _pseudo_random_sizes(n, m, gen):
     alpha = n / m
     k = n // m
     u_max = min((k + 2) / alpha - 1, (n + 1 - k) / alpha - (m - 1))
-    u = SingleSamples(gen.reserve32(2)).rand_double() * u_max
+    u = _words(gen, 2).rand_double() * u_max
     cum = np.empty(m + 1, dtype=np.int64)
     cum[0], cum[m] = 1, n + 1
     cum[1:m] = np.ceil(alpha * (np.arange(1, m) + u)).astype(np.int64)
@@ -39,9 +46,9 @@ def _pseudo_random_sizes(n, m, gen):
 
 def _shuffled_sizes(n, m, gen):
     sizes = [n // m + (1 if i < n % m else 0) for i in range(m)]
-    word = SingleSamples(gen.reserve32(m))
+    words = _words(gen, m).take(max(m - 1, 0)).tolist()
     for i in range(m - 1):
-        j = i + word() % (m - i)
+        j = i + words[i] % (m - i)
         sizes[i], sizes[j] = sizes[j], sizes[i]
     return np.array(sizes, dtype=np.int64)
 
@@ -115,9 +122,9 @@ def _fractional_pool_factory(what, reduce):
                 raise _invalid("Both seed and seed2 should be 0 if deterministic is false.")
             out_rows, out_cols = _output_sizes(x, ratio, what)
             if a["deterministic"]:
-                gen = Philox(seed, seed2)
-            else:
-                gen = Philox(*(int(v) for v in np.random.default_rng().integers(0, 2**63, 2)))
+                gen = GeneratorState(seed, seed2)
+            else:  # seeded from the OS
+                gen = GeneratorState(0, 0)
             rows = pooling_sequence(x.shape[1], out_rows, gen, pseudo)
             cols = pooling_sequence(x.shape[2], out_cols, gen, pseudo)
             return _pool(x, rows, cols, overlapping, reduce), rows, cols
