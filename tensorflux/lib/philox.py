@@ -578,6 +578,14 @@ def alias_table(weights) -> tuple[np.ndarray, np.ndarray]:
     return prob, alt
 
 
+def rejected_below(span: int, wide: bool = False) -> int:
+    """TF's ExactUniformInt: tries below this (of 32 bits, 64 when `wide`) are rejected
+    when drawing uniformly from [0, span); 0 for a power of two (its bits are masked)."""
+    if span & (span - 1) == 0:
+        return 0
+    return ((1 << 64) - 1 if wide else (1 << 32) - 1) % span + 1
+
+
 class WordStream:
     """TF's SimplePhilox over a reservation: the 32-bit words of the stream at (key,
     counter) in order, generated as they are needed, and the draws TF makes from them."""
@@ -621,9 +629,8 @@ class WordStream:
         word (two words, low first, when `wide`: Uniform64) below (2^bits - 1) mod span + 1
         are rejected and the next try read."""
         per_try = 2 if wide else 1
-        top = (1 << 64) - 1 if wide else (1 << 32) - 1
         power_of_two = span & (span - 1) == 0
-        rem = 0 if power_of_two else top % span + 1
+        rem = rejected_below(span, wide)
         out = []
         while n > 0:
             w = self.ahead(per_try * n)

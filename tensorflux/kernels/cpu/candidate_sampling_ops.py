@@ -30,7 +30,6 @@ from tensorflux.kernels.registry import kernel_factory
 from tensorflux.lib import philox
 
 _F32 = np.float32
-_U32_MAX = (1 << 32) - 1
 # TF reserves 2,048 32-bit samples per sampled class: 512 Philox blocks.
 BLOCKS_PER_SAMPLE = 512
 
@@ -124,8 +123,7 @@ class _FixedUnigram:
             w = words.ahead(2 * m)
             r = philox.uint32_to_float(w[0::2])
             span = self.range
-            rem = 0 if span & (span - 1) == 0 else _U32_MAX % span + 1
-            bad = np.flatnonzero(w[1::2] < rem)
+            bad = np.flatnonzero(w[1::2] < philox.rejected_below(span))
             k = int(bad[0]) if bad.size else m
             idx = w[1:2 * k:2].astype(np.int64) % span
             out[done:done + k] = np.where(r[:k] < self._prob[idx], idx, self._alt[idx])
