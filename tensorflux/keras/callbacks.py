@@ -1,6 +1,6 @@
 """`tf.keras.callbacks`: Callback, History, BaseLogger-free logging (the logs `fit`
 passes are already epoch means), ProgbarLogger (what `fit(verbose=1 or 2)` prints),
-EarlyStopping, ModelCheckpoint (weights), LambdaCallback, LearningRateScheduler,
+EarlyStopping, ModelCheckpoint, LambdaCallback, LearningRateScheduler,
 TerminateOnNaN, CSVLogger."""
 
 from __future__ import annotations
@@ -207,12 +207,13 @@ class EarlyStopping(Callback):
 
 
 class ModelCheckpoint(Callback):
-    """Saves the model's weights (`save_weights`) after epochs: every epoch, or only when
-    `monitor` improves (`save_best_only`). `filepath` may hold format fields
-    ("w.{epoch:02d}-{val_loss:.2f}").
+    """Saves the model after epochs: every epoch, or only when `monitor` improves
+    (`save_best_only`); the whole model (`model.save`: Keras's HDF5 file, as TF1 Keras
+    writes whatever the extension), or its weights with `save_weights_only`. `filepath`
+    may hold format fields ("w.{epoch:02d}-{val_loss:.2f}").
 
     Raises:
-      ValueError: save_weights_only=False (saving whole models is not supported)."""
+      ValueError: save_freq other than "epoch"."""
 
     def __init__(self, filepath, monitor="val_loss", verbose=0, save_best_only=False,
                  save_weights_only=False, mode="auto", save_freq="epoch", period=1,
@@ -244,7 +245,10 @@ class ModelCheckpoint(Callback):
                 print(f"\nEpoch {epoch + 1}: {self.monitor} improved from {self.best:.5f} to "
                       f"{current:.5f}, saving model to {path}")
             self.best = current
-        self.model.save_weights(path)
+        if self.save_weights_only:
+            self.model.save_weights(path)
+        else:
+            self.model.save(path)
 
 
 class LambdaCallback(Callback):

@@ -99,7 +99,13 @@ def get(identifier):
 
 
 def serialize(initializer) -> dict:
-    config = {k: v for k, v in vars(initializer).items() if not k.startswith("_")}
+    """`{"class_name", "config"}`: the constructor's parameters the instance keeps (a
+    GlorotUniform writes its seed, not the VarianceScaling settings it fixes)."""
+    import inspect
+
+    params = inspect.signature(type(initializer).__init__).parameters
+    attrs = {k: v for k, v in vars(initializer).items() if not k.startswith("_")}
+    config = {k: attrs[k] for k in params if k in attrs}
     if "dtype" in config:
         config["dtype"] = getattr(config["dtype"], "name", config["dtype"])
     return {"class_name": type(initializer).__name__, "config": config}

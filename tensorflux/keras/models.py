@@ -1,20 +1,20 @@
-"""`tf.keras.models`: Model, Sequential, and clone_model for functional and Sequential
-models (a fresh copy of each layer with new weights)."""
+"""`tf.keras.models`: Model, Sequential, clone_model for functional and Sequential models
+(a fresh copy of each layer, from its config, with new weights), and whole models in
+Keras's HDF5 layout and JSON configs (keras/saving.py)."""
 
 from __future__ import annotations
 
+from tensorflux.keras import saving
 from tensorflux.keras.engine.input_layer import Input, InputLayer
 from tensorflux.keras.engine.sequential import Sequential
 from tensorflux.keras.engine.training import Model
 
-__all__ = ["Model", "Sequential", "clone_model", "load_model", "save_model"]
+__all__ = ["Model", "Sequential", "clone_model", "load_model", "save_model",
+           "model_from_json", "model_from_config"]
 
 
 def _copy_layer(layer):
-    if hasattr(layer, "_config"):
-        return type(layer)(**layer._config)
-    raise ValueError(f"tensorflux.keras: clone_model cannot copy layer {layer.name} "
-                     f"({type(layer).__name__}); only recurrent layers keep their config")
+    return saving.deserialize_layer(saving.serialize_layer(layer))
 
 
 def clone_model(model, input_tensors=None, clone_function=None):
@@ -43,9 +43,24 @@ def clone_model(model, input_tensors=None, clone_function=None):
 
 
 def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
-    raise NotImplementedError("tensorflux.keras: loading whole models is not supported; "
-                              "rebuild the model in code and use load_weights.")
+    """A model saved by `model.save`/`save_model` in HDF5 (tensorflux's or tf_keras's),
+    compiled with its saved arguments unless `compile=False`."""
+    return saving.load_model(filepath, custom_objects, compile)
 
 
-def save_model(model, filepath, **kwargs):
-    model.save(filepath, **kwargs)
+def save_model(model, filepath, overwrite=True, include_optimizer=True, save_format=None,
+               **kwargs):
+    model.save(filepath, overwrite=overwrite, include_optimizer=include_optimizer,
+               save_format=save_format, **kwargs)
+
+
+def model_from_json(json_string, custom_objects=None):
+    """A new model (fresh weights) from `model.to_json()`'s string."""
+    return saving.model_from_json(json_string, custom_objects)
+
+
+def model_from_config(config, custom_objects=None):
+    """A new model from `{"class_name", "config"}` (a layer config gives a layer)."""
+    if config.get("class_name") in ("Sequential", "Model", "Functional"):
+        return saving.model_from_config(config, custom_objects)
+    return saving.deserialize_layer(config, custom_objects)

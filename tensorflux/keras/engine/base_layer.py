@@ -26,6 +26,7 @@ What Keras adds here:
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 
 from tensorflux.framework import graph as graph_lib
@@ -83,6 +84,23 @@ class Layer(tf_base.Layer):
     `compute_output_shape`. See the module docstring for what Keras adds."""
 
     supports_masking = False
+
+    def __init_subclass__(cls, **kwargs):
+        """Every layer class's constructor records the arguments of the outermost call
+        (`_constructor_args`): the default `get_config` gives them back."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_records_arguments", False):
+            return
+
+        @functools.wraps(init)
+        def recording_init(self, *args, **kw):
+            if "_constructor_args" not in self.__dict__:
+                self.__dict__["_constructor_args"] = (init, args, dict(kw))
+            init(self, *args, **kw)
+
+        recording_init._records_arguments = True
+        cls.__init__ = recording_init
 
     def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
         kwargs = self._keras_kwargs(kwargs)
@@ -296,15 +314,22 @@ class Layer(tf_base.Layer):
         return _shapes(self.output)
 
     def get_config(self) -> dict:
+        """Keras's layer config: name, trainable, dtype, the batch input shape when one was
+        given, and the constructor's other arguments as they were passed (identifiers and
+        nested layers serialized: keras/saving.py)."""
+        from tensorflux.keras import saving
+
         config = super().get_config()
         if self._batch_input_shape is not None:
-            config["batch_input_shape"] = self._batch_input_shape
+            config["batch_input_shape"] = list(self._batch_input_shape)
+        config.update(saving.constructor_config(self))
         return config
 
     @classmethod
     def from_config(cls, config):
-        return cls(**config)
+        from tensorflux.keras import saving
 
+        return saving.construct(cls, saving.deserialize_arguments(cls, config))
 
 
 def collect_masks(inputs):

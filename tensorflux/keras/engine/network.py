@@ -62,7 +62,49 @@ class Network(Layer):
                 raise ValueError("Output tensors of a Model must be the output of a Keras "
                                  f"`Layer` (thus holding past layer metadata). Found: {y}")
         self._nodes = self._topological_nodes()
+        self._layer_order = self._layers_by_depth()
         self.built = True
+
+    def _layers_by_depth(self) -> list:
+        """The layers in Keras's order: deepest first (a node's depth is the longest
+        path from it to an output, a layer's the largest of its nodes'), layers of one
+        depth in the order a depth-first walk from the outputs first meets them (an input
+        that no output needs, first among the shallowest). get_weights, summaries and
+        HDF5 files follow it."""
+        first_seen: dict = {}
+        visited: set = set()
+        by_id = {id(n): n for n in self._nodes}
+
+        def walk(tensor):
+            layer, index, _ = tensor._keras_history
+            node = layer._inbound_nodes[index]
+            if id(node) in visited:
+                return
+            visited.add(id(node))
+            first_seen.setdefault(id(layer), len(first_seen))
+            for t in node.inputs:
+                walk(t)
+
+        for y in self.outputs:
+            walk(y)
+        # self._nodes is topological (inputs first): going backwards reaches a node after
+        # every node that reads it. A shared layer's later node is at least as deep as the
+        # layer's nodes seen so far (Keras's rule).
+        depth: dict = {}
+        layer_depth: dict = {}
+        layers: dict = {}
+        for node in reversed(self._nodes):
+            key = id(node.layer)
+            layers[key] = node.layer
+            d = max(depth.get(id(node), 0), layer_depth.get(key, 0))
+            depth[id(node)] = layer_depth[key] = d
+            for t in node.inputs:
+                layer, index, _ = t._keras_history
+                parent = id(layer._inbound_nodes[index])
+                if parent in by_id:
+                    depth[parent] = max(depth.get(parent, 0), d + 1)
+        order = sorted(layers, key=lambda k: (-layer_depth[k], first_seen.get(k, -1)))
+        return [layers[k] for k in order]
 
     def _topological_nodes(self) -> list:
         """The nodes between the inputs and the outputs, each after those it reads.
@@ -102,7 +144,7 @@ class Network(Layer):
     @property
     def layers(self) -> list:
         if self._is_graph_network:
-            return _dedup(n.layer for n in self._nodes)
+            return list(self._layer_order)
         return _dedup(self._layer_attrs)
 
     def __setattr__(self, name, value):

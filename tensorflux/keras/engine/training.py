@@ -31,6 +31,7 @@ from tensorflux.keras import callbacks as cbks
 from tensorflux.keras import losses as losses_lib
 from tensorflux.keras import metrics as metrics_lib
 from tensorflux.keras import optimizers as optimizers_lib
+from tensorflux.keras import saving
 from tensorflux.keras.engine import data_adapter as data
 from tensorflux.keras.engine.network import Network
 from tensorflux.ops import array_ops, constant_op, math_ops, reduction_ops
@@ -404,21 +405,28 @@ class Model(Network):
 
     # ---- weights I/O ------------------------------------------------------------------
     def save_weights(self, filepath, overwrite=True, save_format=None):
-        """Saves the weights in tensorflux's checkpoint format (tf.train.Saver, keyed by
-        variable name) at `filepath`.
-
-        Raises:
-          ImportError: an HDF5 path (".h5") without h5py, which tensorflux does not use."""
+        """Saves the weights: in Keras's HDF5 layout for a ".h5"/".hdf5" path or
+        `save_format="h5"` (needs h5py), else in tensorflux's checkpoint format
+        (tf.train.Saver, keyed by variable name)."""
         del overwrite
-        _refuse_h5(filepath, save_format)
+        if saving.is_hdf5_path(filepath, save_format):
+            saving.save_weights_hdf5(self, filepath)
+            return
         self._get_saver().save(K.get_session(), str(filepath), write_meta_graph=False)
 
     def load_weights(self, filepath, by_name=False, skip_mismatch=False):
-        """Restores weights saved by `save_weights` (same variable names)."""
+        """Restores weights saved by `save_weights`: from an HDF5 file (tensorflux's or
+        Keras's) by layer order, or by layer name with `by_name`; from a checkpoint by
+        variable name.
+
+        Raises:
+          ValueError: by_name/skip_mismatch with a checkpoint; weights that do not fit."""
+        if saving.is_hdf5_path(filepath):
+            saving.load_weights_hdf5(self, filepath, by_name, skip_mismatch)
+            return
         if by_name or skip_mismatch:
-            raise ValueError("tensorflux.keras: load_weights(by_name/skip_mismatch) is not "
-                             "supported")
-        _refuse_h5(filepath, None)
+            raise ValueError("tensorflux.keras: load_weights(by_name/skip_mismatch) needs an "
+                             "HDF5 weights file")
         self._get_saver().restore(K.get_session(), str(filepath))
 
     def _get_saver(self):
@@ -432,9 +440,29 @@ class Model(Network):
 
     def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None,
              **kwargs):
-        raise NotImplementedError("tensorflux.keras: saving whole models (architecture + "
-                                  "weights) is not supported; use save_weights/"
-                                  "load_weights and rebuild the model in code.")
+        """Saves the whole model (config, weights, compile arguments) in Keras's HDF5
+        layout (needs h5py); `tf.keras.models.load_model` reads it back.
+
+        Raises:
+          ValueError: save_format "tf" (SavedModel: use tf.saved_model's builder).
+          NotImplementedError: a subclassed model."""
+        if save_format == "tf":
+            raise ValueError("tensorflux.keras: save_format='tf' is not supported; save "
+                             "an HDF5 file, or export with tf.saved_model.simple_save")
+        saving.save_model(self, filepath, overwrite, include_optimizer)
+
+    def get_config(self) -> dict:
+        return saving.model_config(self)
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        return saving.model_from_config(
+            {"class_name": "Sequential" if cls.__name__ == "Sequential" else "Functional",
+             "config": config}, custom_objects)
+
+    def to_json(self, **kwargs) -> str:
+        """The model's config as Keras's JSON (`model_from_json` reads it)."""
+        return saving.model_to_json(self, **kwargs)
 
     def reset_metrics(self) -> None:
         """Per-batch metrics keep no state here: nothing to reset."""
@@ -452,18 +480,6 @@ class Model(Network):
         shapes = input_shape if isinstance(input_shape, list) else [input_shape]
         inputs = [Input(batch_shape=tuple(s)) for s in shapes]
         self._build_graph_from_inputs(inputs[0] if len(inputs) == 1 else inputs)
-
-
-def _refuse_h5(filepath, save_format):
-    if save_format == "h5" or str(filepath).endswith((".h5", ".hdf5", ".keras")):
-        try:
-            import h5py  # noqa: F401
-        except ImportError:
-            raise ImportError("`save_weights` requires h5py when saving in hdf5, and "
-                              "tensorflux does not use h5py: use a path without .h5 "
-                              "(tensorflux's checkpoint format).") from None
-        raise ValueError("tensorflux.keras: HDF5 weights files are not supported; use a path "
-                         "without .h5")
 
 
 def _flat_list(x) -> list:

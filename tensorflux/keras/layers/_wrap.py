@@ -31,7 +31,7 @@ def keras_class(tf_cls, name, positional, defaults=None, doc=None, supports_mask
         merged.update(rest)
         tf_cls.__init__(self, **resolve_identifiers(merged))
 
-    return type(name, (Layer, tf_cls), {"__init__": __init__,
+    return type(name, (Layer, tf_cls), {"__init__": __init__, "_positional": tuple(positional),
                                         "__doc__": doc or tf_cls.__doc__,
                                         "supports_masking": supports_masking,
                                         "__module__": "tensorflux.keras.layers"})

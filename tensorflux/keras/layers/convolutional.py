@@ -134,8 +134,9 @@ class _ZeroPadding(Layer):
 
 def _padding_class(rank):
     def __init__(self, padding=1 if rank == 1 else (1,) * rank, data_format=None, **kwargs):
-        if rank == 1:
+        if rank == 1:  # an int or (left, right)
             data_format = "channels_last"
+            padding = padding if isinstance(padding, int) else (tuple(padding),)
         _ZeroPadding.__init__(self, rank, padding, data_format, **kwargs)
 
     return type(f"ZeroPadding{rank}D", (_ZeroPadding,), {

@@ -156,6 +156,68 @@ class Lambda(Layer):
             return self.mask(inputs, mask)
         return self.mask
 
+    def get_config(self) -> dict:
+        """The function by name (`function_type` "function"): loading it needs the
+        function in `custom_objects`. No code goes into a config (Keras stores a Python
+        lambda's bytecode; tensorflux never writes or runs code from a file).
+
+        Raises:
+          ValueError: an anonymous lambda as the function, output_shape or mask; a
+            tensor as the mask."""
+        for what, fn in (("function", self.function), ("output_shape", self._output_shape),
+                         ("mask", self.mask)):
+            if callable(fn) and getattr(fn, "__name__", "<lambda>") == "<lambda>":
+                raise ValueError(f"tensorflux.keras: Lambda layer {self.name}'s {what} is a "
+                                 "Python lambda, which cannot be saved (no code is stored "
+                                 "in files): use a named function and pass it in "
+                                 "custom_objects when loading")
+        if self.mask is not None and not callable(self.mask):
+            raise ValueError(f"tensorflux.keras: Lambda layer {self.name}'s mask is a "
+                             "tensor, which a config cannot hold")
+        config = {k: v for k, v in Layer.get_config(self).items()
+                  if k not in ("function", "output_shape", "mask", "arguments")}
+        config.update(function=self.function.__name__, function_type="function",
+                      module=getattr(self.function, "__module__", None),
+                      output_shape=(self._output_shape.__name__ if callable(
+                          self._output_shape) else self._output_shape),
+                      output_shape_type="function" if callable(self._output_shape)
+                      else "raw", arguments=self.arguments,
+                      mask=self.mask.__name__ if callable(self.mask) else None)
+        return config
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """Raises:
+          ValueError: a function stored as code (Keras's "lambda" type), or a function
+            name not in `custom_objects`."""
+        config = dict(config)
+        objects = dict(custom_objects or {})
+
+        def named(key, kind):
+            value = config.pop(key, None)
+            kind_value = config.pop(kind, "function")
+            if value is None or kind_value == "raw":
+                return value
+            if kind_value == "lambda":
+                raise ValueError(f"tensorflux.keras: Lambda layer {config.get('name')} "
+                                 "holds Python bytecode, which tensorflux does not run from "
+                                 "files: rebuild the layer in code, or give a named "
+                                 "function in custom_objects")
+            if value not in objects:
+                raise ValueError(f"Unknown function: {value} (Lambda layer "
+                                 f"{config.get('name')}). Please ensure this object is "
+                                 "passed to the `custom_objects` argument.")
+            return objects[value]
+
+        function = named("function", "function_type")
+        output_shape = named("output_shape", "output_shape_type")
+        mask = config.pop("mask", None)
+        if isinstance(mask, str):
+            mask = objects.get(mask, mask)
+        config.pop("module", None)
+        config.pop("output_shape_module", None)
+        return cls(function, output_shape=output_shape, mask=mask, **config)
+
     def compute_output_shape(self, input_shape):
         if self._output_shape is None:
             raise NotImplementedError("Lambda: give `output_shape`")

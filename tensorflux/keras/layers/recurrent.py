@@ -14,6 +14,7 @@ not drawn), in the training phase only.
 from __future__ import annotations
 
 from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.keras import activations, saving
 from tensorflux.keras import backend as K
 from tensorflux.keras.engine.base_layer import InputSpec, Layer, resolve_identifiers
 from tensorflux.keras.initializers import Ones
@@ -365,7 +366,31 @@ def _rnn_class(name, cell_cls, cell_name, doc, positional):
                      go_backwards=go_backwards, stateful=stateful, unroll=unroll,
                      time_major=time_major, **layer_kwargs)
 
-    return type(name, (RNN,), {"__init__": __init__, "__doc__": doc,
+    def get_config(self) -> dict:
+        """Keras's full config (every cell option written, so that a loader whose
+        defaults differ, like Keras 2's GRU v2 with reset_after=True, builds this layer)."""
+        config = RNN.get_config(self)
+        cell = self.cell
+        config.update(
+            units=cell.units, return_sequences=self.return_sequences,
+            return_state=self.return_state, go_backwards=self.go_backwards,
+            stateful=False, unroll=False, time_major=False,
+            activation=activations.serialize(cell.activation), use_bias=cell.use_bias,
+            dropout=cell.dropout, recurrent_dropout=cell.recurrent_dropout)
+        if cell_cls is not SimpleRNNCell:
+            config["recurrent_activation"] = activations.serialize(cell.recurrent_activation)
+        for key in ("kernel_initializer", "recurrent_initializer", "bias_initializer",
+                    "kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
+                    "kernel_constraint", "recurrent_constraint", "bias_constraint"):
+            config[key] = saving.serialize_value(key, cell._ids[key])
+        if cell_cls is LSTMCell:
+            config["unit_forget_bias"] = cell.unit_forget_bias
+        if cell_cls is GRUCell:
+            config["reset_after"] = cell.reset_after
+        return config
+
+    return type(name, (RNN,), {"__init__": __init__, "__doc__": doc, "get_config": get_config,
+                               "_positional": tuple(positional),
                                "units": property(lambda self: self.cell.units)})
 
 
