@@ -13,6 +13,9 @@ The table's ratio is the speed-up vs TensorFlow: how many times faster tensorflu
 means tensorflux wins, whichever way the figure runs (TF time / tensorflux time for times,
 tensorflux rate / TF rate for rates). A figure's target is the speed-up it must reach
 (e.g. 2.0 for "latency at most half of TensorFlow's", 0.67 for "step time at most 1.5x").
+A figure with a `goal` instead has an absolute one on tensorflux's own value (at least the
+goal for figures where higher is better, at most it otherwise; e.g. mlp_step's share of the
+machine's sgemm peak).
 """
 
 from __future__ import annotations
@@ -390,10 +393,18 @@ def _row(results: Results, program: str, name: str, tf_available: bool):
     tf = results.get(program, meta.get("compare_to", name), "tensorflow")
     label = meta.get("label", name)
     target = meta.get("target")
+    goal = meta.get("goal")
     ratio = speedup(tfx, tf) if tfx and tf else None
     ratio_text = f"{ratio:.2f}×" if ratio is not None else "n/a"
     target_text = f"≥ {target:.2f}×" if target is not None else "(info)"
-    if target is None:
+    if goal is not None:  # an absolute goal on tensorflux's own value, not a speed-up
+        higher = ref is not None and ref.better == "higher"
+        target_text = f"{'≥' if higher else '≤'} {goal:g} (value)"
+        if tfx is None or tfx.value is None:
+            met = "?"
+        else:
+            met = "yes" if (tfx.value >= goal if higher else tfx.value <= goal) else "no"
+    elif target is None:
         met = "—"
     elif ratio is None:
         met = "?"

@@ -67,6 +67,21 @@ def test_table_marks_targets_errors_and_compare_to():
     assert any("AttributeError: nn" in n for n in notes)
 
 
+@pytest.mark.parametrize("better, value, goal, text, met", [
+    ("higher", 0.70, 0.65, "≥ 0.65 (value)", "yes"),
+    ("higher", 0.41, 0.65, "≥ 0.65 (value)", "no"),
+    ("lower", 4.0, 4.3, "≤ 4.3 (value)", "yes"),
+    ("lower", 6.0, 4.3, "≤ 4.3 (value)", "no"),
+])
+def test_a_goal_is_met_by_tensorfluxs_own_value(better, value, goal, text, met):
+    r = harness.Results()
+    r.add("p", _fig("share", value, "tensorflux", better, goal=goal, label="share"))
+    r.add("p", _fig("share", value * 2, "tensorflow", better, goal=goal, label="share"))
+    rows, _ = harness.table(r, ["p"], tf_available=True)
+    row = next(x for x in rows if x.startswith("| share |"))
+    assert row.endswith(f"| {text} | {met} |")
+
+
 def test_a_crashing_program_is_reported_not_raised(tmp_path, monkeypatch):
     (tmp_path / "crash.py").write_text(
         'import json\nprint(json.dumps({"name": "half", "value": 1, "unit": "s", '

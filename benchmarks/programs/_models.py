@@ -109,6 +109,62 @@ def lstm_lm(tf, rnn_cell, unroll: str, vocab: int = 10000, hidden: int = 512,
     return g, x, y, init, train
 
 
+PEAK_SIDE = 1024  # the square float32 product whose rate is taken as the machine's peak
+PEAK_REPS = 16
+
+
+def sgemm_peak_gflops(reps: int = PEAK_REPS) -> tuple[float, int]:
+    """The machine's float32 GEMM peak now: (GFLOP/s, BLAS threads that reached it).
+    NumPy's PEAK_SIDE^2 product, best of `reps`, with its BLAS's default thread count (the
+    cores this process may run on, which OpenBLAS takes when nothing limits it) and with
+    one thread, the better of the two: on a loaded machine OpenBLAS's spinning threads
+    stall each other and one thread can be faster (e.g. 60 GFLOP/s with two threads
+    against 91 with one, at a load average of 4 on 2 cores). Through threadpoolctl, so that
+    tensorflux's one-thread BLAS policy (kernels/cpu/_blas.py) does not hide it; the
+    previous count is restored afterwards (without threadpoolctl, as in TensorFlow's venv,
+    only NumPy's BLAS as it is: nothing there limits it). Taken in the same run as a step's
+    time, so that a share of it compares runs on machines (or loads) of different speeds."""
+    import os
+
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        threadpool_limits = None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        (os.cpu_count() or 1)
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((PEAK_SIDE, PEAK_SIDE), dtype=np.float32)
+    b = rng.standard_normal((PEAK_SIDE, PEAK_SIDE), dtype=np.float32)
+    out = np.empty((PEAK_SIDE, PEAK_SIDE), np.float32)
+
+    def best_time() -> float:
+        np.matmul(a, b, out=out)  # the BLAS threads start
+        best = float("inf")
+        for _ in range(reps):
+            t = time.perf_counter()
+            np.matmul(a, b, out=out)
+            best = min(best, time.perf_counter() - t)
+        return best
+
+    if threadpool_limits is None:
+        times = {0: best_time()}
+    else:
+        times = {}
+        for threads in sorted({cores, 1}, reverse=True):
+            with threadpool_limits(limits=threads, user_api="blas"):
+                times[threads] = best_time()
+    threads = min(times, key=times.get)
+    return 2.0 * PEAK_SIDE ** 3 / times[threads] / 1e9, threads
+
+
+def mlp_product_flops(batch: int = 128, sizes=(784, 512, 512, 10)) -> float:
+    """The FLOPs of an MLP training step's matrix products (`mlp`): every layer's forward
+    product and weight gradient, and the input gradient of every layer but the first
+    (the placeholder needs none). 410.8e6 for 784-512-512-10 at batch 128."""
+    layers = [2.0 * batch * d * n for d, n in zip(sizes[:-1], sizes[1:], strict=True)]
+    return 2 * sum(layers) + sum(layers[1:])
+
+
 def median_step_ms(sess, op, feed, reps, with_cpu: bool = False):
     """Median wall time of `sess.run(op, feed)` over `reps` steps after WARMUP steps.
 

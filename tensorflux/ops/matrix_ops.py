@@ -14,7 +14,7 @@ import numpy as np
 from tensorflux.framework import common_shapes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
-from tensorflux.framework.op_registry import define_op, gradient
+from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, joining_ops
@@ -49,6 +49,10 @@ __all__ = [
 
 def _matmul_shape(op):
     a, b = (t.shape for t in op.inputs)
+    return _matmul_shape_of(a, b, op)
+
+
+def _matmul_shape_of(a, b, op):
     for s in (a, b):
         if s.ndims is not None and s.ndims != 2:
             raise ValueError(f"Shape must be rank 2 but is rank {s.ndims}")
@@ -74,6 +78,23 @@ define_op("MatMul", inputs=["a: T", "b: T"], outputs=["product: T"],
                  "uint32, uint64, complex64, complex128}",
                  "grad_a: bool = false", "grad_b: bool = false"],
           shape_fn=_matmul_shape, flops="matmul")
+def _fused_matmul_shape(op):
+    return _matmul_shape_of(op.inputs[0].shape, op.inputs[1].shape, op)
+
+
+# MatMul -> BiasAdd [-> Relu] as one node, made only by the graph optimizer's rewrite of a
+# step graph (runtime/graph_optimizer.py `fuse_matmul_bias_relu`, as TF's grappler remapper
+# makes its _FusedMatMul, with TF's signature); the graph it appears in is already
+# differentiated, so it has no gradient.
+define_op("_FusedMatMul", inputs=["a: T", "b: T", "args: num_args * T"],
+          outputs=["product: T"],
+          attrs=["transpose_a: bool = false", "transpose_b: bool = false",
+                 "T: {half, bfloat16, float, double}", "num_args: int >= 0",
+                 "fused_ops: list(string) = []", "epsilon: float = 0.0001",
+                 "leakyrelu_alpha: float = 0.2"],
+          shape_fn=_fused_matmul_shape,
+          flops="matmul")
+not_differentiable("_FusedMatMul")
 
 
 def _batch_matmul_shape(op, broadcast: bool):

@@ -8,9 +8,11 @@ With OptimizerOptions L1 (TensorFlow's default) the step graph is rewritten by
 2. common subexpression elimination: stateless nodes with the same op, attributes, inputs
    (in any order for commutative ops), control inputs and requested device are one node;
 3. kernel fusion (only when the caller says every device is a CPU, `fuse=True`: the fused
-   op has a CPU kernel only): Conv2D -> BiasAdd [-> Relu] becomes one _FusedConv2D, as
-   grappler's remapper does (`fuse_conv_bias_relu`; an NHWC conv plus a 1-D bias vector
-   through Add/AddV2 counts as a BiasAdd); and a sum of products
+   op has a CPU kernel only): Conv2D -> BiasAdd [-> Relu] becomes one _FusedConv2D, and
+   MatMul -> BiasAdd [-> Relu] one _FusedMatMul, as grappler's remapper does
+   (`fuse_conv_bias_relu`, `fuse_matmul_bias_relu`; an NHWC conv's or a product's sum with
+   a 1-D bias vector of its last dimension through Add/AddV2 counts as a BiasAdd); and a
+   sum of products
    AddN(MatMul(a_i, b_i, transpose_a=True)...) becomes one MatMul of the concatenated
    operands (`merge_summed_products`: the weight gradient of an unrolled RNN); a
    FusedBatchNormV3 -> Relu pair becomes one _FusedBatchNormEx, and a ReluGrad feeding a
@@ -72,6 +74,7 @@ def optimize(sg: StepGraph, options=None, fuse: bool = False) -> None:
         fuse_conv_bias_relu(sg)
         fuse_batch_norm_relu(sg)
         merge_summed_products(sg)
+        fuse_matmul_bias_relu(sg)
     unread_to_no_op(sg)
     eliminate_dead_code(sg)
 
@@ -300,6 +303,74 @@ def fuse_conv_bias_relu(sg: StepGraph) -> int:
     return fused
 
 
+def fuse_matmul_bias_relu(sg: StepGraph) -> int:
+    """Rewrites each MatMul -> BiasAdd [-> Relu] chain into one _FusedMatMul node (TF's
+    signature, as grappler's remapper makes it: fused_ops [BiasAdd] or [BiasAdd, Relu], the
+    bias as its one argument), whose kernel adds the bias and applies the ReLU in one pass
+    over the product's fresh output: two passes over the activations, one allocation and
+    one or two nodes fewer per layer, the same values bit for bit (a fully connected
+    layer's `matmul(h, w) + b` and its ReLU). As for the conv (`fuse_conv_bias_relu`,
+    whose rules this follows): `product + b` (Add/AddV2, either order) with a 1-D `b` of
+    the product's static column count is a BiasAdd, and Shape ops reading the product (the
+    gradient of such an add asks for its operands' shapes) read the chain's output, of the
+    same shape; a BiasAdd fuses in its default NHWC format only; intermediate outputs must
+    be read by the next node only (not fetched, no control edge from them), the nodes ask
+    for the same device and a float32/float64 type. The chain's last node is rewritten in
+    place, keeping its name. Returns how many chains were fused."""
+    readers: dict[tuple[Node, int], list[Node]] = {}
+    for n in sg.nodes:
+        for e in n.inputs:
+            readers.setdefault(e, []).append(n)
+    held = ({n for n, _ in sg.fetches} | set(sg.targets) | set(sg.args)
+            | {c for n in sg.nodes for c in n.control_inputs})
+
+    def only_reader(n: Node, op: str) -> Node | None:
+        users = readers.get((n, 0), [])
+        nxt = users[0] if len(users) == 1 else None
+        if (nxt is None or nxt.op != op or n in held or nxt.inputs[0] != (n, 0)
+                or nxt.requested_device != n.requested_device
+                or nxt.attrs.get("T") != n.attrs.get("T")):
+            return None
+        return nxt
+
+    fused = 0
+    for product in list(sg.nodes):
+        if product.op != "MatMul" or product.attrs.get("T") not in _FUSABLE_TYPES:
+            continue
+        bias_add = only_reader(product, "BiasAdd")
+        shapes: list[Node] = []
+        if bias_add is None:
+            dims = _static_dims(product, 0)
+            columns = dims[1] if dims is not None and len(dims) == 2 else None
+            bias_add, shapes = _bias_semantic_add(product, readers, held, columns)
+            if bias_add is None:
+                continue
+            bias = next(e for e in bias_add.inputs if e != (product, 0))
+        elif bias_add.attrs.get("data_format", "NHWC") != "NHWC":
+            continue
+        else:
+            bias = bias_add.inputs[1]
+        relu = only_reader(bias_add, "Relu")
+        last = relu or bias_add
+        if shapes and _reaches(bias[0], set(shapes)):
+            continue  # (the bias computed from the product's shape: a cycle otherwise)
+        controls = product.control_inputs + bias_add.control_inputs
+        if relu is not None:
+            controls += relu.control_inputs
+        attrs = {"transpose_a": product.attrs.get("transpose_a", False),
+                 "transpose_b": product.attrs.get("transpose_b", False),
+                 "T": product.attrs["T"], "num_args": 1, "epsilon": 1e-4,
+                 "leakyrelu_alpha": 0.2,
+                 "fused_ops": ["BiasAdd", "Relu"] if relu is not None else ["BiasAdd"]}
+        last.op, last.attrs = "_FusedMatMul", attrs
+        last.inputs = [product.inputs[0], product.inputs[1], bias]
+        last.control_inputs = list(dict.fromkeys(controls))
+        for shape_op in shapes:
+            shape_op.inputs = [(last, 0)]
+        fused += 1
+    return fused
+
+
 def _static_dims(node: Node, index: int) -> list | None:
     shapes = node.output_shapes
     if not shapes or index >= len(shapes) or shapes[index] is None:
@@ -308,22 +379,27 @@ def _static_dims(node: Node, index: int) -> list | None:
     return None if dims is None else [getattr(d, "value", d) for d in dims]
 
 
-def _bias_semantic_add(conv: Node, readers: dict, held: set):
+def _bias_semantic_add(conv: Node, readers: dict, held: set, channels=None):
     """(the Add/AddV2 adding a 1-D bias of the channel count to NHWC `conv`'s output, the
-    Shape ops that read the conv besides it), or (None, [])."""
+    Shape ops that read the conv besides it), or (None, []). With `channels`, `conv` is
+    another producer (a product) whose last dimension is statically `channels` (None:
+    unknown, no fusion)."""
     users = readers.get((conv, 0), [])
     adds = [u for u in users if u.op in ("AddV2", "Add")]
     shapes = [u for u in users if u.op == "Shape" and u not in held]
-    dims = _static_dims(conv, 0)
+    if conv.op == "Conv2D":
+        dims = _static_dims(conv, 0)
+        if conv.attrs.get("data_format", "NHWC") != "NHWC" or dims is None or len(dims) != 4:
+            return None, []
+        channels = dims[3]
     if (len(adds) != 1 or len(adds) + len(shapes) != len(users) or conv in held
-            or conv.attrs.get("data_format", "NHWC") != "NHWC" or dims is None
-            or len(dims) != 4 or not isinstance(dims[3], int)):
+            or not isinstance(channels, int)):
         return None, []
     add = adds[0]
     others = [e for e in add.inputs if e != (conv, 0)]
     if (len(add.inputs) != 2 or len(others) != 1 or add.requested_device != conv.requested_device
             or add.attrs.get("T") != conv.attrs.get("T")
-            or _static_dims(others[0][0], others[0][1]) != [dims[3]]):
+            or _static_dims(others[0][0], others[0][1]) != [channels]):
         return None, []
     return add, shapes
 

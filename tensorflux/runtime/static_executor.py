@@ -266,7 +266,7 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
 
 
 # Kernels whose output may be allocated where the executor offers (buffers.empty_output).
-_OUTPUT_HINT_OPS = frozenset(("MatMul",))
+_OUTPUT_HINT_OPS = frozenset(("MatMul", "_FusedMatMul"))
 _PUSH_ATTR = "_tfx_push"  # distributed/push.py's PUSH_ATTR: the _Send's tensor is pushed
 
 

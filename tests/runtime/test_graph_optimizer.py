@@ -242,6 +242,122 @@ def test_half_precision_and_gpu_sessions_are_not_fused():
     assert "_FusedConv2D" not in ops1 and "Relu" in ops1
 
 
+# ---- MatMul -> BiasAdd [-> Relu] fusion -----------------------------------------------------
+
+# (name, transpose_a, transpose_b, relu, bias first, BiasAdd op, dtype, static batch)
+_MATMUL_CASES = [
+    ("dense_relu", False, False, True, False, False, np.float32, False),
+    ("bias_first", False, False, True, True, False, np.float32, False),
+    ("logits_no_relu", False, False, False, False, False, np.float32, False),
+    ("bias_add_op", False, False, True, False, True, np.float32, True),
+    ("transposes", True, True, True, False, False, np.float32, True),
+    ("float64_transpose_b", False, True, False, False, True, np.float64, False),
+]
+
+
+def _dense_layers(case):
+    """Two fully connected layers on a fed batch; the training step's fetches (the output
+    and the gradients, which read Shape(product) for an AddV2 bias) and the feed."""
+    _, ta, tb, relu, bias_first, bias_add, dtype, static = case
+    rng = np.random.default_rng(5)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(dtype, [9 if static else None, 13])
+        h = x
+        params = []
+        for d, n in ((13, 17), (17, 6)):
+            w0 = rng.standard_normal((n, d) if tb else (d, n)).astype(dtype)
+            w = tf.Variable(w0)
+            b = tf.Variable(rng.standard_normal(n).astype(dtype))
+            lhs = tf.transpose(h) if ta else h
+            p = tf.matmul(lhs, w, transpose_a=ta, transpose_b=tb)
+            if bias_add:
+                o = tf.nn.bias_add(p, b)
+            else:
+                o = b + p if bias_first else p + b
+            h = tf.nn.relu(o) if relu else o
+            params += [w, b]
+        fetches = [h] + tf.gradients(tf.reduce_sum(h * h), params)
+        init = tf.global_variables_initializer()
+    feed = {x: rng.standard_normal((9, 13)).astype(dtype)}
+    return g, init, fetches, feed
+
+
+def _run_fused_and_plain(g, init, fetches, feed):
+    results = []
+    for config in (None, L0):
+        with tf.Session(graph=g, config=config) as sess:
+            sess.run(init)
+            values = sess.run(fetches, feed)
+            ops = [n.op for p in list(sess._steps.values())[-1].partition_graphs.values()
+                   for n in p.nodes]
+            results.append((values, ops))
+    return results
+
+
+@pytest.mark.parametrize("case", _MATMUL_CASES, ids=[c[0] for c in _MATMUL_CASES])
+def test_matmul_bias_relu_fuse_with_the_unfused_values(case):
+    """Each layer's MatMul -> bias [-> Relu] becomes one _FusedMatMul (the add's Shape of
+    the product reading the fused output); outputs and gradients are L0's bit for bit."""
+    g, init, fetches, feed = _dense_layers(case)
+    (fused, ops1), (plain, ops0) = _run_fused_and_plain(g, init, fetches, feed)
+    for a, c in zip(fused, plain, strict=True):
+        np.testing.assert_array_equal(a, c)
+    assert "_FusedMatMul" not in ops0
+    assert ops1.count("_FusedMatMul") == 2
+    assert "Relu" not in ops1 and "BiasAdd" not in ops1
+
+
+@pytest.mark.parametrize("what", ["product", "sum", "shape"])
+def test_fetched_parts_of_a_dense_layer_are_not_fused(what):
+    """A fetched product keeps the three nodes, as does a fetched Shape of the product (it
+    is a reader other than the add); a fetched sum keeps its Relu apart."""
+    rng = np.random.default_rng(6)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 8])
+        w = tf.Variable(rng.standard_normal((8, 5)).astype(np.float32))
+        b = tf.Variable(rng.standard_normal(5).astype(np.float32))
+        p = tf.matmul(x, w)
+        o = p + b
+        out = tf.nn.relu(o)
+        extra = {"product": p, "sum": o, "shape": tf.shape(p)}[what]
+        init = tf.global_variables_initializer()
+    feed = {x: rng.standard_normal((4, 8)).astype(np.float32)}
+    (fused, ops1), (plain, _) = _run_fused_and_plain(g, init, [out, extra], feed)
+    for a, c in zip(fused, plain, strict=True):
+        np.testing.assert_array_equal(a, c)
+    if what == "sum":
+        assert ops1.count("_FusedMatMul") == 1 and "Relu" in ops1
+    else:
+        assert "_FusedMatMul" not in ops1 and "MatMul" in ops1
+
+
+@pytest.mark.parametrize("what", ["broadcast_bias", "row_bias", "half", "unknown_columns"])
+def test_adds_that_are_not_a_bias_are_left_alone(what):
+    """A [1] bias (a broadcast), a bias of the rows' count ([m, 1]), half precision (the
+    unfused nodes add in the narrow type) and a product whose column count is not static
+    keep their nodes, with their values."""
+    rng = np.random.default_rng(8)
+    dtype = np.float16 if what == "half" else np.float32
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(dtype, [None, 6])
+        w = tf.placeholder(dtype, [6, None]) if what == "unknown_columns" else \
+            tf.Variable(rng.standard_normal((6, 4)).astype(dtype))
+        b = tf.Variable(rng.standard_normal({"broadcast_bias": (1,), "row_bias": (3, 1)}.get(
+            what, (4,))).astype(dtype))
+        p = tf.matmul(x, w)
+        out = tf.nn.relu(p + b)
+        init = tf.global_variables_initializer()
+    feed = {x: rng.standard_normal((3, 6)).astype(dtype)}
+    if what == "unknown_columns":
+        feed[w] = rng.standard_normal((6, 4)).astype(dtype)
+    (fused, ops1), (plain, _) = _run_fused_and_plain(g, init, [out], feed)
+    np.testing.assert_array_equal(fused[0], plain[0])
+    assert "_FusedMatMul" not in ops1 and "MatMul" in ops1
+
+
 # (name, time steps, batch, extra AddN term, fetch one partial product)
 _SUMMED_CASES = [
     ("static_rnn_like", 6, 4, False, False),

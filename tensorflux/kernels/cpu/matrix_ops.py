@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from tensorflux.framework import errors
 from tensorflux.kernels import buffers, interrupt, intra_op
 from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu._math_common import _BF16, _BLAS_FLOATS, _F16, _invalid, _shape_str
@@ -57,6 +58,39 @@ def _matmul(node):
         if long and min(m, n) > 0:
             return _split_matmul(a2, b2, parts)
         return _product(a2, b2)
+
+    return compute
+
+
+@kernel_factory("_FusedMatMul", expensive=True)
+def _fused_matmul(node):
+    """MatMul, BiasAdd and Relu of the graph optimizer's fusion (fuse_matmul_bias_relu):
+    the product as MatMul computes it, then the bias and ReLU in one pass over its fresh
+    output, in place (the operations of the BiasAdd/AddV2 and Relu kernels: the unfused
+    nodes' values bit for bit)."""
+    ops = tuple(op.decode() if isinstance(op, bytes) else op for op in node.attrs["fused_ops"])
+    if ops not in (("BiasAdd",), ("BiasAdd", "Relu")) or node.attrs["num_args"] != 1:
+        raise errors.UnimplementedError(
+            None, None, f"_FusedMatMul on the CPU supports fused_ops [BiasAdd] and [BiasAdd, "
+            f"Relu] with one argument, got {list(ops)} with {node.attrs['num_args']}")
+    relu = len(ops) == 2
+    product = _matmul(node)
+    zero = None
+
+    def compute(ctx, a, b, bias):
+        nonlocal zero
+        out = product(ctx, a, b)
+        if bias.ndim != 1 or bias.shape[0] != out.shape[1]:
+            raise _invalid(f"Must provide as many biases as the last dimension of the input "
+                           f"tensor: {list(bias.shape)} vs. {list(out.shape)}")
+        if bias.dtype != out.dtype:
+            raise _invalid(f"bias has type {bias.dtype}, the product {out.dtype}")
+        if not native.bias_relu(out, bias, relu):
+            np.add(out, bias, out=out)
+            if relu:
+                zero = np.zeros((), out.dtype) if zero is None else zero
+                np.maximum(out, zero, out=out)
+        return out
 
     return compute
 
