@@ -140,6 +140,10 @@ class SGD(Optimizer, momentum.MomentumOptimizer):
         self.momentum_value, self.nesterov = float(momentum), nesterov
         _momentum_init(self, self._initial_lr, float(momentum), name, nesterov)
 
+    def get_config(self) -> dict:
+        return {**super().get_config(), "momentum": self.momentum_value,
+                "nesterov": self.nesterov}
+
 
 def _momentum_init(self, lr, mom, name, nesterov):
     momentum.MomentumOptimizer.__init__(self, lr, mom, name=name, use_nesterov=nesterov)
@@ -185,7 +189,11 @@ class Adam(Optimizer, adam.AdamOptimizer):
         return self._resource_apply_dense(_dense(grad, var, indices), var)
 
     def get_config(self) -> dict:
-        return {**super().get_config(), "amsgrad": self.amsgrad}
+        return {**super().get_config(), **_adam_config(self), "amsgrad": self.amsgrad}
+
+
+def _adam_config(opt) -> dict:
+    return {"beta_1": opt._beta1, "beta_2": opt._beta2, "epsilon": opt._epsilon}
 
 
 class Adamax(Optimizer, adam.AdamOptimizer):
@@ -211,6 +219,9 @@ class Adamax(Optimizer, adam.AdamOptimizer):
 
     def _resource_apply_sparse(self, grad, var, indices):
         return self._resource_apply_dense(_dense(grad, var, indices), var)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), **_adam_config(self)}
 
 
 class Nadam(Optimizer, adam.AdamOptimizer):
@@ -272,7 +283,7 @@ class Nadam(Optimizer, adam.AdamOptimizer):
     def get_config(self) -> dict:
         config = super().get_config()
         config.pop("decay", None)
-        return {**config, "schedule_decay": self.schedule_decay}
+        return {**config, **_adam_config(self), "schedule_decay": self.schedule_decay}
 
 
 def _dense(grad, var, indices):
@@ -305,6 +316,10 @@ class RMSprop(Optimizer, rmsprop.RMSPropOptimizer):
         eps = self._hyper(self._epsilon, var, "epsilon")
         return state_ops.assign_sub(var, lr * grad / (unary_ops.sqrt(new_rms) + eps))
 
+    def get_config(self) -> dict:
+        return {**super().get_config(), "rho": self._decay, "momentum": self._momentum,
+                "epsilon": self._epsilon, "centered": self._centered}
+
     def _create_slots(self, var_list):
         for v in var_list:
             self._zeros_slot(v, "rms", self._name)
@@ -326,6 +341,11 @@ class Adagrad(Optimizer, adagrad.AdagradOptimizer):
                                           initial_accumulator_value=initial_accumulator_value,
                                           name=name)
 
+    def get_config(self) -> dict:
+        return {**super().get_config(),
+                "initial_accumulator_value": self._initial_accumulator_value,
+                "epsilon": self.epsilon}
+
     def _resource_apply_dense(self, grad, var):
         """Keras's update: acc += g^2; var -= lr g / (sqrt(acc) + epsilon)."""
         acc = self.get_slot(var, "accumulator")
@@ -344,6 +364,9 @@ class Adadelta(Optimizer, adadelta.AdadeltaOptimizer):
         adadelta.AdadeltaOptimizer.__init__(self, self._initial_lr, rho=rho,
                                             epsilon=epsilon if epsilon is not None
                                             else K.epsilon(), name=name)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "rho": self._rho, "epsilon": self._epsilon}
 
 
 _BY_NAME = {"sgd": SGD, "adam": Adam, "rmsprop": RMSprop, "adagrad": Adagrad,

@@ -560,9 +560,28 @@ def _training_config(model):
                                  "config": optimizer.get_config()}}
 
 
+def optimizer_state(model) -> list:
+    """The optimizer's variables in a fixed order: the Keras iteration count and learning
+    rate, the other non-slot variables by name (Adam's beta powers), then per trainable
+    weight in the model's order its slots by slot name (none before the train op
+    exists)."""
+    opt = getattr(model, "optimizer", None)
+    if opt is None or not hasattr(opt, "get_slot_names"):
+        return []
+    state = [v for v in (getattr(opt, "_iterations", None), getattr(opt, "_lr_var", None))
+             if v is not None]
+    non_slot = getattr(opt, "_non_slot_dict", {})
+    state += sorted(non_slot.values(), key=lambda v: v.name)
+    names = sorted(opt.get_slot_names())
+    for weight in model.trainable_weights:
+        state += [slot for slot in (opt.get_slot(weight, n) for n in names) if slot is not None]
+    return state
+
+
 def save_model(model, filepath, overwrite=True, include_optimizer=True) -> None:
-    """The model's config, weights and compile arguments in one HDF5 file (Keras's
-    layout; the optimizer's state is not written: training resumes with fresh slots).
+    """The model's config, weights, compile arguments and (once it has trained) its
+    optimizer's state (`optimizer_weights`, in `optimizer_state`'s order) in one HDF5 file
+    (Keras's layout).
 
     Raises:
       NotImplementedError: a subclassed model (no config)."""
@@ -577,6 +596,14 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True) -> None:
         if training is not None:
             f.attrs["training_config"] = json.dumps(training, default=_json_default)
         save_weights_to_group(f.create_group("model_weights"), model.layers)
+        state = optimizer_state(model) if training is not None else []
+        if state:
+            from tensorflux.keras import backend as K
+
+            group = f.create_group("optimizer_weights")
+            group.attrs["weight_names"] = _encode([v.name for v in state])
+            for v, value in zip(state, K.batch_get_value(state), strict=True):
+                group.create_dataset(v.name, data=np.asarray(value))
 
 
 def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
@@ -600,6 +627,11 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
         model = model_from_config(json.loads(raw), custom_objects)
         load_weights_from_group(f["model_weights"], model.layers)
         training = f.attrs.get("training_config")
+        saved_state = None
+        if "optimizer_weights" in f:
+            group = f["optimizer_weights"]
+            saved_state = [np.asarray(group[n])
+                           for n in _decode(group.attrs.get("weight_names", []))]
     if compile and training is not None:
         training = json.loads(training.decode("utf8") if isinstance(training, bytes)
                               else training)
@@ -618,4 +650,27 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
         model.compile(optimizer=optimizer, loss=resolve(training["loss"]),
                       metrics=resolve(training.get("metrics")),
                       loss_weights=training.get("loss_weights"))
+        if saved_state:
+            _restore_optimizer_state(model, saved_state, filepath)
     return model
+
+
+def _restore_optimizer_state(model, values, filepath) -> None:
+    """Builds the train op (the slots) and sets the optimizer's variables; a state that
+    does not fit (another optimizer's file, tf_keras's) is left out with a warning, as
+    Keras does."""
+    from tensorflux.keras import backend as K
+    from tensorflux.platform import tf_logging
+
+    model._ensure_compiled()
+    model._train_op()
+    state = optimizer_state(model)
+    if len(state) != len(values) or any(
+            tuple(v.shape.as_list()) != np.shape(x) for v, x in zip(state, values,
+                                                                     strict=False)):
+        tf_logging.warning(
+            "Error in loading the saved optimizer state from %s: %d saved values for %d "
+            "variables of this optimizer (or other shapes). The model's optimizer starts "
+            "from a fresh state.", filepath, len(values), len(state))
+        return
+    K.batch_set_value(list(zip(state, values, strict=True)))

@@ -332,3 +332,35 @@ def test_zero_padding_1d_takes_left_and_right():
     x = L.Input(batch_shape=(1, 3, 2))
     assert L.ZeroPadding1D((1, 2))(x).shape.as_list() == [1, 6, 2]
     assert L.ZeroPadding1D(2)(x).shape.as_list() == [1, 7, 2]
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "rmsprop", "sgd", "nadam", "adagrad",
+                                       "adadelta", "adamax"])
+def test_training_resumes_from_a_saved_model_exactly(tmp_path, optimizer):
+    rng = np.random.RandomState(0)
+    x = rng.randn(32, 5).astype(np.float32)
+    y = (x[:, :1] > 0).astype(np.float32)
+    model = keras.Sequential([L.Dense(8, activation="tanh", input_shape=(5,)),
+                              L.Dense(1, activation="sigmoid")])
+    opt = {"sgd": keras.optimizers.SGD(0.1, momentum=0.9)}.get(optimizer, optimizer)
+    model.compile(optimizer=opt, loss="binary_crossentropy")
+    model.fit(x, y, batch_size=8, epochs=2, verbose=0, shuffle=False)
+    path = str(tmp_path / "m.h5")
+    model.save(path)
+    with h5py.File(path, "r") as f:
+        assert len(f["optimizer_weights"].attrs["weight_names"]) >= 2
+    loaded = keras.models.load_model(path)
+    for m in (model, loaded):
+        m.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    for a, b in zip(model.get_weights(), loaded.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("optimizer", [
+    "SGD(0.1, momentum=0.9, nesterov=True)", "Adam(beta_1=0.5, amsgrad=True)",
+    "RMSprop(rho=0.8, momentum=0.1, centered=True)", "Adagrad(initial_accumulator_value=0.2)",
+    "Adadelta(rho=0.9, epsilon=1e-6)", "Adamax(beta_2=0.99)", "Nadam(schedule_decay=0.01)"])
+def test_optimizer_configs_keep_every_hyperparameter(optimizer):
+    opt = eval("keras.optimizers." + optimizer, {"keras": keras})  # noqa: S307
+    config = keras.optimizers.serialize(opt)
+    assert keras.optimizers.serialize(keras.optimizers.deserialize(config)) == config
