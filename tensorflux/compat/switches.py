@@ -5,10 +5,11 @@ behaviour is accepted and changes nothing, and every switch that asks for a TF2 
 tensorflux does not have (eager execution, integer shape dimensions, tensors compared by
 value) raises a ValueError that says so, rather than being silently ignored.
 
-Variables: every tensorflux `tf.Variable` is a resource variable (variables/variables.py);
-the reference-variable ops (ops/ref_variable_ops.py) exist only so that GraphDefs written
-by TensorFlow run. `resource_variables_enabled()` therefore always answers True, and
-`disable_resource_variables()` logs that variables stay resource variables.
+Variables: `tf.Variable` and `tf.get_variable` make resource variables by default
+(variables/variables.py); `disable_resource_variables()` makes them TF1 reference variables
+(VariableV2, variables/ref_variable.py) unless `use_resource` or the variable scope says
+otherwise, as TensorFlow's switch does. `disable_v2_behavior()` does not call it (unlike
+TensorFlow's): the default stays resource variables, which compute the same values.
 
 Control flow: tensorflux builds TF1 control flow (Switch/Merge/Enter/Exit frames); a
 program that asks for control flow v2 computes the same values, so the request is logged
@@ -18,6 +19,7 @@ and `control_flow_v2_enabled()` stays False.
 from __future__ import annotations
 
 from tensorflux.platform import tf_logging
+from tensorflux.variables import variables
 
 __all__ = ["disable_v2_behavior", "enable_v2_behavior", "disable_eager_execution",
            "enable_eager_execution", "executing_eagerly",
@@ -65,19 +67,19 @@ def executing_eagerly_outside_functions() -> bool:
 
 
 def disable_resource_variables() -> None:
-    """Logs that tensorflux variables stay resource variables (TF1 would make reference
-    variables; reads and updates give the same values)."""
-    tf_logging.warning("tf.disable_resource_variables: tensorflux variables are always "
-                       "resource variables; nothing changed.")
+    """`tf.Variable` and `tf.get_variable` make TF1 reference variables (VariableV2) from
+    now on, where neither `use_resource` nor the variable scope asks otherwise."""
+    variables.set_default_use_resource(False)
 
 
 def enable_resource_variables() -> None:
-    """Resource variables: what every tensorflux variable is, so nothing changes."""
+    """`tf.Variable` and `tf.get_variable` make resource variables (the default)."""
+    variables.set_default_use_resource(True)
 
 
 def resource_variables_enabled() -> bool:
-    """True: `tf.Variable` and `tf.get_variable` always make resource variables."""
-    return True
+    """Whether `tf.Variable` and `tf.get_variable` make resource variables by default."""
+    return variables.default_use_resource()
 
 
 def disable_control_flow_v2() -> None:

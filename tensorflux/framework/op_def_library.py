@@ -83,7 +83,21 @@ def apply_op(op_type: str, name: str | None = None, **keywords) -> Any:
                             f"attr {k}={explicit_types[k].name}.")
         attrs[k] = dt
     op_name = scope_name if needs_scope and scope_name else (name or op_type)
-    op = g._create_op_internal(op_type, tuple(inputs), attrs, op_name)
+    if opdef.has_ref_inputs:
+        # As TensorFlow's op_def_library: an op updating a variable through a `Ref(T)` input
+        # (Assign, ApplyAdam, ...) is colocated with that variable.
+        with contextlib.ExitStack() as stack:
+            k = 0
+            for arg, value in zip(opdef.inputs, input_values, strict=True):
+                n = len(value) if arg.number_attr or arg.type_list_attr else 1
+                if arg.is_ref:
+                    for t in inputs[k:k + n]:
+                        if t.dtype._is_ref_dtype:
+                            stack.enter_context(g.colocate_with(t.op))
+                k += n
+            op = g._create_op_internal(op_type, tuple(inputs), attrs, op_name)
+    else:
+        op = g._create_op_internal(op_type, tuple(inputs), attrs, op_name)
     outs = op.outputs
     if outs and op_callbacks.any_op_callbacks():
         outs = op_callbacks.invoke_op_callbacks(op, outs)

@@ -106,6 +106,11 @@ class OpDef:
     # runs it as soon as its inputs exist, so that it keeps no large input alive.
     shape_only: bool = False
 
+    @property
+    def has_ref_inputs(self) -> bool:
+        """Whether an input is declared `Ref(T)` (the op updates a TF1 reference variable)."""
+        return any(a.is_ref for a in self.inputs)
+
     def to_proto(self):
         """This definition as an `op_def_pb2.OpDef` message."""
         proto = op_def_pb2.OpDef(name=self.name, is_stateful=self.is_stateful,

@@ -65,6 +65,12 @@ for _name, _types, _lock in (("ScatterUpdate", "T: type", "true"),
               outputs=["output_ref: Ref(T)"],
               attrs=[_types, "Tindices: {int32, int64}", f"use_locking: bool = {_lock}"],
               shape_fn=_same_as_ref, stateful=True)
+for _name, _lock in (("ScatterNdUpdate", "true"), ("ScatterNdAdd", "false"),
+                    ("ScatterNdSub", "false")):
+    define_op(_name, inputs=["ref: Ref(T)", "indices: Tindices", "updates: T"],
+              outputs=["output_ref: Ref(T)"],
+              attrs=["T: type", "Tindices: {int32, int64}", f"use_locking: bool = {_lock}"],
+              shape_fn=_same_as_ref, stateful=True)
 define_op("IsVariableInitialized", inputs=["ref: Ref(dtype)"],
           outputs=["is_initialized: bool"], attrs=["dtype: type"], shape_fn=_scalar,
           stateful=True, cost_free=True)
@@ -87,7 +93,8 @@ for _rname, (_slots, _args, _attrs) in {**training_ops.DENSE, **training_ops.SPA
 
 not_differentiable("VariableV2", "Variable", "Assign", "AssignAdd", "AssignSub",
                    "ScatterUpdate", "ScatterAdd", "ScatterSub", "ScatterMul", "ScatterDiv",
-                   "ScatterMin", "ScatterMax", "IsVariableInitialized", "CountUpTo",
+                   "ScatterMin", "ScatterMax", "ScatterNdUpdate", "ScatterNdAdd",
+                   "ScatterNdSub", "IsVariableInitialized", "CountUpTo",
                    "_RefRead",
                    *(n.removeprefix("Resource") for n in {**training_ops.DENSE,
                                                            **training_ops.SPARSE}))

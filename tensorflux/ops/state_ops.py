@@ -12,6 +12,13 @@ handle's, and values assigned or added must have shapes compatible with the vari
 
 The TF1 functions `tf.assign`, `tf.assign_add`, `tf.scatter_update`, ... at the end take a
 `tf.Variable` (tensorflux/variables/variables.py).
+
+TF1 reference variables (variables/ref_variable.py): every builder here that takes a
+`resource` also takes a variable's `Ref(T)` tensor (a VariableV2's output) and then builds
+the reference op TensorFlow 1 builds (Identity, Assign, AssignAdd, IsVariableInitialized,
+Gather, Scatter*, CountUpTo; ops/ref_variable_ops.py), returning what the resource builder
+returns (the Operation for updates). So optimizers, metrics, savers and moving averages
+written against handles work on either kind of variable.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, joining_ops
+from tensorflux.ops import array_ops, constant_op, joining_ops
 
 # The TF1 public names of this module.
 __all__ = ["assign", "assign_add", "assign_sub", "scatter_add", "scatter_sub",
@@ -144,8 +151,20 @@ def var_handle_op(dtype, shape, container: str = "", shared_name: str = "",
                     allowed_devices=list(allowed_devices), name=name or "VarHandleOp")
 
 
+def is_ref(t) -> bool:
+    """Whether `t` is a reference variable's `Ref(T)` tensor (not a resource handle)."""
+    return isinstance(t, Tensor) and t.dtype._is_ref_dtype
+
+
+def _ref_update(op_type: str, ref, value, name, **attrs):
+    """The reference op `op_type` (Assign, AssignAdd, ...) on `ref`; returns its Operation."""
+    return apply_op(op_type, ref=ref, value=value, name=name or op_type, **attrs).op
+
+
 def read_variable_op(resource, dtype, name: str | None = None) -> Tensor:
     """The variable's current value (a snapshot: later updates never change it)."""
+    if is_ref(resource):
+        return apply_op("Identity", input=resource, name=name or "Identity")
     return apply_op("ReadVariableOp", resource=resource, dtype=dtypes.as_dtype(dtype),
                     name=name or "ReadVariableOp")
 
@@ -153,18 +172,25 @@ def read_variable_op(resource, dtype, name: str | None = None) -> Tensor:
 def assign_variable_op(resource, value, validate_shape: bool = False,
                        name: str | None = None):
     """Stores `value` in the variable, creating it if absent; returns the Operation."""
+    if is_ref(resource):
+        return _ref_update("Assign", resource, value, name,
+                           validate_shape=bool(validate_shape))
     return apply_op("AssignVariableOp", resource=resource, value=value,
                     validate_shape=validate_shape, name=name or "AssignVariableOp")
 
 
 def assign_add_variable_op(resource, value, name: str | None = None):
     """Adds `value` to the initialized variable, atomically; returns the Operation."""
+    if is_ref(resource):
+        return _ref_update("AssignAdd", resource, value, name)
     return apply_op("AssignAddVariableOp", resource=resource, value=value,
                     name=name or "AssignAddVariableOp")
 
 
 def assign_sub_variable_op(resource, value, name: str | None = None):
     """Subtracts `value` from the initialized variable, atomically; returns the Operation."""
+    if is_ref(resource):
+        return _ref_update("AssignSub", resource, value, name)
     return apply_op("AssignSubVariableOp", resource=resource, value=value,
                     name=name or "AssignSubVariableOp")
 
@@ -191,6 +217,9 @@ not_differentiable("VarIsInitializedOp", "DestroyResourceOp", "VariableShape")
 
 def var_is_initialized_op(resource, name: str | None = None) -> Tensor:
     """A bool scalar: whether the variable exists and holds a value."""
+    if is_ref(resource):
+        return apply_op("IsVariableInitialized", ref=resource,
+                        name=name or "IsVariableInitialized")
     return apply_op("VarIsInitializedOp", resource=resource,
                     name=name or "VarIsInitializedOp")
 
@@ -203,6 +232,8 @@ def destroy_resource_op(resource, ignore_lookup_error: bool = True, name: str | 
 
 def variable_shape(input, out_type=dtypes.int32, name: str | None = None) -> Tensor:  # noqa: A002
     """The run-time shape of the variable `input` refers to, as a 1-D tensor."""
+    if is_ref(input):
+        return apply_op("Shape", input=input, out_type=out_type, name=name or "Shape")
     return apply_op("VariableShape", input=input, out_type=out_type,
                     name=name or "VariableShape")
 
@@ -234,6 +265,10 @@ define_op("ResourceGather", inputs=["resource: resource", "indices: Tindices"],
 def resource_gather(resource, indices, dtype, batch_dims: int = 0,
                     validate_indices: bool = True, name: str | None = None) -> Tensor:
     """Rows `indices` of the variable (`params[indices]` along axis `batch_dims`)."""
+    if is_ref(resource):
+        return apply_op("GatherV2", params=resource, indices=indices,
+                        axis=constant_op.constant(batch_dims), batch_dims=batch_dims,
+                        name=name or "GatherV2")
     return apply_op("ResourceGather", resource=resource, indices=indices,
                     dtype=dtypes.as_dtype(dtype), batch_dims=batch_dims,
                     validate_indices=validate_indices, name=name or "ResourceGather")
@@ -298,6 +333,10 @@ not_differentiable(*_SCATTER_TYPES, "ResourceScatterNdAdd", "ResourceScatterNdSu
 
 def resource_scatter(op_type: str, resource, indices, updates, name: str | None = None):
     """Applies `op_type` (e.g. "ResourceScatterAdd") to rows `indices`; returns the op."""
+    if is_ref(resource):
+        ref_type = op_type.removeprefix("Resource")
+        return apply_op(ref_type, ref=resource, indices=indices, updates=updates,
+                        name=name or ref_type).op
     if op_type.startswith("ResourceScatterNd"):
         return apply_op(op_type, ref=resource, indices=indices, updates=updates,
                         name=name or op_type)
@@ -337,6 +376,8 @@ not_differentiable("ResourceCountUpTo")
 
 def resource_count_up_to(resource, limit: int, T, name: str | None = None) -> Tensor:  # noqa: N803
     """Increments the integer variable unless it reached `limit`; the value before."""
+    if is_ref(resource):
+        return apply_op("CountUpTo", ref=resource, limit=limit, name=name or "CountUpTo")
     return apply_op("ResourceCountUpTo", resource=resource, limit=limit,
                     T=dtypes.as_dtype(T), name=name or "ResourceCountUpTo")
 

@@ -91,6 +91,14 @@ for _name, (_slots, _args, _attrs) in {**DENSE, **SPARSE}.items():
 
 
 def _apply(op_type: str, use_locking: bool, name: str | None, **inputs):
+    """The op `op_type`; for a TF1 reference variable (`var` a `Ref(T)` tensor, its slots
+    too) the reference form TensorFlow 1 builds (`ResourceApplyAdam` -> `ApplyAdam`, defined
+    in ops/ref_variable_ops.py). Returns the Operation either way."""
+    var = inputs["var"]
+    if getattr(var, "dtype", None) is not None and var.dtype._is_ref_dtype:
+        op_type = op_type.removeprefix("Resource")
+        return apply_op(op_type, use_locking=bool(use_locking), name=name or op_type,
+                        **inputs).op
     return apply_op(op_type, use_locking=bool(use_locking), name=name or op_type, **inputs)
 
 

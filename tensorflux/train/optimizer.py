@@ -191,7 +191,7 @@ class Optimizer:
             prefix = (scope + "/" if scope else "") + var.op.name + "/"
             with g.as_default(), graph_lib.name_scope(None), g.colocate_with(var.handle):
                 with g.name_scope(prefix):
-                    slots[key] = variables.Variable(make_initial(), trainable=False,
+                    slots[key] = variables.Variable(make_initial, trainable=False,
                                                     name=op_name,
                                                     dtype=var.dtype.base_dtype)
         return slots[key]

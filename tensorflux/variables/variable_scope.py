@@ -97,20 +97,24 @@ class _VariableStore:
             if not callable(partitioner):
                 raise ValueError(f"Partitioner must be callable, but received: {partitioner}")
             with graph_lib.name_scope(None):
-                return self._get_partitioned_variable(partitioner, *part_args)
+                return self._get_partitioned_variable(partitioner, *part_args,
+                                                      use_resource=use_resource)
         if reuse is True and partitioner is None and name in self._partitioned_vars:
-            return self._get_partitioned_variable(None, *part_args)
+            return self._get_partitioned_variable(None, *part_args,
+                                                  use_resource=use_resource)
         if f"{name}/part_0" in self._vars:
             raise ValueError("No partitioner was provided, but a partitioned version of the "
                              f"variable was found: {name}/part_0. Perhaps a variable of the "
                              "same name was already created with partitioning?")
         return self._get_single_variable(
             name, shape, dtype, initializer, regularizer, reuse, trainable, collections,
-            caching_device, validate_shape, constraint, synchronization, aggregation)
+            caching_device, validate_shape, constraint, synchronization, aggregation,
+            use_resource=use_resource)
 
     def _get_partitioned_variable(self, partitioner, name, shape, dtype, initializer,
                                   regularizer, reuse, trainable, collections, caching_device,
-                                  validate_shape, constraint, synchronization, aggregation):
+                                  validate_shape, constraint, synchronization, aggregation,
+                                  use_resource=None):
         """Gets or creates the shards "name/part_<i>" and their PartitionedVariable."""
         from_tensor = isinstance(initializer, Tensor)
         if name in self._vars:
@@ -145,7 +149,8 @@ class _VariableStore:
                     shard_name, init_shape, shard_dtype, init, regularizer, reuse, trainable,
                     collections, caching_device, validate_shape, constraint,
                     synchronization, aggregation,
-                    partition_info=partitioned_variables.PartitionInfo(full, offset))
+                    partition_info=partitioned_variables.PartitionInfo(full, offset),
+                    use_resource=use_resource)
             v._set_save_slice_info(partitioned_variables.SaveSliceInfo(
                 name, full, offset, part_shape))
             shards.append(v)
@@ -202,7 +207,8 @@ class _VariableStore:
 
     def _get_single_variable(self, name, shape, dtype, initializer, regularizer, reuse,
                              trainable, collections, caching_device, validate_shape,
-                             constraint, synchronization, aggregation, partition_info=None):
+                             constraint, synchronization, aggregation, partition_info=None,
+                             use_resource=None):
         initializing_from_value = initializer is not None and not callable(initializer)
         if shape is not None and initializing_from_value:
             raise ValueError("If initializer is a constant, do not specify shape.")
@@ -243,7 +249,8 @@ class _VariableStore:
             initial_value=init_val, name=name, trainable=trainable, collections=collections,
             caching_device=caching_device, dtype=variable_dtype,
             validate_shape=validate_shape, constraint=constraint,
-            synchronization=synchronization, aggregation=aggregation, shape=shape)
+            synchronization=synchronization, aggregation=aggregation, shape=shape,
+            use_resource=use_resource)
         self._vars[name] = v
         if regularizer:
             g = v.graph
@@ -506,7 +513,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         synchronization, aggregation: as for `tf.Variable`.
       partitioner: `fn(shape, dtype) -> partitions per dimension`; the variable is
         then created as shards "name/part_<i>" and a PartitionedVariable returned.
-      use_resource: ignored (every variable is a resource variable).
+      use_resource: False makes a TF1 reference variable (VariableV2); None takes the
+        scope's, then the process default (see `tf.disable_resource_variables`).
       custom_getter: `fn(getter, name, *args, **kwargs)` wrapping the real getter.
 
     Raises:

@@ -113,15 +113,57 @@ class _VariableMeta(type):
     def __call__(cls, *args, **kwargs):
         stack = getattr(graph_lib.get_default_graph(), "_variable_creator_stack", None)
         if not stack:
-            return super().__call__(*args, **kwargs)
+            return type.__call__(_variable_class(cls, args, kwargs), *args, **kwargs)
         kwargs.update(zip(_VARIABLE_ARGS, args, strict=False))
 
         def next_creator(level):
             if level < 0:
-                return lambda **kw: type.__call__(cls, **kw)
+                return lambda **kw: type.__call__(_variable_class(cls, (), kw), **kw)
             return lambda **kw: stack[level](next_creator(level - 1), **kw)
 
         return next_creator(len(stack) - 1)(**kwargs)
+
+
+# TF's `_DEFAULT_USE_RESOURCE`: what `tf.Variable` makes when neither `use_resource` nor the
+# variable scope says (tf.disable_resource_variables / enable_resource_variables set it).
+_default_use_resource = True
+
+
+def set_default_use_resource(use_resource: bool) -> None:
+    """Makes `tf.Variable`/`tf.get_variable` default to resource (True) or TF1 reference
+    (False) variables, process-wide (compat/switches.py's `disable_resource_variables`)."""
+    global _default_use_resource
+    _default_use_resource = bool(use_resource)
+
+
+def default_use_resource() -> bool:
+    """Whether variables default to resource variables (`tf.resource_variables_enabled`)."""
+    return _default_use_resource
+
+
+def _variable_class(cls, args, kwargs):
+    """The class `Variable(...)` makes, as TF1's default variable creator decides:
+    a VariableDef's `is_resource`, else `use_resource`, else the variable scope's, else the
+    process default. Subclasses other than Variable itself are made as asked."""
+    if cls is not Variable:
+        return cls
+    bound = dict(zip(_VARIABLE_ARGS, args, strict=False), **kwargs)
+    variable_def = bound.get("variable_def")
+    if variable_def is not None:
+        if isinstance(variable_def, bytes):
+            variable_def = variable_pb2.VariableDef.FromString(variable_def)
+        use_resource = variable_def.is_resource
+    else:
+        use_resource = bound.get("use_resource")
+        if use_resource is None:
+            from tensorflux.variables import variable_scope
+            use_resource = variable_scope.get_variable_scope().use_resource
+        if use_resource is None:
+            use_resource = _default_use_resource
+    if use_resource:
+        return Variable
+    from tensorflux.variables import ref_variable
+    return ref_variable.RefVariable
 
 
 class Variable(metaclass=_VariableMeta):
@@ -141,7 +183,9 @@ class Variable(metaclass=_VariableMeta):
       expected_shape: ignored (TF1 resource variables ignore it too).
       import_scope: the name scope prefixed to `variable_def`'s names.
       constraint: a projection function an optimizer applies after updates.
-      use_resource: ignored: every tensorflux variable is a resource variable.
+      use_resource: False makes a TF1 reference variable (ref_variable.RefVariable:
+        VariableV2); None takes the variable scope's, then the process default
+        (resource variables unless `tf.disable_resource_variables()` ran).
       synchronization, aggregation: distribution hints (VariableSynchronization/Aggregation).
       shape: the variable's static shape, if it should differ from the initial value's.
 

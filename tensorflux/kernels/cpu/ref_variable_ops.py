@@ -55,6 +55,8 @@ kernel_factory("AssignSub")(_returns_ref("AssignSubVariableOp", dtype="T"))
 for _op in ("ScatterUpdate", "ScatterAdd", "ScatterSub", "ScatterMul", "ScatterDiv",
             "ScatterMin", "ScatterMax"):
     kernel_factory(_op)(_returns_ref(f"Resource{_op}", dtype="T"))
+for _op in ("ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub"):
+    kernel_factory(_op)(_returns_ref(f"Resource{_op}"))
 for _rop in [*training_ops.registered_rules()]:
     kernel_factory(_rop.removeprefix("Resource"))(_returns_ref(_rop))
 
