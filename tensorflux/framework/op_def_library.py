@@ -124,7 +124,9 @@ def _convert_arg(op_type, opdef, arg: ArgDef, value, bound, attrs, convert) -> l
                             f"{value!r}.")
         if arg.type_list_attr:
             tensors = [convert(v) for v in value]
-            attrs[arg.type_list_attr] = [t.dtype for t in tensors]
+            # As TensorFlow: a reference tensor (a TF1 variable) binds its base type.
+            attrs[arg.type_list_attr] = [t.dtype if arg.is_ref else t.dtype.base_dtype
+                                         for t in tensors]
             return tensors
         dtype = arg.dtype or bound.get(arg.type_attr)
         tensors = [_convert_one(op_type, opdef, arg, v, dtype, bound, convert) for v in value]

@@ -128,8 +128,11 @@ def switch(data, pred, dtype=None, name: str | None = None):
 
 
 def _switch_ref_or_tensor(data, pred, name: str = "Switch"):
-    """Switch for the builders, colocated with `data` (as TensorFlow places it)."""
+    """Switch for the builders, colocated with `data` (as TensorFlow places it); RefSwitch
+    for a TF1 reference variable's ref, so the untaken branch never reads the variable."""
     with graph_lib.colocate_with(data, ignore_existing=True):
+        if isinstance(data, Tensor) and data.dtype._is_ref_dtype:
+            return apply_op("RefSwitch", data=data, pred=pred, name=name)
         return apply_op("Switch", data=data, pred=pred, name=name)
 
 
@@ -151,7 +154,8 @@ def merge(inputs, name: str | None = None):
 def _enter(data, frame_name: str, is_constant: bool = False, parallel_iterations: int = 10,
            use_input_shape: bool = True, name: str = "Enter") -> Tensor:
     """Enter `data` into the loop frame `frame_name` (a loop invariant if `is_constant`)."""
-    result = apply_op("Enter", data=data, frame_name=frame_name, is_constant=is_constant,
+    op_type = "RefEnter" if isinstance(data, Tensor) and data.dtype._is_ref_dtype else "Enter"
+    result = apply_op(op_type, data=data, frame_name=frame_name, is_constant=is_constant,
                       parallel_iterations=parallel_iterations, name=name)
     if use_input_shape:
         result.set_shape(data.shape)

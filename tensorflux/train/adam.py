@@ -74,8 +74,14 @@ class AdamOptimizer(Optimizer):
         with graph_lib.control_dependencies(update_ops):
             g = b1p.op.graph
             with g.colocate_with(b1p.handle):
-                u1 = b1p.assign(b1p.read_value() * self._beta1, use_locking=self._use_locking,
+                u1 = b1p.assign(_current(b1p) * self._beta1, use_locking=self._use_locking,
                                 read_value=False)
-                u2 = b2p.assign(b2p.read_value() * self._beta2, use_locking=self._use_locking,
+                u2 = b2p.assign(_current(b2p) * self._beta2, use_locking=self._use_locking,
                                 read_value=False)
         return builders.group(*update_ops, u1, u2, name=name_scope)
+
+
+def _current(v):
+    """The power's value for its update: a new read of a resource variable, the snapshot
+    ("beta1_power/read") of a TF1 reference variable, as TensorFlow builds each."""
+    return v.value() if v.handle.dtype._is_ref_dtype else v.read_value()

@@ -26,6 +26,13 @@ def _var_key(var) -> tuple:
     return (var.op.graph, var.op.name)
 
 
+def _is_resource(var) -> bool:
+    """Whether `var` is a resource variable (not a TF1 reference variable): slots and the
+    optimizer's own variables are made of the same kind, as TensorFlow's slot creator does."""
+    handle = getattr(var, "handle", None)
+    return handle is None or not handle.dtype._is_ref_dtype
+
+
 class Optimizer:
     """Base class for optimizers (`tf.train.Optimizer`)."""
 
@@ -193,7 +200,8 @@ class Optimizer:
                 with g.name_scope(prefix):
                     slots[key] = variables.Variable(make_initial, trainable=False,
                                                     name=op_name,
-                                                    dtype=var.dtype.base_dtype)
+                                                    dtype=var.dtype.base_dtype,
+                                                    use_resource=_is_resource(var))
         return slots[key]
 
     def _non_slot_variable(self, initial_value, name: str, colocate_with):
@@ -204,8 +212,9 @@ class Optimizer:
         key = (g, name)
         if key not in self._non_slot_dict:
             with g.as_default(), g.colocate_with(colocate_with.handle):
-                self._non_slot_dict[key] = variables.Variable(initial_value, name=name,
-                                                              trainable=False)
+                self._non_slot_dict[key] = variables.Variable(
+                    initial_value, name=name, trainable=False,
+                    use_resource=_is_resource(colocate_with))
         return self._non_slot_dict[key]
 
     def _get_non_slot_variable(self, name: str, graph=None):

@@ -24,8 +24,8 @@ own libraries colocate with and update through `v.handle`.
 
 from __future__ import annotations
 
-from tensorflux.framework import tensor_shape
 from tensorflux.framework import graph as graph_lib
+from tensorflux.framework import tensor_shape
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Operation, Tensor
