@@ -453,3 +453,47 @@ result = [[np.asarray(v) for v in values], [np.asarray(v) for v in restored], ki
             s3.restore(sess, theirs_prefix)
             for a, b in zip(sess.run(["w:0", "b:0", "global_step:0"]), theirs, strict=True):
                 np.testing.assert_allclose(a, b)
+
+
+# ---- cost: a ref read copies no more than a resource read ------------------------------
+
+
+def test_training_steps_copy_no_more_than_resource_variables(monkeypatch):
+    """Reads through `_RefRead` are snapshots without copies, as ReadVariableOp's: a
+    training step's updates find the variables' arrays unshared as often as with resource
+    variables (copy-on-write copies counted, kernels/cpu/state_ops.py `own_value`)."""
+    from tensorflux.kernels.cpu import state_ops as state_kernels
+    from tensorflux.kernels.cpu import training_ops as training_kernels
+
+    real = state_kernels.own_value
+    count = []
+
+    def counting(var):
+        before = id(var.value)
+        out = real(var)
+        if id(out) != before:
+            count.append(var)
+        return out
+
+    monkeypatch.setattr(state_kernels, "own_value", counting)
+    monkeypatch.setattr(training_kernels, "own_value", counting)
+
+    def copies(use_resource: bool) -> tuple[int, int]:
+        g = tf.Graph()
+        with g.as_default():
+            h = tf.constant(np.ones((8, 16), np.float32))
+            for i, n in enumerate((32, 32, 4)):
+                w = tf.get_variable(f"w{i}", [h.shape[1], n], use_resource=use_resource)
+                h = tf.nn.relu(tf.matmul(h, w))
+            train = tf.train.AdamOptimizer(0.01).minimize(tf.reduce_sum(h * h))
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                count.clear()
+                for _ in range(3):
+                    sess.run(train)
+                alone = len(count)
+                count.clear()
+                sess.run([train, w.value()])  # a fetched read must stay a snapshot: a copy
+                return alone, len(count)
+
+    assert copies(use_resource=False) == copies(use_resource=True) == (0, 1)
