@@ -598,8 +598,7 @@ def _create_one(graph, n: _Node, imported: dict[str, Operation], mapped: dict,
     controls = [mapped["^" + c] if "^" + c in mapped else imported[c] for c in n.controls]
     controls += [c for c in scope_controls if c not in controls]
     device = n.node_def.device
-    colocated = any(g.startswith(_LOC) for g in n.attrs.get(_COLOCATION, ()))
-    with graph.device(device) if device and not colocated else contextlib.nullcontext():
+    with graph.device(device) if device else contextlib.nullcontext():
         return graph._create_op_internal(n.opdef.name, tuple(inputs), dict(n.attrs),
                                          n.name + "/", control_inputs=controls)
 
@@ -613,19 +612,17 @@ def _back_edge_stub(graph, dtype: dtypes.DType) -> Tensor:
 
 
 def _colocate_devices(graph, ops: list[Operation]) -> None:
-    """An op colocated with `loc:@x` runs where x does: it takes x's device (or none)."""
+    """An op colocated with `loc:@x` runs where x does: it takes x's device when x has one
+    (as TensorFlow's importer; an op colocated with itself, e.g. a TF1 VariableV2 made from
+    a callable initial value, keeps its NodeDef's device)."""
     for op in ops:
         names = [g[len(_LOC):] for g in op._attrs.get(_COLOCATION, ()) if g.startswith(_LOC)]
-        if not names:
-            continue
-        device = ""
         for name in names:
             target = graph._ops_by_name.get(name)
             if target is not None and target._device:
-                device = target._device
+                if op._device != target._device:
+                    op._set_device(target._device)
                 break
-        if op._device != device:
-            op._set_device(device)
 
 
 def _discard(graph, n_before: int, names_before: dict) -> None:

@@ -160,9 +160,14 @@ def _colocation_groups(sg: StepGraph,
 
 
 def _follows_a_resource(n: Node) -> bool:
-    """Whether `n` consumes a resource handle made in the step (a read or an update)."""
-    return any(src.output_dtypes[i] is dtypes.resource and src.op != "_Arg"
-               for src, i in n.inputs)
+    """Whether `n` consumes a resource handle or a TF1 variable's ref made in the step (a
+    read or an update): TensorFlow ignores the device such a consumer asks for ("the input
+    edge ... is a reference connection and already has a device field set")."""
+    for src, i in n.inputs:
+        dt = src.output_dtypes[i]
+        if (dt is dtypes.resource or dt._is_ref_dtype) and src.op != "_Arg":
+            return True
+    return False
 
 
 def _merged_request(group: list[Node], allow_soft: bool) -> str:

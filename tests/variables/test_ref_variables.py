@@ -497,3 +497,57 @@ def test_training_steps_copy_no_more_than_resource_variables(monkeypatch):
                 return alone, len(count)
 
     assert copies(use_resource=False) == copies(use_resource=True) == (0, 1)
+
+
+# ---- distributed steps -------------------------------------------------------------------
+
+
+def _ps_model(spec, use_resource):
+    g = tf.Graph()
+    with g.as_default(), tf.device(tf.train.replica_device_setter(cluster=spec)), \
+            tf.variable_scope(tf.get_variable_scope(), use_resource=use_resource):
+        gs = tf.train.get_or_create_global_step()
+        w = tf.get_variable("w", initializer=tf.constant([[0.5], [-1.0], [2.0]]))
+        emb = tf.get_variable("emb", [6, 1], partitioner=tf.fixed_size_partitioner(2),
+                              initializer=tf.constant_initializer(0.25))
+        x = tf.constant([[1.0, 2.0, 3.0], [0.0, 1.0, -1.0]])
+        pred = tf.matmul(x, w) + tf.nn.embedding_lookup(emb, [1, 4])
+        loss = tf.reduce_sum(tf.square(pred))
+        train = tf.train.AdamOptimizer(0.1).minimize(loss, global_step=gs)
+        init = tf.global_variables_initializer()
+    return g, init, train, [w, emb.as_tensor() if hasattr(emb, "as_tensor") else emb, gs]
+
+
+@pytest.mark.timeout(60)
+def test_distributed_steps_on_parameter_servers():
+    from tests.distributed.conftest import Cluster
+
+    cluster = Cluster(1, 2)
+    try:
+        spec = cluster.workers[0].server_def.cluster
+        g, init, train, fetch = _ps_model(spec, use_resource=False)
+        variables = g.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
+        assert {v.op.type for v in variables} == {"VariableV2"}
+        assert {v.device.split("/task:")[0] for v in variables} == {"/job:ps"}
+        meta = tf.RunMetadata()
+        with cluster.session(g) as sess:
+            sess.run(init)
+            for _ in range(3):
+                sess.run(train)
+            sess.run(train, options=tf.RunOptions(output_partition_graphs=True),
+                     run_metadata=meta)
+            got = sess.run(fetch)
+        on_ps = {n.op for pg in meta.partition_graphs for n in pg.node
+                 if "/job:ps/" in n.device}
+        assert {"VariableV2", "ApplyAdam", "Assign"} <= on_ps, on_ps
+        assert not on_ps & {"VarHandleOp", "ResourceApplyAdam"}
+    finally:
+        cluster.stop()
+    g, init, train, fetch = _ps_model(None, use_resource=True)
+    with g.as_default(), tf.Session() as sess:
+        sess.run(init)
+        for _ in range(4):
+            sess.run(train)
+        want = sess.run(fetch)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
