@@ -34,12 +34,21 @@ def test_tf2_switches_raise(name):
         getattr(tf, name)()
 
 
-def test_variables_are_resource_variables_whatever_the_switch():
+def test_resource_variable_switches():
+    assert tf.resource_variables_enabled()
+    tf.disable_v2_behavior()  # unlike TensorFlow's, it leaves the variables' kind alone
+    assert tf.resource_variables_enabled()
     tf.disable_resource_variables()
+    try:
+        assert not tf.resource_variables_enabled()
+        with tf.Graph().as_default():
+            assert tf.Variable(1.0).op.type == "VariableV2"
+            assert tf.Variable(1.0, use_resource=True).handle.dtype == tf.resource
+    finally:
+        tf.enable_resource_variables()
     assert tf.resource_variables_enabled()
     with tf.Graph().as_default():
-        v = tf.Variable(1.0)
-        assert v.handle.dtype == tf.resource
+        assert tf.Variable(1.0).handle.dtype == tf.resource
     tf.enable_control_flow_v2()
     assert not tf.control_flow_v2_enabled()
 

@@ -64,7 +64,8 @@ class Generator:
         self._alg = _philox_alg(alg)
         with graph_lib.name_scope("random_generator"):
             self._state_var = variables.Variable(
-                convert_to_tensor(state, dtypes.int64), trainable=False, name="StateVar")
+                convert_to_tensor(state, dtypes.int64), trainable=False, name="StateVar",
+                use_resource=True)  # RngReadAndSkip takes a resource, even in TF1 mode
 
     @classmethod
     def from_state(cls, state, alg):

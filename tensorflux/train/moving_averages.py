@@ -109,8 +109,10 @@ class ExponentialMovingAverage:
                 with g.name_scope(base + "/"):
                     initial = v.initialized_value() if is_var else \
                         array_ops.zeros(v.shape.as_list(), v.dtype.base_dtype)
-                    shadow = variables.Variable(initial, trainable=False, name=self._name,
-                                                dtype=v.dtype.base_dtype)
+                    # The shadow of a variable is of its kind (TF's slot creator).
+                    shadow = variables.Variable(
+                        initial, trainable=False, name=self._name, dtype=v.dtype.base_dtype,
+                        use_resource=not v.handle.dtype._is_ref_dtype if is_var else None)
             self._averages[self._key(v)] = shadow
             if is_var:
                 graph_lib.add_to_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, v)

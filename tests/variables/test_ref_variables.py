@@ -300,6 +300,19 @@ def test_every_optimizer_trains_a_ref_variable_as_a_resource_one(name, make_opt)
     assert not np.allclose(ref[0], np.linspace(-1, 1, 6).reshape(3, 2))  # it trained
 
 
+@pytest.mark.parametrize("use_resource", [False, True])
+def test_moving_average_shadows_are_of_the_variables_kind(graph, use_resource):
+    v = tf.Variable([1.0, 2.0], name="v", use_resource=use_resource)
+    ema = tf.train.ExponentialMovingAverage(0.5)
+    update = ema.apply([v])
+    assert ema.average(v).op.type == ("VarHandleOp" if use_resource else "VariableV2")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(tf.assign(v, [3.0, 4.0]))
+        sess.run(update)
+        np.testing.assert_allclose(sess.run(ema.average(v)), [2.0, 3.0])
+
+
 # ---- savers and placement ----------------------------------------------------------------
 
 
