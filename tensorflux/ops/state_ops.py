@@ -394,10 +394,15 @@ def _check_variable(ref, fn: str):
 def assign(ref, value, validate_shape=None, use_locking=None, name: str | None = None):
     """Stores `value` in the variable `ref` (`tf.assign`); returns the updated value.
 
-    `validate_shape` is accepted for TF1 compatibility; as for TensorFlow's resource
-    variables, the value must have the variable's shape.
+    `validate_shape=False` lets a TF1 reference variable take a value of another shape;
+    as for TensorFlow's resource variables, a resource variable's value must have its shape.
     """
     _check_variable(ref, "assign")
+    if validate_shape is False and is_ref(ref.handle):
+        # TF1: a reference variable takes a value of another shape when asked.
+        return apply_op("Assign", ref=ref.handle, value=value, validate_shape=False,
+                        use_locking=True if use_locking is None else bool(use_locking),
+                        name=name or "Assign")
     return ref.assign(value, use_locking=use_locking, name=name)
 
 

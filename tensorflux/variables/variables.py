@@ -1,4 +1,6 @@
-"""`tf.Variable`: TF1's variable API, backed by resource variables.
+"""`tf.Variable`: TF1's variable API, backed by resource variables (TF1 reference variables,
+VariableV2, are ref_variable.RefVariable: `use_resource=False` or
+`tf.disable_resource_variables()`; `_variable_class` below picks the class).
 
 A Variable owns a handful of graph nodes, named as TensorFlow names them (for `v`):
 

@@ -160,6 +160,16 @@ def test_tf1_functions(graph, name, build, op_type, expected):
             np.testing.assert_array_equal(sess.run(out), expected)
 
 
+def test_assign_without_shape_validation_reshapes(graph):
+    v = tf.Variable([1.0, 2.0], name="v", use_resource=False, validate_shape=False)
+    longer = tf.assign(v, [1.0, 2.0, 3.0], validate_shape=False)
+    assert not longer.op.get_attr("validate_shape")
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        np.testing.assert_array_equal(sess.run(longer), [1.0, 2.0, 3.0])
+        np.testing.assert_array_equal(sess.run(v), [1.0, 2.0, 3.0])
+
+
 def test_initialization_state_and_errors(graph):
     v = tf.Variable([1.0, 2.0], name="v", use_resource=False)
     init = tf.is_variable_initialized(v)
