@@ -149,7 +149,16 @@ def _read_refs(sg: StepGraph) -> None:
     """TF1 reference variables: a consumer that takes a ref (a variable's handle) where
     its op wants a value reads it through a `_RefRead` node (ops/ref_variable_ops.py), which
     waits for everything the consumer waits for, so the value is the variable's when the
-    consumer could run. Fetched refs are read the same way."""
+    consumer could run. Fetched refs are read the same way.
+
+    An Identity of a ref (TF1's "v/read" snapshot, what `tf.identity(v)` and `v * 2` take)
+    aliases the variable in TensorFlow: its output shares the buffer later in-place updates
+    change. Here it becomes the read itself (one node per variable, as a ReadVariableOp,
+    and one transfer when the variable lives on a parameter server), waiting for the control
+    inputs of its Identity chain; a consumer of it with control inputs of its own, or with
+    an input made under control dependencies (`with tf.control_dependencies([assign]):
+    tf.identity(v)` or `v * 2`), reads the variable itself after all of those, so it sees
+    the update as in TensorFlow. Orders reached only further back still see the snapshot."""
     count = 0
 
     def read(src: Node, idx: int, after: list[Node]) -> Node:
@@ -160,21 +169,56 @@ def _read_refs(sg: StepGraph) -> None:
                     [src.output_dtypes[idx].base_dtype])
         return sg.add(node)
 
+    def is_ref(src: Node, i: int) -> bool:
+        return src.output_dtypes[i]._is_ref_dtype
+
+    # Identity nodes reading a ref, possibly through other such Identities: node ->
+    # (the ref's producer, output index, control inputs along the chain).
+    aliases: dict[Node, tuple[Node, int, list[Node]]] = {}
+    for n in sg.nodes:  # producers come before their consumers in sg.nodes
+        if n.op == "Identity" and len(n.inputs) == 1:
+            src, i = n.inputs[0]
+            if is_ref(src, i):
+                aliases[n] = (src, i, list(n.control_inputs))
+            elif src in aliases:
+                root, ri, ctl = aliases[src]
+                aliases[n] = (root, ri, ctl + list(n.control_inputs))
     for n in list(sg.nodes):
-        if n.op == "_RefRead":
+        if n.op == "_RefRead" or n in aliases:
             continue
-        refs = [k for k, (src, i) in enumerate(n.inputs) if src.output_dtypes[i]._is_ref_dtype]
-        wanted = _ref_inputs(n) if refs else set()
-        values = [k for k in refs if k not in wanted]
+        wanted = _ref_inputs(n)
+        ordered = bool(n.control_inputs) or any(
+            src.control_inputs for src, _ in n.inputs if src not in aliases)
+        values = [k for k, (src, i) in enumerate(n.inputs)
+                  if k not in wanted and (is_ref(src, i) or (ordered and src in aliases))]
         if not values:
             continue
         after = list(n.control_inputs) + [src for k, (src, _) in enumerate(n.inputs)
-                                          if k not in refs]
+                                          if k not in values and k not in wanted]
         for k in values:
             src, i = n.inputs[k]
-            n.inputs[k] = (read(src, i, list(dict.fromkeys(after))), 0)
-    sg.fetches = [(read(src, i, []), 0) if src.output_dtypes[i]._is_ref_dtype else (src, i)
+            extra = []
+            if src in aliases:
+                src, i, extra = aliases[src]
+            n.inputs[k] = (read(src, i, list(dict.fromkeys(after + extra))), 0)
+    sg.fetches = [(read(src, i, []), 0) if is_ref(src, i) else (src, i)
                   for src, i in sg.fetches]
+    # The aliases still used become the reads; the others (their consumers read for
+    # themselves) are dropped.
+    used = {c for m in sg.nodes for c in m.control_inputs} | set(sg.targets)
+    used |= {src for m in sg.nodes if m not in aliases for src, _ in m.inputs}
+    used |= {src for src, _ in sg.fetches}
+    dead = []
+    for n, (root, ri, ctl) in aliases.items():
+        if n in used:
+            n.op = "_RefRead"
+            n.attrs = {"T": n.output_dtypes[0], "_class": n.attrs.get("_class", [])}
+            n.inputs = [(root, ri)]
+            n.control_inputs = list(dict.fromkeys(ctl))
+        else:
+            dead.append(n)
+    if dead:
+        sg.remove(dead)
 
 
 def _closes_loop(node: Node) -> bool:

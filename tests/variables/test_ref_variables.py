@@ -203,10 +203,16 @@ def test_reads_follow_control_dependencies(graph):
     with tf.control_dependencies([inc]):
         after = v.read_value()
         doubled = v.read_value() * 2
+        identity = tf.identity(v)  # Identity of the snapshot "v/read", as in TF1
+        scaled = v * 10.0  # Mul of "v/read" and a constant made under the dependency
+    assert identity.op.inputs[0] is v.value() and scaled.op.inputs[0] is v.value()
     with tf.Session() as sess:
         sess.run(v.initializer)
         assert sess.run(after) == 2.0
         assert sess.run(doubled) == 6.0
+        assert sess.run(identity) == 4.0
+        assert sess.run(scaled) == 50.0
+        assert sess.run(v.value()) == 5.0
 
 
 def test_sparse_read_is_absent_and_gather_reads_the_snapshot(graph):
