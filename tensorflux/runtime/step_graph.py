@@ -145,6 +145,12 @@ def _ref_inputs(node: Node) -> set[int]:
     return out
 
 
+# Stateful ops that change no state a later read could see.
+_NOT_WRITES = frozenset(("VariableV2", "Variable", "VarHandleOp", "_RefRead", "ReadVariableOp",
+                         "Placeholder", "PlaceholderWithDefault", "IsVariableInitialized",
+                         "VarIsInitializedOp", "ResourceGather"))
+
+
 def _read_refs(sg: StepGraph) -> None:
     """TF1 reference variables: a consumer that takes a ref (a variable's handle) where
     its op wants a value reads it through a `_RefRead` node (ops/ref_variable_ops.py), which
@@ -155,10 +161,10 @@ def _read_refs(sg: StepGraph) -> None:
     aliases the variable in TensorFlow: its output shares the buffer later in-place updates
     change. Here it becomes the read itself (one node per variable, as a ReadVariableOp,
     and one transfer when the variable lives on a parameter server), waiting for the control
-    inputs of its Identity chain; a consumer of it with control inputs of its own, or with
-    an input made under control dependencies (`with tf.control_dependencies([assign]):
-    tf.identity(v)` or `v * 2`), reads the variable itself after all of those, so it sees
-    the update as in TensorFlow. Orders reached only further back still see the snapshot."""
+    inputs of its Identity chain; a consumer of it that runs after a state update (through
+    its inputs or control inputs, e.g. built under `tf.control_dependencies([assign])`:
+    `tf.identity(v)`, `v * 2`, a Keras constraint after the optimizer's update) reads the
+    variable itself after all of its inputs, so it sees the update as in TensorFlow."""
     count = 0
 
     def read(src: Node, idx: int, after: list[Node]) -> Node:
@@ -183,18 +189,31 @@ def _read_refs(sg: StepGraph) -> None:
             elif src in aliases:
                 root, ri, ctl = aliases[src]
                 aliases[n] = (root, ri, ctl + list(n.control_inputs))
+    # Nodes that update state (or group such updates), and nodes that run after one of
+    # them: a consumer of an alias that is ordered after an update reads for itself.
+    writes: set[Node] = set()
+    ordered: set[Node] = set()
+    for n in sg.nodes:  # graph order: producers first (loop back edges aside)
+        deps = [src for src, _ in n.inputs] + n.control_inputs
+        opdef = op_registry.lookup(n.op)
+        if (opdef is not None and opdef.is_stateful and n.op not in _NOT_WRITES) or \
+                (n.op in ("NoOp", "Identity") and any(d in writes for d in deps)):
+            writes.add(n)
+        if any(d in writes or d in ordered for d in deps if d not in aliases):
+            ordered.add(n)
     for n in list(sg.nodes):
         if n.op == "_RefRead" or n in aliases:
             continue
         wanted = _ref_inputs(n)
-        ordered = bool(n.control_inputs) or any(
-            src.control_inputs for src, _ in n.inputs if src not in aliases)
         values = [k for k, (src, i) in enumerate(n.inputs)
-                  if k not in wanted and (is_ref(src, i) or (ordered and src in aliases))]
+                  if k not in wanted and (is_ref(src, i) or (n in ordered and src in aliases))]
         if not values:
             continue
-        after = list(n.control_inputs) + [src for k, (src, _) in enumerate(n.inputs)
-                                          if k not in values and k not in wanted]
+        after = list(n.control_inputs)
+        opdef = op_registry.lookup(n.op)
+        if opdef is None or opdef.flow_kind != "merge":  # a Merge's other inputs are dead
+            after += [src for k, (src, _) in enumerate(n.inputs)
+                      if k not in values and k not in wanted]
         for k in values:
             src, i = n.inputs[k]
             extra = []

@@ -215,6 +215,33 @@ def test_reads_follow_control_dependencies(graph):
         assert sess.run(v.value()) == 5.0
 
 
+def test_reads_after_grouped_updates_see_them(graph):
+    """A constraint applied after an optimizer-like grouped update (Keras's max-norm):
+    every op reading the snapshot after the update sees the updated value, as TF1's
+    aliasing "v/read" does, though only the innermost ops carry the control input."""
+    v = tf.Variable([3.0, 4.0], name="v", use_resource=False)
+    update = tf.group(v.assign_add([3.0, 4.0]))
+    with tf.control_dependencies([update]):
+        norm = tf.sqrt(tf.reduce_sum(tf.square(v)))
+        scaled = v * (5.0 / norm)
+    assert not scaled.op.control_inputs
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        np.testing.assert_allclose(sess.run(scaled), [3.0, 4.0])
+
+
+def test_cond_returning_an_update_made_outside(graph):
+    v = tf.Variable(0, name="v", use_resource=False)
+    p = tf.placeholder(tf.bool, [])
+    outside = tf.assign_add(v, 1)
+    r = tf.cond(p, lambda: outside, lambda: tf.constant(-1))
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run(r, {p: False}) == -1
+        assert sess.run(v) == 1
+        assert sess.run(r, {p: True}) == 2
+
+
 def test_sparse_read_is_absent_and_gather_reads_the_snapshot(graph):
     v = tf.Variable([[1.0], [2.0], [3.0]], name="v", use_resource=False)
     assert not hasattr(v, "sparse_read")
