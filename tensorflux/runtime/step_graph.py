@@ -145,10 +145,21 @@ def _ref_inputs(node: Node) -> set[int]:
     return out
 
 
-# Stateful ops that change no state a later read could see.
-_NOT_WRITES = frozenset(("VariableV2", "Variable", "VarHandleOp", "_RefRead", "ReadVariableOp",
-                         "Placeholder", "PlaceholderWithDefault", "IsVariableInitialized",
-                         "VarIsInitializedOp", "ResourceGather"))
+# Ops with Ref(T) inputs that change no variable.
+_REF_NON_WRITES = frozenset(("IsVariableInitialized", "_RefRead", "RefSwitch", "RefEnter",
+                             "RefExit", "RefMerge", "RefNextIteration", "RefIdentity"))
+_RESOURCE_WRITES = frozenset(("AssignVariableOp", "AssignAddVariableOp",
+                              "AssignSubVariableOp", "ResourceCountUpTo"))
+
+
+def _writes_a_variable(n: Node) -> bool:
+    """Whether `n` updates a variable (a ref op such as Assign or ApplyAdam, or a resource
+    update)."""
+    if n.op in _RESOURCE_WRITES or n.op.startswith(("ResourceApply", "ResourceSparseApply",
+                                                    "ResourceScatter")):
+        return True
+    opdef = op_registry.lookup(n.op)
+    return opdef is not None and opdef.has_ref_inputs and n.op not in _REF_NON_WRITES
 
 
 def _read_refs(sg: StepGraph) -> None:
@@ -195,8 +206,7 @@ def _read_refs(sg: StepGraph) -> None:
     ordered: set[Node] = set()
     for n in sg.nodes:  # graph order: producers first (loop back edges aside)
         deps = [src for src, _ in n.inputs] + n.control_inputs
-        opdef = op_registry.lookup(n.op)
-        if (opdef is not None and opdef.is_stateful and n.op not in _NOT_WRITES) or \
+        if _writes_a_variable(n) or \
                 (n.op in ("NoOp", "Identity") and any(d in writes for d in deps)):
             writes.add(n)
         if any(d in writes or d in ordered for d in deps if d not in aliases):
@@ -212,8 +222,9 @@ def _read_refs(sg: StepGraph) -> None:
         after = list(n.control_inputs)
         opdef = op_registry.lookup(n.op)
         if opdef is None or opdef.flow_kind != "merge":  # a Merge's other inputs are dead
+            # (Feeds exist when the step starts: waiting for them orders nothing.)
             after += [src for k, (src, _) in enumerate(n.inputs)
-                      if k not in values and k not in wanted]
+                      if k not in values and k not in wanted and src.op != "_Arg"]
         for k in values:
             src, i = n.inputs[k]
             extra = []
