@@ -535,7 +535,16 @@ def _reduce(fn):
 
 
 sum = _reduce(reduction_ops.reduce_sum)  # noqa: A001 - Keras's names
-mean = _reduce(reduction_ops.reduce_mean)
+
+
+def mean(x, axis=None, keepdims=False):
+    """reduce_mean; a bool tensor is cast to floatx first (Keras's mean of K.equal)."""
+    x = convert_to_tensor(x)
+    if x.dtype.base_dtype == dtypes.bool:
+        x = math_ops.cast(x, floatx())
+    return reduction_ops.reduce_mean(x, axis=axis, keepdims=keepdims)
+
+
 max = _reduce(reduction_ops.reduce_max)  # noqa: A001
 min = _reduce(reduction_ops.reduce_min)  # noqa: A001
 prod = _reduce(reduction_ops.reduce_prod)
