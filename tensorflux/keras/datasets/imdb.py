@@ -12,10 +12,10 @@ _ORIGIN = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/"
 
 def load_data(path="imdb.npz", num_words=None, skip_top=0, maxlen=None, seed=113,
               start_char=1, oov_char=2, index_from=3):
-    """((x_train, y_train), (x_test, y_test)) as Keras builds them: each half shuffled
-    with `seed`, word ids shifted by `index_from` after a `start_char`, reviews of
-    `maxlen` words or more dropped (in each half), ids outside [skip_top, num_words) made `oov_char`.
-    x arrays are 1-D object arrays of lists.
+    """((x_train, y_train), (x_test, y_test)) as tf_keras builds them: each half
+    shuffled with `seed`, word ids shifted by `index_from` after a `start_char`, reviews
+    of `maxlen` words or more dropped (in each half), ids outside [skip_top, num_words)
+    made `oov_char`. x arrays are 1-D object arrays of lists.
 
     Raises:
       FileNotFoundError: the file is not cached (tensorflux does not download).
