@@ -227,3 +227,59 @@ def test_loaders_match_tf_keras(cache):
             ours.append([[list(map(int, x)) for x in a], b.tolist(),
                          [list(map(int, x)) for x in c], d.tolist()])
     assert ours == theirs
+
+
+# reuters_mlp: Tokenizer(num_words).sequences_to_matrix(x, mode="binary").
+_TEXTS = ["The cat sat on the mat.", "The dog ate my homework!", "cat, dog; CAT & mat",
+          "", "a b c d e f g"]
+
+
+def test_tokenizer_ranks_words_by_count_in_first_seen_order():
+    tok = keras.preprocessing.text.Tokenizer(num_words=5, oov_token="<?>")
+    tok.fit_on_texts(_TEXTS)
+    assert list(tok.word_index)[:5] == ["<?>", "the", "cat", "mat", "dog"]
+    assert tok.word_counts["cat"] == 3 and tok.word_docs["cat"] == 2
+    assert tok.document_count == 5
+    assert tok.texts_to_sequences(["the cat ate", "zebra mat"]) == [[2, 3, 1], [1, 4]]
+    assert tok.sequences_to_texts([[2, 3, 7, 99]]) == ["the cat <?> <?>"]
+    np.testing.assert_array_equal(tok.sequences_to_matrix([[1, 2, 2, 9], []], mode="count"),
+                                  [[0, 1, 2, 0, 0], [0, 0, 0, 0, 0]])
+    with pytest.raises(ValueError, match="Unknown vectorization mode"):
+        tok.texts_to_matrix(_TEXTS, mode="bits")
+    with pytest.raises(ValueError, match="num_words"):
+        keras.preprocessing.text.Tokenizer().sequences_to_matrix([[1]])
+
+
+_TF_TOKENIZER = """
+import os
+os.environ['TF_USE_LEGACY_KERAS'] = '1'
+from tf_keras.preprocessing.text import Tokenizer, text_to_word_sequence
+{body}
+"""
+
+_TOKENIZER_BODY = """
+result = [text_to_word_sequence('Hello, World!  x-y'),
+          text_to_word_sequence('A;b', lower=False, split=';')]
+for kw in [{{}}, {{'num_words': 6}}, {{'oov_token': 'OOV', 'num_words': 7}},
+           {{'char_level': True}}, {{'lower': False, 'filters': ''}}]:
+    tok = Tokenizer(**kw)
+    tok.fit_on_texts(texts)
+    seqs = tok.texts_to_sequences(texts + ['unseen words the cat'])
+    result.append([sorted(tok.word_index.items()), seqs, tok.sequences_to_texts(seqs),
+                   [tok.texts_to_matrix(texts, mode=m).round(10).tolist()
+                    for m in ('binary', 'count', 'freq', 'tfidf')]])
+tok = Tokenizer(num_words=8)
+tok.fit_on_sequences([[1, 2, 2], [3, 1]])
+result.append(tok.sequences_to_matrix([[1, 2, 2, 9], [3]], mode='tfidf').round(10).tolist())
+"""
+
+
+@pytest.mark.oracle
+@pytest.mark.timeout(300)
+def test_tokenizer_matches_tf_keras():
+    body = "texts = " + repr(_TEXTS) + "\n" + _TOKENIZER_BODY.format()
+    theirs = oracle.run_tf(_TF_TOKENIZER.format(body=body), timeout=200)
+    scope = {"Tokenizer": keras.preprocessing.text.Tokenizer,
+             "text_to_word_sequence": keras.preprocessing.text.text_to_word_sequence}
+    exec(body, scope)  # noqa: S102 - the same snippet, on tensorflux's Tokenizer
+    assert json.loads(json.dumps(scope["result"])) == json.loads(json.dumps(theirs))

@@ -1,3 +1,3 @@
-"""`tf.keras.preprocessing`: sequence padding (sequence)."""
+"""`tf.keras.preprocessing`: sequence padding (sequence), Tokenizer (text)."""
 
-from tensorflux.keras.preprocessing import sequence  # noqa: F401
+from tensorflux.keras.preprocessing import sequence, text  # noqa: F401
