@@ -283,3 +283,36 @@ def test_tokenizer_matches_tf_keras():
              "text_to_word_sequence": keras.preprocessing.text.text_to_word_sequence}
     exec(body, scope)  # noqa: S102 - the same snippet, on tensorflux's Tokenizer
     assert json.loads(json.dumps(scope["result"])) == json.loads(json.dumps(theirs))
+
+
+# variational_autoencoder: vae.add_loss(vae_loss); vae.compile(optimizer='adam');
+# vae.fit(x_train, epochs=..., validation_data=(x_test, None)).
+def _lossless_model():
+    keras.backend.clear_session()
+    inp = keras.layers.Input((3,))
+    out = keras.layers.Dense(2, use_bias=False)(inp)
+    model = keras.Model(inp, out)
+    model.add_loss(keras.backend.mean(keras.backend.square(out)))
+    return model
+
+
+def test_compile_without_loss_optimizes_the_added_losses():
+    model = _lossless_model()
+    model.compile(optimizer=keras.optimizers.SGD(0.1))
+    w = np.array([[1.0, -1.0], [0.5, 0.0], [0.0, 2.0]], np.float32)
+    model.set_weights([w])
+    x = np.random.RandomState(0).randn(8, 3).astype(np.float32)
+    assert model.metrics_names == ["loss"]
+    assert model.evaluate(x, verbose=0) == pytest.approx(np.mean((x @ w) ** 2), rel=1e-5)
+    model.train_on_batch(x)
+    grad = 2 * x.T @ (x @ w) / (x @ w).size
+    np.testing.assert_allclose(model.get_weights()[0], w - 0.1 * grad, rtol=1e-5, atol=1e-6)
+    hist = model.fit(x, epochs=2, batch_size=4, validation_data=(x, None), verbose=0)
+    assert sorted(hist.history) == ["loss", "val_loss"] and len(hist.history["loss"]) == 2
+
+
+def test_compile_without_any_loss_is_refused():
+    keras.backend.clear_session()
+    model = keras.Sequential([keras.layers.Dense(2, input_shape=(3,))])
+    with pytest.raises(ValueError, match="no loss to optimize"):
+        model.compile(optimizer="sgd")

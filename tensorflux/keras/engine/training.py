@@ -78,10 +78,9 @@ class Model(Network):
             raise ValueError("tensorflux.keras: target_tensors and weighted_metrics are not "
                              "supported")
         self.optimizer = optimizers_lib.get(optimizer)
-        if loss is None:
-            raise ValueError("tensorflux.keras: compile() needs a `loss`")
         self._compile_args = (loss, metrics, loss_weights)
-        _check_loss_names(loss)
+        if loss is not None:  # None: the model's own losses (add_loss) are the objective
+            _check_loss_names(loss)
         self._compiled = None
         self._functions = {}
         if self.outputs:
@@ -89,6 +88,9 @@ class Model(Network):
 
     def _compile_graph(self) -> None:
         loss, metrics, loss_weights = self._compile_args
+        if loss is None:
+            self._compile_lossless()
+            return
         names = self.output_names
         loss_fns = _per_output(loss, names, "loss")
         weights = _per_output(loss_weights if loss_weights is not None else 1.0, names,
@@ -142,6 +144,22 @@ class Model(Network):
         self._compiled = {"targets": targets, "sample_weights": sample_weights,
                           "fetches": [total] + extra + metric_tensors,
                           "sparse": [_is_sparse(losses_lib.get(f)) for f in loss_fns]}
+
+    def _compile_lossless(self) -> None:
+        """compile(loss=None): the objective is the sum of `model.losses` (added with
+        `add_loss`); no targets are fed and no metrics computed (Keras skips the metrics
+        of outputs without a loss)."""
+        reg = self.losses
+        if not reg:
+            raise ValueError("The model cannot be compiled because it has no loss to "
+                             "optimize: compile() got loss=None and the model has no "
+                             "losses of its own (add_loss).")
+        with graph_lib.name_scope(None):
+            total = math_ops.add_n([math_ops.cast(r, reg[0].dtype) for r in reg])
+        self.total_loss = total
+        self.metrics_names = ["loss"]
+        self._compiled = {"targets": [], "sample_weights": [], "fetches": [total],
+                          "sparse": []}
 
     @property
     def metrics(self):
@@ -395,6 +413,8 @@ class Model(Network):
 
     def _standardize(self, x, y, sample_weight=None, class_weight=None):
         xs = self._standardize_inputs(x)
+        if not self._compiled["targets"]:  # compiled without a loss: no targets
+            return xs, [], []
         if y is None:
             raise ValueError("Target data is missing. Your model was compiled with a loss, "
                              "and therefore expects target data to be provided in `fit()`.")
