@@ -316,3 +316,50 @@ def test_compile_without_any_loss_is_refused():
     model = keras.Sequential([keras.layers.Dense(2, input_shape=(3,))])
     with pytest.raises(ValueError, match="no loss to optimize"):
         model.compile(optimizer="sgd")
+
+
+# cifar10_cnn: cifar10.load_data() from the unpacked cifar-10-batches-py directory.
+def _cifar_cache(tmp_path, n=4, protocol=2, evil=False):
+    d = tmp_path / "datasets" / "cifar-10-batches-py"
+    d.mkdir(parents=True)
+    rs = np.random.RandomState(3)
+    batches = {}
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        batch = {b"batch_label": b"x", b"data": rs.randint(0, 256, (n, 3072)).astype(np.uint8),
+                 b"labels": [int(v) for v in rs.randint(0, 10, n)]}
+        if evil:
+            batch[b"labels"] = _Evil()
+        (d / name).write_bytes(pickle.dumps(batch, protocol=protocol))
+        batches[name] = batch
+    return batches
+
+
+@pytest.mark.parametrize("fmt", ["channels_last", "channels_first"])
+@pytest.mark.parametrize("protocol", [2, 4])
+def test_cifar10_load_data_reads_the_python_batches(tmp_path, monkeypatch, fmt, protocol):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    batches = _cifar_cache(tmp_path, protocol=protocol)
+    before = keras.backend.image_data_format()
+    keras.backend.set_image_data_format(fmt)
+    try:
+        (xa, ya), (xb, yb) = keras.datasets.cifar10.load_data()
+    finally:
+        keras.backend.set_image_data_format(before)
+    train = [batches[f"data_batch_{i}"] for i in range(1, 6)]
+    want = np.concatenate([b[b"data"] for b in train]).reshape(-1, 3, 32, 32)
+    want_test = batches["test_batch"][b"data"].reshape(-1, 3, 32, 32)
+    if fmt == "channels_last":
+        want, want_test = want.transpose(0, 2, 3, 1), want_test.transpose(0, 2, 3, 1)
+    np.testing.assert_array_equal(xa, want)
+    np.testing.assert_array_equal(xb, want_test)
+    assert xa.dtype == np.uint8 and ya.dtype == np.uint8 and ya.shape == (20, 1)
+    assert ya[:, 0].tolist() == [v for b in train for v in b[b"labels"]]
+    assert yb[:, 0].tolist() == batches["test_batch"][b"labels"]
+
+
+def test_cifar10_batches_naming_other_classes_are_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    _cifar_cache(tmp_path, evil=True)  # protocol 2: Python 2's name, __builtin__.print
+    with pytest.raises(pickle.UnpicklingError, match="print"):
+        keras.datasets.cifar10.load_data()
+    assert "ran code" not in capsys.readouterr().out

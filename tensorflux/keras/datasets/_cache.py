@@ -15,10 +15,12 @@ from tensorflux.keras.utils import get_file
 
 _BASE = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/"
 
-# (module, name) pairs an object array's pickle may name: NumPy's array and scalar
-# reconstructors under both of NumPy's module names, nothing that runs code.
+# (module, name) pairs a dataset's pickle may name: NumPy's array and scalar
+# reconstructors under both of NumPy's module names, and the codec function protocol-2
+# pickles written by Python 3 use for bytes; nothing that runs code.
 _ALLOWED = {(m, n) for m in ("numpy.core.multiarray", "numpy._core.multiarray")
-            for n in ("_reconstruct", "scalar")} | {("numpy", "ndarray"), ("numpy", "dtype")}
+            for n in ("_reconstruct", "scalar")} | {
+    ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
 
 
 class _DataUnpickler(pickle.Unpickler):
@@ -59,7 +61,7 @@ def unavailable(name):
           FileNotFoundError: always (no network here, and the archive is not read)."""
         raise FileNotFoundError(f"tensorflux.keras.datasets.{name} is not available: "
                                 "tensorflux does not download, and reads only the .npz "
-                                "datasets (mnist, boston_housing, imdb, reuters) from "
+                                "datasets (mnist, boston_housing, imdb, reuters, cifar10) from "
                                 "~/.keras/datasets.")
 
     return load_data
