@@ -363,3 +363,102 @@ def test_cifar10_batches_naming_other_classes_are_refused(tmp_path, monkeypatch,
     with pytest.raises(pickle.UnpicklingError, match="print"):
         keras.datasets.cifar10.load_data()
     assert "ran code" not in capsys.readouterr().out
+
+
+# cifar10_cnn: ImageDataGenerator(width/height_shift_range=0.1, horizontal_flip=True, ...),
+# datagen.fit(x_train), model.fit_generator(datagen.flow(x_train, y_train, batch_size)).
+_image = keras.preprocessing.image
+
+
+@pytest.mark.parametrize("tx, ty", [(1, 0), (0, 2), (-1, 1)])
+def test_shift_moves_pixels_and_fills_with_the_edge(tx, ty):
+    x = np.arange(5 * 6 * 2, dtype=np.float32).reshape(5, 6, 2)
+    got = _image.apply_affine_transform(x, tx=tx, ty=ty, fill_mode="nearest")
+    # tf_keras's convention (channels last): tx moves the columns, ty the rows.
+    rows = np.clip(np.arange(5) + ty, 0, 4)
+    cols = np.clip(np.arange(6) + tx, 0, 5)
+    np.testing.assert_allclose(got, x[rows][:, cols], atol=1e-5)
+
+
+def test_rotation_by_180_degrees_reverses_rows_and_columns():
+    x = np.random.RandomState(0).rand(5, 5, 1)
+    got = _image.apply_affine_transform(x, theta=180, fill_mode="nearest")
+    np.testing.assert_allclose(got, x[::-1, ::-1], atol=1e-6)
+
+
+def test_flow_batches_cover_the_data_and_fit_trains_on_them():
+    keras.backend.clear_session()
+    rs = np.random.RandomState(0)
+    x = rs.rand(10, 4, 4, 3).astype(np.float32)
+    y = np.eye(2, dtype=np.float32)[rs.randint(0, 2, 10)]
+    gen = _image.ImageDataGenerator(width_shift_range=0.25, height_shift_range=0.25,
+                                    horizontal_flip=True, rotation_range=10, zoom_range=0.1)
+    flow = gen.flow(x, y, batch_size=4, shuffle=False)
+    assert len(flow) == 3
+    batches = [flow[i] for i in range(3)]
+    assert [b[0].shape[0] for b in batches] == [4, 4, 2]
+    np.testing.assert_array_equal(np.concatenate([b[1] for b in batches]), y)
+    assert all(np.all(np.isfinite(b[0])) for b in batches)
+    model = keras.Sequential([keras.layers.Flatten(input_shape=(4, 4, 3)),
+                              keras.layers.Dense(2, activation="softmax")])
+    model.compile("sgd", "categorical_crossentropy")
+    hist = model.fit_generator(gen.flow(x, y, batch_size=4), epochs=2, verbose=0)
+    assert len(hist.history["loss"]) == 2
+
+
+def test_zca_whitening_decorrelates_the_fitted_data():
+    x = np.random.RandomState(1).rand(200, 2, 2, 1).astype(np.float32)
+    x[..., 0, 1, 0] = x[..., 0, 0, 0] * 0.9 + 0.1 * x[..., 0, 1, 0]
+    gen = _image.ImageDataGenerator(zca_whitening=True, zca_epsilon=1e-9)
+    gen.fit(x)
+    white = gen.standardize(x.copy()).reshape(200, -1)
+    np.testing.assert_allclose(white.T @ white / 200, np.eye(4), atol=1e-2)
+
+
+_TF_IMAGE = """
+import os
+os.environ['TF_USE_LEGACY_KERAS'] = '1'
+import numpy as np
+from tf_keras.preprocessing.image import ImageDataGenerator
+import tf_keras.src.preprocessing.image as _image_module
+# tf_keras calls apply_affine_transform even with neutral parameters, and it needs scipy
+# (absent in the oracle venv): these cases have no rotation/shift/shear/zoom.
+_image_module.apply_affine_transform = lambda x, *args, **kwargs: x
+{body}
+"""
+
+# No affine transform here: the oracle venv has no scipy (tf_keras needs it for those).
+_IMAGE_BODY = """
+rs = np.random.RandomState(0)
+x = rs.rand(7, 3, 4, 2).astype('float32') * 255
+y = np.arange(7)
+result = []
+for kw in [dict(horizontal_flip=True, vertical_flip=True, rescale=1 / 255.),
+           dict(featurewise_center=True, featurewise_std_normalization=True,
+                channel_shift_range=20.0, horizontal_flip=True),
+           dict(samplewise_center=True, samplewise_std_normalization=True),
+           dict(zca_whitening=True, rescale=0.5)]:
+    gen = ImageDataGenerator(**kw)
+    gen.fit(x, seed=3)
+    np.random.seed(4)
+    flow = gen.flow(x, y, batch_size=3, seed=5)
+    out = [flow[i] for i in range(len(flow))]
+    np.random.seed(6)
+    it = gen.flow(x, y, batch_size=3, shuffle=True)
+    out2 = [next(it) for _ in range(4)]
+    result.append([[[a.round(4).tolist(), b.tolist()] for a, b in out + out2]])
+"""
+
+
+@pytest.mark.oracle
+@pytest.mark.timeout(300)
+def test_image_data_generator_matches_tf_keras():
+    theirs = oracle.run_tf(_TF_IMAGE.format(body=_IMAGE_BODY), timeout=200)
+    scope = {"np": np, "ImageDataGenerator": _image.ImageDataGenerator}
+    exec(_IMAGE_BODY, scope)  # noqa: S102 - the same snippet, on tensorflux's generator
+    ours = scope["result"]
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs, strict=True):
+        for (xa, ya), (xb, yb) in zip(a[0], b[0], strict=True):
+            assert ya == yb
+            np.testing.assert_allclose(xa, xb, rtol=1e-3, atol=2e-3)

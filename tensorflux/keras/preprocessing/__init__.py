@@ -1,3 +1,4 @@
-"""`tf.keras.preprocessing`: sequence padding (sequence), Tokenizer (text)."""
+"""`tf.keras.preprocessing`: sequence padding (sequence), Tokenizer (text),
+ImageDataGenerator over arrays (image)."""
 
-from tensorflux.keras.preprocessing import sequence, text  # noqa: F401
+from tensorflux.keras.preprocessing import image, sequence, text  # noqa: F401
