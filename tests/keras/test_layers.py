@@ -371,6 +371,8 @@ def test_datasets_load_only_from_the_cache(tmp_path, monkeypatch):
     (x, y), (xt, yt) = keras.datasets.mnist.load_data()
     assert x.shape == (2, 28, 28) and xt.shape == (1, 28, 28)
     with pytest.raises(FileNotFoundError, match="not available"):
+        keras.datasets.fashion_mnist.load_data()
+    with pytest.raises(FileNotFoundError, match="cifar-10-batches-py"):
         keras.datasets.cifar10.load_data()
 
 
