@@ -253,54 +253,7 @@ def fuse_conv_bias_relu(sg: StepGraph) -> int:
     is rewritten in place, so it keeps its name (fetches, traces and errors name it, as
     with grappler's fused nodes) and what reads it; the others are left unread, for
     dead-code elimination. Returns how many chains were fused."""
-    readers: dict[tuple[Node, int], list[Node]] = {}
-    for n in sg.nodes:
-        for e in n.inputs:
-            readers.setdefault(e, []).append(n)
-    held = ({n for n, _ in sg.fetches} | set(sg.targets) | set(sg.args)
-            | {c for n in sg.nodes for c in n.control_inputs})
-
-    def only_reader(n: Node, op: str) -> Node | None:
-        users = readers.get((n, 0), [])
-        nxt = users[0] if len(users) == 1 else None
-        if (nxt is None or nxt.op != op or n in held or nxt.inputs[0] != (n, 0)
-                or nxt.requested_device != n.requested_device
-                or nxt.attrs.get("T") != n.attrs.get("T")):
-            return None
-        return nxt
-
-    fused = 0
-    for conv in list(sg.nodes):
-        if conv.op != "Conv2D" or conv.attrs.get("T") not in _FUSABLE_TYPES:
-            continue
-        bias_add = only_reader(conv, "BiasAdd")
-        shapes: list[Node] = []
-        if bias_add is None:
-            bias_add, shapes = _bias_semantic_add(conv, readers, held)
-            if bias_add is None:
-                continue
-            bias = next(e for e in bias_add.inputs if e != (conv, 0))
-        else:
-            bias = bias_add.inputs[1]
-        if bias_add.op == "BiasAdd" and (bias_add.attrs.get("data_format", "NHWC")
-                                         != conv.attrs.get("data_format", "NHWC")):
-            continue
-        relu = only_reader(bias_add, "Relu")
-        last = relu or bias_add
-        if shapes and _reaches(bias[0], set(shapes)):
-            continue  # (the bias computed from the conv's shape: a cycle otherwise)
-        controls = conv.control_inputs + bias_add.control_inputs
-        if relu is not None:
-            controls += relu.control_inputs
-        attrs = dict(conv.attrs, num_args=1, epsilon=1e-4, leakyrelu_alpha=0.2,
-                     fused_ops=["BiasAdd", "Relu"] if relu is not None else ["BiasAdd"])
-        last.op, last.attrs = "_FusedConv2D", attrs
-        last.inputs = [conv.inputs[0], conv.inputs[1], bias]
-        last.control_inputs = list(dict.fromkeys(controls))
-        for shape_op in shapes:
-            shape_op.inputs = [(last, 0)]
-        fused += 1
-    return fused
+    return _fuse_bias_relu(sg, "Conv2D")
 
 
 def fuse_matmul_bias_relu(sg: StepGraph) -> int:
@@ -317,6 +270,12 @@ def fuse_matmul_bias_relu(sg: StepGraph) -> int:
     be read by the next node only (not fetched, no control edge from them), the nodes ask
     for the same device and a float32/float64 type. The chain's last node is rewritten in
     place, keeping its name. Returns how many chains were fused."""
+    return _fuse_bias_relu(sg, "MatMul")
+
+
+def _fuse_bias_relu(sg: StepGraph, op: str) -> int:
+    """The chains `op` (Conv2D or MatMul) -> BiasAdd [-> Relu] rewritten into one
+    `_Fused<op>` node, by the rules of `fuse_conv_bias_relu`/`fuse_matmul_bias_relu`."""
     readers: dict[tuple[Node, int], list[Node]] = {}
     for n in sg.nodes:
         for e in n.inputs:
@@ -324,46 +283,54 @@ def fuse_matmul_bias_relu(sg: StepGraph) -> int:
     held = ({n for n, _ in sg.fetches} | set(sg.targets) | set(sg.args)
             | {c for n in sg.nodes for c in n.control_inputs})
 
-    def only_reader(n: Node, op: str) -> Node | None:
+    def only_reader(n: Node, reader_op: str) -> Node | None:
         users = readers.get((n, 0), [])
         nxt = users[0] if len(users) == 1 else None
-        if (nxt is None or nxt.op != op or n in held or nxt.inputs[0] != (n, 0)
+        if (nxt is None or nxt.op != reader_op or n in held or nxt.inputs[0] != (n, 0)
                 or nxt.requested_device != n.requested_device
                 or nxt.attrs.get("T") != n.attrs.get("T")):
             return None
         return nxt
 
     fused = 0
-    for product in list(sg.nodes):
-        if product.op != "MatMul" or product.attrs.get("T") not in _FUSABLE_TYPES:
+    for producer in list(sg.nodes):
+        if producer.op != op or producer.attrs.get("T") not in _FUSABLE_TYPES:
             continue
-        bias_add = only_reader(product, "BiasAdd")
+        bias_add = only_reader(producer, "BiasAdd")
         shapes: list[Node] = []
         if bias_add is None:
-            dims = _static_dims(product, 0)
-            columns = dims[1] if dims is not None and len(dims) == 2 else None
-            bias_add, shapes = _bias_semantic_add(product, readers, held, columns)
+            columns = None
+            if op == "MatMul":
+                dims = _static_dims(producer, 0)
+                columns = dims[1] if dims is not None and len(dims) == 2 else None
+            bias_add, shapes = _bias_semantic_add(producer, readers, held, columns)
             if bias_add is None:
                 continue
-            bias = next(e for e in bias_add.inputs if e != (product, 0))
-        elif bias_add.attrs.get("data_format", "NHWC") != "NHWC":
-            continue
+            bias = next(e for e in bias_add.inputs if e != (producer, 0))
         else:
             bias = bias_add.inputs[1]
+        data_format = producer.attrs.get("data_format", "NHWC") if op == "Conv2D" else "NHWC"
+        if bias_add.op == "BiasAdd" and (bias_add.attrs.get("data_format", "NHWC")
+                                         != data_format):
+            continue
         relu = only_reader(bias_add, "Relu")
         last = relu or bias_add
         if shapes and _reaches(bias[0], set(shapes)):
-            continue  # (the bias computed from the product's shape: a cycle otherwise)
-        controls = product.control_inputs + bias_add.control_inputs
+            continue  # (the bias computed from the producer's shape: a cycle otherwise)
+        controls = producer.control_inputs + bias_add.control_inputs
         if relu is not None:
             controls += relu.control_inputs
-        attrs = {"transpose_a": product.attrs.get("transpose_a", False),
-                 "transpose_b": product.attrs.get("transpose_b", False),
-                 "T": product.attrs["T"], "num_args": 1, "epsilon": 1e-4,
-                 "leakyrelu_alpha": 0.2,
-                 "fused_ops": ["BiasAdd", "Relu"] if relu is not None else ["BiasAdd"]}
-        last.op, last.attrs = "_FusedMatMul", attrs
-        last.inputs = [product.inputs[0], product.inputs[1], bias]
+        fused_ops = ["BiasAdd", "Relu"] if relu is not None else ["BiasAdd"]
+        if op == "Conv2D":
+            attrs = dict(producer.attrs, num_args=1, epsilon=1e-4, leakyrelu_alpha=0.2,
+                         fused_ops=fused_ops)
+        else:
+            attrs = {"transpose_a": producer.attrs.get("transpose_a", False),
+                     "transpose_b": producer.attrs.get("transpose_b", False),
+                     "T": producer.attrs["T"], "num_args": 1, "epsilon": 1e-4,
+                     "leakyrelu_alpha": 0.2, "fused_ops": fused_ops}
+        last.op, last.attrs = "_Fused" + op, attrs
+        last.inputs = [producer.inputs[0], producer.inputs[1], bias]
         last.control_inputs = list(dict.fromkeys(controls))
         for shape_op in shapes:
             shape_op.inputs = [(last, 0)]

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework import tensor_shape
-from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
@@ -49,21 +48,9 @@ class RefVariable(variables.Variable):
     def _init_from_args(self, initial_value, trainable, collections, validate_shape,
                         caching_device, name, dtype, constraint, synchronization,
                         aggregation, shape):
-        if initial_value is None:
-            raise ValueError("The `initial_value` arg to `tf.Variable` must be specified "
-                             "except when you are not providing a `variable_def`. You "
-                             "provided neither.")
         init_from_fn = callable(initial_value)
-        if collections is None:
-            collections = [GraphKeys.GLOBAL_VARIABLES]
-        if not isinstance(collections, (list, tuple, set)):
-            raise ValueError("collections argument to Variable constructor must be a list, "
-                             f"tuple, or set. Got {collections} of type {type(collections)}")
-        if constraint is not None and not callable(constraint):
-            raise ValueError(f"The `constraint` argument must be a callable. Got {constraint} "
-                             f"of type {type(constraint)}")
-        if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
-            collections = list(collections) + [GraphKeys.TRAINABLE_VARIABLES]
+        collections = variables._checked_collections(initial_value, trainable, collections,
+                                                     constraint)
         g = graph_lib.get_graph_from_inputs([] if init_from_fn else [initial_value])
         with _init_scope(g), graph_lib.name_scope(
                 name, "Variable", [] if init_from_fn else [initial_value]) as scope:

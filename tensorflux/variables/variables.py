@@ -168,6 +168,30 @@ def _variable_class(cls, args, kwargs):
     return ref_variable.RefVariable
 
 
+
+def _checked_collections(initial_value, trainable, collections, constraint) -> list:
+    """The collections a new variable joins (TRAINABLE_VARIABLES added when trainable),
+    after checking the constructor's arguments as TensorFlow does.
+
+    Raises:
+      ValueError: no initial value, collections that are not a list/tuple/set, or a
+        constraint that is not callable."""
+    if initial_value is None:
+        raise ValueError("The `initial_value` arg to `tf.Variable` must be specified "
+                         "except when you are not providing a `variable_def`. You "
+                         "provided neither.")
+    if collections is None:
+        collections = [GraphKeys.GLOBAL_VARIABLES]
+    if not isinstance(collections, (list, tuple, set)):
+        raise ValueError("collections argument to Variable constructor must be a list, "
+                         f"tuple, or set. Got {collections} of type {type(collections)}")
+    if constraint is not None and not callable(constraint):
+        raise ValueError(f"The `constraint` argument must be a callable. Got {constraint} "
+                         f"of type {type(constraint)}")
+    if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
+        collections = list(collections) + [GraphKeys.TRAINABLE_VARIABLES]
+    return collections
+
 class Variable(metaclass=_VariableMeta):
     """A variable: state that persists across `Session.run` calls (`tf.Variable`).
 
@@ -220,21 +244,8 @@ class Variable(metaclass=_VariableMeta):
     def _init_from_args(self, initial_value, trainable, collections, validate_shape,
                         caching_device, name, dtype, constraint, synchronization,
                         aggregation, shape):
-        if initial_value is None:
-            raise ValueError("The `initial_value` arg to `tf.Variable` must be specified "
-                             "except when you are not providing a `variable_def`. You "
-                             "provided neither.")
         init_from_fn = callable(initial_value)
-        if collections is None:
-            collections = [GraphKeys.GLOBAL_VARIABLES]
-        if not isinstance(collections, (list, tuple, set)):
-            raise ValueError("collections argument to Variable constructor must be a list, "
-                             f"tuple, or set. Got {collections} of type {type(collections)}")
-        if constraint is not None and not callable(constraint):
-            raise ValueError(f"The `constraint` argument must be a callable. Got {constraint} "
-                             f"of type {type(constraint)}")
-        if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
-            collections = list(collections) + [GraphKeys.TRAINABLE_VARIABLES]
+        collections = _checked_collections(initial_value, trainable, collections, constraint)
         g = graph_lib.get_graph_from_inputs([] if init_from_fn else [initial_value])
         with _init_scope(g), graph_lib.name_scope(
                 name, "Variable", [] if init_from_fn else [initial_value]) as scope:

@@ -241,40 +241,30 @@ def test_custom_layer_and_named_lambda_function(tmp_path):
 
 # ---- against tf_keras --------------------------------------------------------------------
 _ORACLE_CASES = [c for c in LAYER_CASES if "reset_after=True" not in c]
-_TF_SAVE = """
+# One oracle program both ways: MODE "save" builds each one-layer model in tf_keras, sets
+# seeded weights and saves it (case<i>.h5); "load" loads the files tensorflux wrote.
+_TF_PROGRAM = """
 import os
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
-CASES, DIR = {cases!r}, {dir!r}
+CASES, DIR, MODE = {cases!r}, {dir!r}, {mode!r}
 INPUTS = {{k: np.array(v, d) for k, (v, d) in {inputs!r}.items()}}
 preds = []
 for i, case in enumerate(CASES):
     with tf.Graph().as_default(), tf.Session().as_default():
         tf.keras.backend.set_session(tf.get_default_session())
-        name = case.split("(x")[0].split("(ids")[0]
         x = INPUTS[{key!r}(case)]
-        inp = tf.keras.Input(batch_shape=x.shape, dtype=str(x.dtype), name="x")
-        out = eval(name + "(inp)", {{"tf": tf, "inp": inp}})
-        model = tf.keras.Model(inp, out if isinstance(out, list) else [out])
-        rng = np.random.RandomState(i)
-        model.set_weights([(rng.rand(*w.shape) + 0.5).astype(w.dtype)
-                           for w in model.get_weights()])
-        model.save(os.path.join(DIR, "case%d.h5" % i))
-        preds.append([np.asarray(p) for p in (lambda o: o if isinstance(o, list) else [o])(
-            model.predict(x))])
-result = preds
-"""
-
-_TF_LOAD = """
-import os
-os.environ["TF_USE_LEGACY_KERAS"] = "1"
-CASES, DIR = {cases!r}, {dir!r}
-INPUTS = {{k: np.array(v, d) for k, (v, d) in {inputs!r}.items()}}
-preds = []
-for i, case in enumerate(CASES):
-    with tf.Graph().as_default(), tf.Session().as_default():
-        tf.keras.backend.set_session(tf.get_default_session())
-        model = tf.keras.models.load_model(os.path.join(DIR, "ours%d.h5" % i))
-        out = model.predict(INPUTS[{key!r}(case)])
+        if MODE == "load":
+            model = tf.keras.models.load_model(os.path.join(DIR, "ours%d.h5" % i))
+        else:
+            name = case.split("(x")[0].split("(ids")[0]
+            inp = tf.keras.Input(batch_shape=x.shape, dtype=str(x.dtype), name="x")
+            out = eval(name + "(inp)", {{"tf": tf, "inp": inp}})
+            model = tf.keras.Model(inp, out if isinstance(out, list) else [out])
+            rng = np.random.RandomState(i)
+            model.set_weights([(rng.rand(*w.shape) + 0.5).astype(w.dtype)
+                               for w in model.get_weights()])
+            model.save(os.path.join(DIR, "case%d.h5" % i))
+        out = model.predict(x)
         preds.append([np.asarray(p) for p in (out if isinstance(out, list) else [out])])
 result = preds
 """
@@ -284,12 +274,12 @@ def _input_key(case):
     return _ONE_LAYER.match(case)["x"]
 
 
-def _oracle_program(template, cases, directory):
+def _oracle_program(mode, cases, directory):
     inputs = {k: (v.tolist(), str(v.dtype)) for k, v in INPUTS.items()}
     key_fn = ("(lambda c: __import__('re').match(" + repr(_ONE_LAYER.pattern) +
               ", c)['x'])")
-    return template.format(cases=cases, dir=str(directory), inputs=inputs,
-                           key="KEY").replace("'KEY'", key_fn)
+    return _TF_PROGRAM.format(cases=cases, dir=str(directory), inputs=inputs, mode=mode,
+                              key="KEY").replace("'KEY'", key_fn)
 
 
 @pytest.mark.oracle
@@ -297,7 +287,7 @@ def _oracle_program(template, cases, directory):
 @pytest.mark.timeout(600)
 def test_tf_keras_files_load_here_and_ours_load_there(tmp_path, monkeypatch):
     monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")
-    theirs = oracle.run_tf(_oracle_program(_TF_SAVE, _ORACLE_CASES, tmp_path), timeout=400)
+    theirs = oracle.run_tf(_oracle_program("save", _ORACLE_CASES, tmp_path), timeout=400)
     ours_written = []
     for i, case in enumerate(_ORACLE_CASES):
         x = INPUTS[_input_key(case)]
@@ -310,7 +300,7 @@ def test_tf_keras_files_load_here_and_ours_load_there(tmp_path, monkeypatch):
         _set_weights(model, i)
         model.save(str(tmp_path / f"ours{i}.h5"))
         ours_written.append(_predict(model, x))
-    loaded_there = oracle.run_tf(_oracle_program(_TF_LOAD, _ORACLE_CASES, tmp_path),
+    loaded_there = oracle.run_tf(_oracle_program("load", _ORACLE_CASES, tmp_path),
                                  timeout=400)
     for case, ours, there in zip(_ORACLE_CASES, ours_written, loaded_there, strict=True):
         for a, b in zip(ours, there, strict=True):
