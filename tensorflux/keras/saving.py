@@ -541,9 +541,14 @@ def _training_config(model):
         return None
     loss, metrics, loss_weights = args
 
+    from tensorflux.keras import losses
+
     def name(obj):
         if obj is None or isinstance(obj, (str, int, float)):
             return obj
+        if isinstance(obj, losses.Loss):  # its options too (from_logits, ...)
+            return {"class_name": type(obj).__name__,
+                    "config": {**obj.get_config(), **getattr(obj, "_fn_kwargs", {})}}
         if isinstance(obj, (list, tuple)):
             return [name(o) for o in obj]
         if isinstance(obj, dict):
@@ -592,7 +597,7 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True) -> None:
     with h5py.File(str(filepath), "w") as f:
         f.attrs["keras_version"] = KERAS_VERSION
         f.attrs["backend"] = "tensorflow"
-        f.attrs["model_config"] = json.dumps(json.loads(config), default=_json_default)
+        f.attrs["model_config"] = config
         if training is not None:
             f.attrs["training_config"] = json.dumps(training, default=_json_default)
         save_weights_to_group(f.create_group("model_weights"), model.layers)
@@ -615,7 +620,7 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
         fit the config.
       OSError: a file that is not HDF5."""
     h5py = _h5py()
-    from tensorflux.keras import optimizers
+    from tensorflux.keras import losses, optimizers
 
     custom_objects = _objects(custom_objects)
     with h5py.File(str(filepath), "r") as f:
@@ -643,6 +648,14 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
                 return custom_objects.get(obj, obj)
             if isinstance(obj, list):
                 return [resolve(o) for o in obj]
+            if isinstance(obj, dict) and "class_name" in obj:  # a Loss object
+                cls = custom_objects.get(obj["class_name"]) or getattr(
+                    losses, obj["class_name"], None)
+                if not isinstance(cls, type):
+                    raise ValueError(f"Unknown loss: {obj['class_name']}. Please ensure "
+                                     "this object is passed to the `custom_objects` "
+                                     "argument.")
+                return cls(**obj.get("config", {}))
             if isinstance(obj, dict):
                 return {k: resolve(v) for k, v in obj.items()}
             return obj

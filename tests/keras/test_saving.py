@@ -354,3 +354,15 @@ def test_optimizer_configs_keep_every_hyperparameter(optimizer):
     opt = eval("keras.optimizers." + optimizer, {"keras": keras})  # noqa: S307
     config = keras.optimizers.serialize(opt)
     assert keras.optimizers.serialize(keras.optimizers.deserialize(config)) == config
+
+
+def test_loss_objects_keep_their_options(tmp_path):
+    model = keras.Sequential([L.Dense(3, input_shape=(4,))])
+    model.compile(optimizer="sgd",
+                  loss=keras.losses.CategoricalCrossentropy(from_logits=True))
+    x = np.random.RandomState(0).randn(6, 4).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[[0, 1, 2, 0, 1, 2]]
+    path = str(tmp_path / "m.h5")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert loaded.evaluate(x, y, verbose=0) == pytest.approx(model.evaluate(x, y, verbose=0))
