@@ -23,8 +23,10 @@ node's `body`). The body is generated Python, like the static executor's:
 
 Eligible frame: Merges of exactly (non-constant Enter, NextIteration), one LoopCond, Switches
 of (Merge, LoopCond) whose false side feeds only Exits, and otherwise nodes whose kernels are
-synchronous, not expensive (an expensive kernel may be worth running several iterations at
-once on the thread pool, which only the dataflow executor does) and not Send/Recv. Inner
+synchronous, not Send/Recv, and not expensive unless on a loop variable's cycle (an
+expensive kernel off the recurrence may be worth running several iterations at once on the
+thread pool, which only the dataflow executor does; one on it, an RNN's step product,
+waits for its previous iteration anyway). Inner
 frames are compiled first, so an eligible inner loop becomes one node of its outer loop.
 A loop whose inputs are dead (on an untaken cond branch) is dead as a whole, as its Exits
 would be. Results equal the dataflow executor's; tests run both (`enabled`, from
@@ -150,7 +152,7 @@ class _LoopSpec:
         structure = set(self.merges) | set(self.switch_merge) | set(self.exits) | set(
             self.next_of_merge.values()) | {self.loop_cond}
         plain = [n for n in members if n not in structure]
-        self._check_plain(plain, device_type)
+        self._check_plain(plain, device_type, consumers)
         self._check_edges(members, enters, consumers)
         self._classify(plain, consumers)
         self.removed = set(members) | set(enters)
@@ -195,9 +197,11 @@ class _LoopSpec:
             if s not in self.switch_merge or si != 0 or x.control_inputs:
                 raise _Ineligible
 
-    def _check_plain(self, plain, device_type: str) -> None:
-        """Everything else: nodes with cheap synchronous kernels."""
+    def _check_plain(self, plain, device_type: str, consumers) -> None:
+        """Everything else: nodes with synchronous kernels; an expensive kernel only on the
+        loop's recurrence (below)."""
         self.kdefs = {}
+        expensive = []
         for n in plain:
             # Control flow outside the loop's structure (a cond, an inner loop left
             # uncompiled) is the dataflow executor's; a ControlTrigger may stay (with no conds
@@ -205,9 +209,38 @@ class _LoopSpec:
             if (is_control_flow(n.op) and flow_kind(n.op) != "dead_aware") or n.op in _TRANSFERS:
                 raise _Ineligible
             kdef = kernel_registry.find_kernel(n.op, device_type, n.attrs)
-            if kdef is None or kdef.is_async or kdef.expensive:
+            if kdef is None or kdef.is_async:
                 raise _Ineligible
+            if kdef.expensive:
+                expensive.append(n)
             self.kdefs[n] = kdef
+        if expensive and not self._on_recurrence(expensive, consumers):
+            raise _Ineligible
+
+    def _on_recurrence(self, nodes, consumers) -> bool:
+        """Whether each of `nodes` is on a loop variable's cycle (reached from its Merge
+        and reaching its NextIteration): each then waits for its own previous iteration, so
+        running several iterations at once (the dataflow executor's parallel iterations)
+        cannot overlap it with itself, and the compiled loop only saves the per-node
+        bookkeeping (an RNN's step product). An expensive node off every cycle (map_fn's
+        per-element product) keeps the loop on the dataflow executor."""
+        nexts = set(self.next_of_merge.values())
+        cyclic: set = set()
+        for merge, nxt in self.next_of_merge.items():
+            ahead, stack = set(), [merge]
+            while stack:
+                for c, _ in consumers.get(stack.pop(), ()):
+                    if c not in ahead and c not in nexts and flow_kind(c.op) != "exit":
+                        ahead.add(c)
+                        stack.append(c)
+            behind, stack = set(), [nxt]
+            while stack:
+                for src, _ in stack.pop().inputs:
+                    if src not in behind and src in ahead:
+                        behind.add(src)
+                        stack.append(src)
+            cyclic |= behind
+        return all(n in cyclic for n in nodes)
 
     def _check_edges(self, members, enters, consumers) -> None:
         """The frame talks to the outside through its Enters and Exits only."""

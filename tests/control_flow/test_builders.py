@@ -259,6 +259,33 @@ def test_loop_of_a_thousand_iterations(graph, loop_mode):
                                       if loop_mode == "compiled" else [])
 
 
+def test_loops_with_products_compile_only_on_the_recurrence(graph, loop_mode):
+    # An RNN's step product waits for its previous iteration: the loop is compiled. A
+    # product per element that no later iteration waits for (map_fn's) keeps the loop on
+    # the dataflow executor, which may run several iterations of it at once.
+    rng = np.random.RandomState(0)
+    w_np = (rng.randn(4, 4) * 0.3).astype(np.float32)
+    xs_np = rng.randn(6, 3, 4).astype(np.float32)
+    w, xs = tf.constant(w_np), tf.constant(xs_np)
+    ta = tf.TensorArray(tf.float32, size=6).unstack(xs)
+
+    def rnn_step(t, h):
+        return t + 1, tf.tanh(tf.matmul(h, w) + ta.read(t))
+
+    _, h = tf.while_loop(lambda t, h: t < 6, rnn_step, [tf.constant(0), tf.zeros([3, 4])],
+                         name="rnn")
+    mapped = tf.map_fn(lambda x: tf.matmul(x, w), xs, name="per_element")
+    want_h = np.zeros((3, 4), np.float32)
+    for t in range(6):
+        want_h = np.tanh(want_h @ w_np + xs_np[t])
+    with _session(loop_mode) as s:
+        got_h, got_m = s.run([h, mapped])
+        np.testing.assert_allclose(got_h, want_h, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got_m, xs_np @ w_np, rtol=1e-5, atol=1e-6)
+        assert _compiled_loops(s) == (["rnn/while_context/_compiled_loop"]
+                                      if loop_mode == "compiled" else [])
+
+
 def test_nested_loops(graph, loop_mode):
     # for i in range(4): for j in range(i + 1): total += i * j
     def outer(i, total):
