@@ -30,13 +30,10 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops
-from tensorflux.protos import variable_pb2
 from tensorflux.variables import variables
 from tensorflux.variables.variables import (
-    VariableSynchronization,
     _colocate_new_ops,
     _init_scope,
-    _prepend_name_scope,
 )
 
 __all__: list[str] = []
@@ -96,32 +93,12 @@ class RefVariable(variables.Variable):
                     self._graph_element = array_ops.identity(ref, name="read")
             g.add_to_collections(collections, self)
 
-    def _init_from_proto(self, variable_def, import_scope=None) -> None:
-        """Re-creates a RefVariable whose ops (VariableV2, Assign, read) are in the graph."""
-        if isinstance(variable_def, bytes):
-            variable_def = variable_pb2.VariableDef.FromString(variable_def)
-        g = graph_lib.get_default_graph()
-
-        def element(name):
-            return g.as_graph_element(_prepend_name_scope(name, import_scope))
-
-        ref = element(variable_def.variable_name)
-        shape = ref.op.attrs.get("shape")
-        self._set_common(ref, ref.dtype.base_dtype,
-                         tensor_shape.as_shape(shape) if shape is not None
-                         else tensor_shape.unknown_shape(),
-                         variable_def.trainable, None,
-                         VariableSynchronization(variable_def.synchronization),
-                         variables.VariableAggregation(variable_def.aggregation))
-        self._initializer_op = element(variable_def.initializer_name)
-        self._initial_value = element(variable_def.initial_value_name) \
-            if variable_def.initial_value_name else None
-        if variable_def.snapshot_name:
-            self._graph_element = element(variable_def.snapshot_name)
-        else:
-            with g.colocate_with(ref.op):
-                self._graph_element = array_ops.identity(ref, name=ref.op.name + "/read")
-        self._is_initialized_op = None
+    def _imported_read(self):
+        """`<name>/read` for a RefVariable re-created from a VariableDef without a
+        snapshot (Variable._init_from_proto does the rest)."""
+        ref = self._handle
+        with ref.graph.colocate_with(ref.op):
+            return array_ops.identity(ref, name=ref.op.name + "/read")
 
     def __repr__(self) -> str:
         return f"<tf.Variable '{self.name}' shape={self._shape} dtype={self._dtype.name}_ref>"

@@ -311,7 +311,8 @@ class Variable(metaclass=_VariableMeta):
         handle = element(variable_def.variable_name)
         shape = handle.op.attrs.get("shape")
         self._set_common(handle, handle.op.attrs["dtype"],
-                         shape if shape is not None else tensor_shape.unknown_shape(),
+                         tensor_shape.as_shape(shape) if shape is not None
+                         else tensor_shape.unknown_shape(),
                          variable_def.trainable,
                          None, VariableSynchronization(variable_def.synchronization),
                          VariableAggregation(variable_def.aggregation))
@@ -319,8 +320,12 @@ class Variable(metaclass=_VariableMeta):
         self._initial_value = element(variable_def.initial_value_name) \
             if variable_def.initial_value_name else None
         self._graph_element = element(variable_def.snapshot_name) \
-            if variable_def.snapshot_name else self._read_variable_op()
+            if variable_def.snapshot_name else self._imported_read()
         self._is_initialized_op = None
+
+    def _imported_read(self):
+        """The value tensor of a variable re-created from a VariableDef without one."""
+        return self._read_variable_op()
 
     # ---- identity -----------------------------------------------------------------------
     @property

@@ -206,15 +206,7 @@ def test_conv_plus_bias_vector_fuses_as_a_bias_add(case):
             fetches.append(tf.shape(conv))
         init = tf.global_variables_initializer()
     feed = {x: rng.standard_normal((3, 9, 9, 16)).astype(np.float32)}
-    results = []
-    for config in (None, L0):
-        with tf.Session(graph=g, config=config) as sess:
-            sess.run(init)
-            values = sess.run(fetches, feed)
-            ops = [n.op for p in list(sess._steps.values())[-1].partition_graphs.values()
-                   for n in p.nodes]
-            results.append((values, ops))
-    (fused, ops1), (plain, ops0) = results
+    (fused, ops1), (plain, ops0) = _run_fused_and_plain(g, init, fetches, feed)
     for a, c in zip(fused, plain, strict=True):
         np.testing.assert_array_equal(a, c)
     assert "_FusedConv2D" not in ops0
