@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from tensorflux.framework import errors
 from tensorflux.kernels.registry import KernelContext
 from tensorflux.runtime import exec_options as exec_options_lib
-from tensorflux.runtime import static_executor, tracing
+from tensorflux.runtime import gpu_graphs, static_executor, tracing
 from tensorflux.runtime.cancellation import CancellationManager
 from tensorflux.runtime.exec_options import ExecOptions
 from tensorflux.runtime.executor import Executor, ExecutorError
@@ -66,6 +66,8 @@ class GraphRunner:
         self._traced_parts = None
         self.needs_cancellation = any(not isinstance(ex, static_executor.StaticExecutor)
                                       for _, ex, _ in self.parts)
+        # Steps on one GPU may run as CUDA graphs (runtime/gpu_graphs.py).
+        self._gpu_graphs = gpu_graphs.for_runner(self)
 
     def _build(self, options: ExecOptions, wrapper_for, inline: bool = True) -> list:
         """(device, executor, fetch positions) per executor of `self.plan`, the partition
@@ -152,6 +154,12 @@ class GraphRunner:
         if cancellation is not None and register is not None:
             register(cancellation)
         try:
+            if self._gpu_graphs is not None and stats is None and rendezvous is None and \
+                    cancellation is None:
+                values = self._gpu_graphs.run(self, session, step_id, args, options, deadline)
+                if values is not None:
+                    _check_deadline(deadline)
+                    return values
             if len(parts) == 1 and rendezvous is None:
                 device, ex, _ = parts[0]
                 ctx = KernelContext(step_id, device, None, cancellation, args,

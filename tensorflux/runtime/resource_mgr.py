@@ -20,6 +20,9 @@ class ResourceMgr:
         self.default_container = default_container
         self._containers: dict[str, dict[str, object]] = {}
         self._lock = threading.Lock()
+        # Counts removals, so that a holder of resources (a step captured into a CUDA
+        # graph) can tell with one comparison that none of them went away.
+        self.version = 0
 
     def _container(self, container: str) -> str:
         return container or self.default_container
@@ -67,21 +70,29 @@ class ResourceMgr:
                 raise errors.NotFoundError(None, None, f"Resource {container}/{name} does not "
                                            "exist.")
             resource = c.pop(name)
+            self.version += 1
         _close(resource)
 
     def cleanup(self, container: str) -> None:
         """Drops every resource in `container` (no error if it does not exist)."""
         with self._lock:
             c = self._containers.pop(self._container(container), {})
+            self.version += 1
         for r in c.values():
             _close(r)
 
     def clear(self) -> None:
         with self._lock:
             containers, self._containers = self._containers, {}
+            self.version += 1
         for c in containers.values():
             for r in c.values():
                 _close(r)
+
+    def resources(self) -> list:
+        """Every resource of every container."""
+        with self._lock:
+            return [r for c in self._containers.values() for r in c.values()]
 
     def containers(self) -> list[str]:
         with self._lock:

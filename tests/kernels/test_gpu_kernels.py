@@ -210,6 +210,67 @@ def test_array_ops_match_cpu():
               "UnsortedSegmentSum", "StridedSliceGrad"])
 
 
+@pytest.mark.parametrize("truncate", [False, True])
+def test_bfloat16_casts_on_the_gpu_round_as_the_cpu(truncate):
+    # Ties to even (0x3F808000 -> 0x3F80, 0x3F818000 -> 0x3F82), NaNs stay quiet NaNs
+    # (a signalling one included), infinities, signed zero, the largest finite float32.
+    words = np.array([0x3F808000, 0x3F818000, 0x7FC00000, 0x7F800001, 0xFF800000,
+                      0x80000000, 0x7F7FFFFF, 0x3F800001, 0xC0490FDB], np.uint32)
+    x = np.concatenate([words.view(np.float32), _r(64)])
+
+    def build(x):
+        b = tf.cast(x * 1.0, tf.bfloat16) if not truncate else \
+            tf.raw_ops.Cast(x=x * 1.0, DstT=tf.bfloat16, Truncate=True)
+        return tf.cast(b, tf.float32)
+
+    gpu, where = _run("/gpu:0", build, {"x": x})
+    cpu, _ = _run("/cpu:0", build, {"x": x})
+    np.testing.assert_array_equal(gpu.view(np.uint32), cpu.view(np.uint32))
+    assert "device:GPU:0" in where["Cast"]
+
+
+def test_lossy_bfloat16_transfers_between_gpu_and_cpu_partitions():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [4])
+        with tf.device("/gpu:0"):
+            y = x * 1.001
+        with tf.device("/cpu:0"):
+            z = y + 0.0
+    cfg = tf.ConfigProto(graph_options=tf.GraphOptions(enable_bfloat16_sendrecv=True))
+    feed = np.array([1.0, 3.14159, 100.7, -2.5e-3], np.float32)
+    with tf.Session(graph=g, config=cfg) as s:
+        out = s.run(z, {x: feed})
+    bf16 = tf.bfloat16.as_numpy_dtype
+    expect = (feed.astype(bf16).astype(np.float32) * np.float32(1.001)).astype(bf16)
+    np.testing.assert_array_equal(out, expect.astype(np.float32))
+
+
+def test_large_joins_stay_in_device_memory_and_bad_ones_give_the_cpu_errors():
+    # Past interrupt.BLOCKED_BYTES the CPU kernels write in host blocks; the GPU's build
+    # their outputs with the array module.
+    from tensorflux.kernels import interrupt
+    rows = interrupt.BLOCKED_BYTES // (4 * 64) + 8
+    a = _r(rows, 32)
+
+    def build(a):
+        return [tf.concat([a, a * 2.0], 1), tf.stack([a, a + 1.0], 0), tf.tile(a, [1, 2])]
+
+    out, where = _run("/gpu:0", build, {"a": a})
+    np.testing.assert_array_equal(out[0], np.concatenate([a, a * 2], 1))
+    np.testing.assert_array_equal(out[1], np.stack([a, a + 1], 0))
+    np.testing.assert_array_equal(out[2], np.tile(a, [1, 2]))
+    assert {"ConcatV2", "Pack", "Tile"} <= {op for op, d in where.items() if "device:GPU:0" in d}
+    g = tf.Graph()
+    with g.as_default(), tf.device("/gpu:0"):
+        x = tf.placeholder(tf.float32, [None, None])
+        y = tf.placeholder(tf.float32, [None, None])
+        bad = tf.concat([x * 1.0, y * 1.0], 0)
+    with tf.Session(graph=g) as s, pytest.raises(tf.errors.InvalidArgumentError,
+                                                 match="Dimension 1 in both shapes"):
+        s.run(bad, {x: np.ones((2, 3), np.float32), y: np.ones((2, 4), np.float32)})
+
+
 @pytest.mark.parametrize("opt", [lambda: tf.train.GradientDescentOptimizer(0.1),
                                  lambda: tf.train.MomentumOptimizer(0.1, 0.9),
                                  lambda: tf.train.MomentumOptimizer(0.1, 0.9,

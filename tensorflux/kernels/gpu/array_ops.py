@@ -39,16 +39,16 @@ for _op in ("Range", "BroadcastGradientArgs", "BroadcastArgs", "ConcatOffset",
     host_kernel(_op)
 
 
-def _on_device(op_type: str, host_args: tuple[int, ...], types=NUMERIC, last_host=False):
-    """The CPU kernel of `op_type` for the GPU: inputs at `host_args` (and the last one
-    with `last_host`) on the host, the others on the device when any input is there."""
+def _on_device(op_type: str, host_args: tuple[int, ...], types=NUMERIC):
+    """The CPU kernel of `op_type` for the GPU: inputs at `host_args` on the host, the
+    others on the device when any input is there."""
 
     def factory(node):
         cpu = cpu_compute(op_type, node)
 
         def compute(ctx, *inputs):
             n = len(inputs)
-            keep = {i % n for i in host_args} | ({n - 1} if last_host else set())
+            keep = {i % n for i in host_args}
             moved = [host(v) if i in keep else backend.to_device(v)
                      for i, v in enumerate(inputs)]
             return cpu(ctx, *moved)
@@ -60,13 +60,52 @@ def _on_device(op_type: str, host_args: tuple[int, ...], types=NUMERIC, last_hos
 
 _on_device("Slice", (1, 2))
 _on_device("StridedSlice", (1, 2, 3))
-_on_device("ConcatV2", (), last_host=True)
-_on_device("Pack", ())
 _on_device("Unpack", ())
 _on_device("Split", (0,))
 _on_device("SplitV", (1, 2))
-_on_device("Tile", (1,))
 _on_device("Transpose", (1,))
+
+
+def _joining(op_type: str, fn, host_args: tuple[int, ...]):
+    """A kernel that builds its output with the array module (`fn(node, *inputs)`, inputs
+    at `host_args` on the host): the CPU kernels of these ops write large outputs in host
+    blocks. Inputs the array module refuses go to the CPU kernel, for its error."""
+
+    def factory(node):
+        cpu = cpu_compute(op_type, node)
+
+        def compute(ctx, *inputs):
+            n = len(inputs)
+            keep = {i % n for i in host_args}
+            moved = [host(v) if i in keep else backend.to_device(v)
+                     for i, v in enumerate(inputs)]
+            try:
+                return fn(node, *moved)
+            except (ValueError, IndexError, TypeError):
+                return backend.to_device(cpu(ctx, *(host(v) for v in inputs)))
+
+        return compute
+
+    hybrid(op_type, factory, {"T": NUMERIC})
+
+
+def _concat(node, *args):
+    values, axis = args[:-1], int(args[-1])
+    if values[0].ndim == 0 or any(v.dtype != values[0].dtype for v in values):
+        raise ValueError("to the CPU kernel's checks")
+    return backend.xp().concatenate(values, axis=axis)
+
+
+def _tile(node, x, multiples):
+    if multiples.ndim != 1 or len(multiples) != x.ndim or (multiples < 0).any():
+        raise ValueError("to the CPU kernel's checks")
+    return backend.xp().tile(x, tuple(int(m) for m in multiples))
+
+
+_joining("ConcatV2", _concat, (-1,))
+_joining("Pack", lambda node, *values: backend.xp().stack(values, axis=node.attrs["axis"]),
+         ())
+_joining("Tile", _tile, (1,))
 
 
 def _const(node):

@@ -202,8 +202,17 @@ def is_device_array(value) -> bool:
     return b.count > 0 and isinstance(value, b.array_type)
 
 
+# While a step is captured into a CUDA graph (kernels/gpu/graphs.py), the host values moved
+# to the device go through the capture, whose graph keeps their bytes.
+capture_upload = None
+
+
 def to_device(value, dtype=None):
     """`value` in device memory (returned as is when it is there already)."""
+    if capture_upload is not None and not isinstance(value, backend().array_type):
+        moved = capture_upload(value, dtype)
+        if moved is not None:
+            return moved
     return backend().xp.asarray(value, dtype=dtype)
 
 
@@ -216,8 +225,7 @@ def to_host(value):
 
 def on_device(*values) -> tuple:
     """Each array of `values` in device memory (scalars and None as they are)."""
-    x = backend().xp
-    return tuple(v if v is None or isinstance(v, (int, float, bool)) else x.asarray(v)
+    return tuple(v if v is None or isinstance(v, (int, float, bool)) else to_device(v)
                  for v in values)
 
 

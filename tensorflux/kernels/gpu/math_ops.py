@@ -9,8 +9,11 @@ check either).
 
 from __future__ import annotations
 
-from tensorflux.kernels.gpu import _fused, backend
-from tensorflux.kernels.gpu._common import FLOATS, NUMERIC, REAL, dev, hybrid
+import numpy as np
+
+from tensorflux.framework import dtypes
+from tensorflux.kernels.gpu import _fused, backend, cublas, graphs
+from tensorflux.kernels.gpu._common import FLOATS, NUMERIC, REAL, dev, host, hybrid
 
 
 def _xp():
@@ -175,13 +178,45 @@ def _cast(node):
 
     def compute(ctx, x):
         x = dev(x)
-        return _xp().asarray(x).astype(dst)
+        return backend.to_device(x).astype(dst)
 
     return compute
 
 
 _CASTABLE = NUMERIC
 hybrid("Cast", _cast, {"SrcT": _CASTABLE, "DstT": _CASTABLE})
+
+
+def _cast_bfloat16(node):
+    """float32 <-> bfloat16 (the casts of lossy transfers, `enable_bfloat16_sendrecv`).
+    CuPy has no bfloat16 arrays: the device rounds float32 to the upper 16 bits (to
+    nearest even, or truncating with `Truncate`; NaN stays a quiet NaN, as ml_dtypes) and
+    the words go to the host as a bfloat16 array; the way back widens the words on the
+    device."""
+    to_bf16 = node.attrs["DstT"] is dtypes.bfloat16
+    truncate = node.attrs.get("Truncate", False)
+
+    def compute(ctx, x):
+        xp = _xp()
+        if not to_bf16:
+            words = backend.to_device(np.ascontiguousarray(host(x)).view(np.uint16))
+            return (words.astype(np.uint32) << np.uint32(16)).view(np.float32)
+        f = xp.ascontiguousarray(backend.to_device(x))
+        bits = f.view(np.uint32)
+        if truncate:
+            high = bits >> np.uint32(16)
+        else:
+            high = (bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))) \
+                >> np.uint32(16)
+            high = xp.where(xp.isnan(f), (bits >> np.uint32(16)) | np.uint32(0x40), high)
+        return np.ascontiguousarray(backend.to_host(high.astype(np.uint16))).view(
+            dtypes.bfloat16.as_numpy_dtype)
+
+    return compute
+
+
+hybrid("Cast", _cast_bfloat16, {"SrcT": (dtypes.float32,), "DstT": (dtypes.bfloat16,)})
+hybrid("Cast", _cast_bfloat16, {"SrcT": (dtypes.bfloat16,), "DstT": (dtypes.float32,)})
 
 
 def _select(node):
@@ -218,6 +253,8 @@ def _matmul(node):
 
     def compute(ctx, a, b):
         a, b = backend.to_device(a), backend.to_device(b)
+        if graphs.capturing() and cublas.available():  # CuPy refuses cuBLAS there
+            return cublas.matmul(a, b, ta, tb)
         return _xp().matmul(a.T if ta else a, b.T if tb else b)
 
     return compute

@@ -47,7 +47,8 @@ def _sparse_xent(node):
                            f"logits shape {list(np.shape(logits))} and labels shape "
                            f"{list(np.shape(labels))}")
         classes = np.shape(logits)[1]
-        if isinstance(labels, np.ndarray) and labels.size:
+        checked = not backend.is_device_array(labels)
+        if checked and labels.size:
             lo, hi = int(labels.min()), int(labels.max())
             if lo < 0 or hi >= classes:
                 bad = lo if lo < 0 else hi
@@ -55,11 +56,19 @@ def _sparse_xent(node):
                                f"range of [0, {classes}).")
         logits = backend.to_device(logits)
         labels = backend.to_device(labels).astype(np.int64)
+        if not checked:
+            # Labels in device memory are not read on the host (a step captured into a
+            # CUDA graph cannot): out-of-range rows get NaN, as TensorFlow's GPU kernel.
+            bad = (labels < 0) | (labels >= classes)
+            labels = xp.where(bad, 0, labels)
         logp = _log_softmax(xp, logits)
         rows = xp.arange(logits.shape[0])
         loss = -logp[rows, labels]
         grad = xp.exp(logp)
         grad[rows, labels] -= 1
+        if not checked:
+            loss = xp.where(bad, logits.dtype.type(np.nan), loss)
+            grad = xp.where(bad[:, None], logits.dtype.type(np.nan), grad)
         return loss, grad
 
     return compute

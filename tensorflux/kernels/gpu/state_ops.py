@@ -5,6 +5,10 @@ Copy-on-write as on the CPU: a read returns the stored array itself; an update w
 it only when nothing else holds it (`exclusively_owned`), else stores an updated copy.
 Every kernel of one GPU is queued on the same stream, so a write queued after a read never
 overtakes it.
+
+While a step is captured into a CUDA graph (kernels/gpu/graphs.py) a read copies the stored
+array and an assignment of the same shape and dtype writes into it, so that every update of
+the step lands in the buffer the next replay reads.
 """
 
 from __future__ import annotations
@@ -15,18 +19,37 @@ from tensorflux.framework import errors
 from tensorflux.kernels import registry
 from tensorflux.kernels.buffers import exclusively_owned
 from tensorflux.kernels.cpu import state_ops as cpu_state
-from tensorflux.kernels.gpu import backend
+from tensorflux.kernels.gpu import backend, graphs
 from tensorflux.kernels.gpu._common import NUMERIC
 
-for _op in ("VarHandleOp", "ReadVariableOp", "VarIsInitializedOp", "DestroyResourceOp",
-            "VariableShape"):
+for _op in ("VarHandleOp", "VarIsInitializedOp", "DestroyResourceOp", "VariableShape"):
     _k = registry.registered_kernels()[(_op, "CPU")][0]
     registry.kernel_factory(_op, device="GPU", forwards_input=_k.forwards_input)(_k.factory)
+
+
+@registry.kernel_factory("ReadVariableOp", device="GPU", forwards_input=True)
+def _read_variable(node):
+    cpu = registry.registered_kernels()[("ReadVariableOp", "CPU")][0].factory(node)
+
+    def compute(ctx, handle):
+        value = cpu(ctx, handle)
+        if graphs.capturing():
+            h = cpu_state.as_handle(handle)
+            graphs.note_var(cpu_state._find(ctx, h))
+            return backend.to_device(value).copy()
+        return value
+
+    return compute
 
 
 def own_device_value(var) -> object:
     """The device array an update of `var` (holding its lock) may write into."""
     arr = var.value
+    if graphs.capturing():
+        # Reads copy while capturing, so nothing else holds the buffer: write into it.
+        graphs.note_var(var)
+        if backend.is_device_array(arr):
+            return arr
     if not (backend.is_device_array(arr) and exclusively_owned(arr, 3)):
         arr = backend.to_device(arr).copy()
         var.value = arr
@@ -58,6 +81,12 @@ def _assign_variable(node):
                     None, None, "Trying to assign to variable with tensor with wrong shape. "
                     f"Expected {cpu_state._shape_str(old.shape)} got "
                     f"{cpu_state._shape_str(shape)}")
+            if graphs.capturing():
+                graphs.note_var(var)
+                if backend.is_device_array(old) and old.shape == shape and \
+                        old.dtype == np_dtype:
+                    old[...] = backend.to_device(value)
+                    return
             var.value = backend.xp().array(backend.to_device(value), dtype=np_dtype,
                                            copy=True)
             del old
@@ -104,6 +133,7 @@ def _resource_gather(node):
     def compute(ctx, handle, indices):
         h = cpu_state.as_handle(handle)
         var = cpu_state._existing(ctx, h, dtype, "read")
+        graphs.note_var(var)
         with var.lock:
             value = var.value
         if value is None:

@@ -1,0 +1,181 @@
+"""GPU steps as CUDA graphs (runtime/gpu_graphs.py, kernels/gpu/graphs.py).
+
+On CPU machines these run on simulated GPUs, where a capture runs the step and a replay
+runs it again from the fixed feed buffers: the runtime's side (signatures, warm-up, feed
+buffers, the variable checks, fallbacks) is tested. On a machine with CuPy and a GPU the
+same tests capture real CUDA graphs (benchmarks/gpu/run_device.py runs this file there).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tensorflux.kernels.gpu import backend, graphs
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(autouse=True)
+def gpus():
+    n = backend.simulate_gpus(1)
+    assert n == 1
+    graphs.simulate(True)
+    yield
+    graphs.simulate(False)
+    backend.simulate_gpus(0)
+
+
+def _mlp(opt, seed=3):
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(seed)
+        x = tf.placeholder(tf.float32, [None, 12])
+        y = tf.placeholder(tf.int64, [None])
+        h = tf.layers.dense(x, 16, activation=tf.nn.relu)
+        logits = tf.layers.dense(h, 4)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=y, logits=logits))
+        gs = tf.train.get_or_create_global_step()
+        train = opt().minimize(loss, global_step=gs)
+        init = tf.global_variables_initializer()
+    return g, x, y, loss, train, init
+
+
+def _graphs_of(sess):
+    return [s._gpu_graphs for s in sess._steps.values() if s._gpu_graphs is not None]
+
+
+def _train(opt, capture: bool, steps=8, batch=10):
+    os.environ["TENSORFLUX_GPU_GRAPHS"] = "1" if capture else "0"
+    try:
+        return _train_steps(opt, steps, batch)
+    finally:
+        del os.environ["TENSORFLUX_GPU_GRAPHS"]
+
+
+def _train_steps(opt, steps, batch):
+    g, x, y, loss, train, init = _mlp(opt)
+    rng = np.random.default_rng(0)
+    losses = []
+    with tf.Session(graph=g) as s:
+        s.run(init)
+        for _ in range(steps):
+            feed = {x: rng.standard_normal((batch, 12)).astype(np.float32),
+                    y: rng.integers(0, 4, batch)}
+            losses.append(s.run([loss, train], feed)[0])
+        weights = s.run(g.get_collection(tf.GraphKeys.TRAINABLE_VARIABLES))
+        step = s.run(g.get_collection(tf.GraphKeys.GLOBAL_STEP)[0])
+        captured = [(sg.captures, sg.replays, list(sg.failures)) for sg in _graphs_of(s)]
+    return np.array(losses), weights, step, captured
+
+
+@pytest.mark.parametrize("opt", [lambda: tf.train.AdamOptimizer(0.01),
+                                 lambda: tf.train.MomentumOptimizer(0.1, 0.9),
+                                 lambda: tf.train.GradientDescentOptimizer(0.1)],
+                         ids=["adam", "momentum", "sgd"])
+def test_a_captured_training_step_trains_as_kernel_by_kernel(opt):
+    losses, weights, step, captured = _train(opt, capture=True)
+    ref_losses, ref_weights, ref_step, _ = _train(opt, capture=False)
+    assert step == ref_step == 8
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, atol=1e-6)
+    for w, r in zip(weights, ref_weights, strict=True):
+        np.testing.assert_allclose(w, r, rtol=1e-5, atol=1e-6)
+    train_steps = [c for c in captured if c[0] or c[1]]
+    assert train_steps, captured
+    caps, replays, failures = train_steps[0]
+    assert caps == 1 and replays == 8 - graphs_warmup() - 1 and not failures
+
+
+def graphs_warmup():
+    from tensorflux.runtime import gpu_graphs
+    return gpu_graphs.WARMUP_RUNS
+
+
+def test_each_feed_signature_is_captured_apart_and_a_new_batch_size_still_runs():
+    g, x, y, loss, train, init = _mlp(lambda: tf.train.GradientDescentOptimizer(0.1))
+    rng = np.random.default_rng(1)
+    with tf.Session(graph=g) as s:
+        s.run(init)
+        for batch in (4, 4, 4, 4, 6, 6, 6, 6, 4):
+            out = s.run([loss, train], {x: rng.standard_normal((batch, 12)).astype(
+                np.float32), y: rng.integers(0, 4, batch)})[0]
+            assert np.isfinite(out)
+        (sg,) = [sg for sg in _graphs_of(s) if sg.captures]
+        assert sg.captures == 2 and sg.replays == 3
+
+
+def test_loading_the_variables_drops_the_graph_and_training_restarts_from_them():
+    g, x, y, loss, train, init = _mlp(lambda: tf.train.GradientDescentOptimizer(0.1))
+    feed_x = np.ones((5, 12), np.float32)
+    feed_y = np.arange(5) % 4
+    with tf.Session(graph=g) as s:
+        s.run(init)
+        variables = g.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
+        start = s.run(variables)
+        first = [s.run([loss, train], {x: feed_x, y: feed_y})[0] for _ in range(5)]
+        for v, value in zip(variables, start, strict=True):
+            v.load(value, s)  # new arrays in every variable: the graph must not be used
+        again = [s.run([loss, train], {x: feed_x, y: feed_y})[0] for _ in range(5)]
+        (sg,) = [sg for sg in _graphs_of(s) if sg.captures]
+        assert sg.captures == 2
+    np.testing.assert_allclose(again, first, rtol=1e-6)
+
+
+def test_steps_with_random_ops_or_fetching_feeds_are_not_captured():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [4, 3])
+        w = tf.Variable(tf.ones([3, 2]))
+        drop = tf.nn.dropout(tf.matmul(x, w), rate=0.5)
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=g) as s:
+        s.run(init)
+        for _ in range(5):
+            s.run(drop, {x: np.ones((4, 3), np.float32)})
+        assert all(sg.captures == 0 for sg in _graphs_of(s))
+        assert not any(step._gpu_graphs is not None and step._gpu_graphs.captures
+                       for step in s._steps.values())
+
+
+def test_graphs_are_off_with_the_environment_switch(monkeypatch):
+    monkeypatch.setenv("TENSORFLUX_GPU_GRAPHS", "0")
+    g, x, y, loss, train, init = _mlp(lambda: tf.train.GradientDescentOptimizer(0.1))
+    with tf.Session(graph=g) as s:
+        s.run(init)
+        for _ in range(4):
+            s.run(train, {x: np.ones((3, 12), np.float32), y: np.zeros(3, np.int64)})
+        assert not _graphs_of(s)
+
+
+def test_a_feed_of_the_wrong_shape_is_still_an_error_after_capture():
+    g, x, y, loss, train, init = _mlp(lambda: tf.train.GradientDescentOptimizer(0.1))
+    with tf.Session(graph=g) as s:
+        s.run(init)
+        for _ in range(4):
+            s.run(train, {x: np.ones((3, 12), np.float32), y: np.zeros(3, np.int64)})
+        with pytest.raises(ValueError):
+            s.run(train, {x: np.ones((3, 11), np.float32), y: np.zeros(3, np.int64)})
+
+
+def test_out_of_range_labels_give_nan_in_a_captured_step_as_tensorflow_gpu_kernel():
+    # Labels are in device memory in a captured step and are not read on the host there:
+    # out-of-range rows get NaN (TensorFlow's GPU kernel), the others their loss.
+    g = tf.Graph()
+    with g.as_default():
+        logits = tf.placeholder(tf.float32, [3, 4])
+        labels = tf.placeholder(tf.int64, [3])
+        loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                              logits=logits * 1.0)
+    z = np.zeros((3, 4), np.float32)
+    with tf.Session(graph=g) as s:
+        for _ in range(4):
+            out = s.run(loss, {logits: z, labels: np.array([0, 1, 2])})
+        np.testing.assert_allclose(out, np.log(4.0) * np.ones(3), rtol=1e-6)
+        out = s.run(loss, {logits: z, labels: np.array([0, 7, 2])})
+        assert np.isnan(out[1]) and np.isfinite(out[[0, 2]]).all()
+        (sg,) = [sg for sg in _graphs_of(s) if sg.captures]
+        assert sg.replays >= 1
