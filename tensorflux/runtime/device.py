@@ -19,6 +19,7 @@ kernels of untraced steps are not tracked, so those steps cost nothing extra.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import weakref
@@ -128,6 +129,14 @@ class Device:
     def to_host(self, value):
         return value
 
+    def to_host_async(self, value):
+        """`to_host`, or a copy in flight that the receiving device's `accept` waits for."""
+        return self.to_host(value)
+
+    def compute_scope(self):
+        """The context this device's partitions run in (a GPU's: its stream current)."""
+        return contextlib.nullcontext()
+
     def runner(self, fn, *args):
         """Runs `fn(*args)` on this device's inter-op thread pool (on the caller's thread
         when the device has no inter-op threads); returns the pool's Future, or None."""
@@ -213,6 +222,9 @@ class GpuDevice(Device):
         self.physical_index = physical_index
         self.xp = b.xp
         self._peak = 0
+        # Its partitions' kernels queue on a stream of their own (the first GPU's; others
+        # use the default stream).
+        self._stream = gpu_backend.compute_stream() if physical_index == 0 else None
 
     def accept(self, value):
         """`value` (received from another device) in this device's memory: float and
@@ -224,6 +236,12 @@ class GpuDevice(Device):
 
     def to_host(self, value):
         return gpu_backend.to_host(value)
+
+    def to_host_async(self, value):
+        return gpu_backend.to_host_async(value)
+
+    def compute_scope(self):
+        return contextlib.nullcontext() if self._stream is None else self._stream
 
     def memory_stats(self) -> dict[str, int]:
         b = gpu_backend.backend()

@@ -165,7 +165,8 @@ class GraphRunner:
                 ctx = KernelContext(step_id, device, None, cancellation, args,
                                     device.runner, session, options)
                 ctx.stats = stats
-                values = ex.run(ctx, deadline)
+                with device.compute_scope():
+                    values = ex.run(ctx, deadline)
                 _check_deadline(deadline)
                 return values if device.device_type == "CPU" else \
                     [device.to_host(v) for v in values]
@@ -204,7 +205,8 @@ class GraphRunner:
                                 device.runner, session, options)
             ctx.stats = stats
             try:
-                values = ex.run(ctx, deadline)
+                with device.compute_scope():
+                    values = ex.run(ctx, deadline)
             except BaseException as e:  # noqa: BLE001 - surfaced below
                 with lock:
                     failures.append(e)

@@ -477,3 +477,69 @@ def test_an_lstm_trains_on_the_gpu_as_on_the_cpu(unroll):
     ops = ["TensorArrayV3", "Enter", "Merge", "Switch"] if unroll == "dynamic_rnn" else \
         ["MatMul", "Sigmoid", "Tanh"]
     _compare(build, {"a": x}, ops, steps=3, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("op", ["scatter_add", "scatter_sub", "scatter_mul", "scatter_div",
+                                "scatter_min", "scatter_max", "scatter_update"])
+def test_resource_scatters_with_repeated_indices_match_cpu(op):
+    idx = np.array([3, 0, 3, 1, 3], np.int32)
+
+    def build(u):
+        v = tf.get_variable("v", initializer=np.arange(1, 13, dtype=np.float32).reshape(4, 3)
+                            + 1.0, use_resource=True)
+        with tf.control_dependencies([getattr(tf, op)(v, idx, u)]):
+            return v.read_value()
+
+    _compare(build, {"u": (_r(5, 3) + 2.0).astype(np.float32)}, ["ResourceScatter" +
+             op.split("_")[1].capitalize()])
+
+
+@pytest.mark.parametrize("unroll", ["static", "dynamic"])
+def test_an_lstm_language_model_with_adam_trains_on_the_gpu_as_on_the_cpu(unroll):
+    # Adam's sparse update of the embedding (Unique, ResourceScatterAdd) beside a variable
+    # the initializer pinned to the GPU.
+    ids = np.random.default_rng(0).integers(0, 50, (3, 4)).astype(np.int32)
+
+    def build(x):
+        tf.set_random_seed(2)
+        emb = tf.get_variable("emb", [50, 8], initializer=tf.random_normal_initializer(
+            seed=4))
+        inputs = tf.nn.embedding_lookup(emb, x)
+        cell = tf.nn.rnn_cell.BasicLSTMCell(8)
+        if unroll == "dynamic":
+            out, _ = tf.nn.dynamic_rnn(cell, inputs, dtype=tf.float32)
+        else:
+            outs, _ = tf.nn.static_rnn(cell, tf.unstack(inputs, axis=1), dtype=tf.float32)
+            out = tf.stack(outs, 1)
+        logits = tf.layers.dense(tf.reshape(out, [-1, 8]), 50, kernel_initializer=(
+            tf.random_normal_initializer(seed=5)))
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=tf.reshape(x, [-1]), logits=logits))
+        with tf.control_dependencies([tf.train.AdamOptimizer(0.01).minimize(loss)]):
+            return tf.identity(loss)
+
+    _compare(build, {"x": ids}, ["Unique", "ResourceScatterAdd", "ResourceGather"],
+             steps=3, rtol=1e-4, atol=1e-4)
+
+
+def test_a_gpu_to_cpu_transfer_is_queued_and_the_cpu_receiver_waits_for_it(monkeypatch):
+    queued = []
+    real = backend.to_host_async
+
+    def spy(value):
+        pending = real(value)
+        queued.append(type(pending).__name__)
+        return pending
+
+    monkeypatch.setattr(backend, "to_host_async", spy)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [2, 3])
+        with tf.device("/gpu:0"):
+            y = tf.matmul(x, tf.ones([3, 2]))
+        with tf.device("/cpu:0"):
+            z = tf.reduce_sum(y * 2.0)
+    with tf.Session(graph=g) as s:
+        out = s.run(z, {x: np.arange(6, dtype=np.float32).reshape(2, 3)})
+    assert out == pytest.approx(2 * 2 * np.arange(6).sum())
+    assert queued == ["PendingHost"]

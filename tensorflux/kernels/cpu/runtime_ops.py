@@ -43,13 +43,19 @@ def _key_parts(node):
 def _send(node):
     src, inc, dst, name = _key_parts(node)
     host = _crosses_to_host(node)
+    # To a CPU of the same task the copy is queued and the receiver waits for it (its
+    # device's `accept`); another task's wire takes the bytes now.
+    local = host and _task(src) == _task(dst)
 
     def compute(ctx, value):
         key = create_key(src, inc, dst, name, ctx.frame_iter)
         if value is DEAD:
             ctx.rendezvous.send(key, None, True)
+        elif host:
+            ctx.rendezvous.send(key, ctx.device.to_host_async(value) if local else
+                                ctx.device.to_host(value), False)
         else:
-            ctx.rendezvous.send(key, ctx.device.to_host(value) if host else value, False)
+            ctx.rendezvous.send(key, value, False)
 
     return compute
 

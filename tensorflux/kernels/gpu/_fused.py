@@ -88,6 +88,28 @@ y = acc;
 """),
     # ReLU's gradient in one pass.
     "relu_grad": ("T g, T x", "T y", "y = x > (T)0 ? g : (T)0;"),
+    # One pass of MaxPoolGrad for float32/float64 arrays of fewer than 2**31 elements
+    # (32-bit index math): each output finds its window's first maximum and adds its
+    # gradient there (atomically: windows overlap). dx starts at zero.
+    "pool_scatter": (
+        "T g, raw T x, int32 H, int32 W, int32 C, int32 OH, int32 OW, int32 KH, int32 KW, "
+        "int32 SH, int32 SW, int32 PT, int32 PL", "raw T dx",
+        """
+unsigned int j = (unsigned int)i;
+int c = (int)(j % (unsigned int)C); unsigned int t = j / (unsigned int)C;
+int ow = (int)(t % (unsigned int)OW); t /= (unsigned int)OW;
+int oh = (int)(t % (unsigned int)OH); unsigned int n = t / (unsigned int)OH;
+int best = -1; T m = 0;
+for (int a = 0; a < KH; ++a) {
+  int h = oh * SH + a - PT; if (h < 0 || h >= H) continue;
+  for (int b = 0; b < KW; ++b) {
+    int w = ow * SW + b - PL; if (w < 0 || w >= W) continue;
+    T v = x[((n * H + h) * W + w) * C + c];
+    if (best < 0 || v > m) { m = v; best = h * W + w; }
+  }
+}
+if (best >= 0) atomicAdd(&dx[(n * H * W + best) * C + c], g);
+"""),
     # dx[n,h,w,c] = sum of dy over the windows whose first maximum is (h, w).
     "pool_route": (
         "raw T dy, raw int32 arg, int32 H, int32 W, int32 C, int32 OH, int32 OW, int32 KH, "

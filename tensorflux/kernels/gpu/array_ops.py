@@ -34,8 +34,11 @@ same_on_gpu("Reshape", "Shape", "ShapeN", "Size", "Rank", "ExpandDims", "Squeeze
             "Snapshot", "PreventGradient", "EnsureShape")
 
 # Shape arithmetic, in host memory.
+# Unique: its output size depends on the values, which the host reads anyway (TF's GPU
+# kernel copies the count back too); the sparse optimizers dedup with it beside a
+# variable pinned to the GPU.
 for _op in ("Range", "BroadcastGradientArgs", "BroadcastArgs", "ConcatOffset",
-            "InvertPermutation"):
+            "InvertPermutation", "Unique"):
     host_kernel(_op)
 
 

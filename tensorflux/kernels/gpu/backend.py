@@ -217,10 +217,48 @@ def to_device(value, dtype=None):
 
 
 def to_host(value):
-    """`value` in host memory: a device array is copied back, anything else returned."""
+    """`value` in host memory: a device array is copied back, a copy in flight
+    (`to_host_async`) waited for, anything else returned."""
     if is_device_array(value):
         return value.get()
+    if type(value) is PendingHost:
+        return value.wait()
     return value
+
+
+class PendingHost:
+    """A device-to-host copy in flight (`to_host_async`): `wait()` gives the host array."""
+
+    __slots__ = ("array", "event")
+
+    def __init__(self, array, event):
+        self.array, self.event = array, event
+
+    def wait(self) -> np.ndarray:
+        if self.event is not None:
+            self.event.synchronize()
+            self.event = None
+        return self.array
+
+
+def to_host_async(value):
+    """A device array's copy to the host, queued on the current stream into pinned memory
+    (the thread goes on queueing kernels; the receiver waits, `to_host`); anything else as
+    it is."""
+    if not is_device_array(value):
+        return value
+    b = backend()
+    if b.cupy is None:
+        return PendingHost(value.get(), None)
+    import cupyx  # noqa: PLC0415 - present with CuPy
+
+    out = cupyx.empty_pinned(value.shape, value.dtype)
+    stream = b.cupy.cuda.get_current_stream()
+    try:
+        value.get(stream=stream, out=out, blocking=False)
+    except TypeError:  # a CuPy without non-blocking copies
+        return value.get()
+    return PendingHost(out, stream.record())
 
 
 def on_device(*values) -> tuple:
@@ -241,10 +279,19 @@ def scatter_add(target, indices, updates) -> None:
 
 
 def synchronize() -> None:
-    """Waits for every kernel queued on the current device (a no-op when simulated)."""
+    """Waits for every kernel queued on the current device, on any stream (a no-op when
+    simulated)."""
     b = backend()
     if b.cupy is not None:
-        b.cupy.cuda.get_current_stream().synchronize()
+        b.cupy.cuda.Device().synchronize()
+
+
+def compute_stream():
+    """A stream for one GPU device's partitions (None when simulated): a blocking stream,
+    so that work on the legacy default stream (fetches, other libraries) stays ordered
+    with it both ways."""
+    b = backend()
+    return None if b.cupy is None else b.cupy.cuda.Stream(non_blocking=False)
 
 
 def as_strided(x, shape, strides):

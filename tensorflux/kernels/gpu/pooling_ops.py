@@ -95,13 +95,19 @@ def _max_pool_grad(node):
 
 
 def _fused_route(x, dy, out_shape, pads, ks, geom):
-    """MaxPoolGrad in two CUDA passes (first-max tap per window, then a gather per input
+    """MaxPoolGrad in one CUDA pass (each window adds its gradient at its first maximum) or,
+    for other dtypes and sizes, two (first-max tap per window, then a gather per input
     element); None without them."""
     xp = backend.xp()
     x, dy = xp.ascontiguousarray(x), xp.ascontiguousarray(dy)
     n, h, w, c = x.shape
     oh, ow = out_shape[1], out_shape[2]
     (pt, _), (pl, _) = pads[0], pads[1]
+    if x.dtype in (np.float32, np.float64) and x.size < 2 ** 31 and dy.dtype == x.dtype:
+        dx = xp.zeros(x.shape, dtype=dy.dtype)
+        if _fused.run("pool_scatter", dy, x, h, w, c, oh, ow, ks[0], ks[1], geom.s[0],
+                      geom.s[1], pt, pl, dx) is not None:
+            return dx
     arg = xp.empty(out_shape, dtype=np.int32)
     if _fused.run("pool_argmax", x, h, w, c, oh, ow, ks[0], ks[1], geom.s[0], geom.s[1],
                   pt, pl, arg) is None:

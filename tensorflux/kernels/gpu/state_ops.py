@@ -146,3 +146,78 @@ def _resource_gather(node):
         return backend.xp().take(value, backend.to_device(idx).astype(np.int64), axis=0)
 
     return compute
+
+
+_SCATTER_UFUNCS = {"ResourceScatterMul": "multiply", "ResourceScatterDiv": "divide",
+                   "ResourceScatterMin": "minimum", "ResourceScatterMax": "maximum"}
+
+
+def _scatter_on_device(target, op_type: str, indices: np.ndarray, updates) -> None:
+    """The CPU kernel's `_scatter_apply` on a device array: rows in index order, so that a
+    repeated index sees the earlier updates (Add/Sub through an atomic scatter-add; the
+    others one round per repetition: the k-th occurrences of every index together)."""
+    xp = backend.xp()
+    flat = indices.reshape(-1)
+    rows = xp.broadcast_to(updates, indices.shape + target.shape[1:]).reshape(
+        (flat.size,) + target.shape[1:])
+    if op_type in ("ResourceScatterAdd", "ResourceScatterSub"):
+        backend.scatter_add(target, backend.to_device(flat),
+                            rows if op_type == "ResourceScatterAdd" else -rows)
+        return
+    order = np.argsort(flat, kind="stable")
+    rank = np.empty(flat.size, np.int64)
+    starts = np.r_[0, np.flatnonzero(np.diff(flat[order])) + 1] if flat.size else \
+        np.zeros(0, np.int64)
+    counts = np.diff(np.r_[starts, flat.size])
+    rank[order] = np.arange(flat.size) - np.repeat(starts, counts)
+    for r in range(int(rank.max()) + 1 if flat.size else 0):
+        pick = np.flatnonzero(rank == r)
+        idx = backend.to_device(flat[pick])
+        upd = rows[backend.to_device(pick)]
+        if op_type == "ResourceScatterUpdate":
+            target[idx] = upd
+        elif op_type == "ResourceScatterDiv" and target.dtype.kind in "iu":
+            target[idx] = cpu_state._trunc_divide(target[idx], upd)
+        else:
+            target[idx] = getattr(xp, _SCATTER_UFUNCS[op_type])(target[idx], upd)
+
+
+def _scatter_kernel(op_type: str):
+    @registry.kernel_factory(op_type, device="GPU", type_constraints={"dtype": NUMERIC})
+    def factory(node):
+        dtype = node.attrs["dtype"]
+
+        def compute(ctx, handle, indices, updates):
+            h = cpu_state.as_handle(handle)
+            var = cpu_state._existing(ctx, h, dtype, "update")
+            indices = np.asarray(backend.to_host(indices))
+            updates = backend.to_device(updates)
+            with var.lock:
+                old = var.value
+                if old is None:
+                    raise cpu_state._not_found(ctx, h)
+                if old.ndim == 0:
+                    raise errors.InvalidArgumentError(None, None,
+                                                      "params must be at least 1-D, got []")
+                want = indices.shape + old.shape[1:]
+                if updates.ndim != 0 and updates.shape != want:
+                    raise errors.InvalidArgumentError(
+                        None, None, "Must have updates.shape = indices.shape + "
+                        "params.shape[1:] or updates.shape = [], got updates.shape "
+                        f"{cpu_state._shape_str(updates.shape)}, indices.shape "
+                        f"{cpu_state._shape_str(indices.shape)}, params.shape "
+                        f"{cpu_state._shape_str(old.shape)}")
+                cpu_state._check_indices(indices, old.shape[0])
+                del old
+                _scatter_on_device(own_device_value(var), op_type, indices,
+                                   updates.astype(dtype.as_numpy_dtype, copy=False))
+
+        return compute
+
+    return factory
+
+
+for _op_type in ("ResourceScatterAdd", "ResourceScatterSub", "ResourceScatterMul",
+                 "ResourceScatterDiv", "ResourceScatterMin", "ResourceScatterMax",
+                 "ResourceScatterUpdate"):
+    _scatter_kernel(_op_type)
