@@ -543,3 +543,87 @@ def test_a_gpu_to_cpu_transfer_is_queued_and_the_cpu_receiver_waits_for_it(monke
         out = s.run(z, {x: np.arange(6, dtype=np.float32).reshape(2, 3)})
     assert out == pytest.approx(2 * 2 * np.arange(6).sum())
     assert queued == ["PendingHost"]
+
+
+@pytest.mark.parametrize("fmt", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("training", [True, False])
+def test_fused_batch_norm_and_its_gradient_match_cpu(fmt, training):
+    x = _r(4, 5, 6, 3) * 3.0 + 1.0
+    if fmt == "NCHW":
+        x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+
+    def build(a):
+        scale = tf.constant([1.5, 0.5, 2.0])
+        offset = tf.constant([0.1, -0.2, 0.3])
+        mean = tf.constant([0.9, 1.1, 1.0])
+        var = tf.constant([8.0, 9.0, 10.0])
+        y, m, v = tf.nn.fused_batch_norm(a * 1.0, scale, offset, mean=None if training
+                                         else mean, variance=None if training else var,
+                                         data_format=fmt, is_training=training)
+        loss = tf.reduce_sum(y * y * tf.reshape(tf.range(tf.size(y), dtype=tf.float32),
+                                                tf.shape(y)) / 100.0)
+        return [y, m, v] + tf.gradients(loss, [a, scale, offset])
+
+    _compare(build, {"a": x}, ["FusedBatchNormV3", "FusedBatchNormGradV3"], rtol=1e-4,
+             atol=1e-4)
+
+
+def test_tf_layers_batch_normalization_trains_on_the_gpu_as_on_the_cpu():
+    x = _r(8, 6, 6, 4)
+
+    def build(a):
+        tf.set_random_seed(7)
+        h = tf.layers.conv2d(a, 5, 3, padding="same", kernel_initializer=(
+            tf.random_normal_initializer(seed=1)))
+        h = tf.nn.relu(tf.layers.batch_normalization(h, training=True))
+        loss = tf.reduce_mean(h * h)
+        with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+            train = tf.train.MomentumOptimizer(0.1, 0.9).minimize(loss)
+        with tf.control_dependencies([train]):
+            return [tf.identity(loss)] + [v.read_value() for v in tf.global_variables()
+                                          if "moving" in v.name]
+
+    _compare(build, {"a": x}, ["FusedBatchNormV3", "FusedBatchNormGradV3"], steps=3,
+             rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("padding,strides,dilations,fmt", [
+    ("SAME", 1, 1, "NHWC"), ("VALID", 2, 1, "NHWC"), ("SAME", 1, 2, "NHWC"),
+    ("SAME", 2, 1, "NCHW")])
+def test_depthwise_conv2d_and_its_gradients_match_cpu(padding, strides, dilations, fmt):
+    x = _r(2, 7, 6, 3)
+    if fmt == "NCHW":
+        x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    w = _r(3, 3, 3, 2)
+
+    def build(a):
+        f = tf.constant(w)
+        s = [1, 1, strides, strides] if fmt == "NCHW" else [1, strides, strides, 1]
+        y = tf.nn.depthwise_conv2d(a * 1.0, f, s, padding, rate=[dilations, dilations],
+                                   data_format=fmt)
+        loss = tf.reduce_sum(y * y)
+        return [y] + tf.gradients(loss, [a, f])
+
+    _compare(build, {"a": x}, ["DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
+                               "DepthwiseConv2dNativeBackpropFilter"], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("method,align,half", [
+    ("bilinear", False, False), ("bilinear", True, False), ("bilinear", False, True),
+    ("bicubic", False, True), ("area", False, False), ("nearest", False, True)])
+def test_image_resizes_and_their_gradients_match_cpu(method, align, half):
+    x = _r(2, 5, 7, 3)
+    op = {"bilinear": "ResizeBilinear", "bicubic": "ResizeBicubic", "area": "ResizeArea",
+          "nearest": "ResizeNearestNeighbor"}[method]
+
+    def build(a):
+        fn = getattr(tf.raw_ops, op)
+        kw = {} if method == "area" else {"half_pixel_centers": half}
+        y = fn(images=a * 1.0, size=[9, 4], align_corners=align, **kw)
+        out = [y]
+        if method in ("bilinear", "bicubic"):
+            out += tf.gradients(tf.reduce_sum(y * y), [a])
+        return out
+
+    _compare(build, {"a": x}, [op] + ([op + "Grad"] if method in ("bilinear", "bicubic")
+                                      else []), rtol=1e-4, atol=1e-4)

@@ -4,7 +4,10 @@ Importing this package registers them; it needs no CuPy."""
 
 from tensorflux.kernels.gpu import (  # noqa: F401 - registers the kernels
     array_ops,
+    batch_norm_ops,
     conv_ops,
+    depthwise_conv_ops,
+    image_ops,
     math_ops,
     nn_ops,
     pooling_ops,
