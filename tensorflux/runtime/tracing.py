@@ -166,7 +166,7 @@ def traced_wrapper(device):
     """A kernel wrapper (for any executor's `kernel_wrapper`) recording every node's run in
     the step's collector (`ctx.stats`) for `device`."""
 
-    sync = gpu_backend.synchronize if device.device_type == "GPU" else None
+    sync = gpu_backend.synchronize_stream if device.device_type == "GPU" else None
 
     def wrap(node: Node, kdef, compute):
         label = timeline_label(node)

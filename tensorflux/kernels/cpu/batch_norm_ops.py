@@ -304,18 +304,25 @@ def _backward(node, ctx, dy, x, scale, saved_mean, saved_var, *rest):
             None if relu_y is None else relu_y.reshape(-1, channels))
         return [_narrow(dx.reshape(x.shape), x.dtype), d_scale.astype(u),
                 d_offset.astype(u), np.zeros(0, u), np.zeros(0, u)]
+    dx, d_scale, d_offset = general_backward(dyw, xw, scale, m, inv, axes, bshape,
+                                             a.get("is_training", True))
+    return [_narrow(dx, x.dtype), d_scale.astype(u), d_offset.astype(u), np.zeros(0, u),
+            np.zeros(0, u)]
+
+
+def general_backward(dyw, xw, scale, m, inv, axes, bshape, training: bool):
+    """(dx, d_scale, d_offset) from array methods and operators only, so that NumPy and
+    CuPy arrays both serve (the GPU kernel's path; here any layout and dtype)."""
     x_hat = (xw - m.reshape(bshape)) * inv.reshape(bshape)
     d_offset = dyw.sum(axis=axes)
     d_scale = (dyw * x_hat).sum(axis=axes)
-    if a.get("is_training", True):
-        n = max(x.size // max(channels, 1), 1)
+    if training:
+        n = max(xw.size // max(m.size, 1), 1)
         dx = (scale * inv).reshape(bshape) / n * (
             n * dyw - d_offset.reshape(bshape) - x_hat * d_scale.reshape(bshape))
     else:
         dx = dyw * (scale * inv).reshape(bshape)
-    u = np.float32
-    return [_narrow(dx, x.dtype), d_scale.astype(u), d_offset.astype(u), np.zeros(0, u),
-            np.zeros(0, u)]
+    return dx, d_scale, d_offset
 
 
 @kernel_factory("FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3",

@@ -440,33 +440,43 @@ _SCATTER_UFUNCS = {"ResourceScatterAdd": np.add, "ResourceScatterSub": np.subtra
                    "ResourceScatterMin": np.minimum, "ResourceScatterMax": np.maximum}
 
 
-def _scatter_kernel(op_type: str):
-    @kernel_factory(op_type)
+def check_scatter(ctx, h, old, indices, updates) -> None:
+    """The checks of a ResourceScatter* on variable value `old` (NumPy or device array;
+    `indices` on the host)."""
+    if old is None:
+        raise _not_found(ctx, h)
+    if old.ndim == 0:
+        raise errors.InvalidArgumentError(None, None, "params must be at least 1-D, got []")
+    want = indices.shape + old.shape[1:]
+    if updates.ndim != 0 and updates.shape != want:
+        raise errors.InvalidArgumentError(
+            None, None, "Must have updates.shape = indices.shape + params.shape[1:] or "
+            f"updates.shape = [], got updates.shape {_shape_str(updates.shape)}, "
+            f"indices.shape {_shape_str(indices.shape)}, params.shape "
+            f"{_shape_str(old.shape)}")
+    _check_indices(indices, old.shape[0])
+
+
+def scatter_kernel(op_type: str, device: str = "CPU", type_constraints=None,
+                   indices_of=np.asarray, updates_of=np.asarray, own=None, apply=None):
+    """Registers ResourceScatter* `op_type` for `device`: the handle's variable checked
+    (`check_scatter`) and updated in place under its lock by `apply(own(var), op_type,
+    indices, updates)` (defaults: this module's own_value and _scatter_apply), with the
+    indices as `indices_of` gives them (on the host) and the updates as `updates_of`."""
+    own = own_value if own is None else own
+    apply = _scatter_apply if apply is None else apply
+
+    @kernel_factory(op_type, device=device, type_constraints=type_constraints)
     def factory(node):
         dtype = node.attrs["dtype"]
 
         def compute(ctx, handle, indices, updates):
             h = as_handle(handle)
             var = _existing(ctx, h, dtype, "update")
-            indices = np.asarray(indices)
-            updates = np.asarray(updates)
+            indices, updates = indices_of(indices), updates_of(updates)
             with var.lock:
-                old = var.value
-                if old is None:
-                    raise _not_found(ctx, h)
-                if old.ndim == 0:
-                    raise errors.InvalidArgumentError(None, None,
-                                                      "params must be at least 1-D, got []")
-                want = indices.shape + old.shape[1:]
-                if updates.ndim != 0 and updates.shape != want:
-                    raise errors.InvalidArgumentError(
-                        None, None, "Must have updates.shape = indices.shape + "
-                        "params.shape[1:] or updates.shape = [], got updates.shape "
-                        f"{_shape_str(updates.shape)}, indices.shape "
-                        f"{_shape_str(indices.shape)}, params.shape {_shape_str(old.shape)}")
-                _check_indices(indices, old.shape[0])
-                del old  # own_value must see the variable as the array's only holder
-                _scatter_apply(own_value(var), op_type, indices, updates)
+                check_scatter(ctx, h, var.value, indices, updates)
+                apply(own(var), op_type, indices, updates)
 
         return compute
 
@@ -476,7 +486,7 @@ def _scatter_kernel(op_type: str):
 for _op_type in ("ResourceScatterAdd", "ResourceScatterSub", "ResourceScatterMul",
                  "ResourceScatterDiv", "ResourceScatterMin", "ResourceScatterMax",
                  "ResourceScatterUpdate"):
-    _scatter_kernel(_op_type)
+    scatter_kernel(_op_type)
 
 
 def _scatter_nd_kernel(op_type: str, ufunc):

@@ -21,6 +21,20 @@ int c = (int)(i % C); long long t = i / C; int w = (int)(t % W); t /= W;
 int h = (int)(t % H); long long n = t / H;
 """
 
+# The first maximum of output (n, oh, ow, c)'s window (padding skipped): `best` is `tap` of
+# it (an int expression of a, b, h, w), -1 for a window wholly in the padding.
+_FIRST_MAX = """
+int best = -1; T m = 0;
+for (int a = 0; a < KH; ++a) {{
+  int h = oh * SH + a - PT; if (h < 0 || h >= H) continue;
+  for (int b = 0; b < KW; ++b) {{
+    int w = ow * SW + b - PL; if (w < 0 || w >= W) continue;
+    T v = x[((n * H + h) * W + w) * C + c];
+    if (best < 0 || v > m) {{ m = v; best = (int)({tap}); }}
+  }}
+}}
+"""
+
 _SOURCES = {
     # dx[n,h,w,c] = sum over taps (a, b) whose window covers (h, w) of
     # dcols[n, oh, ow, a, b, c], with (oh, ow) the window's output position.
@@ -49,15 +63,7 @@ dx = acc;
         """
 int c = (int)(i % C); long long t = i / C; int ow = (int)(t % OW); t /= OW;
 int oh = (int)(t % OH); long long n = t / OH;
-int best = -1; T m = 0;
-for (int a = 0; a < KH; ++a) {
-  int h = oh * SH + a - PT; if (h < 0 || h >= H) continue;
-  for (int b = 0; b < KW; ++b) {
-    int w = ow * SW + b - PL; if (w < 0 || w >= W) continue;
-    T v = x[((n * H + h) * W + w) * C + c];
-    if (best < 0 || v > m) { m = v; best = (int)(a * KW + b); }
-  }
-}
+""" + _FIRST_MAX.format(tap="a * KW + b") + """
 arg = best;
 """),
     # The max of each window (padding ignored, NaN skipped as by fmax).
@@ -99,15 +105,7 @@ unsigned int j = (unsigned int)i;
 int c = (int)(j % (unsigned int)C); unsigned int t = j / (unsigned int)C;
 int ow = (int)(t % (unsigned int)OW); t /= (unsigned int)OW;
 int oh = (int)(t % (unsigned int)OH); unsigned int n = t / (unsigned int)OH;
-int best = -1; T m = 0;
-for (int a = 0; a < KH; ++a) {
-  int h = oh * SH + a - PT; if (h < 0 || h >= H) continue;
-  for (int b = 0; b < KW; ++b) {
-    int w = ow * SW + b - PL; if (w < 0 || w >= W) continue;
-    T v = x[((n * H + h) * W + w) * C + c];
-    if (best < 0 || v > m) { m = v; best = h * W + w; }
-  }
-}
+""" + _FIRST_MAX.format(tap="h * W + w") + """
 if (best >= 0) atomicAdd(&dx[(n * H * W + best) * C + c], g);
 """),
     # dx[n,h,w,c] = sum of dy over the windows whose first maximum is (h, w).

@@ -42,9 +42,11 @@ for _op in ("Range", "BroadcastGradientArgs", "BroadcastArgs", "ConcatOffset",
     host_kernel(_op)
 
 
-def _on_device(op_type: str, host_args: tuple[int, ...], types=NUMERIC):
-    """The CPU kernel of `op_type` for the GPU: inputs at `host_args` on the host, the
-    others on the device when any input is there."""
+def _on_device(op_type: str, host_args: tuple[int, ...], fn=None):
+    """A GPU kernel of `op_type`: inputs at `host_args` on the host, the others on the
+    device when any input is there, then the CPU kernel on them, or with `fn` the output
+    built by the array module (`fn(node, *inputs)`: the CPU kernels of the joining ops write
+    large outputs in host blocks); inputs `fn` refuses go to the CPU kernel, for its error."""
 
     def factory(node):
         cpu = cpu_compute(op_type, node)
@@ -54,34 +56,8 @@ def _on_device(op_type: str, host_args: tuple[int, ...], types=NUMERIC):
             keep = {i % n for i in host_args}
             moved = [host(v) if i in keep else backend.to_device(v)
                      for i, v in enumerate(inputs)]
-            return cpu(ctx, *moved)
-
-        return compute
-
-    hybrid(op_type, factory, {"T": types})
-
-
-_on_device("Slice", (1, 2))
-_on_device("StridedSlice", (1, 2, 3))
-_on_device("Unpack", ())
-_on_device("Split", (0,))
-_on_device("SplitV", (1, 2))
-_on_device("Transpose", (1,))
-
-
-def _joining(op_type: str, fn, host_args: tuple[int, ...]):
-    """A kernel that builds its output with the array module (`fn(node, *inputs)`, inputs
-    at `host_args` on the host): the CPU kernels of these ops write large outputs in host
-    blocks. Inputs the array module refuses go to the CPU kernel, for its error."""
-
-    def factory(node):
-        cpu = cpu_compute(op_type, node)
-
-        def compute(ctx, *inputs):
-            n = len(inputs)
-            keep = {i % n for i in host_args}
-            moved = [host(v) if i in keep else backend.to_device(v)
-                     for i, v in enumerate(inputs)]
+            if fn is None:
+                return cpu(ctx, *moved)
             try:
                 return fn(node, *moved)
             except (ValueError, IndexError, TypeError):
@@ -90,6 +66,14 @@ def _joining(op_type: str, fn, host_args: tuple[int, ...]):
         return compute
 
     hybrid(op_type, factory, {"T": NUMERIC})
+
+
+_on_device("Slice", (1, 2))
+_on_device("StridedSlice", (1, 2, 3))
+_on_device("Unpack", ())
+_on_device("Split", (0,))
+_on_device("SplitV", (1, 2))
+_on_device("Transpose", (1,))
 
 
 def _concat(node, *args):
@@ -105,10 +89,10 @@ def _tile(node, x, multiples):
     return backend.xp().tile(x, tuple(int(m) for m in multiples))
 
 
-_joining("ConcatV2", _concat, (-1,))
-_joining("Pack", lambda node, *values: backend.xp().stack(values, axis=node.attrs["axis"]),
-         ())
-_joining("Tile", _tile, (1,))
+_on_device("ConcatV2", (-1,), _concat)
+_on_device("Pack", (), lambda node, *values: backend.xp().stack(values,
+                                                                 axis=node.attrs["axis"]))
+_on_device("Tile", (1,), _tile)
 
 
 def _const(node):

@@ -267,6 +267,28 @@ def on_device(*values) -> tuple:
                  for v in values)
 
 
+def load_library(stem: str, subdirs: tuple[str, ...], sonames: tuple[str, ...]):
+    """The CUDA library `stem` (e.g. "libcudnn") through ctypes: the first that loads of
+    the files the CUDA Python wheels put under the site packages (`nvidia/<subdir>/lib`),
+    then `sonames` on the loader's path. OSError naming the last failure otherwise."""
+    import ctypes  # noqa: PLC0415 - only for the GPU libraries
+    import glob  # noqa: PLC0415
+    import site  # noqa: PLC0415
+
+    names = []
+    for root in site.getsitepackages() + [site.getusersitepackages()]:
+        for sub in subdirs:
+            names += sorted(glob.glob(os.path.join(root, "nvidia", sub, "lib",
+                                                   stem + ".so*")))
+    last = None
+    for name in names + list(sonames):
+        try:
+            return ctypes.CDLL(name)
+        except OSError as e:
+            last = e
+    raise OSError(f"{stem} not found ({last})")
+
+
 def scatter_add(target, indices, updates) -> None:
     """target[indices] += updates, adding repeated indices (np.add.at semantics)."""
     b = backend()
@@ -284,6 +306,13 @@ def synchronize() -> None:
     b = backend()
     if b.cupy is not None:
         b.cupy.cuda.Device().synchronize()
+
+
+def synchronize_stream() -> None:
+    """Waits for the kernels queued on the current stream (a traced kernel's end)."""
+    b = backend()
+    if b.cupy is not None:
+        b.cupy.cuda.get_current_stream().synchronize()
 
 
 def compute_stream():

@@ -100,15 +100,8 @@ def _backward(node):
         scale = _vec(scale, channels, "scale")
         m, v = _vec(saved_mean, channels, "mean"), _vec(saved_var, channels, "variance")
         inv = 1.0 / xp.sqrt(v + eps)
-        x_hat = (xw - m.reshape(bshape)) * inv.reshape(bshape)
-        d_offset = dyw.sum(axis=axes)
-        d_scale = (dyw * x_hat).sum(axis=axes)
-        if training:
-            n = max(x.size // max(channels, 1), 1)
-            dx = (scale * inv).reshape(bshape) / n * (
-                n * dyw - d_offset.reshape(bshape) - x_hat * d_scale.reshape(bshape))
-        else:
-            dx = dyw * (scale * inv).reshape(bshape)
+        dx, d_scale, d_offset = cpu_bn.general_backward(dyw, xw, scale, m, inv, axes, bshape,
+                                                        training)
         u = np.float32
         return [dx.astype(x.dtype, copy=False), d_scale.astype(u), d_offset.astype(u),
                 xp.zeros(0, u), xp.zeros(0, u)]

@@ -12,9 +12,7 @@ product then fails, and the step runs kernel by kernel).
 from __future__ import annotations
 
 import ctypes
-import glob
 import os
-import site
 
 import numpy as np
 
@@ -40,22 +38,9 @@ class _Lib:
 
     @staticmethod
     def _load():
-        names = []
-        for root in site.getsitepackages() + [site.getusersitepackages()]:
-            names += sorted(glob.glob(os.path.join(root, "nvidia", "cu*", "lib",
-                                                   "libcublas.so*")))
-            names += sorted(glob.glob(os.path.join(root, "nvidia", "cublas", "lib",
-                                                   "libcublas.so*")))
-        names += ["libcublas.so.13", "libcublas.so.12", "libcublas.so"]
-        last = None
-        for name in names:
-            if "Lt" in os.path.basename(name):
-                continue
-            try:
-                return ctypes.CDLL(name)
-            except OSError as e:
-                last = e
-        raise OSError(f"libcublas not found ({last})")
+        # (the CUDA 13 wheels keep libcublas under nvidia/cu13, older ones nvidia/cublas)
+        return backend.load_library("libcublas", ("cu13", "cu12", "cublas"),
+                                    ("libcublas.so.13", "libcublas.so.12", "libcublas.so"))
 
     def check(self, status: int, what: str) -> None:
         if status != 0:

@@ -14,10 +14,8 @@ caller's GEMM path then serves; the reason is logged once).
 from __future__ import annotations
 
 import ctypes
-import glob
 import logging
 import os
-import site
 import threading
 
 import numpy as np
@@ -58,18 +56,7 @@ class _Lib:
 
     @staticmethod
     def _load():
-        names = []
-        for root in site.getsitepackages() + [site.getusersitepackages()]:
-            names += sorted(glob.glob(os.path.join(root, "nvidia", "cudnn", "lib",
-                                                   "libcudnn.so*")))
-        names += ["libcudnn.so.9", "libcudnn.so"]
-        last = None
-        for name in names:
-            try:
-                return ctypes.CDLL(name)
-            except OSError as e:
-                last = e
-        raise OSError(f"libcudnn not found ({last})")
+        return backend.load_library("libcudnn", ("cudnn",), ("libcudnn.so.9", "libcudnn.so"))
 
     def check(self, status: int, what: str) -> None:
         if status != 0:

@@ -158,6 +158,7 @@ def _scatter_on_device(target, op_type: str, indices: np.ndarray, updates) -> No
     others one round per repetition: the k-th occurrences of every index together)."""
     xp = backend.xp()
     flat = indices.reshape(-1)
+    updates = updates.astype(target.dtype, copy=False)
     rows = xp.broadcast_to(updates, indices.shape + target.shape[1:]).reshape(
         (flat.size,) + target.shape[1:])
     if op_type in ("ResourceScatterAdd", "ResourceScatterSub"):
@@ -182,42 +183,9 @@ def _scatter_on_device(target, op_type: str, indices: np.ndarray, updates) -> No
             target[idx] = getattr(xp, _SCATTER_UFUNCS[op_type])(target[idx], upd)
 
 
-def _scatter_kernel(op_type: str):
-    @registry.kernel_factory(op_type, device="GPU", type_constraints={"dtype": NUMERIC})
-    def factory(node):
-        dtype = node.attrs["dtype"]
-
-        def compute(ctx, handle, indices, updates):
-            h = cpu_state.as_handle(handle)
-            var = cpu_state._existing(ctx, h, dtype, "update")
-            indices = np.asarray(backend.to_host(indices))
-            updates = backend.to_device(updates)
-            with var.lock:
-                old = var.value
-                if old is None:
-                    raise cpu_state._not_found(ctx, h)
-                if old.ndim == 0:
-                    raise errors.InvalidArgumentError(None, None,
-                                                      "params must be at least 1-D, got []")
-                want = indices.shape + old.shape[1:]
-                if updates.ndim != 0 and updates.shape != want:
-                    raise errors.InvalidArgumentError(
-                        None, None, "Must have updates.shape = indices.shape + "
-                        "params.shape[1:] or updates.shape = [], got updates.shape "
-                        f"{cpu_state._shape_str(updates.shape)}, indices.shape "
-                        f"{cpu_state._shape_str(indices.shape)}, params.shape "
-                        f"{cpu_state._shape_str(old.shape)}")
-                cpu_state._check_indices(indices, old.shape[0])
-                del old
-                _scatter_on_device(own_device_value(var), op_type, indices,
-                                   updates.astype(dtype.as_numpy_dtype, copy=False))
-
-        return compute
-
-    return factory
-
-
 for _op_type in ("ResourceScatterAdd", "ResourceScatterSub", "ResourceScatterMul",
                  "ResourceScatterDiv", "ResourceScatterMin", "ResourceScatterMax",
                  "ResourceScatterUpdate"):
-    _scatter_kernel(_op_type)
+    cpu_state.scatter_kernel(_op_type, "GPU", {"dtype": NUMERIC},
+                             lambda v: np.asarray(backend.to_host(v)), backend.to_device,
+                             own_device_value, _scatter_on_device)
