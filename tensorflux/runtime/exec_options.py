@@ -184,9 +184,17 @@ def choose_strategies(partitions: list[tuple[object, list[Node]]],
                 return StepPlan(order, ())
             orders = static_executor.partition_orders([n for _, n in partitions], order)
             return StepPlan(None, tuple(PartPlan("static", o) for o in orders))
+    # A partition whose _Recvs all come from partitions that receive nothing (the feeds,
+    # a queue's dequeue on the host) may wait in them: nothing it sends can be what they
+    # wait for.
+    producers = {codegen.transfer_key(n) for _, nodes in partitions
+                 if not any(m.op == "_Recv" for m in nodes)
+                 for n in nodes if n.op == "_Send"}
     return StepPlan(None, tuple(
-        PartPlan("static" if static_executor.eligible(nodes, device.device_type)
-                 else "dataflow") for device, nodes in partitions))
+        PartPlan("static" if static_executor.eligible(nodes, device.device_type) or (
+            len(partitions) > 1 and static_executor.eligible(
+                nodes, device.device_type, blocking_recv=True, sent=producers))
+            else "dataflow") for device, nodes in partitions))
 
 
 

@@ -154,12 +154,11 @@ class GraphRunner:
         if cancellation is not None and register is not None:
             register(cancellation)
         try:
-            if self._gpu_graphs is not None and stats is None and rendezvous is None and \
-                    cancellation is None:
-                values = self._gpu_graphs.run(self, session, step_id, args, options, deadline)
-                if values is not None:
-                    _check_deadline(deadline)
-                    return values
+            if self._gpu_graphs is not None and stats is None and rendezvous is None:
+                values = self._gpu_graphs.run(self, session, step_id, args, options, deadline,
+                                              cancellation)
+                _check_deadline(deadline)
+                return values
             if len(parts) == 1 and rendezvous is None:
                 device, ex, _ = parts[0]
                 ctx = KernelContext(step_id, device, None, cancellation, args,

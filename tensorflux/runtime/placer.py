@@ -298,6 +298,7 @@ def place(sg: StepGraph, device_mgr: DeviceMgr, allow_soft_placement: bool = Fal
         chosen = _simulate(sg, groups, candidates, costs, ordered, host, result)
     else:
         chosen = [c[0] for c in candidates]
+    chosen = _generators_with_consumers(sg, groups, chosen)
     for group, device in zip(groups, chosen, strict=True):
         for n in group:
             n.device = device.name
@@ -307,6 +308,31 @@ def place(sg: StepGraph, device_mgr: DeviceMgr, allow_soft_placement: bool = Fal
         for n in sg.nodes:
             print(f"{n.name}: ({n.op}): {n.device}", flush=True)
     return result
+
+
+def _generators_with_consumers(sg: StepGraph, groups, chosen) -> list:
+    """TensorFlow's placer heuristic for generators: a node with no inputs (a constant)
+    whose output has a single consumer, that asks for no device and could run on that
+    consumer's device, goes there (a GPU-first rule would otherwise put the count of a
+    queue's dequeue on the GPU and send it back to the CPU)."""
+    consumers: dict[Node, list[Node]] = {}
+    for n in sg.nodes:
+        for src, _ in n.inputs:
+            consumers.setdefault(src, []).append(n)
+    where = {n: d for g, d in zip(groups, chosen, strict=True) for n in g}
+    out = list(chosen)
+    for k, group in enumerate(groups):
+        if len(group) != 1:
+            continue
+        n = group[0]
+        users = consumers.get(n, [])
+        if n.inputs or n.control_inputs or n.requested_device or len(users) != 1 or \
+                _is_stateful(n) or n.colocation:
+            continue
+        target = where[users[0]]
+        if target is not out[k] and _supports(target, group):
+            out[k] = where[n] = target
+    return out
 
 
 # ------------------------------------------------------------------------------------------

@@ -179,3 +179,97 @@ def test_out_of_range_labels_give_nan_in_a_captured_step_as_tensorflow_gpu_kerne
         assert np.isnan(out[1]) and np.isfinite(out[[0, 2]]).all()
         (sg,) = [sg for sg in _graphs_of(s) if sg.captures]
         assert sg.replays >= 1
+
+
+def _input_model(make_batch, opt=lambda: tf.train.AdamOptimizer(0.01)):
+    """The MLP of _mlp on batches that host work produces (a dataset or a queue)."""
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(5)
+        x, y, extra = make_batch()
+        h = tf.layers.dense(x, 16, activation=tf.nn.relu)
+        logits = tf.layers.dense(h, 4)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=y, logits=logits))
+        train = opt().minimize(loss)
+        init = tf.global_variables_initializer()
+    return g, loss, train, init, x, extra
+
+
+def _dataset_batch():
+    rng = np.random.default_rng(3)
+    xs = rng.standard_normal((35, 12)).astype(np.float32)
+    ys = rng.integers(0, 4, 35)
+    ds = tf.data.Dataset.from_tensor_slices((xs, ys)).batch(10)  # 10, 10, 10, then 5
+    x, y = tf.data.make_one_shot_iterator(ds.repeat(3)).get_next()
+    return x, y, None
+
+
+def _train_on_dataset(capture: bool):
+    os.environ["TENSORFLUX_GPU_GRAPHS"] = "1" if capture else "0"
+    try:
+        g, loss, train, init, x, _ = _input_model(_dataset_batch)
+        with tf.Session(graph=g) as s:
+            s.run(init)
+            losses, batches = [], []
+            for _ in range(12):
+                lv, xv, _ = s.run([loss, x, train])
+                losses.append(lv)
+                batches.append(xv.shape[0])
+            with pytest.raises(tf.errors.OutOfRangeError):
+                s.run(train)
+            weights = s.run(g.get_collection(tf.GraphKeys.TRAINABLE_VARIABLES))
+            stats = [(sg.captures, sg.replays, list(sg.failures)) for sg in _graphs_of(s)
+                     if sg.captures or sg.replays or sg.failures]
+        return np.array(losses), batches, weights, stats
+    finally:
+        del os.environ["TENSORFLUX_GPU_GRAPHS"]
+
+
+def test_a_step_fed_by_a_dataset_iterator_is_captured_and_trains_as_kernel_by_kernel():
+    losses, batches, weights, stats = _train_on_dataset(capture=True)
+    ref_losses, ref_batches, ref_weights, _ = _train_on_dataset(capture=False)
+    assert batches == ref_batches == [10, 10, 10, 5] * 3
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-5, atol=1e-6)
+    for w, r in zip(weights, ref_weights, strict=True):
+        np.testing.assert_allclose(w, r, rtol=1e-5, atol=1e-6)
+    # Each batch size is a signature of its own (run, warm-up, capture, replays); a run of
+    # the other size kernel by kernel may move a variable to a new buffer (copy-on-write),
+    # which drops the graph of the first (captured again later).
+    ((captures, replays, failures),) = stats
+    assert captures >= 2 and replays >= 2 and not failures, stats
+
+
+def test_a_step_fed_by_a_queue_is_captured_and_a_closed_session_cancels_its_wait():
+    def queue_batch():
+        q = tf.FIFOQueue(100, [tf.float32, tf.int64], shapes=[[12], []])
+        x, y = q.dequeue_many(8)
+        xs = tf.placeholder(tf.float32, [None, 12])
+        ys = tf.placeholder(tf.int64, [None])
+        return x, y, (q.enqueue_many([xs, ys]), xs, ys)
+
+    g, loss, train, init, x, (enqueue, xs, ys) = _input_model(queue_batch)
+    rng = np.random.default_rng(4)
+    s = tf.Session(graph=g)
+    s.run(init)
+    s.run(enqueue, {xs: rng.standard_normal((48, 12)).astype(np.float32),
+                    ys: rng.integers(0, 4, 48)})
+    losses = [s.run([loss, train])[0] for _ in range(6)]
+    assert all(np.isfinite(losses))
+    (sg,) = [sg for sg in _graphs_of(s) if sg.captures]
+    assert (sg.captures, sg.replays) == (1, 3)
+    errors = []
+
+    def blocked():
+        try:
+            s.run(train)  # the queue is empty: waits until the session closes
+        except tf.errors.CancelledError as e:
+            errors.append(e)
+
+    import threading
+    t = threading.Thread(target=blocked)
+    t.start()
+    t.join(0.3)
+    s.close()
+    t.join(30)
+    assert not t.is_alive() and len(errors) == 1
