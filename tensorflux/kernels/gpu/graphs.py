@@ -122,9 +122,6 @@ class _Cuda:
             self.cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.ctypes.data, src.nbytes,
                                              1, self.stream.ptr)  # 1: host to device
 
-    def stream_context(self):
-        return self.stream
-
     def feeds(self, args, indices) -> list[Feed]:
         cp = self.cp
         import cupyx  # noqa: PLC0415 - present with CuPy
