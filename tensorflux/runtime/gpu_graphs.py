@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 
 import numpy as np
 
@@ -85,7 +86,7 @@ def for_runner(runner) -> StepGraphs | None:
 class _Entry:
     """One captured signature: its graph, fixed input buffers and what it holds."""
 
-    __slots__ = ("graph", "feeds", "values", "held", "vars", "version")
+    __slots__ = ("graph", "feeds", "values", "held", "vars", "version", "__weakref__")
 
     def __init__(self, graph, feeds, values, held, var_pairs, version):
         self.graph, self.feeds, self.values = graph, feeds, values
@@ -220,8 +221,11 @@ class StepGraphs:
         if ran:  # simulated: a replay runs the partition again on the buffers
             graph = lambda: self._simulated_replay(  # noqa: E731
                 feeds, step_id, session, options, deadline)
-        self._entries[sig] = _Entry(graph, feeds, values, cap.held,
-                                    [(v, v.value) for v in touched], version)
+        entry = self._entries[sig] = _Entry(graph, feeds, values, cap.held,
+                                            [(v, v.value) for v in touched], version)
+        # Its memory goes back to the pool when it is dropped (a load, a closed session):
+        # not while a launch may still be writing it.
+        weakref.finalize(entry, mech.synchronize)
         return out
 
     def _run_on_buffers(self, feeds, step_id, session, options, deadline):
