@@ -150,11 +150,12 @@ class StepGraphs:
             rendezvous.send(key, value, dead)
         ctx = self._context(self.device, step_id, (), rendezvous, session, options,
                             deadline)
-        if run is None:
-            with self.device.compute_scope():
-                values = self.executor.run(ctx, deadline)
-        else:
-            values = run(lambda: self.executor.run(ctx, deadline))
+        with graphs.keeping_buffers():  # no copy-on-write: the graphs keep their buffers
+            if run is None:
+                with self.device.compute_scope():
+                    values = self.executor.run(ctx, deadline)
+            else:
+                values = run(lambda: self.executor.run(ctx, deadline))
         return [self.device.to_host(v) for v in values]
 
     def _run_gpu(self, sig, inputs, session, step_id, options, deadline):

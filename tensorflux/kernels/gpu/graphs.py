@@ -64,6 +64,27 @@ def capturing() -> bool:
     return a is not None and a.thread == threading.get_ident()
 
 
+_keeping = threading.local()
+
+
+def keeps_buffers() -> bool:
+    """True while capturing on this thread, or running a capturable step the usual way
+    (`keeping_buffers`): variable reads copy and updates write in place, so a variable keeps
+    the buffer its captured graphs use (copy-on-write would give it a new one)."""
+    return capturing() or getattr(_keeping, "on", False)
+
+
+class keeping_buffers:
+    """Context: `keeps_buffers()` on this thread."""
+
+    def __enter__(self):
+        self.before = getattr(_keeping, "on", False)
+        _keeping.on = True
+
+    def __exit__(self, *exc):
+        _keeping.on = self.before
+
+
 def note_var(var) -> None:
     """Records that the step being captured uses variable `var` (its buffer must not
     change between replays)."""

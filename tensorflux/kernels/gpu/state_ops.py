@@ -6,9 +6,10 @@ it only when nothing else holds it (`exclusively_owned`), else stores an updated
 Every kernel of one GPU is queued on the same stream, so a write queued after a read never
 overtakes it.
 
-While a step is captured into a CUDA graph (kernels/gpu/graphs.py) a read copies the stored
-array and an assignment of the same shape and dtype writes into it, so that every update of
-the step lands in the buffer the next replay reads.
+While a step is captured into a CUDA graph (kernels/gpu/graphs.py), or a capturable step runs
+the usual way, a read copies the stored array and an assignment of the same shape and dtype
+writes into it (`graphs.keeps_buffers()`), so that every update lands in the buffer the
+graphs read.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _read_variable(node):
 
     def compute(ctx, handle):
         value = cpu(ctx, handle)
-        if graphs.capturing():
+        if graphs.keeps_buffers():
             h = cpu_state.as_handle(handle)
             graphs.note_var(cpu_state._find(ctx, h))
             return backend.to_device(value).copy()
@@ -45,7 +46,7 @@ def _read_variable(node):
 def own_device_value(var) -> object:
     """The device array an update of `var` (holding its lock) may write into."""
     arr = var.value
-    if graphs.capturing():
+    if graphs.keeps_buffers():
         # Reads copy while capturing, so nothing else holds the buffer: write into it.
         graphs.note_var(var)
         if backend.is_device_array(arr):
@@ -81,7 +82,7 @@ def _assign_variable(node):
                     None, None, "Trying to assign to variable with tensor with wrong shape. "
                     f"Expected {cpu_state._shape_str(old.shape)} got "
                     f"{cpu_state._shape_str(shape)}")
-            if graphs.capturing():
+            if graphs.keeps_buffers():
                 graphs.note_var(var)
                 if backend.is_device_array(old) and old.shape == shape and \
                         old.dtype == np_dtype:
