@@ -281,3 +281,21 @@ def test_a_step_fed_by_a_queue_is_captured_and_a_closed_session_cancels_its_wait
     s.close()
     t.join(30)
     assert not t.is_alive() and len(errors) == 1
+
+
+def test_a_restored_checkpoint_is_what_the_replays_train_from(tmp_path):
+    g, x, y, loss, train, init = _mlp(lambda: tf.train.MomentumOptimizer(0.1, 0.9))
+    with g.as_default():
+        saver = tf.train.Saver()
+    feed = {x: np.linspace(-1, 1, 60, dtype=np.float32).reshape(5, 12), y: np.arange(5) % 4}
+    with tf.Session(graph=g) as s:
+        s.run(init)
+        for _ in range(4):
+            s.run(train, feed)
+        path = saver.save(s, str(tmp_path / "ckpt"))
+        at_save = [s.run([loss, train], feed)[0] for _ in range(3)]
+        saver.restore(s, path)
+        after = [s.run([loss, train], feed)[0] for _ in range(3)]
+        step = [sg for sg in _graphs_of(s) if sg.captures and sg.replays >= 3]
+        assert step and not any(sg.failures for sg in _graphs_of(s))
+    np.testing.assert_allclose(after, at_save, rtol=1e-6)
