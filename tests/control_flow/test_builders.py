@@ -286,37 +286,40 @@ def test_loops_with_products_compile_only_on_the_recurrence(graph, loop_mode):
                                       if loop_mode == "compiled" else [])
 
 
-def _rnn_gradients(gate_gradients: bool, keras: bool):
-    """A 7-step RNN over a batch of unknown size (tf.nn.dynamic_rnn of BasicRNNCell, or
-    tf.keras's SimpleRNN), a loss, and its gradients for the weights, the inputs and (for
-    dynamic_rnn) the initial state, with the feeds."""
+def _rnn_gradients(model: str, gate_gradients: bool):
+    """A 7-step RNN over a batch of unknown size (tf.nn.dynamic_rnn of a TF1 cell, or a
+    tf.keras recurrent layer), a loss, and its gradients for the weights, the inputs and
+    (for dynamic_rnn) the initial state, with the feeds and the forward loop's frame."""
     rng = np.random.RandomState(3)
     x = tf.placeholder(tf.float32, [None, 7, 2])
     feeds = {x: rng.randn(3, 7, 2).astype(np.float32)}
-    if keras:
-        out = tf.keras.layers.SimpleRNN(5, return_sequences=True)(x)
-        starts = []
+    if model.startswith("keras"):
+        layer = getattr(tf.keras.layers, model.split(".")[1])(5, return_sequences=True)
+        out = layer(x)
+        starts, frame = [], f"{layer.name}/rnn/while"
     else:
         h0 = tf.placeholder(tf.float32, [None, 5])
         feeds[h0] = rng.randn(3, 5).astype(np.float32)
-        out, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicRNNCell(5), x, initial_state=h0)
-        starts = [h0]
+        cell = getattr(tf.nn.rnn_cell, model.split(".")[1])(5)
+        out, _ = tf.nn.dynamic_rnn(cell, x, initial_state=h0)
+        starts, frame = [h0], "rnn/while"
     loss = tf.reduce_sum(out * out)
     wrt = tf.trainable_variables() + [x] + starts
-    return tf.gradients(loss, wrt, gate_gradients=gate_gradients), feeds
+    return tf.gradients(loss, wrt, gate_gradients=gate_gradients), feeds, frame
 
 
-@pytest.mark.parametrize("gate_gradients, keras", [(False, False), (True, False),
-                                                   (True, True)])
-def test_rnn_gradient_loops_compile_and_give_the_frames_values(graph, gate_gradients, keras):
+@pytest.mark.parametrize("model, gate_gradients", [
+    ("dynamic_rnn.BasicRNNCell", False), ("dynamic_rnn.BasicRNNCell", True),
+    ("dynamic_rnn.GRUCell", True), ("keras.SimpleRNN", True), ("keras.LSTM", True)])
+def test_rnn_gradient_loops_compile_and_give_the_frames_values(graph, model, gate_gradients):
     # The gradient loop of an RNN: stack pops of the forward loop's activations, the
     # recurrence's product dz @ U' on a loop variable's cycle, the weight product h' @ dz
     # and (gate_gradients, as minimize passes) tf.gradients' `tuple` NoOps on the loop's
     # Switches, one of whose Identities leaves with the initial state's gradient. Keras's
-    # SimpleRNN also keeps its input product x_t @ W inside the forward loop. Both loops
+    # layers also keep their input product x_t @ W inside the forward loop. Both loops
     # compile, bit for bit the values of the executor's frames and of the reference.
     tf.set_random_seed(0)
-    grads, feeds = _rnn_gradients(gate_gradients, keras)
+    grads, feeds, frame = _rnn_gradients(model, gate_gradients)
     init = tf.global_variables_initializer()
     results = {}
     for mode in ("compiled", "frames", "reference"):
@@ -324,9 +327,8 @@ def test_rnn_gradient_loops_compile_and_give_the_frames_values(graph, gate_gradi
             s.run(init)
             results[mode] = s.run(grads, feeds)
             compiled = sorted(_compiled_loops(s))
-        prefix = "simple_rnn/rnn/while" if keras else "rnn/while"
-        assert compiled == ([f"gradients/{prefix}/while_context/_compiled_loop",
-                             f"{prefix}/while_context/_compiled_loop"]
+        assert compiled == ([f"gradients/{frame}/while_context/_compiled_loop",
+                             f"{frame}/while_context/_compiled_loop"]
                             if mode == "compiled" else [])
     for got, frames, reference in zip(*results.values(), strict=True):
         assert np.abs(frames).sum() > 0
