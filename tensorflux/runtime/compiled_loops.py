@@ -228,8 +228,8 @@ class _LoopSpec:
                    for c in n.control_inputs)
 
     def _check_plain(self, plain, device_type: str, consumers) -> None:
-        """Everything else: nodes with synchronous kernels; an expensive kernel only on the
-        loop's recurrence (below)."""
+        """Everything else: nodes with synchronous kernels; expensive ones only in a loop
+        paced by an expensive recurrence (`_on_recurrence`)."""
         self.kdefs = {}
         expensive = []
         for n in plain:
