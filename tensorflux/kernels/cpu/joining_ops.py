@@ -127,8 +127,7 @@ def _split(node):
                            f"but got split_dim {axis} (size = {size}) and num_split {num}")
         if num == 1:  # one output: the bare value (kernels/registry.py's contract)
             return value
-        step = size // num
-        return _slices(value, axis, [k * step for k in range(num + 1)])
+        return tuple(np.split(value, num, axis=axis))
 
     return compute
 
@@ -160,20 +159,9 @@ def _split_v(node):
             sizes[unknown[0]] = total - known
         if num == 1:  # one output: the bare value
             return value
-        bounds = [0]
-        for s in sizes:
-            bounds.append(bounds[-1] + s)
-        return _slices(value, axis, bounds)
+        return tuple(np.split(value, np.cumsum(sizes[:-1]).tolist(), axis=axis))
 
     return compute
-
-
-def _slices(value, axis: int, bounds) -> tuple:
-    """The views value[..., b[k]:b[k+1], ...] along `axis`, as np.split gives them (its
-    Python path costs tens of microseconds, a step of an RNN's gradient loop a few)."""
-    lead = (slice(None),) * axis
-    return tuple(value[lead + (slice(bounds[k], bounds[k + 1]),)]
-                 for k in range(len(bounds) - 1))
 
 
 # ---- Pack, Unpack ------------------------------------------------------------------------
