@@ -22,11 +22,15 @@ node's `body`). The body is generated Python, like the static executor's:
             m0, m1 = v10, m1              # the NextIterations' values
 
 Eligible frame: Merges of exactly (non-constant Enter, NextIteration), one LoopCond, Switches
-of (Merge, LoopCond) whose false side feeds only Exits, and otherwise nodes whose kernels are
-synchronous, not Send/Recv, and not expensive unless on a loop variable's cycle (an
-expensive kernel off the recurrence may be worth running several iterations at once on the
-thread pool, which only the dataflow executor does; one on it, an RNN's step product,
-waits for its previous iteration anyway). Inner
+of (Merge, LoopCond) whose false side feeds only Exits (directly or through the Identities
+of tf.gradients' `tuple`), and otherwise nodes whose kernels are synchronous, not Send/Recv,
+and, where some are expensive, a loop paced by an expensive recurrence (`_on_recurrence`:
+an RNN's step product waits for its previous iteration anyway; a loop whose expensive
+kernels are all off the recurrence, map_fn's, may be worth running several iterations at
+once on the thread pool, which only the dataflow executor does). Gradient loops qualify:
+their stack pops are synchronous kernels run in iteration order, as their pushes in the
+forward loop, and the NoOps of tf.gradients' `tuple` that wait for a loop Switch run with
+the body. Why a frame is refused is logged at DEBUG on the "tensorflux" logger. Inner
 frames are compiled first, so an eligible inner loop becomes one node of its outer loop.
 A loop whose inputs are dead (on an untaken cond branch) is dead as a whole, as its Exits
 would be. Results equal the dataflow executor's; tests run both (`enabled`, from
@@ -37,6 +41,7 @@ and the loop's structure.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
@@ -47,6 +52,7 @@ from tensorflux.runtime import codegen, frame_analysis
 from tensorflux.runtime.frame_analysis import flow_kind, is_control_flow
 from tensorflux.runtime.step_graph import Node, topological_order
 
+_log = logging.getLogger("tensorflux")
 _COMPILED_OP = "_CompiledLoop"
 _CHECK_EVERY = 256  # iterations between cancellation / deadline checks
 _SMALL_ELEMENTS = 4096  # values of a static shape below this are not dropped per iteration
@@ -56,7 +62,7 @@ _TRANSFERS = ("_Send", "_Recv")
 
 
 class _Ineligible(Exception):
-    pass
+    """Why a frame is not compiled (logged at DEBUG on the "tensorflux" logger)."""
 
 
 def compile_loops(nodes: list[Node], fetches: list[tuple[Node, int]], device_type: str,
@@ -86,7 +92,8 @@ def compile_loops(nodes: list[Node], fetches: list[tuple[Node, int]], device_typ
     for frame in sorted(parent, key=lambda f: -depth[f]):
         try:
             loop = _LoopSpec(frame, live, frame_of, device_type)
-        except _Ineligible:
+        except _Ineligible as exc:
+            _log.debug("loop frame %s stays on the dataflow executor: %s", frame, exc)
             continue
         node = loop.build(kernel_wrapper)
         frame_of[node] = parent[frame]
@@ -145,12 +152,12 @@ class _LoopSpec:
         self.exits = [n for n in members if flow_kind(n.op) == "exit"]
         conds = [n for n in members if n.op == "LoopCond"]
         if len(conds) != 1:
-            raise _Ineligible
+            raise _Ineligible(f"{len(conds)} LoopConds")
         (self.loop_cond,) = conds
         self._check_merges(members, consumers)
         self._check_switches(members, consumers)
         structure = set(self.merges) | set(self.switch_merge) | set(self.exits) | set(
-            self.next_of_merge.values()) | {self.loop_cond}
+            self.next_of_merge.values()) | {self.loop_cond} | set(self.exit_identities)
         plain = [n for n in members if n not in structure]
         self._check_plain(plain, device_type, consumers)
         self._check_edges(members, enters, consumers)
@@ -162,44 +169,67 @@ class _LoopSpec:
         merges = [n for n in members if flow_kind(n.op) == "merge"]
         nexts = [n for n in members if flow_kind(n.op) == "next_iteration"]
         if not merges or len(merges) != len(self.var_enters):
-            raise _Ineligible
+            raise _Ineligible(f"{len(merges)} Merges for {len(self.var_enters)} loop variables")
         self.merge_of_enter: dict[Node, Node] = {}
         self.next_of_merge: dict[Node, Node] = {}
         for m in merges:
             if len(m.inputs) != 2 or m.control_inputs:
-                raise _Ineligible
+                raise _Ineligible(f"Merge {m.name} has {len(m.inputs)} inputs or control inputs")
             (e, ei), (nx, ni) = m.inputs
             if e not in self.var_enters or nx not in nexts or ei or ni:
-                raise _Ineligible
+                raise _Ineligible(f"Merge {m.name} does not join an Enter and a NextIteration")
             if len(consumers[e]) != 1 or consumers[e][0][0] is not m:
-                raise _Ineligible
+                raise _Ineligible(f"Enter {e.name} feeds more than its Merge")
             if any(i == 1 for _, i in consumers[m]):  # value_index is read
-                raise _Ineligible
+                raise _Ineligible(f"Merge {m.name}'s value_index is read")
             self.merge_of_enter[e] = m
             self.next_of_merge[m] = nx
         for nx in nexts:
             if [c for c, _ in consumers[nx]] != [m for m in merges if m.inputs[1][0] is nx]:
-                raise _Ineligible
+                raise _Ineligible(f"NextIteration {nx.name} feeds more than its Merge")
         self.merges = [self.merge_of_enter[e] for e in self.var_enters]
 
     def _check_switches(self, members, consumers) -> None:
-        """Each Switch splits a Merge on the LoopCond; its false side feeds only Exits."""
+        """Each Switch splits a Merge on the LoopCond; its false side feeds only Exits,
+        directly or through Identities (`_exit_identity`)."""
         self.switch_merge: dict[Node, Node] = {}
         for s in (n for n in members if flow_kind(n.op) == "switch"):
             (d, di), (p, pi) = s.inputs
             if d not in self.merges or di or p is not self.loop_cond or pi:
-                raise _Ineligible
-            if any(i == 0 and flow_kind(c.op) != "exit" for c, i in consumers[s]):
-                raise _Ineligible
+                raise _Ineligible(f"Switch {s.name} does not split a Merge on the LoopCond")
             self.switch_merge[s] = d
+        self.exit_identities: dict[Node, Node] = {}  # Identity -> the Merge it passes on
+        for s, m in self.switch_merge.items():
+            work = [c for c, i in consumers[s] if i == 0]
+            while work:
+                c = work.pop()
+                if flow_kind(c.op) == "exit" or c in self.exit_identities:
+                    continue
+                if not self._exit_identity(c, consumers):
+                    raise _Ineligible(f"{c.op} {c.name} reads the false side of {s.name}")
+                self.exit_identities[c] = m
+                work.extend(cc for cc, _ in consumers[c])
         for x in self.exits:
             ((s, si),) = x.inputs
-            if s not in self.switch_merge or si != 0 or x.control_inputs:
-                raise _Ineligible
+            if si != 0 or x.control_inputs or (s not in self.switch_merge and
+                                               s not in self.exit_identities):
+                raise _Ineligible(f"Exit {x.name} does not take a loop variable")
+
+    def _exit_identity(self, n: Node, consumers) -> bool:
+        """Whether `n`, fed by a Switch's false side, is an Identity passing the loop
+        variable on to Exits only, ordered at most after NoOps that wait for nothing but the
+        loop's Switches: tf.gradients' `tuple` (gate_gradients) of a loop Merge's gradient,
+        on the side that leaves the gradient loop. Its value is the Merge's of the last
+        test, which is what the compiled loop returns."""
+        if n.op != "Identity" or any(i != 0 for _, i in consumers[n]):
+            return False
+        return all(c.op == "NoOp" and not c.inputs and c.control_inputs and
+                   all(s in self.switch_merge for s in c.control_inputs)
+                   for c in n.control_inputs)
 
     def _check_plain(self, plain, device_type: str, consumers) -> None:
-        """Everything else: nodes with synchronous kernels; an expensive kernel only on the
-        loop's recurrence (below)."""
+        """Everything else: nodes with synchronous kernels; expensive ones only in a loop
+        paced by an expensive recurrence (`_on_recurrence`)."""
         self.kdefs = {}
         expensive = []
         for n in plain:
@@ -207,40 +237,53 @@ class _LoopSpec:
             # uncompiled) is the dataflow executor's; a ControlTrigger may stay (with no conds
             # inside there are no dead values to ignore).
             if (is_control_flow(n.op) and flow_kind(n.op) != "dead_aware") or n.op in _TRANSFERS:
-                raise _Ineligible
+                raise _Ineligible(f"{n.op} {n.name}: control flow or a transfer")
             kdef = kernel_registry.find_kernel(n.op, device_type, n.attrs)
             if kdef is None or kdef.is_async:
-                raise _Ineligible
+                raise _Ineligible(f"{n.op} {n.name}: no synchronous {device_type} kernel")
             if kdef.expensive:
                 expensive.append(n)
             self.kdefs[n] = kdef
         if expensive and not self._on_recurrence(expensive, consumers):
-            raise _Ineligible
+            raise _Ineligible("expensive kernels off every loop variable's cycle: "
+                              + ", ".join(n.name for n in expensive))
 
     def _on_recurrence(self, nodes, consumers) -> bool:
-        """Whether each of `nodes` is on a loop variable's cycle (reached from its Merge
-        and reaching its NextIteration): each then waits for its own previous iteration, so
-        running several iterations at once (the dataflow executor's parallel iterations)
-        cannot overlap it with itself, and the compiled loop only saves the per-node
-        bookkeeping (an RNN's step product). An expensive node off every cycle (map_fn's
-        per-element product) keeps the loop on the dataflow executor."""
+        """Whether the loop's iterations are paced by an expensive recurrence: some of
+        `nodes` (the expensive ones) is on a loop variable's cycle (reached from its Merge
+        and reaching its NextIteration: an RNN's step product h @ U, or in its gradient
+        loop dz @ U'), so each iteration waits for its predecessor's product anyway. The
+        other expensive nodes of such a loop (the input product x_t @ W of a cell that
+        does not hoist it, a gradient loop's weight product h_t' @ dz_t) could at most
+        overlap that chain on the dataflow executor's parallel iterations, which pays
+        microseconds of bookkeeping per node and iteration for it; the compiled loop runs
+        them in order. A loop whose expensive nodes are all off every cycle (map_fn's
+        per-element product, fed only by the counter) keeps to the dataflow executor, which
+        may run many of its iterations at once."""
         nexts = set(self.next_of_merge.values())
-        cyclic: set = set()
+        expensive = set(nodes)
         for merge, nxt in self.next_of_merge.items():
-            ahead, stack = set(), [merge]
-            while stack:
-                for c, _ in consumers.get(stack.pop(), ()):
-                    if c not in ahead and c not in nexts and flow_kind(c.op) != "exit":
-                        ahead.add(c)
-                        stack.append(c)
+            ahead = self._ahead(merge, nexts, consumers)
             behind, stack = set(), [nxt]
             while stack:
                 for src, _ in stack.pop().inputs:
                     if src not in behind and src in ahead:
                         behind.add(src)
                         stack.append(src)
-            cyclic |= behind
-        return all(n in cyclic for n in nodes)
+            if behind & expensive:
+                return True
+        return False
+
+    @staticmethod
+    def _ahead(merge, nexts, consumers) -> set:
+        """The nodes of the frame a loop variable's Merge reaches within one iteration."""
+        ahead, stack = set(), [merge]
+        while stack:
+            for c, _ in consumers.get(stack.pop(), ()):
+                if c not in ahead and c not in nexts and flow_kind(c.op) != "exit":
+                    ahead.add(c)
+                    stack.append(c)
+        return ahead
 
     def _check_edges(self, members, enters, consumers) -> None:
         """The frame talks to the outside through its Enters and Exits only."""
@@ -249,35 +292,40 @@ class _LoopSpec:
         exits = set(self.exits)
         for e in self.const_enters:
             if any(c not in inside for c, _ in consumers[e]):
-                raise _Ineligible
+                raise _Ineligible(f"invariant {e.name} is read outside the frame")
         for n in members:
             if n not in exits and any(c not in inside for c, _ in consumers[n]):
-                raise _Ineligible
+                raise _Ineligible(f"{n.op} {n.name} is read outside the frame")
             for src in [s for s, _ in n.inputs] + n.control_inputs:
                 if src not in inside and src not in outside_ok:
-                    raise _Ineligible
+                    raise _Ineligible(f"{n.op} {n.name} reads {src.name} outside the frame")
 
     def _classify(self, plain: list[Node], consumers) -> None:
         """Head (every iteration, before the predicate) and body (after it), each in a
         topological order."""
         body: set[Node] = set()
-        work = [c for s in self.switch_merge for c, i in consumers[s] if i == 1]
+        # A NoOp ordered after a Switch (tf.gradients' `tuple` of a loop Merge's gradient,
+        # whose true side it guards) runs in TensorFlow on the last test too; skipping it
+        # there changes nothing, as long as nothing of the head waits for it (checked below).
+        work = [c for s in self.switch_merge for c, i in consumers[s]
+                if i == 1 or (i == -1 and c.op == "NoOp")]
         while work:
             n = work.pop()
-            if n in body or flow_kind(n.op) == "next_iteration":
+            if n in body or flow_kind(n.op) == "next_iteration" or n in self.exit_identities:
                 continue
             if n not in self.kdefs:
-                raise _Ineligible
+                raise _Ineligible(f"{n.op} {n.name} follows the predicate but is loop structure")
             body.add(n)
             work.extend(c for c, _ in consumers[n])
         head = [n for n in plain if n not in body]
         cond_src = self.loop_cond.inputs[0][0]
         if cond_src in body:
-            raise _Ineligible
+            raise _Ineligible("the predicate follows itself")
         for n in head:
             for src in [s for s, _ in n.inputs] + n.control_inputs:
                 if src in body or src in self.switch_merge:
-                    raise _Ineligible
+                    raise _Ineligible(f"{n.op} {n.name} precedes the predicate but waits for "
+                                      f"{src.name}")
         self.head = _topological(head)
         self.body = _topological([n for n in plain if n in body])
 
@@ -296,6 +344,8 @@ class _LoopSpec:
             params.append(f"c{k}")
         for s, m in self.switch_merge.items():
             em.names[(s, 0)] = em.names[(s, 1)] = em.names[(m, 0)]
+        for x, m in self.exit_identities.items():
+            em.names[(x, 0)] = em.names[(m, 0)]
         em.add(f"def loop(ctx{''.join(', ' + p for p in params)}):", 0)
         for p in params:
             em.add(f"{p} = _scalar({p})")
@@ -389,7 +439,7 @@ class _LoopSpec:
 def _topological(nodes: list[Node]) -> list[Node]:
     order, acyclic = topological_order(nodes)
     if not acyclic:
-        raise _Ineligible  # a cycle within one iteration
+        raise _Ineligible("a cycle within one iteration")
     return order
 
 

@@ -286,6 +286,90 @@ def test_loops_with_products_compile_only_on_the_recurrence(graph, loop_mode):
                                       if loop_mode == "compiled" else [])
 
 
+def _rnn_gradients(model: str, gate_gradients: bool):
+    """A 7-step RNN over a batch of unknown size (tf.nn.dynamic_rnn of a TF1 cell, or a
+    tf.keras recurrent layer), a loss, and its gradients for the weights, the inputs and
+    (for dynamic_rnn) the initial state, with the feeds and the forward loop's frame."""
+    rng = np.random.RandomState(3)
+    x = tf.placeholder(tf.float32, [None, 7, 2])
+    feeds = {x: rng.randn(3, 7, 2).astype(np.float32)}
+    if model.startswith("keras"):
+        layer = getattr(tf.keras.layers, model.split(".")[1])(5, return_sequences=True)
+        out = layer(x)
+        starts, frame = [], f"{layer.name}/rnn/while"
+    else:
+        h0 = tf.placeholder(tf.float32, [None, 5])
+        feeds[h0] = rng.randn(3, 5).astype(np.float32)
+        cell = getattr(tf.nn.rnn_cell, model.split(".")[1])(5)
+        out, _ = tf.nn.dynamic_rnn(cell, x, initial_state=h0)
+        starts, frame = [h0], "rnn/while"
+    loss = tf.reduce_sum(out * out)
+    wrt = tf.trainable_variables() + [x] + starts
+    return tf.gradients(loss, wrt, gate_gradients=gate_gradients), feeds, frame
+
+
+@pytest.mark.parametrize("model, gate_gradients", [
+    ("dynamic_rnn.BasicRNNCell", False), ("dynamic_rnn.BasicRNNCell", True),
+    ("dynamic_rnn.GRUCell", True), ("keras.SimpleRNN", True), ("keras.LSTM", True)])
+def test_rnn_gradient_loops_compile_and_give_the_frames_values(graph, model, gate_gradients):
+    # The gradient loop of an RNN: stack pops of the forward loop's activations, the
+    # recurrence's product dz @ U' on a loop variable's cycle, the weight product h' @ dz
+    # and (gate_gradients, as minimize passes) tf.gradients' `tuple` NoOps on the loop's
+    # Switches, one of whose Identities leaves with the initial state's gradient. Keras's
+    # layers also keep their input product x_t @ W inside the forward loop. Both loops
+    # compile, bit for bit the values of the executor's frames and of the reference.
+    tf.set_random_seed(0)
+    grads, feeds, frame = _rnn_gradients(model, gate_gradients)
+    init = tf.global_variables_initializer()
+    results = {}
+    for mode in ("compiled", "frames", "reference"):
+        with _session(mode) as s:
+            s.run(init)
+            results[mode] = s.run(grads, feeds)
+            compiled = sorted(_compiled_loops(s))
+        assert compiled == ([f"gradients/{frame}/while_context/_compiled_loop",
+                             f"{frame}/while_context/_compiled_loop"]
+                            if mode == "compiled" else [])
+    for got, frames, reference in zip(*results.values(), strict=True):
+        assert np.abs(frames).sum() > 0
+        np.testing.assert_array_equal(got, frames)
+        np.testing.assert_array_equal(got, reference)
+
+
+def test_map_fn_gradient_loop_stays_on_the_frames(graph):
+    # Every product of map_fn's gradient loop (g_t @ W' for the elements, x_t' @ g_t for
+    # the weight) is off the loop variables' cycles: that loop keeps to the dataflow
+    # executor, whose parallel iterations may overlap them.
+    rng = np.random.RandomState(0)
+    w = tf.Variable(rng.randn(4, 4).astype(np.float32))
+    xs_np = rng.randn(6, 3, 4).astype(np.float32)
+    xs = tf.constant(xs_np)
+    mapped = tf.map_fn(lambda x: tf.matmul(x, w), xs, name="per_element")
+    (dw,) = tf.gradients(tf.reduce_sum(mapped), [w])
+    with _session("compiled") as s:
+        s.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(s.run(dw), np.tile(xs_np.sum(axis=(0, 1))[:, None],
+                                                      (1, 4)), rtol=1e-5)
+        assert _compiled_loops(s) == []
+
+
+def test_kernel_errors_in_a_compiled_gradient_loop_name_the_node(graph):
+    # CheckNumerics's gradient checks the gradient: an infinite one fails inside the
+    # compiled gradient loop, and the error names that node.
+    x = tf.placeholder(tf.float32, [None, 4, 2])
+    cell = tf.nn.rnn_cell.BasicRNNCell(3, activation=lambda v: tf.check_numerics(
+        tf.tanh(v), "activation"))
+    out, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    (dx,) = tf.gradients(out, [x], grad_ys=[tf.fill(tf.shape(out), np.inf)])
+    with _session("compiled") as s:
+        s.run(tf.global_variables_initializer())
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="node gradients/rnn/while/basic_rnn_cell/"
+                           "CheckNumerics_grad/CheckNumerics .*CPU:0"):
+            s.run(dx, {x: np.ones((2, 4, 2), np.float32)})
+        assert "gradients/rnn/while/while_context/_compiled_loop" in _compiled_loops(s)
+
+
 def test_nested_loops(graph, loop_mode):
     # for i in range(4): for j in range(i + 1): total += i * j
     def outer(i, total):
