@@ -15,6 +15,7 @@ import pytest
 
 import tensorflux as tf
 from tensorflux.kernels.gpu import backend, graphs
+from tests import threads_util
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -266,21 +267,8 @@ def test_a_step_fed_by_a_queue_is_captured_and_a_closed_session_cancels_its_wait
     assert all(np.isfinite(losses))
     (sg,) = [sg for sg in _graphs_of(s) if sg.captures]
     assert (sg.captures, sg.replays) == (1, 3)
-    errors = []
-
-    def blocked():
-        try:
-            s.run(train)  # the queue is empty: waits until the session closes
-        except tf.errors.CancelledError as e:
-            errors.append(e)
-
-    import threading
-    t = threading.Thread(target=blocked)
-    t.start()
-    t.join(0.3)
-    s.close()
-    t.join(30)
-    assert not t.is_alive() and len(errors) == 1
+    # The queue is empty now: a step waits in its dequeue until the session closes.
+    threads_util.assert_close_cancels_blocked_runs(s, train, 1)
 
 
 def test_a_restored_checkpoint_is_what_the_replays_train_from(tmp_path):
