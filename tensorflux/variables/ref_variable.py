@@ -62,14 +62,7 @@ class RefVariable(variables.Variable):
             else:
                 initial_value = convert_to_tensor(initial_value, dtype=dtype,
                                                   name="initial_value")
-            if shape is not None:
-                static = tensor_shape.as_shape(shape)
-                if not initial_value.shape.is_compatible_with(static):
-                    raise ValueError("In this `tf.Variable` creation, the initial value's "
-                                     f"shape ({initial_value.shape}) is not compatible with "
-                                     f"the explicitly supplied `shape` argument ({shape}).")
-            else:
-                static = initial_value.shape
+            static = variables._static_shape(initial_value, shape)
             base = initial_value.dtype.base_dtype
             ref = apply_op("VariableV2",
                            shape=static if validate_shape else tensor_shape.unknown_shape(),

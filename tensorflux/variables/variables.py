@@ -99,6 +99,19 @@ def _init_scope(g: graph_lib.Graph):
         g._set_control_flow_context(saved_ctx)
 
 
+def _static_shape(initial_value, shape):
+    """The variable's static shape: `shape` when given (ValueError if the initial value's
+    shape is not compatible with it), else the initial value's."""
+    if shape is None:
+        return initial_value.shape
+    static = tensor_shape.as_shape(shape)
+    if not initial_value.shape.is_compatible_with(static):
+        raise ValueError("In this `tf.Variable` creation, the initial value's shape "
+                         f"({initial_value.shape}) is not compatible with the explicitly "
+                         f"supplied `shape` argument ({shape}).")
+    return static
+
+
 def _colocate_new_ops(g: graph_lib.Graph, first: int, group: str) -> None:
     """Puts ops created since op index `first` in colocation group `group` (TF does this with
     an `_attr_scope({"_class": ...})` around the initial value)."""
@@ -255,14 +268,7 @@ class Variable(metaclass=_VariableMeta):
                 value = initial_value() if init_from_fn else initial_value
                 initial_value = convert_to_tensor(value, dtype=dtype, name="initial_value")
             _colocate_new_ops(g, first_op, f"loc:@{handle_name}")
-            if shape is not None:
-                static = tensor_shape.as_shape(shape)
-                if not initial_value.shape.is_compatible_with(static):
-                    raise ValueError("In this `tf.Variable` creation, the initial value's "
-                                     f"shape ({initial_value.shape}) is not compatible with "
-                                     f"the explicitly supplied `shape` argument ({shape}).")
-            else:
-                static = initial_value.shape
+            static = _static_shape(initial_value, shape)
             handle = state_ops.var_handle_op(
                 dtype=initial_value.dtype.base_dtype,
                 shape=static if validate_shape else tensor_shape.unknown_shape(),
