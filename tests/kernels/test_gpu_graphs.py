@@ -8,6 +8,7 @@ same tests capture real CUDA graphs (benchmarks/gpu/run_device.py runs this file
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
@@ -50,12 +51,23 @@ def _graphs_of(sess):
     return [s._gpu_graphs for s in sess._steps.values() if s._gpu_graphs is not None]
 
 
-def _train(opt, capture: bool, steps=8, batch=10):
+@contextlib.contextmanager
+def _graphs_on(capture: bool):
+    """TENSORFLUX_GPU_GRAPHS for the sessions made inside (the previous value after)."""
+    before = os.environ.get("TENSORFLUX_GPU_GRAPHS")
     os.environ["TENSORFLUX_GPU_GRAPHS"] = "1" if capture else "0"
     try:
-        return _train_steps(opt, steps, batch)
+        yield
     finally:
-        del os.environ["TENSORFLUX_GPU_GRAPHS"]
+        if before is None:
+            del os.environ["TENSORFLUX_GPU_GRAPHS"]
+        else:
+            os.environ["TENSORFLUX_GPU_GRAPHS"] = before
+
+
+def _train(opt, capture: bool, steps=8, batch=10):
+    with _graphs_on(capture):
+        return _train_steps(opt, steps, batch)
 
 
 def _train_steps(opt, steps, batch):
@@ -216,8 +228,7 @@ def _dataset_batch():
 
 
 def _train_on_dataset(capture: bool):
-    os.environ["TENSORFLUX_GPU_GRAPHS"] = "1" if capture else "0"
-    try:
+    with _graphs_on(capture):
         g, loss, train, init, x, _ = _input_model(_dataset_batch)
         with tf.Session(graph=g) as s:
             s.run(init)
@@ -232,8 +243,6 @@ def _train_on_dataset(capture: bool):
             stats = [(sg.captures, sg.replays, list(sg.failures)) for sg in _graphs_of(s)
                      if sg.captures or sg.replays or sg.failures]
         return np.array(losses), batches, weights, stats
-    finally:
-        del os.environ["TENSORFLUX_GPU_GRAPHS"]
 
 
 def test_a_step_fed_by_a_dataset_iterator_is_captured_and_trains_as_kernel_by_kernel():
