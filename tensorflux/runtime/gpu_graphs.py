@@ -191,7 +191,7 @@ class StepGraphs:
         before = mech.snapshot([r for r in mgr.resources() if hasattr(r, "value")])
         version = mgr.version
         host_values = [v for v, _ in inputs]
-        feeds = mech.feeds(host_values, range(len(host_values)))
+        feeds = mech.feeds(host_values)
         mech.fill(feeds, host_values)
         cap = graphs.new_capture(mech)
 

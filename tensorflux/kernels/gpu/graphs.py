@@ -118,12 +118,17 @@ class _Capture:
 
 
 class Feed:
-    """One fed value's fixed buffers: `host` (pinned when on a GPU) and `device`."""
+    """One input's fixed buffers: `host` (pinned when on a GPU) and `device`."""
 
-    __slots__ = ("index", "host", "device")
+    __slots__ = ("host", "device")
 
-    def __init__(self, index, host, device):
-        self.index, self.host, self.device = index, host, device
+    def __init__(self, host, device):
+        self.host, self.device = host, device
+
+
+def _copy_in(feeds, values) -> None:
+    for f, v in zip(feeds, values, strict=True):
+        np.copyto(f.host, v)
 
 
 class _Cuda:
@@ -143,22 +148,16 @@ class _Cuda:
             self.cp.cuda.runtime.memcpyAsync(dst.data.ptr, src.ctypes.data, src.nbytes,
                                              1, self.stream.ptr)  # 1: host to device
 
-    def feeds(self, args, indices) -> list[Feed]:
-        cp = self.cp
+    def feeds(self, values) -> list[Feed]:
         import cupyx  # noqa: PLC0415 - present with CuPy
-        out = []
         with self.stream:
-            for i in indices:
-                a = args[i]
-                host = cupyx.empty_pinned(a.shape, a.dtype)
-                out.append(Feed(i, host, cp.empty(a.shape, a.dtype)))
-        return out
+            return [Feed(cupyx.empty_pinned(v.shape, v.dtype), self.cp.empty(v.shape, v.dtype))
+                    for v in values]
 
-    def fill(self, feeds, args) -> None:
+    def fill(self, feeds, values) -> None:
         if self._done is not None:
             self._done.synchronize()  # the last replay has read the pinned buffers
-        for f in feeds:
-            np.copyto(f.host, args[f.index])
+        _copy_in(feeds, values)
 
     def enqueue_feeds(self, feeds) -> None:
         for f in feeds:
@@ -198,14 +197,8 @@ class _Cuda:
         return graph, result, False
 
     def replay(self, graph, values):
-        """One launch of `graph`, ordered after the caller's stream's earlier work and
-        before its later work; the step's values are the captured ones, rewritten."""
-        caller = self.cp.cuda.get_current_stream()
-        self._before.record(caller)
-        self.stream.wait_event(self._before)
-        graph.launch(stream=self.stream)
-        self._done = self.stream.record()
-        caller.wait_event(self._done)
+        """One launch of `graph`; the step's values are the captured ones, rewritten."""
+        self.run_on_stream(lambda: graph.launch(stream=self.stream))
         return values
 
     def to_host(self, v):
@@ -214,15 +207,16 @@ class _Cuda:
         return np.array(v, copy=True) if isinstance(v, np.ndarray) else v
 
     def run_on_stream(self, fn):
-        """`fn()` with this stream current (a warm-up run: per-stream library state), ordered
-        like a replay."""
+        """`fn()` with this stream current (a replay, or a warm-up run: per-stream library
+        state), ordered after the caller's stream's earlier work and before its later
+        work."""
         caller = self.cp.cuda.get_current_stream()
         self._before.record(caller)
         self.stream.wait_event(self._before)
         with self.stream:
             result = fn()
-        done = self.stream.record()
-        caller.wait_event(done)
+        self._done = self.stream.record()
+        caller.wait_event(self._done)
         return result
 
     def synchronize(self) -> None:
@@ -243,16 +237,13 @@ class _Cuda:
 class _Simulated:
     """The simulated GPUs' stand-in (see the module docstring)."""
 
-    def __init__(self):
-        self.stream = None
+    @staticmethod
+    def feeds(values) -> list[Feed]:
+        return [Feed(np.empty_like(v), backend.to_device(np.zeros_like(v))) for v in values]
 
-    def feeds(self, args, indices) -> list[Feed]:
-        return [Feed(i, np.empty_like(args[i]),
-                     backend.to_device(np.zeros_like(args[i]))) for i in indices]
-
-    def fill(self, feeds, args) -> None:
-        for f in feeds:
-            np.copyto(f.host, args[f.index])
+    @staticmethod
+    def fill(feeds, values) -> None:
+        _copy_in(feeds, values)
 
     def enqueue_feeds(self, feeds) -> None:
         for f in feeds:
