@@ -1,7 +1,13 @@
 """Issue 15's async MLP target alone: the MLP of mlp_step.py with its variables (and Adam's
-slots) on ps:0 and the model on worker:0, 1 PS + 1 worker process (`LocalCluster`), the
-client in this process, against the same graph in an in-process session in this process.
-tensorflux only (the distributed.py program has TensorFlow's figures).
+slots) on ps:0 and the model on worker:0, 1 PS + 1 worker process, against the same graph
+in an in-process session in this process. tensorflux only (the distributed.py program has
+TensorFlow's figures).
+
+`--client worker` (the default, the issue's "1 PS + 1 worker process"): this process is
+the worker task (`tf.train.Server` of the cluster's worker:0, the session on
+`server.target`, as a between-graph script's `MonitoredTrainingSession(master=
+server.target)`), the PS a process of `LocalCluster`. `--client remote`: the worker is a
+process too and the client a third (figures named `mlp_ps_remote_client_*`).
 
 Rounds alternate: `--steps` distributed steps, then as many in-process steps (5 warm-up
 steps each time). Per round: the median wall time of a step, and the CPU time per step of
@@ -84,13 +90,22 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--backend", default=BACKEND)
+    ap.add_argument("--client", choices=("worker", "remote"), default="worker")
     args = ap.parse_args()
     if BACKEND != "tensorflux":
         return
-    with LocalCluster(num_workers=1, num_ps=1, startup_timeout=400) as cluster:
+    here = args.client == "worker"
+    with LocalCluster(num_workers=1, num_ps=1, startup_timeout=400,
+                      served_here=[("worker", 0)] if here else ()) as cluster:
         procs = cluster.processes
-        pids = [0, procs["worker"][0].pid, procs["ps"][0].pid]
-        dist = session(cluster.targets["worker"][0])
+        if here:
+            server = tf.train.Server(cluster.cluster_spec, job_name="worker", task_index=0)
+            pids = [0, procs["ps"][0].pid]
+            target = server.target
+        else:
+            pids = [0, procs["worker"][0].pid, procs["ps"][0].pid]
+            target = cluster.targets["worker"][0]
+        dist = session(target)
         local = session(None)
         rows = []
         for r in range(args.rounds):
@@ -107,11 +122,14 @@ def main() -> None:
         summary["load"] = os.getloadavg()[0]
         print(json.dumps({"summary": summary}), file=sys.stderr, flush=True)
         note = f"median of {args.rounds} rounds, load {summary['load']:.1f}"
-        emit("mlp_ps_probe_wall_ratio", summary["wall_ratio"], "x", "lower",
-             label="MLP on 1 PS: distributed / in-process step, wall (issue 15)", note=note)
-        emit("mlp_ps_probe_cpu_ratio", summary["cpu_ratio"], "x", "lower",
-             label="MLP on 1 PS: distributed / in-process step, CPU of all processes",
+        name, where = ("mlp_ps_probe", "client in the worker process") if here else \
+            ("mlp_ps_remote_client", "client in a third process")
+        emit(f"{name}_wall_ratio", summary["wall_ratio"], "x", "lower",
+             label=f"MLP on 1 PS ({where}): distributed / in-process step, wall (issue 15)",
              note=note)
+        emit(f"{name}_cpu_ratio", summary["cpu_ratio"], "x", "lower",
+             label=f"MLP on 1 PS ({where}): distributed / in-process step, CPU of all "
+                   "processes", note=note)
         dist[0].close()
         local[0].close()
 

@@ -111,6 +111,9 @@ class LocalCluster:
       extra_args: more flags for every task, e.g. ("--device_count_cpu", "2").
       env: variables set for the tasks (over this process's environment).
       startup_timeout: seconds each task may take to be ready.
+      served_here: (job, index) tasks that are in the cluster spec but not started: the
+        caller serves them in its own process (`tf.train.Server(cluster.cluster_spec,
+        job, index)`, as a between-graph worker script does with its client beside it).
 
     Raises:
       RuntimeError: a task exited or was not ready in time (its stderr quoted); the tasks
@@ -118,7 +121,8 @@ class LocalCluster:
     """
 
     def __init__(self, num_workers: int, num_ps: int, extra_args: Sequence[str] = (),
-                 env: Mapping[str, str] | None = None, startup_timeout: float = 60):
+                 env: Mapping[str, str] | None = None, startup_timeout: float = 60,
+                 served_here: Sequence[tuple[str, int]] = ()):
         self.startup_timeout = startup_timeout
         ports = [f"localhost:{p}" for p in free_ports(num_ps + num_workers)]
         spec: dict[str, list[str]] = {}
@@ -131,7 +135,10 @@ class LocalCluster:
         full_env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, path) if p)
         hosts = [f"--ps_hosts={','.join(spec.get('ps', []))}",
                  f"--worker_hosts={','.join(spec['worker'])}"]
-        self._tasks = {job: [_Task([sys.executable, "-m", "tensorflux.server",
+        here = set(served_here)
+        # A task served here is None in its job's list (indices stay the tasks' indices).
+        self._tasks = {job: [None if (job, i) in here else
+                             _Task([sys.executable, "-m", "tensorflux.server",
                                     f"--job_name={job}", f"--task_index={i}", *hosts,
                                     *extra_args], full_env, job, i)
                              for i in range(len(addresses))]
@@ -148,25 +155,31 @@ class LocalCluster:
             raise
 
     def _all(self) -> list[_Task]:
-        return [t for tasks in self._tasks.values() for t in tasks]
+        return [t for tasks in self._tasks.values() for t in tasks if t is not None]
 
     def _task(self, job: str, index: int) -> _Task:
         try:
-            return self._tasks[job][index]
+            task = self._tasks[job][index]
         except (KeyError, IndexError):
             raise ValueError(f"No task /job:{job}/task:{index} in {self.cluster_spec}") \
                 from None
+        if task is None:
+            raise ValueError(f"Task /job:{job}/task:{index} is served in the caller's "
+                             "process, not started by this cluster")
+        return task
 
     @property
     def targets(self) -> dict[str, list[str]]:
-        """job -> the "grpc://localhost:port" session target of each task."""
+        """job -> the "grpc://localhost:port" session target of each task (served here too)."""
         return {job: [f"grpc://{self.cluster_spec.task_address(job, i)}"
-                      for i in range(len(tasks))] for job, tasks in self._tasks.items()}
+                      for i in range(self.cluster_spec.num_tasks(job))]
+                for job in self.cluster_spec.jobs}
 
     @property
     def processes(self) -> dict[str, list[subprocess.Popen]]:
-        """job -> each task's current process."""
-        return {job: [t.process for t in tasks] for job, tasks in self._tasks.items()}
+        """job -> each started task's current process (not those served here)."""
+        return {job: [t.process for t in tasks if t is not None]
+                for job, tasks in self._tasks.items()}
 
     def stderr(self, job: str, index: int) -> str:
         """What the task's processes (all of its restarts) wrote to stderr so far."""

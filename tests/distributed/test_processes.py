@@ -179,6 +179,26 @@ def test_model_on_ps_matches_a_local_session_and_tasks_stop_cleanly():
         assert "SIGTERM: stopping" in cluster.stderr("worker", 1)
 
 
+def test_a_task_served_here_trains_with_the_cluster_ps():
+    """`served_here`: worker:0 is this process's Server (a between-graph script's client
+    beside it), the PS a started process; training matches a local session."""
+    g, ops = _regression_graph(None, None)
+    with tf.Session(graph=g) as sess:
+        local = _train(sess, ops)
+    with LocalCluster(1, 1, served_here=[("worker", 0)]) as cluster:
+        assert [p.pid for p in cluster.processes["worker"]] == []
+        assert cluster.targets["worker"][0].startswith("grpc://localhost:")
+        with pytest.raises(ValueError, match="served in the caller's process"):
+            cluster.kill("worker", 0)
+        server = tf.train.Server(cluster.cluster_spec, job_name="worker", task_index=0)
+        g, ops = _regression_graph("/job:ps/task:0", "/job:worker/task:0")
+        with tf.Session(server.target, graph=g) as sess:
+            remote = _train(sess, ops)
+        server.stop()
+    for a, b in zip(local, remote, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
 def _queue_graph():
     """A queue on the PS whose dequeued value the worker doubles, a queue on the worker,
     and a PS variable."""
