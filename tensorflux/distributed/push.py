@@ -63,6 +63,7 @@ import numpy as np
 
 from tensorflux.distributed import rpc, shm, wire
 from tensorflux.distributed.push_conn import Calls as _Calls
+from tensorflux.distributed.push_conn import FrameReader as _FrameReader
 from tensorflux.distributed.push_conn import Readers as _Readers
 from tensorflux.distributed.push_conn import send_all as _send_all
 from tensorflux.distributed.push_held import held as _held
@@ -199,13 +200,14 @@ class _SocketStream:
 
     def _watch(self) -> None:
         error = "the task closed the push connection"
+        frames = _FrameReader(self.sock, _MAX_MESSAGE_BYTES)
         try:
             while True:
-                (size,) = struct.unpack("<Q", _read_exact(self.sock, 8))
-                if size > _MAX_MESSAGE_BYTES:
+                try:
+                    data = frames.next()
+                except ValueError:
                     error = "the task sent a malformed reply"
                     break
-                data = _read_exact(self.sock, size)
                 if data[:1] == _RELEASE and self.shm is not None:
                     self.shm.release(shm.decode_release(data))
                 else:
@@ -885,23 +887,33 @@ class PushService:
         if peer is not None:
             self._stream_ended(peer)
 
+    def max_frame(self) -> int:
+        """The longest frame a connection to this listener may send."""
+        limit = self._config.max_request_bytes
+        return min(limit, _MAX_MESSAGE_BYTES) if limit else _MAX_MESSAGE_BYTES
+
     def _serve(self, conn: socket.socket, peer: str, calls: _Calls, mapping,
                readers: _Readers) -> tuple | None:
         """Reads a connection's frames until it ends or sends one it refuses (None), or
         until a call frame comes that this thread is to run (`readers.inline()`): then the
         call's arguments for `_serve_call`."""
-        limit = self._config.max_request_bytes
+        frames = readers.frames
+        pushed: list = []  # tensors read, delivered together before the reader would wait
         while True:
-            (size,) = struct.unpack("<Q", _read_exact(conn, 8))
-            if (limit and size > limit) or size > _MAX_MESSAGE_BYTES:
-                return None  # refused: the stream ends, its steps are aborted
-            data = memoryview(_read_exact(conn, size))
+            try:
+                data = memoryview(frames.next())
+            except ValueError:
+                return None  # refused (too long): the stream ends, its steps are aborted
             if data[:1] == b"\x12" and self._pool is not None:
+                if pushed:
+                    self._deliver(peer, pushed)
+                    pushed = []
                 call = self._start_call(calls, data, mapping)
                 if readers.inline():
                     return call
                 self._pool.submit(self._serve_call, *call)
-            elif data[:1] == b"\x18":
+                continue
+            if data[:1] == b"\x18":
                 calls.cancel(wire._read_varint(data, 1)[0])
             elif data[:1] == _SHARED:
                 if mapping is None:
@@ -909,10 +921,13 @@ class PushService:
                         None, None, "A shared-memory tensor on a connection without a "
                         "segment")
                 step_id, key, dtype, dims, offset, nbytes, slot = shm.decode_tensor(data)
-                self._deliver(peer, [(step_id, key, mapping.array(
-                    dtype, dims, offset, nbytes, slot), False, False)])
+                pushed.append((step_id, key, mapping.array(dtype, dims, offset, nbytes, slot),
+                               False, False))
             else:
-                self._deliver(peer, wire.decode_pushed_tensors(data))
+                pushed.extend(wire.decode_pushed_tensors(data))
+            if pushed and not frames.buffered():
+                self._deliver(peer, pushed)
+                pushed = []
 
     def _start_call(self, calls: _Calls, data: bytearray, mapping) -> tuple:
         """A call frame: the arguments of `_serve_call`, which runs it and writes its

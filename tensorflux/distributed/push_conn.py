@@ -8,6 +8,8 @@ import socket
 import struct
 import threading
 
+import numpy as np
+
 from tensorflux.distributed import shm, wire
 from tensorflux.framework import errors
 from tensorflux.runtime.cancellation import CancellationManager
@@ -25,6 +27,82 @@ def send_all(sock: socket.socket, parts: list) -> None:
             else:
                 parts[0] = memoryview(parts[0])[sent:]
                 sent = 0
+
+
+_FRAME_BUFFER = 256 << 10  # bytes a FrameReader takes from its socket per system call
+_BIG_FRAME = 64 << 10  # a frame this large is read into a buffer of its own
+
+
+class FrameReader:
+    """Reads one connection's length-prefixed frames (an 8-byte little-endian length, then
+    the frame) with as few system calls as it takes: each read takes whatever the socket
+    holds (the frames a producer wrote in one `sendmsg` come in one read), and `buffered()`
+    tells whether a whole frame is already here, so its reader can hand on what it has
+    before it would block (the pushes of one flush reach their step in one hand-off).
+
+    A frame is returned in a buffer of its own (the tensors decoded from it view it): below
+    `_BIG_FRAME` a bytearray copied out of the read buffer, above it a NumPy buffer left
+    uninitialized into which the socket reads the rest directly. `max_frame` bounds a
+    frame's length (ValueError beyond it: a broken or hostile peer). EOFError when the
+    connection ends (mid-frame too). One thread at a time reads (the caller's own lock or
+    leadership)."""
+
+    def __init__(self, conn: socket.socket, max_frame: int):
+        self._conn = conn
+        self._max = max_frame
+        self._buf = bytearray(_FRAME_BUFFER)
+        self._view = memoryview(self._buf)
+        self._start = self._end = 0
+
+    def buffered(self) -> bool:
+        """Whether a whole frame can be returned without reading the socket."""
+        have = self._end - self._start
+        if have < 8:
+            return False
+        (size,) = struct.unpack_from("<Q", self._buf, self._start)
+        return have - 8 >= size
+
+    def _fill(self, need: int) -> None:
+        """Reads until `need` bytes past `_start` are buffered (need <= the buffer)."""
+        if self._start + need > len(self._buf):  # move the partial frame to the front
+            have = self._end - self._start
+            self._buf[:have] = self._view[self._start:self._end]
+            self._start, self._end = 0, have
+        while self._end - self._start < need:
+            got = self._conn.recv_into(self._view[self._end:], len(self._buf) - self._end)
+            if not got:
+                raise EOFError("connection closed")
+            self._end += got
+
+    def next(self):
+        """The next frame (see the class docstring)."""
+        if self._end - self._start < 8:
+            if self._start == self._end:
+                self._start = self._end = 0
+            self._fill(8)
+        (size,) = struct.unpack_from("<Q", self._buf, self._start)
+        if size > self._max:
+            raise ValueError(f"a frame of {size} bytes (the limit is {self._max})")
+        start = self._start + 8
+        if size < _BIG_FRAME:
+            if self._end - start < size:
+                self._fill(8 + size)
+                start = self._start + 8
+            frame = self._buf[start:start + size]
+            self._start = start + size
+            return frame
+        frame = np.empty(size, np.uint8)
+        have = min(self._end - start, size)
+        view = memoryview(frame)
+        view[:have] = self._view[start:start + have]
+        self._start = start + have
+        pos = have
+        while pos < size:
+            got = self._conn.recv_into(view[pos:], size - pos, socket.MSG_WAITALL)
+            if not got:
+                raise EOFError("connection closed")
+            pos += got
+        return frame
 
 
 # Threads reading one connection that may run calls themselves; past this many, calls go
@@ -48,6 +126,7 @@ class Readers:
                  mapping):
         self._service, self._conn, self._peer = service, conn, peer
         self._calls, self._mapping = calls, mapping
+        self.frames = FrameReader(conn, service.max_frame())
         self._lock = threading.Lock()
         self._threads = 1  # alive for this connection
         self._idle: list[threading.Lock] = []  # the gates of threads waiting to lead
