@@ -62,9 +62,12 @@ import grpc
 import numpy as np
 
 from tensorflux.distributed import rpc, shm, wire
+from tensorflux.distributed.push_conn import RUN_GRAPH, RUN_STEP
 from tensorflux.distributed.push_conn import Calls as _Calls
 from tensorflux.distributed.push_conn import FrameReader as _FrameReader
 from tensorflux.distributed.push_conn import Readers as _Readers
+from tensorflux.distributed.push_conn import decode_call as _decode_call
+from tensorflux.distributed.push_conn import decode_reply as _decode_reply
 from tensorflux.distributed.push_conn import send_all as _send_all
 from tensorflux.distributed.push_held import held as _held
 from tensorflux.framework import errors
@@ -80,7 +83,6 @@ _CONNECT_SECONDS = 5.0
 _MAX_MESSAGE_BYTES = 1 << 40  # a length beyond this is a broken or hostile peer
 PUSH_ATTR = "_tfx_push"  # on a _Send/_Recv: the tensor is pushed, not pulled
 FROM_METADATA = "tensorflux-push-from"  # the producer's task name
-RUN_GRAPH, RUN_STEP = 1, 2  # the methods a call frame may carry (bits of Connect's `calls`)
 SHARED_TENSORS = 4  # (a bit of `calls`) a call frame's tensors may be in shared memory
 _CALL_TAG = 0x12  # the first byte of a call frame (field 2) ...
 _CANCEL_TAG = 0x18  # ... and of a cancel frame (field 3, the step id); tensors: field 1
@@ -537,53 +539,6 @@ def _decode_connect(data: bytes) -> tuple[int, bytes, int, int, bytes, bytes]:
     if port and len(ticket) != _TICKET_BYTES:
         raise OSError("malformed Connect response")
     return port, ticket, calls, limit, unix, boot
-
-
-def _decode_reply(data) -> tuple[int, memoryview]:
-    """(step id, RunGraphResponse bytes) of a reply frame."""
-    buf, pos, step_id, response = memoryview(data), 0, 0, None
-    while pos < len(buf):
-        key, pos = wire._read_varint(buf, pos)
-        if key == 1 << 3:
-            step_id, pos = wire._read_varint(buf, pos)
-        elif key == (2 << 3 | 2):
-            n, pos = wire._read_varint(buf, pos)
-            response, pos = buf[pos:pos + n], pos + n
-        else:
-            pos = wire._skip(buf, pos, key & 7)
-    if response is None or pos != len(buf):
-        raise ValueError("malformed RunGraph reply")
-    return step_id, response
-
-
-def _decode_call(buf: memoryview) -> tuple[float, int, int, memoryview, list]:
-    """(timeout in seconds, step id, method, request bytes, shared tensors) of a call
-    frame's field: {uint64 timeout_ms = 1; bytes request = 2; uint64 step_id = 3; uint32
-    method = 4 (RUN_GRAPH when absent); repeated bytes shared = 5 (each the body of a
-    shared-memory tensor frame, shm.encode_tensor: a tensor of the request that crossed
-    in the connection's segment, named by its key)}."""
-    pos, timeout_ms, step_id, method, request = 0, 0, 0, RUN_GRAPH, None
-    shared = []
-    while pos < len(buf):
-        key, pos = wire._read_varint(buf, pos)
-        if key == 1 << 3:
-            timeout_ms, pos = wire._read_varint(buf, pos)
-        elif key == 3 << 3:
-            step_id, pos = wire._read_varint(buf, pos)
-        elif key == 4 << 3:
-            method, pos = wire._read_varint(buf, pos)
-        elif key == (2 << 3 | 2):
-            n, pos = wire._read_varint(buf, pos)
-            request, pos = buf[pos:pos + n], pos + n
-        elif key == (5 << 3 | 2):
-            n, pos = wire._read_varint(buf, pos)
-            shared.append(buf[pos:pos + n])
-            pos += n
-        else:
-            pos = wire._skip(buf, pos, key & 7)
-    if request is None or pos != len(buf):
-        raise ValueError("malformed RunGraph call")
-    return timeout_ms / 1000.0, step_id, method, request, shared
 
 
 class Pushers:

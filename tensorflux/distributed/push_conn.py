@@ -29,6 +29,7 @@ def send_all(sock: socket.socket, parts: list) -> None:
                 sent = 0
 
 
+RUN_GRAPH, RUN_STEP = 1, 2  # the methods a call frame may carry (bits of Connect's `calls`)
 _FRAME_BUFFER = 256 << 10  # bytes a FrameReader takes from its socket per system call
 _BIG_FRAME = 64 << 10  # a frame this large is read into a buffer of its own
 
@@ -245,3 +246,50 @@ class Calls:
             cms = [cm for _, cm in self._running.values()]
         for cm in cms:
             cm.start_cancel()
+
+
+def decode_reply(data) -> tuple[int, memoryview]:
+    """(step id, RunGraphResponse bytes) of a reply frame."""
+    buf, pos, step_id, response = memoryview(data), 0, 0, None
+    while pos < len(buf):
+        key, pos = wire._read_varint(buf, pos)
+        if key == 1 << 3:
+            step_id, pos = wire._read_varint(buf, pos)
+        elif key == (2 << 3 | 2):
+            n, pos = wire._read_varint(buf, pos)
+            response, pos = buf[pos:pos + n], pos + n
+        else:
+            pos = wire._skip(buf, pos, key & 7)
+    if response is None or pos != len(buf):
+        raise ValueError("malformed RunGraph reply")
+    return step_id, response
+
+
+def decode_call(buf: memoryview) -> tuple[float, int, int, memoryview, list]:
+    """(timeout in seconds, step id, method, request bytes, shared tensors) of a call
+    frame's field: {uint64 timeout_ms = 1; bytes request = 2; uint64 step_id = 3; uint32
+    method = 4 (RUN_GRAPH when absent); repeated bytes shared = 5 (each the body of a
+    shared-memory tensor frame, shm.encode_tensor: a tensor of the request that crossed
+    in the connection's segment, named by its key)}."""
+    pos, timeout_ms, step_id, method, request = 0, 0, 0, RUN_GRAPH, None
+    shared = []
+    while pos < len(buf):
+        key, pos = wire._read_varint(buf, pos)
+        if key == 1 << 3:
+            timeout_ms, pos = wire._read_varint(buf, pos)
+        elif key == 3 << 3:
+            step_id, pos = wire._read_varint(buf, pos)
+        elif key == 4 << 3:
+            method, pos = wire._read_varint(buf, pos)
+        elif key == (2 << 3 | 2):
+            n, pos = wire._read_varint(buf, pos)
+            request, pos = buf[pos:pos + n], pos + n
+        elif key == (5 << 3 | 2):
+            n, pos = wire._read_varint(buf, pos)
+            shared.append(buf[pos:pos + n])
+            pos += n
+        else:
+            pos = wire._skip(buf, pos, key & 7)
+    if request is None or pos != len(buf):
+        raise ValueError("malformed RunGraph call")
+    return timeout_ms / 1000.0, step_id, method, request, shared
