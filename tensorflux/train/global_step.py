@@ -22,10 +22,18 @@ def get_global_step(graph=None):
     if found:
         step = found[0]
     else:
-        try:
-            step = graph.get_tensor_by_name("global_step:0")
-        except KeyError:
-            return None
+        # A variable named "global_step" outside the collection (TF1 scripts make it with
+        # tf.Variable(0, name="global_step")): the variable itself, not its resource
+        # handle, whose tensor has that name.
+        named = [v for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
+                 if getattr(v, "name", None) == "global_step:0"]
+        if named:
+            step = named[0]
+        else:
+            try:
+                step = graph.get_tensor_by_name("global_step:0")
+            except KeyError:
+                return None
     if not step.dtype.base_dtype.is_integer:
         raise TypeError(f"Existing \"global_step\" does not have integer type: {step.dtype}")
     return step

@@ -146,8 +146,11 @@ class SyncReplicasOptimizer(WrappingOptimizer):
             with g.device(global_step.device), g.name_scope(None):
                 train_op, sync_op = self._token_ops(g, aggregated, global_step, applies)
                 self._chief_queue_runner = QueueRunner(self._sync_token_queue, [sync_op])
+                # In no collection: no init or ready op of the caller's (a script's own
+                # Scaffold local_init_op) needs to know of it; the chief's hook
+                # initializes it on each new session.
                 self._heartbeat = variables.Variable(
-                    0, trainable=False, collections=[GraphKeys.LOCAL_VARIABLES],
+                    0, trainable=False, collections=[],
                     dtype=global_step.dtype.base_dtype, name="sync_chief_heartbeat")
                 self._heartbeat_op = self._heartbeat.assign_add(1)
                 self._heartbeat_value = self._heartbeat.read_value()
@@ -322,6 +325,8 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
             session.run(self._init_tokens_op)
         if self._q_runner is not None:
             self._q_runner.create_threads(session, coord=coord, daemon=True, start=True)
+        if self._is_chief:
+            session.run(self._opt._heartbeat.initializer)
         watch = self._heartbeat if self._is_chief else self._watch_chief
         thread = threading.Thread(target=watch, args=(session, coord), daemon=True,
                                   name="sync-chief-heartbeat" if self._is_chief
@@ -344,6 +349,8 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
         while not coord.should_stop():
             try:
                 beat = session.run(self._opt._heartbeat_value)
+            except errors.FailedPreconditionError:
+                beat = None  # not initialized: the chief has not started its session yet
             except Exception:  # noqa: BLE001 - the PS is away: not the chief's silence
                 since = time.monotonic()
                 coord.wait_for_stop(self._PERIOD_SECS)

@@ -364,10 +364,11 @@ def test_graph_structure_slots_and_a_single_process_run():
                        if op.type in ("ResourceConditionalAccumulator",
                                       "SparseConditionalAccumulator", "FIFOQueueV2"))
         assert names == [b"emb:0/grad_accum", b"sync_token_q", b"w:0/grad_accum"]
-        # TensorFlow's local step, and tensorflux's chief heartbeat (on the PS's device).
-        local, heartbeat = tf.local_variables()
+        # TensorFlow's local step; tensorflux's chief heartbeat is in no collection.
+        (local,) = tf.local_variables()
         assert local.op.name == "sync_rep_local_step" and local.dtype.base_dtype == tf.int64
-        assert heartbeat.op.name == "sync_chief_heartbeat"
+        assert "sync_chief_heartbeat" not in {v.op.name for v in tf.global_variables()}
+        assert g.get_operation_by_name("sync_chief_heartbeat").type == "VarHandleOp"
         assert opt.get_slot_names() == ["momentum"]
         assert opt.get_slot(w, "momentum") is not None
         assert opt.get_chief_queue_runner().enqueue_ops[0].type == "QueueEnqueueManyV2"
@@ -387,6 +388,33 @@ def test_graph_structure_slots_and_a_single_process_run():
     assert tokens == [1, 2, 3] and got_step == 3 and dropped == 0
     np.testing.assert_allclose(got_w, want, rtol=1e-6)
     np.testing.assert_allclose(got_emb, want_emb, rtol=1e-6)
+
+
+def test_a_scaffold_with_the_chief_init_op_as_local_init_op():
+    """As tmulc18/Distributed-TensorFlow-Guide's ssgd.py builds it: a global step made with
+    tf.Variable(name="global_step") outside its collection, the Scaffold's local_init_op the
+    optimizer's chief_init_op, its ready_for_local_init_op the optimizer's. The session gets
+    ready (the chief heartbeat is no variable the script's init ops must cover) and
+    StopAtStepHook finds that global step."""
+    with tf.Graph().as_default():
+        w = tf.Variable([0.0, 0.0], name="w")
+        step = tf.Variable(0, dtype=tf.int32, trainable=False, name="global_step")
+        loss = tf.reduce_mean(tf.square(w - 100.0))
+        opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.01), 1, 1)
+        train = opt.minimize(loss, global_step=step)
+        scaffold = tf.train.Scaffold(init_op=tf.global_variables_initializer(),
+                                     local_init_op=opt.chief_init_op,
+                                     ready_for_local_init_op=opt.ready_for_local_init_op)
+        hooks = [opt.make_session_run_hook(True, num_tokens=0),
+                 tf.train.StopAtStepHook(last_step=4)]
+        assert tf.train.get_global_step() is step
+        runs = 0
+        with tf.train.MonitoredTrainingSession(is_chief=True, scaffold=scaffold, hooks=hooks,
+                                               stop_grace_period_secs=1) as sess:
+            while not sess.should_stop():
+                sess.run(train)
+                runs += 1
+    assert runs == 4  # each run one update and one step; the hook stopped at step 4
 
 
 def test_variable_averages_run_after_the_tokens_are_enqueued():
