@@ -116,6 +116,7 @@ class Estimator:
         self._params = copy.deepcopy(params or {})
         self._model_fn = model_fn
         self._warm_start_from = warm_start_from
+        self._device_fn = self._config.device_fn or _replica_device_setter(self._config)
         logging.info("Using config: %s", {k.lstrip("_"): v for k, v in vars(
             self._config).items()})
 
@@ -221,7 +222,7 @@ class Estimator:
         from tensorflux.train.global_step import get_or_create_global_step
 
         cfg = self._config
-        with self._graph().as_default() as g, g.device(cfg.device_fn):
+        with self._graph().as_default() as g, g.device(self._device_fn):
             random_seed.set_random_seed(cfg.tf_random_seed)
             global_step = get_or_create_global_step(g)
             features, labels, input_hooks = self._input(input_fn, ModeKeys.TRAIN)
@@ -249,6 +250,7 @@ class Estimator:
                     listeners=listeners))
             loss = None
             with monitored_session.MonitoredTrainingSession(
+                    master=cfg.master, is_chief=cfg.is_chief,
                     checkpoint_dir=self._model_dir, scaffold=scaffold, hooks=worker_hooks,
                     chief_only_hooks=chief_hooks, save_checkpoint_secs=0,
                     save_summaries_steps=cfg.save_summary_steps,
@@ -446,3 +448,18 @@ def _examples(batch):
         raise ValueError(f"Batch length of predictions should be same. {sizes}")
     for i in range(sizes.pop()):
         yield {k: np.asarray(v)[i] for k, v in batch.items()}
+
+
+def _replica_device_setter(config):
+    """TensorFlow's default device function for a config with PS tasks: variables (and the
+    other ops of `STANDARD_PS_OPS`) on the PS tasks round-robin, the rest on this task;
+    None without PS tasks."""
+    from tensorflux.train import device_setter
+
+    if not config.num_ps_replicas:
+        return None
+    worker = f"/job:{config.task_type}/task:{config.task_id}" if config.task_type else \
+        "/job:worker"
+    return device_setter.replica_device_setter(
+        ps_tasks=config.num_ps_replicas, worker_device=worker, merge_devices=True,
+        ps_ops=list(device_setter.STANDARD_PS_OPS), cluster=config.cluster_spec)

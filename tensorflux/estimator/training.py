@@ -1,5 +1,9 @@
-"""train_and_evaluate: training with an evaluation after each checkpoint (at most one per
-`throttle_secs`) and at the end, then the exporters (local, one process)."""
+"""train_and_evaluate: locally, training with an evaluation after each checkpoint (at most
+one per `throttle_secs`) and at the end, then the exporters; on a cluster (TF_CONFIG, see
+RunConfig), this process's part: a `ps` task serves its variables, the `chief` and the
+`worker`s train (between-graph replication, each with its server in-process; a worker
+starts a few seconds after the chief, as TensorFlow's do), an `evaluator` evaluates each
+new checkpoint until the last step's."""
 
 from __future__ import annotations
 
@@ -102,9 +106,68 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
         raise TypeError(f"`eval_spec` must have type `tf.estimator.EvalSpec`. Got: "
                         f"{type(eval_spec)}")
     run = _Run(estimator, train_spec, eval_spec)
+    config = estimator.config
+    if config.task_type == "evaluator":
+        return _run_evaluator(run, train_spec, eval_spec)
+    if config.master:
+        return _run_distributed(estimator, config, train_spec)
     logging.info("Running training and evaluation locally (non-distributed).")
     listeners = list(train_spec.saving_listeners) + [_EvaluateAfterSave(run)]
     estimator.train(train_spec.input_fn, hooks=list(train_spec.hooks),
                     max_steps=train_spec.max_steps, saving_listeners=listeners)
     run.evaluate(is_final=True)
     return run.result, run.exports
+
+
+_DELAY_SECS_PER_WORKER = 5
+_MAX_DELAY_SECS = 60
+
+
+def _run_distributed(estimator, config, train_spec):
+    """A cluster task's part (see the module docstring): (None, None) once trained."""
+    from tensorflux.distributed.server import Server
+
+    logging.info("Running distributed training: this is task %s:%d of %s.",
+                 config.task_type, config.task_id, config.cluster_spec)
+    server = Server(config.cluster_spec, job_name=config.task_type,
+                    task_index=config.task_id, config=config.session_config, start=True)
+    if config.task_type == "ps":
+        server.join()
+        return None, None
+    if config.task_type == "worker":
+        limit = config.experimental_max_worker_delay_secs
+        delay = min(_MAX_DELAY_SECS if limit is None else int(limit),
+                    (config.task_id + 1) * _DELAY_SECS_PER_WORKER)
+        if delay > 0:
+            logging.info("Waiting %d secs before starting training.", delay)
+            time.sleep(delay)
+    estimator.train(train_spec.input_fn, hooks=list(train_spec.hooks),
+                    max_steps=train_spec.max_steps,
+                    saving_listeners=list(train_spec.saving_listeners))
+    return None, None
+
+
+def _run_evaluator(run, train_spec, eval_spec):
+    """An evaluator task: after `start_delay_secs`, evaluates each new checkpoint (and runs
+    the exporters), at most one per `throttle_secs`, until it has evaluated one of
+    `train_spec.max_steps` (forever without max_steps). Returns (the last result, the
+    exporters' results)."""
+    estimator = run.estimator
+    logging.info("Running the evaluator (waiting %d secs first).", eval_spec.start_delay_secs)
+    time.sleep(eval_spec.start_delay_secs)
+    while True:
+        start = time.time()
+        checkpoint = estimator.latest_checkpoint()
+        if checkpoint is None:
+            logging.info("Estimator is not trained yet. Will start an evaluation when a "
+                         "checkpoint is ready.")
+        elif checkpoint != run.evaluated:
+            step = estimator._global_step_of(checkpoint)
+            last = train_spec.max_steps is not None and step >= train_spec.max_steps
+            run.evaluate(is_final=last)  # (the exporters' last export says is_final)
+            if last:
+                logging.info("Exiting evaluation, global step %d >= max step %d.", step,
+                             train_spec.max_steps)
+                return run.result, run.exports
+        wait = eval_spec.throttle_secs - (time.time() - start)
+        time.sleep(max(wait, 0.5))
