@@ -4,6 +4,12 @@ SavedModel that `tensorflux-serve` can serve (its "predict" signature: a raw rec
 float pixels cannot feed the Classify API, which takes serialized tf.Examples).
 
     python examples/estimator_digits.py [--steps 600] [--model_dir DIR]
+
+On a local cluster (TF_CONFIG per task: a chief, PS and worker tasks train between-graph,
+the evaluator evaluates each checkpoint and exports the last; one shared --model_dir):
+
+    tensorflux-cluster --chief --ps 1 --workers 1 --evaluator -- \
+        python examples/estimator_digits.py --model_dir /tmp/digits_model
 """
 
 from __future__ import annotations
@@ -57,8 +63,12 @@ def main() -> None:
          "lit": tf.placeholder(tf.int64, [None])})
     result, exports = tf.estimator.train_and_evaluate(
         estimator, tf.estimator.TrainSpec(train_input, max_steps=args.steps),
-        tf.estimator.EvalSpec(eval_input, steps=None, throttle_secs=0, exporters=[
-            tf.estimator.FinalExporter("digits", receiver)]))
+        tf.estimator.EvalSpec(eval_input, steps=None, start_delay_secs=0, throttle_secs=0,
+                              exporters=[tf.estimator.FinalExporter("digits", receiver)]))
+    if result is None:  # a chief, worker or ps task of a cluster: the evaluator reports
+        config = estimator.config
+        print(f"{config.task_type}:{config.task_id}: done")
+        return
     exported = [os.fsdecode(e) for e in exports if e]
     print(f"after {result['global_step']} steps: held-out accuracy {result['accuracy']:.4f}, "
           f"average loss {result['average_loss']:.4f}; SavedModel at {exported[-1]}")

@@ -9,11 +9,15 @@ naming the cluster and its task (`{"cluster": {...}, "task": {"type": "worker", 
 finds its place. With `--tf1-flags` the command also gets TensorFlow's customary flags
 (`--job_name`, `--task_index`, `--ps_hosts`, `--worker_hosts`). With `--ps-server`, ps tasks
 run `tensorflux-server` instead of the command (for scripts that only run workers).
+`--chief` adds a `chief` job of one task and `--evaluator` an evaluator task outside the
+cluster (TF_CONFIG's task type `evaluator`), as `tf.estimator.train_and_evaluate` expects:
+
+    tensorflux-cluster --chief --ps 1 --workers 1 --evaluator -- python estimator_train.py
 
 Each task's output is shown prefixed with its name (`[worker:1] ...`) and kept in
-`--logdir/<job>-<index>.log`. The cluster ends when every worker has exited: ps tasks are
-asked to shut down (`tf.train.Server.shutdown_job`), then terminated; Ctrl-C or SIGTERM
-stops everything. The exit code is the first failing worker's, else 0.
+`--logdir/<job>-<index>.log`. The cluster ends when every chief, worker and evaluator task has
+exited: ps tasks are asked to shut down (`tf.train.Server.shutdown_job`), then terminated;
+Ctrl-C or SIGTERM stops everything. The exit code is the first failing one's, else 0.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tensorflux-cluster", description=__doc__.split("\n")[0])
     p.add_argument("--ps", type=int, default=1, help="parameter server tasks (default 1)")
     p.add_argument("--workers", type=int, default=2, help="worker tasks (default 2)")
+    p.add_argument("--chief", action="store_true",
+                   help="a chief job of one task too (tf.estimator's cluster layout)")
+    p.add_argument("--evaluator", action="store_true",
+                   help="an evaluator task outside the cluster (tf.estimator's)")
     p.add_argument("--logdir", default=None, help="where each task's log goes")
     p.add_argument("--tf1-flags", action="store_true",
                    help="also pass --job_name/--task_index/--ps_hosts/--worker_hosts")
@@ -92,7 +100,7 @@ def _task_argv(args, job: str, index: int, spec: dict) -> list[str]:
     if args.tf1_flags:
         argv += [f"--job_name={job}", f"--task_index={index}",
                  f"--ps_hosts={','.join(spec.get('ps', []))}",
-                 f"--worker_hosts={','.join(spec['worker'])}"]
+                 f"--worker_hosts={','.join(spec.get('worker', []))}"]
     return argv
 
 
@@ -101,10 +109,16 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     args.command = command
-    if not command or args.workers < 1 or args.ps < 0:
-        _parser().error("give a command after --, at least one worker and ps >= 0")
-    ports = [f"localhost:{p}" for p in launcher.free_ports(args.ps + args.workers)]
-    spec = {"worker": ports[args.ps:]}
+    if not command or args.workers + args.chief < 1 or args.workers < 0 or args.ps < 0:
+        _parser().error("give a command after --, at least one worker (or --chief), "
+                        "workers >= 0 and ps >= 0")
+    ports = [f"localhost:{p}" for p in launcher.free_ports(args.ps + args.workers
+                                                           + args.chief)]
+    spec: dict[str, list[str]] = {}
+    if args.chief:
+        spec["chief"] = [ports.pop()]
+    if args.workers:
+        spec["worker"] = ports[args.ps:]
     if args.ps:
         spec["ps"] = ports[:args.ps]
     logdir = Path(args.logdir) if args.logdir else None
@@ -118,13 +132,15 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    for job in ("ps", "worker"):
-        for i in range(len(spec.get(job, []))):
-            env = {**os.environ, "TF_CONFIG": json.dumps(
-                {"cluster": spec, "task": {"type": job, "index": i}})}
-            tasks.append(_Task(job, i, _task_argv(args, job, i, spec), env,
-                               logdir / f"{job}-{i}.log" if logdir else None))
-    workers = [t for t in tasks if t.job == "worker"]
+    jobs = [(job, i) for job in ("ps", "chief", "worker") for i in range(len(spec.get(job, [])))]
+    if args.evaluator:
+        jobs.append(("evaluator", 0))  # in TF_CONFIG's task, not in its cluster
+    for job, i in jobs:
+        env = {**os.environ, "TF_CONFIG": json.dumps(
+            {"cluster": spec, "task": {"type": job, "index": i}})}
+        tasks.append(_Task(job, i, _task_argv(args, job, i, spec), env,
+                           logdir / f"{job}-{i}.log" if logdir else None))
+    workers = [t for t in tasks if t.job != "ps"]
     start = time.monotonic()
     while not stopping.is_set() and any(t.process.poll() is None for t in workers):
         if args.timeout and time.monotonic() - start > args.timeout:
@@ -141,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             while t.job == "ps" and t.process.poll() is None and time.monotonic() < give_up:
                 time.sleep(0.05)
     codes = {t.name: t.stop() for t in reversed(tasks)}
-    failed = [(n, c) for n, c in codes.items() if n.startswith("worker") and c]
+    failed = [(n, c) for n, c in codes.items() if not n.startswith("ps") and c]
     summary = ", ".join(f"{n}={c}" for n, c in sorted(codes.items()))
     print(f"tensorflux-cluster: exit codes {summary}", flush=True)
     if stopping.is_set():

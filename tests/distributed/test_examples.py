@@ -62,6 +62,30 @@ def test_digits_sync():
     assert chief_accuracy(out) > 0.8
 
 
+@pytest.mark.timeout(150)
+def test_estimator_train_and_evaluate_on_a_cluster(tmp_path):
+    """examples/estimator_digits.py under `tensorflux-cluster --chief --ps 1 --workers 1
+    --evaluator`: TF_CONFIG per task, the chief and the worker train between-graph with the
+    variables on the PS, the evaluator evaluates the checkpoints and exports the last."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    model_dir = tmp_path / "model"
+    argv = [sys.executable, "-m", "tensorflux.cluster_cli", "--chief", "--ps", "1",
+            "--workers", "1", "--evaluator", "--timeout", "120", "--", sys.executable,
+            str(ROOT / "examples" / "estimator_digits.py"), "--steps", "400",
+            "--model_dir", str(model_dir)]
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=140)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    for task in ("chief:0", "worker:0", "ps:0"):
+        assert f"[{task}] {task}: done" in out, out[-3000:]
+    found = re.findall(r"^\[evaluator:0\] after (\d+) steps: held-out accuracy ([0-9.]+)",
+                       out, re.MULTILINE)
+    assert found and int(found[-1][0]) >= 400 and float(found[-1][1]) > 0.8, out[-3000:]
+    assert list((model_dir / "export" / "digits").iterdir()), "no SavedModel exported"
+
+
 # ---- chaos: kill -9 a task during training, restart it, training finishes ----------------
 
 class _Tasks:
