@@ -512,28 +512,22 @@ def _encode_connect(port: int, ticket: bytes, calls: int = 0, limit: int = 0,
 
 
 def _decode_connect(data: bytes) -> tuple[int, bytes, int, int, bytes, bytes]:
-    port, ticket, calls, limit, pos = 0, b"", 0, 0, 0
+    port, ticket, calls, limit = 0, b"", 0, 0
     unix = boot = b""
     try:
-        while pos < len(data):
-            key, pos = wire._read_varint(data, pos)
+        for key, value in wire.scan_fields(data):
             if key == 1 << 3:
-                port, pos = wire._read_varint(data, pos)
+                port = value
             elif key == 3 << 3:
-                calls, pos = wire._read_varint(data, pos)
+                calls = value
             elif key == 4 << 3:
-                limit, pos = wire._read_varint(data, pos)
-            elif key in (2 << 3 | 2, 5 << 3 | 2, 6 << 3 | 2):
-                n, pos = wire._read_varint(data, pos)
-                value, pos = bytes(data[pos:pos + n]), pos + n
-                if key >> 3 == 2:
-                    ticket = value
-                elif key >> 3 == 5:
-                    unix = value
-                else:
-                    boot = value
-            else:
-                pos = wire._skip(data, pos, key & 7)
+                limit = value
+            elif key == (2 << 3 | 2):
+                ticket = bytes(value)
+            elif key == (5 << 3 | 2):
+                unix = bytes(value)
+            elif key == (6 << 3 | 2):
+                boot = bytes(value)
     except ValueError as e:
         raise OSError(f"malformed Connect response: {e}") from None
     if port and len(ticket) != _TICKET_BYTES:

@@ -250,17 +250,13 @@ class Calls:
 
 def decode_reply(data) -> tuple[int, memoryview]:
     """(step id, RunGraphResponse bytes) of a reply frame."""
-    buf, pos, step_id, response = memoryview(data), 0, 0, None
-    while pos < len(buf):
-        key, pos = wire._read_varint(buf, pos)
+    step_id, response = 0, None
+    for key, value in wire.scan_fields(data):
         if key == 1 << 3:
-            step_id, pos = wire._read_varint(buf, pos)
+            step_id = value
         elif key == (2 << 3 | 2):
-            n, pos = wire._read_varint(buf, pos)
-            response, pos = buf[pos:pos + n], pos + n
-        else:
-            pos = wire._skip(buf, pos, key & 7)
-    if response is None or pos != len(buf):
+            response = value
+    if response is None:
         raise ValueError("malformed RunGraph reply")
     return step_id, response
 
@@ -271,25 +267,19 @@ def decode_call(buf: memoryview) -> tuple[float, int, int, memoryview, list]:
     method = 4 (RUN_GRAPH when absent); repeated bytes shared = 5 (each the body of a
     shared-memory tensor frame, shm.encode_tensor: a tensor of the request that crossed
     in the connection's segment, named by its key)}."""
-    pos, timeout_ms, step_id, method, request = 0, 0, 0, RUN_GRAPH, None
+    timeout_ms, step_id, method, request = 0, 0, RUN_GRAPH, None
     shared = []
-    while pos < len(buf):
-        key, pos = wire._read_varint(buf, pos)
+    for key, value in wire.scan_fields(buf):
         if key == 1 << 3:
-            timeout_ms, pos = wire._read_varint(buf, pos)
+            timeout_ms = value
         elif key == 3 << 3:
-            step_id, pos = wire._read_varint(buf, pos)
+            step_id = value
         elif key == 4 << 3:
-            method, pos = wire._read_varint(buf, pos)
+            method = value
         elif key == (2 << 3 | 2):
-            n, pos = wire._read_varint(buf, pos)
-            request, pos = buf[pos:pos + n], pos + n
+            request = value
         elif key == (5 << 3 | 2):
-            n, pos = wire._read_varint(buf, pos)
-            shared.append(buf[pos:pos + n])
-            pos += n
-        else:
-            pos = wire._skip(buf, pos, key & 7)
-    if request is None or pos != len(buf):
+            shared.append(value)
+    if request is None:
         raise ValueError("malformed RunGraph call")
     return timeout_ms / 1000.0, step_id, method, request, shared

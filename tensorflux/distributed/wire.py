@@ -334,6 +334,33 @@ def decode_pushed_tensors(data: bytes) -> list[tuple]:
     return out
 
 
+def scan_fields(buf):
+    """(tag, value) of each field of a message, in order: the tag is `number << 3 | wire
+    type`, the value an int for a varint, a memoryview for a length-delimited field; other
+    wire types are skipped.
+
+    Raises:
+      ValueError: a field runs past the end, or an unsupported wire type.
+    """
+    buf = memoryview(buf)
+    pos, end = 0, len(buf)
+    while pos < end:
+        key, pos = _read_varint(buf, pos)
+        wire = key & 7
+        if wire == 0:
+            value, pos = _read_varint(buf, pos)
+        elif wire == 2:
+            n, pos = _read_varint(buf, pos)
+            value, pos = buf[pos:pos + n], pos + n
+        else:
+            pos = _skip(buf, pos, wire)
+            value = None
+        if pos > end:
+            raise ValueError("a field runs past the end of the message")
+        if value is not None:
+            yield key, value
+
+
 def _skip(buf, pos: int, wire: int) -> int:
     if wire == 0:
         return _read_varint(buf, pos)[1]

@@ -64,3 +64,20 @@ def test_error_status_round_trip():
     assert type(back) is errors.NotFoundError and back.message == err.message
     assert type(wire.error_from_status(99, "?")) is errors.UnknownError
     assert wire.status_of(ValueError("v"))[0] == errors.INVALID_ARGUMENT
+
+
+def test_scan_fields_against_protobuf():
+    """scan_fields reads what protobuf writes (varints, bytes, a skipped fixed64), and a
+    field that runs past the end is a ValueError."""
+    msg = worker_pb2.RunGraphRequest(step_id=2 ** 40 + 3, graph_handle="g/1",
+                                     is_partial=True)
+    msg.recv_key.append("k")
+    data = msg.SerializeToString()
+    got = [(k, v if isinstance(v, int) else bytes(v)) for k, v in wire.scan_fields(data)]
+    want = {(1 << 3 | 2, b"g/1"), (2 << 3, 2 ** 40 + 3), (4 << 3 | 2, b"k"), (6 << 3, 1)}
+    assert set(got) == want and len(got) == len(want)
+    skipped = bytes([1 << 3 | 1]) + b"\0" * 8 + bytes([2 << 3, 5])  # fixed64, then a varint
+    assert list(wire.scan_fields(skipped)) == [(2 << 3, 5)]
+    for bad in (data[:-1], bytes([1 << 3 | 2, 5]) + b"abc", bytes([1 << 3 | 1, 0])):
+        with pytest.raises(ValueError):
+            list(wire.scan_fields(bad))
