@@ -511,28 +511,20 @@ def _encode_connect(port: int, ticket: bytes, calls: int = 0, limit: int = 0,
                      *(wire._field(5, unix) + wire._field(6, shm.boot_id()) if unix else [])])
 
 
+_CONNECT_FIELDS = {1 << 3: "port", 2 << 3 | 2: "ticket", 3 << 3: "calls", 4 << 3: "limit",
+                   5 << 3 | 2: "unix", 6 << 3 | 2: "boot"}
+
+
 def _decode_connect(data: bytes) -> tuple[int, bytes, int, int, bytes, bytes]:
-    port, ticket, calls, limit = 0, b"", 0, 0
-    unix = boot = b""
     try:
-        for key, value in wire.scan_fields(data):
-            if key == 1 << 3:
-                port = value
-            elif key == 3 << 3:
-                calls = value
-            elif key == 4 << 3:
-                limit = value
-            elif key == (2 << 3 | 2):
-                ticket = bytes(value)
-            elif key == (5 << 3 | 2):
-                unix = bytes(value)
-            elif key == (6 << 3 | 2):
-                boot = bytes(value)
+        got = wire.pick_fields(data, _CONNECT_FIELDS)
     except ValueError as e:
         raise OSError(f"malformed Connect response: {e}") from None
+    port, ticket = got.get("port", 0), bytes(got.get("ticket", b""))
     if port and len(ticket) != _TICKET_BYTES:
         raise OSError("malformed Connect response")
-    return port, ticket, calls, limit, unix, boot
+    return (port, ticket, got.get("calls", 0), got.get("limit", 0),
+            bytes(got.get("unix", b"")), bytes(got.get("boot", b"")))
 
 
 class Pushers:

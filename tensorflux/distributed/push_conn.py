@@ -250,15 +250,13 @@ class Calls:
 
 def decode_reply(data) -> tuple[int, memoryview]:
     """(step id, RunGraphResponse bytes) of a reply frame."""
-    step_id, response = 0, None
-    for key, value in wire.scan_fields(data):
-        if key == 1 << 3:
-            step_id = value
-        elif key == (2 << 3 | 2):
-            response = value
-    if response is None:
+    got = wire.pick_fields(data, {1 << 3: "step_id", 2 << 3 | 2: "response"})
+    if "response" not in got:
         raise ValueError("malformed RunGraph reply")
-    return step_id, response
+    return got.get("step_id", 0), got["response"]
+
+
+_CALL_FIELDS = {1 << 3: "timeout_ms", 2 << 3 | 2: "request", 3 << 3: "step_id", 4 << 3: "method"}
 
 
 def decode_call(buf: memoryview) -> tuple[float, int, int, memoryview, list]:
@@ -267,19 +265,8 @@ def decode_call(buf: memoryview) -> tuple[float, int, int, memoryview, list]:
     method = 4 (RUN_GRAPH when absent); repeated bytes shared = 5 (each the body of a
     shared-memory tensor frame, shm.encode_tensor: a tensor of the request that crossed
     in the connection's segment, named by its key)}."""
-    timeout_ms, step_id, method, request = 0, 0, RUN_GRAPH, None
-    shared = []
-    for key, value in wire.scan_fields(buf):
-        if key == 1 << 3:
-            timeout_ms = value
-        elif key == 3 << 3:
-            step_id = value
-        elif key == 4 << 3:
-            method = value
-        elif key == (2 << 3 | 2):
-            request = value
-        elif key == (5 << 3 | 2):
-            shared.append(value)
-    if request is None:
+    got = wire.pick_fields(buf, _CALL_FIELDS, {5 << 3 | 2: "shared"})
+    if "request" not in got:
         raise ValueError("malformed RunGraph call")
-    return timeout_ms / 1000.0, step_id, method, request, shared
+    return (got.get("timeout_ms", 0) / 1000.0, got.get("step_id", 0),
+            got.get("method", RUN_GRAPH), got["request"], got["shared"])

@@ -361,6 +361,20 @@ def scan_fields(buf):
             yield key, value
 
 
+def pick_fields(buf, names: dict, repeated: dict | None = None) -> dict:
+    """{name: value} of the fields of `buf` whose tags `names` maps to a name (the last one
+    wins), and {name: [values]} for the tags of `repeated`; fields of other tags are
+    ignored (see `scan_fields`, whose ValueError it raises)."""
+    out = {name: [] for name in (repeated or {}).values()}
+    for key, value in scan_fields(buf):
+        name = names.get(key)
+        if name is not None:
+            out[name] = value
+        elif repeated and key in repeated:
+            out[repeated[key]].append(value)
+    return out
+
+
 def _skip(buf, pos: int, wire: int) -> int:
     if wire == 0:
         return _read_varint(buf, pos)[1]
