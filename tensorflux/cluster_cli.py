@@ -17,7 +17,9 @@ cluster (TF_CONFIG's task type `evaluator`), as `tf.estimator.train_and_evaluate
 Each task's output is shown prefixed with its name (`[worker:1] ...`) and kept in
 `--logdir/<job>-<index>.log`. The cluster ends when every chief, worker and evaluator task has
 exited: ps tasks are asked to shut down (`tf.train.Server.shutdown_job`), then terminated;
-Ctrl-C or SIGTERM stops everything. The exit code is the first failing one's, else 0.
+Ctrl-C or SIGTERM stops everything (exit code 130), as does `--timeout` (124); these stop
+the training tasks before the ps tasks. Otherwise the exit code is the first failing
+one's, else 0.
 """
 
 from __future__ import annotations
@@ -141,12 +143,18 @@ def main(argv: list[str] | None = None) -> int:
         tasks.append(_Task(job, i, _task_argv(args, job, i, spec), env,
                            logdir / f"{job}-{i}.log" if logdir else None))
     workers = [t for t in tasks if t.job != "ps"]
-    start = time.monotonic()
+    start, timed_out = time.monotonic(), False
     while not stopping.is_set() and any(t.process.poll() is None for t in workers):
         if args.timeout and time.monotonic() - start > args.timeout:
             print(f"tensorflux-cluster: stopping after {args.timeout:g} s", flush=True)
+            timed_out = True
             break
         time.sleep(0.1)
+    if timed_out or stopping.is_set():
+        # Stopped from outside: the training tasks first, so that none of them reports
+        # its parameter servers going away as an error.
+        for t in workers:
+            t.stop()
     if args.ps:
         try:
             control.shutdown_job(cluster_lib.ClusterSpec(spec), "ps")
@@ -162,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"tensorflux-cluster: exit codes {summary}", flush=True)
     if stopping.is_set():
         return 130
+    if timed_out:
+        return 124
     return failed[0][1] if failed else 0
 
 

@@ -62,6 +62,31 @@ def test_digits_sync():
     assert chief_accuracy(out) > 0.8
 
 
+@pytest.mark.timeout(60)
+def test_cluster_cli_layouts_and_timeout():
+    """The TF_CONFIG each task gets with --chief/--evaluator (the evaluator outside the
+    cluster), and --timeout: the training tasks are stopped first and the exit code is
+    124."""
+    show = "import json, os; c = json.loads(os.environ['TF_CONFIG']); print(json.dumps(c))"
+    argv = [sys.executable, "-m", "tensorflux.cluster_cli", "--chief", "--ps", "1",
+            "--workers", "1", "--evaluator", "--ps-server", "--", sys.executable, "-c", show]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=50)
+    assert done.returncode == 0, done.stdout + done.stderr
+    configs = {m[0]: json.loads(m[1]) for m in re.findall(
+        r"^\[(\w+:\d)\] (\{.*\})$", done.stdout, re.MULTILINE)}
+    assert set(configs) == {"chief:0", "worker:0", "evaluator:0"}, done.stdout
+    cluster = configs["chief:0"]["cluster"]
+    assert sorted(cluster) == ["chief", "ps", "worker"] and len(cluster["chief"]) == 1
+    assert all(c["cluster"] == cluster for c in configs.values())
+    assert configs["evaluator:0"]["task"] == {"type": "evaluator", "index": 0}
+    sleep = [sys.executable, "-m", "tensorflux.cluster_cli", "--ps", "0", "--workers", "2",
+             "--timeout", "1", "--", sys.executable, "-c", "import time; time.sleep(60)"]
+    start = time.monotonic()
+    done = subprocess.run(sleep, cwd=ROOT, capture_output=True, text=True, timeout=50)
+    assert done.returncode == 124 and "stopping after 1 s" in done.stdout, done.stdout
+    assert time.monotonic() - start < 30
+
+
 @pytest.mark.timeout(150)
 def test_estimator_train_and_evaluate_on_a_cluster(tmp_path):
     """examples/estimator_digits.py under `tensorflux-cluster --chief --ps 1 --workers 1
