@@ -53,10 +53,25 @@ def _task_env(tf_config: dict) -> dict:
                              f"{sorted(cluster)}.")
         master = "grpc://" + spec.task_address(task_type, task_id)
     return dict(task_type=task_type, task_id=task_id, cluster_spec=spec, master=master,
+                global_id=_global_id(cluster, task_type, task_id),
                 is_chief=task_type in (_CHIEF, _MASTER),
                 num_ps_replicas=len(cluster.get(_PS, [])),
                 num_worker_replicas=sum(len(cluster.get(j, []))
                                         for j in (_CHIEF, _MASTER, _WORKER)))
+
+
+def _global_id(cluster: dict, task_type: str, task_id: int) -> int | None:
+    """The task's number in the whole cluster as TensorFlow counts: the chief (or master)
+    first, then the other jobs but `ps` by name, then the ps tasks (an input pipeline's
+    shard index); None for an evaluator, which is not in the cluster."""
+    chief = _MASTER if _MASTER in cluster else _CHIEF
+    order = [chief, *sorted(j for j in cluster if j not in (chief, _PS)), _PS]
+    first = 0
+    for job in order:
+        if job == task_type:
+            return first + task_id
+        first += len(cluster.get(job, []))
+    return None
 
 
 def _distributed_session_config(task_type: str, task_id: int):
@@ -128,6 +143,7 @@ class RunConfig:
         env = _task_env(tf_config)
         self._task_type = env.get("task_type", _WORKER)
         self._task_id = env.get("task_id", 0)
+        self._global_id_in_cluster = env.get("global_id", 0)
         self._cluster_spec = env.get("cluster_spec")
         self._master = env.get("master", "")
         self._is_chief = env.get("is_chief", True)
@@ -162,6 +178,7 @@ class RunConfig:
     num_worker_replicas = property(lambda self: self._num_worker_replicas)
     task_type = property(lambda self: self._task_type)
     task_id = property(lambda self: self._task_id)
+    global_id_in_cluster = property(lambda self: self._global_id_in_cluster)
     master = property(lambda self: self._master)
     cluster_spec = property(lambda self: self._cluster_spec)
     evaluation_master = property(lambda self: "")

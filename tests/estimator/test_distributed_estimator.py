@@ -25,18 +25,19 @@ CLUSTER = {"chief": ["localhost:1111"], "worker": ["localhost:2222", "localhost:
            "ps": ["localhost:4444", "localhost:5555"]}
 
 
-@pytest.mark.parametrize("task_type, index, master, is_chief, filters", [
-    ("chief", 0, "grpc://localhost:1111", True, ["/job:ps", "/job:chief"]),
-    ("worker", 1, "grpc://localhost:3333", False, ["/job:ps", "/job:worker/task:1"]),
-    ("ps", 1, "grpc://localhost:5555", False, None),
-    ("evaluator", 0, "", False, None),
+@pytest.mark.parametrize("task_type, index, master, is_chief, filters, global_id", [
+    ("chief", 0, "grpc://localhost:1111", True, ["/job:ps", "/job:chief"], 0),
+    ("worker", 1, "grpc://localhost:3333", False, ["/job:ps", "/job:worker/task:1"], 2),
+    ("ps", 1, "grpc://localhost:5555", False, None, 4),
+    ("evaluator", 0, "", False, None, None),
 ])
 def test_run_config_reads_the_task_from_tf_config(monkeypatch, task_type, index, master,
-                                                  is_chief, filters):
+                                                  is_chief, filters, global_id):
     _tf_config(monkeypatch, CLUSTER, task_type, index)
     config = tf.estimator.RunConfig()
     assert (config.task_type, config.task_id, config.master, config.is_chief) == \
         (task_type, index, master, is_chief)
+    assert config.global_id_in_cluster == global_id
     assert (config.num_ps_replicas, config.num_worker_replicas) == (2, 3)
     assert config.cluster_spec.as_dict() == CLUSTER
     got = None if config.session_config is None else list(config.session_config.device_filters)
@@ -48,6 +49,7 @@ def test_run_config_without_a_cluster_is_local(monkeypatch):
     config = tf.estimator.RunConfig()
     assert (config.task_type, config.task_id, config.master, config.is_chief,
             config.num_ps_replicas, config.num_worker_replicas) == ("worker", 0, "", True, 0, 1)
+    assert config.global_id_in_cluster == 0
     monkeypatch.setenv("TF_CONFIG", json.dumps({"task": {"type": "worker", "index": 3}}))
     assert tf.estimator.RunConfig().master == ""
 
