@@ -142,9 +142,9 @@ def main(argv: list[str] | None = None) -> int:
             {"cluster": spec, "task": {"type": job, "index": i}})}
         tasks.append(_Task(job, i, _task_argv(args, job, i, spec), env,
                            logdir / f"{job}-{i}.log" if logdir else None))
-    workers = [t for t in tasks if t.job != "ps"]
+    trainers = [t for t in tasks if t.job != "ps"]  # chief, workers, evaluator
     start, timed_out = time.monotonic(), False
-    while not stopping.is_set() and any(t.process.poll() is None for t in workers):
+    while not stopping.is_set() and any(t.process.poll() is None for t in trainers):
         if args.timeout and time.monotonic() - start > args.timeout:
             print(f"tensorflux-cluster: stopping after {args.timeout:g} s", flush=True)
             timed_out = True
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     if timed_out or stopping.is_set():
         # Stopped from outside: the training tasks first, so that none of them reports
         # its parameter servers going away as an error.
-        for t in workers:
+        for t in trainers:
             t.stop()
     if args.ps:
         try:

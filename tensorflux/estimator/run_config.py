@@ -29,7 +29,7 @@ def _task_env(tf_config: dict) -> dict:
         if task.get("type") == _EVALUATOR:
             return dict(task_type=_EVALUATOR, task_id=int(task.get("index", 0)),
                         cluster_spec=ClusterSpec({}), master="", is_chief=False,
-                        num_ps_replicas=0, num_worker_replicas=0)
+                        global_id=None, num_ps_replicas=0, num_worker_replicas=0)
         return {}
     task_type, task_id = task.get("type"), task.get("index")
     if not task_type:
@@ -43,7 +43,7 @@ def _task_env(tf_config: dict) -> dict:
         raise ValueError("The `chief` job of TF_CONFIG's cluster must have exactly one task.")
     if cluster.get(_WORKER) and not (cluster.get(_CHIEF) or cluster.get(_MASTER)):
         raise ValueError("If `worker` tasks are in TF_CONFIG's cluster, a `chief` must be "
-                         "too.")
+                         "too (tensorflux-cluster makes one with --chief).")
     spec = ClusterSpec(cluster)
     if task_type == _EVALUATOR:
         master = ""

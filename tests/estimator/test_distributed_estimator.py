@@ -52,6 +52,10 @@ def test_run_config_without_a_cluster_is_local(monkeypatch):
     assert config.global_id_in_cluster == 0
     monkeypatch.setenv("TF_CONFIG", json.dumps({"task": {"type": "worker", "index": 3}}))
     assert tf.estimator.RunConfig().master == ""
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"task": {"type": "evaluator", "index": 0}}))
+    evaluator = tf.estimator.RunConfig()
+    assert (evaluator.task_type, evaluator.master, evaluator.global_id_in_cluster) == \
+        ("evaluator", "", None)
 
 
 @pytest.mark.parametrize("tf_config, match", [
