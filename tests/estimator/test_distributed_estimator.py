@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
+from tensorflux.distributed import server as server_lib
 from tensorflux.distributed.launcher import free_ports
 from tests.estimator.test_estimator import X, Y, linear_model_fn
 
@@ -119,6 +120,14 @@ def test_chief_worker_and_evaluator_train_on_the_ps(monkeypatch, tmp_path):
     """A PS task's server here, the chief and a worker training in two threads (each with
     its own server), then the evaluator on the last checkpoint: the model trains to
     max_steps and the evaluation reads the PS's trained variables."""
+    started = []  # the chief's and the worker's servers, stopped at the end
+
+    class Recorded(server_lib.Server):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(server_lib, "Server", Recorded)
     chief, worker, ps = (f"localhost:{p}" for p in free_ports(3))
     cluster = {"chief": [chief], "worker": [worker], "ps": [ps]}
     ps_server = tf.train.Server(tf.train.ClusterSpec(cluster), job_name="ps", task_index=0)
@@ -165,4 +174,6 @@ def test_chief_worker_and_evaluator_train_on_the_ps(monkeypatch, tmp_path):
         np.testing.assert_allclose(metrics["loss"], np.mean((X @ w + b - Y) ** 2), rtol=1e-5)
         assert metrics["loss"] < 0.5 * np.mean(Y ** 2)  # it trained
     finally:
-        ps_server.stop()
+        for server in [ps_server, *started]:
+            server.stop()
+    assert len(started) == 2
