@@ -113,3 +113,26 @@ def test_a_frame_over_the_limit_is_refused_before_it_is_read():
         reader.next()
     a.close()
     b.close()
+
+
+def test_malformed_call_reply_and_connect_frames_are_refused_not_crashed():
+    """Random and cut frames: the decoders answer with their result or ValueError (the
+    Connect answer's: OSError), never another exception; a whole call frame round-trips."""
+    from tensorflux.distributed import push, wire
+
+    call = (b"\x08" + wire._varint(2500) + b"\x12\x03abc" + b"\x18" + wire._varint(77)
+            + b"\x20\x02" + b"\x2a\x02xy")
+    timeout, step, method, request, shared = push_conn.decode_call(memoryview(call))
+    assert (timeout, step, method, bytes(request), [bytes(s) for s in shared]) == \
+        (2.5, 77, 2, b"abc", [b"xy"])
+    rng = random.Random(0)
+    frames = [bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 40)))
+              for _ in range(2000)] + [call[:n] for n in range(1, len(call))]
+    for frame in frames:
+        for decode, allowed in ((push_conn.decode_call, ValueError),
+                                (push_conn.decode_reply, ValueError),
+                                (push._decode_connect, OSError)):
+            try:
+                decode(memoryview(frame))
+            except allowed:
+                pass
