@@ -174,7 +174,7 @@ class DistStep:
         config = session.config
         graph_options = config.graph_options if config.HasField("graph_options") else None
         graph_optimizer.optimize(sg, graph_options.optimizer_options if graph_options
-                                 else None)
+                                 else None, fuse=_fusable(session.device_mgr))
         costs = cost_model_lib.StepCosts(session.cost_model,
                                          {a: t.shape for a, t in zip(sg.args, self.feeds,
                                                                      strict=True)})
@@ -511,6 +511,15 @@ def _reaches(starts: list, target, budget: int = 20000) -> bool:
         stack.extend(s for s, _ in n.inputs)
         stack.extend(n.control_inputs)
     return False
+
+
+def _fusable(device_mgr) -> bool:
+    """Whether the step's kernels may be fused (graph_optimizer.optimize's `fuse`): every
+    device of the cluster is a tensorflux task's CPU, as for a local session whose devices
+    are all CPUs (a TensorFlow task may lack a fused node's kernel)."""
+    return all(d.device_type == "CPU" and getattr(d, "physical_device_desc",
+                                                  PHYSICAL_DEVICE_DESC) == PHYSICAL_DEVICE_DESC
+               for d in device_mgr.devices)
 
 
 def _ends_steps_itself(device_mgr, task: str) -> bool:

@@ -103,7 +103,7 @@ class Server:
             config, job=self._job, task=self._task))
         env = WorkerEnv(self._job, self._task, devices, jobs, self._stub_for_task,
                         max_push_bytes=self._rpc_config.max_request_bytes)
-        self._worker = Worker(env)
+        self._worker = Worker(env, config=config)
         self._master = Master(self._worker, self._task_client, self._server_def, log=log)
         self._shutdown_grace = shutdown_grace
         self._push = push.PushService(self._worker.rendezvous_mgr.deliver,

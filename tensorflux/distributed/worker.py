@@ -34,6 +34,7 @@ from tensorflux.distributed.remote_rendezvous import RendezvousMgr, recv_tensor_
 from tensorflux.framework import errors, importer
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.rendezvous_key import create_key, parse_key
+from tensorflux.kernels import intra_op
 from tensorflux.protos import config_pb2, device_attributes_pb2, graph_pb2, worker_pb2
 from tensorflux.runtime import partition, placer, tracing
 from tensorflux.runtime import step_graph as step_graph_lib
@@ -249,8 +250,11 @@ def _key_of(attrs: dict) -> str:
 class WorkerSession:
     """The graphs one master registered, and the steps it runs (for cancellation)."""
 
-    def __init__(self, handle: str):
+    def __init__(self, handle: str, intra_op_threads: int):
         self.handle = handle
+        # What kernels split over (intra_op.workers reads it as a local session's), fixed
+        # when the session is made: a kernel call reads no environment variable.
+        self._intra_op_threads = intra_op_threads
         self.graphs: dict[str, RegisteredGraph] = {}
         self._active: dict[int, CancellationManager] = {}
 
@@ -270,8 +274,12 @@ class Worker:
     """The worker service's methods, as Python calls (the master calls its own task's
     worker directly; `WorkerServicer` puts them on gRPC)."""
 
-    def __init__(self, env: WorkerEnv, exec_options: ExecOptions | None = None):
+    def __init__(self, env: WorkerEnv, exec_options: ExecOptions | None = None,
+                 config=None):
         self.env = env
+        # The task's ConfigProto (tf.train.Server's `config`): its intra-op threads, or
+        # TF_NUM_INTRAOP_THREADS, or the cores, read once as TensorFlow sizes a worker's pool.
+        self._intra_op_threads = intra_op.intra_op_threads(config)
         self.exec_options = ExecOptions.from_config(None, exec_options)
         self.rendezvous_mgr = RendezvousMgr(env.is_local,
                                             recv_tensor_caller(env.stub_for_device))
@@ -281,7 +289,7 @@ class Worker:
                 env.max_push_bytes)
         self._lock = threading.Lock()
         # "" is the session of masters that register graphs without creating one.
-        self._sessions: dict[str, WorkerSession] = {"": WorkerSession("")}
+        self._sessions: dict[str, WorkerSession] = {"": WorkerSession("", self._intra_op_threads)}
         self._graph_ids = itertools.count(1)
         self._partial_steps: dict[int, _PartialStep] = {}
         self._log_steps = False
@@ -295,7 +303,8 @@ class Worker:
     def create_worker_session(self, request) -> worker_pb2.CreateWorkerSessionResponse:
         with self._lock:
             self._sessions.setdefault(request.session_handle,
-                                      WorkerSession(request.session_handle))
+                                      WorkerSession(request.session_handle,
+                                                    self._intra_op_threads))
         return worker_pb2.CreateWorkerSessionResponse()
 
     def delete_worker_session(self, request) -> worker_pb2.DeleteWorkerSessionResponse:

@@ -8,16 +8,29 @@ def varint(n: int) -> bytes:
     """`n` as a base-128 varint (negative numbers as their 64-bit two's complement)."""
     if 0 <= n < 0x80:
         return _ONE_BYTE[n]
-    n &= (1 << 64) - 1
+    if 0 <= n < 0x4000:
+        return bytes(((n & 0x7F) | 0x80, n >> 7))
+    last = _last  # (a step id recurs in every frame of its step: the last large one kept)
+    if last[0] == n:
+        return last[1]
+    m = n & ((1 << 64) - 1)
     out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    while m >= 0x80:
+        out.append((m & 0x7F) | 0x80)
+        m >>= 7
+    out.append(m)
+    encoded = bytes(out)
+    _keep_last(n, encoded)
+    return encoded
+
+
+def _keep_last(n: int, encoded: bytes) -> None:
+    global _last
+    _last = (n, encoded)  # one tuple replaced at once: any thread reads a matching pair
 
 
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+_last: tuple = (None, b"")
 
 
 def read_varint(buf, pos: int) -> tuple[int, int]:

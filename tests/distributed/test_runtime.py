@@ -84,6 +84,61 @@ def test_training_on_a_cluster_matches_one_process(cluster, via_rpc):
     assert losses[-1] < losses[0]
 
 
+def test_a_distributed_step_fuses_a_layers_product_bias_and_relu_as_a_local_one(cluster,
+                                                                                graph):
+    """The master optimizes a step of tensorflux CPU tasks as a local session does: a
+    layer's MatMul + bias + Relu on a worker is one _FusedMatMul there (its weights and
+    bias pushed from the PS), and the values are a local session's, bit for bit."""
+    rng = np.random.RandomState(3)
+    with tf.device("/job:ps/task:0"):
+        w = tf.Variable(rng.randn(8, 16).astype(np.float32), name="w")
+        b = tf.Variable(rng.randn(16).astype(np.float32), name="b")
+    with tf.device("/job:worker/task:1"):
+        x = tf.placeholder(tf.float32, [None, 8], name="x")
+        h = tf.nn.relu(tf.matmul(x, w) + b, name="h")
+    feed = {x: rng.randn(5, 8).astype(np.float32)}
+    meta = tf.RunMetadata()
+    with cluster.session(graph) as s:
+        s.run(tf.global_variables_initializer())
+        got = s.run(h, feed, options=tf.RunOptions(output_partition_graphs=True),
+                    run_metadata=meta)
+    fused = [n for g in meta.partition_graphs for n in g.node if n.op == "_FusedMatMul"]
+    assert [(n.name, n.device) for n in fused] == [("h", "/job:worker/replica:0/task:1/"
+                                                         "device:CPU:0")]
+    assert not [n for g in meta.partition_graphs for n in g.node
+                if n.op in ("MatMul", "Relu", "AddV2")]
+    with tf.Session(graph=graph, config=tf.ConfigProto(allow_soft_placement=True)) as s:
+        s.run(tf.global_variables_initializer())
+        want = s.run(h, feed)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("config_threads,env_threads,want",
+                         [(3, "5", 3), (0, "5", 5)], ids=["config", "environment"])
+def test_a_tasks_kernels_split_over_its_intra_op_threads_fixed_at_start(
+        monkeypatch, config_threads, env_threads, want):
+    """A task's kernels split over its config's intra-op threads (else
+    TF_NUM_INTRAOP_THREADS's, else the cores), read when the server starts, as a local
+    session reads them when it is made: a later change of the variable changes nothing."""
+    from tensorflux.kernels import intra_op
+    from tensorflux.protos import worker_pb2
+
+    monkeypatch.setattr(intra_op, "blas_threads", lambda: 1)  # (the project's policy)
+    monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", env_threads)
+    server = server_lib.Server.create_local_server(
+        config=tf.ConfigProto(intra_op_parallelism_threads=config_threads))
+    try:
+        monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "7")
+        worker = server._worker
+        worker.create_worker_session(
+            worker_pb2.CreateWorkerSessionRequest(session_handle="s1"))
+        for handle in ("", "s1"):
+            ctx = type("Ctx", (), {"session": worker._sessions[handle]})()
+            assert intra_op.workers(ctx) == want
+    finally:
+        server.stop(0)
+
+
 def test_variables_live_on_the_ps_across_sessions(cluster, graph):
     with tf.device("/job:ps/task:0"):
         v = tf.Variable(1.0, name="v")

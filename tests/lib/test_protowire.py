@@ -38,3 +38,33 @@ def test_random_varints_match_protobuf():
 def test_truncated_or_overlong_varints_are_value_errors(data, pos):
     with pytest.raises(ValueError, match="truncated varint"):
         protowire.read_varint(data, pos)
+
+
+def test_threads_encoding_large_values_at_once_each_get_their_own():
+    """varint keeps the last large value's bytes (a step id recurs in its frames): threads
+    encoding different values at once never get another's."""
+    import threading
+
+    def reference(v: int) -> bytes:
+        out = bytearray()
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        return bytes(out + bytes((v,)))
+
+    bad = []
+
+    def work(seed: int) -> None:
+        rng = random.Random(seed)
+        values = [rng.getrandbits(56) | (1 << 50) for _ in range(4)]
+        for i in range(5000):
+            v = values[i % 4]
+            if protowire.varint(v) != reference(v):
+                bad.append(v)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not bad
