@@ -425,6 +425,51 @@ def test_a_forked_child_starts_helpers_of_its_own():
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
 
 
+@needs_native
+def test_helpers_spin_only_where_a_core_is_to_spare():
+    """A helper that finished its chunks spins (TENSORFLUX_HELPER_SPIN_US, default 300 us)
+    for the next task before it sleeps, but only where a core is to spare: a process
+    confined to one CPU (here, so that the helpers start there) never spins, whatever the
+    load; the results are the same either way."""
+    script = textwrap.dedent("""
+        import os, sys
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+        import numpy as np
+        from tensorflux.kernels.cpu import native
+        assert native._mod.helper_spin() == 300.0, native._mod.helper_spin()
+        a = np.ones((256, 512), np.float32)
+        b = np.full((512, 512), 2.0, np.float32)
+        ok = all(bool((native.gemm(a, b, 2) == 1024.0).all()) for _ in range(100))
+        try:
+            native._mod.helper_spin(2e6)
+            ok = False
+        except ValueError:
+            pass
+        assert native._mod.helper_spin(0) == 0.0
+        ok = ok and all(bool((native.gemm(a, b, 2) == 1024.0).all()) for _ in range(20))
+        print("ok" if ok else "wrong", native._mod.helpers(), native._mod.helper_spins())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, env={k: v for k, v in os.environ.items()
+                                          if k != "TENSORFLUX_HELPER_SPIN_US"})
+    assert out.returncode == 0, out.stderr
+    verdict, helpers, spins = out.stdout.split()
+    assert verdict == "ok" and int(helpers) >= 1
+    assert int(spins) == 0
+
+
+@needs_native
+@pytest.mark.parametrize("value,want", [("0", 0.0), ("50", 50.0), ("junk", 300.0),
+                                        ("-3", 300.0)])
+def test_the_helpers_spin_comes_from_the_environment(value, want):
+    out = subprocess.run(
+        [sys.executable, "-c", "from tensorflux.kernels.cpu import native; "
+                               "print(native._mod.helper_spin())"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "TENSORFLUX_HELPER_SPIN_US": value})
+    assert float(out.stdout) == want, out.stderr
+
+
 def test_tensorflux_native_0_turns_it_off():
     out = subprocess.run(
         [sys.executable, "-c", "from tensorflux.kernels.cpu import native; "

@@ -2488,6 +2488,44 @@ static PyObject *py_helpers(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(pool_helpers());
 }
 
+/* helper_spin([us]): how long (microseconds) a helper spins for its next task before it
+ * sleeps (_pool.h helper_wait; TENSORFLUX_HELPER_SPIN_US); sets it first when given. */
+static PyObject *py_helper_spin(PyObject *self, PyObject *args) {
+    double us = -1;
+    if (!PyArg_ParseTuple(args, "|d", &us)) return NULL;
+    double now = helper_spin_seconds();
+    if (us >= 0) {
+        if (us > 1e6) {
+            PyErr_SetString(PyExc_ValueError, "helper_spin: at most 1e6 microseconds");
+            return NULL;
+        }
+        helper_spin_s = us * 1e-6;  /* (a slot's backoff from contended spins stays) */
+        now = helper_spin_s;
+    }
+    return PyFloat_FromDouble(round(now * 1e9) / 1e3);  /* microseconds, to the ns */
+}
+
+/* helper_spins(): how many times helpers started a spin so far. */
+static PyObject *py_helper_spins(PyObject *self, PyObject *unused) {
+    return PyLong_FromLongLong(atomic_load(&helper_spins));
+}
+
+/* helper_spin_skips(): per slot, the tasks its helpers let pass without spinning now (a
+ * contended spin sets them). */
+static PyObject *py_helper_spin_skips(PyObject *self, PyObject *unused) {
+    PyObject *out = PyList_New(POOL_SLOTS);
+    if (out == NULL) return NULL;
+    for (int s = 0; s < POOL_SLOTS; s++) {
+        PyObject *v = PyLong_FromLong(atomic_load(&pool_slots[s].spin_skip));
+        if (v == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, s, v);
+    }
+    return out;
+}
+
 /* ---- the dataflow executor's driver loop (tensorflux/runtime/executor.py) ----------------
  *
  * `DataflowCore(items, specs, DEAD)` holds an executor's static node table, built once per
@@ -3291,6 +3329,9 @@ static PyMethodDef methods[] = {
      "ngemm's tiles on this CPU: 1 AVX-512F, 2 AVX2 + FMA, 0 none (ngemm declines)"},
     /* end ngemm block */
     {"helpers", py_helpers, METH_NOARGS, "helper threads started so far"},
+    {"helper_spin", py_helper_spin, METH_VARARGS, "helpers' spin before sleeping, in us"},
+    {"helper_spin_skips", py_helper_spin_skips, METH_NOARGS, "per slot, spins skipped now"},
+    {"helper_spins", py_helper_spins, METH_NOARGS, "spins helpers started so far"},
     {NULL, NULL, 0, NULL},
 };
 

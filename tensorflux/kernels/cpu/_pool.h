@@ -11,6 +11,12 @@
 #ifndef TFX_POOL_H
 #define TFX_POOL_H
 
+#if defined(__linux__)
+#include <fcntl.h>         /* helper_wait: /proc/loadavg, kept open */
+#include <sys/resource.h>  /* getrusage(RUSAGE_THREAD): helper_wait's preemption count */
+#include <unistd.h>
+#endif
+
 /* ---------------------------------------------------------------------------------------
  * The pool. */
 
@@ -63,6 +69,10 @@ typedef struct {
     atomic_llong finished;
     /* the CPU each helper ran its latest chunk on (-1: none claimed in this task) */
     atomic_int helper_cpu[MAX_HELPERS];
+    /* helpers' waits before sleeping (helper_wait): tasks to let pass without one, and
+     * how many the next contended wait sets */
+    atomic_int spin_skip;
+    atomic_int spin_backoff;
 } pool_slot_t;
 
 #define POOL_SLOT_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, \
@@ -111,10 +121,132 @@ static void run_chunks(pool_slot_t *p, int slot) {
     }
 }
 
+/* How long a helper that finished its chunks waits, spinning, for the next task before it
+ * sleeps on work_cv (TENSORFLUX_HELPER_SPIN_US; 0: never). A training step's products come
+ * a few small kernels apart, and waking a sleeping helper costs tens of microseconds (more
+ * on a virtual machine, whose idle vCPU the host must schedule again), paid by every
+ * product: the MLP step was 7-14% faster with the wait on an idle 2-core host (BENCHMARKS.md
+ * "Helpers that wait a little"). A helper spins only where a core is to spare: its thread
+ * may use two CPUs or more and the machine runs no more threads than it has CPUs
+ * (cores_to_spare, which reads /proc/loadavg). A wait that does not get its core to itself (another
+ * thread of this or another process needs it: its thread's CPU time falls behind the
+ * clock, or the scheduler preempts it) costs the others that core instead: the helpers of
+ * that slot then sleep at once for the next 16, 32, ... 4096 tasks, doubling with every
+ * contended wait and shrinking slowly with uncontended ones (helper_wait). */
+#define HELPER_SPIN_DEFAULT_US 300
+#define HELPER_BACKOFF_MIN 16
+#define HELPER_BACKOFF_MAX 4096
+
+static double helper_spin_s = -1;  /* set once, by the first helper started */
+static atomic_llong helper_spins;  /* spins started so far (all slots) */
+
+static double thread_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Whether a spin here would take no one's core: this thread may run on two CPUs or more,
+ * and the machine's runnable threads (/proc/loadavg's count, this one included) are no
+ * more than its CPUs. 1 when that cannot be read. */
+static int loadavg_fd = -1, online_cpus = 0;
+static pthread_once_t loadavg_once = PTHREAD_ONCE_INIT;
+static __thread int thread_cpus = 0;
+
+static void open_loadavg(void) {
+#if defined(__linux__)
+    loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    online_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+}
+
+static int cores_to_spare(void) {
+#if defined(__linux__)
+    if (thread_cpus == 0) {
+        cpu_set_t set;
+        thread_cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 2;
+    }
+    if (thread_cpus < 2) return 0;
+    pthread_once(&loadavg_once, open_loadavg);
+    if (loadavg_fd < 0 || online_cpus < 1) return 1;
+    char buf[160];
+    ssize_t n = pread(loadavg_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return 1;
+    buf[n] = '\0';  /* "0.28 0.80 0.97 2/345 12345": runnable/all after the 3rd space */
+    char *q = buf;
+    for (int spaces = 0; *q && spaces < 3; q++)
+        if (*q == ' ') spaces++;
+    char *end;
+    long running = strtol(q, &end, 10);
+    if (end == q || *end != '/') return 1;
+    return running <= online_cpus;
+#else
+    return 1;
+#endif
+}
+
+/* This thread's involuntary context switches so far (-1: unknown): the scheduler took its
+ * core for another runnable thread. */
+static long thread_preemptions(void) {
+#if defined(RUSAGE_THREAD)
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) return ru.ru_nivcsw;
+#endif
+    return -1;
+}
+
+static double helper_spin_seconds(void) {
+    if (helper_spin_s < 0) {
+        const char *e = getenv("TENSORFLUX_HELPER_SPIN_US");
+        double us = HELPER_SPIN_DEFAULT_US;
+        if (e != NULL && *e != '\0') {
+            char *end;
+            double v = strtod(e, &end);
+            if (end != e && v >= 0 && v <= 1e6) us = v;
+        }
+        helper_spin_s = us * 1e-6;
+    }
+    return helper_spin_s;
+}
+
+/* Before sleeping, a helper that just ran a task spins (pausing) until the next task is
+ * posted or the spin time passes, unless the machine has no core to spare
+ * (cores_to_spare); a contended spin all the same (the scheduler preempted the thread, or
+ * it got under 3/4 of the time as CPU) makes the slot's helpers skip their spins for a
+ * while (see above). */
+static void helper_wait(pool_slot_t *p, long long seen) {
+    double spin = helper_spin_seconds();
+    if (spin <= 0) return;
+    if (atomic_load(&p->spin_skip) > 0) {
+        atomic_fetch_sub(&p->spin_skip, 1);
+        return;
+    }
+    if (!cores_to_spare()) return;
+    atomic_fetch_add(&helper_spins, 1);
+    long v0 = thread_preemptions();
+    double w0 = monotonic_s(), c0 = thread_cpu_s(), w1 = w0;
+    for (unsigned i = 1; atomic_load(&p->seq) == seen; i++) {
+        cpu_relax();
+        if (i % 64 == 0 && (w1 = monotonic_s()) - w0 > spin) break;
+    }
+    w1 = monotonic_s();
+    double wall = w1 - w0, cpu = thread_cpu_s() - c0;
+    int backoff = atomic_load(&p->spin_backoff);
+    if ((wall > 20e-6 && cpu < 0.75 * wall) || thread_preemptions() != v0) {
+        backoff = backoff < HELPER_BACKOFF_MIN ? HELPER_BACKOFF_MIN :
+                  backoff >= HELPER_BACKOFF_MAX ? HELPER_BACKOFF_MAX : 2 * backoff;
+        atomic_store(&p->spin_backoff, backoff);
+        atomic_store(&p->spin_skip, backoff);
+    } else if (backoff > 0) {
+        atomic_store(&p->spin_backoff, backoff - (backoff + 15) / 16);  /* slowly */
+    }
+}
+
 static void *helper_main(void *arg) {
     pool_slot_t *p = arg;
     long long seen = atomic_load(&p->seq);
     for (;;) {
+        helper_wait(p, seen);
         pthread_mutex_lock(&p->mu);
         while (atomic_load(&p->seq) == seen) pthread_cond_wait(&p->work_cv, &p->mu);
         seen = atomic_load(&p->seq);
