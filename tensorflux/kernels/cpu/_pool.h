@@ -136,6 +136,7 @@ static void run_chunks(pool_slot_t *p, int slot) {
 #define HELPER_SPIN_DEFAULT_US 300
 #define HELPER_BACKOFF_MIN 16
 #define HELPER_BACKOFF_MAX 4096
+#define HELPER_LOOK_S 50e-6  /* a spin looks at the machine's runnable threads this often */
 
 static double helper_spin_s = -1;  /* set once, by the first helper started */
 static atomic_llong helper_spins;  /* spins started so far (all slots) */
@@ -211,7 +212,7 @@ static double helper_spin_seconds(void) {
 
 /* Before sleeping, a helper that just ran a task spins (pausing) until the next task is
  * posted or the spin time passes, unless the machine has no core to spare
- * (cores_to_spare); a contended spin all the same (the scheduler preempted the thread, or
+ * (cores_to_spare, looked at again every HELPER_LOOK_S of the spin); a contended spin all the same (the scheduler preempted the thread, or
  * it got under 3/4 of the time as CPU) makes the slot's helpers skip their spins for a
  * while (see above). */
 static void helper_wait(pool_slot_t *p, long long seen) {
@@ -225,9 +226,15 @@ static void helper_wait(pool_slot_t *p, long long seen) {
     atomic_fetch_add(&helper_spins, 1);
     long v0 = thread_preemptions();
     double w0 = monotonic_s(), c0 = thread_cpu_s(), w1 = w0;
+    double next_look = w0 + HELPER_LOOK_S;
     for (unsigned i = 1; atomic_load(&p->seq) == seen; i++) {
         cpu_relax();
-        if (i % 64 == 0 && (w1 = monotonic_s()) - w0 > spin) break;
+        if (i % 64) continue;
+        if ((w1 = monotonic_s()) - w0 > spin) break;
+        if (w1 > next_look) {  /* another thread became runnable meanwhile: make room */
+            if (!cores_to_spare()) break;
+            next_look = w1 + HELPER_LOOK_S;
+        }
     }
     w1 = monotonic_s();
     double wall = w1 - w0, cpu = thread_cpu_s() - c0;
