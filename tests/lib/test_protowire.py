@@ -43,7 +43,7 @@ def test_truncated_or_overlong_varints_are_value_errors(data, pos):
 def test_threads_encoding_large_values_at_once_each_get_their_own():
     """varint keeps the last large value's bytes (a step id recurs in its frames): threads
     encoding different values at once never get another's."""
-    import threading
+    from tests.threads_util import join, start
 
     def reference(v: int) -> bytes:
         out = bytearray()
@@ -62,9 +62,5 @@ def test_threads_encoding_large_values_at_once_each_get_their_own():
             if protowire.varint(v) != reference(v):
                 bad.append(v)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    join(*[start(work, seed) for seed in range(8)], timeout=60)
     assert not bad
