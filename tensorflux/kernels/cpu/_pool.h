@@ -125,14 +125,14 @@ static void run_chunks(pool_slot_t *p, int slot) {
  * sleeps on work_cv (TENSORFLUX_HELPER_SPIN_US; 0: never). A training step's products come
  * a few small kernels apart, and waking a sleeping helper costs tens of microseconds (more
  * on a virtual machine, whose idle vCPU the host must schedule again), paid by every
- * product: the MLP step was 7-14% faster with the wait on an idle 2-core host (BENCHMARKS.md
- * "Helpers that wait a little"). A helper spins only where a core is to spare: its thread
- * may use two CPUs or more and the machine runs no more threads than it has CPUs
- * (cores_to_spare, which reads /proc/loadavg). A wait that does not get its core to itself (another
- * thread of this or another process needs it: its thread's CPU time falls behind the
- * clock, or the scheduler preempts it) costs the others that core instead: the helpers of
- * that slot then sleep at once for the next 16, 32, ... 4096 tasks, doubling with every
- * contended wait and shrinking slowly with uncontended ones (helper_wait). */
+ * product: the MLP step was 7-10% faster with the wait on an idle 2-core host
+ * (BENCHMARKS.md "Helpers that wait a little"). A helper spins only where a core is to
+ * spare: its thread may use two CPUs or more and the machine runs no more threads than it
+ * has CPUs (cores_to_spare, which reads /proc/loadavg). A wait that does not get its core
+ * to itself all the same (its thread's CPU time falls behind the clock, or the scheduler
+ * preempts it) costs another thread that core: the helpers of that slot then sleep at
+ * once for the next 16, 32, ... 4096 tasks, doubling with every contended wait and
+ * shrinking slowly with uncontended ones (helper_wait). */
 #define HELPER_SPIN_DEFAULT_US 300
 #define HELPER_BACKOFF_MIN 16
 #define HELPER_BACKOFF_MAX 4096
@@ -211,10 +211,10 @@ static double helper_spin_seconds(void) {
 }
 
 /* Before sleeping, a helper that just ran a task spins (pausing) until the next task is
- * posted or the spin time passes, unless the machine has no core to spare
- * (cores_to_spare, looked at again every HELPER_LOOK_S of the spin); a contended spin all the same (the scheduler preempted the thread, or
- * it got under 3/4 of the time as CPU) makes the slot's helpers skip their spins for a
- * while (see above). */
+ * posted or the spin time passes, unless the machine has no core to spare (cores_to_spare,
+ * looked at again every HELPER_LOOK_S of the spin); a contended spin all the same (the
+ * scheduler preempted the thread, or it got under 3/4 of the time as CPU) makes the slot's
+ * helpers skip their spins for a while (see above). */
 static void helper_wait(pool_slot_t *p, long long seen) {
     double spin = helper_spin_seconds();
     if (spin <= 0) return;
