@@ -10,8 +10,10 @@
  *     kernel's work is cut into chunks that the caller and the helpers claim one at a time;
  *     the caller has released the GIL for the whole call. Python-level helper threads lose
  *     ~0.1 ms per hand-off waiting for the GIL, which is the size of the products they split.
- *     Helpers sleep on a condition variable between calls (no spinning: the machine may be
- *     shared), and a helper that never gets a core only means the caller claims its chunks.
+ *     Between calls a helper spins up to 300 us for the next one, only while the machine
+ *     has a core to spare (_pool.h helper_wait: the machine may be shared), then sleeps on a
+ *     condition variable; a helper that never gets a core only means the caller claims its
+ *     chunks.
  *     The caller, done with its chunks, spins briefly (pausing, never yielding) for the
  *     helpers' last chunks, then sleeps (spin_until_finished).
  *     Up to POOL_SLOTS kernels split at once, each over helpers of its own slot; a call that
