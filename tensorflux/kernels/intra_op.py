@@ -12,7 +12,9 @@ Chunks are claimed dynamically, one at a time, by whichever thread is free; the 
 claims them too and waits only for chunks that a helper has claimed and not finished. So
 when another process holds a core, the helper that lost its core simply claims fewer
 chunks (or none, if it never gets to run), and the step slows by at most one chunk, not
-by a static half of every kernel. Waiting is a blocking wait, never a spin.
+by a static half of every kernel. Waiting is a blocking wait, never a spin (the C pool's
+helpers spin up to 300 us between calls, but only while the machine has a core to spare:
+kernels/cpu/_pool.h `helper_wait`).
 
 The threading policy is decided here, in one place, for every thread tensorflux runs:
   - BLAS: one thread per call (kernels/cpu/_blas.py, through threadpoolctl), so that the

@@ -28,7 +28,8 @@
  *     -ffp-contract=off, as for _native).
  *
  * Threads: a small pool of its own (this file is separate from _native.c; the same design:
- * helpers sleep on a condition variable, chunks are claimed one at a time, a caller that
+ * helpers spin briefly where a core is to spare, then sleep on a condition variable
+ * (_pool.h helper_wait), chunks are claimed one at a time, a caller that
  * finds the pool busy runs alone, pthread_atfork resets it in a child). Products poll a
  * stop cell and a deadline between chunks (kernels/interrupt.py), as _native's do.
  */
