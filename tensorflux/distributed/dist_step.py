@@ -517,15 +517,16 @@ def _fusable(device_mgr) -> bool:
     """Whether the step's kernels may be fused (graph_optimizer.optimize's `fuse`): every
     device of the cluster is a tensorflux task's CPU, as for a local session whose devices
     are all CPUs (a TensorFlow task may lack a fused node's kernel)."""
-    return all(d.device_type == "CPU" and getattr(d, "physical_device_desc",
-                                                  PHYSICAL_DEVICE_DESC) == PHYSICAL_DEVICE_DESC
-               for d in device_mgr.devices)
+    return all(d.device_type == "CPU" and _tensorflux_device(d) for d in device_mgr.devices)
 
 
 def _ends_steps_itself(device_mgr, task: str) -> bool:
     """True for a tensorflux task (its devices say so): no CleanupGraph after a good step."""
-    return all(getattr(d, "physical_device_desc", PHYSICAL_DEVICE_DESC) ==
-               PHYSICAL_DEVICE_DESC for d in device_mgr.devices if task_of(d.name) == task)
+    return all(_tensorflux_device(d) for d in device_mgr.devices if task_of(d.name) == task)
+
+
+def _tensorflux_device(d) -> bool:
+    return getattr(d, "physical_device_desc", PHYSICAL_DEVICE_DESC) == PHYSICAL_DEVICE_DESC
 
 
 def _decode_run_graph_response(data: bytes):

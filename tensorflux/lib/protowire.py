@@ -6,6 +6,7 @@ from __future__ import annotations
 
 def varint(n: int) -> bytes:
     """`n` as a base-128 varint (negative numbers as their 64-bit two's complement)."""
+    global _last
     if 0 <= n < 0x80:
         return _ONE_BYTE[n]
     if 0 <= n < 0x4000:
@@ -20,13 +21,8 @@ def varint(n: int) -> bytes:
         m >>= 7
     out.append(m)
     encoded = bytes(out)
-    _keep_last(n, encoded)
-    return encoded
-
-
-def _keep_last(n: int, encoded: bytes) -> None:
-    global _last
     _last = (n, encoded)  # one tuple replaced at once: any thread reads a matching pair
+    return encoded
 
 
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
