@@ -183,6 +183,8 @@ class DistStep:
                      log_device_placement=config.log_device_placement, costs=costs,
                      pinned=session.stateful_placements,
                      default_task=session.master.env.task_name)
+        graph_optimizer.optimize_placed(sg, graph_options.optimizer_options if graph_options
+                                        else None, fuse=_fusable(session.device_mgr))
         _drop_needless_control(sg)
         parts = partition.partition(
             sg, session.device_mgr,

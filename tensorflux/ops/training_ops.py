@@ -90,6 +90,21 @@ for _name, (_slots, _args, _attrs) in {**DENSE, **SPARSE}.items():
     not_differentiable(_name)
 
 
+# A step's dense updates of one rule as one node, made only by the graph optimizer's
+# rewrite of a step graph (runtime/graph_optimizer.py `fuse_optimizer_updates`): every input
+# of the op repeated N times, the N variables first, then the N of each slot, then the N of
+# each hyperparameter (update i takes the i-th of each).
+FUSABLE = ("ResourceApplyGradientDescent", "ResourceApplyMomentum", "ResourceApplyAdam")
+for _name in FUSABLE:
+    _slots, _args, _attrs = DENSE[_name]
+    define_op("_Fused" + _name,
+              inputs=["var: N * resource"] + [f"{s}: N * resource" for s in _slots]
+              + [a.replace(": ", ": N * ", 1) for a in _args],
+              attrs=[T_ATTR, LOCK_ATTR, "N: int >= 1"] + _attrs,
+              shape_fn=_no_outputs, stateful=True)
+    not_differentiable("_Fused" + _name)
+
+
 def _apply(op_type: str, use_locking: bool, name: str | None, **inputs):
     """The op `op_type`; for a TF1 reference variable (`var` a `Ref(T)` tensor, its slots
     too) the reference form TensorFlow 1 builds (`ResourceApplyAdam` -> `ApplyAdam`, defined

@@ -604,6 +604,102 @@ def merge_summed_products(sg: StepGraph) -> int:
     return merged
 
 
+def optimize_placed(sg: StepGraph, options=None, fuse: bool = False) -> None:
+    """The rewrites that need each node's device (after `placer.place`, before
+    partitioning): with `options` as for `optimize` (L1 and `fuse`), a step's optimizer
+    updates fused per device (`fuse_optimizer_updates`)."""
+    fold, cse = _levels(options)
+    if fuse and (fold or cse):
+        fuse_optimizer_updates(sg)
+
+
+_fusable_updates: frozenset | None = None  # the ops with a _Fused form, looked up once
+FUSE_MAX_ELEMENTS = 1 << 16  # updates of variables up to this size fuse (_native.c CHUNK)
+
+
+def _small_update(n: Node) -> bool:
+    """Whether update `n`'s gradient (so its variable) has a static size of at most
+    FUSE_MAX_ELEMENTS."""
+    names = [a.name for a in op_registry.get(n.op).inputs]
+    index = names.index("grad") if "grad" in names else names.index("delta")
+    src, out = n.inputs[index]
+    dims = _static_dims(src, out)
+    return dims is not None and all(isinstance(d, int) for d in dims) and \
+        int(np.prod(dims, dtype=np.int64)) <= FUSE_MAX_ELEMENTS
+
+
+def fuse_optimizer_updates(sg: StepGraph) -> int:
+    """Rewrites the dense updates of small variables (a static size of at most
+    FUSE_MAX_ELEMENTS) of one rule on one device (ResourceApplyAdam, ResourceApplyMomentum
+    or ResourceApplyGradientDescent nodes with the same type and attributes: an optimizer's
+    `apply_gradients` makes one per variable) into one `_Fused<op>` node
+    (ops/training_ops.py), whose kernel applies them all in one pass over the intra-op
+    pool: one kernel call per step instead of one per variable (biases, a last layer's
+    weights), and updates of one native chunk each, which would each run on one thread,
+    spread over the pool's threads. The same values bit for bit. Bigger variables keep
+    their own update, which the static schedule runs as soon as its gradient exists, so
+    that big gradients die early (the fused node runs once every gradient it takes
+    exists). Only updates none of which waits on another
+    (data or control, through any path) fuse; what waited on one of them waits on the
+    fused node, which waits on everything any of them waited on. Updates that are fetched
+    or run as targets keep their identity, and steps with control flow (a conditional
+    update would take the others into its branch's deadness) are left alone. Needs the
+    placer's devices (`Node.device`); the fused node keeps the first update's name. Returns
+    how many nodes were fused away."""
+    if any(flow_kind(n.op) is not None for n in sg.nodes):
+        return 0
+    global _fusable_updates
+    if _fusable_updates is None:
+        _fusable_updates = frozenset(op.removeprefix("_Fused")
+                                     for op in op_registry.registered_ops()
+                                     if op.startswith("_FusedResourceApply"))
+    held = {n for n, _ in sg.fetches} | set(sg.targets) | set(sg.args)
+    groups: dict[tuple, list[Node]] = {}
+    for n in sg.nodes:
+        if n.op in _fusable_updates and n not in held and n.device and \
+                _small_update(n):
+            key = (n.op, n.device, n.attrs["T"], n.attrs.get("use_locking", False),
+                   n.attrs.get("use_nesterov", False))
+            groups.setdefault(key, []).append(n)
+    groups = {k: g for k, g in groups.items() if len(g) > 1}
+    if not groups:
+        return 0
+    order, _ = topological_order(sg.nodes, skip_back_edges=True)
+    removed: dict[Node, Node] = {}
+    for members in groups.values():
+        bit = {n: 1 << i for i, n in enumerate(members)}
+        above: dict[Node, int] = {}  # node -> the members it depends on (or is)
+        for n in order:
+            mask = bit.get(n, 0)
+            for src, _ in n.inputs:
+                mask |= above.get(src, 0)
+            for c in n.control_inputs:
+                mask |= above.get(c, 0)
+            above[n] = mask
+        chosen, taken = [], 0
+        for n in order:  # in topological order: a member after those it depends on
+            if n in bit and not (above[n] & ~bit[n] & taken):
+                chosen.append(n)
+                taken |= bit[n]
+        if len(chosen) < 2:
+            continue
+        first = chosen[0]
+        columns = list(zip(*(m.inputs for m in chosen), strict=True))
+        first.inputs = [e for col in columns for e in col]
+        first.control_inputs = list(dict.fromkeys(c for m in chosen for c in m.control_inputs))
+        first.op = "_Fused" + first.op
+        first.attrs = dict(first.attrs, N=len(chosen))
+        for m in chosen[1:]:
+            removed[m] = first
+    if not removed:
+        return 0
+    for n in sg.nodes:
+        if any(c in removed for c in n.control_inputs):
+            n.control_inputs = list(dict.fromkeys(removed.get(c, c) for c in n.control_inputs))
+    sg.remove(removed)
+    return len(removed)
+
+
 def unread_to_no_op(sg: StepGraph) -> int:
     """Turns stateless nodes whose outputs no node reads and no fetch takes (only control
     edges keep them) into NoOps with their inputs' producers as control inputs, so that

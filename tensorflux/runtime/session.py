@@ -65,6 +65,8 @@ class _Step(GraphRunner):
             costs=costs, pinned=session._stateful_placements,
             graph_groups=session._graph_colocation)
         self.rebuild_on_new_costs = self.placement.has_choices
+        graph_optimizer.optimize_placed(sg, session._optimizer_options, fuse=all(
+            d.device_type == "CPU" for d in session._device_mgr.devices))
         parts = partition.partition(
             sg, session._device_mgr,
             bfloat16_sendrecv=bool(graph_options and graph_options.enable_bfloat16_sendrecv),

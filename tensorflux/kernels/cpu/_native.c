@@ -1435,6 +1435,124 @@ static PyObject *py_gradient_descent(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* Several updates of one rule in one pass over the pool (the graph optimizer's
+ * _FusedResourceApply* nodes: a step's per-variable Adam, Momentum or gradient descent
+ * updates, runtime/graph_optimizer.py `fuse_optimizer_updates`): the chunks of every
+ * variable are claimed from one list, so the pool is woken once per step instead of once
+ * per variable, and a small variable (a bias) does not cost a round of its own. Each
+ * variable's update is the single-variable kernel's, in the same order and type. */
+typedef struct {
+    chunk_fn fn;
+    const flat_t *groups;
+    const int64_t *first;  /* first[g]: group g's first chunk in the list */
+    int count;
+} many_t;
+
+static void many_chunk(void *p, int64_t i) {
+    const many_t *m = p;
+    int lo = 0, hi = m->count - 1;  /* the last group whose first chunk is at most i */
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (m->first[mid] <= i) lo = mid;
+        else hi = mid - 1;
+    }
+    m->fn((void *)&m->groups[lo], i - m->first[lo]);
+}
+
+/* Adam's bias-corrected rate lr * sqrt(1 - beta2_power) / (1 - beta1_power), in the
+ * variable's type as the NumPy rule computes it (each operation rounded to T). */
+static double adam_rate(char code, double b1p, double b2p, double lr) {
+    if (code == 'f') {
+        float t = (float)lr * __builtin_sqrtf(1.0f - (float)b2p);
+        return (double)(t / (1.0f - (float)b1p));
+    }
+    return lr * __builtin_sqrt(1.0 - b2p) / (1.0 - b1p);
+}
+
+/* updates_many(rule, items, use_nesterov, parts), in place: rule 0 Adam, items of (var, m,
+ * v, grad, beta1_power, beta2_power, lr, beta1, beta2, epsilon); 1 Momentum, (var, accum,
+ * grad, lr, momentum); 2 gradient descent, (var, delta, alpha). Scalars are taken in the
+ * variable's type (float32: rounded to it). */
+static PyObject *py_updates_many(PyObject *self, PyObject *args) {
+    static const int arrays_of[3] = {4, 3, 2}, scalars_of[3] = {6, 2, 1};
+    static const int writable_of[3][4] = {{1, 1, 1, 0}, {1, 1, 0, 0}, {1, 0, 0, 0}};
+    static const chunk_fn fn_of[3] = {adam_chunk, momentum_chunk, sgd_chunk};
+    int rule, flag, parts;
+    PyObject *items;
+    if (!PyArg_ParseTuple(args, "iOpi", &rule, &items, &flag, &parts)) return NULL;
+    if (rule < 0 || rule > 2) {
+        PyErr_SetString(PyExc_ValueError, "updates_many: rule 0, 1 or 2");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(items, "updates_many takes a sequence of tuples");
+    if (seq == NULL) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    int na = arrays_of[rule], ns = scalars_of[rule];
+    if (count < 1 || count > 1 << 20) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "updates_many: 1 to 2^20 updates");
+        return NULL;
+    }
+    flat_t *groups = calloc((size_t)count, sizeof(flat_t));
+    int64_t *first = calloc((size_t)count + 1, sizeof(int64_t));
+    buf_t *bufs = calloc((size_t)count * (size_t)na, sizeof(buf_t));
+    Py_ssize_t held = 0;  /* groups whose buffers are held */
+    int failed = groups == NULL || first == NULL || bufs == NULL;
+    if (failed) PyErr_NoMemory();
+    for (Py_ssize_t g = 0; !failed && g < count; g++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, g);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != na + ns) {
+            PyErr_Format(PyExc_ValueError, "updates_many: item %zd is not a tuple of %d",
+                         g, na + ns);
+            failed = 1;
+            break;
+        }
+        PyObject *objs[4];
+        for (int a = 0; a < na; a++) objs[a] = PyTuple_GET_ITEM(item, a);
+        flat_t *f = &groups[g];
+        if (get_floats(objs, writable_of[rule], bufs + g * na, na, &f->code) != 0) {
+            failed = 1;
+            break;
+        }
+        held = g + 1;
+        if (!same_count(bufs + g * na, na, &f->n)) {
+            held = g;  /* same_count released them */
+            failed = 1;
+            break;
+        }
+        for (int a = 0; a < na; a++) f->p[a] = bufs[g * na + a].view.buf;
+        double sc[6];
+        for (int k = 0; k < ns && !failed; k++) {
+            sc[k] = PyFloat_AsDouble(PyTuple_GET_ITEM(item, na + k));
+            failed = sc[k] == -1.0 && PyErr_Occurred();
+            if (f->code == 'f') sc[k] = (double)(float)sc[k];
+        }
+        if (failed) break;
+        if (rule == 0) {  /* lr_t, beta1, beta2, epsilon: the single-variable kernel's */
+            f->s[0] = adam_rate(f->code, sc[0], sc[1], sc[2]);
+            for (int k = 1; k < 4; k++) f->s[k] = sc[k + 2];
+        } else {
+            for (int k = 0; k < ns; k++) f->s[k] = sc[k];
+        }
+        f->flag = flag;
+        first[g + 1] = first[g] + (f->n + CHUNK - 1) / CHUNK;
+    }
+    if (!failed && first[count] > 0) {
+        many_t m = {fn_of[rule], groups, first, (int)count};
+        if (first[count] > 1 && parts > 1) ensure_helpers(parts - 1);
+        Py_BEGIN_ALLOW_THREADS
+        run_all(many_chunk, &m, first[count], parts, NULL);
+        Py_END_ALLOW_THREADS
+    }
+    for (Py_ssize_t g = 0; g < held; g++) release(bufs + g * na, na);
+    free(groups);
+    free(first);
+    free(bufs);
+    Py_DECREF(seq);
+    if (failed) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* Batch norm over the rows of a C-contiguous (rows, C) matrix (NHWC data), chunks of
  * BN_ROWS(C) rows claimed by the pool's threads:
  *   bn_sums(kind, x, y, v, partial, parts): per chunk i, partial[i, 0, :] and
@@ -3310,6 +3428,9 @@ static PyMethodDef methods[] = {
     {"im2col", py_im2col, METH_VARARGS,
      "im2col(xp, out, n0, kh, kw, sh, sw, dh, dw): a batch chunk's convolution patches"},
     /* convnets block */
+    {"updates_many", py_updates_many, METH_VARARGS,
+     "updates_many(rule, items, use_nesterov, parts): several Adam (0), Momentum (1) or "
+     "gradient descent (2) updates in place, in one pass over the pool"},
     {"gradient_descent", py_gradient_descent, METH_VARARGS,
      "gradient_descent(var, delta, alpha, parts): var -= alpha * delta in place"},
     {"bn_sums", py_bn_sums, METH_VARARGS,

@@ -190,6 +190,28 @@ def adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov: bool,
     return True
 
 
+UPDATE_RULES = {"adam": 0, "momentum": 1, "gradient_descent": 2}  # updates_many's rules
+
+
+def updates_many(rule: str, items: list, use_nesterov: bool, parts: int) -> bool:
+    """Several updates of one rule (`UPDATE_RULES`) in place, in one pass over the pool,
+    each as the single-variable function computes it: items of (var, m, v, grad,
+    beta1_power, beta2_power, lr, beta1, beta2, epsilon) for "adam" (the bias-corrected
+    rate computed in var's type), (var, accum, grad, lr, momentum) for "momentum", (var,
+    delta, alpha) for "gradient_descent". False (nothing done) when an item's arrays do not
+    qualify (`_flat_ok`: one float dtype and shape, C-contiguous; the updated ones
+    writable)."""
+    if _mod is None or not hasattr(_mod, "updates_many") or not items:
+        return False
+    arrays = len(items[0]) - {"adam": 6, "momentum": 2, "gradient_descent": 1}[rule]
+    for item in items:
+        if not _flat_ok(*item[:arrays]) or not all(a.flags.writeable
+                                                   for a in item[:arrays - 1]):
+            return False
+    _mod.updates_many(UPDATE_RULES[rule], items, bool(use_nesterov), parts)
+    return True
+
+
 def momentum(var, accum, grad, lr, momentum_, use_nesterov: bool, parts: int) -> bool:
     """Momentum's update of var and accum in place (lr and momentum_ in var's dtype); False
     when the arrays do not qualify."""

@@ -73,16 +73,90 @@ def _dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
 
         def compute(ctx, var_h, *rest):
             handles, args = rest[:nslots], rest[nslots:]
-            hyper = {k: (np.asarray(v, np_dtype) if k != "grad" else v)
-                     for k, v in zip(arg_names, args, strict=True)}
-            var = _existing(ctx, as_handle(var_h), dtype, "update")
-            slot_vars = [_existing(ctx, as_handle(h), dtype, "update") for h in handles]
+            var, slot_vars, hyper = _look_up(ctx, dtype, np_dtype, arg_names, var_h, handles,
+                                             args)
             with _locked([var, *slot_vars], lock):
-                w = _own(var, as_handle(var_h).name)
-                slots = [_own(sv, as_handle(h).name) for sv, h in zip(slot_vars, handles,
-                                                                      strict=True)]
-                _check_shape(w, hyper["grad"] if "grad" in hyper else hyper["delta"], "var")
+                w, slots = _owned(var, slot_vars, var_h, handles, hyper)
                 _apply_dense(ctx, update, w, slots, hyper, flags)
+
+        return compute
+
+    return factory
+
+
+def _look_up(ctx, dtype, np_dtype, arg_names, var_h, handles, args):
+    """(the variable, its slot variables, the hyperparameters by name in var's type) of a
+    dense update's inputs."""
+    hyper = _hyper(np_dtype, dict(zip(arg_names, args, strict=True)))
+    var = _existing(ctx, as_handle(var_h), dtype, "update")
+    slot_vars = [_existing(ctx, as_handle(h), dtype, "update") for h in handles]
+    return var, slot_vars, hyper
+
+
+def _hyper(np_dtype, named: dict) -> dict:
+    """A dense update's inputs after var and its slots, by name, in var's type (the
+    gradient as it came)."""
+    return {k: (np.asarray(v, np_dtype) if k != "grad" else v) for k, v in named.items()}
+
+
+def _owned(var, slot_vars, var_h, handles, hyper):
+    """(var's array, the slots' arrays) an update may write (under the locks it takes),
+    after checking the gradient's shape."""
+    w = _own(var, as_handle(var_h).name)
+    slots = [_own(sv, as_handle(h).name) for sv, h in zip(slot_vars, handles, strict=True)]
+    _check_shape(w, hyper["grad"] if "grad" in hyper else hyper["delta"], "var")
+    return w, slots
+
+
+def _fused_dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
+    """Registers the kernel of `_Fused<op_type>` (ops/training_ops.py: N dense updates of
+    one rule as one node, made by the graph optimizer's `fuse_optimizer_updates`): each
+    update checked and its arrays taken as the single kernel does, then all of them in one
+    native pass over the pool (`native.updates_many`), else one after another. A variable
+    named by two of its updates gets them one after another, each on the array the other
+    left."""
+
+    @kernel_factory("_Fused" + op_type, expensive=True)
+    def factory(node):
+        dtype = node.attrs["T"]
+        lock = node.attrs["use_locking"]
+        count = node.attrs["N"]
+        np_dtype = dtype.numpy_dtype
+        nslots = len(slot_names)
+        arg_names = [a.name for a in _opdef(op_type).inputs][1 + nslots:]
+        flags = {k: node.attrs[k] for k in ("use_nesterov",) if k in node.attrs}
+        rule, order = _MANY[update]
+        nesterov = flags.get("use_nesterov", False)
+
+        def compute(ctx, *inputs):
+            cols = [inputs[j * count:(j + 1) * count]
+                    for j in range(1 + nslots + len(arg_names))]
+            found = []
+            for i in range(count):
+                handles = [c[i] for c in cols[1:1 + nslots]]
+                found.append((_existing(ctx, as_handle(cols[0][i]), dtype, "update"),
+                              [_existing(ctx, as_handle(h), dtype, "update") for h in handles],
+                              cols[0][i], handles,
+                              dict(zip(arg_names, (c[i] for c in cols[1 + nslots:]),
+                                       strict=True))))
+            every = [v for var, slot_vars, *_ in found for v in (var, *slot_vars)]
+            with _locked(every, lock):
+                if len({id(v) for v in every}) < len(every):  # one after another
+                    for var, slot_vars, var_h, handles, named in found:
+                        hyper = _hyper(np_dtype, named)
+                        w, slots = _owned(var, slot_vars, var_h, handles, hyper)
+                        _apply_dense(ctx, update, w, slots, hyper, flags)
+                    return
+                owned = [(*_owned(var, slot_vars, var_h, handles, named), named)
+                         for var, slot_vars, var_h, handles, named in found]
+                if all(getattr(named[k], "ndim", 0) == 0 for *_, named in owned
+                       for k in order[1:]) and native.updates_many(
+                           rule, [(w, *slots, *(named[k] for k in order))
+                                  for w, slots, named in owned],
+                           nesterov, intra_op.workers(ctx)):
+                    return
+                for w, slots, named in owned:
+                    _apply_dense(ctx, update, w, slots, _hyper(np_dtype, named), flags)
 
         return compute
 
@@ -317,8 +391,17 @@ _RULES = {
 _NATIVE = {_adam: _adam_native, _momentum: _momentum_native,
            _gradient_descent: _gradient_descent_native}
 
+# Rules whose updates the graph optimizer may fuse (`_Fused<op>`, `native.updates_many`):
+# the native rule and the order of the arrays and scalars after var and its slots.
+_MANY = {_adam: ("adam", ("grad", "beta1_power", "beta2_power", "lr", "beta1", "beta2",
+                          "epsilon")),
+         _momentum: ("momentum", ("grad", "lr", "momentum")),
+         _gradient_descent: ("gradient_descent", ("delta", "alpha"))}
+
 _REGISTERED: list[str] = []
 for _name, (_slots, _rule) in _RULES.items():
+    if _rule in _MANY:
+        _fused_dense_kernel(f"ResourceApply{_name}", _slots, _rule)
     _dense_kernel(f"ResourceApply{_name}", _slots, _rule)
     _REGISTERED.append(f"ResourceApply{_name}")
     if _name not in ("GradientDescent", "Adam"):
