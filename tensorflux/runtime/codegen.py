@@ -79,6 +79,65 @@ def _identity(ctx, value):
     return value
 
 
+SHAPE_OPS = frozenset(("Shape", "Size", "Rank"))
+MEMO_MAX_BYTES = 1024  # a memoized node's inputs and output, at most this big each
+MEMO_ENTRIES = 32  # a memoized node's entries, at most (then it starts over)
+
+
+def _small(value) -> bool:
+    return getattr(value, "nbytes", 0) <= MEMO_MAX_BYTES
+
+
+def _keepable(out) -> bool:
+    """Whether a memoized kernel's output may be kept: a NumPy scalar (immutable) or a small
+    array (kept read-only)."""
+    return isinstance(out, np.generic) or (type(out) is np.ndarray and _small(out))
+
+
+def _keep(out):
+    """`out`, made read-only if it is an array of its own (a view, e.g. a Reshape of a
+    constant, views what its base holds: left as it is)."""
+    if type(out) is np.ndarray and out.flags.owndata:
+        out.flags.writeable = False
+    return out
+
+
+def memo_by_shape(memo: dict, compute, ctx, value):
+    """A Shape, Size or Rank kernel's output for `value`, looked up by `value.shape` (see
+    `Emitter.memo`)."""
+    key = getattr(value, "shape", None)
+    if key is None:
+        return compute(ctx, value)
+    found = memo.get(key)
+    if found is not None:
+        return found
+    out = compute(ctx, value)
+    if _keepable(out):
+        if len(memo) >= MEMO_ENTRIES:
+            memo.clear()
+        memo[key] = _keep(out)
+    return out
+
+
+def memo_by_inputs(memo: dict, compute, ctx, *inputs):
+    """A stateless kernel's output for `inputs`, looked up by their identities: the inputs
+    are memoized outputs or constants (see `Emitter.memo`), and each entry holds them, so
+    an identity seen again is the same object with the same value."""
+    key = tuple(map(id, inputs))
+    found = memo.get(key)
+    if found is not None:
+        return found[0]
+    out = compute(ctx, *inputs)
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    if all(map(_keepable, outs)) and all(map(_small, inputs)):
+        if len(memo) >= MEMO_ENTRIES:
+            memo.clear()
+        for o in outs:
+            _keep(o)
+        memo[key] = (out, inputs)
+    return out
+
+
 def transfer_key(node: Node) -> tuple:
     """What joins a _Send to its _Recv within one step: (from, to, tensor name)."""
     a = node.attrs
@@ -122,6 +181,13 @@ class Emitter:
         self.received: set[tuple] = set()
         self._used: set[str] = set()
         self._fresh = itertools.count()
+        # Nodes whose kernels may be memoized (set by the caller): Shape, Size and Rank by
+        # their input's shape, and stateless nodes that read only such nodes' outputs and
+        # constants by their inputs' identities (`memo_by_shape`, `memo_by_inputs`), so a
+        # step's shape arithmetic (a dynamic batch's gradients of broadcasting adds and
+        # means) runs once per shape instead of every step. Outputs and inputs over
+        # MEMO_MAX_BYTES are computed every time; kept arrays of their own are read-only.
+        self.memo: set[Node] = set()
 
     def _suffix(self, n: Node) -> str:
         """The node's id (as the step graph numbers it), or a fresh name if that is taken
@@ -190,6 +256,12 @@ class Emitter:
             return (kdef.inline.format(*args) if kdef.inline else None), ()
         kname = f"k{suffix}"
         self.env[kname] = wrapped
+        if n in self.memo and not kdef.is_async:
+            self.env[f"_m{suffix}"] = {}
+            helper = "memo_by_shape" if n.op in SHAPE_OPS else "memo_by_inputs"
+            self.env[helper] = globals()[helper]
+            return (f"{helper}(_m{suffix}, {kname}, {ctx}{''.join(', ' + a for a in args)})",
+                    ())
         return (f"{kname}({ctx}{''.join(', ' + a for a in args)})",
                 reused_inputs(n, kdef, compute, wrapped))
 

@@ -17,7 +17,10 @@ With OptimizerOptions L1 (TensorFlow's default) the step graph is rewritten by
    operands (`merge_summed_products`: the weight gradient of an unrolled RNN); a
    FusedBatchNormV3 -> Relu pair becomes one _FusedBatchNormEx, and a ReluGrad feeding a
    FusedBatchNormGradV3 one _FusedBatchNormGradEx (`fuse_batch_norm_relu`);
-4. dead-code elimination: what no fetch or target needs any more is dropped; a stateless
+4. after placement (`optimize_placed`, same conditions as 3): the dense Adam, Momentum and
+   gradient-descent updates of a step's small variables on one device become one
+   _FusedResourceApply<rule> node (`fuse_optimizer_updates`);
+5. dead-code elimination: what no fetch or target needs any more is dropped; a stateless
    node whose outputs nothing reads, kept only by control edges (tf.tuple's gates in
    gradients: the input gradient of a first layer), becomes a NoOp waiting on its inputs'
    producers, as grappler's dependency optimizer does: its kernel never runs.

@@ -245,6 +245,8 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
         kernel_wrapper = _holding(held, kernel_wrapper)
     em = codegen.Emitter(device_type, kernel_wrapper, inline, merged=ctx_names is not None,
                          factories={"_Recv": _blocking_recv})
+    if inline:
+        em.memo = _memo_nodes(order, fetches)
     em.add("def step(ctx, args):", 0)
     em.received = {codegen.transfer_key(n) for n in order if n.op == "_Recv"}
     if ctx_names is not None:
@@ -263,6 +265,27 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
     em.add("return [" + ", ".join(results) + "]")
     fn, source, filename = em.compile("step", "step")
     return fn, source, filename, em.line_nodes
+
+
+def _memo_nodes(order: list[Node], fetches) -> set[Node]:
+    """The nodes whose kernels the step may memoize (codegen.Emitter.memo): Shape, Size
+    and Rank, and the stateless nodes reading only those nodes' outputs and Consts (a
+    dynamic batch's shape arithmetic, and constant expressions that folding left because
+    they wait on control inputs); not fetched ones (a fetch gets a fresh array)."""
+    fetched = {n for n, _ in fetches}
+    memo: set[Node] = set()
+    for n in order:
+        opdef = op_registry.lookup(n.op)
+        if n in fetched or not n.output_dtypes or opdef is None or opdef.is_stateful or \
+                opdef.control_flow or opdef.keep_identity:
+            continue
+        if n.op in codegen.SHAPE_OPS:
+            if len(n.inputs) == 1:
+                memo.add(n)
+            continue
+        if n.inputs and all(src in memo or src.op == "Const" for src, _ in n.inputs):
+            memo.add(n)
+    return memo
 
 
 # Kernels whose output may be allocated where the executor offers (buffers.empty_output).

@@ -11,6 +11,11 @@ contiguous) run over chunks of the flattened arrays on the intra-op threads: eve
 elementwise, so each chunk is an independent update (Adam on a 784x512 variable: 0.45 ms on
 one core).
 
+The graph optimizer fuses a step's dense Adam, Momentum and gradient-descent updates of
+small variables into one `_Fused<op>` node per device (runtime/graph_optimizer.py
+`fuse_optimizer_updates`); its kernel checks and takes each update's arrays as the single
+kernel does and applies them all in one native pass (`native.updates_many`).
+
 Sparse kernels update only the rows in `indices` (assumed unique: the optimizer sums
 duplicates first); out-of-range indices are an InvalidArgumentError.
 """
