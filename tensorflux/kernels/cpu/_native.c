@@ -1537,6 +1537,9 @@ static PyObject *py_updates_many(PyObject *self, PyObject *args) {
         f->flag = flag;
         first[g + 1] = first[g] + (f->n + CHUNK - 1) / CHUNK;
     }
+    int64_t elements = 0;
+    for (Py_ssize_t g = 0; !failed && g < count; g++) elements += groups[g].n;
+    if (elements <= CHUNK) parts = 1;  /* less than one chunk's work: not worth a wake-up */
     if (!failed && first[count] > 0) {
         many_t m = {fn_of[rule], groups, first, (int)count};
         if (first[count] > 1 && parts > 1) ensure_helpers(parts - 1);

@@ -199,16 +199,20 @@ def updates_many(rule: str, items: list, use_nesterov: bool, parts: int) -> bool
     beta1_power, beta2_power, lr, beta1, beta2, epsilon) for "adam" (the bias-corrected
     rate computed in var's type), (var, accum, grad, lr, momentum) for "momentum", (var,
     delta, alpha) for "gradient_descent". False (nothing done) when an item's arrays do not
-    qualify (`_flat_ok`: one float dtype and shape, C-contiguous; the updated ones
-    writable)."""
+    qualify: one shape, one float dtype, C-contiguous, the updated ones writable (the C
+    function checks all but the shapes before it writes anything)."""
     if _mod is None or not hasattr(_mod, "updates_many") or not items:
         return False
     arrays = len(items[0]) - {"adam": 6, "momentum": 2, "gradient_descent": 1}[rule]
     for item in items:
-        if not _flat_ok(*item[:arrays]) or not all(a.flags.writeable
-                                                   for a in item[:arrays - 1]):
-            return False
-    _mod.updates_many(UPDATE_RULES[rule], items, bool(use_nesterov), parts)
+        shape = item[0].shape
+        for a in item[1:arrays]:
+            if a.shape != shape:
+                return False
+    try:
+        _mod.updates_many(UPDATE_RULES[rule], items, bool(use_nesterov), parts)
+    except (ValueError, BufferError):
+        return False
     return True
 
 
