@@ -1,13 +1,12 @@
 """The graph optimizer's fusion of a step's optimizer updates (`fuse_optimizer_updates`):
 one _FusedResourceApply<rule> node per rule and device, the unfused values bit for bit."""
 
-import threading
-
 import numpy as np
 import pytest
 
 import tensorflux as tf
 from tensorflux.kernels.cpu import native
+from tests import threads_util
 
 L0 = tf.ConfigProto(graph_options=tf.GraphOptions(
     optimizer_options=tf.OptimizerOptions(opt_level=tf.OptimizerOptions.L0)))
@@ -260,12 +259,8 @@ def test_concurrent_steps_of_a_fused_update():
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append(e)
 
-        threads = [threading.Thread(target=work) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=60)
-        assert not errors and not any(t.is_alive() for t in threads)
+        threads_util.join(*(threads_util.start(work) for _ in range(8)), timeout=60)
+        assert not errors
         assert "_FusedResourceApplyGradientDescent" in _ops(sess)
         # unlocked updates may race (as TensorFlow's); the sum is at most 161 per element
         for v in sess.run(vs):

@@ -2,13 +2,12 @@
 by their input's shape, the stateless nodes reading only them and constants by their
 inputs; results as without it, for every batch size, in any order, from many threads."""
 
-import threading
-
 import numpy as np
 import pytest
 
 import tensorflux as tf
 from tensorflux.runtime import codegen, static_executor
+from tests import threads_util
 
 
 def _executors(sess):
@@ -127,9 +126,5 @@ def test_many_threads_with_different_batches():
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append(e)
 
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=60)
-    assert not errors and not any(t.is_alive() for t in threads)
+        threads_util.join(*(threads_util.start(work, i) for i in range(8)), timeout=60)
+    assert not errors
