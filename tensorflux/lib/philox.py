@@ -600,9 +600,16 @@ class WordStream:
         self.pos = 0
 
     def ahead(self, n: int) -> np.ndarray:
-        """The next n words, not consumed."""
+        """The next n words, not consumed. (The whole blocks of words already consumed are
+        dropped when more are made: `counter` is the block of buf[0].)"""
         have = self.buf.size
         if self.pos + n > have:
+            drop = self.pos - self.pos % 4
+            if drop:
+                self.buf = self.buf[drop:]
+                self.pos -= drop
+                self.counter = (self.counter + drop // 4) & ((1 << 128) - 1)
+                have -= drop
             count = -(-max(self.pos + n - have, have, 64) // 4)
             c = (self.counter + have // 4) & ((1 << 128) - 1)
             more = uniform_full_int(self.key, np.array([c & 0xFFFFFFFFFFFFFFFF, c >> 64],

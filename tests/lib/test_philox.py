@@ -60,3 +60,22 @@ def test_sincosf_equals_the_c_library():
     s, c = philox.sincosf(v)
     np.testing.assert_array_equal(s, np.array([lib.sinf(float(a)) for a in v], np.float32))
     np.testing.assert_array_equal(c, np.array([lib.cosf(float(a)) for a in v], np.float32))
+
+
+def test_word_stream_draws_in_pieces_equal_one_draw_and_stay_small():
+    """Draws split anywhere give the one draw's values (a sampler checks its step between
+    blocks: kernels/cpu/candidate_sampling_ops.py `_draw`), and the words already consumed
+    are dropped as more are made."""
+    key, counter = np.array([7], np.uint64), np.array([3, 1], np.uint64)
+    whole = philox.WordStream(key, counter).uniform(20_000, 1000, wide=True)
+    words = philox.WordStream(key, counter)
+    pieces, sizes = [], [1, 2, 3, 61, 997, 4096, 14840]
+    for n in sizes:
+        pieces.append(words.uniform(n, 1000, wide=True))
+        assert words.buf.size <= 4 * (2 * n + 64) + 4
+    np.testing.assert_array_equal(np.concatenate(pieces), whole)
+    taken = philox.WordStream(key, counter)
+    first = taken.take(4_097)
+    rest = taken.take(10_000)
+    np.testing.assert_array_equal(np.concatenate([first, rest]),
+                                  philox.WordStream(key, counter).take(14_097))

@@ -490,3 +490,23 @@ def test_vocab_file_errors(tmp_path):
 @pytest.mark.oracle
 def test_range_error_message_is_tensorflows(theirs):
     assert theirs["too_small"] == "Sampler's range is too small."
+
+
+@pytest.mark.parametrize("sampler", ["uniform", "log_uniform", "learned_unigram"])
+def test_draws_in_blocks_give_the_one_call_values(sampler, monkeypatch):
+    """A big draw runs in blocks with the step checked between them (a deadline stops it:
+    scripts/interrupt_sweep.py); the blocks give the values of one draw."""
+    from tensorflux.kernels.cpu import candidate_sampling_ops as kernels
+
+    def run():
+        g = tf.Graph()
+        with g.as_default():
+            fn = getattr(tf.nn, f"{sampler}_candidate_sampler")
+            out = fn(tf.constant([[1, 2]], tf.int64), 2, 5000, False, 300, seed=3)
+        with tf.Session(graph=g) as sess:
+            return sess.run(out)
+
+    whole = run()
+    monkeypatch.setattr(kernels, "DRAW_BLOCK", 64)
+    for a, b in zip(run(), whole, strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from tensorflux.framework import errors
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.cpu.random_ops import GeneratorState, state_getter
 from tensorflux.kernels.registry import kernel_factory
 from tensorflux.lib import philox
@@ -48,6 +49,8 @@ class _Uniform:
         self.range = range_max
         self._p = _F32(1.0 / range_max)
 
+    piecewise = True  # draw(n) = draw(k), then draw(n - k)
+
     def draw(self, words: philox.WordStream, n: int) -> np.ndarray:
         return words.uniform(n, self.range, wide=True)
 
@@ -61,6 +64,8 @@ class _LogUniform:
     def __init__(self, range_max: int):
         self.range = range_max
         self._log_range = math.log1p(range_max)
+
+    piecewise = True
 
     def draw(self, words: philox.WordStream, n: int) -> np.ndarray:
         w = words.take(2 * n)
@@ -88,6 +93,8 @@ class _LearnedUnigram:
         self.counts = np.ones(range_max, np.int64)
         self.total = range_max
         self._cdf = None
+
+    piecewise = True
 
     def draw(self, words: philox.WordStream, n: int) -> np.ndarray:
         if self._cdf is None:
@@ -156,13 +163,14 @@ class _LearnedState(GeneratorState):
 # ---- drawing a batch and its expected counts -----------------------------------------------
 
 
-def _draw_unique(sampler, words: philox.WordStream, n: int) -> tuple[np.ndarray, int]:
+def _draw_unique(ctx, sampler, words: philox.WordStream, n: int) -> tuple[np.ndarray, int]:
     """n distinct classes in the order one-at-a-time draws find them, and how many draws
     that took: the stream of samples is extended until it holds n distinct values."""
     stream = np.empty(0, np.int64)
     chunk = max(2 * n, 16)
     while True:
-        stream = np.concatenate([stream, sampler.draw(words, chunk)])
+        interrupt.check(ctx)
+        stream = np.concatenate([stream, _draw(ctx, sampler, words, chunk)])
         _, first = np.unique(stream, return_index=True)
         if first.size >= n:
             first = np.sort(first)[:n]
@@ -194,7 +202,23 @@ def _check_true_classes(true_classes, num_true: int, range_max: int) -> np.ndarr
     return flat
 
 
-def _sample_batch(sampler, state: GeneratorState, true_classes, attrs):
+DRAW_BLOCK = 1 << 20  # samples drawn between two checks of the step (kernels/interrupt.py)
+
+
+def _draw(ctx, sampler, words: philox.WordStream, n: int) -> np.ndarray:
+    """`sampler.draw(words, n)`, in blocks of DRAW_BLOCK samples with the step checked
+    between them where the sampler's draws consume the stream one sample after another
+    (`piecewise`: the blocks give the one call's values)."""
+    if n <= DRAW_BLOCK or not getattr(sampler, "piecewise", False):
+        return sampler.draw(words, n)
+    parts = []
+    for lo in range(0, n, DRAW_BLOCK):
+        interrupt.check(ctx)
+        parts.append(sampler.draw(words, min(DRAW_BLOCK, n - lo)))
+    return np.concatenate(parts)
+
+
+def _sample_batch(ctx, sampler, state: GeneratorState, true_classes, attrs):
     """The three outputs of a sampler op for one run (call with the state's lock held)."""
     num_true, num_sampled, unique = attrs
     flat = _check_true_classes(true_classes, num_true, sampler.range)
@@ -202,9 +226,9 @@ def _sample_batch(sampler, state: GeneratorState, true_classes, attrs):
         raise _invalid("Sampler's range is too small.")
     words = philox.WordStream(*state.reserve(num_sampled, BLOCKS_PER_SAMPLE))
     if unique:
-        sampled, num_tries = _draw_unique(sampler, words, num_sampled)
+        sampled, num_tries = _draw_unique(ctx, sampler, words, num_sampled)
     else:
-        sampled, num_tries = sampler.draw(words, num_sampled), num_sampled
+        sampled, num_tries = _draw(ctx, sampler, words, num_sampled), num_sampled
     sampled_count = _expected_counts(sampler.probability(sampled), num_sampled, num_tries)
     true_count = _expected_counts(sampler.probability(flat), num_sampled, num_tries)
     return (sampled.astype(np.int64, copy=False), sampled_count,
@@ -224,8 +248,8 @@ def _fixed_sampler_kernel(node, sampler):
     def compute(ctx, true_classes):
         state = state_of(ctx)
         with state.lock:
-            sampled, sampled_count, true_count = _sample_batch(sampler, state, true_classes,
-                                                               attrs)
+            sampled, sampled_count, true_count = _sample_batch(ctx, sampler, state,
+                                                               true_classes, attrs)
         return sampled, true_count, sampled_count
 
     return compute
@@ -250,7 +274,7 @@ def _learned_unigram_sampler(node):
     def compute(ctx, true_classes):
         state = state_of(ctx)
         with state.lock:
-            sampled, sampled_count, true_count = _sample_batch(state.sampler, state,
+            sampled, sampled_count, true_count = _sample_batch(ctx, state.sampler, state,
                                                                true_classes, attrs)
             state.sampler.update(np.asarray(true_classes).reshape(-1))
         return sampled, true_count, sampled_count
