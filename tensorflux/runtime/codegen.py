@@ -138,6 +138,9 @@ def memo_by_inputs(memo: dict, compute, ctx, *inputs):
     return out
 
 
+_MEMO_HELPERS = {"memo_by_shape": memo_by_shape, "memo_by_inputs": memo_by_inputs}
+
+
 def transfer_key(node: Node) -> tuple:
     """What joins a _Send to its _Recv within one step: (from, to, tensor name)."""
     a = node.attrs
@@ -259,7 +262,7 @@ class Emitter:
         if n in self.memo and not kdef.is_async:
             self.env[f"_m{suffix}"] = {}
             helper = "memo_by_shape" if n.op in SHAPE_OPS else "memo_by_inputs"
-            self.env[helper] = globals()[helper]
+            self.env[helper] = _MEMO_HELPERS[helper]
             return (f"{helper}(_m{suffix}, {kname}, {ctx}{''.join(', ' + a for a in args)})",
                     ())
         return (f"{kname}({ctx}{''.join(', ' + a for a in args)})",

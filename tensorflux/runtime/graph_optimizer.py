@@ -31,6 +31,8 @@ corresponding pass off. Stateful and control-flow nodes, feeds, NoOps (their def
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from tensorflux.framework import dtypes, op_registry, tensor_shape
@@ -616,8 +618,14 @@ def optimize_placed(sg: StepGraph, options=None, fuse: bool = False) -> None:
         fuse_optimizer_updates(sg)
 
 
-_fusable_updates: frozenset | None = None  # the ops with a _Fused form, looked up once
 FUSE_MAX_ELEMENTS = 1 << 16  # updates of variables up to this size fuse (_native.c CHUNK)
+
+
+@functools.cache
+def _fusable_updates() -> frozenset:
+    """The update ops that have a `_Fused` form (ops/training_ops.py FUSABLE)."""
+    return frozenset(op.removeprefix("_Fused") for op in op_registry.registered_ops()
+                     if op.startswith("_FusedResourceApply"))
 
 
 def _small_update(n: Node) -> bool:
@@ -651,15 +659,11 @@ def fuse_optimizer_updates(sg: StepGraph) -> int:
     how many nodes were fused away."""
     if any(flow_kind(n.op) is not None for n in sg.nodes):
         return 0
-    global _fusable_updates
-    if _fusable_updates is None:
-        _fusable_updates = frozenset(op.removeprefix("_Fused")
-                                     for op in op_registry.registered_ops()
-                                     if op.startswith("_FusedResourceApply"))
+    fusable = _fusable_updates()
     held = {n for n, _ in sg.fetches} | set(sg.targets) | set(sg.args)
     groups: dict[tuple, list[Node]] = {}
     for n in sg.nodes:
-        if n.op in _fusable_updates and n not in held and n.device and \
+        if n.op in fusable and n not in held and n.device and \
                 _small_update(n):
             key = (n.op, n.device, n.attrs["T"], n.attrs.get("use_locking", False),
                    n.attrs.get("use_nesterov", False))

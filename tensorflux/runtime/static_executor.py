@@ -29,6 +29,8 @@ import os
 import time
 from collections.abc import Iterable
 
+import numpy as np
+
 from tensorflux.framework import errors, op_registry
 from tensorflux.framework.rendezvous_key import create_key
 from tensorflux.kernels import buffers
@@ -271,7 +273,8 @@ def _memo_nodes(order: list[Node], fetches) -> set[Node]:
     """The nodes whose kernels the step may memoize (codegen.Emitter.memo): Shape, Size
     and Rank, and the stateless nodes reading only those nodes' outputs and Consts (a
     dynamic batch's shape arithmetic, and constant expressions that folding left because
-    they wait on control inputs); not fetched ones (a fetch gets a fresh array)."""
+    they wait on control inputs; a Const counts when its value is an array, which the step
+    holds as one object); not fetched ones (a fetch gets a fresh array)."""
     fetched = {n for n, _ in fetches}
     memo: set[Node] = set()
     for n in order:
@@ -283,7 +286,8 @@ def _memo_nodes(order: list[Node], fetches) -> set[Node]:
             if len(n.inputs) == 1:
                 memo.add(n)
             continue
-        if n.inputs and all(src in memo or src.op == "Const" for src, _ in n.inputs):
+        if n.inputs and all(src in memo or (src.op == "Const" and isinstance(
+                src.attrs.get("value"), np.ndarray)) for src, _ in n.inputs):
             memo.add(n)
     return memo
 

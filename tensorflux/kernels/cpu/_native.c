@@ -1497,6 +1497,7 @@ static PyObject *py_updates_many(PyObject *self, PyObject *args) {
     int64_t *first = calloc((size_t)count + 1, sizeof(int64_t));
     buf_t *bufs = calloc((size_t)count * (size_t)na, sizeof(buf_t));
     Py_ssize_t held = 0;  /* groups whose buffers are held */
+    int64_t elements = 0;
     int failed = groups == NULL || first == NULL || bufs == NULL;
     if (failed) PyErr_NoMemory();
     for (Py_ssize_t g = 0; !failed && g < count; g++) {
@@ -1536,9 +1537,8 @@ static PyObject *py_updates_many(PyObject *self, PyObject *args) {
         }
         f->flag = flag;
         first[g + 1] = first[g] + (f->n + CHUNK - 1) / CHUNK;
+        elements += f->n;
     }
-    int64_t elements = 0;
-    for (Py_ssize_t g = 0; !failed && g < count; g++) elements += groups[g].n;
     if (elements <= CHUNK) parts = 1;  /* less than one chunk's work: not worth a wake-up */
     if (!failed && first[count] > 0) {
         many_t m = {fn_of[rule], groups, first, (int)count};

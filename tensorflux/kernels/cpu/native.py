@@ -190,7 +190,8 @@ def adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov: bool,
     return True
 
 
-UPDATE_RULES = {"adam": 0, "momentum": 1, "gradient_descent": 2}  # updates_many's rules
+# updates_many's rules: name -> (the C function's rule number, scalars per item)
+UPDATE_RULES = {"adam": (0, 6), "momentum": (1, 2), "gradient_descent": (2, 1)}
 
 
 def updates_many(rule: str, items: list, use_nesterov: bool, parts: int) -> bool:
@@ -203,14 +204,15 @@ def updates_many(rule: str, items: list, use_nesterov: bool, parts: int) -> bool
     function checks all but the shapes before it writes anything)."""
     if _mod is None or not hasattr(_mod, "updates_many") or not items:
         return False
-    arrays = len(items[0]) - {"adam": 6, "momentum": 2, "gradient_descent": 1}[rule]
+    number, scalars = UPDATE_RULES[rule]
+    arrays = len(items[0]) - scalars
     for item in items:
         shape = item[0].shape
         for a in item[1:arrays]:
             if a.shape != shape:
                 return False
     try:
-        _mod.updates_many(UPDATE_RULES[rule], items, bool(use_nesterov), parts)
+        _mod.updates_many(number, items, bool(use_nesterov), parts)
     except (ValueError, BufferError):
         return False
     return True

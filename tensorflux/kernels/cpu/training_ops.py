@@ -78,8 +78,8 @@ def _dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
 
         def compute(ctx, var_h, *rest):
             handles, args = rest[:nslots], rest[nslots:]
-            var, slot_vars, hyper = _look_up(ctx, dtype, np_dtype, arg_names, var_h, handles,
-                                             args)
+            var, slot_vars, named = _look_up(ctx, dtype, arg_names, var_h, handles, args)
+            hyper = _hyper(np_dtype, named)
             with _locked([var, *slot_vars], lock):
                 w, slots = _owned(var, slot_vars, var_h, handles, hyper)
                 _apply_dense(ctx, update, w, slots, hyper, flags)
@@ -89,13 +89,12 @@ def _dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
     return factory
 
 
-def _look_up(ctx, dtype, np_dtype, arg_names, var_h, handles, args):
-    """(the variable, its slot variables, the hyperparameters by name in var's type) of a
-    dense update's inputs."""
-    hyper = _hyper(np_dtype, dict(zip(arg_names, args, strict=True)))
+def _look_up(ctx, dtype, arg_names, var_h, handles, args):
+    """(the variable, its slot variables, the inputs after them by name, as they came) of
+    a dense update."""
     var = _existing(ctx, as_handle(var_h), dtype, "update")
     slot_vars = [_existing(ctx, as_handle(h), dtype, "update") for h in handles]
-    return var, slot_vars, hyper
+    return var, slot_vars, dict(zip(arg_names, args, strict=True))
 
 
 def _hyper(np_dtype, named: dict) -> dict:
@@ -139,11 +138,9 @@ def _fused_dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
             found = []
             for i in range(count):
                 handles = [c[i] for c in cols[1:1 + nslots]]
-                found.append((_existing(ctx, as_handle(cols[0][i]), dtype, "update"),
-                              [_existing(ctx, as_handle(h), dtype, "update") for h in handles],
-                              cols[0][i], handles,
-                              dict(zip(arg_names, (c[i] for c in cols[1 + nslots:]),
-                                       strict=True))))
+                var, slot_vars, named = _look_up(ctx, dtype, arg_names, cols[0][i], handles,
+                                                 [c[i] for c in cols[1 + nslots:]])
+                found.append((var, slot_vars, cols[0][i], handles, named))
             every = [v for var, slot_vars, *_ in found for v in (var, *slot_vars)]
             with _locked(every, lock):
                 if len({id(v) for v in every}) < len(every):  # one after another
