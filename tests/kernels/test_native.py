@@ -704,3 +704,85 @@ def test_matmul_of_fully_connected_gradients_through_the_skinny_products():
                            tf.matmul(dy, w, transpose_b=True)])
     np.testing.assert_allclose(gw, x.T @ dy, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(gx, dy @ w.T, rtol=1e-5, atol=1e-3)
+
+
+def _xent_reference(x, labels):
+    """Sparse softmax cross-entropy in float64 (loss, backprop)."""
+    xf = x.astype(np.float64)
+    shifted = xf - xf.max(axis=1, keepdims=True)
+    e = np.exp(shifted)
+    s = e.sum(axis=1, keepdims=True)
+    rows = np.arange(x.shape[0])
+    backprop = e / s
+    backprop[rows, labels] -= 1
+    return np.log(s[:, 0]) - shifted[rows, labels], backprop
+
+
+@needs_native
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 2e-6), (np.float64, 1e-14)])
+@pytest.mark.parametrize("label_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("shape", [(1, 1), (1, 7), (128, 10), (3, 1000), (40, 100)])
+def test_sparse_xent_agrees_with_the_numpy_path(monkeypatch, dtype, tol, label_dtype, shape):
+    """The one-pass C kernel against a float64 reference and against the kernel's NumPy
+    path (the extension switched off), for the sizes it takes and one it leaves to NumPy."""
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    labels = rng.integers(0, shape[1], shape[0]).astype(label_dtype)
+    taken = native.sparse_xent(x, labels)
+    assert (taken is not None) == (x.size <= native.XENT_MAX_ELEMENTS)
+    loss, backprop = nn_ops._sparse_softmax_xent(None, x, labels)
+    assert loss.dtype == dtype and backprop.dtype == dtype
+    assert loss.shape == (shape[0],) and backprop.shape == shape
+    ref_loss, ref_backprop = _xent_reference(x, labels)
+    np.testing.assert_allclose(loss, ref_loss, rtol=tol, atol=tol)
+    np.testing.assert_allclose(backprop, ref_backprop, rtol=tol, atol=tol)
+    monkeypatch.setattr(native, "_mod", None)
+    np_loss, np_backprop = nn_ops._sparse_softmax_xent(None, x, labels)
+    np.testing.assert_allclose(loss, np_loss, rtol=2 * tol, atol=2 * tol)
+    np.testing.assert_allclose(backprop, np_backprop, rtol=2 * tol, atol=2 * tol)
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sparse_xent_keeps_nan_and_inf_as_numpy_does(monkeypatch, dtype):
+    x = np.array([[1.0, np.nan, 2.0], [np.nan, 0.0, 1.0], [np.inf, 0.0, 1.0],
+                  [-np.inf, 0.0, 1.0], [1e30, -1e30, 0.0], [3.0, 3.0, 3.0]], dtype)
+    labels = np.array([0, 2, 1, 1, 0, 2], np.int64)
+    assert native.sparse_xent(x, labels) is not None
+    loss, backprop = nn_ops._sparse_softmax_xent(None, x, labels)
+    monkeypatch.setattr(native, "_mod", None)
+    np_loss, np_backprop = nn_ops._sparse_softmax_xent(None, x, labels)
+    np.testing.assert_allclose(loss, np_loss, rtol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(backprop, np_backprop, rtol=1e-6, atol=1e-7, equal_nan=True)
+    assert np.isnan(loss[:3]).all() and np.isnan(backprop[:3]).all()
+
+
+@needs_native
+def test_sparse_xent_bad_labels_raise_as_before_and_write_nothing():
+    x = np.zeros((4, 5), np.float32)
+    for bad in ([0, 5, 1, 2], [-1, 0, 0, 0], [0, 1, 2, 9]):
+        labels = np.array(bad, np.int32)
+        assert native.sparse_xent(x, labels)[2] == next(i for i, v in enumerate(bad)
+                                                        if not 0 <= v < 5)
+        first = next(v for v in bad if not 0 <= v < 5)
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=rf"label value of {first} which is outside the valid range "
+                                 rf"of \[0, 5\)\.  Label values: {' '.join(map(str, bad))}"):
+            nn_ops._sparse_softmax_xent(None, x, labels)
+
+
+@needs_native
+def test_sparse_xent_refuses_what_it_does_not_take():
+    x = np.zeros((4, 5), np.float32)
+    labels = np.zeros(4, np.int32)
+    assert native.sparse_xent(x.astype(np.float16), labels) is None
+    assert native.sparse_xent(x, labels.astype(np.uint8)) is None
+    assert native.sparse_xent(np.zeros((5, 4), np.float32).T, labels) is None  # F-ordered
+    assert native.sparse_xent(x, np.zeros(3, np.int32)) is None
+    assert native.sparse_xent(np.zeros((4, 0), np.float32), labels) is None
+    with pytest.raises(ValueError, match="sparse_xent"):
+        native._mod.sparse_xent(x, np.zeros(3, np.int32), np.empty(4, np.float32),
+                                np.empty((4, 5), np.float32))
+    with pytest.raises(ValueError, match="sparse_xent"):
+        native._mod.sparse_xent(x, labels.astype(np.int16), np.empty(4, np.float32),
+                                np.empty((4, 5), np.float32))

@@ -6,6 +6,7 @@ import pytest
 
 import tensorflux as tf
 from tensorflux.kernels.cpu import native
+from tensorflux.ops import state_ops
 from tests import threads_util
 
 L0 = tf.ConfigProto(graph_options=tf.GraphOptions(
@@ -283,3 +284,28 @@ def test_updates_many_checks_its_items():
     with pytest.raises(ValueError):
         native._mod.updates_many(5, [(var, var.copy(), 1.0)], False, 2)
     np.testing.assert_array_equal(var, np.ones(4, np.float32))
+
+
+@pytest.mark.parametrize("config", [None, L0], ids=["fused", "unfused"])
+def test_updates_find_variables_destroyed_and_made_again(config):
+    """The update kernels keep the variables they looked up while nothing is removed from
+    the resource manager: a variable destroyed between steps is reported missing, and one
+    made again under its name is the one updated next."""
+    g, x, y, train, loss, init, variables = _model(OPTIMIZERS["momentum"], sizes=(2, 3, 1))
+    with g.as_default():
+        b2 = variables[3]
+        destroy = state_ops.destroy_resource_op(b2.handle)
+    feed = {x: np.ones((1, 2)), y: np.ones((1, 1))}
+    with tf.Session(graph=g, config=config) as sess:
+        sess.run(init)
+        sess.run(train, feed)
+        sess.run(destroy)
+        with pytest.raises(tf.errors.OpError, match="does not exist|Could not find"):
+            sess.run(train, feed)
+        sess.run(b2.initializer)  # made again: zeros, then one more update
+        before = sess.run(b2)
+        np.testing.assert_array_equal(before, np.zeros(1))
+        sess.run(train, feed)
+        after = sess.run(b2)
+        assert after[0] != 0.0
+        assert (config is None) == ("_FusedResourceApplyMomentum" in _ops(sess))
