@@ -419,6 +419,26 @@ def test_is_initialized_destroy_and_variable_shape(graph, executor):
             sess.run(v)
 
 
+def test_reads_find_a_variable_destroyed_and_made_again(graph, executor):
+    """A read keeps the variable it looked up only while nothing is removed: after a
+    destroy it reports the variable missing, and it reads the one made again."""
+    v = tf.Variable(np.full(3, 2.0, np.float32), name="v")
+    read = v.read_value()
+    destroy = state_ops.destroy_resource_op(v.handle)
+    make = v.handle  # the same handle, assigned anew below
+    with make_session(executor) as sess:
+        sess.run(v.initializer)
+        np.testing.assert_array_equal(sess.run(read), [2.0, 2.0, 2.0])
+        sess.run(destroy)
+        with pytest.raises(errors.FailedPreconditionError, match="Could not find variable v"):
+            sess.run(read)
+        sess.run(state_ops.assign_variable_op(make, np.full(3, 5.0, np.float32)))
+        np.testing.assert_array_equal(sess.run(read), [5.0, 5.0, 5.0])
+        sess.run(destroy)
+        sess.run(v.initializer)
+        np.testing.assert_array_equal(sess.run(read), [2.0, 2.0, 2.0])
+
+
 def test_count_up_to(graph, executor):
     v = tf.Variable(0, name="counter")
     up = tf.count_up_to(v, 3)

@@ -29,7 +29,7 @@ import numpy as np
 from tensorflux.framework import errors, op_registry
 from tensorflux.kernels import intra_op
 from tensorflux.kernels.cpu import native
-from tensorflux.kernels.cpu.state_ops import ResourceHandle, _existing, as_handle, own_value
+from tensorflux.kernels.cpu.state_ops import FoundVars, _existing, as_handle, own_value
 from tensorflux.kernels.registry import kernel_factory
 
 
@@ -76,7 +76,7 @@ def _dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
         flags = {k: node.attrs[k] for k in ("use_nesterov", "update_slots",
                                             "multiply_linear_by_lr") if k in node.attrs}
 
-        found = _FoundVars(dtype)
+        found = FoundVars(lambda ctx, h: _existing(ctx, h, dtype, "update"))
 
         def compute(ctx, var_h, *rest):
             handles, args = rest[:nslots], rest[nslots:]
@@ -89,39 +89,6 @@ def _dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
         return compute
 
     return factory
-
-
-class _FoundVars:
-    """The variables an update node's handles name (`_existing`: found, of the node's
-    dtype, on the calling device), looked up once and then reused while nothing has been
-    removed from the resource manager since (`ResourceMgr.version` counts removals, and a
-    name is never bound to another resource without one) and the same handle objects come
-    (a VarHandleOp gives the same object every step). A step's updates looked their ~12
-    variables up on every step: ~30% of the fused Adam kernel's time in the MLP step."""
-
-    __slots__ = ("dtype", "entry")
-
-    def __init__(self, dtype):
-        self.dtype = dtype
-        # (resource manager, its version, device, handles, variables, any named twice)
-        self.entry = None
-
-    def look_up(self, ctx, handles: tuple) -> list:
-        return self.entry_for(ctx, handles)[4]
-
-    def entry_for(self, ctx, handles: tuple) -> tuple:
-        rm = ctx.resource_mgr
-        entry = self.entry
-        if entry is not None and entry[0] is rm and entry[1] == rm.version and \
-                entry[2] is ctx.device and entry[3] == handles:
-            return entry
-        version = rm.version  # read first: a removal while looking makes the entry stale
-        found = [_existing(ctx, as_handle(h), self.dtype, "update") for h in handles]
-        entry = (rm, version, ctx.device, handles, found,
-                 len({id(v) for v in found}) < len(found))
-        if all(type(h) is ResourceHandle for h in handles):  # compared by identity above
-            self.entry = entry
-        return entry
 
 
 def _hyper(np_dtype, named: dict) -> dict:
@@ -159,7 +126,7 @@ def _fused_dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
         rule, order = _MANY[update]
         nesterov = flags.get("use_nesterov", False)
 
-        found = _FoundVars(dtype)
+        found = FoundVars(lambda ctx, h: _existing(ctx, h, dtype, "update"))
         handle_count = (1 + nslots) * count
         # the inputs (by index in arg_names) the rule takes after the arrays, in its order
         picks = [arg_names.index(k) for k in order]
