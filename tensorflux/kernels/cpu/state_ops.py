@@ -263,8 +263,7 @@ def _assign_variable(node):
     np_dtype = dtype.as_numpy_dtype
     validate_shape = node.attrs["validate_shape"]
 
-    def compute(ctx, handle, value):
-        h = as_handle(handle)
+    def find(ctx, h):
         _check_device(ctx, h)
         if h.dtype != dtype:
             raise errors.InvalidArgumentError(
@@ -273,6 +272,12 @@ def _assign_variable(node):
         var = ctx.resource_mgr.lookup_or_create(h.container, h.name, lambda: Var(dtype))
         if not isinstance(var, Var) or var.dtype != dtype:
             _existing(ctx, h, dtype, "assign")  # raises the matching error
+        return var
+
+    found = FoundVars(find)
+
+    def compute(ctx, handle, value):
+        var, = found.look_up(ctx, (handle,))
         shape = np.shape(value)
         with var.lock:
             old = var.value
