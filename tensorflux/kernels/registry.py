@@ -76,6 +76,9 @@ class KernelDef:
     # donates them: `compute(ctx, *inputs, donated=(positions...))` (kernels/buffers.py,
     # "donated inputs"). Empty: the kernel is never passed `donated`.
     reuses_inputs: tuple = ()
+    # `compute(ctx)` takes no inputs and its value depends on `ctx.device` alone (a
+    # VarHandleOp's handle): a compiled step computes it once, when it is built.
+    device_constant: bool = False
     module: str | None = None  # the module that registered it: `tensorflux.kernels.cpu.<family>`
 
     def matches(self, attrs: dict[str, Any]) -> bool:
@@ -130,13 +133,14 @@ def kernel(*op_types: str, device="CPU", type_constraints=None, expensive: bool 
 
 def kernel_factory(*op_types: str, device="CPU", type_constraints=None,
                    expensive: bool = False, is_async: bool = False,
-                   forwards_input: bool = False, reuses_inputs: tuple = ()):
+                   forwards_input: bool = False, reuses_inputs: tuple = (),
+                   device_constant: bool = False):
     """Registers `factory(node) -> compute` for each of `op_types`."""
 
     def register(factory):
         _register(op_types, device, factory, type_constraints, expensive=expensive,
                   is_async=is_async, forwards_input=forwards_input,
-                  reuses_inputs=tuple(reuses_inputs))
+                  reuses_inputs=tuple(reuses_inputs), device_constant=device_constant)
         return factory
 
     return register

@@ -141,6 +141,19 @@ def memo_by_inputs(memo: dict, compute, ctx, *inputs):
 _MEMO_HELPERS = {"memo_by_shape": memo_by_shape, "memo_by_inputs": memo_by_inputs}
 
 
+_NOT_CONSTANT = object()
+
+
+class _DeviceOnly:
+    """The context a `device_constant` kernel is called with when a step is built: its
+    device and nothing else (reading anything else fails there, not in a step)."""
+
+    __slots__ = ("device",)
+
+    def __init__(self, device):
+        self.device = device
+
+
 def transfer_key(node: Node) -> tuple:
     """What joins a _Send to its _Recv within one step: (from, to, tensor name)."""
     a = node.attrs
@@ -162,12 +175,17 @@ class Emitter:
       merged: the nodes are the partitions of a whole step (see the module docstring).
       factories: op type -> `factory(node) -> compute`, in place of the registered kernel
         (a synchronous one: the static executor's blocking `_Recv`).
+      device_of: node -> the Device it runs on, when the step's devices are known: then
+        (inline) a kernel registered `device_constant` (a VarHandleOp's handle) is computed
+        here, once, and the step holds its value as it holds a Const's.
     """
 
     def __init__(self, device_type: str, kernel_wrapper=None, inline: bool = True,
                  scalar_consts: bool = False, merged: bool = False,
-                 factories: dict[str, Callable] | None = None):
+                 factories: dict[str, Callable] | None = None,
+                 device_of: Callable | None = None):
         self.device_type = device_type
+        self.device_of = device_of
         self.kernel_wrapper = kernel_wrapper
         self.inline = inline
         self.scalar_consts = scalar_consts
@@ -230,6 +248,11 @@ class Emitter:
             return None
         if n.op == "_Arg" and self.inline:
             return Statement(f"{outs[0]} = args[{n.attrs['index']}]", n, outs, [])
+        if self.inline and self.device_of is not None and not n.inputs and len(outs) == 1:
+            value = self._device_constant(n)
+            if value is not _NOT_CONSTANT:
+                self.env[outs[0]] = value
+                return None
         expr, reuses = self._call(n, suffix, args, ctx)
         if expr is None:
             return None
@@ -240,6 +263,19 @@ class Emitter:
         reads = [a for a in args if a not in self.env]
         donate = tuple((k, args[k]) for k in reuses if args[k] not in self.env)
         return Statement(expr, n, outs, reads, donate, expr[:-1] if donate else "")
+
+    def _device_constant(self, n: Node):
+        """The value of `n`'s kernel when it is registered `device_constant` and nothing
+        wraps or replaces it (computed with a context that has only the device), else
+        _NOT_CONSTANT."""
+        kdef = kernel_registry.find_kernel(n.op, self.device_type, n.attrs)
+        if kdef is None or not kdef.device_constant or n.op in self.factories:
+            return _NOT_CONSTANT
+        compute = kdef.factory(n)
+        if self.kernel_wrapper is not None and \
+                self.kernel_wrapper(n, kdef, compute) is not compute:
+            return _NOT_CONSTANT
+        return compute(_DeviceOnly(self.device_of(n)))
 
     def _call(self, n: Node, suffix: str, args: list[str], ctx: str) -> tuple:
         """(the expression computing `n`: its inline template or a call of its kernel, the

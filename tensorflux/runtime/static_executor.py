@@ -86,8 +86,9 @@ class StaticExecutor:
                 raise ValueError("StaticExecutor needs an acyclic partition")
         ctx_names = None if node_devices is None else {
             n: f"c{self.devices.index(d)}" for n, d in node_devices.items()}
+        device_of = (lambda n: device) if node_devices is None else node_devices.__getitem__
         self._fn, self.source, self._filename, self._line_nodes = _generate(
-            order, device.device_type, fetches, inline, kernel_wrapper, ctx_names)
+            order, device.device_type, fetches, inline, kernel_wrapper, ctx_names, device_of)
         self._holds = "_flush(ctx)" in self.source
 
     def run(self, ctx, deadline: float | None = None) -> list:
@@ -229,13 +230,15 @@ def _blocking_recv(node: Node):
 
 
 def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
-              kernel_wrapper=None, ctx_names: dict[Node, str] | None = None):
+              kernel_wrapper=None, ctx_names: dict[Node, str] | None = None,
+              device_of=None):
     """The step function, its source, filename and line number -> node (codegen.Emitter).
 
     With `inline` false every node is a kernel call, merged transfers too (for measuring
     per-kernel dispatch and for traced runs; the results are the same). With `ctx_names`
     (merged partitions) the step gets a tuple of contexts and node n's kernel is called with
-    `ctx_names[n]`."""
+    `ctx_names[n]`. With `device_of` (node -> Device), device-constant kernels (a
+    VarHandleOp) are computed once, here."""
     hints = _pushed_outputs(order, fetches)
     if hints:
         kernel_wrapper = _hinting(hints, kernel_wrapper)
@@ -246,7 +249,7 @@ def _generate(order: list[Node], device_type: str, fetches, inline: bool = True,
     if held:
         kernel_wrapper = _holding(held, kernel_wrapper)
     em = codegen.Emitter(device_type, kernel_wrapper, inline, merged=ctx_names is not None,
-                         factories={"_Recv": _blocking_recv})
+                         factories={"_Recv": _blocking_recv}, device_of=device_of)
     if inline:
         em.memo = _memo_nodes(order, fetches)
     em.add("def step(ctx, args):", 0)

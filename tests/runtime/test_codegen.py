@@ -311,3 +311,38 @@ def test_flow_kinds_are_attributes_of_the_op_definitions():
     assert frame_analysis.is_control_flow("LoopCond")
     assert not frame_analysis.is_control_flow("_CompiledLoop")
     assert not frame_analysis.is_control_flow("Add")
+
+
+def _executors_of(sess):
+    return [ex for step in sess._steps.values() for _, ex, _ in step.parts
+            if hasattr(ex, "source")]
+
+
+def test_variable_handles_are_computed_when_the_step_is_built():
+    """A VarHandleOp (registered device_constant) is no call in a compiled step: the step
+    holds its handle, the one object the kernel gives for that device; fetched, it is
+    that handle; the variable's reads, assigns and updates run as before."""
+    from tensorflux.kernels.cpu.state_ops import ResourceHandle
+
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(np.arange(3, dtype=np.float32), name="v")
+        step = tf.train.GradientDescentOptimizer(0.5).minimize(tf.reduce_sum(v * v))
+        read = v.read_value()
+    with tf.Session(graph=g) as sess:
+        sess.run(v.initializer)
+        sess.run(step)
+        np.testing.assert_allclose(sess.run(read), [0.0, 0.0, 0.0])
+        handle = sess.run(v.handle)
+        assert _executors_of(sess)
+        calls = [line for ex in _executors_of(sess)
+                 for i, line in enumerate(ex.source.splitlines(), 1)
+                 if getattr(ex._line_nodes.get(i), "op", None) == "VarHandleOp"]
+        assert calls == []
+        traced = tf.RunMetadata()  # a traced step calls every kernel, the handle's too
+        sess.run(read, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                 run_metadata=traced)
+        assert any(ns.node_name == "v" for d in traced.step_stats.dev_stats
+                   for ns in d.node_stats)
+    handle_value = handle.reshape(-1)[0] if isinstance(handle, np.ndarray) else handle
+    assert type(handle_value) is ResourceHandle and handle_value.name == "v"

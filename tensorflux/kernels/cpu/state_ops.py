@@ -196,7 +196,7 @@ def own_value(var: Var) -> np.ndarray:
 # ---- VarHandleOp -------------------------------------------------------------------------
 
 
-@kernel_factory("VarHandleOp")
+@kernel_factory("VarHandleOp", device_constant=True)
 def _var_handle(node):
     a = node.attrs
     shape = a.get("shape")
