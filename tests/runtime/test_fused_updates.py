@@ -309,3 +309,31 @@ def test_updates_find_variables_destroyed_and_made_again(config):
         after = sess.run(b2)
         assert after[0] != 0.0
         assert (config is None) == ("_FusedResourceApplyMomentum" in _ops(sess))
+
+
+@pytest.mark.parametrize("config", [None, L0], ids=["fused", "unfused"])
+def test_locked_updates_from_many_threads_all_land(config):
+    """use_locking: 8 threads stepping one SGD at once, each update under the variables'
+    locks, so every one lands (the gradient is constant: the result is exact)."""
+    g = tf.Graph()
+    with g.as_default():
+        vs = [tf.Variable(np.zeros(n, np.float64)) for n in (3, 5, 60000)]
+        train = tf.train.GradientDescentOptimizer(1.0, use_locking=True).minimize(
+            -tf.add_n([tf.reduce_sum(v) for v in vs]))
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=g, config=config) as sess:
+        sess.run(init)
+        errors = []
+
+        def work():
+            try:
+                for _ in range(20):
+                    sess.run(train)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads_util.join(*(threads_util.start(work) for _ in range(8)), timeout=60)
+        assert not errors
+        for v in sess.run(vs):
+            np.testing.assert_array_equal(v, np.full(v.shape, 160.0))
+        assert (config is None) == ("_FusedResourceApplyGradientDescent" in _ops(sess))

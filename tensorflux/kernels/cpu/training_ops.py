@@ -41,19 +41,37 @@ def _own(var, name: str):
     return own_value(var)
 
 
-@contextlib.contextmanager
-def _locked(vars_, use_locking: bool):
-    if not use_locking:
-        yield
-        return
-    ordered = sorted(set(vars_), key=id)
-    for v in ordered:
-        v.lock.acquire()
-    try:
-        yield
-    finally:
-        for v in reversed(ordered):
+class _Locks:
+    """Holds the locks of `vars_` (each once, in a fixed order) while in use."""
+
+    __slots__ = ("ordered",)
+
+    def __init__(self, vars_):
+        self.ordered = sorted(set(vars_), key=id)
+
+    def __enter__(self):
+        taken = []
+        try:
+            for v in self.ordered:
+                v.lock.acquire()
+                taken.append(v)
+        except BaseException:
+            for v in reversed(taken):
+                v.lock.release()
+            raise
+
+    def __exit__(self, *exc):
+        for v in reversed(self.ordered):
             v.lock.release()
+
+
+_UNLOCKED = contextlib.nullcontext()
+
+
+def _locked(vars_, use_locking: bool):
+    """The variables' locks held for an update with `use_locking`; else nothing (a
+    generator-based context manager cost more than a small update's arithmetic)."""
+    return _Locks(vars_) if use_locking else _UNLOCKED
 
 
 def _check_shape(arr, grad, what: str) -> None:
