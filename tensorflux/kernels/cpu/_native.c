@@ -40,6 +40,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 #include <pthread.h>
 #include <sched.h>
@@ -3462,6 +3463,202 @@ static PyTypeObject DfReadyType = {
     .tp_as_sequence = &df_ready_as_sequence,
 };
 
+/* =========================================================================================
+ * Tracker: runtime/device.py's MemoryTracker bookkeeping in C (issue 20). A compiled step
+ * counts the outputs of its expensive kernels (tracing.memory_wrapper) and a weak
+ * reference takes each off when it dies; in Python that cost ~4 us a tensor (a lambda and
+ * a lock each way), ~2% of the MLP step. Here: track(value) counts a new ndarray owning its
+ * data (returns the bytes added; 0 for anything else or one already counted), and the
+ * weak reference's callback is a C function. The GIL makes each call atomic: no lock.
+ * Garbage-collected (the callback refers to the tracker, each weak reference to the
+ * callback). */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *ndarray;   /* numpy.ndarray */
+    PyObject *live;      /* id(array) -> weak reference */
+    PyObject *info;      /* id(weak reference) -> (id(array), nbytes) */
+    PyObject *callback;  /* this tracker's _free */
+    long long bytes, peak, allocs, largest;
+} TrackerObject;
+
+static PyObject *tk_str_flags, *tk_str_owndata, *tk_str_nbytes;
+
+/* Forgets the entry of weak reference `ref` (its referent died): returns 0 or -1. */
+static int tracker_forget(TrackerObject *self, PyObject *ref, int count) {
+    PyObject *rk = PyLong_FromVoidPtr(ref);
+    if (rk == NULL) return -1;
+    PyObject *entry = PyDict_GetItemWithError(self->info, rk);
+    if (entry == NULL) {
+        Py_DECREF(rk);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    Py_INCREF(entry);
+    int rc = PyDict_DelItem(self->info, rk);
+    Py_DECREF(rk);
+    if (rc == 0 && count) {
+        PyObject *key = PyTuple_GET_ITEM(entry, 0);
+        PyObject *cur = PyDict_GetItemWithError(self->live, key);
+        if (cur == ref) {
+            self->bytes -= PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 1));
+            rc = PyDict_DelItem(self->live, key);
+        } else if (cur == NULL && PyErr_Occurred()) {
+            rc = -1;
+        }
+    }
+    Py_DECREF(entry);
+    return rc;
+}
+
+static PyObject *tracker_free(PyObject *self, PyObject *ref) {
+    TrackerObject *t = (TrackerObject *)self;
+    if (t->info == NULL || t->live == NULL) Py_RETURN_NONE;  /* cleared */
+    if (tracker_forget(t, ref, 1) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef tracker_free_def = {"_free", tracker_free, METH_O,
+                                       "a tracked array died: its bytes come off"};
+
+static PyObject *tracker_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *ndarray;
+    if (!PyArg_ParseTuple(args, "O!", &PyType_Type, &ndarray)) return NULL;
+    TrackerObject *t = PyObject_GC_New(TrackerObject, type);
+    if (t == NULL) return NULL;
+    t->ndarray = Py_NewRef(ndarray);
+    t->live = PyDict_New();
+    t->info = PyDict_New();
+    t->callback = NULL;
+    t->bytes = t->peak = t->allocs = t->largest = 0;
+    PyObject_GC_Track(t);
+    if (t->live == NULL || t->info == NULL ||
+            (t->callback = PyCFunction_New(&tracker_free_def, (PyObject *)t)) == NULL) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    return (PyObject *)t;
+}
+
+static int tracker_traverse(TrackerObject *t, visitproc visit, void *arg) {
+    Py_VISIT(t->ndarray);
+    Py_VISIT(t->live);
+    Py_VISIT(t->info);
+    Py_VISIT(t->callback);
+    return 0;
+}
+
+static int tracker_clear(TrackerObject *t) {
+    Py_CLEAR(t->callback);
+    Py_CLEAR(t->live);
+    Py_CLEAR(t->info);
+    Py_CLEAR(t->ndarray);
+    return 0;
+}
+
+static void tracker_dealloc(TrackerObject *t) {
+    PyObject_GC_UnTrack(t);
+    tracker_clear(t);
+    PyObject_GC_Del(t);
+}
+
+static PyObject *tracker_track(TrackerObject *t, PyObject *value) {
+    if (t->live == NULL || (PyObject *)Py_TYPE(value) != t->ndarray) return PyLong_FromLong(0);
+    PyObject *flags = PyObject_GetAttr(value, tk_str_flags);
+    if (flags == NULL) return NULL;
+    PyObject *own = PyObject_GetAttr(flags, tk_str_owndata);
+    Py_DECREF(flags);
+    if (own == NULL) return NULL;
+    int owns = PyObject_IsTrue(own);
+    Py_DECREF(own);
+    if (owns <= 0) return owns < 0 ? NULL : PyLong_FromLong(0);
+    PyObject *nb = PyObject_GetAttr(value, tk_str_nbytes);
+    if (nb == NULL) return NULL;
+    long long n = PyLong_AsLongLong(nb);
+    PyObject *key = n == -1 && PyErr_Occurred() ? NULL : PyLong_FromVoidPtr(value);
+    PyObject *ref = NULL, *rk = NULL, *entry = NULL, *result = NULL;
+    if (key == NULL) goto done;
+    PyObject *old = PyDict_GetItemWithError(t->live, key);  /* borrowed */
+    if (old == NULL && PyErr_Occurred()) goto done;
+    if (old != NULL) {
+        if (PyWeakref_GetObject(old) == value) {  /* counted already */
+            result = PyLong_FromLong(0);
+            goto done;
+        }
+        if (tracker_forget(t, old, 0) < 0) goto done;  /* a dead one's leftover entry */
+    }
+    if ((ref = PyWeakref_NewRef(value, t->callback)) == NULL ||
+            (rk = PyLong_FromVoidPtr(ref)) == NULL ||
+            (entry = PyTuple_Pack(2, key, nb)) == NULL ||
+            PyDict_SetItem(t->info, rk, entry) < 0 || PyDict_SetItem(t->live, key, ref) < 0)
+        goto done;
+    t->bytes += n;
+    t->allocs += 1;
+    if (n > t->largest) t->largest = n;
+    if (t->bytes > t->peak) t->peak = t->bytes;
+    result = PyLong_FromLongLong(n);
+done:
+    Py_XDECREF(entry);
+    Py_XDECREF(rk);
+    Py_XDECREF(ref);
+    Py_XDECREF(key);
+    Py_DECREF(nb);
+    return result;
+}
+
+static PyObject *tracker_reset_peak(TrackerObject *t, PyObject *unused) {
+    t->peak = t->bytes;
+    Py_RETURN_NONE;
+}
+
+static PyObject *tracker_stats(TrackerObject *t, PyObject *unused) {
+    return Py_BuildValue("{s:L,s:L,s:L,s:L}", "bytes_in_use", t->bytes, "peak_bytes_in_use",
+                         t->peak, "num_allocs", t->allocs, "largest_alloc_size", t->largest);
+}
+
+static PyMethodDef tracker_methods[] = {
+    {"track", (PyCFunction)tracker_track, METH_O,
+     "track(value): counts a new array owning its data; the bytes added"},
+    {"reset_peak", (PyCFunction)tracker_reset_peak, METH_NOARGS, "peak = bytes in use"},
+    {"stats", (PyCFunction)tracker_stats, METH_NOARGS, "the four counters, as a dict"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef tracker_members[] = {
+    {"bytes_in_use", T_LONGLONG, offsetof(TrackerObject, bytes), READONLY, NULL},
+    {"peak_bytes_in_use", T_LONGLONG, offsetof(TrackerObject, peak), READONLY, NULL},
+    {"num_allocs", T_LONGLONG, offsetof(TrackerObject, allocs), READONLY, NULL},
+    {"largest_alloc_size", T_LONGLONG, offsetof(TrackerObject, largest), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject TrackerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tensorflux.kernels.cpu._native.Tracker",
+    .tp_basicsize = sizeof(TrackerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Tracker(numpy.ndarray): a device's memory counters (runtime/device.py)",
+    .tp_new = tracker_new,
+    .tp_dealloc = (destructor)tracker_dealloc,
+    .tp_traverse = (traverseproc)tracker_traverse,
+    .tp_clear = (inquiry)tracker_clear,
+    .tp_methods = tracker_methods,
+    .tp_members = tracker_members,
+};
+
+static int tracker_init_module(PyObject *m) {
+    if (PyType_Ready(&TrackerType) < 0) return -1;
+    if ((tk_str_flags = PyUnicode_InternFromString("flags")) == NULL ||
+            (tk_str_owndata = PyUnicode_InternFromString("owndata")) == NULL ||
+            (tk_str_nbytes = PyUnicode_InternFromString("nbytes")) == NULL)
+        return -1;
+    Py_INCREF(&TrackerType);
+    if (PyModule_AddObject(m, "Tracker", (PyObject *)&TrackerType) < 0) {
+        Py_DECREF(&TrackerType);
+        return -1;
+    }
+    return 0;
+}
+
 static int df_init_module(PyObject *m) {
     if (PyType_Ready(&DfCoreType) < 0 || PyType_Ready(&DfReadyType) < 0) return -1;
 #define DF_INTERN(var, s) if ((var = PyUnicode_InternFromString(s)) == NULL) return -1
@@ -3563,7 +3760,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         registered = 1;
     }
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && df_init_module(m) < 0) {
+    if (m != NULL && (df_init_module(m) < 0 || tracker_init_module(m) < 0)) {
         Py_DECREF(m);
         return NULL;
     }
