@@ -786,3 +786,57 @@ def test_sparse_xent_refuses_what_it_does_not_take():
     with pytest.raises(ValueError, match="sparse_xent"):
         native._mod.sparse_xent(x, labels.astype(np.int16), np.empty(4, np.float32),
                                 np.empty((4, 5), np.float32))
+
+
+@needs_native
+def test_own_many_takes_what_own_value_takes():
+    """own_many against state_ops.own_value on the same situations: the stored array when
+    nothing else holds it, else a copy put in the variable's place."""
+    from tensorflux.framework import dtypes
+    from tensorflux.kernels.cpu.state_ops import Var, own_value
+
+    def situations():
+        """(variable, what else holds) pairs, made fresh for each implementation."""
+        out = []
+        alone = Var(dtypes.float32)
+        alone.value = np.arange(6, dtype=np.float32)
+        out.append((alone, None))
+        held = Var(dtypes.float32)
+        held.value = np.arange(6, dtype=np.float32)
+        out.append((held, held.value))  # a read still alive
+        frozen = Var(dtypes.float32)
+        frozen.value = np.arange(6, dtype=np.float32)
+        frozen.value.flags.writeable = False
+        out.append((frozen, None))
+        view_alone = Var(dtypes.float32)
+        view_alone.value = np.arange(8, dtype=np.float32)[2:]  # its base held by it alone
+        out.append((view_alone, None))
+        view_held = Var(dtypes.float32)
+        base = np.arange(8, dtype=np.float32)
+        view_held.value = base[2:]
+        out.append((view_held, base))
+        scalar = Var(dtypes.float32)
+        scalar.value = np.float32(3)  # not an ndarray: copied
+        out.append((scalar, None))
+        return out
+
+    python = situations()
+    python_ids = [id(v.value) for v, _ in python]
+    python_got = [own_value(v) for v, _ in python]
+    python_kept = [id(a) == i for a, i in zip(python_got, python_ids, strict=True)]
+    c = situations()
+    c_ids = [id(v.value) for v, _ in c]
+    c_got = native.own_many([v for v, _ in c])
+    c_kept = [id(a) == i for a, i in zip(c_got, c_ids, strict=True)]
+    assert python_kept == c_kept == [True, False, False, True, False, False]
+    for (v, other), a in zip(c, c_got, strict=True):
+        assert v.value is a  # the variable holds what the update writes
+        if other is not None:
+            assert other is not a and np.array_equal(np.asarray(other).reshape(-1)[-6:],
+                                                      np.asarray(a).reshape(-1))
+    empty = Var(dtypes.float32)
+    first = Var(dtypes.float32)
+    first.value = np.zeros(2, np.float32)
+    assert native.own_many([first, empty, first]) == 1
+    with pytest.raises(TypeError):
+        native._mod.own_many([first], "ndarray")

@@ -173,6 +173,16 @@ def skinny(a: np.ndarray, b: np.ndarray, parts: int):
     return out
 
 
+def own_many(vars_: list):
+    """state_ops.own_value of each variable (their locks held by the caller) in one C call
+    (`_native.c` own_many): a list of the arrays an update may write; the index of the
+    first variable whose value is None (the ones before it taken); None without the
+    extension."""
+    if _mod is None:
+        return None
+    return _mod.own_many(vars_, np.ndarray)
+
+
 def _flat_ok(*arrays) -> bool:
     first = arrays[0]
     return all(type(x) is np.ndarray and x.dtype == first.dtype and x.shape == first.shape

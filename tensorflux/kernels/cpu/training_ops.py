@@ -133,10 +133,22 @@ def _hyper(np_dtype, named: dict) -> dict:
 def _owned(var, slot_vars, var_h, handles, hyper):
     """(var's array, the slots' arrays) an update may write (under the locks it takes),
     after checking the gradient's shape."""
-    w = _own(var, as_handle(var_h).name)
-    slots = [_own(sv, as_handle(h).name) for sv, h in zip(slot_vars, handles, strict=True)]
-    _check_shape(w, hyper["grad"] if "grad" in hyper else hyper["delta"], "var")
+    w, *slots = _own_all([var, *slot_vars], (var_h, *handles))
+    grad = hyper["grad"] if "grad" in hyper else hyper["delta"]
+    if w.shape != getattr(grad, "shape", None):
+        _check_shape(w, grad, "var")
     return w, slots
+
+
+def _own_all(vars_: list, handles) -> list:
+    """`_own` of each variable (`handles` name them for the error), in one native call
+    when the extension is built."""
+    arrays = native.own_many(vars_)
+    if arrays is None:
+        return [_own(v, as_handle(h).name) for v, h in zip(vars_, handles, strict=True)]
+    if type(arrays) is int:  # that variable has no value
+        _own(vars_[arrays], as_handle(handles[arrays]).name)  # raises
+    return arrays
 
 
 def _fused_dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
@@ -179,13 +191,14 @@ def _fused_dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
                                           hyper)
                         _apply_dense(ctx, update, w, slots, hyper, flags)
                     return
-                arrays = [_own(v, as_handle(h).name) if v.value is None else own_value(v)
-                          for v, h in zip(every, handles, strict=True)]
-                grads = args[picks[0]]
-                for i in range(count):
-                    _check_shape(arrays[i], grads[i], "var")
-                scalars = all(getattr(x, "ndim", 0) == 0 for j in picks[1:] for x in args[j])
-                items = [(*arrays[i::count], *(args[j][i] for j in picks)) for i in range(count)]
+                arrays = _own_all(every, handles)
+                for w, grad in zip(arrays[:count], args[picks[0]], strict=True):
+                    if w.shape != getattr(grad, "shape", None):
+                        _check_shape(w, grad, "var")
+                scalars = not any([getattr(x, "ndim", 0) for j in picks[1:] for x in args[j]])
+                # one item per update: its arrays (var, then each slot), then its scalars
+                items = list(zip(*[arrays[k * count:(k + 1) * count] for k in range(1 + nslots)],
+                                 *[args[j] for j in picks], strict=True))
                 if scalars and native.updates_many(rule, items, nesterov, intra_op.workers(ctx)):
                     return
                 for i in range(count):
