@@ -114,21 +114,10 @@ class MemoryTracker:
         self._counters = _counters() if counters is None else counters
         self.track = self._counters.track  # called per tensor: no frame of ours
 
-    @property
-    def bytes_in_use(self) -> int:
-        return self._counters.bytes_in_use
-
-    @property
-    def peak_bytes_in_use(self) -> int:
-        return self._counters.peak_bytes_in_use
-
-    @property
-    def num_allocs(self) -> int:
-        return self._counters.num_allocs
-
-    @property
-    def largest_alloc_size(self) -> int:
-        return self._counters.largest_alloc_size
+    bytes_in_use = property(lambda self: self._counters.bytes_in_use)
+    peak_bytes_in_use = property(lambda self: self._counters.peak_bytes_in_use)
+    num_allocs = property(lambda self: self._counters.num_allocs)
+    largest_alloc_size = property(lambda self: self._counters.largest_alloc_size)
 
     def reset_peak(self) -> None:
         self._counters.reset_peak()

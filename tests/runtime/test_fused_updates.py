@@ -239,18 +239,19 @@ def test_uninitialized_slot_is_reported():
     assert "Momentum" in errors[0].message
 
 
-def test_concurrent_steps_of_a_fused_update():
-    """Hogwild: 8 threads stepping one fused SGD at once; every update lands (the
-    gradient is constant, so the result is exact)."""
+def _sgd_from_threads(sizes, use_locking: bool, config=None, warmup: int = 0):
+    """8 threads running 20 steps each of one SGD on variables of `sizes` whose gradient is
+    constant (-1 an element); (the variables' values, the step's op types)."""
     g = tf.Graph()
     with g.as_default():
-        vs = [tf.Variable(np.zeros(n, np.float64)) for n in (3, 60000)]
-        train = tf.train.GradientDescentOptimizer(1.0).minimize(
+        vs = [tf.Variable(np.zeros(n, np.float64)) for n in sizes]
+        train = tf.train.GradientDescentOptimizer(1.0, use_locking=use_locking).minimize(
             -tf.add_n([tf.reduce_sum(v) for v in vs]))
         init = tf.global_variables_initializer()
-    with tf.Session(graph=g) as sess:
+    with tf.Session(graph=g, config=config) as sess:
         sess.run(init)
-        sess.run(train)
+        for _ in range(warmup):
+            sess.run(train)
         errors = []
 
         def work():
@@ -262,10 +263,17 @@ def test_concurrent_steps_of_a_fused_update():
 
         threads_util.join(*(threads_util.start(work) for _ in range(8)), timeout=60)
         assert not errors
-        assert "_FusedResourceApplyGradientDescent" in _ops(sess)
-        # unlocked updates may race (as TensorFlow's); the sum is at most 161 per element
-        for v in sess.run(vs):
-            assert 1.0 <= v.min() <= v.max() <= 161.0
+        return sess.run(vs), _ops(sess)
+
+
+def test_concurrent_steps_of_a_fused_update():
+    """Hogwild: 8 threads stepping one fused SGD at once; every update lands (the
+    gradient is constant, so the result is exact)."""
+    values, ops = _sgd_from_threads((3, 60000), use_locking=False, warmup=1)
+    assert "_FusedResourceApplyGradientDescent" in ops
+    # unlocked updates may race (as TensorFlow's); the sum is at most 161 per element
+    for v in values:
+        assert 1.0 <= v.min() <= v.max() <= 161.0
 
 
 def test_updates_many_checks_its_items():
@@ -315,25 +323,7 @@ def test_updates_find_variables_destroyed_and_made_again(config):
 def test_locked_updates_from_many_threads_all_land(config):
     """use_locking: 8 threads stepping one SGD at once, each update under the variables'
     locks, so every one lands (the gradient is constant: the result is exact)."""
-    g = tf.Graph()
-    with g.as_default():
-        vs = [tf.Variable(np.zeros(n, np.float64)) for n in (3, 5, 60000)]
-        train = tf.train.GradientDescentOptimizer(1.0, use_locking=True).minimize(
-            -tf.add_n([tf.reduce_sum(v) for v in vs]))
-        init = tf.global_variables_initializer()
-    with tf.Session(graph=g, config=config) as sess:
-        sess.run(init)
-        errors = []
-
-        def work():
-            try:
-                for _ in range(20):
-                    sess.run(train)
-            except Exception as e:  # noqa: BLE001 - reported below
-                errors.append(e)
-
-        threads_util.join(*(threads_util.start(work) for _ in range(8)), timeout=60)
-        assert not errors
-        for v in sess.run(vs):
-            np.testing.assert_array_equal(v, np.full(v.shape, 160.0))
-        assert (config is None) == ("_FusedResourceApplyGradientDescent" in _ops(sess))
+    values, ops = _sgd_from_threads((3, 5, 60000), use_locking=True, config=config)
+    for v in values:
+        np.testing.assert_array_equal(v, np.full(v.shape, 160.0))
+    assert (config is None) == ("_FusedResourceApplyGradientDescent" in ops)
