@@ -2241,10 +2241,10 @@ static PyObject *py_bias_relu(PyObject *self, PyObject *args) {
  * (batch, classes) logits in one pass per row, where NumPy's form is a dozen calls (each a
  * few microseconds on a small batch, and slower still when a big product has just pushed
  * the interpreter out of the cache): max of the row (NaN propagates), e = exp(x - max),
- * s = sum of e in order (in double), loss = log(s) - (x[label] - max), backprop = e / s,
- * minus 1 at the label; else in the logits' type (expf/logf for float32): the C library's
- * exp is slower per element than NumPy's vectorized one, so native.py sends only small
- * inputs here (XENT_MAX_ELEMENTS). Labels int32 or int64 (C-contiguous,
+ * s = sum of e in order, loss = log(s) - (x[label] - max), backprop = e / s, minus 1 at the
+ * label; s is summed in double, the rest is in the logits' type (expf/logf for float32).
+ * The C library's exp is slower per element than NumPy's vectorized one, so native.py
+ * sends only small inputs here (XENT_MAX_ELEMENTS). Labels int32 or int64 (C-contiguous,
  * one per row). Returns -1, or the row of the first label outside [0, classes), having
  * written nothing. */
 #define XENT_ROWS(T, EXP, LOG)                                                              \
@@ -2256,7 +2256,6 @@ static PyObject *py_bias_relu(PyObject *self, PyObject *args) {
             T mx = x[0];                                                                    \
             for (int64_t j = 1; j < classes; j++)                                           \
                 if (x[j] > mx || x[j] != x[j]) mx = x[j];                                   \
-            if (mx != mx) mx = (T)NAN;                                                      \
             double total = 0;                                                               \
             for (int64_t j = 0; j < classes; j++) total += (bp[j] = EXP(x[j] - mx));        \
             T sum = (T)total;                                                               \
