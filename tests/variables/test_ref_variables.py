@@ -517,7 +517,9 @@ result = [[np.asarray(v) for v in values], [np.asarray(v) for v in restored], ki
 def test_training_steps_copy_no_more_than_resource_variables(monkeypatch):
     """Reads through `_RefRead` are snapshots without copies, as ReadVariableOp's: a
     training step's updates find the variables' arrays unshared as often as with resource
-    variables (copy-on-write copies counted, kernels/cpu/state_ops.py `own_value`)."""
+    variables (copy-on-write copies counted, kernels/cpu/state_ops.py `own_value` and its
+    one-call form `native.own_many`)."""
+    from tensorflux.kernels.cpu import native
     from tensorflux.kernels.cpu import state_ops as state_kernels
     from tensorflux.kernels.cpu import training_ops as training_kernels
 
@@ -531,8 +533,18 @@ def test_training_steps_copy_no_more_than_resource_variables(monkeypatch):
             count.append(var)
         return out
 
+    real_many = native.own_many
+
+    def counting_many(vars_):  # the update kernels' one call for all their variables
+        before = [id(v.value) for v in vars_]
+        out = real_many(vars_)
+        if isinstance(out, list):
+            count.extend(v for v, b, a in zip(vars_, before, out, strict=True) if id(a) != b)
+        return out
+
     monkeypatch.setattr(state_kernels, "own_value", counting)
     monkeypatch.setattr(training_kernels, "own_value", counting)
+    monkeypatch.setattr(native, "own_many", counting_many)
 
     def copies(use_resource: bool) -> tuple[int, int]:
         g = tf.Graph()
