@@ -236,7 +236,10 @@ def abandonable(fn, *args, work: float | None = None, ctx=None, **kwargs):
     milliseconds; when the step must stop, its error is raised at once and the call is
     left to finish on its own, its result dropped (what TensorFlow's own timeout does to
     a kernel that is still computing). Its time is bounded: cubic in a matrix that some
-    kernel already allocated under the resource guard."""
+    kernel already allocated under the resource guard. The helper is not a daemon thread:
+    a process that ends meanwhile waits for the call (a daemon's LAPACK call went on
+    while the process tore down, and OpenBLAS's exit freed the buffers it was writing:
+    a segfault at exit in about one run of four of the interrupt sweep's SVD case)."""
     if ctx is None:
         ctx = current()
     if ctx is None or (work is not None and work <= CHUNK_FLOPS):
@@ -253,7 +256,7 @@ def abandonable(fn, *args, work: float | None = None, ctx=None, **kwargs):
         finally:
             done.set()
 
-    threading.Thread(target=call, name="tfx-abandonable", daemon=True).start()
+    threading.Thread(target=call, name="tfx-abandonable", daemon=False).start()
     while not done.wait(ABANDON_POLL_S):
         check(ctx)
     ok, value = outcome[0]

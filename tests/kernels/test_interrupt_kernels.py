@@ -460,6 +460,44 @@ def test_abandonable_call_returns_its_value_or_error_and_ends_with_its_step():
         release.set()  # the abandoned calls end
 
 
+_EXIT_AFTER_ABANDON = """
+import sys, threading, time
+import numpy as np
+import tensorflux as tf
+g = tf.Graph()
+with g.as_default():
+    x = tf.placeholder(tf.float64, [None, None])
+    s = tf.svd(x, compute_uv=False)
+with tf.Session(graph=g) as sess:
+    try:
+        sess.run(s, {x: np.random.default_rng(0).standard_normal((1100, 1100))},
+                 options=tf.RunOptions(timeout_in_ms=30))
+        print("finished")
+    except tf.errors.DeadlineExceededError:
+        names = [t.name for t in threading.enumerate()]
+        print("abandoned" if "tfx-abandonable" in names else "stopped")
+sys.stdout.flush()
+"""
+
+
+def test_a_process_ending_while_a_call_is_abandoned_waits_for_it():
+    """The interpreter ends right after a step abandoned its LAPACK call: the call's thread
+    is waited for, so OpenBLAS does not free its buffers under it (as a daemon thread, the
+    exit segfaulted in about one run of four)."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    outcomes = []
+    for _ in range(4):
+        proc = subprocess.run([sys.executable, "-c", _EXIT_AFTER_ABANDON], capture_output=True,
+                              text=True, timeout=120, env=dict(os.environ, PYTHONPATH=root))
+        assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+        outcomes.append(proc.stdout.strip())
+    assert "abandoned" in outcomes  # the case did leave a call running at exit
+
+
 def test_one_large_matrix_inverse_ends_at_the_deadline():
     g = tf.Graph()
     with g.as_default():
