@@ -1064,6 +1064,30 @@ def test_gather_nd_with_empty_index_vectors_takes_all_of_params():
             s.run(tf.gather_nd(np.zeros((0, 3)), np.zeros((4, 0), np.int32)))
 
 
+def test_gather_nd_of_many_rows_in_blocks_equals_one_gather():
+    """Over interrupt.SPAN_ELEMENTS, GatherNd checks and gathers its rows in blocks (the step
+    checked between them): the values of one fancy index, and a bad index in a later block
+    reported at its own position."""
+    from tensorflux.kernels import interrupt
+
+    rng = np.random.default_rng(7)
+    params = rng.standard_normal((50, 6, 3)).astype(np.float32)
+    rows = interrupt.SPAN_ELEMENTS // 3 * 2 + 11  # three blocks of rows
+    idx = np.stack([rng.integers(0, 50, rows), rng.integers(0, 6, rows)], -1).astype(np.int64)
+    idx = idx.reshape(rows, 1, 2)
+    i = tf.placeholder(tf.int64, [None, 1, 2])
+    with tf.Session() as s:
+        got = s.run(tf.gather_nd(params, i), {i: idx})
+        np.testing.assert_array_equal(got, params[idx[..., 0], idx[..., 1]])
+        bad = idx.copy()
+        late = rows - 5
+        bad[late, 0] = [3, 6]
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=rf"indices\[{late},0\] = \[3, 6\] does not index into param "
+                                 r"shape \[50,6,3\]"):
+            s.run(tf.gather_nd(params, i), {i: bad})
+
+
 def test_transpose_takes_negative_perm_entries():
     x = np.arange(24.0).reshape(2, 3, 4)
     p = tf.placeholder(tf.int32, [3])

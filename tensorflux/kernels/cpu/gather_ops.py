@@ -124,16 +124,31 @@ def _gather_nd(ctx, params, indices):
         raise _invalid(f"Requested more than 0 entries, but params is empty.  Params shape: "
                        f"{_shape_str(params.shape)}")
     limits = np.array(params.shape[:k], dtype=np.int64)
-    bad = (flat < 0) | (flat >= limits)
-    if bad.any():
-        i = int(np.flatnonzero(bad.any(axis=1))[0])
-        raise _invalid(f"indices{_bracket(outer, i)} = [{', '.join(map(str, flat[i].tolist()))}]"
-                       f" does not index into param shape {_shape_str(params.shape)}, node "
-                       "name: GatherNd")
     if k == 0:
         return np.array(np.broadcast_to(params, outer + params.shape))
-    out = params[tuple(flat.T)]
-    return out.reshape(outer + params.shape[k:])
+    tail = params.shape[k:]
+    n, item = flat.shape[0], max(k, int(np.prod(tail, dtype=np.int64)))
+    if n * item <= interrupt.SPAN_ELEMENTS:
+        return _gather_rows(params, flat, limits, outer, 0).reshape(outer + tail)
+    # Many rows: checked and gathered in blocks, the step checked between them (the values
+    # of one call; 32M indices took ~2.5 s in one).
+    resource_guard.check_shape((n,) + tail, params.dtype, ctx)
+    out = np.empty((n,) + tail, params.dtype)
+    for lo, hi in interrupt.spans(n, item, ctx):
+        out[lo:hi] = _gather_rows(params, flat[lo:hi], limits, outer, lo)
+    return out.reshape(outer + tail)
+
+
+def _gather_rows(params, rows, limits, outer, first: int):
+    """params at each row of `rows` (index tuples; row r is the (first + r)-th of the
+    indices of shape `outer`), after checking that every one is inside."""
+    bad = (rows < 0) | (rows >= limits)
+    if bad.any():
+        i = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise _invalid(f"indices{_bracket(outer, first + i)} = "
+                       f"[{', '.join(map(str, rows[i].tolist()))}] does not index into param "
+                       f"shape {_shape_str(params.shape)}, node name: GatherNd")
+    return params[tuple(rows.T)]
 
 
 def _bracket(outer, i: int) -> str:
