@@ -181,3 +181,24 @@ def test_every_op_has_shape_fn_kernel_and_gradient(op_type):
     assert kernel_registry.has_kernel(op_type, "CPU")
     assert op_registry.get_gradient(op_type) is not None
 
+
+
+@pytest.mark.parametrize("x,y", [
+    (np.array([4, 1, 4, 7, 2, 1], np.int32), np.array([1, 9], np.int32)),
+    (np.arange(100_000, dtype=np.int64), np.arange(0, 100_000, 3, dtype=np.int64)),
+    (np.array([np.nan, -0.0, 1.5, 2.0, np.inf], np.float32),
+     np.array([0.0, np.nan, 2.0], np.float32)),
+    (np.array([True, False, True]), np.array([True])),
+    (np.array([3, 5], np.uint8), np.array([], np.uint8)),
+    (np.array([b"a", b"b", b"a", b"c"], object), np.array([b"a"], object)),
+])
+def test_setdiff1d_keeps_what_is_not_in_y_in_order(x, y):
+    """ListDiff: x's values not in y (duplicates kept, x's order), and their positions; NaN
+    is never found in y and -0.0 is found as 0.0 (a Python set's membership, which the
+    sorted path for numbers agrees with)."""
+    exclude = set(y.tolist())
+    positions = [i for i, v in enumerate(x.tolist()) if v not in exclude]
+    with tf.Session() as s:
+        out, idx = s.run(tf.setdiff1d(x, y))
+    np.testing.assert_array_equal(idx, positions)
+    np.testing.assert_array_equal(out, x[positions])
