@@ -492,21 +492,26 @@ def test_range_error_message_is_tensorflows(theirs):
     assert theirs["too_small"] == "Sampler's range is too small."
 
 
-@pytest.mark.parametrize("sampler", ["uniform", "log_uniform", "learned_unigram"])
+@pytest.mark.parametrize("sampler", ["uniform", "log_uniform", "learned_unigram",
+                                     "fixed_unigram"])
 def test_draws_in_blocks_give_the_one_call_values(sampler, monkeypatch):
-    """A big draw runs in blocks with the step checked between them (a deadline stops it:
-    scripts/interrupt_sweep.py); the blocks give the values of one draw."""
+    """A big draw (and the log-uniform's probabilities) runs in blocks with the step
+    checked between them (a deadline stops it: scripts/interrupt_sweep.py); the blocks give
+    the values of one call."""
     from tensorflux.kernels.cpu import candidate_sampling_ops as kernels
 
     def run():
         g = tf.Graph()
         with g.as_default():
             fn = getattr(tf.nn, f"{sampler}_candidate_sampler")
-            out = fn(tf.constant([[1, 2]], tf.int64), 2, 5000, False, 300, seed=3)
+            more = {"unigrams": [1.0 + (k % 7) for k in range(300)]} \
+                if sampler == "fixed_unigram" else {}
+            out = fn(tf.constant([[1, 2]], tf.int64), 2, 5000, False, 300, seed=3, **more)
         with tf.Session(graph=g) as sess:
             return sess.run(out)
 
     whole = run()
     monkeypatch.setattr(kernels, "DRAW_BLOCK", 64)
+    monkeypatch.setattr(kernels, "LOG_BLOCK", 7)  # log-uniform's expected counts too
     for a, b in zip(run(), whole, strict=True):
         np.testing.assert_array_equal(a, b)

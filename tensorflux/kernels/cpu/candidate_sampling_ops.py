@@ -78,10 +78,15 @@ class _LogUniform:
         return (e.astype(np.int64) - 1) % self.range
 
     def probability(self, values: np.ndarray) -> np.ndarray:
-        v = values.astype(np.float64)
-        ratios = ((v + 2.0) / (v + 1.0)).tolist()
-        logs = np.array([math.log(r) for r in ratios])  # the C library's log, as TF's
-        return (logs / self._log_range).astype(_F32).reshape(values.shape)
+        v = values.astype(np.float64).reshape(-1)
+        out = np.empty(v.size, _F32)
+        # a Python log a value (the C library's, as TF's): in blocks, the step checked
+        # between them
+        for lo, hi in interrupt.spans(v.size, 1, elements=LOG_BLOCK):
+            ratios = ((v[lo:hi] + 2.0) / (v[lo:hi] + 1.0)).tolist()
+            logs = np.array([math.log(r) for r in ratios])
+            out[lo:hi] = (logs / self._log_range).astype(_F32)
+        return out.reshape(values.shape)
 
 
 class _LearnedUnigram:
@@ -121,6 +126,11 @@ class _FixedUnigram:
         self.weights = weights
         self._total = np.cumsum(weights, dtype=_F32)[-1] if weights.size else _F32(0)
         self._prob, self._alt = philox.alias_table(weights)
+
+    # draw(n) = draw(k), then draw(n - k): each sample takes its words in turn (the look
+    # ahead consumes nothing), so a draw of k leaves the stream where the k-th sample of
+    # one draw of n does
+    piecewise = True
 
     def draw(self, words: philox.WordStream, n: int) -> np.ndarray:
         out = np.empty(n, np.int64)
@@ -203,6 +213,7 @@ def _check_true_classes(true_classes, num_true: int, range_max: int) -> np.ndarr
 
 
 DRAW_BLOCK = 1 << 20  # samples drawn between two checks of the step (kernels/interrupt.py)
+LOG_BLOCK = 1 << 17  # log-uniform probabilities (a Python log each) between two checks
 
 
 def _draw(ctx, sampler, words: philox.WordStream, n: int) -> np.ndarray:
