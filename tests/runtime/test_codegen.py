@@ -313,11 +313,6 @@ def test_flow_kinds_are_attributes_of_the_op_definitions():
     assert not frame_analysis.is_control_flow("Add")
 
 
-def _executors_of(sess):
-    return [ex for step in sess._steps.values() for _, ex, _ in step.parts
-            if hasattr(ex, "source")]
-
-
 def test_variable_handles_are_computed_when_the_step_is_built():
     """A VarHandleOp (registered device_constant) is no call in a compiled step: the step
     holds its handle, the one object the kernel gives for that device; fetched, it is
@@ -334,8 +329,9 @@ def test_variable_handles_are_computed_when_the_step_is_built():
         sess.run(step)
         np.testing.assert_allclose(sess.run(read), [0.0, 0.0, 0.0])
         handle = sess.run(v.handle)
-        assert _executors_of(sess)
-        calls = [line for ex in _executors_of(sess)
+        compiled = [ex for ex in _executors(sess) if hasattr(ex, "source")]
+        assert compiled
+        calls = [line for ex in compiled
                  for i, line in enumerate(ex.source.splitlines(), 1)
                  if getattr(ex._line_nodes.get(i), "op", None) == "VarHandleOp"]
         assert calls == []

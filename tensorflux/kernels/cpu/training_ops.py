@@ -113,9 +113,8 @@ def _dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
                             native.updates_many(rule, [(w, *slots, *(args[j] for j in picks))],
                                                 nesterov, intra_op.workers(ctx)):
                         return
-                    hyper = _hyper(np_dtype, dict(zip(arg_names, args, strict=True)))
-                else:
-                    hyper = _hyper(np_dtype, dict(zip(arg_names, args, strict=True)))
+                hyper = _hyper(np_dtype, dict(zip(arg_names, args, strict=True)))
+                if rule is None:
                     w, slots = _owned(var, slot_vars, var_h, handles, hyper)
                 _apply_dense(ctx, update, w, slots, hyper, flags)
 
