@@ -112,10 +112,29 @@ def interruptible(factory):
                 _local.ctx = prev
 
         run.__wrapped__ = compute
+        run.scoped = compute  # scoped_then may take its place
         return run
 
     make.__wrapped__ = factory
     return make
+
+
+def scoped_then(compute, after):
+    """`interruptible`'s run of `compute`, then `after(out)`, in one frame: for a wrapper
+    that would wrap that run (the memory counting of every expensive kernel's outputs)."""
+
+    def run(ctx, *inputs, **donated):
+        prev = getattr(_local, "ctx", None)
+        _local.ctx = ctx
+        try:
+            out = compute(ctx, *inputs, **donated)
+        finally:
+            _local.ctx = prev
+        after(out)
+        return out
+
+    run.__wrapped__ = compute
+    return run
 
 
 def polled(items, every: int = 8):

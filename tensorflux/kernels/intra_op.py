@@ -142,12 +142,24 @@ def workers(ctx=None) -> int:
     with it its bits, do not depend on the moment). A session fixes its count when it is
     created (its `_intra_op_threads`; TensorFlow reads TF_NUM_INTRAOP_THREADS as it makes a
     session's devices), so a kernel call reads no environment variable; kernels outside a
-    session read it."""
+    session read it. A step works its count out once, at its first call, and keeps it in
+    its context (`KernelContext.workers`): a change of NumPy's BLAS threads takes effect
+    at the next step."""
+    n = getattr(ctx, "workers", 0)
+    if n:
+        return n
     if blas_threads() != 1:
-        return 1
-    session = getattr(ctx, "session", None)
-    n = getattr(session, "_intra_op_threads", 0)
-    return n if n > 0 else intra_op_threads(getattr(session, "_config", None))
+        n = 1
+    else:
+        session = getattr(ctx, "session", None)
+        n = getattr(session, "_intra_op_threads", 0)
+        n = n if n > 0 else intra_op_threads(getattr(session, "_config", None))
+    if ctx is not None:
+        try:
+            ctx.workers = n
+        except AttributeError:  # not a KernelContext
+            pass
+    return n
 
 
 def running() -> int:

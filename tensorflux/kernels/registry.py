@@ -181,6 +181,8 @@ class KernelContext:
       options: the RunOptions of this step, or None.
       stats: the step's StepStatsCollector when traced, else None.
       deadline: the step's time.monotonic() deadline (RunOptions.timeout_in_ms), or None.
+      workers: the threads a big kernel of this step may use (`intra_op.workers`, worked
+        out at the step's first call; 0 until then).
 
     Long kernels stop early through `tensorflux.kernels.interrupt` (deadline, cancellation
     and the session's close, polled between chunks).
@@ -188,7 +190,7 @@ class KernelContext:
 
     __slots__ = ("step_id", "device", "resource_mgr", "rendezvous", "cancellation", "args",
                  "step_container", "frame_iter", "runner", "session", "options",
-                 "stats", "deadline", "__weakref__")
+                 "stats", "deadline", "workers", "__weakref__")
 
     def __init__(self, step_id: int, device, rendezvous=None, cancellation=None,
                  args=(), runner=None, session=None, options=None):
@@ -205,3 +207,4 @@ class KernelContext:
         self.options = options
         self.stats = None
         self.deadline = None  # time.monotonic() bound of the step, for blocking waits
+        self.workers = 0

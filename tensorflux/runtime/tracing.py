@@ -35,6 +35,7 @@ import time
 import numpy as np
 
 from tensorflux.framework import errors
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.gpu import backend as gpu_backend
 from tensorflux.kernels.registry import DEAD
 from tensorflux.protos import step_stats_pb2
@@ -202,6 +203,14 @@ def traced_wrapper(device):
     return wrap
 
 
+def _track_each(track):
+    def each(outs):
+        for v in outs:
+            track(v)
+
+    return each
+
+
 def memory_wrapper(device):
     """A kernel wrapper counting the outputs of expensive kernels on `device`'s memory
     tracker (other kernels are returned unchanged); on a GPU, the wrapper that turns an
@@ -214,6 +223,11 @@ def memory_wrapper(device):
         if not kdef.expensive or kdef.is_async:
             return compute
         many = len(node.output_dtypes) > 1
+        scoped = getattr(compute, "scoped", None)  # under interrupt.interruptible's run
+        if scoped is not None:  # one frame for both (~1 us each after a big kernel)
+            run = interrupt.scoped_then(scoped, _track_each(track) if many else track)
+            run.passes_donations = True
+            return run
 
         def run(ctx, *inputs, **donated):
             out = compute(ctx, *inputs, **donated)

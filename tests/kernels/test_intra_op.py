@@ -109,6 +109,27 @@ def test_workers_follow_blas_threads_and_config(monkeypatch):
 
 
 
+def test_a_step_works_its_count_out_once(monkeypatch):
+    """A step's context keeps the count of its first call (a kernel right after a big one
+    reads one attribute); the next step's context sees a change of BLAS threads."""
+    from tensorflux.kernels.registry import KernelContext
+
+    calls = []
+
+    def blas_threads():
+        calls.append(1)
+        return 1
+
+    monkeypatch.setattr(intra_op, "blas_threads", blas_threads)
+    step = KernelContext(1, None, session=SimpleNamespace(_intra_op_threads=3))
+    assert step.workers == 0
+    assert [intra_op.workers(step) for _ in range(5)] == [3] * 5
+    assert len(calls) == 1 and step.workers == 3
+    monkeypatch.setattr(intra_op, "blas_threads", lambda: 4)
+    assert intra_op.workers(step) == 3  # within the step: unchanged
+    assert intra_op.workers(KernelContext(2, None, session=step.session)) == 1
+
+
 @pytest.mark.parametrize("config_n, env_at_creation, env_later, want", [
     (0, "3", "5", 3), (0, None, "5", "cores"), (2, "3", "5", 2)])
 def test_a_session_keeps_the_intra_op_threads_it_was_created_with(

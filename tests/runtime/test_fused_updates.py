@@ -294,6 +294,46 @@ def test_updates_many_checks_its_items():
     np.testing.assert_array_equal(var, np.ones(4, np.float32))
 
 
+def test_updates_many_takes_scalars_without_dimensions_only():
+    """A scalar argument may be a Python number, a NumPy scalar or a 0-d array; one with
+    dimensions (even of one element) makes updates_many decline, nothing written, so the
+    kernel's own path reports it."""
+    if native._mod is None:
+        pytest.skip("no C extension")
+    var = np.ones(4, np.float32)
+    delta = np.full(4, 2.0, np.float32)
+    for alpha in (0.5, np.float32(0.5), np.array(0.5, np.float64)):
+        var[:] = 1.0
+        assert native.updates_many("gradient_descent", [(var, delta, alpha)], False, 2)
+        np.testing.assert_array_equal(var, np.zeros(4, np.float32))
+    var[:] = 1.0
+    for alpha in (np.array([0.5]), np.array([[0.5]]), np.ones(3), np.ones(4)[::2]):
+        assert not native.updates_many("gradient_descent", [(var, delta, alpha)], False, 2)
+    np.testing.assert_array_equal(var, np.ones(4, np.float32))
+
+
+@pytest.mark.parametrize("config", [None, L0], ids=["fused", "unfused"])
+def test_an_update_with_a_non_scalar_rate_is_refused(config):
+    """An Adam or SGD update fed a learning rate with dimensions is refused as TensorFlow
+    refuses it, fused or not, and the variable keeps its value."""
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(np.ones(3, np.float32), use_resource=True)
+        lr = tf.placeholder(tf.float32)
+        loss = tf.reduce_sum(v * v)
+        train = [tf.train.AdamOptimizer(lr).minimize(loss),
+                 tf.train.GradientDescentOptimizer(lr).minimize(loss)]
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=g, config=config) as sess:
+        sess.run(init)
+        for op in train:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="scalar"):
+                sess.run(op, {lr: np.full([1], 0.1, np.float32)})
+            np.testing.assert_array_equal(sess.run(v), np.ones(3, np.float32))
+        sess.run(train, {lr: 0.1})
+        assert (sess.run(v) < 1).all()
+
+
 @pytest.mark.parametrize("config", [None, L0], ids=["fused", "unfused"])
 def test_updates_find_variables_destroyed_and_made_again(config):
     """The update kernels keep the variables they looked up while nothing is removed from

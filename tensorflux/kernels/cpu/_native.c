@@ -1474,6 +1474,23 @@ static double adam_rate(char code, double b1p, double b2p, double lr) {
  * v, grad, beta1_power, beta2_power, lr, beta1, beta2, epsilon); 1 Momentum, (var, accum,
  * grad, lr, momentum); 2 gradient descent, (var, delta, alpha). Scalars are taken in the
  * variable's type (float32: rounded to it). */
+/* A scalar argument as a double: a Python number, or an object with a 0-d buffer (a
+ * NumPy scalar or 0-d array; one with dimensions raises ValueError, so that the caller's
+ * own path reports it as the kernel should). -1.0 with an exception set on failure. */
+static double scalar_double(PyObject *o) {
+    if (!PyFloat_Check(o) && !PyLong_Check(o) && PyObject_CheckBuffer(o)) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(o, &view, PyBUF_ND) != 0) return -1.0;
+        int ndim = view.ndim;
+        PyBuffer_Release(&view);
+        if (ndim != 0) {
+            PyErr_SetString(PyExc_ValueError, "a scalar expected");
+            return -1.0;
+        }
+    }
+    return PyFloat_AsDouble(o);
+}
+
 static PyObject *py_updates_many(PyObject *self, PyObject *args) {
     static const int arrays_of[3] = {4, 3, 2}, scalars_of[3] = {6, 2, 1};
     static const int writable_of[3][4] = {{1, 1, 1, 0}, {1, 1, 0, 0}, {1, 0, 0, 0}};
@@ -1525,7 +1542,7 @@ static PyObject *py_updates_many(PyObject *self, PyObject *args) {
         for (int a = 0; a < na; a++) f->p[a] = bufs[g * na + a].view.buf;
         double sc[6];
         for (int k = 0; k < ns && !failed; k++) {
-            sc[k] = PyFloat_AsDouble(PyTuple_GET_ITEM(item, na + k));
+            sc[k] = scalar_double(PyTuple_GET_ITEM(item, na + k));
             failed = sc[k] == -1.0 && PyErr_Occurred();
             if (f->code == 'f') sc[k] = (double)(float)sc[k];
         }

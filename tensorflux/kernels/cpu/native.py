@@ -131,16 +131,29 @@ def gemm(a: np.ndarray, b: np.ndarray, parts: int):
         _gemm_ready = _find_gemm()
     if not _gemm_ready or 0 in a.shape or 0 in b.shape:
         return None
-    a, ta = _row_major(a)
-    b, tb = _row_major(b)
-    if a is None or b is None:
+    # _row_major and _stop_for written out: a product's Python runs right after the
+    # previous big kernel, where every frame is slow
+    if a.flags.c_contiguous:
+        ta = False
+    elif a.flags.f_contiguous:
+        a, ta = a.T, True
+    else:
+        return None
+    if b.flags.c_contiguous:
+        tb = False
+    elif b.flags.f_contiguous:
+        b, tb = b.T, True
+    else:
         return None
     m = a.shape[1] if ta else a.shape[0]
     n = b.shape[0] if tb else b.shape[1]
     out = buffers.empty_output((m, n), a.dtype)  # in a push's segment when offered
     k = a.shape[0] if ta else a.shape[1]
-    with _stop_for(2.0 * m * n * k) as (cell, deadline):
-        done = _mod.gemm(a, b, out, ta, tb, parts, cell, deadline)
+    if 2.0 * m * n * k > interrupt.CHUNK_FLOPS:
+        with interrupt.native_stop() as (cell, deadline):
+            done = _mod.gemm(a, b, out, ta, tb, parts, cell, deadline)
+    else:
+        done = _mod.gemm(a, b, out, ta, tb, parts)
     if not done:
         interrupt.raise_stopped()
     return out
@@ -184,9 +197,18 @@ def own_many(vars_: list):
 
 
 def _flat_ok(*arrays) -> bool:
+    """Whether `arrays` are ndarrays of one float dtype and one shape, C-contiguous. (A
+    loop, not all() over a generator: these checks run right after big kernels, where
+    every Python frame is slow.)"""
     first = arrays[0]
-    return all(type(x) is np.ndarray and x.dtype == first.dtype and x.shape == first.shape
-               and x.flags.c_contiguous for x in arrays) and first.dtype in _FLOATS
+    if type(first) is not np.ndarray or first.dtype not in _FLOATS:
+        return False
+    dtype, shape = first.dtype, first.shape
+    for x in arrays:
+        if type(x) is not np.ndarray or x.dtype != dtype or x.shape != shape or \
+                not x.flags.c_contiguous:
+            return False
+    return True
 
 
 def adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov: bool,

@@ -56,9 +56,10 @@ def _reduction(reduce, forward_empty: bool = True):
                 return x
             if x.size > _CHUNK_ELEMENTS and x.shape[0] > 1 and 0 not in reduced:
                 return _by_rows(ctx, reduce, x, reduced, keepdims)
-            kept = [a for a in range(x.ndim) if a not in reduced and x.shape[a] > 1]
-            if x.size > _CHUNK_ELEMENTS and kept:
-                return _by_kept_axis(ctx, reduce, x, reduced, keepdims, kept[0])
+            if x.size > _CHUNK_ELEMENTS:
+                kept = [a for a in range(x.ndim) if a not in reduced and x.shape[a] > 1]
+                if kept:
+                    return _by_kept_axis(ctx, reduce, x, reduced, keepdims, kept[0])
             return reduce(x, reduced, keepdims)
 
         return compute
@@ -97,6 +98,25 @@ def _by_kept_axis(ctx, reduce, x, axes, keepdims, k):
     return np.concatenate(parts, axis=at)
 
 
+_ONES: dict = {}  # (length, dtype) -> a read-only vector of ones, for _sum
+_ONES_MAX = 1 << 16  # elements of a kept vector, at most
+_ONES_KEPT = 64  # vectors kept, at most
+
+
+def _ones(n: int, dtype) -> np.ndarray:
+    """np.ones(n, dtype), kept (read-only) for lengths up to _ONES_MAX: a bias gradient's
+    sum runs right after a big kernel, where NumPy's Python-level `ones` costs more than
+    the product it feeds."""
+    key = (n, dtype)
+    v = _ONES.get(key)
+    if v is None:
+        v = np.ones(n, dtype)
+        if n <= _ONES_MAX and len(_ONES) < _ONES_KEPT:
+            v.flags.writeable = False
+            _ONES[key] = v
+    return v
+
+
 def _sum(x, axes, keepdims):
     lead = len(axes)
     if x.dtype in _BLAS_FLOATS and 0 < lead < x.ndim and x.size >= 4096 and \
@@ -105,7 +125,7 @@ def _sum(x, axes, keepdims):
         # faster than NumPy's row-by-row reduction over axis 0 (and no less accurate).
         tail = x.shape[lead:]
         rows = x.reshape(-1, math.prod(tail))
-        total = np.ones(rows.shape[0], x.dtype) @ rows
+        total = _ones(rows.shape[0], x.dtype) @ rows
         return total.reshape(((1,) * lead if keepdims else ()) + tail)
     if x.dtype in _LOW_PRECISION:
         return np.add.reduce(x, axes, np.float32, keepdims=keepdims).astype(x.dtype)

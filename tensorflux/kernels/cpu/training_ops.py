@@ -23,6 +23,7 @@ duplicates first); out-of-range indices are an InvalidArgumentError.
 from __future__ import annotations
 
 import contextlib
+import operator
 
 import numpy as np
 
@@ -49,7 +50,7 @@ class _Locks:
     def __init__(self, vars_):
         self.ordered = sorted(set(vars_), key=id)
 
-    def __enter__(self):
+    def acquire(self) -> None:
         taken = []
         try:
             for v in self.ordered:
@@ -60,9 +61,15 @@ class _Locks:
                 v.lock.release()
             raise
 
-    def __exit__(self, *exc):
+    def release(self) -> None:
         for v in reversed(self.ordered):
             v.lock.release()
+
+    def __enter__(self):
+        self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
 
 
 _UNLOCKED = contextlib.nullcontext()
@@ -100,23 +107,33 @@ def _dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
         # for bit). Right after a big gradient product the interpreter runs cold, and the
         # Python path's ~30 calls cost ~70 us a big Adam update in the MLP step.
         rule, order = _MANY.get(update, (None, ()))
-        picks = [arg_names.index(k) for k in order]
+        # the rule's inputs (gradient, then scalars) from the kernel's, as one C call (a
+        # scalar with dimensions makes updates_many return False: the path below reports it)
+        pick = operator.itemgetter(*[arg_names.index(k) for k in order]) if order else None
         nesterov = flags.get("use_nesterov", False)
 
         def compute(ctx, var_h, *rest):
             handles, args = rest[:nslots], rest[nslots:]
             var, *slot_vars = found.look_up(ctx, (var_h, *handles))
-            with _locked([var, *slot_vars], lock):
+            # the locks taken by hand: `with` over a no-op context manager is two Python
+            # frames, and this runs right after the gradient's product
+            locks = _Locks([var, *slot_vars]) if lock else None
+            if locks is not None:
+                locks.acquire()
+            try:
                 if rule is not None:
-                    w, slots = _owned(var, slot_vars, var_h, handles, {"grad": args[picks[0]]})
-                    if all(getattr(args[j], "ndim", 0) == 0 for j in picks[1:]) and \
-                            native.updates_many(rule, [(w, *slots, *(args[j] for j in picks))],
-                                                nesterov, intra_op.workers(ctx)):
+                    picked = pick(args)
+                    w, slots = _owned(var, slot_vars, var_h, handles, {"grad": picked[0]})
+                    if native.updates_many(rule, [(w, *slots, *picked)], nesterov,
+                                           intra_op.workers(ctx)):
                         return
                 hyper = _hyper(np_dtype, dict(zip(arg_names, args, strict=True)))
                 if rule is None:
                     w, slots = _owned(var, slot_vars, var_h, handles, hyper)
                 _apply_dense(ctx, update, w, slots, hyper, flags)
+            finally:
+                if locks is not None:
+                    locks.release()
 
         return compute
 
@@ -174,13 +191,20 @@ def _fused_dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
         handle_count = (1 + nslots) * count
         # the inputs (by index in arg_names) the rule takes after the arrays, in its order
         picks = [arg_names.index(k) for k in order]
+        # each input's `count` values among the node's inputs, and each array's (var, then
+        # each slot) among the arrays taken (map over slices: no comprehension frames)
+        arg_slices = [slice(handle_count + j * count, handle_count + (j + 1) * count)
+                      for j in range(len(arg_names))]
+        array_slices = [slice(k * count, (k + 1) * count) for k in range(1 + nslots)]
 
         def compute(ctx, *inputs):
             handles = inputs[:handle_count]  # var handles, then each slot's, by update
             *_, every, twice = found.entry_for(ctx, handles)
-            args = [inputs[handle_count + j * count:handle_count + (j + 1) * count]
-                    for j in range(len(arg_names))]
-            with _locked(every, lock):
+            args = list(map(inputs.__getitem__, arg_slices))
+            locks = _Locks(every) if lock else None  # by hand, as in _dense_kernel
+            if locks is not None:
+                locks.acquire()
+            try:
                 if twice:  # a variable named by two updates: one after another
                     for i in range(count):
                         hs = handles[i::count]
@@ -194,16 +218,20 @@ def _fused_dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
                 for w, grad in zip(arrays[:count], args[picks[0]], strict=True):
                     if w.shape != getattr(grad, "shape", None):
                         _check_shape(w, grad, "var")
-                scalars = not any([getattr(x, "ndim", 0) for j in picks[1:] for x in args[j]])
                 # one item per update: its arrays (var, then each slot), then its scalars
-                items = list(zip(*[arrays[k * count:(k + 1) * count] for k in range(1 + nslots)],
-                                 *[args[j] for j in picks], strict=True))
-                if scalars and native.updates_many(rule, items, nesterov, intra_op.workers(ctx)):
+                # (one with dimensions makes updates_many return False: the loop below
+                # reports it)
+                items = list(zip(*map(arrays.__getitem__, array_slices),
+                                 *map(args.__getitem__, picks), strict=True))
+                if native.updates_many(rule, items, nesterov, intra_op.workers(ctx)):
                     return
                 for i in range(count):
                     named = {k: a[i] for k, a in zip(arg_names, args, strict=True)}
                     _apply_dense(ctx, update, arrays[i], arrays[i + count::count],
                                  _hyper(np_dtype, named), flags)
+            finally:
+                if locks is not None:
+                    locks.release()
 
         return compute
 
