@@ -161,6 +161,39 @@ def test_segment_ops_and_scatter_nd_blocks_are_bit_identical(small_blocks):
         np.testing.assert_array_equal(y, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+@pytest.mark.parametrize("row", [(), (3,), (2, 5)])
+def test_sparse_segment_reductions_in_whole_segments_are_bit_identical(monkeypatch, dtype,
+                                                                       row):
+    """Over many rows the sparse segment reductions run in ranges of whole segments (the
+    step checked between them): each segment's value is that of one call, for segments
+    shorter and longer than a range, with empty segments between them."""
+    rng = np.random.default_rng(7)
+    data = (rng.standard_normal((50,) + row) * 100).astype(dtype)
+    lengths = [1, 3, 70, 2, 1, 200, 5, 9, 1, 40, 33, 1]
+    ids = np.repeat(np.arange(len(lengths)) * 2, lengths).astype(np.int32)  # gaps: empty
+    indices = rng.integers(0, 50, ids.size).astype(np.int32)
+    ops = [lambda d: tf.sparse.segment_sum(d, indices, ids),
+           lambda d: tf.sparse.segment_mean(d, indices, ids),
+           lambda d: tf.sparse.segment_sqrt_n(d, indices, ids),
+           lambda d: tf.sparse.segment_sum(d, indices, ids, num_segments=30)]
+
+    def run():
+        g = tf.Graph()
+        with g.as_default():
+            d = tf.constant(data)
+            return _run([op(d) for op in ops])
+
+    want = run()
+    cuts = []
+    monkeypatch.setattr(interrupt, "SPAN_ELEMENTS", 16 * max(1, int(np.prod(row))))
+    monkeypatch.setattr(interrupt, "check", lambda ctx=None: cuts.append(1))
+    got = run()
+    assert len(cuts) >= 4 * 6  # each reduction ran in ranges
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
 def test_gather_and_top_k_blocks_are_bit_identical(small_blocks):
     rng = np.random.default_rng(4)
     p = rng.standard_normal((30, 7, 5)).astype(np.float32)
@@ -264,6 +297,9 @@ _STOPPED = [
     ("SparseSegmentSumGrad", {"T": tf.float32, "Tidx": tf.int32, "Tsegmentids": tf.int32},
      {}, lambda: (np.ones((1, 4), np.float32), np.zeros(300, np.int32),
                   np.zeros(300, np.int32), np.int32(2))),
+    ("SparseSegmentSum", {"T": tf.float32, "Tidx": tf.int32, "Tsegmentids": tf.int32},
+     {}, lambda: (np.ones((3, 4), np.float32), np.zeros(300, np.int32),
+                  np.arange(300, dtype=np.int32) // 2)),
     ("Unique", {"T": tf.float32, "out_idx": tf.int32}, {"out_idx": tf.int32},
      lambda: (np.arange(300, dtype=np.float32) % 7,)),
     ("UniqueWithCounts", {"T": tf.float32, "out_idx": tf.int32}, {"out_idx": tf.int32},

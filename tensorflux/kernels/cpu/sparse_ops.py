@@ -70,8 +70,28 @@ def _check_indices(indices: np.ndarray, limit: int) -> None:
         raise _invalid(f"Bad: indices[{i}] == {int(indices[i])} out of range [0, {limit})")
 
 
-def segment_reduce(reduction: str, data, indices, segment_ids, num_segments=None):
-    """`reduction` ("Sum", "Mean", "SqrtN") of rows `data[indices]` by sorted segment ids."""
+def _whole_segments(bounds: np.ndarray, row_elements: int, ctx):
+    """Yields (first, end) ranges of segments (segment i: selected rows bounds[i] to
+    bounds[i + 1]) of at most `interrupt.SPAN_ELEMENTS` elements each, or one segment
+    that is longer, never cutting a segment, checking step `ctx` before every range but
+    the first. A segment's sum in its own range is the sum of one call over all rows:
+    np.add.reduceat reduces each segment by itself (how it orders a segment's additions
+    depends on that segment alone), so only a cut segment would change."""
+    per = max(1, interrupt.SPAN_ELEMENTS // max(1, row_elements))
+    first, count = 0, len(bounds) - 1
+    while first < count:
+        # the segments that end within `per` rows of this range's start
+        end = int(np.searchsorted(bounds, bounds[first] + per, side="right")) - 1
+        end = min(count, max(first + 1, end))
+        if first and ctx is not None:
+            interrupt.check(ctx)
+        yield first, end
+        first = end
+
+
+def segment_reduce(reduction: str, data, indices, segment_ids, num_segments=None, ctx=None):
+    """`reduction` ("Sum", "Mean", "SqrtN") of rows `data[indices]` by sorted segment ids;
+    over many rows, in ranges of whole segments with step `ctx` checked between them."""
     data = np.asarray(data)
     if data.ndim < 1:
         raise _invalid("Shape must be at least rank 1 but is rank 0")
@@ -81,9 +101,18 @@ def segment_reduce(reduction: str, data, indices, segment_ids, num_segments=None
     acc = _accumulator(data.dtype)
     out = np.zeros((rows,) + data.shape[1:], dtype=acc)
     if indices.size:
-        selected = data[indices].astype(acc, copy=False)
         starts = np.flatnonzero(np.r_[True, segment_ids[1:] != segment_ids[:-1]])
-        sums = np.add.reduceat(selected, starts, axis=0)
+        row_elements = int(np.prod(data.shape[1:], dtype=np.int64))
+        if indices.size * max(1, row_elements) <= interrupt.SPAN_ELEMENTS:
+            selected = data[indices].astype(acc, copy=False)
+            sums = np.add.reduceat(selected, starts, axis=0)
+        else:  # the gather alone of 32M rows took seconds
+            sums = np.empty((starts.size,) + data.shape[1:], dtype=acc)
+            bounds = np.r_[starts, indices.size]
+            for first, end in _whole_segments(bounds, row_elements, ctx):
+                lo, hi = bounds[first], bounds[end]
+                selected = data[indices[lo:hi]].astype(acc, copy=False)
+                sums[first:end] = np.add.reduceat(selected, starts[first:end] - lo, axis=0)
         if reduction != "Sum":
             counts = np.diff(np.r_[starts, indices.size]).astype(acc)
             scale = counts if reduction == "Mean" else np.sqrt(counts)
@@ -98,10 +127,10 @@ def _segment_kernel(reduction: str, with_num: bool):
             if np.ndim(num_segments) != 0:
                 raise _invalid("num_segments should be a scalar, got shape "
                                f"{_shape_str(np.shape(num_segments))}")
-            return segment_reduce(reduction, data, indices, segment_ids, num_segments)
+            return segment_reduce(reduction, data, indices, segment_ids, num_segments, ctx)
     else:
         def compute(ctx, data, indices, segment_ids):
-            return segment_reduce(reduction, data, indices, segment_ids)
+            return segment_reduce(reduction, data, indices, segment_ids, ctx=ctx)
     return compute
 
 
