@@ -321,7 +321,7 @@ class _SocketStream:
     def send(self, parts: list) -> None:
         """Writes one frame (`parts`: its body), or holds it (push_held: this thread's held
         frames for this connection go first). UnavailableError: the connection failed."""
-        frame = [struct.pack("<Q", sum(len(p) for p in parts)), *parts]
+        frame = [struct.pack("<Q", sum(map(len, parts))), *parts]
         held = _held.frames
         if held is not None and self in held:
             if _held.on:

@@ -43,6 +43,9 @@ DONE_STALE_SECONDS = 30.0
 _ENDED_REMEMBERED = 4096  # step ids whose late pushes are dropped
 
 
+_PEERS: dict = {}  # push_in -> the tasks that push to it
+
+
 def _task(device: str) -> str:
     return device.split("/device:", 1)[0]
 
@@ -80,7 +83,13 @@ class RemoteRendezvous(Rendezvous):
     def configure(self, push_out: frozenset, push_in: frozenset) -> None:
         """The step's pushed edges (from the registered graph), before it runs here."""
         self.push_out, self.push_in = push_out, push_in
-        self.push_peers = frozenset(_task(k.partition(";")[0]) for k in push_in)
+        peers = _PEERS.get(push_in)  # a registered graph passes the same set every step
+        if peers is None:
+            peers = frozenset(_task(k.partition(";")[0]) for k in push_in)
+            if len(_PEERS) >= _ENDED_REMEMBERED:
+                _PEERS.clear()
+            _PEERS[push_in] = peers
+        self.push_peers = peers
         self.configured = True
 
     def send(self, key: str, value, is_dead: bool = False) -> None:

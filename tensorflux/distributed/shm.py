@@ -332,7 +332,7 @@ class Mapping:
         np_dtype = wire._NUMPY_OF_ENUM.get(dtype_enum)
         if np_dtype is None:
             raise _bad(f"dtype {dtype_enum} cannot be shared")
-        if any(d < 0 for d in dims) or len(dims) > 254:
+        if min(dims, default=0) < 0 or len(dims) > 254:
             raise _bad(f"shape {dims}")
         count = 1
         for d in dims:
@@ -499,7 +499,7 @@ def decode_tensor(data) -> tuple[int, str, int, list, int, int, int]:
 
 
 def encode_release(slots) -> bytes:
-    body = b"".join(varint(s) for s in slots)
+    body = b"".join(map(varint, slots))
     return bytes((RELEASE_TAG,)) + varint(len(body)) + body
 
 
