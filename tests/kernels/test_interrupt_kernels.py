@@ -194,6 +194,25 @@ def test_sparse_segment_reductions_in_whole_segments_are_bit_identical(monkeypat
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
+def test_volume_patches_in_blocks_of_planes_are_those_of_one_call(monkeypatch):
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 7, 6, 5, 3)).astype(np.float32)
+    cases = [([1, 3, 2, 2, 1], [1, 1, 1, 1, 1], "SAME"), ([1, 2, 3, 2, 1], [1, 2, 1, 3, 1],
+             "VALID"), ([1, 4, 2, 3, 1], [1, 3, 2, 1, 1], "SAME")]
+
+    def run():
+        g = tf.Graph()
+        with g.as_default():
+            return _run([tf.extract_volume_patches(x, k, st, pad) for k, st, pad in cases])
+
+    want = run()
+    monkeypatch.setattr(interrupt, "SPAN_ELEMENTS", 64)
+    got = run()
+    for a, b in zip(got, want, strict=True):
+        assert a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+
+
 def test_gather_and_top_k_blocks_are_bit_identical(small_blocks):
     rng = np.random.default_rng(4)
     p = rng.standard_normal((30, 7, 5)).astype(np.float32)
@@ -297,6 +316,9 @@ _STOPPED = [
     ("SparseSegmentSumGrad", {"T": tf.float32, "Tidx": tf.int32, "Tsegmentids": tf.int32},
      {}, lambda: (np.ones((1, 4), np.float32), np.zeros(300, np.int32),
                   np.zeros(300, np.int32), np.int32(2))),
+    ("ExtractVolumePatches", {"T": tf.float32},
+     {"ksizes": [1, 2, 2, 2, 1], "strides": [1, 1, 1, 1, 1], "padding": "SAME"},
+     lambda: (np.ones((1, 6, 5, 4, 3), np.float32),)),
     ("SparseSegmentSum", {"T": tf.float32, "Tidx": tf.int32, "Tsegmentids": tf.int32},
      {}, lambda: (np.ones((3, 4), np.float32), np.zeros(300, np.int32),
                   np.arange(300, dtype=np.int32) // 2)),

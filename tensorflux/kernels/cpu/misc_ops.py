@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 
 from tensorflux.framework import errors
+from tensorflux.kernels import interrupt
 from tensorflux.kernels.registry import kernel, kernel_factory
 
 
@@ -44,8 +46,14 @@ def _extract_volume_patches(node):
         padded = np.zeros((n, planes + 1, rows + 1, cols + 1, depth), x.dtype)
         padded[:, 1:, 1:, 1:] = x
         p, r, c = taps
-        out = padded[:, p[:, None, None, :, None, None], r[None, :, None, None, :, None],
-                     c[None, None, :, None, None, :]]  # [n, op, or, oc, kp, kr, kc, depth]
-        return np.ascontiguousarray(out.reshape(out.shape[:4] + (-1,)))
+        rc = (r[None, :, None, None, :, None], c[None, None, :, None, None, :])
+        shape = (n, len(p), len(r), len(c), p.shape[1] * r.shape[1] * c.shape[1] * depth)
+        out = np.empty(shape, x.dtype)
+        # by blocks of output planes, the step checked between them (the sweep's 64^3x8
+        # volume with 4^3 patches writes 512 MB: 1.6 s in one gather)
+        for lo, hi in interrupt.spans(shape[1], n * math.prod(shape[2:]), ctx):
+            block = padded[:, p[lo:hi, None, None, :, None, None], rc[0], rc[1]]
+            out[:, lo:hi] = block.reshape((n, hi - lo) + shape[2:])  # [.., kp, kr, kc, depth]
+        return out
 
     return compute
