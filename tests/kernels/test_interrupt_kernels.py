@@ -194,6 +194,29 @@ def test_sparse_segment_reductions_in_whole_segments_are_bit_identical(monkeypat
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
+def test_band_part_script_and_fake_quant_in_blocks_are_those_of_one_call(monkeypatch):
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((3, 37, 29)) * 4).astype(np.float32)
+    points = rng.integers(-5, 0x11_0000 + 5, (50, 41)).astype(np.int32)
+
+    def run():
+        g = tf.Graph()
+        with g.as_default():
+            return _run([tf.linalg.band_part(x, 3, 5), tf.linalg.band_part(x, -1, 0),
+                         tf.linalg.band_part(x, 0, -1), tf.strings.unicode_script(points),
+                         tf.quantization.fake_quant_with_min_max_args(x, -3.0, 5.0, 6),
+                         tf.quantization.fake_quant_with_min_max_vars(x, -2.5, 7.0, 4, True)])
+
+    want = run()
+    monkeypatch.setattr(interrupt, "SPAN_ELEMENTS", 64)
+    monkeypatch.setattr(interrupt, "BLOCKED_BYTES", 16)
+    monkeypatch.setattr(interrupt, "BLOCK_BYTES", 24 * 64)  # (cost 32-64: a few elements)
+    got = run()
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+
+
 def test_volume_patches_in_blocks_of_planes_are_those_of_one_call(monkeypatch):
     rng = np.random.default_rng(8)
     x = rng.standard_normal((2, 7, 6, 5, 3)).astype(np.float32)
@@ -316,6 +339,8 @@ _STOPPED = [
     ("SparseSegmentSumGrad", {"T": tf.float32, "Tidx": tf.int32, "Tsegmentids": tf.int32},
      {}, lambda: (np.ones((1, 4), np.float32), np.zeros(300, np.int32),
                   np.zeros(300, np.int32), np.int32(2))),
+    ("MatrixBandPart", {"T": tf.float32, "Tindex": tf.int64}, {},
+     lambda: (np.ones((300, 4), np.float32), np.int64(1), np.int64(2))),
     ("ExtractVolumePatches", {"T": tf.float32},
      {"ksizes": [1, 2, 2, 2, 1], "strides": [1, 1, 1, 1, 1], "padding": "SAME"},
      lambda: (np.ones((1, 6, 5, 4, 3), np.float32),)),
@@ -813,6 +838,12 @@ _BUILT = [
     ("StatelessRandomGammaV3", {"dtype": tf.float32, "shape_dtype": tf.int32},
      {}, lambda: (np.array([64], np.int32), np.array([7], np.uint64),
                   np.array([0, 0], np.uint64), np.int32(1), np.float32(2.0))),
+    ("UnicodeScript", {}, {}, lambda: (np.arange(300, dtype=np.int32) * 97,)),
+    ("FakeQuantWithMinMaxArgs", {}, {"min": -6.0, "max": 6.0, "num_bits": 8,
+                                     "narrow_range": False},
+     lambda: (np.linspace(-8, 8, 300, dtype=np.float32),)),
+    ("FakeQuantWithMinMaxVars", {}, {"num_bits": 8, "narrow_range": False},
+     lambda: (np.linspace(-8, 8, 300, dtype=np.float32), np.float32(-6), np.float32(6))),
 ]
 
 

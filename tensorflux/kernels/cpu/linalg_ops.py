@@ -23,9 +23,15 @@ def _matrix_band_part(ctx, x, num_lower, num_upper):
     if up > n:
         raise _invalid(f"num_upper must be negative or less or equal to number of columns "
                        f"({n}) got: {up}")
-    offset = np.arange(n)[None, :] - np.arange(m)[:, None]  # column - row
-    keep = ((lo < 0) | (-offset <= lo)) & ((up < 0) | (offset <= up))
-    return np.where(keep, x, np.zeros((), x.dtype))
+    zero = np.zeros((), x.dtype)
+    out = np.empty(x.shape, x.dtype)
+    # in blocks of rows, the step checked between them (the band's mask and np.where over
+    # 128 MiB at once took 1.6-1.9 s)
+    for a, b in interrupt.spans(m, max(1, x.size // max(1, m)), ctx):
+        offset = np.arange(n)[None, :] - np.arange(a, b)[:, None]  # column - row
+        keep = ((lo < 0) | (-offset <= lo)) & ((up < 0) | (offset <= up))
+        out[..., a:b, :] = np.where(keep, x[..., a:b, :], zero)
+    return out
 
 
 @kernel("Diag")

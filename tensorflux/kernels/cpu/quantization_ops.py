@@ -28,7 +28,7 @@ import ml_dtypes
 import numpy as np
 
 from tensorflux.framework import errors
-from tensorflux.kernels import intra_op
+from tensorflux.kernels import interrupt, intra_op
 from tensorflux.kernels.cpu import _qnative
 from tensorflux.kernels.cpu._nn_common import _checked, _invalid, _pad, _window
 from tensorflux.kernels.cpu._qmath import (  # noqa: F401 - shared with the fused ops
@@ -238,6 +238,21 @@ def _nudge(lo, hi, num_bits, narrow):
     return _F(_F(qmin - zero) * scale), _F(_F(qmax - zero) * scale), scale, inv
 
 
+# a fake quantization's time per output byte against a fill's (six NumPy passes)
+_ELEMENTWISE_COST = 32
+
+
+def _elementwise(ctx, x: np.ndarray, fn) -> np.ndarray:
+    """`fn(x)` as float32 for an elementwise `fn`: over a large `x` in flat blocks, the step
+    checked between them (each element by itself: the values of one call)."""
+    if not interrupt.blocked(x.size * 4, _ELEMENTWISE_COST):
+        return fn(x).astype(_F)
+    flat, out = x.reshape(-1), np.empty(x.size, _F)
+    for lo, hi in interrupt.flat_spans(ctx, x.size, 4, cost=_ELEMENTWISE_COST):
+        out[lo:hi] = fn(flat[lo:hi])
+    return out.reshape(x.shape)
+
+
 def _fake_quant(x, lo, hi, num_bits, narrow, divide=False):
     """x on the nudged grid: the steps from the nudged min, rounded half up, relative to the
     zero point. FakeQuantWithMinMaxVars divides by the scale where the Args and per-channel
@@ -305,7 +320,8 @@ def _args_range(node):
 @_checked
 def _fake_quant_args(node):
     (lo, hi), (bits, narrow) = _args_range(node), _fq_attrs(node)
-    return lambda ctx, x: _fake_quant(np.asarray(x, _F), lo, hi, bits, narrow).astype(_F)
+    return lambda ctx, x: _elementwise(ctx, np.asarray(x, _F),
+                                       lambda v: _fake_quant(v, lo, hi, bits, narrow))
 
 
 @kernel_factory("FakeQuantWithMinMaxArgsGradient")
@@ -327,8 +343,9 @@ def _fake_quant_vars(node):
     bits, narrow = _fq_attrs(node)
 
     def compute(ctx, x, lo, hi):
-        return _fake_quant(np.asarray(x, _F), _scalar(lo, "min"), _scalar(hi, "max"), bits,
-                           narrow, divide=True).astype(_F)
+        lo, hi = _scalar(lo, "min"), _scalar(hi, "max")
+        return _elementwise(ctx, np.asarray(x, _F),
+                            lambda v: _fake_quant(v, lo, hi, bits, narrow, divide=True))
 
     return compute
 
