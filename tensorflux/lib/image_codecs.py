@@ -165,12 +165,13 @@ def decode_any(data: bytes, channels: int, dtype: str, expand_animations: bool) 
     return a
 
 
-def encode_png(image: np.ndarray, compression: int = -1) -> bytes:
+def encode_png(image: np.ndarray, compression: int = -1, between=None) -> bytes:
+    """`between`: called between blocks of a large image's compression (png.encode_png)."""
     if image.ndim != 3 or image.shape[2] not in (1, 2, 3, 4):
         raise ValueError(f"image must have 1, 2, 3, or 4 channels, got {image.shape[-1]}")
     if image.dtype == np.uint8:
-        return png_lib.encode_png(image, compression)
-    return png_lib.encode_png16(image, compression)
+        return png_lib.encode_png(image, compression, between)
+    return png_lib.encode_png16(image, compression, between)
 
 
 def encode_jpeg(image: np.ndarray, fmt: str = "", quality: int = 95, progressive=False,

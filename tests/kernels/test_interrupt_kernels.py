@@ -217,6 +217,30 @@ def test_band_part_script_and_fake_quant_in_blocks_are_those_of_one_call(monkeyp
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+@pytest.mark.parametrize("compression", [-1, 0, 1, 9])
+def test_a_png_compressed_in_blocks_is_the_file_of_one_call(monkeypatch, dtype, compression):
+    """A large image's zlib stream is fed in blocks of rows with the step checked between
+    them; the file's bytes are those of one call at every level (level 0, whose stored
+    blocks would move, in one call), and a stopped step stops the encode."""
+    from tensorflux.lib import png
+
+    rng = np.random.default_rng(10)
+    image = rng.integers(0, 40, (61, 47, 3)).astype(dtype) * 3  # compressible, not trivially
+    want = png.encode_png(image, compression) if dtype == np.uint8 else \
+        png.encode_png16(image, compression)
+    monkeypatch.setattr(png, "_DEFLATE_BYTES", 100)
+    calls = []
+    encode = png.encode_png if dtype == np.uint8 else png.encode_png16
+    assert encode(image, compression, between=lambda: calls.append(1)) == want
+    assert (len(calls) > 20) == (compression != 0)
+    compute = _compute("EncodePng", {"T": tf.as_dtype(dtype)}, compression=compression)
+    assert compute(None, image).item() == want
+    if compression != 0:
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            compute(_Late(), image)
+
+
 def test_volume_patches_in_blocks_of_planes_are_those_of_one_call(monkeypatch):
     rng = np.random.default_rng(8)
     x = rng.standard_normal((2, 7, 6, 5, 3)).astype(np.float32)

@@ -878,7 +878,12 @@ def _encoder(fn):
 @kernel_factory("EncodePng")
 def _encode_png(node):
     compression = node.attrs["compression"]
-    return _encoder(lambda image: image_codecs.encode_png(image, compression))
+
+    def compute(ctx, image):  # a large image is compressed in blocks, the step checked
+        return _encoder(lambda im: image_codecs.encode_png(
+            im, compression, between=lambda: interrupt.check(ctx)))(ctx, image)
+
+    return compute
 
 
 @kernel_factory("EncodeJpeg")
