@@ -241,6 +241,29 @@ def test_a_png_compressed_in_blocks_is_the_file_of_one_call(monkeypatch, dtype, 
             compute(_Late(), image)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_lrn_and_its_gradient_in_blocks_of_positions_are_those_of_one_call(monkeypatch,
+                                                                            dtype):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 5, 7, 9)).astype(dtype)
+    g = rng.standard_normal((2, 5, 7, 9)).astype(dtype)
+
+    def run():
+        with tf.Graph().as_default():
+            t = tf.constant(x)
+            y = tf.nn.lrn(t, 2, 1.5, 0.3, 0.6)
+            dx = tf.gradients(y, t, grad_ys=tf.constant(g))[0]
+            wide = tf.nn.lrn(t, 6, 0.5, 1e-2, 0.75)
+            return _run([y, dx, wide])
+
+    want = run()
+    monkeypatch.setattr(interrupt, "SPAN_ELEMENTS", 20)  # two positions a block
+    got = run()
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
 def test_volume_patches_in_blocks_of_planes_are_those_of_one_call(monkeypatch):
     rng = np.random.default_rng(8)
     x = rng.standard_normal((2, 7, 6, 5, 3)).astype(np.float32)
@@ -365,6 +388,11 @@ _STOPPED = [
                   np.zeros(300, np.int32), np.int32(2))),
     ("MatrixBandPart", {"T": tf.float32, "Tindex": tf.int64}, {},
      lambda: (np.ones((300, 4), np.float32), np.int64(1), np.int64(2))),
+    ("LRN", {"T": tf.float32}, {"depth_radius": 2, "bias": 1.0, "alpha": 0.5, "beta": 0.75},
+     lambda: (np.ones((1, 10, 30, 4), np.float32),)),
+    ("LRNGrad", {"T": tf.float32},
+     {"depth_radius": 2, "bias": 1.0, "alpha": 0.5, "beta": 0.75},
+     lambda: (np.ones((1, 10, 30, 4), np.float32),) * 3),
     ("ExtractVolumePatches", {"T": tf.float32},
      {"ksizes": [1, 2, 2, 2, 1], "strides": [1, 1, 1, 1, 1], "padding": "SAME"},
      lambda: (np.ones((1, 6, 5, 4, 3), np.float32),)),

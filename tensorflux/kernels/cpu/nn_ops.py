@@ -10,7 +10,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from tensorflux.kernels import buffers, intra_op
+from tensorflux.kernels import buffers, interrupt, intra_op
 from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu._nn_common import _LOW_PRECISION, _invalid, _narrow, _widen
 from tensorflux.kernels.cpu.math_ops import _ADD_KERNEL as _last_axis_add
@@ -282,6 +282,13 @@ def _depth_window_sum(a: np.ndarray, radius: int) -> np.ndarray:
     return out
 
 
+def _positions(a: np.ndarray) -> np.ndarray:
+    """A 4-D NHWC tensor as (positions, depth) rows: LRN normalizes each position's depth
+    vector by itself, so its kernels run in blocks of positions, the step checked between
+    them (one 1024^2 x 32 image took 1.1 s in one call), with the values of one call."""
+    return a.reshape(-1, a.shape[-1])
+
+
 def _lrn_attrs(node):
     a = node.attrs
     return a["depth_radius"], a["bias"], a["alpha"], a["beta"]
@@ -301,9 +308,15 @@ def _lrn(node):
         _check_radius(radius)
         if x.ndim != 4:
             raise _invalid(f"input must be 4-dimensional, got {list(x.shape)}")
-        xf = _widen(x)
-        norm = bias + alpha * _depth_window_sum(xf * xf, radius)
-        return _narrow(xf * norm ** -beta, x.dtype)
+        out = np.empty(x.shape, x.dtype)
+        if x.size == 0:
+            return out
+        rows, out_rows = _positions(x), out.reshape(-1, x.shape[-1])
+        for lo, hi in interrupt.spans(rows.shape[0], rows.shape[1], ctx):
+            xf = _widen(rows[lo:hi])
+            norm = bias + alpha * _depth_window_sum(xf * xf, radius)
+            out_rows[lo:hi] = _narrow(xf * norm ** -beta, x.dtype)
+        return out
 
     return compute
 
@@ -317,12 +330,19 @@ def _lrn_grad(node):
         if not (g.ndim == x.ndim == y.ndim == 4) or not (g.shape == x.shape == y.shape):
             raise _invalid("input_grads, input_image, and out_image should have the same "
                            "shape")
-        gf, xf, yf = _widen(g), _widen(x), _widen(y)
-        norm = bias + alpha * _depth_window_sum(xf * xf, radius)
-        # dx_j = g_j N_j^-beta - 2 alpha beta x_j sum_{i in window(j)} g_i y_i / N_i
-        dx = gf * norm ** -beta
-        dx -= (2 * alpha * beta) * xf * _depth_window_sum(gf * yf / norm, radius)
-        return _narrow(dx, g.dtype)
+        out = np.empty(g.shape, g.dtype)
+        if g.size == 0:
+            return out
+        g_rows, x_rows, y_rows = _positions(g), _positions(x), _positions(y)
+        out_rows = out.reshape(-1, g.shape[-1])
+        for lo, hi in interrupt.spans(g_rows.shape[0], g_rows.shape[1], ctx):
+            gf, xf, yf = _widen(g_rows[lo:hi]), _widen(x_rows[lo:hi]), _widen(y_rows[lo:hi])
+            norm = bias + alpha * _depth_window_sum(xf * xf, radius)
+            # dx_j = g_j N_j^-beta - 2 alpha beta x_j sum_{i in window(j)} g_i y_i / N_i
+            dx = gf * norm ** -beta
+            dx -= (2 * alpha * beta) * xf * _depth_window_sum(gf * yf / norm, radius)
+            out_rows[lo:hi] = _narrow(dx, g.dtype)
+        return out
 
     return compute
 
