@@ -295,11 +295,15 @@ static PyObject *py_fill(PyObject *self, PyObject *args) {
 }
 
 /* TF's RandomShuffle order: a Fisher-Yates pass from the front over 0..n-1, row i swapped
- * with row i + w % (n - i), w the stream's next word (SingleSampleAdapter); n < 2^31. */
+ * with row i + w % (n - i), w the stream's i-th word (SingleSampleAdapter); n < 2^31.
+ * With (start, stop): only the swaps of rows start..stop-1, the stream positioned at word
+ * `start` (out must hold the first `start` swaps' result; start 0 fills it with 0..n-1),
+ * so that a long pass can be made in pieces that give the permutation of one call. */
 static PyObject *py_permutation(PyObject *self, PyObject *args) {
     unsigned long long key, clo, chi;
+    long long start = 0, stop = -1;
     Py_buffer buf;
-    if (!PyArg_ParseTuple(args, "KKKw*", &key, &clo, &chi, &buf))
+    if (!PyArg_ParseTuple(args, "KKKw*|LL", &key, &clo, &chi, &buf, &start, &stop))
         return NULL;
     const Py_ssize_t n = buf.len / 8;
     if (!PyBuffer_IsContiguous(&buf, 'C') || n >= 0x7FFFFFFF) {
@@ -308,13 +312,23 @@ static PyObject *py_permutation(PyObject *self, PyObject *args) {
                                           "than 2^31 elements");
         return NULL;
     }
+    if (stop < 0 || stop > n - 1) stop = n - 1 > 0 ? n - 1 : 0;
+    if (start < 0 || start > stop) {
+        PyBuffer_Release(&buf);
+        PyErr_SetString(PyExc_ValueError, "permutation: 0 <= start <= stop expected");
+        return NULL;
+    }
     int64_t *out = (int64_t *)buf.buf;
     single_t a = {.used = 4};
     stream_init(&a.s, key, clo, chi);
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++)
-        out[i] = i;
-    for (Py_ssize_t i = 0; i + 1 < n; i++) {
+    if (start == 0)
+        for (Py_ssize_t i = 0; i < n; i++)
+            out[i] = i;
+    stream_skip(&a.s, (uint64_t)start / 4);  /* word `start`: 4 words a block */
+    for (long long w = 0; w < start % 4; w++)
+        (void)single_next(&a);
+    for (Py_ssize_t i = (Py_ssize_t)start; i < (Py_ssize_t)stop; i++) {
         Py_ssize_t j = i + (Py_ssize_t)(single_next(&a) % (uint32_t)(n - i));
         int64_t t = out[i];
         out[i] = out[j];

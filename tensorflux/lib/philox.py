@@ -526,14 +526,27 @@ def truncated_normal(key, counter, n: int, dtype) -> np.ndarray:
     return _normals((_TRUNC_F32, _TRUNC_F64), _np_truncated_normal, key, counter, n, dtype)
 
 
-def shuffle_permutation(key, counter, n: int) -> np.ndarray:
+SHUFFLE_SWAPS = 1 << 21  # swaps of one piece of a long pass (tens of ms of cache misses)
+
+
+def shuffle_permutation(key, counter, n: int, between=None) -> np.ndarray:
     """The row order TF's RandomShuffle gives n rows (n < 2**31): a Fisher-Yates pass from
-    the front, row i swapped with row i + w % (n - i), w the stream's next 32-bit word."""
+    the front, row i swapped with row i + w % (n - i), w the stream's next 32-bit word.
+    With `between`, a long pass runs in pieces of SHUFFLE_SWAPS swaps, `between()` called
+    before every piece but the first (it may raise to stop); the order is that of one
+    pass."""
     if _native is not None:
         out = np.empty(n, np.int64)
         k = int(np.asarray(key, np.uint64).reshape(-1)[0])
         c = np.asarray(counter, np.uint64).reshape(-1)
-        _native.permutation(k, int(c[0]), int(c[1]), out)
+        if between is None or n <= SHUFFLE_SWAPS:
+            _native.permutation(k, int(c[0]), int(c[1]), out)
+            return out
+        for start in range(0, n - 1, SHUFFLE_SWAPS):
+            if start:
+                between()
+            _native.permutation(k, int(c[0]), int(c[1]), out, start,
+                                min(n - 1, start + SHUFFLE_SWAPS))
         return out
     w = words(key, counter, max(n - 1, 0)).astype(np.int64)
     perm = np.arange(n, dtype=np.int64)

@@ -67,6 +67,30 @@ def test_shuffle_permutation_equals_the_numpy_reference(monkeypatch, n):
         assert sorted(fast.tolist()) == list(range(n))
 
 
+@pytest.mark.parametrize("swaps", [1, 3, 4, 5, 64])
+def test_a_shuffle_in_pieces_is_the_permutation_of_one_pass(monkeypatch, swaps):
+    """A long Fisher-Yates pass runs in pieces (the stream positioned at the piece's first
+    word, 4 words a block, a 128-bit carry included), `between` called between them."""
+    monkeypatch.setattr(philox, "SHUFFLE_SWAPS", swaps)
+    for key, counter in _streams():
+        for n in (2, 5, 9, 257):
+            calls = []
+            got = philox.shuffle_permutation(key, counter, n, between=lambda: calls.append(1))
+            _same(got, philox.shuffle_permutation(key, counter, n))
+            assert len(calls) == max(0, -(-(n - 1) // swaps) - 1) if n > swaps else not calls
+
+
+def test_a_stopped_shuffle_stops_between_pieces(monkeypatch):
+    monkeypatch.setattr(philox, "SHUFFLE_SWAPS", 4)
+    key, counter = next(_streams())
+
+    def stop():
+        raise RuntimeError("stopped")
+
+    with pytest.raises(RuntimeError, match="stopped"):
+        philox.shuffle_permutation(key, counter, 100, between=stop)
+
+
 @pytest.mark.parametrize("name,args", [
     ("log1pf", (-np.linspace(0, 0.999, 257, dtype=np.float32),)),
     ("expm1f", (np.linspace(-30, 3, 257, dtype=np.float32),)),

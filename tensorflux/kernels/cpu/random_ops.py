@@ -225,7 +225,8 @@ def _random_shuffle(node):
             else:
                 perm = state.gen.permutation(rows)
         if rows < 2**31 - 1:
-            perm = philox.shuffle_permutation(key, counter, rows)
+            perm = philox.shuffle_permutation(key, counter, rows,  # long: in pieces
+                                              between=lambda: interrupt.check(ctx))
         out = np.empty_like(value)
         for lo, hi in interrupt.spans(perm.size, value.size // perm.size, ctx):  # gather in blocks
             out[lo:hi] = value[perm[lo:hi]]
