@@ -970,6 +970,36 @@ def test_a_string_kernel_over_many_elements_ends_at_the_deadline():
     _expect_deadline(y, {x: words}, "big_lower")
 
 
+def test_string_maps_in_blocks_give_the_values_of_one_block(monkeypatch):
+    """The per-element string kernels (`string_ops._map`) make their elements Python
+    objects a block at a time: numbers, complex numbers, booleans and broadcast joins
+    give the same strings as in one block."""
+    rng = np.random.default_rng(12)
+
+    def run():
+        g = tf.Graph()
+        with g.as_default():
+            return _run([
+                tf.as_string(rng.standard_normal(23).astype(np.float32) * 1e3, precision=3),
+                tf.as_string(np.arange(-11, 12, dtype=np.int64) * 7919, width=6, fill="0"),
+                tf.as_string((rng.standard_normal(17) + 1j).astype(np.complex64)),
+                tf.as_string(np.arange(9) % 2 == 0),
+                tf.as_string(np.linspace(-2, 2, 13).astype(np.float16), scientific=True),
+                tf.strings.join([np.array([b"a", b"bb", b"c", b"dd"] * 2, object), b"!",
+                                 np.array([b"x", b"yy", b"z", b"w"] * 2, object)], "-"),
+                tf.strings.length(np.array([b"abc", b"", b"\xc3\xa9"] * 5, object),
+                                  "UTF8_CHAR")])
+
+    rng = np.random.default_rng(12)
+    want = run()
+    rng = np.random.default_rng(12)
+    monkeypatch.setattr(interrupt, "EACH_EVERY", 3)
+    got = run()
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.tolist() == b.tolist()
+
+
 @pytest.mark.parametrize("op", ["lower", "length", "to_number", "split", "decode",
                                 "reduce_join", "as_string", "hash"])
 def test_string_kernels_check_their_step_every_few_thousand_elements(monkeypatch, op):

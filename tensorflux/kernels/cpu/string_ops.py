@@ -21,14 +21,21 @@ from tensorflux.lib import hashing
 
 
 def _map(fn, *arrays, ctx=None, otype=object) -> np.ndarray:
-    """fn over the broadcast elements of `arrays`, as an array of `otype` (checking step
-    `ctx` every few thousand elements)."""
-    arrays = np.broadcast_arrays(*[np.asarray(a, dtype=object) for a in arrays])
+    """fn over the broadcast elements of `arrays` (as Python objects: `tolist`'s), as an
+    array of `otype`, checking step `ctx` between blocks of a few thousand elements (the
+    elements are made Python objects a block at a time: 16M floats at once took a second
+    before the first check)."""
+    arrays = np.broadcast_arrays(*[np.asarray(a) for a in arrays])
     out = np.empty(arrays[0].shape, dtype=otype)
     flat = out.reshape(-1)
-    for i, vals in enumerate(interrupt.each(
-            ctx, zip(*(a.reshape(-1) for a in arrays), strict=True), count=flat.size)):
-        flat[i] = fn(*vals)
+    flats = [a.reshape(-1) for a in arrays]
+    every = interrupt.EACH_EVERY
+    for lo in range(0, flat.size, every):
+        if lo:
+            interrupt.check(ctx)
+        for i, vals in enumerate(zip(*[f[lo:lo + every].tolist() for f in flats],
+                                     strict=True), lo):
+            flat[i] = fn(*vals)
     return out
 
 
