@@ -840,3 +840,104 @@ def test_own_many_takes_what_own_value_takes():
     assert native.own_many([first, empty, first]) == 1
     with pytest.raises(TypeError):
         native._mod.own_many([first], "ndarray")
+
+
+# ---- VarReader: ReadVariableOp's common case in C -------------------------------------------
+
+
+def _reader_world():
+    """A FoundVars, a step context and a handle as the ReadVariableOp kernel sees them."""
+    from tensorflux.framework import dtypes
+    from tensorflux.kernels.cpu import state_ops
+    from tensorflux.runtime.resource_mgr import ResourceMgr
+
+    rm = ResourceMgr()
+    var = state_ops.Var(dtypes.float32)
+    var.value = np.arange(4, dtype=np.float32)
+    handle = state_ops.ResourceHandle("localhost", "v", "/cpu:0", dtypes.float32)
+    ctx = SimpleNamespace(resource_mgr=rm, device=object())
+    found = state_ops.FoundVars(lambda c, h: var)
+    return found, ctx, handle, var, rm
+
+
+@needs_native
+def test_var_reader_reads_the_found_variable_without_its_python_kernel():
+    found, ctx, handle, var, rm = _reader_world()
+    slow_calls = []
+
+    def slow(c, h):
+        slow_calls.append(h)
+        v, = found.look_up(c, (h,))
+        return v.value
+
+    read = native.var_reader(found, slow)
+    assert type(read).__name__ == "VarReader" and read.slow is slow
+    assert read(ctx, handle) is var.value and len(slow_calls) == 1  # the first looks up
+    for _ in range(5):
+        assert read(ctx, handle) is var.value
+    assert len(slow_calls) == 1
+    var.value = np.ones(2, np.float32)  # an assignment: the new array is read
+    assert read(ctx, handle) is var.value and len(slow_calls) == 1
+
+
+@needs_native
+@pytest.mark.parametrize("change", ["other_handle", "version", "device", "manager",
+                                    "no_value", "keywords", "arity"])
+def test_var_reader_leaves_every_other_case_to_the_python_kernel(change):
+    """Another handle object, a removal from the resource manager (its version), another
+    device or manager, a variable without a value, keyword or other argument counts: the
+    Python kernel runs (and raises what it raises)."""
+    from tensorflux.kernels.cpu.state_ops import ResourceHandle
+    from tensorflux.runtime.resource_mgr import ResourceMgr
+
+    found, ctx, handle, var, rm = _reader_world()
+    calls = []
+
+    def slow(c, h=None, **kw):
+        calls.append(1)
+        return "slow"
+
+    found.entry_for(ctx, (handle,))
+    read = native.var_reader(found, slow)
+    assert read(ctx, handle) is var.value and not calls
+    args = (ctx, handle)
+    if change == "other_handle":
+        args = (ctx, ResourceHandle("localhost", "v", "/cpu:0", handle.dtype))  # equal, not it
+    elif change == "version":
+        rm.create("c", "x", object())
+        rm.delete("c", "x")
+    elif change == "device":
+        args = (SimpleNamespace(resource_mgr=rm, device=object()), handle)
+    elif change == "manager":
+        args = (SimpleNamespace(resource_mgr=ResourceMgr(), device=ctx.device), handle)
+    elif change == "no_value":
+        var.value = None
+    if change == "keywords":
+        assert read(ctx, h=handle) == "slow"
+    elif change == "arity":
+        assert read(ctx) == "slow"
+    else:
+        assert read(*args) == "slow"
+    assert calls == [1]
+
+
+@needs_native
+def test_var_reader_reads_under_the_lock_from_many_threads():
+    found, ctx, handle, var, rm = _reader_world()
+    read = native.var_reader(found, lambda c, h: found.look_up(c, (h,))[0].value)
+    read(ctx, handle)
+    seen, stop = [], threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            seen.append(int(read(ctx, handle)[0]))
+
+    def writer():
+        for i in range(2000):
+            with var.lock:
+                var.value = np.full(4, i, np.float32)
+        stop.set()
+
+    threads = [start(reader) for _ in range(8)] + [start(writer)]
+    join(*threads, timeout=60)
+    assert seen and max(seen) <= 1999 and int(read(ctx, handle)[0]) == 1999

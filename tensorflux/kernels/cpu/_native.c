@@ -3752,6 +3752,162 @@ static int tracker_init_module(PyObject *m) {
     return 0;
 }
 
+/* ---------------------------------------------------------------------------------------
+ * VarReader: ReadVariableOp's kernel for the common case, without a Python frame
+ * (kernels/cpu/state_ops.py). VarReader(found, slow) called as (ctx, handle): when the
+ * FoundVars `found` holds an entry for this very handle, ctx's resource manager at the
+ * same version and ctx's device, the variable's value read under its lock; in every other
+ * case (and for a variable without a value) `slow(ctx, handle)`, the Python kernel, which
+ * looks the variable up and raises the kernel's errors. A compiled MLP step reads 20
+ * variables, each two Python frames right after big kernels. */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *found;
+    PyObject *slow;
+    vectorcallfunc vectorcall;
+} VarReaderObject;
+
+static PyObject *vr_str_entry, *vr_str_rm, *vr_str_version, *vr_str_device, *vr_str_lock,
+    *vr_str_acquire, *vr_str_release;
+
+/* The value the entry names for (ctx, handle), a new reference; NULL without an error set
+ * when the entry does not apply (the caller takes the slow path); NULL with an error when
+ * the lock failed. */
+static PyObject *vr_fast(VarReaderObject *r, PyObject *ctx, PyObject *handle) {
+    PyObject *entry = PyObject_GetAttr(r->found, vr_str_entry), *value = NULL;
+    PyObject *rm = NULL, *version = NULL, *device = NULL, *lock = NULL;
+    if (entry == NULL || !PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 6) goto miss;
+    PyObject *handles = PyTuple_GET_ITEM(entry, 3), *vars = PyTuple_GET_ITEM(entry, 4);
+    if (!PyTuple_Check(handles) || PyTuple_GET_SIZE(handles) != 1 ||
+            PyTuple_GET_ITEM(handles, 0) != handle || !PyList_Check(vars) ||
+            PyList_GET_SIZE(vars) != 1)
+        goto miss;
+    if ((rm = PyObject_GetAttr(ctx, vr_str_rm)) == NULL || rm != PyTuple_GET_ITEM(entry, 0))
+        goto miss;
+    if ((device = PyObject_GetAttr(ctx, vr_str_device)) == NULL ||
+            device != PyTuple_GET_ITEM(entry, 2))
+        goto miss;
+    if ((version = PyObject_GetAttr(rm, vr_str_version)) == NULL ||
+            PyObject_RichCompareBool(version, PyTuple_GET_ITEM(entry, 1), Py_EQ) != 1)
+        goto miss;
+    PyObject *var = PyList_GET_ITEM(vars, 0);
+    if ((lock = PyObject_GetAttr(var, vr_str_lock)) == NULL) goto miss;
+    PyObject *took = PyObject_CallMethodNoArgs(lock, vr_str_acquire);
+    if (took == NULL) goto fail;
+    Py_DECREF(took);
+    value = PyObject_GetAttr(var, tk_str_value);
+    PyObject *released = PyObject_CallMethodNoArgs(lock, vr_str_release);
+    if (released == NULL) {
+        Py_CLEAR(value);
+        goto fail;
+    }
+    Py_DECREF(released);
+    if (value == Py_None) Py_CLEAR(value);  /* no value: the slow path raises */
+    if (value == NULL) goto miss;
+    goto done;
+miss:
+    PyErr_Clear();
+    value = NULL;
+    goto done;
+fail:
+    value = NULL;
+done:
+    Py_XDECREF(entry);
+    Py_XDECREF(rm);
+    Py_XDECREF(version);
+    Py_XDECREF(device);
+    Py_XDECREF(lock);
+    return value;
+}
+
+static PyObject *vr_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames) {
+    VarReaderObject *r = (VarReaderObject *)self;
+    if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL) {
+        PyObject *value = vr_fast(r, args[0], args[1]);
+        if (value != NULL || PyErr_Occurred()) return value;
+    }
+    return PyObject_Vectorcall(r->slow, args, nargsf, kwnames);
+}
+
+static PyObject *vr_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *found, *slow;
+    if (!PyArg_ParseTuple(args, "OO:VarReader", &found, &slow)) return NULL;
+    if (!PyCallable_Check(slow)) {
+        PyErr_SetString(PyExc_TypeError, "VarReader: slow must be callable");
+        return NULL;
+    }
+    VarReaderObject *r = PyObject_GC_New(VarReaderObject, type);
+    if (r == NULL) return NULL;
+    r->found = Py_NewRef(found);
+    r->slow = Py_NewRef(slow);
+    r->vectorcall = vr_vectorcall;
+    PyObject_GC_Track(r);
+    return (PyObject *)r;
+}
+
+static int vr_traverse(VarReaderObject *r, visitproc visit, void *arg) {
+    Py_VISIT(r->found);
+    Py_VISIT(r->slow);
+    return 0;
+}
+
+static int vr_clear(VarReaderObject *r) {
+    Py_CLEAR(r->found);
+    Py_CLEAR(r->slow);
+    return 0;
+}
+
+static void vr_dealloc(VarReaderObject *r) {
+    PyObject_GC_UnTrack(r);
+    vr_clear(r);
+    PyObject_GC_Del(r);
+}
+
+static PyObject *vr_call(PyObject *self, PyObject *args, PyObject *kw) {
+    return PyVectorcall_Call(self, args, kw);
+}
+
+static PyMemberDef vr_members[] = {
+    {"slow", T_OBJECT, offsetof(VarReaderObject, slow), READONLY, "the Python kernel"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject VarReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tensorflux.kernels.cpu._native.VarReader",
+    .tp_basicsize = sizeof(VarReaderObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "VarReader(found, slow): ReadVariableOp's kernel (kernels/cpu/state_ops.py)",
+    .tp_new = vr_new,
+    .tp_dealloc = (destructor)vr_dealloc,
+    .tp_traverse = (traverseproc)vr_traverse,
+    .tp_clear = (inquiry)vr_clear,
+    .tp_call = vr_call,
+    .tp_vectorcall_offset = offsetof(VarReaderObject, vectorcall),
+    .tp_members = vr_members,
+};
+
+static int vr_init_module(PyObject *m) {
+    if (PyType_Ready(&VarReaderType) < 0) return -1;
+#define VR_INTERN(var, s) if ((var = PyUnicode_InternFromString(s)) == NULL) return -1
+    VR_INTERN(vr_str_entry, "entry");
+    VR_INTERN(vr_str_rm, "resource_mgr");
+    VR_INTERN(vr_str_version, "version");
+    VR_INTERN(vr_str_device, "device");
+    VR_INTERN(vr_str_lock, "lock");
+    VR_INTERN(vr_str_acquire, "acquire");
+    VR_INTERN(vr_str_release, "release");
+#undef VR_INTERN
+    Py_INCREF(&VarReaderType);
+    if (PyModule_AddObject(m, "VarReader", (PyObject *)&VarReaderType) < 0) {
+        Py_DECREF(&VarReaderType);
+        return -1;
+    }
+    return 0;
+}
+
 static int df_init_module(PyObject *m) {
     if (PyType_Ready(&DfCoreType) < 0 || PyType_Ready(&DfReadyType) < 0) return -1;
 #define DF_INTERN(var, s) if ((var = PyUnicode_InternFromString(s)) == NULL) return -1
@@ -3855,7 +4011,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         registered = 1;
     }
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (df_init_module(m) < 0 || tracker_init_module(m) < 0)) {
+    if (m != NULL && (df_init_module(m) < 0 || tracker_init_module(m) < 0 ||
+                      vr_init_module(m) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

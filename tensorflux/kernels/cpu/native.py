@@ -186,6 +186,14 @@ def skinny(a: np.ndarray, b: np.ndarray, parts: int):
     return out
 
 
+def var_reader(found, slow):
+    """ReadVariableOp's kernel: `_native.VarReader(found, slow)` (the variable the FoundVars
+    `found` holds for the handle, read under its lock without a Python frame; `slow`, the
+    Python kernel, in every other case), or `slow` itself without the extension."""
+    reader = getattr(_mod, "VarReader", None) if _mod is not None else None
+    return slow if reader is None else reader(found, slow)
+
+
 def own_many(vars_: list):
     """state_ops.own_value of each variable (their locks held by the caller) in one C call
     (`_native.c` own_many): a list of the arrays an update may write; the index of the

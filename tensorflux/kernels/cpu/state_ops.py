@@ -30,6 +30,7 @@ import numpy as np
 
 from tensorflux.framework import dtypes, errors
 from tensorflux.kernels.buffers import exclusively_owned, take_fresh
+from tensorflux.kernels.cpu import native
 from tensorflux.kernels.registry import kernel, kernel_factory
 
 VAR_TYPE_NAME = "N10tensorflow3VarE"  # how TensorFlow names the variable resource type
@@ -259,7 +260,7 @@ def _read_variable(node):
             raise _uninitialized(ctx, as_handle(handle))
         return value
 
-    return compute
+    return native.var_reader(found, compute)  # compute's common case in C
 
 
 @kernel_factory("AssignVariableOp")
