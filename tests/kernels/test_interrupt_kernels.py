@@ -97,6 +97,20 @@ def _run(fetch, feed=None):
         return s.run(fetch, feed)
 
 
+def _agree_in_blocks(monkeypatch, run, **block_settings):
+    """`run()` (a list of values) with `interrupt`'s block settings patched gives the
+    values of `run()` without, bit for bit (strings element for element)."""
+    want = run()
+    for name, value in block_settings.items():
+        monkeypatch.setattr(interrupt, name, value)
+    got = run()
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.tolist() == b.tolist() if a.dtype == object else a.tobytes() == b.tobytes()
+
+
 # ---- values: blocks give the values of one call -------------------------------------------
 
 
@@ -207,14 +221,8 @@ def test_band_part_script_and_fake_quant_in_blocks_are_those_of_one_call(monkeyp
                          tf.quantization.fake_quant_with_min_max_args(x, -3.0, 5.0, 6),
                          tf.quantization.fake_quant_with_min_max_vars(x, -2.5, 7.0, 4, True)])
 
-    want = run()
-    monkeypatch.setattr(interrupt, "SPAN_ELEMENTS", 64)
-    monkeypatch.setattr(interrupt, "BLOCKED_BYTES", 16)
-    monkeypatch.setattr(interrupt, "BLOCK_BYTES", 24 * 64)  # (cost 32-64: a few elements)
-    got = run()
-    for a, b in zip(got, want, strict=True):
-        assert a.dtype == b.dtype and a.shape == b.shape
-        np.testing.assert_array_equal(a, b)
+    _agree_in_blocks(monkeypatch, run, SPAN_ELEMENTS=64, BLOCKED_BYTES=16,
+                     BLOCK_BYTES=24 * 64)  # (cost 32-64: a few elements a block)
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
@@ -256,12 +264,7 @@ def test_lrn_and_its_gradient_in_blocks_of_positions_are_those_of_one_call(monke
             wide = tf.nn.lrn(t, 6, 0.5, 1e-2, 0.75)
             return _run([y, dx, wide])
 
-    want = run()
-    monkeypatch.setattr(interrupt, "SPAN_ELEMENTS", 20)  # two positions a block
-    got = run()
-    for a, b in zip(got, want, strict=True):
-        assert a.dtype == b.dtype
-        np.testing.assert_array_equal(a, b)
+    _agree_in_blocks(monkeypatch, run, SPAN_ELEMENTS=20)  # two positions a block
 
 
 def test_volume_patches_in_blocks_of_planes_are_those_of_one_call(monkeypatch):
@@ -275,12 +278,7 @@ def test_volume_patches_in_blocks_of_planes_are_those_of_one_call(monkeypatch):
         with g.as_default():
             return _run([tf.extract_volume_patches(x, k, st, pad) for k, st, pad in cases])
 
-    want = run()
-    monkeypatch.setattr(interrupt, "SPAN_ELEMENTS", 64)
-    got = run()
-    for a, b in zip(got, want, strict=True):
-        assert a.shape == b.shape
-        np.testing.assert_array_equal(a, b)
+    _agree_in_blocks(monkeypatch, run, SPAN_ELEMENTS=64)
 
 
 def test_gather_and_top_k_blocks_are_bit_identical(small_blocks):
@@ -974,9 +972,8 @@ def test_string_maps_in_blocks_give_the_values_of_one_block(monkeypatch):
     """The per-element string kernels (`string_ops._map`) make their elements Python
     objects a block at a time: numbers, complex numbers, booleans and broadcast joins
     give the same strings as in one block."""
-    rng = np.random.default_rng(12)
-
     def run():
+        rng = np.random.default_rng(12)
         g = tf.Graph()
         with g.as_default():
             return _run([
@@ -990,14 +987,7 @@ def test_string_maps_in_blocks_give_the_values_of_one_block(monkeypatch):
                 tf.strings.length(np.array([b"abc", b"", b"\xc3\xa9"] * 5, object),
                                   "UTF8_CHAR")])
 
-    rng = np.random.default_rng(12)
-    want = run()
-    rng = np.random.default_rng(12)
-    monkeypatch.setattr(interrupt, "EACH_EVERY", 3)
-    got = run()
-    for a, b in zip(got, want, strict=True):
-        assert a.dtype == b.dtype and a.shape == b.shape
-        assert a.tolist() == b.tolist()
+    _agree_in_blocks(monkeypatch, run, EACH_EVERY=3)
 
 
 @pytest.mark.parametrize("op", ["lower", "length", "to_number", "split", "decode",

@@ -133,18 +133,15 @@ def gemm(a: np.ndarray, b: np.ndarray, parts: int):
         return None
     # _row_major and _stop_for written out: a product's Python runs right after the
     # previous big kernel, where every frame is slow
-    if a.flags.c_contiguous:
-        ta = False
-    elif a.flags.f_contiguous:
-        a, ta = a.T, True
-    else:
-        return None
-    if b.flags.c_contiguous:
-        tb = False
-    elif b.flags.f_contiguous:
-        b, tb = b.T, True
-    else:
-        return None
+    operands = []
+    for x in (a, b):
+        if x.flags.c_contiguous:
+            operands.append((x, False))
+        elif x.flags.f_contiguous:
+            operands.append((x.T, True))
+        else:
+            return None
+    (a, ta), (b, tb) = operands
     m = a.shape[1] if ta else a.shape[0]
     n = b.shape[0] if tb else b.shape[1]
     out = buffers.empty_output((m, n), a.dtype)  # in a push's segment when offered
