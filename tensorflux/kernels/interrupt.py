@@ -102,35 +102,28 @@ def interruptible(factory):
 
     def make(node):
         compute = factory(node)
-
-        def run(ctx, *inputs, **donated):  # `donated`: kernels/buffers.py
-            prev = getattr(_local, "ctx", None)
-            _local.ctx = ctx
-            try:
-                return compute(ctx, *inputs, **donated)
-            finally:
-                _local.ctx = prev
-
-        run.__wrapped__ = compute
-        run.scoped = compute  # scoped_then may take its place
+        run = scoped_then(compute)
+        run.scoped = compute  # a wrapper may take scoped_then(compute, its own `after`)
         return run
 
     make.__wrapped__ = factory
     return make
 
 
-def scoped_then(compute, after):
-    """`interruptible`'s run of `compute`, then `after(out)`, in one frame: for a wrapper
-    that would wrap that run (the memory counting of every expensive kernel's outputs)."""
+def scoped_then(compute, after=None):
+    """`compute(ctx, ...)` run inside `scope(ctx)`, then `after(out)` when given, in one
+    frame (`interruptible`'s run; with `after`, the memory counting of an expensive
+    kernel's outputs, which would otherwise be a frame of its own around it)."""
 
-    def run(ctx, *inputs, **donated):
+    def run(ctx, *inputs, **donated):  # `donated`: kernels/buffers.py
         prev = getattr(_local, "ctx", None)
         _local.ctx = ctx
         try:
             out = compute(ctx, *inputs, **donated)
         finally:
             _local.ctx = prev
-        after(out)
+        if after is not None:
+            after(out)
         return out
 
     run.__wrapped__ = compute
