@@ -365,6 +365,19 @@ def flat_spans(ctx, n: int, itemsize: int, align: int = 1, cost: float = 1):
     yield from spans(n, 1, ctx, elements=per)
 
 
+def elementwise(ctx, fn, x: np.ndarray, dtype, cost: float) -> np.ndarray:
+    """`fn(x)` as an array of `dtype` for an elementwise NumPy `fn` that costs `cost` times
+    a fill per output byte: over a large `x`, in `flat_spans` blocks with step `ctx`
+    checked between them (each element computed by itself: the values of one call)."""
+    dtype = np.dtype(dtype)
+    if not blocked(x.size * dtype.itemsize, cost):
+        return fn(x).astype(dtype, copy=False)
+    flat, out = x.reshape(-1), np.empty(x.size, dtype)
+    for lo, hi in flat_spans(ctx, x.size, dtype.itemsize, cost=cost):
+        out[lo:hi] = fn(flat[lo:hi])
+    return out.reshape(x.shape)
+
+
 # ---- Python loops over elements (strings, records) ---------------------------------------
 
 # Items of a per-element Python loop between two checks of the step: a few milliseconds at

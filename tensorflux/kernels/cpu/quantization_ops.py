@@ -238,19 +238,9 @@ def _nudge(lo, hi, num_bits, narrow):
     return _F(_F(qmin - zero) * scale), _F(_F(qmax - zero) * scale), scale, inv
 
 
-# a fake quantization's time per output byte against a fill's (six NumPy passes)
-_ELEMENTWISE_COST = 32
-
-
-def _elementwise(ctx, x: np.ndarray, fn) -> np.ndarray:
-    """`fn(x)` as float32 for an elementwise `fn`: over a large `x` in flat blocks, the step
-    checked between them (each element by itself: the values of one call)."""
-    if not interrupt.blocked(x.size * 4, _ELEMENTWISE_COST):
-        return fn(x).astype(_F)
-    flat, out = x.reshape(-1), np.empty(x.size, _F)
-    for lo, hi in interrupt.flat_spans(ctx, x.size, 4, cost=_ELEMENTWISE_COST):
-        out[lo:hi] = fn(flat[lo:hi])
-    return out.reshape(x.shape)
+# a fake quantization's time per output byte against a fill's (six NumPy passes): a large
+# input is quantized in blocks that check the step (interrupt.elementwise)
+_FAKE_QUANT_COST = 32
 
 
 def _fake_quant(x, lo, hi, num_bits, narrow, divide=False):
@@ -320,8 +310,9 @@ def _args_range(node):
 @_checked
 def _fake_quant_args(node):
     (lo, hi), (bits, narrow) = _args_range(node), _fq_attrs(node)
-    return lambda ctx, x: _elementwise(ctx, np.asarray(x, _F),
-                                       lambda v: _fake_quant(v, lo, hi, bits, narrow))
+    return lambda ctx, x: interrupt.elementwise(
+        ctx, lambda v: _fake_quant(v, lo, hi, bits, narrow), np.asarray(x, _F), _F,
+        _FAKE_QUANT_COST)
 
 
 @kernel_factory("FakeQuantWithMinMaxArgsGradient")
@@ -344,8 +335,9 @@ def _fake_quant_vars(node):
 
     def compute(ctx, x, lo, hi):
         lo, hi = _scalar(lo, "min"), _scalar(hi, "max")
-        return _elementwise(ctx, np.asarray(x, _F),
-                            lambda v: _fake_quant(v, lo, hi, bits, narrow, divide=True))
+        return interrupt.elementwise(
+            ctx, lambda v: _fake_quant(v, lo, hi, bits, narrow, divide=True),
+            np.asarray(x, _F), _F, _FAKE_QUANT_COST)
 
     return compute
 

@@ -16,10 +16,4 @@ _COST = 64
 
 @kernel("UnicodeScript")
 def _unicode_script(ctx, x):
-    x = np.asarray(x)
-    if not interrupt.blocked(x.size * 4, _COST):
-        return script_of(x)
-    flat, out = x.reshape(-1), np.empty(x.size, np.int32)
-    for lo, hi in interrupt.flat_spans(ctx, x.size, 4, cost=_COST):
-        out[lo:hi] = script_of(flat[lo:hi])  # each element by itself: the values of one call
-    return out.reshape(x.shape)
+    return interrupt.elementwise(ctx, script_of, np.asarray(x), np.int32, _COST)
