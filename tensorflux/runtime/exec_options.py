@@ -67,6 +67,9 @@ from tensorflux.runtime import codegen, static_executor
 from tensorflux.runtime.step_graph import Node, topological_order
 
 STRATEGIES = ("auto", "reference", "dataflow")
+# A compiled step of this many nodes or more runs its first run on the dataflow executor
+# (`compile_later`).
+COMPILE_LATER_NODES = 1500
 HEAVY_MICROS = 1000.0  # the cost model's estimate of a kernel worth running beside another
 HEAVY_PRODUCT_MICROS = 4000.0  # ... of a product, when kernels split over the cores
 
@@ -255,3 +258,19 @@ def _heavy(node: Node, device_type: str, costs, kernels_split: bool) -> bool:
     opdef = op_registry.lookup(node.op)
     return opdef is not None and (opdef.flops or "").partition(":")[0] == "matmul" and \
         costs.compute_micros(node, device_type) >= HEAVY_PRODUCT_MICROS
+
+
+def compile_later(plan: StepPlan, partitions: list[tuple[object, list[Node]]]) -> bool:
+    """Whether a step planned as `plan` runs its first run on the dataflow executor and is
+    compiled at its second: a step of CPU partitions, at least one of them compiled, of
+    COMPILE_LATER_NODES nodes or more. Compiling costs ~20 us a node (the generated source,
+    then Python's compiler: 7,000 statements take ~70 ms), several times what the dataflow
+    executor needs to set itself up and run once, so a big step run once (a big model's
+    initializer, an evaluation at the end, a benchmark's first run) is done sooner, while a
+    step run again gets the compiled path from its second run on. Both paths run the same
+    kernels and give the same values."""
+    if plan.merged_order is None and not any(p.kind == "static" for p in plan.parts):
+        return False
+    if any(device.device_type != "CPU" for device, _ in partitions):
+        return False
+    return sum(len(nodes) for _, nodes in partitions) >= COMPILE_LATER_NODES

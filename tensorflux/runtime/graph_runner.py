@@ -49,10 +49,14 @@ class GraphRunner:
       costs: the step's cost_model.StepCosts, for the plan (or None).
       orders: per partition, an order of the whole distributed step cut to it, or None
         (`exec_options.choose_strategies`).
+      compile_later: a big compiled step may run its first run on the dataflow executor
+        (`exec_options.compile_later`; local sessions ask for it, a worker's registered
+        graphs do not).
     """
 
     def __init__(self, part_nodes: list[tuple], options: ExecOptions, num_fetches: int,
-                 graph=None, costs=None, orders: list | None = None):
+                 graph=None, costs=None, orders: list | None = None,
+                 compile_later: bool = False):
         self._part_nodes = part_nodes
         self.num_fetches = num_fetches
         self.graph = graph
@@ -62,6 +66,16 @@ class GraphRunner:
         self.plan = exec_options_lib.choose_strategies(
             [(device, nodes) for device, nodes, _, _ in part_nodes], options, costs,
             orders)
+        # A big compiled step of a local session (`compile_later`) runs its first run on
+        # the dataflow executor and is compiled at its second (exec_options.compile_later).
+        self._compiled_plan = None
+        self._warm = False
+        self._tier_lock = threading.Lock()
+        if compile_later and orders is None and exec_options_lib.compile_later(
+                self.plan, [(device, nodes) for device, nodes, _, _ in part_nodes]):
+            self._compiled_plan = self.plan
+            self.plan = exec_options_lib.StepPlan(None, tuple(
+                exec_options_lib.PartPlan("dataflow") for _ in part_nodes))
         self.parts = self._build(options, tracing.memory_wrapper)
         self._traced_parts = None
         self.needs_cancellation = any(not isinstance(ex, static_executor.StaticExecutor)
@@ -114,6 +128,24 @@ class GraphRunner:
             ordered=True, node_devices=node_devices)
         return first, ex, [pos for pos, _ in fetches]
 
+    def _tier_up(self) -> None:
+        """A step whose compiled plan waits (`compile_later`): the first run goes on the
+        dataflow executors built for it, the second builds the compiled ones and every run
+        from then on takes them (a traced run too: its executors are built again)."""
+        with self._tier_lock:
+            if self._compiled_plan is None:
+                return
+            if not self._warm:
+                self._warm = True
+                return
+            self.plan = self._compiled_plan
+            parts = self._build(self._options, tracing.memory_wrapper)
+            self.needs_cancellation = any(
+                not isinstance(ex, static_executor.StaticExecutor) for _, ex, _ in parts)
+            self._traced_parts = None
+            self.parts = parts
+            self._compiled_plan = None
+
     def traced_parts(self) -> list:
         """The executors of a traced run (built on the first one): the same plan as
         untraced runs, every kernel call wrapped to report to the step's
@@ -145,6 +177,8 @@ class GraphRunner:
         deadline = None
         if options is not None and options.timeout_in_ms > 0:
             deadline = time.monotonic() + options.timeout_in_ms / 1000.0
+        if self._compiled_plan is not None:
+            self._tier_up()
         parts = self.parts if stats is None else self.traced_parts()
         own = cancellation is None and (self.needs_cancellation or stats is not None
                                         or rendezvous is not None)

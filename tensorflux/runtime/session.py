@@ -76,7 +76,8 @@ class _Step(GraphRunner):
         devices = {p.device: session._device_mgr.lookup(p.device) for p in parts.values()}
         super().__init__([(devices[p.device], p.nodes, [(n, i) for _, n, i in p.fetches],
                            [pos for pos, _, _ in p.fetches]) for p in parts.values()],
-                         session._exec_options, len(sg.fetches), session._graph, costs)
+                         session._exec_options, len(sg.fetches), session._graph, costs,
+                         compile_later=True)
 
     def run(self, session: BaseSession, args: list, options, stats=None) -> list:
         return super().run(session, next(session._step_ids), args, options, stats)

@@ -321,3 +321,117 @@ def test_heavy_independent_products_run_side_by_side_with_the_default_threads():
     kinds, got = _plan_kinds(g, split_pair, {big: x}, tf.ConfigProto(device_count={"CPU": 2}))
     assert kinds == ["dataflow", "dataflow"]
     np.testing.assert_allclose(got, 3 * (x @ x), rtol=1e-4, atol=1e-2)
+
+
+def _big_graph(copies=400):
+    """A step of ~2,000 nodes (copies of tanh(p * 3 + 1) summed, as graph_optimizer.py's
+    benchmark builds them), over COMPILE_LATER_NODES when optimizations are off."""
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [64], name="p")
+        total = tf.add_n([tf.reduce_sum(tf.tanh(p * 3.0 + 1.0)) for _ in range(copies)])
+    return g, p, total
+
+
+L0 = tf.ConfigProto(graph_options=tf.GraphOptions(optimizer_options=tf.OptimizerOptions(
+    opt_level=tf.OptimizerOptions.L0, do_common_subexpression_elimination=False,
+    do_constant_folding=False)))
+
+
+def _kinds(sess):
+    return [{type(ex).__name__ for _, ex, _ in st.parts} for st in sess._steps.values()]
+
+
+def test_a_big_step_runs_first_on_the_dataflow_executor_then_compiled():
+    g, p, total = _big_graph()
+    x = np.linspace(-1, 1, 64).astype(np.float32)
+    want = np.float32(400) * np.tanh(x * np.float32(3) + np.float32(1)).sum(dtype=np.float32)
+    with tf.Session(graph=g, config=L0) as s:
+        step_nodes = None
+        values = []
+        kinds = []
+        for _ in range(3):
+            values.append(s.run(total, {p: x}))
+            kinds.append(_kinds(s))
+            step_nodes = sum(len(n) for _, n, _, _ in next(iter(s._steps.values()))._part_nodes)
+    assert step_nodes >= exec_options_lib.COMPILE_LATER_NODES
+    assert kinds == [[{"Executor"}], [{"StaticExecutor"}], [{"StaticExecutor"}]]
+    assert values[0] == values[1] == values[2]  # the same kernels: the same bits
+    np.testing.assert_allclose(values[0], want, rtol=1e-4)
+
+
+def test_a_small_step_is_compiled_at_once_and_a_big_one_with_compile_later_off():
+    g, p, total = _big_graph(copies=3)
+    with tf.Session(graph=g, config=L0) as s:
+        s.run(total, {p: np.zeros(64, np.float32)})
+        assert _kinds(s) == [{"StaticExecutor"}]
+    g, p, total = _big_graph()
+    # explicit strategies never tier: "dataflow" stays dataflow
+    with tf.Session(graph=g, config=L0, exec_options=ExecOptions(strategy="dataflow")) as s:
+        for _ in range(2):
+            s.run(total, {p: np.zeros(64, np.float32)})
+        assert _kinds(s) == [{"Executor"}]
+
+
+def test_a_big_steps_traced_run_follows_the_plan_of_its_time():
+    g, p, total = _big_graph()
+    x = np.ones(64, np.float32)
+    trace = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    with tf.Session(graph=g, config=L0) as s:
+        md = tf.RunMetadata()
+        first = s.run(total, {p: x}, options=trace, run_metadata=md)
+        assert len(md.step_stats.dev_stats[0].node_stats) > 1000
+        step = next(iter(s._steps.values()))
+        assert {type(ex).__name__ for _, ex, _ in step.traced_parts()} == {"Executor"}
+        second = s.run(total, {p: x})  # compiles
+        md2 = tf.RunMetadata()
+        third = s.run(total, {p: x}, options=trace, run_metadata=md2)
+        assert {type(ex).__name__ for _, ex, _ in step.traced_parts()} == {"StaticExecutor"}
+        assert len(md2.step_stats.dev_stats[0].node_stats) > 1000
+    assert first == second == third
+
+
+def test_a_big_step_run_from_many_threads_at_once():
+    import threading
+
+    g, p, total = _big_graph()
+    x = np.linspace(-1, 1, 64).astype(np.float32)
+    with tf.Session(graph=g, config=L0) as s:
+        want = None
+        results, failures = [], []
+        barrier = threading.Barrier(8)
+
+        def work():
+            try:
+                barrier.wait(timeout=30)
+                for _ in range(3):
+                    results.append(s.run(total, {p: x}, options=TIMEOUT))
+            except BaseException as e:  # noqa: BLE001 - reported below
+                failures.append(e)
+
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert not any(t.is_alive() for t in threads)
+        assert not failures, failures
+        want = s.run(total, {p: x})
+        assert _kinds(s) == [{"StaticExecutor"}]
+    assert len(results) == 24 and all(r == want for r in results)
+
+
+def test_a_big_steps_failing_first_run_names_the_node_and_the_next_run_too():
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [None], name="p")
+        q = tf.placeholder(tf.float32, [None], name="q")
+        parts = [tf.reduce_sum(tf.tanh(p * 3.0 + 1.0)) for _ in range(400)]
+        bad = tf.add(p, q, name="mismatched")
+        total = tf.add_n(parts) + tf.reduce_sum(bad)
+    with tf.Session(graph=g, config=L0) as s:
+        for _ in range(2):  # the dataflow executor's run, then the compiled one's
+            with pytest.raises(tf.errors.InvalidArgumentError, match="mismatched"):
+                s.run(total, {p: np.ones(3, np.float32), q: np.ones(4, np.float32)})
+        assert s.run(total, {p: np.ones(3, np.float32), q: np.ones(3, np.float32)}) > 0
+        assert _kinds(s) == [{"StaticExecutor"}]
