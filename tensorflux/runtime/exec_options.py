@@ -50,6 +50,11 @@ the moment keeps the bits):
 Partitions without such a pair (small-op graphs, the MLP's products) keep the compiled
 path. `concurrent_kernels=False` turns this off.
 
+A big compiled step of a local session runs its first run on the dataflow executor and is
+compiled at its second (`compile_later`, from COMPILE_LATER_NODES nodes): compiling costs
+~20 us a node, several times what the dataflow executor needs to set up and run once, so a
+big step run once (an initializer, an evaluation, a first run) is done sooner.
+
 A partition of a distributed step may come with an order of the whole step cut to it
 (`orders`, from the master, which sees every task's partitions): it then runs compiled in
 that order, blocking in its _Recvs from other tasks, which cannot deadlock for the reason
