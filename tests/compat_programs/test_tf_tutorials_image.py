@@ -1,0 +1,56 @@
+"""Gaps that TensorFlow's own TF1 image tutorials hit (tensorflow/models tutorials/image:
+mnist/convolutional.py, cifar10/*, alexnet/alexnet_benchmark.py; tensorflow/examples/tutorials/
+mnist/*). Each test is the smallest program with the tutorial's pattern."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    with tf.Graph().as_default() as g:
+        yield g
+
+
+def test_slim_prefetch_queue_of_a_batch_is_filled_by_its_queue_runner():
+    # cifar10_multi_gpu_train.py: prefetch_queue([images, labels], capacity=2 * num_gpus),
+    # then one dequeue per tower.
+    counter = tf.train.range_input_producer(100, shuffle=False).dequeue()
+    images, labels = tf.train.batch([tf.fill([2, 2], tf.cast(counter, tf.float32)), counter],
+                                    batch_size=4, num_threads=1)
+    batch_queue = tf.contrib.slim.prefetch_queue.prefetch_queue([images, labels], capacity=4)
+    assert batch_queue.queue_ref.op.name == "prefetch_queue/fifo_queue"
+    assert tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)[-1].queue is batch_queue
+    summary = tf.get_collection(tf.GraphKeys.SUMMARIES)[-1]
+    image_batch, label_batch = batch_queue.dequeue()
+    assert image_batch.shape.as_list() == [4, 2, 2] and label_batch.dtype == tf.int32
+    with tf.Session() as sess:
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        first, second = sess.run(label_batch), sess.run(label_batch)
+        got_images, got_labels = sess.run([image_batch, label_batch])
+        np.testing.assert_array_equal(np.concatenate([first, second]), np.arange(8))
+        np.testing.assert_array_equal(got_images[:, 0, 0], got_labels.astype(np.float32))
+        assert "prefetch_queue/fraction_of_4_full" in str(sess.run(summary))
+        coord.request_stop()
+        coord.join(threads)
+
+
+def test_slim_prefetch_queue_of_a_dict_names_components_in_sorted_order():
+    tensors = {"b": tf.constant([1, 2]), "a": tf.constant(3.0)}
+    queue = tf.contrib.slim.prefetch_queue.prefetch_queue(tensors, num_threads=2,
+                                                          dynamic_pad=True, name="pf")
+    assert queue.names == ["a", "b"] and queue.queue_ref.op.type == "PaddingFIFOQueueV2"
+    assert len(tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)[-1].enqueue_ops) == 2
+    with tf.Session() as sess:
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        out = sess.run(queue.dequeue())
+        coord.request_stop()
+        sess.run(queue.close(cancel_pending_enqueues=True))
+        coord.join(threads)
+    assert out["a"] == 3.0 and list(out["b"]) == [1, 2]
