@@ -4,6 +4,8 @@ mnist/*). Each test is the smallest program with the tutorial's pattern."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -54,3 +56,38 @@ def test_slim_prefetch_queue_of_a_dict_names_components_in_sorted_order():
         sess.run(queue.close(cancel_pending_enqueues=True))
         coord.join(threads)
     assert out["a"] == 3.0 and list(out["b"]) == [1, 2]
+
+
+@pytest.mark.parametrize("transpose_a,transpose_b", [(False, False), (True, False),
+                                                     (False, True)])
+def test_float16_matmul_is_the_float32_product_rounded_once(transpose_a, transpose_b):
+    # convolutional.py --use_fp16: its fully connected layers in float16 took 0.7 s a
+    # product (NumPy's float16 matmul has no BLAS). TF 2.21 gives the float32 product rounded
+    # to float16 once (4096 ones sum to 4096, not to float16's 2048 + 1 == 2048).
+    rng = np.random.default_rng(0)
+    a = rng.random((64, 300)).astype(np.float16)
+    b = rng.random((300, 20)).astype(np.float16)
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    product = tf.matmul(a.T.copy() if transpose_a else a, b.T.copy() if transpose_b else b,
+                        transpose_a=transpose_a, transpose_b=transpose_b)
+    ones = tf.matmul(np.ones((2, 4096), np.float16), np.ones((4096, 3), np.float16))
+    batched = tf.matmul(np.stack([a, a]), np.stack([b, b]))
+    with tf.Session() as sess:
+        got, got_ones, got_batched = sess.run([product, ones, batched])
+    assert got.dtype == np.float16 and got_batched.dtype == np.float16
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_ones, np.full((2, 3), 4096, np.float16))
+    np.testing.assert_array_equal(got_batched, np.stack([want, want]))
+
+
+def test_float16_fully_connected_product_runs_at_float32_speed():
+    # convolutional.py --use_fp16's fc1: [64, 3136] x [3136, 512] took 0.7 s in NumPy's
+    # float16 matmul, about 0.01 s through float32 BLAS; the bound leaves a wide margin.
+    a = np.ones((64, 3136), np.float16)
+    product = tf.matmul(a, np.full((3136, 512), 0.5, np.float16))
+    with tf.Session() as sess:
+        sess.run(product)
+        start = time.perf_counter()
+        got = sess.run(product)
+        elapsed = time.perf_counter() - start
+    assert got[0, 0] == 1568.0 and elapsed < 0.3
