@@ -4,6 +4,7 @@ mnist/*). Each test is the smallest program with the tutorial's pattern."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -91,3 +92,22 @@ def test_float16_fully_connected_product_runs_at_float32_speed():
         got = sess.run(product)
         elapsed = time.perf_counter() - start
     assert got[0, 0] == 1568.0 and elapsed < 0.3
+
+
+def test_python_client_timeline_traces_a_full_trace_step():
+    # mnist_softmax_xla.py (beside the MNIST tutorials): `from tensorflow.python.client
+    # import timeline`, then the last training step traced into a Chrome trace file.
+    from tensorflux.python.client import timeline
+    x = tf.placeholder(tf.float32, [None, 3])
+    w = tf.Variable(tf.zeros([3, 2]))
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 1.0))
+    train_step = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    run_metadata = tf.RunMetadata()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(train_step, {x: np.ones((4, 3), np.float32)},
+                 options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                 run_metadata=run_metadata)
+    trace = timeline.Timeline(step_stats=run_metadata.step_stats)
+    events = json.loads(trace.generate_chrome_trace_format())["traceEvents"]
+    assert "MatMul" in {e["name"] for e in events if e["ph"] == "X"}
