@@ -1,8 +1,8 @@
 """`tf.contrib.slim`: contrib's layers, arg_scope and variable helpers under one name (the
-layer-building part of TF-Slim, and `model_analyzer`; its training loop, `slim.learning`, is
-not provided)."""
+layer-building part of TF-Slim, `model_analyzer` and `prefetch_queue`; its training loop,
+`slim.learning`, is not provided)."""
 
-from tensorflux.contrib import model_analyzer  # noqa: E402,F401
+from tensorflux.contrib import model_analyzer, prefetch_queue  # noqa: E402,F401
 from tensorflux.contrib.framework import *  # noqa: F401,F403
 from tensorflux.contrib.layers import *  # noqa: F401,F403
 from tensorflux.contrib.layers_core import (  # noqa: F401

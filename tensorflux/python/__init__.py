@@ -98,7 +98,7 @@ _FIRST = {
 _HOMES = {"framework": ["framework"], "ops": ["ops", "nn", "variables", "control_flow"],
           "training": ["train"], "platform": ["platform"], "layers": ["layers"],
           "summary": ["summary"], "saved_model": ["saved_model"], "data": ["data"],
-          "client": ["runtime"], "keras": ["keras"]}
+          "client": ["runtime", "client"], "keras": ["keras"]}
 
 
 def _reset_default_graph():

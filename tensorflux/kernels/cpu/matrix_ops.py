@@ -14,7 +14,13 @@ import numpy as np
 from tensorflux.framework import errors
 from tensorflux.kernels import buffers, interrupt, intra_op
 from tensorflux.kernels.cpu import native
-from tensorflux.kernels.cpu._math_common import _BF16, _BLAS_FLOATS, _F16, _invalid, _shape_str
+from tensorflux.kernels.cpu._math_common import (
+    _BLAS_FLOATS,
+    _F16,
+    _LOW_PRECISION,
+    _invalid,
+    _shape_str,
+)
 from tensorflux.kernels.registry import kernel, kernel_factory
 
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
@@ -38,8 +44,9 @@ def _matmul(node):
         if a2.shape[1] != b2.shape[0]:
             raise _invalid(f"Matrix size-incompatible: In[0]: {_mat_str(a.shape)}, In[1]: "
                            f"{_mat_str(b.shape)}")
-        if a.dtype == _BF16:
-            return np.matmul(a2.astype(np.float32), b2.astype(np.float32)).astype(_BF16)
+        if a.dtype in _LOW_PRECISION:  # float32 products rounded once, as TF; NumPy's own
+            # float16 matmul rounds the same but has no BLAS (about 100x slower)
+            return np.matmul(a2.astype(np.float32), b2.astype(np.float32)).astype(a.dtype)
         m, n = a2.shape[0], b2.shape[1]
         flops = 2.0 * m * n * a2.shape[1]
         if flops < intra_op.MIN_FLOPS:  # one product on this thread, whatever `parts` is
@@ -155,8 +162,8 @@ def _batch_matmul(node):
         if a.shape[-1] != b.shape[-2]:
             raise _invalid(f"Matrix size-incompatible: In[0]: {_shape_str(x.shape)}, In[1]: "
                            f"{_shape_str(y.shape)}")
-        if x.dtype == _BF16:
-            return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(_BF16)
+        if x.dtype in _LOW_PRECISION:
+            return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(x.dtype)
         return _batched(a, b)
 
     return compute
