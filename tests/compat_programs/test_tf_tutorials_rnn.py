@@ -95,3 +95,31 @@ def test_test_case_without_super_set_up_has_sessions():
     result = unittest.TestResult()
     unittest.defaultTestLoader.loadTestsFromTestCase(Case).run(result)
     assert result.testsRun == 1 and not result.errors and not result.failures
+
+
+# ---- word2vec_basic.py: the embedding projector's config beside the event files -----------
+
+
+def test_projector_visualize_embeddings_writes_the_config(tmp_path):
+    from google.protobuf import text_format
+
+    from tensorflux.contrib.tensorboard.plugins import projector
+    assert tf.contrib.tensorboard.plugins.projector is projector
+    with tf.name_scope("embeddings"):
+        emb = tf.Variable(tf.zeros([4, 2]))
+    writer = tf.summary.FileWriter(str(tmp_path))
+    config = projector.ProjectorConfig()
+    info = config.embeddings.add()
+    info.tensor_name = emb.name
+    info.metadata_path = str(tmp_path / "metadata.tsv")
+    info.sprite.single_image_dim.extend([28, 28])
+    projector.visualize_embeddings(writer, config)
+    writer.close()
+    back = text_format.Parse((tmp_path / "projector_config.pbtxt").read_text(),
+                             projector.ProjectorConfig())
+    assert back == config
+    assert back.embeddings[0].tensor_name == "embeddings/Variable:0"
+    # TensorBoard's field numbers: tensor_name 1, metadata_path 2, sprite 5 (dims 2).
+    assert info.SerializeToString().startswith(b"\n\x15embeddings/Variable:0\x12")
+    assert projector.EmbeddingInfo(sprite=projector.SpriteMetadata(
+        single_image_dim=[1])).SerializeToString() == b"*\x03\x12\x01\x01"
