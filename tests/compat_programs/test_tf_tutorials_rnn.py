@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import unittest
 
+import numpy as np
 import pytest
 
 import tensorflux as tf
@@ -123,3 +124,96 @@ def test_projector_visualize_embeddings_writes_the_config(tmp_path):
     assert info.SerializeToString().startswith(b"\n\x15embeddings/Variable:0\x12")
     assert projector.EmbeddingInfo(sprite=projector.SpriteMetadata(
         single_image_dim=[1])).SerializeToString() == b"*\x03\x12\x01\x01"
+
+
+# ---- quickdraw's train_model.py: stacked bidirectional RNNs, train_and_evaluate -----------
+
+
+def _bidi_inputs():
+    x = np.random.default_rng(1).standard_normal((2, 5, 3)).astype(np.float32)
+    return tf.constant(x), tf.constant([5, 3])
+
+
+def test_stack_bidirectional_dynamic_rnn_is_bidirectional_layers_in_cell_scopes():
+    x, lengths = _bidi_inputs()
+    init = tf.constant_initializer(0.1)
+    cells = lambda: [tf.nn.rnn_cell.LSTMCell(n, initializer=init) for n in (4, 2)]  # noqa: E731
+    out, states_fw, states_bw = tf.contrib.rnn.stack_bidirectional_dynamic_rnn(
+        cells(), cells(), x, sequence_length=lengths, dtype=tf.float32, scope="stack")
+    assert out.shape.as_list() == [2, 5, 4]
+    assert len(states_fw) == len(states_bw) == 2
+    assert [v.op.name for v in tf.trainable_variables()][:2] == [
+        "stack/cell_0/bidirectional_rnn/fw/lstm_cell/kernel",
+        "stack/cell_0/bidirectional_rnn/fw/lstm_cell/bias"]
+    # the same two layers by hand, over the same (constant-initialised) weights
+    prev = x
+    for i, (fw, bw) in enumerate(zip(cells(), cells(), strict=True)):
+        with tf.variable_scope(f"by_hand/cell_{i}"):
+            outputs, _ = tf.nn.bidirectional_dynamic_rnn(fw, bw, prev, sequence_length=lengths,
+                                                         dtype=tf.float32)
+            prev = tf.concat(outputs, 2)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got, want, h_fw = sess.run([out, prev, states_fw[1].h])
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(h_fw[1], got[1, 2, :2], rtol=1e-6)  # its last valid step
+    assert not got[1, 3:].any()  # past the sequence's length
+
+
+def test_stack_bidirectional_rnn_over_step_lists():
+    x, _ = _bidi_inputs()
+    steps = tf.unstack(x, axis=1)
+    out, states_fw, _ = tf.contrib.rnn.stack_bidirectional_rnn(
+        [tf.nn.rnn_cell.GRUCell(3)], [tf.nn.rnn_cell.GRUCell(3)], steps, dtype=tf.float32)
+    assert len(out) == 5 and out[0].shape.as_list() == [2, 6]
+    # TF passes the cell's scope object to static_bidirectional_rnn: no "bidirectional_rnn"
+    assert tf.trainable_variables()[0].op.name == (
+        "stack_bidirectional_rnn/cell_0/fw/gru_cell/gates/kernel")
+    with pytest.raises(ValueError, match="same depth"):
+        tf.contrib.rnn.stack_bidirectional_rnn([tf.nn.rnn_cell.GRUCell(3)] * 2,
+                                               [tf.nn.rnn_cell.GRUCell(3)], steps)
+    with pytest.raises(ValueError, match="initial_states_fw"):
+        tf.contrib.rnn.stack_bidirectional_dynamic_rnn(
+            [tf.nn.rnn_cell.GRUCell(3)], [tf.nn.rnn_cell.GRUCell(3)], x,
+            initial_states_fw=[None, None])
+
+
+def test_train_and_evaluate_skips_the_checkpoint_before_training(tmp_path):
+    def model_fn(features, labels, mode):
+        w = tf.get_variable("w", [1], initializer=tf.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(features["x"] * w - labels))
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train)
+
+    def input_fn():
+        data = tf.data.Dataset.from_tensors(({"x": [1.0, 2.0]}, [2.0, 4.0])).repeat()
+        return data.make_one_shot_iterator().get_next()
+
+    est = tf.estimator.Estimator(model_fn, config=tf.estimator.RunConfig(
+        model_dir=str(tmp_path), save_checkpoints_steps=10))
+    result, _ = tf.estimator.train_and_evaluate(
+        est, tf.estimator.TrainSpec(input_fn, max_steps=20),
+        tf.estimator.EvalSpec(input_fn, steps=1, throttle_secs=0))
+    assert result["global_step"] == 20
+    (events,) = (tmp_path / "eval").iterdir()
+    steps = sorted({e.step for e in tf.train.summary_iterator(str(events))
+                    if any(v.tag == "loss" for v in e.summary.value)})
+    assert steps == [10, 20]  # TF: after the step-10 and step-20 checkpoints, not step 0
+
+
+# ---- ptb_word_lm.py --use_fp16: half-precision products --------------------------------
+
+
+def test_half_matmul_is_the_float32_product_rounded():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((40, 30)).astype(np.float16)
+    b = rng.standard_normal((20, 30)).astype(np.float16)
+    with tf.Session() as sess:
+        got = sess.run(tf.matmul(a, b, transpose_b=True))
+    assert got.dtype == np.float16
+    want = (a.astype(np.float32) @ b.astype(np.float32).T).astype(np.float16)
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3,
+                               atol=1e-3)
+    np.testing.assert_allclose(got.astype(np.float32), (a @ b.T).astype(np.float32),
+                               rtol=2e-3, atol=1e-3)
