@@ -4,8 +4,9 @@ and `tf.nn`, plus contrib's cells over the fused recurrent ops (LSTMBlockCell,
 LSTMBlockFusedCell, GRUBlockCell, GRUBlockCellV2; tensorflux/contrib/rnn_block_cells.py)
 and LayerNormBasicLSTMCell (tensorflux/contrib/layer_norm_rnn_cell.py), and the wrappers that
 own variables (EmbeddingWrapper, InputProjectionWrapper, OutputProjectionWrapper;
-tensorflux/contrib/rnn_wrappers.py), and NASCell (tensorflux/contrib/rnn_extra_cells.py).
-contrib's other extra cells are not provided."""
+tensorflux/contrib/rnn_wrappers.py), NASCell (tensorflux/contrib/rnn_extra_cells.py) and the
+stacked bidirectional RNNs (tensorflux/contrib/rnn_stacked.py). contrib's other extra cells
+are not provided."""
 
 from tensorflux.nn.rnn import static_bidirectional_rnn, static_rnn  # noqa: F401
 from tensorflux.nn.rnn_cell import *  # noqa: F401,F403
@@ -31,3 +32,9 @@ __all__ += ["EmbeddingWrapper", "InputProjectionWrapper", "OutputProjectionWrapp
 from tensorflux.contrib.rnn_extra_cells import NASCell  # noqa: E402,F401
 
 __all__ += ["NASCell"]
+from tensorflux.contrib.rnn_stacked import (  # noqa: E402,F401
+    stack_bidirectional_dynamic_rnn,
+    stack_bidirectional_rnn,
+)
+
+__all__ += ["stack_bidirectional_rnn", "stack_bidirectional_dynamic_rnn"]

@@ -46,18 +46,22 @@ class EvalSpec(collections.namedtuple("EvalSpec", [
 
 class _EvaluateAfterSave:
     """A checkpoint listener evaluating a new checkpoint when `throttle_secs` passed since
-    the last evaluation."""
+    the last evaluation; as TF's, not the first checkpoint of a `train` call (the model
+    as it was before training)."""
 
     def __init__(self, run):
-        self._run, self._last = run, None
+        self._run, self._last, self._first = run, None, True
 
     def begin(self):
-        pass
+        self._first = True
 
     def before_save(self, session, global_step_value):
         pass
 
     def after_save(self, session, global_step_value):
+        if self._first:
+            self._first = False
+            return False
         now = time.time()
         if self._last is None or now - self._last >= self._run.throttle_secs:
             self._last = now

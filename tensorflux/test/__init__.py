@@ -120,6 +120,12 @@ class TestCase(_unittest.TestCase):
     """`tf.test.TestCase`: a unittest.TestCase with a fresh default graph per test, sessions
     on it, and NumPy-aware assertions."""
 
+    def __init__(self, methodName="runTest"):
+        super().__init__(methodName)
+        # Set here, as TF does, so a subclass whose setUp skips super().setUp() (PTB's
+        # reader_test.py) still gets sessions and a tearDown.
+        self._cached_session = None
+
     def setUp(self):
         super().setUp()
         _graph_lib.reset_default_graph()

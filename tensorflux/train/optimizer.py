@@ -140,12 +140,21 @@ class Optimizer:
                         else:
                             updates.append(self._resource_apply_dense(gr, v))
                 if global_step is None:
-                    return self._finish(updates, scope)
-                with g.control_dependencies([self._finish(updates, "update")]):
-                    with g.colocate_with(global_step.handle):
-                        inc = global_step.assign_add(1, name=scope, read_value=False)
-                        return inc if not isinstance(inc, Tensor) else builders.group(
-                            inc, name=scope)
+                    apply_updates = self._finish(updates, scope)
+                else:
+                    with g.control_dependencies([self._finish(updates, "update")]):
+                        with g.colocate_with(global_step.handle):
+                            inc = global_step.assign_add(1, name=scope, read_value=False)
+                            apply_updates = inc if not isinstance(inc, Tensor) else (
+                                builders.group(inc, name=scope))
+            # TF1 adds every train op to the TRAIN_OP collection (ptb_word_lm.py reads it
+            # back after import_meta_graph).
+            if isinstance(apply_updates, Tensor):
+                apply_updates = apply_updates.op
+            train_ops = g.get_collection_ref(GraphKeys.TRAIN_OP)
+            if apply_updates not in train_ops:
+                train_ops.append(apply_updates)
+            return apply_updates
 
     def minimize(self, loss, global_step=None, var_list=None, gate_gradients=GATE_OP,
                  aggregation_method=None, colocate_gradients_with_ops=False,

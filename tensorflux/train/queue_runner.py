@@ -18,9 +18,10 @@ import logging
 import threading
 import weakref
 
-from tensorflux.framework import errors
+from tensorflux.framework import errors, meta_graph
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
+from tensorflux.protos import queue_runner_pb2
 from tensorflux.runtime.session import BaseSession, get_default_session
 
 __all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
@@ -40,7 +41,9 @@ class QueueRunner:
         `queue.close(cancel_pending_enqueues=True)`).
       queue_closed_exception_types: errors meaning "the input ended" (default
         `(tf.errors.OutOfRangeError,)`).
-      queue_runner_def, import_scope: building from a QueueRunnerDef is not supported.
+      queue_runner_def: a QueueRunnerDef naming the ops in the default graph (a meta
+        graph's `queue_runners` collection); the other arguments must then be None.
+      import_scope: the name scope `queue_runner_def`'s names were imported under.
 
     Raises:
       ValueError: `queue` or `enqueue_ops` is missing.
@@ -48,9 +51,14 @@ class QueueRunner:
 
     def __init__(self, queue=None, enqueue_ops=None, close_op=None, cancel_op=None,
                  queue_closed_exception_types=None, queue_runner_def=None, import_scope=None):
+        self._lock = threading.Lock()
+        self._runs_per_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._exceptions_raised: list[BaseException] = []
         if queue_runner_def is not None:
-            raise NotImplementedError("QueueRunner from a QueueRunnerDef is not supported by "
-                                      "tensorflux yet")
+            if queue or enqueue_ops:
+                raise ValueError("queue_runner_def and queue are mutually exclusive.")
+            self._init_from_proto(queue_runner_def, import_scope)
+            return
         if not queue or not enqueue_ops:
             raise ValueError("Must provide queue and enqueue_ops.")
         self._queue = queue
@@ -66,9 +74,23 @@ class QueueRunner:
             raise TypeError("queue_closed_exception_types, when provided, must be a tuple of "
                             f"tf.error types, but saw: {queue_closed_exception_types}")
         self._queue_closed_exception_types = queue_closed_exception_types
-        self._lock = threading.Lock()
-        self._runs_per_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self._exceptions_raised: list[BaseException] = []
+
+    def _init_from_proto(self, queue_runner_def, import_scope) -> None:
+        """As TF: the queue becomes its op, the ops are looked up by name."""
+        g = graph_lib.get_default_graph()
+
+        def element(name):
+            return g.as_graph_element(f"{import_scope.rstrip('/')}/{name}" if import_scope
+                                      else name)
+
+        self._queue = element(queue_runner_def.queue_name)
+        self._enqueue_ops = [element(n) for n in queue_runner_def.enqueue_op_name]
+        self._close_op = element(queue_runner_def.close_op_name)
+        self._cancel_op = element(queue_runner_def.cancel_op_name)
+        self._queue_closed_exception_types = tuple(
+            errors.exception_type_from_error_code(code)
+            for code in queue_runner_def.queue_closed_exception_types) or (
+                errors.OutOfRangeError,)
 
     @property
     def queue(self):
@@ -181,8 +203,31 @@ class QueueRunner:
         return threads
 
     def to_proto(self, export_scope=None):
-        raise NotImplementedError("QueueRunner.to_proto (QueueRunnerDef) is not supported by "
-                                  "tensorflux yet")
+        """A QueueRunnerDef naming this runner's ops without `export_scope`; None when the
+        queue is outside that scope."""
+        if export_scope and not self.queue.name.startswith(export_scope):
+            return None
+
+        def strip(name):
+            prefix = export_scope.rstrip("/") + "/" if export_scope else ""
+            return name[len(prefix):] if prefix and name.startswith(prefix) else name
+
+        return queue_runner_pb2.QueueRunnerDef(
+            queue_name=strip(self.queue.name),
+            enqueue_op_name=[strip(op.name) for op in self.enqueue_ops],
+            close_op_name=strip(self.close_op.name),
+            cancel_op_name=strip(self.cancel_op.name),
+            queue_closed_exception_types=[errors.error_code_from_exception_type(t)
+                                          for t in self._queue_closed_exception_types])
+
+    @staticmethod
+    def from_proto(queue_runner_def, import_scope=None) -> QueueRunner:
+        """The QueueRunner a QueueRunnerDef describes, over the default graph's ops."""
+        return QueueRunner(queue_runner_def=queue_runner_def, import_scope=import_scope)
+
+
+meta_graph.register_proto_function(GraphKeys.QUEUE_RUNNERS, queue_runner_pb2.QueueRunnerDef,
+                                   QueueRunner.to_proto, QueueRunner.from_proto)
 
 
 def add_queue_runner(qr: QueueRunner, collection=GraphKeys.QUEUE_RUNNERS) -> None:

@@ -486,7 +486,9 @@ def test_meta_graph_lets_another_process_train_further(tmp_path):
     with g.as_default():
         saver = tf.train.import_meta_graph(str(tmp_path / "half-5.meta"))
         assert saver.as_saver_def().restore_op_name == "save/restore_all"
-        (train_op,) = tf.get_collection("train_op")
+        # minimize() put the op in "train_op" and the program again: TF lists it twice
+        train_op, again = tf.get_collection("train_op")
+        assert again is train_op
         assert tf.get_collection("labels") == [b"xyz"]
         step = tf.train.get_global_step()
         assert step.dtype == tf.int64
