@@ -347,13 +347,11 @@ def test_a_big_step_runs_first_on_the_dataflow_executor_then_compiled():
     x = np.linspace(-1, 1, 64).astype(np.float32)
     want = np.float32(400) * np.tanh(x * np.float32(3) + np.float32(1)).sum(dtype=np.float32)
     with tf.Session(graph=g, config=L0) as s:
-        step_nodes = None
-        values = []
-        kinds = []
+        values, kinds = [], []
         for _ in range(3):
             values.append(s.run(total, {p: x}))
             kinds.append(_kinds(s))
-            step_nodes = sum(len(n) for _, n, _, _ in next(iter(s._steps.values()))._part_nodes)
+        step_nodes = sum(len(n) for _, n, _, _ in next(iter(s._steps.values()))._part_nodes)
     assert step_nodes >= exec_options_lib.COMPILE_LATER_NODES
     assert kinds == [[{"Executor"}], [{"StaticExecutor"}], [{"StaticExecutor"}]]
     assert values[0] == values[1] == values[2]  # the same kernels: the same bits
@@ -397,7 +395,6 @@ def test_a_big_step_run_from_many_threads_at_once():
     g, p, total = _big_graph()
     x = np.linspace(-1, 1, 64).astype(np.float32)
     with tf.Session(graph=g, config=L0) as s:
-        want = None
         results, failures = [], []
         barrier = threading.Barrier(8)
 
