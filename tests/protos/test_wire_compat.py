@@ -64,6 +64,7 @@ TF_MODULE = {
     "meta_graph_pb2": "tensorflow.core.protobuf.meta_graph_pb2",
     "named_tensor_pb2": "tensorflow.core.protobuf.named_tensor_pb2",
     "saved_model_pb2": "tensorflow.core.protobuf.saved_model_pb2",
+    "queue_runner_pb2": "tensorflow.core.protobuf.queue_runner_pb2",
     "step_stats_pb2": "tensorflow.core.framework.step_stats_pb2",
     "tensor_bundle_pb2": "tensorflow.core.protobuf.tensor_bundle_pb2",
     "tensor_pb2": "tensorflow.core.framework.tensor_pb2",
@@ -82,9 +83,11 @@ SUBPACKAGES = {
     "serving_predict_pb2": "tensorflux.serving",  # tensorflow.serving.PredictRequest
 }
 
-# Modules mirroring TensorFlow Serving's messages, which TensorFlow's wheel does not carry;
-# tests/serving/test_grpc.py checks their wire bytes instead.
-NOT_IN_TENSORFLOW = {"serving_predict_pb2"}
+# Modules mirroring messages that TensorFlow's wheel does not carry: TensorFlow Serving's
+# (tests/serving/test_grpc.py checks their wire bytes instead) and TensorBoard's projector
+# configuration (TensorBoard is not among TensorFlow 2.21's dependencies; the projector test in
+# tests/compat_programs/test_tf_tutorials_rnn.py reads the text file it writes).
+NOT_IN_TENSORFLOW = {"serving_predict_pb2", "projector_config_pb2"}
 
 
 def test_every_generated_module_imports():
@@ -662,7 +665,7 @@ result["parsed"] = parsed
 from tensorflow.core.framework import graph_pb2, tensor_slice_pb2
 from tensorflow.core.protobuf import config_pb2, device_filters_pb2, meta_graph_pb2
 from tensorflow.core.protobuf import tensor_bundle_pb2
-from tensorflow.core.protobuf import saved_model_pb2
+from tensorflow.core.protobuf import saved_model_pb2, queue_runner_pb2
 from tensorflow.core.example import example_pb2
 from tensorflow.core.profiler import tfprof_output_pb2
 from tensorflow.python.training import checkpoint_state_pb2
@@ -698,7 +701,7 @@ def walk_file(fd):
 for mod in (graph_pb2, config_pb2, meta_graph_pb2, event_pb2, summary_pb2, example_pb2,
             checkpoint_state_pb2, tensor_bundle_pb2, tensor_slice_pb2, master_pb2, worker_pb2,
             tensorflow_server_pb2, device_filters_pb2, device_attributes_pb2, named_tensor_pb2,
-            error_codes_pb2, tfprof_output_pb2, saved_model_pb2):
+            error_codes_pb2, tfprof_output_pb2, saved_model_pb2, queue_runner_pb2):
     walk_file(mod.DESCRIPTOR)
 result["descriptors"] = {"messages": messages, "enums": enums}
 """
