@@ -14,6 +14,7 @@ import tensorflux.ops.state_ops as state_ops
 import tensorflux.variables.variables  # noqa: F401
 from tensorflux.framework import errors, op_registry
 from tensorflux.kernels import registry as kernel_registry
+from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu.state_ops import ResourceHandle
 from tests import oracle
 from tests.op_test_util import STRATEGIES
@@ -339,6 +340,42 @@ def test_scatter_with_duplicate_indices(graph, executor, op_type, ufunc, np_dtyp
         np.testing.assert_allclose(got, expected, rtol=1e-6)
     else:
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op_type,ufunc", [("ResourceScatterAdd", np.add),
+                                           ("ResourceScatterSub", np.subtract)])
+@pytest.mark.parametrize("row_shape", [(5,), (64,), (3, 4)])
+def test_scatter_add_sub_rows_in_order(graph, op_type, ufunc, np_dtype, row_shape):
+    """Add and Sub of whole rows (native.scatter_rows when the C extension is built): many
+    duplicates of non-integer values give ufunc.at's bits, each row's updates applied one at
+    a time in the order of the indices."""
+    rng = np.random.default_rng(len(row_shape) * 100 + row_shape[0])
+    init = rng.standard_normal((7,) + row_shape).astype(np_dtype)
+    indices = rng.integers(0, 7, (40, 3)).astype(np.int32)
+    updates = (rng.standard_normal((40, 3) + row_shape) * 1e3).astype(np_dtype)
+    expected = init.copy()
+    ufunc.at(expected, indices, updates)
+    v = tf.Variable(init, name="v")
+    op = state_ops.resource_scatter(op_type, v.handle, indices, updates)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        sess.run(op)
+        np.testing.assert_array_equal(sess.run(v), expected)
+
+
+@pytest.mark.skipif(not native.available(), reason="the C extension is not built")
+def test_native_scatter_rows_refuses_what_it_cannot_do():
+    target = np.zeros((3, 4), np.float32)
+    rows = np.ones((2, 4), np.float32)
+    assert native.scatter_rows(target, np.array([2, 2]), rows, False)
+    np.testing.assert_array_equal(target[2], [2, 2, 2, 2])
+    assert not native.scatter_rows(target, np.array([0, 1]), rows.astype(np.float64), False)
+    assert not native.scatter_rows(target, np.array([0]), rows, False)  # count mismatch
+    assert not native.scatter_rows(np.zeros(3, np.float32), np.array([0]), np.ones(1), False)
+    with pytest.raises(ValueError, match="out of range"):
+        native.scatter_rows(target, np.array([0, 3]), rows, True)
+    np.testing.assert_array_equal(target[0], 0)  # nothing written before the refusal
 
 
 def test_scatter_scalar_updates_and_integer_division(graph):

@@ -1436,6 +1436,75 @@ static PyObject *py_gradient_descent(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* scatter_rows(target, indices, updates, subtract): target[indices[k]] += updates[k] (or
+ * -=) for k in order, row by row, in place: ResourceScatterAdd/Sub on a variable of rows.
+ * target (rows, width) and updates (count, width) float32 or float64 of one type, indices
+ * (count,) int64. Each element gets its updates one at a time in the order of `indices`,
+ * as NumPy's ufunc.at and TensorFlow's CPU kernel add them (duplicates included), at a
+ * few nanoseconds a row instead of ~1 us (one ufunc call per row). ValueError for an
+ * index out of [0, rows): the caller checked them, this only refuses to write outside. */
+static PyObject *py_scatter_rows(PyObject *self, PyObject *args) {
+    PyObject *objs[2], *idx_obj;
+    int subtract;
+    if (!PyArg_ParseTuple(args, "OOOp", &objs[0], &idx_obj, &objs[1], &subtract)) return NULL;
+    static const int writable[2] = {1, 0};
+    buf_t bufs[2];
+    char code;
+    if (get_floats(objs, writable, bufs, 2, &code) != 0) return NULL;
+    Py_buffer iv;
+    if (PyObject_GetBuffer(idx_obj, &iv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+        release(bufs, 2);
+        return NULL;
+    }
+    const char *fmt = iv.format ? iv.format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@') fmt++;
+    int64_t count = iv.itemsize ? (int64_t)(iv.len / iv.itemsize) : 0;
+    int64_t rows = bufs[0].view.ndim > 0 ? (int64_t)bufs[0].view.shape[0] : 0;
+    int64_t width = rows ? count_of(&bufs[0].view) / rows : 0;
+    const char *error = NULL;
+    if (iv.itemsize != 8 || (fmt[0] != 'q' && fmt[0] != 'l') || fmt[1] != 0)
+        error = "scatter_rows: int64 indices expected";
+    else if (count_of(&bufs[1].view) != count * width)
+        error = "scatter_rows: updates of count x width elements expected";
+    const int64_t *idx = iv.buf;
+    for (int64_t k = 0; error == NULL && k < count; k++)
+        if (idx[k] < 0 || idx[k] >= rows) error = "scatter_rows: index out of range";
+    if (error != NULL) {
+        PyBuffer_Release(&iv);
+        release(bufs, 2);
+        PyErr_SetString(PyExc_ValueError, error);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    if (code == 'f') {
+        float *t = bufs[0].view.buf;
+        const float *u = bufs[1].view.buf;
+        for (int64_t k = 0; k < count; k++) {
+            float *row = t + idx[k] * width;
+            const float *up = u + k * width;
+            if (subtract)
+                for (int64_t j = 0; j < width; j++) row[j] -= up[j];
+            else
+                for (int64_t j = 0; j < width; j++) row[j] += up[j];
+        }
+    } else {
+        double *t = bufs[0].view.buf;
+        const double *u = bufs[1].view.buf;
+        for (int64_t k = 0; k < count; k++) {
+            double *row = t + idx[k] * width;
+            const double *up = u + k * width;
+            if (subtract)
+                for (int64_t j = 0; j < width; j++) row[j] -= up[j];
+            else
+                for (int64_t j = 0; j < width; j++) row[j] += up[j];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&iv);
+    release(bufs, 2);
+    Py_RETURN_NONE;
+}
+
 /* Several updates of one rule in one pass over the pool (the graph optimizer's
  * _FusedResourceApply* nodes: a step's per-variable Adam, Momentum or gradient descent
  * updates, runtime/graph_optimizer.py `fuse_optimizer_updates`): the chunks of every
@@ -3950,6 +4019,8 @@ static PyMethodDef methods[] = {
     {"momentum", py_momentum, METH_VARARGS,
      "momentum(var, accum, grad, lr, momentum, use_nesterov, parts): in place"},
     {"relu", py_relu, METH_VARARGS, "relu(out, x, parts)"},
+    {"scatter_rows", py_scatter_rows, METH_VARARGS,
+     "scatter_rows(target, indices, updates, subtract): rows added in order, in place"},
     {"relu_grad", py_relu_grad, METH_VARARGS, "relu_grad(out, gradients, features, parts)"},
     {"relu_grad_rows", py_relu_grad_rows, METH_VARARGS,
      "relu_grad_rows(out, gradients, features, parts): 2-D, rows contiguous at any stride"},

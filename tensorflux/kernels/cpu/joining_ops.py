@@ -9,6 +9,7 @@ values of their one NumPy call.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -127,7 +128,8 @@ def _split(node):
                            f"but got split_dim {axis} (size = {size}) and num_split {num}")
         if num == 1:  # one output: the bare value (kernels/registry.py's contract)
             return value
-        return tuple(np.split(value, num, axis=axis))
+        step = size // num
+        return _pieces(value, axis, [i * step for i in range(num + 1)])
 
     return compute
 
@@ -159,9 +161,18 @@ def _split_v(node):
             sizes[unknown[0]] = total - known
         if num == 1:  # one output: the bare value
             return value
-        return tuple(np.split(value, np.cumsum(sizes[:-1]).tolist(), axis=axis))
+        return _pieces(value, axis, list(itertools.accumulate(sizes, initial=0)))
 
     return compute
+
+
+def _pieces(value: np.ndarray, axis: int, bounds) -> tuple:
+    """The views value[..., bounds[i]:bounds[i + 1], ...] along `axis`: what np.split
+    returns, by plain slicing (np.split costs ~8 us for three pieces, slicing ~1 us)."""
+    if axis == 0:
+        return tuple(value[lo:hi] for lo, hi in itertools.pairwise(bounds))
+    lead = (slice(None),) * axis
+    return tuple(value[lead + (slice(lo, hi),)] for lo, hi in itertools.pairwise(bounds))
 
 
 # ---- Pack, Unpack ------------------------------------------------------------------------
@@ -385,10 +396,15 @@ def _broadcast_to(ctx, x, shape):
         resource_guard.check_shape(target, x.dtype, ctx)
         large = interrupt.blocked(x.itemsize * math.prod(target))
     try:
-        if large and np.broadcast_shapes(x.shape, target) == target:
+        if np.broadcast_shapes(x.shape, target) != target:
+            raise ValueError
+        if large:
             return interrupt.copyto(ctx, np.empty(target, x.dtype), x)
-        # Materialized: a zero-stride view would be read-only wherever it ends up.
-        return np.array(np.broadcast_to(x, target))
+        # Materialized (a zero-stride view would be read-only wherever it ends up), by one
+        # broadcasting copy: np.array(np.broadcast_to(...)) costs ~25 us more.
+        out = np.empty(target, x.dtype)
+        np.copyto(out, x)
+        return out
     except ValueError:
         raise _invalid(f"Incompatible shapes: {_shape_str(x.shape)} vs. "
                        f"{_shape_str(target)}") from None

@@ -395,6 +395,22 @@ def gradient_descent(var, delta, alpha, parts: int) -> bool:
     return True
 
 
+def scatter_rows(target, indices, updates, subtract: bool) -> bool:
+    """`target[indices[k]] += updates[k]` (or -=) for each k in order, in place, row by row
+    (a ResourceScatterAdd/Sub of rows; duplicates add up one at a time, as ufunc.at does);
+    False when the arrays do not qualify. `indices` are in range (the caller checked)."""
+    if _mod is None or type(target) is not np.ndarray or type(updates) is not np.ndarray:
+        return False
+    if target.dtype not in _FLOATS or updates.dtype != target.dtype or target.ndim < 2 or \
+            not (target.flags.c_contiguous and target.flags.writeable and
+                 updates.flags.c_contiguous) or \
+            updates.size != indices.size * (target.size // max(1, target.shape[0])):
+        return False
+    _mod.scatter_rows(target, np.ascontiguousarray(indices.reshape(-1), np.int64), updates,
+                      subtract)
+    return True
+
+
 def _bn_ok(*arrays) -> bool:
     first = arrays[0]
     return first.dtype in _FLOATS and all(

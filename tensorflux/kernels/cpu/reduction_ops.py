@@ -119,17 +119,42 @@ def _ones(n: int, dtype) -> np.ndarray:
 
 def _sum(x, axes, keepdims):
     lead = len(axes)
-    if x.dtype in _BLAS_FLOATS and 0 < lead < x.ndim and x.size >= 4096 and \
-            sorted(axes) == list(range(lead)) and x.flags.c_contiguous:
-        # Sum over the leading axes (a bias gradient) as ones @ rows: one BLAS gemv, ~7x
-        # faster than NumPy's row-by-row reduction over axis 0 (and no less accurate).
-        tail = x.shape[lead:]
-        rows = x.reshape(-1, math.prod(tail))
-        total = _ones(rows.shape[0], x.dtype) @ rows
-        return total.reshape(((1,) * lead if keepdims else ()) + tail)
+    if 0 < lead < x.ndim and x.size >= 1024 and x.dtype in _BLAS_FLOATS and \
+            x.flags.c_contiguous:
+        total = _sum_by_product(x, axes, keepdims)
+        if total is not None:
+            return total
     if x.dtype in _LOW_PRECISION:
         return np.add.reduce(x, axes, np.float32, keepdims=keepdims).astype(x.dtype)
     return np.add.reduce(x, axes, x.dtype, keepdims=keepdims)
+
+
+def _sum_by_product(x, axes, keepdims):
+    """A float sum over adjacent axes as a product with a vector of ones (None for other
+    axes): x viewed as (outer, reduced, inner), `ones @ rows` over the leading axes (a bias
+    gradient: one BLAS gemv, ~7x faster than NumPy's row-by-row reduction over axis 0),
+    `rows @ ones` over the trailing axes (many short rows: ~3 us against NumPy's ~12 for
+    320 rows of 64), and one stacked product over middle axes (a context vector's weighted
+    sum over time: ~4 us against ~10 for 32 blocks of 10 x 64). Over the trailing or middle
+    axes only up to _GEMV_ROW_MAX reduced elements: longer rows keep NumPy's pairwise sum,
+    whose error grows with log n where a dot product's grows with n."""
+    first, last = min(axes), max(axes)
+    if last - first + 1 != len(axes):
+        return None
+    shape = x.shape
+    outer = math.prod(shape[:first])
+    reduced = math.prod(shape[first:last + 1])
+    kept = shape[:first] + ((1,) * len(axes) if keepdims else ()) + shape[last + 1:]
+    if first == 0:
+        return (_ones(reduced, x.dtype) @ x.reshape(reduced, -1)).reshape(kept)
+    if reduced > _GEMV_ROW_MAX:
+        return None
+    if last == x.ndim - 1:
+        return (x.reshape(outer, reduced) @ _ones(reduced, x.dtype)).reshape(kept)
+    return np.matmul(_ones(reduced, x.dtype), x.reshape(outer, reduced, -1)).reshape(kept)
+
+
+_GEMV_ROW_MAX = 1024  # elements of a row summed by a gemv, at most
 
 
 def _prod(x, axes, keepdims):

@@ -466,6 +466,9 @@ def _scatter_apply(target: np.ndarray, op_type: str, indices, updates) -> None:
         for k, i in enumerate(indices.reshape(-1)):
             row = upd.reshape((-1,) + target.shape[1:])[k]
             target[i] = _trunc_divide(target[i], row)
+    elif op_type in _ROWS_IN_C and native.scatter_rows(
+            target, indices, updates, op_type == "ResourceScatterSub"):
+        pass  # rows added in order in C, as the loops below would
     elif target.ndim > 1 and target[0].size >= _ROW_LOOP_MIN and indices.size:
         # Whole rows, one ufunc call per index in order (what ufunc.at does, duplicates
         # included, element by element: ~23 ns an element against ~1 us a row here; an
@@ -483,6 +486,7 @@ def _scatter_apply(target: np.ndarray, op_type: str, indices, updates) -> None:
 
 
 _ROW_LOOP_MIN = 64  # elements of a row from which a scatter goes row by row
+_ROWS_IN_C = ("ResourceScatterAdd", "ResourceScatterSub")
 
 
 _SCATTER_UFUNCS = {"ResourceScatterAdd": np.add, "ResourceScatterSub": np.subtract,

@@ -194,14 +194,16 @@ kernel("RsqrtGrad")(_grad_kernel(_zero_where_dy_zero(
 _FUSED_BLOCK = 1 << 14  # elements per block of a fused gradient: its temporaries stay in cache
 
 
-def _fused_grad(block, fallback):
+def _fused_grad(block, small, fallback):
     """TanhGrad/SigmoidGrad over float32/float64 C-contiguous inputs of one shape: in
     blocks of _FUSED_BLOCK elements, `block(y, dy, out, t1, t2)` computing into `out` with
     two block-sized temporaries (the formula as one expression makes three full-size
     arrays), `out` an input the executor donated when there is one (kernels/buffers.py,
     "donated inputs"; an element of `out` is written after the same element of y and dy
     was read). The same operations in the same order as `fallback`, which every other
-    case runs: the values are identical."""
+    case runs: the values are identical. Up to one block into a new array, `small(y, dy,
+    out)` runs the same operations with `out` as its temporary (no blocks, fewer
+    allocations: most of such a kernel's time on the small arrays of an RNN cell)."""
     slow = _grad_kernel(fallback)
 
     def compute(ctx, y, dy, donated=()):
@@ -211,6 +213,9 @@ def _fused_grad(block, fallback):
         out = donated_output((y, dy), donated, y.shape, y.dtype) if donated else None
         if out is None:
             out = np.empty(y.shape, y.dtype)
+            if y.size <= _FUSED_BLOCK:
+                small(y, dy, out)
+                return out
         flat_y, flat_dy, flat_out = y.reshape(-1), dy.reshape(-1), out.reshape(-1)
         n = flat_y.size
         t1 = np.empty(min(n, _FUSED_BLOCK), y.dtype)
@@ -235,9 +240,21 @@ def _sigmoid_grad_block(y, dy, out, t1, t2):  # dy * y * (1 - y)
     np.multiply(t1, t2, out=out)
 
 
+def _tanh_grad_small(y, dy, out):  # _tanh_grad_block with out as t1
+    np.multiply(y, y, out=out)
+    np.subtract(1, out, out=out)
+    np.multiply(dy, out, out=out)
+
+
+def _sigmoid_grad_small(y, dy, out):  # _sigmoid_grad_block with out as t2
+    t1 = np.multiply(dy, y)
+    np.subtract(1, y, out=out)
+    np.multiply(t1, out, out=out)
+
+
 kernel("TanhGrad", reuses_inputs=(0, 1))(_fused_grad(
-    _tanh_grad_block, lambda y, dy: dy * (1 - y * y)))
+    _tanh_grad_block, _tanh_grad_small, lambda y, dy: dy * (1 - y * y)))
 kernel("SigmoidGrad", reuses_inputs=(0, 1))(_fused_grad(
-    _sigmoid_grad_block, lambda y, dy: dy * y * (1 - y)))
+    _sigmoid_grad_block, _sigmoid_grad_small, lambda y, dy: dy * y * (1 - y)))
 kernel("ReciprocalGrad", "InvGrad")(_grad_kernel(_zero_where_dy_zero(
     lambda y, dy: -dy * np.conj(y * y))))
