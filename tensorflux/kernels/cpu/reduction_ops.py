@@ -138,10 +138,18 @@ def _sum_by_product(x, axes, keepdims):
     sum over time: ~4 us against ~10 for 32 blocks of 10 x 64). Over the trailing or middle
     axes only up to _GEMV_ROW_MAX reduced elements: longer rows keep NumPy's pairwise sum,
     whose error grows with log n where a dot product's grows with n."""
+    shape = x.shape
+    if len(shape) == 2:  # a bias gradient or a row sum: the common case, without the views
+        if axes[0] == 0:
+            total = _ones(shape[0], x.dtype) @ x
+            return total.reshape(1, shape[1]) if keepdims else total
+        if shape[1] > _GEMV_ROW_MAX:
+            return None
+        total = x @ _ones(shape[1], x.dtype)
+        return total.reshape(shape[0], 1) if keepdims else total
     first, last = min(axes), max(axes)
     if last - first + 1 != len(axes):
         return None
-    shape = x.shape
     outer = math.prod(shape[:first])
     reduced = math.prod(shape[first:last + 1])
     kept = shape[:first] + ((1,) * len(axes) if keepdims else ()) + shape[last + 1:]
