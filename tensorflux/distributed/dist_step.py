@@ -39,6 +39,7 @@ from tensorflux.distributed import push, rpc, wire
 from tensorflux.distributed.worker import PHYSICAL_DEVICE_DESC, STEP_ORDER_ATTR, Worker, task_of
 from tensorflux.framework import errors, graph_io
 from tensorflux.framework.rendezvous_key import create_key
+from tensorflux.kernels.cpu import native
 from tensorflux.protos import graph_pb2, step_stats_pb2, worker_pb2
 from tensorflux.runtime import cost_model as cost_model_lib
 from tensorflux.runtime import fetching, graph_optimizer, partition, placer, static_executor
@@ -399,6 +400,8 @@ class _Run:
 
     def collect(self, task: _TaskPart, future) -> None:
         """Waits for one remote task's RunGraph and takes its results."""
+        if not future.done():
+            native.helpers_rest()  # the reply comes from another process: see rendezvous
         try:
             # (a call on a push connection has no deadline of its own: the task reports
             # the step's, and this one bounds the wait if it never answers)

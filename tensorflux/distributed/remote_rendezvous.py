@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from tensorflux.distributed import push_held, wire
 from tensorflux.framework import errors
 from tensorflux.framework.rendezvous_key import parse_key
+from tensorflux.kernels.cpu import native
 from tensorflux.protos import worker_pb2
 from tensorflux.runtime.rendezvous import DoneCallback, LocalRendezvous, Rendezvous
 
@@ -79,6 +80,11 @@ class RemoteRendezvous(Rendezvous):
         self.push_in: frozenset = frozenset()  # key prefixes pushed to this task
         self.push_peers: frozenset = frozenset()  # the tasks that push to it
         self.pushed_to: set[str] = set()  # the tasks it pushed to
+
+    def _waiting(self) -> None:
+        # What this step waits for comes from another process: helpers spinning for a
+        # next task would take the cores it runs on.
+        native.helpers_rest()
 
     def configure(self, push_out: frozenset, push_in: frozenset) -> None:
         """The step's pushed edges (from the registered graph), before it runs here."""

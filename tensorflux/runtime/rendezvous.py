@@ -47,6 +47,9 @@ class Rendezvous:
     def flush_sends(self) -> None:
         """Sends what this thread's held sends left (see `hold_sends`)."""
 
+    def _waiting(self) -> None:
+        """Called by `recv` before it blocks (the tensor has not come yet)."""
+
     def recv(self, key: str, timeout: float | None = None):
         """Blocks until the tensor for `key` arrives; returns (value, is_dead).
 
@@ -66,6 +69,8 @@ class Rendezvous:
                 arrived.release()
 
         self.recv_async(key, done)
+        if not box:
+            self._waiting()
         if not arrived.acquire(True, -1 if timeout is None else max(0.0, timeout)):
             raise errors.DeadlineExceededError(None, None, f"Timed out waiting for {key}")
         err, value, is_dead = box[0]

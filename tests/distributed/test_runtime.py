@@ -139,6 +139,36 @@ def test_a_tasks_kernels_split_over_its_intra_op_threads_fixed_at_start(
         server.stop(0)
 
 
+def test_a_step_waiting_on_another_task_rests_the_kernel_helpers(cluster, graph,
+                                                                  monkeypatch):
+    """A task that waits for a tensor or a reply from another task stops its kernel pool's
+    helpers from spinning (native.helpers_rest), so that they leave the cores to the
+    process it waits for; a local session never does, and the step's values are those of
+    one process."""
+    from tensorflux.kernels.cpu import native
+
+    rests = []
+    real = native.helpers_rest
+    monkeypatch.setattr(native, "helpers_rest", lambda: (rests.append(1), real()))
+    with tf.device("/job:ps/task:0"):
+        w = tf.Variable(np.arange(12, dtype=np.float32).reshape(3, 4), name="w")
+    with tf.device("/job:worker/task:0"):
+        x = tf.placeholder(tf.float32, [2, 3])
+        y = tf.nn.relu(tf.matmul(x, w))
+    feed = {x: np.ones((2, 3), np.float32)}
+    expected = np.maximum(np.ones((2, 3), np.float32) @ np.arange(12.0).reshape(3, 4), 0)
+    with tf.Session(config=tf.ConfigProto(allow_soft_placement=True)) as local:
+        local.run(w.initializer)
+        np.testing.assert_array_equal(local.run(y, feed), expected)
+    assert not rests
+    with cluster.session(graph, via_rpc=False) as sess:
+        sess.run(w.initializer)
+        rests.clear()
+        for _ in range(3):
+            np.testing.assert_array_equal(sess.run(y, feed), expected)
+    assert rests  # the worker waited on the PS (its reply, or w itself) at least once
+
+
 def test_variables_live_on_the_ps_across_sessions(cluster, graph):
     with tf.device("/job:ps/task:0"):
         v = tf.Variable(1.0, name="v")

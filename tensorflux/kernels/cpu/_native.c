@@ -2801,6 +2801,13 @@ static PyObject *py_helper_spin(PyObject *self, PyObject *args) {
     return PyFloat_FromDouble(round(now * 1e9) / 1e3);  /* microseconds, to the ns */
 }
 
+/* helpers_rest(): helpers stop spinning until the next task is posted (_pool.h
+ * pool_rest): called by a thread about to wait for another process. */
+static PyObject *py_helpers_rest(PyObject *self, PyObject *unused) {
+    pool_rest();
+    Py_RETURN_NONE;
+}
+
 /* helper_spins(): how many times helpers started a spin so far. */
 static PyObject *py_helper_spins(PyObject *self, PyObject *unused) {
     return PyLong_FromLongLong(atomic_load(&helper_spins));
@@ -4066,6 +4073,7 @@ static PyMethodDef methods[] = {
     {"helper_spin", py_helper_spin, METH_VARARGS, "helpers' spin before sleeping, in us"},
     {"helper_spin_skips", py_helper_spin_skips, METH_NOARGS, "per slot, spins skipped now"},
     {"helper_spins", py_helper_spins, METH_NOARGS, "spins helpers started so far"},
+    {"helpers_rest", py_helpers_rest, METH_NOARGS, "helpers stop spinning until a task"},
     {NULL, NULL, 0, NULL},
 };
 

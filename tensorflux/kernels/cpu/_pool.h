@@ -140,6 +140,15 @@ static void run_chunks(pool_slot_t *p, int slot) {
 
 static double helper_spin_s = -1;  /* set once, by the first helper started */
 static atomic_llong helper_spins;  /* spins started so far (all slots) */
+/* Set by pool_rest() (a thread about to wait for another process: no task comes soon),
+ * cleared by the next task posted: helpers do not spin meanwhile, and a spin under way
+ * ends at once. A step that waits for a parameter server's reply would otherwise leave
+ * its helpers spinning on the cores that process needs, and every such contended spin
+ * turned the helpers' spins off for the next thousands of tasks (the step's products
+ * included). */
+static atomic_int pool_resting;
+
+static inline void pool_rest(void) { atomic_store(&pool_resting, 1); }
 
 static double thread_cpu_s(void) {
     struct timespec ts;
@@ -222,7 +231,7 @@ static void helper_wait(pool_slot_t *p, long long seen) {
         atomic_fetch_sub(&p->spin_skip, 1);
         return;
     }
-    if (!cores_to_spare()) return;
+    if (atomic_load(&pool_resting) || !cores_to_spare()) return;
     atomic_fetch_add(&helper_spins, 1);
     long v0 = thread_preemptions();
     double w0 = monotonic_s(), c0 = thread_cpu_s(), w1 = w0;
@@ -230,6 +239,7 @@ static void helper_wait(pool_slot_t *p, long long seen) {
     for (unsigned i = 1; atomic_load(&p->seq) == seen; i++) {
         cpu_relax();
         if (i % 64) continue;
+        if (atomic_load(&pool_resting)) return;  /* not contended: no backoff */
         if ((w1 = monotonic_s()) - w0 > spin) break;
         if (w1 > next_look) {  /* another thread became runnable meanwhile: make room */
             if (!cores_to_spare()) break;
@@ -405,6 +415,7 @@ static int pool_run(chunk_fn fn, void *arg, int64_t count, int parts, const stop
     atomic_store(&p->next, 0);
     atomic_store(&p->finished, 0);
     atomic_store(&p->closed, 0);
+    if (atomic_load(&pool_resting)) atomic_store(&pool_resting, 0);
     pthread_mutex_lock(&p->mu);
     atomic_fetch_add(&p->seq, 1);
     pthread_cond_broadcast(&p->work_cv);

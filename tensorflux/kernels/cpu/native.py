@@ -65,6 +65,14 @@ def available() -> bool:
     return _mod is not None
 
 
+def helpers_rest() -> None:
+    """The pool's helpers stop spinning until the next task is posted: for a thread about
+    to wait on another process (a parameter server's tensors or reply), whose cores the
+    spins would take (`_pool.h` pool_rest)."""
+    if _mod is not None:
+        _mod.helpers_rest()
+
+
 def _find_gemm() -> bool:
     """Hands NumPy's cblas_sgemm/cblas_dgemm to the extension; False if not found.
 
