@@ -366,6 +366,30 @@ static PyObject *py_libm_float(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* libm_double(kind, a, out): out = log(a) (kind 0) or exp(a) (kind 1), float64 buffers of
+ * one length, each value from the C library (what TensorFlow's kernels compute). */
+static PyObject *py_libm_double(PyObject *self, PyObject *args) {
+    int kind;
+    Py_buffer a, out;
+    if (!PyArg_ParseTuple(args, "iy*w*", &kind, &a, &out))
+        return NULL;
+    const Py_ssize_t n = out.len / 8;
+    if (kind < 0 || kind > 1 || a.len != out.len || !PyBuffer_IsContiguous(&a, 'C')
+        || !PyBuffer_IsContiguous(&out, 'C')) {
+        PyBuffer_Release(&a);
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_ValueError, "libm_double: unknown kind or mismatched buffers");
+        return NULL;
+    }
+    const double *x = (const double *)a.buf;
+    double *o = (double *)out.buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        o[i] = kind == 0 ? log(x[i]) : exp(x[i]);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
 /* Walker's alias table as TF's DistributionSampler builds it: p_i = (w_i * n) / sum in
  * double (w_i * n in float), small and large buckets paired from the backs of two stacks
  * filled in index order; leftovers certain and their own alias. */
@@ -451,6 +475,9 @@ static PyMethodDef methods[] = {
     {"alias_table", py_alias_table, METH_VARARGS,
      "alias_table(weights, prob, alt): TF's DistributionSampler table of float32 weights "
      "into float32 prob and int64 alt."},
+    {"libm_double", py_libm_double, METH_VARARGS,
+     "libm_double(kind, a, out): out = log(a) (kind 0) or exp(a) (kind 1), float64 buffers "
+     "of one length."},
     {"libm_float", py_libm_float, METH_VARARGS,
      "libm_float(kind, a, b, out): out = log1pf(a) (kind 0), expm1f(a) (1) or powf(a, b) (2), "
      "float32 buffers of one length."},

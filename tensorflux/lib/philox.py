@@ -293,6 +293,23 @@ def libm_float(name: str, *args) -> np.ndarray:
     return out[inverse.reshape(-1)].reshape(shape)
 
 
+_LIBM_DOUBLE = {"log": (0, math.log), "exp": (1, math.exp)}
+
+
+def libm_double(name: str, x) -> np.ndarray:
+    """The C library's double function `name` ("log" or "exp") of each value of x: through
+    the C extension in one loop, else the math module one value at a time (the same C
+    library; IEEE results where it raises)."""
+    x = np.ascontiguousarray(x, np.float64)
+    kind, fn = _LIBM_DOUBLE[name]
+    if _native is not None:
+        out = np.empty(x.shape, np.float64)
+        _native.libm_double(kind, x.reshape(-1), out.reshape(-1))
+        return out
+    return np.array([libm_call(fn, v) for v in x.reshape(-1).tolist()],
+                    np.float64).reshape(x.shape)
+
+
 def log_double(x) -> np.ndarray:
     """glibc's log for float64 x > 0."""
     return via_long_double(np.log, math.log, x)

@@ -111,6 +111,27 @@ def test_libm_float_in_c_equals_the_ctypes_path(monkeypatch, name, args):
         *(np.float64(a) for a in args)), rtol=1e-6, atol=1e-30)
 
 
+@pytest.mark.parametrize("name,x", [
+    ("log", np.concatenate([(np.arange(1, 5000) + 2.0) / (np.arange(1, 5000) + 1.0),
+                            [0.0, -1.0, np.inf, 1e-310, 1.0]])),
+    ("exp", np.concatenate([np.linspace(-750, 710, 4001), [-np.inf, np.inf, 0.0]])),
+])
+def test_libm_double_in_c_equals_the_math_module(monkeypatch, name, x):
+    """The log-uniform sampler's probabilities take each log from the C library (TF's
+    values): the loop in C gives the math module's value for every input, IEEE results
+    (-inf, NaN, inf, 0) where the math module raises."""
+    fast = philox.libm_double(name, x)
+    with monkeypatch.context() as m:
+        m.setattr(philox, "_native", None)
+        slow = philox.libm_double(name, x)
+    nan = np.isnan(slow)  # (a NaN's sign bit is the C library's business)
+    assert (np.isnan(fast) == nan).all()
+    _same(fast[~nan], slow[~nan])
+    assert fast.dtype == np.float64 and fast.shape == x.shape
+    with pytest.raises(ValueError):
+        philox._native.libm_double(2, x, np.empty_like(x))
+
+
 @pytest.mark.parametrize("weights", [
     np.zeros(0, np.float32), np.zeros(1, np.float32), np.zeros(3, np.float32),
     np.float32([0, 2, 0, 5, 1e-30, 3]),

@@ -80,11 +80,10 @@ class _LogUniform:
     def probability(self, values: np.ndarray) -> np.ndarray:
         v = values.astype(np.float64).reshape(-1)
         out = np.empty(v.size, _F32)
-        # a Python log a value (the C library's, as TF's): in blocks, the step checked
-        # between them
+        # the C library's log of each ratio (TF's values; NumPy's own log may differ in
+        # the last bit): in blocks, the step checked between them
         for lo, hi in interrupt.spans(v.size, 1, elements=LOG_BLOCK):
-            ratios = ((v[lo:hi] + 2.0) / (v[lo:hi] + 1.0)).tolist()
-            logs = np.array([math.log(r) for r in ratios])
+            logs = philox.libm_double("log", (v[lo:hi] + 2.0) / (v[lo:hi] + 1.0))
             out[lo:hi] = (logs / self._log_range).astype(_F32)
         return out.reshape(values.shape)
 
