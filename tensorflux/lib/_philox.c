@@ -390,6 +390,62 @@ static PyObject *py_libm_double(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* log_uniform(words, out, range, log_range, unique): TF's LogUniformSampler over a
+ * stream of 32-bit words (two per try, low word first): each try is
+ * (int64)exp(u * log_range) - 1 mod range, u the try's double in [0, 1) and exp the C
+ * library's. Fills out (int64, n values) with the first n tries, or with `unique` with the
+ * first n distinct values in the order the tries find them; returns the tries made, or -1
+ * when the words ran out first (the caller draws some other way). */
+static PyObject *py_log_uniform(PyObject *self, PyObject *args) {
+    Py_buffer w, out;
+    long long range;
+    double log_range;
+    int unique;
+    if (!PyArg_ParseTuple(args, "y*w*Ldp", &w, &out, &range, &log_range, &unique))
+        return NULL;
+    const Py_ssize_t n = out.len / 8, pairs = w.len / 8;
+    if (range < 1 || w.len % 4 || out.len % 8 || !PyBuffer_IsContiguous(&w, 'C')
+        || !PyBuffer_IsContiguous(&out, 'C')) {
+        PyBuffer_Release(&w);
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_ValueError, "log_uniform: uint32 words, int64 out, range >= 1");
+        return NULL;
+    }
+    const uint32_t *words = (const uint32_t *)w.buf;
+    int64_t *o = (int64_t *)out.buf;
+    /* the distinct values so far: open addressing over a power of two >= 4n slots */
+    size_t cap = 16;
+    while (unique && cap < 4 * (size_t)n) cap <<= 1;
+    int64_t *seen = unique ? PyMem_RawMalloc(cap * sizeof(int64_t)) : NULL;
+    if (unique && seen == NULL) {
+        PyBuffer_Release(&w);
+        PyBuffer_Release(&out);
+        return PyErr_NoMemory();
+    }
+    for (size_t i = 0; unique && i < cap; i++) seen[i] = -1;
+    Py_ssize_t tries = 0, found = 0;
+    while (found < n) {
+        if (tries >= pairs) {
+            tries = -1;
+            break;
+        }
+        double u = u64_to_double(words[2 * tries], words[2 * tries + 1]);
+        int64_t v = ((int64_t)exp(u * log_range) - 1) % range;
+        tries++;
+        if (unique) {
+            size_t h = ((uint64_t)v * 0x9E3779B97F4A7C15ull) & (cap - 1);
+            while (seen[h] != -1 && seen[h] != v) h = (h + 1) & (cap - 1);
+            if (seen[h] == v) continue;
+            seen[h] = v;
+        }
+        o[found++] = v;
+    }
+    PyMem_RawFree(seen);
+    PyBuffer_Release(&w);
+    PyBuffer_Release(&out);
+    return PyLong_FromSsize_t(tries);
+}
+
 /* Walker's alias table as TF's DistributionSampler builds it: p_i = (w_i * n) / sum in
  * double (w_i * n in float), small and large buckets paired from the backs of two stacks
  * filled in index order; leftovers certain and their own alias. */
@@ -475,6 +531,9 @@ static PyMethodDef methods[] = {
     {"alias_table", py_alias_table, METH_VARARGS,
      "alias_table(weights, prob, alt): TF's DistributionSampler table of float32 weights "
      "into float32 prob and int64 alt."},
+    {"log_uniform", py_log_uniform, METH_VARARGS,
+     "log_uniform(words, out, range, log_range, unique): TF's log-uniform tries; the tries "
+     "made, -1 when the words ran out."},
     {"libm_double", py_libm_double, METH_VARARGS,
      "libm_double(kind, a, out): out = log(a) (kind 0) or exp(a) (kind 1), float64 buffers "
      "of one length."},

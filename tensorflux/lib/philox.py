@@ -310,6 +310,23 @@ def libm_double(name: str, x) -> np.ndarray:
                     np.float64).reshape(x.shape)
 
 
+def log_uniform(words: WordStream, n: int, span: int, log_range: float,
+                unique: bool) -> tuple[np.ndarray, int] | None:
+    """TF's LogUniformSampler in C: n values (with `unique`, the first n distinct ones in
+    the order the tries find them) and the tries made, their words consumed from `words`;
+    None without the C extension or when 4n + 16 tries did not find n distinct values
+    (nothing consumed: the caller draws in NumPy)."""
+    if _native is None:
+        return None
+    w = np.ascontiguousarray(words.ahead(2 * (4 * n + 16 if unique else n)))
+    out = np.empty(n, np.int64)
+    tries = _native.log_uniform(w, out, span, log_range, unique)
+    if tries < 0:
+        return None
+    words.take(2 * tries)
+    return out, tries
+
+
 def log_double(x) -> np.ndarray:
     """glibc's log for float64 x > 0."""
     return via_long_double(np.log, math.log, x)

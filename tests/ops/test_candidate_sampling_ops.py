@@ -337,6 +337,38 @@ def test_unique_sampling_matches_tensorflow(theirs):
     assert abs(tries.mean() - their_tries.mean()) < 5 * spread
 
 
+@pytest.mark.parametrize("unique", [True, False], ids=["unique", "with_repeats"])
+def test_log_uniform_in_c_draws_the_numpy_paths_values(monkeypatch, unique):
+    """The log-uniform sampler's tries in C (philox.log_uniform) give the NumPy path's
+    samples, try counts and expected counts bit for bit: ranges from 1 to a million, small
+    ranges where 4n + 16 tries do not find n distinct classes (the NumPy path then)."""
+    from tensorflux.kernels.cpu import candidate_sampling_ops as kernels
+    from tensorflux.kernels.cpu.random_ops import GeneratorState
+    from tensorflux.lib import philox
+
+    if philox._native is None:
+        pytest.skip("the C extension is not built")
+    true_classes = np.zeros((4, 1), np.int64)
+    for range_max in (1, 2, 5, 64, 100, 50000, 10**6):
+        sampler = kernels._LogUniform(range_max)
+        for n in (1, 3, 64, 200):
+            if unique and n > range_max:
+                continue
+            for seed in range(3):
+                fast = kernels._sample_batch(None, sampler, GeneratorState(seed, 7),
+                                             true_classes, (1, n, unique))
+                with monkeypatch.context() as m:
+                    m.setattr(philox, "_native", None)
+                    slow = kernels._sample_batch(None, sampler, GeneratorState(seed, 7),
+                                                 true_classes, (1, n, unique))
+                for a, b in zip(fast, slow, strict=True):
+                    assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), \
+                        (range_max, n, seed)
+    with pytest.raises(ValueError):
+        philox._native.log_uniform(np.zeros(4, np.uint32), np.empty(2, np.int64), 0, 1.0,
+                                   False)
+
+
 def test_learned_unigram_learns_the_true_classes():
     labels = tf.placeholder(tf.int64, [None, 1])
     op = tf.nn.learned_unigram_candidate_sampler(labels, 1, DRAWS, False, 6, seed=3)

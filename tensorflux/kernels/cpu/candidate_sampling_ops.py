@@ -63,13 +63,13 @@ class _LogUniform:
 
     def __init__(self, range_max: int):
         self.range = range_max
-        self._log_range = math.log1p(range_max)
+        self.log_range = math.log1p(range_max)
 
     piecewise = True
 
     def draw(self, words: philox.WordStream, n: int) -> np.ndarray:
         w = words.take(2 * n)
-        x = philox.uint64_to_double(w[0::2], w[1::2]) * self._log_range
+        x = philox.uint64_to_double(w[0::2], w[1::2]) * self.log_range
         e = np.exp(x)
         # exp within an ulp or so of an integer: take the C library's (TF's) value
         near = np.abs(e - np.round(e)) <= 4 * np.spacing(e)
@@ -84,7 +84,7 @@ class _LogUniform:
         # the last bit): in blocks, the step checked between them
         for lo, hi in interrupt.spans(v.size, 1, elements=LOG_BLOCK):
             logs = philox.libm_double("log", (v[lo:hi] + 2.0) / (v[lo:hi] + 1.0))
-            out[lo:hi] = (logs / self._log_range).astype(_F32)
+            out[lo:hi] = (logs / self.log_range).astype(_F32)
         return out.reshape(values.shape)
 
 
@@ -235,7 +235,14 @@ def _sample_batch(ctx, sampler, state: GeneratorState, true_classes, attrs):
     if unique and num_sampled > sampler.range:
         raise _invalid("Sampler's range is too small.")
     words = philox.WordStream(*state.reserve(num_sampled, BLOCKS_PER_SAMPLE))
-    if unique:
+    drawn = None
+    if type(sampler) is _LogUniform and num_sampled <= DRAW_BLOCK:
+        # in C, the same tries (tensorflux/lib/_philox.c log_uniform)
+        drawn = philox.log_uniform(words, num_sampled, sampler.range, sampler.log_range,
+                                   unique)
+    if drawn is not None:
+        sampled, num_tries = drawn
+    elif unique:
         sampled, num_tries = _draw_unique(ctx, sampler, words, num_sampled)
     else:
         sampled, num_tries = _draw(ctx, sampler, words, num_sampled), num_sampled
