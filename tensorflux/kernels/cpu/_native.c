@@ -1475,31 +1475,27 @@ static PyObject *py_scatter_rows(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, error);
         return NULL;
     }
+    /* the rows in order, in the variable's type T */
+#define SCATTER_ROWS(T)                                                         \
+    do {                                                                        \
+        T *t = bufs[0].view.buf;                                                \
+        const T *u = bufs[1].view.buf;                                          \
+        for (int64_t k = 0; k < count; k++) {                                   \
+            T *row = t + idx[k] * width;                                        \
+            const T *up = u + k * width;                                        \
+            if (subtract)                                                       \
+                for (int64_t j = 0; j < width; j++) row[j] -= up[j];            \
+            else                                                                \
+                for (int64_t j = 0; j < width; j++) row[j] += up[j];            \
+        }                                                                       \
+    } while (0)
     Py_BEGIN_ALLOW_THREADS
-    if (code == 'f') {
-        float *t = bufs[0].view.buf;
-        const float *u = bufs[1].view.buf;
-        for (int64_t k = 0; k < count; k++) {
-            float *row = t + idx[k] * width;
-            const float *up = u + k * width;
-            if (subtract)
-                for (int64_t j = 0; j < width; j++) row[j] -= up[j];
-            else
-                for (int64_t j = 0; j < width; j++) row[j] += up[j];
-        }
-    } else {
-        double *t = bufs[0].view.buf;
-        const double *u = bufs[1].view.buf;
-        for (int64_t k = 0; k < count; k++) {
-            double *row = t + idx[k] * width;
-            const double *up = u + k * width;
-            if (subtract)
-                for (int64_t j = 0; j < width; j++) row[j] -= up[j];
-            else
-                for (int64_t j = 0; j < width; j++) row[j] += up[j];
-        }
-    }
+    if (code == 'f')
+        SCATTER_ROWS(float);
+    else
+        SCATTER_ROWS(double);
     Py_END_ALLOW_THREADS
+#undef SCATTER_ROWS
     PyBuffer_Release(&iv);
     release(bufs, 2);
     Py_RETURN_NONE;
