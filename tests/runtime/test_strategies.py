@@ -13,6 +13,7 @@ import tensorflux as tf
 from tensorflux.ops import control_flow_ops as cf
 from tensorflux.runtime import exec_options as exec_options_lib
 from tensorflux.runtime.exec_options import ExecOptions
+from tests import threads_util
 from tests.op_test_util import STRATEGIES
 from tests.runtime.test_partition import _random_dag
 
@@ -406,12 +407,7 @@ def test_a_big_step_run_from_many_threads_at_once():
             except BaseException as e:  # noqa: BLE001 - reported below
                 failures.append(e)
 
-        threads = [threading.Thread(target=work) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=60)
-        assert not any(t.is_alive() for t in threads)
+        threads_util.join(*[threads_util.start(work) for _ in range(8)], timeout=60)
         assert not failures, failures
         want = s.run(total, {p: x})
         assert _kinds(s) == [{"StaticExecutor"}]
