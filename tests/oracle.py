@@ -96,6 +96,15 @@ while True:
 """
 
 
+def _environment() -> dict:
+    """The environment the TensorFlow process starts with, but for pytest's own per-test
+    variable (which names the running test and would otherwise restart the process for
+    every test)."""
+    env = dict(os.environ)
+    env.pop("PYTEST_CURRENT_TEST", None)
+    return env
+
+
 class _SharedOracle:
     """One TensorFlow process answering snippets in turn (TensorFlow's import takes ~3 s of a
     fresh process; the suite asks hundreds of snippets). A snippet that times out or kills
@@ -108,7 +117,7 @@ class _SharedOracle:
         self._environ: dict = {}
 
     def _start(self):
-        self._environ = dict(os.environ)
+        self._environ = _environment()
         self._stderr = tempfile.TemporaryFile()
         self._proc = subprocess.Popen(
             [str(ORACLE_PYTHON), "-c", _SERVER], stdin=subprocess.PIPE,
@@ -130,7 +139,7 @@ class _SharedOracle:
     def run(self, code: str, timeout: float):
         with self._lock:
             if (self._proc is None or self._proc.poll() is not None
-                    or self._environ != os.environ):  # a test set a variable TF reads
+                    or self._environ != _environment()):  # a test set a variable TF reads
                 self.close()
                 self._start()
             reply: list[str] = []
