@@ -446,6 +446,39 @@ static PyObject *py_log_uniform(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(tries);
 }
 
+/* log_uniform_counts(values, out, log_range, num_sampled, num_tries): the expected count
+ * of each value under TF's LogUniformSampler, as its kernel computes it: the probability
+ * p = (float)(log((v + 2) / (v + 1)) / log_range) in double (the C library's log), then
+ * p * num_sampled in float when no try was repeated, else -expm1f(num_tries * log1pf(-p)),
+ * each step in float. values: int64; out: float32 of the same length. */
+static PyObject *py_log_uniform_counts(PyObject *self, PyObject *args) {
+    Py_buffer in, out;
+    double log_range;
+    long long num_sampled, num_tries;
+    if (!PyArg_ParseTuple(args, "y*w*dLL", &in, &out, &log_range, &num_sampled, &num_tries))
+        return NULL;
+    const Py_ssize_t n = in.len / 8;
+    if (in.len % 8 || out.len != n * 4 || !PyBuffer_IsContiguous(&in, 'C')
+        || !PyBuffer_IsContiguous(&out, 'C')) {
+        PyBuffer_Release(&in);
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_ValueError, "log_uniform_counts: int64 values, float32 out of "
+                                          "one length");
+        return NULL;
+    }
+    const int64_t *v = (const int64_t *)in.buf;
+    float *o = (float *)out.buf;
+    const float sampled = (float)num_sampled, tries = (float)num_tries;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const double x = (double)v[i];
+        const float p = (float)(log((x + 2.0) / (x + 1.0)) / log_range);
+        o[i] = num_tries == num_sampled ? p * sampled : -expm1f(tries * log1pf(-p));
+    }
+    PyBuffer_Release(&in);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
 /* Walker's alias table as TF's DistributionSampler builds it: p_i = (w_i * n) / sum in
  * double (w_i * n in float), small and large buckets paired from the backs of two stacks
  * filled in index order; leftovers certain and their own alias. */
@@ -534,6 +567,9 @@ static PyMethodDef methods[] = {
     {"log_uniform", py_log_uniform, METH_VARARGS,
      "log_uniform(words, out, range, log_range, unique): TF's log-uniform tries; the tries "
      "made, -1 when the words ran out."},
+    {"log_uniform_counts", py_log_uniform_counts, METH_VARARGS,
+     "log_uniform_counts(values, out, log_range, num_sampled, num_tries): expected counts "
+     "under TF's log-uniform sampler, float32"},
     {"libm_double", py_libm_double, METH_VARARGS,
      "libm_double(kind, a, out): out = log(a) (kind 0) or exp(a) (kind 1), float64 buffers "
      "of one length."},

@@ -327,6 +327,20 @@ def log_uniform(words: WordStream, n: int, span: int, log_range: float,
     return out, tries
 
 
+def log_uniform_counts(values: np.ndarray, log_range: float, num_sampled: int,
+                       num_tries: int) -> np.ndarray | None:
+    """The expected counts of int64 `values` under TF's LogUniformSampler, in C: the
+    probability log((v + 2) / (v + 1)) / log_range in double rounded to float, then
+    p * num_sampled (float) or -expm1f(num_tries * log1pf(-p)) when tries were repeated;
+    float32 of values' shape. None without the C extension."""
+    if _native is None:
+        return None
+    flat = np.ascontiguousarray(values, np.int64).reshape(-1)
+    out = np.empty(flat.size, np.float32)
+    _native.log_uniform_counts(flat, out, log_range, num_sampled, num_tries)
+    return out.reshape(np.shape(values))
+
+
 def log_double(x) -> np.ndarray:
     """glibc's log for float64 x > 0."""
     return via_long_double(np.log, math.log, x)

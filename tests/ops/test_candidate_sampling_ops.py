@@ -348,9 +348,10 @@ def test_log_uniform_in_c_draws_the_numpy_paths_values(monkeypatch, unique):
 
     if philox._native is None:
         pytest.skip("the C extension is not built")
-    true_classes = np.zeros((4, 1), np.int64)
+    rng = np.random.default_rng(0)
     for range_max in (1, 2, 5, 64, 100, 50000, 10**6):
         sampler = kernels._LogUniform(range_max)
+        true_classes = rng.integers(0, range_max, (4, 1))
         for n in (1, 3, 64, 200):
             if unique and n > range_max:
                 continue
@@ -367,6 +368,35 @@ def test_log_uniform_in_c_draws_the_numpy_paths_values(monkeypatch, unique):
     with pytest.raises(ValueError):
         philox._native.log_uniform(np.zeros(4, np.uint32), np.empty(2, np.int64), 0, 1.0,
                                    False)
+
+
+def test_log_uniform_counts_in_c_are_the_numpy_paths(monkeypatch):
+    """philox.log_uniform_counts (the expected counts in one C loop) against the NumPy path
+    (probabilities, then `_expected_counts`), bit for bit: every class of small ranges and
+    random ones of large ranges, with and without repeated tries."""
+    from tensorflux.kernels.cpu import candidate_sampling_ops as kernels
+    from tensorflux.lib import philox
+
+    if philox._native is None:
+        pytest.skip("the C extension is not built")
+    rng = np.random.default_rng(1)
+    for range_max in (1, 7, 1000, 50000, 10**6, 2**31 - 1):
+        sampler = kernels._LogUniform(range_max)
+        values = np.concatenate([np.arange(min(range_max, 1000)),
+                                 rng.integers(0, range_max, 500)]).astype(np.int64)
+        values = values[:values.size // 5 * 5]
+        for num_sampled, num_tries in ((64, 64), (64, 65), (1, 300), (8192, 9000)):
+            fast = philox.log_uniform_counts(values.reshape(-1, 5), sampler.log_range,
+                                             num_sampled, num_tries)
+            with monkeypatch.context() as m:
+                m.setattr(philox, "_native", None)
+                slow = kernels._expected_counts(sampler.probability(values), num_sampled,
+                                                num_tries)
+            assert fast.shape == (values.size // 5, 5) and fast.dtype == np.float32
+            assert fast.reshape(-1).tobytes() == slow.tobytes(), (range_max, num_tries)
+    with pytest.raises(ValueError, match="int64 values"):
+        philox._native.log_uniform_counts(np.zeros(3, np.int64), np.empty(2, np.float32),
+                                          1.0, 1, 1)
 
 
 def test_learned_unigram_learns_the_true_classes():

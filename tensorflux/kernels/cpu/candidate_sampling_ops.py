@@ -196,6 +196,17 @@ def _expected_counts(p: np.ndarray, num_sampled: int, num_tries: int) -> np.ndar
     return -philox.libm_float("expm1f", _F32(num_tries) * logs)
 
 
+def _counts(sampler, values: np.ndarray, num_sampled: int, num_tries: int) -> np.ndarray:
+    """The expected counts of `values`: `_expected_counts` of the sampler's probabilities,
+    for the log-uniform sampler in one C loop when the values are few enough not to need
+    checks of the step between blocks (the same library calls: the same bits)."""
+    if type(sampler) is _LogUniform and values.size <= LOG_BLOCK:
+        counts = philox.log_uniform_counts(values, sampler.log_range, num_sampled, num_tries)
+        if counts is not None:
+            return counts
+    return _expected_counts(sampler.probability(values), num_sampled, num_tries)
+
+
 def _check_true_classes(true_classes, num_true: int, range_max: int) -> np.ndarray:
     true_classes = np.asarray(true_classes)
     if true_classes.ndim != 2:
@@ -204,6 +215,8 @@ def _check_true_classes(true_classes, num_true: int, range_max: int) -> np.ndarr
         raise _invalid(f"true_classes must have num_true columns, expected: "
                        f"{true_classes.shape[1]} was: {num_true}")
     flat = true_classes.reshape(-1)
+    if flat.size and (flat.min() >= 0 and flat.max() < range_max):
+        return flat
     bad = (flat < 0) | (flat >= range_max)
     if bad.any():
         raise _invalid(f"`true_candidate` out of range [0, {range_max}), received "
@@ -246,8 +259,8 @@ def _sample_batch(ctx, sampler, state: GeneratorState, true_classes, attrs):
         sampled, num_tries = _draw_unique(ctx, sampler, words, num_sampled)
     else:
         sampled, num_tries = _draw(ctx, sampler, words, num_sampled), num_sampled
-    sampled_count = _expected_counts(sampler.probability(sampled), num_sampled, num_tries)
-    true_count = _expected_counts(sampler.probability(flat), num_sampled, num_tries)
+    sampled_count = _counts(sampler, sampled, num_sampled, num_tries)
+    true_count = _counts(sampler, flat, num_sampled, num_tries)
     return (sampled.astype(np.int64, copy=False), sampled_count,
             true_count.reshape(np.shape(true_classes)))
 
