@@ -252,3 +252,53 @@ def test_distributions_match_tensorflow():
     assert ours["names"] == theirs["names"]
     for a, b in zip(ours["values"], theirs["values"], strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# ---- the DQNs' RMSPropOptimizer: TF's float32 arithmetic, step for step ----------------
+
+
+def _tf_rms_prop_steps(w, grads, lr=0.01, rho=0.9, momentum=0.0, eps=1e-10):
+    """TF's ApplyRMSProp in float32: ms += (g^2 - ms)(1 - rho); mom = mom * momentum +
+    g * lr / sqrt(ms + eps); w -= mom (ms starts at ones, as TF1's optimizer makes it)."""
+    f = np.float32
+    w, ms, mom = w.copy(), np.ones_like(w), np.zeros_like(w)
+    for g in grads:
+        ms += (np.square(g) - ms) * (f(1) - f(rho))
+        mom = mom * f(momentum) + g * f(lr) / np.sqrt(ms + f(eps))
+        w -= mom
+    return w
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_rms_prop_update_is_bit_identical_to_tensorflows_arithmetic(momentum):
+    # rho * ms + (1 - rho) * g^2 is the same number in exact arithmetic but not in float32;
+    # a DQN that picks argmax actions from the weights then follows another trajectory.
+    rng = np.random.RandomState(0)
+    w0 = rng.randn(64).astype(np.float32)
+    grads = rng.randn(30, 64).astype(np.float32)
+    g = tf.placeholder(tf.float32, [64])
+    w = tf.Variable(w0)
+    step = tf.train.RMSPropOptimizer(0.01, momentum=momentum).apply_gradients([(g, w)])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for row in grads:
+            sess.run(step, {g: row})
+        got = sess.run(w)
+    np.testing.assert_array_equal(got, _tf_rms_prop_steps(w0, grads, momentum=momentum))
+
+
+@pytest.mark.oracle
+def test_rms_prop_matches_tensorflow_bit_for_bit():
+    program = """
+rng = np.random.RandomState(0)
+w = tf.Variable(rng.randn(64).astype(np.float32))
+g = tf.placeholder(tf.float32, [64])
+step = tf.train.RMSPropOptimizer(0.01).apply_gradients([(g, w)])
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for row in rng.randn(100, 64).astype(np.float32):
+        sess.run(step, {g: row})
+    result = sess.run(w).tolist()
+"""
+    ours, theirs = run_both(program, tf)
+    np.testing.assert_array_equal(np.float32(ours), np.float32(theirs))
