@@ -165,6 +165,7 @@ from tensorflux import losses  # noqa: E402,F401 - tf.losses
 from tensorflux import layers  # noqa: E402,F401 - tf.layers
 from tensorflux import contrib  # noqa: E402,F401 - tf.contrib.layers regularizers
 from tensorflux import metrics  # noqa: E402,F401 - tf.metrics
+from tensorflux import distributions  # noqa: E402,F401 - tf.distributions
 from tensorflux.ops.script_ops import *  # noqa: E402,F401,F403 - tf.py_func, tf.numpy_function
 from tensorflux.autodiff.custom_gradient import *  # noqa: E402,F401,F403 - tf.custom_gradient
 from tensorflux.variables.template import make_template  # noqa: E402,F401

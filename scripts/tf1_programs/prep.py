@@ -19,13 +19,21 @@ AY, NL, GO = (M + "/aymericdamien+TensorFlow-Examples/repo", M + "/nlintz+Tensor
               M + "/golbin+TensorFlow-Tutorials/repo")
 AYP = "tensorflow_v1/examples/"
 HV = M + "/Hvass-Labs+TensorFlow-Tutorials/repo"
+RL = M + "/MorvanZhou+Reinforcement-learning-with-tensorflow/repo"
+# MorvanZhou's RL programs run on gym 0.24.1 (the last whose environments keep the old
+# reset/step API; 0.25's unwrapped ones return five values), which
+# names the pendulum v1; windows are not drawn (the tkinter mazes run under xvfb-run).
+PEND = [("'Pendulum-v0'", "'Pendulum-v1'")]
+NORENDER = [("env.render()", "pass  # env.render()")]
 G = {  # generic edits: import lines only
     "tfx": [("import tensorflow.compat.v1 as tf", "import tensorflux.compat.v1 as tf"),
             ("import tensorflow as tf", "import tensorflux as tf"),
-            ("from tensorflow.contrib import rnn", "from tensorflux.contrib import rnn")],
+            ("from tensorflow.contrib import rnn", "from tensorflux.contrib import rnn"),
+            ("from tensorflow.contrib.distributions import", "from tensorflux.contrib.distributions import")],
     "tf": [("import tensorflow.compat.v1 as tf", "import tensorflow.compat.v1 as tf; import tf1_oracle_contrib"),
            ("import tensorflow as tf", "import tensorflow.compat.v1 as tf; tf.disable_v2_behavior(); import tf1_oracle_contrib"),
-           ("from tensorflow.contrib import rnn", "import tf_contrib_rnn as rnn")],
+           ("from tensorflow.contrib import rnn", "import tf_contrib_rnn as rnn"),
+           ("from tensorflow.contrib.distributions import", "from tensorflow.compat.v1.distributions import")],
 }
 MNIST = ("from tensorflow.examples.tutorials.mnist import input_data", "import input_data  # local digits shim")
 
@@ -95,6 +103,31 @@ P = {
  "hv_02_convolutional_neural_network": (HV, "02_Convolutional_Neural_Network.ipynb", [("optimize(num_iterations=900)", "optimize(num_iterations=40)"), ("optimize(num_iterations=9000)", "optimize(num_iterations=10)")], [], []),
  "hv_03b_layers_api": (HV, "03B_Layers_API.ipynb", [("optimize(num_iterations=900)", "optimize(num_iterations=40)"), ("optimize(num_iterations=9000)", "optimize(num_iterations=10)")], [], []),
  "hv_13b_visual_analysis_mnist": (HV, "13B_Visual_Analysis_MNIST.ipynb", [("optimize(num_iterations=10000)", "optimize(num_iterations=100)")], [], []),
+
+ # MorvanZhou/Reinforcement-learning-with-tensorflow (docs/tf1_programs.md, twenty-fourth session)
+ "rl_dqn_maze": (RL, "contents/5_Deep_Q_Network/run_this.py", [("for episode in range(300):", "for episode in range(40):")], [("contents/5_Deep_Q_Network/" + f, f) for f in ("RL_brain.py", "maze_env.py")], []),
+ "rl_double_dqn": (RL, "contents/5.1_Double_DQN/run_Pendulum.py", PEND + [("MEMORY_SIZE = 3000", "MEMORY_SIZE = 500"), ("total_steps - MEMORY_SIZE > 20000", "total_steps - MEMORY_SIZE > 1500")], [("contents/5.1_Double_DQN/RL_brain.py", "RL_brain.py")], []),
+ "rl_prioritized_dqn": (RL, "contents/5.2_Prioritized_Replay_DQN/run_MountainCar.py", [("MEMORY_SIZE = 10000", "MEMORY_SIZE = 1000"), ("for i_episode in range(20):", "for i_episode in range(2):")], [("contents/5.2_Prioritized_Replay_DQN/RL_brain.py", "RL_brain.py")], []),
+ "rl_dueling_dqn": (RL, "contents/5.3_Dueling_DQN/run_Pendulum.py", PEND + [("MEMORY_SIZE = 3000", "MEMORY_SIZE = 500"), ("total_steps-MEMORY_SIZE > 15000", "total_steps-MEMORY_SIZE > 1500")], [("contents/5.3_Dueling_DQN/RL_brain.py", "RL_brain.py")], []),
+ "rl_gym_cartpole": (RL, "contents/6_OpenAI_gym/run_CartPole.py", NORENDER + [("for i_episode in range(100):", "for i_episode in range(30):")], [("contents/6_OpenAI_gym/RL_brain.py", "RL_brain.py")], []),
+ "rl_gym_mountaincar": (RL, "contents/6_OpenAI_gym/run_MountainCar.py", NORENDER + [("for i_episode in range(10):", "for i_episode in range(1):")], [("contents/6_OpenAI_gym/RL_brain.py", "RL_brain.py")], []),
+ "rl_pg_cartpole": (RL, "contents/7_Policy_gradient_softmax/run_CartPole.py", [("for i_episode in range(3000):", "for i_episode in range(40):")], [("contents/7_Policy_gradient_softmax/RL_brain.py", "RL_brain.py")], []),
+ "rl_pg_mountaincar": (RL, "contents/7_Policy_gradient_softmax/run_MountainCar.py", [("for i_episode in range(1000):", "for i_episode in range(2):")], [("contents/7_Policy_gradient_softmax/RL_brain.py", "RL_brain.py")], []),
+ "rl_ac_cartpole": (RL, "contents/8_Actor_Critic_Advantage/AC_CartPole.py", [("MAX_EPISODE = 3000", "MAX_EPISODE = 60")], [], []),
+ "rl_ac_pendulum": (RL, "contents/8_Actor_Critic_Advantage/AC_continue_Pendulum.py", PEND + NORENDER + [("MAX_EPISODE = 1000", "MAX_EPISODE = 15")], [], []),
+ "rl_ddpg": (RL, "contents/9_Deep_Deterministic_Policy_Gradient_DDPG/DDPG.py", PEND + [("MAX_EPISODES = 200", "MAX_EPISODES = 12"), ("MEMORY_CAPACITY = 10000", "MEMORY_CAPACITY = 1000")], [], []),
+ "rl_ddpg_update": (RL, "contents/9_Deep_Deterministic_Policy_Gradient_DDPG/DDPG_update.py", PEND + [("MAX_EPISODES = 200", "MAX_EPISODES = 12"), ("MEMORY_CAPACITY = 10000", "MEMORY_CAPACITY = 1000")], [], []),
+ "rl_ddpg_update2": (RL, "contents/9_Deep_Deterministic_Policy_Gradient_DDPG/DDPG_update2.py", PEND + [("MAX_EPISODES = 200", "MAX_EPISODES = 12"), ("MEMORY_CAPACITY = 10000", "MEMORY_CAPACITY = 1000")], [], []),
+ "rl_a3c_discrete": (RL, "contents/10_A3C/A3C_discrete_action.py", [("MAX_GLOBAL_EP = 1000", "MAX_GLOBAL_EP = 100")], [], []),
+ "rl_a3c_continuous": (RL, "contents/10_A3C/A3C_continuous_action.py", PEND + [("MAX_GLOBAL_EP = 2000", "MAX_GLOBAL_EP = 20")], [], []),
+ "rl_a3c_rnn": (RL, "contents/10_A3C/A3C_RNN.py", PEND + [("MAX_GLOBAL_EP = 1500", "MAX_GLOBAL_EP = 10")], [], []),
+ "rl_ppo": (RL, "contents/12_Proximal_Policy_Optimization/simply_PPO.py", PEND + NORENDER + [("EP_MAX = 1000", "EP_MAX = 20")], [], []),
+ "rl_dppo": (RL, "contents/12_Proximal_Policy_Optimization/DPPO.py", PEND + NORENDER + [("EP_MAX = 1000", "EP_MAX = 20"), ("    while True:\n        s = env.reset()", "    for _ in range(1):\n        s = env.reset()")], [], []),
+ "rl_discrete_dppo": (RL, "contents/12_Proximal_Policy_Optimization/discrete_DPPO.py", NORENDER + [("EP_MAX = 1000", "EP_MAX = 40"), ("    while True:\n        s = env.reset()", "    for _ in range(1):\n        s = env.reset()")], [], []),
+ "rl_car_ddpg": (RL, "experiments/2D_car/DDPG.py", [("MAX_EPISODES = 500", "MAX_EPISODES = 8"), ("MAX_EP_STEPS = 600", "MAX_EP_STEPS = 200"), ("RENDER = True", "RENDER = False"), ("MEMORY_CAPACITY = 2000", "MEMORY_CAPACITY = 500")], [("experiments/2D_car/" + f, f) for f in ("car_env.py", "collision.py")], []),
+ "rl_arm_ddpg": (RL, "experiments/Robot_arm/DDPG.py", [("MAX_EPISODES = 600", "MAX_EPISODES = 8"), ("RENDER = True", "RENDER = False"), ("MEMORY_CAPACITY = 5000", "MEMORY_CAPACITY = 500")], [("experiments/Robot_arm/arm_env.py", "arm_env.py")], []),
+ "rl_arm_a3c": (RL, "experiments/Robot_arm/A3C.py", [("MAX_GLOBAL_EP = 2000", "MAX_GLOBAL_EP = 10")], [("experiments/Robot_arm/arm_env.py", "arm_env.py")], []),
+ "rl_arm_dppo": (RL, "experiments/Robot_arm/DPPO.py", NORENDER + [("EP_MAX = 2000", "EP_MAX = 12"), ("    while True:\n        s = env.reset()", "    for _ in range(1):\n        s = env.reset()")], [("experiments/Robot_arm/arm_env.py", "arm_env.py")], []),
 }
 
 

@@ -20,6 +20,12 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 SHIM, STUBS = os.path.join(HERE, "shim"), os.path.join(HERE, "oracle_stubs")
 # Plotting that blocks (plt.waitforbuttonpress) or asks for a macOS font: a no-op matplotlib.
 STUB_MPL = {"go_word2vec", "ay_dcgan", "ay_gan"}
+# The reinforcement-learning programs (rl_*) need gym 0.24.1, pandas and pyglet, installed with
+# `pip install --target` into $RL_SITE (tensorflux's interpreter) and $RL_SITE_TF (the
+# oracle's); their plots print the plotted series (rl_stubs/matplotlib). Tk and pyglet
+# windows need an X display: those run under xvfb-run.
+RL_STUBS = os.path.join(HERE, "rl_stubs")
+XVFB = {"rl_dqn_maze", "rl_car_ddpg", "rl_arm_ddpg", "rl_arm_a3c", "rl_arm_dppo"}
 
 
 def main(variant, keys):
@@ -41,10 +47,16 @@ def main(variant, keys):
         e = dict(env)
         if k in STUB_MPL:
             e["PYTHONPATH"] += ":" + STUBS
+        if k.startswith("rl_"):
+            site = (os.environ.get("RL_SITE", "/tmp/rlsite") if variant == "tfx"
+                    else os.environ.get("RL_SITE_TF", "/tmp/rlsite_tf"))
+            e["PYTHONPATH"] = f"{RL_STUBS}:{e['PYTHONPATH']}:{site}"
         t0, rc = time.time(), 0
         with open(os.path.join(WORK, "logs", variant, k + ".log"), "w") as log:
             for argv in P[k][4] or [[]]:
-                cmd = ["timeout", "400", py, os.path.join(HERE, "runner.py"), "main.py"] + argv
+                xvfb = ["xvfb-run", "-a"] if k in XVFB else []
+                cmd = xvfb + ["timeout", "400", py, os.path.join(HERE, "runner.py"), "main.py"]
+                cmd += argv
                 r = subprocess.run(cmd, cwd=d, env=e, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, check=False)
                 rc = rc or r.returncode

@@ -20,6 +20,7 @@ def _reshape_compat(a, shape=None, *args, newshape=None, **kwargs):
 
 np.reshape = _reshape_compat
 np.int = int  # the Hvass notebooks; gone since NumPy 1.24
+np.bool8 = np.bool_  # gym 0.25's step checker; gone in NumPy 2
 prog = sys.argv[1]
 sys.argv = [prog] + sys.argv[2:]
 sys.path.insert(0, os.path.dirname(os.path.abspath(prog)))

@@ -5,12 +5,14 @@ layer API), `tf.contrib.rnn` (the core RNN cells and `static_rnn`), seq2seq and
 legacy_seq2seq, `tf.contrib.data` (tf.data.experimental under its TF1 name),
 `tf.contrib.tpu`'s TPUEstimator for TPU programs run with `use_tpu=False`, and
 `tf.contrib.training.HParams`, `tf.contrib.crf` (linear-chain CRFs), and
-`tf.contrib.tensorboard.plugins.projector` (the embedding projector's config)."""
+`tf.contrib.tensorboard.plugins.projector` (the embedding projector's config), and
+`tf.contrib.distributions` (tf.distributions under its contrib name)."""
 
 from tensorflux.contrib import (  # noqa: F401
     cluster_resolver,
     crf,
     data,
+    distributions,
     framework,
     layers,
     learn,

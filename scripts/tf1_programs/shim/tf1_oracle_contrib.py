@@ -12,6 +12,7 @@ def _l2(scale, scope=None):
 
 tf.contrib = types.SimpleNamespace(
     rnn=tf_contrib_rnn,
+    distributions=tf.distributions,
     layers=types.SimpleNamespace(flatten=tf.layers.flatten,
                                  xavier_initializer=tf.glorot_uniform_initializer,
                                  l2_regularizer=_l2))

@@ -344,10 +344,12 @@ def _adadelta(var, accum, accum_update, *, lr, rho, epsilon, grad):
 
 
 def _rms_prop(var, ms, mom, *, lr, rho, momentum, epsilon, grad):
-    ms *= rho
-    ms += (1 - rho) * grad * grad
+    # TF's arithmetic, step for step (ms += (g^2 - ms)(1 - rho), not rho ms + (1 - rho) g^2:
+    # equal in exact arithmetic, an ulp apart in float32, enough for a DQN's argmax to
+    # take another action thousands of steps later).
+    ms += (np.square(grad) - ms) * (1 - rho)
     mom *= momentum
-    mom += lr * grad / np.sqrt(ms + epsilon)
+    mom += grad * lr / np.sqrt(ms + epsilon)
     var -= mom
 
 

@@ -99,10 +99,9 @@ def _adam(w, m, v, *, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,
 def _rms_prop(w, ms, mom, *, lr, rho, momentum, epsilon, grad):
     xp = backend.xp()
     lr, rho, momentum, epsilon = (dev(x) for x in (lr, rho, momentum, epsilon))
-    ms *= rho
-    ms += (1 - rho) * grad * grad
+    ms += (grad * grad - ms) * (1 - rho)  # TF's order, as the CPU rule
     mom *= momentum
-    mom += lr * grad / xp.sqrt(ms + epsilon)
+    mom += grad * lr / xp.sqrt(ms + epsilon)
     w -= mom
 
 
