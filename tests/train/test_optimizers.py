@@ -200,3 +200,103 @@ def test_dense_updates_split_over_threads_change_nothing(monkeypatch, name):
                 return s.run(w)
 
     np.testing.assert_array_equal(run(1), run(2))
+
+
+# The updates whose float arithmetic follows TensorFlow's kernels operation for operation
+# (m += (g - m)(1 - b1), not b1 m + (1 - b1) g: the same in exact arithmetic, an ulp apart
+# in float32): after many steps their variables equal TensorFlow's bit for bit. Adagrad
+# and Adadelta divide by Eigen's approximate rsqrt there: close, not equal.
+BIT_EXACT = ("sgd", "momentum", "nesterov", "rmsprop", "rmsprop_centered", "adam")
+
+FED_PROGRAM = """
+def fed(opt_src, n=256, steps=60):
+    rng = np.random.RandomState(0)
+    w0 = rng.randn(n).astype(np.float32)
+    grads = rng.randn(steps, n).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        w = tf.Variable(w0)
+        gp = tf.placeholder(tf.float32, [n])
+        train = eval(opt_src).apply_gradients([(gp, w)])
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            for row in grads:
+                s.run(train, {gp: row})
+            return s.run(w).tolist()
+"""
+
+
+def _fed_here(opt_src: str):
+    env = {"tf": tf, "np": np}
+    exec(FED_PROGRAM, env)
+    return np.float32(env["fed"](opt_src))
+
+
+@pytest.fixture(scope="module")
+def tensorflow_fed_results():
+    opts = {k: OPTIMIZERS[k] for k in BIT_EXACT}
+    return run_tf(f"OPTS = {opts!r}\n" + FED_PROGRAM +
+                  "\nresult = {k: fed(v) for k, v in OPTS.items()}\n")
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("native_loops", [True, False], ids=["native", "numpy"])
+@pytest.mark.parametrize("name", BIT_EXACT)
+def test_updates_equal_tensorflows_bit_for_bit(name, native_loops, tensorflow_fed_results,
+                                              monkeypatch):
+    from tensorflux.kernels.cpu import native
+
+    if not native_loops:
+        monkeypatch.setattr(native, "_mod", None)  # the NumPy rules
+    ours = _fed_here(OPTIMIZERS[name])
+    np.testing.assert_array_equal(ours, np.float32(tensorflow_fed_results[name]),
+                                  err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("nesterov", [False, True], ids=["plain", "nesterov"])
+def test_adam_and_momentum_rules_compute_in_tensorflows_order(dtype, nesterov):
+    """The NumPy rules and the native loops against TensorFlow's arithmetic written out
+    here, bit for bit, over 20 steps of arrays of several chunks."""
+    from tensorflux.kernels.cpu import native, training_ops
+
+    rng = np.random.default_rng(3)
+    n = 70001
+    grads = rng.standard_normal((20, n)).astype(dtype)
+    w0 = rng.standard_normal(n).astype(dtype)
+    t = dtype
+    lr, b1, b2, eps, mom = t(0.01), t(0.9), t(0.999), t(1e-7), t(0.9)
+
+    def expected():
+        w, m, v, acc = w0.copy(), np.zeros(n, dtype), np.zeros(n, dtype), np.zeros(n, dtype)
+        wm = w0.copy()
+        for i, g in enumerate(grads):
+            b1p, b2p = b1 ** (i + 1), b2 ** (i + 1)
+            alpha = lr * np.sqrt(t(1) - b2p) / (t(1) - b1p)
+            m = m + (g - m) * (t(1) - b1)
+            v = v + (g * g - v) * (t(1) - b2)
+            num = g * (t(1) - b1) + b1 * m if nesterov else m
+            w = w - (num * alpha) / (np.sqrt(v) + eps)
+            acc = acc * mom + g
+            wm = wm - (g * lr + acc * mom * lr if nesterov else acc * lr)
+        return w, wm
+
+    def run(use_native):
+        w, m, v, wm, acc = (w0.copy(), np.zeros(n, dtype), np.zeros(n, dtype), w0.copy(),
+                            np.zeros(n, dtype))
+        for i, g in enumerate(grads):
+            hyper = dict(beta1_power=b1 ** (i + 1), beta2_power=b2 ** (i + 1), lr=lr,
+                         beta1=b1, beta2=b2, epsilon=eps, grad=g, use_nesterov=nesterov)
+            if not (use_native and training_ops._adam_native(w, m, v, parts=2, **hyper)):
+                assert not use_native or native._mod is None
+                training_ops._adam(w, m, v, **hyper)
+            momentum = dict(lr=lr, grad=g, momentum=mom, use_nesterov=nesterov)
+            if not (use_native and training_ops._momentum_native(wm, acc, parts=2,
+                                                                 **momentum)):
+                training_ops._momentum(wm, acc, **momentum)
+        return w, wm
+
+    want = expected()
+    for use_native in (False, True):
+        for got, ref in zip(run(use_native), want, strict=True):
+            np.testing.assert_array_equal(got, ref)

@@ -488,9 +488,9 @@ static void bounds(const flat_t *f, int64_t i, int64_t *lo, int64_t *hi) {
     *hi = *lo + CHUNK < f->n ? *lo + CHUNK : f->n;
 }
 
-/* Adam, in the variable's type T, exactly as the NumPy path orders it:
- *   m = m*b1 + (1-b1)*g;  v = v*b2 + (g*g)*(1-b2)
- *   var -= (m / (sqrt(v) + eps)) * lr_t      (Nesterov: (m*b1 + (1-b1)*g) in place of m) */
+/* Adam, in the variable's type T, as TensorFlow's kernel and the NumPy path order it:
+ *   m += (g - m)*(1-b1);  v += (g*g - v)*(1-b2)
+ *   var -= (m*lr_t) / (sqrt(v) + eps)        (Nesterov: (g*(1-b1) + b1*m) in place of m) */
 #define ADAM_LOOP(T, SQRT)                                                                  \
     do {                                                                                    \
         T *restrict var = (T *)f->p[0], *restrict m = (T *)f->p[1], *restrict v = (T *)f->p[2]; \
@@ -499,17 +499,17 @@ static void bounds(const flat_t *f, int64_t i, int64_t *lo, int64_t *hi) {
         const T c1 = (T)1 - b1, c2 = (T)1 - b2;                                             \
         if (f->flag) {                                                                      \
             for (int64_t j = lo; j < hi; j++) {                                             \
-                T gj = g[j], mj = m[j] * b1 + c1 * gj, vj = v[j] * b2 + (gj * gj) * c2;     \
+                T gj = g[j], mj = m[j] + (gj - m[j]) * c1, vj = v[j] + (gj * gj - v[j]) * c2; \
                 m[j] = mj;                                                                  \
                 v[j] = vj;                                                                  \
-                var[j] -= ((b1 * mj + c1 * gj) / (SQRT(vj) + eps)) * lr;                    \
+                var[j] -= ((gj * c1 + b1 * mj) * lr) / (SQRT(vj) + eps);                    \
             }                                                                               \
         } else {                                                                            \
             for (int64_t j = lo; j < hi; j++) {                                             \
-                T gj = g[j], mj = m[j] * b1 + c1 * gj, vj = v[j] * b2 + (gj * gj) * c2;     \
+                T gj = g[j], mj = m[j] + (gj - m[j]) * c1, vj = v[j] + (gj * gj - v[j]) * c2; \
                 m[j] = mj;                                                                  \
                 v[j] = vj;                                                                  \
-                var[j] -= (mj / (SQRT(vj) + eps)) * lr;                                     \
+                var[j] -= (mj * lr) / (SQRT(vj) + eps);                                     \
             }                                                                               \
         }                                                                                   \
     } while (0)
@@ -524,19 +524,19 @@ LOOP_CLONES static void adam_chunk(void *p, int64_t i) {
         ADAM_LOOP(double, __builtin_sqrt);
 }
 
-/* Momentum, in T, as the NumPy path orders it:
+/* Momentum, in T, as TensorFlow's kernel and the NumPy path order it:
  *   accum = accum*momentum + grad;  var -= lr*accum
- *   (Nesterov: var -= lr*grad + (lr*momentum)*accum) */
+ *   (Nesterov: var -= grad*lr + (accum*momentum)*lr) */
 #define MOMENTUM_LOOP(T)                                                                    \
     do {                                                                                    \
         T *restrict var = (T *)f->p[0], *restrict accum = (T *)f->p[1];                     \
         const T *restrict g = (const T *)f->p[2];                                           \
-        const T lr = (T)f->s[0], mom = (T)f->s[1], lr_mom = lr * mom;                       \
+        const T lr = (T)f->s[0], mom = (T)f->s[1];                                          \
         if (f->flag) {                                                                      \
             for (int64_t j = lo; j < hi; j++) {                                             \
                 T a = accum[j] * mom + g[j];                                                \
                 accum[j] = a;                                                               \
-                var[j] -= lr * g[j] + lr_mom * a;                                           \
+                var[j] -= g[j] * lr + (a * mom) * lr;                                       \
             }                                                                               \
         } else {                                                                            \
             for (int64_t j = lo; j < hi; j++) {                                             \

@@ -322,8 +322,8 @@ def _gradient_descent(var, *, alpha, delta):
 def _momentum(var, accum, *, lr, grad, momentum, use_nesterov=False):
     accum *= momentum
     accum += grad
-    if use_nesterov:
-        var -= lr * grad + lr * momentum * accum
+    if use_nesterov:  # TF's order: grad * lr + (accum * momentum) * lr
+        var -= grad * lr + accum * momentum * lr
     else:
         var -= lr * accum
 
@@ -354,33 +354,31 @@ def _rms_prop(var, ms, mom, *, lr, rho, momentum, epsilon, grad):
 
 
 def _centered_rms_prop(var, mg, ms, mom, *, lr, rho, momentum, epsilon, grad):
-    mg *= rho
-    mg += (1 - rho) * grad
-    ms *= rho
-    ms += (1 - rho) * grad * grad
+    # TF's float32 arithmetic, step for step (as _rms_prop)
+    ms += (np.square(grad) - ms) * (1 - rho)
+    mg += (grad - mg) * (1 - rho)
     mom *= momentum
-    mom += lr * grad / np.sqrt(ms - mg * mg + epsilon)
+    mom += grad * lr / np.sqrt((ms - np.square(mg)) + epsilon)
     var -= mom
 
 
 def _adam(var, m, v, *, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,
           use_nesterov=False):
+    # TF's arithmetic, step for step: m += (g - m)(1 - b1); v += (g^2 - v)(1 - b2);
+    # var -= (m lr_t) / (sqrt(v) + eps), Nesterov's numerator g (1 - b1) + b1 m (the
+    # same numbers as b1 m + (1 - b1) g in exact arithmetic, not in float32).
     lr_t = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
-    m *= beta1
-    m += (1 - beta1) * grad
-    tmp = np.asarray(np.square(grad))  # an array even for 0-d variables (ufuncs give scalars)
+    tmp = np.asarray(grad - m)  # an array even for 0-d variables (ufuncs give scalars)
+    tmp *= 1 - beta1
+    m += tmp
+    np.square(grad, out=tmp)
+    tmp -= v
     tmp *= 1 - beta2
-    v *= beta2
     v += tmp
+    num = (grad * (1 - beta1) + beta1 * m) * lr_t if use_nesterov else m * lr_t
     np.sqrt(v, out=tmp)
     tmp += epsilon
-    if use_nesterov:
-        num = beta1 * m + (1 - beta1) * grad
-        np.divide(num, tmp, out=tmp)
-    else:
-        np.divide(m, tmp, out=tmp)
-    tmp *= lr_t
-    var -= tmp
+    var -= num / tmp
 
 
 def _adam_native(var, m, v, *, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,

@@ -37,8 +37,8 @@ def _fused(name: str, dtype):
         if name == "Adam":
             k = ek("T g, T lr, T b1, T b2, T eps, T b1p, T b2p", "T w, T m, T v",
                    "T lr_t = lr * sqrt(T(1) - b2p) / (T(1) - b1p);"
-                   "m = b1 * m + (T(1) - b1) * g; v = b2 * v + (T(1) - b2) * g * g;"
-                   "w -= lr_t * m / (sqrt(v) + eps);", "tfx_adam")
+                   "m += (g - m) * (T(1) - b1); v += (g * g - v) * (T(1) - b2);"
+                   "w -= (m * lr_t) / (sqrt(v) + eps);", "tfx_adam")
         elif name == "Momentum":
             k = ek("T g, T lr, T mom", "T w, T a", "a = mom * a + g; w -= lr * a;",
                    "tfx_momentum")
@@ -70,8 +70,8 @@ def _momentum(w, accum, *, lr, grad, momentum, use_nesterov=False):
     lr, momentum = dev(lr), dev(momentum)
     accum *= momentum
     accum += grad
-    if use_nesterov:
-        w -= lr * grad + lr * momentum * accum
+    if use_nesterov:  # TF's order, as the CPU rule
+        w -= grad * lr + accum * momentum * lr
     else:
         w -= lr * accum
 
@@ -88,12 +88,10 @@ def _adam(w, m, v, *, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,
     beta1_power, beta2_power, lr, beta1, beta2, epsilon = (
         dev(x) for x in (beta1_power, beta2_power, lr, beta1, beta2, epsilon))
     lr_t = lr * xp.sqrt(1 - beta2_power) / (1 - beta1_power)
-    m *= beta1
-    m += (1 - beta1) * grad
-    v *= beta2
-    v += (1 - beta2) * grad * grad
-    num = beta1 * m + (1 - beta1) * grad if use_nesterov else m
-    w -= lr_t * num / (xp.sqrt(v) + epsilon)
+    m += (grad - m) * (1 - beta1)  # TF's order, as the CPU rule
+    v += (grad * grad - v) * (1 - beta2)
+    num = grad * (1 - beta1) + beta1 * m if use_nesterov else m
+    w -= (num * lr_t) / (xp.sqrt(v) + epsilon)
 
 
 def _rms_prop(w, ms, mom, *, lr, rho, momentum, epsilon, grad):
