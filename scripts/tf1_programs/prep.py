@@ -111,7 +111,7 @@ P = {
  "mv_402_rnn_classification": (MV, MVP + "402_RNN_classification.py", [("for step in range(1200):", "for step in range(101):")], [], []),
  "mv_403_rnn_regression": (MV, MVP + "403_RNN_regression.py", [], [], []),
  "mv_404_autoencoder": (MV, MVP + "404_AutoEncoder.py", [("for step in range(8000):", "for step in range(301):")], [], []),
- "mv_405_dqn": (MV, MVP + "405_DQN_reinforcement_learning.py", [("for i_episode in range(400):", "for i_episode in range(30):")], [], []),
+ "mv_405_dqn": (MV, MVP + "405_DQN_reinforcement_learning.py", [("for i_episode in range(400):", "for i_episode in range(50):")], [], []),
  "mv_406_gan": (MV, MVP + "406_GAN.py", [("for step in range(5000):", "for step in range(301):")], [], []),
  "mv_406_conditional_gan": (MV, MVP + "406_conditional_GAN.py", [("for step in range(7000):", "for step in range(301):")], [], []),
  "mv_501_dropout": (MV, MVP + "501_dropout.py", [("for t in range(500):", "for t in range(201):")], [], []),

@@ -25,7 +25,11 @@ STUB_MPL = {"go_word2vec", "ay_dcgan", "ay_gan"} | {k for k in P if k.startswith
 # when scikit-learn imports, with `n_iter`, which scikit-learn 1.7 removed (the oracle has none).
 HIDE = {"mv_401_cnn": "sklearn"}
 # 504's parameter server joins forever once its workers finish (the same under TF).
-TIMEOUT = {"mv_504_distributed_training": 90}
+TIMEOUT = {"mv_504_distributed_training": 90, "mv_405_dqn": 300}
+# 405 needs gym <= 0.24 (reset() -> obs, step() -> 4 values) and pygame for env.render(), from
+# `pip install --target $TF1_PROGRAMS_WORK/gym gym==0.24.1 pygame==2.6.1` (its numpy removed);
+# SDL draws nowhere.
+GYM = {"mv_405_dqn"}
 
 
 def main(variant, keys):
@@ -49,11 +53,15 @@ def main(variant, keys):
             e["PYTHONPATH"] += ":" + STUBS
         if k in HIDE:
             e["TF1_HIDE_MODULES"] = HIDE[k]
+        if k in GYM:
+            e["PYTHONPATH"] += ":" + os.path.join(WORK, "gym")
+            e["SDL_VIDEODRIVER"] = "dummy"
         t0, rc = time.time(), 0
         with open(os.path.join(WORK, "logs", variant, k + ".log"), "w") as log:
             for argv in P[k][4] or [[]]:
-                cmd = ["timeout", str(TIMEOUT.get(k, 400)), py, os.path.join(HERE, "runner.py"),
-                       "main.py"] + argv
+                # -k: SDL (pygame, 405) turns SIGTERM into a quit event the program never reads
+                cmd = ["timeout", "-k", "10", str(TIMEOUT.get(k, 400)), py,
+                       os.path.join(HERE, "runner.py"), "main.py"] + argv
                 r = subprocess.run(cmd, cwd=d, env=e, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, check=False)
                 rc = rc or r.returncode
