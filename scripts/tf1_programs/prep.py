@@ -25,6 +25,8 @@ RL = M + "/MorvanZhou+Reinforcement-learning-with-tensorflow/repo"
 # names the pendulum v1; windows are not drawn (the tkinter mazes run under xvfb-run).
 PEND = [("'Pendulum-v0'", "'Pendulum-v1'")]
 NORENDER = [("env.render()", "pass  # env.render()")]
+MV, MVT = M + "/MorvanZhou+Tensorflow-Tutorial/repo", M + "/MorvanZhou+tutorials/repo"
+MVP, MVTP = "tutorial-contents/", "tensorflowTUT/"
 G = {  # generic edits: import lines only
     "tfx": [("import tensorflow.compat.v1 as tf", "import tensorflux.compat.v1 as tf"),
             ("import tensorflow as tf", "import tensorflux as tf"),
@@ -128,6 +130,49 @@ P = {
  "rl_arm_ddpg": (RL, "experiments/Robot_arm/DDPG.py", [("MAX_EPISODES = 600", "MAX_EPISODES = 8"), ("RENDER = True", "RENDER = False"), ("MEMORY_CAPACITY = 5000", "MEMORY_CAPACITY = 500")], [("experiments/Robot_arm/arm_env.py", "arm_env.py")], []),
  "rl_arm_a3c": (RL, "experiments/Robot_arm/A3C.py", [("MAX_GLOBAL_EP = 2000", "MAX_GLOBAL_EP = 10")], [("experiments/Robot_arm/arm_env.py", "arm_env.py")], []),
  "rl_arm_dppo": (RL, "experiments/Robot_arm/DPPO.py", NORENDER + [("EP_MAX = 2000", "EP_MAX = 12"), ("    while True:\n        s = env.reset()", "    for _ in range(1):\n        s = env.reset()")], [("experiments/Robot_arm/arm_env.py", "arm_env.py")], []),
+ "mv_201_session": (MV, MVP + "201_session.py", [], [], []),
+ "mv_202_placeholder": (MV, MVP + "202_placeholder.py", [], [], []),
+ "mv_203_variable": (MV, MVP + "203_variable.py", [], [], []),
+ "mv_204_activation": (MV, MVP + "204_activation.py", [], [], []),
+ "mv_301_simple_regression": (MV, MVP + "301_simple_regression.py", [], [], []),
+ "mv_302_simple_classification": (MV, MVP + "302_simple_classification.py", [], [], []),
+ "mv_303_save_reload": (MV, MVP + "303_save_reload.py", [], [], []),
+ "mv_304_optimizer": (MV, MVP + "304_optimizer.py", [], [], []),
+ "mv_305_tensorboard": (MV, MVP + "305_tensorboard.py", [], [], []),
+ "mv_306_dataset": (MV, MVP + "306_dataset.py", [], [], []),
+ "mv_401_cnn": (MV, MVP + "401_CNN.py", [("for step in range(600):", "for step in range(101):")], [], []),
+ "mv_402_rnn_classification": (MV, MVP + "402_RNN_classification.py", [("for step in range(1200):", "for step in range(101):")], [], []),
+ "mv_403_rnn_regression": (MV, MVP + "403_RNN_regression.py", [], [], []),
+ "mv_404_autoencoder": (MV, MVP + "404_AutoEncoder.py", [("for step in range(8000):", "for step in range(301):")], [], []),
+ "mv_405_dqn": (MV, MVP + "405_DQN_reinforcement_learning.py", [("for i_episode in range(400):", "for i_episode in range(50):")], [], []),
+ "mv_406_gan": (MV, MVP + "406_GAN.py", [("for step in range(5000):", "for step in range(301):")], [], []),
+ "mv_406_conditional_gan": (MV, MVP + "406_conditional_GAN.py", [("for step in range(7000):", "for step in range(301):")], [], []),
+ "mv_501_dropout": (MV, MVP + "501_dropout.py", [("for t in range(500):", "for t in range(201):")], [], []),
+ "mv_502_batch_normalization": (MV, MVP + "502_batch_normalization.py", [("EPOCH = 12", "EPOCH = 3")], [], []),
+ "mv_503_visualize_gradient_descent": (MV, MVP + "503_visualize_gradient_descent.py", [], [], []),
+ "mv_504_distributed_training": (MV, MVP + "504_distributed_training.py", [("last_step=100000", "last_step=300"), ("if step.value % 500 == 0:", "if step.value % 50 == 0:")], [], []),
+ "mvt_tensorflow6_session": (MVT, MVTP + "tensorflow6_session.py", [], [], []),
+ "mvt_tensorflow7_variable": (MVT, MVTP + "tensorflow7_variable.py", [], [], []),
+ "mvt_tensorflow8_feeds": (MVT, MVTP + "tensorflow8_feeds.py", [], [], []),
+ "mvt_tensorflow10_def_add_layer": (MVT, MVTP + "tensorflow10_def_add_layer.py", [], [], []),
+ "mvt_tensorflow11_build_network": (MVT, MVTP + "tensorflow11_build_network.py", [], [], []),
+ "mvt_tensorflow12_plut_result": (MVT, MVTP + "tensorflow12_plut_result.py", [], [], []),
+ "mvt_tf5_example2": (MVT, MVTP + "tf5_example2/full_code.py", [], [], []),
+ "mvt_tf11_build_network": (MVT, MVTP + "tf11_build_network/full_code.py", [], [], []),
+ "mvt_tf12_plot_result": (MVT, MVTP + "tf12_plot_result/full_code.py", [], [], []),
+ "mvt_tf14_tensorboard": (MVT, MVTP + "tf14_tensorboard/full_code.py", [], [], []),
+ "mvt_tf15_tensorboard": (MVT, MVTP + "tf15_tensorboard/full_code.py", [], [], []),
+ "mvt_tf16_classification": (MVT, MVTP + "tf16_classification/full_code.py", [], [], []),
+ "mvt_tf17_dropout": (MVT, MVTP + "tf17_dropout/full_code.py", [], [], []),
+ "mvt_tf18_cnn2": (MVT, MVTP + "tf18_CNN2/full_code.py", [], [], []),
+ "mvt_tf18_cnn3": (MVT, MVTP + "tf18_CNN3/full_code.py", [("for i in range(1000):", "for i in range(101):")], [], []),
+ "mvt_tf19_saver": (MVT, MVTP + "tf19_saver.py", [], [], []),
+ "mvt_tf20_rnn2": (MVT, MVTP + "tf20_RNN2/full_code.py", [("training_iters = 100000", "training_iters = 12800")], [], []),
+ "mvt_tf20_rnn2_2": (MVT, MVTP + "tf20_RNN2.2/full_code.py", [], [], []),
+ "mvt_tf21_autoencoder": (MVT, MVTP + "tf21_autoencoder/full_code.py", [], [], []),
+ "mvt_tf22_scope": (MVT, MVTP + "tf22_scope/tf22_scope.py", [], [], []),
+ "mvt_tf22_rnn_scope": (MVT, MVTP + "tf22_scope/tf22_RNN_scope.py", [], [], []),
+ "mvt_tf23_bn": (MVT, MVTP + "tf23_BN/tf23_BN.py", [], [], []),
 }
 
 

@@ -19,7 +19,17 @@ from prep import WORK, P  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(HERE))
 SHIM, STUBS = os.path.join(HERE, "shim"), os.path.join(HERE, "oracle_stubs")
 # Plotting that blocks (plt.waitforbuttonpress) or asks for a macOS font: a no-op matplotlib.
-STUB_MPL = {"go_word2vec", "ay_dcgan", "ay_gan"}
+# MorvanZhou's programs draw as they train (the venv has no matplotlib): all of them too.
+STUB_MPL = {"go_word2vec", "ay_dcgan", "ay_gan"} | {k for k in P if k.startswith("mv")}
+# Modules a program must not find (TF1_HIDE_MODULES, read by runner.py): 401_CNN runs a t-SNE
+# when scikit-learn imports, with `n_iter`, which scikit-learn 1.7 removed (the oracle has none).
+HIDE = {"mv_401_cnn": "sklearn"}
+# 504's parameter server joins forever once its workers finish (the same under TF).
+TIMEOUT = {"mv_504_distributed_training": 90, "mv_405_dqn": 300}
+# 405 needs gym <= 0.24 (reset() -> obs, step() -> 4 values) and pygame for env.render(), from
+# `pip install --target $TF1_PROGRAMS_WORK/gym gym==0.24.1 pygame==2.6.1` (its numpy removed);
+# SDL draws nowhere.
+GYM = {"mv_405_dqn"}
 # The reinforcement-learning programs (rl_*) need gym 0.24.1, pandas and pyglet, installed with
 # `pip install --target` into $RL_SITE (tensorflux's interpreter) and $RL_SITE_TF (the
 # oracle's); their plots print the plotted series (rl_stubs/matplotlib). Tk and pyglet
@@ -51,12 +61,18 @@ def main(variant, keys):
             site = (os.environ.get("RL_SITE", "/tmp/rlsite") if variant == "tfx"
                     else os.environ.get("RL_SITE_TF", "/tmp/rlsite_tf"))
             e["PYTHONPATH"] = f"{RL_STUBS}:{e['PYTHONPATH']}:{site}"
+        if k in HIDE:
+            e["TF1_HIDE_MODULES"] = HIDE[k]
+        if k in GYM:
+            e["PYTHONPATH"] += ":" + os.path.join(WORK, "gym")
+            e["SDL_VIDEODRIVER"] = "dummy"
         t0, rc = time.time(), 0
         with open(os.path.join(WORK, "logs", variant, k + ".log"), "w") as log:
             for argv in P[k][4] or [[]]:
                 xvfb = ["xvfb-run", "-a"] if k in XVFB else []
-                cmd = xvfb + ["timeout", "400", py, os.path.join(HERE, "runner.py"), "main.py"]
-                cmd += argv
+                # -k: SDL (pygame, 405) turns SIGTERM into a quit event the program never reads
+                cmd = xvfb + ["timeout", "-k", "10", str(TIMEOUT.get(k, 400)), py,
+                              os.path.join(HERE, "runner.py"), "main.py"] + argv
                 r = subprocess.run(cmd, cwd=d, env=e, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, check=False)
                 rc = rc or r.returncode

@@ -11,9 +11,10 @@ disk every `flush_secs` (when events arrive), on `flush()` and on `close()`.
 
 A writer that was closed starts a new file when it is reopened. A file deleted while being
 written is noticed at the next sync and started again. An error in the thread (a full disk)
-is raised by the next `add_event`, `flush` or `close`. Writers still open when the
-interpreter exits are flushed then (waiting at most 10 s each), so events added just before
-the end of a program that never closed its writer (a cached one) are not lost.
+is raised by the next `add_event`, `flush` or `close`. Writers not closed when the
+interpreter exits, including ones the program dropped without closing, are flushed then
+(waiting at most 10 s each), so events added just before the end of a program that never
+closed its writer (a cached one) are not lost.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import os
 import socket
 import threading
 import time
-import weakref
 
 from tensorflux.framework import errors
 from tensorflux.lib.io.tf_record import frame_record
@@ -168,6 +168,20 @@ class _WriterThread(threading.Thread):
         self._next_sync = time.time() + flush_secs
         self.failure: BaseException | None = None
 
+    def start(self) -> None:
+        with _LIVE_LOCK:
+            _LIVE_THREADS.add(self)
+        super().start()
+
+    def flush_at_exit(self, timeout: float) -> None:
+        """Queues a flush and waits for it (at most `timeout` s); no-op once closed."""
+        request = _Flush()
+        try:
+            self._queue.put(request)
+        except _QueueClosed:
+            return
+        request.done.wait(timeout)
+
     def run(self) -> None:
         pending: list[_Flush] = []
         try:
@@ -180,6 +194,8 @@ class _WriterThread(threading.Thread):
             self._queue.close()
             for request in pending:
                 request.done.set()
+            with _LIVE_LOCK:
+                _LIVE_THREADS.discard(self)
 
     def _step(self, pending: list) -> bool:
         """Writes one batch of queued items; False once the writer is closed."""
@@ -234,7 +250,6 @@ class EventFileWriter:
         self._queue = _Queue(self._max_queue)
         self._thread = _WriterThread(self._queue, self._file, self._flush_secs)
         self._thread.start()
-        _OPEN_WRITERS.add(self)
 
     def get_logdir(self) -> str:
         """The directory the events file is in."""
@@ -284,30 +299,28 @@ class EventFileWriter:
 
     def _shutdown(self) -> None:
         self._closed = True
-        _OPEN_WRITERS.discard(self)
         self._thread.join()
         self._file.close()
-
-    def _flush_at_exit(self, timeout: float) -> None:
-        if self._closed:
-            return
-        request = _Flush()
-        try:
-            self._queue.put(request)
-        except _QueueClosed:
-            return
-        request.done.wait(timeout)
-
-
-_OPEN_WRITERS: weakref.WeakSet = weakref.WeakSet()
-
-
-@atexit.register
-def _flush_open_writers() -> None:
-    for writer in list(_OPEN_WRITERS):
-        writer._flush_at_exit(timeout=10.0)
 
     def _raise_failure(self) -> None:
         failure = self._thread.failure
         if failure is not None:
             raise failure
+
+
+# The writing threads still running, held strongly: a writer the program dropped without
+# closing it (one made inside a function, or a program run by runpy, whose globals are
+# cleared before the interpreter exits) is collected, but its thread and queue live on and
+# still hold events; they are flushed at exit all the same.
+_LIVE_THREADS: set = set()
+_LIVE_LOCK = threading.Lock()
+
+
+@atexit.register
+def _flush_open_writers(timeout: float = 10.0) -> None:
+    """Waits (at most `timeout` seconds each) until every running writing thread has
+    written what was queued to it."""
+    with _LIVE_LOCK:
+        threads = list(_LIVE_THREADS)
+    for thread in threads:
+        thread.flush_at_exit(timeout)

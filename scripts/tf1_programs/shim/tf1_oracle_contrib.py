@@ -10,7 +10,26 @@ def _l2(scale, scope=None):
     return lambda w: scale * tf.nn.l2_loss(w)
 
 
+def _sequence_loss_by_example(logits, targets, weights, average_across_timesteps=True,
+                              softmax_loss_function=None, name=None):
+    """contrib.legacy_seq2seq's: the weighted per-step losses summed over the steps."""
+    with tf.name_scope(name, "sequence_loss_by_example", logits + targets + weights):
+        losses = []
+        for logit, target, weight in zip(logits, targets, weights, strict=True):
+            if softmax_loss_function is None:
+                step = tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    labels=tf.reshape(target, [-1]), logits=logit)
+            else:
+                step = softmax_loss_function(labels=target, logits=logit)
+            losses.append(step * weight)
+        total = tf.add_n(losses)
+        if average_across_timesteps:
+            total /= tf.add_n(weights) + 1e-12
+        return total
+
+
 tf.contrib = types.SimpleNamespace(
+    legacy_seq2seq=types.SimpleNamespace(sequence_loss_by_example=_sequence_loss_by_example),
     rnn=tf_contrib_rnn,
     distributions=tf.distributions,
     layers=types.SimpleNamespace(flatten=tf.layers.flatten,
