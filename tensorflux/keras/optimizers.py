@@ -152,7 +152,7 @@ def _momentum_init(self, lr, mom, name, nesterov):
 class Adam(Optimizer, adam.AdamOptimizer):
     """Adam with Keras's defaults (lr 0.001, epsilon 1e-7). With `amsgrad`, the update
     divides by the root of the largest second moment so far (slot "vhat"):
-    vhat = max(vhat, v); var -= lr_t m / (sqrt(vhat) + epsilon)."""
+    vhat = max(vhat, v); var -= (m lr_t) / (sqrt(vhat) + epsilon)."""
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
                  amsgrad=False, name="Adam", **kwargs):
@@ -177,11 +177,12 @@ class Adam(Optimizer, adam.AdamOptimizer):
         lr, eps = h(self._lr, var, "learning_rate"), h(self._epsilon, var, "epsilon")
         beta1, beta2 = h(self._beta1, var, "beta1"), h(self._beta2, var, "beta2")
         m, v, vhat = (self.get_slot(var, n) for n in ("m", "v", "vhat"))
-        m_t = state_ops.assign(m, beta1 * m + (1.0 - beta1) * grad)
-        v_t = state_ops.assign(v, beta2 * v + (1.0 - beta2) * unary_ops.square(grad))
+        # TF's ResourceApplyAdamWithAmsgrad's arithmetic, as the Adam kernel's
+        m_t = state_ops.assign(m, m + (grad - m) * (1.0 - beta1))
+        v_t = state_ops.assign(v, v + (unary_ops.square(grad) - v) * (1.0 - beta2))
         vhat_t = state_ops.assign(vhat, math_ops.maximum(vhat, v_t))
         lr_t = lr * unary_ops.sqrt(1.0 - b2p) / (1.0 - b1p)
-        return state_ops.assign_sub(var, lr_t * m_t / (unary_ops.sqrt(vhat_t) + eps))
+        return state_ops.assign_sub(var, (m_t * lr_t) / (unary_ops.sqrt(vhat_t) + eps))
 
     def _resource_apply_sparse(self, grad, var, indices):
         if not self.amsgrad:
