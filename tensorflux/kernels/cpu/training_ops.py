@@ -328,6 +328,17 @@ def _momentum(var, accum, *, lr, grad, momentum, use_nesterov=False):
         var -= lr * accum
 
 
+def _sparse_momentum(var, accum, *, lr, grad, momentum, use_nesterov=False):
+    """Momentum on gathered rows as TF's sparse kernel orders it, which differs from its
+    dense one under Nesterov: lr * grad + (lr * momentum) * accum."""
+    accum *= momentum
+    accum += grad
+    if use_nesterov:
+        var -= lr * grad + lr * momentum * accum
+    else:
+        var -= lr * accum
+
+
 def _adagrad(var, accum, *, lr, grad, update_slots=True):
     if update_slots:
         accum += grad * grad
@@ -473,6 +484,9 @@ _MANY = {_adam: ("adam", ("grad", "beta1_power", "beta2_power", "lr", "beta1", "
          _momentum: ("momentum", ("grad", "lr", "momentum")),
          _gradient_descent: ("gradient_descent", ("delta", "alpha"))}
 
+# Rules whose sparse kernel in TensorFlow orders the arithmetic otherwise than the dense one.
+_SPARSE = {_momentum: _sparse_momentum}
+
 _REGISTERED: list[str] = []
 for _name, (_slots, _rule) in _RULES.items():
     if _rule in _MANY:
@@ -480,7 +494,7 @@ for _name, (_slots, _rule) in _RULES.items():
     _dense_kernel(f"ResourceApply{_name}", _slots, _rule)
     _REGISTERED.append(f"ResourceApply{_name}")
     if _name not in ("GradientDescent", "Adam"):
-        _sparse_kernel(f"ResourceSparseApply{_name}", _slots, _rule)
+        _sparse_kernel(f"ResourceSparseApply{_name}", _slots, _SPARSE.get(_rule, _rule))
         _REGISTERED.append(f"ResourceSparseApply{_name}")
 
 
