@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
+
 from tensorflux.debugging import check_ops
+from tensorflux.distributions import distribution
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, nn_ops, unary_ops
+from tensorflux.ops import array_ops, comparison_ops, math_ops, nn_ops, reduction_ops, unary_ops
 
-__all__ = ["LogitsProbsMixin", "logits_and_probs", "gen_new_seed", "with_assertions"]
+__all__ = ["LogitsProbsMixin", "checked_parameters", "gen_new_seed", "log_combinations",
+           "logits_and_probs", "nan_where_not", "positive_sample"]
 
 
 def logits_and_probs(logits, probs, multidimensional):
@@ -62,14 +66,40 @@ def gen_new_seed(seed, salt):
     return int(digest[:8], 16) & 0x7FFFFFFF
 
 
-def with_assertions(validate_args, tensor, *checks):
-    """`tensor` behind the assertions `checks` build from it when `validate_args`, else
-    `tensor` itself; each check is a function of the tensor returning an assert op."""
+def checked_parameters(values: dict, validate_args: bool, positive=()) -> dict:
+    """`distribution.float_parameters(values)`, the `positive` ones behind an
+    assert_positive when `validate_args` (InvalidArgumentError at run time, as in TF)."""
+    params = distribution.float_parameters(values)
+    for k in positive if validate_args else ():
+        check = check_ops.assert_positive(params[k], message=f"{k} must be positive")
+        with graph_lib.control_dependencies([check]):
+            params[k] = array_ops.identity(params[k], name=k)
+    return params
+
+
+def positive_sample(validate_args: bool, x):
+    """`x`, behind an assert_positive when `validate_args`."""
     if not validate_args:
-        return tensor
-    with graph_lib.control_dependencies([check(tensor) for check in checks]):
-        return array_ops.identity(tensor)
+        return x
+    with graph_lib.control_dependencies([check_ops.assert_positive(
+            x, message="sample must be positive")]):
+        return array_ops.identity(x)
 
 
-def assert_positive(x):
-    return check_ops.assert_positive(x, message=f"{x.op.name.split('/')[-1]} must be positive")
+def nan_where_not(condition, value, allow_nan_stats: bool, message: str):
+    """`value` where `condition`, NaN elsewhere; with allow_nan_stats=False, `value`
+    behind an assertion that `condition` holds everywhere (TF1's undefined mode/mean)."""
+    if allow_nan_stats:
+        nan = array_ops.fill(array_ops.shape(value),
+                             np.array(np.nan, value.dtype.as_numpy_dtype))
+        return comparison_ops.where(condition, value, nan)
+    holds = math_ops.cast(condition, dtypes.int32)
+    check = check_ops.assert_equal(holds, array_ops.ones_like(holds), message=message)
+    with graph_lib.control_dependencies([check]):
+        return array_ops.identity(value)
+
+
+def log_combinations(n, counts):
+    """log(n! / prod_k counts_k!), the multinomial coefficient over the last axis."""
+    return (unary_ops.lgamma(n + 1.)
+            - reduction_ops.reduce_sum(unary_ops.lgamma(counts + 1.), axis=-1))
