@@ -12,7 +12,6 @@ from tensorflux.math import math_impl
 from tensorflux.ops import (
     array_ops,
     comparison_ops,
-    joining_ops,
     random_ext_ops,
     special_math_ops,
     unary_ops,
@@ -77,8 +76,8 @@ class Beta(distribution.Distribution):
             return array_ops.identity(x)
 
     def _log_normalization(self):
-        return special_math_ops.lbeta(
-            joining_ops.stack([self._concentration1, self._concentration0], axis=-1))
+        return (unary_ops.lgamma(self._concentration1) + unary_ops.lgamma(self._concentration0)
+                - unary_ops.lgamma(self._total_concentration))
 
     def _log_prob(self, x):
         x = self._unit_interval(x)

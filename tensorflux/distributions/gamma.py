@@ -114,13 +114,8 @@ class Exponential(Gamma):
             self.dtype.as_numpy_dtype).tiny, maxval=1., seed=seed, dtype=self.dtype)
         return -unary_ops.log(uniform) / self._rate
 
-    def _log_prob(self, x):
-        x = util.positive_sample(self.validate_args, x)
-        return unary_ops.log(self._rate) - self._rate * x
-
-    def _cdf(self, x):
-        x = util.positive_sample(self.validate_args, x)
-        return -unary_ops.expm1(-self._rate * x)
+    def _log_survival_function(self, x):
+        return -self._rate * x
 
 
 @kullback_leibler.RegisterKL(Gamma, Gamma)

@@ -73,7 +73,7 @@ class Laplace(distribution.Distribution):
         return (x - self._loc) / self._scale
 
     def _log_prob(self, x):
-        return -math.log(2.) - unary_ops.log(self._scale) - unary_ops.abs(self._z(x))
+        return -unary_ops.abs(self._z(x)) - (math.log(2.) + unary_ops.log(self._scale))
 
     def _cdf(self, x):
         z = self._z(x)

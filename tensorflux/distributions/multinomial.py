@@ -85,7 +85,8 @@ class Multinomial(util.LogitsProbsMixin, _Counts):
             logits, n_draw = args[0], args[1]  # [k], []
             x = random_ops.multinomial(logits[array_ops.newaxis, ...], n_draw, seed)
             x = array_ops.reshape(x, [n, -1])  # [n, n_draw]
-            return reduction_ops.reduce_sum(gather_ops.one_hot(x, depth=k), axis=-2)
+            return reduction_ops.reduce_sum(gather_ops.one_hot(x, depth=k, dtype=self.dtype),
+                                            axis=-2)
 
         x = functional_ops.map_fn(sample_single, [flat_logits, flat_ndraws],
                                   dtype=self.dtype)  # [batch, n, k]
@@ -94,8 +95,9 @@ class Multinomial(util.LogitsProbsMixin, _Counts):
         return array_ops.reshape(x, final_shape)
 
     def _log_prob(self, counts):
+        log_normalization = -util.log_combinations(self._total_count, counts)
         return (reduction_ops.reduce_sum(counts * nn_ops.log_softmax(self._logits), -1)
-                + util.log_combinations(self._total_count, counts))
+                - log_normalization)
 
     def _mean(self):
         return array_ops.identity(self._mean_val)
@@ -156,8 +158,8 @@ class DirichletMultinomial(_Counts):
                 + util.log_combinations(self._total_count, counts))
 
     def _mean(self):
-        return (self._total_count[..., array_ops.newaxis] * self._concentration
-                / self._total_concentration[..., array_ops.newaxis])
+        normalized = self._concentration / self._total_concentration[..., array_ops.newaxis]
+        return self._total_count[..., array_ops.newaxis] * normalized
 
     def _variance(self):
         n = self._total_count[..., array_ops.newaxis]

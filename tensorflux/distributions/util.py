@@ -92,7 +92,7 @@ def nan_where_not(condition, value, allow_nan_stats: bool, message: str):
     if allow_nan_stats:
         nan = array_ops.fill(array_ops.shape(value),
                              np.array(np.nan, value.dtype.as_numpy_dtype))
-        return comparison_ops.where(condition, value, nan)
+        return comparison_ops.where_v2(condition, value, nan)
     holds = math_ops.cast(condition, dtypes.int32)
     check = check_ops.assert_equal(holds, array_ops.ones_like(holds), message=message)
     with graph_lib.control_dependencies([check]):
@@ -101,5 +101,6 @@ def nan_where_not(condition, value, allow_nan_stats: bool, message: str):
 
 def log_combinations(n, counts):
     """log(n! / prod_k counts_k!), the multinomial coefficient over the last axis."""
-    return (unary_ops.lgamma(n + 1.)
-            - reduction_ops.reduce_sum(unary_ops.lgamma(counts + 1.), axis=-1))
+    with graph_lib.name_scope("log_combinations", values=[n, counts]):
+        return (unary_ops.lgamma(n + 1.)
+                - reduction_ops.reduce_sum(unary_ops.lgamma(counts + 1.), axis=-1))
