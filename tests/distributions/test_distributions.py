@@ -7,7 +7,7 @@ TensorFlow (values, names and seeded samples)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest
