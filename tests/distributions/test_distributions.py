@@ -229,6 +229,27 @@ def test_log_prob_gradients_by_finite_differences(build, x):
     assert err < 1e-6
 
 
+@pytest.mark.parametrize("build", [
+    lambda p: D.kl_divergence(D.Gamma(p[0], p[1]), D.Gamma(p[1], p[0])),
+    lambda p: D.kl_divergence(D.Beta(p[0], p[1]), D.Beta(p[1], p[0])),
+    lambda p: D.kl_divergence(D.Dirichlet(p), D.Dirichlet(p[::-1])),
+    lambda p: D.Gamma(p[0], p[1]).entropy(),
+    lambda p: D.Beta(p[0], p[1]).entropy(),
+    lambda p: D.StudentT(p[0] + 1., 0., p[1]).entropy(),
+    lambda p: D.Dirichlet(p).entropy(),
+], ids=["kl_gamma", "kl_beta", "kl_dirichlet", "entropy_gamma", "entropy_beta",
+        "entropy_student_t", "entropy_dirichlet"])
+def test_kl_and_entropy_gradients_by_finite_differences(build):
+    """Through digamma (its gradient is polygamma(1, x))."""
+    p = tf.placeholder(F64, [2, 2])
+    y = build(p)
+    with tf.Session():
+        err = tf.test.compute_gradient_error(p, [2, 2], y, y.shape.as_list(),
+                                             x_init_value=np.array([[1.5, 2.], [3., 0.8]]),
+                                             delta=1e-6)
+    assert err < 1e-6
+
+
 def test_reparameterized_sample_gradients():
     """Pathwise derivatives (samples and gradients from one run): Gamma's in the rate is
     -x / rate and in the concentration -(dF/dalpha) / pdf (implicit reparameterization);
