@@ -3,8 +3,7 @@ default) with P(1) = probs = sigmoid(logits); the batch shape is the parameter's
 
 from __future__ import annotations
 
-from tensorflux.distributions import distribution, kullback_leibler
-from tensorflux.distributions.categorical import logits_and_probs
+from tensorflux.distributions import distribution, kullback_leibler, util
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.nn import nn_impl
@@ -21,27 +20,19 @@ from tensorflux.ops import (
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(distribution.Distribution):
+class Bernoulli(util.LogitsProbsMixin, distribution.Distribution):
     """A batch of Bernoulli distributions."""
 
     def __init__(self, logits=None, probs=None, dtype=dtypes.int32, validate_args=False,
                  allow_nan_stats=True, name="Bernoulli"):
         parameters = dict(locals())
         with graph_lib.name_scope(name, values=[logits, probs]) as scope:
-            self._logits, self._probs = logits_and_probs(logits, probs, False)
+            self._logits, self._probs = util.logits_and_probs(logits, probs, False)
         super().__init__(dtype=dtypes.as_dtype(dtype),
                          reparameterization_type=distribution.NOT_REPARAMETERIZED,
                          validate_args=validate_args, allow_nan_stats=allow_nan_stats,
                          parameters=parameters, graph_parents=[self._logits, self._probs],
                          name=scope)
-
-    @property
-    def logits(self):
-        return self._logits
-
-    @property
-    def probs(self):
-        return self._probs
 
     def _batch_shape(self):
         return self._logits.shape

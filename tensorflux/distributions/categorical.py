@@ -4,7 +4,7 @@ without it. Samples are integers (`dtype`, int32 by default) drawn with `multino
 
 from __future__ import annotations
 
-from tensorflux.distributions import distribution, kullback_leibler
+from tensorflux.distributions import distribution, kullback_leibler, util
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
@@ -16,42 +16,19 @@ from tensorflux.ops import (
     nn_ops,
     random_ops,
     reduction_ops,
-    unary_ops,
 )
 
 __all__ = ["Categorical"]
 
 
-def logits_and_probs(logits, probs, multidimensional):
-    """Exactly one of `logits`/`probs` given: both, the other computed from it (softmax
-    and log for a categorical, sigmoid and log-odds for a Bernoulli).
-
-    Raises:
-      ValueError: both or neither given.
-    """
-    if (logits is None) == (probs is None):
-        raise ValueError("Must pass probs or logits, but not both.")
-    if probs is None:
-        logits = convert_to_tensor(logits, name="logits", preferred_dtype=dtypes.float32)
-        with graph_lib.name_scope("probs"):
-            probs = (nn_ops.softmax(logits) if multidimensional
-                     else unary_ops.sigmoid(logits))
-        return logits, probs
-    probs = convert_to_tensor(probs, name="probs", preferred_dtype=dtypes.float32)
-    with graph_lib.name_scope("logits"):
-        logits = (unary_ops.log(probs) if multidimensional
-                  else unary_ops.log(probs) - unary_ops.log1p(-probs))
-    return logits, probs
-
-
-class Categorical(distribution.Distribution):
+class Categorical(util.LogitsProbsMixin, distribution.Distribution):
     """A batch of categorical distributions over `event_size` classes."""
 
     def __init__(self, logits=None, probs=None, dtype=dtypes.int32, validate_args=False,
                  allow_nan_stats=True, name="Categorical"):
         parameters = dict(locals())
         with graph_lib.name_scope(name, values=[logits, probs]) as scope:
-            self._logits, self._probs = logits_and_probs(logits, probs, True)
+            self._logits, self._probs = util.logits_and_probs(logits, probs, True)
             self._event_size = array_ops.shape(self._logits, name="event_size")[-1] \
                 if self._logits.shape[-1:].num_elements() is None else \
                 convert_to_tensor(self._logits.shape.as_list()[-1], dtype=dtypes.int32,
@@ -66,14 +43,6 @@ class Categorical(distribution.Distribution):
     def event_size(self):
         """The number of classes (a scalar int32 tensor)."""
         return self._event_size
-
-    @property
-    def logits(self):
-        return self._logits
-
-    @property
-    def probs(self):
-        return self._probs
 
     def _batch_shape(self):
         return self._logits.shape[:-1]

@@ -1,16 +1,17 @@
 """`tf.distributions.Distribution`: TF1's base class of probability distributions.
 
 A distribution holds parameter tensors whose broadcast shape is its *batch shape* (one
-independent distribution per element) and draws events of its *event shape* (scalar for
-every distribution here). `sample(sample_shape)` returns a tensor of shape
-`sample_shape + batch_shape + event_shape`; the statistics (`log_prob`, `entropy`, ...)
-return one value per batch element.
+independent distribution per element) and draws events of its *event shape* (scalar,
+or a vector `[k]` for Dirichlet and the multinomials). `sample(sample_shape)` returns a
+tensor of shape `sample_shape + batch_shape + event_shape`; the statistics (`log_prob`,
+`entropy`, ...) return one value per batch element.
 
 Each public method opens the distribution's own name scope (the unique scope taken when it
 was built, e.g. `Normal_1/`) and then one named after the method, and calls the subclass's
 hook: `_sample_n(n, seed)` draws `n` batches (shape `[n] + batch_shape + event_shape`), and
 `_log_prob`, `_prob`, `_cdf`, `_log_cdf`, `_survival_function`, `_log_survival_function`,
-`_quantile`, `_entropy`, `_mean`, `_variance`, `_stddev`, `_mode` compute the statistics.
+`_quantile`, `_entropy`, `_mean`, `_variance`, `_stddev`, `_mode`, `_covariance` compute
+the statistics.
 A subclass defines whichever it can; `log_prob`/`prob`, `cdf`/`log_cdf`, the survival
 functions and `variance`/`stddev` fall back on each other, and a statistic with neither
 hook raises NotImplementedError.
@@ -220,6 +221,9 @@ class Distribution:
 
     def stddev(self, name="stddev"):
         return self._call(name, None, ("_stddev", None), ("_variance", unary_ops.sqrt))
+
+    def covariance(self, name="covariance"):
+        return self._call(name, None, ("_covariance", None))
 
     def cross_entropy(self, other, name="cross_entropy"):
         """H(self, other) = KL(self || other) + H(self)."""

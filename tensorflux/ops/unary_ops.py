@@ -418,7 +418,7 @@ def _lgamma_grad(op, grad):
     return [multiply(grad, digamma(op.inputs[0]))]
 
 
-not_differentiable("Digamma")  # its gradient needs Polygamma, which is not implemented
+# Digamma's gradient, polygamma(1, x), is registered in special_math_ops.py beside Polygamma.
 
 is_nan = _unary("IsNan", _FLOAT, "is_nan", "Which elements of x are NaN (`tf.is_nan`).",
                 out="bool")
