@@ -117,14 +117,6 @@ def _polygamma_grad(op, grad):
     return [None, multiply(grad, polygamma(add(n, _const_like(1, n)), x))]
 
 
-@gradient("Digamma")
-def _digamma_grad(op, grad):
-    """d/dx digamma(x) = polygamma(1, x) (Digamma is defined in unary_ops.py; its gradient
-    lives here, beside Polygamma)."""
-    x = op.inputs[0]
-    return [multiply(grad, polygamma(_const_like(1, x), x))]
-
-
 erfinv = _unary("Erfinv", _FLOAT, "erfinv", "The inverse of erf elementwise "
                 "(`tf.math.erfinv`).")
 ndtri = _unary("Ndtri", _FLOAT, "ndtri", "The inverse of the standard normal CDF "

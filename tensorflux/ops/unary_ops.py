@@ -418,7 +418,12 @@ def _lgamma_grad(op, grad):
     return [multiply(grad, digamma(op.inputs[0]))]
 
 
-# Digamma's gradient, polygamma(1, x), is registered in special_math_ops.py beside Polygamma.
+@gradient("Digamma")
+def _digamma_grad(op, grad):
+    """d/dx digamma(x) = polygamma(1, x) (the Polygamma op of special_math_ops.py)."""
+    x = op.inputs[0]
+    return [multiply(grad, apply_op("Polygamma", x=_const_like(1, x), y=x))]
+
 
 is_nan = _unary("IsNan", _FLOAT, "is_nan", "Which elements of x are NaN (`tf.is_nan`).",
                 out="bool")
