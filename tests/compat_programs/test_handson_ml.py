@@ -75,3 +75,19 @@ def test_variable_name_lookups_match_tensorflow():
     """
     ours, theirs = run_both(program, tf)
     assert ours == theirs
+
+
+def test_config_operation_timeout_in_ms_bounds_a_blocked_dequeue():
+    # chapter 12: a dequeue from an empty queue under ConfigProto(operation_timeout_in_ms)
+    # raises DeadlineExceededError (it blocked forever); RunOptions.timeout_in_ms wins
+    q = tf.FIFOQueue(capacity=10, dtypes=[tf.float32], shapes=[()])
+    v = tf.placeholder(tf.float32)
+    enqueue, output = q.enqueue([v]), q.dequeue() + 1
+    config = tf.ConfigProto(operation_timeout_in_ms=100)
+    with tf.Session(config=config) as sess:
+        sess.run(enqueue, feed_dict={v: 1.0})
+        assert sess.run(output) == 2.0
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run(output)
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run(output, options=tf.RunOptions(timeout_in_ms=50))
