@@ -37,7 +37,8 @@ G = {  # generic edits: import lines only
     "tfx": [("import tensorflow.compat.v1 as tf", "import tensorflux.compat.v1 as tf"),
             ("import tensorflow as tf", "import tensorflux as tf"),
             ("from tensorflow.contrib import rnn", "from tensorflux.contrib import rnn"),
-            ("from tensorflow.contrib.distributions import", "from tensorflux.contrib.distributions import")],
+            ("from tensorflow.contrib.distributions import", "from tensorflux.contrib.distributions import"),
+            ("from tensorflow import keras", "from tensorflux import keras")],
     "tf": [("import tensorflow.compat.v1 as tf", "import tensorflow.compat.v1 as tf; import tf1_oracle_contrib"),
            ("import tensorflow as tf", "import tensorflow.compat.v1 as tf; tf.disable_v2_behavior(); import tf1_oracle_contrib"),
            ("from tensorflow.contrib import rnn", "import tf_contrib_rnn as rnn"),
@@ -188,6 +189,8 @@ P = {
  "ag_11_deep_learning": (AG, "11_deep_learning.ipynb", AGM + [("n_epochs = 40", "n_epochs = 2"), ("n_epochs = 20", "n_epochs = 2"), ("n_epochs = 1000", "n_epochs = 3"), ("n_epochs = 100", "n_epochs = 2"), ("n_epochs = 150", "n_epochs = 2"), ("n_epochs = 5", "n_epochs = 2"), ("n_epochs=1000", "n_epochs=3"), ("n_iter=50", "n_iter=2"), ('"batch_size": [10, 50, 100, 500]', '"batch_size": [10, 50, 100]')], [], []),
  "ag_14_rnn": (AG, "14_recurrent_neural_networks.ipynb", AGM + [("n_epochs = 100", "n_epochs = 3"), ("n_epochs = 10", "n_epochs = 2"), ("n_epochs = 50", "n_epochs = 2"), ("n_iterations = 1500", "n_iterations = 150"), ("words = fetch_words_data()", "words = ['w%d' % i for i in np.random.RandomState(42).zipf(1.2, 200000) % 20000]  # local stand-in for text8"), ("n_iter=5000", "max_iter=250"), ("vocabulary_size = 50000", "vocabulary_size = 6000")], [], []),
  "ag_15_autoencoders": (AG, "15_autoencoders.ipynb", AG0 + [("n_epochs = 100", "n_epochs = 2"), ("n_epochs = 50", "n_epochs = 2"), ("n_epochs = 10", "n_epochs = 2"), ("n_epochs = 5", "n_epochs = 2"), ("n_epochs = 4", "n_epochs = 2"), ("n_epochs = [4, 4]", "n_epochs = [2, 2]"), ("n_epochs=4", "n_epochs=2"), ("n_labeled_instances = 20000", "n_labeled_instances = 1000")], [], []),
+ "ag_12_distributed": (AG, "12_distributed_tensorflow.ipynb", AG0, [], []),
+ "ag_extra_reproducibility": (AG, "extra_tensorflow_reproducibility.ipynb", AGM[:2] + [("from IPython.display import IFrame", "IFrame = dict  # IPython.display (a video in the notebook)"), ("from __future__ import division, print_function, unicode_literals", "pass  # the __future__ import (Python 2), below the Colab cell here"), ("num_epochs=10,", "num_epochs=2,"), ("epochs=10)", "epochs=2)")], [], []),
 }
 
 

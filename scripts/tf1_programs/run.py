@@ -29,7 +29,9 @@ AG_SITE = os.environ.get("AG_SKLEARN_SITE", os.path.join(WORK, "sksite"))
 # when scikit-learn imports, with `n_iter`, which scikit-learn 1.7 removed (the oracle has none).
 HIDE = {"mv_401_cnn": "sklearn"}
 # 504's parameter server joins forever once its workers finish (the same under TF).
-TIMEOUT = {"mv_504_distributed_training": 90, "mv_405_dqn": 300}
+# ageron's chapter 12 never stops the coordinator of its QueueRunner (create_threads with
+# daemon=False, as TF's default): its close thread keeps the process alive, as under TF.
+TIMEOUT = {"mv_504_distributed_training": 90, "mv_405_dqn": 300, "ag_12_distributed": 90}
 # 405 needs gym <= 0.24 (reset() -> obs, step() -> 4 values) and pygame for env.render(), from
 # `pip install --target $TF1_PROGRAMS_WORK/gym gym==0.24.1 pygame==2.6.1` (its numpy removed);
 # SDL draws nowhere.
