@@ -27,11 +27,18 @@ PEND = [("'Pendulum-v0'", "'Pendulum-v1'")]
 NORENDER = [("env.render()", "pass  # env.render()")]
 MV, MVT = M + "/MorvanZhou+Tensorflow-Tutorial/repo", M + "/MorvanZhou+tutorials/repo"
 MVP, MVTP = "tutorial-contents/", "tensorflowTUT/"
+AG = M + "/ageron+handson-ml/repo"
+AG0 = [("    %tensorflow_version 1.x", "    pass  # %tensorflow_version 1.x (a Colab magic)")]
+AGM = AG0 + [("(X_train, y_train), (X_test, y_test) = tf.keras.datasets.mnist.load_data()", "import keras_mnist; (X_train, y_train), (X_test, y_test) = keras_mnist.load_data()  # local digits shim"),
+       ("X_train[:5000], X_train[5000:]", "X_train[:300], X_train[300:]"), ("y_train[:5000], y_train[5000:]", "y_train[:300], y_train[300:]")]
+AGH = AG0 + [("from sklearn.datasets import fetch_california_housing", "from california_housing import fetch_california_housing  # the repository's CSV")]
+AGD = [("datasets/housing/housing.csv", "datasets/housing/housing.csv")]
 G = {  # generic edits: import lines only
     "tfx": [("import tensorflow.compat.v1 as tf", "import tensorflux.compat.v1 as tf"),
             ("import tensorflow as tf", "import tensorflux as tf"),
             ("from tensorflow.contrib import rnn", "from tensorflux.contrib import rnn"),
-            ("from tensorflow.contrib.distributions import", "from tensorflux.contrib.distributions import")],
+            ("from tensorflow.contrib.distributions import", "from tensorflux.contrib.distributions import"),
+            ("from tensorflow import keras", "from tensorflux import keras")],
     "tf": [("import tensorflow.compat.v1 as tf", "import tensorflow.compat.v1 as tf; import tf1_oracle_contrib"),
            ("import tensorflow as tf", "import tensorflow.compat.v1 as tf; tf.disable_v2_behavior(); import tf1_oracle_contrib"),
            ("from tensorflow.contrib import rnn", "import tf_contrib_rnn as rnn"),
@@ -173,6 +180,17 @@ P = {
  "mvt_tf22_scope": (MVT, MVTP + "tf22_scope/tf22_scope.py", [], [], []),
  "mvt_tf22_rnn_scope": (MVT, MVTP + "tf22_scope/tf22_RNN_scope.py", [], [], []),
  "mvt_tf23_bn": (MVT, MVTP + "tf23_BN/tf23_BN.py", [], [], []),
+
+ # ageron/handson-ml, first edition (docs/tf1_programs.md, twenty-fourth session): MNIST from
+ # shim/keras_mnist.py (1,500 + 297 digits: validation cut from 5,000 to 300), the California
+ # housing data from the repository's CSV (shim/california_housing.py), epochs cut
+ "ag_09_up_and_running": (AG, "09_up_and_running_with_tensorflow.ipynb", AGH + [("n_epochs = 10001", "n_epochs = 501"), ("n_epochs = 1000", "n_epochs = 300")], AGD, []),
+ "ag_10_intro_ann": (AG, "10_introduction_to_artificial_neural_networks.ipynb", AGM + [("tol=-np.infty", "tol=None"), ("n_epochs = 40", "n_epochs = 3"), ("n_epochs = 20", "n_epochs = 3"), ("n_epochs = 10001", "n_epochs = 6"), ("num_epochs=40", "num_epochs=3"), ("feature_cols = [tf.feature_column", '_EST = """\nfeature_cols = [tf.feature_column'), ("y_pred[0]\n", 'y_pred[0]\n"""\nif hasattr(tf, "estimator"): exec(_EST)  # TF 2.21 has no tf.estimator\n')], [], []),
+ "ag_11_deep_learning": (AG, "11_deep_learning.ipynb", AGM + [("n_epochs = 40", "n_epochs = 2"), ("n_epochs = 20", "n_epochs = 2"), ("n_epochs = 1000", "n_epochs = 3"), ("n_epochs = 100", "n_epochs = 2"), ("n_epochs = 150", "n_epochs = 2"), ("n_epochs = 5", "n_epochs = 2"), ("n_epochs=1000", "n_epochs=3"), ("n_iter=50", "n_iter=2"), ('"batch_size": [10, 50, 100, 500]', '"batch_size": [10, 50, 100]')], [], []),
+ "ag_14_rnn": (AG, "14_recurrent_neural_networks.ipynb", AGM + [("n_epochs = 100", "n_epochs = 3"), ("n_epochs = 10", "n_epochs = 2"), ("n_epochs = 50", "n_epochs = 2"), ("n_iterations = 1500", "n_iterations = 150"), ("words = fetch_words_data()", "words = ['w%d' % i for i in np.random.RandomState(42).zipf(1.2, 200000) % 20000]  # local stand-in for text8"), ("n_iter=5000", "max_iter=250"), ("vocabulary_size = 50000", "vocabulary_size = 6000")], [], []),
+ "ag_15_autoencoders": (AG, "15_autoencoders.ipynb", AG0 + [("n_epochs = 100", "n_epochs = 2"), ("n_epochs = 50", "n_epochs = 2"), ("n_epochs = 10", "n_epochs = 2"), ("n_epochs = 5", "n_epochs = 2"), ("n_epochs = 4", "n_epochs = 2"), ("n_epochs = [4, 4]", "n_epochs = [2, 2]"), ("n_epochs=4", "n_epochs=2"), ("n_labeled_instances = 20000", "n_labeled_instances = 1000")], [], []),
+ "ag_12_distributed": (AG, "12_distributed_tensorflow.ipynb", AG0, [], []),
+ "ag_extra_reproducibility": (AG, "extra_tensorflow_reproducibility.ipynb", AGM[:2] + [("from IPython.display import IFrame", "IFrame = dict  # IPython.display (a video in the notebook)"), ("from __future__ import division, print_function, unicode_literals", "pass  # the __future__ import (Python 2), below the Colab cell here"), ("num_epochs=10,", "num_epochs=2,"), ("epochs=10)", "epochs=2)")], [], []),
 }
 
 

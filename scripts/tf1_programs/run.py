@@ -20,12 +20,18 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 SHIM, STUBS = os.path.join(HERE, "shim"), os.path.join(HERE, "oracle_stubs")
 # Plotting that blocks (plt.waitforbuttonpress) or asks for a macOS font: a no-op matplotlib.
 # MorvanZhou's programs draw as they train (the venv has no matplotlib): all of them too.
-STUB_MPL = {"go_word2vec", "ay_dcgan", "ay_gan"} | {k for k in P if k.startswith("mv")}
+STUB_MPL = {"go_word2vec", "ay_dcgan", "ay_gan"} | {k for k in P if k.startswith(("mv", "ag"))}
+# ageron's notebooks need scikit-learn itself (iris, StandardScaler, RandomizedSearchCV, t-SNE)
+# under both interpreters: $AG_SKLEARN_SITE holds links to tensorflux's venv's sklearn, scipy,
+# joblib, threadpoolctl, cloudpickle and narwhals, ahead of oracle_stubs' sklearn.
+AG_SITE = os.environ.get("AG_SKLEARN_SITE", os.path.join(WORK, "sksite"))
 # Modules a program must not find (TF1_HIDE_MODULES, read by runner.py): 401_CNN runs a t-SNE
 # when scikit-learn imports, with `n_iter`, which scikit-learn 1.7 removed (the oracle has none).
 HIDE = {"mv_401_cnn": "sklearn"}
 # 504's parameter server joins forever once its workers finish (the same under TF).
-TIMEOUT = {"mv_504_distributed_training": 90, "mv_405_dqn": 300}
+# ageron's chapter 12 never stops the coordinator of its QueueRunner (create_threads with
+# daemon=False, as TF's default): its close thread keeps the process alive, as under TF.
+TIMEOUT = {"mv_504_distributed_training": 90, "mv_405_dqn": 300, "ag_12_distributed": 90}
 # 405 needs gym <= 0.24 (reset() -> obs, step() -> 4 values) and pygame for env.render(), from
 # `pip install --target $TF1_PROGRAMS_WORK/gym gym==0.24.1 pygame==2.6.1` (its numpy removed);
 # SDL draws nowhere.
@@ -61,6 +67,8 @@ def main(variant, keys):
             site = (os.environ.get("RL_SITE", "/tmp/rlsite") if variant == "tfx"
                     else os.environ.get("RL_SITE_TF", "/tmp/rlsite_tf"))
             e["PYTHONPATH"] = f"{RL_STUBS}:{e['PYTHONPATH']}:{site}"
+        if k.startswith("ag"):
+            e["PYTHONPATH"] = f"{AG_SITE}:{e['PYTHONPATH']}"
         if k in HIDE:
             e["TF1_HIDE_MODULES"] = HIDE[k]
         if k in GYM:

@@ -21,6 +21,7 @@ def _reshape_compat(a, shape=None, *args, newshape=None, **kwargs):
 
 np.reshape = _reshape_compat
 np.int = int  # the Hvass notebooks; gone since NumPy 1.24
+np.infty = np.inf  # ageron's chapter 10 (Perceptron(tol=-np.infty)); gone in NumPy 2
 np.bool8 = np.bool_  # gym 0.25's step checker; gone in NumPy 2
 for _name in filter(None, os.environ.get("TF1_HIDE_MODULES", "").split(",")):
     sys.modules[_name] = None  # `import _name` raises ImportError (run.py's HIDE)

@@ -122,7 +122,17 @@ class Graph:
     def get_tensor_by_name(self, name: str) -> Tensor:
         if not isinstance(name, str):
             raise TypeError(f"Tensor names are strings (or similar), not {type(name).__name__}.")
-        return self.as_graph_element(name, allow_tensor=True, allow_operation=False)
+        t = self.as_graph_element(name, allow_tensor=True, allow_operation=False)
+        if t._op._type == "VarHandleOp":
+            # TensorFlow 1's "v:0" is the variable's ref tensor: it has the variable's shape,
+            # ops read it as a value, a fetch gives the value. tensorflux's "v:0" is the
+            # resource handle, so the lookup answers with the variable itself when a
+            # tf.Variable owns that handle (e.g. after import_meta_graph).
+            for key in ("variables", "local_variables"):
+                for v in self._collections.get(key, ()):
+                    if getattr(v, "op", None) is t._op:
+                        return v
+        return t
 
     def _get_operation_by_name_unsafe(self, name: str) -> Operation:
         return self._ops_by_name[name]

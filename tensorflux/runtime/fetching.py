@@ -109,6 +109,10 @@ def _flatten(graph, fetch, elements: list, index: dict):
 
 def _element(graph, fetch):
     try:
+        if isinstance(fetch, (str, bytes)) and ":" in (name := _text(fetch)):
+            # "v:0" names the variable in TF1 (Graph.get_tensor_by_name): fetch its value
+            fetch = graph.get_tensor_by_name(name)
+            fetch = getattr(fetch, "_as_graph_element", lambda: fetch)()
         element = graph.as_graph_element(fetch, allow_tensor=True, allow_operation=True)
     except TypeError as e:
         raise TypeError(f"Argument `fetch` = {fetch} has invalid type "
@@ -119,6 +123,10 @@ def _element(graph, fetch):
                          f"({msg})") from None
     _check_fetch(graph, element)
     return element
+
+
+def _text(name) -> str:
+    return name.decode() if isinstance(name, bytes) else name
 
 
 def _check_fetch(graph, element) -> None:

@@ -215,6 +215,18 @@ class BaseSession:
                                 run_metadata)
         return mapper.build_results(values)
 
+    def _with_operation_timeout(self, options):
+        """ConfigProto.operation_timeout_in_ms: the deadline of every step whose RunOptions
+        set none (TF: "global timeout for all blocking operations in this session")."""
+        timeout = getattr(self._config, "operation_timeout_in_ms", 0) if self._config else 0
+        if timeout <= 0 or (options is not None and options.timeout_in_ms > 0):
+            return options
+        with_timeout = config_pb2.RunOptions()
+        if options is not None:
+            with_timeout.CopyFrom(options)
+        with_timeout.timeout_in_ms = timeout
+        return with_timeout
+
     def _run_flat(self, fetch_tensors: list[Tensor], targets: list[Operation],
                   feed_map: dict, options=None, run_metadata=None) -> list:
         if self._remote is not None:
@@ -229,6 +241,7 @@ class BaseSession:
         elif step.rebuild_on_new_costs and step.cost_version != self._cost_model.version:
             step = self._build_step(key, feeds, fetch_tensors, targets, stale=step)
         args = list(feed_map.values())
+        options = self._with_operation_timeout(options)
         stats = None
         if options is not None and options.trace_level:
             stats = tracing.StepStatsCollector()

@@ -10,6 +10,17 @@ def _l2(scale, scope=None):
     return lambda w: scale * tf.nn.l2_loss(w)
 
 
+def _l1(scale, scope=None):
+    return lambda w: scale * tf.reduce_sum(tf.abs(w))
+
+
+def _variance_scaling(factor=2.0, mode="FAN_IN", uniform=False, seed=None, dtype=tf.float32):
+    """contrib.layers' (He initialisation by default), as core's variance_scaling."""
+    return tf.variance_scaling_initializer(
+        scale=factor, mode=mode.lower(), seed=seed, dtype=dtype,
+        distribution="uniform" if uniform else "truncated_normal")
+
+
 def _sequence_loss_by_example(logits, targets, weights, average_across_timesteps=True,
                               softmax_loss_function=None, name=None):
     """contrib.legacy_seq2seq's: the weighted per-step losses summed over the steps."""
@@ -34,4 +45,5 @@ tf.contrib = types.SimpleNamespace(
     distributions=tf.distributions,
     layers=types.SimpleNamespace(flatten=tf.layers.flatten,
                                  xavier_initializer=tf.glorot_uniform_initializer,
-                                 l2_regularizer=_l2))
+                                 l1_regularizer=_l1, l2_regularizer=_l2,
+                                 variance_scaling_initializer=_variance_scaling))

@@ -21,6 +21,9 @@ class _Anything:
     def __getitem__(self, key):
         return _Anything()
 
+    def __setitem__(self, key, value):  # plt.rcParams[...] = ... (ageron's notebooks)
+        pass
+
     def __iter__(self):
         return iter([])
 
@@ -44,7 +47,8 @@ def _plot(*args, **kwargs):
 
 
 rc = use
-for _name in ("pyplot", "gridspec", "patches", "image", "font_manager", "cm"):
+for _name in ("pyplot", "gridspec", "patches", "image", "font_manager", "cm", "colors",
+              "animation"):
     _module = types.ModuleType("matplotlib." + _name)
     _module.__getattr__ = lambda name: _Anything()
     _module.subplots = lambda *args, **kwargs: (_Anything(), _Anything())
