@@ -28,7 +28,7 @@ def _log_cdf_laplace(z):
     return comparison_ops.where(comparison_ops.less(z, 0.), lower, upper)
 
 
-class Laplace(distribution.Distribution):
+class Laplace(util.LocScaleMixin, distribution.Distribution):
     """A batch of Laplace distributions."""
 
     def __init__(self, loc, scale, validate_args=False, allow_nan_stats=True,
@@ -43,21 +43,6 @@ class Laplace(distribution.Distribution):
                          validate_args=validate_args, allow_nan_stats=allow_nan_stats,
                          parameters=parameters, graph_parents=[self._loc, self._scale],
                          name=scope)
-
-    @property
-    def loc(self):
-        return self._loc
-
-    @property
-    def scale(self):
-        return self._scale
-
-    def _batch_shape(self):
-        return joining_ops.broadcast_static_shape(self._loc.shape, self._scale.shape)
-
-    def _batch_shape_tensor(self):
-        return joining_ops.broadcast_dynamic_shape(array_ops.shape(self._loc),
-                                                   array_ops.shape(self._scale))
 
     def _sample_n(self, n, seed=None):
         shape = joining_ops.concat([[n], self.batch_shape_tensor()], 0)

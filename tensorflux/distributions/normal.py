@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from tensorflux.debugging import check_ops
-from tensorflux.distributions import distribution, kullback_leibler
+from tensorflux.distributions import distribution, kullback_leibler, util
 from tensorflux.framework import graph as graph_lib
 from tensorflux.ops import (
     array_ops,
@@ -24,7 +24,7 @@ _HALF_LOG_TWO_PI = 0.5 * math.log(2. * math.pi)
 _INV_SQRT2 = 1. / math.sqrt(2.)
 
 
-class Normal(distribution.Distribution):
+class Normal(util.LocScaleMixin, distribution.Distribution):
     """The normal distribution N(loc, scale**2)."""
 
     def __init__(self, loc, scale, validate_args=False, allow_nan_stats=True, name="Normal"):
@@ -40,21 +40,6 @@ class Normal(distribution.Distribution):
                          validate_args=validate_args, allow_nan_stats=allow_nan_stats,
                          parameters=parameters, graph_parents=[self._loc, self._scale],
                          name=scope)
-
-    @property
-    def loc(self):
-        return self._loc
-
-    @property
-    def scale(self):
-        return self._scale
-
-    def _batch_shape(self):
-        return joining_ops.broadcast_static_shape(self._loc.shape, self._scale.shape)
-
-    def _batch_shape_tensor(self):
-        return joining_ops.broadcast_dynamic_shape(array_ops.shape(self._loc),
-                                                   array_ops.shape(self._scale))
 
     def _sample_n(self, n, seed=None):
         shape = joining_ops.concat([[n], self.batch_shape_tensor()], 0)

@@ -22,7 +22,7 @@ from tensorflux.ops import (
 __all__ = ["StudentT"]
 
 
-class StudentT(distribution.Distribution):
+class StudentT(util.LocScaleMixin, distribution.Distribution):
     """A batch of Student's t distributions."""
 
     def __init__(self, df, loc, scale, validate_args=False, allow_nan_stats=True,
@@ -41,14 +41,6 @@ class StudentT(distribution.Distribution):
     @property
     def df(self):
         return self._df
-
-    @property
-    def loc(self):
-        return self._loc
-
-    @property
-    def scale(self):
-        return self._scale
 
     def _batch_shape(self):
         return joining_ops.broadcast_static_shape(

@@ -1,7 +1,7 @@
 """Pieces several distributions share: the `logits`/`probs` parameterization (Bernoulli,
-Categorical, Multinomial), positivity checks under `validate_args`, and TF1's
-`distribution_util.gen_new_seed` (a second seed derived from the first, so that two draws
-in one `sample` differ yet stay reproducible)."""
+Categorical, Multinomial), the `loc`/`scale` one (Normal, Laplace, StudentT), positivity
+checks under `validate_args`, and TF1's `distribution_util.gen_new_seed` (a second seed
+derived from the first, so that two draws in one `sample` differ yet stay reproducible)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,38 @@ from tensorflux.distributions import distribution
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, comparison_ops, math_ops, nn_ops, reduction_ops, unary_ops
+from tensorflux.ops import (
+    array_ops,
+    comparison_ops,
+    joining_ops,
+    math_ops,
+    nn_ops,
+    reduction_ops,
+    unary_ops,
+)
 
-__all__ = ["LogitsProbsMixin", "checked_parameters", "gen_new_seed", "log_combinations",
-           "logits_and_probs", "nan_where_not", "positive_sample"]
+__all__ = ["LocScaleMixin", "LogitsProbsMixin", "checked_parameters", "gen_new_seed",
+           "log_combinations", "logits_and_probs", "nan_where_not", "positive_sample"]
+
+
+class LocScaleMixin:
+    """`loc` and `scale`, and a batch shape that is their broadcast (Normal, Laplace;
+    StudentT adds `df` to its own)."""
+
+    @property
+    def loc(self):
+        return self._loc
+
+    @property
+    def scale(self):
+        return self._scale
+
+    def _batch_shape(self):
+        return joining_ops.broadcast_static_shape(self._loc.shape, self._scale.shape)
+
+    def _batch_shape_tensor(self):
+        return joining_ops.broadcast_dynamic_shape(array_ops.shape(self._loc),
+                                                   array_ops.shape(self._scale))
 
 
 def logits_and_probs(logits, probs, multidimensional):
