@@ -139,6 +139,9 @@ class BaseSession:
         self._target = target
         self._graph = graph if graph is not None else graph_lib.get_default_graph()
         self._config = config
+        # ConfigProto.operation_timeout_in_ms: the deadline of steps whose RunOptions set none
+        self._operation_timeout_ms = getattr(config, "operation_timeout_in_ms", 0) \
+            if config is not None else 0
         # the kernels' intra-op threads, fixed now as TF reads TF_NUM_INTRAOP_THREADS at
         # session creation (kernels/intra_op.workers)
         self._intra_op_threads = intra_op.intra_op_threads(config)
@@ -216,19 +219,20 @@ class BaseSession:
         return mapper.build_results(values)
 
     def _with_operation_timeout(self, options):
-        """ConfigProto.operation_timeout_in_ms: the deadline of every step whose RunOptions
-        set none (TF: "global timeout for all blocking operations in this session")."""
-        timeout = getattr(self._config, "operation_timeout_in_ms", 0) if self._config else 0
-        if timeout <= 0 or (options is not None and options.timeout_in_ms > 0):
+        """`options` with ConfigProto.operation_timeout_in_ms as the step's deadline when
+        they set none (TF: "global timeout for all blocking operations in this session")."""
+        if options is not None and options.timeout_in_ms > 0:
             return options
         with_timeout = config_pb2.RunOptions()
         if options is not None:
             with_timeout.CopyFrom(options)
-        with_timeout.timeout_in_ms = timeout
+        with_timeout.timeout_in_ms = self._operation_timeout_ms
         return with_timeout
 
     def _run_flat(self, fetch_tensors: list[Tensor], targets: list[Operation],
                   feed_map: dict, options=None, run_metadata=None) -> list:
+        if self._operation_timeout_ms > 0:
+            options = self._with_operation_timeout(options)
         if self._remote is not None:
             raw = self._remote.run(feed_map, fetch_tensors, targets, options, run_metadata)
             return _results(fetch_tensors, feed_map, raw)
@@ -241,7 +245,6 @@ class BaseSession:
         elif step.rebuild_on_new_costs and step.cost_version != self._cost_model.version:
             step = self._build_step(key, feeds, fetch_tensors, targets, stale=step)
         args = list(feed_map.values())
-        options = self._with_operation_timeout(options)
         stats = None
         if options is not None and options.trace_level:
             stats = tracing.StepStatsCollector()
