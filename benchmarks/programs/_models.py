@@ -114,6 +114,29 @@ PEAK_REPS = 16
 
 
 def sgemm_peak_gflops(reps: int = PEAK_REPS) -> tuple[float, int]:
+    """`peak_here`, measured in a child process of this interpreter: BLAS threads started in
+    the measuring process keep spinning after the product and take a core from the steps
+    timed next (on a 2-core Zen 5 host the MLP step ran at ~1.9-2.5 ms for the next 20
+    steps against 1.3 ms: `mlp_step.py`'s share read 0.33 in every round but the first). In
+    this process when the child cannot run."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (f"import sys; sys.path.insert(0, {here!r}); import json, _models; "
+            f"print(json.dumps(_models.peak_here({int(reps)})))")
+    try:
+        child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               timeout=120, check=True)
+        gflops, threads = json.loads(child.stdout.strip().splitlines()[-1])
+        return float(gflops), int(threads)
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        return peak_here(reps)
+
+
+def peak_here(reps: int = PEAK_REPS) -> tuple[float, int]:
     """The machine's float32 GEMM peak now: (GFLOP/s, BLAS threads that reached it).
     NumPy's PEAK_SIDE^2 product, best of `reps`, with its BLAS's default thread count (the
     cores this process may run on, which OpenBLAS takes when nothing limits it) and with
