@@ -23,6 +23,7 @@ duplicates first); out-of-range indices are an InvalidArgumentError.
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
 
 import numpy as np
@@ -319,22 +320,13 @@ def _gradient_descent(var, *, alpha, delta):
     var -= alpha * delta
 
 
-def _momentum(var, accum, *, lr, grad, momentum, use_nesterov=False):
+def _momentum(var, accum, *, lr, grad, momentum, use_nesterov=False, sparse=False):
     accum *= momentum
     accum += grad
-    if use_nesterov:  # TF's order: grad * lr + (accum * momentum) * lr
-        var -= grad * lr + accum * momentum * lr
-    else:
-        var -= lr * accum
-
-
-def _sparse_momentum(var, accum, *, lr, grad, momentum, use_nesterov=False):
-    """Momentum on gathered rows as TF's sparse kernel orders it, which differs from its
-    dense one under Nesterov: lr * grad + (lr * momentum) * accum."""
-    accum *= momentum
-    accum += grad
-    if use_nesterov:
+    if use_nesterov and sparse:  # TF's sparse kernel: lr grad + (lr momentum) accum
         var -= lr * grad + lr * momentum * accum
+    elif use_nesterov:  # TF's dense kernel: grad lr + (accum momentum) lr
+        var -= grad * lr + accum * momentum * lr
     else:
         var -= lr * accum
 
@@ -485,7 +477,7 @@ _MANY = {_adam: ("adam", ("grad", "beta1_power", "beta2_power", "lr", "beta1", "
          _gradient_descent: ("gradient_descent", ("delta", "alpha"))}
 
 # Rules whose sparse kernel in TensorFlow orders the arithmetic otherwise than the dense one.
-_SPARSE = {_momentum: _sparse_momentum}
+_SPARSE = {_momentum: functools.partial(_momentum, sparse=True)}
 
 _REGISTERED: list[str] = []
 for _name, (_slots, _rule) in _RULES.items():
