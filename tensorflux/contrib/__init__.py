@@ -19,6 +19,7 @@ from tensorflux.contrib import (  # noqa: F401
     learn,
     legacy_seq2seq,
     lookup,
+    opt,
     rnn,
     seq2seq,
     signal,
