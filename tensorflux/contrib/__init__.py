@@ -14,6 +14,7 @@ from tensorflux.contrib import (  # noqa: F401
     data,
     distributions,
     framework,
+    image,
     keras,
     layers,
     learn,
