@@ -11,6 +11,7 @@ legacy_seq2seq, `tf.contrib.data` (tf.data.experimental under its TF1 name),
 from tensorflux.contrib import (  # noqa: F401
     cluster_resolver,
     crf,
+    cudnn_rnn,
     data,
     distributions,
     framework,
