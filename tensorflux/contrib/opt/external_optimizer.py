@@ -43,9 +43,6 @@ class ExternalOptimizerInterface:
       var_to_bounds: {variable: (lower, upper)}, each a scalar or an array of the variable's
         shape; None (or -inf/inf) for no bound.
       **optimizer_kwargs: passed to the external optimizer.
-
-    Raises:
-      ValueError: a bounded variable that is not in `var_list`.
     """
 
     def __init__(self, loss, var_list=None, equalities=None, inequalities=None,
@@ -74,10 +71,6 @@ class ExternalOptimizerInterface:
         self.optimizer_kwargs = optimizer_kwargs
 
     def _pack_bounds(self, var_to_bounds):
-        known = {id(v) for v in self._vars}
-        for v in var_to_bounds:
-            if id(v) not in known:
-                raise ValueError(f"{v.name} is bounded but not in var_list")
         lower, upper = [], []
         for v in self._vars:
             lo, hi = var_to_bounds.get(v, (-np.inf, np.inf))
