@@ -6,20 +6,38 @@ legacy_seq2seq, `tf.contrib.data` (tf.data.experimental under its TF1 name),
 `tf.contrib.tpu`'s TPUEstimator for TPU programs run with `use_tpu=False`, and
 `tf.contrib.training.HParams`, `tf.contrib.crf` (linear-chain CRFs), and
 `tf.contrib.tensorboard.plugins.projector` (the embedding projector's config), and
-`tf.contrib.distributions` (tf.distributions under its contrib name)."""
+`tf.contrib.distributions` (tf.distributions under its contrib name).
+
+Also: `tf.contrib.opt` (LazyAdam, AdamW/MomentumW, Nadam, AdaMax, AddSign/PowerSign,
+MovingAverageOptimizer, VariableClippingOptimizer, ScipyOptimizerInterface),
+`tf.contrib.image` (projective transforms: transform/rotate/translate, dense_image_warp),
+`tf.contrib.learn.datasets` (MNIST's `read_data_sets` from local files; also
+`tensorflow.examples.tutorials.mnist.input_data`), `tf.contrib.cudnn_rnn` (the
+cuDNN-compatible CPU cells), `tf.contrib.lookup` (tf.lookup plus HashTable,
+MutableDenseHashTable, IdTableWithHashBuckets), `tf.contrib.nn` (alpha_dropout, ...), and
+the aliases `tf.contrib.signal` (tf.signal), `tf.contrib.keras` (tf.keras),
+`tf.contrib.stateless` (the stateless random ops). What exists: docs/tf1_programs.md."""
 
 from tensorflux.contrib import (  # noqa: F401
     cluster_resolver,
     crf,
+    cudnn_rnn,
     data,
     distributions,
     framework,
+    image,
+    keras,
     layers,
     learn,
     legacy_seq2seq,
+    lookup,
+    nn,
+    opt,
     rnn,
     seq2seq,
+    signal,
     slim,
+    stateless,
     tensorboard,
     tpu,
     training,

@@ -25,6 +25,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     fractional_pool_ops,
     gather_ops,
     image_ops,
+    image_transform_ops,
     image_webp_ops,
     io_ops,
     joining_ops,

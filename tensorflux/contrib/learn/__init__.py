@@ -1,10 +1,12 @@
 """`tf.contrib.learn`: the pieces TF1 programs still use, `learn.preprocessing`'s
-VocabularyProcessor (tensorflux/contrib/learn/preprocessing.py) and `ModeKeys` (the mode
-strings of contrib.learn's models, as tensorflow/nmt passes them). The rest of
+VocabularyProcessor (tensorflux/contrib/learn/preprocessing.py), `learn.datasets` (MNIST's
+`read_data_sets`, the CSV readers; also under `learn.python.learn.datasets`) and `ModeKeys`
+(the mode strings of contrib.learn's models, as tensorflow/nmt passes them). The rest of
 contrib.learn (its Estimators, `learn_runner`) was replaced by `tf.estimator`, which
 tensorflux has."""
 
-from tensorflux.contrib.learn import preprocessing  # noqa: F401
+from tensorflux.contrib.learn import datasets, preprocessing, python  # noqa: F401
+from tensorflux.contrib.learn.python.learn import datasets as _long_path  # noqa: F401
 
 
 class ModeKeys:

@@ -24,6 +24,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     fractional_pool_ops,
     gather_ops,
     image_ops,
+    image_transform_ops,
     image_webp_ops,
     io_ops,
     joining_ops,

@@ -1,0 +1,1 @@
+"""`tensorflow.contrib.learn.python.learn`: see `datasets`."""

@@ -1,0 +1,125 @@
+"""`tf.contrib.lookup`: TF1's lookup tables, which later moved to `tf.lookup`. The same
+classes as tensorflux/lookup (`HashTable` is TF1's name for `StaticHashTable`), plus
+contrib's `MutableDenseHashTable`, `IdTableWithHashBuckets` and the deprecated
+`string_to_index`/`index_to_string` functions."""
+
+from __future__ import annotations
+
+from tensorflux.framework import dtypes
+from tensorflux.framework import graph as graph_lib
+from tensorflux.lookup.lookup_ops import (  # noqa: F401
+    InitializableLookupTableBase,
+    KeyValueTensorInitializer,
+    LookupInterface,
+    MutableHashTable,
+    StaticHashTable,
+    StaticVocabularyTable,
+    TableInitializerBase,
+    TextFileIdTableInitializer,
+    TextFileIndex,
+    TextFileInitializer,
+    TextFileStringTableInitializer,
+    index_table_from_file,
+    index_table_from_tensor,
+    index_to_string_table_from_file,
+    index_to_string_table_from_tensor,
+    tables_initializer,
+)
+
+HashTable = StaticHashTable
+
+
+class IdTableWithHashBuckets(LookupInterface):
+    """Ids from `table` for known keys, one of `num_oov_buckets` hashed ids past the table's
+    size for the rest (TF1's `IdTableWithHashBuckets`). tensorflux hashes with TF's
+    Fingerprint64 only (`hasher_spec` must be the default).
+
+    Raises:
+      ValueError: `table` is None and `num_oov_buckets` is 0, or `num_oov_buckets` < 0.
+    """
+
+    def __init__(self, table, num_oov_buckets, hasher_spec=None, name=None, key_dtype=None):
+        if num_oov_buckets < 0:
+            raise ValueError(f"oov_buckets must be >= 0, got {num_oov_buckets}.")
+        if table is None and not num_oov_buckets:
+            raise ValueError("table or num_oov_buckets must be set.")
+        if hasher_spec is not None:
+            raise NotImplementedError("tensorflux's IdTableWithHashBuckets hashes with "
+                                      "Fingerprint64 only; pass hasher_spec=None")
+        self._table, self._num_oov_buckets = table, num_oov_buckets
+        self._buckets = None
+        if num_oov_buckets:
+            self._buckets = StaticVocabularyTable(None, num_oov_buckets,
+                                                  lookup_key_dtype=key_dtype,
+                                                  name=name or "hash_table")
+            self._buckets._table = table
+        self._name = table.name if table is not None else (name or "hash_table")
+        lookup_dtype = key_dtype or (table.key_dtype if table is not None else dtypes.string)
+        super().__init__(lookup_dtype, dtypes.int64)
+
+    @property
+    def resource_handle(self):
+        return None if self._table is None else self._table.resource_handle
+
+    @property
+    def initializer(self):
+        return None if self._table is None else self._table.initializer
+
+    @property
+    def init(self):
+        return self.initializer
+
+    def size(self, name=None):
+        """Table entries plus buckets."""
+        if self._buckets is None:
+            return self._table.size(name=name)
+        return self._buckets.size(name=name)
+
+    def lookup(self, keys, name=None):
+        """The id of each key: its table value, else its bucket past the table's size."""
+        if self._buckets is None:
+            return self._table.lookup(keys, name=name)
+        return self._buckets.lookup(keys, name=name)
+
+
+class MutableDenseHashTable(MutableHashTable):
+    """A mutable table of TF1's open-addressing kind (`tf.contrib.lookup.
+    MutableDenseHashTable`). tensorflux keeps it as a MutableHashTable: `empty_key` and
+    `deleted_key` are checked for being distinct, `initial_num_buckets` is ignored.
+
+    Raises:
+      ValueError: `empty_key` equals `deleted_key`.
+    """
+
+    def __init__(self, key_dtype, value_dtype, default_value, empty_key, deleted_key=None,
+                 initial_num_buckets=None, name="MutableDenseHashTable", checkpoint=True):
+        if deleted_key is not None and deleted_key == empty_key:
+            raise ValueError("Empty and deleted keys must have different values.")
+        self._empty_key, self._deleted_key = empty_key, deleted_key
+        super().__init__(key_dtype, value_dtype, default_value, name=name,
+                         checkpoint=checkpoint)
+
+
+def string_to_index(tensor, mapping, default_value=-1, name=None):
+    """The position in `mapping` of each string of `tensor`, `default_value` if absent
+    (deprecated in TF1 for `index_table_from_tensor`; the table must be initialized)."""
+    with graph_lib.name_scope(name, "string_to_index", [tensor, mapping]):
+        table = index_table_from_tensor(mapping, default_value=default_value)
+        return table.lookup(tensor)
+
+
+def index_to_string(tensor, mapping, default_value="UNK", name=None):
+    """The entry of `mapping` at each int64 position of `tensor`, `default_value` out of
+    range (deprecated in TF1 for `index_to_string_table_from_tensor`)."""
+    with graph_lib.name_scope(name, "index_to_string", [tensor, mapping]):
+        table = index_to_string_table_from_tensor(mapping, default_value=default_value)
+        return table.lookup(tensor)
+
+
+__all__ = ["HashTable", "IdTableWithHashBuckets", "InitializableLookupTableBase",
+           "KeyValueTensorInitializer", "LookupInterface", "MutableDenseHashTable",
+           "MutableHashTable", "StaticHashTable", "StaticVocabularyTable",
+           "TableInitializerBase", "TextFileIdTableInitializer", "TextFileIndex",
+           "TextFileInitializer", "TextFileStringTableInitializer", "index_table_from_file",
+           "index_table_from_tensor", "index_to_string", "index_to_string_table_from_file",
+           "index_to_string_table_from_tensor", "string_to_index", "tables_initializer"]

@@ -1,0 +1,1 @@
+"""`tensorflow.examples`: the tutorial helpers TF1 programs import (`tutorials.mnist`)."""

@@ -1,0 +1,1 @@
+"""`tensorflow.examples.tutorials`: see `mnist`."""
