@@ -17,6 +17,8 @@ from tensorflux.contrib import (  # noqa: F401
     layers,
     learn,
     legacy_seq2seq,
+    losses,
+    metrics,
     rnn,
     seq2seq,
     slim,
