@@ -247,7 +247,7 @@ class Image(ItemHandler):
         def decode_raw():
             return parsing_ops.decode_raw(image_buffer, out_type=self._dtype)
 
-        is_raw = math_ops.logical_or(comparison_ops.equal(image_format, "raw"),
+        is_raw = comparison_ops.logical_or(comparison_ops.equal(image_format, "raw"),
                                      comparison_ops.equal(image_format, "RAW"))
         image = builders.case([(is_raw, decode_raw)], default=check_jpeg, exclusive=True)
         image.set_shape([None, None, self._channels])
