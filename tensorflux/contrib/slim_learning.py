@@ -32,7 +32,7 @@ from tensorflux.control_flow import builders
 from tensorflux.framework import errors
 from tensorflux.framework import graph as graph_lib
 from tensorflux.lookup import lookup_ops
-from tensorflux.ops import array_ops, comparison_ops, constant_op, math_ops
+from tensorflux.ops import comparison_ops, constant_op, joining_ops, math_ops
 from tensorflux.protos import config_pb2
 from tensorflux.summary import summary
 from tensorflux.summary.writer import FileWriter
@@ -201,7 +201,7 @@ def _init_ops(init_op, ready_op, local_init_op, sync_optimizer, is_chief):
                 local_init_op = builders.group(*[
                     opt.chief_init_op if is_chief else opt.local_step_init_op
                     for opt in sync_optimizer])
-            ready_for_local_init_op = array_ops.concat(
+            ready_for_local_init_op = joining_ops.concat(
                 [opt.ready_for_local_init_op for opt in sync_optimizer], axis=0)
     return init_op, ready_op, local_init_op, ready_for_local_init_op
 

@@ -28,9 +28,11 @@ from tensorflux.ops import (
     array_ops,
     comparison_ops,
     image_ops,
+    joining_ops,
     math_ops,
     parsing_ops,
     reduction_ops,
+    slicing_ops,
     sparse_ops,
 )
 
@@ -86,7 +88,7 @@ class BoundingBox(ItemHandler):
     def tensors_to_item(self, keys_to_tensors):
         sides = [array_ops.expand_dims(_dense_values(keys_to_tensors[key]), 0)
                  for key in self._full_keys]
-        return array_ops.transpose(array_ops.concat(sides, 0))
+        return array_ops.transpose(joining_ops.concat(sides, 0))
 
 
 class Tensor(ItemHandler):
@@ -115,7 +117,7 @@ class Tensor(ItemHandler):
                 if isinstance(dim, _SparseTensor):
                     dim = sparse_ops.sparse_tensor_to_dense(dim)
                 dims.append(dim)
-            shape = array_ops.reshape(array_ops.stack(dims), [-1])
+            shape = array_ops.reshape(joining_ops.stack(dims), [-1])
         if isinstance(tensor, _SparseTensor):
             if shape is not None:
                 tensor = sparse_ops.sparse_reshape(tensor, shape)
@@ -188,8 +190,8 @@ class SparseTensor(ItemHandler):
             shape = indices.dense_shape
         rank = array_ops.shape(indices.indices)[1]
         ids = math_ops.cast(indices.values, dtypes.int64)
-        kept = array_ops.slice(indices.indices, [0, 0], array_ops.stack([-1, rank - 1]))
-        new_indices = array_ops.concat([kept, array_ops.reshape(ids, [-1, 1])], 1)
+        kept = slicing_ops.slice(indices.indices, [0, 0], joining_ops.stack([-1, rank - 1]))
+        new_indices = joining_ops.concat([kept, array_ops.reshape(ids, [-1, 1])], 1)
         tensor = _SparseTensor(new_indices, values.values, shape)
         if self._densify:
             tensor = sparse_ops.sparse_tensor_to_dense(tensor, self._default_value)
