@@ -256,6 +256,15 @@ class _SummaryServices:
         self._last = (step, now)
 
 
+def _finish_services(sv: Supervisor, services) -> None:
+    """Stops the service threads and waits for a checkpoint or summary in progress, so
+    that the final checkpoint is the last one written (the step loop has already asked
+    the coordinator to stop when it ends at `number_of_steps`)."""
+    sv.request_stop()
+    for thread in services:
+        thread.join(sv._stop_grace_secs)  # noqa: SLF001 - the supervisor's grace period
+
+
 def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEFAULT,
           log_every_n_steps=1, graph=None, master="", is_chief=True, global_step=None,
           number_of_steps=None, init_op=_USE_DEFAULT, init_feed_dict=None,
@@ -345,10 +354,11 @@ def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEF
                 _log.info("Starting Session.")
                 if session_wrapper is not None:
                     sess = session_wrapper(sess)
+                services = []
                 if is_chief:
                     if logdir:
-                        sv.start_standard_services(sess)
-                        _SummaryServices(sv, summary_op, save_summaries_secs).start(sess)
+                        services = sv.start_standard_services(sess) + _SummaryServices(
+                            sv, summary_op, save_summaries_secs).start(sess)
                 elif startup_delay_steps > 0:
                     _wait_for_step(sess, global_step,
                                    min(startup_delay_steps, number_of_steps or sys.maxsize))
@@ -368,6 +378,7 @@ def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEF
                 except errors.OutOfRangeError as e:
                     _log.info("Caught OutOfRangeError. Stopping Training. %s", e)
                 if logdir and sv.is_chief:
+                    _finish_services(sv, services)
                     _log.info("Finished training! Saving model to disk.")
                     sv.saver.save(sess, sv.save_path, global_step=sv.global_step)
                     sv.stop(threads, close_summary_writer=True,
