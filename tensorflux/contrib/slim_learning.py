@@ -20,6 +20,7 @@ import logging
 import os
 import sys
 import time
+import types
 
 from tensorflux.client import timeline
 from tensorflux.contrib.training_train import (  # noqa: F401 - slim.learning's names
@@ -327,6 +328,7 @@ def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEF
             summary_op = summary.merge_all()
         if summary_writer == _USE_DEFAULT:
             summary_writer = FileWriter(logdir) if (logdir and is_chief) else None
+        init_tokens_op = chief_queue_runner = None
         if is_chief and sync_optimizer is not None:
             init_tokens_op = [opt.get_init_tokens_op() for opt in sync_optimizer]
             chief_queue_runner = [opt.get_chief_queue_runner() for opt in sync_optimizer]
@@ -344,47 +346,60 @@ def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEF
     if summary_writer is not None:
         train_step_kwargs["summary_writer"] = sv.summary_writer
 
+    plan = types.SimpleNamespace(
+        train_op=train_op, logdir=logdir, train_step_fn=train_step_fn,
+        train_step_kwargs=train_step_kwargs, is_chief=is_chief, global_step=global_step,
+        number_of_steps=number_of_steps, summary_op=summary_op,
+        save_summaries_secs=save_summaries_secs, startup_delay_steps=startup_delay_steps,
+        sync_optimizer=sync_optimizer, session_wrapper=session_wrapper,
+        ignore_live_threads=ignore_live_threads, init_tokens_op=init_tokens_op,
+        chief_queue_runner=chief_queue_runner)
     total_loss = None
-    should_retry = True
-    while should_retry:
+    while True:
         try:
-            should_retry = False
             with sv.managed_session(master, start_standard_services=False,
                                     config=session_config) as sess:
-                _log.info("Starting Session.")
-                if session_wrapper is not None:
-                    sess = session_wrapper(sess)
-                services = []
-                if is_chief:
-                    if logdir:
-                        services = sv.start_standard_services(sess) + _SummaryServices(
-                            sv, summary_op, save_summaries_secs).start(sess)
-                elif startup_delay_steps > 0:
-                    _wait_for_step(sess, global_step,
-                                   min(startup_delay_steps, number_of_steps or sys.maxsize))
-                threads = sv.start_queue_runners(sess)
-                _log.info("Starting Queues.")
-                if is_chief and sync_optimizer is not None:
-                    sv.start_queue_runners(sess, chief_queue_runner)
-                    sess.run(init_tokens_op)
-                try:
-                    while not sv.should_stop():
-                        total_loss, should_stop = train_step_fn(sess, train_op, global_step,
-                                                                train_step_kwargs)
-                        if should_stop:
-                            _log.info("Stopping Training.")
-                            sv.request_stop()
-                            break
-                except errors.OutOfRangeError as e:
-                    _log.info("Caught OutOfRangeError. Stopping Training. %s", e)
-                if logdir and sv.is_chief:
-                    _finish_services(sv, services)
-                    _log.info("Finished training! Saving model to disk.")
-                    sv.saver.save(sess, sv.save_path, global_step=sv.global_step)
-                    sv.stop(threads, close_summary_writer=True,
-                            ignore_live_threads=ignore_live_threads)
+                total_loss = _train_in_session(sv, sess, plan)
+            return total_loss
         except errors.AbortedError:
             _log.info("Retrying training!")
-            should_retry = True
+
+
+def _train_in_session(sv: Supervisor, sess, plan):
+    """The body of `train`'s managed session: services, queue runners, the step loop and
+    the chief's final checkpoint. Returns the last loss."""
+    _log.info("Starting Session.")
+    if plan.session_wrapper is not None:
+        sess = plan.session_wrapper(sess)
+    services = []
+    if plan.is_chief:
+        if plan.logdir:
+            services = sv.start_standard_services(sess) + _SummaryServices(
+                sv, plan.summary_op, plan.save_summaries_secs).start(sess)
+    elif plan.startup_delay_steps > 0:
+        _wait_for_step(sess, plan.global_step,
+                       min(plan.startup_delay_steps, plan.number_of_steps or sys.maxsize))
+    threads = sv.start_queue_runners(sess)
+    _log.info("Starting Queues.")
+    if plan.is_chief and plan.sync_optimizer is not None:
+        sv.start_queue_runners(sess, plan.chief_queue_runner)
+        sess.run(plan.init_tokens_op)
+    total_loss = None
+    try:
+        while not sv.should_stop():
+            total_loss, should_stop = plan.train_step_fn(
+                sess, plan.train_op, plan.global_step, plan.train_step_kwargs)
+            if should_stop:
+                _log.info("Stopping Training.")
+                sv.request_stop()
+                break
+    except errors.OutOfRangeError as e:
+        _log.info("Caught OutOfRangeError. Stopping Training. %s", e)
+    if plan.logdir and sv.is_chief:
+        _finish_services(sv, services)
+        _log.info("Finished training! Saving model to disk.")
+        sv.saver.save(sess, sv.save_path, global_step=sv.global_step)
+        sv.stop(threads, close_summary_writer=True,
+                ignore_live_threads=plan.ignore_live_threads)
     return total_loss
 
