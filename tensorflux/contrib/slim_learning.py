@@ -216,7 +216,7 @@ class _SummaryServices:
         self._sv = sv
         self._summary_op = summary_op
         self._secs = secs
-        self._last = None
+        self._last = (0, 0.0)
 
     def start(self, sess) -> list:
         from tensorflux.protos.event_pb2 import SessionLog  # noqa: PLC0415
@@ -229,6 +229,7 @@ class _SummaryServices:
             if self._sv.global_step is not None else None
         writer.add_session_log(SessionLog(status=SessionLog.START), step)
         threads = []
+        self._last = (step, time.time())
         if self._secs:
             if self._summary_op is not None:
                 threads.append(self._sv.loop(self._secs, self._write_summary, args=(sess,)))
@@ -248,13 +249,13 @@ class _SummaryServices:
 
         now = time.time()
         step = read_global_step(sess, self._sv.global_step)
-        if self._last is not None and now > self._last[1]:
-            rate = (step - self._last[0]) / (now - self._last[1])
-            tag = f"{self._sv.global_step.op.name}/sec"
-            self._sv.summary_writer.add_summary(
-                Summary(value=[Summary.Value(tag=tag, simple_value=rate)]), step)
-            _log.info("%s: %g", tag, rate)
+        last_step, last_time = self._last
         self._last = (step, now)
+        rate = (step - last_step) / (now - last_time) if now > last_time else float("inf")
+        tag = f"{self._sv.global_step.op.name}/sec"
+        self._sv.summary_writer.add_summary(
+            Summary(value=[Summary.Value(tag=tag, simple_value=rate)]), step)
+        _log.info("%s: %g", tag, rate)
 
 
 def _finish_services(sv: Supervisor, services) -> None:
@@ -399,6 +400,10 @@ def _train_in_session(sv: Supervisor, sess, plan):
         _finish_services(sv, services)
         _log.info("Finished training! Saving model to disk.")
         sv.saver.save(sess, sv.save_path, global_step=sv.global_step)
+        if sv.summary_writer is not None:
+            from tensorflux.protos.event_pb2 import SessionLog  # noqa: PLC0415
+
+            sv.summary_writer.add_session_log(SessionLog(status=SessionLog.STOP))
         sv.stop(threads, close_summary_writer=True,
                 ignore_live_threads=plan.ignore_live_threads)
     return total_loss

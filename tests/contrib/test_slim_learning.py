@@ -136,6 +136,7 @@ def test_train_runs_number_of_steps_and_resumes(tmp_path):
     assert tf.train.load_variable(logdir, "global_step") == 4
     tags = _event_tags(logdir)
     assert len(tags["loss"]) == 1  # the summary service ran once, when it started
+    assert len(tags["global_step/sec"]) == 1
     # a second run restores step 4 and runs until the global step reaches 6
     _train(logdir, 6)
     assert tf.train.latest_checkpoint(logdir).endswith("model.ckpt-6")
