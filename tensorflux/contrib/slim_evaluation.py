@@ -11,6 +11,8 @@ initialized by `initial_op`).
 
 from __future__ import annotations
 
+import logging
+
 from tensorflux.contrib.training_eval import (  # noqa: F401 - slim.evaluation's names
     StopAfterNEvalsHook,
     SummaryAtEndHook,
@@ -21,13 +23,41 @@ from tensorflux.contrib.training_eval import (  # noqa: F401 - slim.evaluation's
 )
 from tensorflux.contrib.training_eval import evaluate_once as _evaluate_once
 from tensorflux.summary import summary
+from tensorflux.train.global_step import global_step as read_global_step
 from tensorflux.train.monitored_session import Scaffold
 from tensorflux.train.saver import Saver
 
-__all__ = ["checkpoints_iterator", "evaluate_once", "evaluation_loop",
+__all__ = ["checkpoints_iterator", "evaluate_once", "evaluation", "evaluation_loop",
            "get_or_create_eval_step", "wait_for_new_checkpoint"]
 
 _USE_DEFAULT = 0
+
+_log = logging.getLogger("tensorflux")
+
+
+def evaluation(sess, num_evals=1, initial_op=None, initial_op_feed_dict=None, eval_op=None,
+               eval_op_feed_dict=None, final_op=None, final_op_feed_dict=None,
+               summary_op=None, summary_op_feed_dict=None, summary_writer=None,
+               global_step=None):
+    """Evaluates in an existing session (TF-Slim's early API, still in its walkthrough):
+    `initial_op` once, `eval_op` `num_evals` times, then `final_op`, whose value is
+    returned; the summary op's value is written with `summary_writer` at the global step.
+    """
+    if initial_op is not None:
+        sess.run(initial_op, initial_op_feed_dict)
+    if eval_op is not None:
+        for i in range(int(num_evals)):
+            _log.info("Executing eval_op %d/%d", i + 1, num_evals)
+            sess.run(eval_op, eval_op_feed_dict)
+    final_op_value = None
+    if final_op is not None:
+        _log.info("Executing final op")
+        final_op_value = sess.run(final_op, final_op_feed_dict)
+    if summary_op is not None and summary_writer is not None:
+        step = read_global_step(sess, global_step) if global_step is not None else None
+        summary_writer.add_summary(sess.run(summary_op, summary_op_feed_dict), step)
+        summary_writer.flush()
+    return final_op_value
 
 
 def _hooks(num_evals, summary_op, summary_op_feed_dict, logdir, hooks) -> list:

@@ -283,3 +283,13 @@ def test_record_key_clash_and_reader_queue_type():
         with pytest.raises(TypeError, match="key, value"):
             slim.parallel_reader.ParallelReader(tf.TFRecordReader,
                                                 tf.FIFOQueue(4, [tf.string]))
+
+
+def test_crop_keeps_static_depth_for_slim_preprocessing():
+    # inception_preprocessing crops a decoded [?, ?, 3] image, then tf.train.batch needs
+    # the depth: crop_to_bounding_box sets the window's static shape as TF does
+    with tf.Graph().as_default():
+        image = tf.placeholder(tf.uint8, [None, None, 3])
+        assert tf.image.central_crop(image, 0.875).shape.as_list() == [None, None, 3]
+        batch = tf.placeholder(tf.float32, [2, None, 9, 4])
+        assert tf.image.crop_to_bounding_box(batch, 1, 2, 3, 4).shape.as_list() == [2, 3, 4, 4]

@@ -218,3 +218,18 @@ def test_losses_old_argument_order_and_total():
     np.testing.assert_allclose(hinge, [0.5, 0.0])
     assert without == pytest.approx(ce + sparse + mse, rel=1e-5)
     assert total == pytest.approx(without + 4.5, rel=1e-5)
+
+
+def test_evaluation_in_a_session():
+    # TF-Slim's early API (its walkthrough still calls it): eval_op num_evals times in a
+    # session the caller made, then final_op
+    with tf.Graph().as_default():
+        values, updates = _eval_graph()
+        tf.get_variable_scope().reuse_variables()
+        w = tf.get_variable("w")
+        with tf.Session() as sess:
+            sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+            sess.run(tf.assign(w, _W))
+            got = slim.evaluation.evaluation(sess, num_evals=2, eval_op=list(updates.values()),
+                                             final_op=values["accuracy"])
+    assert got == pytest.approx(_expected(2)["accuracy"])
