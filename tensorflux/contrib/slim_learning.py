@@ -97,6 +97,13 @@ def _wait_for_step(sess, global_step, step) -> None:
         time.sleep(1.0)
 
 
+def _step_after(sess, global_step):
+    """The global step after the step's increment. TF's fetch of a ref variable aliases
+    its buffer, so the value it logs (and names traces by) is the incremented one;
+    tensorflux's read in the step is a snapshot, so the step is read again."""
+    return sess.run(global_step)
+
+
 def train_step(sess, train_op, global_step, train_step_kwargs):
     """Runs one step: `train_op` and the global step, then the optional checks of
     `train_step_kwargs` (`should_trace` with `logdir`, `should_log`, `should_stop`).
@@ -122,6 +129,7 @@ def train_step(sess, train_op, global_step, train_step_kwargs):
                                           run_metadata=run_metadata)
     time_elapsed = time.time() - start_time
     if run_metadata is not None:
+        np_global_step = _step_after(sess, global_step)
         trace = timeline.Timeline(run_metadata.step_stats).generate_chrome_trace_format()
         trace_filename = os.path.join(train_step_kwargs["logdir"],
                                       f"tf_trace-{int(np_global_step)}.json")
@@ -132,9 +140,7 @@ def train_step(sess, train_op, global_step, train_step_kwargs):
             train_step_kwargs["summary_writer"].add_run_metadata(
                 run_metadata, f"run_metadata-{int(np_global_step)}")
     if "should_log" in train_step_kwargs and sess.run(train_step_kwargs["should_log"]):
-        # TF's fetch of a ref variable aliases its buffer, so the step it logs is the one
-        # after this step's increment; tensorflux's read is a snapshot: read it again.
-        np_global_step = sess.run(global_step)
+        np_global_step = _step_after(sess, global_step)
         _log.info("global step %d: loss = %.4f (%.3f sec/step)", np_global_step, total_loss,
                   time_elapsed)
     should_stop = bool(sess.run(train_step_kwargs["should_stop"])) \

@@ -253,3 +253,10 @@ def test_create_train_op_matches_tensorflow():
             np.testing.assert_allclose(losses, want["losses"], rtol=1e-5)
             np.testing.assert_allclose(sess.run(w), want["w"], rtol=1e-5)
             assert sess.run(tf.train.get_global_step()) == want["step"]
+
+
+def test_trace_every_n_steps_names_traces_by_the_step_after(tmp_path):
+    # as TF + tf_slim: steps 0 and 2 are traced, named after the incremented step
+    _train(str(tmp_path), 4, trace_every_n_steps=2)
+    traces = sorted(p for p in os.listdir(tmp_path) if p.startswith("tf_trace-"))
+    assert traces == ["tf_trace-1.json", "tf_trace-3.json"]
