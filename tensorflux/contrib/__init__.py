@@ -16,7 +16,9 @@ MovingAverageOptimizer, VariableClippingOptimizer, ScipyOptimizerInterface),
 cuDNN-compatible CPU cells), `tf.contrib.lookup` (tf.lookup plus HashTable,
 MutableDenseHashTable, IdTableWithHashBuckets), `tf.contrib.nn` (alpha_dropout, ...), and
 the aliases `tf.contrib.signal` (tf.signal), `tf.contrib.keras` (tf.keras),
-`tf.contrib.stateless` (the stateless random ops). What exists: docs/tf1_programs.md."""
+`tf.contrib.stateless` (the stateless random ops); TF-Slim's library under `tf.contrib.slim`
+(learning, evaluation, data providers and TFExample decoders) with `tf.contrib.losses` and
+`tf.contrib.metrics` (contrib's streaming metrics). What exists: docs/tf1_programs.md."""
 
 from tensorflux.contrib import (  # noqa: F401
     cluster_resolver,
@@ -31,6 +33,8 @@ from tensorflux.contrib import (  # noqa: F401
     learn,
     legacy_seq2seq,
     lookup,
+    losses,
+    metrics,
     nn,
     opt,
     rnn,

@@ -2,6 +2,7 @@
 (tensorflux/control_flow/nest.py), and the checkpoint readers `load_checkpoint` /
 `list_variables`."""
 
+from tensorflux.contrib.framework_variables import *  # noqa: E402,F401,F403
 from tensorflux.contrib.layers_core import (  # noqa: F401
     add_arg_scope,
     arg_scope,

@@ -1,6 +1,6 @@
 """`tf.contrib.slim`: contrib's layers, arg_scope and variable helpers under one name (the
-layer-building part of TF-Slim, `model_analyzer` and `prefetch_queue`; its training loop,
-`slim.learning`, is not provided)."""
+layer-building part of TF-Slim, `model_analyzer` and `prefetch_queue`) and TF-Slim's
+library (`slim.learning`, `slim.evaluation`, losses, metrics, data; contrib/slim_lib.py)."""
 
 from tensorflux.contrib import model_analyzer, prefetch_queue  # noqa: E402,F401
 from tensorflux.contrib.framework import *  # noqa: F401,F403
@@ -17,3 +17,4 @@ from tensorflux.contrib.layers_core import (  # noqa: F401
     stack,
 )
 from tensorflux.contrib.layers_extra import flatten  # noqa: F401
+from tensorflux.contrib.slim_lib import *  # noqa: F401,F403

@@ -1,6 +1,7 @@
 """`tf.contrib.training`: `HParams`, the hyperparameter container of TF1 models (GPT-2,
-tensorflow/nmt, tensor2tensor). (contrib.training's queue-based input helpers are not
-provided: tf.data covers them.)
+tensorflow/nmt, tensor2tensor); `create_train_op`/`train` (contrib/training_train.py) and
+`evaluate_once`/`evaluate_repeatedly` with their hooks (contrib/training_eval.py).
+(contrib.training's queue-based input helpers are not provided: tf.data covers them.)
 
 HParams keeps each hyperparameter's type from its first value and casts later values to it
 only where that loses nothing (an int may become a float, never the reverse; no number
@@ -13,6 +14,9 @@ from __future__ import annotations
 import json
 import numbers
 import re
+
+from tensorflux.contrib.training_eval import *  # noqa: F401,F403 - evaluate_once, hooks
+from tensorflux.contrib.training_train import *  # noqa: F401,F403 - create_train_op, train
 
 __all__ = ["HParams", "parse_values"]
 

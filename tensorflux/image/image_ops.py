@@ -168,7 +168,12 @@ def crop_to_bounding_box(image, offset_height, offset_width, target_height, targ
         if batch:
             begin = joining_ops.concat([[0], begin], 0)
             size = joining_ops.concat([[-1], size], 0)
-        return slicing_ops.slice(image, begin, size)
+        cropped = slicing_ops.slice(image, begin, size)
+        # as TF: the window's static shape, the depth (and batch) kept from the input's
+        dims = image.shape.as_list()
+        dims[-3:-1] = [int(v) if _known(v) else None for v in (target_height, target_width)]
+        cropped.set_shape(dims)
+        return cropped
 
 
 def pad_to_bounding_box(image, offset_height, offset_width, target_height, target_width):

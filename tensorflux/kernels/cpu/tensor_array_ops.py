@@ -112,6 +112,8 @@ class _TensorArray:
             self.size = index + 1
         if not hasattr(value, "shape"):
             value = self.xp.asarray(value)
+        if value.dtype.kind == "S" and np.dtype(self.dtype).kind == "O":  # bytes: strings
+            value = value.astype(object)
         if value.dtype != self.dtype:
             raise errors.InvalidArgumentError(
                 None, None, f"TensorArray dtype is {self.dtype} but Op is trying to write "
