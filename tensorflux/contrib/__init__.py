@@ -6,7 +6,8 @@ legacy_seq2seq, `tf.contrib.data` (tf.data.experimental under its TF1 name),
 `tf.contrib.tpu`'s TPUEstimator for TPU programs run with `use_tpu=False`, and
 `tf.contrib.training.HParams`, `tf.contrib.crf` (linear-chain CRFs), and
 `tf.contrib.tensorboard.plugins.projector` (the embedding projector's config), and
-`tf.contrib.distributions` (tf.distributions under its contrib name)."""
+`tf.contrib.distributions` (tf.distributions under its contrib name), and `tf.contrib.util`
+(constant_value, make_tensor_proto, make_ndarray)."""
 
 from tensorflux.contrib import (  # noqa: F401
     cluster_resolver,
@@ -23,4 +24,5 @@ from tensorflux.contrib import (  # noqa: F401
     tensorboard,
     tpu,
     training,
+    util,
 )

@@ -5,6 +5,7 @@
 from tensorflux.contrib.layers_core import (  # noqa: F401
     add_arg_scope,
     arg_scope,
+    arg_scope_func_key,
     current_arg_scope,
     get_model_variables,
     get_trainable_variables,

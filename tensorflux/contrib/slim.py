@@ -2,6 +2,8 @@
 layer-building part of TF-Slim, `model_analyzer` and `prefetch_queue`; its training loop,
 `slim.learning`, is not provided)."""
 
+from tensorflux.contrib import layers_extra as initializers  # noqa: F401
+from tensorflux.contrib import layers_utils as utils  # noqa: F401
 from tensorflux.contrib import model_analyzer, prefetch_queue  # noqa: E402,F401
 from tensorflux.contrib.framework import *  # noqa: F401,F403
 from tensorflux.contrib.layers import *  # noqa: F401,F403
