@@ -280,7 +280,7 @@ def unit_norm(inputs, dim, epsilon=1e-7, scope=None):
             raise ValueError("dim must be positive but smaller than the input rank.")
         lengths = unary_ops.sqrt(epsilon + reduction_ops.reduce_sum(unary_ops.square(inputs),
                                                                     dim, keepdims=True))
-        return math_ops.divide(inputs, lengths)
+        return math_ops.div(inputs, lengths)
 
 
 def _norm_params(name, n, dtype, initializers, variables_collections, trainable):
