@@ -274,3 +274,43 @@ def test_testcase_device_and_same_elements():
         case.assertDeviceEqual("/gpu:0", "/cpu:0")
     with pytest.raises(AssertionError):
         case.assertSameElements([1, 2], [1])
+
+
+_ZERO_DEBIAS = """
+from tensorflow.python.training import moving_averages
+with tf.variable_scope("net"):
+    v = tf.get_variable("v", [2], initializer=tf.zeros_initializer(), trainable=False)
+    with tf.variable_scope("inner"):
+        w = tf.get_variable("w", [], initializer=tf.zeros_initializer())
+    first = moving_averages.assign_moving_average(v, tf.constant([1.0, 2.0]), 0.5)
+    second = moving_averages.assign_moving_average(v, tf.constant([3.0, 5.0]), 0.5)
+top = moving_averages.assign_moving_average(w, tf.constant(4.0), 0.9)
+with tf.Session() as s:
+    s.run(tf.global_variables_initializer())
+    values = [s.run([first, top]) for _ in range(2)] + [s.run(second)]
+result = {"names": [x.op.name for x in tf.global_variables()],
+          "shapes": [x.shape.as_list() for x in tf.global_variables()],
+          "values": [np.asarray(values[0][0]), float(values[1][1]), np.asarray(values[2])]}
+"""
+
+
+@pytest.mark.oracle
+def test_zero_debias_variables_named_as_tensorflow():
+    """batch_norm(zero_debias_moving_mean=True) under scope s names the debiasing
+    variables s/s/moving_mean/biased: TF opens a variable scope named after the average's
+    full name inside the current one."""
+    theirs = run_tf(_ZERO_DEBIAS)
+    ns = {"tf": tf, "np": np}
+    with tf.Graph().as_default():
+        exec(_ZERO_DEBIAS.replace(  # noqa: S102 - the same program under tensorflux
+            "from tensorflow.python.training import moving_averages",
+            "from tensorflux.train import moving_averages"), ns)
+        with tf.variable_scope("g"):
+            slim.batch_norm(tf.ones([2, 3]), zero_debias_moving_mean=True, scope="bn")
+        bn = [v.op.name for v in tf.global_variables() if v.op.name.startswith("g/")]
+    ours = ns["result"]
+    assert ours["names"] == theirs["names"]
+    assert ours["shapes"] == theirs["shapes"]
+    for got, want in zip(ours["values"], theirs["values"]):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert "g/bn/g/bn/moving_mean/biased" in bn and "g/bn/g/bn/moving_mean/local_step" in bn
