@@ -311,6 +311,6 @@ def test_zero_debias_variables_named_as_tensorflow():
     ours = ns["result"]
     assert ours["names"] == theirs["names"]
     assert ours["shapes"] == theirs["shapes"]
-    for got, want in zip(ours["values"], theirs["values"]):
+    for got, want in zip(ours["values"], theirs["values"], strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6)
     assert "g/bn/g/bn/moving_mean/biased" in bn and "g/bn/g/bn/moving_mean/local_step" in bn
