@@ -265,6 +265,9 @@ def conv2d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_form
     kh, kw = _pair(kernel_size, "kernel_size")
     sh, sw = _pair(stride, "stride")
     rh, rw = _pair(rate, "rate")
+    from tensorflux.contrib.layers_utils import check_stride_and_rate
+
+    check_stride_and_rate([sh, sw], [rh, rw])
     with variable_scope.variable_scope(scope, "Conv", [inputs], reuse=reuse) as sc:
         inputs = convert_to_tensor(inputs)
         if inputs.shape.ndims != 4:

@@ -75,6 +75,7 @@ def convolution(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data
         kernel = list(utils.n_positive_integers(n, kernel_size))
         strides = list(utils.n_positive_integers(n, stride))
         rates = list(utils.n_positive_integers(n, rate))
+        utils.check_stride_and_rate(strides, rates)
         channels = utils.channel_dimension(
             inputs.shape, "channels_first" if first else "channels_last", min_rank=rank)
         weights = model_variable("weights", kernel + [channels, num_outputs],

@@ -169,6 +169,18 @@ def two_element_tuple(int_or_tuple):
     raise ValueError("Must be an int, a list with 2 elements or a TensorShape of length 2")
 
 
+def check_stride_and_rate(strides, rates):
+    """contrib's convolutions (through tf.layers) refuse a stride and a dilation rate both
+    above 1.
+
+    Raises:
+      ValueError: some stride > 1 and some rate > 1.
+    """
+    if any(s > 1 for s in strides) and any(r > 1 for r in rates):
+        raise ValueError("`strides > 1` not supported in conjunction with `dilation_rate > 1`."
+                         f" Received: strides={list(strides)} and dilation_rate={list(rates)}")
+
+
 def n_positive_integers(n, value):
     """A tuple of `n` positive ints from one int (repeated) or `n` of them.
 

@@ -209,6 +209,9 @@ def test_normalizations_against_numpy():
     (lambda x: slim.conv3d(x, 2, 3), "rank 5, got 4"),
     (lambda x: slim.unit_norm(x, 4), "dim must be positive"),
     (lambda x: slim.softmax(tf.ones([3])), "rank of shape must be at least 2"),
+    (lambda x: slim.conv2d(x, 3, 3, stride=2, rate=2), "not supported in conjunction"),
+    (lambda x: slim.conv3d(tf.ones([1, 5, 5, 5, 2]), 3, 3, stride=[1, 2, 1], rate=2),
+     "not supported in conjunction"),
 ])
 def test_argument_errors(call, error):
     with tf.Graph().as_default():
