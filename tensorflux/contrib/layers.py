@@ -10,6 +10,7 @@ from tensorflux.contrib.layers_core import (  # noqa: F401
     conv2d,
     conv2d_transpose,
     convolution2d,
+    convolution2d_transpose,
     dropout,
     embed_sequence,
     fully_connected,

@@ -122,6 +122,16 @@ def model_variable(name, shape=None, dtype=dtypes.float32, initializer=None,
                     device=device)
 
 
+def local_variable(initial_value, validate_shape=True, name=None, use_resource=None):
+    """A non-trainable variable of `initial_value` in LOCAL_VARIABLES only."""
+    from tensorflux.variables import variables
+
+    return variables.Variable(initial_value, trainable=False,
+                              collections=[graph_lib.GraphKeys.LOCAL_VARIABLES],
+                              validate_shape=validate_shape, name=name,
+                              use_resource=use_resource)
+
+
 def get_variables(scope=None, suffix=None, collection=graph_lib.GraphKeys.GLOBAL_VARIABLES):
     scope = getattr(scope, "name", scope)
     found = graph_lib.get_collection(collection, scope)
@@ -350,6 +360,9 @@ def conv2d_transpose(inputs, num_outputs, kernel_size, stride=1, padding="SAME",
                        biases_initializer, biases_regularizer, num_outputs,
                        variables_collections, trainable, activation_fn, outputs_collections,
                        data_format, alias=sc.name)
+
+
+convolution2d_transpose = conv2d_transpose
 
 
 def _pool(kind, inputs, kernel_size, stride, padding, data_format, outputs_collections,

@@ -2,9 +2,9 @@
 layer-building part of TF-Slim, `model_analyzer` and `prefetch_queue`; its training loop,
 `slim.learning`, is not provided)."""
 
-# `from tensorflow.contrib.slim.nets import vgg` imports through this module's name.
-import sys as _sys  # noqa: E402
+import sys as _sys
 
+from tensorflux.contrib import layers as layers  # noqa: F401
 from tensorflux.contrib import layers_extra as initializers  # noqa: F401
 from tensorflux.contrib import layers_utils as utils  # noqa: F401
 from tensorflux.contrib import model_analyzer, prefetch_queue  # noqa: E402,F401
@@ -23,7 +23,9 @@ from tensorflux.contrib.layers_core import (  # noqa: F401
     stack,
 )
 from tensorflux.contrib.layers_extra import flatten  # noqa: F401
+from tensorflux.layers import regularizers  # noqa: F401
 
+# `from tensorflow.contrib.slim.nets import vgg` imports through this module's name.
 _sys.modules.setdefault(__name__ + ".nets", nets)
-for _name in nets.__all__ if hasattr(nets, "__all__") else ():
+for _name in nets.__all__:
     _sys.modules.setdefault(f"{__name__}.nets.{_name}", getattr(nets, _name))

@@ -317,3 +317,14 @@ def test_zero_debias_variables_named_as_tensorflow():
     for got, want in zip(ours["values"], theirs["values"], strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6)
     assert "g/bn/g/bn/moving_mean/biased" in bn and "g/bn/g/bn/moving_mean/local_step" in bn
+
+
+def test_slim_namespace_aliases():
+    assert slim.layers.conv2d is slim.conv2d and slim.convolution2d_transpose is \
+        slim.conv2d_transpose
+    assert slim.regularizers.l2_regularizer is slim.l2_regularizer
+    with tf.Graph().as_default():
+        local = slim.local_variable([1.0, 2.0], name="counts")
+        step = tf.contrib.framework.get_or_create_global_step()
+        assert tf.local_variables() == [local] and tf.global_variables() == [step]
+        assert local.op.name == "counts" and not tf.trainable_variables()
