@@ -481,7 +481,7 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
         def training_branch():
             mean, variance = nn_impl.moments(inputs, axes)
             moving = variance
-            if rank == 4 and fused is not False:  # the fused kernel's unbiased variance
+            if rank in (2, 4) and fused is not False:  # the fused kernel's unbiased variance
                 from tensorflux.ops import math_ops
 
                 count = math_ops.cast(array_ops.size(inputs) // n, dtype)

@@ -328,3 +328,24 @@ def test_slim_namespace_aliases():
         step = tf.contrib.framework.get_or_create_global_step()
         assert tf.local_variables() == [local] and tf.global_variables() == [step]
         assert local.op.name == "counts" and not tf.trainable_variables()
+
+
+@pytest.mark.parametrize("shape, kwargs, unbiased", [
+    ((6, 3), {}, True),  # rank 2 takes TF's fused kernel: Bessel-corrected variance
+    ((6, 3), {"fused": False}, False),
+    ((2, 3, 1, 3), {}, True),
+    ((2, 3, 1, 1, 3), {}, False),  # rank 5: never fused
+])
+def test_batch_norm_moving_variance_update(shape, kwargs, unbiased):
+    x = np.random.RandomState(0).normal(size=shape).astype(np.float32)
+    with tf.Graph().as_default():
+        y = slim.batch_norm(tf.constant(x), decay=0.5, **kwargs)
+        updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+        moving = tf.get_collection(tf.GraphKeys.MOVING_AVERAGE_VARIABLES)[1]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run([y] + updates)
+            got = s.run(moving)
+    flat = x.reshape(-1, 3)
+    np.testing.assert_allclose(got, 0.5 + 0.5 * flat.var(0, ddof=1 if unbiased else 0),
+                               rtol=1e-5)
