@@ -349,3 +349,18 @@ def test_batch_norm_moving_variance_update(shape, kwargs, unbiased):
     flat = x.reshape(-1, 3)
     np.testing.assert_allclose(got, 0.5 + 0.5 * flat.var(0, ddof=1 if unbiased else 0),
                                rtol=1e-5)
+
+
+def test_conv2d_transpose_nchw_equals_nhwc():
+    x = np.random.RandomState(0).normal(size=(2, 5, 4, 3)).astype(np.float32)
+    with tf.Graph().as_default():
+        nhwc = slim.conv2d_transpose(tf.constant(x), 2, 3, stride=2, padding="VALID",
+                                     activation_fn=None, scope="t",
+                                     biases_initializer=tf.constant_initializer(0.3))
+        nchw = slim.conv2d_transpose(tf.constant(x.transpose(0, 3, 1, 2)), 2, 3, stride=2,
+                                     padding="VALID", activation_fn=None, scope="t",
+                                     reuse=True, data_format="NCHW",
+                                     biases_initializer=tf.constant_initializer(0.3))
+        assert nhwc.shape.as_list() == [2, 11, 9, 2] and nchw.shape.as_list() == [2, 2, 11, 9]
+        a, b = _run([nhwc, nchw])
+    np.testing.assert_allclose(b.transpose(0, 2, 3, 1), a, rtol=1e-6)
