@@ -18,7 +18,8 @@ MutableDenseHashTable, IdTableWithHashBuckets), `tf.contrib.nn` (alpha_dropout, 
 the aliases `tf.contrib.signal` (tf.signal), `tf.contrib.keras` (tf.keras),
 `tf.contrib.stateless` (the stateless random ops); TF-Slim's library under `tf.contrib.slim`
 (learning, evaluation, data providers and TFExample decoders) with `tf.contrib.losses` and
-`tf.contrib.metrics` (contrib's streaming metrics). What exists: docs/tf1_programs.md."""
+`tf.contrib.metrics` (contrib's streaming metrics), and `tf.contrib.util` (constant_value,
+make_tensor_proto, make_ndarray). What exists: docs/tf1_programs.md."""
 
 from tensorflux.contrib import (  # noqa: F401
     cluster_resolver,
@@ -45,4 +46,5 @@ from tensorflux.contrib import (  # noqa: F401
     tensorboard,
     tpu,
     training,
+    util,
 )

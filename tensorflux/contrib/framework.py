@@ -6,6 +6,7 @@ from tensorflux.contrib.framework_variables import *  # noqa: E402,F401,F403
 from tensorflux.contrib.layers_core import (  # noqa: F401
     add_arg_scope,
     arg_scope,
+    arg_scope_func_key,
     current_arg_scope,
     get_model_variables,
     get_trainable_variables,
@@ -13,6 +14,7 @@ from tensorflux.contrib.layers_core import (  # noqa: F401
     get_variables_by_name,
     get_variables_to_restore,
     has_arg_scope,
+    local_variable,
     model_variable,
     variable,
 )
@@ -22,3 +24,9 @@ from tensorflux.train.checkpoint_utils import (  # noqa: E402,F401
     load_checkpoint,
     load_variable,
 )
+from tensorflux.train.global_step import (  # noqa: E402,F401
+    create_global_step,
+    get_global_step,
+    get_or_create_global_step,
+)
+from tensorflux.train.training_util import assert_global_step  # noqa: E402,F401

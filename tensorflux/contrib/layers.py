@@ -1,7 +1,8 @@
 """`tf.contrib.layers`: the layer functions (fully_connected, conv2d, pools, dropout,
 batch_norm, layer_norm, ...; contrib/layers_core.py), the weight regularizers (l1, l2, l1_l2,
 sum, apply_regularization), `flatten` and the contrib initializers (xavier, variance
-scaling)."""
+scaling); separable/N-d convolutions, 3-D pools, instance/group norm and the other layers
+TF-Slim's networks use (contrib/layers_slim.py)."""
 
 from tensorflux.contrib.layers_core import (  # noqa: F401
     avg_pool2d,
@@ -9,6 +10,7 @@ from tensorflux.contrib.layers_core import (  # noqa: F401
     conv2d,
     conv2d_transpose,
     convolution2d,
+    convolution2d_transpose,
     dropout,
     embed_sequence,
     fully_connected,
@@ -19,5 +21,6 @@ from tensorflux.contrib.layers_core import (  # noqa: F401
     stack,
 )
 from tensorflux.contrib.layers_extra import *  # noqa: F401,F403
+from tensorflux.contrib.layers_slim import *  # noqa: F401,F403
 from tensorflux.contrib.optimizers import OPTIMIZER_SUMMARIES, optimize_loss  # noqa: F401
 from tensorflux.layers.regularizers import *  # noqa: F401,F403

@@ -81,6 +81,12 @@ def current_arg_scope() -> dict:
     return _stack()[-1]
 
 
+def arg_scope_func_key(op):
+    """The key of `op`'s defaults in an arg_scope dict (`tf.contrib.framework`'s
+    `arg_scope_func_key`): `current_arg_scope()[arg_scope_func_key(slim.conv2d)]`."""
+    return _key(op)
+
+
 # ---- variables ----------------------------------------------------------------------------
 
 def _collections(collections, *defaults) -> list:
@@ -116,6 +122,16 @@ def model_variable(name, shape=None, dtype=dtypes.float32, initializer=None,
                     device=device)
 
 
+def local_variable(initial_value, validate_shape=True, name=None, use_resource=None):
+    """A non-trainable variable of `initial_value` in LOCAL_VARIABLES only."""
+    from tensorflux.variables import variables
+
+    return variables.Variable(initial_value, trainable=False,
+                              collections=[graph_lib.GraphKeys.LOCAL_VARIABLES],
+                              validate_shape=validate_shape, name=name,
+                              use_resource=use_resource)
+
+
 def get_variables(scope=None, suffix=None, collection=graph_lib.GraphKeys.GLOBAL_VARIABLES):
     scope = getattr(scope, "name", scope)
     found = graph_lib.get_collection(collection, scope)
@@ -143,12 +159,12 @@ def get_variables_by_name(given_name, scope=None):
     return [v for v in get_variables(scope) if v.op.name.split("/")[-1] == given_name]
 
 
-def _collect(collections, outputs):
-    """Adds a layer's `outputs` to `collections` (contrib's outputs_collections)."""
-    if collections:
-        for c in (collections if isinstance(collections, (list, tuple)) else [collections]):
-            graph_lib.add_to_collection(c, outputs)
-    return outputs
+def _collect(collections, alias, outputs):
+    """Adds a layer's `outputs` to `collections` (contrib's outputs_collections) under
+    `alias`, the layer's scope name (layers_utils.collect_named_outputs)."""
+    from tensorflux.contrib.layers_utils import collect_named_outputs
+
+    return collect_named_outputs(collections, alias, outputs)
 
 
 def _pair(v, what: str) -> list[int]:
@@ -180,7 +196,7 @@ def _relu(x):
 
 def _finish(outputs, normalizer_fn, normalizer_params, biases_initializer,
             biases_regularizer, num_outputs, variables_collections, trainable, activation_fn,
-            outputs_collections, data_format="NHWC"):
+            outputs_collections, data_format="NHWC", alias=None):
     """The normalizer or the biases, then the activation; the output collected."""
     from tensorflux.ops import nn_ops
 
@@ -194,7 +210,7 @@ def _finish(outputs, normalizer_fn, normalizer_params, biases_initializer,
         outputs = nn_ops.bias_add(outputs, biases, data_format=data_format)
     if activation_fn is not None:
         outputs = activation_fn(outputs)
-    return _collect(outputs_collections, outputs)
+    return _collect(outputs_collections, alias, outputs)
 
 
 def _var_collections(variables_collections, name):
@@ -219,7 +235,7 @@ def fully_connected(inputs, num_outputs, activation_fn=_relu, normalizer_fn=None
         raise ValueError(f"num_outputs type should be one of (int, long), got "
                          f"{type(num_outputs)}.")
     with variable_scope.variable_scope(scope, "fully_connected", [inputs],
-                                       reuse=reuse):
+                                       reuse=reuse) as sc:
         inputs = convert_to_tensor(inputs)
         n_in = inputs.shape.as_list()[-1]
         if n_in is None:
@@ -238,7 +254,8 @@ def fully_connected(inputs, num_outputs, activation_fn=_relu, normalizer_fn=None
                                                                [0]])
         return _finish(outputs, normalizer_fn, normalizer_params,
                        biases_initializer, biases_regularizer, num_outputs,
-                       variables_collections, trainable, activation_fn, outputs_collections)
+                       variables_collections, trainable, activation_fn, outputs_collections,
+                       alias=sc.name)
 
 
 @add_arg_scope
@@ -258,7 +275,10 @@ def conv2d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_form
     kh, kw = _pair(kernel_size, "kernel_size")
     sh, sw = _pair(stride, "stride")
     rh, rw = _pair(rate, "rate")
-    with variable_scope.variable_scope(scope, "Conv", [inputs], reuse=reuse):
+    from tensorflux.contrib.layers_utils import check_stride_and_rate
+
+    check_stride_and_rate([sh, sw], [rh, rw])
+    with variable_scope.variable_scope(scope, "Conv", [inputs], reuse=reuse) as sc:
         inputs = convert_to_tensor(inputs)
         if inputs.shape.ndims != 4:
             raise ValueError(f"Convolution expects input with rank 4, got "
@@ -277,7 +297,7 @@ def conv2d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_form
         return _finish(outputs, normalizer_fn, normalizer_params,
                        biases_initializer, biases_regularizer, num_outputs,
                        variables_collections, trainable, activation_fn, outputs_collections,
-                       data_format)
+                       data_format, alias=sc.name)
 
 
 convolution2d = conv2d
@@ -290,17 +310,28 @@ def conv2d_transpose(inputs, num_outputs, kernel_size, stride=1, padding="SAME",
                      weights_regularizer=None, biases_initializer=_zeros(),
                      biases_regularizer=None, reuse=None, variables_collections=None,
                      outputs_collections=None, trainable=True, scope=None):
-    """A transposed 2-D convolution (NHWC) with biases or a normalizer."""
+    """A transposed 2-D convolution (weights [kh, kw, num_outputs, in]) with biases or a
+    normalizer. Each output spatial size is `size * stride` (SAME) or
+    `size * stride + max(k - stride, 0)` (VALID), from the input's dynamic shape where the
+    static one is unknown.
+
+    Raises:
+      ValueError: data_format is not NHWC or NCHW.
+    """
     from tensorflux.ops import array_ops, conv_ops, joining_ops
     from tensorflux.variables import variable_scope
 
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
     kh, kw = _pair(kernel_size, "kernel_size")
     sh, sw = _pair(stride, "stride")
+    first = data_format == "NCHW"
     with variable_scope.variable_scope(scope, "Conv2d_transpose", [inputs],
-                                       reuse=reuse):
+                                       reuse=reuse) as sc:
         inputs = convert_to_tensor(inputs)
-        n, h, w, c = inputs.shape.as_list()
-        weights = model_variable("weights", [kh, kw, num_outputs, c],
+        static = inputs.shape.as_list()
+        h_axis, w_axis, c_axis = (2, 3, 1) if first else (1, 2, 3)
+        weights = model_variable("weights", [kh, kw, num_outputs, static[c_axis]],
                                  dtype=inputs.dtype.base_dtype,
                                  initializer=weights_initializer or _xavier(),
                                  regularizer=weights_regularizer, trainable=trainable,
@@ -311,15 +342,27 @@ def conv2d_transpose(inputs, num_outputs, kernel_size, stride=1, padding="SAME",
             if size is None:
                 return None
             return size * s if padding.upper() == "SAME" else size * s + max(k - s, 0)
-        batch = array_ops.shape(inputs)[0]
-        shape = joining_ops.stack([batch, out_dim(h, kh, sh), out_dim(w, kw, sw),
-                                   num_outputs])
-        outputs = conv_ops.conv2d_transpose(inputs, weights, shape, [1, sh, sw, 1],
-                                            padding=padding.upper())
-        outputs.set_shape([n, out_dim(h, kh, sh), out_dim(w, kw, sw), num_outputs])
+        dynamic = array_ops.shape(inputs)
+        out_h = out_dim(dynamic[h_axis], kh, sh)
+        out_w = out_dim(dynamic[w_axis], kw, sw)
+        dims = [dynamic[0], num_outputs, out_h, out_w] if first else \
+            [dynamic[0], out_h, out_w, num_outputs]
+        strides = [1, 1, sh, sw] if first else [1, sh, sw, 1]
+        outputs = conv_ops.conv2d_transpose(inputs, weights, joining_ops.stack(dims),
+                                            strides, padding=padding.upper(),
+                                            data_format=data_format)
+        static_out = [static[0], None, None, None]
+        static_out[c_axis] = num_outputs
+        static_out[h_axis] = out_dim(static[h_axis], kh, sh)
+        static_out[w_axis] = out_dim(static[w_axis], kw, sw)
+        outputs.set_shape(static_out)
         return _finish(outputs, normalizer_fn, normalizer_params,
                        biases_initializer, biases_regularizer, num_outputs,
-                       variables_collections, trainable, activation_fn, outputs_collections)
+                       variables_collections, trainable, activation_fn, outputs_collections,
+                       data_format, alias=sc.name)
+
+
+convolution2d_transpose = conv2d_transpose
 
 
 def _pool(kind, inputs, kernel_size, stride, padding, data_format, outputs_collections,
@@ -329,12 +372,12 @@ def _pool(kind, inputs, kernel_size, stride, padding, data_format, outputs_colle
     kh, kw = _pair(kernel_size, "kernel_size")
     sh, sw = _pair(stride, "stride")
     name = "MaxPool2D" if kind == "max" else "AvgPool2D"
-    with graph_lib.name_scope(scope, name, [inputs]):
+    with graph_lib.name_scope(scope, name, [inputs]) as sc:
         fn = pooling_ops.max_pool if kind == "max" else pooling_ops.avg_pool
         ksize = [1, kh, kw, 1] if data_format == "NHWC" else [1, 1, kh, kw]
         strides = [1, sh, sw, 1] if data_format == "NHWC" else [1, 1, sh, sw]
         outputs = fn(inputs, ksize, strides, padding.upper(), data_format=data_format)
-        return _collect(outputs_collections, outputs)
+        return _collect(outputs_collections, sc, outputs)
 
 
 @add_arg_scope
@@ -358,8 +401,9 @@ def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True,
     from tensorflux.control_flow import builders
     from tensorflux.nn import nn_impl
     from tensorflux.ops import array_ops
+    from tensorflux.variables import variable_scope
 
-    with graph_lib.name_scope(scope, "Dropout", [inputs]):
+    with variable_scope.variable_scope(scope, "Dropout", [inputs]) as sc:
         inputs = convert_to_tensor(inputs)
         if isinstance(is_training, bool):
             outputs = nn_impl.dropout(inputs, keep_prob=keep_prob, noise_shape=noise_shape,
@@ -370,7 +414,7 @@ def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True,
                 is_training, lambda: nn_impl.dropout(inputs, keep_prob=keep_prob,
                                                      noise_shape=noise_shape, seed=seed),
                 lambda: array_ops.identity(inputs))
-        return _collect(outputs_collections, outputs)
+        return _collect(outputs_collections, sc.name, outputs)
 
 
 @add_arg_scope
@@ -394,7 +438,7 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
         raise ValueError("batch_norm: renorm and batch_weights are not supported.")
     inits = dict(param_initializers or {})
     regs = dict(param_regularizers or {})
-    with variable_scope.variable_scope(scope, "BatchNorm", [inputs], reuse=reuse):
+    with variable_scope.variable_scope(scope, "BatchNorm", [inputs], reuse=reuse) as sc:
         inputs = convert_to_tensor(inputs)
         rank = inputs.shape.ndims
         if rank is None:
@@ -437,7 +481,7 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
         def training_branch():
             mean, variance = nn_impl.moments(inputs, axes)
             moving = variance
-            if rank == 4 and fused is not False:  # the fused kernel's unbiased variance
+            if rank in (2, 4) and fused is not False:  # the fused kernel's unbiased variance
                 from tensorflux.ops import math_ops
 
                 count = math_ops.cast(array_ops.size(inputs) // n, dtype)
@@ -465,7 +509,7 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
         outputs.set_shape(inputs.shape)
         if activation_fn is not None:
             outputs = activation_fn(outputs)
-        return _collect(outputs_collections, outputs)
+        return _collect(outputs_collections, sc.name, outputs)
 
 
 @add_arg_scope
@@ -477,7 +521,7 @@ def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,
     from tensorflux.nn import nn_impl
     from tensorflux.variables import init_ops, variable_scope
 
-    with variable_scope.variable_scope(scope, "LayerNorm", [inputs], reuse=reuse):
+    with variable_scope.variable_scope(scope, "LayerNorm", [inputs], reuse=reuse) as sc:
         inputs = convert_to_tensor(inputs)
         rank = inputs.shape.ndims
         if rank is None:
@@ -504,7 +548,7 @@ def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,
         outputs.set_shape(inputs.shape)
         if activation_fn is not None:
             outputs = activation_fn(outputs)
-        return _collect(outputs_collections, outputs)
+        return _collect(outputs_collections, sc.name, outputs)
 
 
 @add_arg_scope
@@ -512,13 +556,13 @@ def one_hot_encoding(labels, num_classes, on_value=1.0, off_value=0.0,
                      outputs_collections=None, scope=None):
     from tensorflux.ops import gather_ops, math_ops
 
-    with graph_lib.name_scope(scope, "OneHotEncoding", [labels]):
+    with graph_lib.name_scope(scope, "OneHotEncoding", [labels]) as sc:
         labels = convert_to_tensor(labels)
         if labels.dtype == dtypes.int32:
             labels = math_ops.cast(labels, dtypes.int64)
         outputs = gather_ops.one_hot(labels, num_classes, on_value=on_value,
                                      off_value=off_value)
-        return _collect(outputs_collections, outputs)
+        return _collect(outputs_collections, sc, outputs)
 
 
 @add_arg_scope

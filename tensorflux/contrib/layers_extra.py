@@ -29,11 +29,11 @@ def flatten(inputs, outputs_collections=None, scope=None):
     Ops live under the name scope `scope` (default "Flatten"); the output is added to each
     collection of `outputs_collections`. Shapes are `tf.layers.flatten`'s.
     """
-    with graph_lib.name_scope(scope, "Flatten", [inputs]):
+    from tensorflux.contrib.layers_utils import collect_named_outputs
+
+    with graph_lib.name_scope(scope, "Flatten", [inputs]) as sc:
         outputs = core_layers.flatten(convert_to_tensor(inputs))
-    if outputs_collections:
-        graph_lib.add_to_collections(outputs_collections, outputs)
-    return outputs
+    return collect_named_outputs(outputs_collections, sc, outputs)
 
 
 def _fans(shape) -> tuple[float, float]:

@@ -264,6 +264,24 @@ class TestCase(_unittest.TestCase):
         hi = t < upper_bound if open_upper_bound else t <= upper_bound
         self.assertTrue(_np.all(lo & hi), f"{target} not in [{lower_bound}, {upper_bound}]")
 
+    def assertDeviceEqual(self, device1, device2, msg=None):  # noqa: N802
+        """The two device strings (or DeviceSpecs) name the same device once parsed."""
+        from tensorflux.framework.device_spec import DeviceSpecV2  # noqa: PLC0415
+
+        def canonical(device):
+            device = device if isinstance(device, str) else device.to_string()
+            return DeviceSpecV2.from_string(device).to_string()
+        device1, device2 = canonical(device1), canonical(device2)
+        self.assertEqual(device1, device2,
+                         f"Devices {device1} and {device2} are not equal. {msg}")
+
+    def assertSameElements(self, expected_seq, actual_seq, msg=None):  # noqa: N802
+        """absltest's: the two sequences hold the same set of elements (counts ignored)."""
+        expected, actual = set(expected_seq), set(actual_seq)
+        if expected != actual:
+            self.fail(msg or f"Expected, but missing: {sorted(expected - actual, key=repr)}; "
+                      f"unexpected, but present: {sorted(actual - expected, key=repr)}")
+
     def assertDTypeEqual(self, target, expected_dtype):  # noqa: N802
         self.assertEqual(_np.asarray(target).dtype, _np.dtype(expected_dtype))
 

@@ -24,16 +24,34 @@ __all__ = ["ExponentialMovingAverage", "assign_moving_average"]
 
 def _zero_debias(shadow, value, decay):
     """shadow := EMA of `value` divided by 1 - decay^t (the bias of a zero start), with the
-    biased average and the step count kept in variables beside `shadow`."""
+    biased average and the step count kept in variables beside `shadow`.
+
+    As TF's, those are made by get_variable in a variable scope named after `shadow`'s
+    op, opened inside the current variable scope: inside scope "s" (contrib's batch_norm),
+    "s/s/moving_mean/biased"; a name taken gets "_1", "_2", ... unless reusing."""
+    from tensorflux.variables import init_ops, variable_scope
+
     g = graph_lib.get_default_graph()
-    base = shadow.op.name
-    with graph_lib.name_scope(None), g.colocate_with(shadow.handle):
-        with g.name_scope(f"{base}/"):
-            biased = variables.Variable(array_ops.zeros(shadow.shape.as_list(),
-                                                        shadow.dtype.base_dtype),
-                                        trainable=False, name="biased")
-            local_step = variables.Variable(array_ops.zeros([], shadow.dtype.base_dtype),
-                                            trainable=False, name="local_step")
+    with variable_scope.variable_scope(shadow.op.name, values=[shadow, value, decay]):
+        scope = variable_scope.get_variable_scope()
+
+        def unique(name):
+            if scope.reuse:
+                return name
+            taken = {v.op.name for v in scope.global_variables()}
+            full, i = f"{scope.name}/{name}", 1
+            if full not in taken:
+                return name
+            while f"{full}_{i}" in taken:
+                i += 1
+            return f"{name}_{i}"
+        with g.colocate_with(shadow.handle):
+            biased = variable_scope.get_variable(
+                unique("biased"), shape=shadow.shape, dtype=shadow.dtype.base_dtype,
+                initializer=init_ops.zeros_initializer(), trainable=False)
+            local_step = variable_scope.get_variable(
+                unique("local_step"), shape=[], dtype=shadow.dtype.base_dtype,
+                initializer=init_ops.zeros_initializer(), trainable=False)
     one = math_ops.cast(1.0, shadow.dtype.base_dtype)
     update_biased = biased.assign_sub((biased - value) * (one - decay))
     update_step = local_step.assign_add(one)

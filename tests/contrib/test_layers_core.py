@@ -93,7 +93,7 @@ def test_batch_norm_training_inference_and_updates(rank):
     np.testing.assert_allclose(trained, (x - mean) / np.sqrt(var + 1e-3), rtol=1e-3,
                                atol=1e-4)
     n = x.size // 3
-    used = var * n / (n - 1) if rank == 4 else var  # the fused kernel's unbiased variance
+    used = var * n / (n - 1)  # TF takes the fused kernel (unbiased variance) for rank 2 and 4
     np.testing.assert_allclose(moving[0], 0.1 * mean, rtol=1e-4)
     np.testing.assert_allclose(moving[1], 0.9 + 0.1 * used, rtol=1e-4)
     np.testing.assert_allclose(inferred, (x - moving[0]) / np.sqrt(moving[1] + 1e-3),
