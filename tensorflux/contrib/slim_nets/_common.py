@@ -1,0 +1,34 @@
+"""What the networks share: slim's layers and helpers under short names, and the end-point
+collection of a network's scope."""
+
+from __future__ import annotations
+
+from tensorflux.contrib import layers_core, layers_slim, layers_utils
+from tensorflux.contrib.layers_extra import variance_scaling_initializer  # noqa: F401
+from tensorflux.layers.regularizers import l2_regularizer  # noqa: F401
+from tensorflux.variables import init_ops
+from tensorflux.variables import variable_scope as vs  # noqa: F401
+
+add_arg_scope = layers_core.add_arg_scope
+arg_scope = layers_core.arg_scope
+avg_pool2d = layers_core.avg_pool2d
+batch_norm = layers_core.batch_norm
+conv2d = layers_core.conv2d
+dropout = layers_core.dropout
+max_pool2d = layers_core.max_pool2d
+repeat = layers_core.repeat
+softmax = layers_slim.softmax
+collect_named_outputs = layers_utils.collect_named_outputs
+convert_collection_to_dict = layers_utils.convert_collection_to_dict
+last_dimension = layers_utils.last_dimension
+
+
+def trunc_normal(stddev: float):
+    """A truncated normal initializer of mean 0 and standard deviation `stddev`."""
+    return init_ops.truncated_normal_initializer(0.0, stddev)
+
+
+def end_points_collection(sc) -> str:
+    """The collection a network's layers add their outputs to: named after the network's
+    variable scope's name scope, so two copies of a network keep theirs apart."""
+    return sc.original_name_scope + "_end_points"

@@ -1,0 +1,101 @@
+"""`tf.contrib.slim.nets` against what TF1's TF-Slim builds (tests/contrib/data/
+slim_nets_golden.json, written by scripts/slim_nets_golden.py under TensorFlow with the
+`tf_slim` package): every variable (name, shape, creation order), every end point (name,
+shape), the output's shape, the update ops and regularization losses; for small ResNets
+built from the same blocks, the logits and predictions from the same deterministic
+weights."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tensorflux.contrib import slim
+from tensorflux.contrib.slim import nets
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+golden_lib = importlib.import_module("slim_nets_golden")
+with open(golden_lib.GOLDEN) as _f:
+    GOLDEN = json.load(_f)
+sys.path.pop(0)
+
+
+def _structure(case):
+    name, modname, builder, kwargs, shape, scope_fn, _ = case
+    g, x, net, end_points = golden_lib.build(tf, slim, nets, modname,
+                                             lambda m: getattr(m, builder), kwargs, shape,
+                                             scope_fn)
+    return golden_lib.describe(tf, g, net, end_points)
+
+
+@pytest.mark.parametrize("case", golden_lib.CASES, ids=[c[0] for c in golden_lib.CASES])
+def test_network_builds_tf1s_variables_and_end_points(case):
+    got, want = _structure(case), GOLDEN[case[0]]
+    assert got["variables"] == want["variables"]
+    assert got["end_points"] == want["end_points"]
+    assert got["net"] == want["net"]
+    assert got["update_ops"] == want["update_ops"]
+    assert got["regularization_losses"] == want["regularization_losses"]
+
+
+@pytest.mark.parametrize("case", golden_lib.SMALL, ids=[c[0] for c in golden_lib.SMALL])
+def test_small_resnets_compute_tf1s_outputs_from_the_same_weights(case):
+    name, modname, blocks, kwargs, shape = case
+
+    def fn(mod):
+        block = getattr(mod, f"{modname}_block")
+        specs = [block(f"block{i + 1}", d, n, s) for i, (d, n, s) in enumerate(blocks)]
+        return lambda x, **kw: getattr(mod, modname)(x, specs, scope=name, **kw)
+
+    g, x, net, end_points = golden_lib.build(tf, slim, nets, modname, fn, kwargs, shape,
+                                             "resnet_arg_scope")
+    want = GOLDEN[name]
+    assert golden_lib.describe(tf, g, net, end_points)["variables"] == want["variables"]
+    got = golden_lib.run_values(tf, g, x, net, end_points, shape)
+    np.testing.assert_allclose(got["net_value"], want["net_value"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["predictions_value"], want["predictions_value"],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_nets_import_as_tf1_submodules():
+    from tensorflux.contrib.slim.nets import resnet_v1, vgg  # noqa: F401
+
+    assert tf.contrib.slim.nets.resnet_v2.resnet_v2_50.default_image_size == 224
+    assert nets.overfeat.overfeat.default_image_size == 231
+    assert nets.vgg.vgg_d is nets.vgg.vgg_16
+
+
+@pytest.mark.parametrize("output_stride", [6, 12])
+def test_resnet_output_stride_that_cannot_be_reached_is_a_value_error(output_stride):
+    x = tf.placeholder(tf.float32, [1, 64, 64, 3])
+    with pytest.raises(ValueError, match="output_stride"):
+        nets.resnet_v1.resnet_v1_50(x, output_stride=output_stride)
+
+
+def test_resnet_reuse_shares_the_variables_and_restores_from_a_checkpoint(tmp_path):
+    blocks = [nets.resnet_v1.resnet_v1_block("block1", 4, 1, 2),
+              nets.resnet_v1.resnet_v1_block("block2", 8, 1, 1)]
+    x = tf.placeholder(tf.float32, [1, 32, 32, 3])
+    with slim.arg_scope(nets.resnet_v1.resnet_arg_scope()):
+        a, _ = nets.resnet_v1.resnet_v1(x, blocks, 3, is_training=False, scope="r")
+        n = len(tf.global_variables())
+        b, _ = nets.resnet_v1.resnet_v1(x, blocks, 3, is_training=False, scope="r",
+                                        reuse=True)
+    assert len(tf.global_variables()) == n
+    images = np.random.default_rng(0).standard_normal((1, 32, 32, 3)).astype(np.float32)
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        va, vb = sess.run([a, b], {x: images})
+        path = saver.save(sess, str(tmp_path / "model.ckpt"))
+    np.testing.assert_array_equal(va, vb)
+    with tf.Session() as sess:
+        saver.restore(sess, path)
+        np.testing.assert_array_equal(sess.run(a, {x: images}), va)
