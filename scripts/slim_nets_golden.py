@@ -43,6 +43,18 @@ CASES = [
      "alexnet_v2_arg_scope", False),
     ("overfeat", "overfeat", "overfeat", {"num_classes": 10}, [1, 231, 231, 3],
      "overfeat_arg_scope", False),
+    ("inception_v1", "inception", "inception_v1", {"num_classes": 10, "is_training": False},
+     [2, 224, 224, 3], "inception_v1_arg_scope", True),
+    ("inception_v1_base_4e", "inception", "inception_v1_base",
+     {"final_endpoint": "Mixed_4e"}, [1, 224, 224, 3], "inception_v1_arg_scope", False),
+    ("inception_v3", "inception", "inception_v3", {"num_classes": 10, "is_training": True},
+     [1, 299, 299, 3], "inception_v3_arg_scope", False),
+    ("inception_v3_small", "inception", "inception_v3",
+     {"num_classes": 5, "depth_multiplier": 0.5, "spatial_squeeze": False,
+      "is_training": False}, [2, 160, 160, 3], "inception_v3_arg_scope", True),
+    ("inception_v3_base_6a", "inception", "inception_v3_base",
+     {"final_endpoint": "Mixed_6a", "min_depth": 32, "depth_multiplier": 0.25},
+     [1, 299, 299, 3], "inception_v3_arg_scope", False),
 ]
 # Small ResNets from the same blocks (values compared): (name, module, blocks, kwargs, input)
 SMALL = [
@@ -60,7 +72,9 @@ def weights(name: str, shape) -> np.ndarray:
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     if name.endswith("moving_variance"):
         return rng.uniform(0.5, 1.5, shape).astype(np.float32)
-    return (rng.standard_normal(shape) * 0.1).astype(np.float32)
+    # Convolution kernels scaled by their fan-in keep deep networks' activations O(1).
+    scale = float(np.prod(shape[:-1])) ** -0.5 if len(shape) == 4 else 0.1
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
 def build(tf, slim, nets, modname, fn, kwargs, shape, scope_fn):
@@ -92,24 +106,32 @@ def run_values(tf, g, x, net, end_points, shape):
         with tf.Session() as sess:
             sess.run(assigns)
             out = sess.run(net, {x: images})
-            preds = sess.run(end_points.get("predictions", net), {x: images})
+            preds = sess.run(end_points.get("predictions", end_points.get("Predictions", net)),
+                             {x: images})
     return {"net_value": np.asarray(out, np.float64).ravel().tolist(),
             "predictions_value": np.asarray(preds, np.float64).ravel().tolist()}
 
 
+def small_resnet(name, modname, blocks):
+    """A builder of the ResNet `modname` of `blocks` ((base depth, units, stride) each)."""
+    def fn(mod):
+        block = getattr(mod, f"{modname}_block")
+        specs = [block(f"block{i + 1}", d, n, s) for i, (d, n, s) in enumerate(blocks)]
+        return lambda images, **kw: getattr(mod, modname)(images, specs, scope=name, **kw)
+    return fn
+
+
 def collect(tf, slim, nets) -> dict:
     out = {}
-    for name, modname, builder, kwargs, shape, scope_fn, _ in CASES:
+    for name, modname, builder, kwargs, shape, scope_fn, values in CASES:
         g, x, net, eps = build(tf, slim, nets, modname, lambda m, b=builder: getattr(m, b),
                                kwargs, shape, scope_fn)
         out[name] = describe(tf, g, net, eps)
+        if values:
+            out[name].update(run_values(tf, g, x, net, eps, shape))
     for name, modname, blocks, kwargs, shape in SMALL:
-        def fn(mod, blocks=blocks, modname=modname):
-            block = getattr(mod, f"{modname}_block")
-            specs = [block(f"block{i + 1}", d, n, s) for i, (d, n, s) in enumerate(blocks)]
-            return lambda x, **kw: getattr(mod, modname)(x, specs, scope=name, **kw)
-        g, x, net, eps = build(tf, slim, nets, modname, fn, kwargs, shape,
-                               "resnet_arg_scope")
+        g, x, net, eps = build(tf, slim, nets, modname, small_resnet(name, modname, blocks),
+                               kwargs, shape, "resnet_arg_scope")
         out[name] = dict(describe(tf, g, net, eps), **run_values(tf, g, x, net, eps, shape))
     return out
 

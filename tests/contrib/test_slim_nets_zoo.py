@@ -27,41 +27,43 @@ with open(golden_lib.GOLDEN) as _f:
 sys.path.pop(0)
 
 
-def _structure(case):
-    name, modname, builder, kwargs, shape, scope_fn, _ = case
-    g, x, net, end_points = golden_lib.build(tf, slim, nets, modname,
-                                             lambda m: getattr(m, builder), kwargs, shape,
-                                             scope_fn)
-    return golden_lib.describe(tf, g, net, end_points)
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    with tf.Graph().as_default() as g:
+        yield g
+
+
+def _assert_values_equal(got, want):
+    np.testing.assert_allclose(got["net_value"], want["net_value"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["predictions_value"], want["predictions_value"],
+                               rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("case", golden_lib.CASES, ids=[c[0] for c in golden_lib.CASES])
 def test_network_builds_tf1s_variables_and_end_points(case):
-    got, want = _structure(case), GOLDEN[case[0]]
+    name, modname, builder, kwargs, shape, scope_fn, values = case
+    g, x, net, end_points = golden_lib.build(tf, slim, nets, modname,
+                                             lambda m: getattr(m, builder), kwargs, shape,
+                                             scope_fn)
+    got, want = golden_lib.describe(tf, g, net, end_points), GOLDEN[name]
     assert got["variables"] == want["variables"]
     assert got["end_points"] == want["end_points"]
     assert got["net"] == want["net"]
     assert got["update_ops"] == want["update_ops"]
     assert got["regularization_losses"] == want["regularization_losses"]
+    if values:  # the same deterministic weights give TF's outputs
+        _assert_values_equal(golden_lib.run_values(tf, g, x, net, end_points, shape), want)
 
 
 @pytest.mark.parametrize("case", golden_lib.SMALL, ids=[c[0] for c in golden_lib.SMALL])
 def test_small_resnets_compute_tf1s_outputs_from_the_same_weights(case):
     name, modname, blocks, kwargs, shape = case
-
-    def fn(mod):
-        block = getattr(mod, f"{modname}_block")
-        specs = [block(f"block{i + 1}", d, n, s) for i, (d, n, s) in enumerate(blocks)]
-        return lambda x, **kw: getattr(mod, modname)(x, specs, scope=name, **kw)
-
-    g, x, net, end_points = golden_lib.build(tf, slim, nets, modname, fn, kwargs, shape,
-                                             "resnet_arg_scope")
+    g, x, net, end_points = golden_lib.build(
+        tf, slim, nets, modname, golden_lib.small_resnet(name, modname, blocks), kwargs,
+        shape, "resnet_arg_scope")
     want = GOLDEN[name]
     assert golden_lib.describe(tf, g, net, end_points)["variables"] == want["variables"]
-    got = golden_lib.run_values(tf, g, x, net, end_points, shape)
-    np.testing.assert_allclose(got["net_value"], want["net_value"], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(got["predictions_value"], want["predictions_value"],
-                               rtol=1e-5, atol=1e-6)
+    _assert_values_equal(golden_lib.run_values(tf, g, x, net, end_points, shape), want)
 
 
 def test_nets_import_as_tf1_submodules():
@@ -99,3 +101,23 @@ def test_resnet_reuse_shares_the_variables_and_restores_from_a_checkpoint(tmp_pa
     with tf.Session() as sess:
         saver.restore(sess, path)
         np.testing.assert_array_equal(sess.run(a, {x: images}), va)
+
+
+def test_inception_bad_arguments_are_value_errors():
+    x = tf.placeholder(tf.float32, [1, 299, 299, 3])
+    with pytest.raises(ValueError, match="depth_multiplier"):
+        nets.inception.inception_v3(x, depth_multiplier=0)
+    with pytest.raises(ValueError, match="Unknown final endpoint Mixed_9z"):
+        nets.inception.inception_v3_base(x, final_endpoint="Mixed_9z")
+    with pytest.raises(ValueError, match="Unknown final endpoint"):
+        nets.inception_v1.inception_v1_base(x, final_endpoint="Logits")
+
+
+def test_inception_v3_on_a_small_input_reduces_its_final_pool():
+    x = tf.placeholder(tf.float32, [1, 150, 150, 3])
+    logits, end_points = nets.inception.inception_v3(x, 4, create_aux_logits=False)
+    assert logits.shape.as_list() == [1, 4]
+    assert "AuxLogits" not in end_points
+    assert end_points["PreLogits"].shape.as_list() == [1, 1, 1, 2048]
+    pool = tf.get_default_graph().get_operation_by_name("InceptionV3/Logits/AvgPool_1a_3x3/AvgPool")
+    assert pool.get_attr("ksize") == [1, 3, 3, 1]
