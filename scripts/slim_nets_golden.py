@@ -47,6 +47,11 @@ CASES = [
      [2, 224, 224, 3], "inception_v1_arg_scope", True),
     ("inception_v1_base_4e", "inception", "inception_v1_base",
      {"final_endpoint": "Mixed_4e"}, [1, 224, 224, 3], "inception_v1_arg_scope", False),
+    ("inception_v2", "inception", "inception_v2", {"num_classes": 10, "is_training": False},
+     [2, 224, 224, 3], "inception_v2_arg_scope", True),
+    ("inception_v2_base_4c", "inception", "inception_v2_base",
+     {"final_endpoint": "Mixed_4c", "depth_multiplier": 0.5}, [1, 224, 224, 3],
+     "inception_v2_arg_scope", False),
     ("inception_v3", "inception", "inception_v3", {"num_classes": 10, "is_training": True},
      [1, 299, 299, 3], "inception_v3_arg_scope", False),
     ("inception_v3_small", "inception", "inception_v3",
@@ -98,6 +103,17 @@ def describe(tf, g, net, end_points):
             "regularization_losses": reg}
 
 
+def init_stds(tf, g):
+    """The standard deviation of each variable of 512 elements or more after its
+    initializer ran (what the arg scopes' initializers draw)."""
+    with g.as_default():
+        variables = [v for v in tf.global_variables() if v.shape.num_elements() >= 512]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            values = sess.run(variables)
+    return [[v.op.name, float(np.std(a))] for v, a in zip(variables, values, strict=True)]
+
+
 def run_values(tf, g, x, net, end_points, shape):
     with g.as_default():
         assigns = [v.assign(weights(v.op.name, v.shape.as_list())) for v in
@@ -108,7 +124,8 @@ def run_values(tf, g, x, net, end_points, shape):
             out = sess.run(net, {x: images})
             preds = sess.run(end_points.get("predictions", end_points.get("Predictions", net)),
                              {x: images})
-    return {"net_value": np.asarray(out, np.float64).ravel().tolist(),
+    return {"init_std": init_stds(tf, g),
+            "net_value": np.asarray(out, np.float64).ravel().tolist(),
             "predictions_value": np.asarray(preds, np.float64).ravel().tolist()}
 
 

@@ -24,5 +24,6 @@ from tensorflux.contrib import slim_nets as nets  # noqa: E402
 
 # `from tensorflow.contrib.slim.nets import resnet_v1` imports it as a submodule.
 _sys.modules[__name__ + ".nets"] = nets
-for _name in ("alexnet", "inception", "inception_v1", "inception_v3", "overfeat", "resnet_utils", "resnet_v1", "resnet_v2", "vgg"):
+for _name in ("alexnet", "inception", "inception_v1", "inception_v2",
+              "inception_v3", "overfeat", "resnet_utils", "resnet_v1", "resnet_v2", "vgg"):
     _sys.modules[f"{__name__}.nets.{_name}"] = getattr(nets, _name)

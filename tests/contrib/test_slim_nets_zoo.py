@@ -34,6 +34,10 @@ def fresh_graph():
 
 
 def _assert_values_equal(got, want):
+    # The initializers draw from the same distributions (other random numbers).
+    assert [n for n, _ in got["init_std"]] == [n for n, _ in want["init_std"]]
+    np.testing.assert_allclose([s for _, s in got["init_std"]],
+                               [s for _, s in want["init_std"]], rtol=0.15)
     np.testing.assert_allclose(got["net_value"], want["net_value"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got["predictions_value"], want["predictions_value"],
                                rtol=1e-5, atol=1e-6)

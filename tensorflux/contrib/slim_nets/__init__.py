@@ -9,12 +9,14 @@ with slim's layers so that their variables, end points and checkpoints are named
 Modules: `resnet_utils`, `resnet_v1`, `resnet_v2` (He et al. 2015/2016), `vgg` (Simonyan &
 Zisserman 2014: configurations A, D and E), `alexnet` (Krizhevsky's one-tower variant),
 `overfeat` (Sermanet et al. 2013, the fast model), `inception_v1` (GoogLeNet with batch
-normalization) and `inception_v3` (Szegedy et al. 2015), both also in `inception`."""
+normalization), `inception_v2` (BN-Inception) and `inception_v3` (Szegedy et al. 2015), all
+also in `inception`."""
 
 from tensorflux.contrib.slim_nets import (  # noqa: F401
     alexnet,
     inception,
     inception_v1,
+    inception_v2,
     inception_v3,
     overfeat,
     resnet_utils,

@@ -17,6 +17,7 @@ conv2d = layers_core.conv2d
 dropout = layers_core.dropout
 max_pool2d = layers_core.max_pool2d
 repeat = layers_core.repeat
+separable_conv2d = layers_slim.separable_conv2d
 softmax = layers_slim.softmax
 collect_named_outputs = layers_utils.collect_named_outputs
 convert_collection_to_dict = layers_utils.convert_collection_to_dict
