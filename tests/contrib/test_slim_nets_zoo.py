@@ -125,3 +125,47 @@ def test_inception_v3_on_a_small_input_reduces_its_final_pool():
     assert end_points["PreLogits"].shape.as_list() == [1, 1, 1, 2048]
     pool = tf.get_default_graph().get_operation_by_name("InceptionV3/Logits/AvgPool_1a_3x3/AvgPool")
     assert pool.get_attr("ksize") == [1, 3, 3, 1]
+
+
+@pytest.mark.oracle
+def test_a_checkpoint_tensorflow_wrote_restores_into_the_network(tmp_path):
+    """The model-zoo path: TensorFlow saves variables named as TF-Slim's network has them
+    (values from golden_lib.weights); `slim.get_variables_to_restore` + Saver restore them
+    into tensorflux's network (its logits excluded, as when fine-tuning to new classes),
+    which then computes TF-Slim's features."""
+    from tests.oracle import run_tf
+
+    name, modname, blocks, kwargs, shape = golden_lib.SMALL[0]
+    want = GOLDEN[name]
+    prefix = str(tmp_path / "zoo.ckpt")
+    run_tf(f"""
+import zlib
+def weights(name, shape):
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    if name.endswith("moving_variance"):
+        return rng.uniform(0.5, 1.5, shape).astype(np.float32)
+    scale = float(np.prod(shape[:-1])) ** -0.5 if len(shape) == 4 else 0.1
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+vs = [tf.Variable(weights(n, s), name=n) for n, s in {want["variables"]!r}]
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    result = tf.train.Saver(vs).save(sess, {prefix!r})
+""")
+    g, x, net, end_points = golden_lib.build(
+        tf, slim, nets, modname, golden_lib.small_resnet(name, modname, blocks),
+        dict(kwargs, num_classes=9), shape, "resnet_arg_scope")
+    with g.as_default():
+        restore = slim.get_variables_to_restore(exclude=[f"{name}/logits"])
+        assert len(restore) == len(want["variables"]) - 2
+        features = end_points[f"{name}/block3"]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            tf.train.Saver(restore).restore(sess, prefix)
+            images = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+            got = sess.run(features, {x: images})
+            assert sess.run(net, {x: images}).shape == (2, 1, 1, 9)
+    # The same features through TF-Slim's own logits weights give the golden logits.
+    w, b = (golden_lib.weights(f"{name}/logits/{v}", s) for v, s in
+            (("weights", [1, 1, 8 * 4, 5]), ("biases", [5])))
+    logits = got.mean(axis=(1, 2)) @ w[0, 0] + b
+    np.testing.assert_allclose(logits.ravel(), want["net_value"], rtol=1e-5, atol=1e-6)
