@@ -455,8 +455,17 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
                                   initializer=inits.get(name, default),
                                   regularizer=regs.get(name), trainable=trainable_,
                                   collections=_var_collections(variables_collections, name))
+        # TF1 makes gamma before beta where it builds the core BatchNormalization layer
+        # (updates through UPDATE_OPS, no zero-debiasing, not a fused rank-2 input), beta
+        # first otherwise: the order of the variables' lists and checkpoints' indexes.
+        layer_path = (updates_collections == graph_lib.GraphKeys.UPDATE_OPS
+                      and not zero_debias_moving_mean
+                      and not (fused is not False and rank == 2))
+        if layer_path:
+            gamma = param("gamma", init_ops.ones_initializer(), trainable) if scale else None
         beta = param("beta", init_ops.zeros_initializer(), trainable) if center else None
-        gamma = param("gamma", init_ops.ones_initializer(), trainable) if scale else None
+        if not layer_path:
+            gamma = param("gamma", init_ops.ones_initializer(), trainable) if scale else None
         moving_collections = _collections(
             _var_collections(variables_collections, "moving_mean"),
             graph_lib.GraphKeys.MOVING_AVERAGE_VARIABLES)

@@ -41,7 +41,7 @@ def test_names_collections_and_shapes():
         trainable = tf.trainable_variables()
     assert names == ["conv1/weights", "conv1/biases", "conv2/conv2_1/weights",
                      "conv2/conv2_1/biases", "conv2/conv2_2/weights", "conv2/conv2_2/biases",
-                     "BatchNorm/beta", "BatchNorm/gamma", "BatchNorm/moving_mean",
+                     "BatchNorm/gamma", "BatchNorm/beta", "BatchNorm/moving_mean",
                      "BatchNorm/moving_variance", "fc/fc_1/weights", "fc/fc_1/biases",
                      "fc/fc_2/weights", "fc/fc_2/biases", "fully_connected/weights",
                      "fully_connected/biases"]

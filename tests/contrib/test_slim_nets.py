@@ -37,8 +37,9 @@ def test_resnet_v1_50_graph():
                                     "resnet_v1_50/block1/unit_1/bottleneck_v1/shortcut"]
     assert list(end_points)[-3:] == ["resnet_v1_50/block4", "resnet_v1_50/logits",
                                      "predictions"]
-    assert names[:3] == ["resnet_v1_50/conv1/weights", "resnet_v1_50/conv1/BatchNorm/beta",
-                         "resnet_v1_50/conv1/BatchNorm/gamma"]
+    # TF1 builds the core BatchNormalization layer here, which makes gamma first.
+    assert names[:3] == ["resnet_v1_50/conv1/weights", "resnet_v1_50/conv1/BatchNorm/gamma",
+                         "resnet_v1_50/conv1/BatchNorm/beta"]
     assert names[-3:] == [
         "resnet_v1_50/block4/unit_3/bottleneck_v1/conv3/BatchNorm/moving_variance",
         "resnet_v1_50/logits/weights", "resnet_v1_50/logits/biases"]
@@ -54,7 +55,7 @@ def test_resnet_v2_preactivation_names_and_eval_mode():
         value = _run(end_points["predictions"], {x: np.ones([3, 33, 33, 3], np.float32)})
     assert out.shape.as_list() == [None, 1, 1, 5] and len(end_points) == 23
     assert names[:3] == ["tiny2/conv1/weights", "tiny2/conv1/biases",
-                         "tiny2/block1/unit_1/bottleneck_v2/preact/beta"]
+                         "tiny2/block1/unit_1/bottleneck_v2/preact/gamma"]
     assert names[-3:] == ["tiny2/postnorm/moving_variance", "tiny2/logits/weights",
                           "tiny2/logits/biases"]
     np.testing.assert_allclose(value.sum(-1), 1.0, rtol=1e-5)

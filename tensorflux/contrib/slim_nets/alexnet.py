@@ -1,53 +1,53 @@
-"""AlexNet v2 (`tf.contrib.slim.nets.alexnet`): the single-tower AlexNet of Krizhevsky's
-"One weird trick for parallelizing convolutional neural networks" (2014), as TF-Slim
-names it: conv1-conv5 with pools 1, 2 and 5, then fc6 (5x5) and fc7 as convolutions and the
-fc8 logits. Input 224x224; larger images give a map of logits (spatial_squeeze=False)."""
+"""AlexNet v2 (Krizhevsky, "One weird trick for parallelizing convolutional neural
+networks", 2014: one tower), as TF-Slim builds it: the fully connected layers are
+convolutions (fc6 a 5x5 VALID one on the 5x5 map of a 224x224 input)."""
 
 from __future__ import annotations
 
-from tensorflux.contrib import layers_core
-from tensorflux.contrib.slim_nets import _plain
-from tensorflux.contrib.slim_nets._plain import conv, pool
+from tensorflux.contrib.slim_nets import _common as c
+from tensorflux.ops import nn_ops
+from tensorflux.variables import init_ops
 
-__all__ = ["alexnet_v2", "alexnet_v2_arg_scope"]
-
-
-def _spec():
-    from tensorflux.variables import init_ops
-
-    return {
-        "default": "alexnet_v2",
-        "features": [conv(64, [11, 11], 4, "VALID", "conv1"), pool([3, 3], 2, "pool1"),
-                     conv(192, [5, 5], name="conv2"), pool([3, 3], 2, "pool2"),
-                     conv(384, [3, 3], name="conv3"), conv(384, [3, 3], name="conv4"),
-                     conv(256, [3, 3], name="conv5"), pool([3, 3], 2, "pool5")],
-        "fc6": (4096, [5, 5]), "fc7": (4096, [1, 1]),
-        "collected": [layers_core.conv2d, layers_core.fully_connected,
-                      layers_core.max_pool2d],
-        "head_scope": {"weights_initializer": init_ops.truncated_normal_initializer(0.0,
-                                                                                   0.005),
-                       "biases_initializer": init_ops.constant_initializer(0.1)},
-        "fc8_biases": init_ops.zeros_initializer(),
-    }
+trunc_normal = c.trunc_normal
 
 
 def alexnet_v2_arg_scope(weight_decay=0.0005):
-    """ReLU, biases 0.1, L2 weight decay; SAME convolutions, VALID pools."""
-    from tensorflux.variables import init_ops
-
-    return _plain.classifier_arg_scope(weight_decay, init_ops.constant_initializer(0.1),
-                                       pool_padding="VALID")
+    """Defaults of AlexNet's layers: ReLU, biases 0.1, L2 weight decay, SAME convolutions
+    and VALID max pools."""
+    with c.arg_scope([c.conv2d, c.layers_core.fully_connected], activation_fn=nn_ops.relu,
+                     biases_initializer=init_ops.constant_initializer(0.1),
+                     weights_regularizer=c.l2_regularizer(weight_decay)):
+        with c.arg_scope([c.conv2d], padding="SAME"):
+            with c.arg_scope([c.max_pool2d], padding="VALID") as sc:
+                return sc
 
 
 def alexnet_v2(inputs, num_classes=1000, is_training=True, dropout_keep_prob=0.5,
                spatial_squeeze=True, scope="alexnet_v2", global_pool=False):
-    """AlexNet v2 over NHWC `inputs` (224x224 for a 1x1 map of logits).
-
-    Returns:
-      (logits, end_points); see _plain.build.
-    """
-    return _plain.build(inputs, _spec(), num_classes, is_training, dropout_keep_prob,
-                        spatial_squeeze, scope, global_pool=global_pool)
+    """AlexNet v2 on [batch, 224, 224, 3] images: (logits, end_points);
+    `global_pool` and `num_classes` as _common.classifier_head's."""
+    with c.vs.variable_scope(scope, "alexnet_v2", [inputs]) as sc:
+        collection = c.end_points_collection(sc)
+        with c.arg_scope([c.conv2d, c.layers_core.fully_connected, c.max_pool2d],
+                         outputs_collections=[collection]):
+            net = c.conv2d(inputs, 64, [11, 11], 4, padding="VALID", scope="conv1")
+            net = c.max_pool2d(net, [3, 3], 2, scope="pool1")
+            net = c.conv2d(net, 192, [5, 5], scope="conv2")
+            net = c.max_pool2d(net, [3, 3], 2, scope="pool2")
+            net = c.conv2d(net, 384, [3, 3], scope="conv3")
+            net = c.conv2d(net, 384, [3, 3], scope="conv4")
+            net = c.conv2d(net, 256, [3, 3], scope="conv5")
+            net = c.max_pool2d(net, [3, 3], 2, scope="pool5")
+            with c.arg_scope([c.conv2d], weights_initializer=trunc_normal(0.005),
+                             biases_initializer=init_ops.constant_initializer(0.1)):
+                net = c.conv2d(net, 4096, [5, 5], padding="VALID", scope="fc6")
+                net = c.dropout(net, dropout_keep_prob, is_training=is_training,
+                                scope="dropout6")
+                net = c.conv2d(net, 4096, [1, 1], scope="fc7")
+                return c.classifier_head(
+                    net, sc, collection, num_classes, is_training, dropout_keep_prob,
+                    spatial_squeeze, global_pool,
+                    biases_initializer=init_ops.zeros_initializer())
 
 
 alexnet_v2.default_image_size = 224

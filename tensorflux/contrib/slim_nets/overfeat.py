@@ -1,54 +1,54 @@
-"""OverFeat (`tf.contrib.slim.nets.overfeat`): the "fast" model of Sermanet et al.,
-"OverFeat: Integrated Recognition, Localization and Detection using Convolutional Networks"
-(2013), as TF-Slim names it: conv1-conv5 with 2x2 pools, fc6 (6x6), fc7 as convolutions and
-the fc8 logits. Input 231x231 for a 1x1 map of logits."""
+"""OverFeat's fast model (Sermanet et al., "OverFeat: Integrated Recognition, Localization
+and Detection using Convolutional Networks", 2013), as TF-Slim builds it: the fully
+connected layers are convolutions (fc6 a 6x6 VALID one on the 6x6 map of a 231x231
+input)."""
 
 from __future__ import annotations
 
-from tensorflux.contrib import layers_core
-from tensorflux.contrib.slim_nets import _plain
-from tensorflux.contrib.slim_nets._plain import conv, pool
+from tensorflux.contrib.slim_nets import _common as c
+from tensorflux.ops import nn_ops
+from tensorflux.variables import init_ops
 
-__all__ = ["overfeat", "overfeat_arg_scope"]
-
-
-def _spec():
-    from tensorflux.variables import init_ops
-
-    return {
-        "default": "overfeat",
-        "features": [conv(64, [11, 11], 4, "VALID", "conv1"), pool([2, 2], name="pool1"),
-                     conv(256, [5, 5], 1, "VALID", "conv2"), pool([2, 2], name="pool2"),
-                     conv(512, [3, 3], name="conv3"), conv(1024, [3, 3], name="conv4"),
-                     conv(1024, [3, 3], name="conv5"), pool([2, 2], name="pool5")],
-        "fc6": (3072, [6, 6]), "fc7": (4096, [1, 1]),
-        "collected": [layers_core.conv2d, layers_core.fully_connected,
-                      layers_core.max_pool2d],
-        "collection_by_scope_name": True,
-        "head_scope": {"weights_initializer": init_ops.truncated_normal_initializer(0.0,
-                                                                                   0.005),
-                       "biases_initializer": init_ops.constant_initializer(0.1)},
-        "fc8_biases": init_ops.zeros_initializer(),
-    }
+trunc_normal = c.trunc_normal
 
 
 def overfeat_arg_scope(weight_decay=0.0005):
-    """ReLU, zero biases, L2 weight decay; SAME convolutions, VALID pools."""
-    from tensorflux.variables import init_ops
-
-    return _plain.classifier_arg_scope(weight_decay, init_ops.zeros_initializer(),
-                                       pool_padding="VALID")
+    """Defaults of OverFeat's layers: ReLU, L2 weight decay, zero biases, SAME
+    convolutions and VALID max pools."""
+    with c.arg_scope([c.conv2d, c.layers_core.fully_connected], activation_fn=nn_ops.relu,
+                     weights_regularizer=c.l2_regularizer(weight_decay),
+                     biases_initializer=init_ops.zeros_initializer()):
+        with c.arg_scope([c.conv2d], padding="SAME"):
+            with c.arg_scope([c.max_pool2d], padding="VALID") as sc:
+                return sc
 
 
 def overfeat(inputs, num_classes=1000, is_training=True, dropout_keep_prob=0.5,
              spatial_squeeze=True, scope="overfeat", global_pool=False):
-    """OverFeat over NHWC `inputs` (231x231 for a 1x1 map of logits).
-
-    Returns:
-      (logits, end_points); see _plain.build.
-    """
-    return _plain.build(inputs, _spec(), num_classes, is_training, dropout_keep_prob,
-                        spatial_squeeze, scope, global_pool=global_pool)
+    """OverFeat on [batch, 231, 231, 3] images: (logits, end_points);
+    `global_pool` and `num_classes` as _common.classifier_head's."""
+    with c.vs.variable_scope(scope, "overfeat", [inputs]) as sc:
+        collection = c.end_points_collection(sc)
+        with c.arg_scope([c.conv2d, c.layers_core.fully_connected, c.max_pool2d],
+                         outputs_collections=collection):
+            net = c.conv2d(inputs, 64, [11, 11], 4, padding="VALID", scope="conv1")
+            net = c.max_pool2d(net, [2, 2], scope="pool1")
+            net = c.conv2d(net, 256, [5, 5], padding="VALID", scope="conv2")
+            net = c.max_pool2d(net, [2, 2], scope="pool2")
+            net = c.conv2d(net, 512, [3, 3], scope="conv3")
+            net = c.conv2d(net, 1024, [3, 3], scope="conv4")
+            net = c.conv2d(net, 1024, [3, 3], scope="conv5")
+            net = c.max_pool2d(net, [2, 2], scope="pool5")
+            with c.arg_scope([c.conv2d], weights_initializer=trunc_normal(0.005),
+                             biases_initializer=init_ops.constant_initializer(0.1)):
+                net = c.conv2d(net, 3072, [6, 6], padding="VALID", scope="fc6")
+                net = c.dropout(net, dropout_keep_prob, is_training=is_training,
+                                scope="dropout6")
+                net = c.conv2d(net, 4096, [1, 1], scope="fc7")
+                return c.classifier_head(
+                    net, sc, collection, num_classes, is_training, dropout_keep_prob,
+                    spatial_squeeze, global_pool,
+                    biases_initializer=init_ops.zeros_initializer())
 
 
 overfeat.default_image_size = 231

@@ -1,86 +1,100 @@
-"""ResNet v2 (`tf.contrib.slim.nets.resnet_v2`): He et al., "Identity Mappings in Deep
-Residual Networks" (2016): pre-activation bottleneck units (batch_norm and ReLU before the
-convolutions, "preact"; nothing after the addition), a root convolution without
-normalizer, and a final batch_norm + ReLU ("postnorm"), with TF-Slim's names."""
+"""ResNet v2 (He et al., "Identity Mappings in Deep Residual Networks", 2016): units with
+pre-activation (batch normalization and ReLU before each convolution), a plain 7x7/2
+root convolution, and a final batch normalization ("postnorm") before pooling, as
+TF-Slim builds it. Same interface as resnet_v1."""
 
 from __future__ import annotations
 
-from tensorflux.contrib import layers_core, layers_utils
-from tensorflux.contrib.layers_core import add_arg_scope
-from tensorflux.contrib.slim_nets import _resnet, resnet_utils
-
-__all__ = ["bottleneck", "resnet_v2", "resnet_v2_block", "resnet_v2_50", "resnet_v2_101",
-           "resnet_v2_152", "resnet_v2_200", "resnet_arg_scope"]
+from tensorflux.contrib.slim_nets import _common as c
+from tensorflux.contrib.slim_nets import resnet_utils
+from tensorflux.ops import nn_ops, reduction_ops
 
 resnet_arg_scope = resnet_utils.resnet_arg_scope
 
 
-@add_arg_scope
+@c.add_arg_scope
 def bottleneck(inputs, depth, depth_bottleneck, stride, rate=1, outputs_collections=None,
                scope=None):
-    """shortcut + conv3(conv2(conv1(preact))), preact = relu(batch_norm(inputs)); the
-    shortcut is the input subsampled by `stride` when its depth is `depth`, else a strided
-    1x1 projection of preact."""
-    from tensorflux.ops import nn_ops
-    from tensorflux.variables import variable_scope
-
-    with variable_scope.variable_scope(scope, "bottleneck_v2", [inputs]) as sc:
-        depth_in = layers_utils.last_dimension(inputs.shape, min_rank=4)
-        preact = layers_core.batch_norm(inputs, activation_fn=nn_ops.relu, scope="preact")
+    """A pre-activation bottleneck unit: BN + ReLU ("preact"), then 1x1, 3x3 (strided,
+    dilated by `rate`), 1x1 (no normalization or activation), added to the shortcut (the
+    input subsampled, or a strided 1x1 projection of the pre-activation)."""
+    with c.vs.variable_scope(scope, "bottleneck_v2", [inputs]) as sc:
+        depth_in = c.last_dimension(inputs.get_shape(), min_rank=4)
+        preact = c.batch_norm(inputs, activation_fn=nn_ops.relu, scope="preact")
         if depth == depth_in:
             shortcut = resnet_utils.subsample(inputs, stride, "shortcut")
         else:
-            shortcut = layers_core.conv2d(preact, depth, [1, 1], stride=stride,
-                                          normalizer_fn=None, activation_fn=None,
-                                          scope="shortcut")
-        residual = layers_core.conv2d(preact, depth_bottleneck, [1, 1], stride=1,
-                                      scope="conv1")
+            shortcut = c.conv2d(preact, depth, [1, 1], stride=stride, normalizer_fn=None,
+                                activation_fn=None, scope="shortcut")
+        residual = c.conv2d(preact, depth_bottleneck, [1, 1], stride=1, scope="conv1")
         residual = resnet_utils.conv2d_same(residual, depth_bottleneck, 3, stride,
                                             rate=rate, scope="conv2")
-        residual = layers_core.conv2d(residual, depth, [1, 1], stride=1, normalizer_fn=None,
-                                      activation_fn=None, scope="conv3")
-        output = shortcut + residual
-        return layers_utils.collect_named_outputs(outputs_collections, sc.name, output)
+        residual = c.conv2d(residual, depth, [1, 1], stride=1, normalizer_fn=None,
+                            activation_fn=None, scope="conv3")
+        return c.collect_named_outputs(outputs_collections, sc.name, shortcut + residual)
 
 
 def resnet_v2(inputs, blocks, num_classes=None, is_training=True, global_pool=True,
-              output_stride=None, include_root_block=True, reuse=None, scope=None,
-              spatial_squeeze=False):
-    """ResNet v2 over NHWC `inputs` made of `blocks` (resnet_utils.Block).
-
-    Returns:
-      (net, end_points) as resnet_v1.resnet_v1's.
+              output_stride=None, include_root_block=True, reuse=None, scope=None):
+    """A ResNet v2 of `blocks` on `inputs`; arguments as resnet_v1.resnet_v1.
 
     Raises:
-      ValueError: an unreachable output_stride.
+      ValueError: `output_stride` is not a multiple of 4, or cannot be reached.
     """
-    return _resnet.network(inputs, blocks, bottleneck, "resnet_v2", True, num_classes,
-                           is_training, global_pool, output_stride, include_root_block,
-                           reuse, scope, spatial_squeeze)
+    with c.vs.variable_scope(scope, "resnet_v2", [inputs], reuse=reuse) as sc:
+        collection = c.end_points_collection(sc)
+        with c.arg_scope([c.conv2d, bottleneck, resnet_utils.stack_blocks_dense],
+                         outputs_collections=collection):
+            with c.arg_scope([c.batch_norm], is_training=is_training):
+                net = inputs
+                if include_root_block:
+                    if output_stride is not None:
+                        if output_stride % 4 != 0:
+                            raise ValueError("The output_stride needs to be a multiple "
+                                             "of 4.")
+                        output_stride //= 4
+                    # The first unit's pre-activation normalizes the root's output.
+                    with c.arg_scope([c.conv2d], activation_fn=None, normalizer_fn=None):
+                        net = resnet_utils.conv2d_same(net, 64, 7, stride=2, scope="conv1")
+                    net = c.max_pool2d(net, [3, 3], stride=2, scope="pool1")
+                net = resnet_utils.stack_blocks_dense(net, blocks, output_stride)
+                net = c.batch_norm(net, activation_fn=nn_ops.relu, scope="postnorm")
+                if global_pool:
+                    net = reduction_ops.reduce_mean(net, [1, 2], name="pool5", keepdims=True)
+                if num_classes is not None:
+                    net = c.conv2d(net, num_classes, [1, 1], activation_fn=None,
+                                   normalizer_fn=None, scope="logits")
+                end_points = c.convert_collection_to_dict(collection)
+                if num_classes is not None:
+                    end_points["predictions"] = c.softmax(net, scope="predictions")
+                return net, end_points
 
 
 resnet_v2.default_image_size = 224
 
 
 def resnet_v2_block(scope, base_depth, num_units, stride):
-    """A v2 block of `num_units` bottlenecks of depth 4 * base_depth, the last strided."""
-    return _resnet.block(bottleneck, scope, base_depth, num_units, stride)
+    """A block of `num_units` pre-activation bottlenecks of depth 4 * base_depth, the last
+    strided."""
+    unit = {"depth": base_depth * 4, "depth_bottleneck": base_depth}
+    return resnet_utils.Block(scope, bottleneck, [dict(unit, stride=1)] * (num_units - 1)
+                              + [dict(unit, stride=stride)])
 
 
-def _sized(depth):
-    def network(inputs, num_classes=None, is_training=True, global_pool=True,
-                output_stride=None, reuse=None, scope=f"resnet_v2_{depth}",
-                spatial_squeeze=False):
-        return resnet_v2(inputs, _resnet.blocks_for(depth, resnet_v2_block), num_classes,
-                         is_training, global_pool, output_stride, True, reuse, scope,
-                         spatial_squeeze)
-    network.__name__ = network.__qualname__ = f"resnet_v2_{depth}"
-    network.__doc__ = f"ResNet-{depth} v2 (blocks of {_resnet.UNITS[depth]} units)."
-    network.default_image_size = 224
-    return network
+def _resnet(units, name):
+    def build(inputs, num_classes=None, is_training=True, global_pool=True,
+              output_stride=None, reuse=None, scope=name):
+        blocks = [resnet_v2_block(f"block{i + 1}", 64 << i, n, 1 if i == 3 else 2)
+                  for i, n in enumerate(units)]
+        return resnet_v2(inputs, blocks, num_classes, is_training, global_pool,
+                         output_stride, include_root_block=True, reuse=reuse, scope=scope)
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = f"ResNet v2 with {sum(units) * 3 + 2} layers: blocks of {units} units."
+    build.default_image_size = resnet_v2.default_image_size
+    return build
 
 
-resnet_v2_50 = _sized(50)
-resnet_v2_101 = _sized(101)
-resnet_v2_152 = _sized(152)
-resnet_v2_200 = _sized(200)
+resnet_v2_50 = _resnet((3, 4, 6, 3), "resnet_v2_50")
+resnet_v2_101 = _resnet((3, 4, 23, 3), "resnet_v2_101")
+resnet_v2_152 = _resnet((3, 8, 36, 3), "resnet_v2_152")
+resnet_v2_200 = _resnet((3, 24, 36, 3), "resnet_v2_200")
