@@ -213,57 +213,6 @@ def _init_ops(init_op, ready_op, local_init_op, sync_optimizer, is_chief):
     return init_op, ready_op, local_init_op, ready_for_local_init_op
 
 
-class _SummaryServices:
-    """The chief's summary services of TF's Supervisor: the graph and a START event
-    written when they start, then every `secs` the summary op's value and the step rate
-    (`global_step/sec`) at the global step."""
-
-    def __init__(self, sv: Supervisor, summary_op, secs):
-        self._sv = sv
-        self._summary_op = summary_op
-        self._secs = secs
-        self._last = (0, 0.0)
-
-    def start(self, sess) -> list:
-        from tensorflux.protos.event_pb2 import SessionLog  # noqa: PLC0415
-
-        writer = self._sv.summary_writer
-        if writer is None:
-            return []
-        writer.add_graph(self._sv._graph)  # noqa: SLF001 - the supervisor's own graph
-        step = read_global_step(sess, self._sv.global_step) \
-            if self._sv.global_step is not None else None
-        writer.add_session_log(SessionLog(status=SessionLog.START), step)
-        threads = []
-        self._last = (step, time.time())
-        if self._secs:
-            if self._summary_op is not None:
-                threads.append(self._sv.loop(self._secs, self._write_summary, args=(sess,)))
-            if self._sv.global_step is not None:
-                threads.append(self._sv.loop(self._secs, self._count_steps, args=(sess,)))
-        return threads
-
-    def _write_summary(self, sess) -> None:
-        if self._sv.global_step is not None:
-            summary_str, step = sess.run([self._summary_op, self._sv.global_step])
-        else:
-            summary_str, step = sess.run(self._summary_op), None
-        self._sv.summary_writer.add_summary(summary_str, step)
-
-    def _count_steps(self, sess) -> None:
-        from tensorflux.protos.summary_pb2 import Summary  # noqa: PLC0415
-
-        now = time.time()
-        step = read_global_step(sess, self._sv.global_step)
-        last_step, last_time = self._last
-        self._last = (step, now)
-        rate = (step - last_step) / (now - last_time) if now > last_time else float("inf")
-        tag = f"{self._sv.global_step.op.name}/sec"
-        self._sv.summary_writer.add_summary(
-            Summary(value=[Summary.Value(tag=tag, simple_value=rate)]), step)
-        _log.info("%s: %g", tag, rate)
-
-
 def _finish_services(sv: Supervisor, services) -> None:
     """Stops the service threads and waits for a checkpoint or summary in progress, so
     that the final checkpoint is the last one written (the step loop has already asked
@@ -381,8 +330,7 @@ def _train_in_session(sv: Supervisor, sess, plan):
     services = []
     if plan.is_chief:
         if plan.logdir:
-            services = sv.start_standard_services(sess) + _SummaryServices(
-                sv, plan.summary_op, plan.save_summaries_secs).start(sess)
+            services = sv.start_standard_services(sess)
     elif plan.startup_delay_steps > 0:
         _wait_for_step(sess, plan.global_step,
                        min(plan.startup_delay_steps, plan.number_of_steps or sys.maxsize))
@@ -406,10 +354,6 @@ def _train_in_session(sv: Supervisor, sess, plan):
         _finish_services(sv, services)
         _log.info("Finished training! Saving model to disk.")
         sv.saver.save(sess, sv.save_path, global_step=sv.global_step)
-        if sv.summary_writer is not None:
-            from tensorflux.protos.event_pb2 import SessionLog  # noqa: PLC0415
-
-            sv.summary_writer.add_session_log(SessionLog(status=SessionLog.STOP))
         sv.stop(threads, close_summary_writer=True,
                 ignore_live_threads=plan.ignore_live_threads)
     return total_loss

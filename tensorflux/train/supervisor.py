@@ -7,14 +7,13 @@ SessionManager together.
             sess.run(train_op)
 
 The chief (`is_chief=True`) restores the latest checkpoint of `logdir` or initializes the
-model (`init_op`, `init_fn`), writes `graph.pbtxt` to `logdir` and starts a thread that
-saves a checkpoint every `save_model_secs`; the other tasks wait until the chief has made
-the model ready. Every task then runs `local_init_op` and starts the QUEUE_RUNNERS.
-
-Summaries: tensorflux has no `tf.summary` yet. `summary_op`, `summary_writer` and
-`save_summaries_secs` are accepted and kept (so programs that pass them run), but no
-summary or step-counter service is started and nothing is written to an event file;
-`summary_computed` hands the summary to a writer passed in explicitly.
+model (`init_op`, `init_fn`), writes `graph.pbtxt` to `logdir` and starts its standard
+services: a thread that saves a checkpoint every `save_model_secs`, and, every
+`save_summaries_secs`, one that writes the summary op's value and one that writes the step
+rate (`global_step/sec`) to the event file of `logdir` (a FileWriter the chief makes unless
+given `summary_writer`; the graph, and START, CHECKPOINT and STOP session logs go there as
+TensorFlow writes them). The other tasks wait until the chief has made the model ready.
+Every task then runs `local_init_op` and starts the QUEUE_RUNNERS.
 """
 
 from __future__ import annotations
@@ -22,11 +21,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 
 from tensorflux.control_flow import builders
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.lookup import lookup_ops
+from tensorflux.protos.event_pb2 import SessionLog
+from tensorflux.protos.summary_pb2 import Summary
+from tensorflux.summary import summary
+from tensorflux.summary.writer import FileWriter
 from tensorflux.train import training_util
 from tensorflux.train.coordinator import Coordinator, LooperThread
 from tensorflux.train.global_step import global_step as _read_global_step
@@ -64,8 +68,12 @@ class Supervisor:
       local_init_op: run by every task on its new session (default: the LOCAL_INIT_OP
         collection, else the local variables' initializer).
       logdir: where the chief restores and saves checkpoints (and writes graph.pbtxt).
-      summary_op, summary_writer, save_summaries_secs: accepted; no summary service runs
-        (tensorflux has no summaries yet).
+      summary_op: the summary the chief's summary service writes (default: the
+        SUMMARY_OP collection's first op, else `tf.summary.merge_all()`); None: no
+        summary service.
+      summary_writer: where the chief writes events (default: a FileWriter on `logdir`,
+        when there is one); None: no events.
+      save_summaries_secs: seconds between summaries and step-rate records (0: none).
       saver: the Saver (default: a new Saver when there are global variables); None: no
         checkpoints.
       global_step: the step checkpoints are numbered by (default: the GLOBAL_STEP
@@ -111,8 +119,11 @@ class Supervisor:
             self._save_model_secs = save_model_secs
             if logdir:
                 self._save_path = os.path.join(logdir, checkpoint_basename)
-            if summary_writer is not Supervisor.USE_DEFAULT:
+            if summary_writer is Supervisor.USE_DEFAULT:
+                self._summary_writer = FileWriter(logdir) if logdir else None
+            else:
                 self._summary_writer = summary_writer
+        self._graph_added_to_summary = False
         if session_manager is None:
             session_manager = SessionManager(
                 local_init_op=self._local_init_op, ready_op=self._ready_op,
@@ -160,6 +171,10 @@ class Supervisor:
         self._saver = saver
         if summary_op is Supervisor.USE_DEFAULT:
             summary_op = _first_in_collection(GraphKeys.SUMMARY_OP)
+            if summary_op is None:
+                summary_op = summary.merge_all()
+                if summary_op is not None:
+                    graph_lib.add_to_collection(GraphKeys.SUMMARY_OP, summary_op)
         self._summary_op = summary_op
         if global_step is Supervisor.USE_DEFAULT:
             global_step = _first_in_collection(GraphKeys.GLOBAL_STEP)
@@ -232,10 +247,19 @@ class Supervisor:
     def _write_graph(self) -> None:
         if self._logdir:
             training_util.write_graph(self._graph, self._logdir, "graph.pbtxt")
+        if self._summary_writer and not self._graph_added_to_summary:
+            self._summary_writer.add_graph(self._graph)
+            self._graph_added_to_summary = True
+
+    def _step(self, sess):
+        """The global step's value, or None without a global step."""
+        return None if self._global_step is None else _read_global_step(sess,
+                                                                       self._global_step)
 
     def start_standard_services(self, sess) -> list:
-        """Starts the chief's services for `sess`: the checkpoint thread (summary services
-        do not exist in tensorflux yet).
+        """Starts the chief's services for `sess`: a START session log in the event file,
+        then the summary thread (with a summary op), the step-rate thread (with a global
+        step), both every `save_summaries_secs`, and the checkpoint thread.
 
         Returns:
           The started threads (registered with the coordinator).
@@ -250,6 +274,14 @@ class Supervisor:
             _log.warning("Standard services need a 'logdir' passed to the SessionManager")
             return []
         threads = []
+        if self._summary_writer:
+            self._summary_writer.add_session_log(SessionLog(status=SessionLog.START),
+                                                 self._step(sess))
+            if self._save_summaries_secs:
+                if self._summary_op is not None:
+                    threads.append(_SummaryThread(self, sess))
+                if self._global_step is not None:
+                    threads.append(_StepCounterThread(self, sess))
         if self._saver and self._save_model_secs:
             threads.append(_CheckpointThread(self, sess))
         for t in threads:
@@ -290,9 +322,15 @@ class Supervisor:
             self._coord.join(threads, stop_grace_period_secs=self._stop_grace_secs,
                              ignore_live_threads=ignore_live_threads)
         finally:
-            if close_summary_writer and self._summary_writer is not None and \
-                    hasattr(self._summary_writer, "close"):
+            # Closed last: a service thread may have been writing. The STOP log has no
+            # step: the session may be gone.
+            # (A second stop, as managed_session's after slim.learning.train's, finds it
+            # closed: TF would warn of a write to a closed writer.)
+            if close_summary_writer and self._summary_writer and \
+                    not getattr(self._summary_writer, "_closed", False):
+                self._summary_writer.add_session_log(SessionLog(status=SessionLog.STOP))
                 self._summary_writer.close()
+                self._graph_added_to_summary = False
 
     def request_stop(self, ex=None) -> None:
         """Asks the threads to stop; `ex` is re-raised by `stop()` (see Coordinator)."""
@@ -311,10 +349,11 @@ class Supervisor:
         self._coord.wait_for_stop()
 
     def summary_computed(self, sess, summary, global_step=None) -> None:
-        """Hands `summary` to the summary writer given to the constructor.
+        """Writes `summary` to the event file at `global_step` (default: the global
+        step's value).
 
         Raises:
-          RuntimeError: there is no summary writer (tensorflux creates none itself).
+          RuntimeError: there is no summary writer (not the chief, or no `logdir`).
         """
         if not self._summary_writer:
             raise RuntimeError("Writing a summary requires a summary writer.")
@@ -333,8 +372,9 @@ class Supervisor:
 
         Args:
           master, config: as for `prepare_or_wait_for_session`.
-          start_standard_services: start the checkpoint service and the queue runners.
-          close_summary_writer: close a summary writer when the block exits.
+          start_standard_services: start the chief's services and the queue runners.
+          close_summary_writer: write a STOP log and close the summary writer when the
+            block exits.
 
         Yields:
           A Session.
@@ -379,6 +419,57 @@ class _CheckpointThread(LooperThread):
     def run_loop(self):
         _log.info("Saving checkpoint to path %s", self._sv.save_path)
         self._sv.saver.save(self._sess, self._sv.save_path, global_step=self._sv.global_step)
+        if self._sv.summary_writer and self._sv.global_step is not None:
+            self._sv.summary_writer.add_session_log(
+                SessionLog(status=SessionLog.CHECKPOINT, checkpoint_path=self._sv.save_path),
+                self._sv._step(self._sess))  # noqa: SLF001 - the supervisor's own helper
+
+
+class _SummaryThread(LooperThread):
+    """Writes the supervisor's summary op's value at the global step every
+    `save_summaries_secs`."""
+
+    def __init__(self, sv: Supervisor, sess):
+        super().__init__(sv.coord, sv.save_summaries_secs)
+        self._sv = sv
+        self._sess = sess
+
+    def run_loop(self):
+        if self._sv.global_step is not None:
+            summary, step = self._sess.run([self._sv.summary_op, self._sv.global_step])
+        else:
+            summary, step = self._sess.run(self._sv.summary_op), None
+        if self._sv.summary_writer:
+            _log.info("Recording summary at step %s.", step)
+            self._sv.summary_writer.add_summary(summary, step)
+
+
+class _StepCounterThread(LooperThread):
+    """Writes the global step's rate (`<global step's op name>/sec`, steps a second since
+    the last record) every `save_summaries_secs`."""
+
+    def __init__(self, sv: Supervisor, sess):
+        super().__init__(sv.coord, sv.save_summaries_secs)
+        self._sv = sv
+        self._sess = sess
+        self._tag = f"{sv.global_step.op.name}/sec"
+        self._last = None
+        self._logged = 0
+
+    def start_loop(self):
+        self._last = (self._sv._step(self._sess), time.time())  # noqa: SLF001
+
+    def run_loop(self):
+        step, now = self._sv._step(self._sess), time.time()  # noqa: SLF001
+        last_step, last_time = self._last
+        self._last = (step, now)
+        rate = (step - last_step) / (now - last_time) if now > last_time else float("inf")
+        if self._sv.summary_writer:
+            self._sv.summary_writer.add_summary(
+                Summary(value=[Summary.Value(tag=self._tag, simple_value=rate)]), step)
+        if self._logged < 10:  # TF logs the first ten
+            self._logged += 1
+            _log.info("%s: %g", self._tag, rate)
 
 
 def basic_train_loop(supervisor, train_step_fn, args=None, kwargs=None, master=""):

@@ -96,6 +96,12 @@ def test_defaults_summaries_and_errors(tmp_path):
         def add_summary(self, summary, step):
             self.summaries.append((summary, step))
 
+        def add_session_log(self, log, step=None):
+            self.summaries.append((log.status, step))
+
+        def add_graph(self, graph):
+            self.summaries.append(("graph", None))
+
         def close(self):
             self.closed = True
 
@@ -118,7 +124,14 @@ def test_defaults_summaries_and_errors(tmp_path):
         assert sv.saver is None and sv.summary_op is None
         with sv.managed_session() as sess:
             sv.summary_computed(sess, b"summary")
-        assert writer.summaries == [(b"summary", 0)] and writer.closed
+        # The graph, START, then (in either order) the summary and the step-rate
+        # service's first record (it runs at once), and STOP without a step.
+        events = writer.summaries
+        assert events[:2] == [("graph", None), (tf.SessionLog.START, 0)]
+        assert events[-1] == (tf.SessionLog.STOP, None) and writer.closed
+        rates = [e for e in events[2:-1] if e[0] != b"summary"]
+        assert (b"summary", 0) in events and len(events) == 5
+        assert rates[0][0].value[0].tag == "global_step/sec" and rates[0][1] == 0
     with tf.Graph().as_default():
         _model()
         sv = tf.train.Supervisor(logdir=None)
@@ -164,3 +177,52 @@ def test_chief_and_worker_on_a_cluster():
         cluster.stop()
     assert not failures and not thread.is_alive()
     assert seen == [5.0] and final == 5.0
+
+
+def _events(logdir):
+    files = sorted(f for f in os.listdir(logdir) if f.startswith("events.out.tfevents"))
+    return [e for f in files for e in tf.train.summary_iterator(os.path.join(logdir, f))]
+
+
+def test_chief_writes_summaries_step_rate_checkpoint_logs_and_the_graph(tmp_path):
+    """The chief's standard services as TF's: the graph and START at the session's start,
+    the summary op's value and `global_step/sec` every save_summaries_secs (the first at
+    once), a CHECKPOINT log with each timed checkpoint, STOP when the block ends."""
+    logdir = str(tmp_path)
+    with tf.Graph().as_default():
+        train_op, w, step = _model()
+        tf.summary.scalar("w0", w[0, 0])
+        sv = tf.train.Supervisor(logdir=logdir, save_summaries_secs=3600,
+                                 save_model_secs=3600)
+        assert isinstance(sv.summary_writer, tf.summary.FileWriter)
+        with sv.managed_session() as sess:
+            for _ in range(3):
+                sess.run(train_op)
+            sv.summary_writer.flush()
+
+            def services_wrote():
+                sv.summary_writer.flush()
+                tags = {v.tag for e in _events(logdir) for v in e.summary.value}
+                logs = {e.session_log.status for e in _events(logdir)
+                        if e.HasField("session_log")}
+                return {"w0", "global_step/sec"} <= tags and tf.SessionLog.CHECKPOINT in logs
+            wait_until(services_wrote, timeout=20)
+    events = _events(logdir)
+    kinds = [e.WhichOneof("what") for e in events]
+    assert kinds[0] == "file_version" and "graph_def" in kinds
+    logs = [e.session_log for e in events if e.HasField("session_log")]
+    assert logs[0].status == tf.SessionLog.START and logs[-1].status == tf.SessionLog.STOP
+    checkpoint = [s for s in logs if s.status == tf.SessionLog.CHECKPOINT][0]
+    assert checkpoint.checkpoint_path == os.path.join(logdir, "model.ckpt")
+    w0 = [e for e in events for v in e.summary.value if v.tag == "w0"]
+    assert w0 and all(e.step in (0, 1, 2, 3) for e in w0)
+    assert os.path.exists(os.path.join(logdir, "graph.pbtxt"))
+
+
+def test_no_logdir_no_writer_and_non_chief_writes_nothing(tmp_path):
+    with tf.Graph().as_default():
+        _model()
+        assert tf.train.Supervisor(logdir=None).summary_writer is None
+        worker = tf.train.Supervisor(logdir=str(tmp_path), is_chief=False)
+        assert worker.summary_writer is None
+    assert not os.listdir(tmp_path)
