@@ -417,6 +417,15 @@ def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True,
         return _collect(outputs_collections, sc.name, outputs)
 
 
+def _gamma_first(updates_collections, zero_debias_moving_mean, fused, rank) -> bool:
+    """Whether TF1's batch_norm makes gamma before beta: where it builds the core
+    BatchNormalization layer (updates through UPDATE_OPS, no zero-debiasing, not a fused
+    rank-2 input); beta comes first on its fused and legacy paths. The order of the
+    variables' lists and of checkpoints' indexes."""
+    return (updates_collections == graph_lib.GraphKeys.UPDATE_OPS
+            and not zero_debias_moving_mean and not (fused is not False and rank == 2))
+
+
 @add_arg_scope
 def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
                activation_fn=None, param_initializers=None, param_regularizers=None,
@@ -455,17 +464,12 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
                                   initializer=inits.get(name, default),
                                   regularizer=regs.get(name), trainable=trainable_,
                                   collections=_var_collections(variables_collections, name))
-        # TF1 makes gamma before beta where it builds the core BatchNormalization layer
-        # (updates through UPDATE_OPS, no zero-debiasing, not a fused rank-2 input), beta
-        # first otherwise: the order of the variables' lists and checkpoints' indexes.
-        layer_path = (updates_collections == graph_lib.GraphKeys.UPDATE_OPS
-                      and not zero_debias_moving_mean
-                      and not (fused is not False and rank == 2))
-        if layer_path:
-            gamma = param("gamma", init_ops.ones_initializer(), trainable) if scale else None
-        beta = param("beta", init_ops.zeros_initializer(), trainable) if center else None
-        if not layer_path:
-            gamma = param("gamma", init_ops.ones_initializer(), trainable) if scale else None
+        wanted = [("gamma", scale, init_ops.ones_initializer()),
+                  ("beta", center, init_ops.zeros_initializer())]
+        if not _gamma_first(updates_collections, zero_debias_moving_mean, fused, rank):
+            wanted.reverse()
+        made = {name: param(name, init, trainable) for name, on, init in wanted if on}
+        beta, gamma = made.get("beta"), made.get("gamma")
         moving_collections = _collections(
             _var_collections(variables_collections, "moving_mean"),
             graph_lib.GraphKeys.MOVING_AVERAGE_VARIABLES)

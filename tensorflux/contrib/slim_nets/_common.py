@@ -56,3 +56,18 @@ def classifier_head(net, sc, collection, num_classes, is_training, dropout_keep_
             net = array_ops.squeeze(net, [1, 2], name="fc8/squeezed")
         end_points[sc.name + "/fc8"] = net
     return net, end_points
+
+
+def fc_classifier(net, fc6_depth, fc6_kernel, sc, collection, num_classes, is_training,
+                  dropout_keep_prob, spatial_squeeze, global_pool):
+    """AlexNet's and OverFeat's fully connected layers as convolutions (fc6 VALID over
+    `fc6_kernel`, fc7 1x1 of 4096, drawn from N(0, 0.005) with biases 0.1) and
+    classifier_head's fc8 (zero biases)."""
+    with arg_scope([conv2d], weights_initializer=trunc_normal(0.005),
+                   biases_initializer=init_ops.constant_initializer(0.1)):
+        net = conv2d(net, fc6_depth, fc6_kernel, padding="VALID", scope="fc6")
+        net = dropout(net, dropout_keep_prob, is_training=is_training, scope="dropout6")
+        net = conv2d(net, 4096, [1, 1], scope="fc7")
+        return classifier_head(net, sc, collection, num_classes, is_training,
+                               dropout_keep_prob, spatial_squeeze, global_pool,
+                               biases_initializer=init_ops.zeros_initializer())

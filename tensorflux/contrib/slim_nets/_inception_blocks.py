@@ -56,3 +56,22 @@ def reduced_kernel_size(tensor, kernel_size):
     if shape[1] is None or shape[2] is None:
         return list(kernel_size)
     return [min(shape[1], kernel_size[0]), min(shape[2], kernel_size[1])]
+
+
+def logits_layers(net, num_classes, dropout_keep_prob, spatial_squeeze, names, pool_kernel,
+                  end_points=None, **pool_kw):
+    """An Inception network's classifier: average pool, dropout, 1x1 logits (their spatial
+    axes squeezed with `spatial_squeeze`); `names` the three layers' scopes. With
+    `end_points`, the dropout's output is recorded as "PreLogits"."""
+    from tensorflux.ops import array_ops
+
+    pool, drop, conv = names
+    net = c.avg_pool2d(net, pool_kernel, scope=pool, **pool_kw)
+    net = c.dropout(net, keep_prob=dropout_keep_prob, scope=drop)
+    if end_points is not None:
+        end_points["PreLogits"] = net
+    logits = c.conv2d(net, num_classes, [1, 1], activation_fn=None, normalizer_fn=None,
+                      scope=conv)
+    if spatial_squeeze:
+        logits = array_ops.squeeze(logits, [1, 2], name="SpatialSqueeze")
+    return logits

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tensorflux.contrib.slim_nets import _common as c
 from tensorflux.contrib.slim_nets import _inception_blocks as blocks
-from tensorflux.ops import array_ops, nn_ops
+from tensorflux.ops import nn_ops
 
 trunc_normal = c.trunc_normal
 
@@ -78,12 +78,9 @@ def inception_v1(inputs, num_classes=1000, is_training=True, dropout_keep_prob=0
         with c.arg_scope([c.batch_norm, c.dropout], is_training=is_training):
             net, end_points = inception_v1_base(inputs, scope=sc)
             with c.vs.variable_scope("Logits"):
-                net = c.avg_pool2d(net, [7, 7], stride=1, scope="AvgPool_0a_7x7")
-                net = c.dropout(net, dropout_keep_prob, scope="Dropout_0b")
-                logits = c.conv2d(net, num_classes, [1, 1], activation_fn=None,
-                                  normalizer_fn=None, scope="Conv2d_0c_1x1")
-                if spatial_squeeze:
-                    logits = array_ops.squeeze(logits, [1, 2], name="SpatialSqueeze")
+                logits = blocks.logits_layers(
+                    net, num_classes, dropout_keep_prob, spatial_squeeze,
+                    ("AvgPool_0a_7x7", "Dropout_0b", "Conv2d_0c_1x1"), [7, 7], stride=1)
                 end_points["Logits"] = logits
                 end_points["Predictions"] = prediction_fn(logits, scope="Predictions")
     return logits, end_points

@@ -10,7 +10,7 @@ from tensorflux.contrib.slim_nets import _common as c
 from tensorflux.contrib.slim_nets import _inception_blocks as blocks
 from tensorflux.contrib.slim_nets.inception_v1 import run_layers
 from tensorflux.contrib.slim_nets.inception_v3 import _depth_fn
-from tensorflux.ops import array_ops, nn_ops
+from tensorflux.ops import nn_ops
 
 trunc_normal = c.trunc_normal
 _REDUCE = {"weights_initializer": trunc_normal(0.09)}  # the 1x1 reductions' initializer
@@ -97,13 +97,10 @@ def inception_v2(inputs, num_classes=1000, is_training=True, dropout_keep_prob=0
                                                 depth_multiplier=depth_multiplier)
             with c.vs.variable_scope("Logits"):
                 kernel = blocks.reduced_kernel_size(net, [7, 7])
-                net = c.avg_pool2d(net, kernel, padding="VALID",
-                                   scope="AvgPool_1a_{}x{}".format(*kernel))
-                net = c.dropout(net, keep_prob=dropout_keep_prob, scope="Dropout_1b")
-                logits = c.conv2d(net, num_classes, [1, 1], activation_fn=None,
-                                  normalizer_fn=None, scope="Conv2d_1c_1x1")
-                if spatial_squeeze:
-                    logits = array_ops.squeeze(logits, [1, 2], name="SpatialSqueeze")
+                logits = blocks.logits_layers(
+                    net, num_classes, dropout_keep_prob, spatial_squeeze,
+                    ("AvgPool_1a_{}x{}".format(*kernel), "Dropout_1b", "Conv2d_1c_1x1"),
+                    kernel, padding="VALID")
             end_points["Logits"] = logits
             end_points["Predictions"] = prediction_fn(logits, scope="Predictions")
     return logits, end_points

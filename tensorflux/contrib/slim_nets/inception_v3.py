@@ -145,14 +145,10 @@ def inception_v3(inputs, num_classes=1000, is_training=True, dropout_keep_prob=0
                         end_points["AuxLogits"] = aux
             with c.vs.variable_scope("Logits"):
                 kernel = blocks.reduced_kernel_size(net, [8, 8])
-                net = c.avg_pool2d(net, kernel, padding="VALID",
-                                   scope="AvgPool_1a_{}x{}".format(*kernel))
-                net = c.dropout(net, keep_prob=dropout_keep_prob, scope="Dropout_1b")
-                end_points["PreLogits"] = net
-                logits = c.conv2d(net, num_classes, [1, 1], activation_fn=None,
-                                  normalizer_fn=None, scope="Conv2d_1c_1x1")
-                if spatial_squeeze:
-                    logits = array_ops.squeeze(logits, [1, 2], name="SpatialSqueeze")
+                logits = blocks.logits_layers(
+                    net, num_classes, dropout_keep_prob, spatial_squeeze,
+                    ("AvgPool_1a_{}x{}".format(*kernel), "Dropout_1b", "Conv2d_1c_1x1"),
+                    kernel, end_points, padding="VALID")
             end_points["Logits"] = logits
             end_points["Predictions"] = prediction_fn(logits, scope="Predictions")
     return logits, end_points

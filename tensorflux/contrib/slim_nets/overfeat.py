@@ -39,16 +39,9 @@ def overfeat(inputs, num_classes=1000, is_training=True, dropout_keep_prob=0.5,
             net = c.conv2d(net, 1024, [3, 3], scope="conv4")
             net = c.conv2d(net, 1024, [3, 3], scope="conv5")
             net = c.max_pool2d(net, [2, 2], scope="pool5")
-            with c.arg_scope([c.conv2d], weights_initializer=trunc_normal(0.005),
-                             biases_initializer=init_ops.constant_initializer(0.1)):
-                net = c.conv2d(net, 3072, [6, 6], padding="VALID", scope="fc6")
-                net = c.dropout(net, dropout_keep_prob, is_training=is_training,
-                                scope="dropout6")
-                net = c.conv2d(net, 4096, [1, 1], scope="fc7")
-                return c.classifier_head(
-                    net, sc, collection, num_classes, is_training, dropout_keep_prob,
-                    spatial_squeeze, global_pool,
-                    biases_initializer=init_ops.zeros_initializer())
+            return c.fc_classifier(net, 3072, [6, 6], sc, collection, num_classes,
+                                   is_training, dropout_keep_prob, spatial_squeeze,
+                                   global_pool)
 
 
 overfeat.default_image_size = 231

@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 
 from tensorflux.contrib.slim_nets import _common as c
-from tensorflux.ops import joining_ops, nn_ops
+from tensorflux.ops import joining_ops, nn_ops, reduction_ops
 
 
 class Block(collections.namedtuple("Block", ["scope", "unit_fn", "args"])):
@@ -86,3 +86,67 @@ def resnet_arg_scope(weight_decay=0.0001, batch_norm_decay=0.997, batch_norm_eps
         with c.arg_scope([c.batch_norm], **bn):
             with c.arg_scope([c.max_pool2d], padding="SAME") as sc:
                 return sc
+
+
+def resnet(inputs, blocks, unit_fn, default_scope, preact, num_classes, is_training,
+           global_pool, output_stride, include_root_block, reuse, scope):
+    """The body ResNet v1 and v2 share: the root (a 7x7/2 convolution, without
+    normalization or activation for v2's `preact` units, whose first pre-activation
+    normalizes it; a 3x3/2 max pool), the blocks, v2's final "postnorm", the global average
+    pool and the 1x1 logits; (net, end_points).
+
+    Raises:
+      ValueError: `output_stride` is not a multiple of 4, or cannot be reached.
+    """
+    with c.vs.variable_scope(scope, default_scope, [inputs], reuse=reuse) as sc:
+        collection = c.end_points_collection(sc)
+        with c.arg_scope([c.conv2d, unit_fn, stack_blocks_dense],
+                         outputs_collections=collection):
+            with c.arg_scope([c.batch_norm], is_training=is_training):
+                net = inputs
+                if include_root_block:
+                    if output_stride is not None:
+                        if output_stride % 4 != 0:
+                            raise ValueError("The output_stride needs to be a multiple "
+                                             "of 4.")
+                        output_stride //= 4
+                    root = {"activation_fn": None, "normalizer_fn": None} if preact else {}
+                    with c.arg_scope([c.conv2d], **root):
+                        net = conv2d_same(net, 64, 7, stride=2, scope="conv1")
+                    net = c.max_pool2d(net, [3, 3], stride=2, scope="pool1")
+                net = stack_blocks_dense(net, blocks, output_stride)
+                if preact:
+                    net = c.batch_norm(net, activation_fn=nn_ops.relu, scope="postnorm")
+                if global_pool:
+                    net = reduction_ops.reduce_mean(net, [1, 2], name="pool5", keepdims=True)
+                if num_classes is not None:
+                    net = c.conv2d(net, num_classes, [1, 1], activation_fn=None,
+                                   normalizer_fn=None, scope="logits")
+                end_points = c.convert_collection_to_dict(collection)
+                if num_classes is not None:
+                    end_points["predictions"] = c.softmax(net, scope="predictions")
+                return net, end_points
+
+
+def bottleneck_block(unit_fn, scope, base_depth, num_units, stride):
+    """A Block of `num_units` `unit_fn` bottlenecks of depth 4 * base_depth, the last one
+    strided."""
+    unit = {"depth": base_depth * 4, "depth_bottleneck": base_depth}
+    return Block(scope, unit_fn, [dict(unit, stride=1)] * (num_units - 1)
+                 + [dict(unit, stride=stride)])
+
+
+def standard_resnet(network, block_fn, units, name, version):
+    """`resnet_vX_<depth>`: `network` on the four standard blocks of `units` bottlenecks
+    (base depths 64, 128, 256, 512; strides 2, 2, 2, 1)."""
+    def build(inputs, num_classes=None, is_training=True, global_pool=True,
+              output_stride=None, reuse=None, scope=name):
+        blocks = [block_fn(f"block{i + 1}", 64 << i, n, 1 if i == 3 else 2)
+                  for i, n in enumerate(units)]
+        return network(inputs, blocks, num_classes, is_training, global_pool,
+                       output_stride, include_root_block=True, reuse=reuse, scope=scope)
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = (f"ResNet {version} with {sum(units) * 3 + 2} layers: blocks of "
+                     f"{units} units.")
+    build.default_image_size = network.default_image_size
+    return build

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tensorflux.contrib.slim_nets import _common as c
 from tensorflux.contrib.slim_nets import resnet_utils
-from tensorflux.ops import nn_ops, reduction_ops
+from tensorflux.ops import nn_ops
 
 resnet_arg_scope = resnet_utils.resnet_arg_scope
 
@@ -41,60 +41,24 @@ def resnet_v2(inputs, blocks, num_classes=None, is_training=True, global_pool=Tr
     Raises:
       ValueError: `output_stride` is not a multiple of 4, or cannot be reached.
     """
-    with c.vs.variable_scope(scope, "resnet_v2", [inputs], reuse=reuse) as sc:
-        collection = c.end_points_collection(sc)
-        with c.arg_scope([c.conv2d, bottleneck, resnet_utils.stack_blocks_dense],
-                         outputs_collections=collection):
-            with c.arg_scope([c.batch_norm], is_training=is_training):
-                net = inputs
-                if include_root_block:
-                    if output_stride is not None:
-                        if output_stride % 4 != 0:
-                            raise ValueError("The output_stride needs to be a multiple "
-                                             "of 4.")
-                        output_stride //= 4
-                    # The first unit's pre-activation normalizes the root's output.
-                    with c.arg_scope([c.conv2d], activation_fn=None, normalizer_fn=None):
-                        net = resnet_utils.conv2d_same(net, 64, 7, stride=2, scope="conv1")
-                    net = c.max_pool2d(net, [3, 3], stride=2, scope="pool1")
-                net = resnet_utils.stack_blocks_dense(net, blocks, output_stride)
-                net = c.batch_norm(net, activation_fn=nn_ops.relu, scope="postnorm")
-                if global_pool:
-                    net = reduction_ops.reduce_mean(net, [1, 2], name="pool5", keepdims=True)
-                if num_classes is not None:
-                    net = c.conv2d(net, num_classes, [1, 1], activation_fn=None,
-                                   normalizer_fn=None, scope="logits")
-                end_points = c.convert_collection_to_dict(collection)
-                if num_classes is not None:
-                    end_points["predictions"] = c.softmax(net, scope="predictions")
-                return net, end_points
+    return resnet_utils.resnet(inputs, blocks, bottleneck, "resnet_v2", True, num_classes,
+                               is_training, global_pool, output_stride, include_root_block,
+                               reuse, scope)
 
 
 resnet_v2.default_image_size = 224
 
 
 def resnet_v2_block(scope, base_depth, num_units, stride):
-    """A block of `num_units` pre-activation bottlenecks of depth 4 * base_depth, the last
-    strided."""
-    unit = {"depth": base_depth * 4, "depth_bottleneck": base_depth}
-    return resnet_utils.Block(scope, bottleneck, [dict(unit, stride=1)] * (num_units - 1)
-                              + [dict(unit, stride=stride)])
+    """A block of `num_units` bottlenecks of depth 4 * base_depth, the last strided."""
+    return resnet_utils.bottleneck_block(bottleneck, scope, base_depth, num_units, stride)
 
 
-def _resnet(units, name):
-    def build(inputs, num_classes=None, is_training=True, global_pool=True,
-              output_stride=None, reuse=None, scope=name):
-        blocks = [resnet_v2_block(f"block{i + 1}", 64 << i, n, 1 if i == 3 else 2)
-                  for i, n in enumerate(units)]
-        return resnet_v2(inputs, blocks, num_classes, is_training, global_pool,
-                         output_stride, include_root_block=True, reuse=reuse, scope=scope)
-    build.__name__ = build.__qualname__ = name
-    build.__doc__ = f"ResNet v2 with {sum(units) * 3 + 2} layers: blocks of {units} units."
-    build.default_image_size = resnet_v2.default_image_size
-    return build
-
-
-resnet_v2_50 = _resnet((3, 4, 6, 3), "resnet_v2_50")
-resnet_v2_101 = _resnet((3, 4, 23, 3), "resnet_v2_101")
-resnet_v2_152 = _resnet((3, 8, 36, 3), "resnet_v2_152")
-resnet_v2_200 = _resnet((3, 24, 36, 3), "resnet_v2_200")
+resnet_v2_50 = resnet_utils.standard_resnet(resnet_v2, resnet_v2_block, (3, 4, 6, 3),
+                                            "resnet_v2_50", "v2")
+resnet_v2_101 = resnet_utils.standard_resnet(resnet_v2, resnet_v2_block, (3, 4, 23, 3),
+                                             "resnet_v2_101", "v2")
+resnet_v2_152 = resnet_utils.standard_resnet(resnet_v2, resnet_v2_block, (3, 8, 36, 3),
+                                             "resnet_v2_152", "v2")
+resnet_v2_200 = resnet_utils.standard_resnet(resnet_v2, resnet_v2_block, (3, 24, 36, 3),
+                                             "resnet_v2_200", "v2")
