@@ -18,8 +18,9 @@ MutableDenseHashTable, IdTableWithHashBuckets), `tf.contrib.nn` (alpha_dropout, 
 the aliases `tf.contrib.signal` (tf.signal), `tf.contrib.keras` (tf.keras),
 `tf.contrib.stateless` (the stateless random ops); TF-Slim's library under `tf.contrib.slim`
 (learning, evaluation, data providers and TFExample decoders) with `tf.contrib.losses` and
-`tf.contrib.metrics` (contrib's streaming metrics), and `tf.contrib.util` (constant_value,
-make_tensor_proto, make_ndarray). What exists: docs/tf1_programs.md."""
+`tf.contrib.metrics` (contrib's streaming metrics), `tf.contrib.util` (constant_value,
+make_tensor_proto, make_ndarray) and `tf.contrib.factorization.KMeans`. What exists:
+docs/tf1_programs.md."""
 
 from tensorflux.contrib import (  # noqa: F401
     cluster_resolver,
@@ -27,6 +28,7 @@ from tensorflux.contrib import (  # noqa: F401
     cudnn_rnn,
     data,
     distributions,
+    factorization,
     framework,
     image,
     keras,

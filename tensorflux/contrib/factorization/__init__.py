@@ -1,0 +1,10 @@
+"""`tf.contrib.factorization`: k-means clustering (`KMeans`, its distance and
+initialization constants). WALS and GMM are not provided."""
+
+from tensorflux.contrib.factorization.clustering_ops import (  # noqa: F401
+    COSINE_DISTANCE,
+    KMEANS_PLUS_PLUS_INIT,
+    RANDOM_INIT,
+    SQUARED_EUCLIDEAN_DISTANCE,
+    KMeans,
+)
