@@ -63,10 +63,10 @@ class RefVariable(variables.Variable):
                 initial_value = convert_to_tensor(initial_value, dtype=dtype,
                                                   name="initial_value")
             static = variables._static_shape(initial_value, shape)
+            if not validate_shape:  # assignments may change the shape: none is known
+                static = tensor_shape.unknown_shape()
             base = initial_value.dtype.base_dtype
-            ref = apply_op("VariableV2",
-                           shape=static if validate_shape else tensor_shape.unknown_shape(),
-                           dtype=base, name=scope)
+            ref = apply_op("VariableV2", shape=static, dtype=base, name=scope)
             if init_from_fn:
                 _colocate_new_ops(g, first_op, f"loc:@{true_name}")
             self._set_common(ref, base, static, trainable, constraint, synchronization,

@@ -269,10 +269,11 @@ class Variable(metaclass=_VariableMeta):
                 initial_value = convert_to_tensor(value, dtype=dtype, name="initial_value")
             _colocate_new_ops(g, first_op, f"loc:@{handle_name}")
             static = _static_shape(initial_value, shape)
+            if not validate_shape:  # assignments may change the shape: none is known
+                static = tensor_shape.unknown_shape()
             handle = state_ops.var_handle_op(
-                dtype=initial_value.dtype.base_dtype,
-                shape=static if validate_shape else tensor_shape.unknown_shape(),
-                shared_name=handle_name, debug_name=scope, name=scope)
+                dtype=initial_value.dtype.base_dtype, shape=static, shared_name=handle_name,
+                debug_name=scope, name=scope)
             self._set_common(handle, initial_value.dtype.base_dtype, static, trainable,
                              constraint, synchronization, aggregation)
             self._validate_shape = bool(validate_shape)

@@ -139,5 +139,15 @@ def test_bad_arguments_are_value_errors(kwargs, message):
     x = tf.placeholder(tf.float32, [None, 3])
     with pytest.raises(ValueError, match=message):
         KMeans(x, **dict({"num_clusters": 3}, **kwargs))
-    with pytest.raises(ValueError, match="statically known"):
-        KMeans(tf.placeholder(tf.float32, [None, None]), 3)
+    with pytest.raises(ValueError, match="rank-2"):
+        KMeans(tf.placeholder(tf.float32, [None, 3, 1]), 3)
+
+
+def test_inputs_of_unknown_width_size_the_centers_at_initialization():
+    x = tf.placeholder(tf.float32, [None, None])
+    parts = KMeans(x, 3, initial_clusters=START).training_graph()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(parts[5], {x: DATA})
+        sess.run(parts[6], {x: DATA})
+        assert sess.run(parts[4]).shape == (3, 3)

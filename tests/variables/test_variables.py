@@ -152,8 +152,15 @@ def test_dtype_and_shape_arguments(graph):
         tf.Variable(tf.constant(1), dtype=tf.float32)
     p = tf.placeholder_with_default([1.0, 2.0], [None])
     assert tf.Variable(p).shape.as_list() == [None]
+    # TF1's variables (VariableV2) made with validate_shape=False have no static shape, so
+    # that programs can assign values of other shapes (TF 2's resource variables keep
+    # the initial value's shape and refuse them; tensorflux follows TF1).
     relaxed = tf.Variable([1.0, 2.0], validate_shape=False)
-    assert relaxed.shape.as_list() == [2] and relaxed.op.get_attr("shape").unknown_rank
+    assert relaxed.shape.ndims is None and relaxed.op.get_attr("shape").unknown_rank
+    grown = tf.assign(relaxed, [[1.0, 2.0, 3.0]], validate_shape=False)
+    with tf.Session() as sess:
+        sess.run(relaxed.initializer)
+        assert sess.run(grown).shape == (1, 3) and sess.run(relaxed).shape == (1, 3)
     with tf.Session() as sess:
         sess.run(relaxed.initializer)
         sess.run(relaxed.assign(tf.placeholder_with_default([1.0, 2.0, 3.0], None)))

@@ -69,8 +69,8 @@ class KMeans:
 
     Raises:
       ValueError: a bad `num_clusters`, `distance_metric` or `initial_clusters`, KMC2
-        seeding, `mini_batch_steps_per_iteration` other than 1, or inputs whose number of
-        columns is not known statically.
+        seeding, `mini_batch_steps_per_iteration` other than 1, inputs not of rank 2, or
+        shards with different numbers of columns.
     """
 
     def __init__(self, inputs, num_clusters, initial_clusters=RANDOM_INIT,
@@ -99,11 +99,13 @@ class KMeans:
         self._random_seed = random_seed
         self._retries = kmeans_plus_plus_num_retries
         del kmc2_chain_length
-        dims = {x.shape.as_list()[-1] if x.shape.ndims == 2 else None for x in self._inputs}
-        if len(dims) != 1 or None in dims:
-            raise ValueError("KMeans needs rank-2 inputs with the same, statically known "
-                             f"number of columns; got shapes {[x.shape for x in self._inputs]}")
-        self._dim = dims.pop()
+        if any(x.shape.ndims not in (None, 2) for x in self._inputs):
+            raise ValueError("KMeans needs rank-2 inputs; got shapes "
+                             f"{[x.shape for x in self._inputs]}")
+        dims = {x.shape.as_list()[-1] for x in self._inputs if x.shape.ndims == 2} - {None}
+        if len(dims) > 1:
+            raise ValueError(f"KMeans' inputs have different numbers of columns: {dims}")
+        self._dim = dims.pop() if dims else None  # None: the centers' shape is set by init
 
     def _cosine(self) -> bool:
         return self._distance_metric == COSINE_DISTANCE
@@ -157,8 +159,9 @@ class KMeans:
             inputs = [nn_impl.l2_normalize(x, axis=1) for x in inputs]
         k = self._num_clusters
         with variable_scope.variable_scope(None, default_name="kmeans"):
-            centers_var = variables.Variable(array_ops.zeros([k, self._dim], dtype),
-                                             name="clusters", trainable=False)
+            centers_var = variables.Variable(
+                array_ops.zeros([k, self._dim or 0], dtype), name="clusters",
+                trainable=False, validate_shape=self._dim is not None)
             initialized = variables.Variable(False, name="initialized", trainable=False)
             counts = variables.Variable(array_ops.zeros([k], dtypes.int64),
                                         name="clusters_count", trainable=False) \
@@ -182,7 +185,8 @@ class KMeans:
             if self._cosine():
                 value = nn_impl.l2_normalize(value, axis=1)
             value.set_shape([self._num_clusters, self._dim])
-            with graph_lib.control_dependencies([state_ops.assign(centers_var, value)]):
+            assign = state_ops.assign(centers_var, value, validate_shape=False)
+            with graph_lib.control_dependencies([assign]):
                 return array_ops.identity(state_ops.assign(initialized, True))
         return builders.cond(initialized.value(), lambda: array_ops.identity(True), pick,
                              name="initialize_clusters").op
