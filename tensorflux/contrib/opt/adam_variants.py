@@ -14,6 +14,19 @@ def _slice(var, indices):
     return gather_ops.gather(var.read_value(), indices)
 
 
+def _sparse_terms(opt, var):
+    """(lr_t, beta1, beta2, epsilon, m, v) of an Adam-family optimizer's sparse update of
+    `var`: lr_t = lr sqrt(1 - beta2^t) / (1 - beta1^t), the hyperparameters as tensors
+    of `var`'s dtype, and the slots."""
+    b1p, b2p = opt._get_beta_accumulators()  # noqa: SLF001 - AdamOptimizer's own parts
+    h = opt._hyper  # noqa: SLF001
+    b1p, b2p = h(b1p.value(), var, "beta1_power"), h(b2p.value(), var, "beta2_power")
+    lr = h(opt._lr, var, "learning_rate") * unary_ops.sqrt(1 - b2p) / (1 - b1p)  # noqa: SLF001
+    beta1, beta2 = h(opt._beta1, var, "beta1"), h(opt._beta2, var, "beta2")  # noqa: SLF001
+    eps = h(opt._epsilon, var, "epsilon")  # noqa: SLF001
+    return lr, beta1, beta2, eps, opt.get_slot(var, "m"), opt.get_slot(var, "v")
+
+
 class LazyAdamOptimizer(AdamOptimizer):
     """Adam whose sparse update touches only the rows a gradient names
     (`tf.contrib.opt.LazyAdamOptimizer`): m and v of the other rows are not decayed, so on
@@ -24,13 +37,7 @@ class LazyAdamOptimizer(AdamOptimizer):
         super().__init__(learning_rate, beta1, beta2, epsilon, use_locking, name)
 
     def _resource_apply_sparse(self, grad, var, indices):
-        b1p, b2p = self._get_beta_accumulators()
-        h = self._hyper
-        b1p, b2p = h(b1p.value(), var, "beta1_power"), h(b2p.value(), var, "beta2_power")
-        lr = h(self._lr, var, "learning_rate") * unary_ops.sqrt(1 - b2p) / (1 - b1p)
-        beta1, beta2 = h(self._beta1, var, "beta1"), h(self._beta2, var, "beta2")
-        eps = h(self._epsilon, var, "epsilon")
-        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        lr, beta1, beta2, eps, m, v = _sparse_terms(self, var)
         m_new = beta1 * _slice(m, indices) + (1 - beta1) * grad
         m_t = state_ops.resource_scatter_update(m.handle, indices, m_new)
         v_new = beta2 * _slice(v, indices) + (1 - beta2) * unary_ops.square(grad)
@@ -54,13 +61,7 @@ class NadamOptimizer(AdamOptimizer):
                                                 use_nesterov=True)
 
     def _resource_apply_sparse(self, grad, var, indices):
-        b1p, b2p = self._get_beta_accumulators()
-        h = self._hyper
-        b1p, b2p = h(b1p.value(), var, "beta1_power"), h(b2p.value(), var, "beta2_power")
-        lr = h(self._lr, var, "learning_rate") * unary_ops.sqrt(1 - b2p) / (1 - b1p)
-        beta1, beta2 = h(self._beta1, var, "beta1"), h(self._beta2, var, "beta2")
-        eps = h(self._epsilon, var, "epsilon")
-        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        lr, beta1, beta2, eps, m, v = _sparse_terms(self, var)
         m_scaled = grad * (1 - beta1)
         m_t = m.assign(m.read_value() * beta1, use_locking=self._use_locking)
         with graph_lib.control_dependencies([m_t]):
