@@ -26,7 +26,7 @@ __all__ = [
 
 
 def _dim_value(value: Any) -> int | None:
-    """Validates one dimension: None, a Dimension, or an int-like >= 0."""
+    """Validates one dimension: None, a Dimension, an int-like or an integral float >= 0."""
     if type(value) is int:
         if value < 0:
             raise ValueError(f"Dimension {value} must be >= 0")
@@ -35,6 +35,8 @@ def _dim_value(value: Any) -> int | None:
         return None
     if isinstance(value, Dimension):
         return value._value
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # TF 1.x took 160.0 (`depth * multiplier`); TF 2.x refuses it
     try:
         index = operator.index(value)
     except TypeError:

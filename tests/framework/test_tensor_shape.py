@@ -148,6 +148,10 @@ TF_DIFFERS = [
     # TF 2.x dropped these TF1 helpers.
     ("ts.scalar()", "TensorShape([])"), ("ts.vector(3)", "TensorShape([Dimension(3)])"),
     ("ts.matrix(2,None)", "TensorShape([Dimension(2), Dimension(None)])"),
+    # TF 1.x took integral floats as dimensions (Python 3 programs' `n / 2`, research/
+    # slim's `160.0` depths); TF 2.x raises TypeError.
+    ("D(2.0)", "Dimension(2)"), ("S([None, 160.0]).as_list()", "[None, 160]"),
+    ("D(-2.0)", "ERR ValueError: Dimension -2 must be >= 0"),
 ]
 
 
