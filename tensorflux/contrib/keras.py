@@ -1,22 +1,4 @@
 """`tf.contrib.keras`: TF1's early home of the Keras API, the same modules as `tf.keras`
 (tensorflux/keras): `tf.contrib.keras.layers.Dense`, `.models.Sequential`, `.backend`, ..."""
 
-from tensorflux.keras import (  # noqa: F401
-    Input,
-    Model,
-    Sequential,
-    activations,
-    backend,
-    callbacks,
-    constraints,
-    datasets,
-    initializers,
-    layers,
-    losses,
-    metrics,
-    models,
-    optimizers,
-    preprocessing,
-    regularizers,
-    utils,
-)
+from tensorflux.keras import *  # noqa: F401,F403

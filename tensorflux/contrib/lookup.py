@@ -15,6 +15,7 @@ from tensorflux.lookup.lookup_ops import (  # noqa: F401
     StaticHashTable,
     StaticVocabularyTable,
     TableInitializerBase,
+    TableWrapper,
     TextFileIdTableInitializer,
     TextFileIndex,
     TextFileInitializer,
@@ -29,7 +30,7 @@ from tensorflux.lookup.lookup_ops import (  # noqa: F401
 HashTable = StaticHashTable
 
 
-class IdTableWithHashBuckets(LookupInterface):
+class IdTableWithHashBuckets(TableWrapper):
     """Ids from `table` for known keys, one of `num_oov_buckets` hashed ids past the table's
     size for the rest (TF1's `IdTableWithHashBuckets`). tensorflux hashes with TF's
     Fingerprint64 only (`hasher_spec` must be the default).
@@ -56,14 +57,6 @@ class IdTableWithHashBuckets(LookupInterface):
         self._name = table.name if table is not None else (name or "hash_table")
         lookup_dtype = key_dtype or (table.key_dtype if table is not None else dtypes.string)
         super().__init__(lookup_dtype, dtypes.int64)
-
-    @property
-    def resource_handle(self):
-        return None if self._table is None else self._table.resource_handle
-
-    @property
-    def initializer(self):
-        return None if self._table is None else self._table.initializer
 
     @property
     def init(self):

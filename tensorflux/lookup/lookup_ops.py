@@ -303,7 +303,19 @@ def _as_string(keys):
     return out
 
 
-class StaticVocabularyTable(LookupInterface):
+class TableWrapper(LookupInterface):
+    """A table around an optional inner table (`_table`): its handle and initializer."""
+
+    @property
+    def resource_handle(self):
+        return None if self._table is None else self._table.resource_handle
+
+    @property
+    def initializer(self):
+        return None if self._table is None else self._table.initializer
+
+
+class StaticVocabularyTable(TableWrapper):
     """Ids for a vocabulary, plus `num_oov_buckets` hashed ids for every other key
     (`tf.lookup.StaticVocabularyTable`): a key in the table gets its value, any other key
     `table.size() + hash(key) % num_oov_buckets`.
@@ -339,14 +351,6 @@ class StaticVocabularyTable(LookupInterface):
         else:
             self._name = name or "hash_table"
         super().__init__(lookup_key_dtype, dtypes.int64)
-
-    @property
-    def resource_handle(self):
-        return None if self._table is None else self._table.resource_handle
-
-    @property
-    def initializer(self):
-        return None if self._table is None else self._table.initializer
 
     def size(self, name=None):
         """Table entries plus buckets."""

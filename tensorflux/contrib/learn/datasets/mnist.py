@@ -25,21 +25,30 @@ def _read32(bytestream) -> np.uint32:
     return np.frombuffer(bytestream.read(4), dtype=np.dtype(np.uint32).newbyteorder(">"))[0]
 
 
+def _read_idx(f, magic_wanted: int, what: str, ndims: int):
+    """(*dims, uint8 data) of the gzipped idx file object `f` (TF1 prints "Extracting").
+
+    Raises:
+      ValueError: the magic number is not `magic_wanted`.
+    """
+    print("Extracting", f.name)
+    with gzip.GzipFile(fileobj=f) as bytestream:
+        magic = _read32(bytestream)
+        if magic != magic_wanted:
+            raise ValueError(f"Invalid magic number {magic} in MNIST {what} file: {f.name}")
+        dims = [int(_read32(bytestream)) for _ in range(ndims)]
+        data = np.frombuffer(bytestream.read(int(np.prod(dims))), dtype=np.uint8)
+    return (*dims, data)
+
+
 def extract_images(f):
     """A uint8 array [index, y, x, 1] from the gzipped idx3 file object `f`.
 
     Raises:
       ValueError: the magic number is not 2051.
     """
-    print("Extracting", f.name)
-    with gzip.GzipFile(fileobj=f) as bytestream:
-        magic = _read32(bytestream)
-        if magic != 2051:
-            raise ValueError(f"Invalid magic number {magic} in MNIST image file: {f.name}")
-        num_images, rows, cols = (int(_read32(bytestream)) for _ in range(3))
-        buf = bytestream.read(rows * cols * num_images)
-        data = np.frombuffer(buf, dtype=np.uint8)
-        return data.reshape(num_images, rows, cols, 1)
+    num_images, rows, cols, data = _read_idx(f, 2051, "image", 3)
+    return data.reshape(num_images, rows, cols, 1)
 
 
 def dense_to_one_hot(labels_dense, num_classes):
@@ -56,14 +65,8 @@ def extract_labels(f, one_hot=False, num_classes=10):
     Raises:
       ValueError: the magic number is not 2049.
     """
-    print("Extracting", f.name)
-    with gzip.GzipFile(fileobj=f) as bytestream:
-        magic = _read32(bytestream)
-        if magic != 2049:
-            raise ValueError(f"Invalid magic number {magic} in MNIST label file: {f.name}")
-        num_items = int(_read32(bytestream))
-        labels = np.frombuffer(bytestream.read(num_items), dtype=np.uint8)
-        return dense_to_one_hot(labels, num_classes) if one_hot else labels
+    _, labels = _read_idx(f, 2049, "label", 1)
+    return dense_to_one_hot(labels, num_classes) if one_hot else labels
 
 
 class DataSet:
