@@ -13,7 +13,15 @@ library takes no dependency on absl-py for it:
   "flag --n=abc: invalid literal for int() with base 10: 'abc'", unknown flags
   UnrecognizedFlagError "Unknown command line flag 'x'";
 - reading a flag of a FlagValues before it was parsed raises UnparsedFlagAccessError, except
-  on the global `FLAGS`, which parses `sys.argv` on first access (TF1's behaviour).
+  on the global `FLAGS`, which parses `sys.argv` on first access (TF1's behaviour);
+- absl's other definitions and checks: DEFINE_multi_enum, DEFINE_enum_class (members of an
+  enum.Enum by name), DEFINE_multi_enum_class, DEFINE_spaceseplist, DEFINE_alias;
+  mark_flag(s)_as_required, mark_flags_as_mutual_exclusive,
+  mark_bool_flags_as_mutual_exclusive, the `validator` and `multi_flags_validator`
+  decorators (failures are IllegalFlagValueError at parse, worded as absl's);
+  set_default/override_value on what a DEFINE returned; flag_dict_to_args. Key flags
+  (declare_key_flag, adopt_module_key_flags) only shape absl's --helpshort and are
+  accepted; --flagfile is not read.
 
 `tf.app.run` (app.py) parses with `known_only=True`, as TF1's does, and prints absl's help
 text for `--help`. Scripts written for TF <= 1.4's argparse flags call `FLAGS._parse_flags()`
@@ -26,11 +34,17 @@ import csv
 import sys
 
 __all__ = [
-    "DEFINE_bool", "DEFINE_boolean", "DEFINE_enum", "DEFINE_float", "DEFINE_integer",
-    "DEFINE_list", "DEFINE_multi_float", "DEFINE_multi_integer", "DEFINE_multi_string",
-    "DEFINE_string", "DuplicateFlagError", "Error", "FLAGS", "Flag", "FlagValues",
-    "IllegalFlagValueError", "UnparsedFlagAccessError", "UnrecognizedFlagError",
-    "ValidationError", "mark_flag_as_required", "register_validator",
+    "DEFINE_alias", "DEFINE_bool", "DEFINE_boolean", "DEFINE_enum", "DEFINE_enum_class",
+    "DEFINE_float", "DEFINE_integer", "DEFINE_list", "DEFINE_multi_enum",
+    "DEFINE_multi_enum_class", "DEFINE_multi_float", "DEFINE_multi_integer",
+    "DEFINE_multi_string", "DEFINE_spaceseplist", "DEFINE_string", "CantOpenFlagFileError",
+    "DuplicateFlagError", "Error", "FLAGS", "Flag", "FlagHolder",
+    "FlagNameConflictsWithMethodError", "FlagValues", "IllegalFlagValueError",
+    "UnparsedFlagAccessError", "UnrecognizedFlagError", "ValidationError",
+    "adopt_module_key_flags", "declare_key_flag", "disclaim_key_flags", "flag_dict_to_args",
+    "mark_bool_flags_as_mutual_exclusive", "mark_flag_as_required", "mark_flags_as_required",
+    "mark_flags_as_mutual_exclusive", "multi_flags_validator", "override_value",
+    "register_multi_flags_validator", "register_validator", "set_default", "validator",
 ]
 
 
@@ -165,6 +179,43 @@ class _ListParser(_Parser):
         return [s.strip() for s in next(csv.reader([text], strict=True))]
 
 
+class _SpaceSeparatedParser(_Parser):
+    """Whitespace-separated words (and commas too with `comma_compat`)."""
+
+    def __init__(self, comma_compat: bool = False):
+        self.comma_compat = comma_compat
+        self.kind = "a whitespace or comma separated list" if comma_compat else \
+            "a whitespace separated list"
+
+    def parse(self, text):
+        if isinstance(text, list):
+            return text
+        return (text.replace(",", " ") if self.comma_compat else text).split()
+
+
+class _EnumClassParser(_Parser):
+    """A member of an enum.Enum class, by name (any case unless `case_sensitive`)."""
+
+    def __init__(self, enum_class, case_sensitive: bool = False):
+        import enum
+
+        if not (isinstance(enum_class, type) and issubclass(enum_class, enum.Enum)):
+            raise TypeError(f"{enum_class} is not a subclass of Enum.")
+        if not enum_class.__members__:
+            raise ValueError(f"enum_class cannot be empty, but {enum_class!r} is empty.")
+        self.enum_class, self.case_sensitive = enum_class, case_sensitive
+        names = list(enum_class.__members__)
+        self.values = names if case_sensitive else [n.lower() for n in names]
+
+    def parse(self, text):
+        if isinstance(text, self.enum_class):
+            return text
+        for name, member in self.enum_class.__members__.items():
+            if name == text or (not self.case_sensitive and name.lower() == str(text).lower()):
+                return member
+        raise ValueError(f"value should be one of <{'|'.join(self.values)}>")
+
+
 # ---- flags --------------------------------------------------------------------------------
 
 
@@ -205,6 +256,9 @@ class Flag:
     def _default_text(self, default) -> str:
         if self.boolean:
             return "true" if self.default else "false"
+        if isinstance(self.parser, _EnumClassParser) and not isinstance(default, str):
+            name = self.default.name
+            return name if self.parser.case_sensitive else name.lower()
         if isinstance(self.parser, _ListParser):
             return default if isinstance(default, str) else ",".join(map(str, default))
         return str(default)
@@ -221,13 +275,14 @@ class Flag:
         names += f"[no]{self.name}" if self.boolean else self.name
         lines = [f"  {names}: {self._help_head()}"]
         if self.default_as_str is not None:
-            lines.append(f"    (default: '{self.default_as_str}')")
+            quote = '"' if "'" in self.default_as_str else "'"
+            lines.append(f"    (default: {quote}{self.default_as_str}{quote})")
         if self.parser.kind:
             lines.append(f"    ({self.parser.kind})")
         return "\n".join(lines)
 
     def _help_head(self) -> str:
-        if isinstance(self.parser, _EnumParser):
+        if isinstance(self.parser, (_EnumParser, _EnumClassParser)):
             return f"<{'|'.join(self.parser.values)}>: {self.help}"
         return self.help
 
@@ -240,6 +295,9 @@ class MultiFlag(Flag):
         return [Flag._parse_text(self, t) for t in items]
 
     def _default_text(self, default) -> str:
+        if isinstance(self.parser, _EnumClassParser):
+            items = default if isinstance(default, (list, tuple)) else [default]
+            return ",".join(i if isinstance(i, str) else i.name.lower() for i in items)
         return repr(self.default)
 
     def parse(self, text) -> None:
@@ -249,7 +307,36 @@ class MultiFlag(Flag):
         self.using_default_value = False
 
     def _help_head(self) -> str:
-        return f"{self.help};\n    repeat this option to specify a list of values"
+        return f"{Flag._help_head(self)};\n    repeat this option to specify a list of values"
+
+
+def _forwarded(attr: str) -> property:
+    def get(self):
+        return getattr(self.original, attr)
+
+    def put(self, value):
+        setattr(self.original, attr, value)
+
+    return property(get, put)
+
+
+class _AliasFlag(Flag):
+    """Another name of a flag (DEFINE_alias): parsing it sets the original, reading it
+    reads the original."""
+
+    value = _forwarded("value")
+    present = _forwarded("present")
+    using_default_value = _forwarded("using_default_value")
+    default = _forwarded("default")
+    default_as_str = _forwarded("default_as_str")
+
+    def __init__(self, name: str, original: Flag):
+        self.original, self.parser, self.name = original, original.parser, name
+        self.help = f"Alias for --{original.name}."
+        self.short_name, self.boolean, self.module_name = None, original.boolean, ""
+
+    def parse(self, text) -> None:
+        self.original.parse(text)
 
 
 # ---- the registry and the parser ----------------------------------------------------------
@@ -428,15 +515,22 @@ class FlagValues:
         return rest, unknown
 
     def _validate(self) -> None:
-        for names, check, message in self._validators:
+        for names, check, message, several in self._validators:
             values = {n: self._flags[n].value for n in names}
-            if not check(values if len(names) > 1 else values[names[0]]):
-                shown = ", ".join(f"--{n}={v}" for n, v in values.items())
-                raise IllegalFlagValueError(f"flag {shown}: {message}")
+            if not check(values if several else values[names[0]]):
+                if several:
+                    shown = "flags " + ", ".join(f"{n}={v}" for n, v in values.items())
+                else:
+                    shown = "flag " + ", ".join(f"--{n}={v}" for n, v in values.items())
+                raise IllegalFlagValueError(f"{shown}: {message}")
 
-    def add_validator(self, names: list, check, message: str) -> None:
-        """Runs `check(value)` (or `check({name: value})` for several) after each parse."""
-        self._validators.append((list(names), check, message))
+    def add_validator(self, names: list, check, message: str,
+                      several: bool | None = None) -> None:
+        """Runs `check(value)` (or `check({name: value})` for several flags, or with
+        `several`) after each parse."""
+        names = list(names)
+        several = len(names) > 1 if several is None else several
+        self._validators.append((names, check, message, several))
 
     # -- help
     def module_help(self, module: str) -> str:
@@ -572,3 +666,186 @@ def register_validator(flag_name: str, checker, message: str = "Flag validation 
     values = flag_values if flag_values is not None else FLAGS
     values[flag_name]  # noqa: B018
     values.add_validator([flag_name], checker, message)
+
+
+def DEFINE_multi_enum(name, default, enum_values, help, flag_values=None,  # noqa: N802,A002
+                      case_sensitive=True, **kw) -> Flag:
+    """Defines a flag that may repeat, each value one of `enum_values`. Returns the Flag."""
+    return _make(MultiFlag, _EnumParser(enum_values, case_sensitive), name, default, help,
+                 flag_values, **kw)
+
+
+def DEFINE_enum_class(name, default, enum_class, help, flag_values=None,  # noqa: N802,A002
+                      case_sensitive=False, **kw) -> Flag:
+    """Defines a flag whose value is a member of the enum.Enum `enum_class`, given by name
+    (in any case unless `case_sensitive`). Returns the Flag."""
+    return _make(Flag, _EnumClassParser(enum_class, case_sensitive), name, default, help,
+                 flag_values, **kw)
+
+
+def DEFINE_multi_enum_class(name, default, enum_class, help, flag_values=None,  # noqa: N802
+                            case_sensitive=False, **kw) -> Flag:
+    """DEFINE_enum_class's flag that may repeat; its value is the list of members."""
+    return _make(MultiFlag, _EnumClassParser(enum_class, case_sensitive), name, default,
+                 help, flag_values, **kw)
+
+
+def DEFINE_spaceseplist(name, default, help, comma_compat=False,  # noqa: N802,A002
+                        flag_values=None, **kw) -> Flag:
+    """Defines a whitespace-separated list flag ("a b c" -> ["a", "b", "c"]; commas
+    separate too with `comma_compat`). Returns the Flag."""
+    return _make(Flag, _SpaceSeparatedParser(comma_compat), name, default, help,
+                 flag_values, **kw)
+
+
+def DEFINE_alias(name, original_name, flag_values=None, module_name=None) -> Flag:  # noqa: N802
+    """Defines `--name` as another name of the flag `original_name`.
+
+    Raises:
+      UnrecognizedFlagError: no flag `original_name`.
+    """
+    values = flag_values if flag_values is not None else FLAGS
+    if original_name not in values:
+        raise UnrecognizedFlagError(original_name)
+    alias = _AliasFlag(name, values[original_name])
+    values.register(alias, module_name or _caller_module())
+    return alias
+
+
+def mark_flags_as_required(flag_names, flag_values=None) -> None:
+    """`mark_flag_as_required` of each name."""
+    for name in flag_names:
+        mark_flag_as_required(name, flag_values)
+
+
+def _mutually_exclusive(flag_names, required, flag_values, count, what: str) -> None:
+    values = flag_values if flag_values is not None else FLAGS
+    names = list(flag_names)
+    for name in names:
+        values[name]  # noqa: B018 - KeyError for an unknown flag, as absl
+    quantifier = "Exactly" if required else "At most"
+    message = f"{quantifier} one of ({', '.join(names)}) {what}."
+    values.add_validator(
+        names, lambda d: count(d.values()) == 1 if required else count(d.values()) <= 1,
+        message, several=True)
+
+
+def mark_flags_as_mutual_exclusive(flag_names, required=False, flag_values=None) -> None:
+    """Makes parsing fail when more than one of the flags (or, with `required`, other than
+    exactly one) has a value other than None."""
+    _mutually_exclusive(flag_names, required, flag_values,
+                        lambda vs: sum(v is not None for v in vs),
+                        "must have a value other than None")
+
+
+def mark_bool_flags_as_mutual_exclusive(flag_names, required=False,
+                                        flag_values=None) -> None:
+    """The same for boolean flags: at most (with `required`, exactly) one of them True."""
+    values = flag_values if flag_values is not None else FLAGS
+    for name in flag_names:
+        if not values[name].boolean:
+            raise ValueError(f"Flag --{name} is not Boolean, which is required for flags "
+                             "used in mark_bool_flags_as_mutual_exclusive.")
+    _mutually_exclusive(flag_names, required, flag_values, lambda vs: sum(map(bool, vs)),
+                        "must be True")
+
+
+def validator(flag_name: str, message: str = "Flag validation failed", flag_values=None):
+    """A decorator registering its function as `flag_name`'s validator (the function is
+    returned unchanged)."""
+
+    def register(checker):
+        register_validator(flag_name, checker, message, flag_values)
+        return checker
+
+    return register
+
+
+def register_multi_flags_validator(flag_names, multi_flags_checker,
+                                   message="Flags validation failed", flag_values=None):
+    """Makes parsing fail with `message` unless `multi_flags_checker({name: value})` is
+    true."""
+    values = flag_values if flag_values is not None else FLAGS
+    for name in flag_names:
+        values[name]  # noqa: B018
+    values.add_validator(list(flag_names), multi_flags_checker, message, several=True)
+
+
+def multi_flags_validator(flag_names, message="Flag validation failed", flag_values=None):
+    """A decorator registering its function as a validator of several flags (it gets a
+    dict of their values)."""
+
+    def register(checker):
+        register_multi_flags_validator(flag_names, checker, message, flag_values)
+        return checker
+
+    return register
+
+
+def set_default(flag, value) -> None:
+    """Changes the default of the flag a DEFINE function returned (and its value while it
+    was not set on the command line)."""
+    flag._set_default(value)
+
+
+def override_value(flag, value) -> None:
+    """Sets the flag a DEFINE function returned to `value` (not counted as present)."""
+    flag.value = flag._parse_text(value) if isinstance(value, str) else value
+    flag.using_default_value = False
+
+
+def declare_key_flag(flag_name: str, flag_values=None) -> None:
+    """absl's key flags choose what `--helpshort` lists; tensorflux's help lists a module's
+    own flags, so this only checks that the flag exists.
+
+    Raises:
+      ValueError: no such flag.
+    """
+    values = flag_values if flag_values is not None else FLAGS
+    if flag_name not in values:
+        raise ValueError(f"Flag --{flag_name} is undefined. To set a flag as a key flag "
+                         "first define it in Python.")
+
+
+def adopt_module_key_flags(module, flag_values=None) -> None:
+    """Accepted for absl compatibility (key flags only shape `--helpshort`)."""
+    del module, flag_values
+
+
+def disclaim_key_flags() -> None:
+    """Accepted for absl compatibility (key flags only shape `--helpshort`)."""
+
+
+def flag_dict_to_args(flag_map, multi_flags=None):
+    """Command-line arguments for a {name: value} dict, as absl writes them: `--name=value`,
+    `--name`/`--noname` for True/False, comma-joined lists (each item repeated for a name
+    in `multi_flags`), `--name` for None."""
+    for key, value in flag_map.items():
+        if value is None:
+            yield f"--{key}"
+        elif isinstance(value, bool):
+            yield f"--{key}" if value else f"--no{key}"
+        elif isinstance(value, (bytes, str)):
+            yield f"--{key}={value.decode() if isinstance(value, bytes) else value}"
+        else:
+            try:
+                items = list(value)
+            except TypeError:
+                yield f"--{key}={value}"
+                continue
+            if multi_flags and key in multi_flags:
+                for item in items:
+                    yield f"--{key}={item}"
+            else:
+                yield f"--{key}={','.join(map(str, items))}"
+
+
+class CantOpenFlagFileError(Error):
+    """A --flagfile could not be read."""
+
+
+class FlagNameConflictsWithMethodError(Error):
+    """A flag's name is a method name of FlagValues."""
+
+
+FlagHolder = Flag  # what DEFINE returns: `.value`, `.name`, `.default`, `.present`
