@@ -68,6 +68,7 @@ from tensorflux.ops.image_ops import (  # noqa: F401
     draw_bounding_boxes,
     encode_jpeg,
     encode_png,
+    extract_glimpse,
     extract_jpeg_shape,
     is_jpeg,
     non_max_suppression,

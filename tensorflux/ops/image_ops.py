@@ -433,6 +433,36 @@ def draw_bounding_boxes(images, boxes, name=None, colors=None):
                     name=name or "DrawBoundingBoxesV2")
 
 
+def _glimpse_shape(op):
+    dims = checked_dims(op.inputs[0], rank=4) or [None] * 4
+    checked_dims(op.inputs[2], rank=2)
+    h, w = _size_dims(op.inputs[1]) if op.inputs[1].shape.rank is not None else (None, None)
+    return [[dims[0], h, w, dims[3]]]
+
+
+_GLIMPSE_ATTRS = ["centered: bool = true", "normalized: bool = true",
+                  "uniform_noise: bool = true", "noise: string = 'uniform'"]
+for _t in ("ExtractGlimpse", "ExtractGlimpseV2"):
+    define_op(_t, inputs=["input: float", "size: int32", "offsets: float"],
+              outputs=["glimpse: float"], attrs=_GLIMPSE_ATTRS, shape_fn=_glimpse_shape)
+    not_differentiable(_t)
+
+
+def extract_glimpse(input, size, offsets, centered=True, normalized=True,  # noqa: A002
+                    uniform_noise=True, name=None):
+    """Windows of `size` (height, width) cut from each image of `input` [batch, height,
+    width, channels] around `offsets` [batch, 2] of (y, x) (TF1's `tf.image.
+    extract_glimpse`, op ExtractGlimpse): centred coordinates run from -1 to 1 across the
+    image when `normalized` (0 to 1 from the corner when not `centered`), else pixels; a
+    window's centre is truncated to whole pixels, and where it leaves the image it holds
+    noise: uniform between the image's minimum and maximum (the op's `noise` attr is
+    "uniform", which also holds with `uniform_noise=False`, as in TF 1.14 and later).
+    Not differentiable."""
+    return apply_op("ExtractGlimpse", input=input, size=size, offsets=offsets,
+                    centered=centered, normalized=normalized, uniform_noise=uniform_noise,
+                    noise="uniform", name=name or "ExtractGlimpse")
+
+
 _SDBB_ATTRS = ["T: {uint8, int8, int16, int32, int64}", "seed: int = 0", "seed2: int = 0",
                "aspect_ratio_range: list(float) = [0.75, 1.33]",
                "area_range: list(float) = [0.05, 1.0]", "max_attempts: int = 100",

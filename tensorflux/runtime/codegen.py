@@ -61,6 +61,15 @@ class ExecutorError(Exception):
         self.cause = cause
 
 
+def make_kernel(kdef, node: Node, device: str) -> Callable:
+    """`kdef.factory(node)`: the node's compute function; a factory that refuses the node
+    (its attrs) raises ExecutorError naming the node, as a failing kernel does."""
+    try:
+        return kdef.factory(node)
+    except Exception as e:  # noqa: BLE001 - re-raised with the node attached
+        raise ExecutorError(node, device, e) from None
+
+
 @dataclass(slots=True)
 class Statement:
     """One node's statement: its text, the locals it defines and those it reads; for a call
@@ -264,6 +273,9 @@ class Emitter:
         donate = tuple((k, args[k]) for k in reuses if args[k] not in self.env)
         return Statement(expr, n, outs, reads, donate, expr[:-1] if donate else "")
 
+    def _device_name(self, n: Node) -> str:
+        return self.device_of(n).name if self.device_of is not None else n.device
+
     def _device_constant(self, n: Node):
         """The value of `n`'s kernel when it is registered `device_constant` and nothing
         wraps or replaces it (computed with a context that has only the device), else
@@ -271,7 +283,7 @@ class Emitter:
         kdef = kernel_registry.find_kernel(n.op, self.device_type, n.attrs)
         if kdef is None or not kdef.device_constant or n.op in self.factories:
             return _NOT_CONSTANT
-        compute = kdef.factory(n)
+        compute = make_kernel(kdef, n, self._device_name(n))
         if self.kernel_wrapper is not None and \
                 self.kernel_wrapper(n, kdef, compute) is not compute:
             return _NOT_CONSTANT
@@ -285,7 +297,7 @@ class Emitter:
             raise ValueError(f"No {self.device_type} kernel for {n.op} (node {n.name})")
         factory = self.factories.get(n.op)
         if factory is None:
-            compute = kdef.factory(n)
+            compute = make_kernel(kdef, n, self._device_name(n))
         else:
             compute = factory(n)
             kdef = dataclasses.replace(kdef, is_async=False)

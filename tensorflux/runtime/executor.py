@@ -200,7 +200,7 @@ class Executor:
                     None, None, f"No registered '{it.node.op}' OpKernel for "
                     f"{device.device_type} devices compatible with node {{{{node "
                     f"{it.node.name}}}}}")
-            compute = it.kernel = kdef.factory(it.node)
+            compute = it.kernel = codegen.make_kernel(kdef, it.node, device.name)
             if kernel_wrapper is not None:
                 it.kernel = kernel_wrapper(it.node, kdef, it.kernel)
             # Inputs the kernel may write its output into when they die at it (`_process`)

@@ -86,7 +86,14 @@ class GraphRunner:
     def _build(self, options: ExecOptions, wrapper_for, inline: bool = True) -> list:
         """(device, executor, fetch positions) per executor of `self.plan`, the partition
         holding most fetches first (it runs on the caller's thread). `wrapper_for(device)`
-        gives the kernel wrapper of a device's kernels."""
+        gives the kernel wrapper of a device's kernels. A kernel factory refusing its node
+        raises the annotated OpError, as a failing kernel does."""
+        try:
+            return self._build_parts(options, wrapper_for, inline)
+        except ExecutorError as e:
+            raise self._annotate(e) from None
+
+    def _build_parts(self, options: ExecOptions, wrapper_for, inline: bool) -> list:
         inline = inline and options.inline_kernels
         if self.plan.merged_order is not None:
             # Every kernel already spreads over the cores the CPU devices share, so threads

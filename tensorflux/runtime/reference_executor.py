@@ -47,6 +47,7 @@ from tensorflux.framework import errors
 from tensorflux.kernels import interrupt
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.registry import DEAD
+from tensorflux.runtime.codegen import make_kernel
 from tensorflux.runtime.executor import ExecutorError
 from tensorflux.runtime.frame_analysis import flow_kind
 from tensorflux.runtime.step_graph import Node
@@ -73,7 +74,7 @@ class ReferenceExecutor:
                 raise errors.NotFoundError(
                     None, None, f"No registered '{n.op}' OpKernel for {device.device_type} "
                     f"devices compatible with node {{{{node {n.name}}}}}")
-            compute = kdef.factory(n)
+            compute = make_kernel(kdef, n, device.name)
             if kernel_wrapper is not None:
                 compute = kernel_wrapper(n, kdef, compute)
             self.kernels[n] = (compute, kdef.is_async)

@@ -653,6 +653,93 @@ def _draw_boxes_v2(ctx, images, boxes, colors):
     return _draw(images, boxes, colors)
 
 
+# ---- ExtractGlimpse -----------------------------------------------------------------------
+
+_NOISES = ("uniform", "gaussian", "zero")
+
+
+def _dims(x) -> str:
+    return "[" + ",".join(map(str, x.shape)) + "]"
+
+
+def _glimpse_corner(y, x, height, width, h, w, centered, normalized, v2):
+    """The top-left pixel (row, column) of a glimpse of h x w at offsets (y, x), in float32
+    arithmetic truncated toward zero, as TF's kernels: ExtractGlimpse reads the offsets as
+    the window's centre; ExtractGlimpseV2 as its centre only when normalized and centred,
+    else as its corner (pixels from the image's centre when centred)."""
+    f = np.float32
+    y, x = f(y), f(x)
+    if normalized:
+        y, x = y * f(height), x * f(width)
+    if not v2:
+        if centered:
+            y = y / f(2) + f(height) / f(2)
+            x = x / f(2) + f(width) / f(2)
+        y, x = y - f(h) / f(2), x - f(w) / f(2)
+    elif centered:
+        if normalized:
+            y = y / f(2) + f(height) / f(2) - f(h) / f(2)
+            x = x / f(2) + f(width) / f(2) - f(w) / f(2)
+        else:
+            y, x = y + f(height) / f(2), x + f(width) / f(2)
+    return int(y), int(x)
+
+
+def _glimpse_kernel(v2: bool):
+    def factory(node):
+        a = node.attrs
+        centered, normalized = a["centered"], a["normalized"]
+        noise = a["noise"].decode() if isinstance(a["noise"], bytes) else a["noise"]
+        if a["uniform_noise"] and noise not in ("", "uniform"):
+            raise _invalid("The uniform_noise and noise could not be specified at the same "
+                           "time")
+        if noise == "":
+            noise = "uniform" if a["uniform_noise"] else "gaussian"
+        if noise not in _NOISES:
+            raise _invalid(f"The noise could only be uniform, gaussian, or zero, got{noise}")
+        rng = np.random.default_rng()
+
+        def compute(ctx, images, size, offsets):
+            if images.ndim != 4:
+                raise _invalid(f"input must be 4-dimensional{_dims(images)}")
+            if size.shape != (2,):
+                raise _invalid(f"input must be a vector of size 2 (height, width){_dims(size)}")
+            batch, height, width, channels = images.shape
+            if offsets.ndim != 2 or offsets.shape[0] != batch:
+                raise _invalid(f"first dimension should be batch{_dims(offsets)}")
+            if offsets.shape[1] != 2:
+                raise _invalid(f"second dimension should be of size 2 (y,x){_dims(offsets)}")
+            h, w = int(size[0]), int(size[1])
+            if h < 0 or w < 0:
+                raise _invalid(f"glimpse size must be non-negative, got {[h, w]}")
+            out = np.zeros((batch, h, w, channels), np.float32)
+            for b in range(batch):
+                top, left = _glimpse_corner(offsets[b, 0], offsets[b, 1], height, width,
+                                            h, w, centered, normalized, v2)
+                y0, y1 = max(top, 0), min(top + h, height)
+                x0, x1 = max(left, 0), min(left + w, width)
+                inside = y0 < y1 and x0 < x1
+                if not (inside and y1 - y0 == h and x1 - x0 == w) and noise != "zero" \
+                        and images[b].size:
+                    image = images[b]
+                    if noise == "uniform":  # the image's range, over all its channels
+                        out[b] = rng.uniform(image.min(), image.max(), out[b].shape)
+                    else:  # each channel's mean and standard deviation
+                        flat = image.reshape(-1, channels).astype(np.float64)
+                        out[b] = rng.normal(flat.mean(0), flat.std(0), out[b].shape)
+                if inside:
+                    out[b, y0 - top:y1 - top, x0 - left:x1 - left] = images[b, y0:y1, x0:x1]
+            return out
+
+        return compute
+
+    return factory
+
+
+kernel_factory("ExtractGlimpse")(_glimpse_kernel(False))
+kernel_factory("ExtractGlimpseV2")(_glimpse_kernel(True))
+
+
 # ---- SampleDistortedBoundingBox ------------------------------------------------------------
 
 
