@@ -523,7 +523,8 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
             return nn_impl.batch_normalization(inputs, bcast(mean), bcast(variance),
                                                bcast(beta), bcast(gamma), epsilon)
 
-        def training_branch():
+        def statistics():
+            """The batch's mean and variance, and the variance the moving one moves to."""
             if batch_weights is None:
                 mean, variance = nn_impl.moments(inputs, axes)
             else:
@@ -535,26 +536,47 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
 
                 count = math_ops.cast(array_ops.size(inputs) // n, dtype)
                 moving = variance * count / math_ops.maximum(count - 1.0, 1.0)
-            update_mean = moving_averages.assign_moving_average(
-                moving_mean, mean, decay, zero_debias=zero_debias_moving_mean)
-            update_variance = moving_averages.assign_moving_average(
-                moving_variance, moving, decay, zero_debias=False)
-            if updates_collections is None:
-                with graph_lib.get_default_graph().control_dependencies(
-                        [update_mean, update_variance]):
-                    return array_ops.identity(normalize(mean, variance))
+            return mean, variance, moving
+
+        def updates(mean, moving):
+            return (moving_averages.assign_moving_average(
+                        moving_mean, mean, decay, zero_debias=zero_debias_moving_mean),
+                    moving_averages.assign_moving_average(
+                        moving_variance, moving, decay, zero_debias=False))
+
+        def publish(update_mean, update_variance):
             for c in (updates_collections if isinstance(updates_collections, (list, tuple))
                       else [updates_collections]):
                 graph_lib.add_to_collection(c, update_mean)
                 graph_lib.add_to_collection(c, update_variance)
+
+        def training_branch():
+            mean, variance, moving = statistics()
+            update_mean, update_variance = updates(mean, moving)
+            if updates_collections is None:
+                with graph_lib.get_default_graph().control_dependencies(
+                        [update_mean, update_variance]):
+                    return array_ops.identity(normalize(mean, variance))
+            publish(update_mean, update_variance)
             return normalize(mean, variance)
+
+        def moving_statistics():
+            return array_ops.identity(moving_mean), array_ops.identity(moving_variance)
 
         if isinstance(is_training, bool):
             outputs = training_branch() if is_training else normalize(moving_mean,
                                                                       moving_variance)
-        else:
+        elif updates_collections is None:
             outputs = builders.cond(is_training, training_branch,
                                     lambda: normalize(moving_mean, moving_variance))
+        else:
+            # Collected update ops must be fetchable, so outside any cond's branch: the
+            # moments unconditionally, the updates and the statistics each under a cond.
+            mean, variance, moving = statistics()
+            publish(*builders.cond(is_training, lambda: updates(mean, moving),
+                                   moving_statistics))
+            outputs = normalize(*builders.cond(is_training, lambda: (mean, variance),
+                                               moving_statistics))
         outputs.set_shape(inputs.shape)
         if activation_fn is not None:
             outputs = activation_fn(outputs)
