@@ -436,15 +436,41 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
                renorm_clipping=None, renorm_decay=0.99, adjustment=None):
     """Batch normalization over every axis but the channels': the batch's statistics
     while training (the moving averages updated through `updates_collections`, or at
-    once when it is None), the moving averages otherwise."""
+    once when it is None), the moving averages otherwise.
+
+    As TF1's: `renorm` (with `renorm_clipping`, `renorm_decay`) and `adjustment` run
+    `tf.layers.BatchNormalization` in this scope (see `_core_layer_batch_norm`), which
+    needs the UPDATE_OPS collection, no zero-debiasing and no `batch_weights` (else renorm
+    raises and an adjustment is ignored). `batch_weights` ([batch] per-example weights):
+    the batch's statistics are `tf.nn.weighted_moments`' and the moving averages move
+    toward them.
+
+    Raises:
+      ValueError: renorm with `batch_weights`, other `updates_collections` or
+        `zero_debias_moving_mean`; an input of unknown rank or channels; `batch_weights`
+        whose length is not the batch's.
+    """
     from tensorflux.control_flow import builders
-    from tensorflux.nn import nn_impl
+    from tensorflux.nn import nn_extra, nn_impl
     from tensorflux.ops import array_ops
     from tensorflux.train import moving_averages
     from tensorflux.variables import init_ops, variable_scope
 
-    if renorm or batch_weights is not None:
-        raise ValueError("batch_norm: renorm and batch_weights are not supported.")
+    core_layer = (batch_weights is None and not zero_debias_moving_mean
+                  and updates_collections is graph_lib.GraphKeys.UPDATE_OPS)
+    if core_layer and (renorm or adjustment is not None):
+        return _core_layer_batch_norm(
+            inputs, decay=decay, center=center, scale=scale, epsilon=epsilon,
+            activation_fn=activation_fn, param_initializers=param_initializers,
+            param_regularizers=param_regularizers, is_training=is_training, reuse=reuse,
+            variables_collections=variables_collections,
+            outputs_collections=outputs_collections, trainable=trainable, fused=fused,
+            data_format=data_format, scope=scope, renorm=renorm,
+            renorm_clipping=renorm_clipping, renorm_decay=renorm_decay,
+            adjustment=adjustment)
+    if renorm:
+        raise ValueError("renorm is not supported with batch_weights, updates_collections "
+                         "or zero_debias_moving_mean")
     inits = dict(param_initializers or {})
     regs = dict(param_regularizers or {})
     with variable_scope.variable_scope(scope, "BatchNorm", [inputs], reuse=reuse) as sc:
@@ -466,7 +492,13 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
                                   collections=_var_collections(variables_collections, name))
         wanted = [("gamma", scale, init_ops.ones_initializer()),
                   ("beta", center, init_ops.zeros_initializer())]
-        if not _gamma_first(updates_collections, zero_debias_moving_mean, fused, rank):
+        if batch_weights is not None:
+            batch_weights = convert_to_tensor(batch_weights)
+            inputs.shape[0:1].assert_is_compatible_with(batch_weights.shape)
+            # One weight per example, broadcast over the other axes.
+            batch_weights = array_ops.reshape(batch_weights, [-1] + [1] * (rank - 1))
+        if batch_weights is not None or not _gamma_first(
+                updates_collections, zero_debias_moving_mean, fused, rank):
             wanted.reverse()
         made = {name: param(name, init, trainable) for name, on, init in wanted if on}
         beta, gamma = made.get("beta"), made.get("gamma")
@@ -491,35 +523,104 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
             return nn_impl.batch_normalization(inputs, bcast(mean), bcast(variance),
                                                bcast(beta), bcast(gamma), epsilon)
 
-        def training_branch():
-            mean, variance = nn_impl.moments(inputs, axes)
+        def statistics():
+            """The batch's mean and variance, and the variance the moving one moves to."""
+            if batch_weights is None:
+                mean, variance = nn_impl.moments(inputs, axes)
+            else:
+                mean, variance = nn_extra.weighted_moments(inputs, axes, batch_weights)
             moving = variance
-            if rank in (2, 4) and fused is not False:  # the fused kernel's unbiased variance
+            if rank in (2, 4) and fused is not False and batch_weights is None:
+                # the fused kernel's unbiased variance
                 from tensorflux.ops import math_ops
 
                 count = math_ops.cast(array_ops.size(inputs) // n, dtype)
                 moving = variance * count / math_ops.maximum(count - 1.0, 1.0)
-            update_mean = moving_averages.assign_moving_average(
-                moving_mean, mean, decay, zero_debias=zero_debias_moving_mean)
-            update_variance = moving_averages.assign_moving_average(
-                moving_variance, moving, decay, zero_debias=False)
-            if updates_collections is None:
-                with graph_lib.get_default_graph().control_dependencies(
-                        [update_mean, update_variance]):
-                    return array_ops.identity(normalize(mean, variance))
+            return mean, variance, moving
+
+        def updates(mean, moving):
+            return (moving_averages.assign_moving_average(
+                        moving_mean, mean, decay, zero_debias=zero_debias_moving_mean),
+                    moving_averages.assign_moving_average(
+                        moving_variance, moving, decay, zero_debias=False))
+
+        def publish(update_mean, update_variance):
             for c in (updates_collections if isinstance(updates_collections, (list, tuple))
                       else [updates_collections]):
                 graph_lib.add_to_collection(c, update_mean)
                 graph_lib.add_to_collection(c, update_variance)
+
+        def training_branch():
+            mean, variance, moving = statistics()
+            update_mean, update_variance = updates(mean, moving)
+            if updates_collections is None:
+                with graph_lib.get_default_graph().control_dependencies(
+                        [update_mean, update_variance]):
+                    return array_ops.identity(normalize(mean, variance))
+            publish(update_mean, update_variance)
             return normalize(mean, variance)
+
+        def moving_statistics():
+            return array_ops.identity(moving_mean), array_ops.identity(moving_variance)
 
         if isinstance(is_training, bool):
             outputs = training_branch() if is_training else normalize(moving_mean,
                                                                       moving_variance)
-        else:
+        elif updates_collections is None:
             outputs = builders.cond(is_training, training_branch,
                                     lambda: normalize(moving_mean, moving_variance))
+        else:
+            # Collected update ops must be fetchable, so outside any cond's branch: the
+            # moments unconditionally, the updates and the statistics each under a cond.
+            mean, variance, moving = statistics()
+            publish(*builders.cond(is_training, lambda: updates(mean, moving),
+                                   moving_statistics))
+            outputs = normalize(*builders.cond(is_training, lambda: (mean, variance),
+                                               moving_statistics))
         outputs.set_shape(inputs.shape)
+        if activation_fn is not None:
+            outputs = activation_fn(outputs)
+        return _collect(outputs_collections, sc.name, outputs)
+
+
+def _core_layer_batch_norm(inputs, decay, center, scale, epsilon, activation_fn,
+                           param_initializers, param_regularizers, is_training, reuse,
+                           variables_collections, outputs_collections, trainable, fused,
+                           data_format, scope, renorm, renorm_clipping, renorm_decay,
+                           adjustment):
+    """`batch_norm` through `tf.layers.BatchNormalization` opened in the `BatchNorm`
+    variable scope (gamma, beta, moving_mean, moving_variance, then renorm's
+    moving_stddev, renorm_mean, renorm_stddev), its variables made model variables (the
+    moving mean and variance also moving-average variables) and added to
+    `variables_collections`; its update ops go to UPDATE_OPS."""
+    from tensorflux.layers import normalization
+    from tensorflux.variables import init_ops, variable_scope
+
+    def model_getter(getter, name, *args, collections=None, **kwargs):
+        short = name.rsplit("/", 1)[-1]
+        defaults = [graph_lib.GraphKeys.GLOBAL_VARIABLES, graph_lib.GraphKeys.MODEL_VARIABLES]
+        if short in ("moving_mean", "moving_variance"):
+            defaults.append(graph_lib.GraphKeys.MOVING_AVERAGE_VARIABLES)
+        cols = _collections(_var_collections(variables_collections, short), *defaults)
+        return getter(name, *args, collections=cols, **kwargs)
+
+    inits = dict(param_initializers or {})
+    regs = dict(param_regularizers or {})
+    with variable_scope.variable_scope(scope, "BatchNorm", [inputs], reuse=reuse,
+                                       custom_getter=model_getter) as sc:
+        layer = normalization.BatchNormalization(
+            axis=1 if data_format == "NCHW" else -1, momentum=decay, epsilon=epsilon,
+            center=center, scale=scale,
+            beta_initializer=inits.get("beta", init_ops.zeros_initializer()),
+            gamma_initializer=inits.get("gamma", init_ops.ones_initializer()),
+            moving_mean_initializer=inits.get("moving_mean", init_ops.zeros_initializer()),
+            moving_variance_initializer=inits.get("moving_variance",
+                                                  init_ops.ones_initializer()),
+            beta_regularizer=regs.get("beta"), gamma_regularizer=regs.get("gamma"),
+            trainable=trainable, renorm=renorm, renorm_clipping=renorm_clipping,
+            renorm_momentum=renorm_decay, adjustment=adjustment, fused=fused,
+            name=sc.name, _scope=sc, _reuse=reuse)
+        outputs = layer.apply(convert_to_tensor(inputs), training=is_training)
         if activation_fn is not None:
             outputs = activation_fn(outputs)
         return _collect(outputs_collections, sc.name, outputs)

@@ -156,8 +156,9 @@ def test_channels_first_matches_channels_last():
      ValueError, "data_format"),
     (lambda: tf.layers.batch_normalization(tf.zeros([2, 3]), fused=True), ValueError,
      "fused=True"),
-    (lambda: tf.layers.batch_normalization(tf.zeros([2, 3]), renorm=True), ValueError,
-     "not supported"),
+    (lambda: tf.layers.batch_normalization(tf.zeros([2, 3]), renorm=True,
+                                           renorm_clipping={"rmx": 2.0}), ValueError,
+     "invalid keys for `renorm_clipping`"),
     (lambda: tf.layers.Dense(2, bogus=1), TypeError, "bogus"),
 ])
 def test_bad_input(build, error, message):

@@ -1,5 +1,6 @@
 """Keras BatchNormalization: tf.layers' batch norm whose `training` defaults to the
-learning phase; its moving-average updates are the layer's `updates` (run by `fit`).
+learning phase; its moving-average updates are the layer's `updates` (run by `fit`);
+renorm, virtual_batch_size and adjustment as tf.layers' (fused=True with them raises).
 LayerNormalization: each sample normalized over `axis` (Keras's epsilon 1e-3), then
 scaled by "gamma" and shifted by "beta"."""
 
@@ -22,6 +23,8 @@ BatchNormalization = keras_class(
     {"beta_initializer": "zeros", "gamma_initializer": "ones",
      "moving_mean_initializer": "zeros", "moving_variance_initializer": "ones"},
     supports_masking=True)
+# TF2's Keras refuses fused=True with renorm, virtual_batch_size or an adjustment.
+BatchNormalization._refuse_fused_options = True
 
 
 class LayerNormalization(Layer):
