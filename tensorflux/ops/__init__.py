@@ -65,6 +65,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     string_ops,
     string_split_ops,
     summary_ops,
+    summary_ops_v2,
     tensor_array_ops,
     training_ops,
     tridiagonal_ops,

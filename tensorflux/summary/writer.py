@@ -14,8 +14,8 @@ import warnings
 
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework import meta_graph
+from tensorflux.lib.io.event_file_writer import EventFileWriter
 from tensorflux.protos import event_pb2, graph_pb2, meta_graph_pb2
-from tensorflux.summary.event_file_writer import EventFileWriter
 
 __all__ = ["FileWriter"]
 

@@ -13,7 +13,7 @@ import pytest
 
 import tensorflux as tf
 from tensorflux.framework import errors
-from tensorflux.summary import event_file_writer
+from tensorflux.lib.io import event_file_writer
 
 
 @pytest.fixture(autouse=True)

@@ -66,6 +66,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     string_ops,
     string_split_ops,
     summary_ops,
+    summary_ops_v2,
     tensor_array_ops,
     training_ops,
     tridiagonal_ops,

@@ -72,18 +72,24 @@ def _histogram_summary(node):
     name = node.name
 
     def compute(ctx, tag, values):
-        tag = _scalar_tag(tag, "tags must be scalar")
-        v = np.asarray(values, dtype=np.float64)
-        if not np.isfinite(v).all():
-            first = v.reshape(-1)[~np.isfinite(v.reshape(-1))][0]
-            if np.isnan(first):
-                raise _invalid(f"Nan in summary histogram for: {name}")
-            raise _invalid(f"Infinity in Histogram for: {name}")
-        summary = summary_pb2.Summary()
-        fill_histogram_proto(summary.value.add(tag=tag).histo, v)
-        return _serialized(summary)
+        return _serialized(histogram_summary(tag, values, name))
 
     return compute
+
+
+def histogram_summary(tag, values, name: str) -> summary_pb2.Summary:
+    """A Summary with the histogram of the finite `values` under the scalar `tag`; a NaN
+    or an infinity is an InvalidArgumentError naming `name`."""
+    tag = _scalar_tag(tag, "tags must be scalar")
+    v = np.asarray(values, dtype=np.float64)
+    if not np.isfinite(v).all():
+        first = v.reshape(-1)[~np.isfinite(v.reshape(-1))][0]
+        if np.isnan(first):
+            raise _invalid(f"Nan in summary histogram for: {name}")
+        raise _invalid(f"Infinity in Histogram for: {name}")
+    summary = summary_pb2.Summary()
+    fill_histogram_proto(summary.value.add(tag=tag).histo, v)
+    return summary
 
 
 # ---- images ------------------------------------------------------------------------------
@@ -131,31 +137,39 @@ def _image_summary(node):
     bad_color_full = np.asarray(node.attrs["bad_color"], dtype=np.uint8).reshape(-1)
 
     def compute(ctx, tag, tensor):
-        tag = _scalar_tag(tag, "Tags must be a scalar")
-        images = np.asarray(tensor)
-        if images.ndim != 4 or images.shape[3] not in (1, 3, 4):
-            raise _invalid(f"Tensor must be 4-D with last dim 1, 3, or 4, not "
-                           f"{_shape_str(images.shape)}")
-        batch, h, w, depth = images.shape
-        if h * w >= 1 << 29:
-            raise _invalid(f"Tensor too large for summary {_shape_str(images.shape)}")
-        if h * w == 0:
-            raise _invalid(f"input tensor must have non-zero dims. Found: [{batch}, {h}, "
-                           f"{w}, {depth}].")
-        if images.dtype != np.uint8 and bad_color_full.size < depth:
-            raise _invalid(f"expected depth <= bad_color.size, got depth = {depth}, "
-                           f"bad_color.size = {bad_color_full.size}")
-        summary = summary_pb2.Summary()
-        _image_values(summary, tag, images, max_images, bad_color_full[:depth])
-        return _serialized(summary)
+        return _serialized(image_summary(tag, tensor, max_images, bad_color_full))
 
     return compute
+
+
+def image_summary(tag, tensor, max_images: int, bad_color: np.ndarray) -> summary_pb2.Summary:
+    """A Summary with up to `max_images` PNGs of the [batch, h, w, 1|3|4] `tensor`
+    (`bad_color`: the flat uint8 colour of non-finite pixels)."""
+    tag = _scalar_tag(tag, "Tags must be a scalar")
+    images = np.asarray(tensor)
+    if images.ndim != 4 or images.shape[3] not in (1, 3, 4):
+        raise _invalid(f"Tensor must be 4-D with last dim 1, 3, or 4, not "
+                       f"{_shape_str(images.shape)}")
+    batch, h, w, depth = images.shape
+    if h * w >= 1 << 29:
+        raise _invalid(f"Tensor too large for summary {_shape_str(images.shape)}")
+    if h * w == 0:
+        raise _invalid(f"input tensor must have non-zero dims. Found: [{batch}, {h}, "
+                       f"{w}, {depth}].")
+    if images.dtype != np.uint8 and bad_color.size < depth:
+        raise _invalid(f"expected depth <= bad_color.size, got depth = {depth}, "
+                       f"bad_color.size = {bad_color.size}")
+    summary = summary_pb2.Summary()
+    _image_values(summary, tag, images, max_images, bad_color[:depth])
+    return summary
 
 
 # ---- audio -------------------------------------------------------------------------------
 
 
-def _audio_summary(tag, tensor, sample_rate: float, max_outputs: int) -> np.ndarray:
+def audio_summary(tag, tensor, sample_rate: float, max_outputs: int) -> summary_pb2.Summary:
+    """A Summary with up to `max_outputs` 16-bit WAV clips of the [batch, frames(,
+    channels)] float `tensor`."""
     tag = _scalar_tag(tag, "Tag must be a scalar")
     audio = np.asarray(tensor, dtype=np.float32)
     if audio.ndim not in (2, 3):
@@ -176,7 +190,7 @@ def _audio_summary(tag, tensor, sample_rate: float, max_outputs: int) -> np.ndar
         summary.value.add(tag=tag + suffix, audio=summary_pb2.Summary.Audio(
             sample_rate=sample_rate, num_channels=channels, length_frames=frames,
             content_type="audio/wav", encoded_audio_string=wav))
-    return _serialized(summary)
+    return summary
 
 
 @kernel_factory("AudioSummaryV2")
@@ -187,7 +201,7 @@ def _audio_summary_v2(node):
         rate = np.asarray(sample_rate, dtype=np.float32)
         if rate.size != 1:
             raise _invalid("sample_rate must be rank-0 or contain a single value")
-        return _audio_summary(tag, tensor, float(rate.reshape(-1)[0]), max_outputs)
+        return _serialized(audio_summary(tag, tensor, float(rate.reshape(-1)[0]), max_outputs))
 
     return compute
 
@@ -197,7 +211,7 @@ def _audio_summary_v1(node):
     max_outputs, rate = node.attrs["max_outputs"], float(np.float32(node.attrs["sample_rate"]))
 
     def compute(ctx, tag, tensor):
-        return _audio_summary(tag, tensor, rate, max_outputs)
+        return _serialized(audio_summary(tag, tensor, rate, max_outputs))
 
     return compute
 
@@ -205,7 +219,8 @@ def _audio_summary_v1(node):
 # ---- tensors and merging -----------------------------------------------------------------
 
 
-def _fill_tensor_proto(proto, value: np.ndarray, dtype) -> None:
+def fill_tensor_proto(proto, value: np.ndarray, dtype) -> None:
+    """Fills the TensorProto `proto` with `value` of type `dtype`."""
     proto.dtype = dtype.as_datatype_enum
     proto.tensor_shape.SetInParent()
     for d in value.shape:
@@ -226,7 +241,7 @@ def _tensor_summary_v2(node):
         tag = _scalar_tag(tag, "tag must be scalar")
         summary = summary_pb2.Summary()
         v = summary.value.add(tag=tag)
-        _fill_tensor_proto(v.tensor, np.asarray(tensor), dtype)
+        fill_tensor_proto(v.tensor, np.asarray(tensor), dtype)
         v.metadata.SetInParent()
         meta = np.asarray(serialized_summary_metadata, dtype=object).reshape(-1)
         try:

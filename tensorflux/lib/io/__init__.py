@@ -1,1 +1,1 @@
-"""File formats: TFRecord framing (`tf.python_io`)."""
+"""File formats: TFRecord framing (`tf.python_io`) and event files (summaries)."""
