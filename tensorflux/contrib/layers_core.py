@@ -450,10 +450,7 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
         `zero_debias_moving_mean`; an input of unknown rank or channels; `batch_weights`
         whose length is not the batch's.
     """
-    from tensorflux.control_flow import builders
-    from tensorflux.nn import nn_extra, nn_impl
     from tensorflux.ops import array_ops
-    from tensorflux.train import moving_averages
     from tensorflux.variables import init_ops, variable_scope
 
     core_layer = (batch_weights is None and not zero_debias_moving_mean
@@ -513,74 +510,108 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
             "moving_variance", [n], dtype=dtype,
             initializer=inits.get("moving_variance", init_ops.ones_initializer()),
             trainable=False, collections=moving_collections)
-        shape = [1] * rank
-        shape[channel_axis] = n
-
-        def bcast(v):
-            return None if v is None else array_ops.reshape(v, shape)
-
-        def normalize(mean, variance):
-            return nn_impl.batch_normalization(inputs, bcast(mean), bcast(variance),
-                                               bcast(beta), bcast(gamma), epsilon)
-
-        def statistics():
-            """The batch's mean and variance, and the variance the moving one moves to."""
-            if batch_weights is None:
-                mean, variance = nn_impl.moments(inputs, axes)
-            else:
-                mean, variance = nn_extra.weighted_moments(inputs, axes, batch_weights)
-            moving = variance
-            if rank in (2, 4) and fused is not False and batch_weights is None:
-                # the fused kernel's unbiased variance
-                from tensorflux.ops import math_ops
-
-                count = math_ops.cast(array_ops.size(inputs) // n, dtype)
-                moving = variance * count / math_ops.maximum(count - 1.0, 1.0)
-            return mean, variance, moving
-
-        def updates(mean, moving):
-            return (moving_averages.assign_moving_average(
-                        moving_mean, mean, decay, zero_debias=zero_debias_moving_mean),
-                    moving_averages.assign_moving_average(
-                        moving_variance, moving, decay, zero_debias=False))
-
-        def publish(update_mean, update_variance):
-            for c in (updates_collections if isinstance(updates_collections, (list, tuple))
-                      else [updates_collections]):
-                graph_lib.add_to_collection(c, update_mean)
-                graph_lib.add_to_collection(c, update_variance)
-
-        def training_branch():
-            mean, variance, moving = statistics()
-            update_mean, update_variance = updates(mean, moving)
-            if updates_collections is None:
-                with graph_lib.get_default_graph().control_dependencies(
-                        [update_mean, update_variance]):
-                    return array_ops.identity(normalize(mean, variance))
-            publish(update_mean, update_variance)
-            return normalize(mean, variance)
-
-        def moving_statistics():
-            return array_ops.identity(moving_mean), array_ops.identity(moving_variance)
-
-        if isinstance(is_training, bool):
-            outputs = training_branch() if is_training else normalize(moving_mean,
-                                                                      moving_variance)
-        elif updates_collections is None:
-            outputs = builders.cond(is_training, training_branch,
-                                    lambda: normalize(moving_mean, moving_variance))
-        else:
-            # Collected update ops must be fetchable, so outside any cond's branch: the
-            # moments unconditionally, the updates and the statistics each under a cond.
-            mean, variance, moving = statistics()
-            publish(*builders.cond(is_training, lambda: updates(mean, moving),
-                                   moving_statistics))
-            outputs = normalize(*builders.cond(is_training, lambda: (mean, variance),
-                                               moving_statistics))
+        norm = _BatchNormGraph(inputs, axes, channel_axis, n, epsilon, decay, fused,
+                               batch_weights, zero_debias_moving_mean, updates_collections,
+                               (beta, gamma, moving_mean, moving_variance))
+        outputs = norm.outputs(is_training)
         outputs.set_shape(inputs.shape)
         if activation_fn is not None:
             outputs = activation_fn(outputs)
         return _collect(outputs_collections, sc.name, outputs)
+
+
+class _BatchNormGraph:
+    """The ops of contrib's batch_norm once its variables exist (`params`: beta, gamma,
+    moving_mean, moving_variance; beta/gamma None when off)."""
+
+    def __init__(self, inputs, axes, channel_axis, n, epsilon, decay, fused, batch_weights,
+                 zero_debias, updates_collections, params):
+        self.inputs, self.axes, self.n, self.epsilon, self.decay = inputs, axes, n, epsilon, \
+            decay
+        self.fused, self.batch_weights, self.zero_debias = fused, batch_weights, zero_debias
+        self.updates_collections = updates_collections
+        self.beta, self.gamma, self.moving_mean, self.moving_variance = params
+        self.shape = [1] * inputs.shape.ndims
+        self.shape[channel_axis] = n
+
+    def _bcast(self, v):
+        from tensorflux.ops import array_ops
+
+        return None if v is None else array_ops.reshape(v, self.shape)
+
+    def normalize(self, mean, variance):
+        from tensorflux.nn import nn_impl
+
+        return nn_impl.batch_normalization(self.inputs, self._bcast(mean),
+                                           self._bcast(variance), self._bcast(self.beta),
+                                           self._bcast(self.gamma), self.epsilon)
+
+    def statistics(self):
+        """The batch's mean and variance, and the variance the moving one moves to."""
+        from tensorflux.nn import nn_extra, nn_impl
+        from tensorflux.ops import array_ops, math_ops
+
+        if self.batch_weights is None:
+            mean, variance = nn_impl.moments(self.inputs, self.axes)
+        else:
+            mean, variance = nn_extra.weighted_moments(self.inputs, self.axes,
+                                                       self.batch_weights)
+        moving = variance
+        if self.inputs.shape.ndims in (2, 4) and self.fused is not False and \
+                self.batch_weights is None:  # the fused kernel's unbiased variance
+            count = math_ops.cast(array_ops.size(self.inputs) // self.n,
+                                  self.inputs.dtype.base_dtype)
+            moving = variance * count / math_ops.maximum(count - 1.0, 1.0)
+        return mean, variance, moving
+
+    def updates(self, mean, moving):
+        from tensorflux.train import moving_averages
+
+        return (moving_averages.assign_moving_average(
+                    self.moving_mean, mean, self.decay, zero_debias=self.zero_debias),
+                moving_averages.assign_moving_average(
+                    self.moving_variance, moving, self.decay, zero_debias=False))
+
+    def publish(self, update_mean, update_variance):
+        collections = self.updates_collections
+        for c in (collections if isinstance(collections, (list, tuple)) else [collections]):
+            graph_lib.add_to_collection(c, update_mean)
+            graph_lib.add_to_collection(c, update_variance)
+
+    def training_branch(self):
+        from tensorflux.ops import array_ops
+
+        mean, variance, moving = self.statistics()
+        update_mean, update_variance = self.updates(mean, moving)
+        if self.updates_collections is None:
+            with graph_lib.get_default_graph().control_dependencies(
+                    [update_mean, update_variance]):
+                return array_ops.identity(self.normalize(mean, variance))
+        self.publish(update_mean, update_variance)
+        return self.normalize(mean, variance)
+
+    def moving_statistics(self):
+        from tensorflux.ops import array_ops
+
+        return array_ops.identity(self.moving_mean), array_ops.identity(self.moving_variance)
+
+    def outputs(self, is_training):
+        from tensorflux.control_flow import builders
+
+        if isinstance(is_training, bool):
+            return self.training_branch() if is_training else \
+                self.normalize(self.moving_mean, self.moving_variance)
+        if self.updates_collections is None:
+            return builders.cond(is_training, self.training_branch,
+                                 lambda: self.normalize(self.moving_mean,
+                                                        self.moving_variance))
+        # Collected update ops must be fetchable, so outside any cond's branch: the
+        # moments unconditionally, the updates and the statistics each under a cond.
+        mean, variance, moving = self.statistics()
+        self.publish(*builders.cond(is_training, lambda: self.updates(mean, moving),
+                                    self.moving_statistics))
+        return self.normalize(*builders.cond(is_training, lambda: (mean, variance),
+                                             self.moving_statistics))
 
 
 def _core_layer_batch_norm(inputs, decay, center, scale, epsilon, activation_fn,
