@@ -19,8 +19,9 @@ the aliases `tf.contrib.signal` (tf.signal), `tf.contrib.keras` (tf.keras),
 `tf.contrib.stateless` (the stateless random ops); TF-Slim's library under `tf.contrib.slim`
 (learning, evaluation, data providers and TFExample decoders) with `tf.contrib.losses` and
 `tf.contrib.metrics` (contrib's streaming metrics), `tf.contrib.util` (constant_value,
-make_tensor_proto, make_ndarray) and `tf.contrib.factorization.KMeans`. What exists:
-docs/tf1_programs.md."""
+make_tensor_proto, make_ndarray), `tf.contrib.factorization.KMeans`,
+`tf.contrib.staging.StagingArea` and `tf.contrib.memory_stats` (BytesInUse, BytesLimit,
+MaxBytesInUse). What exists: docs/tf1_programs.md."""
 
 from tensorflux.contrib import (  # noqa: F401
     cluster_resolver,
@@ -37,6 +38,7 @@ from tensorflux.contrib import (  # noqa: F401
     legacy_seq2seq,
     lookup,
     losses,
+    memory_stats,
     metrics,
     nn,
     opt,
@@ -44,6 +46,7 @@ from tensorflux.contrib import (  # noqa: F401
     seq2seq,
     signal,
     slim,
+    staging,
     stateless,
     tensorboard,
     tpu,
