@@ -508,3 +508,19 @@ for n in ["Stage", "Unstage", "StagePeek", "StageSize", "StageClear", "MapStage"
         assert [a.name for a in opdef.inputs] == inputs, name
         assert [a.name for a in opdef.outputs] == outputs, name
         assert sorted(opdef.attrs) == attrs, name
+
+
+def test_pipelined_put_and_get_in_one_step(graph):
+    """tf_cnn_benchmarks' pattern: a warm-up put, then each step gets the tuple staged by
+    the step before while it puts the next (with capacity 1 the put waits for the get)."""
+    counter = tf.placeholder(tf.float32, [])
+    with tf.device("/cpu:0"):
+        a = StagingArea([tf.float32], shapes=[[]], capacity=1)
+    put = a.put([counter])
+    (got,) = a.get()
+    out = got * 2.0
+    with tf.Session() as sess:
+        sess.run(put, {counter: 0.0})
+        seen = [float(sess.run([out, put], {counter: float(i)}, options=tf.RunOptions(
+            timeout_in_ms=10000))[0]) for i in range(1, 6)]
+        assert seen == [0.0, 2.0, 4.0, 6.0, 8.0] and sess.run(a.size()) == 1
