@@ -19,8 +19,9 @@ the aliases `tf.contrib.signal` (tf.signal), `tf.contrib.keras` (tf.keras),
 `tf.contrib.stateless` (the stateless random ops); TF-Slim's library under `tf.contrib.slim`
 (learning, evaluation, data providers and TFExample decoders) with `tf.contrib.losses` and
 `tf.contrib.metrics` (contrib's streaming metrics), `tf.contrib.util` (constant_value,
-make_tensor_proto, make_ndarray), `tf.contrib.factorization.KMeans` and `tf.contrib.summary`
-(resource-based summary writers). What exists:
+make_tensor_proto, make_ndarray), `tf.contrib.factorization.KMeans`, `tf.contrib.summary`
+(resource-based summary writers), `tf.contrib.staging.StagingArea` and
+`tf.contrib.memory_stats` (BytesInUse, BytesLimit, MaxBytesInUse). What exists:
 docs/tf1_programs.md."""
 
 from tensorflux.contrib import (  # noqa: F401
@@ -38,6 +39,7 @@ from tensorflux.contrib import (  # noqa: F401
     legacy_seq2seq,
     lookup,
     losses,
+    memory_stats,
     metrics,
     nn,
     opt,
@@ -45,6 +47,7 @@ from tensorflux.contrib import (  # noqa: F401
     seq2seq,
     signal,
     slim,
+    staging,
     stateless,
     summary,
     tensorboard,

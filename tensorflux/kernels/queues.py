@@ -71,7 +71,57 @@ def shape_str(shape) -> str:
     return "[" + ",".join("?" if d is None else str(d) for d in shape) + "]"
 
 
-class QueueBase:
+class DeferringLock:
+    """A resource's lock that no thread ever sleeps on while holding the GIL.
+
+    Subclasses run every change as `_call(op, *args)`, where `op(*args)` runs under the
+    lock and returns the attempts it finished (or `(done, value)` pairs); they are called
+    back after the lock is released (`_finish`).
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._deferred: deque[tuple] = deque()  # operations left to the lock's holder
+
+    # ---- the lock ------------------------------------------------------------------------
+    # Every change runs under `_lock`, but no thread ever sleeps on it in the common case:
+    # an operation that finds the lock taken is appended to `_deferred` (deque appends are
+    # atomic) and the caller returns at once (the operations are asynchronous). Whoever
+    # holds the lock runs the deferred operations, in arrival order, before letting go, and
+    # looks again after letting go, taking the lock back if one arrived meanwhile; so none
+    # is left behind. Under the GIL this matters: a thread woken on a lock must then wait
+    # for the GIL *while holding the lock*, and every other thread queues behind it (a lock
+    # convoy that took 4 reader threads filling one queue down to a third of 1 thread's
+    # speed).
+    def _call(self, op, *args) -> None:
+        """Runs `op(*args) -> finished` under the lock now, or leaves it to the holder."""
+        if self._deferred or not self._lock.acquire(False):
+            self._deferred.append((op, args))
+            if not self._lock.acquire(False):
+                return  # the holder runs it (see above)
+            finished = []
+        else:
+            finished = op(*args)
+        self._release(finished)
+
+    def _release(self, finished: list) -> None:
+        """Runs the deferred operations, lets go of the lock, then calls back `finished`."""
+        deferred = self._deferred
+        while True:
+            try:
+                while deferred:
+                    op, args = deferred.popleft()
+                    finished += op(*args)
+            finally:
+                self._lock.release()
+            if finished:
+                _finish(finished)
+            if not deferred or not self._lock.acquire(False):
+                return
+            finished = []
+
+
+class QueueBase(DeferringLock):
     """The blocking, closing and cancelling logic shared by every queue.
 
     Subclasses define the storage: `_size`, `_available` (how many a dequeue may take now),
@@ -96,8 +146,7 @@ class QueueBase:
         self.np_dtypes = [d.numpy_dtype for d in self.dtypes]
         self.shapes = None if shapes is None else [tuple(s) for s in shapes]
         self.capacity = capacity if capacity > 0 else 2**31 - 1
-        self._lock = threading.Lock()
-        self._deferred: deque[tuple] = deque()  # operations left to the lock's holder
+        super().__init__()
         self._closed = False
         self._enqueue_attempts: deque[Attempt] = deque()
         self._dequeue_attempts: deque[Attempt] = deque()
@@ -174,43 +223,6 @@ class QueueBase:
                 raise self.shape_mismatch(i, want, shape)
             out.append(arr)
         return out, batch or 0
-
-    # ---- the lock ------------------------------------------------------------------------
-    # Every change runs under `_lock`, but no thread ever sleeps on it in the common case:
-    # an operation that finds the lock taken is appended to `_deferred` (deque appends are
-    # atomic) and the caller returns at once (the operations are asynchronous). Whoever
-    # holds the lock runs the deferred operations, in arrival order, before letting go, and
-    # looks again after letting go, taking the lock back if one arrived meanwhile; so none
-    # is left behind. Under the GIL this matters: a thread woken on a lock must then wait
-    # for the GIL *while holding the lock*, and every other thread queues behind it (a lock
-    # convoy that took 4 reader threads filling one queue down to a third of 1 thread's
-    # speed).
-    def _call(self, op, *args) -> None:
-        """Runs `op(*args) -> finished` under the lock now, or leaves it to the holder."""
-        if self._deferred or not self._lock.acquire(False):
-            self._deferred.append((op, args))
-            if not self._lock.acquire(False):
-                return  # the holder runs it (see above)
-            finished = []
-        else:
-            finished = op(*args)
-        self._release(finished)
-
-    def _release(self, finished: list) -> None:
-        """Runs the deferred operations, lets go of the lock, then calls back `finished`."""
-        deferred = self._deferred
-        while True:
-            try:
-                while deferred:
-                    op, args = deferred.popleft()
-                    finished += op(*args)
-            finally:
-                self._lock.release()
-            if finished:
-                _finish(finished)
-            if not deferred or not self._lock.acquire(False):
-                return
-            finished = []
 
     # ---- operations (each calls done(result or exception) exactly once; the result of an
     # enqueue, enqueue_many or close is None) ------------------------------------------------

@@ -29,6 +29,11 @@ from tensorflux.framework.operation import Tensor
 from tensorflux.framework.random_seed import get_seed
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import math_ops
+from tensorflux.ops.staging_ops import (  # noqa: F401 - TF1's data_flow_ops has them
+    BaseStagingArea,
+    MapStagingArea,
+    StagingArea,
+)
 
 # The TF1 public names of this module.
 __all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue",
