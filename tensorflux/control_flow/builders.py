@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import builtins
 
-from tensorflux.control_flow import control_flow_util
+from tensorflux.control_flow import (
+    context_protos,  # noqa: F401 - the contexts in meta graphs
+    control_flow_util,
+)
 from tensorflux.control_flow.control_flow_context import CondContext, WhileContext
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework import tensor_shape

@@ -63,7 +63,8 @@ def _proto_function(key: str):
 # ---- export ------------------------------------------------------------------------------
 
 
-def _strip(name: str, scope: str | None) -> str:
+def strip_name_scope(name: str, scope: str | None) -> str:
+    """`name` without the leading `scope/` (a control input's `^` kept), as exported."""
     if not scope:
         return name
     scope = scope.rstrip("/") + "/"
@@ -79,12 +80,12 @@ def _scoped_graph_def(graph, export_scope, clear_devices):
         keep = [n for n in gd.node if n.name.startswith(scope)]
         del gd.node[:]
         for n in keep:
-            n.name = _strip(n.name, export_scope)
-            inputs = [_strip(i, export_scope) for i in n.input]
+            n.name = strip_name_scope(n.name, export_scope)
+            inputs = [strip_name_scope(i, export_scope) for i in n.input]
             del n.input[:]
             n.input.extend(inputs)
             if "_class" in n.attr:
-                values = [b"loc:@" + _strip(v.decode()[5:], export_scope).encode()
+                values = [b"loc:@" + strip_name_scope(v.decode()[5:], export_scope).encode()
                           for v in n.attr["_class"].list.s]
                 del n.attr["_class"].list.s[:]
                 n.attr["_class"].list.s.extend(values)
@@ -132,7 +133,7 @@ def add_collection_def(meta_graph_def, key: str, graph=None, export_scope=None) 
                 if kind == "node_list":
                     if export_scope and not item.name.startswith(export_scope):
                         continue
-                    col.node_list.value.append(_strip(item.name, export_scope))
+                    col.node_list.value.append(strip_name_scope(item.name, export_scope))
                 elif kind == "bytes_list":
                     col.bytes_list.value.append(item if isinstance(item, bytes)
                                                 else item.encode("utf-8"))
@@ -228,7 +229,8 @@ def read_meta_graph_file(filename) -> meta_graph_pb2.MetaGraphDef:
     return mgd
 
 
-def _prepend(name: str, scope: str) -> str:
+def prepend_name_scope(name: str, scope: str | None) -> str:
+    """`name` under `scope/`, as imported."""
     return f"{scope.rstrip('/')}/{name}" if scope else name
 
 
@@ -248,12 +250,19 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False, graph=None
 
     with graph.as_default():
         gd = mgd.graph_def
-        if clear_devices:
-            gd = type(gd).FromString(gd.SerializeToString())
-            for n in gd.node:
-                n.device = ""
         scope = graph.unique_name(import_scope or "", mark_as_used=False) \
             if import_scope else ""
+        enters = [n for n in gd.node if n.op in ("Enter", "RefEnter")] if scope else []
+        if clear_devices or enters:
+            gd = type(gd).FromString(gd.SerializeToString())
+        for n in gd.node:
+            if clear_devices:
+                n.device = ""
+            if scope and n.op in ("Enter", "RefEnter") and "frame_name" in n.attr:
+                # a loop's frame is named after its context, which the scope prefixes too
+                # (as TensorFlow's meta-graph import does; import_graph_def does not)
+                n.attr["frame_name"].s = prepend_name_scope(
+                    n.attr["frame_name"].s.decode(), scope).encode()
         producer = mgd.meta_info_def.stripped_op_list \
             if mgd.meta_info_def.HasField("stripped_op_list") else None
         import_graph_def(gd, input_map=input_map, name=import_scope or "",
@@ -262,7 +271,7 @@ def import_scoped_meta_graph(meta_graph_or_file, clear_devices=False, graph=None
     variables = graph.get_collection(GraphKeys.GLOBAL_VARIABLES, scope or None)
     out = {}
     for v in variables:
-        out[_strip(v.name, scope)] = v
+        out[strip_name_scope(v.name, scope)] = v
     return out
 
 
@@ -309,11 +318,11 @@ def _import_collections(mgd, graph, scope, predicate) -> None:
                 graph.add_to_collection(key, value)
         elif kind == "bytes_list":
             for value in col.bytes_list.value:
-                graph.add_to_collection(key, _prepend(value.decode("utf-8", "replace"), scope)
-                                        if scope else value)
+                text = value.decode("utf-8", "replace")
+                graph.add_to_collection(key, prepend_name_scope(text, scope) if scope else value)
     for key, col in deferred:  # after the variables, so their names resolve to them
         for value in col.node_list.value:
-            name = _prepend(value, scope)
+            name = prepend_name_scope(value, scope)
             item = by_handle.get(name)
             if item is None:
                 item = graph.as_graph_element(name)

@@ -45,8 +45,12 @@ def _attr_shape(value) -> tensor_shape.TensorShape:
     return tensor_shape.unknown_shape() if value is None else tensor_shape.as_shape(value)
 
 
+_HANDLE = tensor_shape.TensorShape([2])  # TF's static shape of a TensorArray's or stack's
+# handle (from the days of two-string handles), which TensorFlow checks on import
+
+
 def _ta_shape(op):
-    return [_SCALAR, _SCALAR]
+    return [_HANDLE, _SCALAR]
 
 
 def _read_shape(op):
@@ -105,7 +109,7 @@ not_differentiable("TensorArrayV3", "TensorArrayGradV3", "TensorArraySizeV3",
                    "TensorArrayCloseV3")
 
 define_op("StackV2", inputs=["max_size: int32"], outputs=["handle: resource"],
-          attrs=["elem_type: type", "stack_name: string = ''"], shape_fn=_scalar,
+          attrs=["elem_type: type", "stack_name: string = ''"], shape_fn=lambda op: [_HANDLE],
           stateful=True)
 define_op("StackPushV2", inputs=["handle: resource", "elem: T"], outputs=["output: T"],
           attrs=["T: type", "swap_memory: bool = false"],
