@@ -23,6 +23,7 @@ nodes per op type into a `MultiGraphNodeProto`.
 from __future__ import annotations
 
 import re
+import sys
 
 from tensorflux.framework import errors
 from tensorflux.framework import graph as graph_lib
@@ -232,13 +233,22 @@ def profile(graph=None, run_meta=None, op_log=None, cmd: str = "scope", options=
       UnimplementedError: the "graph" and "code" views.
     """
     graph = graph or graph_lib.get_default_graph()
+    _check_cmd(cmd)
+    return _report(node_stats(graph, run_meta, op_log), cmd, options)
+
+
+def _check_cmd(cmd: str) -> None:
     if cmd in ("graph", "code"):
         raise errors.UnimplementedError(None, None, f"the '{cmd}' view is not supported")
     if cmd not in ("scope", "op"):
         raise errors.InvalidArgumentError(None, None, f"unknown cmd: {cmd}\n")
+
+
+def _report(nodes: dict, cmd: str, options):
+    """The `cmd` view of `nodes` with `options` (default: trainable parameters), printed
+    where the options say; the displayed tree."""
     opts = _complete(ProfileOptionBuilder.trainable_variables_parameter() if options is None
                      else options)
-    nodes = node_stats(graph, run_meta, op_log)
     if cmd == "scope":
         proto, text = _scope_view(nodes, opts)
     else:
@@ -247,5 +257,171 @@ def profile(graph=None, run_meta=None, op_log=None, cmd: str = "scope", options=
     return proto
 
 
-__all__ = ["profile"]
+# ---- Profiler: several steps, and advice ------------------------------------------------
 
+_AVERAGED = ("run_count", "exec_micros", "cpu_exec_micros", "requested_bytes", "peak_bytes",
+             "output_bytes")
+ALL_ADVICE = {"ExpensiveOperationChecker": {}, "AcceleratorUtilizationChecker": {},
+              "JobChecker": {}, "OperationChecker": {}}
+
+
+class Profiler:
+    """TF1's `tf.profiler.Profiler`: the graph's figures over the traced steps added with
+    `add_step`, viewed per name scope or per op type, and `advise`.
+
+    A view's options choose the step (`"step"`: a step added, or -1, the default: each
+    run figure averaged over all the steps added). The "graph" and "code" views
+    (`profile_graph`, `profile_python`) and `serialize_to_string` are not provided
+    (UnimplementedError).
+
+    Args:
+      graph: the Graph (default: the default graph).
+      op_log: an OpLogProto adding types and float counts.
+    """
+
+    def __init__(self, graph=None, op_log=None):
+        self._graph = graph or graph_lib.get_default_graph()
+        self._op_log = op_log
+        self._steps: dict[int, object] = {}
+
+    def add_step(self, step: int, run_meta) -> None:
+        """Adds the RunMetadata of a traced step (`step` a number of the caller's)."""
+        self._steps[int(step)] = run_meta
+
+    def _nodes(self, options) -> dict:
+        step = (options or {}).get("step", -1)
+        if step is not None and step >= 0:
+            if step not in self._steps:
+                raise errors.InvalidArgumentError(None, None, f"step {step} was not added")
+            return node_stats(self._graph, self._steps[step], self._op_log)
+        if not self._steps:
+            return node_stats(self._graph, None, self._op_log)
+        runs = [node_stats(self._graph, meta, self._op_log) for meta in self._steps.values()]
+        nodes = runs[0]
+        for name, stats in nodes.items():
+            for field in _AVERAGED:
+                total = sum(getattr(r[name], field) for r in runs)
+                setattr(stats, field, int(round(total / len(runs))))
+        return nodes
+
+    def profile_name_scope(self, options):
+        """The scope view (`GraphNodeProto`), printed where `options` say."""
+        return _report(self._nodes(options), "scope", options)
+
+    def profile_operations(self, options):
+        """The op-type view (`MultiGraphNodeProto`), printed where `options` say."""
+        return _report(self._nodes(options), "op", options)
+
+    def profile_graph(self, options):
+        _check_cmd("graph")
+
+    def profile_python(self, options):
+        _check_cmd("code")
+
+    def serialize_to_string(self) -> bytes:
+        raise errors.UnimplementedError(
+            None, None, "Profiler.serialize_to_string (tfprof's ProfileProto) is not "
+            "supported")
+
+    def advise(self, options=None):
+        """Checks the steps added (averaged) and prints and returns the `AdviceProto`."""
+        return _advise(self._graph, self._nodes({"step": -1}),
+                       ALL_ADVICE if options in (None, 0) else options)
+
+
+def advise(graph=None, run_meta=None, options=0):
+    """`tf.profiler.advise`: the checks of `options` (default: all) over `graph` and one
+    traced step; prints and returns the `AdviceProto`."""
+    graph = graph or graph_lib.get_default_graph()
+    return _advise(graph, node_stats(graph, run_meta),
+                   ALL_ADVICE if options in (None, 0) else options)
+
+
+def _is_accelerator(device: str) -> bool:
+    return "/device:GPU:" in device or "/gpu:" in device.lower()
+
+
+def _times(stats) -> tuple[int, int]:
+    """(CPU micros, accelerator micros) of one node's runs."""
+    if any(_is_accelerator(d) for d in stats.devices):
+        return 0, stats.exec_micros
+    return stats.cpu_exec_micros, 0
+
+
+def _timing(cpu: int, accelerator: int) -> str:
+    return (f"cpu: {report.time(cpu)}, accelerator: {report.time(accelerator)}, "
+            f"total: {report.time(cpu + accelerator)}")
+
+
+def _expensive_operations(graph, nodes: dict) -> list[str]:
+    """ExpensiveOperationChecker: the three op types and the node that took longest."""
+    by_type: dict[str, list[int]] = {}
+    ran = [s for s in nodes.values() if s.run_count]
+    for stats in ran:
+        cpu, acc = _times(stats)
+        totals = by_type.setdefault(stats.op_types[0], [0, 0])
+        totals[0] += cpu
+        totals[1] += acc
+    if not ran:
+        return []
+    whole = sum(c + a for c, a in by_type.values()) or 1
+    top = sorted(by_type.items(), key=lambda kv: (-(kv[1][0] + kv[1][1]), kv[0]))[:3]
+    types = "\n".join(f"top {i} operation type: {name}, {_timing(c, a)} "
+                      f"({100.0 * (c + a) / whole:.2f}%)"
+                      for i, (name, (c, a)) in enumerate(top, 1))
+    node = max(ran, key=lambda s: (sum(_times(s)), s.name))
+    return [types, f"top 1 graph node: {node.name}, {_timing(*_times(node))}"]
+
+
+def _accelerator_utilization(graph, nodes: dict) -> list[str]:
+    """AcceleratorUtilizationChecker: accelerators that ran less than half of the step's op
+    time (their ops' time over all ops' time)."""
+    busy: dict[str, int] = {}
+    for stats in nodes.values():
+        for d in stats.devices:
+            if _is_accelerator(d):
+                busy[d] = busy.get(d, 0) + stats.exec_micros
+    total = sum(s.exec_micros for s in nodes.values()) or 1
+    return [f"device: {d} low utilization: {b / total:.2f}" for d, b in sorted(busy.items())
+            if b / total < 0.5]
+
+
+def _operations(graph, nodes: dict) -> list[str]:
+    """OperationChecker: convolutions in NHWC that ran on an accelerator (NCHW is the
+    accelerators' layout)."""
+    found = []
+    for stats in nodes.values():
+        if not stats.op_types[0].startswith("Conv") or \
+                not any(_is_accelerator(d) for d in stats.devices):
+            continue
+        try:
+            layout = graph.get_operation_by_name(stats.name).get_attr("data_format")
+        except (KeyError, ValueError):
+            continue
+        if (layout.decode() if isinstance(layout, bytes) else layout) == "NHWC":
+            found.append(stats.name)
+    return [f"Found operation using NHWC data_format on GPU. Maybe NCHW is faster: "
+            f"{', '.join(found)}"] if found else []
+
+
+_CHECKERS = {"AcceleratorUtilizationChecker": _accelerator_utilization,
+             "ExpensiveOperationChecker": _expensive_operations,
+             "OperationChecker": _operations}
+
+
+def _advise(graph, nodes: dict, options: dict):
+    """The checks named in `options` that this runtime has (JobChecker is TensorFlow's
+    cluster-internal one), printed as TF prints them."""
+    out = tfprof_output_pb2.AdviceProto()
+    for name in sorted(options):
+        check = _CHECKERS.get(name)
+        if check is None:
+            continue
+        out.checkers[name].reports.extend(check(graph, nodes))
+    text = "".join(f"\n{name}:\n" + "".join(r + "\n" for r in out.checkers[name].reports)
+                   for name in sorted(out.checkers))
+    sys.stdout.write(text)
+    return out
+
+
+__all__ = ["ALL_ADVICE", "Profiler", "advise", "profile"]

@@ -228,8 +228,7 @@ def op_view(nodes: dict, opts: dict):
     order_stat = _OP_STATS.get(opts["order_by"], (None,))[0]
     rows = []
     for op_type, members in groups.items():
-        sums = {k: sum(getattr(m, k) for m in members) for k in
-                ("float_ops", "parameters", "requested_bytes", "exec_micros", "run_count")}
+        sums = {k: sum(getattr(m, k) for m in members) for k in _OP_SUMS}
         if sums["float_ops"] < opts.get("min_float_ops", 0) or \
                 sums["parameters"] < opts.get("min_params", 0):
             continue
@@ -238,11 +237,20 @@ def op_view(nodes: dict, opts: dict):
     return _op_proto(rows), _op_text(rows, select, opts)
 
 
+# the figures an op type sums over its nodes; all but run_count are also proto fields, with
+# their total_* (the type's and those after it in the op view's order)
+_OP_SUMS = ("float_ops", "parameters", "requested_bytes", "peak_bytes", "output_bytes",
+            "exec_micros", "cpu_exec_micros", "run_count")
+_OP_FIELDS = _OP_SUMS[:-1]
+
+
 def _graph_node(stats) -> tfprof_output_pb2.GraphNodeProto:
-    proto = tfprof_output_pb2.GraphNodeProto(
-        name=stats.name, float_ops=stats.float_ops, total_float_ops=stats.float_ops,
-        parameters=stats.parameters, total_parameters=stats.parameters,
-        total_definition_count=1)
+    proto = tfprof_output_pb2.GraphNodeProto(name=stats.name, total_definition_count=1,
+                                             run_count=stats.run_count,
+                                             total_run_count=stats.run_count)
+    for k in _OP_FIELDS:
+        setattr(proto, k, getattr(stats, k))
+        setattr(proto, "total_" + k, getattr(stats, k))
     for index, dims in stats.input_shapes.items():
         for d in dims:
             proto.input_shapes[index].dim.add(size=d)
@@ -251,16 +259,17 @@ def _graph_node(stats) -> tfprof_output_pb2.GraphNodeProto:
 
 def _op_proto(rows) -> tfprof_output_pb2.MultiGraphNodeProto:
     root = tfprof_output_pb2.MultiGraphNodeProto(name="_TFProfRoot")
-    parent, totals = root, {"float_ops": 0, "parameters": 0}
+    parent, totals = root, dict.fromkeys(_OP_FIELDS, 0)
     for _, sums, _ in rows:
         for k in totals:
             totals[k] += sums[k]
-    root.total_float_ops, root.total_parameters = totals["float_ops"], totals["parameters"]
+    for k in _OP_FIELDS:
+        setattr(root, "total_" + k, totals[k])
     for op_type, sums, members in rows:
-        node = parent.children.add(name=op_type, float_ops=sums["float_ops"],
-                                   parameters=sums["parameters"],
-                                   total_float_ops=totals["float_ops"],
-                                   total_parameters=totals["parameters"])
+        node = parent.children.add(name=op_type)
+        for k in _OP_FIELDS:
+            setattr(node, k, sums[k])
+            setattr(node, "total_" + k, totals[k])
         node.graph_nodes.extend(_graph_node(m) for m in members)
         for k in totals:
             totals[k] -= sums[k]

@@ -17,13 +17,15 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 from dataclasses import dataclass, field
 
+from tensorflux.framework import errors, op_registry
 from tensorflux.framework import flops as flops_lib
-from tensorflux.framework import op_registry
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.profiler.option_builder import TRAINABLE_VARIABLES
+from tensorflux.protos import tfprof_log_pb2
 
 
 @dataclass(slots=True)
@@ -184,3 +186,57 @@ def node_stats(graph, run_meta=None, op_log=None) -> dict[str, NodeStats]:
     if op_log is not None:
         _merge_op_log(nodes, op_log)
     return nodes
+
+
+def merged_op_log(graph, op_log=None, run_meta=None, add_trace: bool = True):
+    """The OpLogProto (protos/tfprof_log.proto) `write_op_log` writes: per op of `graph`
+    its float operations (shapes completed from `run_meta`), the `_trainable_variables`
+    type of trainable variables, and (`add_trace`) the stack that created it; then the
+    entries of `op_log` (an OpLogProto) merged in: their types added, their float counts
+    taking precedence."""
+    nodes = node_stats(graph, run_meta)
+    out = tfprof_log_pb2.OpLogProto()
+    ids: dict[str, int] = {}
+
+    def string_id(text: str) -> int:
+        if text not in ids:
+            ids[text] = len(ids)
+            out.id_to_string[ids[text]] = text
+        return ids[text]
+
+    by_name = {}
+    for op in graph.get_operations():
+        stats = nodes[op.name]
+        entry = out.log_entries.add(name=op.name, float_ops=stats.float_ops)
+        entry.types.extend(t for t in stats.op_types if t != op.type)
+        if add_trace:
+            for frame in op.traceback:
+                filename, lineno, funcname = frame[0], frame[1], frame[2]
+                line = frame[3] if len(frame) > 3 and frame[3] else ""
+                entry.code_def.traces.add(file_id=string_id(filename), lineno=lineno,
+                                          function_id=string_id(funcname),
+                                          line_id=string_id(line))
+        by_name[op.name] = entry
+    for logged in getattr(op_log, "log_entries", ()):
+        entry = by_name.get(logged.name)
+        if entry is None:
+            entry = by_name[logged.name] = out.log_entries.add(name=logged.name)
+        entry.types.extend(t for t in logged.types if t not in entry.types)
+        if logged.float_ops:
+            entry.float_ops = logged.float_ops
+    return out
+
+
+def write_op_log(graph, log_dir: str, op_log=None, run_meta=None, add_trace: bool = True):
+    """Writes `merged_op_log(...)` to `<log_dir>/tfprof_log` (`tf.profiler.write_op_log`).
+
+    Raises:
+      NotFoundError: `log_dir` does not exist (as TensorFlow's).
+    """
+    proto = merged_op_log(graph, op_log, run_meta, add_trace)
+    path = os.path.join(log_dir, "tfprof_log")
+    try:
+        with open(path, "wb") as f:
+            f.write(proto.SerializeToString())
+    except FileNotFoundError:
+        raise errors.NotFoundError(None, None, f"{path}; No such file or directory") from None
