@@ -66,6 +66,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     string_split_ops,
     summary_ops,
     tensor_array_ops,
+    tensor_forest_ops,
     training_ops,
     tridiagonal_ops,
     unary_ops,

@@ -67,6 +67,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     string_split_ops,
     summary_ops,
     tensor_array_ops,
+    tensor_forest_ops,
     training_ops,
     tridiagonal_ops,
     unary_ops,
