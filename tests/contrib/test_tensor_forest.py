@@ -303,3 +303,26 @@ def test_using_a_tree_before_initialization_is_not_found():
     x, _, _, _, (probs, _, _), _ = _forest(3, 2, num_trees=1)
     with tf.Session() as sess, pytest.raises(tf.errors.NotFoundError, match="tree-0"):
         sess.run(probs, {x: np.zeros((1, 3), np.float32)})
+
+
+def test_monitored_training_session_initializes_and_checkpoints_the_forest(digits, tmp_path):
+    # TF1's Scaffold initializes the shared resources and waits for them to be ready.
+    data, labels = digits
+    x = tf.placeholder(tf.float32, [None, 64])
+    y = tf.placeholder(tf.int32, [None])
+    hparams = tensor_forest.ForestHParams(num_classes=10, num_features=64, num_trees=2,
+                                          max_nodes=100, split_after_samples=30,
+                                          base_random_seed=4).fill()
+    forest = tensor_forest.RandomForestGraphs(hparams)
+    train = tf.group(forest.training_graph(x, y), tf.train.get_or_create_global_step()
+                     .assign_add(1))
+    probs, _, _ = forest.inference_graph(x)
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
+                                           save_checkpoint_steps=5) as sess:
+        for step in range(10):
+            idx = np.arange(step * 128, (step + 1) * 128) % len(data)
+            sess.run(train, {x: data[idx], y: labels[idx]})
+        want = sess.run(probs, {x: data[:50]})
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path)) as sess:
+        np.testing.assert_array_equal(sess.run(probs, {x: data[:50]}), want)
+
