@@ -326,3 +326,42 @@ def test_monitored_training_session_initializes_and_checkpoints_the_forest(digit
     with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path)) as sess:
         np.testing.assert_array_equal(sess.run(probs, {x: data[:50]}), want)
 
+
+# ---- the Estimator (client.random_forest) ------------------------------------------------
+
+
+def test_estimator_fits_evaluates_and_predicts(digits, tmp_path):
+    from tensorflux.contrib.tensor_forest.client import random_forest
+
+    data, labels = digits
+    hparams = tensor_forest.ForestHParams(num_classes=10, num_features=64, num_trees=5,
+                                          max_nodes=500, base_random_seed=2)
+    est = random_forest.TensorForestEstimator(hparams, model_dir=str(tmp_path))
+    est.fit(x=data[:1500], y=labels[:1500], steps=40, batch_size=128)
+    metrics = est.evaluate(x=data[1500:], y=labels[1500:])
+    assert metrics["global_step"] == 40 and metrics["accuracy"] > 0.6, metrics
+    out = est.predict(x=data[1500:1520], as_iterable=False)
+    assert out["probabilities"].shape == (20, 10)
+    assert (out["classes"] == out["probabilities"].argmax(1)).all()
+    assert (out["classes"] == labels[1500:1520]).mean() > 0.5
+
+
+def test_estimator_regression_and_early_stopping(tmp_path):
+    from tensorflux.contrib.tensor_forest.client import random_forest
+
+    rng = np.random.RandomState(0)
+    data = rng.rand(2000, 2).astype(np.float32)
+    target = np.where(data[:, :1] > 0.5, 3.0, 1.0).astype(np.float32)
+    hparams = tensor_forest.ForestHParams(num_classes=1, num_features=2, num_trees=2,
+                                          max_nodes=7, split_after_samples=20,
+                                          regression=True, base_random_seed=1)
+    est = random_forest.CoreTensorForestEstimator(hparams, model_dir=str(tmp_path),
+                                                  early_stopping_rounds=5)
+    input_fn = tf.estimator.inputs.numpy_input_fn({"features": data}, target, batch_size=100,
+                                                  num_epochs=None, shuffle=True)
+    est.train(input_fn, steps=200)  # the trees stop growing, the loss stays: stops early
+    step = est.get_variable_value("global_step")
+    assert 5 < step < 200
+    test = np.array([[0.2, 0.5], [0.8, 0.5]], np.float32)
+    pred = est.predict(x=test, as_iterable=False)["scores"]
+    np.testing.assert_allclose(pred[:, 0], [1.0, 3.0], atol=0.2)
