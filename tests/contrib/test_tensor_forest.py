@@ -365,3 +365,32 @@ def test_estimator_regression_and_early_stopping(tmp_path):
     test = np.array([[0.2, 0.5], [0.8, 0.5]], np.float32)
     pred = est.predict(x=test, as_iterable=False)["scores"]
     np.testing.assert_allclose(pred[:, 0], [1.0, 3.0], atol=0.2)
+
+
+def _train_under(options, data, labels):
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 64])
+        y = tf.placeholder(tf.int32, [None])
+        hparams = tensor_forest.ForestHParams(num_classes=10, num_features=64, num_trees=2,
+                                              max_nodes=60, split_after_samples=25,
+                                              bagging_fraction=0.8, base_random_seed=6).fill()
+        forest = tensor_forest.RandomForestGraphs(hparams)
+        train = forest.training_graph(x, y)
+        probs, _, _ = forest.inference_graph(x)
+        with tf.Session(exec_options=options) as sess:
+            sess.run(tf.group(tf.global_variables_initializer(),
+                              resources.initialize_resources(resources.shared_resources())))
+            for step in range(8):
+                idx = np.arange(step * 100, step * 100 + 100)
+                sess.run(train, {x: data[idx], y: labels[idx]})
+            return sess.run(probs, {x: data[:100]})
+
+
+def test_every_strategy_trains_as_the_reference(digits):
+    from tests.op_test_util import STRATEGIES
+
+    data, labels = digits
+    want = _train_under(STRATEGIES["reference"], data, labels)
+    assert want.any()
+    for name, options in STRATEGIES.items():
+        np.testing.assert_array_equal(_train_under(options, data, labels), want, err_msg=name)
