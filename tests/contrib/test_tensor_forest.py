@@ -394,3 +394,49 @@ def test_every_strategy_trains_as_the_reference(digits):
     assert want.any()
     for name, options in STRATEGIES.items():
         np.testing.assert_array_equal(_train_under(options, data, labels), want, err_msg=name)
+
+
+def _write_idx(path, magic, arr):
+    import gzip
+    import struct
+
+    with gzip.open(path, "wb") as f:
+        f.write(struct.pack(">I", magic) + b"".join(struct.pack(">I", n) for n in arr.shape))
+        f.write(arr.tobytes())
+
+
+def test_aymericdamiens_random_forest_program(digits, tmp_path):
+    # examples/2_BasicModels/random_forest.py's statements, on MNIST-shaped idx files made
+    # from the digits (8x8 -> 28x28), with fewer steps.
+    from tensorflux.examples.tutorials.mnist import input_data
+
+    data, labels = digits
+    images = np.zeros((len(data), 28, 28), np.uint8)
+    images[:, 2:26, 2:26] = np.kron(data.reshape(-1, 8, 8) * 255, np.ones((3, 3)))
+    for prefix, rows in (("train", slice(0, 1500)), ("t10k", slice(1500, None))):
+        _write_idx(tmp_path / f"{prefix}-images-idx3-ubyte.gz", 2051, images[rows])
+        _write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte.gz", 2049,
+                   labels[rows].astype(np.uint8))
+    mnist = input_data.read_data_sets(str(tmp_path), one_hot=False, validation_size=0)
+    X = tf.placeholder(tf.float32, shape=[None, 784])  # noqa: N806 - the program's names
+    Y = tf.placeholder(tf.int32, shape=[None])  # noqa: N806
+    hparams = tensor_forest.ForestHParams(num_classes=10, num_features=784, num_trees=10,
+                                          max_nodes=1000).fill()
+    forest_graph = tensor_forest.RandomForestGraphs(hparams)
+    train_op = forest_graph.training_graph(X, Y)
+    loss_op = forest_graph.training_loss(X, Y)
+    infer_op, _, _ = forest_graph.inference_graph(X)
+    correct_prediction = tf.equal(tf.argmax(infer_op, 1), tf.cast(Y, tf.int64))
+    accuracy_op = tf.reduce_mean(tf.cast(correct_prediction, tf.float32))
+    init_vars = tf.group(tf.global_variables_initializer(),
+                         resources.initialize_resources(resources.shared_resources()))
+    sess = tf.Session()
+    sess.run(init_vars)
+    losses = []
+    for _ in range(40):
+        batch_x, batch_y = mnist.train.next_batch(256)
+        _, loss = sess.run([train_op, loss_op], feed_dict={X: batch_x, Y: batch_y})
+        losses.append(loss)
+    assert losses[-1] < losses[0] < 0  # minus the average tree size
+    test_x, test_y = mnist.test.images, mnist.test.labels
+    assert sess.run(accuracy_op, feed_dict={X: test_x, Y: test_y}) > 0.7
