@@ -441,3 +441,14 @@ def test_aymericdamiens_random_forest_program(digits, tmp_path):
     assert losses[-1] < losses[0] < 0  # minus the average tree size
     test_x, test_y = mnist.test.images, mnist.test.labels
     assert sess.run(accuracy_op, feed_dict={X: test_x, Y: test_y}) > 0.7
+
+
+def test_leaf_ids_outside_the_tree_are_invalid():
+    from tensorflux.contrib.tensor_forest.python.ops import model_ops
+
+    x, y, forest, _, _, sess = _forest(3, 2, num_trees=1)
+    update = model_ops.update_model_v4(forest.variables[0].tree, [0, 5], [0.0, 1.0], [],
+                                       params=forest.params.serialized_params_proto)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="node ids of the tree"):
+        sess.run(update)
+    del x, y

@@ -205,10 +205,11 @@ def _leaf_ids(leaf_ids, n: int, tree: DecisionTree) -> np.ndarray:
     if ids.size != n:
         raise errors.InvalidArgumentError(None, None, f"leaf_ids has {ids.size} entries for "
                                           f"{n} examples")
-    if ids.size and (ids.min() < 0 or ids.max() >= tree.size or
-                     (tree.feature[ids] >= 0).any()):
-        raise errors.InvalidArgumentError(None, None, "leaf_ids name nodes that are not leaves "
-                                          "of the tree")
+    # An id that stopped being a leaf (another step split it meanwhile) is harmless: its
+    # counts are never read again and it has no fertile slot.
+    if ids.size and (ids.min() < 0 or ids.max() >= tree.size):
+        raise errors.InvalidArgumentError(None, None, f"leaf_ids must be node ids of the tree "
+                                          f"(0 to {tree.size - 1})")
     return ids
 
 
