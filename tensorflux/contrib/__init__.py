@@ -20,8 +20,9 @@ the aliases `tf.contrib.signal` (tf.signal), `tf.contrib.keras` (tf.keras),
 (learning, evaluation, data providers and TFExample decoders) with `tf.contrib.losses` and
 `tf.contrib.metrics` (contrib's streaming metrics), `tf.contrib.util` (constant_value,
 make_tensor_proto, make_ndarray), `tf.contrib.factorization.KMeans`, `tf.contrib.summary`
-(resource-based summary writers), `tf.contrib.staging.StagingArea` and
-`tf.contrib.memory_stats` (BytesInUse, BytesLimit, MaxBytesInUse). What exists:
+(resource-based summary writers), `tf.contrib.staging.StagingArea`,
+`tf.contrib.memory_stats` (BytesInUse, BytesLimit, MaxBytesInUse) and
+`tf.contrib.tensor_forest` (random forests grown online). What exists:
 docs/tf1_programs.md."""
 
 from tensorflux.contrib import (  # noqa: F401
@@ -50,6 +51,7 @@ from tensorflux.contrib import (  # noqa: F401
     staging,
     stateless,
     summary,
+    tensor_forest,
     tensorboard,
     tpu,
     training,

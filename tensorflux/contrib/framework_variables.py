@@ -131,8 +131,9 @@ class VariableDeviceChooser:
     `job_name` (`device_fn = VariableDeviceChooser(2); with tf.device(device_fn): ...`).
 
     Args:
-      num_tasks: how many tasks to spread over (0: no task in the device string).
-      job_name: the job's name.
+      num_tasks: how many tasks to spread over (0: neither job nor task in the device
+        string, only the device type and index).
+      job_name: the job's name (with num_tasks > 0).
       device_type: "CPU" or "GPU".
       device_index: the device's index in its task.
       replica: the replica index, if any.
@@ -149,7 +150,7 @@ class VariableDeviceChooser:
 
     def __call__(self, op) -> str:
         parts = []
-        if self._job_name:
+        if self._num_tasks > 0 and self._job_name:  # TF names the job only with tasks
             parts.append(f"/job:{self._job_name}")
         if self._replica is not None:
             parts.append(f"/replica:{self._replica}")

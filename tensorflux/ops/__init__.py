@@ -69,6 +69,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     summary_ops,
     summary_ops_v2,
     tensor_array_ops,
+    tensor_forest_ops,
     training_ops,
     tridiagonal_ops,
     unary_ops,

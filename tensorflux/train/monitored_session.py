@@ -31,6 +31,7 @@ from tensorflux.framework import errors
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.lookup import lookup_ops
+from tensorflux.ops import joining_ops
 from tensorflux.protos import config_pb2
 from tensorflux.summary import summary
 from tensorflux.train import basic_session_run_hooks as hooks_lib
@@ -44,7 +45,7 @@ from tensorflux.train.session_run_hook import (
     SessionRunContext,
     SessionRunValues,
 )
-from tensorflux.variables import variables
+from tensorflux.variables import resources, variables
 
 __all__ = ["Scaffold", "SessionCreator", "ChiefSessionCreator", "WorkerSessionCreator",
            "MonitoredSession", "SingularMonitoredSession", "MonitoredTrainingSession"]
@@ -95,15 +96,19 @@ class Scaffold:
         """Fills in the defaults and finalizes the graph; returns self."""
         if self._init_op is None:
             self._init_op = Scaffold.get_or_default(
-                "init_op", GraphKeys.INIT_OP, variables.global_variables_initializer)
+                "init_op", GraphKeys.INIT_OP, Scaffold.default_init_op)
         if self._ready_op is None:
             self._ready_op = Scaffold.get_or_default(
-                "ready_op", GraphKeys.READY_OP, variables.report_uninitialized_variables)
+                "ready_op", GraphKeys.READY_OP, lambda: joining_ops.concat(
+                    [variables.report_uninitialized_variables(),
+                     resources.report_uninitialized_resources()], 0))
         if self._ready_for_local_init_op is None:
             self._ready_for_local_init_op = Scaffold.get_or_default(
                 "ready_for_local_init_op", GraphKeys.READY_FOR_LOCAL_INIT_OP,
-                lambda: variables.report_uninitialized_variables(
-                    variables.global_variables()))
+                lambda: joining_ops.concat(
+                    [variables.report_uninitialized_variables(variables.global_variables()),
+                     resources.report_uninitialized_resources(
+                         resources.shared_resources())], 0))
         if self._local_init_op is None:
             self._local_init_op = Scaffold.get_or_default(
                 "local_init_op", GraphKeys.LOCAL_INIT_OP, Scaffold.default_local_init_op)
@@ -134,10 +139,18 @@ class Scaffold:
         return op
 
     @staticmethod
+    def default_init_op():
+        """The initializer of the global variables and the shared resources, as in TF1."""
+        return builders.group(variables.global_variables_initializer(),
+                              resources.initialize_resources(resources.shared_resources()))
+
+    @staticmethod
     def default_local_init_op():
-        """The initializer of the local variables and of the lookup tables, as in TF1."""
+        """The initializer of the local variables, the lookup tables and the local
+        resources, as in TF1."""
         return builders.group(variables.local_variables_initializer(),
-                              lookup_ops.tables_initializer())
+                              lookup_ops.tables_initializer(),
+                              resources.initialize_resources(resources.local_resources()))
 
     init_op = property(lambda self: self._init_op)
     ready_op = property(lambda self: self._ready_op)

@@ -43,7 +43,7 @@ from tensorflux.ops import array_ops, constant_op, joining_ops, save_restore_ops
 from tensorflux.protos import saver_pb2
 from tensorflux.train import checkpoint_management, saver_tf_format
 
-__all__ = ["Saver", "import_meta_graph", "export_meta_graph"]
+__all__ = ["Saver", "import_meta_graph", "export_meta_graph"]  # and BaseSaverBuilder
 
 _log = logging.getLogger("tensorflux")
 _SHARDED_SUFFIX = "_temp/part"
@@ -54,17 +54,56 @@ def _now() -> float:
     return time.time()
 
 
+class SaveSpec:
+    """One tensor a SaveableObject saves: the tensor, its slice spec and its name."""
+
+    def __init__(self, tensor, slice_spec: str, name: str, dtype=None, device=None):
+        self.tensor = tensor
+        self.slice_spec = slice_spec
+        self.name = name
+        self.dtype = dtype or tensor.dtype
+        self.device = device if device is not None else tensor.device
+
+
+class SaveableObject:
+    """Something a Saver saves through tensors and restores by an op of its own (TF's
+    `BaseSaverBuilder.SaveableObject`): subclasses set `op`, `specs` (SaveSpecs) and
+    `name`, and define `restore(restored_tensors, restored_shapes) -> op`."""
+
+    def __init__(self, op, specs, name: str):
+        self.op = op
+        self.specs = specs
+        self.name = name
+
+    @property
+    def device(self) -> str:
+        return self.specs[0].device if self.specs else ""
+
+    def restore(self, restored_tensors, restored_shapes):
+        raise NotImplementedError
+
+
+class BaseSaverBuilder:
+    """TF1's name for where SaveSpec and SaveableObject live (custom builders are not
+    supported)."""
+
+    SaveSpec = SaveSpec
+    SaveableObject = SaveableObject
+
+
 class _Saveable:
-    """One thing to save: a variable (or a slice of a partitioned one) under a name."""
+    """One thing to save: a variable (or a slice of a partitioned one), a tensor, or one
+    spec of a SaveableObject (`owner`), under a name."""
 
-    __slots__ = ("name", "spec", "var", "tensor", "device")
+    __slots__ = ("name", "spec", "var", "tensor", "device", "owner")
 
-    def __init__(self, name: str, spec: str, var, tensor: Tensor | None = None):
+    def __init__(self, name: str, spec: str, var, tensor: Tensor | None = None, owner=None):
         self.name = name
         self.spec = spec
         self.var = var
         self.tensor = tensor if tensor is not None else var._as_graph_element()
         self.device = var.device if var is not None else tensor.device
+        self.owner = owner
 
     @property
     def dtype(self) -> dtypes.DType:
@@ -118,6 +157,9 @@ def saveables_from(var_list) -> list[_Saveable]:
                     sv.spec = info.spec if info is not None else ""
         elif _is_variable(v):
             new = [_saveable_for_var(name, v)]
+        elif isinstance(v, SaveableObject):
+            new = [_Saveable(spec.name, spec.slice_spec, None, spec.tensor, owner=v)
+                   for spec in v.specs]
         elif isinstance(v, Tensor):
             if name is None:
                 raise TypeError(f"Saving a tensor needs a name (pass a dict): {v}")
@@ -204,7 +246,11 @@ class _Builder:
     def _assigns(self, saveables, restored) -> list:
         graph = graph_lib.get_default_graph()
         ops = []
+        owned: dict = {}  # SaveableObject -> its restored tensors, in spec order
         for s, value in zip(saveables, restored, strict=True):
+            if s.owner is not None:
+                owned.setdefault(s.owner, {})[s.name] = value
+                continue
             if s.var is None:
                 continue  # a tensor: saved, nothing to restore into
             value = array_ops.identity(value, name="Identity")
@@ -218,6 +264,10 @@ class _Builder:
                     continue
                 ops.append(state_ops.assign_variable_op(s.var.handle, value,
                                                         name="AssignVariableOp"))
+        for owner, values in owned.items():
+            restored_op = owner.restore([values[spec.name] for spec in owner.specs],
+                                        [None] * len(owner.specs))
+            ops.append(getattr(restored_op, "op", restored_op))
         return ops
 
     def _group_by_device(self):

@@ -128,6 +128,7 @@ def test_variable_lookup_helpers():
         assert [chooser(None) for _ in range(3)] == [
             "/job:ps/task:0/device:CPU:0", "/job:ps/task:1/device:CPU:0",
             "/job:ps/task:0/device:CPU:0"]
+        assert slim.VariableDeviceChooser()(None) == "/device:CPU:0"  # no tasks: no job
         with tf.Session() as sess:
             sess.run(biases.initializer)
             sess.run(slim.zero_initializer(biases))

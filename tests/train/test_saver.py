@@ -646,3 +646,36 @@ def test_a_restored_slice_is_copied_not_kept(tmp_path, monkeypatch):
             sess.run(part.assign(value))  # `part` is uninitialized: a copy or the buffer
             assert copies == [1]
             assert sess.run(part).tolist() == [2.0, 3.0]
+
+
+# ---- SaveableObjects (GraphKeys.SAVEABLE_OBJECTS) -----------------------------------------
+
+
+class _DoubledSaveable(saver_lib.BaseSaverBuilder.SaveableObject):
+    """Saves a variable doubled under two names; restore halves the first one back."""
+
+    def __init__(self, var, name):
+        specs = [saver_lib.BaseSaverBuilder.SaveSpec(var.read_value() * 2, "", name + "/a"),
+                 saver_lib.BaseSaverBuilder.SaveSpec(var.read_value() * 3, "", name + "/b")]
+        super().__init__(var, specs, name)
+        self.var = var
+
+    def restore(self, restored_tensors, restored_shapes):
+        assert restored_shapes == [None, None]
+        return self.var.assign(restored_tensors[0] / 2 + 0 * restored_tensors[1])
+
+
+def test_saveable_objects_save_their_specs_and_restore_through_their_op(tmp_path):
+    with tf.Graph().as_default():
+        v = tf.Variable([1.0, 2.0], name="v", collections=[])
+        tf.add_to_collection(tf.GraphKeys.SAVEABLE_OBJECTS, _DoubledSaveable(v, "dbl"))
+        saver = tf.train.Saver()
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            path = saver.save(sess, str(tmp_path / "ckpt"))
+            sess.run(v.assign([7.0, 7.0]))
+            saver.restore(sess, path)
+            np.testing.assert_array_equal(sess.run(v), [1.0, 2.0])
+    reader = tf.train.NewCheckpointReader(path)
+    np.testing.assert_array_equal(reader.get_tensor("dbl/a"), [2.0, 4.0])
+    np.testing.assert_array_equal(reader.get_tensor("dbl/b"), [3.0, 6.0])

@@ -70,6 +70,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     summary_ops,
     summary_ops_v2,
     tensor_array_ops,
+    tensor_forest_ops,
     training_ops,
     tridiagonal_ops,
     unary_ops,
