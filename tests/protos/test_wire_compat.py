@@ -55,6 +55,7 @@ MODULES = sorted(p.stem + "_pb2" for p in PROTO_DIR.glob("*.proto"))
 TF_MODULE = {
     "checkpoint_state_pb2": "tensorflow.python.training.checkpoint_state_pb2",
     "config_pb2": "tensorflow.core.protobuf.config_pb2",
+    "control_flow_pb2": "tensorflow.core.protobuf.control_flow_pb2",
     "device_attributes_pb2": "tensorflow.core.framework.device_attributes_pb2",
     "device_filters_pb2": "tensorflow.core.protobuf.device_filters_pb2",
     "event_pb2": "tensorflow.core.util.event_pb2",
@@ -70,6 +71,7 @@ TF_MODULE = {
     "tensor_pb2": "tensorflow.core.framework.tensor_pb2",
     "tensorflow_server_pb2": "tensorflow.core.protobuf.tensorflow_server_pb2",
     "tfprof_output_pb2": "tensorflow.core.profiler.tfprof_output_pb2",
+    "tfprof_log_pb2": "tensorflow.core.profiler.tfprof_log_pb2",
     "worker_pb2": "tensorflow.core.protobuf.worker_pb2",  # stood in by the TensorFlow side
 }
 
@@ -78,6 +80,7 @@ TF_MODULE = {
 SUBPACKAGES = {
     "error_codes_pb2": "tensorflux.error",  # tensorflow.error.Code
     "tfprof_output_pb2": "tensorflux.tfprof",  # tensorflow.tfprof.GraphNodeProto
+    "tfprof_log_pb2": "tensorflux.tfprof",  # tensorflow.tfprof.OpLogProto
     "master_service_pb2": "tensorflux.grpc",  # tensorflow.grpc.MasterService
     "worker_service_pb2": "tensorflux.grpc",  # tensorflow.grpc.WorkerService
     "serving_predict_pb2": "tensorflux.serving",  # tensorflow.serving.PredictRequest
@@ -665,9 +668,9 @@ result["parsed"] = parsed
 from tensorflow.core.framework import graph_pb2, tensor_slice_pb2
 from tensorflow.core.protobuf import config_pb2, device_filters_pb2, meta_graph_pb2
 from tensorflow.core.protobuf import tensor_bundle_pb2
-from tensorflow.core.protobuf import saved_model_pb2, queue_runner_pb2
+from tensorflow.core.protobuf import saved_model_pb2, queue_runner_pb2, control_flow_pb2
 from tensorflow.core.example import example_pb2
-from tensorflow.core.profiler import tfprof_output_pb2
+from tensorflow.core.profiler import tfprof_output_pb2, tfprof_log_pb2
 from tensorflow.python.training import checkpoint_state_pb2
 
 def strip(full_name):
@@ -701,8 +704,12 @@ def walk_file(fd):
 for mod in (graph_pb2, config_pb2, meta_graph_pb2, event_pb2, summary_pb2, example_pb2,
             checkpoint_state_pb2, tensor_bundle_pb2, tensor_slice_pb2, master_pb2, worker_pb2,
             tensorflow_server_pb2, device_filters_pb2, device_attributes_pb2, named_tensor_pb2,
-            error_codes_pb2, tfprof_output_pb2, saved_model_pb2, queue_runner_pb2):
+            error_codes_pb2, tfprof_output_pb2, saved_model_pb2, queue_runner_pb2,
+            control_flow_pb2):
     walk_file(mod.DESCRIPTOR)
+# of tfprof_log.proto only the op log (its ProfileProto is the profiler UI's, not mirrored)
+for m in (tfprof_log_pb2.CodeDef, tfprof_log_pb2.OpLogEntry, tfprof_log_pb2.OpLogProto):
+    walk_message(m.DESCRIPTOR)
 result["descriptors"] = {"messages": messages, "enums": enums}
 """
 
