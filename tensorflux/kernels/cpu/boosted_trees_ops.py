@@ -1,0 +1,545 @@
+"""CPU kernels of the gradient-boosted-trees ops (tensorflux/ops/boosted_trees_ops.py).
+
+The resource. A `TreeEnsembleResource` holds a stamp token and a `TreeEnsemble` message
+(protos/boosted_trees.proto), the one source of truth: serialization is the message's bytes.
+Prediction reads a per-tree array view of it (`_Tree`: leaf flags, split feature, threshold,
+children, leaf value, the value a split node had as a leaf), built on first use after each
+change. Every kernel holds the resource's lock while it reads or changes the message.
+
+Leaf values. A tree's output is the value of the leaf an example reaches (times the tree's
+weight, 1 for trees grown layer by layer); the ensemble's logits are the sum over trees.
+Splitting a leaf of value v gives children v + learning_rate * contribution, and the split
+node keeps v as its `original_leaf`: an example cached at a node that has since been split
+changes its logits by (new leaf value - v) (BoostedTreesTrainingPredict).
+
+Gains. For a node whose examples sum to gradient g and hessian h, the best leaf value under
+l1/l2 regularization minimizes g*w + (h + l2)*w^2/2 + l1*|w|: w = -g'/(h + l2) with
+g' = g shrunk towards 0 by l1 (w = 0 when |g| <= l1), and the loss drops by g'^2/(h + l2),
+the node's gain. A split's gain is the children's gains less the parent's less
+tree_complexity; thresholds are bucket ids (feature <= threshold goes left).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from tensorflux.framework import dtypes, errors
+from tensorflux.kernels.cpu.state_ops import ResourceHandle, as_handle
+from tensorflux.kernels.registry import kernel, kernel_factory
+from tensorflux.protos import boosted_trees_pb2
+
+TYPE_NAME = "N10tensorflow26BoostedTreesEnsembleResourceE"
+_HESSIAN_EPS = 1e-15  # a node whose h + l2 is below this cannot be split
+_MIN_DELTA_FOR_CENTER_BIAS = 0.01
+
+
+class TreeEnsembleResource:
+    """A tree ensemble: its stamp token and TreeEnsemble message, under one lock."""
+
+    dropped = False
+
+    def __init__(self, stamp: int, ensemble: boosted_trees_pb2.TreeEnsemble):
+        self.lock = threading.Lock()
+        self.stamp = stamp
+        self.ensemble = ensemble
+        self._trees: list | None = None
+
+    def close_resource(self) -> None:
+        self.dropped = True
+
+    def changed(self) -> None:
+        """Drops the array view after the message changed."""
+        self._trees = None
+
+    def trees(self) -> list:
+        if self._trees is None:
+            self._trees = [_Tree(t) for t in self.ensemble.trees]
+        return self._trees
+
+    def weights(self) -> list[float]:
+        return list(self.ensemble.tree_weights)
+
+
+def leaf_value(leaf) -> float:
+    """The first logit of a Leaf (its scalar, or its vector's first value)."""
+    if leaf.WhichOneof("leaf") == "vector" and leaf.vector.value:
+        return float(leaf.vector.value[0])
+    return float(leaf.scalar)
+
+
+class _Tree:
+    """One tree's nodes as arrays (see the module docstring)."""
+
+    __slots__ = ("is_leaf", "feature", "threshold", "left", "right", "value", "original")
+
+    def __init__(self, tree):
+        n = len(tree.nodes)
+        self.is_leaf = np.ones(n, bool)
+        self.feature = np.zeros(n, np.int64)
+        self.threshold = np.zeros(n, np.int64)
+        self.left = np.zeros(n, np.int64)
+        self.right = np.zeros(n, np.int64)
+        self.value = np.zeros(n, np.float64)
+        self.original = np.zeros(n, np.float64)
+        for i, node in enumerate(tree.nodes):
+            kind = node.WhichOneof("node")
+            if kind == "bucketized_split":
+                s = node.bucketized_split
+                self.is_leaf[i] = False
+                self.feature[i], self.threshold[i] = s.feature_id, s.threshold
+                self.left[i], self.right[i] = s.left_id, s.right_id
+                self.original[i] = leaf_value(node.metadata.original_leaf)
+            elif kind in ("categorical_split", "dense_split"):
+                raise errors.UnimplementedError(None, None, f"{kind} nodes are not supported")
+            else:
+                self.value[i] = leaf_value(node.leaf)
+
+    def route(self, features: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """The leaf each example (a column of `features`) reaches from `nodes`."""
+        nodes = nodes.copy()
+        while True:
+            active = np.nonzero(~self.is_leaf[nodes])[0]
+            if active.size == 0:
+                return nodes
+            at = nodes[active]
+            feature = self.feature[at]
+            if feature.max() >= features.shape[0]:
+                raise errors.InvalidArgumentError(
+                    None, None, f"The tree splits on feature {int(feature.max())} but only "
+                    f"{features.shape[0]} bucketized features were given")
+            go_left = features[feature, active] <= self.threshold[at]
+            nodes[active] = np.where(go_left, self.left[at], self.right[at])
+
+
+# ---- the resource and its lifetime ---------------------------------------------------------
+
+
+@kernel_factory("BoostedTreesEnsembleResourceHandleOp", device_constant=True)
+def _handle_op(node):
+    container, name = node.attrs["container"], node.attrs["shared_name"] or node.name
+    by_device: dict[str, ResourceHandle] = {}
+
+    def compute(ctx):
+        dev = ctx.device.name if ctx.device is not None else ""
+        h = by_device.get(dev)
+        if h is None:
+            h = by_device[dev] = ResourceHandle(container, name, dev, dtypes.resource)
+        return h
+
+    return compute
+
+
+def _find(ctx, handle):
+    h = as_handle(handle)
+    return h, ctx.resource_mgr.get(h.container, h.name)
+
+
+def _ensemble(ctx, handle) -> TreeEnsembleResource:
+    h, res = _find(ctx, handle)
+    if res is None:
+        container = h.container or ctx.resource_mgr.default_container
+        raise errors.NotFoundError(None, None, f"Resource {container}/{h.name}/{TYPE_NAME} "
+                                   "does not exist.")
+    if not isinstance(res, TreeEnsembleResource):
+        raise errors.InvalidArgumentError(
+            None, None, f"Trying to access resource {h.name} using the wrong type. Expected "
+            f"{TYPE_NAME} got {type(res).__name__}")
+    return res
+
+
+def _parse(serialized) -> boosted_trees_pb2.TreeEnsemble:
+    data = serialized.item() if isinstance(serialized, np.ndarray) else serialized
+    proto = boosted_trees_pb2.TreeEnsemble()
+    try:
+        proto.ParseFromString(bytes(data))
+    except Exception as e:  # the message's DecodeError
+        raise errors.InvalidArgumentError(
+            None, None, "Unable to parse tree ensemble proto.") from e
+    return proto
+
+
+@kernel("BoostedTreesCreateEnsemble")
+def _create(ctx, handle, stamp, serialized):
+    h = as_handle(handle)
+    proto = _parse(serialized)
+    created = []
+
+    def make():
+        created.append(True)
+        return TreeEnsembleResource(int(stamp), proto)
+
+    ctx.resource_mgr.lookup_or_create(h.container, h.name, make)
+    if not created:
+        raise errors.AlreadyExistsError(
+            None, None, f"Resource {h.container or ctx.resource_mgr.default_container}/"
+            f"{h.name}/{TYPE_NAME} already exists.")
+
+
+@kernel("IsBoostedTreesEnsembleInitialized")
+def _is_initialized(ctx, handle):
+    _, res = _find(ctx, handle)
+    return np.bool_(isinstance(res, TreeEnsembleResource))
+
+
+@kernel("BoostedTreesSerializeEnsemble")
+def _serialize(ctx, handle):
+    res = _ensemble(ctx, handle)
+    with res.lock:
+        return np.int64(res.stamp), np.array(res.ensemble.SerializeToString(), dtype=object)
+
+
+@kernel("BoostedTreesDeserializeEnsemble")
+def _deserialize(ctx, handle, stamp, serialized):
+    res = _ensemble(ctx, handle)
+    proto = _parse(serialized)
+    with res.lock:
+        res.stamp, res.ensemble = int(stamp), proto
+        res.changed()
+
+
+@kernel("BoostedTreesGetEnsembleStates")
+def _states(ctx, handle):
+    res = _ensemble(ctx, handle)
+    with res.lock:
+        e = res.ensemble
+        finalized = sum(1 for m in e.tree_metadata if m.is_finalized)
+        g = e.growing_metadata
+        # with no tree yet, the next layer is the first tree's root
+        nodes = [g.last_layer_node_start, g.last_layer_node_end] if e.trees else [0, 1]
+        return (np.int64(res.stamp), np.int32(len(e.trees)), np.int32(finalized),
+                np.int32(g.num_layers_attempted), np.array(nodes, np.int32))
+
+
+# ---- prediction --------------------------------------------------------------------------
+
+
+def _features(bucketized, batch: int) -> np.ndarray:
+    cols = [np.asarray(f).reshape(-1) for f in bucketized]
+    for c in cols:
+        if c.shape[0] != batch:
+            raise errors.InvalidArgumentError(
+                None, None, f"Bucketized features must all have {batch} examples, got "
+                f"{c.shape[0]}")
+    return np.stack(cols).astype(np.int64) if cols else np.zeros((0, batch), np.int64)
+
+
+def predict_logits(res: TreeEnsembleResource, features: np.ndarray) -> np.ndarray:
+    """[batch] float64: the sum over trees of weight * the value of the leaf reached."""
+    batch = features.shape[1]
+    out = np.zeros(batch, np.float64)
+    root = np.zeros(batch, np.int64)
+    for tree, w in zip(res.trees(), res.weights(), strict=True):
+        out += w * tree.value[tree.route(features, root)]
+    return out
+
+
+def _check_logits_dimension(dim: int) -> None:
+    if dim != 1:
+        raise errors.UnimplementedError(
+            None, None, f"Only logits_dimension 1 is supported, got {dim}")
+
+
+@kernel_factory("BoostedTreesPredict")
+def _predict(node):
+    dim = node.attrs["logits_dimension"]
+
+    def compute(ctx, handle, *bucketized):
+        _check_logits_dimension(dim)
+        res = _ensemble(ctx, handle)
+        batch = np.asarray(bucketized[0]).reshape(-1).shape[0]
+        with res.lock:
+            logits = predict_logits(res, _features(bucketized, batch))
+        return logits.astype(np.float32).reshape(batch, 1)
+
+    return compute
+
+
+def training_predict(res: TreeEnsembleResource, features, cached_trees, cached_nodes):
+    """(partial logits float64 [batch], tree ids, node ids) as BoostedTreesTrainingPredict."""
+    batch = features.shape[1]
+    trees, weights = res.trees(), res.weights()
+    partial = np.zeros(batch, np.float64)
+    if not trees:
+        return partial, np.zeros(batch, np.int32), np.zeros(batch, np.int32)
+    latest = len(trees) - 1
+    tree_ids = np.asarray(cached_trees, np.int64).copy()
+    nodes = np.asarray(cached_nodes, np.int64).copy()
+    if (tree_ids > latest).any() or (tree_ids < 0).any():
+        raise errors.InvalidArgumentError(None, None, "Cached tree ids out of range")
+    fresh = nodes < 0
+    nodes[fresh] = 0
+    for t in range(int(tree_ids.min()), latest + 1):
+        tree, w = trees[t], weights[t]
+        here = np.nonzero(tree_ids == t)[0]
+        if here.size:
+            start = nodes[here]
+            if start.max() >= tree.is_leaf.size:
+                raise errors.InvalidArgumentError(None, None, "Cached node ids out of range")
+            leaf = tree.route(features[:, here], start)
+            partial[here] += w * tree.value[leaf]
+            # a cached example holds the value its node had: a leaf's, or the original
+            # leaf of a node split since
+            held = np.where(tree.is_leaf[start], tree.value[start], tree.original[start])
+            cached = ~fresh[here]
+            partial[here[cached]] -= w * held[cached]
+            nodes[here] = leaf
+        if t < latest:
+            tree_ids[here] = t + 1
+            nodes[here] = 0
+            fresh[here] = True
+    return partial, tree_ids.astype(np.int32), nodes.astype(np.int32)
+
+
+@kernel_factory("BoostedTreesTrainingPredict")
+def _training_predict(node):
+    dim = node.attrs["logits_dimension"]
+
+    def compute(ctx, handle, cached_trees, cached_nodes, *bucketized):
+        _check_logits_dimension(dim)
+        res = _ensemble(ctx, handle)
+        batch = np.asarray(cached_trees).reshape(-1).shape[0]
+        with res.lock:
+            partial, trees, nodes = training_predict(
+                res, _features(bucketized, batch), np.asarray(cached_trees).reshape(-1),
+                np.asarray(cached_nodes).reshape(-1))
+        return partial.astype(np.float32).reshape(batch, 1), trees, nodes
+
+    return compute
+
+
+@kernel_factory("BoostedTreesExampleDebugOutputs")
+def _debug_outputs(node):
+    dim = node.attrs["logits_dimension"]
+
+    def compute(ctx, handle, *bucketized):
+        _check_logits_dimension(dim)
+        res = _ensemble(ctx, handle)
+        batch = np.asarray(bucketized[0]).reshape(-1).shape[0]
+        features = _features(bucketized, batch)
+        with res.lock:
+            paths = [boosted_trees_pb2.DebugOutput() for _ in range(batch)]
+            logits = np.zeros(batch, np.float64)
+            for tree, w in zip(res.trees(), res.weights(), strict=True):
+                _debug_path(tree, w, features, logits, paths)
+        return np.array([p.SerializeToString() for p in paths], dtype=object)
+
+    return compute
+
+
+def _debug_path(tree, weight, features, logits, paths) -> None:
+    """Appends one tree's splits to each example's DebugOutput: the feature of each split
+    node passed and the logits after it (the leaf value it would have had there)."""
+    for i in range(features.shape[1]):
+        n, base = 0, logits[i]
+        while not tree.is_leaf[n]:
+            paths[i].feature_ids.append(int(tree.feature[n]))
+            n = tree.left[n] if features[tree.feature[n], i] <= tree.threshold[n] \
+                else tree.right[n]
+            child = tree.value[n] if tree.is_leaf[n] else tree.original[n]
+            paths[i].logits_path.append(float(base + weight * child))
+        logits[i] = base + weight * tree.value[n]
+
+
+# ---- statistics and gains ------------------------------------------------------------------
+
+
+@kernel_factory("BoostedTreesMakeStatsSummary", expensive=True)
+def _make_stats_summary(node):
+    max_splits, num_buckets = node.attrs["max_splits"], node.attrs["num_buckets"]
+
+    def compute(ctx, node_ids, gradients, hessians, *bucketized):
+        return make_stats_summary(node_ids, gradients, hessians, bucketized, max_splits,
+                                  num_buckets)
+
+    return compute
+
+
+def make_stats_summary(node_ids, gradients, hessians, bucketized, max_splits, num_buckets):
+    """[num_features, max_splits, num_buckets, 2] float32 sums of (gradient, hessian)."""
+    node_ids = np.asarray(node_ids).reshape(-1).astype(np.int64)
+    g = np.asarray(gradients, np.float32).reshape(node_ids.shape[0], -1)[:, 0]
+    h = np.asarray(hessians, np.float32).reshape(node_ids.shape[0], -1)[:, 0]
+    if node_ids.size and (node_ids.min() < 0 or node_ids.max() >= max_splits):
+        raise errors.InvalidArgumentError(
+            None, None, f"Node ids must be in [0, {max_splits}), got {node_ids.max()}")
+    out = np.zeros((len(bucketized), max_splits, num_buckets, 2), np.float32)
+    for f, feature in enumerate(bucketized):
+        b = np.asarray(feature).reshape(-1).astype(np.int64)
+        if b.size and (b.min() < 0 or b.max() >= num_buckets):
+            raise errors.InvalidArgumentError(
+                None, None, f"Bucket ids must be in [0, {num_buckets}), got {b.max()}")
+        np.add.at(out[f, :, :, 0], (node_ids, b), g)
+        np.add.at(out[f, :, :, 1], (node_ids, b), h)
+    return out
+
+
+def weight_and_gain(g, h, l1: float, l2: float):
+    """(leaf weight, gain) of nodes with gradient sums g and hessian sums h (arrays)."""
+    g, h = np.asarray(g, np.float64), np.asarray(h, np.float64)
+    shrunk = g
+    if l1 > 0:
+        shrunk = np.where(g > l1, g - l1, np.where(g < -l1, g + l1, 0.0))
+    denom = h + l2
+    ok = denom > _HESSIAN_EPS
+    weight = np.where(ok, -shrunk / np.where(ok, denom, 1.0), 0.0)
+    return weight, np.where(ok, -shrunk * weight, 0.0)
+
+
+def best_split(stats: np.ndarray, l1, l2, tree_complexity, min_node_weight):
+    """The best split of one node's [num_buckets, 2] stats: (gain, threshold, left weight,
+    right weight), or None when the node's hessian is under `min_node_weight`.
+
+    Thresholds 0 .. num_buckets - 1 are tried (the last puts every example left); the
+    first of equal gains wins."""
+    cum = np.cumsum(stats.astype(np.float64), axis=0)
+    total_g, total_h = cum[-1]
+    if total_h < min_node_weight:
+        return None
+    _, parent_gain = weight_and_gain(total_g, total_h, l1, l2)
+    lw, lg = weight_and_gain(cum[:, 0], cum[:, 1], l1, l2)
+    rw, rg = weight_and_gain(total_g - cum[:, 0], total_h - cum[:, 1], l1, l2)
+    gains = (lg + rg).astype(np.float32)
+    b = int(np.argmax(gains))
+    return (float(gains[b]) - float(parent_gain) - tree_complexity, b, float(lw[b]),
+            float(rw[b]))
+
+
+@kernel_factory("BoostedTreesCalculateBestGainsPerFeature", expensive=True)
+def _best_gains(node):
+    n = node.attrs["num_features"]
+
+    def compute(ctx, node_id_range, *rest):
+        summaries, (l1, l2, complexity, min_weight) = rest[:n], rest[n:]
+        start, end = (int(x) for x in np.asarray(node_id_range).reshape(-1)[:2])
+        outs = [[], [], [], [], []]
+        for stats in summaries:
+            stats = np.asarray(stats)
+            found = [(node_id, best_split(stats[node_id], float(l1), float(l2),
+                                          float(complexity), float(min_weight)))
+                     for node_id in range(start, end)]
+            found = [(i, s) for i, s in found if s is not None]
+            outs[0].append(np.array([i for i, _ in found], np.int32))
+            outs[1].append(np.array([s[0] for _, s in found], np.float32))
+            outs[2].append(np.array([s[1] for _, s in found], np.int32))
+            outs[3].append(np.array([[s[2]] for _, s in found], np.float32).reshape(-1, 1))
+            outs[4].append(np.array([[s[3]] for _, s in found], np.float32).reshape(-1, 1))
+        flat = tuple(x for group in outs for x in group)
+        return flat if len(flat) != 1 else flat[0]
+
+    return compute
+
+
+# ---- growing -------------------------------------------------------------------------------
+
+
+def _new_tree(e: boosted_trees_pb2.TreeEnsemble, root_value: float = 0.0) -> None:
+    e.trees.add().nodes.add().leaf.scalar = root_value
+    e.tree_weights.append(1.0)
+    e.tree_metadata.add()
+
+
+def _growable_tree(e: boosted_trees_pb2.TreeEnsemble) -> int:
+    """The latest tree, or a new one when there is none or it is finalized; counts the
+    attempt."""
+    g = e.growing_metadata
+    if not e.trees or e.tree_metadata[-1].is_finalized:
+        _new_tree(e)
+        g.num_trees_attempted += 1
+        g.last_layer_node_start, g.last_layer_node_end = 0, 1
+    g.num_layers_attempted += 1
+    return len(e.trees) - 1
+
+
+def choose_splits(feature_ids, node_ids, gains, thresholds, lefts, rights, pruning_mode):
+    """node id -> (gain, feature id, threshold, left, right): the best candidate of each
+    node over the features (equal gains: the smaller feature id); pre-pruning drops
+    negative gains."""
+    best: dict[int, tuple] = {}
+    for f, nodes, gs, ts, ls, rs in zip(feature_ids, node_ids, gains, thresholds, lefts,
+                                        rights, strict=True):
+        for node_id, gain, t, left, right in zip(
+                np.asarray(nodes).reshape(-1), np.asarray(gs).reshape(-1),
+                np.asarray(ts).reshape(-1), np.asarray(ls).reshape(-1),
+                np.asarray(rs).reshape(-1), strict=True):
+            if pruning_mode == 1 and gain < 0:
+                continue
+            cand = (float(gain), int(f), int(t), float(left), float(right))
+            old = best.get(int(node_id))
+            if old is None or cand[0] > old[0] or (cand[0] == old[0] and cand[1] < old[1]):
+                best[int(node_id)] = cand
+    return best
+
+
+def grow_layer(e: boosted_trees_pb2.TreeEnsemble, best: dict, max_depth: int,
+               learning_rate: float) -> None:
+    """Splits the latest tree's nodes in `best` (see `choose_splits`); finalizes the tree
+    at max_depth and starts an empty one."""
+    t = _growable_tree(e)
+    if not best:
+        return
+    tree, meta, g = e.trees[t], e.tree_metadata[t], e.growing_metadata
+    first = len(tree.nodes)
+    for node_id in sorted(best):
+        gain, feature, threshold, left, right = best[node_id]
+        node = tree.nodes[node_id]
+        if node.WhichOneof("node") != "leaf":
+            raise errors.InvalidArgumentError(
+                None, None, f"Node {node_id} of tree {t} is not a leaf")
+        parent = leaf_value(node.leaf)
+        original = boosted_trees_pb2.Leaf()
+        original.CopyFrom(node.leaf)
+        left_id, right_id = len(tree.nodes), len(tree.nodes) + 1
+        tree.nodes.add().leaf.scalar = parent + learning_rate * left
+        tree.nodes.add().leaf.scalar = parent + learning_rate * right
+        node = tree.nodes[node_id]
+        split = node.bucketized_split
+        split.feature_id, split.threshold = feature, threshold
+        split.left_id, split.right_id = left_id, right_id
+        node.metadata.gain = gain
+        node.metadata.original_leaf.CopyFrom(original)
+    meta.num_layers_grown += 1
+    g.last_layer_node_start, g.last_layer_node_end = first, len(tree.nodes)
+    if meta.num_layers_grown >= max_depth:
+        meta.is_finalized = True
+        _new_tree(e)
+        g.last_layer_node_start, g.last_layer_node_end = 0, 1
+
+
+@kernel_factory("BoostedTreesUpdateEnsemble")
+def _update(node):
+    n, pruning = node.attrs["num_features"], node.attrs["pruning_mode"]
+
+    def compute(ctx, handle, feature_ids, *rest):
+        if pruning == 2:
+            raise errors.UnimplementedError(None, None, "Post-pruning is not supported")
+        lists = [rest[i * n:(i + 1) * n] for i in range(5)]
+        max_depth, learning_rate = int(rest[5 * n]), float(rest[5 * n + 1])
+        best = choose_splits(np.asarray(feature_ids).reshape(-1), *lists, pruning)
+        res = _ensemble(ctx, handle)
+        with res.lock:
+            grow_layer(res.ensemble, best, max_depth, learning_rate)
+            res.changed()
+
+    return compute
+
+
+@kernel("BoostedTreesCenterBias")
+def _center_bias(ctx, handle, mean_gradients, mean_hessians, l1, l2):
+    g = float(np.asarray(mean_gradients).reshape(-1)[0])
+    h = float(np.asarray(mean_hessians).reshape(-1)[0])
+    step, _ = weight_and_gain(g, h, float(l1), float(l2))
+    step = float(step)
+    res = _ensemble(ctx, handle)
+    with res.lock:
+        e = res.ensemble
+        if not e.trees:
+            _new_tree(e, step)
+            bias = step
+        else:
+            root = e.trees[0].nodes[0]
+            bias = leaf_value(root.leaf) + step
+            root.leaf.scalar = bias
+        res.changed()
+    return np.bool_(bias != 0 and abs(step / bias) > _MIN_DELTA_FOR_CENTER_BIAS)

@@ -1,0 +1,359 @@
+"""The BoostedTrees* ops: kernels against plain NumPy/Python references, growth invariants
+under every execution strategy, the resource's lifetime and errors, and (oracle) the op
+definitions against TensorFlow's. TensorFlow 2.21 registers no kernels for these ops, so the
+oracle checks their signatures only."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import tensorflux as tf
+from tensorflux.framework import errors, op_registry
+from tensorflux.ops import boosted_trees_ops as bt
+from tensorflux.protos import boosted_trees_pb2
+from tests.op_test_util import STRATEGIES
+from tests.oracle import run_tf
+
+pytestmark = pytest.mark.usefixtures("fresh_graph")
+
+OPS = ["BoostedTreesEnsembleResourceHandleOp", "BoostedTreesCreateEnsemble",
+       "IsBoostedTreesEnsembleInitialized", "BoostedTreesSerializeEnsemble",
+       "BoostedTreesDeserializeEnsemble", "BoostedTreesGetEnsembleStates",
+       "BoostedTreesMakeStatsSummary", "BoostedTreesCalculateBestGainsPerFeature",
+       "BoostedTreesUpdateEnsemble", "BoostedTreesTrainingPredict", "BoostedTreesPredict",
+       "BoostedTreesExampleDebugOutputs", "BoostedTreesCenterBias"]
+
+
+# ---- references --------------------------------------------------------------------------
+
+
+def ref_stats(node_ids, g, h, features, max_splits, num_buckets):
+    out = np.zeros((len(features), max_splits, num_buckets, 2), np.float64)
+    for f, col in enumerate(features):
+        for i, (n, b) in enumerate(zip(node_ids, col, strict=True)):
+            out[f, n, b] += (g[i, 0], h[i, 0])
+    return out
+
+
+def ref_leaf(g, h, l1, l2):
+    """(weight, gain) of one leaf, written out case by case."""
+    if abs(g) <= l1:
+        return 0.0, 0.0
+    g = g - l1 if g > 0 else g + l1
+    if h + l2 <= 1e-15:
+        return 0.0, 0.0
+    w = -g / (h + l2)
+    return w, -g * w
+
+
+def ref_best_gains(stats, start, end, l1, l2, tc, mnw):
+    """Per node of [start, end): (node, gain, threshold, left, right) by trying every bucket."""
+    out = []
+    for node in range(start, end):
+        s = stats[node].astype(np.float64)
+        total = s.sum(axis=0)
+        if total[1] < mnw:
+            continue
+        _, parent = ref_leaf(total[0], total[1], l1, l2)
+        best = None
+        for b in range(s.shape[0]):
+            left = s[:b + 1].sum(axis=0)
+            lw, lg = ref_leaf(left[0], left[1], l1, l2)
+            rw, rg = ref_leaf(total[0] - left[0], total[1] - left[1], l1, l2)
+            if best is None or lg + rg > best[0] + 1e-6:
+                best = (lg + rg, b, lw, rw)
+        out.append((node, best[0] - parent - tc, best[1], best[2], best[3]))
+    return out
+
+
+def ref_predict(proto, features):
+    """Sum over trees of weight * leaf value, walking each example down node by node."""
+    out = np.zeros(features.shape[1])
+    for tree, w in zip(proto.trees, proto.tree_weights, strict=True):
+        for i in range(features.shape[1]):
+            n = 0
+            while tree.nodes[n].WhichOneof("node") == "bucketized_split":
+                s = tree.nodes[n].bucketized_split
+                n = s.left_id if features[s.feature_id, i] <= s.threshold else s.right_id
+            out[i] += w * tree.nodes[n].leaf.scalar
+    return out
+
+
+# ---- stats and gains ---------------------------------------------------------------------
+
+STATS_CASES = [  # (batch, num_features, max_splits, num_buckets, seed)
+    (6, 2, 3, 4, 0), (50, 3, 7, 5, 1), (1, 1, 1, 1, 2), (200, 4, 15, 11, 3)]
+
+
+@pytest.mark.parametrize("batch,nf,max_splits,num_buckets,seed", STATS_CASES)
+def test_make_stats_summary(batch, nf, max_splits, num_buckets, seed):
+    rng = np.random.RandomState(seed)
+    node_ids = rng.randint(0, max_splits, batch).astype(np.int32)
+    g = rng.randn(batch, 1).astype(np.float32)
+    h = rng.rand(batch, 1).astype(np.float32)
+    feats = [rng.randint(0, num_buckets, batch).astype(np.int32) for _ in range(nf)]
+    out = bt.make_stats_summary(node_ids, g, h, feats, max_splits, num_buckets)
+    assert out.shape.as_list() == [nf, max_splits, num_buckets, 2]
+    with tf.Session() as sess:
+        got = sess.run(out)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, ref_stats(node_ids, g, h, feats, max_splits, num_buckets),
+                               rtol=1e-5, atol=1e-5)
+
+
+GAIN_CASES = [  # (l1, l2, tree_complexity, min_node_weight)
+    (0.0, 0.0, 0.0, 0.0), (0.05, 0.0, 0.0, 0.0), (0.0, 0.5, 0.0, 0.0), (0.1, 1.0, 0.2, 0.0),
+    (0.0, 0.0, 0.0, 2.5), (3.0, 0.0, 0.0, 0.0)]
+
+
+@pytest.mark.parametrize("l1,l2,tc,mnw", GAIN_CASES)
+def test_calculate_best_gains_per_feature(l1, l2, tc, mnw):
+    rng = np.random.RandomState(7)
+    stats = np.stack([np.stack([rng.randn(3, 6), rng.rand(3, 6)], axis=-1)
+                      for _ in range(2)]).astype(np.float32)  # [features, nodes, buckets, 2]
+    stats[1, 2] = 0.0  # a node with no examples for feature 1
+    out = bt.calculate_best_gains_per_feature([1, 3], list(stats), l1, l2, tc, mnw, 3)
+    with tf.Session() as sess:
+        nodes, gains, thresholds, lefts, rights = sess.run(out)
+    for f in range(2):
+        want = ref_best_gains(stats[f], 1, 3, l1, l2, tc, mnw)
+        assert nodes[f].tolist() == [w[0] for w in want]
+        assert thresholds[f].tolist() == [w[2] for w in want]
+        np.testing.assert_allclose(gains[f], [w[1] for w in want], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(lefts[f][:, 0], [w[3] for w in want], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(rights[f][:, 0], [w[4] for w in want], rtol=1e-4,
+                                   atol=1e-5)
+        assert lefts[f].shape == (len(want), 1)
+
+
+# ---- growth ------------------------------------------------------------------------------
+
+
+def _grower(batch=64, nf=3, buckets=8, max_depth=2, lr=0.3, seed=0, pruning="none", tc=0.0):
+    """One layer-by-layer step on a squared loss towards a fixed target, plus the
+    ensemble's predictions and the logits TrainingPredict reconstructs."""
+    rng = np.random.RandomState(seed)
+    feats_np = rng.randint(0, buckets, (nf, batch)).astype(np.int32)
+    target = (feats_np[0] > buckets // 2) * 1.0 - (feats_np[1] < 2) * 0.5
+    h = bt.ensemble_resource_handle_op(shared_name="ensemble")
+    create = bt.create_ensemble(h, 0, "")
+    feats = [tf.constant(f) for f in feats_np]
+    cache_t = tf.placeholder(tf.int32, [batch])
+    cache_n = tf.placeholder(tf.int32, [batch])
+    partial, tree_ids, node_ids = bt.training_predict(h, cache_t, cache_n, feats, 1)
+    logits = tf.placeholder(tf.float32, [batch, 1])
+    grads = logits - target.reshape(-1, 1).astype(np.float32)
+    max_splits = (1 << max_depth) - 1
+    stats = bt.make_stats_summary(node_ids, grads, tf.ones_like(grads), feats, max_splits,
+                                  buckets)
+    states = bt.get_ensemble_states(h)
+    gains = bt.calculate_best_gains_per_feature(states[4], tf.unstack(stats, num=nf), 0.0,
+                                                1.0, tc, 0.0, max_splits)
+    update = bt.update_ensemble(h, list(range(nf)), *gains, max_depth=max_depth,
+                                learning_rate=lr, pruning_mode=pruning)
+    ops = dict(create=create, partial=partial, tree_ids=tree_ids, node_ids=node_ids,
+               update=update, states=states, predict=bt.predict(h, feats, 1),
+               serialized=bt.serialize_ensemble(h)[1])
+    return ops, feats_np, (cache_t, cache_n, logits)
+
+
+def _run_layers(sess, ops, feeds, batch, layers):
+    cache_t, cache_n, logits = feeds
+    trees, nodes = np.zeros(batch, np.int32), -np.ones(batch, np.int32)
+    cached = np.zeros((batch, 1), np.float32)
+    for _ in range(layers):
+        partial, trees, nodes = sess.run([ops["partial"], ops["tree_ids"], ops["node_ids"]],
+                                         {cache_t: trees, cache_n: nodes})
+        cached = cached + partial
+        sess.run(ops["update"], {cache_t: trees, cache_n: nodes, logits: cached})
+    partial = sess.run(ops["partial"], {cache_t: trees, cache_n: nodes})
+    return cached + partial
+
+
+@pytest.mark.parametrize("strategy", ["reference", "auto", "dataflow"])
+def test_layers_grow_and_cached_logits_match_predict(strategy):
+    ops, feats_np, feeds = _grower()
+    with tf.Session(exec_options=STRATEGIES[strategy]) as sess:
+        sess.run(ops["create"])
+        cached = _run_layers(sess, ops, feeds, 64, layers=5)
+        stamp, num_trees, finalized, attempted, nodes_range = sess.run(ops["states"])
+        predicted = sess.run(ops["predict"])
+        proto = boosted_trees_pb2.TreeEnsemble.FromString(sess.run(ops["serialized"]))
+    # max_depth 2: trees 0 and 1 finalized after four layers, the fifth grows tree 2
+    assert (stamp, num_trees, finalized, attempted) == (0, 3, 2, 5)
+    assert [m.num_layers_grown for m in proto.tree_metadata] == [2, 2, 1]
+    assert [m.is_finalized for m in proto.tree_metadata] == [True, True, False]
+    assert nodes_range.tolist() == [1, 3]
+    np.testing.assert_allclose(predicted[:, 0], ref_predict(proto, feats_np), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(cached, predicted, rtol=1e-5, atol=1e-6)
+    root = proto.trees[0].nodes[0]
+    assert root.WhichOneof("node") == "bucketized_split" and root.metadata.gain > 0
+    left = proto.trees[0].nodes[root.bucketized_split.left_id]
+    assert left.metadata.original_leaf.scalar != 0  # the value it had before its split
+
+
+def test_split_children_values_are_parent_plus_scaled_contribution():
+    h = bt.ensemble_resource_handle_op(shared_name="e")
+    create = bt.create_ensemble(h, 3, "")
+    update = bt.update_ensemble(
+        h, [4, 9], [[0], [0]], [[1.0], [1.0]], [[2], [5]], [[[0.5]], [[7.0]]],
+        [[[-0.5]], [[-7.0]]], max_depth=3, learning_rate=0.1, pruning_mode="none")
+    ser = bt.serialize_ensemble(h)
+    with tf.Session() as sess:
+        sess.run(create)
+        sess.run(update)
+        stamp, data = sess.run(ser)
+    proto = boosted_trees_pb2.TreeEnsemble.FromString(data)
+    split = proto.trees[0].nodes[0].bucketized_split
+    assert stamp == 3
+    assert (split.feature_id, split.threshold, split.left_id, split.right_id) == (4, 2, 1, 2)
+    assert [n.leaf.scalar for n in proto.trees[0].nodes[1:]] == pytest.approx([0.05, -0.05])
+    g = proto.growing_metadata
+    assert (g.num_trees_attempted, g.num_layers_attempted) == (1, 1)
+    assert (g.last_layer_node_start, g.last_layer_node_end) == (1, 3)
+
+
+def test_pre_pruning_drops_negative_gains():
+    h = bt.ensemble_resource_handle_op(shared_name="e")
+    create = bt.create_ensemble(h, 0, "")
+    update = bt.update_ensemble(h, [0], [[0]], [[-0.1]], [[1]], [[[1.0]]], [[[-1.0]]],
+                                max_depth=2, learning_rate=1.0, pruning_mode="pre")
+    states = bt.get_ensemble_states(h)
+    with tf.Session() as sess:
+        sess.run(create)
+        sess.run(update)
+        _, num_trees, _, attempted, nodes_range = sess.run(states)
+    assert (num_trees, attempted, nodes_range.tolist()) == (1, 1, [0, 1])
+
+
+def test_center_bias_moves_the_root_by_newton_steps():
+    h = bt.ensemble_resource_handle_op(shared_name="e")
+    create = bt.create_ensemble(h, 0, "")
+    center = bt.center_bias(h, [[-0.6]], [[0.25]], 0.1, 0.05)
+    logits = bt.predict(h, [tf.constant([0, 1])], 1)
+    with tf.Session() as sess:
+        sess.run(create)
+        assert sess.run(center)  # first step: from 0 to (0.6 - 0.1) / 0.3
+        np.testing.assert_allclose(sess.run(logits)[:, 0], [5 / 3, 5 / 3], rtol=1e-5)
+        assert sess.run(center)  # the same mean gradient again: the bias doubles
+        np.testing.assert_allclose(sess.run(logits)[:, 0], [10 / 3, 10 / 3], rtol=1e-5)
+
+
+def test_center_bias_stops_when_the_step_is_small():
+    h = bt.ensemble_resource_handle_op(shared_name="e")
+    create = bt.create_ensemble(h, 0, "")
+    g = tf.placeholder(tf.float32, [1, 1])
+    center = bt.center_bias(h, g, [[1.0]], 0.0, 0.0)
+    with tf.Session() as sess:
+        sess.run(create)
+        assert sess.run(center, {g: [[-1.0]]})
+        assert not sess.run(center, {g: [[-0.001]]})
+
+
+# ---- the resource ------------------------------------------------------------------------
+
+
+def test_lifetime_serialization_and_errors():
+    h = bt.ensemble_resource_handle_op(shared_name="e")
+    initialized = bt.is_ensemble_initialized(h)
+    proto = boosted_trees_pb2.TreeEnsemble()
+    tree = proto.trees.add()
+    split = tree.nodes.add().bucketized_split
+    split.feature_id, split.threshold, split.left_id, split.right_id = 1, 2, 1, 2
+    tree.nodes.add().leaf.scalar = -1.5
+    tree.nodes.add().leaf.scalar = 2.0
+    proto.tree_weights.append(0.5)
+    proto.tree_metadata.add()
+    create = bt.create_ensemble(h, 7, proto.SerializeToString())
+    stamp, data = bt.serialize_ensemble(h)
+    feats = [tf.constant([9, 9, 9]), tf.constant([0, 2, 3])]
+    logits = bt.predict(h, feats, 1)
+    restore = bt.deserialize_ensemble(h, 11, "")
+    with tf.Session() as sess:
+        assert not sess.run(initialized)
+        with pytest.raises(errors.NotFoundError, match="does not exist"):
+            sess.run(logits)
+        sess.run(create)
+        assert sess.run(initialized)
+        with pytest.raises(errors.AlreadyExistsError):
+            sess.run(create)
+        np.testing.assert_allclose(sess.run(logits)[:, 0], [-0.75, -0.75, 1.0])
+        assert sess.run(stamp) == 7
+        assert boosted_trees_pb2.TreeEnsemble.FromString(sess.run(data)) == proto
+        sess.run(restore)
+        assert sess.run(stamp) == 11
+        np.testing.assert_allclose(sess.run(logits)[:, 0], [0.0, 0.0, 0.0])
+
+
+def test_bad_inputs_raise_invalid_argument():
+    h = bt.ensemble_resource_handle_op(shared_name="e")
+    create = bt.create_ensemble(h, 0, "not a proto \xff")
+    with tf.Session() as sess, pytest.raises(errors.InvalidArgumentError, match="parse"):
+        sess.run(create)
+    stats = bt.make_stats_summary([0, 5], [[1.0], [1.0]], [[1.0], [1.0]], [[0, 0]], 3, 2)
+    buckets = bt.make_stats_summary([0, 1], [[1.0], [1.0]], [[1.0], [1.0]], [[0, 4]], 3, 2)
+    with tf.Session() as sess:
+        with pytest.raises(errors.InvalidArgumentError, match="Node ids"):
+            sess.run(stats)
+        with pytest.raises(errors.InvalidArgumentError, match="Bucket ids"):
+            sess.run(buckets)
+
+
+def test_debug_outputs_follow_each_example_path():
+    h = bt.ensemble_resource_handle_op(shared_name="e")
+    proto = boosted_trees_pb2.TreeEnsemble()
+    tree = proto.trees.add()
+    root = tree.nodes.add()
+    root.bucketized_split.feature_id, root.bucketized_split.threshold = 1, 0
+    root.bucketized_split.left_id, root.bucketized_split.right_id = 1, 2
+    root.metadata.original_leaf.scalar = 0.25
+    tree.nodes.add().leaf.scalar = 1.0
+    tree.nodes.add().leaf.scalar = -2.0
+    proto.tree_weights.append(1.0)
+    proto.tree_metadata.add()
+    create = bt.create_ensemble(h, 0, proto.SerializeToString())
+    out = bt.example_debug_outputs(h, [tf.constant([5, 5]), tf.constant([0, 1])], 1)
+    with tf.Session() as sess:
+        sess.run(create)
+        got = [boosted_trees_pb2.DebugOutput.FromString(s) for s in sess.run(out)]
+    assert [list(d.feature_ids) for d in got] == [[1], [1]]
+    assert [list(d.logits_path) for d in got] == [[1.0], [-2.0]]
+
+
+def test_static_shapes():
+    h = bt.ensemble_resource_handle_op()
+    feats = [tf.placeholder(tf.int32, [5]) for _ in range(2)]
+    partial, trees, nodes = bt.training_predict(h, tf.zeros([5], tf.int32),
+                                                tf.zeros([5], tf.int32), feats, 1)
+    assert partial.shape.as_list() == [5, 1] and nodes.shape.as_list() == [5]
+    assert bt.predict(h, feats, 1).shape.as_list() == [5, 1]
+    stats = bt.make_stats_summary(nodes, partial, partial, feats, 7, 4)
+    assert stats.shape.as_list() == [2, 7, 4, 2]
+    states = bt.get_ensemble_states(h)
+    assert [s.dtype for s in states] == [tf.int64, tf.int32, tf.int32, tf.int32, tf.int32]
+    assert states[4].shape.as_list() == [2]
+
+
+# ---- TensorFlow ----------------------------------------------------------------------------
+
+
+@pytest.mark.oracle
+def test_op_definitions_match_tensorflow():
+    from google.protobuf import json_format
+
+    theirs = run_tf(f"""
+from google.protobuf import json_format
+from tensorflow.python.framework import op_def_registry
+result = {{}}
+for name in {OPS!r}:
+    d = json_format.MessageToDict(op_def_registry.get(name))
+    d.pop("summary", None); d.pop("description", None)
+    result[name] = json.dumps(d, sort_keys=True)
+""")
+    for op_type in OPS:
+        ours = json_format.MessageToDict(op_registry.get(op_type).to_proto())
+        assert json.loads(theirs[op_type]) == ours, op_type
