@@ -54,17 +54,47 @@ def _now() -> float:
     return time.time()
 
 
+class SaveSpec:
+    """One tensor a SaveableObject saves: its value, slice spec and checkpoint name."""
+
+    def __init__(self, tensor, slice_spec: str, name: str, dtype=None, device=None):
+        self.tensor, self.slice_spec, self.name = tensor, slice_spec, name
+        self.dtype = dtype or tensor.dtype
+        self.device = device if device is not None else tensor.device
+
+
+class SaveableObject:
+    """Something saved as several tensors and restored by an op of its own (a resource:
+    TF's `BaseSaverBuilder.SaveableObject`). Subclasses implement `restore`.
+
+    Args:
+      op: what is saved (a resource handle).
+      specs: its SaveSpecs.
+      name: the name it is saved under.
+    """
+
+    def __init__(self, op, specs, name: str):
+        self.op, self.specs, self.name = op, list(specs), name
+        self.device = getattr(op, "device", "")
+
+    def restore(self, restored_tensors, restored_shapes):
+        """The op restoring the object from one tensor per spec."""
+        raise NotImplementedError
+
+
 class _Saveable:
-    """One thing to save: a variable (or a slice of a partitioned one) under a name."""
+    """One thing to save: a variable (or a slice of a partitioned one) under a name, or
+    one spec of a SaveableObject (`owner`)."""
 
-    __slots__ = ("name", "spec", "var", "tensor", "device")
+    __slots__ = ("name", "spec", "var", "tensor", "device", "owner")
 
-    def __init__(self, name: str, spec: str, var, tensor: Tensor | None = None):
+    def __init__(self, name: str, spec: str, var, tensor: Tensor | None = None, owner=None):
         self.name = name
         self.spec = spec
         self.var = var
         self.tensor = tensor if tensor is not None else var._as_graph_element()
         self.device = var.device if var is not None else tensor.device
+        self.owner = owner
 
     @property
     def dtype(self) -> dtypes.DType:
@@ -118,6 +148,9 @@ def saveables_from(var_list) -> list[_Saveable]:
                     sv.spec = info.spec if info is not None else ""
         elif _is_variable(v):
             new = [_saveable_for_var(name, v)]
+        elif isinstance(v, SaveableObject):
+            new = [_Saveable(sp.name, sp.slice_spec, None, sp.tensor, owner=v)
+                   for sp in v.specs]
         elif isinstance(v, Tensor):
             if name is None:
                 raise TypeError(f"Saving a tensor needs a name (pass a dict): {v}")
@@ -204,7 +237,11 @@ class _Builder:
     def _assigns(self, saveables, restored) -> list:
         graph = graph_lib.get_default_graph()
         ops = []
+        owned: dict = {}
         for s, value in zip(saveables, restored, strict=True):
+            if s.owner is not None:
+                owned.setdefault(id(s.owner), (s.owner, {}))[1][s.name] = value
+                continue
             if s.var is None:
                 continue  # a tensor: saved, nothing to restore into
             value = array_ops.identity(value, name="Identity")
@@ -218,6 +255,9 @@ class _Builder:
                     continue
                 ops.append(state_ops.assign_variable_op(s.var.handle, value,
                                                         name="AssignVariableOp"))
+        for owner, values in owned.values():
+            tensors = [values[sp.name] for sp in owner.specs]
+            ops.append(owner.restore(tensors, [None] * len(tensors)))
         return ops
 
     def _group_by_device(self):

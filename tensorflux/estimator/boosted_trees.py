@@ -1,0 +1,452 @@
+"""Gradient-boosted trees (TF1's tf.estimator.BoostedTreesClassifier/Regressor).
+
+The model is one tree ensemble resource, `boosted_trees` (ops/boosted_trees_ops.py),
+checkpointed as TF's SaveableObject does it: `boosted_trees:0_stamp` and
+`boosted_trees:0_serialized` (a TreeEnsemble message).
+
+Features. Every feature column is a bucketized_column (one feature per element: its bucket
+id) or an indicator_column (one feature per category: 0 or 1), taken in the order of the
+columns' names, as TF does.
+
+Training, one layer per `n_batches_per_layer` batches. Each step routes the batch through
+the ensemble (BoostedTreesTrainingPredict: the logits and the leaf of the latest tree each
+example reaches), takes the gradient and hessian of the head's loss (mean over the batch,
+TF's SUM_OVER_BATCH_SIZE) with respect to the logits, and sums them per (feature, leaf,
+bucket). With one batch per layer the sums feed BoostedTreesCalculateBestGainsPerFeature and
+BoostedTreesUpdateEnsemble at once; with more, they are added to a stats accumulator (a
+variable) and the layer grows on the n-th batch from their mean. A tree is finalized at
+`max_depth`; training stops once `n_trees` trees are (the growth op is then skipped). With
+`center_bias`, the first steps move the bias (BoostedTreesCenterBias, from the mean gradient
+and hessian) until it settles, before any tree grows.
+"""
+
+from __future__ import annotations
+
+import collections
+
+from tensorflux.estimator.canned import _check_classes, _Head
+from tensorflux.estimator.estimator import Estimator
+from tensorflux.estimator.model_fn import ModeKeys
+from tensorflux.framework import dtypes
+from tensorflux.train import session_run_hook
+from tensorflux.train.saver import SaveableObject, SaveSpec
+
+_ENSEMBLE_NAME = "boosted_trees"
+_PRUNING_MODES = ("none", "pre", "post")
+
+
+class _TreeEnsembleSaveable(SaveableObject):
+    """Saves the ensemble as (stamp, serialized TreeEnsemble); restores by deserializing
+    it after creating it (TF's _TreeEnsembleSavable)."""
+
+    def __init__(self, handle, create_op, name):
+        from tensorflux.ops import boosted_trees_ops as bt
+
+        stamp, serialized = bt.serialize_ensemble(handle)
+        super().__init__(handle, [SaveSpec(stamp, "", name + "_stamp"),
+                                  SaveSpec(serialized, "", name + "_serialized")], name)
+        self.handle, self._create_op = handle, create_op
+
+    def restore(self, restored_tensors, restored_shapes):
+        from tensorflux.framework import graph as graph_lib
+        from tensorflux.ops import boosted_trees_ops as bt
+
+        with graph_lib.get_default_graph().control_dependencies([self._create_op]):
+            return bt.deserialize_ensemble(self.handle, restored_tensors[0],
+                                           restored_tensors[1])
+
+
+class TreeEnsemble:
+    """The ensemble resource `name`: its handle, the op creating it (empty, or from
+    `serialized_proto`), and its SaveableObject in the graph's SAVEABLE_OBJECTS."""
+
+    def __init__(self, name, stamp_token=0, is_local=False, serialized_proto=""):
+        from tensorflux.framework import graph as graph_lib
+        from tensorflux.ops import boosted_trees_ops as bt
+
+        with graph_lib.name_scope(name, "TreeEnsemble") as scope:
+            self._name = scope
+            self.resource_handle = bt.ensemble_resource_handle_op(shared_name=scope,
+                                                                  name=scope)
+            self.initializer = bt.create_ensemble(self.resource_handle, stamp_token,
+                                                  serialized_proto)
+        if not is_local:
+            graph_lib.add_to_collection(
+                graph_lib.GraphKeys.SAVEABLE_OBJECTS,
+                _TreeEnsembleSaveable(self.resource_handle, self.initializer,
+                                      self.resource_handle.name))
+
+    def is_initialized(self):
+        from tensorflux.ops import boosted_trees_ops as bt
+
+        return bt.is_ensemble_initialized(self.resource_handle)
+
+    def get_states(self):
+        """(stamp_token, num_trees, num_finalized_trees, num_attempted_layers,
+        last_layer_nodes_range)."""
+        from tensorflux.ops import boosted_trees_ops as bt
+
+        return bt.get_ensemble_states(self.resource_handle)
+
+    def serialize(self):
+        from tensorflux.ops import boosted_trees_ops as bt
+
+        return bt.serialize_ensemble(self.resource_handle)
+
+
+# ---- features ------------------------------------------------------------------------------
+
+
+def _check_columns(feature_columns) -> list:
+    """The columns in name order; ValueError for any that is not bucketized or indicator."""
+    from tensorflux.feature_column import feature_column as fc
+
+    columns = list(feature_columns or [])
+    if not columns:
+        raise ValueError("feature_columns must not be empty.")
+    for column in columns:
+        if not isinstance(column, (fc.BucketizedColumn, fc.IndicatorColumn)):
+            raise ValueError("For now, only bucketized_column and indicator_column is "
+                             f"supported but got: {column}")
+    return sorted(columns, key=lambda c: c.name)
+
+
+def _source_name(column) -> str:
+    """The raw feature a column reads (how feature importances are named)."""
+    inner = getattr(column, "source_column", None) or column.categorical_column
+    return getattr(inner, "key", None) or inner.name
+
+
+def _column_sizes(columns) -> list[tuple[int, int]]:
+    """(number of features, number of buckets) per column."""
+    out = []
+    for column in columns:
+        n = column._variable_shape.num_elements()
+        if hasattr(column, "source_column"):
+            per = len(column.boundaries) + 1
+            out.append((n // per, per))
+        else:
+            out.append((n, 2))
+    return out
+
+
+def _bucketized_features(features, columns) -> list:
+    """The int32 [batch] bucket ids of every feature of `columns` (see the module doc)."""
+    from tensorflux.feature_column import feature_column as fc
+    from tensorflux.ops import array_ops, math_ops, reduction_ops
+
+    features = dict(features)
+    out = []
+    for column, (n, per) in zip(columns, _column_sizes(columns), strict=True):
+        dense = fc.input_layer(features, [column])
+        if hasattr(column, "source_column"):
+            ids = reduction_ops.argmax(array_ops.reshape(dense, [-1, n, per]), axis=2)
+            ids = math_ops.cast(ids, dtypes.int32)
+            out += [ids[:, i] for i in range(n)]
+        else:
+            hot = math_ops.cast(math_ops.minimum(dense, 1.0), dtypes.int32)
+            out += [hot[:, i] for i in range(n)]
+    return out
+
+
+def _feature_names(columns) -> list[str]:
+    """The raw-feature name of every bucketized feature, in feature order."""
+    names = []
+    for column, (n, _) in zip(columns, _column_sizes(columns), strict=True):
+        names += [_source_name(column)] * n
+    return names
+
+
+# ---- training ------------------------------------------------------------------------------
+
+
+class _Params(collections.namedtuple("_Params", [
+        "n_trees", "max_depth", "learning_rate", "l1", "l2", "tree_complexity",
+        "min_node_weight", "center_bias", "pruning_mode", "n_batches_per_layer",
+        "bucket_sizes"])):
+    """The tree hyper-parameters (checked as TF checks them) and each column's (number
+    of features, number of buckets)."""
+
+    def check(self) -> _Params:
+        if self.n_batches_per_layer <= 0:
+            raise ValueError(f"n_batches_per_layer must be positive; given "
+                             f"{self.n_batches_per_layer}")
+        if self.n_trees <= 0:
+            raise ValueError(f"n_trees must be a positive integer; given {self.n_trees}")
+        if self.max_depth <= 0:
+            raise ValueError(f"max_depth must be a positive integer; given {self.max_depth}")
+        if self.learning_rate <= 0:
+            raise ValueError(f"learning_rate must be positive; given {self.learning_rate}")
+        for what in ("l1", "l2", "tree_complexity", "min_node_weight"):
+            if getattr(self, what) < 0:
+                raise ValueError(f"{what} must be non-negative; given {getattr(self, what)}")
+        if self.pruning_mode not in _PRUNING_MODES:
+            raise ValueError(f"pruning_mode must be one of: none, pre, post. Given: "
+                             f"{self.pruning_mode}")
+        if self.pruning_mode == "post":
+            raise NotImplementedError("pruning_mode='post' is not supported")
+        if self.pruning_mode != "none" and self.tree_complexity <= 0:
+            raise ValueError("For pruning, tree_complexity must be positive.")
+        if self.pruning_mode == "none" and self.tree_complexity > 0:
+            raise ValueError("Tree complexity have no effect unless pruning mode is chosen.")
+        return self
+
+    @property
+    def max_splits(self) -> int:
+        # node ids of the deepest layer that splits stay below 2**max_depth - 1
+        return (1 << self.max_depth) - 1
+
+
+class _StopAtTreesHook(session_run_hook.SessionRunHook):
+    """Stops training once n_trees trees are finalized (or far too many layers were
+    attempted without finishing them)."""
+
+    def __init__(self, states, params: _Params):
+        self._states, self._params = states, params
+
+    def before_run(self, run_context):
+        return session_run_hook.SessionRunArgs(self._states)
+
+    def after_run(self, run_context, run_values) -> None:
+        finalized, attempted = run_values.results
+        p = self._params
+        if finalized >= p.n_trees or attempted > 2 * p.n_trees * p.max_depth:
+            run_context.request_stop()
+
+
+def _grow(ensemble, params: _Params, stats) -> object:
+    """The op growing one layer from the [num_features, max_splits, buckets, 2] stats."""
+    from tensorflux.ops import boosted_trees_ops as bt
+    from tensorflux.ops import joining_ops
+
+    n = stats.shape[0]
+    _, _, _, _, nodes_range = ensemble.get_states()
+    gains = bt.calculate_best_gains_per_feature(
+        nodes_range, joining_ops.unstack(stats, num=n), params.l1, params.l2,
+        params.tree_complexity, params.min_node_weight, params.max_splits)
+    return bt.update_ensemble(ensemble.resource_handle, list(range(n)), *gains,
+                              max_depth=params.max_depth, learning_rate=params.learning_rate,
+                              pruning_mode=params.pruning_mode)
+
+
+def _accumulate_and_grow(ensemble, params: _Params, stats):
+    """With several batches per layer: adds `stats` to an accumulator variable and grows
+    from their mean on the n-th batch."""
+    from tensorflux.control_flow import builders
+    from tensorflux.framework import graph as graph_lib
+    from tensorflux.ops import state_ops
+    from tensorflux.variables import init_ops, variable_scope
+
+    shape = stats.shape.as_list()
+    acc = variable_scope.get_variable("stats_accumulator", shape, dtypes.float32,
+                                      initializer=init_ops.zeros_initializer(),
+                                      trainable=False)
+    count = variable_scope.get_variable("stats_count", [], dtypes.int32,
+                                        initializer=init_ops.zeros_initializer(),
+                                        trainable=False)
+    total = acc.assign_add(stats)
+    seen = count.assign_add(1)
+
+    def grow():
+        mean = total / float(params.n_batches_per_layer)
+        with graph_lib.get_default_graph().control_dependencies([_grow(ensemble, params,
+                                                                       mean)]):
+            return builders.group(state_ops.assign_variable_op(acc.handle, 0.0 * total),
+                                  state_ops.assign_variable_op(count.handle, 0 * seen))
+
+    return builders.cond(seen >= params.n_batches_per_layer, grow,
+                         lambda: builders.group(total, seen))
+
+
+def _train_op(ensemble, params: _Params, loss, logits, node_ids, bucketized):
+    """The op of one training step (see the module docstring) and the states to stop on."""
+    from tensorflux.autodiff import gradients as grad_lib
+    from tensorflux.control_flow import builders
+    from tensorflux.framework import graph as graph_lib
+    from tensorflux.ops import boosted_trees_ops as bt
+    from tensorflux.ops import comparison_ops, control_flow_ops, reduction_ops, state_ops
+    from tensorflux.train.global_step import get_global_step
+    from tensorflux.variables import variable_scope
+
+    grads = grad_lib.gradients(loss, logits)[0]
+    hessians = grad_lib.gradients(grads, logits)[0]
+    num_buckets = max(per for _, per in params.bucket_sizes)
+    stats = bt.make_stats_summary(node_ids, grads, hessians, bucketized, params.max_splits,
+                                  num_buckets)
+    _, _, finalized, _, _ = ensemble.get_states()
+
+    def grow():
+        if params.n_batches_per_layer == 1:
+            return builders.group(_grow(ensemble, params, stats))
+        return builders.group(_accumulate_and_grow(ensemble, params, stats))
+
+    def grow_or_center():
+        if not params.center_bias:
+            return grow()
+        needed = variable_scope.get_variable("center_bias_needed", [], dtypes.bool,
+                                             initializer=_true_initializer(),
+                                             trainable=False)
+
+        def center():
+            go_on = bt.center_bias(ensemble.resource_handle,
+                                   reduction_ops.reduce_sum(grads, 0, keepdims=True),
+                                   reduction_ops.reduce_sum(hessians, 0, keepdims=True),
+                                   params.l1, params.l2)
+            return builders.group(state_ops.assign_variable_op(needed.handle, go_on))
+
+        return builders.cond(needed.read_value(), center, grow)
+
+    with variable_scope.variable_scope(_ENSEMBLE_NAME + "_training"):
+        op = builders.cond(comparison_ops.less(finalized, params.n_trees), grow_or_center,
+                           control_flow_ops.no_op)
+    graph = graph_lib.get_default_graph()
+    with graph.control_dependencies([op]):
+        _, _, finalized_after, attempted_after, _ = ensemble.get_states()
+        step = state_ops.assign_add(get_global_step(), 1).op
+    return step, (finalized_after, attempted_after)
+
+
+def _true_initializer():
+    from tensorflux.variables import init_ops
+
+    return init_ops.constant_initializer(True)
+
+
+def _model_fn(head: _Head, columns, params: _Params):
+    def model_fn(features, labels, mode, config):
+        from tensorflux.estimator import model_fn as model_fn_lib
+        from tensorflux.ops import array_ops
+        from tensorflux.ops import boosted_trees_ops as bt
+        from tensorflux.train import monitored_session
+        from tensorflux.variables import variables
+
+        bucketized = _bucketized_features(features, columns)
+        ensemble = TreeEnsemble(_ENSEMBLE_NAME)
+        hooks = []
+        if mode == ModeKeys.TRAIN:
+            batch = array_ops.shape(bucketized[0])[:1]
+            logits, _, node_ids = bt.training_predict(
+                ensemble.resource_handle, array_ops.zeros(batch, dtypes.int32),
+                -array_ops.ones(batch, dtypes.int32), bucketized, head.logits_dimension)
+
+            def train_op_fn(loss):
+                op, states = _train_op(ensemble, params, loss, logits, node_ids, bucketized)
+                hooks.append(_StopAtTreesHook(states, params))
+                return op
+        else:
+            logits = bt.predict(ensemble.resource_handle, bucketized, head.logits_dimension)
+            train_op_fn = None
+        spec = head.spec(features, mode, logits, labels, train_op_fn)
+        scaffold = monitored_session.Scaffold(init_op=_init_op(ensemble, variables))
+        return model_fn_lib.EstimatorSpec(
+            mode, predictions=spec.predictions, loss=spec.loss, train_op=spec.train_op,
+            eval_metric_ops=spec.eval_metric_ops, export_outputs=spec.export_outputs,
+            training_hooks=hooks, scaffold=scaffold)
+
+    return model_fn
+
+
+def _init_op(ensemble, variables):
+    from tensorflux.control_flow import builders
+
+    return builders.group(variables.global_variables_initializer(), ensemble.initializer)
+
+
+class _BoostedTrees(Estimator):
+    """An Estimator of a boosted tree ensemble under `head` (see the module docstring)."""
+
+    def __init__(self, head, feature_columns, n_batches_per_layer, model_dir, config, n_trees,
+                 max_depth, learning_rate, l1_regularization, l2_regularization,
+                 tree_complexity, min_node_weight, center_bias, pruning_mode):
+        self._columns = _check_columns(feature_columns)
+        params = _Params(n_trees, max_depth, learning_rate, l1_regularization,
+                         l2_regularization, tree_complexity, min_node_weight, center_bias,
+                         pruning_mode, n_batches_per_layer,
+                         _column_sizes(self._columns)).check()
+        self._params = params
+        self._head = head
+        super().__init__(_model_fn(head, self._columns, self._params), model_dir=model_dir,
+                         config=config)
+
+    def experimental_feature_importances(self, normalize=False):
+        """OrderedDict raw feature name -> the sum of the gains of the splits on it (over
+        all trees, times the tree weights), most important first.
+
+        Raises:
+          ValueError: no trained model, or `normalize` with all importances zero.
+        """
+        from tensorflux.train import checkpoint_utils
+
+        proto = _load_ensemble(checkpoint_utils, self.model_dir)
+        names = _feature_names(self._columns)
+        totals = collections.OrderedDict((name, 0.0) for name in dict.fromkeys(names))
+        for tree, weight in zip(proto.trees, proto.tree_weights, strict=True):
+            for node in tree.nodes:
+                if node.WhichOneof("node") == "bucketized_split":
+                    totals[names[node.bucketized_split.feature_id]] += \
+                        weight * node.metadata.gain
+        if normalize:
+            s = sum(totals.values())
+            if s == 0:
+                raise ValueError("Cannot normalize feature importances: they are all 0.")
+            totals = collections.OrderedDict((k, v / s) for k, v in totals.items())
+        return collections.OrderedDict(sorted(totals.items(), key=lambda kv: -kv[1]))
+
+
+def _load_ensemble(checkpoint_utils, model_dir):
+    from tensorflux.protos import boosted_trees_pb2
+
+    reader = checkpoint_utils.load_checkpoint(model_dir)
+    proto = boosted_trees_pb2.TreeEnsemble()
+    proto.ParseFromString(bytes(reader.get_tensor(_ENSEMBLE_NAME + ":0_serialized")))
+    return proto
+
+
+class BoostedTreesClassifier(_BoostedTrees):
+    """A binary classifier of gradient-boosted trees over bucketized and indicator columns.
+
+    Only n_classes=2 is supported (TF 1.x's multi-class trees are not implemented).
+
+    Raises:
+      ValueError: bad hyper-parameters, feature columns of another kind, or n_classes > 2.
+    """
+
+    def __init__(self, feature_columns, n_batches_per_layer, model_dir=None, n_classes=2,
+                 weight_column=None, label_vocabulary=None, n_trees=100, max_depth=6,
+                 learning_rate=0.1, l1_regularization=0.0, l2_regularization=0.0,
+                 tree_complexity=0.0, min_node_weight=0.0, config=None, center_bias=False,
+                 pruning_mode="none", quantile_sketch_epsilon=0.01, train_in_memory=False):
+        _check_classes(n_classes, label_vocabulary)
+        if n_classes != 2:
+            raise ValueError(f"For now only binary classification is supported. n_classes "
+                             f"given: {n_classes}")
+        head = _Head(n_classes, weight_column=weight_column,
+                     label_vocabulary=label_vocabulary, mean_loss=True)
+        super().__init__(head, feature_columns, n_batches_per_layer, model_dir, config,
+                         n_trees, max_depth, learning_rate, l1_regularization,
+                         l2_regularization, tree_complexity, min_node_weight, center_bias,
+                         pruning_mode)
+
+
+class BoostedTreesRegressor(_BoostedTrees):
+    """A regressor of gradient-boosted trees over bucketized and indicator columns.
+
+    Raises:
+      ValueError: bad hyper-parameters, feature columns of another kind, or
+        label_dimension > 1.
+    """
+
+    def __init__(self, feature_columns, n_batches_per_layer, model_dir=None,
+                 label_dimension=1, weight_column=None, n_trees=100, max_depth=6,
+                 learning_rate=0.1, l1_regularization=0.0, l2_regularization=0.0,
+                 tree_complexity=0.0, min_node_weight=0.0, config=None, center_bias=False,
+                 pruning_mode="none", quantile_sketch_epsilon=0.01, train_in_memory=False):
+        if label_dimension != 1:
+            raise ValueError(f"For now only label_dimension 1 is supported. Given: "
+                             f"{label_dimension}")
+        head = _Head(None, label_dimension, weight_column, mean_loss=True)
+        super().__init__(head, feature_columns, n_batches_per_layer, model_dir, config,
+                         n_trees, max_depth, learning_rate, l1_regularization,
+                         l2_regularization, tree_complexity, min_node_weight, center_bias,
+                         pruning_mode)
+
