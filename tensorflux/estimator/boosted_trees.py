@@ -23,6 +23,7 @@ and hessian) until it settles, before any tree grows.
 from __future__ import annotations
 
 import collections
+import math
 
 from tensorflux.estimator.canned import _check_classes, _Head
 from tensorflux.estimator.estimator import Estimator
@@ -202,14 +203,14 @@ class _StopAtTreesHook(session_run_hook.SessionRunHook):
     attempted without finishing them)."""
 
     def __init__(self, states, params: _Params):
-        self._states, self._params = states, params
+        self._states, self._tree_params = states, params
 
     def before_run(self, run_context):
         return session_run_hook.SessionRunArgs(self._states)
 
     def after_run(self, run_context, run_values) -> None:
         finalized, attempted = run_values.results
-        p = self._params
+        p = self._tree_params
         if finalized >= p.n_trees or attempted > 2 * p.n_trees * p.max_depth:
             run_context.request_stop()
 
@@ -312,7 +313,10 @@ def _true_initializer():
     return init_ops.constant_initializer(True)
 
 
-def _model_fn(head: _Head, columns, params: _Params):
+def _model_fn(head: _Head, columns, params: _Params, explain: dict):
+    """The model_fn; with explain["on"], predictions also carry each example's serialized
+    DebugOutput (BoostedTreesExampleDebugOutputs) under _DEBUG_KEY."""
+
     def model_fn(features, labels, mode, config):
         from tensorflux.estimator import model_fn as model_fn_lib
         from tensorflux.ops import array_ops
@@ -337,9 +341,13 @@ def _model_fn(head: _Head, columns, params: _Params):
             logits = bt.predict(ensemble.resource_handle, bucketized, head.logits_dimension)
             train_op_fn = None
         spec = head.spec(features, mode, logits, labels, train_op_fn)
+        predictions = spec.predictions
+        if mode == ModeKeys.PREDICT and explain.get("on"):
+            predictions = dict(predictions, **{_DEBUG_KEY: bt.example_debug_outputs(
+                ensemble.resource_handle, bucketized, head.logits_dimension)})
         scaffold = monitored_session.Scaffold(init_op=_init_op(ensemble, variables))
         return model_fn_lib.EstimatorSpec(
-            mode, predictions=spec.predictions, loss=spec.loss, train_op=spec.train_op,
+            mode, predictions=predictions, loss=spec.loss, train_op=spec.train_op,
             eval_metric_ops=spec.eval_metric_ops, export_outputs=spec.export_outputs,
             training_hooks=hooks, scaffold=scaffold)
 
@@ -363,10 +371,39 @@ class _BoostedTrees(Estimator):
                          l2_regularization, tree_complexity, min_node_weight, center_bias,
                          pruning_mode, n_batches_per_layer,
                          _column_sizes(self._columns)).check()
-        self._params = params
+        self._tree_params = params
         self._head = head
-        super().__init__(_model_fn(head, self._columns, self._params), model_dir=model_dir,
-                         config=config)
+        self._explain: dict = {}
+        super().__init__(_model_fn(head, self._columns, self._tree_params, self._explain),
+                         model_dir=model_dir, config=config)
+
+    def experimental_predict_with_explanations(self, input_fn, predict_keys=None,
+                                               hooks=None, checkpoint_path=None):
+        """The predictions with directional feature contributions: each example's
+        prediction also has 'bias' (the prediction of the bias alone) and 'dfc' (an
+        OrderedDict raw feature name -> how much the splits on it moved the prediction,
+        largest moves first); bias plus the contributions is the prediction (the
+        probability of class 1 for a classifier).
+
+        Raises:
+          ValueError: the estimator was built without center_bias.
+        """
+        if not self._tree_params.center_bias:
+            raise ValueError("center_bias must be enabled during estimator instantiation "
+                             "when using experimental_predict_with_explanations.")
+        names = _feature_names(self._columns)
+        activation = _sigmoid if self._head.n_classes is not None else (lambda x: x)
+        self._explain["on"] = True
+        try:
+            for prediction in self.predict(input_fn, predict_keys=None, hooks=hooks,
+                                           checkpoint_path=checkpoint_path):
+                debug = prediction.pop(_DEBUG_KEY)
+                if predict_keys is not None:
+                    prediction = {k: prediction[k] for k in predict_keys}
+                prediction.update(_contributions(debug, names, activation))
+                yield prediction
+        finally:
+            self._explain["on"] = False
 
     def experimental_feature_importances(self, normalize=False):
         """OrderedDict raw feature name -> the sum of the gains of the splits on it (over
@@ -391,6 +428,27 @@ class _BoostedTrees(Estimator):
                 raise ValueError("Cannot normalize feature importances: they are all 0.")
             totals = collections.OrderedDict((k, v / s) for k, v in totals.items())
         return collections.OrderedDict(sorted(totals.items(), key=lambda kv: -kv[1]))
+
+
+_DEBUG_KEY = "_debug_outputs"
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def _contributions(serialized: bytes, names, activation) -> dict:
+    """{'bias', 'dfc'} of one example's DebugOutput: the activated logits path's first
+    value, and each later step's change credited to the feature its split tested."""
+    from tensorflux.protos import boosted_trees_pb2
+
+    debug = boosted_trees_pb2.DebugOutput.FromString(bytes(serialized))
+    path = [activation(v) for v in debug.logits_path] or [activation(0.0)]
+    dfc = dict.fromkeys(dict.fromkeys(names), 0.0)
+    for feature, before, after in zip(debug.feature_ids, path[:-1], path[1:], strict=True):
+        dfc[names[feature]] += after - before
+    ordered = sorted(dfc.items(), key=lambda kv: -abs(kv[1]))
+    return {"bias": path[0], "dfc": collections.OrderedDict(ordered)}
 
 
 def _load_ensemble(checkpoint_utils, model_dir):

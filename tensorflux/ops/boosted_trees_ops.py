@@ -219,7 +219,8 @@ def predict(handle, bucketized_features, logits_dimension, name=None):
 
 
 def example_debug_outputs(handle, bucketized_features, logits_dimension, name=None):
-    """[batch] serialized DebugOutput messages: each example's path through the trees."""
+    """[batch] serialized DebugOutput messages: each example's path through the trees
+    (the bias, then the logits after each split passed, and the split features)."""
     return apply_op("BoostedTreesExampleDebugOutputs", tree_ensemble_handle=handle,
                     bucketized_features=list(bucketized_features),
                     logits_dimension=logits_dimension, name=name)

@@ -222,3 +222,31 @@ def test_tree_ensemble_saved_and_restored_by_a_saver(tmp_path):
             saver.restore(sess, path)
             assert sess.run(ensemble.get_states())[0] == 4
             np.testing.assert_allclose(sess.run(logits)[:, 0], [1.25, 1.25])
+
+
+def test_predict_with_explanations_sums_to_the_probability(tmp_path):
+    est = _classifier(str(tmp_path), center_bias=True, n_trees=3)
+    est.train(_train_input(Y), max_steps=100)
+    explained = list(est.experimental_predict_with_explanations(_predict_input()))
+    plain = list(est.predict(_predict_input()))
+    assert len(explained) == N
+    for got, want in zip(explained[:20], plain[:20], strict=True):
+        assert list(got["dfc"]) == sorted(got["dfc"], key=lambda k: -abs(got["dfc"][k]))
+        assert set(got["dfc"]) == {"x1", "x2", "cat"}
+        total = got["bias"] + sum(got["dfc"].values())
+        assert total == pytest.approx(float(want["probabilities"][1]), abs=1e-5)
+        np.testing.assert_array_equal(got["logits"], want["logits"])
+    assert abs(explained[0]["bias"] - Y.mean()) < 0.05  # the centered bias: the label mean
+    with pytest.raises(ValueError, match="center_bias"):
+        next(_classifier(str(tmp_path)).experimental_predict_with_explanations(
+            _predict_input()))
+
+
+def test_regressor_explanations_sum_to_the_prediction(tmp_path):
+    est = tf.estimator.BoostedTreesRegressor(COLUMNS, n_batches_per_layer=1,
+                                             model_dir=str(tmp_path), n_trees=3,
+                                             max_depth=2, center_bias=True)
+    est.train(_train_input(Y_REG), max_steps=100)
+    for got in list(est.experimental_predict_with_explanations(_predict_input()))[:10]:
+        total = got["bias"] + sum(got["dfc"].values())
+        assert total == pytest.approx(float(got["predictions"][0]), abs=1e-5)

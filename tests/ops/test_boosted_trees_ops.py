@@ -321,7 +321,7 @@ def test_debug_outputs_follow_each_example_path():
         sess.run(create)
         got = [boosted_trees_pb2.DebugOutput.FromString(s) for s in sess.run(out)]
     assert [list(d.feature_ids) for d in got] == [[1], [1]]
-    assert [list(d.logits_path) for d in got] == [[1.0], [-2.0]]
+    assert [list(d.logits_path) for d in got] == [[0.25, 1.0], [0.25, -2.0]]
 
 
 def test_static_shapes():

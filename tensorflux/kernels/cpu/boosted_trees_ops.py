@@ -321,6 +321,11 @@ def _debug_outputs(node):
         with res.lock:
             paths = [boosted_trees_pb2.DebugOutput() for _ in range(batch)]
             logits = np.zeros(batch, np.float64)
+            trees = res.trees()
+            if trees:  # the path starts at the bias: the first tree's root as a leaf
+                root = trees[0].value[0] if trees[0].is_leaf[0] else trees[0].original[0]
+                for p in paths:
+                    p.logits_path.append(float(res.weights()[0] * root))
             for tree, w in zip(res.trees(), res.weights(), strict=True):
                 _debug_path(tree, w, features, logits, paths)
         return np.array([p.SerializeToString() for p in paths], dtype=object)
@@ -330,7 +335,8 @@ def _debug_outputs(node):
 
 def _debug_path(tree, weight, features, logits, paths) -> None:
     """Appends one tree's splits to each example's DebugOutput: the feature of each split
-    node passed and the logits after it (the leaf value it would have had there)."""
+    node passed and the logits after it (the earlier trees' sum plus the value of the node
+    reached: a leaf's, or the original leaf of a split node)."""
     for i in range(features.shape[1]):
         n, base = 0, logits[i]
         while not tree.is_leaf[n]:
