@@ -250,3 +250,19 @@ def test_regressor_explanations_sum_to_the_prediction(tmp_path):
     for got in list(est.experimental_predict_with_explanations(_predict_input()))[:10]:
         total = got["bias"] + sum(got["dfc"].values())
         assert total == pytest.approx(float(got["predictions"][0]), abs=1e-5)
+
+
+def test_exported_saved_model_predicts_the_same(tmp_path):
+    est = _classifier(str(tmp_path), n_trees=2)
+    est.train(_train_input(Y), max_steps=100)
+    receiver = tf.estimator.export.build_raw_serving_input_receiver_fn({
+        "x1": tf.placeholder(tf.float32, [None]), "x2": tf.placeholder(tf.float32, [None]),
+        "cat": tf.placeholder(tf.string, [None])})
+    path = est.export_saved_model(str(tmp_path / "export"), receiver)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, ["serve"], path)
+        sig = meta.signature_def["predict"]
+        got = sess.run(sig.outputs["logits"].name, {
+            sig.inputs["x1"].name: X1, sig.inputs["x2"].name: X2,
+            sig.inputs["cat"].name: CAT})  # the vocabulary table initialized by main_op
+    np.testing.assert_array_equal(got[:, 0], _logits(est))

@@ -49,13 +49,16 @@ class TreeEnsembleResource:
     def close_resource(self) -> None:
         self.dropped = True
 
-    def changed(self) -> None:
-        """Drops the array view after the message changed."""
-        self._trees = None
+    def changed(self, from_tree: int = 0) -> None:
+        """Drops the array view of the trees from `from_tree` on after they changed."""
+        if self._trees is not None:
+            self._trees = self._trees[:from_tree]
 
     def trees(self) -> list:
         if self._trees is None:
-            self._trees = [_Tree(t) for t in self.ensemble.trees]
+            self._trees = []
+        for t in self.ensemble.trees[len(self._trees):]:
+            self._trees.append(_Tree(t))
         return self._trees
 
     def weights(self) -> list[float]:
@@ -371,13 +374,15 @@ def make_stats_summary(node_ids, gradients, hessians, bucketized, max_splits, nu
         raise errors.InvalidArgumentError(
             None, None, f"Node ids must be in [0, {max_splits}), got {node_ids.max()}")
     out = np.zeros((len(bucketized), max_splits, num_buckets, 2), np.float32)
+    cells = max_splits * num_buckets
     for f, feature in enumerate(bucketized):
         b = np.asarray(feature).reshape(-1).astype(np.int64)
         if b.size and (b.min() < 0 or b.max() >= num_buckets):
             raise errors.InvalidArgumentError(
                 None, None, f"Bucket ids must be in [0, {num_buckets}), got {b.max()}")
-        np.add.at(out[f, :, :, 0], (node_ids, b), g)
-        np.add.at(out[f, :, :, 1], (node_ids, b), h)
+        cell = node_ids * num_buckets + b
+        out[f, :, :, 0] = np.bincount(cell, g, cells).reshape(max_splits, num_buckets)
+        out[f, :, :, 1] = np.bincount(cell, h, cells).reshape(max_splits, num_buckets)
     return out
 
 
@@ -393,23 +398,24 @@ def weight_and_gain(g, h, l1: float, l2: float):
     return weight, np.where(ok, -shrunk * weight, 0.0)
 
 
-def best_split(stats: np.ndarray, l1, l2, tree_complexity, min_node_weight):
-    """The best split of one node's [num_buckets, 2] stats: (gain, threshold, left weight,
-    right weight), or None when the node's hessian is under `min_node_weight`.
+def best_splits(stats: np.ndarray, l1, l2, tree_complexity, min_node_weight):
+    """The best split of each node of [nodes, num_buckets, 2] stats: (whether the node has
+    one (its hessian reaches `min_node_weight`), gain, threshold, left weight, right weight),
+    one array each.
 
     Thresholds 0 .. num_buckets - 1 are tried (the last puts every example left); the
     first of equal gains wins."""
-    cum = np.cumsum(stats.astype(np.float64), axis=0)
-    total_g, total_h = cum[-1]
-    if total_h < min_node_weight:
-        return None
-    _, parent_gain = weight_and_gain(total_g, total_h, l1, l2)
-    lw, lg = weight_and_gain(cum[:, 0], cum[:, 1], l1, l2)
-    rw, rg = weight_and_gain(total_g - cum[:, 0], total_h - cum[:, 1], l1, l2)
+    cum = np.cumsum(stats.astype(np.float64), axis=1)
+    total_g, total_h = cum[:, -1:, 0], cum[:, -1:, 1]
+    _, parent_gain = weight_and_gain(total_g[:, 0], total_h[:, 0], l1, l2)
+    lw, lg = weight_and_gain(cum[:, :, 0], cum[:, :, 1], l1, l2)
+    rw, rg = weight_and_gain(total_g - cum[:, :, 0], total_h - cum[:, :, 1], l1, l2)
     gains = (lg + rg).astype(np.float32)
-    b = int(np.argmax(gains))
-    return (float(gains[b]) - float(parent_gain) - tree_complexity, b, float(lw[b]),
-            float(rw[b]))
+    b = np.argmax(gains, axis=1) if gains.size else np.zeros(0, np.int64)
+    rows = np.arange(b.size)
+    # the split's gain in float32, as TensorFlow computes it
+    gain = gains[rows, b] - parent_gain.astype(np.float32) - np.float32(tree_complexity)
+    return total_h[:, 0] >= min_node_weight, gain, b, lw[rows, b], rw[rows, b]
 
 
 @kernel_factory("BoostedTreesCalculateBestGainsPerFeature", expensive=True)
@@ -422,15 +428,18 @@ def _best_gains(node):
         outs = [[], [], [], [], []]
         for stats in summaries:
             stats = np.asarray(stats)
-            found = [(node_id, best_split(stats[node_id], float(l1), float(l2),
-                                          float(complexity), float(min_weight)))
-                     for node_id in range(start, end)]
-            found = [(i, s) for i, s in found if s is not None]
-            outs[0].append(np.array([i for i, _ in found], np.int32))
-            outs[1].append(np.array([s[0] for _, s in found], np.float32))
-            outs[2].append(np.array([s[1] for _, s in found], np.int32))
-            outs[3].append(np.array([[s[2]] for _, s in found], np.float32).reshape(-1, 1))
-            outs[4].append(np.array([[s[3]] for _, s in found], np.float32).reshape(-1, 1))
+            if not 0 <= start <= end <= stats.shape[0]:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Node id range [{start}, {end}) is not within the "
+                    f"{stats.shape[0]} nodes of the stats summary")
+            ok, gain, threshold, left, right = best_splits(
+                stats[start:end], float(l1), float(l2), float(complexity),
+                float(min_weight))
+            outs[0].append(np.arange(start, end, dtype=np.int32)[ok])
+            outs[1].append(gain[ok].astype(np.float32))
+            outs[2].append(threshold[ok].astype(np.int32))
+            outs[3].append(left[ok].astype(np.float32).reshape(-1, 1))
+            outs[4].append(right[ok].astype(np.float32).reshape(-1, 1))
         flat = tuple(x for group in outs for x in group)
         return flat if len(flat) != 1 else flat[0]
 
@@ -525,8 +534,9 @@ def _update(node):
         best = choose_splits(np.asarray(feature_ids).reshape(-1), *lists, pruning)
         res = _ensemble(ctx, handle)
         with res.lock:
+            latest = len(res.ensemble.trees) - 1  # only it can change; new ones are added
             grow_layer(res.ensemble, best, max_depth, learning_rate)
-            res.changed()
+            res.changed(max(latest, 0))
 
     return compute
 
