@@ -184,8 +184,6 @@ class _Params(collections.namedtuple("_Params", [
         if self.pruning_mode not in _PRUNING_MODES:
             raise ValueError(f"pruning_mode must be one of: none, pre, post. Given: "
                              f"{self.pruning_mode}")
-        if self.pruning_mode == "post":
-            raise NotImplementedError("pruning_mode='post' is not supported")
         if self.pruning_mode != "none" and self.tree_complexity <= 0:
             raise ValueError("For pruning, tree_complexity must be positive.")
         if self.pruning_mode == "none" and self.tree_complexity > 0:

@@ -89,6 +89,21 @@ def test_training_stops_at_n_trees_and_then_stays(tmp_path):
     np.testing.assert_array_equal(_logits(est), before)
 
 
+@pytest.mark.parametrize("pruning_mode", ["pre", "post"])
+def test_pruning_keeps_positive_gains_only(tmp_path, pruning_mode):
+    y = (X2 > 0.1).astype(np.int64)
+    est = _classifier(str(tmp_path), n_trees=3, pruning_mode=pruning_mode,
+                      tree_complexity=0.002)
+    est.train(_train_input(y), max_steps=100)
+    proto = boosted_trees_pb2.TreeEnsemble.FromString(tf.train.load_variable(
+        str(tmp_path), "boosted_trees:0_serialized"))
+    gains = [n.metadata.gain for t in proto.trees for n in t.nodes
+             if n.HasField("bucketized_split")]
+    assert gains and min(gains) >= 0
+    assert len(gains) < 3 * 7  # some splits were not made, or pruned
+    assert est.evaluate(_eval_input(y), steps=1)["accuracy"] > 0.95
+
+
 def test_regressor_learns(tmp_path):
     est = tf.estimator.BoostedTreesRegressor(COLUMNS, n_batches_per_layer=1,
                                              model_dir=str(tmp_path), n_trees=20,

@@ -196,6 +196,28 @@ def test_layers_grow_and_cached_logits_match_predict(strategy):
     assert left.metadata.original_leaf.scalar != 0  # the value it had before its split
 
 
+@pytest.mark.parametrize("tc, sizes", [(0.0, [15, 15, 3]), (1.0, [5, 3, 3]),
+                                       (20.0, [1, 1, 3])])
+def test_post_pruning(tc, sizes):
+    ops, feats_np, feeds = _grower(max_depth=3, pruning="post", tc=tc)
+    with tf.Session() as sess:
+        sess.run(ops["create"])
+        # seven layers: two trees of three finalized (and pruned), one layer of a third;
+        # the cache of the pruned trees' examples is from before their pruning
+        cached = _run_layers(sess, ops, feeds, 64, layers=7)
+        predicted = sess.run(ops["predict"])
+        proto = boosted_trees_pb2.TreeEnsemble.FromString(sess.run(ops["serialized"]))
+    assert [len(t.nodes) for t in proto.trees] == sizes
+    for tree, meta in zip(proto.trees[:2], proto.tree_metadata[:2], strict=True):
+        pruned = len(tree.nodes) < 15
+        assert len(meta.post_pruned_nodes_meta) == (15 if pruned else 0)
+        gains = [n.metadata.gain for n in tree.nodes if n.HasField("bucketized_split")]
+        assert all(g >= 0 for g in gains) or not pruned
+    np.testing.assert_allclose(predicted[:, 0], ref_predict(proto, feats_np), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(cached, predicted, rtol=1e-5, atol=1e-6)
+
+
 def test_split_children_values_are_parent_plus_scaled_contribution():
     h = bt.ensemble_resource_handle_op(shared_name="e")
     create = bt.create_ensemble(h, 3, "")

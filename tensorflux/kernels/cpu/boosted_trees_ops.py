@@ -57,8 +57,10 @@ class TreeEnsembleResource:
     def trees(self) -> list:
         if self._trees is None:
             self._trees = []
-        for t in self.ensemble.trees[len(self._trees):]:
-            self._trees.append(_Tree(t))
+        e = self.ensemble
+        for t in range(len(self._trees), len(e.trees)):
+            meta = e.tree_metadata[t] if t < len(e.tree_metadata) else None
+            self._trees.append(_Tree(e.trees[t], meta))
         return self._trees
 
     def weights(self) -> list[float]:
@@ -75,9 +77,10 @@ def leaf_value(leaf) -> float:
 class _Tree:
     """One tree's nodes as arrays (see the module docstring)."""
 
-    __slots__ = ("is_leaf", "feature", "threshold", "left", "right", "value", "original")
+    __slots__ = ("is_leaf", "feature", "threshold", "left", "right", "value", "original",
+                 "pruned_to", "pruned_change")
 
-    def __init__(self, tree):
+    def __init__(self, tree, meta=None):
         n = len(tree.nodes)
         self.is_leaf = np.ones(n, bool)
         self.feature = np.zeros(n, np.int64)
@@ -98,6 +101,11 @@ class _Tree:
                 raise errors.UnimplementedError(None, None, f"{kind} nodes are not supported")
             else:
                 self.value[i] = leaf_value(node.leaf)
+        # post-pruning: where each node of the unpruned tree went, and how its value changed
+        moved = meta.post_pruned_nodes_meta if meta is not None else []
+        self.pruned_to = np.array([m.new_node_id for m in moved], np.int64)
+        self.pruned_change = np.array([m.logit_change[0] if m.logit_change else 0.0
+                                       for m in moved], np.float64)
 
     def route(self, features: np.ndarray, nodes: np.ndarray) -> np.ndarray:
         """The leaf each example (a column of `features`) reaches from `nodes`."""
@@ -278,6 +286,14 @@ def training_predict(res: TreeEnsembleResource, features, cached_trees, cached_n
         here = np.nonzero(tree_ids == t)[0]
         if here.size:
             start = nodes[here]
+            cached = ~fresh[here]
+            if tree.pruned_to.size and cached.any():  # cached before the tree was pruned
+                old = start[cached]
+                if old.max() >= tree.pruned_to.size:
+                    raise errors.InvalidArgumentError(None, None,
+                                                      "Cached node ids out of range")
+                partial[here[cached]] += w * tree.pruned_change[old]
+                start[cached] = tree.pruned_to[old]
             if start.max() >= tree.is_leaf.size:
                 raise errors.InvalidArgumentError(None, None, "Cached node ids out of range")
             leaf = tree.route(features[:, here], start)
@@ -285,7 +301,6 @@ def training_predict(res: TreeEnsembleResource, features, cached_trees, cached_n
             # a cached example holds the value its node had: a leaf's, or the original
             # leaf of a node split since
             held = np.where(tree.is_leaf[start], tree.value[start], tree.original[start])
-            cached = ~fresh[here]
             partial[here[cached]] -= w * held[cached]
             nodes[here] = leaf
         if t < latest:
@@ -488,9 +503,9 @@ def choose_splits(feature_ids, node_ids, gains, thresholds, lefts, rights, pruni
 
 
 def grow_layer(e: boosted_trees_pb2.TreeEnsemble, best: dict, max_depth: int,
-               learning_rate: float) -> None:
+               learning_rate: float, post_prune: bool = False) -> None:
     """Splits the latest tree's nodes in `best` (see `choose_splits`); finalizes the tree
-    at max_depth and starts an empty one."""
+    at max_depth (post-pruning it if asked) and starts an empty one."""
     t = _growable_tree(e)
     if not best:
         return
@@ -518,8 +533,69 @@ def grow_layer(e: boosted_trees_pb2.TreeEnsemble, best: dict, max_depth: int,
     g.last_layer_node_start, g.last_layer_node_end = first, len(tree.nodes)
     if meta.num_layers_grown >= max_depth:
         meta.is_finalized = True
+        if post_prune:
+            prune_tree(tree, meta)
         _new_tree(e)
         g.last_layer_node_start, g.last_layer_node_end = 0, 1
+
+
+def prune_tree(tree, meta) -> None:
+    """Post-pruning of a finalized tree: a split of negative gain whose children are both
+    leaves becomes a leaf again (its original value), bottom up until none is left; the
+    nodes left are renumbered in their order. `meta.post_pruned_nodes_meta` then maps each
+    node id of the unpruned tree to the node it became part of and the change of the
+    value an example cached there holds. A tree pruned to its root stays, a single leaf."""
+    nodes = list(tree.nodes)
+    n = len(nodes)
+    leaf = [node.WhichOneof("node") == "leaf" for node in nodes]
+    parent = {}
+    for i, node in enumerate(nodes):
+        if not leaf[i]:
+            parent[node.bucketized_split.left_id] = parent[node.bucketized_split.right_id] = i
+    removed = [False] * n
+    held = [leaf_value(node.leaf) if leaf[i] else leaf_value(node.metadata.original_leaf)
+            for i, node in enumerate(nodes)]
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(n)):
+            if removed[i] or leaf[i] or nodes[i].metadata.gain >= 0:
+                continue
+            s = nodes[i].bucketized_split
+            if leaf[s.left_id] and leaf[s.right_id]:
+                leaf[i], removed[s.left_id], removed[s.right_id] = True, True, True
+                changed = True
+    if not any(removed):
+        return
+    new_id = {}
+    for i in range(n):
+        if not removed[i]:
+            new_id[i] = len(new_id)
+
+    def target(i):
+        while removed[i]:
+            i = parent[i]
+        return i
+
+    kept = []
+    for i in range(n):
+        if removed[i]:
+            continue
+        node = boosted_trees_pb2.Node()
+        if leaf[i]:
+            node.leaf.scalar = held[i]
+        else:
+            node.CopyFrom(nodes[i])
+            s = node.bucketized_split
+            s.left_id, s.right_id = new_id[s.left_id], new_id[s.right_id]
+        kept.append(node)
+    for i in range(n):
+        t = target(i)
+        m = meta.post_pruned_nodes_meta.add()
+        m.new_node_id = new_id[t]
+        m.logit_change.append(held[t] - held[i] if leaf[t] else 0.0)
+    del tree.nodes[:]
+    tree.nodes.extend(kept)
 
 
 @kernel_factory("BoostedTreesUpdateEnsemble")
@@ -527,15 +603,13 @@ def _update(node):
     n, pruning = node.attrs["num_features"], node.attrs["pruning_mode"]
 
     def compute(ctx, handle, feature_ids, *rest):
-        if pruning == 2:
-            raise errors.UnimplementedError(None, None, "Post-pruning is not supported")
         lists = [rest[i * n:(i + 1) * n] for i in range(5)]
         max_depth, learning_rate = int(rest[5 * n]), float(rest[5 * n + 1])
         best = choose_splits(np.asarray(feature_ids).reshape(-1), *lists, pruning)
         res = _ensemble(ctx, handle)
         with res.lock:
             latest = len(res.ensemble.trees) - 1  # only it can change; new ones are added
-            grow_layer(res.ensemble, best, max_depth, learning_rate)
+            grow_layer(res.ensemble, best, max_depth, learning_rate, post_prune=pruning == 2)
             res.changed(max(latest, 0))
 
     return compute
