@@ -228,33 +228,41 @@ def _grow(ensemble, params: _Params, stats) -> object:
                               pruning_mode=params.pruning_mode)
 
 
-def _accumulate_and_grow(ensemble, params: _Params, stats):
-    """With several batches per layer: adds `stats` to an accumulator variable and grows
-    from their mean on the n-th batch."""
-    from tensorflux.control_flow import builders
-    from tensorflux.framework import graph as graph_lib
-    from tensorflux.ops import state_ops
-    from tensorflux.variables import init_ops, variable_scope
+class _Accumulator:
+    """Means of a value over n batches: `apply(fn)` (built in a cond branch) runs fn on
+    the value itself when n is 1; otherwise adds the value to a variable (`<name>`, with
+    a count `<name>_count`) and on the n-th batch runs fn on their mean and starts over.
+    The variables are made at construction, outside any cond."""
 
-    shape = stats.shape.as_list()
-    acc = variable_scope.get_variable("stats_accumulator", shape, dtypes.float32,
-                                      initializer=init_ops.zeros_initializer(),
-                                      trainable=False)
-    count = variable_scope.get_variable("stats_count", [], dtypes.int32,
-                                        initializer=init_ops.zeros_initializer(),
-                                        trainable=False)
-    total = acc.assign_add(stats)
-    seen = count.assign_add(1)
+    def __init__(self, name: str, value, n: int):
+        from tensorflux.variables import init_ops, variable_scope
 
-    def grow():
-        mean = total / float(params.n_batches_per_layer)
-        with graph_lib.get_default_graph().control_dependencies([_grow(ensemble, params,
-                                                                       mean)]):
-            return builders.group(state_ops.assign_variable_op(acc.handle, 0.0 * total),
-                                  state_ops.assign_variable_op(count.handle, 0 * seen))
+        self.value, self.n = value, n
+        if n == 1:
+            return
+        zeros = init_ops.zeros_initializer()
+        self.total = variable_scope.get_variable(name, value.shape.as_list(), dtypes.float32,
+                                                 initializer=zeros, trainable=False)
+        self.count = variable_scope.get_variable(name + "_count", [], dtypes.int32,
+                                                 initializer=zeros, trainable=False)
 
-    return builders.cond(seen >= params.n_batches_per_layer, grow,
-                         lambda: builders.group(total, seen))
+    def apply(self, fn):
+        from tensorflux.control_flow import builders
+        from tensorflux.framework import graph as graph_lib
+        from tensorflux.ops import state_ops
+
+        if self.n == 1:
+            return builders.group(fn(self.value))
+        total = self.total.assign_add(self.value)
+        seen = self.count.assign_add(1)
+
+        def use():
+            with graph_lib.get_default_graph().control_dependencies([fn(total / self.n)]):
+                return builders.group(
+                    state_ops.assign_variable_op(self.total.handle, 0.0 * total),
+                    state_ops.assign_variable_op(self.count.handle, 0 * seen))
+
+        return builders.cond(seen >= self.n, use, lambda: builders.group(total, seen))
 
 
 def _train_op(ensemble, params: _Params, loss, logits, node_ids, bucketized):
@@ -262,8 +270,15 @@ def _train_op(ensemble, params: _Params, loss, logits, node_ids, bucketized):
     from tensorflux.autodiff import gradients as grad_lib
     from tensorflux.control_flow import builders
     from tensorflux.framework import graph as graph_lib
+    from tensorflux.ops import (
+        array_ops,
+        comparison_ops,
+        control_flow_ops,
+        joining_ops,
+        reduction_ops,
+        state_ops,
+    )
     from tensorflux.ops import boosted_trees_ops as bt
-    from tensorflux.ops import comparison_ops, control_flow_ops, reduction_ops, state_ops
     from tensorflux.train.global_step import get_global_step
     from tensorflux.variables import variable_scope
 
@@ -273,31 +288,38 @@ def _train_op(ensemble, params: _Params, loss, logits, node_ids, bucketized):
     stats = bt.make_stats_summary(node_ids, grads, hessians, bucketized, params.max_splits,
                                   num_buckets)
     _, _, finalized, _, _ = ensemble.get_states()
+    n = params.n_batches_per_layer
+    with variable_scope.variable_scope(_ENSEMBLE_NAME + "_training"):
+        layer_stats = _Accumulator("stats_accumulator", stats, n)
+        if params.center_bias:
+            # the loss is a mean: the sums are the mean gradient and hessian per example
+            sums = joining_ops.concat([reduction_ops.reduce_sum(grads, 0),
+                                       reduction_ops.reduce_sum(hessians, 0)], 0)
+            bias_stats = _Accumulator("bias_stats_accumulator", sums, n)
+            needed = variable_scope.get_variable("center_bias_needed", [], dtypes.bool,
+                                                 initializer=_true_initializer(),
+                                                 trainable=False)
 
     def grow():
-        if params.n_batches_per_layer == 1:
-            return builders.group(_grow(ensemble, params, stats))
-        return builders.group(_accumulate_and_grow(ensemble, params, stats))
+        return layer_stats.apply(lambda s: _grow(ensemble, params, s))
+
+    def center():
+        def step(mean):
+            go_on = bt.center_bias(ensemble.resource_handle,
+                                   array_ops.reshape(mean[:1], [1, 1]),
+                                   array_ops.reshape(mean[1:], [1, 1]), params.l1,
+                                   params.l2)
+            return state_ops.assign_variable_op(needed.handle, go_on)
+
+        return bias_stats.apply(step)
 
     def grow_or_center():
         if not params.center_bias:
             return grow()
-        needed = variable_scope.get_variable("center_bias_needed", [], dtypes.bool,
-                                             initializer=_true_initializer(),
-                                             trainable=False)
-
-        def center():
-            go_on = bt.center_bias(ensemble.resource_handle,
-                                   reduction_ops.reduce_sum(grads, 0, keepdims=True),
-                                   reduction_ops.reduce_sum(hessians, 0, keepdims=True),
-                                   params.l1, params.l2)
-            return builders.group(state_ops.assign_variable_op(needed.handle, go_on))
-
         return builders.cond(needed.read_value(), center, grow)
 
-    with variable_scope.variable_scope(_ENSEMBLE_NAME + "_training"):
-        op = builders.cond(comparison_ops.less(finalized, params.n_trees), grow_or_center,
-                           control_flow_ops.no_op)
+    op = builders.cond(comparison_ops.less(finalized, params.n_trees), grow_or_center,
+                       control_flow_ops.no_op)
     graph = graph_lib.get_default_graph()
     with graph.control_dependencies([op]):
         _, _, finalized_after, attempted_after, _ = ensemble.get_states()

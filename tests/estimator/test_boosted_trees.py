@@ -134,15 +134,21 @@ def test_label_vocabulary_and_weights(tmp_path):
     np.testing.assert_allclose(_logits(weighted, twos), _logits(plain), rtol=1e-5, atol=1e-6)
 
 
-def test_several_batches_per_layer(tmp_path):
+@pytest.mark.parametrize("center_bias", [False, True])
+def test_several_batches_per_layer(tmp_path, center_bias):
     est = tf.estimator.BoostedTreesClassifier(COLUMNS, n_batches_per_layer=3,
                                               model_dir=str(tmp_path), n_trees=3,
-                                              max_depth=2)
+                                              max_depth=2, center_bias=center_bias)
     est.train(_train_input(Y, batch=N // 3), max_steps=100)
-    assert est.get_variable_value("global_step") == 18  # 3 trees x 2 layers x 3 batches
-    # a layer grows from the mean of its batches' statistics: here those of the whole data
-    whole = _classifier(str(tmp_path / "whole"), n_trees=3, max_depth=2)
+    whole = _classifier(str(tmp_path / "whole"), n_trees=3, max_depth=2,
+                        center_bias=center_bias)
     whole.train(_train_input(Y), max_steps=100)
+    # 3 batches per step of `whole`: 3 trees x 2 layers (and the centering steps)
+    assert est.get_variable_value("global_step") == \
+        3 * whole.get_variable_value("global_step")
+    assert whole.get_variable_value("global_step") > (6 if center_bias else 5)
+    # a layer grows (the bias moves) from the mean of its batches' statistics: here those
+    # of the whole data
     np.testing.assert_allclose(_logits(est), _logits(whole), rtol=1e-4, atol=1e-5)
 
 

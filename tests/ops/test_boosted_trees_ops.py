@@ -346,6 +346,23 @@ def test_debug_outputs_follow_each_example_path():
     assert [list(d.logits_path) for d in got] == [[0.25, 1.0], [0.25, -2.0]]
 
 
+def test_empty_batch():
+    h = bt.ensemble_resource_handle_op(shared_name="e")
+    proto = boosted_trees_pb2.TreeEnsemble()
+    proto.trees.add().nodes.add().leaf.scalar = 1.0
+    proto.tree_weights.append(1.0)
+    proto.tree_metadata.add()
+    create = bt.create_ensemble(h, 0, proto.SerializeToString())
+    empty = tf.zeros([0], tf.int32)
+    partial, trees, nodes = bt.training_predict(h, empty, empty, [empty], 1)
+    logits = bt.predict(h, [empty], 1)
+    stats = bt.make_stats_summary(nodes, partial, partial, [empty], 1, 2)
+    with tf.Session() as sess:
+        sess.run(create)
+        got = sess.run([partial, trees, nodes, logits, stats])
+    assert [g.shape for g in got] == [(0, 1), (0,), (0,), (0, 1), (1, 1, 2, 2)]
+
+
 def test_static_shapes():
     h = bt.ensemble_resource_handle_op()
     feats = [tf.placeholder(tf.int32, [5]) for _ in range(2)]

@@ -272,7 +272,7 @@ def training_predict(res: TreeEnsembleResource, features, cached_trees, cached_n
     batch = features.shape[1]
     trees, weights = res.trees(), res.weights()
     partial = np.zeros(batch, np.float64)
-    if not trees:
+    if not trees or batch == 0:
         return partial, np.zeros(batch, np.int32), np.zeros(batch, np.int32)
     latest = len(trees) - 1
     tree_ids = np.asarray(cached_trees, np.int64).copy()
@@ -383,8 +383,10 @@ def _make_stats_summary(node):
 def make_stats_summary(node_ids, gradients, hessians, bucketized, max_splits, num_buckets):
     """[num_features, max_splits, num_buckets, 2] float32 sums of (gradient, hessian)."""
     node_ids = np.asarray(node_ids).reshape(-1).astype(np.int64)
-    g = np.asarray(gradients, np.float32).reshape(node_ids.shape[0], -1)[:, 0]
-    h = np.asarray(hessians, np.float32).reshape(node_ids.shape[0], -1)[:, 0]
+    g = np.asarray(gradients, np.float32)
+    h = np.asarray(hessians, np.float32)
+    g = g[:, 0] if g.ndim > 1 else g  # [batch, logits_dimension]: the first logit's
+    h = h[:, 0] if h.ndim > 1 else h
     if node_ids.size and (node_ids.min() < 0 or node_ids.max() >= max_splits):
         raise errors.InvalidArgumentError(
             None, None, f"Node ids must be in [0, {max_splits}), got {node_ids.max()}")
