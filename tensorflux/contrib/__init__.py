@@ -19,7 +19,8 @@ the aliases `tf.contrib.signal` (tf.signal), `tf.contrib.keras` (tf.keras),
 `tf.contrib.stateless` (the stateless random ops); TF-Slim's library under `tf.contrib.slim`
 (learning, evaluation, data providers and TFExample decoders) with `tf.contrib.losses` and
 `tf.contrib.metrics` (contrib's streaming metrics), `tf.contrib.util` (constant_value,
-make_tensor_proto, make_ndarray) and `tf.contrib.factorization.KMeans`. What exists:
+make_tensor_proto, make_ndarray), `tf.contrib.factorization.KMeans` and
+`tf.contrib.estimator`'s boosted-trees trainers of in-memory data. What exists:
 docs/tf1_programs.md."""
 
 from tensorflux.contrib import (  # noqa: F401
@@ -28,6 +29,7 @@ from tensorflux.contrib import (  # noqa: F401
     cudnn_rnn,
     data,
     distributions,
+    estimator,
     factorization,
     framework,
     image,

@@ -17,7 +17,12 @@ BoostedTreesUpdateEnsemble at once; with more, they are added to a stats accumul
 variable) and the layer grows on the n-th batch from their mean. A tree is finalized at
 `max_depth`; training stops once `n_trees` trees are (the growth op is then skipped). With
 `center_bias`, the first steps move the bias (BoostedTreesCenterBias, from the mean gradient
-and hessian) until it settles, before any tree grows.
+and hessian) until it settles, before any tree grows. pruning_mode 'pre' makes no split of
+negative gain (gain less tree_complexity); 'post' grows them and prunes each finalized tree.
+
+As in TF 1.x, the classifier is binary only and the regressor one-dimensional; numeric
+columns must be bucketized (no quantile sketching: `quantile_sketch_epsilon` and
+`train_in_memory` are accepted and unused, every step routes its batch through all trees).
 """
 
 from __future__ import annotations

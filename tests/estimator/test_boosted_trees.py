@@ -287,3 +287,4 @@ def test_exported_saved_model_predicts_the_same(tmp_path):
             sig.inputs["x1"].name: X1, sig.inputs["x2"].name: X2,
             sig.inputs["cat"].name: CAT})  # the vocabulary table initialized by main_op
     np.testing.assert_array_equal(got[:, 0], _logits(est))
+
