@@ -14,9 +14,15 @@ changes its logits by (new leaf value - v) (BoostedTreesTrainingPredict).
 
 Gains. For a node whose examples sum to gradient g and hessian h, the best leaf value under
 l1/l2 regularization minimizes g*w + (h + l2)*w^2/2 + l1*|w|: w = -g'/(h + l2) with
-g' = g shrunk towards 0 by l1 (w = 0 when |g| <= l1), and the loss drops by g'^2/(h + l2),
-the node's gain. A split's gain is the children's gains less the parent's less
+g' = g shrunk towards 0 by l1 (w = 0 when |g| <= l1); the node's gain is g'^2/(h + l2)
+(twice the loss's drop). A split's gain is the children's gains less the parent's less
 tree_complexity; thresholds are bucket ids (feature <= threshold goes left).
+
+Growth. Each BoostedTreesUpdateEnsemble counts a layer attempt and splits the chosen leaves
+of the latest tree (a new tree when there is none or the latest is finalized); the new
+leaves are the next layer ([start, end) in the growing metadata, [0, 1) for a new tree). At
+max_depth layers the tree is finalized, post-pruned if asked (`prune_tree`), and an empty
+tree (one leaf of value 0) is started.
 """
 
 from __future__ import annotations
