@@ -288,3 +288,17 @@ def test_exported_saved_model_predicts_the_same(tmp_path):
             sig.inputs["cat"].name: CAT})  # the vocabulary table initialized by main_op
     np.testing.assert_array_equal(got[:, 0], _logits(est))
 
+
+
+def test_multi_element_bucketized_and_identity_indicator_columns(tmp_path):
+    x = np.stack([X1, X2], axis=1)
+    ids = RNG.randint(0, 5, N)
+    y = ((X2 > 0) ^ (ids == 3)).astype(np.int64)
+    columns = [fc.bucketized_column(fc.numeric_column("x", shape=(2,)), [-0.5, 0.0, 0.5]),
+               fc.indicator_column(fc.categorical_column_with_identity("ids", 5))]
+    features = {"x": x, "ids": ids, "w": np.ones(N, np.float32)}
+    est = tf.estimator.BoostedTreesClassifier(columns, 1, model_dir=str(tmp_path), n_trees=3,
+                                              max_depth=3, weight_column=fc.numeric_column("w"))
+    est.train(_train_input(y, features=features), max_steps=100)
+    assert est.evaluate(_eval_input(y, features=features), steps=1)["accuracy"] > 0.95
+    assert set(est.experimental_feature_importances()) == {"x", "ids"}
