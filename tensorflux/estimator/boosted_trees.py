@@ -344,7 +344,7 @@ def _model_fn(head: _Head, columns, params: _Params, explain: dict):
 
     def model_fn(features, labels, mode, config):
         from tensorflux.estimator import model_fn as model_fn_lib
-        from tensorflux.ops import array_ops
+        from tensorflux.ops import array_ops, math_ops
         from tensorflux.ops import boosted_trees_ops as bt
         from tensorflux.train import monitored_session
         from tensorflux.variables import variables
@@ -354,9 +354,12 @@ def _model_fn(head: _Head, columns, params: _Params, explain: dict):
         hooks = []
         if mode == ModeKeys.TRAIN:
             batch = array_ops.shape(bucketized[0])[:1]
+            # no cache: every example starts fresh (node -1) at the first tree
             logits, _, node_ids = bt.training_predict(
                 ensemble.resource_handle, array_ops.zeros(batch, dtypes.int32),
                 -array_ops.ones(batch, dtypes.int32), bucketized, head.logits_dimension)
+            # an empty ensemble leaves them at -1: the root of the tree to come
+            node_ids = math_ops.maximum(node_ids, 0)
 
             def train_op_fn(loss):
                 op, states = _train_op(ensemble, params, loss, logits, node_ids, bucketized)

@@ -147,8 +147,9 @@ def _grower(batch=64, nf=3, buckets=8, max_depth=2, lr=0.3, seed=0, pruning="non
     logits = tf.placeholder(tf.float32, [batch, 1])
     grads = logits - target.reshape(-1, 1).astype(np.float32)
     max_splits = (1 << max_depth) - 1
-    stats = bt.make_stats_summary(node_ids, grads, tf.ones_like(grads), feats, max_splits,
-                                  buckets)
+    # an empty ensemble leaves fresh examples at node -1: the root of the first tree
+    stats = bt.make_stats_summary(tf.maximum(node_ids, 0), grads, tf.ones_like(grads), feats,
+                                  max_splits, buckets)
     states = bt.get_ensemble_states(h)
     gains = bt.calculate_best_gains_per_feature(states[4], tf.unstack(stats, num=nf), 0.0,
                                                 1.0, tc, 0.0, max_splits)
@@ -183,7 +184,9 @@ def test_layers_grow_and_cached_logits_match_predict(strategy):
         predicted = sess.run(ops["predict"])
         proto = boosted_trees_pb2.TreeEnsemble.FromString(sess.run(ops["serialized"]))
     # max_depth 2: trees 0 and 1 finalized after four layers, the fifth grows tree 2
-    assert (stamp, num_trees, finalized, attempted) == (0, 3, 2, 5)
+    # every update bumps the stamp; three trees attempted, the third one layer in
+    assert (stamp, num_trees, finalized, attempted) == (5, 3, 2, 5)
+    assert proto.growing_metadata.num_trees_attempted == 3
     assert [m.num_layers_grown for m in proto.tree_metadata] == [2, 2, 1]
     assert [m.is_finalized for m in proto.tree_metadata] == [True, True, False]
     assert nodes_range.tolist() == [1, 3]
@@ -231,12 +234,84 @@ def test_split_children_values_are_parent_plus_scaled_contribution():
         stamp, data = sess.run(ser)
     proto = boosted_trees_pb2.TreeEnsemble.FromString(data)
     split = proto.trees[0].nodes[0].bucketized_split
-    assert stamp == 3
+    assert stamp == 4
     assert (split.feature_id, split.threshold, split.left_id, split.right_id) == (4, 2, 1, 2)
+    assert not proto.trees[0].nodes[0].metadata.HasField("original_leaf")  # it was 0
     assert [n.leaf.scalar for n in proto.trees[0].nodes[1:]] == pytest.approx([0.05, -0.05])
     g = proto.growing_metadata
     assert (g.num_trees_attempted, g.num_layers_attempted) == (1, 1)
     assert (g.last_layer_node_start, g.last_layer_node_end) == (1, 3)
+
+
+def _ensemble_after(updates, start=None):
+    """The TreeEnsemble (and stamp) after UpdateEnsemble runs of `updates`: (feature_ids,
+    per feature (node_ids, gains, thresholds, lefts, rights), max_depth, pruning)."""
+    h = bt.ensemble_resource_handle_op(shared_name="e")
+    create = bt.create_ensemble(h, 0, start.SerializeToString() if start else "")
+    ops = []
+    for feature_ids, lists, max_depth, pruning in updates:
+        cols = list(zip(*lists, strict=True)) if lists else [[]] * 5
+        ops.append(bt.update_ensemble(
+            h, feature_ids, [np.array(c, np.int32) for c in cols[0]],
+            [np.array(c, np.float32) for c in cols[1]],
+            [np.array(c, np.int32) for c in cols[2]],
+            [np.array(c, np.float32).reshape(-1, 1) for c in cols[3]],
+            [np.array(c, np.float32).reshape(-1, 1) for c in cols[4]],
+            max_depth=max_depth, learning_rate=1.0, pruning_mode=pruning))
+    ser = bt.serialize_ensemble(h)
+    with tf.Session() as sess:
+        sess.run(create)
+        for op in ops:
+            sess.run(op)
+        stamp, data = sess.run(ser)
+    return stamp, boosted_trees_pb2.TreeEnsemble.FromString(data)
+
+
+def _growth(e):
+    g = e.growing_metadata
+    return (len(e.trees), [(m.num_layers_grown, m.is_finalized) for m in e.tree_metadata],
+            g.num_trees_attempted, g.num_layers_attempted,
+            (g.last_layer_node_start, g.last_layer_node_end))
+
+
+ROOT = ([0], [1.0], [3], [-0.5], [0.5])  # one candidate for the root
+
+
+def test_growth_metadata():
+    # depth 1: the tree is finalized at once and an empty one starts
+    stamp, e = _ensemble_after([([2], [ROOT], 1, "none")])
+    assert stamp == 1
+    assert _growth(e) == (2, [(1, True), (0, False)], 1, 1, (0, 1))
+    assert e.trees[1].nodes[0].HasField("leaf") and e.tree_weights[1] == 1.0
+    # the empty tree's first layer counts a tree attempt
+    stamp, e = _ensemble_after([([2], [ROOT], 1, "none"), ([5], [ROOT], 2, "none")])
+    assert _growth(e) == (2, [(1, True), (1, False)], 2, 2, (1, 3))
+    # no candidates: a layer attempt and a new stamp, nothing else changes
+    stamp, e = _ensemble_after([([2], [ROOT], 3, "none"), ([], [], 3, "none")])
+    assert stamp == 2 and _growth(e) == (1, [(1, False)], 1, 2, (1, 3))
+
+
+def test_post_pruning_remaps_nodes_to_their_collapsed_ancestors():
+    layers = [([1], [([0], [-0.2], [33], [0.01], [0.0143])], 3, "post"),
+              ([3], [([1, 2], [-0.2, 0.5], [7, 5], [0.07, 0.041], [0.083, 0.064])], 3,
+               "post"),
+              ([9], [([3], [-0.45], [11], [0.15], [0.5])], 3, "post")]
+    _, e = _ensemble_after(layers)
+    tree = e.trees[0]
+    # node 3 (children 7, 8) and then node 1 (children 3, 4) go; the root keeps its
+    # negative-gain split, its right child being a split of positive gain
+    kinds = [n.WhichOneof("node") for n in tree.nodes]
+    assert kinds == ["bucketized_split", "leaf", "bucketized_split", "leaf", "leaf"]
+    assert tree.nodes[1].leaf.scalar == pytest.approx(0.01)
+    s = tree.nodes[2].bucketized_split
+    assert (s.left_id, s.right_id) == (3, 4)
+    moved = e.tree_metadata[0].post_pruned_nodes_meta
+    assert [m.new_node_id for m in moved] == [0, 1, 2, 1, 1, 3, 4, 1, 1]
+    held = [0.0, 0.01, 0.0143, 0.08, 0.093, 0.0553, 0.0783, 0.23, 0.58]
+    want = [0.0 if new != 1 else 0.01 - old for old, new in
+            zip(held, [m.new_node_id for m in moved], strict=True)]
+    want[1] = 0.0
+    np.testing.assert_allclose([m.logit_change[0] for m in moved], want, atol=1e-6)
 
 
 def test_pre_pruning_drops_negative_gains():
@@ -277,6 +352,84 @@ def test_center_bias_stops_when_the_step_is_small():
 
 
 # ---- the resource ------------------------------------------------------------------------
+
+
+def _two_trees(prune_meta=None):
+    """Tree 0 (weight 0.5): root split f0 <= 1 (was -1 as a leaf) into leaf 1 (2.0) and a
+    split node 2 f1 <= 0 (was 3.0) into leaves 3 (4.0) and 4 (6.0); tree 1 (weight 1):
+    root split f1 <= 2 into leaves -1.0 and 1.0."""
+    e = boosted_trees_pb2.TreeEnsemble()
+    t = e.trees.add()
+    for kind, args in [("split", (0, 1, 1, 2, -1.0)), ("leaf", 2.0), ("split", (1, 0, 3, 4, 3.0)),
+                       ("leaf", 4.0), ("leaf", 6.0)]:
+        node = t.nodes.add()
+        if kind == "leaf":
+            node.leaf.scalar = args
+            continue
+        s = node.bucketized_split
+        s.feature_id, s.threshold, s.left_id, s.right_id = args[:4]
+        node.metadata.original_leaf.scalar = args[4]
+    t2 = e.trees.add()
+    s = t2.nodes.add().bucketized_split
+    s.feature_id, s.threshold, s.left_id, s.right_id = 1, 2, 1, 2
+    t2.nodes.add().leaf.scalar = -1.0
+    t2.nodes.add().leaf.scalar = 1.0
+    e.tree_weights.extend([0.5, 1.0])
+    m = e.tree_metadata.add()
+    m.is_finalized = True
+    for new_id, change in prune_meta or []:
+        pm = m.post_pruned_nodes_meta.add()
+        pm.new_node_id = new_id
+        pm.logit_change.append(change)
+    e.tree_metadata.add()
+    return e
+
+
+# (cached tree, cached node) -> (partial logits, tree, node) for the examples
+# f0 = [0, 5], f1 = [1, 3]: example 0 reaches leaf 1 then leaf 1; example 1 leaf 4 then 2
+TRAINING_PREDICT_CASES = [
+    ("fresh", None, ([0, 0], [-1, -1]), ([0.5 * 2 - 1, 0.5 * 6 + 1], [1, 1], [1, 2])),
+    ("cached at split nodes", None, ([0, 0], [0, 2]),
+     ([0.5 * (2 + 1) - 1, 0.5 * (6 - 3) + 1], [1, 1], [1, 2])),
+    ("cached at leaves", None, ([0, 0], [1, 4]), ([-1, 1], [1, 1], [1, 2])),
+    ("cached in the latest tree", None, ([1, 1], [0, 2]), ([-1, 0], [1, 1], [1, 2])),
+    # node 2 of an unpruned tree went into node 1 (value moved by -0.5 for an example
+    # held there); node 4 became node 2
+    ("post-pruned", [(0, 0.0), (1, 0.0), (2, -0.5), (1, 0.25), (2, 0.0)],
+     ([0, 0], [2, 4]), ([0.5 * -0.5 + 0.5 * (2 - 2) - 1, 0.5 * 0.0 + 1], [1, 1], [1, 2])),
+]
+
+
+@pytest.mark.parametrize("name, pruned, cache, want", TRAINING_PREDICT_CASES,
+                         ids=[c[0] for c in TRAINING_PREDICT_CASES])
+def test_training_predict(name, pruned, cache, want):
+    e = _two_trees(pruned)
+    if pruned:  # the pruned tree: node 2 collapsed (a leaf of 2.0), node 4 is now node 2
+        t = e.trees[0]
+        del t.nodes[:]
+        s = t.nodes.add().bucketized_split
+        s.feature_id, s.threshold, s.left_id, s.right_id = 0, 1, 1, 2
+        t.nodes.add().leaf.scalar = 2.0
+        t.nodes.add().leaf.scalar = 6.0
+    h = bt.ensemble_resource_handle_op(shared_name="e")
+    create = bt.create_ensemble(h, 0, e.SerializeToString())
+    out = bt.training_predict(h, cache[0], cache[1], [[0, 5], [1, 3]], 1)
+    with tf.Session() as sess:
+        sess.run(create)
+        partial, trees, nodes = sess.run(out)
+    np.testing.assert_allclose(partial[:, 0], want[0], rtol=1e-6)
+    assert trees.tolist() == want[1] and nodes.tolist() == want[2]
+
+
+def test_training_predict_on_an_empty_ensemble_keeps_the_caches():
+    h = bt.ensemble_resource_handle_op(shared_name="e")
+    create = bt.create_ensemble(h, 0, "")
+    out = bt.training_predict(h, [0, 0], [-1, 3], [[1, 2]], 1)
+    with tf.Session() as sess:
+        sess.run(create)
+        partial, trees, nodes = sess.run(out)
+    assert partial.tolist() == [[0.0], [0.0]] and trees.tolist() == [0, 0]
+    assert nodes.tolist() == [-1, 3]
 
 
 def test_lifetime_serialization_and_errors():

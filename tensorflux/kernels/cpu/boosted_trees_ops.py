@@ -278,11 +278,11 @@ def training_predict(res: TreeEnsembleResource, features, cached_trees, cached_n
     batch = features.shape[1]
     trees, weights = res.trees(), res.weights()
     partial = np.zeros(batch, np.float64)
-    if not trees or batch == 0:
-        return partial, np.zeros(batch, np.int32), np.zeros(batch, np.int32)
-    latest = len(trees) - 1
     tree_ids = np.asarray(cached_trees, np.int64).copy()
     nodes = np.asarray(cached_nodes, np.int64).copy()
+    if not trees or batch == 0:  # nothing to route through: the caches stay
+        return partial, tree_ids.astype(np.int32), nodes.astype(np.int32)
+    latest = len(trees) - 1
     if (tree_ids > latest).any() or (tree_ids < 0).any():
         raise errors.InvalidArgumentError(None, None, "Cached tree ids out of range")
     fresh = nodes < 0
@@ -480,11 +480,10 @@ def _new_tree(e: boosted_trees_pb2.TreeEnsemble, root_value: float = 0.0) -> Non
 
 def _growable_tree(e: boosted_trees_pb2.TreeEnsemble) -> int:
     """The latest tree, or a new one when there is none or it is finalized; counts the
-    attempt."""
+    layer attempt."""
     g = e.growing_metadata
     if not e.trees or e.tree_metadata[-1].is_finalized:
         _new_tree(e)
-        g.num_trees_attempted += 1
         g.last_layer_node_start, g.last_layer_node_end = 0, 1
     g.num_layers_attempted += 1
     return len(e.trees) - 1
@@ -518,6 +517,8 @@ def grow_layer(e: boosted_trees_pb2.TreeEnsemble, best: dict, max_depth: int,
     if not best:
         return
     tree, meta, g = e.trees[t], e.tree_metadata[t], e.growing_metadata
+    if meta.num_layers_grown == 0:
+        g.num_trees_attempted += 1  # the tree's first layer
     first = len(tree.nodes)
     for node_id in sorted(best):
         gain, feature, threshold, left, right = best[node_id]
@@ -528,6 +529,7 @@ def grow_layer(e: boosted_trees_pb2.TreeEnsemble, best: dict, max_depth: int,
         parent = leaf_value(node.leaf)
         original = boosted_trees_pb2.Leaf()
         original.CopyFrom(node.leaf)
+        keep_original = original != boosted_trees_pb2.Leaf()  # a leaf of 0 is not kept
         left_id, right_id = len(tree.nodes), len(tree.nodes) + 1
         tree.nodes.add().leaf.scalar = parent + learning_rate * left
         tree.nodes.add().leaf.scalar = parent + learning_rate * right
@@ -536,7 +538,8 @@ def grow_layer(e: boosted_trees_pb2.TreeEnsemble, best: dict, max_depth: int,
         split.feature_id, split.threshold = feature, threshold
         split.left_id, split.right_id = left_id, right_id
         node.metadata.gain = gain
-        node.metadata.original_leaf.CopyFrom(original)
+        if keep_original:
+            node.metadata.original_leaf.CopyFrom(original)
     meta.num_layers_grown += 1
     g.last_layer_node_start, g.last_layer_node_end = first, len(tree.nodes)
     if meta.num_layers_grown >= max_depth:
@@ -618,6 +621,7 @@ def _update(node):
         with res.lock:
             latest = len(res.ensemble.trees) - 1  # only it can change; new ones are added
             grow_layer(res.ensemble, best, max_depth, learning_rate, post_prune=pruning == 2)
+            res.stamp += 1  # every update is a new version of the ensemble
             res.changed(max(latest, 0))
 
     return compute
