@@ -297,10 +297,10 @@ def _train_op(ensemble, params: _Params, loss, logits, node_ids, bucketized):
     with variable_scope.variable_scope(_ENSEMBLE_NAME + "_training"):
         layer_stats = _Accumulator("stats_accumulator", stats, n)
         if params.center_bias:
-            # the loss is a mean: the sums are the mean gradient and hessian per example
-            sums = joining_ops.concat([reduction_ops.reduce_sum(grads, 0),
-                                       reduction_ops.reduce_sum(hessians, 0)], 0)
-            bias_stats = _Accumulator("bias_stats_accumulator", sums, n)
+            # the batch means of the (mean loss's) gradients and hessians, as TF takes them
+            means = joining_ops.concat([reduction_ops.reduce_mean(grads, 0),
+                                        reduction_ops.reduce_mean(hessians, 0)], 0)
+            bias_stats = _Accumulator("bias_stats_accumulator", means, n)
             needed = variable_scope.get_variable("center_bias_needed", [], dtypes.bool,
                                                  initializer=_true_initializer(),
                                                  trainable=False)

@@ -332,10 +332,13 @@ def test_center_bias_moves_the_root_by_newton_steps():
     create = bt.create_ensemble(h, 0, "")
     center = bt.center_bias(h, [[-0.6]], [[0.25]], 0.1, 0.05)
     logits = bt.predict(h, [tf.constant([0, 1])], 1)
+    states = bt.get_ensemble_states(h)
     with tf.Session() as sess:
         sess.run(create)
         assert sess.run(center)  # first step: from 0 to (0.6 - 0.1) / 0.3
         np.testing.assert_allclose(sess.run(logits)[:, 0], [5 / 3, 5 / 3], rtol=1e-5)
+        stamp, num_trees, finalized, attempted, _ = sess.run(states)
+        assert (stamp, num_trees, finalized, attempted) == (1, 1, 0, 0)
         assert sess.run(center)  # the same mean gradient again: the bias doubles
         np.testing.assert_allclose(sess.run(logits)[:, 0], [10 / 3, 10 / 3], rtol=1e-5)
 

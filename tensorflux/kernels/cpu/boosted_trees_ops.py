@@ -643,5 +643,6 @@ def _center_bias(ctx, handle, mean_gradients, mean_hessians, l1, l2):
             root = e.trees[0].nodes[0]
             bias = leaf_value(root.leaf) + step
             root.leaf.scalar = bias
+        res.stamp += 1
         res.changed()
     return np.bool_(bias != 0 and abs(step / bias) > _MIN_DELTA_FOR_CENTER_BIAS)
