@@ -434,27 +434,35 @@ class _BoostedTrees(Estimator):
             self._explain["on"] = False
 
     def experimental_feature_importances(self, normalize=False):
-        """OrderedDict raw feature name -> the sum of the gains of the splits on it (over
-        all trees, times the tree weights), most important first.
+        """OrderedDict raw feature name -> the sum of the gains of the splits on its
+        features (over all trees, times the tree weights), most important first; with
+        `normalize`, as shares of the total.
 
         Raises:
-          ValueError: no trained model, or `normalize` with all importances zero.
+          ValueError: no trained model; with `normalize`, a negative importance or none
+            above 0 (no tree has a split).
         """
+        import numpy as np
+
         from tensorflux.train import checkpoint_utils
 
         proto = _load_ensemble(checkpoint_utils, self.model_dir)
         names = _feature_names(self._columns)
-        totals = collections.OrderedDict((name, 0.0) for name in dict.fromkeys(names))
+        per_feature = np.zeros(len(names))
         for tree, weight in zip(proto.trees, proto.tree_weights, strict=True):
             for node in tree.nodes:
                 if node.WhichOneof("node") == "bucketized_split":
-                    totals[names[node.bucketized_split.feature_id]] += \
+                    per_feature[node.bucketized_split.feature_id] += \
                         weight * node.metadata.gain
         if normalize:
-            s = sum(totals.values())
-            if s == 0:
-                raise ValueError("Cannot normalize feature importances: they are all 0.")
-            totals = collections.OrderedDict((k, v / s) for k, v in totals.items())
+            if (per_feature < 0).any():
+                raise ValueError("feature_importances must be non-negative.")
+            if per_feature.sum() <= 0:
+                raise ValueError("Trees are all empty or contain only a root node.")
+            per_feature = per_feature / per_feature.sum()
+        totals = dict.fromkeys(dict.fromkeys(names), 0.0)
+        for name, value in zip(names, per_feature, strict=True):
+            totals[name] += float(value)
         return collections.OrderedDict(sorted(totals.items(), key=lambda kv: -kv[1]))
 
 
@@ -483,9 +491,11 @@ def _load_ensemble(checkpoint_utils, model_dir):
     from tensorflux.protos import boosted_trees_pb2
 
     reader = checkpoint_utils.load_checkpoint(model_dir)
-    proto = boosted_trees_pb2.TreeEnsemble()
-    proto.ParseFromString(bytes(reader.get_tensor(_ENSEMBLE_NAME + ":0_serialized")))
-    return proto
+    serialized = bytes(reader.get_tensor(_ENSEMBLE_NAME + ":0_serialized"))
+    if not serialized:
+        raise ValueError("Found empty serialized string for TreeEnsemble. You should only "
+                         "call this method after training.")
+    return boosted_trees_pb2.TreeEnsemble.FromString(serialized)
 
 
 class BoostedTreesClassifier(_BoostedTrees):

@@ -174,6 +174,16 @@ def test_feature_importances(tmp_path):
     assert sum(importances.values()) == pytest.approx(1.0)
     raw = est.experimental_feature_importances()
     assert raw["x2"] > 0 and list(raw) == list(importances)
+    (tmp_path / "none").mkdir()
+    untrained = _classifier(str(tmp_path / "none"))
+    with pytest.raises(ValueError):  # a model_dir with no checkpoint
+        untrained.experimental_feature_importances()
+    stumps = _classifier(str(tmp_path / "stumps"), n_trees=1, max_depth=1,
+                         pruning_mode="pre", tree_complexity=1e6)
+    stumps.train(_train_input(y), max_steps=3)  # no split is worth it
+    assert set(stumps.experimental_feature_importances().values()) == {0.0}
+    with pytest.raises(ValueError, match="root node"):
+        stumps.experimental_feature_importances(normalize=True)
 
 
 def test_breast_cancer(tmp_path):
