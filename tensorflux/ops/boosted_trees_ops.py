@@ -246,3 +246,114 @@ not_differentiable(
     "BoostedTreesMakeStatsSummary", "BoostedTreesCalculateBestGainsPerFeature",
     "BoostedTreesUpdateEnsemble", "BoostedTreesTrainingPredict", "BoostedTreesPredict",
     "BoostedTreesExampleDebugOutputs", "BoostedTreesCenterBias")
+
+
+# ---- quantile streams (bucket boundaries of float features) --------------------------------
+
+define_op("BoostedTreesQuantileStreamResourceHandleOp", outputs=["resource: resource"],
+          attrs=["container: string = ''", "shared_name: string = ''"],
+          shape_fn=common_shapes.scalar, stateful=True)
+define_op("BoostedTreesCreateQuantileStreamResource",
+          inputs=["quantile_stream_resource_handle: resource", "epsilon: float",
+                  "num_streams: int64"],
+          attrs=["max_elements: int = 1099511627776"], shape_fn=_no_outputs, stateful=True)
+define_op("IsBoostedTreesQuantileStreamResourceInitialized",
+          inputs=["quantile_stream_resource_handle: resource"],
+          outputs=["is_initialized: bool"], shape_fn=common_shapes.scalar, stateful=True)
+define_op("BoostedTreesMakeQuantileSummaries",
+          inputs=["float_values: num_features * float", "example_weights: float",
+                  "epsilon: float"],
+          outputs=["summaries: num_features * float"], attrs=["num_features: int >= 0"],
+          shape_fn=lambda op: [tensor_shape.TensorShape([None, 4])] *
+          op.get_attr("num_features"))
+define_op("BoostedTreesQuantileStreamResourceAddSummaries",
+          inputs=["quantile_stream_resource_handle: resource",
+                  "summaries: num_features * float"],
+          attrs=["num_features: int >= 0"], shape_fn=_no_outputs, stateful=True)
+define_op("BoostedTreesQuantileStreamResourceFlush",
+          inputs=["quantile_stream_resource_handle: resource", "num_buckets: int64"],
+          attrs=["generate_quantiles: bool = false"], shape_fn=_no_outputs, stateful=True)
+define_op("BoostedTreesQuantileStreamResourceGetBucketBoundaries",
+          inputs=["quantile_stream_resource_handle: resource"],
+          outputs=["bucket_boundaries: num_features * float"],
+          attrs=["num_features: int >= 0"],
+          shape_fn=lambda op: [tensor_shape.TensorShape([None])] *
+          op.get_attr("num_features"), stateful=True)
+define_op("BoostedTreesQuantileStreamResourceDeserialize",
+          inputs=["quantile_stream_resource_handle: resource",
+                  "bucket_boundaries: num_streams * float"],
+          attrs=["num_streams: int >= 1"], shape_fn=_no_outputs, stateful=True)
+define_op("BoostedTreesBucketize",
+          inputs=["float_values: num_features * float",
+                  "bucket_boundaries: num_features * float"],
+          outputs=["buckets: num_features * int32"], attrs=["num_features: int >= 0"],
+          shape_fn=lambda op: [op.inputs[i].shape
+                               for i in range(op.get_attr("num_features"))])
+
+
+def quantile_stream_resource_handle_op(container="", shared_name="", name=None):
+    """A handle naming a quantile stream resource (not creating it)."""
+    return apply_op("BoostedTreesQuantileStreamResourceHandleOp", container=container,
+                    shared_name=shared_name, name=name)
+
+
+def create_quantile_stream_resource(handle, epsilon, num_streams, max_elements=1 << 40,
+                                    name=None):
+    """Creates `num_streams` empty quantile streams of approximation error `epsilon`."""
+    return apply_op("BoostedTreesCreateQuantileStreamResource",
+                    quantile_stream_resource_handle=handle, epsilon=epsilon,
+                    num_streams=num_streams, max_elements=max_elements, name=name)
+
+
+def is_quantile_stream_resource_initialized(handle, name=None):
+    """Whether the quantile streams `handle` names exist."""
+    return apply_op("IsBoostedTreesQuantileStreamResourceInitialized",
+                    quantile_stream_resource_handle=handle, name=name)
+
+
+def make_quantile_summaries(float_values, example_weights, epsilon, name=None):
+    """Per feature, the [n, 4] (value, weight, min_rank, max_rank) summary of a batch."""
+    return apply_op("BoostedTreesMakeQuantileSummaries", float_values=list(float_values),
+                    example_weights=example_weights, epsilon=epsilon, name=name)
+
+
+def quantile_add_summaries(handle, summaries, name=None):
+    """Adds one summary per stream to the streams."""
+    return apply_op("BoostedTreesQuantileStreamResourceAddSummaries",
+                    quantile_stream_resource_handle=handle, summaries=list(summaries),
+                    name=name)
+
+
+def quantile_flush(handle, num_buckets, generate_quantiles=False, name=None):
+    """Turns each stream into bucket boundaries (about `num_buckets` buckets)."""
+    return apply_op("BoostedTreesQuantileStreamResourceFlush",
+                    quantile_stream_resource_handle=handle, num_buckets=num_buckets,
+                    generate_quantiles=generate_quantiles, name=name)
+
+
+def get_bucket_boundaries(handle, num_features, name=None):
+    """The bucket boundaries of each stream ([] before a flush)."""
+    return apply_op("BoostedTreesQuantileStreamResourceGetBucketBoundaries",
+                    quantile_stream_resource_handle=handle, num_features=num_features,
+                    name=name)
+
+
+def quantile_resource_deserialize(handle, bucket_boundaries, name=None):
+    """Sets the streams' bucket boundaries (a checkpoint's restore)."""
+    return apply_op("BoostedTreesQuantileStreamResourceDeserialize",
+                    quantile_stream_resource_handle=handle,
+                    bucket_boundaries=list(bucket_boundaries), name=name)
+
+
+def boosted_trees_bucketize(float_values, bucket_boundaries, name=None):
+    """Per feature, the bucket of each value: how many boundaries are below it."""
+    return apply_op("BoostedTreesBucketize", float_values=list(float_values),
+                    bucket_boundaries=list(bucket_boundaries), name=name)
+
+
+not_differentiable(
+    "BoostedTreesQuantileStreamResourceHandleOp", "BoostedTreesCreateQuantileStreamResource",
+    "IsBoostedTreesQuantileStreamResourceInitialized", "BoostedTreesMakeQuantileSummaries",
+    "BoostedTreesQuantileStreamResourceAddSummaries", "BoostedTreesQuantileStreamResourceFlush",
+    "BoostedTreesQuantileStreamResourceGetBucketBoundaries",
+    "BoostedTreesQuantileStreamResourceDeserialize", "BoostedTreesBucketize")

@@ -24,7 +24,13 @@ OPS = ["BoostedTreesEnsembleResourceHandleOp", "BoostedTreesCreateEnsemble",
        "BoostedTreesDeserializeEnsemble", "BoostedTreesGetEnsembleStates",
        "BoostedTreesMakeStatsSummary", "BoostedTreesCalculateBestGainsPerFeature",
        "BoostedTreesUpdateEnsemble", "BoostedTreesTrainingPredict", "BoostedTreesPredict",
-       "BoostedTreesExampleDebugOutputs", "BoostedTreesCenterBias"]
+       "BoostedTreesExampleDebugOutputs", "BoostedTreesCenterBias",
+       "BoostedTreesQuantileStreamResourceHandleOp", "BoostedTreesCreateQuantileStreamResource",
+       "IsBoostedTreesQuantileStreamResourceInitialized", "BoostedTreesMakeQuantileSummaries",
+       "BoostedTreesQuantileStreamResourceAddSummaries",
+       "BoostedTreesQuantileStreamResourceFlush",
+       "BoostedTreesQuantileStreamResourceGetBucketBoundaries",
+       "BoostedTreesQuantileStreamResourceDeserialize", "BoostedTreesBucketize"]
 
 
 # ---- references --------------------------------------------------------------------------
@@ -531,6 +537,77 @@ def test_static_shapes():
     states = bt.get_ensemble_states(h)
     assert [s.dtype for s in states] == [tf.int64, tf.int32, tf.int32, tf.int32, tf.int32]
     assert states[4].shape.as_list() == [2]
+
+
+# ---- quantile streams ----------------------------------------------------------------------
+
+
+def ref_boundaries(values, weights, num_buckets):
+    """Min, max, and per rank i * total / num_buckets the value whose middle rank is
+    nearest, written out with plain loops."""
+    pairs = {}
+    for v, w in zip(values, weights, strict=True):
+        if w > 0:
+            pairs[v] = pairs.get(v, 0.0) + w
+    ordered, rank, middles = sorted(pairs), 0.0, []
+    for v in ordered:
+        middles.append(rank + pairs[v] / 2)
+        rank += pairs[v]
+    out = {ordered[0], ordered[-1]}
+    for i in range(num_buckets + 1):
+        target = i * rank / num_buckets
+        out.add(ordered[min(range(len(ordered)), key=lambda j: abs(middles[j] - target))])
+    return sorted(out)
+
+
+QUANTILE_CASES = [  # (values per feature, weights, num_buckets)
+    ([[5.0, 1.0, 3.0, 3.0, 9.0, 7.0, 2.0]], [1, 1, 1, 1, 1, 1, 1], 3),
+    ([[0.5, -1.0, 4.0, 2.0], [1.0, 1.0, 1.0, 2.0]], [3, 1, 1, 0], 2),
+    ([np.linspace(-2, 2, 41).tolist()], [1] * 41, 10),
+]
+
+
+@pytest.mark.parametrize("values, weights, num_buckets", QUANTILE_CASES)
+def test_quantile_streams_and_bucketize(values, weights, num_buckets):
+    floats = [tf.constant(np.array(v, np.float32)) for v in values]
+    h = bt.quantile_stream_resource_handle_op(shared_name="q")
+    create = bt.create_quantile_stream_resource(h, 0.01, len(values))
+    # two batches: the stream sums both
+    add = bt.quantile_add_summaries(h, bt.make_quantile_summaries(
+        floats, np.array(weights, np.float32), 0.01))
+    flush = bt.quantile_flush(h, num_buckets)
+    bounds = bt.get_bucket_boundaries(h, len(values))
+    buckets = bt.boosted_trees_bucketize(floats, bounds)
+    with tf.Session() as sess:
+        sess.run(create)
+        assert [b.size for b in sess.run(bounds)] == [0] * len(values)
+        sess.run(add)
+        sess.run(add)
+        sess.run(flush)
+        got_bounds, got_buckets = sess.run([bounds, buckets])
+    for v, b, q in zip(values, got_bounds, got_buckets, strict=True):
+        want = ref_boundaries(v, [2 * w for w in weights], num_buckets)
+        np.testing.assert_allclose(b, want, rtol=1e-6)
+        assert q.tolist() == [sum(x > e for e in want) for x in np.float32(v)]
+
+
+def test_quantile_summaries_and_restore():
+    values = tf.constant([2.0, 1.0, 2.0, 5.0])
+    summary = bt.make_quantile_summaries([values], tf.constant([1.0, 2.0, 0.5, 1.0]), 0.1)
+    h = bt.quantile_stream_resource_handle_op(shared_name="q")
+    create = bt.create_quantile_stream_resource(h, 0.1, 2)
+    initialized = bt.is_quantile_stream_resource_initialized(h)
+    restore = bt.quantile_resource_deserialize(h, [[0.5, 1.5], [3.0]])
+    bounds = bt.get_bucket_boundaries(h, 2)
+    with tf.Session() as sess:
+        rows = sess.run(summary[0])  # a list of one summary per feature
+        np.testing.assert_allclose(rows, [[1, 2, 0, 2], [2, 1.5, 2, 3.5], [5, 1, 3.5, 4.5]])
+        assert not sess.run(initialized)
+        sess.run(create)
+        assert sess.run(initialized)
+        sess.run(restore)
+        got = sess.run(bounds)
+    assert [b.tolist() for b in got] == [[0.5, 1.5], [3.0]]
 
 
 # ---- TensorFlow ----------------------------------------------------------------------------

@@ -646,3 +646,151 @@ def _center_bias(ctx, handle, mean_gradients, mean_hessians, l1, l2):
         res.stamp += 1
         res.changed()
     return np.bool_(bias != 0 and abs(step / bias) > _MIN_DELTA_FOR_CENTER_BIAS)
+
+
+# ---- quantile streams ----------------------------------------------------------------------
+#
+# A stream keeps its summaries exactly (every distinct value with its summed weight), so
+# its approximation error is 0, within any epsilon. A flush turns it into bucket
+# boundaries: the smallest and largest value, and for each rank i * total / num_buckets the
+# value whose middle rank ((rank before it + rank after it) / 2) is nearest (the smaller
+# on a tie), without duplicates. BoostedTreesBucketize puts a value in the bucket of the
+# first boundary not below it (numpy's searchsorted, side "left").
+
+QUANTILE_TYPE_NAME = "N10tensorflow24BoostedTreesQuantileStreamResourceE"
+
+
+class QuantileStreamResource:
+    """`num_streams` streams of (value, weight) summaries and their bucket boundaries."""
+
+    dropped = False
+
+    def __init__(self, epsilon: float, num_streams: int, max_elements: int):
+        self.lock = threading.Lock()
+        self.epsilon, self.max_elements = epsilon, max_elements
+        self.summaries: list[list] = [[] for _ in range(num_streams)]
+        self.boundaries = [np.zeros(0, np.float32) for _ in range(num_streams)]
+
+    def close_resource(self) -> None:
+        self.dropped = True
+
+
+@kernel_factory("BoostedTreesQuantileStreamResourceHandleOp", device_constant=True)
+def _quantile_handle_op(node):
+    return _handle_op(node)
+
+
+def _streams(ctx, handle) -> QuantileStreamResource:
+    h, res = _find(ctx, handle)
+    if not isinstance(res, QuantileStreamResource):
+        container = h.container or ctx.resource_mgr.default_container
+        raise errors.NotFoundError(None, None, f"Resource {container}/{h.name}/"
+                                   f"{QUANTILE_TYPE_NAME} does not exist.")
+    return res
+
+
+@kernel_factory("BoostedTreesCreateQuantileStreamResource")
+def _create_streams(node):
+    max_elements = node.attrs["max_elements"]
+
+    def compute(ctx, handle, epsilon, num_streams):
+        h = as_handle(handle)
+        if float(epsilon) <= 0:
+            raise errors.InvalidArgumentError(None, None,
+                                              "An epsilon value of zero is not allowed.")
+        ctx.resource_mgr.lookup_or_create(h.container, h.name, lambda: QuantileStreamResource(
+            float(epsilon), int(num_streams), max_elements))
+
+    return compute
+
+
+@kernel("IsBoostedTreesQuantileStreamResourceInitialized")
+def _streams_initialized(ctx, handle):
+    _, res = _find(ctx, handle)
+    return np.bool_(isinstance(res, QuantileStreamResource))
+
+
+def quantile_summary(values, weights) -> np.ndarray:
+    """[n, 4] float32 rows (value, weight, min_rank, max_rank) of the distinct values."""
+    values = np.asarray(values, np.float32).reshape(-1)
+    weights = np.asarray(weights, np.float32).reshape(-1)
+    keep = weights > 0
+    distinct, inverse = np.unique(values[keep], return_inverse=True)
+    summed = np.bincount(inverse, weights[keep], distinct.size)
+    after = np.cumsum(summed)
+    return np.stack([distinct, summed, after - summed, after], axis=1).astype(np.float32)
+
+
+@kernel("BoostedTreesMakeQuantileSummaries")
+def _make_summaries(ctx, *args):
+    *values, weights, _epsilon = args
+    out = tuple(quantile_summary(v, weights) for v in values)
+    return out if len(out) != 1 else out[0]
+
+
+@kernel("BoostedTreesQuantileStreamResourceAddSummaries")
+def _add_summaries(ctx, handle, *summaries):
+    res = _streams(ctx, handle)
+    with res.lock:
+        if len(summaries) != len(res.summaries):
+            raise errors.InvalidArgumentError(
+                None, None, f"Expected {len(res.summaries)} summaries, got {len(summaries)}")
+        for stream, summary in zip(res.summaries, summaries, strict=True):
+            stream.append(np.asarray(summary, np.float32).reshape(-1, 4)[:, :2])
+
+
+def bucket_boundaries(pairs: np.ndarray, num_buckets: int, quantiles: bool) -> np.ndarray:
+    """The boundaries (or with `quantiles` the num_buckets + 1 quantiles) of (value, weight)
+    pairs, as the section comment says."""
+    if pairs.size == 0:
+        return np.zeros(0, np.float32)
+    summary = quantile_summary(pairs[:, 0], pairs[:, 1])
+    values, middle = summary[:, 0], (summary[:, 2] + summary[:, 3]) / 2
+    targets = np.arange(num_buckets + 1) * (summary[-1, 3] / max(num_buckets, 1))
+    picked = values[np.argmin(np.abs(middle[None, :] - targets[:, None]), axis=1)]
+    if quantiles:
+        return picked.astype(np.float32)
+    return np.unique(np.concatenate([values[:1], picked, values[-1:]])).astype(np.float32)
+
+
+@kernel_factory("BoostedTreesQuantileStreamResourceFlush")
+def _flush(node):
+    quantiles = node.attrs["generate_quantiles"]
+
+    def compute(ctx, handle, num_buckets):
+        res = _streams(ctx, handle)
+        with res.lock:
+            for i, stream in enumerate(res.summaries):
+                pairs = np.concatenate(stream) if stream else np.zeros((0, 2), np.float32)
+                res.boundaries[i] = bucket_boundaries(pairs, int(num_buckets), quantiles)
+                res.summaries[i] = []
+
+    return compute
+
+
+@kernel("BoostedTreesQuantileStreamResourceGetBucketBoundaries")
+def _get_boundaries(ctx, handle):
+    res = _streams(ctx, handle)
+    with res.lock:
+        out = tuple(b.copy() for b in res.boundaries)
+    return out if len(out) != 1 else out[0]
+
+
+@kernel("BoostedTreesQuantileStreamResourceDeserialize")
+def _deserialize_streams(ctx, handle, *boundaries):
+    res = _streams(ctx, handle)
+    with res.lock:
+        if len(boundaries) != len(res.boundaries):
+            raise errors.InvalidArgumentError(
+                None, None, f"Expected {len(res.boundaries)} streams' boundaries, got "
+                f"{len(boundaries)}")
+        res.boundaries = [np.asarray(b, np.float32).reshape(-1).copy() for b in boundaries]
+
+
+@kernel("BoostedTreesBucketize")
+def _bucketize(ctx, *args):
+    n = len(args) // 2
+    out = tuple(np.searchsorted(np.asarray(b, np.float32).reshape(-1),
+                                np.asarray(v, np.float32), side="left").astype(np.int32)
+                for v, b in zip(args[:n], args[n:], strict=True))
+    return out if len(out) != 1 else out[0]
