@@ -5,8 +5,11 @@ checkpointed as TF's SaveableObject does it: `boosted_trees:0_stamp` and
 `boosted_trees:0_serialized` (a TreeEnsemble message).
 
 Features. Every feature column is a bucketized_column (one feature per element: its bucket
-id) or an indicator_column (one feature per category: 0 or 1), taken in the order of the
-columns' names, as TF does.
+id), an indicator_column (one feature per category: 0 or 1) or a float numeric_column (one
+feature per element, bucketized by quantile boundaries: about 1/quantile_sketch_epsilon
+buckets, computed from the first n_batches_per_layer training batches, which grow nothing,
+and checkpointed as `boosted_trees/QuantileAccumulator:0_bucket_boundaries_<i>`), taken in
+the order of the columns' names, as TF does.
 
 Training, one layer per `n_batches_per_layer` batches. Each step routes the batch through
 the ensemble (BoostedTreesTrainingPredict: the logits and the leaf of the latest tree each
@@ -20,9 +23,8 @@ variable) and the layer grows on the n-th batch from their mean. A tree is final
 and hessian) until it settles, before any tree grows. pruning_mode 'pre' makes no split of
 negative gain (gain less tree_complexity); 'post' grows them and prunes each finalized tree.
 
-As in TF 1.x, the classifier is binary only and the regressor one-dimensional; numeric
-columns must be bucketized (no quantile sketching: `quantile_sketch_epsilon` and
-`train_in_memory` are accepted and unused, every step routes its batch through all trees).
+As in TF 1.x, the classifier is binary only and the regressor one-dimensional.
+`train_in_memory` is accepted and unused: every step routes its batch through all trees.
 """
 
 from __future__ import annotations
@@ -104,31 +106,45 @@ class TreeEnsemble:
 
 
 def _check_columns(feature_columns) -> list:
-    """The columns in name order; ValueError for any that is not bucketized or indicator."""
+    """The columns in name order; ValueError for any that is not bucketized, indicator or
+    a float numeric_column."""
     from tensorflux.feature_column import feature_column as fc
 
     columns = list(feature_columns or [])
     if not columns:
         raise ValueError("feature_columns must not be empty.")
     for column in columns:
-        if not isinstance(column, (fc.BucketizedColumn, fc.IndicatorColumn)):
-            raise ValueError("For now, only bucketized_column and indicator_column is "
-                             f"supported but got: {column}")
+        if isinstance(column, (fc.BucketizedColumn, fc.IndicatorColumn)) or \
+                _is_float_column(column):
+            continue
+        raise ValueError("For now, only bucketized_column, indicator_column and float "
+                         f"numeric_column are supported but got: {column}")
     return sorted(columns, key=lambda c: c.name)
+
+
+def _is_float_column(column) -> bool:
+    from tensorflux.feature_column import feature_column as fc
+
+    return isinstance(column, fc.NumericColumn) and column.dtype.is_floating
 
 
 def _source_name(column) -> str:
     """The raw feature a column reads (how feature importances are named)."""
+    if _is_float_column(column):
+        return column.key
     inner = getattr(column, "source_column", None) or column.categorical_column
     return getattr(inner, "key", None) or inner.name
 
 
-def _column_sizes(columns) -> list[tuple[int, int]]:
-    """(number of features, number of buckets) per column."""
+def _column_sizes(columns, num_quantiles: int) -> list[tuple[int, int]]:
+    """(number of features, number of buckets) per column; a float column's values fall
+    in at most num_quantiles + 2 buckets of its boundaries."""
     out = []
     for column in columns:
         n = column._variable_shape.num_elements()
-        if hasattr(column, "source_column"):
+        if _is_float_column(column):
+            out.append((n, num_quantiles + 2))
+        elif hasattr(column, "source_column"):
             per = len(column.boundaries) + 1
             out.append((n // per, per))
         else:
@@ -136,14 +152,33 @@ def _column_sizes(columns) -> list[tuple[int, int]]:
     return out
 
 
-def _bucketized_features(features, columns) -> list:
-    """The int32 [batch] bucket ids of every feature of `columns` (see the module doc)."""
+def _float_values(features, columns) -> list:
+    """The float32 [batch] values of every feature of the float columns, in order."""
+    from tensorflux.feature_column import feature_column as fc
+
+    out = []
+    for column in columns:
+        if _is_float_column(column):
+            dense = fc.input_layer(dict(features), [column])
+            out += [dense[:, i] for i in range(column._variable_shape.num_elements())]
+    return out
+
+
+def _bucketized_features(features, columns, boundaries=None) -> list:
+    """The int32 [batch] bucket ids of every feature of `columns` (see the module doc);
+    float columns' values are bucketized by `boundaries` (one tensor per float feature)."""
     from tensorflux.feature_column import feature_column as fc
     from tensorflux.ops import array_ops, math_ops, reduction_ops
+    from tensorflux.ops import boosted_trees_ops as bt
 
     features = dict(features)
+    floats = iter(bt.boosted_trees_bucketize(_float_values(features, columns), boundaries)
+                  if boundaries else [])
     out = []
-    for column, (n, per) in zip(columns, _column_sizes(columns), strict=True):
+    for column, (n, per) in zip(columns, _column_sizes(columns, 0), strict=True):
+        if _is_float_column(column):
+            out += [next(floats) for _ in range(n)]
+            continue
         dense = fc.input_layer(features, [column])
         if hasattr(column, "source_column"):
             ids = reduction_ops.argmax(array_ops.reshape(dense, [-1, n, per]), axis=2)
@@ -158,9 +193,67 @@ def _bucketized_features(features, columns) -> list:
 def _feature_names(columns) -> list[str]:
     """The raw-feature name of every bucketized feature, in feature order."""
     names = []
-    for column, (n, _) in zip(columns, _column_sizes(columns), strict=True):
+    for column, (n, _) in zip(columns, _column_sizes(columns, 0), strict=True):
         names += [_source_name(column)] * n
     return names
+
+
+class _QuantileSaveable(SaveableObject):
+    """Saves the quantile streams' boundaries as `<name>_bucket_boundaries_<i>`; restores
+    by deserializing them after creating the streams (TF's QuantileAccumulatorSaveable)."""
+
+    def __init__(self, handle, create_op, num_streams, name):
+        from tensorflux.ops import boosted_trees_ops as bt
+
+        bounds = bt.get_bucket_boundaries(handle, num_streams)
+        super().__init__(handle, [SaveSpec(b, "", f"{name}_bucket_boundaries_{i}")
+                                  for i, b in enumerate(bounds)], name)
+        self.handle, self._create_op = handle, create_op
+
+    def restore(self, restored_tensors, restored_shapes):
+        from tensorflux.framework import graph as graph_lib
+        from tensorflux.ops import boosted_trees_ops as bt
+
+        with graph_lib.get_default_graph().control_dependencies([self._create_op]):
+            return bt.quantile_resource_deserialize(self.handle, restored_tensors)
+
+
+class QuantileAccumulator:
+    """Quantile streams of `num_streams` float features: their handle, the op creating
+    them, and their SaveableObject in the graph's SAVEABLE_OBJECTS."""
+
+    def __init__(self, epsilon, num_streams, num_quantiles, name):
+        from tensorflux.framework import graph as graph_lib
+        from tensorflux.ops import boosted_trees_ops as bt
+
+        self._num_streams, self._num_quantiles, self._epsilon = \
+            num_streams, num_quantiles, epsilon
+        with graph_lib.name_scope(name, "QuantileAccumulator") as scope:
+            self.resource_handle = bt.quantile_stream_resource_handle_op(shared_name=scope,
+                                                                         name=scope)
+            self.initializer = bt.create_quantile_stream_resource(
+                self.resource_handle, epsilon, num_streams)
+        graph_lib.add_to_collection(
+            graph_lib.GraphKeys.SAVEABLE_OBJECTS,
+            _QuantileSaveable(self.resource_handle, self.initializer, num_streams,
+                              self.resource_handle.name))
+
+    def get_bucket_boundaries(self):
+        from tensorflux.ops import boosted_trees_ops as bt
+
+        return bt.get_bucket_boundaries(self.resource_handle, self._num_streams)
+
+    def add_summaries(self, float_columns, example_weights):
+        from tensorflux.ops import boosted_trees_ops as bt
+
+        summaries = bt.make_quantile_summaries(float_columns, example_weights,
+                                               self._epsilon)
+        return bt.quantile_add_summaries(self.resource_handle, summaries)
+
+    def flush(self):
+        from tensorflux.ops import boosted_trees_ops as bt
+
+        return bt.quantile_flush(self.resource_handle, self._num_quantiles)
 
 
 # ---- training ------------------------------------------------------------------------------
@@ -169,7 +262,7 @@ def _feature_names(columns) -> list[str]:
 class _Params(collections.namedtuple("_Params", [
         "n_trees", "max_depth", "learning_rate", "l1", "l2", "tree_complexity",
         "min_node_weight", "center_bias", "pruning_mode", "n_batches_per_layer",
-        "bucket_sizes"])):
+        "quantile_sketch_epsilon", "bucket_sizes"])):
     """The tree hyper-parameters (checked as TF checks them) and each column's (number
     of features, number of buckets)."""
 
@@ -186,6 +279,9 @@ class _Params(collections.namedtuple("_Params", [
         for what in ("l1", "l2", "tree_complexity", "min_node_weight"):
             if getattr(self, what) < 0:
                 raise ValueError(f"{what} must be non-negative; given {getattr(self, what)}")
+        if not 0 < self.quantile_sketch_epsilon < 1:
+            raise ValueError(f"quantile_sketch_epsilon must be in (0, 1); given "
+                             f"{self.quantile_sketch_epsilon}")
         if self.pruning_mode not in _PRUNING_MODES:
             raise ValueError(f"pruning_mode must be one of: none, pre, post. Given: "
                              f"{self.pruning_mode}")
@@ -194,6 +290,10 @@ class _Params(collections.namedtuple("_Params", [
         if self.pruning_mode == "none" and self.tree_complexity > 0:
             raise ValueError("Tree complexity have no effect unless pruning mode is chosen.")
         return self
+
+    @property
+    def num_quantiles(self) -> int:
+        return int(1.0 / self.quantile_sketch_epsilon)
 
     @property
     def max_splits(self) -> int:
@@ -270,8 +370,11 @@ class _Accumulator:
         return builders.cond(seen >= self.n, use, lambda: builders.group(total, seen))
 
 
-def _train_op(ensemble, params: _Params, loss, logits, node_ids, bucketized):
-    """The op of one training step (see the module docstring) and the states to stop on."""
+def _train_op(ensemble, params: _Params, loss, logits, node_ids, bucketized,
+              quantile_phase=None):
+    """The op of one training step (see the module docstring) and the states to stop on;
+    `quantile_phase(grow_phase)` runs the growth only once float columns have
+    boundaries."""
     from tensorflux.autodiff import gradients as grad_lib
     from tensorflux.control_flow import builders
     from tensorflux.framework import graph as graph_lib
@@ -323,13 +426,46 @@ def _train_op(ensemble, params: _Params, loss, logits, node_ids, bucketized):
             return grow()
         return builders.cond(needed.read_value(), center, grow)
 
-    op = builders.cond(comparison_ops.less(finalized, params.n_trees), grow_or_center,
-                       control_flow_ops.no_op)
+    def grow_phase():
+        return builders.cond(comparison_ops.less(finalized, params.n_trees),
+                             grow_or_center, control_flow_ops.no_op)
+
+    op = grow_phase() if quantile_phase is None else quantile_phase(grow_phase)
     graph = graph_lib.get_default_graph()
     with graph.control_dependencies([op]):
         _, _, finalized_after, attempted_after, _ = ensemble.get_states()
         step = state_ops.assign_add(get_global_step(), 1).op
     return step, (finalized_after, attempted_after)
+
+
+def _quantile_phase(quantiles, float_values, weights, n: int):
+    """quantile_phase(grow_phase) (see _train_op): until the boundaries are ready, each
+    step adds its float values to the quantile streams, and the n-th flushes them."""
+    from tensorflux.control_flow import builders
+    from tensorflux.framework import graph as graph_lib
+    from tensorflux.ops import state_ops
+    from tensorflux.variables import init_ops, variable_scope
+
+    with variable_scope.variable_scope(_ENSEMBLE_NAME + "_training"):
+        ready = variable_scope.get_variable(
+            "are_boundaries_ready", [], dtypes.bool,
+            initializer=init_ops.constant_initializer(False), trainable=False)
+        seen = variable_scope.get_variable("quantile_batches", [], dtypes.int32,
+                                           initializer=init_ops.zeros_initializer(),
+                                           trainable=False)
+
+    def accumulate():
+        with graph_lib.get_default_graph().control_dependencies(
+                [quantiles.add_summaries(float_values, weights)]):
+            count = seen.assign_add(1)
+
+        def flush():
+            with graph_lib.get_default_graph().control_dependencies([quantiles.flush()]):
+                return builders.group(state_ops.assign_variable_op(ready.handle, True))
+
+        return builders.cond(count >= n, flush, lambda: builders.group(count))
+
+    return lambda grow_phase: builders.cond(ready.read_value(), grow_phase, accumulate)
 
 
 def _true_initializer():
@@ -349,8 +485,13 @@ def _model_fn(head: _Head, columns, params: _Params, explain: dict):
         from tensorflux.train import monitored_session
         from tensorflux.variables import variables
 
-        bucketized = _bucketized_features(features, columns)
         ensemble = TreeEnsemble(_ENSEMBLE_NAME)
+        floats = _float_values(features, columns)
+        quantiles = None if not floats else QuantileAccumulator(
+            params.quantile_sketch_epsilon, len(floats), params.num_quantiles,
+            _ENSEMBLE_NAME + "/QuantileAccumulator")
+        bucketized = _bucketized_features(
+            features, columns, quantiles.get_bucket_boundaries() if quantiles else None)
         hooks = []
         if mode == ModeKeys.TRAIN:
             batch = array_ops.shape(bucketized[0])[:1]
@@ -362,7 +503,11 @@ def _model_fn(head: _Head, columns, params: _Params, explain: dict):
             node_ids = math_ops.maximum(node_ids, 0)
 
             def train_op_fn(loss):
-                op, states = _train_op(ensemble, params, loss, logits, node_ids, bucketized)
+                phase = None if quantiles is None else _quantile_phase(
+                    quantiles, floats, _example_weights(head, features, floats[0]),
+                    params.n_batches_per_layer)
+                op, states = _train_op(ensemble, params, loss, logits, node_ids, bucketized,
+                                       phase)
                 hooks.append(_StopAtTreesHook(states, params))
                 return op
         else:
@@ -373,7 +518,8 @@ def _model_fn(head: _Head, columns, params: _Params, explain: dict):
         if mode == ModeKeys.PREDICT and explain.get("on"):
             predictions = dict(predictions, **{_DEBUG_KEY: bt.example_debug_outputs(
                 ensemble.resource_handle, bucketized, head.logits_dimension)})
-        scaffold = monitored_session.Scaffold(init_op=_init_op(ensemble, variables))
+        scaffold = monitored_session.Scaffold(init_op=_init_op(
+            variables, ensemble, quantiles))
         return model_fn_lib.EstimatorSpec(
             mode, predictions=predictions, loss=spec.loss, train_op=spec.train_op,
             eval_metric_ops=spec.eval_metric_ops, export_outputs=spec.export_outputs,
@@ -382,10 +528,19 @@ def _model_fn(head: _Head, columns, params: _Params, explain: dict):
     return model_fn
 
 
-def _init_op(ensemble, variables):
+def _init_op(variables, ensemble, quantiles):
     from tensorflux.control_flow import builders
 
-    return builders.group(variables.global_variables_initializer(), ensemble.initializer)
+    ops = [variables.global_variables_initializer(), ensemble.initializer]
+    return builders.group(*ops, *([quantiles.initializer] if quantiles else []))
+
+
+def _example_weights(head: _Head, features, like):
+    """[batch] float32: the weight column's values, or ones."""
+    from tensorflux.ops import array_ops
+
+    weights = head._weights(features)
+    return array_ops.ones_like(like) if weights is None else array_ops.reshape(weights, [-1])
 
 
 class _BoostedTrees(Estimator):
@@ -393,12 +548,15 @@ class _BoostedTrees(Estimator):
 
     def __init__(self, head, feature_columns, n_batches_per_layer, model_dir, config, n_trees,
                  max_depth, learning_rate, l1_regularization, l2_regularization,
-                 tree_complexity, min_node_weight, center_bias, pruning_mode):
+                 tree_complexity, min_node_weight, center_bias, pruning_mode,
+                 quantile_sketch_epsilon):
         self._columns = _check_columns(feature_columns)
         params = _Params(n_trees, max_depth, learning_rate, l1_regularization,
                          l2_regularization, tree_complexity, min_node_weight, center_bias,
-                         pruning_mode, n_batches_per_layer,
-                         _column_sizes(self._columns)).check()
+                         pruning_mode, n_batches_per_layer, quantile_sketch_epsilon,
+                         _column_sizes(self._columns, 0)).check()
+        params = params._replace(bucket_sizes=_column_sizes(self._columns,
+                                                            params.num_quantiles))
         self._tree_params = params
         self._head = head
         self._explain: dict = {}
@@ -521,7 +679,7 @@ class BoostedTreesClassifier(_BoostedTrees):
         super().__init__(head, feature_columns, n_batches_per_layer, model_dir, config,
                          n_trees, max_depth, learning_rate, l1_regularization,
                          l2_regularization, tree_complexity, min_node_weight, center_bias,
-                         pruning_mode)
+                         pruning_mode, quantile_sketch_epsilon)
 
 
 class BoostedTreesRegressor(_BoostedTrees):
@@ -544,5 +702,5 @@ class BoostedTreesRegressor(_BoostedTrees):
         super().__init__(head, feature_columns, n_batches_per_layer, model_dir, config,
                          n_trees, max_depth, learning_rate, l1_regularization,
                          l2_regularization, tree_complexity, min_node_weight, center_bias,
-                         pruning_mode)
+                         pruning_mode, quantile_sketch_epsilon)
 

@@ -19,6 +19,10 @@ BoostedTreesPredict sums the leaves' values (times the tree weights) over all tr
 BoostedTreesCenterBias grows the first tree's root towards the loss's minimum;
 BoostedTreesSerializeEnsemble/DeserializeEnsemble save and restore it (the checkpoint form),
 BoostedTreesGetEnsembleStates reports the growth counters.
+
+Float features are bucketized by quantile streams (BoostedTreesQuantileStream*: summaries of
+(value, weight) added batch by batch, flushed into bucket boundaries) and
+BoostedTreesBucketize.
 """
 
 from __future__ import annotations

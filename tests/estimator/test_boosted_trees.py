@@ -1,5 +1,6 @@
 """BoostedTreesClassifier and BoostedTreesRegressor as TF's boosted-trees tutorial uses them:
-bucketized numeric columns, indicator columns, one batch per layer, train/evaluate/predict;
+bucketized or float numeric columns (quantile boundaries), indicator columns, one batch per
+layer, train/evaluate/predict;
 checkpoints (the ensemble saved as TF names it), resumed training, stopping at n_trees,
 several batches per layer, bias centering, feature importances and typed errors."""
 
@@ -209,8 +210,40 @@ def test_breast_cancer(tmp_path):
     assert result["accuracy"] > 0.88
 
 
+def test_float_numeric_columns_are_bucketized_by_quantiles(tmp_path):
+    columns = [fc.numeric_column("x1"), fc.numeric_column("x2"), COLUMNS[2]]
+    features = dict(FEATURES, x1=X1.astype(np.float64))  # a float64 feature, as pandas has
+    est = tf.estimator.BoostedTreesClassifier(columns, 1, model_dir=str(tmp_path), n_trees=6,
+                                              max_depth=3, quantile_sketch_epsilon=0.05)
+    est.train(_train_input(Y, features=features), max_steps=100)
+    # one step makes the quantile boundaries, then 6 trees of 3 layers
+    assert est.get_variable_value("global_step") == 19
+    assert est.evaluate(_eval_input(Y, features=features), steps=1)["accuracy"] > 0.85
+    bounds = tf.train.load_variable(str(tmp_path),
+                                    "boosted_trees/QuantileAccumulator:0_bucket_boundaries_0")
+    assert bounds[0] == X1.min() and bounds[-1] == X1.max() and 10 <= bounds.size <= 21
+    again = tf.estimator.BoostedTreesClassifier(columns, 1, model_dir=str(tmp_path))
+    np.testing.assert_array_equal(_logits(again, features), _logits(est, features))
+    assert set(est.experimental_feature_importances()) == {"x1", "x2", "cat"}
+
+
+def test_quantiles_from_several_batches(tmp_path):
+    columns = [fc.numeric_column("x", shape=(2,)), COLUMNS[2]]
+    features = {"x": np.stack([X1, X2], axis=1), "cat": CAT}
+    est = tf.estimator.BoostedTreesClassifier(columns, 3, model_dir=str(tmp_path), n_trees=2,
+                                              max_depth=2)
+    est.train(_train_input(Y, batch=N // 3, features=features), max_steps=100)
+    # three batches of quantiles, then 2 trees x 2 layers x 3 batches
+    assert est.get_variable_value("global_step") == 15
+    for i, column in enumerate((X1, X2)):
+        bounds = tf.train.load_variable(
+            str(tmp_path), f"boosted_trees/QuantileAccumulator:0_bucket_boundaries_{i}")
+        assert bounds[0] == column.min() and bounds[-1] == column.max()
+
+
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(feature_columns=[fc.numeric_column("x1")]), "bucketized_column"),
+    (dict(feature_columns=[fc.numeric_column("x1", dtype=tf.int64)]), "bucketized_column"),
+    (dict(quantile_sketch_epsilon=0.0), "quantile_sketch_epsilon"),
     (dict(feature_columns=[fc.embedding_column(
         fc.categorical_column_with_vocabulary_list("cat", ["a"]), 2)]), "bucketized_column"),
     (dict(n_classes=3), "binary"),
