@@ -291,6 +291,7 @@ def test_tree_ensemble_saved_and_restored_by_a_saver(tmp_path):
 def test_predict_with_explanations_sums_to_the_probability(tmp_path):
     est = _classifier(str(tmp_path), center_bias=True, n_trees=3)
     est.train(_train_input(Y), max_steps=100)
+    assert est.evaluate(_eval_input(Y), steps=1)["accuracy"] > 0.7  # trees grow after it
     explained = list(est.experimental_predict_with_explanations(_predict_input()))
     plain = list(est.predict(_predict_input()))
     assert len(explained) == N
@@ -301,6 +302,7 @@ def test_predict_with_explanations_sums_to_the_probability(tmp_path):
         assert total == pytest.approx(float(want["probabilities"][1]), abs=1e-5)
         np.testing.assert_array_equal(got["logits"], want["logits"])
     assert abs(explained[0]["bias"] - Y.mean()) < 0.05  # the centered bias: the label mean
+    assert any(abs(v) > 0.01 for got in explained for v in got["dfc"].values())
     with pytest.raises(ValueError, match="center_bias"):
         next(_classifier(str(tmp_path)).experimental_predict_with_explanations(
             _predict_input()))

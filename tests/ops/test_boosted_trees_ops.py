@@ -343,8 +343,9 @@ def test_center_bias_moves_the_root_by_newton_steps():
         sess.run(create)
         assert sess.run(center)  # first step: from 0 to (0.6 - 0.1) / 0.3
         np.testing.assert_allclose(sess.run(logits)[:, 0], [5 / 3, 5 / 3], rtol=1e-5)
-        stamp, num_trees, finalized, attempted, _ = sess.run(states)
+        stamp, num_trees, finalized, attempted, nodes_range = sess.run(states)
         assert (stamp, num_trees, finalized, attempted) == (1, 1, 0, 0)
+        assert nodes_range.tolist() == [0, 1]  # the bias tree's root is the next layer
         assert sess.run(center)  # the same mean gradient again: the bias doubles
         np.testing.assert_allclose(sess.run(logits)[:, 0], [10 / 3, 10 / 3], rtol=1e-5)
 

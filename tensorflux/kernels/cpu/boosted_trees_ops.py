@@ -223,8 +223,10 @@ def _states(ctx, handle):
         e = res.ensemble
         finalized = sum(1 for m in e.tree_metadata if m.is_finalized)
         g = e.growing_metadata
-        # with no tree yet, the next layer is the first tree's root
-        nodes = [g.last_layer_node_start, g.last_layer_node_end] if e.trees else [0, 1]
+        # with no tree yet, or a latest tree with no layer (the bias tree that
+        # BoostedTreesCenterBias makes), the next layer is a root
+        fresh = not e.trees or e.tree_metadata[-1].num_layers_grown == 0
+        nodes = [0, 1] if fresh else [g.last_layer_node_start, g.last_layer_node_end]
         return (np.int64(res.stamp), np.int32(len(e.trees)), np.int32(finalized),
                 np.int32(g.num_layers_attempted), np.array(nodes, np.int32))
 
