@@ -21,8 +21,9 @@ the aliases `tf.contrib.signal` (tf.signal), `tf.contrib.keras` (tf.keras),
 `tf.contrib.metrics` (contrib's streaming metrics), `tf.contrib.util` (constant_value,
 make_tensor_proto, make_ndarray), `tf.contrib.factorization.KMeans`, `tf.contrib.summary`
 (resource-based summary writers), `tf.contrib.staging.StagingArea`,
-`tf.contrib.memory_stats` (BytesInUse, BytesLimit, MaxBytesInUse) and
-`tf.contrib.tensor_forest` (random forests grown online). What exists:
+`tf.contrib.memory_stats` (BytesInUse, BytesLimit, MaxBytesInUse),
+`tf.contrib.tensor_forest` (random forests grown online) and `tf.contrib.estimator`'s
+boosted-trees trainers of in-memory data. What exists:
 docs/tf1_programs.md."""
 
 from tensorflux.contrib import (  # noqa: F401
@@ -31,6 +32,7 @@ from tensorflux.contrib import (  # noqa: F401
     cudnn_rnn,
     data,
     distributions,
+    estimator,
     factorization,
     framework,
     image,

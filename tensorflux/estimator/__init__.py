@@ -1,11 +1,12 @@
 """tf.estimator (TF1): Estimator with model_fns, RunConfig, EstimatorSpec, ModeKeys,
-numpy/pandas input_fns, train_and_evaluate, SavedModel export, and the canned DNN and linear
-classifiers and regressors over tf.feature_column."""
+numpy/pandas input_fns, train_and_evaluate, SavedModel export, and the canned DNN, linear
+and boosted-trees classifiers and regressors over tf.feature_column."""
 
 from types import SimpleNamespace
 
 from tensorflux import train as _train
 from tensorflux.estimator import export
+from tensorflux.estimator.boosted_trees import BoostedTreesClassifier, BoostedTreesRegressor
 from tensorflux.estimator.canned import (
     BaselineClassifier,
     BaselineRegressor,
@@ -38,4 +39,5 @@ __all__ = ["Estimator", "EstimatorSpec", "ModeKeys", "RunConfig", "TrainSpec", "
            "train_and_evaluate", "inputs", "export", "Exporter", "LatestExporter",
            "FinalExporter", "DNNClassifier", "DNNRegressor", "LinearClassifier",
            "LinearRegressor", "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor",
-           "BaselineClassifier", "BaselineRegressor", "WarmStartSettings", "VocabInfo", *_HOOKS]
+           "BaselineClassifier", "BaselineRegressor", "BoostedTreesClassifier",
+           "BoostedTreesRegressor", "WarmStartSettings", "VocabInfo", *_HOOKS]

@@ -44,9 +44,10 @@ class _Head:
     """Labels, loss, predictions and metrics of one kind of output."""
 
     def __init__(self, n_classes=None, label_dimension=1, weight_column=None,
-                 label_vocabulary=None):
+                 label_vocabulary=None, mean_loss=False):
         self.n_classes, self.label_dimension = n_classes, label_dimension
         self.weight_column, self.label_vocabulary = weight_column, label_vocabulary
+        self.mean_loss = mean_loss  # TF1's Reduction.SUM_OVER_BATCH_SIZE instead of SUM
 
     @property
     def logits_dimension(self) -> int:
@@ -132,6 +133,8 @@ class _Head:
                         labels=array_ops.reshape(ids, [-1]), logits=logits), -1)
         loss = reduction_ops.reduce_sum(per_example if weights is None
                                         else per_example * weights)
+        if self.mean_loss:
+            loss = loss / math_ops.cast(array_ops.size(per_example), dtypes.float32)
         train_op = train_op_fn(loss) if mode == ModeKeys.TRAIN else None
         metrics = {}
         if mode == ModeKeys.EVAL:

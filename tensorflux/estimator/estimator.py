@@ -371,6 +371,7 @@ class Estimator:
         from tensorflux.estimator import export as export_lib
         from tensorflux.saved_model import builder as builder_lib
         from tensorflux.saved_model import tag_constants
+        from tensorflux.train import monitored_session
         from tensorflux.train import saver as saver_lib
         from tensorflux.train.global_step import get_or_create_global_step
 
@@ -388,6 +389,9 @@ class Estimator:
             signatures = export_lib.signature_defs(receiver, spec)
             from tensorflux.runtime.session import Session
 
+            # the loader initializes local variables and tables, as TF1's export does
+            local_init = (spec.scaffold.local_init_op if spec.scaffold is not None
+                          else None) or monitored_session.Scaffold.default_local_init_op()
             with Session(config=self._config.session_config) as sess:
                 saver_lib.Saver(sharded=True).restore(sess, checkpoint)
                 builder = builder_lib.SavedModelBuilder(export_dir)
@@ -395,7 +399,7 @@ class Estimator:
                     sess, [tag_constants.SERVING], signature_def_map=signatures,
                     assets_collection=graph_lib.get_collection(
                         graph_lib.GraphKeys.ASSET_FILEPATHS),
-                    main_op=None, strip_default_attrs=True)
+                    main_op=local_init, strip_default_attrs=True)
                 builder.save(as_text)
         for name, source in (assets_extra or {}).items():
             dest = os.path.join(export_dir, "assets.extra", name)

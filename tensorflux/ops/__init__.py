@@ -13,6 +13,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     audio_ops,
     batch_norm_ops,
     beam_search_ops,
+    boosted_trees_ops,
     candidate_sampling_ops,
     comparison_ops,
     constant_op,

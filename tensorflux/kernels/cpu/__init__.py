@@ -11,6 +11,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     audio_ops,
     batch_norm_ops,
     beam_search_ops,
+    boosted_trees_ops,
     candidate_sampling_ops,
     comparison_ops,
     constant_op,
