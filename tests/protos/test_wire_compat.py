@@ -81,6 +81,7 @@ SUBPACKAGES = {
     "error_codes_pb2": "tensorflux.error",  # tensorflow.error.Code
     "tfprof_output_pb2": "tensorflux.tfprof",  # tensorflow.tfprof.GraphNodeProto
     "tfprof_log_pb2": "tensorflux.tfprof",  # tensorflow.tfprof.OpLogProto
+    "boosted_trees_pb2": "tensorflux.boosted_trees",  # tensorflow.boosted_trees.TreeEnsemble
     "master_service_pb2": "tensorflux.grpc",  # tensorflow.grpc.MasterService
     "worker_service_pb2": "tensorflux.grpc",  # tensorflow.grpc.WorkerService
     "serving_predict_pb2": "tensorflux.serving",  # tensorflow.serving.PredictRequest
@@ -89,8 +90,9 @@ SUBPACKAGES = {
 # Modules mirroring messages that TensorFlow's wheel does not carry: TensorFlow Serving's
 # (tests/serving/test_grpc.py checks their wire bytes instead) and TensorBoard's projector
 # configuration (TensorBoard is not among TensorFlow 2.21's dependencies; the projector test in
-# tests/compat_programs/test_tf_tutorials_rnn.py reads the text file it writes).
-NOT_IN_TENSORFLOW = {"serving_predict_pb2", "projector_config_pb2"}
+# tests/compat_programs/test_tf_tutorials_rnn.py reads the text file it writes), and the
+# boosted-trees ensemble (its proto is compiled into TensorFlow's kernels only).
+NOT_IN_TENSORFLOW = {"serving_predict_pb2", "projector_config_pb2", "boosted_trees_pb2"}
 
 
 def test_every_generated_module_imports():
