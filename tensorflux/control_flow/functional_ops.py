@@ -13,10 +13,10 @@ from tensorflux.control_flow import control_flow_util as nest
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, constant_op
+from tensorflux.ops import array_ops, constant_op, gather_ops
 from tensorflux.ops.tensor_array_ops import TensorArray
 
-__all__ = ["map_fn", "foldl", "foldr", "scan"]
+__all__ = ["map_fn", "foldl", "foldr", "scan", "vectorized_map"]
 
 
 def _check_callable(fn) -> None:
@@ -126,6 +126,35 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop: bool = Tr
         results_flat = [r.stack() for r in r_a]
         _set_leading_dim(results_flat, elems_flat)
         return output_pack(results_flat)
+
+
+def vectorized_map(fn, elems, fallback_to_while_loop: bool = True, warn: bool = True):
+    """`fn` over dimension 0 of `elems`, results stacked (`tf.vectorized_map`).
+
+    TensorFlow vectorizes `fn` (pfor) and falls back to a while loop for what it cannot;
+    tensorflux always runs the loop (`map_fn`, all iterations in parallel), which gives
+    the same values, structure and static shapes. The output structure and dtypes come
+    from calling `fn` once on the first elements (ops that are built but never run).
+
+    Raises:
+      TypeError: `fn` is not callable.
+      ValueError: `elems` are scalars.
+    """
+    del fallback_to_while_loop, warn
+    _check_callable(fn)
+    flat = [convert_to_tensor(e, name="elem") for e in nest.flatten(elems)]
+    if any(e.shape.ndims == 0 for e in flat):
+        raise ValueError("elems must be at least 1-D: vectorized_map works along dimension 0")
+    packed = nest.pack_sequence_as(elems, flat) if nest.is_nested(elems) else flat[0]
+    with graph_lib.name_scope("vectorized_map_trace"):
+        firsts = [gather_ops.gather(e, 0) for e in flat]
+        probe = fn(nest.pack_sequence_as(elems, firsts) if nest.is_nested(elems)
+                   else firsts[0])
+    dtype = nest.map_structure(lambda t: convert_to_tensor(t).dtype, probe)
+    n = _leading_dim(flat)[1]
+    return map_fn(lambda x: nest.map_structure(convert_to_tensor, fn(x)), packed, dtype=dtype,
+                  parallel_iterations=n if isinstance(n, int) and n > 0 else None,
+                  name="vectorized_map")
 
 
 def _zero():
