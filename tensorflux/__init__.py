@@ -75,6 +75,7 @@ from tensorflux.control_flow.builders import *  # noqa: F401,F403,E402
 from tensorflux.ops.math_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.unary_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.comparison_ops import *  # noqa: F401,F403,E402
+from tensorflux.ops.session_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.matrix_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.reduction_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.sequence_ops import *  # noqa: F401,F403,E402

@@ -54,6 +54,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     script_ops,
     segment_ops,
     sequence_ops,
+    session_ops,
     set_ops,
     slicing_ops,
     sobol_ops,

@@ -16,6 +16,7 @@ from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.framework.session_run_conversions import conversion_for
+from tensorflux.ops import session_ops
 
 
 class _Mapper:
@@ -200,6 +201,8 @@ def _expand_feed(key, value):
 def convert_feed(t: Tensor, value):
     """`value` as a NumPy array of `t`'s dtype, checked against `t`'s static shape."""
     dtype = t.dtype
+    if isinstance(value, session_ops.TensorHandle):
+        value = value.handle  # a persistent tensor is fed by its handle
     if isinstance(value, Tensor):
         raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed "
                         "values include Python scalars, strings, lists, numpy ndarrays, or "

@@ -23,7 +23,9 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Operation, Tensor, register_session_runner
 from tensorflux.kernels import intra_op
 from tensorflux.kernels.buffers import exclusively_owned
+from tensorflux.kernels.cpu import session_ops as session_state
 from tensorflux.kernels.cpu._blas import release_free_memory
+from tensorflux.ops import session_ops
 from tensorflux.protos import config_pb2
 from tensorflux.runtime import cost_model as cost_model_lib
 from tensorflux.runtime import device as device_lib
@@ -78,6 +80,9 @@ class _Step(GraphRunner):
                            [pos for pos, _, _ in p.fetches]) for p in parts.values()],
                          session._exec_options, len(sg.fetches), session._graph, costs,
                          compile_later=True)
+        # fetches of persistent-tensor handles come back as TensorHandles
+        self.handle_fetches = [(i, t.op.inputs[0].dtype) for i, t in enumerate(fetches)
+                               if t.op.type in session_ops.HANDLE_OPS]
 
     def run(self, session: BaseSession, args: list, options, stats=None) -> list:
         return super().run(session, next(session._step_ids), args, options, stats)
@@ -254,7 +259,11 @@ class BaseSession:
         if run_metadata is not None and options is not None and \
                 options.output_partition_graphs:
             partition.fill_partition_graphs(run_metadata, step.partition_graphs)
-        return _results(fetch_tensors, feed_map, raw)
+        results = _results(fetch_tensors, feed_map, raw)
+        for i, dtype in step.handle_fetches:
+            if fetch_tensors[i] not in feed_map:
+                results[i] = session_ops.TensorHandle(results[i], dtype, self)
+        return results
 
     def _build_step(self, key, feeds, fetches, targets, stale=None) -> _Step:
         with self._build_lock:
@@ -310,6 +319,10 @@ class BaseSession:
     def _deregister_step(self, cm: CancellationManager) -> None:
         self._active_steps.pop(id(cm), None)
 
+    def _drop_persistent_tensor(self, handle: str) -> None:
+        """A TensorHandle of this session was garbage collected: its tensor goes too."""
+        session_state.drop(self, handle)
+
     def close(self) -> None:
         """Cancels running steps (blocked ones fail with CancelledError) and frees resources."""
         if self._closed:
@@ -322,6 +335,7 @@ class BaseSession:
             cm.start_cancel()
         self._closing.start_cancel()
         self._steps.clear()
+        session_state.clear(self)  # the persistent tensors it held
         self._device_mgr.shutdown()
         release_free_memory()  # the heap keeps its peak while steps run (kernels/cpu/_blas.py)
 

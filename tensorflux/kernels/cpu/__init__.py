@@ -55,6 +55,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     script_ops,
     segment_ops,
     sequence_ops,
+    session_ops,
     set_ops,
     slicing_ops,
     sobol_ops,
