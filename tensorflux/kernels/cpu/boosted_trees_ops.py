@@ -31,8 +31,8 @@ import threading
 
 import numpy as np
 
-from tensorflux.framework import dtypes, errors
-from tensorflux.kernels.cpu.state_ops import ResourceHandle, as_handle
+from tensorflux.framework import errors
+from tensorflux.kernels.cpu.state_ops import as_handle, handle_kernel
 from tensorflux.kernels.registry import kernel, kernel_factory
 from tensorflux.protos import boosted_trees_pb2
 
@@ -133,19 +133,7 @@ class _Tree:
 # ---- the resource and its lifetime ---------------------------------------------------------
 
 
-@kernel_factory("BoostedTreesEnsembleResourceHandleOp", device_constant=True)
-def _handle_op(node):
-    container, name = node.attrs["container"], node.attrs["shared_name"] or node.name
-    by_device: dict[str, ResourceHandle] = {}
-
-    def compute(ctx):
-        dev = ctx.device.name if ctx.device is not None else ""
-        h = by_device.get(dev)
-        if h is None:
-            h = by_device[dev] = ResourceHandle(container, name, dev, dtypes.resource)
-        return h
-
-    return compute
+kernel_factory("BoostedTreesEnsembleResourceHandleOp", device_constant=True)(handle_kernel)
 
 
 def _find(ctx, handle):
@@ -677,9 +665,8 @@ class QuantileStreamResource:
         self.dropped = True
 
 
-@kernel_factory("BoostedTreesQuantileStreamResourceHandleOp", device_constant=True)
-def _quantile_handle_op(node):
-    return _handle_op(node)
+kernel_factory("BoostedTreesQuantileStreamResourceHandleOp", device_constant=True)(
+    handle_kernel)
 
 
 def _streams(ctx, handle) -> QuantileStreamResource:

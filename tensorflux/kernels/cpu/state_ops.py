@@ -202,12 +202,12 @@ def own_value(var: Var) -> np.ndarray:
 # ---- VarHandleOp -------------------------------------------------------------------------
 
 
-@kernel_factory("VarHandleOp", device_constant=True)
-def _var_handle(node):
-    a = node.attrs
-    shape = a.get("shape")
-    shape = None if shape is None or shape.ndims is None else tuple(shape.as_list())
-    container, name, dtype = a["container"], a["shared_name"] or node.name, a["dtype"]
+def handle_kernel(node, dtype=dtypes.resource, shape=None):
+    """The compute function of a resource's handle op (VarHandleOp and the like): the
+    ResourceHandle of the node's (container, shared_name or node name) on the step's
+    device, one object per device (a VarHandleOp gives the same object every step)."""
+    container = node.attrs.get("container", "")
+    name = node.attrs.get("shared_name") or node.name
     by_device: dict[str, ResourceHandle] = {}
 
     def compute(ctx):
@@ -218,6 +218,13 @@ def _var_handle(node):
         return h
 
     return compute
+
+
+@kernel_factory("VarHandleOp", device_constant=True)
+def _var_handle(node):
+    shape = node.attrs.get("shape")
+    shape = None if shape is None or shape.ndims is None else tuple(shape.as_list())
+    return handle_kernel(node, node.attrs["dtype"], shape)
 
 
 # ---- ReadVariableOp, AssignVariableOp, AssignAdd/SubVariableOp ---------------------------

@@ -25,9 +25,9 @@ import time
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from tensorflux.framework import dtypes, errors
+from tensorflux.framework import errors
 from tensorflux.kernels.cpu.data_flow_ops import lookup as lookup_resource
-from tensorflux.kernels.cpu.state_ops import ResourceHandle, as_handle
+from tensorflux.kernels.cpu.state_ops import as_handle, handle_kernel
 from tensorflux.kernels.cpu.summary_ops import (
     audio_summary,
     fill_tensor_proto,
@@ -102,19 +102,7 @@ def _step(step) -> int:
 # ---- the resource ------------------------------------------------------------------------
 
 
-@kernel_factory("SummaryWriter", device_constant=True)
-def _summary_writer(node):
-    container, name = node.attrs["container"], node.attrs["shared_name"] or node.name
-    by_device: dict[str, ResourceHandle] = {}
-
-    def compute(ctx):
-        dev = ctx.device.name if ctx.device is not None else ""
-        h = by_device.get(dev)
-        if h is None:
-            h = by_device[dev] = ResourceHandle(container, name, dev, dtypes.resource, None)
-        return h
-
-    return compute
+kernel_factory("SummaryWriter", device_constant=True)(handle_kernel)
 
 
 @kernel("CreateSummaryFileWriter")

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorflux.framework import dtypes, errors
+from tensorflux.framework import errors
 from tensorflux.kernels.cpu._forest_model import DecisionTree, Params
 from tensorflux.kernels.cpu._forest_stats import FertileStats
-from tensorflux.kernels.cpu.state_ops import ResourceHandle, as_handle
+from tensorflux.kernels.cpu.data_flow_ops import lookup
+from tensorflux.kernels.cpu.state_ops import as_handle, handle_kernel
 from tensorflux.kernels.registry import kernel, kernel_factory
 
 _TREE_TYPE = "N10tensorflow12tensorforest20DecisionTreeResourceE"
@@ -26,39 +27,9 @@ def _params(node) -> Params:
     return Params.from_attr(node.attrs["params"])
 
 
-def _handle_kernel(op_type: str) -> None:
-    @kernel_factory(op_type, device_constant=True)
-    def factory(node):
-        container = node.attrs.get("container", "")
-        name = node.attrs.get("shared_name") or node.name
-        by_device: dict[str, ResourceHandle] = {}
-
-        def compute(ctx):
-            dev = ctx.device.name if ctx.device is not None else ""
-            h = by_device.get(dev)
-            if h is None:
-                h = by_device[dev] = ResourceHandle(container, name, dev, dtypes.resource)
-            return h
-
-        return compute
-
-
-_handle_kernel("DecisionTreeResourceHandleOp")
-_handle_kernel("FertileStatsResourceHandleOp")
-
-
-def _get(ctx, handle, cls, what: str):
-    h = as_handle(handle)
-    res = ctx.resource_mgr.get(h.container, h.name)
-    if res is None:
-        container = h.container or ctx.resource_mgr.default_container
-        raise errors.NotFoundError(None, None, f"Resource {container}/{h.name}/{what} does "
-                                   "not exist.")
-    if not isinstance(res, cls):
-        raise errors.InvalidArgumentError(
-            None, None, f"Trying to access resource {h.name} using the wrong type. Expected "
-            f"{what} got {type(res).__name__}")
-    return res
+kernel_factory("DecisionTreeResourceHandleOp", "FertileStatsResourceHandleOp",
+               device_constant=True)(handle_kernel)
+_get = lookup  # the resource a handle names, of a class: NotFound/InvalidArgument otherwise
 
 
 def _tree(ctx, handle) -> DecisionTree:
