@@ -9,6 +9,7 @@ from tensorflux.keras import (  # noqa: F401
     callbacks,
     constraints,
     datasets,
+    estimator,
     initializers,
     layers,
     losses,
