@@ -46,6 +46,7 @@ from tensorflux.contrib import (  # noqa: F401
     metrics,
     nn,
     opt,
+    predictor,
     rnn,
     seq2seq,
     signal,
