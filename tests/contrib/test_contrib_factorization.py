@@ -62,7 +62,8 @@ def test_full_batch_step_is_a_lloyd_iteration():
 def test_mini_batch_steps_keep_running_means():
     x, parts, sess = _graph(initial_clusters=START, use_mini_batch=True)
     centers, train = parts[4], parts[6]
-    want, counts = START.astype(np.float64), np.zeros(3)
+    # TF1's counts start at 1: the initial center weighs as one point.
+    want, counts = START.astype(np.float64), np.ones(3)
     for batch in (DATA[:20], DATA[20:], DATA[::3]):
         sess.run(train, {x: batch})
         assign = _sq_distances(batch, want).argmin(1)
@@ -132,8 +133,9 @@ def test_too_few_rows_to_draw_from_is_an_invalid_argument():
 @pytest.mark.parametrize("kwargs,message", [
     ({"num_clusters": 0}, "num_clusters"),
     ({"distance_metric": "manhattan"}, "distance metric"),
-    ({"initial_clusters": "kmc2"}, "KMC2"),
-    ({"mini_batch_steps_per_iteration": 5}, "mini_batch_steps_per_iteration"),
+    ({"initial_clusters": "kmc3"}, "initialization"),
+    ({"mini_batch_steps_per_iteration": 0}, "mini_batch_steps_per_iteration"),
+    ({"kmc2_chain_length": 0}, "kmc2_chain_length"),
 ])
 def test_bad_arguments_are_value_errors(kwargs, message):
     x = tf.placeholder(tf.float32, [None, 3])

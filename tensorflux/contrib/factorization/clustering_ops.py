@@ -11,11 +11,28 @@
 Distances: squared Euclidean, or cosine (1 - x.c with x and c scaled to unit length).
 Initial centers: "random" (rows of the inputs drawn uniformly with `random_seed`),
 "kmeans_plus_plus" (k-means++ seeding of the first input's rows, with
-`kmeans_plus_plus_num_retries` extra draws per center keeping the best), a tensor or array,
-or a function `fn(inputs, num_clusters)`. Full-batch training replaces each center by the
-mean of the points assigned to it (an empty cluster's center goes to zero, as TF's 1e-6
-denominator makes it); mini-batch training moves each center assigned k new points by
-(sum of the points - k center) / (n + k), n its points so far: the running mean.
+`kmeans_plus_plus_num_retries` extra draws per center keeping the best), "kmc2" (below), a
+tensor or array, or a function `fn(inputs, num_clusters)`. Full-batch training replaces
+each center by the mean of the points assigned to it (an empty cluster's center goes to
+zero, as TF's 1e-6 denominator makes it); mini-batch training moves each center assigned k
+new points by (sum of the points - k center) / (n + k), n its count: the running mean.
+
+Mini-batch counts, as TF1 keeps them: with `mini_batch_steps_per_iteration` 1 the centers
+move every step and each count starts at 1 (the initial center weighs as one point). With
+S > 1 steps per iteration the steps move a second copy ("clusters_updated") while the
+distances are taken to the published centers ("clusters"); every S-th step ends by
+publishing the copy (unit length for cosine) and setting the counts back to 0, so that an
+iteration's centers are the means of the points assigned to them during it, and S steps
+over the batches of a data set make one Lloyd iteration ("update_in_steps" counts down to
+the next publication). TF1 publishes at the start of the step after (its reads of the
+centers race with the publication); here the S steps of an iteration all see its centers.
+
+KMC2 seeding (Bachem et al., AAAI 2016, as TF1 runs it): the first center ever is the first
+row of the first input (the batch is assumed shuffled); each init_op run then adds
+max(min(centers missing, rows // kmc2_chain_length), 1) centers, center i from one
+KMC2ChainInitialization chain over rows [i L, (i + 1) L) (all rows when fewer than L) with
+their squared distances to the centers so far. `cluster_centers_initialized` turns true
+once all num_clusters are there; until then run init_op again (with new batches).
 """
 
 from __future__ import annotations
@@ -30,6 +47,8 @@ from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.nn import nn_impl
 from tensorflux.ops import (
     array_ops,
+    clustering_ops,
+    comparison_ops,
     gather_ops,
     joining_ops,
     math_ops,
@@ -61,15 +80,16 @@ class KMeans:
       distance_metric: SQUARED_EUCLIDEAN_DISTANCE or COSINE_DISTANCE.
       use_mini_batch: mini-batch updates (running means) instead of full-batch Lloyd
         iterations.
-      mini_batch_steps_per_iteration: only 1 (each step updates the centers).
+      mini_batch_steps_per_iteration: how many mini-batch steps between publications of
+        the updated centers (see the module docstring).
       random_seed: the seed of the initial centers' draws.
       kmeans_plus_plus_num_retries: extra draws per k-means++ center, the best kept
         (negative: 2 + log(num_clusters)).
-      kmc2_chain_length: accepted; KMC2 seeding is not provided.
+      kmc2_chain_length: the rows one KMC2 chain looks at to add one center.
 
     Raises:
-      ValueError: a bad `num_clusters`, `distance_metric` or `initial_clusters`, KMC2
-        seeding, `mini_batch_steps_per_iteration` other than 1, inputs not of rank 2, or
+      ValueError: a bad `num_clusters`, `distance_metric`, `initial_clusters`,
+        `mini_batch_steps_per_iteration` or `kmc2_chain_length`, inputs not of rank 2, or
         shards with different numbers of columns.
     """
 
@@ -82,14 +102,15 @@ class KMeans:
         if distance_metric not in (SQUARED_EUCLIDEAN_DISTANCE, COSINE_DISTANCE):
             raise ValueError(f"Unsupported distance metric {distance_metric!r}")
         if isinstance(initial_clusters, str) and initial_clusters not in (
-                RANDOM_INIT, KMEANS_PLUS_PLUS_INIT):
-            raise ValueError(f"Unsupported initialization {initial_clusters!r}"
-                             + (": KMC2 seeding is not provided by tensorflux"
-                                if initial_clusters == KMC2_INIT else ""))
-        if mini_batch_steps_per_iteration != 1:
-            raise ValueError("tensorflux's KMeans updates the centers every step: "
-                             "mini_batch_steps_per_iteration must be 1, got "
-                             f"{mini_batch_steps_per_iteration}")
+                RANDOM_INIT, KMEANS_PLUS_PLUS_INIT, KMC2_INIT):
+            raise ValueError(f"Unsupported initialization {initial_clusters!r}")
+        if (not isinstance(mini_batch_steps_per_iteration, int)
+                or mini_batch_steps_per_iteration < 1):
+            raise ValueError("mini_batch_steps_per_iteration must be a positive int, got "
+                             f"{mini_batch_steps_per_iteration!r}")
+        if not isinstance(kmc2_chain_length, int) or kmc2_chain_length < 1:
+            raise ValueError(f"kmc2_chain_length must be a positive int, got "
+                             f"{kmc2_chain_length!r}")
         self._inputs = [convert_to_tensor(x) for x in
                         (inputs if isinstance(inputs, (list, tuple)) else [inputs])]
         self._num_clusters = num_clusters
@@ -98,7 +119,8 @@ class KMeans:
         self._use_mini_batch = use_mini_batch
         self._random_seed = random_seed
         self._retries = kmeans_plus_plus_num_retries
-        del kmc2_chain_length
+        self._chain_length = kmc2_chain_length
+        self._steps_per_iteration = mini_batch_steps_per_iteration if use_mini_batch else 1
         if any(x.shape.ndims not in (None, 2) for x in self._inputs):
             raise ValueError("KMeans needs rank-2 inputs; got shapes "
                              f"{[x.shape for x in self._inputs]}")
@@ -109,6 +131,9 @@ class KMeans:
 
     def _cosine(self) -> bool:
         return self._distance_metric == COSINE_DISTANCE
+
+    def _kmc2(self) -> bool:
+        return isinstance(self._initial_clusters, str) and self._initial_clusters == KMC2_INIT
 
     def _centers_normalized(self) -> bool:
         """Whether the stored centers are kept at unit length (cosine, full batch)."""
@@ -150,46 +175,127 @@ class KMeans:
           (all_scores, cluster_idx, scores, cluster_centers_initialized,
           cluster_centers_var, init_op, training_op): lists (one entry per input) of
           the [n, num_clusters] distances, the nearest center's index and its
-          distance; a bool variable, True once `init_op` ran; the centers' variable;
-          the op that picks the initial centers (once); the op of one training step.
+          distance; a bool variable, True once `init_op` picked all the centers; the
+          centers' variable; the op that picks initial centers (until they are all
+          there); the op of one training step.
         """
-        dtype = self._inputs[0].dtype.base_dtype
         inputs = self._inputs
         if self._cosine():
             inputs = [nn_impl.l2_normalize(x, axis=1) for x in inputs]
-        k = self._num_clusters
-        with variable_scope.variable_scope(None, default_name="kmeans"):
-            centers_var = variables.Variable(
-                array_ops.zeros([k, self._dim or 0], dtype), name="clusters",
-                trainable=False, validate_shape=self._dim is not None)
-            initialized = variables.Variable(False, name="initialized", trainable=False)
-            counts = variables.Variable(array_ops.zeros([k], dtypes.int64),
-                                        name="clusters_count", trainable=False) \
-                if self._use_mini_batch else None
-        init_op = self._init_op(inputs, centers_var, initialized)
-        centers = centers_var.value()
+        state = self._create_variables(self._inputs[0].dtype.base_dtype)
+        init_op = self._init_op(inputs, state)
+        centers = state.centers.value()
         if self._cosine() and not self._centers_normalized():
             centers = nn_impl.l2_normalize(centers, axis=1)
         all_scores = self._distances(inputs, centers)
         cluster_idx = [reduction_ops.argmin(d, 1) for d in all_scores]
         scores = [reduction_ops.reduce_min(d, 1) for d in all_scores]
         if self._use_mini_batch:
-            train = self._mini_batch_step(inputs, cluster_idx, centers_var, counts)
+            train = self._mini_batch_step(inputs, cluster_idx, state.updated, state.counts)
+            if state.steps_left is not None:
+                train = self._publish_every_iteration(train, state)
         else:
-            train = self._full_batch_step(inputs, cluster_idx, centers_var)
-        return all_scores, cluster_idx, scores, initialized, centers_var, init_op, train
+            train = self._full_batch_step(inputs, cluster_idx, state.centers)
+        return (all_scores, cluster_idx, scores, state.initialized, state.centers, init_op,
+                train)
 
-    def _init_op(self, inputs, centers_var, initialized):
+    def _create_variables(self, dtype) -> _State:
+        k, steps = self._num_clusters, self._steps_per_iteration
+
+        def centers_variable(name):
+            return variables.Variable(
+                array_ops.zeros([k, self._dim or 0], dtype), name=name, trainable=False,
+                validate_shape=self._dim is not None)
+
+        with variable_scope.variable_scope(None, default_name="kmeans"):
+            state = _State(centers_variable("clusters"),
+                           variables.Variable(False, name="initialized", trainable=False))
+            if self._use_mini_batch:
+                # The counts start at 1 (the initial center weighs as one point), or at 0
+                # when they are reset every iteration.
+                first = array_ops.ones if steps == 1 else array_ops.zeros
+                state.counts = variables.Variable(first([k], dtypes.int64),
+                                                  name="clusters_count", trainable=False)
+                state.updated = state.centers
+            if steps > 1:
+                state.updated = centers_variable("clusters_updated")
+                state.steps_left = variables.Variable(np.int64(steps), name="update_in_steps",
+                                                      trainable=False)
+            if self._kmc2():
+                state.selected = variables.Variable(np.int64(0), name="clusters_selected",
+                                                    trainable=False)
+        return state
+
+    def _init_op(self, inputs, state):
         def pick():
-            value = self._initial_value(inputs)
-            if self._cosine():
-                value = nn_impl.l2_normalize(value, axis=1)
-            value.set_shape([self._num_clusters, self._dim])
-            assign = state_ops.assign(centers_var, value, validate_shape=False)
-            with graph_lib.control_dependencies([assign]):
-                return array_ops.identity(state_ops.assign(initialized, True))
-        return builders.cond(initialized.value(), lambda: array_ops.identity(True), pick,
-                             name="initialize_clusters").op
+            if self._kmc2():
+                value, selected = self._kmc2_centers(inputs[0], state)
+                done = comparison_ops.equal(selected, self._num_clusters)
+                assigns = [state_ops.assign(state.selected, selected)]
+            else:
+                value = self._initial_value(inputs)
+                if self._cosine():
+                    value = nn_impl.l2_normalize(value, axis=1)
+                value.set_shape([self._num_clusters, self._dim])
+                done, assigns = True, []
+            assigns += [state_ops.assign(v, value, validate_shape=False)
+                        for v in {id(state.centers): state.centers,
+                                  id(state.updated): state.updated}.values() if v is not None]
+            with graph_lib.control_dependencies(assigns):
+                return array_ops.identity(state_ops.assign(state.initialized, done))
+        return builders.cond(state.initialized.value(), lambda: array_ops.identity(True),
+                             pick, name="initialize_clusters").op
+
+    def _kmc2_centers(self, points, state):
+        """The centers after one KMC2 round over `points` (module docstring), and how many
+        there are: ([num_clusters, d] tensor whose rows past the count are zero, int64)."""
+        k, length = self._num_clusters, self._chain_length
+        selected = state.selected.value()
+        shape = array_ops.shape(points, out_type=dtypes.int64)
+        n, dim = shape[0], shape[1]
+        start = builders.cond(selected > 0, state.centers.value,
+                              lambda: array_ops.zeros(joining_ops.stack([np.int64(k), dim]),
+                                                      points.dtype))
+        # The first center ever is the first row.
+        fresh = math_ops.cast(comparison_ops.equal(selected, 0), dtypes.int64)
+        start = _with_row(start, 0, points[0], math_ops.cast(fresh, points.dtype))
+        to_add = math_ops.maximum(math_ops.minimum(k - selected, n // length), 1)
+
+        def add_one(i, centers, count):
+            subset = points[i * length:(i + 1) * length]
+            _, dist = clustering_ops.nearest_neighbors(
+                math_ops.cast(subset, dtypes.float32),
+                math_ops.cast(centers[:count], dtypes.float32), np.int64(1))
+            chosen = clustering_ops.kmc2_chain_initialization(
+                array_ops.reshape(dist, [-1]), np.int64(self._random_seed or 0))
+            return (i + 1, _with_row(centers, count, gather_ops.gather(subset, chosen)),
+                    count + 1)
+
+        _, centers, count = builders.while_loop(
+            lambda i, centers, count: i < to_add, add_one, [fresh, start, selected + fresh],
+            name="kmc2")
+        return centers, count
+
+    def _publish_every_iteration(self, update, state):
+        """After `update` (one mini-batch step on the updated copy): the countdown to the
+        next publication, and when it reaches 0 the publication (the updated centers
+        become the centers, unit length for cosine; the counts restart from 0)."""
+        with graph_lib.control_dependencies([update]):
+            left = state.steps_left.value() - 1
+
+            def publish():
+                updated = state.updated.value()
+                if self._cosine():
+                    updated = nn_impl.l2_normalize(updated, axis=1)
+                with graph_lib.control_dependencies([
+                        state_ops.assign(state.centers, updated, validate_shape=False),
+                        state_ops.assign(state.counts,
+                                         array_ops.zeros_like(state.counts))]):
+                    return state_ops.assign(state.steps_left, self._steps_per_iteration)
+
+            return builders.cond(left <= 0, publish,
+                                 lambda: state_ops.assign(state.steps_left, left),
+                                 name="publish_centers").op
 
     def _full_batch_step(self, inputs, cluster_idx, centers_var):
         k = self._num_clusters
@@ -208,7 +314,7 @@ class KMeans:
             ids, slot = gather_ops.unique(idx)
             m = array_ops.size(ids)
             added = sequence_ops.unsorted_segment_sum(array_ops.ones_like(slot, dtypes.int64),
-                                                  slot, m)
+                                                      slot, m)
             old_counts = gather_ops.gather(counts.value(), ids)
             old_centers = gather_ops.gather(centers_var.value(), ids)
             step = (sequence_ops.unsorted_segment_sum(x, slot, m)
@@ -219,6 +325,25 @@ class KMeans:
                 updates.append(state_ops.scatter_add(counts, ids, added))
                 updates.append(state_ops.scatter_add(centers_var, ids, step))
         return builders.group(*updates)
+
+
+class _State:
+    """KMeans' variables: the centers, whether they are all picked, and where used the
+    mini-batch counts, the updated copy of the centers and the steps to its publication,
+    and how many KMC2 centers are picked."""
+
+    __slots__ = ("centers", "initialized", "counts", "updated", "steps_left", "selected")
+
+    def __init__(self, centers, initialized):
+        self.centers, self.initialized = centers, initialized
+        self.counts = self.updated = self.steps_left = self.selected = None
+
+
+def _with_row(matrix, row, value, weight=1.0):
+    """`matrix` with row `row` moved to `value` (by `weight`: 1 replaces it, 0 keeps it)."""
+    k = array_ops.shape(matrix)[0]
+    mask = gather_ops.one_hot(row, k, dtype=matrix.dtype) * weight
+    return matrix + mask[:, None] * (value[None, :] - matrix)
 
 
 def _assert_enough(n, k):
