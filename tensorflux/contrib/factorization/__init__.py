@@ -1,6 +1,14 @@
 """`tf.contrib.factorization`: k-means clustering (`KMeans`, its distance and
-initialization constants)."""
+initialization constants) and weighted alternating least squares (`WALSModel`).
 
+TF1's module paths (`tensorflow.contrib.factorization.python.ops.factorization_ops`,
+`...clustering_ops`) import as `tensorflux.contrib.factorization.python.ops.<name>`.
+"""
+
+import sys as _sys
+import types as _types
+
+from tensorflux.contrib.factorization import clustering_ops, factorization_ops
 from tensorflux.contrib.factorization.clustering_ops import (  # noqa: F401
     COSINE_DISTANCE,
     KMC2_INIT,
@@ -9,3 +17,19 @@ from tensorflux.contrib.factorization.clustering_ops import (  # noqa: F401
     SQUARED_EUCLIDEAN_DISTANCE,
     KMeans,
 )
+from tensorflux.contrib.factorization.factorization_ops import WALSModel  # noqa: F401
+
+
+def _package(name: str, **attrs):
+    """A module object standing for one of TF1's package paths (no files of its own)."""
+    module = _types.ModuleType(f"{__name__}.{name}")
+    module.__path__ = []
+    module.__dict__.update(attrs)
+    _sys.modules.setdefault(module.__name__, module)
+    return module
+
+
+_OPS = {"clustering_ops": clustering_ops, "factorization_ops": factorization_ops}
+for _name, _module in _OPS.items():
+    _sys.modules.setdefault(f"{__name__}.python.ops.{_name}", _module)
+python = _package("python", ops=_package("python.ops", **_OPS))
