@@ -1,5 +1,6 @@
 """`tf.contrib.factorization`: k-means clustering (`KMeans`, its distance and
-initialization constants) and weighted alternating least squares (`WALSModel`).
+initialization constants), its estimator `KMeansClustering`, and weighted alternating
+least squares (`WALSModel`).
 
 TF1's module paths (`tensorflow.contrib.factorization.python.ops.factorization_ops`,
 `...clustering_ops`) import as `tensorflux.contrib.factorization.python.ops.<name>`.
@@ -8,7 +9,7 @@ TF1's module paths (`tensorflow.contrib.factorization.python.ops.factorization_o
 import sys as _sys
 import types as _types
 
-from tensorflux.contrib.factorization import clustering_ops, factorization_ops
+from tensorflux.contrib.factorization import clustering_ops, factorization_ops, kmeans
 from tensorflux.contrib.factorization.clustering_ops import (  # noqa: F401
     COSINE_DISTANCE,
     KMC2_INIT,
@@ -18,6 +19,7 @@ from tensorflux.contrib.factorization.clustering_ops import (  # noqa: F401
     KMeans,
 )
 from tensorflux.contrib.factorization.factorization_ops import WALSModel  # noqa: F401
+from tensorflux.contrib.factorization.kmeans import KMeansClustering  # noqa: F401
 
 
 def _package(name: str, **attrs):
@@ -29,7 +31,8 @@ def _package(name: str, **attrs):
     return module
 
 
-_OPS = {"clustering_ops": clustering_ops, "factorization_ops": factorization_ops}
+_OPS = {"clustering_ops": clustering_ops, "factorization_ops": factorization_ops,
+        "kmeans": kmeans}
 for _name, _module in _OPS.items():
     _sys.modules.setdefault(f"{__name__}.python.ops.{_name}", _module)
 python = _package("python", ops=_package("python.ops", **_OPS))

@@ -60,13 +60,14 @@ from tensorflux.ops import (
     state_ops,
     unary_ops,
 )
-from tensorflux.variables import variable_scope, variables
+from tensorflux.variables import variables
 
 SQUARED_EUCLIDEAN_DISTANCE = "squared_euclidean"
 COSINE_DISTANCE = "cosine"
 RANDOM_INIT = "random"
 KMEANS_PLUS_PLUS_INIT = "kmeans_plus_plus"
 KMC2_INIT = "kmc2"
+CLUSTERS_VAR_NAME = "clusters"
 
 
 class KMeans:
@@ -207,23 +208,23 @@ class KMeans:
                 array_ops.zeros([k, self._dim or 0], dtype), name=name, trainable=False,
                 validate_shape=self._dim is not None)
 
-        with variable_scope.variable_scope(None, default_name="kmeans"):
-            state = _State(centers_variable("clusters"),
-                           variables.Variable(False, name="initialized", trainable=False))
-            if self._use_mini_batch:
-                # The counts start at 1 (the initial center weighs as one point), or at 0
-                # when they are reset every iteration.
-                first = array_ops.ones if steps == 1 else array_ops.zeros
-                state.counts = variables.Variable(first([k], dtypes.int64),
-                                                  name="clusters_count", trainable=False)
-                state.updated = state.centers
-            if steps > 1:
-                state.updated = centers_variable("clusters_updated")
-                state.steps_left = variables.Variable(np.int64(steps), name="update_in_steps",
-                                                      trainable=False)
-            if self._kmc2():
-                state.selected = variables.Variable(np.int64(0), name="clusters_selected",
-                                                    trainable=False)
+        # TF1's names, at the caller's scope: the estimator reads "clusters".
+        state = _State(centers_variable(CLUSTERS_VAR_NAME),
+                       variables.Variable(False, name="initialized", trainable=False))
+        if self._use_mini_batch:
+            # The counts start at 1 (the initial center weighs as one point), or at 0
+            # when they are reset every iteration.
+            first = array_ops.ones if steps == 1 else array_ops.zeros
+            state.counts = variables.Variable(first([k], dtypes.int64),
+                                              name="clusters_count", trainable=False)
+            state.updated = state.centers
+        if steps > 1:
+            state.updated = centers_variable("clusters_updated")
+            state.steps_left = variables.Variable(np.int64(steps), name="update_in_steps",
+                                                  trainable=False)
+        if self._kmc2():
+            state.selected = variables.Variable(np.int64(0), name="clusters_selected",
+                                                trainable=False)
         return state
 
     def _init_op(self, inputs, state):
