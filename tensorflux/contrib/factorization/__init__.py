@@ -1,15 +1,23 @@
 """`tf.contrib.factorization`: k-means clustering (`KMeans`, its distance and
-initialization constants), its estimator `KMeansClustering`, and weighted alternating
-least squares (`WALSModel`).
+initialization constants), its estimator `KMeansClustering`, weighted alternating least
+squares (`WALSModel`), and Gaussian mixtures by EM (`GMM`, `GmmAlgorithm`, `gmm_ops.gmm`).
 
 TF1's module paths (`tensorflow.contrib.factorization.python.ops.factorization_ops`,
-`...clustering_ops`) import as `tensorflux.contrib.factorization.python.ops.<name>`.
+`...clustering_ops`, `gmm_ops`, `kmeans`, `gmm`) import as
+`tensorflux.contrib.factorization.python.ops.<name>`. As in TF1, the name `gmm` here is
+the function `gmm_ops.gmm` (the estimator's module is `...python.ops.gmm`).
 """
 
 import sys as _sys
 import types as _types
 
-from tensorflux.contrib.factorization import clustering_ops, factorization_ops, kmeans
+from tensorflux.contrib.factorization import (
+    clustering_ops,
+    factorization_ops,
+    gmm,
+    gmm_ops,
+    kmeans,
+)
 from tensorflux.contrib.factorization.clustering_ops import (  # noqa: F401
     COSINE_DISTANCE,
     KMC2_INIT,
@@ -19,6 +27,12 @@ from tensorflux.contrib.factorization.clustering_ops import (  # noqa: F401
     KMeans,
 )
 from tensorflux.contrib.factorization.factorization_ops import WALSModel  # noqa: F401
+from tensorflux.contrib.factorization.gmm import GMM  # noqa: F401
+from tensorflux.contrib.factorization.gmm_ops import (  # noqa: F401
+    DIAG_COVARIANCE,
+    FULL_COVARIANCE,
+    GmmAlgorithm,
+)
 from tensorflux.contrib.factorization.kmeans import KMeansClustering  # noqa: F401
 
 
@@ -32,7 +46,8 @@ def _package(name: str, **attrs):
 
 
 _OPS = {"clustering_ops": clustering_ops, "factorization_ops": factorization_ops,
-        "kmeans": kmeans}
+        "gmm": gmm, "gmm_ops": gmm_ops, "kmeans": kmeans}
 for _name, _module in _OPS.items():
     _sys.modules.setdefault(f"{__name__}.python.ops.{_name}", _module)
 python = _package("python", ops=_package("python.ops", **_OPS))
+gmm = gmm_ops.gmm  # noqa: F811 - TF1's tf.contrib.factorization.gmm is the function
