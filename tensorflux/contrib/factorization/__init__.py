@@ -1,9 +1,10 @@
 """`tf.contrib.factorization`: k-means clustering (`KMeans`, its distance and
-initialization constants), its estimator `KMeansClustering`, weighted alternating least
-squares (`WALSModel`), and Gaussian mixtures by EM (`GMM`, `GmmAlgorithm`, `gmm_ops.gmm`).
+initialization constants) and its estimator `KMeansClustering`; weighted alternating least
+squares (`WALSModel`) and its estimator `WALSMatrixFactorization`; Gaussian mixtures by EM
+(`GMM`, `GmmAlgorithm`, `gmm`).
 
 TF1's module paths (`tensorflow.contrib.factorization.python.ops.factorization_ops`,
-`...clustering_ops`, `gmm_ops`, `kmeans`, `gmm`) import as
+`...clustering_ops`, `gmm_ops`, `kmeans`, `gmm`, `wals`) import as
 `tensorflux.contrib.factorization.python.ops.<name>`. As in TF1, the name `gmm` here is
 the function `gmm_ops.gmm` (the estimator's module is `...python.ops.gmm`).
 """
@@ -17,6 +18,7 @@ from tensorflux.contrib.factorization import (
     gmm,
     gmm_ops,
     kmeans,
+    wals,
 )
 from tensorflux.contrib.factorization.clustering_ops import (  # noqa: F401
     COSINE_DISTANCE,
@@ -34,6 +36,7 @@ from tensorflux.contrib.factorization.gmm_ops import (  # noqa: F401
     GmmAlgorithm,
 )
 from tensorflux.contrib.factorization.kmeans import KMeansClustering  # noqa: F401
+from tensorflux.contrib.factorization.wals import WALSMatrixFactorization  # noqa: F401
 
 
 def _package(name: str, **attrs):
@@ -46,7 +49,7 @@ def _package(name: str, **attrs):
 
 
 _OPS = {"clustering_ops": clustering_ops, "factorization_ops": factorization_ops,
-        "gmm": gmm, "gmm_ops": gmm_ops, "kmeans": kmeans}
+        "gmm": gmm, "gmm_ops": gmm_ops, "kmeans": kmeans, "wals": wals}
 for _name, _module in _OPS.items():
     _sys.modules.setdefault(f"{__name__}.python.ops.{_name}", _module)
 python = _package("python", ops=_package("python.ops", **_OPS))

@@ -129,6 +129,10 @@ class WALSModel:
         if unobserved_weight < 0:
             raise ValueError(f"unobserved_weight must be non-negative, got {unobserved_weight}")
         self._k = int(n_components)
+        # Updates and projections read the gramian variables (or their caches), as TF1's do;
+        # True: they compute the other side's gramian from its factors instead (the
+        # estimator's prediction and evaluation, where no prep op ran).
+        self._fresh_gramians = False
         self._w0 = float(unobserved_weight)
         self._lambda = float(regularization) if regularization else 0.0
         self._rows = _Side("row", int(input_rows),
@@ -269,7 +273,8 @@ class WALSModel:
             batch = array_ops.size(ids, out_type=dtypes.int64)
             entries = joining_ops.stack([local, right_ids], axis=1)
             right_factors = _concat([f.value() for f in right.factors_cache], self._k)
-            gramian = array_ops.reshape(right.gramian_cache.value(), [self._k, self._k])
+            gramian = (_gramian(right) if self._fresh_gramians else
+                       array_ops.reshape(right.gramian_cache.value(), [self._k, self._k]))
             input_w, factor_w = self._weights(left, right, ids, batch, projection_weights,
                                               project)
             partial_lhs, rhs = factorization_ops.wals_compute_partial_lhs_and_rhs(
@@ -376,11 +381,15 @@ def _gramian_variable(k, name):
     return variables.Variable(np.zeros((k, k), np.float32), name=name, trainable=False)
 
 
-def _prepare_gramian(side: _Side):
-    """The op computing `side`'s gramian F^T F over its shards into its variable."""
+def _gramian(side: _Side):
+    """`side`'s gramian F^T F over its shards."""
     parts = [matrix_ops.matmul(f.value(), f.value(), transpose_a=True) for f in side.factors]
-    total = parts[0] if len(parts) == 1 else math_ops.add_n(parts)
-    return state_ops.assign(side.gramian, total).op
+    return parts[0] if len(parts) == 1 else math_ops.add_n(parts)
+
+
+def _prepare_gramian(side: _Side):
+    """The op computing `side`'s gramian into its variable."""
+    return state_ops.assign(side.gramian, _gramian(side)).op
 
 
 def _concat(parts, k):
