@@ -1,5 +1,13 @@
-"""The ops under k-means seeding (tf.contrib.factorization's KMeans): KMC2ChainInitialization
-and NearestNeighbors. Their kernels are in tensorflux/kernels/cpu/clustering_ops.py.
+"""The ops under k-means seeding (tf.contrib.factorization's KMeans): KmeansPlusPlusInitialization,
+KMC2ChainInitialization and NearestNeighbors. Their kernels are in
+tensorflux/kernels/cpu/clustering_ops.py.
+
+KmeansPlusPlusInitialization(points, num_to_sample, seed, num_retries_per_sample) picks
+num_to_sample distinct rows by k-means++: the first uniformly, each next one with
+probability proportional to its squared distance to the nearest row picked so far; each
+pick draws 1 + num_retries_per_sample candidates (negative: 2 + floor(log(num_to_sample))
+retries) and keeps the one leaving the smallest total distance. Its random stream is
+KMC2ChainInitialization's (Philox keyed by the seed).
 
 KMC2ChainInitialization(distances, seed) runs one Markov chain of k-MC2 (Bachem et al.,
 "Approximate k-means++ in sublinear time", AAAI 2016) over candidate points given their
@@ -26,6 +34,17 @@ def _kmc2_shape(op):
     return [tensor_shape.TensorShape([])]
 
 
+def _kmeans_plus_plus_shape(op):
+    points = common_shapes.checked_dims(op.inputs[0], rank=2) or [None, None]
+    for t in op.inputs[1:]:
+        common_shapes.checked_dims(t, rank=0)
+    return [tensor_shape.TensorShape([common_shapes.scalar_value(op.inputs[1]), points[1]])]
+
+
+define_op("KmeansPlusPlusInitialization",
+          inputs=["points: float", "num_to_sample: int64", "seed: int64",
+                  "num_retries_per_sample: int64"],
+          outputs=["samples: float"], shape_fn=_kmeans_plus_plus_shape)
 define_op("KMC2ChainInitialization", inputs=["distances: float", "seed: int64"],
           outputs=["index: int64"], shape_fn=_kmc2_shape)
 
@@ -44,7 +63,17 @@ def _nearest_shape(op):
 define_op("NearestNeighbors", inputs=["points: float", "centers: float", "k: int64"],
           outputs=["nearest_center_indices: int64", "nearest_center_distances: float"],
           shape_fn=_nearest_shape)
-not_differentiable("KMC2ChainInitialization", "NearestNeighbors")
+not_differentiable("KmeansPlusPlusInitialization", "KMC2ChainInitialization",
+                   "NearestNeighbors")
+
+
+def kmeans_plus_plus_initialization(points, num_to_sample, seed, num_retries_per_sample,
+                                    name=None):
+    """The raw op (`tf.raw_ops.KmeansPlusPlusInitialization`): [num_to_sample, d] rows."""
+    return apply_op("KmeansPlusPlusInitialization", points=points,
+                    num_to_sample=num_to_sample, seed=seed,
+                    num_retries_per_sample=num_retries_per_sample,
+                    name=name or "KmeansPlusPlusInitialization")
 
 
 def kmc2_chain_initialization(distances, seed, name=None):

@@ -1,6 +1,7 @@
-"""The ops under tf.contrib.factorization: KMC2ChainInitialization against TensorFlow's
-kernel (recorded values, and the oracle's tf.raw_ops), NearestNeighbors, MaskedMatmul and
-WALSComputePartialLhsAndRhs against NumPy, and their typed errors."""
+"""The ops under tf.contrib.factorization: KMC2ChainInitialization and
+KmeansPlusPlusInitialization against TensorFlow's kernels (recorded values, and the oracle's
+tf.raw_ops), NearestNeighbors, MaskedMatmul and WALSComputePartialLhsAndRhs against NumPy,
+and their typed errors."""
 
 from __future__ import annotations
 
@@ -58,6 +59,65 @@ with tf.Session() as sess:
     assert got == want
 
 
+# TensorFlow 2.21's KmeansPlusPlusInitialization: the rows it picks from _kpp_points(s)
+# (5 of them, seed 11 s + 1, retries s % 3 - 1).
+KPP_RECORDED = [[7, 20, 19, 22, 3], [25, 6, 2, 29, 13], [7, 13, 1, 4, 18],
+                [5, 0, 7, 15, 29], [0, 16, 17, 20, 18], [27, 2, 10, 0, 19]]
+
+
+def _kpp_points(s):
+    return (np.random.RandomState(s).randn(30, 3) * (1 + s)).astype(np.float32)
+
+
+def test_kmeans_plus_plus_equals_recorded_tensorflow_values():
+    for s, rows in enumerate(KPP_RECORDED):
+        got = _run(lambda s=s: tf.raw_ops.KmeansPlusPlusInitialization(
+            points=_kpp_points(s), num_to_sample=np.int64(5), seed=np.int64(11 * s + 1),
+            num_retries_per_sample=np.int64(s % 3 - 1)))
+        np.testing.assert_array_equal(got, _kpp_points(s)[rows])
+
+
+@pytest.mark.oracle
+def test_kmeans_plus_plus_equals_tensorflows():
+    rng = np.random.RandomState(8)
+    cases = []
+    for _ in range(25):
+        n, d = rng.randint(2, 60), rng.randint(1, 12)
+        pts = (rng.randn(n, d) * rng.randint(1, 5)).astype(np.float32)
+        cases.append((pts.tolist(), int(rng.randint(1, n + 1)), int(rng.randint(0, 2 ** 40)),
+                      int(rng.randint(-1, 4))))
+    want = run_tf(f"""
+result = []
+with tf.Session() as sess:
+    for p, k, seed, retries in {cases!r}:
+        result.append(sess.run(tf.raw_ops.KmeansPlusPlusInitialization(
+            points=np.array(p, np.float32), num_to_sample=np.int64(k),
+            seed=np.int64(seed), num_retries_per_sample=np.int64(retries))).tolist())
+""")
+    for (p, k, seed, retries), rows in zip(cases, want, strict=True):
+        got = _run(lambda p=p, k=k, seed=seed, retries=retries:
+                   tf.raw_ops.KmeansPlusPlusInitialization(
+                       points=np.array(p, np.float32), num_to_sample=np.int64(k),
+                       seed=np.int64(seed), num_retries_per_sample=np.int64(retries)))
+        np.testing.assert_array_equal(got, np.array(rows, np.float32))
+
+
+@pytest.mark.parametrize("k, message", [(0, "num_to_sample > 0"), (4, "<= points.rows")])
+def test_kmeans_plus_plus_bad_counts(k, message):
+    with pytest.raises(errors.InvalidArgumentError, match=message):
+        _run(lambda: tf.raw_ops.KmeansPlusPlusInitialization(
+            points=np.zeros((3, 2), np.float32), num_to_sample=np.int64(k),
+            seed=np.int64(0), num_retries_per_sample=np.int64(0)))
+
+
+def test_kmeans_plus_plus_rows_are_distinct_even_when_duplicated():
+    points = np.repeat(np.arange(4, dtype=np.float32)[:, None], 3, axis=0)  # 12 rows, 4 values
+    got = _run(lambda: tf.raw_ops.KmeansPlusPlusInitialization(
+        points=points, num_to_sample=np.int64(4), seed=np.int64(3),
+        num_retries_per_sample=np.int64(-1)))
+    assert sorted(got[:, 0].tolist()) == [0.0, 1.0, 2.0, 3.0]
+
+
 def test_kmc2_chain_all_zero_distances_stays_at_the_first_candidate():
     assert _run(lambda: tf.raw_ops.KMC2ChainInitialization(
         distances=np.zeros(9, np.float32), seed=np.int64(4))) == 0
@@ -98,6 +158,10 @@ def test_nearest_neighbors_static_shape_and_bad_k():
                                           centers=np.zeros((3, 2), np.float32), k=k)
         with pytest.raises(errors.InvalidArgumentError, match="non-negative"):
             sess.run(bad, {k: -1})
+        with pytest.raises(errors.InvalidArgumentError, match="rows"):
+            sess.run(tf.raw_ops.NearestNeighbors(points=np.zeros((0, 2), np.float32),
+                                                 centers=np.zeros((3, 2), np.float32),
+                                                 k=np.int64(1)))
 
 
 @pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True),

@@ -213,3 +213,16 @@ def test_kmc2_on_an_empty_batch_is_an_invalid_argument():
     x, parts, sess = _kmeans(2, initial_clusters=KMC2_INIT)
     with pytest.raises(tf.errors.InvalidArgumentError):
         sess.run(parts[5], {x: np.zeros((0, 2), np.float32)})
+
+
+def test_kmeans_plus_plus_seeding_is_tensorflows():
+    """KMeans' k-means++ centers are the KmeansPlusPlusInitialization op's, whose picks
+    are TensorFlow's (tests/contrib/test_factorization_raw_ops.py's recorded case 0)."""
+    points = np.random.RandomState(0).randn(30, 3).astype(np.float32)
+    x = tf.placeholder(tf.float32, [None, 3])
+    parts = KMeans(x, 5, initial_clusters="kmeans_plus_plus", random_seed=1,
+                   kmeans_plus_plus_num_retries=-1).training_graph()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(parts[5], {x: points})
+        np.testing.assert_array_equal(sess.run(parts[4]), points[[7, 20, 19, 22, 3]])

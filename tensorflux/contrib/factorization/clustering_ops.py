@@ -55,7 +55,6 @@ from tensorflux.ops import (
     matrix_ops,
     random_ops,
     reduction_ops,
-    script_ops,
     sequence_ops,
     state_ops,
     unary_ops,
@@ -354,30 +353,11 @@ def _assert_enough(n, k):
 
 
 def _kmeans_plus_plus(points, k, seed, retries):
-    """k-means++ seeding of `points`' rows (in NumPy through py_func): each next center is
-    drawn with probability proportional to the squared distance to the nearest center so
-    far; `retries` more draws are made and the one lowering the total distance most kept."""
-    def seed_centers(x):
-        n = x.shape[0]
-        if n < k:
-            raise ValueError(f"KMeans++ needs at least num_clusters={k} rows, got {n}")
-        rng = np.random.RandomState(seed or None)
-        tries = retries if retries >= 0 else int(2 + np.log(k))
-        centers = [x[rng.randint(n)]]
-        nearest = ((x - centers[0]) ** 2).sum(1)
-        for _ in range(1, k):
-            total = nearest.sum()
-            p = nearest / total if total > 0 else np.full(n, 1.0 / n)
-            picks = rng.choice(n, size=1 + tries, p=p)
-            best = None
-            for i in picks:
-                cand = np.minimum(nearest, ((x - x[i]) ** 2).sum(1))
-                if best is None or cand.sum() < best[1].sum():
-                    best = (i, cand)
-            centers.append(x[best[0]])
-            nearest = best[1]
-        return np.stack(centers).astype(x.dtype)
-
-    value = script_ops.py_func(seed_centers, [points], points.dtype, stateful=True,
-                               name="kmeans_plus_plus_initialization")
-    return value
+    """k-means++ seeding of `points`' rows by the KmeansPlusPlusInitialization op (TF's
+    picks for the same seed): each next center drawn with probability proportional to the
+    squared distance to the nearest center so far, `retries` more draws made and the one
+    lowering the total distance most kept (negative: 2 + log(k))."""
+    rows = clustering_ops.kmeans_plus_plus_initialization(
+        math_ops.cast(points, dtypes.float32), np.int64(k), np.int64(seed or 0),
+        np.int64(retries), name="kmeans_plus_plus_initialization")
+    return math_ops.cast(rows, points.dtype)
