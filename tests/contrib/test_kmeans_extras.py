@@ -38,12 +38,11 @@ def _chain(distances, seed):
 
 def _kmc2_round(batch, centers, k, length, seed):
     """The centers after one init_op run (module docstring of clustering_ops)."""
-    centers = list(centers)
-    start = 0
     if not centers:
-        centers, start = [batch[0]], 1
-    to_add = max(min(k - len(centers) + start, len(batch) // length), 1)
-    for i in range(start, to_add):
+        return [batch[0]]  # the first run picks the first row alone
+    centers = list(centers)
+    to_add = max(min(k - len(centers), len(batch) // length), 1)
+    for i in range(to_add):
         subset = batch[i * length:(i + 1) * length]
         d = ((subset[:, None].astype(np.float64) - np.array(centers)[None]) ** 2).sum(-1)
         centers.append(subset[_chain(d.min(1).astype(np.float32), seed)])
@@ -60,15 +59,19 @@ def _kmeans(k, **kwargs):
 
 @pytest.mark.parametrize("k, length, seed", [(4, 20, 0), (4, 40, 7), (3, 160, 2),
                                              (6, 10, 11)])
-def test_kmc2_one_round_equals_the_numpy_replay(k, length, seed):
+def test_kmc2_two_rounds_equal_the_numpy_replay(k, length, seed):
+    """The first round picks the first row; the second adds up to rows // L centers."""
     x, parts, sess = _kmeans(k, initial_clusters=KMC2_INIT, kmc2_chain_length=length,
                              random_seed=seed)
     done, centers, init_op = parts[3], parts[4], parts[5]
-    sess.run(init_op, {x: DATA})
-    want = _kmc2_round(DATA, [], k, length, seed)
-    got = sess.run(centers)
-    np.testing.assert_array_equal(got[:len(want)], np.array(want))
-    assert sess.run(done) == (len(want) == k)
+    want = []
+    for batch in (DATA, DATA[::-1]):
+        sess.run(init_op, {x: batch})
+        want = _kmc2_round(batch, want, k, length, seed)
+        got = sess.run(centers)
+        np.testing.assert_array_equal(got[:len(want)], np.array(want))
+        assert sess.run(done) == (len(want) == k)
+    assert len(want) == min(k, 1 + max(len(DATA) // length, 1))
 
 
 def test_kmc2_rounds_over_several_batches_until_all_centers_are_there():
@@ -84,7 +87,7 @@ def test_kmc2_rounds_over_several_batches_until_all_centers_are_there():
         want = _kmc2_round(batch, want, k, length, seed)
         runs += 1
         assert sess.run(selected) == len(want)
-    assert runs == k
+    assert runs == k  # 50 rows < 2 L: one center a round
     centers = sess.run(centers_var)
     np.testing.assert_array_equal(centers, np.array(want))
     rows = {tuple(r) for r in DATA}
@@ -101,7 +104,8 @@ def test_kmc2_seeds_spread_over_separated_clusters():
         with tf.Graph().as_default():
             x, parts, sess = _kmeans(4, initial_clusters=KMC2_INIT, kmc2_chain_length=40,
                                      random_seed=seed)
-            sess.run(parts[5], {x: DATA})
+            sess.run(parts[5], {x: DATA})  # the first row
+            sess.run(parts[5], {x: DATA})  # 160 rows // 40: the 3 others
             centers = sess.run(parts[4])
         blobs = {(int(c[0] > 3), int(c[1] > 3)) for c in centers}
         covered += len(blobs) == 4
@@ -113,7 +117,8 @@ def test_kmc2_is_deterministic_under_a_seed():
         with tf.Graph().as_default():
             x, parts, sess = _kmeans(4, initial_clusters=KMC2_INIT, kmc2_chain_length=8,
                                      random_seed=seed)
-            sess.run(parts[5], {x: DATA[::3]})
+            for _ in range(2):
+                sess.run(parts[5], {x: DATA[::3]})
             return sess.run(parts[4])
     np.testing.assert_array_equal(centers(5), centers(5))
     assert any(not np.array_equal(centers(5), centers(s)) for s in (6, 7, 8))
@@ -122,7 +127,9 @@ def test_kmc2_is_deterministic_under_a_seed():
 def test_kmc2_then_training_and_cosine_centers():
     x, parts, sess = _kmeans(4, initial_clusters=KMC2_INIT, kmc2_chain_length=40,
                              distance_metric="cosine", random_seed=1)
-    sess.run(parts[5], {x: DATA + 10})
+    for _ in range(2):
+        sess.run(parts[5], {x: DATA + 10})
+    assert sess.run(parts[3])
     centers = sess.run(parts[4])
     np.testing.assert_allclose(np.linalg.norm(centers, axis=1), 1, rtol=1e-5)
     unit = (DATA + 10) / np.linalg.norm(DATA + 10, axis=1, keepdims=True)
@@ -196,7 +203,8 @@ def test_full_batch_ignores_steps_per_iteration():
 def test_kmc2_with_steps_per_iteration_seeds_both_copies():
     x, parts, sess = _kmeans(4, initial_clusters=KMC2_INIT, kmc2_chain_length=40,
                              use_mini_batch=True, mini_batch_steps_per_iteration=2)
-    sess.run(parts[5], {x: DATA})
+    for _ in range(2):
+        sess.run(parts[5], {x: DATA})
     updated = [v for v in tf.global_variables() if "clusters_updated" in v.op.name][0]
     np.testing.assert_array_equal(sess.run(updated), sess.run(parts[4]))
 

@@ -27,9 +27,9 @@ over the batches of a data set make one Lloyd iteration ("update_in_steps" count
 the next publication). TF1 publishes at the start of the step after (its reads of the
 centers race with the publication); here the S steps of an iteration all see its centers.
 
-KMC2 seeding (Bachem et al., AAAI 2016, as TF1 runs it): the first center ever is the first
-row of the first input (the batch is assumed shuffled); each init_op run then adds
-max(min(centers missing, rows // kmc2_chain_length), 1) centers, center i from one
+KMC2 seeding (Bachem et al., AAAI 2016, as TF1 runs it): the first init_op run picks one
+center, the first row of the first input (the batch is assumed shuffled); each later run
+adds max(min(centers missing, rows // kmc2_chain_length), 1) centers, center i from one
 KMC2ChainInitialization chain over rows [i L, (i + 1) L) (all rows when fewer than L) with
 their squared distances to the centers so far. `cluster_centers_initialized` turns true
 once all num_clusters are there; until then run init_op again (with new batches).
@@ -256,10 +256,11 @@ class KMeans:
         start = builders.cond(selected > 0, state.centers.value,
                               lambda: array_ops.zeros(joining_ops.stack([np.int64(k), dim]),
                                                       points.dtype))
-        # The first center ever is the first row.
+        # The first center ever is the first row, alone in its round (TF1's loop tests
+        # for "no center yet" once, before its iterations).
         fresh = math_ops.cast(comparison_ops.equal(selected, 0), dtypes.int64)
         start = _with_row(start, 0, points[0], math_ops.cast(fresh, points.dtype))
-        to_add = math_ops.maximum(math_ops.minimum(k - selected, n // length), 1)
+        to_add = (1 - fresh) * math_ops.maximum(math_ops.minimum(k - selected, n // length), 1)
 
         def add_one(i, centers, count):
             subset = points[i * length:(i + 1) * length]
@@ -272,7 +273,8 @@ class KMeans:
                     count + 1)
 
         _, centers, count = builders.while_loop(
-            lambda i, centers, count: i < to_add, add_one, [fresh, start, selected + fresh],
+            lambda i, centers, count: i < to_add, add_one,
+            [np.int64(0), start, selected + fresh],
             name="kmc2")
         return centers, count
 
