@@ -121,12 +121,28 @@ def test_shards_and_a_callable_initializer():
         np.testing.assert_allclose(sess.run(parts[4]), want, rtol=1e-5, atol=1e-5)
 
 
-def test_too_few_rows_to_draw_from_is_an_invalid_argument():
+def test_random_init_takes_small_batches_whole_then_draws_the_rest():
+    """TF1's greedy random init: 3 rows for 5 centers are all taken, the next batch fills
+    the 2 missing (drawn from its rows)."""
     x = tf.placeholder(tf.float32, [None, 3])
-    parts = KMeans(x, 5).training_graph()
+    parts = KMeans(x, 5, random_seed=4).training_graph()
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        with pytest.raises(tf.errors.InvalidArgumentError, match="num_clusters=5"):
+        sess.run(parts[5], {x: DATA[:3]})
+        assert not sess.run(parts[3])
+        np.testing.assert_array_equal(sess.run(parts[4])[:3], DATA[:3])
+        sess.run(parts[5], {x: DATA[10:20]})
+        assert sess.run(parts[3])
+        rest = {tuple(r) for r in DATA[10:20]}
+        assert all(tuple(c) in rest for c in sess.run(parts[4])[3:])
+
+
+def test_too_few_rows_for_kmeans_plus_plus_is_an_invalid_argument():
+    x = tf.placeholder(tf.float32, [None, 3])
+    parts = KMeans(x, 5, initial_clusters="kmeans_plus_plus").training_graph()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        with pytest.raises(tf.errors.InvalidArgumentError, match="num_to_sample"):
             sess.run(parts[5], {x: DATA[:3]})
 
 

@@ -5,17 +5,20 @@
     (all_scores, cluster_idx, scores, cluster_centers_initialized, cluster_centers_var,
      init_op, train_op) = kmeans.training_graph()
     sess.run(tf.global_variables_initializer(), feed)
-    sess.run(init_op, feed)        # picks the initial centers once
+    sess.run(init_op, feed)        # picks initial centers (until initialized)
     sess.run(train_op, feed)       # one Lloyd iteration, or one mini-batch update
 
 Distances: squared Euclidean, or cosine (1 - x.c with x and c scaled to unit length).
-Initial centers: "random" (rows of the inputs drawn uniformly with `random_seed`),
-"kmeans_plus_plus" (k-means++ seeding of the first input's rows, with
-`kmeans_plus_plus_num_retries` extra draws per center keeping the best), "kmc2" (below), a
-tensor or array, or a function `fn(inputs, num_clusters)`. Full-batch training replaces
-each center by the mean of the points assigned to it (an empty cluster's center goes to
-zero, as TF's 1e-6 denominator makes it); mini-batch training moves each center assigned k
-new points by (sum of the points - k center) / (n + k), n its count: the running mean.
+Initial centers: "random" (rows of the inputs drawn uniformly with `random_seed`; a batch
+with no more rows than the centers missing gives them all, and the next init_op run adds
+more, as TF1's), "kmeans_plus_plus" (the KmeansPlusPlusInitialization op over the first
+input's rows, with `kmeans_plus_plus_num_retries` extra draws per center keeping the best),
+"kmc2" (below), a tensor or array, or a function `fn(inputs, num_clusters)`.
+
+Full-batch training replaces each center by the mean of the points assigned to it (an
+empty cluster's center goes to zero, as TF's 1e-6 denominator makes it); mini-batch
+training moves each center assigned k new points by (sum of the points - k center) /
+(n + k), n its count: the running mean.
 
 Mini-batch counts, as TF1 keeps them: with `mini_batch_steps_per_iteration` 1 the centers
 move every step and each count starts at 1 (the initial center weighs as one point). With
@@ -40,7 +43,6 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.control_flow import builders
-from tensorflux.debugging import check_ops
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
@@ -132,8 +134,11 @@ class KMeans:
     def _cosine(self) -> bool:
         return self._distance_metric == COSINE_DISTANCE
 
+    def _named_init(self) -> str | None:
+        return self._initial_clusters if isinstance(self._initial_clusters, str) else None
+
     def _kmc2(self) -> bool:
-        return isinstance(self._initial_clusters, str) and self._initial_clusters == KMC2_INIT
+        return self._named_init() == KMC2_INIT
 
     def _centers_normalized(self) -> bool:
         """Whether the stored centers are kept at unit length (cosine, full batch)."""
@@ -154,16 +159,7 @@ class KMeans:
 
     def _initial_value(self, inputs):
         init, k = self._initial_clusters, self._num_clusters
-        named = init if isinstance(init, str) else None
-        if named == RANDOM_INIT:
-            points = inputs[0] if len(inputs) == 1 else joining_ops.concat(inputs, 0)
-            n = array_ops.shape(points, out_type=dtypes.int64)[0]
-            check = _assert_enough(n, k)
-            with graph_lib.control_dependencies([check]):
-                rows = random_ops.random_uniform([k], 0, n, dtype=dtypes.int64,
-                                                 seed=self._random_seed)
-            return gather_ops.gather(points, rows)
-        if named == KMEANS_PLUS_PLUS_INIT:
+        if self._named_init() == KMEANS_PLUS_PLUS_INIT:
             return _kmeans_plus_plus(inputs[0], k, self._random_seed, self._retries)
         value = init(self._inputs, k) if callable(init) else init
         return math_ops.cast(convert_to_tensor(value), inputs[0].dtype)
@@ -221,15 +217,16 @@ class KMeans:
             state.updated = centers_variable("clusters_updated")
             state.steps_left = variables.Variable(np.int64(steps), name="update_in_steps",
                                                   trainable=False)
-        if self._kmc2():
+        if self._kmc2() or self._named_init() == RANDOM_INIT:
             state.selected = variables.Variable(np.int64(0), name="clusters_selected",
                                                 trainable=False)
         return state
 
     def _init_op(self, inputs, state):
         def pick():
-            if self._kmc2():
-                value, selected = self._kmc2_centers(inputs[0], state)
+            if state.selected is not None:  # rounds: KMC2, random
+                value, selected = (self._kmc2_centers(inputs[0], state) if self._kmc2()
+                                   else self._random_centers(inputs, state))
                 done = comparison_ops.equal(selected, self._num_clusters)
                 assigns = [state_ops.assign(state.selected, selected)]
             else:
@@ -251,11 +248,8 @@ class KMeans:
         there are: ([num_clusters, d] tensor whose rows past the count are zero, int64)."""
         k, length = self._num_clusters, self._chain_length
         selected = state.selected.value()
-        shape = array_ops.shape(points, out_type=dtypes.int64)
-        n, dim = shape[0], shape[1]
-        start = builders.cond(selected > 0, state.centers.value,
-                              lambda: array_ops.zeros(joining_ops.stack([np.int64(k), dim]),
-                                                      points.dtype))
+        n = array_ops.shape(points, out_type=dtypes.int64)[0]
+        start = self._centers_so_far(state, selected, points)
         # The first center ever is the first row, alone in its round (TF1's loop tests
         # for "no center yet" once, before its iterations).
         fresh = math_ops.cast(comparison_ops.equal(selected, 0), dtypes.int64)
@@ -276,6 +270,33 @@ class KMeans:
             lambda i, centers, count: i < to_add, add_one,
             [np.int64(0), start, selected + fresh],
             name="kmc2")
+        return centers, count
+
+    def _centers_so_far(self, state, selected, points):
+        """The [num_clusters, d] centers picked so far (rows past `selected` zero)."""
+        dim = array_ops.shape(points, out_type=dtypes.int64)[1]
+        return builders.cond(
+            selected > 0, state.centers.value,
+            lambda: array_ops.zeros(joining_ops.stack([np.int64(self._num_clusters), dim]),
+                                    points.dtype))
+
+    def _random_centers(self, inputs, state):
+        """The centers after one round of random picks (TF1's): all the rows when there
+        are no more than the centers missing, else that many rows drawn uniformly (with
+        replacement) from all the inputs; and how many centers there are."""
+        k = self._num_clusters
+        points = inputs[0] if len(inputs) == 1 else joining_ops.concat(inputs, 0)
+        selected = state.selected.value()
+        n = array_ops.shape(points, out_type=dtypes.int64)[0]
+        missing = k - selected
+        new = builders.cond(
+            n <= missing, lambda: array_ops.identity(points),
+            lambda: gather_ops.gather(points, random_ops.random_uniform(
+                array_ops.reshape(missing, [1]), 0, n, dtype=dtypes.int64,
+                seed=self._random_seed)))
+        count = selected + math_ops.minimum(n, missing)
+        so_far = self._centers_so_far(state, selected, points)
+        centers = joining_ops.concat([so_far[:selected], new, so_far[count:]], 0)
         return centers, count
 
     def _publish_every_iteration(self, update, state):
@@ -346,12 +367,6 @@ def _with_row(matrix, row, value, weight=1.0):
     k = array_ops.shape(matrix)[0]
     mask = gather_ops.one_hot(row, k, dtype=matrix.dtype) * weight
     return matrix + mask[:, None] * (value[None, :] - matrix)
-
-
-def _assert_enough(n, k):
-    return check_ops.assert_less_equal(
-        math_ops.cast(k, dtypes.int64), n,
-        message=f"KMeans needs at least num_clusters={k} input rows to draw its centers")
 
 
 def _kmeans_plus_plus(points, k, seed, retries):
