@@ -229,16 +229,18 @@ def test_project_row_factors_solves_for_new_rows_without_updating():
     r, c = np.nonzero(new_mask)
     sp = tf.SparseTensor(np.stack([r, c], 1).astype(np.int64), new_rows[r, c], [2, COLS])
     projected = model.project_row_factors(sp, projection_weights=[2.0, 0.5])
+    one_weight = model.project_row_factors(sp, projection_weights=3.0)
     with tf.Session() as sess:
         sess.run(model.initialize_op)
         sess.run(model.worker_init)
         _sweep(model, "row", sess)
         before = sess.run(model.row_factors)
-        got = sess.run(projected)
+        got, got_one = sess.run([projected, one_weight])
         after = sess.run(model.row_factors)
-    w = _dense_w(new_mask, 0.2, np.array([2.0, 0.5]), np.full(COLS, 0.5))
-    want = _solve_rows(new_rows, new_mask, v0.astype(np.float64), w, 0.1, [0, 1])
-    np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
+    for weights, value in (([2.0, 0.5], got), ([3.0, 3.0], got_one)):
+        w = _dense_w(new_mask, 0.2, np.array(weights), np.full(COLS, 0.5))
+        want = _solve_rows(new_rows, new_mask, v0.astype(np.float64), w, 0.1, [0, 1])
+        np.testing.assert_allclose(value, want, rtol=2e-3, atol=2e-3)
     np.testing.assert_array_equal(before[0], after[0])
 
 

@@ -53,6 +53,7 @@ from tensorflux.ops import (
     gather_ops,
     joining_ops,
     linalg_factor_ops,
+    linalg_ops,
     math_ops,
     matrix_ops,
     random_ops,
@@ -296,9 +297,10 @@ class WALSModel:
             return (array_ops.zeros(array_ops.reshape(batch, [1]), _F32),
                     array_ops.zeros([right.size], _F32))
         if project:
-            input_w = (array_ops.ones(array_ops.reshape(batch, [1]), _F32)
-                       if projection_weights is None
-                       else math_ops.cast(convert_to_tensor(projection_weights), _F32))
+            # One weight for all (default 1) or one per projected row.
+            weights = math_ops.cast(convert_to_tensor(
+                1.0 if projection_weights is None else projection_weights), _F32)
+            input_w = array_ops.ones(array_ops.reshape(batch, [1]), _F32) * weights
         else:
             input_w = gather_ops.gather(_concat([w.value() for w in left.weights], None), ids)
         return input_w, _concat([w.value() for w in right.weights_cache], None)
@@ -328,9 +330,9 @@ class WALSModel:
                                           - w0 * unary_ops.square(predicted))
                  + w0 * reduction_ops.reduce_sum(matrix_ops.matmul(new, gramian) * new))
         scale = left_size / math_ops.cast(batch, _F32)
+        # The other side's squared norm is its gramian's trace, as TF1 reads it.
         regularization = (self._lambda * scale * reduction_ops.reduce_sum(unary_ops.square(new))
-                          + self._lambda * reduction_ops.reduce_sum(
-                              unary_ops.square(right_factors)))
+                          + self._lambda * reduction_ops.reduce_sum(linalg_ops.diag_part(gramian)))
         sum_weights = scale * (w0 * math_ops.cast(batch, _F32) * right_size
                                + reduction_ops.reduce_sum(observed_w))
         return error * scale, regularization, sum_weights
