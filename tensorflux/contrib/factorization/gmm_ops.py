@@ -113,7 +113,7 @@ class GmmAlgorithm:
                                         validate_shape=False)
         self._alpha = variables.Variable(np.full(num_classes, 1.0 / num_classes, np.float32),
                                          name=self.CLUSTERS_WEIGHT, validate_shape=False)
-        self._initialized = variables.Variable(False, name="cluster_centers_initialized")
+        self._initialized = variables.Variable(False, name="initialized")
         self._init_op = self._initialize(initial_means, random_seed)
         self._define_graph()
 
