@@ -155,7 +155,8 @@ def test_the_gmm_estimator(tmp_path):
         return tf.train.limit_epochs(tf.constant(X), num_epochs=1)
 
     est = GMM(3, model_dir=str(tmp_path), initial_clusters=START, covariance_type="full")
-    est.train(input_fn, steps=3)
+    est.train(input_fn, steps=2)
+    est.fit(input_fn=input_fn, steps=1)  # contrib.learn's name
     em = _EM(X, START, False)
     for _ in range(3):
         em.step("wmc")

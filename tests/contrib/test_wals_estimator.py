@@ -98,7 +98,7 @@ def test_batched_sweeps_equal_closed_form_updates(tmp_path):
 def test_max_sweeps_stops_training_and_shards(tmp_path):
     est = _estimator(tmp_path, max_sweeps=3, num_row_shards=2,
                      row_init=np.array_split(U0, 2))
-    est.train(_batched_input_fn(), steps=50)
+    est.fit(input_fn=_batched_input_fn(), steps=50)  # contrib.learn's name
     assert est.get_variable_value("completed_sweeps") == 3
     assert est.get_variable_value("global_step") == 6
     assert [f.shape for f in est.get_row_factors()] == [(5, K), (5, K)]

@@ -61,6 +61,11 @@ class GMM(Estimator):
 
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config)
 
+    def fit(self, input_fn=None, steps=None, max_steps=None, monitors=None):
+        """contrib.learn's name for `train` (TF1's class was a contrib.learn Estimator):
+        `monitors` are session-run hooks."""
+        return self.train(input_fn, hooks=monitors, steps=steps, max_steps=max_steps)
+
     def predict_assignments(self, input_fn):
         """Yields each input point's most responsible component."""
         for prediction in self.predict(input_fn=input_fn):

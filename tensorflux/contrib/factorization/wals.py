@@ -132,6 +132,11 @@ class WALSMatrixFactorization(Estimator):
 
         super().__init__(model_fn=model_fn, model_dir=model_dir, config=config)
 
+    def fit(self, input_fn=None, steps=None, max_steps=None, monitors=None):
+        """contrib.learn's name for `train` (TF1's class was a contrib.learn Estimator):
+        `monitors` are session-run hooks."""
+        return self.train(input_fn, hooks=monitors, steps=steps, max_steps=max_steps)
+
     def get_row_factors(self):
         """The row factors' shards, as the latest checkpoint holds them."""
         return [self.get_variable_value(name) for name in self._row_factor_names]
