@@ -102,3 +102,38 @@ def test_constants_and_tf1_module_path():
     assert est is tf.contrib.factorization.KMeansClustering
     assert (est.CLUSTER_INDEX, est.ALL_DISTANCES, est.SCORE, est.CLUSTER_CENTERS_VAR_NAME,
             est.KMC2_INIT) == ("cluster_index", "all_distances", "score", "clusters", "kmc2")
+
+
+def _cond_contexts_reimport() -> bool:
+    """Whether a meta graph with a tf.cond imports again (the init op's cond is in the
+    exported graph; main gained this after this branch began)."""
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        tf.cond(x > 0, lambda: x + 1, lambda: x - 1)
+        meta = tf.train.export_meta_graph()
+    try:
+        with tf.Graph().as_default():
+            tf.train.import_meta_graph(meta)
+    except KeyError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _cond_contexts_reimport(),
+                    reason="meta graphs with cond contexts do not import again here")
+def test_export_serves_cluster_indices(tmp_path):
+    kmeans = _estimator(tmp_path / "model", num_clusters=3, initial_clusters=START,
+                        use_mini_batch=False, random_seed=3)  # TF 1.4's name of seed
+    kmeans.train(_one_epoch)
+
+    def serving_input_fn():
+        points = tf.placeholder(tf.float32, [None, 2], name="points")
+        return tf.estimator.export.ServingInputReceiver(points, {"points": points})
+
+    path = kmeans.export_saved_model(str(tmp_path / "export"), serving_input_fn)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, ["serve"], path)
+        signature = meta.signature_def["serving_default"]
+        got = sess.run(signature.outputs["output"].name,
+                       {signature.inputs["points"].name: POINTS})
+    np.testing.assert_array_equal(got, _sq(POINTS, kmeans.cluster_centers()).argmin(1))

@@ -108,6 +108,7 @@ class KMeansClustering(Estimator):
       relative_tolerance: stop training once the loss changes by less (None: never).
       config: a RunConfig.
       feature_columns: columns reading dict features (default: their values concatenated).
+      random_seed: TF 1.4-1.14's name of `seed`.
 
     Raises:
       ValueError: as `KMeans` does, when the model is built.
@@ -127,11 +128,12 @@ class KMeansClustering(Estimator):
     def __init__(self, num_clusters, model_dir=None, initial_clusters=RANDOM_INIT,
                  distance_metric=SQUARED_EUCLIDEAN_DISTANCE, seed=None, use_mini_batch=True,
                  mini_batch_steps_per_iteration=1, kmeans_plus_plus_num_retries=2,
-                 relative_tolerance=None, config=None, feature_columns=None):
+                 relative_tolerance=None, config=None, feature_columns=None,
+                 random_seed=None):
         kmeans_args = dict(num_clusters=num_clusters, initial_clusters=initial_clusters,
                            distance_metric=distance_metric, use_mini_batch=use_mini_batch,
                            mini_batch_steps_per_iteration=mini_batch_steps_per_iteration,
-                           random_seed=seed,
+                           random_seed=seed if random_seed is None else random_seed,
                            kmeans_plus_plus_num_retries=kmeans_plus_plus_num_retries)
 
         def model_fn(features, labels, mode, config):
@@ -183,4 +185,7 @@ def _model_fn(points, mode, config, kmeans_args, relative_tolerance):
         train_op=train_loss.op if mode == ModeKeys.TRAIN else None,
         eval_metric_ops={KMeansClustering.SCORE: metrics_impl.mean(loss)},
         training_hooks=hooks, training_chief_hooks=chief_hooks,
-        export_outputs={"serving_default": export_lib.PredictOutput(predictions)})
+        export_outputs={
+            KMeansClustering.ALL_DISTANCES: export_lib.PredictOutput(all_distances[0]),
+            KMeansClustering.CLUSTER_INDEX: export_lib.PredictOutput(cluster_index[0]),
+            "serving_default": export_lib.PredictOutput(cluster_index[0])})
