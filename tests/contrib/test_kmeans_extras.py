@@ -11,6 +11,7 @@ import pytest
 import tensorflux as tf
 from tensorflux.contrib.factorization import KMC2_INIT, KMeans
 from tensorflux.lib import philox
+from tests.oracle import run_tf
 
 pytestmark = pytest.mark.timeout(60)
 RNG = np.random.default_rng(5)
@@ -234,3 +235,18 @@ def test_kmeans_plus_plus_seeding_is_tensorflows():
         sess.run(tf.global_variables_initializer())
         sess.run(parts[5], {x: points})
         np.testing.assert_array_equal(sess.run(parts[4]), points[[7, 20, 19, 22, 3]])
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("seed", [0, 7])
+def test_random_init_draws_tensorflows_rows(seed):
+    """TF1's random init draws random_uniform([missing], 0, rows, int64, seed) and gathers:
+    the oracle's draw picks the rows KMeans picks."""
+    rows = run_tf(f"""
+draw = tf.random.uniform([4], 0, {len(DATA)}, dtype=tf.int64, seed={seed})
+with tf.Session() as sess:
+    result = sess.run(draw).tolist()
+""")
+    x, parts, sess = _kmeans(4, random_seed=seed)
+    sess.run(parts[5], {x: DATA})
+    np.testing.assert_array_equal(sess.run(parts[4]), DATA[rows])
