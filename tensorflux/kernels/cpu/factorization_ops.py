@@ -53,11 +53,23 @@ def _wals_partial_lhs_and_rhs(ctx, factors, factor_weights, unobserved_weights,
                            f"{i.size} indices")
         w = entry_weights.astype(np.float64)
     else:
+        if input_weights.shape != (block,) or factor_weights.shape != factors.shape[:1]:
+            raise _invalid(f"input_weights ({list(input_weights.shape)}) and factor_weights "
+                           f"({list(factor_weights.shape)}) must have one entry per row of "
+                           f"the block ({block}) and of factors ({factors.shape[0]})")
         w = (input_weights.astype(np.float64)[i] * factor_weights.astype(np.float64)[j])
     f = factors.astype(np.float64)[j]
     k = factors.shape[1]
+    coef = (float(unobserved_weights) + w) * input_values
     lhs = np.zeros((block, k, k))
-    np.add.at(lhs, i, w[:, None, None] * f[:, :, None] * f[:, None, :])
     rhs = np.zeros((block, k))
-    np.add.at(rhs, i, ((float(unobserved_weights) + w) * input_values)[:, None] * f)
+    # Entries grouped by row: one small product per row (no [nnz, k, k] temporary).
+    order = np.argsort(i, kind="stable")
+    i, f, w, coef = i[order], f[order], w[order], coef[order]
+    starts = np.flatnonzero(np.r_[True, i[1:] != i[:-1]]) if i.size else np.zeros(0, int)
+    ends = np.r_[starts[1:], i.size]
+    for row, lo, hi in zip(i[starts], starts, ends, strict=True):
+        rows_f = f[lo:hi]
+        lhs[row] = (rows_f * w[lo:hi, None]).T @ rows_f
+        rhs[row] = coef[lo:hi] @ rows_f
     return lhs.astype(np.float32), rhs.astype(np.float32)
