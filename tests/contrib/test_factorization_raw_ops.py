@@ -222,3 +222,13 @@ def test_wals_partial_lhs_and_rhs_row_out_of_block():
             input_indices=np.array([[2, 0]], np.int64), input_values=np.ones(1, np.float32),
             entry_weights=np.zeros(0, np.float32), input_block_size=np.int64(2),
             input_is_transpose=False))
+
+
+def test_wals_partial_lhs_and_rhs_weights_of_the_wrong_length():
+    with pytest.raises(errors.InvalidArgumentError, match="one entry per row"):
+        _run(lambda: tf.raw_ops.WALSComputePartialLhsAndRhs(
+            factors=np.ones((3, 2), np.float32), factor_weights=np.ones(2, np.float32),
+            unobserved_weights=0.1, input_weights=np.ones(2, np.float32),
+            input_indices=np.array([[1, 2]], np.int64), input_values=np.ones(1, np.float32),
+            entry_weights=np.zeros(0, np.float32), input_block_size=np.int64(2),
+            input_is_transpose=False))
