@@ -62,7 +62,8 @@ def test_full_batch_step_is_a_lloyd_iteration():
 def test_mini_batch_steps_keep_running_means():
     x, parts, sess = _graph(initial_clusters=START, use_mini_batch=True)
     centers, train = parts[4], parts[6]
-    want, counts = START.astype(np.float64), np.zeros(3)
+    # TF1's counts start at 1: the initial center weighs as one point.
+    want, counts = START.astype(np.float64), np.ones(3)
     for batch in (DATA[:20], DATA[20:], DATA[::3]):
         sess.run(train, {x: batch})
         assign = _sq_distances(batch, want).argmin(1)
@@ -120,20 +121,37 @@ def test_shards_and_a_callable_initializer():
         np.testing.assert_allclose(sess.run(parts[4]), want, rtol=1e-5, atol=1e-5)
 
 
-def test_too_few_rows_to_draw_from_is_an_invalid_argument():
+def test_random_init_takes_small_batches_whole_then_draws_the_rest():
+    """TF1's greedy random init: 3 rows for 5 centers are all taken, the next batch fills
+    the 2 missing (drawn from its rows)."""
     x = tf.placeholder(tf.float32, [None, 3])
-    parts = KMeans(x, 5).training_graph()
+    parts = KMeans(x, 5, random_seed=4).training_graph()
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        with pytest.raises(tf.errors.InvalidArgumentError, match="num_clusters=5"):
+        sess.run(parts[5], {x: DATA[:3]})
+        assert not sess.run(parts[3])
+        np.testing.assert_array_equal(sess.run(parts[4])[:3], DATA[:3])
+        sess.run(parts[5], {x: DATA[10:20]})
+        assert sess.run(parts[3])
+        rest = {tuple(r) for r in DATA[10:20]}
+        assert all(tuple(c) in rest for c in sess.run(parts[4])[3:])
+
+
+def test_too_few_rows_for_kmeans_plus_plus_is_an_invalid_argument():
+    x = tf.placeholder(tf.float32, [None, 3])
+    parts = KMeans(x, 5, initial_clusters="kmeans_plus_plus").training_graph()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        with pytest.raises(tf.errors.InvalidArgumentError, match="num_to_sample"):
             sess.run(parts[5], {x: DATA[:3]})
 
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"num_clusters": 0}, "num_clusters"),
     ({"distance_metric": "manhattan"}, "distance metric"),
-    ({"initial_clusters": "kmc2"}, "KMC2"),
-    ({"mini_batch_steps_per_iteration": 5}, "mini_batch_steps_per_iteration"),
+    ({"initial_clusters": "kmc3"}, "initialization"),
+    ({"mini_batch_steps_per_iteration": 0}, "mini_batch_steps_per_iteration"),
+    ({"kmc2_chain_length": 0}, "kmc2_chain_length"),
 ])
 def test_bad_arguments_are_value_errors(kwargs, message):
     x = tf.placeholder(tf.float32, [None, 3])
