@@ -32,6 +32,7 @@ import threading
 import numpy as np
 
 from tensorflux.framework import errors
+from tensorflux.kernels.cpu.data_flow_ops import lookup
 from tensorflux.kernels.cpu.state_ops import as_handle, handle_kernel
 from tensorflux.kernels.registry import kernel, kernel_factory
 from tensorflux.protos import boosted_trees_pb2
@@ -142,16 +143,7 @@ def _find(ctx, handle):
 
 
 def _ensemble(ctx, handle) -> TreeEnsembleResource:
-    h, res = _find(ctx, handle)
-    if res is None:
-        container = h.container or ctx.resource_mgr.default_container
-        raise errors.NotFoundError(None, None, f"Resource {container}/{h.name}/{TYPE_NAME} "
-                                   "does not exist.")
-    if not isinstance(res, TreeEnsembleResource):
-        raise errors.InvalidArgumentError(
-            None, None, f"Trying to access resource {h.name} using the wrong type. Expected "
-            f"{TYPE_NAME} got {type(res).__name__}")
-    return res
+    return lookup(ctx, handle, TreeEnsembleResource, TYPE_NAME)
 
 
 def _parse(serialized) -> boosted_trees_pb2.TreeEnsemble:
