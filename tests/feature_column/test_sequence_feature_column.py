@@ -14,17 +14,22 @@ from tests.oracle import run_both
 fc = tf.feature_column
 cfc = tf.contrib.feature_column
 
-SEQUENCE_PROGRAM = r"""
-import os, tempfile
-fc = tf.feature_column
+# The programs run under both; TensorFlow 2.x has contrib's layer as tf_keras'
+# SequenceFeatures.
+LAYER = r"""
 if hasattr(tf, "contrib"):
     sequence_input_layer = tf.contrib.feature_column.sequence_input_layer
-else:  # TensorFlow 2.x: contrib's layer lives on as Keras' SequenceFeatures
+else:
     import tf_keras
 
     def sequence_input_layer(features, columns):
         name = tf.get_default_graph().unique_name("sequence_input_layer", mark_as_used=False)
         return tf_keras.experimental.SequenceFeatures(columns, name=name)(features)
+"""
+
+SEQUENCE_PROGRAM = LAYER + r"""
+import os, tempfile
+fc = tf.feature_column
 vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
 with open(vocab_file, "w") as f:
     f.write("red\ngreen\nblue\n")
@@ -194,6 +199,48 @@ def test_sequence_columns_match_tensorflow_live():
                                    atol=1e-6, err_msg=name)
     np.testing.assert_allclose(ours["both"][0], theirs["both"][0], rtol=1e-6)
     assert ours["both"][1] == theirs["both"][1]
+
+
+EDGE_PROGRAM = LAYER + r"""
+fc = tf.feature_column
+empty = tf.SparseTensor(np.zeros((0, 2), np.int64), np.zeros(0, np.float32), [2, 3])
+empty_ids = tf.SparseTensor(np.zeros((0, 2), np.int64), np.zeros(0, np.int64), [2, 3])
+ints = tf.SparseTensor([[0, 0], [1, 1]], tf.constant([3, 4], tf.int64), [2, 2])
+feats = {"e": empty, "ei": empty_ids, "k": ints, "kv": ints}
+ident = fc.sequence_categorical_column_with_identity("ei", 3)
+kv = fc.sequence_categorical_column_with_vocabulary_list("kv", [4, 3, 9])
+k = fc.sequence_numeric_column("k", dtype=tf.int64, default_value=-7)
+outs = {
+    "e": sequence_input_layer(feats, [fc.sequence_numeric_column("e")]),
+    "ei": sequence_input_layer(feats, [fc.indicator_column(ident)]),
+    "ee": sequence_input_layer(feats, [fc.embedding_column(ident, 2)]),
+    "k": sequence_input_layer(feats, [k]),
+    "kv": sequence_input_layer(feats, [fc.indicator_column(kv)]),
+}
+result = {}
+with tf.Session() as s:
+    s.run([tf.global_variables_initializer(), tf.tables_initializer()])
+    for k, (o, n) in outs.items():
+        a, b = s.run([o, n])
+        result[k] = [a.tolist(), b.tolist(), str(a.dtype), list(a.shape)]
+"""
+EDGE_EXPECTED = {  # recorded from TensorFlow 2.21
+    "e": [[[[0.0]] * 3] * 2, [0, 0], "float32", [2, 3, 1]],
+    "ei": [[[[0.0] * 3] * 3] * 2, [0, 0], "float32", [2, 3, 3]],
+    "ee": [[[[0.0] * 2] * 3] * 2, [0, 0], "float32", [2, 3, 2]],
+    "k": [[[[3], [-7]], [[-7], [4]]], [1, 2], "int64", [2, 2, 1]],
+    "kv": [[[[0.0, 1.0, 0.0], [0.0, 0.0, 0.0]], [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]], [1, 2],
+           "float32", [2, 2, 3]]}
+
+
+def test_empty_features_and_integer_values():
+    assert _run(EDGE_PROGRAM) == EDGE_EXPECTED
+
+
+@pytest.mark.oracle
+def test_empty_features_and_integer_values_live():
+    ours, theirs = run_both(EDGE_PROGRAM, tf, timeout=180)
+    assert ours == theirs
 
 
 def _ids(key, n=4):
