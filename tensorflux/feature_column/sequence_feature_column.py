@@ -127,9 +127,11 @@ class SequenceCategoricalColumn(fc._CategoricalColumn, collections.namedtuple(
         def make():
             ids, weights = self.categorical_column._ids(builder)
             # A step's ids are one row, so that embeddings combine per step.
-            d = ids.dense_shape
+            d, known = ids.dense_shape, ids.shape
             steps = joining_ops.stack([d[0], d[1], reduction_ops.reduce_prod(d[2:])])
             ids = sparse_extra.sparse_reshape(ids, steps)
+            if known.ndims is not None:
+                ids.set_shape([known[0], known[1], known[2:].num_elements()])
             if weights is not None:
                 weights = sparse_extra.sparse_reshape(weights, steps)
             return ids, weights
@@ -203,6 +205,7 @@ def _sequence_dense(column, builder, trainable):
         dense = column._dense(builder, trainable)
     else:
         dense = column._dense(builder)
+    dense.set_shape(ids.shape[:2].concatenate(column._variable_shape))
     return dense, _sequence_length(ids, 1)
 
 

@@ -81,7 +81,7 @@ variables = sorted(tf.global_variables(), key=lambda v: v.name)
 assigns = [tf.assign(v, np.arange(int(np.prod(v.shape.as_list())), dtype=np.float32).reshape(
     v.shape.as_list()) * 0.1 + i) for i, v in enumerate(variables)]
 result = {"vars": [[v.name, v.shape.as_list()] for v in variables],
-          "static": {k: [o.shape.as_list()[2], o.dtype.name, n.dtype.name]
+          "static": {k: [o.shape.as_list(), o.dtype.name, n.dtype.name]
                      for k, (o, n) in outputs.items()}}
 with tf.Session() as s:
     s.run([tf.global_variables_initializer(), tf.tables_initializer()])
@@ -139,7 +139,8 @@ STEP_IDS = [[[1, 2], [3], [0, 4, 4]], [[2]], [], [[3], [1, 1]]]  # ids3 / ids pe
 def test_sequence_columns_match_numpy():
     got = _run(SEQUENCE_PROGRAM)
     assert got["vars"] == EXPECTED_VARS
-    assert got["static"] == {k: [w, "float32", "int64"] for k, w in EXPECTED_WIDTHS.items()}
+    assert got["static"] == {k: [[4, 3, w], "float32", "int64"]
+                             for k, w in EXPECTED_WIDTHS.items()}
     assert got["lengths"] == {k: [3, 1, 0, 2] for k in EXPECTED_WIDTHS}
     v = {k: np.array(a) for k, a in got["values"].items()}
     steps2 = [[0, 0], [0, 1], [0, 2], [1, 0], [3, 0], [3, 1]]
