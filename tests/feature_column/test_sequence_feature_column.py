@@ -408,3 +408,18 @@ def test_unequal_sequence_lengths_fail_at_run_time():
     assert "sequence_input_layer/assert_all_equal/assert_equal_1/Assert" in str(info.value)
     assert "Condition x == y did not hold element-wise" in str(info.value)
     assert "sequence_input_layer/c_indicator/sequence_length:0" in str(info.value)
+
+
+def test_feeds_dynamic_rnn_with_its_sequence_length():
+    with tf.Graph().as_default():
+        cols = [fc.embedding_column(_ids("a"), 3), fc.sequence_numeric_column("x")]
+        out, length = cfc.sequence_input_layer(FEATURES, cols)
+        ctx = cfc.concatenate_context_input(tf.constant([[1.], [2.]]), out)
+        rnn, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.GRUCell(4), ctx, sequence_length=length,
+                                   dtype=tf.float32)
+        assert rnn.shape.as_list() == [2, 2, 4]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            got = s.run(rnn)
+    assert np.abs(got[0]).sum() > 0 and np.abs(got[1, 0]).sum() > 0
+    np.testing.assert_array_equal(got[1, 1], 0)  # past example 1's one step
