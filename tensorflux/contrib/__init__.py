@@ -22,7 +22,8 @@ the aliases `tf.contrib.signal` (tf.signal), `tf.contrib.keras` (tf.keras),
 make_tensor_proto, make_ndarray), `tf.contrib.factorization` (KMeans, WALS, GMM), `tf.contrib.summary`
 (resource-based summary writers), `tf.contrib.staging.StagingArea`,
 `tf.contrib.memory_stats` (BytesInUse, BytesLimit, MaxBytesInUse),
-`tf.contrib.tensor_forest` (random forests grown online) and `tf.contrib.estimator`'s
+`tf.contrib.tensor_forest` (random forests grown online), `tf.contrib.feature_column`
+(sequence columns and `sequence_input_layer`) and `tf.contrib.estimator`'s
 boosted-trees trainers of in-memory data. What exists:
 docs/tf1_programs.md."""
 
@@ -34,6 +35,7 @@ from tensorflux.contrib import (  # noqa: F401
     distributions,
     estimator,
     factorization,
+    feature_column,
     framework,
     image,
     keras,

@@ -90,6 +90,8 @@ class _DenseColumn:
 
 
 class _CategoricalColumn:
+    _is_sequence = False  # a sequence column's ids are per step (sequence_input_layer only)
+
     def _ids(self, builder: _Builder):
         """(ids SparseTensor int64, weights SparseTensor or None)."""
         raise NotImplementedError
@@ -681,6 +683,8 @@ def input_layer(features, feature_columns, weight_collections=None, trainable=Tr
     columns = _sorted_columns(feature_columns, _DenseColumn, "_DenseColumn. You can wrap "
                               "a categorical column with an embedding_column or "
                               "indicator_column")
+    for column in columns:
+        _check_not_sequence(column)
     builder = _Builder(features)
     outputs = []
     with variable_scope.variable_scope(None, default_name="input_layer"):
@@ -700,6 +704,19 @@ def input_layer(features, feature_columns, weight_collections=None, trainable=Tr
                     cols_to_vars[column] = _scope_variables()
                 _add_to(weight_collections)
         return joining_ops.concat(outputs, 1)
+
+
+def _check_not_sequence(column) -> None:
+    categorical = getattr(column, "categorical_column", None)
+    if getattr(categorical, "_is_sequence", False):
+        kind = "indicator_column" if isinstance(column, IndicatorColumn) else \
+            "embedding_column"
+        raise ValueError(f"In {kind}: {column.name}. categorical_column must not be of type "
+                         f"_SequenceCategoricalColumn. Suggested fix A: If you wish to use "
+                         f"input_layer, use a non-sequence categorical_column_with_*. "
+                         f"Suggested fix B: If you wish to create sequence input, use "
+                         f"sequence_input_layer instead of input_layer. Given (type "
+                         f"{type(categorical)}): {categorical}")
 
 
 def _scope_variables() -> list:
