@@ -19,12 +19,12 @@ the aliases `tf.contrib.signal` (tf.signal), `tf.contrib.keras` (tf.keras),
 `tf.contrib.stateless` (the stateless random ops); TF-Slim's library under `tf.contrib.slim`
 (learning, evaluation, data providers and TFExample decoders) with `tf.contrib.losses` and
 `tf.contrib.metrics` (contrib's streaming metrics), `tf.contrib.util` (constant_value,
-make_tensor_proto, make_ndarray), `tf.contrib.factorization` (KMeans, WALS, GMM), `tf.contrib.summary`
-(resource-based summary writers), `tf.contrib.staging.StagingArea`,
+make_tensor_proto, make_ndarray), `tf.contrib.factorization` (KMeans, WALS, GMM),
+`tf.contrib.summary` (resource-based summary writers), `tf.contrib.staging.StagingArea`,
 `tf.contrib.memory_stats` (BytesInUse, BytesLimit, MaxBytesInUse),
 `tf.contrib.tensor_forest` (random forests grown online), `tf.contrib.feature_column`
-(sequence columns and `sequence_input_layer`) and `tf.contrib.estimator`'s
-boosted-trees trainers of in-memory data. What exists:
+(sequence columns and `sequence_input_layer`), `tf.contrib.predictor` and
+`tf.contrib.estimator`'s boosted-trees trainers of in-memory data. What exists:
 docs/tf1_programs.md."""
 
 from tensorflux.contrib import (  # noqa: F401
