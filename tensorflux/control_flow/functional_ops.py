@@ -132,7 +132,7 @@ def vectorized_map(fn, elems, fallback_to_while_loop: bool = True, warn: bool = 
     """`fn` over dimension 0 of `elems`, results stacked (`tf.vectorized_map`).
 
     TensorFlow vectorizes `fn` (pfor) and falls back to a while loop for what it cannot;
-    tensorflux always runs the loop (`map_fn`, all iterations in parallel), which gives
+    tensorflux always runs the loop (`map_fn`, up to 64 iterations at once), which gives
     the same values, structure and static shapes. The output structure and dtypes come
     from calling `fn` once on the first elements (ops that are built but never run).
 
@@ -153,7 +153,7 @@ def vectorized_map(fn, elems, fallback_to_while_loop: bool = True, warn: bool = 
     dtype = nest.map_structure(lambda t: convert_to_tensor(t).dtype, probe)
     n = _leading_dim(flat)[1]
     return map_fn(lambda x: nest.map_structure(convert_to_tensor, fn(x)), packed, dtype=dtype,
-                  parallel_iterations=n if isinstance(n, int) and n > 0 else None,
+                  parallel_iterations=min(n, 64) if isinstance(n, int) and n > 0 else 64,
                   name="vectorized_map")
 
 
