@@ -133,5 +133,9 @@ with tf.Session() as sess:
     with tf.Graph().as_default():
         exec(program, scope)  # noqa: S102 - the same program under tensorflux
     ours = scope["result"]
-    assert sorted(ours[:2]) == sorted(theirs[:2])  # the same names, ids per session
+    def parts(handles):  # (node, device) of each, and the ids: the run's order decides
+        split = [h.split(";") for h in handles]
+        return sorted((p[0], p[2]) for p in split), sorted(int(p[1]) for p in split)
+
+    assert parts(ours[:2]) == parts(theirs[:2]) == (parts(theirs[:2])[0], [0, 1])
     assert ours[2] == theirs[2] and list(ours[3]) == list(theirs[3])
