@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 from tensorflux import train as _train
 from tensorflux.estimator import export
+from tensorflux.estimator import extras as _extras
 from tensorflux.estimator.boosted_trees import BoostedTreesClassifier, BoostedTreesRegressor
 from tensorflux.estimator.canned import (
     BaselineClassifier,
@@ -18,7 +19,12 @@ from tensorflux.estimator.canned import (
     LinearRegressor,
 )
 from tensorflux.estimator.estimator import Estimator, WarmStartSettings
-from tensorflux.estimator.export import FinalExporter, LatestExporter
+from tensorflux.estimator.export import BestExporter, Exporter, FinalExporter, LatestExporter
+from tensorflux.estimator.extras import (
+    add_metrics,
+    classifier_parse_example_spec,
+    regressor_parse_example_spec,
+)
 from tensorflux.estimator.inputs import numpy_input_fn, pandas_input_fn
 from tensorflux.estimator.model_fn import EstimatorSpec, ModeKeys
 from tensorflux.estimator.run_config import RunConfig
@@ -26,6 +32,9 @@ from tensorflux.estimator.training import EvalSpec, TrainSpec, train_and_evaluat
 from tensorflux.train.warm_starting import VocabInfo
 
 inputs = SimpleNamespace(numpy_input_fn=numpy_input_fn, pandas_input_fn=pandas_input_fn)
+experimental = SimpleNamespace(**{name: getattr(_extras, name) for name in (
+    "call_logit_fn", "make_early_stopping_hook", "read_eval_metrics", "stop_if_higher_hook",
+    "stop_if_lower_hook", "stop_if_no_decrease_hook", "stop_if_no_increase_hook")})
 
 # TF1 exposes the session-run hooks here too.
 _HOOKS = ("CheckpointSaverHook", "CheckpointSaverListener", "FeedFnHook", "FinalOpsHook",
@@ -37,7 +46,9 @@ globals().update({name: getattr(_train, name) for name in _HOOKS})
 
 __all__ = ["Estimator", "EstimatorSpec", "ModeKeys", "RunConfig", "TrainSpec", "EvalSpec",
            "train_and_evaluate", "inputs", "export", "Exporter", "LatestExporter",
-           "FinalExporter", "DNNClassifier", "DNNRegressor", "LinearClassifier",
+           "FinalExporter", "BestExporter", "add_metrics", "classifier_parse_example_spec",
+           "regressor_parse_example_spec", "experimental", "DNNClassifier", "DNNRegressor",
+           "LinearClassifier",
            "LinearRegressor", "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor",
            "BaselineClassifier", "BaselineRegressor", "BoostedTreesClassifier",
            "BoostedTreesRegressor", "WarmStartSettings", "VocabInfo", *_HOOKS]

@@ -125,6 +125,10 @@ class Estimator:
     params = property(lambda self: copy.deepcopy(self._params))
     model_fn = property(lambda self: self._model_fn)
 
+    def eval_dir(self, name=None) -> str:
+        """Where `evaluate(name=...)` writes its summaries: model_dir/eval[_name]."""
+        return os.path.join(self._model_dir, "eval" if not name else f"eval_{name}")
+
     # ---- checkpoints -------------------------------------------------------------------
     def latest_checkpoint(self):
         from tensorflux.train import checkpoint_management
@@ -309,7 +313,7 @@ class Estimator:
         from tensorflux.protos import summary_pb2
         from tensorflux.summary import writer_cache
 
-        out_dir = os.path.join(self._model_dir, "eval" if not name else f"eval_{name}")
+        out_dir = self.eval_dir(name)
         writer = writer_cache.FileWriterCache.get(out_dir)
         values = [summary_pb2.Summary.Value(tag=k, simple_value=float(v))
                   for k, v in sorted(results.items())

@@ -197,3 +197,69 @@ class FinalExporter(LatestExporter):
         if not is_the_final_export:
             return None
         return super().export(estimator, export_path, checkpoint_path, eval_result, True)
+
+
+def _loss_smaller(best_eval_result, current_eval_result) -> bool:
+    """BestExporter's default comparison: the current evaluation's loss is smaller.
+
+    Raises:
+      ValueError: either result is empty or has no 'loss'.
+    """
+    for what, result in (("best_eval_result", best_eval_result),
+                         ("current_eval_result", current_eval_result)):
+        if not result or "loss" not in result:
+            raise ValueError(f"{what} cannot be empty or no loss is found in it.")
+    return best_eval_result["loss"] > current_eval_result["loss"]
+
+
+class BestExporter(LatestExporter):
+    """Exports when an evaluation beats the best one so far (`compare_fn(best, current)`,
+    by default a smaller loss), keeping the newest `exports_to_keep` exports. The best
+    result starts from the evaluations already in the model directory's event files
+    matching `event_file_pattern` (a resumed training does not export a worse model)."""
+
+    def __init__(self, name="best_exporter", serving_input_receiver_fn=None,
+                 event_file_pattern="eval/*.tfevents.*", compare_fn=_loss_smaller,
+                 assets_extra=None, as_text=False, exports_to_keep=5):
+        if serving_input_receiver_fn is None:
+            raise ValueError("`serving_input_receiver_fn` must be defined.")
+        if compare_fn is None:
+            raise ValueError("`compare_fn` must not be None.")
+        if exports_to_keep is not None and exports_to_keep <= 0:
+            raise ValueError("`exports_to_keep`, if provided, must be a positive number. "
+                             f"Got {exports_to_keep}")
+        super().__init__(name, serving_input_receiver_fn, assets_extra, as_text,
+                         exports_to_keep)
+        self._compare_fn = compare_fn
+        self._event_file_pattern = event_file_pattern
+        self._best = None
+        self._read_model_dir = None
+
+    def _best_from_events(self, model_dir: str):
+        """The best evaluation (a dict of tag -> value) in the event files of `model_dir`."""
+        import glob
+
+        from tensorflux.summary import summary_iterator
+
+        best = None
+        for path in sorted(glob.glob(os.path.join(model_dir, self._event_file_pattern))):
+            for event in summary_iterator.summary_iterator(path):
+                if not event.HasField("summary"):
+                    continue
+                result = {v.tag: v.simple_value for v in event.summary.value
+                          if v.HasField("simple_value")}
+                if result and (best is None or self._compare_fn(best, result)):
+                    best = result
+        return best
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result,
+               is_the_final_export):
+        if self._read_model_dir != estimator.model_dir:
+            self._read_model_dir = estimator.model_dir
+            self._best = self._best_from_events(estimator.model_dir) \
+                if self._event_file_pattern else None
+        if self._best is None or self._compare_fn(self._best, eval_result):
+            self._best = dict(eval_result)
+            return super().export(estimator, export_path, checkpoint_path, eval_result,
+                                  is_the_final_export)
+        return None
