@@ -21,6 +21,7 @@ from tensorflux.contrib.layers_core import (  # noqa: F401
     stack,
 )
 from tensorflux.contrib.layers_extra import *  # noqa: F401,F403
+from tensorflux.contrib.layers_feature_columns import *  # noqa: F401,F403
 from tensorflux.contrib.layers_slim import *  # noqa: F401,F403
 from tensorflux.contrib.optimizers import OPTIMIZER_SUMMARIES, optimize_loss  # noqa: F401
 from tensorflux.layers.regularizers import *  # noqa: F401,F403

@@ -1,11 +1,21 @@
 """`tf.contrib.learn`: the pieces TF1 programs still use, `learn.preprocessing`'s
 VocabularyProcessor (tensorflux/contrib/learn/preprocessing.py), `learn.datasets` (MNIST's
 `read_data_sets`, the CSV readers; also under `learn.python.learn.datasets`) and `ModeKeys`
-(the mode strings of contrib.learn's models, as tensorflow/nmt passes them). The rest of
-contrib.learn (its Estimators, `learn_runner`) was replaced by `tf.estimator`, which
-tensorflux has."""
+(the mode strings of contrib.learn's models, as tensorflow/nmt passes them), and its canned
+estimators with TF 1.0's array interface (`DNNClassifier`, `DNNRegressor`,
+`LinearClassifier`, `LinearRegressor`, `SKCompat`, `infer_real_valued_columns_from_input`;
+contrib/learn/estimators.py). contrib.learn's own `Estimator`/`Experiment`/`learn_runner`
+were replaced by `tf.estimator`, which tensorflux has."""
 
 from tensorflux.contrib.learn import datasets, preprocessing, python  # noqa: F401
+from tensorflux.contrib.learn.estimators import (  # noqa: F401
+    DNNClassifier,
+    DNNRegressor,
+    LinearClassifier,
+    LinearRegressor,
+    SKCompat,
+    infer_real_valued_columns_from_input,
+)
 from tensorflux.contrib.learn.python.learn import datasets as _long_path  # noqa: F401
 
 
