@@ -50,5 +50,6 @@ from tensorflux.ops.parsing_seq_ops import (  # noqa: F401
     parse_sequence_example,
     parse_single_sequence_example,
 )
+from tensorflux.ops.proto_ops import decode_proto, encode_proto  # noqa: F401
 from tensorflux.ops.string_ops import decode_base64, encode_base64  # noqa: F401
 from tensorflux.train import match_filenames_once, write_graph  # noqa: F401

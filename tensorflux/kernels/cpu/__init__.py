@@ -45,6 +45,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     parsing_ops,
     parsing_seq_ops,
     pooling_ops,
+    proto_ops,
     quantization_ops,
     quantized_fused_ops,
     random_ext_ops,
