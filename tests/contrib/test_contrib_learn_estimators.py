@@ -25,7 +25,7 @@ def test_iris_quickstart(tmp_path):
                                                 model_dir=str(tmp_path / "iris"))
     classifier.fit(x=x, y=y, steps=400)
     result = classifier.evaluate(x=tx, y=ty)
-    assert result["accuracy"] > 0.85 and result["global_step"] == 400
+    assert result["accuracy"] > 0.8 and result["global_step"] == 400  # 0.9-1.0 seen
     new = np.array([[6.4, 3.2, 4.5, 1.5], [5.8, 3.1, 5.0, 1.7]], dtype=np.float32)
     classes = list(classifier.predict(new))
     assert len(classes) == 2 and all(c in (0, 1, 2) for c in classes)
