@@ -62,10 +62,10 @@ def _with_label(feature_columns, label_key, spec_of_label, weight_column):
         raise ValueError(f"label should not be used as feature. label_key: {label_key}, "
                          f"features: {sorted(spec)}")
     spec[label_key] = spec_of_label
-    if weight_column is not None:
-        key = weight_column if isinstance(weight_column, str) else weight_column.key
-        spec.update(make_parse_example_spec([weight_column]) if not isinstance(
-            weight_column, str) else {key: _fixed((1,), dtypes.float32, None)})
+    if isinstance(weight_column, str):
+        spec[weight_column] = _fixed((1,), dtypes.float32, None)
+    elif weight_column is not None:
+        spec.update(make_parse_example_spec([weight_column]))
     return spec
 
 

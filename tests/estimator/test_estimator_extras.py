@@ -135,6 +135,9 @@ def test_parse_example_specs():
     assert spec["y"] == tf.FixedLenFeature((1,), tf.int64)
     assert spec["w"] == tf.FixedLenFeature((1,), tf.float32)
     assert spec["x"] == tf.FixedLenFeature((2,), tf.float32)
+    spec = tf.estimator.classifier_parse_example_spec(
+        columns, "y", weight_column=tf.feature_column.numeric_column("w2"))
+    assert spec["w2"] == tf.FixedLenFeature((1,), tf.float32)
     spec = tf.estimator.regressor_parse_example_spec(columns, "y", label_dimension=3,
                                                      label_default=0.0)
     assert spec["y"] == tf.FixedLenFeature((3,), tf.float32, 0.0)
