@@ -66,6 +66,9 @@ if _SETTING:
     push._send_all = push_conn.send_all  # push.py imported it by name
     _wrap(push_conn.FrameReader, "next", "frame")
     _wrap(shm.Segment, "put", "shm_put")
+    if hasattr(shm.Segment, "resident"):  # a variable's storage copied into a segment
+        _wrap(shm.Segment, "resident", "shm_resident")
+    _wrap(shm.Segment, "release", "shm_release", lambda a: len(a[1]))
     _wrap(static_executor.StaticExecutor, "run", "partition")
     _wrap(worker.Worker, "run_graph", "run_graph", after=_count_run_graph)
     _wrap(session.BaseSession, "run", "session_run")

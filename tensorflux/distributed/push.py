@@ -91,6 +91,7 @@ _BATCH_BYTES = 1 << 20  # ... of at most this many bytes
 _CLOSE = object()
 _RELEASE = bytes((shm.RELEASE_TAG,))  # a frame of shared-memory slots handed back
 _SHARED = bytes((shm.TENSOR_TAG,))  # a tensor in shared memory
+_FOREIGN_RELEASE = bytes((shm.FOREIGN_RELEASE_TAG,))  # slots of our segment, handed back
 
 
 def _mode() -> str:
@@ -168,6 +169,7 @@ class _SocketStream:
         self._on_end = on_end
         self._lock = threading.Lock()
         self._task = f"{task or stub.task} ({stub.address})"
+        self._peer = task or stub.task  # (shm.piggyback: releases for its segment here)
         self._calls: dict[int, PushedCall] = {}  # call id -> call waiting for its reply
         self._calls_lock = threading.Lock()  # (a reply is not held up by a large send)
         self.method_name = "RunGraph"  # for errors: what the calls on this connection are
@@ -334,12 +336,18 @@ class _SocketStream:
         self._write(frame)
 
     def _write(self, frame: list) -> None:
+        extra = None
         try:
             with self._lock:
                 if self.broken:
                     raise OSError("the push connection is closed")
+                extra = shm.piggyback(self._peer) if shm._incoming else None
+                if extra is not None:  # handed-back slots of the peer's segment, first
+                    frame = [struct.pack("<Q", len(extra[0])), extra[0], *frame]
                 _send_all(self.sock, frame)
         except OSError as e:
+            if extra is not None:
+                extra[1].restore(extra[2])
             self._fail(e)
             raise errors.UnavailableError(
                 None, None, f"Pushing a tensor failed: {e}") from None
@@ -809,6 +817,8 @@ class PushService:
                 _tune(conn)
             conn.settimeout(None)
             readers = _Readers(self, conn, peer, calls, mapping)
+            if mapping is not None:
+                shm.incoming(peer, calls.releases, mapping.nonce)
         except (OSError, EOFError, errors.OpError, ValueError, IndexError, MemoryError):
             pass
         finally:
@@ -823,6 +833,7 @@ class PushService:
         with self._lock:
             self._conns.discard(conn)
         if calls is not None:
+            shm.forget_incoming(peer or "", calls.releases)
             calls.close()
         conn.close()
         if peer is not None:
@@ -856,6 +867,8 @@ class PushService:
                 continue
             if data[:1] == b"\x18":
                 calls.cancel(wire._read_varint(data, 1)[0])
+            elif data[:1] == _FOREIGN_RELEASE:
+                shm.release_foreign(data)
             elif data[:1] == _SHARED:
                 if mapping is None:
                     raise errors.InvalidArgumentError(

@@ -30,6 +30,15 @@ Ownership (the invariants):
   whose only consumer is a pushed _Send). Its first push sends that extent as it is (no
   copy) and makes the producer's array read-only; the extent is free again only when
   both the consumer has handed it back and the producer's last view is gone.
+- A variable's storage may live in an extent (`Segment.resident`, asked for by an
+  optimizer's update through kernels/buffers.py's `storage_relocator`, `storage_for`
+  here): each push of it lends the extent (no copy), the producer's array is read-only
+  while any lending is out, and writeable again once every lending is handed back, so the
+  next update writes it in place; an update that finds it still lent writes a copy in a
+  fresh resident extent instead (copy-on-write). A consumer hands lent extents back
+  early: its next frame to the producer's task carries them (`piggyback`, a release frame
+  naming the segment by its nonce), so a parameter server's update, which waits for the
+  worker's gradients, finds the variables it pushed already handed back.
 - Everything a consumer reads from a frame is checked against its own mapping before an
   array is made: a malformed or out-of-range descriptor is InvalidArgumentError (the
   connection is then dropped), never an access outside the segment.
@@ -51,6 +60,7 @@ import numpy as np
 
 from tensorflux.distributed import wire
 from tensorflux.framework import dtypes, errors
+from tensorflux.kernels import buffers
 from tensorflux.lib.protowire import read_varint, varint
 
 SEGMENT_BYTES = 64 << 20  # per push connection; pages are touched only as used
@@ -59,11 +69,14 @@ ALIGN = 64
 NONCE_BYTES = 16
 HELLO_MAGIC = b"TFXSHM01"
 TENSOR_TAG = 0x22  # the first byte of a tensor-in-shared-memory frame (field 4) ...
-RELEASE_TAG = 0x2A  # ... and of a frame of released slots (field 5)
+RELEASE_TAG = 0x2A  # ... and of a frame of released slots (field 5) ...
+FOREIGN_RELEASE_TAG = 0x32  # ... and of one for the segment of the reverse connection (6)
 _TENSOR_TAG_BYTE = bytes((TENSOR_TAG,))
 _RELEASE_BYTES = 4 << 20  # the consumer hands slots back once this much is free ...
 _RELEASE_SLOTS = 64  # ... or this many slots
 _SEALS = ("F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_SEAL")
+LENT = 1 << 62  # set in the slot of a lending (a variable's storage): the consumer's view
+#                 is read-only, so it never writes into (donates) what the producer keeps
 
 
 def enabled() -> bool:
@@ -142,6 +155,13 @@ class Segment:
         self._held: set[int] = set()
         self._returned: set[int] = set()
         self._dropped: collections.deque = collections.deque()
+        # Variables' storage kept here (`resident`): data address -> record, the same
+        # records by their extent's slot, and the lendings out (lending slot -> record).
+        self.residents: dict[int, _Resident] = {}
+        self._resident_slots: dict[int, _Resident] = {}
+        self._lent: dict[int, _Resident] = {}
+        _segments.add(self)
+        buffers.storage_relocator = storage_for
 
     def close_fd(self) -> None:
         """The descriptor, once handed over (the mapping stays)."""
@@ -158,13 +178,21 @@ class Segment:
         with self._lock:
             if self.closed:
                 return None
-            if self._owned:
-                owned = self._owned.get(arr.__array_interface__["data"][0])
+            if self._owned or self.residents:
+                addr = arr.__array_interface__["data"][0]
+                owned = self._owned.get(addr)
                 if owned is not None and owned[1] == n:
                     slot = owned[0]
-                    del self._owned[arr.__array_interface__["data"][0]]
+                    del self._owned[addr]
                     arr.flags.writeable = False  # the consumer reads it from now on
                     return slot, self._used[slot][0]
+                rec = self.residents.get(addr)
+                if rec is not None and rec.ref() is arr:  # lent, not copied
+                    slot = next(self._slots) | LENT
+                    self._lent[slot] = rec
+                    rec.lent += 1
+                    arr.flags.writeable = False  # until every lending is handed back
+                    return slot, rec.offset
             placed = self._take(n)
         if placed is None:
             return None
@@ -173,7 +201,34 @@ class Segment:
             np.frombuffer(self._mm, np.uint8, n, off)[...] = arr.reshape(-1).view(np.uint8)
         except ValueError:  # closed meanwhile: the connection failed
             return None
+        _note_copied(arr, self)
         return slot, off
+
+    def resident(self, arr: np.ndarray) -> np.ndarray | None:
+        """A copy of `arr` (a variable's storage, `shareable`) in an extent of its own,
+        for the variable to keep instead: each `put` of it lends the extent without a
+        copy (see the module docstring). None when there is no room."""
+        n = arr.nbytes
+        with self._lock:
+            if self.closed:
+                return None
+            placed = self._take(n)
+            if placed is None:
+                return None
+            slot, off = placed
+            try:
+                base = np.frombuffer(self._mm, np.uint8, n, off)
+            except ValueError:  # closed
+                self._insert(*self._used.pop(slot))
+                return None
+            out = base.view(arr.dtype).reshape(arr.shape)
+            addr = base.__array_interface__["data"][0]
+            rec = _Resident(slot, off, addr, weakref.ref(out))
+            self.residents[addr] = rec
+            self._resident_slots[slot] = rec
+        weakref.finalize(base, self._dropped.append, slot).atexit = False
+        np.copyto(out, arr)
+        return out
 
     def alloc(self, shape: tuple, dtype: np.dtype) -> np.ndarray | None:
         """An uninitialized C-contiguous array of `shape` and `dtype` in a free extent (for
@@ -228,6 +283,13 @@ class Segment:
         still holds them (pushed, not handed back). Under the lock."""
         while self._dropped:
             slot = self._dropped.popleft()
+            rec = self._resident_slots.pop(slot, None)
+            if rec is not None:  # a variable's storage, dropped here
+                self.residents.pop(rec.addr, None)
+                rec.dead = True
+                if not rec.lent:
+                    self._insert(*self._used.pop(slot))
+                continue
             self._held.discard(slot)
             extent = self._used.get(slot)
             if extent is None:
@@ -248,6 +310,17 @@ class Segment:
             if self._dropped:
                 self._drain()
             for slot in slots:
+                rec = self._lent.pop(slot, None) if self._lent else None
+                if rec is not None:  # a lending of a variable's storage
+                    rec.lent -= 1
+                    if not rec.lent:
+                        if rec.dead:
+                            self._insert(*self._used.pop(rec.slot))
+                        else:
+                            arr = rec.ref()
+                            if arr is not None:  # its next update may write in place
+                                arr.flags.writeable = True
+                    continue
                 if slot in self._held:  # an array of ours still views it
                     if slot in self._used:
                         self._returned.add(slot)
@@ -290,6 +363,54 @@ class Segment:
             pass  # a copy still running on another thread; it goes with its last view
 
 
+class _Resident:
+    """A variable's storage in an extent (`Segment.resident`): how many lendings of it
+    are out, and whether the producer's last view of it is gone."""
+
+    __slots__ = ("slot", "offset", "addr", "ref", "lent", "dead")
+
+    def __init__(self, slot: int, offset: int, addr: int, ref):
+        self.slot, self.offset, self.addr, self.ref = slot, offset, addr, ref
+        self.lent = 0
+        self.dead = False
+
+
+_segments: weakref.WeakSet = weakref.WeakSet()  # this process's producer segments
+# Arrays `put` copied into a segment, by id: (a weak reference, the segment). An update of
+# a variable whose storage is one of them moves it into that segment (`storage_for`).
+_copied: dict[int, tuple] = {}
+
+
+def _note_copied(arr: np.ndarray, segment: Segment) -> None:
+    key = id(arr)
+    if key not in _copied:
+        try:
+            _copied[key] = (weakref.ref(arr, lambda _, k=key: _copied.pop(k, None)), segment)
+        except TypeError:
+            pass
+
+
+def storage_for(arr) -> np.ndarray | None:
+    """For an update about to write a variable's storage `arr` (kernels/buffers.py
+    `storage_relocator`): a copy of it resident in the segment it is pushed through, for
+    the variable to keep instead, or None (keep `arr`). A resident array still lent gets a
+    fresh resident copy (the lending's tensor never changes); one pushed by a copy moves
+    into that copy's segment, once."""
+    if type(arr) is not np.ndarray:
+        return None
+    entry = _copied.pop(id(arr), None)
+    addr = arr.__array_interface__["data"][0]
+    for segment in list(_segments):
+        rec = segment.residents.get(addr)
+        if rec is not None and rec.ref() is arr:  # (pushed elsewhere too: stays here)
+            return None if arr.flags.writeable else segment.resident(arr)
+    if entry is not None:
+        segment = entry[1]
+        if entry[0]() is arr and not segment.closed and shareable(arr) is arr:
+            return segment.resident(arr)
+    return None
+
+
 # ---- the consumer's mapping --------------------------------------------------------------
 
 class Mapping:
@@ -318,6 +439,7 @@ class Mapping:
             os.close(fd)
         if self._mm[:NONCE_BYTES] != nonce or len(nonce) != NONCE_BYTES:
             raise _bad("the segment does not hold the producer's nonce (map check)")
+        self.nonce = nonce
         self.size = size
         self._releases = releases
 
@@ -344,11 +466,15 @@ class Mapping:
                        f"the {self.size}-byte segment")
         base = np.frombuffer(self._mm, np.uint8, nbytes, offset)
         weakref.finalize(base, self._releases.add, slot, nbytes).atexit = False
-        return base.view(np_dtype).reshape(dims)
+        arr = base.view(np_dtype).reshape(dims)
+        if slot & LENT:
+            arr.flags.writeable = False
+        return arr
 
 
 class Releases:
-    """Slots a consumer is done with, written back to the producer a few at a time.
+    """Slots a consumer is done with, written back to the producer a few at a time, or
+    taken by the next frame this task writes to the producer's task (`take`, `piggyback`).
 
     `write(frame) -> bool` writes a frame on the connection, or returns False at once when
     another thread is writing there (that one calls `flush` when done): `add` runs in
@@ -366,6 +492,24 @@ class Releases:
         if self._bytes >= _RELEASE_BYTES or len(self._pending) >= _RELEASE_SLOTS:
             self.flush()
 
+    def take(self) -> list[int]:
+        """The pending slots, now (none when another thread is writing them)."""
+        if not self._pending or not self._lock.acquire(blocking=False):
+            return []
+        try:
+            slots = []
+            while self._pending:
+                slots.append(self._pending.popleft())
+            self._bytes = 0
+            return slots
+        finally:
+            self._lock.release()
+
+    def restore(self, slots: list[int]) -> None:
+        """Slots `take` gave out that could not be written: pending again."""
+        self._pending.extendleft(reversed(slots))
+        self._bytes = _RELEASE_BYTES
+
     def flush(self, force: bool = False) -> None:
         if not self._pending or not self._lock.acquire(blocking=False):
             return  # the holder flushes
@@ -382,6 +526,68 @@ class Releases:
                 self._bytes = _RELEASE_BYTES
         finally:
             self._lock.release()
+
+
+# ---- releases carried by the connection the other way ------------------------------------
+#
+# Two tasks that push to each other have a connection each way. A consumer's releases for
+# the segment of the connection coming in from a task ride on the next frame it writes on
+# its own connection to that task (`piggyback`): a worker's gradients carry the slots of
+# the variables the parameter server lent it, which are then handed back before the
+# server's update runs, at no system call of their own.
+
+_incoming: dict[str, tuple] = {}  # producer task -> (its connection's Releases, nonce)
+
+
+def incoming(peer: str, releases: Releases, nonce: bytes) -> None:
+    """Records the shared connection coming in from task `peer` (see above)."""
+    if peer:
+        _incoming[peer] = (releases, nonce)
+
+
+def forget_incoming(peer: str, releases: Releases) -> None:
+    entry = _incoming.get(peer)
+    if entry is not None and entry[0] is releases:
+        del _incoming[peer]
+
+
+def piggyback(task: str) -> tuple[bytes, Releases, list] | None:
+    """(frame, releases, slots): a frame of the slots this task is done with in the
+    segment of `task`'s connection to it (FOREIGN_RELEASE_TAG: the segment's nonce, then
+    the slots), taken from `releases` (`releases.restore(slots)` if it cannot be
+    written); or None."""
+    entry = _incoming.get(task)
+    if entry is None:
+        return None
+    releases = entry[0]
+    slots = releases.take()
+    if not slots:
+        return None
+    body = entry[1] + b"".join(map(varint, slots))
+    return bytes((FOREIGN_RELEASE_TAG,)) + varint(len(body)) + body, releases, slots
+
+
+def release_foreign(data) -> None:
+    """Hands back the slots of a `piggyback` frame to the segment its nonce names (a
+    nonce of no segment here: ignored, as unknown slots are).
+
+    Raises:
+      ValueError: the frame is malformed.
+    """
+    buf = memoryview(data)
+    n, pos = read_varint(buf, 1)
+    if buf[:1] != bytes((FOREIGN_RELEASE_TAG,)) or pos + n != len(buf) or n < NONCE_BYTES:
+        raise ValueError("malformed release frame")
+    nonce = bytes(buf[pos:pos + NONCE_BYTES])
+    pos += NONCE_BYTES
+    slots = []
+    while pos < len(buf):
+        slot, pos = read_varint(buf, pos)
+        slots.append(slot)
+    for segment in list(_segments):
+        if segment.nonce == nonce:
+            segment.release(slots)
+            return
 
 
 # ---- frames ------------------------------------------------------------------------------

@@ -117,6 +117,29 @@ def donated_output(inputs: tuple, donated: tuple, shape: tuple, dtype):
     return None
 
 
+# ---- where a variable's storage lives: a hint from the transport ------------------------
+#
+# A task that pushes a variable to another task on the same host may keep the variable's
+# storage in the shared segment it pushes through, so each push lends it instead of
+# copying it (distributed/shm.py `storage_for`, registered here when a segment is made).
+# An optimizer's update, about to write the storage, asks `relocate_storage` first.
+
+storage_relocator = None  # fn(arr) -> an array for the variable to keep instead, or None
+
+
+def relocate_storage(vars_) -> None:
+    """Gives each variable of `vars_` (objects with `.value`) the storage the transport
+    wants it to keep (see above), if any; the caller then takes the arrays to write as
+    usual (copy-on-write)."""
+    relocate = storage_relocator
+    if relocate is None:
+        return
+    for v in vars_:
+        moved = relocate(v.value)
+        if moved is not None:
+            v.value = moved
+
+
 # ---- where an output goes: a hint from the executor -------------------------------------
 #
 # A kernel whose output the executor knows goes straight to another task through a shared

@@ -29,7 +29,7 @@ import operator
 import numpy as np
 
 from tensorflux.framework import errors, op_registry
-from tensorflux.kernels import intra_op
+from tensorflux.kernels import buffers, intra_op
 from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu.state_ops import FoundVars, _existing, as_handle, own_value
 from tensorflux.kernels.registry import kernel_factory
@@ -157,9 +157,12 @@ def _owned(var, slot_vars, var_h, handles, hyper):
     return w, slots
 
 
-def _own_all(vars_: list, handles) -> list:
+def _own_all(vars_: list, handles, updated: int = 1) -> list:
     """`_own` of each variable (`handles` name them for the error), in one native call
-    when the extension is built."""
+    when the extension is built; the first `updated` are the updates' variables (not
+    slots), whose storage the transport may move first (buffers.relocate_storage)."""
+    if buffers.storage_relocator is not None:
+        buffers.relocate_storage(vars_[:updated])
     arrays = native.own_many(vars_)
     if arrays is None:
         return [_own(v, as_handle(h).name) for v, h in zip(vars_, handles, strict=True)]
@@ -215,7 +218,7 @@ def _fused_dense_kernel(op_type: str, slot_names: tuple[str, ...], update):
                                           hyper)
                         _apply_dense(ctx, update, w, slots, hyper, flags)
                     return
-                arrays = _own_all(every, handles)
+                arrays = _own_all(every, handles, count)
                 for w, grad in zip(arrays[:count], args[picks[0]], strict=True):
                     if w.shape != getattr(grad, "shape", None):
                         _check_shape(w, grad, "var")
