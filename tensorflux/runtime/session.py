@@ -44,41 +44,50 @@ from tensorflux.runtime.graph_runner import GraphRunner
 _live_sessions: weakref.WeakSet = weakref.WeakSet()
 
 
+def _partitioned(session: BaseSession, feeds: list[Tensor], fetches: list[Tensor],
+                 targets: list[Operation]) -> tuple:
+    """The user's graph pruned to a signature, optimized, placed and partitioned per
+    device: (partitions, cost_model.StepCosts, placer.Placement), what a `_Step` is built
+    from."""
+    sg = step_graph_lib.build(feeds, fetches, targets)
+    fuse = all(d.device_type == "CPU" for d in session._device_mgr.devices)
+    graph_optimizer.optimize(sg, session._optimizer_options, fuse=fuse)
+    config = session._config
+    graph_options = config.graph_options if config is not None else None
+    costs = cost_model_lib.StepCosts(session._cost_model,
+                                     {a: t.shape for a, t in zip(sg.args, feeds, strict=True)})
+    placement = placer.place(
+        sg, session._device_mgr,
+        allow_soft_placement=bool(config and config.allow_soft_placement),
+        log_device_placement=bool(config and config.log_device_placement),
+        costs=costs, pinned=session._stateful_placements,
+        graph_groups=session._graph_colocation)
+    graph_optimizer.optimize_placed(sg, session._optimizer_options, fuse=fuse)
+    parts = partition.partition(
+        sg, session._device_mgr,
+        bfloat16_sendrecv=bool(graph_options and graph_options.enable_bfloat16_sendrecv),
+        recv_scheduling=bool(graph_options and graph_options.enable_recv_scheduling),
+        costs=costs)
+    return parts, costs, placement
+
+
 class _Step(GraphRunner):
     """Everything needed to run one (feeds, fetches, targets) signature, built once: the
     user's graph pruned, optimized, placed and partitioned, then a GraphRunner's executors."""
 
     def __init__(self, session: BaseSession, feeds: list[Tensor], fetches: list[Tensor],
                  targets: list[Operation]):
-        sg = step_graph_lib.build(feeds, fetches, targets)
-        graph_optimizer.optimize(sg, session._optimizer_options, fuse=all(
-            d.device_type == "CPU" for d in session._device_mgr.devices))
-        config = session._config
-        graph_options = config.graph_options if config is not None else None
         # Placement uses the session's cost model as it is now; a traced run that changes
         # it marks this step for a rebuild (`rebuild_on_new_costs`, `cost_version`).
         self.cost_version = session._cost_model.version
-        costs = cost_model_lib.StepCosts(session._cost_model,
-                                         {a: t.shape for a, t in zip(sg.args, feeds, strict=True)})
-        self.placement = placer.place(
-            sg, session._device_mgr,
-            allow_soft_placement=bool(config and config.allow_soft_placement),
-            log_device_placement=bool(config and config.log_device_placement),
-            costs=costs, pinned=session._stateful_placements,
-            graph_groups=session._graph_colocation)
+        parts, costs, self.placement = _partitioned(session, feeds, fetches, targets)
         self.rebuild_on_new_costs = self.placement.has_choices
-        graph_optimizer.optimize_placed(sg, session._optimizer_options, fuse=all(
-            d.device_type == "CPU" for d in session._device_mgr.devices))
-        parts = partition.partition(
-            sg, session._device_mgr,
-            bfloat16_sendrecv=bool(graph_options and graph_options.enable_bfloat16_sendrecv),
-            recv_scheduling=bool(graph_options and graph_options.enable_recv_scheduling),
-            costs=costs)
         self.partition_graphs = parts
         devices = {p.device: session._device_mgr.lookup(p.device) for p in parts.values()}
         super().__init__([(devices[p.device], p.nodes, [(n, i) for _, n, i in p.fetches],
                            [pos for pos, _, _ in p.fetches]) for p in parts.values()],
-                         session._exec_options, len(sg.fetches), session._graph, costs,
+                         session._exec_options, sum(len(p.fetches) for p in parts.values()),
+                         session._graph, costs,
                          compile_later=True)
         # fetches of persistent-tensor handles come back as TensorHandles
         self.handle_fetches = [(i, t.op.inputs[0].dtype) for i, t in enumerate(fetches)
