@@ -32,6 +32,7 @@ from tensorflux.runtime import device as device_lib
 from tensorflux.runtime import (
     fetching,
     graph_optimizer,
+    partial_run,
     partition,
     placer,
     tracing,
@@ -44,41 +45,50 @@ from tensorflux.runtime.graph_runner import GraphRunner
 _live_sessions: weakref.WeakSet = weakref.WeakSet()
 
 
+def _partitioned(session: BaseSession, feeds: list[Tensor], fetches: list[Tensor],
+                 targets: list[Operation], partial: bool = False) -> tuple:
+    """The user's graph pruned to a signature, optimized, placed and partitioned per
+    device: (partitions, cost_model.StepCosts, placer.Placement). What a `_Step` and a
+    partial run's step (`partial`: its feeds arrive while it runs) are built from."""
+    sg = step_graph_lib.build(feeds, fetches, targets, feeds_arrive=partial)
+    fuse = all(d.device_type == "CPU" for d in session._device_mgr.devices)
+    graph_optimizer.optimize(sg, session._optimizer_options, fuse=fuse)
+    config = session._config
+    graph_options = config.graph_options if config is not None else None
+    costs = cost_model_lib.StepCosts(session._cost_model,
+                                     {a: t.shape for a, t in zip(sg.args, feeds, strict=True)})
+    placement = placer.place(
+        sg, session._device_mgr,
+        allow_soft_placement=bool(config and config.allow_soft_placement),
+        log_device_placement=bool(config and config.log_device_placement),
+        costs=costs, pinned=session._stateful_placements,
+        graph_groups=session._graph_colocation)
+    graph_optimizer.optimize_placed(sg, session._optimizer_options, fuse=fuse)
+    parts = partition.partition(
+        sg, session._device_mgr,
+        bfloat16_sendrecv=bool(graph_options and graph_options.enable_bfloat16_sendrecv),
+        recv_scheduling=bool(graph_options and graph_options.enable_recv_scheduling),
+        costs=costs)
+    return parts, costs, placement
+
+
 class _Step(GraphRunner):
     """Everything needed to run one (feeds, fetches, targets) signature, built once: the
     user's graph pruned, optimized, placed and partitioned, then a GraphRunner's executors."""
 
     def __init__(self, session: BaseSession, feeds: list[Tensor], fetches: list[Tensor],
                  targets: list[Operation]):
-        sg = step_graph_lib.build(feeds, fetches, targets)
-        graph_optimizer.optimize(sg, session._optimizer_options, fuse=all(
-            d.device_type == "CPU" for d in session._device_mgr.devices))
-        config = session._config
-        graph_options = config.graph_options if config is not None else None
         # Placement uses the session's cost model as it is now; a traced run that changes
         # it marks this step for a rebuild (`rebuild_on_new_costs`, `cost_version`).
         self.cost_version = session._cost_model.version
-        costs = cost_model_lib.StepCosts(session._cost_model,
-                                         {a: t.shape for a, t in zip(sg.args, feeds, strict=True)})
-        self.placement = placer.place(
-            sg, session._device_mgr,
-            allow_soft_placement=bool(config and config.allow_soft_placement),
-            log_device_placement=bool(config and config.log_device_placement),
-            costs=costs, pinned=session._stateful_placements,
-            graph_groups=session._graph_colocation)
+        parts, costs, self.placement = _partitioned(session, feeds, fetches, targets)
         self.rebuild_on_new_costs = self.placement.has_choices
-        graph_optimizer.optimize_placed(sg, session._optimizer_options, fuse=all(
-            d.device_type == "CPU" for d in session._device_mgr.devices))
-        parts = partition.partition(
-            sg, session._device_mgr,
-            bfloat16_sendrecv=bool(graph_options and graph_options.enable_bfloat16_sendrecv),
-            recv_scheduling=bool(graph_options and graph_options.enable_recv_scheduling),
-            costs=costs)
         self.partition_graphs = parts
         devices = {p.device: session._device_mgr.lookup(p.device) for p in parts.values()}
         super().__init__([(devices[p.device], p.nodes, [(n, i) for _, n, i in p.fetches],
                            [pos for pos, _, _ in p.fetches]) for p in parts.values()],
-                         session._exec_options, len(sg.fetches), session._graph, costs,
+                         session._exec_options, sum(len(p.fetches) for p in parts.values()),
+                         session._graph, costs,
                          compile_later=True)
         # fetches of persistent-tensor handles come back as TensorHandles
         self.handle_fetches = [(i, t.op.inputs[0].dtype) for i, t in enumerate(fetches)
@@ -160,6 +170,10 @@ class BaseSession:
         self._steps: dict[tuple, _Step] = {}
         self._build_lock = threading.Lock()
         self._step_ids = itertools.count(1)
+        # Partial runs (runtime/partial_run.py): steps per signature, live runs per handle.
+        self._partial_steps: dict[tuple, partial_run.PartialRunStep] = {}
+        self._partial_runs: dict[str, partial_run.PartialRun] = {}
+        self._partial_count = itertools.count()
         # Steps that can block, for close() to cancel. A dict keyed by identity: insertion
         # and removal are single atomic operations under the GIL, so the many threads
         # running steps on one Session never queue on a lock here.
@@ -312,6 +326,111 @@ class BaseSession:
 
         return call
 
+    # ---- partial runs -------------------------------------------------------------------
+    @traceback_utils.filter_traceback
+    def partial_run_setup(self, fetches, feeds=None):
+        """Starts a partial run: one step of `fetches` that `partial_run` calls then feed
+        and fetch in pieces (runtime/partial_run.py).
+
+        Args:
+          fetches: a graph element or a nested structure of them, as for `run`; the
+            Operations among them run as the step's targets.
+          feeds: a graph element or a list of them: the tensors the calls may feed.
+
+        Returns:
+          The handle (a string) of the partial run, for `partial_run`. The run ends when
+          everything is fed and fetched, when the Session closes, or when the handle
+          object is garbage collected.
+
+        Raises:
+          RuntimeError: the Session is closed or its graph is empty.
+          TypeError, ValueError: a bad fetch or feed.
+          InvalidArgumentError: a tensor both fed and fetched, a feed named twice, or
+            nothing to fetch or run.
+        """
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if not self._graph._ops:
+            raise RuntimeError("The Session graph is empty. Add operations to the graph "
+                               "before calling run().")
+        feed_tensors = partial_run.setup_feeds(self._graph, feeds)
+        mapper = fetching.mapper_for(self._graph, fetches)
+        partial_run.check_signature(feed_tensors, mapper.tensors, mapper.targets)
+        if self._remote is not None:
+            raise errors.UnimplementedError(
+                None, None, "partial_run_setup on a grpc:// session is not supported")
+        step = self._partial_step(feed_tensors, mapper.tensors, mapper.targets)
+        key = partial_run.handle_string(feed_tensors, mapper.tensors, mapper.targets,
+                                        next(self._partial_count))
+        handle = partial_run.PartialRunHandle(key)
+        runs = self._partial_runs
+        runs[key] = run = partial_run.PartialRun(step, self, next(self._step_ids),
+                                                 lambda: runs.pop(key, None))
+        if self._closed:  # closed meanwhile, by another thread
+            run.release()
+        weakref.finalize(handle, _release_partial_run, weakref.ref(self), key)
+        return handle
+
+    @traceback_utils.filter_traceback
+    def partial_run(self, handle, fetches, feed_dict=None):
+        """Continues the partial run `handle`: feeds `feed_dict` and fetches `fetches`.
+
+        Args:
+          handle: what `partial_run_setup` returned.
+          fetches: tensors given to `partial_run_setup` (a nested structure, as for `run`),
+            none fetched before.
+          feed_dict: values of tensors given to `partial_run_setup` as feeds, none fed
+            before.
+
+        Returns:
+          The fetched values in the structure of `fetches`.
+
+        Raises:
+          RuntimeError: the Session is closed, or `fetches` holds an Operation.
+          TypeError, ValueError: a bad fetch or feed (as for `run`).
+          InvalidArgumentError: an unknown or ended handle; a feed or fetch not set up, or
+            given before; a fetch needing a feed not given yet.
+          tf.errors.OpError: the step failed (a kernel's error, naming its node).
+        """
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        mapper = fetching.mapper_for(self._graph, fetches)
+        if mapper.targets:
+            raise RuntimeError("partial_run() requires empty `target_list`. Received: "
+                               f"target_list={mapper.targets} (non-empty)")
+        feed_map = fetching.process_feeds(self._graph, feed_dict) if feed_dict else {}
+        wanted = [t for t in mapper.tensors if t not in feed_map]
+        values = []
+        if wanted or feed_map:  # TF asks the runtime nothing otherwise
+            run = self._partial_runs.get(handle) if isinstance(handle, str) else None
+            if run is None:
+                raise partial_run.no_setup_error()
+            timeout = self._operation_timeout_ms / 1000.0 \
+                if self._operation_timeout_ms > 0 else None
+            values = run.exchange(feed_map, wanted, timeout)
+        results = _results(mapper.tensors, feed_map, values)
+        for i, t in enumerate(mapper.tensors):
+            if t.op.type in session_ops.HANDLE_OPS and t not in feed_map:
+                results[i] = session_ops.TensorHandle(results[i], t.op.inputs[0].dtype, self)
+        return mapper.build_results(results)
+
+    def _partial_step(self, feeds, fetches, targets) -> partial_run.PartialRunStep:
+        """The PartialRunStep of a signature, built on first use."""
+        key = (tuple(feeds), tuple(fetches), tuple(targets), self._graph._mutation_version)
+        step = self._partial_steps.get(key)
+        if step is None:
+            with self._build_lock:
+                step = self._partial_steps.get(key)
+                if step is None:
+                    with gc_pause.paused():
+                        parts, costs, _ = _partitioned(self, feeds, fetches, targets,
+                                                       partial=True)
+                        step = partial_run.PartialRunStep(
+                            parts, self._device_mgr, self._exec_options, feeds, fetches,
+                            self._graph, costs)
+                    self._partial_steps[key] = step
+        return step
+
     # ---- lifetime -----------------------------------------------------------------------
     def _register_step(self, cm: CancellationManager) -> None:
         self._active_steps[id(cm)] = cm
@@ -330,11 +449,14 @@ class BaseSession:
         self._closed = True
         if self._remote is not None:
             self._remote.close()
+        for run in list(self._partial_runs.values()):
+            run.release(errors.CancelledError(None, None, "The Session was closed"))
         active = list(self._active_steps.values())
         for cm in active:
             cm.start_cancel()
         self._closing.start_cancel()
         self._steps.clear()
+        self._partial_steps.clear()
         session_state.clear(self)  # the persistent tensors it held
         self._device_mgr.shutdown()
         release_free_memory()  # the heap keeps its peak while steps run (kernels/cpu/_blas.py)
@@ -386,6 +508,14 @@ class BaseSession:
                         d.resource_mgr.cleanup(c)
                 else:
                     d.resource_mgr.cleanup("")
+
+
+def _release_partial_run(session_ref, key: str) -> None:
+    """A partial run's handle object was collected: the run ends (if it has not)."""
+    session = session_ref()
+    run = session._partial_runs.get(key) if session is not None else None
+    if run is not None:
+        run.release()
 
 
 # scheme -> factory(target, graph, config) of the backend running a session's steps

@@ -79,12 +79,14 @@ class StepGraph:
         return out
 
 
-def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation]) -> StepGraph:
+def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation],
+          feeds_arrive: bool = False) -> StepGraph:
     """Prunes the user's graph to what `fetches` and `targets` need, given `feeds`.
 
     Fed tensors cut their edges: the producer of a fed tensor runs only if something else
     needs it. Fetched tensors that are also fed are not part of the step (the Session answers
-    them with the fed value).
+    them with the fed value). With `feeds_arrive`, the feeds come while the step runs (a
+    partial run's): a variable read for a consumer also waits for the consumer's feeds.
     """
     fed = {t: i for i, t in enumerate(feeds)}
     needed: set[Operation] = set()
@@ -122,7 +124,7 @@ def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation]) 
     sg.fetches = [(node_of[t.op], t.value_index) for t in fetches if t not in fed]
     sg.targets = [node_of[op] for op in targets]
     if any(dt._is_ref_dtype for n in sg.nodes for dt in n.output_dtypes):
-        _read_refs(sg)
+        _read_refs(sg, feeds_arrive)
     return sg
 
 
@@ -162,7 +164,7 @@ def _writes_a_variable(n: Node) -> bool:
     return opdef is not None and opdef.has_ref_inputs and n.op not in _REF_NON_WRITES
 
 
-def _read_refs(sg: StepGraph) -> None:
+def _read_refs(sg: StepGraph, feeds_arrive: bool = False) -> None:
     """TF1 reference variables: a consumer that takes a ref (a variable's handle) where
     its op wants a value reads it through a `_RefRead` node (ops/ref_variable_ops.py), which
     waits for everything the consumer waits for, so the value is the variable's when the
@@ -201,7 +203,8 @@ def _read_refs(sg: StepGraph) -> None:
                 root, ri, ctl = aliases[src]
                 aliases[n] = (root, ri, ctl + list(n.control_inputs))
     # Nodes that update state (or group such updates), and nodes that run after one of
-    # them: a consumer of an alias that is ordered after an update reads for itself.
+    # them (or after a feed that arrives while the step runs, which may come after an
+    # update): a consumer of an alias that is ordered so reads for itself.
     writes: set[Node] = set()
     ordered: set[Node] = set()
     for n in sg.nodes:  # graph order: producers first (loop back edges aside)
@@ -209,7 +212,8 @@ def _read_refs(sg: StepGraph) -> None:
         if _writes_a_variable(n) or \
                 (n.op in ("NoOp", "Identity") and any(d in writes for d in deps)):
             writes.add(n)
-        if any(d in writes or d in ordered for d in deps if d not in aliases):
+        if (feeds_arrive and n.op == "_Arg") or \
+                any(d in writes or d in ordered for d in deps if d not in aliases):
             ordered.add(n)
     for n in list(sg.nodes):
         if n.op == "_RefRead" or n in aliases:
@@ -222,9 +226,10 @@ def _read_refs(sg: StepGraph) -> None:
         after = list(n.control_inputs)
         opdef = op_registry.lookup(n.op)
         if opdef is None or opdef.flow_kind != "merge":  # a Merge's other inputs are dead
-            # (Feeds exist when the step starts: waiting for them orders nothing.)
+            # (Feeds exist when a step starts: waiting for them orders nothing.)
             after += [src for k, (src, _) in enumerate(n.inputs)
-                      if k not in values and k not in wanted and src.op != "_Arg"]
+                      if k not in values and k not in wanted and
+                      (feeds_arrive or src.op != "_Arg")]
         for k in values:
             src, i = n.inputs[k]
             extra = []
