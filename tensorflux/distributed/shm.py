@@ -155,9 +155,9 @@ class Segment:
         self._held: set[int] = set()
         self._returned: set[int] = set()
         self._dropped: collections.deque = collections.deque()
-        # Variables' storage kept here (`resident`): data address -> record, the same
-        # records by their extent's slot, and the lendings out (lending slot -> record).
-        self.residents: dict[int, _Resident] = {}
+        # Variables' storage kept here (`resident`; `_residents` has them by address):
+        # the records by their extent's slot, and the lendings out (lending slot ->
+        # record).
         self._resident_slots: dict[int, _Resident] = {}
         self._lent: dict[int, _Resident] = {}
         _segments.add(self)
@@ -178,7 +178,7 @@ class Segment:
         with self._lock:
             if self.closed:
                 return None
-            if self._owned or self.residents:
+            if self._owned or self._resident_slots:
                 addr = arr.__array_interface__["data"][0]
                 owned = self._owned.get(addr)
                 if owned is not None and owned[1] == n:
@@ -186,8 +186,8 @@ class Segment:
                     del self._owned[addr]
                     arr.flags.writeable = False  # the consumer reads it from now on
                     return slot, self._used[slot][0]
-                rec = self.residents.get(addr)
-                if rec is not None and rec.ref() is arr:  # lent, not copied
+                rec = _residents.get(addr)
+                if rec is not None and rec.segment is self and rec.ref() is arr:  # lent
                     slot = next(self._slots) | LENT
                     self._lent[slot] = rec
                     rec.lent += 1
@@ -223,8 +223,8 @@ class Segment:
                 return None
             out = base.view(arr.dtype).reshape(arr.shape)
             addr = base.__array_interface__["data"][0]
-            rec = _Resident(slot, off, addr, weakref.ref(out))
-            self.residents[addr] = rec
+            rec = _Resident(self, slot, off, addr, weakref.ref(out))
+            _residents[addr] = rec
             self._resident_slots[slot] = rec
         weakref.finalize(base, self._dropped.append, slot).atexit = False
         np.copyto(out, arr)
@@ -285,7 +285,8 @@ class Segment:
             slot = self._dropped.popleft()
             rec = self._resident_slots.pop(slot, None)
             if rec is not None:  # a variable's storage, dropped here
-                self.residents.pop(rec.addr, None)
+                if _residents.get(rec.addr) is rec:
+                    del _residents[rec.addr]
                 rec.dead = True
                 if not rec.lent:
                     self._insert(*self._used.pop(slot))
@@ -367,15 +368,17 @@ class _Resident:
     """A variable's storage in an extent (`Segment.resident`): how many lendings of it
     are out, and whether the producer's last view of it is gone."""
 
-    __slots__ = ("slot", "offset", "addr", "ref", "lent", "dead")
+    __slots__ = ("segment", "slot", "offset", "addr", "ref", "lent", "dead")
 
-    def __init__(self, slot: int, offset: int, addr: int, ref):
-        self.slot, self.offset, self.addr, self.ref = slot, offset, addr, ref
+    def __init__(self, segment: Segment, slot: int, offset: int, addr: int, ref):
+        self.segment, self.slot, self.offset, self.addr, self.ref = \
+            segment, slot, offset, addr, ref
         self.lent = 0
         self.dead = False
 
 
 _segments: weakref.WeakSet = weakref.WeakSet()  # this process's producer segments
+_residents: dict[int, _Resident] = {}  # variables' storage in them, by data address
 # Arrays `put` copied into a segment, by id: (a weak reference, the segment). An update of
 # a variable whose storage is one of them moves it into that segment (`storage_for`).
 _copied: dict[int, tuple] = {}
@@ -399,11 +402,9 @@ def storage_for(arr) -> np.ndarray | None:
     if type(arr) is not np.ndarray:
         return None
     entry = _copied.pop(id(arr), None)
-    addr = arr.__array_interface__["data"][0]
-    for segment in list(_segments):
-        rec = segment.residents.get(addr)
-        if rec is not None and rec.ref() is arr:  # (pushed elsewhere too: stays here)
-            return None if arr.flags.writeable else segment.resident(arr)
+    rec = _residents.get(arr.__array_interface__["data"][0]) if _residents else None
+    if rec is not None and rec.ref() is arr:  # (pushed elsewhere too: stays here)
+        return None if arr.flags.writeable else rec.segment.resident(arr)
     if entry is not None:
         segment = entry[1]
         if entry[0]() is arr and not segment.closed and shareable(arr) is arr:

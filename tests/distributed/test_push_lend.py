@@ -44,7 +44,7 @@ def test_a_resident_array_is_lent_without_a_copy_and_written_in_place_once_hande
     assert res.flags.writeable and shm.storage_for(res) is None  # not lent: in place
     slot, offset = segment.put(res)
     assert slot & shm.LENT and not res.flags.writeable
-    assert offset == segment.residents[_address(res)].offset  # the very extent, no copy
+    assert offset == shm._residents[_address(res)].offset  # the very extent, no copy
     view = mapping.array(F32, [65536], offset, res.nbytes, slot)
     assert not view.flags.writeable  # the consumer never writes into what we keep
     np.testing.assert_array_equal(view, start)
@@ -81,7 +81,7 @@ def test_a_pushed_copy_moves_into_the_segment_once_and_stays_in_the_first_one():
     slot, _ = segment.put(heap)  # copied: the storage is not in the segment yet
     assert not slot & shm.LENT
     res = shm.storage_for(heap)
-    assert res is not None and _address(res) in segment.residents
+    assert res is not None and shm._residents[_address(res)].segment is segment
     np.testing.assert_array_equal(res, heap)
     assert shm.storage_for(heap) is None  # once
 
