@@ -174,6 +174,9 @@ class BaseSession:
         self._partial_steps: dict[tuple, partial_run.PartialRunStep] = {}
         self._partial_runs: dict[str, partial_run.PartialRun] = {}
         self._partial_count = itertools.count()
+        # Handles of persistent tensors on a server, collected, to delete (`run`).
+        self._dead_handles: list[str] = []
+        self._handle_deleters: dict[str, list[tuple]] = {}
         # Steps that can block, for close() to cancel. A dict keyed by identity: insertion
         # and removal are single atomic operations under the GIL, so the many threads
         # running steps on one Session never queue on a lock here.
@@ -253,8 +256,15 @@ class BaseSession:
         if self._operation_timeout_ms > 0:
             options = self._with_operation_timeout(options)
         if self._remote is not None:
+            if self._dead_handles:
+                self._delete_dead_handles()
             raw = self._remote.run(feed_map, fetch_tensors, targets, options, run_metadata)
-            return _results(fetch_tensors, feed_map, raw)
+            results = _results(fetch_tensors, feed_map, raw)
+            for i, t in enumerate(fetch_tensors):
+                if t.op.type in session_ops.HANDLE_OPS and t not in feed_map:
+                    results[i] = session_ops.TensorHandle(results[i], t.op.inputs[0].dtype,
+                                                          self)
+            return results
         feeds = list(feed_map)
         key = (tuple(feeds), tuple(fetch_tensors), tuple(targets),
                self._graph._mutation_version)
@@ -439,8 +449,42 @@ class BaseSession:
         self._active_steps.pop(id(cm), None)
 
     def _drop_persistent_tensor(self, handle: str) -> None:
-        """A TensorHandle of this session was garbage collected: its tensor goes too."""
-        session_state.drop(self, handle)
+        """A TensorHandle of this session was garbage collected: its tensor goes too (on
+        a server: by the next `run`, which first deletes the handles collected since, as
+        TF1's sessions do; never from the collector's thread)."""
+        if self._remote is None:
+            session_state.drop(self, handle)
+        elif not self._closed:
+            self._dead_handles.append(handle)
+
+    def _delete_dead_handles(self) -> None:
+        """Deletes the persistent tensors of collected handles on the server (up to
+        `_DELETERS_PER_DEVICE` DeleteSessionTensor ops per device, made once in the graph,
+        the rest by the next run; none when the graph is finalized: those stay until the
+        session closes, which frees them all)."""
+        handles = []
+        while self._dead_handles:
+            handles.append(self._dead_handles.pop())
+        feeds, ops, used = {}, [], {}
+        for handle in handles:
+            device = session_ops.device_of(handle)
+            deleters = self._handle_deleters.setdefault(device, [])
+            k = used[device] = used.get(device, -1) + 1
+            if k == len(deleters):
+                if self._graph.finalized or k == _DELETERS_PER_DEVICE:
+                    if not self._graph.finalized:
+                        self._dead_handles.append(handle)  # the next run's
+                    continue
+                with self._graph.as_default():
+                    deleters.append(session_ops.delete_session_tensor(handle))
+            holder, op = deleters[k]
+            feeds[holder] = handle
+            ops.append(op)
+        if ops:
+            try:
+                self._remote.run(feeds, [], ops, None, None)
+            except errors.OpError:
+                pass  # already gone (deleted through another handle, or the server restarted)
 
     def close(self) -> None:
         """Cancels running steps (blocked ones fail with CancelledError) and frees resources."""
@@ -522,6 +566,7 @@ def _release_partial_run(session_ref, key: str) -> None:
 # elsewhere (set by tensorflux.distributed.client for "grpc"); the backend has `run`,
 # `list_devices`, `close` and a static `reset(target, containers, config)`.
 _remote_backends: dict = {}
+_DELETERS_PER_DEVICE = 16  # DeleteSessionTensor ops made per device for collected handles
 
 
 def register_remote_backend(scheme: str, factory) -> None:
