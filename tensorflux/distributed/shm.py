@@ -208,19 +208,11 @@ class Segment:
         """A copy of `arr` (a variable's storage, `shareable`) in an extent of its own,
         for the variable to keep instead: each `put` of it lends the extent without a
         copy (see the module docstring). None when there is no room."""
-        n = arr.nbytes
         with self._lock:
-            if self.closed:
+            extent = self._extent(arr.nbytes)
+            if extent is None:
                 return None
-            placed = self._take(n)
-            if placed is None:
-                return None
-            slot, off = placed
-            try:
-                base = np.frombuffer(self._mm, np.uint8, n, off)
-            except ValueError:  # closed
-                self._insert(*self._used.pop(slot))
-                return None
+            slot, off, base = extent
             out = base.view(arr.dtype).reshape(arr.shape)
             addr = base.__array_interface__["data"][0]
             rec = _Resident(self, slot, off, addr, weakref.ref(out))
@@ -245,21 +237,29 @@ class Segment:
                 dtype.kind not in "biufc" or dtype not in _SHAREABLE_DTYPES:
             return None
         with self._lock:
-            if self.closed:
+            extent = self._extent(n)
+            if extent is None:
                 return None
-            placed = self._take(n)
-            if placed is None:
-                return None
-            slot, off = placed
-            try:
-                base = np.frombuffer(self._mm, np.uint8, n, off)
-            except ValueError:  # closed
-                self._insert(*self._used.pop(slot))
-                return None
+            slot, _, base = extent
             self._owned[base.__array_interface__["data"][0]] = (slot, n)
             self._held.add(slot)
         weakref.finalize(base, self._dropped.append, slot).atexit = False
         return base.view(dtype).reshape(shape)
+
+    def _extent(self, n: int) -> tuple[int, int, np.ndarray] | None:
+        """(slot, offset, its bytes as a uint8 array) of a free extent of n bytes taken
+        for an array of this process, or None (closed, or no room). Under the lock."""
+        if self.closed:
+            return None
+        placed = self._take(n)
+        if placed is None:
+            return None
+        slot, off = placed
+        try:
+            return slot, off, np.frombuffer(self._mm, np.uint8, n, off)
+        except ValueError:  # closed
+            self._insert(*self._used.pop(slot))
+            return None
 
     def _take(self, n: int) -> tuple[int, int] | None:
         """A free extent of at least n bytes (first fit: low pages stay hot), its slot
