@@ -41,6 +41,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     matrix_ops,
     memory_stats_ops,
     misc_ops,
+    mutex_ops,
     nn_ops,
     parsing_ops,
     parsing_seq_ops,

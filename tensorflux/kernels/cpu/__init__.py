@@ -41,6 +41,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     memory_stats_ops,
     misc_ops,
     morphology_ops,
+    mutex_ops,
     nn_ops,
     parsing_ops,
     parsing_seq_ops,
