@@ -98,6 +98,7 @@ from tensorflux.nn.clip_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.data_flow_ops import *  # noqa: F401,F403,E402
 from tensorflux.control_flow.functional_ops import *  # noqa: F401,F403,E402
 from tensorflux.control_flow.critical_section import *  # noqa: F401,F403,E402
+from tensorflux.control_flow.batch_function import *  # noqa: F401,F403,E402
 from tensorflux.variables.init_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.io_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.logging_ops import *  # noqa: F401,F403,E402

@@ -11,6 +11,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     array_ext_ops,
     array_ops,
     audio_ops,
+    batch_ops,
     batch_norm_ops,
     beam_search_ops,
     boosted_trees_ops,

@@ -10,6 +10,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     array_ops,
     audio_ops,
     batch_norm_ops,
+    batch_ops,
     beam_search_ops,
     boosted_trees_ops,
     candidate_sampling_ops,
