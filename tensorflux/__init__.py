@@ -227,6 +227,7 @@ from tensorflux.ops.spectral_nd_ops import raw_rfftnd as rfftnd  # noqa: E402,F4
 from tensorflux.ops.sparse_ext_ops import sparse_merge  # noqa: E402,F401
 from tensorflux.ops.misc_ops import (  # noqa: E402,F401
     batch_scatter_update,
+    check_pinned,
     extract_volume_patches,
     timestamp,
 )
