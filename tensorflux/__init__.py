@@ -97,6 +97,8 @@ from tensorflux.lib.io import tf_record as python_io  # noqa: F401,E402 - tf.pyt
 from tensorflux.nn.clip_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.data_flow_ops import *  # noqa: F401,F403,E402
 from tensorflux.control_flow.functional_ops import *  # noqa: F401,F403,E402
+from tensorflux.control_flow.critical_section import *  # noqa: F401,F403,E402
+from tensorflux.control_flow.batch_function import *  # noqa: F401,F403,E402
 from tensorflux.variables.init_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.io_ops import *  # noqa: F401,F403,E402
 from tensorflux.ops.logging_ops import *  # noqa: F401,F403,E402
@@ -225,6 +227,7 @@ from tensorflux.ops.spectral_nd_ops import raw_rfftnd as rfftnd  # noqa: E402,F4
 from tensorflux.ops.sparse_ext_ops import sparse_merge  # noqa: E402,F401
 from tensorflux.ops.misc_ops import (  # noqa: E402,F401
     batch_scatter_update,
+    check_pinned,
     extract_volume_patches,
     timestamp,
 )

@@ -63,6 +63,7 @@ _STORAGE: dict[str, tuple[str, str]] = {
     "uint16": ("U16", "plain"), "uint32": ("U32", "plain"), "uint64": ("U64", "plain"),
     "bool": ("BOOL", "plain"), "complex64": ("C64", "plain"),
     "complex128": ("F64", "pairs"), "string": ("U8", "bytes"),
+    "variant": ("U8", "bytes"),  # each element bytes: a SerializeIterator state
     "qint8": ("I8", "plain"), "quint8": ("U8", "plain"), "qint16": ("I16", "plain"),
     "quint16": ("U16", "plain"), "qint32": ("I32", "plain"),
 }

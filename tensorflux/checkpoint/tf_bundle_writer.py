@@ -131,6 +131,11 @@ def _string_bytes(value: np.ndarray) -> tuple[bytes, int]:
 
 
 def _tensor_bytes(value, dtype: dtypes.DType) -> tuple[bytes, int, list[int]]:
+    if not dtype.is_numpy_compatible and dtype.base_dtype != dtypes.string:
+        raise errors.UnimplementedError(
+            None, None, f"Tensors of dtype {dtype.base_dtype.name} (an iterator's state) "
+            "cannot be written in TensorFlow's checkpoint format; write tensorflux's "
+            "(TENSORFLUX_CHECKPOINT_FORMAT unset)")
     if dtype.base_dtype == dtypes.string:
         arr = np.asarray(value, dtype=object)
         raw, crc = _string_bytes(arr)

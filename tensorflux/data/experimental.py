@@ -17,6 +17,12 @@ import numpy as np
 
 from tensorflux.data import structure as st
 from tensorflux.data.dataset_ops import AUTOTUNE, DatasetV1, _directed_interleave
+from tensorflux.data.iterator_ops import make_saveable_from_iterator
+from tensorflux.data.lookup import (
+    DatasetInitializer,
+    index_table_from_dataset,
+    table_from_dataset,
+)
 from tensorflux.data.options import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
@@ -49,7 +55,8 @@ __all__ = [
     "group_by_window", "ignore_errors", "make_batched_features_dataset", "make_csv_dataset",
     "map_and_batch", "map_and_batch_with_legacy_function", "parallel_interleave",
     "parse_example_dataset", "prefetch_to_device", "sample_from_datasets", "scan",
-    "shuffle_and_repeat", "take_while", "unbatch", "unique",
+    "shuffle_and_repeat", "take_while", "unbatch", "unique", "make_saveable_from_iterator",
+    "DatasetInitializer", "table_from_dataset", "index_table_from_dataset",
 ]
 
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from tensorflux.data import structure as st
 from tensorflux.data.dataset_ops import DatasetV1, element_op
+from tensorflux.data.options import ExternalStatePolicy
 from tensorflux.framework import dtypes, random_seed
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.func_graph import FuncGraph, FunctionRef
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.train.saver import SaveableObject, SaveSpec
 
 _BY_VALUE_FORBIDDEN = ("Placeholder", "PlaceholderV2", "PlaceholderWithDefault")
 
@@ -174,3 +176,47 @@ def get_output_classes(dataset_or_iterator):
     return dataset_or_iterator.output_classes
 
 
+
+
+# ---- iterator state in checkpoints -------------------------------------------------------
+
+class _IteratorSaveable(SaveableObject):
+    """An iterator's state as one checkpoint entry, "<resource name>_STATE" (TF's
+    _IteratorSaveable): SerializeIterator saves it, DeserializeIterator restores it
+    (kernels/dataset_state.py: the dataset's graph and the pass's position)."""
+
+    def __init__(self, iterator_resource, name: str, external_state_policy: int):
+        state = apply_op("SerializeIterator", resource_handle=iterator_resource,
+                         external_state_policy=external_state_policy)
+        super().__init__(iterator_resource, [SaveSpec(state, "", name + "_STATE",
+                                                      device=iterator_resource.device)], name)
+
+    def restore(self, restored_tensors, restored_shapes):
+        with graph_lib.colocate_with(self.op.op):
+            return apply_op("DeserializeIterator", resource_handle=self.op,
+                            serialized=restored_tensors[0])
+
+
+def make_saveable_from_iterator(iterator: Iterator, external_state_policy=None):
+    """A SaveableObject that saves `iterator`'s position with tf.train.Saver.
+
+    Add it to the `tf.GraphKeys.SAVEABLE_OBJECTS` collection (or pass it in the Saver's
+    var_list): saving records the iterator's dataset and how many elements its current
+    pass has given; restoring starts a pass over that dataset past them, so the next
+    element is the one after the saved position.
+
+    Args:
+      iterator: a tf.data Iterator.
+      external_state_policy: a `tf.data.experimental.ExternalStatePolicy` (default FAIL):
+        what saving does when the dataset's functions hold state outside it (a py_func, a
+        random op, a variable read): FAIL raises FailedPreconditionError when saving, WARN
+        logs a warning, IGNORE saves anyway.
+
+    Returns:
+      The SaveableObject.
+    """
+    if external_state_policy is None:
+        external_state_policy = ExternalStatePolicy.FAIL
+    policy = int(getattr(external_state_policy, "value", external_state_policy))
+    resource = iterator._iterator_resource
+    return _IteratorSaveable(resource, resource.name, policy)

@@ -18,7 +18,7 @@ from tensorflux.kernels.datasets import (
     _Failed,
     _failure,
     _GenIterator,
-    _resumable,
+    resumable,
 )
 
 
@@ -32,7 +32,7 @@ def _take_batch(it: Iterator, n: int, drop_remainder: bool, whole: bool = False)
         try:
             x = it.next()
         except Exception as e:  # noqa: BLE001 - the batch fails with the first error
-            if not whole or not _resumable(e):
+            if not whole or not resumable(e):
                 raise
             failure = failure or e
             x = []

@@ -26,8 +26,8 @@ from tensorflux.kernels.datasets import (
     _failure,
     _GenIterator,
     _pull,
-    _resumable,
     as_dataset,
+    resumable,
 )
 from tensorflux.lib import philox
 
@@ -112,7 +112,7 @@ class IgnoreErrorsDataset(Dataset):
                 try:
                     x = inner.next()
                 except Exception as e:  # noqa: BLE001 - a failed element is skipped
-                    if not _resumable(e):
+                    if not resumable(e):
                         raise
                     continue
                 if x is None:
@@ -204,6 +204,9 @@ class RandomDataset(Dataset):
         if seed == 0 and seed2 == 0:
             seed, seed2 = (int.from_bytes(os.urandom(8), "little") for _ in range(2))
         self.seeds = (seed, seed2)
+
+    def saved_inputs(self, inputs: list) -> list:
+        return [ds.int64_seed(s) for s in self.seeds]
 
     def iterate(self, env):
         words = philox.single_words(*self.seeds)

@@ -76,10 +76,25 @@ class Iterator:
 
 
 class Dataset:
-    """A sequence of elements: `iterate(env)` starts a pass over it."""
+    """A sequence of elements: `iterate(env)` starts a pass over it.
+
+    `recipe` is (node, input values) of the dataset op that made it (kernels/cpu/
+    dataset_ops.py records it; kernels/dataset_state.py saves iterators by it)."""
+
+    recipe = None
 
     def iterate(self, env: Env) -> Iterator:
         raise NotImplementedError
+
+    def saved_inputs(self, inputs: list) -> list:
+        """The recipe's inputs as saved: a dataset that drew random seeds itself saves
+        them instead of (0, 0)."""
+        return inputs
+
+
+def int64_seed(seed: int) -> np.int64:
+    """A 64-bit seed as the int64 input that gives the same Philox stream."""
+    return np.int64(seed - (1 << 64) if seed >= 1 << 63 else seed)
 
 
 def _call(fn, element: list, captured: list) -> list | None:
@@ -90,7 +105,7 @@ def _call(fn, element: list, captured: list) -> list | None:
         return None
 
 
-def _resumable(e: BaseException) -> bool:
+def resumable(e: BaseException) -> bool:
     """Whether the elements after one that failed with `e` still follow (see the module
     docstring)."""
     return isinstance(e, errors.OpError) and not isinstance(
@@ -105,7 +120,7 @@ def _pull(it: Iterator):
         try:
             return it.next()
         except Exception as e:  # noqa: BLE001 - per element, unless it ends the iteration
-            if not _resumable(e):
+            if not resumable(e):
                 raise
             yield _Failed(e)
 
@@ -154,7 +169,7 @@ def _drain(it: Iterator):
 
 def _failure(e: BaseException) -> _Failed:
     """`e` as a failed element, or raised when it ends the iteration."""
-    if not _resumable(e):
+    if not resumable(e):
         raise e
     return _Failed(e)
 
@@ -641,6 +656,9 @@ class ShuffleDataset(Dataset):
         self._seed_words = philox.single_words(seed, seed2) if reshuffle else None
         self._lock = threading.Lock()
 
+    def saved_inputs(self, inputs: list) -> list:
+        return inputs[:-2] + [int64_seed(s) for s in self.seeds]
+
     def _pass_seeds(self) -> tuple[int, int]:
         if self._seed_words is None:
             return self.seeds
@@ -793,7 +811,7 @@ class _PrefetchIterator(Iterator):
             with self._cond:
                 self._buf.append(x)
                 self._cond.notify_all()
-            if x is None or isinstance(x, BaseException) and not _resumable(x):
+            if x is None or isinstance(x, BaseException) and not resumable(x):
                 break
 
     def next(self):  # noqa: A003
@@ -810,7 +828,7 @@ class _PrefetchIterator(Iterator):
             if x is None:
                 return None
             if isinstance(x, BaseException):
-                if _resumable(x):
+                if resumable(x):
                     self._buf.popleft()
                     self._cond.notify_all()
                 else:

@@ -183,6 +183,9 @@ class KernelContext:
       deadline: the step's time.monotonic() deadline (RunOptions.timeout_in_ms), or None.
       workers: the threads a big kernel of this step may use (`intra_op.workers`, worked
         out at the step's first call; 0 until then).
+      at_end: callbacks the executor running the step calls once, when it ends (failed or
+        not) and nothing of it is in flight any more (`end_step`): a held mutex lock that
+        nothing released (kernels/cpu/mutex_ops.py). Kernels append to it.
 
     Long kernels stop early through `tensorflux.kernels.interrupt` (deadline, cancellation
     and the session's close, polled between chunks).
@@ -190,7 +193,7 @@ class KernelContext:
 
     __slots__ = ("step_id", "device", "resource_mgr", "rendezvous", "cancellation", "args",
                  "step_container", "frame_iter", "runner", "session", "options",
-                 "stats", "deadline", "workers", "__weakref__")
+                 "stats", "deadline", "workers", "at_end", "__weakref__")
 
     def __init__(self, step_id: int, device, rendezvous=None, cancellation=None,
                  args=(), runner=None, session=None, options=None):
@@ -208,3 +211,9 @@ class KernelContext:
         self.stats = None
         self.deadline = None  # time.monotonic() bound of the step, for blocking waits
         self.workers = 0
+        self.at_end: list = []
+
+    def end_step(self) -> None:
+        """Calls the `at_end` callbacks (each once; the executor's last act of a step)."""
+        while self.at_end:
+            self.at_end.pop()()

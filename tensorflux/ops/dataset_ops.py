@@ -214,8 +214,15 @@ define_op("IteratorFromStringHandleV2", inputs=["string_handle: string"],
           outputs=["resource_handle: resource"],
           attrs=["output_types: list(type) >= 0 = []", "output_shapes: list(shape) >= 0 = []"],
           shape_fn=scalar, stateful=True)
+# An iterator's state (kernels/dataset_state.py): the dataset and the pass's position.
+define_op("SerializeIterator", inputs=["resource_handle: resource"],
+          outputs=["serialized: variant"], attrs=["external_state_policy: int = 0"],
+          shape_fn=lambda op: [tensor_shape.TensorShape([None])], stateful=True)
+define_op("DeserializeIterator", inputs=["resource_handle: resource", "serialized: variant"],
+          shape_fn=_no_outputs, stateful=True)
 
 not_differentiable(
+    "SerializeIterator", "DeserializeIterator",
     "TensorSliceDataset", "TensorDataset", "RangeDataset", "TFRecordDataset",
     "TextLineDataset", "FixedLengthRecordDatasetV2", "PyGeneratorDataset", "MapDataset",
     "ParallelMapDatasetV2", "FilterDataset", "FlatMapDataset", "InterleaveDataset",

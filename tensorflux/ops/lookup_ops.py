@@ -68,6 +68,11 @@ define_op("InitializeTableFromTextFileV2", inputs=["table_handle: resource", "fi
           attrs=["key_index: int >= -2", "value_index: int >= -2", "vocab_size: int >= -1 = -1",
                  "delimiter: string = '\\t'", "offset: int = 0"],
           shape_fn=_no_outputs, stateful=True)
+# Fills a table from a dataset of (key, value) scalar pairs (tf.data.experimental.
+# DatasetInitializer, tensorflux/data/lookup.py).
+define_op("InitializeTableFromDataset", inputs=["table_handle: resource", "dataset: variant"],
+          shape_fn=_no_outputs, stateful=True)
+not_differentiable("InitializeTableFromDataset")
 not_differentiable("HashTableV2", "LookupTableFindV2", "LookupTableImportV2",
                    "LookupTableSizeV2", "InitializeTableV2", "InitializeTableFromTextFileV2",
                    "MutableHashTableV2", "LookupTableInsertV2", "LookupTableRemoveV2",

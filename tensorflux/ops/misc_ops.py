@@ -7,6 +7,10 @@
 - NextAfter: the next representable value after x1 towards x2, elementwise with
   broadcasting (float32/float64). As in TensorFlow its gradient is the incoming one for x1
   and zero for x2.
+- CheckPinned (`tf.check_pinned`): its input, if that lives in host memory pinned for a
+  GPU; tensors of tensorflux's CPU kernels never do (NumPy memory), so it fails with
+  InvalidArgumentError("not pinned") as TensorFlow's CPU kernel does for CPU tensors. No
+  gradient (tf.gradients raises LookupError, as in TensorFlow).
 - ExtractVolumePatches: the 3-D ExtractImagePatches: windows of ksizes [1, p, r, c, 1]
   every strides over [batch, planes, rows, cols, depth], SAME or VALID, each flattened
   (plane, row, col, depth) into the last dimension. Its gradient sums each patch entry back
@@ -26,7 +30,8 @@ from tensorflux.framework.op_registry import define_op, gradient, not_differenti
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, joining_ops, math_ops, sequence_ops, state_ops
 
-__all__ = ["timestamp", "nextafter", "extract_volume_patches", "batch_scatter_update"]
+__all__ = ["timestamp", "nextafter", "extract_volume_patches", "batch_scatter_update",
+           "check_pinned"]
 
 TensorShape = tensor_shape.TensorShape
 
@@ -40,6 +45,23 @@ not_differentiable("Timestamp")
 def timestamp(name=None):
     """Seconds since the epoch when the op runs, a float64 scalar (`tf.timestamp`)."""
     return apply_op("Timestamp", name=name or "Timestamp")
+
+
+# ---- CheckPinned -------------------------------------------------------------------------
+
+define_op("CheckPinned", inputs=["tensor: T"], outputs=["output: T"], attrs=["T: type"],
+          shape_fn=common_shapes.unchanged, keep_identity=True)
+# No gradient: tf.gradients raises LookupError, as TensorFlow's.
+
+
+def check_pinned(tensor, name=None):
+    """`tensor`, checked to be in host memory pinned for a GPU (`tf.check_pinned`).
+
+    Raises (when run):
+      InvalidArgumentError: the tensor is not in pinned memory (no tensor of tensorflux's
+        CPU kernels is).
+    """
+    return apply_op("CheckPinned", tensor=tensor, name=name or "CheckPinned")
 
 
 # ---- NextAfter ---------------------------------------------------------------------------

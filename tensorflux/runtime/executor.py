@@ -246,9 +246,13 @@ class Executor:
     def run(self, ctx, deadline: float | None = None) -> list:
         """Runs one step; returns the fetched values. Raises ExecutorError or OpError."""
         ctx.deadline = deadline  # long kernels poll it (kernels/interrupt.py)
-        if self.straight is not None:
-            return self._run_straight(ctx, deadline)
-        return _Run(self, ctx, deadline).execute()
+        try:
+            if self.straight is not None:
+                return self._run_straight(ctx, deadline)
+            return _Run(self, ctx, deadline).execute()
+        finally:
+            if ctx.at_end:  # e.g. a mutex lock no ConsumeMutexLock released
+                ctx.end_step()
 
     # ---- the straight-line path ---------------------------------------------------------
     # A partition of one frame, without control-flow ops or expensive kernels but with

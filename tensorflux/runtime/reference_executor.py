@@ -92,7 +92,11 @@ class ReferenceExecutor:
     def run(self, ctx, deadline: float | None = None) -> list:
         """Runs one step; returns the fetched values. Raises ExecutorError or OpError."""
         ctx.deadline = deadline  # long kernels poll it (kernels/interrupt.py)
-        return _Run(self, ctx, deadline).execute()
+        try:
+            return _Run(self, ctx, deadline).execute()
+        finally:
+            if ctx.at_end:  # e.g. a mutex lock no ConsumeMutexLock released
+                ctx.end_step()
 
 
 class _Frame:

@@ -79,16 +79,23 @@ class StepGraph:
         return out
 
 
+_PLACEHOLDERS = frozenset({"Placeholder", "PlaceholderV2"})
+
+
 def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation],
           feeds_arrive: bool = False) -> StepGraph:
     """Prunes the user's graph to what `fetches` and `targets` need, given `feeds`.
 
     Fed tensors cut their edges: the producer of a fed tensor runs only if something else
-    needs it. Fetched tensors that are also fed are not part of the step (the Session answers
-    them with the fed value). With `feeds_arrive`, the feeds come while the step runs (a
-    partial run's): a variable read for a consumer also waits for the consumer's feeds.
+    needs it. As in TensorFlow, a fed Placeholder's control edges come from its feed
+    instead (a CriticalSection's lock waits for the placeholders fn reads). Fetched tensors
+    that are also fed are not part of the step (the Session answers them with the fed
+    value). With `feeds_arrive`, the feeds come while the step runs (a partial run's): a
+    variable read for a consumer also waits for the consumer's feeds.
     """
     fed = {t: i for i, t in enumerate(feeds)}
+    fed_ops = {t.op: i for t, i in fed.items()
+               if t.op._type in _PLACEHOLDERS and t.value_index == 0}
     needed: set[Operation] = set()
     stack: list[Operation] = [t.op for t in fetches if t not in fed] + list(targets)
     while stack:
@@ -99,7 +106,7 @@ def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation],
         for t in op._inputs:
             if t not in fed:
                 stack.append(t._op)
-        stack.extend(op._control_inputs)
+        stack.extend(c for c in op._control_inputs if c not in fed_ops)
 
     sg = StepGraph()
     for i, t in enumerate(feeds):
@@ -119,7 +126,8 @@ def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation],
         node = node_of[op]
         node.inputs = [(sg.args[fed[t]], 0) if t in fed else (node_of[t._op], t._value_index)
                        for t in op._inputs]
-        node.control_inputs = [node_of[c] for c in op._control_inputs]
+        node.control_inputs = [sg.args[fed_ops[c]] if c in fed_ops else node_of[c]
+                               for c in op._control_inputs]
         node.colocation = [c[5:] for c in op._attrs.get("_class", ()) if c.startswith("loc:@")]
     sg.fetches = [(node_of[t.op], t.value_index) for t in fetches if t not in fed]
     sg.targets = [node_of[op] for op in targets]

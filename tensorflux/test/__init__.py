@@ -23,6 +23,7 @@ def gpu_device_name() -> str:
 # ---- tf.test.TestCase and the helpers TF1 test files use ---------------------------------
 
 import contextlib as _contextlib  # noqa: E402
+import functools as _functools  # noqa: E402
 import os as _os  # noqa: E402
 import re as _re  # noqa: E402
 import sys as _sys  # noqa: E402
@@ -34,6 +35,7 @@ import numpy as _np  # noqa: E402
 
 from tensorflux.framework import graph as _graph_lib  # noqa: E402
 from tensorflux.runtime import session as _session_lib  # noqa: E402
+from tensorflux.test.stubout import StubOutForTesting  # noqa: E402,F401
 
 _TEMP_DIR: list = []
 
@@ -49,6 +51,19 @@ def get_temp_dir() -> str:
 def main(argv=None):
     """Runs the tests of the calling module (`tf.test.main()`)."""
     return _unittest.main(argv=argv)
+
+
+def disable_with_predicate(pred, skip_message: str):
+    """A decorator of test methods: the test is skipped with `skip_message` when `pred()`
+    is true at the time it runs (`tf.test.disable_with_predicate`)."""
+    def decorator(func):
+        @_functools.wraps(func)
+        def wrapper(self, *args, **kwargs):
+            if pred():
+                self.skipTest(skip_message)
+            return func(self, *args, **kwargs)
+        return wrapper
+    return decorator
 
 
 def is_built_with_gpu_support() -> bool:

@@ -162,3 +162,33 @@ with tf.Session() as s:
                                                        sess.run(nxt).tolist()]
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=0, atol=0)
+
+
+# ---- tf.check_pinned ---------------------------------------------------------------------
+
+CHECK_PINNED = """
+a = tf.constant([1.0, 2.0])
+x = tf.check_pinned(a)
+shapes = [str(t.shape) for t in (x, tf.check_pinned(tf.constant("s")),
+                                 tf.check_pinned(tf.constant([[1]], tf.int64), name="cp"))]
+try:
+    tf.gradients(x, a)
+    grad = None
+except LookupError as e:
+    grad = type(e).__name__ + (" No gradient" if "No gradient defined" in str(e) else "")
+with tf.Session() as sess:
+    try:
+        sess.run(x)
+        run = None
+    except tf.errors.InvalidArgumentError as e:
+        run = e.message
+"""
+
+
+@pytest.mark.oracle
+def test_check_pinned_is_tensorflows_on_cpu():
+    want = run_tf(CHECK_PINNED + "result = [shapes, grad, run]")
+    scope: dict = {"tf": tf}
+    exec(CHECK_PINNED, scope)
+    assert [scope["shapes"], scope["grad"]] == want[:2]
+    assert scope["run"].startswith("not pinned") and "not pinned" in want[2]

@@ -71,6 +71,22 @@ def test_feeds_and_partial_execution(graph):
         assert s.run(r, {p: [[1, 2, 3]]}).dtype == np.float32
 
 
+def test_control_edges_of_a_fed_placeholder_come_from_its_feed(graph):
+    # TensorFlow's rule (a CriticalSection's lock waits for the placeholders fn reads): the
+    # fed Placeholder does not run; what waited for it waits for the feed.
+    p = tf.placeholder(tf.float32, [], name="p")
+    d = tf.placeholder_with_default(1.0, [], name="d")
+    with tf.control_dependencies([p.op]):
+        z = tf.constant(3.0) * 2.0
+    with tf.control_dependencies([d.op]):
+        w = tf.constant(4.0)
+    with tf.Session() as s:
+        assert s.run(z, {p: 1.0}) == 6.0
+        with pytest.raises(tf.errors.InvalidArgumentError, match="must feed"):
+            s.run(z)
+        assert s.run(w, {d: 2.0}) == 4.0 and s.run(w) == 4.0
+
+
 def test_feed_validation_messages(graph):
     p = tf.placeholder(tf.float32, [None, 3], name="Placeholder")
     i = tf.placeholder(tf.int32, [], name="i")

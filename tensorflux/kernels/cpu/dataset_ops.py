@@ -16,7 +16,12 @@ import threading
 import numpy as np
 
 from tensorflux.framework import dtypes, errors
-from tensorflux.kernels import dataset_batching, dataset_files, dataset_transforms
+from tensorflux.kernels import (
+    dataset_batching,
+    dataset_files,
+    dataset_state,
+    dataset_transforms,
+)
 from tensorflux.kernels import datasets as ds_lib
 from tensorflux.kernels import functions as functions_lib
 from tensorflux.kernels.cpu.data_flow_ops import _make_handle, lookup, resource_op
@@ -27,8 +32,10 @@ ITERATOR_TYPE_NAME = "tensorflow::data::IteratorResource"
 
 
 class IteratorResource:
-    """The state of one iterator: the current pass (None before MakeIterator), its
-    element signature, and a lock that serializes `get_next` across threads."""
+    """The state of one iterator: the current pass (None before MakeIterator) over
+    `_dataset`, how many elements it has given (`_position`, errors of single elements
+    included: what SerializeIterator saves), its element signature, and a lock that
+    serializes `get_next` across threads."""
 
     kind = "IteratorResource"
 
@@ -39,14 +46,35 @@ class IteratorResource:
         self.dropped = False
         self.factory_done = False  # OneShotIterator: its dataset was made
         self._iterator: ds_lib.Iterator | None = None
+        self._dataset: ds_lib.Dataset | None = None
+        self._position = 0
 
-    def set_dataset(self, dataset: ds_lib.Dataset) -> None:
-        """Starts a new pass over `dataset`, closing the previous one."""
+    def set_dataset(self, dataset: ds_lib.Dataset, position: int = 0) -> None:
+        """Starts a new pass over `dataset` (past its first `position` elements: a restored
+        state), closing the previous one."""
         it = dataset.iterate(ds_lib.Env())
+        for _ in range(position):
+            try:
+                if it.next() is None:
+                    break
+            except Exception as e:  # noqa: BLE001 - an element that failed when first given
+                if not ds_lib.resumable(e):
+                    it.close()
+                    raise
         with self.lock:
             old, self._iterator = self._iterator, it
+            self._dataset, self._position = dataset, position
         if old is not None:
             old.close()
+
+    def state(self) -> tuple[ds_lib.Dataset, int]:
+        """(the dataset of the current pass, the elements it has given)."""
+        with self.lock:
+            if self._iterator is None:
+                raise errors.FailedPreconditionError(
+                    None, None, "Cannot save the state of an iterator that has not been "
+                    "initialized.")
+            return self._dataset, self._position
 
     def get_next(self) -> list:
         with self.lock:
@@ -57,7 +85,14 @@ class IteratorResource:
                     None, None, "GetNext() failed because the iterator has not been "
                     "initialized. Ensure that you have run the initializer operation for "
                     "this iterator before getting the next element.")
-            x = self._iterator.next()
+            try:
+                x = self._iterator.next()
+            except Exception as e:
+                if ds_lib.resumable(e):
+                    self._position += 1
+                raise
+            if x is not None:
+                self._position += 1
         if x is None:
             raise errors.OutOfRangeError(None, None, "End of sequence")
         return x
@@ -94,19 +129,52 @@ def _function(node, attr: str):
     return get
 
 
+
+# ---- dataset kernels record their recipes ------------------------------------------------
+
+def _with_recipe(factory):
+    """`factory(node)`, whose computed Dataset records (node, inputs), its recipe
+    (kernels/dataset_state.py saves iterators by it)."""
+    def recording(node):
+        compute = factory(node)
+
+        def run(ctx, *inputs):
+            ds = compute(ctx, *inputs)
+            dataset_state.record(ds, node, inputs)
+            return ds
+        return run
+    return recording
+
+
+def dataset_kernel(*op_types: str):
+    """`kernel` for an op whose plain compute returns a Dataset (recording its recipe)."""
+    def register(fn):
+        kernel_factory(*op_types)(_with_recipe(lambda node: fn))
+        return fn
+    return register
+
+
+def dataset_kernel_factory(*op_types: str):
+    """`kernel_factory` for an op whose compute returns a Dataset (recording its recipe)."""
+    def register(factory):
+        kernel_factory(*op_types)(_with_recipe(factory))
+        return factory
+    return register
+
+
 # ---- sources -----------------------------------------------------------------------------
 
-@kernel("TensorSliceDataset")
+@dataset_kernel("TensorSliceDataset")
 def _tensor_slice_dataset(ctx, *components):
     return ds_lib.TensorSliceDataset([np.asarray(c) for c in components])
 
 
-@kernel("TensorDataset")
+@dataset_kernel("TensorDataset")
 def _tensor_dataset(ctx, *components):
     return ds_lib.TensorDataset([np.asarray(c) for c in components])
 
 
-@kernel_factory("RangeDataset")
+@dataset_kernel_factory("RangeDataset")
 def _range_dataset(node):
     dtype = node.attrs["output_types"][0].numpy_dtype
 
@@ -115,24 +183,24 @@ def _range_dataset(node):
     return compute
 
 
-@kernel("TFRecordDataset")
+@dataset_kernel("TFRecordDataset")
 def _tfrecord_dataset(ctx, filenames, compression, buffer_size):
     return dataset_files.TFRecordDataset(_strings(filenames), _str(compression),
                                          int(buffer_size))
 
 
-@kernel("TextLineDataset")
+@dataset_kernel("TextLineDataset")
 def _text_line_dataset(ctx, filenames, compression, buffer_size):
     return dataset_files.TextLineDataset(_strings(filenames), _str(compression))
 
 
-@kernel("FixedLengthRecordDatasetV2")
+@dataset_kernel("FixedLengthRecordDatasetV2")
 def _fixed_length_dataset(ctx, filenames, header, record, footer, buffer_size, compression):
     return dataset_files.FixedLengthRecordDataset(_strings(filenames), int(header),
                                                   int(record), int(footer), _str(compression))
 
 
-@kernel_factory("PyGeneratorDataset")
+@dataset_kernel_factory("PyGeneratorDataset")
 def _py_generator_dataset(node):
     token = node.attrs["token"]
 
@@ -153,7 +221,7 @@ def _function_kernel(op_type: str, attr: str, make, n_extra: int = 0, **options)
     `row_wise=True`: `make` takes `row_wise`, whether the function may map stacked
     elements in one call (functions_lib.row_wise)."""
 
-    @kernel_factory(op_type)
+    @dataset_kernel_factory(op_type)
     def factory(node):
         fn = _function(node, attr)
         kw = {"row_wise": functions_lib.row_wise(node.attrs[attr])} \
@@ -174,13 +242,13 @@ _function_kernel("FlatMapDataset", "f", ds_lib.FlatMapDataset)
 _function_kernel("InterleaveDataset", "f", ds_lib.InterleaveDataset, 2)
 
 
-@kernel("BatchDatasetV2")
+@dataset_kernel("BatchDatasetV2")
 def _batch_dataset(ctx, input_ds, batch_size, drop_remainder):
     return dataset_batching.BatchDataset(ds_lib.as_dataset(input_ds), int(batch_size),
                                bool(drop_remainder))
 
 
-@kernel_factory("PaddedBatchDatasetV2")
+@dataset_kernel_factory("PaddedBatchDatasetV2")
 def _padded_batch_dataset(node):
     n = node.attrs["N"]
 
@@ -191,7 +259,7 @@ def _padded_batch_dataset(node):
     return compute
 
 
-@kernel_factory("ShuffleDataset")
+@dataset_kernel_factory("ShuffleDataset")
 def _shuffle_dataset(node):
     reshuffle = node.attrs["reshuffle_each_iteration"]
 
@@ -201,27 +269,27 @@ def _shuffle_dataset(node):
     return compute
 
 
-@kernel("RepeatDataset")
+@dataset_kernel("RepeatDataset")
 def _repeat_dataset(ctx, input_ds, count):
     return ds_lib.RepeatDataset(ds_lib.as_dataset(input_ds), int(count))
 
 
-@kernel("TakeDataset")
+@dataset_kernel("TakeDataset")
 def _take_dataset(ctx, input_ds, count):
     return ds_lib.TakeDataset(ds_lib.as_dataset(input_ds), int(count))
 
 
-@kernel("SkipDataset")
+@dataset_kernel("SkipDataset")
 def _skip_dataset(ctx, input_ds, count):
     return ds_lib.SkipDataset(ds_lib.as_dataset(input_ds), int(count))
 
 
-@kernel("PrefetchDataset")
+@dataset_kernel("PrefetchDataset")
 def _prefetch_dataset(ctx, input_ds, buffer_size):
     return ds_lib.PrefetchDataset(ds_lib.as_dataset(input_ds), int(buffer_size))
 
 
-@kernel_factory("CacheDataset")
+@dataset_kernel_factory("CacheDataset")
 def _cache_dataset(node):
     n = len(node.attrs["output_types"])
 
@@ -233,24 +301,24 @@ def _cache_dataset(node):
     return compute
 
 
-@kernel("ZipDataset")
+@dataset_kernel("ZipDataset")
 def _zip_dataset(ctx, *inputs):
     return ds_lib.ZipDataset([ds_lib.as_dataset(d) for d in inputs])
 
 
-@kernel("ConcatenateDataset")
+@dataset_kernel("ConcatenateDataset")
 def _concatenate_dataset(ctx, first, second):
     return ds_lib.ConcatenateDataset(ds_lib.as_dataset(first), ds_lib.as_dataset(second))
 
 
-@kernel("UnbatchDataset")
+@dataset_kernel("UnbatchDataset")
 def _unbatch_dataset(ctx, input_ds):
     return dataset_batching.UnbatchDataset(ds_lib.as_dataset(input_ds))
 
 
 # ---- more transformations (kernels/dataset_transforms.py) ----------------------------------
 
-@kernel("ShardDataset")
+@dataset_kernel("ShardDataset")
 def _shard_dataset(ctx, input_ds, num_shards, index):
     return dataset_transforms.ShardDataset(ds_lib.as_dataset(input_ds), int(num_shards),
                                            int(index))
@@ -258,7 +326,7 @@ def _shard_dataset(ctx, input_ds, num_shards, index):
 
 for _op, _cls in (("UniqueDataset", dataset_transforms.UniqueDataset),
                   ("IgnoreErrorsDataset", dataset_transforms.IgnoreErrorsDataset)):
-    kernel(_op)(lambda ctx, input_ds, _cls=_cls: _cls(ds_lib.as_dataset(input_ds)))
+    dataset_kernel(_op)(lambda ctx, input_ds, _cls=_cls: _cls(ds_lib.as_dataset(input_ds)))
 
 _function_kernel("TakeWhileDataset", "predicate", dataset_transforms.TakeWhileDataset)
 
@@ -268,7 +336,7 @@ def _stateful_function(node):
     return _function(node, "f"), len(node.attrs["Tstate"])
 
 
-@kernel_factory("ScanDataset")
+@dataset_kernel_factory("ScanDataset")
 def _scan_dataset(node):
     fn, n = _stateful_function(node)
 
@@ -319,13 +387,13 @@ def _dataset_to_single_element(node):
     return compute
 
 
-@kernel("WindowDataset")
+@dataset_kernel("WindowDataset")
 def _window_dataset(ctx, input_ds, size, shift, stride, drop_remainder):
     return dataset_transforms.WindowDataset(ds_lib.as_dataset(input_ds), int(size),
                                             int(shift), int(stride), bool(drop_remainder))
 
 
-@kernel_factory("GroupByWindowDataset")
+@dataset_kernel_factory("GroupByWindowDataset")
 def _group_by_window_dataset(node):
     fns = [_function(node, a) for a in ("key_func", "reduce_func", "window_size_func")]
     counts = [len(node.attrs[f"T{a}_other_arguments"])
@@ -340,7 +408,7 @@ def _group_by_window_dataset(node):
     return compute
 
 
-@kernel_factory("DirectedInterleaveDataset")
+@dataset_kernel_factory("DirectedInterleaveDataset")
 def _directed_interleave_dataset(node):
     stop = node.attrs["stop_on_empty_dataset"]
 
@@ -350,18 +418,18 @@ def _directed_interleave_dataset(node):
     return compute
 
 
-@kernel("RandomDataset")
+@dataset_kernel("RandomDataset")
 def _random_dataset(ctx, seed, seed2):
     return dataset_transforms.RandomDataset(int(seed), int(seed2))
 
 
-@kernel("AssertCardinalityDataset")
+@dataset_kernel("AssertCardinalityDataset")
 def _assert_cardinality_dataset(ctx, input_ds, cardinality):
     return dataset_transforms.AssertCardinalityDataset(ds_lib.as_dataset(input_ds),
                                                        int(cardinality))
 
 
-@kernel("DenseToSparseBatchDataset")
+@dataset_kernel("DenseToSparseBatchDataset")
 def _dense_to_sparse_batch_dataset(ctx, input_ds, batch_size, row_shape):
     return dataset_transforms.DenseToSparseBatchDataset(
         ds_lib.as_dataset(input_ds), int(batch_size),
@@ -374,7 +442,7 @@ def _dataset_cardinality(ctx, input_ds):
                       dtype=np.int64)
 
 
-@kernel_factory("SqlDataset")
+@dataset_kernel_factory("SqlDataset")
 def _sql_dataset(node):
     types = [t.numpy_dtype if t.name != "string" else object
              for t in node.attrs["output_types"]]
@@ -440,6 +508,23 @@ def _iterator(ctx, handle) -> IteratorResource:
 @kernel("MakeIterator")
 def _make_iterator(ctx, dataset, handle):
     _iterator(ctx, handle).set_dataset(ds_lib.as_dataset(dataset))
+
+
+@kernel_factory("SerializeIterator")
+def _serialize_iterator(node):
+    policy = int(node.attrs.get("external_state_policy", 0))
+
+    def compute(ctx, handle):
+        dataset, position = _iterator(ctx, handle).state()
+        return dataset_state.serialize(dataset, position, policy)
+    return compute
+
+
+@kernel("DeserializeIterator")
+def _deserialize_iterator(ctx, handle, serialized):
+    res = _iterator(ctx, handle)
+    dataset, position = dataset_state.deserialize(serialized, ctx)
+    res.set_dataset(dataset, position)
 
 
 @kernel_factory("IteratorGetNext")

@@ -14,6 +14,7 @@ import threading
 import numpy as np
 
 from tensorflux.framework import dtypes, errors
+from tensorflux.kernels import datasets as ds_lib
 from tensorflux.kernels.cpu.data_flow_ops import lookup as lookup_resource
 from tensorflux.kernels.cpu.data_flow_ops import resource_op
 from tensorflux.kernels.queues import type_name
@@ -318,6 +319,24 @@ def read_vocabulary(filename: str, key_index, value_index, key_dtype, value_dtyp
         values.append(_column(parts, value_index, line_no, offset, value_dtype, filename,
                               line))
     return keys, values
+
+
+@kernel("InitializeTableFromDataset")
+def _init_from_dataset(ctx, handle, dataset):
+    table = _table(ctx, handle)
+    it = ds_lib.as_dataset(dataset).iterate(ds_lib.Env())
+    keys, values = [], []
+    try:
+        while (element := it.next()) is not None:
+            if len(element) != 2:
+                raise errors.InvalidArgumentError(
+                    None, None, "Expected the dataset to produce (key, value) pairs, got an "
+                    f"element of {len(element)} components")
+            keys.extend(_scalars(element[0]))
+            values.extend(_scalars(element[1]))
+    finally:
+        it.close()
+    table.initialize(keys, values)
 
 
 @kernel_factory("InitializeTableFromTextFileV2")

@@ -1,4 +1,5 @@
-"""CPU kernels of tensorflux/ops/misc_ops.py: Timestamp, NextAfter, ExtractVolumePatches."""
+"""CPU kernels of tensorflux/ops/misc_ops.py: Timestamp, CheckPinned, NextAfter,
+ExtractVolumePatches."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ from tensorflux.kernels.registry import kernel, kernel_factory
 @kernel("Timestamp")
 def _timestamp(ctx):
     return np.float64(time.time())
+
+
+@kernel("CheckPinned")
+def _check_pinned(ctx, tensor):
+    raise errors.InvalidArgumentError(None, None, "not pinned")  # NumPy memory never is
 
 
 @kernel("NextAfter")
