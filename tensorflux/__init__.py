@@ -185,6 +185,7 @@ from tensorflux.math.math_impl import *  # noqa: E402,F401,F403
 from tensorflux.sparse.sparse_extra import *  # noqa: E402,F401,F403
 from tensorflux.ops.matrix_ops import matmul as sparse_matmul  # noqa: E402,F401
 from tensorflux.ops.random_ext_ops import *  # noqa: E402,F401,F403
+from tensorflux.ops.random_index_shuffle_ops import *  # noqa: E402,F401,F403
 # Issue 18 parts 3-6: tf.image, tf.strings, tf.io, tf.signal and more array ops.
 from tensorflux import image  # noqa: E402,F401 - tf.image
 from tensorflux.image.image_ops import random_crop  # noqa: E402,F401 - tf.random_crop

@@ -49,6 +49,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     quantization_ops,
     quantized_fused_ops,
     random_ops,
+    random_index_shuffle_ops,
     random_ext_ops,
     ref_variable_ops,
     reduction_ops,

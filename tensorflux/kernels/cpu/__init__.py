@@ -49,6 +49,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     quantization_ops,
     quantized_fused_ops,
     random_ext_ops,
+    random_index_shuffle_ops,
     random_ops,
     reduction_ops,
     ref_variable_ops,
