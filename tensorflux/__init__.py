@@ -229,6 +229,7 @@ from tensorflux.ops.misc_ops import (  # noqa: E402,F401
     extract_volume_patches,
     timestamp,
 )
+from tensorflux.ops.nn_ops import approx_top_k  # noqa: E402,F401 - top-level raw ops
 # Ragged tensors: tf.RaggedTensor, tf.ragged.
 from tensorflux import ragged  # noqa: E402,F401 - tf.ragged
 from tensorflux.ragged import RaggedTensor  # noqa: E402,F401
