@@ -18,6 +18,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     clustering_ops,
     comparison_ops,
     constant_op,
+    conv_nd_ops,
     conv_ops,
     conv3d_ops,
     control_flow_ops,

@@ -18,6 +18,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     constant_op,
     control_flow_ops,
     conv3d_ops,
+    conv_nd_ops,
     conv_ops,
     ctc_ops,
     data_flow_ops,
