@@ -231,6 +231,7 @@ from tensorflux.ops.misc_ops import (  # noqa: E402,F401
 )
 from tensorflux.ops.nn_ops import approx_top_k  # noqa: E402,F401 - top-level raw ops
 from tensorflux.ops.conv_nd_ops import conv  # noqa: E402,F401
+from tensorflux.ops.quantization_ops import quantized_concat  # noqa: E402,F401
 from tensorflux.ops.conv_ops import (  # noqa: E402,F401
     conv2d_backprop_filter_v2,
     conv2d_backprop_input_v2,
