@@ -14,6 +14,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     batch_norm_ops,
     beam_search_ops,
     boosted_trees_ops,
+    box_proposal_ops,
     candidate_sampling_ops,
     clustering_ops,
     comparison_ops,

@@ -12,6 +12,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     batch_norm_ops,
     beam_search_ops,
     boosted_trees_ops,
+    box_proposal_ops,
     candidate_sampling_ops,
     clustering_ops,
     comparison_ops,
