@@ -58,6 +58,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     runtime_ops,
     save_restore_ops,
     script_ops,
+    sdca_ops,
     segment_ops,
     sequence_ops,
     session_ops,

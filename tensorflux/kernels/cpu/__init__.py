@@ -59,6 +59,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     runtime_ops,
     save_restore_ops,
     script_ops,
+    sdca_ops,
     segment_ops,
     sequence_ops,
     session_ops,
