@@ -187,6 +187,7 @@ from tensorflux.math.math_impl import *  # noqa: E402,F401,F403
 from tensorflux.sparse.sparse_extra import *  # noqa: E402,F401,F403
 from tensorflux.ops.matrix_ops import matmul as sparse_matmul  # noqa: E402,F401
 from tensorflux.ops.random_ext_ops import *  # noqa: E402,F401,F403
+from tensorflux.ops.random_index_shuffle_ops import *  # noqa: E402,F401,F403
 # Issue 18 parts 3-6: tf.image, tf.strings, tf.io, tf.signal and more array ops.
 from tensorflux import image  # noqa: E402,F401 - tf.image
 from tensorflux.image.image_ops import random_crop  # noqa: E402,F401 - tf.random_crop
@@ -230,6 +231,13 @@ from tensorflux.ops.misc_ops import (  # noqa: E402,F401
     check_pinned,
     extract_volume_patches,
     timestamp,
+)
+from tensorflux.ops.nn_ops import approx_top_k  # noqa: E402,F401 - top-level raw ops
+from tensorflux.ops.conv_nd_ops import conv  # noqa: E402,F401
+from tensorflux.ops.quantization_ops import quantized_concat  # noqa: E402,F401
+from tensorflux.ops.conv_ops import (  # noqa: E402,F401
+    conv2d_backprop_filter_v2,
+    conv2d_backprop_input_v2,
 )
 # Ragged tensors: tf.RaggedTensor, tf.ragged.
 from tensorflux import ragged  # noqa: E402,F401 - tf.ragged

@@ -14,7 +14,7 @@ element. The formulas:
 | name | counts | ops |
 | --- | --- | --- |
 | matmul | 2 * k * output elements | MatMul, BatchMatMul(V2) |
-| conv2d | 2 * multiply-adds of the forward convolution | Conv2D and its backprops (NHWC) |
+| conv2d | 2 * multiply-adds of the forward convolution | Conv2D and its backprops, V2 too (NHWC) |
 | pool | window area * output elements (grads: see `_pool`) | MaxPool, AvgPool, grads |
 | unary:k | k * elements of input 0 | Neg, Log, Square, Rsqrt:2, Softmax:5, BiasAdd |
 | binary:k | k * output elements | Add, Sub, Mul, RealDiv, comparisons, ... |
@@ -68,8 +68,9 @@ def _conv2d(op_type, attr, ins, outs, factor):
         if out is None or filt is None or len(filt) != 4:
             return None
         return 2 * math.prod(out) * filt[0] * filt[1] * filt[2]
-    image = outs[0] if op_type == "Conv2DBackpropInput" else ins[0]
-    filt = ins[1] if op_type == "Conv2DBackpropInput" else outs[0]
+    by_input = op_type.startswith("Conv2DBackpropInput")
+    image = outs[0] if by_input else ins[0]
+    filt = ins[1] if by_input else outs[0]
     if image is None or filt is None or not image:
         return None
     return 2 * math.prod(image) * math.prod(filt) // (image[-1] * strides[1] * strides[2])

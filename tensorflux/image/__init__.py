@@ -56,6 +56,7 @@ from tensorflux.image.image_ops import resize_images as resize  # noqa: F401
 from tensorflux.image.image_ops import transpose_image as transpose  # noqa: F401
 from tensorflux.ops.array_ext_ops import extract_image_patches  # noqa: F401
 from tensorflux.ops.array_ext_ops import extract_image_patches as extract_patches  # noqa: F401
+from tensorflux.ops.box_proposal_ops import generate_bounding_box_proposals  # noqa: F401
 from tensorflux.ops.image_ops import (  # noqa: F401
     combined_non_max_suppression,
     crop_and_resize,

@@ -5,7 +5,9 @@
 - `fingerprint64`: FarmHash's Fingerprint64 (farmhashna::Hash64), used by
   StringToHashBucketFast and tf.feature_column's hashing;
 - `siphash24`: SipHash-2-4 with a 128-bit key given as two uint64s, used by
-  StringToHashBucketStrong.
+  StringToHashBucketStrong;
+- `fingerprint128`: FarmHash's Fingerprint128 (farmhashcc, CityHash128 v1.1), used by
+  SdcaFprint.
 
 All arithmetic is modulo 2**64 (`_M`).
 """
@@ -204,3 +206,96 @@ def siphash24(key: tuple[int, int], s: bytes) -> int:
     v2 ^= 0xFF
     v0, v1, v2, v3 = rounds(v0, v1, v2, v3, 4)
     return v0 ^ v1 ^ v2 ^ v3
+
+
+# ---- Fingerprint128 (farmhashcc) -----------------------------------------------------------
+
+_KMUL = 0x9DDFEA08EB382D69
+
+
+def _hash128to64(low: int, high: int) -> int:
+    return _hash_len16(low, high, _KMUL)
+
+
+def _city_murmur(s: bytes, seed_low: int, seed_high: int) -> tuple[int, int]:
+    """The 128-bit hash of strings shorter than 128 bytes (CityMurmur)."""
+    n = len(s)
+    a, b = seed_low, seed_high
+    if n <= 16:
+        a = (_shift_mix((a * _K1) & _M) * _K1) & _M
+        c = (b * _K1 + _len0to16(s)) & _M
+        d = _shift_mix((a + (_fetch64(s, 0) if n >= 8 else c)) & _M)
+    else:
+        c = _hash128to64((_fetch64(s, n - 8) + _K1) & _M, a)
+        d = _hash128to64((b + n) & _M, (c + _fetch64(s, n - 16)) & _M)
+        a = (a + d) & _M
+        for i in range(0, n - 16, 16):
+            a ^= (_shift_mix((_fetch64(s, i) * _K1) & _M) * _K1) & _M
+            a = (a * _K1) & _M
+            b ^= a
+            c ^= (_shift_mix((_fetch64(s, i + 8) * _K1) & _M) * _K1) & _M
+            c = (c * _K1) & _M
+            d ^= c
+    a = _hash128to64(a, c)
+    b = _hash128to64(d, b)
+    return a ^ b, _hash128to64(b, a)
+
+
+def _city128_chunk(s: bytes, i: int, state: list) -> None:
+    """One 64-byte step of CityHash128WithSeed's main loop, on state [x, y, z, v, w]."""
+    x, y, z, v, w = state
+    x = (_rot((x + y + v[0] + _fetch64(s, i + 8)) & _M, 37) * _K1) & _M
+    y = (_rot((y + v[1] + _fetch64(s, i + 48)) & _M, 42) * _K1) & _M
+    x ^= w[1]
+    y = (y + v[0] + _fetch64(s, i + 40)) & _M
+    z = (_rot((z + w[0]) & _M, 33) * _K1) & _M
+    v = _weak32(s, i, (v[1] * _K1) & _M, (x + w[0]) & _M)
+    w = _weak32(s, i + 32, (z + w[1]) & _M, (y + _fetch64(s, i + 16)) & _M)
+    state[:] = [z, y, x, v, w]  # x and z swap
+
+
+def _city128_with_seed(s: bytes, seed_low: int, seed_high: int) -> tuple[int, int]:
+    n = len(s)
+    if n < 128:
+        return _city_murmur(s, seed_low, seed_high)
+    x, y, z = seed_low, seed_high, (n * _K1) & _M
+    v0 = (_rot(y ^ _K1, 49) * _K1 + _fetch64(s, 0)) & _M
+    v = (v0, (_rot(v0, 42) * _K1 + _fetch64(s, 8)) & _M)
+    w = ((_rot((y + z) & _M, 35) * _K1 + x) & _M,
+         (_rot((x + _fetch64(s, 88)) & _M, 53) * _K1) & _M)
+    state = [x, y, z, v, w]
+    pos, left = 0, n
+    while True:
+        _city128_chunk(s, pos, state)
+        _city128_chunk(s, pos + 64, state)
+        pos, left = pos + 128, left - 128
+        if left < 128:
+            break
+    x, y, z, v, w = state
+    x = (x + _rot((v[0] + z) & _M, 49) * _K0) & _M
+    y = (y * _K0 + _rot(w[1], 37)) & _M
+    z = (z * _K0 + _rot(w[0], 27)) & _M
+    w = ((w[0] * 9) & _M, w[1])
+    v = ((v[0] * _K0) & _M, v[1])
+    done = 0
+    while done < left:  # up to four 32-byte chunks from the end
+        done += 32
+        end = pos + left - done
+        y = (_rot((x + y) & _M, 42) * _K0 + v[1]) & _M
+        w = ((w[0] + _fetch64(s, end + 16)) & _M, w[1])
+        x = (x * _K0 + w[0]) & _M
+        z = (z + w[1] + _fetch64(s, end)) & _M
+        w = (w[0], (w[1] + v[0]) & _M)
+        v = _weak32(s, end, (v[0] + z) & _M, v[1])
+        v = ((v[0] * _K0) & _M, v[1])
+    x = _hash128to64(x, v[0])
+    y = _hash128to64((y + z) & _M, w[0])
+    return ((_hash128to64((x + v[1]) & _M, w[1]) + y) & _M,
+            _hash128to64((x + w[1]) & _M, (y + v[1]) & _M))
+
+
+def fingerprint128(s: bytes) -> tuple[int, int]:
+    """FarmHash Fingerprint128 of `s`: (low, high) unsigned 64-bit ints."""
+    if len(s) >= 16:
+        return _city128_with_seed(s[16:], _fetch64(s, 0), (_fetch64(s, 8) + _K0) & _M)
+    return _city128_with_seed(s, _K0, _K1)

@@ -3,15 +3,13 @@ differentiable through them."""
 
 from __future__ import annotations
 
-import builtins
-
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, reduction_ops
 from tensorflux.ops.comparison_ops import equal, where_v2
-from tensorflux.ops.gather_ops import scatter_nd, top_k
+from tensorflux.ops.gather_ops import scatter_nd
 from tensorflux.ops.joining_ops import stack
 from tensorflux.ops.math_ops import (
     add,
@@ -24,7 +22,7 @@ from tensorflux.ops.math_ops import (
     subtract,
     truediv,
 )
-from tensorflux.ops.nn_ops import softplus
+from tensorflux.ops.nn_ops import approx_top_k, softplus
 from tensorflux.ops.unary_ops import _const_like, abs, log1p, negative, sqrt, square  # noqa: A004
 
 __all__ = ["accumulate_n", "confusion_matrix", "log_sigmoid", "saturate_cast"]
@@ -160,18 +158,20 @@ def saturate_cast(value, dtype, name=None):
 
 def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
                  reduction_input_size_override=-1, aggregate_to_topk=True, name=None):
-    """The k largest values and their indices along the last dimension, exactly
-    (`tf.math.approx_max_k`; the approximation knobs are accepted and unused)."""
-    if reduction_dimension not in (-1, builtins.max(
-            (convert_to_tensor(operand).shape.ndims or 0) - 1, 0)):
-        raise ValueError("approx_max_k supports the last dimension only")
-    return top_k(operand, k, name=name or "ApproxTopK")
+    """The k largest values of `operand` along `reduction_dimension` and their indices
+    (`tf.math.approx_max_k`): an ApproxTopK op, exact on CPU."""
+    return approx_top_k(operand, k, reduction_dimension=reduction_dimension,
+                        recall_target=recall_target, is_max_k=True,
+                        reduction_input_size_override=reduction_input_size_override,
+                        aggregate_to_topk=aggregate_to_topk, name=name)
 
 
 def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
                  reduction_input_size_override=-1, aggregate_to_topk=True, name=None):
-    """The k smallest values and their indices along the last dimension, exactly
-    (`tf.math.approx_min_k`)."""
-    values, indices = approx_max_k(negative(convert_to_tensor(operand)), k,
-                                   reduction_dimension, name=name)
-    return negative(values), indices
+    """The k smallest values of `operand` along `reduction_dimension` and their indices
+    (`tf.math.approx_min_k`): an ApproxTopK op with is_max_k=False, exact (TensorFlow's CPU
+    has no kernel for it)."""
+    return approx_top_k(operand, k, reduction_dimension=reduction_dimension,
+                        recall_target=recall_target, is_max_k=False,
+                        reduction_input_size_override=reduction_input_size_override,
+                        aggregate_to_topk=aggregate_to_topk, name=name)

@@ -1,5 +1,6 @@
-"""Convolutions: Conv2D and its backprop ops (Conv2DBackpropInput, Conv2DBackpropFilter), the
-TF1 wrappers (`tf.nn.conv2d`, `conv2d_transpose`, ...), and the window geometry that pools
+"""Convolutions: Conv2D and its backprop ops (Conv2DBackpropInput, Conv2DBackpropFilter, and
+their V2 forms that take the input and filter tensors rather than their shapes), the TF1
+wrappers (`tf.nn.conv2d`, `conv2d_transpose`, ...), and the window geometry that pools
 share (pooling_ops.py). Each op's definition, shape function, TF1 wrapper and gradient sit
 together; kernels are in tensorflux/kernels/cpu/conv_ops.py. tensorflux/ops/nn_ops.py
 re-exports the TF1 names, as TensorFlow's nn_ops has them.
@@ -183,6 +184,16 @@ define_op("Conv2DBackpropInput", inputs=["input_sizes: int32", "filter: T", "out
 define_op("Conv2DBackpropFilter", inputs=["input: T", "filter_sizes: int32", "out_backprop: T"],
           outputs=["output: T"], attrs=["T: {half, bfloat16, float, double}"] + _CONV_ATTRS[1:],
           shape_fn=_conv2d_backprop_filter_shape, flops="conv2d")
+# The V2 backprops take the input (filter) itself where V1 takes its shape; TensorFlow has
+# no CPU kernel and no gradient for them, and its shape functions check only that operand.
+define_op("Conv2DBackpropInputV2", inputs=["input: T", "filter: T", "out_backprop: T"],
+          outputs=["output: T"], attrs=_CONV_ATTRS,
+          shape_fn=lambda op: [common_shapes.with_rank(checked_dims(op.inputs[0]), 4)],
+          flops="conv2d")
+define_op("Conv2DBackpropFilterV2", inputs=["input: T", "filter: T", "out_backprop: T"],
+          outputs=["output: T"], attrs=["T: {half, bfloat16, float, double}"] + _CONV_ATTRS[1:],
+          shape_fn=lambda op: [common_shapes.with_rank(checked_dims(op.inputs[1]), 4)],
+          flops="conv2d")
 # Conv2D -> BiasAdd [-> Relu] as one node, made only by the graph optimizer's rewrite of a
 # step graph (runtime/graph_optimizer.py `fuse_conv_bias_relu`, as TF's grappler remapper
 # makes its _FusedConv2D, with TF's signature); the graph it appears in is already
@@ -250,6 +261,46 @@ def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, 
     attrs = _conv_call_attrs(strides, padding, data_format, dilations, use_cudnn_on_gpu)
     return apply_op("Conv2DBackpropFilter", input=input, filter_sizes=filter_sizes,
                     out_backprop=out_backprop, name=name or "Conv2DBackpropFilter", **attrs)
+
+
+def conv2d_backprop_input_v2(input, filter, out_backprop, strides, padding,  # noqa: A002
+                             use_cudnn_on_gpu=True, explicit_paddings=(), data_format="NHWC",
+                             dilations=(1, 1, 1, 1), name=None):
+    """The gradient of conv2d w.r.t. its input, shaped as `input` (`tf.conv2d_backprop_input_v2`,
+    the raw op: the attributes as Conv2D's, `padding` a string).
+
+    Args:
+      input: a tensor of the forward input's shape (only its shape is read).
+      filter: the forward filter, [kh, kw, in_channels, out_channels].
+      out_backprop: the gradient of the forward output.
+      strides, padding, explicit_paddings, data_format, dilations: as Conv2D's attributes.
+      use_cudnn_on_gpu: accepted; no effect on CPU.
+      name: a name for the operation.
+
+    Returns:
+      A tensor of input's shape and dtype.
+    """
+    return apply_op("Conv2DBackpropInputV2", input=input, filter=filter,
+                    out_backprop=out_backprop, strides=list(strides), padding=padding,
+                    use_cudnn_on_gpu=use_cudnn_on_gpu, explicit_paddings=list(explicit_paddings),
+                    data_format=data_format, dilations=list(dilations),
+                    name=name or "Conv2DBackpropInputV2")
+
+
+def conv2d_backprop_filter_v2(input, filter, out_backprop, strides, padding,  # noqa: A002
+                              use_cudnn_on_gpu=True, explicit_paddings=(), data_format="NHWC",
+                              dilations=(1, 1, 1, 1), name=None):
+    """The gradient of conv2d w.r.t. its filter, shaped as `filter`
+    (`tf.conv2d_backprop_filter_v2`, the raw op; only filter's shape is read).
+
+    Returns:
+      A tensor of filter's shape and dtype.
+    """
+    return apply_op("Conv2DBackpropFilterV2", input=input, filter=filter,
+                    out_backprop=out_backprop, strides=list(strides), padding=padding,
+                    use_cudnn_on_gpu=use_cudnn_on_gpu, explicit_paddings=list(explicit_paddings),
+                    data_format=data_format, dilations=list(dilations),
+                    name=name or "Conv2DBackpropFilterV2")
 
 
 def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None,  # noqa: A002

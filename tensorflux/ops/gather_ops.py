@@ -465,7 +465,12 @@ def top_k(input, k=1, sorted: bool = True, name: str | None = None,  # noqa: A00
 @gradient("TopKV2")
 def _top_k_grad(op, grad, _):
     """Scatters the values' gradient to the input positions the indices name."""
-    x, idx = op.inputs[0], op.outputs[1]
+    return [scatter_top_k_grad(op.inputs[0], op.outputs[1], grad), None]
+
+
+def scatter_top_k_grad(x, idx, grad):
+    """The gradient of a top-k selection along x's last axis: `grad` (shaped as `idx`)
+    scattered to the positions `idx` names, zeros elsewhere (TopKV2, ApproxTopK)."""
     grad = indexed_slices_to_tensor(grad)
     in_dims, idx_dims = static_shape(x), static_shape(idx)
     if in_dims is not None and idx_dims is not None:
@@ -489,7 +494,7 @@ def _top_k_grad(op, grad, _):
         flat = array_ops.reshape(apply_op("AddV2", x=idx_2d, y=offsets, name="add"), [-1])
         total = array_ops.expand_dims(apply_op("Mul", x=outer, y=n, name="mul"), 0)
     dense = scatter_nd(array_ops.expand_dims(flat, -1), array_ops.reshape(grad, [-1]), total)
-    return [array_ops.reshape(dense, in_shape), None]
+    return array_ops.reshape(dense, in_shape)
 
 
 # ------------------------------------------------------------------------------------------

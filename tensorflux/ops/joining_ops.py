@@ -60,19 +60,29 @@ __all__ = ["concat", "split", "stack", "unstack", "tile", "pad", "broadcast_to",
 
 
 def _concat_shape(op):
-    values, axis_t = op.inputs[:-1], op.inputs[-1]
+    return [concat_dims(op.inputs[:-1], op.inputs[-1])]
+
+
+def concat_dims(values, axis_t):
+    """The dims (None: unknown rank) of `values` concatenated along the scalar `axis_t`, as
+    TF's ConcatShape infers them (ConcatV2, QuantizedConcat).
+
+    Raises:
+      ValueError: ranks that differ or are too small for the axis, dimensions off the axis
+        that differ.
+    """
     with_rank(static_dims(axis_t), 0)
     shapes = [static_dims(t) for t in values]
     axis = scalar_value(axis_t)
     rank_known = next((s for s in shapes if s is not None), None)
     if axis is None:
         if rank_known is None:
-            return [None]
+            return None
         for s in shapes:
             with_rank(s, len(rank_known))
-        return [[None] * len(rank_known)]
+        return [None] * len(rank_known)
     if rank_known is None:
-        return [None]
+        return None
     n = len(rank_known)
     if axis < 0:
         with_rank_at_least(rank_known, -axis)
@@ -88,7 +98,7 @@ def _concat_shape(op):
         # TF merges the dims before and after the axis separately (and words errors so).
         prefix = s[:axis] if prefix is None else merge_dims(prefix, s[:axis])
         suffix = s[axis + 1:] if suffix is None else merge_dims(suffix, s[axis + 1:])
-    return [prefix + [total] + suffix]
+    return prefix + [total] + suffix
 
 
 define_op("ConcatV2", inputs=["values: N * T", "axis: Tidx"], outputs=["output: T"],

@@ -1,5 +1,5 @@
 """Neural-network ops: activations, softmax and cross entropy, BiasAdd, convolution, pooling,
-L2Loss, LRN, InTopKV2.
+L2Loss, LRN, InTopKV2, ApproxTopK.
 
 Each op's definition, shape function, TF1 wrapper and gradient sit together; kernels are in
 tensorflux/kernels/cpu/nn_ops.py. Convolutions and pools are in conv_ops.py and
@@ -22,6 +22,7 @@ from tensorflux.framework.op_registry import define_op, gradient, not_differenti
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, comparison_ops, math_ops, reduction_ops, unary_ops
+from tensorflux.ops.gather_ops import scatter_top_k_grad
 
 # The TF1 public names of this module (tf.nn.*).
 __all__ = [
@@ -462,3 +463,113 @@ def in_top_k(predictions, targets, k, name: str | None = None):
     included (`tf.nn.in_top_k`). Out-of-range targets give False."""
     with graph_lib.name_scope(name, "in_top_k"):
         return apply_op("InTopKV2", predictions=predictions, targets=targets, k=k)
+
+
+# ---- ApproxTopK --------------------------------------------------------------------------
+#
+# TensorFlow's CPU kernel is its exact TopK (the approximation is a TPU algorithm), and so is
+# ours: the k largest (is_max_k) or smallest values along reduction_dimension, in order,
+# equal values by index. TensorFlow registers that kernel only for the last dimension and
+# is_max_k; tensorflux computes the others exactly too. The static shape follows TF's shape
+# function, which for aggregate_to_topk=False is the size XLA's partial reduction would
+# have (the kernel, as TensorFlow's, still returns k values).
+
+_TPU_LANE_TILING = 128     # the reduction window of rank >= 2 operands
+_TPU_CHUNK_TILING = 1024   # the reduction window of rank-1 operands
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _approx_reduction_size(n, rank, k, recall_target, input_size_override):
+    """The reduction dimension's size after the approximate (unaggregated) reduction: a
+    whole number of windows, few enough that k values survive with recall_target."""
+    tiling = _TPU_CHUNK_TILING if rank == 1 else _TPU_LANE_TILING
+    if n <= tiling or recall_target == 1.0:
+        return n
+    if k == 1:
+        return tiling
+    logical = input_size_override if input_size_override >= 0 else n
+    # Windows m with recall ~ exp((1 - k) / m), no fewer than one tile, no more than n;
+    # as an unsigned 64-bit count (k = 0 makes it negative, which wraps, as in XLA on x86).
+    windows = int((1.0 - k) / np.log(np.float64(recall_target))) % (1 << 64)
+    windows = min(max(windows, tiling), n)
+    quotient = logical // windows
+    log2_reduction = quotient.bit_length() - 1 if quotient else 0
+    if log2_reduction == 0:
+        return n
+    tiles = n // tiling
+    log2_reduction = min(log2_reduction, (tiles - 1).bit_length() if tiles else 0)
+    return _ceil_div(_ceil_div(n, tiling), 1 << log2_reduction) * tiling
+
+
+def _approx_top_k_shape(op):
+    dims = checked_dims(op.inputs[0], at_least=1)
+    rank = -1 if dims is None else len(dims)
+    axis, k = op.attrs["reduction_dimension"], op.attrs["k"]
+    if not -rank <= axis <= rank - 1:
+        raise ValueError(f"Invalid reduction dimension: {axis}. Must be within the range of "
+                         f"[{-rank}, {rank - 1}]")
+    axis %= rank
+    n = dims[axis]
+    if n is None or n < k:
+        raise ValueError(f"input must have last dimension >= k = {k} but was "
+                         f"{-1 if n is None else n}")
+    recall = np.float32(op.attrs["recall_target"])
+    if not 0 < recall <= 1:
+        raise ValueError(f"Invalid recall target: {recall:g}. Valid value range in : "
+                         "[0, 1.0].")
+    size = k if op.attrs["aggregate_to_topk"] else _approx_reduction_size(
+        n, rank, k, recall, op.attrs["reduction_input_size_override"])
+    out = dims[:axis] + [size] + dims[axis + 1:]
+    return [out, out]
+
+
+define_op("ApproxTopK", inputs=["input: T"], outputs=["values: T", "indices: int32"],
+          attrs=["k: int >= 0", "reduction_dimension: int = -1", "recall_target: float = 0.95",
+                 "is_max_k: bool = true", "reduction_input_size_override: int = -1",
+                 "aggregate_to_topk: bool = true", "T: {half, bfloat16, float}"],
+          shape_fn=_approx_top_k_shape)
+
+
+def approx_top_k(input, k, reduction_dimension=-1, recall_target=0.95,  # noqa: A002
+                 is_max_k=True, reduction_input_size_override=-1, aggregate_to_topk=True,
+                 name=None):
+    """The k largest (or smallest) values of `input` along `reduction_dimension` and their
+    indices (`tf.approx_top_k`); on CPU exact, as TensorFlow's.
+
+    Args:
+      input: a half, bfloat16 or float tensor of rank >= 1.
+      k: how many values, at most the reduction dimension's size.
+      reduction_dimension: the dimension to search, negative from the end.
+      recall_target: the TPU approximation's recall, in (0, 1].
+      is_max_k: the largest values when true, else the smallest.
+      reduction_input_size_override: the TPU approximation's logical input size (-1: none).
+      aggregate_to_topk: whether the TPU result is reduced to k values (the static shape
+        says the unreduced size when false).
+      name: a name for the operation.
+
+    Returns:
+      (values, indices): values of input's dtype and their int32 indices, largest (or
+      smallest) first; equal values in index order.
+    """
+    return apply_op("ApproxTopK", input=input, k=k, reduction_dimension=reduction_dimension,
+                    recall_target=recall_target, is_max_k=is_max_k,
+                    reduction_input_size_override=reduction_input_size_override,
+                    aggregate_to_topk=aggregate_to_topk, name=name or "ApproxTopK")
+
+
+@gradient("ApproxTopK")
+def _approx_top_k_grad(op, grad, _):
+    """The values' gradient scattered to the positions the indices name."""
+    x, idx = op.inputs[0], op.outputs[1]
+    rank = x.shape.ndims
+    axis = op.attrs["reduction_dimension"] % rank
+    if axis == rank - 1:
+        return [scatter_top_k_grad(x, idx, grad)]
+    perm = [d for d in range(rank) if d != axis] + [axis]
+    back = [perm.index(d) for d in range(rank)]
+    dense = scatter_top_k_grad(array_ops.transpose(x, perm), array_ops.transpose(idx, perm),
+                               array_ops.transpose(grad, perm))
+    return [array_ops.transpose(dense, back)]

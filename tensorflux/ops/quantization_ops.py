@@ -1,7 +1,8 @@
 """Quantized inference: QuantizeV2 and Dequantize, the fake-quant ops of quantization-aware
 training (FakeQuantWithMinMaxArgs/Vars/VarsPerChannel and their gradient ops), and the
 eight-bit compute ops (QuantizedMatMul, QuantizedConv2D, QuantizedBiasAdd, QuantizedRelu,
-QuantizedRelu6, RequantizationRange, Requantize, QuantizeDownAndShrinkRange). Kernels are in
+QuantizedRelu6, RequantizationRange, Requantize, QuantizeDownAndShrinkRange, QuantizedConcat).
+Kernels are in
 tensorflux/kernels/cpu/quantization_ops.py; the public names are in tensorflux/quantization.
 
 Contract (TensorFlow's CPU kernels; the kernel module states the arithmetic bit for bit):
@@ -19,6 +20,9 @@ Contract (TensorFlow's CPU kernels; the kernel module states the arithmetic bit 
   qint32 extremes. QuantizedBiasAdd adds in a symmetric qint32 range with 2^17 headroom.
   Requantize / RequantizationRange / QuantizeDownAndShrinkRange bring qint32 results back
   to eight bits, in a requested range or in the range the values actually use.
+- QuantizedConcat puts its inputs in one range, from the lowest min (but at most 0) to the
+  highest max (symmetric around 0 for the signed types), requantizing the inputs whose range
+  differs.
 - The fake-quant ops round float values to the grid of `num_bits` levels over a range
   nudged so that 0 is a grid point; their gradient passes through inside the nudged range
   and goes to min (below) or max (above) for the Vars forms (straight-through estimator).
@@ -32,6 +36,7 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops.conv_ops import _out_dim
+from tensorflux.ops.joining_ops import concat_dims
 from tensorflux.ops.pooling_ops import _pool_output
 
 __all__ = ["quantize", "quantize_v2", "dequantize", "quantize_and_dequantize",
@@ -599,3 +604,47 @@ def quantized_relu_x(features, max_value, min_features, max_features, out_type=d
 
 
 __all__ += ["quantized_avg_pool", "quantized_relu_x"]
+
+
+# ---- QuantizedConcat (tf.quantized_concat) ------------------------------------------------
+
+
+def _quantized_concat_shape(op):
+    n = op.attrs["N"]
+    dims = concat_dims(op.inputs[1:1 + n], op.inputs[0])
+    for t in op.inputs[1 + n:]:
+        checked_dims(t, rank=0)
+    return [dims if dims is not None else tensor_shape.unknown_shape(), [], []]
+
+
+# TF's op leaves T open; its CPU kernels take quint8 and qint32 (tensorflux's every
+# quantized type).
+define_op("QuantizedConcat",
+          inputs=["concat_dim: int32", "values: N * T", "input_mins: N * float",
+                  "input_maxes: N * float"],
+          outputs=["output: T", "output_min: float", "output_max: float"],
+          attrs=["N: int >= 2", "T: type"], shape_fn=_quantized_concat_shape)
+not_differentiable("QuantizedConcat")
+
+
+def quantized_concat(concat_dim, values, input_mins, input_maxes, name=None):
+    """Concatenates quantized tensors along `concat_dim` in one output range
+    (`tf.quantized_concat`).
+
+    Args:
+      concat_dim: a scalar int32, in [0, rank) (no negative dimensions).
+      values: at least two quantized tensors of one type and rank.
+      input_mins, input_maxes: the float range of each of `values` (scalars).
+      name: a name for the operation.
+
+    Returns:
+      (output, output_min, output_max): the concatenation, each input requantized into
+      [output_min, output_max] unless its range is that one already; output_min is the
+      lowest input min (at most 0), output_max the highest input max, both widened to the
+      larger magnitude for signed types.
+    """
+    return _apply("QuantizedConcat", concat_dim=concat_dim, values=list(values),
+                  input_mins=list(input_mins), input_maxes=list(input_maxes), name=name)
+
+
+__all__ += ["quantized_concat"]

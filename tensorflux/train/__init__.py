@@ -6,6 +6,7 @@ Everything here is built from graph ops (paper §4): no privileged runtime paths
 from tensorflux.distributed import client as _grpc_client  # noqa: F401 - grpc:// sessions
 from tensorflux.distributed.cluster import ClusterSpec
 from tensorflux.distributed.server import Server
+from tensorflux.ops.sdca_ops import sdca_fprint, sdca_optimizer, sdca_shrink_l1  # noqa: F401
 from tensorflux.protos.checkpoint_state_pb2 import CheckpointState
 from tensorflux.protos.cluster_pb2 import ClusterDef, JobDef
 from tensorflux.protos.example_pb2 import Example, SequenceExample

@@ -1,4 +1,4 @@
-"""CPU kernels of Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter.
+"""CPU kernels of Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter (and their V2 forms).
 
 Convolution (Conv2D and its two backprops) with stride 1, large windows and many
 channels goes through the frequency domain (kernels/cpu/_fft_conv.py: DFTs as matrix
@@ -936,3 +936,18 @@ def _conv2d_backprop_filter(node):
 
     return compute
 
+
+
+# The V2 backprops: V1's kernels, the sizes read off the input (filter) operand.
+
+
+@kernel_factory("Conv2DBackpropInputV2", expensive=True)
+def _conv2d_backprop_input_v2(node):
+    by_sizes = _conv2d_backprop_input(node)
+    return lambda ctx, x, w, dy: by_sizes(ctx, np.array(x.shape, np.int64), w, dy)
+
+
+@kernel_factory("Conv2DBackpropFilterV2", expensive=True)
+def _conv2d_backprop_filter_v2(node):
+    by_sizes = _conv2d_backprop_filter(node)
+    return lambda ctx, x, w, dy: by_sizes(ctx, x, np.array(w.shape, np.int64), dy)

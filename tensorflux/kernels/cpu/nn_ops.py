@@ -13,6 +13,7 @@ import numpy as np
 from tensorflux.kernels import buffers, interrupt, intra_op
 from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu._nn_common import _LOW_PRECISION, _invalid, _narrow, _widen
+from tensorflux.kernels.cpu.gather_ops import _top_k_by_rows
 from tensorflux.kernels.cpu.math_ops import _ADD_KERNEL as _last_axis_add
 from tensorflux.kernels.cpu.reduction_ops import _sum as _leading_sum
 from tensorflux.kernels.registry import kernel, kernel_factory
@@ -361,3 +362,31 @@ def _in_top_k(ctx, predictions, targets, k):
     finite = np.isfinite(predictions).all(axis=1) if classes else np.ones(batch, bool)
     return valid & finite & (more < int(k))
 
+
+
+# ---- ApproxTopK: exact on CPU, as TensorFlow's (its TopK kernel) -------------------------
+
+
+@kernel_factory("ApproxTopK")
+def _approx_top_k(node):
+    k, axis = node.attrs["k"], node.attrs["reduction_dimension"]
+    largest = node.attrs["is_max_k"]
+
+    def compute(ctx, x):
+        if x.ndim < 1:
+            raise _invalid(f"input must be >= 1-D, got shape {list(x.shape)}")
+        if not -x.ndim <= axis < x.ndim:
+            raise _invalid(f"Invalid reduction dimension: {axis}. Must be within the range "
+                           f"of [{-x.ndim}, {x.ndim - 1}]")
+        dim = axis % x.ndim
+        if x.shape[dim] < k:
+            raise _invalid(f"input must have at least k columns. Had {x.shape[dim]}, needed "
+                           f"{k}")
+        rows = np.moveaxis(x, dim, -1)
+        key = np.ascontiguousarray(rows if largest else np.negative(rows))
+        idx = _top_k_by_rows(ctx, key, k)
+        values = np.take_along_axis(rows, idx, axis=-1)
+        return (np.ascontiguousarray(np.moveaxis(values, -1, dim)),
+                np.ascontiguousarray(np.moveaxis(idx, -1, dim)).astype(np.int32))
+
+    return compute

@@ -55,6 +55,7 @@ from tensorflux.kernels.cpu._qmath import (  # noqa: F401 - shared with the fuse
     _scalar,
     _to_int,
 )
+from tensorflux.kernels.cpu.array_ops import _shape_str
 from tensorflux.kernels.cpu.conv_ops import _im2col_matmul
 from tensorflux.kernels.cpu.pooling_ops import _avg_counts, _max_pool_nhwc, _PoolGeometry
 from tensorflux.kernels.registry import kernel_factory
@@ -880,5 +881,68 @@ def _quantized_relu_x(node):
         floor_q = np.asarray(_float_to_quantized(0.0, lo, hi, t), t)
         cap_q = np.asarray(_float_to_quantized(cap, lo, hi, t), t)
         return np.minimum(np.maximum(x, floor_q), cap_q).astype(t, copy=False), lo, hi
+
+    return compute
+
+
+# ---- QuantizedConcat ------------------------------------------------------------------------
+
+
+def _concat_range(ranges, signed: bool):
+    """TF's output range: the lowest min capped at 0 and the highest max, as std::min and
+    std::max fold them from FLT_MAX and -FLT_MAX (a NaN end is passed over); for the signed
+    types the larger magnitude on both sides."""
+    low, high = _FLT_MAX, -_FLT_MAX
+    for lo, hi in ranges:
+        low = lo if lo < low else low
+        high = hi if high < hi else high
+    low = low if low < 0 else _F(0.0)
+    if signed:
+        largest = max(abs(low), abs(high))
+        return _F(-largest), _F(largest)
+    return _F(low), _F(high)
+
+
+def _check_concat_shapes(values, axis: int):
+    first = values[0]
+    if not 0 <= axis < first.ndim:
+        raise _invalid(f"ConcatOp : Expected concatenating dimensions in the range [0, "
+                       f"{first.ndim}), but got {axis}")
+    for i, v in enumerate(values[1:], 1):
+        if v.ndim != first.ndim:
+            raise _invalid(f"ConcatOp : Ranks of all input tensors should match: shape[0] = "
+                           f"{_shape_str(first.shape)} vs. shape[{i}] = {_shape_str(v.shape)}")
+        if any(v.shape[j] != first.shape[j] for j in range(first.ndim) if j != axis):
+            raise _invalid(f"ConcatOp : Dimensions of inputs should match: shape[0] = "
+                           f"{_shape_str(first.shape)} vs. shape[{i}] = {_shape_str(v.shape)}")
+
+
+@kernel_factory("QuantizedConcat", type_constraints={"T": ["quint8", "qint8", "quint16",
+                                                           "qint16", "qint32"]})
+def _quantized_concat(node):
+    n = node.attrs["N"]
+    dtype = _carrier(node, "T")
+    signed = _limits(dtype)[0] < 0
+
+    def compute(ctx, concat_dim, *args):
+        values, mins, maxes = args[:n], args[n:2 * n], args[2 * n:]
+        if np.ndim(concat_dim) != 0:
+            raise _invalid(f"Concat dim tensor should be a scalar integer, but got shape "
+                           f"{_shape_str(np.shape(concat_dim))}")
+        for what, ends in (("input_mins", mins), ("input_maxes", maxes)):
+            for i, e in enumerate(ends):
+                if np.size(e) != 1:
+                    raise _invalid(f"{what} each tensor's num elements must be 1, given num "
+                                   f"elements {np.size(e)} in index {i}")
+        ranges = [(_F(np.reshape(lo, -1)[0]), _F(np.reshape(hi, -1)[0]))
+                  for lo, hi in zip(mins, maxes, strict=True)]
+        axis = int(concat_dim)
+        _check_concat_shapes(values, axis)
+        out_lo, out_hi = _concat_range(ranges, signed)
+        parts = [v if (lo, hi) == (out_lo, out_hi) else
+                 _by_table(v, lambda x, lo=lo, hi=hi: _quantize_min_first(
+                     _dequantize_min_first(x, lo, hi, dtype), out_lo, out_hi, dtype))
+                 for v, (lo, hi) in zip(values, ranges, strict=True)]
+        return np.concatenate(parts, axis=axis), out_lo, out_hi
 
     return compute
