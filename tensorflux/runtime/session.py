@@ -355,7 +355,9 @@ class BaseSession:
                                "before calling run().")
         feed_tensors = partial_run.setup_feeds(self._graph, feeds)
         mapper = fetching.mapper_for(self._graph, fetches)
-        partial_run.check_signature(feed_tensors, mapper.tensors, mapper.targets)
+        partial_run.check_signature([t.name for t in feed_tensors],
+                                    [t.name for t in mapper.tensors],
+                                    [op.name for op in mapper.targets])
         if self._remote is not None:
             raise errors.UnimplementedError(
                 None, None, "partial_run_setup on a grpc:// session is not supported")
