@@ -254,6 +254,13 @@ class DistStep:
                 send.device = p.device
                 nodes.append(send)
                 tp.fetches.append((real_pos, create_key(p.device, inc, p.device, name)))
+            if not _ends_steps_itself(devices, task):
+                # A TensorFlow worker keeps the kernels of stateful nodes (_Send, _Recv) of
+                # a session by node name across its graphs: each transfer gets a name no
+                # other graph of the session has (as TensorFlow's master numbers them).
+                for node in nodes:
+                    if node.op in ("_Send", "_Recv"):
+                        node.name = f"{node.name}_S{next(session.transfer_serial)}"
             for node in nodes:
                 nd = partition.step_node_def(node)
                 if "_class" in nd.attr:

@@ -91,6 +91,7 @@ class MasterSession:
         self.callables: dict[int, tuple] = {}
         self._callable_ids = itertools.count(1)
         self.partial_runs: dict[str, object] = {}
+        self.transfer_serial = itertools.count(1)  # names of transfers on TensorFlow tasks
         self._lock = threading.Lock()
         for client in self.tasks.values():
             client.create_worker_session(handle, master.server_def)
