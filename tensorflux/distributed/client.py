@@ -9,12 +9,19 @@ what differs is where steps run, which is this backend's job:
   are raised as that error class;
 - a target served by a Server of this process is called in-process (the same messages,
   no socket), as TensorFlow's LocalMaster does, unless the ConfigProto sets
-  `rpc_options.use_rpc_for_inprocess_master`.
+  `rpc_options.use_rpc_for_inprocess_master`;
+- partial runs as TensorFlow's grpc session makes them: PartialRunSetup (feed, fetch and
+  target names) returns the master's handle, and each `partial_run` is a RunStep with
+  `partial_run_handle` (its timeout the ConfigProto's operation_timeout_in_ms); the master
+  checks each call (dist_partial_run.py). When the handle object is collected before the
+  run is done, the run is released (ReleasePartialRun, a tensorflux method a TensorFlow
+  master does not have: it keeps the run until the session closes).
 """
 
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from tensorflux.distributed import push, rpc, wire
 from tensorflux.distributed.server import local_master
@@ -31,7 +38,13 @@ _METHODS = {
     "ListDevices": ("list_devices", master_pb2.ListDevicesResponse),
     "Reset": ("reset", master_pb2.ResetResponse),
     "PartialRunSetup": ("partial_run_setup", master_pb2.PartialRunSetupResponse),
+    # tensorflux's own method (services.py): a RunStepRequest naming the partial run
+    "ReleasePartialRun": ("release_partial_run", master_pb2.RunStepResponse),
 }
+
+# Releases of partial runs whose handles were collected: sent from here, not from the
+# garbage collector's thread.
+_release_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tfx-release-partial-run")
 
 
 class MasterClient:
@@ -83,6 +96,9 @@ class GrpcSessionBackend:
         self.handle: str | None = None
         self._sent_version = 0
         self._lock = threading.Lock()
+        # Partial runs not done: handle -> (feed names, fetch names) not given yet.
+        self._partial_left: dict[str, tuple[set, set]] = {}
+        self._can_release = True  # False once the master says it has no ReleasePartialRun
 
     def _sync_graph(self) -> None:
         """Creates the remote session on first use, then extends it with new nodes."""
@@ -130,6 +146,68 @@ class GrpcSessionBackend:
         except KeyError as e:
             raise errors.InternalError(None, None, f"RunStep did not return {e}") from None
 
+    def partial_run_setup(self, feeds: list, fetches: list, targets: list,
+                          timeout_ms: int = 0) -> str:
+        """PartialRunSetup of the tensors `feeds` and `fetches` and the operations
+        `targets`; returns the master's handle."""
+        self._sync_graph()
+        request = master_pb2.PartialRunSetupRequest(
+            session_handle=self.handle, feed=[t.name for t in feeds],
+            fetch=[t.name for t in fetches], target=[op.name for op in targets])
+        response = self.master.call("PartialRunSetup", request,
+                                    timeout=timeout_ms / 1000.0 if timeout_ms > 0 else None)
+        handle = response.partial_run_handle
+        self._partial_left[handle] = (set(request.feed), set(request.fetch))
+        return handle
+
+    def partial_run(self, handle: str, feed_map: dict, fetches: list,
+                    timeout_ms: int = 0) -> list:
+        """One call of partial run `handle`: RunStep feeding `feed_map` ({Tensor: array})
+        and fetching `fetches` (tensors not fed); returns their values."""
+        self._sync_graph()
+        request = master_pb2.RunStepRequest(
+            session_handle=self.handle, store_errors_in_response_body=True,
+            fetch=[t.name for t in fetches], partial_run_handle=handle)
+        if timeout_ms > 0:
+            request.options.timeout_in_ms = timeout_ms
+        response, tensors = self.master.run_step(
+            request, [(t.name, v) for t, v in feed_map.items()], _call_timeout(request.options))
+        if response.status_code:
+            raise wire.error_from_status(response.status_code, response.status_error_message)
+        left = self._partial_left.get(handle)
+        if left is not None:
+            left[0].difference_update(t.name for t in feed_map)
+            left[1].difference_update(request.fetch)
+            if not left[0] and not left[1]:  # done: the master has ended it
+                self._partial_left.pop(handle, None)
+        by_name = dict(tensors)
+        try:
+            return [by_name[name] for name in request.fetch]
+        except KeyError as e:
+            raise errors.InternalError(None, None, f"RunStep did not return {e}") from None
+
+    def release_partial_run(self, handle: str) -> None:
+        """The handle object of a partial run was collected: a run not done is released
+        on the master (in the background; errors ignored)."""
+        if self._partial_left.pop(handle, None) is None or self.handle is None or \
+                not self._can_release:
+            return
+        request = master_pb2.RunStepRequest(session_handle=self.handle,
+                                            partial_run_handle=handle)
+
+        def send():
+            try:
+                self.master.call("ReleasePartialRun", request, timeout=10.0)
+            except errors.OpError:
+                # A TensorFlow master (UNIMPLEMENTED), or one that is gone (and its runs
+                # with it): no more releases.
+                self._can_release = False
+
+        try:
+            _release_pool.submit(send)
+        except RuntimeError:
+            pass  # the interpreter is shutting down
+
     def list_devices(self) -> list:
         request = master_pb2.ListDevicesRequest(session_handle=self.handle or "")
         response = self.master.call("ListDevices", request)
@@ -137,6 +215,7 @@ class GrpcSessionBackend:
                 list(response.remote_device)]
 
     def close(self) -> None:
+        self._partial_left.clear()  # CloseSession ends them
         if self.handle is None:
             return
         handle, self.handle = self.handle, None

@@ -42,13 +42,20 @@ from tensorflux.framework.rendezvous_key import create_key
 from tensorflux.kernels.cpu import native
 from tensorflux.protos import graph_pb2, step_stats_pb2, worker_pb2
 from tensorflux.runtime import cost_model as cost_model_lib
-from tensorflux.runtime import fetching, graph_optimizer, partition, placer, static_executor
+from tensorflux.runtime import (
+    fetching,
+    graph_optimizer,
+    partial_run,
+    partition,
+    placer,
+    static_executor,
+)
 from tensorflux.runtime import step_graph as step_graph_lib
 from tensorflux.runtime.frame_analysis import is_control_flow
 from tensorflux.runtime.step_graph import Node
 
-_DEFAULT_STEP_SECONDS = 7 * 24 * 3600.0  # RunGraph's deadline when the step sets none
-_REPLY_GRACE_SECONDS = 10.0  # past the step's deadline, a task that has not answered fails
+DEFAULT_STEP_SECONDS = 7 * 24 * 3600.0  # RunGraph's deadline when the step sets none
+REPLY_GRACE_SECONDS = 10.0  # past the step's deadline, a task that has not answered fails
 _cleanup_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="tfx-cleanup")
 
 
@@ -122,9 +129,11 @@ class TaskClient:
         except errors.OpError:
             pass
 
-    def cleanup_graph(self, step_id: int) -> None:
+    def cleanup_graph(self, step_id: int, error: errors.OpError | None = None) -> None:
+        """Ends step `step_id` on the task (CleanupGraph; fire and forget for another
+        task); this task's own transfers fail with `error` (default: CancelledError)."""
         if self.worker is not None:
-            self.worker.rendezvous_mgr.cleanup(step_id)
+            self.worker.end_step(step_id, error)
             return
         request = worker_pb2.CleanupGraphRequest(step_id=step_id)
 
@@ -154,11 +163,18 @@ class _TaskPart:
 
 
 class DistStep:
-    """One signature of a MasterSession (see the module docstring)."""
+    """One signature of a MasterSession (see the module docstring). A `partial` one is
+    for partial runs (dist_partial_run.py): its feeds arrive while it runs, so a ref
+    variable's read waits for the feeds its consumer waits for (step_graph's
+    `feeds_arrive`), and it stays registered while a partial run holds it."""
 
     def __init__(self, session, feed_names: list[str], fetch_names: list[str],
-                 target_names: list[str]):
+                 target_names: list[str], partial: bool = False):
         self.session = session
+        self._users = 0  # partial runs holding the step (`hold`)
+        self._retired = False  # no longer cached: deregistered once nobody holds it
+        self._registered = False
+        self._users_lock = threading.Lock()
         graph = session.graph
         self.feed_names = feed_names
         self.feeds = [_tensor(graph, n, "feed") for n in feed_names]
@@ -167,7 +183,8 @@ class DistStep:
         fed = {t: i for i, t in enumerate(self.feeds)}
         self.fetch_from_feed = {pos: fed[t] for pos, t in enumerate(fetches) if t in fed}
         self.num_fetches = len(fetches)
-        sg = step_graph_lib.build(self.feeds, fetches, targets)
+        self.signature = partial_run.Signature(self.feeds, fetches) if partial else None
+        sg = step_graph_lib.build(self.feeds, fetches, targets, feeds_arrive=partial)
         for index, arg in enumerate(sg.args):
             # A name a user's op cannot have (a leading "." is unusual, not invalid; the
             # local runtime's "_arg_..." names do not import).
@@ -194,8 +211,9 @@ class DistStep:
         fetch_positions = [pos for pos in range(len(fetches)) if pos not in
                            self.fetch_from_feed]
         self.tasks = self._split(parts, fetch_positions, fetch_names, session,
-                                 _whole_step_order(parts))
+                                 {} if partial else _whole_step_order(parts))
         self.spans_tasks = len(self.tasks) > 1
+        self._registered = True
         for task in self.tasks.values():
             task.graph_handle = task.client.register_graph(session.handle, task.graph_def,
                                                            graph_options)
@@ -254,6 +272,13 @@ class DistStep:
                 send.device = p.device
                 nodes.append(send)
                 tp.fetches.append((real_pos, create_key(p.device, inc, p.device, name)))
+            if not _ends_steps_itself(devices, task):
+                # A TensorFlow worker keeps the kernels of stateful nodes (_Send, _Recv) of
+                # a session by node name across its graphs: each transfer gets a name no
+                # other graph of the session has (as TensorFlow's master numbers them).
+                for node in nodes:
+                    if node.op in ("_Send", "_Recv"):
+                        node.name = f"{node.name}_S{next(session.transfer_serial)}"
             for node in nodes:
                 nd = partition.step_node_def(node)
                 if "_class" in nd.attr:
@@ -290,7 +315,7 @@ class DistStep:
             for t in self.tasks.values() if run.failures else self.need_cleanup:
                 t.client.cleanup_graph(run.step_id)
         if run.failures:
-            raise _first_cause(run.failures)
+            raise first_cause(run.failures)
         for pos, index in self.fetch_from_feed.items():
             run.results[pos] = args[index]
         if run_metadata is not None:
@@ -309,12 +334,12 @@ class DistStep:
             request, 3, [(key, args[index]) for index, key in task.feeds])
         if task.pushed_calls:
             future = self._pushers.call(task.client.task, step_id, data,
-                                        timeout or _DEFAULT_STEP_SECONDS,
-                                        _decode_run_graph_response)
+                                        timeout or DEFAULT_STEP_SECONDS,
+                                        decode_run_graph_response)
             if future is not None:
                 return future
-        return task.client.stub.future("RunGraph", data, _decode_run_graph_response,
-                                       timeout=timeout or _DEFAULT_STEP_SECONDS)
+        return task.client.stub.future("RunGraph", data, decode_run_graph_response,
+                                       timeout=timeout or DEFAULT_STEP_SECONDS)
 
     def _abort(self, calls, step_id: int, error: errors.OpError) -> None:
         """Stops the rest of a failed step: cancels the other tasks' RunGraph calls and
@@ -322,11 +347,38 @@ class DistStep:
         for _, future in calls:
             future.cancel()
         if self.local is not None:
-            self.local.client.worker.rendezvous_mgr.cleanup(step_id, _as_abort(error))
+            self.local.client.cleanup_graph(step_id, as_abort(error))
 
     def deregister(self) -> None:
-        for t in self.tasks.values():
-            t.client.deregister_graph(self.session.handle, t.graph_handle)
+        """Drops the step's graphs on every task (once)."""
+        with self._users_lock:
+            registered, self._registered = self._registered, False
+        if registered:
+            for t in self.tasks.values():
+                if t.graph_handle:
+                    t.client.deregister_graph(self.session.handle, t.graph_handle)
+
+    def hold(self) -> None:
+        """A partial run uses the step: it stays registered until `unhold`."""
+        with self._users_lock:
+            self._users += 1
+
+    def unhold(self) -> None:
+        with self._users_lock:
+            self._users -= 1
+            drop = self._retired and not self._users
+        if drop:
+            self.deregister()
+
+    def retire(self) -> None:
+        """The session no longer caches the step (its graph grew): deregistered now, or
+        when the last partial run holding it ends (as TensorFlow's graph of a partial run
+        is kept by its run)."""
+        with self._users_lock:
+            self._retired = True
+            drop = not self._users
+        if drop:
+            self.deregister()
 
 
 class _Run:
@@ -407,12 +459,12 @@ class _Run:
             # the step's, and this one bounds the wait if it never answers)
             response, recvs = future.result(
                 None if self.deadline is None else
-                max(0.0, self.deadline - time.monotonic()) + _REPLY_GRACE_SECONDS)
+                max(0.0, self.deadline - time.monotonic()) + REPLY_GRACE_SECONDS)
         except errors.OpError as e:  # a malformed response
             self.fail(e)
             return
         except Exception as e:  # noqa: BLE001 - grpc.RpcError or a cancellation
-            self.fail(_call_error(task, e))
+            self.fail(call_error(task, e))
             return
         if response.status_code:
             self.fail(wire.error_from_status(response.status_code,
@@ -444,7 +496,7 @@ class _Run:
 _ABORT_PREFIX = "Step aborted"
 
 
-def _as_abort(error: errors.OpError) -> errors.OpError:
+def as_abort(error: errors.OpError) -> errors.OpError:
     err = errors.CancelledError(None, None, f"{_ABORT_PREFIX}: another task failed "
                                 f"({error.message.splitlines()[0][:200]})")
     err._abort_marker = True
@@ -457,7 +509,7 @@ def _is_consequence(e: errors.OpError) -> bool:
         isinstance(e, errors.CancelledError) and _ABORT_PREFIX in e.message)
 
 
-def _first_cause(failures: list[errors.OpError]) -> errors.OpError:
+def first_cause(failures: list[errors.OpError]) -> errors.OpError:
     causes = [e for e in failures if not _is_consequence(e)]
     return (causes or failures)[0]
 
@@ -534,12 +586,12 @@ def _tensorflux_device(d) -> bool:
     return getattr(d, "physical_device_desc", PHYSICAL_DEVICE_DESC) == PHYSICAL_DEVICE_DESC
 
 
-def _decode_run_graph_response(data: bytes):
+def decode_run_graph_response(data: bytes):
     """(RunGraphResponse without `recv`, [(key, array)]), the arrays viewing `data`."""
     return wire.decode_with_named_tensors(data, 1, worker_pb2.RunGraphResponse)
 
 
-def _call_error(task: _TaskPart, e: BaseException) -> errors.OpError:
+def call_error(task: _TaskPart, e: BaseException) -> errors.OpError:
     import grpc
 
     if isinstance(e, (grpc.FutureCancelledError, futures.CancelledError)):
@@ -577,106 +629,3 @@ def _operation(graph, name: str):
     except (KeyError, ValueError, TypeError):
         raise errors.NotFoundError(None, None, f"Node '{name}' is not found in the graph "
                                    "(target)") from None
-
-
-class PartialRun:
-    """A partial run (`Session.partial_run_setup` / `partial_run`): one step of the
-    (feeds, fetches, targets) signature given at setup, fed and fetched in pieces.
-
-    Every task's graph runs once, with one step id, from the first call on; each call
-    passes its feeds to the tasks that consume them and waits for its fetches. The call
-    that fetches the last fetch ends the step on every task. TensorFlow's rules: each feed
-    and each fetch at most once, and only those named at setup.
-    """
-
-    def __init__(self, session, feeds: list[str], fetches: list[str], targets: list[str],
-                 on_done):
-        self.step = session.step(tuple(feeds), tuple(fetches), tuple(targets))
-        self.step_id = random.getrandbits(56) or 1
-        self.fed: set[str] = set()
-        self.fetched: set[str] = set()
-        self.fetch_names = fetches
-        self._on_done = on_done
-
-    def run(self, feeds: dict, fetches: list[str]) -> list:
-        """The values of `fetches` after feeding `feeds` (name -> array)."""
-        step = self.step
-        names = list(feeds)
-        for name in names:
-            if name not in step.feed_names:
-                raise errors.InvalidArgumentError(
-                    None, None, f"Input to feed {name} was not specified in "
-                    "partial_run_setup.")
-            if name in self.fed:
-                raise errors.InvalidArgumentError(None, None, f"Input {name} already fed.")
-        for name in fetches:
-            if name not in self.fetch_names:
-                raise errors.InvalidArgumentError(
-                    None, None, f"Fetch {name} was not specified in partial_run_setup.")
-            if name in self.fetched:
-                raise errors.InvalidArgumentError(None, None, f"Fetch {name} already fetched.")
-        converted = {}
-        for name, value in feeds.items():
-            index = step.feed_names.index(name)
-            try:
-                converted[index] = fetching.convert_feed(step.feeds[index], value)
-            except (TypeError, ValueError) as e:
-                raise errors.InvalidArgumentError(None, None, str(e)) from None
-        feeds = converted
-        positions = [self.fetch_names.index(n) for n in fetches]
-        self.fed.update(names)
-        self.fetched.update(fetches)
-        last = len(self.fetched) == len(self.fetch_names)
-        try:
-            return self._exchange(feeds, positions, last)
-        finally:
-            if last:
-                self._on_done()
-
-    def _exchange(self, feeds: dict, positions: list[int], last: bool) -> list:
-        step = self.step
-        results: dict[int, object] = {pos: feeds[step.fetch_from_feed[pos]]
-                                      for pos in positions if pos in step.fetch_from_feed}
-        calls, failures = [], []
-        for task in step.tasks.values():
-            sends = {key: feeds[i] for i, key in task.feeds if i in feeds}
-            wanted = [(pos, key) for pos, key in task.fetches if pos in positions]
-            request = worker_pb2.RunGraphRequest(
-                session_handle=step.session.handle, create_worker_session_called=True,
-                graph_handle=task.graph_handle, step_id=self.step_id,
-                recv_key=[key for _, key in wanted], is_partial=True,
-                is_last_partial_run=last, store_errors_in_response_body=True)
-            if task.client.worker is not None:
-                calls.append((task, wanted, None, (sends, request)))
-                continue
-            calls.append((task, wanted, task.client.stub.future(
-                "RunGraph", wire.encode_with_named_tensors(request, 3, sends.items()),
-                _decode_run_graph_response, timeout=_DEFAULT_STEP_SECONDS), None))
-        for task, wanted, future, local in calls:
-            try:
-                if future is None:
-                    sends, request = local
-                    values = task.client.worker.run_partial(
-                        request.session_handle, True, request.graph_handle, self.step_id,
-                        sends, list(request.recv_key), last)
-                else:
-                    response, recvs = future.result()
-                    if response.status_code:
-                        raise wire.error_from_status(response.status_code,
-                                                     response.status_error_message)
-                    by_key = dict(recvs)
-                    values = [by_key[k] for _, k in wanted]
-            except errors.OpError as e:
-                failures.append(e)
-                continue
-            except Exception as e:  # noqa: BLE001 - grpc.RpcError
-                failures.append(_call_error(task, e))
-                continue
-            for (pos, _), v in zip(wanted, values, strict=True):
-                results[pos] = v
-        if last or failures:
-            for t in step.tasks.values():
-                t.client.cleanup_graph(self.step_id)
-        if failures:
-            raise _first_cause(failures)
-        return [results[pos] for pos in positions]

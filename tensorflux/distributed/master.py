@@ -19,10 +19,12 @@ from __future__ import annotations
 import itertools
 import secrets
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from tensorflux.distributed import wire
-from tensorflux.distributed.dist_step import DistStep, PartialRun, TaskClient
+from tensorflux.distributed.dist_partial_run import DistPartialRun
+from tensorflux.distributed.dist_step import DistStep, TaskClient
 from tensorflux.distributed.worker import Worker, device_attributes, task_of
 from tensorflux.framework import device_spec as device_spec_lib
 from tensorflux.framework import errors, gc_pause, importer
@@ -30,6 +32,7 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.protos import config_pb2, master_pb2, worker_pb2
 from tensorflux.runtime import cost_model as cost_model_lib
 from tensorflux.runtime import device as device_lib
+from tensorflux.runtime import partial_run
 from tensorflux.runtime.exec_options import ExecOptions
 
 _discovery_pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="tfx-discovery")
@@ -90,7 +93,9 @@ class MasterSession:
         self.steps: dict[tuple, DistStep] = {}
         self.callables: dict[int, tuple] = {}
         self._callable_ids = itertools.count(1)
-        self.partial_runs: dict[str, object] = {}
+        self.partial_runs: dict[str, DistPartialRun] = {}
+        self._partial_count = itertools.count()
+        self.transfer_serial = itertools.count(1)  # names of transfers on TensorFlow tasks
         self._lock = threading.Lock()
         for client in self.tasks.values():
             client.create_worker_session(handle, master.server_def)
@@ -140,24 +145,48 @@ class MasterSession:
                     None, None, f"Current graph version {current_version} does not match "
                     f"the session's graph version {self.version}")
             self._import(graph_def)
-            # Steps of older versions are never run again: free their registrations.
+            # Steps of older versions are never run again: free their registrations
+            # (a partial run's when it ends).
             stale = [k for k in self.steps if k[3] != self.version]
             old = [self.steps.pop(k) for k in stale]
         for step in old:
-            step.deregister()
+            step.retire()
         return self.version
 
-    def step(self, feeds: tuple, fetches: tuple, targets: tuple) -> DistStep:
-        key = (feeds, fetches, targets, self.version)
+    def step(self, feeds: tuple, fetches: tuple, targets: tuple,
+             partial: bool = False) -> DistStep:
+        """The DistStep of a signature (built on first use); `partial`: for partial runs."""
+        key = (feeds, fetches, targets, self.version, partial)
         step = self.steps.get(key)
         if step is None:
             with self._lock:
                 step = self.steps.get(key)
                 if step is None:
                     with gc_pause.paused():  # see framework/gc_pause.py
-                        step = DistStep(self, list(feeds), list(fetches), list(targets))
+                        step = DistStep(self, list(feeds), list(fetches), list(targets),
+                                        partial=partial)
                     self.steps[key] = step
         return step
+
+    def partial_run_setup(self, feeds: list[str], fetches: list[str],
+                          targets: list[str]) -> str:
+        """Starts a partial run (dist_partial_run.py); returns its handle.
+
+        Raises:
+          InvalidArgumentError: TensorFlow's checks of the signature.
+          NotFoundError: a name that is not in the graph.
+          AbortedError: the session is closed.
+        """
+        if self.closed:
+            raise errors.AbortedError(None, None, f"Session {self.handle} was closed")
+        partial_run.check_signature(feeds, fetches, targets)
+        step = self.step(tuple(feeds), tuple(fetches), tuple(targets), partial=True)
+        handle = str(next(self._partial_count))
+        runs = self.partial_runs
+        runs[handle] = run = DistPartialRun(step, lambda: runs.pop(handle, None))
+        if self.closed:  # closed meanwhile, by another thread
+            run.release()
+        return handle
 
     def run(self, feeds: dict, fetches: list[str], targets: list[str], options,
             run_metadata=None) -> list:
@@ -169,6 +198,9 @@ class MasterSession:
 
     def close(self) -> None:
         self.closed = True
+        for run in list(self.partial_runs.values()):
+            run.release(errors.CancelledError(None, None, f"Session {self.handle} was "
+                                              "closed"))
         for step in list(self.steps.values()):
             step.deregister()
         self.steps.clear()
@@ -273,9 +305,10 @@ class Master:
             if request.partial_run_handle:
                 partial = session.partial_runs.get(request.partial_run_handle)
                 if partial is None:
-                    raise errors.InvalidArgumentError(
-                        None, None, f"Unknown partial run handle {request.partial_run_handle}")
-                values = partial.run(feeds, fetches)
+                    raise partial_run.no_setup_error(master=True)
+                timeout = request.options.timeout_in_ms
+                values = partial.run(feeds, fetches, time.monotonic() + timeout / 1000.0
+                                     if timeout > 0 else None)
             else:
                 metadata = response.metadata if request.options.trace_level or \
                     request.options.output_partition_graphs else None
@@ -291,13 +324,21 @@ class Master:
         return response, list(zip(fetches, values, strict=True))
 
     def partial_run_setup(self, request) -> master_pb2.PartialRunSetupResponse:
-        session = self._session(request.session_handle)
-        handle = secrets.token_hex(8)
-        session.partial_runs[handle] = PartialRun(session, list(request.feed),
-                                                  list(request.fetch), list(request.target),
-                                                  lambda: session.partial_runs.pop(handle,
-                                                                                   None))
+        handle = self._session(request.session_handle).partial_run_setup(
+            list(request.feed), list(request.fetch), list(request.target))
         return master_pb2.PartialRunSetupResponse(partial_run_handle=handle)
+
+    def release_partial_run(self, request) -> master_pb2.RunStepResponse:
+        """Ends the partial run a RunStepRequest names (`session_handle`,
+        `partial_run_handle`), whose client dropped the handle: tensorflux's method,
+        TensorFlow's master has none (and keeps a run until its session closes). A run
+        that has ended, or an unknown one, is no error; the response is empty."""
+        session = self._sessions.get(request.session_handle)
+        run = session.partial_runs.get(request.partial_run_handle) \
+            if session is not None else None
+        if run is not None:
+            run.release()
+        return master_pb2.RunStepResponse()
 
     def close_session(self, request) -> master_pb2.CloseSessionResponse:
         with self._lock:

@@ -325,7 +325,12 @@ class RendezvousMgr:
 
     def recv(self, step_id: int, key: str, timeout: float | None):
         """(value, is_dead) this task sent under `key` (a RecvTensor call), dropping the
-        step's rendezvous when that was the last value of a finished run."""
+        step's rendezvous when that was the last value of a finished run. A step cleaned
+        up here fails at once (a rendezvous made for it would wait for nothing)."""
+        with self._lock:
+            cleaned = self._cleaned.get(step_id) if step_id not in self._steps else None
+        if cleaned is not None:
+            raise cleaned
         rdv = self.find_or_create(step_id)
         result = rdv.local.recv(key, timeout)
         if rdv.run_done:
@@ -346,6 +351,16 @@ class RendezvousMgr:
             del self._steps[r.step_id]
             self._forget_locked(r.step_id)
         return stale
+
+    def ended(self, step_id: int) -> errors.OpError | None:
+        """Why step `step_id` has ended here (its cleanup's error, or an InvalidArgumentError
+        for a step whose run finished), or None for a step still running or unknown."""
+        with self._lock:
+            cleaned = self._cleaned.get(step_id)
+            if cleaned is None and step_id in self._ended:
+                return errors.InvalidArgumentError(None, None,
+                                                   f"Step {step_id} has ended on this task")
+        return cleaned
 
     def cleanup(self, step_id: int, error: errors.OpError | None = None) -> None:
         """Ends a step here: pending Recvs fail with `error` (default: CancelledError), and

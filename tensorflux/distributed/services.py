@@ -168,5 +168,9 @@ def master_handler(master: Master, config: rpc.RpcConfig):
         "RunCallable": (plain(master.run_callable), m.RunCallableRequest, _serialize),
         "ReleaseCallable": (plain(master.release_callable), m.ReleaseCallableRequest,
                             _serialize),
+        # tensorflux's own (a TensorFlow master has no such method): a RunStepRequest
+        # naming the session and the partial run, answered with an empty RunStepResponse.
+        "ReleasePartialRun": (plain(master.release_partial_run), m.RunStepRequest,
+                              _serialize),
     }
     return rpc.service_handler(rpc.MASTER_SERVICE, methods, config)

@@ -40,7 +40,7 @@ from tensorflux.runtime import partition, placer, tracing
 from tensorflux.runtime import step_graph as step_graph_lib
 from tensorflux.runtime.cancellation import CancellationManager
 from tensorflux.runtime.exec_options import ExecOptions
-from tensorflux.runtime.graph_runner import GraphRunner
+from tensorflux.runtime.graph_runner import GraphRunner, is_abort
 
 
 class WorkerEnv:
@@ -189,57 +189,95 @@ class RegisteredGraph:
               [pos for pos, _, _ in p.fetches]) for p in parts.values()],
             options, len(sg.fetches), graph, orders=None if order is None else [order])
         self._partial: RegisteredGraph | None = None
+        self._partial_lock = threading.Lock()
 
     def partial(self) -> RegisteredGraph:
         """The variant of this graph for partial runs (built on first use)."""
-        if self._partial is None:
-            self._partial = RegisteredGraph(self.env, self.graph_def, self.options,
-                                            partial=True)
-        return self._partial
+        with self._partial_lock:
+            if self._partial is None:
+                self._partial = RegisteredGraph(self.env, self.graph_def, self.options,
+                                                partial=True)
+            return self._partial
+
+
+# How long a partial run's call that saw its step aborted waits for the step's own error
+# (the executor records it before it aborts the rendezvous; this only bounds a stuck kernel).
+_FAILURE_WAIT_SECONDS = 5.0
 
 
 class _PartialStep:
-    """A partial run's step on this task: the graph runs on a thread of its own while
-    RunGraph calls put feeds into its rendezvous and take fetches out."""
+    """A partial run's step on this task (TensorFlow's PartialRunMgr entry): the graph runs
+    on a thread of its own from the run's first RunGraph on, while each RunGraph puts its
+    feeds into the step's rendezvous and takes its fetches out. It ends with the run's last
+    RunGraph, or when the master cleans the step up (CleanupGraph: the run failed or was
+    released), or when its worker session is deleted: it is cancelled and its rendezvous
+    aborted, so the thread stops."""
 
     def __init__(self, worker: Worker, session: WorkerSession, graph: RegisteredGraph,
                  step_id: int):
+        self.session = session
         self.rendezvous = worker.rendezvous_mgr.start_run(step_id, graph.push_out,
                                                           graph.push_in)
+        self.cancellation = CancellationManager()
         self.done = threading.Event()
         self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(graph, session, step_id),
+                                       name=f"tfx-partial-{step_id}", daemon=True)
+        self.thread.start()
 
-        def run():
-            try:
-                graph.runner.run(session, step_id, [], None, rendezvous=self.rendezvous)
-            except BaseException as e:  # noqa: BLE001 - reported to the RunGraph calls
-                self.error = e
-            finally:
-                self.done.set()
-
-        threading.Thread(target=run, name=f"tfx-partial-{step_id}", daemon=True).start()
+    def _run(self, graph: RegisteredGraph, session: WorkerSession, step_id: int) -> None:
+        try:
+            graph.runner.run(session, step_id, [], None, rendezvous=self.rendezvous,
+                             cancellation=self.cancellation)
+        except BaseException as e:  # noqa: BLE001 - reported to the RunGraph calls
+            self.error = e
+        finally:
+            self.done.set()
 
     def exchange(self, sends: dict, recv_keys: list, last: bool,
                  deadline: float | None) -> list:
-        for key, value in sends.items():
-            self.rendezvous.send(key, value)
+        """Feeds `sends` ({key: array}) and returns the values of `recv_keys`; the `last`
+        call also waits for the step to finish.
+
+        Raises:
+          OpError: the step failed (its own error, not the abort that follows it), or
+            the deadline passed.
+        """
         values = []
-        for key in recv_keys:
-            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                value, _ = self.rendezvous.local.recv(key, timeout)
-            except errors.OpError:
-                self.done.wait(5.0)
-                if isinstance(self.error, errors.OpError):
-                    raise self.error from None
-                raise
-            values.append(value)
+        try:
+            for key, value in sends.items():
+                self.rendezvous.send(key, value)
+            for key in recv_keys:
+                value, _ = self.rendezvous.local.recv(key, _remaining(deadline))
+                values.append(value)
+        except errors.OpError as e:
+            raise self._own_error(e) from None
         if last:
-            self.done.wait(None if deadline is None else
-                           max(0.0, deadline - time.monotonic()))
+            if not self.done.wait(_remaining(deadline)):
+                raise errors.DeadlineExceededError(
+                    None, None, "Timed out waiting for the partial run's step to finish")
             if self.error is not None:
                 raise self.error
         return values
+
+    def _own_error(self, e: errors.OpError) -> errors.OpError:
+        """The error to report for `e`: the step's own after an abort, when it has one."""
+        if isinstance(e, errors.DeadlineExceededError):
+            return e
+        self.done.wait(_FAILURE_WAIT_SECONDS)
+        own = self.error
+        if isinstance(own, errors.OpError) and not is_abort(own):
+            return own
+        return e
+
+    def end(self, error: errors.OpError) -> None:
+        """Stops the step: cancelled, its rendezvous aborted with `error`."""
+        self.cancellation.start_cancel()
+        self.rendezvous.start_abort(error)
+
+
+def _remaining(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 def _key_of(attrs: dict) -> str:
@@ -311,8 +349,12 @@ class Worker:
         with self._lock:
             session = self._sessions.pop(request.session_handle, None) \
                 if request.session_handle else None
+            steps = [i for i, p in self._partial_steps.items() if p.session is session]
         if session is not None:
             session.cancel_all()
+            for step_id in steps:
+                self.end_step(step_id, errors.CancelledError(
+                    None, None, f"Session {request.session_handle} was closed"))
         return worker_pb2.DeleteWorkerSessionResponse()
 
     def session(self, handle: str, called: bool = True) -> WorkerSession:
@@ -349,20 +391,50 @@ class Worker:
                     step_id: int, sends: dict, recv_keys, last: bool,
                     deadline: float | None = None) -> list:
         """One RunGraph of a partial run: the first starts the step, each feeds `sends` and
-        returns the values of `recv_keys`; the `last` waits for the step to finish."""
+        returns the values of `recv_keys`; the `last` waits for the step to finish, and
+        the step ends here.
+
+        Raises:
+          AbortedError: unknown session or graph handle.
+          CancelledError, InvalidArgumentError: the step has ended here (cleaned up by
+            its master, or finished).
+          OpError: the step failed.
+        """
         session = self.session(session_handle, called)
-        graph = self._graph(session, graph_handle).partial()
-        with self._lock:
-            step = self._partial_steps.get(step_id)
-            if step is None:
-                step = self._partial_steps[step_id] = _PartialStep(self, session, graph,
-                                                                   step_id)
+        step = self._partial_steps.get(step_id)
+        if step is None:
+            graph = self._graph(session, graph_handle).partial()
+            with self._lock:
+                step = self._partial_steps.get(step_id)
+                if step is None:
+                    ended = self.rendezvous_mgr.ended(step_id)
+                    if ended is not None:  # a late call of a run that has ended
+                        raise ended
+                    step = self._partial_steps[step_id] = _PartialStep(self, session, graph,
+                                                                       step_id)
         try:
-            return step.exchange(sends, list(recv_keys), last, deadline)
-        finally:
+            values = step.exchange(sends, list(recv_keys), last, deadline)
+        except errors.OpError as e:
             if last:
-                with self._lock:
-                    self._partial_steps.pop(step_id, None)
+                self.end_step(step_id, e)
+            raise
+        if last:
+            with self._lock:
+                self._partial_steps.pop(step_id, None)
+            # (its rendezvous goes once other tasks have what it sent them)
+            self.rendezvous_mgr.finish_run(step_id)
+        return values
+
+    def end_step(self, step_id: int, error: errors.OpError | None = None) -> None:
+        """Ends a step on this task (CleanupGraph): its transfers fail with `error`
+        (default: CancelledError), a partial run's step stops, and later calls of it are
+        refused."""
+        self.rendezvous_mgr.cleanup(step_id, error)
+        with self._lock:
+            step = self._partial_steps.pop(step_id, None)
+        if step is not None:
+            step.end(error or errors.CancelledError(None, None,
+                                                    f"Step {step_id} was cleaned up"))
 
     def run_graph_values(self, session_handle: str, called: bool, graph_handle: str,
                          step_id: int, sends: dict, recv_keys, trace: bool = False,
@@ -483,7 +555,7 @@ class Worker:
         return self.rendezvous_mgr.recv(step_id, key, timeout)
 
     def cleanup_graph(self, request) -> worker_pb2.CleanupGraphResponse:
-        self.rendezvous_mgr.cleanup(request.step_id)
+        self.end_step(request.step_id)
         return worker_pb2.CleanupGraphResponse()
 
     def cleanup_all(self, request) -> worker_pb2.CleanupAllResponse:
@@ -514,6 +586,10 @@ class Worker:
         err = errors.CancelledError(None, None, f"Task {self.env.task_name} is shutting down")
         for s in list(self._sessions.values()):
             s.cancel_all()
+        with self._lock:
+            steps, self._partial_steps = list(self._partial_steps.values()), {}
+        for step in steps:
+            step.end(err)
         self.rendezvous_mgr.cleanup_all(err)
         if self.rendezvous_mgr.pushers is not None:
             self.rendezvous_mgr.pushers.close()

@@ -23,7 +23,9 @@ Rules (DirectSession's, checked against TensorFlow 2.21):
 - setup: no tensor both fed and fetched, no feed twice, something to fetch or run;
 - a call feeds only declared feeds, each once, and fetches only declared fetches, each once;
   a fetch needing a declared feed that has not been fed (nor is fed by this call) fails at
-  once (InvalidArgumentError "Fetch <feed> can't be computed ..."), the step unchanged;
+  once (InvalidArgumentError "Fetch <feed> can't be computed ..."), the step unchanged
+  (TensorFlow's walk: over the user's graph, through fed tensors to their producers, from
+  the last fetch first; `Signature`, `PendingRun`, which a master's partial runs share);
 - a kernel's error fails the call that waits for the step (a fetch, a feed, the last call)
   with that error, naming the node, and ends the step;
 - the step is done when every feed has been fed and every fetch fetched: that call waits for
@@ -70,7 +72,6 @@ def setup_feeds(graph, feeds) -> list[Tensor]:
 
     Raises:
       TypeError, ValueError, KeyError: a feed that names no tensor of `graph`.
-      InvalidArgumentError: a tensor named twice.
     """
     if feeds is None:
         feeds = []
@@ -86,23 +87,159 @@ def setup_feeds(graph, feeds) -> list[Tensor]:
                 msg = e.args[0] if e.args else str(e)
                 raise type(e)(f"Cannot interpret argument `feed` key as Tensor: {msg}"
                               ) from None
-            if t in out:
-                raise errors.InvalidArgumentError(None, None,
-                                                  f'Endpoint "{t.name}" fed more than once.')
             out.append(t)
     return out
 
 
-def check_signature(feeds: list[Tensor], fetches: list[Tensor],
-                    targets: list[Operation]) -> None:
-    """TensorFlow's checks of a partial run's signature (InvalidArgumentError)."""
-    fed = set(feeds)
-    for t in fetches:
-        if t in fed:
-            raise errors.InvalidArgumentError(None, None, f"{t.name} is both fed and fetched.")
+def check_signature(feeds: list[str], fetches: list[str], targets: list[str]) -> None:
+    """TensorFlow's checks of a partial run's signature (tensor and node names), in its
+    order (a session's and a master's alike).
+
+    Raises:
+      InvalidArgumentError: nothing to fetch or run, a feed named twice, or a tensor both
+        fed and fetched.
+    """
     if not fetches and not targets:
         raise errors.InvalidArgumentError(
             None, None, "Must specify at least one target to fetch or execute.")
+    fed: set[str] = set()
+    for name in feeds:
+        if name in fed:
+            raise errors.InvalidArgumentError(None, None,
+                                              f'Endpoint "{name}" fed more than once.')
+        fed.add(name)
+    for name in fetches:
+        if name in fed:
+            raise errors.InvalidArgumentError(None, None, f"{name} is both fed and fetched.")
+
+
+class Signature:
+    """A partial run's declared feeds and fetches (tensors of one graph) by name, and which
+    feeds each fetch depends on (for TensorFlow's check that a fetch is computable from
+    the feeds given so far)."""
+
+    def __init__(self, feeds: list[Tensor], fetches: list[Tensor]):
+        self.feeds = feeds
+        self.fetches = fetches
+        self.feed_index = {t.name: i for i, t in enumerate(feeds)}
+        self.fetch_index = {t.name: i for i, t in enumerate(fetches)}
+        self._feed_tensors = {t: i for i, t in enumerate(feeds)}
+        self._needs: dict[int, frozenset[int]] = {}  # fetch position -> feed indices
+
+    def missing_feed(self, positions: list[int], pending: set[int]) -> int | None:
+        """The feed TensorFlow names when fetches `positions` need a feed in `pending`
+        (feed indices not fed yet), or None when they need none of them."""
+        if not pending:
+            return None
+        for pos in positions:
+            needs = self._needs.get(pos)
+            if needs is None:
+                needs = self._needs[pos] = _feeds_needed(self.fetches[pos],
+                                                          self._feed_tensors)
+            if needs & pending:
+                break
+        else:
+            return None
+        return _first_pending([self.fetches[p] for p in positions],
+                              {self.feeds[i]: i for i in pending})
+
+
+def _feeds_needed(fetch: Tensor, feed_index: dict[Tensor, int]) -> frozenset[int]:
+    """The feeds `fetch` depends on in the user's graph (through fed tensors too: their
+    producers count, as in TensorFlow's check)."""
+    out: set[int] = set()
+    stack, visited = [fetch.op], {fetch.op}
+    while stack:
+        op = stack.pop()
+        for t in op._inputs:
+            i = feed_index.get(t)
+            if i is not None:
+                out.add(i)
+            if t._op not in visited:
+                visited.add(t._op)
+                stack.append(t._op)
+        for c in op._control_inputs:
+            if c not in visited:
+                visited.add(c)
+                stack.append(c)
+    return frozenset(out)
+
+
+def _first_pending(fetches: list[Tensor], pending: dict[Tensor, int]) -> int | None:
+    """TensorFlow's walk (CheckFetches): depth first from every fetch's op at once (the
+    last fetch's first), over inputs and then control inputs; the first input met that is
+    a pending feed."""
+    stack = [t.op for t in fetches]
+    visited: set[Operation] = set()
+    while stack:
+        op = stack.pop()
+        for t in op._inputs:
+            i = pending.get(t)
+            if i is not None:
+                return i
+            if t._op not in visited:
+                visited.add(t._op)
+                stack.append(t._op)
+        for c in op._control_inputs:
+            if c not in visited:
+                visited.add(c)
+                stack.append(c)
+    return None
+
+
+class PendingRun:
+    """What one partial run has fed and fetched (TensorFlow's RunState), and its checks of
+    a call, with TensorFlow's messages (DirectSession's and the master's are the same)."""
+
+    def __init__(self, signature: Signature):
+        self.signature = signature
+        self.fed: set[int] = set()
+        self.fetched: set[int] = set()
+
+    def check(self, feeds: list[str], fetches: list[str]) -> tuple[list[int], list[int]]:
+        """The feed indices and fetch positions of a call feeding and fetching the tensors
+        named; nothing is marked.
+
+        Raises:
+          InvalidArgumentError: a feed or fetch not declared at setup, or given before; a
+            fetch needing a feed neither fed before nor by this call.
+        """
+        sig = self.signature
+        ids = []
+        for name in feeds:
+            i = sig.feed_index.get(name)
+            if i is None:
+                raise errors.InvalidArgumentError(
+                    None, None, f"The feed {name} was not specified in partial_run_setup.")
+            if i in self.fed:
+                raise errors.InvalidArgumentError(
+                    None, None, f"The feed {name} has already been fed.")
+            ids.append(i)
+        positions = []
+        for name in fetches:
+            pos = sig.fetch_index.get(name)
+            if pos is None:
+                raise errors.InvalidArgumentError(
+                    None, None, f"The fetch {name} was not specified in partial_run_setup.")
+            if pos in self.fetched:
+                raise errors.InvalidArgumentError(
+                    None, None, f"The fetch {name} has already been fetched.")
+            positions.append(pos)
+        pending = set(range(len(sig.feeds))) - self.fed - set(ids)
+        i = sig.missing_feed(positions, pending)
+        if i is not None:
+            raise errors.InvalidArgumentError(
+                None, None, f"Fetch {sig.feeds[i].name} can't be computed from the feeds "
+                "that have been fed so far.")
+        return ids, positions
+
+    def take(self, ids: list[int], positions: list[int]) -> bool:
+        """Marks a checked call's feeds fed and fetches fetched; True when every feed has
+        been fed and every fetch fetched (the run is done)."""
+        self.fed.update(ids)
+        self.fetched.update(positions)
+        sig = self.signature
+        return len(self.fed) == len(sig.feeds) and len(self.fetched) == len(sig.fetches)
 
 
 def handle_string(feeds, fetches, targets, count: int) -> str:
@@ -133,12 +270,10 @@ class PartialRunStep:
                  fetches: list[Tensor], graph, costs):
         self.feeds = feeds
         self.fetches = fetches
-        self.feed_index = {t: i for i, t in enumerate(feeds)}
-        self.fetch_index = {t: i for i, t in enumerate(fetches)}
+        self.signature = Signature(feeds, fetches)
         self.feed_keys: dict[int, str] = {}  # feed index -> key (pruned feeds have none)
         self.fetch_keys: list = [None] * len(fetches)  # position -> (key, Device)
         self.partition_graphs = parts
-        self._needs: dict[int, list[int]] = {}  # fetch position -> feed indices it needs
         next_id = 1 + max((n.id for p in parts.values() for n in p.nodes), default=0)
         part_nodes = []
         for p in parts.values():
@@ -163,38 +298,6 @@ class PartialRunStep:
         strategy = replace(options, strategy="dataflow")
         self.runner = GraphRunner(part_nodes, strategy, 0, graph, costs)
 
-    def first_missing(self, pos: int, pending: set[int]) -> int | None:
-        """The first feed in `pending` that fetch `pos` needs (TF's depth-first order over
-        inputs, then control inputs), or None."""
-        needs = self._needs.get(pos)
-        if needs is None:
-            needs = self._needs[pos] = _feeds_needed(self.fetches[pos], self.feed_index)
-        return next((i for i in needs if i in pending), None)
-
-
-def _feeds_needed(fetch: Tensor, feed_index: dict) -> list[int]:
-    """The feeds `fetch` depends on, in the order a depth-first walk from it meets them
-    (the walk stops at fed tensors: their producers are not part of the step)."""
-    out: list[int] = []
-    seen: set[int] = set()
-    stack, visited = [fetch.op], {fetch.op}
-    while stack:
-        op = stack.pop()
-        for t in op._inputs:
-            i = feed_index.get(t)
-            if i is not None:
-                if i not in seen:
-                    seen.add(i)
-                    out.append(i)
-            elif t._op not in visited:
-                visited.add(t._op)
-                stack.append(t._op)
-        for c in op._control_inputs:
-            if c not in visited:
-                visited.add(c)
-                stack.append(c)
-    return out
-
 
 class PartialRun:
     """One partial run in flight: its step running on a thread of its own (see the module
@@ -214,8 +317,7 @@ class PartialRun:
         self._on_end = on_end
         # Reentrant: a handle's finalizer (release) may run on a thread inside `exchange`.
         self._lock = threading.RLock()
-        self._fed: set[int] = set()
-        self._fetched: set[int] = set()
+        self._pending = PendingRun(step.signature)
         self._held: list = []  # fed values, held to the step's end: never donated
         self._ended = False
         self.error: BaseException | None = None
@@ -245,12 +347,9 @@ class PartialRun:
         with self._lock:
             if self._ended:
                 raise no_setup_error()
-            feed_ids = self._check(feeds, fetches)
-            positions = [step.fetch_index[t] for t in fetches]
-            self._fed.update(feed_ids)
-            self._fetched.update(positions)
-            done = len(self._fed) == len(step.feeds) and \
-                len(self._fetched) == len(step.fetches)
+            feed_ids, positions = self._pending.check([t.name for t in feeds],
+                                                      [t.name for t in fetches])
+            done = self._pending.take(feed_ids, positions)
             self._held.extend(feeds.values())
         try:
             for i, value in zip(feed_ids, feeds.values(), strict=True):
@@ -268,37 +367,6 @@ class PartialRun:
             if self.error is not None:
                 raise self.error
         return values
-
-    def _check(self, feeds: dict, fetches: list[Tensor]) -> list[int]:
-        """DirectSession's checks of one call; returns the feeds' indices."""
-        step = self.step
-        ids = []
-        for t in feeds:
-            i = step.feed_index.get(t)
-            if i is None:
-                raise errors.InvalidArgumentError(
-                    None, None, f"The feed {t.name} was not specified in partial_run_setup.")
-            if i in self._fed:
-                raise errors.InvalidArgumentError(
-                    None, None, f"The feed {t.name} has already been fed.")
-            ids.append(i)
-        for t in fetches:
-            pos = step.fetch_index.get(t)
-            if pos is None:
-                raise errors.InvalidArgumentError(
-                    None, None, f"The fetch {t.name} was not specified in partial_run_setup.")
-            if pos in self._fetched:
-                raise errors.InvalidArgumentError(
-                    None, None, f"The fetch {t.name} has already been fetched.")
-        pending = set(range(len(step.feeds))) - self._fed - set(ids)
-        if pending:
-            for t in fetches:
-                i = step.first_missing(step.fetch_index[t], pending)
-                if i is not None:
-                    raise errors.InvalidArgumentError(
-                        None, None, f"Fetch {step.feeds[i].name} can't be computed from the "
-                        "feeds that have been fed so far.")
-        return ids
 
     def _recv(self, pos: int, timeout: float | None):
         key, device = self.step.fetch_keys[pos]
@@ -345,7 +413,9 @@ class PartialRun:
         return True
 
 
-def no_setup_error() -> errors.InvalidArgumentError:
-    """TensorFlow's error for a handle that names no live partial run."""
-    return errors.InvalidArgumentError(None, None,
-                                       "Must run 'setup' before performing partial runs!")
+def no_setup_error(master: bool = False) -> errors.InvalidArgumentError:
+    """TensorFlow's error for a handle that names no live partial run: a session's, or
+    (`master`) a master's, whose words differ."""
+    message = "Must run PartialRunSetup before performing partial runs" if master else \
+        "Must run 'setup' before performing partial runs!"
+    return errors.InvalidArgumentError(None, None, message)

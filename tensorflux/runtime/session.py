@@ -365,10 +365,16 @@ class BaseSession:
                                "before calling run().")
         feed_tensors = partial_run.setup_feeds(self._graph, feeds)
         mapper = fetching.mapper_for(self._graph, fetches)
-        partial_run.check_signature(feed_tensors, mapper.tensors, mapper.targets)
-        if self._remote is not None:
-            raise errors.UnimplementedError(
-                None, None, "partial_run_setup on a grpc:// session is not supported")
+        partial_run.check_signature([t.name for t in feed_tensors],
+                                    [t.name for t in mapper.tensors],
+                                    [op.name for op in mapper.targets])
+        if self._remote is not None:  # the master runs it (distributed/dist_partial_run.py)
+            key = self._remote.partial_run_setup(feed_tensors, mapper.tensors, mapper.targets,
+                                                 self._operation_timeout_ms)
+            handle = partial_run.PartialRunHandle(key)
+            # (not at exit: the session's end frees it on the master)
+            weakref.finalize(handle, self._remote.release_partial_run, key).atexit = False
+            return handle
         step = self._partial_step(feed_tensors, mapper.tensors, mapper.targets)
         key = partial_run.handle_string(feed_tensors, mapper.tensors, mapper.targets,
                                         next(self._partial_count))
@@ -411,7 +417,12 @@ class BaseSession:
         feed_map = fetching.process_feeds(self._graph, feed_dict) if feed_dict else {}
         wanted = [t for t in mapper.tensors if t not in feed_map]
         values = []
-        if wanted or feed_map:  # TF asks the runtime nothing otherwise
+        if (wanted or feed_map) and self._remote is not None:  # (else TF asks nothing)
+            if not isinstance(handle, str) or not handle:
+                raise partial_run.no_setup_error(master=True)
+            values = self._remote.partial_run(str(handle), feed_map, wanted,
+                                              self._operation_timeout_ms)
+        elif wanted or feed_map:
             run = self._partial_runs.get(handle) if isinstance(handle, str) else None
             if run is None:
                 raise partial_run.no_setup_error()

@@ -138,6 +138,9 @@ def test_a_tensorflux_master_drives_a_tensorflow_worker():
             with tf.Session(server.target) as s:
                 names = sorted(d.name for d in s.list_devices())
                 got_y, got_z = s.run([y, z], {x: np.ones((2, 3), np.float32)})
+                # Another signature: its transfers on TensorFlow's task are other kernels
+                # (TensorFlow keeps a session's _Send/_Recv kernels by node name).
+                got_s1 = s.run(s1, {x: np.ones((2, 3), np.float32)})
                 with pytest.raises(tf.errors.InvalidArgumentError):
                     with tf.device("/job:worker/task:1"):
                         bad = tf.reshape(x, [7])
@@ -146,6 +149,7 @@ def test_a_tensorflux_master_drives_a_tensorflow_worker():
                          "/job:worker/replica:0/task:1/device:CPU:0"]
         np.testing.assert_allclose(got_y, [[1.0, 4.0], [1.0, 4.0]])
         np.testing.assert_allclose(got_z, [30.0, 30.0])
+        np.testing.assert_allclose(got_s1, [5.0, 5.0])
     finally:
         if server is not None:
             server.stop(0)

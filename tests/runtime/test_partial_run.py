@@ -398,6 +398,12 @@ with tf.Session() as sess:
     h = sess.partial_run_setup([r1, r2], [a, b, c])
     result.append(attempt(lambda: sess.partial_run(h, r2, feed_dict={a: 1, b: 2})))
     result.append(attempt(lambda: sess.partial_run(h, r1, feed_dict={b: 1})))
+    needs_c = tf.multiply(c, 2.0, name="needs_c")
+    h = sess.partial_run_setup([r1, needs_c], [a, b, c])
+    result.append(attempt(lambda: sess.partial_run(h, [r1, needs_c])))  # the last fetch's
+    result.append(attempt(lambda: sess.partial_run(h, [needs_c, r1])))
+    h = sess.partial_run_setup([r2], [r1, a, c])  # the walk goes through fed r1 to a
+    result.append(attempt(lambda: sess.partial_run(h, r2, feed_dict={r1: 10, c: 2})))
     result.append(attempt(lambda: sess.partial_run_setup([a, r1], [a, b])))
     result.append(attempt(lambda: sess.partial_run_setup([r1], [a, a])))
     result.append(attempt(lambda: sess.partial_run_setup([], [a])))
