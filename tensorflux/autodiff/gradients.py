@@ -305,7 +305,7 @@ def _backprop_op(g, op: Operation, between, grads, gate, loop_state=None) -> Non
         return
     grad_name = op.attrs.get("_gradient_op_type", op.type)
     grad_fn = op_registry.get_gradient(grad_name)
-    if grad_fn is None:
+    if grad_fn is None or grad_fn is op_registry.NO_GRADIENT:
         raise LookupError(f"No gradient defined for operation '{op.name}' (op type: "
                           f"{op.type}). In general every operation must have an associated "
                           "`@tf.RegisterGradient` for correct autodiff, which this op is "

@@ -36,6 +36,7 @@ NO_DEFAULT = object()
 """Sentinel: the attribute has no default, so every node must set it."""
 
 NOT_DIFFERENTIABLE = "not_differentiable"
+NO_GRADIENT = "no_gradient"  # TensorFlow defines none: tf.gradients through it is a LookupError
 """Marks an op whose outputs carry no gradient (the gradient driver returns None for it)."""
 
 # Named groups TensorFlow's registrations use in place of explicit type lists.
@@ -350,8 +351,18 @@ def not_differentiable(*op_types: str) -> None:
         _GRADIENT_MODULES[t] = registering_module()
 
 
+def no_gradient(*op_types: str) -> None:
+    """Declares that each op type has no gradient, as TensorFlow defines none for it:
+    `tf.gradients` through one raises LookupError, as through an op nobody decided on
+    (`not_differentiable` instead makes its outputs carry no gradient)."""
+    for t in op_types:
+        _GRADIENTS[t] = NO_GRADIENT
+        _GRADIENT_MODULES[t] = registering_module()
+
+
 def get_gradient(name: str) -> Callable | str | None:
-    """The gradient function registered under `name`, NOT_DIFFERENTIABLE, or None."""
+    """The gradient function registered under `name`, NOT_DIFFERENTIABLE, NO_GRADIENT, or
+    None."""
     return _GRADIENTS.get(name)
 
 

@@ -26,7 +26,7 @@ LookupError, as in TensorFlow: hence the TF1 name "nondifferentiable").
 from __future__ import annotations
 
 from tensorflux.framework import common_shapes
-from tensorflux.framework.op_registry import define_op
+from tensorflux.framework.op_registry import define_op, no_gradient
 
 # The ops are TensorFlow's raw ops (tf.raw_ops); the TF1 name built on BatchFunction,
 # tf.nondifferentiable_batch_function, is in tensorflux/control_flow/batch_function.py.
@@ -54,3 +54,6 @@ define_op("BatchFunction", inputs=["in_tensors: Tin", "captured_tensors: Tcaptur
                  "Tout: list(type) >= 1", "enable_large_batch_splitting: bool = false"],
           shape_fn=common_shapes.unknown, stateful=True)
 # No gradient: tf.gradients through a BatchFunction raises LookupError, as TensorFlow's.
+
+
+no_gradient("BatchFunction")  # as TensorFlow: tf.gradients through it is a LookupError

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tensorflux.framework import tensor_shape
 from tensorflux.framework.common_shapes import static_dims
 from tensorflux.framework.op_def_library import apply_op
-from tensorflux.framework.op_registry import define_op
+from tensorflux.framework.op_registry import define_op, no_gradient
 from tensorflux.ops.conv_ops import _out_dim, int32_values
 
 __all__: list[str] = []  # tf.conv is a top-level name (tensorflux/__init__.py)
@@ -129,3 +129,6 @@ def conv(input, filter, strides, padding, explicit_paddings=(),  # noqa: A002
                     explicit_paddings=list(explicit_paddings), data_format=data_format,
                     dilations=list(dilations), batch_dims=batch_dims, groups=groups,
                     name=name or "Conv")
+
+
+no_gradient("Conv")  # as TensorFlow: tf.gradients through it is a LookupError

@@ -14,7 +14,12 @@ from tensorflux.framework import common_shapes, dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.common_shapes import checked_dims, merge_dim
 from tensorflux.framework.op_def_library import apply_op
-from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
+from tensorflux.framework.op_registry import (
+    define_op,
+    gradient,
+    no_gradient,
+    not_differentiable,
+)
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, constant_op
@@ -368,3 +373,7 @@ def _conv2d_backprop_filter_grad(op, grad):
                      out_backprop=dy, **attrs),
             None,
             apply_op("Conv2D", input=x, filter=grad, **attrs)]
+
+
+# as TensorFlow: tf.gradients through them is a LookupError
+no_gradient("Conv2DBackpropInputV2", "Conv2DBackpropFilterV2")

@@ -26,7 +26,12 @@ import numpy as np
 from tensorflux.framework import common_shapes, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
-from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
+from tensorflux.framework.op_registry import (
+    define_op,
+    gradient,
+    no_gradient,
+    not_differentiable,
+)
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, joining_ops, math_ops, sequence_ops, state_ops
 
@@ -198,3 +203,5 @@ def batch_scatter_update(ref, indices, updates, use_locking=True, name=None):
         final = joining_ops.concat(columns, -1)
         return state_ops.scatter_nd_update(ref, final, updates, use_locking=use_locking)
 
+
+no_gradient("CheckPinned")  # as TensorFlow: tf.gradients through it is a LookupError

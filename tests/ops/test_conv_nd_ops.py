@@ -286,4 +286,4 @@ for name in {OPS!r}:
     for op_type in OPS:
         ours = json_format.MessageToDict(op_registry.get(op_type).to_proto())
         assert json.loads(theirs[op_type]) == ours, op_type
-        assert op_registry.get_gradient(op_type) is None  # TF has none: LookupError
+        assert op_registry.get_gradient(op_type) is op_registry.NO_GRADIENT  # TF: LookupError
