@@ -5,15 +5,18 @@ contrib's `MutableDenseHashTable`, `IdTableWithHashBuckets` and the deprecated
 
 from __future__ import annotations
 
-from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.lookup.lookup_ops import (  # noqa: F401
+    FastHashSpec,
+    HasherSpec,
+    IdTableWithHashBuckets,
     InitializableLookupTableBase,
     KeyValueTensorInitializer,
     LookupInterface,
     MutableHashTable,
     StaticHashTable,
     StaticVocabularyTable,
+    StrongHashSpec,
     TableInitializerBase,
     TableWrapper,
     TextFileIdTableInitializer,
@@ -28,51 +31,6 @@ from tensorflux.lookup.lookup_ops import (  # noqa: F401
 )
 
 HashTable = StaticHashTable
-
-
-class IdTableWithHashBuckets(TableWrapper):
-    """Ids from `table` for known keys, one of `num_oov_buckets` hashed ids past the table's
-    size for the rest (TF1's `IdTableWithHashBuckets`). tensorflux hashes with TF's
-    Fingerprint64 only (`hasher_spec` must be the default).
-
-    Raises:
-      ValueError: `table` is None and `num_oov_buckets` is 0, or `num_oov_buckets` < 0.
-    """
-
-    def __init__(self, table, num_oov_buckets, hasher_spec=None, name=None, key_dtype=None):
-        if num_oov_buckets < 0:
-            raise ValueError(f"oov_buckets must be >= 0, got {num_oov_buckets}.")
-        if table is None and not num_oov_buckets:
-            raise ValueError("table or num_oov_buckets must be set.")
-        if hasher_spec is not None:
-            raise NotImplementedError("tensorflux's IdTableWithHashBuckets hashes with "
-                                      "Fingerprint64 only; pass hasher_spec=None")
-        self._table, self._num_oov_buckets = table, num_oov_buckets
-        self._buckets = None
-        if num_oov_buckets:
-            self._buckets = StaticVocabularyTable(None, num_oov_buckets,
-                                                  lookup_key_dtype=key_dtype,
-                                                  name=name or "hash_table")
-            self._buckets._table = table
-        self._name = table.name if table is not None else (name or "hash_table")
-        lookup_dtype = key_dtype or (table.key_dtype if table is not None else dtypes.string)
-        super().__init__(lookup_dtype, dtypes.int64)
-
-    @property
-    def init(self):
-        return self.initializer
-
-    def size(self, name=None):
-        """Table entries plus buckets."""
-        if self._buckets is None:
-            return self._table.size(name=name)
-        return self._buckets.size(name=name)
-
-    def lookup(self, keys, name=None):
-        """The id of each key: its table value, else its bucket past the table's size."""
-        if self._buckets is None:
-            return self._table.lookup(keys, name=name)
-        return self._buckets.lookup(keys, name=name)
 
 
 class MutableDenseHashTable(MutableHashTable):
@@ -109,7 +67,8 @@ def index_to_string(tensor, mapping, default_value="UNK", name=None):
         return table.lookup(tensor)
 
 
-__all__ = ["HashTable", "IdTableWithHashBuckets", "InitializableLookupTableBase",
+__all__ = ["FastHashSpec", "HashTable", "HasherSpec", "IdTableWithHashBuckets",
+           "InitializableLookupTableBase", "StrongHashSpec",
            "KeyValueTensorInitializer", "LookupInterface", "MutableDenseHashTable",
            "MutableHashTable", "StaticHashTable", "StaticVocabularyTable",
            "TableInitializerBase", "TextFileIdTableInitializer", "TextFileIndex",

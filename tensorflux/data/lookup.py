@@ -12,8 +12,6 @@ out-of-vocabulary buckets when `num_oov_buckets` > 0 (TF1's IdTableWithHashBucke
 
 from __future__ import annotations
 
-import collections
-
 from tensorflux.data import structure as st
 from tensorflux.data.dataset_ops import DatasetV1
 from tensorflux.framework import dtypes
@@ -23,24 +21,15 @@ from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.lookup.lookup_ops import (
-    LookupInterface,
+    FastHashSpec,
+    IdTableWithHashBuckets,
     StaticHashTable,
     TableInitializerBase,
-    _as_string,
 )
-from tensorflux.ops import comparison_ops, constant_op, math_ops, string_ops
+from tensorflux.ops import math_ops
 
 __all__ = ["DatasetInitializer", "table_from_dataset", "index_table_from_dataset"]
 
-
-class HasherSpec(collections.namedtuple("HasherSpec", ["hasher", "key"])):
-    """Which hash assigns out-of-vocabulary buckets: "fasthash", "legacy" or "stronghash"
-    (with a 2-int `key`)."""
-
-    __slots__ = ()
-
-
-FastHashSpec = HasherSpec("fasthash", None)
 
 _BASE_ERROR = ("Datasets used to initialize lookup tables must produce elements in the form "
                "(key, value), where the keys and values are scalar tensors. ")
@@ -99,72 +88,6 @@ class DatasetInitializer(TableInitializerBase):
         return op
 
 
-class _IdTableWithHashBuckets(LookupInterface):
-    """`table`'s ids for its keys, `table.size() + hash(key) % num_oov_buckets` for the
-    others (TF1's IdTableWithHashBuckets over a table)."""
-
-    def __init__(self, table, num_oov_buckets: int, hasher_spec, key_dtype):
-        if table.key_dtype not in (dtypes.int64, dtypes.string):
-            raise TypeError("Invalid `key_dtype`, expected one of (tf.int64, tf.string), "
-                            f"received {key_dtype}.")
-        if table.key_dtype.is_integer != key_dtype.is_integer:
-            raise TypeError("Invalid `key dtype`, expected "
-                            f"{'integer' if key_dtype.is_integer else 'non-integer'} but got "
-                            f"{table.key_dtype}.")
-        if table.value_dtype != dtypes.int64:
-            raise TypeError(f"Invalid `value_dtype`: expected int64 but got "
-                            f"{table.value_dtype}.")
-        if not isinstance(hasher_spec, HasherSpec):
-            raise TypeError(f"`hasher_spec` must be of type HasherSpec, got "
-                            f"{type(hasher_spec)}.")
-        if hasher_spec.hasher not in ("fasthash", "legacy", "stronghash"):
-            raise ValueError(f"Found unknown hasher {hasher_spec.hasher} in `hasher_spec`")
-        self._table, self._num_oov_buckets = table, num_oov_buckets
-        self._hasher_spec = hasher_spec
-        self._name = table.name
-        super().__init__(key_dtype, dtypes.int64)
-
-    @property
-    def resource_handle(self):
-        return self._table.resource_handle
-
-    @property
-    def initializer(self):
-        return self._table.initializer
-
-    init = initializer
-
-    def size(self, name=None):
-        with graph_lib.name_scope(name, f"{self.name}_Size"):
-            return math_ops.add(self._table.size(), constant_op.constant(
-                self._num_oov_buckets, dtypes.int64))
-
-    def _buckets(self, strings):
-        n, spec = self._num_oov_buckets, self._hasher_spec
-        if spec.hasher == "fasthash":
-            return string_ops.string_to_hash_bucket_fast(strings, n, name="hash_bucket")
-        if spec.hasher == "legacy":
-            return string_ops.string_to_hash_bucket(strings, n, name="hash_bucket")
-        return string_ops.string_to_hash_bucket_strong(strings, n, spec.key,
-                                                       name="hash_bucket")
-
-    def lookup(self, keys, name=None):
-        """Each key's id (see the class docstring).
-
-        Raises:
-          TypeError: `keys` is not of the key dtype.
-        """
-        keys = self._check_keys(keys)
-        values = keys
-        if self._table.key_dtype == dtypes.int64:
-            values = math_ops.cast(values, dtypes.int64)
-        with graph_lib.name_scope(name, f"{self.name}_Lookup"):
-            buckets = math_ops.add(self._buckets(_as_string(values)), self._table.size())
-            ids = self._table.lookup(values)
-            found = comparison_ops.not_equal(ids, self._table.default_value)
-            return comparison_ops.where_v2(found, ids, buckets)
-
-
 def table_from_dataset(dataset=None, num_oov_buckets=0, vocab_size=None, default_value=None,
                        hasher_spec=FastHashSpec, key_dtype=dtypes.string, name=None):
     """A lookup table of the (key, value) pairs of `dataset`
@@ -214,8 +137,8 @@ def table_from_dataset(dataset=None, num_oov_buckets=0, vocab_size=None, default
         with graph_lib.name_scope(None, "hash_table"):
             table = StaticHashTable(initializer, default_value)
             if num_oov_buckets:
-                table = _IdTableWithHashBuckets(table, num_oov_buckets, hasher_spec,
-                                                key_dtype)
+                table = IdTableWithHashBuckets(table, num_oov_buckets, hasher_spec,
+                                               key_dtype=key_dtype)
             return table
 
 

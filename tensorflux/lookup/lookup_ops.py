@@ -11,6 +11,7 @@ buckets differ from TensorFlow's (the graph then holds a PyFunc instead).
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import uuid
 
@@ -31,6 +32,7 @@ from tensorflux.ops import (
     math_ops,
     script_ops,
     sequence_ops,
+    string_ops,
 )
 
 __all__ = ["LookupInterface", "InitializableLookupTableBase", "StaticHashTable",
@@ -313,6 +315,126 @@ class TableWrapper(LookupInterface):
     @property
     def initializer(self):
         return None if self._table is None else self._table.initializer
+
+
+class HasherSpec(collections.namedtuple("HasherSpec", ["hasher", "key"])):
+    """Which hash assigns out-of-vocabulary buckets: "fasthash", "legacy" or "stronghash"
+    (with a 2-int `key`)."""
+
+    __slots__ = ()
+
+
+FastHashSpec = HasherSpec("fasthash", None)
+
+
+class StrongHashSpec(HasherSpec):
+    """The keyed "stronghash" (StringToHashBucketStrong) with `key`, two unsigned ints.
+
+    Raises:
+      ValueError: `key` is not of size 2.
+      TypeError: a part of `key` is not an integer.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, key):
+        if len(key) != 2:
+            raise ValueError(f"`key` must have size 2, received {len(key)}")
+        if not all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in key):
+            raise TypeError(f"Invalid key {key}. Must be unsigned integer values.")
+        return super().__new__(cls, "stronghash", key)
+
+
+def _hashed(strings, num_buckets: int, spec: HasherSpec):
+    """`strings`' buckets by the hash `spec` names."""
+    if spec.hasher == "fasthash":
+        return string_ops.string_to_hash_bucket_fast(strings, num_buckets, name="hash_bucket")
+    if spec.hasher == "legacy":
+        return string_ops.string_to_hash_bucket(strings, num_buckets, name="hash_bucket")
+    return string_ops.string_to_hash_bucket_strong(strings, num_buckets, list(spec.key),
+                                                   name="hash_bucket")
+
+
+class IdTableWithHashBuckets(LookupInterface):
+    """`table`'s ids for its keys, `table.size() + hash(key) % num_oov_buckets` for any
+    other key (TF1's `IdTableWithHashBuckets`; with no table, the hashed bucket alone).
+
+    Raises:
+      ValueError: no `table` and `num_oov_buckets` <= 0; an unknown hasher.
+      TypeError: a `key_dtype` other than integer or string, or not of the table's kind;
+        a table whose values are not int64; `hasher_spec` not a HasherSpec.
+    """
+
+    def __init__(self, table, num_oov_buckets, hasher_spec=FastHashSpec, name=None,
+                 key_dtype=None):
+        if table is None and num_oov_buckets <= 0:
+            raise ValueError("`oov_buckets` must be > 0 if no `table` is supplied.")
+        key_dtype = None if key_dtype is None else dtypes.as_dtype(key_dtype)
+        if table is not None:
+            if key_dtype is None:
+                key_dtype = table.key_dtype
+            if table.key_dtype.is_integer != key_dtype.is_integer:
+                raise TypeError("Invalid `key dtype`, expected "
+                                f"{'integer' if key_dtype.is_integer else 'non-integer'} "
+                                f"but got {table.key_dtype}.")
+            if table.value_dtype != dtypes.int64:
+                raise TypeError(f"Invalid `value_dtype`: expected int64 but got "
+                                f"{table.value_dtype}.")
+            name = name or table.name
+        elif key_dtype is None:
+            key_dtype = dtypes.string
+        if key_dtype not in (dtypes.int32, dtypes.int64, dtypes.string):
+            raise TypeError(f"Invalid `key_dtype`, expected integer or string, got "
+                            f"{key_dtype}.")
+        if not isinstance(hasher_spec, HasherSpec):
+            raise TypeError(f"`hasher_spec` must be of type HasherSpec, got "
+                            f"{type(hasher_spec)}.")
+        if hasher_spec.hasher not in ("fasthash", "legacy", "stronghash"):
+            raise ValueError(f"Found unknown hasher {hasher_spec.hasher} in `hasher_spec`")
+        self._table, self._num_oov_buckets = table, num_oov_buckets
+        self._hasher_spec = hasher_spec
+        self._name = name or "hash_bucket"
+        super().__init__(key_dtype, dtypes.int64)
+
+    @property
+    def resource_handle(self):
+        return None if self._table is None else self._table.resource_handle
+
+    @property
+    def initializer(self):
+        if self._table is None:
+            return control_flow_ops.no_op()
+        return self._table.initializer
+
+    init = initializer
+
+    def size(self, name=None):
+        """Table entries plus buckets."""
+        with graph_lib.name_scope(name, f"{self.name}_Size"):
+            if self._table is None:
+                return constant_op.constant(self._num_oov_buckets, dtypes.int64)
+            return math_ops.add(self._table.size(), constant_op.constant(
+                self._num_oov_buckets, dtypes.int64))
+
+    def lookup(self, keys, name=None):
+        """Each key's id (see the class docstring).
+
+        Raises:
+          TypeError: `keys` is not of the key dtype.
+        """
+        values = self._check_keys(keys)
+        if values.dtype.is_integer:
+            values = math_ops.cast(values, dtypes.int64)
+        with graph_lib.name_scope(name, f"{self.name}_Lookup"):
+            if self._num_oov_buckets == 0:
+                return self._table.lookup(values)
+            buckets = _hashed(_as_string(values), self._num_oov_buckets, self._hasher_spec)
+            if self._table is None:
+                return buckets
+            ids = self._table.lookup(values)
+            buckets = math_ops.add(buckets, self._table.size())
+            found = comparison_ops.not_equal(ids, self._table.default_value)
+            return comparison_ops.where_v2(found, ids, buckets)
 
 
 class StaticVocabularyTable(TableWrapper):
