@@ -1,6 +1,7 @@
 """tf.estimator (TF1): Estimator with model_fns, RunConfig, EstimatorSpec, ModeKeys,
-numpy/pandas input_fns, train_and_evaluate, SavedModel export, and the canned DNN, linear
-and boosted-trees classifiers and regressors over tf.feature_column."""
+numpy/pandas input_fns, train_and_evaluate, SavedModel export, the canned DNN, linear
+and boosted-trees classifiers and regressors over tf.feature_column, the heads
+(BinaryClassHead, ...) and the estimators of a given head (DNNEstimator, ...)."""
 
 from types import SimpleNamespace
 
@@ -10,12 +11,16 @@ from tensorflux.estimator import extras as _extras
 from tensorflux.estimator.boosted_trees import BoostedTreesClassifier, BoostedTreesRegressor
 from tensorflux.estimator.canned import (
     BaselineClassifier,
+    BaselineEstimator,
     BaselineRegressor,
     DNNClassifier,
+    DNNEstimator,
     DNNLinearCombinedClassifier,
+    DNNLinearCombinedEstimator,
     DNNLinearCombinedRegressor,
     DNNRegressor,
     LinearClassifier,
+    LinearEstimator,
     LinearRegressor,
 )
 from tensorflux.estimator.estimator import Estimator, WarmStartSettings
@@ -24,6 +29,15 @@ from tensorflux.estimator.extras import (
     add_metrics,
     classifier_parse_example_spec,
     regressor_parse_example_spec,
+)
+from tensorflux.estimator.heads import (
+    BinaryClassHead,
+    LogisticRegressionHead,
+    MultiClassHead,
+    MultiHead,
+    MultiLabelHead,
+    PoissonRegressionHead,
+    RegressionHead,
 )
 from tensorflux.estimator.inputs import numpy_input_fn, pandas_input_fn
 from tensorflux.estimator.model_fn import EstimatorSpec, ModeKeys
@@ -51,4 +65,7 @@ __all__ = ["Estimator", "EstimatorSpec", "ModeKeys", "RunConfig", "TrainSpec", "
            "LinearClassifier",
            "LinearRegressor", "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor",
            "BaselineClassifier", "BaselineRegressor", "BoostedTreesClassifier",
+           "DNNEstimator", "LinearEstimator", "DNNLinearCombinedEstimator",
+           "BaselineEstimator", "BinaryClassHead", "MultiClassHead", "MultiLabelHead",
+           "RegressionHead", "PoissonRegressionHead", "LogisticRegressionHead", "MultiHead",
            "BoostedTreesRegressor", "WarmStartSettings", "VocabInfo", *_HOOKS]

@@ -305,3 +305,64 @@ def _relu(x):
     from tensorflux.ops import nn_ops
 
     return nn_ops.relu(x)
+
+
+# ---- estimators of a given head (TF1's DNNEstimator & co.) ------------------------------
+
+
+def _check_head(head):
+    if not hasattr(head, "create_estimator_spec") or not hasattr(head, "logits_dimension"):
+        raise TypeError(f"head must be a Head (tf.estimator.BinaryClassHead, "
+                        f"tf.contrib.estimator.regression_head, ...). Given: {head!r}")
+    return head
+
+
+class DNNEstimator(_Canned):
+    """A feed-forward network of `hidden_units` whose logits feed `head` (any head: its
+    logits_dimension sets the last layer's size)."""
+
+    def __init__(self, head, hidden_units, feature_columns, model_dir=None,
+                 optimizer="Adagrad", activation_fn=None, dropout=None,
+                 input_layer_partitioner=None, config=None, warm_start_from=None,
+                 batch_norm=False):
+        _check_head(head)
+        act = activation_fn or _relu
+        super().__init__(head, lambda f, m: _dnn_logits(
+            f, feature_columns, hidden_units, head.logits_dimension, act, dropout, m),
+            [(optimizer, "Adagrad", 0.05, "dnn")], model_dir, config, warm_start_from)
+
+
+class LinearEstimator(_Canned):
+    """A linear model over feature columns whose logits feed `head` (FTRL by default)."""
+
+    def __init__(self, head, feature_columns, model_dir=None, optimizer="Ftrl",
+                 config=None, partitioner=None, sparse_combiner="sum",
+                 warm_start_from=None):
+        _check_head(head)
+        cols = list(feature_columns)
+        super().__init__(head, lambda f, m: _linear_logits(
+            f, cols, head.logits_dimension, sparse_combiner),
+            [(optimizer, "Ftrl", _linear_lr(cols), "linear")], model_dir, config,
+            warm_start_from)
+
+
+class DNNLinearCombinedEstimator(_Canned):
+    """Wide & deep (see DNNLinearCombinedClassifier) over any `head`."""
+
+    def __init__(self, head, model_dir=None, linear_feature_columns=None,
+                 linear_optimizer="Ftrl", dnn_feature_columns=None, dnn_optimizer="Adagrad",
+                 dnn_hidden_units=None, dnn_activation_fn=None, dnn_dropout=None,
+                 input_layer_partitioner=None, config=None, linear_sparse_combiner="sum",
+                 warm_start_from=None, batch_norm=False):
+        _check_head(head)
+        super().__init__(head, *_wide_and_deep(
+            head.logits_dimension, linear_feature_columns, linear_optimizer,
+            dnn_feature_columns, dnn_optimizer, dnn_hidden_units, dnn_activation_fn,
+            dnn_dropout, linear_sparse_combiner), model_dir, config, warm_start_from)
+
+
+class BaselineEstimator(_Baseline):
+    """Learns one bias per logit, whatever the features, under any `head`."""
+
+    def __init__(self, head, model_dir=None, optimizer="Ftrl", config=None):
+        super().__init__(_check_head(head), optimizer, model_dir, config)

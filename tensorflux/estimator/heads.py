@@ -557,6 +557,7 @@ class MultiLabelHead(_Head):
         super().__init__(weight_column, loss_reduction, loss_fn, name)
 
     def _processed_labels(self, logits, labels):
+        from tensorflux.framework import sparse_tensor
         from tensorflux.lookup import lookup_ops
         from tensorflux.ops import math_ops
         from tensorflux.sparse import sparse_extra
@@ -565,7 +566,8 @@ class MultiLabelHead(_Head):
             if self._label_vocabulary is not None:
                 table = lookup_ops.index_table_from_tensor(list(self._label_vocabulary),
                                                            name="class_id_lookup")
-                labels = table.lookup(labels)
+                labels = sparse_tensor.SparseTensor(
+                    labels.indices, table.lookup(labels.values), labels.dense_shape)
             labels = math_ops.cast(sparse_extra.sparse_to_indicator(
                 labels, self._n_classes), dtypes.int64)
         else:
