@@ -276,18 +276,24 @@ def _summaries(loss_key, loss, regularization_losses, reg_key):
 
 
 def _train_op(loss, optimizer, train_op_fn, trainable_variables=None, update_ops=None):
+    """optimizer.minimize(loss) or train_op_fn(loss), grouped with the update ops (default:
+    the graph's UPDATE_OPS, as batch normalization leaves them)."""
+    from tensorflux.control_flow import builders
     from tensorflux.framework import graph as graph_lib
     from tensorflux.train.global_step import get_global_step
 
-    if (optimizer is None) == (train_op_fn is None):
-        raise ValueError("One of train_op_fn and optimizer must be set (not both) in "
-                         f"TRAIN mode: optimizer={optimizer}, train_op_fn={train_op_fn}.")
-    deps = list(update_ops or [])
-    with graph_lib.get_default_graph().control_dependencies(deps):
-        if train_op_fn is not None:
-            return train_op_fn(loss)
-        return optimizer.minimize(loss, global_step=get_global_step(),
-                                  var_list=trainable_variables)
+    if optimizer is not None and train_op_fn is not None:
+        raise ValueError("train_op_fn and optimizer cannot both be set.")
+    if optimizer is None and train_op_fn is None:
+        raise ValueError("train_op_fn and optimizer cannot both be None.")
+    if train_op_fn is not None:
+        train_op = train_op_fn(loss)
+    else:
+        train_op = optimizer.minimize(loss, global_step=get_global_step(),
+                                      var_list=trainable_variables)
+    if update_ops is None:
+        update_ops = graph_lib.get_collection(graph_lib.GraphKeys.UPDATE_OPS)
+    return builders.group(train_op, *update_ops) if update_ops else train_op
 
 
 def _tile_classes(names, logits):
@@ -451,8 +457,7 @@ class BinaryClassHead(_Head):
                  math_ops.maximum(v, 1.0 - v) for v in label_mean),
              self._key("auc"): threshold_metrics.auc(labels, logistic, weights=bw),
              self._key("auc_precision_recall"): threshold_metrics.auc(
-                 labels, logistic, weights=bw, curve="PR",
-                 summation_method="careful_interpolation")}
+                 labels, logistic, weights=bw, curve="PR")}
         m.update(_threshold_metrics(self, labels, logistic, w, self._thresholds))
         return m
 
@@ -608,15 +613,17 @@ class MultiLabelHead(_Head):
         w = _broadcast(spec.weights, labels)
         m = {self._key("auc"): threshold_metrics.auc(labels, probs, weights=w),
              self._key("auc_precision_recall"): threshold_metrics.auc(
-                 labels, probs, weights=w, curve="PR",
-                 summation_method="careful_interpolation")}
+                 labels, probs, weights=w, curve="PR")}
         m.update(_threshold_metrics(self, labels, probs, spec.weights, self._thresholds))
         for c in self._class_metric_ids:
-            lc, pc = labels[:, c], probs[:, c]
-            wc = None if w is None else w[:, c]
-            m[self._key(f"auc/class{c}")] = threshold_metrics.auc(lc, pc, weights=wc)
-            m[self._key(f"auc_precision_recall/class{c}")] = threshold_metrics.auc(
-                lc, pc, weights=wc, curve="PR", summation_method="careful_interpolation")
+            lc, pc = labels[:, c:c + 1], probs[:, c:c + 1]
+            wc = None if w is None else w[:, c:c + 1]
+            at = f"class{c}" if self._label_vocabulary is None \
+                else self._label_vocabulary[c]
+            m[self._key(f"probability_mean/{at}")] = _mean_metric(pc, spec.weights)
+            m[self._key(f"auc/{at}")] = threshold_metrics.auc(lc, pc, weights=wc)
+            m[self._key(f"auc_precision_recall/{at}")] = threshold_metrics.auc(
+                lc, pc, weights=wc, curve="PR")
         return m
 
 
