@@ -1,7 +1,8 @@
 """`tf.contrib.estimator` (TF1.15): the heads' factories (`binary_classification_head`,
 `multi_class_head`, `multi_label_head`, `regression_head`, `poisson_regression_head`,
 `logistic_regression_head`, `multi_head`), the estimators of a head (`DNNEstimator`,
-`LinearEstimator`, `DNNLinearCombinedEstimator`, `BaselineEstimator`), `forward_features`,
+`LinearEstimator`, `DNNLinearCombinedEstimator`, `BaselineEstimator`, and the recurrent
+`RNNEstimator` / `RNNClassifier` over sequence feature columns), `forward_features`,
 `clip_gradients_by_norm`, `add_metrics`, `InMemoryEvaluatorHook`, the early-stopping hooks
 of tf.estimator.experimental, `export_saved_model_for_mode` / `export_all_saved_models`
 (PREDICT only) and the boosted-trees trainers of in-memory data."""
@@ -34,6 +35,7 @@ from tensorflux.estimator.heads import (
     regression_head,
 )
 from tensorflux.estimator.model_fn import ModeKeys
+from tensorflux.estimator.rnn_estimator import RNNClassifier, RNNEstimator
 from tensorflux.train.optimizer import Optimizer
 from tensorflux.train.session_run_hook import SessionRunHook
 
@@ -351,4 +353,4 @@ __all__ = ["boosted_trees_classifier_train_in_memory",
            "InMemoryEvaluatorHook", "make_early_stopping_hook", "read_eval_metrics",
            "stop_if_higher_hook", "stop_if_lower_hook", "stop_if_no_decrease_hook",
            "stop_if_no_increase_hook", "export_saved_model_for_mode",
-           "export_all_saved_models"]
+           "export_all_saved_models", "RNNClassifier", "RNNEstimator"]
