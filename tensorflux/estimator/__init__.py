@@ -32,6 +32,7 @@ from tensorflux.estimator.extras import (
 )
 from tensorflux.estimator.heads import (
     BinaryClassHead,
+    Head,
     LogisticRegressionHead,
     MultiClassHead,
     MultiHead,
@@ -66,6 +67,6 @@ __all__ = ["Estimator", "EstimatorSpec", "ModeKeys", "RunConfig", "TrainSpec", "
            "LinearRegressor", "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor",
            "BaselineClassifier", "BaselineRegressor", "BoostedTreesClassifier",
            "DNNEstimator", "LinearEstimator", "DNNLinearCombinedEstimator",
-           "BaselineEstimator", "BinaryClassHead", "MultiClassHead", "MultiLabelHead",
+           "BaselineEstimator", "Head", "BinaryClassHead", "MultiClassHead", "MultiLabelHead",
            "RegressionHead", "PoissonRegressionHead", "LogisticRegressionHead", "MultiHead",
            "BoostedTreesRegressor", "WarmStartSettings", "VocabInfo", *_HOOKS]

@@ -27,7 +27,7 @@ from tensorflux.estimator.model_fn import EstimatorSpec, ModeKeys
 from tensorflux.framework import dtypes
 from tensorflux.losses.losses_impl import Reduction
 
-__all__ = ["BinaryClassHead", "MultiClassHead", "MultiLabelHead", "RegressionHead",
+__all__ = ["Head", "BinaryClassHead", "MultiClassHead", "MultiLabelHead", "RegressionHead",
            "PoissonRegressionHead", "LogisticRegressionHead", "MultiHead",
            "binary_classification_head", "multi_class_head", "multi_label_head",
            "regression_head", "poisson_regression_head", "logistic_regression_head",
@@ -96,7 +96,32 @@ def _check_thresholds(thresholds):
     return thresholds
 
 
-class _Head:
+class Head:
+    """What every head has (tf.estimator.Head): `name`, `logits_dimension`,
+    `loss_reduction`, `loss(...)`, `predictions(logits, keys=None)` and
+    `create_estimator_spec(...)`. Subclass it for a head of one's own."""
+
+    name = property(lambda self: None)
+
+    @property
+    def logits_dimension(self) -> int:
+        raise NotImplementedError("a Head subclass defines logits_dimension")
+
+    loss_reduction = property(lambda self: Reduction.SUM_OVER_BATCH_SIZE)
+
+    def loss(self, labels, logits, features=None, mode=None, regularization_losses=None):
+        raise NotImplementedError("a Head subclass defines loss")
+
+    def predictions(self, logits, keys=None):
+        raise NotImplementedError("a Head subclass defines predictions")
+
+    def create_estimator_spec(self, features, mode, logits, labels=None, optimizer=None,
+                              train_op_fn=None, regularization_losses=None,
+                              trainable_variables=None, update_ops=None):
+        raise NotImplementedError("a Head subclass defines create_estimator_spec")
+
+
+class _Head(Head):
     """The shared part of every single head: weights, reduction, the estimator spec."""
 
     _serving_key = CLASSIFY_KEY
@@ -334,13 +359,13 @@ def _label_ids(labels, label_vocabulary, n_classes):
 
 
 def _check_range(ids, n_classes):
-    """`ids` with an assertion that they are in [0, n_classes)."""
+    """`ids` with an assertion that they are in [0, n_classes - 1]."""
     from tensorflux.debugging import check_ops
     from tensorflux.framework import graph as graph_lib
     from tensorflux.ops import array_ops
 
-    check = check_ops.assert_less(ids, _const(n_classes, ids.dtype),
-                                  message="Labels must be <= n_classes - 1")
+    check = check_ops.assert_less_equal(ids, _const(n_classes - 1, ids.dtype),
+                                        message="Labels must be <= n_classes - 1")
     check2 = check_ops.assert_non_negative(ids, message="Labels must be >= 0")
     with graph_lib.get_default_graph().control_dependencies([check, check2]):
         return array_ops.identity(ids)
@@ -401,10 +426,10 @@ class BinaryClassHead(_Head):
 
         labels = self._dense_labels(labels, logits, 1)
         if self._label_vocabulary is not None:
-            labels = _check_range(_label_ids(labels, self._label_vocabulary, 2), 2)
+            labels = _label_ids(labels, self._label_vocabulary, 2)
         elif labels.dtype == dtypes.string:
             _label_ids(labels, None, 2)
-        return math_ops.cast(labels, dtypes.float32)
+        return _check_range(math_ops.cast(labels, dtypes.float32), 2)
 
     def _default_loss(self, labels, logits):
         from tensorflux.nn import nn_impl
@@ -576,7 +601,7 @@ class MultiLabelHead(_Head):
             labels = math_ops.cast(sparse_extra.sparse_to_indicator(
                 labels, self._n_classes), dtypes.int64)
         else:
-            labels = self._dense_labels(labels, logits, self._n_classes)
+            labels = _check_range(self._dense_labels(labels, logits, self._n_classes), 2)
         return math_ops.cast(labels, dtypes.float32)
 
     def _default_loss(self, labels, logits):
@@ -707,7 +732,7 @@ class LogisticRegressionHead(RegressionHead):
                          name)
 
 
-class MultiHead:
+class MultiHead(Head):
     """Several heads over one network: the logits are a dict {head name: logits} or their
     concatenation (in the order of `heads`); the labels a dict {head name: labels}. The
     loss is the sum of the heads' losses (times `head_weights`); predictions are keyed by

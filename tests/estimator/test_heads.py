@@ -284,9 +284,15 @@ def test_label_and_logits_shape_errors():
             head.loss(tf.constant([["a"], ["b"], ["c"]]), tf.constant(MC_Z))
         ids = tf.placeholder(tf.int64, [None, 1])
         loss = head.loss(ids, tf.constant(MC_Z))
-        with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError,
-                                                 match="n_classes"):
-            sess.run(loss, {ids: [[0], [5], [1]]})
+        binary = tf.placeholder(tf.float32, [None, 1])
+        binary_loss = H.BinaryClassHead().loss(binary, tf.constant(BIN_Z))
+        with tf.Session() as sess:
+            for t, feed in ((loss, {ids: [[0], [5], [1]]}),
+                            (binary_loss, {binary: [[0.0], [2.0], [1.0]]}),
+                            (binary_loss, {binary: [[0.0], [-1.0], [1.0]]})):
+                with pytest.raises(tf.errors.InvalidArgumentError, match="Labels must"):
+                    sess.run(t, feed)
+            assert sess.run(binary_loss, {binary: [[0.0], [0.5], [1.0]]}) > 0
 
 
 def test_multi_label_sparse_labels_and_class_metrics():
