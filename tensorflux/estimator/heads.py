@@ -790,10 +790,27 @@ class MultiHead(Head):
         return _add_n(losses)
 
     def _labels_of(self, labels, head):
-        if not isinstance(labels, dict) or head.name not in labels:
-            raise ValueError(f"labels must be a dict with an entry per head; no "
-                             f"{head.name!r} in {labels}")
+        if not isinstance(labels, dict):
+            raise ValueError(f"labels must be a dict. Given: {labels}")
+        if head.name not in labels:
+            raise ValueError(f"labels has no entry of head {head.name!r}; keys: "
+                             f"{sorted(labels)}")
         return labels[head.name]
+
+    def create_loss(self, features, mode, logits, labels) -> LossSpec:
+        """The heads' training losses merged (times `head_weights`), and dicts by head
+        name of their unreduced losses, weights and processed labels."""
+        parts = self._split(logits)
+        specs = [h.create_loss(features, mode, parts[h.name], self._labels_of(labels, h))
+                 for h in self._heads]
+        w = self._head_weights or (1.0,) * len(self._heads)
+        return LossSpec(
+            self._weighted([s.training_loss for s in specs]),
+            {h.name: s.unreduced_loss * wi
+             for h, s, wi in zip(self._heads, specs, w, strict=True)},
+            {h.name: s.weights if isinstance(s.weights, float) else s.weights * wi
+             for h, s, wi in zip(self._heads, specs, w, strict=True)},
+            {h.name: s.processed_labels for h, s in zip(self._heads, specs, strict=True)})
 
     def loss(self, labels, logits, features=None, mode=None, regularization_losses=None):
         """The sum of the heads' (weighted) losses, regularized."""

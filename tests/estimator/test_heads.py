@@ -307,3 +307,39 @@ def test_multi_label_sparse_labels_and_class_metrics():
                                        _sigmoid_ce(ML_Y, ML_Z).mean(), rtol=1e-5)
         assert {"auc/z", "auc/x", "auc_precision_recall/z", "probability_mean/x"} <= \
             set(spec.eval_metric_ops)
+
+
+def test_multi_head_loss_predictions_and_metrics():
+    head = C.multi_head([C.multi_class_head(3, name="a"), C.regression_head(name="b")],
+                        head_weights=[2.0, 0.5])
+    logits = np.concatenate([MC_Z, PO_Z], 1)
+    labels = {"a": MC_Y, "b": PO_Y}
+    with tf.Graph().as_default():
+        t_labels = {k: tf.constant(v) for k, v in labels.items()}
+        spec = head.create_estimator_spec({}, "eval", tf.constant(logits), t_labels)
+        loss_spec = head.create_loss({}, "eval", tf.constant(logits), t_labels)
+        split = head.predictions({"a": tf.constant(MC_Z), "b": tf.constant(PO_Z)})
+        with pytest.raises(ValueError, match="labels must be a dict"):
+            head.loss(tf.constant(MC_Y), tf.constant(logits))
+        with tf.Session() as sess:
+            sess.run(tf.local_variables_initializer())
+            sess.run([u for _, u in spec.eval_metric_ops.values()])
+            metrics = sess.run({k: v for k, (v, _) in spec.eval_metric_ops.items()})
+            loss, merged, preds = sess.run([spec.loss, loss_spec.training_loss,
+                                            spec.predictions])
+            by_key = sess.run(split)
+    ce = -np.log(_softmax(MC_Z)[np.arange(3), MC_Y])
+    sq = (PO_Z - PO_Y) ** 2
+    np.testing.assert_allclose(loss, 2.0 * ce.mean() + 0.5 * sq.mean(), rtol=1e-5)
+    np.testing.assert_allclose(merged, loss, rtol=1e-6)
+    np.testing.assert_allclose(metrics["loss/a"], ce.mean(), rtol=1e-5)
+    np.testing.assert_allclose(metrics["loss/b"], sq.mean(), rtol=1e-5)
+    assert set(metrics) == {"loss/a", "loss/b", "average_loss/a", "accuracy/a",
+                            "average_loss/b", "prediction/mean/b", "label/mean/b"}
+    np.testing.assert_allclose(preds[("b", "predictions")], PO_Z)
+    np.testing.assert_allclose(by_key[("a", "probabilities")], _softmax(MC_Z), rtol=1e-6)
+    with tf.Graph().as_default():
+        out = head.create_estimator_spec({}, "infer", tf.constant(logits)).export_outputs
+    assert set(out) == {"serving_default", "a", "a/classification", "a/predict", "b",
+                        "b/regression", "b/predict", "predict"}
+    assert {"a/class_ids", "b/predictions"} <= set(out["predict"].outputs)
