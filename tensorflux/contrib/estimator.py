@@ -3,7 +3,8 @@
 `logistic_regression_head`, `multi_head`), the estimators of a head (`DNNEstimator`,
 `LinearEstimator`, `DNNLinearCombinedEstimator`, `BaselineEstimator`, and the recurrent
 `RNNEstimator` / `RNNClassifier` over sequence feature columns), `forward_features`,
-`clip_gradients_by_norm`, `add_metrics`, `InMemoryEvaluatorHook`, the early-stopping hooks
+`clip_gradients_by_norm`, `add_metrics`, `call_logit_fn`, `dnn_logit_fn_builder`,
+`linear_logit_fn_builder`, `InMemoryEvaluatorHook`, the early-stopping hooks
 of tf.estimator.experimental, `export_saved_model_for_mode` / `export_all_saved_models`
 (PREDICT only) and the boosted-trees trainers of in-memory data."""
 
@@ -15,9 +16,12 @@ from tensorflux.estimator.canned import (
     DNNEstimator,
     DNNLinearCombinedEstimator,
     LinearEstimator,
+    dnn_logit_fn_builder,
+    linear_logit_fn_builder,
 )
 from tensorflux.estimator.extras import (
     add_metrics,
+    call_logit_fn,
     make_early_stopping_hook,
     read_eval_metrics,
     stop_if_higher_hook,
@@ -353,4 +357,5 @@ __all__ = ["boosted_trees_classifier_train_in_memory",
            "InMemoryEvaluatorHook", "make_early_stopping_hook", "read_eval_metrics",
            "stop_if_higher_hook", "stop_if_lower_hook", "stop_if_no_decrease_hook",
            "stop_if_no_increase_hook", "export_saved_model_for_mode",
-           "export_all_saved_models", "RNNClassifier", "RNNEstimator"]
+           "export_all_saved_models", "RNNClassifier", "RNNEstimator", "call_logit_fn",
+           "dnn_logit_fn_builder", "linear_logit_fn_builder"]

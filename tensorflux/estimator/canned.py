@@ -60,20 +60,59 @@ def _check_classes(n_classes, label_vocabulary):
 
 def _dnn_logits(features, feature_columns, hidden_units, logits_dimension, activation_fn,
                 dropout, mode):
+    from tensorflux.variables import variable_scope
+
+    with variable_scope.variable_scope("dnn"):
+        return _dnn_body(features, feature_columns, hidden_units, logits_dimension,
+                         activation_fn, dropout, mode)
+
+
+def _dnn_body(features, feature_columns, hidden_units, logits_dimension, activation_fn,
+              dropout, mode):
+    """input_from_feature_columns/, hiddenlayer_<i>/ and logits/ in the current scope."""
     from tensorflux.feature_column import feature_column as fc
     from tensorflux.layers import core as layers
     from tensorflux.variables import variable_scope
 
-    with variable_scope.variable_scope("dnn"):
-        with variable_scope.variable_scope("input_from_feature_columns"):
-            net = fc.input_layer(features, feature_columns)
-        for i, units in enumerate(hidden_units):
-            with variable_scope.variable_scope(f"hiddenlayer_{i}"):
-                net = _dense(net, units, activation_fn)
-                if dropout is not None and mode == ModeKeys.TRAIN:
-                    net = layers.dropout(net, rate=dropout, training=True)
-        with variable_scope.variable_scope("logits"):
-            return _dense(net, logits_dimension, None)
+    with variable_scope.variable_scope("input_from_feature_columns"):
+        net = fc.input_layer(features, feature_columns)
+    for i, units in enumerate(hidden_units):
+        with variable_scope.variable_scope(f"hiddenlayer_{i}"):
+            net = _dense(net, units, activation_fn)
+            if dropout is not None and mode == ModeKeys.TRAIN:
+                net = layers.dropout(net, rate=dropout, training=True)
+    with variable_scope.variable_scope("logits"):
+        return _dense(net, logits_dimension, None)
+
+
+def dnn_logit_fn_builder(units, hidden_units, feature_columns, activation_fn, dropout,
+                         input_layer_partitioner=None, batch_norm=False):
+    """logit_fn(features, mode) of a feed-forward network (DNNEstimator's, without its
+    "dnn" scope): `units` logits.
+
+    Raises:
+      ValueError: units is not an int.
+    """
+    if not isinstance(units, int):
+        raise ValueError(f"units must be an int.  Given type: {type(units)}")
+    act = activation_fn or _relu
+
+    def dnn_logit_fn(features, mode):
+        return _dnn_body(features, feature_columns, hidden_units, units, act, dropout, mode)
+
+    return dnn_logit_fn
+
+
+def linear_logit_fn_builder(units=1, feature_columns=(), sparse_combiner="sum"):
+    """logit_fn(features) of a linear model (`linear_model` in the current scope)."""
+
+    def linear_logit_fn(features):
+        from tensorflux.feature_column import feature_column as fc
+
+        return fc.linear_model(features, list(feature_columns), units=units,
+                               sparse_combiner=sparse_combiner)
+
+    return linear_logit_fn
 
 
 def _dense(x, units, activation):

@@ -221,3 +221,28 @@ def test_clip_gradients_by_norm_and_in_memory_evaluator(iris, tmp_path):
     assert tf.contrib.estimator.stop_if_higher_hook is \
         tf.estimator.experimental.stop_if_higher_hook
     assert tf.contrib.estimator.add_metrics is tf.estimator.add_metrics
+
+
+def test_custom_model_fn_of_logit_fn_builders_and_a_head(iris, tmp_path):
+    x, y = iris
+    cols = _cols(x)
+    head = tf.estimator.MultiClassHead(3)
+    dnn_fn = tf.contrib.estimator.dnn_logit_fn_builder(3, [8], cols, None, None)
+    linear_fn = tf.contrib.estimator.linear_logit_fn_builder(3, cols)
+
+    def model_fn(features, labels, mode, config):
+        with tf.variable_scope("deep"):
+            deep = tf.contrib.estimator.call_logit_fn(dnn_fn, features, mode, None, config)
+        with tf.variable_scope("wide"):
+            wide = tf.contrib.estimator.call_logit_fn(linear_fn, features, mode, None,
+                                                      config)
+        return head.create_estimator_spec(features, mode, deep + wide, labels,
+                                          optimizer=tf.train.AdamOptimizer(0.05))
+
+    est = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path))
+    est.train(_input(x, y), steps=150)
+    assert est.evaluate(_input(x, y, epochs=1, shuffle=False))["accuracy"] > 0.9
+    assert {"deep/hiddenlayer_0/kernel", "deep/logits/bias",
+            "wide/linear_model/x/weights"} <= set(est.get_variable_names())
+    with pytest.raises(ValueError, match="units must be an int"):
+        tf.contrib.estimator.dnn_logit_fn_builder("3", [8], cols, None, None)
