@@ -4,7 +4,8 @@
 `LinearEstimator`, `DNNLinearCombinedEstimator`, `BaselineEstimator`, and the recurrent
 `RNNEstimator` / `RNNClassifier` over sequence feature columns), `forward_features`,
 `clip_gradients_by_norm`, `add_metrics`, `call_logit_fn`, `dnn_logit_fn_builder`,
-`linear_logit_fn_builder`, `InMemoryEvaluatorHook`, the early-stopping hooks
+`linear_logit_fn_builder`, `InMemoryEvaluatorHook`, `make_stop_at_checkpoint_step_hook`,
+the early-stopping hooks
 of tf.estimator.experimental, `export_saved_model_for_mode` / `export_all_saved_models`
 (PREDICT only) and the boosted-trees trainers of in-memory data."""
 
@@ -310,6 +311,52 @@ class InMemoryEvaluatorHook(SessionRunHook):
         self.last_results = results
 
 
+class _StopAtCheckpointStepHook(SessionRunHook):
+    """Stops once the global step reaches `last_step` and a checkpoint of that step exists
+    in `model_dir` (waiting `wait_after_file_check_secs` between looks)."""
+
+    def __init__(self, model_dir, last_step, wait_after_file_check_secs):
+        self._model_dir, self._last_step = model_dir, last_step
+        self._wait = wait_after_file_check_secs
+
+    def begin(self):
+        from tensorflux.train.global_step import get_global_step
+
+        self._step = get_global_step()
+        if self._step is None:
+            raise RuntimeError("Global step should be created to use "
+                               "StopAtCheckpointStepHook.")
+
+    def before_run(self, run_context):
+        from tensorflux.train.session_run_hook import SessionRunArgs
+
+        return SessionRunArgs(self._step)
+
+    def after_run(self, run_context, run_values):
+        import time
+
+        from tensorflux.framework import errors
+        from tensorflux.train import checkpoint_utils
+
+        if run_values.results + 1 < self._last_step:
+            return
+        try:
+            saved = int(checkpoint_utils.load_variable(self._model_dir, "global_step"))
+        except (ValueError, OSError, errors.OpError):
+            saved = 0
+        if saved >= self._last_step:
+            run_context.request_stop()
+        else:
+            time.sleep(self._wait)
+
+
+def make_stop_at_checkpoint_step_hook(estimator, last_step, wait_after_file_check_secs=30):
+    """A hook (for evaluation alongside training) that stops once the global step is
+    `last_step` and the estimator's model_dir holds a checkpoint of that step."""
+    return _StopAtCheckpointStepHook(estimator.model_dir, last_step,
+                                     wait_after_file_check_secs)
+
+
 # ---- export by mode ------------------------------------------------------------------------
 
 
@@ -358,4 +405,5 @@ __all__ = ["boosted_trees_classifier_train_in_memory",
            "stop_if_higher_hook", "stop_if_lower_hook", "stop_if_no_decrease_hook",
            "stop_if_no_increase_hook", "export_saved_model_for_mode",
            "export_all_saved_models", "RNNClassifier", "RNNEstimator", "call_logit_fn",
-           "dnn_logit_fn_builder", "linear_logit_fn_builder"]
+           "dnn_logit_fn_builder", "linear_logit_fn_builder",
+           "make_stop_at_checkpoint_step_hook"]

@@ -246,3 +246,14 @@ def test_custom_model_fn_of_logit_fn_builders_and_a_head(iris, tmp_path):
             "wide/linear_model/x/weights"} <= set(est.get_variable_names())
     with pytest.raises(ValueError, match="units must be an int"):
         tf.contrib.estimator.dnn_logit_fn_builder("3", [8], cols, None, None)
+
+
+def test_stop_at_checkpoint_step_hook_ends_an_endless_evaluation(iris, tmp_path):
+    x, y = iris
+    est = tf.estimator.LinearEstimator(tf.estimator.MultiClassHead(3), _cols(x),
+                                       model_dir=str(tmp_path))
+    est.train(_input(x, y), steps=20)
+    hook = tf.contrib.estimator.make_stop_at_checkpoint_step_hook(
+        est, last_step=20, wait_after_file_check_secs=0)
+    result = est.evaluate(_input(x, y, epochs=None), hooks=[hook])
+    assert result["global_step"] == 20
