@@ -54,12 +54,25 @@ def _ops():
             string_ops, unary_ops)
 
 
+# tf.keras.losses.Reduction's keys (TF1.15's tf.estimator heads take them) as tf.losses'
+_KERAS_REDUCTIONS = {"auto": Reduction.SUM_OVER_BATCH_SIZE, "sum": Reduction.SUM,
+                     "sum_over_batch_size": Reduction.SUM_OVER_BATCH_SIZE}
+
+
 def _check_reduction(loss_reduction):
+    """The tf.losses.Reduction key of `loss_reduction` (tf.losses' or tf.keras.losses').
+
+    Raises:
+      ValueError: NONE, or not a reduction.
+    """
     valid = (Reduction.SUM, Reduction.SUM_OVER_BATCH_SIZE, Reduction.MEAN,
              Reduction.SUM_BY_NONZERO_WEIGHTS)
+    if loss_reduction in _KERAS_REDUCTIONS:
+        return _KERAS_REDUCTIONS[loss_reduction]
     if loss_reduction not in valid:
-        raise ValueError(f"Invalid loss_reduction: {loss_reduction}. Expected one of "
-                         f"{list(valid)} (Reduction.NONE is not supported).")
+        raise ValueError(f"Invalid loss_reduction: {loss_reduction}. See "
+                         f"`tf.losses.Reduction` for valid options (NONE is not one).")
+    return loss_reduction
 
 
 def _check_loss_fn(loss_fn):
@@ -128,9 +141,9 @@ class _Head(Head):
 
     def __init__(self, weight_column=None, loss_reduction=Reduction.SUM_OVER_BATCH_SIZE,
                  loss_fn=None, name=None):
-        _check_reduction(loss_reduction)
         _check_loss_fn(loss_fn)
         self._weight_column, self._loss_reduction = weight_column, loss_reduction
+        self._reduction = _check_reduction(loss_reduction)
         self._loss_fn, self._name = loss_fn, name
 
     name = property(lambda self: self._name)
@@ -218,7 +231,7 @@ class _Head(Head):
             unreduced = self._unreduced(labels, logits, features)
             weights = self._weights(features, logits)
             loss = losses_impl.compute_weighted_loss(
-                unreduced, weights=weights, reduction=self._loss_reduction,
+                unreduced, weights=weights, reduction=self._reduction,
                 loss_collection=None)
         return LossSpec(loss, unreduced, weights, labels)
 

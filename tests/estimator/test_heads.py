@@ -248,9 +248,16 @@ def test_loss_fn_and_loss_method():
         loss = head.loss(tf.constant(PO_Y), tf.constant(PO_Z),
                          features={"scale": tf.constant([[2.0], [2.0], [2.0]])},
                          regularization_losses=[tf.constant(1.0)])
+        keras_sum = H.BinaryClassHead(loss_reduction=tf.keras.losses.Reduction.SUM).loss(
+            tf.constant(BIN_Y), tf.constant(BIN_Z))
+        auto = H.BinaryClassHead(loss_reduction=tf.keras.losses.Reduction.AUTO).loss(
+            tf.constant(BIN_Y), tf.constant(BIN_Z))
         with tf.Session() as sess:
             np.testing.assert_allclose(sess.run(loss),
                                        2 * np.abs(PO_Y - PO_Z).sum() + 1.0, rtol=1e-6)
+            ce = _sigmoid_ce(BIN_Y, BIN_Z)
+            np.testing.assert_allclose(sess.run([keras_sum, auto]), [ce.sum(), ce.mean()],
+                                       rtol=1e-6)
 
 
 @pytest.mark.parametrize("make, match", [
@@ -261,6 +268,8 @@ def test_loss_fn_and_loss_method():
     (lambda: H.MultiClassHead(3, label_vocabulary=["a"]), "label_vocabulary"),
     (lambda: H.RegressionHead(0), "label_dimension"),
     (lambda: H.RegressionHead(loss_reduction=tf.losses.Reduction.NONE), "loss_reduction"),
+    (lambda: H.RegressionHead(loss_reduction=tf.keras.losses.Reduction.NONE),
+     "loss_reduction"),
     (lambda: H.RegressionHead(loss_fn=lambda labels, x: x), "logits"),
     (lambda: H.MultiHead([H.RegressionHead()]), "name"),
     (lambda: H.MultiHead([H.RegressionHead(name="a")], [1.0, 2.0]), "same size"),
