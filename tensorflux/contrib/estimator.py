@@ -236,6 +236,7 @@ class InMemoryEvaluatorHook(SessionRunHook):
 
     Raises:
       ValueError: every_n_iter is not positive; `steps` is not positive.
+      TypeError: a hook that is not a SessionRunHook.
     """
 
     def __init__(self, estimator, input_fn, steps=None, hooks=None, name=None,
@@ -244,6 +245,9 @@ class InMemoryEvaluatorHook(SessionRunHook):
             raise ValueError(f"invalid every_n_iter={every_n_iter}.")
         if steps is not None and steps <= 0:
             raise ValueError(f"Must specify steps > 0, given: {steps}")
+        for h in hooks or []:
+            if not isinstance(h, SessionRunHook):
+                raise TypeError(f"All hooks must be SessionRunHook instances, given: {h}")
         self._estimator, self._input_fn, self._steps = estimator, input_fn, steps
         self._hooks, self._name, self._every = list(hooks or []), name, every_n_iter
         self._iter = 0

@@ -194,10 +194,20 @@ class _Head(Head):
         if self._weight_column is None:
             return 1.0
         key = getattr(self._weight_column, "key", self._weight_column)
+        if not isinstance(key, str):
+            raise TypeError(f"Weight column must be either a string or _NumericColumn. "
+                            f"Given type: {type(self._weight_column)}.")
         if not isinstance(features, dict) or key not in features:
             raise ValueError(f"weight_column {key!r} is not among the features "
                              f"{sorted(features) if isinstance(features, dict) else features}")
-        w = math_ops.cast(features[key], dtypes.float32)
+        w = features[key]
+        if w.dtype == dtypes.string:
+            raise ValueError(f"Weight column should be castable to float. Given dtype: "
+                             f"{w.dtype}")
+        normalizer = getattr(self._weight_column, "normalizer_fn", None)
+        w = math_ops.cast(w, dtypes.float32)
+        if normalizer is not None:
+            w = normalizer(w)
         if w.shape.ndims == 1:
             w = array_ops.expand_dims(w, -1)
         return w

@@ -112,8 +112,9 @@ def _named_expect():
 CASES = {
     "binary": (lambda: H.BinaryClassHead(weight_column="w", thresholds=[0.7]), BIN_Z,
                BIN_Y, {"w": W3}, None, _binary_expect),
-    "binary_contrib": (lambda: C.binary_classification_head("w", [0.7]), BIN_Z, BIN_Y,
-                       {"w": W3}, None, _binary_expect),
+    "binary_contrib": (lambda: C.binary_classification_head(
+        tf.feature_column.numeric_column("w", normalizer_fn=lambda w: w * 2.0), [0.7]),
+        BIN_Z, BIN_Y, {"w": W3 / 2}, None, _binary_expect),
     "multi_class": (lambda: H.MultiClassHead(3, label_vocabulary=["a", "b", "c"],
                                              loss_reduction=SUM), MC_Z,
                     np.array([[b"c"], [b"b"], [b"b"]]), {}, None, _multi_class_expect),
