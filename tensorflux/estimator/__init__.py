@@ -6,6 +6,8 @@ and boosted-trees classifiers and regressors over tf.feature_column, the heads
 from types import SimpleNamespace
 
 from tensorflux import train as _train
+from tensorflux.estimator import canned as _canned
+from tensorflux.estimator import eval_hooks as _eval_hooks
 from tensorflux.estimator import export
 from tensorflux.estimator import extras as _extras
 from tensorflux.estimator.boosted_trees import BoostedTreesClassifier, BoostedTreesRegressor
@@ -49,7 +51,11 @@ from tensorflux.train.warm_starting import VocabInfo
 inputs = SimpleNamespace(numpy_input_fn=numpy_input_fn, pandas_input_fn=pandas_input_fn)
 experimental = SimpleNamespace(**{name: getattr(_extras, name) for name in (
     "call_logit_fn", "make_early_stopping_hook", "read_eval_metrics", "stop_if_higher_hook",
-    "stop_if_lower_hook", "stop_if_no_decrease_hook", "stop_if_no_increase_hook")})
+    "stop_if_lower_hook", "stop_if_no_decrease_hook", "stop_if_no_increase_hook")},
+    InMemoryEvaluatorHook=_eval_hooks.InMemoryEvaluatorHook,
+    make_stop_at_checkpoint_step_hook=_eval_hooks.make_stop_at_checkpoint_step_hook,
+    dnn_logit_fn_builder=_canned.dnn_logit_fn_builder,
+    linear_logit_fn_builder=_canned.linear_logit_fn_builder)
 
 # TF1 exposes the session-run hooks here too.
 _HOOKS = ("CheckpointSaverHook", "CheckpointSaverListener", "FeedFnHook", "FinalOpsHook",

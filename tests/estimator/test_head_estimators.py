@@ -221,6 +221,10 @@ def test_clip_gradients_by_norm_and_in_memory_evaluator(iris, tmp_path):
     assert tf.contrib.estimator.stop_if_higher_hook is \
         tf.estimator.experimental.stop_if_higher_hook
     assert tf.contrib.estimator.add_metrics is tf.estimator.add_metrics
+    for name in ("InMemoryEvaluatorHook", "make_stop_at_checkpoint_step_hook",
+                 "dnn_logit_fn_builder", "linear_logit_fn_builder", "call_logit_fn"):
+        assert getattr(tf.estimator.experimental, name) is \
+            getattr(tf.contrib.estimator, name), name
 
 
 def test_custom_model_fn_of_logit_fn_builders_and_a_head(iris, tmp_path):
