@@ -7,10 +7,14 @@
 `linear_logit_fn_builder`, `InMemoryEvaluatorHook`, `make_stop_at_checkpoint_step_hook`,
 the early-stopping hooks
 of tf.estimator.experimental, `export_saved_model_for_mode` / `export_all_saved_models`
-(PREDICT only) and the boosted-trees trainers of in-memory data."""
+with the supervised receivers of TRAIN and EVAL graphs
+(`build_raw_supervised_input_receiver_fn`,
+`build_supervised_input_receiver_fn_from_input_fn`) and the boosted-trees trainers of
+in-memory data."""
 
 from __future__ import annotations
 
+from tensorflux.estimator import export_modes
 from tensorflux.estimator.boosted_trees import BoostedTreesClassifier, BoostedTreesRegressor
 from tensorflux.estimator.canned import (
     BaselineEstimator,
@@ -23,6 +27,10 @@ from tensorflux.estimator.canned import (
 from tensorflux.estimator.eval_hooks import (
     InMemoryEvaluatorHook,
     make_stop_at_checkpoint_step_hook,
+)
+from tensorflux.estimator.export_modes import (
+    build_raw_supervised_input_receiver_fn,
+    build_supervised_input_receiver_fn_from_input_fn,
 )
 from tensorflux.estimator.extras import (
     add_metrics,
@@ -235,36 +243,29 @@ def clip_gradients_by_norm(optimizer, clip_norm):
 def export_saved_model_for_mode(estimator, export_dir_base, input_receiver_fn,
                                 assets_extra=None, as_text=False, checkpoint_path=None,
                                 strip_default_attrs=True, mode=ModeKeys.PREDICT):
-    """`estimator.export_saved_model` of the graph of `mode` (PREDICT only here).
+    """A SavedModel of `estimator`'s graph of `mode` (TRAIN and EVAL take a supervised
+    receiver_fn; see tensorflux/estimator/export_modes.py); returns its directory.
 
     Raises:
-      ValueError: a mode other than PREDICT (tensorflux has no supervised input receivers);
-        no checkpoint.
+      ValueError: no checkpoint; an unknown mode; a receiver_fn of the wrong kind.
     """
-    if mode != ModeKeys.PREDICT:
-        raise ValueError(f"Only the PREDICT mode ({ModeKeys.PREDICT!r}) can be exported by "
-                         f"tensorflux; given: {mode!r}")
-    return estimator.export_saved_model(export_dir_base, input_receiver_fn,
-                                        assets_extra=assets_extra, as_text=as_text,
-                                        checkpoint_path=checkpoint_path)
+    return export_modes.export_all_saved_models(
+        estimator, export_dir_base, {mode: input_receiver_fn}, assets_extra=assets_extra,
+        as_text=as_text, checkpoint_path=checkpoint_path)
 
 
 def export_all_saved_models(estimator, export_dir_base, input_receiver_fn_map,
                             assets_extra=None, as_text=False, checkpoint_path=None,
                             strip_default_attrs=True):
-    """Exports the graph of each mode of `input_receiver_fn_map` ({mode: receiver_fn};
-    PREDICT only here) and returns the export directory.
+    """One SavedModel of the modes of `input_receiver_fn_map` ({mode: receiver_fn});
+    returns its directory.
 
     Raises:
-      ValueError: a mode other than PREDICT; no checkpoint.
+      ValueError: as export_saved_model_for_mode.
     """
-    other = sorted(set(input_receiver_fn_map) - {ModeKeys.PREDICT})
-    if other:
-        raise ValueError(f"Only the PREDICT mode ({ModeKeys.PREDICT!r}) can be exported by "
-                         f"tensorflux; given: {other}")
-    return export_saved_model_for_mode(
-        estimator, export_dir_base, input_receiver_fn_map[ModeKeys.PREDICT],
-        assets_extra=assets_extra, as_text=as_text, checkpoint_path=checkpoint_path)
+    return export_modes.export_all_saved_models(
+        estimator, export_dir_base, input_receiver_fn_map, assets_extra=assets_extra,
+        as_text=as_text, checkpoint_path=checkpoint_path)
 
 
 __all__ = ["boosted_trees_classifier_train_in_memory",
@@ -278,4 +279,5 @@ __all__ = ["boosted_trees_classifier_train_in_memory",
            "stop_if_no_increase_hook", "export_saved_model_for_mode",
            "export_all_saved_models", "RNNClassifier", "RNNEstimator", "call_logit_fn",
            "dnn_logit_fn_builder", "linear_logit_fn_builder",
-           "make_stop_at_checkpoint_step_hook"]
+           "make_stop_at_checkpoint_step_hook", "build_raw_supervised_input_receiver_fn",
+           "build_supervised_input_receiver_fn_from_input_fn"]

@@ -9,6 +9,7 @@ from tensorflux import train as _train
 from tensorflux.estimator import canned as _canned
 from tensorflux.estimator import eval_hooks as _eval_hooks
 from tensorflux.estimator import export
+from tensorflux.estimator import export_modes as _export_modes
 from tensorflux.estimator import extras as _extras
 from tensorflux.estimator.boosted_trees import BoostedTreesClassifier, BoostedTreesRegressor
 from tensorflux.estimator.canned import (
@@ -55,7 +56,9 @@ experimental = SimpleNamespace(**{name: getattr(_extras, name) for name in (
     InMemoryEvaluatorHook=_eval_hooks.InMemoryEvaluatorHook,
     make_stop_at_checkpoint_step_hook=_eval_hooks.make_stop_at_checkpoint_step_hook,
     dnn_logit_fn_builder=_canned.dnn_logit_fn_builder,
-    linear_logit_fn_builder=_canned.linear_logit_fn_builder)
+    linear_logit_fn_builder=_canned.linear_logit_fn_builder,
+    build_raw_supervised_input_receiver_fn=(
+        _export_modes.build_raw_supervised_input_receiver_fn))
 
 # TF1 exposes the session-run hooks here too.
 _HOOKS = ("CheckpointSaverHook", "CheckpointSaverListener", "FeedFnHook", "FinalOpsHook",

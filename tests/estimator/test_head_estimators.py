@@ -189,9 +189,10 @@ def test_export_multi_head_and_forward_features(iris, tmp_path):
     assert [int(r["id"]) for r in rows] == [0, 1, 2, 3] and "predictions" in rows[0]
     with pytest.raises(TypeError, match="string or a list"):
         tf.contrib.estimator.forward_features(plain, 3)
-    with pytest.raises(ValueError, match="Only the PREDICT mode"):
-        tf.contrib.estimator.export_saved_model_for_mode(plain, str(tmp_path), None,
-                                                         mode="train")
+    with pytest.raises(ValueError, match="SupervisedInputReceiver"):
+        tf.contrib.estimator.export_saved_model_for_mode(
+            plain, str(tmp_path / "x"), tf.estimator.export.build_raw_serving_input_receiver_fn(
+                {"x": tf.placeholder(tf.float32, [None, 4])}), mode="eval")
 
 
 def test_clip_gradients_by_norm_and_in_memory_evaluator(iris, tmp_path):
@@ -261,3 +262,45 @@ def test_stop_at_checkpoint_step_hook_ends_an_endless_evaluation(iris, tmp_path)
         est, last_step=20, wait_after_file_check_secs=0)
     result = est.evaluate(_input(x, y, epochs=None), hooks=[hook])
     assert result["global_step"] == 20
+
+
+def _signature_run(export_dir, tag, key, feeds, fetch_names):
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, [tag], export_dir)
+        sig = meta.signature_def[key]
+        feed = {sig.inputs[k].name: v for k, v in feeds.items()}
+        out = [sess.run(sig.outputs[n].name, feed) for n in fetch_names]
+        train_ops = tf.get_collection("saved_model_train_op")
+        if train_ops:
+            sess.run(train_ops[0], feed)
+            out.append(sess.run(sig.outputs["loss"].name, feed))
+        return out
+
+
+def test_export_train_eval_and_predict_graphs(iris, tmp_path):
+    x, y = iris
+    est = tf.estimator.DNNEstimator(tf.estimator.MultiClassHead(3), [8], _cols(x),
+                                    model_dir=str(tmp_path / "m"),
+                                    optimizer=tf.train.GradientDescentOptimizer(0.1))
+    est.train(_input(x, y), steps=60)
+    whole = _input(x, y, epochs=1, shuffle=False, batch=150)
+    want = est.evaluate(whole)
+    export_dir = est.experimental_export_all_saved_models(str(tmp_path / "export"), {
+        "train": tf.contrib.estimator.build_supervised_input_receiver_fn_from_input_fn(whole),
+        "eval": tf.estimator.experimental.build_raw_supervised_input_receiver_fn(
+            {"x": tf.placeholder(tf.float32, [None, 4])}, tf.placeholder(tf.int64, [None])),
+        "infer": tf.estimator.export.build_raw_serving_input_receiver_fn(
+            {"x": tf.placeholder(tf.float32, [None, 4])})})
+    feeds = {"x": x, "label": y}
+    update, acc, loss = _signature_run(export_dir, "eval", "eval", feeds, [
+        "metrics/accuracy/update_op", "metrics/accuracy/value", "loss"])
+    np.testing.assert_allclose(acc, want["accuracy"], rtol=1e-6)
+    np.testing.assert_allclose(loss, want["loss"], rtol=1e-5)
+    before, after = _signature_run(export_dir, "train", "train", feeds, ["loss"])
+    assert after < before
+    probs, = _signature_run(export_dir, "serve", "predict", {"x": x[:2]},
+                            ["probabilities"])
+    assert probs.shape == (2, 3)
+    with pytest.raises(ValueError, match="distinct keys"):
+        tf.estimator.experimental.build_raw_supervised_input_receiver_fn(
+            {"x": tf.constant([1.0])}, {"x": tf.constant([1])})
