@@ -1,11 +1,13 @@
-"""Canned estimators (TF1): DNNClassifier, DNNRegressor, LinearClassifier, LinearRegressor.
+"""Canned estimators (TF1): DNN, linear, wide & deep and baseline classifiers and
+regressors, and the same networks over any head (DNNEstimator, LinearEstimator,
+DNNLinearCombinedEstimator, BaselineEstimator), with the logit-fn builders.
 
 Each is an Estimator whose model_fn builds the network from feature columns under TF1's
 variable names (`dnn/input_from_feature_columns/input_layer/...`, `dnn/hiddenlayer_<i>/`,
 `dnn/logits/`; `linear/linear_model/<column>/weights`, `linear/linear_model/bias_weights`)
-and a head: binary logistic (n_classes == 2: one logit), multi-class softmax, or
-regression. Losses are summed over the batch (TF1's `Reduction.SUM`); evaluation adds TF1's
-metrics (accuracy, average_loss, and for binary heads auc, precision, recall, ...).
+and hands its logits to a head (heads.py): the classifiers' is BinaryClassHead (n_classes ==
+2: one logit) or MultiClassHead, the regressors' RegressionHead, their losses summed over
+the batch (TF1's canned `Reduction.SUM`) unless `loss_reduction` says otherwise.
 """
 
 from __future__ import annotations
