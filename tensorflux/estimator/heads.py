@@ -634,8 +634,11 @@ class MultiLabelHead(_Head):
         per = nn_impl.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
         return reduction_ops.reduce_mean(per, axis=-1, keepdims=True)
 
+    # tf.contrib.estimator.multi_label_head's predict only the first two
+    _prediction_keys = ("logits", "probabilities", "classes")
+
     def predictions(self, logits, keys=None):
-        """logits, probabilities (sigmoids), all_class_ids, all_classes."""
+        """logits, probabilities (sigmoids) and classes (every class name, per example)."""
         from tensorflux.framework import graph as graph_lib
 
         (*_r, unary_ops) = _ops()
@@ -643,9 +646,8 @@ class MultiLabelHead(_Head):
         names = _class_names(self._n_classes, self._label_vocabulary)
         with graph_lib.name_scope("predictions"):
             out = {"logits": logits, "probabilities": unary_ops.sigmoid(logits),
-                   "all_class_ids": _tile_ids(self._n_classes, logits),
-                   "all_classes": _tile_classes(names, logits)}
-        return _select(out, keys)
+                   "classes": _tile_classes(names, logits)}
+        return _select({k: out[k] for k in self._prediction_keys}, keys)
 
     def _signature_outputs(self, predictions):
         return {CLASSIFY_KEY: export_lib.ClassificationOutput(
@@ -923,9 +925,11 @@ def multi_class_head(n_classes, weight_column=None, label_vocabulary=None,
 def multi_label_head(n_classes, weight_column=None, thresholds=None, label_vocabulary=None,
                      loss_reduction=Reduction.SUM_OVER_BATCH_SIZE, loss_fn=None,
                      classes_for_class_based_metrics=None, name=None):
-    """A MultiLabelHead (see it)."""
-    return MultiLabelHead(n_classes, weight_column, thresholds, label_vocabulary,
+    """A MultiLabelHead (see it) predicting logits and probabilities (TF1 contrib's)."""
+    head = MultiLabelHead(n_classes, weight_column, thresholds, label_vocabulary,
                           loss_reduction, loss_fn, classes_for_class_based_metrics, name)
+    head._prediction_keys = ("logits", "probabilities")
+    return head
 
 
 def regression_head(weight_column=None, label_dimension=1,

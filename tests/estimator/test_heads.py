@@ -81,7 +81,7 @@ def _multi_label_expect():
     p = _sigmoid(ML_Z)
     return (ce.mean(), {"average_loss": ce.mean(),
                         "accuracy/positive_threshold_0.5": ((p >= 0.5) == ML_Y).mean()},
-            {"probabilities": p, "all_class_ids": [[0, 1, 2]] * 2})
+            {"probabilities": p})
 
 
 def _regression_expect():
@@ -182,7 +182,7 @@ def test_metric_and_prediction_keys():
                         "all_class_ids", "all_classes"},
              "multi_class": {"logits", "probabilities", "class_ids", "classes",
                              "all_class_ids", "all_classes"},
-             "multi_label": {"logits", "probabilities", "all_class_ids", "all_classes"},
+             "multi_label": {"logits", "probabilities"},
              "regression": {"predictions"}, "poisson": {"predictions", "logits"}}
     for case, (make, logits, labels, features, reg, _) in CASES.items():
         _, metrics, predictions, spec = _run_spec(make(), logits, labels, features, reg,
@@ -216,6 +216,10 @@ def test_export_outputs_and_predict_mode():
         assert isinstance(outs["rg1"].export_outputs["serving_default"],
                           exp.RegressionOutput)
         assert outs["mc"].loss is None and outs["mc"].train_op is None
+        assert set(outs["ml"].predictions) == {"logits", "probabilities", "classes"}
+        with tf.Session() as sess:
+            assert sess.run(outs["ml"].predictions["classes"]).tolist() == \
+                [[b"0", b"1", b"2"]] * 3
 
 
 def test_train_op_from_optimizer_or_train_op_fn():
