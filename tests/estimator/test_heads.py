@@ -63,7 +63,9 @@ def _binary_expect():
         "average_loss": _wmean(ce, w), "accuracy": 0.5, "label/mean": 1 / 6,
         "accuracy_baseline": 5 / 6, "prediction/mean": _wmean(p, w), "precision": 0.25,
         "recall": 1.0, "accuracy/positive_threshold_0.7": 1.0,
-        "precision/positive_threshold_0.7": 1.0, "recall/positive_threshold_0.7": 1.0},
+        "precision/positive_threshold_0.7": 1.0, "recall/positive_threshold_0.7": 1.0,
+        "accuracy/positive_threshold_0.6": 0.5, "precision/positive_threshold_0.6": 0.25,
+        "recall/positive_threshold_0.6": 1.0},
         {"logistic": p, "class_ids": [[1], [0], [1]], "classes": [[b"1"], [b"0"], [b"1"]],
          "probabilities": np.concatenate([1 - p, p], 1), "all_class_ids": [[0, 1]] * 3})
 
@@ -110,10 +112,10 @@ def _named_expect():
 
 
 CASES = {
-    "binary": (lambda: H.BinaryClassHead(weight_column="w", thresholds=[0.7]), BIN_Z,
+    "binary": (lambda: H.BinaryClassHead(weight_column="w", thresholds=[0.7, 0.6]), BIN_Z,
                BIN_Y, {"w": W3}, None, _binary_expect),
     "binary_contrib": (lambda: C.binary_classification_head(
-        tf.feature_column.numeric_column("w", normalizer_fn=lambda w: w * 2.0), [0.7]),
+        tf.feature_column.numeric_column("w", normalizer_fn=lambda w: w * 2.0), [0.7, 0.6]),
         BIN_Z, BIN_Y, {"w": W3 / 2}, None, _binary_expect),
     "multi_class": (lambda: H.MultiClassHead(3, label_vocabulary=["a", "b", "c"],
                                              loss_reduction=SUM), MC_Z,
@@ -168,7 +170,9 @@ def test_metric_and_prediction_keys():
         "binary": {"average_loss", "accuracy", "accuracy_baseline", "auc",
                    "auc_precision_recall", "label/mean", "prediction/mean", "precision",
                    "recall", "accuracy/positive_threshold_0.7",
-                   "precision/positive_threshold_0.7", "recall/positive_threshold_0.7"},
+                   "precision/positive_threshold_0.7", "recall/positive_threshold_0.7",
+                   "accuracy/positive_threshold_0.6", "precision/positive_threshold_0.6",
+                   "recall/positive_threshold_0.6"},
         "multi_class": {"average_loss", "accuracy"},
         "multi_class_named": {"average_loss/digit", "accuracy/digit",
                               "regularization_loss/digit"},
