@@ -5,8 +5,9 @@ The model: `sequence_input_layer` of the sequence columns ([batch, steps, d] and
 example's length), the context columns' `input_layer` appended to every step, an RNN
 (`rnn_cell_fn(mode)`, or a MultiRNNCell of `cell_type` cells of `num_units`) unrolled by
 `dynamic_rnn`, its output at each example's last step, and a dense layer to the head's
-logits. Variables live under "rnn/" ("rnn/sequence_input_layer/...", "rnn/rnn/...",
-"rnn/logits/..."); Adagrad with learning rate 0.05 by default.
+logits. Variables live under "rnn/" ("rnn/sequence_input_layer/...",
+"rnn/input_layer/..." for the context, "rnn/rnn/...", "rnn/logits/..."); Adagrad with
+learning rate 0.05 by default.
 """
 
 from __future__ import annotations
@@ -77,11 +78,9 @@ def _rnn_logits_fn(sequence_columns, context_columns, cell_fn, units):
         from tensorflux.variables import variable_scope
 
         with variable_scope.variable_scope("rnn"):
-            with variable_scope.variable_scope("sequence_input_layer"):
-                inputs, lengths = sfc.sequence_input_layer(features, sequence_columns)
+            inputs, lengths = sfc.sequence_input_layer(features, sequence_columns)
             if context_columns:
-                with variable_scope.variable_scope("context_input_layer"):
-                    context = fc.input_layer(features, context_columns)
+                context = fc.input_layer(features, context_columns)
                 inputs = sfc.concatenate_context_input(context, inputs)
             outputs, _ = rnn.dynamic_rnn(cell_fn(mode), inputs, sequence_length=lengths,
                                          dtype=dtypes.float32)

@@ -84,3 +84,22 @@ def test_rnn_estimator_argument_errors():
         tf.contrib.estimator.RNNClassifier(col)
     with pytest.raises(TypeError, match="head must be a Head"):
         tf.contrib.estimator.RNNEstimator("head", col, num_units=[4])
+
+
+def test_rnn_variable_names_with_embedding_columns():
+    from tensorflux.estimator import rnn_estimator
+
+    seq = fc.embedding_column(fc.sequence_categorical_column_with_identity("t", 5), 3)
+    ctx = fc.embedding_column(fc.categorical_column_with_identity("c", 4), 2)
+    logits_fn = rnn_estimator._rnn_logits_fn(
+        [seq], [ctx], rnn_estimator._cell_fn([4], "lstm"), 2)
+    with tf.Graph().as_default():
+        tokens = tf.SparseTensor([[0, 0], [0, 1], [1, 0]], tf.constant([1, 2, 3], tf.int64),
+                                 [2, 2])
+        logits = logits_fn({"t": tokens, "c": tf.constant([[1], [2]], tf.int64)}, "infer")
+        assert logits.shape.as_list()[-1] == 2
+        names = {v.op.name for v in tf.global_variables()}
+    assert names == {"rnn/sequence_input_layer/t_embedding/embedding_weights",
+                     "rnn/input_layer/c_embedding/embedding_weights",
+                     "rnn/rnn/basic_lstm_cell/kernel", "rnn/rnn/basic_lstm_cell/bias",
+                     "rnn/logits/kernel", "rnn/logits/bias"}
