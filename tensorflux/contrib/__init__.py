@@ -24,7 +24,8 @@ make_tensor_proto, make_ndarray), `tf.contrib.factorization` (KMeans, WALS, GMM)
 `tf.contrib.memory_stats` (BytesInUse, BytesLimit, MaxBytesInUse),
 `tf.contrib.tensor_forest` (random forests grown online), `tf.contrib.feature_column`
 (sequence columns and `sequence_input_layer`), `tf.contrib.predictor` and
-`tf.contrib.estimator`'s boosted-trees trainers of in-memory data. What exists:
+`tf.contrib.estimator`'s heads, estimators of a head, helpers (forward_features, ...) and
+boosted-trees trainers of in-memory data. What exists:
 docs/tf1_programs.md."""
 
 from tensorflux.contrib import (  # noqa: F401

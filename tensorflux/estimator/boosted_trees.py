@@ -32,10 +32,12 @@ from __future__ import annotations
 import collections
 import math
 
-from tensorflux.estimator.canned import _check_classes, _Head
+from tensorflux.estimator import heads as heads_lib
+from tensorflux.estimator.canned import _check_classes, _head
 from tensorflux.estimator.estimator import Estimator
 from tensorflux.estimator.model_fn import ModeKeys
 from tensorflux.framework import dtypes
+from tensorflux.losses.losses_impl import Reduction
 from tensorflux.train import session_run_hook
 from tensorflux.train.saver import SaveableObject, SaveSpec
 
@@ -474,7 +476,7 @@ def _true_initializer():
     return init_ops.constant_initializer(True)
 
 
-def _model_fn(head: _Head, columns, params: _Params, explain: dict):
+def _model_fn(head, columns, params: _Params, explain: dict):
     """The model_fn; with explain["on"], predictions also carry each example's serialized
     DebugOutput (BoostedTreesExampleDebugOutputs) under _DEBUG_KEY."""
 
@@ -513,7 +515,8 @@ def _model_fn(head: _Head, columns, params: _Params, explain: dict):
         else:
             logits = bt.predict(ensemble.resource_handle, bucketized, head.logits_dimension)
             train_op_fn = None
-        spec = head.spec(features, mode, logits, labels, train_op_fn)
+        spec = head.create_estimator_spec(features, mode, logits, labels,
+                                          train_op_fn=train_op_fn)
         predictions = spec.predictions
         if mode == ModeKeys.PREDICT and explain.get("on"):
             predictions = dict(predictions, **{_DEBUG_KEY: bt.example_debug_outputs(
@@ -535,12 +538,13 @@ def _init_op(variables, ensemble, quantiles):
     return builders.group(*ops, *([quantiles.initializer] if quantiles else []))
 
 
-def _example_weights(head: _Head, features, like):
+def _example_weights(head, features, like):
     """[batch] float32: the weight column's values, or ones."""
     from tensorflux.ops import array_ops
 
-    weights = head._weights(features)
-    return array_ops.ones_like(like) if weights is None else array_ops.reshape(weights, [-1])
+    weights = head._weights(features, like)
+    return array_ops.ones_like(like) if isinstance(weights, float) \
+        else array_ops.reshape(weights, [-1])
 
 
 class _BoostedTrees(Estimator):
@@ -578,7 +582,8 @@ class _BoostedTrees(Estimator):
             raise ValueError("center_bias must be enabled during estimator instantiation "
                              "when using experimental_predict_with_explanations.")
         names = _feature_names(self._columns)
-        activation = _sigmoid if self._head.n_classes is not None else (lambda x: x)
+        activation = (lambda x: x) if isinstance(self._head, heads_lib.RegressionHead) \
+            else _sigmoid
         self._explain["on"] = True
         try:
             for prediction in self.predict(input_fn, predict_keys=None, hooks=hooks,
@@ -674,8 +679,9 @@ class BoostedTreesClassifier(_BoostedTrees):
         if n_classes != 2:
             raise ValueError(f"For now only binary classification is supported. n_classes "
                              f"given: {n_classes}")
-        head = _Head(n_classes, weight_column=weight_column,
-                     label_vocabulary=label_vocabulary, mean_loss=True)
+        head = _head(n_classes, weight_column=weight_column,
+                     label_vocabulary=label_vocabulary,
+                     loss_reduction=Reduction.SUM_OVER_BATCH_SIZE)
         super().__init__(head, feature_columns, n_batches_per_layer, model_dir, config,
                          n_trees, max_depth, learning_rate, l1_regularization,
                          l2_regularization, tree_complexity, min_node_weight, center_bias,
@@ -698,7 +704,8 @@ class BoostedTreesRegressor(_BoostedTrees):
         if label_dimension != 1:
             raise ValueError(f"For now only label_dimension 1 is supported. Given: "
                              f"{label_dimension}")
-        head = _Head(None, label_dimension, weight_column, mean_loss=True)
+        head = _head(None, label_dimension, weight_column,
+                     loss_reduction=Reduction.SUM_OVER_BATCH_SIZE)
         super().__init__(head, feature_columns, n_batches_per_layer, model_dir, config,
                          n_trees, max_depth, learning_rate, l1_regularization,
                          l2_regularization, tree_complexity, min_node_weight, center_bias,

@@ -1,25 +1,24 @@
-"""Canned estimators (TF1): DNNClassifier, DNNRegressor, LinearClassifier, LinearRegressor.
+"""Canned estimators (TF1): DNN, linear, wide & deep and baseline classifiers and
+regressors, and the same networks over any head (DNNEstimator, LinearEstimator,
+DNNLinearCombinedEstimator, BaselineEstimator), with the logit-fn builders.
 
 Each is an Estimator whose model_fn builds the network from feature columns under TF1's
 variable names (`dnn/input_from_feature_columns/input_layer/...`, `dnn/hiddenlayer_<i>/`,
 `dnn/logits/`; `linear/linear_model/<column>/weights`, `linear/linear_model/bias_weights`)
-and a head: binary logistic (n_classes == 2: one logit), multi-class softmax, or
-regression. Losses are summed over the batch (TF1's `Reduction.SUM`); evaluation adds TF1's
-metrics (accuracy, average_loss, and for binary heads auc, precision, recall, ...).
+and hands its logits to a head (heads.py): the classifiers' is BinaryClassHead (n_classes ==
+2: one logit) or MultiClassHead, the regressors' RegressionHead, their losses summed over
+the batch (TF1's canned `Reduction.SUM`) unless `loss_reduction` says otherwise.
 """
 
 from __future__ import annotations
 
 import math
 
-from tensorflux.estimator import export as export_lib
+from tensorflux.estimator import heads
 from tensorflux.estimator.estimator import Estimator
-from tensorflux.estimator.model_fn import EstimatorSpec, ModeKeys
+from tensorflux.estimator.model_fn import ModeKeys
 from tensorflux.framework import dtypes
-
-_CLASSIFY_KEY = "classification"
-_REGRESS_KEY = "regression"
-_PREDICT_KEY = "predict"
+from tensorflux.losses.losses_impl import Reduction
 
 
 def _optimizer(opt, name: str, default_lr: float):
@@ -40,131 +39,17 @@ def _optimizer(opt, name: str, default_lr: float):
     return made[opt](default_lr)
 
 
-class _Head:
-    """Labels, loss, predictions and metrics of one kind of output."""
-
-    def __init__(self, n_classes=None, label_dimension=1, weight_column=None,
-                 label_vocabulary=None, mean_loss=False):
-        self.n_classes, self.label_dimension = n_classes, label_dimension
-        self.weight_column, self.label_vocabulary = weight_column, label_vocabulary
-        self.mean_loss = mean_loss  # TF1's Reduction.SUM_OVER_BATCH_SIZE instead of SUM
-
-    @property
-    def logits_dimension(self) -> int:
-        if self.n_classes is None:
-            return self.label_dimension
-        return 1 if self.n_classes == 2 else self.n_classes
-
-    def _weights(self, features):
-        from tensorflux.ops import array_ops, math_ops
-
-        if self.weight_column is None:
-            return None
-        key = getattr(self.weight_column, "key", self.weight_column)
-        w = math_ops.cast(features[key], dtypes.float32)
-        return array_ops.reshape(w, [-1, 1])
-
-    def _label_ids(self, labels):
-        from tensorflux.lookup import lookup_ops
-        from tensorflux.ops import array_ops, math_ops
-
-        if self.label_vocabulary is not None:
-            table = lookup_ops.index_table_from_tensor(list(self.label_vocabulary),
-                                                       name="class_id_lookup")
-            labels = table.lookup(labels)
-        return array_ops.reshape(math_ops.cast(labels, dtypes.int64), [-1, 1])
-
-    def spec(self, features, mode, logits, labels, train_op_fn):
-        from tensorflux.metrics import metrics_impl, threshold_metrics
-        from tensorflux.nn import nn_impl
-        from tensorflux.ops import (
-            array_ops,
-            comparison_ops,
-            constant_op,
-            gather_ops,
-            joining_ops,
-            math_ops,
-            nn_ops,
-            reduction_ops,
-            string_ops,
-            unary_ops,
-        )
-        predictions, outputs = {}, {}
-        if self.n_classes is None:
-            predictions["predictions"] = logits
-            outputs[_REGRESS_KEY] = export_lib.RegressionOutput(logits) \
-                if self.label_dimension == 1 else export_lib.PredictOutput(logits)
-        else:
-            if self.n_classes == 2:
-                logistic = unary_ops.sigmoid(logits)
-                probabilities = joining_ops.concat([1.0 - logistic, logistic], 1)
-                class_ids = math_ops.cast(comparison_ops.greater(logits, 0.0), dtypes.int64)
-                predictions["logistic"] = logistic
-            else:
-                probabilities = nn_ops.softmax(logits)
-                class_ids = array_ops.expand_dims(reduction_ops.argmax(logits, axis=1), -1)
-            names = [str(i) for i in range(self.n_classes)] \
-                if self.label_vocabulary is None else list(self.label_vocabulary)
-            classes = gather_ops.gather(constant_op.constant(names), class_ids) \
-                if self.label_vocabulary is not None else string_ops.as_string(class_ids)
-            predictions.update(logits=logits, probabilities=probabilities,
-                               class_ids=class_ids, classes=classes)
-            outputs[_CLASSIFY_KEY] = export_lib.ClassificationOutput(
-                scores=probabilities, classes=_tile_classes(names, logits))
-        outputs[_PREDICT_KEY] = export_lib.PredictOutput(predictions)
-        outputs[export_lib.DEFAULT_SERVING_KEY] = outputs[
-            _CLASSIFY_KEY if self.n_classes is not None else _REGRESS_KEY]
-        if mode == ModeKeys.PREDICT:
-            return EstimatorSpec(mode, predictions=predictions, export_outputs=outputs)
-
-        weights = self._weights(features)
-        if self.n_classes is None:
-            labels_f = array_ops.reshape(math_ops.cast(labels, dtypes.float32),
-                                         [-1, self.label_dimension])
-            per_example = unary_ops.square(logits - labels_f)
-        else:
-            ids = self._label_ids(labels)
-            if self.n_classes == 2:
-                per_example = nn_impl.sigmoid_cross_entropy_with_logits(
-                    labels=math_ops.cast(ids, dtypes.float32), logits=logits)
-            else:
-                per_example = array_ops.expand_dims(
-                    nn_impl.sparse_softmax_cross_entropy_with_logits(
-                        labels=array_ops.reshape(ids, [-1]), logits=logits), -1)
-        loss = reduction_ops.reduce_sum(per_example if weights is None
-                                        else per_example * weights)
-        if self.mean_loss:
-            loss = loss / math_ops.cast(array_ops.size(per_example), dtypes.float32)
-        train_op = train_op_fn(loss) if mode == ModeKeys.TRAIN else None
-        metrics = {}
-        if mode == ModeKeys.EVAL:
-            metrics["average_loss"] = metrics_impl.mean(per_example, weights=weights)
-            if self.n_classes is None:
-                metrics["label/mean"] = metrics_impl.mean(labels_f, weights=weights)
-                metrics["prediction/mean"] = metrics_impl.mean(logits, weights=weights)
-            else:
-                metrics["accuracy"] = metrics_impl.accuracy(ids, class_ids, weights=weights)
-            if self.n_classes == 2:
-                metrics["label/mean"] = metrics_impl.mean(
-                    math_ops.cast(ids, dtypes.float32), weights=weights)
-                metrics["prediction/mean"] = metrics_impl.mean(logistic, weights=weights)
-                metrics["precision"] = metrics_impl.precision(ids, class_ids,
-                                                              weights=weights)
-                metrics["recall"] = metrics_impl.recall(ids, class_ids, weights=weights)
-                metrics["auc"] = threshold_metrics.auc(ids, logistic, weights=weights)
-                metrics["auc_precision_recall"] = threshold_metrics.auc(
-                    ids, logistic, weights=weights, curve="PR",
-                    summation_method="careful_interpolation")
-        return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op,
-                             eval_metric_ops=metrics, export_outputs=outputs)
-
-
-def _tile_classes(names, logits):
-    from tensorflux.ops import array_ops, constant_op, joining_ops
-
-    row = array_ops.expand_dims(constant_op.constant(names), 0)
-    batch = array_ops.shape(logits)[:1]
-    return joining_ops.tile(row, joining_ops.concat([batch, [1]], 0))
+def _head(n_classes, label_dimension=1, weight_column=None, label_vocabulary=None,
+          loss_reduction=None):
+    """The head of a canned classifier (`n_classes`) or regressor (None): its loss summed
+    over the batch unless `loss_reduction` says otherwise (TF1's canned default)."""
+    reduction = loss_reduction or Reduction.SUM
+    if n_classes is None:
+        return heads.RegressionHead(label_dimension, weight_column, reduction)
+    if n_classes == 2:
+        return heads.BinaryClassHead(weight_column, label_vocabulary=label_vocabulary,
+                                     loss_reduction=reduction)
+    return heads.MultiClassHead(n_classes, weight_column, label_vocabulary, reduction)
 
 
 def _check_classes(n_classes, label_vocabulary):
@@ -177,20 +62,59 @@ def _check_classes(n_classes, label_vocabulary):
 
 def _dnn_logits(features, feature_columns, hidden_units, logits_dimension, activation_fn,
                 dropout, mode):
+    from tensorflux.variables import variable_scope
+
+    with variable_scope.variable_scope("dnn"):
+        return _dnn_body(features, feature_columns, hidden_units, logits_dimension,
+                         activation_fn, dropout, mode)
+
+
+def _dnn_body(features, feature_columns, hidden_units, logits_dimension, activation_fn,
+              dropout, mode):
+    """input_from_feature_columns/, hiddenlayer_<i>/ and logits/ in the current scope."""
     from tensorflux.feature_column import feature_column as fc
     from tensorflux.layers import core as layers
     from tensorflux.variables import variable_scope
 
-    with variable_scope.variable_scope("dnn"):
-        with variable_scope.variable_scope("input_from_feature_columns"):
-            net = fc.input_layer(features, feature_columns)
-        for i, units in enumerate(hidden_units):
-            with variable_scope.variable_scope(f"hiddenlayer_{i}"):
-                net = _dense(net, units, activation_fn)
-                if dropout is not None and mode == ModeKeys.TRAIN:
-                    net = layers.dropout(net, rate=dropout, training=True)
-        with variable_scope.variable_scope("logits"):
-            return _dense(net, logits_dimension, None)
+    with variable_scope.variable_scope("input_from_feature_columns"):
+        net = fc.input_layer(features, feature_columns)
+    for i, units in enumerate(hidden_units):
+        with variable_scope.variable_scope(f"hiddenlayer_{i}"):
+            net = _dense(net, units, activation_fn)
+            if dropout is not None and mode == ModeKeys.TRAIN:
+                net = layers.dropout(net, rate=dropout, training=True)
+    with variable_scope.variable_scope("logits"):
+        return _dense(net, logits_dimension, None)
+
+
+def dnn_logit_fn_builder(units, hidden_units, feature_columns, activation_fn, dropout,
+                         input_layer_partitioner=None, batch_norm=False):
+    """logit_fn(features, mode) of a feed-forward network (DNNEstimator's, without its
+    "dnn" scope): `units` logits.
+
+    Raises:
+      ValueError: units is not an int.
+    """
+    if not isinstance(units, int):
+        raise ValueError(f"units must be an int.  Given type: {type(units)}")
+    act = activation_fn or _relu
+
+    def dnn_logit_fn(features, mode):
+        return _dnn_body(features, feature_columns, hidden_units, units, act, dropout, mode)
+
+    return dnn_logit_fn
+
+
+def linear_logit_fn_builder(units=1, feature_columns=(), sparse_combiner="sum"):
+    """logit_fn(features) of a linear model (`linear_model` in the current scope)."""
+
+    def linear_logit_fn(features):
+        from tensorflux.feature_column import feature_column as fc
+
+        return fc.linear_model(features, list(feature_columns), units=units,
+                               sparse_combiner=sparse_combiner)
+
+    return linear_logit_fn
 
 
 def _dense(x, units, activation):
@@ -240,7 +164,8 @@ class _Canned(Estimator):
                 return state_ops.assign_add(step, 1).op
 
         def model_fn(features, labels, mode, config):
-            return head.spec(features, mode, logits_fn(features, mode), labels, train_op_fn)
+            return head.create_estimator_spec(features, mode, logits_fn(features, mode), labels,
+                                              train_op_fn=train_op_fn)
 
         super().__init__(model_fn, model_dir=model_dir, config=config,
                          warm_start_from=warm_start_from)
@@ -254,8 +179,8 @@ class DNNClassifier(_Canned):
                  activation_fn=None, dropout=None, input_layer_partitioner=None,
                  config=None, warm_start_from=None, loss_reduction=None, batch_norm=False):
         _check_classes(n_classes, label_vocabulary)
-        head = _Head(n_classes, weight_column=weight_column,
-                     label_vocabulary=label_vocabulary)
+        head = _head(n_classes, weight_column=weight_column,
+                     label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
         act = activation_fn or _relu
         super().__init__(head, lambda f, m: _dnn_logits(
             f, feature_columns, hidden_units, head.logits_dimension, act, dropout, m),
@@ -269,7 +194,7 @@ class DNNRegressor(_Canned):
                  weight_column=None, optimizer="Adagrad", activation_fn=None, dropout=None,
                  input_layer_partitioner=None, config=None, warm_start_from=None,
                  loss_reduction=None, batch_norm=False):
-        head = _Head(None, label_dimension, weight_column)
+        head = _head(None, label_dimension, weight_column, loss_reduction=loss_reduction)
         act = activation_fn or _relu
         super().__init__(head, lambda f, m: _dnn_logits(
             f, feature_columns, hidden_units, label_dimension, act, dropout, m),
@@ -288,8 +213,8 @@ class LinearClassifier(_Canned):
                  warm_start_from=None, loss_reduction=None, sparse_combiner="sum"):
         _check_classes(n_classes, label_vocabulary)
         cols = list(feature_columns)
-        head = _Head(n_classes, weight_column=weight_column,
-                     label_vocabulary=label_vocabulary)
+        head = _head(n_classes, weight_column=weight_column,
+                     label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
         super().__init__(head, lambda f, m: _linear_logits(
             f, cols, head.logits_dimension, sparse_combiner),
             [(optimizer, "Ftrl", _linear_lr(cols), "linear")], model_dir, config,
@@ -303,7 +228,7 @@ class LinearRegressor(_Canned):
                  weight_column=None, optimizer="Ftrl", config=None, partitioner=None,
                  warm_start_from=None, loss_reduction=None, sparse_combiner="sum"):
         cols = list(feature_columns)
-        head = _Head(None, label_dimension, weight_column)
+        head = _head(None, label_dimension, weight_column, loss_reduction=loss_reduction)
         super().__init__(head, lambda f, m: _linear_logits(
             f, cols, label_dimension, sparse_combiner),
             [(optimizer, "Ftrl", _linear_lr(cols), "linear")], model_dir, config,
@@ -322,8 +247,8 @@ class DNNLinearCombinedClassifier(_Canned):
                  warm_start_from=None, loss_reduction=None, batch_norm=False,
                  linear_sparse_combiner="sum"):
         _check_classes(n_classes, label_vocabulary)
-        head = _Head(n_classes, weight_column=weight_column,
-                     label_vocabulary=label_vocabulary)
+        head = _head(n_classes, weight_column=weight_column,
+                     label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
         super().__init__(head, *_wide_and_deep(
             head.logits_dimension, linear_feature_columns, linear_optimizer,
             dnn_feature_columns, dnn_optimizer, dnn_hidden_units, dnn_activation_fn,
@@ -339,7 +264,7 @@ class DNNLinearCombinedRegressor(_Canned):
                  weight_column=None, input_layer_partitioner=None, config=None,
                  warm_start_from=None, loss_reduction=None, batch_norm=False,
                  linear_sparse_combiner="sum"):
-        head = _Head(None, label_dimension, weight_column)
+        head = _head(None, label_dimension, weight_column, loss_reduction=loss_reduction)
         super().__init__(head, *_wide_and_deep(
             label_dimension, linear_feature_columns, linear_optimizer, dnn_feature_columns,
             dnn_optimizer, dnn_hidden_units, dnn_activation_fn, dnn_dropout,
@@ -403,9 +328,9 @@ class BaselineClassifier(_Baseline):
     def __init__(self, model_dir=None, n_classes=2, weight_column=None,
                  label_vocabulary=None, optimizer="Ftrl", config=None, loss_reduction=None):
         _check_classes(n_classes, label_vocabulary)
-        super().__init__(_Head(n_classes, weight_column=weight_column,
-                               label_vocabulary=label_vocabulary), optimizer, model_dir,
-                         config)
+        super().__init__(_head(n_classes, weight_column=weight_column,
+                               label_vocabulary=label_vocabulary,
+                               loss_reduction=loss_reduction), optimizer, model_dir, config)
 
 
 class BaselineRegressor(_Baseline):
@@ -413,11 +338,72 @@ class BaselineRegressor(_Baseline):
 
     def __init__(self, model_dir=None, label_dimension=1, weight_column=None,
                  optimizer="Ftrl", config=None, loss_reduction=None):
-        super().__init__(_Head(None, label_dimension, weight_column), optimizer, model_dir,
-                         config)
+        super().__init__(_head(None, label_dimension, weight_column,
+                               loss_reduction=loss_reduction), optimizer, model_dir, config)
 
 
 def _relu(x):
     from tensorflux.ops import nn_ops
 
     return nn_ops.relu(x)
+
+
+# ---- estimators of a given head (TF1's DNNEstimator & co.) ------------------------------
+
+
+def _check_head(head):
+    if not hasattr(head, "create_estimator_spec") or not hasattr(head, "logits_dimension"):
+        raise TypeError(f"head must be a Head (tf.estimator.BinaryClassHead, "
+                        f"tf.contrib.estimator.regression_head, ...). Given: {head!r}")
+    return head
+
+
+class DNNEstimator(_Canned):
+    """A feed-forward network of `hidden_units` whose logits feed `head` (any head: its
+    logits_dimension sets the last layer's size)."""
+
+    def __init__(self, head, hidden_units, feature_columns, model_dir=None,
+                 optimizer="Adagrad", activation_fn=None, dropout=None,
+                 input_layer_partitioner=None, config=None, warm_start_from=None,
+                 batch_norm=False):
+        _check_head(head)
+        act = activation_fn or _relu
+        super().__init__(head, lambda f, m: _dnn_logits(
+            f, feature_columns, hidden_units, head.logits_dimension, act, dropout, m),
+            [(optimizer, "Adagrad", 0.05, "dnn")], model_dir, config, warm_start_from)
+
+
+class LinearEstimator(_Canned):
+    """A linear model over feature columns whose logits feed `head` (FTRL by default)."""
+
+    def __init__(self, head, feature_columns, model_dir=None, optimizer="Ftrl",
+                 config=None, partitioner=None, sparse_combiner="sum",
+                 warm_start_from=None):
+        _check_head(head)
+        cols = list(feature_columns)
+        super().__init__(head, lambda f, m: _linear_logits(
+            f, cols, head.logits_dimension, sparse_combiner),
+            [(optimizer, "Ftrl", _linear_lr(cols), "linear")], model_dir, config,
+            warm_start_from)
+
+
+class DNNLinearCombinedEstimator(_Canned):
+    """Wide & deep (see DNNLinearCombinedClassifier) over any `head`."""
+
+    def __init__(self, head, model_dir=None, linear_feature_columns=None,
+                 linear_optimizer="Ftrl", dnn_feature_columns=None, dnn_optimizer="Adagrad",
+                 dnn_hidden_units=None, dnn_activation_fn=None, dnn_dropout=None,
+                 input_layer_partitioner=None, config=None, linear_sparse_combiner="sum",
+                 warm_start_from=None, batch_norm=False):
+        _check_head(head)
+        super().__init__(head, *_wide_and_deep(
+            head.logits_dimension, linear_feature_columns, linear_optimizer,
+            dnn_feature_columns, dnn_optimizer, dnn_hidden_units, dnn_activation_fn,
+            dnn_dropout, linear_sparse_combiner), model_dir, config, warm_start_from)
+
+
+class BaselineEstimator(_Baseline):
+    """Learns one bias per logit, whatever the features, under any `head`."""
+
+    def __init__(self, head, model_dir=None, optimizer="Ftrl", config=None):
+        super().__init__(_check_head(head), optimizer, model_dir, config)

@@ -415,6 +415,21 @@ class Estimator:
 
     export_savedmodel = export_saved_model
 
+    def experimental_export_all_saved_models(self, export_dir_base, input_receiver_fn_map,
+                                             assets_extra=None, as_text=False,
+                                             checkpoint_path=None):
+        """One SavedModel of the graphs of the modes of `input_receiver_fn_map` ({mode:
+        receiver_fn}; TRAIN and EVAL take supervised receivers); returns its directory.
+
+        Raises:
+          ValueError: no checkpoint; an unknown mode; a receiver_fn of the wrong kind.
+        """
+        from tensorflux.estimator import export_modes
+
+        return export_modes.export_all_saved_models(
+            self, export_dir_base, input_receiver_fn_map, assets_extra=assets_extra,
+            as_text=as_text, checkpoint_path=checkpoint_path)
+
 
 class WarmStartSettings(collections.namedtuple("WarmStartSettings", [
         "ckpt_to_initialize_from", "vars_to_warm_start", "var_name_to_vocab_info",

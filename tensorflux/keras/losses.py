@@ -13,7 +13,25 @@ __all__ = ["mean_squared_error", "mean_absolute_error", "mean_absolute_percentag
            "cosine_similarity", "mse", "mae", "mape", "msle", "kld", "cosine_proximity",
            "Loss", "LossFunctionWrapper", "MeanSquaredError", "MeanAbsoluteError",
            "BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy",
-           "Hinge", "KLDivergence", "get", "serialize", "deserialize"]
+           "Hinge", "KLDivergence", "get", "serialize", "deserialize", "Reduction"]
+
+
+class Reduction:
+    """How a Keras loss object (and a tf.estimator head) reduces its per-sample losses."""
+
+    AUTO = "auto"
+    NONE = "none"
+    SUM = "sum"
+    SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
+
+    @classmethod
+    def all(cls):
+        return (cls.AUTO, cls.NONE, cls.SUM, cls.SUM_OVER_BATCH_SIZE)
+
+    @classmethod
+    def validate(cls, key):
+        if key not in cls.all():
+            raise ValueError(f"Invalid Reduction Key {key}.")
 
 
 def _cast(y_true, y_pred):

@@ -59,7 +59,7 @@ def test_classifier_learns_and_restores_from_checkpoint(tmp_path):
     assert result["global_step"] == 18  # 6 trees of 3 layers, then the stop hook
     predictions = list(est.predict(_predict_input()))
     assert set(predictions[0]) == {"logits", "logistic", "probabilities", "class_ids",
-                                   "classes"}
+                                   "classes", "all_class_ids", "all_classes"}
     again = _classifier(str(tmp_path))  # a fresh Estimator on the same checkpoint
     np.testing.assert_array_equal(_logits(again), [p["logits"][0] for p in predictions])
     names = dict(tf.train.list_variables(str(tmp_path)))

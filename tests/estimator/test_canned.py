@@ -70,14 +70,16 @@ def test_classifier_predictions_metrics_and_vocabulary(tmp_path):
                                      optimizer=tf.train.AdamOptimizer(0.05))
     est.train(_input(labels), steps=100)
     result = est.evaluate(_input(labels, epochs=1, shuffle=False))
-    assert {"accuracy", "auc", "auc_precision_recall", "precision", "recall", "label/mean",
-            "prediction/mean", "average_loss", "loss", "global_step"} == set(result)
+    assert {"accuracy", "accuracy_baseline", "auc", "auc_precision_recall", "precision",
+            "recall", "label/mean", "prediction/mean", "average_loss", "loss",
+            "global_step"} == set(result)
     np.testing.assert_allclose(result["label/mean"], Y_BIN.mean(), rtol=1e-5)
     # The loss is summed over each batch of 40: its mean is 40 times the average loss.
     np.testing.assert_allclose(result["loss"], 40 * result["average_loss"], rtol=1e-4)
     rows = list(est.predict(tf.estimator.inputs.numpy_input_fn(
         {"x": X[:3], "color": COLOR[:3]}, shuffle=False)))
-    assert set(rows[0]) == {"logits", "logistic", "probabilities", "class_ids", "classes"}
+    assert set(rows[0]) == {"logits", "logistic", "probabilities", "class_ids", "classes",
+                            "all_class_ids", "all_classes"}
     for r in rows:
         np.testing.assert_allclose(r["probabilities"].sum(), 1.0, rtol=1e-6)
         assert r["classes"][0] == [b"no", b"yes"][int(r["class_ids"][0])]

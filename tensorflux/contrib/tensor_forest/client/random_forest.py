@@ -20,7 +20,7 @@ import numpy as np
 from tensorflux.contrib.tensor_forest.python import tensor_forest
 from tensorflux.control_flow import builders
 from tensorflux.estimator import inputs
-from tensorflux.estimator.canned import _Head
+from tensorflux.estimator.canned import _head
 from tensorflux.estimator.estimator import Estimator
 from tensorflux.estimator.model_fn import EstimatorSpec, ModeKeys
 from tensorflux.framework import dtypes
@@ -87,7 +87,7 @@ def get_model_fn(params, graph_builder_class=tensor_forest.RandomForestGraphs,
                  num_trainers=1, trainer_id=0, report_feature_importances=False,
                  local_eval=False):
     """The model_fn of a forest of `params` (filled ForestHParams)."""
-    head = _Head(None if params.regression else params.num_classes,
+    head = _head(None if params.regression else params.num_classes,
                  label_dimension=params.num_classes, weight_column=weights_name)
 
     def model_fn(features, labels, mode):
@@ -111,7 +111,8 @@ def get_model_fn(params, graph_builder_class=tensor_forest.RandomForestGraphs,
                     get_global_step().assign_add(1))
         if weights is not None:
             features[weights_name] = weights
-        spec = head.spec(features, mode, logits, labels, lambda loss: training_graph)
+        spec = head.create_estimator_spec(features, mode, logits, labels,
+                                          train_op_fn=lambda loss: training_graph)
         predictions = _predictions(params, probabilities, variance, keys)
         loss = spec.loss
         if loss is not None:
