@@ -341,7 +341,7 @@ class _SocketStream:
             with self._lock:
                 if self.broken:
                     raise OSError("the push connection is closed")
-                extra = shm.piggyback(self._peer) if shm._incoming else None
+                extra = shm.piggyback(self._peer)
                 if extra is not None:  # handed-back slots of the peer's segment, first
                     frame = [struct.pack("<Q", len(extra[0])), extra[0], *frame]
                 _send_all(self.sock, frame)
