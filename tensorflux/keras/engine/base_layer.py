@@ -73,6 +73,15 @@ class Node:
         self.layer, self.inputs, self.outputs, self.kwargs = layer, inputs, outputs, kwargs
         self.updates, self.losses, self.single_input = updates, losses, single_input
 
+    @property
+    def inbound_layers(self):
+        """The layers whose outputs this call took (from the inputs' Keras history): one
+        layer for one input, as TF >= 1.14's Node gives (cleverhans reads
+        `softmax_layer._inbound_nodes[0].inbound_layers.name`), else a list; an input with
+        no history (a plain tensor) has none."""
+        layers = [t._keras_history[0] for t in self.inputs if hasattr(t, "_keras_history")]
+        return layers[0] if len(self.inputs) == 1 and layers else layers
+
 
 def _flat(x) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
@@ -297,13 +306,23 @@ class Layer(tf_base.Layer):
     input = property(lambda self: self._node_attr("inputs", "input"))
     output = property(lambda self: self._node_attr("outputs", "output"))
 
-    def get_input_at(self, node_index):
-        values = self._inbound_nodes[node_index].inputs
+    def _node_attr_at(self, node_index: int, attr: str, what: str):
+        if not self._inbound_nodes:
+            raise RuntimeError(f"The layer has never been called and thus has no defined "
+                               f"{what}.")
+        if not -len(self._inbound_nodes) <= node_index < len(self._inbound_nodes):
+            raise ValueError(f"Asked to get {what} at node {node_index}, but the layer has "
+                             f"only {len(self._inbound_nodes)} inbound nodes.")
+        values = getattr(self._inbound_nodes[node_index], attr)
         return values[0] if len(values) == 1 else values
 
+    def get_input_at(self, node_index):
+        """The input of the layer's `node_index`-th call (RuntimeError if never called)."""
+        return self._node_attr_at(node_index, "inputs", "input")
+
     def get_output_at(self, node_index):
-        values = self._inbound_nodes[node_index].outputs
-        return values[0] if len(values) == 1 else values
+        """The output of the layer's `node_index`-th call (RuntimeError if never called)."""
+        return self._node_attr_at(node_index, "outputs", "output")
 
     @property
     def input_shape(self):
