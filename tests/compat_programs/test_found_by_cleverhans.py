@@ -100,3 +100,32 @@ def test_keras_node_inbound_layers_and_get_input_at(graph):
     with pytest.raises(ValueError, match="Asked to get output at node 1, but the layer has "
                        "only 1 inbound nodes."):
         model.get_layer("l2").get_output_at(1)
+
+
+def test_keras_layer_input_and_output_are_the_first_calls_as_in_tf_keras(graph):
+    """cleverhans' mnist_tutorial_keras calls the model on its own input once more, then
+    reads every layer's `output`: tf.keras gives the first call's (no error), and the
+    shapes while every call agrees on them."""
+    keras = tf.keras
+    model = keras.models.Sequential([keras.layers.Dense(3, name="d", input_shape=(5,)),
+                                     keras.layers.Activation("softmax", name="sm")])
+    first = model.get_layer("d").output
+    model(model.input)
+    model(tf.placeholder(tf.float32, [None, 5]))
+    layer = model.get_layer("d")
+    assert len(layer._inbound_nodes) == 3 and layer.output is first
+    assert layer.input is model.input and layer.output_shape == (None, 3)
+    assert model.input_shape == (None, 5) and model.output_shape == (None, 3)
+    twice = keras.layers.Dense(2, name="twice")
+    twice(keras.layers.Input((4,)))
+    twice(keras.layers.Input((4,), batch_size=7))
+    with pytest.raises(AttributeError, match=r'The layer "twice" has multiple inbound nodes, '
+                       r'with different input shapes'):
+        twice.input_shape  # noqa: B018
+    assert twice.get_input_shape_at(1) == (7, 4)
+    never = keras.layers.Dense(2, name="never")
+    with pytest.raises(AttributeError, match="Layer never has no inbound nodes."):
+        never.output  # noqa: B018
+    with pytest.raises(AttributeError, match="has never been called and thus has no defined "
+                       "output shape"):
+        never.output_shape  # noqa: B018
