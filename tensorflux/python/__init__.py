@@ -47,6 +47,7 @@ _PUBLIC = {
     "util": ["tensorflux.compat"],
     "data": ["tensorflux.data"],
     "keras": ["tensorflux.keras"],
+    "estimator": ["tensorflux.estimator", "tensorflux.estimator.export"],
     "lib": ["tensorflux.io"],
     "pywrap_tensorflow": ["tensorflux.train", "tensorflux.errors"],  # a module, not a package
 }
@@ -98,7 +99,7 @@ _FIRST = {
 _HOMES = {"framework": ["framework"], "ops": ["ops", "nn", "variables", "control_flow"],
           "training": ["train"], "platform": ["platform"], "layers": ["layers"],
           "summary": ["summary"], "saved_model": ["saved_model"], "data": ["data"],
-          "client": ["runtime", "client"], "keras": ["keras"]}
+          "client": ["runtime", "client"], "keras": ["keras"], "estimator": ["estimator"]}
 
 
 def _reset_default_graph():
