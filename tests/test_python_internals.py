@@ -239,3 +239,19 @@ def test_keras_paths_reach_tf_keras():
     assert Dense is layers.Dense is tf.keras.layers.Dense
     assert backend.get_session is tf.keras.backend.get_session
     assert to_categorical([1, 2], 3).shape == (2, 3)
+
+
+def test_keras_utils_submodules_and_estimator_paths():
+    """cleverhans (`from tensorflow.python.keras.utils import np_utils`) and the
+    cloudml-samples census trainer (`from tensorflow.python.estimator.model_fn import
+    ModeKeys`), written against TF 1.x's internal modules."""
+    from tensorflux.python.estimator import estimator
+    from tensorflux.python.estimator.export import export
+    from tensorflux.python.estimator.model_fn import EstimatorSpec, ModeKeys
+    from tensorflux.python.keras.utils import np_utils
+
+    assert np_utils.to_categorical([1], 2).tolist() == [[0.0, 1.0]]
+    assert ModeKeys is tf.estimator.ModeKeys and ModeKeys.PREDICT == "infer"
+    assert EstimatorSpec is tf.estimator.EstimatorSpec
+    assert estimator.Estimator is tf.estimator.Estimator
+    assert export.ServingInputReceiver is tf.estimator.export.ServingInputReceiver

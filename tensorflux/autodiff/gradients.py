@@ -157,19 +157,17 @@ def _initial_grad(y: Tensor, gy, k: int):
             return array_ops.ones_like(y)
     if isinstance(gy, IndexedSlices):
         return gy
-    # A grad_ys tensor must have y's dtype (TypeError, as TensorFlow's ops raise for it) and
-    # a shape compatible with y's (ValueError; TensorFlow finds it only where a gradient
-    # op's shape function happens to, and may silently broadcast otherwise).
+    # A grad_ys tensor must have y's dtype (TypeError, as TensorFlow's ops raise for it).
+    # Its shape is not checked against y's, as TensorFlow does not: a gradient that
+    # reshapes (Reshape's) takes any grad_ys of y's size, which TF1 programs rely on
+    # (baselines' ACER passes a [1, n, k] grad_ys for an [n, k] y); elsewhere the first
+    # op whose input gradient comes out incompatible with the input raises (_backprop_op).
     if not _backpropagatable(y):  # integer ys get no gradient whatever grad_ys says
         return gy if isinstance(gy, Tensor) else convert_to_tensor(gy)
     if isinstance(gy, Tensor) and gy.dtype.base_dtype != y.dtype.base_dtype:
         raise TypeError(f"Gradient type {gy.dtype.name} of grad_ys[{k}] does not match the "
                         f"type {y.dtype.name} of y {y.name}")
-    gy = convert_to_tensor(gy, dtype=y.dtype)
-    if not gy.shape.is_compatible_with(y.shape):
-        raise ValueError(f"Incompatible shapes between ys[{k}] and grad_ys[{k}]: y {y.name} "
-                         f"has shape {y.shape}, its initial gradient has shape {gy.shape}")
-    return gy
+    return convert_to_tensor(gy, dtype=y.dtype)
 
 
 def _between(ys, xs):
@@ -333,13 +331,18 @@ def _backprop_op(g, op: Operation, between, grads, gate, loop_state=None) -> Non
                 dense = [gr for gr in in_grads if isinstance(gr, Tensor)]
                 gated = iter(builders.tuple(dense))
                 in_grads = [next(gated) if isinstance(gr, Tensor) else gr for gr in in_grads]
-        for x, gr in zip(op.inputs, in_grads, strict=True):
+        for index, (x, gr) in enumerate(zip(op.inputs, in_grads, strict=True)):
             if gr is None or not _backpropagatable(x):
                 continue
             if not isinstance(gr, (Tensor, IndexedSlices)):
                 gr = convert_to_tensor(gr, dtype=x.dtype)
-            if isinstance(gr, Tensor) and x.dtype.base_dtype is not dtypes.resource and \
-                    gr.shape.is_compatible_with(x.shape):
+            if isinstance(gr, Tensor) and x.dtype.base_dtype is not dtypes.resource:
+                if not gr.shape.is_compatible_with(x.shape):
+                    raise ValueError(
+                        "Incompatible shapes between op input and calculated input gradient. "
+                        f"Forward operation: {op.name}. Input index: {index}. "
+                        f"Original input shape: {x.shape}. Calculated input gradient shape: "
+                        f"{gr.shape}")
                 gr.set_shape(x.shape)
             grads.setdefault(x, []).append(gr)
     finally:

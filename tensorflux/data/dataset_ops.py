@@ -211,21 +211,23 @@ class DatasetV1(st.HasElementSignature):
 
     @staticmethod
     def from_generator(generator, output_types, output_shapes=None, args=None) -> DatasetV1:
-        """Elements yielded by `generator()` (called anew for every pass), converted to
-        `output_types` and checked against `output_shapes`. `args` are Python values
-        passed to `generator`."""
+        """Elements yielded by `generator(*args)` (called anew for every pass), converted
+        to `output_types` and checked against `output_shapes`. `args` are converted to
+        tensors here and evaluated when an iterator starts a pass (placeholders among them
+        are fed to the iterator's initializer); the generator gets their NumPy values:
+        arrays, NumPy scalars, strings as `bytes`."""
         if not callable(generator):
             raise TypeError("`generator` must be a Python callable.")
         specs = st.specs_from(output_types, output_shapes)
         flat_specs = st.flatten(specs)
-        call_args = tuple(args or ())
+        arg_tensors = [convert_to_tensor(a, name="args") for a in (args or ())]
 
-        def make():
+        def make(*call_args):
             for value in generator(*call_args):
                 yield _generator_element(value, output_types, flat_specs)
 
         token = ds_kernels.register_generator(make)
-        v = apply_op("PyGeneratorDataset", token=token,
+        v = apply_op("PyGeneratorDataset", args=arg_tensors, token=token,
                      output_types=[s.flat_dtype for s in flat_specs],
                      output_shapes=[s.flat_shape for s in flat_specs])
         return DatasetV1(v, specs)
@@ -743,10 +745,7 @@ def _generator_element(value, output_types, flat_specs) -> list:
                 arr = np.vectorize(lambda s: s.encode() if isinstance(s, str) else s,
                                    otypes=[object])(arr) if arr.size else arr
             else:
-                arr = np.asarray(v)
-                if arr.dtype.kind in "US" or (arr.dtype.kind == "f" and spec.dtype.is_integer):
-                    raise TypeError
-                arr = arr.astype(spec.dtype.numpy_dtype)
+                arr = _generator_array(v, spec.dtype.numpy_dtype)
         except (TypeError, ValueError):
             raise errors.InvalidArgumentError(
                 None, None, f"TypeError: `generator` yielded an element that could not be "
@@ -758,6 +757,18 @@ def _generator_element(value, output_types, flat_specs) -> list:
                 f"element of shape {_shape_str(spec.shape)} was expected.")
         out.append(arr)
     return out
+
+
+def _generator_array(value, numpy_dtype) -> np.ndarray:
+    """A yielded numeric value as an array of the promised dtype, converted as TF1's
+    from_generator converts it: NumPy's `asarray(value, dtype)`, so floats promised as
+    integers are truncated (word2vec generators yield labels from `np.zeros`, float64, for
+    an int32 component); a Python int too large for the dtype wraps, as TF's does. Text
+    that is no number raises ValueError."""
+    try:
+        return np.asarray(value, dtype=numpy_dtype)
+    except OverflowError:
+        return np.asarray(value).astype(numpy_dtype)
 
 
 def _shape_str(shape: tensor_shape.TensorShape) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 
+from tensorflux.estimator.export import DEFAULT_SERVING_KEY
 from tensorflux.framework.operation import Operation, Tensor
 
 
@@ -60,8 +61,38 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _SPEC_FIELDS)):
             if not (isinstance(value, tuple) and len(value) == 2):
                 raise TypeError(f"Values of eval_metric_ops must be (metric_value, "
                                 f"update_op) tuples, given: {value} for key: {key}")
+        export_outputs = _export_outputs(export_outputs)
         hooks = [list(h or ()) for h in (training_chief_hooks, training_hooks,
                                          evaluation_hooks, prediction_hooks)]
         return super().__new__(cls, mode, predictions, loss, train_op, metrics,
                                export_outputs, hooks[0], hooks[1], scaffold, hooks[2],
                                hooks[3])
+
+
+def _export_outputs(export_outputs):
+    """`export_outputs` as TF1's EstimatorSpec keeps them: a single output is also the
+    default serving signature ("serving_default"; the cloudml-samples census model exports
+    {'prediction': PredictOutput(...)} and is served through the default); several need
+    one of them under that key.
+
+    Raises:
+      TypeError: not a dict of export outputs.
+      ValueError: several outputs and none is the default.
+    """
+    if export_outputs is None:
+        return None
+    if not isinstance(export_outputs, dict):
+        raise TypeError(f"export_outputs must be dict, given: {export_outputs}")
+    for value in export_outputs.values():
+        if not hasattr(value, "as_signature_def"):
+            raise TypeError(f"Values in export_outputs must be ExportOutput objects. Given: "
+                            f"{export_outputs}")
+    outputs = dict(export_outputs)
+    if len(outputs) == 1:
+        (value,) = outputs.values()
+        outputs.setdefault(DEFAULT_SERVING_KEY, value)
+    elif len(outputs) > 1 and DEFAULT_SERVING_KEY not in outputs:
+        raise ValueError("Multiple export_outputs were provided, but none of them is "
+                         "specified as the default.  Do this by naming one of them with "
+                         "signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY.")
+    return outputs

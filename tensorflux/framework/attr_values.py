@@ -32,6 +32,8 @@ def normalize(value, kind: str | None, name: str = "", op_type: str = ""):
         if kind == "type":
             return dtypes.as_dtype(value)
         if kind == "int":
+            if isinstance(value, tensor_shape.Dimension) and value.value is not None:
+                return int(value)  # TF1 takes `x.shape[1]` as an int (baselines' kfac)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 if isinstance(value, float) and value.is_integer():
                     return int(value)

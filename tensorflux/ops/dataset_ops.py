@@ -63,9 +63,11 @@ define_op("FixedLengthRecordDatasetV2",
           outputs=["handle: variant"], attrs=["metadata: string = ''"], shape_fn=scalar,
           stateful=True)
 # A Python generator's elements (tf.data.Dataset.from_generator): the process-local
-# callable registered under `token` (data/dataset_ops.py) runs on the reading thread.
-define_op("PyGeneratorDataset", outputs=["handle: variant"],
-          attrs=["token: string"] + _TYPED, shape_fn=scalar, stateful=True)
+# callable registered under `token` (data/dataset_ops.py) runs on the reading thread, called
+# with the values of `args` (from_generator's `args=`, evaluated when the iterator starts).
+define_op("PyGeneratorDataset", inputs=["args: Targs"], outputs=["handle: variant"],
+          attrs=["token: string", "Targs: list(type) >= 0"] + _TYPED, shape_fn=scalar,
+          stateful=True)
 
 # ---- transformations ---------------------------------------------------------------------
 define_op("MapDataset", inputs=["input_dataset: variant", "other_arguments: Targuments"],

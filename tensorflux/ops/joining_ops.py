@@ -267,6 +267,9 @@ def split(value, num_or_size_splits, axis=0, num=None, name: str = "split"):
     Raises:
       ValueError: the number of parts cannot be inferred, or sizes don't fit.
     """
+    if isinstance(num_or_size_splits, tensor_shape.Dimension) and \
+            num_or_size_splits.value is not None:  # `tf.split(h, x.shape[1], 1)`, as TF1 takes it
+        num_or_size_splits = num_or_size_splits.value
     if isinstance(num_or_size_splits, (int, np.integer)) and \
             not isinstance(num_or_size_splits, bool):
         return apply_op("Split", split_dim=axis, value=value, num_split=int(num_or_size_splits),

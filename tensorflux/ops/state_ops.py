@@ -391,31 +391,65 @@ def _check_variable(ref, fn: str):
                         f"{ref!r}")
 
 
+# TF1 programs chain updates: `tf.assign_add(tf.assign(v, v * decay), (1 - decay) * x)`
+# (baselines' K-FAC running averages). TF1 allows it for both kinds of variable: a reference
+# variable's update outputs the variable's ref, which the next update takes as `ref`; a
+# resource variable's update returns an "unread variable" (TF's _UnreadVariable), whose own
+# updates apply to the same variable after the first one. Here a resource variable's update
+# returns its read after the update (ResourceVariable._lazy_read), marked with
+# `_updated_variable = (variable, update op)`; tf.assign/assign_add/assign_sub given such a
+# value update that variable, after that op.
+def _chained_update(ref, fn: str, method: str, ref_op: str, value, name, **attrs):
+    """The update `fn` of `ref`: a tf.Variable, a ref tensor, or a value an earlier update
+    of a resource variable returned."""
+    if is_ref(ref):
+        return apply_op(ref_op, ref=ref, value=value, name=name or ref_op, **attrs)
+    updated = getattr(ref, "_updated_variable", None)
+    if updated is not None:
+        variable, parent_op = updated
+        with variable.graph.control_dependencies([parent_op]):
+            return getattr(variable, method)(value, name=name)
+    _check_variable(ref, fn)
+    return getattr(ref, method)(value, use_locking=attrs.get("use_locking"), name=name)
+
+
 def assign(ref, value, validate_shape=None, use_locking=None, name: str | None = None):
     """Stores `value` in the variable `ref` (`tf.assign`); returns the updated value.
 
     `validate_shape=False` lets a TF1 reference variable take a value of another shape;
     as for TensorFlow's resource variables, a resource variable's value must have its shape.
+    `ref` may also be what an earlier update returned (chained updates, above).
     """
-    _check_variable(ref, "assign")
-    if validate_shape is False and is_ref(ref.handle):
+    if validate_shape is False and is_ref(getattr(ref, "handle", None)):
         # TF1: a reference variable takes a value of another shape when asked.
         return apply_op("Assign", ref=ref.handle, value=value, validate_shape=False,
                         use_locking=True if use_locking is None else bool(use_locking),
                         name=name or "Assign")
-    return ref.assign(value, use_locking=use_locking, name=name)
+    if is_ref(ref):
+        return apply_op("Assign", ref=ref, value=value,
+                        validate_shape=validate_shape is not False,
+                        use_locking=True if use_locking is None else bool(use_locking),
+                        name=name or "Assign")
+    return _chained_update(ref, "assign", "assign", "Assign", value, name,
+                           use_locking=use_locking)
 
 
 def assign_add(ref, value, use_locking=None, name: str | None = None):
     """Adds `value` to the variable `ref` (`tf.assign_add`); returns the updated value."""
-    _check_variable(ref, "assign_add")
-    return ref.assign_add(value, use_locking=use_locking, name=name)
+    if is_ref(ref):
+        return apply_op("AssignAdd", ref=ref, value=value, use_locking=bool(use_locking),
+                        name=name or "AssignAdd")
+    return _chained_update(ref, "assign_add", "assign_add", "AssignAdd", value, name,
+                           use_locking=use_locking)
 
 
 def assign_sub(ref, value, use_locking=None, name: str | None = None):
     """Subtracts `value` from `ref` (`tf.assign_sub`); returns the updated value."""
-    _check_variable(ref, "assign_sub")
-    return ref.assign_sub(value, use_locking=use_locking, name=name)
+    if is_ref(ref):
+        return apply_op("AssignSub", ref=ref, value=value, use_locking=bool(use_locking),
+                        name=name or "AssignSub")
+    return _chained_update(ref, "assign_sub", "assign_sub", "AssignSub", value, name,
+                           use_locking=use_locking)
 
 
 def _scatter_fn(op_type: str, fn_name: str):

@@ -47,6 +47,7 @@ _PUBLIC = {
     "util": ["tensorflux.compat"],
     "data": ["tensorflux.data"],
     "keras": ["tensorflux.keras"],
+    "estimator": ["tensorflux.estimator", "tensorflux.estimator.export"],
     "lib": ["tensorflux.io"],
     "pywrap_tensorflow": ["tensorflux.train", "tensorflux.errors"],  # a module, not a package
 }
@@ -98,7 +99,7 @@ _FIRST = {
 _HOMES = {"framework": ["framework"], "ops": ["ops", "nn", "variables", "control_flow"],
           "training": ["train"], "platform": ["platform"], "layers": ["layers"],
           "summary": ["summary"], "saved_model": ["saved_model"], "data": ["data"],
-          "client": ["runtime", "client"], "keras": ["keras"]}
+          "client": ["runtime", "client"], "keras": ["keras"], "estimator": ["estimator"]}
 
 
 def _reset_default_graph():
@@ -156,6 +157,20 @@ def _sources(path: str) -> list[str]:
     return names
 
 
+def _home_submodule(path: str, name: str):
+    """tensorflux's own submodule `name` of the module at `path`, if there is one
+    (`from tensorflow.python.keras.utils import np_utils`: tensorflux.keras.utils.np_utils)."""
+    package, _, module = path.partition(".")
+    for home in _HOMES.get(package, []):
+        target = f"tensorflux.{home}.{module}.{name}"
+        try:
+            return importlib.import_module(target)
+        except ModuleNotFoundError as e:
+            if not target.startswith(e.name or ""):
+                raise  # the submodule exists but its own import failed
+    return None
+
+
 def _module_getattr(path: str):
     extra = _EXTRA.get(path, {})
 
@@ -179,6 +194,9 @@ def _module_getattr(path: str):
                 continue
             if hasattr(module, name):
                 return getattr(module, name)
+        submodule = _home_submodule(path, name)
+        if submodule is not None:
+            return submodule
         raise AttributeError(f"module 'tensorflux.python.{path}' has no attribute '{name}' "
                              f"(tensorflux maps TensorFlow's internal modules onto its own "
                              f"API: this name has no counterpart)")

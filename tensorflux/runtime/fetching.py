@@ -182,10 +182,14 @@ def process_feeds(graph: graph_lib.Graph, feed_dict) -> dict[Tensor, object]:
 
 def _expand_feed(key, value):
     """(key, value) -> [(tensor key, its value)]: composite keys (a SparseTensor) split into
-    their parts, and a nested tuple of keys (an RNN's LSTMStateTuples) paired with a value of
-    the same structure, as TensorFlow's feed_dict takes them."""
+    their parts, a nested tuple of keys (an RNN's LSTMStateTuples) paired with a value of
+    the same structure, as TensorFlow's feed_dict takes them, and a resource variable into
+    its reads (_variable_reads)."""
     if isinstance(key, (Tensor, str)):
         return [(key, value)]
+    reads = _variable_reads(key)
+    if reads is not None:
+        return [(t, value) for t in reads]
     conv = conversion_for(key)
     if conv is not None and conv[1] is not None:
         return [pair for k, v in conv[1](key, value) for pair in _expand_feed(k, v)]
@@ -196,6 +200,33 @@ def _expand_feed(key, value):
         return [pair for k, v in zip(key, value, strict=True)
                 for pair in _expand_feed(k, v)]
     return [(key, value)]
+
+
+def _variable_reads(key) -> list[Tensor] | None:
+    """A resource variable fed as a whole (`feed_dict={v: value}`, cleverhans' L-BFGS
+    attack): its reads, or None for any other key.
+
+    TF1 made `tf.Variable` a reference variable, whose consumers all take the one
+    VariableV2 output: feeding the variable gives every one of them the value, for that
+    step, without initializing or changing the variable. tensorflux's variables are
+    resource variables, read by a ReadVariableOp per consumer; feeding the variable feeds
+    them all (those that are feedable), except the reads an update returns (they come
+    from TF1's Assign outputs, which a feed of the variable leaves alone).
+    """
+    handle = getattr(key, "handle", None)
+    if not (isinstance(handle, Tensor) and handle.dtype is dtypes.resource and
+            hasattr(key, "_as_graph_element")):
+        return None
+    graph = handle.graph
+    element = key._as_graph_element()
+    reads = [element] if isinstance(element, Tensor) else []
+    for op in handle._consumers:
+        if op._type == "ReadVariableOp":
+            t = op._outputs[0]
+            if t not in reads and not hasattr(t, "_updated_variable") and \
+                    graph.is_feedable(t):
+                reads.append(t)
+    return reads
 
 
 def convert_feed(t: Tensor, value):

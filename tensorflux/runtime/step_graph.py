@@ -110,8 +110,11 @@ def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation],
 
     sg = StepGraph()
     for i, t in enumerate(feeds):
+        # A fed reference variable (TF1's `feed_dict={v: value}`) gives its consumers the
+        # fed value, as a plain value: the variable itself is neither read nor changed.
+        dtype = t.dtype.base_dtype
         arg = Node(f"_arg_{t.op.name}_{t.value_index}_{i}", "_Arg",
-                   {"T": t.dtype, "index": i}, [], [], [t.dtype])
+                   {"T": dtype, "index": i}, [], [], [dtype])
         sg.args.append(sg.add(arg))
     node_of: dict[Operation, Node] = {}
     ordered = sorted(needed, key=lambda op: op._id)

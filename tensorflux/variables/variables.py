@@ -454,9 +454,13 @@ class Variable(metaclass=_VariableMeta):
         return array_ops.identity(value)
 
     def _lazy_read(self, op: Operation) -> Tensor:
-        """A read that runs after `op` (the value an update returns)."""
+        """A read that runs after `op` (the value an update returns), marked as TF's
+        _UnreadVariable is, so that `tf.assign*` given it update this variable after `op`
+        (ops/state_ops.py, chained updates)."""
         with self.graph.control_dependencies([op]):
-            return self._read_variable_op()
+            value = self._read_variable_op()
+        value._updated_variable = (self, op)
+        return value
 
     def sparse_read(self, indices, name: str | None = None) -> Tensor:
         """Rows `indices` of the variable (ResourceGather)."""

@@ -85,16 +85,34 @@ def test_not_differentiable_op_gives_none(graph):
 # ---- grad_ys -------------------------------------------------------------------------------
 
 
-def test_grad_ys_of_the_wrong_shape(graph):
+def test_grad_ys_of_the_wrong_shape_fail_at_the_first_op_that_cannot_take_them(graph):
+    """As in TensorFlow: grad_ys are not checked against ys up front; the op whose gradient
+    cannot use them raises (a broadcasting op's shape function, or the driver's check that
+    an input's gradient fits the input: TF's message)."""
     a = tf.constant([[1.0, 2.0], [3.0, 4.0]])
-    for gy in (tf.constant([1.0, 2.0, 3.0]), np.ones(3, np.float32), tf.constant(1.0),
+    for gy in (tf.constant([1.0, 2.0, 3.0]), np.ones(3, np.float32),
                tf.placeholder(tf.float32, [3])):
-        with pytest.raises(ValueError, match=r"Incompatible shapes between ys\[0\] and "
-                           r"grad_ys\[0\]: y mul(_\d+)?:0 has shape \(2, 2\)"):
+        with pytest.raises(ValueError, match=r"Dimensions must be equal, but are 2 and 3 for "
+                           r"'\{\{node gradients(_\d+)?/mul(_\d+)?_grad/Mul_1\}\}"):
             tf.gradients(a * 2.0, a, grad_ys=gy)
-    # identity would pass a wrong shape straight through: it is caught up front too
-    with pytest.raises(ValueError, match="Incompatible shapes"):
-        tf.gradients(tf.identity(a), a, grad_ys=tf.constant([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match="Gradient of rank 0 for input Const:0 of rank 2"):
+        tf.gradients(a * 2.0, a, grad_ys=tf.constant(1.0))
+    for gy in ([1.0, 2.0, 3.0], np.ones((1, 2, 2), np.float32)):
+        with pytest.raises(ValueError, match=r"Incompatible shapes between op input and "
+                           r"calculated input gradient. Forward operation: Identity(_\d+)?. "
+                           r"Input index: 0. Original input shape: \(2, 2\). Calculated "
+                           r"input gradient shape: \((1, 2, 2|3,)\)"):
+            tf.gradients(tf.identity(a), a, grad_ys=tf.constant(gy))
+
+
+def test_grad_ys_of_another_shape_pass_through_a_reshape_as_in_tf(graph):
+    """baselines' ACER: tf.gradients(f, params, grads_f) with grads_f [1, n, k] for an f of
+    [n, k] made by a Reshape, whose gradient reshapes to its input's shape."""
+    a = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    (g,) = tf.gradients(tf.reshape(a * 3.0, [4]), a,
+                        grad_ys=tf.constant([[1.0, 2.0, 3.0, 4.0]]))
+    assert g.shape.as_list() == [2, 2]
+    np.testing.assert_array_equal(run(g), [[3.0, 6.0], [9.0, 12.0]])
 
 
 def test_grad_ys_dtype_and_count(graph):

@@ -73,6 +73,15 @@ class Node:
         self.layer, self.inputs, self.outputs, self.kwargs = layer, inputs, outputs, kwargs
         self.updates, self.losses, self.single_input = updates, losses, single_input
 
+    @property
+    def inbound_layers(self):
+        """The layers whose outputs this call took (from the inputs' Keras history): one
+        layer for one input, as TF >= 1.14's Node gives (cleverhans reads
+        `softmax_layer._inbound_nodes[0].inbound_layers.name`), else a list; an input with
+        no history (a plain tensor) has none."""
+        layers = [t._keras_history[0] for t in self.inputs if hasattr(t, "_keras_history")]
+        return layers[0] if len(self.inputs) == 1 and layers else layers
+
 
 def _flat(x) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
@@ -285,33 +294,73 @@ class Layer(tf_base.Layer):
 
     # ---- what the recorded calls tell ---------------------------------------------------
     def _node_attr(self, attr: str, what: str):
+        """`input`/`output`: those of the layer's first call, as tf.keras gives them (also
+        when the layer was called again: cleverhans' Keras wrapper reads every layer's
+        `output` after calling the model once more)."""
         if not self._inbound_nodes:
+            if what == "output":
+                raise AttributeError(f"Layer {self.name} has no inbound nodes.")
             raise AttributeError(f"Layer {self.name} is not connected, no {what} to return.")
-        if len(self._inbound_nodes) > 1:
-            raise AttributeError(f"Layer {self.name} has multiple inbound nodes, hence the "
-                                 f"notion of \"layer {what}\" is ill-defined. Use "
-                                 f"`get_{what}_at(node_index)` instead.")
         values = getattr(self._inbound_nodes[0], attr)
         return values[0] if len(values) == 1 else values
+
+    def _node_shape(self, attr: str, what: str):
+        """`input_shape`/`output_shape`: the one shape of every call's tensors."""
+        if not self._inbound_nodes:
+            if what == "input":
+                raise AttributeError(f"The layer \"{self.name}\" has never been called and "
+                                     "thus has no defined input shape. Note that the "
+                                     "`input_shape` property is only available for Functional "
+                                     "and Sequential models.")
+            raise AttributeError("The layer has never been called and thus has no defined "
+                                 "output shape.")
+        shapes = []
+        for node in self._inbound_nodes:
+            values = getattr(node, attr)
+            shape = _shapes(values[0] if len(values) == 1 else values)
+            if shape not in shapes:
+                shapes.append(shape)
+        if len(shapes) > 1:
+            raise AttributeError(f"The layer \"{self.name}\" has multiple inbound nodes, with "
+                                 f"different {what} shapes. Hence the notion of \"{what} "
+                                 f"shape\" is ill-defined for the layer. Use "
+                                 f"`get_{what}_shape_at(node_index)` instead.")
+        return shapes[0]
 
     input = property(lambda self: self._node_attr("inputs", "input"))
     output = property(lambda self: self._node_attr("outputs", "output"))
 
-    def get_input_at(self, node_index):
-        values = self._inbound_nodes[node_index].inputs
+    def _node_attr_at(self, node_index: int, attr: str, what: str):
+        if not self._inbound_nodes:
+            raise RuntimeError(f"The layer has never been called and thus has no defined "
+                               f"{what}.")
+        if not -len(self._inbound_nodes) <= node_index < len(self._inbound_nodes):
+            raise ValueError(f"Asked to get {what} at node {node_index}, but the layer has "
+                             f"only {len(self._inbound_nodes)} inbound nodes.")
+        values = getattr(self._inbound_nodes[node_index], attr)
         return values[0] if len(values) == 1 else values
 
+    def get_input_at(self, node_index):
+        """The input of the layer's `node_index`-th call (RuntimeError if never called)."""
+        return self._node_attr_at(node_index, "inputs", "input")
+
     def get_output_at(self, node_index):
-        values = self._inbound_nodes[node_index].outputs
-        return values[0] if len(values) == 1 else values
+        """The output of the layer's `node_index`-th call (RuntimeError if never called)."""
+        return self._node_attr_at(node_index, "outputs", "output")
 
     @property
     def input_shape(self):
-        return _shapes(self.input)
+        return self._node_shape("inputs", "input")
 
     @property
     def output_shape(self):
-        return _shapes(self.output)
+        return self._node_shape("outputs", "output")
+
+    def get_input_shape_at(self, node_index):
+        return _shapes(self.get_input_at(node_index))
+
+    def get_output_shape_at(self, node_index):
+        return _shapes(self.get_output_at(node_index))
 
     def get_config(self) -> dict:
         """Keras's layer config: name, trainable, dtype, the batch input shape when one was

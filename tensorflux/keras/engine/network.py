@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tensorflux.framework import graph as graph_lib
 from tensorflux.keras import backend as K
-from tensorflux.keras.engine.base_layer import Layer, _flat, recording
+from tensorflux.keras.engine.base_layer import Layer, _flat, _shapes, recording
 from tensorflux.keras.engine.input_layer import InputLayer
 
 __all__ = ["Network"]
@@ -275,6 +275,15 @@ class Network(Layer):
     @property
     def output(self):
         return self.outputs[0] if len(self.outputs) == 1 else self.outputs
+
+    @property
+    def input_shape(self):
+        """The shape(s) of the model's own inputs (not of the calls made on it)."""
+        return _shapes(self.input)
+
+    @property
+    def output_shape(self):
+        return _shapes(self.output)
 
     def count_params(self) -> int:
         return sum(w.shape.num_elements() for w in self.weights)

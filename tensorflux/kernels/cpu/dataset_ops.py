@@ -204,14 +204,25 @@ def _fixed_length_dataset(ctx, filenames, header, record, footer, buffer_size, c
 def _py_generator_dataset(node):
     token = node.attrs["token"]
 
-    def compute(ctx):
+    def compute(ctx, *args):
         make = ds_lib.generator(token)
         if make is None:
             raise errors.NotFoundError(None, None, f"Generator {token} is not registered "
                                        "in this process (from_generator runs in the process "
                                        "that built the graph).")
-        return ds_lib.ListDataset(make)
+        values = tuple(_generator_argument(a) for a in args)
+        return ds_lib.ListDataset(lambda: make(*values))
     return compute
+
+
+def _generator_argument(value):
+    """An argument of a from_generator generator as TF1 passes it: arrays as NumPy arrays
+    (strings as bytes objects), scalars as NumPy scalars, a string scalar as `bytes`."""
+    arr = np.asarray(value)
+    if arr.ndim:
+        return arr
+    item = arr[()]
+    return item if isinstance(item, (bytes, np.generic)) else arr.dtype.type(item)
 
 
 # ---- transformations ---------------------------------------------------------------------
