@@ -205,26 +205,8 @@ class PendingRun:
             fetch needing a feed neither fed before nor by this call.
         """
         sig = self.signature
-        ids = []
-        for name in feeds:
-            i = sig.feed_index.get(name)
-            if i is None:
-                raise errors.InvalidArgumentError(
-                    None, None, f"The feed {name} was not specified in partial_run_setup.")
-            if i in self.fed:
-                raise errors.InvalidArgumentError(
-                    None, None, f"The feed {name} has already been fed.")
-            ids.append(i)
-        positions = []
-        for name in fetches:
-            pos = sig.fetch_index.get(name)
-            if pos is None:
-                raise errors.InvalidArgumentError(
-                    None, None, f"The fetch {name} was not specified in partial_run_setup.")
-            if pos in self.fetched:
-                raise errors.InvalidArgumentError(
-                    None, None, f"The fetch {name} has already been fetched.")
-            positions.append(pos)
+        ids = _declared(feeds, sig.feed_index, self.fed, "feed", "fed")
+        positions = _declared(fetches, sig.fetch_index, self.fetched, "fetch", "fetched")
         pending = set(range(len(sig.feeds))) - self.fed - set(ids)
         i = sig.missing_feed(positions, pending)
         if i is not None:
@@ -419,3 +401,22 @@ def no_setup_error(master: bool = False) -> errors.InvalidArgumentError:
     message = "Must run PartialRunSetup before performing partial runs" if master else \
         "Must run 'setup' before performing partial runs!"
     return errors.InvalidArgumentError(None, None, message)
+
+
+def _declared(names, index: dict, done: set, kind: str, past: str) -> list[int]:
+    """The setup positions of the feeds or fetches `names` (`index`: name -> position).
+
+    Raises:
+      InvalidArgumentError: one was not declared at setup, or is in `done` already.
+    """
+    out = []
+    for name in names:
+        pos = index.get(name)
+        if pos is None:
+            raise errors.InvalidArgumentError(
+                None, None, f"The {kind} {name} was not specified in partial_run_setup.")
+        if pos in done:
+            raise errors.InvalidArgumentError(
+                None, None, f"The {kind} {name} has already been {past}.")
+        out.append(pos)
+    return out

@@ -24,6 +24,7 @@ from tensorflux.framework.rendezvous_key import create_key
 from tests import oracle
 from tests.distributed.conftest import Cluster
 from tests.distributed.test_interop import _free_port
+from tests.runtime.test_partial_run import interleaved_partial_runs
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -254,30 +255,8 @@ def test_close_dropped_handles_and_deadlines_release_every_task(pair, graph):
 
 def test_many_partial_runs_at_once_from_several_threads(pair, graph):
     a, b, c, r1, r2 = _abc(graph)
-    failures = []
     with pair.session(graph) as sess:
-
-        def work(k):
-            try:
-                # Each thread keeps three runs open and interleaves their calls.
-                for i in range(3):
-                    hs = [sess.partial_run_setup([r1, r2], [a, b, c]) for _ in range(3)]
-                    firsts = [sess.partial_run(h, r1, feed_dict={a: k, b: i + j})
-                              for j, h in enumerate(hs)]
-                    for j, h in enumerate(hs):
-                        got = sess.partial_run(h, r2, feed_dict={c: 2.0})
-                        if firsts[j] != k + i + j or got != 2.0 * (k + i + j):
-                            failures.append((k, i, j, firsts[j], got))
-            except Exception as e:  # noqa: BLE001 - reported by the test
-                failures.append(e)
-
-        workers = [threading.Thread(target=work, args=(100 * k,)) for k in range(4)]
-        for t in workers:
-            t.start()
-        for t in workers:
-            t.join(60.0)
-        assert not any(t.is_alive() for t in workers)
-        assert not failures
+        assert not interleaved_partial_runs(sess, a, b, c, r1, r2, threads=4, rounds=3)
     _wait_released(pair)
 
 

@@ -314,32 +314,40 @@ def test_close_cancels_a_call_that_waits():
     _wait_no_partial_threads()
 
 
+def interleaved_partial_runs(sess, a, b, c, r1, r2, threads: int, rounds: int) -> list:
+    """Runs `threads` threads, each keeping three partial runs of `r1 = a + b`, `r2 = r1 *
+    c` open at once and interleaving their calls, `rounds` times; the wrong results and
+    errors seen (empty when all is well). Also used by the grpc session's test."""
+    failures = []
+
+    def work(k):
+        try:
+            for i in range(rounds):
+                hs = [sess.partial_run_setup([r1, r2], [a, b, c]) for _ in range(3)]
+                firsts = [sess.partial_run(h, r1, feed_dict={a: k, b: i + j})
+                          for j, h in enumerate(hs)]
+                for j, h in enumerate(hs):
+                    got = sess.partial_run(h, r2, feed_dict={c: 2.0})
+                    if firsts[j] != k + i + j or got != 2.0 * (k + i + j):
+                        failures.append((k, i, j, firsts[j], got))
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            failures.append(e)
+
+    workers = [threading.Thread(target=work, args=(100 * k,)) for k in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join(60.0)
+    if any(t.is_alive() for t in workers):
+        failures.append("a thread did not finish in 60 s")
+    return failures
+
+
 def test_many_partial_runs_at_once_from_several_threads(abc):
     g, a, b, c, r1, r2 = abc
-    failures = []
     with tf.Session(graph=g) as sess:
-
-        def work(k):
-            try:
-                # Each thread keeps three runs open and interleaves their calls.
-                for i in range(5):
-                    hs = [sess.partial_run_setup([r1, r2], [a, b, c]) for _ in range(3)]
-                    firsts = [sess.partial_run(h, r1, feed_dict={a: k, b: i + j})
-                              for j, h in enumerate(hs)]
-                    for j, h in enumerate(hs):
-                        got = sess.partial_run(h, r2, feed_dict={c: 2.0})
-                        if firsts[j] != k + i + j or got != 2.0 * (k + i + j):
-                            failures.append((k, i, j, firsts[j], got))
-            except Exception as e:  # noqa: BLE001 - reported by the test
-                failures.append(e)
-
-        workers = [threading.Thread(target=work, args=(100 * k,)) for k in range(6)]
-        for t in workers:
-            t.start()
-        for t in workers:
-            t.join(60.0)
-        assert not any(t.is_alive() for t in workers)
-        assert not failures and not sess._partial_runs
+        assert not interleaved_partial_runs(sess, a, b, c, r1, r2, threads=6, rounds=5)
+        assert not sess._partial_runs
 
 
 def test_interactive_session_and_other_strategies():
