@@ -405,11 +405,7 @@ class Estimator:
                         graph_lib.GraphKeys.ASSET_FILEPATHS),
                     main_op=local_init, strip_default_attrs=True)
                 builder.save(as_text)
-        for name, source in (assets_extra or {}).items():
-            dest = os.path.join(export_dir, "assets.extra", name)
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            with open(source, "rb") as src, open(dest, "wb") as dst:
-                dst.write(src.read())
+        export_lib.copy_assets_extra(export_dir, assets_extra)
         logging.info("SavedModel written to: %s", export_dir)
         return os.fsencode(export_dir)
 

@@ -263,3 +263,13 @@ class BestExporter(LatestExporter):
             return super().export(estimator, export_path, checkpoint_path, eval_result,
                                   is_the_final_export)
         return None
+
+
+def copy_assets_extra(export_dir: str, assets_extra) -> None:
+    """Copies each `assets_extra` entry (path in the export -> source file) into the
+    SavedModel's assets.extra/ folder."""
+    for name, source in (assets_extra or {}).items():
+        dest = os.path.join(export_dir, "assets.extra", name)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        with open(source, "rb") as src, open(dest, "wb") as dst:
+            dst.write(src.read())

@@ -183,10 +183,6 @@ def export_all_saved_models(estimator, export_dir_base, input_receiver_fn_map,
     for i, mode in enumerate(modes):
         _add_mode(estimator, builder, mode, input_receiver_fn_map[mode], checkpoint, i == 0)
     builder.save(as_text)
-    for name, source in (assets_extra or {}).items():
-        dest = os.path.join(export_dir, "assets.extra", name)
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        with open(source, "rb") as src, open(dest, "wb") as dst:
-            dst.write(src.read())
+    export_lib.copy_assets_extra(export_dir, assets_extra)
     logging.info("SavedModel written to: %s", export_dir)
     return os.fsencode(export_dir)

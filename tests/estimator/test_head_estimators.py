@@ -5,6 +5,8 @@ clip_gradients_by_norm, InMemoryEvaluatorHook, export_all_saved_models)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -118,11 +120,12 @@ def test_multi_head_trains_two_heads(iris, tmp_path):
     assert {("species", "class_ids"), ("width", "predictions")} <= set(row)
 
 
-def _export(est, tmp_path, dim):
+def _export(est, tmp_path, dim, assets_extra=None):
     spec = {"x": tf.FixedLenFeature([dim], tf.float32)}
     return est.export_saved_model(
         str(tmp_path / "export"),
-        tf.estimator.export.build_parsing_serving_input_receiver_fn(spec))
+        tf.estimator.export.build_parsing_serving_input_receiver_fn(spec),
+        assets_extra=assets_extra)
 
 
 def _examples(x):
@@ -138,7 +141,12 @@ def test_export_binary_head_signatures_and_serve(iris, tmp_path):
                                     model_dir=str(tmp_path / "m"),
                                     optimizer=tf.train.AdamOptimizer(0.05))
     est.train(_input(x, labels), steps=50)
-    export_dir = _export(est, tmp_path, 4)
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"setosa or not\n")
+    export_dir = _export(est, tmp_path, 4, {"vocab/notes.txt": str(notes)})
+    with open(os.path.join(os.fsdecode(export_dir), "assets.extra", "vocab", "notes.txt"),
+              "rb") as f:
+        assert f.read() == b"setosa or not\n"
     want = list(est.predict(tf.estimator.inputs.numpy_input_fn({"x": x[:5]},
                                                                shuffle=False)))
     serialized = _examples(x[:5])
@@ -166,10 +174,14 @@ def test_export_multi_head_and_forward_features(iris, tmp_path):
     est.train(tf.estimator.inputs.numpy_input_fn(
         {"x": x}, {"species": y, "width": x[:, 3:4].copy()}, batch_size=50,
         num_epochs=None, shuffle=True), steps=20)
+    (tmp_path / "extra.txt").write_bytes(b"both heads")
     export_dir = tf.contrib.estimator.export_all_saved_models(
         est, str(tmp_path / "export"), {tf.estimator.ModeKeys.PREDICT:
                                         tf.estimator.export.build_parsing_serving_input_receiver_fn(
-                                            {"x": tf.FixedLenFeature([4], tf.float32)})})
+                                            {"x": tf.FixedLenFeature([4], tf.float32)})},
+        assets_extra={"extra.txt": str(tmp_path / "extra.txt")})
+    with open(os.path.join(os.fsdecode(export_dir), "assets.extra", "extra.txt"), "rb") as f:
+        assert f.read() == b"both heads"
     serialized = _examples(x[:3])
     species = tf.contrib.predictor.from_saved_model(export_dir)({"inputs": serialized})
     assert species["scores"].shape == (3, 3)
