@@ -272,7 +272,8 @@ class DistStep:
                 send.device = p.device
                 nodes.append(send)
                 tp.fetches.append((real_pos, create_key(p.device, inc, p.device, name)))
-            if not _ends_steps_itself(devices, task):
+            theirs = not _ends_steps_itself(devices, task)
+            if theirs:
                 # A TensorFlow worker keeps the kernels of stateful nodes (_Send, _Recv) of
                 # a session by node name across its graphs: each transfer gets a name no
                 # other graph of the session has (as TensorFlow's master numbers them).
@@ -281,6 +282,10 @@ class DistStep:
                         node.name = f"{node.name}_S{next(session.transfer_serial)}"
             for node in nodes:
                 nd = partition.step_node_def(node)
+                if theirs and nd.op == "_RefRead":
+                    # A ref variable's read on a TensorFlow task: its own Identity of the
+                    # ref (TF1's "v/read"), with the read's control inputs
+                    nd.op = "Identity"
                 if "_class" in nd.attr:
                     del nd.attr["_class"]  # placed already; colocated nodes may be elsewhere
                 if pushed(nd):

@@ -155,3 +155,44 @@ def test_a_tensorflux_master_drives_a_tensorflow_worker():
             server.stop(0)
         proc.kill()
         proc.wait(10)
+
+
+def test_a_tensorflux_master_trains_ref_variables_on_a_tensorflow_worker():
+    """TF1's reference variables on TensorFlow's task: their reads (the step builder's
+    `_RefRead`, an op TensorFlow lacks) go to that task as TensorFlow's own Identity."""
+    if not oracle.available():
+        pytest.skip("TensorFlow oracle venv not installed")
+    ours, theirs = f"localhost:{_free_port()}", f"localhost:{_free_port()}"
+    proc = subprocess.Popen([str(oracle.ORACLE_PYTHON), "-c", textwrap.dedent(_TF_WORKER),
+                             f"{ours},{theirs}", "100"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    server = None
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        server = server_lib.Server({"worker": [ours, theirs]}, "worker", 0)
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.placeholder(tf.float32, [None, 3], name="x")
+            with tf.device("/job:worker/task:1"):  # TensorFlow's task
+                w = tf.Variable(np.ones((3, 2), np.float32), name="w")
+                b = tf.get_variable("b", [2], initializer=tf.zeros_initializer(),
+                                    use_resource=False)
+                doubled = w * 2.0  # a read of the ref on that task, fetched
+            y = tf.matmul(x, w) + b  # reads crossing to ours
+            train = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(y))
+            feed = {x: np.ones((2, 3), np.float32)}
+            with tf.Session(server.target) as s:
+                s.run(tf.global_variables_initializer())
+                got_y = s.run(y, feed)
+                s.run(train, feed)
+                got_w, got_b, got_doubled = s.run([w, b, doubled])
+        np.testing.assert_allclose(got_y, np.full((2, 2), 3.0))
+        # d(sum y)/dw = the column sums of x (2 each), d/db = the batch (2)
+        np.testing.assert_allclose(got_w, np.full((3, 2), 0.8), rtol=1e-6)
+        np.testing.assert_allclose(got_b, [-0.2, -0.2], rtol=1e-6)
+        np.testing.assert_allclose(got_doubled, np.full((3, 2), 1.6), rtol=1e-6)
+    finally:
+        if server is not None:
+            server.stop(0)
+        proc.kill()
+        proc.wait(10)
