@@ -270,12 +270,70 @@ define_op("GatherNd", inputs=["params: Tparams", "indices: Tindices"],
 
 def gather_nd(params, indices, name: str | None = None, batch_dims: int = 0):
     """Slices of `params` at N-d `indices` (`tf.gather_nd`): `indices[..., :]` is an index
-    into the first `indices.shape[-1]` dimensions of `params`."""
+    into the first `indices.shape[-1]` dimensions of `params`. With `batch_dims` b (a
+    Python int or a constant), the first b dimensions of both are batch dimensions: each
+    batch's indices index that batch's slice of `params`."""
+    if isinstance(batch_dims, Tensor):
+        value = constant_value(batch_dims)
+        if value is None:
+            raise ValueError("tf.gather_nd needs a constant batch_dims in tensorflux")
+        batch_dims = int(value)
+    if batch_dims < 0:
+        raise ValueError("tf.gather_nd does not allow negative batch_dims.")
     if batch_dims:
-        raise NotImplementedError("gather_nd with batch_dims != 0")
+        return _batch_gather_nd(params, indices, int(batch_dims), name)
     if hasattr(params, "_gather_nd"):
         return params._gather_nd(indices, name=name)
     return apply_op("GatherNd", params=params, indices=indices, name=name or "GatherNd")
+
+
+def _batch_gather_nd(params, indices, batch_dims: int, name) -> Tensor:
+    """gather_nd with batch dimensions, as one GatherNd on the batch dimensions flattened
+    into one: each index gets its batch's position in front (its gradient is GatherNd's)."""
+    from tensorflux.ops import sequence_ops  # (sequence_ops imports this module)
+
+    with graph_lib.name_scope(name, "BatchGatherND", [params, indices]):
+        params = convert_to_tensor(params, name="params")
+        indices = convert_to_tensor(indices, name="indices")
+        p_rank, i_rank = params.shape.ndims, indices.shape.ndims
+        if i_rank is not None and batch_dims >= i_rank:
+            raise ValueError(f"Argument `batch_dims` = {batch_dims} must be less than "
+                             f"rank(`indices`) = {i_rank}")
+        if p_rank is not None and batch_dims >= p_rank:
+            raise ValueError(f"Argument `batch_dims` = {batch_dims} must be less than "
+                             f"rank(`params`) = {p_rank}")
+        itype = indices.dtype
+        p_shape = array_ops.shape(params, out_type=itype)
+        i_shape = array_ops.shape(indices, out_type=itype)
+        batch_shape = p_shape[:batch_dims]
+        batch = apply_op("Prod", input=batch_shape, reduction_indices=[0])
+        flat_params = array_ops.reshape(params, joining_ops.concat(
+            [[batch], p_shape[batch_dims:]], 0))
+        inner = i_shape[batch_dims:]  # the indices' other dimensions, then K
+        flat_indices = array_ops.reshape(indices, joining_ops.concat([[batch], inner], 0))
+        # each index's batch position, one more column in front of its K
+        rows = array_ops.reshape(
+            sequence_ops.range(batch, dtype=itype),
+            joining_ops.concat([[-1], array_ops.ones_like(inner[:-1]), [1]], 0))
+        rows = joining_ops.broadcast_to(rows, joining_ops.concat(
+            [array_ops.shape(flat_indices, out_type=itype)[:-1], [1]], 0))
+        out = apply_op("GatherNd", params=flat_params,
+                       indices=joining_ops.concat([rows, flat_indices], -1), name="GatherNd")
+        result = array_ops.reshape(out, joining_ops.concat(
+            [batch_shape, array_ops.shape(out, out_type=itype)[1:]], 0))
+        result.set_shape(_batch_gather_nd_shape(params, indices, batch_dims))
+        return result
+
+
+def _batch_gather_nd_shape(params, indices, batch_dims: int):
+    """The static shape of a batched gather_nd: the batch dimensions (of params and indices
+    merged), the indices' inner dimensions, then the params' dimensions past the K
+    indexed."""
+    p, i = static_dims(params), static_dims(indices)
+    if p is None or i is None or i[-1] is None:
+        return None
+    batch = merge_dims(p[:batch_dims], i[:batch_dims])
+    return batch + i[batch_dims:-1] + p[batch_dims + i[-1]:]
 
 
 @gradient("GatherNd")

@@ -1108,3 +1108,55 @@ def test_gather_of_empty_slices_checks_no_index():
         assert s.run(tf.gather(params, [0, 2, 1])).shape == (3, 0, 3)  # 2 is out of range
         with pytest.raises(tf.errors.InvalidArgumentError, match="is not in"):
             s.run(tf.gather(np.zeros((2, 1)), [0, 2, 1]))
+
+
+def _batch_gather_nd_np(params, indices, b):
+    """gather_nd with b batch dimensions, one batch at a time in NumPy."""
+    batch = params.shape[:b]
+    out = [params[pos][tuple(np.moveaxis(indices[pos], -1, 0))]
+           for pos in np.ndindex(*batch)]
+    inner = indices.shape[b:-1] + params.shape[b + indices.shape[-1]:]
+    return np.array(out).reshape(batch + inner)
+
+
+@pytest.mark.parametrize("pshape,ishape,b", [
+    ((2, 3, 4), (2, 1), 1), ((2, 3, 4), (2, 5, 2), 1), ((2, 3, 4), (2, 3, 1), 2),
+    ((3, 2, 4, 5), (3, 2, 6, 1), 2), ((4, 3), (4, 2, 3, 1), 1), ((2, 3, 4), (2, 0, 1), 1)])
+def test_gather_nd_with_batch_dims_gathers_per_batch(pshape, ishape, b):
+    rng = np.random.default_rng(3)
+    params = rng.standard_normal(pshape).astype(np.float32)
+    k = ishape[-1]
+    idx = np.stack([rng.integers(0, pshape[b + j], ishape[:-1]) for j in range(k)], -1)
+    for dtype in (np.int32, np.int64):
+        i = tf.placeholder(dtype, [None] * len(ishape))
+        y = tf.gather_nd(params, i, batch_dims=b)
+        with tf.Session() as s:
+            got = s.run(y, {i: idx.astype(dtype)})
+        np.testing.assert_array_equal(got, _batch_gather_nd_np(params, idx, b))
+    static = tf.gather_nd(params, idx.astype(np.int32), batch_dims=tf.constant(b))
+    assert static.shape.as_list() == list(_batch_gather_nd_np(params, idx, b).shape)
+
+
+def test_gather_nd_with_batch_dims_gradient_and_errors():
+    x = tf.placeholder(tf.float64, [None, 3, 4])
+    idx = np.array([[[0], [2]], [[1], [1]]], np.int32)
+    y = tf.gather_nd(x, idx, batch_dims=1)
+    assert y.shape.as_list() == [2, 2, 4]
+    xv = np.random.default_rng(0).standard_normal((2, 3, 4))
+    with tf.Session():
+        err = tf.test.compute_gradient_error(x, [2, 3, 4], y, [2, 2, 4], x_init_value=xv)
+    assert err < 1e-8
+    g = tf.gradients(tf.reduce_sum(y), x)[0]
+    with tf.Session() as s:  # batch 1 takes row 1 twice
+        np.testing.assert_array_equal(
+            s.run(g, {x: xv})[:, :, 0], [[1, 0, 1], [0, 2, 0]])
+    with pytest.raises(ValueError, match="does not allow negative batch_dims"):
+        tf.gather_nd(xv, idx, batch_dims=-1)
+    with pytest.raises(ValueError, match=r"`batch_dims` = 3 must be less than rank\(`indices`\)"):
+        tf.gather_nd(xv, idx, batch_dims=3)
+    # batches that differ: TF's own message, from the reshape of the indices
+    with pytest.raises(ValueError, match="Cannot reshape a tensor with 4 elements"):
+        tf.gather_nd(np.zeros((3, 3, 4)), idx, batch_dims=1)
+    i = tf.placeholder(tf.int32, [None, 2, 1])
+    with tf.Session() as s, pytest.raises(tf.errors.InvalidArgumentError, match="reshape"):
+        s.run(tf.gather_nd(x, i, batch_dims=1), {x: np.zeros((3, 3, 4)), i: idx})
