@@ -224,6 +224,106 @@ def test_sets():
         tf.sets.size(a)
 
 
+def _rows_of(x):
+    """Per row (batch position), the set of its members: a dense array's last axis, or a
+    SparseTensorValue's values at that row's indices."""
+    if isinstance(x, np.ndarray):
+        return {pos: set(x[pos].tolist()) for pos in np.ndindex(*x.shape[:-1])}, x.shape[:-1]
+    batch = tuple(x.dense_shape[:-1])
+    rows = {pos: set() for pos in np.ndindex(*batch)}
+    for index, value in zip(x.indices.tolist(), x.values.tolist(), strict=True):
+        rows[tuple(index[:-1])].add(value)
+    return rows, batch
+
+
+def _random_set(rng, batch, width, sparse):
+    dense = rng.integers(0, 6, batch + (width,))
+    if not sparse:
+        return dense
+    keep = rng.random(dense.shape) < 0.6
+    idx = np.argwhere(keep)  # row-major order, as TF requires
+    return tf.SparseTensorValue(idx.astype(np.int64), dense[keep], batch + (width,))
+
+
+@pytest.mark.parametrize("kinds", ["dense-sparse", "sparse-dense", "sparse-sparse"])
+@pytest.mark.parametrize("batch", [(3,), (2, 3)])
+def test_sets_of_sparse_operands_against_python_sets(kinds, batch):
+    rng = np.random.default_rng(len(kinds) + len(batch))
+    a = _random_set(rng, batch, 4, kinds.startswith("sparse"))
+    b = _random_set(rng, batch, 5, kinds.endswith("-sparse"))
+    ops = {"intersection": (tf.sets.intersection(a, b), lambda x, y: x & y),
+           "union": (tf.sets.union(a, b), lambda x, y: x | y),
+           "a-b": (tf.sets.difference(a, b), lambda x, y: x - y),
+           "b-a": (tf.sets.difference(a, b, aminusb=False), lambda x, y: y - x)}
+    got = run([t for t, _ in ops.values()])
+    rows_a, _ = _rows_of(a)
+    rows_b, _ = _rows_of(b)
+    for (name, (_, fn)), result in zip(ops.items(), got, strict=True):
+        want = {pos: fn(rows_a[pos], rows_b[pos]) for pos in rows_a}
+        assert tuple(result.dense_shape[:-1]) == batch, name
+        assert result.dense_shape[-1] == max(len(v) for v in want.values()), name
+        rows, _ = _rows_of(result)
+        assert rows == want, name
+        # each row's values sorted and at columns 0, 1, ...
+        for pos, members in want.items():
+            at = [i for i, index in enumerate(result.indices.tolist())
+                  if tuple(index[:-1]) == pos]
+            assert [result.indices[i][-1] for i in at] == list(range(len(members)))
+            assert [result.values[i] for i in at] == sorted(members)
+
+
+def test_sets_of_sparse_operands_check_their_indices():
+    dense = np.array([[1, 2, 2], [3, 4, 5]], np.int64)
+    cases = [
+        (tf.SparseTensor([[1, 0], [0, 0]], np.array([1, 2], np.int64), [2, 2]),
+         r"indices\[1\] = \[0,0\] is out of order"),
+        (tf.SparseTensor([[0, 0], [0, 0]], np.array([1, 1], np.int64), [2, 2]),
+         r"indices\[1\] = \[0,0\] is repeated"),
+        (tf.SparseTensor([[0, 5]], np.array([1], np.int64), [2, 2]),
+         r"indices\[0\] = \[0,5\] is out of bounds: need 0 <= index < \[2,2\]"),
+        (tf.SparseTensor([[0, 0]], np.array([1], np.int64), [3, 2]),
+         r"Mismatched shapes \[2\] vs \[3\]"),
+    ]
+    for sparse, message in cases:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            run(tf.sets.union(sparse, dense))
+    unsorted = tf.SparseTensor([[1, 0], [0, 0]], np.array([4, 2], np.int64), [2, 2])
+    got = run(tf.sets.intersection(dense, unsorted, validate_indices=False))
+    assert got.values.tolist() == [2, 4]
+    with pytest.raises(TypeError, match="Types don't match"):
+        tf.sets.union(tf.SparseTensor([[0, 0]], [1], [1, 1]),
+                      tf.SparseTensor([[0, 0]], np.array([1], np.int64), [1, 1]))
+
+
+@pytest.mark.oracle
+def test_sets_of_sparse_operands_match_tensorflow():
+    program = """
+a_dense = tf.constant([[1, 2, 2], [3, 4, 5]], tf.int64)
+b_sp = tf.SparseTensor([[0, 0], [0, 1], [1, 0], [1, 3]], tf.constant([2, 7, 5, 9], tf.int64),
+                       [2, 4])
+a_sp = tf.SparseTensor([[0, 0], [0, 2], [2, 1]], tf.constant([1, 1, 3], tf.int64), [3, 3])
+b3 = tf.SparseTensor([[0, 0], [1, 0], [2, 0]], tf.constant([1, 8, 3], tf.int64), [3, 2])
+st = tf.SparseTensor([[0, 0, 0], [0, 1, 1], [1, 0, 0]], tf.constant(["x", "y", "x"]),
+                     [2, 2, 2])
+ops = {}
+for name, fn in [("inter", tf.sets.intersection), ("union", tf.sets.union),
+                 ("diff", tf.sets.difference)]:
+    for label, a, b in [("ds", a_dense, b_sp), ("sd", b_sp, a_dense), ("ss", a_sp, b3)]:
+        ops[name + label] = fn(a, b)
+ops["bdiff"] = tf.sets.difference(a_sp, b3, aminusb=False)
+ops["strings"] = tf.sets.union(st, st)
+with tf.Session() as s:
+    got = s.run(ops)
+    size = s.run(tf.sets.size(tf.sets.intersection(a_sp, b3))).tolist()
+result = {k: [v.indices.tolist(), [x.decode() if isinstance(x, bytes) else int(x)
+                                   for x in v.values.tolist()], v.dense_shape.tolist()]
+          for k, v in got.items()}
+result["size"] = size
+"""
+    ours, theirs = oracle.run_both(program, tf)
+    assert ours == theirs
+
+
 def test_confusion_matrix_and_saturate_cast():
     got = run(tf.math.confusion_matrix([0, 1, 2, 1], [0, 2, 2, 1]))
     np.testing.assert_array_equal(got, [[1, 0, 0], [0, 1, 1], [0, 0, 1]])
