@@ -30,6 +30,7 @@ from tensorflux.image.image_ops import (  # noqa: F401
     flip_up_down,
     grayscale_to_rgb,
     hsv_to_rgb,
+    non_max_suppression_padded,
     pad_to_bounding_box,
     per_image_standardization,
     random_brightness,
@@ -74,7 +75,6 @@ from tensorflux.ops.image_ops import (  # noqa: F401
     is_jpeg,
     non_max_suppression,
     non_max_suppression_overlaps,
-    non_max_suppression_padded,
     non_max_suppression_with_scores,
     sample_distorted_bounding_box,
 )

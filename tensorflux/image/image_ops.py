@@ -546,3 +546,56 @@ def random_jpeg_quality(image, min_jpeg_quality, max_jpeg_quality, seed=None):
     quality = random_ops.random_uniform([], min_jpeg_quality, max_jpeg_quality, seed=seed,
                                         dtype=dtypes.int32)
     return adjust_jpeg_quality(image, quality)
+
+
+def non_max_suppression_padded(boxes, scores, max_output_size, iou_threshold=0.5,
+                               score_threshold=float("-inf"), pad_to_max_output_size=False,
+                               name=None, sorted_input=False, canonicalized_coordinates=False,
+                               tile_size=512):
+    """NMS returning (selected indices, number valid) (`tf.image.non_max_suppression_padded`):
+    of one image ([num_boxes, 4] boxes), or of a batch ([..., num_boxes, 4], each image on
+    its own, indices padded to `max_output_size` with zeros, which a batch requires as in
+    TF). `sorted_input`, `canonicalized_coordinates` and `tile_size` are hints for TF's
+    batched algorithm; here every image's boxes are sorted by score (the same selection
+    for inputs that are sorted) and either corner order is taken."""
+    with graph_lib.name_scope(name, "non_max_suppression_padded"):
+        boxes = convert_to_tensor(boxes, name="boxes")
+        if boxes.shape.ndims is None or boxes.shape.ndims <= 2:
+            return image_ops.non_max_suppression_padded(
+                boxes, scores, max_output_size, iou_threshold, score_threshold,
+                pad_to_max_output_size, None, sorted_input, canonicalized_coordinates,
+                tile_size)
+        if not pad_to_max_output_size:
+            raise ValueError(f"'pad_to_max_output_size' (value {pad_to_max_output_size}) "
+                             f"must be True for batched input")
+        return _batched_nms_padded(boxes, scores, max_output_size, iou_threshold,
+                                   score_threshold)
+
+
+def _batched_nms_padded(boxes, scores, max_output_size, iou_threshold, score_threshold):
+    """Each image's padded NMS (NonMaxSuppressionV4) under map_fn over the batch
+    dimensions flattened into one."""
+    from tensorflux.control_flow.functional_ops import map_fn
+
+    scores = convert_to_tensor(scores, dtype=boxes.dtype, name="scores")
+    max_output_size = convert_to_tensor(max_output_size, dtypes.int32)
+    batch_shape = array_ops.shape(boxes)[:-2]
+    num_boxes = array_ops.shape(boxes)[-2]
+    flat_boxes = array_ops.reshape(boxes, joining_ops.concat([[-1], [num_boxes, 4]], 0))
+    flat_scores = array_ops.reshape(scores, joining_ops.concat([[-1], [num_boxes]], 0))
+
+    def one(image):
+        b, s = image
+        return image_ops.non_max_suppression_padded(
+            b, s, max_output_size, iou_threshold, score_threshold,
+            pad_to_max_output_size=True)
+
+    indices, valid = map_fn(one, (flat_boxes, flat_scores),
+                            dtype=(dtypes.int32, dtypes.int32), back_prop=False)
+    indices = array_ops.reshape(indices, joining_ops.concat(
+        [batch_shape, [max_output_size]], 0))
+    valid = array_ops.reshape(valid, batch_shape)
+    size = constant_value(max_output_size)
+    indices.set_shape(boxes.shape[:-2].concatenate([None if size is None else int(size)]))
+    valid.set_shape(boxes.shape[:-2])
+    return indices, valid

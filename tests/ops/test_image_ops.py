@@ -238,6 +238,10 @@ ex = {
         tf.constant(nms_boxes), nms_scores, 5, 0.5, pad_to_max_output_size=True)),
     "nms_unpadded": list(tf.image.non_max_suppression_padded(tf.constant(nms_boxes),
                                                              nms_scores, 5, 0.5)),
+    "nms_batched": list(tf.image.non_max_suppression_padded(  # [2, 2] images of 6 boxes
+        tf.constant(np.stack([[nms_boxes, nms_boxes[::-1]], [nms_boxes * 2, nms_boxes]])),
+        np.stack([[nms_scores, nms_scores], [nms_scores[::-1], nms_scores]]), 4, 0.3, 0.4,
+        pad_to_max_output_size=True)),
     "combined": list(tf.image.combined_non_max_suppression(
         cboxes, cscores, 3, 5, 0.5, 0.1)),
     "combined_q": list(tf.image.combined_non_max_suppression(
@@ -572,3 +576,26 @@ def test_cifar10_input_pipeline_with_queues(tmp_path):
 def test_composite_gradients(case):
     # adjust_gamma computes in float32 for float64 images too, as TF does.
     check_gradient(case, np.float32 if case.name == "adjust_gamma" else np.float64)
+
+
+def test_non_max_suppression_padded_of_a_batch_is_each_images():
+    rng = np.random.default_rng(5)
+    boxes = rng.random((3, 2, 7, 4)).astype(np.float32)
+    boxes[..., 2:] += boxes[..., :2]
+    scores = rng.random((3, 2, 7)).astype(np.float32)
+    b = tf.placeholder(tf.float32, [None, 2, 7, 4])
+    s = tf.placeholder(tf.float32, [None, 2, 7])
+    indices, valid = tf.image.non_max_suppression_padded(b, s, 5, 0.4, 0.3,
+                                                         pad_to_max_output_size=True)
+    assert indices.shape.as_list() == [None, 2, 5] and valid.shape.as_list() == [None, 2]
+    one_b, one_s = tf.placeholder(tf.float32, [7, 4]), tf.placeholder(tf.float32, [7])
+    one = tf.image.non_max_suppression_padded(one_b, one_s, 5, 0.4, 0.3,
+                                              pad_to_max_output_size=True)
+    with tf.Session() as sess:
+        got_i, got_v = sess.run([indices, valid], {b: boxes, s: scores})
+        for pos in np.ndindex(3, 2):
+            want_i, want_v = sess.run(one, {one_b: boxes[pos], one_s: scores[pos]})
+            np.testing.assert_array_equal(got_i[pos], want_i)
+            assert got_v[pos] == want_v
+    with pytest.raises(ValueError, match="must be True for batched input"):
+        tf.image.non_max_suppression_padded(boxes, scores, 5)
