@@ -28,7 +28,7 @@ from tensorflux.framework.op_registry import define_op, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.random_seed import get_seed
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import math_ops
+from tensorflux.ops import gather_ops, joining_ops, math_ops
 from tensorflux.ops.staging_ops import (  # noqa: F401 - TF1's data_flow_ops has them
     BaseStagingArea,
     MapStagingArea,
@@ -177,6 +177,18 @@ def _shared_name(shared_name):
 # ---- queues ------------------------------------------------------------------------------
 
 
+def _common_shape(shapes: list) -> TensorShape:
+    """The most specific shape all of `shapes` have (dimensions that differ unknown; an
+    unknown rank where the ranks differ)."""
+    out = shapes[0]
+    for s in shapes[1:]:
+        if out.ndims is None or s.ndims is None or out.ndims != s.ndims:
+            return tensor_shape.unknown_shape()
+        out = TensorShape([a if a == b else None
+                           for a, b in zip(out.as_list(), s.as_list(), strict=True)])
+    return out
+
+
 class QueueBase:
     """Base class for queue implementations (`tf.QueueBase`).
 
@@ -210,8 +222,26 @@ class QueueBase:
 
     @staticmethod
     def from_list(index, queues):
-        raise NotImplementedError("QueueBase.from_list (a queue chosen at run time) is not "
-                                  "supported by tensorflux yet")
+        """A queue whose handle is `queues[index]`'s, chosen when a step runs (`index` a
+        scalar int tensor): the queues' handles stacked and gathered, as TF1 does.
+
+        Raises:
+          TypeError: `queues` is not a non-empty list of queues, or their component dtypes
+            or names differ.
+        """
+        if not queues or not isinstance(queues, list) or \
+                not all(isinstance(q, QueueBase) for q in queues):
+            raise TypeError("A list of queues expected")
+        first = queues[0]
+        if any(q.dtypes != first.dtypes for q in queues[1:]):
+            raise TypeError("Queues do not have matching component dtypes.")
+        if any(q.names != first.names for q in queues[1:]):
+            raise TypeError("Queues do not have matching component names.")
+        shapes = [_common_shape(list(s)) for s in zip(*(q.shapes for q in queues),
+                                                      strict=True)]
+        handles = joining_ops.stack([q.queue_ref for q in queues])
+        return QueueBase(first.dtypes, shapes, first.names,
+                         gather_ops.gather(handles, index))
 
     @property
     def queue_ref(self) -> Tensor:

@@ -683,3 +683,33 @@ def test_concurrent_apply_ops_with_locking_are_exact(graph):
         threads = [start(worker) for _ in range(8)]
         join(*threads, timeout=50)
         assert sess.run(v).tolist() == [-800.0] * 4
+
+
+def test_queue_from_list_picks_a_queue_when_the_step_runs():
+    """TF1's switch between input queues (training and validation): handles stacked and
+    gathered, every queue op through the chosen handle."""
+    train = tf.FIFOQueue(10, [tf.float32, tf.int32], shapes=[[2], []], names=["x", "y"])
+    valid = tf.PaddingFIFOQueue(10, [tf.float32, tf.int32], shapes=[[None], []],
+                                names=["x", "y"])
+    which = tf.placeholder(tf.int32, [])
+    q = tf.QueueBase.from_list(which, [train, valid])
+    assert q.dtypes == [tf.float32, tf.int32] and q.names == ["x", "y"]
+    assert [s.as_list() for s in q.shapes] == [[None], []]  # what both queues' shapes have
+    batch = q.dequeue_many(2)
+    with tf.Session() as s:
+        s.run(train.enqueue_many({"x": [[1, 1], [2, 2], [3, 3]], "y": [1, 2, 3]}))
+        s.run(valid.enqueue({"x": [-1], "y": -1}))
+        s.run(valid.enqueue({"x": [-2, -2, -2], "y": -2}))
+        got = s.run(batch, {which: 0})
+        np.testing.assert_array_equal(got["x"], [[1, 1], [2, 2]])
+        got = s.run(batch, {which: 1})  # the padding queue pads
+        np.testing.assert_array_equal(got["x"], [[-1, 0, 0], [-2, -2, -2]])
+        assert s.run([q.size(), train.size()], {which: 0}) == [1, 1]
+        s.run(q.close(), {which: 0})
+        assert s.run(train.is_closed()) and not s.run(valid.is_closed())
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"indices = 2 is not in \[0, 2\)"):
+            s.run(q.size(), {which: 2})
+    with pytest.raises(TypeError, match="matching component dtypes"):
+        tf.QueueBase.from_list(which, [train, tf.FIFOQueue(3, [tf.float32, tf.int64])])
+    with pytest.raises(TypeError, match="A list of queues expected"):
+        tf.QueueBase.from_list(which, (train, valid))

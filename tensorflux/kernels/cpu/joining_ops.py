@@ -187,11 +187,22 @@ _COPIED_PIECES_MAX = 1 << 16  # elements of a value whose pieces along axis > 0 
 # ---- Pack, Unpack ------------------------------------------------------------------------
 
 
+def _object_scalar(value) -> np.ndarray:
+    """A 0-d object array holding `value` (a handle), or `value` if it is an array."""
+    if isinstance(value, np.ndarray):
+        return value
+    out = np.empty((), object)
+    out[()] = value
+    return out
+
+
 @kernel_factory("Pack")
 def _pack(node):
     axis = node.attrs["axis"]
 
     def compute(ctx, *values):
+        if not isinstance(values[0], (np.ndarray, np.generic)):  # handles (resources): objects
+            values = [_object_scalar(v) for v in values]
         first = values[0].shape
         for i, v in enumerate(values[1:], 1):
             if v.shape != first:

@@ -89,11 +89,11 @@ def _shape_str(shape) -> str:
 
 def as_handle(value) -> ResourceHandle:
     """The ResourceHandle a `resource` tensor holds (a handle, or a 0-d object array)."""
-    if type(value) is ResourceHandle:
+    if isinstance(value, ResourceHandle):
         return value
     if isinstance(value, np.ndarray) and value.dtype == object and value.size == 1:
         inner = value.reshape(-1)[0]
-        if type(inner) is ResourceHandle:
+        if isinstance(inner, ResourceHandle):
             return inner
     raise errors.InvalidArgumentError(
         None, None, f"Expected a resource handle, got {type(value).__name__}: {value!r:.80}")
