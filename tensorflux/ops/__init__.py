@@ -68,6 +68,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     slicing_ops,
     sobol_ops,
     sparse_ext_ops,
+    sparse_map_ops,
     sparse_ops,
     special_math_ops,
     spectral_nd_ops,

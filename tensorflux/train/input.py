@@ -24,11 +24,12 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.common_shapes import constant_value
 from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.operation import Tensor
-from tensorflux.framework.sparse_tensor import SparseTensor
+from tensorflux.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import (
     array_ops,
     comparison_ops,
+    constant_op,
     control_flow_ops,
     data_flow_ops,
     gather_ops,
@@ -37,6 +38,7 @@ from tensorflux.ops import (
     math_ops,
     random_ops,
     sequence_ops,
+    sparse_map_ops,
 )
 from tensorflux.train import queue_runner
 from tensorflux.variables import variables
@@ -215,17 +217,59 @@ def _as_original_type(original, tensor_list):
     return tensor_list
 
 
-def _validate(tensor_list) -> list[Tensor]:
+def _validate(tensor_list) -> list:
+    """Tensors, SparseTensors (a SparseTensorValue made one) kept as they are."""
     if not tensor_list:
         raise ValueError("Expected at least one tensor in batch().")
-    out = []
-    for t in tensor_list:
-        if isinstance(t, SparseTensor):
-            raise NotImplementedError(
-                "Batching SparseTensors (the SparseTensorsMap ops) is not supported by "
-                "tensorflux yet; batch the serialized records and parse the batch instead")
-        out.append(convert_to_tensor(t))
-    return out
+    return [t if isinstance(t, SparseTensor) else
+            SparseTensor.from_value(t) if isinstance(t, SparseTensorValue) else
+            convert_to_tensor(t) for t in tensor_list]
+
+
+def _store_sparse(tensor_list, enqueue_many: bool, keep_input, shared=None):
+    """(tensor_list with each SparseTensor replaced by its handle in a SparseTensors map,
+    or a vector of handles with `enqueue_many`; per position (map op, rank of a stored
+    element) or None), as TF1's batchers store them: a queue holds dense tensors only.
+    An example that `keep_input` drops is not stored. `shared`: the first list's
+    positions of a join, whose maps the other lists' stores use."""
+    out, maps = [], []
+    for i, t in enumerate(tensor_list):
+        if not isinstance(t, SparseTensor):
+            out.append(t)
+            maps.append(None)
+            continue
+        rank = t.dense_shape.shape.dims[0].value if t.dense_shape.shape.ndims == 1 else None
+        if enqueue_many and rank is not None:
+            rank -= 1
+        shared_name = shared[i][0].name if shared and shared[i] else None
+        made = []
+
+        def store(t=t, shared_name=shared_name, made=made):
+            handle = sparse_map_ops.add_sparse_to_tensors_map(t, many=enqueue_many,
+                                                              shared_name=shared_name)
+            made.append(handle.op)
+            return handle
+
+        if enqueue_many or _static_true(keep_input) is True:
+            out.append(store())
+        else:
+            out.append(builders.cond(keep_input, store,
+                                     lambda: constant_op.constant(-1, dtypes.int64)))
+        maps.append((made[0], rank))
+    return out, maps
+
+
+def _restore_sparse(dequeued, maps):
+    """`dequeued` with the stored positions' handles taken back as SparseTensors."""
+    if not any(maps):
+        return dequeued
+    single = not isinstance(dequeued, (list, tuple))
+    parts = [dequeued] if single else list(dequeued)
+    for i, stored in enumerate(maps):
+        if stored is not None:
+            parts[i] = sparse_map_ops.take_many_sparse_from_tensors_map(stored[0], parts[i],
+                                                                        rank=stored[1])
+    return parts[0] if single else parts
 
 
 def _validate_join(tensor_list_list) -> list[list[Tensor]]:
@@ -283,28 +327,53 @@ def _static_true(keep_input: Tensor) -> bool | None:
     return None if value is None or keep_input.shape.ndims != 0 else bool(value)
 
 
-def _enqueue_ops(queue, tensor_list, enqueue_many, keep_input) -> object:
-    """One enqueue op for `tensor_list`, honouring `keep_input`."""
+def _discard(handles, stored):
+    """Takes the stored entries of dropped examples out of their map (when there are any)."""
+    def take():
+        taken = sparse_map_ops.take_many_sparse_from_tensors_map(stored[0], handles)
+        return builders.group(taken.indices, taken.values, taken.dense_shape)
+
+    return builders.cond(comparison_ops.greater(array_ops.size(handles), 0), take,
+                         control_flow_ops.no_op)
+
+
+def _enqueue_ops(queue, tensor_list, enqueue_many, keep_input, maps=None) -> object:
+    """One enqueue op for `tensor_list`, honouring `keep_input` (`maps`: _store_sparse's,
+    for the stored entries of dropped examples)."""
     enqueue = queue.enqueue_many if enqueue_many else queue.enqueue
     if keep_input.shape.ndims == 1:
         cases = math_ops.cast(keep_input, dtypes.int32)
-
-        kept = [gather_ops.dynamic_partition(t, cases, 2)[1] for t in tensor_list]
-        return enqueue(kept)
+        parts = [gather_ops.dynamic_partition(t, cases, 2) for t in tensor_list]
+        dropped = [_discard(p[0], stored) for p, stored in zip(parts, maps or (), strict=False)
+                   if stored is not None]
+        with graph_lib.get_default_graph().control_dependencies(dropped):
+            return enqueue([p[1] for p in parts])
     static = _static_true(keep_input)
     if static is True:
         return enqueue(tensor_list)
     return builders.cond(keep_input, lambda: enqueue(tensor_list), control_flow_ops.no_op)
 
 
-def _enqueue(queue, tensor_list, threads, enqueue_many, keep_input) -> None:
-    op = _enqueue_ops(queue, tensor_list, enqueue_many, keep_input)
+def _enqueue(queue, tensor_list, threads, enqueue_many, keep_input, maps) -> None:
+    op = _enqueue_ops(queue, tensor_list, enqueue_many, keep_input, maps)
     queue_runner.add_queue_runner(queue_runner.QueueRunner(queue, [op] * threads))
 
 
-def _enqueue_join(queue, tensor_list_list, enqueue_many, keep_input) -> None:
-    ops = [_enqueue_ops(queue, tl, enqueue_many, keep_input) for tl in tensor_list_list]
+def _enqueue_join(queue, tensor_list_list, enqueue_many, keep_input, maps_list) -> None:
+    ops = [_enqueue_ops(queue, tl, enqueue_many, keep_input, maps)
+           for tl, maps in zip(tensor_list_list, maps_list, strict=True)]
     queue_runner.add_queue_runner(queue_runner.QueueRunner(queue, ops))
+
+
+def _store_join(tensor_list_list, enqueue_many, keep_input):
+    """_store_sparse of each list of a join, the later ones into the first one's maps."""
+    stored, maps_list = [], []
+    for tl in tensor_list_list:
+        out, maps = _store_sparse(tl, enqueue_many, keep_input,
+                                  maps_list[0] if maps_list else None)
+        stored.append(out)
+        maps_list.append(maps)
+    return stored, maps_list
 
 
 def _dequeue(queue, batch_size, allow_smaller_final_batch, name):
@@ -320,14 +389,16 @@ def _batch(tensors, batch_size, keep_input, num_threads=1, capacity=32, enqueue_
     with graph_lib.name_scope(name, "batch", list(tensor_list) + [keep_input]) as scope:
         tensor_list = _validate(tensor_list)
         keep_input = _validate_keep_input(keep_input, enqueue_many)
+        tensor_list, maps = _store_sparse(tensor_list, enqueue_many, keep_input)
         types = _dtypes([tensor_list])
         shapes = _shapes([tensor_list], shapes, enqueue_many)
         queue = _which_queue(dynamic_pad)(capacity=capacity, dtypes=types, shapes=shapes,
                                           shared_name=shared_name)
-        _enqueue(queue, tensor_list, num_threads, enqueue_many, keep_input)
+        _enqueue(queue, tensor_list, num_threads, enqueue_many, keep_input, maps)
         _summary_scalar(f"fraction_of_{capacity}_full",
                         math_ops.cast(queue.size(), dtypes.float32) * (1.0 / capacity))
-        dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
+        dequeued = _restore_sparse(_dequeue(queue, batch_size, allow_smaller_final_batch,
+                                            scope), maps)
         return _as_original_type(tensors, dequeued)
 
 
@@ -340,14 +411,16 @@ def _batch_join(tensors_list, batch_size, keep_input, capacity=32, enqueue_many=
             as scope:
         tensor_list_list = _validate_join(tensor_list_list)
         keep_input = _validate_keep_input(keep_input, enqueue_many)
+        tensor_list_list, maps_list = _store_join(tensor_list_list, enqueue_many, keep_input)
         types = _dtypes(tensor_list_list)
         shapes = _shapes(tensor_list_list, shapes, enqueue_many)
         queue = _which_queue(dynamic_pad)(capacity=capacity, dtypes=types, shapes=shapes,
                                           shared_name=shared_name)
-        _enqueue_join(queue, tensor_list_list, enqueue_many, keep_input)
+        _enqueue_join(queue, tensor_list_list, enqueue_many, keep_input, maps_list)
         _summary_scalar(f"fraction_of_{capacity}_full",
                         math_ops.cast(queue.size(), dtypes.float32) * (1.0 / capacity))
-        dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
+        dequeued = _restore_sparse(_dequeue(queue, batch_size, allow_smaller_final_batch,
+                                            scope), maps_list[0])
         return _as_original_type(tensors_list[0], dequeued)
 
 
@@ -376,12 +449,14 @@ def _shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input,
             as scope:
         tensor_list = _validate(tensor_list)
         keep_input = _validate_keep_input(keep_input, enqueue_many)
+        tensor_list, maps = _store_sparse(tensor_list, enqueue_many, keep_input)
         types = _dtypes([tensor_list])
         shapes = _shapes([tensor_list], shapes, enqueue_many)
         queue = _shuffle_queue(capacity, min_after_dequeue, seed, types, shapes, shared_name)
-        _enqueue(queue, tensor_list, num_threads, enqueue_many, keep_input)
+        _enqueue(queue, tensor_list, num_threads, enqueue_many, keep_input, maps)
         _shuffle_summary(queue, capacity, min_after_dequeue)
-        dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
+        dequeued = _restore_sparse(_dequeue(queue, batch_size, allow_smaller_final_batch,
+                                            scope), maps)
         return _as_original_type(tensors, dequeued)
 
 
@@ -394,12 +469,14 @@ def _shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, k
             as scope:
         tensor_list_list = _validate_join(tensor_list_list)
         keep_input = _validate_keep_input(keep_input, enqueue_many)
+        tensor_list_list, maps_list = _store_join(tensor_list_list, enqueue_many, keep_input)
         types = _dtypes(tensor_list_list)
         shapes = _shapes(tensor_list_list, shapes, enqueue_many)
         queue = _shuffle_queue(capacity, min_after_dequeue, seed, types, shapes, shared_name)
-        _enqueue_join(queue, tensor_list_list, enqueue_many, keep_input)
+        _enqueue_join(queue, tensor_list_list, enqueue_many, keep_input, maps_list)
         _shuffle_summary(queue, capacity, min_after_dequeue)
-        dequeued = _dequeue(queue, batch_size, allow_smaller_final_batch, scope)
+        dequeued = _restore_sparse(_dequeue(queue, batch_size, allow_smaller_final_batch,
+                                            scope), maps_list[0])
         return _as_original_type(tensors_list[0], dequeued)
 
 

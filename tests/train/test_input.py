@@ -163,12 +163,6 @@ def test_maybe_batch_with_a_keep_vector(graph):
         coord.join(threads, stop_grace_period_secs=10)
 
 
-def test_sparse_tensors_are_refused_clearly(graph):
-    st = tf.SparseTensor([[0]], [1.0], [3])
-    with pytest.raises(NotImplementedError, match="SparseTensorsMap"):
-        tf.train.batch([st], 2)
-
-
 def test_tfrecord_pipeline_end_to_end(graph, tmp_path):
     paths = []
     for k in range(3):

@@ -69,6 +69,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     slicing_ops,
     sobol_ops,
     sparse_ext_ops,
+    sparse_map_ops,
     sparse_ops,
     special_math_ops,
     spectral_nd_ops,
