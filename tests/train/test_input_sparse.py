@@ -161,3 +161,26 @@ result = {str(k): v for k, v in result.items()}
 """
     ours, theirs = oracle.run_both(program, tf)
     assert ours == theirs
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("names", [
+    ["AddSparseToTensorsMap", "AddManySparseToTensorsMap", "TakeManySparseFromTensorsMap"],
+    ["DenseToSparseSetOperation", "SparseToSparseSetOperation"]])
+def test_op_defs_match_tensorflow(names):
+    want = oracle.run_tf(f"""
+from tensorflow.python.framework import op_def_registry
+result = {{}}
+for n in {names!r}:
+    od = op_def_registry.get(n)
+    result[n] = [[a.name for a in od.input_arg], [a.name for a in od.output_arg],
+                 sorted(a.name for a in od.attr), od.is_stateful]
+""")
+    from tensorflux.framework import op_registry
+
+    for name, (inputs, outputs, attrs, stateful) in want.items():
+        opdef = op_registry.get(name)
+        assert [a.name for a in opdef.inputs] == inputs, name
+        assert [a.name for a in opdef.outputs] == outputs, name
+        assert sorted(opdef.attrs) == attrs, name
+        assert opdef.is_stateful == stateful, name
