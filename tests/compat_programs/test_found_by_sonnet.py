@@ -258,3 +258,17 @@ def test_internals_tensorlayer_imports_and_lrn_defaults_as_tensorflows():
     theirs, ours = _both(TENSORLAYER_INTERNALS)
     assert ours == theirs
     assert ours["attrs"] == [5, 1.0, 1.0, 0.5]
+
+
+def test_tensor_shape_helpers_and_variable_scope_variable_of_tf1():
+    from tensorflux.python.ops import variable_scope
+
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        unknown = tf.placeholder(tf.float32)
+        assert x._shape_tuple() == (None, 3) and unknown._shape_tuple() is None
+        assert x._shape_as_list() == [None, 3] and tf.constant(1.)._shape_tuple() == ()
+        assert x._rank() == 2 and unknown._rank() is None
+        # TF 1.x's optimizers (and TensorLayer's AMSGrad) make their beta powers with it
+        power = variable_scope.variable(0.9, name="beta1_power", trainable=False)
+        assert power.name == "beta1_power:0" and not power.trainable
