@@ -34,6 +34,7 @@ from tensorflux.contrib import (  # noqa: F401
     cudnn_rnn,
     data,
     distributions,
+    eager,
     estimator,
     factorization,
     feature_column,

@@ -1,5 +1,5 @@
 """`tf.contrib.framework`: arg_scope and the variable helpers of contrib's layers, `nest`
-(tensorflux/control_flow/nest.py), and the checkpoint readers `load_checkpoint` /
+(tensorflux/control_flow/nest.py), `smart_cond`, and the checkpoint readers `load_checkpoint` /
 `list_variables`."""
 
 from tensorflux.contrib.framework_variables import *  # noqa: E402,F401,F403
@@ -19,6 +19,7 @@ from tensorflux.contrib.layers_core import (  # noqa: F401
     variable,
 )
 from tensorflux.control_flow import nest  # noqa: E402,F401
+from tensorflux.layers.base import smart_cond, smart_constant_value  # noqa: E402,F401
 from tensorflux.train.checkpoint_utils import (  # noqa: E402,F401
     list_variables,
     load_checkpoint,

@@ -10,6 +10,7 @@ Two groups:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 
 from tensorflux.framework import graph as graph_lib
@@ -45,8 +46,13 @@ def flatten(structure) -> list:
 
 
 def _rebuild(like, items):
-    if isinstance(like, dict):
-        return type(like)((k, v) for k, v in zip(_sorted_keys(like), items, strict=True))
+    if isinstance(like, dict):  # values come by sorted key; keys keep `like`'s order
+        by_key = dict(zip(_sorted_keys(like), items, strict=True))
+        if isinstance(like, collections.defaultdict):
+            out = type(like)(like.default_factory)
+            out.update((k, by_key[k]) for k in like)
+            return out
+        return type(like)((k, by_key[k]) for k in like)
     if isinstance(like, tuple) and hasattr(like, "_fields"):  # namedtuple
         return type(like)(*items)
     return type(like)(items)
@@ -56,9 +62,18 @@ def pack_sequence_as(structure, flat_sequence):
     """`flat_sequence` (as `flatten` gives it) shaped like `structure`.
 
     Raises:
+      TypeError: `flat_sequence` is a string or not iterable.
       ValueError: the number of leaves differs.
     """
+    if isinstance(flat_sequence, (str, bytes)) or not hasattr(flat_sequence, "__iter__"):
+        raise TypeError(f"Attempted to pack value:\n  {flat_sequence}\ninto a structure, but "
+                        f"found incompatible type `{type(flat_sequence)}` instead.")
     flat_sequence = list(flat_sequence)
+    if not is_nested(structure) and len(flat_sequence) != 1:
+        raise ValueError(f"The target structure is of type `{type(structure)}`\n  {structure}"
+                         f"\nHowever the input is a sequence ({type(flat_sequence)}) of length "
+                         f"{len(flat_sequence)}.\n  {flat_sequence}\nnest cannot guarantee that "
+                         f"it is safe to map one to the other.")
     n = len(flatten(structure))
     if n != len(flat_sequence):
         raise ValueError(f"Could not pack sequence. Structure had {n} elements, but "
@@ -124,7 +139,13 @@ def _compare_structures(a, b, check_types: bool) -> None:
 
 
 def map_structure(fn, *structures, check_types: bool = True):
-    """`fn` applied leafwise to `structures` (which must nest alike); shaped like the first."""
+    """`fn` applied leafwise to `structures` (which must nest alike); shaped like the first.
+
+    Raises:
+      ValueError: no structures, or they nest differently.
+    """
+    if not structures:
+        raise ValueError("Must provide at least one structure")
     for s in structures[1:]:
         assert_same_structure(structures[0], s, check_types)
     flat = [flatten(s) for s in structures]

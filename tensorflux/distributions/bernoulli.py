@@ -23,6 +23,8 @@ __all__ = ["Bernoulli"]
 class Bernoulli(util.LogitsProbsMixin, distribution.Distribution):
     """A batch of Bernoulli distributions."""
 
+    _PARAM_NAMES = ("logits",)
+
     def __init__(self, logits=None, probs=None, dtype=dtypes.int32, validate_args=False,
                  allow_nan_stats=True, name="Bernoulli"):
         parameters = dict(locals())

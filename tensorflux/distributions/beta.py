@@ -23,6 +23,8 @@ __all__ = ["Beta"]
 class Beta(distribution.Distribution):
     """A batch of Beta distributions."""
 
+    _PARAM_NAMES = ("concentration1", "concentration0")
+
     def __init__(self, concentration1=None, concentration0=None, validate_args=False,
                  allow_nan_stats=True, name="Beta"):
         parameters = dict(locals())

@@ -77,6 +77,9 @@ def float_parameters(values: dict, dtype=None) -> dict:
 class Distribution:
     """A batch of probability distributions (`tf.distributions.Distribution`)."""
 
+    # The parameters that take the batch shape, for `param_shapes` (None: not defined).
+    _PARAM_NAMES: tuple | None = None
+
     def __init__(self, dtype, reparameterization_type, validate_args, allow_nan_stats,
                  parameters=None, graph_parents=None, name=None):
         if not name or name[-1] != "/":
@@ -91,6 +94,47 @@ class Distribution:
         self._parameters.pop("__class__", None)
         self._graph_parents = list(graph_parents or [])
         self._name = name
+
+    # ----- parameter shapes -------------------------------------------------------
+    @classmethod
+    def param_shapes(cls, sample_shape, name="DistributionParamShapes"):
+        """The shapes of the parameters for which `sample()` gives `sample_shape`: a dict
+        of int32 tensors (`sample_shape` itself where it is a tensor).
+
+        Raises:
+          NotImplementedError: the class does not say (TF1's Categorical, Dirichlet and
+            the multinomials).
+        """
+        with graph_lib.name_scope(name, values=[sample_shape]):
+            return cls._param_shapes(sample_shape)
+
+    @classmethod
+    def _param_shapes(cls, sample_shape):
+        if cls._PARAM_NAMES is None:
+            raise NotImplementedError("_param_shapes not implemented")
+        shape = convert_to_tensor(sample_shape, dtype=dtypes.int32)
+        return {name: shape for name in cls._PARAM_NAMES}
+
+    @classmethod
+    def param_static_shapes(cls, sample_shape):
+        """`param_shapes` as TensorShapes, for a `sample_shape` known when building.
+
+        Raises:
+          ValueError: `sample_shape` is a TensorShape not fully defined, or its values are
+            not known statically.
+        """
+        if isinstance(sample_shape, TensorShape):
+            if not sample_shape.is_fully_defined():
+                raise ValueError("TensorShape sample_shape must be fully defined")
+            sample_shape = sample_shape.as_list()
+        static = {}
+        for name, shape in cls.param_shapes(sample_shape).items():
+            value = constant_value(shape)
+            if value is None:
+                raise ValueError("sample_shape must be a fully-defined TensorShape or "
+                                 "list/tuple")
+            static[name] = TensorShape([int(d) for d in np.reshape(value, [-1])])
+        return static
 
     # ----- properties -----------------------------------------------------------
     @property

@@ -29,6 +29,8 @@ class Gamma(distribution.Distribution):
     """Gamma(concentration alpha, rate beta): density beta^alpha x^(alpha-1) e^(-beta x)
     / Gamma(alpha) for x > 0."""
 
+    _PARAM_NAMES = ("concentration", "rate")
+
     def __init__(self, concentration, rate, validate_args=False, allow_nan_stats=True,
                  name="Gamma"):
         parameters = dict(locals())
@@ -97,6 +99,8 @@ class Gamma(distribution.Distribution):
 
 class Exponential(Gamma):
     """Exponential(rate): density rate e^(-rate x) for x > 0."""
+
+    _PARAM_NAMES = ("rate",)
 
     def __init__(self, rate, validate_args=False, allow_nan_stats=True, name="Exponential"):
         parameters = dict(locals())

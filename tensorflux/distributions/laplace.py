@@ -31,6 +31,8 @@ def _log_cdf_laplace(z):
 class Laplace(util.LocScaleMixin, distribution.Distribution):
     """A batch of Laplace distributions."""
 
+    _PARAM_NAMES = ("loc", "scale")
+
     def __init__(self, loc, scale, validate_args=False, allow_nan_stats=True,
                  name="Laplace"):
         parameters = dict(locals())

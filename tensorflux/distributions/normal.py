@@ -27,6 +27,8 @@ _INV_SQRT2 = 1. / math.sqrt(2.)
 class Normal(util.LocScaleMixin, distribution.Distribution):
     """The normal distribution N(loc, scale**2)."""
 
+    _PARAM_NAMES = ("loc", "scale")
+
     def __init__(self, loc, scale, validate_args=False, allow_nan_stats=True, name="Normal"):
         parameters = dict(locals())
         with graph_lib.name_scope(name, values=[loc, scale]) as scope:

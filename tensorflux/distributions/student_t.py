@@ -25,6 +25,8 @@ __all__ = ["StudentT"]
 class StudentT(util.LocScaleMixin, distribution.Distribution):
     """A batch of Student's t distributions."""
 
+    _PARAM_NAMES = ("df", "loc", "scale")
+
     def __init__(self, df, loc, scale, validate_args=False, allow_nan_stats=True,
                  name="StudentT"):
         parameters = dict(locals())

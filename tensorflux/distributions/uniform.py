@@ -21,6 +21,8 @@ __all__ = ["Uniform"]
 class Uniform(distribution.Distribution):
     """A batch of continuous uniform distributions."""
 
+    _PARAM_NAMES = ("low", "high")
+
     def __init__(self, low=0., high=1., validate_args=False, allow_nan_stats=True,
                  name="Uniform"):
         parameters = dict(locals())

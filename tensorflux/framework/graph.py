@@ -393,6 +393,12 @@ class Graph:
         pattern = re.compile(scope)
         return [i for i in items if hasattr(i, "name") and pattern.match(i.name)]
 
+    @property
+    def collections(self) -> list:
+        """The names of the collections this graph has held (TF's `Graph.collections`)."""
+        with self._lock:
+            return list(self._collections)
+
     def get_all_collection_keys(self) -> list[str]:
         with self._lock:
             return [k for k, v in self._collections.items() if isinstance(v, list)]

@@ -46,10 +46,26 @@ VARIABLE_COLLECTIONS = (GraphKeys.GLOBAL_VARIABLES, GraphKeys.LOCAL_VARIABLES,
 _PROTO_FUNCTIONS: dict[str, tuple] = {}
 
 
-def register_proto_function(collection_name: str, proto_type, to_proto, from_proto) -> None:
+def register_proto_function(collection_name: str, proto_type=None, to_proto=None,
+                            from_proto=None) -> None:
     """Makes a collection's items serialize as `proto_type` messages (TF's
     `ops.register_proto_function`)."""
     _PROTO_FUNCTIONS[collection_name] = (proto_type, to_proto, from_proto)
+
+
+def get_collection_proto_type(collection_name: str):
+    """The proto class registered for a collection, or None (TF's `ops.` function)."""
+    return _PROTO_FUNCTIONS.get(collection_name, (None, None, None))[0]
+
+
+def get_to_proto_function(collection_name: str):
+    """The to_proto function registered for a collection, or None."""
+    return _PROTO_FUNCTIONS.get(collection_name, (None, None, None))[1]
+
+
+def get_from_proto_function(collection_name: str):
+    """The from_proto function registered for a collection, or None."""
+    return _PROTO_FUNCTIONS.get(collection_name, (None, None, None))[2]
 
 
 def _proto_function(key: str):

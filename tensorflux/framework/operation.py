@@ -123,6 +123,19 @@ class Tensor:
     def shape(self) -> tensor_shape.TensorShape:
         return self._shape
 
+    def _shape_tuple(self):
+        """The static shape as a tuple (None for unknown dims), or None for an unknown rank
+        (TF's private helper, which libraries call)."""
+        shape = self.shape
+        return None if shape.ndims is None else tuple(shape.as_list())
+
+    def _shape_as_list(self):
+        shape = self.shape
+        return None if shape.ndims is None else shape.as_list()
+
+    def _rank(self):
+        return self.shape.ndims
+
     def get_shape(self) -> tensor_shape.TensorShape:
         return self._shape
 

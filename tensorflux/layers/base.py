@@ -294,6 +294,34 @@ def constant_bool(value):
     return bool(value)
 
 
+def smart_constant_value(pred):
+    """`pred`'s value when known at graph construction (TF's `smart_constant_value`): a
+    tensor's constant value (None if not known), a bool for a Python bool or 0/1.
+
+    Raises:
+      TypeError: `pred` is neither.
+    """
+    if isinstance(pred, Tensor):
+        return common_shapes.constant_value(pred)
+    try:
+        known = not isinstance(pred, str) and pred in (0, 1)
+    except (TypeError, ValueError):  # unhashable, or an array
+        known = False
+    if known:
+        return bool(pred)
+    raise TypeError(f"Argument `pred` must be a Tensor, or a Python bool, or 1 or 0. "
+                    f"Received: pred={pred} of type {type(pred).__name__}")
+
+
+def constant_value(pred):
+    """`smart_constant_value`, None for a variable (TF's `layers.utils.constant_value`)."""
+    from tensorflux.variables.variables import Variable
+
+    if isinstance(pred, Variable):
+        return None
+    return smart_constant_value(pred)
+
+
 def smart_cond(pred, true_fn, false_fn, name=None):
     """`true_fn()` or `false_fn()` when `pred` is known at graph construction, else a
     `tf.cond` on it."""

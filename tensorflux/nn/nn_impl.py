@@ -260,8 +260,8 @@ def _noise_shape(x: Tensor, noise_shape):
     """TF's `_get_noise_shape`: `x`'s shape, or `noise_shape` with its unknown dims taken
     from `x`."""
     if noise_shape is None:
-        if x.shape.is_fully_defined():
-            return x.shape.as_list()
+        if x.shape.is_fully_defined():  # TF's `shape(x)`, folded to a Const named Shape
+            return constant_op.constant(x.shape.as_list(), dtype=dtypes.int32, name="Shape")
         return array_ops.shape(x)
     try:
         ns = tensor_shape.as_shape(noise_shape)

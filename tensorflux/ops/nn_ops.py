@@ -427,9 +427,12 @@ define_op("LRNGrad", inputs=["input_grads: T", "input_image: T", "output_image: 
 def lrn(input, depth_radius=5, bias=1.0, alpha=1.0, beta=0.5,  # noqa: A002
         name: str | None = None):
     """Local response normalization across the last (depth) dimension of a 4-D tensor
-    (`tf.nn.lrn`): input / (bias + alpha * sum(input[..., d-r:d+r+1] ** 2)) ** beta."""
-    return apply_op("LRN", input=input, depth_radius=int(depth_radius), bias=float(bias),
-                    alpha=float(alpha), beta=float(beta), name=name or "LRN")
+    (`tf.nn.lrn`): input / (bias + alpha * sum(input[..., d-r:d+r+1] ** 2)) ** beta.
+    An argument passed as None takes its default, as in TF's generated wrappers."""
+    given = {"depth_radius": (depth_radius, int), "bias": (bias, float),
+             "alpha": (alpha, float), "beta": (beta, float)}
+    attrs = {k: cast(v) for k, (v, cast) in given.items() if v is not None}
+    return apply_op("LRN", input=input, name=name or "LRN", **attrs)
 
 
 local_response_normalization = lrn

@@ -15,17 +15,22 @@ module made on import (`_Finder` below) whose attributes are looked up, in order
    `tf.nn`, `tf.math`, ...), so `math_ops.floor` is `tf.floor` and `ops.name_scope` is
    `tf.name_scope`;
 3. tensorflux's own module of that name (`_INTERNAL`), e.g. `framework.tensor_shape`
-   (`tensor_shape.scalar()`), `ops.init_ops`, `training.moving_averages`.
+   (`tensor_shape.scalar()`), `ops.init_ops`, `training.moving_averages`;
+4. in any `ops.*_ops` module, the generated op wrappers as in 1. (TF's `io_ops`, `array_ops`,
+   ... import their `gen_*_ops` wholesale: `io_ops.restore_v2`).
 
 A name found nowhere raises AttributeError naming the module, as a missing attribute does.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import functools
 import importlib
 import importlib.abc
 import importlib.machinery
+import inspect
 import sys
 
 _PREFIX = __name__ + "."
@@ -50,6 +55,7 @@ _PUBLIC = {
     "estimator": ["tensorflux.estimator", "tensorflux.estimator.export"],
     "lib": ["tensorflux.io"],
     "pywrap_tensorflow": ["tensorflux.train", "tensorflux.errors"],  # a module, not a package
+    "eager": [],
 }
 
 # Top-level names under tensorflow.python that are modules (their names are attributes).
@@ -60,7 +66,7 @@ _FLAT = {"pywrap_tensorflow"}
 _INTERNAL = {
     "framework.ops": ["tensorflux.framework.graph", "tensorflux.framework.operation",
                       "tensorflux.framework.tensor_conversion",
-                      "tensorflux.framework.op_registry"],
+                      "tensorflux.framework.op_registry", "tensorflux.framework.meta_graph"],
     "framework.tensor_util": ["tensorflux.framework.tensor_util",
                               "tensorflux.framework.common_shapes"],
     "framework.errors_impl": ["tensorflux.errors"],
@@ -85,6 +91,8 @@ _INTERNAL = {
     "util.tf_contextlib": ["contextlib"],  # TF wraps the standard library's
     "util.tf_inspect": ["inspect"],
     "layers.utils": ["tensorflux.layers.base"],
+    "framework.smart_cond": ["tensorflux.layers.base"],
+    "framework.function": ["tensorflux.autodiff.defun"],
 }
 
 # module path -> tensorflux modules searched before the public namespaces, where a public
@@ -141,10 +149,105 @@ def _unwrap(maybe_decorated):
     return found, maybe_decorated
 
 
+def _in_graph_mode() -> bool:
+    return True
+
+
+def _executing_eagerly() -> bool:
+    return False
+
+
+def _variable(*args, **kwargs):
+    """TF's variable_scope.variable: a TF1 `tf.Variable`."""
+    import tensorflux as tf
+
+    return tf.Variable(*args, **kwargs)
+
+
+def _shape_internal(input, name=None, optimize=True, out_type=None):  # noqa: A002 - TF's
+    """TF's array_ops.shape_internal: `tf.shape`, a Const when `optimize` and the static
+    shape is fully defined (a SparseTensor's dense_shape)."""
+    import tensorflux as tf
+
+    out_type = out_type or tf.int32
+    with tf.name_scope(name, "Shape", [input]) as scope:
+        if isinstance(input, tf.SparseTensor):
+            return tf.cast(input.dense_shape, out_type)
+        input = tf.convert_to_tensor(input)
+        if optimize and input.shape.is_fully_defined():
+            return tf.constant(input.shape.as_list(), out_type, name=scope)
+        return tf.shape(input, name=scope, out_type=out_type)
+
+
+def _tensor_shape_tensor_conversion_function(s, dtype=None, name=None, as_ref=False):
+    """TF's constant_op conversion of a fully defined TensorShape to an int32 (or `dtype`)
+    tensor named `shape_as_tensor`."""
+    import tensorflux as tf
+
+    del as_ref
+    if not s.is_fully_defined():
+        raise ValueError(f"Cannot convert a partially known TensorShape {s} to a Tensor.")
+    return tf.constant(s.as_list(), dtype=dtype or tf.int32, name=name or "shape_as_tensor")
+
+
+# tensorflow.python.eager.context: tensorflux builds graphs only (no eager context).
+_EAGER_CONTEXT = {
+    "executing_eagerly": _executing_eagerly,
+    "in_eager_mode": _executing_eagerly,
+    "in_graph_mode": _in_graph_mode,
+    "graph_mode": contextlib.nullcontext,
+    "GRAPH_MODE": 0,
+    "EAGER_MODE": 1,
+}
+
+ArgSpec = collections.namedtuple("ArgSpec", ["args", "varargs", "keywords", "defaults"])
+
+
+def _partial_argspec(target: functools.partial) -> ArgSpec:
+    """A partial's arguments: the function's less those bound by position, the keywords it
+    binds as defaults (which all later arguments must then have too)."""
+    spec = _getargspec(target.func)
+    args = spec.args[len(target.args):]
+    given = dict(zip(spec.args[len(spec.args) - len(spec.defaults or ()):],
+                     spec.defaults or (), strict=True))
+    given.update(target.keywords)
+    first = next((i for i, a in enumerate(args) if a in given), len(args))
+    missing = [a for a in args[first:] if a not in given]
+    if missing:
+        raise ValueError(f"{target} has some keyword-only arguments, which are not "
+                         f"supported: {missing}.")
+    defaults = tuple(given[a] for a in args[first:])
+    return ArgSpec(args, spec.varargs, spec.keywords, defaults or None)
+
+
+def _getargspec(target) -> ArgSpec:
+    """TF's tf_inspect.getargspec (the Python 2 `inspect.getargspec`, gone from Python 3.11):
+    keyword-only arguments are listed after the others, their defaults after theirs;
+    partials show what is left to pass; classes and callable objects their `__init__` and
+    `__call__`, `self` included."""
+    if isinstance(target, functools.partial):
+        return _partial_argspec(target)
+    if isinstance(target, type):
+        target = target.__init__
+    elif not callable(target) or not (inspect.isroutine(target) or inspect.isbuiltin(target)):
+        target = type(target).__call__
+    full = inspect.getfullargspec(target)
+    defaults = tuple(full.defaults or ())
+    defaults += tuple(full.kwonlydefaults[a] for a in full.kwonlyargs
+                      if a in (full.kwonlydefaults or {}))
+    return ArgSpec(full.args + full.kwonlyargs, full.varargs, full.varkw, defaults or None)
+
+
 _EXTRA = {
     "framework.ops": {"reset_default_graph": _reset_default_graph},
+    "ops.array_ops": {"shape_internal": _shape_internal},
+    "ops.variable_scope": {"variable": _variable},
+    "framework.constant_op": {"_tensor_shape_tensor_conversion_function":
+                              _tensor_shape_tensor_conversion_function},
     "client.device_lib": {"list_local_devices": _list_local_devices},
     "util.tf_decorator": {"make_decorator": _make_decorator, "unwrap": _unwrap},
+    "util.tf_inspect": {"getargspec": _getargspec, "ArgSpec": ArgSpec},
+    "eager.context": _EAGER_CONTEXT,
 }
 
 
@@ -194,6 +297,13 @@ def _module_getattr(path: str):
                 continue
             if hasattr(module, name):
                 return getattr(module, name)
+        if path.startswith("ops.") and path.endswith("_ops"):  # TF's *_ops modules
+            # also hold their gen_*_ops' names
+            from tensorflux import raw_ops
+
+            wrapper = raw_ops.generated_wrapper(name)
+            if wrapper is not None:
+                return wrapper
         submodule = _home_submodule(path, name)
         if submodule is not None:
             return submodule

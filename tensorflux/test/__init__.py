@@ -49,7 +49,17 @@ def get_temp_dir() -> str:
 
 
 def main(argv=None):
-    """Runs the tests of the calling module (`tf.test.main()`)."""
+    """Runs the tests of the calling module (`tf.test.main()`), after parsing the command
+    line's flags into `tf.flags.FLAGS` and, where the program defines flags with absl-py,
+    into absl's FLAGS too (TF's `tf.test.main` runs through absl's app); what neither knows
+    goes to unittest."""
+    from tensorflux.platform import flags
+
+    argv = list(_sys.argv if argv is None else argv)
+    absl_flags = _sys.modules.get("absl.flags")
+    if absl_flags is not None and not absl_flags.FLAGS.is_parsed():
+        argv = absl_flags.FLAGS(argv, known_only=True)
+    argv = flags.FLAGS(argv, known_only=True)
     return _unittest.main(argv=argv)
 
 

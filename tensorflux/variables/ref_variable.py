@@ -62,6 +62,11 @@ class RefVariable(variables.Variable):
             else:
                 initial_value = convert_to_tensor(initial_value, dtype=dtype,
                                                   name="initial_value")
+                if variables._in_control_flow(initial_value):
+                    raise ValueError(
+                        f"Initializer for variable {scope} is from inside a control-flow "
+                        f"construct, such as a loop or conditional. When creating a variable "
+                        f"inside a loop or conditional, use a lambda as the initializer.")
             static = variables._static_shape(initial_value, shape)
             if not validate_shape:  # assignments may change the shape: none is known
                 static = tensor_shape.unknown_shape()

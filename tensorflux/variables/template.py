@@ -4,12 +4,16 @@ by every later call.
 The first call opens a fresh variable scope (unique from `name_`, or `unique_name_`) and
 runs the function; later calls re-enter that scope with `reuse=True`, so `get_variable`
 returns the existing variables. A later call that creates a trainable variable (a
-`tf.Variable` where `tf.get_variable` was meant) is an error, as in TensorFlow.
+`tf.Variable` where `tf.get_variable` was meant) is an error, as in TensorFlow. An exception
+raised by the function gets, as TensorFlow's do, "originally defined at:" and the stack
+where the template was made (less the frames it shares with the failing call) appended to
+its first argument.
 """
 
 from __future__ import annotations
 
 import functools
+import traceback
 
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.graph import GraphKeys
@@ -54,13 +58,21 @@ class Template:
         self._custom_getter = custom_getter
         self._variable_scope = None
         self._variables_created = False
-        if create_scope_now:
-            with vs.variable_scope(unique_name, name, custom_getter=custom_getter) as scope:
+        # Where the template was made, less this module's frames.
+        self._stacktrace = [line for line in traceback.format_stack()
+                            if __file__ not in line]
+        if create_scope_now:  # a variable scope only: the name scope comes with each call
+            with vs._pure_variable_scope(unique_name or vs._unique_variable_scope(name),
+                                         custom_getter=custom_getter) as scope:
                 self._variable_scope = scope
 
     def _call_func(self, args, kwargs):
         trainable_before = len(graph_lib.get_collection(GraphKeys.TRAINABLE_VARIABLES))
-        result = self._func(*args, **kwargs)
+        try:
+            result = self._func(*args, **kwargs)
+        except Exception as e:
+            self._add_origin(e)
+            raise
         if self._variables_created:
             trainable = graph_lib.get_collection(GraphKeys.TRAINABLE_VARIABLES)
             if len(trainable) != trainable_before:
@@ -70,6 +82,17 @@ class Template:
                     f"{trainable[trainable_before:]}")
         self._variables_created = True
         return result
+
+    def _add_origin(self, exc: Exception) -> None:
+        """Appends where the template was made to `exc`'s first argument."""
+        here = traceback.format_stack()
+        common = 0
+        while (common < min(len(here), len(self._stacktrace))
+               and here[common] == self._stacktrace[common]):
+            common += 1
+        origin = "".join(self._stacktrace[common:])
+        first = exc.args[0] if exc.args else ""
+        exc.args = (f"{first}\n\noriginally defined at:\n{origin}",) + tuple(exc.args[1:])
 
     def __call__(self, *args, **kwargs):
         if self._variable_scope is None:

@@ -99,6 +99,13 @@ def _init_scope(g: graph_lib.Graph):
         g._set_control_flow_context(saved_ctx)
 
 
+def _in_control_flow(initial_value) -> bool:
+    """Whether `initial_value` was made inside a while loop or cond (where no variable's
+    initializer can read it: TF refuses such a variable)."""
+    op = getattr(initial_value, "op", None)
+    return op is not None and getattr(op, "_control_flow_context", None) is not None
+
+
 def _static_shape(initial_value, shape):
     """The variable's static shape: `shape` when given (ValueError if the initial value's
     shape is not compatible with it), else the initial value's."""
@@ -268,6 +275,12 @@ class Variable(metaclass=_VariableMeta):
                 value = initial_value() if init_from_fn else initial_value
                 initial_value = convert_to_tensor(value, dtype=dtype, name="initial_value")
             _colocate_new_ops(g, first_op, f"loc:@{handle_name}")
+            if _in_control_flow(initial_value):
+                raise ValueError(
+                    f"The `initial_value` passed to `tf.Variable` {scope} is from inside a "
+                    f"control-flow  construct, such as a loop or conditional. When creating "
+                    f"a `tf.Variable` inside a loop or conditional, use a lambda as the "
+                    f"`initial_value`. Got: initial_value=({initial_value})")
             static = _static_shape(initial_value, shape)
             if not validate_shape:  # assignments may change the shape: none is known
                 static = tensor_shape.unknown_shape()

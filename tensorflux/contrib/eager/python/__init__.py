@@ -1,0 +1,1 @@
+"""`tensorflow.contrib.eager.python`: holds `tfe` (see tensorflux/contrib/eager)."""
