@@ -411,7 +411,8 @@ def add_in_order(arrays: list, parts: int = 1):
     rest = arrays[1:]
     if not rest:
         return total
-    if not all(a.flags.c_contiguous and a.shape == total.shape for a in arrays):
+    if total.size < MIN_ELEMENTS or parts <= 1 or \
+            not all(a.flags.c_contiguous and a.shape == total.shape for a in arrays):
         for a in rest:
             total += a
         return total
