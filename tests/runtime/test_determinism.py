@@ -30,6 +30,7 @@ from tensorflux.kernels.cpu import (
     matrix_ops,
     native,
 )
+from tensorflux.runtime.exec_options import ExecOptions
 from tests import oracle
 from tests.runtime import determinism_programs
 
@@ -183,7 +184,7 @@ def test_split_sums_give_the_same_bits_with_the_pools_busy(monkeypatch, kernel, 
     _hammer(KERNELS[kernel]())
 
 
-def _cnn_gradients():
+def _cnn_gradients(strategy: str):
     """(session, gradients of the brief's convnet, feeds)."""
     g = tf.Graph()
     with g.as_default():
@@ -197,7 +198,8 @@ def _cnn_gradients():
         loss = tf.losses.sparse_softmax_cross_entropy(y, logits)
         grads = tf.gradients(loss, tf.trainable_variables())
         init = tf.global_variables_initializer()
-    sess = tf.Session(graph=g, config=tf.ConfigProto(intra_op_parallelism_threads=PARTS))
+    sess = tf.Session(graph=g, config=tf.ConfigProto(intra_op_parallelism_threads=PARTS),
+                      exec_options=ExecOptions(strategy=strategy))
     sess.run(init)
     rng = np.random.default_rng(0)
     feeds = {x: rng.standard_normal((64, 32, 32, 3)).astype(np.float32),
@@ -206,11 +208,13 @@ def _cnn_gradients():
 
 
 @pytest.mark.timeout(240)
-def test_a_training_step_gives_the_same_gradients_when_steps_run_side_by_side():
+@pytest.mark.parametrize("strategy", ["auto", "dataflow"])
+def test_a_training_step_gives_the_same_gradients_when_steps_run_side_by_side(strategy):
     """Session.run of the convnet's gradients from several threads at once (the steps'
-    kernels share the intra-op pools and the inter-op threads): every step's gradients
-    have the bits of a step run alone."""
-    sess, grads, feeds = _cnn_gradients()
+    kernels share the intra-op pools and the inter-op threads; the dataflow executor also
+    runs a layer's two backprops side by side): every step's gradients have the bits of a
+    step run alone."""
+    sess, grads, feeds = _cnn_gradients(strategy)
     with sess:
         _hammer(lambda: tuple(sess.run(grads, feeds)), threads=3, calls=2)
 
