@@ -284,15 +284,24 @@ def parallel_for(fn, n: int, grain: int, parts: int) -> None:
 
 
 # Accumulators of a split `parallel_sum` per thread: more than one, so that a thread that
-# finished its groups' chunks finds another group to take chunks from.
+# finished its groups' chunks finds another group to take chunks from ...
 GROUPS_PER_PART = 2
+# ... unless they would take more than this: then one per thread (a big filter gradient's,
+# 36 x 512 x 512 float32 for a Winograd layer, is 38 MB).
+SUM_BYTES = 64 << 20
 
 
-def sum_groups(count: int, parts: int) -> int:
+def sum_groups(count: int, parts: int, nbytes: int = 0) -> int:
     """The accumulators (groups of consecutive chunks) of a `parallel_sum` of `count`
-    chunks over `parts` threads: one without a split, else GROUPS_PER_PART per thread, at
-    most one per chunk. A function of the plan only, never of the moment."""
-    return 1 if parts <= 1 or count <= 1 else min(count, GROUPS_PER_PART * parts)
+    chunks over `parts` threads, each of `nbytes`: one without a split, else
+    GROUPS_PER_PART per thread (no more than SUM_BYTES beyond one per thread), at most one
+    per chunk. A function of the plan only, never of the moment."""
+    if parts <= 1 or count <= 1:
+        return 1
+    groups = GROUPS_PER_PART * parts
+    if groups * nbytes > SUM_BYTES:
+        groups = max(parts, SUM_BYTES // max(1, nbytes))
+    return min(count, groups)
 
 
 class _GroupLoop(_Loop):
@@ -308,12 +317,12 @@ class _GroupLoop(_Loop):
 
     __slots__ = ("bounds", "taken", "busy", "accs", "make")
 
-    def __init__(self, fn, n: int, grain: int, step, groups: int, make):
+    def __init__(self, fn, n: int, grain: int, step, groups: int, make, first):
         super().__init__(fn, n, grain, step)
         self.bounds = [g * self.count // groups for g in range(groups + 1)]
         self.taken = self.bounds[:-1]  # each group's next chunk
         self.busy = [False] * groups
-        self.accs: list = [None] * groups
+        self.accs: list = [first] + [None] * (groups - 1)
         self.make = make
 
     def _claim(self, held: int | None):
@@ -372,26 +381,28 @@ class _GroupLoop(_Loop):
 def parallel_sum(fn, n: int, grain: int, parts: int, make):
     """The sum of what `fn(lo, hi, acc)` adds into `acc` over [0, n) in chunks of `grain`,
     on this thread and up to `parts - 1` pool threads, in a fixed order: the chunks are cut
-    into `sum_groups(count, parts)` groups of consecutive chunks, each group's chunks add
-    into the group's accumulator (an array `make()` returns, zeros) in chunk order, and the
-    accumulators are added in group order (`add_in_order`). The result depends on `n`,
-    `grain` and `parts` only, never on which thread ran which chunk (`_GroupLoop`). The
-    step is checked before each chunk, as in `parallel_for`. Returns the first group's
-    accumulator holding the total (`make()` when n is 0)."""
+    into `sum_groups(count, parts, nbytes)` groups of consecutive chunks, each group's
+    chunks add into the group's accumulator (an array of `nbytes` that `make()` returns,
+    zeros) in chunk order, and the accumulators are added in group order (`add_in_order`).
+    The result depends on `n`, `grain`, `parts` and the accumulator's size only, never on
+    which thread ran which chunk (`_GroupLoop`). The step is checked before each chunk, as
+    in `parallel_for`. Returns the first group's accumulator holding the total (`make()`
+    when n is 0)."""
     grain = max(1, grain)
     count = -(-n // grain) if n > 0 else 0
+    first = make()
     if count == 0:
-        return make()
-    groups = sum_groups(count, parts)
+        return first
+    groups = sum_groups(count, parts, first.nbytes)
     if groups == 1:
-        acc = make()
+        acc = first
         step = interrupt.current()
         for lo in range(0, n, grain):
             if step is not None:
                 interrupt.check(step)
             fn(lo, min(n, lo + grain), acc)
         return acc
-    loop = _GroupLoop(fn, n, grain, interrupt.current(), groups, make)
+    loop = _GroupLoop(fn, n, grain, interrupt.current(), groups, make, first)
     pool = _get_pool()
     for _ in range(min(parts, groups) - 1):
         pool.submit(loop.work)

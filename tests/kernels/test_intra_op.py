@@ -90,7 +90,7 @@ def _expected_sum(values, grain: int, parts: int):
 
     n = len(values)
     count = -(-n // grain)
-    groups = intra_op.sum_groups(count, parts)
+    groups = intra_op.sum_groups(count, parts, values.itemsize)
     bounds = [g * count // groups for g in range(groups + 1)]
     sums = []
     for g in range(groups):
@@ -133,6 +133,15 @@ def test_parallel_sum_adds_in_a_fixed_order_whatever_the_timing(n, grain, parts)
         for acc, lo in seen:
             per_acc.setdefault(acc, []).append(lo)
         assert all(los == sorted(los) for los in per_acc.values())
+
+
+def test_sum_groups_two_per_thread_unless_big():
+    assert intra_op.sum_groups(100, 1, 4) == 1
+    assert intra_op.sum_groups(1, 4, 4) == 1
+    assert intra_op.sum_groups(100, 4, 4) == 8
+    assert intra_op.sum_groups(5, 4, 4) == 5
+    assert intra_op.sum_groups(100, 4, intra_op.SUM_BYTES // 6) == 6
+    assert intra_op.sum_groups(100, 4, intra_op.SUM_BYTES) == 4
 
 
 def test_parallel_sum_raises_the_first_error_and_drops_its_function(monkeypatch):
