@@ -47,9 +47,13 @@ Chunks are also where a long kernel stops early: `parallel_for` checks the step'
 and cancellation (kernels/interrupt.py) before each chunk it starts, on every thread, and a
 stop raises the step's error like a failing chunk.
 
-Every chunk writes a disjoint part of the output, or adds into a per-thread partial result
-(`per_thread`) that the caller combines afterwards, so the split never changes which
-elements a kernel computes (reductions may differ in the order partial sums are added).
+Every chunk writes a disjoint part of the output, or (`parallel_sum`) adds into the
+accumulator of its group: a fixed run of consecutive chunks, added one after another in
+chunk order, the groups then added in group order. Which thread runs which chunk, and when,
+never changes a value: the chunks, the groups and every addition follow from the sizes and
+`parts` alone, so a seeded program gives the same bits in every run (with another thread
+count they may differ, as TensorFlow's do). Per-thread objects (`per_thread`) are scratch
+buffers only, never partial sums (they would be added in the order the threads came).
 """
 
 from __future__ import annotations
@@ -279,6 +283,162 @@ def parallel_for(fn, n: int, grain: int, parts: int) -> None:
         loop.close()
 
 
+# Accumulators of a split `parallel_sum` per thread: more than one, so that a thread that
+# finished its groups' chunks finds another group to take chunks from ...
+GROUPS_PER_PART = 2
+# ... unless they would take more than this: then one per thread (a big filter gradient's,
+# 36 x 512 x 512 float32 for a Winograd layer, is 38 MB).
+SUM_BYTES = 64 << 20
+
+
+def sum_groups(count: int, parts: int, nbytes: int = 0) -> int:
+    """The accumulators (groups of consecutive chunks) of a `parallel_sum` of `count`
+    chunks over `parts` threads, each of `nbytes`: one without a split, else
+    GROUPS_PER_PART per thread (no more than SUM_BYTES beyond one per thread), at most one
+    per chunk. A function of the plan only, never of the moment."""
+    if parts <= 1 or count <= 1:
+        return 1
+    groups = GROUPS_PER_PART * parts
+    if groups * nbytes > SUM_BYTES:
+        groups = max(parts, SUM_BYTES // max(1, nbytes))
+    return min(count, groups)
+
+
+class _GroupLoop(_Loop):
+    """The shared state of one split `parallel_sum`. The chunks are cut into `groups` runs
+    of consecutive chunks, each with an accumulator of its own that its chunks add into one
+    after another, in chunk order: a group is worked by one thread at a time (`busy`). A
+    free thread takes the next chunk of the free group with the most chunks left (the
+    lowest group on a tie), so the groups drain evenly and a thread that lost its core
+    holds the others back by about one chunk, as in `parallel_for`. `running` counts the
+    threads inside; a thread leaves when no free group has a chunk left (the threads that
+    hold the others finish them), so when none is inside every chunk is done, unless one
+    failed."""
+
+    __slots__ = ("bounds", "taken", "busy", "accs", "make")
+
+    def __init__(self, fn, n: int, grain: int, step, groups: int, make, first):
+        super().__init__(fn, n, grain, step)
+        self.bounds = [g * self.count // groups for g in range(groups + 1)]
+        self.taken = self.bounds[:-1]  # each group's next chunk
+        self.busy = [False] * groups
+        self.accs: list = [first] + [None] * (groups - 1)
+        self.make = make
+
+    def _claim(self, held: int | None):
+        """(cv held) Releases group `held` (None: none) and takes the next chunk:
+        (group, chunk), or None when no free group has one left or a chunk failed."""
+        if held is not None:
+            self.busy[held] = False
+        if self.error is not None:
+            return None
+        best, most = -1, 0
+        for g, busy in enumerate(self.busy):
+            left = self.bounds[g + 1] - self.taken[g]
+            if left > most and not busy:
+                best, most = g, left
+        if best < 0:
+            return None
+        self.busy[best] = True
+        self.taken[best] += 1
+        return best, self.taken[best] - 1
+
+    def _work(self) -> None:
+        cv = self.cv
+        with cv:
+            got = self._claim(None)
+            if got is None:
+                return
+            self.running += 1
+        while True:
+            g, i = got
+            lo = i * self.grain
+            try:
+                interrupt.check(self.step)
+                acc = self.accs[g]
+                if acc is None:
+                    acc = self.accs[g] = self.make()
+                self.fn(lo, min(self.n, lo + self.grain), acc)
+            except BaseException as e:  # noqa: BLE001 - re-raised by the caller
+                with cv:
+                    if self.error is None:
+                        self.error = e
+            with cv:
+                got = self._claim(g)
+                if got is None:
+                    self.running -= 1
+                    if self.running == 0:
+                        cv.notify_all()
+                    return
+
+    def close(self) -> None:
+        """As `_Loop.close`: no chunk is taken any more, `fn` and `make` are dropped."""
+        with self.cv:
+            self.taken = self.bounds[1:]
+        self.fn = self.make = None
+
+
+def parallel_sum(fn, n: int, grain: int, parts: int, make):
+    """The sum of what `fn(lo, hi, acc)` adds into `acc` over [0, n) in chunks of `grain`,
+    on this thread and up to `parts - 1` pool threads, in a fixed order: the chunks are cut
+    into `sum_groups(count, parts, nbytes)` groups of consecutive chunks, each group's
+    chunks add into the group's accumulator (an array of `nbytes` that `make()` returns,
+    zeros) in chunk order, and the accumulators are added in group order (`add_in_order`).
+    The result depends on `n`, `grain`, `parts` and the accumulator's size only, never on
+    which thread ran which chunk (`_GroupLoop`). The step is checked before each chunk, as
+    in `parallel_for`. Returns the first group's accumulator holding the total (`make()`
+    when n is 0)."""
+    grain = max(1, grain)
+    count = -(-n // grain) if n > 0 else 0
+    first = make()
+    if count == 0:
+        return first
+    groups = sum_groups(count, parts, first.nbytes)
+    if groups == 1:
+        acc = first
+        step = interrupt.current()
+        for lo in range(0, n, grain):
+            if step is not None:
+                interrupt.check(step)
+            fn(lo, min(n, lo + grain), acc)
+        return acc
+    loop = _GroupLoop(fn, n, grain, interrupt.current(), groups, make, first)
+    pool = _get_pool()
+    for _ in range(min(parts, groups) - 1):
+        pool.submit(loop.work)
+    try:
+        loop.work()
+        loop.wait()
+        accs = loop.accs
+    finally:
+        loop.close()
+    return add_in_order(accs, parts)
+
+
+def add_in_order(arrays: list, parts: int = 1):
+    """arrays[0] += arrays[1], then arrays[2], ... (every element summed in list order),
+    over blocks of elements on the intra-op threads when big; returns arrays[0]."""
+    total = arrays[0]
+    rest = arrays[1:]
+    if not rest:
+        return total
+    if total.size < MIN_ELEMENTS or parts <= 1 or \
+            not all(a.flags.c_contiguous and a.shape == total.shape for a in arrays):
+        for a in rest:
+            total += a
+        return total
+    flat = total.reshape(-1)
+    others = [a.reshape(-1) for a in rest]
+
+    def add(lo, hi):
+        t = flat[lo:hi]
+        for a in others:
+            t += a[lo:hi]
+
+    parallel_rows(add, flat.size, flat.size, parts)
+    return total
+
+
 def grain_for(n: int, parts: int, work: float, min_work: float = MIN_FLOPS,
               chunks_per_part: int = 4) -> int:
     """A chunk size for `n` items of total `work`: all of them when `work` is below
@@ -302,7 +462,9 @@ def bounded_grain(grain: int, n: int, work: float, floor: int = 1) -> int:
 
 def per_thread(make):
     """(get, values): `get()` returns the calling thread's own object (made by `make()` on
-    its first call), `values()` all of them; for partial sums inside `parallel_for`."""
+    its first call), `values()` all of them; for scratch buffers inside `parallel_for`
+    (never for partial sums: which thread ran which chunks changes from run to run, so
+    their sums would too; `parallel_sum` adds in a fixed order)."""
     made: dict[int, object] = {}
 
     def get():
@@ -315,14 +477,22 @@ def per_thread(make):
     return get, lambda: list(made.values())
 
 
+def row_grain(rows: int, size: int) -> int:
+    """Rows per chunk of a memory-bound kernel over `size` elements in `rows` rows (of a
+    leading axis): about CHUNK_ELEMENTS (cache-sized: a kernel of several passes keeps its
+    temporaries in cache, split or not); all of them below MIN_ELEMENTS."""
+    if size < MIN_ELEMENTS:
+        return max(1, rows)
+    return max(1, rows * CHUNK_ELEMENTS // max(1, size))
+
+
 def parallel_rows(fn, rows: int, size: int, parts: int) -> None:
-    """`parallel_for` for a memory-bound kernel over `size` elements in `rows` rows (of a
-    leading axis): chunks of about CHUNK_ELEMENTS (cache-sized: a kernel of several passes
-    keeps its temporaries in cache, split or not), one call below MIN_ELEMENTS."""
+    """`parallel_for` for a memory-bound kernel over `size` elements in `rows` rows, in
+    chunks of `row_grain` rows (one call below MIN_ELEMENTS)."""
     if size < MIN_ELEMENTS:
         fn(0, rows)
         return
-    parallel_for(fn, rows, max(1, rows * CHUNK_ELEMENTS // max(1, size)), parts)
+    parallel_for(fn, rows, row_grain(rows, size), parts)
 
 
 def split_elementwise(fn, out, *arrays, parts: int):

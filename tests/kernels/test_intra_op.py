@@ -83,6 +83,110 @@ def test_per_thread_gives_each_thread_its_own_object():
     assert sorted(i for p in parts for i in p) == list(range(50))
 
 
+def _expected_sum(values, grain: int, parts: int):
+    """parallel_sum's documented order: chunks in `sum_groups` groups of consecutive
+    chunks, each group's chunks added in order from zero, the groups added in order."""
+    import numpy as np
+
+    n = len(values)
+    count = -(-n // grain)
+    groups = intra_op.sum_groups(count, parts, values.itemsize)
+    bounds = [g * count // groups for g in range(groups + 1)]
+    sums = []
+    for g in range(groups):
+        acc = np.zeros(1, values.dtype)
+        for i in range(bounds[g], bounds[g + 1]):
+            acc += np.add.reduce(values[i * grain:min(n, (i + 1) * grain)])
+        sums.append(acc)
+    for acc in sums[1:]:
+        sums[0] += acc
+    return sums[0]
+
+
+@pytest.mark.parametrize("n, grain, parts", [(0, 3, 2), (1, 3, 4), (10, 3, 1), (10, 3, 2),
+                                             (40, 1, 4), (97, 8, 3), (50, 2, 8)])
+def test_parallel_sum_adds_in_a_fixed_order_whatever_the_timing(n, grain, parts):
+    """Values whose sum depends on the order of addition, chunks that take random time:
+    every run gives the bits of the documented order, and each group's chunks ran one at
+    a time, in order."""
+    import random
+
+    import numpy as np
+
+    values = (np.random.default_rng(n).standard_normal(n) *
+              10.0 ** np.random.default_rng(1).integers(-6, 6, n)).astype(np.float32)
+    want = _expected_sum(values, grain, parts)
+    for trial in range(6):
+        jitter = random.Random(trial)
+        seen = []
+
+        def fn(lo, hi, acc, jitter=jitter, seen=seen):
+            if jitter.random() < 0.5:
+                threading.Event().wait(jitter.random() * 2e-3)
+            seen.append((id(acc), lo))
+            acc += np.add.reduce(values[lo:hi])
+
+        got = intra_op.parallel_sum(fn, n, grain, parts, lambda: np.zeros(1, np.float32))
+        assert got.tobytes() == want.tobytes(), (trial, got, want)
+        assert sorted(lo for _, lo in seen) == list(range(0, n, grain))
+        per_acc: dict = {}
+        for acc, lo in seen:
+            per_acc.setdefault(acc, []).append(lo)
+        assert all(los == sorted(los) for los in per_acc.values())
+
+
+def test_sum_groups_two_per_thread_unless_big():
+    assert intra_op.sum_groups(100, 1, 4) == 1
+    assert intra_op.sum_groups(1, 4, 4) == 1
+    assert intra_op.sum_groups(100, 4, 4) == 8
+    assert intra_op.sum_groups(5, 4, 4) == 5
+    assert intra_op.sum_groups(100, 4, intra_op.SUM_BYTES // 6) == 6
+    assert intra_op.sum_groups(100, 4, intra_op.SUM_BYTES) == 4
+
+
+def test_parallel_sum_raises_the_first_error_and_drops_its_function(monkeypatch):
+    import numpy as np
+
+    def fn(lo, hi, acc):
+        if lo == 7:
+            raise ValueError("chunk 7")
+        acc += 1
+
+    with pytest.raises(ValueError, match="chunk 7"):
+        intra_op.parallel_sum(fn, 20, 1, 3, lambda: np.zeros(1))
+    queued = []
+    monkeypatch.setattr(intra_op, "_get_pool",
+                        lambda: SimpleNamespace(submit=lambda fn: queued.append(fn)))
+
+    class Captured:
+        pass
+
+    captured = Captured()
+    total = intra_op.parallel_sum(lambda lo, hi, acc, _c=captured: acc.__iadd__(hi - lo),
+                                  12, 1, 3, lambda: np.zeros(1))
+    assert total[0] == 12 and len(queued) == 2
+    alive = weakref.ref(captured)
+    del captured
+    gc.collect()
+    assert alive() is None
+    for late in queued:
+        late()  # finds no chunk left
+
+
+def test_add_in_order_sums_every_element_in_list_order(monkeypatch):
+    import numpy as np
+
+    monkeypatch.setattr(intra_op, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(intra_op, "CHUNK_ELEMENTS", 5)
+    rng = np.random.default_rng(0)
+    arrays = [(rng.standard_normal((7, 6)) * 10.0 ** k).astype(np.float32) for k in range(5)]
+    want = arrays[0].copy()
+    for a in arrays[1:]:
+        want += a
+    got = intra_op.add_in_order([a.copy() for a in arrays], parts=3)
+    assert got.tobytes() == want.tobytes()
+
+
 def test_split_elementwise_and_parallel_rows(monkeypatch):
     import numpy as np
 

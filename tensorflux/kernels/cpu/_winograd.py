@@ -271,12 +271,12 @@ def conv3x3_backprop_filter(xp, dy, parts: int):
     if rows == th:  # at least _MIN_TILES tiles per unit: each unit adds a (16, C, F) product
         images = min(n, max(images, -(-_MIN_TILES // (th * tw))))
     blocks = -(-th // rows)
-    state, states = intra_op.per_thread(lambda: (
+    state, _ = intra_op.per_thread(lambda: (
         np.empty((16, images, rows, tw, c), dtype), np.empty((16, images, rows, tw, f), dtype),
-        np.zeros((16, c, f), dtype), np.empty((16, c, f), dtype)))
+        np.empty((16, c, f), dtype)))
 
-    def work(u0, u1):
-        v, e, acc, part = state()
+    def work(u0, u1, acc):  # acc: the sum of the unit's group (intra_op.parallel_sum)
+        v, e, part = state()
         b0, b1, r0, r1 = _unit_span(u0, u1, images, n, th, rows, blocks)
         k, t = b1 - b0, r1 - r0
         v, e = v[:, :k, :t], e[:, :k, :t]
@@ -286,11 +286,8 @@ def conv3x3_backprop_filter(xp, dy, parts: int):
 
     units = -(-n // images) if images > 1 else n * blocks
     flops = 2.0 * 16 * n * th * tw * c * f
-    intra_op.parallel_for(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
-    sums = [s[2] for s in states()]
-    x = sums[0]
-    for s in sums[1:]:
-        x += s
+    x = intra_op.parallel_sum(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1,
+                              lambda: np.zeros((16, c, f), dtype))
     return _filter_gradient(x.reshape(4, 4, c, f))
 
 

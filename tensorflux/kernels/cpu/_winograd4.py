@@ -29,7 +29,7 @@ transformed tiles fit in `_WIDE_BYTES`).
 The filter gradient uses the same tiles: with X the sum over tiles of the 36 products
 (B^T d B)^T (A e A^T) of the transformed input tiles and out_backprop's 4x4 tiles `e`
 transformed by A (6x4; `native.wino_transform` kind 7), the gradient is G^T X G (in
-chunked work units, one running (36, C, F) sum per thread).
+chunked work units, one running (36, C, F) sum per group of units: intra_op.parallel_sum).
 """
 
 from __future__ import annotations
@@ -205,12 +205,12 @@ def conv3x3_backprop_filter(xp, dy, parts: int):
     if rows == th:  # at least _MIN_TILES tiles per unit: each unit adds a (36, C, F) product
         images = min(n, max(images, -(-_winograd._MIN_TILES // (th * tw))))
     blocks = -(-th // rows)
-    state, states = intra_op.per_thread(lambda: (
+    state, _ = intra_op.per_thread(lambda: (
         np.empty((36, images, rows, tw, c), dtype), np.empty((36, images, rows, tw, f), dtype),
-        np.zeros((36, c, f), dtype), np.empty((36, c, f), dtype)))
+        np.empty((36, c, f), dtype)))
 
-    def work(u0, u1):
-        v, e, acc, part = state()
+    def work(u0, u1, acc):
+        v, e, part = state()
         b0, b1, r0, r1 = _winograd._unit_span(u0, u1, images, n, th, rows, blocks)
         k, t = b1 - b0, r1 - r0
         v, e = v[:, :k, :t], e[:, :k, :t]
@@ -221,9 +221,6 @@ def conv3x3_backprop_filter(xp, dy, parts: int):
 
     units = -(-n // images) if images > 1 else n * blocks
     flops = 2.0 * 36 * n * th * tw * c * f
-    intra_op.parallel_for(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
-    sums = [s[2] for s in states()]
-    x = sums[0]
-    for s in sums[1:]:
-        x += s
+    x = intra_op.parallel_sum(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1,
+                              lambda: np.zeros((36, c, f), dtype))
     return _filter_gradient(x.reshape(6, 6, c, f))

@@ -6,7 +6,8 @@ Channel-last float32/float64 data (NHWC, NDHWC: the layout of every CPU model) t
 chunked path (`_rows_stats`, `_rows_normalize`, `_rows_backward`): the data seen as a
 (rows, C) matrix is cut into cache-sized row blocks that the intra-op threads claim, each
 pass over a block keeps its temporaries in cache, and the per-channel sums are summed per
-thread, then across threads. Same formulas as the general path (the normalized value as
+group of blocks, then over the groups, in an order fixed by the sizes and the thread count
+(intra_op.parallel_sum). Same formulas as the general path (the normalized value as
 (x - mean) * (inv * scale) + offset), up to the order of the sums, except that the variance
 comes from one pass over shifted data (`_rows_stats`) rather than two.
 
@@ -64,15 +65,11 @@ def _fast(c: int, *arrays) -> bool:
 
 def _channel_sums(ctx, fn, rows: int, channels: int, dtype, count: int):
     """`count` per-channel sums: `fn(lo, hi, sums)` adds row block [lo, hi)'s into `sums`
-    (count, C); blocks run on the intra-op threads, one running sum per thread."""
-    state, states = intra_op.per_thread(lambda: np.zeros((count, channels), dtype))
-    intra_op.parallel_rows(lambda lo, hi: fn(lo, hi, state()), rows, rows * channels,
-                           intra_op.workers(ctx))
-    sums = states()
-    total = sums[0]
-    for part in sums[1:]:
-        total += part
-    return total
+    (count, C); blocks run on the intra-op threads, summed in a fixed order
+    (intra_op.parallel_sum: the same bits whichever thread ran which block)."""
+    return intra_op.parallel_sum(fn, rows, intra_op.row_grain(rows, rows * channels),
+                                 intra_op.workers(ctx),
+                                 lambda: np.zeros((count, channels), dtype))
 
 
 def _scratch(channels: int, dtype):

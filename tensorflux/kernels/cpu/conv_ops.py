@@ -11,7 +11,8 @@ patches of the padded input are copied, through a zero-copy `as_strided` view of
 chunk's rows of the output. Chunks are sized so the patch buffer stays in cache
 (`_CHUNK_BYTES`).
   - Conv2DBackpropFilter: the same patch matrix, transposed, times out_backprop, summed
-    over chunks (one running sum per thread).
+    over chunks (one running sum per group of chunks, added in a fixed order:
+    intra_op.parallel_sum).
   - Conv2DBackpropInput, stride 1 and at least `_FLIP_MIN_CHANNELS` input channels: the
     forward conv (im2col as above) of out_backprop, padded so that the result has the
     input's size, with the filter flipped in space and transposed in channels. Otherwise
@@ -345,7 +346,7 @@ def _rows_matmul(a2, b2, o2, parts):
 
 def _pointwise_backprop_filter(x, dy, g: _ConvGeometry, parts: int):
     """Backprop-filter of a 1x1 conv: the read input pixels (m, C) transposed times
-    out_backprop (m, F), summed over row blocks (one running sum per thread)."""
+    out_backprop (m, F), summed over row blocks (in a fixed order: intra_op.parallel_sum)."""
     n, oh, ow, f = dy.shape
     x2 = _subsampled(x, g, oh, ow).reshape(-1, x.shape[3])
     d2 = dy.reshape(-1, f)
@@ -353,24 +354,25 @@ def _pointwise_backprop_filter(x, dy, g: _ConvGeometry, parts: int):
     if x2.shape[0] <= 4 * (c + f):  # few pixels, many channels: one split product
         return _product(x2.T, d2, parts).reshape(1, 1, c, f)
     dtype = np.result_type(x2, d2)
-    state, states = intra_op.per_thread(
-        lambda: (np.zeros((c, f), dtype), np.empty((c, f), dtype)))
+    scratch = _product_scratch((c, f), dtype)
 
-    def work(lo, hi):
-        acc, part = state()
+    def work(lo, hi, acc):
         if not _ng(x2[lo:hi].T, d2[lo:hi], acc, accumulate=True):
-            np.matmul(x2[lo:hi].T, d2[lo:hi], out=part)
-            acc += part
+            acc += np.matmul(x2[lo:hi].T, d2[lo:hi], out=scratch())
 
     flops = 2.0 * x2.shape[0] * c * f
     p = _parts(parts, flops)
     m = x2.shape[0]  # chunks of at most about interrupt.CHUNK_FLOPS
-    intra_op.parallel_for(work, m, intra_op.bounded_grain(-(-m // (2 * p)), m, flops), p)
-    sums = [acc for acc, _ in states()]
-    total = sums[0]
-    for a in sums[1:]:
-        total += a
+    total = intra_op.parallel_sum(work, m, intra_op.bounded_grain(-(-m // (2 * p)), m, flops),
+                                  p, lambda: np.zeros((c, f), dtype))
     return total.reshape(1, 1, c, f)
+
+
+def _product_scratch(shape, dtype):
+    """A getter of the calling thread's own product buffer of `shape` (made on its first
+    call): where a summed chunk's product goes before it is added to its group's sum."""
+    get, _ = intra_op.per_thread(lambda: np.empty(shape, dtype))
+    return get
 
 
 def _pointwise_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int):
@@ -487,28 +489,21 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
     if _whole_batch(n, oh * ow, k, f, nb, x.itemsize):
         whole = _whole_patches(xp, patches, (g.sh, g.sw), (g.dh, g.dw), parts)
         return _product(whole.reshape(-1, k).T, dy.reshape(-1, f), parts).reshape(kh, kw, c, f)
-    # Per thread: a patch buffer, the thread's running sum and a product buffer.
-    state, states = intra_op.per_thread(
-        lambda: (np.empty((min(nb, n), oh, ow, kh, kw, c), dtype=x.dtype),
-                 np.zeros((k, f), dtype), np.empty((k, f), dtype)))
+    # Per thread a patch buffer and a product buffer; the sums per group of batch chunks,
+    # added in a fixed order (intra_op.parallel_sum).
+    buffer, _ = intra_op.per_thread(
+        lambda: np.empty((min(nb, n), oh, ow, kh, kw, c), dtype=x.dtype))
+    scratch = _product_scratch((k, f), dtype)
 
-    def work(n0, n1):
-        buf, acc, part = state()
-        b = buf[:n1 - n0]
+    def work(n0, n1, acc):
+        b = buffer()[:n1 - n0]
         _copy_patches(b, xp, patches, n0, (g.sh, g.sw), (g.dh, g.dw))
         if not _ng(b.reshape(-1, k).T, dy[n0:n1].reshape(-1, f), acc, accumulate=True):
-            np.matmul(b.reshape(-1, k).T, dy[n0:n1].reshape(-1, f), out=part)
-            acc += part
+            acc += np.matmul(b.reshape(-1, k).T, dy[n0:n1].reshape(-1, f), out=scratch())
 
-    intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * n * oh * ow * k * f))
-    return _sum_states([acc for _, acc, _ in states()]).reshape(kh, kw, c, f)
-
-
-def _sum_states(sums):
-    total = sums[0]
-    for p in sums[1:]:
-        total += p
-    return total
+    total = intra_op.parallel_sum(work, n, nb, _parts(parts, 2.0 * n * oh * ow * k * f),
+                                  lambda: np.zeros((k, f), dtype))
+    return total.reshape(kh, kw, c, f)
 
 
 def _image_too_big(pixels: int, k: int, f: int, itemsize: int) -> bool:
@@ -537,19 +532,19 @@ def _row_blocks(oh: int, ow: int, k: int, itemsize: int, least: int = 1) -> int:
 
 def _backprop_filter_rows(xp, dy, kh, kw, g: _ConvGeometry, parts: int, dtype):
     """`_conv_backprop_filter` for large images: per (image, block of output rows), the
-    block's patches transposed times its out_backprop rows, summed per thread."""
+    block's patches transposed times its out_backprop rows, summed in a fixed order."""
     n, oh, ow, f = dy.shape
     c = xp.shape[3]
     k = kh * kw * c
     strides, dilations = (g.sh, g.sw), (g.dh, g.dw)
     rows = _row_blocks(oh, ow, k, xp.itemsize)
     blocks = -(-oh // rows)
-    state, states = intra_op.per_thread(
-        lambda: (np.empty((1, rows, ow, kh, kw, c), dtype=xp.dtype),
-                 np.zeros((k, f), dtype), np.empty((k, f), dtype)))
+    buffer, _ = intra_op.per_thread(
+        lambda: np.empty((1, rows, ow, kh, kw, c), dtype=xp.dtype))
+    scratch = _product_scratch((k, f), dtype)
 
-    def work(u0, u1):
-        buf, acc, part = state()
+    def work(u0, u1, acc):
+        buf = buffer()
         for u in range(u0, u1):
             b, r0 = u // blocks, (u % blocks) * rows
             r1 = min(oh, r0 + rows)
@@ -559,11 +554,13 @@ def _backprop_filter_rows(xp, dy, kh, kw, g: _ConvGeometry, parts: int, dtype):
                           strides, dilations)
             if not _ng(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f), acc,
                        accumulate=True):
-                np.matmul(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f), out=part)
-                acc += part
+                acc += np.matmul(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f),
+                                 out=scratch())
 
-    intra_op.parallel_for(work, n * blocks, 1, _parts(parts, 2.0 * n * oh * ow * k * f))
-    return _sum_states([acc for _, acc, _ in states()]).reshape(kh, kw, c, f)
+    total = intra_op.parallel_sum(work, n * blocks, 1,
+                                  _parts(parts, 2.0 * n * oh * ow * k * f),
+                                  lambda: np.zeros((k, f), dtype))
+    return total.reshape(kh, kw, c, f)
 
 
 def _flipped_pads(h, kh, dh, oh, before):

@@ -15,12 +15,13 @@ import threading
 
 import numpy as np
 
-from tensorflux.framework import dtypes, errors
+from tensorflux.framework import dtypes, errors, op_registry
 from tensorflux.kernels import (
     dataset_batching,
     dataset_files,
     dataset_state,
     dataset_transforms,
+    determinism,
 )
 from tensorflux.kernels import datasets as ds_lib
 from tensorflux.kernels import functions as functions_lib
@@ -247,7 +248,37 @@ def _function_kernel(op_type: str, attr: str, make, n_extra: int = 0, **options)
 
 
 _function_kernel("MapDataset", "f", ds_lib.MapDataset, row_wise=True)
-_function_kernel("ParallelMapDatasetV2", "f", ds_lib.MapDataset, 1, row_wise=True)
+
+
+@dataset_kernel_factory("ParallelMapDatasetV2")
+def _parallel_map_dataset(node):
+    """MapDataset with `num_parallel_calls`; one call at a time when TF_DETERMINISTIC_OPS
+    asks for determinism and the function holds a stateful op (its random draws would
+    follow the threads' timing; TensorFlow runs such a map sequentially too)."""
+    fn = _function(node, "f")
+    row_wise = functions_lib.row_wise(node.attrs["f"])
+    sequential = determinism.op_determinism_required() and _runs_stateful_op(node.attrs["f"])
+
+    def compute(ctx, input_ds, *rest):
+        captured, parallel = list(rest[:-1]), int(rest[-1])
+        return ds_lib.MapDataset(ds_lib.as_dataset(input_ds), fn(ctx), captured,
+                                 1 if sequential else parallel, row_wise=row_wise)
+    return compute
+
+
+def _runs_stateful_op(func) -> bool:
+    """Whether the body of dataset function `func` runs a stateful op (random ops,
+    variable reads, ...)."""
+    graph = getattr(func, "graph", None)
+    if graph is None:
+        return True
+    for op in graph.get_operations():
+        opdef = op_registry.lookup(op.type)
+        if opdef is None or opdef.is_stateful:
+            return True
+    return False
+
+
 _function_kernel("FilterDataset", "predicate", ds_lib.FilterDataset)
 _function_kernel("FlatMapDataset", "f", ds_lib.FlatMapDataset)
 _function_kernel("InterleaveDataset", "f", ds_lib.InterleaveDataset, 2)

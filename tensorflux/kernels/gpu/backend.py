@@ -23,6 +23,8 @@ import os
 
 import numpy as np
 
+from tensorflux.kernels import determinism
+
 _FAKE_ENV = "TENSORFLUX_FAKE_GPUS"
 
 
@@ -290,14 +292,42 @@ def load_library(stem: str, subdirs: tuple[str, ...], sonames: tuple[str, ...]):
 
 
 def scatter_add(target, indices, updates) -> None:
-    """target[indices] += updates, adding repeated indices (np.add.at semantics)."""
+    """target[indices] += updates, adding repeated indices (np.add.at semantics). CuPy adds
+    them atomically, in the order the GPU's threads come; with TF_DETERMINISTIC_OPS,
+    `scatter_add_in_order`."""
     b = backend()
-    if b.cupy is not None:
+    if determinism.op_determinism_required():
+        scatter_add_in_order(target, indices, updates)
+    elif b.cupy is not None:
         import cupyx  # noqa: PLC0415 - present with CuPy
 
         cupyx.scatter_add(target, indices, updates)
     else:
         np.add.at(_unwrap(target), _unwrap(indices), _unwrap(updates))
+
+
+def scatter_add_in_order(target, indices, updates) -> None:
+    """target[indices] += updates (1-D `indices` into target's rows; `updates` one row per
+    index) without atomics: round k adds the k-th occurrence of every index (no index twice
+    in a round), so each row gets its updates one at a time in the order of `indices`, as
+    np.add.at adds them (the same bits)."""
+    rows = target.shape[0]
+    flat = np.asarray(to_host(indices)).reshape(-1).astype(np.int64)
+    if flat.size == 0:
+        return
+    flat = np.where(flat < 0, flat + rows, flat)  # -1 and rows-1 are one row
+    order = np.argsort(flat, kind="stable")
+    starts = np.r_[0, np.flatnonzero(np.diff(flat[order])) + 1]
+    counts = np.diff(np.r_[starts, flat.size])
+    rank = np.empty(flat.size, np.int64)
+    rank[order] = np.arange(flat.size) - np.repeat(starts, counts)
+    by_round = np.argsort(rank, kind="stable")  # positions, round by round
+    bounds = np.r_[0, np.cumsum(np.bincount(rank))]
+    values = updates.reshape((flat.size,) + tuple(target.shape[1:]))
+    for r in range(bounds.size - 1):
+        pick = by_round[bounds[r]:bounds[r + 1]]
+        idx = to_device(flat[pick])
+        target[idx] += values[to_device(pick)]
 
 
 def synchronize() -> None:

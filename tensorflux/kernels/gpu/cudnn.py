@@ -5,7 +5,11 @@ it (`nvidia/cudnn/lib/libcudnn.so.9`) or on the loader path. CuPy 14 has no cuDN
 NHWC data (TensorFlow's layout) and KRSC filters (TF's HWIO filter transposed); symmetric
 padding (TF's asymmetric SAME padding is applied to the input first); algorithms chosen by
 cuDNN's own benchmark (`cudnnFind...`) once per shape and cached, as TF's autotuning and
-PyTorch's `cudnn.benchmark` do. Math: TensorFloat-32 allowed unless TENSORFLUX_GPU_TF32=0.
+PyTorch's `cudnn.benchmark` do. The fastest one measured may differ from run to run, and
+some algorithms add with atomics: with TF_CUDNN_DETERMINISTIC or TF_DETERMINISTIC_OPS set,
+the choice is the deterministic algorithm of lowest number that ran (`_choose`), as
+TensorFlow picks the first deterministic one that works rather than the fastest.
+Math: TensorFloat-32 allowed unless TENSORFLUX_GPU_TF32=0.
 
 `available()` is False when the library or a symbol is missing, or a call failed once (the
 caller's GEMM path then serves; the reason is logged once).
@@ -20,6 +24,7 @@ import threading
 
 import numpy as np
 
+from tensorflux.kernels import determinism
 from tensorflux.kernels.gpu import backend
 
 _log = logging.getLogger("tensorflux")
@@ -164,11 +169,24 @@ def _find(lib, d: _Descs, kind: str, handle, *descs) -> tuple[int, int]:
               "data": lib.lib.cudnnFindConvolutionBackwardDataAlgorithm,
               "filter": lib.lib.cudnnFindConvolutionBackwardFilterAlgorithm}[kind]
         lib.check(fn(handle, *descs, 8, ctypes.byref(count), perf), f"find {kind}")
-        ok = [p for p in perf[:count.value] if p.status == 0]
-        if not ok:
+        got = _choose(perf[:count.value], determinism.cudnn_determinism_required())
+        if got is None:
             raise RuntimeError(f"cuDNN found no {kind} algorithm")
-        got = d.algo[kind] = (ok[0].algo, int(ok[0].memory))
+        d.algo[kind] = got
     return got
+
+
+_DETERMINISTIC = 1  # cudnnDeterminism_t: CUDNN_DETERMINISTIC
+
+
+def _choose(perfs, deterministic: bool) -> tuple[int, int] | None:
+    """(algorithm, workspace bytes) from cudnnFind's results (fastest first): the fastest
+    that ran, or with `deterministic` the deterministic one of lowest algorithm number (a
+    choice that no timing changes); None when there is none."""
+    ok = [p for p in perfs if p.status == 0]
+    if deterministic:
+        ok = sorted((p for p in ok if p.determinism == _DETERMINISTIC), key=lambda p: p.algo)
+    return (ok[0].algo, int(ok[0].memory)) if ok else None
 
 
 def _workspace(nbytes: int):

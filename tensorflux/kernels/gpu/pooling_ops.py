@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorflux.kernels import determinism
 from tensorflux.kernels.cpu._nn_common import _invalid, _sizes
 from tensorflux.kernels.cpu.pooling_ops import _avg_counts, _PoolGeometry
 from tensorflux.kernels.gpu import _fused, backend
@@ -95,15 +96,17 @@ def _max_pool_grad(node):
 
 
 def _fused_route(x, dy, out_shape, pads, ks, geom):
-    """MaxPoolGrad in one CUDA pass (each window adds its gradient at its first maximum) or,
-    for other dtypes and sizes, two (first-max tap per window, then a gather per input
-    element); None without them."""
+    """MaxPoolGrad in one CUDA pass (each window adds its gradient at its first maximum,
+    atomically) or, for other dtypes and sizes and with TF_DETERMINISTIC_OPS, two
+    (first-max tap per window, then a gather per input element, in a fixed order); None
+    without them."""
     xp = backend.xp()
     x, dy = xp.ascontiguousarray(x), xp.ascontiguousarray(dy)
     n, h, w, c = x.shape
     oh, ow = out_shape[1], out_shape[2]
     (pt, _), (pl, _) = pads[0], pads[1]
-    if x.dtype in (np.float32, np.float64) and x.size < 2 ** 31 and dy.dtype == x.dtype:
+    if x.dtype in (np.float32, np.float64) and x.size < 2 ** 31 and dy.dtype == x.dtype \
+            and not determinism.op_determinism_required():  # (atomic adds: any order)
         dx = xp.zeros(x.shape, dtype=dy.dtype)
         if _fused.run("pool_scatter", dy, x, h, w, c, oh, ow, ks[0], ks[1], geom.s[0],
                       geom.s[1], pt, pl, dx) is not None:
