@@ -104,3 +104,67 @@ def test_seeded_fit_follows_tf_keras(monkeypatch):
     assert sorted(ns["result"]) == sorted(theirs) == ["acc", "loss", "val_acc", "val_loss"]
     for key, value in theirs.items():
         np.testing.assert_allclose(ns["result"][key], value, rtol=1e-4, err_msg=key)
+
+
+TEMPORAL = """
+keras = tf.keras
+rs = np.random.RandomState(1)
+x = rs.randn(6, 4, 3).astype('float32')
+labels = rs.randint(0, 5, (6, 4, 1))
+w = rs.rand(6, 4).astype('float32')
+w[:, 3] = 0.0  # padding steps
+result = []
+with tf.Graph().as_default():
+    inp = keras.Input((4, 3))
+    seq = keras.layers.SimpleRNN(5, return_sequences=True, kernel_initializer='ones',
+                                 recurrent_initializer='orthogonal')(inp)
+    dense = keras.layers.TimeDistributed(keras.layers.Dense(
+        5, kernel_initializer='glorot_uniform'))(seq)
+    model = keras.Model(inp, [dense, keras.layers.Dense(2, name='second')(seq)])
+    model.compile('sgd', ['sparse_categorical_crossentropy', 'mse'],
+                  sample_weight_mode={'time_distributed': 'temporal', 'second': 'temporal'})
+    weights = [np.random.RandomState(i).rand(*v.shape.as_list()).astype('float32') - 0.5
+               for i, v in enumerate(model.weights)]
+    model.set_weights(weights)
+    y = [labels, np.ones((6, 4, 2), 'float32')]
+    result.append(np.array(model.evaluate(x, y, sample_weight=[w, w], verbose=0)))
+    result.append(np.array(model.train_on_batch(x, y, sample_weight=[w, w])))
+    hist = model.fit(x, y, sample_weight=[w, np.ones_like(w)], batch_size=2, epochs=2,
+                     shuffle=False, verbose=0).history
+    result.append(np.array([hist[k] for k in sorted(hist)]))
+    result.append(np.array(model.evaluate(x, y, verbose=0)))
+    result += model.get_weights()
+"""
+
+
+def test_temporal_sample_weights_match_tf_keras():
+    ns = {"tf": tf, "np": np}
+    exec(TEMPORAL, ns)  # noqa: S102 - our own program text
+    ours = ns["result"]
+    theirs = oracle.run_tf("import tf_keras\ntf.keras = tf_keras\n" + TEMPORAL)
+    assert len(ours) == len(theirs)
+    for got, want in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(got, np.asarray(want), rtol=2e-5, atol=2e-6)
+
+
+def test_temporal_sample_weights_are_checked_as_keras_does():
+    keras = tf.keras
+    with tf.Graph().as_default():
+        inp = keras.Input((4, 3))
+        model = keras.Model(inp, keras.layers.Dense(5)(inp))
+        with pytest.raises(ValueError, match="sample_weight_mode should be None or"):
+            model.compile('sgd', 'mse', sample_weight_mode='timestep')
+        model.compile('sgd', 'sparse_categorical_crossentropy', sample_weight_mode='temporal')
+        x, y = np.zeros((2, 4, 3), np.float32), np.zeros((2, 4, 1))
+        with pytest.raises(ValueError, match="you should pass a 2D sample_weight array"):
+            model.train_on_batch(x, y, sample_weight=np.ones(2))
+        with pytest.raises(ValueError, match="sample_weight cannot be broadcast"):
+            model.train_on_batch(x, y, sample_weight=np.ones((2, 3)))
+        with pytest.raises(ValueError, match="not supported for 3\\+ dimensional targets"):
+            model.train_on_batch(x, y, class_weight={0: 2.0})
+        inp2 = keras.Input((3,))
+        model2 = keras.Model(inp2, keras.layers.Dense(2)(inp2))
+        model2.compile('sgd', 'mse')
+        with pytest.raises(ValueError, match='specify sample_weight_mode="temporal"'):
+            model2.train_on_batch(np.zeros((2, 3)), np.zeros((2, 2)),
+                                  sample_weight=np.ones((2, 2)))

@@ -50,8 +50,10 @@ class ArraySource:
         if data is None:
             return None
         if isinstance(data, dict):
-            return {k: np.asarray(v)[idx] for k, v in data.items()}
-        return [a[idx] for a in data]
+            return {k: None if v is None else np.asarray(v)[idx] for k, v in data.items()}
+        if isinstance(data, np.ndarray):  # sample weights of every output
+            return data[idx]
+        return [None if a is None else a[idx] for a in data]
 
     def batches(self, shuffle):
         order = np.arange(self.samples)
@@ -59,8 +61,7 @@ class ArraySource:
             np.random.shuffle(order)
         for start in range(0, self.samples, self.batch_size):
             idx = order[start:start + self.batch_size]
-            sw = self.sw[0][idx] if self.sw is not None else None
-            yield self._take(self.x, idx), self._take(self.y, idx), sw
+            yield self._take(self.x, idx), self._take(self.y, idx), self._take(self.sw, idx)
 
     def split(self, fraction):
         cut = int(self.samples * (1.0 - fraction))
@@ -68,11 +69,9 @@ class ArraySource:
             raise ValueError(f"validation_split={fraction} leaves no training or validation "
                              f"samples out of {self.samples}")
         head, tail = np.arange(cut), np.arange(cut, self.samples)
-        sw = self.sw
-
         def part(idx):
             return ArraySource(self._take(self.x, idx), self._take(self.y, idx),
-                               [sw[0][idx]] if sw is not None else None, self.batch_size)
+                               self._take(self.sw, idx), self.batch_size)
 
         return part(head), part(tail)
 
@@ -270,8 +269,19 @@ def make_source(x, y, sample_weight, batch_size, steps, epochs=1, steps_name="st
         return SequenceSource(x, steps)
     xs = _as_list(x)
     ys = _as_list(y)
-    sw = [np.asarray(sample_weight)] if sample_weight is not None else None
-    return ArraySource(xs, ys, sw, batch_size)
+    return ArraySource(xs, ys, _as_weights(sample_weight), batch_size)
+
+
+def _as_weights(sample_weight):
+    """Sample weights as ArraySource cuts them: None, one array (every output's), a list
+    (one per output, None for none) or a dict (by output name)."""
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, dict):
+        return {k: None if v is None else np.asarray(v) for k, v in sample_weight.items()}
+    if isinstance(sample_weight, (list, tuple)):
+        return [None if v is None else np.asarray(v) for v in sample_weight]
+    return np.asarray(sample_weight)
 
 
 def unpack_validation(validation_data):
@@ -377,26 +387,72 @@ def check_lengths(xs, ys) -> None:
                          "samples.")
 
 
-def sample_weights(ys, sample_weight, class_weight, n_outputs):
-    """Per-output sample weights from `sample_weight` and/or `class_weight` (None: none).
+def _per_output_weights(sample_weight, n: int, names) -> list:
+    """`sample_weight` (an array for every output, a list, or a dict by output name) as
+    one entry per output (None: none).
 
     Raises:
-      ValueError: a sample_weight whose length is not the batch's."""
+      ValueError: a list of another length, or unknown names."""
+    if isinstance(sample_weight, dict):
+        unknown = set(sample_weight) - set(names or ())
+        if unknown:
+            raise ValueError(f"Unknown entries in sample_weight dictionary: {sorted(unknown)}."
+                             f" Only expected following keys: {list(names or ())}")
+        return [sample_weight.get(name) for name in names]
+    if isinstance(sample_weight, (list, tuple)):
+        if len(sample_weight) != n:
+            raise ValueError(f"When passing a list as sample_weight, it should have one entry "
+                             f"per model output. The model has {n} outputs, but you passed "
+                             f"sample_weight with {len(sample_weight)} entries")
+        return list(sample_weight)
+    return [sample_weight] * n
+
+
+def sample_weights(ys, sample_weight, class_weight, n_outputs, modes=None, names=None):
+    """Per-output sample weights from `sample_weight` and/or `class_weight` (None: none):
+    a weight per sample, or per sample and timestep for an output whose mode (`modes`,
+    compile's sample_weight_mode per output) is "temporal".
+
+    Raises:
+      ValueError: a sample_weight whose shape does not fit the batch or the mode, as
+        Keras words it; class weights for a temporal output."""
     if sample_weight is None and class_weight is None:
         return None
+    given = _per_output_weights(sample_weight, len(ys), names)
     out = []
-    for y in ys:
-        w = np.ones(len(y), np.float32)
-        if sample_weight is not None:
-            sw = np.asarray(sample_weight, np.float32)
-            if sw.shape != (len(y),):
-                raise ValueError(f"Found a sample_weight array with shape {sw.shape} for an "
-                                 f"input with shape {(len(y),)}. sample_weight cannot be "
-                                 "broadcast.")
-            w = w * sw
+    for i, y in enumerate(ys):
+        temporal = bool(modes) and modes[i] == "temporal"
+        if temporal and y.ndim < 3:
+            raise ValueError(f"Found a sample_weight array for an input with shape {y.shape}"
+                             ". Timestep-wise sample weighting (use of sample_weight_mode="
+                             "\"temporal\") is restricted to outputs that are at least 3D, "
+                             "i.e. that have a time dimension.")
+        w = np.ones(y.shape[:2] if temporal else len(y), np.float32)
+        if given[i] is not None:
+            w = w * _checked_weights(np.asarray(given[i], np.float32), y, temporal,
+                                     modes[i] if modes else None)
         if class_weight is not None:
+            if y.ndim > 2:
+                raise ValueError("`class_weight` not supported for 3+ dimensional targets.")
             classes = np.argmax(y, axis=-1) if y.ndim > 1 and y.shape[-1] > 1 else \
                 np.reshape(y, (len(y),)).astype(np.int64)
             w = w * np.asarray([class_weight.get(int(c), 1.0) for c in classes], np.float32)
         out.append(w)
     return out if n_outputs == len(out) else out[:n_outputs]
+
+
+def _checked_weights(sw, y, temporal: bool, mode):
+    if temporal and sw.ndim != 2:
+        raise ValueError(f"Found a sample_weight array with shape {sw.shape}. In order to use "
+                         "timestep-wise sample weighting, you should pass a 2D sample_weight "
+                         "array.")
+    if not temporal and sw.ndim != 1:
+        raise ValueError(f"Found a sample_weight array with shape {sw.shape}. In order to use "
+                         "timestep-wise sample weights, you should specify sample_weight_mode"
+                         f"=\"temporal\" in compile(); found \"{mode}\" instead. If you just "
+                         "mean to use sample-wise weights, make sure your sample_weight array "
+                         "is 1D.")
+    if sw.shape != y.shape[:sw.ndim]:
+        raise ValueError(f"Found a sample_weight array with shape {sw.shape} for an input with "
+                         f"shape {y.shape}. sample_weight cannot be broadcast.")
+    return sw

@@ -34,7 +34,7 @@ from tensorflux.keras import optimizers as optimizers_lib
 from tensorflux.keras import saving
 from tensorflux.keras.engine import data_adapter as data
 from tensorflux.keras.engine.network import Network
-from tensorflux.ops import array_ops, constant_op, math_ops, reduction_ops
+from tensorflux.ops import array_ops, constant_op, joining_ops, math_ops, reduction_ops
 
 __all__ = ["Model"]
 
@@ -72,8 +72,8 @@ class Model(Network):
         kwargs.pop("experimental_run_tf_function", None)
         if kwargs:
             raise TypeError(f"Invalid keyword argument(s) in `compile()`: {sorted(kwargs)}")
-        if sample_weight_mode not in (None, "samplewise"):
-            raise ValueError("tensorflux.keras: sample_weight_mode='temporal' is not supported")
+        _check_sample_weight_mode(sample_weight_mode)
+        self._sample_weight_mode = sample_weight_mode
         if target_tensors is not None or weighted_metrics:
             raise ValueError("tensorflux.keras: target_tensors and weighted_metrics are not "
                              "supported")
@@ -96,6 +96,7 @@ class Model(Network):
         weights = _per_output(loss_weights if loss_weights is not None else 1.0, names,
                               "loss_weights")
         metric_lists = _per_output_metrics(metrics, names)
+        modes = _modes(getattr(self, "_sample_weight_mode", None), names)
         with graph_lib.name_scope(None):
             targets, sample_weights, total, metric_tensors, metric_names = [], [], 0.0, [], []
             per_output_losses = []
@@ -106,9 +107,7 @@ class Model(Network):
                 target = array_ops.placeholder(
                     out.dtype.base_dtype, shape=None if sparse or rank is None else
                     [None] * rank, name=f"{names[i]}_target")
-                sw = array_ops.placeholder_with_default(
-                    array_ops.ones(array_ops.shape(out)[:1], out.dtype.base_dtype),
-                    shape=[None], name=f"{names[i]}_sample_weights") if rank else None
+                sw = _sample_weights_placeholder(out, modes[i], names[i]) if rank else None
                 targets.append(target)
                 sample_weights.append(sw)
                 mask = getattr(out, "_keras_mask", None)
@@ -116,8 +115,7 @@ class Model(Network):
                     values = fn(target, out)
                     n = values.shape.ndims
                     if sw is not None and n:
-                        values = values * (sw if n == 1 else array_ops.reshape(
-                            sw, [-1] + [1] * (n - 1)))
+                        values = _weighted(values, sw, modes[i] == "temporal")
                     if mask is not None:  # Keras: the mean over the unmasked entries
                         m = _mask_like(mask, values)
                         entries = math_ops.cast(array_ops.size(m), values.dtype)
@@ -142,7 +140,7 @@ class Model(Network):
             extra = [t for loss in per_output_losses for t in (loss, one)]
         self.metrics_names = names_out + metric_names
         self._compiled = {"targets": targets, "sample_weights": sample_weights,
-                          "fetches": [total] + extra + metric_tensors,
+                          "modes": modes, "fetches": [total] + extra + metric_tensors,
                           "sparse": [_is_sparse(losses_lib.get(f)) for f in loss_fns]}
 
     def _compile_lossless(self) -> None:
@@ -420,7 +418,8 @@ class Model(Network):
                              "and therefore expects target data to be provided in `fit()`.")
         ys = data.check_targets(y, self.outputs, self.output_names, self._compiled["sparse"])
         data.check_lengths(xs, ys)
-        sw = data.sample_weights(ys, sample_weight, class_weight, len(self.outputs))
+        sw = data.sample_weights(ys, sample_weight, class_weight, len(self.outputs),
+                                 self._compiled.get("modes"), self.output_names)
         return xs, ys, sw
 
     # ---- weights I/O ------------------------------------------------------------------
@@ -534,6 +533,62 @@ def _check_loss_names(loss) -> None:
         loss if isinstance(loss, (list, tuple)) else [loss]
     for item in items:
         losses_lib.get(item)
+
+
+_MODES = (None, "samplewise", "temporal")
+
+
+def _check_sample_weight_mode(mode) -> None:
+    """compile's sample_weight_mode: None, "temporal" (or "samplewise"), or a list or dict
+    of them per output."""
+    values = mode.values() if isinstance(mode, dict) else \
+        mode if isinstance(mode, (list, tuple)) else [mode]
+    for m in values:
+        if m not in _MODES:
+            raise ValueError(f"\"sample_weight_mode should be None or \"temporal\". Found: {m}")
+
+
+def _modes(mode, names) -> list:
+    """The sample_weight_mode of each output."""
+    if isinstance(mode, dict):
+        unknown = set(mode) - set(names)
+        if unknown:
+            raise ValueError(f"Unknown entries in sample_weight_mode dictionary: "
+                             f"{sorted(unknown)}. Only expected following keys: {names}")
+        return [mode.get(n) for n in names]
+    if isinstance(mode, (list, tuple)):
+        if len(mode) != len(names):
+            raise ValueError(f"When passing a list as sample_weight_mode, it should have one "
+                             f"entry per model output. The model has {len(names)} outputs, "
+                             f"but you passed sample_weight_mode={mode}")
+        return list(mode)
+    return [mode] * len(names)
+
+
+def _sample_weights_placeholder(out, mode, name):
+    """The weights fed for an output: one per sample, or per sample and timestep
+    ("temporal"); ones when none are fed."""
+    temporal = mode == "temporal"
+    if temporal and out.shape.ndims is not None and out.shape.ndims < 3:
+        raise ValueError(f"Timestep-wise sample weighting (use of sample_weight_mode="
+                         f"\"temporal\") is restricted to outputs that are at least 3D, i.e. "
+                         f"that have a time dimension; output {name} has shape {out.shape}.")
+    lead = 2 if temporal else 1
+    return array_ops.placeholder_with_default(
+        array_ops.ones(array_ops.shape(out)[:lead], out.dtype.base_dtype),
+        shape=[None] * lead, name=f"{name}_sample_weights")
+
+
+def _weighted(values, sw, temporal: bool):
+    """The loss values times their weights, broadcast over the values' trailing axes."""
+    n, lead = values.shape.ndims, 2 if temporal else 1
+    if n == lead:
+        return values * sw
+    if n < lead:
+        raise ValueError(f"A loss of shape {values.shape} cannot take timestep-wise sample "
+                         "weights: it has no time dimension")
+    return values * array_ops.reshape(sw, joining_ops.concat(
+        [array_ops.shape(sw), [1] * (n - lead)], 0))
 
 
 def _per_output(value, names, what):
