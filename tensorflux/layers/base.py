@@ -35,8 +35,11 @@ _NAME_UIDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _snake_case(name: str) -> str:
+    """"MyLayer" -> "my_layer"; a private class "_Block" -> "private__block" (as TF names
+    it: a name scope cannot start with "_")."""
     s = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
-    return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
+    s = re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
+    return "private" + s if s.startswith("_") else s
 
 
 def _unique_layer_name(base: str) -> str:
