@@ -37,6 +37,7 @@ from tensorflux.ops import (
     unary_ops,
 )
 from tensorflux.runtime import session as session_lib
+from tensorflux.train import checkpoint_restore
 from tensorflux.variables import variables as variables_lib
 
 __all__ = [
@@ -148,6 +149,11 @@ def get_session():
     if not _MANUAL_INIT["on"]:
         _initialize_variables(session)
     return session
+
+
+# Object-based checkpoints run in the Keras session when no session is the default, as
+# TensorFlow's Keras arranges it.
+checkpoint_restore.register_session_provider(get_session)
 
 
 def _initialize_variables(session) -> None:

@@ -19,6 +19,7 @@ from tensorflux.control_flow import builders
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.keras import backend as K
+from tensorflux.keras.optimizer_checkpoints import CheckpointMixin
 from tensorflux.nn import clip_ops
 from tensorflux.ops import math_ops, state_ops, unary_ops
 from tensorflux.train import adadelta, adagrad, adam, momentum, rmsprop
@@ -30,9 +31,10 @@ __all__ = ["Optimizer", "SGD", "Adam", "RMSprop", "Adagrad", "Adadelta", "Adamax
            "serialize", "deserialize", "TFOptimizer"]
 
 
-class Optimizer:
+class Optimizer(CheckpointMixin):
     """The Keras additions (module docstring), mixed into a tf.train optimizer class whose
-    learning-rate attribute is named by `_lr_attr`."""
+    learning-rate attribute is named by `_lr_attr`; object-based checkpoints see it as
+    TensorFlow's Keras optimizer (keras/optimizer_checkpoints.py)."""
 
     _lr_attr = "_lr"
 
@@ -131,6 +133,7 @@ class SGD(Optimizer, momentum.MomentumOptimizer):
     """var -= lr * g, with momentum (and Nesterov's variant) when `momentum` > 0."""
 
     _lr_attr = "_learning_rate"
+    _checkpoint_hyper_attrs = {"momentum": "momentum_value"}
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD",
                  **kwargs):
@@ -144,6 +147,10 @@ class SGD(Optimizer, momentum.MomentumOptimizer):
         return {**super().get_config(), "momentum": self.momentum_value,
                 "nesterov": self.nesterov}
 
+    def _checkpoint_slot_names(self) -> dict:
+        """Keras keeps momentum slots only with momentum > 0."""
+        return {"momentum": "momentum"} if self.momentum_value > 0 else {}
+
 
 def _momentum_init(self, lr, mom, name, nesterov):
     momentum.MomentumOptimizer.__init__(self, lr, mom, name=name, use_nesterov=nesterov)
@@ -153,6 +160,8 @@ class Adam(Optimizer, adam.AdamOptimizer):
     """Adam with Keras's defaults (lr 0.001, epsilon 1e-7). With `amsgrad`, the update
     divides by the root of the largest second moment so far (slot "vhat"):
     vhat = max(vhat, v); var -= (m lr_t) / (sqrt(vhat) + epsilon)."""
+
+    _checkpoint_hyper_attrs = {"beta_1": "_beta1", "beta_2": "_beta2"}
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
                  amsgrad=False, name="Adam", **kwargs):
@@ -202,6 +211,8 @@ class Adamax(Optimizer, adam.AdamOptimizer):
     v = max(beta_2 v, |g|); var -= lr / (1 - beta_1^t) * m / (v + epsilon). Sparse
     gradients are applied as dense ones."""
 
+    _checkpoint_hyper_attrs = {"beta_1": "_beta1", "beta_2": "_beta2"}
+
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
                  name="Adamax", **kwargs):
         self._keras_init(learning_rate, kwargs)
@@ -231,6 +242,9 @@ class Nadam(Optimizer, adam.AdamOptimizer):
     (a "momentum_cache" variable) correct m; v is corrected by 1 - beta_2^t. Keras's
     `decay` does not apply (its Nadam uses the argument for the schedule). Sparse
     gradients are applied as dense ones."""
+
+    _checkpoint_hyper_attrs = {"beta_1": "_beta1", "beta_2": "_beta2"}
+    _checkpoint_decay_attr = "schedule_decay"
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
                  name="Nadam", **kwargs):
@@ -298,6 +312,8 @@ class RMSprop(Optimizer, rmsprop.RMSPropOptimizer):
     """RMSprop with Keras's defaults (lr 0.001, rho 0.9, epsilon 1e-7) and its zero-start
     accumulator."""
 
+    _checkpoint_hyper_attrs = {"momentum": "_momentum", "rho": "_decay"}
+
     def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7,
                  centered=False, name="RMSprop", **kwargs):
         self._keras_init(learning_rate, kwargs)
@@ -327,6 +343,13 @@ class RMSprop(Optimizer, rmsprop.RMSPropOptimizer):
             if self._centered:
                 self._zeros_slot(v, "mg", self._name)
             self._zeros_slot(v, "momentum", self._name)
+
+    def _checkpoint_slot_names(self) -> dict:
+        """Keras keeps momentum slots only with momentum > 0."""
+        names = super()._checkpoint_slot_names()
+        if not self._momentum:
+            names.pop("momentum", None)
+        return names
 
 
 class Adagrad(Optimizer, adagrad.AdagradOptimizer):
@@ -359,6 +382,8 @@ class Adagrad(Optimizer, adagrad.AdagradOptimizer):
 class Adadelta(Optimizer, adadelta.AdadeltaOptimizer):
     """Adadelta with Keras's defaults (lr 0.001, rho 0.95, epsilon 1e-7)."""
 
+    _checkpoint_hyper_attrs = {"rho": "_rho"}
+
     def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-7, name="Adadelta",
                  **kwargs):
         self._keras_init(learning_rate, kwargs)
@@ -368,6 +393,10 @@ class Adadelta(Optimizer, adadelta.AdadeltaOptimizer):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "rho": self._rho, "epsilon": self._epsilon}
+
+    def _checkpoint_slot_names(self) -> dict:
+        """Keras's names for tf.train's accumulators."""
+        return {"accum_grad": "accum", "accum_var": "accum_update"}
 
 
 _BY_NAME = {"sgd": SGD, "adam": Adam, "rmsprop": RMSprop, "adagrad": Adagrad,

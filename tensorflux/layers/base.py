@@ -25,6 +25,7 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, math_ops
+from tensorflux.variables import trackable
 from tensorflux.variables import variable_scope as vs
 
 __all__ = ["Layer", "InputSpec"]
@@ -35,8 +36,11 @@ _NAME_UIDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _snake_case(name: str) -> str:
+    """"MyLayer" -> "my_layer"; a private class "_Block" -> "private__block" (as TF names
+    it: a name scope cannot start with "_")."""
     s = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
-    return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
+    s = re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
+    return "private" + s if s.startswith("_") else s
 
 
 def _unique_layer_name(base: str) -> str:
@@ -194,6 +198,8 @@ class Layer:
                             constraint=constraint, partitioner=partitioner)
         after = g.get_collection(_GraphKeys.REGULARIZATION_LOSSES)
         self._losses.extend(t for t in after if all(t is not b for b in before))
+        if trackable.is_variable(v):
+            self.__dict__.setdefault("_checkpoint_weights", []).append((name, v))
         reused_trainable = id(v) in existing
         if trainable and (self.trainable or reused_trainable):
             self._trainable_weights.append(v)
@@ -202,6 +208,17 @@ class Layer:
         return v
 
     add_variable = add_weight
+
+    def _checkpoint_children(self) -> list:
+        """What object-based checkpoints track (variables/trackable.py): the weights by
+        their `add_weight` names ("kernel", "bias"), then the public attributes holding
+        trackable objects (sublayers, variables, lists of them) by attribute name."""
+        out, names = [], set()
+        for name, v in self.__dict__.get("_checkpoint_weights", []):
+            if name not in names:
+                names.add(name)
+                out.append((name, v))
+        return out + trackable.attribute_children(self, exclude=names)
 
     def add_loss(self, losses, inputs=None) -> None:
         """Adds regularization losses to `losses` and `tf.GraphKeys.REGULARIZATION_LOSSES`."""

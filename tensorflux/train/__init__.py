@@ -39,6 +39,7 @@ from tensorflux.train.basic_session_run_hooks import (
     StepCounterHook,
     StopAtStepHook,
 )
+from tensorflux.train.checkpoint import Checkpoint, CheckpointOptions
 from tensorflux.train.checkpoint_management import (
     checkpoint_exists,
     checkpoints_iterator,
@@ -49,6 +50,7 @@ from tensorflux.train.checkpoint_management import (
     remove_checkpoint,
     update_checkpoint_state,
 )
+from tensorflux.train.checkpoint_manager import CheckpointManager
 from tensorflux.train.checkpoint_utils import (
     NewCheckpointReader,
     init_from_checkpoint,
@@ -165,4 +167,5 @@ __all__ = [
     "basic_train_loop", "assert_global_step", "ClusterDef", "JobDef", "ServerDef",
     "AdagradDAOptimizer", "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer",
     "init_from_checkpoint", "warm_start", "VocabInfo",
+    "Checkpoint", "CheckpointManager", "CheckpointOptions",
 ]

@@ -180,6 +180,13 @@ class Optimizer:
         slots = self._slots.get(name)
         return None if slots is None else slots.get(_var_key(var))
 
+    def _checkpoint_children(self) -> list:
+        """The non-slot variables of the default graph by name (Adam's beta powers), as
+        TF1 optimizers track them for object-based checkpoints; the slot variables are
+        found through `get_slot` (variables/trackable.py)."""
+        graph = graph_lib.get_default_graph()
+        return [(name, v) for (g, name), v in self._non_slot_dict.items() if g is graph]
+
     def variables(self) -> list:
         """Slot and non-slot variables this optimizer created, sorted by name."""
         out = [v for slots in self._slots.values() for v in slots.values()]

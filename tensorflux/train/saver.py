@@ -32,6 +32,7 @@ import numpy as np
 from google.protobuf import text_format
 
 from tensorflux.checkpoint import files as ckpt_files
+from tensorflux.checkpoint import open_checkpoint
 from tensorflux.control_flow import builders
 from tensorflux.framework import dtypes, errors, meta_graph, tensor_shape
 from tensorflux.framework import graph as graph_lib
@@ -40,8 +41,9 @@ from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Tensor
 from tensorflux.ops import array_ops, constant_op, joining_ops, save_restore_ops, state_ops
-from tensorflux.protos import saver_pb2
+from tensorflux.protos import saver_pb2, trackable_object_graph_pb2
 from tensorflux.train import checkpoint_management, saver_tf_format
+from tensorflux.variables import trackable
 
 __all__ = ["Saver", "import_meta_graph", "export_meta_graph"]  # and BaseSaverBuilder
 
@@ -364,6 +366,7 @@ class Saver:
         self._checkpoints_to_be_deleted: list[tuple[str, float]] = []
         self._save_relative_paths = save_relative_paths
         self._next_checkpoint_time = None
+        self._object_restore_saver = None  # restores object-based checkpoints (restore)
         if not defer_build:
             self.build()
         if self.saver_def:
@@ -603,11 +606,55 @@ class Saver:
             sess.run(self.saver_def.restore_op_name,
                      {self.saver_def.filename_tensor_name: save_path})
         except errors.NotFoundError as err:
-            raise _wrap_restore_error(err, "a Variable name or other graph key that is "
-                                      "missing") from None
+            names_to_keys = _object_graph_key_mapping(save_path)
+            if names_to_keys is None:
+                raise _wrap_restore_error(err, "a Variable name or other graph key that is "
+                                          "missing") from None
+            _log.warning("Restoring an object-based checkpoint using a name-based saver. This "
+                         "may be somewhat fragile, and will re-build the Saver. Instead, "
+                         "consider loading object-based checkpoints using "
+                         "tf.train.Checkpoint().")
+            with sess.graph.as_default():
+                self._object_restore_saver = self._saver_for_object_checkpoint(names_to_keys)
+            self._object_restore_saver.restore(sess, save_path)
         except errors.InvalidArgumentError as err:
             raise _wrap_restore_error(err, "a mismatch between the current graph and the "
                                       "graph") from None
+
+    def _saver_for_object_checkpoint(self, names_to_keys: dict) -> Saver:
+        """A Saver restoring this one's variables from an object-based checkpoint: each
+        saved under the checkpoint key whose attribute has the variable's name as its
+        `full_name` (TF1's rule; the Saver is built once and reused).
+
+        Raises:
+          NotFoundError: a variable's name is not among the checkpoint's full names (the
+            message lists both sides, as TensorFlow's does).
+        """
+        var_list = self._var_list
+        if var_list is None:
+            var_list = _default_var_list(graph_lib.get_default_graph())
+        saveables = saveables_from(var_list)
+        current = {s.name for s in saveables}
+        missing = current - set(names_to_keys)
+        if missing:
+            extra = set(names_to_keys) - current
+            raise errors.NotFoundError(
+                None, None,
+                f"\n\nExisting variables not in the checkpoint: {', '.join(sorted(missing))}"
+                "\n\nVariables names when this checkpoint was written which don't exist now: "
+                f"{', '.join(sorted(extra))}\n\n({len(current & set(names_to_keys))} variable "
+                "name(s) did match)\n\nCould not find some variables in the checkpoint (see "
+                "names above). Saver was attempting to load an object-based checkpoint (saved "
+                "using tf.train.Checkpoint or tf.keras.Model.save_weights) using variable "
+                "names. There may be new variables which did not exist when the checkpoint "
+                "was written: construct a Saver(var_list=...) with only the variables which "
+                "previously existed, and if variable names have changed, make it a dict with "
+                "the old names as keys.")
+        if self._object_restore_saver is not None:
+            return self._object_restore_saver
+        renamed = {names_to_keys[s.name]: s.var if s.var is not None else s.tensor
+                   for s in saveables}
+        return Saver(renamed)
 
     # ---- meta graph ---------------------------------------------------------------------
     def export_meta_graph(self, filename=None, collection_list=None, as_text=False,
@@ -623,6 +670,18 @@ class Saver:
             strip_default_attrs=strip_default_attrs)
         _write_meta_graph(filename, mgd, as_text)
         return mgd
+
+
+def _object_graph_key_mapping(save_path: str) -> dict | None:
+    """{full name: checkpoint key} of an object-based checkpoint's attributes; None for a
+    checkpoint without an object graph."""
+    with open_checkpoint(save_path) as reader:
+        if not reader.has_tensor(trackable.OBJECT_GRAPH_KEY):
+            return None
+        data = reader.get_tensor(trackable.OBJECT_GRAPH_KEY)
+    proto = trackable_object_graph_pb2.TrackableObjectGraph.FromString(bytes(data))
+    return {attr.full_name: attr.checkpoint_key for node in proto.nodes
+            for attr in node.attributes}
 
 
 def _wrap_restore_error(err: errors.OpError, what: str) -> errors.OpError:

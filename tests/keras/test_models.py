@@ -370,3 +370,19 @@ def test_sequence_tagger_and_text_classifier():
     clf.compile("rmsprop", "binary_crossentropy", metrics=["acc"])
     clf.fit(seqs, np.arange(12) % 2, epochs=1, verbose=0)
     assert clf.predict_classes(seqs).shape == (12, 1)
+
+
+def test_an_unbuilt_sequential_called_on_an_input():
+    """The layers' calls inside the model's call each record into their own recorder (an
+    empty recorder once removed the enclosing one)."""
+    model = keras.Sequential([L.Dense(3, "tanh"), L.BatchNormalization(), L.Dense(1)])
+    out = model(keras.Input((2,)))
+    assert out.shape.as_list() == [None, 1]
+    assert len(model.weights) == 8 and len(model.updates) == 2
+
+
+def test_a_private_layer_class_gets_tensorflows_name():
+    class _Block(keras.layers.Layer):
+        pass
+
+    assert _Block().name == "private__block"  # as tf_keras names it

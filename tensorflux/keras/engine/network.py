@@ -14,6 +14,7 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.keras import backend as K
 from tensorflux.keras.engine.base_layer import Layer, _flat, _shapes, recording
 from tensorflux.keras.engine.input_layer import InputLayer
+from tensorflux.variables import trackable
 
 __all__ = ["Network"]
 
@@ -154,6 +155,25 @@ class Network(Layer):
                 value and all(isinstance(v, Layer) for v in value):
             self.__dict__.setdefault("_layer_attrs", []).extend(value)
         object.__setattr__(self, name, value)
+
+    def _checkpoint_children(self) -> list:
+        """Keras's dependencies for object-based checkpoints: a functional or Sequential
+        model's layers by position ("layer-i", and "layer_with_weights-k" counting only
+        layers with weights; a subclassed model has none of these), then what every layer
+        tracks (base.py), then the optimizer once compiled."""
+        out = []
+        if self._is_graph_network or type(self).__module__.startswith("tensorflux."):
+            weighted = 0
+            for index, layer in enumerate(self.layers):
+                if layer.weights:
+                    out.append((f"layer_with_weights-{weighted}", layer))
+                    weighted += 1
+                out.append((f"layer-{index}", layer))
+        out += [(k, v) for k, v in super()._checkpoint_children() if k != "optimizer"]
+        optimizer = getattr(self, "optimizer", None)
+        if trackable.is_trackable(optimizer):
+            out.append(("optimizer", optimizer))
+        return out
 
     def get_layer(self, name=None, index=None):
         """The layer called `name`, or at `index` in `layers`.

@@ -192,6 +192,12 @@ class Model(Network):
         self.inputs, self.outputs = _flat_list(inputs), _flat_list(outputs)
         self.built = True
 
+    def _make_train_function(self) -> None:
+        """Builds the train op now (TF1 Keras's entry point): the optimizer's slots then
+        exist, so an object-based restore can fill them before the first step."""
+        self._ensure_compiled()
+        self._train_op()
+
     def _train_op(self):
         if "train" not in self._functions:
             with graph_lib.name_scope("training"):
