@@ -187,9 +187,14 @@ def pool(input, window_shape, pooling_type, padding, dilation_rate=None, strides
          name=None, data_format=None, dilations=None):
     """1-3D max or average pooling chosen by the input's rank (`tf.nn.pool`).
 
+    A dilation rate above 1 pools every rate-th input (the windows spread out), computed
+    as TF does: the input folded by space_to_batch, pooled, unfolded (VALID padding and
+    `strides` of 1 only, as in TF).
+
     Raises:
-      ValueError: an unknown pooling_type, or a dilation rate other than 1 (not supported
-        here), or window/strides of the wrong length.
+      ValueError: an unknown pooling_type, strides and a dilation rate both above 1, SAME
+        padding with a dilation rate above 1 (as TF), or window/strides of the wrong
+        length.
     """
     dilation_rate = dilations if dilation_rate is None else dilation_rate
     if pooling_type not in ("MAX", "AVG"):
@@ -198,8 +203,24 @@ def pool(input, window_shape, pooling_type, padding, dilation_rate=None, strides
         input = convert_to_tensor(input, name="input")  # noqa: A001
         n = _spatial(input, "pool")
         w, s = _per_dim(window_shape, n, "window_shape"), _per_dim(strides, n, "strides")
-        if any(r != 1 for r in _per_dim(dilation_rate, n, "dilation_rate")):
-            raise ValueError("tf.nn.pool with dilation_rate other than 1 is not supported")
+        rate = _per_dim(dilation_rate, n, "dilation_rate")
+        if any(r != 1 for r in rate):
+            if padding == "SAME":
+                raise ValueError(f"pooling with 'SAME' padding is not implemented for "
+                                 f"`dilation_rate` > 1. Received: padding={padding} and "
+                                 f"dilation_rate={rate}")
+            if any(k != 1 for k in s):
+                raise ValueError(f"`strides > 1` not supported in conjunction with "
+                                 f"`dilation_rate > 1`. Received: strides={s} and "
+                                 f"dilation_rate={rate}")
+            from tensorflux.nn.space_to_batch_impl import with_space_to_batch
+
+            def undilated(x, _, converted_padding):
+                return pool(x, w, pooling_type, converted_padding, None, None, None,
+                            data_format)
+
+            return with_space_to_batch(input, rate, padding, undilated, filter_shape=w,
+                                       data_format=data_format or "NWC")
         last = _channels_last(data_format)
         full = lambda v: [1] + v + [1] if last else [1, 1] + v  # noqa: E731
         if n == 1:

@@ -69,3 +69,49 @@ def test_bad_arguments():
 def test_against_tensorflow():
     for got, want in zip(_here(), run_tf(PROGRAM), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+DILATED_POOLS = """
+rng = np.random.RandomState(0)
+x2 = tf.constant(rng.rand(2, 9, 8, 3).astype(np.float32))
+x1 = tf.constant(rng.rand(2, 11, 3).astype(np.float32))
+x3 = tf.constant(rng.rand(1, 6, 7, 5, 2).astype(np.float32))
+ops = []
+for kind in ("MAX", "AVG"):
+    ops += [tf.nn.pool(x2, [2, 3], kind, "VALID", dilation_rate=[2, 2]),
+            tf.nn.pool(x2, [3, 2], kind, "VALID", dilation_rate=[1, 3]),
+            tf.nn.pool(x1, [3], kind, "VALID", dilation_rate=[2]),
+            tf.nn.pool(x3, [2, 2, 2], kind, "VALID", dilation_rate=[2, 1, 2])]
+pooled = tf.nn.pool(x2, [2, 2], "MAX", "VALID", dilation_rate=[2, 2])
+ops.append(tf.gradients(tf.reduce_sum(pooled ** 2), x2)[0])
+with tf.Session() as s:
+    result = [v.tolist() for v in s.run(ops)]
+"""
+
+
+def _dilated_pools():
+    ns = {"tf": tf, "np": np}
+    with tf.Graph().as_default():
+        exec(DILATED_POOLS, ns)  # noqa: S102 - our own program text
+    return ns["result"]
+
+
+def test_dilated_pooling_takes_every_rate_th_input():
+    got = _dilated_pools()
+    x = np.random.RandomState(0).rand(2, 9, 8, 3).astype(np.float32)
+    # MAX over rows {i, i+2} and columns {j, j+2, j+4}
+    want = np.max([x[:, i:i + 7, j:j + 4] for i in (0, 2) for j in (0, 2, 4)], axis=0)
+    np.testing.assert_array_equal(got[0], want)
+    assert np.asarray(got[4]).shape == (2, 7, 4, 3)
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="'SAME' padding is not implemented"):
+            tf.nn.pool(tf.zeros([1, 8, 8, 1]), [2, 2], "MAX", "SAME", dilation_rate=[2, 2])
+        with pytest.raises(ValueError, match="`strides > 1` not supported"):
+            tf.nn.pool(tf.zeros([1, 8, 8, 1]), [2, 2], "AVG", "VALID", dilation_rate=[2, 2],
+                       strides=[2, 2])
+
+
+@pytest.mark.oracle
+def test_dilated_pooling_against_tensorflow():
+    for got, want in zip(_dilated_pools(), run_tf(DILATED_POOLS), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
