@@ -114,7 +114,9 @@ time.sleep(float(sys.argv[2]))
 """
 
 
-def test_a_tensorflux_master_drives_a_tensorflow_worker():
+@pytest.fixture
+def tf_worker():
+    """Our worker:0 (its server yielded) and TensorFlow's worker:1 in a process of its own."""
     if not oracle.available():
         pytest.skip("TensorFlow oracle venv not installed")
     ours, theirs = f"localhost:{_free_port()}", f"localhost:{_free_port()}"
@@ -125,31 +127,7 @@ def test_a_tensorflux_master_drives_a_tensorflow_worker():
     try:
         assert proc.stdout.readline().strip() == "ready"
         server = server_lib.Server({"worker": [ours, theirs]}, "worker", 0)
-        g = tf.Graph()
-        with g.as_default():
-            x = tf.placeholder(tf.float32, [None, 3], name="x")
-            with tf.device("/job:worker/task:1"):  # TensorFlow's task
-                w = tf.constant(np.arange(6, dtype=np.float32).reshape(3, 2))
-                y = tf.nn.relu(tf.matmul(x, w) - 5.0)
-                s1 = tf.reduce_sum(y, axis=1)
-                i, acc = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a + s1),
-                                       [tf.constant(0), tf.zeros([2])])
-            z = acc * 2.0  # ours again
-            with tf.Session(server.target) as s:
-                names = sorted(d.name for d in s.list_devices())
-                got_y, got_z = s.run([y, z], {x: np.ones((2, 3), np.float32)})
-                # Another signature: its transfers on TensorFlow's task are other kernels
-                # (TensorFlow keeps a session's _Send/_Recv kernels by node name).
-                got_s1 = s.run(s1, {x: np.ones((2, 3), np.float32)})
-                with pytest.raises(tf.errors.InvalidArgumentError):
-                    with tf.device("/job:worker/task:1"):
-                        bad = tf.reshape(x, [7])
-                    s.run(bad, {x: np.ones((2, 3), np.float32)})
-        assert names == ["/job:worker/replica:0/task:0/device:CPU:0",
-                         "/job:worker/replica:0/task:1/device:CPU:0"]
-        np.testing.assert_allclose(got_y, [[1.0, 4.0], [1.0, 4.0]])
-        np.testing.assert_allclose(got_z, [30.0, 30.0])
-        np.testing.assert_allclose(got_s1, [5.0, 5.0])
+        yield server
     finally:
         if server is not None:
             server.stop(0)
@@ -157,42 +135,57 @@ def test_a_tensorflux_master_drives_a_tensorflow_worker():
         proc.wait(10)
 
 
-def test_a_tensorflux_master_trains_ref_variables_on_a_tensorflow_worker():
+def test_a_tensorflux_master_drives_a_tensorflow_worker(tf_worker):
+    server = tf_worker
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        with tf.device("/job:worker/task:1"):  # TensorFlow's task
+            w = tf.constant(np.arange(6, dtype=np.float32).reshape(3, 2))
+            y = tf.nn.relu(tf.matmul(x, w) - 5.0)
+            s1 = tf.reduce_sum(y, axis=1)
+            i, acc = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a + s1),
+                                   [tf.constant(0), tf.zeros([2])])
+        z = acc * 2.0  # ours again
+        with tf.Session(server.target) as s:
+            names = sorted(d.name for d in s.list_devices())
+            got_y, got_z = s.run([y, z], {x: np.ones((2, 3), np.float32)})
+            # Another signature: its transfers on TensorFlow's task are other kernels
+            # (TensorFlow keeps a session's _Send/_Recv kernels by node name).
+            got_s1 = s.run(s1, {x: np.ones((2, 3), np.float32)})
+            with pytest.raises(tf.errors.InvalidArgumentError):
+                with tf.device("/job:worker/task:1"):
+                    bad = tf.reshape(x, [7])
+                s.run(bad, {x: np.ones((2, 3), np.float32)})
+    assert names == ["/job:worker/replica:0/task:0/device:CPU:0",
+                     "/job:worker/replica:0/task:1/device:CPU:0"]
+    np.testing.assert_allclose(got_y, [[1.0, 4.0], [1.0, 4.0]])
+    np.testing.assert_allclose(got_z, [30.0, 30.0])
+    np.testing.assert_allclose(got_s1, [5.0, 5.0])
+
+
+def test_a_tensorflux_master_trains_ref_variables_on_a_tensorflow_worker(tf_worker):
     """TF1's reference variables on TensorFlow's task: their reads (the step builder's
     `_RefRead`, an op TensorFlow lacks) go to that task as TensorFlow's own Identity."""
-    if not oracle.available():
-        pytest.skip("TensorFlow oracle venv not installed")
-    ours, theirs = f"localhost:{_free_port()}", f"localhost:{_free_port()}"
-    proc = subprocess.Popen([str(oracle.ORACLE_PYTHON), "-c", textwrap.dedent(_TF_WORKER),
-                             f"{ours},{theirs}", "100"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
-    server = None
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        server = server_lib.Server({"worker": [ours, theirs]}, "worker", 0)
-        g = tf.Graph()
-        with g.as_default():
-            x = tf.placeholder(tf.float32, [None, 3], name="x")
-            with tf.device("/job:worker/task:1"):  # TensorFlow's task
-                w = tf.Variable(np.ones((3, 2), np.float32), name="w")
-                b = tf.get_variable("b", [2], initializer=tf.zeros_initializer(),
-                                    use_resource=False)
-                doubled = w * 2.0  # a read of the ref on that task, fetched
-            y = tf.matmul(x, w) + b  # reads crossing to ours
-            train = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(y))
-            feed = {x: np.ones((2, 3), np.float32)}
-            with tf.Session(server.target) as s:
-                s.run(tf.global_variables_initializer())
-                got_y = s.run(y, feed)
-                s.run(train, feed)
-                got_w, got_b, got_doubled = s.run([w, b, doubled])
-        np.testing.assert_allclose(got_y, np.full((2, 2), 3.0))
-        # d(sum y)/dw = the column sums of x (2 each), d/db = the batch (2)
-        np.testing.assert_allclose(got_w, np.full((3, 2), 0.8), rtol=1e-6)
-        np.testing.assert_allclose(got_b, [-0.2, -0.2], rtol=1e-6)
-        np.testing.assert_allclose(got_doubled, np.full((3, 2), 1.6), rtol=1e-6)
-    finally:
-        if server is not None:
-            server.stop(0)
-        proc.kill()
-        proc.wait(10)
+    server = tf_worker
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        with tf.device("/job:worker/task:1"):  # TensorFlow's task
+            w = tf.Variable(np.ones((3, 2), np.float32), name="w")
+            b = tf.get_variable("b", [2], initializer=tf.zeros_initializer(),
+                                use_resource=False)
+            doubled = w * 2.0  # a read of the ref on that task, fetched
+        y = tf.matmul(x, w) + b  # reads crossing to ours
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(y))
+        feed = {x: np.ones((2, 3), np.float32)}
+        with tf.Session(server.target) as s:
+            s.run(tf.global_variables_initializer())
+            got_y = s.run(y, feed)
+            s.run(train, feed)
+            got_w, got_b, got_doubled = s.run([w, b, doubled])
+    np.testing.assert_allclose(got_y, np.full((2, 2), 3.0))
+    # d(sum y)/dw = the column sums of x (2 each), d/db = the batch (2)
+    np.testing.assert_allclose(got_w, np.full((3, 2), 0.8), rtol=1e-6)
+    np.testing.assert_allclose(got_b, [-0.2, -0.2], rtol=1e-6)
+    np.testing.assert_allclose(got_doubled, np.full((3, 2), 1.6), rtol=1e-6)

@@ -555,20 +555,8 @@ def _check_sample_weight_mode(mode) -> None:
 
 
 def _modes(mode, names) -> list:
-    """The sample_weight_mode of each output."""
-    if isinstance(mode, dict):
-        unknown = set(mode) - set(names)
-        if unknown:
-            raise ValueError(f"Unknown entries in sample_weight_mode dictionary: "
-                             f"{sorted(unknown)}. Only expected following keys: {names}")
-        return [mode.get(n) for n in names]
-    if isinstance(mode, (list, tuple)):
-        if len(mode) != len(names):
-            raise ValueError(f"When passing a list as sample_weight_mode, it should have one "
-                             f"entry per model output. The model has {len(names)} outputs, "
-                             f"but you passed sample_weight_mode={mode}")
-        return list(mode)
-    return [mode] * len(names)
+    """The sample_weight_mode of each output (None for an output a dict leaves out)."""
+    return _per_output(mode, names, "sample_weight_mode", missing=None)
 
 
 def _sample_weights_placeholder(out, mode, name):
@@ -597,7 +585,9 @@ def _weighted(values, sw, temporal: bool):
         [array_ops.shape(sw), [1] * (n - lead)], 0))
 
 
-def _per_output(value, names, what):
+def _per_output(value, names, what, missing=1.0):
+    """`value` (one for all, a list, or a dict by output name, `missing` for names it
+    leaves out) as one entry per output."""
     if isinstance(value, dict):
         unknown = set(value) - set(names)
         if unknown:
@@ -609,7 +599,7 @@ def _per_output(value, names, what):
                 raise ValueError(f"Output {missing[0]} missing from {what} dictionary. We "
                                  f"assume this was done on purpose. Give a loss for every "
                                  "output.")
-        return [value.get(n, 1.0) for n in names]
+        return [value.get(n, missing) for n in names]
     if isinstance(value, (list, tuple)):
         if len(value) != len(names):
             raise ValueError(f"When passing a list as {what}, it should have one entry per "
