@@ -17,6 +17,7 @@ from tensorflux.contrib.learn.estimators import (  # noqa: F401
     infer_real_valued_columns_from_input,
 )
 from tensorflux.contrib.learn.python.learn import datasets as _long_path  # noqa: F401
+from tensorflux.contrib.learn.run_config import RunConfig  # noqa: F401
 
 
 class ModeKeys:
