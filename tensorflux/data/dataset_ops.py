@@ -14,7 +14,13 @@ import numpy as np
 
 from tensorflux.data import structure as st
 from tensorflux.data.options import Options
-from tensorflux.framework import dtypes, random_seed, tensor_shape, type_spec
+from tensorflux.framework import (
+    dtypes,
+    nested_structure_coder,
+    random_seed,
+    tensor_shape,
+    type_spec,
+)
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.func_graph import FuncGraph, FunctionRef
 from tensorflux.framework.op_def_library import apply_op
@@ -25,6 +31,7 @@ from tensorflux.framework.tensor_spec import TensorSpec
 from tensorflux.kernels import datasets as ds_kernels
 from tensorflux.ops import dataset_ops as _ops  # noqa: F401 - defines the dataset ops
 from tensorflux.ops import parsing_ops
+from tensorflux.protos import struct_pb2
 from tensorflux.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec
 from tensorflux.ragged.ragged_tensor_value import RaggedTensorValue
 from tensorflux.runtime import functions as _functions  # noqa: F401 - runs traced bodies
@@ -687,6 +694,10 @@ class DatasetSpec(type_spec.TypeSpec):
         if self._dataset_shape.ndims == 0:
             raise ValueError("Slicing dataset elements is not supported for rank 0.")
         return DatasetSpec(self._element_spec, self._dataset_shape[1:])
+
+
+nested_structure_coder.register_type_spec(DatasetSpec,
+                                          struct_pb2.TypeSpecProto.DATA_DATASET_SPEC)
 
 
 def element_op(op_type: str, structure, name=None, **inputs):

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from tensorflux.data import structure as st
 from tensorflux.data.dataset_ops import _encode, _to_tensors, element_op
-from tensorflux.framework import dtypes, tensor_shape, type_spec
+from tensorflux.framework import dtypes, nested_structure_coder, tensor_shape, type_spec
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_spec import TensorSpec
+from tensorflux.protos import struct_pb2
 
 __all__ = ["Optional", "OptionalSpec", "get_next_as_optional"]
 
@@ -85,6 +86,9 @@ class OptionalSpec(type_spec.TypeSpec):
         return Optional(components, self._element_spec)
 
     _flat_tensor_specs = property(lambda self: [TensorSpec([], dtypes.variant)])
+
+
+nested_structure_coder.register_type_spec(OptionalSpec, struct_pb2.TypeSpecProto.OPTIONAL_SPEC)
 
 
 def _specs(element_spec):

@@ -15,12 +15,14 @@ import numpy as np
 from tensorflux.framework import (
     common_shapes,
     dtypes,
+    nested_structure_coder,
     session_run_conversions,
     tensor_shape,
     type_spec,
 )
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_spec import TensorSpec
+from tensorflux.protos import struct_pb2
 
 IndexedSlicesValue = collections.namedtuple("IndexedSlicesValue",
                                             ["values", "indices", "dense_shape"])
@@ -118,6 +120,10 @@ class IndexedSlicesSpec(type_spec.TypeSpec):
         if all(isinstance(c, np.ndarray) for c in components):
             return IndexedSlicesValue(*components, *([None] * (3 - len(components))))
         return IndexedSlices(*components)
+
+
+nested_structure_coder.register_type_spec(IndexedSlicesSpec,
+                                          struct_pb2.TypeSpecProto.INDEXED_SLICES_SPEC)
 
 
 def _fetch(value: IndexedSlices):

@@ -14,6 +14,7 @@ import numpy as np
 from tensorflux.framework import (
     common_shapes,
     dtypes,
+    nested_structure_coder,
     session_run_conversions,
     tensor_shape,
     type_spec,
@@ -22,6 +23,7 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import run_in_session
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.framework.tensor_spec import TensorSpec
+from tensorflux.protos import struct_pb2
 
 SparseTensorValue = collections.namedtuple("SparseTensorValue",
                                            ["indices", "values", "dense_shape"])
@@ -165,6 +167,8 @@ class SparseTensorSpec(type_spec.TypeSpec):
 
 type_spec.register_type_spec_from_value_converter(SparseTensorValue,
                                                   SparseTensorSpec.from_value)
+nested_structure_coder.register_type_spec(SparseTensorSpec,
+                                          struct_pb2.TypeSpecProto.SPARSE_TENSOR_SPEC)
 
 
 def is_sparse(x) -> bool:

@@ -24,13 +24,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorflux.framework import common_shapes, dtypes, tensor_shape, type_spec
+from tensorflux.framework import (
+    common_shapes,
+    dtypes,
+    nested_structure_coder,
+    tensor_shape,
+    type_spec,
+)
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.framework.tensor_spec import TensorSpec
 from tensorflux.ops import array_ops, math_ops, sequence_ops
+from tensorflux.protos import struct_pb2
 
 __all__ = ["TensorArray", "TensorArraySpec"]
 
@@ -440,6 +448,11 @@ class TensorArraySpec(type_spec.TypeSpec):
         return TensorArraySpec(value.element_shape, value.dtype, value.dynamic_size,
                                value._infer_shape)
 
+    @property
+    def _component_specs(self):
+        """TF2's TensorArray is one variant (a TensorList): what TF's encoding counts."""
+        return [TensorSpec([], dtypes.variant)]
+
     def _to_legacy_output_types(self):
         return self._dtype
 
@@ -453,6 +466,8 @@ class TensorArraySpec(type_spec.TypeSpec):
 
 type_spec.register_type_spec_from_value_converter(TensorArray, TensorArraySpec.from_value,
                                                   allow_subclass=True)
+nested_structure_coder.register_type_spec(TensorArraySpec,
+                                          struct_pb2.TypeSpecProto.TENSOR_ARRAY_SPEC)
 
 
 def build_ta_with_new_flow(old_ta: TensorArray, flow: Tensor) -> TensorArray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.debugging import check_ops
-from tensorflux.framework import dtypes, tensor_shape, type_spec
+from tensorflux.framework import dtypes, nested_structure_coder, tensor_shape, type_spec
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Tensor, run_in_session
 from tensorflux.framework.sparse_tensor import SparseTensor
@@ -33,6 +33,7 @@ from tensorflux.ops import (
     sequence_ops,
     slicing_ops,
 )
+from tensorflux.protos import struct_pb2
 from tensorflux.ragged.ragged_tensor_value import RaggedTensorValue
 
 _SPLIT_TYPES = (dtypes.int32, dtypes.int64)
@@ -691,6 +692,8 @@ class RaggedTensorSpec(type_spec.TypeSpec):
 
 type_spec.register_type_spec_from_value_converter(RaggedTensorValue,
                                                   RaggedTensorSpec.from_value)
+nested_structure_coder.register_type_spec(RaggedTensorSpec,
+                                          struct_pb2.TypeSpecProto.RAGGED_TENSOR_SPEC)
 
 
 def _slice_rows(rt, splits):
