@@ -97,6 +97,7 @@ class RaggedTensor:
                              "factory methods instead (e.g., RaggedTensor.from_row_lengths())")
         self._values = values
         self._row_splits = row_splits
+        self._shape_hint: tensor_shape.TensorShape | None = None  # from _set_shape
 
     # ---- factories ------------------------------------------------------------------------
 
@@ -372,21 +373,23 @@ class RaggedTensor:
     def shape(self) -> tensor_shape.TensorShape:
         n = self._row_splits.shape[0].value
         nrows = None if n is None else n - 1
-        return tensor_shape.TensorShape([nrows] + [None] * self.ragged_rank).concatenate(
+        shape = tensor_shape.TensorShape([nrows] + [None] * self.ragged_rank).concatenate(
             self.flat_values.shape[1:])
+        return shape if self._shape_hint is None else shape.merge_with(self._shape_hint)
 
     def get_shape(self) -> tensor_shape.TensorShape:
         return self.shape
 
     def _set_shape(self, shape) -> None:
-        """Narrows the static shape: the row count (outer splits) and the flat values' inner
-        dimensions; ragged dimensions stay unknown.
+        """Narrows the static shape: the row count (outer splits), the flat values' inner
+        dimensions, and sizes of the ragged dimensions (kept as a hint, as TF keeps a
+        uniform row length).
 
         Raises:
           ValueError: `shape` is not compatible with the current one.
         """
         shape = tensor_shape.as_shape(shape)
-        self.shape.merge_with(shape)  # raises on a conflict
+        self._shape_hint = self.shape.merge_with(shape)  # raises on a conflict
         if shape.ndims is None:
             return
         n = shape[0].value
