@@ -50,6 +50,7 @@ from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.framework.tensor_spec import TensorSpec
 from tensorflux.framework.type_spec import TypeSpec
 from tensorflux.ops.tensor_array_ops import TensorArraySpec
+from tensorflux.ragged import ragged_parsing
 from tensorflux.ragged.ragged_tensor import RaggedTensorSpec
 
 __all__ = [
@@ -225,10 +226,9 @@ def prefetch_to_device(device, buffer_size=None):
 
 
 def parse_example_dataset(features, num_parallel_calls=1, deterministic=None):
-    """Batches of serialized Examples parsed by `tf.parse_example(features)`."""
-    from tensorflux.ops import parsing_ops
-
-    return lambda ds: ds.map(lambda s: parsing_ops.parse_example(s, features),
+    """Batches of serialized Examples parsed by `tf.io.parse_example(features)`
+    (RaggedFeatures give RaggedTensor components)."""
+    return lambda ds: ds.map(lambda s: ragged_parsing.parse_example(s, features),
                              num_parallel_calls)
 
 
@@ -698,8 +698,6 @@ def make_batched_features_dataset(file_pattern, batch_size, features, reader=Non
     """Batches of Examples read by `reader` (default TFRecordDataset) from the files
     matching `file_pattern`, parsed with `features` (a dict, or (dict, label) with
     `label_key`)."""
-    from tensorflux.ops import parsing_ops
-
     reader = reader or TFRecordDataset
     files = DatasetV1.list_files(file_pattern, shuffle=shuffle, seed=shuffle_seed)
     ds = files.interleave(lambda f: reader(f, *(reader_args or [])),
@@ -709,7 +707,7 @@ def make_batched_features_dataset(file_pattern, batch_size, features, reader=Non
     if num_epochs != 1:
         ds = ds.repeat(num_epochs)
     ds = ds.batch(batch_size, drop_remainder=drop_final_batch)
-    ds = ds.map(lambda s: parsing_ops.parse_example(s, features))
+    ds = ds.map(lambda s: ragged_parsing.parse_example(s, features))
     if label_key is not None:
         if label_key not in features:
             raise ValueError(f"The `label_key` provided ({label_key}) must be one of the "

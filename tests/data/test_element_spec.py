@@ -22,6 +22,13 @@ rt = tf.ragged.constant([[1, 2], [3], [], [4, 5, 6]])
 rt2 = tf.ragged.constant([[[1], [2, 3]], [[4]], []])
 gen_sig = (tf.TensorSpec([None], tf.int32), tf.TensorSpec([], tf.string, name="n"))
 named = tf.TensorSpec([], tf.string, name="n")
+
+
+def _ex(v):
+    return tf.train.Example(features=tf.train.Features(feature={"r": tf.train.Feature(
+        int64_list=tf.train.Int64List(value=v))})).SerializeToString()
+
+
 pipelines = {
     "range": r,
     "map_dict": r.map(lambda x: {"a": x, "b": (tf.cast(x, tf.float32), [x, x])}),
@@ -82,6 +89,8 @@ pipelines = {
     "dense_to_ragged_in": D.from_tensor_slices(rt).apply(
         tf.data.experimental.dense_to_ragged_batch(2)),
     "ragged_batch_method": r.take(4).map(lambda x: tf.range(x)).ragged_batch(2),
+    "parse_ragged": D.from_tensor_slices([_ex([1, 2]), _ex([]), _ex([3])]).batch(2).apply(
+        tf.data.experimental.parse_example_dataset({"r": tf.io.RaggedFeature(tf.int64)})),
 }
 """
 
