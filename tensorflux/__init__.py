@@ -86,7 +86,15 @@ from tensorflux.framework.indexed_slices import (  # noqa: F401,E402
 )
 from tensorflux.framework.sparse_tensor import (  # noqa: F401,E402
     SparseTensor,
+    SparseTensorSpec,
     SparseTensorValue,
+)
+from tensorflux.framework.indexed_slices import IndexedSlicesSpec  # noqa: F401,E402
+from tensorflux.framework.tensor_spec import TensorSpec  # noqa: F401,E402
+from tensorflux.framework.type_spec import (  # noqa: F401,E402
+    NoneTensorSpec,
+    TypeSpec,
+    type_spec_from_value,
 )
 from tensorflux import nn  # noqa: F401,E402 - tf.nn
 from tensorflux import sparse  # noqa: F401,E402 - tf.sparse
@@ -152,6 +160,7 @@ from tensorflux.protos.summary_pb2 import (  # noqa: F401,E402
 )
 
 from tensorflux import data  # noqa: E402,F401 - tf.data
+from tensorflux.data.optional_ops import OptionalSpec  # noqa: E402,F401
 
 # Issue 17: behaviour switches, tf.version, tf.compat (tf.compat.v1 is this module).
 from tensorflux.compat.switches import *  # noqa: E402,F401,F403
@@ -242,6 +251,7 @@ from tensorflux.ops.conv_ops import (  # noqa: E402,F401
 # Ragged tensors: tf.RaggedTensor, tf.ragged.
 from tensorflux import ragged  # noqa: E402,F401 - tf.ragged
 from tensorflux.ragged import RaggedTensor  # noqa: E402,F401
+from tensorflux.ragged.ragged_tensor import RaggedTensorSpec  # noqa: E402,F401
 from tensorflux.ragged import dispatch as _ragged_dispatch  # noqa: E402
 import sys as _sys  # noqa: E402
 _ragged_dispatch.install(_sys.modules[__name__])  # tf.add, tf.reduce_sum, ... take RaggedTensors

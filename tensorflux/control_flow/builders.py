@@ -20,6 +20,7 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework import tensor_shape
 from tensorflux.framework.operation import Operation, Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.framework.tensor_spec import TensorSpec
 from tensorflux.ops import (
     array_ops,
     comparison_ops,
@@ -358,8 +359,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None,  # noqa: A002 - TF'
     Args:
       cond, body: callables.
       loop_vars: a list or tuple of the initial values.
-      shape_invariants: TensorShapes (nested like loop_vars) a loop variable may take; by
-        default its initial shape, which the body may not change.
+      shape_invariants: TensorShapes or TensorSpecs (nested like loop_vars) a loop
+        variable may take; by default its initial shape, which the body may not change.
       parallel_iterations: how many iterations may run at once.
       back_prop: whether gradients flow through the loop.
       swap_memory: accepted for compatibility.
@@ -388,6 +389,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None,  # noqa: A002 - TF'
         if parallel_iterations < 1:
             raise TypeError("'parallel_iterations' must be a positive integer.")
         try_to_pack = len(loop_vars) == 1 and not return_same_structure
+        if shape_invariants is not None:  # a TensorSpec stands for its shape (TF2's form)
+            shape_invariants = control_flow_util.map_structure(
+                lambda s: s.shape if isinstance(s, TensorSpec) else s, shape_invariants)
         if maximum_iterations is not None:
             maximum_iterations = convert_to_tensor(maximum_iterations,
                                                    name="maximum_iterations")

@@ -12,8 +12,11 @@ from tensorflux.control_flow import builders
 from tensorflux.control_flow import control_flow_util as nest
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.sparse_tensor import SparseTensorSpec
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.ops import array_ops, constant_op, gather_ops
+from tensorflux.framework.tensor_spec import TensorSpec
+from tensorflux.framework.type_spec import TypeSpec
+from tensorflux.ops import array_ops, constant_op, gather_ops, parsing_ops, ragged_conversion_ops
 from tensorflux.ops.tensor_array_ops import TensorArray
 
 __all__ = ["map_fn", "foldl", "foldr", "scan", "vectorized_map"]
@@ -53,6 +56,63 @@ def _set_leading_dim(results, elems_flat) -> None:
             r.set_shape(tensor_shape.TensorShape([n_static]).concatenate(r.shape[1:]))
 
 
+# ---- map_fn results of a TypeSpec -------------------------------------------------------
+# A TensorSpec stands for its dtype. A SparseTensor or RaggedTensor result is accumulated
+# as a variant per element (SerializeSparse: [3]; RaggedTensorToVariant: a scalar) and
+# the stacked variants decode as one SparseTensor / RaggedTensor with a leading dimension.
+
+
+def _ragged_spec_class():
+    from tensorflux.ragged.ragged_tensor import RaggedTensorSpec  # ragged imports this package
+
+    return RaggedTensorSpec
+
+
+def _carried_dtype(signature):
+    """The dtype a result of `signature` (a DType or a TypeSpec) is accumulated as.
+
+    Raises:
+      TypeError: a TypeSpec map_fn cannot carry.
+    """
+    if isinstance(signature, TensorSpec):
+        return signature.dtype
+    if isinstance(signature, (SparseTensorSpec, _ragged_spec_class())):
+        return dtypes.variant
+    if isinstance(signature, TypeSpec):
+        raise TypeError(f"tensorflux's map_fn takes TensorSpec, SparseTensorSpec and "
+                        f"RaggedTensorSpec results, not {signature}.")
+    return dtypes.as_dtype(signature)
+
+
+def _encode_result(value, signature):
+    if isinstance(signature, SparseTensorSpec):
+        return parsing_ops.serialize_sparse(value, out_type=dtypes.variant)
+    if isinstance(signature, _ragged_spec_class()):
+        if hasattr(value, "_to_variant"):  # a RaggedTensor
+            return value._to_variant(batched_input=False)
+        return ragged_conversion_ops.ragged_tensor_to_variant(  # a Tensor: ragged rank 0
+            [], convert_to_tensor(value), batched_input=False)
+    return value
+
+
+def _decode_result(stacked, signature):
+    """The stacked results of `signature` as one value with a leading dimension."""
+    if isinstance(signature, SparseTensorSpec):
+        rank = signature.shape.ndims
+        return parsing_ops.deserialize_sparse(stacked, signature.dtype,
+                                              rank=None if rank is None else rank + 1)
+    if isinstance(signature, _ragged_spec_class()):
+        from tensorflux.ragged.ragged_tensor import RaggedTensor  # ragged imports this package
+
+        out = RaggedTensor._from_variant(stacked, signature.dtype, signature.ragged_rank + 1,
+                                         signature.ragged_rank, signature.row_splits_dtype)
+        if signature.shape.ndims is not None:
+            out._set_shape(tensor_shape.TensorShape([stacked.shape[0].value]).concatenate(
+                signature.shape))
+        return out
+    return stacked
+
+
 def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop: bool = True,
            swap_memory: bool = False, infer_shape: bool = True, name: str | None = None,
            fn_output_signature=None):
@@ -61,7 +121,8 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop: bool = Tr
     Args:
       fn: callable from one element (structured like `elems`) to the output structure.
       elems: a tensor or a (nested) structure of tensors with the same first dimension.
-      dtype: the output structure's dtypes when it differs from `elems`'.
+      dtype: the output structure's dtypes (or TypeSpecs: TensorSpec, SparseTensorSpec,
+        RaggedTensorSpec) when it differs from `elems`'.
       parallel_iterations: iterations run at once (default 10).
       back_prop: whether gradients flow through.
       swap_memory: accepted for compatibility.
@@ -102,9 +163,10 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop: bool = Tr
                                             if isinstance(e, graph_lib.Tensor)]):
         elems_flat = [convert_to_tensor(e, name="elem") for e in elems_flat]
         if dtype is None:
-            dtype_flat = [e.dtype for e in elems_flat]
+            signature_flat = dtype_flat = [e.dtype for e in elems_flat]
         else:
-            dtype_flat = [dtypes.as_dtype(d) for d in output_flatten(dtype)]
+            signature_flat = output_flatten(dtype)
+            dtype_flat = [_carried_dtype(d) for d in signature_flat]
         _, n = _leading_dim(elems_flat)
         elems_ta = _unstacked(elems_flat, n)
         accs_ta = [TensorArray(dtype=dt, size=n, dynamic_size=False, infer_shape=infer_shape)
@@ -114,7 +176,8 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop: bool = Tr
             packed_values = input_pack([ta.read(i) for ta in elems_ta])
             packed_fn_values = fn(packed_values)
             nest.assert_same_structure(output_structure, packed_fn_values)
-            flat_fn_values = output_flatten(packed_fn_values)
+            flat_fn_values = [_encode_result(v, d) for v, d in zip(
+                output_flatten(packed_fn_values), signature_flat, strict=True)]
             return (i + 1, [ta.write(i, v) for ta, v in zip(tas, flat_fn_values,
                                                             strict=True)])
 
@@ -125,7 +188,8 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop: bool = Tr
             swap_memory=swap_memory, maximum_iterations=n)
         results_flat = [r.stack() for r in r_a]
         _set_leading_dim(results_flat, elems_flat)
-        return output_pack(results_flat)
+        return output_pack([_decode_result(r, d)
+                            for r, d in zip(results_flat, signature_flat, strict=True)])
 
 
 def vectorized_map(fn, elems, fallback_to_while_loop: bool = True, warn: bool = True):

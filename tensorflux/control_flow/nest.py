@@ -4,24 +4,111 @@ map_structure, assert_same_structure, is_nested) and, for TF1 programs, what
 "up to a shallow structure" forms and `flatten_dict_items`.
 
 Lists, tuples (namedtuples too) and dicts are the containers; a dict's children go in
-sorted key order (tensorflux/control_flow/control_flow_util.py holds the core).
+sorted key order (tensorflux/control_flow/control_flow_util.py holds the core). With
+`expand_composites=True`, composite values (SparseTensor, RaggedTensor, IndexedSlices,
+datasets) and their TypeSpecs (but TensorSpec) are containers too: of their components
+(`_to_components`, `_component_specs`), packed back with `_from_components`.
 """
 
 from __future__ import annotations
 
-from tensorflux.control_flow.control_flow_util import (
-    _children,
-    _sorted_keys,
-    assert_same_structure,
-    flatten,
-    is_nested,
-    map_structure,
-    pack_sequence_as,
-)
+from tensorflux.control_flow import control_flow_util as _util
+from tensorflux.control_flow.control_flow_util import _children, _sorted_keys, is_nested
+from tensorflux.framework.operation import Tensor
+from tensorflux.framework.tensor_spec import TensorSpec
+from tensorflux.framework.type_spec import TypeSpec
 
 __all__ = ["assert_same_structure", "flatten", "is_nested", "map_structure",
            "pack_sequence_as", "is_sequence", "assert_shallow_structure", "flatten_up_to",
            "map_structure_up_to", "flatten_dict_items"]
+
+
+def _spec_of_composite(x):
+    """The TypeSpec of a composite value or spec (what `expand_composites` expands), or
+    None for anything else."""
+    if isinstance(x, TypeSpec):
+        return None if isinstance(x, TensorSpec) else x
+    if isinstance(x, (Tensor, type)) or not hasattr(type(x), "_type_spec"):
+        return None
+    return x._type_spec
+
+
+def _expand(structure):
+    """`structure` with each composite replaced by its components, recursively: a dict
+    {spec class name: components}, so that composites of different kinds differ in
+    structure."""
+    spec = _spec_of_composite(structure)
+    if spec is not None:
+        parts = spec._component_specs if structure is spec else spec._to_components(structure)
+        return {type(spec).__name__: _expand(parts)}
+    if is_nested(structure):
+        return _util._rebuild(structure, [_expand(c) for c in _children(structure)])
+    return structure
+
+
+def flatten(structure, expand_composites: bool = False) -> list:
+    """The leaves of `structure` in order (dict values by sorted key); a leaf gives [leaf].
+    `expand_composites`: composite values and specs give their components."""
+    if expand_composites:
+        structure = _expand(structure)
+    return _util.flatten(structure)
+
+
+def _pack_expanded(structure, it):
+    spec = _spec_of_composite(structure)
+    if spec is not None:
+        return spec._from_components(_pack_expanded(spec._component_specs, it))
+    if is_nested(structure):
+        return _util._rebuild(structure, [_pack_expanded(c, it) for c in _children(structure)])
+    return next(it)
+
+
+def pack_sequence_as(structure, flat_sequence, expand_composites: bool = False):
+    """`flat_sequence` (as `flatten` gives it) shaped like `structure`; with
+    `expand_composites`, composites of `structure` are rebuilt from their components.
+
+    Raises:
+      ValueError: the number of leaves differs.
+    """
+    if not expand_composites:
+        return _util.pack_sequence_as(structure, flat_sequence)
+    flat_sequence = list(flat_sequence)
+    n = len(flatten(structure, expand_composites=True))
+    if n != len(flat_sequence):
+        raise ValueError(f"Could not pack sequence. Structure had {n} elements, but "
+                         f"flat_sequence had {len(flat_sequence)} elements.  Structure: "
+                         f"{structure}, flat_sequence: {flat_sequence}.")
+    return _pack_expanded(structure, iter(flat_sequence))
+
+
+def assert_same_structure(nest1, nest2, check_types: bool = True,
+                          expand_composites: bool = False) -> None:
+    """Raises unless `nest1` and `nest2` nest the same way (with `expand_composites`,
+    composites must be of one kind and their components nest alike).
+
+    Raises:
+      ValueError, TypeError: TensorFlow's, as control_flow_util.assert_same_structure.
+    """
+    if expand_composites:
+        nest1, nest2 = _expand(nest1), _expand(nest2)
+    _util.assert_same_structure(nest1, nest2, check_types)
+
+
+def map_structure(func, *structure, check_types: bool = True,
+                  expand_composites: bool = False):
+    """`func` applied leafwise to `structure`s (which must nest alike); shaped like the
+    first (its composites rebuilt from the results, with `expand_composites`).
+
+    Raises:
+      ValueError, TypeError: the structures differ.
+    """
+    if not expand_composites:
+        return _util.map_structure(func, *structure, check_types=check_types)
+    for other in structure[1:]:
+        assert_same_structure(structure[0], other, check_types, expand_composites=True)
+    flat = [flatten(s, expand_composites=True) for s in structure]
+    return pack_sequence_as(structure[0], [func(*xs) for xs in zip(*flat, strict=True)],
+                            expand_composites=True)
 
 
 def is_sequence(seq) -> bool:

@@ -14,16 +14,26 @@ import numpy as np
 
 from tensorflux.data import structure as st
 from tensorflux.data.options import Options
-from tensorflux.framework import dtypes, errors, random_seed, tensor_shape
+from tensorflux.framework import (
+    dtypes,
+    nested_structure_coder,
+    random_seed,
+    tensor_shape,
+    type_spec,
+)
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.func_graph import FuncGraph, FunctionRef
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Tensor
-from tensorflux.framework.sparse_tensor import SparseTensor, SparseTensorValue
+from tensorflux.framework.sparse_tensor import SparseTensor, SparseTensorSpec, SparseTensorValue
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.framework.tensor_spec import TensorSpec
 from tensorflux.kernels import datasets as ds_kernels
 from tensorflux.ops import dataset_ops as _ops  # noqa: F401 - defines the dataset ops
 from tensorflux.ops import parsing_ops
+from tensorflux.protos import struct_pb2
+from tensorflux.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec
+from tensorflux.ragged.ragged_tensor_value import RaggedTensorValue
 from tensorflux.runtime import functions as _functions  # noqa: F401 - runs traced bodies
 
 AUTOTUNE = ds_kernels.AUTOTUNE
@@ -35,46 +45,67 @@ def _int64(value, name: str) -> Tensor:
 
 
 def _to_tensors(value):
-    """`value`'s leaves as tensors or SparseTensors (a list is one tensor, as in tf.data)."""
+    """`value`'s leaves as tensors or composite values (SparseTensors, RaggedTensors,
+    datasets, Optionals); a list is one tensor, as in tf.data."""
     def convert(v):
-        if isinstance(v, (Tensor, SparseTensor)):
+        if isinstance(v, (Tensor, SparseTensor, RaggedTensor)) or \
+                hasattr(type(v), "_type_spec"):
             return v
         if isinstance(v, SparseTensorValue):
             return SparseTensor.from_value(v)
+        if isinstance(v, RaggedTensorValue):
+            return RaggedTensor._from_value(v)
         return convert_to_tensor(v, name="component")
     return st.map_structure(convert, value)
 
 
-# ---- SparseTensor components ---------------------------------------------------------
-# A SparseTensor component travels through the dataset ops as a variant tensor holding its
-# three parts, [3] per element (TensorFlow's encoding). Batching stacks them ([N, 3]);
-# DeserializeSparse turns [..., 3] back into one SparseTensor with those leading dimensions
-# (dense shape: the largest of the batch's). Functions and iterators decode their sparse
-# arguments and outputs; functions encode what they return.
+# ---- composite components ----------------------------------------------------------
+# A component that is not a Tensor travels through the dataset ops as one variant tensor
+# (TensorFlow's encodings). A SparseTensor: its three parts, [3] per element; batching
+# stacks them ([N, 3]) and DeserializeSparse turns [..., 3] back into one SparseTensor with
+# those leading dimensions (dense shape: the largest of the batch's). A RaggedTensor (or a
+# Tensor of a RaggedTensorSpec of ragged rank 0): RaggedTensorToVariant, a scalar per
+# element; batching stacks them ([N]) and RaggedTensorFromVariant makes the leading
+# dimensions ragged ones. A dataset or an Optional: its own variant. Functions and
+# iterators decode their arguments and outputs; functions encode what they return.
 
 
-def _encode(v, many: bool = False):
-    """A component value as the tensor the dataset ops carry (`many`: a SparseTensor's
-    first dimension as separate elements, for slicing)."""
-    if not isinstance(v, SparseTensor):
+def _encode(v, many: bool = False, spec=None):
+    """A component value as the tensor the dataset ops carry (`many`: its first dimension
+    as separate elements, for slicing; `spec`: the component's spec, when it is not the
+    value's own, as for a Tensor carried as a RaggedTensorSpec)."""
+    if isinstance(v, SparseTensor):
+        fn = parsing_ops.serialize_many_sparse if many else parsing_ops.serialize_sparse
+        return fn(v, out_type=dtypes.variant)
+    if isinstance(v, RaggedTensor):
+        return v._to_variant(batched_input=many)
+    if isinstance(spec, RaggedTensorSpec):  # a Tensor as a ragged tensor of ragged rank 0
+        with graph_lib.name_scope(None, "RaggedToVariant", [v]):
+            return apply_op("RaggedTensorToVariant", rt_nested_splits=[], rt_dense_values=v,
+                            Tsplits=spec.row_splits_dtype, batched_input=many)
+    if isinstance(v, Tensor):
         return v
-    fn = parsing_ops.serialize_many_sparse if many else parsing_ops.serialize_sparse
-    return fn(v, out_type=dtypes.variant)
+    return v._type_spec._to_components(v)  # a dataset or an Optional: its variant
 
 
-def _decode(t: Tensor, spec: st.Spec):
-    """The component value of `t` (a SparseTensor for a SparseSpec, a Dataset for a
-    DatasetSpec)."""
-    if isinstance(spec, st.DatasetSpec):
-        return DatasetV1(t, spec.element)
-    if not isinstance(spec, st.SparseSpec):
+def _decode(t: Tensor, spec):
+    """The component value of `t`, as `spec` describes it."""
+    if isinstance(spec, TensorSpec):
         return t
-    sp = parsing_ops.deserialize_sparse(t, spec.dtype, rank=spec.shape.ndims)
-    if spec.shape.is_fully_defined():  # then the dense shape is known: a constant (as TF)
-        return SparseTensor(sp.indices, sp.values, convert_to_tensor(
-            spec.shape.as_list(), dtype=dtypes.int64, name="dense_shape"))
-    sp.set_shape(spec.shape)
-    return sp
+    if isinstance(spec, SparseTensorSpec):
+        sp = parsing_ops.deserialize_sparse(t, spec.dtype, rank=spec.shape.ndims)
+        if spec.shape.is_fully_defined():  # then the dense shape is known: a constant (TF)
+            return SparseTensor(sp.indices, sp.values, convert_to_tensor(
+                spec.shape.as_list(), dtype=dtypes.int64, name="dense_shape"))
+        sp.set_shape(spec.shape)
+        return sp
+    if isinstance(spec, RaggedTensorSpec):
+        out = RaggedTensor._from_variant(t, spec.dtype, spec.ragged_rank, -1,
+                                         spec.row_splits_dtype)
+        if spec.shape.ndims is not None:
+            (out._set_shape if isinstance(out, RaggedTensor) else out.set_shape)(spec.shape)
+        return out
+    return spec._from_components(t)  # a DatasetSpec or an OptionalSpec
 
 
 def _fn_name(fn) -> str:
@@ -92,8 +123,9 @@ class _Traced:
         with g.as_default():
             flat = []
             for i, spec in enumerate(st.flatten(spec_structure)):
-                shape = spec.flat_shape
-                t = g.add_argument(spec.flat_dtype, shape if shape.ndims is not None
+                (carried,) = spec._flat_tensor_specs
+                shape = carried.shape
+                t = g.add_argument(carried.dtype, shape if shape.ndims is not None
                                    else None, f"args_{i}")
                 t.set_shape(shape)
                 flat.append(_decode(t, spec))
@@ -101,10 +133,8 @@ class _Traced:
             result = fn(*args) if type(args) is tuple else fn(args)
             if isinstance(result, list):
                 result = tuple(result)
-            result = st.map_structure(
-                lambda v: v if isinstance(v, DatasetV1) else _to_tensors(v), result)
-            g.set_outputs([v._variant_tensor if isinstance(v, DatasetV1) else _encode(v)
-                           for v in st.flatten(result)])
+            result = _to_tensors(result)
+            g.set_outputs([_encode(v) for v in st.flatten(result)])
         self.ref = FunctionRef(g)
         self.captured = [outer_t for outer_t, _ in g.captures]
         self.result = result
@@ -115,23 +145,23 @@ class _Traced:
 
 class DatasetV1(st.HasElementSignature):
     """A TF1 dataset: `_variant_tensor` (the dataset op's output) and `_structure`
-    (a structure of st.Spec per element component)."""
+    (its `element_spec`: a structure of TypeSpecs, one per element component)."""
 
     def __init__(self, variant_tensor: Tensor, structure):
         self._variant_tensor = variant_tensor
         self._structure = structure
 
+    @property
+    def _type_spec(self) -> DatasetSpec:
+        return DatasetSpec(self._structure)
+
     def _flat_attrs(self) -> dict:
-        flat = st.flatten(self._structure)
-        return {"output_types": [s.flat_dtype for s in flat],
-                "output_shapes": [s.flat_shape for s in flat]}
+        return st.flat_attrs(self._structure)
 
     def _derive(self, op_type: str, structure=None, **inputs) -> DatasetV1:
         structure = self._structure if structure is None else structure
-        flat = st.flatten(structure)
-        v = apply_op(op_type, input_dataset=self._variant_tensor,
-                     output_types=[s.flat_dtype for s in flat],
-                     output_shapes=[s.flat_shape for s in flat], **inputs)
+        v = apply_op(op_type, input_dataset=self._variant_tensor, **st.flat_attrs(structure),
+                     **inputs)
         return DatasetV1(v, structure)
 
     def __repr__(self) -> str:
@@ -152,13 +182,11 @@ class DatasetV1(st.HasElementSignature):
             if dim is not None and first is not None and dim != first:
                 raise ValueError(f"Dimensions {first} and {dim} are not compatible")
             first = dim if dim is not None else first
-        specs = st.map_structure(lambda t: st.spec_of(t).with_shape(
-            t.shape[1:] if t.shape.ndims is not None else tensor_shape.unknown_shape()),
-            tensors)
+        specs = st.map_structure(lambda t: st.spec_of(t)._unbatch(), tensors)
         with graph_lib.name_scope("TensorSliceDataset"):
             flat = [_encode(t, many=True) for t in flat]
         v = apply_op("TensorSliceDataset", components=flat,
-                     output_shapes=[s.flat_shape for s in st.flatten(specs)])
+                     output_shapes=st.flat_attrs(specs)["output_shapes"])
         return DatasetV1(v, specs)
 
     @staticmethod
@@ -178,7 +206,7 @@ class DatasetV1(st.HasElementSignature):
         with graph_lib.name_scope("TensorDataset"):
             flat = [_encode(t) for t in st.flatten(tensors)]
         v = apply_op("TensorDataset", components=flat,
-                     output_shapes=[s.flat_shape for s in st.flatten(specs)])
+                     output_shapes=st.flat_attrs(specs)["output_shapes"])
         return DatasetV1(v, specs)
 
     @staticmethod
@@ -192,7 +220,7 @@ class DatasetV1(st.HasElementSignature):
         v = apply_op("RangeDataset", start=_int64(start, "start"), stop=_int64(stop, "stop"),
                      step=_int64(step, "step"), output_types=[output_type],
                      output_shapes=[tensor_shape.TensorShape([])])
-        return DatasetV1(v, st.Spec(output_type, tensor_shape.TensorShape([])))
+        return DatasetV1(v, TensorSpec([], output_type))
 
     @staticmethod
     def zip(datasets) -> DatasetV1:  # noqa: A003
@@ -203,34 +231,28 @@ class DatasetV1(st.HasElementSignature):
                 raise TypeError(f"The argument to `Dataset.zip()` must be a (nested) "
                                 f"structure of `Dataset` objects, got {type(d).__name__}")
         structure = st.map_structure(lambda d: d._structure, datasets)
-        flat_specs = st.flatten(structure)
         v = apply_op("ZipDataset", input_datasets=[d._variant_tensor for d in flat],
-                     output_types=[s.flat_dtype for s in flat_specs],
-                     output_shapes=[s.flat_shape for s in flat_specs])
+                     **st.flat_attrs(structure))
         return DatasetV1(v, structure)
 
     @staticmethod
-    def from_generator(generator, output_types, output_shapes=None, args=None) -> DatasetV1:
-        """Elements yielded by `generator(*args)` (called anew for every pass), converted
-        to `output_types` and checked against `output_shapes`. `args` are converted to
-        tensors here and evaluated when an iterator starts a pass (placeholders among them
-        are fed to the iterator's initializer); the generator gets their NumPy values:
-        arrays, NumPy scalars, strings as `bytes`."""
-        if not callable(generator):
-            raise TypeError("`generator` must be a Python callable.")
-        specs = st.specs_from(output_types, output_shapes)
-        flat_specs = st.flatten(specs)
-        arg_tensors = [convert_to_tensor(a, name="args") for a in (args or ())]
+    def from_generator(generator, output_types=None, output_shapes=None, args=None,
+                       output_signature=None, name=None) -> DatasetV1:
+        """Elements yielded by `generator(*args)` (called anew for every pass), of
+        `output_signature` (a structure of TensorSpec, SparseTensorSpec and
+        RaggedTensorSpec) or of TF1's `output_types` and `output_shapes`. `args` are
+        converted to tensors here and evaluated when an iterator starts a pass (placeholders
+        among them are fed to the iterator's initializer); the generator gets their NumPy
+        values: arrays, NumPy scalars, strings as `bytes`. See data/generator.py.
 
-        def make(*call_args):
-            for value in generator(*call_args):
-                yield _generator_element(value, output_types, flat_specs)
+        Raises:
+          TypeError: `generator` is not callable; both or neither of `output_types` and
+            `output_signature`; a leaf of `output_signature` that is no TypeSpec.
+        """
+        from tensorflux.data import generator as generator_lib  # it imports this module
 
-        token = ds_kernels.register_generator(make)
-        v = apply_op("PyGeneratorDataset", args=arg_tensors, token=token,
-                     output_types=[s.flat_dtype for s in flat_specs],
-                     output_shapes=[s.flat_shape for s in flat_specs])
-        return DatasetV1(v, specs)
+        return generator_lib.from_generator(generator, output_types, output_shapes, args,
+                                            output_signature)
 
     # ---- transformations -----------------------------------------------------------------
     def map(self, map_func, num_parallel_calls=None, deterministic=None) -> DatasetV1:  # noqa: A003
@@ -285,9 +307,7 @@ class DatasetV1(st.HasElementSignature):
         """Consecutive elements stacked `batch_size` at a time."""
         size = _int64(batch_size, "batch_size")
         static = _constant(size) if drop_remainder is True else None
-        specs = st.map_structure(
-            lambda s: s.with_shape(tensor_shape.TensorShape([static]).concatenate(s.shape)),
-            self._structure)
+        specs = st.map_structure(lambda s: s._batch(static), self._structure)
         return self._derive("BatchDatasetV2", specs, batch_size=size,
                             drop_remainder=convert_to_tensor(drop_remainder,
                                                              dtype=dtypes.bool,
@@ -298,9 +318,11 @@ class DatasetV1(st.HasElementSignature):
         """Batches with each component padded to `padded_shapes` (None/-1: the batch's
         longest) with `padding_values` (default 0, or b"" for strings)."""
         flat_specs = st.flatten(self._structure)
-        if any(isinstance(s, st.SparseSpec) for s in flat_specs):
-            raise TypeError("`padded_batch` is only supported for datasets that produce "
-                            "tensor elements, not SparseTensors.")
+        for s in flat_specs:
+            if not isinstance(s, TensorSpec):
+                raise TypeError("`padded_batch` is only supported for datasets that produce "
+                                "tensor elements but type spec of elements in the input "
+                                f"dataset is not a subclass of TensorSpec: `{s}`.")
         if padded_shapes is None:
             given = [s.shape for s in flat_specs]
         else:
@@ -314,7 +336,7 @@ class DatasetV1(st.HasElementSignature):
             values = st.flatten_up_to(self._structure, padding_values)
         size = _int64(batch_size, "batch_size")
         static = _constant(size) if drop_remainder is True else None
-        out_specs = [st.Spec(s.dtype, tensor_shape.TensorShape([static]).concatenate(p))
+        out_specs = [TensorSpec(tensor_shape.TensorShape([static]).concatenate(p), s.dtype)
                      for s, p in zip(flat_specs, shapes, strict=True)]
         v = apply_op(
             "PaddedBatchDatasetV2", input_dataset=self._variant_tensor, batch_size=size,
@@ -330,17 +352,28 @@ class DatasetV1(st.HasElementSignature):
 
     def unbatch(self) -> DatasetV1:
         """The slices of each element along its first dimension (a SparseTensor's slices
-        all take the batch's dense shape, as in TensorFlow)."""
-        specs = st.map_structure(lambda s: s.with_shape(s.shape[1:] if s.shape.ndims
-                                                        else tensor_shape.unknown_shape()),
-                                 self._structure)
-        source = self
-        if any(isinstance(s, st.SparseSpec) for s in st.flatten(self._structure)):
-            # Each batched SparseTensor re-encoded per row, with the batch's dense shape.
-            source = self.map(lambda *x: st.map_structure(
-                lambda v: _encode(v, many=True) if isinstance(v, SparseTensor) else v,
-                x[0] if len(x) == 1 else x))
-        return source._derive("UnbatchDataset", specs)
+        all take the batch's dense shape, as in TensorFlow).
+
+        Raises:
+          ValueError: a component of rank 0.
+        """
+        specs = st.map_structure(lambda s: s._unbatch(), self._structure)
+        mine = self._structure
+        if not any(isinstance(s, (SparseTensorSpec, RaggedTensorSpec))
+                   for s in st.flatten(mine)):
+            return self._derive("UnbatchDataset", specs)
+
+        def per_row(*x):
+            """Each SparseTensor or RaggedTensor re-encoded as one variant per row."""
+            flat = st.flatten(x[0] if len(x) == 1 else x)
+            return st.pack(mine, [
+                _encode(v, many=True, spec=s)
+                if isinstance(s, (SparseTensorSpec, RaggedTensorSpec)) else v
+                for v, s in zip(flat, st.flatten(mine), strict=True)])
+
+        traced = _Traced(per_row, mine, "unbatch")
+        rows = self._derive("MapDataset", other_arguments=traced.captured, f=traced.ref)
+        return rows._derive("UnbatchDataset", specs)
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None) -> DatasetV1:
         """Elements in a random order drawn through a buffer of `buffer_size`."""
@@ -378,7 +411,7 @@ class DatasetV1(st.HasElementSignature):
             raise TypeError(f"Two datasets to concatenate have different types "
                             f"{self.output_types} and {dataset.output_types}")
         specs = st.pack(self._structure, [
-            a.with_shape(st.most_specific_compatible(a.shape, b.shape))
+            st.with_shape(a, st.most_specific_compatible(a.shape, b.shape))
             for a, b in zip(st.flatten(self._structure), st.flatten(dataset._structure),
                             strict=True)])
         return self._derive("ConcatenateDataset", specs,
@@ -395,9 +428,8 @@ class DatasetV1(st.HasElementSignature):
     def unique(self) -> DatasetV1:
         """The elements not seen before (one int32, int64 or string component)."""
         flat = st.flatten(self._structure)
-        if len(flat) != 1 or flat[0].dtype not in (dtypes.int32, dtypes.int64,
-                                                   dtypes.string) or \
-                isinstance(flat[0], (st.SparseSpec, st.DatasetSpec)):
+        if len(flat) != 1 or not isinstance(flat[0], TensorSpec) or \
+                flat[0].dtype not in (dtypes.int32, dtypes.int64, dtypes.string):
             raise TypeError("`tf.data.Dataset.unique` does not support type "
                             f"{self.output_types}: one tf.int32, tf.int64 or tf.string "
                             "component only.")
@@ -439,7 +471,7 @@ class DatasetV1(st.HasElementSignature):
         """Windows of `size` elements (every `stride`-th) starting every `shift` (default
         `size`) elements: each element is a structure of datasets, one per component."""
         size_t = _int64(size, "size")
-        specs = st.map_structure(st.DatasetSpec.of, self._structure)
+        specs = st.map_structure(DatasetSpec, self._structure)
         return self._derive(
             "WindowDataset", specs, size=size_t,
             shift=size_t if shift is None else _int64(shift, "shift"),
@@ -460,10 +492,10 @@ class DatasetV1(st.HasElementSignature):
                 return convert_to_tensor(window_size, dtype=dtypes.int64)
         key = _Traced(key_func, self._structure, "key_func")
         _check_scalar(key.result, dtypes.int64, "key_func")
-        scalar = st.Spec(dtypes.int64, tensor_shape.TensorShape([]))
+        scalar = TensorSpec([], dtypes.int64)
         size = _Traced(window_size_func, scalar, "window_size_func")
         _check_scalar(size.result, dtypes.int64, "window_size_func")
-        red = _Traced(reduce_func, (scalar, st.DatasetSpec.of(self._structure)),
+        red = _Traced(reduce_func, (scalar, DatasetSpec(self._structure)),
                       "reduce_func")
         if not isinstance(red.result, DatasetV1):
             raise TypeError("`reduce_func` must return a `Dataset` object.")
@@ -484,17 +516,24 @@ class DatasetV1(st.HasElementSignature):
             element_length_func, bucket_boundaries, bucket_batch_sizes, padded_shapes,
             padding_values, pad_to_bucket_boundary, no_padding, drop_remainder))
 
+    def ragged_batch(self, batch_size, drop_remainder=False, row_splits_dtype=dtypes.int64,
+                     name=None) -> DatasetV1:
+        """Batches of `batch_size` elements whose components of varying shape become
+        RaggedTensors (see data/ragged_batch.py)."""
+        from tensorflux.data import ragged_batch as ragged_lib  # it imports this module
+
+        return ragged_lib.ragged_batch(self, batch_size, drop_remainder, row_splits_dtype)
+
     def sparse_batch(self, batch_size, row_shape) -> DatasetV1:
         """Batches of one dense component as SparseTensors of dense shape
         [batch_size, *row_shape]."""
         spec = st.flatten(self._structure)[0]
         row = tensor_shape.as_shape(row_shape) if not isinstance(row_shape, Tensor) else \
             tensor_shape.unknown_shape()
-        out = st.SparseSpec(spec.dtype, tensor_shape.TensorShape([None]).concatenate(row))
+        out = SparseTensorSpec(tensor_shape.TensorShape([None]).concatenate(row), spec.dtype)
         v = apply_op("DenseToSparseBatchDataset", input_dataset=self._variant_tensor,
                      batch_size=_int64(batch_size, "batch_size"),
-                     row_shape=_int64(row_shape, "row_shape"),
-                     output_types=[out.flat_dtype], output_shapes=[out.flat_shape])
+                     row_shape=_int64(row_shape, "row_shape"), **st.flat_attrs(out))
         return DatasetV1(v, out)
 
     def cardinality(self) -> Tensor:
@@ -511,7 +550,7 @@ class DatasetV1(st.HasElementSignature):
     def random(seed=None) -> DatasetV1:
         """Endless pseudo-random int64 scalars."""
         seed, seed2 = random_seed.get_seed(seed)
-        spec = st.Spec(dtypes.int64, tensor_shape.TensorShape([]))
+        spec = TensorSpec([], dtypes.int64)
         v = apply_op("RandomDataset", seed=_int64(seed or 0, "seed"),
                      seed2=_int64(seed2 or 0, "seed2"), output_types=[dtypes.int64],
                      output_shapes=[spec.shape])
@@ -612,12 +651,60 @@ class DatasetV1(st.HasElementSignature):
 Dataset = DatasetV1
 
 
+class DatasetSpec(type_spec.TypeSpec):
+    """The type of a dataset (`tf.data.DatasetSpec`): its `element_spec` and, for a batch of
+    datasets, `dataset_shape`. A dataset component travels as its variant tensor."""
+
+    __slots__ = ("_element_spec", "_dataset_shape")
+    _batchable = True
+
+    def __init__(self, element_spec, dataset_shape=()):
+        self._element_spec = element_spec
+        self._dataset_shape = tensor_shape.as_shape(dataset_shape)
+
+    value_type = property(lambda self: DatasetV1)
+    element_spec = property(lambda self: self._element_spec)
+    shape = property(lambda self: self._dataset_shape)
+
+    def _serialize(self) -> tuple:
+        return (self._element_spec, self._dataset_shape)
+
+    @staticmethod
+    def from_value(value) -> DatasetSpec:
+        return DatasetSpec(value.element_spec)
+
+    _component_specs = property(
+        lambda self: TensorSpec(self._dataset_shape, dtypes.variant))
+
+    def _to_components(self, value):
+        return value._variant_tensor
+
+    def _from_components(self, components):
+        return DatasetV1(components, self._element_spec)
+
+    _flat_tensor_specs = property(
+        lambda self: [TensorSpec(self._dataset_shape, dtypes.variant)])
+
+    def _batch(self, batch_size) -> DatasetSpec:
+        return DatasetSpec(self._element_spec,
+                           tensor_shape.TensorShape([batch_size]).concatenate(
+                               self._dataset_shape))
+
+    def _unbatch(self) -> DatasetSpec:
+        if self._dataset_shape.ndims == 0:
+            raise ValueError("Slicing dataset elements is not supported for rank 0.")
+        return DatasetSpec(self._element_spec, self._dataset_shape[1:])
+
+
+nested_structure_coder.register_type_spec(DatasetSpec,
+                                          struct_pb2.TypeSpecProto.DATA_DATASET_SPEC)
+
+
 def element_op(op_type: str, structure, name=None, **inputs):
     """An op whose outputs are one element of `structure` (IteratorGetNext, ...), its
     outputs decoded into that structure."""
     flat = st.flatten(structure)
-    out = apply_op(op_type, output_types=[s.flat_dtype for s in flat],
-                   output_shapes=[s.flat_shape for s in flat], name=name, **inputs)
+    out = apply_op(op_type, **st.flat_attrs(structure), name=name, **inputs)
     out = list(out) if isinstance(out, (list, tuple)) else [out]
     return st.pack(structure, [_decode(t, s) for t, s in zip(out, flat, strict=True)])
 
@@ -664,11 +751,11 @@ def _trace_stateful(ds: DatasetV1, initial_state, fn, what: str, pairs: bool = F
         new = st.flatten(st.map_structure(st.spec_of, result))
         old = st.flatten(specs)
         for a, b in zip(old, new, strict=True):
-            if a.dtype != b.dtype:
+            if type(a) is not type(b) or a.dtype != b.dtype:
                 raise TypeError(f"The element types for the new state must match the "
-                                f"initial state. Expected {a.dtype.name}; got "
-                                f"{b.dtype.name}.")
-        relaxed = [a.with_shape(st.most_specific_compatible(a.shape, b.shape))
+                                f"initial state. Expected {a._to_legacy_output_types()}; got "
+                                f"{b._to_legacy_output_types()}.")
+        relaxed = [st.with_shape(a, st.most_specific_compatible(a.shape, b.shape))
                    if a.shape != b.shape else a for a, b in zip(old, new, strict=True)]
         if all(r.shape == a.shape for r, a in zip(relaxed, old, strict=True)):
             return state, traced
@@ -698,20 +785,19 @@ def _directed_interleave(datasets, choice_dataset, stop_on_empty: bool) -> Datas
             raise TypeError(f"Incompatible dataset elements: {first.output_types} vs. "
                             f"{d.output_types}")
     spec = st.flatten(choice_dataset._structure)
-    if len(spec) != 1 or spec[0].dtype != dtypes.int64 or \
+    if len(spec) != 1 or not isinstance(spec[0], TensorSpec) or \
+            spec[0].dtype != dtypes.int64 or \
             not spec[0].shape.is_compatible_with(tensor_shape.TensorShape([])):
         raise TypeError("Invalid `choice_dataset`. Elements of `choice_dataset` must be "
                         "scalar of `tf.int64` dtype.")
     structure = st.pack(first._structure, [
-        s.with_shape(_common_shape([st.flatten(d._structure)[i].shape for d in datasets]))
+        st.with_shape(s, _common_shape([st.flatten(d._structure)[i].shape
+                                        for d in datasets]))
         for i, s in enumerate(st.flatten(first._structure))])
-    flat = st.flatten(structure)
     v = apply_op("DirectedInterleaveDataset",
                  selector_input_dataset=choice_dataset._variant_tensor,
                  data_input_datasets=[d._variant_tensor for d in datasets],
-                 output_types=[s.flat_dtype for s in flat],
-                 output_shapes=[s.flat_shape for s in flat],
-                 stop_on_empty_dataset=bool(stop_on_empty))
+                 **st.flat_attrs(structure), stop_on_empty_dataset=bool(stop_on_empty))
     return DatasetV1(v, structure)
 
 
@@ -720,56 +806,3 @@ def _common_shape(shapes: list) -> tensor_shape.TensorShape:
     for s in shapes[1:]:
         out = st.most_specific_compatible(out, s)
     return out
-
-
-def _generator_element(value, output_types, flat_specs) -> list:
-    """One yielded element as a flat list of arrays of the promised dtypes and shapes.
-
-    Raises:
-      InvalidArgumentError: the element does not fit the promised structure, type or shape.
-    """
-    if isinstance(value, list) and isinstance(output_types, tuple):
-        value = tuple(value)
-    try:
-        leaves = st.flatten_up_to(output_types, value)
-    except ValueError as e:
-        raise errors.InvalidArgumentError(
-            None, None, f"`generator` yielded an element that did not match the expected "
-            f"structure. The expected structure was {output_types}, but the yielded element "
-            f"was {value!r}. ({e})") from None
-    out = []
-    for v, spec in zip(leaves, flat_specs, strict=True):
-        try:
-            if spec.dtype == dtypes.string:
-                arr = np.asarray(v, dtype=object)
-                arr = np.vectorize(lambda s: s.encode() if isinstance(s, str) else s,
-                                   otypes=[object])(arr) if arr.size else arr
-            else:
-                arr = _generator_array(v, spec.dtype.numpy_dtype)
-        except (TypeError, ValueError):
-            raise errors.InvalidArgumentError(
-                None, None, f"TypeError: `generator` yielded an element that could not be "
-                f"converted to the expected type. The expected type was {spec.dtype.name}, "
-                f"but the yielded element was {v!r}.") from None
-        if not spec.shape.is_compatible_with(tensor_shape.TensorShape(arr.shape)):
-            raise errors.InvalidArgumentError(
-                None, None, f"`generator` yielded an element of shape {arr.shape} where an "
-                f"element of shape {_shape_str(spec.shape)} was expected.")
-        out.append(arr)
-    return out
-
-
-def _generator_array(value, numpy_dtype) -> np.ndarray:
-    """A yielded numeric value as an array of the promised dtype, converted as TF1's
-    from_generator converts it: NumPy's `asarray(value, dtype)`, so floats promised as
-    integers are truncated (word2vec generators yield labels from `np.zeros`, float64, for
-    an int32 component); a Python int too large for the dtype wraps, as TF's does. Text
-    that is no number raises ValueError."""
-    try:
-        return np.asarray(value, dtype=numpy_dtype)
-    except OverflowError:
-        return np.asarray(value).astype(numpy_dtype)
-
-
-def _shape_str(shape: tensor_shape.TensorShape) -> str:
-    return "None" if shape.ndims is None else str(tuple(shape.as_list()))

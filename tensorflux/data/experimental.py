@@ -16,13 +16,19 @@ import os
 import numpy as np
 
 from tensorflux.data import structure as st
-from tensorflux.data.dataset_ops import AUTOTUNE, DatasetV1, _directed_interleave
-from tensorflux.data.iterator_ops import make_saveable_from_iterator
+from tensorflux.data.dataset_ops import (
+    AUTOTUNE,
+    DatasetSpec,
+    DatasetV1,
+    _directed_interleave,
+)
+from tensorflux.data.iterator_ops import Iterator, make_saveable_from_iterator
 from tensorflux.data.lookup import (
     DatasetInitializer,
     index_table_from_dataset,
     table_from_dataset,
 )
+from tensorflux.data.optional_ops import Optional, OptionalSpec, get_next_as_optional
 from tensorflux.data.options import (
     INFINITE_CARDINALITY,
     UNKNOWN_CARDINALITY,
@@ -39,7 +45,13 @@ from tensorflux.framework import dtypes, errors, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Tensor
+from tensorflux.framework.sparse_tensor import SparseTensorSpec
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.framework.tensor_spec import TensorSpec
+from tensorflux.framework.type_spec import TypeSpec
+from tensorflux.ops.tensor_array_ops import TensorArraySpec
+from tensorflux.ragged import ragged_parsing
+from tensorflux.ragged.ragged_tensor import RaggedTensorSpec
 
 __all__ = [
     "AUTOTUNE", "SHARD_HINT", "AutoShardPolicy", "AutotuneAlgorithm", "AutotuneOptions",
@@ -51,12 +63,15 @@ __all__ = [
     "get_next_as_optional", "TFRecordWriter", "ThreadingOptions",
     "assert_cardinality",
     "bucket_by_sequence_length", "cardinality", "choose_from_datasets", "copy_to_device",
-    "dense_to_sparse_batch", "enumerate_dataset", "get_single_element", "group_by_reducer",
+    "dense_to_sparse_batch", "dense_to_ragged_batch", "enumerate_dataset",
+    "get_single_element", "group_by_reducer",
     "group_by_window", "ignore_errors", "make_batched_features_dataset", "make_csv_dataset",
     "map_and_batch", "map_and_batch_with_legacy_function", "parallel_interleave",
     "parse_example_dataset", "prefetch_to_device", "sample_from_datasets", "scan",
     "shuffle_and_repeat", "take_while", "unbatch", "unique", "make_saveable_from_iterator",
     "DatasetInitializer", "table_from_dataset", "index_table_from_dataset",
+    "Structure", "DatasetStructure", "OptionalStructure", "TensorStructure",
+    "SparseTensorStructure", "RaggedTensorStructure", "TensorArrayStructure",
 ]
 
 
@@ -94,8 +109,16 @@ def from_variant(variant, structure):
 
 
 def get_structure(dataset_or_iterator):
-    """The structure of the elements (tensorflux's specs: dtype and static shape)."""
-    return dataset_or_iterator._structure
+    """The `element_spec` of a dataset or an iterator: a structure of TypeSpecs.
+
+    Raises:
+      TypeError: neither a dataset nor an iterator.
+    """
+    if not isinstance(dataset_or_iterator, (DatasetV1, Iterator)):
+        raise TypeError(f"Invalid `dataset_or_iterator`. `dataset_or_iterator` must be a "
+                        f"`tf.data.Dataset` or tf.data.Iterator object, but got "
+                        f"{type(dataset_or_iterator)}.")
+    return dataset_or_iterator.element_spec
 
 
 def pad_to_cardinality(cardinality, mask_key="valid"):
@@ -176,15 +199,19 @@ def dense_to_sparse_batch(batch_size, row_shape):
     return lambda ds: ds.sparse_batch(batch_size, row_shape)
 
 
+def dense_to_ragged_batch(batch_size, drop_remainder=False, row_splits_dtype=dtypes.int64):
+    """Batches whose components of varying shape become RaggedTensors
+    (`Dataset.ragged_batch`)."""
+    return lambda ds: ds.ragged_batch(batch_size, drop_remainder, row_splits_dtype)
+
+
 def assert_cardinality(expected_cardinality):
     """Fails the iteration when the dataset has more or fewer elements than expected."""
     def apply(ds):
-        flat = st.flatten(ds._structure)
         v = apply_op("AssertCardinalityDataset", input_dataset=ds._variant_tensor,
                      cardinality=convert_to_tensor(expected_cardinality, dtype=dtypes.int64,
                                                    name="cardinality"),
-                     output_types=[s.flat_dtype for s in flat],
-                     output_shapes=[s.flat_shape for s in flat])
+                     **st.flat_attrs(ds._structure))
         return DatasetV1(v, ds._structure)
     return apply
 
@@ -199,10 +226,9 @@ def prefetch_to_device(device, buffer_size=None):
 
 
 def parse_example_dataset(features, num_parallel_calls=1, deterministic=None):
-    """Batches of serialized Examples parsed by `tf.parse_example(features)`."""
-    from tensorflux.ops import parsing_ops
-
-    return lambda ds: ds.map(lambda s: parsing_ops.parse_example(s, features),
+    """Batches of serialized Examples parsed by `tf.io.parse_example(features)`
+    (RaggedFeatures give RaggedTensor components)."""
+    return lambda ds: ds.map(lambda s: ragged_parsing.parse_example(s, features),
                              num_parallel_calls)
 
 
@@ -439,6 +465,34 @@ def Counter(start=0, step=1, dtype=dtypes.int64):  # noqa: N802 - TF's name
     return DatasetV1.counter(start, step, dtype)
 
 
+# ---- TF 1.15's names of the element specs -----------------------------------------------
+
+Structure = TypeSpec
+DatasetStructure = DatasetSpec
+OptionalStructure = OptionalSpec
+
+
+def TensorStructure(dtype, shape):  # noqa: N802 - TF's name
+    """TF 1.15's name of `tf.TensorSpec(shape, dtype)`."""
+    return TensorSpec(shape, dtype)
+
+
+def SparseTensorStructure(dtype, shape):  # noqa: N802 - TF's name
+    """TF 1.15's name of `tf.SparseTensorSpec(shape, dtype)`."""
+    return SparseTensorSpec(shape, dtype)
+
+
+def RaggedTensorStructure(dtype, shape, ragged_rank):  # noqa: N802 - TF's name
+    """TF 1.15's name of `tf.RaggedTensorSpec(shape, dtype, ragged_rank)`."""
+    return RaggedTensorSpec(shape, dtype, ragged_rank)
+
+
+def TensorArrayStructure(dtype, element_shape, dynamic_size, infer_shape):  # noqa: N802
+    """TF 1.15's name of `tf.TensorArraySpec(element_shape, dtype, dynamic_size,
+    infer_shape)`."""
+    return TensorArraySpec(element_shape, dtype, dynamic_size, infer_shape)
+
+
 def RandomDataset(seed=None):  # noqa: N802 - TF's name (a class there)
     return DatasetV1.random(seed)
 
@@ -470,8 +524,7 @@ class SqlDataset(DatasetV1):
     def __init__(self, driver_name, data_source_name, query, output_types):
         types = output_types if isinstance(output_types, tuple) else (output_types,) \
             if not isinstance(output_types, list) else tuple(output_types)
-        specs = tuple(st.Spec(dtypes.as_dtype(t), tensor_shape.TensorShape([]))
-                      for t in types)
+        specs = tuple(TensorSpec([], dtypes.as_dtype(t)) for t in types)
         v = apply_op("SqlDataset",
                      driver_name=convert_to_tensor(driver_name, dtype=dtypes.string),
                      data_source_name=convert_to_tensor(data_source_name,
@@ -480,67 +533,6 @@ class SqlDataset(DatasetV1):
                      output_types=[s.dtype for s in specs],
                      output_shapes=[s.shape for s in specs])
         super().__init__(v, specs if isinstance(output_types, (tuple, list)) else specs[0])
-
-
-class Optional:
-    """A value that may be absent: an element of a dataset's structure, or none
-    (`get_next_as_optional` gives one per call instead of raising at the end)."""
-
-    def __init__(self, variant, structure):
-        self._variant_tensor, self._structure = variant, structure
-
-    @staticmethod
-    def from_value(value):
-        from tensorflux.data.dataset_ops import _encode, _to_tensors
-
-        with graph_lib.name_scope("optional") as scope:
-            tensors = _to_tensors(value)
-            flat = [_encode(t) for t in st.flatten(tensors)]
-            v = apply_op("OptionalFromValue", components=flat, name=scope)
-        return Optional(v, st.map_structure(st.spec_of, tensors))
-
-    @staticmethod
-    def empty(element_spec):
-        """An Optional without a value, of `element_spec` (a structure of
-        (dtype, shape) pairs, Tensors or specs)."""
-        return Optional(apply_op("OptionalNone"), _specs(element_spec))
-
-    @property
-    def element_spec(self):
-        return self._structure
-
-    def has_value(self, name=None):
-        return apply_op("OptionalHasValue", optional=self._variant_tensor, name=name)
-
-    def get_value(self, name=None):
-        """The value (InvalidArgumentError at run time when there is none)."""
-        from tensorflux.data.dataset_ops import element_op
-
-        return element_op("OptionalGetValue", self._structure, name,
-                          optional=self._variant_tensor)
-
-
-def _specs(element_spec):
-    def one(x):
-        if isinstance(x, st.Spec):
-            return x
-        if isinstance(x, Tensor):
-            return st.spec_of(x)
-        dtype, shape = x
-        return st.Spec(dtypes.as_dtype(dtype), tensor_shape.as_shape(shape))
-    if isinstance(element_spec, tuple) and len(element_spec) == 2 and \
-            isinstance(element_spec[0], dtypes.DType):
-        return one(element_spec)
-    return st.map_structure(one, element_spec)
-
-
-def get_next_as_optional(iterator):
-    """The iterator's next element as an Optional (empty at the end, without an error)."""
-    flat = st.flatten(iterator._structure)
-    v = apply_op("IteratorGetNextAsOptional", iterator=iterator._iterator_resource,
-                 output_types=[s.flat_dtype for s in flat],
-                 output_shapes=[s.flat_shape for s in flat])
-    return Optional(v, iterator._structure)
 
 
 # ---- CSV -------------------------------------------------------------------------------------
@@ -706,8 +698,6 @@ def make_batched_features_dataset(file_pattern, batch_size, features, reader=Non
     """Batches of Examples read by `reader` (default TFRecordDataset) from the files
     matching `file_pattern`, parsed with `features` (a dict, or (dict, label) with
     `label_key`)."""
-    from tensorflux.ops import parsing_ops
-
     reader = reader or TFRecordDataset
     files = DatasetV1.list_files(file_pattern, shuffle=shuffle, seed=shuffle_seed)
     ds = files.interleave(lambda f: reader(f, *(reader_args or [])),
@@ -717,7 +707,7 @@ def make_batched_features_dataset(file_pattern, batch_size, features, reader=Non
     if num_epochs != 1:
         ds = ds.repeat(num_epochs)
     ds = ds.batch(batch_size, drop_remainder=drop_final_batch)
-    ds = ds.map(lambda s: parsing_ops.parse_example(s, features))
+    ds = ds.map(lambda s: ragged_parsing.parse_example(s, features))
     if label_key is not None:
         if label_key not in features:
             raise ValueError(f"The `label_key` provided ({label_key}) must be one of the "

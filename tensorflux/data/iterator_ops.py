@@ -34,7 +34,7 @@ class Iterator(st.HasElementSignature):
     def __init__(self, iterator_resource, initializer, structure):
         self._iterator_resource = iterator_resource
         self._initializer = initializer
-        self._structure = structure
+        self._structure = st.without_names(structure)
         self._string_handle = None
 
     # ---- construction --------------------------------------------------------------------
@@ -43,10 +43,8 @@ class Iterator(st.HasElementSignature):
                        output_classes=None) -> Iterator:
         """An uninitialized iterator for elements of this structure."""
         specs = st.specs_from(output_types, output_shapes, output_classes)
-        flat = st.flatten(specs)
         handle = apply_op("IteratorV2", shared_name=shared_name or "", container="",
-                          output_types=[s.flat_dtype for s in flat],
-                          output_shapes=[s.flat_shape for s in flat], name="Iterator")
+                          **st.flat_attrs(specs), name="Iterator")
         return Iterator(handle, None, specs)
 
     @staticmethod
@@ -55,11 +53,9 @@ class Iterator(st.HasElementSignature):
         """The iterator named by `string_handle` (a scalar string tensor, e.g. a
         placeholder fed with another iterator's `string_handle()`)."""
         specs = st.specs_from(output_types, output_shapes, output_classes)
-        flat = st.flatten(specs)
         string_handle = convert_to_tensor(string_handle, dtype=dtypes.string)
         handle = apply_op("IteratorFromStringHandleV2", string_handle=string_handle,
-                          output_types=[s.flat_dtype for s in flat],
-                          output_shapes=[s.flat_shape for s in flat])
+                          **st.flat_attrs(specs))
         return Iterator(handle, None, specs)
 
     # ---- ops -----------------------------------------------------------------------------
@@ -79,12 +75,13 @@ class Iterator(st.HasElementSignature):
             raise TypeError(f"Expected output structure {self.output_types}, but got "
                             f"dataset with output structure {dataset.output_types}.")
         mine, theirs = st.flatten(self._structure), st.flatten(dataset._structure)
-        if [(s.dtype, s.value_class) for s in mine] != \
-                [(s.dtype, s.value_class) for s in theirs]:
+        if [(type(s), s._to_legacy_output_types()) for s in mine] != \
+                [(type(s), s._to_legacy_output_types()) for s in theirs]:
             raise TypeError(f"Expected output types {self.output_types} but got dataset with "
                             f"output types {dataset.output_types}.")
         for a, b in zip(mine, theirs, strict=True):
-            if not a.shape.is_compatible_with(b.shape):
+            if not a._to_legacy_output_shapes().is_compatible_with(
+                    b._to_legacy_output_shapes()):
                 raise TypeError(f"Expected output shapes compatible with "
                                 f"{self.output_shapes} but got dataset with output shapes "
                                 f"{dataset.output_shapes}.")
@@ -110,11 +107,9 @@ class Iterator(st.HasElementSignature):
 
 def make_initializable_iterator(dataset: DatasetV1, shared_name=None) -> Iterator:
     """An iterator over `dataset` started by running its `initializer`."""
-    flat = st.flatten(dataset._structure)
     with graph_lib.name_scope(None):
         handle = apply_op("IteratorV2", shared_name=shared_name or "", container="",
-                          output_types=[s.flat_dtype for s in flat],
-                          output_shapes=[s.flat_shape for s in flat], name="IteratorV2")
+                          **st.flat_attrs(dataset._structure), name="IteratorV2")
     it = Iterator(handle, None, dataset._structure)
     it._initializer = it.make_initializer(dataset)
     return it
@@ -132,10 +127,8 @@ def make_one_shot_iterator(dataset: DatasetV1) -> Iterator:
     g = FuncGraph("__inference_Dataset_dataset_factory", outer)
     with g.as_default():
         g.set_outputs([_copy_by_value(dataset._variant_tensor, g, {})])
-    flat = st.flatten(dataset._structure)
     handle = apply_op("OneShotIterator", dataset_factory=FunctionRef(g),
-                      output_types=[s.flat_dtype for s in flat],
-                      output_shapes=[s.flat_shape for s in flat])
+                      **st.flat_attrs(dataset._structure))
     return Iterator(handle, None, dataset._structure)
 
 

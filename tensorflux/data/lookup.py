@@ -20,6 +20,7 @@ from tensorflux.framework.graph import GraphKeys
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.framework.tensor_spec import TensorSpec
 from tensorflux.lookup.lookup_ops import (
     FastHashSpec,
     IdTableWithHashBuckets,
@@ -35,7 +36,7 @@ _BASE_ERROR = ("Datasets used to initialize lookup tables must produce elements 
                "(key, value), where the keys and values are scalar tensors. ")
 
 
-def _check_pair_structure(dataset: DatasetV1) -> tuple[st.Spec, st.Spec]:
+def _check_pair_structure(dataset: DatasetV1) -> tuple[TensorSpec, TensorSpec]:
     """The (key, value) specs of `dataset`'s elements; ValueError unless two scalars."""
     s = dataset._structure
     specs = list(s) if isinstance(s, tuple) else [s]
@@ -44,7 +45,7 @@ def _check_pair_structure(dataset: DatasetV1) -> tuple[st.Spec, st.Spec]:
                          "components instead of two (key, value) components. Full dataset "
                          f"element spec: {s}.")
     for what, spec in zip(("keys", "values"), specs, strict=True):
-        if type(spec) is not st.Spec:
+        if type(spec) is not TensorSpec:
             raise ValueError(_BASE_ERROR + f"However, the given dataset produces non-Tensor "
                              f"{what} of type {type(spec)}.")
     for what, spec in zip(("key", "value"), specs, strict=True):
@@ -143,10 +144,8 @@ def table_from_dataset(dataset=None, num_oov_buckets=0, vocab_size=None, default
 
 
 def _assert_cardinality(ds: DatasetV1, n) -> DatasetV1:
-    flat = st.flatten(ds._structure)
     v = apply_op("AssertCardinalityDataset", input_dataset=ds._variant_tensor, cardinality=n,
-                 output_types=[s.flat_dtype for s in flat],
-                 output_shapes=[s.flat_shape for s in flat])
+                 **st.flat_attrs(ds._structure))
     return DatasetV1(v, ds._structure)
 
 

@@ -7,14 +7,14 @@ of that many files in turn), as TensorFlow's readers do.
 
 from __future__ import annotations
 
-from tensorflux.data import structure as st
 from tensorflux.data.dataset_ops import DatasetV1
-from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework import dtypes
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.framework.tensor_spec import TensorSpec
 from tensorflux.ops import array_ops
 
-_SCALAR_STRING = st.Spec(dtypes.string, tensor_shape.TensorShape([]))
+_SCALAR_STRING = TensorSpec([], dtypes.string)
 _DEFAULT_BUFFER = 256 * 1024
 
 

@@ -1,82 +1,23 @@
-"""Element structures of tf.data: nested tuples and dicts of components.
+"""Element structures of tf.data: nested tuples and dicts of TypeSpecs.
 
 As in TensorFlow's tf.data, tuples (namedtuples too) and dicts are structure, while a list
 is a value (converted to one tensor). Dict entries are ordered by sorted key. A structure's
-leaves here are `Spec`s (dtype, static shape) or tensors; a SparseTensor component is a
-`SparseSpec` and travels through the dataset ops as one variant tensor (TensorFlow's
-encoding: its flat type is variant of unknown shape; data/dataset_ops.py encodes and
-decodes it).
+leaves are TypeSpecs (framework/type_spec.py): TensorSpec, SparseTensorSpec,
+RaggedTensorSpec, DatasetSpec (data/dataset_ops.py) or OptionalSpec (data/optional_ops.py);
+`Dataset.element_spec` is the structure itself. Each leaf travels through the dataset ops
+as the one tensor of its `_flat_tensor_specs`: a Tensor as itself, a SparseTensor, a
+RaggedTensor, a dataset or an Optional as a variant (TensorFlow's encodings;
+data/dataset_ops.py encodes and decodes them).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tensorflux.framework import dtypes, tensor_shape
 from tensorflux.framework.operation import Tensor
-from tensorflux.framework.sparse_tensor import SparseTensor, SparseTensorValue
-
-
-@dataclass(frozen=True)
-class Spec:
-    """One component of an element: its dtype and static shape."""
-
-    dtype: dtypes.DType
-    shape: tensor_shape.TensorShape
-
-    @property
-    def flat_dtype(self) -> dtypes.DType:
-        """The dtype of the tensor this component travels as through dataset ops."""
-        return self.dtype
-
-    @property
-    def flat_shape(self) -> tensor_shape.TensorShape:
-        return self.shape
-
-    value_class = Tensor
-
-    def with_shape(self, shape) -> Spec:
-        return type(self)(self.dtype, tensor_shape.as_shape(shape))
-
-
-@dataclass(frozen=True)
-class SparseSpec(Spec):
-    """A SparseTensor component: its values' dtype and its dense shape. It travels as a
-    variant tensor [..., 3] (indices, values, dense shape; leading dimensions for batches,
-    which DeserializeSparse turns into the leading dimensions of one SparseTensor)."""
-
-    @property
-    def flat_dtype(self) -> dtypes.DType:
-        return dtypes.variant
-
-    @property
-    def flat_shape(self) -> tensor_shape.TensorShape:
-        return tensor_shape.unknown_shape()
-
-    value_class = SparseTensor
-
-
-@dataclass(frozen=True)
-class DatasetSpec(Spec):
-    """A component that is itself a dataset (a window, a group): `element` is the Spec
-    structure of its elements. It travels as a scalar variant tensor."""
-
-    element: object = None
-
-    @property
-    def flat_dtype(self) -> dtypes.DType:
-        return dtypes.variant
-
-    @property
-    def flat_shape(self) -> tensor_shape.TensorShape:
-        return tensor_shape.TensorShape([])
-
-    def with_shape(self, shape) -> Spec:
-        return DatasetSpec(self.dtype, tensor_shape.as_shape(shape), self.element)
-
-    @staticmethod
-    def of(element) -> DatasetSpec:
-        return DatasetSpec(dtypes.variant, tensor_shape.TensorShape([]), element)
+from tensorflux.framework.sparse_tensor import SparseTensor, SparseTensorSpec, SparseTensorValue
+from tensorflux.framework.tensor_spec import TensorSpec
+from tensorflux.framework.type_spec import TypeSpec
+from tensorflux.ragged.ragged_tensor import RaggedTensorSpec
 
 
 def _is_tuple(x) -> bool:
@@ -125,30 +66,56 @@ def same_structure(a, b) -> bool:
     return True
 
 
-def spec_of(t) -> Spec:
-    if hasattr(t, "_variant_tensor"):  # a tf.data dataset (data/dataset_ops.py)
-        return DatasetSpec.of(t._structure)
-    if isinstance(t, SparseTensor):
-        return SparseSpec(t.dtype.base_dtype, t.shape)
-    return Spec(t.dtype.base_dtype, t.shape)
+def spec_of(t) -> TypeSpec:
+    """The spec of a component value: a Tensor (its base dtype, no name), or a composite
+    value (SparseTensor, RaggedTensor, dataset, Optional) by its `_type_spec`."""
+    if isinstance(t, Tensor):
+        return TensorSpec(t.shape, t.dtype.base_dtype)
+    return t._type_spec
+
+
+def flat_attrs(structure) -> dict:
+    """The `output_types` / `output_shapes` attrs of a dataset op whose elements are of
+    `structure`: one flat tensor per leaf."""
+    flat = [f for s in flatten(structure) for f in s._flat_tensor_specs]
+    return {"output_types": [f.dtype for f in flat], "output_shapes": [f.shape for f in flat]}
 
 
 def types(structure):
-    return map_structure(lambda s: s.dtype, structure)
+    return map_structure(lambda s: s._to_legacy_output_types(), structure)
 
 
 def shapes(structure):
-    return map_structure(lambda s: s.shape, structure)
+    return map_structure(lambda s: s._to_legacy_output_shapes(), structure)
 
 
 def classes(structure):
-    return map_structure(lambda s: s.value_class, structure)
+    return map_structure(lambda s: s._to_legacy_output_classes(), structure)
+
+
+def with_shape(spec: TypeSpec, shape) -> TypeSpec:
+    """`spec` with another (dense or dataset) shape."""
+    shape = tensor_shape.as_shape(shape)
+    if isinstance(spec, RaggedTensorSpec):
+        return RaggedTensorSpec(shape, spec.dtype, spec.ragged_rank, spec.row_splits_dtype)
+    if isinstance(spec, TensorSpec):
+        return TensorSpec(shape, spec.dtype, spec.name)
+    if isinstance(spec, SparseTensorSpec):
+        return SparseTensorSpec(shape, spec.dtype)
+    return type(spec)(spec.element_spec, shape)  # a DatasetSpec
+
+
+def without_names(structure):
+    """`structure` with its TensorSpecs unnamed (what TF1 iterators describe)."""
+    return map_structure(lambda s: TensorSpec(s.shape, s.dtype)
+                         if isinstance(s, TensorSpec) and s.name else s, structure)
 
 
 def specs_from(output_types, output_shapes=None, output_classes=None):
-    """The Spec structure of `output_types` (a structure of dtypes), `output_shapes` and
-    `output_classes` (matching structures, or None for unknown shapes and Tensors)."""
-    flat_types = [dtypes.as_dtype(t) for t in flatten(output_types)]
+    """The spec structure of `output_types` (a structure of dtypes), `output_shapes` and
+    `output_classes` (matching structures, or None for unknown shapes and Tensors; a class
+    may also be a TypeSpec, TensorFlow's legacy form of a ragged component)."""
+    flat_types = flatten(output_types)
     if output_shapes is None:
         flat_shapes = [tensor_shape.unknown_shape()] * len(flat_types)
     else:
@@ -156,9 +123,18 @@ def specs_from(output_types, output_shapes=None, output_classes=None):
         flat_shapes = [tensor_shape.as_shape(s) for s in flat_shapes]
     flat_classes = [Tensor] * len(flat_types) if output_classes is None else \
         flatten_up_to(output_types, output_classes)
-    return pack(output_types, [
-        (SparseSpec if isinstance(c, type) and issubclass(c, SparseTensor) else Spec)(t, s)
-        for t, s, c in zip(flat_types, flat_shapes, flat_classes, strict=True)])
+
+    def one(t, s, c):
+        if isinstance(c, TypeSpec):
+            return c
+        if isinstance(t, TypeSpec):  # TensorFlow's legacy types of a dataset component
+            return t
+        cls = SparseTensorSpec if isinstance(c, type) and issubclass(c, SparseTensor) \
+            else TensorSpec
+        return cls(s, dtypes.as_dtype(t))
+
+    return pack(output_types, [one(t, s, c) for t, s, c in
+                               zip(flat_types, flat_shapes, flat_classes, strict=True)])
 
 
 def flatten_up_to(like, s) -> list:
@@ -185,8 +161,13 @@ def most_specific_compatible(a: tensor_shape.TensorShape, b: tensor_shape.Tensor
 
 
 class HasElementSignature:
-    """`output_types`, `output_shapes` and `output_classes` of an object whose elements are
-    described by `self._structure` (datasets and iterators)."""
+    """`element_spec`, `output_types`, `output_shapes` and `output_classes` of an object
+    whose elements are described by `self._structure` (datasets and iterators)."""
+
+    @property
+    def element_spec(self):
+        """The structure of TypeSpecs of the elements."""
+        return self._structure
 
     @property
     def output_types(self):

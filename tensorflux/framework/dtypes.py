@@ -282,6 +282,14 @@ class DType:
         other = as_dtype(other)
         return self is other or self is other._base
 
+    def is_subtype_of(self, other: Any) -> builtins.bool:
+        """TF2's TraceType order on dtypes: a dtype is a subtype of itself only."""
+        return isinstance(other, DType) and self == other
+
+    def most_specific_common_supertype(self, others) -> DType | None:
+        """`self` when every one of `others` is the same dtype, else None."""
+        return self if all(isinstance(o, DType) and self == o for o in others) else None
+
     def __eq__(self, other: Any) -> builtins.bool:
         if self is other:
             return True

@@ -10,8 +10,19 @@ from __future__ import annotations
 
 import collections
 
-from tensorflux.framework import common_shapes, session_run_conversions, tensor_shape
+import numpy as np
+
+from tensorflux.framework import (
+    common_shapes,
+    dtypes,
+    nested_structure_coder,
+    session_run_conversions,
+    tensor_shape,
+    type_spec,
+)
 from tensorflux.framework.operation import Tensor
+from tensorflux.framework.tensor_spec import TensorSpec
+from tensorflux.protos import struct_pb2
 
 IndexedSlicesValue = collections.namedtuple("IndexedSlicesValue",
                                             ["values", "indices", "dense_shape"])
@@ -45,6 +56,19 @@ class IndexedSlices:
     def get_shape(self):
         return self.shape
 
+    @property
+    def _type_spec(self) -> IndexedSlicesSpec:
+        """The dense shape: [rows] + the values' row shape, merged with `dense_shape`'s
+        static value; the number of slices from `indices` and `values`."""
+        indices_shape = self._indices.shape.merge_with(self._values.shape[:1])
+        shape = tensor_shape.TensorShape([None]).concatenate(self._values.shape[1:])
+        dense_dtype = None
+        if self._dense_shape is not None:
+            dense_dtype = self._dense_shape.dtype
+            shape = shape.merge_with(common_shapes.constant_value_as_shape(self._dense_shape))
+        return IndexedSlicesSpec(shape, self.dtype, self._indices.dtype, dense_dtype,
+                                 indices_shape)
+
     def _map_values(self, fn) -> IndexedSlices:
         return IndexedSlices(fn(self._values), self._indices, self._dense_shape)
 
@@ -54,6 +78,52 @@ class IndexedSlices:
     def __repr__(self) -> str:
         shape = f", dense_shape={self._dense_shape}" if self._dense_shape is not None else ""
         return f"IndexedSlices(indices={self._indices}, values={self._values}{shape})"
+
+
+class IndexedSlicesSpec(type_spec.TypeSpec):
+    """The type of a `tf.IndexedSlices`: the dense shape, the dtypes of values, indices and
+    dense_shape (None: it has no dense_shape tensor) and the shape of `indices` ([slices])."""
+
+    __slots__ = ("_shape", "_values_dtype", "_indices_dtype", "_dense_shape_dtype",
+                 "_indices_shape")
+
+    def __init__(self, shape=None, dtype=dtypes.float32, indices_dtype=dtypes.int64,
+                 dense_shape_dtype=None, indices_shape=None):
+        self._shape = tensor_shape.as_shape(shape)
+        self._values_dtype = dtypes.as_dtype(dtype)
+        self._indices_dtype = dtypes.as_dtype(indices_dtype)
+        self._dense_shape_dtype = None if dense_shape_dtype is None else \
+            dtypes.as_dtype(dense_shape_dtype)
+        self._indices_shape = tensor_shape.as_shape(indices_shape).with_rank(1)
+
+    value_type = property(lambda self: IndexedSlices)
+
+    def _serialize(self) -> tuple:
+        return (self._shape, self._values_dtype, self._indices_dtype, self._dense_shape_dtype,
+                self._indices_shape)
+
+    @property
+    def _component_specs(self):
+        specs = [TensorSpec(self._indices_shape.concatenate(self._shape[1:]),
+                            self._values_dtype),
+                 TensorSpec(self._indices_shape, self._indices_dtype)]
+        if self._dense_shape_dtype is not None:
+            specs.append(TensorSpec([self._shape.ndims], self._dense_shape_dtype))
+        return tuple(specs)
+
+    def _to_components(self, value):
+        if value.dense_shape is None:
+            return (value.values, value.indices)
+        return (value.values, value.indices, value.dense_shape)
+
+    def _from_components(self, components):
+        if all(isinstance(c, np.ndarray) for c in components):
+            return IndexedSlicesValue(*components, *([None] * (3 - len(components))))
+        return IndexedSlices(*components)
+
+
+nested_structure_coder.register_type_spec(IndexedSlicesSpec,
+                                          struct_pb2.TypeSpecProto.INDEXED_SLICES_SPEC)
 
 
 def _fetch(value: IndexedSlices):

@@ -11,10 +11,19 @@ import collections
 
 import numpy as np
 
-from tensorflux.framework import common_shapes, dtypes, session_run_conversions, tensor_shape
+from tensorflux.framework import (
+    common_shapes,
+    dtypes,
+    nested_structure_coder,
+    session_run_conversions,
+    tensor_shape,
+    type_spec,
+)
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import run_in_session
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.framework.tensor_spec import TensorSpec
+from tensorflux.protos import struct_pb2
 
 SparseTensorValue = collections.namedtuple("SparseTensorValue",
                                            ["indices", "values", "dense_shape"])
@@ -70,6 +79,10 @@ class SparseTensor:
     def get_shape(self) -> tensor_shape.TensorShape:
         return self.shape
 
+    @property
+    def _type_spec(self) -> SparseTensorSpec:
+        return SparseTensorSpec(self.shape, self.dtype)
+
     def eval(self, feed_dict=None, session=None):
         return run_in_session(self, feed_dict, session)
 
@@ -79,6 +92,83 @@ class SparseTensor:
     def __repr__(self) -> str:
         return (f"SparseTensor(indices={self._indices}, values={self._values}, "
                 f"dense_shape={self._dense_shape})")
+
+
+class SparseTensorSpec(type_spec.TypeSpec):
+    """The type of a `tf.SparseTensor`: its dense shape (None: any) and values' dtype."""
+
+    __slots__ = ("_shape", "_dtype")
+    _batchable = True
+
+    def __init__(self, shape=None, dtype=dtypes.float32):
+        self._shape = tensor_shape.as_shape(shape)
+        self._dtype = dtypes.as_dtype(dtype)
+
+    shape = property(lambda self: self._shape, doc="The dense shape.")
+    dtype = property(lambda self: self._dtype, doc="The dtype of the values.")
+    value_type = property(lambda self: SparseTensor)
+
+    def _serialize(self) -> tuple:
+        return (self._shape, self._dtype)
+
+    @classmethod
+    def from_value(cls, value) -> SparseTensorSpec:
+        """The spec of a SparseTensor or SparseTensorValue.
+
+        Raises:
+          TypeError: `value` is neither.
+        """
+        if isinstance(value, SparseTensor):
+            return cls(value.shape, value.dtype)
+        if isinstance(value, SparseTensorValue):
+            dtype = value.values.dtype if isinstance(value.values, np.ndarray) else \
+                type_spec.constant_spec(value.values).dtype
+            return cls(np.asarray(value.dense_shape).tolist(), dtype)
+        raise TypeError(f"Expected SparseTensor or SparseTensorValue. Received: {value} of "
+                        f"type {type(value).__name__}.")
+
+    @property
+    def _component_specs(self):
+        rank = self._shape.ndims
+        return [TensorSpec([None, rank], dtypes.int64), TensorSpec([None], self._dtype),
+                TensorSpec([rank], dtypes.int64)]
+
+    def _to_components(self, value):
+        value = SparseTensor.from_value(value)
+        return [value.indices, value.values, value.dense_shape]
+
+    def _from_components(self, components):
+        if all(isinstance(c, np.ndarray) for c in components):
+            return SparseTensorValue(*components)
+        out = SparseTensor(*components)
+        out.set_shape(self._shape)
+        return out
+
+    _flat_tensor_specs = property(lambda self: [TensorSpec(None, dtypes.variant)])
+
+    def _batch(self, batch_size) -> SparseTensorSpec:
+        return SparseTensorSpec(
+            tensor_shape.TensorShape([batch_size]).concatenate(self._shape), self._dtype)
+
+    def _unbatch(self) -> SparseTensorSpec:
+        if self._shape.ndims == 0:
+            raise ValueError("Unbatching a tensor is only supported for rank >= 1")
+        return SparseTensorSpec(self._shape[1:], self._dtype)
+
+    def _to_legacy_output_types(self):
+        return self._dtype
+
+    def _to_legacy_output_shapes(self):
+        return self._shape
+
+    def _to_legacy_output_classes(self):
+        return SparseTensor
+
+
+type_spec.register_type_spec_from_value_converter(SparseTensorValue,
+                                                  SparseTensorSpec.from_value)
+nested_structure_coder.register_type_spec(SparseTensorSpec,
+                                          struct_pb2.TypeSpecProto.SPARSE_TENSOR_SPEC)
 
 
 def is_sparse(x) -> bool:

@@ -450,6 +450,31 @@ class TensorShape:
             return unknown_shape()
         return from_dims_tuple(tuple(x if x == y else None for x, y in zip(a, b, strict=True)))
 
+    def is_subtype_of(self, other: Any) -> bool:
+        """Whether `other` describes every shape `self` does (TF2's TraceType order): any
+        shape is a subtype of the unknown shape; shapes of one rank are when each of
+        `other`'s dimensions is unknown or equal; shapes of different ranks never are."""
+        if not isinstance(other, TensorShape):
+            return False
+        a, b = self._dims_tuple, other._dims_tuple
+        if b is None:
+            return True
+        if a is None or len(a) != len(b):
+            return False
+        return all(y is None or x == y for x, y in zip(a, b, strict=True))
+
+    def most_specific_common_supertype(self, others) -> TensorShape | None:
+        """The most specific shape that `self` and each of `others` are subtypes of (None if
+        one of `others` is no TensorShape): dimensions that differ become unknown, ranks
+        that differ give the unknown shape."""
+        others = list(others)
+        if any(not isinstance(o, TensorShape) for o in others):
+            return None
+        out = self
+        for o in others:
+            out = out.most_specific_compatible_shape(o)
+        return out
+
     def concatenate(self, other: Any) -> TensorShape:
         """The dimensions of `self` followed by those of `other`.
 

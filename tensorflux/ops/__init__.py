@@ -52,6 +52,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     proto_ops,
     quantization_ops,
     quantized_fused_ops,
+    ragged_conversion_ops,
     random_ops,
     random_index_shuffle_ops,
     random_ext_ops,

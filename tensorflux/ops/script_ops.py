@@ -19,6 +19,8 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, not_differentiable
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.framework.tensor_spec import TensorSpec
+from tensorflux.framework.type_spec import TypeSpec
 
 __all__ = ["py_func", "numpy_function", "py_function", "eager_py_func"]
 
@@ -76,10 +78,25 @@ def numpy_function(func, inp, Tout, stateful=True, name=None):  # noqa: N803
     return py_func(func, inp, Tout, stateful=stateful, name=name)
 
 
+def _tensor_spec_dtype(t):
+    """A TensorSpec in py_function's `Tout` stands for its dtype (its shape is not
+    checked, as in TF); other TypeSpecs are refused."""
+    if isinstance(t, TensorSpec):
+        return t.dtype
+    if isinstance(t, TypeSpec):
+        raise TypeError(f"tensorflux's py_function takes DTypes and TensorSpecs as Tout, "
+                        f"not {t}.")
+    return t
+
+
 def py_function(func, inp, Tout, name=None):  # noqa: N803 - TF's signature
     """Wraps `func` as an EagerPyFunc op (`tf.py_function`): `func` receives values with
     `.numpy()` (TensorFlow hands it eager tensors) and may return arrays, such values or
-    Python numbers."""
+    Python numbers. `Tout`: DTypes or TensorSpecs (their dtypes)."""
+    if isinstance(Tout, (list, tuple)):
+        Tout = [_tensor_spec_dtype(t) for t in Tout]
+    else:
+        Tout = _tensor_spec_dtype(Tout)
     return _call("EagerPyFunc", func, inp, Tout, name)
 
 

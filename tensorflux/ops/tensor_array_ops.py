@@ -24,15 +24,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from tensorflux.framework import common_shapes, dtypes, tensor_shape
+from tensorflux.framework import (
+    common_shapes,
+    dtypes,
+    nested_structure_coder,
+    tensor_shape,
+    type_spec,
+)
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.framework.operation import Tensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.framework.tensor_spec import TensorSpec
 from tensorflux.ops import array_ops, math_ops, sequence_ops
+from tensorflux.protos import struct_pb2
 
-__all__ = ["TensorArray"]
+__all__ = ["TensorArray", "TensorArraySpec"]
 
 _SCALAR = tensor_shape.TensorShape([])
 
@@ -384,6 +392,82 @@ class TensorArray:
     def __repr__(self) -> str:
         return (f"<tf.TensorArray '{self._handle.op.name}' dtype={self._dtype.name} "
                 f"element_shape={self.element_shape}>")
+
+
+class TensorArraySpec(type_spec.TypeSpec):
+    """The type of a `tf.TensorArray`: element shape, dtype, whether it grows
+    (`dynamic_size`) and whether its elements share one shape (`infer_shape`).
+    Compatible specs agree on dtype and `dynamic_size`; `infer_shape` is kept only
+    where every spec has it."""
+
+    __slots__ = ("_element_shape", "_dtype", "_dynamic_size", "_infer_shape")
+
+    def __init__(self, element_shape=None, dtype=dtypes.float32, dynamic_size=False,
+                 infer_shape=True):
+        self._element_shape = tensor_shape.as_shape(element_shape)
+        self._dtype = dtypes.as_dtype(dtype)
+        self._dynamic_size = dynamic_size
+        self._infer_shape = infer_shape
+
+    value_type = property(lambda self: TensorArray)
+
+    def _serialize(self) -> tuple:
+        return (self._element_shape, self._dtype, self._dynamic_size, self._infer_shape)
+
+    def is_compatible_with(self, other) -> bool:
+        if not isinstance(other, type_spec.TypeSpec):
+            other = type_spec.type_spec_from_value(other)
+        return isinstance(other, TensorArraySpec) and \
+            self._dtype.is_compatible_with(other._dtype) and \
+            self._element_shape.is_compatible_with(other._element_shape) and \
+            self._dynamic_size == other._dynamic_size
+
+    def is_subtype_of(self, other) -> bool:
+        return isinstance(other, TensorArraySpec) and self._dtype == other._dtype and \
+            self._dynamic_size == other._dynamic_size
+
+    def most_specific_common_supertype(self, others) -> TensorArraySpec | None:
+        others = list(others)
+        if not all(isinstance(o, TensorArraySpec) and o._dtype == self._dtype and
+                   o._dynamic_size == self._dynamic_size for o in others):
+            return None
+        shape = self._element_shape.most_specific_common_supertype(
+            [o._element_shape for o in others])
+        return TensorArraySpec(shape, self._dtype, self._dynamic_size,
+                               self._infer_shape and all(o._infer_shape for o in others))
+
+    @staticmethod
+    def from_value(value) -> TensorArraySpec:
+        """The spec of a TensorArray.
+
+        Raises:
+          TypeError: `value` is not one.
+        """
+        if not isinstance(value, TensorArray):
+            raise TypeError(f"Expected value to be a TensorArray, but got: `{type(value)}`")
+        return TensorArraySpec(value.element_shape, value.dtype, value.dynamic_size,
+                               value._infer_shape)
+
+    @property
+    def _component_specs(self):
+        """TF2's TensorArray is one variant (a TensorList): what TF's encoding counts."""
+        return [TensorSpec([], dtypes.variant)]
+
+    def _to_legacy_output_types(self):
+        return self._dtype
+
+    def _to_legacy_output_shapes(self):
+        return tensor_shape.TensorShape([int(self._dynamic_size), int(self._infer_shape)]) \
+            .concatenate(self._element_shape)
+
+    def _to_legacy_output_classes(self):
+        return TensorArray
+
+
+type_spec.register_type_spec_from_value_converter(TensorArray, TensorArraySpec.from_value,
+                                                  allow_subclass=True)
+nested_structure_coder.register_type_spec(TensorArraySpec,
+                                          struct_pb2.TypeSpecProto.TENSOR_ARRAY_SPEC)
 
 
 def build_ta_with_new_flow(old_ta: TensorArray, flow: Tensor) -> TensorArray:

@@ -15,11 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.debugging import check_ops
-from tensorflux.framework import dtypes, tensor_shape
+from tensorflux.framework import dtypes, nested_structure_coder, tensor_shape, type_spec
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Tensor, run_in_session
 from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.framework.tensor_spec import TensorSpec
 from tensorflux.ops import (
     array_ext_ops,
     array_ops,
@@ -27,10 +28,12 @@ from tensorflux.ops import (
     gather_ops,
     joining_ops,
     math_ops,
+    ragged_conversion_ops,
     reduction_ops,
     sequence_ops,
     slicing_ops,
 )
+from tensorflux.protos import struct_pb2
 from tensorflux.ragged.ragged_tensor_value import RaggedTensorValue
 
 _SPLIT_TYPES = (dtypes.int32, dtypes.int64)
@@ -45,6 +48,8 @@ def _splits_dtype(dtype):
 
 def _partition(x, name, dtype):
     """`x` as a 1-D int32/int64 tensor (ints given as Python values become `dtype`)."""
+    if isinstance(x, (list, tuple)) and any(isinstance(v, Tensor) for v in x):
+        x = convert_to_tensor(x, name=name)  # a list holding tensors: packed
     if isinstance(x, Tensor):
         if x.dtype.base_dtype not in _SPLIT_TYPES:
             raise ValueError(f"{name} must have dtype int32 or int64")
@@ -92,6 +97,7 @@ class RaggedTensor:
                              "factory methods instead (e.g., RaggedTensor.from_row_lengths())")
         self._values = values
         self._row_splits = row_splits
+        self._shape_hint: tensor_shape.TensorShape | None = None  # from _set_shape
 
     # ---- factories ------------------------------------------------------------------------
 
@@ -280,8 +286,7 @@ class RaggedTensor:
                 inner = cls.from_tensor(inner, ragged_rank=ragged_rank - 1,
                                         row_splits_dtype=dtype)
                 return cls.from_row_splits(
-                    inner, sequence_ops.range(0, shape[0] * shape[1] + 1,
-                                              math_ops.maximum(shape[1], 1), dtype=dtype),
+                    inner, sequence_ops.range(0, shape[0] + 1, dtype=dtype) * shape[1],
                     validate=False)
             shape = array_ops.shape(x, out_type=dtype)
             nrows, ncols = shape[0], shape[1]
@@ -296,9 +301,7 @@ class RaggedTensor:
                 lengths = math_ops.maximum(lengths, 0)
             if lengths is None:
                 flat = array_ops.reshape(x, joining_ops.concat([[-1], shape[2:]], 0))
-                splits = sequence_ops.range(0, nrows * ncols + 1,
-                                            math_ops.maximum(ncols, 1), dtype=dtype)
-                splits = splits[:nrows + 1]
+                splits = sequence_ops.range(0, nrows + 1, dtype=dtype) * ncols
                 return cls.from_row_splits(flat, splits, validate=False)
             lengths = math_ops.cast(convert_to_tensor(lengths, name="lengths"), dtype)
             lengths = math_ops.minimum(lengths, ncols)
@@ -370,11 +373,61 @@ class RaggedTensor:
     def shape(self) -> tensor_shape.TensorShape:
         n = self._row_splits.shape[0].value
         nrows = None if n is None else n - 1
-        return tensor_shape.TensorShape([nrows] + [None] * self.ragged_rank).concatenate(
+        shape = tensor_shape.TensorShape([nrows] + [None] * self.ragged_rank).concatenate(
             self.flat_values.shape[1:])
+        return shape if self._shape_hint is None else shape.merge_with(self._shape_hint)
 
     def get_shape(self) -> tensor_shape.TensorShape:
         return self.shape
+
+    def _set_shape(self, shape) -> None:
+        """Narrows the static shape: the row count (outer splits), the flat values' inner
+        dimensions, and sizes of the ragged dimensions (kept as a hint, as TF keeps a
+        uniform row length).
+
+        Raises:
+          ValueError: `shape` is not compatible with the current one.
+        """
+        shape = tensor_shape.as_shape(shape)
+        self._shape_hint = self.shape.merge_with(shape)  # raises on a conflict
+        if shape.ndims is None:
+            return
+        n = shape[0].value
+        self._row_splits.set_shape([None if n is None else n + 1])
+        inner = shape[self.ragged_rank + 1:]
+        self.flat_values.set_shape(tensor_shape.TensorShape([None]).concatenate(inner))
+
+    @property
+    def _type_spec(self) -> RaggedTensorSpec:
+        return RaggedTensorSpec(self.shape, self.dtype, self.ragged_rank,
+                                self.row_splits_dtype)
+
+    def _to_variant(self, batched_input: bool = False, name=None) -> Tensor:
+        """This tensor as a scalar variant, or with `batched_input` a vector of one
+        variant per row (ops/ragged_conversion_ops.py)."""
+        with graph_lib.name_scope(name, "RaggedToVariant", [self]):
+            return ragged_conversion_ops.ragged_tensor_to_variant(
+                self.nested_row_splits, self.flat_values, batched_input)
+
+    @classmethod
+    def _from_variant(cls, variant, dtype, output_ragged_rank: int, input_ragged_rank=None,
+                      row_splits_dtype=dtypes.int64, name=None):
+        """The ragged tensor of ragged rank `output_ragged_rank` that `variant` encodes (a
+        Tensor for rank 0); `input_ragged_rank` defaults to what the variant's rank
+        leaves."""
+        variant = convert_to_tensor(variant, name="variant")
+        if input_ragged_rank is None:
+            k = variant.shape.ndims
+            if k is None:
+                raise ValueError("When input_ragged_rank is not specified, the rank of the "
+                                 "encoded RaggedTensor must be known statically.")
+            input_ragged_rank = output_ragged_rank - k
+        with graph_lib.name_scope(name, "RaggedFromVariant", [variant]):
+            splits, values = ragged_conversion_ops.ragged_tensor_from_variant(
+                variant, input_ragged_rank, output_ragged_rank, dtypes.as_dtype(dtype),
+                _splits_dtype(row_splits_dtype))
+            return cls.from_nested_row_splits(values, splits, validate=False) if splits \
+                else values
 
     def uniform_row_length(self):
         return None
@@ -525,6 +578,125 @@ class RaggedTensor:
             return _slice_rows(self, splits)
         raise NotImplementedError("RaggedTensor indexing supports a row index or a slice of "
                                   "rows (constant bounds, step 1)")
+
+
+class RaggedTensorSpec(type_spec.TypeSpec):
+    """The type of a `tf.RaggedTensor`: its shape (ragged dimensions None), dtype, ragged
+    rank (default: rank - 1) and row splits dtype; `flat_values_spec` when the flat values
+    are of a spec of their own. Ragged rank 0 describes a dense Tensor."""
+
+    __slots__ = ("_shape", "_dtype", "_ragged_rank", "_row_splits_dtype",
+                 "_flat_values_spec")
+    _batchable = True
+
+    def __init__(self, shape=None, dtype=dtypes.float32, ragged_rank=None,
+                 row_splits_dtype=dtypes.int64, flat_values_spec=None):
+        """Raises:
+          ValueError: no ragged rank and no rank; a ragged rank not below the rank;
+            `dtype` other than `flat_values_spec`'s.
+          TypeError: `ragged_rank` is not an int.
+        """
+        self._shape = tensor_shape.as_shape(shape)
+        self._row_splits_dtype = dtypes.as_dtype(row_splits_dtype)
+        if flat_values_spec is not None:
+            if dtype is None:
+                dtype = flat_values_spec.dtype
+            elif dtypes.as_dtype(dtype) != flat_values_spec.dtype:
+                raise ValueError("dtype must be the same as flat_values_spec.dtype")
+        elif dtype is None:
+            raise ValueError("At least one of dtype or flat_values_spec must be provided")
+        self._dtype = dtypes.as_dtype(dtype)
+        self._flat_values_spec = flat_values_spec
+        rank = self._shape.ndims
+        if ragged_rank is None:
+            if rank is None:
+                raise ValueError("Must specify ragged_rank or a shape with a known rank.")
+            ragged_rank = rank - 1
+        if not isinstance(ragged_rank, int):
+            raise TypeError(f"Argument `ragged_rank` must be an int. Received {ragged_rank}.")
+        if rank is not None and ragged_rank >= rank:
+            raise ValueError(f"Argument `ragged_rank` ({ragged_rank}) must be less than rank "
+                             f"({rank}).")
+        self._ragged_rank = ragged_rank
+
+    shape = property(lambda self: self._shape)
+    dtype = property(lambda self: self._dtype)
+    ragged_rank = property(lambda self: self._ragged_rank)
+    row_splits_dtype = property(lambda self: self._row_splits_dtype)
+    flat_values_spec = property(lambda self: self._flat_values_spec)
+
+    @property
+    def value_type(self):
+        return RaggedTensor if self._ragged_rank > 0 else Tensor
+
+    def _serialize(self) -> tuple:
+        state = (self._shape, self._dtype, self._ragged_rank, self._row_splits_dtype)
+        return state if self._flat_values_spec is None else state + (self._flat_values_spec,)
+
+    def is_compatible_with(self, spec_or_value) -> bool:
+        """Ragged rank 0 is also compatible with Tensors and TensorSpecs."""
+        if self._ragged_rank == 0 and isinstance(spec_or_value, (Tensor, TensorSpec)):
+            inner = self._flat_values_spec or TensorSpec(self._shape, self._dtype)
+            return inner.is_compatible_with(spec_or_value)
+        return super().is_compatible_with(spec_or_value)
+
+    @classmethod
+    def from_value(cls, value) -> RaggedTensorSpec:
+        """The spec of a RaggedTensor or RaggedTensorValue."""
+        return cls(value.shape, value.dtype, value.ragged_rank, value.row_splits_dtype)
+
+    # ---- components and tf.data ---------------------------------------------------------
+    @property
+    def _component_specs(self):
+        if self._ragged_rank <= 0:
+            return [self._flat_values_spec or TensorSpec(self._shape, self._dtype)]
+        values = self._flat_values_spec or TensorSpec(
+            tensor_shape.TensorShape([None]).concatenate(self._shape[self._ragged_rank + 1:]),
+            self._dtype)
+        outer = self._shape[0].value if self._shape.ndims else None
+        return [values, TensorSpec([None if outer is None else outer + 1],
+                                   self._row_splits_dtype)] + \
+            [TensorSpec([None], self._row_splits_dtype)] * (self._ragged_rank - 1)
+
+    def _to_components(self, value):
+        if isinstance(value, (RaggedTensor, RaggedTensorValue)):
+            return [value.flat_values] + list(value.nested_row_splits)
+        return [value]
+
+    def _from_components(self, components):
+        result = components[0]
+        if all(isinstance(c, np.ndarray) for c in components):
+            for splits in reversed(components[1:]):
+                result = RaggedTensorValue(result, splits)
+            return result
+        for splits in reversed(components[1:]):
+            result = RaggedTensor.from_row_splits(result, splits, validate=False)
+        if self._shape.ndims is not None:
+            (result._set_shape if isinstance(result, RaggedTensor) else
+             result.set_shape)(self._shape)
+        return result
+
+    _flat_tensor_specs = property(lambda self: [TensorSpec(None, dtypes.variant)])
+
+    def _batch(self, batch_size) -> RaggedTensorSpec:
+        return RaggedTensorSpec(tensor_shape.TensorShape([batch_size]).concatenate(self._shape),
+                                self._dtype, self._ragged_rank + 1, self._row_splits_dtype)
+
+    def _unbatch(self) -> RaggedTensorSpec:
+        return RaggedTensorSpec(self._shape[1:], self._dtype, self._ragged_rank - 1,
+                                self._row_splits_dtype)
+
+    def _to_legacy_output_types(self):
+        return self._dtype
+
+    def _to_legacy_output_shapes(self):
+        return self._shape
+
+
+type_spec.register_type_spec_from_value_converter(RaggedTensorValue,
+                                                  RaggedTensorSpec.from_value)
+nested_structure_coder.register_type_spec(RaggedTensorSpec,
+                                          struct_pb2.TypeSpecProto.RAGGED_TENSOR_SPEC)
 
 
 def _slice_rows(rt, splits):

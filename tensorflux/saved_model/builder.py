@@ -99,7 +99,10 @@ def _validate_tensor_info(info) -> None:
         raise AssertionError(f"Invalid `tensor_info`: {info}. All TensorInfo protos used in "
                              "the SignatureDefs must have one of the 'encoding' fields (e.g., "
                              "name or coo_sparse) set.")
-    if info.dtype == types_pb2.DT_INVALID:
+    if info.WhichOneof("encoding") == "composite_tensor":
+        for component in info.composite_tensor.components:  # a composite has no dtype
+            _validate_tensor_info(component)
+    elif info.dtype == types_pb2.DT_INVALID:
         raise AssertionError(f"Invalid `tensor_info`: {info}. All TensorInfo protos used in "
                              "the SignatureDefs must have the dtype field set.")
 

@@ -2,24 +2,58 @@
 
 from __future__ import annotations
 
-from tensorflux.framework import dtypes
+from tensorflux.framework import dtypes, nested_structure_coder
 from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.operation import Tensor
 from tensorflux.framework.sparse_tensor import SparseTensor
-from tensorflux.protos import meta_graph_pb2
+from tensorflux.protos import meta_graph_pb2, struct_pb2
 
 __all__ = ["build_tensor_info", "get_tensor_from_tensor_info"]
 
 
+def _is_composite(value) -> bool:
+    """A value recorded as a composite tensor: one with a TypeSpec (RaggedTensor,
+    IndexedSlices, a dataset) but a SparseTensor (its own `coo_sparse` encoding)."""
+    return not isinstance(value, (Tensor, SparseTensor)) and \
+        hasattr(type(value), "_type_spec")
+
+
+def _flat(structure) -> list:
+    if isinstance(structure, (list, tuple)):
+        return [leaf for s in structure for leaf in _flat(s)]
+    return [structure]
+
+
+def _pack(like, flat: list):
+    it = iter(flat)
+
+    def build(s):
+        if isinstance(s, (list, tuple)):
+            return type(s)(build(c) for c in s)
+        return next(it)
+
+    return build(like)
+
+
 def build_tensor_info(tensor) -> meta_graph_pb2.TensorInfo:
     """The TensorInfo of `tensor`: its name (or the three names of a SparseTensor), dtype
-    and static shape.
+    and static shape; for a composite value (a RaggedTensor, IndexedSlices), its TypeSpec
+    (nested_structure_coder's encoding) and the TensorInfos of its components.
 
     Args:
-      tensor: a Tensor, SparseTensor or Variable.
+      tensor: a Tensor, SparseTensor, RaggedTensor, IndexedSlices or Variable.
 
     Returns:
       A meta_graph_pb2.TensorInfo.
     """
+    if _is_composite(tensor):
+        spec = tensor._type_spec
+        info = meta_graph_pb2.TensorInfo()
+        info.composite_tensor.type_spec.CopyFrom(
+            nested_structure_coder.encode_structure(spec).type_spec_value)
+        for component in _flat(spec._to_components(tensor)):
+            info.composite_tensor.components.add().CopyFrom(build_tensor_info(component))
+        return info
     info = meta_graph_pb2.TensorInfo(
         dtype=dtypes.as_dtype(tensor.dtype).base_dtype.as_datatype_enum,
         tensor_shape=tensor.get_shape().as_proto())
@@ -55,5 +89,10 @@ def get_tensor_from_tensor_info(tensor_info, graph=None, import_scope=None):
         coo = tensor_info.coo_sparse
         return SparseTensor(get(coo.indices_tensor_name), get(coo.values_tensor_name),
                             get(coo.dense_shape_tensor_name))
-    raise ValueError(f"Invalid TensorInfo.encoding: {encoding}. Expected `coo_sparse` or "
-                     "`name` for a dense tensor.")
+    if encoding == "composite_tensor":
+        spec = nested_structure_coder.decode_proto(struct_pb2.StructuredValue(
+            type_spec_value=tensor_info.composite_tensor.type_spec))
+        components = [get(c.name) for c in tensor_info.composite_tensor.components]
+        return spec._from_components(_pack(spec._component_specs, components))
+    raise ValueError(f"Invalid TensorInfo.encoding: {encoding}. Expected `coo_sparse`, "
+                     "`composite_tensor`, or `name` for a dense tensor.")

@@ -48,6 +48,11 @@ FACTORIES = [
      [[1], [3, 0, 0]]),
     ("tensor_rank2", lambda: RT.from_tensor(np.arange(8).reshape(2, 2, 2), ragged_rank=2),
      [[[0, 1], [2, 3]], [[4, 5], [6, 7]]]),
+    ("tensor_no_columns", lambda: RT.from_tensor(np.zeros([2, 0])), [[], []]),
+    ("tensor_rank2_no_columns", lambda: RT.from_tensor(np.zeros([2, 0, 3]), ragged_rank=2),
+     [[], []]),
+    ("row_lengths_of_tensors", lambda: RT.from_row_lengths(
+        [1, 2, 3], [tf.constant(2), tf.constant(1)]), [[1, 2], [3]]),
     ("sparse", lambda: RT.from_sparse(tf.SparseTensor([[0, 0], [0, 1], [2, 0]], [1, 2, 3],
                                                       [3, 4])), [[1, 2], [], [3]]),
     ("constant", lambda: tf.ragged.constant([[1, 2], [3]]), [[1, 2], [3]]),

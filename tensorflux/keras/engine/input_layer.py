@@ -15,7 +15,12 @@ class InputLayer(Layer):
     given `input_tensor`) named after the layer ("input_1", "dense_input", ...)."""
 
     def __init__(self, input_shape=None, batch_size=None, dtype=None, input_tensor=None,
-                 sparse=False, name=None, ragged=False, batch_input_shape=None, **kwargs):
+                 sparse=None, name=None, ragged=None, batch_input_shape=None, type_spec=None,
+                 **kwargs):
+        if type_spec is not None:
+            _reject_type_spec(input_shape if batch_input_shape is None else
+                              batch_input_shape, batch_size, dtype, input_tensor, sparse,
+                              ragged)
         if sparse or ragged:
             raise ValueError("tensorflux.keras: sparse and ragged inputs are not supported")
         if name is None:
@@ -43,19 +48,39 @@ class InputLayer(Layer):
                 "name": self.name}
 
 
-def Input(shape=None, batch_size=None, name=None, dtype=None, sparse=False, tensor=None,  # noqa: N802
-          ragged=False, batch_shape=None, **kwargs):
-    """A placeholder (or `tensor`) that starts a functional model: `shape` leaves out the
-    batch axis.
+def _reject_type_spec(shape, batch_size, dtype, input_tensor, sparse, ragged) -> None:
+    """Keras builds inputs from a TypeSpec only eagerly: in a TF1 graph (tensorflux's only
+    mode) `type_spec` is refused, after the same check of the other arguments.
 
     Raises:
-      ValueError: neither `shape`, `batch_shape` nor `tensor`."""
+      ValueError: always.
+    """
+    for arg_name, arg in [("(input_)shape", shape), ("batch_size", batch_size),
+                          ("dtype", dtype), ("input_tensor", input_tensor),
+                          ("sparse", sparse), ("ragged", ragged)]:
+        if arg is not None:
+            raise ValueError(f"When `type_spec` is not None, all other args except `name` "
+                             f"must be None, but {arg_name} is not None.")
+    raise ValueError("Creating TF-Keras inputs from a type_spec is only supported when eager "
+                     "execution is enabled.")
+
+
+def Input(shape=None, batch_size=None, name=None, dtype=None, sparse=None, tensor=None,  # noqa: N802
+          ragged=None, type_spec=None, batch_shape=None, **kwargs):
+    """A placeholder (or `tensor`) that starts a functional model: `shape` leaves out the
+    batch axis. `type_spec` is refused as in TF1 graph mode (Keras takes it only eagerly).
+
+    Raises:
+      ValueError: neither `shape`, `batch_shape`, `tensor` nor `type_spec`; a `type_spec`."""
     batch_shape = kwargs.pop("batch_input_shape", batch_shape)
     if kwargs:
         raise TypeError(f"Unrecognized keyword arguments: {sorted(kwargs)}")
-    if shape is None and batch_shape is None and tensor is None:
-        raise ValueError("Please provide to Input a `shape` or a `tensor` argument. Note "
-                         "that `shape` does not include the batch dimension.")
+    if shape is None and batch_shape is None and tensor is None and type_spec is None:
+        raise ValueError("Please provide to Input a `shape` or a `tensor` or a `type_spec` "
+                         "argument. Note that `shape` does not include the batch dimension.")
+    if type_spec is not None:
+        _reject_type_spec(shape if batch_shape is None else batch_shape, batch_size, dtype,
+                          tensor, sparse, ragged)
     if shape is not None and batch_shape is None:
         batch_shape = (batch_size,) + tuple(shape)
     layer = InputLayer(batch_input_shape=batch_shape, name=name, dtype=dtype,
