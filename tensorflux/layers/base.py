@@ -23,6 +23,7 @@ from tensorflux.control_flow import builders as control_flow
 from tensorflux.framework import common_shapes, dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.operation import Tensor
+from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import array_ops, math_ops
 from tensorflux.variables import trackable
@@ -267,18 +268,18 @@ class Layer:
           ValueError: inputs that do not fit the layer's `input_spec`.
         """
         self._set_scope(kwargs.pop("scope", None))
-        if not isinstance(inputs, (list, tuple)):
+        if not isinstance(inputs, (list, tuple, SparseTensor)):
             inputs = convert_to_tensor(inputs)
         reuse = True if self.built else self._reuse
         with vs.variable_scope(self._scope, reuse=reuse, auxiliary_name_scope=False):
             with graph_lib.name_scope(self._scope.original_name_scope):
-                if isinstance(inputs, Tensor):
+                if isinstance(inputs, (Tensor, SparseTensor)):
                     if self._dtype is None and inputs.dtype.is_floating:
                         self._dtype = inputs.dtype.base_dtype
                     if self.input_spec is not None:
                         _check_input(self.input_spec, inputs, self._name)
                 if not self.built:
-                    shape = (inputs.shape if isinstance(inputs, Tensor)
+                    shape = (inputs.shape if isinstance(inputs, (Tensor, SparseTensor))
                              else [t.shape for t in inputs])
                     self.build(shape)
                     self.built = True

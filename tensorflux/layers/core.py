@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.framework import tensor_shape
+from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.layers.base import InputSpec, Layer, smart_cond
 from tensorflux.nn import nn_impl
 from tensorflux.ops import array_ops, matrix_ops, nn_ops
 from tensorflux.ops.joining_ops import concat
+from tensorflux.sparse import sparse_extra as sparse_ops
 from tensorflux.variables import init_ops
 
 __all__ = ["Dense", "Dropout", "Flatten", "dense", "dropout", "flatten"]
@@ -70,7 +72,12 @@ class Dense(Layer):
 
     def call(self, inputs):
         rank = inputs.shape.ndims
-        if rank == 2:
+        if isinstance(inputs, SparseTensor):  # a sparse batch of rows (Keras's sparse Input)
+            if rank != 2:
+                raise ValueError(f"A Dense layer takes a SparseTensor of rank 2, got rank "
+                                 f"{rank}")
+            outputs = sparse_ops.sparse_tensor_dense_matmul(inputs, self.kernel)
+        elif rank == 2:
             outputs = matrix_ops.matmul(inputs, self.kernel)
         else:
             flat = array_ops.reshape(inputs, [-1, self.kernel.shape.as_list()[0]])

@@ -386,3 +386,43 @@ def test_a_private_layer_class_gets_tensorflows_name():
         pass
 
     assert _Block().name == "private__block"  # as tf_keras names it
+
+
+def _sparse_and_dense_models(keras):
+    """The same two-layer model on a sparse Input and on a dense one, equal weights."""
+    models = []
+    for sparse in (True, False):
+        inp = keras.Input(shape=(6,), sparse=sparse)
+        h = keras.layers.Dense(4, activation="relu")(inp)
+        models.append(keras.Model(inp, keras.layers.Dense(3, activation="softmax")(h)))
+        models[-1].compile("sgd", "sparse_categorical_crossentropy", metrics=["acc"])
+    models[0].set_weights(models[1].get_weights())
+    return models
+
+
+def test_sparse_input_trains_as_its_dense_twin():
+    """Keras's sparse Input (a sparse placeholder; Dense multiplies it with
+    sparse_tensor_dense_matmul) fed SparseTensorValues or SciPy matrices, batch by batch:
+    the same predictions, losses and weights as the dense model on the densified data."""
+    keras = tf.keras
+    rng = np.random.RandomState(0)
+    dense = ((rng.rand(10, 6) < 0.3) * rng.rand(10, 6)).astype(np.float32)
+    idx = np.argwhere(dense)
+    x = tf.SparseTensorValue(idx, dense[dense != 0], dense.shape)
+    y = rng.randint(0, 3, 10)
+    with tf.Graph().as_default():
+        sparse_model, dense_model = _sparse_and_dense_models(keras)
+        assert isinstance(sparse_model.inputs[0], tf.SparseTensor)
+        np.testing.assert_allclose(sparse_model.predict(x, batch_size=4),
+                                   dense_model.predict(dense, batch_size=4), rtol=1e-6)
+        got = sparse_model.fit(x, y, batch_size=3, epochs=2, shuffle=False, verbose=0)
+        want = dense_model.fit(dense, y, batch_size=3, epochs=2, shuffle=False, verbose=0)
+        np.testing.assert_allclose(got.history["loss"], want.history["loss"], rtol=1e-5)
+        for a, b in zip(sparse_model.get_weights(), dense_model.get_weights(), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(sparse_model.evaluate(x, y, verbose=0),
+                                   dense_model.evaluate(dense, y, verbose=0), rtol=1e-5)
+        scipy_sparse = pytest.importorskip("scipy.sparse")
+        np.testing.assert_allclose(sparse_model.predict(scipy_sparse.csr_matrix(dense)),
+                                   dense_model.predict(dense), rtol=1e-6)
+        assert sparse_model.layers[0].get_config()["sparse"] is True

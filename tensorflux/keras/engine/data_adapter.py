@@ -15,12 +15,72 @@ __all__ = ["make_source", "unpack_validation", "check_arrays", "check_targets",
            "check_lengths", "sample_weights"]
 
 
+class SparseRows:
+    """Sparse input data (a SciPy sparse matrix or a SparseTensorValue) as the sources cut
+    it: `rows[idx]` takes rows by position (renumbered from 0), `value()` is what a sparse
+    Input is fed; `len`, `shape`, `ndim`, `dtype` and `astype` as an array's."""
+
+    def __init__(self, indices, values, shape):
+        self.indices = np.asarray(indices, np.int64).reshape(-1, len(shape))
+        self.values = np.asarray(values)
+        self.shape = tuple(int(d) for d in shape)
+        order = np.argsort(self.indices[:, 0], kind="stable") if len(self.indices) else \
+            np.zeros(0, np.int64)
+        self._order = order
+        self._bounds = np.searchsorted(self.indices[order, 0], np.arange(self.shape[0] + 1))
+
+    @classmethod
+    def of(cls, value) -> SparseRows:
+        if isinstance(value, SparseRows):
+            return value
+        if hasattr(value, "tocoo"):  # SciPy
+            coo = value.tocoo()
+            return cls(np.stack([coo.row, coo.col], 1), coo.data, coo.shape)
+        return cls(value.indices, value.values, value.dense_shape)
+
+    ndim = property(lambda self: len(self.shape))
+    dtype = property(lambda self: self.values.dtype)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, idx) -> SparseRows:
+        idx = np.arange(self.shape[0])[idx]
+        picks = [self._order[self._bounds[r]:self._bounds[r + 1]] for r in idx]
+        at = np.concatenate(picks) if picks else np.zeros(0, np.int64)
+        indices = self.indices[at].copy()
+        indices[:, 0] = np.repeat(np.arange(len(idx)), [len(p) for p in picks])
+        return SparseRows(indices, self.values[at], (len(idx),) + self.shape[1:])
+
+    def astype(self, dtype, copy=False) -> SparseRows:
+        return SparseRows(self.indices, self.values.astype(dtype, copy=copy), self.shape)
+
+    def value(self):
+        from tensorflux.framework.sparse_tensor import SparseTensorValue
+
+        return SparseTensorValue(self.indices, self.values, np.array(self.shape, np.int64))
+
+
+def is_sparse_data(x) -> bool:
+    """A SciPy sparse matrix, a SparseTensorValue or SparseRows."""
+    from tensorflux.framework.sparse_tensor import SparseTensorValue
+
+    return isinstance(x, (SparseRows, SparseTensorValue)) or \
+        (hasattr(x, "tocoo") and hasattr(x, "nnz"))
+
+
+def _as_array(a):
+    return SparseRows.of(a) if is_sparse_data(a) else np.asarray(a)
+
+
 def _as_list(x):
     if x is None:
         return None
     if isinstance(x, dict):
         return x
-    return [np.asarray(a) for a in x] if isinstance(x, (list, tuple)) else [np.asarray(x)]
+    if isinstance(x, (list, tuple)) and not is_sparse_data(x):
+        return [_as_array(a) for a in x]
+    return [_as_array(x)]
 
 
 class ArraySource:
@@ -50,7 +110,7 @@ class ArraySource:
         if data is None:
             return None
         if isinstance(data, dict):
-            return {k: None if v is None else np.asarray(v)[idx] for k, v in data.items()}
+            return {k: None if v is None else _as_array(v)[idx] for k, v in data.items()}
         if isinstance(data, np.ndarray):  # sample weights of every output
             return data[idx]
         return [None if a is None else a[idx] for a in data]
@@ -261,7 +321,7 @@ def make_source(x, y, sample_weight, batch_size, steps, epochs=1, steps_name="st
             raise ValueError("`sample_weight` argument is not supported when using dataset "
                              "as input.")
         return DatasetSource(x, steps, epochs, steps_name, restart)
-    if not isinstance(x, (np.ndarray, list, tuple, dict)) and (
+    if not isinstance(x, (np.ndarray, list, tuple, dict)) and not is_sparse_data(x) and (
             hasattr(x, "__getitem__") and hasattr(x, "__len__") or hasattr(x, "__next__")):
         if y is not None:
             raise ValueError("`y` argument is not supported when using a keras.utils.Sequence "
@@ -311,10 +371,9 @@ def check_arrays(x, tensors, names, what) -> list:
         if missing:
             raise ValueError(f"No data provided for \"{missing[0]}\". Need data for each key "
                              f"in: {names}")
-        arrays = [np.asarray(x[n]) for n in names]
+        arrays = [_as_array(x[n]) for n in names]
     else:
-        arrays = [np.asarray(a) for a in x] if isinstance(x, (list, tuple)) else \
-            [np.asarray(x)]
+        arrays = _as_list(x)
     if len(arrays) != len(tensors):
         raise ValueError(f"Error when checking model {what}: the list of Numpy arrays that "
                          f"you are passing to your model is not the size the model expected. "

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from tensorflux.framework import dtypes
+from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.keras import backend as K
 from tensorflux.keras.engine.base_layer import Layer, Node
-from tensorflux.ops import array_ops
+from tensorflux.ops import array_ops, sparse_ops
 
 __all__ = ["Input", "InputLayer"]
 
@@ -21,8 +22,8 @@ class InputLayer(Layer):
             _reject_type_spec(input_shape if batch_input_shape is None else
                               batch_input_shape, batch_size, dtype, input_tensor, sparse,
                               ragged)
-        if sparse or ragged:
-            raise ValueError("tensorflux.keras: sparse and ragged inputs are not supported")
+        if ragged:
+            raise ValueError("tensorflux.keras: ragged inputs are not supported")
         if name is None:
             name = f"input_{K.get_uid('input')}"
         if batch_input_shape is None and input_shape is not None:
@@ -34,18 +35,24 @@ class InputLayer(Layer):
                 raise ValueError("An InputLayer needs `input_shape`, `batch_input_shape` or "
                                  "`input_tensor`.")
             dtype = dtypes.as_dtype(dtype or K.floatx())
-            input_tensor = array_ops.placeholder(dtype, shape=batch_input_shape, name=name)
+            if sparse:  # fed a SparseTensorValue or a SciPy sparse matrix
+                input_tensor = sparse_ops.sparse_placeholder(dtype, shape=batch_input_shape,
+                                                             name=name)
+            else:
+                input_tensor = array_ops.placeholder(dtype, shape=batch_input_shape, name=name)
+        self.sparse = isinstance(input_tensor, SparseTensor)
         self._batch_input_shape = tuple(input_tensor.shape.as_list()) \
             if input_tensor.shape.ndims is not None else None
         self._dtype = input_tensor.dtype
-        self.is_placeholder = input_tensor.op.type == "Placeholder"
+        self.is_placeholder = (input_tensor.values if self.sparse else
+                               input_tensor).op.type == "Placeholder"
         node = Node(self, [], [input_tensor], {}, [], [], True)
         self._inbound_nodes.append(node)
         input_tensor._keras_history = (self, 0, 0)
 
     def get_config(self) -> dict:
         return {"batch_input_shape": self._batch_input_shape, "dtype": self._dtype.name,
-                "name": self.name}
+                "sparse": self.sparse, "name": self.name}
 
 
 def _reject_type_spec(shape, batch_size, dtype, input_tensor, sparse, ragged) -> None:

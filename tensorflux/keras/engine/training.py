@@ -212,7 +212,8 @@ class Model(Network):
         return self._functions["train"]
 
     def _feed(self, xs, ys=None, sw=None, training=False) -> dict:
-        feeds = dict(zip(self.inputs, xs, strict=True))
+        feeds = {t: x.value() if isinstance(x, data.SparseRows) else x
+                 for t, x in zip(self.inputs, xs, strict=True)}
         if ys is not None:
             for t, y in zip(self._compiled["targets"], ys, strict=True):
                 feeds[t] = y
