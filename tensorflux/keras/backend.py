@@ -146,6 +146,8 @@ def get_session():
                 getattr(session, "_closed", False):
             session = _SESSION["session"] = session_lib.Session(
                 graph=graph_lib.get_default_graph())
+    # weights created since a load_weights restore before anything initializes them
+    checkpoint_restore.run_streaming_restores(session.graph)
     if not _MANUAL_INIT["on"]:
         _initialize_variables(session)
     return session

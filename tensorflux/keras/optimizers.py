@@ -21,7 +21,7 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.keras import backend as K
 from tensorflux.keras.optimizer_checkpoints import CheckpointMixin
 from tensorflux.nn import clip_ops
-from tensorflux.ops import math_ops, state_ops, unary_ops
+from tensorflux.ops import gather_ops, math_ops, state_ops, training_ops, unary_ops
 from tensorflux.train import adadelta, adagrad, adam, momentum, rmsprop
 from tensorflux.train.optimizer import Optimizer as TFOptimizer
 from tensorflux.variables import variables as variables_lib
@@ -130,7 +130,11 @@ class Optimizer(CheckpointMixin):
 
 
 class SGD(Optimizer, momentum.MomentumOptimizer):
-    """var -= lr * g, with momentum (and Nesterov's variant) when `momentum` > 0."""
+    """var -= lr * g; with `momentum` > 0 Keras's rule, whose slot "momentum" is the
+    velocity (what TensorFlow's Keras keeps, so checkpoints cross): velocity = momentum *
+    velocity - lr * g; var += velocity (Nesterov: var += momentum * velocity - lr * g),
+    TF's ResourceApplyKerasMomentum (the same arithmetic built from assignments for a
+    reference variable)."""
 
     _lr_attr = "_learning_rate"
     _checkpoint_hyper_attrs = {"momentum": "momentum_value"}
@@ -150,6 +154,44 @@ class SGD(Optimizer, momentum.MomentumOptimizer):
     def _checkpoint_slot_names(self) -> dict:
         """Keras keeps momentum slots only with momentum > 0."""
         return {"momentum": "momentum"} if self.momentum_value > 0 else {}
+
+    def _keras_momentum_args(self, var):
+        return (self.get_slot(var, "momentum"),
+                self._hyper(self._learning_rate, var, "learning_rate"),
+                self._hyper(self._momentum, var, "momentum"))
+
+    def _resource_apply_dense(self, grad, var):
+        if not self.momentum_value:
+            return super()._resource_apply_dense(grad, var)
+        accum, lr, mom = self._keras_momentum_args(var)
+        if _is_ref(var):
+            velocity = state_ops.assign(accum, accum * mom - grad * lr)
+            step = velocity * mom - grad * lr if self.nesterov else velocity
+            return state_ops.assign_add(var, step).op
+        return training_ops.resource_apply_keras_momentum(
+            var.handle, accum.handle, lr, grad, mom, use_locking=self._use_locking,
+            use_nesterov=bool(self.nesterov))
+
+    def _resource_apply_sparse(self, grad, var, indices):
+        if not self.momentum_value:
+            return super()._resource_apply_sparse(grad, var, indices)
+        accum, lr, mom = self._keras_momentum_args(var)
+        if _is_ref(var):
+            rows = gather_ops.gather(accum, indices) * mom - grad * lr
+            velocity = state_ops.resource_scatter("ResourceScatterUpdate", accum.handle,
+                                                  indices, rows)
+            with graph_lib.control_dependencies([velocity]):
+                step = rows * mom - grad * lr if self.nesterov else rows
+                return state_ops.resource_scatter("ResourceScatterAdd", var.handle,
+                                                  indices, step)
+        return training_ops.resource_sparse_apply_keras_momentum(
+            var.handle, accum.handle, lr, grad, indices, mom,
+            use_locking=self._use_locking, use_nesterov=bool(self.nesterov))
+
+
+def _is_ref(var) -> bool:
+    handle = getattr(var, "handle", None)
+    return handle is not None and handle.dtype._is_ref_dtype
 
 
 def _momentum_init(self, lr, mom, name, nesterov):

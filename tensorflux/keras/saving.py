@@ -607,6 +607,7 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True) -> None:
 
             group = f.create_group("optimizer_weights")
             group.attrs["weight_names"] = _encode([v.name for v in state])
+            group.attrs[_VELOCITY_MARK] = True  # SGD's momentum slots hold Keras's velocity
             for v, value in zip(state, K.batch_get_value(state), strict=True):
                 group.create_dataset(v.name, data=np.asarray(value))
 
@@ -632,11 +633,12 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
         model = model_from_config(json.loads(raw), custom_objects)
         load_weights_from_group(f["model_weights"], model.layers)
         training = f.attrs.get("training_config")
-        saved_state = None
+        saved_state, velocity = None, True
         if "optimizer_weights" in f:
             group = f["optimizer_weights"]
             saved_state = [np.asarray(group[n])
                            for n in _decode(group.attrs.get("weight_names", []))]
+            velocity = bool(group.attrs.get(_VELOCITY_MARK, False))
     if compile and training is not None:
         training = json.loads(training.decode("utf8") if isinstance(training, bytes)
                               else training)
@@ -664,14 +666,21 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002
                       metrics=resolve(training.get("metrics")),
                       loss_weights=training.get("loss_weights"))
         if saved_state:
-            _restore_optimizer_state(model, saved_state, filepath)
+            _restore_optimizer_state(model, saved_state, filepath, velocity)
     return model
 
 
-def _restore_optimizer_state(model, values, filepath) -> None:
+# Set on `optimizer_weights` by tensorflux versions whose Keras SGD keeps Keras's velocity
+# in its "momentum" slots; earlier ones kept tf.train's accumulator there (accum = momentum
+# accum + g; var -= lr accum), which loads as the velocity -lr * accum.
+_VELOCITY_MARK = "tensorflux_sgd_velocity"
+
+
+def _restore_optimizer_state(model, values, filepath, velocity=True) -> None:
     """Builds the train op (the slots) and sets the optimizer's variables; a state that
     does not fit (another optimizer's file, tf_keras's) is left out with a warning, as
-    Keras does."""
+    Keras does. `velocity` False: SGD's momentum slots hold tf.train's accumulators
+    (`_VELOCITY_MARK`)."""
     from tensorflux.keras import backend as K
     from tensorflux.platform import tf_logging
 
@@ -686,4 +695,21 @@ def _restore_optimizer_state(model, values, filepath) -> None:
             "variables of this optimizer (or other shapes). The model's optimizer starts "
             "from a fresh state.", filepath, len(values), len(state))
         return
+    if not velocity:
+        values = _accumulators_as_velocities(model.optimizer, state, values)
     K.batch_set_value(list(zip(state, values, strict=True)))
+
+
+def _accumulators_as_velocities(optimizer, state, values) -> list:
+    """`values` with an SGD's momentum slots turned from tf.train's accumulators into
+    Keras's velocities (-lr * accum, lr the decayed rate of the next step)."""
+    from tensorflux.keras import optimizers
+
+    if not isinstance(optimizer, optimizers.SGD) or not optimizer.momentum_value:
+        return values
+    saved = dict(zip(map(id, state), values, strict=True))
+    lr = float(saved[id(optimizer._lr_var)]) / (
+        1.0 + optimizer.decay_value * float(saved[id(optimizer._iterations)]))
+    slots = {id(s) for s in optimizer._slots.get("momentum", {}).values()}
+    return [np.asarray(-lr * x, x.dtype) if id(v) in slots else x
+            for v, x in zip(state, values, strict=True)]

@@ -83,6 +83,8 @@ define_op("_RefRead", inputs=["ref: Ref(T)"], outputs=["value: T"], attrs=["T: t
 # The ref forms of the fused optimizer updates: `Apply*`/`SparseApply*` take the variable
 # and its slots as refs and output the variable's ref.
 for _rname, (_slots, _args, _attrs) in {**training_ops.DENSE, **training_ops.SPARSE}.items():
+    if _rname in training_ops.RESOURCE_ONLY:
+        continue
     _sparse = _rname in training_ops.SPARSE
     define_op(_rname.removeprefix("Resource"),
               inputs=["var: Ref(T)"] + [f"{s}: Ref(T)" for s in _slots] + _args,
@@ -97,4 +99,5 @@ not_differentiable("VariableV2", "Variable", "Assign", "AssignAdd", "AssignSub",
                    "ScatterNdSub", "IsVariableInitialized", "CountUpTo",
                    "_RefRead",
                    *(n.removeprefix("Resource") for n in {**training_ops.DENSE,
-                                                           **training_ops.SPARSE}))
+                                                           **training_ops.SPARSE}
+                     if n not in training_ops.RESOURCE_ONLY))

@@ -21,6 +21,8 @@ DENSE = {
     "ResourceApplyGradientDescent": ([], ["alpha: T", "delta: T"], []),
     "ResourceApplyMomentum": (["accum"], ["lr: T", "grad: T", "momentum: T"],
                               ["use_nesterov: bool = false"]),
+    "ResourceApplyKerasMomentum": (["accum"], ["lr: T", "grad: T", "momentum: T"],
+                                   ["use_nesterov: bool = false"]),
     "ResourceApplyAdagrad": (["accum"], ["lr: T", "grad: T"], ["update_slots: bool = true"]),
     "ResourceApplyAdadelta": (["accum", "accum_update"],
                               ["lr: T", "rho: T", "epsilon: T", "grad: T"], []),
@@ -49,6 +51,9 @@ DENSE = {
 SPARSE = {
     "ResourceSparseApplyMomentum": (["accum"], ["lr: T", "grad: T", "indices: Tindices",
                                                 "momentum: T"], ["use_nesterov: bool = false"]),
+    "ResourceSparseApplyKerasMomentum": (["accum"], ["lr: T", "grad: T", "indices: Tindices",
+                                                     "momentum: T"],
+                                         ["use_nesterov: bool = false"]),
     "ResourceSparseApplyAdagrad": (["accum"], ["lr: T", "grad: T", "indices: Tindices"],
                                    ["update_slots: bool = true"]),
     "ResourceSparseApplyAdadelta": (["accum", "accum_update"],
@@ -75,6 +80,10 @@ SPARSE = {
         ["gradient_accumulator", "gradient_squared_accumulator"],
         ["grad: T", "indices: Tindices", "lr: T", "l1: T", "l2: T", "global_step: int64"], []),
 }
+
+
+# Updates TensorFlow has for resource variables only (no `Apply*` reference form).
+RESOURCE_ONLY = frozenset({"ResourceApplyKerasMomentum", "ResourceSparseApplyKerasMomentum"})
 
 
 def _no_outputs(op):
@@ -132,6 +141,22 @@ def resource_sparse_apply_momentum(var, accum, lr, grad, indices, momentum, use_
                                    use_nesterov=False, name=None):
     return _apply("ResourceSparseApplyMomentum", use_locking, name, var=var, accum=accum,
                   lr=lr, grad=grad, indices=indices, momentum=momentum,
+                  use_nesterov=use_nesterov)
+
+
+def resource_apply_keras_momentum(var, accum, lr, grad, momentum, use_locking=False,
+                                  use_nesterov=False, name=None):
+    """Keras's momentum (TF's ResourceApplyKerasMomentum): accum = accum * momentum -
+    grad * lr; var += accum (Nesterov: var += accum * momentum - grad * lr)."""
+    return _apply("ResourceApplyKerasMomentum", use_locking, name, var=var, accum=accum,
+                  lr=lr, grad=grad, momentum=momentum, use_nesterov=use_nesterov)
+
+
+def resource_sparse_apply_keras_momentum(var, accum, lr, grad, indices, momentum,
+                                         use_locking=False, use_nesterov=False, name=None):
+    """`resource_apply_keras_momentum` on the rows `indices` of var and accum."""
+    return _apply("ResourceSparseApplyKerasMomentum", use_locking, name, var=var,
+                  accum=accum, lr=lr, grad=grad, indices=indices, momentum=momentum,
                   use_nesterov=use_nesterov)
 
 

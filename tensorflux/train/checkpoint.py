@@ -101,6 +101,43 @@ class _SaveOp:
         session.run(self.op, {self.prefix: prefix, self.object_graph: object_graph})
 
 
+class ObjectGraphWriter:
+    """Writes the object graph under `root` (node 0) in one SaveV2 (see the module
+    docstring): `Checkpoint.write`'s work, and Keras's `save_weights`, whose root is the
+    model itself. The save op is kept for the layout it was built for."""
+
+    def __init__(self, root):
+        self._root = root
+        self._save_op = None
+
+    def write(self, file_prefix, session=None, options=None) -> str:
+        """Writes the checkpoint at `file_prefix`; returns the prefix (see
+        `Checkpoint.write`)."""
+        options = options or CheckpointOptions()
+        session = session_or_default(session)
+        file_prefix = _as_str(file_prefix)
+        graph = session.graph
+        with graph.as_default():
+            view = trackable.ObjectGraph(self._root,
+                                         skip_slots=options.experimental_skip_slot_variables)
+            proto, saved = view.serialize()
+            save_op = self._save_op_for(graph, saved, options.experimental_io_device)
+        directory = os.path.dirname(file_prefix)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        ckpt_files.cleanup_directory(directory)
+        save_op.run(session, file_prefix, proto.SerializeToString(deterministic=True))
+        for callback in options.experimental_write_callbacks:
+            _call_back(callback, file_prefix)
+        return file_prefix
+
+    def _save_op_for(self, graph, saved, io_device) -> _SaveOp:
+        layout = (graph, io_device, tuple((key, attr.key) for key, attr in saved))
+        if self._save_op is None or self._save_op[0] != layout:
+            self._save_op = (layout, _SaveOp(graph, saved, io_device))
+        return self._save_op[1]
+
+
 class Checkpoint:
     """Groups trackable objects for saving and restoring (`tf.train.Checkpoint`).
 
@@ -118,7 +155,7 @@ class Checkpoint:
         object.__setattr__(self, "_children", {})
         object.__setattr__(self, "_save_counter", None)
         object.__setattr__(self, "_save_assign", None)
-        object.__setattr__(self, "_save_op", None)
+        object.__setattr__(self, "_writer", None)
         for name, value in sorted(kwargs.items(), key=lambda item: item[0]):
             if not trackable.is_trackable(value):
                 raise ValueError(
@@ -128,7 +165,7 @@ class Checkpoint:
                     "state), please open an issue.")
             setattr(self, name, value)
 
-    _INTERNAL = frozenset({"_children", "_save_counter", "_save_assign", "_save_op"})
+    _INTERNAL = frozenset({"_children", "_save_counter", "_save_assign", "_writer"})
 
     def __setattr__(self, name, value):
         if name not in self._INTERNAL:
@@ -174,31 +211,9 @@ class Checkpoint:
           tf.errors.OpError: a variable is not initialized (FailedPreconditionError), the
             files cannot be written.
         """
-        options = options or CheckpointOptions()
-        session = session_or_default(session)
-        file_prefix = _as_str(file_prefix)
-        graph = session.graph
-        with graph.as_default():
-            view = trackable.ObjectGraph(self,
-                                         skip_slots=options.experimental_skip_slot_variables)
-            proto, saved = view.serialize()
-            save_op = self._save_op_for(graph, saved, options.experimental_io_device)
-        directory = os.path.dirname(file_prefix)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-        ckpt_files.cleanup_directory(directory)
-        save_op.run(session, file_prefix, proto.SerializeToString(deterministic=True))
-        for callback in options.experimental_write_callbacks:
-            _call_back(callback, file_prefix)
-        return file_prefix
-
-    def _save_op_for(self, graph, saved, io_device) -> _SaveOp:
-        layout = (graph, io_device, tuple((key, attr.key) for key, attr in saved))
-        cached = self._save_op
-        if cached is None or cached[0] != layout:
-            cached = (layout, _SaveOp(graph, saved, io_device))
-            object.__setattr__(self, "_save_op", cached)
-        return cached[1]
+        if self._writer is None:
+            object.__setattr__(self, "_writer", ObjectGraphWriter(self))
+        return self._writer.write(file_prefix, session, options)
 
     def save(self, file_prefix, session=None, options=None) -> str:
         """Adds one to `save_counter` and writes "<file_prefix>-<save_counter>"; records

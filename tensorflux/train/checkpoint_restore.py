@@ -14,11 +14,20 @@ deferred restoration in graph mode, where restore ops for an object created late
 added when it is created and run by the next `run_restore_ops`. (One difference: after two
 `restore` calls of one root, an object created later is bound by whichever status is used
 next, where TensorFlow gives it to the most recent restore.)
+
+A streaming restoration (`streaming_restore`, Keras's `load_weights`) also runs the restore
+ops it builds, in the session it was given, as soon as it builds them; besides each use of
+its status, `run_streaming_restores(graph)` binds it again whenever the graph has grown
+since its last binding (Keras calls it when a model is called or built and whenever it
+takes its session): so the weights of a model built after `load_weights`, and the slots
+and iterations of its optimizer once the train function exists, are restored before
+anything reads them, as TensorFlow restores them when they are created.
 """
 
 from __future__ import annotations
 
 import os
+import weakref
 
 from tensorflux.checkpoint import open_checkpoint
 from tensorflux.framework import graph as graph_lib
@@ -27,7 +36,7 @@ from tensorflux.ops import constant_op, save_restore_ops
 from tensorflux.protos import trackable_object_graph_pb2
 from tensorflux.runtime import session as session_lib
 from tensorflux.train import saver as saver_lib
-from tensorflux.variables import trackable
+from tensorflux.variables import creator_scope, trackable
 
 __all__ = []  # the statuses are reached through tf.train.Checkpoint.restore
 
@@ -99,13 +108,24 @@ class _Restoration:
         self.unused: dict = {}  # node id -> attribute names the object does not have
         self._built: set = set()
         self._complete: set = set()  # nodes whose children and slots are all bound
+        self.session = None  # streaming: where new restore ops run as they are built
+        self.bound_at_version = -1  # the graph's version at the last binding
 
     def update(self) -> None:
-        """Binds what can be bound now and builds restore ops for it."""
-        with self.graph.as_default():
+        """Binds what can be bound now and builds restore ops for it (and runs them, when
+        streaming)."""
+        built = len(self.restore_ops)
+        with self.graph.as_default(), creator_scope.init_scope():
             while self._bind_pass():
                 pass
             self._build()
+            self.bound_at_version = self.graph.version
+        if self.session is not None and len(self.restore_ops) > built:
+            self.session.run(self.restore_ops[built:])
+
+    def done(self) -> bool:
+        """Whether every node of the checkpoint is bound (nothing left to stream)."""
+        return len(self.bound) == len(self.proto.nodes)
 
     # ---- binding ------------------------------------------------------------------------
     def _bind_pass(self) -> bool:
@@ -200,6 +220,45 @@ def restore_ops(save_path: str, pending) -> list:
         return ops
 
 
+_STREAMING: weakref.WeakSet = weakref.WeakSet()  # restorations that stream (see above)
+
+
+def streaming_restore(status, session) -> None:
+    """Runs the restore ops of what `status` (a CheckpointLoadStatus) has bound, in
+    `session`, and keeps doing so for objects bound later (see the module docstring).
+    The restoration streams as long as something (its status) holds it."""
+    restoration = status._restoration
+    restoration.update()
+    if restoration.restore_ops:
+        session.run(restoration.restore_ops)
+    restoration.session = session
+    if not restoration.done():
+        _STREAMING.add(restoration)
+
+
+def stop_streaming(status) -> None:
+    """Ends the streaming of `status`'s restoration (a newer restore replaces it)."""
+    restoration = getattr(status, "_restoration", None)
+    if restoration is not None:
+        restoration.session = None
+        _STREAMING.discard(restoration)
+
+
+def run_streaming_restores(graph) -> None:
+    """Binds the streaming restorations of `graph` again if it has grown since their last
+    binding, running the restore ops of what they bind."""
+    for restoration in list(_STREAMING):
+        if restoration.graph is not graph or \
+                restoration.bound_at_version == graph.version:
+            continue
+        if getattr(restoration.session, "_closed", False):
+            _STREAMING.discard(restoration)
+            continue
+        restoration.update()
+        if restoration.done():
+            _STREAMING.discard(restoration)
+
+
 class _Status:
     """What every status offers."""
 
@@ -260,14 +319,16 @@ class CheckpointLoadStatus(_Status):
         """Checks that something besides the root was matched.
 
         Raises:
-          AssertionError: only the root matched.
+          AssertionError: only the root matched (naming the objects with values that
+            did not match, else saying there is nothing to load).
         """
         r = self._restoration
         r.update()
         if len(r.bound) > 1:
             return self
         with r.graph.as_default():
-            others = [o for o in list_objects(r.root) if o is not r.root]
+            others = [o for o in list_objects(r.root)
+                      if o is not r.root and trackable.attributes(o)]
         if others:
             raise AssertionError(
                 "Nothing except the root object matched a checkpointed value. Typically "

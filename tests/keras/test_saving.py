@@ -346,6 +346,38 @@ def test_training_resumes_from_a_saved_model_exactly(tmp_path, optimizer):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
 
+def test_sgd_accumulators_of_earlier_versions_load_as_velocities(tmp_path):
+    """Files written before Keras's SGD kept Keras's velocity in its "momentum" slots (no
+    mark on `optimizer_weights`) held tf.train's accumulators: they load as -lr * accum,
+    and training goes on as from a file written now."""
+    rng = np.random.RandomState(0)
+    x = rng.randn(16, 5).astype(np.float32)
+    y = (x[:, :1] > 0).astype(np.float32)
+    model = keras.Sequential([L.Dense(4, activation="tanh", input_shape=(5,)),
+                              L.Dense(1, activation="sigmoid")])
+    model.compile(keras.optimizers.SGD(0.1, momentum=0.9, decay=0.01), "binary_crossentropy")
+    model.fit(x, y, batch_size=8, epochs=2, verbose=0, shuffle=False)
+    new, old = str(tmp_path / "new.h5"), str(tmp_path / "old.h5")
+    model.save(new)
+    model.save(old)
+    with h5py.File(old, "r+") as f:
+        group = f["optimizer_weights"]
+        assert group.attrs["tensorflux_sgd_velocity"]
+        del group.attrs["tensorflux_sgd_velocity"]
+        names = [n.decode() if isinstance(n, bytes) else n
+                 for n in group.attrs["weight_names"]]
+        lr = group[names[1]][()] / (1 + 0.01 * group[names[0]][()])
+        for name in names[2:]:  # the slots, after the iterations and the learning rate
+            group[name][...] = group[name][()] / -lr
+    results = []
+    for path in (new, old):
+        loaded = keras.models.load_model(path)
+        loaded.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+        results.append(loaded.get_weights())
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("optimizer", [
     "SGD(0.1, momentum=0.9, nesterov=True)", "Adam(beta_1=0.5, amsgrad=True)",
     "RMSprop(rho=0.8, momentum=0.1, centered=True)", "Adagrad(initial_accumulator_value=0.2)",

@@ -168,3 +168,43 @@ def test_temporal_sample_weights_are_checked_as_keras_does():
         with pytest.raises(ValueError, match='specify sample_weight_mode="temporal"'):
             model2.train_on_batch(np.zeros((2, 3)), np.zeros((2, 2)),
                                   sample_weight=np.ones((2, 2)))
+
+
+SGD_MOMENTUM = """
+def sgd_run(nesterov, sparse, resource):
+    rng = np.random.RandomState(0)
+    e0 = rng.randn(50, 8).astype(np.float32)
+    with tf.Graph().as_default():
+        e = tf.get_variable("e", initializer=e0, use_resource=resource)
+        ids = tf.placeholder(tf.int32, [6])
+        t = tf.placeholder(tf.float32, [6, 8])
+        rows = tf.gather(e, ids) if sparse else tf.gather(tf.identity(e), ids)
+        opt = tf.keras.optimizers.SGD(0.05, momentum=0.9, nesterov=nesterov)
+        train = opt.get_updates(tf.reduce_sum(tf.square(rows - t)), [e])
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            for _ in range(30):  # repeated ids: duplicates summed first
+                s.run(train, {ids: rng.randint(0, 50, 6),
+                              t: rng.randn(6, 8).astype(np.float32)})
+            return [s.run(e), s.run(opt.get_slot(e, "momentum"))]
+
+result = {"%d%d" % (n, sp): sgd_run(n, sp, True) for n in (False, True)
+          for sp in (False, True)}
+"""
+
+
+@pytest.mark.oracle
+def test_sgd_momentum_is_kerass_bit_for_bit(monkeypatch):
+    """Keras's SGD with momentum keeps Keras's velocity in its "momentum" slot (TF's
+    ResourceApplyKerasMomentum and its sparse form): weights and slots equal tf_keras's bit
+    for bit, dense and sparse, plain and Nesterov; reference variables take the same
+    arithmetic."""
+    monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")
+    ns = {"tf": tf, "np": np}
+    exec(SGD_MOMENTUM, ns)  # noqa: S102 - our own program text
+    theirs = oracle.run_tf(SGD_MOMENTUM)
+    for key, (weights, slot) in theirs.items():
+        for resource in (True, False):
+            ours = ns["sgd_run"](key[0] == "1", key[1] == "1", resource)
+            np.testing.assert_array_equal(ours[0], np.float32(weights), err_msg=key)
+            np.testing.assert_array_equal(ours[1], np.float32(slot), err_msg=key)

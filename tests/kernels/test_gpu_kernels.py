@@ -305,6 +305,20 @@ def test_optimizers_train_a_gpu_mlp_as_the_cpu_does(opt):
     _compare(build, {"a": x, "b": y}, ["ReadVariableOp"], steps=5, rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.parametrize("nesterov", [False, True], ids=["plain", "nesterov"])
+def test_keras_sgd_momentum_updates_on_the_gpu_as_on_the_cpu(nesterov):
+    x, w0 = _r(16, 6), _r(6, 3)
+
+    def build(a):
+        w = tf.get_variable("w", initializer=w0, use_resource=True)
+        loss = tf.reduce_sum(tf.square(tf.matmul(a, w)))
+        opt = tf.keras.optimizers.SGD(0.05, momentum=0.9, nesterov=nesterov)
+        with tf.control_dependencies(opt.get_updates(loss, [w])):
+            return tf.identity(loss)
+
+    _compare(build, {"a": x}, ["ResourceApplyKerasMomentum"], steps=4)
+
+
 def test_a_gpu_step_fetches_host_arrays_and_random_ops_match_cpu():
     def build(a):
         v = tf.Variable(tf.random_normal([3, 3], seed=7, stddev=2.0), name="v")

@@ -338,3 +338,40 @@ def test_sparse_updates_equal_tensorflows_bit_for_bit():
     for name, src in opts.items():
         np.testing.assert_array_equal(np.float32(env["sparse"](src)),
                                       np.float32(theirs[name]), err_msg=name)
+
+
+@pytest.mark.parametrize("nesterov", [False, True], ids=["plain", "nesterov"])
+def test_keras_momentum_ops_follow_tensorflows_rule(nesterov):
+    """tf.raw_ops.ResourceApplyKerasMomentum and its sparse form (Keras's SGD): accum =
+    accum * momentum - grad * lr; var += accum (Nesterov: var += accum * momentum - grad *
+    lr), the sparse one on the rows given only; written out here in float32."""
+    rng = np.random.RandomState(0)
+    w0, grads = rng.randn(5, 3).astype(np.float32), rng.randn(4, 5, 3).astype(np.float32)
+    lr, mom = np.float32(0.05), np.float32(0.9)
+    rows = np.array([4, 1])
+    want_w, want_a = w0.copy(), np.zeros_like(w0)
+    want_sw, want_sa = w0.copy(), np.zeros_like(w0)
+    for g in grads:
+        want_a = want_a * mom - g * lr
+        want_w = want_w + (want_a * mom - g * lr if nesterov else want_a)
+        want_sa[rows] = want_sa[rows] * mom - g[rows] * lr
+        want_sw[rows] += want_sa[rows] * mom - g[rows] * lr if nesterov else want_sa[rows]
+    with tf.Graph().as_default():
+        variables = [tf.get_variable(n, initializer=init, use_resource=True) for n, init in
+                     (("w", w0), ("a", np.zeros_like(w0)), ("sw", w0),
+                      ("sa", np.zeros_like(w0)))]
+        w, a, sw, sa = variables
+        g = tf.placeholder(tf.float32, [5, 3])
+        dense = tf.raw_ops.ResourceApplyKerasMomentum(
+            var=w.handle, accum=a.handle, lr=lr, grad=g, momentum=mom,
+            use_nesterov=nesterov)
+        sparse = tf.raw_ops.ResourceSparseApplyKerasMomentum(
+            var=sw.handle, accum=sa.handle, lr=lr, grad=tf.gather(g, rows), indices=rows,
+            momentum=mom, use_nesterov=nesterov)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for grad in grads:
+                sess.run([dense, sparse], {g: grad})
+            got = sess.run(variables)
+    for value, want in zip(got, (want_w, want_a, want_sw, want_sa), strict=True):
+        np.testing.assert_array_equal(value, want)

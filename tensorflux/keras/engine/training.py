@@ -31,10 +31,11 @@ from tensorflux.keras import callbacks as cbks
 from tensorflux.keras import losses as losses_lib
 from tensorflux.keras import metrics as metrics_lib
 from tensorflux.keras import optimizers as optimizers_lib
-from tensorflux.keras import saving
+from tensorflux.keras import saving, weights_checkpoint
 from tensorflux.keras.engine import data_adapter as data
 from tensorflux.keras.engine.network import Network
 from tensorflux.ops import array_ops, constant_op, joining_ops, math_ops, reduction_ops
+from tensorflux.train import checkpoint_restore
 
 __all__ = ["Model"]
 
@@ -52,7 +53,6 @@ class Model(Network):
         self.history = None
         self._compiled = None
         self._functions: dict = {}
-        self._saver = None
 
     # ---- compile ----------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None,
@@ -209,6 +209,7 @@ class Model(Network):
                 updates = self.updates
                 self._functions["train"] = builders.group(train, *updates) if updates \
                     else train
+            checkpoint_restore.run_streaming_restores(graph_lib.get_default_graph())
         return self._functions["train"]
 
     def _feed(self, xs, ys=None, sw=None, training=False) -> dict:
@@ -430,39 +431,39 @@ class Model(Network):
         return xs, ys, sw
 
     # ---- weights I/O ------------------------------------------------------------------
-    def save_weights(self, filepath, overwrite=True, save_format=None):
-        """Saves the weights: in Keras's HDF5 layout for a ".h5"/".hdf5" path or
-        `save_format="h5"` (needs h5py), else in tensorflux's checkpoint format
-        (tf.train.Saver, keyed by variable name)."""
-        del overwrite
-        if saving.is_hdf5_path(filepath, save_format):
-            saving.save_weights_hdf5(self, filepath)
-            return
-        self._get_saver().save(K.get_session(), str(filepath), write_meta_graph=False)
-
-    def load_weights(self, filepath, by_name=False, skip_mismatch=False):
-        """Restores weights saved by `save_weights`: from an HDF5 file (tensorflux's or
-        Keras's) by layer order, or by layer name with `by_name`; from a checkpoint by
-        variable name.
+    def save_weights(self, filepath, overwrite=True, save_format=None, options=None):
+        """Saves the weights: as TensorFlow's object-based checkpoint (the model and its
+        optimizer, TensorFlow's keys; `save_format="tf"`, the default for a path that does
+        not end in ".h5"/".hdf5"/".keras"), or in Keras's HDF5 layout (`save_format="h5"`
+        or such a path; needs h5py). See keras/weights_checkpoint.py.
 
         Raises:
-          ValueError: by_name/skip_mismatch with a checkpoint; weights that do not fit."""
-        if saving.is_hdf5_path(filepath):
-            saving.load_weights_hdf5(self, filepath, by_name, skip_mismatch)
-            return
-        if by_name or skip_mismatch:
-            raise ValueError("tensorflux.keras: load_weights(by_name/skip_mismatch) needs an "
-                             "HDF5 weights file")
-        self._get_saver().restore(K.get_session(), str(filepath))
+          ValueError: an unknown `save_format`; "tf" for an HDF5 path."""
+        del overwrite
+        weights_checkpoint.save_weights(self, filepath, save_format, options)
 
-    def _get_saver(self):
-        from tensorflux.train import saver as saver_lib
+    def load_weights(self, filepath, by_name=False, skip_mismatch=False, options=None):
+        """Restores weights saved by `save_weights` (here or by TensorFlow's Keras): from
+        an object-based checkpoint, by the model's structure, also into a model built later
+        (its weights, and its optimizer's state once the train function exists, restore as
+        they are created); from a checkpoint of earlier tensorflux versions by variable
+        name; from an HDF5 file by layer order, or by layer name with `by_name`.
 
-        if self._saver is None or len(self._saver_vars) != len(self.weights):
-            self._saver_vars = list(self.weights)
-            self._saver = saver_lib.Saver(var_list={v.op.name: v for v in self._saver_vars},
-                                          save_relative_paths=True)
-        return self._saver
+        Returns:
+          The checkpoint's load status (`assert_consumed`, ...), None for HDF5.
+
+        Raises:
+          ValueError: skip_mismatch without by_name; weights that do not fit.
+          NotImplementedError: by_name with a checkpoint.
+          AssertionError: nothing of the model matches the checkpoint.
+          NotFoundError: nothing at `filepath`."""
+        del options
+        return weights_checkpoint.load_weights(self, filepath, by_name, skip_mismatch)
+
+    def __call__(self, inputs, *args, **kwargs):
+        outputs = super().__call__(inputs, *args, **kwargs)
+        checkpoint_restore.run_streaming_restores(graph_lib.get_default_graph())
+        return outputs
 
     def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None,
              **kwargs):
@@ -506,6 +507,7 @@ class Model(Network):
         shapes = input_shape if isinstance(input_shape, list) else [input_shape]
         inputs = [Input(batch_shape=tuple(s)) for s in shapes]
         self._build_graph_from_inputs(inputs[0] if len(inputs) == 1 else inputs)
+        checkpoint_restore.run_streaming_restores(graph_lib.get_default_graph())
 
 
 def _flat_list(x) -> list:

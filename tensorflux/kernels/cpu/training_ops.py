@@ -334,6 +334,17 @@ def _momentum(var, accum, *, lr, grad, momentum, use_nesterov=False, sparse=Fals
         var -= lr * accum
 
 
+def _keras_momentum(var, accum, *, lr, grad, momentum, use_nesterov=False):
+    # TF's kernel (dense and sparse alike): accum = accum momentum - grad lr; var += accum
+    # (Nesterov: var += accum momentum - grad lr)
+    accum *= momentum
+    accum -= grad * lr
+    if use_nesterov:
+        var += accum * momentum - grad * lr
+    else:
+        var += accum
+
+
 def _adagrad(var, accum, *, lr, grad, update_slots=True):
     if update_slots:
         accum += grad * grad
@@ -456,6 +467,7 @@ def _adagrad_da(var, grad_acc, grad_sq_acc, *, grad, lr, l1, l2, global_step):
 _RULES = {
     "GradientDescent": ((), _gradient_descent),
     "Momentum": (("accum",), _momentum),
+    "KerasMomentum": (("accum",), _keras_momentum),
     "Adagrad": (("accum",), _adagrad),
     "Adadelta": (("accum", "accum_update"), _adadelta),
     "RMSProp": (("ms", "mom"), _rms_prop),
@@ -493,7 +505,11 @@ for _name, (_slots, _rule) in _RULES.items():
         _REGISTERED.append(f"ResourceSparseApply{_name}")
 
 
+# Rules TensorFlow has for resource variables only (no `Apply*` reference form).
+_RESOURCE_ONLY = ("ResourceApplyKerasMomentum", "ResourceSparseApplyKerasMomentum")
+
+
 def registered_rules() -> list[str]:
-    """The op types of the update kernels registered here (the ref variable ops reuse
-    them: kernels/cpu/ref_variable_ops.py)."""
-    return list(_REGISTERED)
+    """The op types of the update kernels registered here that have a reference form (the
+    ref variable ops reuse them: kernels/cpu/ref_variable_ops.py)."""
+    return [r for r in _REGISTERED if r not in _RESOURCE_ONLY]

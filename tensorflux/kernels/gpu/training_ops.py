@@ -76,6 +76,16 @@ def _momentum(w, accum, *, lr, grad, momentum, use_nesterov=False):
         w -= lr * accum
 
 
+def _keras_momentum(w, accum, *, lr, grad, momentum, use_nesterov=False):
+    lr, momentum = dev(lr), dev(momentum)
+    accum *= momentum  # TF's order, as the CPU rule
+    accum -= grad * lr
+    if use_nesterov:
+        w += accum * momentum - grad * lr
+    else:
+        w += accum
+
+
 def _adam(w, m, v, *, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,
           use_nesterov=False):
     k = _fused("Adam", w.dtype)
@@ -113,6 +123,7 @@ def _adagrad(w, accum, *, lr, grad, update_slots=True):
 _RULES = {
     "GradientDescent": ((), _gradient_descent),
     "Momentum": (("accum",), _momentum),
+    "KerasMomentum": (("accum",), _keras_momentum),
     "Adagrad": (("accum",), _adagrad),
     "RMSProp": (("ms", "mom"), _rms_prop),
     "Adam": (("m", "v"), _adam),
