@@ -21,7 +21,9 @@ RAGGED_IMPLEMENTATIONS = {
     "reduce_any": ragged_ops.reduce_any, "reduce_std": ragged_ops.reduce_std,
     "reduce_variance": ragged_ops.reduce_variance, "gather": ragged_ops.gather,
     "expand_dims": ragged_ops.expand_dims, "stack": ragged_ops.stack,
-    "gather_nd": ragged_ops.gather_nd,
+    "gather_nd": ragged_ops.gather_nd, "reduce_logsumexp": ragged_ops.reduce_logsumexp,
+    "add_n": ragged_ops.add_n, "size": ragged_ops.size, "rank": ragged_ops.rank,
+    "where": ragged_ops.where,
 }
 
 

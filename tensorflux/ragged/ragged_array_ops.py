@@ -19,6 +19,7 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import (
     array_ops,
+    comparison_ops,
     gather_ops,
     joining_ops,
     math_ops,
@@ -417,3 +418,55 @@ def _mask_rows(data: RaggedTensor, mask: RaggedTensor):
         splits = joining_ops.concat([array_ops.zeros([1], counts.dtype),
                                      sequence_ops.cumsum(counts)], 0)
     return RaggedTensor.from_row_splits(kept, splits, validate=False)
+
+
+# ---- size, rank, where -------------------------------------------------------------------
+
+
+def size(input, name=None, out_type=dtypes.int32):  # noqa: A002 - TF's name
+    """The number of scalars in `input` (`tf.size` of a RaggedTensor)."""
+    rt = _convert(input, "input")
+    if not isinstance(rt, RaggedTensor):
+        return array_ops.size(rt, name=name, out_type=out_type)
+    with graph_lib.name_scope(name, "RaggedSize", [rt]):
+        return array_ops.size(rt.flat_values, out_type=out_type)
+
+
+def rank(input, name=None):  # noqa: A002 - TF's name
+    """The number of dimensions of `input` (`tf.rank` of a RaggedTensor)."""
+    rt = _convert(input, "input")
+    if not isinstance(rt, RaggedTensor):
+        return array_ops.rank(rt, name=name)
+    with graph_lib.name_scope(name, "RaggedRank", [rt]):
+        return array_ops.rank(rt.flat_values) + rt.ragged_rank
+
+
+def where(condition, x=None, y=None, name=None):
+    """`tf.where` (TF1) with RaggedTensors: with x and y, x's items where `condition` is true
+    and y's elsewhere (a vector condition picks whole rows); alone, the coordinates of the
+    true items ([n, rank] int64).
+
+    Raises:
+      ValueError: only one of x and y.
+      InvalidArgumentError: operands whose row partitions differ.
+    """
+    if (x is None) != (y is None):
+        raise ValueError("x and y must be either both None or both non-None")
+    with graph_lib.name_scope(name, "RaggedWhere", [condition, x, y]):
+        cond = _convert(condition, "condition", dtypes.bool)
+        if x is None:
+            sparse = as_ragged(cond).to_sparse()
+            return slicing_ops.boolean_mask(sparse.indices, sparse.values)
+        x, y = _convert(x, "x"), _convert(y, "y")
+        if not isinstance(cond, RaggedTensor) and cond.shape.ndims == 1:
+            n = array_ops.shape(cond, out_type=dtypes.int64)[0]
+            rows = sequence_ops.range(0, n, dtype=dtypes.int64)
+            pick = comparison_ops.where(cond, rows, rows + n)
+            both = _concat([x, y], 0)
+            return _unpartitioned(gather_rows(both, pick))
+        parts = [as_ragged(v) for v in (cond, x, y)]
+        checks = splits_checks(parts[0].nested_row_splits, parts[1].nested_row_splits) + \
+            splits_checks(parts[0].nested_row_splits, parts[2].nested_row_splits)
+        with graph_lib.control_dependencies(checks):
+            values = comparison_ops.where(*(p.flat_values for p in parts))
+        return parts[1].with_flat_values(values)

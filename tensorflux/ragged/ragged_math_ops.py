@@ -381,3 +381,56 @@ def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
         if isinstance(variance, RaggedTensor):
             return variance.with_flat_values(unary_ops.sqrt(variance.flat_values))
         return unary_ops.sqrt(variance)
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None,
+                     reduction_indices=None, keep_dims=None):
+    """The ragged form of `tf.reduce_logsumexp`: log(sum(exp(x - m))) + m, m the (finite)
+    max over the same axes, broadcast back against x.
+
+    Raises:
+      ValueError: an axis out of bounds, or a non-constant axis.
+      InvalidArgumentError: (as TF) an axis whose kept max cannot broadcast against x's
+        ragged rows (axis 0 of ragged rows of different lengths).
+    """
+    if axis is None and reduction_indices is not None:
+        axis = reduction_indices
+    keep = bool(keepdims or keep_dims)
+    with graph_lib.name_scope(name, "ReduceLogSumExp", [input_tensor]):
+        x = _operand(input_tensor)
+        axes = _axes(x, axis)
+        top = _reduce("max", x, axes, True)
+        top = _map(top, lambda v: array_ops.stop_gradient(comparison_ops.where(
+            unary_ops.is_finite(v), v, array_ops.zeros_like(v))))
+        shifted = binary(math_ops.subtract)(x, top) if isinstance(x, RaggedTensor) else \
+            x - top
+        total = _reduce("sum", _map(shifted, unary_ops.exp), axes, keep)
+        logs = _map(total, unary_ops.log)
+        if not keep:
+            top = _reduce("max", top, axes, False)  # size-1 dims: the same values
+        return binary(math_ops.add)(logs, top) if isinstance(logs, RaggedTensor) or \
+            isinstance(top, RaggedTensor) else logs + top
+
+
+def _map(x, fn):
+    """fn applied to x's (flat) values."""
+    return x.with_flat_values(fn(x.flat_values)) if isinstance(x, RaggedTensor) else fn(x)
+
+
+def add_n(inputs, name=None):
+    """The ragged form of `tf.add_n`: the sum of RaggedTensors with identical partitions
+    (dense inputs broadcast against them).
+
+    Raises:
+      ValueError: no inputs.
+      InvalidArgumentError: different row partitions.
+    """
+    inputs = list(inputs)
+    if not inputs:
+        raise ValueError("inputs must be a non-empty list")
+    with graph_lib.name_scope(name, "RaggedAddN", inputs):
+        total = inputs[0]
+        add = binary(math_ops.add)
+        for x in inputs[1:]:
+            total = add(total, x)
+        return total

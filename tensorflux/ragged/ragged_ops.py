@@ -36,11 +36,16 @@ from tensorflux.ragged.ragged_array_ops import (  # noqa: F401 - tf.ragged names
     expand_dims,
     gather,
     gather_nd,
+    rank,
+    size,
     stack,
+    where,
 )
 from tensorflux.ragged.ragged_math_ops import (  # noqa: F401 - dispatch targets
+    add_n,
     reduce_all,
     reduce_any,
+    reduce_logsumexp,
     reduce_max,
     reduce_mean,
     reduce_min,

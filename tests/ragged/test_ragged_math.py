@@ -1,5 +1,6 @@
-"""Ragged reductions over any axes and elementwise math with broadcasting
-(tensorflux/ragged/ragged_math_ops.py).
+"""Ragged reductions over any axes, elementwise math with broadcasting, logsumexp, add_n,
+and tf.size / tf.rank / tf.where of RaggedTensors (tensorflux/ragged/ragged_math_ops.py,
+ragged_array_ops.py).
 
 Table-driven (tests/ragged/ragged_cases.py): each case's expected value is what TensorFlow
 2.21 gives (tf.compat.v1, graph mode); the oracle tests ask it again and also compare
@@ -13,6 +14,7 @@ import tensorflux as tf
 from tests.ragged import ragged_cases
 
 NAN = float("nan")
+INF = float("inf")
 
 SETUP = """
 RT = tf.RaggedTensor
@@ -163,3 +165,54 @@ def test_broadcasting(name, expr, expected):
 @pytest.mark.oracle
 def test_broadcasting_against_tensorflow():
     ragged_cases.check_against_tensorflow(tf, MATH_SETUP, BROADCASTS)
+
+EXTRAS_SETUP = """
+RT = tf.RaggedTensor
+r = tf.ragged.constant([[1, 2], [], [3, 4, 5]])
+q = tf.ragged.constant([[6], [7, 8], []])
+r3 = tf.ragged.constant([[[1, 2], [3]], [], [[4], [5, 6, 7]]])
+q3 = tf.ragged.constant([[[8], []], [[9]], [[10, 11]]])
+ri = tf.ragged.constant([[[1, 2]], [[3, 4], [5, 6]]], ragged_rank=1)
+qi = tf.ragged.constant([[[7, 8], [9, 10]], [[11, 12]]], ragged_rank=1)
+d = tf.constant([[1, 2, 3], [4, 5, 6]])
+d3 = tf.reshape(tf.range(1, 13), [2, 2, 3])
+u = RT.from_tensor(d3)
+u2 = RT.from_tensor(d3, ragged_rank=2)
+
+f = tf.ragged.constant([[1.0, 2.0], [], [3.0, 4.0, 5.0]])
+f3 = tf.ragged.constant([[[1.0, 2.0], [3.0]], [], [[4.0], [5.0, 6.0, 7.0]]])
+"""
+
+EXTRAS = [
+    ('lse_1', 'tf.reduce_logsumexp(f, axis=1)', [2.3132617473602295, -INF, 5.40760612487793]),
+    ('lse_all', 'tf.reduce_logsumexp(f)', 5.451914310455322),
+    ('lse_1_keep', 'tf.reduce_logsumexp(f, axis=1, keepdims=True)',
+     [[2.3132617473602295], [-INF], [5.40760612487793]]),
+    ('lse_12', 'tf.reduce_logsumexp(f3, axis=[1, 2])',
+     [3.4076058864593506, -INF, 7.440189838409424]),
+    ('err_lse_0', 'tf.reduce_logsumexp(f, axis=0)', 'InvalidArgumentError'),
+    ('size', 'tf.size(r)', 5),
+    ('size_r3', 'tf.size(r3, out_type=tf.int64)', 7),
+    ('size_inner', 'tf.size(ri)', 6),
+    ('rank', 'tf.rank(r)', 2),
+    ('rank_inner', 'tf.rank(ri)', 3),
+    ('where', 'tf.where(r > 1, r, r * 10)', [[10, 2], [], [3, 4, 5]]),
+    ('where_rows', 'tf.where([True, False, True], r, r * 10)', [[1, 2], [], [3, 4, 5]]),
+    ('where_coords', 'tf.where(r > 1)', [[0, 1], [2, 0], [2, 1], [2, 2]]),
+    ('where_coords3', 'tf.where(r3 > 2)', [[0, 1, 0], [2, 0, 0], [2, 1, 0], [2, 1, 1], [2, 1, 2]]),
+    ('err_where_splits', 'tf.where(r > 1, r, tf.ragged.constant([[1], [2, 3], [4, 5]]))',
+     'InvalidArgumentError'),
+    ('add_n', 'tf.add_n([r, r, r])', [[3, 6], [], [9, 12, 15]]),
+]
+
+
+
+@pytest.mark.parametrize("name,expr,expected", EXTRAS, ids=[c[0] for c in EXTRAS])
+def test_logsumexp_size_rank_where_add_n(name, expr, expected):
+    answer = ragged_cases.evaluate(tf, EXTRAS_SETUP, [(name, expr)])[name]
+    ragged_cases.check(answer, expected, name)
+
+
+@pytest.mark.oracle
+def test_logsumexp_size_rank_where_add_n_against_tensorflow():
+    ragged_cases.check_against_tensorflow(tf, EXTRAS_SETUP, EXTRAS)
