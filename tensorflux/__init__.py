@@ -264,6 +264,7 @@ io.parse_example = parse_example = _ragged_parsing.parse_example  # noqa: F405
 io.parse_single_example = parse_single_example = _ragged_parsing.parse_single_example  # noqa: F405
 from tensorflux.ragged.ragged_ops import ragged_fill_empty_rows  # noqa: E402,F401
 from tensorflux.ragged.ragged_ops import ragged_fill_empty_rows_grad  # noqa: E402,F401
+from tensorflux.ragged.ragged_string_ops import string_split  # noqa: E402,F401 - ragged results
 from tensorflux import raw_ops  # noqa: E402,F401 - tf.raw_ops
 from tensorflux import estimator  # noqa: E402,F401 - tf.estimator
 from tensorflux import feature_column  # noqa: E402,F401 - tf.feature_column

@@ -20,6 +20,7 @@ from tensorflux.ops.math_ops import (
     _merge_shapes,
     _shape_str,
     _zeros,
+    defers_operators,
 )
 
 # The TF1 public names of this module.
@@ -217,7 +218,8 @@ for _name, _fn in (("and", _and), ("or", _or), ("xor", _xor)):
     Tensor._override_operator(f"__{_name}__", _binary_operator(_fn, _name))
     Tensor._override_operator(f"__r{_name}__", _binary_operator(_fn, _name, reverse=True))
 Tensor._override_operator("__invert__", lambda self: _invert(self))
-Tensor._override_operator("__lt__", lambda self, other: less(self, other))
-Tensor._override_operator("__le__", lambda self, other: less_equal(self, other))
-Tensor._override_operator("__gt__", lambda self, other: greater(self, other))
-Tensor._override_operator("__ge__", lambda self, other: greater_equal(self, other))
+for _name, _fn in (("lt", less), ("le", less_equal), ("gt", greater),
+                   ("ge", greater_equal)):
+    Tensor._override_operator(
+        f"__{_name}__", lambda self, other, _fn=_fn: NotImplemented
+        if defers_operators(other) else _fn(self, other))

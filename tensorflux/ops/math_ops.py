@@ -694,11 +694,19 @@ def _cast_value(op):
 # converted operand "add/y").
 
 
+def defers_operators(other) -> bool:
+    """Whether a Tensor operator leaves `other` to its own reflected operator (composite
+    tensors such as RaggedTensor set `_overrides_tensor_operators`)."""
+    return getattr(other, "_overrides_tensor_operators", False)
+
+
 def _binary_operator(fn, scope: str, reverse: bool = False):
     """`self <op> other` (or `other <op> self` when reversed): the other operand converts
     to this tensor's dtype first, inside the op's name scope."""
 
     def operator(self, other):
+        if defers_operators(other):
+            return NotImplemented
         with graph_lib.name_scope(None, scope, [self, other]) as name:
             if not isinstance(other, Tensor):  # a tensor of another dtype: the op's TypeError
                 other = convert_to_tensor(other, dtype=self.dtype.base_dtype,

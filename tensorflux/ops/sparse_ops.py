@@ -308,7 +308,8 @@ def sparse_tensor_to_dense(sp_input, default_value=None, validate_indices=True, 
     """
     sp_input = _as_sparse(sp_input, "sparse.to_dense")
     if default_value is None:
-        default_value = np.zeros((), sp_input.dtype.as_numpy_dtype)
+        default_value = b"" if sp_input.dtype.base_dtype == dtypes.string else \
+            np.zeros((), sp_input.dtype.as_numpy_dtype)
     default_value = convert_to_tensor(default_value, dtype=sp_input.dtype)
     return apply_op("SparseToDense", sparse_indices=sp_input.indices,
                     output_shape=sp_input.dense_shape, sparse_values=sp_input.values,

@@ -82,8 +82,14 @@ not_differentiable("StringSplitV2")
 
 
 def _check_result_type(result_type):
+    """The SparseTensor forms only: the public tf.string_split / tf.strings.split are
+    tensorflux/ragged/ragged_string_ops.py's, which also give RaggedTensors."""
+    if result_type == "RaggedTensor":
+        raise ValueError("this is the SparseTensor form of the split; tf.string_split and "
+                         "tf.strings.split (tensorflux.ragged.ragged_string_ops) give "
+                         "RaggedTensors")
     if result_type != "SparseTensor":
-        raise ValueError("result_type must be 'SparseTensor' (RaggedTensor is not supported)")
+        raise ValueError("result_type must be 'RaggedTensor' or 'SparseTensor'.")
 
 
 def string_split(source, sep=None, skip_empty=True, delimiter=None,
@@ -388,13 +394,15 @@ def unicode_decode(input, input_encoding, errors="replace", replacement_char=655
     """The code points of a scalar string as an int32 vector (`tf.strings.unicode_decode`).
 
     Raises:
-      NotImplementedError: a non-scalar input, whose result is a RaggedTensor in TF.
+      ValueError: a non-scalar input (tf.strings.unicode_decode, in
+        tensorflux/ragged/ragged_string_ops.py, gives its RaggedTensor).
     """
     with graph_lib.name_scope(name, "UnicodeDecode", [input]):
         x = _strings(input)
         if x.shape.ndims != 0:
-            raise NotImplementedError("unicode_decode of a non-scalar input gives a "
-                                      "RaggedTensor, which tensorflux does not have")
+            raise ValueError("this unicode_decode takes a scalar string: a non-scalar input "
+                             "gives a RaggedTensor, from tf.strings.unicode_decode "
+                             "(tensorflux/ragged/ragged_string_ops.py)")
         _, values = apply_op("UnicodeDecode", input=x, input_encoding=input_encoding,
                              errors=errors, replacement_char=replacement_char,
                              replace_control_characters=replace_control_characters)

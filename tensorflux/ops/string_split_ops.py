@@ -4,7 +4,7 @@ unicode_decode_with_offsets and ngrams.
 
 In TensorFlow these return RaggedTensors for inputs of rank >= 1 (ngrams: for ragged
 inputs). The functions here are the dense forms: the splitting functions take a scalar
-string (whose result is a plain vector in TensorFlow too) and raise NotImplementedError
+string (whose result is a plain vector in TensorFlow too) and raise ValueError
 otherwise; `ngrams` takes dense data of any rank >= 1. `tf.strings.*` points at
 tensorflux/ragged/ragged_string_ops.py, which uses these for scalars and builds
 RaggedTensors for everything else (ops cannot import the ragged library).
@@ -55,8 +55,9 @@ not_differentiable("StringNGrams")
 def _scalar(input, what):  # noqa: A002
     x = convert_to_tensor(input, dtype=dtypes.string, name="input")
     if x.shape.ndims != 0:
-        raise NotImplementedError(f"{what} of a non-scalar input gives a RaggedTensor, which "
-                                  "tensorflux does not have")
+        raise ValueError(f"this {what} takes a scalar string: a non-scalar input gives a "
+                         f"RaggedTensor, from tf.strings.{what} "
+                         "(tensorflux/ragged/ragged_string_ops.py)")
     return x
 
 
@@ -70,7 +71,7 @@ def unicode_decode_with_offsets(input, input_encoding, errors="replace",  # noqa
       (codepoints int32 [chars], offsets int64 [chars]).
 
     Raises:
-      NotImplementedError: a non-scalar input (TensorFlow returns RaggedTensors).
+      ValueError: a non-scalar input (tf.strings.* returns RaggedTensors for it).
     """
     with graph_lib.name_scope(name, "UnicodeDecodeWithOffsets", [input]):
         x = _scalar(input, "unicode_decode_with_offsets")
@@ -105,7 +106,7 @@ def bytes_split(input, name=None):  # noqa: A002
     """The bytes of a scalar string, each as a one-byte string (`tf.strings.bytes_split`).
 
     Raises:
-      NotImplementedError: a non-scalar input (TensorFlow returns a RaggedTensor).
+      ValueError: a non-scalar input (tf.strings.* returns a RaggedTensor for it).
     """
     with graph_lib.name_scope(name, "StringsByteSplit", [input]):
         x = _scalar(input, "bytes_split")

@@ -1,7 +1,10 @@
 """`tf.ragged` and `tf.RaggedTensor`: ragged tensors as composites of plain tensors
 (tensorflux/ragged/ragged_tensor.py) and the functions on them (ragged_ops.py)."""
 
-from tensorflux.ragged import ragged_session  # noqa: F401,E402 - Session.run fetch/feed
+from tensorflux.ragged import (
+    ragged_getitem,  # noqa: F401 - RaggedTensor.__getitem__
+    ragged_session,  # noqa: F401,E402 - Session.run fetch/feed
+)
 from tensorflux.ragged.ragged_ops import (  # noqa: F401
     boolean_mask,
     constant,

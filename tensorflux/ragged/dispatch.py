@@ -17,7 +17,13 @@ RAGGED_IMPLEMENTATIONS = {
     "minimum": ragged_ops.minimum, "pow": ragged_ops.pow,
     "reduce_sum": ragged_ops.reduce_sum, "reduce_mean": ragged_ops.reduce_mean,
     "reduce_max": ragged_ops.reduce_max, "reduce_min": ragged_ops.reduce_min,
-    "reduce_prod": ragged_ops.reduce_prod, "gather": ragged_ops.gather,
+    "reduce_prod": ragged_ops.reduce_prod, "reduce_all": ragged_ops.reduce_all,
+    "reduce_any": ragged_ops.reduce_any, "reduce_std": ragged_ops.reduce_std,
+    "reduce_variance": ragged_ops.reduce_variance, "gather": ragged_ops.gather,
+    "expand_dims": ragged_ops.expand_dims, "stack": ragged_ops.stack,
+    "gather_nd": ragged_ops.gather_nd, "reduce_logsumexp": ragged_ops.reduce_logsumexp,
+    "add_n": ragged_ops.add_n, "size": ragged_ops.size, "rank": ragged_ops.rank,
+    "where": ragged_ops.where,
 }
 
 

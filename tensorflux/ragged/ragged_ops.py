@@ -1,6 +1,8 @@
-"""The tf.ragged functions and the ragged forms of elementwise math, reductions along the
-ragged axis, gather, concat and stack, all composed from ordinary ops on the row partition
-(no ragged-specific kernels).
+"""The tf.ragged functions: constants, placeholders, partitions, ranges, map_flat_values,
+crosses, stack_dynamic_partitions, ragged_fill_empty_rows; the operators of RaggedTensor;
+and (re-exported) the ragged math of ragged_math_ops.py and the array functions of
+ragged_array_ops.py. All composed from ordinary ops on the row partition (no
+ragged-specific kernels).
 """
 
 from __future__ import annotations
@@ -23,16 +25,40 @@ from tensorflux.ops import (
     math_ext_ops,
     math_ops,
     reduction_ops,
-    segment_ops,
     sequence_ops,
-    slicing_ops,
     sparse_ext_ops,
     unary_ops,
+)
+from tensorflux.ragged import ragged_math_ops
+from tensorflux.ragged.ragged_array_ops import (  # noqa: F401 - tf.ragged names
+    boolean_mask,
+    concat,
+    expand_dims,
+    gather,
+    gather_nd,
+    rank,
+    size,
+    stack,
+    where,
+)
+from tensorflux.ragged.ragged_math_ops import (  # noqa: F401 - dispatch targets
+    add_n,
+    reduce_all,
+    reduce_any,
+    reduce_logsumexp,
+    reduce_max,
+    reduce_mean,
+    reduce_min,
+    reduce_prod,
+    reduce_std,
+    reduce_sum,
+    reduce_variance,
 )
 from tensorflux.ragged.ragged_tensor import (
     RaggedTensor,
     _cumsum_splits,
     _splits_dtype,
+    as_ragged,
     row_splits_to_segment_ids,
 )
 from tensorflux.ragged.ragged_tensor_value import RaggedTensorValue
@@ -259,69 +285,17 @@ def map_flat_values(op, *args, **kwargs):
     return found[0].with_flat_values(op(*args, **kwargs))
 
 
-def _dense_operand(rt: RaggedTensor, t):
-    """Dense `t` as an operand for `rt`'s flat values (broadcasting as TF does where cheap:
-    over the inner dense dims, or a [nrows, 1, ...] tensor against a ragged_rank 1 tensor).
-    """
-    t = convert_to_tensor(t, dtype=rt.dtype, name="y")
-    rank = t.shape.ndims
-    inner = rt.flat_values.shape.ndims
-    if rank is not None and inner is not None and rank <= inner - 1:
-        return t
-    if rank is not None and inner is not None and rt.ragged_rank == 1 and rank == inner + 1 \
-            and t.shape[1].value == 1:
-        per_row = array_ops.squeeze(t, [1])
-        if t.shape[0].value == 1:
-            return per_row[0]
-        return gather_ops.gather(per_row, rt.value_rowids())
-    raise NotImplementedError(f"ragged math: cannot broadcast a dense {t.shape} tensor "
-                              f"against a RaggedTensor of shape {rt.shape}")
-
-
-def _same_partitions(x: RaggedTensor, y: RaggedTensor):
-    """Assertions that x and y have the same nested row splits (none where shared)."""
-    if x.ragged_rank != y.ragged_rank:
-        raise ValueError("the RaggedTensors must have the same ragged_rank")
-    checks = []
-    for a, b in zip(x.nested_row_splits, y.nested_row_splits, strict=True):
-        if a is not b:
-            b = math_ops.cast(b, a.dtype)
-            same_size = comparison_ops.equal(array_ops.size(a), array_ops.size(b))
-            checks.append(check_ops.assert_equal(
-                same_size, True, message="Inputs must have identical ragged splits"))
-            with graph_lib.control_dependencies(checks[-1:]):
-                checks.append(check_ops.assert_equal(
-                    a, b, message="Inputs must have identical ragged splits"))
-    return checks
-
-
-def _binary(fn):
-    def apply(x, y, name=None):
-        if isinstance(x, RaggedTensorValue):
-            x = RaggedTensor._from_value(x)
-        if isinstance(y, RaggedTensorValue):
-            y = RaggedTensor._from_value(y)
-        if isinstance(x, RaggedTensor) and isinstance(y, RaggedTensor):
-            checks = _same_partitions(x, y)
-            with graph_lib.control_dependencies(checks):
-                return x.with_flat_values(fn(x.flat_values, y.flat_values, name=name))
-        if isinstance(x, RaggedTensor):
-            return x.with_flat_values(fn(x.flat_values, _dense_operand(x, y), name=name))
-        return y.with_flat_values(fn(_dense_operand(y, x), y.flat_values, name=name))
-    return apply
-
-
-binary = _binary  # the ragged form of a binary elementwise function
-add = _binary(math_ops.add)
-subtract = _binary(math_ops.subtract)
-multiply = _binary(math_ops.multiply)
-truediv = _binary(math_ops.truediv)
+binary = ragged_math_ops.binary  # the ragged form of a binary elementwise function
+add = binary(math_ops.add)
+subtract = binary(math_ops.subtract)
+multiply = binary(math_ops.multiply)
+truediv = binary(math_ops.truediv)
 divide = truediv
-floordiv = _binary(math_ops.floordiv)
-mod = _binary(math_ops.floormod)
-pow = _binary(math_ops.pow)  # noqa: A001
-maximum = _binary(math_ops.maximum)
-minimum = _binary(math_ops.minimum)
+floordiv = binary(math_ops.floordiv)
+mod = binary(math_ops.floormod)
+pow = binary(math_ops.pow)  # noqa: A001
+maximum = binary(math_ops.maximum)
+minimum = binary(math_ops.minimum)
 
 
 def _install_operators():
@@ -330,171 +304,21 @@ def _install_operators():
                         ("pow", pow)):
         setattr(RaggedTensor, f"__{op_name}__", lambda a, b, _fn=fn: _fn(a, b))
         setattr(RaggedTensor, f"__r{op_name}__", lambda a, b, _fn=fn: _fn(b, a))
+    for op_name, fn in (("and", binary(comparison_ops.logical_and)),
+                        ("or", binary(comparison_ops.logical_or)),
+                        ("xor", binary(comparison_ops.logical_xor))):
+        setattr(RaggedTensor, f"__{op_name}__", lambda a, b, _fn=fn: _fn(a, b))
+        setattr(RaggedTensor, f"__r{op_name}__", lambda a, b, _fn=fn: _fn(b, a))
+    for op_name, fn in (("lt", comparison_ops.less), ("le", comparison_ops.less_equal),
+                        ("gt", comparison_ops.greater),
+                        ("ge", comparison_ops.greater_equal)):
+        setattr(RaggedTensor, f"__{op_name}__", lambda a, b, _fn=binary(fn): _fn(a, b))
     RaggedTensor.__neg__ = lambda a: map_flat_values(unary_ops.negative, a)
     RaggedTensor.__abs__ = lambda a: map_flat_values(unary_ops.abs, a)
+    RaggedTensor.__invert__ = lambda a: map_flat_values(comparison_ops.logical_not, a)
 
 
 _install_operators()
-
-
-# ---- reductions, gather, concat, stack, boolean_mask -------------------------------------
-
-
-def _reduce(segment_fn, rt: RaggedTensor, axis, keepdims=False, name=None, mean=False):
-    """`rt` reduced along `axis`: None (everything), the innermost ragged axis (within each
-    row), an inner dense axis, or axis 0 of a 2-D ragged tensor (over rows)."""
-    if axis is None:
-        return segment_fn(rt.flat_values, None)
-    if axis < 0:
-        axis += rt.shape.ndims
-    if axis > rt.ragged_rank:
-        return rt.with_flat_values(segment_fn(rt.flat_values, ("dense", axis - rt.ragged_rank,
-                                                               keepdims)))
-    if axis > 1:
-        return rt.with_values(_reduce(segment_fn, rt.values, axis - 1, keepdims))
-    if axis == 1 and rt.ragged_rank == 1:
-        ids = rt.value_rowids()
-        out = segment_fn(rt.values, (ids, rt.nrows()))
-        return array_ops.expand_dims(out, 1) if keepdims else out
-    if axis == 0 and rt.ragged_rank == 1 and rt.flat_values.shape.ndims == 1:
-        splits = rt.row_splits
-        n = array_ops.size(rt.values, out_type=splits.dtype)
-        cols = sequence_ops.range(0, n, dtype=splits.dtype) - gather_ops.gather(
-            splits, rt.value_rowids())
-        width = reduction_ops.reduce_max(joining_ops.concat(
-            [array_ops.zeros([1], splits.dtype), rt.row_lengths()], 0))
-        out = segment_fn(rt.values, (cols, width))
-        return array_ops.expand_dims(out, 0) if keepdims else out
-    raise NotImplementedError("ragged reductions support axis=None, the innermost ragged "
-                              "axis, the dense inner axes, and axis=0 of a 2-D ragged "
-                              "tensor")
-
-
-def _reduction(unsorted_fn, dense_fn, mean=False):
-    def segment(values, seg):
-        if seg is None:
-            return dense_fn(values)
-        if seg[0] == "dense":
-            return dense_fn(values, axis=seg[1], keepdims=seg[2])
-        ids, n = seg
-        if mean:
-            total = sequence_ops.unsorted_segment_sum(values, ids, n)
-            count = sequence_ops.unsorted_segment_sum(array_ops.ones_like(values), ids, n)
-            return math_ops.truediv(total, count)
-        return unsorted_fn(values, ids, n)
-
-    def reduce(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
-               keep_dims=None):
-        if axis is None and reduction_indices is not None:
-            axis = reduction_indices
-        if isinstance(axis, (list, tuple)):
-            if len(axis) != 1:
-                raise NotImplementedError("ragged reductions take a single axis")
-            axis = axis[0]
-        keep = bool(keepdims or keep_dims)
-        with graph_lib.name_scope(name, "RaggedReduce", [input_tensor]):
-            return _reduce(segment, input_tensor, axis, keep)
-    return reduce
-
-
-reduce_sum = _reduction(sequence_ops.unsorted_segment_sum, reduction_ops.reduce_sum)
-reduce_max = _reduction(segment_ops.unsorted_segment_max, reduction_ops.reduce_max)
-reduce_min = _reduction(segment_ops.unsorted_segment_min, reduction_ops.reduce_min)
-reduce_prod = _reduction(segment_ops.unsorted_segment_prod, reduction_ops.reduce_prod)
-reduce_mean = _reduction(None, reduction_ops.reduce_mean, mean=True)
-
-
-def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
-    """The rows of ragged `params` at dense `indices` (axis 0; `tf.gather` on ragged)."""
-    if axis not in (None, 0) or batch_dims != 0:
-        raise NotImplementedError("ragged gather supports axis=0, batch_dims=0")
-    with graph_lib.name_scope(name, "RaggedGather", [params, indices]):
-        idx = convert_to_tensor(indices, name="indices")
-        if idx.shape.ndims != 1:
-            raise NotImplementedError("ragged gather takes a vector of indices")
-        return _gather_rows(params, math_ops.cast(idx, params.row_splits.dtype))
-
-
-def _gather_rows(rt: RaggedTensor, idx):
-    splits = rt.row_splits
-    starts = gather_ops.gather(splits[:-1], idx)
-    lengths = gather_ops.gather(rt.row_lengths(), idx)
-    new_splits = _cumsum_splits(lengths)
-    ids = row_splits_to_segment_ids(new_splits)
-    total = new_splits[-1]
-    pos = sequence_ops.range(0, total, dtype=splits.dtype) - gather_ops.gather(new_splits, ids)
-    value_idx = gather_ops.gather(starts, ids) + pos
-    if isinstance(rt.values, RaggedTensor):
-        values = _gather_rows(rt.values, value_idx)
-    else:
-        values = gather_ops.gather(rt.values, value_idx)
-    return RaggedTensor.from_row_splits(values, new_splits, validate=False)
-
-
-def _as_ragged(x, splits_dtype=dtypes.int64):
-    if isinstance(x, RaggedTensor):
-        return x
-    if isinstance(x, RaggedTensorValue):
-        return RaggedTensor._from_value(x)
-    return RaggedTensor.from_tensor(x, row_splits_dtype=splits_dtype)
-
-
-def concat(values, axis, name=None):
-    """Ragged concatenation along axis 0 (rows after rows) or 1 (row i joined with row i)
-    (`tf.concat` on ragged, ragged_rank 1)."""
-    with graph_lib.name_scope(name, "RaggedConcat", values):
-        rts = [_as_ragged(v) for v in values]
-        if any(rt.ragged_rank != 1 for rt in rts):
-            raise NotImplementedError("ragged concat supports ragged_rank 1")
-        if axis < 0:
-            axis += rts[0].shape.ndims
-        if axis == 0:
-            vals = joining_ops.concat([rt.values for rt in rts], 0)
-            lengths = joining_ops.concat([rt.row_lengths() for rt in rts], 0)
-            return RaggedTensor.from_row_lengths(vals, lengths, validate=False)
-        if axis == 1:
-            stacked = concat(rts, 0)
-            n = rts[0].nrows()
-            k = len(rts)
-            # Row i of input j sits at j * n + i; interleave to i * k + j.
-            order = array_ops.reshape(array_ops.transpose(array_ops.reshape(
-                sequence_ops.range(0, n * k, dtype=n.dtype), [k, -1])), [-1])
-            inter = _gather_rows(stacked, order)
-            lengths = reduction_ops.reduce_sum(
-                array_ops.reshape(inter.row_lengths(), [-1, k]), axis=1)
-            return RaggedTensor.from_row_lengths(inter.values, lengths, validate=False)
-        raise NotImplementedError("ragged concat supports axis 0 and 1")
-
-
-def stack(values, axis=0, name=None):
-    """The inputs as the rows of a new outer ragged dimension (`tf.ragged.stack`, axis 0)."""
-    if axis != 0:
-        raise NotImplementedError("ragged stack supports axis=0")
-    with graph_lib.name_scope(name, "RaggedStack", values):
-        rts = [_as_ragged(v) for v in values]
-        inner = concat(rts, 0)
-        outer = joining_ops.stack([rt.nrows() for rt in rts])
-        return RaggedTensor.from_row_lengths(inner, outer, validate=False)
-
-
-def boolean_mask(data, mask, name=None):
-    """The elements (or rows) of `data` where `mask` is true; a ragged mask filters the
-    values within each row (`tf.ragged.boolean_mask`, ragged_rank 1 or dense)."""
-    with graph_lib.name_scope(name, "RaggedMask", [data, mask]):
-        if isinstance(mask, RaggedTensor):
-            rt = _as_ragged(data)
-            keep = mask.values
-            vals = slicing_ops.boolean_mask(rt.values, keep)
-            ids = slicing_ops.boolean_mask(rt.value_rowids(), keep)
-            return RaggedTensor.from_value_rowids(vals, ids, rt.nrows(), validate=False)
-        mask = convert_to_tensor(mask, dtype=dtypes.bool, name="mask")
-        if isinstance(data, RaggedTensor):
-            if mask.shape.ndims != 1:
-                raise NotImplementedError("a dense mask of a RaggedTensor must be a vector")
-            rows = slicing_ops.boolean_mask(
-                sequence_ops.range(0, data.nrows(), dtype=data.row_splits.dtype), mask)
-            return _gather_rows(data, rows)
-        return slicing_ops.boolean_mask(data, mask)
 
 
 # ---- crosses, stack_dynamic_partitions ---------------------------------------------------
@@ -503,7 +327,7 @@ def boolean_mask(data, mask, name=None):
 def _cross_sparse(inputs):
     out = []
     for x in inputs:
-        rt = _as_ragged(x)
+        rt = as_ragged(x)
         if rt.ragged_rank != 1 or rt.flat_values.shape.ndims != 1:
             raise ValueError("tf.ragged.cross takes 2-D ragged or dense inputs")
         out.append(rt.to_sparse())

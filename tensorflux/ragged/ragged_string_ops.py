@@ -12,10 +12,11 @@ from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import (
-    array_ext_ops,
     array_ops,
     gather_ops,
+    joining_ops,
     math_ops,
+    reduction_ops,
     sequence_ops,
     string_ops,
     string_split_ops,
@@ -30,13 +31,16 @@ def _strings(x, name="input"):
 
 
 def _outer(rt, x):
-    """`rt` (one row per element of x, flattened) regrouped into x's leading dims."""
+    """`rt` (one row per element of x, flattened) regrouped into x's leading dims (uniform
+    partitions, as TF's)."""
     shape = array_ops.shape(x, out_type=dtypes.int64)
     for d in reversed(range(1, x.shape.ndims)):
-        inner = shape[d]
-        n = array_ops.size(rt.row_splits, out_type=dtypes.int64) - 1
-        splits = sequence_ops.range(0, n + 1, math_ops.maximum(inner, 1), dtype=dtypes.int64)
-        rt = RaggedTensor.from_row_splits(rt, splits, validate=False)
+        length = x.shape[d].value
+        nrows = x.shape[:d].num_elements()
+        rt = RaggedTensor.from_uniform_row_length(
+            rt, shape[d] if length is None else length,
+            nrows=reduction_ops.reduce_prod(shape[:d]) if nrows is None else nrows,
+            validate=False)
     return rt
 
 
@@ -46,7 +50,12 @@ def _apply_rows(x, build):
         return x.with_flat_values(build(x.flat_values))
     if x.shape.ndims is None:
         raise ValueError("the input's rank must be known")
-    return _outer(build(array_ops.reshape(x, [-1])), x)
+    flat = x if x.shape.ndims == 1 else array_ops.reshape(x, [-1])
+    rows = build(flat)
+    n = x.shape.num_elements()
+    if n is not None:
+        rows.row_splits.set_shape([n + 1])
+    return _outer(rows, x)
 
 
 def unicode_decode_with_offsets(input, input_encoding, errors="replace",  # noqa: A002
@@ -130,31 +139,80 @@ def bytes_split(input, name=None):  # noqa: A002
             return string_split_ops.bytes_split(x)
 
         def build(flat):
-            lengths = string_ops.string_length(flat)
-            rt = RaggedTensor.from_row_lengths(
-                array_ext_ops.repeat(flat, lengths), lengths, validate=False)
-            ids = row_splits_to_segment_ids(rt.row_splits, out_type=dtypes.int32)
-            splits = rt.row_splits
-            pos = sequence_ops.range(0, array_ops.size(ids), dtype=dtypes.int32) - \
-                gather_ops.gather(math_ops.cast(splits, dtypes.int32), ids)
-            return rt.with_values(string_ops.substr(rt.values, pos, array_ops.ones_like(pos)))
+            lengths = math_ops.cast(string_ops.string_length(flat), dtypes.int64)
+            splits = joining_ops.concat([array_ops.zeros([1], dtypes.int64),
+                                         sequence_ops.cumsum(lengths)], 0)
+            ids = row_splits_to_segment_ids(splits)
+            pos = sequence_ops.range(0, splits[-1], dtype=dtypes.int64) - \
+                gather_ops.gather(splits, ids)
+            pos = math_ops.cast(pos, dtypes.int32)
+            chars = string_ops.substr(gather_ops.gather(flat, ids), pos,
+                                      array_ops.ones_like(pos))
+            return RaggedTensor.from_row_splits(chars, splits, validate=False)
 
         return _apply_rows(x, build)
 
 
 
-def split(input=None, sep=None, maxsplit=-1, result_type="SparseTensor",  # noqa: A002
-          source=None, name=None):
-    """Splits each string of a vector on `sep` (whitespace runs when None)
-    (`tf.strings.split`, TF1 form): a SparseTensor, or with
-    result_type="RaggedTensor" a RaggedTensor."""
+def _check_result_type(result_type):
     if result_type not in ("SparseTensor", "RaggedTensor"):
         raise ValueError("result_type must be 'RaggedTensor' or 'SparseTensor'.")
-    with graph_lib.name_scope(name, "StringSplit", [input, source]):
-        sparse = string_ops.strings_split(input, sep, maxsplit, "SparseTensor", source)
+
+
+def _rows_of_sparse(sparse):
+    """The rows of a 2-D [strings, tokens] SparseTensor as a RaggedTensor."""
+    return RaggedTensor.from_value_rowids(sparse.values, sparse.indices[:, 0],
+                                          nrows=sparse.dense_shape[0], validate=False)
+
+
+def split(input=None, sep=None, maxsplit=-1, result_type="SparseTensor",  # noqa: A002
+          source=None, name=None):
+    """Splits each string on `sep` (runs of whitespace when None), at most `maxsplit` times
+    (`tf.strings.split`, TF1 form). A scalar is read as a vector of one string; a tensor of
+    rank k gives a RaggedTensor of ragged_rank k (a ragged input: one more), or with the
+    default result_type its SparseTensor of rank k + 1.
+
+    Raises:
+      ValueError: result_type is neither 'SparseTensor' nor 'RaggedTensor'.
+    """
+    _check_result_type(result_type)
+    if input is None:
+        input = source  # noqa: A001
+    with graph_lib.name_scope(name, "StringSplit", [input]):
+        x = _strings(input)
+        if not isinstance(x, RaggedTensor) and x.shape.ndims == 0:
+            x = array_ops.expand_dims(x, 0)
+
+        def build(flat):
+            return _rows_of_sparse(string_ops.strings_split(flat, sep, maxsplit))
+
+        if result_type == "SparseTensor":
+            if not isinstance(x, RaggedTensor) and x.shape.ndims == 1:
+                return string_ops.strings_split(x, sep, maxsplit)
+            return _apply_rows(x, build).to_sparse()
+        return _apply_rows(x, build)
+
+
+def string_split(source, sep=None, skip_empty=True, delimiter=None,
+                 result_type="SparseTensor", name=None):
+    """Splits each string of a vector on any character of `sep` (default " ")
+    (`tf.string_split`): a SparseTensor [strings, tokens], or with
+    result_type="RaggedTensor" a RaggedTensor with a row per string.
+
+    Raises:
+      ValueError: both sep and delimiter, a result_type of another kind, or an input that
+        is not a vector.
+    """
+    _check_result_type(result_type)
+    with graph_lib.name_scope(name, "StringSplit", [source]):
+        source = _strings(source, "source")
+        sparse = string_ops.string_split(source, sep, skip_empty, delimiter)
         if result_type == "SparseTensor":
             return sparse
-        return RaggedTensor.from_sparse(sparse)
+        rows = _rows_of_sparse(sparse)
+        if source.shape.num_elements() is not None:
+            rows.row_splits.set_shape([source.shape.num_elements() + 1])
+        return rows
 
 
 def ngrams(data, ngram_width, separator=" ", pad_values=None, padding_width=None,

@@ -15,14 +15,14 @@ from __future__ import annotations
 import numpy as np
 
 from tensorflux.debugging import check_ops
-from tensorflux.framework import dtypes, nested_structure_coder, tensor_shape, type_spec
+from tensorflux.framework import dtypes, errors, nested_structure_coder, tensor_shape, type_spec
 from tensorflux.framework import graph as graph_lib
+from tensorflux.framework.common_shapes import constant_value
 from tensorflux.framework.operation import Tensor, run_in_session
 from tensorflux.framework.sparse_tensor import SparseTensor
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.framework.tensor_spec import TensorSpec
 from tensorflux.ops import (
-    array_ext_ops,
     array_ops,
     comparison_ops,
     gather_ops,
@@ -91,25 +91,31 @@ class RaggedTensor:
     Build one with the `from_*` factories or `tf.ragged.constant`, not the constructor.
     """
 
-    def __init__(self, values, row_splits, internal=False):
+    # Tensor operators (dense + ragged) return NotImplemented, so Python calls ours.
+    _overrides_tensor_operators = True
+
+    def __init__(self, values, row_splits, internal=False, uniform_row_length=None):
         if not internal:
             raise ValueError("RaggedTensor constructor is private; please use one of the "
                              "factory methods instead (e.g., RaggedTensor.from_row_lengths())")
         self._values = values
         self._row_splits = row_splits
         self._shape_hint: tensor_shape.TensorShape | None = None  # from _set_shape
+        # A scalar tensor when every row has this length (from_uniform_row_length,
+        # from_tensor): the static shape shows it, and broadcasting treats the dim as uniform.
+        self._uniform_row_length = uniform_row_length
 
     # ---- factories ------------------------------------------------------------------------
 
     @classmethod
-    def _make(cls, values, splits, checks):
+    def _make(cls, values, splits, checks, uniform_row_length=None):
         if checks:
             with graph_lib.control_dependencies(checks):
                 splits = array_ops.identity(splits, name="row_splits")
         if isinstance(values, RaggedTensor) and values.row_splits.dtype != splits.dtype:
             raise ValueError("dtype mismatch: the row_splits of a RaggedTensor and of its "
                              "values must have the same dtype (int32 or int64)")
-        return cls(values, splits, internal=True)
+        return cls(values, splits, internal=True, uniform_row_length=uniform_row_length)
 
     @classmethod
     def from_row_splits(cls, values, row_splits, name=None, validate=True):
@@ -205,12 +211,23 @@ class RaggedTensor:
     def from_uniform_row_length(cls, values, uniform_row_length, nrows=None, validate=True,
                                 name=None):
         """Rows of `uniform_row_length` values each (`nrows` defaults to the number of values
-        over the length; needed when the length is 0). tensorflux keeps the length only as
-        row_splits: the static shape says None for that dimension."""
+        over the length; needed when the length is 0).
+
+        Raises:
+          ValueError: the length is not an int32/int64 scalar.
+          InvalidArgumentError: (validate) the values are not nrows * length.
+        """
         with graph_lib.name_scope(name, "RaggedFromUniformRowLength",
                                   [values, uniform_row_length, nrows]):
             values = _values(values)
-            length = convert_to_tensor(uniform_row_length, name="uniform_row_length")
+            length = uniform_row_length
+            if not isinstance(length, Tensor):
+                arr = np.asarray(length)
+                if arr.dtype.kind not in "iu":
+                    raise ValueError("uniform_row_length must have dtype int32 or int64")
+                length = arr if arr.dtype in (np.int32, np.int64) and isinstance(
+                    length, np.ndarray) else arr.astype(np.int64)
+            length = convert_to_tensor(length, name="uniform_row_length")
             if length.dtype.base_dtype not in _SPLIT_TYPES:
                 raise ValueError("uniform_row_length must have dtype int32 or int64")
             length.shape.with_rank(0)
@@ -220,7 +237,20 @@ class RaggedTensor:
                 nrows = math_ops.floordiv(nvals, math_ops.maximum(length, 1))
             nrows = math_ops.cast(convert_to_tensor(nrows, name="nrows"), dtype)
             splits = sequence_ops.range(0, nrows + 1, dtype=dtype) * length
-            return cls.from_row_splits(values, splits, validate=validate)
+            static_n = constant_value(nrows)
+            if static_n is None:
+                static_len, static_vals = constant_value(length), values.shape[0].value
+                if static_len and static_vals is not None:
+                    static_n = static_vals // int(static_len)
+            if static_n is not None:
+                splits.set_shape([int(static_n) + 1])
+            checks = []
+            if validate:
+                msg = "Arguments to from_uniform_row_length do not form a valid RaggedTensor:"
+                checks = [check_ops.assert_non_negative(length, message=msg + "negative"),
+                          check_ops.assert_equal(nrows * length, nvals,
+                                                 message=msg + "nvals")]
+            return cls._make(values, splits, checks, uniform_row_length=length)
 
     @classmethod
     def _from_nested(cls, method, flat_values, partitions, name, validate, scope):
@@ -263,51 +293,56 @@ class RaggedTensor:
                     row_splits_dtype=dtypes.int64):
         """The rows of a dense tensor, cut to `lengths` or with trailing `padding` removed.
 
+        `lengths` is a vector (the lengths of the innermost ragged dimension, one per row
+        of the first `ragged_rank` dims flattened) or a list/tuple of nested row lengths (one
+        ragged dimension per entry). `padding` is removed from the end of the innermost
+        ragged dimension; the outer ragged dims are uniform.
+
         Raises:
           ValueError: both lengths and padding, ragged_rank < 1 or >= the tensor's rank.
         """
         if lengths is not None and padding is not None:
             raise ValueError("Specify argument `lengths` or `padding`, but not both.")
+        nested = isinstance(lengths, (list, tuple)) and len(lengths) and not isinstance(
+            lengths[0], (int, float, np.integer, np.floating))
+        if nested:
+            if ragged_rank not in (1, len(lengths)):
+                raise ValueError(
+                    f"If Argument `lengths` is a tuple of row_lengths, argument `ragged_rank` "
+                    f"must be len(lengths): {len(lengths)}. Received ragged_rank: "
+                    f"{ragged_rank}.")
+            ragged_rank = len(lengths)
         if not isinstance(ragged_rank, int) or ragged_rank <= 0:
-            raise ValueError(f"ragged_rank must be greater than 0; got {ragged_rank}")
+            raise ValueError(f"Argument `ragged_rank` must be greater than 0. Received "
+                             f"{ragged_rank}.")
         dtype = _splits_dtype(row_splits_dtype)
         with graph_lib.name_scope(name, "RaggedFromTensor", [tensor, lengths, padding]):
             x = convert_to_tensor(tensor, name="tensor")
-            ndims = x.shape.ndims
-            if ndims is None or ragged_rank >= ndims:
-                raise ValueError(f"ragged_rank must be less than rank(tensor) (known); got "
-                                 f"{ragged_rank} for shape {x.shape}")
-            if ragged_rank > 1:
-                if lengths is not None or padding is not None:
-                    raise NotImplementedError("from_tensor with ragged_rank > 1 supports "
-                                              "neither lengths nor padding in tensorflux")
-                shape = array_ops.shape(x, out_type=dtype)
-                inner = array_ops.reshape(x, joining_ops.concat([[-1], shape[2:]], 0))
-                inner = cls.from_tensor(inner, ragged_rank=ragged_rank - 1,
-                                        row_splits_dtype=dtype)
-                return cls.from_row_splits(
-                    inner, sequence_ops.range(0, shape[0] + 1, dtype=dtype) * shape[1],
-                    validate=False)
+            if x.shape.ndims is not None and x.shape.ndims < 2:
+                raise ValueError(
+                    "The rank of a RaggedTensor must be greater than 1, i.e., a list of "
+                    "scalars won't have ragged dimensions. Received argument `tensor` with "
+                    f"rank {x.shape.ndims}.")
+            x.shape.with_rank_at_least(ragged_rank + 1)
+            if nested:
+                return _from_tensor_nested(cls, x, lengths, dtype)
             shape = array_ops.shape(x, out_type=dtype)
-            nrows, ncols = shape[0], shape[1]
-            if padding is not None:
-                pad = convert_to_tensor(padding, dtype=x.dtype, name="padding")
-                differs = comparison_ops.not_equal(x, pad)
-                if ndims > 2:
-                    differs = reduction_ops.reduce_any(differs, axis=list(range(2, ndims)))
-                pos = sequence_ops.range(1, ncols + 1, dtype=dtype)
-                lengths = reduction_ops.reduce_max(
-                    math_ops.cast(differs, dtype) * pos, axis=1)
-                lengths = math_ops.maximum(lengths, 0)
-            if lengths is None:
-                flat = array_ops.reshape(x, joining_ops.concat([[-1], shape[2:]], 0))
-                splits = sequence_ops.range(0, nrows + 1, dtype=dtype) * ncols
-                return cls.from_row_splits(flat, splits, validate=False)
-            lengths = math_ops.cast(convert_to_tensor(lengths, name="lengths"), dtype)
-            lengths = math_ops.minimum(lengths, ncols)
-            mask = gather_ops.sequence_mask(lengths, ncols)
-            flat = slicing_ops.boolean_mask(x, mask)
-            return cls.from_row_lengths(flat, lengths, validate=False)
+            flat = x
+            if ragged_rank > 1:  # the first ragged_rank dims as one
+                flat = array_ops.reshape(x, joining_ops.concat(
+                    [[-1], shape[ragged_rank:]], 0))
+                flat.set_shape(tensor_shape.TensorShape(
+                    [x.shape[:ragged_rank].num_elements()]).concatenate(
+                        x.shape[ragged_rank:]))
+            result = _from_tensor_rows(cls, flat, lengths, padding, dtype)
+            for axis in reversed(range(1, ragged_rank)):
+                length = _static_or(x.shape[axis].value, shape[axis])
+                nrows = _static_or(x.shape[:axis].num_elements(),
+                                   reduction_ops.reduce_prod(shape[:axis]))
+                result = cls.from_uniform_row_length(
+                    result, math_ops.cast(length, dtype), nrows=math_ops.cast(nrows, dtype),
+                    validate=False)
+            return result
 
     @classmethod
     def from_sparse(cls, st_input, name=None, row_splits_dtype=dtypes.int64):
@@ -371,10 +406,17 @@ class RaggedTensor:
 
     @property
     def shape(self) -> tensor_shape.TensorShape:
+        """[nrows, row length (known for uniform rows), the values' inner dims...]."""
         n = self._row_splits.shape[0].value
         nrows = None if n is None else n - 1
-        shape = tensor_shape.TensorShape([nrows] + [None] * self.ragged_rank).concatenate(
-            self.flat_values.shape[1:])
+        length = None
+        if self._uniform_row_length is not None:
+            length = constant_value(self._uniform_row_length)
+            length = None if length is None else int(length)
+        nvals = self._values.shape[0].value
+        if nrows is None and length and nvals is not None:
+            nrows = nvals // length
+        shape = tensor_shape.TensorShape([nrows, length]).concatenate(self._values.shape[1:])
         return shape if self._shape_hint is None else shape.merge_with(self._shape_hint)
 
     def get_shape(self) -> tensor_shape.TensorShape:
@@ -429,8 +471,10 @@ class RaggedTensor:
             return cls.from_nested_row_splits(values, splits, validate=False) if splits \
                 else values
 
+    @property
     def uniform_row_length(self):
-        return None
+        """The length of every row (a scalar Tensor), or None if the rows are ragged."""
+        return self._uniform_row_length
 
     # ---- row partition views --------------------------------------------------------------
 
@@ -484,7 +528,7 @@ class RaggedTensor:
 
     def with_values(self, new_values) -> RaggedTensor:
         new_values = _values(new_values)
-        return RaggedTensor._make(new_values, self._row_splits, [])
+        return RaggedTensor._make(new_values, self._row_splits, [], self._uniform_row_length)
 
     def with_flat_values(self, new_values) -> RaggedTensor:
         if isinstance(self._values, RaggedTensor):
@@ -496,10 +540,11 @@ class RaggedTensor:
         values = self._values
         if isinstance(values, RaggedTensor):
             values = values.with_row_splits_dtype(dtype)
-        splits = self._row_splits
+        splits, length = self._row_splits, self._uniform_row_length
         if splits.dtype != dtype:
             splits = math_ops.cast(splits, dtype)
-        return RaggedTensor(values, splits, internal=True)
+            length = None if length is None else math_ops.cast(length, dtype)
+        return RaggedTensor(values, splits, internal=True, uniform_row_length=length)
 
     # ---- conversions ----------------------------------------------------------------------
 
@@ -523,30 +568,40 @@ class RaggedTensor:
         to the longest row (or cut/padded to `shape` where it gives a size)."""
         with graph_lib.name_scope(name, "RaggedToTensor", [self, default_value]):
             dims = None if shape is None else list(tensor_shape.TensorShape(shape).as_list())
+            if dims is not None:
+                _check_shape(self, dims)
             return _to_tensor(self, default_value, dims)
 
     def to_sparse(self, name=None) -> SparseTensor:
-        """The SparseTensor with an entry per value (flat values must be a vector)."""
+        """The SparseTensor with an entry per scalar of the flat values (inner dense dims
+        included), dense_shape the bounding shape."""
         with graph_lib.name_scope(name, "RaggedToSparse", [self]):
-            if self.flat_values.shape.ndims != 1:
-                raise NotImplementedError("to_sparse of a RaggedTensor whose flat_values "
-                                          "are not a vector")
             indices = _sparse_indices(self)
-            return SparseTensor(indices, self.flat_values,
-                                self.bounding_shape(out_type=dtypes.int64))
+            flat = self.flat_values
+            inner = flat.shape.ndims
+            if inner is None:
+                raise ValueError("to_sparse needs flat_values of known rank")
+            values = flat
+            if inner > 1:
+                indices, values = _inner_sparse_entries(indices, flat)
+            return SparseTensor(indices, values, self.bounding_shape(out_type=dtypes.int64))
 
     def merge_dims(self, outer_axis, inner_axis) -> RaggedTensor | Tensor:
-        """Merges dims outer_axis..inner_axis (only outer_axis == 0 in tensorflux)."""
+        """Merges dims outer_axis..inner_axis into one (a dense Tensor when every ragged
+        dimension is merged into the outermost).
+
+        Raises:
+          ValueError: an axis out of bounds, or outer_axis > inner_axis.
+        """
         rank = self.shape.ndims
-        if inner_axis < 0 and rank is not None:
-            inner_axis += rank
-        if outer_axis != 0 or inner_axis < 1 or inner_axis > self.ragged_rank:
-            raise NotImplementedError("merge_dims supports outer_axis=0 and "
-                                      "0 < inner_axis <= ragged_rank")
-        result = self
-        for _ in range(inner_axis):
-            result = result.values
-        return result
+        if rank is None:
+            raise ValueError("merge_dims needs a RaggedTensor of known rank")
+        outer_axis = _check_axis(outer_axis, rank, "outer_axis")
+        inner_axis = _check_axis(inner_axis, rank, "inner_axis")
+        if outer_axis > inner_axis:
+            raise ValueError(f"Expected outer_axis ({outer_axis}) to be less than or equal "
+                             f"to inner_axis ({inner_axis}).")
+        return _merge_dims(self, outer_axis, inner_axis)
 
     def eval(self, feed_dict=None, session=None):
         return run_in_session(self, feed_dict, session)
@@ -554,30 +609,18 @@ class RaggedTensor:
     def __repr__(self) -> str:
         return f"tf.RaggedTensor(values={self._values}, row_splits={self._row_splits})"
 
+    def __bool__(self):
+        raise TypeError("RaggedTensor may not be used as a boolean.")
+
     def _as_graph_element(self):
         raise TypeError("a RaggedTensor is not a graph element; fetch it with Session.run")
 
-    def __getitem__(self, key):
-        """`rt[i]`: row i (a Tensor for ragged_rank 1, else a RaggedTensor)."""
-        if isinstance(key, (int, np.integer, Tensor)):
-            if isinstance(key, (int, np.integer)) and key < 0:
-                start, limit = self._row_splits[key - 1], self._row_splits[key]
-            else:
-                start, limit = self._row_splits[key], self._row_splits[key + 1]
-            if isinstance(self._values, RaggedTensor):
-                return _slice_rows(self._values, self._values.row_splits[start:limit + 1])
-            return self._values[start:limit]
-        if isinstance(key, slice) and key.step in (None, 1) and all(
-                k is None or isinstance(k, (int, np.integer)) for k in (key.start, key.stop)):
-            a, b = key.start, key.stop
-            begin = 0 if a is None else (a if a >= 0 else a - 1)
-            end = None if b is None else (b + 1 if b >= 0 else b)
-            splits = self._row_splits[begin:end]
-            if b is not None and a is not None and (a >= 0) == (b >= 0) and b <= a:
-                splits = self._row_splits[begin:begin + 1]
-            return _slice_rows(self, splits)
-        raise NotImplementedError("RaggedTensor indexing supports a row index or a slice of "
-                                  "rows (constant bounds, step 1)")
+
+def _check_axis(axis, rank, what="axis"):
+    """`axis` in [-rank, rank) made non-negative, else TF's ValueError."""
+    if not isinstance(axis, (int, np.integer)) or not -rank <= axis < rank:
+        raise ValueError(f"{what}={axis} out of bounds: expected {-rank}<={what}<{rank}")
+    return int(axis) % rank
 
 
 class RaggedTensorSpec(type_spec.TypeSpec):
@@ -709,6 +752,90 @@ def _slice_rows(rt, splits):
     else:
         values = values[first:splits[-1]]
     return RaggedTensor.from_row_splits(values, splits - first, validate=False)
+def _merge_dims(x, outer, inner):
+    """x (ragged or dense) with dims outer..inner merged."""
+    if outer == inner:
+        return x
+    if not isinstance(x, RaggedTensor):
+        shape = array_ops.shape(x)
+        merged = array_ops.reshape(x, joining_ops.concat(
+            [shape[:outer], [-1], shape[inner + 1:]], 0))
+        merged.set_shape(x.shape[:outer].concatenate(
+            [x.shape[outer:inner + 1].num_elements()]).concatenate(x.shape[inner + 1:]))
+        return merged
+    if outer >= 2:
+        return x.with_values(_merge_dims(x.values, outer - 1, inner - 1))
+    merged = _merge_dims(x.values, 0, inner - 1)  # values' dim 0 is x's dims 0 and 1
+    if outer == 0:
+        return merged
+    # outer == 1: each row's values, down to dim `inner`, become the row.
+    splits, v, depth = x.row_splits, x.values, inner - 1
+    while depth > 0 and isinstance(v, RaggedTensor):
+        splits, v, depth = gather_ops.gather(v.row_splits, splits), v.values, depth - 1
+    if depth > 0:
+        size = reduction_ops.reduce_prod(array_ops.shape(v, out_type=splits.dtype)[1:depth + 1])
+        splits = splits * size
+    return RaggedTensor.from_row_splits(merged, splits, validate=False)
+
+
+SPLITS_MISMATCH = "Inputs must have identical ragged splits"
+
+
+def splits_checks(a_splits, b_splits, message=SPLITS_MISMATCH) -> list:
+    """Assertions that two lists of row splits are identical (none for shared tensors)."""
+    checks = []
+    for a, b in zip(a_splits, b_splits, strict=True):
+        if a is b:
+            continue
+        b = math_ops.cast(b, a.dtype)
+        na, nb = a.shape.num_elements(), b.shape.num_elements()
+        if na is not None and nb is not None and na != nb:
+            raise errors.InvalidArgumentError(None, None, message)
+        same_size = comparison_ops.equal(array_ops.size(a), array_ops.size(b))
+        checks.append(check_ops.assert_equal(same_size, True, message=message))
+        with graph_lib.control_dependencies(checks[-1:]):
+            checks.append(check_ops.assert_equal(a, b, message=message))
+    return checks
+
+
+def outer_row_ids(rt: RaggedTensor) -> Tensor:
+    """For each flat value of rt, the index of the outermost row that holds it."""
+    ids = None
+    for splits in reversed(rt.nested_row_splits):
+        level = row_splits_to_segment_ids(splits)
+        ids = level if ids is None else gather_ops.gather(level, ids)
+    return ids
+
+
+def as_ragged(x, ragged_rank=1, row_splits_dtype=dtypes.int64):
+    """x as a RaggedTensor of at least `ragged_rank` (dense tensors and the flat values of
+    shallower RaggedTensors cut by `from_tensor`: uniform rows)."""
+    if isinstance(x, RaggedTensorValue):
+        x = RaggedTensor._from_value(x)
+    if not isinstance(x, RaggedTensor):
+        return RaggedTensor.from_tensor(x, ragged_rank=ragged_rank,
+                                        row_splits_dtype=row_splits_dtype)
+    if x.ragged_rank >= ragged_rank:
+        return x
+    return x.with_flat_values(RaggedTensor.from_tensor(
+        x.flat_values, ragged_rank=ragged_rank - x.ragged_rank,
+        row_splits_dtype=x.row_splits.dtype))
+
+
+def gather_rows(x, index):
+    """The rows of `x` (a RaggedTensor or a dense Tensor) at the 1-D `index`."""
+    if not isinstance(x, RaggedTensor):
+        return gather_ops.gather(x, index)
+    index = math_ops.cast(index, x.row_splits.dtype)
+    splits = x.row_splits
+    starts = gather_ops.gather(splits[:-1], index)
+    lengths = gather_ops.gather(x.row_lengths(), index)
+    new_splits = _cumsum_splits(lengths)
+    ids = row_splits_to_segment_ids(new_splits)
+    pos = sequence_ops.range(0, new_splits[-1], dtype=splits.dtype) - gather_ops.gather(
+        new_splits, ids)
+    values = gather_rows(x.values, gather_ops.gather(starts, ids) + pos)
+    return RaggedTensor._make(values, new_splits, [], x.uniform_row_length)
 
 
 def row_splits_to_segment_ids(splits, name=None, out_type=None) -> Tensor:
@@ -716,10 +843,84 @@ def row_splits_to_segment_ids(splits, name=None, out_type=None) -> Tensor:
     with graph_lib.name_scope(name, "RaggedSplitsToSegmentIds", [splits]):
         splits = _partition(splits, "splits", dtypes.int64)
         out_type = splits.dtype if out_type is None else dtypes.as_dtype(out_type)
-        lengths = splits[1:] - splits[:-1]
-        nrows = array_ops.shape(lengths, out_type=splits.dtype)[0]
-        ids = sequence_ops.range(0, nrows, dtype=splits.dtype)
-        return math_ops.cast(array_ext_ops.repeat(ids, lengths), out_type)
+        # Value j's row is the number of row limits (all but the last row's) <= j: count
+        # the limits at each position, then a running sum (linear in the values).
+        nvals = splits[-1]
+        limits = splits[1:-1]
+        marks = sequence_ops.unsorted_segment_sum(array_ops.ones_like(limits), limits,
+                                                  nvals + 1)
+        ids = sequence_ops.cumsum(marks)[:nvals]
+        return ids if out_type == ids.dtype else math_ops.cast(ids, out_type)
+
+
+def _static_or(dim, tensor):
+    """A Python int for a statically known dimension, else the dynamic `tensor`."""
+    return tensor if dim is None else dim
+
+
+def _from_tensor_rows(cls, x, lengths, padding, dtype):
+    """`from_tensor` with ragged_rank 1: the rows of x, cut to lengths or padding."""
+    ndims = x.shape.ndims
+    shape = array_ops.shape(x, out_type=dtype)
+    ncols = shape[1]
+    if padding is not None:
+        pad = convert_to_tensor(padding, dtype=x.dtype, name="padding")
+        pad.shape.assert_is_compatible_with(x.shape[2:])
+        differs = comparison_ops.not_equal(x, pad)
+        if ndims is None:
+            raise ValueError("from_tensor with padding needs a tensor of known rank")
+        if ndims > 2:
+            differs = reduction_ops.reduce_any(differs, axis=list(range(2, ndims)))
+        pos = sequence_ops.range(1, ncols + 1, dtype=dtype)
+        lengths = math_ops.maximum(reduction_ops.reduce_max(
+            math_ops.cast(differs, dtype) * pos, axis=1), 0)
+    if lengths is None:
+        flat = array_ops.reshape(x, joining_ops.concat([[-1], shape[2:]], 0))
+        flat.set_shape(tensor_shape.TensorShape([x.shape[:2].num_elements()]).concatenate(
+            x.shape[2:]))
+        length = _static_or(x.shape[1].value, ncols)
+        return cls.from_uniform_row_length(
+            flat, math_ops.cast(length, dtype), nrows=math_ops.cast(
+                _static_or(x.shape[0].value, shape[0]), dtype), validate=False)
+    lengths = math_ops.cast(_partition(lengths, "row_lengths", dtype), dtype)
+    lengths = math_ops.minimum(math_ops.maximum(lengths, 0), ncols)
+    mask = gather_ops.sequence_mask(lengths, ncols)
+    flat = slicing_ops.boolean_mask(x, mask)
+    return cls.from_row_lengths(flat, lengths, validate=False)
+
+
+def _from_tensor_nested(cls, x, nested_lengths, dtype):
+    """`from_tensor` with a list of nested row lengths: element [i, j, ..., :l] of x at each
+    ragged level, l being the level's length for that row."""
+    k = len(nested_lengths)
+    shape = array_ops.shape(x, out_type=dtype)
+    index = sequence_ops.range(0, shape[0], dtype=dtype)  # into x's first d dims, flattened
+    parts = []
+    for d, lengths in enumerate(nested_lengths, 1):
+        lengths = math_ops.cast(_partition(lengths, "row_lengths", dtype), dtype)
+        lengths = math_ops.minimum(math_ops.maximum(lengths, 0), shape[d])
+        splits = _cumsum_splits(lengths)
+        ids = row_splits_to_segment_ids(splits)
+        pos = sequence_ops.range(0, splits[-1], dtype=dtype) - gather_ops.gather(splits, ids)
+        index = gather_ops.gather(index, ids) * shape[d] + pos
+        parts.append(lengths)
+    rows = array_ops.reshape(x, joining_ops.concat([[-1], shape[k + 1:]], 0))
+    values = gather_ops.gather(rows, index)
+    values.set_shape(tensor_shape.TensorShape([None]).concatenate(x.shape[k + 1:]))
+    return cls.from_nested_row_lengths(values, parts, validate=False)
+
+
+def _check_shape(rt: RaggedTensor, dims):
+    """ValueError when `dims` (to_tensor's shape) contradicts rt's static uniform dims."""
+    have = rt.shape
+    if have.ndims is not None and len(dims) != have.ndims:
+        raise ValueError(f"rt_input.shape and shape={dims} have different ranks")
+    for i in range(rt.ragged_rank + 1, len(dims)):
+        if dims[i] is not None and have[i].value is not None and dims[i] != have[i].value:
+            text = ",".join("-1" if d is None else str(d) for d in dims)
+            raise ValueError(f"rt_input.shape and shape=[{text}] are incompatible: "
+                             f"rt_input.shape[{i}] = {have[i].value} but shape[{i}] = "
+                             f"{dims[i]}")
 
 
 def _to_tensor(rt: RaggedTensor, default_value, dims):
@@ -764,6 +965,24 @@ def _to_tensor(rt: RaggedTensor, default_value, dims):
     out.set_shape(tensor_shape.TensorShape([rt.shape[0].value if dims is None else static[0],
                                             static[1]]).concatenate(static[2:]))
     return out
+
+
+def _inner_sparse_entries(indices, flat):
+    """The sparse indices and values of each scalar of `flat` ([n, d1, ..., dk]), whose
+    rows sit at `indices` ([n, r])."""
+    inner_shape = array_ops.shape(flat, out_type=dtypes.int64)[1:]
+    per_row = reduction_ops.reduce_prod(inner_shape)
+    position = sequence_ops.range(0, per_row, dtype=dtypes.int64)
+    coords = []
+    for d in reversed(range(flat.shape.ndims - 1)):
+        coords.append(math_ops.floormod(position, inner_shape[d]))
+        position = math_ops.floordiv(position, inner_shape[d])
+    inner = joining_ops.stack(coords[::-1], 1)
+    n = array_ops.shape(indices, out_type=dtypes.int64)[0]
+    which = math_ops.floordiv(sequence_ops.range(0, n * per_row, dtype=dtypes.int64), per_row)
+    outer = gather_ops.gather(indices, which)
+    inner = joining_ops.tile(inner, joining_ops.stack([n, 1]))
+    return joining_ops.concat([outer, inner], 1), array_ops.reshape(flat, [-1])
 
 
 def _sparse_indices(rt: RaggedTensor) -> Tensor:

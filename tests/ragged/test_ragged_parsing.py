@@ -71,11 +71,76 @@ def test_ragged_feature_errors():
         with pytest.raises(ValueError):
             tf.io.parse_example([b""], {"a": RF(tf.int64, partitions=[RF.RowLengths("b")]),
                                         "b": tf.io.VarLenFeature(tf.int64)})
-        with pytest.raises(NotImplementedError):
-            tf.io.parse_example([b""], {"a": RF(tf.int64, partitions=[RF.RowSplits("b")])})
+        with pytest.raises(ValueError):  # a partition key read as a sparse feature too
+            tf.io.parse_example([b""], {"a": RF(tf.int64, partitions=[RF.RowSplits("b")]),
+                                        "b": tf.io.VarLenFeature(tf.int64)})
 
 
 @pytest.mark.oracle
 def test_against_tensorflow():
     ours, theirs = oracle.run_both(PROGRAM, tf)
     assert ours == theirs == WANT
+
+
+PARTITIONS_PROGRAM = '''
+def ex(d):
+    return tf.train.Example(features=tf.train.Features(feature={
+        k: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
+        for k, v in d.items()})).SerializeToString()
+e1 = ex({"v": [1, 2, 3, 4], "splits": [0, 3, 4], "starts": [0, 1], "limits": [1, 4],
+         "ids": [0, 0, 2, 2], "len": [2, 0, 2], "len2": [1, 2]})
+e2 = ex({"v": [5, 6], "splits": [0, 0, 2], "starts": [0, 0], "limits": [1, 2],
+         "ids": [1, 1], "len": [2], "len2": [1]})
+e3 = ex({"v": [7], "splits": [0], "starts": [0], "limits": [0], "ids": [0], "len": [1],
+         "len2": [1]})
+RF = tf.io.RaggedFeature
+feats = {
+    "splits": RF(tf.int64, value_key="v", partitions=[RF.RowSplits("splits")]),
+    "starts": RF(tf.int64, value_key="v", partitions=[RF.RowStarts("starts")]),
+    "limits": RF(tf.int64, value_key="v", partitions=[RF.RowLimits("limits")]),
+    "ids": RF(tf.int64, value_key="v", partitions=[RF.ValueRowIds("ids")]),
+    "uniform": RF(tf.int64, value_key="v", partitions=[RF.UniformRowLength(2)]),
+    "uniform_outer": RF(tf.int64, value_key="v",
+                        partitions=[RF.UniformRowLength(1), RF.RowLengths("len")]),
+    "nested": RF(tf.int64, value_key="v",
+                 partitions=[RF.RowLengths("len2"), RF.RowLengths("len")]),
+}
+batch = tf.io.parse_example([e1, e2, e3], {k: f for k, f in feats.items() if k != "uniform"})
+pair = tf.io.parse_example([e1, e2], {"uniform": feats["uniform"]})
+single = tf.io.parse_single_example(e1, feats)
+with tf.Session() as sess:
+    out = sess.run({"batch": batch, "pair": pair, "single": single})
+result = {f"{a}.{k}": (v.to_list() if hasattr(v, "to_list") else v.tolist())
+          for a, d in out.items() for k, v in d.items()}
+result["ranks"] = {k: v.ragged_rank for k, v in batch.items()}
+'''
+
+# TensorFlow 2.21's answers to PARTITIONS_PROGRAM.
+PARTITIONS_WANT = {
+    "batch.splits": [[[1, 2, 3], [4]], [[], [5, 6]], []],
+    "batch.starts": [[[1], [2, 3, 4]], [[], [5, 6]], [[7]]],
+    "batch.limits": [[[1], [2, 3, 4]], [[5], [6]], [[]]],
+    "batch.ids": [[[1, 2], [], [3, 4]], [[], [5, 6]], [[7]]],
+    "batch.uniform_outer": [[[[1, 2]], [[]], [[3, 4]]], [[[5, 6]]], [[[7]]]],
+    "batch.nested": [[[[1, 2]], [[], [3, 4]]], [[[5, 6]]], [[[7]]]],
+    "pair.uniform": [[[1, 2], [3, 4]], [[5, 6]]],
+    "single.splits": [[1, 2, 3], [4]], "single.starts": [[1], [2, 3, 4]],
+    "single.limits": [[1], [2, 3, 4]], "single.ids": [[1, 2], [], [3, 4]],
+    "single.uniform": [[1, 2], [3, 4]], "single.uniform_outer": [[[1, 2]], [[]], [[3, 4]]],
+    "single.nested": [[[1, 2]], [[], [3, 4]]],
+    "ranks": {"splits": 2, "starts": 2, "limits": 2, "ids": 2, "uniform_outer": 3,
+              "nested": 3},
+}
+
+
+def test_row_partitions():
+    scope = {"tf": tf}
+    with tf.Graph().as_default():
+        exec(PARTITIONS_PROGRAM, scope)  # noqa: S102 - the program the oracle test runs too
+    assert scope["result"] == PARTITIONS_WANT
+
+
+@pytest.mark.oracle
+def test_row_partitions_against_tensorflow():
+    ours, theirs = oracle.run_both(PARTITIONS_PROGRAM, tf)
+    assert ours == theirs == PARTITIONS_WANT
