@@ -21,9 +21,12 @@ from tensorflux.summary.summary import (
     tensor_summary,
     text,
 )
+from tensorflux.summary.summary_ops_v2 import all_summary_ops as all_v2_summary_ops
+from tensorflux.summary.summary_ops_v2 import initialize
 from tensorflux.summary.writer import FileWriter
 from tensorflux.summary.writer_cache import FileWriterCache
 
 __all__ = ["Event", "FileWriter", "FileWriterCache", "SessionLog", "Summary",
-           "SummaryDescription", "TaggedRunMetadata", "audio", "get_summary_description",
-           "histogram", "image", "merge", "merge_all", "scalar", "tensor_summary", "text"]
+           "SummaryDescription", "TaggedRunMetadata", "all_v2_summary_ops", "audio",
+           "get_summary_description", "histogram", "image", "initialize", "merge",
+           "merge_all", "scalar", "tensor_summary", "text"]

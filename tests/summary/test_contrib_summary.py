@@ -463,3 +463,19 @@ def test_tensorflow_writes_the_same_events(tmp_path):
     read_by_tf = oracle.run_tf(
         f"result = [e.SerializeToString() for e in tf.train.summary_iterator({path!r})]")
     assert read_by_tf == ours["events"]
+
+
+def test_v1_summary_initialize_and_all_v2_summary_ops(tmp_path):
+    """tf.compat.v1.summary's helpers for contrib (V2-style) summaries in graph mode."""
+    with tf.Graph().as_default() as g:
+        writer = cs.create_file_writer(str(tmp_path))
+        with writer.as_default(), cs.always_record_summaries():
+            op = cs.scalar("x", 2.0, step=3)
+            assert tf.summary.all_v2_summary_ops() == [op]
+            with tf.Session() as sess:
+                tf.summary.initialize(graph=g, session=sess)
+                sess.run(tf.summary.all_v2_summary_ops())
+                sess.run(writer.close())
+        with pytest.raises(RuntimeError, match="No default tf.contrib.summary.SummaryWriter"):
+            tf.summary.initialize(session=None)
+    assert _values(tmp_path) == [("x", 3, "simple_value")]
