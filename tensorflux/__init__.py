@@ -251,7 +251,7 @@ from tensorflux.ops.conv_ops import (  # noqa: E402,F401
 # Ragged tensors: tf.RaggedTensor, tf.ragged.
 from tensorflux import ragged  # noqa: E402,F401 - tf.ragged
 from tensorflux.ragged import RaggedTensor  # noqa: E402,F401
-from tensorflux.ragged.ragged_tensor import RaggedTensorSpec  # noqa: E402,F401
+from tensorflux.ragged.ragged_tensor_spec import RaggedTensorSpec  # noqa: E402,F401
 from tensorflux.ragged import dispatch as _ragged_dispatch  # noqa: E402
 import sys as _sys  # noqa: E402
 _ragged_dispatch.install(_sys.modules[__name__])  # tf.add, tf.reduce_sum, ... take RaggedTensors

@@ -63,7 +63,7 @@ def _set_leading_dim(results, elems_flat) -> None:
 
 
 def _ragged_spec_class():
-    from tensorflux.ragged.ragged_tensor import RaggedTensorSpec  # ragged imports this package
+    from tensorflux.ragged.ragged_tensor_spec import RaggedTensorSpec  # ragged imports this package
 
     return RaggedTensorSpec
 

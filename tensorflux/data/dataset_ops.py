@@ -32,7 +32,8 @@ from tensorflux.kernels import datasets as ds_kernels
 from tensorflux.ops import dataset_ops as _ops  # noqa: F401 - defines the dataset ops
 from tensorflux.ops import parsing_ops
 from tensorflux.protos import struct_pb2
-from tensorflux.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec
+from tensorflux.ragged.ragged_tensor import RaggedTensor
+from tensorflux.ragged.ragged_tensor_spec import RaggedTensorSpec
 from tensorflux.ragged.ragged_tensor_value import RaggedTensorValue
 from tensorflux.runtime import functions as _functions  # noqa: F401 - runs traced bodies
 

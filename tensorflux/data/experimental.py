@@ -51,7 +51,7 @@ from tensorflux.framework.tensor_spec import TensorSpec
 from tensorflux.framework.type_spec import TypeSpec
 from tensorflux.ops.tensor_array_ops import TensorArraySpec
 from tensorflux.ragged import ragged_parsing
-from tensorflux.ragged.ragged_tensor import RaggedTensorSpec
+from tensorflux.ragged.ragged_tensor_spec import RaggedTensorSpec
 
 __all__ = [
     "AUTOTUNE", "SHARD_HINT", "AutoShardPolicy", "AutotuneAlgorithm", "AutotuneOptions",

@@ -21,7 +21,7 @@ from tensorflux.framework.tensor_spec import TensorSpec
 from tensorflux.framework.type_spec import TypeSpec
 from tensorflux.kernels import datasets as ds_kernels
 from tensorflux.kernels.cpu.ragged_conversion_ops import RaggedVariant
-from tensorflux.ragged.ragged_tensor import RaggedTensorSpec
+from tensorflux.ragged.ragged_tensor_spec import RaggedTensorSpec
 from tensorflux.ragged.ragged_tensor_value import RaggedTensorValue
 
 

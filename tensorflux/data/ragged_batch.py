@@ -16,7 +16,8 @@ from tensorflux.data import structure as st
 from tensorflux.data.dataset_ops import DatasetV1, _encode, _Traced
 from tensorflux.framework import dtypes
 from tensorflux.framework.tensor_spec import TensorSpec
-from tensorflux.ragged.ragged_tensor import RaggedTensor, RaggedTensorSpec
+from tensorflux.ragged.ragged_tensor import RaggedTensor
+from tensorflux.ragged.ragged_tensor_spec import RaggedTensorSpec
 
 
 def _ragged_spec(spec, row_splits_dtype):

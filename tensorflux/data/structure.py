@@ -17,7 +17,7 @@ from tensorflux.framework.operation import Tensor
 from tensorflux.framework.sparse_tensor import SparseTensor, SparseTensorSpec, SparseTensorValue
 from tensorflux.framework.tensor_spec import TensorSpec
 from tensorflux.framework.type_spec import TypeSpec
-from tensorflux.ragged.ragged_tensor import RaggedTensorSpec
+from tensorflux.ragged.ragged_tensor_spec import RaggedTensorSpec
 
 
 def _is_tuple(x) -> bool:

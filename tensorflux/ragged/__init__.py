@@ -19,4 +19,5 @@ from tensorflux.ragged.ragged_ops import (  # noqa: F401
     stack_dynamic_partitions,
 )
 from tensorflux.ragged.ragged_tensor import RaggedTensor, row_splits_to_segment_ids  # noqa: F401
+from tensorflux.ragged.ragged_tensor_spec import RaggedTensorSpec  # noqa: F401 - registers it
 from tensorflux.ragged.ragged_tensor_value import RaggedTensorValue  # noqa: F401
