@@ -21,7 +21,7 @@ the aliases `tf.contrib.signal` (tf.signal), `tf.contrib.keras` (tf.keras),
 `tf.contrib.metrics` (contrib's streaming metrics), `tf.contrib.util` (constant_value,
 make_tensor_proto, make_ndarray), `tf.contrib.factorization` (KMeans, WALS, GMM),
 `tf.contrib.summary` (resource-based summary writers), `tf.contrib.staging.StagingArea`,
-`tf.contrib.memory_stats` (BytesInUse, BytesLimit, MaxBytesInUse),
+`tf.contrib.memory_stats` (BytesInUse, BytesLimit, MaxBytesInUse), `tf.contrib.sparsemax`,
 `tf.contrib.tensor_forest` (random forests grown online), `tf.contrib.feature_column`
 (sequence columns and `sequence_input_layer`), `tf.contrib.predictor` and
 `tf.contrib.estimator`'s heads, estimators of a head, helpers (forward_features, ...) and
@@ -55,6 +55,7 @@ from tensorflux.contrib import (  # noqa: F401
     seq2seq,
     signal,
     slim,
+    sparsemax,
     staging,
     stateless,
     summary,
