@@ -4,10 +4,12 @@ VocabularyProcessor (tensorflux/contrib/learn/preprocessing.py), `learn.datasets
 (the mode strings of contrib.learn's models, as tensorflow/nmt passes them), and its canned
 estimators with TF 1.0's array interface (`DNNClassifier`, `DNNRegressor`,
 `LinearClassifier`, `LinearRegressor`, `SKCompat`, `infer_real_valued_columns_from_input`;
-contrib/learn/estimators.py). contrib.learn's own `Estimator`/`Experiment`/`learn_runner`
-were replaced by `tf.estimator`, which tensorflux has."""
+contrib/learn/estimators.py), and `Experiment`/`learn_runner`/`make_export_strategy`
+over core Estimators (contrib/learn/experiment.py). contrib.learn's own `Estimator`
+(ModelFnOps) was replaced by `tf.estimator`, which tensorflux has."""
 
 from tensorflux.contrib.learn import datasets, preprocessing, python  # noqa: F401
+from tensorflux.contrib.learn import experiment as learn_runner  # noqa: F401
 from tensorflux.contrib.learn.estimators import (  # noqa: F401
     DNNClassifier,
     DNNRegressor,
@@ -15,6 +17,11 @@ from tensorflux.contrib.learn.estimators import (  # noqa: F401
     LinearRegressor,
     SKCompat,
     infer_real_valued_columns_from_input,
+)
+from tensorflux.contrib.learn.experiment import (  # noqa: F401
+    Experiment,
+    ExportStrategy,
+    make_export_strategy,
 )
 from tensorflux.contrib.learn.python.learn import datasets as _long_path  # noqa: F401
 from tensorflux.contrib.learn.run_config import RunConfig  # noqa: F401
