@@ -9,6 +9,7 @@ deviation sqrt(1.3 * factor / n) (not scale / n divided by the truncated normal'
 
 from __future__ import annotations
 
+import functools
 import math
 
 from tensorflux.framework import dtypes
@@ -18,7 +19,7 @@ from tensorflux.layers import core as core_layers
 from tensorflux.ops import random_ops
 
 __all__ = ["flatten", "xavier_initializer", "xavier_initializer_conv2d",
-           "variance_scaling_initializer"]
+           "variance_scaling_initializer", "recompute_grad"]
 
 _CONTRIB_MODES = ("FAN_IN", "FAN_OUT", "FAN_AVG")
 
@@ -97,3 +98,16 @@ def xavier_initializer(uniform=True, seed=None, dtype=dtypes.float32):
 
 
 xavier_initializer_conv2d = xavier_initializer
+
+
+def recompute_grad(fn, use_data_dep=None, tupleize_grads=False):
+    """`tf.contrib.layers.recompute_grad(fn)`: `fn` with the same values and gradients
+    (TF recomputes the forward pass during the backward one to save memory; tensorflux
+    keeps the forward activations, as `tf.recompute_grad` here). Usable as a decorator."""
+    del use_data_dep, tupleize_grads
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapped
