@@ -68,24 +68,3 @@ def test_sparsemax_gradients():
     with pytest.raises(ValueError):
         tf.contrib.sparsemax.sparsemax(np.zeros(3))
 
-
-def test_contrib_recompute_grad_keeps_values_and_gradients():
-    """tf.contrib.layers.recompute_grad (a decorator): the wrapped block's values and
-    gradients are the plain block's."""
-    x = np.array([[1.0, -2.0], [0.5, 3.0]], np.float32)
-    results = []
-    for wrap in (lambda f: f, tf.contrib.layers.recompute_grad):
-        with tf.Graph().as_default():
-            tf.set_random_seed(3)
-
-            @wrap
-            def block(t):
-                return tf.layers.dense(t, 3, activation=tf.nn.tanh, name="d")
-
-            y = block(tf.constant(x))
-            grads = tf.gradients(tf.reduce_sum(y * y), tf.trainable_variables())
-            with tf.Session() as s:
-                s.run(tf.global_variables_initializer())
-                results.append(s.run([y] + grads))
-    for got, want in zip(*results, strict=True):
-        np.testing.assert_array_equal(got, want)
