@@ -104,3 +104,19 @@ def check_against_tensorflow(tf, setup: str, cases) -> None:
         assert same_value(o["value"], t["value"]), f"{name}: {o['value']} vs TF {t['value']}"
         assert o["ragged_rank"] == t["ragged_rank"], f"{name}: {o} vs TF {t}"
         assert compatible_shapes(o["shape"], t["shape"]), f"{name}: {o} vs TF {t}"
+
+
+# The tensors every ragged case table starts from (its SETUP adds its own).
+BASE_SETUP = """
+RT = tf.RaggedTensor
+r = tf.ragged.constant([[1, 2], [], [3, 4, 5]])
+q = tf.ragged.constant([[6], [7, 8], []])
+r3 = tf.ragged.constant([[[1, 2], [3]], [], [[4], [5, 6, 7]]])
+q3 = tf.ragged.constant([[[8], []], [[9]], [[10, 11]]])
+ri = tf.ragged.constant([[[1, 2]], [[3, 4], [5, 6]]], ragged_rank=1)
+qi = tf.ragged.constant([[[7, 8], [9, 10]], [[11, 12]]], ragged_rank=1)
+d = tf.constant([[1, 2, 3], [4, 5, 6]])
+d3 = tf.reshape(tf.range(1, 13), [2, 2, 3])
+u = RT.from_tensor(d3)
+u2 = RT.from_tensor(d3, ragged_rank=2)
+"""

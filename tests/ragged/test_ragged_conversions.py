@@ -13,18 +13,7 @@ import pytest
 import tensorflux as tf
 from tests.ragged import ragged_cases
 
-SETUP = """
-RT = tf.RaggedTensor
-r = tf.ragged.constant([[1, 2], [], [3, 4, 5]])
-q = tf.ragged.constant([[6], [7, 8], []])
-r3 = tf.ragged.constant([[[1, 2], [3]], [], [[4], [5, 6, 7]]])
-q3 = tf.ragged.constant([[[8], []], [[9]], [[10, 11]]])
-ri = tf.ragged.constant([[[1, 2]], [[3, 4], [5, 6]]], ragged_rank=1)
-qi = tf.ragged.constant([[[7, 8], [9, 10]], [[11, 12]]], ragged_rank=1)
-d = tf.constant([[1, 2, 3], [4, 5, 6]])
-d3 = tf.reshape(tf.range(1, 13), [2, 2, 3])
-u = RT.from_tensor(d3)
-u2 = RT.from_tensor(d3, ragged_rank=2)
+SETUP = ragged_cases.BASE_SETUP + """
 
 dz = tf.constant([[[1, 0, 0], [2, 3, 0]], [[0, 0, 0], [4, 5, 6]]])
 d4 = tf.reshape(tf.range(16), [2, 2, 2, 2])

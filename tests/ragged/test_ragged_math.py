@@ -16,19 +16,7 @@ from tests.ragged import ragged_cases
 NAN = float("nan")
 INF = float("inf")
 
-SETUP = """
-RT = tf.RaggedTensor
-r = tf.ragged.constant([[1, 2], [], [3, 4, 5]])
-q = tf.ragged.constant([[6], [7, 8], []])
-r3 = tf.ragged.constant([[[1, 2], [3]], [], [[4], [5, 6, 7]]])
-q3 = tf.ragged.constant([[[8], []], [[9]], [[10, 11]]])
-ri = tf.ragged.constant([[[1, 2]], [[3, 4], [5, 6]]], ragged_rank=1)
-qi = tf.ragged.constant([[[7, 8], [9, 10]], [[11, 12]]], ragged_rank=1)
-d = tf.constant([[1, 2, 3], [4, 5, 6]])
-d3 = tf.reshape(tf.range(1, 13), [2, 2, 3])
-u = RT.from_tensor(d3)
-u2 = RT.from_tensor(d3, ragged_rank=2)
-"""
+SETUP = ragged_cases.BASE_SETUP
 
 REDUCTIONS = [
     ('sum_r_0', 'tf.reduce_sum(r, axis=0)', [4, 6, 5]),
@@ -92,18 +80,7 @@ def test_reductions(name, expr, expected):
 def test_reductions_against_tensorflow():
     ragged_cases.check_against_tensorflow(tf, SETUP, REDUCTIONS)
 
-MATH_SETUP = """
-RT = tf.RaggedTensor
-r = tf.ragged.constant([[1, 2], [], [3, 4, 5]])
-q = tf.ragged.constant([[6], [7, 8], []])
-r3 = tf.ragged.constant([[[1, 2], [3]], [], [[4], [5, 6, 7]]])
-q3 = tf.ragged.constant([[[8], []], [[9]], [[10, 11]]])
-ri = tf.ragged.constant([[[1, 2]], [[3, 4], [5, 6]]], ragged_rank=1)
-qi = tf.ragged.constant([[[7, 8], [9, 10]], [[11, 12]]], ragged_rank=1)
-d = tf.constant([[1, 2, 3], [4, 5, 6]])
-d3 = tf.reshape(tf.range(1, 13), [2, 2, 3])
-u = RT.from_tensor(d3)
-u2 = RT.from_tensor(d3, ragged_rank=2)
+MATH_SETUP = ragged_cases.BASE_SETUP + """
 
 r1 = tf.ragged.constant([[1, 2, 3], [4, 5, 6]])
 rl = tf.ragged.constant([[1], [2, 3]])
@@ -166,18 +143,7 @@ def test_broadcasting(name, expr, expected):
 def test_broadcasting_against_tensorflow():
     ragged_cases.check_against_tensorflow(tf, MATH_SETUP, BROADCASTS)
 
-EXTRAS_SETUP = """
-RT = tf.RaggedTensor
-r = tf.ragged.constant([[1, 2], [], [3, 4, 5]])
-q = tf.ragged.constant([[6], [7, 8], []])
-r3 = tf.ragged.constant([[[1, 2], [3]], [], [[4], [5, 6, 7]]])
-q3 = tf.ragged.constant([[[8], []], [[9]], [[10, 11]]])
-ri = tf.ragged.constant([[[1, 2]], [[3, 4], [5, 6]]], ragged_rank=1)
-qi = tf.ragged.constant([[[7, 8], [9, 10]], [[11, 12]]], ragged_rank=1)
-d = tf.constant([[1, 2, 3], [4, 5, 6]])
-d3 = tf.reshape(tf.range(1, 13), [2, 2, 3])
-u = RT.from_tensor(d3)
-u2 = RT.from_tensor(d3, ragged_rank=2)
+EXTRAS_SETUP = ragged_cases.BASE_SETUP + """
 
 f = tf.ragged.constant([[1.0, 2.0], [], [3.0, 4.0, 5.0]])
 f3 = tf.ragged.constant([[[1.0, 2.0], [3.0]], [], [[4.0], [5.0, 6.0, 7.0]]])
