@@ -623,16 +623,6 @@ def _check_axis(axis, rank, what="axis"):
     return int(axis) % rank
 
 
-def _slice_rows(rt, splits):
-    """The RaggedTensor of the values of `rt` between splits[0] and splits[-1], cut by the
-    contiguous window `splits` of rt's row_splits."""
-    first = splits[0]
-    values = rt.values
-    if isinstance(values, RaggedTensor):
-        values = _slice_rows(values, values.row_splits[first:splits[-1] + 1])
-    else:
-        values = values[first:splits[-1]]
-    return RaggedTensor.from_row_splits(values, splits - first, validate=False)
 def _merge_dims(x, outer, inner):
     """x (ragged or dense) with dims outer..inner merged."""
     if outer == inner:
