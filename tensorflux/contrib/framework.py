@@ -2,6 +2,9 @@
 (tensorflux/control_flow/nest.py), `smart_cond`, and the checkpoint readers `load_checkpoint` /
 `list_variables`."""
 
+import sys as _sys
+
+from tensorflux.contrib import tf1_paths as _tf1_paths  # noqa: E402
 from tensorflux.contrib.framework_variables import *  # noqa: E402,F401,F403
 from tensorflux.contrib.layers_core import (  # noqa: F401
     add_arg_scope,
@@ -31,3 +34,11 @@ from tensorflux.train.global_step import (  # noqa: E402,F401
     get_or_create_global_step,
 )
 from tensorflux.train.training_util import assert_global_step  # noqa: E402,F401
+
+python = _tf1_paths.register(__name__, {
+    "python.ops": _sys.modules[__name__],
+    **{f"python.ops.{_name}": _sys.modules[__name__]
+       for _name in ("variables", "arg_scope", "ops", "checkpoint_ops")},
+    "python.framework": _sys.modules[__name__],
+    **{f"python.framework.{_name}": _sys.modules[__name__]
+       for _name in ("checkpoint_utils", "tensor_util")}})

@@ -2,6 +2,7 @@
 and the helpers that build and compose transform rows; the op is ImageProjectiveTransformV2,
 tensorflux/ops/image_transform_ops.py) and `dense_image_warp` (bilinear sampling at
 per-pixel offsets, built from gathers so it has gradients in image and flow), as TF 1.15.
+TF1's path `tf.contrib.image.python.ops.image_ops` imports as this module.
 
 Images are [height, width], [height, width, channels] or [batch, height, width, channels];
 the result has the rank of the input.
@@ -9,6 +10,9 @@ the result has the rank of the input.
 
 from __future__ import annotations
 
+import sys as _sys
+
+from tensorflux.contrib import tf1_paths as _tf1_paths
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.common_shapes import constant_value
@@ -292,3 +296,6 @@ def dense_image_warp(image, flow, name="dense_image_warp"):
         flat = array_ops.reshape(queries, joining_ops.stack([batch, height * width, 2]))
         values = interpolate_bilinear(image, flat)
         return array_ops.reshape(values, joining_ops.stack([batch, height, width, channels]))
+
+
+python = _tf1_paths.register(__name__, {"python.ops.image_ops": _sys.modules[__name__]})

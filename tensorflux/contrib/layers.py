@@ -25,3 +25,23 @@ from tensorflux.contrib.layers_feature_columns import *  # noqa: F401,F403
 from tensorflux.contrib.layers_slim import *  # noqa: F401,F403
 from tensorflux.contrib.optimizers import OPTIMIZER_SUMMARIES, optimize_loss  # noqa: F401
 from tensorflux.layers.regularizers import *  # noqa: F401,F403
+
+
+def _register_tf1_paths():
+    """TF1's module paths under `tensorflow.contrib.layers.python.layers` (`initializers`,
+    `layers`, `regularizers`, `optimizers`, `feature_column`, `summaries`, `utils`), which
+    libraries import directly (tflearn's variance scaling): this module for all but `utils`,
+    contrib/layers_utils.py for that one."""
+    import sys  # noqa: PLC0415 - runs once, at import
+
+    from tensorflux.contrib import layers_utils, tf1_paths  # noqa: PLC0415
+
+    this = sys.modules[__name__]
+    paths = {f"python.layers.{name}": this
+             for name in ("initializers", "layers", "regularizers", "optimizers",
+                          "feature_column", "summaries", "encoders")}
+    paths["python.layers.utils"] = layers_utils
+    return tf1_paths.register(__name__, paths)
+
+
+python = _register_tf1_paths()
