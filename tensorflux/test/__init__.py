@@ -35,6 +35,7 @@ import numpy as _np  # noqa: E402
 
 from tensorflux.framework import graph as _graph_lib  # noqa: E402
 from tensorflux.runtime import session as _session_lib  # noqa: E402
+from tensorflux.test.absl_assertions import AbslAssertions as _AbslAssertions  # noqa: E402
 from tensorflux.test.stubout import StubOutForTesting  # noqa: E402,F401
 
 _TEMP_DIR: list = []
@@ -141,9 +142,9 @@ def _assert_nested(a, b, msg, check) -> None:
     check(_np.asarray(a), _np.asarray(b), msg or "")
 
 
-class TestCase(_unittest.TestCase):
+class TestCase(_AbslAssertions, _unittest.TestCase):
     """`tf.test.TestCase`: a unittest.TestCase with a fresh default graph per test, sessions
-    on it, and NumPy-aware assertions."""
+    on it, NumPy-aware assertions and absltest's container assertions (TF's base class)."""
 
     def __init__(self, methodName="runTest"):
         super().__init__(methodName)

@@ -90,7 +90,7 @@ _TF1_PATHS = [
     ("contrib.framework.python.ops.variables", "get_variables", "contrib.framework"),
     ("contrib.rnn.python.ops.core_rnn_cell", "BasicLSTMCell", "contrib.rnn"),
     ("contrib.seq2seq.python.ops.helper", "TrainingHelper", "contrib.seq2seq"),
-    ("contrib.image.python.ops.image_ops", "transform", "contrib.image"),
+    ("contrib.image.python.ops.image_ops", "bipartite_match", "contrib.image"),
     ("contrib.slim.python.slim.nets.inception_v3", "inception_v3_base", None),
     ("contrib.slim.nets", "inception", None),
 ]
