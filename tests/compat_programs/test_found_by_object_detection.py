@@ -165,3 +165,45 @@ def test_static_checks_fold_what_tensorflow_folds():
         exec(STATIC_CHECKS, ns)  # noqa: S102 - the shared program
     assert ns["result"] == theirs
     assert theirs[:5] == ["run InvalidArgumentError"] * 3 + ["static InvalidArgumentError"] * 2
+
+
+def test_contrib_layers_summaries_module():
+    from tensorflux.contrib.layers.python.layers import summaries
+
+    assert tf.contrib.layers.summaries is summaries
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [4])
+        summaries.summarize_activation(tf.nn.relu6(x, name="act"))
+        summaries.summarize_activation(tf.nn.tanh(x, name="th"))
+        tf.contrib.layers.summarize_tensors([tf.reduce_sum(x, name="total"), x])
+        tags = [s.op.name for s in tf.get_collection(tf.GraphKeys.SUMMARIES)]
+        # The summaries of `total` and `x` are ops named after the tensors' ops, uniquified.
+        assert tags == ["act/zeros", "act/sixes", "act/activation", "th/activation",
+                        "total_1", "Placeholder_1"]
+        zeros, sixes = tf.get_collection(tf.GraphKeys.SUMMARIES)[:2]
+        with tf.Session() as sess:
+            got = [tf.Summary.FromString(b).value[0].simple_value
+                   for b in sess.run([zeros, sixes], {x: [-1., 2., 7., 8.]})]
+    assert got == [0.25, 0.5]
+
+
+def test_estimator_evaluate_gives_numpy_scalars():
+    def model_fn(features, labels, mode):
+        w = tf.get_variable("w", [], initializer=tf.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(features * w - labels))
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=tf.train.get_or_create_global_step())
+        return tf.estimator.EstimatorSpec(
+            mode, loss=loss, train_op=train,
+            eval_metric_ops={"mae": tf.metrics.mean_absolute_error(labels, features * w)})
+
+    def input_fn():
+        return tf.constant([1., 2.]), tf.constant([2., 4.])
+
+    est = tf.estimator.Estimator(model_fn)
+    est.train(input_fn, steps=2)
+    results = est.evaluate(input_fn, steps=1)
+    # TF's evaluate returns what the session fetched: `results["loss"].shape == ()`.
+    assert type(results["loss"]) is np.float32 and results["loss"].shape == ()
+    assert type(results["mae"]) is np.float32
+    assert type(results["global_step"]) is np.int64 and results["global_step"] == 2
