@@ -207,3 +207,35 @@ def test_estimator_evaluate_gives_numpy_scalars():
     assert type(results["loss"]) is np.float32 and results["loss"].shape == ()
     assert type(results["mae"]) is np.float32
     assert type(results["global_step"]) is np.int64 and results["global_step"] == 2
+
+
+MOVING_AVERAGE_NAMES = """
+from ROOT.python.training import moving_averages
+out = []
+for use_resource in (False, True):
+    with tf.Graph().as_default() as g:
+        with tf.variable_scope("BatchNorm"):
+            v = tf.get_variable("mm", [3], initializer=tf.zeros_initializer(),
+                                use_resource=use_resource, trainable=False)
+            u = moving_averages.assign_moving_average(v, tf.ones([3]), 0.9)
+            u2 = moving_averages.assign_moving_average(v, tf.ones([3]), 0.9,
+                                                       zero_debias=False)
+        names = {op.name: op.type for op in g.get_operations()}
+        out.append([names.get("BatchNorm/AssignMovingAvg"),
+                    names.get("BatchNorm/AssignMovingAvg_1"), u.shape.as_list()])
+        if not use_resource:
+            out.append([u.op.name, u2.op.name])
+result = out
+"""
+
+
+@pytest.mark.oracle
+def test_assign_moving_average_update_named_by_its_scope():
+    theirs = run_tf(MOVING_AVERAGE_NAMES.replace("ROOT", "tensorflow"))
+    ns = {"tf": tf}
+    exec(MOVING_AVERAGE_NAMES.replace("ROOT", "tensorflux"), ns)  # noqa: S102
+    # Resource variables: TF's update returns an unread variable whose `.op` is the assign;
+    # tensorflux returns a read after it (the update op itself is named alike).
+    assert ns["result"][:2] == theirs[:2]
+    assert ns["result"][2][0] == theirs[2][0] == "AssignVariableOp"
+    assert theirs[1] == ["BatchNorm/AssignMovingAvg", "BatchNorm/AssignMovingAvg_1"]
