@@ -120,6 +120,19 @@ def _test_config(config, force_gpu: bool):
     return config_pb2.ConfigProto(allow_soft_placement=not force_gpu)
 
 
+def _text_as_bytes(x):
+    """Strings as UTF-8 bytes (an object array), as TF's assertAllEqual compares them: a
+    fetched string tensor (bytes) equals the Python strings a test expects."""
+    if x.dtype.kind == "U" or (x.dtype == object and any(isinstance(e, str) for e in x.flat)):
+        out = _np.empty(x.shape, dtype=object)
+        for i, e in enumerate(x.flat):
+            out.flat[i] = e.encode("utf-8") if isinstance(e, str) else e
+        return out
+    if x.dtype.kind == "S":
+        return x.astype(object)
+    return x
+
+
 def _assert_nested(a, b, msg, check) -> None:
     """`check(x, y, message)` on each pair of arrays of two nested structures."""
     if isinstance(a, dict) or isinstance(b, dict):
@@ -214,7 +227,7 @@ class TestCase(_AbslAssertions, _unittest.TestCase):
 
     def assertAllEqual(self, a, b, msg=None):  # noqa: N802
         _assert_nested(a, b, msg, lambda x, y, m: _np.testing.assert_array_equal(
-            x, y, err_msg=m))
+            _text_as_bytes(x), _text_as_bytes(y), err_msg=m))
 
     def assertAllCloseAccordingToType(self, a, b, rtol=1e-6, atol=1e-6,  # noqa: N802
                                       float_rtol=1e-6, float_atol=1e-6, half_rtol=1e-3,

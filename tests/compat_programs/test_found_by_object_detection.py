@@ -239,3 +239,30 @@ def test_assign_moving_average_update_named_by_its_scope():
     assert ns["result"][:2] == theirs[:2]
     assert ns["result"][2][0] == theirs[2][0] == "AssignVariableOp"
     assert theirs[1] == ["BatchNorm/AssignMovingAvg", "BatchNorm/AssignMovingAvg_1"]
+
+
+ALL_EQUAL_STRINGS = """
+class T(tf.test.TestCase):
+    def runTest(self):
+        pass
+case = T()
+pairs = [(["A"], np.array([b"A"], dtype=object)), (np.array([b"A"], dtype=object), ["A"]),
+         (["A"], [b"A"]), (np.array(["A"]), np.array([b"A"])), (["A"], [b"B"]),
+         ([[b"x", b"y"]], np.array([["x", "y"]])), ([1, 2], [1, 2]), ([1, 2], [1, 3])]
+out = []
+for a, b in pairs:
+    try:
+        case.assertAllEqual(a, b)
+        out.append("ok")
+    except AssertionError:
+        out.append("fail")
+result = out
+"""
+
+
+@pytest.mark.oracle
+def test_assert_all_equal_takes_text_for_bytes():
+    theirs = run_tf(ALL_EQUAL_STRINGS)
+    ns = {"tf": tf, "np": np}
+    exec(ALL_EQUAL_STRINGS, ns)  # noqa: S102 - the shared program
+    assert ns["result"] == theirs == ["ok"] * 4 + ["fail", "ok", "ok", "fail"]
