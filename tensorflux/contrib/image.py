@@ -1,7 +1,9 @@
 """`tf.contrib.image`: projective transforms of images (`transform`, `rotate`, `translate`
 and the helpers that build and compose transform rows; the op is ImageProjectiveTransformV2,
 tensorflux/ops/image_transform_ops.py) and `dense_image_warp` (bilinear sampling at
-per-pixel offsets, built from gathers so it has gradients in image and flow), as TF 1.15.
+per-pixel offsets, built from gathers so it has gradients in image and flow), as TF 1.15;
+`bipartite_match` (the BipartiteMatch op). TF1's path `tf.contrib.image.python.ops.image_ops`
+imports as this module.
 
 Images are [height, width], [height, width, channels] or [batch, height, width, channels];
 the result has the rank of the input.
@@ -9,6 +11,9 @@ the result has the rank of the input.
 
 from __future__ import annotations
 
+import sys as _sys
+
+from tensorflux.contrib import tf1_paths as _tf1_paths
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.common_shapes import constant_value
@@ -24,6 +29,9 @@ from tensorflux.ops import (
     unary_ops,
 )
 from tensorflux.ops.image_transform_ops import (
+    bipartite_match as _bipartite_match_op,
+)
+from tensorflux.ops.image_transform_ops import (
     flat_transforms_to_matrices as _to_matrices,
 )
 from tensorflux.ops.image_transform_ops import (
@@ -36,7 +44,8 @@ from tensorflux.ops.image_transform_ops import (
 _IMAGE_DTYPES = (dtypes.uint8, dtypes.int32, dtypes.int64, dtypes.float16, dtypes.float32,
                  dtypes.float64)
 
-__all__ = ["angles_to_projective_transforms", "compose_transforms", "dense_image_warp",
+__all__ = ["angles_to_projective_transforms", "bipartite_match", "compose_transforms",
+           "dense_image_warp",
            "flat_transforms_to_matrices", "interpolate_bilinear",
            "matrices_to_flat_transforms", "rotate", "transform", "translate",
            "translations_to_projective_transforms"]
@@ -292,3 +301,26 @@ def dense_image_warp(image, flow, name="dense_image_warp"):
         flat = array_ops.reshape(queries, joining_ops.stack([batch, height * width, 2]))
         values = interpolate_bilinear(image, flat)
         return array_ops.reshape(values, joining_ops.stack([batch, height, width, channels]))
+
+
+def bipartite_match(distance_mat, num_valid_rows, top_k=-1, name=None):
+    """Greedy bipartite matching of rows to columns by smallest distance
+    (`tf.contrib.image.bipartite_match`; the BipartiteMatch op's rules are in
+    tensorflux/ops/image_transform_ops.py).
+
+    Args:
+      distance_mat: float32 [num_rows, num_columns] distances (smaller is closer).
+      num_valid_rows: scalar or 1-element float: how many leading rows take part
+        (negative: all).
+      top_k: the most pairs to make (negative: as many as possible).
+      name: name of the op.
+
+    Returns:
+      (row_to_col_match_indices [num_rows], col_to_row_match_indices [num_columns]),
+      int32, -1 where unmatched.
+    """
+    return _bipartite_match_op(distance_mat, num_valid_rows, top_k=top_k,
+                               name=name or "BipartiteMatch")
+
+
+python = _tf1_paths.register(__name__, {"python.ops.image_ops": _sys.modules[__name__]})

@@ -13,7 +13,9 @@ variables; `sequence_loss` and `sequence_loss_by_example` are the weighted cross
 from __future__ import annotations
 
 import copy
+import sys as _sys
 
+from tensorflux.contrib import tf1_paths as _tf1_paths  # noqa: E402
 from tensorflux.contrib.rnn_wrappers import EmbeddingWrapper, Linear, OutputProjectionWrapper
 from tensorflux.contrib.seq2seq import legacy_sequence_loss as sequence_loss
 from tensorflux.contrib.seq2seq import sequence_loss_by_example
@@ -432,3 +434,6 @@ def model_with_buckets(encoder_inputs, decoder_inputs, targets, weights, buckets
                 losses.append(loss_fn(outputs[-1], targets[:dec_len], weights[:dec_len],
                                       softmax_loss_function=softmax_loss_function))
     return outputs, losses
+
+
+python = _tf1_paths.register(__name__, {"python.ops.seq2seq": _sys.modules[__name__]})

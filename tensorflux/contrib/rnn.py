@@ -8,6 +8,9 @@ tensorflux/contrib/rnn_wrappers.py), NASCell (tensorflux/contrib/rnn_extra_cells
 stacked bidirectional RNNs (tensorflux/contrib/rnn_stacked.py). contrib's other extra cells
 are not provided."""
 
+import sys as _sys
+
+from tensorflux.contrib import tf1_paths as _tf1_paths  # noqa: E402
 from tensorflux.nn.rnn import static_bidirectional_rnn, static_rnn  # noqa: F401
 from tensorflux.nn.rnn_cell import *  # noqa: F401,F403
 from tensorflux.nn.rnn_cell import __all__ as _cells
@@ -38,3 +41,8 @@ from tensorflux.contrib.rnn_stacked import (  # noqa: E402,F401
 )
 
 __all__ += ["stack_bidirectional_rnn", "stack_bidirectional_dynamic_rnn"]
+
+
+python = _tf1_paths.register(__name__, {
+    f"python.ops.{_name}": _sys.modules[__name__]
+    for _name in ("rnn_cell", "core_rnn_cell", "rnn", "core_rnn", "lstm_ops", "gru_ops")})

@@ -5,6 +5,9 @@ dynamic_decode)."""
 
 from __future__ import annotations
 
+import sys as _sys
+
+from tensorflux.contrib import tf1_paths as _tf1_paths  # noqa: E402
 from tensorflux.contrib.seq2seq_attention import (  # noqa: F401
     AttentionWrapper,
     AttentionWrapperState,
@@ -140,3 +143,9 @@ def legacy_sequence_loss(logits, targets, weights, average_across_timesteps=True
         if average_across_batch:
             cost = cost / math_ops.cast(array_ops.shape(targets[0])[0], cost.dtype)
         return cost
+
+
+python = _tf1_paths.register(__name__, {
+    f"python.ops.{_name}": _sys.modules[__name__]
+    for _name in ("attention_wrapper", "basic_decoder", "beam_search_decoder", "decoder",
+                  "helper", "loss", "beam_search_ops")})

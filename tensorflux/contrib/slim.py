@@ -31,6 +31,8 @@ from tensorflux.contrib.layers_extra import flatten  # noqa: F401
 from tensorflux.contrib.slim_lib import *  # noqa: F401,F403
 from tensorflux.layers import regularizers  # noqa: F401
 
+__path__: list[str] = []  # a package to the import system, as TF1's (aliased imports)
+
 
 def _register(name: str, module) -> None:
     _sys.modules.setdefault(f"{__name__}.{name}", module)

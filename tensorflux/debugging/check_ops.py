@@ -58,9 +58,32 @@ def _tensors(*items) -> list:
     return out
 
 
+# TF's static checks read values through `tensor_util.constant_value`, which folds only
+# these op types (a StridedSlice of a Shape, a Sum of constants, ... wait for the run, where
+# the Assert raises InvalidArgumentError); tensorflux's constant_value folds more, so a
+# check is static here only when every op it folds is one of them.
+_TF_FOLDED = frozenset({"Const", "Shape", "Size", "Rank", "Range", "Cast", "Concat",
+                        "ConcatV2", "Pack", "Unpack", "Fill", "Equal", "NotEqual",
+                        "StopGradient", "Identity"})
+_SHAPE_OPS = frozenset({"Shape", "Size", "Rank"})  # read their input's static shape only
+
+
+def _tf_static_value(tensor):
+    """`constant_value(tensor)` where TF's constant_value also knows it, else None."""
+    if not isinstance(tensor, Tensor) or not _tf_foldable(tensor.op, 0):
+        return None
+    return constant_value(tensor)
+
+
+def _tf_foldable(op, depth) -> bool:
+    if op.type not in _TF_FOLDED or depth > 64:
+        return False
+    return op.type in _SHAPE_OPS or all(_tf_foldable(t.op, depth + 1) for t in op.inputs)
+
+
 def _static_text(item) -> str:
     if isinstance(item, Tensor):
-        value = constant_value(item)
+        value = _tf_static_value(item)
         return str(item) if value is None else str(value)
     return str(item)
 
@@ -80,7 +103,7 @@ def _binary_assert(sym, default_name, op_func, np_func, x, y, data, summarize, m
         if message is not None:
             data = [message] + list(data)
         condition = reduction_ops.reduce_all(op_func(x, y))
-        x_static, y_static = constant_value(x), constant_value(y)
+        x_static, y_static = _tf_static_value(x), _tf_static_value(y)
         if x_static is not None and y_static is not None and \
                 not np.all(np_func(x_static, y_static)):
             _raise_static(data)
@@ -231,7 +254,7 @@ def _rank_assert(x, ranks, static_ok, dynamic_ok, data, summarize):
     """
     for r in ranks:
         assert_type(r, dtypes.int32)
-    static = [constant_value(r) for r in ranks]
+    static = [_tf_static_value(r) for r in ranks]
     if all(s is not None for s in static):
         if any(np.ndim(s) != 0 for s in static):
             raise ValueError("Rank must be a scalar.")

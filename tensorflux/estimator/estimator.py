@@ -453,8 +453,10 @@ def _warm_start(settings) -> None:
 
 
 def _scalar(v):
+    # As fetched: NumPy scalars (float32 loss, int64 global step), as TF's evaluate gives;
+    # programs read `results["loss"].shape` and `.dtype`.
     a = np.asarray(v)
-    return a.item() if a.ndim == 0 else a
+    return a[()] if a.ndim == 0 else a
 
 
 def _examples(batch):

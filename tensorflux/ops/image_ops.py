@@ -201,7 +201,8 @@ def crop_and_resize(image, boxes, box_ind=None, crop_size=None, method="bilinear
                         boxes=convert_to_tensor(boxes, dtype=dtypes.float32),
                         box_ind=convert_to_tensor(box_ind, dtype=dtypes.int32),
                         crop_size=convert_to_tensor(crop_size, dtype=dtypes.int32),
-                        method=method, extrapolation_value=float(extrapolation_value),
+                        method=method,
+                        extrapolation_value=float(extrapolation_value or 0.0),
                         name=scope)
 
 

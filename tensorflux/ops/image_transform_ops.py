@@ -1,5 +1,6 @@
 """ImageProjectiveTransformV2: images resampled through a projective map per image (the op
-under `tf.contrib.image.transform`, `rotate` and `translate`; tensorflux/contrib/image.py).
+under `tf.contrib.image.transform`, `rotate` and `translate`; tensorflux/contrib/image.py);
+and BipartiteMatch, `tf.contrib.image.bipartite_match`'s greedy matching (below).
 
 A transform row [a0, a1, a2, b0, b1, b2, c0, c1] maps the *output* point (x, y) to the
 input point ((a0 x + a1 y + a2) / k, (b0 x + b1 y + b2) / k), k = c0 x + c1 y + 1; points
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from tensorflux.framework.common_shapes import checked_dims, constant_value
 from tensorflux.framework.op_def_library import apply_op
-from tensorflux.framework.op_registry import define_op, gradient
+from tensorflux.framework.op_registry import define_op, gradient, not_differentiable
 from tensorflux.ops import array_ops, joining_ops, matrix_ops, slicing_ops
 
 __all__: list[str] = []  # the public names are tf.contrib.image's
@@ -69,3 +70,27 @@ def _image_projective_transform_grad(op, grad):
                                          interpolation=op.get_attr("interpolation"),
                                          fill_mode=op.get_attr("fill_mode"))
     return [back, None, None]
+
+
+# BipartiteMatch(distance_mat [rows, cols], num_valid_rows, top_k): greedy matching. Only the
+# first `num_valid_rows` rows take part (all when negative); each step pairs the unmatched
+# row and column with the smallest distance (the first in row-major order on ties; NaN and
+# distances >= the largest float32 never match) until `top_k` pairs (negative: as many as
+# the smaller side allows) or no candidate is left. Outputs the matched column of each row
+# and the matched row of each column, -1 where unmatched.
+def _bipartite_match_shape(op):
+    dims = checked_dims(op.inputs[0], rank=2) or [None, None]
+    return [[dims[0]], [dims[1]]]
+
+
+define_op("BipartiteMatch", inputs=["distance_mat: float", "num_valid_rows: float"],
+          outputs=["row_to_col_match_indices: int32", "col_to_row_match_indices: int32"],
+          attrs=["top_k: int = -1"], shape_fn=_bipartite_match_shape)
+not_differentiable("BipartiteMatch")
+
+
+def bipartite_match(distance_mat, num_valid_rows, top_k=-1, name=None):
+    """The raw op (`tf.raw_ops.BipartiteMatch`)."""
+    return apply_op("BipartiteMatch", distance_mat=distance_mat,
+                    num_valid_rows=num_valid_rows, top_k=top_k,
+                    name=name or "BipartiteMatch")

@@ -58,7 +58,7 @@ def _shape_tensor(shape) -> Tensor:
                              "Tensor")
         shape = shape.as_list()
     if isinstance(shape, (list, tuple)):
-        if any(isinstance(d, Tensor) for d in shape):
+        if any(_symbolic(d) for d in shape):
             return joining_ops.stack(list(shape), name="shape")
         shape = [int(d) if isinstance(d, tensor_shape.Dimension) else d for d in shape]
         if not shape:
@@ -77,8 +77,13 @@ def _math(fn_name: str):
     return fn
 
 
+def _symbolic(d) -> bool:
+    """A shape entry that is a tensor or converts to one (a variable: `[n, tf.Variable(3)]`)."""
+    return isinstance(d, Tensor) or hasattr(d, "_as_graph_element")
+
+
 def _set_static_shape(result: Tensor, shape) -> None:
-    if isinstance(shape, (list, tuple)) and not any(isinstance(d, Tensor) for d in shape):
+    if isinstance(shape, (list, tuple)) and not any(_symbolic(d) for d in shape):
         result.set_shape(shape)
 
 

@@ -35,6 +35,7 @@ import numpy as _np  # noqa: E402
 
 from tensorflux.framework import graph as _graph_lib  # noqa: E402
 from tensorflux.runtime import session as _session_lib  # noqa: E402
+from tensorflux.test.absl_assertions import AbslAssertions as _AbslAssertions  # noqa: E402
 from tensorflux.test.stubout import StubOutForTesting  # noqa: E402,F401
 
 _TEMP_DIR: list = []
@@ -119,6 +120,19 @@ def _test_config(config, force_gpu: bool):
     return config_pb2.ConfigProto(allow_soft_placement=not force_gpu)
 
 
+def _text_as_bytes(x):
+    """Strings as UTF-8 bytes (an object array), as TF's assertAllEqual compares them: a
+    fetched string tensor (bytes) equals the Python strings a test expects."""
+    if x.dtype.kind == "U" or (x.dtype == object and any(isinstance(e, str) for e in x.flat)):
+        out = _np.empty(x.shape, dtype=object)
+        for i, e in enumerate(x.flat):
+            out.flat[i] = e.encode("utf-8") if isinstance(e, str) else e
+        return out
+    if x.dtype.kind == "S":
+        return x.astype(object)
+    return x
+
+
 def _assert_nested(a, b, msg, check) -> None:
     """`check(x, y, message)` on each pair of arrays of two nested structures."""
     if isinstance(a, dict) or isinstance(b, dict):
@@ -141,9 +155,9 @@ def _assert_nested(a, b, msg, check) -> None:
     check(_np.asarray(a), _np.asarray(b), msg or "")
 
 
-class TestCase(_unittest.TestCase):
+class TestCase(_AbslAssertions, _unittest.TestCase):
     """`tf.test.TestCase`: a unittest.TestCase with a fresh default graph per test, sessions
-    on it, and NumPy-aware assertions."""
+    on it, NumPy-aware assertions and absltest's container assertions (TF's base class)."""
 
     def __init__(self, methodName="runTest"):
         super().__init__(methodName)
@@ -213,7 +227,7 @@ class TestCase(_unittest.TestCase):
 
     def assertAllEqual(self, a, b, msg=None):  # noqa: N802
         _assert_nested(a, b, msg, lambda x, y, m: _np.testing.assert_array_equal(
-            x, y, err_msg=m))
+            _text_as_bytes(x), _text_as_bytes(y), err_msg=m))
 
     def assertAllCloseAccordingToType(self, a, b, rtol=1e-6, atol=1e-6,  # noqa: N802
                                       float_rtol=1e-6, float_atol=1e-6, half_rtol=1e-3,

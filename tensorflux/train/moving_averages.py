@@ -22,7 +22,7 @@ from tensorflux.variables import variables
 __all__ = ["ExponentialMovingAverage", "assign_moving_average"]
 
 
-def _zero_debias(shadow, value, decay):
+def _zero_debias(shadow, value, decay, update_name):
     """shadow := EMA of `value` divided by 1 - decay^t (the bias of a zero start), with the
     biased average and the step count kept in variables beside `shadow`.
 
@@ -56,7 +56,8 @@ def _zero_debias(shadow, value, decay):
     update_biased = biased.assign_sub((biased - value) * (one - decay))
     update_step = local_step.assign_add(one)
     factor = one - math_ops.pow(decay, update_step)
-    return shadow.assign(update_biased / factor)
+    # The update is named by the caller's scope, as TF's: "<scope>/AssignMovingAvg".
+    return shadow.assign(update_biased / factor, name=update_name)
 
 
 def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
@@ -69,7 +70,7 @@ def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
             decay = convert_to_tensor(decay, dtype=variable.dtype.base_dtype)
             value = convert_to_tensor(value, dtype=variable.dtype.base_dtype)
             if zero_debias:
-                return _zero_debias(variable, value, decay)
+                return _zero_debias(variable, value, decay, scope)
             one = math_ops.cast(1.0, variable.dtype.base_dtype)
             return variable.assign_sub((variable - value) * (one - decay), name=scope)
 

@@ -98,6 +98,11 @@ class RefVariable(variables.Variable):
         with ref.graph.colocate_with(ref.op):
             return array_ops.identity(ref, name=ref.op.name + "/read")
 
+    def __bool__(self):
+        # TF1's RefVariable has no truth test of its own: like any object it is true
+        # (`if not step_tensor:` in TF1 libraries); resource variables refuse, as in TF.
+        return True
+
     def __repr__(self) -> str:
         return f"<tf.Variable '{self.name}' shape={self._shape} dtype={self._dtype.name}_ref>"
 

@@ -61,6 +61,11 @@ from tensorflux.ops import (
     state_ops,
     unary_ops,
 )
+from tensorflux.ops.clustering_ops import (  # noqa: F401 - TF1's module re-exports its raw ops
+    kmc2_chain_initialization,
+    kmeans_plus_plus_initialization,
+    nearest_neighbors,
+)
 from tensorflux.variables import variables
 
 SQUARED_EUCLIDEAN_DISTANCE = "squared_euclidean"

@@ -74,7 +74,9 @@ class GMM(Estimator):
     def score(self, input_fn, steps=None):
         """The summed log likelihood of the input (of `steps` batches)."""
         results = self.evaluate(input_fn=input_fn, steps=steps)
-        return np.log(np.sum(np.exp(results[self.SCORES])))
+        # In float64: evaluate gives the fetched float32 (as TF's), whose exp underflows for
+        # log likelihoods below about -87 (TF 1.15's score then returns -inf).
+        return np.log(np.sum(np.exp(np.float64(results[self.SCORES]))))
 
     def weights(self):
         """The components' weights."""

@@ -1,4 +1,5 @@
-"""CPU kernel of ImageProjectiveTransformV2 (tensorflux/ops/image_transform_ops.py).
+"""CPU kernels of ImageProjectiveTransformV2 and BipartiteMatch
+(tensorflux/ops/image_transform_ops.py).
 
 As TensorFlow's ProjectiveGenerator: per output pixel, the input point is computed in
 float32 ((a0 x + a1 y) + a2) / k; NEAREST reads the pixel at the point rounded half away
@@ -92,3 +93,39 @@ def _image_projective_transform(node):
         return out
 
     return compute
+
+
+@kernel_factory("BipartiteMatch")
+def _bipartite_match(node):
+    top_k = node.attrs["top_k"]
+
+    def compute(ctx, distance_mat, num_valid_rows):
+        return _greedy_match(distance_mat, num_valid_rows, top_k)
+    return compute
+
+
+def _greedy_match(distance_mat, num_valid_rows, top_k):
+    if distance_mat.ndim != 2:
+        raise _invalid(f"distance_mat should be 2-dimensional, but got {distance_mat.shape}")
+    if np.size(num_valid_rows) != 1:
+        raise _invalid(f"num_valid_rows should be a scalar or a 1-element vector, but got "
+                       f"shape {np.shape(num_valid_rows)}")
+    rows, cols = distance_mat.shape
+    valid = int(np.ravel(num_valid_rows)[0])
+    valid = rows if valid < 0 else min(valid, rows)
+    pairs = min(valid, cols) if top_k < 0 else min(top_k, valid, cols)
+    # Candidates: NaN and distances no smaller than float32's largest never match.
+    d = np.where(np.isnan(distance_mat[:valid]), np.inf,
+                 distance_mat[:valid]).astype(np.float32)
+    d[d >= np.finfo(np.float32).max] = np.inf
+    row_to_col = np.full(rows, -1, np.int32)
+    col_to_row = np.full(cols, -1, np.int32)
+    for _ in range(pairs):
+        flat = int(np.argmin(d)) if d.size else 0
+        if not d.size or not np.isfinite(d.flat[flat]):
+            break
+        r, c = divmod(flat, cols)
+        row_to_col[r], col_to_row[c] = c, r
+        d[r, :] = np.inf
+        d[:, c] = np.inf
+    return row_to_col, col_to_row

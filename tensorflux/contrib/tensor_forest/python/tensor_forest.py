@@ -165,13 +165,15 @@ def build_params_proto(params) -> dict:
                                       "not implemented)")
     input_features = params.bagged_num_features if params.bagged_features else \
         params.num_features
-    return {"num_trees": params.num_trees, "max_nodes": params.max_nodes,
-            "regression": bool(params.regression), "num_outputs": params.num_classes,
-            "num_features": params.num_features, "input_features": input_features,
-            "num_splits_to_consider": params.num_splits_to_consider,
-            "split_after_samples": params.split_after_samples,
-            "split_type": params.split_type, "checkpoint_stats": params.checkpoint_stats,
-            "inference_tree_paths": params.inference_tree_paths}
+    # int(): TF's proto fields take NumPy integers (tflearn passes `np.max(labels) + 1`).
+    return {"num_trees": int(params.num_trees), "max_nodes": int(params.max_nodes),
+            "regression": bool(params.regression), "num_outputs": int(params.num_classes),
+            "num_features": int(params.num_features), "input_features": int(input_features),
+            "num_splits_to_consider": int(params.num_splits_to_consider),
+            "split_after_samples": int(params.split_after_samples),
+            "split_type": params.split_type,
+            "checkpoint_stats": bool(params.checkpoint_stats),
+            "inference_tree_paths": bool(params.inference_tree_paths)}
 
 
 def get_epoch_variable():
