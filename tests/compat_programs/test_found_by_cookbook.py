@@ -6,6 +6,10 @@ under tensorflux.
   -inf/NaN and says nothing; the kernels built on _math_common's wrappers let NumPy's
   RuntimeWarnings through (they come from that module, which had no filter), and a
   program run with warnings as errors failed its step.
+- The shape of a random op is converted as TF's `shape_tensor` does, its dtype inferred:
+  MNIST's uint8 labels made `max(labels) + 1` a uint8, and `tf.truncated_normal([n])` is
+  TF's TypeError (the production chapter's unit-test recipe fails so under TensorFlow);
+  tensorflux took it as int32.
 """
 
 from __future__ import annotations
@@ -16,6 +20,10 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
+
+import tensorflux as tf
+from tests.oracle import run_tf
 
 # Each fetch hits a floating-point exception in NumPy; under `-W error::RuntimeWarning`
 # a warning that escapes a kernel fails the step.
@@ -44,3 +52,26 @@ def test_float_exceptions_give_inf_and_nan_without_warnings():
     np.testing.assert_equal(log, [-np.inf, np.nan, np.log(np.float32(2.0))])
     np.testing.assert_equal(inverse, [np.inf, -1.0, 0.5])
     np.testing.assert_equal(quotient, [np.inf, -1.0, 0.5])
+
+
+RANDOM_SHAPES = """
+out = []
+shapes = [[np.uint8(10)], np.array([2, 3], np.uint8), [np.int16(3)], [np.int64(3)],
+          [3, np.int64(2)], np.array([2, 3]), (2, 3), [2.0], []]
+for make in (tf.random_uniform, tf.random_normal, tf.truncated_normal):
+    for shape in shapes:
+        with tf.Graph().as_default():
+            try:
+                out.append(make(shape).shape.as_list())
+            except TypeError:
+                out.append("TypeError")
+result = out
+"""
+
+
+@pytest.mark.oracle
+def test_random_op_shapes_convert_as_tf():
+    scope = {"tf": tf, "np": np}
+    exec(RANDOM_SHAPES, scope)
+    assert scope["result"] == run_tf(RANDOM_SHAPES)
+    assert scope["result"][:3] == ["TypeError"] * 3
