@@ -65,7 +65,7 @@ def _shape_tensor(shape) -> Tensor:
             return convert_to_tensor(shape, dtype=dtypes.int32, name="shape")
         if any(isinstance(d, int) and not -2**31 <= d < 2**31 for d in shape):
             return convert_to_tensor(shape, dtype=dtypes.int64, name="shape")  # never wrapped
-    return convert_to_tensor(shape, name="shape", preferred_dtype=dtypes.int32)
+    return convert_to_tensor(shape, name="shape")  # a dtype other than int32/int64 fails, as TF
 
 
 def _math(fn_name: str):

@@ -1,18 +1,25 @@
 """What the math-family CPU kernels share (math_ops.py, unary_ops.py, comparison_ops.py,
 reduction_ops.py, matrix_ops.py, sequence_ops.py): dtype groups, TF's error messages and
 the elementwise wrappers with their broadcasting errors.
+
+The wrappers call NumPy here, so NumPy's RuntimeWarnings for floating-point exceptions
+(log(0), 1/0, overflow: NaN/inf as in TensorFlow, which warns about none) are attributed to
+this module and silenced for it, as each kernel module silences its own.
 """
 
 from __future__ import annotations
 
 import math
 import operator
+import warnings
 
 import ml_dtypes
 import numpy as np
 
 from tensorflux.framework import errors
 from tensorflux.kernels import buffers, interrupt
+
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 _F16 = np.dtype(np.float16)
