@@ -38,9 +38,9 @@ from tensorflux.distributed.dist_step import (
     REPLY_GRACE_SECONDS,
     DistStep,
     as_abort,
-    call_error,
     decode_run_graph_response,
     first_cause,
+    reply_values,
 )
 from tensorflux.framework import errors
 from tensorflux.protos import worker_pb2
@@ -185,15 +185,10 @@ class _Exchange:
         """A remote RunGraph's done callback."""
         try:
             try:
-                response, recvs = future.result()
-            except Exception as e:  # noqa: BLE001 - grpc.RpcError or a cancellation
-                self.fail(call_error(task, e))
+                _, by_key = reply_values(task, future)
+            except errors.OpError as e:
+                self.fail(e)
                 return
-            if response.status_code:
-                self.fail(wire.error_from_status(response.status_code,
-                                                 response.status_error_message))
-                return
-            by_key = dict(recvs)
             missing = [key for _, key in wanted if key not in by_key]
             if missing:
                 self.fail(errors.InternalError(

@@ -462,20 +462,12 @@ class _Run:
         try:
             # (a call on a push connection has no deadline of its own: the task reports
             # the step's, and this one bounds the wait if it never answers)
-            response, recvs = future.result(
+            response, by_key = reply_values(task, future, (
                 None if self.deadline is None else
-                max(0.0, self.deadline - time.monotonic()) + REPLY_GRACE_SECONDS)
-        except errors.OpError as e:  # a malformed response
+                max(0.0, self.deadline - time.monotonic()) + REPLY_GRACE_SECONDS))
+        except errors.OpError as e:
             self.fail(e)
             return
-        except Exception as e:  # noqa: BLE001 - grpc.RpcError or a cancellation
-            self.fail(call_error(task, e))
-            return
-        if response.status_code:
-            self.fail(wire.error_from_status(response.status_code,
-                                             response.status_error_message))
-            return
-        by_key = dict(recvs)
         for pos, key in task.fetches:
             if key not in by_key:
                 self.fail(errors.InternalError(
@@ -594,6 +586,24 @@ def _tensorflux_device(d) -> bool:
 def decode_run_graph_response(data: bytes):
     """(RunGraphResponse without `recv`, [(key, array)]), the arrays viewing `data`."""
     return wire.decode_with_named_tensors(data, 1, worker_pb2.RunGraphResponse)
+
+
+def reply_values(task: _TaskPart, future, timeout=None) -> tuple:
+    """(RunGraphResponse, {key: array}) of a remote RunGraph's reply.
+
+    Raises:
+      OpError: a malformed response, the call failed (`call_error`), or the task reported
+        an error.
+    """
+    try:
+        response, recvs = future.result(timeout)
+    except errors.OpError:  # a malformed response
+        raise
+    except Exception as e:  # noqa: BLE001 - grpc.RpcError or a cancellation
+        raise call_error(task, e) from None
+    if response.status_code:
+        raise wire.error_from_status(response.status_code, response.status_error_message)
+    return response, dict(recvs)
 
 
 def call_error(task: _TaskPart, e: BaseException) -> errors.OpError:
