@@ -662,6 +662,11 @@ def splits_checks(a_splits, b_splits, message=SPLITS_MISMATCH) -> list:
         na, nb = a.shape.num_elements(), b.shape.num_elements()
         if na is not None and nb is not None and na != nb:
             raise errors.InvalidArgumentError(None, None, message)
+        va, vb = constant_value(a), constant_value(b)
+        if va is not None and vb is not None and not np.array_equal(va, vb):
+            # known now (the checks below would fail when run; the dense ops built after
+            # them may already refuse the shapes that follow from these splits)
+            raise errors.InvalidArgumentError(None, None, message)
         same_size = comparison_ops.equal(array_ops.size(a), array_ops.size(b))
         checks.append(check_ops.assert_equal(same_size, True, message=message))
         with graph_lib.control_dependencies(checks[-1:]):

@@ -97,7 +97,14 @@ _TF1_PATHS = [
 
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """`import tensorflow...` -> tensorflux (scripts/tf1_programs/alias's rule)."""
+    """`import tensorflow...` -> tensorflux (scripts/tf1_programs/alias's rule). The import
+    system writes the alias's spec and loader into the real modules it hands out: `restore`
+    puts theirs back (else `tensorflux` would report itself as `aliasedtf` to later tests)."""
+
+    _KEPT = ("__spec__", "__loader__", "__name__", "__package__")
+
+    def __init__(self):
+        self._saved = []
 
     def find_spec(self, name, path=None, target=None):
         if name == "aliasedtf" or name.startswith("aliasedtf."):
@@ -105,10 +112,17 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
     def create_module(self, spec):
-        return importlib.import_module("tensorflux" + spec.name[len("aliasedtf"):])
+        module = importlib.import_module("tensorflux" + spec.name[len("aliasedtf"):])
+        self._saved.append((module, {k: getattr(module, k, None) for k in self._KEPT}))
+        return module
 
     def exec_module(self, module):
         pass
+
+    def restore(self) -> None:
+        for module, attrs in reversed(self._saved):
+            for key, value in attrs.items():
+                setattr(module, key, value)
 
 
 @pytest.mark.parametrize("path,name,owner", _TF1_PATHS)
@@ -125,5 +139,6 @@ def test_tf1_contrib_paths_import_directly_and_aliased(path, name, owner):
         assert getattr(aliased, name) is getattr(module, name)
     finally:
         sys.meta_path.remove(alias)
+        alias.restore()
         for key in [k for k in sys.modules if k == "aliasedtf" or k.startswith("aliasedtf.")]:
             del sys.modules[key]
