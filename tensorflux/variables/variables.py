@@ -135,12 +135,12 @@ class _VariableMeta(type):
     def __call__(cls, *args, **kwargs):
         stack = getattr(graph_lib.get_default_graph(), "_variable_creator_stack", None)
         if not stack:
-            return type.__call__(_variable_class(cls, args, kwargs), *args, **kwargs)
+            return _construct(cls, args, kwargs)
         kwargs.update(zip(_VARIABLE_ARGS, args, strict=False))
 
         def next_creator(level):
             if level < 0:
-                return lambda **kw: type.__call__(_variable_class(cls, (), kw), **kw)
+                return lambda **kw: _construct(cls, (), kw)
             return lambda **kw: stack[level](next_creator(level - 1), **kw)
 
         return next_creator(len(stack) - 1)(**kwargs)
@@ -163,12 +163,25 @@ def default_use_resource() -> bool:
     return _default_use_resource
 
 
+def _construct(cls, args, kwargs):
+    """`cls(*args, **kwargs)` of the class `_variable_class` picks. A resource variable whose
+    kind came from the process default stands where TF1 makes a reference variable, and
+    answers Python's truth test as one (`_tf1_truth`)."""
+    chosen, by_default = _variable_class(cls, args, kwargs)
+    variable = type.__call__(chosen, *args, **kwargs)
+    if by_default and chosen is Variable:
+        variable._tf1_truth = True
+    return variable
+
+
 def _variable_class(cls, args, kwargs):
     """The class `Variable(...)` makes, as TF1's default variable creator decides:
     a VariableDef's `is_resource`, else `use_resource`, else the variable scope's, else the
-    process default. Subclasses other than Variable itself are made as asked."""
+    process default; and whether the process default decided. Subclasses other than
+    Variable itself are made as asked."""
     if cls is not Variable:
-        return cls
+        return cls, False
+    by_default = False
     bound = dict(zip(_VARIABLE_ARGS, args, strict=False), **kwargs)
     variable_def = bound.get("variable_def")
     if variable_def is not None:
@@ -181,11 +194,11 @@ def _variable_class(cls, args, kwargs):
             from tensorflux.variables import variable_scope
             use_resource = variable_scope.get_variable_scope().use_resource
         if use_resource is None:
-            use_resource = _default_use_resource
+            use_resource, by_default = _default_use_resource, True
     if use_resource:
-        return Variable
+        return Variable, by_default
     from tensorflux.variables import ref_variable
-    return ref_variable.RefVariable
+    return ref_variable.RefVariable, by_default
 
 
 
@@ -614,7 +627,13 @@ class Variable(metaclass=_VariableMeta):
     def __iter__(self):
         raise TypeError("'Variable' object is not iterable.")
 
+    # TF1's default variable is a reference variable, true like any object (libraries test
+    # `if not step_tensor:`); an explicit resource variable refuses, as TF's does.
+    _tf1_truth = False
+
     def __bool__(self):
+        if self._tf1_truth:
+            return True
         raise TypeError(
             "Using a `tf.Variable` as a Python `bool` is not allowed. Use `if v is not None:` "
             "instead of `if v:` to test if a variable is defined, and use TensorFlow ops such "

@@ -249,10 +249,21 @@ def test_operators_read_and_delegate(graph):
     np.testing.assert_array_equal(got["pow"], [1, 4])
     with pytest.raises(TypeError, match="not iterable"):
         iter(v)
-    with pytest.raises(TypeError, match="as a Python `bool` is not allowed"):
-        bool(v)
     with pytest.raises(TypeError):
         len(v)
+
+
+def test_truth_test_follows_tf1_default_kind(graph):
+    # A variable of the default kind stands where TF1 makes a reference variable: true as
+    # any object (tflearn's `if not step_tensor:`); asked-for resource variables refuse.
+    assert bool(tf.Variable(1.0, name="default_kind"))
+    assert bool(tf.get_variable("default_get", [2]))
+    explicit = [tf.Variable(1.0, name="explicit", use_resource=True)]
+    with tf.variable_scope("res", use_resource=True):
+        explicit.append(tf.get_variable("scoped", [2]))
+    for v in explicit:
+        with pytest.raises(TypeError, match="as a Python `bool` is not allowed"):
+            bool(v)
 
 
 def test_count_up_to_method(graph):
