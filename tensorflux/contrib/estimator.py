@@ -10,10 +10,11 @@ of tf.estimator.experimental, `export_saved_model_for_mode` / `export_all_saved_
 with the supervised receivers of TRAIN and EVAL graphs
 (`build_raw_supervised_input_receiver_fn`,
 `build_supervised_input_receiver_fn_from_input_fn`) and the boosted-trees trainers of
-in-memory data."""
+in-memory data; `replicate_model_fn` / `TowerOptimizer` (contrib/estimator_replicate.py)."""
 
 from __future__ import annotations
 
+from tensorflux.contrib.estimator_replicate import TowerOptimizer, replicate_model_fn
 from tensorflux.estimator import export_modes
 from tensorflux.estimator.boosted_trees import BoostedTreesClassifier, BoostedTreesRegressor
 from tensorflux.estimator.canned import (
@@ -280,4 +281,18 @@ __all__ = ["boosted_trees_classifier_train_in_memory",
            "export_all_saved_models", "RNNClassifier", "RNNEstimator", "call_logit_fn",
            "dnn_logit_fn_builder", "linear_logit_fn_builder",
            "make_stop_at_checkpoint_step_hook", "build_raw_supervised_input_receiver_fn",
-           "build_supervised_input_receiver_fn_from_input_fn"]
+           "build_supervised_input_receiver_fn_from_input_fn", "replicate_model_fn",
+           "TowerOptimizer"]
+
+
+def _register_tf1_paths():
+    import sys
+
+    from tensorflux.contrib import estimator_replicate, tf1_paths
+
+    return tf1_paths.register(__name__, {
+        "python.estimator.replicate_model_fn": estimator_replicate,
+        "python.estimator.extenders": sys.modules[__name__]})
+
+
+python = _register_tf1_paths()
