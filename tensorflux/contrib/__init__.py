@@ -23,7 +23,8 @@ make_tensor_proto, make_ndarray), `tf.contrib.factorization` (KMeans, WALS, GMM)
 `tf.contrib.summary` (resource-based summary writers), `tf.contrib.staging.StagingArea`,
 `tf.contrib.memory_stats` (BytesInUse, BytesLimit, MaxBytesInUse), `tf.contrib.sparsemax`,
 `tf.contrib.tensor_forest` (random forests grown online), `tf.contrib.resampler`
-(bilinear sampling at (x, y) points), `tf.contrib.feature_column`
+(bilinear sampling at (x, y) points), `tf.contrib.graph_editor` (rerouting, copying and
+replacing subgraphs in place), `tf.contrib.feature_column`
 (sequence columns and `sequence_input_layer`), `tf.contrib.predictor` and
 `tf.contrib.estimator`'s heads, estimators of a head, helpers (forward_features, ...) and
 boosted-trees trainers of in-memory data. What exists:
@@ -40,6 +41,7 @@ from tensorflux.contrib import (  # noqa: F401
     factorization,
     feature_column,
     framework,
+    graph_editor,
     image,
     keras,
     layers,
