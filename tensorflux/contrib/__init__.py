@@ -24,7 +24,8 @@ make_tensor_proto, make_ndarray), `tf.contrib.factorization` (KMeans, WALS, GMM)
 `tf.contrib.memory_stats` (BytesInUse, BytesLimit, MaxBytesInUse), `tf.contrib.sparsemax`,
 `tf.contrib.tensor_forest` (random forests grown online), `tf.contrib.resampler`
 (bilinear sampling at (x, y) points), `tf.contrib.graph_editor` (rerouting, copying and
-replacing subgraphs in place), `tf.contrib.feature_column`
+replacing subgraphs in place), `tf.contrib.quantize` (the fake-quantization rewrites for
+quantization-aware training and evaluation), `tf.contrib.feature_column`
 (sequence columns and `sequence_input_layer`), `tf.contrib.predictor` and
 `tf.contrib.estimator`'s heads, estimators of a head, helpers (forward_features, ...) and
 boosted-trees trainers of in-memory data. What exists:
@@ -54,6 +55,7 @@ from tensorflux.contrib import (  # noqa: F401
     nn,
     opt,
     predictor,
+    quantize,
     resampler,
     rnn,
     seq2seq,
