@@ -208,3 +208,47 @@ def test_residual_bypass_is_quantized_before_and_after():
         assert [op.type for op in add] == ["AddV2"]
     from tensorflux.contrib.quantize.python import quantize_graph
     assert quantize_graph.create_eval_graph is tf.contrib.quantize.create_eval_graph
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_depthwise_folding_keeps_values_and_gradients(training):
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(1)
+        x = tf.constant(np.random.default_rng(0).uniform(-1, 1, (2, 6, 6, 3)), tf.float32)
+        with tf.variable_scope("dw"):
+            w = tf.get_variable("depthwise_weights", [3, 3, 3, 2])
+            h = tf.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "SAME")
+            h = tf.layers.batch_normalization(h, training=training, fused=True, name="bn")
+        out = tf.nn.relu(h)
+        loss = tf.reduce_sum(out * out)
+        weights = tf.trainable_variables()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            want = sess.run([out] + tf.gradients(loss, weights))
+            fold_batch_norms.FoldBatchNorms(g, is_training=training)
+            g.get_operation_by_name("dw/BatchNorm_Fold/scale_reshape")
+            got = sess.run([out] + tf.gradients(loss, weights))
+    for w_, v in zip(want, got, strict=True):
+        np.testing.assert_allclose(v, w_, rtol=2e-4, atol=5e-5)
+
+
+def test_freeze_bn_delay_stops_the_moving_statistics():
+    g = tf.Graph()
+    with g.as_default():
+        x, labels, _, loss = _net(training=True)
+        tf.contrib.quantize.experimental_create_training_graph(freeze_bn_delay=2)
+        g.get_operation_by_name("conv1/BatchNorm_Fold/batch_norm_correction/use_moving_average")
+        with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+            train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+        mean = [v for v in tf.global_variables() if v.op.name == "bn1/moving_mean"][0]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            feed = _feed(x, labels)
+            means = []
+            for _ in range(4):
+                sess.run(train, feed)
+                means.append(sess.run(mean))
+    assert not np.array_equal(means[0], np.zeros(4))  # step 1: still moving
+    np.testing.assert_array_equal(means[1], means[0])  # from step 2: frozen
+    np.testing.assert_array_equal(means[3], means[1])
