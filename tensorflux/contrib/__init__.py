@@ -22,7 +22,10 @@ the aliases `tf.contrib.signal` (tf.signal), `tf.contrib.keras` (tf.keras),
 make_tensor_proto, make_ndarray), `tf.contrib.factorization` (KMeans, WALS, GMM),
 `tf.contrib.summary` (resource-based summary writers), `tf.contrib.staging.StagingArea`,
 `tf.contrib.memory_stats` (BytesInUse, BytesLimit, MaxBytesInUse), `tf.contrib.sparsemax`,
-`tf.contrib.tensor_forest` (random forests grown online), `tf.contrib.feature_column`
+`tf.contrib.tensor_forest` (random forests grown online), `tf.contrib.resampler`
+(bilinear sampling at (x, y) points), `tf.contrib.graph_editor` (rerouting, copying and
+replacing subgraphs in place), `tf.contrib.quantize` (the fake-quantization rewrites for
+quantization-aware training and evaluation), `tf.contrib.feature_column`
 (sequence columns and `sequence_input_layer`), `tf.contrib.predictor` and
 `tf.contrib.estimator`'s heads, estimators of a head, helpers (forward_features, ...) and
 boosted-trees trainers of in-memory data. What exists:
@@ -39,6 +42,7 @@ from tensorflux.contrib import (  # noqa: F401
     factorization,
     feature_column,
     framework,
+    graph_editor,
     image,
     keras,
     layers,
@@ -51,6 +55,8 @@ from tensorflux.contrib import (  # noqa: F401
     nn,
     opt,
     predictor,
+    quantize,
+    resampler,
     rnn,
     seq2seq,
     signal,

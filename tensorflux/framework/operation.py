@@ -271,8 +271,27 @@ class Operation:
         for op in ops:
             self._add_control_input(op)
 
-    def _update_input(self, index: int, tensor: Tensor) -> None:
-        """Rewires input `index` to `tensor` (library use: control flow, import)."""
+    def _remove_all_control_inputs(self) -> None:
+        """Drops every control input (library use: the graph editor)."""
+        if self._control_inputs:
+            self._control_inputs = []
+            self._graph._mutation_version += 1
+
+    def _update_input(self, index: int, tensor: Tensor, update_dtype: bool = True) -> None:
+        """Rewires input `index` to `tensor` (library use: control flow, import, the graph
+        editor). `update_dtype` is accepted for TF's signature; the input keeps no dtype of
+        its own here.
+
+        Raises:
+          TypeError: `tensor` is not a Tensor.
+          ValueError: `tensor` is from another graph.
+        """
+        del update_dtype
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"tensor must be a Tensor: {tensor!r}")
+        if tensor.graph is not self._graph:
+            raise ValueError(f"Tensor {tensor.name} must be from the same graph as "
+                             f"operation {self._name}.")
         old = self._inputs[index]
         old._consumers.remove(self)
         inputs = list(self._inputs)

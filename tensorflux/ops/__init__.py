@@ -57,6 +57,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     random_index_shuffle_ops,
     random_ext_ops,
     ref_variable_ops,
+    resampler_ops,
     reduction_ops,
     runtime_ops,
     save_restore_ops,

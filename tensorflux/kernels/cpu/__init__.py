@@ -58,6 +58,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     random_ops,
     reduction_ops,
     ref_variable_ops,
+    resampler_ops,
     rnn_block_ops,
     runtime_ops,
     save_restore_ops,
