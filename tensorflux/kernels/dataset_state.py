@@ -44,7 +44,7 @@ from tensorflux.framework import (
 )
 from tensorflux.framework import graph as graph_lib
 from tensorflux.kernels import datasets as ds_lib
-from tensorflux.kernels import registry
+from tensorflux.kernels import registry, variant_codec
 from tensorflux.protos import graph_pb2
 
 WARN, IGNORE, FAIL = 0, 1, 2
@@ -140,7 +140,9 @@ def _input(value, name: str, node, gd, names: dict, notes: tuple) -> str:
     if isinstance(inner, ds_lib.Dataset):
         return _emit(inner, gd, names, notes)
     arr = np.asarray(value)
-    if arr.dtype == object and all(isinstance(v, (bytes, str)) for v in arr.reshape(-1)):
+    if variant_codec.is_variant_array(arr):
+        dtype = dtypes.variant  # ragged or sparse components (from_tensor_slices, ...)
+    elif arr.dtype == object and all(isinstance(v, (bytes, str)) for v in arr.reshape(-1)):
         dtype = dtypes.string
     elif arr.dtype != object:
         dtype = dtypes.as_dtype(arr.dtype)
@@ -152,7 +154,15 @@ def _input(value, name: str, node, gd, names: dict, notes: tuple) -> str:
     nd = gd.node.add()
     nd.name, nd.op = name, "Const"
     nd.attr["dtype"].type = dtype.as_datatype_enum
-    nd.attr["value"].tensor.CopyFrom(tensor_util.make_tensor_proto(arr, dtype=dtype))
+    try:
+        proto = variant_codec.to_proto(arr) if dtype == dtypes.variant else \
+            tensor_util.make_tensor_proto(arr, dtype=dtype)
+    except errors.FailedPreconditionError as e:
+        notes[1].append(errors.FailedPreconditionError(
+            None, None, f"Cannot save the state of a dataset whose {node.op} takes "
+            f"such a value: {e.message}"))
+        return name
+    nd.attr["value"].tensor.CopyFrom(proto)
     return name
 
 
@@ -189,7 +199,7 @@ def deserialize(state, ctx) -> tuple[ds_lib.Dataset, int]:
     values: dict[str, object] = {}
     for nd in gd.node:
         if nd.op == "Const":
-            values[nd.name] = tensor_util.MakeNdarray(nd.attr["value"].tensor)
+            values[nd.name] = variant_codec.from_proto(nd.attr["value"].tensor)
             continue
         attrs = _attrs(nd, library, outer, built)
         kdef = registry.find_kernel(nd.op, "CPU", attrs)
