@@ -17,6 +17,7 @@ import numpy as np
 
 from tensorflux.framework import dtypes, errors, tensor_util
 from tensorflux.kernels.cpu.ragged_conversion_ops import RaggedVariant
+from tensorflux.lib.protowire import read_varint
 from tensorflux.protos import tensor_pb2
 
 RAGGED_TYPE_NAME = "RaggedTensorVariant"
@@ -66,10 +67,19 @@ def from_proto(proto) -> np.ndarray:
     Raises:
       DataLossError: a variant entry of an unknown type or a malformed one.
     """
-    if proto.dtype != dtypes.variant.as_datatype_enum:
+    packed = proto.dtype in _LISTS and proto.tensor_content
+    if proto.dtype != dtypes.variant.as_datatype_enum and not packed:
         return tensor_util.MakeNdarray(proto)
     shape = tuple(d.size for d in proto.tensor_shape.dim)
-    entries = list(proto.variant_val)
+    if packed:  # TensorFlow's compact form (AsProtoTensorContent), as its snapshots write
+        items = _unpack_list(bytes(proto.tensor_content), int(np.prod(shape)))
+        if proto.dtype == dtypes.string.as_datatype_enum:
+            out = np.empty(len(items), dtype=object)
+            out[:] = items
+            return out.reshape(shape)
+        entries = [tensor_pb2.VariantTensorDataProto.FromString(b) for b in items]
+    else:
+        entries = list(proto.variant_val)
     if len(entries) != int(np.prod(shape)):
         raise errors.DataLossError(None, None, f"A variant tensor of shape {list(shape)} "
                                    f"holds {len(entries)} entries")
@@ -79,8 +89,31 @@ def from_proto(proto) -> np.ndarray:
     return out.reshape(shape)
 
 
+_LISTS = (dtypes.string.as_datatype_enum, dtypes.variant.as_datatype_enum)
+
+
+def _unpack_list(content: bytes, n: int) -> list[bytes]:
+    """The `n` byte strings of a string or variant tensor_content: their lengths as
+    varints, then their bytes one after another."""
+    lengths, pos = [], 0
+    try:
+        for _ in range(n):
+            length, pos = read_varint(content, pos)
+            lengths.append(length)
+    except (IndexError, ValueError):
+        raise errors.DataLossError(None, None, "A tensor_content list cut short") from None
+    out = []
+    for length in lengths:
+        out.append(content[pos:pos + length])
+        pos += length
+    if pos != len(content):
+        raise errors.DataLossError(None, None, f"A tensor_content list of {n} items holds "
+                                   f"{len(content)} bytes, not {pos}")
+    return out
+
+
 def _decode(entry):
-    parts = [tensor_util.MakeNdarray(t) for t in entry.tensors]
+    parts = [from_proto(t) for t in entry.tensors]
     if entry.type_name == RAGGED_TYPE_NAME and parts:
         return RaggedVariant(tuple(parts[:-1]), parts[-1])
     if entry.type_name == TENSOR_TYPE_NAME and len(parts) == 1:

@@ -163,3 +163,24 @@ def test_variants_without_an_encoding_are_refused(graph, tmp_path):
         sess.run(it.initializer)
         with pytest.raises(tf.errors.FailedPreconditionError, match="RaggedTensors"):
             sess.run(nxt)
+
+
+def test_tensorflows_compact_string_and_variant_tensors_are_read():
+    """TensorFlow's snapshots write string and variant tensors as tensor_content: the
+    items' lengths as varints, then the items (a variant item: its VariantTensorData)."""
+    from tensorflux.protos import tensor_pb2
+
+    strings = tensor_pb2.TensorProto(dtype=tf.string.as_datatype_enum,
+                                     tensor_content=b"\x01\x02\x00abc")
+    strings.tensor_shape.dim.add().size = 3
+    assert variant_codec.from_proto(strings).tolist() == [b"a", b"bc", b""]
+    ragged = tensor_pb2.TensorProto(  # what tf.io.serialize_tensor gives for [[1, 2], [3]]
+        dtype=tf.variant.as_datatype_enum,
+        tensor_content=b"3\n\x13RaggedTensorVariant\x1a\r\x08\t\x12\x04\x12\x02\x08\x03R"
+                       b"\x03\x00\x02\x03\x1a\r\x08\x03\x12\x04\x12\x02\x08\x03:\x03\x01\x02\x03")
+    (rv,) = variant_codec.from_proto(ragged).reshape(-1)
+    assert [s.tolist() for s in rv.splits] == [[0, 2, 3]] and rv.splits[0].dtype == np.int64
+    assert rv.values.tolist() == [1, 2, 3] and rv.values.dtype == np.int32
+    strings.tensor_content = b"\x05ab"
+    with pytest.raises(tf.errors.DataLossError):
+        variant_codec.from_proto(strings)
