@@ -14,10 +14,11 @@ The layout is TensorFlow 2.21's:
 - snapshot.metadata is a SnapshotMetadataRecord (graph_hash 1, run_id 2,
   creation_timestamp 3 in microseconds, version 4 (= 2), dtype 5 (packed), finalized
   1000), written when a pass starts writing (finalized false) and again at its end
-  (finalized true). A pass that finds it finalized reads the run it names; one that finds
-  it unfinalized (another pass is writing, or one was killed) passes the input through,
-  as TensorFlow's. A writing pass that is closed before the end removes its run and the
-  metadata, so a later pass writes again.
+  (finalized true). A pass that finds it finalized reads the run it names; any other pass
+  writes a new run (a writer killed midway, or one still at work, leaves it unfinalized:
+  TensorFlow writes again then too, the last to finish naming its run). A writing pass
+  that is closed before the end removes its run (TensorFlow leaves it behind, unread),
+  and the metadata if that still names it.
 - `shard_func(element)` (an int64 >= 0) picks an element's shard; each shard is one
   TFRecord file of TensorProtos, an element's components in order (kernels/variant_codec:
   ragged and sparse components too), framed as TFRecord and compressed as "" / "GZIP" /
@@ -132,21 +133,13 @@ def decode_metadata(data: bytes, path: str) -> dict:
     return out
 
 
-def _write_atomically(path: str, data: bytes, replace: bool) -> bool:
-    """Writes `path` through a temporary file; without `replace`, only if it does not
-    exist (False then)."""
+def _write_atomically(path: str, data: bytes) -> None:
+    """Replaces `path` by `data` through a temporary file (readers see one or the other)."""
     tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-    with open(tmp, "wb") as f:
-        f.write(data)
     try:
-        if replace:
-            os.replace(tmp, path)
-            return True
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-        return True
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
@@ -302,9 +295,6 @@ class SnapshotDataset(Dataset):
             yield from _drain(current[0])
             return
         current[:] = [self.input.iterate(env)]
-        if meta is not None:  # another pass is writing it (or one was killed)
-            yield from _drain(current[0])
-            return
         yield from self._write(current[0], hash_dir)
 
     def _check(self, meta: dict, path: str) -> None:
@@ -336,17 +326,13 @@ class SnapshotDataset(Dataset):
         return int(index)
 
     def _write(self, inner, hash_dir: str):
-        """The input's elements, written as they pass. The metadata is claimed when the
-        first element is asked for (a pass closed before that leaves nothing behind); a
-        pass that finds it claimed meanwhile only passes the elements through."""
+        """The input's elements, written as they pass into a new run, which the metadata
+        names from the first element asked for on."""
         run_id = str(uuid.uuid4().int >> 65)
         run_dir = os.path.join(hash_dir, run_id)
         os.makedirs(hash_dir, exist_ok=True)
-        started = encode_metadata(os.path.basename(hash_dir), run_id, self.dtypes, False,
-                                  int(time.time() * 1e6))
-        if not _write_atomically(os.path.join(hash_dir, METADATA), started, replace=False):
-            yield from _drain(inner)
-            return
+        _write_atomically(os.path.join(hash_dir, METADATA), encode_metadata(
+            os.path.basename(hash_dir), run_id, self.dtypes, False, int(time.time() * 1e6)))
         writers: dict[int, _ShardWriter] = {}
         done = False
         try:
@@ -363,20 +349,25 @@ class SnapshotDataset(Dataset):
                 w.close()
             _write_atomically(os.path.join(hash_dir, METADATA), encode_metadata(
                 os.path.basename(hash_dir), run_id, self.dtypes, True,
-                int(time.time() * 1e6)), replace=True)
+                int(time.time() * 1e6)))
             done = True
         finally:
             if not done:
-                _abandon(writers, hash_dir, run_dir)
+                _abandon(writers, hash_dir, run_id)
 
 
-def _abandon(writers: dict, hash_dir: str, run_dir: str) -> None:
-    """Removes the files of a writing pass that did not reach the end."""
+def _abandon(writers: dict, hash_dir: str, run_id: str) -> None:
+    """Removes the files of a writing pass that did not reach the end: its run, and the
+    metadata if it still names that run."""
     for w in writers.values():
         w.close()
-    shutil.rmtree(run_dir, ignore_errors=True)
+    shutil.rmtree(os.path.join(hash_dir, run_id), ignore_errors=True)
+    meta_path = os.path.join(hash_dir, METADATA)
     try:
-        os.remove(os.path.join(hash_dir, METADATA))
-    except FileNotFoundError:
+        with open(meta_path, "rb") as f:
+            meta = decode_metadata(f.read(), meta_path)
+        if meta["run_id"] == run_id and not meta["finalized"]:
+            os.remove(meta_path)
+    except (OSError, errors.DataLossError):
         pass
 

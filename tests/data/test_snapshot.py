@@ -153,7 +153,7 @@ def test_a_pass_closed_before_the_end_leaves_nothing(graph, tmp_path):
     assert len(os.listdir(tmp_path / fingerprint)) == 2  # one run and the metadata
 
 
-def test_an_unfinalized_snapshot_is_passed_through(graph, tmp_path):
+def test_an_unfinalized_snapshot_is_written_again(graph, tmp_path):
     ds = tf.data.Dataset.range(4).snapshot(str(tmp_path))
     drain = _ours("tf.data.Dataset.range(1)", str(tmp_path / "x"), "")["drain"]
     assert drain(ds) == [0, 1, 2, 3]
@@ -162,8 +162,12 @@ def test_an_unfinalized_snapshot_is_passed_through(graph, tmp_path):
     record = dataset_snapshot.decode_metadata(meta.read_bytes(), "")
     shutil.rmtree(tmp_path / fingerprint / record["run_id"])  # a writer killed midway
     meta.write_bytes(dataset_snapshot.encode_metadata(fingerprint, "7", [9, 9], False, 0))
+    assert drain(ds) == [0, 1, 2, 3]  # written again, as TensorFlow does
+    record = dataset_snapshot.decode_metadata(meta.read_bytes(), "")
+    assert record["finalized"] and record["run_id"] != "7"
+    assert sorted(os.listdir(tmp_path / fingerprint)) == [record["run_id"],
+                                                          "snapshot.metadata"]
     assert drain(ds) == [0, 1, 2, 3]
-    assert os.listdir(tmp_path / fingerprint) == ["snapshot.metadata"]
 
 
 def test_bad_arguments_are_refused(graph, tmp_path):
