@@ -266,8 +266,8 @@ class IdentityReader(ReaderBase):
 
 class LMDBReader(ReaderBase):
     """Reads the (key, value) records of LMDB databases in key order (`tf.LMDBReader`):
-    each work unit is the path of an LMDB data file (`data.mdb`); keys are the records'
-    own keys.
+    each work unit is the path of an LMDB data file (`data.mdb`) or of its directory;
+    keys are the records' own keys.
 
     Args:
       name: the op name.

@@ -96,8 +96,14 @@ def test_ref_reader_ops_are_tensorflows(graph):
         sess.run(reader.serialize_state())
 
 
+def test_a_directory_is_read_as_its_data_file(graph, tmp_path):
+    shutil.copy(CHECKED_IN, tmp_path / "data.mdb")
+    out, _ = _read_all(tf.LMDBReader(), [str(tmp_path)])
+    assert out == expected_records()
+
+
 @pytest.mark.parametrize("content,error", [
-    (None, tf.errors.NotFoundError), ("dir", tf.errors.FailedPreconditionError),
+    (None, tf.errors.NotFoundError), ("dir", tf.errors.NotFoundError),
     (b"", tf.errors.DataLossError), (b"not lmdb" * 1000, tf.errors.DataLossError)])
 def test_files_that_are_not_lmdb_fail_their_read(graph, tmp_path, content, error):
     bad = tmp_path / "bad.mdb"

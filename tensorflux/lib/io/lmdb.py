@@ -59,15 +59,18 @@ class LMDBFile:
     """One LMDB data file (`data.mdb`), mapped read-only.
 
     Args:
-      path: the data file's path (str or bytes).
+      path: the data file's path (str or bytes), or an environment's directory (its
+        `data.mdb` is read, as LMDB opens a directory).
 
     Raises:
-      NotFoundError: no such file. FailedPreconditionError: a directory.
-      DataLossError: not an LMDB data file, or one of another format.
+      NotFoundError: no such file. DataLossError: not an LMDB data file, or one of
+      another format.
     """
 
     def __init__(self, path):
         self.path = os.fsdecode(path)
+        if os.path.isdir(self.path):
+            self.path = os.path.join(self.path, "data.mdb")
         try:
             with open(self.path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
@@ -76,10 +79,6 @@ class LMDBFile:
         except FileNotFoundError:
             raise errors.NotFoundError(None, None, f"{self.path}; No such file or "
                                        "directory") from None
-        except IsADirectoryError:
-            raise errors.FailedPreconditionError(
-                None, None, f"{self.path}; Is a directory (LMDBReader reads the data "
-                "file itself, e.g. data.mdb)") from None
         self._view = memoryview(self._buf)
         self.page_size, self.txnid, self._main = self._live_meta()
 
