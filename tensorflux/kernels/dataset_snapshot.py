@@ -280,7 +280,7 @@ class SnapshotDataset(Dataset):
         return it
 
     def _pass(self, env, current: list):
-        """The elements of one pass: read, written or passed through, as the metadata
+        """The elements of one pass: read or written, as the metadata
         says when the first element is asked for (a new pass starts before the one it
         replaces is closed, and that one may still remove what it had begun)."""
         hash_dir = self.hash_dir()

@@ -278,3 +278,19 @@ def _elements(shard) -> list:
     while (x := it.next()) is not None:
         out.append(x)
     return out
+
+
+def test_iterator_checkpoints_hold_a_snapshot_pass(graph, tmp_path):
+    ds = tf.data.Dataset.range(8).snapshot(str(tmp_path / "s")).map(lambda x: x * 10)
+    it = tf.data.make_initializable_iterator(ds)
+    nxt = it.get_next()
+    saver = tf.train.Saver([tf.data.experimental.make_saveable_from_iterator(it)])
+    with tf.Session() as sess:
+        sess.run(it.initializer)
+        assert [sess.run(nxt) for _ in range(3)] == [0, 10, 20]
+        path = saver.save(sess, str(tmp_path / "ckpt"))
+        after = [sess.run(nxt) for _ in range(5)]
+    with tf.Session() as sess:  # the restored pass reads the snapshot the first one wrote
+        saver.restore(sess, path)
+        assert [sess.run(nxt) for _ in range(5)] == after == [30, 40, 50, 60, 70]
+    assert len(os.listdir(tmp_path / "s")) == 1
