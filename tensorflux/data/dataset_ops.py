@@ -405,6 +405,14 @@ class DatasetV1(st.HasElementSignature):
                             filename=convert_to_tensor(filename, dtype=dtypes.string,
                                                        name="filename"))
 
+    def snapshot(self, path, compression="AUTO", reader_func=None, shard_func=None,
+                 name=None) -> DatasetV1:
+        """The elements, written under `path` by the first complete pass and read from
+        there by later ones (data/snapshot.py)."""
+        from tensorflux.data import snapshot  # snapshot imports this module
+
+        return snapshot.snapshot_dataset(self, path, compression, reader_func, shard_func)
+
     def concatenate(self, dataset) -> DatasetV1:
         """This dataset's elements, then `dataset`'s."""
         if not st.same_structure(self._structure, dataset._structure) or \

@@ -41,6 +41,7 @@ from tensorflux.data.options import (
     ThreadingOptions,
 )
 from tensorflux.data.readers import TextLineDataset, TFRecordDataset
+from tensorflux.data.snapshot import snapshot
 from tensorflux.framework import dtypes, errors, tensor_shape
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
@@ -68,7 +69,8 @@ __all__ = [
     "group_by_window", "ignore_errors", "make_batched_features_dataset", "make_csv_dataset",
     "map_and_batch", "map_and_batch_with_legacy_function", "parallel_interleave",
     "parse_example_dataset", "prefetch_to_device", "sample_from_datasets", "scan",
-    "shuffle_and_repeat", "take_while", "unbatch", "unique", "make_saveable_from_iterator",
+    "shuffle_and_repeat", "snapshot", "take_while", "unbatch", "unique",
+    "make_saveable_from_iterator",
     "DatasetInitializer", "table_from_dataset", "index_table_from_dataset",
     "Structure", "DatasetStructure", "OptionalStructure", "TensorStructure",
     "SparseTensorStructure", "RaggedTensorStructure", "TensorArrayStructure",

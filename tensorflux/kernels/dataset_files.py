@@ -14,7 +14,8 @@ import zlib
 
 import numpy as np
 
-from tensorflux.framework import errors, tensor_util
+from tensorflux.framework import errors
+from tensorflux.kernels import variant_codec
 from tensorflux.kernels.datasets import Dataset, _drain, _Failed, _GenIterator
 from tensorflux.lib.io.tf_record import RecordReader, TFRecordWriter
 from tensorflux.protos import tensor_pb2
@@ -134,7 +135,8 @@ class FixedLengthRecordDataset(Dataset):
 
 class FileCacheDataset(Dataset):
     """`Dataset.cache(filename)`: the first complete pass writes the elements to a file
-    (TFRecord framing, one TensorProto record per component), renamed into place only when
+    (TFRecord framing, one TensorProto record per component, kernels/variant_codec.py:
+    ragged and sparse components too), renamed into place only when
     the pass reaches the end; any pass that finds the file, in this process or a later one,
     reads the elements from it instead of from the input."""
 
@@ -164,7 +166,7 @@ class FileCacheDataset(Dataset):
                         return
                     proto = tensor_pb2.TensorProto()
                     proto.ParseFromString(rec[1])
-                    element.append(tensor_util.MakeNdarray(proto))
+                    element.append(variant_codec.from_proto(proto))
                 yield element
         finally:
             reader.close()
@@ -177,7 +179,7 @@ class FileCacheDataset(Dataset):
             for x in _drain(inner):
                 if not isinstance(x, _Failed):  # a failed element is not cached (as TF)
                     for c in x:
-                        writer.write(tensor_util.make_tensor_proto(c).SerializeToString())
+                        writer.write(variant_codec.to_proto(c).SerializeToString())
                 yield x
             writer.close()
             os.replace(tmp, self.path)

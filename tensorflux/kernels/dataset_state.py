@@ -29,6 +29,7 @@ The serialized value is a 1-D `variant` of two bytes elements: the GraphDef and
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
 import numpy as np
@@ -44,8 +45,8 @@ from tensorflux.framework import (
 )
 from tensorflux.framework import graph as graph_lib
 from tensorflux.kernels import datasets as ds_lib
-from tensorflux.kernels import registry
-from tensorflux.protos import graph_pb2
+from tensorflux.kernels import registry, variant_codec
+from tensorflux.protos import function_pb2, graph_pb2
 
 WARN, IGNORE, FAIL = 0, 1, 2
 
@@ -76,7 +77,7 @@ def serialize(dataset: ds_lib.Dataset, position: int, policy: int) -> np.ndarray
     names: dict[int, str] = {}
     attr_maps: list = []
     unsaved: list = []  # inputs that cannot be saved (reported after external state)
-    out = _emit(dataset, gd, names, (attr_maps, unsaved, policy))
+    out = _emit(dataset, gd, names, (attr_maps, unsaved, policy, True))
     graph_io.add_function_library(gd, attr_maps)
     for fdef in gd.library.function:
         for nd in fdef.node_def:
@@ -111,7 +112,8 @@ def _external(op_type: str, policy: int) -> None:
 
 def _emit(ds, gd, names: dict, notes: tuple) -> str:
     """The name of `ds`'s node in `gd`, adding it (and its inputs) first if new; `notes`
-    is (attr maps of the nodes, unsaveable inputs found, policy)."""
+    is (attr maps of the nodes, unsaveable inputs found, policy, whether seeds a kernel
+    drew are saved as drawn)."""
     if id(ds) in names:
         return names[id(ds)]
     recipe = getattr(ds, "recipe", None)
@@ -123,7 +125,7 @@ def _emit(ds, gd, names: dict, notes: tuple) -> str:
     if node.op in _EXTERNAL_SOURCES:
         _external(_EXTERNAL_SOURCES[node.op], notes[2])
     sources = []
-    for i, value in enumerate(ds.saved_inputs(list(inputs))):
+    for i, value in enumerate(ds.saved_inputs(list(inputs)) if notes[3] else inputs):
         sources.append((_input(value, f"{node.op}_{len(gd.node)}_{i}", node, gd, names,
                                notes), 0))
     name = f"{node.op}_{len(gd.node)}"
@@ -140,7 +142,9 @@ def _input(value, name: str, node, gd, names: dict, notes: tuple) -> str:
     if isinstance(inner, ds_lib.Dataset):
         return _emit(inner, gd, names, notes)
     arr = np.asarray(value)
-    if arr.dtype == object and all(isinstance(v, (bytes, str)) for v in arr.reshape(-1)):
+    if variant_codec.is_variant_array(arr):
+        dtype = dtypes.variant  # ragged or sparse components (from_tensor_slices, ...)
+    elif arr.dtype == object and all(isinstance(v, (bytes, str)) for v in arr.reshape(-1)):
         dtype = dtypes.string
     elif arr.dtype != object:
         dtype = dtypes.as_dtype(arr.dtype)
@@ -152,8 +156,66 @@ def _input(value, name: str, node, gd, names: dict, notes: tuple) -> str:
     nd = gd.node.add()
     nd.name, nd.op = name, "Const"
     nd.attr["dtype"].type = dtype.as_datatype_enum
-    nd.attr["value"].tensor.CopyFrom(tensor_util.make_tensor_proto(arr, dtype=dtype))
+    try:
+        proto = variant_codec.to_proto(arr) if dtype == dtypes.variant else \
+            tensor_util.make_tensor_proto(arr, dtype=dtype)
+    except errors.FailedPreconditionError as e:
+        notes[1].append(errors.FailedPreconditionError(
+            None, None, f"Cannot save the state of a dataset whose {node.op} takes "
+            f"such a value: {e.message}"))
+        return name
+    nd.attr["value"].tensor.CopyFrom(proto)
     return name
+
+
+def fingerprint(dataset: ds_lib.Dataset) -> int:
+    """A 64-bit hash of what `dataset` is (its recipes' graph, as `serialize` writes it):
+    equal for the same pipeline built again, in any graph or process (function names,
+    which count up, are replaced by hashes of the functions' bodies; seeds a kernel drew
+    itself count as the (0, 0) it was given). Inputs that cannot be saved (resources)
+    count by their position only.
+
+    Raises:
+      FailedPreconditionError: a dataset that was not made by a dataset op.
+    """
+    gd = graph_pb2.GraphDef()
+    attr_maps: list = []
+    _emit(dataset, gd, {}, (attr_maps, [], IGNORE, False))
+    graph_io.add_function_library(gd, attr_maps)
+    library = {f.signature.name: f for f in gd.library.function}
+    canonical: dict[str, str] = {}
+
+    def name_of(fname: str) -> str:
+        if fname not in canonical:
+            canonical[fname] = "recursive"
+            fdef = function_pb2.FunctionDef()
+            fdef.CopyFrom(library[fname])
+            fdef.signature.name = ""
+            for nd in fdef.node_def:
+                _rename_functions(nd, library, name_of)
+            canonical[fname] = _digest(fdef)
+        return canonical[fname]
+
+    for nd in gd.node:
+        _rename_functions(nd, library, name_of)
+    del gd.library.function[:]
+    return int(_digest(gd)[:16], 16)
+
+
+def _digest(message) -> str:
+    return hashlib.sha256(message.SerializeToString(deterministic=True)).hexdigest()
+
+
+def _rename_functions(nd, library: dict, name_of) -> None:
+    """Replaces the names of `library` functions `nd` calls or holds in attrs."""
+    if nd.op in library:
+        nd.op = name_of(nd.op)
+    for av in nd.attr.values():
+        if av.HasField("func") and av.func.name in library:
+            av.func.name = name_of(av.func.name)
+        for f in av.list.func:
+            if f.name in library:
+                f.name = name_of(f.name)
 
 
 # ---- restoring ---------------------------------------------------------------------------
@@ -189,7 +251,7 @@ def deserialize(state, ctx) -> tuple[ds_lib.Dataset, int]:
     values: dict[str, object] = {}
     for nd in gd.node:
         if nd.op == "Const":
-            values[nd.name] = tensor_util.MakeNdarray(nd.attr["value"].tensor)
+            values[nd.name] = variant_codec.from_proto(nd.attr["value"].tensor)
             continue
         attrs = _attrs(nd, library, outer, built)
         kdef = registry.find_kernel(nd.op, "CPU", attrs)

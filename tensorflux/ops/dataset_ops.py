@@ -116,6 +116,17 @@ define_op("PrefetchDataset", inputs=["input_dataset: variant", "buffer_size: int
           shape_fn=scalar)
 define_op("CacheDataset", inputs=["input_dataset: variant", "filename: string"],
           outputs=["handle: variant"], attrs=_TYPED, shape_fn=scalar)
+define_op("SnapshotDatasetV2",
+          inputs=["input_dataset: variant", "path: string",
+                  "reader_func_other_args: Treader_func_args",
+                  "shard_func_other_args: Tshard_func_args"],
+          outputs=["handle: variant"],
+          attrs=_TYPED[:2] + ["compression: string = ''", "reader_prefix: string = ''",
+                              "writer_prefix: string = ''", "hash_valid: bool = false",
+                              "hash: int = 0", "reader_func: func", "shard_func: func",
+                              "Treader_func_args: list(type) >= 0",
+                              "Tshard_func_args: list(type) >= 0", "metadata: string = ''"],
+          shape_fn=scalar)
 define_op("ZipDataset", inputs=["input_datasets: N * variant"], outputs=["handle: variant"],
           attrs=_TYPED[:2] + ["N: int >= 1", "metadata: string = ''"], shape_fn=scalar)
 define_op("ConcatenateDataset", inputs=["input_dataset: variant", "another_dataset: variant"],
@@ -229,7 +240,8 @@ not_differentiable(
     "TextLineDataset", "FixedLengthRecordDatasetV2", "PyGeneratorDataset", "MapDataset",
     "ParallelMapDatasetV2", "FilterDataset", "FlatMapDataset", "InterleaveDataset",
     "BatchDatasetV2", "PaddedBatchDatasetV2", "ShuffleDataset", "RepeatDataset",
-    "TakeDataset", "SkipDataset", "PrefetchDataset", "CacheDataset", "ZipDataset",
+    "TakeDataset", "SkipDataset", "PrefetchDataset", "CacheDataset", "SnapshotDatasetV2",
+    "ZipDataset",
     "ConcatenateDataset", "UnbatchDataset", "IteratorV2", "OneShotIterator", "MakeIterator",
     "IteratorGetNext", "IteratorToStringHandle", "IteratorFromStringHandleV2",
     "ShardDataset", "ScanDataset", "ReduceDataset", "WindowDataset", "UniqueDataset",

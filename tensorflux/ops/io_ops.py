@@ -1,5 +1,5 @@
 """Readers and file ops: TFRecordReader, TextLineReader, FixedLengthRecordReader,
-WholeFileReader, IdentityReader; read_file, write_file, matching_files.
+WholeFileReader, IdentityReader, LMDBReader; read_file, write_file, matching_files.
 
 A reader is a stateful resource (`TFRecordReaderV2` outputs its `resource` handle) that
 turns *work units* (file names, dequeued from a string queue) into records: `read(queue)`
@@ -10,7 +10,12 @@ thread. One reader serves its reads one at a time, in arrival order, so several 
 may share it.
 
 Keys are TensorFlow's: "file:offset" (TFRecord), "file:line" (text, 1-based),
-"file:record index" (fixed length, 0-based), the file name (whole file).
+"file:record index" (fixed length, 0-based), the file name (whole file), the record's own
+key (LMDB: work units are LMDB data files, `data.mdb`, read by lib/io/lmdb.py).
+
+LMDBReader is TF1's ref-typed reader (its handle a `Ref(string)`, no V2 op exists): its
+methods run the V1 reader ops (ReaderRead, ...), and a read passes the queue's resource
+handle through FakeQueue, as TensorFlow does for ref readers.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from tensorflux.lib.io.tf_record import TFRecordOptions
 
 # The TF1 public names of this module.
 __all__ = ["ReaderBase", "TFRecordReader", "TextLineReader", "FixedLengthRecordReader",
-           "WholeFileReader", "IdentityReader", "read_file", "write_file", "matching_files"]
+           "WholeFileReader", "IdentityReader", "LMDBReader", "read_file", "write_file",
+           "matching_files"]
 
 TensorShape = tensor_shape.TensorShape
 _READER_TAIL = ["container: string = ''", "shared_name: string = ''"]
@@ -71,6 +77,31 @@ define_op("ReaderRestoreStateV2", inputs=["reader_handle: resource", "state: str
           shape_fn=_no_outputs, stateful=True)
 define_op("ReaderResetV2", inputs=["reader_handle: resource"], shape_fn=_no_outputs,
           stateful=True)
+# TF1's ref-typed reader ops: LMDBReader makes the only such reader (TensorFlow 2.21 keeps
+# the op but its kernel is gone); FakeQueue gives a queue's resource handle to ReaderRead.
+define_op("LMDBReader", outputs=["reader_handle: Ref(string)"], attrs=_READER_TAIL,
+          shape_fn=lambda op: [TensorShape([2])], stateful=True)
+define_op("FakeQueue", inputs=["resource: resource"], outputs=["handle: Ref(string)"],
+          shape_fn=lambda op: [TensorShape([2])], stateful=True)
+define_op("ReaderRead", inputs=["reader_handle: Ref(string)", "queue_handle: Ref(string)"],
+          outputs=["key: string", "value: string"], shape_fn=_scalar_pair, stateful=True)
+define_op("ReaderReadUpTo",
+          inputs=["reader_handle: Ref(string)", "queue_handle: Ref(string)",
+                  "num_records: int64"],
+          outputs=["keys: string", "values: string"], shape_fn=_vector_pair, stateful=True)
+define_op("ReaderNumRecordsProduced", inputs=["reader_handle: Ref(string)"],
+          outputs=["records_produced: int64"], shape_fn=common_shapes.scalar, stateful=True)
+define_op("ReaderNumWorkUnitsCompleted", inputs=["reader_handle: Ref(string)"],
+          outputs=["units_completed: int64"], shape_fn=common_shapes.scalar, stateful=True)
+define_op("ReaderSerializeState", inputs=["reader_handle: Ref(string)"],
+          outputs=["state: string"], shape_fn=common_shapes.scalar, stateful=True)
+define_op("ReaderRestoreState", inputs=["reader_handle: Ref(string)", "state: string"],
+          shape_fn=_no_outputs, stateful=True)
+define_op("ReaderReset", inputs=["reader_handle: Ref(string)"], shape_fn=_no_outputs,
+          stateful=True)
+not_differentiable("LMDBReader", "FakeQueue", "ReaderRead", "ReaderReadUpTo",
+                   "ReaderNumRecordsProduced", "ReaderNumWorkUnitsCompleted",
+                   "ReaderSerializeState", "ReaderRestoreState", "ReaderReset")
 # ReadFile and MatchingFiles are stateless in TensorFlow; here they are marked stateful so
 # that constant folding never freezes a file's contents into a cached step.
 define_op("ReadFile", inputs=["filename: string"], outputs=["contents: string"],
@@ -102,6 +133,16 @@ class ReaderBase:
         self._reader_ref = reader_ref
         self._supports_serialize = supports_serialize
 
+    def _op(self, v2_type: str) -> str:
+        """The op type for this reader's handle: `v2_type`, or its V1 form for a ref."""
+        return v2_type if self._reader_ref.dtype == dtypes.resource else v2_type[:-2]
+
+    def _queue(self, queue) -> Tensor:
+        ref = _queue_ref(queue)
+        if self._reader_ref.dtype == dtypes.resource or ref.dtype != dtypes.resource:
+            return ref
+        return apply_op("FakeQueue", resource=ref, name="FakeQueue")
+
     @property
     def reader_ref(self) -> Tensor:
         return self._reader_ref
@@ -120,41 +161,42 @@ class ReaderBase:
         Returns:
           (key, value). Fails with OutOfRangeError when the queue is closed and empty.
         """
-        return apply_op("ReaderReadV2", reader_handle=self._reader_ref,
-                        queue_handle=_queue_ref(queue), name=name or "ReaderReadV2")
+        op = self._op("ReaderReadV2")
+        return apply_op(op, reader_handle=self._reader_ref, queue_handle=self._queue(queue),
+                        name=name or op)
 
     def read_up_to(self, queue, num_records, name=None):
         """Up to `num_records` records from one work unit: (keys, values) vectors."""
         num = convert_to_tensor(num_records, dtype=dtypes.int64)
-        return apply_op("ReaderReadUpToV2", reader_handle=self._reader_ref,
-                        queue_handle=_queue_ref(queue), num_records=num,
-                        name=name or "ReaderReadUpToV2")
+        op = self._op("ReaderReadUpToV2")
+        return apply_op(op, reader_handle=self._reader_ref, queue_handle=self._queue(queue),
+                        num_records=num, name=name or op)
 
     def num_records_produced(self, name=None) -> Tensor:
         """An int64 scalar: the records this reader has produced."""
-        return apply_op("ReaderNumRecordsProducedV2", reader_handle=self._reader_ref,
-                        name=name or "ReaderNumRecordsProducedV2")
+        op = self._op("ReaderNumRecordsProducedV2")
+        return apply_op(op, reader_handle=self._reader_ref, name=name or op)
 
     def num_work_units_completed(self, name=None) -> Tensor:
         """An int64 scalar: the work units (files) this reader has finished."""
-        return apply_op("ReaderNumWorkUnitsCompletedV2", reader_handle=self._reader_ref,
-                        name=name or "ReaderNumWorkUnitsCompletedV2")
+        op = self._op("ReaderNumWorkUnitsCompletedV2")
+        return apply_op(op, reader_handle=self._reader_ref, name=name or op)
 
     def serialize_state(self, name=None) -> Tensor:
         """A string scalar encoding the reader's state (UnimplementedError if unsupported)."""
-        return apply_op("ReaderSerializeStateV2", reader_handle=self._reader_ref,
-                        name=name or "ReaderSerializeStateV2")
+        op = self._op("ReaderSerializeStateV2")
+        return apply_op(op, reader_handle=self._reader_ref, name=name or op)
 
     def restore_state(self, state, name=None):
         """Restores a state from `serialize_state`."""
-        return apply_op("ReaderRestoreStateV2", reader_handle=self._reader_ref,
-                        state=convert_to_tensor(state, dtype=dtypes.string),
-                        name=name or "ReaderRestoreStateV2")
+        op = self._op("ReaderRestoreStateV2")
+        return apply_op(op, reader_handle=self._reader_ref,
+                        state=convert_to_tensor(state, dtype=dtypes.string), name=name or op)
 
     def reset(self, name=None):
         """Back to the initial state: no current work unit, counters at zero."""
-        return apply_op("ReaderResetV2", reader_handle=self._reader_ref,
-                        name=name or "ReaderResetV2")
+        op = self._op("ReaderResetV2")
+        return apply_op(op, reader_handle=self._reader_ref, name=name or op)
 
 
 class TFRecordReader(ReaderBase):
@@ -220,6 +262,21 @@ class IdentityReader(ReaderBase):
     def __init__(self, name=None):
         super().__init__(apply_op("IdentityReaderV2", name=name or "IdentityReaderV2"),
                          supports_serialize=True)
+
+
+class LMDBReader(ReaderBase):
+    """Reads the (key, value) records of LMDB databases in key order (`tf.LMDBReader`):
+    each work unit is the path of an LMDB data file (`data.mdb`) or of its directory;
+    keys are the records' own keys.
+
+    Args:
+      name: the op name.
+      options: unused (as in TensorFlow).
+    """
+
+    def __init__(self, name=None, options=None):
+        del options
+        super().__init__(apply_op("LMDBReader", name=name or "LMDBReader"))
 
 
 def read_file(filename, name=None) -> Tensor:

@@ -19,6 +19,7 @@ from tensorflux.framework import dtypes, errors, op_registry
 from tensorflux.kernels import (
     dataset_batching,
     dataset_files,
+    dataset_snapshot,
     dataset_state,
     dataset_transforms,
     determinism,
@@ -340,6 +341,20 @@ def _cache_dataset(node):
         if filename:
             return dataset_files.FileCacheDataset(ds_lib.as_dataset(input_ds), filename, n)
         return ds_lib.CacheDataset(ds_lib.as_dataset(input_ds))
+    return compute
+
+
+@dataset_kernel_factory("SnapshotDatasetV2")
+def _snapshot_dataset(node):
+    reader, shard = _function(node, "reader_func"), _function(node, "shard_func")
+    n_reader = len(node.attrs["Treader_func_args"])
+    types, compression = node.attrs["output_types"], node.attrs["compression"]
+    dataset_snapshot.check_compression(compression)
+
+    def compute(ctx, input_ds, path, *captured):
+        return dataset_snapshot.SnapshotDataset(
+            ds_lib.as_dataset(input_ds), _str(path), compression, types,
+            (reader(ctx), captured[:n_reader]), (shard(ctx), captured[n_reader:]))
     return compute
 
 

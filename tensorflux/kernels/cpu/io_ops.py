@@ -28,6 +28,7 @@ from tensorflux.framework import errors
 from tensorflux.kernels.cpu.data_flow_ops import lookup, resource_op
 from tensorflux.kernels.queues import QueueBase
 from tensorflux.kernels.registry import kernel, kernel_factory
+from tensorflux.lib.io.lmdb import LMDBFile
 from tensorflux.lib.io.tf_record import RecordReader
 from tensorflux.lib.protowire import varint as _varint
 
@@ -438,6 +439,31 @@ class IdentityReader(WholeFileReader):
         return self.work, self.work
 
 
+class LMDBReader(ReaderBase):
+    """The records of each LMDB data file in key order (lib/io/lmdb.py), keyed by their
+    own keys; a file that is not one fails its read with DataLossError."""
+
+    kind = "LMDBReader"
+
+    def __init__(self, name):
+        super().__init__(name)
+        self._file: LMDBFile | None = None
+        self._records = None
+
+    def _start(self, work):
+        self._file = LMDBFile(_path(work))
+        self._records = iter(self._file)
+
+    def _stop(self):
+        self._records = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _read_one(self):
+        return next(self._records, None)
+
+
 # ---- ReaderBaseState, as its protobuf bytes ----------------------------------------------
 
 
@@ -507,13 +533,19 @@ _reader_kernel("FixedLengthRecordReaderV2", lambda n, a: FixedLengthRecordReader
     a["encoding"]))
 _reader_kernel("WholeFileReaderV2", lambda n, a: WholeFileReader(n))
 _reader_kernel("IdentityReaderV2", lambda n, a: IdentityReader(n))
+_reader_kernel("LMDBReader", lambda n, a: LMDBReader(n))
+
+
+@kernel("FakeQueue")
+def _fake_queue(ctx, resource):
+    return resource  # the ref-typed reader ops look the queue up by the same handle
 
 
 def _reader(ctx, handle) -> ReaderBase:
     return lookup(ctx, handle, ReaderBase, "ReaderInterface")
 
 
-@kernel_factory("ReaderReadV2", is_async=True)
+@kernel_factory("ReaderReadV2", "ReaderRead", is_async=True)
 def _read(node):
     def compute(ctx, done, reader_handle, queue_handle):
         reader = _reader(ctx, reader_handle)
@@ -523,7 +555,7 @@ def _read(node):
     return compute
 
 
-@kernel_factory("ReaderReadUpToV2", is_async=True)
+@kernel_factory("ReaderReadUpToV2", "ReaderReadUpTo", is_async=True)
 def _read_up_to(node):
     def compute(ctx, done, reader_handle, queue_handle, num_records):
         n = int(num_records)
@@ -538,7 +570,7 @@ def _read_up_to(node):
 
 
 def _control_kernel(op_type: str, method: str, with_arg: bool = False):
-    @kernel_factory(op_type, is_async=True)
+    @kernel_factory(op_type, op_type[:-2], is_async=True)  # V2 and the ref-typed V1 op
     def factory(node):
         def compute(ctx, done, reader_handle, *args):
             reader = _reader(ctx, reader_handle)
@@ -556,12 +588,12 @@ _control_kernel("ReaderSerializeStateV2", "serialize_state")
 _control_kernel("ReaderRestoreStateV2", "restore_state", with_arg=True)
 
 
-@kernel("ReaderNumRecordsProducedV2")
+@kernel("ReaderNumRecordsProducedV2", "ReaderNumRecordsProduced")
 def _num_records_produced(ctx, reader_handle):
     return np.int64(_reader(ctx, reader_handle).records_produced)
 
 
-@kernel("ReaderNumWorkUnitsCompletedV2")
+@kernel("ReaderNumWorkUnitsCompletedV2", "ReaderNumWorkUnitsCompleted")
 def _num_work_units_completed(ctx, reader_handle):
     return np.int64(_reader(ctx, reader_handle).work_finished)
 
