@@ -37,10 +37,37 @@ UNARY = ["abs", "negative", "square", "sqrt", "rsqrt", "exp", "expm1", "log", "l
          "as_string", "length", "lower", "upper", "strip", "substr", "to_number",
          "regex_full_match", "regex_replace", "to_hash_bucket", "to_hash_bucket_fast",
          "to_hash_bucket_strong", "unicode_script", "string_to_hash_bucket_fast",
-         "string_strip", "string_length", "clip_by_value"]
+         "string_strip", "string_length", "clip_by_value",
+         # the rest of TF's unary list: math, casts, complex parts, bytes, tf.nn
+         # activations and dropout, tf.image's per-pixel adjustments
+         "acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "digamma", "erfc",
+         "erfinv", "erfcinv", "lgamma", "log_sigmoid", "ndtri", "reciprocal_no_nan",
+         "softplus", "bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e", "angle", "conj",
+         "real", "imag", "invert", "bitcast", "check_numerics", "to_bfloat16", "to_double",
+         "to_complex64", "to_complex128", "encode_base64", "decode_base64",
+         "decode_compressed", "unicode_transcode", "string_to_hash_bucket",
+         "string_to_hash_bucket_strong", "relu", "relu6", "elu", "selu", "leaky_relu",
+         "softsign", "silu", "swish", "adjust_brightness", "adjust_gamma",
+         "convert_image_dtype", "random_brightness"]
 BINARY = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
           "logical_and", "logical_or", "logical_xor", "squared_difference", "floormod", "mod",
-          "realdiv", "atan2"]
+          "realdiv", "atan2", "div", "floor_div", "truncatediv", "truncatemod",
+          "divide_no_nan", "multiply_no_nan", "xdivy", "xlog1py", "xlogy", "zeta",
+          "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "complex"]
+
+# The namespaces whose functions dispatch by name only for the names listed (the others,
+# tf, tf.math, tf.strings and tf.dtypes, for every name above); tf.sparse and tf.linalg
+# hold functions that share a name with tf's but mean something else.
+NAMESPACE_NAMES = {
+    "nn": ["relu", "relu6", "elu", "selu", "leaky_relu", "softsign", "silu", "swish",
+           "softplus", "sigmoid", "tanh", "dropout"],
+    "bitwise": ["bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
+                "invert"],
+    "io": ["encode_base64", "decode_base64", "decode_compressed"],
+    "image": ["adjust_brightness", "adjust_gamma", "convert_image_dtype",
+              "random_brightness"],
+    "debugging": ["check_numerics", "is_nan", "is_inf", "is_finite"],
+}
 
 
 def _unary(dense_fn):
@@ -86,20 +113,62 @@ def _concat(dense_concat):
     return dispatching(dense_concat, ragged_concat)
 
 
-def install(namespace) -> None:
-    """Wraps the dispatchable functions present in the module `namespace`."""
-    for name, ragged_fn in RAGGED_IMPLEMENTATIONS.items():
+def _scalar_mul(dense_scalar_mul):
+    def ragged_scalar_mul(scalar, x, name=None):
+        return ragged_ops.map_flat_values(
+            lambda v: dense_scalar_mul(scalar, v, name=name), x)
+    return dispatching(dense_scalar_mul, ragged_scalar_mul)
+
+
+def _nextafter(dense_nextafter):
+    def ragged_nextafter(x1, x2, name=None):
+        # TF dispatches on x1 only: a ragged x2 reaches the dense op (and its TypeError)
+        if isinstance(x2, RaggedTensor):
+            return dense_nextafter(x1.flat_values if isinstance(x1, RaggedTensor) else x1,
+                                   x2, name=name)
+        return ragged_ops.map_flat_values(lambda v: dense_nextafter(v, x2, name=name), x1)
+    return dispatching(dense_nextafter, ragged_nextafter)
+
+
+def _dropout(dense_dropout):
+    def ragged_dropout(x, *args, **kwargs):
+        noise_shape = args[1] if len(args) > 1 else kwargs.get("noise_shape")
+        if noise_shape is not None:
+            raise ValueError("noise_shape is not supported yet for RaggedTensor x")
+        return ragged_ops.map_flat_values(dense_dropout, x, *args, **kwargs)
+    return dispatching(dense_dropout, ragged_dropout)
+
+
+_SPECIAL = {"concat": _concat, "scalar_mul": _scalar_mul, "nextafter": _nextafter,
+            "dropout": _dropout}
+
+
+def install(namespace, names=None) -> None:
+    """Wraps the dispatchable functions present in the module `namespace` (only those
+    called `names` when given)."""
+    def present(name):
         fn = getattr(namespace, name, None)
-        if callable(fn):
+        if names is not None and name not in names:
+            return None
+        return fn if callable(fn) and not isinstance(fn, type) else None
+
+    for name, ragged_fn in RAGGED_IMPLEMENTATIONS.items():
+        if fn := present(name):
             setattr(namespace, name, dispatching(fn, ragged_fn))
     for name in UNARY:
-        fn = getattr(namespace, name, None)
-        if callable(fn) and not isinstance(fn, type):
+        if fn := present(name):
             setattr(namespace, name, dispatching(fn, _unary(fn)))
     for name in BINARY:
-        fn = getattr(namespace, name, None)
-        if callable(fn) and not isinstance(fn, type):
+        if fn := present(name):
             setattr(namespace, name, dispatching(fn, ragged_ops.binary(fn)))
-    fn = getattr(namespace, "concat", None)
-    if callable(fn):
-        namespace.concat = _concat(fn)
+    for name, make in _SPECIAL.items():
+        if fn := present(name):
+            setattr(namespace, name, make(fn))
+
+
+def install_all(tf) -> None:
+    """Ragged dispatch in the public namespace `tf` and its submodules."""
+    for namespace in (tf, tf.math, tf.strings, tf.dtypes):
+        install(namespace)
+    for attr, names in NAMESPACE_NAMES.items():
+        install(getattr(tf, attr), names)
