@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from tensorflux.ragged import ragged_ops
+from tensorflux.ragged import ragged_ops, ragged_structure_ops
 from tensorflux.ragged.ragged_tensor import RaggedTensor
 
 # public name -> ragged implementation
@@ -23,7 +23,10 @@ RAGGED_IMPLEMENTATIONS = {
     "expand_dims": ragged_ops.expand_dims, "stack": ragged_ops.stack,
     "gather_nd": ragged_ops.gather_nd, "reduce_logsumexp": ragged_ops.reduce_logsumexp,
     "add_n": ragged_ops.add_n, "size": ragged_ops.size, "rank": ragged_ops.rank,
-    "where": ragged_ops.where,
+    "where": ragged_ops.where, "tile": ragged_structure_ops.tile,
+    "reverse": ragged_structure_ops.reverse, "reverse_v2": ragged_structure_ops.reverse,
+    "squeeze": ragged_structure_ops.squeeze, "split": ragged_structure_ops.split,
+    "cumsum": ragged_structure_ops.cumsum,
 }
 
 
@@ -115,6 +118,9 @@ def _concat(dense_concat):
 
 def _scalar_mul(dense_scalar_mul):
     def ragged_scalar_mul(scalar, x, name=None):
+        if isinstance(scalar, RaggedTensor):
+            raise ValueError(f"The input scalar must be a 0-D value. Received shape "
+                             f"{tuple(scalar.flat_values.shape.as_list())}.")
         return ragged_ops.map_flat_values(
             lambda v: dense_scalar_mul(scalar, v, name=name), x)
     return dispatching(dense_scalar_mul, ragged_scalar_mul)
@@ -143,12 +149,12 @@ _SPECIAL = {"concat": _concat, "scalar_mul": _scalar_mul, "nextafter": _nextafte
             "dropout": _dropout}
 
 
-def install(namespace, names=None) -> None:
+def install(namespace, names=None, skip=()) -> None:
     """Wraps the dispatchable functions present in the module `namespace` (only those
-    called `names` when given)."""
+    called `names` when given, none of those called `skip`)."""
     def present(name):
         fn = getattr(namespace, name, None)
-        if names is not None and name not in names:
+        if names is not None and name not in names or name in skip:
             return None
         return fn if callable(fn) and not isinstance(fn, type) else None
 
@@ -168,7 +174,8 @@ def install(namespace, names=None) -> None:
 
 def install_all(tf) -> None:
     """Ragged dispatch in the public namespace `tf` and its submodules."""
-    for namespace in (tf, tf.math, tf.strings, tf.dtypes):
+    for namespace in (tf, tf.math, tf.dtypes):
         install(namespace)
+    install(tf.strings, skip=("split",))  # tf.strings.split splits strings
     for attr, names in NAMESPACE_NAMES.items():
         install(getattr(tf, attr), names)

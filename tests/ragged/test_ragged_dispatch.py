@@ -307,6 +307,7 @@ OTHERS = [
     ('real_dense_imag', 'tf.math.imag(tf.dtypes.complex(f, 2.0))',
      [[2.0, 2.0], [], [2.0, 2.0, 2.0]]),
     ('bitwise_rr', 'tf.bitwise.bitwise_and(r3, r3 + 1)', [[[0, 2], [0]], [], [[4], [4, 6, 0]]]),
+    ('scalar_mul_err', 'tf.math.scalar_mul(f, f)', 'ValueError'),
 ]
 
 
