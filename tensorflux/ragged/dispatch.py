@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from tensorflux.ragged import ragged_ops, ragged_structure_ops
+from tensorflux.ragged import ragged_ops, ragged_string_ops, ragged_structure_ops
 from tensorflux.ragged.ragged_tensor import RaggedTensor
 
 # public name -> ragged implementation
@@ -26,7 +26,9 @@ RAGGED_IMPLEMENTATIONS = {
     "where": ragged_ops.where, "tile": ragged_structure_ops.tile,
     "reverse": ragged_structure_ops.reverse, "reverse_v2": ragged_structure_ops.reverse,
     "squeeze": ragged_structure_ops.squeeze, "split": ragged_structure_ops.split,
-    "cumsum": ragged_structure_ops.cumsum,
+    "cumsum": ragged_structure_ops.cumsum, "reduce_join": ragged_ops.reduce_join,
+    "format": ragged_string_ops.string_format, "string_format": ragged_string_ops.string_format,
+    "print": ragged_string_ops.print_ragged,
 }
 
 
@@ -51,7 +53,7 @@ UNARY = ["abs", "negative", "square", "sqrt", "rsqrt", "exp", "expm1", "log", "l
          "decode_compressed", "unicode_transcode", "string_to_hash_bucket",
          "string_to_hash_bucket_strong", "relu", "relu6", "elu", "selu", "leaky_relu",
          "softsign", "silu", "swish", "adjust_brightness", "adjust_gamma",
-         "convert_image_dtype", "random_brightness"]
+         "convert_image_dtype", "random_brightness", "join", "string_join"]
 BINARY = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
           "logical_and", "logical_or", "logical_xor", "squared_difference", "floormod", "mod",
           "realdiv", "atan2", "div", "floor_div", "truncatediv", "truncatemod",

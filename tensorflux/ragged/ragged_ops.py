@@ -45,6 +45,7 @@ from tensorflux.ragged.ragged_math_ops import (  # noqa: F401 - dispatch targets
     add_n,
     reduce_all,
     reduce_any,
+    reduce_join,
     reduce_logsumexp,
     reduce_max,
     reduce_mean,
