@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import functools
 
-from tensorflux.ragged import ragged_ops, ragged_string_ops, ragged_structure_ops
+from tensorflux.ragged import (
+    dynamic_ragged_shape,
+    ragged_ops,
+    ragged_string_ops,
+    ragged_structure_ops,
+)
 from tensorflux.ragged.ragged_tensor import RaggedTensor
 
 # public name -> ragged implementation
@@ -28,7 +33,8 @@ RAGGED_IMPLEMENTATIONS = {
     "squeeze": ragged_structure_ops.squeeze, "split": ragged_structure_ops.split,
     "cumsum": ragged_structure_ops.cumsum, "reduce_join": ragged_ops.reduce_join,
     "format": ragged_string_ops.string_format, "string_format": ragged_string_ops.string_format,
-    "print": ragged_string_ops.print_ragged,
+    "print": ragged_string_ops.print_ragged, "shape": dynamic_ragged_shape.shape,
+    "broadcast_to": dynamic_ragged_shape.broadcast_to,
 }
 
 
@@ -83,7 +89,7 @@ def _unary(dense_fn):
 
 def _has_ragged(args, kwargs) -> bool:
     def ragged(x):
-        if isinstance(x, RaggedTensor):
+        if isinstance(x, (RaggedTensor, dynamic_ragged_shape.DynamicRaggedShape)):
             return True
         return isinstance(x, (list, tuple)) and any(isinstance(i, RaggedTensor) for i in x)
     return any(ragged(a) for a in args) or any(ragged(v) for v in kwargs.values())
