@@ -8,6 +8,7 @@ import functools
 
 from tensorflux.ragged import (
     dynamic_ragged_shape,
+    ragged_nn_ops,
     ragged_ops,
     ragged_string_ops,
     ragged_structure_ops,
@@ -35,6 +36,19 @@ RAGGED_IMPLEMENTATIONS = {
     "format": ragged_string_ops.string_format, "string_format": ragged_string_ops.string_format,
     "print": ragged_string_ops.print_ragged, "shape": dynamic_ragged_shape.shape,
     "broadcast_to": dynamic_ragged_shape.broadcast_to,
+    "unsorted_segment_sum": ragged_nn_ops.unsorted_segment_sum,
+    "unsorted_segment_prod": ragged_nn_ops.unsorted_segment_prod,
+    "unsorted_segment_max": ragged_nn_ops.unsorted_segment_max,
+    "unsorted_segment_min": ragged_nn_ops.unsorted_segment_min,
+    "unsorted_segment_mean": ragged_nn_ops.unsorted_segment_mean,
+    "unsorted_segment_sqrt_n": ragged_nn_ops.unsorted_segment_sqrt_n,
+    "dynamic_partition": ragged_nn_ops.dynamic_partition,
+    "bincount": ragged_nn_ops.bincount, "one_hot": ragged_nn_ops.one_hot,
+    "reshape": ragged_nn_ops.reshape, "batch_gather": ragged_nn_ops.batch_gather,
+    "matmul": ragged_nn_ops.matmul, "embedding_lookup": ragged_nn_ops.embedding_lookup,
+    "embedding_lookup_sparse": ragged_nn_ops.embedding_lookup_sparse,
+    "safe_embedding_lookup_sparse": ragged_nn_ops.safe_embedding_lookup_sparse,
+    "assert_type": ragged_nn_ops.assert_type,
 }
 
 
@@ -59,25 +73,33 @@ UNARY = ["abs", "negative", "square", "sqrt", "rsqrt", "exp", "expm1", "log", "l
          "decode_compressed", "unicode_transcode", "string_to_hash_bucket",
          "string_to_hash_bucket_strong", "relu", "relu6", "elu", "selu", "leaky_relu",
          "softsign", "silu", "swish", "adjust_brightness", "adjust_gamma",
-         "convert_image_dtype", "random_brightness", "join", "string_join"]
+         "convert_image_dtype", "random_brightness", "join", "string_join", "log_softmax"]
 BINARY = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
           "logical_and", "logical_or", "logical_xor", "squared_difference", "floormod", "mod",
           "realdiv", "atan2", "div", "floor_div", "truncatediv", "truncatemod",
           "divide_no_nan", "multiply_no_nan", "xdivy", "xlog1py", "xlogy", "zeta",
           "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "complex"]
 
+# Assertions on two tensors (tf.assert_equal, tf.debugging.assert_less, ...).
+ASSERTIONS = ["assert_equal", "assert_greater", "assert_greater_equal", "assert_less",
+              "assert_less_equal", "assert_near", "assert_none_equal"]
+
 # The namespaces whose functions dispatch by name only for the names listed (the others,
 # tf, tf.math, tf.strings and tf.dtypes, for every name above); tf.sparse and tf.linalg
 # hold functions that share a name with tf's but mean something else.
 NAMESPACE_NAMES = {
     "nn": ["relu", "relu6", "elu", "selu", "leaky_relu", "softsign", "silu", "swish",
-           "softplus", "sigmoid", "tanh", "dropout"],
+           "softplus", "sigmoid", "tanh", "dropout", "log_softmax", "embedding_lookup",
+           "embedding_lookup_sparse", "safe_embedding_lookup_sparse"],
     "bitwise": ["bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
                 "invert"],
     "io": ["encode_base64", "decode_base64", "decode_compressed"],
     "image": ["adjust_brightness", "adjust_gamma", "convert_image_dtype",
               "random_brightness"],
-    "debugging": ["check_numerics", "is_nan", "is_inf", "is_finite"],
+    "debugging": ["check_numerics", "is_nan", "is_inf", "is_finite", "assert_type"]
+    + ASSERTIONS,
+    "linalg": ["matmul"],
+    "sparse": ["bincount"],
 }
 
 
@@ -155,6 +177,8 @@ def _dropout(dense_dropout):
 
 _SPECIAL = {"concat": _concat, "scalar_mul": _scalar_mul, "nextafter": _nextafter,
             "dropout": _dropout}
+for _name in ASSERTIONS:
+    _SPECIAL[_name] = lambda fn: dispatching(fn, ragged_nn_ops.binary_assert(fn))
 
 
 def install(namespace, names=None, skip=()) -> None:
