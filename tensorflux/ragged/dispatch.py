@@ -73,7 +73,9 @@ UNARY = ["abs", "negative", "square", "sqrt", "rsqrt", "exp", "expm1", "log", "l
          "decode_compressed", "unicode_transcode", "string_to_hash_bucket",
          "string_to_hash_bucket_strong", "relu", "relu6", "elu", "selu", "leaky_relu",
          "softsign", "silu", "swish", "adjust_brightness", "adjust_gamma",
-         "convert_image_dtype", "random_brightness", "join", "string_join", "log_softmax"]
+         "convert_image_dtype", "random_brightness", "join", "string_join", "log_softmax",
+         "bessel_j0", "bessel_j1", "bessel_k0", "bessel_k0e", "bessel_k1", "bessel_k1e",
+         "bessel_y0", "bessel_y1", "dawsn", "expint", "fresnel_cos", "fresnel_sin", "spence"]
 BINARY = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
           "logical_and", "logical_or", "logical_xor", "squared_difference", "floormod", "mod",
           "realdiv", "atan2", "div", "floor_div", "truncatediv", "truncatemod",
@@ -206,7 +208,7 @@ def install(namespace, names=None, skip=()) -> None:
 
 def install_all(tf) -> None:
     """Ragged dispatch in the public namespace `tf` and its submodules."""
-    for namespace in (tf, tf.math, tf.dtypes):
+    for namespace in (tf, tf.math, tf.math.special, tf.dtypes):
         install(namespace)
     install(tf.strings, skip=("split",))  # tf.strings.split splits strings
     for attr, names in NAMESPACE_NAMES.items():

@@ -1,7 +1,7 @@
 """The functions of TensorFlow 2.21's ragged dispatch list that apply elementwise: tf.math's
-unary and binary functions, tf.bitwise, casts, complex parts, tf.nn's activations and
-dropout, tf.image's per-pixel adjustments, byte encodings, string functions and
-check_numerics, called on RaggedTensors through tf, tf.math, tf.nn, tf.bitwise, tf.io,
+(and tf.math.special's) unary and binary functions, tf.bitwise, casts, complex parts, tf.nn's
+activations and dropout, tf.image's per-pixel adjustments, byte encodings, string functions
+and check_numerics, called on RaggedTensors through tf, tf.math, tf.nn, tf.bitwise, tf.io,
 tf.image and tf.debugging (tensorflux/ragged/dispatch.py).
 
 Table-driven (tests/ragged/ragged_cases.py): each case's expected value is what TensorFlow
@@ -203,6 +203,32 @@ MATH = [
     ('bitwise.invert', 'tf.bitwise.invert(r)', [[-2, -3], [], [-4, -5, -6]]),
     ('bitwise.left_shift', 'tf.bitwise.left_shift(r, 1)', [[2, 4], [], [6, 8, 10]]),
     ('bitwise.right_shift', 'tf.bitwise.right_shift(r, 1)', [[0, 1], [], [1, 2, 2]]),
+    ('special.bessel_j0', 'tf.math.special.bessel_j0(g)',
+     [[0.9384699, 0.2238908], [], [0.5118277, 0.984436, -0.2600519]]),
+    ('special.bessel_j1', 'tf.math.special.bessel_j1(g)',
+     [[0.2422685, 0.5767248], [], [0.5579365, 0.124026, 0.339059]]),
+    ('special.bessel_k0', 'tf.math.special.bessel_k0(g)',
+     [[0.9244191, 0.1138939], [], [0.2138056, 1.541507, 0.03473951]]),
+    ('special.bessel_k0e', 'tf.math.special.bessel_k0e(g)',
+     [[1.524109, 0.8415684], [], [0.9582104, 1.979334, 0.6977617]]),
+    ('special.bessel_k1', 'tf.math.special.bessel_k1(g)',
+     [[1.656441, 0.1398659], [], [0.2773879, 3.747026, 0.04015643]]),
+    ('special.bessel_k1e', 'tf.math.special.bessel_k1e(g)',
+     [[2.731009, 1.033477], [], [1.243166, 4.811276, 0.8065635]]),
+    ('special.bessel_y0', 'tf.math.special.bessel_y0(g)',
+     [[-0.4445187, 0.5103757], [], [0.3824489, -0.931573, 0.37685]]),
+    ('special.bessel_y1', 'tf.math.special.bessel_y1(g)',
+     [[-1.471472, -0.1070324], [], [-0.4123086, -2.704105, 0.3246744]]),
+    ('special.dawsn', 'tf.math.special.dawsn(g)',
+     [[0.4244364, 0.3013404], [], [0.4282491, 0.2398392, 0.178271]]),
+    ('special.expint', 'tf.math.special.expint(g)',
+     [[0.4542198, 4.954234], [], [3.301286, -0.5425433, 9.933833]]),
+    ('special.fresnel_cos', 'tf.math.special.fresnel_cos(g)',
+     [[0.4923442, 0.4882534], [], [0.4452612, 0.2497591, 0.6057208]]),
+    ('special.fresnel_sin', 'tf.math.special.fresnel_sin(g)',
+     [[0.06473242, 0.3434157], [], [0.6975049, 0.008175599, 0.496313]]),
+    ('special.spence', 'tf.math.special.spence(g)',
+     [[0.5822403, -0.8224669], [], [-0.4484142, 0.9784694, -1.436746]]),
 ]
 
 OTHERS = [
