@@ -48,7 +48,8 @@ RAGGED_IMPLEMENTATIONS = {
     "matmul": ragged_nn_ops.matmul, "embedding_lookup": ragged_nn_ops.embedding_lookup,
     "embedding_lookup_sparse": ragged_nn_ops.embedding_lookup_sparse,
     "safe_embedding_lookup_sparse": ragged_nn_ops.safe_embedding_lookup_sparse,
-    "assert_type": ragged_nn_ops.assert_type,
+    "assert_type": ragged_nn_ops.assert_type, "resize_images": ragged_nn_ops.resize_images,
+    "resize": ragged_nn_ops.resize_images,
 }
 
 
@@ -97,7 +98,7 @@ NAMESPACE_NAMES = {
                 "invert"],
     "io": ["encode_base64", "decode_base64", "decode_compressed"],
     "image": ["adjust_brightness", "adjust_gamma", "convert_image_dtype",
-              "random_brightness"],
+              "random_brightness", "resize_images", "resize"],
     "debugging": ["check_numerics", "is_nan", "is_inf", "is_finite", "assert_type"]
     + ASSERTIONS,
     "linalg": ["matmul"],

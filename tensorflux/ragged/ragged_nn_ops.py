@@ -11,16 +11,18 @@ or row partitions.
 - matmul: a [B, (N), K] RaggedTensor times a dense [B, K, M] gathers b's matrix for each
   row's item (one batched product, so gradients flow); other shapes go through the
   zero-padded dense form and back.
+- resize_images loops over the batch (map_fn), each image made dense, as TF does.
 - Assertions on two RaggedTensors check that their row partitions are identical, then
   assert on the flat values.
 """
 
 from __future__ import annotations
 
-from tensorflux.control_flow import builders
+from tensorflux.control_flow import builders, functional_ops
 from tensorflux.debugging import check_ops
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.image import image_ops
 from tensorflux.nn import embedding_ops, nn_extra
 from tensorflux.ops import (
     array_ops,
@@ -224,6 +226,32 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
 
 def _dense(x):
     return x.to_tensor() if isinstance(x, RaggedTensor) else convert_to_tensor(x)
+
+
+# ---- images ---------------------------------------------------------------------------------
+
+
+def resize_images(images, size, method=image_ops.ResizeMethod.BILINEAR, align_corners=False,
+                  preserve_aspect_ratio=False, name=None):
+    """The ragged form of `tf.image.resize_images`: a [batch, (height), (width), channels]
+    RaggedTensor resized image by image (a loop over the batch) to a dense batch.
+
+    Raises:
+      ValueError: images whose rank is not 4.
+    """
+    images = _value(images)
+    if images.shape.ndims != 4:
+        raise ValueError("tf.image.resize: images.shape.rank must be 4 if images is ragged.")
+    options = dict(method=method, align_corners=align_corners,
+                   preserve_aspect_ratio=preserve_aspect_ratio)
+    with graph_lib.Graph().as_default():  # the result's dtype, from a throwaway graph
+        probe = array_ops.placeholder(images.dtype, [None, None, None])
+        dtype = image_ops.resize_images(probe, size, **options).dtype
+    with graph_lib.name_scope(name, "RaggedResizeImages", [images]):
+        rows = sequence_ops.range(0, images.nrows())
+        return functional_ops.map_fn(
+            lambda i: image_ops.resize_images(images[i].to_tensor(), size, **options),
+            rows, dtype=dtype)
 
 
 # ---- embeddings -------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The rest of TF 2.21's ragged dispatch list: reshape, one_hot, dynamic_partition,
 batch_gather, unsorted segment reductions, log_softmax, embedding lookups, matmul,
-sparse.bincount and the debugging assertions on RaggedTensors
+sparse.bincount, image.resize_images and the debugging assertions on RaggedTensors
 (tensorflux/ragged/ragged_nn_ops.py).
 
 Table-driven (tests/ragged/ragged_cases.py): each case's expected value is what TensorFlow
@@ -26,6 +26,7 @@ b = tf.reshape(tf.range(12.0), [2, 2, 3])
 cnt = tf.ragged.constant([[1, 1, 3], [2]])
 br = tf.ragged.constant([[[1.0], [2.0]], [[3.0], [4.0]]], ragged_rank=1)
 to_dense = tf.sparse.to_dense
+imgs = RT.from_nested_row_lengths(tf.reshape(tf.range(1.0, 6.0), [5, 1]), [[2, 1], [2, 2, 1]])
 """
 
 CASES = [
@@ -123,6 +124,13 @@ CASES = [
     ('assert_less_fail', 'tf.assert_less(r, 3)', 'InvalidArgumentError'),
     ('assert_type_fail', 'tf.debugging.assert_type(r, tf.float32)', 'TypeError'),
     ('assert_splits_fail', 'tf.debugging.assert_equal(r, q)', 'InvalidArgumentError'),
+    ('resize', 'tf.image.resize_images(imgs, [2, 2])',
+     [[[[1.0], [2.0]], [[3.0], [4.0]]], [[[5.0], [5.0]], [[5.0], [5.0]]]]),
+    ('resize_nearest', 'tf.image.resize_images(imgs, [3, 1], method=1)',
+     [[[[1.0]], [[1.0]], [[3.0]]], [[[5.0]], [[5.0]], [[5.0]]]]),
+    ('resize_uint8', 'tf.image.resize(tf.cast(imgs, tf.uint8), [1, 2])',
+     [[[[1.0], [2.0]]], [[[5.0], [5.0]]]]),
+    ('resize_err_rank', 'tf.image.resize_images(r3, [2, 2])', 'ValueError'),
 ]
 
 
