@@ -133,14 +133,14 @@ def dispatching(dense_fn, ragged_fn):
         return _WRAPPERS[dense_fn]
 
     @functools.wraps(dense_fn)
-    def wrapper(*args, **kwargs):
+    def ragged_dispatch(*args, **kwargs):  # a frame of its own in tracebacks
         if _has_ragged(args, kwargs):
             return ragged_fn(*args, **kwargs)
         return dense_fn(*args, **kwargs)
 
-    wrapper._ragged_dispatch = True
-    _WRAPPERS[dense_fn] = wrapper
-    return wrapper
+    ragged_dispatch._ragged_dispatch = True
+    _WRAPPERS[dense_fn] = ragged_dispatch
+    return ragged_dispatch
 
 
 def _concat(dense_concat):
