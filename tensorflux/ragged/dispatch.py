@@ -103,6 +103,7 @@ NAMESPACE_NAMES = {
     + ASSERTIONS,
     "linalg": ["matmul"],
     "sparse": ["bincount"],
+    "manip": ["gather_nd", "reverse", "tile"],
 }
 
 
