@@ -17,6 +17,9 @@ s = tf.ragged.constant([["a", "Bc"], [], [" De ", "1", "2.5"]])
 s3 = tf.ragged.constant([[["a", "b"], []], [["c"]]])
 si = tf.ragged.constant([[["a", "b"]], [["c", "d"], ["e", "f"]]], ragged_rank=1)
 long = tf.ragged.constant([list(range(10)), [1]])
+other = RT.from_row_lengths(tf.range(5), [1, 1, 3])
+fed = RT.from_row_lengths(tf.range(5), tf.placeholder_with_default(
+    tf.constant([1, 1, 3], tf.int64), [None]))
 """
 
 CASES = [
@@ -65,6 +68,13 @@ CASES = [
     ('format_bool', "tf.strings.format('{}', tf.ragged.constant([[True], []]))", b'[[true], []]'),
     ('format_r3', "tf.strings.format('{}', r3)", b'[[[1, 2], [3]], [], [[4], [5, 6, 7]]]'),
     ('format_err_count', "tf.strings.format('{} {}', r)", 'ValueError'),
+    ('join_err_rank', 'tf.strings.join([s, tf.strings.as_string(q3)])', 'ValueError'),
+    ('join_err_sizes', 'tf.strings.join([s, tf.strings.as_string(q)])', 'ValueError'),
+    ('join_err_splits', 'tf.strings.join([s, tf.strings.as_string(other)])',
+     'InvalidArgumentError'),
+    ('join_err_splits_fed', 'tf.strings.join([s, tf.strings.as_string(fed)])',
+     'InvalidArgumentError'),
+    ('map_flat_values_err', 'tf.ragged.map_flat_values(tf.add, r, q3)', 'ValueError'),
 ]
 
 
