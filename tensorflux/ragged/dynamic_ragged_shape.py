@@ -4,8 +4,9 @@ graph mode included), the shape as row partitions plus the flat values' dense sh
 What TF1-style programs read from it: `rank`, `num_row_partitions`, `dtype`,
 `static_lengths()`, `is_uniform(axis)`, `inner_shape`/`inner_rank`, indexing a uniform dim
 (`shape[0]` is the number of rows, a Tensor; a ragged dim is a ValueError, as in TF), a
-prefix slice (`shape[:k]`), `with_dtype`; and `tf.broadcast_to(x, shape)` (a RaggedTensor
-of that shape). It is not a graph element: Session.run refuses it (TypeError), as TF does.
+prefix slice (`shape[:k]`), `with_dtype`; and `tf.broadcast_to(x, shape)`, `tf.zeros`,
+`tf.ones`, `tf.fill` and `tf.reshape` to it (RaggedTensors of that shape). It is not a
+graph element: Session.run refuses it (TypeError), as TF does.
 """
 
 from __future__ import annotations
@@ -168,9 +169,30 @@ def broadcast_to(input, shape, name=None):  # noqa: A002 - TF's name
         return ragged_math_ops.binary(math_ops.add)(_zeros(shape, x.dtype), x)
 
 
-def _zeros(shape: DynamicRaggedShape, dtype):
-    """Zeros of `dtype` with `shape`'s row partitions."""
-    flat = array_ops.zeros(shape.inner_shape, dtype)
+def _with_partitions(shape: DynamicRaggedShape, flat):
+    """`flat` (of shape.inner_shape) given `shape`'s row partitions."""
     for part in reversed(shape._partitions):
         flat = RaggedTensor._make(flat, part.row_splits, [], part.uniform_row_length)
     return flat
+
+
+def _zeros(shape: DynamicRaggedShape, dtype):
+    return _with_partitions(shape, array_ops.zeros(shape.inner_shape, dtype))
+
+
+def zeros(shape, dtype=dtypes.float32, name=None):
+    """`tf.zeros` of a DynamicRaggedShape: a RaggedTensor of zeros."""
+    with graph_lib.name_scope(name, "RaggedZeros", []):
+        return _zeros(shape, dtypes.as_dtype(dtype))
+
+
+def ones(shape, dtype=dtypes.float32, name=None):
+    """`tf.ones` of a DynamicRaggedShape: a RaggedTensor of ones."""
+    with graph_lib.name_scope(name, "RaggedOnes", []):
+        return _with_partitions(shape, array_ops.ones(shape.inner_shape, dtype))
+
+
+def fill(dims, value, name=None):
+    """`tf.fill` of a DynamicRaggedShape: a RaggedTensor holding `value` everywhere."""
+    with graph_lib.name_scope(name, "RaggedFill", []):
+        return _with_partitions(dims, array_ops.fill(dims.inner_shape, value))

@@ -1,5 +1,6 @@
 """tf.shape of a RaggedTensor: a DynamicRaggedShape (tensorflux/ragged/dynamic_ragged_shape.py),
-its static facts, uniform dims, prefixes, and tf.broadcast_to a ragged shape.
+its static facts, uniform dims, prefixes, and tf.broadcast_to, tf.zeros, tf.ones, tf.fill and
+tf.reshape to a ragged shape.
 
 Table-driven (tests/ragged/ragged_cases.py): each case's expected value is what TensorFlow
 2.21 gives (tf.compat.v1, graph mode; `text` shows a Python value as a string tensor); the
@@ -64,6 +65,12 @@ CASES = [
     ('broadcast_to_ragged', 'tf.broadcast_to(r, tf.shape(r, out_type=tf.int64))',
      [[1, 2], [], [3, 4, 5]]),
     ('broadcast_to_err', 'tf.broadcast_to(tf.ragged.constant([[1], [2]]), [2, 3])', 'TypeError'),
+    ('zeros', 'tf.zeros(tf.shape(r))', [[0.0, 0.0], [], [0.0, 0.0, 0.0]]),
+    ('ones', 'tf.ones(tf.shape(r3), tf.int64)', [[[1, 1], [1]], [], [[1], [1, 1, 1]]]),
+    ('fill', 'tf.fill(tf.shape(ri), 3)', [[[3, 3]], [[3, 3], [3, 3]]]),
+    ('reshape_to_ragged', 'tf.reshape(tf.range(5), tf.shape(r))', [[0, 1], [], [2, 3, 4]]),
+    ('tile_by_shape', 'tf.tile(r, tf.shape(tf.ones([2, 1])))',
+     [[1, 2], [], [3, 4, 5], [1, 2], [], [3, 4, 5]]),
 ]
 
 
