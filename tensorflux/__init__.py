@@ -254,10 +254,7 @@ from tensorflux.ragged import RaggedTensor  # noqa: E402,F401
 from tensorflux.ragged.ragged_tensor_spec import RaggedTensorSpec  # noqa: E402,F401
 from tensorflux.ragged import dispatch as _ragged_dispatch  # noqa: E402
 import sys as _sys  # noqa: E402
-_ragged_dispatch.install(_sys.modules[__name__])  # tf.add, tf.reduce_sum, ... take RaggedTensors
-_ragged_dispatch.install(math)  # noqa: F405 - tf.math.*
-_ragged_dispatch.install(strings)  # noqa: F405 - tf.strings.*
-_ragged_dispatch.install(dtypes)  # noqa: F405 - tf.dtypes.cast, as_string, ...
+_ragged_dispatch.install_all(_sys.modules[__name__])  # tf.add, tf.nn.relu, ... take RaggedTensors
 from tensorflux.ragged import ragged_parsing as _ragged_parsing  # noqa: E402
 io.RaggedFeature = _ragged_parsing.RaggedFeature  # noqa: F405 - tf.io.RaggedFeature
 io.parse_example = parse_example = _ragged_parsing.parse_example  # noqa: F405

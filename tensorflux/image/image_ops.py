@@ -423,9 +423,22 @@ def adjust_hue(image, delta, name=None):
 
 
 def adjust_gamma(image, gamma=1, gain=1):
-    """gain * image ** gamma in [0, 1] float units (`tf.image.adjust_gamma`)."""
+    """gain * image ** gamma in [0, 1] float units (`tf.image.adjust_gamma`).
+
+    Raises:
+      ValueError: a constant negative `gamma` (a fed one fails the step with
+        InvalidArgumentError).
+    """
     def fn(x):
-        return math_ops.multiply(math_ops.pow(x, math_ops.cast(gamma, x.dtype)),
+        g = convert_to_tensor(gamma, name="gamma")
+        message = "Gamma should be a non-negative real number."
+        known = constant_value(g)
+        if known is not None and np.any(known < 0):
+            raise ValueError(message)
+        if known is None:
+            g = with_dependencies([logging_ops.Assert(
+                comparison_ops.greater_equal(g, math_ops.cast(0, g.dtype)), [message])], g)
+        return math_ops.multiply(math_ops.pow(x, math_ops.cast(g, x.dtype)),
                                  math_ops.cast(gain, x.dtype))
     return _through_float(image, fn, "adjust_gamma", [gamma, gain])
 

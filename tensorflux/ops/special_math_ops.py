@@ -1,6 +1,7 @@
 """Special functions: Igamma (and IgammaGradA, its derivative in a), Igammac, Betainc,
-Zeta, Polygamma, Erfinv, Ndtri, BesselI0e, BesselI1e, BesselI0, BesselI1, with the TF1
-wrappers (`tf.math.*`, `tf.math.special.*`), gradients where TensorFlow has them, and
+Zeta, Polygamma, Erfinv, Ndtri, BesselI0e, BesselI1e, BesselI0, BesselI1, and
+`tf.math.special`'s BesselJ0/J1/Y0/Y1/K0/K0e/K1/K1e, Dawsn, Expint, FresnelCos/Sin, Spence,
+with the TF1 wrappers (`tf.math.*`, `tf.math.special.*`), gradients where TensorFlow has them, and
 compositions (`lbeta`, `erfcinv`).
 Lgamma and Digamma are in unary_ops.py. Kernels: tensorflux/kernels/cpu/special_math_ops.py.
 """
@@ -20,12 +21,14 @@ from tensorflux.ops.math_ops import _binary, add, multiply, subtract, truediv
 from tensorflux.ops.unary_ops import (
     _const_like,
     _unary,
+    cos,
     exp,
     lgamma,
     log,
     log1p,
     negative,
     sign,
+    sin,
     square,
 )
 
@@ -176,6 +179,127 @@ def _bessel_i1_grad(op, grad):
     zero, y_over_x = _i1_over_x_term(x, y)
     d = subtract(bessel_i0(x), y_over_x)
     return [multiply(grad, where_v2(zero, _const_like(0.5, x), d))]
+
+
+# ---- tf.math.special: Bessel J, Y, K; Dawson, Ei, Fresnel, Spence ----------------------------
+
+bessel_j0 = _unary("BesselJ0", _FLOAT, "bessel_j0", "The Bessel function J0 elementwise "
+                   "(`tf.math.special.bessel_j0`).")
+bessel_j1 = _unary("BesselJ1", _FLOAT, "bessel_j1", "The Bessel function J1 elementwise "
+                   "(`tf.math.special.bessel_j1`).")
+bessel_y0 = _unary("BesselY0", _FLOAT, "bessel_y0", "The Bessel function Y0 elementwise "
+                   "(`tf.math.special.bessel_y0`).")
+bessel_y1 = _unary("BesselY1", _FLOAT, "bessel_y1", "The Bessel function Y1 elementwise "
+                   "(`tf.math.special.bessel_y1`).")
+bessel_k0 = _unary("BesselK0", _FLOAT, "bessel_k0", "The modified Bessel function K0 "
+                   "elementwise (`tf.math.special.bessel_k0`).")
+bessel_k0e = _unary("BesselK0e", _FLOAT, "bessel_k0e", "exp(x) K0(x) elementwise "
+                    "(`tf.math.special.bessel_k0e`).")
+bessel_k1 = _unary("BesselK1", _FLOAT, "bessel_k1", "The modified Bessel function K1 "
+                   "elementwise (`tf.math.special.bessel_k1`).")
+bessel_k1e = _unary("BesselK1e", _FLOAT, "bessel_k1e", "exp(x) K1(x) elementwise "
+                    "(`tf.math.special.bessel_k1e`).")
+dawsn = _unary("Dawsn", _FLOAT, "dawsn", "Dawson's integral exp(-x^2) int_0^x exp(t^2) dt "
+               "elementwise (`tf.math.special.dawsn`).")
+expint = _unary("Expint", _FLOAT, "expint", "The exponential integral Ei(x) elementwise "
+                "(`tf.math.special.expint`).")
+fresnel_cos = _unary("FresnelCos", _FLOAT, "fresnel_cos", "The Fresnel integral "
+                     "int_0^x cos(pi t^2 / 2) dt elementwise (`tf.math.special.fresnel_cos`).")
+fresnel_sin = _unary("FresnelSin", _FLOAT, "fresnel_sin", "The Fresnel integral "
+                     "int_0^x sin(pi t^2 / 2) dt elementwise (`tf.math.special.fresnel_sin`).")
+spence = _unary("Spence", _FLOAT, "spence", "Spence's integral int_1^x log(t) / (1 - t) dt "
+                "elementwise (`tf.math.special.spence`).")
+
+
+def _over_x(x, y, at_zero):
+    """y / x, `at_zero` where x == 0 (the limit of the terms below)."""
+    zero, y_over_x = _i1_over_x_term(x, y)
+    return where_v2(zero, _const_like(at_zero, x), y_over_x)
+
+
+@gradient("BesselJ0")
+def _bessel_j0_grad(op, grad):
+    return [multiply(grad, negative(bessel_j1(op.inputs[0])))]
+
+
+@gradient("BesselJ1")
+def _bessel_j1_grad(op, grad):
+    """J1' = J0 - J1 / x (1/2 at 0)."""
+    x, y = op.inputs[0], op.outputs[0]
+    zero, y_over_x = _i1_over_x_term(x, y)
+    return [multiply(grad, where_v2(zero, _const_like(0.5, x),
+                                    subtract(bessel_j0(x), y_over_x)))]
+
+
+@gradient("BesselY0")
+def _bessel_y0_grad(op, grad):
+    return [multiply(grad, negative(bessel_y1(op.inputs[0])))]
+
+
+@gradient("BesselY1")
+def _bessel_y1_grad(op, grad):
+    x, y = op.inputs[0], op.outputs[0]
+    return [multiply(grad, subtract(bessel_y0(x), truediv(y, x)))]
+
+
+@gradient("BesselK0")
+def _bessel_k0_grad(op, grad):
+    return [multiply(grad, negative(bessel_k1(op.inputs[0])))]
+
+
+@gradient("BesselK0e")
+def _bessel_k0e_grad(op, grad):
+    x, y = op.inputs[0], op.outputs[0]
+    return [multiply(grad, subtract(y, bessel_k1e(x)))]
+
+
+@gradient("BesselK1")
+def _bessel_k1_grad(op, grad):
+    """K1' = -K0 - K1 / x."""
+    x, y = op.inputs[0], op.outputs[0]
+    return [multiply(grad, negative(add(bessel_k0(x), truediv(y, x))))]
+
+
+@gradient("BesselK1e")
+def _bessel_k1e_grad(op, grad):
+    """(exp(x) K1)' = K1e (1 - 1/x) - K0e."""
+    x, y = op.inputs[0], op.outputs[0]
+    return [multiply(grad, subtract(subtract(y, truediv(y, x)), bessel_k0e(x)))]
+
+
+@gradient("Dawsn")
+def _dawsn_grad(op, grad):
+    x, y = op.inputs[0], op.outputs[0]
+    return [multiply(grad, subtract(_const_like(1, x),
+                                    multiply(_const_like(2, x), multiply(x, y))))]
+
+
+@gradient("Expint")
+def _expint_grad(op, grad):
+    x = op.inputs[0]
+    return [multiply(grad, truediv(exp(x), x))]
+
+
+@gradient("FresnelCos")
+def _fresnel_cos_grad(op, grad):
+    x = op.inputs[0]
+    return [multiply(grad, cos(multiply(_const_like(math.pi / 2, x), square(x))))]
+
+
+@gradient("FresnelSin")
+def _fresnel_sin_grad(op, grad):
+    x = op.inputs[0]
+    return [multiply(grad, sin(multiply(_const_like(math.pi / 2, x), square(x))))]
+
+
+@gradient("Spence")
+def _spence_grad(op, grad):
+    """log(x) / (1 - x), -1 at x == 1."""
+    x = op.inputs[0]
+    one = equal(x, _const_like(1, x))
+    safe = where_v2(one, _const_like(2, x), x)
+    d = truediv(log(safe), subtract(_const_like(1, x), safe))
+    return [multiply(grad, where_v2(one, _const_like(-1, x), d))]
 
 
 def erfcinv(x, name=None):

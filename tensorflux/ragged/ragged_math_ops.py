@@ -35,6 +35,7 @@ from tensorflux.ops import (
     reduction_ops,
     segment_ops,
     sequence_ops,
+    string_ops,
     unary_ops,
 )
 from tensorflux.ragged.ragged_array_ops import expand_dims
@@ -233,7 +234,7 @@ def _segment(kind, data, ids, n):
     """data's rows combined by segment id: dense data by the unsorted segment op; ragged
     data row by row, position by position (output row s as long as its longest input)."""
     if not isinstance(data, RaggedTensor):
-        return _SEGMENT[kind](data, ids, n)
+        return _segment_fn(kind)(data, ids, n)
     lengths = data.row_lengths()
     out_lengths = math_ops.maximum(segment_ops.unsorted_segment_max(lengths, ids, n), 0)
     out_splits = _cumsum_splits(out_lengths)
@@ -266,10 +267,50 @@ _DENSE = {"sum": reduction_ops.reduce_sum, "prod": reduction_ops.reduce_prod,
           "all": reduction_ops.reduce_all, "any": reduction_ops.reduce_any}
 
 
+class Join:
+    """The reduction kind of `tf.strings.reduce_join`: strings joined with `separator`."""
+
+    def __init__(self, separator):
+        self.separator = separator
+
+    def segment(self, data, ids, n):
+        return string_ops.unsorted_segment_join(data, ids, n, separator=self.separator)
+
+    def dense(self, x, axis):
+        return string_ops.reduce_join(x, axis=axis, separator=self.separator)
+
+
+def _segment_fn(kind):
+    return kind.segment if isinstance(kind, Join) else _SEGMENT[kind]
+
+
+def _dense_fn(kind):
+    return kind.dense if isinstance(kind, Join) else _DENSE[kind]
+
+
+def reduce_join(inputs, axis=None, keepdims=None, separator="", name=None,
+                keep_dims=None, reduction_indices=None):
+    """The strings of `inputs` joined with `separator` over `axis` (None: all)
+    (`tf.strings.reduce_join` on ragged), innermost axis first.
+
+    Raises:
+      ValueError: an axis out of bounds, or a non-constant axis.
+    """
+    if axis is None and reduction_indices is not None:
+        axis = reduction_indices
+    keep = bool(keepdims or keep_dims)
+    with graph_lib.name_scope(name, "RaggedSegmentJoin", [inputs]):
+        x = _operand(inputs)
+        if axis is None and not keep and isinstance(x, RaggedTensor):
+            # all axes: the flat values in order (an empty row adds no separator)
+            return string_ops.reduce_join(x.flat_values, separator=separator)
+        return _reduce(Join(separator), x, _axes(x, axis), keep)
+
+
 def _reduce_axis(kind, x, axis):
     """x reduced over one axis (no kept dim)."""
     if not isinstance(x, RaggedTensor):
-        return _DENSE[kind](x, axis=axis)
+        return _dense_fn(kind)(x, axis=axis)
     if axis == 0:
         rowids = x.value_rowids()
         cols = sequence_ops.range(0, array_ops.size(rowids, out_type=rowids.dtype),

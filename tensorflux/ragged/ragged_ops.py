@@ -45,6 +45,7 @@ from tensorflux.ragged.ragged_math_ops import (  # noqa: F401 - dispatch targets
     add_n,
     reduce_all,
     reduce_any,
+    reduce_join,
     reduce_logsumexp,
     reduce_max,
     reduce_mean,
@@ -60,6 +61,7 @@ from tensorflux.ragged.ragged_tensor import (
     _splits_dtype,
     as_ragged,
     row_splits_to_segment_ids,
+    splits_checks,
 )
 from tensorflux.ragged.ragged_tensor_value import RaggedTensorValue
 
@@ -260,7 +262,9 @@ def map_flat_values(op, *args, **kwargs):
     Without a RaggedTensor argument `op` is simply called.
 
     Raises:
-      ValueError: the RaggedTensor arguments have different ragged ranks.
+      ValueError: the RaggedTensor arguments have different ragged ranks or numbers of
+        flat values.
+      InvalidArgumentError: their row splits differ (when run, or now if constant).
     """
     found = []
 
@@ -282,7 +286,16 @@ def map_flat_values(op, *args, **kwargs):
     ranks = {rt.ragged_rank for rt in found}
     if len(ranks) > 1:
         raise ValueError("All ragged inputs must have the same ragged_rank.")
-    return found[0].with_flat_values(op(*args, **kwargs))
+    sizes = {rt.flat_values.shape.as_list()[0] for rt in found
+             if rt.flat_values.shape.ndims}
+    sizes.discard(None)
+    if len(sizes) > 1:
+        raise ValueError("Input RaggedTensors' flat_values must all have the same "
+                         f"outer-dimension size.  Got sizes: {sizes}")
+    checks = [c for rt in found[1:] for c in splits_checks(found[0].nested_row_splits,
+                                                           rt.nested_row_splits)]
+    with graph_lib.control_dependencies(checks):
+        return found[0].with_flat_values(op(*args, **kwargs))
 
 
 binary = ragged_math_ops.binary  # the ragged form of a binary elementwise function

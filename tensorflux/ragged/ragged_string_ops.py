@@ -7,17 +7,22 @@ ragged_rank k (the leading dims as uniform partitions), as in TensorFlow.
 
 from __future__ import annotations
 
+import pprint
+
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.op_def_library import apply_op
 from tensorflux.framework.tensor_conversion import convert_to_tensor
 from tensorflux.ops import (
     array_ops,
+    comparison_ops,
     gather_ops,
     joining_ops,
+    logging_ops,
     math_ops,
     reduction_ops,
     sequence_ops,
+    slicing_ops,
     string_ops,
     string_split_ops,
 )
@@ -236,3 +241,95 @@ def ngrams(data, ngram_width, separator=" ", pad_values=None, padding_width=None
                 pad_width=pad_width, preserve_short_sequences=preserve_short_sequences)
             return RaggedTensor.from_row_splits(out, splits, validate=False)
         return grams(data)
+
+
+# ---- ragged tensors as text (tf.strings.format, tf.print) -----------------------------------
+
+
+def _summarized_rows(items, splits, summarize):
+    """Each row of the 1-D strings `items` (cut by `splits`) as "[a, b, ..., y, z]": at
+    most `summarize` items at each end (-1: all)."""
+    dtype = splits.dtype
+    rowids = row_splits_to_segment_ids(splits)
+    nrows = array_ops.size(splits, out_type=dtype) - 1
+    if summarize is not None and summarize >= 0:
+        n = array_ops.size(items, out_type=dtype)
+        pos = sequence_ops.range(0, n, dtype=dtype) - gather_ops.gather(splits, rowids)
+        lengths = gather_ops.gather(splits[1:] - splits[:-1], rowids)
+        cut = comparison_ops.greater(lengths, 2 * summarize)
+        marker = comparison_ops.logical_and(cut, comparison_ops.equal(pos, summarize))
+        keep = comparison_ops.logical_or(
+            comparison_ops.logical_or(comparison_ops.less(pos, summarize),
+                                comparison_ops.greater_equal(pos, lengths - summarize)), marker)
+        items = comparison_ops.where(marker, array_ops.fill(array_ops.shape(items), "..."), items)
+        items = slicing_ops.boolean_mask(items, keep)
+        rowids = slicing_ops.boolean_mask(rowids, keep)
+    joined = string_ops.unsorted_segment_join(items, rowids, nrows, separator=", ")
+    return string_ops.string_join(["[", joined, "]"])
+
+
+def ragged_tensor_to_string(rt, summarize=None, name=None):
+    """rt as one string of nested brackets, "[[1, 2], [], [3]]" (`tf.strings.format` and
+    `tf.print` of a RaggedTensor); strings quoted, at most `summarize` items at each end
+    of every row (None or -1: all)."""
+    with graph_lib.name_scope(name, "RaggedTensorToString", [rt]):
+        rank = rt.shape.ndims
+        if rank is None:
+            raise ValueError("RaggedTensor to string needs a known rank")
+        values = rt.flat_values
+        if rank > rt.ragged_rank + 1:  # inner dims printed as ragged ones
+            rt = rt.with_flat_values(RaggedTensor.from_tensor(
+                values, ragged_rank=rank - rt.ragged_rank - 1,
+                row_splits_dtype=rt.row_splits.dtype))
+            values = rt.flat_values
+        if values.dtype == dtypes.string:
+            items = string_ops.string_join(["'", values, "'"])
+        else:
+            items = string_ops.as_string(values)
+        for splits in reversed(rt.nested_row_splits):
+            items = _summarized_rows(items, splits, summarize)
+        outer = math_ops.cast(joining_ops.stack([0, array_ops.size(items)]), splits.dtype)
+        return array_ops.reshape(_summarized_rows(items, outer, summarize), [])
+
+
+def string_format(template, inputs, placeholder="{}", summarize=3, name=None):
+    """`tf.strings.format` with RaggedTensor inputs: each printed as nested lists
+    (`ragged_tensor_to_string`), the dense ones as the dense format prints them.
+
+    Raises:
+      ValueError: placeholders and inputs that differ in number.
+    """
+    inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    pieces = template.split(placeholder)
+    if len(pieces) - 1 != len(inputs):
+        raise ValueError(f"{len(pieces) - 1} placeholder(s) in template does not match "
+                         f"{len(inputs)} tensor(s) provided as input")
+    with graph_lib.name_scope(name, "StringFormat", [i for i in inputs
+                                                     if isinstance(i, RaggedTensor)]):
+        parts = [pieces[0]]
+        for x, piece in zip(inputs, pieces[1:], strict=True):
+            parts.append(_as_text(x, summarize))
+            parts.append(piece)
+        return string_ops.string_join(parts)
+
+
+def _as_text(x, summarize):
+    if isinstance(x, RaggedTensor):
+        return ragged_tensor_to_string(x, summarize)
+    return string_ops.string_format("{}", [x], summarize=summarize)
+
+
+def print_ragged(*inputs, **kwargs):
+    """`tf.print` with RaggedTensor inputs, printed as nested lists."""
+    summarize = kwargs.get("summarize", 3)
+    parts = []
+    for x in inputs:
+        if isinstance(x, str):
+            parts.append(x)
+        elif isinstance(x, RaggedTensor) or hasattr(x, "dtype"):
+            parts.append(_as_text(x, summarize))
+        else:
+            parts.append(pprint.pformat(x))
+    line = string_ops.string_join(parts, separator=kwargs.get("sep", " "))
+    rest = {k: v for k, v in kwargs.items() if k != "sep"}
+    return logging_ops.print(line, **rest)

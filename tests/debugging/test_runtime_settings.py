@@ -64,8 +64,10 @@ def test_filtered_traceback_keeps_user_frames_and_raise_point(fn, error, raise_p
     assert fn.__name__ in names  # the user's frames
     assert names[-1] == raise_point  # where it was raised
     internal = [f for f in frames[:-1] if _internal(f[0])]
-    # Left: the wrapper the user called (tf.reshape) and the filter's own frame.
-    assert [name for _, name in internal] in (["reshape", "error_handler"], ["error_handler"])
+    # Left: the wrappers the user called (tf.reshape: its ragged dispatch, then the dense
+    # function) and the filter's own frame.
+    assert [name for _, name in internal] in (
+        ["ragged_dispatch", "reshape", "error_handler"], ["error_handler"])
     assert "Reshape" in str(info.value) or "reshape" in str(info.value)
 
     tf.debugging.disable_traceback_filtering()

@@ -599,3 +599,16 @@ def test_non_max_suppression_padded_of_a_batch_is_each_images():
             assert got_v[pos] == want_v
     with pytest.raises(ValueError, match="must be True for batched input"):
         tf.image.non_max_suppression_padded(boxes, scores, 5)
+
+
+def test_adjust_gamma_refuses_negative_gamma():
+    # TF's messages: a constant gamma at graph time, a fed one when the step runs
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="Gamma should be a non-negative"):
+            tf.image.adjust_gamma(tf.ones([2, 2, 1]), -1.0)
+        gamma = tf.placeholder(tf.float32, [])
+        out = tf.image.adjust_gamma(tf.fill([2, 2, 1], 0.5), gamma)
+        with tf.Session() as sess:
+            np.testing.assert_allclose(sess.run(out, {gamma: 2.0}), np.full([2, 2, 1], 0.25))
+            with pytest.raises(tf.errors.InvalidArgumentError, match="Gamma should be"):
+                sess.run(out, {gamma: -1.0})

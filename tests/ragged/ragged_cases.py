@@ -15,6 +15,8 @@ from tests import oracle
 # Evaluates CASES (name, expression) after SETUP; runs under TensorFlow and tensorflux.
 EVAL_SOURCE = """
 def _plain(v):
+    if isinstance(v, (list, tuple)):
+        return [_plain(i) for i in v]
     if hasattr(v, "to_list"):
         return v.to_list()
     if hasattr(v, "tolist"):
@@ -31,7 +33,8 @@ def _evaluate(cases, env):
         except Exception as e:  # noqa: BLE001 - the error's class is the answer
             out[name] = {"error": type(e).__name__}
             continue
-        shape = t.shape.as_list() if t.shape.ndims is not None else None
+        static = getattr(t, "shape", None)  # None: an op, a list of results
+        shape = static.as_list() if static is not None and static.ndims is not None else None
         out[name] = {"value": _plain(v), "shape": shape,
                      "ragged_rank": getattr(t, "ragged_rank", 0)}
     return out

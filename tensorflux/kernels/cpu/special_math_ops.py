@@ -83,5 +83,15 @@ def _unary_special(function_name):
 
 
 for _op, _fn in [("Erfinv", "erfinv"), ("Ndtri", "ndtri"), ("BesselI0e", "i0e"),
-                 ("BesselI1e", "i1e"), ("BesselI0", "i0"), ("BesselI1", "i1")]:
+                 ("BesselI1e", "i1e"), ("BesselI0", "i0"), ("BesselI1", "i1"),
+                 ("BesselJ0", "j0"), ("BesselJ1", "j1"), ("BesselY0", "y0"),
+                 ("BesselY1", "y1"), ("BesselK0", "k0"), ("BesselK0e", "k0e"),
+                 ("BesselK1", "k1"), ("BesselK1e", "k1e"), ("Dawsn", "dawsn"),
+                 ("Expint", "expi"), ("Spence", "spence")]:
     kernel(_op)(_unary_special(_fn))
+
+# scipy.special.fresnel gives (S(x), C(x)) together
+kernel("FresnelSin")(_heavy(_in_dtype(lambda special, x: special.fresnel(x)[0], "fresnel"),
+                            1))
+kernel("FresnelCos")(_heavy(_in_dtype(lambda special, x: special.fresnel(x)[1], "fresnel"),
+                            1))
