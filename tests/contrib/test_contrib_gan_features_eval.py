@@ -1,0 +1,218 @@
+"""tf.contrib.gan.features and tf.contrib.gan.eval: weight clipping, conditioning, virtual
+batch norm and the tensor pool; the classifier score, Frechet and kernel distances against
+NumPy/SciPy, image grids, and the summaries' tags."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import tensorflux as tf
+from tensorflux.contrib import gan as tfgan
+
+RNG = np.random.RandomState(5)
+
+
+def test_clip_variables():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        v = tf.Variable([0.5, -0.2, 0.05])
+        opt = tfgan.features.clip_variables(tf.train.GradientDescentOptimizer(1.0), [v], 0.1)
+        step = opt.minimize(tf.reduce_sum(v * tf.constant([-1.0, 1.0, 0.01])))
+        sess.run(tf.global_variables_initializer())
+        sess.run(step)
+        np.testing.assert_allclose(sess.run(v), [0.1, -0.1, 0.04], rtol=1e-6)
+
+
+def test_condition_tensor_and_from_onehot():
+    x = RNG.randn(3, 2, 2).astype(np.float32)
+    cond = RNG.randn(3, 5).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        out = tfgan.features.condition_tensor(tf.constant(x), tf.constant(cond))
+        with tf.variable_scope("labels"):
+            labels = tf.one_hot([0, 2, 1], 3)
+            out2 = tfgan.features.condition_tensor_from_onehot(tf.constant(x), labels, 4)
+        names = sorted(v.op.name for v in tf.global_variables())
+        assert names == ["fully_connected/biases", "fully_connected/weights",
+                         "labels/embedding", "labels/fully_connected/biases",
+                         "labels/fully_connected/weights"]
+        sess.run(tf.global_variables_initializer())
+        w, b = sess.run(["fully_connected/weights:0", "fully_connected/biases:0"])
+        assert out.shape.as_list() == [3, 2, 2]
+        np.testing.assert_allclose(sess.run(out), x + (cond @ w + b).reshape(3, 2, 2),
+                                   rtol=1e-5)
+        emb, w2, b2 = sess.run(["labels/embedding:0", "labels/fully_connected/weights:0",
+                                "labels/fully_connected/biases:0"])
+        want = x + ((np.eye(3)[[0, 2, 1]] @ emb) @ w2 + b2).reshape(3, 2, 2)
+        np.testing.assert_allclose(sess.run(out2), want, rtol=1e-5)
+        with pytest.raises(ValueError, match="at least 2D"):
+            tfgan.features.condition_tensor(tf.constant(x), tf.constant([1.0, 2.0]))
+
+
+def _vbn_reference(ref, x, eps=1e-3):
+    """Each example of x normalized with the mean/mean-square of ref plus itself."""
+    b = ref.shape[0]
+    axes = tuple(range(ref.ndim - 1))
+    ref_mean, ref_sq = ref.mean(axes), (ref ** 2).mean(axes)
+    out = []
+    for ex in x:
+        ex_axes = tuple(range(ex.ndim - 1))
+        mean = (b * ref_mean + ex.mean(ex_axes)) / (b + 1)
+        sq = (b * ref_sq + (ex ** 2).mean(ex_axes)) / (b + 1)
+        out.append((ex - mean) / np.sqrt(sq - mean ** 2 + eps))
+    return np.stack(out), (ref - ref_mean) / np.sqrt(ref_sq - ref_mean ** 2 + eps)
+
+
+def test_virtual_batch_norm():
+    ref = (RNG.randn(5, 3, 4) * 2 + 1).astype(np.float32)
+    x = RNG.randn(3, 3, 4).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        vbn = tfgan.features.VBN(ref)
+        out = vbn(tf.constant(x))
+        single = vbn(tf.constant(x[1:2]))
+        normed_ref = vbn.reference_batch_normalization()
+        assert sorted(v.op.name for v in tf.trainable_variables()) == ["VBN/beta", "VBN/gamma"]
+        sess.run(tf.global_variables_initializer())
+        want, want_ref = _vbn_reference(ref.astype(np.float64), x.astype(np.float64))
+        np.testing.assert_allclose(sess.run(out), want, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(sess.run(normed_ref), want_ref, rtol=1e-4, atol=1e-5)
+        # an example's output does not depend on the rest of its batch
+        np.testing.assert_allclose(sess.run(single)[0], want[1], rtol=1e-4, atol=1e-5)
+        grads = tf.gradients(tf.reduce_sum(out * x), tf.trainable_variables())
+        assert all(g is not None for g in grads)
+        with pytest.raises(ValueError, match="must match the reference batch"):
+            vbn(tf.zeros([2, 3, 5]))
+        with pytest.raises(ValueError, match="cannot be the same"):
+            tfgan.features.VBN(ref, axis=0)
+
+
+def test_tensor_pool():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        feed = tf.placeholder(tf.int32, [])
+        pair = (feed, feed * 10)
+        assert tfgan.features.tensor_pool(pair, pool_size=0) is pair
+        never = tfgan.features.tensor_pool(feed, pool_size=2, pooling_probability=0.0,
+                                           name="never")
+        always = tfgan.features.tensor_pool(pair, pool_size=2, pooling_probability=1.0,
+                                            name="always")
+        assert always[0].shape.as_list() == [] and isinstance(always, tuple)
+        assert [sess.run(never, {feed: i}) for i in range(5)] == list(range(5))
+        got = [sess.run(always, {feed: i}) for i in range(6)]
+        assert got[:2] == [(0, 0), (1, 10)]  # filling the pool
+        for i, (a, b) in enumerate(got[2:], start=2):  # then an earlier pair, intact
+            assert a < i and b == 10 * a
+        assert len({a for a, _ in got[2:]}) > 1
+
+
+def test_classifier_score_from_logits():
+    logits = RNG.randn(8, 5).astype(np.float32)
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    kl = (p * (np.log(p) - np.log(p.mean(0)))).sum(1)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        score = tfgan.eval.classifier_score_from_logits(logits)
+        assert score.dtype == tf.float32
+        np.testing.assert_allclose(sess.run(score), np.exp(kl.mean()), rtol=1e-5)
+        via_fn = tfgan.eval.classifier_score(tf.constant(logits), lambda x: x * 1.0,
+                                             num_batches=2)
+        np.testing.assert_allclose(sess.run(via_fn), np.exp(kl.mean()), rtol=1e-5)
+
+
+def test_frechet_distances():
+    real = RNG.randn(40, 4)
+    gen = RNG.randn(30, 4) @ RNG.randn(4, 4) * 0.7 + 0.5
+    covmean = scipy.linalg.sqrtm(np.cov(real, rowvar=False) @ np.cov(gen, rowvar=False)).real
+    fid = (((real.mean(0) - gen.mean(0)) ** 2).sum()
+           + np.trace(np.cov(real, rowvar=False) + np.cov(gen, rowvar=False) - 2 * covmean))
+    diag = (((real.mean(0) - gen.mean(0)) ** 2).sum()
+            + ((real.std(0) - gen.std(0)) ** 2).sum())
+    with tf.Graph().as_default(), tf.Session() as sess:
+        r32, g32 = tf.constant(real, tf.float32), tf.constant(gen, tf.float32)
+        ev = tfgan.eval
+        got = sess.run([ev.frechet_classifier_distance_from_activations(r32, g32),
+                        ev.frechet_classifier_distance(r32, g32, tf.identity),
+                        ev.mean_only_frechet_classifier_distance_from_activations(r32, g32),
+                        ev.diagonal_only_frechet_classifier_distance_from_activations(
+                            r32[:30], g32)])
+        np.testing.assert_allclose(got[0], fid, rtol=1e-4)
+        np.testing.assert_allclose(got[1], fid, rtol=1e-4)
+        np.testing.assert_allclose(got[2], ((real.mean(0) - gen.mean(0)) ** 2).sum(),
+                                   rtol=1e-5)
+        diag = (((real[:30].mean(0) - gen.mean(0)) ** 2).sum()
+                + ((real[:30].std(0) - gen.std(0)) ** 2).sum())
+        np.testing.assert_allclose(got[3], diag, rtol=1e-4)
+        with pytest.raises(ValueError):
+            ev.frechet_classifier_distance_from_activations(tf.zeros([3]), tf.zeros([3]))
+
+
+def _kid(real, gen):
+    d = real.shape[1]
+    k = lambda a, b: (a @ b.T / d + 1) ** 3  # noqa: E731
+    m, n = len(real), len(gen)
+    krr, kgg = k(real, real), k(gen, gen)
+    return ((krr.sum() - np.trace(krr)) / (m * (m - 1))
+            + (kgg.sum() - np.trace(kgg)) / (n * (n - 1)) - 2 * k(real, gen).mean())
+
+
+def test_kernel_classifier_distance():
+    real, gen = RNG.randn(10, 3), RNG.randn(8, 3) + 0.3
+    with tf.Graph().as_default(), tf.Session() as sess:
+        one = tfgan.eval.kernel_classifier_distance_from_activations(
+            tf.constant(real, tf.float32), tf.constant(gen, tf.float32))
+        blocks = tfgan.eval.kernel_classifier_distance_from_activations(
+            tf.constant(real), tf.constant(gen), max_block_size=4)
+        np.testing.assert_allclose(sess.run(one), _kid(real, gen), rtol=1e-4)
+        # 3 blocks: real 3,3,4 and gen 2,3,3 examples
+        want = np.mean([_kid(real[:3], gen[:2]), _kid(real[3:6], gen[2:5]),
+                        _kid(real[6:], gen[5:])])
+        np.testing.assert_allclose(sess.run(blocks), want, rtol=1e-10)
+
+
+def test_image_grid_and_reshaper():
+    images = RNG.rand(6, 2, 3, 1).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        grid = sess.run(tfgan.eval.image_grid(images, (2, 3), image_shape=(2, 3),
+                                              num_channels=1))
+        assert grid.shape == (1, 4, 9, 1)
+        for k in range(6):
+            r, c = divmod(k, 3)
+            np.testing.assert_array_equal(grid[0, 2 * r:2 * r + 2, 3 * c:3 * c + 3],
+                                          images[k])
+        flat = tfgan.eval.image_grid(images.reshape(6, 6), (3, 2), (2, 3), 1)
+        assert flat.shape.as_list() == [1, 6, 6, 1]
+        with pytest.raises(ValueError, match="incompatible with minibatch size"):
+            tfgan.eval.image_grid(images, (2, 2), (2, 3), 1)
+        with pytest.raises(ValueError, match="number of channels incompatible"):
+            tfgan.eval.image_grid(images, (2, 3), (2, 3), 3)
+        tiled = sess.run(tfgan.eval.image_reshaper(images[:5], num_cols=3))
+        assert tiled.shape == (1, 4, 9, 1)
+        np.testing.assert_array_equal(tiled[0, 2:4, 3:6], images[4])
+        np.testing.assert_array_equal(tiled[0, 2:4, 6:9], np.zeros((2, 3, 1)))
+        assert tfgan.eval.image_reshaper(list(images[:4])).shape.as_list() == [1, 4, 6, 1]
+
+
+def test_summaries():
+    with tf.Graph().as_default():
+        def gen(z):
+            return tf.reshape(tf.layers.dense(tf.layers.flatten(z), 12), [-1, 2, 2, 3])
+
+        def disc(x, _):
+            return tf.layers.dense(tf.layers.flatten(x), 1)
+
+        model = tfgan.gan_model(gen, disc, tf.zeros([4, 2, 2, 3]), tf.zeros([4, 2, 2, 3]))
+        tfgan.eval.add_gan_model_image_summaries(model, grid_size=2)
+        tfgan.eval.add_image_comparison_summaries(model, display_diffs=True)
+        tfgan.eval.add_regularization_loss_summaries(model)
+        tags = sorted(s.op.name for s in tf.get_collection(tf.GraphKeys.SUMMARIES))
+        assert tags[:2] == ["discriminator_regularization_loss",
+                            "discriminator_variables/Discriminator/dense/bias_0"]
+        assert {"real_data", "generated_data", "image_comparison",
+                "generator_regularization_loss",
+                "generator_variables/Generator/dense/kernel_0"} <= set(tags)
+        cyc = tfgan.cyclegan_model(gen, disc, tf.zeros([4, 2, 2, 3]), tf.ones([4, 2, 2, 3]))
+        with pytest.raises(ValueError, match="does not take CycleGANModels"):
+            tfgan.eval.add_gan_model_image_summaries(cyc)
+        tfgan.eval.add_cyclegan_image_summaries(cyc)
+        tfgan.eval.add_gan_model_summaries(cyc)
+        tags = {s.op.name for s in tf.get_collection(tf.GraphKeys.SUMMARIES)}
+        assert {"x2y_image_comparison_summaries/image_comparison",
+                "y2x_image_comparison_summaries/image_comparison"} <= tags
+        assert any(t.startswith("cyclegan_x2y_summaries/generator_variables/") for t in tags)
