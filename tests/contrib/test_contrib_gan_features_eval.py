@@ -216,3 +216,47 @@ def test_summaries():
         assert {"x2y_image_comparison_summaries/image_comparison",
                 "y2x_image_comparison_summaries/image_comparison"} <= tags
         assert any(t.startswith("cyclegan_x2y_summaries/generator_variables/") for t in tags)
+
+
+def _tiny_classifier_graph_def():
+    """A stand-in for the Inception graph: input 'Mul', outputs 'logits' ([N, 3]) and
+    'pool_3' ([N, 1, 1, 2])."""
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [None, 4, 4, 3], name="Mul")
+        means = tf.reduce_mean(x, [1, 2])
+        tf.identity(tf.matmul(means, tf.constant(np.eye(3, dtype=np.float32) * 2)),
+                    name="logits")
+        tf.reshape(means[:, :2], [-1, 1, 1, 2], name="pool_3")
+    return g.as_graph_def()
+
+
+def test_inception_wrappers_with_a_given_graph(tmp_path):
+    import tarfile
+
+    graph_def = _tiny_classifier_graph_def()
+    (tmp_path / tfgan.eval.INCEPTION_FROZEN_GRAPH).write_bytes(graph_def.SerializeToString())
+    with tarfile.open(tmp_path / "model.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / tfgan.eval.INCEPTION_FROZEN_GRAPH,
+                arcname=tfgan.eval.INCEPTION_FROZEN_GRAPH)
+    loaded = tfgan.eval.get_graph_def_from_url_tarball(
+        (tmp_path / "model.tar.gz").as_uri(), tfgan.eval.INCEPTION_FROZEN_GRAPH)
+    assert loaded == graph_def
+    assert tfgan.eval.get_graph_def_from_disk(
+        str(tmp_path / tfgan.eval.INCEPTION_FROZEN_GRAPH)) == graph_def
+    images = RNG.rand(4, 4, 4, 3).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        logits = tfgan.eval.run_inception(images, graph_def, image_size=4)
+        pool = tfgan.eval.run_inception(images, image_size=4, default_graph_def_fn=lambda: loaded,
+                                        output_tensor=tfgan.eval.INCEPTION_FINAL_POOL)
+        both = tfgan.eval.run_inception(images, graph_def, image_size=4,
+                                        output_tensor=["logits:0", "pool_3:0"])
+        assert logits.op.name == "RunClassifier/logits" and pool.shape.as_list() == [4, 2]
+        assert [t.shape.ndims for t in both] == [2, 2]
+        means = images.mean((1, 2))
+        np.testing.assert_allclose(sess.run(logits), means * 2, rtol=1e-5)
+        np.testing.assert_allclose(sess.run(pool), means[:, :2], rtol=1e-5)
+        pre = tfgan.eval.preprocess_image(tf.constant(np.full([2, 2, 3], 64, np.uint8)),
+                                          height=3, width=3)
+        np.testing.assert_allclose(sess.run(pre), np.full([3, 3, 3], -0.5))
+        with pytest.raises(ValueError):
+            tfgan.eval.run_inception(tf.zeros([2, 5, 5, 3]), graph_def, image_size=4)

@@ -14,20 +14,27 @@ Metrics (computed in float64, returned in the input's dtype):
 - `kernel_classifier_distance_from_activations` (KID): the unbiased MMD^2 with the kernel
   (x.y / d + 1)^3, averaged over blocks of at most `max_block_size` examples (a statically
   known batch size; an unknown one is one block).
-TF-GAN's Inception-based wrappers (`inception_score`, `frechet_inception_distance`,
-`run_inception`) need the pretrained Inception graph, which tensorflux does not ship; a
-program can load a classifier GraphDef itself and use `run_image_classifier`.
+The Inception wrappers (`inception_score`, `frechet_inception_distance`, `run_inception`)
+import a frozen Inception GraphDef (`run_image_classifier`): the one given, else, as in
+TF, the one of TF-GAN's tarball (`INCEPTION_URL`, downloaded into the working directory
+unless already there; a machine without network gets the download's error).
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+import tarfile
+import urllib.request
 
 from tensorflux.contrib.gan import namedtuples
+from tensorflux.contrib.layers_extra import flatten
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.importer import import_graph_def
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.image import image_ops
 from tensorflux.linalg import linalg_impl
 from tensorflux.losses import util
 from tensorflux.nn import nn_impl
@@ -50,6 +57,10 @@ from tensorflux.summary import summary
 __all__ = ["add_cyclegan_image_summaries", "add_gan_model_image_summaries",
            "add_gan_model_summaries", "add_image_comparison_summaries",
            "add_regularization_loss_summaries", "classifier_score",
+           "INCEPTION_DEFAULT_IMAGE_SIZE", "INCEPTION_FINAL_POOL", "INCEPTION_FROZEN_GRAPH",
+           "INCEPTION_INPUT", "INCEPTION_OUTPUT", "INCEPTION_URL", "frechet_inception_distance",
+           "get_graph_def_from_resource", "get_graph_def_from_url_tarball",
+           "inception_score", "preprocess_image", "run_inception",
            "classifier_score_from_logits",
            "diagonal_only_frechet_classifier_distance_from_activations",
            "frechet_classifier_distance", "frechet_classifier_distance_from_activations",
@@ -85,6 +96,80 @@ def get_graph_def_from_disk(filename):
     """The GraphDef stored (binary) in `filename`."""
     with gfile.GFile(filename, "rb") as f:
         return graph_pb2.GraphDef.FromString(f.read())
+
+
+def get_graph_def_from_resource(filename):
+    """The GraphDef stored in `filename`, relative to the package's directory (TF's
+    resource loader reads relative to TensorFlow's) or, failing that, as given."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    path = os.path.join(root, filename)
+    return get_graph_def_from_disk(path if os.path.exists(path) else filename)
+
+
+def get_graph_def_from_url_tarball(url, filename, tar_filename=None):
+    """The GraphDef `filename` inside the gzipped tarball at `url`, downloaded to
+    `tar_filename` unless that file exists already."""
+    if not (tar_filename and os.path.exists(tar_filename)):
+        tar_filename, _ = urllib.request.urlretrieve(url, tar_filename)
+    with tarfile.open(tar_filename, "r:gz") as tar:
+        return graph_pb2.GraphDef.FromString(tar.extractfile(filename).read())
+
+
+INCEPTION_URL = "http://download.tensorflow.org/models/frozen_inception_v1_2015_12_05.tar.gz"
+INCEPTION_FROZEN_GRAPH = "inceptionv1_for_inception_score.pb"
+INCEPTION_INPUT = "Mul:0"
+INCEPTION_OUTPUT = "logits:0"
+INCEPTION_FINAL_POOL = "pool_3:0"
+INCEPTION_DEFAULT_IMAGE_SIZE = 299
+
+
+def _default_graph_def_fn():
+    return get_graph_def_from_url_tarball(INCEPTION_URL, INCEPTION_FROZEN_GRAPH,
+                                          os.path.basename(INCEPTION_URL))
+
+
+def preprocess_image(images, height=INCEPTION_DEFAULT_IMAGE_SIZE,
+                     width=INCEPTION_DEFAULT_IMAGE_SIZE, scope=None):
+    """Images (a batch or one image, values in [0, 255]) resized bilinearly to
+    height x width and scaled to [-1, 1) as (x - 128) / 128, as Inception expects."""
+    images = convert_to_tensor(images)
+    single = images.shape.ndims == 3
+    with graph_lib.name_scope(scope, "preprocess", [images, height, width]):
+        if not images.dtype.is_floating:
+            images = math_ops.to_float(images)
+        if single:
+            images = array_ops.expand_dims(images, axis=0)
+        resized = (image_ops.resize_bilinear(images, [height, width]) - 128.0) / 128.0
+        return array_ops.squeeze(resized, axis=0) if single else resized
+
+
+def run_inception(images, graph_def=None, default_graph_def_fn=_default_graph_def_fn,
+                  image_size=INCEPTION_DEFAULT_IMAGE_SIZE, input_tensor=INCEPTION_INPUT,
+                  output_tensor=INCEPTION_OUTPUT):
+    """The Inception network's `output_tensor` (one name or a list; outputs of rank
+    above 2 flattened) on preprocessed [N, image_size, image_size, 3] images; the graph
+    is `graph_def`, else `default_graph_def_fn()`."""
+    images = convert_to_tensor(images)
+    images.shape.assert_is_compatible_with([None, image_size, image_size, 3])
+    if graph_def is None:
+        graph_def = default_graph_def_fn()
+    outputs = run_image_classifier(images, graph_def, input_tensor, output_tensor)
+    if isinstance(outputs, list):
+        return [o if o.shape.ndims == 2 else flatten(o) for o in outputs]
+    return outputs if outputs.shape.ndims == 2 else flatten(outputs)
+
+
+def inception_score(images, num_batches=1):
+    """`classifier_score` with Inception's logits as the classifier."""
+    return classifier_score(images, functools.partial(
+        run_inception, output_tensor=INCEPTION_OUTPUT), num_batches)
+
+
+def frechet_inception_distance(real_images, generated_images, num_batches=1):
+    """`frechet_classifier_distance` on Inception's final pool activations."""
+    return frechet_classifier_distance(real_images, generated_images, functools.partial(
+        run_inception, output_tensor=INCEPTION_FINAL_POOL), num_batches)
 
 
 def _run_classifier_fn(images, classifier_fn, num_batches):

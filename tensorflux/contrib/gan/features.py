@@ -5,8 +5,8 @@
   `tf.contrib.opt.VariableClippingOptimizer` with no norm dimensions).
 - `condition_tensor(tensor, conditioning)`: tensor + a linear map of the flattened
   conditioning (a `fully_connected` layer, variables `fully_connected/weights|biases`)
-  reshaped to the tensor's shape; `condition_tensor_from_onehot` embeds one-hot labels
-  first (variable `embedding`, [classes, embedding_size]).
+  reshaped to the tensor's shape; `condition_tensor_from_onehot` embeds the one-hot
+  labels' argmax first (variable `embedding`, [classes, embedding_size]).
 - `VBN`: virtual batch normalization: each example is normalized with the statistics of
   the reference batch plus itself (weights B/(B+1) and 1/(B+1)), so one example's output
   does not depend on the rest of its batch.
@@ -24,13 +24,12 @@ from tensorflux.control_flow import builders, nest
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
-from tensorflux.nn import nn_impl
+from tensorflux.nn import embedding_ops, nn_impl
 from tensorflux.ops import (
     array_ops,
     comparison_ops,
     data_flow_ops,
     math_ops,
-    matrix_ops,
     random_ops,
     reduction_ops,
     unary_ops,
@@ -81,7 +80,8 @@ def condition_tensor(tensor, conditioning):
 
 
 def condition_tensor_from_onehot(tensor, one_hot_labels, embedding_size=256):
-    """`condition_tensor` of the labels' embedding (`one_hot_labels @ embedding`).
+    """`condition_tensor` of the embedding of each row's label (its argmax: labels of
+    any numeric dtype).
 
     Raises:
       ValueError: the labels are not of rank 2 with a known number of classes.
@@ -89,8 +89,10 @@ def condition_tensor_from_onehot(tensor, one_hot_labels, embedding_size=256):
     one_hot_labels.shape.assert_has_rank(2)
     one_hot_labels.shape[1:].assert_is_fully_defined()
     num_classes = one_hot_labels.shape.as_list()[1]
+    label_id = reduction_ops.argmax(one_hot_labels, axis=1)
     embedding = variable_scope.get_variable("embedding", [num_classes, embedding_size])
-    return condition_tensor(tensor, matrix_ops.matmul(one_hot_labels, embedding))
+    embedded = embedding_ops.embedding_lookup(embedding, label_id, name="token_to_embedding")
+    return condition_tensor(tensor, embedded)
 
 
 def _statistics(x, axes):
