@@ -260,3 +260,55 @@ def test_inception_wrappers_with_a_given_graph(tmp_path):
         np.testing.assert_allclose(sess.run(pre), np.full([3, 3, 3], -0.5))
         with pytest.raises(ValueError):
             tfgan.eval.run_inception(tf.zeros([2, 5, 5, 3]), graph_def, image_size=4)
+
+
+def _np_conv(img, gain):
+    """OpenCV-style 5x5 binomial filter with reflect (no edge repeat) padding."""
+    k = np.outer([1, 4, 6, 4, 1], [1, 4, 6, 4, 1]) / 256.0 * gain
+    padded = np.pad(img, [(0, 0), (2, 2), (2, 2), (0, 0)], mode="reflect")
+    h, w = img.shape[1:3]
+    return sum(k[i, j] * padded[:, i:i + h, j:j + w] for i in range(5) for j in range(5))
+
+
+def test_sliced_wasserstein_pieces():
+    from tensorflux.contrib.gan import sliced_wasserstein as swd
+
+    img = RNG.rand(2, 8, 8, 3)
+    down = _np_conv(img, 1)[:, ::2, ::2]
+    up = np.zeros_like(img)
+    up[:, ::2, ::2] = down
+    levels_want = [img - _np_conv(up, 4), down]
+    ramp = np.arange(2 * 8 * 8 * 3, dtype=np.float32).reshape(2, 8, 8, 3)
+    a = RNG.randn(12, 5).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        levels = sess.run(swd._laplacian_pyramid(tf.constant(img, tf.float32), 2))
+        for got, want in zip(levels, levels_want, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        patches = sess.run(swd._batch_to_patches(tf.constant(ramp), 4, 3))
+        assert patches.shape == (8, 3, 3, 3)
+        for k, patch in enumerate(patches):
+            b, y, x = np.unravel_index(int(patch[1, 1, 0]) // 3, (2, 8, 8))
+            assert b == k // 4 and 1 <= y < 7 and 1 <= x < 7
+            np.testing.assert_array_equal(patch, ramp[b, y - 1:y + 2, x - 1:x + 2])
+        shuffled = tf.constant(a[RNG.permutation(12)])
+        same = [swd._sliced_wasserstein(tf.constant(a), shuffled, 3, 4),
+                swd._sliced_wasserstein_svd(tf.constant(a), shuffled)]
+        np.testing.assert_allclose(sess.run(same), [0.0, 0.0], atol=1e-5)
+
+
+def test_sliced_wasserstein_distance():
+    smooth = np.repeat(np.repeat(RNG.rand(8, 4, 4, 3), 4, 1), 4, 2).astype(np.float32)
+    noise = RNG.rand(8, 16, 16, 3).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        scores = tfgan.eval.sliced_wasserstein_distance(
+            tf.constant(smooth), tf.constant(noise), resolution_min=8, patches_per_image=16,
+            patch_size=3, random_projection_dim=8)
+        svd = tfgan.eval.sliced_wasserstein_distance(
+            tf.constant(smooth), tf.constant(noise), resolution_min=16, patch_size=3,
+            use_svd=True)
+        assert len(scores) == 2 and len(svd) == 1  # 16 and 8; 16 only
+        got = sess.run(scores + svd)
+        for real_real, real_fake in got:
+            assert 0 <= real_real < real_fake
+        with pytest.raises(ValueError):
+            tfgan.eval.sliced_wasserstein_distance(tf.zeros([2, 8, 8, 1]), tf.zeros([2, 8, 8, 1]))

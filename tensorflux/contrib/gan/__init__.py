@@ -28,7 +28,7 @@ python = _tf1_paths.register(__name__, {
        for name in ("clip_weights", "conditioning_utils", "random_tensor_pool",
                     "virtual_batchnorm") for suffix in ("", "_impl")},
     **{f"python.eval.python.{name}{suffix}": eval
-       for name in ("classifier_metrics", "eval_utils", "summaries")
+       for name in ("classifier_metrics", "eval_utils", "sliced_wasserstein", "summaries")
        for suffix in ("", "_impl")},
     "python.estimator.python.gan_estimator": estimator,
     "python.estimator.python.gan_estimator_impl": estimator,

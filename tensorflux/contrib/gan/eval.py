@@ -11,6 +11,8 @@ Metrics (computed in float64, returned in the input's dtype):
   (`trace_sqrt_product`). `mean_only_...` keeps the first term, `diagonal_only_...`
   replaces the second by sum (sigma - sigma_w)^2 over the per-feature deviations.
   `frechet_classifier_distance(real_images, generated_images, classifier_fn)`.
+- `sliced_wasserstein_distance(real_images, fake_images)`: per Laplacian-pyramid level,
+  contrib/gan/sliced_wasserstein.py.
 - `kernel_classifier_distance_from_activations` (KID): the unbiased MMD^2 with the kernel
   (x.y / d + 1)^3, averaged over blocks of at most `max_block_size` examples (a statically
   known batch size; an unknown one is one block).
@@ -29,6 +31,7 @@ import tarfile
 import urllib.request
 
 from tensorflux.contrib.gan import namedtuples
+from tensorflux.contrib.gan.sliced_wasserstein import sliced_wasserstein_distance
 from tensorflux.contrib.layers_extra import flatten
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
@@ -67,6 +70,7 @@ __all__ = ["add_cyclegan_image_summaries", "add_gan_model_image_summaries",
            "get_graph_def_from_disk", "image_grid", "image_reshaper",
            "kernel_classifier_distance", "kernel_classifier_distance_from_activations",
            "mean_only_frechet_classifier_distance_from_activations", "run_image_classifier",
+           "sliced_wasserstein_distance",
            "trace_sqrt_product"]
 
 
