@@ -312,3 +312,34 @@ def test_sliced_wasserstein_distance():
             assert 0 <= real_real < real_fake
         with pytest.raises(ValueError):
             tfgan.eval.sliced_wasserstein_distance(tf.zeros([2, 8, 8, 1]), tf.zeros([2, 8, 8, 1]))
+
+
+def test_spectral_normalization():
+    w = RNG.randn(3, 2, 4).astype(np.float32)
+    sigma = np.linalg.svd(w.reshape(-1, 4), compute_uv=False)[0]
+    with tf.Graph().as_default(), tf.Session() as sess:
+        norm = tfgan.features.compute_spectral_norm(tf.constant(w), power_iteration_rounds=30)
+        normalized = tfgan.features.spectral_normalize(tf.constant(w), 30)
+        reg = tfgan.features.spectral_norm_regularizer(0.5, 30)(tf.constant(w))
+        getter = tfgan.features.spectral_normalization_custom_getter(power_iteration_rounds=30)
+        with tf.variable_scope("D", custom_getter=getter):
+            out = tf.layers.dense(tf.ones([2, 3]), 5)
+        kernel = [op for op in tf.get_default_graph().get_operations()
+                  if op.name.endswith("dense/kernel/spectral_normalize/Reshape")]
+        u_vars = [v.op.name for v in tf.global_variables() if "spectral_norm_u" in v.op.name]
+        # the getter runs in the layer's scope, so the name repeats (as under TF 2.21)
+        assert "D/dense/D/dense/kernel/spectral_normalize/spectral_norm/spectral_norm_u" in u_vars
+        assert all("spectral_norm_u" not in v.op.name for v in tf.trainable_variables())
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(norm), sigma, rtol=1e-4)
+        got = sess.run(normalized)
+        assert got.shape == w.shape
+        np.testing.assert_allclose(np.linalg.svd(got.reshape(-1, 4), compute_uv=False)[0], 1.0,
+                                   rtol=1e-4)
+        np.testing.assert_allclose(sess.run(reg), 0.5 * sigma, rtol=1e-4)
+        assert kernel and sess.run(out).shape == (2, 5)
+        used = sess.run(kernel[0].outputs[0])
+        np.testing.assert_allclose(np.linalg.svd(used, compute_uv=False)[0], 1.0, rtol=1e-4)
+        with pytest.raises(ValueError, match="cannot be an integer"):
+            tfgan.features.spectral_norm_regularizer(1)
+        assert tfgan.features.spectral_norm_regularizer(0.0)(tf.constant(w)) is None

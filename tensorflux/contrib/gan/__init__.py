@@ -26,7 +26,8 @@ python = _tf1_paths.register(__name__, {
     "python.losses.python.tuple_losses_impl": losses,
     **{f"python.features.python.{name}{suffix}": features
        for name in ("clip_weights", "conditioning_utils", "random_tensor_pool",
-                    "virtual_batchnorm") for suffix in ("", "_impl")},
+                    "spectral_normalization", "virtual_batchnorm")
+       for suffix in ("", "_impl")},
     **{f"python.eval.python.{name}{suffix}": eval
        for name in ("classifier_metrics", "eval_utils", "sliced_wasserstein", "summaries")
        for suffix in ("", "_impl")},

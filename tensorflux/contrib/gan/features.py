@@ -13,10 +13,18 @@
 - `tensor_pool`: a pool (a RandomShuffleQueue) of earlier values; once full, each call
   returns with probability `pooling_probability` a random earlier value (the discriminator
   then trains on older generated data), else the current one, and stores the current one.
+- spectral normalization (`spectral_normalize`, `compute_spectral_norm`, the regularizer
+  and the custom getter): contrib/gan/spectral_normalization.py.
 """
 
 from __future__ import annotations
 
+from tensorflux.contrib.gan.spectral_normalization import (
+    compute_spectral_norm,
+    spectral_norm_regularizer,
+    spectral_normalization_custom_getter,
+    spectral_normalize,
+)
 from tensorflux.contrib.layers_core import fully_connected
 from tensorflux.contrib.layers_extra import flatten
 from tensorflux.contrib.opt.wrappers import VariableClippingOptimizer
@@ -36,8 +44,9 @@ from tensorflux.ops import (
 )
 from tensorflux.variables import init_ops, variable_scope
 
-__all__ = ["VBN", "clip_discriminator_weights", "clip_variables", "condition_tensor",
-           "condition_tensor_from_onehot", "tensor_pool"]
+__all__ = ["VBN", "clip_discriminator_weights", "clip_variables", "compute_spectral_norm",
+           "condition_tensor", "condition_tensor_from_onehot", "spectral_norm_regularizer",
+           "spectral_normalization_custom_getter", "spectral_normalize", "tensor_pool"]
 
 
 def clip_variables(optimizer, variables, weight_clip):
