@@ -78,7 +78,7 @@ def test_virtual_batch_norm():
         np.testing.assert_allclose(sess.run(single)[0], want[1], rtol=1e-4, atol=1e-5)
         grads = tf.gradients(tf.reduce_sum(out * x), tf.trainable_variables())
         assert all(g is not None for g in grads)
-        with pytest.raises(ValueError, match="must match the reference batch"):
+        with pytest.raises(ValueError, match="are incompatible"):
             vbn(tf.zeros([2, 3, 5]))
         with pytest.raises(ValueError, match="cannot be the same"):
             tfgan.features.VBN(ref, axis=0)
@@ -343,3 +343,24 @@ def test_spectral_normalization():
         with pytest.raises(ValueError, match="cannot be an integer"):
             tfgan.features.spectral_norm_regularizer(1)
         assert tfgan.features.spectral_norm_regularizer(0.0)(tf.constant(w)) is None
+
+
+def test_stargan_image_summaries():
+    def gen(x, target):
+        scale = tf.get_variable("s", initializer=1.0)
+        return x * scale + tf.reshape(tf.reduce_sum(target, 1), [-1, 1, 1, 1])
+
+    def disc(x, num_domains):
+        flat = tf.layers.flatten(x)
+        return tf.reduce_mean(flat, 1), tf.layers.dense(flat, num_domains)
+
+    with tf.Graph().as_default(), tf.Session() as sess:
+        model = tfgan.stargan_model(gen, disc, tf.ones([3, 2, 2, 3]),
+                                    tf.one_hot([0, 1, 2], 3))
+        tfgan.eval.add_stargan_image_summaries(model, num_images=2, display_diffs=True)
+        sess.run(tf.global_variables_initializer())
+        summary = tf.Summary.FromString(sess.run(tf.summary.merge_all()))
+        images = [v.image for v in summary.value]
+        assert [v.tag for v in summary.value] == [
+            "stargan_image_generation/image/0", "stargan_image_generation/image/1"]
+        assert (images[0].height, images[0].width) == (4, 8)  # 2 rows of 1 + 3 domains

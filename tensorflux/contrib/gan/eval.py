@@ -33,6 +33,7 @@ import urllib.request
 from tensorflux.contrib.gan import namedtuples
 from tensorflux.contrib.gan.sliced_wasserstein import sliced_wasserstein_distance
 from tensorflux.contrib.layers_extra import flatten
+from tensorflux.control_flow import functional_ops
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.importer import import_graph_def
@@ -44,6 +45,7 @@ from tensorflux.nn import nn_impl
 from tensorflux.ops import (
     array_ops,
     comparison_ops,
+    gather_ops,
     joining_ops,
     linalg_factor_ops,
     linalg_ops,
@@ -56,9 +58,11 @@ from tensorflux.ops import (
 from tensorflux.platform import gfile
 from tensorflux.protos import graph_pb2
 from tensorflux.summary import summary
+from tensorflux.variables import variable_scope
 
 __all__ = ["add_cyclegan_image_summaries", "add_gan_model_image_summaries",
            "add_gan_model_summaries", "add_image_comparison_summaries",
+           "add_stargan_image_summaries",
            "add_regularization_loss_summaries", "classifier_score",
            "INCEPTION_DEFAULT_IMAGE_SIZE", "INCEPTION_FINAL_POOL", "INCEPTION_FROZEN_GRAPH",
            "INCEPTION_INPUT", "INCEPTION_OUTPUT", "INCEPTION_URL", "frechet_inception_distance",
@@ -471,6 +475,37 @@ def add_cyclegan_image_summaries(cyclegan_model):
                           max_outputs=1)
 
 
+def add_stargan_image_summaries(stargan_model, num_images=2, display_diffs=False):
+    """One image summary 'stargan_image_generation' of up to `num_images` images: each a
+    row [input, its translation to domain 0, 1, ...] (and, `display_diffs`, a second row
+    [black, translation - input, ...]), the generator reused on the fly.
+
+    Raises:
+      ValueError: input data that are not images, or domain labels not of rank 2 with
+        a known number of domains.
+    """
+    _assert_is_image(stargan_model.input_data)
+    labels_shape = stargan_model.input_data_domain_label.shape
+    labels_shape.assert_has_rank(2)
+    labels_shape[1:].assert_is_fully_defined()
+    num_domains = labels_shape.as_list()[-1]
+
+    def build_image(image):
+        images = joining_ops.tile(array_ops.expand_dims(image, 0), [num_domains, 1, 1, 1])
+        targets = gather_ops.one_hot(list(range(num_domains)), num_domains)
+        with variable_scope.variable_scope(stargan_model.generator_scope, reuse=True):
+            generated = stargan_model.generator_fn(images, targets)
+        tiles = [image] + joining_ops.unstack(generated, num=num_domains)
+        if display_diffs:
+            tiles += ([array_ops.zeros_like(image)]
+                      + joining_ops.unstack(generated - images, num=num_domains))
+        return array_ops.squeeze(image_reshaper(tiles, num_cols=num_domains + 1), 0)
+
+    summary.image("stargan_image_generation", functional_ops.map_fn(
+        build_image, stargan_model.input_data[:num_images], parallel_iterations=num_images,
+        back_prop=False, swap_memory=True), max_outputs=num_images)
+
+
 def add_gan_model_summaries(gan_model) -> None:
     """A histogram of each generator variable (under 'generator_variables') and each
     discriminator variable ('discriminator_variables'); both directions of a
@@ -491,7 +526,14 @@ def add_gan_model_summaries(gan_model) -> None:
 
 def add_regularization_loss_summaries(gan_model) -> None:
     """Scalars 'generator_regularization_loss' and 'discriminator_regularization_loss'
-    (the regularization losses under each network's scope)."""
+    (the regularization losses under each network's scope); both directions of a
+    CycleGANModel."""
+    if isinstance(gan_model, namedtuples.CycleGANModel):
+        with graph_lib.name_scope("cyclegan_x2y_regularization_loss_summaries"):
+            add_regularization_loss_summaries(gan_model.model_x2y)
+        with graph_lib.name_scope("cyclegan_y2x_regularization_loss_summaries"):
+            add_regularization_loss_summaries(gan_model.model_y2x)
+        return
     if gan_model.generator_scope:
         summary.scalar("generator_regularization_loss",
                        util.get_regularization_loss(gan_model.generator_scope.name))

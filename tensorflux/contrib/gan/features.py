@@ -32,6 +32,7 @@ from tensorflux.control_flow import builders, nest
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.tensor_conversion import convert_to_tensor
+from tensorflux.framework.tensor_shape import TensorShape
 from tensorflux.nn import embedding_ops, nn_impl
 from tensorflux.ops import (
     array_ops,
@@ -51,7 +52,14 @@ __all__ = ["VBN", "clip_discriminator_weights", "clip_variables", "compute_spect
 
 def clip_variables(optimizer, variables, weight_clip):
     """`optimizer` whose updates end by clipping each of `variables` to
-    [-weight_clip, weight_clip] elementwise."""
+    [-weight_clip, weight_clip] elementwise.
+
+    Raises:
+      ValueError: a negative `weight_clip`.
+    """
+    if weight_clip < 0:
+        raise ValueError(f"`discriminator_weight_clip` must be positive. Instead, was "
+                         f"{weight_clip}")
     return VariableClippingOptimizer(
         opt=optimizer, vars_to_clip_dims={var: [] for var in variables},
         max_norm=weight_clip, use_locking=True, colocate_clip_ops_with_vars=True)
@@ -123,8 +131,8 @@ class VBN:
     `batch_axis`).
 
     Raises:
-      ValueError: unknown rank, `axis` equal to `batch_axis`, or a feature dimension that
-        is not known.
+      ValueError: unknown rank, an axis out of range, `axis` equal to `batch_axis`, or a
+        feature dimension that is not known.
     """
 
     def __init__(self, reference_batch, axis=-1, epsilon=1e-3, center=True, scale=True,
@@ -135,6 +143,10 @@ class VBN:
         ndims = reference_batch.shape.ndims
         if ndims is None:
             raise ValueError("`reference_batch` has unknown dimensions.")
+        for value in (axis, batch_axis):
+            if not -ndims <= value < ndims:
+                raise ValueError(f"Value of `axis` argument {value} is out of range for "
+                                 f"input with rank {ndims}.")
         self._axis = axis % ndims
         self._batch_axis = batch_axis % ndims
         if self._axis == self._batch_axis:
@@ -184,18 +196,16 @@ class VBN:
         example normalized with the reference statistics mixed with its own.
 
         Raises:
-          ValueError: a shape that differs from the reference batch's off the batch axis.
+          ValueError: a shape incompatible with the reference batch's off the batch axis.
         """
         inputs = convert_to_tensor(inputs)
         ref = self._reference_batch.shape.as_list()
         got = inputs.shape.as_list() if inputs.shape.ndims is not None else None
-        if got is None or len(got) != len(ref) or any(
-                a is not None and b is not None and a != b
-                for i, (a, b) in enumerate(zip(got, ref, strict=True))
-                if i != self._batch_axis):
-            raise ValueError(f"Inputs shape {inputs.shape} must match the reference batch "
-                             f"shape {self._reference_batch.shape} but for the batch "
-                             "dimension.")
+        if got is None or len(got) != len(ref):
+            raise ValueError(f"Shapes {inputs.shape} and {self._reference_batch.shape} are "
+                             "incompatible")
+        del ref[self._batch_axis], got[self._batch_axis]
+        TensorShape(ref).assert_is_compatible_with(TensorShape(got))
         with graph_lib.name_scope(self._vs.name + "/"):
             mean, mean_sq = _statistics(inputs, self._example_reduction_axes)
             vb_mean = self._example_weight * mean + self._reference_weight * self._ref_mean

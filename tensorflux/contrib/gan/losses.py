@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 
-from tensorflux.contrib.gan import losses_wargs
+from tensorflux.contrib.gan import losses_wargs, namedtuples
 from tensorflux.contrib.gan import losses_wargs as wargs  # noqa: F401 - tfgan.losses.wargs
 from tensorflux.variables import variable_scope
 
@@ -51,7 +51,8 @@ def _args_to_gan_model(loss_fn):
         return loss_fn(**kwargs)
 
     new_loss_fn.__name__ = loss_fn.__name__
-    new_loss_fn.__doc__ = f"The model-tuple version of `losses.wargs.{loss_fn.__name__}`."
+    new_loss_fn.__doc__ = f"The gan_model version of `losses.wargs.{loss_fn.__name__}`."
+    new_loss_fn.__docstring__ = new_loss_fn.__doc__  # the attribute TF-GAN sets
     return new_loss_fn
 
 
@@ -86,7 +87,14 @@ def combine_adversarial_loss(gan_loss, gan_model, non_adversarial_loss, weight_f
 
 def cycle_consistency_loss(cyclegan_model, scope=None, add_summaries=False):
     """The cycle consistency loss of a CycleGANModel: x, G(F(x)), y, F(G(y)) taken from
-    the model."""
+    the model.
+
+    Raises:
+      ValueError: `cyclegan_model` is not a CycleGANModel.
+    """
+    if not isinstance(cyclegan_model, namedtuples.CycleGANModel):
+        raise ValueError("`cyclegan_model` must be a `CycleGANModel`. Instead, was "
+                         f"{type(cyclegan_model)}.")
     return losses_wargs.cycle_consistency_loss(
         cyclegan_model.model_x2y.generator_inputs, cyclegan_model.reconstructed_x,
         cyclegan_model.model_y2x.generator_inputs, cyclegan_model.reconstructed_y,

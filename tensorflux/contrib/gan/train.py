@@ -177,6 +177,13 @@ def _as_one_tensor(value):
     return value
 
 
+def _generate_stargan_random_domain_target(batch_size, num_domains):
+    """[batch_size, num_domains] one-hot rows of uniformly drawn domains."""
+    domain = random_ops.random_uniform([batch_size], minval=0, maxval=num_domains,
+                                       dtype=dtypes.int32)
+    return gather_ops.one_hot(domain, num_domains)
+
+
 def stargan_model(generator_fn, discriminator_fn, input_data, input_data_domain_label,
                   generator_scope="Generator", discriminator_scope="Discriminator"):
     """A StarGANModel: `generator_fn(images, target_domains)` to random one-hot target
@@ -193,9 +200,7 @@ def stargan_model(generator_fn, discriminator_fn, input_data, input_data_domain_
     labels.shape.assert_is_fully_defined()
     batch_size, num_domains = labels.shape.as_list()
     with variable_scope.variable_scope(generator_scope) as gen_scope:
-        domain = random_ops.random_uniform([batch_size], minval=0, maxval=num_domains,
-                                           dtype=dtypes.int32)
-        target = gather_ops.one_hot(domain, num_domains)
+        target = _generate_stargan_random_domain_target(batch_size, num_domains)
         generated_data = generator_fn(input_data, target)
     with variable_scope.variable_scope(gen_scope, reuse=True):
         reconstructed_data = generator_fn(generated_data, labels)
