@@ -161,9 +161,18 @@ def test_kernel_classifier_distance():
             tf.constant(real), tf.constant(gen), max_block_size=4)
         np.testing.assert_allclose(sess.run(one), _kid(real, gen), rtol=1e-4)
         # 3 blocks: real 3,3,4 and gen 2,3,3 examples
-        want = np.mean([_kid(real[:3], gen[:2]), _kid(real[3:6], gen[2:5]),
-                        _kid(real[6:], gen[5:])])
-        np.testing.assert_allclose(sess.run(blocks), want, rtol=1e-10)
+        ests = [_kid(real[:3], gen[:2]), _kid(real[3:6], gen[2:5]), _kid(real[6:], gen[5:])]
+        np.testing.assert_allclose(sess.run(blocks), np.mean(ests), rtol=1e-10)
+        # unknown batch sizes: the blocks are cut at run time
+        r_in, g_in = tf.placeholder(tf.float64, [None, 3]), tf.placeholder(tf.float64, [None, 3])
+        kid, std = tfgan.eval.kernel_classifier_distance_and_std_from_activations(
+            r_in, g_in, max_block_size=4)
+        got = sess.run([kid, std], {r_in: real, g_in: gen})
+        np.testing.assert_allclose(got, [np.mean(ests), np.std(ests, ddof=1) / np.sqrt(3)],
+                                   rtol=1e-10)
+        single = tfgan.eval.kernel_classifier_distance_and_std_from_activations(
+            tf.constant(real), tf.constant(gen))
+        assert np.isnan(sess.run(single[1]))
 
 
 def test_image_grid_and_reshaper():
@@ -297,9 +306,11 @@ def test_sliced_wasserstein_pieces():
 
 
 def test_sliced_wasserstein_distance():
-    smooth = np.repeat(np.repeat(RNG.rand(8, 4, 4, 3), 4, 1), 4, 2).astype(np.float32)
-    noise = RNG.rand(8, 16, 16, 3).astype(np.float32)
+    rng = np.random.RandomState(5)  # data of its own, whatever ran before
+    smooth = np.repeat(np.repeat(rng.rand(8, 4, 4, 3), 4, 1), 4, 2).astype(np.float32)
+    noise = rng.rand(8, 16, 16, 3).astype(np.float32)
     with tf.Graph().as_default(), tf.Session() as sess:
+        tf.set_random_seed(0)  # patches and projections are random: fixed draws
         scores = tfgan.eval.sliced_wasserstein_distance(
             tf.constant(smooth), tf.constant(noise), resolution_min=8, patches_per_image=16,
             patch_size=3, random_projection_dim=8)

@@ -14,8 +14,8 @@ Metrics (computed in float64, returned in the input's dtype):
 - `sliced_wasserstein_distance(real_images, fake_images)`: per Laplacian-pyramid level,
   contrib/gan/sliced_wasserstein.py.
 - `kernel_classifier_distance_from_activations` (KID): the unbiased MMD^2 with the kernel
-  (x.y / d + 1)^3, averaged over blocks of at most `max_block_size` examples (a statically
-  known batch size; an unknown one is one block).
+  (x.y / d + 1)^3, averaged over blocks of at most `max_block_size` examples, in the
+  activations' dtype (`..._and_std_...` also gives the estimate's standard error).
 The Inception wrappers (`inception_score`, `frechet_inception_distance`, `run_inception`)
 import a frozen Inception GraphDef (`run_image_classifier`): the one given, else, as in
 TF, the one of TF-GAN's tarball (`INCEPTION_URL`, downloaded into the working directory
@@ -33,7 +33,7 @@ import urllib.request
 from tensorflux.contrib.gan import namedtuples
 from tensorflux.contrib.gan.sliced_wasserstein import sliced_wasserstein_distance
 from tensorflux.contrib.layers_extra import flatten
-from tensorflux.control_flow import functional_ops
+from tensorflux.control_flow import builders, functional_ops
 from tensorflux.framework import dtypes
 from tensorflux.framework import graph as graph_lib
 from tensorflux.framework.importer import import_graph_def
@@ -45,6 +45,7 @@ from tensorflux.nn import nn_impl
 from tensorflux.ops import (
     array_ops,
     comparison_ops,
+    constant_op,
     gather_ops,
     joining_ops,
     linalg_factor_ops,
@@ -53,6 +54,7 @@ from tensorflux.ops import (
     matrix_ops,
     nn_ops,
     reduction_ops,
+    sequence_ops,
     unary_ops,
 )
 from tensorflux.platform import gfile
@@ -62,19 +64,19 @@ from tensorflux.variables import variable_scope
 
 __all__ = ["add_cyclegan_image_summaries", "add_gan_model_image_summaries",
            "add_gan_model_summaries", "add_image_comparison_summaries",
-           "add_stargan_image_summaries",
-           "add_regularization_loss_summaries", "classifier_score",
-           "INCEPTION_DEFAULT_IMAGE_SIZE", "INCEPTION_FINAL_POOL", "INCEPTION_FROZEN_GRAPH",
-           "INCEPTION_INPUT", "INCEPTION_OUTPUT", "INCEPTION_URL", "frechet_inception_distance",
-           "get_graph_def_from_resource", "get_graph_def_from_url_tarball",
-           "inception_score", "preprocess_image", "run_inception",
+           "add_regularization_loss_summaries", "add_stargan_image_summaries", "classifier_score",
            "classifier_score_from_logits",
            "diagonal_only_frechet_classifier_distance_from_activations",
            "frechet_classifier_distance", "frechet_classifier_distance_from_activations",
-           "get_graph_def_from_disk", "image_grid", "image_reshaper",
-           "kernel_classifier_distance", "kernel_classifier_distance_from_activations",
-           "mean_only_frechet_classifier_distance_from_activations", "run_image_classifier",
-           "sliced_wasserstein_distance",
+           "frechet_inception_distance", "get_graph_def_from_disk", "get_graph_def_from_resource",
+           "get_graph_def_from_url_tarball", "image_grid", "image_reshaper",
+           "INCEPTION_DEFAULT_IMAGE_SIZE", "INCEPTION_FINAL_POOL", "INCEPTION_FROZEN_GRAPH",
+           "INCEPTION_INPUT", "INCEPTION_OUTPUT", "inception_score", "INCEPTION_URL",
+           "kernel_classifier_distance", "kernel_classifier_distance_and_std",
+           "kernel_classifier_distance_and_std_from_activations",
+           "kernel_classifier_distance_from_activations",
+           "mean_only_frechet_classifier_distance_from_activations", "preprocess_image",
+           "run_image_classifier", "run_inception", "sliced_wasserstein_distance",
            "trace_sqrt_product"]
 
 
@@ -300,43 +302,91 @@ def _block_sizes(n: int, n_blocks: int) -> list[int]:
 
 
 def _kid_block(real, gen, dim):
+    """The unbiased MMD^2 estimate of one block, in the activations' dtype."""
     def kernel(a, b):
         return (matrix_ops.matmul(a, b, transpose_b=True) / dim + 1) ** 3
 
     def mean_off_diagonal(k):
-        n = math_ops.cast(array_ops.shape(k)[0], dtypes.float64)
+        n = math_ops.cast(array_ops.shape(k)[0], k.dtype)
         return (reduction_ops.reduce_sum(k) - linalg_impl.trace(k)) / (n * (n - 1))
 
-    return (mean_off_diagonal(kernel(real, real)) + mean_off_diagonal(kernel(gen, gen))
-            - 2 * reduction_ops.reduce_mean(kernel(real, gen)))
+    return (-2 * reduction_ops.reduce_mean(kernel(real, gen))
+            + mean_off_diagonal(kernel(real, real)) + mean_off_diagonal(kernel(gen, gen)))
 
 
-def kernel_classifier_distance_from_activations(real_activations, generated_activations,
-                                                max_block_size=1024, dtype=None):
-    """The kernel (KID) distance of the two sets of activations: the mean over blocks of
-    the unbiased MMD^2 estimate with the cubic polynomial kernel.
+def _dynamic_block_bounds(n, n_blocks):
+    """[n_blocks + 1] block starts (then the end) of `_block_sizes`, as a tensor."""
+    small = n // n_blocks
+    extra = n - small * n_blocks
+    sizes = joining_ops.concat([array_ops.fill([n_blocks - extra], small),
+                                array_ops.fill([extra], small + 1)], 0)
+    return joining_ops.concat([constant_op.constant([0]), sequence_ops.cumsum(sizes)], 0)
+
+
+def _kid_estimates(real, gen, max_block_size):
+    """The per-block estimates (a vector) and their number (a scalar tensor)."""
+    dim = math_ops.cast(real.shape.as_list()[1] or array_ops.shape(real)[1], real.dtype)
+    n_r, n_g = real.shape.as_list()[0], gen.shape.as_list()[0]
+    if n_r is not None and n_g is not None:
+        n_blocks = math.ceil(max(n_r, n_g) / max_block_size)
+        ests, start_r, start_g = [], 0, 0
+        for size_r, size_g in zip(_block_sizes(n_r, n_blocks), _block_sizes(n_g, n_blocks),
+                                  strict=True):
+            ests.append(_kid_block(real[start_r:start_r + size_r],
+                                   gen[start_g:start_g + size_g], dim))
+            start_r, start_g = start_r + size_r, start_g + size_g
+        return joining_ops.stack(ests), constant_op.constant(n_blocks)
+    rows_r, rows_g = array_ops.shape(real)[0], array_ops.shape(gen)[0]
+    bigger = math_ops.cast(math_ops.maximum(rows_r, rows_g), dtypes.float64)
+    n_blocks = math_ops.cast(unary_ops.ceil(bigger / max_block_size), dtypes.int32)
+    bounds_r = _dynamic_block_bounds(rows_r, n_blocks)
+    bounds_g = _dynamic_block_bounds(rows_g, n_blocks)
+
+    def block(i):
+        return _kid_block(real[bounds_r[i]:bounds_r[i + 1]],
+                          gen[bounds_g[i]:bounds_g[i + 1]], dim)
+
+    ests = functional_ops.map_fn(block, sequence_ops.range(n_blocks), dtype=real.dtype,
+                                 back_prop=False)
+    return ests, n_blocks
+
+
+def _kid_inputs(activations1, activations2, dtype):
+    activations1.shape.assert_has_rank(2)
+    activations2.shape.assert_has_rank(2)
+    activations1.shape[1:2].assert_is_compatible_with(activations2.shape[1:2])
+    if dtype is None:
+        return activations1, activations2
+    return math_ops.cast(activations1, dtype), math_ops.cast(activations2, dtype)
+
+
+def kernel_classifier_distance_and_std_from_activations(real_activations,
+                                                        generated_activations,
+                                                        max_block_size=1024, dtype=None):
+    """(KID, an estimate of its standard error): the mean over blocks of at most
+    `max_block_size` examples of the unbiased MMD^2 estimate with the kernel
+    (x.y / d + 1)^3, computed in the activations' dtype (or `dtype`), and the blocks'
+    Bessel-corrected deviation over sqrt(blocks) (NaN for one block).
 
     Raises:
       ValueError: activations not of rank 2, or of different widths.
     """
-    real_activations.shape.assert_has_rank(2)
-    generated_activations.shape.assert_has_rank(2)
-    real_activations.shape[1:].assert_is_compatible_with(generated_activations.shape[1:])
-    out_dtype = dtype or real_activations.dtype
-    real = math_ops.cast(real_activations, dtypes.float64)
-    gen = math_ops.cast(generated_activations, dtypes.float64)
-    dim = math_ops.cast(array_ops.shape(real)[1], dtypes.float64)
-    n_r, n_g = real.shape.as_list()[0], gen.shape.as_list()[0]
-    if n_r is None or n_g is None:
-        return math_ops.cast(_kid_block(real, gen, dim), out_dtype)
-    n_blocks = math.ceil(max(n_r, n_g) / max_block_size)
-    ests, start_r, start_g = [], 0, 0
-    for size_r, size_g in zip(_block_sizes(n_r, n_blocks), _block_sizes(n_g, n_blocks),
-                              strict=True):
-        ests.append(_kid_block(real[start_r:start_r + size_r],
-                               gen[start_g:start_g + size_g], dim))
-        start_r, start_g = start_r + size_r, start_g + size_g
-    return math_ops.cast(reduction_ops.reduce_mean(joining_ops.stack(ests)), out_dtype)
+    real, gen = _kid_inputs(real_activations, generated_activations, dtype)
+    ests, n_blocks = _kid_estimates(real, gen, max_block_size)
+    mean = reduction_ops.reduce_mean(ests)
+    blocks = math_ops.cast(n_blocks, real.dtype)
+    var = builders.cond(
+        comparison_ops.less_equal(n_blocks, 1),
+        lambda: constant_op.constant(float("nan"), dtype=real.dtype),
+        lambda: reduction_ops.reduce_sum(unary_ops.square(ests - mean)) / (blocks - 1))
+    return mean, unary_ops.sqrt(var / blocks)
+
+
+def kernel_classifier_distance_from_activations(real_activations, generated_activations,
+                                                max_block_size=1024, dtype=None):
+    """The KID of `kernel_classifier_distance_and_std_from_activations` alone."""
+    real, gen = _kid_inputs(real_activations, generated_activations, dtype)
+    return reduction_ops.reduce_mean(_kid_estimates(real, gen, max_block_size)[0])
 
 
 def kernel_classifier_distance(real_images, generated_images, classifier_fn, num_batches=1,
@@ -345,6 +395,15 @@ def kernel_classifier_distance(real_images, generated_images, classifier_fn, num
     real = _run_classifier_fn(real_images, classifier_fn, num_batches)
     gen = _run_classifier_fn(generated_images, classifier_fn, num_batches)
     return kernel_classifier_distance_from_activations(real, gen, max_block_size, dtype)
+
+
+def kernel_classifier_distance_and_std(real_images, generated_images, classifier_fn,
+                                       num_batches=1, max_block_size=1024, dtype=None):
+    """`kernel_classifier_distance_and_std_from_activations` of `classifier_fn` on both."""
+    real = _run_classifier_fn(real_images, classifier_fn, num_batches)
+    gen = _run_classifier_fn(generated_images, classifier_fn, num_batches)
+    return kernel_classifier_distance_and_std_from_activations(real, gen, max_block_size,
+                                                               dtype)
 
 
 # ---- image grids --------------------------------------------------------------------------
