@@ -173,6 +173,10 @@ def test_kernel_classifier_distance():
         single = tfgan.eval.kernel_classifier_distance_and_std_from_activations(
             tf.constant(real), tf.constant(gen))
         assert np.isnan(sess.run(single[1]))
+        size = tf.placeholder(tf.int32, [])  # the block size fed
+        fed = tfgan.eval.kernel_classifier_distance_from_activations(
+            tf.constant(real), tf.constant(gen), max_block_size=size)
+        np.testing.assert_allclose(sess.run(fed, {size: 4}), np.mean(ests), rtol=1e-10)
 
 
 def test_image_grid_and_reshaper():

@@ -324,10 +324,12 @@ def _dynamic_block_bounds(n, n_blocks):
 
 
 def _kid_estimates(real, gen, max_block_size):
-    """The per-block estimates (a vector) and their number (a scalar tensor)."""
+    """The per-block estimates (a vector) and their number (a scalar tensor); blocks cut
+    in Python when the sizes are known, else at run time (`max_block_size` may be a
+    tensor)."""
     dim = math_ops.cast(real.shape.as_list()[1] or array_ops.shape(real)[1], real.dtype)
     n_r, n_g = real.shape.as_list()[0], gen.shape.as_list()[0]
-    if n_r is not None and n_g is not None:
+    if n_r is not None and n_g is not None and isinstance(max_block_size, int):
         n_blocks = math.ceil(max(n_r, n_g) / max_block_size)
         ests, start_r, start_g = [], 0, 0
         for size_r, size_g in zip(_block_sizes(n_r, n_blocks), _block_sizes(n_g, n_blocks),
@@ -338,7 +340,8 @@ def _kid_estimates(real, gen, max_block_size):
         return joining_ops.stack(ests), constant_op.constant(n_blocks)
     rows_r, rows_g = array_ops.shape(real)[0], array_ops.shape(gen)[0]
     bigger = math_ops.cast(math_ops.maximum(rows_r, rows_g), dtypes.float64)
-    n_blocks = math_ops.cast(unary_ops.ceil(bigger / max_block_size), dtypes.int32)
+    n_blocks = math_ops.cast(unary_ops.ceil(
+        bigger / math_ops.cast(max_block_size, dtypes.float64)), dtypes.int32)
     bounds_r = _dynamic_block_bounds(rows_r, n_blocks)
     bounds_g = _dynamic_block_bounds(rows_g, n_blocks)
 
