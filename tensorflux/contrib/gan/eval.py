@@ -27,8 +27,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import tarfile
-import urllib.request
 
 from tensorflux.contrib.gan import namedtuples
 from tensorflux.contrib.gan.sliced_wasserstein import sliced_wasserstein_distance
@@ -120,6 +118,9 @@ def get_graph_def_from_resource(filename):
 def get_graph_def_from_url_tarball(url, filename, tar_filename=None):
     """The GraphDef `filename` inside the gzipped tarball at `url`, downloaded to
     `tar_filename` unless that file exists already."""
+    import tarfile  # here, not at the top: 7 ms of every tensorflux import otherwise
+    import urllib.request
+
     if not (tar_filename and os.path.exists(tar_filename)):
         tar_filename, _ = urllib.request.urlretrieve(url, tar_filename)
     with tarfile.open(tar_filename, "r:gz") as tar:
