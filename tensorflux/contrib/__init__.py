@@ -6,7 +6,8 @@ legacy_seq2seq, `tf.contrib.data` (tf.data.experimental under its TF1 name),
 `tf.contrib.tpu`'s TPUEstimator for TPU programs run with `use_tpu=False`, and
 `tf.contrib.training.HParams`, `tf.contrib.crf` (linear-chain CRFs), and
 `tf.contrib.tensorboard.plugins.projector` (the embedding projector's config), and
-`tf.contrib.distributions` (tf.distributions under its contrib name).
+`tf.contrib.distributions` (tf.distributions under its contrib name), `tf.contrib.gan`
+(TF-GAN: GAN models, losses, train ops and hooks, features, eval metrics, GANEstimator).
 
 Also: `tf.contrib.opt` (LazyAdam, AdamW/MomentumW, Nadam, AdaMax, AddSign/PowerSign,
 MovingAverageOptimizer, VariableClippingOptimizer, ScipyOptimizerInterface),
@@ -42,6 +43,7 @@ from tensorflux.contrib import (  # noqa: F401
     factorization,
     feature_column,
     framework,
+    gan,
     graph_editor,
     image,
     keras,
