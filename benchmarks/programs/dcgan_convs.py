@@ -1,0 +1,77 @@
+"""The 5x5 convolutions of a DCGAN (tflearn's examples/images/dcgan.py: conv2d_transpose
+generator, strided 5x5 discriminator) as single ops, batch 64, NHWC, float32: each
+Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter alone, its operands held in variables,
+one value of its result fetched.
+A conv2d_transpose is a Conv2DBackpropInput, and its gradients are the Conv2D and the
+Conv2DBackpropFilter of the strided conv it transposes, so one strided conv's three ops
+cover one transposed conv:
+  - s1: 5x5, 64 -> 128 channels, 14x14, SAME, stride 1;
+  - s2a: 5x5/2, 28x28x1 -> 14x14x64, SAME (its backprop-input: conv2d_transpose
+    [64,14,14,64] -> [64,28,28,1]);
+  - s2b: 5x5/2, 14x14x64 -> 7x7x128, SAME (its backprop-input: conv2d_transpose
+    [64,7,7,128] -> [64,14,14,64]).
+Figure: median time of one run of the op over 15 runs after 3 warm-up runs, in ms.
+
+    python benchmarks/programs/dcgan_convs.py --backend tensorflux|tensorflow
+"""
+
+import time
+
+import numpy as np
+from _bench import BACKEND, emit, guarded
+
+if BACKEND == "tensorflow":
+    import tensorflow.compat.v1 as tf
+
+    tf.disable_v2_behavior()
+else:
+    import tensorflux as tf
+
+BATCH = 64
+# name: (input HWC, filter size, output channels, stride)
+CONVS = {"s1": ((14, 14, 64), 5, 128, 1),
+         "s2a": ((28, 28, 1), 5, 64, 2),
+         "s2b": ((14, 14, 64), 5, 128, 2)}
+TARGET = 1.0  # as fast as TensorFlow
+LABELS = {"fwd": "Conv2D", "bpi": "Conv2DBackpropInput", "bpf": "Conv2DBackpropFilter"}
+
+
+def _median_ms(sess, op, reps=15, warmup=3):
+    for _ in range(warmup):
+        sess.run(op)
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        sess.run(op)
+        times.append(time.perf_counter() - t)
+    return float(np.median(times)) * 1e3
+
+
+def _ops(hwc, k, f, s):
+    rng = np.random.default_rng(0)
+    h, w, c = hwc
+    oh, ow = -(-h // s), -(-w // s)
+    strides = [1, s, s, 1]
+    x = tf.Variable(rng.standard_normal((BATCH, h, w, c)).astype(np.float32))
+    wt = tf.Variable(rng.standard_normal((k, k, c, f)).astype(np.float32) * 0.05)
+    dy = tf.Variable(rng.standard_normal((BATCH, oh, ow, f)).astype(np.float32))
+    return {"fwd": tf.nn.conv2d(x, wt, strides, "SAME"),
+            "bpi": tf.nn.conv2d_backprop_input([BATCH, h, w, c], wt, dy, strides, "SAME"),
+            "bpf": tf.nn.conv2d_backprop_filter(x, [k, k, c, f], dy, strides, "SAME")}
+
+
+for conv, (hwc, k, f, s) in CONVS.items():
+    for kind in ("fwd", "bpi", "bpf"):
+        name = f"dcgan_{conv}_{kind}"
+        h, w, c = hwc
+        label = (f"{LABELS[kind]} {k}x{k}/{s} {h}x{w}x{c} -> {f}, batch {BATCH}, SAME "
+                 f"(median)")
+        with guarded(name, label=label, target=TARGET):
+            g = tf.Graph()
+            with g.as_default():
+                op = _ops(hwc, k, f, s)[kind][0, 0, 0, 0]  # (one value fetched)
+                init = tf.global_variables_initializer()
+            with tf.Session(graph=g) as sess:
+                sess.run(init)
+                ms = _median_ms(sess, op)
+            emit(name, ms, "ms", "lower", label=label, target=TARGET)
