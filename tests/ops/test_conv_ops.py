@@ -388,6 +388,64 @@ def test_winograd5_transforms_and_non_finite_values():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
 
 
+# (name, input shape, filter shape, padding, dtype, work units: "bands" of tile rows of
+# one image, several whole "images" a unit, or "bytes" (a unit capped by its buffers' size))
+_WINOGRAD5_CASES = [
+    ("bands_same_odd", (2, 13, 11, 7), (5, 5, 7, 9), "SAME", np.float32, "bands"),
+    ("images_same", (5, 8, 10, 6), (5, 5, 6, 4), "SAME", np.float32, "images"),
+    ("images_valid_odd", (6, 11, 12, 5), (5, 5, 5, 3), "VALID", np.float32, "images"),
+    ("bytes_capped", (2, 14, 9, 8), (5, 5, 8, 6), "SAME", np.float32, "bytes"),
+    ("float64_bands", (1, 12, 12, 4), (5, 5, 4, 5), "SAME", np.float64, "bands"),
+]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("name, xs, ws, padding, dtype, units", _WINOGRAD5_CASES,
+                         ids=[c[0] for c in _WINOGRAD5_CASES])
+def test_winograd5_work_units_match_the_loop_references(
+        monkeypatch, workers, name, xs, ws, padding, dtype, units):
+    """F(2x2, 5x5) (thresholds lowered to these small convs) in work units of bands of
+    tile rows, of several images, or capped by bytes gives Conv2D and Conv2DBackpropInput
+    (the flipped forward conv) within float tolerances of the loop references, and the
+    same bits whatever the units and threads."""
+    from tensorflux.kernels import intra_op
+    from tensorflux.kernels.cpu import _winograd5
+
+    monkeypatch.setattr(_winograd5, "MIN_CHANNELS", 1)
+    monkeypatch.setattr(_winograd5, "MIN_PIXELS", 1)
+    monkeypatch.setattr("tensorflux.kernels.cpu.conv_ops._FLIP_MIN_CHANNELS", 1)
+    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
+    monkeypatch.setattr(intra_op, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)
+    tiles, nbytes = {"bands": (3, 1 << 30), "images": (1 << 10, 1 << 30),
+                     "bytes": (1 << 10, 36 * 14 * 4 * 5)}[units]
+    monkeypatch.setattr(_winograd5, "_UNIT_TILES", tiles)
+    monkeypatch.setattr(_winograd5, "_UNIT_BYTES", nbytes)
+    seen = []
+    real = _winograd5.chunked36
+    monkeypatch.setattr(_winograd5, "chunked36",
+                        lambda *a: seen.append(a[7]) or real(*a))  # its (rows, images)
+    rng = np.random.default_rng(13)
+    x, w = _scaled(rng, xs, dtype), _scaled(rng, ws, dtype)
+    y_ref = ref_conv(x, w, (1, 1), padding)
+    dy = _scaled(rng, y_ref.shape, dtype)
+    ops = [tf.nn.conv2d(x, w, [1, 1, 1, 1], padding),
+           tf.nn.conv2d_backprop_input(list(xs), w, dy, [1, 1, 1, 1], padding)]
+    got_y, got_x = _run(ops)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(got_y, y_ref, **tol)
+    np.testing.assert_allclose(got_x, ref_conv_input_grad(xs, w, dy, (1, 1), padding), **tol)
+    assert len(seen) == 2
+    rows, images = seen[0]
+    th = -(-y_ref.shape[1] // 2)
+    assert (images > 1) == (units == "images") and (rows < th) == (units != "images")
+    monkeypatch.setattr(_winograd5, "_UNIT_TILES", 1 << 20)  # one unit per image or more
+    monkeypatch.setattr(_winograd5, "_UNIT_BYTES", 1 << 40)
+    again_y, again_x = _run(ops)
+    np.testing.assert_array_equal(again_y, got_y)
+    np.testing.assert_array_equal(again_x, got_x)
+
+
 def _count_winograd4(monkeypatch, **thresholds):
     """Lowers _winograd4's thresholds (and the flipped input gradient's) and records its
     conv3x3 and conv3x3_backprop_filter calls."""
