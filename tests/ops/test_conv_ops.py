@@ -249,6 +249,74 @@ def test_blocks_of_output_rows_for_big_images_with_few_filters(monkeypatch, stri
     assert sorted(calls) == ["_backprop_filter_rows", "_im2col_matmul_rows"]
 
 
+# (name, input shape NHWC, filter shape, strides, dilations, padding as TF takes it,
+# data format): input gradients by products and scatter (native.col2im)
+_COL2IM_CASES = [
+    ("c1_5x5_s2_same", (3, 28, 27, 1), (5, 5, 1, 8), (2, 2), (1, 1), "SAME", "NHWC"),
+    ("c3_5x5_s1_same", (2, 9, 8, 3), (5, 5, 3, 4), (1, 1), (1, 1), "SAME", "NHWC"),
+    ("c2_3x3_s3_valid", (1, 11, 10, 2), (3, 3, 2, 5), (3, 3), (1, 1), "VALID", "NHWC"),
+    ("c1_s2x3_dilated", (2, 12, 13, 1), (3, 2, 1, 3), (2, 3), (2, 2), "VALID", "NHWC"),
+    ("c4_explicit_asym", (2, 7, 9, 4), (3, 3, 4, 3), (2, 1), (1, 1),
+     [[0, 0], [2, 0], [0, 1], [0, 0]], "NHWC"),
+    ("c3_nchw_s2", (2, 10, 9, 3), (5, 5, 3, 4), (2, 2), (1, 1), "SAME", "NCHW"),
+    ("c40_by_tap_dilated_s2", (2, 9, 9, 40), (3, 3, 40, 6), (2, 2), (2, 2), "SAME", "NHWC"),
+    ("c16_all_taps_dilated_s2", (1, 9, 8, 16), (3, 3, 16, 5), (2, 2), (2, 1), "SAME",
+     "NHWC"),
+]
+
+
+@pytest.mark.parametrize("workers, rows", [(1, False), (2, False), (2, True)])
+@pytest.mark.parametrize("case", _COL2IM_CASES, ids=[c[0] for c in _COL2IM_CASES])
+def test_backprop_input_by_products_and_scatter(monkeypatch, workers, rows, case):
+    """Conv2DBackpropInput by products (one per tap, or one with every tap's columns for
+    few input channels) and the C scatter (per batch chunk, or per block of rows of a big
+    image) agrees with the loop reference: strides 1-3, SAME/VALID/explicit padding,
+    dilations, NCHW, batch 1, one channel."""
+    from tensorflux.kernels import intra_op
+    from tensorflux.kernels.cpu import conv_ops as kernels
+
+    _, shape, wshape, strides, dilations, padding, fmt = case
+    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
+    monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)
+    monkeypatch.setattr(kernels, "_CHUNK_BYTES", 1)  # one image per chunk
+    if rows:
+        monkeypatch.setattr(kernels, "_IMAGE_ROWS_BYTES", 1)  # blocks of rows
+    calls = []
+    real = kernels._scatter_taps
+    monkeypatch.setattr(kernels, "_scatter_taps", lambda *a: calls.append(a[2]) or real(*a))
+    rng = np.random.default_rng(21)
+    w = rng.standard_normal(wshape).astype(np.float32)
+    explicit = not isinstance(padding, str)
+    pads = [tuple(p) for p in padding[1:3]] if explicit else [(0, 0), (0, 0)]
+    mode = "EXPLICIT" if explicit else padding
+    oh, _ = _geometry(shape[1], wshape[0], strides[0], dilations[0], mode, pads[0])
+    ow, _ = _geometry(shape[2], wshape[1], strides[1], dilations[1], mode, pads[1])
+    dy = rng.standard_normal((shape[0], oh, ow, wshape[3])).astype(np.float32)
+    want = ref_conv_input_grad(shape, w, dy, strides, mode, dilations, pads)
+    sizes, s4, d4 = list(shape), [1, *strides, 1], [1, *dilations, 1]
+    if fmt == "NCHW":
+        dy, want = dy.transpose(0, 3, 1, 2), want.transpose(0, 3, 1, 2)
+        sizes, s4, d4 = [shape[0], shape[3], *shape[1:3]], [1, 1, *strides], [1, 1, *dilations]
+    got = _run(tf.nn.conv2d_backprop_input(sizes, w, dy, s4, padding, data_format=fmt,
+                                           dilations=d4))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert calls and set(calls) == {shape[3] >= kernels._TAP_MIN_CHANNELS}
+
+
+def test_backprop_input_by_scatter_finite_differences():
+    """tf.gradients of a stride-2 5x5 conv of a one-channel input (float64, products with
+    every tap's columns and the C scatter) agrees with finite differences."""
+    rng = np.random.default_rng(22)
+    x = rng.standard_normal((2, 9, 8, 1))
+    w = rng.standard_normal((5, 5, 1, 3))
+    xt = tf.constant(x)
+    y = tf.nn.conv2d(xt, tf.constant(w), [1, 2, 2, 1], "SAME")
+    with tf.Session():
+        err = tf.test.compute_gradient_error(xt, x.shape, y, y.shape.as_list(),
+                                             x_init_value=x)
+    assert err < 1e-6
+
+
 # ---- static shapes and errors ------------------------------------------------------------
 
 

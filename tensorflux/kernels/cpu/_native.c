@@ -1392,6 +1392,71 @@ static PyObject *py_im2col(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* col2im(cols, dxp, oh, ow, kh, kw, sh, sw, dh, dw, tap_stride, pixel_stride): the
+ * scatter of a backprop-input by products (conv_ops.py's `_col2im_backprop_input`) for
+ * the caller's batch chunk: for every filter tap (i, j) in order, then every image b and
+ * output pixel (r, q),
+ *     dxp[b, r*sh + i*dh, q*sw + j*dw, :] += cols[t*tap_stride + p*pixel_stride + :C]
+ * with t = i*kw + j and p = (b*oh + r)*ow + q: the NumPy adds of one strided slice per
+ * tap, in their order (the same sums, bit for bit), without a pass per tap over a
+ * strided view. */
+#define COL2IM_LOOP(T)                                                                      \
+    do {                                                                                    \
+        const T *restrict src = (const T *)cv->buf;                                         \
+        T *restrict dst = (T *)dv->buf;                                                     \
+        for (int64_t i = 0; i < kh; i++)                                                    \
+            for (int64_t j = 0; j < kw; j++) {                                              \
+                const T *tap = src + (i * kw + j) * tap_stride;                             \
+                for (int64_t b = 0; b < nb; b++)                                            \
+                    for (int64_t r = 0; r < oh; r++) {                                      \
+                        T *row = dst + ((b * hp + r * sh + i * dh) * wp + j * dw) * c;      \
+                        const T *in = tap + (b * oh + r) * ow * pixel_stride;               \
+                        for (int64_t q = 0; q < ow; q++) {                                  \
+                            T *o = row + q * sw * c;                                        \
+                            const T *v = in + q * pixel_stride;                             \
+                            for (int64_t k = 0; k < c; k++) o[k] += v[k];                   \
+                        }                                                                   \
+                    }                                                                       \
+            }                                                                               \
+    } while (0)
+
+static PyObject *py_col2im(PyObject *self, PyObject *args) {
+    PyObject *objs[2];
+    int64_t oh, ow, kh, kw, sh, sw, dh, dw, tap_stride, pixel_stride;
+    if (!PyArg_ParseTuple(args, "OOLLLLLLLLLL", &objs[0], &objs[1], &oh, &ow, &kh, &kw, &sh,
+                          &sw, &dh, &dw, &tap_stride, &pixel_stride))
+        return NULL;
+    static const int writable[2] = {0, 1};
+    buf_t bufs[2];
+    char code;
+    if (get_floats(objs, writable, bufs, 2, &code) != 0) return NULL;
+    const Py_buffer *cv = &bufs[0].view, *dv = &bufs[1].view;
+    int bad = dv->ndim != 4;
+    int64_t nb = 0, hp = 0, wp = 0, c = 0;
+    if (!bad) {
+        nb = dv->shape[0]; hp = dv->shape[1]; wp = dv->shape[2]; c = dv->shape[3];
+        bad = oh < 1 || ow < 1 || kh < 1 || kw < 1 || sh < 1 || sw < 1 || dh < 1 || dw < 1 ||
+              tap_stride < 0 || pixel_stride < c ||
+              (oh - 1) * sh + (kh - 1) * dh >= hp || (ow - 1) * sw + (kw - 1) * dw >= wp ||
+              (nb > 0 && c > 0 &&
+               (kh * kw - 1) * tap_stride + (nb * oh * ow - 1) * pixel_stride + c >
+                   count_of(cv));
+    }
+    if (bad) {
+        release(bufs, 2);
+        PyErr_SetString(PyExc_ValueError, "col2im: shapes do not match the geometry");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    if (code == 'f')
+        COL2IM_LOOP(float);
+    else
+        COL2IM_LOOP(double);
+    Py_END_ALLOW_THREADS
+    release(bufs, 2);
+    Py_RETURN_NONE;
+}
+
 /* ======================================================================================
  * BEGIN convnets block (issue 20 part 3, helper wt-convnets): GradientDescent's update in
  * one pass, and the channel-last fused batch norm's passes over a (rows, C) matrix. */
@@ -4037,6 +4102,9 @@ static PyMethodDef methods[] = {
      "[, stop, deadline]): False if stopped"},
     {"im2col", py_im2col, METH_VARARGS,
      "im2col(xp, out, n0, kh, kw, sh, sw, dh, dw): a batch chunk's convolution patches"},
+    {"col2im", py_col2im, METH_VARARGS,
+     "col2im(cols, dxp, oh, ow, kh, kw, sh, sw, dh, dw, tap_stride, pixel_stride): a batch "
+     "chunk's scatter of tap products into the padded input gradient, tap by tap"},
     /* convnets block */
     {"updates_many", py_updates_many, METH_VARARGS,
      "updates_many(rule, items, use_nesterov, parts): several Adam (0), Momentum (1) or "

@@ -391,6 +391,24 @@ def im2col(xp: np.ndarray, out: np.ndarray, n0: int, strides, dilations) -> bool
     return True
 
 
+def col2im(cols: np.ndarray, dxp: np.ndarray, taps, out_hw, strides, dilations,
+           tap_stride: int, pixel_stride: int) -> bool:
+    """Adds the tap products `cols` of a batch chunk into its padded input gradient `dxp`
+    (N', Hp, Wp, C), in place: for each tap (i, j) in order, `dxp[:, i*dh:..:sh, j*dw:..:sw]
+    += ` that tap's (N', oh, ow, C) values, which start at (i*kw + j) * `tap_stride` in
+    `cols` (flat), one output pixel every `pixel_stride` values (its C values contiguous).
+    The same adds in the same order as NumPy's strided slices; False when the arrays do not
+    qualify (the caller adds with NumPy)."""
+    if _mod is None or not hasattr(_mod, "col2im") or type(cols) is not np.ndarray or \
+            type(dxp) is not np.ndarray or dxp.dtype not in _FLOATS or \
+            cols.dtype != dxp.dtype or not cols.flags.c_contiguous or \
+            not dxp.flags.c_contiguous or not dxp.flags.writeable:
+        return False
+    _mod.col2im(cols, dxp, out_hw[0], out_hw[1], taps[0], taps[1], strides[0], strides[1],
+                dilations[0], dilations[1], tap_stride, pixel_stride)
+    return True
+
+
 # ---- convnets block (issue 20 part 3): GradientDescent, channel-last batch norm ----------
 
 
