@@ -411,6 +411,6 @@ def test_col2im_refuses_what_it_does_not_take():
                              32, 2)
     assert not native.col2im(cols, dxp[:, :, :5], (3, 3), (4, 4), (1, 1), (1, 1), 32, 2)
     with pytest.raises(ValueError, match="col2im"):  # a window past the padded gradient
-        native._mod.col2im(cols, dxp, 4, 4, 3, 3, 2, 2, 1, 1, 32, 2)
+        native._mod.col2im(cols, dxp, 4, 4, 3, 3, 2, 2, 1, 1, 32, 2, 0, 2, False)
     with pytest.raises(ValueError, match="col2im"):  # products past the buffer
-        native._mod.col2im(cols, dxp, 4, 4, 3, 3, 1, 1, 1, 1, 33, 2)
+        native._mod.col2im(cols, dxp, 4, 4, 3, 3, 1, 1, 1, 1, 33, 2, 0, 2, False)

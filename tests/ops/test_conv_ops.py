@@ -228,6 +228,7 @@ def test_blocks_of_output_rows_for_big_images_with_few_filters(monkeypatch, stri
 
     monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
     monkeypatch.setattr(kernels, "_CHUNK_BYTES", 3000)  # 2-3 output rows of 10 per block
+    monkeypatch.setattr(kernels._spread_conv, "MAX_FILTERS", 0)  # (2 filters: else spread)
     calls = []
     for name in ("_im2col_matmul_rows", "_backprop_filter_rows"):
         fn = getattr(kernels, name)
@@ -482,6 +483,7 @@ def test_winograd5_work_units_match_the_loop_references(
     monkeypatch.setattr(_winograd5, "MIN_CHANNELS", 1)
     monkeypatch.setattr(_winograd5, "MIN_PIXELS", 1)
     monkeypatch.setattr("tensorflux.kernels.cpu.conv_ops._FLIP_MIN_CHANNELS", 1)
+    monkeypatch.setattr("tensorflux.kernels.cpu._spread_conv.MAX_FILTERS", 0)  # (few filters)
     monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
     monkeypatch.setattr(intra_op, "MIN_ELEMENTS", 0)
     monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)
@@ -521,6 +523,7 @@ def _count_winograd4(monkeypatch, **thresholds):
 
     for name, value in thresholds.items():
         monkeypatch.setattr(_winograd4, name, value)
+    monkeypatch.setattr("tensorflux.kernels.cpu._spread_conv.MAX_FILTERS", 0)  # (few filters)
     monkeypatch.setattr("tensorflux.kernels.cpu.conv_ops._FLIP_MIN_CHANNELS", 1)
     calls = []
     for name in ("conv3x3", "conv3x3_backprop_filter"):

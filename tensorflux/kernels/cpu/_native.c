@@ -1392,29 +1392,37 @@ static PyObject *py_im2col(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* col2im(cols, dxp, oh, ow, kh, kw, sh, sw, dh, dw, tap_stride, pixel_stride): the
- * scatter of a backprop-input by products (conv_ops.py's `_col2im_backprop_input`) for
- * the caller's batch chunk: for every filter tap (i, j) in order, then every image b and
- * output pixel (r, q),
- *     dxp[b, r*sh + i*dh, q*sw + j*dw, :] += cols[t*tap_stride + p*pixel_stride + :C]
- * with t = i*kw + j and p = (b*oh + r)*ow + q: the NumPy adds of one strided slice per
- * tap, in their order (the same sums, bit for bit), without a pass per tap over a
- * strided view. */
+/* col2im(cols, img, oh, ow, kh, kw, sh, sw, dh, dw, tap_stride, pixel_stride, tap_offset,
+ * length, gather): the adds between a matrix of tap products `cols` (flat) and an NHWC
+ * image `img` (N', Hp, Wp, P) that a convolution's taps tie together, for the caller's
+ * batch chunk. For every filter tap (i, j) in order (t = i*kw + j), then every image b and
+ * output pixel (r, q) (p = (b*oh + r)*ow + q), with
+ *     I = img[b, r*sh + i*dh, q*sw + j*dw, t*tap_offset : t*tap_offset + length],
+ *     X = cols[t*tap_stride + p*pixel_stride : ... + length]:
+ *   gather 0 (scatter): I += X. conv_ops.py's `_scatter_taps` (backprop-input by products:
+ *     the NumPy adds of one strided slice per tap, in their order, the same bits) and the
+ *     tap-spread out_backprop of `_spread_backprop_filter` (tap_stride 0).
+ *   gather 1: X += I. `_spread_forward` (a conv with few filters: every tap's products of
+ *     every input pixel summed into the output pixels, tap_stride 0). */
 #define COL2IM_LOOP(T)                                                                      \
     do {                                                                                    \
-        const T *restrict src = (const T *)cv->buf;                                         \
-        T *restrict dst = (T *)dv->buf;                                                     \
+        T *cols = (T *)cv->buf, *img = (T *)dv->buf;                                        \
         for (int64_t i = 0; i < kh; i++)                                                    \
             for (int64_t j = 0; j < kw; j++) {                                              \
-                const T *tap = src + (i * kw + j) * tap_stride;                             \
+                const int64_t t = i * kw + j;                                               \
+                T *tap = cols + t * tap_stride;                                             \
                 for (int64_t b = 0; b < nb; b++)                                            \
                     for (int64_t r = 0; r < oh; r++) {                                      \
-                        T *row = dst + ((b * hp + r * sh + i * dh) * wp + j * dw) * c;      \
-                        const T *in = tap + (b * oh + r) * ow * pixel_stride;               \
+                        T *row = img + ((b * hp + r * sh + i * dh) * wp + j * dw) * pc +    \
+                                 t * tap_offset;                                            \
+                        T *in = tap + (b * oh + r) * ow * pixel_stride;                     \
                         for (int64_t q = 0; q < ow; q++) {                                  \
-                            T *o = row + q * sw * c;                                        \
-                            const T *v = in + q * pixel_stride;                             \
-                            for (int64_t k = 0; k < c; k++) o[k] += v[k];                   \
+                            T *restrict o = row + q * sw * pc;                              \
+                            T *restrict v = in + q * pixel_stride;                          \
+                            if (gather)                                                     \
+                                for (int64_t k = 0; k < length; k++) v[k] += o[k];          \
+                            else                                                            \
+                                for (int64_t k = 0; k < length; k++) o[k] += v[k];          \
                         }                                                                   \
                     }                                                                       \
             }                                                                               \
@@ -1422,25 +1430,27 @@ static PyObject *py_im2col(PyObject *self, PyObject *args) {
 
 static PyObject *py_col2im(PyObject *self, PyObject *args) {
     PyObject *objs[2];
-    int64_t oh, ow, kh, kw, sh, sw, dh, dw, tap_stride, pixel_stride;
-    if (!PyArg_ParseTuple(args, "OOLLLLLLLLLL", &objs[0], &objs[1], &oh, &ow, &kh, &kw, &sh,
-                          &sw, &dh, &dw, &tap_stride, &pixel_stride))
+    int64_t oh, ow, kh, kw, sh, sw, dh, dw, tap_stride, pixel_stride, tap_offset, length;
+    int gather;
+    if (!PyArg_ParseTuple(args, "OOLLLLLLLLLLLLp", &objs[0], &objs[1], &oh, &ow, &kh, &kw,
+                          &sh, &sw, &dh, &dw, &tap_stride, &pixel_stride, &tap_offset,
+                          &length, &gather))
         return NULL;
-    static const int writable[2] = {0, 1};
+    const int writable[2] = {gather, !gather};
     buf_t bufs[2];
     char code;
     if (get_floats(objs, writable, bufs, 2, &code) != 0) return NULL;
     const Py_buffer *cv = &bufs[0].view, *dv = &bufs[1].view;
     int bad = dv->ndim != 4;
-    int64_t nb = 0, hp = 0, wp = 0, c = 0;
+    int64_t nb = 0, hp = 0, wp = 0, pc = 0;
     if (!bad) {
-        nb = dv->shape[0]; hp = dv->shape[1]; wp = dv->shape[2]; c = dv->shape[3];
+        nb = dv->shape[0]; hp = dv->shape[1]; wp = dv->shape[2]; pc = dv->shape[3];
         bad = oh < 1 || ow < 1 || kh < 1 || kw < 1 || sh < 1 || sw < 1 || dh < 1 || dw < 1 ||
-              tap_stride < 0 || pixel_stride < c ||
+              tap_stride < 0 || tap_offset < 0 || length < 1 || pixel_stride < length ||
+              (kh * kw - 1) * tap_offset + length > pc ||
               (oh - 1) * sh + (kh - 1) * dh >= hp || (ow - 1) * sw + (kw - 1) * dw >= wp ||
-              (nb > 0 && c > 0 &&
-               (kh * kw - 1) * tap_stride + (nb * oh * ow - 1) * pixel_stride + c >
-                   count_of(cv));
+              (nb > 0 && (kh * kw - 1) * tap_stride + (nb * oh * ow - 1) * pixel_stride +
+                                 length > count_of(cv));
     }
     if (bad) {
         release(bufs, 2);
@@ -4103,8 +4113,9 @@ static PyMethodDef methods[] = {
     {"im2col", py_im2col, METH_VARARGS,
      "im2col(xp, out, n0, kh, kw, sh, sw, dh, dw): a batch chunk's convolution patches"},
     {"col2im", py_col2im, METH_VARARGS,
-     "col2im(cols, dxp, oh, ow, kh, kw, sh, sw, dh, dw, tap_stride, pixel_stride): a batch "
-     "chunk's scatter of tap products into the padded input gradient, tap by tap"},
+     "col2im(cols, img, oh, ow, kh, kw, sh, sw, dh, dw, tap_stride, pixel_stride, tap_offset, "
+     "length, gather): a batch chunk's adds of tap products into an image (or, gather, of "
+     "an image's tap slices into products), tap by tap"},
     /* convnets block */
     {"updates_many", py_updates_many, METH_VARARGS,
      "updates_many(rule, items, use_nesterov, parts): several Adam (0), Momentum (1) or "

@@ -57,7 +57,14 @@ from numpy.lib.stride_tricks import as_strided
 
 from tensorflux.framework import errors
 from tensorflux.kernels import interrupt, intra_op
-from tensorflux.kernels.cpu import _fft_conv, _winograd, _winograd4, _winograd5, native
+from tensorflux.kernels.cpu import (
+    _fft_conv,
+    _spread_conv,
+    _winograd,
+    _winograd4,
+    _winograd5,
+    native,
+)
 from tensorflux.kernels.cpu._nn_common import (
     _checked,
     _explicit_pairs,
@@ -404,6 +411,14 @@ def _pointwise_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int):
 _SMALL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def _small_sizes(rows: int, k: int, f: int, itemsize: int) -> bool:
+    """Whether a conv's patch matrix (rows, k) and its product with f filters are small
+    enough for `_small_conv_forward` (one chunk on one thread, no FFT)."""
+    # (the thresholds read per call: tests lower them to force a path)
+    return (rows * k * itemsize <= _CHUNK_BYTES
+            and 2.0 * rows * k * f < min(intra_op.MIN_FLOPS, _fft_conv._MIN_FLOPS))
+
+
 def _small_conv_forward(x, w, g: _ConvGeometry):
     """NHWC Conv2D of `x` (N, H, W, C) with `w` (kh, kw, C, F) of one float dtype, equal
     to `_conv_forward`'s value, or None when the shapes are not small (or not plain)."""
@@ -412,10 +427,7 @@ def _small_conv_forward(x, w, g: _ConvGeometry):
     (oh, ow), pads = g.resolve(h, wd, kh, kw)
     k = kh * kw * c
     rows = n * oh * ow
-    # (the thresholds read per call: tests lower them to force a path)
-    if (rows * k * x.itemsize > _CHUNK_BYTES
-            or 2.0 * rows * k * f >= min(intra_op.MIN_FLOPS, _fft_conv._MIN_FLOPS)
-            or rows * f == 0 or _pointwise(kh, kw, pads)
+    if (not _small_sizes(rows, k, f, x.itemsize) or rows * f == 0 or _pointwise(kh, kw, pads)
             or _winograd.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow),
                                  x.dtype)
             or _winograd4.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow), n,
@@ -447,6 +459,11 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None, epilogue=None):
     if _pointwise(kh, kw, pads):
         return _finish(_product(_subsampled(x, g, oh, ow).reshape(-1, c), w.reshape(c, f),
                                 parts).reshape(n, oh, ow, f), epilogue, parts)
+    # (a small conv keeps im2col's value: `_small_conv_forward` gives it bit for bit)
+    if _spread_conv.applies(kh, kw, f, (g.sh, g.sw)) and \
+            not _small_sizes(n * oh * ow, k, f, out.itemsize):
+        return _spread_conv.conv(_pad(x, pads), w, out, (g.sh, g.sw), (g.dh, g.dw), parts,
+                                 epilogue)
     if not _winograd5.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow), n,
                               out.dtype) and \
             _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, w, forward=True):
@@ -472,6 +489,11 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
         return np.zeros((kh, kw, c, f), dtype)
     if _pointwise(kh, kw, pads):
         return _pointwise_backprop_filter(x, dy, g, parts)
+    if _spread_conv.applies(kh, kw, f, (g.sh, g.sw)) and np.isfinite(np.add.reduce(x, None)):
+        # (finite input only: the spread products also multiply pixels no window of a
+        # tap reads, by zero, and an infinity there would give a NaN)
+        return _spread_conv.backprop_filter(_pad(x, pads), dy, (kh, kw), (g.sh, g.sw),
+                                            (g.dh, g.dw), parts, dtype)
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, dy):
         return _fft_conv.conv_backprop_filter(x, dy, (kh, kw), (pads[0][0], pads[1][0]),
                                               (g.dh, g.dw), parts, ctx)

@@ -391,21 +391,25 @@ def im2col(xp: np.ndarray, out: np.ndarray, n0: int, strides, dilations) -> bool
     return True
 
 
-def col2im(cols: np.ndarray, dxp: np.ndarray, taps, out_hw, strides, dilations,
-           tap_stride: int, pixel_stride: int) -> bool:
-    """Adds the tap products `cols` of a batch chunk into its padded input gradient `dxp`
-    (N', Hp, Wp, C), in place: for each tap (i, j) in order, `dxp[:, i*dh:..:sh, j*dw:..:sw]
-    += ` that tap's (N', oh, ow, C) values, which start at (i*kw + j) * `tap_stride` in
-    `cols` (flat), one output pixel every `pixel_stride` values (its C values contiguous).
-    The same adds in the same order as NumPy's strided slices; False when the arrays do not
+def col2im(cols: np.ndarray, img: np.ndarray, taps, out_hw, strides, dilations,
+           tap_stride: int, pixel_stride: int, tap_offset: int = 0, gather: bool = False,
+           length: int | None = None) -> bool:
+    """The adds between tap products `cols` (flat; tap t's value for output pixel p starts
+    at t * `tap_stride` + p * `pixel_stride`, `length` of them contiguous: the image's
+    channels by default) and a batch chunk of an NHWC image `img` (N', Hp, Wp, P), for
+    every tap (i, j) in order, then every pixel: the image's slice
+    `img[:, i*dh:..:sh, j*dw:..:sw, t*tap_offset:t*tap_offset + length]` += the tap's
+    values (scatter), or, with `gather`, the tap's values += that slice. In place; the
+    same adds in the same order as NumPy's strided slices. False when the arrays do not
     qualify (the caller adds with NumPy)."""
     if _mod is None or not hasattr(_mod, "col2im") or type(cols) is not np.ndarray or \
-            type(dxp) is not np.ndarray or dxp.dtype not in _FLOATS or \
-            cols.dtype != dxp.dtype or not cols.flags.c_contiguous or \
-            not dxp.flags.c_contiguous or not dxp.flags.writeable:
+            type(img) is not np.ndarray or img.dtype not in _FLOATS or \
+            cols.dtype != img.dtype or not cols.flags.c_contiguous or \
+            not img.flags.c_contiguous or not (cols if gather else img).flags.writeable:
         return False
-    _mod.col2im(cols, dxp, out_hw[0], out_hw[1], taps[0], taps[1], strides[0], strides[1],
-                dilations[0], dilations[1], tap_stride, pixel_stride)
+    _mod.col2im(cols, img, out_hw[0], out_hw[1], taps[0], taps[1], strides[0], strides[1],
+                dilations[0], dilations[1], tap_stride, pixel_stride, tap_offset,
+                img.shape[3] if length is None else length, gather)
     return True
 
 
