@@ -9,7 +9,9 @@ cover one transposed conv:
   - s2a: 5x5/2, 28x28x1 -> 14x14x64, SAME (its backprop-input: conv2d_transpose
     [64,14,14,64] -> [64,28,28,1]);
   - s2b: 5x5/2, 14x14x64 -> 7x7x128, SAME (its backprop-input: conv2d_transpose
-    [64,7,7,128] -> [64,14,14,64]).
+    [64,7,7,128] -> [64,14,14,64]);
+  - s1c1: 5x5, 28x28x64 -> 1 channel, SAME, stride 1 (a generator's last layer after a
+    resize, as in /tmp/s28's DCGAN step).
 Figure: median time of one run of the op over 15 runs after 3 warm-up runs, in ms.
 
     python benchmarks/programs/dcgan_convs.py --backend tensorflux|tensorflow
@@ -31,7 +33,8 @@ BATCH = 64
 # name: (input HWC, filter size, output channels, stride)
 CONVS = {"s1": ((14, 14, 64), 5, 128, 1),
          "s2a": ((28, 28, 1), 5, 64, 2),
-         "s2b": ((14, 14, 64), 5, 128, 2)}
+         "s2b": ((14, 14, 64), 5, 128, 2),
+         "s1c1": ((28, 28, 64), 5, 1, 1)}
 TARGET = 1.0  # as fast as TensorFlow
 LABELS = {"fwd": "Conv2D", "bpi": "Conv2DBackpropInput", "bpf": "Conv2DBackpropFilter"}
 
