@@ -2843,6 +2843,86 @@ static PyObject *py_ngemm(PyObject *self, PyObject *args) {
     return done_or_stopped(skipped);
 }
 
+/* ngemm_batch(a, b, out, accumulate): out[p] (+)= a[p] @ b[p] for every p, on this thread
+ * (ngemm's blocks for one part, so the same bits as one ngemm call per p): a (P, m, k)
+ * float32 with contiguous rows, b (P, k, n) and out (P, m, n) C-contiguous. One call for
+ * a Winograd work unit's 16 or 36 per-position products, without a Python call each. */
+static PyObject *py_ngemm_batch(PyObject *self, PyObject *args) {
+    PyObject *objs[3];
+    int accumulate;
+    if (!PyArg_ParseTuple(args, "OOOp", &objs[0], &objs[1], &objs[2], &accumulate))
+        return NULL;
+    if (!ngemm_ready()) Py_RETURN_NONE;
+    static const int writable[2] = {0, 1};
+    buf_t bufs[3];
+    char code;
+    if (get_floats(objs + 1, writable, bufs + 1, 2, &code) != 0) return NULL;
+    if (PyObject_GetBuffer(objs[0], &bufs[0].view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) {
+        release(bufs + 1, 2);
+        return NULL;
+    }
+    bufs[0].held = 1;
+    const Py_buffer *av = &bufs[0].view, *bv = &bufs[1].view, *ov = &bufs[2].view;
+    int bad = code != 'f' || float_code(av) != 'f' || av->ndim != 3 || bv->ndim != 3 ||
+              ov->ndim != 3;
+    if (!bad)
+        bad = (av->shape[2] > 1 && av->strides[2] != 4) || av->strides[1] % 4 != 0 ||
+              av->strides[0] % 4 != 0 || av->strides[1] < 4 * av->shape[2] ||
+              bv->shape[0] != av->shape[0] || ov->shape[0] != av->shape[0] ||
+              bv->shape[1] != av->shape[2] || ov->shape[1] != av->shape[1] ||
+              ov->shape[2] != bv->shape[2];
+    if (bad) {
+        release(bufs, 3);
+        PyErr_SetString(PyExc_ValueError, "ngemm_batch takes float32 (P, m, k) (rows "
+                        "contiguous), (P, k, n) and (P, m, n) arrays");
+        return NULL;
+    }
+    ngemm_t g;
+    memset(&g, 0, sizeof g);
+    g.accumulate = accumulate;
+    g.avx2 = ngemm_ready() == 2;
+    g.m = av->shape[1];
+    g.k = av->shape[2];
+    g.n = bv->shape[2];
+    g.lda = av->strides[1] / 4;
+    const int64_t positions = av->shape[0];
+    if (g.m == 0 || g.n == 0 || positions == 0) {
+        release(bufs, 3);
+        Py_RETURN_TRUE;
+    }
+    /* ngemm's blocks for parts = 1 (see py_ngemm) */
+    int64_t rows = NG_MC, cols = ceil_div(g.n, 64) * 64;
+    if (ceil_div(g.m, rows) < 4) {
+        rows = ceil_div(ceil_div(g.m, 4), NG_MR) * NG_MR;
+        if (rows < 4 * NG_MR) rows = 4 * NG_MR;
+    }
+    if (ceil_div(g.m, rows) < 4 && g.n > 64) {
+        int64_t cut = ceil_div(4, ceil_div(g.m, rows));
+        cols = ceil_div(ceil_div(g.n, cut), 64) * 64;
+    }
+    g.rows = rows;
+    g.cols = cols;
+    g.grid_n = ceil_div(g.n, cols);
+    const int64_t count = ceil_div(g.m, rows) * g.grid_n;
+    const char *a0 = av->buf;
+    const float *b0 = bv->buf;
+    float *c0 = ov->buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t p = 0; p < positions; p++) {
+        g.a = (const float *)(a0 + p * av->strides[0]);
+        g.b = b0 + p * g.k * g.n;
+        g.c = c0 + p * g.m * g.n;
+        if (g.k == 0) {
+            if (!accumulate) memset(g.c, 0, (size_t)(g.m * g.n) * sizeof(float));
+            continue;
+        }
+        run_serial(ngemm_chunk, &g, count, NULL);
+    }
+    Py_END_ALLOW_THREADS
+    release(bufs, 3);
+    Py_RETURN_TRUE;
+}
+
 /* END ngemm block
  * ====================================================================================== */
 
@@ -4141,6 +4221,9 @@ static PyMethodDef methods[] = {
     {"ngemm", py_ngemm, METH_VARARGS,
      "ngemm(a, b, out, transpose_a, accumulate, parts[, stop, deadline]): out (+)= op(a) @ b "
      "in float32 without packing; None without AVX-512F or AVX2, False if stopped"},
+    {"ngemm_batch", py_ngemm_batch, METH_VARARGS,
+     "ngemm_batch(a, b, out, accumulate): out[p] (+)= a[p] @ b[p] on this thread; None "
+     "without AVX-512F or AVX2"},
     {"ngemm_isa", py_ngemm_isa, METH_NOARGS,
      "ngemm's tiles on this CPU: 1 AVX-512F, 2 AVX2 + FMA, 0 none (ngemm declines)"},
     /* end ngemm block */

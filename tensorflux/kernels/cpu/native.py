@@ -629,6 +629,24 @@ def ngemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
 
 
 
+def ngemm_batch(a: np.ndarray, b: np.ndarray, out: np.ndarray,
+                accumulate: bool = False) -> bool:
+    """`out[p] = a[p] @ b[p]` (or += when `accumulate`) for every p on this thread, through
+    `_native.c`'s own GEMM in one call (the same bits as `ngemm` per p): float32 `a` (P, m,
+    k) with contiguous rows, `b` (P, k, n) and `out` (P, m, n) C-contiguous. False when it
+    does not take the arrays, or any is empty (the caller multiplies per p)."""
+    if _mod is None or not hasattr(_mod, "ngemm_batch") or type(a) is not np.ndarray or \
+            type(b) is not np.ndarray or type(out) is not np.ndarray or a.dtype != _F32 or \
+            b.dtype != _F32 or out.dtype != _F32 or a.ndim != 3 or \
+            not b.flags.c_contiguous or not out.flags.c_contiguous or \
+            not out.flags.writeable or a.strides[2] != 4 or a.strides[1] % 4 or \
+            a.strides[0] % 4 or a.strides[1] < 4 * a.shape[2] or \
+            b.shape != (a.shape[0], a.shape[2], out.shape[2]) or \
+            out.shape[:2] != a.shape[:2] or 0 in a.shape:
+        return False
+    return bool(_mod.ngemm_batch(a, b, out, bool(accumulate)))
+
+
 def dataflow_core(items: list, specs: list):
     """The C driver loop of a dataflow executor (runtime/executor.py; `_native.c`'s
     DataflowCore) over `items`, given one spec per item: (mode, local id, number of outputs,
