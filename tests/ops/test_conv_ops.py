@@ -516,6 +516,30 @@ def test_winograd5_work_units_match_the_loop_references(
     np.testing.assert_array_equal(again_x, got_x)
 
 
+def test_winograd_unit_buffers_are_kept_per_thread():
+    """A thread's Winograd unit buffers are carved from one scratch array kept from call to
+    call (grown when a call needs more), one per thread and dtype."""
+    import threading
+
+    from tensorflux.kernels.cpu import _winograd5
+
+    shapes = ((36, 2, 3, 4, 5), (36, 24, 7), (2, 6, 8, 7))
+    a = _winograd5._unit_buffers(shapes, np.float32)
+    assert [x.shape for x in a] == [s for s in shapes] and a[0].dtype == np.float32
+    b = _winograd5._unit_buffers(shapes, np.float32)
+    assert all(np.shares_memory(x, y) for x, y in zip(a, b, strict=True))
+    assert not np.shares_memory(a[0], a[1]) and not np.shares_memory(a[1], a[2])
+    assert _winograd5._unit_buffers(shapes, np.float64)[0].dtype == np.float64
+    bigger = _winograd5._unit_buffers(((36, 50, 50, 5),), np.float32)[0]
+    assert bigger.shape == (36, 50, 50, 5)
+    other = []
+    t = threading.Thread(target=lambda: other.extend(_winograd5._unit_buffers(shapes,
+                                                                             np.float32)))
+    t.start()
+    t.join()
+    assert not any(np.shares_memory(x, bigger) for x in other)
+
+
 def _count_winograd4(monkeypatch, **thresholds):
     """Lowers _winograd4's thresholds (and the flipped input gradient's) and records its
     conv3x3 and conv3x3_backprop_filter calls."""

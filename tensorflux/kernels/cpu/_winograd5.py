@@ -34,6 +34,8 @@ operations on the same values per tile).
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from tensorflux.kernels import intra_op
@@ -139,6 +141,29 @@ def _unit(n: int, th: int, tw: int, channels: int, itemsize: int, parts: int):
     return th, max(1, min(tiles // (th * tw), -(-n // (2 * parts))))
 
 
+# Each thread's unit buffers, kept from call to call (a few MB a thread: `_UNIT_BYTES` and
+# an output block): buffers made anew per call are fresh pages the kernel faults in at
+# every call once other kernels' allocations come between (a 14x14x64 -> 128 5x5 conv in a
+# DCGAN step: ~1,000 page faults a call, 2-4 ms). Safe because a work unit runs start to
+# end on one thread and calls nothing that takes the buffers again.
+_SCRATCH = threading.local()
+
+
+def _unit_buffers(shapes, dtype):
+    """Arrays of `shapes` (of `dtype`) carved from the calling thread's scratch buffer,
+    grown as needed; valid until the thread's next call."""
+    sizes = [int(np.prod(s)) for s in shapes]
+    cache = getattr(_SCRATCH, "buffers", None)
+    if cache is None:
+        cache = _SCRATCH.buffers = {}
+    buf = cache.get(np.dtype(dtype))
+    if buf is None or buf.size < sum(sizes):
+        buf = cache[np.dtype(dtype)] = np.empty(sum(sizes), dtype)
+    bounds = np.cumsum([0] + sizes)
+    return [buf[lo:hi].reshape(shape) for lo, hi, shape in
+            zip(bounds[:-1], bounds[1:], shapes, strict=True)]
+
+
 def chunked36(xp, u, out, parts: int, th: int, tw: int, tile: int, unit, input_transform,
               output_transform):
     """A Winograd conv over 6x6 input tiles (36 positions) of `tile` x `tile` outputs each,
@@ -149,13 +174,11 @@ def chunked36(xp, u, out, parts: int, th: int, tw: int, tile: int, unit, input_t
     c = xp.shape[3]
     rows, images = unit
     blocks = -(-th // rows)
-    state, _ = intra_op.per_thread(lambda: (
-        np.empty((36, images, rows, tw, c), out.dtype),
-        np.empty((36, images * rows * tw, f), out.dtype),
-        np.empty((images, tile * rows, tile * tw, f), out.dtype)))
+    shapes = ((36, images, rows, tw, c), (36, images * rows * tw, f),
+              (images, tile * rows, tile * tw, f))
 
     def work(u0, u1):
-        v, m, ybuf = state()
+        v, m, ybuf = _unit_buffers(shapes, out.dtype)
         b0, b1, r0, r1 = _winograd._unit_span(u0, u1, images, n, th, rows, blocks)
         k, t = b1 - b0, r1 - r0
         v = v[:, :k, :t]
