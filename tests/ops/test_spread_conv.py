@@ -153,3 +153,22 @@ def test_non_finite_values_stay_in_the_windows_that_read_them(spread):
     np.testing.assert_array_equal(np.isfinite(y), np.isfinite(want))
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
     assert spread["conv"] == 1
+
+
+def test_images_too_big_for_one_chunk_take_im2col(monkeypatch, spread):
+    """An image whose spread matrix would pass `_IMAGE_BYTES` goes the im2col way (memory
+    bounded, the step checked between blocks of rows) with the same values."""
+    rng = np.random.default_rng(34)
+    x = rng.standard_normal((2, 9, 8, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 3, 2)).astype(np.float32)
+    dy = rng.standard_normal((2, 9, 8, 2)).astype(np.float32)
+    ops = [tf.nn.conv2d(x, w, 1, "SAME"),
+           tf.nn.conv2d_backprop_filter(x, [3, 3, 3, 2], dy, [1, 1, 1, 1], "SAME")]
+    spread_y, spread_w = _run(ops)
+    assert spread == {"conv": 1, "backprop_filter": 1}
+    monkeypatch.setattr(_spread_conv, "_IMAGE_BYTES", 11 * 10 * 9 * 2 * 4 - 1)  # (padded)
+    y, dw = _run(ops)
+    assert spread == {"conv": 1, "backprop_filter": 1}
+    np.testing.assert_allclose(y, spread_y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dw, spread_w, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y, ref_conv(x, w, (1, 1), "SAME"), rtol=1e-4, atol=1e-4)

@@ -32,13 +32,18 @@ from tensorflux.kernels.cpu import native
 # 12.7 / 14.6 against 6.3 / 10.6, 16: 11.2 / 10.3 against 10.5 / 19.4).
 MAX_FILTERS = 8
 _CHUNK_BYTES = 2 << 20  # the spread matrix of a batch chunk
+# ... but a chunk is one image at least: larger images than this (their spread matrix)
+# take im2col's blocks of rows (bounded memory, and a step is checked between chunks).
+_IMAGE_BYTES = 16 << 20
 
 
-def applies(kh: int, kw: int, f: int, strides) -> bool:
+def applies(kh: int, kw: int, f: int, strides, padded_hw, itemsize: int) -> bool:
     """Whether a conv goes through the spread paths: a window of more than one tap, at most
     MAX_FILTERS filters, stride 1 (at stride s the spread products would cover s*s times
-    the pixels the conv reads)."""
-    return kh * kw > 1 and f <= MAX_FILTERS and tuple(strides) == (1, 1)
+    the pixels the conv reads), and one padded image's spread matrix within
+    `_IMAGE_BYTES`."""
+    return (kh * kw > 1 and f <= MAX_FILTERS and tuple(strides) == (1, 1)
+            and padded_hw[0] * padded_hw[1] * kh * kw * f * itemsize <= _IMAGE_BYTES)
 
 
 def _images(n: int, pixels: int, width: int, itemsize: int) -> int:

@@ -88,10 +88,9 @@ _MAX_CHUNKS = 8
 # channels: 2x slower than products-and-scatter).
 _FLIP_MIN_CHANNELS = 16
 # Backprop-input by products and scatter takes one product per filter tap (F, C) with this
-# many input channels, else one product with every tap's columns (F, kh*kw*C): a product
-# per tap of few columns runs far below the GEMM's peak (5x5/2, 64 filters, batch 64,
-# 28x28 inputs, quiet, two threads: 1 channel 4.1 -> 0.6 ms, 3: 4.6 -> 1.3, 16: 5.8 ->
-# 4.3; 32: 8.8 against 14).
+# many input channels, else one with every tap's columns (F, kh*kw*C) (5x5/2, 64 filters,
+# 28x28, batch 64, two threads: 1 channel 4.1 -> 0.6 ms, 3: 4.6 -> 1.3, 16: 5.8 -> 4.3;
+# 32: 8.8 against 14).
 _TAP_MIN_CHANNELS = 32
 
 
@@ -460,7 +459,8 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None, epilogue=None):
         return _finish(_product(_subsampled(x, g, oh, ow).reshape(-1, c), w.reshape(c, f),
                                 parts).reshape(n, oh, ow, f), epilogue, parts)
     # (a small conv keeps im2col's value: `_small_conv_forward` gives it bit for bit)
-    if _spread_conv.applies(kh, kw, f, (g.sh, g.sw)) and \
+    padded = (h + sum(pads[0]), wd + sum(pads[1]))
+    if _spread_conv.applies(kh, kw, f, (g.sh, g.sw), padded, out.itemsize) and \
             not _small_sizes(n * oh * ow, k, f, out.itemsize):
         return _spread_conv.conv(_pad(x, pads), w, out, (g.sh, g.sw), (g.dh, g.dw), parts,
                                  epilogue)
@@ -489,7 +489,9 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
         return np.zeros((kh, kw, c, f), dtype)
     if _pointwise(kh, kw, pads):
         return _pointwise_backprop_filter(x, dy, g, parts)
-    if _spread_conv.applies(kh, kw, f, (g.sh, g.sw)) and np.isfinite(np.add.reduce(x, None)):
+    padded = (h + sum(pads[0]), wd + sum(pads[1]))
+    if _spread_conv.applies(kh, kw, f, (g.sh, g.sw), padded, x.itemsize) and \
+            np.isfinite(np.add.reduce(x, None)):
         # (finite input only: the spread products also multiply pixels no window of a
         # tap reads, by zero, and an infinity there would give a NaN)
         return _spread_conv.backprop_filter(_pad(x, pads), dy, (kh, kw), (g.sh, g.sw),
@@ -637,13 +639,10 @@ def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int, ctx=None):
 
 
 def _flipped_filter(w, winograd: bool, rows: int):
-    """The filter (kh, kw, C, F) flipped in space and transposed in channels, as the
-    (kh*kw*F, C) matrix of the forward conv that computes an input gradient: C-contiguous
-    where Winograd's filter transform (which reads it as (kh, kw, F, C)) or the C
-    extension's GEMM (`_ng`, which reads only C-contiguous filters; products of `rows` rows)
-    takes it, else the transposed view of a (C, kh*kw*F) copy: that copy moves runs of F
-    contiguous values, where the (kh, kw, F, C) one moves single values (3x3x512x512: 5.8
-    -> 0.9 ms), and BLAS reads either layout."""
+    """The filter (kh, kw, C, F) flipped and transposed, the (kh*kw*F, C) matrix of the
+    input gradient's forward conv: C-contiguous for Winograd's filter transform and the C
+    GEMM (`_ng`: products of `rows` rows), else the transposed view of a (C, kh*kw*F) copy
+    (runs of F values, not single ones: 3x3x512x512 5.8 -> 0.9 ms; BLAS reads either)."""
     kh, kw, c, f = w.shape
     if winograd or native.ngemm_favours(rows, c, kh * kw * f):
         return np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2)).reshape(-1, c)
