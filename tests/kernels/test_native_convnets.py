@@ -365,3 +365,52 @@ def test_bias_relu_refuses_what_it_does_not_take():
     assert not native.bias_relu(out, np.zeros(3, np.float64), True)
     assert not native.bias_relu(out, np.zeros(4, np.float32), True)
     assert not native.bias_relu(np.zeros((3, 4), np.float32).T, np.zeros(3, np.float32), True)
+
+
+# (taps (kh, kw), out_hw, strides, dilations, channels, images, by_tap)
+_COL2IM_CASES = [
+    ((5, 5), (14, 14), (2, 2), (1, 1), 1, 3, False),
+    ((3, 2), (5, 7), (1, 3), (2, 1), 3, 2, False),
+    ((3, 3), (4, 4), (2, 2), (1, 1), 33, 2, True),
+    ((2, 3), (3, 5), (3, 1), (1, 2), 5, 1, True),
+]
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", _COL2IM_CASES, ids=[str(i) for i in range(len(_COL2IM_CASES))])
+def test_col2im_equals_the_numpy_scatter_bit_for_bit(monkeypatch, dtype, case):
+    """native.col2im (the scatter of backprop-input's tap products) adds what
+    conv_ops._scatter_taps's NumPy adds do, in the same order (the same bits), from both
+    product layouts (by tap: (taps, rows, C); all taps: (rows, taps*C)) with spare rows."""
+    from tensorflux.kernels.cpu import conv_ops
+
+    (kh, kw), (oh, ow), strides, dilations, c, nb, by_tap = case
+    geom = conv_ops._ConvGeometry.__new__(conv_ops._ConvGeometry)
+    (geom.sh, geom.sw), (geom.dh, geom.dw) = strides, dilations
+    rng = np.random.default_rng(c)
+    rows = nb * oh * ow + 5  # a thread's buffer is sized for the largest chunk
+    cols = rng.standard_normal((kh * kw, rows, c) if by_tap else (rows, kh * kw * c))
+    cols = cols.astype(dtype)
+    hp = (oh - 1) * strides[0] + (kh - 1) * dilations[0] + 2
+    wp = (ow - 1) * strides[1] + (kw - 1) * dilations[1] + 1
+    start = rng.standard_normal((nb, hp, wp, c)).astype(dtype)
+    got, want = start.copy(), start.copy()
+    conv_ops._scatter_taps(cols, got, by_tap, (kh, kw), (oh, ow), geom)
+    monkeypatch.setattr(native, "_mod", None)
+    conv_ops._scatter_taps(cols, want, by_tap, (kh, kw), (oh, ow), geom)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    assert not np.array_equal(got, start)
+
+
+@needs_native
+def test_col2im_refuses_what_it_does_not_take():
+    dxp = np.zeros((1, 6, 6, 2), np.float32)
+    cols = np.zeros((9, 16, 2), np.float32)
+    assert not native.col2im(cols.astype(np.float64), dxp, (3, 3), (4, 4), (1, 1), (1, 1),
+                             32, 2)
+    assert not native.col2im(cols, dxp[:, :, :5], (3, 3), (4, 4), (1, 1), (1, 1), 32, 2)
+    with pytest.raises(ValueError, match="col2im"):  # a window past the padded gradient
+        native._mod.col2im(cols, dxp, 4, 4, 3, 3, 2, 2, 1, 1, 32, 2, 0, 2, False)
+    with pytest.raises(ValueError, match="col2im"):  # products past the buffer
+        native._mod.col2im(cols, dxp, 4, 4, 3, 3, 1, 1, 1, 1, 33, 2, 0, 2, False)

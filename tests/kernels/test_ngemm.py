@@ -122,3 +122,33 @@ def test_conv_kernels_with_and_without_ngemm(monkeypatch, case):
     without = run()
     for got, want in zip(with_ngemm, without, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("m, k, n, accumulate, spare", [
+    (196, 64, 128, False, 0), (49, 128, 64, True, 0), (7, 3, 17, False, 5),
+    (300, 257, 130, True, 2), (1, 1, 1, False, 0)])
+def test_batch_equals_one_call_per_position_bit_for_bit(m, k, n, accumulate, spare):
+    """ngemm_batch (a Winograd unit's per-position products in one call) gives each
+    position the bits of one ngemm call, from rows at any stride and a sliced batch."""
+    rng = np.random.default_rng(m + k + n)
+    whole = rng.standard_normal((6, m + spare, k + spare)).astype(np.float32)
+    a = whole[:5, :m, :k]  # (strided rows and positions)
+    b = rng.standard_normal((5, k, n)).astype(np.float32)
+    start = rng.standard_normal((5, m, n)).astype(np.float32)
+    got, want = start.copy(), start.copy()
+    assert native.ngemm_batch(a, b, got, accumulate)
+    for p in range(5):
+        assert native.ngemm(a[p], b[p], want[p], accumulate) is not None
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_batch_declines_what_it_does_not_take():
+    a = np.ones((3, 8, 4), np.float32)
+    b, out = np.ones((3, 4, 5), np.float32), np.empty((3, 8, 5), np.float32)
+    assert not native.ngemm_batch(a.astype(np.float64), b, out)
+    assert not native.ngemm_batch(a.transpose(0, 2, 1)[:, :4], b, out)  # columns strided
+    assert not native.ngemm_batch(a, b[:2], out)
+    assert not native.ngemm_batch(a, b, out[:, :, :4])
+    assert not native.ngemm_batch(a[:, :, :0], b[:, :0], out)  # (empty: per position)
+    with pytest.raises(ValueError, match="ngemm_batch"):
+        native._mod.ngemm_batch(a, np.ones((3, 5, 5), np.float32), out, False)

@@ -71,11 +71,12 @@ def ref_conv_input_grad(shape, w, dy, strides=(1, 1), padding="SAME", dilations=
     return dx.astype(dy.dtype)
 
 
-def ref_conv_filter_grad(x, kshape, dy, strides=(1, 1), padding="SAME", dilations=(1, 1)):
+def ref_conv_filter_grad(x, kshape, dy, strides=(1, 1), padding="SAME", dilations=(1, 1),
+                         pads=((0, 0), (0, 0))):
     n, h, wdt, c = x.shape
     kh, kw = kshape[:2]
-    oh, pt = _geometry(h, kh, strides[0], dilations[0], padding)
-    ow, pl = _geometry(wdt, kw, strides[1], dilations[1], padding)
+    oh, pt = _geometry(h, kh, strides[0], dilations[0], padding, pads[0])
+    ow, pl = _geometry(wdt, kw, strides[1], dilations[1], padding, pads[1])
     dw = np.zeros(kshape)
     for i in range(oh):
         for j in range(ow):

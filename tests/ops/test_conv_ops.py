@@ -228,6 +228,7 @@ def test_blocks_of_output_rows_for_big_images_with_few_filters(monkeypatch, stri
 
     monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
     monkeypatch.setattr(kernels, "_CHUNK_BYTES", 3000)  # 2-3 output rows of 10 per block
+    monkeypatch.setattr(kernels._spread_conv, "MAX_FILTERS", 0)  # (2 filters: else spread)
     calls = []
     for name in ("_im2col_matmul_rows", "_backprop_filter_rows"):
         fn = getattr(kernels, name)
@@ -247,6 +248,74 @@ def test_blocks_of_output_rows_for_big_images_with_few_filters(monkeypatch, stri
     for g, wnt in zip(got, want, strict=True):
         np.testing.assert_allclose(g, wnt, rtol=1e-4, atol=1e-4)
     assert sorted(calls) == ["_backprop_filter_rows", "_im2col_matmul_rows"]
+
+
+# (name, input shape NHWC, filter shape, strides, dilations, padding as TF takes it,
+# data format): input gradients by products and scatter (native.col2im)
+_COL2IM_CASES = [
+    ("c1_5x5_s2_same", (3, 28, 27, 1), (5, 5, 1, 8), (2, 2), (1, 1), "SAME", "NHWC"),
+    ("c3_5x5_s1_same", (2, 9, 8, 3), (5, 5, 3, 4), (1, 1), (1, 1), "SAME", "NHWC"),
+    ("c2_3x3_s3_valid", (1, 11, 10, 2), (3, 3, 2, 5), (3, 3), (1, 1), "VALID", "NHWC"),
+    ("c1_s2x3_dilated", (2, 12, 13, 1), (3, 2, 1, 3), (2, 3), (2, 2), "VALID", "NHWC"),
+    ("c4_explicit_asym", (2, 7, 9, 4), (3, 3, 4, 3), (2, 1), (1, 1),
+     [[0, 0], [2, 0], [0, 1], [0, 0]], "NHWC"),
+    ("c3_nchw_s2", (2, 10, 9, 3), (5, 5, 3, 4), (2, 2), (1, 1), "SAME", "NCHW"),
+    ("c40_by_tap_dilated_s2", (2, 9, 9, 40), (3, 3, 40, 6), (2, 2), (2, 2), "SAME", "NHWC"),
+    ("c16_all_taps_dilated_s2", (1, 9, 8, 16), (3, 3, 16, 5), (2, 2), (2, 1), "SAME",
+     "NHWC"),
+]
+
+
+@pytest.mark.parametrize("workers, rows", [(1, False), (2, False), (2, True)])
+@pytest.mark.parametrize("case", _COL2IM_CASES, ids=[c[0] for c in _COL2IM_CASES])
+def test_backprop_input_by_products_and_scatter(monkeypatch, workers, rows, case):
+    """Conv2DBackpropInput by products (one per tap, or one with every tap's columns for
+    few input channels) and the C scatter (per batch chunk, or per block of rows of a big
+    image) agrees with the loop reference: strides 1-3, SAME/VALID/explicit padding,
+    dilations, NCHW, batch 1, one channel."""
+    from tensorflux.kernels import intra_op
+    from tensorflux.kernels.cpu import conv_ops as kernels
+
+    _, shape, wshape, strides, dilations, padding, fmt = case
+    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
+    monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)
+    monkeypatch.setattr(kernels, "_CHUNK_BYTES", 1)  # one image per chunk
+    if rows:
+        monkeypatch.setattr(kernels, "_IMAGE_ROWS_BYTES", 1)  # blocks of rows
+    calls = []
+    real = kernels._scatter_taps
+    monkeypatch.setattr(kernels, "_scatter_taps", lambda *a: calls.append(a[2]) or real(*a))
+    rng = np.random.default_rng(21)
+    w = rng.standard_normal(wshape).astype(np.float32)
+    explicit = not isinstance(padding, str)
+    pads = [tuple(p) for p in padding[1:3]] if explicit else [(0, 0), (0, 0)]
+    mode = "EXPLICIT" if explicit else padding
+    oh, _ = _geometry(shape[1], wshape[0], strides[0], dilations[0], mode, pads[0])
+    ow, _ = _geometry(shape[2], wshape[1], strides[1], dilations[1], mode, pads[1])
+    dy = rng.standard_normal((shape[0], oh, ow, wshape[3])).astype(np.float32)
+    want = ref_conv_input_grad(shape, w, dy, strides, mode, dilations, pads)
+    sizes, s4, d4 = list(shape), [1, *strides, 1], [1, *dilations, 1]
+    if fmt == "NCHW":
+        dy, want = dy.transpose(0, 3, 1, 2), want.transpose(0, 3, 1, 2)
+        sizes, s4, d4 = [shape[0], shape[3], *shape[1:3]], [1, 1, *strides], [1, 1, *dilations]
+    got = _run(tf.nn.conv2d_backprop_input(sizes, w, dy, s4, padding, data_format=fmt,
+                                           dilations=d4))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert calls and set(calls) == {shape[3] >= kernels._TAP_MIN_CHANNELS}
+
+
+def test_backprop_input_by_scatter_finite_differences():
+    """tf.gradients of a stride-2 5x5 conv of a one-channel input (float64, products with
+    every tap's columns and the C scatter) agrees with finite differences."""
+    rng = np.random.default_rng(22)
+    x = rng.standard_normal((2, 9, 8, 1))
+    w = rng.standard_normal((5, 5, 1, 3))
+    xt = tf.constant(x)
+    y = tf.nn.conv2d(xt, tf.constant(w), [1, 2, 2, 1], "SAME")
+    with tf.Session():
+        err = tf.test.compute_gradient_error(xt, x.shape, y, y.shape.as_list(),
+                                             x_init_value=x)
+    assert err < 1e-6
 
 
 # ---- static shapes and errors ------------------------------------------------------------
@@ -388,6 +457,89 @@ def test_winograd5_transforms_and_non_finite_values():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
 
 
+# (name, input shape, filter shape, padding, dtype, work units: "bands" of tile rows of
+# one image, several whole "images" a unit, or "bytes" (a unit capped by its buffers' size))
+_WINOGRAD5_CASES = [
+    ("bands_same_odd", (2, 13, 11, 7), (5, 5, 7, 9), "SAME", np.float32, "bands"),
+    ("images_same", (5, 8, 10, 6), (5, 5, 6, 4), "SAME", np.float32, "images"),
+    ("images_valid_odd", (6, 11, 12, 5), (5, 5, 5, 3), "VALID", np.float32, "images"),
+    ("bytes_capped", (2, 14, 9, 8), (5, 5, 8, 6), "SAME", np.float32, "bytes"),
+    ("float64_bands", (1, 12, 12, 4), (5, 5, 4, 5), "SAME", np.float64, "bands"),
+]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("name, xs, ws, padding, dtype, units", _WINOGRAD5_CASES,
+                         ids=[c[0] for c in _WINOGRAD5_CASES])
+def test_winograd5_work_units_match_the_loop_references(
+        monkeypatch, workers, name, xs, ws, padding, dtype, units):
+    """F(2x2, 5x5) (thresholds lowered to these small convs) in work units of bands of
+    tile rows, of several images, or capped by bytes gives Conv2D and Conv2DBackpropInput
+    (the flipped forward conv) within float tolerances of the loop references, and the
+    same bits whatever the units and threads."""
+    from tensorflux.kernels import intra_op
+    from tensorflux.kernels.cpu import _winograd5
+
+    monkeypatch.setattr(_winograd5, "MIN_CHANNELS", 1)
+    monkeypatch.setattr(_winograd5, "MIN_PIXELS", 1)
+    monkeypatch.setattr("tensorflux.kernels.cpu.conv_ops._FLIP_MIN_CHANNELS", 1)
+    monkeypatch.setattr("tensorflux.kernels.cpu._spread_conv.MAX_FILTERS", 0)  # (few filters)
+    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
+    monkeypatch.setattr(intra_op, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)
+    tiles, nbytes = {"bands": (3, 1 << 30), "images": (1 << 10, 1 << 30),
+                     "bytes": (1 << 10, 36 * 14 * 4 * 5)}[units]
+    monkeypatch.setattr(_winograd5, "_UNIT_TILES", tiles)
+    monkeypatch.setattr(_winograd5, "_UNIT_BYTES", nbytes)
+    seen = []
+    real = _winograd5.chunked36
+    monkeypatch.setattr(_winograd5, "chunked36",
+                        lambda *a: seen.append(a[7]) or real(*a))  # its (rows, images)
+    rng = np.random.default_rng(13)
+    x, w = _scaled(rng, xs, dtype), _scaled(rng, ws, dtype)
+    y_ref = ref_conv(x, w, (1, 1), padding)
+    dy = _scaled(rng, y_ref.shape, dtype)
+    ops = [tf.nn.conv2d(x, w, [1, 1, 1, 1], padding),
+           tf.nn.conv2d_backprop_input(list(xs), w, dy, [1, 1, 1, 1], padding)]
+    got_y, got_x = _run(ops)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(got_y, y_ref, **tol)
+    np.testing.assert_allclose(got_x, ref_conv_input_grad(xs, w, dy, (1, 1), padding), **tol)
+    assert len(seen) == 2
+    rows, images = seen[0]
+    th = -(-y_ref.shape[1] // 2)
+    assert (images > 1) == (units == "images") and (rows < th) == (units != "images")
+    monkeypatch.setattr(_winograd5, "_UNIT_TILES", 1 << 20)  # one unit per image or more
+    monkeypatch.setattr(_winograd5, "_UNIT_BYTES", 1 << 40)
+    again_y, again_x = _run(ops)
+    np.testing.assert_array_equal(again_y, got_y)
+    np.testing.assert_array_equal(again_x, got_x)
+
+
+def test_winograd_unit_buffers_are_kept_per_thread():
+    """A thread's Winograd unit buffers are carved from one scratch array kept from call to
+    call (grown when a call needs more), one per thread and dtype."""
+    import threading
+
+    from tensorflux.kernels.cpu import _winograd5
+
+    shapes = ((36, 2, 3, 4, 5), (36, 24, 7), (2, 6, 8, 7))
+    a = _winograd5._unit_buffers(shapes, np.float32)
+    assert [x.shape for x in a] == [s for s in shapes] and a[0].dtype == np.float32
+    b = _winograd5._unit_buffers(shapes, np.float32)
+    assert all(np.shares_memory(x, y) for x, y in zip(a, b, strict=True))
+    assert not np.shares_memory(a[0], a[1]) and not np.shares_memory(a[1], a[2])
+    assert _winograd5._unit_buffers(shapes, np.float64)[0].dtype == np.float64
+    bigger = _winograd5._unit_buffers(((36, 50, 50, 5),), np.float32)[0]
+    assert bigger.shape == (36, 50, 50, 5)
+    other = []
+    t = threading.Thread(target=lambda: other.extend(_winograd5._unit_buffers(shapes,
+                                                                             np.float32)))
+    t.start()
+    t.join()
+    assert not any(np.shares_memory(x, bigger) for x in other)
+
+
 def _count_winograd4(monkeypatch, **thresholds):
     """Lowers _winograd4's thresholds (and the flipped input gradient's) and records its
     conv3x3 and conv3x3_backprop_filter calls."""
@@ -395,6 +547,7 @@ def _count_winograd4(monkeypatch, **thresholds):
 
     for name, value in thresholds.items():
         monkeypatch.setattr(_winograd4, name, value)
+    monkeypatch.setattr("tensorflux.kernels.cpu._spread_conv.MAX_FILTERS", 0)  # (few filters)
     monkeypatch.setattr("tensorflux.kernels.cpu.conv_ops._FLIP_MIN_CHANNELS", 1)
     calls = []
     for name in ("conv3x3", "conv3x3_backprop_filter"):

@@ -11,7 +11,7 @@ import pytest
 
 import tensorflux as tf
 from tensorflux.kernels import intra_op
-from tensorflux.kernels.cpu import _fft_conv
+from tensorflux.kernels.cpu import _fft_conv, _spread_conv
 from tests.op_test_util import check_gradient, check_value
 from tests.ops.nn_cases import (
     BF16,
@@ -34,6 +34,7 @@ def forced(monkeypatch):
     calls of each transform kernel, counted."""
     monkeypatch.setattr(_fft_conv, "_MIN_FLOPS", 0)
     monkeypatch.setattr(_fft_conv, "_MARGIN", 0.0)
+    monkeypatch.setattr(_spread_conv, "MAX_FILTERS", 0)  # (convs with few filters: spread)
     calls = dict.fromkeys(_FFT_CALLS, 0)
     for name in _FFT_CALLS:
         real = getattr(_fft_conv, name)
@@ -159,6 +160,7 @@ def test_non_finite_values_stay_local(monkeypatch, bad):
     transform would spread it over the image): such data goes the direct way."""
     monkeypatch.setattr(_fft_conv, "_MIN_FLOPS", 0)
     monkeypatch.setattr(_fft_conv, "_MARGIN", 0.0)
+    monkeypatch.setattr(_spread_conv, "MAX_FILTERS", 0)  # (convs with few filters: spread)
     rng = np.random.default_rng(3)
     x = rng.standard_normal((1, 9, 9, 2)).astype(np.float32)
     x[0, 0, 0, 0] = bad
@@ -338,6 +340,7 @@ def test_transform_path_matches_tensorflow(monkeypatch):
 
     monkeypatch.setattr(_fft_conv, "_MIN_FLOPS", 0)
     monkeypatch.setattr(_fft_conv, "_MARGIN", 0.0)
+    monkeypatch.setattr(_spread_conv, "MAX_FILTERS", 0)  # (convs with few filters: spread)
     ours, theirs = oracle.run_both(_ORACLE_CONV, tf)
     oracle.assert_results_close(ours, theirs, rtol=1e-4, atol=2e-4)
 

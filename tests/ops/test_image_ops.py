@@ -127,6 +127,29 @@ def test_resize_gradients(case):
     check_gradient(case, np.float32)  # the op's output is float32 whatever the input
 
 
+@pytest.mark.parametrize("grads_hw, size, ac, hp", [
+    ((8, 10), (4, 5), False, False),  # the gradient of a 2x upsampling: strided adds
+    ((12, 15), (4, 5), False, True),  # 3x
+    ((7, 3), (4, 5), False, False), ((3, 8), (4, 5), True, False),  # uneven runs
+    ((6, 6), (4, 5), False, True), ((2, 2), (4, 5), True, True),  # downsampling: zeros
+])
+def test_resize_nearest_grad_sums_like_scattered_adds(grads_hw, size, ac, hp):
+    """ResizeNearestNeighborGrad adds every gradient pixel into the input pixel its output
+    pixel was read from (np.add.at in float64 as the reference)."""
+    from tensorflux.framework.op_def_library import apply_op
+    from tensorflux.kernels.cpu import image_ops as kernels
+
+    g = np.random.default_rng(5).standard_normal((2, *grads_hw, 3)).astype(np.float32)
+    got = _run(apply_op("ResizeNearestNeighborGrad", grads=g, size=list(size),
+                        align_corners=ac, half_pixel_centers=hp))
+    iy = kernels._nearest_index(size[0], grads_hw[0], ac, hp)
+    ix = kernels._nearest_index(size[1], grads_hw[1], ac, hp)
+    want = np.zeros((2, *size, 3))
+    np.add.at(want, (slice(None), iy[:, None], ix[None, :]), g.astype(np.float64))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
 def test_crop_and_resize_gradients():
     boxes = np.array([[0.1, 0.2, 0.8, 0.7], [0.3, 0.1, 0.6, 0.9]], np.float32)
     case = OpCase("crop_and_resize_image",

@@ -1392,6 +1392,81 @@ static PyObject *py_im2col(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* col2im(cols, img, oh, ow, kh, kw, sh, sw, dh, dw, tap_stride, pixel_stride, tap_offset,
+ * length, gather): the adds between a matrix of tap products `cols` (flat) and an NHWC
+ * image `img` (N', Hp, Wp, P) that a convolution's taps tie together, for the caller's
+ * batch chunk. For every filter tap (i, j) in order (t = i*kw + j), then every image b and
+ * output pixel (r, q) (p = (b*oh + r)*ow + q), with
+ *     I = img[b, r*sh + i*dh, q*sw + j*dw, t*tap_offset : t*tap_offset + length],
+ *     X = cols[t*tap_stride + p*pixel_stride : ... + length]:
+ *   gather 0 (scatter): I += X. conv_ops.py's `_scatter_taps` (backprop-input by products:
+ *     the NumPy adds of one strided slice per tap, in their order, the same bits) and the
+ *     tap-spread out_backprop of `_spread_backprop_filter` (tap_stride 0).
+ *   gather 1: X += I. `_spread_forward` (a conv with few filters: every tap's products of
+ *     every input pixel summed into the output pixels, tap_stride 0). */
+#define COL2IM_LOOP(T)                                                                      \
+    do {                                                                                    \
+        T *cols = (T *)cv->buf, *img = (T *)dv->buf;                                        \
+        for (int64_t i = 0; i < kh; i++)                                                    \
+            for (int64_t j = 0; j < kw; j++) {                                              \
+                const int64_t t = i * kw + j;                                               \
+                T *tap = cols + t * tap_stride;                                             \
+                for (int64_t b = 0; b < nb; b++)                                            \
+                    for (int64_t r = 0; r < oh; r++) {                                      \
+                        T *row = img + ((b * hp + r * sh + i * dh) * wp + j * dw) * pc +    \
+                                 t * tap_offset;                                            \
+                        T *in = tap + (b * oh + r) * ow * pixel_stride;                     \
+                        for (int64_t q = 0; q < ow; q++) {                                  \
+                            T *restrict o = row + q * sw * pc;                              \
+                            T *restrict v = in + q * pixel_stride;                          \
+                            if (gather)                                                     \
+                                for (int64_t k = 0; k < length; k++) v[k] += o[k];          \
+                            else                                                            \
+                                for (int64_t k = 0; k < length; k++) o[k] += v[k];          \
+                        }                                                                   \
+                    }                                                                       \
+            }                                                                               \
+    } while (0)
+
+static PyObject *py_col2im(PyObject *self, PyObject *args) {
+    PyObject *objs[2];
+    int64_t oh, ow, kh, kw, sh, sw, dh, dw, tap_stride, pixel_stride, tap_offset, length;
+    int gather;
+    if (!PyArg_ParseTuple(args, "OOLLLLLLLLLLLLp", &objs[0], &objs[1], &oh, &ow, &kh, &kw,
+                          &sh, &sw, &dh, &dw, &tap_stride, &pixel_stride, &tap_offset,
+                          &length, &gather))
+        return NULL;
+    const int writable[2] = {gather, !gather};
+    buf_t bufs[2];
+    char code;
+    if (get_floats(objs, writable, bufs, 2, &code) != 0) return NULL;
+    const Py_buffer *cv = &bufs[0].view, *dv = &bufs[1].view;
+    int bad = dv->ndim != 4;
+    int64_t nb = 0, hp = 0, wp = 0, pc = 0;
+    if (!bad) {
+        nb = dv->shape[0]; hp = dv->shape[1]; wp = dv->shape[2]; pc = dv->shape[3];
+        bad = oh < 1 || ow < 1 || kh < 1 || kw < 1 || sh < 1 || sw < 1 || dh < 1 || dw < 1 ||
+              tap_stride < 0 || tap_offset < 0 || length < 1 || pixel_stride < length ||
+              (kh * kw - 1) * tap_offset + length > pc ||
+              (oh - 1) * sh + (kh - 1) * dh >= hp || (ow - 1) * sw + (kw - 1) * dw >= wp ||
+              (nb > 0 && (kh * kw - 1) * tap_stride + (nb * oh * ow - 1) * pixel_stride +
+                                 length > count_of(cv));
+    }
+    if (bad) {
+        release(bufs, 2);
+        PyErr_SetString(PyExc_ValueError, "col2im: shapes do not match the geometry");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    if (code == 'f')
+        COL2IM_LOOP(float);
+    else
+        COL2IM_LOOP(double);
+    Py_END_ALLOW_THREADS
+    release(bufs, 2);
+    Py_RETURN_NONE;
+}
+
 /* ======================================================================================
  * BEGIN convnets block (issue 20 part 3, helper wt-convnets): GradientDescent's update in
  * one pass, and the channel-last fused batch norm's passes over a (rows, C) matrix. */
@@ -2768,6 +2843,86 @@ static PyObject *py_ngemm(PyObject *self, PyObject *args) {
     return done_or_stopped(skipped);
 }
 
+/* ngemm_batch(a, b, out, accumulate): out[p] (+)= a[p] @ b[p] for every p, on this thread
+ * (ngemm's blocks for one part, so the same bits as one ngemm call per p): a (P, m, k)
+ * float32 with contiguous rows, b (P, k, n) and out (P, m, n) C-contiguous. One call for
+ * a Winograd work unit's 16 or 36 per-position products, without a Python call each. */
+static PyObject *py_ngemm_batch(PyObject *self, PyObject *args) {
+    PyObject *objs[3];
+    int accumulate;
+    if (!PyArg_ParseTuple(args, "OOOp", &objs[0], &objs[1], &objs[2], &accumulate))
+        return NULL;
+    if (!ngemm_ready()) Py_RETURN_NONE;
+    static const int writable[2] = {0, 1};
+    buf_t bufs[3];
+    char code;
+    if (get_floats(objs + 1, writable, bufs + 1, 2, &code) != 0) return NULL;
+    if (PyObject_GetBuffer(objs[0], &bufs[0].view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) {
+        release(bufs + 1, 2);
+        return NULL;
+    }
+    bufs[0].held = 1;
+    const Py_buffer *av = &bufs[0].view, *bv = &bufs[1].view, *ov = &bufs[2].view;
+    int bad = code != 'f' || float_code(av) != 'f' || av->ndim != 3 || bv->ndim != 3 ||
+              ov->ndim != 3;
+    if (!bad)
+        bad = (av->shape[2] > 1 && av->strides[2] != 4) || av->strides[1] % 4 != 0 ||
+              av->strides[0] % 4 != 0 || av->strides[1] < 4 * av->shape[2] ||
+              bv->shape[0] != av->shape[0] || ov->shape[0] != av->shape[0] ||
+              bv->shape[1] != av->shape[2] || ov->shape[1] != av->shape[1] ||
+              ov->shape[2] != bv->shape[2];
+    if (bad) {
+        release(bufs, 3);
+        PyErr_SetString(PyExc_ValueError, "ngemm_batch takes float32 (P, m, k) (rows "
+                        "contiguous), (P, k, n) and (P, m, n) arrays");
+        return NULL;
+    }
+    ngemm_t g;
+    memset(&g, 0, sizeof g);
+    g.accumulate = accumulate;
+    g.avx2 = ngemm_ready() == 2;
+    g.m = av->shape[1];
+    g.k = av->shape[2];
+    g.n = bv->shape[2];
+    g.lda = av->strides[1] / 4;
+    const int64_t positions = av->shape[0];
+    if (g.m == 0 || g.n == 0 || positions == 0) {
+        release(bufs, 3);
+        Py_RETURN_TRUE;
+    }
+    /* ngemm's blocks for parts = 1 (see py_ngemm) */
+    int64_t rows = NG_MC, cols = ceil_div(g.n, 64) * 64;
+    if (ceil_div(g.m, rows) < 4) {
+        rows = ceil_div(ceil_div(g.m, 4), NG_MR) * NG_MR;
+        if (rows < 4 * NG_MR) rows = 4 * NG_MR;
+    }
+    if (ceil_div(g.m, rows) < 4 && g.n > 64) {
+        int64_t cut = ceil_div(4, ceil_div(g.m, rows));
+        cols = ceil_div(ceil_div(g.n, cut), 64) * 64;
+    }
+    g.rows = rows;
+    g.cols = cols;
+    g.grid_n = ceil_div(g.n, cols);
+    const int64_t count = ceil_div(g.m, rows) * g.grid_n;
+    const char *a0 = av->buf;
+    const float *b0 = bv->buf;
+    float *c0 = ov->buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t p = 0; p < positions; p++) {
+        g.a = (const float *)(a0 + p * av->strides[0]);
+        g.b = b0 + p * g.k * g.n;
+        g.c = c0 + p * g.m * g.n;
+        if (g.k == 0) {
+            if (!accumulate) memset(g.c, 0, (size_t)(g.m * g.n) * sizeof(float));
+            continue;
+        }
+        run_serial(ngemm_chunk, &g, count, NULL);
+    }
+    Py_END_ALLOW_THREADS
+    release(bufs, 3);
+    Py_RETURN_TRUE;
+}
+
 /* END ngemm block
  * ====================================================================================== */
 
@@ -4037,6 +4192,10 @@ static PyMethodDef methods[] = {
      "[, stop, deadline]): False if stopped"},
     {"im2col", py_im2col, METH_VARARGS,
      "im2col(xp, out, n0, kh, kw, sh, sw, dh, dw): a batch chunk's convolution patches"},
+    {"col2im", py_col2im, METH_VARARGS,
+     "col2im(cols, img, oh, ow, kh, kw, sh, sw, dh, dw, tap_stride, pixel_stride, tap_offset, "
+     "length, gather): a batch chunk's adds of tap products into an image (or, gather, of "
+     "an image's tap slices into products), tap by tap"},
     /* convnets block */
     {"updates_many", py_updates_many, METH_VARARGS,
      "updates_many(rule, items, use_nesterov, parts): several Adam (0), Momentum (1) or "
@@ -4062,6 +4221,9 @@ static PyMethodDef methods[] = {
     {"ngemm", py_ngemm, METH_VARARGS,
      "ngemm(a, b, out, transpose_a, accumulate, parts[, stop, deadline]): out (+)= op(a) @ b "
      "in float32 without packing; None without AVX-512F or AVX2, False if stopped"},
+    {"ngemm_batch", py_ngemm_batch, METH_VARARGS,
+     "ngemm_batch(a, b, out, accumulate): out[p] (+)= a[p] @ b[p] on this thread; None "
+     "without AVX-512F or AVX2"},
     {"ngemm_isa", py_ngemm_isa, METH_NOARGS,
      "ngemm's tiles on this CPU: 1 AVX-512F, 2 AVX2 + FMA, 0 none (ngemm declines)"},
     /* end ngemm block */

@@ -159,12 +159,13 @@ def conv3x3(xp, w, out, parts: int):
 def _products(a, b, out, acc=None) -> None:
     """Per position p: out[p] = a[p] @ b[p], or with `acc`, acc[p] += a[p] @ b[p] (`out`
     then a scratch buffer): the C extension's own GEMM where it beats BLAS at these sizes
-    (native.ngemm), else one batched np.matmul."""
+    (native.ngemm_batch: one call for every position), else one batched np.matmul."""
     m, k, n = a.shape[1], a.shape[2], b.shape[2]
     dest = out if acc is None else acc
-    if native.ngemm_favours(m, n, k, a.strides[1] == a.itemsize) and all(
-            native.ngemm(a[p], b[p], dest[p], acc is not None) is not None
-            for p in range(a.shape[0])):
+    if native.ngemm_favours(m, n, k, a.strides[1] == a.itemsize) and (
+            native.ngemm_batch(a, b, dest, acc is not None) or all(
+                native.ngemm(a[p], b[p], dest[p], acc is not None) is not None
+                for p in range(a.shape[0]))):
         return
     np.matmul(a, b, out=out)
     if acc is not None:

@@ -119,42 +119,10 @@ def conv3x3(xp, w, out, parts: int):
     rows = max(1, min(th, _CHUNK_BYTES // row_bytes))
     images = max(1, min(n, _CHUNK_BYTES // (row_bytes * th))) if rows == th else 1
     if rows * images * tw >= _UNIT_TILES:
-        return _chunked(xp, u, out, parts, th, tw, rows, images)
+        return _winograd5.chunked36(xp, u, out, parts, th, tw, 4, (rows, images),
+                                    _input_transform, _output_transform)
     return _winograd5.wide36(xp, u, out, parts, th, tw, 4, _input_transform,
                              _output_transform)
-
-
-def _chunked(xp, u, out, parts, th, tw, rows, images):
-    """Work units of `rows` tile rows of one image, or of `images` whole images: each
-    unit's input transform, 36 products and output transform run while its buffers are in
-    cache (the scheme of kernels/cpu/_winograd.py's conv3x3)."""
-    n, oh, ow, f = out.shape
-    c = xp.shape[3]
-    blocks = -(-th // rows)
-    state, _ = intra_op.per_thread(lambda: (
-        np.empty((36, images, rows, tw, c), out.dtype),
-        np.empty((36, images * rows * tw, f), out.dtype),
-        np.empty((images, 4 * rows, 4 * tw, f), out.dtype)))
-
-    def work(u0, u1):
-        v, m, ybuf = state()
-        b0, b1, r0, r1 = _winograd._unit_span(u0, u1, images, n, th, rows, blocks)
-        k, t = b1 - b0, r1 - r0
-        v = v[:, :k, :t]
-        m = m[:, :k * t * tw]
-        _input_transform(xp[b0:b1, 4 * r0:4 * r1 + 2], v, t, tw)
-        _winograd._products(v.reshape(36, -1, c), u, m)
-        rows_out = min(oh, 4 * r1) - 4 * r0
-        direct = rows_out == 4 * t and ow == 4 * tw
-        y = out[b0:b1, 4 * r0:4 * r1] if direct else ybuf[:k, :4 * t]
-        _output_transform(m.reshape(36, k, t, tw, f), y)
-        if not direct:
-            out[b0:b1, 4 * r0:4 * r0 + rows_out] = y[:, :rows_out, :ow]
-
-    units = -(-n // images) if images > 1 else n * blocks
-    flops = 2.0 * 36 * n * th * tw * c * f
-    intra_op.parallel_for(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
-    return out
 
 
 def _g4(x):

@@ -17,15 +17,24 @@ once. Error: the transforms' integer
 coefficients (up to 5) and G's sixths and twenty-fourths cost float32 a few more units in
 the last place than F(2x2, 3x3) (tests compare with the direct conv at f32 tolerances).
 
-Only the "wide" scheme of kernels/cpu/_winograd.py: every tile of the batch is
-transformed first (in parallel over images), then the 36 products (tiles of the whole
-batch, C) x (C, F), split over the threads by position and blocks of rows, then the
-output transform over images. It is taken while the batch's transformed tiles fit in
-`_WIDE_BYTES`, as on the 5x5 layers of the Table 1 nets at batch 8 (AlexNet's 27x27x64 ->
-192: forward 45-51 -> 32-34 ms of CPU, input gradient 59-64 -> 40-41; BENCHMARKS.md).
+Work is cut into units of whole images (several at a time) or of bands of tile rows of
+one image, about `_UNIT_TILES` tiles each (fewer when the channels are many: at most
+`_UNIT_BYTES` of transformed tiles and products): each unit's input transform, 36 products
+(unit tiles, C) x (C, F) and output transform run while its buffers are in cache, the
+units claimed by the intra-op threads (`chunked36`, shared with F(4x4, 3x3)). Units of
+about 200 tiles keep the products near the GEMM's peak (the 36 transformed filters are
+read once per unit) while the unit's 5-8 MB stay in the L3 cache; the "wide" scheme
+(`wide36`: every tile of the batch transformed first, then the 36 products over the whole
+batch, then the output transform), which this module took before, streams the batch's
+transformed tiles through memory three times: 2x slower on every shape measured (a DCGAN's
+14x14x64 -> 128 at batch 64: 15 -> 7.5 ms; AlexNet's 27x27x64 -> 192 at batch 8: 9 ->
+5.5 ms; both quiet, two threads). The results are the same bits either way (the same
+operations on the same values per tile).
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -38,6 +47,8 @@ from tensorflux.kernels.cpu import _winograd, native
 MIN_CHANNELS = 64
 MIN_PIXELS = 100
 _WIDE_BYTES = 96 << 20  # the batch's transformed tiles and products take at most this
+_UNIT_TILES = 196  # tiles per work unit (`_unit`) ...
+_UNIT_BYTES = 8 << 20  # ... whose transformed tiles and products take at most this
 
 _G = np.array([[1 / 4, 0, 0, 0, 0],
                [-1 / 6, -1 / 6, -1 / 6, -1 / 6, -1 / 6],
@@ -114,7 +125,77 @@ def conv5x5(xp, w, out, parts: int):
     if xp.shape[1] < hp or xp.shape[2] < wp:  # an odd output size: one more row/column
         xp = np.pad(xp, [(0, 0), (0, hp - xp.shape[1]), (0, wp - xp.shape[2]), (0, 0)])
     u = _filter_transform(w, out.dtype)
-    return wide36(xp, u, out, parts, th, tw, 2, _input_transform, _output_transform)
+    unit = _unit(out.shape[0], th, tw, xp.shape[3] + out.shape[3], out.itemsize, parts)
+    return chunked36(xp, u, out, parts, th, tw, 2, unit, _input_transform, _output_transform)
+
+
+def _unit(n: int, th: int, tw: int, channels: int, itemsize: int, parts: int):
+    """(tile rows, images) of a work unit: about `_UNIT_TILES` tiles, at most `_UNIT_BYTES`
+    of transformed tiles and products (36 * `channels` values a tile), and whole images
+    while one fits (else bands of equal height), but at least two units per thread where
+    the batch allows."""
+    tiles = max(1, min(_UNIT_TILES, _UNIT_BYTES // (36 * channels * itemsize)))
+    if th * tw > tiles:
+        bands = -(-th // max(1, tiles // tw))
+        return -(-th // bands), 1
+    return th, max(1, min(tiles // (th * tw), -(-n // (2 * parts))))
+
+
+# Each thread's unit buffers, kept from call to call (a few MB a thread: `_UNIT_BYTES` and
+# an output block): buffers made anew per call are fresh pages the kernel faults in at
+# every call once other kernels' allocations come between (a 14x14x64 -> 128 5x5 conv in a
+# DCGAN step: ~1,000 page faults a call, 2-4 ms). Safe because a work unit runs start to
+# end on one thread and calls nothing that takes the buffers again.
+_SCRATCH = threading.local()
+
+
+def _unit_buffers(shapes, dtype):
+    """Arrays of `shapes` (of `dtype`) carved from the calling thread's scratch buffer,
+    grown as needed; valid until the thread's next call."""
+    sizes = [int(np.prod(s)) for s in shapes]
+    cache = getattr(_SCRATCH, "buffers", None)
+    if cache is None:
+        cache = _SCRATCH.buffers = {}
+    buf = cache.get(np.dtype(dtype))
+    if buf is None or buf.size < sum(sizes):
+        buf = cache[np.dtype(dtype)] = np.empty(sum(sizes), dtype)
+    bounds = np.cumsum([0] + sizes)
+    return [buf[lo:hi].reshape(shape) for lo, hi, shape in
+            zip(bounds[:-1], bounds[1:], shapes, strict=True)]
+
+
+def chunked36(xp, u, out, parts: int, th: int, tw: int, tile: int, unit, input_transform,
+              output_transform):
+    """A Winograd conv over 6x6 input tiles (36 positions) of `tile` x `tile` outputs each,
+    in work units of `unit` = (rows, images): `rows` tile rows of one image, or (rows ==
+    `th`) `images` whole images. Each unit's input transform, 36 products and output
+    transform run while its buffers are in cache. Returns `out`."""
+    n, oh, ow, f = out.shape
+    c = xp.shape[3]
+    rows, images = unit
+    blocks = -(-th // rows)
+    shapes = ((36, images, rows, tw, c), (36, images * rows * tw, f),
+              (images, tile * rows, tile * tw, f))
+
+    def work(u0, u1):
+        v, m, ybuf = _unit_buffers(shapes, out.dtype)
+        b0, b1, r0, r1 = _winograd._unit_span(u0, u1, images, n, th, rows, blocks)
+        k, t = b1 - b0, r1 - r0
+        v = v[:, :k, :t]
+        m = m[:, :k * t * tw]
+        input_transform(xp[b0:b1, tile * r0:tile * r1 + 6 - tile], v, t, tw)
+        _winograd._products(v.reshape(36, -1, c), u, m)
+        rows_out = min(oh, tile * r1) - tile * r0
+        direct = rows_out == tile * t and ow == tile * tw
+        y = out[b0:b1, tile * r0:tile * r1] if direct else ybuf[:k, :tile * t]
+        output_transform(m.reshape(36, k, t, tw, f), y)
+        if not direct:
+            out[b0:b1, tile * r0:tile * r0 + rows_out] = y[:, :rows_out, :ow]
+
+    units = -(-n // images) if images > 1 else n * blocks
+    flops = 2.0 * 36 * n * th * tw * c * f
+    intra_op.parallel_for(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
+    return out
 
 
 def wide36(xp, u, out, parts: int, th: int, tw: int, tile: int, input_transform,

@@ -57,7 +57,14 @@ from numpy.lib.stride_tricks import as_strided
 
 from tensorflux.framework import errors
 from tensorflux.kernels import interrupt, intra_op
-from tensorflux.kernels.cpu import _fft_conv, _winograd, _winograd4, _winograd5, native
+from tensorflux.kernels.cpu import (
+    _fft_conv,
+    _spread_conv,
+    _winograd,
+    _winograd4,
+    _winograd5,
+    native,
+)
 from tensorflux.kernels.cpu._nn_common import (
     _checked,
     _explicit_pairs,
@@ -80,6 +87,11 @@ _MAX_CHUNKS = 8
 # one column per input channel, and narrower products run far below BLAS's peak (3 input
 # channels: 2x slower than products-and-scatter).
 _FLIP_MIN_CHANNELS = 16
+# Backprop-input by products and scatter takes one product per filter tap (F, C) with this
+# many input channels, else one with every tap's columns (F, kh*kw*C) (5x5/2, 64 filters,
+# 28x28, batch 64, two threads: 1 channel 4.1 -> 0.6 ms, 3: 4.6 -> 1.3, 16: 5.8 -> 4.3;
+# 32: 8.8 against 14).
+_TAP_MIN_CHANNELS = 32
 
 
 # ---- Conv2D ------------------------------------------------------------------------------
@@ -398,6 +410,14 @@ def _pointwise_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int):
 _SMALL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def _small_sizes(rows: int, k: int, f: int, itemsize: int) -> bool:
+    """Whether a conv's patch matrix (rows, k) and its product with f filters are small
+    enough for `_small_conv_forward` (one chunk on one thread, no FFT)."""
+    # (the thresholds read per call: tests lower them to force a path)
+    return (rows * k * itemsize <= _CHUNK_BYTES
+            and 2.0 * rows * k * f < min(intra_op.MIN_FLOPS, _fft_conv._MIN_FLOPS))
+
+
 def _small_conv_forward(x, w, g: _ConvGeometry):
     """NHWC Conv2D of `x` (N, H, W, C) with `w` (kh, kw, C, F) of one float dtype, equal
     to `_conv_forward`'s value, or None when the shapes are not small (or not plain)."""
@@ -406,10 +426,7 @@ def _small_conv_forward(x, w, g: _ConvGeometry):
     (oh, ow), pads = g.resolve(h, wd, kh, kw)
     k = kh * kw * c
     rows = n * oh * ow
-    # (the thresholds read per call: tests lower them to force a path)
-    if (rows * k * x.itemsize > _CHUNK_BYTES
-            or 2.0 * rows * k * f >= min(intra_op.MIN_FLOPS, _fft_conv._MIN_FLOPS)
-            or rows * f == 0 or _pointwise(kh, kw, pads)
+    if (not _small_sizes(rows, k, f, x.itemsize) or rows * f == 0 or _pointwise(kh, kw, pads)
             or _winograd.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow),
                                  x.dtype)
             or _winograd4.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow), n,
@@ -441,6 +458,12 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None, epilogue=None):
     if _pointwise(kh, kw, pads):
         return _finish(_product(_subsampled(x, g, oh, ow).reshape(-1, c), w.reshape(c, f),
                                 parts).reshape(n, oh, ow, f), epilogue, parts)
+    # (a small conv keeps im2col's value: `_small_conv_forward` gives it bit for bit)
+    padded = (h + sum(pads[0]), wd + sum(pads[1]))
+    if _spread_conv.applies(kh, kw, f, (g.sh, g.sw), padded, out.itemsize) and \
+            not _small_sizes(n * oh * ow, k, f, out.itemsize):
+        return _spread_conv.conv(_pad(x, pads), w, out, (g.sh, g.sw), (g.dh, g.dw), parts,
+                                 epilogue)
     if not _winograd5.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f, (oh, ow), n,
                               out.dtype) and \
             _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, w, forward=True):
@@ -466,6 +489,13 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
         return np.zeros((kh, kw, c, f), dtype)
     if _pointwise(kh, kw, pads):
         return _pointwise_backprop_filter(x, dy, g, parts)
+    padded = (h + sum(pads[0]), wd + sum(pads[1]))
+    if _spread_conv.applies(kh, kw, f, (g.sh, g.sw), padded, x.itemsize) and \
+            np.isfinite(np.add.reduce(x, None)):
+        # (finite input only: the spread products also multiply pixels no window of a
+        # tap reads, by zero, and an infinity there would give a NaN)
+        return _spread_conv.backprop_filter(_pad(x, pads), dy, (kh, kw), (g.sh, g.sw),
+                                            (g.dh, g.dw), parts, dtype)
     if _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, dy):
         return _fft_conv.conv_backprop_filter(x, dy, (kh, kw), (pads[0][0], pads[1][0]),
                                               (g.dh, g.dw), parts, ctx)
@@ -598,20 +628,31 @@ def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int, ctx=None):
         ph = _flipped_pads(h, kh, g.dh, oh, pads[0][0])
         pw = _flipped_pads(wd, kw, g.dw, ow, pads[1][0])
         if ph is not None and pw is not None:
-            if flip5 or _winograd.applies(kh, kw, (1, 1), (g.dh, g.dw), f, c, (h, wd), dtype):
-                # (Winograd's filter transform reads it as (kh, kw, F, C))
-                wf = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2)).reshape(-1, c)
-            else:
-                # The flipped filter (kh*kw*F, C) as the transposed view of a (C, kh*kw*F)
-                # copy: that copy moves runs of F contiguous values, where the (kh, kw, F,
-                # C) one moves single values (3x3x512x512: 5.8 -> 0.9 ms).
-                wf = np.ascontiguousarray(w[::-1, ::-1].transpose(2, 0, 1, 3)).reshape(c, -1).T
+            wf = _flipped_filter(w, flip5 or _winograd.applies(
+                kh, kw, (1, 1), (g.dh, g.dw), f, c, (h, wd), dtype), _chunk_rows(n, h * wd))
             out = np.empty((n, h, wd, c), dtype)
             return _im2col_matmul(_pad(dy, [ph, pw]), wf, out, kh, kw, (1, 1),
                                   (g.dh, g.dw), parts)
     if (g.sh > 1 or g.sw > 1) and g.dh == g.dw == 1 and c >= _FLIP_MIN_CHANNELS:
         return _phased_backprop_input(shape, w, dy, g, pads, parts)
     return _col2im_backprop_input(shape, w, dy, g, pads, (oh, ow), parts)
+
+
+def _flipped_filter(w, winograd: bool, rows: int):
+    """The filter (kh, kw, C, F) flipped and transposed, the (kh*kw*F, C) matrix of the
+    input gradient's forward conv: C-contiguous for Winograd's filter transform and the C
+    GEMM (`_ng`: products of `rows` rows), else the transposed view of a (C, kh*kw*F) copy
+    (runs of F values, not single ones: 3x3x512x512 5.8 -> 0.9 ms; BLAS reads either)."""
+    kh, kw, c, f = w.shape
+    if winograd or native.ngemm_favours(rows, c, kh * kw * f):
+        return np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2)).reshape(-1, c)
+    return np.ascontiguousarray(w[::-1, ::-1].transpose(2, 0, 1, 3)).reshape(c, -1).T
+
+
+def _chunk_rows(n: int, pixels: int) -> int:
+    """About how many rows the products of an im2col over `n` images of `pixels` output
+    pixels have: a batch chunk's (`_chunk`, taken as at most 8 images)."""
+    return min(n, 8) * pixels
 
 
 def _phase_axis(a: int, size: int, k: int, s: int, before: int):
@@ -659,9 +700,9 @@ def _phased_backprop_input(shape, w, dy, g: _ConvGeometry, pads, parts: int):
                 target[...] = 0
                 continue
             sub = w[rh::g.sh, rw::g.sw][:th, :tw].astype(dtype, copy=False)
-            wf = np.ascontiguousarray(sub[::-1, ::-1].transpose(2, 0, 1, 3)).reshape(c, -1).T
-            if _winograd.applies(th, tw, (1, 1), (1, 1), f, c, (rows, cols), dtype):
-                wf = np.ascontiguousarray(sub[::-1, ::-1].transpose(0, 1, 3, 2)).reshape(-1, c)
+            wf = _flipped_filter(sub, _winograd.applies(th, tw, (1, 1), (1, 1), f, c,
+                                                        (rows, cols), dtype),
+                                 _chunk_rows(n, rows * cols))
             window = _dy_window(dyw, (h0, w0), (rows + th - 1, cols + tw - 1))
             if th == tw == 1:  # one tap: a single product, no patches
                 target[...] = _product(window.reshape(-1, f), wf, parts).reshape(
@@ -683,10 +724,10 @@ def _col2im_backprop_input(shape, w, dy, g: _ConvGeometry, pads, out_hw, parts: 
     (pt, pb), (pl, pr) = pads
     dxp = np.zeros((n, h + pt + pb, wd + pl + pr, c), dtype)
     k = kh * kw * c
-    hspan, wspan = (oh - 1) * g.sh + 1, (ow - 1) * g.sw + 1
-    # Single-threaded BLAS: one small product per tap (contiguous columns to add);
-    # multi-threaded BLAS: one product per chunk (few BLAS calls, strided columns).
-    by_tap = intra_op.blas_threads() == 1
+    # Single-threaded BLAS: one small product per tap (contiguous columns to add), but for
+    # few input channels (_TAP_MIN_CHANNELS); multi-threaded BLAS: one product per chunk
+    # (few BLAS calls, strided columns).
+    by_tap = intra_op.blas_threads() == 1 and c >= _TAP_MIN_CHANNELS
     wt = np.ascontiguousarray(w.reshape(kh * kw, c, f).transpose(0, 2, 1) if by_tap
                               else w.reshape(k, f).T)
 
@@ -701,22 +742,42 @@ def _col2im_backprop_input(shape, w, dy, g: _ConvGeometry, pads, out_hw, parts: 
     def work(n0, n1):
         m = (n1 - n0) * oh * ow
         d2 = dy[n0:n1].reshape(-1, f)
-        if by_tap:
-            b = buffer()[:, :m]
-            _tap_products(d2, wt, b)
-        else:
-            b = buffer()[:m]
-            np.matmul(d2, wt, out=b)
-            b = b.reshape(n1 - n0, oh, ow, kh * kw, c)
-        sub = dxp[n0:n1]
-        for i in range(kh):
-            for j in range(kw):
-                tap = b[i * kw + j] if by_tap else b[:, :, :, i * kw + j]
-                sub[:, i * g.dh:i * g.dh + hspan:g.sh, j * g.dw:j * g.dw + wspan:g.sw] \
-                    += tap.reshape(n1 - n0, oh, ow, c)
+        cols = buffer()
+        _tap_columns(d2, wt, cols, m, by_tap)
+        _scatter_taps(cols, dxp[n0:n1], by_tap, (kh, kw), (oh, ow), g)
 
     intra_op.parallel_for(work, n, nb, _parts(parts, 2.0 * dy.size * k))
     return _cropped(dxp, shape, pads)
+
+
+def _tap_columns(d2, wt, cols, m: int, by_tap: bool) -> None:
+    """The first `m` rows of every tap's products of out_backprop rows `d2` (m, F) with the
+    filter: by tap into `cols` (taps, rows, C) (`_tap_products`), else all at once into
+    `cols` (rows, taps*C) with `wt` (F, taps*C)."""
+    if by_tap:
+        _tap_products(d2, wt, cols[:, :m])
+    elif not _ng(d2, wt, cols[:m]):
+        np.matmul(d2, wt, out=cols[:m])
+
+
+def _scatter_taps(cols, target, by_tap: bool, khw, out_hw, g: _ConvGeometry) -> None:
+    """`target` (N', Hp, Wp, C), a batch chunk of the padded input gradient, += every tap's
+    products in `cols` (a thread's whole buffer of `_tap_columns`) at the strided slice the
+    tap read from, tap by tap: in C (native.col2im, one pass per tap over the products
+    rather than NumPy's over a strided view: 5x faster with few channels), else NumPy."""
+    (kh, kw), (oh, ow) = khw, out_hw
+    nb, c = target.shape[0], target.shape[3]
+    strides = (cols.shape[1] * c, c) if by_tap else (c, cols.shape[1])
+    if native.col2im(cols, target, khw, out_hw, (g.sh, g.sw), (g.dh, g.dw), *strides):
+        return
+    m = nb * oh * ow
+    b = cols[:, :m] if by_tap else cols[:m].reshape(nb, oh, ow, kh * kw, c)
+    hspan, wspan = (oh - 1) * g.sh + 1, (ow - 1) * g.sw + 1
+    for i in range(kh):
+        for j in range(kw):
+            tap = b[i * kw + j] if by_tap else b[:, :, :, i * kw + j]
+            target[:, i * g.dh:i * g.dh + hspan:g.sh, j * g.dw:j * g.dw + wspan:g.sw] \
+                += tap.reshape(nb, oh, ow, c)
 
 
 def _tap_products(d2, wt, out) -> None:
@@ -747,7 +808,6 @@ def _col2im_rows(dxp, wt, dy, khwc, g: _ConvGeometry, by_tap: bool, parts: int) 
     extent = (kh - 1) * g.dh + 1
     rows = _row_blocks(oh, ow, k, dy.itemsize, least=-(-extent // g.sh))
     blocks = -(-oh // rows)
-    wspan = (ow - 1) * g.sw + 1
     buffer, _ = intra_op.per_thread(
         lambda: np.empty((kh * kw, rows * ow, c) if by_tap else (rows * ow, k), dxp.dtype))
 
@@ -755,20 +815,9 @@ def _col2im_rows(dxp, wt, dy, khwc, g: _ConvGeometry, by_tap: bool, parts: int) 
         r1 = min(oh, r0 + rows)
         m = (r1 - r0) * ow
         d2 = dy[b, r0:r1].reshape(-1, f)
-        if by_tap:
-            t = buffer()[:, :m]
-            _tap_products(d2, wt, t)
-        else:
-            t = buffer()[:m]
-            np.matmul(d2, wt, out=t)
-            t = t.reshape(r1 - r0, ow, kh * kw, c)
-        base = r0 * g.sh
-        hspan = (r1 - r0 - 1) * g.sh + 1
-        for i in range(kh):
-            for j in range(kw):
-                tap = t[i * kw + j] if by_tap else t[:, :, i * kw + j]
-                dxp[b, base + i * g.dh:base + i * g.dh + hspan:g.sh,
-                    j * g.dw:j * g.dw + wspan:g.sw] += tap.reshape(r1 - r0, ow, c)
+        cols = buffer()
+        _tap_columns(d2, wt, cols, m, by_tap)
+        _scatter_taps(cols, dxp[b:b + 1, r0 * g.sh:], by_tap, (kh, kw), (r1 - r0, ow), g)
 
     per_pass = -(-blocks // 2)
     for first in (0, 1):

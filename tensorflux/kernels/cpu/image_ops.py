@@ -198,11 +198,24 @@ def _resize_nearest_grad(node):
         h, w = int(size[0]), int(size[1])
         iy = _nearest_index(h, grads.shape[1], align, half)
         ix = _nearest_index(w, grads.shape[2], align, half)
-        out = np.zeros((grads.shape[0], h, w, grads.shape[3]), grads.dtype)
-        np.add.at(out, (slice(None), iy[:, None], ix[None, :]), grads)
-        return out
+        return _sum_into(_sum_into(grads, iy, h, 1), ix, w, 2)
 
     return compute
+
+
+def _sum_into(a, idx, size, axis):
+    """`a`'s slices along `axis` summed into `size` slices by (nondecreasing) `idx`: runs of
+    k for an integer upsampling by k strided adds (np.add.at: 25 ms for [64, 28, 28, 64],
+    these 1 ms), other runs one sum each."""
+    lead, starts = (slice(None),) * axis, np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
+    k = len(idx) // max(1, len(starts))
+    if len(starts) == size and k * size == len(idx) and (np.diff(starts) == k).all():
+        return sum((a[lead + (slice(j, None, k),)] for j in range(1, k)),
+                   a[lead + (slice(0, None, k),)].copy())
+    out = np.zeros(a.shape[:axis] + (size,) + a.shape[axis + 1:], a.dtype)
+    for s0, s1 in zip(starts, np.r_[starts[1:], len(idx)], strict=True):
+        out[lead + (idx[s0],)] = a[lead + (slice(s0, s1),)].sum(axis)
+    return out
 
 
 # ---- CropAndResize ---------------------------------------------------------------------------

@@ -391,6 +391,28 @@ def im2col(xp: np.ndarray, out: np.ndarray, n0: int, strides, dilations) -> bool
     return True
 
 
+def col2im(cols: np.ndarray, img: np.ndarray, taps, out_hw, strides, dilations,
+           tap_stride: int, pixel_stride: int, tap_offset: int = 0, gather: bool = False,
+           length: int | None = None) -> bool:
+    """The adds between tap products `cols` (flat; tap t's value for output pixel p starts
+    at t * `tap_stride` + p * `pixel_stride`, `length` of them contiguous: the image's
+    channels by default) and a batch chunk of an NHWC image `img` (N', Hp, Wp, P), for
+    every tap (i, j) in order, then every pixel: the image's slice
+    `img[:, i*dh:..:sh, j*dw:..:sw, t*tap_offset:t*tap_offset + length]` += the tap's
+    values (scatter), or, with `gather`, the tap's values += that slice. In place; the
+    same adds in the same order as NumPy's strided slices. False when the arrays do not
+    qualify (the caller adds with NumPy)."""
+    if _mod is None or not hasattr(_mod, "col2im") or type(cols) is not np.ndarray or \
+            type(img) is not np.ndarray or img.dtype not in _FLOATS or \
+            cols.dtype != img.dtype or not cols.flags.c_contiguous or \
+            not img.flags.c_contiguous or not (cols if gather else img).flags.writeable:
+        return False
+    _mod.col2im(cols, img, out_hw[0], out_hw[1], taps[0], taps[1], strides[0], strides[1],
+                dilations[0], dilations[1], tap_stride, pixel_stride, tap_offset,
+                img.shape[3] if length is None else length, gather)
+    return True
+
+
 # ---- convnets block (issue 20 part 3): GradientDescent, channel-last batch norm ----------
 
 
@@ -605,6 +627,24 @@ def ngemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
     return out
 
 
+
+
+def ngemm_batch(a: np.ndarray, b: np.ndarray, out: np.ndarray,
+                accumulate: bool = False) -> bool:
+    """`out[p] = a[p] @ b[p]` (or += when `accumulate`) for every p on this thread, through
+    `_native.c`'s own GEMM in one call (the same bits as `ngemm` per p): float32 `a` (P, m,
+    k) with contiguous rows, `b` (P, k, n) and `out` (P, m, n) C-contiguous. False when it
+    does not take the arrays, or any is empty (the caller multiplies per p)."""
+    if _mod is None or not hasattr(_mod, "ngemm_batch") or type(a) is not np.ndarray or \
+            type(b) is not np.ndarray or type(out) is not np.ndarray or a.dtype != _F32 or \
+            b.dtype != _F32 or out.dtype != _F32 or a.ndim != 3 or \
+            not b.flags.c_contiguous or not out.flags.c_contiguous or \
+            not out.flags.writeable or a.strides[2] != 4 or a.strides[1] % 4 or \
+            a.strides[0] % 4 or a.strides[1] < 4 * a.shape[2] or \
+            b.shape != (a.shape[0], a.shape[2], out.shape[2]) or \
+            out.shape[:2] != a.shape[:2] or 0 in a.shape:
+        return False
+    return bool(_mod.ngemm_batch(a, b, out, bool(accumulate)))
 
 
 def dataflow_core(items: list, specs: list):
