@@ -164,13 +164,19 @@ def gemm(a: np.ndarray, b: np.ndarray, parts: int, into: np.ndarray | None = Non
     else:
         out = into
     k = a.shape[0] if ta else a.shape[1]
-    if 2.0 * m * n * k > interrupt.CHUNK_FLOPS:
-        with interrupt.native_stop() as (cell, deadline):
-            done = _mod.gemm(a, b, out, ta, tb, parts, cell, deadline, into is not None)
-    elif into is not None:
-        done = _mod.gemm(a, b, out, ta, tb, parts, None, 0.0, True)
-    else:
-        done = _mod.gemm(a, b, out, ta, tb, parts)
+    extra = () if into is None else (True,)  # accumulate (an older build lacks it)
+    try:
+        if 2.0 * m * n * k > interrupt.CHUNK_FLOPS:
+            with interrupt.native_stop() as (cell, deadline):
+                done = _mod.gemm(a, b, out, ta, tb, parts, cell, deadline, *extra)
+        elif extra:
+            done = _mod.gemm(a, b, out, ta, tb, parts, None, 0.0, *extra)
+        else:
+            done = _mod.gemm(a, b, out, ta, tb, parts)
+    except TypeError:  # an extension built before `accumulate`: nothing was written
+        if into is None:
+            raise
+        return None
     if not done:
         interrupt.raise_stopped()
     return out
