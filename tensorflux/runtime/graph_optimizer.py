@@ -493,9 +493,15 @@ def fuse_batch_norm_relu(sg: StepGraph) -> int:
 # the memory of the partial products they replace.
 _MERGE_OPERAND_SHARE = 0.5
 _MERGE_MIN_BYTES = 1 << 20  # ... and the partial products take at least this much
+# A term's rows left unknown (a placeholder's batch dimension, None: tflearn's inputs) count
+# as this many in that test: a common batch size
+_MERGE_UNKNOWN_ROWS = 128
 
 
-def _static_matrix(node: Node, index: int) -> tuple[int, int] | None:
+def _static_matrix(node: Node, index: int,
+                   unknown_rows: bool = False) -> tuple[int | None, int] | None:
+    """(rows, columns) of a 2-D output of static shape; with `unknown_rows`, rows may be
+    None (an unknown first dimension)."""
     shapes = node.output_shapes
     if not shapes or index >= len(shapes) or shapes[index] is None:
         return None
@@ -503,7 +509,10 @@ def _static_matrix(node: Node, index: int) -> tuple[int, int] | None:
     if dims is None or len(dims) != 2:
         return None
     rows, cols = (getattr(d, "value", d) for d in dims)
-    return (rows, cols) if isinstance(rows, int) and isinstance(cols, int) else None
+    if not isinstance(cols, int) or not (isinstance(rows, int) or
+                                         (unknown_rows and rows is None)):
+        return None
+    return rows, cols
 
 
 def _add_like(sg: StepGraph, like: Node, name: str, op: str, attrs: dict, inputs: list,
@@ -528,9 +537,10 @@ def merge_summed_products(sg: StepGraph) -> int:
     merged product, and the term's nodes become NoOps waiting on what they read (a control
     edge may wait on them: tf.tuple's group_deps). Only terms that nothing else reads (not
     fetched), with static 2-D shapes whose stacked operands take at most half the partial
-    products' memory; terms that do not qualify stay in the AddN. Graphs with while loops
-    are left alone (a new node would need the loop's frame). The values are the same sums,
-    added in another order. Returns how many AddN nodes were rewritten."""
+    products' memory (rows may be unknown, a placeholder's batch dimension: each such term
+    counts as _MERGE_UNKNOWN_ROWS rows); terms that do not qualify stay in the AddN.
+    Graphs with while loops are left alone (a new node would need the loop's frame). The
+    values are the same sums, added in another order. Returns how many AddN nodes were rewritten."""
     if any(flow_kind(n.op) == "enter" for n in sg.nodes):
         return 0
     readers: dict[Node, int] = {}
@@ -567,22 +577,27 @@ def merge_summed_products(sg: StepGraph) -> int:
             a_shape = b_shape = None
             if t is not None:
                 (a, ai), (b, bi) = t[0].inputs
-                a_shape, b_shape = _static_matrix(a, ai), _static_matrix(b, bi)
-            if (a_shape is None or b_shape is None or a_shape[0] != b_shape[0]
+                a_shape = _static_matrix(a, ai, unknown_rows=True)
+                b_shape = _static_matrix(b, bi, unknown_rows=True)
+            if (a_shape is None or b_shape is None
+                    or None not in (a_shape[0], b_shape[0]) and a_shape[0] != b_shape[0]
                     or (shape is not None and shape != (a_shape[1], b_shape[1]))):
                 rest.append(e)
                 continue
             shape = (a_shape[1], b_shape[1])
-            terms.append((t[0], t[1], a_shape[0], t[2]))
+            rows = a_shape[0] if a_shape[0] is not None else b_shape[0]
+            terms.append((t[0], t[1], rows, t[2]))
         if len(terms) < 2:
             continue
         m, n = shape
-        k = sum(kk for _, _, kk, _ in terms)
+        known = None not in [kk for _, _, kk, _ in terms]
+        k = sum(_MERGE_UNKNOWN_ROWS if kk is None else kk for _, _, kk, _ in terms)
         itemsize = np.dtype(dtype.as_numpy_dtype).itemsize
         products = len(terms) * m * n * itemsize
         if products < _MERGE_MIN_BYTES or k * (m + n) * itemsize > \
                 _MERGE_OPERAND_SHARE * products:
             continue
+        k = k if known else None
         name = s.name + "/merged_products"
         axis = _add_like(sg, s, name + "/axis", "Const", {"value": np.zeros((), np.int32),
                                                           "dtype": dtypes.int32},

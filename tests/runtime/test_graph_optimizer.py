@@ -358,15 +358,20 @@ _SUMMED_CASES = [
 ]
 
 
-def _summed_products(steps, batch, extra, fetch_one):
+def _summed_products(steps, batch, extra, fetch_one, unknown_batch=False):
     """sum_t x_t^T . d_t as tf.gradients builds it for a weight used at every step of an
-    unrolled loop (MatMul(transpose_a) behind tf.tuple's Identity gates, one AddN)."""
+    unrolled loop (MatMul(transpose_a) behind tf.tuple's Identity gates, one AddN); with
+    `unknown_batch`, the inputs' first dimension is None (a placeholder's batch) and the
+    weight [512, 1024] (so that 128 rows a term pass the memory test)."""
     rng = np.random.default_rng(3)
+    width = 512 if unknown_batch else 256
     g = tf.Graph()
     with g.as_default():
-        w = tf.Variable(rng.standard_normal((256, 512)).astype(np.float32))
-        xs = [tf.constant(rng.standard_normal((batch, 256)).astype(np.float32))
+        w = tf.Variable(rng.standard_normal((width, 2 * width)).astype(np.float32))
+        xs = [tf.constant(rng.standard_normal((batch, width)).astype(np.float32))
               for _ in range(steps)]
+        if unknown_batch:
+            xs = [tf.placeholder_with_default(x, [None, width]) for x in xs]
         ys = [tf.matmul(x, w) for x in xs]
         loss = tf.add_n([tf.reduce_sum(tf.tanh(y)) for y in ys])
         if extra:
@@ -394,6 +399,16 @@ def test_summed_products_merge_into_one_product(case):
     terms = steps - fetch_one
     assert ops1.count("MatMul") == ops0.count("MatMul") - terms + 1
     assert ops1.count("AddN") == ops0.count("AddN") - (0 if extra or fetch_one else 1)
+
+
+def test_summed_products_of_an_unknown_batch_merge():
+    """Terms whose rows (the batch) are unknown statically merge too (the memory test
+    counts them as _MERGE_UNKNOWN_ROWS rows each), with the same sums."""
+    g, init, fetches = _summed_products(6, 4, False, False, unknown_batch=True)
+    (merged, ops1, _), (plain, ops0, _) = _run_both(g, init, fetches)
+    np.testing.assert_allclose(merged[0], plain[0], rtol=1e-5, atol=1e-5)
+    assert ops1.count("ConcatV2") == ops0.count("ConcatV2") + 2
+    assert ops1.count("MatMul") == ops0.count("MatMul") - 6 + 1
 
 
 def test_small_or_looped_sums_of_products_are_left_alone():
