@@ -97,6 +97,23 @@ define_op("_FusedMatMul", inputs=["a: T", "b: T", "args: num_args * T"],
 not_differentiable("_FusedMatMul")
 
 
+def _fused_matmul_add_shape(op):
+    product = _matmul_shape_of(op.inputs[0].shape, op.inputs[1].shape, op)[0]
+    return [product.merge_with(op.inputs[2].shape)]
+
+
+# addend + MatMul(a, b) as one node, made only by the graph optimizer (runtime/
+# graph_optimizer.py `fuse_matmul_add`: a weight's gradient summed over a while loop's
+# iterations, `acc + x_t^T dy_t`); its kernel adds the product into the addend's buffer
+# (BLAS's beta = 1) instead of writing the product and adding it in another pass. Made
+# after differentiation: no gradient.
+define_op("_FusedMatMulAdd", inputs=["a: T", "b: T", "addend: T"], outputs=["sum: T"],
+          attrs=["transpose_a: bool = false", "transpose_b: bool = false",
+                 "T: {float, double}"],
+          shape_fn=_fused_matmul_add_shape, flops="matmul")
+not_differentiable("_FusedMatMulAdd")
+
+
 def _batch_matmul_shape(op, broadcast: bool):
     x, y = (t.shape for t in op.inputs)
     for s in (x, y):

@@ -21,6 +21,9 @@ node's `body`). The body is generated Python, like the static executor's:
             del v9                        # dropped after its last reader (`_frees`)
             m0, m1 = v10, m1              # the NextIterations' values
 
+A body statement that is the last reader of a loop variable or of a value dying there may
+be donated them (`_donations`, checked by reference count as the static schedule does).
+
 Eligible frame: Merges of exactly (non-constant Enter, NextIteration), one LoopCond, Switches
 of (Merge, LoopCond) whose false side feeds only Exits (directly or through the Identities
 of tf.gradients' `tuple`), and otherwise nodes whose kernels are synchronous, not Send/Recv,
@@ -47,6 +50,7 @@ import time
 import numpy as np
 
 from tensorflux.framework import errors
+from tensorflux.kernels import buffers
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.runtime import codegen, frame_analysis
 from tensorflux.runtime.frame_analysis import flow_kind, is_control_flow
@@ -359,15 +363,24 @@ class _LoopSpec:
         cond = em.names[self.loop_cond.inputs[0]]
         body = self._statements(em, self.body)
         nexts = [em.names[self.next_of_merge[m].inputs[0]] for m in self.merges]
-        frees = self._frees(head + body, set(params) | {cond, *exits, *nexts} |
-                            {f"m{k}" for k in range(len(self.var_enters))})
-        self._emit(em, head, frees, 0)
+        loop_vars = {f"m{k}" for k in range(len(self.var_enters))}
+        frees = self._frees(head + body, set(params) | {cond, *exits, *nexts} | loop_vars)
+        donations = self._donations(head, body, frees, loop_vars,
+                                    set(params) | {cond, *nexts})
+        self._emit(em, head, frees, 0, {})
         ret = exits[0] if len(exits) == 1 else "(" + "".join(e + ", " for e in exits) + ")"
         em.add(f"if not {cond}:", 2)
         em.add(f"return {ret if exits else 'None'}", 3)
-        self._emit(em, body, frees, len(head))
+        self._emit(em, body, frees, len(head), donations)
         em.add("".join(f"m{k}, " for k in range(len(nexts))) + "= " +
                "".join(v + ", " for v in nexts), 2)
+        # a loop variable that a kernel may take over must be held by its name alone
+        donated_vars = {v for dying in donations.values() for _, v in dying} & loop_vars
+        produced = {o for st in head + body for o in st.outs}
+        drop = [v for k, v in enumerate(nexts)
+                if f"m{k}" in donated_vars and v in produced and nexts.count(v) == 1]
+        if drop:
+            em.add("del " + ", ".join(drop), 2)
         for line, indent in (("n += 1", 2), ("if not n & _CHECK:", 2),
                              ("_check(cm, limit)", 3)):
             em.add(line, indent)
@@ -411,12 +424,47 @@ class _LoopSpec:
         return frees
 
     @staticmethod
+    def _donations(head, body, frees: dict[int, list[str]], loop_vars: set[str],
+                   protected: set[str]) -> dict[int, list[tuple[int, str]]]:
+        """Statement index -> the (input position, local) pairs the body's statement there
+        may be donated (kernels/buffers.py, "donated inputs"; checked by reference count
+        when it runs, as the static schedule does): inputs whose last reader in the
+        iteration it is, either values of the iteration dropped right after it, or loop
+        variables (the Merges' values: the NextIterations rebind them, and the Exits read
+        them in the head, before the body) unless the next iteration, the predicate or the
+        Enters' parameters name them. A loop variable is held by its name alone from the
+        second iteration on (the first one's is also the Enter's parameter): a gradient
+        loop's sum of a weight's per-iteration gradients is added into in place."""
+        statements = head + body
+        last: dict[str, int] = {}
+        for idx, st in enumerate(statements):
+            for name in (*st.outs, *st.reads):
+                last[name] = idx
+        donations: dict[int, list[tuple[int, str]]] = {}
+        for idx, st in enumerate(body, len(head)):
+            dying = [(k, v) for k, v in st.donate
+                     if last.get(v) == idx and v not in protected
+                     and (v in loop_vars or v in frees.get(idx, ()))]
+            if dying:
+                donations[idx] = dying
+        return donations
+
+    @staticmethod
     def _emit(em: codegen.Emitter, statements: list[codegen.Statement],
-              frees: dict[int, list[str]], first: int) -> None:
+              frees: dict[int, list[str]], first: int,
+              donations: dict[int, list[tuple[int, str]]]) -> None:
         """The statements inside the `while`, each followed by the `del` of what dies at
-        it (`_frees`; nothing is donated in a compiled loop)."""
+        it (`_frees`); a statement with `donations` checks which of them nothing else holds
+        and passes them as `donated`."""
         for idx, st in enumerate(statements, first):
-            em.add(st.text, 2, st.node)
+            dying = donations.get(idx)
+            if dying:
+                em.env["_donatable"] = buffers.donatable
+                em.add("_d = " + " + ".join(f"(({k},) if _donatable({v}) else ())"
+                                             for k, v in dying), 2, st.node)
+                em.add(f"{st.open_call}, donated=_d)", 2, st.node)
+            else:
+                em.add(st.text, 2, st.node)
             if idx in frees:
                 em.add("del " + ", ".join(frees[idx]), 2)
 

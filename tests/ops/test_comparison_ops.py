@@ -60,6 +60,13 @@ CASES: list[tuple[OpCase, list]] = [
      [np.float32]),
     (OpCase("where_v2", tf.where_v2, np.where, [(2, 1), (3,), (2, 3)],
             input_dtypes=[np.bool_, None, None], grad_inputs=[1, 2]), F32_64),
+    # above comparison_ops._BITS_MIN_ELEMENTS: the branch-free select of bits
+    (OpCase("where_v2_large", tf.where_v2, np.where, [(64, 1), (128,), (64, 128)],
+            input_dtypes=[np.bool_, None, None], grad=False),
+     [np.float32, np.float64, np.int32, np.int64]),
+    (OpCase("where_select_large", lambda c, x, y: tf.where(c, x, y), np.where,
+            [(64, 128)] * 3, input_dtypes=[np.bool_, None, None], grad=False),
+     [np.float32, np.float16]),
     (OpCase("where_coordinates", tf.where, lambda c: np.argwhere(c), [(3, 4)],
             grad=False, make=booleans), [np.bool_]),
     (OpCase("where_coordinates_numeric", tf.where, lambda c: np.argwhere(c), [(5,)],
@@ -79,3 +86,38 @@ def test_select_runtime_errors():
             sess.run(tf.where(c, x, x), {c: [True, False], x: [1.0, 2.0, 3.0]})
         np.testing.assert_array_equal(
             sess.run(tf.where(c, x, -x), {c: True, x: [1.0, 2.0]}), [1.0, 2.0])
+
+
+# (condition, then, else) shapes; "0" stands for a scalar zero of the dtype
+_SELECT_SHAPES = [((64, 128), (64, 128), (64, 128)), ((64, 128), (64, 128), "0"),
+                  ((64, 128), "0", (64, 128)), ((64, 128), (128,), (64, 1)),
+                  ((128,), (64, 128), (64, 128)), ((64, 1), (1, 128), "0"),
+                  ((), (64, 128), (64, 128)), ((64, 128), (), ())]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.int64,
+                                   np.uint8, np.int16, np.bool_])
+def test_select_bits_equal_np_where(dtype):
+    """SelectV2's branch-free select gives np.where's bits: NaN, -0.0 and inf included."""
+    rng = np.random.default_rng(3)
+
+    def make(shape):
+        if shape == "0":
+            return np.zeros((), dtype)
+        x = (rng.standard_normal(shape) * 5).astype(dtype)
+        if x.dtype.kind == "f" and x.size >= 3:
+            x.flat[:3] = [np.nan, -0.0, np.inf]
+        return x
+
+    c_in = tf.placeholder(tf.bool)
+    t_in, e_in = tf.placeholder(dtype), tf.placeholder(dtype)
+    out = tf.where_v2(c_in, t_in, e_in)
+    with tf.Session() as sess:
+        for c_shape, t_shape, e_shape in _SELECT_SHAPES:
+            c, t, e = rng.random(c_shape) > 0.5, make(t_shape), make(e_shape)
+            got, want = sess.run(out, {c_in: c, t_in: t, e_in: e}), np.where(c, t, e)
+            assert got.shape == want.shape and got.dtype == want.dtype
+            assert got.tobytes() == want.tobytes(), (c_shape, t_shape, e_shape)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="broadcastable"):
+            sess.run(out, {c_in: np.ones((64, 128), bool), t_in: make((64, 3)),
+                           e_in: make((64, 128))})

@@ -358,15 +358,20 @@ _SUMMED_CASES = [
 ]
 
 
-def _summed_products(steps, batch, extra, fetch_one):
+def _summed_products(steps, batch, extra, fetch_one, unknown_batch=False):
     """sum_t x_t^T . d_t as tf.gradients builds it for a weight used at every step of an
-    unrolled loop (MatMul(transpose_a) behind tf.tuple's Identity gates, one AddN)."""
+    unrolled loop (MatMul(transpose_a) behind tf.tuple's Identity gates, one AddN); with
+    `unknown_batch`, the inputs' first dimension is None (a placeholder's batch) and the
+    weight [512, 1024] (so that 128 rows a term pass the memory test)."""
     rng = np.random.default_rng(3)
+    width = 512 if unknown_batch else 256
     g = tf.Graph()
     with g.as_default():
-        w = tf.Variable(rng.standard_normal((256, 512)).astype(np.float32))
-        xs = [tf.constant(rng.standard_normal((batch, 256)).astype(np.float32))
+        w = tf.Variable(rng.standard_normal((width, 2 * width)).astype(np.float32))
+        xs = [tf.constant(rng.standard_normal((batch, width)).astype(np.float32))
               for _ in range(steps)]
+        if unknown_batch:
+            xs = [tf.placeholder_with_default(x, [None, width]) for x in xs]
         ys = [tf.matmul(x, w) for x in xs]
         loss = tf.add_n([tf.reduce_sum(tf.tanh(y)) for y in ys])
         if extra:
@@ -394,6 +399,16 @@ def test_summed_products_merge_into_one_product(case):
     terms = steps - fetch_one
     assert ops1.count("MatMul") == ops0.count("MatMul") - terms + 1
     assert ops1.count("AddN") == ops0.count("AddN") - (0 if extra or fetch_one else 1)
+
+
+def test_summed_products_of_an_unknown_batch_merge():
+    """Terms whose rows (the batch) are unknown statically merge too (the memory test
+    counts them as _MERGE_UNKNOWN_ROWS rows each), with the same sums."""
+    g, init, fetches = _summed_products(6, 4, False, False, unknown_batch=True)
+    (merged, ops1, _), (plain, ops0, _) = _run_both(g, init, fetches)
+    np.testing.assert_allclose(merged[0], plain[0], rtol=1e-5, atol=1e-5)
+    assert ops1.count("ConcatV2") == ops0.count("ConcatV2") + 2
+    assert ops1.count("MatMul") == ops0.count("MatMul") - 6 + 1
 
 
 def test_small_or_looped_sums_of_products_are_left_alone():
@@ -478,3 +493,98 @@ def test_fetched_relu_is_not_fused_into_the_batch_norm():
         np.testing.assert_array_equal(a, b)
     # the fetched Relu and its batch norm stay; only the residual tail fuses
     assert ops1.count("Relu") == 1 and ops1.count("_FusedBatchNormEx") == 1
+
+
+# (name, the product's side of the add, Identity gates between, addend shape, fetch the
+# product, fuses): x + MatMul(a, b) with a [256, 64], b [64, 512]
+_MATMUL_ADD_CASES = [
+    ("addend_first", "right", 0, (256, 512), False, True),
+    ("product_first", "left", 0, (256, 512), False, True),
+    ("through_identities", "right", 2, (256, 512), False, True),
+    ("fetched_product", "right", 0, (256, 512), True, False),
+    ("broadcast_addend", "right", 0, (1, 512), False, False),
+    ("small_product", "right", 0, (16, 512), False, False),
+]
+
+
+def _matmul_add(case):
+    _, side, gates, addend_shape, fetch_product, _ = case
+    rng = np.random.default_rng(17)
+    rows = addend_shape[0] if addend_shape[0] > 1 else 256
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.Variable(rng.standard_normal((rows, 64)).astype(np.float32))
+        b = tf.Variable(rng.standard_normal((64, 512)).astype(np.float32))
+        x = tf.Variable(rng.standard_normal(addend_shape).astype(np.float32))
+        product = tf.matmul(a, b)
+        term = product
+        for _ in range(gates):
+            term = tf.identity(term)
+        total = x + term if side == "right" else term + x
+        fetches = [total, tf.gradients(tf.reduce_sum(total * total), [a])[0]]
+        init = tf.global_variables_initializer()
+    return g, init, fetches + ([product] if fetch_product else [])
+
+
+@pytest.mark.parametrize("case", _MATMUL_ADD_CASES, ids=[c[0] for c in _MATMUL_ADD_CASES])
+def test_matmul_add_fuses_with_the_unfused_values(case):
+    """x + MatMul(a, b) becomes one _FusedMatMulAdd (the product added into x's buffer):
+    the unfused (L0) values bit for bit (k = 64: one BLAS block); a fetched product, an
+    addend that broadcasts and a product under the size bound keep their nodes."""
+    g, init, fetches = _matmul_add(case)
+    (fused, ops1, _), (plain, ops0, _) = _run_both(g, init, fetches)
+    for a, b in zip(fused, plain, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert "_FusedMatMulAdd" not in ops0
+    assert ops1.count("_FusedMatMulAdd") == int(case[-1])
+    assert ops1.count("MatMul") == ops0.count("MatMul") - int(case[-1])
+
+
+def _lstm_gradients(batch, steps, units):
+    """The weight and bias gradients of an LSTM by dynamic_rnn: tf.gradients sums them
+    over the loop's iterations (acc + x_t^T dy_t in the gradient loop)."""
+    rng = np.random.default_rng(23)
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(1)  # the same weights in every session
+        x = tf.constant(rng.standard_normal((batch, steps, 32)).astype(np.float32))
+        cell = tf.nn.rnn_cell.BasicLSTMCell(units)
+        outputs, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+        loss = tf.reduce_sum(tf.tanh(outputs))
+        grads = tf.gradients(loss, tf.trainable_variables())
+        init = tf.global_variables_initializer()
+    return g, init, [loss] + grads
+
+
+def test_a_loop_gradient_sum_is_added_into_in_place(monkeypatch):
+    """The gradient loop's sum of a weight's per-iteration products fuses, and the compiled
+    loop donates the sum to it from the second iteration on (the first one's is also the
+    Enter's value): the gradients are the unfused ones (L0), compiled or run by the
+    dataflow executor, bit for bit (k = the batch, one BLAS block)."""
+    from tensorflux.kernels import buffers
+    from tensorflux.runtime.exec_options import ExecOptions
+
+    steps, units = 5, 256
+    donated = []
+    real = buffers.donated_output
+
+    def counting(inputs, positions, shape, dtype):  # the kernels' pick of a donated input
+        out = real(inputs, positions, shape, dtype)
+        if out is not None and out.shape == (32 + units, 4 * units) and positions == (2,):
+            donated.append(out.shape)
+        return out
+
+    monkeypatch.setattr(buffers, "donated_output", counting)
+    g, init, fetches = _lstm_gradients(48, steps, units)
+    results = []
+    for config, options in ((None, None), (L0, None),
+                            (None, ExecOptions(compile_loops=False))):
+        donated.clear()
+        with tf.Session(graph=g, config=config, exec_options=options) as sess:
+            sess.run(init)
+            results.append(sess.run(fetches))
+        if config is None and options is None:
+            assert len(donated) == steps - 1  # the weight's sum, in place
+    for fused in results[1:]:
+        for a, b in zip(results[0], fused, strict=True):
+            np.testing.assert_array_equal(a, b)

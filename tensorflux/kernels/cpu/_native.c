@@ -149,6 +149,7 @@ typedef struct {
      * pieces of k_piece; k_slices: chunks are k pieces of the whole output instead */
     int64_t tile_m, tile_n, grid_n, k_piece;
     int k_slices;
+    int accumulate;           /* out += op(a) op(b) (beta = 1 from the first piece of k) */
     const char *a, *b;
     char *c;
     const stop_t *stop;       /* polled between k pieces (NULL: never) */
@@ -197,8 +198,8 @@ static void gemm_chunk(void *p, int64_t i) {
     int64_t size = g->code == 'f' ? 4 : 8;
     if (g->k_slices) {
         int64_t k0 = i * g->k_piece, k = g->k - k0 < g->k_piece ? g->k - k0 : g->k_piece;
-        gemm_call(g, g->m, g->n, k, a_at(g, 0, k0, size), b_at(g, k0, 0, size), 0,
-                  g->partial[i]);
+        gemm_call(g, g->m, g->n, k, a_at(g, 0, k0, size), b_at(g, k0, 0, size),
+                  i == 0 && g->accumulate, g->partial[i]);
         return;
     }
     int64_t r0 = (i / g->grid_n) * g->tile_m, c0 = (i % g->grid_n) * g->tile_n;
@@ -211,7 +212,8 @@ static void gemm_chunk(void *p, int64_t i) {
             return;
         }
         int64_t k = g->k - k0 < g->k_piece ? g->k - k0 : g->k_piece;
-        gemm_call(g, m, n, k, a_at(g, r0, k0, size), b_at(g, k0, c0, size), k0 > 0, c);
+        gemm_call(g, m, n, k, a_at(g, r0, k0, size), b_at(g, k0, c0, size),
+                  k0 > 0 || g->accumulate, c);
     }
 }
 
@@ -388,14 +390,16 @@ static int two_d(const Py_buffer *v, int64_t *rows, int64_t *cols) {
     return 1;
 }
 
-/* gemm(a, b, out, transpose_a, transpose_b, parts[, stop, deadline]): out = op(a) @ op(b),
- * all C-contiguous; False when it stopped early. */
+/* gemm(a, b, out, transpose_a, transpose_b, parts[, stop, deadline, accumulate]):
+ * out = op(a) @ op(b), or with `accumulate` out += op(a) @ op(b) (BLAS's beta = 1: the
+ * first piece of k added into out, the next ones into that), all C-contiguous; False when
+ * it stopped early (out then holds a partial sum). */
 static PyObject *py_gemm(PyObject *self, PyObject *args) {
     PyObject *objs[3], *cell = NULL;
-    int ta, tb, parts;
+    int ta, tb, parts, accumulate = 0;
     double deadline = 0;
-    if (!PyArg_ParseTuple(args, "OOOppi|Od", &objs[0], &objs[1], &objs[2], &ta, &tb, &parts,
-                          &cell, &deadline))
+    if (!PyArg_ParseTuple(args, "OOOppi|Odp", &objs[0], &objs[1], &objs[2], &ta, &tb, &parts,
+                          &cell, &deadline, &accumulate))
         return NULL;
     static const int writable[3] = {0, 0, 1};
     buf_t bufs[3];
@@ -413,6 +417,7 @@ static PyObject *py_gemm(PyObject *self, PyObject *args) {
     g.code = code;
     g.ta = ta;
     g.tb = tb;
+    g.accumulate = accumulate;
     g.m = ta ? ac : ar;
     g.n = tb ? br : bc;
     g.k = ta ? ar : ac;

@@ -49,6 +49,39 @@ def _equality(node):
     return compute
 
 
+# np.where branches per element: on a random mask (dropout's keep mask, its gradient)
+# [128, 25, 512] float32 took 6.7 ms. Picking bits instead, e ^ ((t ^ e) & mask) with the
+# mask all ones where c holds, is branch-free (1.2 ms; 0.5 ms as t & mask when e is a
+# scalar 0) and gives np.where's values bit for bit (NaN payloads and signed zeros too).
+_BITS_MIN_ELEMENTS = 1 << 12
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _select_values(c: np.ndarray, t: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """np.where(c, t, e) for t, e of one dtype, broadcast against c and each other
+    (ValueError when they do not broadcast)."""
+    c, t, e = np.asarray(c), np.asarray(t), np.asarray(e)
+    unsigned = _UNSIGNED.get(t.dtype.itemsize)
+    if unsigned is None or c.dtype != np.bool_ or e.dtype != t.dtype or \
+            t.dtype.kind not in "biuf" or max(c.size, t.size, e.size) < _BITS_MIN_ELEMENTS:
+        return np.where(c, t, e)
+    shape = np.broadcast_shapes(c.shape, t.shape, e.shape)
+    mask = np.negative(c.view(np.uint8), dtype=unsigned)  # 0 or all ones
+    tb, eb = t.view(unsigned), e.view(unsigned)
+    if eb.ndim == 0 and not eb:  # where(c, x, 0): dropout's select and its gradient
+        out = np.bitwise_and(tb, mask)
+    elif tb.ndim == 0 and not tb:
+        out = np.bitwise_and(eb, np.invert(mask))
+    else:
+        out = np.bitwise_xor(tb, eb)
+        if out.shape == shape:
+            np.bitwise_and(out, mask, out=out)
+        else:
+            out = np.bitwise_and(out, mask)
+        np.bitwise_xor(out, eb, out=out)
+    return out.view(t.dtype)
+
+
 @kernel("Select")
 def _select(ctx, c, t, e):
     if t.shape != e.shape:
@@ -60,18 +93,18 @@ def _select(ctx, c, t, e):
         if c.shape[0] != t.shape[0]:
             raise _invalid("Number of batches of 'then' must match size of 'cond', but saw: "
                            f"{t.shape[0]} vs. {c.shape[0]}")
-        return np.where(c.reshape(c.shape + (1,) * (t.ndim - 1)), t, e)
+        return _select_values(c.reshape(c.shape + (1,) * (t.ndim - 1)), t, e)
     if c.shape != t.shape:
         raise _invalid("Inputs to operation Select of type Select must have the same size and "
                        f"shape.  Input 0: {_shape_str(c.shape)} != input 1: "
                        f"{_shape_str(t.shape)}")
-    return np.where(c, t, e)
+    return _select_values(c, t, e)
 
 
 @kernel("SelectV2")
 def _select_v2(ctx, c, t, e):
     try:
-        return np.where(c, t, e)
+        return _select_values(c, t, e)
     except ValueError:
         raise _invalid(f"condition {_shape_str(c.shape)}, then {_shape_str(t.shape)}, and "
                        f"else {_shape_str(e.shape)} must be broadcastable") from None

@@ -102,6 +102,39 @@ def _fused_matmul(node):
     return compute
 
 
+@kernel_factory("_FusedMatMulAdd", expensive=True, reuses_inputs=(2,))
+def _fused_matmul_add(node):
+    """addend + op(a) @ op(b) (graph_optimizer.fuse_matmul_add): the product added into the
+    addend's buffer when the executor donates it, else into a copy of it, by one BLAS call
+    with beta = 1 (native.gemm's `into`). The values are the unfused AddV2's where the
+    product's k fits one BLAS block (a weight gradient's batch); over a longer k, BLAS
+    adds each block's part into the sum in turn (rounding-level differences). Without the
+    extension, for operands it does not take, and for the products the MatMul kernel
+    computes otherwise (small ones; the skinny products of a small batch, summed in
+    another order): the MatMul kernel's product, then the add, as the unfused nodes; also
+    where the addend's shape is not the product's (the optimizer fuses sums whose addend
+    has no static shape, a loop's accumulator: AddV2's broadcasting then)."""
+    ta, tb = node.attrs["transpose_a"], node.attrs["transpose_b"]
+    product = _matmul(node)
+
+    def compute(ctx, a, b, addend, donated=()):
+        if a.ndim == 2 and b.ndim == 2 and a.dtype in _BLAS_FLOATS and b.dtype == a.dtype:
+            a2, b2 = (a.T if ta else a), (b.T if tb else b)
+            shape = (a2.shape[0], b2.shape[1])
+            k = a2.shape[1]
+            if k == b2.shape[0] and addend.shape == shape and addend.dtype == a.dtype and \
+                    2.0 * shape[0] * shape[1] * k >= intra_op.MIN_FLOPS and \
+                    not (ta != tb and min(shape[0], k) <= native.SKINNY_MAX):
+                into = buffers.donated_output((a, b, addend), donated, shape, a.dtype) \
+                    if donated else None
+                out = np.array(addend, order="C") if into is None else into
+                if native.gemm(a2, b2, intra_op.workers(ctx), into=out) is not None:
+                    return out
+        return np.add(addend, product(ctx, a, b))  # AddV2's values (and broadcasting)
+
+    return compute
+
+
 def _product(a, b):
     """np.matmul(a, b), written where the executor offers (buffers.empty_output)."""
     if not buffers.output_offered():

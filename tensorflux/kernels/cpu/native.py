@@ -130,8 +130,12 @@ def _row_major(x: np.ndarray):
     return None, False
 
 
-def gemm(a: np.ndarray, b: np.ndarray, parts: int):
-    """a @ b (2-D float32/float64 of one dtype) split over `parts` threads, or None."""
+def gemm(a: np.ndarray, b: np.ndarray, parts: int, into: np.ndarray | None = None):
+    """a @ b (2-D float32/float64 of one dtype) split over `parts` threads, or None.
+
+    With `into` (a C-contiguous, writeable array of the product's shape and dtype that
+    nothing else reads: the caller's own), adds the product into it in place (BLAS's
+    beta = 1) and returns it; None (`into` untouched) where it does not take the call."""
     global _gemm_ready
     if _mod is None or a.dtype not in _FLOATS or b.dtype != a.dtype:
         return None
@@ -152,13 +156,27 @@ def gemm(a: np.ndarray, b: np.ndarray, parts: int):
     (a, ta), (b, tb) = operands
     m = a.shape[1] if ta else a.shape[0]
     n = b.shape[0] if tb else b.shape[1]
-    out = buffers.empty_output((m, n), a.dtype)  # in a push's segment when offered
-    k = a.shape[0] if ta else a.shape[1]
-    if 2.0 * m * n * k > interrupt.CHUNK_FLOPS:
-        with interrupt.native_stop() as (cell, deadline):
-            done = _mod.gemm(a, b, out, ta, tb, parts, cell, deadline)
+    if into is None:
+        out = buffers.empty_output((m, n), a.dtype)  # in a push's segment when offered
+    elif into.shape != (m, n) or into.dtype != a.dtype or not into.flags.c_contiguous or \
+            not into.flags.writeable:
+        return None
     else:
-        done = _mod.gemm(a, b, out, ta, tb, parts)
+        out = into
+    k = a.shape[0] if ta else a.shape[1]
+    extra = () if into is None else (True,)  # accumulate (an older build lacks it)
+    try:
+        if 2.0 * m * n * k > interrupt.CHUNK_FLOPS:
+            with interrupt.native_stop() as (cell, deadline):
+                done = _mod.gemm(a, b, out, ta, tb, parts, cell, deadline, *extra)
+        elif extra:
+            done = _mod.gemm(a, b, out, ta, tb, parts, None, 0.0, *extra)
+        else:
+            done = _mod.gemm(a, b, out, ta, tb, parts)
+    except TypeError:  # an extension built before `accumulate`: nothing was written
+        if into is None:
+            raise
+        return None
     if not done:
         interrupt.raise_stopped()
     return out
