@@ -90,3 +90,34 @@ def test_disable_with_predicate_skips_when_true_at_run_time():
     result = run()
     assert result.wasSuccessful() and not result.skipped and flag["ran"]
     assert Case.test_it.__name__ == "test_it"
+
+
+def test_test_case_seeds_every_test_as_tensorflow():
+    # TF's TestCase.setUp seeds Python's and NumPy's generators and the new default graph
+    # with DEFAULT_GRAPH_SEED (87654321); the values below are TF 2.21's in such a test.
+    import random
+
+    import numpy as np
+
+    seen = {}
+
+    class Seeded(tf.test.TestCase):
+        def test_draws(self):
+            seen["np"], seen["py"] = np.random.rand(), random.random()
+            seen["seed"] = tf.get_default_graph().seed
+            seen["op"] = self.evaluate(tf.random_uniform([2]))
+
+    class Unseeded(tf.test.TestCase):
+        _set_default_seed = False
+
+        def test_graph(self):
+            seen["unseeded"] = tf.get_default_graph().seed
+
+    for case in (Seeded("test_draws"), Unseeded("test_graph")):
+        result = unittest.TestResult()
+        case.run(result)
+        assert result.wasSuccessful(), result.errors + result.failures
+    assert seen["seed"] == 87654321 and seen["unseeded"] is None
+    assert seen["np"] == pytest.approx(0.18463433217903202, rel=0, abs=0)
+    assert seen["py"] == pytest.approx(0.3499765785632496, rel=0, abs=0)
+    np.testing.assert_array_equal(seen["op"], np.float32([0.10086262, 0.9701668]))

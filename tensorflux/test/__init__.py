@@ -25,6 +25,7 @@ def gpu_device_name() -> str:
 import contextlib as _contextlib  # noqa: E402
 import functools as _functools  # noqa: E402
 import os as _os  # noqa: E402
+import random as _random  # noqa: E402
 import re as _re  # noqa: E402
 import sys as _sys  # noqa: E402
 import tempfile as _tempfile  # noqa: E402
@@ -34,6 +35,7 @@ from unittest import mock  # noqa: E402,F401 - tf.test.mock
 import numpy as _np  # noqa: E402
 
 from tensorflux.framework import graph as _graph_lib  # noqa: E402
+from tensorflux.framework import random_seed as _random_seed  # noqa: E402
 from tensorflux.runtime import session as _session_lib  # noqa: E402
 from tensorflux.test.absl_assertions import AbslAssertions as _AbslAssertions  # noqa: E402
 from tensorflux.test.stubout import StubOutForTesting  # noqa: E402,F401
@@ -165,9 +167,17 @@ class TestCase(_AbslAssertions, _unittest.TestCase):
         # reader_test.py) still gets sessions and a tearDown.
         self._cached_session = None
 
+    # TF seeds every test alike (Python's and NumPy's generators and the new default graph,
+    # with random_seed.DEFAULT_GRAPH_SEED); a subclass turns the graph's seed off so.
+    _set_default_seed = True
+
     def setUp(self):
         super().setUp()
+        _random.seed(_random_seed.DEFAULT_GRAPH_SEED)
+        _np.random.seed(_random_seed.DEFAULT_GRAPH_SEED)
         _graph_lib.reset_default_graph()
+        if self._set_default_seed:
+            _random_seed.set_random_seed(_random_seed.DEFAULT_GRAPH_SEED)
         self._cached_session = None
 
     def tearDown(self):

@@ -293,6 +293,7 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
 
     def __init__(self, sync_optimizer, is_chief, num_tokens, chief_timeout_secs=60.0):
         self._opt = sync_optimizer
+        self._sync_optimizer = sync_optimizer  # TF's name for it (TF-GAN's tests read it)
         self._is_chief = is_chief
         self._num_tokens = num_tokens
         self._chief_timeout_secs = chief_timeout_secs

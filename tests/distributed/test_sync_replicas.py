@@ -335,6 +335,7 @@ def test_argument_and_ordering_errors():
         with pytest.raises(ValueError, match="apply_gradient should be called before"):
             opt.make_session_run_hook(True).begin()
         opt.apply_gradients(grads, step)
+        assert opt.make_session_run_hook(True)._sync_optimizer is opt  # TF's attribute
         assert opt.get_init_tokens_op(0).type == "NoOp"
         assert opt.get_init_tokens_op().type == "QueueEnqueueManyV2"
     with tf.Graph().as_default():
