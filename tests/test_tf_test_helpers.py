@@ -121,3 +121,11 @@ def test_test_case_seeds_every_test_as_tensorflow():
     assert seen["np"] == pytest.approx(0.18463433217903202, rel=0, abs=0)
     assert seen["py"] == pytest.approx(0.3499765785632496, rel=0, abs=0)
     np.testing.assert_array_equal(seen["op"], np.float32([0.10086262, 0.9701668]))
+
+
+def test_absltest_flags_exist_as_with_tf_test():
+    # TF's tf.test imports absltest, which defines these two (programs read test data
+    # from FLAGS.test_srcdir); the defaults are absltest's.
+    flags = tf.flags.FLAGS
+    assert flags["test_srcdir"].default == os.environ.get("TEST_SRCDIR", "")
+    assert flags["test_tmpdir"].default.endswith("absl_testing") or "TEST_TMPDIR" in os.environ

@@ -43,6 +43,23 @@ from tensorflux.test.stubout import StubOutForTesting  # noqa: E402,F401
 _TEMP_DIR: list = []
 
 
+def _define_absltest_flags() -> None:
+    """The two flags absltest defines, which TF's tf.test brings along (programs read
+    `FLAGS.test_srcdir` for their test data)."""
+    from tensorflux.platform import flags
+
+    if "test_srcdir" not in flags.FLAGS:
+        flags.DEFINE_string("test_srcdir", _os.environ.get("TEST_SRCDIR", ""),
+                            "Root of directory tree where source files live")
+    if "test_tmpdir" not in flags.FLAGS:
+        flags.DEFINE_string("test_tmpdir", _os.environ.get(
+            "TEST_TMPDIR", _os.path.join(_tempfile.gettempdir(), "absl_testing")),
+            "Directory for temporary testing files")
+
+
+_define_absltest_flags()
+
+
 def get_temp_dir() -> str:
     """A temporary directory for this test process (removed at exit by the OS's tmp
     policy, as TF's)."""
