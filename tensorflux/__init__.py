@@ -266,3 +266,10 @@ from tensorflux import raw_ops  # noqa: E402,F401 - tf.raw_ops
 from tensorflux import estimator  # noqa: E402,F401 - tf.estimator
 from tensorflux import feature_column  # noqa: E402,F401 - tf.feature_column
 from tensorflux import keras  # noqa: E402,F401 - tf.keras (Keras 2 in graph mode)
+# `import tensorflow` imports multiprocessing's util module (TF's Keras data utilities use
+# its pools), which registers multiprocessing's exit handler, the one that joins child
+# processes still running. Libraries count on that handler running after their own atexit
+# cleanups, registered later: tensorpack's ZeroMQ dataflows terminate their worker
+# processes in one; with the handler registered after it (first imported when the workers
+# start), the program hung at exit joining them.
+import multiprocessing.util as _multiprocessing_util  # noqa: E402,F401

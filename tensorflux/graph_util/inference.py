@@ -437,7 +437,7 @@ def _as_graph_def(g: _Graph, like) -> graph_pb2.GraphDef:
 
 
 def optimize_for_inference(input_graph_def, input_node_names, output_node_names,
-                           placeholder_type_enum=None):
+                           placeholder_type_enum=None, toco_compatible=False):
     """A frozen graph made ready for serving: only what the outputs need; placeholders with
     defaults that are not inputs (a `training` flag) fixed to their defaults and the
     tf.cond branches they rule out removed (dropout, batch statistics); training-only nodes
@@ -449,11 +449,12 @@ def optimize_for_inference(input_graph_def, input_node_names, output_node_names,
       input_node_names: the input nodes (kept as they are).
       output_node_names: the output nodes.
       placeholder_type_enum: accepted for TensorFlow's signature; inputs are not retyped.
+      toco_compatible: accepted for TensorFlow's signature; no effect here.
 
     Returns:
       A new GraphDef that computes the same outputs (within float rounding).
     """
-    del placeholder_type_enum
+    del placeholder_type_enum, toco_compatible
     keep = list(output_node_names) + list(input_node_names)
     graph_def = extract_sub_graph(input_graph_def, output_node_names)
     graph_def = freeze_placeholder_defaults(graph_def, input_node_names)

@@ -56,6 +56,7 @@ _PUBLIC = {
     "lib": ["tensorflux.io"],
     "pywrap_tensorflow": ["tensorflux.train", "tensorflux.errors"],  # a module, not a package
     "eager": [],
+    "tools": [],
 }
 
 # Top-level names under tensorflow.python that are modules (their names are attributes).
@@ -93,6 +94,8 @@ _INTERNAL = {
     "layers.utils": ["tensorflux.layers.base"],
     "framework.smart_cond": ["tensorflux.layers.base"],
     "framework.function": ["tensorflux.autodiff.defun"],
+    "ops.op_selector": ["tensorflux.framework.op_selector"],
+    "tools.optimize_for_inference_lib": ["tensorflux.graph_util.inference"],
 }
 
 # module path -> tensorflux modules searched before the public namespaces, where a public

@@ -620,6 +620,27 @@ def _optimizer_options(config):
 _NO_FEEDS: dict = {}
 
 
+class _FetchHandler:
+    """TF's private `session._FetchHandler`, which libraries (tensorpack) use to learn what a
+    `Session.run` fetch structure runs: `fetches()` its unique tensors, `targets()` its
+    operations, `build_results(session, values)` the structure again from the values.
+    `feeds` and `feed_handles` are taken for TF's signature; fetches keep their order."""
+
+    def __init__(self, graph: graph_lib.Graph, fetches, feeds, feed_handles=None):
+        del feeds, feed_handles
+        self._mapper = fetching.mapper_for(graph, fetches)
+
+    def fetches(self) -> list[Tensor]:
+        return list(self._mapper.tensors)
+
+    def targets(self) -> list[Operation]:
+        return list(self._mapper.targets)
+
+    def build_results(self, session, tensor_values):
+        del session
+        return self._mapper.build_results(list(tensor_values))
+
+
 def _results(fetch_tensors: list[Tensor], feed_map: dict, raw: list) -> list:
     """Values for `fetch_tensors`: fed ones answer with the feed; arrays that anything else
     holds (a variable, a constant) are copied, so the caller owns what it gets."""
