@@ -58,11 +58,15 @@ def _natural_channels(img) -> int:
 def _to_array(img, channels: int, dtype: str) -> np.ndarray:
     """The pixels with `channels` channels (0: the file's), as uint8 or uint16."""
     want = channels or _natural_channels(img)
-    wide = img.mode.startswith("I")
-    if wide and want == 1:
-        a = np.asarray(img, dtype=np.int64).astype(np.uint16)
-        a = a[:, :, None]
-        return a if dtype == "uint16" else (a >> 8).astype(np.uint8)
+    if img.mode.startswith("I"):  # 16-bit grey: TF keeps the high byte for uint8
+        grey = np.asarray(img, dtype=np.int64).astype(np.uint16)
+        top = 65535
+        if dtype != "uint16":
+            grey, top = (grey >> 8).astype(np.uint8), 255
+        planes = [grey] * (3 if want in (3, 4) else 1)
+        if want in (2, 4):  # an opaque alpha channel
+            planes.append(np.full_like(grey, top))
+        return np.stack(planes, axis=-1)
     a = np.asarray(img.convert(_MODES[want]), dtype=np.uint8)
     if a.ndim == 2:
         a = a[:, :, None]

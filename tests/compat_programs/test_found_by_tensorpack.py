@@ -6,6 +6,8 @@ tensorflux (`import tensorflow` aliased to it):
 - `tensorflow.python.client.session._FetchHandler` (the fetches and targets of a
   `Session.run` structure);
 - `tensorflow.python.tools.optimize_for_inference_lib` (tensorpack's ModelExporter);
+- `tf.image.decode_png` of a 16-bit grey PNG (export-model's lena.png) into 3 or 4 channels
+  keeps each pixel's high byte (Pillow's conversion clipped values above 255 to 255);
 - `import tensorflow` imports multiprocessing's util module, so an atexit cleanup that a
   library registers before its first child process starts runs before multiprocessing's
   handler joins that child (tensorpack's ZeroMQ dataflows hung at exit).
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 import tensorflux as tf
@@ -151,3 +154,40 @@ def test_exit_runs_library_cleanup_before_joining_children():
                           timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "started"
+
+
+_GREY16 = """
+import numpy as np
+rng = np.random.default_rng(7)
+grey16 = rng.integers(0, 65536, (5, 6, 1)).astype(np.uint16)
+grey16[0, 0, 0], grey16[0, 1, 0] = 65535, 255
+"""
+
+
+@pytest.mark.oracle
+def test_decode_png_of_16_bit_grey_matches_tf():
+    # The PNG is encoded by each side from the same pixels (both write 16-bit grey PNGs).
+    theirs = run_tf(_GREY16 + """
+out = {}
+with tf.Session() as sess:
+    png = tf.image.encode_png(grey16)
+    for ch in (0, 1, 3, 4):
+        for dt in (tf.uint8, tf.uint16):
+            out[f"{ch}-{dt.name}"] = sess.run(tf.image.decode_png(png, ch, dt)).tolist()
+    out["image"] = sess.run(tf.image.decode_image(png, channels=3)).tolist()
+result = out
+""")
+    namespace = {}
+    exec(_GREY16, namespace)  # noqa: S102 - the same pixels as the oracle's
+    ours = {}
+    with tf.Graph().as_default(), tf.Session() as sess:
+        png = tf.image.encode_png(namespace["grey16"])
+        for ch in (0, 1, 3, 4):
+            for dt in (tf.uint8, tf.uint16):
+                got = sess.run(tf.image.decode_png(png, ch, dt))
+                assert got.dtype == dt.as_numpy_dtype
+                ours[f"{ch}-{dt.name}"] = got.tolist()
+        ours["image"] = sess.run(tf.image.decode_image(png, channels=3)).tolist()
+    assert ours == theirs
+    high = np.asarray(ours["3-uint8"])
+    assert high[0, 0].tolist() == [255] * 3 and high[0, 1].tolist() == [0] * 3
