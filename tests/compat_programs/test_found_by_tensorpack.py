@@ -7,7 +7,8 @@ tensorflux (`import tensorflow` aliased to it):
   `Session.run` structure);
 - `tensorflow.python.tools.optimize_for_inference_lib` (tensorpack's ModelExporter);
 - `tf.image.decode_png` of a 16-bit grey PNG (export-model's lena.png) into 3 or 4 channels
-  keeps each pixel's high byte (Pillow's conversion clipped values above 255 to 255);
+  keeps each pixel's high byte (Pillow's conversion clipped values above 255 to 255), and
+  `channels=2` is refused as in TF (a grey+alpha file still gives two with `channels=0`);
 - `import tensorflow` imports multiprocessing's util module, so an atexit cleanup that a
   library registers before its first child process starts runs before multiprocessing's
   handler joins that child (tensorpack's ZeroMQ dataflows hung at exit).
@@ -191,3 +192,26 @@ result = out
     assert ours == theirs
     high = np.asarray(ours["3-uint8"])
     assert high[0, 0].tolist() == [255] * 3 and high[0, 1].tolist() == [0] * 3
+
+
+@pytest.mark.oracle
+def test_decode_png_refuses_two_channels_as_tf():
+    program = """
+out = []
+pixels = np.arange(8, dtype=np.uint8).reshape(2, 2, 2)
+with tf.Session() as sess:
+    png = tf.image.encode_png(pixels)
+    out.append(sess.run(tf.image.decode_png(png)).tolist())
+    for make in (lambda: tf.image.decode_png(png, 2), lambda: tf.image.decode_image(png, 2)):
+        try:
+            sess.run(make())
+            out.append("ran")
+        except tf.errors.InvalidArgumentError as e:
+            out.append("`channels` must be 0, 1, 3 or 4 but got 2" in e.message)
+result = out
+"""
+    theirs = run_tf(program)
+    namespace = {"tf": tf, "np": np}
+    with tf.Graph().as_default():
+        exec(program, namespace)  # noqa: S102 - the same program as the oracle's
+    assert namespace["result"] == theirs == [np.arange(8).reshape(2, 2, 2).tolist(), True, True]
