@@ -711,3 +711,43 @@ def test_strided_backprop_input_by_phases_finite_differences():
         err = tf.test.compute_gradient_error(xt, x.shape, y, y.shape.as_list(),
                                              x_init_value=x)
     assert err < 1e-6
+
+
+@pytest.mark.parametrize("case", [
+    # (input shape, filter shape, strides, data format, dtype): one window over the whole
+    # unpadded input (a "fully connected" conv), the backprop-input one product.
+    ((6, 5, 5, 128), (5, 5, 128, 64), 1, "NHWC", np.float32),
+    ((3, 4, 3, 8), (4, 3, 8, 5), 2, "NHWC", np.float64),
+    ((3, 8, 4, 3), (4, 3, 8, 5), 1, "NCHW", np.float32),
+    ((2, 3, 3, 6), (3, 3, 3, 4), 1, "NHWC", np.float32),  # two groups of 3 channels
+])
+def test_whole_window_backprop_input(case):
+    """A window as large as the unpadded input: the input gradient agrees with the
+    explicit-loop reference, and by finite differences in float64."""
+    shape, wshape, stride, fmt, dtype = case
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal(wshape).astype(dtype)
+    nhwc = shape if fmt == "NHWC" else (shape[0], shape[2], shape[3], shape[1])
+    dy = rng.standard_normal((shape[0], 1, 1, wshape[3])).astype(dtype)
+    strides = [1, stride, stride, 1] if fmt == "NHWC" else [1, 1, stride, stride]
+    dy_fed = dy if fmt == "NHWC" else dy.transpose(0, 3, 1, 2)
+    got = _run(tf.nn.conv2d_backprop_input(list(shape), w, dy_fed, strides, "VALID",
+                                           data_format=fmt))
+    if fmt == "NCHW":
+        got = got.transpose(0, 2, 3, 1)
+    groups = nhwc[3] // wshape[2]
+    per = wshape[3] // groups
+    want = np.concatenate([
+        ref_conv_input_grad(nhwc[:3] + (wshape[2],), w[..., k * per:(k + 1) * per],
+                            dy[..., k * per:(k + 1) * per], (stride,) * 2, "VALID")
+        for k in range(groups)], axis=-1)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 10)
+    if dtype == np.float64:
+        x = rng.standard_normal(shape)
+        xt = tf.constant(x)
+        y = tf.nn.conv2d(xt, tf.constant(w), strides, "VALID", data_format=fmt)
+        with tf.Session():
+            err = tf.test.compute_gradient_error(xt, x.shape, y, y.shape.as_list(),
+                                                 x_init_value=x)
+        assert err < 1e-6

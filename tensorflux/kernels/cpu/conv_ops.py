@@ -603,11 +603,10 @@ def _flipped_pads(h, kh, dh, oh, before):
 
 
 def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int, ctx=None):
-    """d(loss)/d(input) of NHWC `shape` from filter `w` and out_backprop `dy`.
-
-    Stride 1 with enough input channels: a forward conv (im2col) of the padded
-    out_backprop with the filter flipped in space and transposed in channels (one large
-    product per chunk, no scatter). Otherwise `_col2im_backprop_input`."""
+    """d(loss)/d(input) of NHWC `shape` from filter `w` and out_backprop `dy`. One window on
+    the whole unpadded input (1x1 output): dy (N, F) times the filter (kh*kw*C, F)^T. Stride
+    1 with enough input channels: a forward conv (im2col) of the padded out_backprop with the
+    filter flipped and transposed (no scatter). Otherwise `_col2im_backprop_input`."""
     n, h, wd, c = shape
     kh, kw, _, f = w.shape
     (oh, ow), pads = g.resolve(h, wd, kh, kw)
@@ -619,6 +618,8 @@ def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int, ctx=None):
         return np.zeros((n, h, wd, c), dtype)
     if _pointwise(kh, kw, pads):
         return _pointwise_backprop_input(shape, w, dy, g, parts)
+    if (kh, kw) == (h, wd) and g.dh == g.dw == 1 and not any(p for pr in pads for p in pr):
+        return (dy.reshape(n, f) @ w.reshape(-1, f).T).reshape(n, h, wd, c)
     flip5 = c >= _FLIP_MIN_CHANNELS and _winograd5.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw),
                                                            f, c, (h, wd), n, dtype)
     if not flip5 and _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, w, dy):
