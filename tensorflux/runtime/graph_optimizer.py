@@ -630,6 +630,17 @@ def merge_summed_products(sg: StepGraph) -> int:
 FUSE_ADD_MIN_ELEMENTS = 1 << 16  # sums of a product at least this big fuse (fuse_matmul_add)
 
 
+def _through_identities(n: Node) -> Node:
+    while n.op == "Identity" and n.inputs:
+        n = n.inputs[0][0]
+    return n
+
+
+def _is_product(n: Node) -> bool:
+    opdef = op_registry.lookup(n.op)
+    return opdef is not None and (opdef.flops or "").partition(":")[0] == "matmul"
+
+
 def fuse_matmul_add(sg: StepGraph) -> int:
     """Rewrites AddV2/Add(x, MatMul(a, b)) (either order) into _FusedMatMulAdd(a, b, x),
     whose kernel adds the product into x's buffer (donated, or a copy) by one BLAS call
@@ -640,7 +651,8 @@ def fuse_matmul_add(sg: StepGraph) -> int:
     [1024, 2048] a step). Only a product that nothing else reads and nobody fetches, of a
     static 2-D shape of at least FUSE_ADD_MIN_ELEMENTS that x's static shape does not
     contradict (a loop's accumulator has none; the kernel adds as AddV2 does, broadcasting,
-    when x's shape turns out to differ), on the add's device and type. It may reach the add
+    when x's shape turns out to differ), on the add's device and type; not when x is itself a
+product (two products the chooser may run side by side). It may reach the add
     through Identity nodes read by nothing else (tf.gradients' tuple gates), whose control
     inputs move to the add. The add is rewritten in place (keeping its name and frame); the
     product and those Identities become NoOps after what they read (a control edge may wait
@@ -665,8 +677,9 @@ def fuse_matmul_add(sg: StepGraph) -> int:
                 reader, (mm, index) = mm, mm.inputs[0]
             if (mm.op != "MatMul" or index != 0 or mm in held or other[0] in chain + [mm]
                     or readers.get((mm, 0)) != [reader] or mm.attrs.get("T") != dtype
-                    or mm.requested_device != s.requested_device):
-                continue
+                    or mm.requested_device != s.requested_device
+                    or _is_product(_through_identities(other[0]))):
+                continue  # two products: unfused they may run side by side (exec_options)
             dims, other_dims = _static_dims(mm, 0), _static_dims(*other)
             if (dims is None or len(dims) != 2 or not all(isinstance(d, int) for d in dims)
                     or dims[0] * dims[1] < FUSE_ADD_MIN_ELEMENTS

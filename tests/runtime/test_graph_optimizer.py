@@ -504,18 +504,22 @@ _MATMUL_ADD_CASES = [
     ("fetched_product", "right", 0, (256, 512), True, False),
     ("broadcast_addend", "right", 0, (1, 512), False, False),
     ("small_product", "right", 0, (16, 512), False, False),
+    ("addend_is_a_product", "right", 0, "product", False, False),
 ]
 
 
 def _matmul_add(case):
     _, side, gates, addend_shape, fetch_product, _ = case
     rng = np.random.default_rng(17)
+    two_products = addend_shape == "product"  # unfused, they may run side by side
+    addend_shape = (256, 512) if two_products else addend_shape
     rows = addend_shape[0] if addend_shape[0] > 1 else 256
     g = tf.Graph()
     with g.as_default():
         a = tf.Variable(rng.standard_normal((rows, 64)).astype(np.float32))
         b = tf.Variable(rng.standard_normal((64, 512)).astype(np.float32))
         x = tf.Variable(rng.standard_normal(addend_shape).astype(np.float32))
+        x = tf.matmul(a * 2.0, b) if two_products else x
         product = tf.matmul(a, b)
         term = product
         for _ in range(gates):
@@ -530,7 +534,8 @@ def _matmul_add(case):
 def test_matmul_add_fuses_with_the_unfused_values(case):
     """x + MatMul(a, b) becomes one _FusedMatMulAdd (the product added into x's buffer):
     the unfused (L0) values bit for bit (k = 64: one BLAS block); a fetched product, an
-    addend that broadcasts and a product under the size bound keep their nodes."""
+    addend that broadcasts, a product under the size bound and a sum of two products keep
+    their nodes."""
     g, init, fetches = _matmul_add(case)
     (fused, ops1, _), (plain, ops0, _) = _run_both(g, init, fetches)
     for a, b in zip(fused, plain, strict=True):
