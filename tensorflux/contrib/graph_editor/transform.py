@@ -305,6 +305,20 @@ class Transformer:
         return t_
 
 
+def _view_and_graph(sgv, dst_graph):
+    """`sgv` as a SubGraphView and the graph a copy of it goes to (its own by default).
+
+    Raises:
+      TypeError: `dst_graph` is not a tf.Graph.
+    """
+    sgv = subgraph.make_view(sgv)
+    if dst_graph is None:
+        dst_graph = sgv.graph
+    if not isinstance(dst_graph, graph_lib.Graph):
+        raise TypeError(f"Expected a tf.Graph, got: {type(dst_graph)}")
+    return sgv, dst_graph
+
+
 def copy(sgv, dst_graph=None, dst_scope="", src_scope="", reuse_dst_scope=False):
     """Copies the subgraph `sgv` (anything make_view takes) into `dst_graph` (default:
     its own) under `dst_scope`; its external inputs become placeholders.
@@ -315,11 +329,7 @@ def copy(sgv, dst_graph=None, dst_scope="", src_scope="", reuse_dst_scope=False)
     Raises:
       TypeError: `dst_graph` is not a tf.Graph.
     """
-    sgv = subgraph.make_view(sgv)
-    if dst_graph is None:
-        dst_graph = sgv.graph
-    if not isinstance(dst_graph, graph_lib.Graph):
-        raise TypeError(f"Expected a tf.Graph, got: {type(dst_graph)}")
+    sgv, dst_graph = _view_and_graph(sgv, dst_graph)
     return Transformer()(sgv, dst_graph, dst_scope, src_scope,
                          reuse_dst_scope=reuse_dst_scope)
 
@@ -336,11 +346,7 @@ def copy_with_input_replacements(sgv, replacement_ts, dst_graph=None, dst_scope=
     Raises:
       TypeError: `dst_graph` is not a tf.Graph.
     """
-    sgv = subgraph.make_view(sgv)
-    if dst_graph is None:
-        dst_graph = sgv.graph
-    if not isinstance(dst_graph, graph_lib.Graph):
-        raise TypeError(f"Expected a tf.Graph, got: {type(dst_graph)}")
+    sgv, dst_graph = _view_and_graph(sgv, dst_graph)
     copier = Transformer()
 
     def replace_or_keep(info, t):

@@ -2747,6 +2747,20 @@ static int ngemm_ready(void) {
 #endif
 }
 
+/* The operands of an ngemm call: b (read) and out (written) as float buffers, a as any
+ * strided buffer (the caller checks its layout); 0, or -1 with an exception set and nothing
+ * held. */
+static int get_product_operands(PyObject *objs[3], buf_t bufs[3], char *code) {
+    static const int writable[2] = {0, 1};
+    if (get_floats(objs + 1, writable, bufs + 1, 2, code) != 0) return -1;
+    if (PyObject_GetBuffer(objs[0], &bufs[0].view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) {
+        release(bufs + 1, 2);
+        return -1;
+    }
+    bufs[0].held = 1;
+    return 0;
+}
+
 /* ngemm(a, b, out, transpose_a, accumulate, parts[, stop, deadline]): out (+)= op(a) @ b,
  * float32; b and out C-contiguous, a (m, k) (or its (k, m) transpose when transpose_a)
  * with contiguous rows at any row stride. None when this CPU has neither AVX-512F nor
@@ -2761,15 +2775,9 @@ static PyObject *py_ngemm(PyObject *self, PyObject *args) {
                           &parts, &cell, &deadline))
         return NULL;
     if (!ngemm_ready()) Py_RETURN_NONE;
-    static const int writable[2] = {0, 1};
     buf_t bufs[3];
     char code;
-    if (get_floats(objs + 1, writable, bufs + 1, 2, &code) != 0) return NULL;
-    if (PyObject_GetBuffer(objs[0], &bufs[0].view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) {
-        release(bufs + 1, 2);
-        return NULL;
-    }
-    bufs[0].held = 1;
+    if (get_product_operands(objs, bufs, &code) != 0) return NULL;
     const Py_buffer *av = &bufs[0].view;
     if (code != 'f' || float_code(av) != 'f' || av->ndim != 2 ||
             (av->shape[1] > 1 && av->strides[1] != 4) || av->strides[0] % 4 != 0 ||
@@ -2858,15 +2866,9 @@ static PyObject *py_ngemm_batch(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOp", &objs[0], &objs[1], &objs[2], &accumulate))
         return NULL;
     if (!ngemm_ready()) Py_RETURN_NONE;
-    static const int writable[2] = {0, 1};
     buf_t bufs[3];
     char code;
-    if (get_floats(objs + 1, writable, bufs + 1, 2, &code) != 0) return NULL;
-    if (PyObject_GetBuffer(objs[0], &bufs[0].view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) {
-        release(bufs + 1, 2);
-        return NULL;
-    }
-    bufs[0].held = 1;
+    if (get_product_operands(objs, bufs, &code) != 0) return NULL;
     const Py_buffer *av = &bufs[0].view, *bv = &bufs[1].view, *ov = &bufs[2].view;
     int bad = code != 'f' || float_code(av) != 'f' || av->ndim != 3 || bv->ndim != 3 ||
               ov->ndim != 3;
