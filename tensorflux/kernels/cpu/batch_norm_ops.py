@@ -34,7 +34,7 @@ import numpy as np
 
 from tensorflux.kernels import intra_op
 from tensorflux.kernels.cpu import native
-from tensorflux.kernels.cpu._nn_common import _invalid, _narrow, _widen
+from tensorflux.kernels.cpu._nn_common import _from_nhwc, _invalid, _narrow, _to_nhwc, _widen
 from tensorflux.kernels.registry import kernel_factory
 
 
@@ -153,13 +153,31 @@ def _rows_normalize(ctx, x2, m, a, offset, relu=False, side2=None):
     return y
 
 
-def _forward(node, ctx, x, scale, offset, mean, variance, *side_inputs):
+def _channels_last(data_format: str, *arrays) -> bool:
+    """Whether NCHW arrays are transposed to NHWC for the channel-last path (4-D,
+    C-contiguous float32/float64, one shape: the transposes, native tiled copies, cost less
+    than the general path's reductions over axes (0, 2, 3): a (64, 16, 32, 32) float32
+    forward 1.24 -> ~0.6 ms, its gradient 2.8 -> ~1.1 ms)."""
+    x = arrays[0]
+    return (data_format == "NCHW" and x.ndim == 4 and x.size > 0 and native.available()
+            and all(type(a) is np.ndarray and a.dtype == x.dtype and a.shape == x.shape
+                    and a.dtype in (np.float32, np.float64) and a.flags.c_contiguous
+                    for a in arrays))
+
+
+def _forward(node, ctx, x, scale, offset, mean, variance, *side_inputs, data_format=None):
     a = node.attrs
+    data_format = data_format or a.get("data_format", "NHWC")
+    if _channels_last(data_format, x, *side_inputs):
+        outs = _forward(node, ctx, _to_nhwc(x, "NCHW"), scale, offset, mean, variance,
+                        *(_to_nhwc(s, "NCHW") for s in side_inputs), data_format="NHWC")
+        outs[0] = _from_nhwc(outs[0], "NCHW")
+        return outs
     relu = _activation(node)
     if len(side_inputs) > 1:
         raise _invalid("at most one side input is supported")
     side = side_inputs[0] if side_inputs else None
-    axes, bshape, c = _layout(a.get("data_format", "NHWC"), x.ndim)
+    axes, bshape, c = _layout(data_format, x.ndim)
     eps, factor = float(a.get("epsilon", 1e-4)), float(a.get("exponential_avg_factor", 1.0))
     channels = x.shape[c]
     xw = _widen(x)
@@ -272,8 +290,18 @@ def _rows_backward(ctx, dy2, x2, scale, m, inv, training: bool, relu2=None):
     return dx, d_scale, d_offset
 
 
-def _backward(node, ctx, dy, x, scale, saved_mean, saved_var, *rest):
+def _backward(node, ctx, dy, x, scale, saved_mean, saved_var, *rest, data_format=None):
     a = node.attrs
+    data_format = data_format or a.get("data_format", "NHWC")
+    relu_out = rest[2:3] if node.op == "_FusedBatchNormGradEx" and _activation(node) else ()
+    if _channels_last(data_format, dy, x, *relu_out):
+        rest = list(rest)
+        if relu_out:
+            rest[2] = _to_nhwc(rest[2], "NCHW")
+        outs = _backward(node, ctx, _to_nhwc(dy, "NCHW"), _to_nhwc(x, "NCHW"), scale,
+                         saved_mean, saved_var, *rest, data_format="NHWC")
+        outs[0] = _from_nhwc(outs[0], "NCHW")
+        return outs
     relu_y = None
     if node.op == "_FusedBatchNormGradEx":
         if len(rest) != 3:
@@ -283,7 +311,7 @@ def _backward(node, ctx, dy, x, scale, saved_mean, saved_var, *rest):
             if relu_y.shape != dy.shape:
                 raise _invalid(f"y_backprop and y must have the same shape: "
                                f"{list(dy.shape)} vs {list(relu_y.shape)}")
-    axes, bshape, c = _layout(a.get("data_format", "NHWC"), x.ndim)
+    axes, bshape, c = _layout(data_format, x.ndim)
     channels = x.shape[c]
     eps = float(a.get("epsilon", 1e-4))
     dyw, xw = _widen(dy), _widen(x)

@@ -542,6 +542,19 @@ def bias_relu(out: np.ndarray, bias: np.ndarray, relu: bool) -> bool:
     return True
 
 
+def swap_last2(x: np.ndarray, parts: int = 1):
+    """A new C-contiguous array (..., S, R) from C-contiguous `x` (..., R, S), the last two
+    axes swapped (elements copied as they are, 2, 4 or 8 bytes each), or None when `x` does
+    not qualify. Tiled, so both sides stay in cache (NCHW <-> NHWC of the conv kernels)."""
+    if _mod is None or type(x) is not np.ndarray or x.ndim < 2 or \
+            x.dtype.itemsize not in (2, 4, 8) or x.dtype.hasobject or not x.flags.c_contiguous:
+        return None
+    r, s = x.shape[-2:]
+    out = np.empty(x.shape[:-2] + (s, r), x.dtype)
+    _mod.swap_last2(x, out, x.size // max(r * s, 1) if r * s else 0, r, s, parts)
+    return out
+
+
 # ---- end convnets block -------------------------------------------------------------------
 
 
