@@ -1746,7 +1746,7 @@ static PyObject *py_updates_many(PyObject *self, PyObject *args) {
 typedef struct {
     char code;
     int kind;
-    int64_t rows, c, chunk_rows;
+    int64_t rows, c, chunk_rows, plane;  /* plane > 0: channel-first rows (bn_cf_*) */
     const char *x, *y, *v, *r;
     char *out;
     double *partial;
@@ -1911,15 +1911,172 @@ static void bn_run(chunk_fn fn, bn_t *b, int parts) {
     Py_END_ALLOW_THREADS
 }
 
+/* The channel-first forms (NCHW data, `plane` = H * W > 0): the data as N * C rows of
+ * `plane` elements, row q of channel q % C; the same kinds, sums and elementwise operations
+ * as above with the channel's value for every element of a row. A chunk's sums run in T
+ * over BN_LANES interleaved accumulators per row, added into the chunk's float64 partial of
+ * the row's channel; the caller adds the chunks' partials in chunk order. */
+#define BN_LANES 16
+#define BN_CF_ROWS(plane) ((plane) >= 65536 ? 1 : 65536 / (plane))
+
+#define BN_CF_SUMS_LOOP(T)                                                                  \
+    do {                                                                                    \
+        const T *restrict xs = (const T *)b->x, *restrict ys = (const T *)b->y;             \
+        const T *restrict rs = (const T *)b->r, *restrict vs = (const T *)b->v;             \
+        for (int64_t q = lo; q < hi; q++) {                                                 \
+            const int64_t ch = q % c, o = q * n;                                            \
+            const T *restrict x = xs + o, *restrict y = ys + o;                             \
+            const T v = vs[ch];                                                             \
+            T a0[BN_LANES], a1[BN_LANES];                                                   \
+            for (int l = 0; l < BN_LANES; l++) a0[l] = a1[l] = (T)0;                        \
+            int64_t j = 0;                                                                  \
+            if (b->kind == 0) {                                                             \
+                for (; j + BN_LANES <= n; j += BN_LANES)                                    \
+                    for (int l = 0; l < BN_LANES; l++) {                                    \
+                        T d = x[j + l] - v;                                                 \
+                        a0[l] += d;                                                         \
+                        a1[l] += d * d;                                                     \
+                    }                                                                       \
+                for (; j < n; j++) {                                                        \
+                    T d = x[j] - v;                                                         \
+                    a0[0] += d;                                                             \
+                    a1[0] += d * d;                                                         \
+                }                                                                           \
+            } else if (b->kind == 1) {                                                      \
+                for (; j + BN_LANES <= n; j += BN_LANES)                                    \
+                    for (int l = 0; l < BN_LANES; l++) {                                    \
+                        a0[l] += y[j + l];                                                  \
+                        a1[l] += (x[j + l] - v) * y[j + l];                                 \
+                    }                                                                       \
+                for (; j < n; j++) {                                                        \
+                    a0[0] += y[j];                                                          \
+                    a1[0] += (x[j] - v) * y[j];                                             \
+                }                                                                           \
+            } else {                                                                        \
+                const T *restrict mr = rs + o;                                              \
+                for (; j + BN_LANES <= n; j += BN_LANES)                                    \
+                    for (int l = 0; l < BN_LANES; l++) {                                    \
+                        T g = y[j + l] * (T)(mr[j + l] > (T)0);                             \
+                        a0[l] += g;                                                         \
+                        a1[l] += (x[j + l] - v) * g;                                        \
+                    }                                                                       \
+                for (; j < n; j++) {                                                        \
+                    T g = y[j] * (T)(mr[j] > (T)0);                                         \
+                    a0[0] += g;                                                             \
+                    a1[0] += (x[j] - v) * g;                                                \
+                }                                                                           \
+            }                                                                               \
+            double s0 = 0.0, s1 = 0.0;                                                      \
+            for (int l = 0; l < BN_LANES; l++) {                                            \
+                s0 += (double)a0[l];                                                        \
+                s1 += (double)a1[l];                                                        \
+            }                                                                               \
+            p0[ch] += s0;                                                                   \
+            p1[ch] += s1;                                                                   \
+        }                                                                                   \
+    } while (0)
+
+LOOP_CLONES static void bn_cf_sums_chunk(void *p, int64_t i) {
+    const bn_t *b = p;
+    const int64_t c = b->c, n = b->plane, lo = i * b->chunk_rows;
+    const int64_t hi = lo + b->chunk_rows < b->rows ? lo + b->chunk_rows : b->rows;
+    double *restrict p0 = b->partial + 2 * i * c, *restrict p1 = p0 + c;
+    for (int64_t j = 0; j < c; j++) p0[j] = p1[j] = 0.0;
+    if (b->code == 'f')
+        BN_CF_SUMS_LOOP(float);
+    else
+        BN_CF_SUMS_LOOP(double);
+}
+
+#define BN_CF_ROWS_LOOP(T)                                                                  \
+    do {                                                                                    \
+        for (int64_t q = lo; q < hi; q++) {                                                 \
+            const int64_t ch = q % c, o = q * n;                                            \
+            const T *restrict x = (const T *)b->x + o, *restrict y = (const T *)b->y + o;   \
+            const T *restrict rl = b->r ? (const T *)b->r + o : NULL;                       \
+            T *restrict out = (T *)b->out + o;                                              \
+            const T m = ((const T *)b->v)[ch], k1 = ((const T *)b->k1)[ch];                 \
+            const T k2 = ((const T *)b->k2)[ch], k3 = ((const T *)b->k3)[ch];               \
+            if (b->kind == 0) {                                                             \
+                for (int64_t j = 0; j < n; j++) {                                           \
+                    T d = x[j] - m;                                                         \
+                    T s = d * k1;                                                           \
+                    out[j] = s + k2;                                                        \
+                }                                                                           \
+            } else if (b->kind == 1) {                                                      \
+                for (int64_t j = 0; j < n; j++) {                                           \
+                    T g = y[j] * k1;                                                        \
+                    T d = x[j] - m;                                                         \
+                    T e = d * k2;                                                           \
+                    T h = g - e;                                                            \
+                    out[j] = h - k3;                                                        \
+                }                                                                           \
+            } else if (b->kind == 2) {                                                      \
+                for (int64_t j = 0; j < n; j++) out[j] = y[j] * k1;                         \
+            } else if (b->kind == 3) {                                                      \
+                for (int64_t j = 0; j < n; j++) {                                           \
+                    T d = x[j] - m;                                                         \
+                    T s = d * k1;                                                           \
+                    T t = s + k2;                                                           \
+                    out[j] = t < (T)0 ? (T)0 : t;                                           \
+                }                                                                           \
+            } else if (b->kind == 4) {                                                      \
+                for (int64_t j = 0; j < n; j++) {                                           \
+                    T gm = y[j] * (T)(rl[j] > (T)0);                                        \
+                    T g = gm * k1;                                                          \
+                    T d = x[j] - m;                                                         \
+                    T e = d * k2;                                                           \
+                    T h = g - e;                                                            \
+                    out[j] = h - k3;                                                        \
+                }                                                                           \
+            } else if (b->kind == 5) {                                                      \
+                for (int64_t j = 0; j < n; j++) out[j] = (y[j] * (T)(rl[j] > (T)0)) * k1;   \
+            } else {                                                                        \
+                for (int64_t j = 0; j < n; j++) {                                           \
+                    T d = x[j] - m;                                                         \
+                    T s = d * k1;                                                           \
+                    T t = (s + k2) + rl[j];                                                 \
+                    out[j] = t < (T)0 ? (T)0 : t;                                           \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+LOOP_CLONES static void bn_cf_rows_chunk(void *p, int64_t i) {
+    const bn_t *b = p;
+    const int64_t c = b->c, n = b->plane, lo = i * b->chunk_rows;
+    const int64_t hi = lo + b->chunk_rows < b->rows ? lo + b->chunk_rows : b->rows;
+    if (b->code == 'f')
+        BN_CF_ROWS_LOOP(float);
+    else
+        BN_CF_ROWS_LOOP(double);
+}
+
+/* Turns b (checked as (rows, C) by bn_check) into channel-first rows of `plane`; -1 with
+ * ValueError when the sizes do not split so. */
+static int bn_planes(bn_t *b, long long plane, buf_t *bufs, int n) {
+    b->plane = plane > 0 ? plane : 0;
+    if (plane <= 0) return 0;
+    if ((b->rows * b->c) % (plane * b->c) != 0) {
+        release(bufs, n);
+        PyErr_SetString(PyExc_ValueError, "batch norm: data do not split into (N, C, plane)");
+        return -1;
+    }
+    b->rows = b->rows * b->c / plane;
+    b->chunk_rows = BN_CF_ROWS(plane);
+    return 0;
+}
+
 /* bn_sums(kind, x, y, v, partial, c, parts): partial (chunks, 2, C) float64, written. */
 static PyObject *py_bn_sums(PyObject *self, PyObject *args) {
     PyObject *objs[4] = {NULL, NULL, NULL, NULL}, *pobj;
     bn_t b;
     int parts;
-    long long c;
-    if (!PyArg_ParseTuple(args, "iOOOOLi|O", &b.kind, &objs[0], &objs[1], &objs[2], &pobj, &c,
-                          &parts, &objs[3]))
+    long long c, plane = 0;
+    if (!PyArg_ParseTuple(args, "iOOOOLi|OL", &b.kind, &objs[0], &objs[1], &objs[2], &pobj, &c,
+                          &parts, &objs[3], &plane))
         return NULL;
+    if (objs[3] == Py_None) objs[3] = NULL;
     int nb = b.kind == 2 ? 4 : 3;
     if (b.kind < 0 || b.kind > 2 || (b.kind == 2) != (objs[3] != NULL)) {
         PyErr_SetString(PyExc_ValueError, "bn_sums: kind 0, 1, or 2 with the ReLU's output");
@@ -1929,6 +2086,7 @@ static PyObject *py_bn_sums(PyObject *self, PyObject *args) {
     buf_t bufs[4];
     if (get_floats(objs, writable, bufs, nb, &b.code) != 0) return NULL;
     if (bn_check(bufs, matrix, nb, (int64_t)c, &b) != 0) return NULL;
+    if (bn_planes(&b, plane, bufs, nb) != 0) return NULL;
     buf_t pb;
     if (PyObject_GetBuffer(pobj, &pb.view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT |
                            PyBUF_WRITABLE) != 0) {
@@ -1947,7 +2105,7 @@ static PyObject *py_bn_sums(PyObject *self, PyObject *args) {
     b.v = bufs[2].view.buf;
     b.r = nb == 4 ? bufs[3].view.buf : NULL;
     b.partial = pb.view.buf;
-    bn_run(bn_sums_chunk, &b, parts);
+    bn_run(b.plane ? bn_cf_sums_chunk : bn_sums_chunk, &b, parts);
     release(bufs, nb);
     release(&pb, 1);
     Py_RETURN_NONE;
@@ -1958,10 +2116,11 @@ static PyObject *py_bn_rows(PyObject *self, PyObject *args) {
     PyObject *objs[8] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     bn_t b;
     int parts;
-    long long c;
-    if (!PyArg_ParseTuple(args, "iOOOOOOOLi|O", &b.kind, &objs[0], &objs[1], &objs[2],
-                          &objs[3], &objs[4], &objs[5], &objs[6], &c, &parts, &objs[7]))
+    long long c, plane = 0;
+    if (!PyArg_ParseTuple(args, "iOOOOOOOLi|OL", &b.kind, &objs[0], &objs[1], &objs[2],
+                          &objs[3], &objs[4], &objs[5], &objs[6], &c, &parts, &objs[7], &plane))
         return NULL;
+    if (objs[7] == Py_None) objs[7] = NULL;
     static const int writable[8] = {0, 0, 1, 0, 0, 0, 0, 0};
     static const int matrix[8] = {1, 1, 1, 0, 0, 0, 0, 1};
     buf_t bufs[8];
@@ -1973,6 +2132,7 @@ static PyObject *py_bn_rows(PyObject *self, PyObject *args) {
     }
     if (get_floats(objs, writable, bufs, nb, &b.code) != 0) return NULL;
     if (bn_check(bufs, matrix, nb, (int64_t)c, &b) != 0) return NULL;
+    if (bn_planes(&b, plane, bufs, nb) != 0) return NULL;
     b.x = bufs[0].view.buf;
     b.y = bufs[1].view.buf;
     b.out = bufs[2].view.buf;
@@ -1981,7 +2141,7 @@ static PyObject *py_bn_rows(PyObject *self, PyObject *args) {
     b.k2 = bufs[5].view.buf;
     b.k3 = bufs[6].view.buf;
     b.r = masked ? bufs[7].view.buf : NULL;
-    bn_run(bn_rows_chunk, &b, parts);
+    bn_run(b.plane ? bn_cf_rows_chunk : bn_rows_chunk, &b, parts);
     release(bufs, nb);
     Py_RETURN_NONE;
 }
