@@ -237,3 +237,26 @@ def test_channel_first_loops_refuse_what_they_do_not_take():
                              v, 1) is None
     assert not native.bn_cf_rows(4, x, x, np.empty_like(x), v, v, v, v, 1)
     assert not native.bn_cf_rows(0, x, x, np.empty_like(x)[..., ::-1], v, v, v, v, 1)
+
+
+def test_shared_nhwc_copies_serve_both_kernels_then_leave_the_store():
+    from tensorflux.kernels.cpu import _fft_conv, _nchw_shared
+
+    class Ctx:
+        step_container: dict = {}
+
+    ctx = Ctx()
+    ctx.step_container = {}
+    x = np.random.default_rng(2).standard_normal((4, 8, 16, 16)).astype(np.float32)
+    first = _nchw_shared.nhwc(ctx, x, "NCHW", "forward")
+    np.testing.assert_array_equal(first, x.transpose(0, 2, 3, 1))
+    store = _fft_conv._spectra(ctx)
+    assert len(store.entries) == 1
+    assert _nchw_shared.nhwc(ctx, x, "NCHW", "filter") is first
+    assert not store.entries and store.bytes == 0  # both kinds took it
+    dy = x[:2].copy()
+    got = _nchw_shared.nhwc(ctx, dy, "NCHW", "input", "dy")
+    assert _nchw_shared.nhwc(ctx, dy, "NCHW", "filter", "dy") is got
+    assert not store.entries
+    assert _nchw_shared.nhwc(ctx, x, "NHWC", "forward") is x
+    assert _nchw_shared.nhwc(None, x, "NCHW", "forward") is not first  # no step: no store
