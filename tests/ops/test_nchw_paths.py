@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
-from tensorflux.kernels.cpu import _nn_common, native
+from tensorflux.kernels.cpu import _fft_conv, _nchw_shared, _nn_common, native
+from tests import oracle
 
 pytestmark = pytest.mark.usefixtures("fresh_graph")
 
@@ -240,8 +241,6 @@ def test_channel_first_loops_refuse_what_they_do_not_take():
 
 
 def test_shared_nhwc_copies_serve_both_kernels_then_leave_the_store():
-    from tensorflux.kernels.cpu import _fft_conv, _nchw_shared
-
     class Ctx:
         step_container: dict = {}
 
@@ -260,3 +259,33 @@ def test_shared_nhwc_copies_serve_both_kernels_then_leave_the_store():
     assert not store.entries
     assert _nchw_shared.nhwc(ctx, x, "NHWC", "forward") is x
     assert _nchw_shared.nhwc(None, x, "NCHW", "forward") is not first  # no step: no store
+
+
+@pytest.mark.oracle
+def test_nchw_residual_block_matches_tensorflow():
+    """conv3x3 (strides 1 and 2) - fused batch norm (training) - ReLU - residual add -
+    bias add, all NCHW, and the gradients of a loss over it, against TensorFlow 2.21."""
+    rng = np.random.RandomState(5)
+    x = rng.randn(4, 8, 12, 12).astype(np.float32)
+    w1 = (rng.randn(3, 3, 8, 8) * 0.2).astype(np.float32)
+    w2 = (rng.randn(3, 3, 8, 16) * 0.2).astype(np.float32)
+    s, o = rng.rand(8).astype(np.float32) + 0.5, rng.randn(8).astype(np.float32)
+    b = rng.randn(16).astype(np.float32)
+    body = """
+h = tf.nn.conv2d(x, w1, [1, 1, 1, 1], "SAME", data_format="NCHW")
+h, m, v = tf.nn.fused_batch_norm(h, s, o, epsilon=0.001, data_format="NCHW")
+h = tf.nn.relu(h + x)
+y = tf.nn.bias_add(tf.nn.conv2d(h, w2, [1, 1, 2, 2], "SAME", data_format="NCHW"), b,
+                   data_format="NCHW")
+loss = tf.reduce_sum(tf.sin(y))
+out = [y, m, v] + tf.gradients(loss, [x, w1, w2, s, o, b])
+"""
+    arrays = {"x": x, "w1": w1, "w2": w2, "s": s, "o": o, "b": b}
+    setup = "\n".join(f"{k} = tf.constant(np.array({a.tolist()}, np.float32))"
+                      for k, a in arrays.items())
+    theirs = oracle.run_tf(f"{setup}\n{body}\nresult = tf.Session().run(out)")
+    scope = {"tf": tf, **{k: tf.constant(a) for k, a in arrays.items()}}
+    exec(body, scope)  # noqa: S102 - the same program as the oracle's
+    ours = tf.Session().run(scope["out"])
+    for got, want in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
