@@ -1746,7 +1746,7 @@ static PyObject *py_updates_many(PyObject *self, PyObject *args) {
 typedef struct {
     char code;
     int kind;
-    int64_t rows, c, chunk_rows;
+    int64_t rows, c, chunk_rows, plane;  /* plane > 0: channel-first rows (bn_cf_*) */
     const char *x, *y, *v, *r;
     char *out;
     double *partial;
@@ -1911,15 +1911,172 @@ static void bn_run(chunk_fn fn, bn_t *b, int parts) {
     Py_END_ALLOW_THREADS
 }
 
+/* The channel-first forms (NCHW data, `plane` = H * W > 0): the data as N * C rows of
+ * `plane` elements, row q of channel q % C; the same kinds, sums and elementwise operations
+ * as above with the channel's value for every element of a row. A chunk's sums run in T
+ * over BN_LANES interleaved accumulators per row, added into the chunk's float64 partial of
+ * the row's channel; the caller adds the chunks' partials in chunk order. */
+#define BN_LANES 16
+#define BN_CF_ROWS(plane) ((plane) >= 65536 ? 1 : 65536 / (plane))
+
+#define BN_CF_SUMS_LOOP(T)                                                                  \
+    do {                                                                                    \
+        const T *restrict xs = (const T *)b->x, *restrict ys = (const T *)b->y;             \
+        const T *restrict rs = (const T *)b->r, *restrict vs = (const T *)b->v;             \
+        for (int64_t q = lo; q < hi; q++) {                                                 \
+            const int64_t ch = q % c, o = q * n;                                            \
+            const T *restrict x = xs + o, *restrict y = ys + o;                             \
+            const T v = vs[ch];                                                             \
+            T a0[BN_LANES], a1[BN_LANES];                                                   \
+            for (int l = 0; l < BN_LANES; l++) a0[l] = a1[l] = (T)0;                        \
+            int64_t j = 0;                                                                  \
+            if (b->kind == 0) {                                                             \
+                for (; j + BN_LANES <= n; j += BN_LANES)                                    \
+                    for (int l = 0; l < BN_LANES; l++) {                                    \
+                        T d = x[j + l] - v;                                                 \
+                        a0[l] += d;                                                         \
+                        a1[l] += d * d;                                                     \
+                    }                                                                       \
+                for (; j < n; j++) {                                                        \
+                    T d = x[j] - v;                                                         \
+                    a0[0] += d;                                                             \
+                    a1[0] += d * d;                                                         \
+                }                                                                           \
+            } else if (b->kind == 1) {                                                      \
+                for (; j + BN_LANES <= n; j += BN_LANES)                                    \
+                    for (int l = 0; l < BN_LANES; l++) {                                    \
+                        a0[l] += y[j + l];                                                  \
+                        a1[l] += (x[j + l] - v) * y[j + l];                                 \
+                    }                                                                       \
+                for (; j < n; j++) {                                                        \
+                    a0[0] += y[j];                                                          \
+                    a1[0] += (x[j] - v) * y[j];                                             \
+                }                                                                           \
+            } else {                                                                        \
+                const T *restrict mr = rs + o;                                              \
+                for (; j + BN_LANES <= n; j += BN_LANES)                                    \
+                    for (int l = 0; l < BN_LANES; l++) {                                    \
+                        T g = y[j + l] * (T)(mr[j + l] > (T)0);                             \
+                        a0[l] += g;                                                         \
+                        a1[l] += (x[j + l] - v) * g;                                        \
+                    }                                                                       \
+                for (; j < n; j++) {                                                        \
+                    T g = y[j] * (T)(mr[j] > (T)0);                                         \
+                    a0[0] += g;                                                             \
+                    a1[0] += (x[j] - v) * g;                                                \
+                }                                                                           \
+            }                                                                               \
+            double s0 = 0.0, s1 = 0.0;                                                      \
+            for (int l = 0; l < BN_LANES; l++) {                                            \
+                s0 += (double)a0[l];                                                        \
+                s1 += (double)a1[l];                                                        \
+            }                                                                               \
+            p0[ch] += s0;                                                                   \
+            p1[ch] += s1;                                                                   \
+        }                                                                                   \
+    } while (0)
+
+LOOP_CLONES static void bn_cf_sums_chunk(void *p, int64_t i) {
+    const bn_t *b = p;
+    const int64_t c = b->c, n = b->plane, lo = i * b->chunk_rows;
+    const int64_t hi = lo + b->chunk_rows < b->rows ? lo + b->chunk_rows : b->rows;
+    double *restrict p0 = b->partial + 2 * i * c, *restrict p1 = p0 + c;
+    for (int64_t j = 0; j < c; j++) p0[j] = p1[j] = 0.0;
+    if (b->code == 'f')
+        BN_CF_SUMS_LOOP(float);
+    else
+        BN_CF_SUMS_LOOP(double);
+}
+
+#define BN_CF_ROWS_LOOP(T)                                                                  \
+    do {                                                                                    \
+        for (int64_t q = lo; q < hi; q++) {                                                 \
+            const int64_t ch = q % c, o = q * n;                                            \
+            const T *restrict x = (const T *)b->x + o, *restrict y = (const T *)b->y + o;   \
+            const T *restrict rl = b->r ? (const T *)b->r + o : NULL;                       \
+            T *restrict out = (T *)b->out + o;                                              \
+            const T m = ((const T *)b->v)[ch], k1 = ((const T *)b->k1)[ch];                 \
+            const T k2 = ((const T *)b->k2)[ch], k3 = ((const T *)b->k3)[ch];               \
+            if (b->kind == 0) {                                                             \
+                for (int64_t j = 0; j < n; j++) {                                           \
+                    T d = x[j] - m;                                                         \
+                    T s = d * k1;                                                           \
+                    out[j] = s + k2;                                                        \
+                }                                                                           \
+            } else if (b->kind == 1) {                                                      \
+                for (int64_t j = 0; j < n; j++) {                                           \
+                    T g = y[j] * k1;                                                        \
+                    T d = x[j] - m;                                                         \
+                    T e = d * k2;                                                           \
+                    T h = g - e;                                                            \
+                    out[j] = h - k3;                                                        \
+                }                                                                           \
+            } else if (b->kind == 2) {                                                      \
+                for (int64_t j = 0; j < n; j++) out[j] = y[j] * k1;                         \
+            } else if (b->kind == 3) {                                                      \
+                for (int64_t j = 0; j < n; j++) {                                           \
+                    T d = x[j] - m;                                                         \
+                    T s = d * k1;                                                           \
+                    T t = s + k2;                                                           \
+                    out[j] = t < (T)0 ? (T)0 : t;                                           \
+                }                                                                           \
+            } else if (b->kind == 4) {                                                      \
+                for (int64_t j = 0; j < n; j++) {                                           \
+                    T gm = y[j] * (T)(rl[j] > (T)0);                                        \
+                    T g = gm * k1;                                                          \
+                    T d = x[j] - m;                                                         \
+                    T e = d * k2;                                                           \
+                    T h = g - e;                                                            \
+                    out[j] = h - k3;                                                        \
+                }                                                                           \
+            } else if (b->kind == 5) {                                                      \
+                for (int64_t j = 0; j < n; j++) out[j] = (y[j] * (T)(rl[j] > (T)0)) * k1;   \
+            } else {                                                                        \
+                for (int64_t j = 0; j < n; j++) {                                           \
+                    T d = x[j] - m;                                                         \
+                    T s = d * k1;                                                           \
+                    T t = (s + k2) + rl[j];                                                 \
+                    out[j] = t < (T)0 ? (T)0 : t;                                           \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+LOOP_CLONES static void bn_cf_rows_chunk(void *p, int64_t i) {
+    const bn_t *b = p;
+    const int64_t c = b->c, n = b->plane, lo = i * b->chunk_rows;
+    const int64_t hi = lo + b->chunk_rows < b->rows ? lo + b->chunk_rows : b->rows;
+    if (b->code == 'f')
+        BN_CF_ROWS_LOOP(float);
+    else
+        BN_CF_ROWS_LOOP(double);
+}
+
+/* Turns b (checked as (rows, C) by bn_check) into channel-first rows of `plane`; -1 with
+ * ValueError when the sizes do not split so. */
+static int bn_planes(bn_t *b, long long plane, buf_t *bufs, int n) {
+    b->plane = plane > 0 ? plane : 0;
+    if (plane <= 0) return 0;
+    if ((b->rows * b->c) % (plane * b->c) != 0) {
+        release(bufs, n);
+        PyErr_SetString(PyExc_ValueError, "batch norm: data do not split into (N, C, plane)");
+        return -1;
+    }
+    b->rows = b->rows * b->c / plane;
+    b->chunk_rows = BN_CF_ROWS(plane);
+    return 0;
+}
+
 /* bn_sums(kind, x, y, v, partial, c, parts): partial (chunks, 2, C) float64, written. */
 static PyObject *py_bn_sums(PyObject *self, PyObject *args) {
     PyObject *objs[4] = {NULL, NULL, NULL, NULL}, *pobj;
     bn_t b;
     int parts;
-    long long c;
-    if (!PyArg_ParseTuple(args, "iOOOOLi|O", &b.kind, &objs[0], &objs[1], &objs[2], &pobj, &c,
-                          &parts, &objs[3]))
+    long long c, plane = 0;
+    if (!PyArg_ParseTuple(args, "iOOOOLi|OL", &b.kind, &objs[0], &objs[1], &objs[2], &pobj, &c,
+                          &parts, &objs[3], &plane))
         return NULL;
+    if (objs[3] == Py_None) objs[3] = NULL;
     int nb = b.kind == 2 ? 4 : 3;
     if (b.kind < 0 || b.kind > 2 || (b.kind == 2) != (objs[3] != NULL)) {
         PyErr_SetString(PyExc_ValueError, "bn_sums: kind 0, 1, or 2 with the ReLU's output");
@@ -1929,6 +2086,7 @@ static PyObject *py_bn_sums(PyObject *self, PyObject *args) {
     buf_t bufs[4];
     if (get_floats(objs, writable, bufs, nb, &b.code) != 0) return NULL;
     if (bn_check(bufs, matrix, nb, (int64_t)c, &b) != 0) return NULL;
+    if (bn_planes(&b, plane, bufs, nb) != 0) return NULL;
     buf_t pb;
     if (PyObject_GetBuffer(pobj, &pb.view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT |
                            PyBUF_WRITABLE) != 0) {
@@ -1947,7 +2105,7 @@ static PyObject *py_bn_sums(PyObject *self, PyObject *args) {
     b.v = bufs[2].view.buf;
     b.r = nb == 4 ? bufs[3].view.buf : NULL;
     b.partial = pb.view.buf;
-    bn_run(bn_sums_chunk, &b, parts);
+    bn_run(b.plane ? bn_cf_sums_chunk : bn_sums_chunk, &b, parts);
     release(bufs, nb);
     release(&pb, 1);
     Py_RETURN_NONE;
@@ -1958,10 +2116,11 @@ static PyObject *py_bn_rows(PyObject *self, PyObject *args) {
     PyObject *objs[8] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     bn_t b;
     int parts;
-    long long c;
-    if (!PyArg_ParseTuple(args, "iOOOOOOOLi|O", &b.kind, &objs[0], &objs[1], &objs[2],
-                          &objs[3], &objs[4], &objs[5], &objs[6], &c, &parts, &objs[7]))
+    long long c, plane = 0;
+    if (!PyArg_ParseTuple(args, "iOOOOOOOLi|OL", &b.kind, &objs[0], &objs[1], &objs[2],
+                          &objs[3], &objs[4], &objs[5], &objs[6], &c, &parts, &objs[7], &plane))
         return NULL;
+    if (objs[7] == Py_None) objs[7] = NULL;
     static const int writable[8] = {0, 0, 1, 0, 0, 0, 0, 0};
     static const int matrix[8] = {1, 1, 1, 0, 0, 0, 0, 1};
     buf_t bufs[8];
@@ -1973,6 +2132,7 @@ static PyObject *py_bn_rows(PyObject *self, PyObject *args) {
     }
     if (get_floats(objs, writable, bufs, nb, &b.code) != 0) return NULL;
     if (bn_check(bufs, matrix, nb, (int64_t)c, &b) != 0) return NULL;
+    if (bn_planes(&b, plane, bufs, nb) != 0) return NULL;
     b.x = bufs[0].view.buf;
     b.y = bufs[1].view.buf;
     b.out = bufs[2].view.buf;
@@ -1981,8 +2141,147 @@ static PyObject *py_bn_rows(PyObject *self, PyObject *args) {
     b.k2 = bufs[5].view.buf;
     b.k3 = bufs[6].view.buf;
     b.r = masked ? bufs[7].view.buf : NULL;
-    bn_run(bn_rows_chunk, &b, parts);
+    bn_run(b.plane ? bn_cf_rows_chunk : bn_rows_chunk, &b, parts);
     release(bufs, nb);
+    Py_RETURN_NONE;
+}
+
+/* swap_last2(src, dst, b, r, s, parts): dst (b, s, r) = src (b, r, s) with its last two axes
+ * swapped, both C-contiguous, elements of 2, 4 or 8 bytes copied as they are (the NCHW <->
+ * NHWC transposes of the conv kernels: NumPy's strided copy of a (64, 16, 1024) float32
+ * array to (64, 1024, 16) took ~0.55 ms, this ~0.1 ms). Chunks of SWAP_TILE rows of one
+ * matrix (or of several small ones) are claimed by the pool's threads; inside, tiles of
+ * SWAP_TILE x SWAP_TILE, 8 x 8 AVX2 blocks for 4-byte elements, the output's rows
+ * outermost (rows of 1024 floats are 4 KiB apart: one cache set; tiles of 32 rows cost 3x).
+ * Exact copies: the same bits on any thread count. */
+#define SWAP_TILE 128
+
+typedef struct {
+    const char *src;
+    char *dst;
+    int64_t r, s, row_blocks, units, per;  /* units: b * row_blocks; per: units a chunk */
+    int size, avx2;
+} swap_t;
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define SWAP_X86 1
+/* One 8 x 8 block of 4-byte elements: out[j * ldo + i] = in[i * ldi + j], i, j < 8. */
+__attribute__((target("avx2"))) static void swap8x8(const float *in, int64_t ldi, float *out,
+                                                   int64_t ldo) {
+    __m256 r0 = _mm256_loadu_ps(in), r1 = _mm256_loadu_ps(in + ldi);
+    __m256 r2 = _mm256_loadu_ps(in + 2 * ldi), r3 = _mm256_loadu_ps(in + 3 * ldi);
+    __m256 r4 = _mm256_loadu_ps(in + 4 * ldi), r5 = _mm256_loadu_ps(in + 5 * ldi);
+    __m256 r6 = _mm256_loadu_ps(in + 6 * ldi), r7 = _mm256_loadu_ps(in + 7 * ldi);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(out, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(out + ldo, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(out + 2 * ldo, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(out + 3 * ldo, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(out + 4 * ldo, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(out + 5 * ldo, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(out + 6 * ldo, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(out + 7 * ldo, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+#endif
+
+#define SWAP_TILE_LOOP(T)                                                                   \
+    do {                                                                                    \
+        const T *restrict in = (const T *)w->src + m * r * s;                               \
+        T *restrict out = (T *)w->dst + m * r * s;                                          \
+        for (int64_t j = j0; j < j1; j++)                                                   \
+            for (int64_t i = i0; i < i1; i++) out[j * r + i] = in[i * s + j];               \
+    } while (0)
+
+static void swap_tile_rest(const swap_t *w, int64_t m, int64_t i0, int64_t i1, int64_t j0,
+                           int64_t j1) {
+    const int64_t r = w->r, s = w->s;
+    if (w->size == 4)
+        SWAP_TILE_LOOP(uint32_t);
+    else if (w->size == 8)
+        SWAP_TILE_LOOP(uint64_t);
+    else
+        SWAP_TILE_LOOP(uint16_t);
+}
+
+/* Tile [i0, i1) x [j0, j1) of matrix m. */
+static void swap_tile(const swap_t *w, int64_t m, int64_t i0, int64_t i1, int64_t j0,
+                      int64_t j1) {
+    const int64_t r = w->r, s = w->s;
+#ifdef SWAP_X86
+    if (w->avx2) {
+        const float *in = (const float *)w->src + m * r * s;
+        float *out = (float *)w->dst + m * r * s;
+        int64_t ie = i0 + (i1 - i0) / 8 * 8, je = j0 + (j1 - j0) / 8 * 8;
+        /* output rows outermost: their 8 lines (r elements apart, often 4 KiB: one cache
+         * set) are written through before the next 8 */
+        for (int64_t j = j0; j < je; j += 8)
+            for (int64_t i = i0; i < ie; i += 8) swap8x8(in + i * s + j, s, out + j * r + i, r);
+        if (je < j1) swap_tile_rest(w, m, i0, ie, je, j1);
+        if (ie < i1) swap_tile_rest(w, m, ie, i1, j0, j1);
+        return;
+    }
+#endif
+    swap_tile_rest(w, m, i0, i1, j0, j1);
+}
+
+LOOP_CLONES static void swap_chunk(void *p, int64_t k) {
+    const swap_t *w = p;
+    const int64_t u1 = (k + 1) * w->per < w->units ? (k + 1) * w->per : w->units;
+    for (int64_t u = k * w->per; u < u1; u++) {
+        const int64_t m = u / w->row_blocks, i0 = (u % w->row_blocks) * SWAP_TILE;
+        const int64_t i1 = i0 + SWAP_TILE < w->r ? i0 + SWAP_TILE : w->r;
+        for (int64_t j0 = 0; j0 < w->s; j0 += SWAP_TILE)
+            swap_tile(w, m, i0, i1, j0, j0 + SWAP_TILE < w->s ? j0 + SWAP_TILE : w->s);
+    }
+}
+
+static PyObject *py_swap_last2(PyObject *self, PyObject *args) {
+    PyObject *objs[2];
+    long long b, r, s;
+    int parts;
+    if (!PyArg_ParseTuple(args, "OOLLLi", &objs[0], &objs[1], &b, &r, &s, &parts)) return NULL;
+    buf_t bufs[2] = {{.held = 0}, {.held = 0}};
+    for (int i = 0; i < 2; i++) {
+        int flags = PyBUF_C_CONTIGUOUS | (i ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[i], &bufs[i].view, flags) != 0) {
+            release(bufs, i);
+            return NULL;
+        }
+        bufs[i].held = 1;
+    }
+    int64_t size = bufs[0].view.itemsize;
+    if (b < 0 || r < 0 || s < 0 || (size != 2 && size != 4 && size != 8) ||
+        bufs[1].view.itemsize != size || bufs[0].view.len != (Py_ssize_t)(b * r * s * size) ||
+        bufs[1].view.len != bufs[0].view.len) {
+        release(bufs, 2);
+        PyErr_SetString(PyExc_ValueError,
+                        "swap_last2: src and dst of b * r * s elements of 2, 4 or 8 bytes");
+        return NULL;
+    }
+    swap_t w = {bufs[0].view.buf, bufs[1].view.buf, r, s, (r + SWAP_TILE - 1) / SWAP_TILE,
+                0, 1, (int)size, 0};
+#ifdef SWAP_X86
+    w.avx2 = size == 4 && __builtin_cpu_supports("avx2");
+#endif
+    /* chunks of about 64 KiB: one row block of a narrow matrix is too little work */
+    int64_t unit = SWAP_TILE * s * size;
+    w.per = unit > 0 && unit < 65536 ? 65536 / unit : 1;
+    w.units = b * w.row_blocks;
+    int64_t count = (w.units + w.per - 1) / w.per;
+    if (parts < 1) parts = 1;
+    if (count > 1 && parts > 1) ensure_helpers(parts - 1);
+    Py_BEGIN_ALLOW_THREADS
+    if (count > 0) run_all(swap_chunk, &w, count, parts, NULL);
+    Py_END_ALLOW_THREADS
+    release(bufs, 2);
     Py_RETURN_NONE;
 }
 
@@ -4213,6 +4512,8 @@ static PyMethodDef methods[] = {
      "bn_sums(kind, x, y, v, partial, c, parts): per-chunk per-channel sums of a batch norm"},
     {"bn_rows", py_bn_rows, METH_VARARGS,
      "bn_rows(kind, x, y, out, m, k1, k2, k3, c, parts): a batch norm's elementwise pass"},
+    {"swap_last2", py_swap_last2, METH_VARARGS,
+     "swap_last2(src, dst, b, r, s, parts): dst (b, s, r) = src (b, r, s) transposed"},
     {"wino_transform", py_wino_transform, METH_VARARGS,
      "wino_transform(kind, src, dst): Winograd F(2x2, 3x3) input (0), output (1) or "
      "gradient (2), F(2x2, 5x5) input (3) or output (4), F(4x4, 3x3) input (5), "

@@ -11,6 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from tensorflux.framework import errors
+from tensorflux.kernels.cpu import native
 
 _LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 
@@ -122,12 +123,37 @@ def _pad(x: np.ndarray, pads, value=0) -> np.ndarray:
     return out
 
 
+# Arrays of at least this many elements are transposed by native.swap_last2 (a tiled copy)
+# rather than NumPy's strided copy, which is several times slower when the channels are few
+# (a (64, 16, 32, 32) float32 batch: 0.7 ms).
+SWAP_MIN_ELEMENTS = 4096
+
+
+def _swapped(x, shape):
+    """`x` seen as `shape` (3-D) with its last two axes swapped by the tiled native copy,
+    or None (small, not C-contiguous, or no C extension)."""
+    if x.size < SWAP_MIN_ELEMENTS or not isinstance(x, np.ndarray) or not x.flags.c_contiguous:
+        return None
+    return native.swap_last2(x.reshape(shape))
+
+
 def _to_nhwc(x, data_format):
-    return x.transpose(0, 2, 3, 1) if data_format == "NCHW" else x
+    """NHWC data of `x`: `x` itself, or (NCHW) a transposed copy, or a transposed view."""
+    if data_format != "NCHW":
+        return x
+    n, c, h, w = x.shape
+    out = _swapped(x, (n, c, h * w))
+    return x.transpose(0, 2, 3, 1) if out is None else out.reshape(n, h, w, c)
 
 
 def _from_nhwc(x, data_format):
-    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if data_format == "NCHW" else x
+    """`x` (NHWC) in `data_format`, C-contiguous when NCHW."""
+    if data_format != "NCHW":
+        return x
+    n, h, w, c = x.shape
+    out = _swapped(x, (n, h * w, c))
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if out is None \
+        else out.reshape(n, c, h, w)
 
 
 def _sizes(sizes, what):

@@ -40,7 +40,7 @@ F(4x4, 3x3) (kernels/cpu/_winograd4.py: 4x fewer, another 1.2-1.4x less CPU time
 backprop-input as the flipped forward conv) go through F(2x2, 5x5)
 (kernels/cpu/_winograd5.py) before the FFT is weighed:
 2.8x fewer multiply-adds, 1.2-1.6x less CPU time on AlexNet's and Overfeat's 5x5 layers.
-Every kernel works in NHWC; NCHW data is transposed in and out.
+Every kernel works in NHWC; NCHW data is transposed in and out (shared: _nchw_shared.py).
 Products with a narrow filter (at most 128-512 columns, by `native.ngemm_favours`) go
 through the C extension's own float32 GEMM (`native.ngemm`, `_ng`), which reads the patch
 or pixel matrix where it lies instead of packing it as every BLAS call does (the 1x1
@@ -65,6 +65,7 @@ from tensorflux.kernels.cpu import (
     _winograd5,
     native,
 )
+from tensorflux.kernels.cpu._nchw_shared import nhwc as shared_nhwc
 from tensorflux.kernels.cpu._nn_common import (
     _checked,
     _explicit_pairs,
@@ -73,7 +74,6 @@ from tensorflux.kernels.cpu._nn_common import (
     _narrow,
     _pad,
     _sizes,
-    _to_nhwc,
     _widen,
     _window,
 )
@@ -872,7 +872,7 @@ def _conv2d(node):
             out = _small_conv_forward(x, w, geom)
             if out is not None:
                 return out
-        xh = _to_nhwc(x, geom.data_format)
+        xh = shared_nhwc(ctx, x, geom.data_format, "forward")
         groups = _groups(xh.shape[3], w.shape[2])
         if w.shape[3] % groups:
             raise _invalid(f"filter out depth {w.shape[3]} is not a multiple of the number of "
@@ -924,7 +924,7 @@ def _fused_conv2d(node):
         if bias.ndim != 1 or bias.shape[0] != w.shape[3]:
             raise _invalid(f"Must provide as many biases as the last dimension of the input "
                            f"tensor: {list(bias.shape)} vs. {[w.shape[3]]}")
-        xh = _to_nhwc(x, geom.data_format)
+        xh = shared_nhwc(ctx, x, geom.data_format, "forward")
         epilogue = _bias_epilogue(bias, relu)
         if xh.shape[3] != w.shape[2] or _widen(x) is not x or x.dtype != w.dtype:
             # groups, or a low-precision type (the unfused nodes add in the narrow type)
@@ -953,7 +953,7 @@ def _conv2d_backprop_input(node):
         sizes = _sizes(input_sizes, "input_sizes")
         if geom.data_format == "NCHW":
             sizes = [sizes[0], sizes[2], sizes[3], sizes[1]]
-        dyh = _to_nhwc(dy, geom.data_format)
+        dyh = shared_nhwc(ctx, dy, geom.data_format, "input", "dy")
         groups = _groups(sizes[3], w.shape[2])
         shape = sizes[:3] + [sizes[3] // groups]
         parts = intra_op.workers(ctx)
@@ -971,7 +971,8 @@ def _conv2d_backprop_filter(node):
 
     def compute(ctx, x, filter_sizes, dy):
         kh, kw, ci, co = _sizes(filter_sizes, "filter_sizes")
-        xh, dyh = _to_nhwc(x, geom.data_format), _to_nhwc(dy, geom.data_format)
+        xh = shared_nhwc(ctx, x, geom.data_format, "filter")
+        dyh = shared_nhwc(ctx, dy, geom.data_format, "filter", "dy")
         groups = _groups(xh.shape[3], ci)
         if dyh.shape[3] != co:
             raise _invalid(f"Computed out_backprop depth {dyh.shape[3]} does not match "
@@ -982,7 +983,6 @@ def _conv2d_backprop_filter(node):
         return _narrow(out, dy.dtype)
 
     return compute
-
 
 
 # The V2 backprops: V1's kernels, the sizes read off the input (filter) operand.

@@ -506,6 +506,40 @@ def bn_rows(kind: int, x2, y2, out, m, k1, k2, k3, parts: int, r2=None) -> bool:
     return True
 
 
+def _cf_ok(x, matrices, vectors) -> bool:
+    return (_mod is not None and x.ndim >= 3 and x.size > 0 and _bn_ok(x, *matrices, *vectors)
+            and all(a.shape == x.shape for a in matrices)
+            and all(a.shape == (x.shape[1],) for a in vectors))
+
+
+def bn_cf_sums(kind: int, x, y, v, parts: int, r=None):
+    """`bn_sums` of channel-first data (N, C, spatial...): per-channel float64 (2, C) sums,
+    or None when the arrays do not qualify. Each row (one image's one channel) is summed in
+    T over 16 interleaved lanes, into float64 per chunk of rows, then over chunks in order:
+    the same value on any number of threads (not the channel-last sums' order)."""
+    extra = () if r is None else (r,)
+    if (kind == 2) != bool(extra) or not _cf_ok(x, (y, *extra), (v,)):
+        return None
+    plane = x.size // (x.shape[0] * x.shape[1])
+    chunk = 1 if plane >= 65536 else 65536 // plane
+    partial = np.empty((-(-(x.shape[0] * x.shape[1]) // chunk), 2, x.shape[1]), np.float64)
+    _mod.bn_sums(kind, x, y, v, partial, x.shape[1], parts, r, plane)
+    return np.add.reduce(partial, axis=0)
+
+
+def bn_cf_rows(kind: int, x, y, out, m, k1, k2, k3, parts: int, r=None) -> bool:
+    """`bn_rows` of channel-first data (N, C, spatial...), the same kinds and operations per
+    element (so the same bits given the same per-channel vectors); False when the arrays
+    do not qualify."""
+    extra = () if r is None else (r,)
+    if (kind >= 4) != bool(extra) or not out.flags.writeable or \
+            not _cf_ok(x, (y, out, *extra), (m, k1, k2, k3)):
+        return False
+    plane = x.size // (x.shape[0] * x.shape[1])
+    _mod.bn_rows(kind, x, y, out, m, k1, k2, k3, x.shape[1], parts, r, plane)
+    return True
+
+
 def _inner_contiguous(a: np.ndarray) -> bool:
     return a.ndim > 0 and (a.shape[-1] <= 1 or a.strides[-1] == a.itemsize)
 
@@ -540,6 +574,19 @@ def bias_relu(out: np.ndarray, bias: np.ndarray, relu: bool) -> bool:
         return False
     _mod.bias_relu(out, bias, bool(relu))
     return True
+
+
+def swap_last2(x: np.ndarray, parts: int = 1):
+    """A new C-contiguous array (..., S, R) from C-contiguous `x` (..., R, S), the last two
+    axes swapped (elements copied as they are, 2, 4 or 8 bytes each), or None when `x` does
+    not qualify. Tiled, so both sides stay in cache (NCHW <-> NHWC of the conv kernels)."""
+    if _mod is None or type(x) is not np.ndarray or x.ndim < 2 or \
+            x.dtype.itemsize not in (2, 4, 8) or x.dtype.hasobject or not x.flags.c_contiguous:
+        return None
+    r, s = x.shape[-2:]
+    out = np.empty(x.shape[:-2] + (s, r), x.dtype)
+    _mod.swap_last2(x, out, x.size // max(r * s, 1) if r * s else 0, r, s, parts)
+    return out
 
 
 # ---- end convnets block -------------------------------------------------------------------
