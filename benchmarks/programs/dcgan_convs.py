@@ -42,7 +42,6 @@ CONVS = {"s1": ((14, 14, 64), 5, 128, 1),
          "s2a": ((28, 28, 1), 5, 64, 2),
          "s2b": ((14, 14, 64), 5, 128, 2),
          "s1c1": ((28, 28, 64), 5, 1, 1)}
-TARGET = 1.0  # as fast as TensorFlow
 LABELS = {"fwd": "Conv2D", "bpi": "Conv2DBackpropInput", "bpf": "Conv2DBackpropFilter"}
 
 
@@ -76,7 +75,7 @@ for conv, (hwc, k, f, s) in CONVS.items():
         h, w, c = hwc
         label = (f"{LABELS[kind]} {k}x{k}/{s} {h}x{w}x{c} -> {f}, batch {BATCH}, SAME "
                  f"(median)")
-        with guarded(name, label=label, target=TARGET):
+        with guarded(name, label=label):
             g = tf.Graph()
             with g.as_default():
                 op = _ops(hwc, k, f, s)[kind][0, 0, 0, 0]  # (one value fetched)
@@ -84,7 +83,7 @@ for conv, (hwc, k, f, s) in CONVS.items():
             with tf.Session(graph=g) as sess:
                 sess.run(init)
                 ms = _median_ms(sess, op)
-            emit(name, ms, "ms", "lower", label=label, target=TARGET)
+            emit(name, ms, "ms", "lower", label=label)
 
 
 def _generator(z):
@@ -117,7 +116,7 @@ def _xent(logits, label):
 STEP = "dcgan_step"
 STEP_LABEL = ("DCGAN (tflearn's example) discriminator + generator Adam steps, batch 64 "
               "(median)")
-with guarded(STEP, label=STEP_LABEL, target=TARGET):
+with guarded(STEP, label=STEP_LABEL):
     rng = np.random.default_rng(0)
     g = tf.Graph()
     with g.as_default():
@@ -143,4 +142,4 @@ with guarded(STEP, label=STEP_LABEL, target=TARGET):
             sess.run(train_d, feed)
             sess.run(train_g, feed)
             times.append(time.perf_counter() - t)
-    emit(STEP, float(np.median(times)) * 1e3, "ms", "lower", label=STEP_LABEL, target=TARGET)
+    emit(STEP, float(np.median(times)) * 1e3, "ms", "lower", label=STEP_LABEL)
