@@ -17,12 +17,12 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
-import sys
 
 import numpy as np
 import pytest
 
 import tensorflux as tf
+from tests.aliased_import import aliased_tensorflux
 from tests.oracle import run_tf
 
 
@@ -96,35 +96,6 @@ _TF1_PATHS = [
 ]
 
 
-class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """`import tensorflow...` -> tensorflux (scripts/tf1_programs/alias's rule). The import
-    system writes the alias's spec and loader into the real modules it hands out: `restore`
-    puts theirs back (else `tensorflux` would report itself as `aliasedtf` to later tests)."""
-
-    _KEPT = ("__spec__", "__loader__", "__name__", "__package__")
-
-    def __init__(self):
-        self._saved = []
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "aliasedtf" or name.startswith("aliasedtf."):
-            return importlib.util.spec_from_loader(name, self)
-        return None
-
-    def create_module(self, spec):
-        module = importlib.import_module("tensorflux" + spec.name[len("aliasedtf"):])
-        self._saved.append((module, {k: getattr(module, k, None) for k in self._KEPT}))
-        return module
-
-    def exec_module(self, module):
-        pass
-
-    def restore(self) -> None:
-        for module, attrs in reversed(self._saved):
-            for key, value in attrs.items():
-                setattr(module, key, value)
-
-
 @pytest.mark.parametrize("path,name,owner", _TF1_PATHS)
 def test_tf1_contrib_paths_import_directly_and_aliased(path, name, owner):
     module = importlib.import_module(f"tensorflux.{path}")
@@ -132,13 +103,6 @@ def test_tf1_contrib_paths_import_directly_and_aliased(path, name, owner):
     if owner is not None:
         assert getattr(module, name) is getattr(importlib.import_module(f"tensorflux.{owner}"),
                                                 name)
-    alias = _Alias()
-    sys.meta_path.insert(0, alias)
-    try:
+    with aliased_tensorflux():
         aliased = importlib.import_module(f"aliasedtf.{path}")
         assert getattr(aliased, name) is getattr(module, name)
-    finally:
-        sys.meta_path.remove(alias)
-        alias.restore()
-        for key in [k for k in sys.modules if k == "aliasedtf" or k.startswith("aliasedtf.")]:
-            del sys.modules[key]

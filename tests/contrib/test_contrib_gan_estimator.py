@@ -3,13 +3,13 @@ Generator/Discriminator, the global step counting GAN steps), evaluate (both los
 metrics) and predict (the generator alone); and TF1's import paths through the alias."""
 
 import importlib
-import sys
 
 import numpy as np
 import pytest
 
 import tensorflux as tf
 from tensorflux.contrib import gan as tfgan
+from tests.aliased_import import aliased_tensorflux
 
 RNG = np.random.RandomState(7)
 NOISE = RNG.randn(32, 3).astype(np.float32)
@@ -81,28 +81,6 @@ def test_gan_estimator_argument_checks():
         tfgan.estimator.GANEstimator(get_hooks_fn=3, **kwargs)
 
 
-class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """`aliasedtf...` -> tensorflux (scripts/tf1_programs/alias's rule, under another name
-    so that nothing else sees it), saving what the import system overwrites."""
-
-    def __init__(self):
-        self.saved = []
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "aliasedtf" or name.startswith("aliasedtf."):
-            return importlib.util.spec_from_loader(name, self)
-        return None
-
-    def create_module(self, spec):
-        module = importlib.import_module("tensorflux" + spec.name[len("aliasedtf"):])
-        keys = ("__spec__", "__loader__", "__name__", "__package__")
-        self.saved.append((module, {k: getattr(module, k, None) for k in keys}))
-        return module
-
-    def exec_module(self, module):
-        pass
-
-
 @pytest.mark.parametrize("path,name,owner", [
     ("contrib.gan", "gan_model", "contrib.gan"),
     ("contrib.gan.python.train", "gan_train_ops", "contrib.gan"),
@@ -123,15 +101,6 @@ def test_tf1_paths_import_directly_and_aliased(path, name, owner):
     for part in owner.split("."):
         owner_obj = getattr(owner_obj, part)
     assert getattr(module, name) is getattr(owner_obj, name)
-    alias = _Alias()
-    sys.meta_path.insert(0, alias)
-    try:
+    with aliased_tensorflux():
         assert getattr(importlib.import_module(f"aliasedtf.{path}"), name) is getattr(
             module, name)
-    finally:
-        sys.meta_path.remove(alias)
-        for mod, attrs in reversed(alias.saved):
-            for key, value in attrs.items():
-                setattr(mod, key, value)
-        for key in [k for k in sys.modules if k == "aliasedtf" or k.startswith("aliasedtf.")]:
-            del sys.modules[key]
