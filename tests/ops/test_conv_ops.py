@@ -709,8 +709,6 @@ def test_strided_backprop_input_by_phases(monkeypatch, workers, case):
     np.testing.assert_allclose(got, old, rtol=1e-5, atol=5e-5)
 
 
-
-
 @pytest.mark.parametrize("case", [
     # (input shape, filter shape, strides, data format, dtype): one window over the whole
     # unpadded input (a "fully connected" conv), the backprop-input one product.
