@@ -136,6 +136,8 @@ def build(feeds: list[Tensor], fetches: list[Tensor], targets: list[Operation],
     sg.targets = [node_of[op] for op in targets]
     if any(dt._is_ref_dtype for n in sg.nodes for dt in n.output_dtypes):
         _read_refs(sg, feeds_arrive)
+    if not feeds_arrive:  # (a partial run's fetch may come before a later call's update)
+        _read_fetched_variables_last(sg)
     return sg
 
 
@@ -265,6 +267,86 @@ def _read_refs(sg: StepGraph, feeds_arrive: bool = False) -> None:
             dead.append(n)
     if dead:
         sg.remove(dead)
+
+
+def _read_fetched_variables_last(sg: StepGraph) -> None:
+    """A fetched variable (`sess.run([train_op, v])`: its ReadVariableOp, or a ref
+    variable's read) is read after the step's updates of it, as TF1 shows it: a fetched
+    ref aliases the variable's buffer, which the step's in-place updates change before the
+    fetched values are copied out (a program printing `global_step` beside `train_op`
+    sees the incremented step; so does a fetched Identity of the read, `tf.identity(v)` or
+    `v.read_value()`). The fetch gets a read of its own, ordered after every node
+    that consumes the variable itself and writes it; updates inside a cond or a while loop
+    (which may not run) order nothing."""
+    variables = {}  # fetch position -> the variable (producer, output) behind it
+    for k, (node, _) in enumerate(sg.fetches):
+        while node.op == "Identity" and len(node.inputs) == 1:  # (an alias in TF1 too)
+            node = node.inputs[0][0]
+        if node.op in ("ReadVariableOp", "_RefRead") and len(node.inputs) == 1:
+            variables[k] = (node.inputs[0], node)
+    if not variables:
+        return
+    wanted = {var for var, _ in variables.values()}
+    writers: dict[tuple[Node, int], list[Node]] = {}
+    for n in sg.nodes:
+        if _writes_a_variable(n):
+            for src in dict.fromkeys(n.inputs):
+                if src in wanted:
+                    writers.setdefault(src, []).append(n)
+    if not writers:
+        return
+    conditional = _under_control_flow(sg)
+    replaced = []
+    for k, (var, node) in variables.items():
+        after = [w for w in writers.get(var, ()) if w not in conditional]
+        if not after:
+            continue
+        late = sg.add(Node(f"{node.name}/_after_updates", node.op, dict(node.attrs),
+                           [var], list(node.control_inputs) + after, list(node.output_dtypes),
+                           node.requested_device, node.traceback))
+        late.output_shapes, late.colocation = node.output_shapes, list(node.colocation)
+        replaced.append(sg.fetches[k][0])
+        sg.fetches[k] = (late, 0)
+    # The reads (and Identities of them) no longer fetched nor used go.
+    dead: set[Node] = set()
+    while replaced:
+        node = replaced.pop()
+        used = {src for n in sg.nodes if n not in dead for src, _ in n.inputs} | \
+            {c for n in sg.nodes if n not in dead for c in n.control_inputs} | \
+            set(sg.targets) | {f for f, _ in sg.fetches}
+        if node not in used and node not in dead:
+            dead.add(node)
+            if node.op == "Identity":
+                replaced.append(node.inputs[0][0])
+    if dead:
+        sg.remove(dead)
+
+
+def _under_control_flow(sg: StepGraph) -> set[Node]:
+    """The nodes that may not run or may run many times: those a Switch reaches before a
+    Merge or an Exit, and those an Enter reaches before an Exit (over data and control
+    edges)."""
+    kinds = {}
+    for n in sg.nodes:
+        opdef = op_registry.lookup(n.op)
+        if opdef is not None and opdef.flow_kind:
+            kinds[n] = opdef.flow_kind
+    if not any(k in ("switch", "enter") for k in kinds.values()):
+        return set()
+    _, consumers = dependencies(sg.nodes)
+    inside: set[Node] = set()
+    for start, stop in (("switch", ("merge", "exit")), ("enter", ("exit",))):
+        stack = [n for n, k in kinds.items() if k == start]
+        seen: set[Node] = set()
+        while stack:
+            n = stack.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            if kinds.get(n) not in stop:
+                stack.extend(consumers[n])
+        inside |= seen
+    return inside
 
 
 def _closes_loop(node: Node) -> bool:

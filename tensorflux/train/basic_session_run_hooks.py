@@ -87,10 +87,7 @@ class _NeverTriggerTimer(SecondOrStepTimer):
 
 
 def _global_step_read():
-    step = global_step_lib.get_global_step()
-    if step is None:
-        return None
-    return step.read_value() if hasattr(step, "read_value") else step
+    return global_step_lib._get_or_create_global_step_read()
 
 
 def _as_graph_element(obj):
@@ -159,7 +156,7 @@ class LoggingTensorHook(SessionRunHook):
         if self._formatter:
             _log.info(self._formatter(values))
         else:
-            stats = [f"{tag} = {values[tag]}" for tag in self._tag_order]
+            stats = [f"{tag} = {values[tag]!s}" for tag in self._tag_order]  # (str(), as TF)
             if elapsed_secs is not None:
                 _log.info("%s (%.3f sec)", ", ".join(stats), elapsed_secs)
             else:

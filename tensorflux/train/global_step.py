@@ -71,6 +71,30 @@ def get_or_create_global_step(graph=None):
     return step if step is not None else create_global_step(graph)
 
 
+_READ_KEY = "global_step_read_op_cache"  # (TF's collection name)
+
+
+def _get_or_create_global_step_read(graph=None):
+    """The tensor hooks fetch for the global step (TF's `training_util`'s private helper):
+    its value plus 0, made once per graph and kept in a collection. Not the variable
+    itself, whose fetch shows the step's own increment (step_graph: a fetched variable is
+    read after the step's updates); the hooks count on the value before it. None without a
+    global step."""
+    graph = graph or graph_lib.get_default_graph()
+    cached = graph.get_collection(_READ_KEY)
+    if cached:
+        return cached[0]
+    step = get_global_step(graph)
+    if step is None:
+        return None
+    with graph.as_default(), graph_lib.name_scope(None), \
+            graph_lib.name_scope(step.op.name + "/"):
+        value = step.read_value() if hasattr(step, "read_value") else step
+        read = value + 0
+    graph.add_to_collection(_READ_KEY, read)
+    return read
+
+
 def global_step(sess, global_step_tensor) -> int:
     """The current value of the global step, as a Python int."""
     return int(sess.run(global_step_tensor))

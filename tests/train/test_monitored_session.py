@@ -90,7 +90,8 @@ def test_training_session_saves_restores_and_stops(tmp_path):
                                                    save_checkpoint_steps=4) as sess:
                 while not sess.should_stop():
                     sess.run(train_op)
-            assert rec.results[0] == expected_start  # restored from the last checkpoint
+            # restored from the last checkpoint (the fetch shows the first run's increment)
+            assert rec.results[0] == expected_start + 1
     assert tf.train.load_variable(directory, "global_step") == 15
     state = tf.train.get_checkpoint_state(directory)
     # The Scaffold's default saver keeps 5 checkpoints, across the restart too.
@@ -112,7 +113,7 @@ class _Preempt(tf.train.SessionRunHook):
         return tf.train.SessionRunArgs(self.step)
 
     def after_run(self, run_context, run_values):
-        if not self.fired and run_values.results + 1 >= self.at:
+        if not self.fired and run_values.results >= self.at:  # (read after the update)
             self.fired = True
             raise self.error_class(None, None, "worker preempted")
 
@@ -134,7 +135,8 @@ def test_preemption_recreates_the_session_and_restores(tmp_path, error_class):
     # The run that took the step from 6 to 7 failed (the recorder, after the failing hook,
     # never saw it); the new session restored the checkpoint of step 5 (saved by the
     # CheckpointSaverHook), so training goes on from there.
-    assert rec.results[:8] == [0, 1, 2, 3, 4, 5, 5, 6]
+    # A fetched global step shows the run's own increment, as in TF1.
+    assert rec.results[:8] == [1, 2, 3, 4, 5, 6, 6, 7]
     assert tf.train.load_variable(str(tmp_path), "global_step") == 12
 
 
@@ -191,7 +193,9 @@ def test_logging_and_step_counter_hooks(caplog):
                     n += 1
     assert n == 7
     logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("loss = ")]
-    assert len(logged) == 3 and ", step = 3" in logged[1]
+    # TF1's lines: the fetched step variable shows the run's own increment
+    assert logged[0] == "loss = 1.0, step = 1"
+    assert len(logged) == 3 and ", step = 4" in logged[1]
     assert len(counter.rates) == 3 and all(r > 0 for r in counter.rates)
 
 
