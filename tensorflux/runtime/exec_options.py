@@ -217,9 +217,10 @@ def choose_strategies(partitions: list[tuple[object, list[Node]]],
 def side_by_side(partitions: list[tuple[object, list[Node]]], costs,
                  kernels_split: bool) -> set[int]:
     """The indices of the partitions that have two heavy kernels (by `costs`; products
-    only, and heavier, when `kernels_split` over the cores: see the module docstring) that
-    can run at once, neither depending on the other through data, control or _Send ->
-    _Recv edges of the step, on a CPU device with an inter-op pool."""
+    only, and heavier, when `kernels_split` over the cores, and then only in a group whose
+    heavy products are at least PRODUCT_SHARE of its expensive kernels' cost: see the
+    module docstring) that can run at once, neither depending on the other through data,
+    control or _Send -> _Recv edges of the step, on a CPU device with an inter-op pool."""
     # Kernels of one group run one after another when compiled: a partition's; with
     # `kernels_split`, every CPU partition's (they run merged on one thread).
     heavy: dict[Node, tuple[int, int]] = {}  # node -> (group, bit)
