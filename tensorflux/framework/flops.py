@@ -14,7 +14,7 @@ element. The formulas:
 | name | counts | ops |
 | --- | --- | --- |
 | matmul | 2 * k * output elements | MatMul, BatchMatMul(V2) |
-| conv2d | 2 * multiply-adds of the forward convolution | Conv2D and its backprops, V2 too (NHWC) |
+| conv2d | 2 * multiply-adds of the forward convolution | Conv2D, _FusedConv2D, backprops (NHWC) |
 | pool | window area * output elements (grads: see `_pool`) | MaxPool, AvgPool, grads |
 | unary:k | k * elements of input 0 | Neg, Log, Square, Rsqrt:2, Softmax:5, BiasAdd |
 | binary:k | k * output elements | Add, Sub, Mul, RealDiv, comparisons, ... |
@@ -63,7 +63,7 @@ def _conv2d(op_type, attr, ins, outs, factor):
     if not _nhwc(attr) or not outs:
         return None
     strides = list(attr("strides") or [1, 1, 1, 1])
-    if op_type == "Conv2D":
+    if op_type in ("Conv2D", "_FusedConv2D"):  # (the bias and activation: noise)
         out, filt = outs[0], ins[1]
         if out is None or filt is None or len(filt) != 4:
             return None

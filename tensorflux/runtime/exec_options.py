@@ -45,7 +45,13 @@ the moment keeps the bits):
     or more (about 2e8 FLOP): two products side by side beat one product split over both
     cores after the other, whose pieces repack their operands (a 1024^3 sgemm split in two
     took +17-25% CPU for a 1.4x speed-up; BENCHMARKS.md, "MatMul chains and the BLAS
-    kernel").
+    kernel"), but only where such products are at least `PRODUCT_SHARE` of the cost of
+    the kernels that split (the `expensive` ones): on the dataflow executor every expensive
+    kernel that finds other work ready goes to the inter-op pool, so the heavier splits
+    (convolutions) would run side by side too, 4 threads on 2 cores, for a gain on the
+    products alone (a DCGAN discriminator on fake and real images, two independent 0.8
+    GFLOP products beside 5 GFLOP convolutions: 6-12% more CPU for its step, twice the
+    context switches, no faster).
     Other kernels split without that cost and keep the compiled path.
 Partitions without such a pair (small-op graphs, the MLP's products) keep the compiled
 path. `concurrent_kernels=False` turns this off.
@@ -77,6 +83,9 @@ STRATEGIES = ("auto", "reference", "dataflow")
 COMPILE_LATER_NODES = 1500
 HEAVY_MICROS = 1000.0  # the cost model's estimate of a kernel worth running beside another
 HEAVY_PRODUCT_MICROS = 4000.0  # ... of a product, when kernels split over the cores
+# ... and then only where such products are at least this share of the estimated cost of
+# the group's expensive kernels (see the module docstring)
+PRODUCT_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,21 +218,30 @@ def choose_strategies(partitions: list[tuple[object, list[Node]]],
 def side_by_side(partitions: list[tuple[object, list[Node]]], costs,
                  kernels_split: bool) -> set[int]:
     """The indices of the partitions that have two heavy kernels (by `costs`; products
-    only, and heavier, when `kernels_split` over the cores: see the module docstring) that
-    can run at once, neither depending on the other through data, control or _Send ->
-    _Recv edges of the step, on a CPU device with an inter-op pool."""
+    only, and heavier, when `kernels_split` over the cores, and then only in a group whose
+    heavy products are at least PRODUCT_SHARE of its expensive kernels' cost: see the
+    module docstring) that can run at once, neither depending on the other through data,
+    control or _Send -> _Recv edges of the step, on a CPU device with an inter-op pool."""
     # Kernels of one group run one after another when compiled: a partition's; with
     # `kernels_split`, every CPU partition's (they run merged on one thread).
     heavy: dict[Node, tuple[int, int]] = {}  # node -> (group, bit)
     groups: dict[int, set[int]] = {}
+    shares: dict[int, list[float]] = {}  # group -> [heavy products', all split kernels' cost]
     for k, (device, nodes) in enumerate(partitions):
         if device.device_type != "CPU" or not getattr(device, "num_threads", 0):
             continue
         group = 0 if kernels_split else k
         groups.setdefault(group, set()).add(k)
+        share = shares.setdefault(group, [0.0, 0.0])
         for n in nodes:
             if _heavy(n, device.device_type, costs, kernels_split):
                 heavy[n] = (group, len(heavy))
+                share[0] += costs.compute_micros(n, device.device_type)
+            if kernels_split:
+                share[1] += _split_cost(n, device.device_type, costs)
+    if kernels_split:  # products that are a small part of the work: the splits win
+        heavy = {n: gb for n, gb in heavy.items()
+                 if shares[gb[0]][0] >= PRODUCT_SHARE * shares[gb[0]][1]}
     if len(heavy) < 2:
         return set()
     nodes = [n for _, p in partitions for n in p]
@@ -252,6 +270,15 @@ def side_by_side(partitions: list[tuple[object, list[Node]]], costs,
             bits |= 1 << bit
         seen[n] = bits
     return found
+
+
+def _split_cost(node: Node, device_type: str, costs) -> float:
+    """The cost model's estimate of `node` when its kernel is an expensive one (a kernel
+    that splits over the intra-op threads), else 0."""
+    kdef = kernel_registry.find_kernel(node.op, device_type, node.attrs)
+    if kdef is None or not kdef.expensive:
+        return 0.0
+    return costs.compute_micros(node, device_type)
 
 
 def _heavy(node: Node, device_type: str, costs, kernels_split: bool) -> bool:

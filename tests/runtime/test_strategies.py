@@ -324,6 +324,34 @@ def test_heavy_independent_products_run_side_by_side_with_the_default_threads():
     np.testing.assert_allclose(got, 3 * (x @ x), rtol=1e-4, atol=1e-2)
 
 
+
+def test_products_beside_heavier_split_kernels_keep_the_compiled_path():
+    """With the default threads, two independent heavy products run side by side only
+    where they are at least exec_options.PRODUCT_SHARE of the step's split kernels by the
+    cost model: beside two independent convolutions that cost more, they keep the
+    compiled path (a DCGAN discriminator on fake and real images), with the same values
+    as with concurrent_kernels off."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((640, 640)).astype(np.float32)
+    img = rng.standard_normal((8, 64, 64, 64)).astype(np.float32)
+    w = (rng.standard_normal((3, 3, 64, 64)) * 0.05).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        big = tf.placeholder(tf.float32, [640, 640])
+        im = tf.placeholder(tf.float32, [8, 64, 64, 64])
+        products = tf.reduce_sum(tf.matmul(big, big) + tf.matmul(big * 2.0, big))
+        convs = tf.reduce_sum(tf.nn.conv2d(im, w, [1, 1, 1, 1], "SAME")
+                              + tf.nn.conv2d(im * 2.0, w, [1, 1, 1, 1], "SAME"))
+        both = products + convs
+    feeds = {big: x, im: img}
+    assert _plan_kinds(g, products, {big: x}, None)[0] == ["dataflow"]
+    kinds, got = _plan_kinds(g, both, feeds, None)
+    assert kinds == ["static"]
+    want = _plan_kinds(g, both, feeds, None, ExecOptions(concurrent_kernels=False))[1]
+    np.testing.assert_array_equal(got, want)
+    one = tf.ConfigProto(intra_op_parallelism_threads=1)  # no split: side by side
+    assert _plan_kinds(g, both, feeds, one)[0] == ["dataflow"]
+
 def _big_graph(copies=400):
     """A step of ~2,000 nodes (copies of tanh(p * 3 + 1) summed, as graph_optimizer.py's
     benchmark builds them), over COMPILE_LATER_NODES when optimizations are off."""
