@@ -103,3 +103,24 @@ def test_small_matmul_softmax_argmax_equal_numpy(shape):
     np.testing.assert_array_equal(arg, np.argmax(logits, axis=1))
     skipped = np.where(np.isnan(with_nan), -np.inf, with_nan)
     np.testing.assert_array_equal(arg_nan, np.argmax(skipped, axis=1))
+
+
+# (shape, axis, piece bounds): equal pieces along an inner axis are one transposed copy
+SPLIT_CASES = [((32, 128), 1, [0, 64, 128]), ((1, 4, 6), 2, [0, 3, 6]),
+               ((4, 6, 9), 1, [0, 2, 4, 6]), ((4, 6, 9), 2, [0, 3, 6, 9]),
+               ((3, 5, 8, 2), 2, [0, 4, 8]),
+               ((5, 7, 3), 2, [0, 1, 2, 3]), ((4, 6, 9), 2, [0, 2, 9])]
+
+
+@pytest.mark.parametrize("shape, axis, bounds", SPLIT_CASES)
+def test_small_split_pieces_are_contiguous_copies_with_numpys_values(shape, axis, bounds):
+    from tensorflux.kernels.cpu import joining_ops
+
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    got = joining_ops._pieces(x, axis, bounds)
+    want = np.split(x, bounds[1:-1], axis=axis)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and g.flags.c_contiguous
+        np.testing.assert_array_equal(g, w)
+        assert not np.shares_memory(g, x)
