@@ -2695,6 +2695,132 @@ static PyObject *py_bias_relu(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* elementwise(out, inputs, program): the graph optimizer's _FusedElementwise (runtime/
+ * elementwise_fusion.py): a tree of float32 elementwise nodes of one shape computed in one
+ * pass, block by block (EW_BLOCK elements), each node's values in a block-sized register,
+ * where NumPy makes a call, an output array and a pass per node (~1 us each on the few
+ * thousand elements of an RNN cell). `program` is int32 triples (op, a, b): registers
+ * 0..n_in-1 are the inputs (each of out's size, or of one element: a scalar, broadcast),
+ * register n_in + i instruction i's result; the last instruction writes out. Each op
+ * rounds as its NumPy kernel does, operation for operation (no FMA: -ffp-contract=off):
+ * TanhGrad is b * (1 - a * a), SigmoidGrad (b * a) * (1 - a), with a = y, b = dy. */
+enum { EW_ADD, EW_SUB, EW_MUL, EW_NEG, EW_TANH_GRAD, EW_SIGMOID_GRAD, EW_OPS };
+#define EW_BLOCK 256
+#define EW_MAX_REGS 48 /* inputs and instructions together (elementwise_fusion.py's caps) */
+
+LOOP_CLONES static void ew_run(float *out, const float *const *in, const int *wide, int n_in,
+                               const int32_t *prog, int n_ins, int64_t n) {
+    static _Thread_local float regs[EW_MAX_REGS][EW_BLOCK];
+    const float *src[EW_MAX_REGS];
+    for (int r = 0; r < n_in; r++)
+        if (!wide[r])
+            for (int j = 0; j < EW_BLOCK; j++) regs[r][j] = in[r][0];
+    for (int64_t base = 0; base < n; base += EW_BLOCK) {
+        int64_t len = n - base < EW_BLOCK ? n - base : EW_BLOCK;
+        for (int r = 0; r < n_in; r++) src[r] = wide[r] ? in[r] + base : regs[r];
+        for (int i = 0; i < n_ins; i++) {
+            const int32_t *p = prog + 3 * i;
+            float *restrict d = i == n_ins - 1 ? out + base : regs[n_in + i];
+            const float *restrict a = src[p[1]];
+            const float *restrict b = src[p[2]];
+            switch (p[0]) {
+            case EW_ADD:
+                for (int64_t j = 0; j < len; j++) d[j] = a[j] + b[j];
+                break;
+            case EW_SUB:
+                for (int64_t j = 0; j < len; j++) d[j] = a[j] - b[j];
+                break;
+            case EW_MUL:
+                for (int64_t j = 0; j < len; j++) d[j] = a[j] * b[j];
+                break;
+            case EW_NEG:
+                for (int64_t j = 0; j < len; j++) d[j] = -a[j];
+                break;
+            case EW_TANH_GRAD:
+                for (int64_t j = 0; j < len; j++) {
+                    float t = a[j] * a[j];
+                    t = 1.0f - t;
+                    d[j] = b[j] * t;
+                }
+                break;
+            default: /* EW_SIGMOID_GRAD */
+                for (int64_t j = 0; j < len; j++) {
+                    float t1 = b[j] * a[j];
+                    float t2 = 1.0f - a[j];
+                    d[j] = t1 * t2;
+                }
+                break;
+            }
+            src[n_in + i] = d;
+        }
+    }
+}
+
+static PyObject *py_elementwise(PyObject *self, PyObject *args) {
+    PyObject *out_obj, *seq;
+    const char *prog_bytes;
+    Py_ssize_t prog_len;
+    if (!PyArg_ParseTuple(args, "OOy#", &out_obj, &seq, &prog_bytes, &prog_len)) return NULL;
+    PyObject *fast = PySequence_Fast(seq, "elementwise: inputs must be a sequence");
+    if (fast == NULL) return NULL;
+    Py_ssize_t n_in = PySequence_Fast_GET_SIZE(fast);
+    int n_ins = (int)(prog_len / (3 * (Py_ssize_t)sizeof(int32_t)));
+    if (n_in < 1 || n_ins < 1 || n_in + n_ins > EW_MAX_REGS ||
+        prog_len != (Py_ssize_t)(3 * sizeof(int32_t)) * n_ins) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "elementwise: bad program or too many inputs");
+        return NULL;
+    }
+    int32_t prog[3 * EW_MAX_REGS];
+    memcpy(prog, prog_bytes, (size_t)prog_len);
+    for (int i = 0; i < n_ins; i++) {
+        int32_t op = prog[3 * i], a = prog[3 * i + 1], b = prog[3 * i + 2];
+        if (op < 0 || op >= EW_OPS || a < 0 || b < 0 || a >= n_in + i || b >= n_in + i) {
+            Py_DECREF(fast);
+            PyErr_SetString(PyExc_ValueError, "elementwise: bad instruction");
+            return NULL;
+        }
+    }
+    PyObject *objs[EW_MAX_REGS + 1];
+    int writable[EW_MAX_REGS + 1] = {1};
+    buf_t bufs[EW_MAX_REGS + 1];
+    objs[0] = out_obj;
+    for (Py_ssize_t r = 0; r < n_in; r++) objs[r + 1] = PySequence_Fast_GET_ITEM(fast, r);
+    char code;
+    if (get_floats(objs, writable, bufs, (int)n_in + 1, &code) != 0) {
+        Py_DECREF(fast);
+        return NULL;
+    }
+    int64_t n = count_of(&bufs[0].view);
+    const float *in[EW_MAX_REGS];
+    int wide[EW_MAX_REGS];
+    int ok = code == 'f' && n > 0;
+    for (Py_ssize_t r = 0; ok && r < n_in; r++) {
+        int64_t c = count_of(&bufs[r + 1].view);
+        in[r] = bufs[r + 1].view.buf;
+        wide[r] = c == n;
+        ok = c == n || c == 1;
+    }
+    if (!ok) {
+        release(bufs, (int)n_in + 1);
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "elementwise: float32 inputs of out's size or "
+                        "of one element, and a non-empty out");
+        return NULL;
+    }
+    float *o = bufs[0].view.buf;
+    if (n >= (1 << 14)) {
+        Py_BEGIN_ALLOW_THREADS
+        ew_run(o, in, wide, (int)n_in, prog, n_ins, n);
+        Py_END_ALLOW_THREADS
+    } else {
+        ew_run(o, in, wide, (int)n_in, prog, n_ins, n);
+    }
+    release(bufs, (int)n_in + 1);
+    Py_DECREF(fast);
+    Py_RETURN_NONE;
+}
+
 /* END convnets block
  * ====================================================================================== */
 
@@ -4522,6 +4648,8 @@ static PyMethodDef methods[] = {
      "own_many(vars, ndarray): each variable's array an update may write (copy-on-write)"},
     {"sparse_xent", py_sparse_xent, METH_VARARGS,
      "sparse_xent(logits, labels, loss, backprop): -1 or the row of a bad label"},
+    {"elementwise", py_elementwise, METH_VARARGS,
+     "elementwise(out, inputs, program): float32 elementwise ops of one shape in one pass"},
     {"bias_relu", py_bias_relu, METH_VARARGS,
      "bias_relu(out, bias, relu): out (rows, F) += bias, then max(., 0) if relu; in place"},
     /* end convnets block */

@@ -576,6 +576,21 @@ def bias_relu(out: np.ndarray, bias: np.ndarray, relu: bool) -> bool:
     return True
 
 
+def elementwise(out: np.ndarray, inputs, program: bytes) -> bool:
+    """Runs a _FusedElementwise program (kernels/cpu/fused_elementwise_ops.py) over float32
+    `inputs` (C-contiguous, each of `out`'s size or of one element) into `out` in one
+    pass; False when the extension is missing or the arrays do not qualify (nothing
+    written). `program` is the int32 triples (op, a, b) _native.c's `elementwise` reads."""
+    fn = getattr(_mod, "elementwise", None)
+    if fn is None:
+        return False
+    try:
+        fn(out, inputs, program)
+    except (ValueError, BufferError, TypeError):
+        return False
+    return True
+
+
 def swap_last2(x: np.ndarray, parts: int = 1):
     """A new C-contiguous array (..., S, R) from C-contiguous `x` (..., R, S), the last two
     axes swapped (elements copied as they are, 2, 4 or 8 bytes each), or None when `x` does
