@@ -33,8 +33,7 @@ from tensorflux.ops.fused_elementwise_ops import INSTRUCTION_OPS
 from tensorflux.runtime.step_graph import Node, StepGraph
 
 MAX_ELEMENTS = 1 << 16  # outputs up to this size fuse
-MAX_INSTRUCTIONS = 24  # a tree is cut (absorbing no more) beyond this
-MAX_INPUTS = 20  # _native.c EW_MAX_REGS bounds inputs + instructions (48)
+MAX_REGISTERS = 48  # a tree's inputs + instructions, at most (_native.c EW_MAX_REGS)
 
 # op type -> its instruction's op type (AddN: a chain of Adds)
 _INSTRUCTION = {"Add": "Add", "AddV2": "Add", "Sub": "Sub", "Mul": "Mul", "Neg": "Neg",
@@ -96,39 +95,99 @@ def fuse_elementwise(sg: StepGraph) -> int:
     node (module docstring); returns how many nodes were absorbed."""
     shapes = {n: s for n in sg.nodes if (s := _fusable(n)) is not None}
     parent = _absorbed_into(sg, shapes)
-    roots = {p for p in parent.values() if p not in parent}
+    children: dict[Node, list[Node]] = {}
+    for child, reader in parent.items():
+        children.setdefault(reader, []).append(child)
+    cost = _costs(shapes, parent, children)
+    work = [n for n in sg.nodes if n in children and n not in parent]
     absorbed = 0
-    for root in [n for n in sg.nodes if n in roots]:
-        absorbed += _rewrite(root, parent, shapes[root])
+    while work:
+        root = work.pop()
+        taken = _plan(root, children, cost)
+        work.extend(c for m in [root, *taken] for c in children.get(m, ()) if c not in taken)
+        if taken:
+            absorbed += _rewrite(root, taken, shapes[root])
     return absorbed
 
 
-def _tree(root: Node, parent: dict[Node, Node]) -> tuple[list, list, list[Node]]:
+def _costs(shapes: dict, parent: dict[Node, Node], children: dict[Node, list[Node]]
+           ) -> dict[Node, int]:
+    """fusable node -> the registers of the whole tree under it (its instructions and
+    those of every node it absorbs, each input counted as a register of its own)."""
+    cost: dict[Node, int] = {}
+    for n in shapes:
+        stack = [n]
+        while stack:  # children first, without recursion (a chain may be long)
+            m = stack[-1]
+            pending = [c for c in children.get(m, ()) if c not in cost]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            cost[m] = _own(m) + sum(cost[src] if parent.get(src) is m else 1
+                                    for src, _ in m.inputs)
+    return cost
+
+
+def _own(n: Node) -> int:
+    """The instructions of node `n` (an AddN of k inputs: k - 1 Adds)."""
+    return max(1, len(n.inputs) - 1)
+
+
+def _plan(root: Node, children: dict[Node, list[Node]], cost: dict[Node, int]) -> set[Node]:
+    """The nodes the tree under `root` absorbs, within MAX_REGISTERS: each child of an
+    absorbed node (or of `root`) whole while the budget lasts (its subtree's `cost`, an
+    upper bound on the registers it adds: every input counted as an input of its own),
+    else alone (its inputs counted as inputs, its children then considered in turn), else
+    not at all (the root of a tree of its own). Empty when `root`'s own inputs and
+    instructions are over the budget."""
+    used = _own(root) + len(root.inputs)
+    if used > MAX_REGISTERS:
+        return set()
+    taken: set[Node] = set()
+    frontier = [root]
+    while frontier:
+        n = frontier.pop()
+        for child in children.get(n, ()):
+            if child in taken:
+                continue
+            whole = cost[child] - 1  # the child's registers in place of the one input
+            alone = _own(child) + len(child.inputs) - 1
+            if used + whole <= MAX_REGISTERS:
+                used += whole
+                stack = [child]
+                while stack:
+                    m = stack.pop()
+                    taken.add(m)
+                    stack.extend(children.get(m, ()))
+            elif used + alone <= MAX_REGISTERS:
+                used += alone
+                taken.add(child)
+                frontier.append(child)
+    return taken
+
+
+def _tree(root: Node, taken: set[Node]) -> tuple[list, list, list[Node]]:
     """(instructions as (op, operand refs), external input edges, absorbed nodes) of the
-    tree under `root`, in evaluation order; a ref is ("in", k) or ("tmp", i). Absorption
-    stops at MAX_INSTRUCTIONS / MAX_INPUTS (the rest stays outside, as inputs)."""
+    tree under `root` absorbing the nodes `taken`, in evaluation order; a ref is ("in", k)
+    or ("tmp", i)."""
     instructions: list = []
     edges: list = []
     members: list[Node] = []
     result: dict[Node, tuple] = {}
 
-    def ref_of(edge) -> tuple:
-        if edge not in edges:
-            edges.append(edge)
-        return ("in", edges.index(edge))
-
     def visit(n: Node) -> tuple:
         refs = []
         for src, k in n.inputs:
-            if src in result:
-                refs.append(result[src])
-            elif parent.get(src) is n and len(instructions) < MAX_INSTRUCTIONS and \
-                    len(edges) < MAX_INPUTS:
+            if src not in result and src in taken:
                 members.append(src)
                 result[src] = visit(src)
+            if src in result:
                 refs.append(result[src])
             else:
-                refs.append(ref_of((src, k)))
+                if (src, k) not in edges:
+                    edges.append((src, k))
+                refs.append(("in", edges.index((src, k))))
         op = _INSTRUCTION[n.op]
         if op == "Neg":
             refs = [refs[0], refs[0]]
@@ -142,10 +201,9 @@ def _tree(root: Node, parent: dict[Node, Node]) -> tuple[list, list, list[Node]]
     return instructions, edges, members
 
 
-def _rewrite(root: Node, parent: dict[Node, Node], shape: tuple) -> int:
-    instructions, edges, members = _tree(root, parent)
-    if not members:
-        return 0
+def _rewrite(root: Node, taken: set[Node], shape: tuple) -> int:
+    instructions, edges, members = _tree(root, taken)
+    assert len(edges) + len(instructions) <= MAX_REGISTERS
     n_in = len(edges)
     operands = [r[1] if r[0] == "in" else n_in + r[1]
                 for _, refs in instructions for r in refs]

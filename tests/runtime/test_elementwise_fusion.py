@@ -175,14 +175,25 @@ def test_awaited_and_shared_nodes_stay_nodes():
     np.testing.assert_array_equal(got, (x * 3 + x) * (x * 3) + (x * 4 + x) + x)
 
 
-def test_a_long_sum_fuses_within_the_limits():
+def test_long_sums_and_chains_fuse_in_trees_within_the_limits():
     g = tf.Graph()
     with g.as_default():
         q = tf.placeholder(tf.float32, [3, 5], name="q")
-        terms = [tf.identity(q) * float(k) for k in range(60)]  # an _Arg has no shape
-        out = tf.add_n(terms[:30]) - tf.add_n(terms[30:])
+        x = tf.identity(q)  # an _Arg has no static shape
+        terms = [x * float(k) for k in range(60)]
+        out = tf.add_n(terms[:30]) - tf.add_n(terms[30:40]) * tf.add_n(terms[40:])
+        chain = x
+        for k in range(400):  # deeper than the interpreter's recursion limit in trees
+            chain = chain * 0.999 + float(k % 3)
     feeds = {q: np.random.default_rng(1).standard_normal((3, 5)).astype(np.float32)}
-    _check_all_strategies(g, [out], feeds, fused_at_least=1, runs=1)
+    _check_all_strategies(g, [out, chain], feeds, fused_at_least=20, runs=1)
+    with tf.Session(graph=g) as s:
+        s.run([out, chain], feeds)
+        nodes = [n for st in s._steps.values() for p in st.partition_graphs.values()
+                 for n in p.nodes if n.op == "_FusedElementwise"]
+    assert all(n.attrs["N"] + len(n.attrs["ops"]) <= elementwise_fusion.MAX_REGISTERS
+               for n in nodes)
+    assert sum(len(n.attrs["ops"]) for n in nodes) > 800
 
 
 def _kernel(ops, operands, shape, n):
@@ -216,22 +227,27 @@ def test_the_kernel_in_c_and_in_numpy(size, monkeypatch):
     np.testing.assert_array_equal(compute(None, a[::-1].copy()[::-1], b, s), want)
     strided = np.stack([a, a]).T[:, 0]  # not contiguous: the NumPy path
     np.testing.assert_array_equal(compute(None, strided, b, s), want)
-    monkeypatch.setattr(native, "_mod", None)
-    np.testing.assert_array_equal(compute(None, a, b, s), want)
+    monkeypatch.setattr(native, "_mod", None)  # no extension: the NumPy path
+    np.testing.assert_array_equal(_kernel(*PROGRAM, (size,), 3)(None, a, b, s), want)
 
 
 @needs_native
 def test_the_c_loop_refuses_what_it_cannot_run():
-    out = np.empty(4, np.float32)
-    x = np.ones(4, np.float32)
+    out = np.empty((2, 2), np.float32)
+    x = np.ones((2, 2), np.float32)
     program = np.array([[2, 0, 1]], np.int32).tobytes()
-    assert native.elementwise(out, [x, x], program)
-    assert not native.elementwise(out, [x, np.ones(3, np.float32)], program)
-    assert not native.elementwise(out, [x, x.astype(np.float64)], program)
-    assert not native.elementwise(out, [x], program)  # reads a register not there yet
-    assert not native.elementwise(out, [x, x], np.array([[9, 0, 1]], np.int32).tobytes())
-    assert not native.elementwise(out, [x, x], b"\x00")
-    assert not native.elementwise(out, [x] * 60, program)
+    assert native.elementwise(out, (x, x), program)
+    assert native.elementwise(out, (x, np.ones((), np.float32)), program)
+    for other in (np.ones(4, np.float32), np.ones((2, 2)), np.ones((1, 2), np.float32),
+                  np.ones((2, 4), np.float32)[:, :2], [[1.0, 1.0], [1.0, 1.0]]):
+        assert not native.elementwise(out, (x, other), program)
+    assert not native.elementwise(out[:, :1], (x[:, :1], x[:, :1]), program)
+    for bad in (np.array([[9, 0, 1]], np.int32).tobytes(), b"\x00",
+                np.array([[2, 0, 2]], np.int32).tobytes()):  # reads a register not there yet
+        with pytest.raises(ValueError, match="elementwise: bad"):
+            native.elementwise(out, (x, x), bad)
+    with pytest.raises(ValueError, match="too many inputs"):
+        native.elementwise(out, (x,) * 60, program)
 
 
 def test_the_kernel_checks_its_inputs_and_attrs():

@@ -2695,7 +2695,7 @@ static PyObject *py_bias_relu(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* elementwise(out, inputs, program): the graph optimizer's _FusedElementwise (runtime/
+/* elementwise(out, inputs, program) -> bool: the graph optimizer's _FusedElementwise (runtime/
  * elementwise_fusion.py): a tree of float32 elementwise nodes of one shape computed in one
  * pass, block by block (EW_BLOCK elements), each node's values in a block-sized register,
  * where NumPy makes a call, an output array and a pass per node (~1 us each on the few
@@ -2703,7 +2703,9 @@ static PyObject *py_bias_relu(PyObject *self, PyObject *args) {
  * 0..n_in-1 are the inputs (each of out's size, or of one element: a scalar, broadcast),
  * register n_in + i instruction i's result; the last instruction writes out. Each op
  * rounds as its NumPy kernel does, operation for operation (no FMA: -ffp-contract=off):
- * TanhGrad is b * (1 - a * a), SigmoidGrad (b * a) * (1 - a), with a = y, b = dy. */
+ * TanhGrad is b * (1 - a * a), SigmoidGrad (b * a) * (1 - a), with a = y, b = dy.
+ * `inputs` is a tuple of C-contiguous float32 buffers, each of out's shape or of rank 0;
+ * False (nothing written) for any that is not (the caller's NumPy path takes them). */
 enum { EW_ADD, EW_SUB, EW_MUL, EW_NEG, EW_TANH_GRAD, EW_SIGMOID_GRAD, EW_OPS };
 #define EW_BLOCK 256
 #define EW_MAX_REGS 48 /* inputs and instructions together (elementwise_fusion.py's caps) */
@@ -2756,18 +2758,36 @@ LOOP_CLONES static void ew_run(float *out, const float *const *in, const int *wi
     }
 }
 
+/* Takes a C-contiguous float32 buffer of `like`'s shape, or of rank 0 (a scalar), into *b;
+ * 0 when `obj` is not one (no exception set). */
+static int ew_buffer(PyObject *obj, const Py_buffer *like, int writable, buf_t *b) {
+    b->held = 0;
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &b->view, flags) != 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    b->held = 1;
+    const Py_buffer *v = &b->view;
+    if (float_code(v) != 'f') return 0;
+    if (like == NULL || v->ndim == 0) return 1;
+    if (v->ndim != like->ndim) return 0;
+    for (int d = 0; d < v->ndim; d++)
+        if (v->shape[d] != like->shape[d]) return 0;
+    return 1;
+}
+
 static PyObject *py_elementwise(PyObject *self, PyObject *args) {
     PyObject *out_obj, *seq;
     const char *prog_bytes;
     Py_ssize_t prog_len;
-    if (!PyArg_ParseTuple(args, "OOy#", &out_obj, &seq, &prog_bytes, &prog_len)) return NULL;
-    PyObject *fast = PySequence_Fast(seq, "elementwise: inputs must be a sequence");
-    if (fast == NULL) return NULL;
-    Py_ssize_t n_in = PySequence_Fast_GET_SIZE(fast);
+    if (!PyArg_ParseTuple(args, "OO!y#", &out_obj, &PyTuple_Type, &seq, &prog_bytes,
+                          &prog_len))
+        return NULL;
+    Py_ssize_t n_in = PyTuple_GET_SIZE(seq);
     int n_ins = (int)(prog_len / (3 * (Py_ssize_t)sizeof(int32_t)));
     if (n_in < 1 || n_ins < 1 || n_in + n_ins > EW_MAX_REGS ||
         prog_len != (Py_ssize_t)(3 * sizeof(int32_t)) * n_ins) {
-        Py_DECREF(fast);
         PyErr_SetString(PyExc_ValueError, "elementwise: bad program or too many inputs");
         return NULL;
     }
@@ -2776,38 +2796,25 @@ static PyObject *py_elementwise(PyObject *self, PyObject *args) {
     for (int i = 0; i < n_ins; i++) {
         int32_t op = prog[3 * i], a = prog[3 * i + 1], b = prog[3 * i + 2];
         if (op < 0 || op >= EW_OPS || a < 0 || b < 0 || a >= n_in + i || b >= n_in + i) {
-            Py_DECREF(fast);
             PyErr_SetString(PyExc_ValueError, "elementwise: bad instruction");
             return NULL;
         }
     }
-    PyObject *objs[EW_MAX_REGS + 1];
-    int writable[EW_MAX_REGS + 1] = {1};
     buf_t bufs[EW_MAX_REGS + 1];
-    objs[0] = out_obj;
-    for (Py_ssize_t r = 0; r < n_in; r++) objs[r + 1] = PySequence_Fast_GET_ITEM(fast, r);
-    char code;
-    if (get_floats(objs, writable, bufs, (int)n_in + 1, &code) != 0) {
-        Py_DECREF(fast);
-        return NULL;
-    }
-    int64_t n = count_of(&bufs[0].view);
     const float *in[EW_MAX_REGS];
     int wide[EW_MAX_REGS];
-    int ok = code == 'f' && n > 0;
-    for (Py_ssize_t r = 0; ok && r < n_in; r++) {
-        int64_t c = count_of(&bufs[r + 1].view);
+    int held = 1;
+    int ok = ew_buffer(out_obj, NULL, 1, &bufs[0]) && bufs[0].view.len > 0;
+    for (Py_ssize_t r = 0; ok && r < n_in; r++, held++) {
+        ok = ew_buffer(PyTuple_GET_ITEM(seq, r), &bufs[0].view, 0, &bufs[r + 1]);
         in[r] = bufs[r + 1].view.buf;
-        wide[r] = c == n;
-        ok = c == n || c == 1;
+        wide[r] = bufs[r + 1].view.ndim != 0 || bufs[0].view.ndim == 0;
     }
     if (!ok) {
-        release(bufs, (int)n_in + 1);
-        Py_DECREF(fast);
-        PyErr_SetString(PyExc_ValueError, "elementwise: float32 inputs of out's size or "
-                        "of one element, and a non-empty out");
-        return NULL;
+        release(bufs, held);
+        Py_RETURN_FALSE;
     }
+    int64_t n = count_of(&bufs[0].view);
     float *o = bufs[0].view.buf;
     if (n >= (1 << 14)) {
         Py_BEGIN_ALLOW_THREADS
@@ -2816,9 +2823,8 @@ static PyObject *py_elementwise(PyObject *self, PyObject *args) {
     } else {
         ew_run(o, in, wide, (int)n_in, prog, n_ins, n);
     }
-    release(bufs, (int)n_in + 1);
-    Py_DECREF(fast);
-    Py_RETURN_NONE;
+    release(bufs, held);
+    Py_RETURN_TRUE;
 }
 
 /* END convnets block
@@ -4649,7 +4655,7 @@ static PyMethodDef methods[] = {
     {"sparse_xent", py_sparse_xent, METH_VARARGS,
      "sparse_xent(logits, labels, loss, backprop): -1 or the row of a bad label"},
     {"elementwise", py_elementwise, METH_VARARGS,
-     "elementwise(out, inputs, program): float32 elementwise ops of one shape in one pass"},
+     "elementwise(out, inputs, program) -> bool: float32 elementwise ops in one pass"},
     {"bias_relu", py_bias_relu, METH_VARARGS,
      "bias_relu(out, bias, relu): out (rows, F) += bias, then max(., 0) if relu; in place"},
     /* end convnets block */
