@@ -11,13 +11,16 @@ output array (~1.5 us on 2,048 floats) for ~0.1 us of arithmetic. A GRU cell's
 Which nodes (`_fusable`): Add, AddV2, Sub, Mul, Neg, AddN (of two or more), TanhGrad and
 SigmoidGrad of float32, whose output has a fully known static shape of 2 to
 `MAX_ELEMENTS` elements (a larger one is memory-bound and may be split over the intra-op
-threads by its own kernel), each input of that shape or a scalar (no other broadcasting),
+threads by its own kernel), each input of that shape or a scalar (no other broadcasting;
+a fed tensor's _Arg has no static shape, so a node reading a feed does not fuse).
 A fusable node is absorbed into its reader when that reader is fusable with the same shape
 and requested device and colocation, it is the only node that reads it (read by two
 nodes: it stays a node of its own), it is not fetched or a target, and no control edge
-waits on it; its control inputs move to the tree's root. The root is
-rewritten in place (its name, shape, frame and readers stay); absorbed nodes become NoOps
-nobody reads, which dead-code elimination drops. Trees of one node stay as they are.
+waits on it; its control inputs move to the tree's root. A tree takes at most
+MAX_REGISTERS inputs and instructions (`_plan`: a larger one is cut into trees of their
+own). The root is rewritten in place (its name, shape, frame and readers stay); absorbed
+nodes become NoOps nobody reads, which dead-code elimination drops. Trees of one node stay
+as they are.
 
 Values: each instruction rounds as its node's kernel did (the kernel's comment), so the
 fused step's results are the unfused step's bit for bit; tests run the same graphs under

@@ -124,6 +124,20 @@ def test_fusion_inside_a_while_loop_body():
     _check_all_strategies(g, [out], feeds, fused_at_least=1)
 
 
+@pytest.mark.parametrize("take", [True, False])
+def test_fusion_inside_cond_branches(take):
+    rng = np.random.default_rng(4)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [4, 6], name="x")
+        pred = tf.placeholder(tf.bool, [], name="pred")
+        feeds = {x: rng.standard_normal((4, 6)).astype(np.float32), pred: take}
+        v = tf.identity(x)
+        out = tf.cond(pred, lambda: (v * 2.0 + 1.0) * (1.0 - v),
+                      lambda: -(v * v) + tf.tanh(v) * v)
+    _check_all_strategies(g, [out], feeds, fused_at_least=1)
+
+
 def _fused_ops_of(fetches, feeds=()) -> list[str]:
     with tf.Session(graph=fetches[0].graph) as s:
         s.run(fetches, dict(feeds))

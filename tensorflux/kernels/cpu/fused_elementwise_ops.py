@@ -17,8 +17,8 @@ from tensorflux.kernels.registry import kernel_factory
 
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 
+_C_REGISTERS = 48  # _native.c EW_MAX_REGS: inputs + instructions the C loop takes
 # op type -> _native.c's EW_* code
-_C_REGISTERS = 48  # _native.c EW_MAX_REGS
 _CODES = {"Add": 0, "Sub": 1, "Mul": 2, "Neg": 3, "TanhGrad": 4, "SigmoidGrad": 5}
 
 
