@@ -29,6 +29,7 @@ from tensorflux.ops import (  # noqa: F401 - importing registers the ops
     depthwise_conv_ops,
     factorization_ops,
     fractional_pool_ops,
+    fused_elementwise_ops,
     gather_ops,
     image_ops,
     image_transform_ops,

@@ -18,7 +18,9 @@ With OptimizerOptions L1 (TensorFlow's default) the step graph is rewritten by
    FusedBatchNormV3 -> Relu pair becomes one _FusedBatchNormEx, and a ReluGrad feeding a
    FusedBatchNormGradV3 one _FusedBatchNormGradEx (`fuse_batch_norm_relu`); and
    Add/AddV2(x, MatMul(a, b)) one _FusedMatMulAdd, the product added into x's buffer
-   (`fuse_matmul_add`: a weight gradient summed over a while loop's iterations);
+   (`fuse_matmul_add`: a weight gradient summed over a while loop's iterations); last, a
+   tree of small float32 elementwise nodes of one shape one _FusedElementwise
+   (elementwise_fusion.py: an RNN cell's gate arithmetic and its gradient);
 4. after placement (`optimize_placed`, same conditions as 3): the dense Adam, Momentum and
    gradient-descent updates of a step's small variables on one device become one
    _FusedResourceApply<rule> node (`fuse_optimizer_updates`);
@@ -40,6 +42,7 @@ import numpy as np
 from tensorflux.framework import dtypes, op_registry, tensor_shape
 from tensorflux.kernels import registry as kernel_registry
 from tensorflux.kernels.registry import KernelContext
+from tensorflux.runtime import elementwise_fusion
 from tensorflux.runtime.exec_options import ExecOptions
 from tensorflux.runtime.frame_analysis import flow_kind
 from tensorflux.runtime.step_graph import Node, StepGraph, topological_order
@@ -83,6 +86,7 @@ def optimize(sg: StepGraph, options=None, fuse: bool = False) -> None:
         merge_summed_products(sg)
         fuse_matmul_bias_relu(sg)
         fuse_matmul_add(sg)
+        elementwise_fusion.fuse_elementwise(sg)
     unread_to_no_op(sg)
     eliminate_dead_code(sg)
 

@@ -103,3 +103,47 @@ def test_small_matmul_softmax_argmax_equal_numpy(shape):
     np.testing.assert_array_equal(arg, np.argmax(logits, axis=1))
     skipped = np.where(np.isnan(with_nan), -np.inf, with_nan)
     np.testing.assert_array_equal(arg_nan, np.argmax(skipped, axis=1))
+
+
+# (shape, axis, piece bounds): small pieces along an inner axis are contiguous copies
+SPLIT_CASES = [((32, 128), 1, [0, 64, 128]), ((1, 4, 6), 2, [0, 3, 6]),
+               ((4, 6, 9), 1, [0, 2, 4, 6]), ((4, 6, 9), 2, [0, 3, 6, 9]),
+               ((3, 5, 8, 2), 2, [0, 4, 8]),
+               ((5, 7, 3), 2, [0, 1, 2, 3]), ((4, 6, 9), 2, [0, 2, 9])]
+
+
+@pytest.mark.parametrize("shape, axis, bounds", SPLIT_CASES)
+def test_small_split_pieces_are_contiguous_copies_with_numpys_values(shape, axis, bounds):
+    from tensorflux.kernels.cpu import joining_ops
+
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    got = joining_ops._cut(x, joining_ops._pieces_plan(x, axis, bounds))
+    want = np.split(x, bounds[1:-1], axis=axis)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and g.flags.c_contiguous
+        np.testing.assert_array_equal(g, w)
+        assert not np.shares_memory(g, x)
+
+
+def test_split_plans_follow_the_shape_and_sizes_that_may_change():
+    from tensorflux.framework import errors
+    from tensorflux.kernels.cpu import joining_ops
+
+    split_v = joining_ops._split_v(SimpleNamespace(attrs={"num_split": 2}))
+    split = joining_ops._split(SimpleNamespace(attrs={"num_split": 2}))
+    sizes, dim = np.array([1, 3], np.int32), np.array(1, np.int32)
+    sizes.flags.writeable = dim.flags.writeable = False  # as a Const's value: kept plans
+    for rows in (2, 3, 2, 1):
+        x = np.arange(rows * 4, dtype=np.float32).reshape(rows, 4)
+        for got, want in ((split_v(None, x, sizes, dim), np.split(x, [1], axis=1)),
+                          (split(None, dim, x), np.split(x, 2, axis=1))):
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_array_equal(g, w)
+    with pytest.raises(errors.InvalidArgumentError, match="Determined shape"):
+        split_v(None, np.zeros((2, 5), np.float32), sizes, dim)
+    fed = np.array([2, 2], np.int32)  # writeable (a feed): worked out at every call
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    assert [p.shape for p in split_v(None, x, fed, dim)] == [(2, 2), (2, 2)]
+    fed[:] = [3, 1]
+    assert [p.shape for p in split_v(None, x, fed, dim)] == [(2, 3), (2, 1)]

@@ -183,7 +183,9 @@ def test_the_static_schedule_frees_each_value_after_its_last_use():
         b = tf.add(a, 1.0, name="b")
         c = tf.multiply(b, 3.0, name="c")
         d = tf.add(c, 1.0, name="d")
-        with tf.Session() as s:
+        l0 = tf.ConfigProto(graph_options=tf.GraphOptions(optimizer_options=tf.OptimizerOptions(
+            opt_level=tf.OptimizerOptions.L0)))  # the four nodes, not fused into one
+        with tf.Session(config=l0) as s:
             s.run(d, {p: np.zeros(1000, np.float32)})
             ((device, nodes, pairs),) = _parts(s)
     refs = {}

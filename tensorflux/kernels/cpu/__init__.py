@@ -28,6 +28,7 @@ from tensorflux.kernels.cpu import (  # noqa: F401 - importing registers the ker
     depthwise_conv_ops,
     factorization_ops,
     fractional_pool_ops,
+    fused_elementwise_ops,
     gather_ops,
     image_ops,
     image_transform_ops,

@@ -2695,6 +2695,138 @@ static PyObject *py_bias_relu(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* elementwise(out, inputs, program) -> bool: the graph optimizer's _FusedElementwise (runtime/
+ * elementwise_fusion.py): a tree of float32 elementwise nodes of one shape computed in one
+ * pass, block by block (EW_BLOCK elements), each node's values in a block-sized register,
+ * where NumPy makes a call, an output array and a pass per node (~1 us each on the few
+ * thousand elements of an RNN cell). `program` is int32 triples (op, a, b): registers
+ * 0..n_in-1 are the inputs (each of out's size, or of one element: a scalar, broadcast),
+ * register n_in + i instruction i's result; the last instruction writes out. Each op
+ * rounds as its NumPy kernel does, operation for operation (no FMA: -ffp-contract=off):
+ * TanhGrad is b * (1 - a * a), SigmoidGrad (b * a) * (1 - a), with a = y, b = dy.
+ * `inputs` is a tuple of C-contiguous float32 buffers, each of out's shape or of rank 0;
+ * False (nothing written) for any that is not (the caller's NumPy path takes them). */
+enum { EW_ADD, EW_SUB, EW_MUL, EW_NEG, EW_TANH_GRAD, EW_SIGMOID_GRAD, EW_OPS };
+#define EW_BLOCK 256
+#define EW_MAX_REGS 48 /* inputs and instructions together (elementwise_fusion.py's caps) */
+
+LOOP_CLONES static void ew_run(float *out, const float *const *in, const int *wide, int n_in,
+                               const int32_t *prog, int n_ins, int64_t n) {
+    static _Thread_local float regs[EW_MAX_REGS][EW_BLOCK];
+    const float *src[EW_MAX_REGS];
+    for (int r = 0; r < n_in; r++)
+        if (!wide[r])
+            for (int j = 0; j < EW_BLOCK; j++) regs[r][j] = in[r][0];
+    for (int64_t base = 0; base < n; base += EW_BLOCK) {
+        int64_t len = n - base < EW_BLOCK ? n - base : EW_BLOCK;
+        for (int r = 0; r < n_in; r++) src[r] = wide[r] ? in[r] + base : regs[r];
+        for (int i = 0; i < n_ins; i++) {
+            const int32_t *p = prog + 3 * i;
+            float *restrict d = i == n_ins - 1 ? out + base : regs[n_in + i];
+            const float *restrict a = src[p[1]];
+            const float *restrict b = src[p[2]];
+            switch (p[0]) {
+            case EW_ADD:
+                for (int64_t j = 0; j < len; j++) d[j] = a[j] + b[j];
+                break;
+            case EW_SUB:
+                for (int64_t j = 0; j < len; j++) d[j] = a[j] - b[j];
+                break;
+            case EW_MUL:
+                for (int64_t j = 0; j < len; j++) d[j] = a[j] * b[j];
+                break;
+            case EW_NEG:
+                for (int64_t j = 0; j < len; j++) d[j] = -a[j];
+                break;
+            case EW_TANH_GRAD:
+                for (int64_t j = 0; j < len; j++) {
+                    float t = a[j] * a[j];
+                    t = 1.0f - t;
+                    d[j] = b[j] * t;
+                }
+                break;
+            default: /* EW_SIGMOID_GRAD */
+                for (int64_t j = 0; j < len; j++) {
+                    float t1 = b[j] * a[j];
+                    float t2 = 1.0f - a[j];
+                    d[j] = t1 * t2;
+                }
+                break;
+            }
+            src[n_in + i] = d;
+        }
+    }
+}
+
+/* Takes a C-contiguous float32 buffer of `like`'s shape, or of rank 0 (a scalar), into *b;
+ * 0 when `obj` is not one (no exception set). */
+static int ew_buffer(PyObject *obj, const Py_buffer *like, int writable, buf_t *b) {
+    b->held = 0;
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &b->view, flags) != 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    b->held = 1;
+    const Py_buffer *v = &b->view;
+    if (float_code(v) != 'f') return 0;
+    if (like == NULL || v->ndim == 0) return 1;
+    if (v->ndim != like->ndim) return 0;
+    for (int d = 0; d < v->ndim; d++)
+        if (v->shape[d] != like->shape[d]) return 0;
+    return 1;
+}
+
+static PyObject *py_elementwise(PyObject *self, PyObject *args) {
+    PyObject *out_obj, *seq;
+    const char *prog_bytes;
+    Py_ssize_t prog_len;
+    if (!PyArg_ParseTuple(args, "OO!y#", &out_obj, &PyTuple_Type, &seq, &prog_bytes,
+                          &prog_len))
+        return NULL;
+    Py_ssize_t n_in = PyTuple_GET_SIZE(seq);
+    int n_ins = (int)(prog_len / (3 * (Py_ssize_t)sizeof(int32_t)));
+    if (n_in < 1 || n_ins < 1 || n_in + n_ins > EW_MAX_REGS ||
+        prog_len != (Py_ssize_t)(3 * sizeof(int32_t)) * n_ins) {
+        PyErr_SetString(PyExc_ValueError, "elementwise: bad program or too many inputs");
+        return NULL;
+    }
+    int32_t prog[3 * EW_MAX_REGS];
+    memcpy(prog, prog_bytes, (size_t)prog_len);
+    for (int i = 0; i < n_ins; i++) {
+        int32_t op = prog[3 * i], a = prog[3 * i + 1], b = prog[3 * i + 2];
+        if (op < 0 || op >= EW_OPS || a < 0 || b < 0 || a >= n_in + i || b >= n_in + i) {
+            PyErr_SetString(PyExc_ValueError, "elementwise: bad instruction");
+            return NULL;
+        }
+    }
+    buf_t bufs[EW_MAX_REGS + 1];
+    const float *in[EW_MAX_REGS];
+    int wide[EW_MAX_REGS];
+    int held = 1;
+    int ok = ew_buffer(out_obj, NULL, 1, &bufs[0]) && bufs[0].view.len > 0;
+    for (Py_ssize_t r = 0; ok && r < n_in; r++, held++) {
+        ok = ew_buffer(PyTuple_GET_ITEM(seq, r), &bufs[0].view, 0, &bufs[r + 1]);
+        in[r] = bufs[r + 1].view.buf;
+        wide[r] = bufs[r + 1].view.ndim != 0 || bufs[0].view.ndim == 0;
+    }
+    if (!ok) {
+        release(bufs, held);
+        Py_RETURN_FALSE;
+    }
+    int64_t n = count_of(&bufs[0].view);
+    float *o = bufs[0].view.buf;
+    if (n >= (1 << 14)) {
+        Py_BEGIN_ALLOW_THREADS
+        ew_run(o, in, wide, (int)n_in, prog, n_ins, n);
+        Py_END_ALLOW_THREADS
+    } else {
+        ew_run(o, in, wide, (int)n_in, prog, n_ins, n);
+    }
+    release(bufs, held);
+    Py_RETURN_TRUE;
+}
+
 /* END convnets block
  * ====================================================================================== */
 
@@ -4522,6 +4654,8 @@ static PyMethodDef methods[] = {
      "own_many(vars, ndarray): each variable's array an update may write (copy-on-write)"},
     {"sparse_xent", py_sparse_xent, METH_VARARGS,
      "sparse_xent(logits, labels, loss, backprop): -1 or the row of a bad label"},
+    {"elementwise", py_elementwise, METH_VARARGS,
+     "elementwise(out, inputs, program) -> bool: float32 elementwise ops in one pass"},
     {"bias_relu", py_bias_relu, METH_VARARGS,
      "bias_relu(out, bias, relu): out (rows, F) += bias, then max(., 0) if relu; in place"},
     /* end convnets block */

@@ -115,70 +115,124 @@ def _concat_offset(ctx, concat_dim, *shapes):
 @kernel_factory("Split", forwards_input=True)
 def _split(node):
     num = node.attrs["num_split"]
+    plans = _Plans()
 
     def compute(ctx, split_dim, value):
-        axis = int(split_dim)
-        n = value.ndim
-        if not -n <= axis < n:
-            raise _invalid(f"-input rank(-{n}) <= split_dim < input rank ({n}), but got {axis}")
-        axis %= n
-        size = value.shape[axis]
-        if size % num:
-            raise _invalid(f"Number of ways to split should evenly divide the split dimension, "
-                           f"but got split_dim {axis} (size = {size}) and num_split {num}")
-        if num == 1:  # one output: the bare value (kernels/registry.py's contract)
-            return value
-        step = size // num
-        return _pieces(value, axis, [i * step for i in range(num + 1)])
+        plan = plans.get(value, split_dim)
+        if plan is None:
+            plan = plans.put(value, split_dim, None, _split_plan(value, split_dim, num))
+        return _cut(value, plan)
 
     return compute
+
+
+def _split_plan(value, split_dim, num: int):
+    axis = int(split_dim)
+    n = value.ndim
+    if not -n <= axis < n:
+        raise _invalid(f"-input rank(-{n}) <= split_dim < input rank ({n}), but got {axis}")
+    axis %= n
+    size = value.shape[axis]
+    if size % num:
+        raise _invalid(f"Number of ways to split should evenly divide the split dimension, "
+                       f"but got split_dim {axis} (size = {size}) and num_split {num}")
+    if num == 1:  # one output: the bare value (kernels/registry.py's contract)
+        return None
+    step = size // num
+    return _pieces_plan(value, axis, [i * step for i in range(num + 1)])
 
 
 @kernel_factory("SplitV", forwards_input=True)
 def _split_v(node):
     num = node.attrs["num_split"]
+    plans = _Plans()
 
     def compute(ctx, value, size_splits, split_dim):
-        axis = int(split_dim)
-        n = value.ndim
-        if not -n <= axis < n:
-            raise _invalid(f"-input rank(-{n}) <= split_dim < input rank ({n}), but got {axis}")
-        axis %= n
-        sizes = size_splits.reshape(-1).tolist()
-        if len(sizes) != num:
-            raise _invalid(f"Number of split sizes ({len(sizes)}) must match num_split "
-                           f"({num})")
-        total = value.shape[axis]
-        unknown = [i for i, s in enumerate(sizes) if s == -1]
-        if len(unknown) > 1:
-            raise _invalid(f"There can only be one -1 in the input, but found {len(unknown)}")
-        known = sum(s for s in sizes if s != -1)
-        if (not unknown and known != total) or (unknown and known > total):
-            raise _invalid("Determined shape must either match input shape along split_dim "
-                           "exactly if fully specified, or be less than the size of the input "
-                           f"along split_dim if not fully specified.  Got: {known}")
-        if unknown:
-            sizes[unknown[0]] = total - known
-        if num == 1:  # one output: the bare value
-            return value
-        return _pieces(value, axis, list(itertools.accumulate(sizes, initial=0)))
+        plan = plans.get(value, split_dim, size_splits)
+        if plan is None:
+            plan = plans.put(value, split_dim, size_splits,
+                             _split_v_plan(value, size_splits, split_dim, num))
+        return _cut(value, plan)
 
     return compute
 
 
-def _pieces(value: np.ndarray, axis: int, bounds) -> tuple:
-    """value[..., bounds[i]:bounds[i + 1], ...] along `axis`, by plain slicing (np.split
-    costs ~8 us for three pieces, slicing ~1 us): views along axis 0, and along another
-    axis too for large values; small pieces along another axis are copied (contiguous), as
-    TensorFlow's Split makes them: an RNN cell's gates feed several elementwise kernels
-    each, and NumPy takes twice as long over a strided (32, 64) view as over its ~0.7 us
-    copy."""
+def _split_v_plan(value, size_splits, split_dim, num: int):
+    axis = int(split_dim)
+    n = value.ndim
+    if not -n <= axis < n:
+        raise _invalid(f"-input rank(-{n}) <= split_dim < input rank ({n}), but got {axis}")
+    axis %= n
+    sizes = size_splits.reshape(-1).tolist()
+    if len(sizes) != num:
+        raise _invalid(f"Number of split sizes ({len(sizes)}) must match num_split "
+                       f"({num})")
+    total = value.shape[axis]
+    unknown = [i for i, s in enumerate(sizes) if s == -1]
+    if len(unknown) > 1:
+        raise _invalid(f"There can only be one -1 in the input, but found {len(unknown)}")
+    known = sum(s for s in sizes if s != -1)
+    if (not unknown and known != total) or (unknown and known > total):
+        raise _invalid("Determined shape must either match input shape along split_dim "
+                       "exactly if fully specified, or be less than the size of the input "
+                       f"along split_dim if not fully specified.  Got: {known}")
+    if unknown:
+        sizes[unknown[0]] = total - known
+    if num == 1:  # one output: the bare value
+        return None
+    return _pieces_plan(value, axis, list(itertools.accumulate(sizes, initial=0)))
+
+
+class _Plans:
+    """A Split/SplitV node's last plan (`_pieces_plan`, or None for the bare value), kept
+    for the value's shape and the very objects it was made from when those are read-only
+    arrays (the split dimension and sizes are constants in nearly every graph: the same
+    read-only arrays every step, which the entry holds, so their identities cannot be
+    taken by others): a step's RNN cell splits without working its pieces out again
+    (~2 us of Python each)."""
+
+    __slots__ = ("key", "plan")
+
+    def __init__(self):
+        self.key = None
+        self.plan = None
+
+    def get(self, value, *args):
+        key = self.key
+        if key is not None and key[0] == value.shape and all(
+                a is b for a, b in zip(key[1:], args, strict=True)):
+            return self.plan
+        return None
+
+    def put(self, value, split_dim, size_splits, plan):
+        args = (split_dim,) if size_splits is None else (split_dim, size_splits)
+        if all(type(a) is np.ndarray and not a.flags.writeable for a in args):
+            self.key, self.plan = (value.shape, *args), plan
+        return plan
+
+
+def _cut(value, plan):
+    """The pieces of `value` by its plan (`_pieces_plan`): the bare value for None."""
+    if plan is None:
+        return value
+    copy, index = plan
+    if copy:
+        return tuple(value[ix].copy() for ix in index)
+    return tuple(value[ix] for ix in index)
+
+
+def _pieces_plan(value: np.ndarray, axis: int, bounds) -> tuple:
+    """(copied?, index of each piece) of value[..., bounds[i]:bounds[i + 1], ...] along
+    `axis`, by plain slicing (np.split costs ~8 us for three pieces, slicing ~1 us): views
+    along axis 0, and along another axis too for large values; small pieces along another
+    axis are copied (contiguous), as TensorFlow's Split makes them: an RNN cell's gates feed
+    several elementwise kernels each, and NumPy takes twice as long over a strided (32, 64)
+    view as over its ~0.7 us copy."""
     if axis == 0 or value.ndim == 1:
-        return tuple(value[lo:hi] for lo, hi in itertools.pairwise(bounds))
+        return False, [slice(lo, hi) for lo, hi in itertools.pairwise(bounds)]
     lead = (slice(None),) * axis
-    if value.size > _COPIED_PIECES_MAX or math.prod(value.shape[:axis]) == 1:
-        return tuple(value[lead + (slice(lo, hi),)] for lo, hi in itertools.pairwise(bounds))
-    return tuple(value[lead + (slice(lo, hi),)].copy() for lo, hi in itertools.pairwise(bounds))
+    index = [lead + (slice(lo, hi),) for lo, hi in itertools.pairwise(bounds)]
+    return not (value.size > _COPIED_PIECES_MAX or math.prod(value.shape[:axis]) == 1), index
 
 
 _COPIED_PIECES_MAX = 1 << 16  # elements of a value whose pieces along axis > 0 are copied

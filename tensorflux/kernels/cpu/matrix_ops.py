@@ -27,6 +27,9 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 warnings.filterwarnings("ignore", category=np.exceptions.ComplexWarning, module=__name__)
 
 
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
 def _mat_str(shape) -> str:
     return _shape_str(shape)
 
@@ -44,11 +47,14 @@ def _matmul(node):
         if a2.shape[1] != b2.shape[0]:
             raise _invalid(f"Matrix size-incompatible: In[0]: {_mat_str(a.shape)}, In[1]: "
                            f"{_mat_str(b.shape)}")
-        if a.dtype in _LOW_PRECISION:  # float32 products rounded once, as TF; NumPy's own
-            # float16 matmul rounds the same but has no BLAS (about 100x slower)
-            return np.matmul(a2.astype(np.float32), b2.astype(np.float32)).astype(a.dtype)
         m, n = a2.shape[0], b2.shape[1]
         flops = 2.0 * m * n * a2.shape[1]
+        dtype = a.dtype
+        if flops < intra_op.MIN_FLOPS and (dtype is _F32 or dtype is _F64):
+            return _product(a2, b2)  # the many small products of an RNN step, at once
+        if dtype in _LOW_PRECISION:  # float32 products rounded once, as TF; NumPy's own
+            # float16 matmul rounds the same but has no BLAS (about 100x slower)
+            return np.matmul(a2.astype(np.float32), b2.astype(np.float32)).astype(a.dtype)
         if flops < intra_op.MIN_FLOPS:  # one product on this thread, whatever `parts` is
             return _product(a2, b2)
         parts = intra_op.workers(ctx)

@@ -576,6 +576,22 @@ def bias_relu(out: np.ndarray, bias: np.ndarray, relu: bool) -> bool:
     return True
 
 
+def elementwise(out: np.ndarray, inputs: tuple, program: bytes) -> bool:
+    """Runs a _FusedElementwise program (kernels/cpu/fused_elementwise_ops.py) over the
+    float32 `inputs` (C-contiguous, each of `out`'s shape or of rank 0) into `out` in one
+    pass; False when the extension is missing or an array does not qualify (nothing
+    written). `program` is the int32 triples (op, a, b) _native.c's `elementwise` reads."""
+    fn = getattr(_mod, "elementwise", None)
+    return fn is not None and fn(out, inputs, program)
+
+
+def elementwise_fn():
+    """_native.c's `elementwise` itself (`elementwise` without its Python frame: a fused
+    kernel's call costs about as much as one NumPy call), or `elementwise` when the
+    extension lacks it."""
+    return getattr(_mod, "elementwise", None) or elementwise
+
+
 def swap_last2(x: np.ndarray, parts: int = 1):
     """A new C-contiguous array (..., S, R) from C-contiguous `x` (..., R, S), the last two
     axes swapped (elements copied as they are, 2, 4 or 8 bytes each), or None when `x` does

@@ -66,7 +66,8 @@ def _sigmoid_by_exp(x):
     (x < -88.7 in float32), whose sigmoid is below the smallest normal float."""
     if x.dtype.kind == "c":
         return 1 / (1 + np.exp(-x))
-    out = np.asarray(np.exp(np.negative(x)))  # a 0-d array, not a NumPy scalar, for out=
+    out = np.asarray(np.negative(x))  # a 0-d array, not a NumPy scalar, for out=
+    np.exp(out, out=out)
     out += 1
     return np.reciprocal(out, out=out)
 
