@@ -191,23 +191,23 @@ class _Plans:
     taken by others): a step's RNN cell splits without working its pieces out again
     (~2 us of Python each)."""
 
-    __slots__ = ("key", "plan")
+    __slots__ = ("entry",)
 
     def __init__(self):
-        self.key = None
-        self.plan = None
+        self.entry = None  # (key, plan): one attribute, so that steps on other threads
+        # never see one step's key with another's plan
 
     def get(self, value, *args):
-        key = self.key
-        if key is not None and key[0] == value.shape and all(
-                a is b for a, b in zip(key[1:], args, strict=True)):
-            return self.plan
+        entry = self.entry
+        if entry is not None and entry[0][0] == value.shape and all(
+                a is b for a, b in zip(entry[0][1:], args, strict=True)):
+            return entry[1]
         return None
 
     def put(self, value, split_dim, size_splits, plan):
         args = (split_dim,) if size_splits is None else (split_dim, size_splits)
         if all(type(a) is np.ndarray and not a.flags.writeable for a in args):
-            self.key, self.plan = (value.shape, *args), plan
+            self.entry = ((value.shape, *args), plan)
         return plan
 
 
