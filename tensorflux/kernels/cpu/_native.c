@@ -600,12 +600,15 @@ LOOP_CLONES static void relu_grad_chunk(void *p, int64_t i) {
 /* Runs `fn` over f->n elements: chunks on the pool when there are several and parts > 1.
  * (Never stopped early: one pass over buffers the caller already holds is bounded, and an
  * in-place update must not stop half-way.) */
-static void run_flat(chunk_fn fn, flat_t *f, int parts) {
-    int64_t count = (f->n + CHUNK - 1) / CHUNK;
+static void run_flat_task(chunk_fn fn, void *task, int64_t count, int parts) {
     if (count > 1 && parts > 1) ensure_helpers(parts - 1);
     Py_BEGIN_ALLOW_THREADS
-    run_all(fn, f, count, parts, NULL);
+    run_all(fn, task, count, parts, NULL);
     Py_END_ALLOW_THREADS
+}
+
+static void run_flat(chunk_fn fn, flat_t *f, int parts) {
+    run_flat_task(fn, f, (f->n + CHUNK - 1) / CHUNK, parts);
 }
 
 static int same_count(buf_t *bufs, int n, int64_t *count) {
@@ -2777,12 +2780,36 @@ static int ew_buffer(PyObject *obj, const Py_buffer *like, int writable, buf_t *
     return 1;
 }
 
+/* One pool task of a split `elementwise`: chunk i is elements [i * CHUNK, (i + 1) * CHUNK)
+ * of every wide input and of out (a scalar input is read whole by each chunk). */
+typedef struct {
+    float *out;
+    const float *const *in;
+    const int *wide;
+    int n_in, n_ins;
+    const int32_t *prog;
+    int64_t n;
+} ew_task_t;
+
+static void ew_chunk(void *p, int64_t i) {
+    const ew_task_t *t = p;
+    int64_t lo = i * CHUNK, len = t->n - lo < CHUNK ? t->n - lo : CHUNK;
+    const float *in[EW_MAX_REGS];
+    for (int r = 0; r < t->n_in; r++) in[r] = t->wide[r] ? t->in[r] + lo : t->in[r];
+    ew_run(t->out + lo, in, t->wide, t->n_in, t->prog, t->n_ins, len);
+}
+
+/* elementwise(out, inputs, program[, parts]): parts > 1 splits an output of more than
+ * CHUNK elements over the pool (the large TanhGrad and SigmoidGrad of unary_ops.py, one
+ * instruction each, whose `out` may be one of the inputs, donated: every element is read
+ * before it is written, and no other element is touched). */
 static PyObject *py_elementwise(PyObject *self, PyObject *args) {
     PyObject *out_obj, *seq;
     const char *prog_bytes;
     Py_ssize_t prog_len;
-    if (!PyArg_ParseTuple(args, "OO!y#", &out_obj, &PyTuple_Type, &seq, &prog_bytes,
-                          &prog_len))
+    int parts = 1;
+    if (!PyArg_ParseTuple(args, "OO!y#|i", &out_obj, &PyTuple_Type, &seq, &prog_bytes,
+                          &prog_len, &parts))
         return NULL;
     Py_ssize_t n_in = PyTuple_GET_SIZE(seq);
     int n_ins = (int)(prog_len / (3 * (Py_ssize_t)sizeof(int32_t)));
@@ -2816,7 +2843,10 @@ static PyObject *py_elementwise(PyObject *self, PyObject *args) {
     }
     int64_t n = count_of(&bufs[0].view);
     float *o = bufs[0].view.buf;
-    if (n >= (1 << 14)) {
+    if (parts > 1 && n > CHUNK) {
+        ew_task_t t = {o, in, wide, (int)n_in, n_ins, prog, n};
+        run_flat_task(ew_chunk, &t, (n + CHUNK - 1) / CHUNK, parts);
+    } else if (n >= (1 << 14)) {
         Py_BEGIN_ALLOW_THREADS
         ew_run(o, in, wide, (int)n_in, prog, n_ins, n);
         Py_END_ALLOW_THREADS
@@ -2825,6 +2855,157 @@ static PyObject *py_elementwise(PyObject *self, PyObject *args) {
     }
     release(bufs, held);
     Py_RETURN_TRUE;
+}
+
+/* resize_nearest(out, images, iy, ix, parts): ResizeNearestNeighbor of NHWC `images` into
+ * `out` [N, OH, OW, C] (C-contiguous, one item size, any type: pixels are copied as bytes),
+ * out[n, y, x] = images[n, iy[y], ix[x]], `iy` and `ix` int64 (image_ops.py's
+ * _nearest_index), in one pass where NumPy's two fancy indexings make two. Tasks are blocks
+ * of output rows; a row whose source row is the previous row's is one copy of that row
+ * (an integer upsampling's repeated rows). */
+typedef struct {
+    char *out;
+    const char *in;
+    const int64_t *iy, *ix;
+    int64_t n, h, w, oh, ow, px, rows_per;
+} rnn_t;
+
+static void rnn_chunk(void *p, int64_t i) {
+    const rnn_t *t = p;
+    int64_t r0 = i * t->rows_per, r1 = r0 + t->rows_per < t->n * t->oh ? r0 + t->rows_per
+                                                                        : t->n * t->oh;
+    int64_t row_bytes = t->ow * t->px;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t b = r / t->oh, y = r % t->oh;
+        char *dst = t->out + r * row_bytes;
+        if (r > r0 && y > 0 && t->iy[y] == t->iy[y - 1]) {
+            memcpy(dst, dst - row_bytes, (size_t)row_bytes);
+            continue;
+        }
+        const char *src = t->in + ((b * t->h + t->iy[y]) * t->w) * t->px;
+        for (int64_t x = 0; x < t->ow; x++)
+            memcpy(dst + x * t->px, src + t->ix[x] * t->px, (size_t)t->px);
+    }
+}
+
+static int get_c_buffers(PyObject **objs, const int *writable, buf_t *bufs, int n) {
+    for (int i = 0; i < n; i++) bufs[i].held = 0;
+    for (int i = 0; i < n; i++) {
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable[i] ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[i], &bufs[i].view, flags) != 0) {
+            release(bufs, i);
+            return -1;
+        }
+        bufs[i].held = 1;
+    }
+    return 0;
+}
+
+static PyObject *py_resize_nearest(PyObject *self, PyObject *args) {
+    PyObject *objs[4];
+    int parts;
+    if (!PyArg_ParseTuple(args, "OOOOi", &objs[0], &objs[1], &objs[2], &objs[3], &parts))
+        return NULL;
+    static const int writable[4] = {1, 0, 0, 0};
+    buf_t bufs[4];
+    if (get_c_buffers(objs, writable, bufs, 4) != 0) return NULL;
+    const Py_buffer *o = &bufs[0].view, *im = &bufs[1].view, *vy = &bufs[2].view,
+                    *vx = &bufs[3].view;
+    int ok = o->ndim == 4 && im->ndim == 4 && o->itemsize == im->itemsize &&
+             o->shape[0] == im->shape[0] && o->shape[3] == im->shape[3] && vy->ndim == 1 &&
+             vx->ndim == 1 && vy->itemsize == 8 && vx->itemsize == 8 &&
+             vy->shape[0] == o->shape[1] && vx->shape[0] == o->shape[2];
+    rnn_t t = {0};
+    if (ok) {
+        t = (rnn_t){o->buf, im->buf, vy->buf, vx->buf, im->shape[0], im->shape[1],
+                    im->shape[2], o->shape[1], o->shape[2], im->shape[3] * im->itemsize, 1};
+        for (int64_t y = 0; ok && y < t.oh; y++) ok = t.iy[y] >= 0 && t.iy[y] < t.h;
+        for (int64_t x = 0; ok && x < t.ow; x++) ok = t.ix[x] >= 0 && t.ix[x] < t.w;
+    }
+    if (!ok) {
+        release(bufs, 4);
+        PyErr_SetString(PyExc_ValueError, "resize_nearest: bad shapes, types or indices");
+        return NULL;
+    }
+    int64_t rows = t.n * t.oh, row_bytes = t.ow * t.px;
+    if (rows > 0 && row_bytes > 0) {
+        t.rows_per = (CHUNK * 4) / row_bytes > 1 ? (CHUNK * 4) / row_bytes : 1;
+        run_flat_task(rnn_chunk, &t, (rows + t.rows_per - 1) / t.rows_per, parts);
+    }
+    release(bufs, 4);
+    Py_RETURN_NONE;
+}
+
+/* resize_nearest_grad(out, grads, ky, kx, parts): ResizeNearestNeighborGrad of an integer
+ * upsampling of float32 NHWC by ky x kx (out [N, H, W, C], grads [N, H*ky, W*kx, C]): each
+ * output pixel the sum of its ky x kx block in _resize_nearest.py's _sum_into order, so the same
+ * float32 values: per block column j2 the column's rows added top to bottom, and those
+ * column sums added left to right. Tasks are blocks of output rows. */
+typedef struct {
+    float *out;
+    const float *g;
+    int64_t n, h, w, c, ky, kx, rows_per;
+} rnng_t;
+
+#define RNNG_LANES 256 /* channels summed per block (a column sum's stack buffer) */
+
+LOOP_CLONES static void rnng_chunk(void *p, int64_t i) {
+    const rnng_t *t = p;
+    int64_t r0 = i * t->rows_per, r1 = r0 + t->rows_per < t->n * t->h ? r0 + t->rows_per
+                                                                       : t->n * t->h;
+    int64_t c = t->c, gw = t->w * t->kx * c; /* a grads row, in floats */
+    for (int64_t r = r0; r < r1; r++) {
+        const float *g0 = t->g + r * t->ky * gw; /* grads row (b, y * ky): r = b * h + y */
+        float *restrict dst = t->out + r * t->w * c;
+        for (int64_t x = 0; x < t->w; x++, dst += c) {
+            for (int64_t j2 = 0; j2 < t->kx; j2++) {
+                const float *col = g0 + (x * t->kx + j2) * c;
+                for (int64_t k0 = 0; k0 < c; k0 += RNNG_LANES) {
+                    int64_t m = c - k0 < RNNG_LANES ? c - k0 : RNNG_LANES;
+                    float s[RNNG_LANES];
+                    for (int64_t k = 0; k < m; k++) s[k] = col[k0 + k];
+                    for (int64_t j1 = 1; j1 < t->ky; j1++) {
+                        const float *restrict cj = col + j1 * gw + k0;
+                        for (int64_t k = 0; k < m; k++) s[k] += cj[k];
+                    }
+                    if (j2 == 0)
+                        for (int64_t k = 0; k < m; k++) dst[k0 + k] = s[k];
+                    else
+                        for (int64_t k = 0; k < m; k++) dst[k0 + k] += s[k];
+                }
+            }
+        }
+    }
+}
+
+static PyObject *py_resize_nearest_grad(PyObject *self, PyObject *args) {
+    PyObject *objs[2];
+    rnng_t t = {0};
+    int parts;
+    if (!PyArg_ParseTuple(args, "OOLLi", &objs[0], &objs[1], &t.ky, &t.kx, &parts))
+        return NULL;
+    static const int writable[2] = {1, 0};
+    buf_t bufs[2];
+    char code;
+    if (get_floats(objs, writable, bufs, 2, &code) != 0) return NULL;
+    const Py_buffer *o = &bufs[0].view, *g = &bufs[1].view;
+    if (code != 'f' || o->ndim != 4 || g->ndim != 4 || t.ky < 1 || t.kx < 1 ||
+        g->shape[0] != o->shape[0] || g->shape[3] != o->shape[3] ||
+        g->shape[1] != o->shape[1] * t.ky || g->shape[2] != o->shape[2] * t.kx) {
+        release(bufs, 2);
+        PyErr_SetString(PyExc_ValueError, "resize_nearest_grad: bad shapes or types");
+        return NULL;
+    }
+    t.out = o->buf;
+    t.g = g->buf;
+    t.n = o->shape[0], t.h = o->shape[1], t.w = o->shape[2], t.c = o->shape[3];
+    int64_t rows = t.n * t.h, per_row = t.w * t.c * t.ky * t.kx;
+    if (rows > 0 && per_row > 0) {
+        t.rows_per = CHUNK / per_row > 1 ? CHUNK / per_row : 1;
+        run_flat_task(rnng_chunk, &t, (rows + t.rows_per - 1) / t.rows_per, parts);
+    }
+    release(bufs, 2);
+    Py_RETURN_NONE;
 }
 
 /* END convnets block
@@ -4655,7 +4836,12 @@ static PyMethodDef methods[] = {
     {"sparse_xent", py_sparse_xent, METH_VARARGS,
      "sparse_xent(logits, labels, loss, backprop): -1 or the row of a bad label"},
     {"elementwise", py_elementwise, METH_VARARGS,
-     "elementwise(out, inputs, program) -> bool: float32 elementwise ops in one pass"},
+     "elementwise(out, inputs, program[, parts]) -> bool: float32 elementwise ops in one "
+     "pass"},
+    {"resize_nearest", py_resize_nearest, METH_VARARGS,
+     "resize_nearest(out, images, iy, ix, parts): out[n, y, x] = images[n, iy[y], ix[x]]"},
+    {"resize_nearest_grad", py_resize_nearest_grad, METH_VARARGS,
+     "resize_nearest_grad(out, grads, ky, kx, parts): float32 sums of ky x kx blocks"},
     {"bias_relu", py_bias_relu, METH_VARARGS,
      "bias_relu(out, bias, relu): out (rows, F) += bias, then max(., 0) if relu; in place"},
     /* end convnets block */

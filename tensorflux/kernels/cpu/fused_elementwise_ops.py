@@ -22,6 +22,12 @@ _C_REGISTERS = 48  # _native.c EW_MAX_REGS: inputs + instructions the C loop tak
 _CODES = {"Add": 0, "Sub": 1, "Mul": 2, "Neg": 3, "TanhGrad": 4, "SigmoidGrad": 5}
 
 
+def one_instruction(op: str) -> bytes:
+    """The program of `op` (TanhGrad, SigmoidGrad, ...) over inputs 0 and 1 alone, for
+    native.elementwise (unary_ops.py's large TanhGrad and SigmoidGrad)."""
+    return np.array([[_CODES[op], 0, 1]], np.int32).tobytes()
+
+
 def _tanh_grad(y, dy):  # unary_ops.py's TanhGrad: dy * (1 - y * y)
     return np.multiply(dy, np.subtract(1, np.multiply(y, y)))
 

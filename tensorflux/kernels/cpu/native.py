@@ -576,13 +576,14 @@ def bias_relu(out: np.ndarray, bias: np.ndarray, relu: bool) -> bool:
     return True
 
 
-def elementwise(out: np.ndarray, inputs: tuple, program: bytes) -> bool:
+def elementwise(out: np.ndarray, inputs: tuple, program: bytes, parts: int = 1) -> bool:
     """Runs a _FusedElementwise program (kernels/cpu/fused_elementwise_ops.py) over the
     float32 `inputs` (C-contiguous, each of `out`'s shape or of rank 0) into `out` in one
-    pass; False when the extension is missing or an array does not qualify (nothing
-    written). `program` is the int32 triples (op, a, b) _native.c's `elementwise` reads."""
+    pass, split over `parts` pool threads when large; False when the extension is missing
+    or an array does not qualify (nothing written). `program` is the int32 triples (op, a,
+    b) _native.c's `elementwise` reads."""
     fn = getattr(_mod, "elementwise", None)
-    return fn is not None and fn(out, inputs, program)
+    return fn is not None and fn(out, inputs, program, parts)
 
 
 def elementwise_fn():
@@ -590,6 +591,34 @@ def elementwise_fn():
     kernel's call costs about as much as one NumPy call), or `elementwise` when the
     extension lacks it."""
     return getattr(_mod, "elementwise", None) or elementwise
+
+
+def resize_nearest(images: np.ndarray, iy: np.ndarray, ix: np.ndarray, parts: int):
+    """ResizeNearestNeighbor of C-contiguous NHWC `images` (any type) by the int64 source
+    indices `iy` and `ix` (image_ops.py's _nearest_index) in one pass, a new array, or None
+    without the extension or for an input that is not such an array."""
+    if _mod is None or not hasattr(_mod, "resize_nearest") or \
+            type(images) is not np.ndarray or images.ndim != 4 or \
+            not images.flags.c_contiguous or images.dtype.hasobject:
+        return None
+    out = np.empty((images.shape[0], iy.size, ix.size, images.shape[3]), images.dtype)
+    _mod.resize_nearest(out, images, np.ascontiguousarray(iy, np.int64),
+                        np.ascontiguousarray(ix, np.int64), parts)
+    return out
+
+
+def resize_nearest_grad(grads: np.ndarray, ky: int, kx: int, parts: int):
+    """ResizeNearestNeighborGrad of an integer upsampling by ky x kx of C-contiguous
+    float32 NHWC `grads` (each output pixel its block's sum, in _resize_nearest.py's _sum_into
+    order), a new array, or None without the extension or for other inputs."""
+    if _mod is None or not hasattr(_mod, "resize_nearest_grad") or \
+            type(grads) is not np.ndarray or grads.dtype != np.float32 or grads.ndim != 4 \
+            or not grads.flags.c_contiguous or grads.shape[1] % ky or grads.shape[2] % kx:
+        return None
+    n, h, w, c = grads.shape
+    out = np.empty((n, h // ky, w // kx, c), np.float32)
+    _mod.resize_nearest_grad(out, grads, ky, kx, parts)
+    return out
 
 
 def swap_last2(x: np.ndarray, parts: int = 1):

@@ -14,7 +14,9 @@ import warnings
 
 import numpy as np
 
+from tensorflux.kernels import intra_op
 from tensorflux.kernels.buffers import donated_output
+from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu._math_common import (
     _BLAS_FLOATS,
     _LOW_PRECISION,
@@ -26,6 +28,7 @@ from tensorflux.kernels.cpu._math_common import (
     _shape_str,
     _unary,
 )
+from tensorflux.kernels.cpu.fused_elementwise_ops import one_instruction
 from tensorflux.kernels.registry import kernel, kernel_factory
 
 try:  # optional: fast, exact special functions
@@ -198,8 +201,11 @@ kernel("RsqrtGrad")(_grad_kernel(_zero_where_dy_zero(
 _FUSED_BLOCK = 1 << 14  # elements per block of a fused gradient: its temporaries stay in cache
 
 
-def _fused_grad(block, small, fallback):
-    """TanhGrad/SigmoidGrad over float32/float64 C-contiguous inputs of one shape: in
+def _fused_grad(op, block, small, fallback):
+    """TanhGrad/SigmoidGrad over float32/float64 C-contiguous inputs of one shape: over
+    more than _FUSED_BLOCK float32 elements, one pass of _native.c's `elementwise` (the
+    op's one instruction, rounding as `block` does) split over the intra-op threads from
+    intra_op.MIN_ELEMENTS on; otherwise, or without the extension, in
     blocks of _FUSED_BLOCK elements, `block(y, dy, out, t1, t2)` computing into `out` with
     two block-sized temporaries (the formula as one expression makes three full-size
     arrays), `out` an input the executor donated when there is one (kernels/buffers.py,
@@ -209,6 +215,7 @@ def _fused_grad(block, small, fallback):
     out)` runs the same operations with `out` as its temporary (no blocks, fewer
     allocations: most of such a kernel's time on the small arrays of an RNN cell)."""
     slow = _grad_kernel(fallback)
+    program = one_instruction(op)
 
     def compute(ctx, y, dy, donated=()):
         if (y.dtype not in _BLAS_FLOATS or dy.dtype != y.dtype or y.shape != dy.shape
@@ -219,6 +226,10 @@ def _fused_grad(block, small, fallback):
             out = np.empty(y.shape, y.dtype)
             if y.size <= _FUSED_BLOCK:
                 small(y, dy, out)
+                return out
+        if y.dtype == np.float32:
+            parts = intra_op.workers(ctx) if y.size >= intra_op.MIN_ELEMENTS else 1
+            if native.elementwise(out, (y, dy), program, parts):
                 return out
         flat_y, flat_dy, flat_out = y.reshape(-1), dy.reshape(-1), out.reshape(-1)
         n = flat_y.size
@@ -257,8 +268,8 @@ def _sigmoid_grad_small(y, dy, out):  # _sigmoid_grad_block with out as t2
 
 
 kernel("TanhGrad", reuses_inputs=(0, 1))(_fused_grad(
-    _tanh_grad_block, _tanh_grad_small, lambda y, dy: dy * (1 - y * y)))
+    "TanhGrad", _tanh_grad_block, _tanh_grad_small, lambda y, dy: dy * (1 - y * y)))
 kernel("SigmoidGrad", reuses_inputs=(0, 1))(_fused_grad(
-    _sigmoid_grad_block, _sigmoid_grad_small, lambda y, dy: dy * y * (1 - y)))
+    "SigmoidGrad", _sigmoid_grad_block, _sigmoid_grad_small, lambda y, dy: dy * y * (1 - y)))
 kernel("ReciprocalGrad", "InvGrad")(_grad_kernel(_zero_where_dy_zero(
     lambda y, dy: -dy * np.conj(y * y))))
