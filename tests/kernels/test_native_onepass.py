@@ -130,3 +130,32 @@ def test_resize_nearest_grad_refuses_shapes_that_do_not_divide():
     with pytest.raises(ValueError, match="resize_nearest_grad"):
         native._mod.resize_nearest_grad(np.empty((1, 2, 2, 2), np.float32), grads, 0, 2, 1)
     assert native.resize_nearest_grad(grads, 3, 2, 1) is None
+
+
+@pytest.mark.oracle
+def test_resize_nearest_and_its_gradient_match_tensorflow():
+    """Integer upsamplings (the C loops' cases) and one uneven map, every flag combination
+    TF takes, values and gradients against TensorFlow 2.21 (TF adds a block's gradients in
+    another order: a few float32 roundings apart)."""
+    import tensorflux as tf
+    from tests import oracle
+
+    cases = [((2, 5, 4, 3), (10, 8)), ((1, 3, 4, 300), (9, 8)), ((2, 4, 6, 2), (7, 9))]
+    program = f"""
+outs = []
+for shape, size in {cases!r}:
+    for ac, hp in {FLAGS!r}:
+        rng = np.random.default_rng(shape[-1])
+        x = tf.constant(rng.standard_normal(shape).astype(np.float32))
+        gy = tf.constant(rng.standard_normal((shape[0], *size, shape[3])).astype(np.float32))
+        y = tf.image.resize_nearest_neighbor(x, size, align_corners=ac, half_pixel_centers=hp)
+        outs += [y, tf.gradients(y, x, grad_ys=gy)[0]]
+with tf.Session() as s:
+    result = s.run(outs)
+"""
+    ours, theirs = oracle.run_both(program, tf)
+    for k, (got, want) in enumerate(zip(ours, theirs, strict=True)):
+        if k % 2 == 0:
+            np.testing.assert_array_equal(got, np.asarray(want, np.float32))
+        else:
+            np.testing.assert_allclose(got, np.asarray(want, np.float32), rtol=1e-6, atol=1e-6)
