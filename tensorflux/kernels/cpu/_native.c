@@ -2957,6 +2957,14 @@ LOOP_CLONES static void rnng_chunk(void *p, int64_t i) {
     for (int64_t r = r0; r < r1; r++) {
         const float *g0 = t->g + r * t->ky * gw; /* grads row (b, y * ky): r = b * h + y */
         float *restrict dst = t->out + r * t->w * c;
+        if (t->ky == 2 && t->kx == 2) { /* the common 2x upsampling: the same sums, unrolled */
+            for (int64_t x = 0; x < t->w; x++, dst += c) {
+                const float *restrict a = g0 + 2 * x * c, *restrict b = a + c;
+                const float *restrict a1 = a + gw, *restrict b1 = b + gw;
+                for (int64_t k = 0; k < c; k++) dst[k] = (a[k] + a1[k]) + (b[k] + b1[k]);
+            }
+            continue;
+        }
         for (int64_t x = 0; x < t->w; x++, dst += c) {
             for (int64_t j2 = 0; j2 < t->kx; j2++) {
                 const float *col = g0 + (x * t->kx + j2) * c;
