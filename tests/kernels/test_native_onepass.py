@@ -159,3 +159,18 @@ with tf.Session() as s:
             np.testing.assert_array_equal(got, np.asarray(want, np.float32))
         else:
             np.testing.assert_allclose(got, np.asarray(want, np.float32), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("native_on", [True, False])
+def test_resize_nearest_kernel_with_and_without_the_c_loop(monkeypatch, native_on):
+    """The kernel's values are the same whether the C loop or NumPy's indexing copies."""
+    if not native_on:
+        monkeypatch.setattr(native, "resize_nearest", lambda *a: None)
+    elif not native.available():
+        pytest.skip("the C extension is not built")
+    node = types.SimpleNamespace(op="ResizeNearestNeighbor",
+                                 attrs={"align_corners": False, "half_pixel_centers": True})
+    images = np.random.default_rng(3).standard_normal((2, 3, 5, 4)).astype(np.float32)
+    got = image_ops._resize(node)(None, images, np.array([7, 10], np.int32))
+    iy, ix, want = _nearest(images, 7, 10, False, True)
+    assert got.tobytes() == want.tobytes()
