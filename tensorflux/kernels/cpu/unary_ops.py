@@ -202,11 +202,11 @@ _FUSED_BLOCK = 1 << 14  # elements per block of a fused gradient: its temporarie
 
 
 def _fused_grad(op, block, small, fallback):
-    """TanhGrad/SigmoidGrad over float32/float64 C-contiguous inputs of one shape: over
-    more than _FUSED_BLOCK float32 elements, one pass of _native.c's `elementwise` (the
-    op's one instruction, rounding as `block` does) split over the intra-op threads from
-    intra_op.MIN_ELEMENTS on; otherwise, or without the extension, in
-    blocks of _FUSED_BLOCK elements, `block(y, dy, out, t1, t2)` computing into `out` with
+    """TanhGrad/SigmoidGrad over float32/float64 C-contiguous inputs of one shape: float32
+    into a donated input or over more than _FUSED_BLOCK elements, one pass of _native.c's
+    `elementwise` (the op's one instruction, rounding as `block` does), split over the
+    intra-op threads from intra_op.MIN_ELEMENTS on; otherwise, or without the extension,
+    in blocks of _FUSED_BLOCK elements, `block(y, dy, out, t1, t2)` computing into `out` with
     two block-sized temporaries (the formula as one expression makes three full-size
     arrays), `out` an input the executor donated when there is one (kernels/buffers.py,
     "donated inputs"; an element of `out` is written after the same element of y and dy
