@@ -29,29 +29,33 @@
  * thin_full_MR 48 columns (three vectors), thin_one_MR the 16 or fewer of `mask`;
  * `first`: the output holds nothing yet. MR is a constant in each (the loops unroll and the
  * sums stay in registers). */
+/* The tile's small loops unrolled by hand (GCC 12 at -O3 may otherwise keep the sums in a
+ * stack array: _stem_conv.h). */
+#define THIN_NN_UNROLL _Pragma("GCC unroll 8")
 #define THIN_NN_TILE(MR, NAME, NV, LOAD, STORE)                                             \
     __attribute__((target("avx512f"))) static void NAME(                                    \
-            __mmask16 mask, const float *a, int64_t lda, const float *b, int64_t n,          \
+            __mmask16 mask, const float *a, int64_t lda, const float *b, int64_t n,         \
             float *c, int64_t k0, int64_t k1, int first) {                                  \
         __m512 acc[MR][NV];                                                                 \
-        for (int r = 0; r < MR; r++)                                                        \
-            for (int v = 0; v < NV; v++)                                                    \
+        THIN_NN_UNROLL for (int r = 0; r < MR; r++)                                         \
+            THIN_NN_UNROLL for (int v = 0; v < NV; v++)                                     \
                 acc[r][v] = first ? _mm512_setzero_ps() : LOAD(c + r * n + 16 * v);         \
         for (int64_t k = k0; k < k1; k++) {                                                 \
             const float *bk = b + k * n;                                                    \
             if (k + THIN_NN_AHEAD < k1)                                                     \
-                for (int v = 0; v < NV; v++)                                                \
+                THIN_NN_UNROLL for (int v = 0; v < NV; v++)                                 \
                     _mm_prefetch((const char *)(bk + THIN_NN_AHEAD * n + 16 * v),           \
                                  _MM_HINT_T0);                                              \
             __m512 bv[NV];                                                                  \
-            for (int v = 0; v < NV; v++) bv[v] = LOAD(bk + 16 * v);                         \
-            for (int r = 0; r < MR; r++) {                                                  \
+            THIN_NN_UNROLL for (int v = 0; v < NV; v++) bv[v] = LOAD(bk + 16 * v);          \
+            THIN_NN_UNROLL for (int r = 0; r < MR; r++) {                                   \
                 const __m512 x = _mm512_set1_ps(a[r * lda + k]);                            \
-                for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]); \
+                THIN_NN_UNROLL for (int v = 0; v < NV; v++)                                 \
+                    acc[r][v] = _mm512_fmadd_ps(x, bv[v], acc[r][v]);                       \
             }                                                                               \
         }                                                                                   \
-        for (int r = 0; r < MR; r++)                                                        \
-            for (int v = 0; v < NV; v++) STORE(c + r * n + 16 * v, acc[r][v]);              \
+        THIN_NN_UNROLL for (int r = 0; r < MR; r++)                                         \
+            THIN_NN_UNROLL for (int v = 0; v < NV; v++) STORE(c + r * n + 16 * v, acc[r][v]); \
     }
 #define THIN_NN_FULL_LOAD(p) _mm512_loadu_ps(p)
 #define THIN_NN_FULL_STORE(p, x) _mm512_storeu_ps(p, x)

@@ -151,8 +151,7 @@ def _ng(a, b, out, accumulate: bool = False) -> bool:
     """`out` (=, or += when `accumulate`) `a @ b` on this thread through the C extension's
     own GEMM (native.ngemm: no operand packing) when it beats BLAS at these sizes; False
     (nothing written) when the caller is to multiply with NumPy."""
-    return (native.ngemm_favours(out.shape[0], out.shape[1], a.shape[1],
-                                 not a.flags.c_contiguous)
+    return (native.ngemm_favours(out.shape[0], out.shape[1], a.shape[1], not a.flags.c_contiguous)
             and native.ngemm(a, b, out, accumulate) is not None)
 
 
@@ -459,6 +458,8 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None, epilogue=None):
     if _pointwise(kh, kw, pads):
         return _finish(_product(_subsampled(x, g, oh, ow).reshape(-1, c), w.reshape(c, f),
                                 parts).reshape(n, oh, ow, f), epilogue, parts)
+    if (stem := _conv_picks.stem_forward(x, w, g, pads, parts)) is not None:
+        return _finish(stem, epilogue, parts)
     # (a small conv keeps im2col's value: `_small_conv_forward` gives it bit for bit)
     padded = (h + sum(pads[0]), wd + sum(pads[1]))
     if _spread_conv.applies(kh, kw, f, (g.sh, g.sw), padded, out.itemsize) and \
@@ -706,8 +707,7 @@ def _phased_backprop_input(shape, w, dy, g: _ConvGeometry, pads, parts: int):
                                  _chunk_rows(n, rows * cols))
             window = _dy_window(dyw, (h0, w0), (rows + th - 1, cols + tw - 1))
             if th == tw == 1:  # one tap: a single product, no patches
-                target[...] = _product(window.reshape(-1, f), wf, parts).reshape(
-                    n, rows, cols, c)
+                target[...] = _product(window.reshape(-1, f), wf, parts).reshape(n, rows, cols, c)
                 continue
             target[...] = _im2col_matmul(window, wf, np.empty((n, rows, cols, c), dtype),
                                          th, tw, (1, 1), (1, 1), parts)  # (its result)

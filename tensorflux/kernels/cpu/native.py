@@ -236,6 +236,27 @@ def thin_nn(a: np.ndarray, b: np.ndarray, parts: int):
     return out
 
 
+def stem_conv(xp: np.ndarray, w: np.ndarray, out: np.ndarray, strides, parts: int):
+    """`out` (N, oh, ow, F) = the VALID convolution of padded NHWC `xp` (N, Hp, Wp, C) with
+    `w` (kh, kw, C, F) at `strides`, float32, all C-contiguous, read straight from `xp`
+    without a patch matrix (`_stem_conv.h`; a net's first layer), output rows split over
+    `parts` threads. Returns `out`, or None when it does not take the call (no AVX-512F,
+    other dtypes or layouts). One FMA chain per output over the window in (row, column,
+    channel) order: the bits do not depend on `parts`."""
+    if _mod is None or not hasattr(_mod, "stem_conv") or any(
+            type(a) is not np.ndarray or a.dtype != _F32 or a.ndim != 4 or
+            not a.flags.c_contiguous for a in (xp, w, out)) or not out.flags.writeable:
+        return None
+    with _stop_for(2.0 * out.size * w.shape[0] * w.shape[1] * w.shape[2]) as (cell, deadline):
+        done = _mod.stem_conv(xp, w, out, int(strides[0]), int(strides[1]), max(1, parts),
+                              cell, deadline)
+    if done is None:
+        return None
+    if not done:
+        interrupt.raise_stopped()
+    return out
+
+
 def var_reader(found, slow):
     """ReadVariableOp's kernel: `_native.VarReader(found, slow)` (the variable the FoundVars
     `found` holds for the handle, read under its lock without a Python frame; `slow`, the
