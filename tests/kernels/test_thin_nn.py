@@ -2,7 +2,7 @@
 (`native.thin_nn`, `_thin_gemm.h`: a (m <= 16, k) @ b (k, n), b read once where it lies,
 its columns split over threads): values against NumPy in float64 for every tile shape
 (rows 1-16, beyond 8 a second pass; columns not a multiple of its 48-column strips or of
-16, over several 768-column chunks; k over several of its 128-row blocks), strided rows,
+16, over several 384-column chunks; k over several of its 128-row blocks), strided rows,
 the same bits on any number of threads, the calls it declines, and the MatMul and
 _FusedMatMul kernels and tf.matmul's gradients through it."""
 

@@ -18,7 +18,7 @@
 #define THIN_NN_ROWS 16
 #define THIN_NN_KC 128
 #define THIN_NN_STRIP 48
-#define THIN_NN_BLOCK (16 * THIN_NN_STRIP) /* columns of a chunk: 768 */
+#define THIN_NN_BLOCK (8 * THIN_NN_STRIP) /* columns of a chunk: 384 */
 #define THIN_NN_AHEAD 8                    /* rows of b prefetched ahead */
 
 #if NG_X86
