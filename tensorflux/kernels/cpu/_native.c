@@ -3364,6 +3364,11 @@ static PyObject *py_ngemm_batch(PyObject *self, PyObject *args) {
 /* END ngemm block
  * ====================================================================================== */
 
+/* thin_nn: the forward products of fully connected layers at a small batch */
+#include "_thin_gemm.h"
+/* stem_conv: a net's first convolution read straight from its input */
+#include "_stem_conv.h"
+
 /* ngemm_isa(): which tiles ngemm runs on this CPU: 1 AVX-512F, 2 AVX2 + FMA, 0 none */
 static PyObject *py_ngemm_isa(PyObject *self, PyObject *unused) {
     return PyLong_FromLong(ngemm_ready());
@@ -4666,6 +4671,13 @@ static PyMethodDef methods[] = {
     {"ngemm_batch", py_ngemm_batch, METH_VARARGS,
      "ngemm_batch(a, b, out, accumulate): out[p] (+)= a[p] @ b[p] on this thread; None "
      "without AVX-512F or AVX2"},
+    {"stem_conv", py_stem_conv, METH_VARARGS,
+     "stem_conv(xp, w, out, sh, sw, parts[, stop, deadline]): out = the VALID conv of padded "
+     "NHWC xp with w at strides (sh, sw), float32, without a patch matrix; None without "
+     "AVX-512F, False if stopped"},
+    {"thin_nn", py_thin_nn, METH_VARARGS,
+     "thin_nn(a, b, out, parts[, stop, deadline]): out = a @ b in float32 for a of at most "
+     "16 rows, b read once where it lies; None without AVX-512F, False if stopped"},
     {"ngemm_isa", py_ngemm_isa, METH_NOARGS,
      "ngemm's tiles on this CPU: 1 AVX-512F, 2 AVX2 + FMA, 0 none (ngemm declines)"},
     /* end ngemm block */

@@ -13,12 +13,12 @@ chunk's rows of the output. Chunks are sized so the patch buffer stays in cache
   - Conv2DBackpropFilter: the same patch matrix, transposed, times out_backprop, summed
     over chunks (one running sum per group of chunks, added in a fixed order:
     intra_op.parallel_sum).
-  - Conv2DBackpropInput, stride 1 and at least `_FLIP_MIN_CHANNELS` input channels: the
-    forward conv (im2col as above) of out_backprop, padded so that the result has the
-    input's size, with the filter flipped in space and transposed in channels. Otherwise
-    out_backprop (m, F) times the filter transposed, per tap (F, C) or all at once
-    (F, kh*kw*C); each filter tap's columns are then added into the strided slice of the
-    padded input gradient that the tap read from ("col2im" by taps: kh*kw large adds).
+  - Conv2DBackpropInput, stride 1 and at least `_FLIP_MIN_CHANNELS` input channels (but
+    the 5x5 ones `_conv_picks` scatters, ahead of the FFT too): the forward conv (im2col)
+    of out_backprop, padded to the input's size, with the filter flipped in space and
+    transposed in channels. Otherwise out_backprop (m, F) times the filter transposed, per
+    tap (F, C) or all at once (F, kh*kw*C); each tap's columns are then added into the
+    strided slice of the padded input gradient it read from ("col2im" by taps).
 With OpenBLAS at one thread per call (the process-wide policy: kernels/cpu/_blas.py) the
 gemm runs at ~90 GF/s per core on these shapes (about 90% of what OpenBLAS reaches on
 large square products) and the copies cost ~7% more.
@@ -58,6 +58,7 @@ from numpy.lib.stride_tricks import as_strided
 from tensorflux.framework import errors
 from tensorflux.kernels import interrupt, intra_op
 from tensorflux.kernels.cpu import (
+    _conv_picks,
     _fft_conv,
     _spread_conv,
     _winograd,
@@ -150,8 +151,7 @@ def _ng(a, b, out, accumulate: bool = False) -> bool:
     """`out` (=, or += when `accumulate`) `a @ b` on this thread through the C extension's
     own GEMM (native.ngemm: no operand packing) when it beats BLAS at these sizes; False
     (nothing written) when the caller is to multiply with NumPy."""
-    return (native.ngemm_favours(out.shape[0], out.shape[1], a.shape[1],
-                                 not a.flags.c_contiguous)
+    return (native.ngemm_favours(out.shape[0], out.shape[1], a.shape[1], not a.flags.c_contiguous)
             and native.ngemm(a, b, out, accumulate) is not None)
 
 
@@ -458,6 +458,8 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None, epilogue=None):
     if _pointwise(kh, kw, pads):
         return _finish(_product(_subsampled(x, g, oh, ow).reshape(-1, c), w.reshape(c, f),
                                 parts).reshape(n, oh, ow, f), epilogue, parts)
+    if (stem := _conv_picks.stem_forward(x, w, g, pads, parts)) is not None:
+        return _finish(stem, epilogue, parts)
     # (a small conv keeps im2col's value: `_small_conv_forward` gives it bit for bit)
     padded = (h + sum(pads[0]), wd + sum(pads[1]))
     if _spread_conv.applies(kh, kw, f, (g.sh, g.sw), padded, out.itemsize) and \
@@ -569,8 +571,7 @@ def _backprop_filter_rows(xp, dy, kh, kw, g: _ConvGeometry, parts: int, dtype):
     strides, dilations = (g.sh, g.sw), (g.dh, g.dw)
     rows = _row_blocks(oh, ow, k, xp.itemsize)
     blocks = -(-oh // rows)
-    buffer, _ = intra_op.per_thread(
-        lambda: np.empty((1, rows, ow, kh, kw, c), dtype=xp.dtype))
+    buffer, _ = intra_op.per_thread(lambda: np.empty((1, rows, ow, kh, kw, c), dtype=xp.dtype))
     scratch = _product_scratch((k, f), dtype)
 
     def work(u0, u1, acc):
@@ -582,10 +583,8 @@ def _backprop_filter_rows(xp, dy, kh, kw, g: _ConvGeometry, parts: int, dtype):
             pb = buf[:, :r1 - r0]
             _copy_patches(pb, sub, _patches(sub, kh, kw, r1 - r0, ow, strides, dilations), 0,
                           strides, dilations)
-            if not _ng(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f), acc,
-                       accumulate=True):
-                acc += np.matmul(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f),
-                                 out=scratch())
+            if not _ng(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f), acc, accumulate=True):
+                acc += np.matmul(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f), out=scratch())
 
     total = intra_op.parallel_sum(work, n * blocks, 1,
                                   _parts(parts, 2.0 * n * oh * ow * k * f),
@@ -620,6 +619,8 @@ def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int, ctx=None):
         return _pointwise_backprop_input(shape, w, dy, g, parts)
     if (kh, kw) == (h, wd) and g.dh == g.dw == 1 and not any(p for pr in pads for p in pr):
         return (dy.reshape(n, f) @ w.reshape(-1, f).T).reshape(n, h, wd, c)
+    if _conv_picks.scatter_input_gradient(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f):
+        return _col2im_backprop_input(shape, w, dy, g, pads, (oh, ow), parts)
     flip5 = c >= _FLIP_MIN_CHANNELS and _winograd5.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw),
                                                            f, c, (h, wd), n, dtype)
     if not flip5 and _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, w, dy):
@@ -706,8 +707,7 @@ def _phased_backprop_input(shape, w, dy, g: _ConvGeometry, pads, parts: int):
                                  _chunk_rows(n, rows * cols))
             window = _dy_window(dyw, (h0, w0), (rows + th - 1, cols + tw - 1))
             if th == tw == 1:  # one tap: a single product, no patches
-                target[...] = _product(window.reshape(-1, f), wf, parts).reshape(
-                    n, rows, cols, c)
+                target[...] = _product(window.reshape(-1, f), wf, parts).reshape(n, rows, cols, c)
                 continue
             target[...] = _im2col_matmul(window, wf, np.empty((n, rows, cols, c), dtype),
                                          th, tw, (1, 1), (1, 1), parts)  # (its result)

@@ -209,6 +209,54 @@ def skinny(a: np.ndarray, b: np.ndarray, parts: int):
     return out
 
 
+THIN_NN_ROWS = 16  # the rows thin_nn takes (_thin_gemm.h THIN_NN_ROWS)
+
+
+def thin_nn(a: np.ndarray, b: np.ndarray, parts: int):
+    """a @ b for float32 a (m, k), m <= THIN_NN_ROWS (rows contiguous at any row stride),
+    and C-contiguous b (k, n): the forward product of a fully connected layer at a small
+    batch, b read once where it lies (no packing), its columns split over `parts` threads
+    (`_thin_gemm.h`). A new array, or None when it does not take the call (no AVX-512F,
+    other dtypes or layouts). One FMA chain over k in order per output: rounding differs
+    from BLAS's, the bits do not depend on `parts`."""
+    if _mod is None or not hasattr(_mod, "thin_nn") or type(a) is not np.ndarray or \
+            type(b) is not np.ndarray or a.dtype != _F32 or b.dtype != _F32 or \
+            a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or \
+            not 0 < a.shape[0] <= THIN_NN_ROWS or not b.flags.c_contiguous or \
+            not (a.flags.c_contiguous or (a.strides[1] == 4 and a.strides[0] % 4 == 0
+                                          and a.strides[0] >= 4 * a.shape[1])):
+        return None
+    out = buffers.empty_output((a.shape[0], b.shape[1]), _F32)
+    with _stop_for(2.0 * out.size * a.shape[1]) as (cell, deadline):
+        done = _mod.thin_nn(a, b, out, max(1, parts), cell, deadline)
+    if done is None:
+        return None
+    if not done:
+        interrupt.raise_stopped()
+    return out
+
+
+def stem_conv(xp: np.ndarray, w: np.ndarray, out: np.ndarray, strides, parts: int):
+    """`out` (N, oh, ow, F) = the VALID convolution of padded NHWC `xp` (N, Hp, Wp, C) with
+    `w` (kh, kw, C, F) at `strides`, float32, all C-contiguous, read straight from `xp`
+    without a patch matrix (`_stem_conv.h`; a net's first layer), output rows split over
+    `parts` threads. Returns `out`, or None when it does not take the call (no AVX-512F,
+    other dtypes or layouts). One FMA chain per output over the window in (row, column,
+    channel) order: the bits do not depend on `parts`."""
+    if _mod is None or not hasattr(_mod, "stem_conv") or any(
+            type(a) is not np.ndarray or a.dtype != _F32 or a.ndim != 4 or
+            not a.flags.c_contiguous for a in (xp, w, out)) or not out.flags.writeable:
+        return None
+    with _stop_for(2.0 * out.size * w.shape[0] * w.shape[1] * w.shape[2]) as (cell, deadline):
+        done = _mod.stem_conv(xp, w, out, int(strides[0]), int(strides[1]), max(1, parts),
+                              cell, deadline)
+    if done is None:
+        return None
+    if not done:
+        interrupt.raise_stopped()
+    return out
+
+
 def var_reader(found, slow):
     """ReadVariableOp's kernel: `_native.VarReader(found, slow)` (the variable the FoundVars
     `found` holds for the handle, read under its lock without a Python frame; `slow`, the
