@@ -619,6 +619,84 @@ static int same_count(buf_t *bufs, int n, int64_t *count) {
     return 1;
 }
 
+/* select: out[j] = cond[j] ? t[j] : e[j], bits copied (np.where's values, NaN payloads and
+ * signed zeros included), branch-free: a mask of all ones where cond holds. Items of 1, 2,
+ * 4 or 8 bytes (s[0]); t (flag bit 1) or e (flag bit 2) may be one item for all. A random
+ * cond made np.where branch per element (~0.6 ns each) and the NumPy bit picking four
+ * passes over the output. */
+#define SELECT_LOOP(T)                                                              \
+    do {                                                                            \
+        T *o = (T *)f->p[0];                                                        \
+        const T *t = (const T *)f->p[2], *e = (const T *)f->p[3];                   \
+        if (f->flag == 0) {                                                         \
+            for (int64_t j = lo; j < hi; j++) {                                     \
+                const T m = (T)((T)0 - (T)(c[j] != 0));                             \
+                o[j] = (T)((t[j] & m) | (e[j] & (T)~m));                            \
+            }                                                                       \
+        } else {                                                                    \
+            const T t0 = t[0], e0 = e[0];                                           \
+            const int ts = f->flag & 1, es = f->flag & 2;                           \
+            for (int64_t j = lo; j < hi; j++) {                                     \
+                const T m = (T)((T)0 - (T)(c[j] != 0));                             \
+                o[j] = (T)(((ts ? t0 : t[j]) & m) | ((es ? e0 : e[j]) & (T)~m));    \
+            }                                                                       \
+        }                                                                           \
+    } while (0)
+
+LOOP_CLONES static void select_chunk(void *p, int64_t i) {
+    const flat_t *f = p;
+    int64_t lo, hi;
+    bounds(f, i, &lo, &hi);
+    const uint8_t *c = (const uint8_t *)f->p[1];
+    switch ((int)f->s[0]) {
+    case 1: SELECT_LOOP(uint8_t); break;
+    case 2: SELECT_LOOP(uint16_t); break;
+    case 4: SELECT_LOOP(uint32_t); break;
+    default: SELECT_LOOP(uint64_t); break;
+    }
+}
+#undef SELECT_LOOP
+
+/* select(out, cond, t, e, parts): out, t, e C-contiguous of one item size (1, 2, 4 or 8
+ * bytes), cond C-contiguous of one byte per item, out and cond of one length, t and e of
+ * that length or of one item. ValueError otherwise. */
+static PyObject *py_select(PyObject *self, PyObject *args) {
+    PyObject *objs[4];
+    int parts;
+    if (!PyArg_ParseTuple(args, "OOOOi", &objs[0], &objs[1], &objs[2], &objs[3], &parts))
+        return NULL;
+    buf_t bufs[4];
+    for (int i = 0; i < 4; i++) bufs[i].held = 0;
+    for (int i = 0; i < 4; i++) {
+        int flags = PyBUF_C_CONTIGUOUS | (i == 0 ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[i], &bufs[i].view, flags) != 0) {
+            release(bufs, i);
+            return NULL;
+        }
+        bufs[i].held = 1;
+    }
+    flat_t f;
+    const Py_ssize_t size = bufs[0].view.itemsize;
+    f.n = count_of(&bufs[0].view);
+    f.flag = (count_of(&bufs[2].view) == 1 ? 1 : 0) | (count_of(&bufs[3].view) == 1 ? 2 : 0);
+    if ((size != 1 && size != 2 && size != 4 && size != 8) || bufs[1].view.itemsize != 1
+        || bufs[2].view.itemsize != size || bufs[3].view.itemsize != size
+        || count_of(&bufs[1].view) != f.n
+        || (!(f.flag & 1) && count_of(&bufs[2].view) != f.n)
+        || (!(f.flag & 2) && count_of(&bufs[3].view) != f.n)) {
+        release(bufs, 4);
+        PyErr_SetString(PyExc_ValueError, "select: out, then and else of one item size (1, 2, "
+                                          "4 or 8 bytes), a byte per item of cond");
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++) f.p[i] = bufs[i].view.buf;
+    f.s[0] = (double)size;
+    f.code = 0;
+    run_flat(select_chunk, &f, parts);
+    release(bufs, 4);
+    Py_RETURN_NONE;
+}
+
 /* adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov, parts), in place. */
 static PyObject *py_adam(PyObject *self, PyObject *args) {
     PyObject *objs[4];
@@ -4482,6 +4560,7 @@ static PyMethodDef methods[] = {
      "adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov, parts): in place"},
     {"momentum", py_momentum, METH_VARARGS,
      "momentum(var, accum, grad, lr, momentum, use_nesterov, parts): in place"},
+    {"select", py_select, METH_VARARGS, "select(out, cond, t, e, parts)"},
     {"relu", py_relu, METH_VARARGS, "relu(out, x, parts)"},
     {"scatter_rows", py_scatter_rows, METH_VARARGS,
      "scatter_rows(target, indices, updates, subtract): rows added in order, in place"},

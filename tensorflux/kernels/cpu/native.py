@@ -301,6 +301,24 @@ def relu(x: np.ndarray, parts: int, out: np.ndarray | None = None):
     return out
 
 
+def select(c: np.ndarray, t: np.ndarray, e: np.ndarray, parts: int):
+    """np.where(c, t, e) in one branch-free pass (the same bits), or None: for a bool `c`,
+    `t` and `e` of one dtype of 1, 2, 4 or 8 bytes (numbers or bools), each of `c`'s shape
+    or one element of no more axes, all C-contiguous."""
+    if _mod is None or type(c) is not np.ndarray or type(t) is not np.ndarray or \
+            type(e) is not np.ndarray or c.dtype != np.bool_ or t.dtype != e.dtype or \
+            t.dtype.kind not in "biufc" or t.itemsize not in (1, 2, 4, 8) or \
+            not (c.flags.c_contiguous and t.flags.c_contiguous and e.flags.c_contiguous):
+        return None
+    shape = c.shape
+    for x in (t, e):
+        if x.shape != shape and (x.size != 1 or x.ndim > c.ndim):
+            return None
+    out = np.empty(shape, t.dtype)
+    _mod.select(out, c, t, e, parts)
+    return out
+
+
 def relu_grad(g: np.ndarray, x: np.ndarray, parts: int, out: np.ndarray | None = None):
     """g * (x > 0) in `out` (a new array if None; it may be `g` or `x`), or None. `g` and
     `x` may also be views whose last axis is contiguous and whose other axes fold into one
