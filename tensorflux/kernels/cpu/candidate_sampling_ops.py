@@ -247,17 +247,19 @@ def _sample_batch(ctx, sampler, state: GeneratorState, true_classes, attrs):
     flat = _check_true_classes(true_classes, num_true, sampler.range)
     if unique and num_sampled > sampler.range:
         raise _invalid("Sampler's range is too small.")
-    words = philox.WordStream(*state.reserve(num_sampled, BLOCKS_PER_SAMPLE))
+    key, counter = state.reserve(num_sampled, BLOCKS_PER_SAMPLE)
     drawn = None
     if type(sampler) is _LogUniform and num_sampled <= DRAW_BLOCK:
-        # in C, the same tries (tensorflux/lib/_philox.c log_uniform)
-        drawn = philox.log_uniform(words, num_sampled, sampler.range, sampler.log_range,
-                                   unique)
+        # in C, the same tries from the stream itself (tensorflux/lib/_philox.c log_uniform)
+        drawn = philox.log_uniform_at(key, counter, num_sampled, sampler.range,
+                                      sampler.log_range, unique)
     if drawn is not None:
         sampled, num_tries = drawn
     elif unique:
+        words = philox.WordStream(key, counter)
         sampled, num_tries = _draw_unique(ctx, sampler, words, num_sampled)
     else:
+        words = philox.WordStream(key, counter)
         sampled, num_tries = _draw(ctx, sampler, words, num_sampled), num_sampled
     sampled_count = _counts(sampler, sampled, num_sampled, num_tries)
     true_count = _counts(sampler, flat, num_sampled, num_tries)
