@@ -1594,6 +1594,40 @@ static PyObject *py_gradient_descent(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* in_range(indices, limit): whether every index of a C-contiguous int32 or int64 buffer
+ * is in [0, limit) (a gather's or scatter's check in one pass, where NumPy makes two
+ * comparisons, an or and an any). TypeError/ValueError for another buffer. */
+static PyObject *py_in_range(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    long long limit;
+    if (!PyArg_ParseTuple(args, "OL", &obj, &limit)) return NULL;
+    Py_buffer iv;
+    if (PyObject_GetBuffer(obj, &iv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) return NULL;
+    const char *fmt = iv.format ? iv.format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@') fmt++;
+    int ok = 1;
+    if (iv.itemsize == 8 && (fmt[0] == 'q' || fmt[0] == 'l') && fmt[1] == 0) {
+        const int64_t *x = iv.buf;
+        const int64_t n = (int64_t)(iv.len / 8);
+        int64_t bad = 0;
+        for (int64_t k = 0; k < n; k++) bad |= (uint64_t)x[k] >= (uint64_t)limit;
+        ok = !bad;
+    } else if (iv.itemsize == 4 && (fmt[0] == 'i' || fmt[0] == 'l') && fmt[1] == 0) {
+        const int32_t *x = iv.buf;
+        const int64_t n = (int64_t)(iv.len / 4);
+        int64_t bad = 0;
+        for (int64_t k = 0; k < n; k++) bad |= (uint64_t)(int64_t)x[k] >= (uint64_t)limit;
+        ok = !bad;
+    } else {
+        PyBuffer_Release(&iv);
+        PyErr_SetString(PyExc_ValueError, "in_range: int32 or int64 indices expected");
+        return NULL;
+    }
+    PyBuffer_Release(&iv);
+    if (limit < 0) ok = 0;
+    return PyBool_FromLong(ok);
+}
+
 /* scatter_rows(target, indices, updates, subtract): target[indices[k]] += updates[k] (or
  * -=) for k in order, row by row, in place: ResourceScatterAdd/Sub on a variable of rows.
  * target (rows, width) and updates (count, width) float32 or float64 of one type, indices
@@ -4560,6 +4594,7 @@ static PyMethodDef methods[] = {
      "adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov, parts): in place"},
     {"momentum", py_momentum, METH_VARARGS,
      "momentum(var, accum, grad, lr, momentum, use_nesterov, parts): in place"},
+    {"in_range", py_in_range, METH_VARARGS, "in_range(indices, limit): bool"},
     {"select", py_select, METH_VARARGS, "select(out, cond, t, e, parts)"},
     {"relu", py_relu, METH_VARARGS, "relu(out, x, parts)"},
     {"scatter_rows", py_scatter_rows, METH_VARARGS,

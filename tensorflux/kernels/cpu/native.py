@@ -461,6 +461,16 @@ def gradient_descent(var, delta, alpha, parts: int) -> bool:
     return True
 
 
+def indices_in_range(indices, limit: int) -> bool:
+    """True when `indices` (a C-contiguous int32 or int64 ndarray) are all in [0, limit),
+    checked in one C pass; False when they are not, or when the C loop does not take
+    them (the caller checks them itself)."""
+    if _mod is None or type(indices) is not np.ndarray or indices.dtype not in _LABELS or \
+            not indices.flags.c_contiguous:
+        return False
+    return _mod.in_range(indices, limit)
+
+
 def scatter_rows(target, indices, updates, subtract: bool) -> bool:
     """`target[indices[k]] += updates[k]` (or -=) for each k in order, in place, row by row
     (a ResourceScatterAdd/Sub of rows; duplicates add up one at a time, as ufunc.at does);
