@@ -402,7 +402,13 @@ def _lookup_rows(params, all_ids, partition_strategy: str, dtype) -> Tensor:
 
 
 def _true_logits(inputs: Tensor, true_w: Tensor, true_b: Tensor, num_true: int) -> Tensor:
-    """[batch, num_true]: each example's input dotted with the rows of its true classes."""
+    """[batch, num_true]: each example's input dotted with the rows of its true classes.
+    (One true class: the rows as they are, without the [batch, 1, dim] views; the same
+    products summed the same way.)"""
+    if num_true == 1:
+        dots = reduction_ops.reduce_sum(math_ops.multiply(inputs, true_w), axis=1,
+                                        keepdims=True)
+        return dots + array_ops.reshape(true_b, [-1, 1])
     dim = array_ops.shape(true_w)[1:2]
     per_example = array_ops.reshape(true_w, joining_ops.concat([[-1, num_true], dim], 0))
     dots = reduction_ops.reduce_sum(
