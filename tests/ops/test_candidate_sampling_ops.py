@@ -536,6 +536,36 @@ def test_accidental_hits_point_at_the_last_equal_candidate():
     np.testing.assert_array_equal(weights, np.full(3, np.finfo(np.float32).min))
 
 
+def test_accidental_hits_in_c_equal_the_numpy_path(monkeypatch):
+    """native.accidental_hits (a hash of the candidates) against the NumPy path (sort and
+    search): repeated candidates, several true classes a row, no candidates, no rows,
+    negative and large ids."""
+    from tensorflux.kernels.cpu import native
+
+    if not native.available():
+        pytest.skip("the C extension is not built")
+    rng = np.random.default_rng(5)
+    cases = [(rng.integers(0, 30, (20, k)), rng.integers(0, 30, n)) for k in (1, 2, 3)
+             for n in (1, 8, 40)]
+    cases += [(np.zeros((4, 1), np.int64), np.zeros(0, np.int64)),
+              (np.zeros((0, 2), np.int64), np.arange(5)),
+              (np.array([[-3, 2**62], [7, -3]]), np.array([2**62, -3, 9, -3]))]
+    true_in = tf.placeholder(tf.int64)
+    sampled_in = tf.placeholder(tf.int64, [None])
+    for true, sampled in cases:
+        hits = tf.nn.compute_accidental_hits(true_in, sampled_in, true.shape[1])
+        feed = {true_in: true, sampled_in: sampled}
+        fast = run(hits, feed)
+        with monkeypatch.context() as m:
+            m.setattr(native, "_mod", None)
+            slow = run(hits, feed)
+        for a, b in zip(fast, slow, strict=True):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), (true, sampled)
+    with pytest.raises(ValueError, match="accidental_hits"):
+        native._mod.accidental_hits(np.zeros(4, np.int64), np.zeros(2, np.int64), 1,
+                                    np.empty(3, np.int32), np.empty(4, np.int64))
+
+
 # ---- run-time errors ---------------------------------------------------------------------------
 
 

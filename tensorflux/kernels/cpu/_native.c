@@ -1628,6 +1628,70 @@ static PyObject *py_in_range(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* accidental_hits(true_classes, sampled, num_true, indices, ids): TF's
+ * ComputeAccidentalHits over int64 true_classes (batch * num_true, row-major) and int64
+ * sampled candidates: for each true class in order that is among the candidates, its row
+ * (int32, into `indices`) and the candidate's last position (int64, into `ids`); returns
+ * how many (the buffers hold one entry per true class). A hash of the candidates instead
+ * of NumPy's sort, search and masks. */
+static PyObject *py_accidental_hits(PyObject *self, PyObject *args) {
+    Py_buffer tv, sv, iv, dv;
+    long long num_true;
+    if (!PyArg_ParseTuple(args, "y*y*Lw*w*", &tv, &sv, &num_true, &iv, &dv)) return NULL;
+    const int64_t nt = (int64_t)(tv.len / 8), ns = (int64_t)(sv.len / 8);
+    const char *error = NULL;
+    if (tv.len % 8 || sv.len % 8 || num_true < 1 || !PyBuffer_IsContiguous(&tv, 'C')
+        || !PyBuffer_IsContiguous(&sv, 'C') || !PyBuffer_IsContiguous(&iv, 'C')
+        || !PyBuffer_IsContiguous(&dv, 'C') || iv.len < nt * 4 || dv.len < nt * 8)
+        error = "accidental_hits: int64 classes and candidates, num_true >= 1, int32 and "
+                "int64 outputs of one entry per true class";
+    size_t cap = 16;
+    while (cap < 2 * (size_t)ns) cap <<= 1;
+    int64_t *keys = NULL, *pos = NULL;
+    if (error == NULL) {
+        keys = PyMem_RawMalloc(cap * sizeof(int64_t));
+        pos = PyMem_RawMalloc(cap * sizeof(int64_t));
+    }
+    if (error != NULL || keys == NULL || pos == NULL) {
+        PyMem_RawFree(keys);
+        PyMem_RawFree(pos);
+        PyBuffer_Release(&tv);
+        PyBuffer_Release(&sv);
+        PyBuffer_Release(&iv);
+        PyBuffer_Release(&dv);
+        if (error != NULL) {
+            PyErr_SetString(PyExc_ValueError, error);
+            return NULL;
+        }
+        return PyErr_NoMemory();
+    }
+    const int64_t *t = tv.buf, *c = sv.buf;
+    int32_t *rows = iv.buf;
+    int64_t *ids = dv.buf, found = 0;
+    for (size_t h = 0; h < cap; h++) pos[h] = -1;
+    for (int64_t k = 0; k < ns; k++) { /* a later candidate of one value overwrites */
+        size_t h = ((uint64_t)c[k] * 0x9E3779B97F4A7C15ull) & (cap - 1);
+        while (pos[h] != -1 && keys[h] != c[k]) h = (h + 1) & (cap - 1);
+        keys[h] = c[k];
+        pos[h] = k;
+    }
+    for (int64_t k = 0; k < nt; k++) {
+        size_t h = ((uint64_t)t[k] * 0x9E3779B97F4A7C15ull) & (cap - 1);
+        while (pos[h] != -1 && keys[h] != t[k]) h = (h + 1) & (cap - 1);
+        if (pos[h] != -1) {
+            rows[found] = (int32_t)(k / num_true);
+            ids[found++] = pos[h];
+        }
+    }
+    PyMem_RawFree(keys);
+    PyMem_RawFree(pos);
+    PyBuffer_Release(&tv);
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&iv);
+    PyBuffer_Release(&dv);
+    return PyLong_FromLongLong(found);
+}
+
 /* scatter_rows(target, indices, updates, subtract): target[indices[k]] += updates[k] (or
  * -=) for k in order, row by row, in place: ResourceScatterAdd/Sub on a variable of rows.
  * target (rows, width) and updates (count, width) float32 or float64 of one type, indices
@@ -4595,6 +4659,8 @@ static PyMethodDef methods[] = {
     {"momentum", py_momentum, METH_VARARGS,
      "momentum(var, accum, grad, lr, momentum, use_nesterov, parts): in place"},
     {"in_range", py_in_range, METH_VARARGS, "in_range(indices, limit): bool"},
+    {"accidental_hits", py_accidental_hits, METH_VARARGS,
+     "accidental_hits(true_classes, sampled, num_true, indices, ids): the hits found"},
     {"select", py_select, METH_VARARGS, "select(out, cond, t, e, parts)"},
     {"relu", py_relu, METH_VARARGS, "relu(out, x, parts)"},
     {"scatter_rows", py_scatter_rows, METH_VARARGS,

@@ -26,6 +26,7 @@ import numpy as np
 
 from tensorflux.framework import errors
 from tensorflux.kernels import interrupt
+from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu.random_ops import GeneratorState, state_getter
 from tensorflux.kernels.registry import kernel_factory
 from tensorflux.lib import philox
@@ -400,6 +401,9 @@ def _accidental_hits(node):
         if sampled.ndim != 1:
             raise _invalid("sampled_candidates must be a vector, which is typically an "
                            "output from CandidateSampler")
+        hits = native.accidental_hits(true_classes.reshape(-1), sampled, num_true)
+        if hits is not None:  # in C: a hash of the candidates
+            return hits[0], hits[1], np.full(hits[1].size, np.finfo(_F32).min, _F32)
         # the distinct candidates, sorted, and each one's last position
         values, first_reversed = np.unique(sampled[::-1], return_index=True)
         last = sampled.size - 1 - first_reversed

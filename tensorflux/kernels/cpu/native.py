@@ -471,6 +471,21 @@ def indices_in_range(indices, limit: int) -> bool:
     return _mod.in_range(indices, limit)
 
 
+def accidental_hits(true_flat: np.ndarray, sampled: np.ndarray, num_true: int):
+    """ComputeAccidentalHits' (row of each hit, last position of its candidate) for int64
+    true classes (flat, `num_true` a row) and int64 candidates, in one C pass: (int32
+    rows, int64 positions), or None when the C loop does not take the arrays."""
+    if _mod is None or not hasattr(_mod, "accidental_hits") or num_true < 1 or \
+            type(true_flat) is not np.ndarray or type(sampled) is not np.ndarray or \
+            true_flat.dtype != np.int64 or sampled.dtype != np.int64:
+        return None
+    true_flat, sampled = np.ascontiguousarray(true_flat), np.ascontiguousarray(sampled)
+    rows = np.empty(true_flat.size, np.int32)
+    ids = np.empty(true_flat.size, np.int64)
+    found = _mod.accidental_hits(true_flat, sampled, num_true, rows, ids)
+    return rows[:found].copy(), ids[:found].copy()
+
+
 def scatter_rows(target, indices, updates, subtract: bool) -> bool:
     """`target[indices[k]] += updates[k]` (or -=) for each k in order, in place, row by row
     (a ResourceScatterAdd/Sub of rows; duplicates add up one at a time, as ufunc.at does);
