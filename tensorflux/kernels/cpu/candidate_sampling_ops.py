@@ -216,7 +216,8 @@ def _check_true_classes(true_classes, num_true: int, range_max: int) -> np.ndarr
         raise _invalid(f"true_classes must have num_true columns, expected: "
                        f"{true_classes.shape[1]} was: {num_true}")
     flat = true_classes.reshape(-1)
-    if flat.size and (flat.min() >= 0 and flat.max() < range_max):
+    if native.indices_in_range(flat, range_max) or \
+            (flat.size and (flat.min() >= 0 and flat.max() < range_max)):
         return flat
     bad = (flat < 0) | (flat >= range_max)
     if bad.any():
