@@ -349,6 +349,24 @@ def relu(x: np.ndarray, parts: int, out: np.ndarray | None = None):
     return out
 
 
+def select(c: np.ndarray, t: np.ndarray, e: np.ndarray, parts: int):
+    """np.where(c, t, e) in one branch-free pass (the same bits), or None: for a bool `c`,
+    `t` and `e` of one dtype of 1, 2, 4 or 8 bytes (numbers or bools), each of `c`'s shape
+    or one element of no more axes, all C-contiguous."""
+    if _mod is None or type(c) is not np.ndarray or type(t) is not np.ndarray or \
+            type(e) is not np.ndarray or c.dtype != np.bool_ or t.dtype != e.dtype or \
+            t.dtype.kind not in "biufc" or t.itemsize not in (1, 2, 4, 8) or \
+            not (c.flags.c_contiguous and t.flags.c_contiguous and e.flags.c_contiguous):
+        return None
+    shape = c.shape
+    for x in (t, e):
+        if x.shape != shape and (x.size != 1 or x.ndim > c.ndim):
+            return None
+    out = np.empty(shape, t.dtype)
+    _mod.select(out, c, t, e, parts)
+    return out
+
+
 def relu_grad(g: np.ndarray, x: np.ndarray, parts: int, out: np.ndarray | None = None):
     """g * (x > 0) in `out` (a new array if None; it may be `g` or `x`), or None. `g` and
     `x` may also be views whose last axis is contiguous and whose other axes fold into one
@@ -489,6 +507,31 @@ def gradient_descent(var, delta, alpha, parts: int) -> bool:
         return False
     _mod.gradient_descent(var, delta, float(alpha), parts)
     return True
+
+
+def indices_in_range(indices, limit: int) -> bool:
+    """True when `indices` (a C-contiguous int32 or int64 ndarray) are all in [0, limit),
+    checked in one C pass; False when they are not, or when the C loop does not take
+    them (the caller checks them itself)."""
+    if _mod is None or type(indices) is not np.ndarray or indices.dtype not in _LABELS or \
+            not indices.flags.c_contiguous:
+        return False
+    return _mod.in_range(indices, limit)
+
+
+def accidental_hits(true_flat: np.ndarray, sampled: np.ndarray, num_true: int):
+    """ComputeAccidentalHits' (row of each hit, last position of its candidate) for int64
+    true classes (flat, `num_true` a row) and int64 candidates, in one C pass: (int32
+    rows, int64 positions), or None when the C loop does not take the arrays."""
+    if _mod is None or not hasattr(_mod, "accidental_hits") or num_true < 1 or \
+            type(true_flat) is not np.ndarray or type(sampled) is not np.ndarray or \
+            true_flat.dtype != np.int64 or sampled.dtype != np.int64:
+        return None
+    true_flat, sampled = np.ascontiguousarray(true_flat), np.ascontiguousarray(sampled)
+    rows = np.empty(true_flat.size, np.int32)
+    ids = np.empty(true_flat.size, np.int64)
+    found = _mod.accidental_hits(true_flat, sampled, num_true, rows, ids)
+    return rows[:found].copy(), ids[:found].copy()
 
 
 def scatter_rows(target, indices, updates, subtract: bool) -> bool:
