@@ -630,13 +630,13 @@ def test_winograd4_gradients_by_finite_differences(monkeypatch, padding):
 
 def test_winograd4_at_its_thresholds_and_non_finite_values(monkeypatch):
     """A 28x28 conv with 48 channels takes F(4x4, 3x3) at its real thresholds (a 14x14 one
-    or 47 channels does not) and matches the loop reference; an infinity and a NaN in its
-    input give the direct convolution's infinities and NaNs, and the filter gradient's NaNs
-    (the non-finite fallbacks)."""
+    with more than 64 channels or 47 and 65 channels does not) and matches the loop
+    reference; an infinity and a NaN in its input give the direct convolution's infinities
+    and NaNs, and the filter gradient's NaNs (the non-finite fallbacks)."""
     from tensorflux.kernels.cpu import _winograd4
 
-    assert not _winograd4.applies(3, 3, (1, 1), (1, 1), 48, 48, (14, 14), 8, np.float32)
-    assert not _winograd4.applies(3, 3, (1, 1), (1, 1), 47, 48, (28, 28), 8, np.float32)
+    assert not _winograd4.applies(3, 3, (1, 1), (1, 1), 72, 72, (14, 14), 8, np.float32)
+    assert not _winograd4.applies(3, 3, (1, 1), (1, 1), 47, 65, (28, 28), 8, np.float32)
     assert not _winograd4.applies(3, 3, (2, 2), (1, 1), 48, 48, (28, 28), 8, np.float32)
     calls = _count_winograd4(monkeypatch)
     rng = np.random.default_rng(13)

@@ -34,8 +34,6 @@ operations on the same values per tile).
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from tensorflux.kernels import intra_op
@@ -141,27 +139,8 @@ def _unit(n: int, th: int, tw: int, channels: int, itemsize: int, parts: int):
     return th, max(1, min(tiles // (th * tw), -(-n // (2 * parts))))
 
 
-# Each thread's unit buffers, kept from call to call (a few MB a thread: `_UNIT_BYTES` and
-# an output block): buffers made anew per call are fresh pages the kernel faults in at
-# every call once other kernels' allocations come between (a 14x14x64 -> 128 5x5 conv in a
-# DCGAN step: ~1,000 page faults a call, 2-4 ms). Safe because a work unit runs start to
-# end on one thread and calls nothing that takes the buffers again.
-_SCRATCH = threading.local()
-
-
-def _unit_buffers(shapes, dtype):
-    """Arrays of `shapes` (of `dtype`) carved from the calling thread's scratch buffer,
-    grown as needed; valid until the thread's next call."""
-    sizes = [int(np.prod(s)) for s in shapes]
-    cache = getattr(_SCRATCH, "buffers", None)
-    if cache is None:
-        cache = _SCRATCH.buffers = {}
-    buf = cache.get(np.dtype(dtype))
-    if buf is None or buf.size < sum(sizes):
-        buf = cache[np.dtype(dtype)] = np.empty(sum(sizes), dtype)
-    bounds = np.cumsum([0] + sizes)
-    return [buf[lo:hi].reshape(shape) for lo, hi, shape in
-            zip(bounds[:-1], bounds[1:], shapes, strict=True)]
+# (kept here under its old name: tests and callers of the 5x5 path)
+_unit_buffers = _winograd.unit_buffers
 
 
 def chunked36(xp, u, out, parts: int, th: int, tw: int, tile: int, unit, input_transform,
@@ -178,7 +157,7 @@ def chunked36(xp, u, out, parts: int, th: int, tw: int, tile: int, unit, input_t
               (images, tile * rows, tile * tw, f))
 
     def work(u0, u1):
-        v, m, ybuf = _unit_buffers(shapes, out.dtype)
+        v, m, ybuf = _winograd.unit_buffers(shapes, out.dtype)
         b0, b1, r0, r1 = _winograd._unit_span(u0, u1, images, n, th, rows, blocks)
         k, t = b1 - b0, r1 - r0
         v = v[:, :k, :t]
@@ -208,8 +187,8 @@ def wide36(xp, u, out, parts: int, th: int, tw: int, tile: int, input_transform,
     c = xp.shape[3]
     hp, wp = tile * th + 6 - tile, tile * tw + 6 - tile
     tiles = n * th * tw
-    v = np.empty((36, n, th, tw, c), out.dtype)
-    m = np.empty((36, tiles, f), out.dtype)
+    v = _winograd.position_buffer((36, n, th, tw, c), out.dtype)
+    m = _winograd.position_buffer((36, tiles, f), out.dtype)
     intra_op.parallel_for(
         lambda b0, b1: input_transform(xp[b0:b1, :hp, :wp], v[:, b0:b1], th, tw), n, 1,
         parts if 36 * tiles * c >= intra_op.MIN_ELEMENTS else 1)

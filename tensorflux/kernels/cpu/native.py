@@ -758,18 +758,29 @@ def ngemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
 
 
 
+def _batch_rows(a: np.ndarray) -> bool:
+    """Whether `ngemm_batch` reads (P, m, k) `a`: rows contiguous at a row stride of at
+    least k, or (a transposed view) columns contiguous at a stride of at least m."""
+    if a.shape[2] <= 1 or a.strides[2] == 4:
+        return a.strides[1] % 4 == 0 and a.strides[1] >= 4 * a.shape[2]
+    return ((a.shape[1] <= 1 or a.strides[1] == 4) and a.strides[2] % 4 == 0
+            and a.strides[2] >= 4 * a.shape[1])
+
+
 def ngemm_batch(a: np.ndarray, b: np.ndarray, out: np.ndarray,
                 accumulate: bool = False) -> bool:
     """`out[p] = a[p] @ b[p]` (or += when `accumulate`) for every p on this thread, through
     `_native.c`'s own GEMM in one call (the same bits as `ngemm` per p): float32 `a` (P, m,
-    k) with contiguous rows, `b` (P, k, n) and `out` (P, m, n) C-contiguous. False when it
-    does not take the arrays, or any is empty (the caller multiplies per p)."""
+    k) with contiguous rows (or each a[p] the transposed view of such a (k, m) array), `b`
+    (P, k, n) C-contiguous and `out` (P, m, n) whose every out[p] is C-contiguous (the
+    positions at any stride). False when it does not take the arrays, or any is empty (the
+    caller multiplies per p)."""
     if _mod is None or not hasattr(_mod, "ngemm_batch") or type(a) is not np.ndarray or \
             type(b) is not np.ndarray or type(out) is not np.ndarray or a.dtype != _F32 or \
-            b.dtype != _F32 or out.dtype != _F32 or a.ndim != 3 or \
-            not b.flags.c_contiguous or not out.flags.c_contiguous or \
-            not out.flags.writeable or a.strides[2] != 4 or a.strides[1] % 4 or \
-            a.strides[0] % 4 or a.strides[1] < 4 * a.shape[2] or \
+            b.dtype != _F32 or out.dtype != _F32 or a.ndim != 3 or out.ndim != 3 or \
+            not b.flags.c_contiguous or not out[:1].flags.c_contiguous or \
+            out.strides[0] % 4 or out.strides[0] < 4 * out.shape[1] * out.shape[2] or \
+            not out.flags.writeable or a.strides[0] % 4 or not _batch_rows(a) or \
             b.shape != (a.shape[0], a.shape[2], out.shape[2]) or \
             out.shape[:2] != a.shape[:2] or 0 in a.shape:
         return False
