@@ -43,7 +43,7 @@ def test_few_channel_convs_take_winograd4(c, f, hw, n, expected):
 
 
 def _count(monkeypatch):
-    """Records _winograd4's conv3x3 and conv3x3_backprop_filter calls."""
+    """Records _winograd4's conv3x3 (forward) and conv3x3_backprop_filter calls."""
     from tensorflux.kernels.cpu import _winograd4
 
     calls = []
@@ -54,14 +54,18 @@ def _count(monkeypatch):
     return calls
 
 
-# (name, input shape, filter shape, strides, padding, dtype, Winograd calls expected)
+# (name, input shape, filter shape, strides, padding ("EXPLICIT": top 2, bottom 0, left
+# and right 1), dtype, Winograd calls expected)
 _CASES = [
+    ("explicit", (2, 30, 33, 16), (3, 3, 16, 18), 1, "EXPLICIT", np.float32, 3),
     ("odd_sizes", (4, 23, 21, 17), (3, 3, 17, 20), 1, "SAME", np.float32, 3),
     ("batch_1", (1, 45, 47, 16), (3, 3, 16, 24), 1, "SAME", np.float32, 3),
     ("valid_odd", (3, 27, 30, 20), (3, 3, 20, 19), 1, "VALID", np.float32, 3),
     ("tails", (8, 18, 14, 33), (3, 3, 33, 41), 1, "SAME", np.float32, 3),
     ("float64", (2, 33, 29, 16), (3, 3, 16, 16), 1, "SAME", np.float64, 3),
     ("stride_2", (8, 32, 32, 16), (3, 3, 16, 32), 2, "SAME", np.float32, 0),
+    # (its input gradient by output phases: one phase a stride-1 3x3 conv of 200 tiles)
+    ("phased_5x5_s2", (8, 40, 40, 16), (5, 5, 16, 16), 2, "SAME", np.float32, 1),
 ]
 
 
@@ -72,28 +76,59 @@ def test_few_channel_convs_match_the_loop_references(monkeypatch, workers, name,
                                                      padding, dtype, expected):
     """Conv2D, its input gradient (the flipped forward conv) and its filter gradient of
     few-channel 3x3 convs at the real thresholds: F(4x4, 3x3) for the stride-1 ones, im2col
-    for a stride-2 one, within the float tolerances of the other Winograd paths, on one or
-    two threads."""
+    for a stride-2 one (and F(4x4, 3x3) for a 3x3 phase of a strided input gradient),
+    within the float tolerances of the other Winograd paths, on one or two threads."""
     from tensorflux.kernels import intra_op
 
     monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)
+    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)  # (split, in balanced units)
     calls = _count(monkeypatch)
     rng = np.random.default_rng(len(name))
     x, w = _scaled(rng, xs, dtype), _scaled(rng, ws, dtype)
-    strides = (s, s)
-    y_ref = ref_conv(x, w, strides, padding)
+    strides, st = (s, s), [1, s, s, 1]
+    ref = dict(padding=padding)
+    if padding == "EXPLICIT":
+        padding, ref["pads"] = [[0, 0], [2, 0], [1, 1], [0, 0]], ((2, 0), (1, 1))
+    y_ref = ref_conv(x, w, strides, **ref)
     dy = _scaled(rng, y_ref.shape, dtype)
-    st = [1, s, s, 1]
     got_y, got_x, got_w = _run([
         tf.nn.conv2d(x, w, st, padding),
         tf.nn.conv2d_backprop_input(list(xs), w, dy, st, padding),
         tf.nn.conv2d_backprop_filter(x, list(ws), dy, st, padding)])
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(got_y, y_ref, **tol)
-    np.testing.assert_allclose(got_x, ref_conv_input_grad(xs, w, dy, strides, padding), **tol)
-    np.testing.assert_allclose(got_w, ref_conv_filter_grad(x, ws, dy, strides, padding),
+    np.testing.assert_allclose(got_x, ref_conv_input_grad(xs, w, dy, strides, **ref), **tol)
+    np.testing.assert_allclose(got_w, ref_conv_filter_grad(x, ws, dy, strides, **ref),
                                **tol)
     assert len(calls) == expected
+
+
+@pytest.mark.parametrize("scheme", ["chunked", "wide"])
+def test_few_channel_non_finite_values_stay_in_their_windows(monkeypatch, scheme):
+    """An infinity and a NaN in a few-channel conv's input (F(4x4, 3x3) reading it
+    unpadded, in work units that check their outputs, or wide over a padded copy) give
+    the direct convolution's infinities and NaNs (the caller's fallback), forward and for
+    the input gradient's out_backprop; finite data gives the loop reference."""
+    from tensorflux.kernels.cpu import _winograd4
+
+    if scheme == "wide":
+        monkeypatch.setattr(_winograd4, "_UNIT_TILES", 1 << 30)
+    calls = _count(monkeypatch)
+    rng = np.random.default_rng(9)
+    x = _scaled(rng, (2, 34, 30, 16), np.float32)
+    w = _scaled(rng, (3, 3, 16, 16), np.float32)
+    dy = _scaled(rng, (2, 34, 30, 16), np.float32)
+    ops = lambda: [tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"),  # noqa: E731
+                   tf.nn.conv2d_backprop_input(list(x.shape), w, dy, [1, 1, 1, 1], "SAME")]
+    got, got_x = _run(ops())
+    np.testing.assert_allclose(got, ref_conv(x, w), rtol=1e-4, atol=1e-4)
+    assert calls == ["conv3x3", "conv3x3"]
+    x[0, 0, 0, 0], x[1, 17, 21, 3] = np.inf, np.nan
+    dy[1, 33, 29, 15] = -np.inf
+    got, got_x = _run(ops())
+    for g, want in ((got, ref_conv(x, w)), (got_x, ref_conv_input_grad(x.shape, w, dy))):
+        np.testing.assert_array_equal(np.isfinite(g), np.isfinite(want))
+        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-4)
 
 
 def test_few_channel_gradients_by_finite_differences(monkeypatch):

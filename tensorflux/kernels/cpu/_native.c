@@ -2297,6 +2297,10 @@ static PyObject *py_swap_last2(PyObject *self, PyObject *args) {
 typedef struct {
     char *p;
     int64_t s[5];  /* strides in bytes */
+    /* (a 6x6 input transform's source, kinds 3 and 5: tile (i, j)'s window starts at row
+     * oy + step i, column ox + step j; rows and columns outside [0, h) x [0, w) read as
+     * zeros, the convolution's padding without a padded copy) */
+    int64_t oy, ox, h, w;
 } wview_t;
 
 #define WINO_CB 128
@@ -2405,7 +2409,9 @@ WINO_HELPERS(double, d)
  * pixels apart, A^T's four rows over six:
  *     kind 5, input:    src d (k, >= 4t+2, >= 4tw+2, C) -> dst v (36, k, t, tw, C)
  *     kind 6, output:   src m (36, k, t, tw, F) -> dst y (k, 4t, 4tw, F)
- *     kind 7, gradient: src e (k, 4t, 4tw, F) -> dst (36, k, t, tw, F), A e A^T */
+ *     kind 7, gradient: src e (k, 4t, 4tw, F) -> dst (36, k, t, tw, F), A e A^T
+ * Kinds 3 and 5 also take an unpadded source and an origin (oy, ox): windows start at
+ * (oy + step i, ox + step j), pixels outside the source read as zeros (wview_t). */
 /* The 6x6 transforms' arithmetic on one value or one vector of type V (loaded by L,
  * stored by ST, constants cast by K), the NumPy functions' operations in the same order. */
 #define WV6_AT(V, p) ((p)[e])
@@ -2497,6 +2503,7 @@ WINO_HELPERS(double, d)
         for (; e < n; e++)                                                                  \
             WINO6_G4(T, WV6_AT, WV6_PUT, (T))                                               \
     }                                                                                       \
+    static const T wino6_zeros_##S[WINO_CB]; /* (the padding's values) */                    \
     static inline __attribute__((always_inline)) void wino6_tiles_##S(                      \
         int kind, const wview_t *src, const wview_t *dst, int64_t k, int64_t t,             \
         int64_t tw, int64_t c) {                                                            \
@@ -2533,10 +2540,13 @@ WINO_HELPERS(double, d)
                             const T *col[6];                                                \
                             T *rows[6];                                                     \
                             for (int q = 0; q < 6; q++) { /* B^T over each column */        \
+                                const int64_t x = src->ox + step * j + q;                   \
                                 for (int a = 0; a < 6; a++) {                               \
-                                    col[a] = (const T *)(src->p + b * src->s[0] +           \
-                                             (step * i + a) * src->s[1] +                   \
-                                             (step * j + q) * src->s[2]) + c0;              \
+                                    const int64_t y = src->oy + step * i + a;               \
+                                    col[a] = y < 0 || y >= src->h || x < 0 || x >= src->w   \
+                                        ? wino6_zeros_##S                                   \
+                                        : (const T *)(src->p + b * src->s[0] +              \
+                                                      y * src->s[1] + x * src->s[2]) + c0;  \
                                     rows[a] = r[a][q];                                      \
                                 }                                                           \
                                 wino6_b_##S(n, col, rows);                                  \
@@ -2620,8 +2630,15 @@ static int get_strided(PyObject *obj, int writable, int ndim, buf_t *b, char *co
 
 static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
     int kind;
-    PyObject *sobj, *dobj;
-    if (!PyArg_ParseTuple(args, "iOO", &kind, &sobj, &dobj)) return NULL;
+    PyObject *sobj, *dobj, *origin = Py_None;
+    long long oy = 0, ox = 0;
+    if (!PyArg_ParseTuple(args, "iOO|O", &kind, &sobj, &dobj, &origin)) return NULL;
+    if (origin != Py_None && ((kind != 3 && kind != 5) ||
+                              !PyArg_ParseTuple(origin, "LL", &oy, &ox))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "wino_transform: an origin for kinds 3 and 5");
+        return NULL;
+    }
     if (kind < 0 || kind > 7) {
         PyErr_SetString(PyExc_ValueError, "wino_transform: kind 0 to 7");
         return NULL;
@@ -2637,6 +2654,11 @@ static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
         return NULL;
     }
     const Py_ssize_t *ss = bufs[0].view.shape, *ds = bufs[1].view.shape;
+    src.oy = oy;
+    src.ox = ox;
+    src.h = ss[1];
+    src.w = ss[2];
+    const int virtual = origin != Py_None;  /* (any source size: zeros beyond it) */
     int64_t k, t, tw, c;
     int ok;
     if (kind == 0) {  /* d (k, H, W, C) -> v (16, k, t, tw, C) */
@@ -2651,15 +2673,15 @@ static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
         ok = ds[0] == 16 && ss[0] == k && ss[1] == 2 * t && ss[2] == 2 * tw && ss[3] == c;
     } else if (kind == 3) {  /* d (k, H, W, C) -> v (36, k, t, tw, C) */
         k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
-        ok = ds[0] == 36 && ss[0] == k && ss[1] >= 2 * t + 4 && ss[2] >= 2 * tw + 4 &&
-             ss[3] == c;
+        ok = ds[0] == 36 && ss[0] == k && ss[3] == c &&
+             (virtual || (ss[1] >= 2 * t + 4 && ss[2] >= 2 * tw + 4));
     } else if (kind == 4) {  /* m (36, k, t, tw, F) -> y (k, 2t, 2tw, F) */
         k = ss[1]; t = ss[2]; tw = ss[3]; c = ss[4];
         ok = ss[0] == 36 && ds[0] == k && ds[1] == 2 * t && ds[2] == 2 * tw && ds[3] == c;
     } else if (kind == 5) {  /* d (k, H, W, C) -> v (36, k, t, tw, C) */
         k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
-        ok = ds[0] == 36 && ss[0] == k && ss[1] >= 4 * t + 2 && ss[2] >= 4 * tw + 2 &&
-             ss[3] == c;
+        ok = ds[0] == 36 && ss[0] == k && ss[3] == c &&
+             (virtual || (ss[1] >= 4 * t + 2 && ss[2] >= 4 * tw + 2));
     } else if (kind == 6) {  /* m (36, k, t, tw, F) -> y (k, 4t, 4tw, F) */
         k = ss[1]; t = ss[2]; tw = ss[3]; c = ss[4];
         ok = ss[0] == 36 && ds[0] == k && ds[1] == 4 * t && ds[2] == 4 * tw && ds[3] == c;
@@ -4716,9 +4738,10 @@ static PyMethodDef methods[] = {
     {"swap_last2", py_swap_last2, METH_VARARGS,
      "swap_last2(src, dst, b, r, s, parts): dst (b, s, r) = src (b, r, s) transposed"},
     {"wino_transform", py_wino_transform, METH_VARARGS,
-     "wino_transform(kind, src, dst): Winograd F(2x2, 3x3) input (0), output (1) or "
-     "gradient (2), F(2x2, 5x5) input (3) or output (4), F(4x4, 3x3) input (5), "
-     "output (6) or gradient (7) tile transforms"},
+     "wino_transform(kind, src, dst[, origin]): Winograd F(2x2, 3x3) input (0), output (1) "
+     "or gradient (2), F(2x2, 5x5) input (3) or output (4), F(4x4, 3x3) input (5), "
+     "output (6) or gradient (7) tile transforms; origin (oy, ox): 3 and 5 from an "
+     "unpadded source"},
     {"own_many", py_own_many, METH_VARARGS,
      "own_many(vars, ndarray): each variable's array an update may write (copy-on-write)"},
     {"sparse_xent", py_sparse_xent, METH_VARARGS,

@@ -169,6 +169,30 @@ def _output_transform(m, y, tmp):
         y1 -= s[3]
 
 
+def zero_window(d, origin, height: int, width: int):
+    """d[:, oy:oy + height, ox:ox + width] (origin (oy, ox), either may be negative) with
+    zeros where the window leaves `d`: a new array (the NumPy transforms' view of an
+    unpadded input that the C ones read in place)."""
+    oy, ox = origin
+    out = np.zeros((d.shape[0], height, width) + d.shape[3:], d.dtype)
+    y0, y1 = max(oy, 0), min(oy + height, d.shape[1])
+    x0, x1 = max(ox, 0), min(ox + width, d.shape[2])
+    if y1 > y0 and x1 > x0:
+        out[:, y0 - oy:y1 - oy, x0 - ox:x1 - ox] = d[:, y0:y1, x0:x1]
+    return out
+
+
+def balanced(n: int, images: int, parts: int) -> int:
+    """At most `images` images per work unit, fewer where that makes units that share out
+    evenly between `parts` threads: at least two a thread where the batch allows, their
+    count a multiple of `parts` (an 8x8x64 ResNet layer at batch 64 was 3 units of 28, or
+    for its filter gradient one of 64, on two threads)."""
+    if parts <= 1 or images <= 1:
+        return images
+    units = max(-(-n // images), min(n, 2 * parts))
+    return max(1, -(-n // (-(-units // parts) * parts)))
+
+
 def _unit_span(u0, u1, images, n, th, rows, blocks):
     """The images [b0, b1) and tile rows [r0, r1) of work units [u0, u1): `images` whole
     images a unit, or (one image) bands of `rows` tile rows, `blocks` bands an image."""

@@ -96,11 +96,14 @@ def _a4(m):
     return m[0] + s12 + s34, d12 + 2 * d34, s12 + 4 * s34, d12 + 8 * d34 + m[5]
 
 
-def _input_transform(d, v, th, tw):
+def _input_transform(d, v, th, tw, origin=None):
     """v (36, nb, th, tw, C) = B^T d B of every 6x6 tile, four pixels apart, of padded `d`
-    (nb, >= 4th+2, >= 4tw+2, C)."""
-    if native.wino_transform(5, d, v):  # one pass in C, the same operations
+    (nb, >= 4th+2, >= 4tw+2, C), or with `origin` (oy, ox) of unpadded `d` read as
+    padded with zeros (tile (i, j) at row oy + 4i, column ox + 4j)."""
+    if native.wino_transform(5, d, v, origin):  # one pass in C, the same operations
         return
+    if origin is not None:
+        d = _winograd.zero_window(d, origin, 4 * th + 2, 4 * tw + 2)
     r = _winograd5._b6([d[:, a:a + 4 * th:4] for a in range(6)])
     for p in range(6):
         out = _winograd5._b6([r[p][:, :, q:q + 4 * tw:4] for q in range(6)])
@@ -119,25 +122,47 @@ def _output_transform(m, y):
             y[:, a::4, q::4] = ys[q]
 
 
-def conv3x3(xp, w, out, parts: int):
-    """out (N, oh, ow, F) = the VALID 3x3 stride-1 conv of padded NHWC `xp` with `w`
-    (3, 3, C, F), oh = xp's height - 2 (and the same for the width). Returns `out`."""
+def forward(x, w, window, strides, dilations, pads, out, parts: int) -> bool:
+    """Whether `out` (N, oh, ow, F) now holds the conv of unpadded NHWC `x` with `w` (a
+    `window` (kh, kw) of C x F taps, any shape) at these strides, dilations and padding
+    ((top, bottom), (left, right)): when it goes through F(4x4, 3x3) (`applies`) and every
+    output is finite (else the caller convolves the direct way, where a non-finite value
+    stays in its windows)."""
     n, oh, ow, f = out.shape
-    c = xp.shape[3]
+    if not (x.dtype == w.dtype == out.dtype and applies(*window, strides, dilations,
+                                                        x.shape[3], f, (oh, ow), n, out.dtype)):
+        return False
+    w = w.reshape(3, 3, x.shape[3], f)
+    return conv3x3(x, w, out, parts, (pads[0][0], pads[1][0])) is not None
+
+
+def conv3x3(x, w, out, parts: int, pads=(0, 0)):
+    """out (N, oh, ow, F) = the 3x3 stride-1 conv of NHWC `x` with `w` (3, 3, C, F) and
+    `pads` (top, left) rows and columns of zeros before `x` (and as many after as the
+    output size needs): no padded copy of `x`, the input transform reads around its edges
+    as zeros. Returns `out`, or None when an output is not finite (each work unit sums its
+    outputs while they are in cache)."""
+    n, oh, ow, f = out.shape
+    c = x.shape[3]
     th, tw = -(-oh // 4), -(-ow // 4)
-    hp, wp = 4 * th + 2, 4 * tw + 2
-    if xp.shape[1] < hp or xp.shape[2] < wp:  # outputs not a multiple of 4: pad the tiles
-        xp = np.pad(xp, [(0, 0), (0, max(0, hp - xp.shape[1])),
-                         (0, max(0, wp - xp.shape[2])), (0, 0)])
     u = _filter_transform(w, out.dtype)
     row_bytes = 36 * tw * (c + f) * out.itemsize  # one tile row's buffers
     rows = max(1, min(th, _CHUNK_BYTES // row_bytes))
     images = max(1, min(n, _CHUNK_BYTES // (row_bytes * th))) if rows == th else 1
+    images = _winograd.balanced(n, images, _split(parts, n * th * tw * c * f))
     if rows * images * tw >= _UNIT_TILES:
-        return _winograd5.chunked36(xp, u, out, parts, th, tw, 4, (rows, images),
-                                    _input_transform, _output_transform)
-    return _winograd5.wide36(xp, u, out, parts, th, tw, 4, _input_transform,
-                             _output_transform)
+        return _winograd5.chunked36(x, u, out, parts, th, tw, 4, (rows, images),
+                                    _input_transform, _output_transform, pads)
+    xp = _winograd.zero_window(x, (-pads[0], -pads[1]), 4 * th + 2, 4 * tw + 2)
+    out = _winograd5.wide36(xp, u, out, parts, th, tw, 4, _input_transform,
+                            _output_transform)
+    return out if np.isfinite(np.add.reduce(out, axis=None)) else None
+
+
+def _split(parts: int, products: int) -> int:
+    """The threads a conv of `products` tile-channel-filter triples (its 36 products'
+    multiply-adds / 36) runs on: `parts`, or 1 below intra_op.MIN_FLOPS (as chunked36)."""
+    return parts if 2.0 * 36 * products >= intra_op.MIN_FLOPS else 1
 
 
 def _g4(x):
@@ -168,25 +193,24 @@ def _filter_gradient(x):
         return np.ascontiguousarray(np.tensordot(g, t, axes=(0, 1)).swapaxes(0, 1))
 
 
-def conv3x3_backprop_filter(xp, dy, parts: int):
-    """d(loss)/d(filter) (3, 3, C, F) of the VALID 3x3 stride-1 conv of padded NHWC `xp`
-    with out_backprop `dy` (N, oh, ow, F): G^T X G, X the sum over tiles of the 36
-    products (B^T d B)^T (A e A^T)."""
+def conv3x3_backprop_filter(x, dy, parts: int, pads=((0, 0), (0, 0))):
+    """d(loss)/d(filter) (3, 3, C, F) of the 3x3 stride-1 conv of NHWC `x` with `pads`
+    ((top, bottom), (left, right)) and out_backprop `dy` (N, oh, ow, F): G^T X G, X the sum
+    over tiles of the 36 products (B^T d B)^T (A e A^T); the input transform reads `x`
+    unpadded (zeros around its edges)."""
     n, oh, ow, f = dy.shape
-    c = xp.shape[3]
+    c = x.shape[3]
     th, tw = -(-oh // 4), -(-ow // 4)
-    hp, wp = 4 * th + 2, 4 * tw + 2
-    if xp.shape[1] < hp or xp.shape[2] < wp:
-        xp = np.pad(xp, [(0, 0), (0, max(0, hp - xp.shape[1])),
-                         (0, max(0, wp - xp.shape[2])), (0, 0)])
+    top, left = pads[0][0], pads[1][0]
     if (oh, ow) != (4 * th, 4 * tw):  # zero out_backprop where the padded tiles overhang
         dy = np.pad(dy, [(0, 0), (0, 4 * th - oh), (0, 4 * tw - ow), (0, 0)])
-    dtype = np.result_type(xp, dy)
+    dtype = np.result_type(x, dy)
     row_bytes = 36 * tw * (c + f) * dtype.itemsize
     rows = max(1, min(th, _CHUNK_BYTES // row_bytes))
     images = max(1, min(n, _CHUNK_BYTES // (row_bytes * th))) if rows == th else 1
     if rows == th:  # at least _MIN_TILES tiles per unit: each unit adds a (36, C, F) product
         images = min(n, max(images, -(-_winograd._MIN_TILES // (th * tw))))
+        images = _winograd.balanced(n, images, _split(parts, n * th * tw * c * f))
     blocks = -(-th // rows)
     shapes = ((36, images, rows, tw, c), (36, images, rows, tw, f), (36, c, f))
 
@@ -195,13 +219,12 @@ def conv3x3_backprop_filter(xp, dy, parts: int):
         b0, b1, r0, r1 = _winograd._unit_span(u0, u1, images, n, th, rows, blocks)
         k, t = b1 - b0, r1 - r0
         v, e = v[:, :k, :t], e[:, :k, :t]
-        _input_transform(xp[b0:b1, 4 * r0:4 * r1 + 2, :wp], v, t, tw)
+        _input_transform(x[b0:b1], v, t, tw, (4 * r0 - top, -left))
         _gradient_transform(dy[b0:b1, 4 * r0:4 * r1], e, t, tw)
         _winograd._products(v.reshape(36, -1, c).transpose(0, 2, 1), e.reshape(36, -1, f),
                             part, acc)
 
     units = -(-n // images) if images > 1 else n * blocks
-    flops = 2.0 * 36 * n * th * tw * c * f
-    x = intra_op.parallel_sum(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1,
+    x = intra_op.parallel_sum(work, units, 1, _split(parts, n * th * tw * c * f),
                               lambda: np.zeros((36, c, f), dtype))
     return _filter_gradient(x.reshape(6, 6, c, f))

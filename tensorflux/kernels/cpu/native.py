@@ -592,21 +592,26 @@ def _inner_contiguous(a: np.ndarray) -> bool:
     return a.ndim > 0 and (a.shape[-1] <= 1 or a.strides[-1] == a.itemsize)
 
 
-def wino_transform(kind: int, src: np.ndarray, dst: np.ndarray) -> bool:
+def wino_transform(kind: int, src: np.ndarray, dst: np.ndarray, origin=None) -> bool:
     """One of Winograd's tile transforms (kernels/cpu/_winograd.py, F(2x2, 3x3): kind 0
     `_input_transform`, 1 `_output_transform`, 2 `_gradient_transform`; _winograd5.py,
     F(2x2, 5x5): 3 input, 4 output; _winograd4.py, F(4x4, 3x3): 5 input, 6 output, 7
     gradient) from `src` into
     `dst` in one pass, the NumPy function's operations in the same order (identical
-    bits); either may be a strided view whose channel axis is contiguous. False when the
-    arrays do not qualify."""
+    bits); either may be a strided view whose channel axis is contiguous. With `origin`
+    (oy, ox), kinds 3 and 5 read unpadded `src` as if padded: tile (i, j)'s window starts
+    at row oy + step i, column ox + step j, and pixels outside `src` are zeros. False
+    when the arrays do not qualify."""
     if _mod is None or type(src) is not np.ndarray or type(dst) is not np.ndarray or \
             src.dtype not in _FLOATS or dst.dtype != src.dtype or \
             not dst.flags.writeable or not _inner_contiguous(src) or \
             not _inner_contiguous(dst) or src.shape[-1] != dst.shape[-1] or \
             src.shape[-1] == 0:
         return False
-    _mod.wino_transform(kind, src, dst)
+    if origin is None:
+        _mod.wino_transform(kind, src, dst)
+    else:
+        _mod.wino_transform(kind, src, dst, (int(origin[0]), int(origin[1])))
     return True
 
 
