@@ -87,7 +87,7 @@ _MAX_CHUNKS = 8
 # Backprop-input as a flipped forward conv needs this many input channels: its product has
 # one column per input channel, and narrower products run far below BLAS's peak (3 input
 # channels: 2x slower than products-and-scatter).
-_FLIP_MIN_CHANNELS, _PHASED_MIN_CHANNELS = 16, 128  # (strided: 16 channels 1.5x slower)
+_FLIP_MIN_CHANNELS, _PHASED_MIN_CHANNELS = 16, 64  # (strided: 16 channels 1.5x slower)
 # Backprop-input by products and scatter takes one product per filter tap (F, C) with this
 # many input channels, else one with every tap's columns (F, kh*kw*C) (5x5/2, 64 filters,
 # 28x28, batch 64, two threads: 1 channel 4.1 -> 0.6 ms, 3: 4.6 -> 1.3, 16: 5.8 -> 4.3;
