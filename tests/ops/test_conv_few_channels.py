@@ -63,6 +63,8 @@ _CASES = [
     ("valid_odd", (3, 27, 30, 20), (3, 3, 20, 19), 1, "VALID", np.float32, 3),
     ("tails", (8, 18, 14, 33), (3, 3, 33, 41), 1, "SAME", np.float32, 3),
     ("float64", (2, 33, 29, 16), (3, 3, 16, 16), 1, "SAME", np.float64, 3),
+    # (units of one tile row: the filter gradient split over the threads, the conv wide)
+    ("many_units", (8, 16, 20, 16), (3, 3, 16, 16), 1, "SAME", np.float32, 3),
     ("stride_2", (8, 32, 32, 16), (3, 3, 16, 32), 2, "SAME", np.float32, 0),
     # (its input gradient by output phases: one phase a stride-1 3x3 conv of 200 tiles)
     ("phased_5x5_s2", (8, 40, 40, 16), (5, 5, 16, 16), 2, "SAME", np.float32, 1),
@@ -81,7 +83,9 @@ def test_few_channel_convs_match_the_loop_references(monkeypatch, workers, name,
     from tensorflux.kernels import intra_op
 
     monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)
-    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)  # (split, in balanced units)
+    monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)  # (split where the units allow)
+    if name == "many_units":
+        monkeypatch.setattr("tensorflux.kernels.cpu._winograd4._CHUNK_BYTES", 1 << 14)
     if name.startswith("phased"):  # (16 channels take products and scatter by default)
         monkeypatch.setattr("tensorflux.kernels.cpu.conv_ops._PHASED_MIN_CHANNELS", 16)
     calls = _count(monkeypatch)

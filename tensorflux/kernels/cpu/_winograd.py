@@ -182,17 +182,6 @@ def zero_window(d, origin, height: int, width: int):
     return out
 
 
-def balanced(n: int, images: int, parts: int) -> int:
-    """At most `images` images per work unit, fewer where that makes units that share out
-    evenly between `parts` threads: at least two a thread where the batch allows, their
-    count a multiple of `parts` (an 8x8x64 ResNet layer at batch 64 was 3 units of 28, or
-    for its filter gradient one of 64, on two threads)."""
-    if parts <= 1 or images <= 1:
-        return images
-    units = max(-(-n // images), min(n, 2 * parts))
-    return max(1, -(-n // (-(-units // parts) * parts)))
-
-
 def _unit_span(u0, u1, images, n, th, rows, blocks):
     """The images [b0, b1) and tile rows [r0, r1) of work units [u0, u1): `images` whole
     images a unit, or (one image) bands of `rows` tile rows, `blocks` bands an image."""
