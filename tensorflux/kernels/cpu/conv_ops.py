@@ -34,8 +34,8 @@ compete for the cores.
 3x3 stride-1 convolutions with enough channels and output pixels (forward, backprop-input
 as the flipped forward conv, and backprop-filter) go through Winograd's F(2x2, 3x3) instead
 of im2col (kernels/cpu/_winograd.py): 2.25x fewer multiply-adds, 1.2-1.4x less CPU time on
-the 28x28 and 56x56 layers of GoogLeNet and ResNet-50; on >= 28x28 outputs through
-F(4x4, 3x3) (kernels/cpu/_winograd4.py: 4x fewer, another 1.2-1.4x less CPU time there).
+the 28x28 and 56x56 layers of GoogLeNet and ResNet-50; on >= 28x28 outputs (or 16-64
+channels: a CIFAR ResNet's) through F(4x4, 3x3) (kernels/cpu/_winograd4.py: 4x fewer).
 5x5 stride-1 convolutions with at least 64 channels on 10x10 outputs or more (forward, and
 backprop-input as the flipped forward conv) go through F(2x2, 5x5)
 (kernels/cpu/_winograd5.py) before the FFT is weighed:
@@ -87,7 +87,7 @@ _MAX_CHUNKS = 8
 # Backprop-input as a flipped forward conv needs this many input channels: its product has
 # one column per input channel, and narrower products run far below BLAS's peak (3 input
 # channels: 2x slower than products-and-scatter).
-_FLIP_MIN_CHANNELS = 16
+_FLIP_MIN_CHANNELS, _PHASED_MIN_CHANNELS = 16, 64  # (strided: 16 channels 1.5x slower)
 # Backprop-input by products and scatter takes one product per filter tap (F, C) with this
 # many input channels, else one with every tap's columns (F, kh*kw*C) (5x5/2, 64 filters,
 # 28x28, batch 64, two threads: 1 channel 4.1 -> 0.6 ms, 3: 4.6 -> 1.3, 16: 5.8 -> 4.3;
@@ -170,12 +170,8 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts, epilogue=None
     fused bias and activation, in place) runs on those rows while they are in cache."""
     n, oh, ow, f = out.shape
     k = w2.shape[0]
-    if (xp.dtype == w2.dtype == out.dtype and
-            _winograd4.applies(kh, kw, strides, dilations, xp.shape[3], f, (oh, ow), n,
-                               out.dtype)):
-        _winograd4.conv3x3(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
-        if _finite(out):
-            return _finish(out, epilogue, parts)
+    if _winograd4.forward(xp, w2, (kh, kw), strides, dilations, ((0, 0), (0, 0)), out, parts):
+        return _finish(out, epilogue, parts)
     if (xp.dtype == w2.dtype == out.dtype and
             _winograd.applies(kh, kw, strides, dilations, xp.shape[3], f, (oh, ow), out.dtype)):
         _winograd.conv3x3(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
@@ -471,6 +467,8 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None, epilogue=None):
             _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, w, forward=True):
         return _finish(_fft_conv.conv_forward(x, w, (pads[0][0], pads[1][0]), (oh, ow),
                                               (g.dh, g.dw), parts, ctx), epilogue, parts)
+    if _winograd4.forward(x, w, (kh, kw), (g.sh, g.sw), (g.dh, g.dw), pads, out, parts):
+        return _finish(out, epilogue, parts)
     return _im2col_matmul(_pad(x, pads), w.reshape(k, f), out, kh, kw, (g.sh, g.sw),
                           (g.dh, g.dw), parts, epilogue)
 
@@ -503,7 +501,7 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
                                               (g.dh, g.dw), parts, ctx)
     if x.dtype == dy.dtype and _winograd4.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f,
                                                   (oh, ow), n, dtype):
-        dw = _winograd4.conv3x3_backprop_filter(_pad(x, pads), dy, parts)
+        dw = _winograd4.conv3x3_backprop_filter(x, dy, parts, pads)
         if _finite(dw):
             return dw
     if x.dtype == dy.dtype and _winograd.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f,
@@ -633,9 +631,11 @@ def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int, ctx=None):
             wf = _flipped_filter(w, flip5 or _winograd.applies(
                 kh, kw, (1, 1), (g.dh, g.dw), f, c, (h, wd), dtype), _chunk_rows(n, h * wd))
             out = np.empty((n, h, wd, c), dtype)
+            if _winograd4.forward(dy, wf, (kh, kw), (1, 1), (g.dh, g.dw), [ph, pw], out, parts):
+                return out
             return _im2col_matmul(_pad(dy, [ph, pw]), wf, out, kh, kw, (1, 1),
                                   (g.dh, g.dw), parts)
-    if (g.sh > 1 or g.sw > 1) and g.dh == g.dw == 1 and c >= _FLIP_MIN_CHANNELS:
+    if (g.sh > 1 or g.sw > 1) and g.dh == g.dw == 1 and c >= _PHASED_MIN_CHANNELS:
         return _phased_backprop_input(shape, w, dy, g, pads, parts)
     return _col2im_backprop_input(shape, w, dy, g, pads, (oh, ow), parts)
 

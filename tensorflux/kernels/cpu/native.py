@@ -635,21 +635,26 @@ def _inner_contiguous(a: np.ndarray) -> bool:
     return a.ndim > 0 and (a.shape[-1] <= 1 or a.strides[-1] == a.itemsize)
 
 
-def wino_transform(kind: int, src: np.ndarray, dst: np.ndarray) -> bool:
+def wino_transform(kind: int, src: np.ndarray, dst: np.ndarray, origin=None) -> bool:
     """One of Winograd's tile transforms (kernels/cpu/_winograd.py, F(2x2, 3x3): kind 0
     `_input_transform`, 1 `_output_transform`, 2 `_gradient_transform`; _winograd5.py,
     F(2x2, 5x5): 3 input, 4 output; _winograd4.py, F(4x4, 3x3): 5 input, 6 output, 7
     gradient) from `src` into
     `dst` in one pass, the NumPy function's operations in the same order (identical
-    bits); either may be a strided view whose channel axis is contiguous. False when the
-    arrays do not qualify."""
+    bits); either may be a strided view whose channel axis is contiguous. With `origin`
+    (oy, ox), kinds 3 and 5 read unpadded `src` as if padded: tile (i, j)'s window starts
+    at row oy + step i, column ox + step j, and pixels outside `src` are zeros. False
+    when the arrays do not qualify."""
     if _mod is None or type(src) is not np.ndarray or type(dst) is not np.ndarray or \
             src.dtype not in _FLOATS or dst.dtype != src.dtype or \
             not dst.flags.writeable or not _inner_contiguous(src) or \
             not _inner_contiguous(dst) or src.shape[-1] != dst.shape[-1] or \
             src.shape[-1] == 0:
         return False
-    _mod.wino_transform(kind, src, dst)
+    if origin is None:
+        _mod.wino_transform(kind, src, dst)
+    else:
+        _mod.wino_transform(kind, src, dst, (int(origin[0]), int(origin[1])))
     return True
 
 
@@ -801,18 +806,29 @@ def ngemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
 
 
 
+def _batch_rows(a: np.ndarray) -> bool:
+    """Whether `ngemm_batch` reads (P, m, k) `a`: rows contiguous at a row stride of at
+    least k, or (a transposed view) columns contiguous at a stride of at least m."""
+    if a.shape[2] <= 1 or a.strides[2] == 4:
+        return a.strides[1] % 4 == 0 and a.strides[1] >= 4 * a.shape[2]
+    return ((a.shape[1] <= 1 or a.strides[1] == 4) and a.strides[2] % 4 == 0
+            and a.strides[2] >= 4 * a.shape[1])
+
+
 def ngemm_batch(a: np.ndarray, b: np.ndarray, out: np.ndarray,
                 accumulate: bool = False) -> bool:
     """`out[p] = a[p] @ b[p]` (or += when `accumulate`) for every p on this thread, through
     `_native.c`'s own GEMM in one call (the same bits as `ngemm` per p): float32 `a` (P, m,
-    k) with contiguous rows, `b` (P, k, n) and `out` (P, m, n) C-contiguous. False when it
-    does not take the arrays, or any is empty (the caller multiplies per p)."""
+    k) with contiguous rows (or each a[p] the transposed view of such a (k, m) array), `b`
+    (P, k, n) C-contiguous and `out` (P, m, n) whose every out[p] is C-contiguous (the
+    positions at any stride). False when it does not take the arrays, or any is empty (the
+    caller multiplies per p)."""
     if _mod is None or not hasattr(_mod, "ngemm_batch") or type(a) is not np.ndarray or \
             type(b) is not np.ndarray or type(out) is not np.ndarray or a.dtype != _F32 or \
-            b.dtype != _F32 or out.dtype != _F32 or a.ndim != 3 or \
-            not b.flags.c_contiguous or not out.flags.c_contiguous or \
-            not out.flags.writeable or a.strides[2] != 4 or a.strides[1] % 4 or \
-            a.strides[0] % 4 or a.strides[1] < 4 * a.shape[2] or \
+            b.dtype != _F32 or out.dtype != _F32 or a.ndim != 3 or out.ndim != 3 or \
+            not b.flags.c_contiguous or not out[:1].flags.c_contiguous or \
+            out.strides[0] % 4 or out.strides[0] < 4 * out.shape[1] * out.shape[2] or \
+            not out.flags.writeable or a.strides[0] % 4 or not _batch_rows(a) or \
             b.shape != (a.shape[0], a.shape[2], out.shape[2]) or \
             out.shape[:2] != a.shape[:2] or 0 in a.shape:
         return False
