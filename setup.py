@@ -21,7 +21,8 @@ _LINK = [] if sys.platform == "win32" else ["-pthread"]
 # AVX-512 VNNI code carries target attributes and is chosen at run time (never -march).
 setup(ext_modules=[
     Extension("tensorflux.kernels.cpu._native", ["tensorflux/kernels/cpu/_native.c"],
-              depends=["tensorflux/kernels/cpu/_pool.h"],
+              depends=["tensorflux/kernels/cpu/_pool.h", "tensorflux/kernels/cpu/_thin_gemm.h",
+                       "tensorflux/kernels/cpu/_stem_conv.h"],
               extra_compile_args=_FLAGS, extra_link_args=_LINK, optional=True),
     Extension("tensorflux.kernels.cpu._qkernels", ["tensorflux/kernels/cpu/_qkernels.c"],
               depends=["tensorflux/kernels/cpu/_pool.h"],

@@ -3,7 +3,9 @@
 gradients is copied into a graph of its own whose inputs are variables holding random
 values, and run a few times; the figure is the median process CPU time per run (all
 threads), which the load of other processes on the cores stretches far less than the wall
-time. Run it with either backend and compare the lines:
+time (the median wall time is printed at the end of each line: what the kernel takes on
+the step's critical path with the intra-op threads it splits over). Run it with either
+backend and compare the lines:
 
     PYTHONPATH=$PWD python benchmarks/profile_isolated.py tensorflux|tensorflow NET [RUNS]
 
@@ -106,19 +108,20 @@ def main():
             with sub.as_default():
                 sess.run(tf.global_variables_initializer())
             sess.run(fetch)
-            cpu = []
+            cpu, wall = [], []
             for _ in range(runs):
-                c = time.process_time()
+                c, t = time.process_time(), time.perf_counter()
                 sess.run(fetch.op)
                 cpu.append(time.process_time() - c)
+                wall.append(time.perf_counter() - t)
         ms = 1e3 * float(np.median(cpu))
         total += ms * count[k]
         shapes = " ".join("x".join(map(str, s)) for s in k[1])
         attrs = ",".join(f"{a}={v}" for a, v in k[2] if a in ("strides", "padding",
                                                                 "transpose_a", "transpose_b",
                                                                 "ksize"))
-        print(f"{BACKEND:10s} {k[0]:22s} x{count[k]:<2d} {ms:8.2f} ms  {shapes}  {attrs}",
-              flush=True)
+        print(f"{BACKEND:10s} {k[0]:22s} x{count[k]:<2d} {ms:8.2f} ms  {shapes}  {attrs}  "
+              f"wall {1e3 * float(np.median(wall)):.2f} ms", flush=True)
     print(f"{BACKEND:10s} TOTAL (count-weighted) {total:8.1f} ms", flush=True)
 
 

@@ -218,6 +218,7 @@ def _backprop(g, ys, xs, stop, between, pending, grads, colocate, gate,
     gradient is built in its loop's gradient context.
     """
     stop_ops = {t.op for t in stop}
+    live = _passing(between, stop_ops) | {x.op for x in xs}
     queue: deque = deque()
     to_ops_set: set[Operation] = set()
     for op in dict.fromkeys(y.op for y in ys):
@@ -234,7 +235,7 @@ def _backprop(g, ys, xs, stop, between, pending, grads, colocate, gate,
         if op not in stop_ops and op.inputs:
             scope = g.colocate_with(op) if colocate else _nullcontext()
             with scope:
-                _backprop_op(g, op, between, grads, gate, loop_state)
+                _backprop_op(g, op, between, grads, gate, loop_state, live)
         # A stop op gets gradients but passes none on; its inputs' pending counts still
         # drop, so what lies behind it on other paths is still visited.
         _update_pending_and_enqueue_ready(grads, op, queue, pending, loop_state, between)
@@ -284,7 +285,14 @@ def _zeros_for_output(op: Operation, i: int, loop_state):
     return array_ops.zeros_like(op.outputs[i])
 
 
-def _backprop_op(g, op: Operation, between, grads, gate, loop_state=None) -> None:
+def _passing(between, stop_ops) -> set:
+    """The ops between that pass gradients on: not stop ops, not NotDifferentiable."""
+    return {op for op in between if op not in stop_ops and op_registry.get_gradient(
+        op.attrs.get("_gradient_op_type", op.type)) is not op_registry.NOT_DIFFERENTIABLE}
+
+
+def _backprop_op(g, op: Operation, between, grads, gate, loop_state=None,
+                 live=None) -> None:
     if loop_state is not None:
         loop_state.EnterGradWhileContext(op, before=True)
     try:
@@ -324,6 +332,8 @@ def _backprop_op(g, op: Operation, between, grads, gate, loop_state=None) -> Non
                 raise ValueError(f"Num gradients {len(in_grads)} generated for op "
                                  f"{op.name} do not match num inputs "
                                  f"{len(op.inputs)}")
+            if loop_state is None and live is not None:
+                in_grads = _kept(in_grads, op, live)
             if op._op_def is not None and op._op_def.broadcasts:
                 in_grads = [None if gr is None else _sum_to_shape(gr, x)
                             for gr, x in zip(in_grads, op.inputs, strict=True)]
@@ -348,6 +358,17 @@ def _backprop_op(g, op: Operation, between, grads, gate, loop_state=None) -> Non
     finally:
         if loop_state is not None:
             loop_state.ExitGradWhileContext(op, before=False)
+
+
+def _kept(in_grads: list, op: Operation, live) -> list:
+    """`in_grads` without the gradients of inputs that no x needs: made by ops that are
+    not between (a constant, an input no x reaches) or that pass nothing on (a
+    StopGradient, a stop op), unless the input is an x. Nothing reads those, so they are
+    neither summed to their input's shape nor gated with the others, and the step never
+    runs them (TF's grappler turns such nodes into NoOps; a gated
+    softmax_cross_entropy_with_logits computed LogSoftmax for its stopped labels)."""
+    return [gr if gr is None or x.op in live else None
+            for gr, x in zip(in_grads, op.inputs, strict=True)]
 
 
 class _nullcontext:

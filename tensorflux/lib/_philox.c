@@ -390,46 +390,50 @@ static PyObject *py_libm_double(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* log_uniform(words, out, range, log_range, unique): TF's LogUniformSampler over a
- * stream of 32-bit words (two per try, low word first): each try is
- * (int64)exp(u * log_range) - 1 mod range, u the try's double in [0, 1) and exp the C
- * library's. Fills out (int64, n values) with the first n tries, or with `unique` with the
- * first n distinct values in the order the tries find them; returns the tries made, or -1
- * when the words ran out first (the caller draws some other way). */
-static PyObject *py_log_uniform(PyObject *self, PyObject *args) {
-    Py_buffer w, out;
-    long long range;
-    double log_range;
-    int unique;
-    if (!PyArg_ParseTuple(args, "y*w*Ldp", &w, &out, &range, &log_range, &unique))
-        return NULL;
-    const Py_ssize_t n = out.len / 8, pairs = w.len / 8;
-    if (range < 1 || w.len % 4 || out.len % 8 || !PyBuffer_IsContiguous(&w, 'C')
-        || !PyBuffer_IsContiguous(&out, 'C')) {
-        PyBuffer_Release(&w);
-        PyBuffer_Release(&out);
-        PyErr_SetString(PyExc_ValueError, "log_uniform: uint32 words, int64 out, range >= 1");
-        return NULL;
+/* The tries of TF's LogUniformSampler: two 32-bit words each (low word first), read from
+ * `words` (pairs of them) or, with words NULL, made from the stream `s` as they are
+ * needed (try i takes words 2i and 2i + 1 of the stream: half a block); at most `pairs`
+ * tries either way. */
+typedef struct {
+    const uint32_t *words;
+    Py_ssize_t pairs;
+    stream_t s;
+    uint32_t block[4];
+} tries_t;
+
+static inline int next_try(tries_t *t, Py_ssize_t i, uint32_t *w0, uint32_t *w1) {
+    if (i >= t->pairs) return 0;
+    if (t->words != NULL) {
+        *w0 = t->words[2 * i];
+        *w1 = t->words[2 * i + 1];
+        return 1;
     }
-    const uint32_t *words = (const uint32_t *)w.buf;
-    int64_t *o = (int64_t *)out.buf;
+    if ((i & 1) == 0) stream_block(&t->s, t->block);
+    *w0 = t->block[2 * (i & 1)];
+    *w1 = t->block[2 * (i & 1) + 1];
+    return 1;
+}
+
+/* Each try is (int64)exp(u * log_range) - 1 mod range, u the try's double in [0, 1) and
+ * exp the C library's. Fills o (n values) with the first n tries, or with `unique` with
+ * the first n distinct values in the order the tries find them; returns the tries made,
+ * -1 when they ran out first, -2 without memory. */
+static Py_ssize_t log_uniform_tries(tries_t *t, int64_t *o, Py_ssize_t n, long long range,
+                                    double log_range, int unique) {
     /* the distinct values so far: open addressing over a power of two >= 4n slots */
     size_t cap = 16;
     while (unique && cap < 4 * (size_t)n) cap <<= 1;
     int64_t *seen = unique ? PyMem_RawMalloc(cap * sizeof(int64_t)) : NULL;
-    if (unique && seen == NULL) {
-        PyBuffer_Release(&w);
-        PyBuffer_Release(&out);
-        return PyErr_NoMemory();
-    }
+    if (unique && seen == NULL) return -2;
     for (size_t i = 0; unique && i < cap; i++) seen[i] = -1;
     Py_ssize_t tries = 0, found = 0;
+    uint32_t w0, w1;
     while (found < n) {
-        if (tries >= pairs) {
+        if (!next_try(t, tries, &w0, &w1)) {
             tries = -1;
             break;
         }
-        double u = u64_to_double(words[2 * tries], words[2 * tries + 1]);
+        double u = u64_to_double(w0, w1);
         int64_t v = ((int64_t)exp(u * log_range) - 1) % range;
         tries++;
         if (unique) {
@@ -441,8 +445,64 @@ static PyObject *py_log_uniform(PyObject *self, PyObject *args) {
         o[found++] = v;
     }
     PyMem_RawFree(seen);
+    return tries;
+}
+
+/* log_uniform(words, out, range, log_range, unique): TF's LogUniformSampler over a
+ * stream of 32-bit words (two per try, low word first), as log_uniform_tries; returns the
+ * tries made, or -1 when the words ran out first (the caller draws some other way). */
+static PyObject *py_log_uniform(PyObject *self, PyObject *args) {
+    Py_buffer w, out;
+    long long range;
+    double log_range;
+    int unique;
+    if (!PyArg_ParseTuple(args, "y*w*Ldp", &w, &out, &range, &log_range, &unique))
+        return NULL;
+    if (range < 1 || w.len % 4 || out.len % 8 || !PyBuffer_IsContiguous(&w, 'C')
+        || !PyBuffer_IsContiguous(&out, 'C')) {
+        PyBuffer_Release(&w);
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_ValueError, "log_uniform: uint32 words, int64 out, range >= 1");
+        return NULL;
+    }
+    tries_t t;
+    t.words = (const uint32_t *)w.buf;
+    t.pairs = w.len / 8;
+    Py_ssize_t tries = log_uniform_tries(&t, (int64_t *)out.buf, out.len / 8, range,
+                                         log_range, unique);
     PyBuffer_Release(&w);
     PyBuffer_Release(&out);
+    if (tries == -2) return PyErr_NoMemory();
+    return PyLong_FromSsize_t(tries);
+}
+
+/* log_uniform_at(key, counter_lo, counter_hi, out, range, log_range, unique, max_tries):
+ * log_uniform over the words of the stream at (key, counter), made as the tries need
+ * them (no buffer of words); at most max_tries tries, else -1. */
+static PyObject *py_log_uniform_at(PyObject *self, PyObject *args) {
+    unsigned long long key, clo, chi;
+    Py_buffer out;
+    long long range;
+    double log_range;
+    int unique;
+    Py_ssize_t max_tries;
+    if (!PyArg_ParseTuple(args, "KKKw*Ldpn", &key, &clo, &chi, &out, &range, &log_range,
+                          &unique, &max_tries))
+        return NULL;
+    if (range < 1 || out.len % 8 || max_tries < 0 || !PyBuffer_IsContiguous(&out, 'C')) {
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_ValueError, "log_uniform_at: int64 out, range >= 1, "
+                                          "max_tries >= 0");
+        return NULL;
+    }
+    tries_t t;
+    t.words = NULL;
+    t.pairs = max_tries;
+    stream_init(&t.s, key, clo, chi);
+    Py_ssize_t tries = log_uniform_tries(&t, (int64_t *)out.buf, out.len / 8, range,
+                                         log_range, unique);
+    PyBuffer_Release(&out);
+    if (tries == -2) return PyErr_NoMemory();
     return PyLong_FromSsize_t(tries);
 }
 
@@ -567,6 +627,9 @@ static PyMethodDef methods[] = {
     {"log_uniform", py_log_uniform, METH_VARARGS,
      "log_uniform(words, out, range, log_range, unique): TF's log-uniform tries; the tries "
      "made, -1 when the words ran out."},
+    {"log_uniform_at", py_log_uniform_at, METH_VARARGS,
+     "log_uniform_at(key, counter_lo, counter_hi, out, range, log_range, unique, max_tries): "
+     "log_uniform over the stream at (key, counter); the tries made, -1 past max_tries."},
     {"log_uniform_counts", py_log_uniform_counts, METH_VARARGS,
      "log_uniform_counts(values, out, log_range, num_sampled, num_tries): expected counts "
      "under TF's log-uniform sampler, float32"},

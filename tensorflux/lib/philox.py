@@ -327,6 +327,21 @@ def log_uniform(words: WordStream, n: int, span: int, log_range: float,
     return out, tries
 
 
+def log_uniform_at(key, counter, n: int, span: int, log_range: float,
+                   unique: bool) -> tuple[np.ndarray, int] | None:
+    """`log_uniform` over the words of the stream at (key, counter) (a reservation's
+    start), made in C as the tries need them: the same values and tries, without a buffer
+    of words; None where `log_uniform` gives None."""
+    if _native is None:
+        return None
+    k = np.asarray(key, np.uint64).reshape(-1)
+    c = np.asarray(counter, np.uint64).reshape(-1)
+    out = np.empty(n, np.int64)
+    tries = _native.log_uniform_at(int(k[0]), int(c[0]), int(c[1]), out, span, log_range,
+                                   unique, 4 * n + 16 if unique else n)
+    return None if tries < 0 else (out, tries)
+
+
 def log_uniform_counts(values: np.ndarray, log_range: float, num_sampled: int,
                        num_tries: int) -> np.ndarray | None:
     """The expected counts of int64 `values` under TF's LogUniformSampler, in C: the

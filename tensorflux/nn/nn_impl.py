@@ -26,7 +26,6 @@ from tensorflux.ops import (
     nn_ops,
     random_ops,
     reduction_ops,
-    slicing_ops,
     sparse_ops,
     unary_ops,
 )
@@ -389,12 +388,12 @@ def _shard_list(params) -> list:
 
 
 def _split_rows(all_rows: Tensor, n_true) -> tuple[Tensor, Tensor]:
-    """The first `n_true` rows (entries) of `all_rows` and the rest."""
-    if all_rows.shape.ndims == 1:
-        return (slicing_ops.slice(all_rows, [0], joining_ops.stack([n_true])),
-                slicing_ops.slice(all_rows, joining_ops.stack([n_true]), [-1]))
-    return (slicing_ops.slice(all_rows, [0, 0], joining_ops.stack([n_true, -1])),
-            slicing_ops.slice(all_rows, joining_ops.stack([n_true, 0]), [-1, -1]))
+    """The first `n_true` rows (entries) of `all_rows` and the rest, as one SplitV (TF
+    slices twice: its gradient is two Pads and their sum where this one's is a concat).
+    `n_true` is an int when the labels' shape is known, else a scalar tensor."""
+    sizes = [n_true, -1] if isinstance(n_true, int) else joining_ops.stack([n_true, -1])
+    first, rest = joining_ops.split(all_rows, sizes, axis=0, num=2)
+    return first, rest
 
 
 def _lookup_rows(params, all_ids, partition_strategy: str, dtype) -> Tensor:
@@ -403,7 +402,13 @@ def _lookup_rows(params, all_ids, partition_strategy: str, dtype) -> Tensor:
 
 
 def _true_logits(inputs: Tensor, true_w: Tensor, true_b: Tensor, num_true: int) -> Tensor:
-    """[batch, num_true]: each example's input dotted with the rows of its true classes."""
+    """[batch, num_true]: each example's input dotted with the rows of its true classes.
+    (One true class: the rows as they are, without the [batch, 1, dim] views; the same
+    products summed the same way.)"""
+    if num_true == 1:
+        dots = reduction_ops.reduce_sum(math_ops.multiply(inputs, true_w), axis=1,
+                                        keepdims=True)
+        return dots + array_ops.reshape(true_b, [-1, 1])
     dim = array_ops.shape(true_w)[1:2]
     per_example = array_ops.reshape(true_w, joining_ops.concat([[-1, num_true], dim], 0))
     dots = reduction_ops.reduce_sum(
@@ -455,7 +460,9 @@ def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_cl
                                               for s in sampled_values)
         sampled = math_ops.cast(sampled, dtypes.int64)
         all_ids = joining_ops.concat([labels_flat, sampled], 0)
-        n_true = array_ops.shape(labels_flat)[0]
+        n_true = labels_flat.shape[0].value
+        if n_true is None:
+            n_true = array_ops.shape(labels_flat)[0]
         true_w, sampled_w = _split_rows(
             _lookup_rows(weights, all_ids, partition_strategy, inputs.dtype), n_true)
         true_b, sampled_b = _split_rows(

@@ -276,8 +276,12 @@ def _read_fetched_variables_last(sg: StepGraph) -> None:
     fetched values are copied out (a program printing `global_step` beside `train_op`
     sees the incremented step; so does a fetched Identity of the read, `tf.identity(v)` or
     `v.read_value()`). The fetch gets a read of its own, ordered after every node
-    that consumes the variable itself and writes it; updates inside a cond or a while loop
-    (which may not run) order nothing."""
+    that consumes the variable itself and writes it, except where that update waits for
+    the fetched read (through data or control edges: `w.assign(w * 2)` beside a fetch of the
+    read it multiplies, or a read the program ordered first): that read's value is what the
+    update used, and the fetch stays that snapshot (TF's resource variables; TF1's aliasing
+    shows the update there too). Updates inside a cond or a while loop (which may not run)
+    order nothing."""
     variables = {}  # fetch position -> the variable (producer, output) behind it
     for k, (node, _) in enumerate(sg.fetches):
         while node.op == "Identity" and len(node.inputs) == 1:  # (an alias in TF1 too)
@@ -296,9 +300,13 @@ def _read_fetched_variables_last(sg: StepGraph) -> None:
     if not writers:
         return
     conditional = _under_control_flow(sg)
+    _, consumers = dependencies(sg.nodes)
     replaced = []
     for k, (var, node) in variables.items():
         after = [w for w in writers.get(var, ()) if w not in conditional]
+        if after:  # a read that an update waits for is the snapshot it took
+            before = _descendants(node, consumers)
+            after = [w for w in after if w not in before]
         if not after:
             continue
         late = sg.add(Node(f"{node.name}/_after_updates", node.op, dict(node.attrs),
@@ -320,6 +328,18 @@ def _read_fetched_variables_last(sg: StepGraph) -> None:
                 replaced.append(node.inputs[0][0])
     if dead:
         sg.remove(dead)
+
+
+def _descendants(node: Node, consumers: dict[Node, list[Node]]) -> set[Node]:
+    """The nodes that wait for `node`, through data or control edges."""
+    seen: set[Node] = set()
+    stack = list(consumers[node])
+    while stack:
+        n = stack.pop()
+        if n not in seen:
+            seen.add(n)
+            stack.extend(consumers[n])
+    return seen
 
 
 def _under_control_flow(sg: StepGraph) -> set[Node]:

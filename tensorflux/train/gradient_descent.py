@@ -18,7 +18,8 @@ class GradientDescentOptimizer(Optimizer):
             use_locking=self._use_locking)
 
     def _resource_apply_sparse_duplicate_indices(self, grad, var, indices):
-        # Scatter-add handles repeated indices itself: no deduplication needed.
-
+        # The scatter handles repeated indices itself: no deduplication needed. TF adds
+        # -grad * lr; subtracting grad * lr gives the same bits (negation is exact) without
+        # the Neg node.
         lr = self._hyper(self._learning_rate, var, "learning_rate")
-        return state_ops.resource_scatter_add(var.handle, indices, -grad * lr)
+        return state_ops.resource_scatter_sub(var.handle, indices, grad * lr)

@@ -345,6 +345,38 @@ def test_gate_gradients_groups_the_gradients_of_each_op(graph):
         np.testing.assert_array_equal(a, b)
 
 
+def _cone(tensors) -> set:
+    """The ops a run of `tensors` runs: their inputs and control inputs, transitively."""
+    seen, work = set(), [t.op for t in tensors]
+    while work:
+        op = work.pop()
+        if op not in seen:
+            seen.add(op)
+            work.extend([t.op for t in op.inputs] + list(op.control_inputs))
+    return seen
+
+
+def test_gated_gradients_leave_out_inputs_that_pass_nothing_on(graph):
+    # the stopped labels' gradient (a LogSoftmax), a constant's and a StopGradient's
+    # operand's: built by the gradient functions, neither gated nor run
+    logits = tf.constant([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]])
+    w = tf.constant(2.0)
+    scaled = logits * w - tf.stop_gradient(tf.reduce_max(logits, 1, keepdims=True))
+    labels = tf.stop_gradient(tf.nn.softmax(logits * 0.5))
+    loss = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=scaled)
+    gated = tf.gradients(loss, [logits], gate_gradients=True)
+    plain = tf.gradients(loss, [logits])
+    cone = _cone(gated)
+    assert not any(op.type == "LogSoftmax" for op in cone)
+    assert any(op.type == "LogSoftmax" for op in graph.get_operations())
+    np.testing.assert_allclose(run(gated)[0], run(plain)[0], rtol=1e-6)
+    # a StopGradient's output asked for as an x still gets its gradient
+    stopped = tf.stop_gradient(logits * 3.0)
+    assert run(tf.gradients(tf.reduce_sum(stopped * stopped), stopped,
+                            gate_gradients=True))[0].tolist() == \
+        (2.0 * 3.0 * run(logits)).tolist()
+
+
 # ---- unconnected xs, IndexedSlices aggregation ---------------------------------------------
 
 

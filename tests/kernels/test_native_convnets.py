@@ -320,6 +320,36 @@ def test_winograd4_transforms_equal_the_numpy_ones_bit_for_bit(monkeypatch, dtyp
 
 
 @needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("origin", [(-1, -1), (0, 0), (-2, 3), (5, -4), (-9, -9)])
+@pytest.mark.parametrize("k, t, tw, c", [(2, 3, 2, 7), (1, 2, 3, 130)])
+def test_6x6_input_transforms_read_unpadded_sources_as_padded(monkeypatch, dtype, origin, k,
+                                                             t, tw, c):
+    """F(4x4, 3x3)'s and F(2x2, 5x5)'s input transforms (kinds 5 and 3) with an origin:
+    the unpadded source read as zero-padded around it (windows that start before it, run
+    past it, or miss it entirely), the bits of the NumPy transform of the padded window
+    (`_winograd.zero_window`), with NaN, infinities and signed zeros."""
+    from tensorflux.kernels.cpu import _winograd, _winograd4, _winograd5
+
+    rng = np.random.default_rng(k * 10 + c)
+    data = _special_data(rng, dtype)
+    d = data((k, 7, 9, c))  # (smaller than some of the windows read)
+    calls = [(lambda out: _winograd4._input_transform(d, out, t, tw, origin),
+              (36, k, t, tw, c)),
+             (lambda out: _winograd5._input_transform(d, out, t, tw, origin),
+              (36, k, t, tw, c))]
+    _assert_native_equals_numpy(monkeypatch, calls, _destinations(dtype, False),
+                                nan_sign=False)
+    padded = _winograd.zero_window(d, origin, 4 * t + 2, 4 * tw + 2)
+    want = np.empty((36, k, t, tw, c), dtype)
+    _winograd4._input_transform(padded, want, t, tw)
+    got = np.empty_like(want)
+    _winograd4._input_transform(d, got, t, tw, origin)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.nan_to_num(got), np.nan_to_num(want))
+
+
+@needs_native
 def test_winograd4_transforms_refuse_shapes_that_do_not_match():
     """Kinds 5 to 7 check the tile geometry: an input too small for its tiles, an output
     or out_backprop not four pixels a tile, and a kind past 7 are errors, not reads or
@@ -333,6 +363,10 @@ def test_winograd4_transforms_refuse_shapes_that_do_not_match():
         native._mod.wino_transform(7, np.zeros((1, 8, 7, 4), np.float32), v)
     with pytest.raises(ValueError, match="kind 0 to 7"):
         native._mod.wino_transform(8, v, np.empty((1, 8, 8, 4), np.float32))
+    with pytest.raises(ValueError, match="origin for kinds 3 and 5"):
+        native._mod.wino_transform(6, v, np.empty((1, 8, 8, 4), np.float32), (0, 0))
+    with pytest.raises(ValueError, match="shapes do not match"):  # (channels, images)
+        native._mod.wino_transform(5, np.zeros((1, 3, 3, 5), np.float32), v, (-1, -1))
 
 
 @needs_native

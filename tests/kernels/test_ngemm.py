@@ -124,18 +124,29 @@ def test_conv_kernels_with_and_without_ngemm(monkeypatch, case):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize("m, k, n, accumulate, spare", [
     (196, 64, 128, False, 0), (49, 128, 64, True, 0), (7, 3, 17, False, 5),
-    (300, 257, 130, True, 2), (1, 1, 1, False, 0)])
-def test_batch_equals_one_call_per_position_bit_for_bit(m, k, n, accumulate, spare):
+    (300, 257, 130, True, 2), (1, 1, 1, False, 0), (32, 700, 32, True, 1)])
+def test_batch_equals_one_call_per_position_bit_for_bit(m, k, n, accumulate, spare,
+                                                        transposed):
     """ngemm_batch (a Winograd unit's per-position products in one call) gives each
-    position the bits of one ngemm call, from rows at any stride and a sliced batch."""
+    position the bits of one ngemm call, from rows at any stride (or a^T: the filter
+    gradient's transformed input tiles) and a sliced batch, into positions at any stride
+    (each position's block C-contiguous: _winograd.position_buffer)."""
     rng = np.random.default_rng(m + k + n)
-    whole = rng.standard_normal((6, m + spare, k + spare)).astype(np.float32)
-    a = whole[:5, :m, :k]  # (strided rows and positions)
+    if transposed:
+        whole = rng.standard_normal((6, k + spare, m + spare)).astype(np.float32)
+        a = whole[:5, :k, :m].transpose(0, 2, 1)  # (columns contiguous)
+    else:
+        whole = rng.standard_normal((6, m + spare, k + spare)).astype(np.float32)
+        a = whole[:5, :m, :k]  # (strided rows and positions)
     b = rng.standard_normal((5, k, n)).astype(np.float32)
-    start = rng.standard_normal((5, m, n)).astype(np.float32)
+    start = rng.standard_normal((5, m + spare, n)).astype(np.float32)[:, :m]
     got, want = start.copy(), start.copy()
+    if spare:  # (positions farther apart than their size)
+        got = np.zeros((5, m + spare, n), np.float32)[:, :m]
+        got[...] = start
     assert native.ngemm_batch(a, b, got, accumulate)
     for p in range(5):
         assert native.ngemm(a[p], b[p], want[p], accumulate) is not None
@@ -146,7 +157,8 @@ def test_batch_declines_what_it_does_not_take():
     a = np.ones((3, 8, 4), np.float32)
     b, out = np.ones((3, 4, 5), np.float32), np.empty((3, 8, 5), np.float32)
     assert not native.ngemm_batch(a.astype(np.float64), b, out)
-    assert not native.ngemm_batch(a.transpose(0, 2, 1)[:, :4], b, out)  # columns strided
+    assert not native.ngemm_batch(a[:, :, ::2], b[:, :2], out)  # neither rows nor columns
+    assert not native.ngemm_batch(a, b, np.empty((3, 10, 5), np.float32)[:, ::2, :])
     assert not native.ngemm_batch(a, b[:2], out)
     assert not native.ngemm_batch(a, b, out[:, :, :4])
     assert not native.ngemm_batch(a[:, :, :0], b[:, :0], out)  # (empty: per position)

@@ -143,6 +143,31 @@ def test_finite_difference_gradients(kind, num_true):
     assert err < 1e-6
 
 
+@pytest.mark.parametrize("kind", ["sampled_softmax_loss", "nce_loss"])
+@pytest.mark.parametrize("num_true", [1, 2])
+def test_unknown_batch_size_gives_the_static_values(kind, num_true):
+    # labels of unknown batch: the true rows are split off by a size computed in the graph
+    x, w, b, labels = _problem(num_true=num_true)
+    labels_in = tf.placeholder(tf.int64, [None, num_true])
+    inputs_in = tf.placeholder(tf.float32, [None, 4])
+    weights, biases = tf.Variable(w), tf.Variable(b)
+    losses = []
+    for lab, inp in ((labels, tf.constant(x)), (labels_in, inputs_in)):
+        loss = getattr(tf.nn, kind)(weights, biases, lab, inp, 4, 8, num_true=num_true,
+                                    sampled_values=_fixed_values(labels, [1, 2, 5, 6]))
+        gw, gb = tf.gradients(loss, [weights, biases])
+        losses.append([loss, tf.convert_to_tensor(gw), tf.convert_to_tensor(gb)])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        static, dynamic = sess.run(losses, {labels_in: labels, inputs_in: x})
+    want = reference_loss(kind, x, w, b, labels, [1, 2, 5, 6],
+                          np.full(labels.shape, 0.4), np.linspace(0.2, 0.9, 4),
+                          kind == "sampled_softmax_loss")
+    np.testing.assert_allclose(static[0], want, rtol=1e-5)
+    for a, d in zip(static, dynamic, strict=True):
+        np.testing.assert_array_equal(a, d)
+
+
 @pytest.mark.parametrize("strategy", ["mod", "div"])
 def test_sharded_weights_and_partitioned_variables(strategy):
     x, w, b, labels = _problem()

@@ -687,6 +687,8 @@ RUN_ERRORS = [
      "paddings must be less than the dimension size: 3, 3 not less than 2"),
     ("broadcast_to", lambda x: tf.broadcast_to(x, [4, 3]), np.zeros((2, 3)),
      r"Incompatible shapes: \[2,3\] vs. \[4,3\]"),
+    ("broadcast_to_narrower", lambda x: tf.broadcast_to(x, [1, 4]), np.zeros((5, 1)),
+     r"Incompatible shapes: \[5,1\] vs. \[1,4\]"),
     ("top_k", lambda x: tf.nn.top_k(x, 4)[0], np.zeros((2, 3)),
      "input must have at least k columns. Had 3, needed 4"),
     ("partition", lambda x: tf.dynamic_partition(x, [0, 1, 2], 2)[0], np.zeros(3),

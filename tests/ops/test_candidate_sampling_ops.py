@@ -370,6 +370,35 @@ def test_log_uniform_in_c_draws_the_numpy_paths_values(monkeypatch, unique):
                                    False)
 
 
+@pytest.mark.parametrize("unique", [True, False], ids=["unique", "with_repeats"])
+def test_log_uniform_from_the_stream_equals_the_tries_over_its_words(unique):
+    """philox.log_uniform_at (words made from (key, counter) as the tries need them, half
+    a block a try) against philox.log_uniform over the same words: values and tries bit for
+    bit, an odd number of tries included, and both give up past 4n + 16 tries (with
+    repeats: n)."""
+    from tensorflux.lib import philox
+
+    if philox._native is None:
+        pytest.skip("the C extension is not built")
+    key = np.array([0x1234_5678_9ABC_DEF0], np.uint64)
+    for counter in ([0, 0], [2**64 - 3, 5], [77, 0]):
+        counter = np.array(counter, np.uint64)
+        for span, n in ((50000, 64), (50000, 1), (7, 3), (100, 65), (5, 5), (2, 2),
+                        (300, 299)):
+            at = philox.log_uniform_at(key, counter, n, span, np.log1p(span), unique)
+            over = philox.log_uniform(philox.WordStream(key, counter), n, span,
+                                      np.log1p(span), unique)
+            if over is None:
+                assert at is None
+                continue
+            assert at is not None and at[1] == over[1]
+            assert at[0].tobytes() == over[0].tobytes()
+    with pytest.raises(ValueError):
+        philox._native.log_uniform_at(1, 0, 0, np.empty(2, np.int64), 0, 1.0, False, 4)
+    assert philox._native.log_uniform_at(1, 0, 0, np.empty(2, np.int64), 9, 1.0, False, 1) \
+        == -1
+
+
 def test_log_uniform_counts_in_c_are_the_numpy_paths(monkeypatch):
     """philox.log_uniform_counts (the expected counts in one C loop) against the NumPy path
     (probabilities, then `_expected_counts`), bit for bit: every class of small ranges and
@@ -505,6 +534,36 @@ def test_accidental_hits_point_at_the_last_equal_candidate():
     np.testing.assert_array_equal(indices, [0, 0, 1])
     np.testing.assert_array_equal(ids, [1, 2, 3])
     np.testing.assert_array_equal(weights, np.full(3, np.finfo(np.float32).min))
+
+
+def test_accidental_hits_in_c_equal_the_numpy_path(monkeypatch):
+    """native.accidental_hits (a hash of the candidates) against the NumPy path (sort and
+    search): repeated candidates, several true classes a row, no candidates, no rows,
+    negative and large ids."""
+    from tensorflux.kernels.cpu import native
+
+    if not native.available():
+        pytest.skip("the C extension is not built")
+    rng = np.random.default_rng(5)
+    cases = [(rng.integers(0, 30, (20, k)), rng.integers(0, 30, n)) for k in (1, 2, 3)
+             for n in (1, 8, 40)]
+    cases += [(np.zeros((4, 1), np.int64), np.zeros(0, np.int64)),
+              (np.zeros((0, 2), np.int64), np.arange(5)),
+              (np.array([[-3, 2**62], [7, -3]]), np.array([2**62, -3, 9, -3]))]
+    true_in = tf.placeholder(tf.int64)
+    sampled_in = tf.placeholder(tf.int64, [None])
+    for true, sampled in cases:
+        hits = tf.nn.compute_accidental_hits(true_in, sampled_in, true.shape[1])
+        feed = {true_in: true, sampled_in: sampled}
+        fast = run(hits, feed)
+        with monkeypatch.context() as m:
+            m.setattr(native, "_mod", None)
+            slow = run(hits, feed)
+        for a, b in zip(fast, slow, strict=True):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), (true, sampled)
+    with pytest.raises(ValueError, match="accidental_hits"):
+        native._mod.accidental_hits(np.zeros(4, np.int64), np.zeros(2, np.int64), 1,
+                                    np.empty(3, np.int32), np.empty(4, np.int64))
 
 
 # ---- run-time errors ---------------------------------------------------------------------------

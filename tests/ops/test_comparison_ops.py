@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tensorflux as tf
+from tensorflux.kernels.cpu import native
 from tests.op_test_util import OpCase
 from tests.ops.math_cases import (
     BCAST,
@@ -92,13 +93,21 @@ def test_select_runtime_errors():
 _SELECT_SHAPES = [((64, 128), (64, 128), (64, 128)), ((64, 128), (64, 128), "0"),
                   ((64, 128), "0", (64, 128)), ((64, 128), (128,), (64, 1)),
                   ((128,), (64, 128), (64, 128)), ((64, 1), (1, 128), "0"),
-                  ((), (64, 128), (64, 128)), ((64, 128), (), ())]
+                  ((), (64, 128), (64, 128)), ((64, 128), (), ()),
+                  ((5, 65539), (5, 65539), (5, 65539)), ((3, 5), (3, 5), (3, 5))]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.int64,
-                                   np.uint8, np.int16, np.bool_])
-def test_select_bits_equal_np_where(dtype):
-    """SelectV2's branch-free select gives np.where's bits: NaN, -0.0 and inf included."""
+                                   np.uint8, np.int16, np.bool_, np.complex64])
+@pytest.mark.parametrize("in_c", [True, False])
+def test_select_bits_equal_np_where(dtype, in_c, monkeypatch):
+    """SelectV2's branch-free select gives np.where's bits: NaN, -0.0 and inf included;
+    in C (native.select: operands of the condition's shape or single elements, the large
+    one in chunks over the intra-op threads) and in NumPy."""
+    if not in_c:
+        monkeypatch.setattr(native, "_mod", None)
+    elif not native.available():
+        pytest.skip("the C extension is not built")
     rng = np.random.default_rng(3)
 
     def make(shape):
@@ -121,3 +130,19 @@ def test_select_bits_equal_np_where(dtype):
         with pytest.raises(tf.errors.InvalidArgumentError, match="broadcastable"):
             sess.run(out, {c_in: np.ones((64, 128), bool), t_in: make((64, 3)),
                            e_in: make((64, 128))})
+
+
+def test_native_select_takes_only_what_it_can():
+    c = np.ones((4, 8), bool)
+    f32 = np.ones((4, 8), np.float32)
+    assert native.select(c, f32, f32[:, :4], 1) is None  # a broadcast operand
+    assert native.select(c, f32, np.ones((1, 1, 1), np.float32), 1) is None  # more axes
+    assert native.select(c, f32.T, f32.T, 1) is None  # not C-contiguous
+    assert native.select(c.astype(np.uint8), f32, f32, 1) is None  # not a bool condition
+    assert native.select(c, f32, f32.astype(np.float64), 1) is None  # two dtypes
+    assert native.select(c, f32.astype(object), f32.astype(object), 1) is None
+    if native.available():
+        with pytest.raises(ValueError, match="item size"):
+            native._mod.select(np.empty(32, np.float32), c, f32, np.ones(32, np.float64), 1)
+        with pytest.raises(ValueError, match="item size"):
+            native._mod.select(np.empty(32, np.float32), c, f32, np.ones(31, np.float32), 1)

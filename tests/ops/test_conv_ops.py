@@ -198,6 +198,7 @@ def test_whole_batch_patch_matrix(monkeypatch, workers, strides, padding):
     monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
     monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)
     monkeypatch.setattr(kernels, "_CHUNK_BYTES", 1)  # one image per chunk
+    monkeypatch.setattr(kernels, "_PHASED_MIN_CHANNELS", 16)
     calls = []
     whole = kernels._whole_patches
     monkeypatch.setattr(kernels, "_whole_patches", lambda *a: calls.append(1) or whole(*a))
@@ -307,16 +308,18 @@ def test_backprop_input_by_products_and_scatter(monkeypatch, workers, rows, case
 # (path, seed, input shape, filter shape): stride-2 SAME convs in float64
 _BACKPROP_INPUT_FD_CASES = [
     ("scatter", 22, (2, 9, 8, 1), (5, 5, 1, 3)),  # products with every tap's columns + C scatter
-    ("phases", 8, (1, 7, 6, 16), (3, 3, 16, 3)),  # the phased strided path
+    ("phases", 8, (1, 7, 6, 16), (3, 3, 16, 3)),  # the phased strided path (from 16 here)
 ]
 
 
 @pytest.mark.parametrize("case", _BACKPROP_INPUT_FD_CASES,
                          ids=[c[0] for c in _BACKPROP_INPUT_FD_CASES])
-def test_backprop_input_paths_finite_differences(case):
+def test_backprop_input_paths_finite_differences(monkeypatch, case):
     """tf.gradients of a stride-2 conv's input through each input-gradient path (float64)
     agrees with finite differences."""
-    _, seed, xshape, wshape = case
+    path, seed, xshape, wshape = case
+    if path == "phases":
+        monkeypatch.setattr("tensorflux.kernels.cpu.conv_ops._PHASED_MIN_CHANNELS", 16)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(xshape)
     w = rng.standard_normal(wshape)
@@ -630,13 +633,13 @@ def test_winograd4_gradients_by_finite_differences(monkeypatch, padding):
 
 def test_winograd4_at_its_thresholds_and_non_finite_values(monkeypatch):
     """A 28x28 conv with 48 channels takes F(4x4, 3x3) at its real thresholds (a 14x14 one
-    or 47 channels does not) and matches the loop reference; an infinity and a NaN in its
-    input give the direct convolution's infinities and NaNs, and the filter gradient's NaNs
-    (the non-finite fallbacks)."""
+    with more than 64 channels or 47 and 65 channels does not) and matches the loop
+    reference; an infinity and a NaN in its input give the direct convolution's infinities
+    and NaNs, and the filter gradient's NaNs (the non-finite fallbacks)."""
     from tensorflux.kernels.cpu import _winograd4
 
-    assert not _winograd4.applies(3, 3, (1, 1), (1, 1), 48, 48, (14, 14), 8, np.float32)
-    assert not _winograd4.applies(3, 3, (1, 1), (1, 1), 47, 48, (28, 28), 8, np.float32)
+    assert not _winograd4.applies(3, 3, (1, 1), (1, 1), 72, 72, (14, 14), 8, np.float32)
+    assert not _winograd4.applies(3, 3, (1, 1), (1, 1), 47, 65, (28, 28), 8, np.float32)
     assert not _winograd4.applies(3, 3, (2, 2), (1, 1), 48, 48, (28, 28), 8, np.float32)
     calls = _count_winograd4(monkeypatch)
     rng = np.random.default_rng(13)
@@ -680,6 +683,7 @@ def test_strided_backprop_input_by_phases(monkeypatch, workers, case):
     from tensorflux.kernels.cpu import conv_ops as kernels
 
     _, shape, wshape, strides, padding = case
+    monkeypatch.setattr(kernels, "_PHASED_MIN_CHANNELS", 16)
     monkeypatch.setattr(intra_op, "MIN_FLOPS", 0)
     monkeypatch.setattr(intra_op, "workers", lambda ctx=None: workers)
     scatter = kernels._col2im_backprop_input

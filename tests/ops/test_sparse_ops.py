@@ -251,6 +251,29 @@ def test_runtime_errors(build, message):
             sess.run(out)
 
 
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_unvalidated_sparse_to_dense_scatters_by_flat_positions(index_dtype):
+    # validate_indices=False (a sampled softmax's accidental hits): in-bounds indices go
+    # by their row-major positions, repeated ones included (the last value stays);
+    # out-of-bounds ones, negative ones and an empty output fail as before
+    cases = [([[0, 1], [2, 3], [0, 1], [1, 0]], [3, 4], [1.0, 2.0, 3.0, 4.0]),
+             ([[1, 0, 2], [0, 2, 1]], [2, 3, 4], 7.0), ([4, 0, 2], [5], [1.0, 2.0, 3.0]),
+             ([[0, 0]], [1, 1], [9.0])]
+    with tf.Graph().as_default(), tf.Session() as sess:
+        for idx, shape, values in cases:
+            got = sess.run(tf.sparse_to_dense(np.array(idx, index_dtype), shape, values,
+                                              -1.0, validate_indices=False))
+            want = np.full(shape, -1.0, np.float32)
+            rows = np.array(idx).reshape(len(idx), -1)
+            for k, row in enumerate(rows):
+                want[tuple(row)] = values[k] if isinstance(values, list) else values
+            np.testing.assert_array_equal(got, want)
+        for idx, shape in (([[0, 4]], [3, 4]), ([[-1, 0]], [3, 4]), ([[0, 0]], [0, 4])):
+            with pytest.raises(tf.errors.InvalidArgumentError, match="out of bounds"):
+                sess.run(tf.sparse_to_dense(np.array(idx, index_dtype), shape, 1.0,
+                                            validate_indices=False))
+
+
 def test_unvalidated_to_dense_takes_indices_as_given():
     with tf.Graph().as_default(), tf.Session() as sess:
         st = tf.SparseTensor([[2, 0], [0, 1]], [5.0, 6.0], [3, 4])

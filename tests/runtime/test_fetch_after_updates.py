@@ -32,17 +32,36 @@ def test_a_fetched_variable_shows_the_update_of_its_run(use_resource, fetch):
     with tf.Graph().as_default():
         v = tf.Variable(0, use_resource=use_resource)
         up = v.assign_add(1).op
-        w = tf.Variable(10.0, use_resource=use_resource)
-        doubled = tf.assign(w, w * 2.0).op  # its update reads w itself
-        got_v, got_w = FETCHES[fetch](v), FETCHES[fetch](w)
+        got = FETCHES[fetch](v)
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
-            assert [sess.run([up, got_v])[1] for _ in range(3)] == [1, 2, 3]
-            assert sess.run([doubled, got_w])[1] == 20.0
-            assert sess.run(got_v) == 3  # no update in the run: the value
+            assert [sess.run([up, got])[1] for _ in range(3)] == [1, 2, 3]
+            assert sess.run(got) == 3  # no update in the run: the value
             # The same fetch twice, and beside the update's own result.
-            a, b, c = sess.run([got_v, v.assign_add(5), got_v])
+            a, b, c = sess.run([got, v.assign_add(5), got])
             assert a == c == 8 and b == 8
+
+
+@pytest.mark.parametrize("use_resource", KINDS)
+def test_a_read_the_update_waits_for_stays_its_snapshot(use_resource):
+    """`w.assign(w * 2)`: a fresh read of w shows 20; the read the product took (and one
+    the program ordered before an update by a control dependency) is the value that
+    update used."""
+    with tf.Graph().as_default():
+        w = tf.Variable(10.0, use_resource=use_resource)
+        used = w.read_value()
+        doubled = tf.assign(w, used * 2.0).op
+        fresh = w.read_value()
+        v = tf.Variable([1.0, 2.0], use_resource=use_resource)
+        r = v.read_value()
+        with tf.control_dependencies([r]):
+            add = tf.assign_add(v, [10.0, 10.0])
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run([doubled, used, fresh])[1:] == [10.0, 20.0]
+            got_r, got_add = sess.run([r, add])
+            np.testing.assert_array_equal(got_r, [1.0, 2.0])
+            np.testing.assert_array_equal(got_add, [11.0, 12.0])
 
 
 @pytest.mark.parametrize("use_resource", KINDS)
@@ -112,6 +131,7 @@ v = tf.Variable(0)
 up = v.assign_add(1).op
 w = tf.Variable(10.0)
 doubled = tf.assign(w, w * 2.0).op
+fresh = w.read_value()
 step = tf.train.get_or_create_global_step()
 x = tf.constant(np.ones((2, 3), np.float32))
 m = tf.get_variable("m", [3, 1], initializer=tf.ones_initializer())
@@ -121,7 +141,7 @@ with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
     out = [int(sess.run([up, v])[1]) for _ in range(2)]
     out += [int(sess.run([up, v.value()])[1]), int(sess.run([up, tf.identity(v)])[1])]
-    out += [float(sess.run([doubled, w])[1])]
+    out += [float(sess.run([doubled, fresh])[1])]
     out += [int(sess.run([train, step])[1]) for _ in range(2)]
     result = out
 """, tf)

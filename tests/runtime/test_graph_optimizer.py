@@ -79,15 +79,20 @@ def test_folding_keeps_control_dependencies_of_folded_constants():
 
 
 def test_unread_nodes_kept_by_control_edges_become_no_ops():
-    """A stateless node whose output nothing reads (tf.tuple's gates keep the input gradient
-    of a first layer) is not computed, as grappler's dependency optimizer does; what waited
-    on it still waits on its inputs."""
+    """A stateless node whose output nothing reads (a tf.tuple gate keeps the input gradient
+    of a first layer, as TF's gated gradients do; tf.gradients itself no longer gates
+    gradients no x needs) is not computed, as grappler's dependency optimizer does; what
+    waited on it still waits on its inputs."""
     g = tf.Graph()
     with g.as_default():
         x = tf.placeholder(tf.float32, [None, 4, 4, 1])
         w = tf.Variable(np.ones((2, 2, 1, 1), np.float32))
-        loss = tf.reduce_sum(tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"))
-        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        y = tf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME")
+        grad_w = tf.gradients(tf.reduce_sum(y), w)[0]
+        grad_x = tf.nn.conv2d_backprop_input(tf.shape(x), w, tf.ones_like(y), [1, 1, 1, 1],
+                                             "SAME")
+        grad_w, _ = tf.tuple([grad_w, grad_x])
+        train = tf.train.GradientDescentOptimizer(0.1).apply_gradients([(grad_w, w)])
         init = tf.global_variables_initializer()
     feed = {x: np.ones((2, 4, 4, 1), np.float32)}
     results = []

@@ -552,7 +552,8 @@ def test_training_steps_copy_no_more_than_resource_variables(monkeypatch):
             h = tf.constant(np.ones((8, 16), np.float32))
             for i, n in enumerate((32, 32, 4)):
                 w = tf.get_variable(f"w{i}", [h.shape[1], n], use_resource=use_resource)
-                h = tf.nn.relu(tf.matmul(h, w))
+                read = w.read_value()
+                h = tf.nn.relu(tf.matmul(h, read))
             train = tf.train.AdamOptimizer(0.01).minimize(tf.reduce_sum(h * h))
             with tf.Session() as sess:
                 sess.run(tf.global_variables_initializer())
@@ -561,12 +562,12 @@ def test_training_steps_copy_no_more_than_resource_variables(monkeypatch):
                     sess.run(train)
                 alone = len(count)
                 count.clear()
-                # a fetched variable is read after the step's update of it: no copy
-                _, got = sess.run([train, w.value()])
-                np.testing.assert_array_equal(got, sess.run(w))
+                # a fetched read the update waits for stays a snapshot: a copy
+                _, got = sess.run([train, read])
+                assert not np.array_equal(got, sess.run(w))
                 return alone, len(count)
 
-    assert copies(use_resource=False) == copies(use_resource=True) == (0, 0)
+    assert copies(use_resource=False) == copies(use_resource=True) == (0, 1)
 
 
 # ---- distributed steps -------------------------------------------------------------------

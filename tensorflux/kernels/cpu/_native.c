@@ -622,6 +622,84 @@ static int same_count(buf_t *bufs, int n, int64_t *count) {
     return 1;
 }
 
+/* select: out[j] = cond[j] ? t[j] : e[j], bits copied (np.where's values, NaN payloads and
+ * signed zeros included), branch-free: a mask of all ones where cond holds. Items of 1, 2,
+ * 4 or 8 bytes (s[0]); t (flag bit 1) or e (flag bit 2) may be one item for all. A random
+ * cond made np.where branch per element (~0.6 ns each) and the NumPy bit picking four
+ * passes over the output. */
+#define SELECT_LOOP(T)                                                              \
+    do {                                                                            \
+        T *o = (T *)f->p[0];                                                        \
+        const T *t = (const T *)f->p[2], *e = (const T *)f->p[3];                   \
+        if (f->flag == 0) {                                                         \
+            for (int64_t j = lo; j < hi; j++) {                                     \
+                const T m = (T)((T)0 - (T)(c[j] != 0));                             \
+                o[j] = (T)((t[j] & m) | (e[j] & (T)~m));                            \
+            }                                                                       \
+        } else {                                                                    \
+            const T t0 = t[0], e0 = e[0];                                           \
+            const int ts = f->flag & 1, es = f->flag & 2;                           \
+            for (int64_t j = lo; j < hi; j++) {                                     \
+                const T m = (T)((T)0 - (T)(c[j] != 0));                             \
+                o[j] = (T)(((ts ? t0 : t[j]) & m) | ((es ? e0 : e[j]) & (T)~m));    \
+            }                                                                       \
+        }                                                                           \
+    } while (0)
+
+LOOP_CLONES static void select_chunk(void *p, int64_t i) {
+    const flat_t *f = p;
+    int64_t lo, hi;
+    bounds(f, i, &lo, &hi);
+    const uint8_t *c = (const uint8_t *)f->p[1];
+    switch ((int)f->s[0]) {
+    case 1: SELECT_LOOP(uint8_t); break;
+    case 2: SELECT_LOOP(uint16_t); break;
+    case 4: SELECT_LOOP(uint32_t); break;
+    default: SELECT_LOOP(uint64_t); break;
+    }
+}
+#undef SELECT_LOOP
+
+/* select(out, cond, t, e, parts): out, t, e C-contiguous of one item size (1, 2, 4 or 8
+ * bytes), cond C-contiguous of one byte per item, out and cond of one length, t and e of
+ * that length or of one item. ValueError otherwise. */
+static PyObject *py_select(PyObject *self, PyObject *args) {
+    PyObject *objs[4];
+    int parts;
+    if (!PyArg_ParseTuple(args, "OOOOi", &objs[0], &objs[1], &objs[2], &objs[3], &parts))
+        return NULL;
+    buf_t bufs[4];
+    for (int i = 0; i < 4; i++) bufs[i].held = 0;
+    for (int i = 0; i < 4; i++) {
+        int flags = PyBUF_C_CONTIGUOUS | (i == 0 ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[i], &bufs[i].view, flags) != 0) {
+            release(bufs, i);
+            return NULL;
+        }
+        bufs[i].held = 1;
+    }
+    flat_t f;
+    const Py_ssize_t size = bufs[0].view.itemsize;
+    f.n = count_of(&bufs[0].view);
+    f.flag = (count_of(&bufs[2].view) == 1 ? 1 : 0) | (count_of(&bufs[3].view) == 1 ? 2 : 0);
+    if ((size != 1 && size != 2 && size != 4 && size != 8) || bufs[1].view.itemsize != 1
+        || bufs[2].view.itemsize != size || bufs[3].view.itemsize != size
+        || count_of(&bufs[1].view) != f.n
+        || (!(f.flag & 1) && count_of(&bufs[2].view) != f.n)
+        || (!(f.flag & 2) && count_of(&bufs[3].view) != f.n)) {
+        release(bufs, 4);
+        PyErr_SetString(PyExc_ValueError, "select: out, then and else of one item size (1, 2, "
+                                          "4 or 8 bytes), a byte per item of cond");
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++) f.p[i] = bufs[i].view.buf;
+    f.s[0] = (double)size;
+    f.code = 0;
+    run_flat(select_chunk, &f, parts);
+    release(bufs, 4);
+    Py_RETURN_NONE;
+}
+
 /* adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov, parts), in place. */
 static PyObject *py_adam(PyObject *self, PyObject *args) {
     PyObject *objs[4];
@@ -1519,6 +1597,104 @@ static PyObject *py_gradient_descent(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* in_range(indices, limit): whether every index of a C-contiguous int32 or int64 buffer
+ * is in [0, limit) (a gather's or scatter's check in one pass, where NumPy makes two
+ * comparisons, an or and an any). TypeError/ValueError for another buffer. */
+static PyObject *py_in_range(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    long long limit;
+    if (!PyArg_ParseTuple(args, "OL", &obj, &limit)) return NULL;
+    Py_buffer iv;
+    if (PyObject_GetBuffer(obj, &iv, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) return NULL;
+    const char *fmt = iv.format ? iv.format : "B";
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@') fmt++;
+    int ok = 1;
+    if (iv.itemsize == 8 && (fmt[0] == 'q' || fmt[0] == 'l') && fmt[1] == 0) {
+        const int64_t *x = iv.buf;
+        const int64_t n = (int64_t)(iv.len / 8);
+        int64_t bad = 0;
+        for (int64_t k = 0; k < n; k++) bad |= (uint64_t)x[k] >= (uint64_t)limit;
+        ok = !bad;
+    } else if (iv.itemsize == 4 && (fmt[0] == 'i' || fmt[0] == 'l') && fmt[1] == 0) {
+        const int32_t *x = iv.buf;
+        const int64_t n = (int64_t)(iv.len / 4);
+        int64_t bad = 0;
+        for (int64_t k = 0; k < n; k++) bad |= (uint64_t)(int64_t)x[k] >= (uint64_t)limit;
+        ok = !bad;
+    } else {
+        PyBuffer_Release(&iv);
+        PyErr_SetString(PyExc_ValueError, "in_range: int32 or int64 indices expected");
+        return NULL;
+    }
+    PyBuffer_Release(&iv);
+    if (limit < 0) ok = 0;
+    return PyBool_FromLong(ok);
+}
+
+/* accidental_hits(true_classes, sampled, num_true, indices, ids): TF's
+ * ComputeAccidentalHits over int64 true_classes (batch * num_true, row-major) and int64
+ * sampled candidates: for each true class in order that is among the candidates, its row
+ * (int32, into `indices`) and the candidate's last position (int64, into `ids`); returns
+ * how many (the buffers hold one entry per true class). A hash of the candidates instead
+ * of NumPy's sort, search and masks. */
+static PyObject *py_accidental_hits(PyObject *self, PyObject *args) {
+    Py_buffer tv, sv, iv, dv;
+    long long num_true;
+    if (!PyArg_ParseTuple(args, "y*y*Lw*w*", &tv, &sv, &num_true, &iv, &dv)) return NULL;
+    const int64_t nt = (int64_t)(tv.len / 8), ns = (int64_t)(sv.len / 8);
+    const char *error = NULL;
+    if (tv.len % 8 || sv.len % 8 || num_true < 1 || !PyBuffer_IsContiguous(&tv, 'C')
+        || !PyBuffer_IsContiguous(&sv, 'C') || !PyBuffer_IsContiguous(&iv, 'C')
+        || !PyBuffer_IsContiguous(&dv, 'C') || iv.len < nt * 4 || dv.len < nt * 8)
+        error = "accidental_hits: int64 classes and candidates, num_true >= 1, int32 and "
+                "int64 outputs of one entry per true class";
+    size_t cap = 16;
+    while (cap < 2 * (size_t)ns) cap <<= 1;
+    int64_t *keys = NULL, *pos = NULL;
+    if (error == NULL) {
+        keys = PyMem_RawMalloc(cap * sizeof(int64_t));
+        pos = PyMem_RawMalloc(cap * sizeof(int64_t));
+    }
+    if (error != NULL || keys == NULL || pos == NULL) {
+        PyMem_RawFree(keys);
+        PyMem_RawFree(pos);
+        PyBuffer_Release(&tv);
+        PyBuffer_Release(&sv);
+        PyBuffer_Release(&iv);
+        PyBuffer_Release(&dv);
+        if (error != NULL) {
+            PyErr_SetString(PyExc_ValueError, error);
+            return NULL;
+        }
+        return PyErr_NoMemory();
+    }
+    const int64_t *t = tv.buf, *c = sv.buf;
+    int32_t *rows = iv.buf;
+    int64_t *ids = dv.buf, found = 0;
+    for (size_t h = 0; h < cap; h++) pos[h] = -1;
+    for (int64_t k = 0; k < ns; k++) { /* a later candidate of one value overwrites */
+        size_t h = ((uint64_t)c[k] * 0x9E3779B97F4A7C15ull) & (cap - 1);
+        while (pos[h] != -1 && keys[h] != c[k]) h = (h + 1) & (cap - 1);
+        keys[h] = c[k];
+        pos[h] = k;
+    }
+    for (int64_t k = 0; k < nt; k++) {
+        size_t h = ((uint64_t)t[k] * 0x9E3779B97F4A7C15ull) & (cap - 1);
+        while (pos[h] != -1 && keys[h] != t[k]) h = (h + 1) & (cap - 1);
+        if (pos[h] != -1) {
+            rows[found] = (int32_t)(k / num_true);
+            ids[found++] = pos[h];
+        }
+    }
+    PyMem_RawFree(keys);
+    PyMem_RawFree(pos);
+    PyBuffer_Release(&tv);
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&iv);
+    PyBuffer_Release(&dv);
+    return PyLong_FromLongLong(found);
+}
+
 /* scatter_rows(target, indices, updates, subtract): target[indices[k]] += updates[k] (or
  * -=) for k in order, row by row, in place: ResourceScatterAdd/Sub on a variable of rows.
  * target (rows, width) and updates (count, width) float32 or float64 of one type, indices
@@ -2300,6 +2476,10 @@ static PyObject *py_swap_last2(PyObject *self, PyObject *args) {
 typedef struct {
     char *p;
     int64_t s[5];  /* strides in bytes */
+    /* (a 6x6 input transform's source, kinds 3 and 5: tile (i, j)'s window starts at row
+     * oy + step i, column ox + step j; rows and columns outside [0, h) x [0, w) read as
+     * zeros, the convolution's padding without a padded copy) */
+    int64_t oy, ox, h, w;
 } wview_t;
 
 #define WINO_CB 128
@@ -2337,8 +2517,9 @@ typedef struct {
             o3[e] = -y[e];                                                                  \
         }                                                                                   \
     }                                                                                       \
-    static void wino_tiles_##S(int kind, const wview_t *src, const wview_t *dst, int64_t k, \
-                               int64_t t, int64_t tw, int64_t c) {                          \
+    static inline __attribute__((always_inline)) void wino_tiles_##S(                       \
+        int kind, const wview_t *src, const wview_t *dst, int64_t k, int64_t t,             \
+        int64_t tw, int64_t c) {                                                            \
         T r[4][4][WINO_CB];                                                                 \
         for (int64_t b = 0; b < k; b++)                                                     \
             for (int64_t i = 0; i < t; i++)                                                 \
@@ -2407,70 +2588,104 @@ WINO_HELPERS(double, d)
  * pixels apart, A^T's four rows over six:
  *     kind 5, input:    src d (k, >= 4t+2, >= 4tw+2, C) -> dst v (36, k, t, tw, C)
  *     kind 6, output:   src m (36, k, t, tw, F) -> dst y (k, 4t, 4tw, F)
- *     kind 7, gradient: src e (k, 4t, 4tw, F) -> dst (36, k, t, tw, F), A e A^T */
+ *     kind 7, gradient: src e (k, 4t, 4tw, F) -> dst (36, k, t, tw, F), A e A^T
+ * Kinds 3 and 5 also take an unpadded source and an origin (oy, ox): windows start at
+ * (oy + step i, ox + step j), pixels outside the source read as zeros (wview_t). */
+/* The 6x6 transforms' arithmetic on one value or one vector of type V (loaded by L,
+ * stored by ST, constants cast by K), the NumPy functions' operations in the same order. */
+#define WV6_AT(V, p) ((p)[e])
+#define WV6_PUT(V, p, v) ((p)[e] = (v))
+#define WV6_LOAD(V, p) (*(const V *)((p) + e))
+#define WV6_STORE(V, p, v) (*(V *)((p) + e) = (v))
+#define WINO6_B(V, L, ST, K)                                                                \
+    {                                                                                       \
+        const V a0 = L(V, x0), a1 = L(V, x1), a2 = L(V, x2), a3 = L(V, x3);                 \
+        const V a4 = L(V, x4), a5 = L(V, x5);                                               \
+        const V s1 = a3 + a4, u1 = a1 + a2, s2 = a4 - a3, u2 = a1 - a2;                     \
+        const V s3 = a4 - a2, u3 = a3 - a1;                                                 \
+        ST(V, o0, K 4 * a0 - K 5 * a2 + a4);                                                \
+        ST(V, o1, s1 - K 4 * u1);                                                           \
+        ST(V, o2, s2 + K 4 * u2);                                                           \
+        ST(V, o3, s3 + K 2 * u3);                                                           \
+        ST(V, o4, s3 - K 2 * u3);                                                           \
+        ST(V, o5, K 4 * a1 - K 5 * a3 + a5);                                                \
+    }
+#define WINO6_A(V, L, ST, K)                                                                \
+    {                                                                                       \
+        const V a1 = L(V, m1), a2 = L(V, m2), a3 = L(V, m3), a4 = L(V, m4);                 \
+        const V s12 = a1 + a2, s34 = a3 + a4, d12 = a1 - a2, d34 = a3 - a4;                 \
+        ST(V, y0, L(V, m0) + s12 + s34);                                                    \
+        ST(V, y1, d12 + K 2 * d34 + L(V, m5));                                              \
+    }
+#define WINO6_A4(V, L, ST, K)                                                               \
+    {                                                                                       \
+        const V a1 = L(V, m1), a2 = L(V, m2), a3 = L(V, m3), a4 = L(V, m4);                 \
+        const V s12 = a1 + a2, s34 = a3 + a4, d12 = a1 - a2, d34 = a3 - a4;                 \
+        ST(V, y0, L(V, m0) + s12 + s34);                                                    \
+        ST(V, y1, d12 + K 2 * d34);                                                         \
+        ST(V, y2, s12 + K 4 * s34);                                                         \
+        ST(V, y3, d12 + K 8 * d34 + L(V, m5));                                              \
+    }
+#define WINO6_G4(V, L, ST, K)                                                               \
+    {                                                                                       \
+        const V a0 = L(V, e0), a1 = L(V, e1), a2 = L(V, e2), a3 = L(V, e3);                 \
+        const V s02 = a0 + a2, s13 = a1 + a3;                                               \
+        const V t02 = a0 + K 4 * a2, t13 = K 2 * a1 + K 8 * a3;                             \
+        ST(V, o0, a0);                                                                      \
+        ST(V, o1, s02 + s13);                                                               \
+        ST(V, o2, s02 - s13);                                                               \
+        ST(V, o3, t02 + t13);                                                               \
+        ST(V, o4, t02 - t13);                                                               \
+        ST(V, o5, a3);                                                                      \
+    }
 #define WINO6_HELPERS(T, S)                                                                 \
-    static inline void wino6_b_##S(int64_t n, const T *const x[6], T *const o[6]) {        \
-        const T *restrict x0 = x[0], *restrict x1 = x[1], *restrict x2 = x[2];              \
-        const T *restrict x3 = x[3], *restrict x4 = x[4], *restrict x5 = x[5];              \
-        T *restrict o0 = o[0], *restrict o1 = o[1], *restrict o2 = o[2];                    \
-        T *restrict o3 = o[3], *restrict o4 = o[4], *restrict o5 = o[5];                    \
-        for (int64_t e = 0; e < n; e++) {                                                   \
-            const T s1 = x3[e] + x4[e], u1 = x1[e] + x2[e];                                 \
-            const T s2 = x4[e] - x3[e], u2 = x1[e] - x2[e];                                 \
-            const T s3 = x4[e] - x2[e], u3 = x3[e] - x1[e];                                 \
-            o0[e] = 4 * x0[e] - 5 * x2[e] + x4[e];                                          \
-            o1[e] = s1 - 4 * u1;                                                            \
-            o2[e] = s2 + 4 * u2;                                                            \
-            o3[e] = s3 + 2 * u3;                                                            \
-            o4[e] = s3 - 2 * u3;                                                            \
-            o5[e] = 4 * x1[e] - 5 * x3[e] + x5[e];                                          \
-        }                                                                                   \
+    /* 32-byte vectors at any alignment, one per step of the loops below (the rest one      \
+     * value at a time): GCC left B^T's loop scalar (12 pointers, more than it checks       \
+     * for overlaps at run time), 3.5x slower than these. */                                \
+    typedef T wv6_##S __attribute__((vector_size(32), aligned(sizeof(T)), may_alias));      \
+    enum { WV6_##S = 32 / sizeof(T) };                                                      \
+    static inline void wino6_b_##S(int64_t n, const T *const x[6], T *const o[6]) {         \
+        const T *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3], *x4 = x[4], *x5 = x[5];     \
+        T *o0 = o[0], *o1 = o[1], *o2 = o[2], *o3 = o[3], *o4 = o[4], *o5 = o[5];           \
+        int64_t e = 0;                                                                      \
+        for (; e + WV6_##S <= n; e += WV6_##S)                                              \
+            WINO6_B(wv6_##S, WV6_LOAD, WV6_STORE, (T))                                      \
+        for (; e < n; e++)                                                                  \
+            WINO6_B(T, WV6_AT, WV6_PUT, (T))                                                \
     }                                                                                       \
-    static inline void wino6_a_##S(int64_t n, const T *const m[6], T *restrict y0,         \
-                                   T *restrict y1) {                                        \
-        const T *restrict m0 = m[0], *restrict m1 = m[1], *restrict m2 = m[2];              \
-        const T *restrict m3 = m[3], *restrict m4 = m[4], *restrict m5 = m[5];              \
-        for (int64_t e = 0; e < n; e++) {                                                   \
-            const T s12 = m1[e] + m2[e], s34 = m3[e] + m4[e];                               \
-            const T d12 = m1[e] - m2[e], d34 = m3[e] - m4[e];                               \
-            y0[e] = m0[e] + s12 + s34;                                                      \
-            y1[e] = d12 + 2 * d34 + m5[e];                                                  \
-        }                                                                                   \
+    static inline void wino6_a_##S(int64_t n, const T *const m[6], T *y0, T *y1) {          \
+        const T *m0 = m[0], *m1 = m[1], *m2 = m[2], *m3 = m[3], *m4 = m[4], *m5 = m[5];     \
+        int64_t e = 0;                                                                      \
+        for (; e + WV6_##S <= n; e += WV6_##S)                                              \
+            WINO6_A(wv6_##S, WV6_LOAD, WV6_STORE, (T))                                      \
+        for (; e < n; e++)                                                                  \
+            WINO6_A(T, WV6_AT, WV6_PUT, (T))                                                \
     }                                                                                       \
-    /* F(4, 3)'s A^T: (m0 + s12) + s34, d12 + 2 d34, s12 + 4 s34, (d12 + 8 d34) + m5 */    \
-    static inline void wino6_a4_##S(int64_t n, const T *const m[6], T *const y[4]) {       \
-        const T *restrict m0 = m[0], *restrict m1 = m[1], *restrict m2 = m[2];              \
-        const T *restrict m3 = m[3], *restrict m4 = m[4], *restrict m5 = m[5];              \
-        T *restrict y0 = y[0], *restrict y1 = y[1], *restrict y2 = y[2], *restrict y3 = y[3]; \
-        for (int64_t e = 0; e < n; e++) {                                                   \
-            const T s12 = m1[e] + m2[e], s34 = m3[e] + m4[e];                               \
-            const T d12 = m1[e] - m2[e], d34 = m3[e] - m4[e];                               \
-            y0[e] = m0[e] + s12 + s34;                                                      \
-            y1[e] = d12 + 2 * d34;                                                          \
-            y2[e] = s12 + 4 * s34;                                                          \
-            y3[e] = d12 + 8 * d34 + m5[e];                                                  \
-        }                                                                                   \
+    /* F(4, 3)'s A^T: (m0 + s12) + s34, d12 + 2 d34, s12 + 4 s34, (d12 + 8 d34) + m5 */     \
+    static inline void wino6_a4_##S(int64_t n, const T *const m[6], T *const y[4]) {        \
+        const T *m0 = m[0], *m1 = m[1], *m2 = m[2], *m3 = m[3], *m4 = m[4], *m5 = m[5];     \
+        T *y0 = y[0], *y1 = y[1], *y2 = y[2], *y3 = y[3];                                   \
+        int64_t e = 0;                                                                      \
+        for (; e + WV6_##S <= n; e += WV6_##S)                                              \
+            WINO6_A4(wv6_##S, WV6_LOAD, WV6_STORE, (T))                                     \
+        for (; e < n; e++)                                                                  \
+            WINO6_A4(T, WV6_AT, WV6_PUT, (T))                                               \
     }                                                                                       \
     /* F(4, 3)'s A over four values: (e0, (e0 + e2) + (e1 + e3), (e0 + e2) - (e1 + e3),     \
      * (e0 + 4 e2) + (2 e1 + 8 e3), (e0 + 4 e2) - (2 e1 + 8 e3), e3) */                     \
-    static inline void wino6_g4_##S(int64_t n, const T *const x[4], T *const o[6]) {       \
-        const T *restrict e0 = x[0], *restrict e1 = x[1], *restrict e2 = x[2];              \
-        const T *restrict e3 = x[3];                                                        \
-        T *restrict o0 = o[0], *restrict o1 = o[1], *restrict o2 = o[2];                    \
-        T *restrict o3 = o[3], *restrict o4 = o[4], *restrict o5 = o[5];                    \
-        for (int64_t e = 0; e < n; e++) {                                                   \
-            const T s02 = e0[e] + e2[e], s13 = e1[e] + e3[e];                               \
-            const T t02 = e0[e] + 4 * e2[e], t13 = 2 * e1[e] + 8 * e3[e];                   \
-            o0[e] = e0[e];                                                                  \
-            o1[e] = s02 + s13;                                                              \
-            o2[e] = s02 - s13;                                                              \
-            o3[e] = t02 + t13;                                                              \
-            o4[e] = t02 - t13;                                                              \
-            o5[e] = e3[e];                                                                  \
-        }                                                                                   \
+    static inline void wino6_g4_##S(int64_t n, const T *const x[4], T *const o[6]) {        \
+        const T *e0 = x[0], *e1 = x[1], *e2 = x[2], *e3 = x[3];                             \
+        T *o0 = o[0], *o1 = o[1], *o2 = o[2], *o3 = o[3], *o4 = o[4], *o5 = o[5];           \
+        int64_t e = 0;                                                                      \
+        for (; e + WV6_##S <= n; e += WV6_##S)                                              \
+            WINO6_G4(wv6_##S, WV6_LOAD, WV6_STORE, (T))                                     \
+        for (; e < n; e++)                                                                  \
+            WINO6_G4(T, WV6_AT, WV6_PUT, (T))                                               \
     }                                                                                       \
-    static void wino6_tiles_##S(int kind, const wview_t *src, const wview_t *dst,           \
-                                int64_t k, int64_t t, int64_t tw, int64_t c) {              \
+    static const T wino6_zeros_##S[WINO_CB]; /* (the padding's values) */                    \
+    static inline __attribute__((always_inline)) void wino6_tiles_##S(                      \
+        int kind, const wview_t *src, const wview_t *dst, int64_t k, int64_t t,             \
+        int64_t tw, int64_t c) {                                                            \
         T r[6][6][WINO_CB];                                                                 \
         const int64_t step = kind >= 5 ? 4 : 2; /* pixels between tiles (kinds 3, 5) */     \
         const int out_kind = kind == 4 || kind == 6;                                        \
@@ -2504,10 +2719,13 @@ WINO_HELPERS(double, d)
                             const T *col[6];                                                \
                             T *rows[6];                                                     \
                             for (int q = 0; q < 6; q++) { /* B^T over each column */        \
+                                const int64_t x = src->ox + step * j + q;                   \
                                 for (int a = 0; a < 6; a++) {                               \
-                                    col[a] = (const T *)(src->p + b * src->s[0] +           \
-                                             (step * i + a) * src->s[1] +                   \
-                                             (step * j + q) * src->s[2]) + c0;              \
+                                    const int64_t y = src->oy + step * i + a;               \
+                                    col[a] = y < 0 || y >= src->h || x < 0 || x >= src->w   \
+                                        ? wino6_zeros_##S                                   \
+                                        : (const T *)(src->p + b * src->s[0] +              \
+                                                      y * src->s[1] + x * src->s[2]) + c0;  \
                                     rows[a] = r[a][q];                                      \
                                 }                                                           \
                                 wino6_b_##S(n, col, rows);                                  \
@@ -2555,6 +2773,8 @@ WINO_HELPERS(double, d)
 WINO6_HELPERS(float, f)
 WINO6_HELPERS(double, d)
 
+/* (the tile loops are inlined here so that the AVX2 clone has AVX2 loops: as functions of
+ * their own they were built for the baseline's SSE2 only) */
 LOOP_CLONES static void wino_run(int kind, char code, const wview_t *src, const wview_t *dst,
                                  int64_t k, int64_t t, int64_t tw, int64_t c) {
     if (kind >= 3 && code == 'f')
@@ -2589,8 +2809,15 @@ static int get_strided(PyObject *obj, int writable, int ndim, buf_t *b, char *co
 
 static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
     int kind;
-    PyObject *sobj, *dobj;
-    if (!PyArg_ParseTuple(args, "iOO", &kind, &sobj, &dobj)) return NULL;
+    PyObject *sobj, *dobj, *origin = Py_None;
+    long long oy = 0, ox = 0;
+    if (!PyArg_ParseTuple(args, "iOO|O", &kind, &sobj, &dobj, &origin)) return NULL;
+    if (origin != Py_None && ((kind != 3 && kind != 5) ||
+                              !PyArg_ParseTuple(origin, "LL", &oy, &ox))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "wino_transform: an origin for kinds 3 and 5");
+        return NULL;
+    }
     if (kind < 0 || kind > 7) {
         PyErr_SetString(PyExc_ValueError, "wino_transform: kind 0 to 7");
         return NULL;
@@ -2606,6 +2833,11 @@ static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
         return NULL;
     }
     const Py_ssize_t *ss = bufs[0].view.shape, *ds = bufs[1].view.shape;
+    src.oy = oy;
+    src.ox = ox;
+    src.h = ss[1];
+    src.w = ss[2];
+    const int virtual = origin != Py_None;  /* (any source size: zeros beyond it) */
     int64_t k, t, tw, c;
     int ok;
     if (kind == 0) {  /* d (k, H, W, C) -> v (16, k, t, tw, C) */
@@ -2620,15 +2852,15 @@ static PyObject *py_wino_transform(PyObject *self, PyObject *args) {
         ok = ds[0] == 16 && ss[0] == k && ss[1] == 2 * t && ss[2] == 2 * tw && ss[3] == c;
     } else if (kind == 3) {  /* d (k, H, W, C) -> v (36, k, t, tw, C) */
         k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
-        ok = ds[0] == 36 && ss[0] == k && ss[1] >= 2 * t + 4 && ss[2] >= 2 * tw + 4 &&
-             ss[3] == c;
+        ok = ds[0] == 36 && ss[0] == k && ss[3] == c &&
+             (virtual || (ss[1] >= 2 * t + 4 && ss[2] >= 2 * tw + 4));
     } else if (kind == 4) {  /* m (36, k, t, tw, F) -> y (k, 2t, 2tw, F) */
         k = ss[1]; t = ss[2]; tw = ss[3]; c = ss[4];
         ok = ss[0] == 36 && ds[0] == k && ds[1] == 2 * t && ds[2] == 2 * tw && ds[3] == c;
     } else if (kind == 5) {  /* d (k, H, W, C) -> v (36, k, t, tw, C) */
         k = ds[1]; t = ds[2]; tw = ds[3]; c = ds[4];
-        ok = ds[0] == 36 && ss[0] == k && ss[1] >= 4 * t + 2 && ss[2] >= 4 * tw + 2 &&
-             ss[3] == c;
+        ok = ds[0] == 36 && ss[0] == k && ss[3] == c &&
+             (virtual || (ss[1] >= 4 * t + 2 && ss[2] >= 4 * tw + 2));
     } else if (kind == 6) {  /* m (36, k, t, tw, F) -> y (k, 4t, 4tw, F) */
         k = ss[1]; t = ss[2]; tw = ss[3]; c = ss[4];
         ok = ss[0] == 36 && ds[0] == k && ds[1] == 4 * t && ds[2] == 4 * tw && ds[3] == c;
@@ -3478,21 +3710,49 @@ static PyObject *py_ngemm(PyObject *self, PyObject *args) {
 
 /* ngemm_batch(a, b, out, accumulate): out[p] (+)= a[p] @ b[p] for every p, on this thread
  * (ngemm's blocks for one part, so the same bits as one ngemm call per p): a (P, m, k)
- * float32 with contiguous rows, b (P, k, n) and out (P, m, n) C-contiguous. One call for
- * a Winograd work unit's 16 or 36 per-position products, without a Python call each. */
+ * float32 with contiguous rows (or each a[p] the transpose of such a (k, m) array), b
+ * (P, k, n) C-contiguous and out (P, m, n) with each out[p]
+ * C-contiguous. One call for a Winograd work unit's 16 or 36 per-position products,
+ * without a Python call each. */
 static PyObject *py_ngemm_batch(PyObject *self, PyObject *args) {
     PyObject *objs[3];
     int accumulate;
     if (!PyArg_ParseTuple(args, "OOOp", &objs[0], &objs[1], &objs[2], &accumulate))
         return NULL;
     if (!ngemm_ready()) Py_RETURN_NONE;
-    buf_t bufs[3];
-    char code;
-    if (get_product_operands(objs, bufs, &code) != 0) return NULL;
+    /* (the positions of out at any stride: padded buffers, kernels/cpu/_winograd.py) */
+    buf_t bufs[3] = {{.held = 0}, {.held = 0}, {.held = 0}};
+    char code = 0;
+    static const int read_only[1] = {0};
+    if (get_floats(objs + 1, read_only, bufs + 1, 1, &code) != 0) return NULL;
+    if (PyObject_GetBuffer(objs[0], &bufs[0].view, PyBUF_STRIDES | PyBUF_FORMAT) != 0) {
+        release(bufs, 3);
+        return NULL;
+    }
+    bufs[0].held = 1;
+    if (PyObject_GetBuffer(objs[2], &bufs[2].view,
+                           PyBUF_STRIDES | PyBUF_FORMAT | PyBUF_WRITABLE) != 0) {
+        release(bufs, 3);
+        return NULL;
+    }
+    bufs[2].held = 1;
     const Py_buffer *av = &bufs[0].view, *bv = &bufs[1].view, *ov = &bufs[2].view;
-    int bad = code != 'f' || float_code(av) != 'f' || av->ndim != 3 || bv->ndim != 3 ||
-              ov->ndim != 3;
+    int bad = code != 'f' || float_code(av) != 'f' || float_code(ov) != 'f' ||
+              av->ndim != 3 || bv->ndim != 3 || ov->ndim != 3;
     if (!bad)
+        bad = (ov->shape[2] > 1 && ov->strides[2] != 4) ||
+              (ov->shape[1] > 1 && ov->strides[1] != 4 * ov->shape[2]) ||
+              ov->strides[0] % 4 != 0 ||
+              (ov->shape[0] > 1 && ov->strides[0] < 4 * ov->shape[1] * ov->shape[2]);
+    /* a[p] (m, k) with contiguous rows, or (ta) the transpose of a (k, m) such array */
+    const int ta = !bad && av->shape[2] > 1 && av->strides[2] != 4;
+    if (!bad && ta)
+        bad = (av->shape[1] > 1 && av->strides[1] != 4) || av->strides[2] % 4 != 0 ||
+              av->strides[0] % 4 != 0 || av->strides[2] < 4 * av->shape[1] ||
+              bv->shape[0] != av->shape[0] || ov->shape[0] != av->shape[0] ||
+              bv->shape[1] != av->shape[2] || ov->shape[1] != av->shape[1] ||
+              ov->shape[2] != bv->shape[2];
+    else if (!bad)
         bad = (av->shape[2] > 1 && av->strides[2] != 4) || av->strides[1] % 4 != 0 ||
               av->strides[0] % 4 != 0 || av->strides[1] < 4 * av->shape[2] ||
               bv->shape[0] != av->shape[0] || ov->shape[0] != av->shape[0] ||
@@ -3501,30 +3761,32 @@ static PyObject *py_ngemm_batch(PyObject *self, PyObject *args) {
     if (bad) {
         release(bufs, 3);
         PyErr_SetString(PyExc_ValueError, "ngemm_batch takes float32 (P, m, k) (rows "
-                        "contiguous), (P, k, n) and (P, m, n) arrays");
+                        "contiguous), (P, k, n) and (P, m, n) (each p's C-contiguous) arrays");
         return NULL;
     }
     ngemm_t g;
     memset(&g, 0, sizeof g);
+    g.trans = ta;
     g.accumulate = accumulate;
     g.avx2 = ngemm_ready() == 2;
     g.m = av->shape[1];
     g.k = av->shape[2];
     g.n = bv->shape[2];
-    g.lda = av->strides[1] / 4;
+    g.lda = (ta ? av->strides[2] : av->strides[1]) / 4;
     const int64_t positions = av->shape[0];
     if (g.m == 0 || g.n == 0 || positions == 0) {
         release(bufs, 3);
         Py_RETURN_TRUE;
     }
     /* ngemm's blocks for parts = 1 (see py_ngemm) */
+    const int64_t want = ta ? 1 : 4;
     int64_t rows = NG_MC, cols = ceil_div(g.n, 64) * 64;
-    if (ceil_div(g.m, rows) < 4) {
-        rows = ceil_div(ceil_div(g.m, 4), NG_MR) * NG_MR;
+    if (ceil_div(g.m, rows) < want) {
+        rows = ceil_div(ceil_div(g.m, want), NG_MR) * NG_MR;
         if (rows < 4 * NG_MR) rows = 4 * NG_MR;
     }
-    if (ceil_div(g.m, rows) < 4 && g.n > 64) {
-        int64_t cut = ceil_div(4, ceil_div(g.m, rows));
+    if (ceil_div(g.m, rows) < want && g.n > 64) {
+        int64_t cut = ceil_div(want, ceil_div(g.m, rows));
         cols = ceil_div(ceil_div(g.n, cut), 64) * 64;
     }
     g.rows = rows;
@@ -3538,7 +3800,7 @@ static PyObject *py_ngemm_batch(PyObject *self, PyObject *args) {
     for (int64_t p = 0; p < positions; p++) {
         g.a = (const float *)(a0 + p * av->strides[0]);
         g.b = b0 + p * g.k * g.n;
-        g.c = c0 + p * g.m * g.n;
+        g.c = (float *)((char *)c0 + p * ov->strides[0]);
         if (g.k == 0) {
             if (!accumulate) memset(g.c, 0, (size_t)(g.m * g.n) * sizeof(float));
             continue;
@@ -3552,6 +3814,11 @@ static PyObject *py_ngemm_batch(PyObject *self, PyObject *args) {
 
 /* END ngemm block
  * ====================================================================================== */
+
+/* thin_nn: the forward products of fully connected layers at a small batch */
+#include "_thin_gemm.h"
+/* stem_conv: a net's first convolution read straight from its input */
+#include "_stem_conv.h"
 
 /* ngemm_isa(): which tiles ngemm runs on this CPU: 1 AVX-512F, 2 AVX2 + FMA, 0 none */
 static PyObject *py_ngemm_isa(PyObject *self, PyObject *unused) {
@@ -4803,6 +5070,10 @@ static PyMethodDef methods[] = {
      "adam(var, m, v, grad, lr_t, beta1, beta2, epsilon, use_nesterov, parts): in place"},
     {"momentum", py_momentum, METH_VARARGS,
      "momentum(var, accum, grad, lr, momentum, use_nesterov, parts): in place"},
+    {"in_range", py_in_range, METH_VARARGS, "in_range(indices, limit): bool"},
+    {"accidental_hits", py_accidental_hits, METH_VARARGS,
+     "accidental_hits(true_classes, sampled, num_true, indices, ids): the hits found"},
+    {"select", py_select, METH_VARARGS, "select(out, cond, t, e, parts)"},
     {"relu", py_relu, METH_VARARGS, "relu(out, x, parts)"},
     {"scatter_rows", py_scatter_rows, METH_VARARGS,
      "scatter_rows(target, indices, updates, subtract): rows added in order, in place"},
@@ -4836,9 +5107,10 @@ static PyMethodDef methods[] = {
     {"swap_last2", py_swap_last2, METH_VARARGS,
      "swap_last2(src, dst, b, r, s, parts): dst (b, s, r) = src (b, r, s) transposed"},
     {"wino_transform", py_wino_transform, METH_VARARGS,
-     "wino_transform(kind, src, dst): Winograd F(2x2, 3x3) input (0), output (1) or "
-     "gradient (2), F(2x2, 5x5) input (3) or output (4), F(4x4, 3x3) input (5), "
-     "output (6) or gradient (7) tile transforms"},
+     "wino_transform(kind, src, dst[, origin]): Winograd F(2x2, 3x3) input (0), output (1) "
+     "or gradient (2), F(2x2, 5x5) input (3) or output (4), F(4x4, 3x3) input (5), "
+     "output (6) or gradient (7) tile transforms; origin (oy, ox): 3 and 5 from an "
+     "unpadded source"},
     {"own_many", py_own_many, METH_VARARGS,
      "own_many(vars, ndarray): each variable's array an update may write (copy-on-write)"},
     {"sparse_xent", py_sparse_xent, METH_VARARGS,
@@ -4860,6 +5132,13 @@ static PyMethodDef methods[] = {
     {"ngemm_batch", py_ngemm_batch, METH_VARARGS,
      "ngemm_batch(a, b, out, accumulate): out[p] (+)= a[p] @ b[p] on this thread; None "
      "without AVX-512F or AVX2"},
+    {"stem_conv", py_stem_conv, METH_VARARGS,
+     "stem_conv(xp, w, out, sh, sw, parts[, stop, deadline]): out = the VALID conv of padded "
+     "NHWC xp with w at strides (sh, sw), float32, without a patch matrix; None without "
+     "AVX-512F, False if stopped"},
+    {"thin_nn", py_thin_nn, METH_VARARGS,
+     "thin_nn(a, b, out, parts[, stop, deadline]): out = a @ b in float32 for a of at most "
+     "16 rows, b read once where it lies; None without AVX-512F, False if stopped"},
     {"ngemm_isa", py_ngemm_isa, METH_NOARGS,
      "ngemm's tiles on this CPU: 1 AVX-512F, 2 AVX2 + FMA, 0 none (ngemm declines)"},
     /* end ngemm block */

@@ -34,8 +34,6 @@ operations on the same values per tile).
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from tensorflux.kernels import intra_op
@@ -93,11 +91,14 @@ def _a6(m):
     return m[0] + s12 + s34, d12 + 2 * d34 + m[5]
 
 
-def _input_transform(d, v, th, tw):
+def _input_transform(d, v, th, tw, origin=None):
     """v (36, nb, th, tw, C) = B^T d B of every 6x6 tile of padded `d`
-    (nb, >= 2th+4, >= 2tw+4, C)."""
-    if native.wino_transform(3, d, v):  # one pass in C, the same operations
+    (nb, >= 2th+4, >= 2tw+4, C), or with `origin` (oy, ox) of unpadded `d` read as padded
+    with zeros (tile (i, j) at row oy + 2i, column ox + 2j)."""
+    if native.wino_transform(3, d, v, origin):  # one pass in C, the same operations
         return
+    if origin is not None:
+        d = _winograd.zero_window(d, origin, 2 * th + 4, 2 * tw + 4)
     r = _b6([d[:, a:a + 2 * th:2] for a in range(6)])
     for p in range(6):
         out = _b6([r[p][:, :, q:q + 2 * tw:2] for q in range(6)])
@@ -141,35 +142,18 @@ def _unit(n: int, th: int, tw: int, channels: int, itemsize: int, parts: int):
     return th, max(1, min(tiles // (th * tw), -(-n // (2 * parts))))
 
 
-# Each thread's unit buffers, kept from call to call (a few MB a thread: `_UNIT_BYTES` and
-# an output block): buffers made anew per call are fresh pages the kernel faults in at
-# every call once other kernels' allocations come between (a 14x14x64 -> 128 5x5 conv in a
-# DCGAN step: ~1,000 page faults a call, 2-4 ms). Safe because a work unit runs start to
-# end on one thread and calls nothing that takes the buffers again.
-_SCRATCH = threading.local()
-
-
-def _unit_buffers(shapes, dtype):
-    """Arrays of `shapes` (of `dtype`) carved from the calling thread's scratch buffer,
-    grown as needed; valid until the thread's next call."""
-    sizes = [int(np.prod(s)) for s in shapes]
-    cache = getattr(_SCRATCH, "buffers", None)
-    if cache is None:
-        cache = _SCRATCH.buffers = {}
-    buf = cache.get(np.dtype(dtype))
-    if buf is None or buf.size < sum(sizes):
-        buf = cache[np.dtype(dtype)] = np.empty(sum(sizes), dtype)
-    bounds = np.cumsum([0] + sizes)
-    return [buf[lo:hi].reshape(shape) for lo, hi, shape in
-            zip(bounds[:-1], bounds[1:], shapes, strict=True)]
+# (kept here under its old name: tests and callers of the 5x5 path)
+_unit_buffers = _winograd.unit_buffers
 
 
 def chunked36(xp, u, out, parts: int, th: int, tw: int, tile: int, unit, input_transform,
-              output_transform):
+              output_transform, pads=None):
     """A Winograd conv over 6x6 input tiles (36 positions) of `tile` x `tile` outputs each,
     in work units of `unit` = (rows, images): `rows` tile rows of one image, or (rows ==
     `th`) `images` whole images. Each unit's input transform, 36 products and output
-    transform run while its buffers are in cache. Returns `out`."""
+    transform run while its buffers are in cache. Returns `out`; with `pads` (top, left),
+    `xp` is the unpadded input (read as padded by the transform) and the result None when
+    any output is not finite (each unit sums its outputs while they are in cache)."""
     n, oh, ow, f = out.shape
     c = xp.shape[3]
     rows, images = unit
@@ -178,24 +162,30 @@ def chunked36(xp, u, out, parts: int, th: int, tw: int, tile: int, unit, input_t
               (images, tile * rows, tile * tw, f))
 
     def work(u0, u1):
-        v, m, ybuf = _unit_buffers(shapes, out.dtype)
+        v, m, ybuf = _winograd.unit_buffers(shapes, out.dtype)
         b0, b1, r0, r1 = _winograd._unit_span(u0, u1, images, n, th, rows, blocks)
         k, t = b1 - b0, r1 - r0
         v = v[:, :k, :t]
         m = m[:, :k * t * tw]
-        input_transform(xp[b0:b1, tile * r0:tile * r1 + 6 - tile], v, t, tw)
+        if pads is None:
+            input_transform(xp[b0:b1, tile * r0:tile * r1 + 6 - tile], v, t, tw)
+        else:
+            input_transform(xp[b0:b1], v, t, tw, (tile * r0 - pads[0], -pads[1]))
         _winograd._products(v.reshape(36, -1, c), u, m)
         rows_out = min(oh, tile * r1) - tile * r0
         direct = rows_out == tile * t and ow == tile * tw
         y = out[b0:b1, tile * r0:tile * r1] if direct else ybuf[:k, :tile * t]
         output_transform(m.reshape(36, k, t, tw, f), y)
+        if sums is not None:
+            sums[u0] = np.add.reduce(y, axis=None)  # (units of one: grain 1)
         if not direct:
             out[b0:b1, tile * r0:tile * r0 + rows_out] = y[:, :rows_out, :ow]
 
     units = -(-n // images) if images > 1 else n * blocks
+    sums = None if pads is None else np.zeros(units, out.dtype)
     flops = 2.0 * 36 * n * th * tw * c * f
     intra_op.parallel_for(work, units, 1, parts if flops >= intra_op.MIN_FLOPS else 1)
-    return out
+    return out if sums is None or np.isfinite(np.add.reduce(sums)) else None
 
 
 def wide36(xp, u, out, parts: int, th: int, tw: int, tile: int, input_transform,
@@ -208,8 +198,8 @@ def wide36(xp, u, out, parts: int, th: int, tw: int, tile: int, input_transform,
     c = xp.shape[3]
     hp, wp = tile * th + 6 - tile, tile * tw + 6 - tile
     tiles = n * th * tw
-    v = np.empty((36, n, th, tw, c), out.dtype)
-    m = np.empty((36, tiles, f), out.dtype)
+    v = _winograd.position_buffer((36, n, th, tw, c), out.dtype)
+    m = _winograd.position_buffer((36, tiles, f), out.dtype)
     intra_op.parallel_for(
         lambda b0, b1: input_transform(xp[b0:b1, :hp, :wp], v[:, b0:b1], th, tw), n, 1,
         parts if 36 * tiles * c >= intra_op.MIN_ELEMENTS else 1)

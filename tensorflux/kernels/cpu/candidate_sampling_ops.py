@@ -26,6 +26,7 @@ import numpy as np
 
 from tensorflux.framework import errors
 from tensorflux.kernels import interrupt
+from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu.random_ops import GeneratorState, state_getter
 from tensorflux.kernels.registry import kernel_factory
 from tensorflux.lib import philox
@@ -215,7 +216,8 @@ def _check_true_classes(true_classes, num_true: int, range_max: int) -> np.ndarr
         raise _invalid(f"true_classes must have num_true columns, expected: "
                        f"{true_classes.shape[1]} was: {num_true}")
     flat = true_classes.reshape(-1)
-    if flat.size and (flat.min() >= 0 and flat.max() < range_max):
+    if native.indices_in_range(flat, range_max) or \
+            (flat.size and (flat.min() >= 0 and flat.max() < range_max)):
         return flat
     bad = (flat < 0) | (flat >= range_max)
     if bad.any():
@@ -247,17 +249,19 @@ def _sample_batch(ctx, sampler, state: GeneratorState, true_classes, attrs):
     flat = _check_true_classes(true_classes, num_true, sampler.range)
     if unique and num_sampled > sampler.range:
         raise _invalid("Sampler's range is too small.")
-    words = philox.WordStream(*state.reserve(num_sampled, BLOCKS_PER_SAMPLE))
+    key, counter = state.reserve(num_sampled, BLOCKS_PER_SAMPLE)
     drawn = None
     if type(sampler) is _LogUniform and num_sampled <= DRAW_BLOCK:
-        # in C, the same tries (tensorflux/lib/_philox.c log_uniform)
-        drawn = philox.log_uniform(words, num_sampled, sampler.range, sampler.log_range,
-                                   unique)
+        # in C, the same tries from the stream itself (tensorflux/lib/_philox.c log_uniform)
+        drawn = philox.log_uniform_at(key, counter, num_sampled, sampler.range,
+                                      sampler.log_range, unique)
     if drawn is not None:
         sampled, num_tries = drawn
     elif unique:
+        words = philox.WordStream(key, counter)
         sampled, num_tries = _draw_unique(ctx, sampler, words, num_sampled)
     else:
+        words = philox.WordStream(key, counter)
         sampled, num_tries = _draw(ctx, sampler, words, num_sampled), num_sampled
     sampled_count = _counts(sampler, sampled, num_sampled, num_tries)
     true_count = _counts(sampler, flat, num_sampled, num_tries)
@@ -398,6 +402,9 @@ def _accidental_hits(node):
         if sampled.ndim != 1:
             raise _invalid("sampled_candidates must be a vector, which is typically an "
                            "output from CandidateSampler")
+        hits = native.accidental_hits(true_classes.reshape(-1), sampled, num_true)
+        if hits is not None:  # in C: a hash of the candidates
+            return hits[0], hits[1], np.full(hits[1].size, np.finfo(_F32).min, _F32)
         # the distinct candidates, sorted, and each one's last position
         values, first_reversed = np.unique(sampled[::-1], return_index=True)
         last = sampled.size - 1 - first_reversed

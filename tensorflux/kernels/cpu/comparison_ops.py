@@ -8,7 +8,8 @@ import warnings
 
 import numpy as np
 
-from tensorflux.kernels import interrupt
+from tensorflux.kernels import interrupt, intra_op
+from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu._math_common import (
     _binary,
     _broadcastable,
@@ -57,10 +58,18 @@ _BITS_MIN_ELEMENTS = 1 << 12
 _UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-def _select_values(c: np.ndarray, t: np.ndarray, e: np.ndarray) -> np.ndarray:
+_NATIVE_MIN_ELEMENTS = 64  # below, np.where costs no more than the C call's checks
+
+
+def _select_values(c: np.ndarray, t: np.ndarray, e: np.ndarray, parts: int = 1) -> np.ndarray:
     """np.where(c, t, e) for t, e of one dtype, broadcast against c and each other
-    (ValueError when they do not broadcast)."""
+    (ValueError when they do not broadcast); in C (`native.select`, `parts` workers) when
+    t and e are of c's shape or single elements."""
     c, t, e = np.asarray(c), np.asarray(t), np.asarray(e)
+    if c.size >= _NATIVE_MIN_ELEMENTS:
+        out = native.select(c, t, e, parts)
+        if out is not None:
+            return out
     unsigned = _UNSIGNED.get(t.dtype.itemsize)
     if unsigned is None or c.dtype != np.bool_ or e.dtype != t.dtype or \
             t.dtype.kind not in "biuf" or max(c.size, t.size, e.size) < _BITS_MIN_ELEMENTS:
@@ -98,13 +107,17 @@ def _select(ctx, c, t, e):
         raise _invalid("Inputs to operation Select of type Select must have the same size and "
                        f"shape.  Input 0: {_shape_str(c.shape)} != input 1: "
                        f"{_shape_str(t.shape)}")
-    return _select_values(c, t, e)
+    return _select_values(c, t, e, _parts(ctx, c))
+
+
+def _parts(ctx, c: np.ndarray) -> int:
+    return intra_op.workers(ctx) if c.size >= intra_op.MIN_ELEMENTS else 1
 
 
 @kernel("SelectV2")
 def _select_v2(ctx, c, t, e):
     try:
-        return _select_values(c, t, e)
+        return _select_values(c, t, e, _parts(ctx, np.asarray(c)))
     except ValueError:
         raise _invalid(f"condition {_shape_str(c.shape)}, then {_shape_str(t.shape)}, and "
                        f"else {_shape_str(e.shape)} must be broadcastable") from None

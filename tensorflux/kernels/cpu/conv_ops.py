@@ -13,12 +13,12 @@ chunk's rows of the output. Chunks are sized so the patch buffer stays in cache
   - Conv2DBackpropFilter: the same patch matrix, transposed, times out_backprop, summed
     over chunks (one running sum per group of chunks, added in a fixed order:
     intra_op.parallel_sum).
-  - Conv2DBackpropInput, stride 1 and at least `_FLIP_MIN_CHANNELS` input channels: the
-    forward conv (im2col as above) of out_backprop, padded so that the result has the
-    input's size, with the filter flipped in space and transposed in channels. Otherwise
-    out_backprop (m, F) times the filter transposed, per tap (F, C) or all at once
-    (F, kh*kw*C); each filter tap's columns are then added into the strided slice of the
-    padded input gradient that the tap read from ("col2im" by taps: kh*kw large adds).
+  - Conv2DBackpropInput, stride 1 and at least `_FLIP_MIN_CHANNELS` input channels (but
+    the 5x5 ones `_conv_picks` scatters, ahead of the FFT too): the forward conv (im2col)
+    of out_backprop, padded to the input's size, with the filter flipped in space and
+    transposed in channels. Otherwise out_backprop (m, F) times the filter transposed, per
+    tap (F, C) or all at once (F, kh*kw*C); each tap's columns are then added into the
+    strided slice of the padded input gradient it read from ("col2im" by taps).
 With OpenBLAS at one thread per call (the process-wide policy: kernels/cpu/_blas.py) the
 gemm runs at ~90 GF/s per core on these shapes (about 90% of what OpenBLAS reaches on
 large square products) and the copies cost ~7% more.
@@ -34,8 +34,8 @@ compete for the cores.
 3x3 stride-1 convolutions with enough channels and output pixels (forward, backprop-input
 as the flipped forward conv, and backprop-filter) go through Winograd's F(2x2, 3x3) instead
 of im2col (kernels/cpu/_winograd.py): 2.25x fewer multiply-adds, 1.2-1.4x less CPU time on
-the 28x28 and 56x56 layers of GoogLeNet and ResNet-50; on >= 28x28 outputs through
-F(4x4, 3x3) (kernels/cpu/_winograd4.py: 4x fewer, another 1.2-1.4x less CPU time there).
+the 28x28 and 56x56 layers of GoogLeNet and ResNet-50; on >= 28x28 outputs (or 16-64
+channels: a CIFAR ResNet's) through F(4x4, 3x3) (kernels/cpu/_winograd4.py: 4x fewer).
 5x5 stride-1 convolutions with at least 64 channels on 10x10 outputs or more (forward, and
 backprop-input as the flipped forward conv) go through F(2x2, 5x5)
 (kernels/cpu/_winograd5.py) before the FFT is weighed:
@@ -58,6 +58,7 @@ from numpy.lib.stride_tricks import as_strided
 from tensorflux.framework import errors
 from tensorflux.kernels import interrupt, intra_op
 from tensorflux.kernels.cpu import (
+    _conv_picks,
     _fft_conv,
     _spread_conv,
     _winograd,
@@ -86,7 +87,7 @@ _MAX_CHUNKS = 8
 # Backprop-input as a flipped forward conv needs this many input channels: its product has
 # one column per input channel, and narrower products run far below BLAS's peak (3 input
 # channels: 2x slower than products-and-scatter).
-_FLIP_MIN_CHANNELS = 16
+_FLIP_MIN_CHANNELS, _PHASED_MIN_CHANNELS = 16, 64  # (strided: 16 channels 1.5x slower)
 # Backprop-input by products and scatter takes one product per filter tap (F, C) with this
 # many input channels, else one with every tap's columns (F, kh*kw*C) (5x5/2, 64 filters,
 # 28x28, batch 64, two threads: 1 channel 4.1 -> 0.6 ms, 3: 4.6 -> 1.3, 16: 5.8 -> 4.3;
@@ -150,8 +151,7 @@ def _ng(a, b, out, accumulate: bool = False) -> bool:
     """`out` (=, or += when `accumulate`) `a @ b` on this thread through the C extension's
     own GEMM (native.ngemm: no operand packing) when it beats BLAS at these sizes; False
     (nothing written) when the caller is to multiply with NumPy."""
-    return (native.ngemm_favours(out.shape[0], out.shape[1], a.shape[1],
-                                 not a.flags.c_contiguous)
+    return (native.ngemm_favours(out.shape[0], out.shape[1], a.shape[1], not a.flags.c_contiguous)
             and native.ngemm(a, b, out, accumulate) is not None)
 
 
@@ -170,12 +170,8 @@ def _im2col_matmul(xp, w2, out, kh, kw, strides, dilations, parts, epilogue=None
     fused bias and activation, in place) runs on those rows while they are in cache."""
     n, oh, ow, f = out.shape
     k = w2.shape[0]
-    if (xp.dtype == w2.dtype == out.dtype and
-            _winograd4.applies(kh, kw, strides, dilations, xp.shape[3], f, (oh, ow), n,
-                               out.dtype)):
-        _winograd4.conv3x3(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
-        if _finite(out):
-            return _finish(out, epilogue, parts)
+    if _winograd4.forward(xp, w2, (kh, kw), strides, dilations, ((0, 0), (0, 0)), out, parts):
+        return _finish(out, epilogue, parts)
     if (xp.dtype == w2.dtype == out.dtype and
             _winograd.applies(kh, kw, strides, dilations, xp.shape[3], f, (oh, ow), out.dtype)):
         _winograd.conv3x3(xp, w2.reshape(kh, kw, xp.shape[3], f), out, parts)
@@ -458,6 +454,8 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None, epilogue=None):
     if _pointwise(kh, kw, pads):
         return _finish(_product(_subsampled(x, g, oh, ow).reshape(-1, c), w.reshape(c, f),
                                 parts).reshape(n, oh, ow, f), epilogue, parts)
+    if (stem := _conv_picks.stem_forward(x, w, g, pads, parts)) is not None:
+        return _finish(stem, epilogue, parts)
     # (a small conv keeps im2col's value: `_small_conv_forward` gives it bit for bit)
     padded = (h + sum(pads[0]), wd + sum(pads[1]))
     if _spread_conv.applies(kh, kw, f, (g.sh, g.sw), padded, out.itemsize) and \
@@ -469,6 +467,8 @@ def _conv_forward(x, w, g: _ConvGeometry, parts: int, ctx=None, epilogue=None):
             _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, x, w, forward=True):
         return _finish(_fft_conv.conv_forward(x, w, (pads[0][0], pads[1][0]), (oh, ow),
                                               (g.dh, g.dw), parts, ctx), epilogue, parts)
+    if _winograd4.forward(x, w, (kh, kw), (g.sh, g.sw), (g.dh, g.dw), pads, out, parts):
+        return _finish(out, epilogue, parts)
     return _im2col_matmul(_pad(x, pads), w.reshape(k, f), out, kh, kw, (g.sh, g.sw),
                           (g.dh, g.dw), parts, epilogue)
 
@@ -501,7 +501,7 @@ def _conv_backprop_filter(x, dy, kh, kw, g: _ConvGeometry, parts: int, ctx=None)
                                               (g.dh, g.dw), parts, ctx)
     if x.dtype == dy.dtype and _winograd4.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f,
                                                   (oh, ow), n, dtype):
-        dw = _winograd4.conv3x3_backprop_filter(_pad(x, pads), dy, parts)
+        dw = _winograd4.conv3x3_backprop_filter(x, dy, parts, pads)
         if _finite(dw):
             return dw
     if x.dtype == dy.dtype and _winograd.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f,
@@ -569,8 +569,7 @@ def _backprop_filter_rows(xp, dy, kh, kw, g: _ConvGeometry, parts: int, dtype):
     strides, dilations = (g.sh, g.sw), (g.dh, g.dw)
     rows = _row_blocks(oh, ow, k, xp.itemsize)
     blocks = -(-oh // rows)
-    buffer, _ = intra_op.per_thread(
-        lambda: np.empty((1, rows, ow, kh, kw, c), dtype=xp.dtype))
+    buffer, _ = intra_op.per_thread(lambda: np.empty((1, rows, ow, kh, kw, c), dtype=xp.dtype))
     scratch = _product_scratch((k, f), dtype)
 
     def work(u0, u1, acc):
@@ -582,10 +581,8 @@ def _backprop_filter_rows(xp, dy, kh, kw, g: _ConvGeometry, parts: int, dtype):
             pb = buf[:, :r1 - r0]
             _copy_patches(pb, sub, _patches(sub, kh, kw, r1 - r0, ow, strides, dilations), 0,
                           strides, dilations)
-            if not _ng(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f), acc,
-                       accumulate=True):
-                acc += np.matmul(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f),
-                                 out=scratch())
+            if not _ng(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f), acc, accumulate=True):
+                acc += np.matmul(pb.reshape(-1, k).T, dy[b, r0:r1].reshape(-1, f), out=scratch())
 
     total = intra_op.parallel_sum(work, n * blocks, 1,
                                   _parts(parts, 2.0 * n * oh * ow * k * f),
@@ -620,6 +617,8 @@ def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int, ctx=None):
         return _pointwise_backprop_input(shape, w, dy, g, parts)
     if (kh, kw) == (h, wd) and g.dh == g.dw == 1 and not any(p for pr in pads for p in pr):
         return (dy.reshape(n, f) @ w.reshape(-1, f).T).reshape(n, h, wd, c)
+    if _conv_picks.scatter_input_gradient(kh, kw, (g.sh, g.sw), (g.dh, g.dw), c, f):
+        return _col2im_backprop_input(shape, w, dy, g, pads, (oh, ow), parts)
     flip5 = c >= _FLIP_MIN_CHANNELS and _winograd5.applies(kh, kw, (g.sh, g.sw), (g.dh, g.dw),
                                                            f, c, (h, wd), n, dtype)
     if not flip5 and _by_fft(g, n, (h, wd), c, f, (kh, kw), (oh, ow), pads, w, dy):
@@ -632,9 +631,11 @@ def _conv_backprop_input(shape, w, dy, g: _ConvGeometry, parts: int, ctx=None):
             wf = _flipped_filter(w, flip5 or _winograd.applies(
                 kh, kw, (1, 1), (g.dh, g.dw), f, c, (h, wd), dtype), _chunk_rows(n, h * wd))
             out = np.empty((n, h, wd, c), dtype)
+            if _winograd4.forward(dy, wf, (kh, kw), (1, 1), (g.dh, g.dw), [ph, pw], out, parts):
+                return out
             return _im2col_matmul(_pad(dy, [ph, pw]), wf, out, kh, kw, (1, 1),
                                   (g.dh, g.dw), parts)
-    if (g.sh > 1 or g.sw > 1) and g.dh == g.dw == 1 and c >= _FLIP_MIN_CHANNELS:
+    if (g.sh > 1 or g.sw > 1) and g.dh == g.dw == 1 and c >= _PHASED_MIN_CHANNELS:
         return _phased_backprop_input(shape, w, dy, g, pads, parts)
     return _col2im_backprop_input(shape, w, dy, g, pads, (oh, ow), parts)
 
@@ -706,8 +707,7 @@ def _phased_backprop_input(shape, w, dy, g: _ConvGeometry, pads, parts: int):
                                  _chunk_rows(n, rows * cols))
             window = _dy_window(dyw, (h0, w0), (rows + th - 1, cols + tw - 1))
             if th == tw == 1:  # one tap: a single product, no patches
-                target[...] = _product(window.reshape(-1, f), wf, parts).reshape(
-                    n, rows, cols, c)
+                target[...] = _product(window.reshape(-1, f), wf, parts).reshape(n, rows, cols, c)
                 continue
             target[...] = _im2col_matmul(window, wf, np.empty((n, rows, cols, c), dtype),
                                          th, tw, (1, 1), (1, 1), parts)  # (its result)

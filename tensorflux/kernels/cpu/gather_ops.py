@@ -10,6 +10,7 @@ import numpy as np
 
 from tensorflux.framework import resource_guard
 from tensorflux.kernels import interrupt, intra_op
+from tensorflux.kernels.cpu import native
 from tensorflux.kernels.cpu.array_ops import _invalid, _shape_str, _zeros
 from tensorflux.kernels.registry import kernel, kernel_factory
 
@@ -20,7 +21,7 @@ def _position(shape, flat: int) -> str:
 
 def _check_range(indices: np.ndarray, limit: int, what: str = "indices") -> None:
     """InvalidArgumentError for the first entry of `indices` outside [0, limit)."""
-    if indices.size == 0:
+    if indices.size == 0 or native.indices_in_range(indices, limit):
         return
     if indices.min() >= 0 and indices.max() < limit:
         return

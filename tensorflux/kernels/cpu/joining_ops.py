@@ -466,19 +466,20 @@ def _broadcast_to(ctx, x, shape):
         raise _invalid(f"Rank of input ({x.ndim}) must be no greater than rank of output "
                        f"shape ({len(target)}).")
     large = False
-    if all(d >= 0 for d in target):
+    if min(target, default=0) >= 0:
         resource_guard.check_shape(target, x.dtype, ctx)
         large = interrupt.blocked(x.itemsize * math.prod(target))
     try:
+        if not large and min(target, default=0) >= 0:
+            # Materialized (a zero-stride view would be read-only wherever it ends up), by
+            # one broadcasting copy (np.array(np.broadcast_to(...)) costs ~25 us more),
+            # which raises ValueError where x does not broadcast to exactly `target`.
+            out = np.empty(target, x.dtype)
+            np.copyto(out, x)
+            return out
         if np.broadcast_shapes(x.shape, target) != target:
             raise ValueError
-        if large:
-            return interrupt.copyto(ctx, np.empty(target, x.dtype), x)
-        # Materialized (a zero-stride view would be read-only wherever it ends up), by one
-        # broadcasting copy: np.array(np.broadcast_to(...)) costs ~25 us more.
-        out = np.empty(target, x.dtype)
-        np.copyto(out, x)
-        return out
+        return interrupt.copyto(ctx, np.empty(target, x.dtype), x)
     except ValueError:
         raise _invalid(f"Incompatible shapes: {_shape_str(x.shape)} vs. "
                        f"{_shape_str(target)}") from None

@@ -65,6 +65,11 @@ def _matmul(node):
             out = native.skinny(a2, b2, parts)
             if out is not None:
                 return out
+        if not ta and not tb and m <= native.THIN_NN_ROWS and a.dtype == np.float32:
+            # a fully connected layer's forward product at a small batch (x w)
+            out = native.thin_nn(a2, b2, parts)
+            if out is not None:
+                return out
         if a.dtype in _BLAS_FLOATS and (long or parts > 1 and flops >= intra_op.MIN_FLOPS):
             out = native.gemm(a2, b2, parts)
             return out if out is not None else _split_matmul(a2, b2, parts)

@@ -209,6 +209,54 @@ def skinny(a: np.ndarray, b: np.ndarray, parts: int):
     return out
 
 
+THIN_NN_ROWS = 16  # the rows thin_nn takes (_thin_gemm.h THIN_NN_ROWS)
+
+
+def thin_nn(a: np.ndarray, b: np.ndarray, parts: int):
+    """a @ b for float32 a (m, k), m <= THIN_NN_ROWS (rows contiguous at any row stride),
+    and C-contiguous b (k, n): the forward product of a fully connected layer at a small
+    batch, b read once where it lies (no packing), its columns split over `parts` threads
+    (`_thin_gemm.h`). A new array, or None when it does not take the call (no AVX-512F,
+    other dtypes or layouts). One FMA chain over k in order per output: rounding differs
+    from BLAS's, the bits do not depend on `parts`."""
+    if _mod is None or not hasattr(_mod, "thin_nn") or type(a) is not np.ndarray or \
+            type(b) is not np.ndarray or a.dtype != _F32 or b.dtype != _F32 or \
+            a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or \
+            not 0 < a.shape[0] <= THIN_NN_ROWS or not b.flags.c_contiguous or \
+            not (a.flags.c_contiguous or (a.strides[1] == 4 and a.strides[0] % 4 == 0
+                                          and a.strides[0] >= 4 * a.shape[1])):
+        return None
+    out = buffers.empty_output((a.shape[0], b.shape[1]), _F32)
+    with _stop_for(2.0 * out.size * a.shape[1]) as (cell, deadline):
+        done = _mod.thin_nn(a, b, out, max(1, parts), cell, deadline)
+    if done is None:
+        return None
+    if not done:
+        interrupt.raise_stopped()
+    return out
+
+
+def stem_conv(xp: np.ndarray, w: np.ndarray, out: np.ndarray, strides, parts: int):
+    """`out` (N, oh, ow, F) = the VALID convolution of padded NHWC `xp` (N, Hp, Wp, C) with
+    `w` (kh, kw, C, F) at `strides`, float32, all C-contiguous, read straight from `xp`
+    without a patch matrix (`_stem_conv.h`; a net's first layer), output rows split over
+    `parts` threads. Returns `out`, or None when it does not take the call (no AVX-512F,
+    other dtypes or layouts). One FMA chain per output over the window in (row, column,
+    channel) order: the bits do not depend on `parts`."""
+    if _mod is None or not hasattr(_mod, "stem_conv") or any(
+            type(a) is not np.ndarray or a.dtype != _F32 or a.ndim != 4 or
+            not a.flags.c_contiguous for a in (xp, w, out)) or not out.flags.writeable:
+        return None
+    with _stop_for(2.0 * out.size * w.shape[0] * w.shape[1] * w.shape[2]) as (cell, deadline):
+        done = _mod.stem_conv(xp, w, out, int(strides[0]), int(strides[1]), max(1, parts),
+                              cell, deadline)
+    if done is None:
+        return None
+    if not done:
+        interrupt.raise_stopped()
+    return out
+
+
 def var_reader(found, slow):
     """ReadVariableOp's kernel: `_native.VarReader(found, slow)` (the variable the FoundVars
     `found` holds for the handle, read under its lock without a Python frame; `slow`, the
@@ -298,6 +346,24 @@ def relu(x: np.ndarray, parts: int, out: np.ndarray | None = None):
         return None
     out = np.empty(x.shape, x.dtype) if out is None else out
     _mod.relu(out, x, parts)
+    return out
+
+
+def select(c: np.ndarray, t: np.ndarray, e: np.ndarray, parts: int):
+    """np.where(c, t, e) in one branch-free pass (the same bits), or None: for a bool `c`,
+    `t` and `e` of one dtype of 1, 2, 4 or 8 bytes (numbers or bools), each of `c`'s shape
+    or one element of no more axes, all C-contiguous."""
+    if _mod is None or type(c) is not np.ndarray or type(t) is not np.ndarray or \
+            type(e) is not np.ndarray or c.dtype != np.bool_ or t.dtype != e.dtype or \
+            t.dtype.kind not in "biufc" or t.itemsize not in (1, 2, 4, 8) or \
+            not (c.flags.c_contiguous and t.flags.c_contiguous and e.flags.c_contiguous):
+        return None
+    shape = c.shape
+    for x in (t, e):
+        if x.shape != shape and (x.size != 1 or x.ndim > c.ndim):
+            return None
+    out = np.empty(shape, t.dtype)
+    _mod.select(out, c, t, e, parts)
     return out
 
 
@@ -443,6 +509,31 @@ def gradient_descent(var, delta, alpha, parts: int) -> bool:
     return True
 
 
+def indices_in_range(indices, limit: int) -> bool:
+    """True when `indices` (a C-contiguous int32 or int64 ndarray) are all in [0, limit),
+    checked in one C pass; False when they are not, or when the C loop does not take
+    them (the caller checks them itself)."""
+    if _mod is None or type(indices) is not np.ndarray or indices.dtype not in _LABELS or \
+            not indices.flags.c_contiguous:
+        return False
+    return _mod.in_range(indices, limit)
+
+
+def accidental_hits(true_flat: np.ndarray, sampled: np.ndarray, num_true: int):
+    """ComputeAccidentalHits' (row of each hit, last position of its candidate) for int64
+    true classes (flat, `num_true` a row) and int64 candidates, in one C pass: (int32
+    rows, int64 positions), or None when the C loop does not take the arrays."""
+    if _mod is None or not hasattr(_mod, "accidental_hits") or num_true < 1 or \
+            type(true_flat) is not np.ndarray or type(sampled) is not np.ndarray or \
+            true_flat.dtype != np.int64 or sampled.dtype != np.int64:
+        return None
+    true_flat, sampled = np.ascontiguousarray(true_flat), np.ascontiguousarray(sampled)
+    rows = np.empty(true_flat.size, np.int32)
+    ids = np.empty(true_flat.size, np.int64)
+    found = _mod.accidental_hits(true_flat, sampled, num_true, rows, ids)
+    return rows[:found].copy(), ids[:found].copy()
+
+
 def scatter_rows(target, indices, updates, subtract: bool) -> bool:
     """`target[indices[k]] += updates[k]` (or -=) for each k in order, in place, row by row
     (a ResourceScatterAdd/Sub of rows; duplicates add up one at a time, as ufunc.at does);
@@ -544,21 +635,26 @@ def _inner_contiguous(a: np.ndarray) -> bool:
     return a.ndim > 0 and (a.shape[-1] <= 1 or a.strides[-1] == a.itemsize)
 
 
-def wino_transform(kind: int, src: np.ndarray, dst: np.ndarray) -> bool:
+def wino_transform(kind: int, src: np.ndarray, dst: np.ndarray, origin=None) -> bool:
     """One of Winograd's tile transforms (kernels/cpu/_winograd.py, F(2x2, 3x3): kind 0
     `_input_transform`, 1 `_output_transform`, 2 `_gradient_transform`; _winograd5.py,
     F(2x2, 5x5): 3 input, 4 output; _winograd4.py, F(4x4, 3x3): 5 input, 6 output, 7
     gradient) from `src` into
     `dst` in one pass, the NumPy function's operations in the same order (identical
-    bits); either may be a strided view whose channel axis is contiguous. False when the
-    arrays do not qualify."""
+    bits); either may be a strided view whose channel axis is contiguous. With `origin`
+    (oy, ox), kinds 3 and 5 read unpadded `src` as if padded: tile (i, j)'s window starts
+    at row oy + step i, column ox + step j, and pixels outside `src` are zeros. False
+    when the arrays do not qualify."""
     if _mod is None or type(src) is not np.ndarray or type(dst) is not np.ndarray or \
             src.dtype not in _FLOATS or dst.dtype != src.dtype or \
             not dst.flags.writeable or not _inner_contiguous(src) or \
             not _inner_contiguous(dst) or src.shape[-1] != dst.shape[-1] or \
             src.shape[-1] == 0:
         return False
-    _mod.wino_transform(kind, src, dst)
+    if origin is None:
+        _mod.wino_transform(kind, src, dst)
+    else:
+        _mod.wino_transform(kind, src, dst, (int(origin[0]), int(origin[1])))
     return True
 
 
@@ -739,18 +835,29 @@ def ngemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None,
 
 
 
+def _batch_rows(a: np.ndarray) -> bool:
+    """Whether `ngemm_batch` reads (P, m, k) `a`: rows contiguous at a row stride of at
+    least k, or (a transposed view) columns contiguous at a stride of at least m."""
+    if a.shape[2] <= 1 or a.strides[2] == 4:
+        return a.strides[1] % 4 == 0 and a.strides[1] >= 4 * a.shape[2]
+    return ((a.shape[1] <= 1 or a.strides[1] == 4) and a.strides[2] % 4 == 0
+            and a.strides[2] >= 4 * a.shape[1])
+
+
 def ngemm_batch(a: np.ndarray, b: np.ndarray, out: np.ndarray,
                 accumulate: bool = False) -> bool:
     """`out[p] = a[p] @ b[p]` (or += when `accumulate`) for every p on this thread, through
     `_native.c`'s own GEMM in one call (the same bits as `ngemm` per p): float32 `a` (P, m,
-    k) with contiguous rows, `b` (P, k, n) and `out` (P, m, n) C-contiguous. False when it
-    does not take the arrays, or any is empty (the caller multiplies per p)."""
+    k) with contiguous rows (or each a[p] the transposed view of such a (k, m) array), `b`
+    (P, k, n) C-contiguous and `out` (P, m, n) whose every out[p] is C-contiguous (the
+    positions at any stride). False when it does not take the arrays, or any is empty (the
+    caller multiplies per p)."""
     if _mod is None or not hasattr(_mod, "ngemm_batch") or type(a) is not np.ndarray or \
             type(b) is not np.ndarray or type(out) is not np.ndarray or a.dtype != _F32 or \
-            b.dtype != _F32 or out.dtype != _F32 or a.ndim != 3 or \
-            not b.flags.c_contiguous or not out.flags.c_contiguous or \
-            not out.flags.writeable or a.strides[2] != 4 or a.strides[1] % 4 or \
-            a.strides[0] % 4 or a.strides[1] < 4 * a.shape[2] or \
+            b.dtype != _F32 or out.dtype != _F32 or a.ndim != 3 or out.ndim != 3 or \
+            not b.flags.c_contiguous or not out[:1].flags.c_contiguous or \
+            out.strides[0] % 4 or out.strides[0] < 4 * out.shape[1] * out.shape[2] or \
+            not out.flags.writeable or a.strides[0] % 4 or not _batch_rows(a) or \
             b.shape != (a.shape[0], a.shape[2], out.shape[2]) or \
             out.shape[:2] != a.shape[:2] or 0 in a.shape:
         return False

@@ -207,6 +207,20 @@ def _first_invalid(indices: np.ndarray, shape: np.ndarray) -> str | None:
             "`tf.sparse.reorder` to create a correctly ordered copy.\n\n")
 
 
+def _flat_positions(idx2: np.ndarray, dims: tuple):
+    """The row-major positions of the index rows `idx2` in an array of shape `dims`, all in
+    bounds, in one NumPy call (a sampled softmax's [hits, 2] indices: the bounds check and
+    the tuple index cost three times as much); None when some index is out of bounds,
+    there are none, or NumPy does not take them (the caller checks and scatters itself)."""
+    if not idx2.size or idx2.dtype.kind not in "iu" or idx2.dtype.itemsize > 8 or \
+            idx2.dtype == np.uint64:
+        return None
+    try:
+        return np.ravel_multi_index(tuple(idx2.T), dims)
+    except (ValueError, TypeError):
+        return None
+
+
 @kernel_factory("SparseToDense")
 def _sparse_to_dense(node):
     validate = node.attrs["validate_indices"]
@@ -231,19 +245,25 @@ def _sparse_to_dense(node):
         if np.ndim(default_value) != 0:
             raise _invalid("default_value should be a scalar.")
         idx2 = idx.reshape(num_elems, num_dims)
-        if np.any(shape < 0):
+        dims = tuple(int(d) for d in shape.tolist())
+        if min(dims, default=0) < 0:
             raise _invalid(f"output_shape has negative entries: {_index_str(shape)}")
+        flat = None
         if validate:
             message = _first_invalid(idx2, shape)
             if message is not None:
                 raise _invalid(message)
-        elif np.any((idx2 < 0) | (idx2 >= shape)):
-            raise _invalid(f"Indices are not valid (out of bounds).  Shape: {_index_str(shape)}")
+        else:
+            flat = _flat_positions(idx2, dims)
+            if flat is None and np.any((idx2 < 0) | (idx2 >= shape)):
+                raise _invalid(f"Indices are not valid (out of bounds).  Shape: "
+                               f"{_index_str(shape)}")
         default = np.asarray(default_value)
-        dims = tuple(int(d) for d in shape)
         resource_guard.check_shape(dims, default.dtype, ctx)
         out = interrupt.full(ctx, dims, default, default.dtype)  # in blocks when large
-        if num_elems:
+        if flat is not None:
+            out.reshape(-1)[flat] = values
+        elif num_elems:
             out[tuple(idx2.T)] = values
         return out
 

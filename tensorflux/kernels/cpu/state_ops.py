@@ -407,6 +407,8 @@ def _count_up_to(node):
 
 def _check_indices(indices: np.ndarray, limit: int) -> None:
     """InvalidArgumentError naming the first index outside [0, limit), as TensorFlow does."""
+    if native.indices_in_range(indices, limit):
+        return
     bad = (indices < 0) | (indices >= limit)
     if bad.any():
         pos = np.argwhere(bad)[0] if indices.ndim else ()
