@@ -25,6 +25,7 @@ average pools, dense 1024 and 2), batch 64: median of 10 steps after 3, in ms.
 import os
 import time
 
+import _conv_ops
 import numpy as np
 from _bench import BACKEND, emit, guarded
 
@@ -42,47 +43,14 @@ CONVS = {"s1": ((14, 14, 64), 5, 128, 1),
          "s2a": ((28, 28, 1), 5, 64, 2),
          "s2b": ((14, 14, 64), 5, 128, 2),
          "s1c1": ((28, 28, 64), 5, 1, 1)}
-LABELS = {"fwd": "Conv2D", "bpi": "Conv2DBackpropInput", "bpf": "Conv2DBackpropFilter"}
-
-
-def _median_ms(sess, op, reps=15, warmup=3):
-    for _ in range(warmup):
-        sess.run(op)
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        sess.run(op)
-        times.append(time.perf_counter() - t)
-    return float(np.median(times)) * 1e3
-
-
-def _ops(hwc, k, f, s):
-    rng = np.random.default_rng(0)
-    h, w, c = hwc
-    oh, ow = -(-h // s), -(-w // s)
-    strides = [1, s, s, 1]
-    x = tf.Variable(rng.standard_normal((BATCH, h, w, c)).astype(np.float32))
-    wt = tf.Variable(rng.standard_normal((k, k, c, f)).astype(np.float32) * 0.05)
-    dy = tf.Variable(rng.standard_normal((BATCH, oh, ow, f)).astype(np.float32))
-    return {"fwd": tf.nn.conv2d(x, wt, strides, "SAME"),
-            "bpi": tf.nn.conv2d_backprop_input([BATCH, h, w, c], wt, dy, strides, "SAME"),
-            "bpf": tf.nn.conv2d_backprop_filter(x, [k, k, c, f], dy, strides, "SAME")}
 
 
 for conv, (hwc, k, f, s) in CONVS.items():
     for kind in ("fwd", "bpi", "bpf"):
         name = f"dcgan_{conv}_{kind}"
-        h, w, c = hwc
-        label = (f"{LABELS[kind]} {k}x{k}/{s} {h}x{w}x{c} -> {f}, batch {BATCH}, SAME "
-                 f"(median)")
+        label = _conv_ops.label(kind, hwc, k, f, s, BATCH)
         with guarded(name, label=label):
-            g = tf.Graph()
-            with g.as_default():
-                op = _ops(hwc, k, f, s)[kind][0, 0, 0, 0]  # (one value fetched)
-                init = tf.global_variables_initializer()
-            with tf.Session(graph=g) as sess:
-                sess.run(init)
-                ms = _median_ms(sess, op)
+            ms = _conv_ops.conv_op_ms(tf, kind, hwc, k, f, s, BATCH, scale=0.05)
             emit(name, ms, "ms", "lower", label=label)
 
 

@@ -14,9 +14,8 @@ says how many convs of the shape a training step has.
 """
 
 import sys
-import time
 
-import numpy as np
+import _conv_ops
 from _bench import BACKEND, emit, guarded
 
 if BACKEND == "tensorflow":
@@ -36,32 +35,7 @@ CONVS = {"stem": ((32, 32, 3), 3, 16, 1, 1),
          "s1c": ((8, 8, 64), 3, 64, 1, 3),
          "p2": ((32, 32, 16), 1, 32, 2, 1),
          "p3": ((16, 16, 32), 1, 64, 2, 1)}
-LABELS = {"fwd": "Conv2D", "bpi": "Conv2DBackpropInput", "bpf": "Conv2DBackpropFilter"}
 ONLY = [a for a in sys.argv[1:] if not a.startswith("-") and a in CONVS]
-
-
-def _median_ms(sess, op, reps=15, warmup=3):
-    for _ in range(warmup):
-        sess.run(op)
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        sess.run(op)
-        times.append(time.perf_counter() - t)
-    return float(np.median(times)) * 1e3
-
-
-def _ops(hwc, k, f, s):
-    rng = np.random.default_rng(0)
-    h, w, c = hwc
-    oh, ow = -(-h // s), -(-w // s)
-    strides = [1, s, s, 1]
-    x = tf.Variable(rng.standard_normal((BATCH, h, w, c)).astype(np.float32))
-    wt = tf.Variable(rng.standard_normal((k, k, c, f)).astype(np.float32) * 0.1)
-    dy = tf.Variable(rng.standard_normal((BATCH, oh, ow, f)).astype(np.float32))
-    return {"fwd": tf.nn.conv2d(x, wt, strides, "SAME"),
-            "bpi": tf.nn.conv2d_backprop_input([BATCH, h, w, c], wt, dy, strides, "SAME"),
-            "bpf": tf.nn.conv2d_backprop_filter(x, [k, k, c, f], dy, strides, "SAME")}
 
 
 for conv, (hwc, k, f, s, count) in CONVS.items():
@@ -71,15 +45,7 @@ for conv, (hwc, k, f, s, count) in CONVS.items():
         if conv == "stem" and kind == "bpi":
             continue
         name = f"resnet_{conv}_{kind}"
-        h, w, c = hwc
-        label = (f"{LABELS[kind]} {k}x{k}/{s} {h}x{w}x{c} -> {f}, batch {BATCH}, SAME "
-                 f"(median)")
+        label = _conv_ops.label(kind, hwc, k, f, s, BATCH)
         with guarded(name, label=label):
-            g = tf.Graph()
-            with g.as_default():
-                op = _ops(hwc, k, f, s)[kind][0, 0, 0, 0]  # (one value fetched)
-                init = tf.global_variables_initializer()
-            with tf.Session(graph=g) as sess:
-                sess.run(init)
-                ms = _median_ms(sess, op)
+            ms = _conv_ops.conv_op_ms(tf, kind, hwc, k, f, s, BATCH, scale=0.1)
             emit(name, ms, "ms", "lower", label=label, count=count)
