@@ -26,6 +26,8 @@ def test_which_input_gradients_are_scattered():
     assert pick(5, 5, (1, 1), (1, 1), 48, 192)
     assert not pick(5, 5, (1, 1), (1, 1), 64, 192)  # wide enough to flip (Winograd's)
     assert not pick(5, 5, (1, 1), (1, 1), 32, 32)  # as many filters as channels
+    assert not pick(5, 5, (1, 1), (1, 1), 32, 64)  # twice as many from 32 channels on
+    assert pick(5, 5, (1, 1), (1, 1), 24, 48) and pick(5, 5, (1, 1), (1, 1), 48, 128)
     assert not pick(3, 3, (1, 1), (1, 1), 16, 64)  # 3x3 windows keep their rules
     assert not pick(5, 5, (2, 2), (1, 1), 16, 64)  # strided: the phased path
     assert not pick(5, 5, (1, 1), (2, 2), 16, 64)  # dilated

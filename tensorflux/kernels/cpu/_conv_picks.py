@@ -33,13 +33,20 @@ from tensorflux.kernels.cpu._nn_common import _pad
 
 # Input channels from which the flipped forward conv stays (its product is wide enough).
 SCATTER_MAX_CHANNELS = 64
+# ... and from which exactly twice as many filters keep it too: 32 -> 64 (a deep MNIST
+# model's or cnn_step.py's second conv) ran 1.4-1.7x slower scattered at every batch
+# measured (CPU-quiet host, two threads, ms flipped / scatter: 32x14x14 1.7 / 2.3, 50x14x14
+# 2.3 / 3.7, 64x16x16 3.5-4.2 / 6.2-6.4, 128x14x14 5.5 / 9.0), where 16 -> 32 (8x28x28
+# 0.92 / 0.65), 32 -> 96 (16x28x28 6.6 / 5.5) and 48 -> 128 (8x28x28 12.5 / 5.5) gain.
+SCATTER_STRICT_FROM = 32
 
 
 def scatter_input_gradient(kh: int, kw: int, strides, dilations, c: int, f: int) -> bool:
     """Whether a stride-1 backprop-input with a (kh, kw) window, `c` input channels and `f`
     filters goes by products and scatter rather than as the flipped forward conv."""
     return ((kh, kw) == (5, 5) and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1)
-            and c < SCATTER_MAX_CHANNELS and f >= 2 * c)
+            and c < SCATTER_MAX_CHANNELS
+            and (f >= 2 * c if c < SCATTER_STRICT_FROM else f > 2 * c))
 
 
 # The stems `stem_forward` takes: at most this many input channels ...
