@@ -807,17 +807,25 @@ def fuse_optimizer_updates(sg: StepGraph) -> int:
 def unread_to_no_op(sg: StepGraph) -> int:
     """Turns stateless nodes whose outputs no node reads and no fetch takes (only control
     edges keep them) into NoOps with their inputs' producers as control inputs, so that
-    what waited on them still waits on what they waited on; returns how many."""
-    read = {src for n in sg.nodes for src, _ in n.inputs} | {n for n, _ in sg.fetches}
+    what waited on them still waits on what they waited on; returns how many. Whole unread
+    chains go (consumers first: a node only the NoOps made here read is unread too)."""
+    readers: dict[Node, int] = {}
+    for n in sg.nodes:
+        for src, _ in n.inputs:
+            readers[src] = readers.get(src, 0) + 1
+    for n, _ in sg.fetches:
+        readers[n] = readers.get(n, 0) + 1
     kept = set(sg.targets) | set(sg.args)
     changed = 0
-    for n in sg.nodes:
-        if n in read or n in kept or not n.output_dtypes or not _stateless(n):
+    for n in reversed(sg.nodes):  # (consumers after their producers in sg.nodes)
+        if readers.get(n) or n in kept or not n.output_dtypes or not _stateless(n):
             continue
         # A Switch is live while one of its outputs is dead: a control edge from it would
         # not carry the deadness the data edge does (tf.cond's pivots are such nodes).
         if any(flow_kind(s.op) == "switch" for s, _ in n.inputs):
             continue
+        for src, _ in n.inputs:
+            readers[src] -= 1
         n.control_inputs = list(dict.fromkeys(n.control_inputs + [s for s, _ in n.inputs]))
         n.op, n.attrs, n.inputs, n.output_dtypes, n.output_shapes = "NoOp", {}, [], [], None
         changed += 1

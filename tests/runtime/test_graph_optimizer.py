@@ -108,6 +108,29 @@ def test_unread_nodes_kept_by_control_edges_become_no_ops():
     np.testing.assert_array_equal(*results)
 
 
+def test_a_whole_unread_chain_becomes_no_ops():
+    """A chain nothing reads, kept only by a tf.tuple gate (log_softmax -> neg -> mul of
+    stopped labels), goes whole, not just its last node; its inputs still run first."""
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [3, 5])
+        v = tf.Variable(np.ones((5,), np.float32))
+        keep = p * v
+        chain = tf.negative(tf.nn.log_softmax(p * 2.0)) * 3.0
+        out, _ = tf.tuple([keep, chain])
+        fetch = tf.reduce_sum(out)
+        init = tf.global_variables_initializer()
+    feed = {p: np.arange(15, dtype=np.float32).reshape(3, 5)}
+    for config in (None, L0):
+        with tf.Session(graph=g, config=config) as s:
+            s.run(init)
+            s._steps.clear()
+            assert s.run(fetch, feed) == pytest.approx(105.0)
+            ops = [n.op for n in _step_nodes(s)]
+        assert ("LogSoftmax" in ops) == (config is L0)
+        assert ("Neg" in ops) == (config is L0)
+
+
 # ---- Conv2D -> BiasAdd [-> Relu] fusion ------------------------------------------------------
 
 # (name, input shape, filter shape, strides, padding, data format, relu): each conv path
