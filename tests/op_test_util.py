@@ -214,3 +214,14 @@ def check_gradient(case: OpCase, dtype, seed: int = 0) -> None:
                 f"{case.name}[{np.dtype(dtype).name}] gradient of input {k}: max error "
                 f"{err:.3g} > {tol * scale:.3g}\ntheoretical={theoretical.ravel()[:8]}\n"
                 f"numerical={numerical.ravel()[:8]}")
+
+
+def conv2d_gradient_error(x: np.ndarray, w: np.ndarray, strides=(1, 1, 1, 1),
+                          padding: str = "SAME", data_format: str = "NHWC") -> float:
+    """tf.test.compute_gradient_error of tf.nn.conv2d(x, w) with respect to both operands
+    (float64 arrays), started at their values: the conv tests' finite-difference check."""
+    xt, wt = tf.constant(x), tf.constant(w)
+    y = tf.nn.conv2d(xt, wt, list(strides), padding, data_format=data_format)
+    with tf.Session():
+        return tf.test.compute_gradient_error([xt, wt], [x.shape, w.shape], y,
+                                              y.shape.as_list(), x_init_value=[x, w])
