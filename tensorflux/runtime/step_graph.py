@@ -299,8 +299,8 @@ def _read_fetched_variables_last(sg: StepGraph) -> None:
                     writers.setdefault(src, []).append(n)
     if not writers:
         return
-    conditional = _under_control_flow(sg)
     _, consumers = dependencies(sg.nodes)
+    conditional = _under_control_flow(sg, consumers)
     replaced = []
     for k, (var, node) in variables.items():
         after = [w for w in writers.get(var, ()) if w not in conditional]
@@ -342,7 +342,7 @@ def _descendants(node: Node, consumers: dict[Node, list[Node]]) -> set[Node]:
     return seen
 
 
-def _under_control_flow(sg: StepGraph) -> set[Node]:
+def _under_control_flow(sg: StepGraph, consumers: dict[Node, list[Node]]) -> set[Node]:
     """The nodes that may not run or may run many times: those a Switch reaches before a
     Merge or an Exit, and those an Enter reaches before an Exit (over data and control
     edges)."""
@@ -353,7 +353,6 @@ def _under_control_flow(sg: StepGraph) -> set[Node]:
             kinds[n] = opdef.flow_kind
     if not any(k in ("switch", "enter") for k in kinds.values()):
         return set()
-    _, consumers = dependencies(sg.nodes)
     inside: set[Node] = set()
     for start, stop in (("switch", ("merge", "exit")), ("enter", ("exit",))):
         stack = [n for n, k in kinds.items() if k == start]
